@@ -1,0 +1,61 @@
+# nextword — two commands do everything on a fresh machine with Python >= 3.10 and make:
+#   make book   create the environment, execute every chapter, render the HTML book (_build/html)
+#   make test   create the environment, run the library tests and pytest --nbval on every notebook
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.nextword-installed
+JOBS   ?= 2
+# nbval needs matplotlib's inline backend (Agg drops the figure's text output) and the default run.
+NBENV  := env -u MPLBACKEND FULL=0 PYDEVD_DISABLE_FILE_VALIDATION=1
+NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with book/nbval_sanitize.cfg -p no:cacheprovider
+
+.PHONY: help env test test-lib test-notebooks book render lab sync exercises bench clean
+
+help:
+	@echo "make book   - set up, execute every notebook in book/, render _build/html/index.html"
+	@echo "make test   - set up, library tests, pairing checks, pytest --nbval on book/ and solutions/"
+	@echo "make lab    - open JupyterLab on book/"
+	@echo "make sync   - regenerate every .ipynb from its .py (jupytext pairing, keeps outputs)"
+	@echo "make exercises - regenerate exercises/ from solutions/"
+	@echo "make bench  - run the benchmarks in benchmarks/"
+
+# The environment is rebuilt only when pyproject.toml changes (the stamp is older than it).
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[all]'
+	$(BIN)/python -m nextword.check_env
+	touch $@
+
+env: $(STAMP)
+
+test: $(STAMP) test-lib test-notebooks
+
+test-lib: $(STAMP)
+	$(BIN)/python -m pytest -n $(JOBS) tests
+
+test-notebooks: $(STAMP)
+	$(NBENV) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NBVAL) book solutions
+
+book: $(STAMP)
+	$(NBENV) $(BIN)/python -m nextword.notebooks build book/*/*.py
+	$(MAKE) render
+
+render: $(STAMP)
+	$(BIN)/python -m nextword.notebooks render
+	@echo "open _build/html/index.html"
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab book/
+
+sync: $(STAMP)
+	$(BIN)/python -m nextword.notebooks sync --all
+
+exercises: $(STAMP)
+	$(BIN)/python -m nextword.exercises build
+
+bench: $(STAMP)
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf _build .pytest_cache .hypothesis

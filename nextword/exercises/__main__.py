@@ -1,0 +1,5 @@
+import sys
+
+from nextword.exercises.build import main
+
+sys.exit(main())
