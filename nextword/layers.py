@@ -1,0 +1,222 @@
+"""Normalisation, feed-forward and the transformer block (Chapter 6, §6.6, Fig. 6.29).
+
+Row-vector convention; activations ``(..., T, d_model)``; every norm acts on the last axis.
+
+* :func:`layer_norm` — ``(x − mean) / sqrt(var + eps) * weight + bias`` (biased variance, as torch).
+* :func:`rms_norm` — ``x / sqrt(mean(x²) + eps) * weight``: the practical RMSNorm, whose output
+  lies (for ``eps → 0``, unit weight) on the sphere of radius ``sqrt(d)`` (Liao, Eq. (7));
+  ``unit=True`` gives the unit-sphere variant the papers analyse, exactly ``1/sqrt(d)`` times it.
+* :func:`feed_forward` — ``act(x W1 + b1) W2 + b2`` with GELU (exact or tanh) or ReLU.
+* :class:`TransformerBlock` — attention + FFN with residuals, either
+  post-norm (Chapter 6's formula ``h' = LN(u + FFN(u))``, ``u = LN(h + MHA(h))``) or
+  pre-norm (margins paper Eqs. (41)–(42): ``u = h + MHA(LN(h))``, ``h' = u + MLP(LN(u))``).
+
+The decoder-only language model :class:`~nextword.decoder.DecoderLM` and its
+:class:`~nextword.decoder.DecoderConfig` live in :mod:`nextword.decoder` and are re-exported here.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from scipy.special import erf
+
+from nextword._validate import as_float_array, check_positive_int
+from nextword.kv_cache import LayerKVCache
+from nextword.multihead import MultiHeadAttention
+
+if TYPE_CHECKING:  # pragma: no cover
+    from nextword.decoder import DecoderConfig, DecoderLM
+
+__all__ = ["layer_norm", "rms_norm", "gelu", "relu", "feed_forward", "TransformerBlock",
+           "DecoderConfig", "DecoderLM"]
+
+Activation = Literal["gelu", "gelu_tanh", "relu"]
+
+
+def __getattr__(name: str) -> Any:  # PEP 562: re-export without an import cycle
+    if name in ("DecoderLM", "DecoderConfig"):
+        from nextword import decoder
+
+        return getattr(decoder, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _check_vec(p: object, name: str, d: int, dtype: np.dtype) -> np.ndarray | None:
+    if p is None:
+        return None
+    arr = as_float_array(p, name, ndim=1)
+    if arr.shape != (d,):
+        raise ValueError(f"{name} must have shape (d,) = ({d},) to match x's last axis, got {arr.shape}")
+    return arr
+
+
+def layer_norm(x: object, weight: object = None, bias: object = None, *, eps: float = 1e-5) -> np.ndarray:
+    """Layer normalisation over the last axis of ``x (..., d)`` (Ba et al.; Chapter 6, §6.6).
+
+    ``(x − μ) / sqrt(σ² + eps) * weight + bias`` with ``μ, σ²`` the mean and biased variance of
+    each row. ``weight``/``bias`` are ``(d,)`` or None (1 and 0).
+
+    >>> layer_norm(np.array([1.0, 3.0]), eps=0.0)
+    array([-1.,  1.])
+    """
+    x = as_float_array(x, "x", min_ndim=1)
+    d = x.shape[-1]
+    w, b = _check_vec(weight, "weight", d, x.dtype), _check_vec(bias, "bias", d, x.dtype)
+    mu = x.mean(axis=-1, keepdims=True)
+    xc = x - mu
+    var = np.mean(xc * xc, axis=-1, keepdims=True)
+    y = xc / np.sqrt(var + eps)
+    if w is not None:
+        y = y * w
+    if b is not None:
+        y = y + b
+    return y
+
+
+def rms_norm(x: object, weight: object = None, *, eps: float = 1e-6, unit: bool = False) -> np.ndarray:
+    """RMS normalisation over the last axis of ``x (..., d)``.
+
+    ``unit=False`` (practice, ``torch.nn.RMSNorm``): ``x / sqrt(mean(x²) + eps) * weight`` — the
+    radius-``sqrt(d)`` sphere of Liao's Eq. (7) as ``eps → 0``.
+    ``unit=True`` (the papers' unit sphere ``S^{d−1}``): ``x / sqrt(‖x‖² + d·eps) * weight``,
+    i.e. the practical value divided by ``sqrt(d)``.
+
+    >>> np.linalg.norm(rms_norm(np.array([3.0, 4.0]), eps=0.0))**2   # radius sqrt(2)
+    2.0000000000000004
+    >>> rms_norm(np.array([3.0, 4.0]), eps=0.0, unit=True)
+    array([0.6, 0.8])
+    """
+    x = as_float_array(x, "x", min_ndim=1)
+    d = x.shape[-1]
+    w = _check_vec(weight, "weight", d, x.dtype)
+    ms = np.mean(x * x, axis=-1, keepdims=True)  # (..., 1)
+    y = x / np.sqrt(ms + eps)
+    if unit:
+        y = y / np.sqrt(d)
+    return y if w is None else y * w
+
+
+def gelu(x: np.ndarray, *, approximate: bool = False) -> np.ndarray:
+    """GELU ``x Φ(x)`` (exact, via erf) or its tanh approximation (GPT-2)."""
+    if approximate:
+        return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+    return (0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))).astype(x.dtype, copy=False)
+
+
+def relu(x: np.ndarray) -> np.ndarray:
+    """``max(x, 0)``."""
+    return np.maximum(x, 0)
+
+
+_ACTIVATIONS = {"gelu": gelu, "gelu_tanh": lambda x: gelu(x, approximate=True), "relu": relu}
+
+
+def feed_forward(x: object, W1: object, b1: object, W2: object, b2: object, *,
+                 activation: Activation = "gelu") -> np.ndarray:
+    """Position-wise FFN ``act(x W1 + b1) W2 + b2`` (Chapter 6, §6.6; ``d_ff`` typically ``4 d``).
+
+    ``x (..., T, d)``, ``W1 (d, d_ff)``, ``b1 (d_ff,)``, ``W2 (d_ff, d)``, ``b2 (d,)``; biases may be
+    None. ``activation`` is ``"gelu"`` (exact, torch's default), ``"gelu_tanh"`` or ``"relu"``.
+    """
+    if activation not in _ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
+    x = as_float_array(x, "x", min_ndim=1)
+    W1 = as_float_array(W1, "W1", ndim=2)
+    W2 = as_float_array(W2, "W2", ndim=2)
+    d = x.shape[-1]
+    if W1.shape[0] != d or W2.shape != (W1.shape[1], d):
+        raise ValueError(f"need W1 (d, d_ff) and W2 (d_ff, d) with d={d}, got {W1.shape} and {W2.shape}")
+    h = x @ W1  # (..., T, d_ff)
+    if b1 is not None:
+        h = h + _check_vec(b1, "b1", W1.shape[1], h.dtype)
+    y = _ACTIVATIONS[activation](h) @ W2  # (..., T, d)
+    if b2 is not None:
+        y = y + _check_vec(b2, "b2", d, y.dtype)
+    return y
+
+
+class TransformerBlock:
+    """One decoder block: multi-head self-attention and a feed-forward network (Fig. 6.29).
+
+    Flags (they exist for the ablations of Chapter 6, Exercise 12):
+
+    * ``pre_norm=False`` — Chapter 6: ``u = N(h + MHA(h))``, ``h' = N(u + FFN(u))``;
+      ``pre_norm=True`` — margins paper Eqs. (41)–(42): ``u = h + MHA(N(h))``, ``h' = u + FFN(N(u))``.
+    * ``norm`` — ``"layer"`` (:func:`layer_norm`) or ``"rms"`` (:func:`rms_norm`); ``"none"`` drops it.
+    * ``residual=False`` drops the ``h +`` / ``u +`` skip terms.
+    * ``causal=False`` drops the causal mask.
+
+    Parameters: ``attn`` (a :class:`~nextword.multihead.MultiHeadAttention`), norm weights/biases
+    ``norm1_weight, norm1_bias, norm2_weight, norm2_bias`` (biases only for ``"layer"``), and FFN
+    ``W1 (d, d_ff), b1, W2 (d_ff, d), b2``; see :meth:`parameters`.
+    """
+
+    def __init__(self, d_model: int, num_heads: int, d_ff: int, *, rng: np.random.Generator | None = None,
+                 norm: Literal["layer", "rms", "none"] = "layer", pre_norm: bool = True, causal: bool = True,
+                 residual: bool = True, activation: Activation = "gelu", rope_base: float | None = None,
+                 eps: float = 1e-5, dtype: Any = np.float64) -> None:
+        if norm not in ("layer", "rms", "none"):
+            raise ValueError(f"norm must be 'layer', 'rms' or 'none', got {norm!r}")
+        if activation not in _ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
+        rng = np.random.default_rng() if rng is None else rng
+        d = check_positive_int(d_model, "d_model")
+        d_ff = check_positive_int(d_ff, "d_ff")
+        self.norm, self.pre_norm, self.causal, self.residual = norm, bool(pre_norm), bool(causal), bool(residual)
+        self.activation, self.eps = activation, float(eps)
+        self.attn = MultiHeadAttention(d, num_heads, rng=rng, dtype=dtype, rope_base=rope_base)
+        self.norm1_weight = np.ones(d, dtype)
+        self.norm2_weight = np.ones(d, dtype)
+        self.norm1_bias = np.zeros(d, dtype) if norm == "layer" else None
+        self.norm2_bias = np.zeros(d, dtype) if norm == "layer" else None
+        self.W1 = (rng.standard_normal((d, d_ff)) / np.sqrt(d)).astype(dtype)
+        self.b1 = np.zeros(d_ff, dtype)
+        self.W2 = (rng.standard_normal((d_ff, d)) / np.sqrt(d_ff)).astype(dtype)
+        self.b2 = np.zeros(d, dtype)
+
+    def parameters(self) -> dict[str, np.ndarray]:
+        """Named parameter arrays (live views: editing one edits the block)."""
+        p = {f"attn.{k}": v for k, v in self.attn.parameters().items()}
+        p["norm1.weight"] = self.norm1_weight
+        if self.norm1_bias is not None:
+            p["norm1.bias"] = self.norm1_bias
+        p["norm2.weight"] = self.norm2_weight
+        if self.norm2_bias is not None:
+            p["norm2.bias"] = self.norm2_bias
+        p.update({"ffn.W1": self.W1, "ffn.b1": self.b1, "ffn.W2": self.W2, "ffn.b2": self.b2})
+        return p
+
+    def _norm(self, x: np.ndarray, which: int) -> np.ndarray:
+        if self.norm == "none":
+            return x
+        w = self.norm1_weight if which == 1 else self.norm2_weight
+        if self.norm == "rms":
+            return rms_norm(x, w, eps=self.eps)
+        return layer_norm(x, w, self.norm1_bias if which == 1 else self.norm2_bias, eps=self.eps)
+
+    def __call__(self, X: object, *, cache: LayerKVCache | None = None, positions: object = None,
+                 head_mask: object = None, return_weights: bool = False
+                 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        """``X (..., T, d_model)`` → ``(..., T, d_model)`` (and per-head weights ``(..., h, T, T_keys)``)."""
+        X = as_float_array(X, "X", min_ndim=2)
+
+        def mha(z: np.ndarray) -> Any:
+            return self.attn(z, self.causal, return_weights, positions=positions, cache=cache,
+                             head_mask=head_mask)
+
+        def ffn(z: np.ndarray) -> np.ndarray:
+            return feed_forward(z, self.W1, self.b1, self.W2, self.b2, activation=self.activation)
+
+        skip = 1.0 if self.residual else 0.0
+        if self.pre_norm:  # Eqs. (41)-(42)
+            a = mha(self._norm(X, 1))
+            a, w = a if return_weights else (a, None)
+            u = skip * X + a
+            out = skip * u + ffn(self._norm(u, 2))
+        else:  # Chapter 6: LN(u + FFN(u)), u = LN(h + MHA(h))
+            a = mha(X)
+            a, w = a if return_weights else (a, None)
+            u = self._norm(skip * X + a, 1)
+            out = self._norm(skip * u + ffn(u), 2)
+        return (out, w) if return_weights else out
