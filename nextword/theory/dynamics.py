@@ -40,6 +40,7 @@ Worked example (two positions, the first value helps query 0, the second hurts i
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -408,87 +409,15 @@ def exact_value_update_loss_change(alpha: object, V: object, W_O: object, b: obj
     return losses(V_new) - before
 
 
-# --------------------------------------------------------------------------------------------
-# §8.1 diagnostics
-# --------------------------------------------------------------------------------------------
-def column_usage(alpha: object) -> np.ndarray:
-    """``Σ_i α_ij`` for each key ``j`` (§8.1), shape ``(T,)``; it sums to ``T``."""
-    return _check_alpha(alpha).sum(axis=0)
+# §8.1 diagnostics and PCA live in dynamics_diagnostics.py, the §7.1 toy in dynamics_toy.py and
+# the §7.2 protocols in dynamics_sticky.py; they are re-exported lazily (PEP 562, no import cycle).
+_LAZY = {name: "nextword.theory.dynamics_diagnostics" for name in (
+    "PCA", "AttentionDiagnostics", "attention_diagnostics", "column_usage", "pca_fit", "value_norms")}
 
 
-def value_norms(V: object) -> np.ndarray:
-    """``||v_j||`` (§8.1): ``V (..., T, d_v)`` -> ``(..., T)`` (works on a trajectory too)."""
-    V = as_float_array(V, "V", min_ndim=2)
-    return np.linalg.norm(V, axis=-1)
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
 
-
-@dataclass(frozen=True)
-class AttentionDiagnostics:
-    """The four §8.1 diagnostics at one point of training.
-
-    ``compatibility (T, T)`` = B, ``advantage (T, T)`` = A (descent sign; §8.1 prints ``-A``),
-    ``column_usage (T,)``, ``value_norms (T,)``.
-    """
-
-    compatibility: np.ndarray
-    advantage: np.ndarray
-    column_usage: np.ndarray
-    value_norms: np.ndarray
-
-
-def attention_diagnostics(params: HeadParams, X: object, y: object, *, causal: bool = False
-                          ) -> AttentionDiagnostics:
-    """Compute the §8.1 diagnostics of the head ``params`` on ``(X (T, d_x), y (T,))``."""
-    f = head_forward(params, X, causal=causal)
-    U = upstream_gradient(f.probs, y, params.W_O)
-    B = compatibility_matrix(U, f.V)
-    return AttentionDiagnostics(compatibility=B, advantage=advantage_matrix(f.alpha, B),
-                                column_usage=column_usage(f.alpha), value_norms=value_norms(f.V))
-
-
-# --------------------------------------------------------------------------------------------
-# PCA of value trajectories (Figs. 5, 9)
-# --------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class PCA:
-    """Principal axes of a point cloud: ``mean (d,)``, ``components (k, d)`` (orthonormal rows,
-    sign fixed so the largest-magnitude loading of each is positive), ``explained_variance_ratio
-    (k,)``."""
-
-    mean: np.ndarray
-    components: np.ndarray
-    explained_variance_ratio: np.ndarray
-
-    def project(self, points: object) -> np.ndarray:
-        """``(points - mean) components^T``: ``(..., d)`` -> ``(..., k)``."""
-        P = as_float_array(points, "points", min_ndim=1)
-        if P.shape[-1] != self.mean.shape[0]:
-            raise ValueError(f"points must have last dimension d = {self.mean.shape[0]}, got {P.shape}")
-        return (P - self.mean) @ self.components.T
-
-
-def pca_fit(points: object, n_components: int = 2) -> PCA:
-    """PCA by SVD of the centred data: ``points (..., d)`` (all leading axes are samples).
-
-    A value trajectory ``(steps, T, d_v)`` is fitted as ``steps * T`` points, so every ``v_j`` at
-    every step lives in the same 2-D frame (Figs. 5, 9).
-
-    >>> pca = pca_fit(np.array([[0., 0.], [2., 0.], [4., 0.]]), 1)
-    >>> pca.components.tolist(), pca.explained_variance_ratio.tolist()
-    ([[1.0, 0.0]], [1.0])
-    """
-    P = as_float_array(points, "points", min_ndim=2)
-    d = P.shape[-1]
-    flat = P.reshape(-1, d)  # (n_points, d)
-    k = check_positive_int(n_components, "n_components")
-    if k > min(flat.shape):
-        raise ValueError(f"n_components must be <= min(n_points, d) = {min(flat.shape)}, got {k}")
-    mean = flat.mean(axis=0)
-    _, s, Vt = np.linalg.svd(flat - mean, full_matrices=False)
-    comps = Vt[:k]  # (k, d)
-    signs = np.sign(comps[np.arange(k), np.argmax(np.abs(comps), axis=1)])
-    comps = comps * np.where(signs == 0, 1.0, signs)[:, None]
-    var = s ** 2
-    total = var.sum()
-    ratio = var[:k] / total if total > 0 else np.zeros(k)
-    return PCA(mean=mean, components=comps, explained_variance_ratio=ratio)
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
