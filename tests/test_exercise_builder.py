@@ -38,12 +38,14 @@ def test_stale_and_orphan_exercises_are_detected(tmp_path):
     sol = tmp_path / "solutions" / "part9_demo" / "ex01_demo.py"
     sol.parent.mkdir(parents=True)
     sol.write_text('# %%\n# BEGIN SOLUTION\nx = 1\n# END SOLUTION\n')
-    assert builder.stale_exercises(tmp_path) == [f"{builder.exercise_path(sol, tmp_path)} is missing"]
+    assert builder.stale_exercises(tmp_path)[0] == f"{builder.exercise_path(sol, tmp_path)} is missing"
     builder.exercise_path(sol, tmp_path).parent.mkdir(parents=True)
     builder.exercise_path(sol, tmp_path).write_text(builder.expected_exercise(sol))
+    assert builder.stale_exercises(tmp_path) == [f"{tmp_path / 'exercises' / 'README.md'} is not what build would write"]
+    (tmp_path / "exercises" / "README.md").write_text(builder.exercises_readme(tmp_path))
     assert builder.stale_exercises(tmp_path) == []
     (tmp_path / "exercises" / "part9_demo" / "ex02_orphan.py").write_text("x = 1\n")
-    assert "has no solution" in builder.stale_exercises(tmp_path)[0]
+    assert any("has no solution" in p for p in builder.stale_exercises(tmp_path))
 
 
 @pytest.mark.parametrize("solution", builder.solution_sources(), ids=lambda p: p.stem)
@@ -60,3 +62,12 @@ def test_generated_exercise_runs_until_its_first_stub(solution):
     with pytest.raises(CellExecutionError) as info:
         client.execute()
     assert info.value.ename == "NotImplementedError", f"{target} failed with {info.value.ename}, not at a stub"
+
+
+def test_readme_lists_title_difficulty_and_book_notebook(tmp_path):
+    sol = tmp_path / "solutions" / "part1_chapter6" / "ex04_params.py"
+    sol.parent.mkdir(parents=True)
+    sol.write_text("# %% [markdown]\n# # Exercise 04 — Counting parameters\n"
+                   "# **Part:** 1 · **Difficulty:** ★ · **Book notebook:** `book/part1_chapter6/6_4_multi_head`\n")
+    text = builder.exercises_readme(tmp_path)
+    assert "| [Exercise 04 — Counting parameters](part1_chapter6/ex04_params.py) | ★ | `book/part1_chapter6/6_4_multi_head` |" in text

@@ -81,6 +81,46 @@ def expected_exercise(solution: Path) -> str:
     return header + strip_solutions(text, name=str(solution))
 
 
+_PART_NAMES = {
+    "part1_chapter6": "Part 1 — Chapter 6: Transformers",
+    "part2_formulation": "Part 2 — LLMs: a mathematical formulation",
+    "part3_dynamics": "Part 3 — Gradient dynamics of attention",
+    "part4_margins": "Part 4 — Support tokens and stability margins",
+    "part5_svflow": "Part 5 — Score-based variational flow",
+}
+_FIELD = re.compile(r"\*\*(?P<key>Difficulty|Book notebook):\*\*\s*(?P<value>[^·\n]+)")
+
+
+def _exercise_info(solution: Path) -> tuple[str, str, str]:
+    """(title, difficulty, book notebook) read from the solution's first markdown cell."""
+    text = Path(solution).read_text(encoding="utf-8")
+    title = next((ln.lstrip("# ").strip() for ln in text.splitlines() if ln.startswith("# # ")), solution.stem)
+    fields = {m["key"]: m["value"].strip().strip("`") for m in _FIELD.finditer(text)}
+    return title, fields.get("Difficulty", "?"), fields.get("Book notebook", "?")
+
+
+def exercises_readme(root: Path = REPO_ROOT) -> str:
+    """The text of ``exercises/README.md``: every exercise by part, with difficulty and book notebook."""
+    lines = [
+        "# Exercises",
+        "",
+        "Student notebooks, generated from `solutions/` by `make exercises` (do not edit them here).",
+        "Open one in JupyterLab, replace each `NotImplementedError` stub, and run the last cell: its",
+        "checker prints ✓ or says what is wrong. Difficulty: ★ direct, ★★ a few steps, ★★★ open-ended.",
+        "",
+    ]
+    by_part: dict[str, list[Path]] = {}
+    for solution in solution_sources(root):
+        by_part.setdefault(solution.parent.name, []).append(solution)
+    for part in sorted(by_part):
+        lines += [f"## {_PART_NAMES.get(part, part)}", "", "| exercise | difficulty | book notebook |", "|---|---|---|"]
+        for solution in by_part[part]:
+            title, difficulty, notebook = _exercise_info(solution)
+            lines.append(f"| [{title}]({part}/{solution.name}) | {difficulty} | `{notebook}` |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def build(root: Path = REPO_ROOT) -> list[Path]:
     """Write every exercise notebook (``.py`` + output-free ``.ipynb``); return the written paths."""
     import nbformat
@@ -94,6 +134,10 @@ def build(root: Path = REPO_ROOT) -> list[Path]:
         target.write_text(expected_exercise(solution), encoding="utf-8")
         nbformat.write(py_to_notebook(target), target.with_suffix(".ipynb"))
         written.append(target)
+    readme = Path(root) / "exercises" / "README.md"
+    readme.parent.mkdir(parents=True, exist_ok=True)
+    readme.write_text(exercises_readme(root), encoding="utf-8")
+    written.append(readme)
     return written
 
 
@@ -111,6 +155,9 @@ def stale_exercises(root: Path = REPO_ROOT) -> list[str]:
     for orphan in sorted((Path(root) / "exercises").glob("*/ex*.py")):
         if orphan.resolve() not in expected:
             problems.append(f"{orphan} has no solution in solutions/")
+    readme = Path(root) / "exercises" / "README.md"
+    if solutions and (not readme.exists() or readme.read_text(encoding="utf-8") != exercises_readme(root)):
+        problems.append(f"{readme} is not what build would write")
     return problems
 
 
