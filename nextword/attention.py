@@ -114,8 +114,8 @@ def log_softmax(x: object, axis: int = -1) -> np.ndarray:
         raise ValueError("x must have at least 1 dimension, got a scalar")
     z, _ = _shifted(arr, axis)
     s = np.sum(np.exp(z), axis=axis, keepdims=True)
-    with np.errstate(divide="ignore"):  # log(0) = -inf for a fully masked row, by design
-        return z - np.log(s)
+    # a fully masked row has s = 0: return -inf there (not -inf - (-inf) = NaN)
+    return np.where(s > 0, z - np.log(np.where(s > 0, s, 1.0)), -np.inf).astype(z.dtype, copy=False)
 
 
 # --------------------------------------------------------------------------------------------
