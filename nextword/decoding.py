@@ -1,0 +1,528 @@
+"""Decoding: turning a next-token model into sequences (formulation paper, Section 6).
+
+Everything here is model-agnostic. A *model* is any callable
+
+    next_logits(prefix: list[int]) -> np.ndarray      # shape (V,)
+
+returning next-token logits ``z`` with ``pi_m(. | f_{1:m-1}) = softmax(z)``: the
+learned conditional of Eq. (6.1b). An :class:`nextword.ngram.NGramLM`, the numpy
+decoder LM (whose ``next_logits`` can reuse a KV cache when the prefix extends the
+last one) or a wrapped torch model all fit; torch tensors are converted with
+``np.asarray``. Log-probabilities are computed with a log-sum-exp softmax in
+float64.
+
+Notation (formulation paper §6): the prompt is ``f^prompt_{1:l_prompt}``, Eq. (6.2);
+generation fills positions ``m = l_prompt + 1, ...``. Every decoder returns the
+**full token list, prompt included**, as a ``list[int]``.
+
+* :func:`greedy` -- Eq. (6.4), ``f_m = argmax_v pi_m(v | f_{1:m-1})``.
+* :func:`exhaustive_search` -- Eq. (6.3), the most likely continuation by
+  enumerating all ``|V|^(L - l_prompt)`` of them (tiny models only).
+* :func:`beam_search` -- the windowed/restricted search of Example 6.1 in its
+  usual form (keep the ``k`` best partial sequences).
+* :func:`sample` -- §6.3, ``f_m ~ pi_m(. | f_{1:m-1})``, with the decoding
+  temperature of Eq. (5.7)/Remark 6.2 and the top-k / top-p (nucleus) filters.
+* :func:`mixed` -- §6.4, sample the first ``L'`` new tokens, then greedy.
+* :func:`sequence_log_prob` -- ``log pi(f_{l+1:T} | f_{1:l})``, the product
+  (6.1a) restricted to the generated part.
+
+EOS and PAD (§6.1). When ``eos_id`` is given, generation stops as soon as EOS is
+produced; the EOS token is kept in the output and nothing is appended after it,
+so outputs have variable length. The paper instead fills the remaining positions
+up to ``L`` with PAD, whose transition probability is a Dirac mass once an EOS has
+appeared; padding therefore adds ``log 1 = 0`` to the sequence log-probability,
+which is why stopping is equivalent. Use :func:`pad_to_length` to obtain the
+paper's fixed-length form, and pass ``eos_id``/``pad_id`` to
+:func:`sequence_log_prob` to score it.
+
+Randomness: the sampling decoders take an explicit ``rng: np.random.Generator``
+and never touch global random state; omitting it is a ``TypeError``.
+
+Tiny example::
+
+    >>> from nextword.ngram import table_model
+    >>> lm = table_model(3, 2, {(): np.log([.5, .4, .1]), (0,): np.log([.4, .3, .3]),
+    ...                         (1,): np.log([.05, .9, .05])})
+    >>> greedy(lm.next_logits, [], 2)             # 0 then 0: probability .5 * .4 = .20
+    [0, 0]
+    >>> exhaustive_search(lm.next_logits, [], 2)  # 1 then 1: probability .4 * .9 = .36
+    [1, 1]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+__all__ = [
+    "NextLogits",
+    "log_softmax",
+    "apply_temperature",
+    "top_k_filter",
+    "top_p_filter",
+    "filter_logits",
+    "greedy",
+    "exhaustive_search",
+    "beam_search",
+    "sample",
+    "mixed",
+    "sequence_log_prob",
+    "pad_to_length",
+]
+
+NextLogits = Callable[[list[int]], np.ndarray]
+
+#: the largest number of continuations :func:`exhaustive_search` will enumerate
+MAX_EXHAUSTIVE = 2_000_000
+
+
+# --------------------------------------------------------------------------- validation
+def _check_logits(logits: np.ndarray, name: str = "logits") -> np.ndarray:
+    """float64 copy of a ``(..., V)`` logits array; NaN / +inf / all -inf rows rejected."""
+    z = np.array(logits, dtype=np.float64)  # copy: filters never modify the input
+    if z.ndim == 0 or z.shape[-1] == 0:
+        raise ValueError(f"{name} must have shape (..., V) with V >= 1, got shape {z.shape}")
+    if np.isnan(z).any():
+        raise ValueError(f"{name} contains NaN")
+    if np.isposinf(z).any():
+        raise ValueError(f"{name} contains +inf")
+    if np.isneginf(z).all(axis=-1).any():
+        raise ValueError(f"{name} has a row where every entry is -inf (no token can be chosen)")
+    return z
+
+
+def _model_logits(next_logits: NextLogits, prefix: list[int], vocab_size: int | None) -> np.ndarray:
+    """Call the model and check it returned a valid ``(V,)`` vector."""
+    z = _check_logits(np.asarray(next_logits(list(prefix))), "next_logits(prefix)")
+    if z.ndim != 1:
+        raise ValueError(f"next_logits(prefix) must return shape (V,), got {z.shape}")
+    if vocab_size is not None and z.shape[0] != vocab_size:
+        raise ValueError(
+            f"next_logits(prefix) returned {z.shape[0]} logits, expected vocab_size={vocab_size}"
+        )
+    return z
+
+
+def _check_prompt(prompt: Sequence[int]) -> list[int]:
+    out = []
+    for i, t in enumerate(prompt):
+        if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, np.integer)):
+            raise TypeError(f"prompt[{i}] must be an integer token id, got {t!r}")
+        if t < 0:
+            raise ValueError(f"prompt[{i}] must be a token id >= 0, got {t}")
+        out.append(int(t))
+    return out
+
+
+def _check_count(x: int, name: str, minimum: int) -> int:
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {x!r}")
+    if x < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {x}")
+    return int(x)
+
+
+def _check_temperature(t: float) -> float:
+    if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, float, np.floating, np.integer)):
+        raise TypeError(f"temperature must be a real number, got {t!r}")
+    if not np.isfinite(t) or t <= 0:
+        raise ValueError(f"temperature must be finite and > 0, got {t!r}")
+    return float(t)
+
+
+def _check_top_p(p: float) -> float:
+    if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, float, np.floating, np.integer)):
+        raise TypeError(f"top_p must be a real number, got {p!r}")
+    if not (0.0 < p <= 1.0):
+        raise ValueError(f"top_p must satisfy 0 < top_p <= 1, got {p!r}")
+    return float(p)
+
+
+def _check_rng(rng: object) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            "rng must be a numpy.random.Generator (e.g. np.random.default_rng(0)); "
+            f"decoding never uses global random state, got {rng!r}"
+        )
+    return rng
+
+
+# ------------------------------------------------------------------------------ filters
+def _log_softmax(z: np.ndarray) -> np.ndarray:
+    """Unchecked kernel of :func:`log_softmax` (``z`` already validated)."""
+    m = np.max(z, axis=-1, keepdims=True)  # (..., 1), finite by _check_logits
+    return z - (m + np.log(np.sum(np.exp(z - m), axis=-1, keepdims=True)))
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """Stable ``log softmax`` over the last axis, ``(..., V) -> (..., V)``; ``-inf`` stays ``-inf``."""
+    return _log_softmax(_check_logits(logits))
+
+
+def apply_temperature(logits: np.ndarray, t: float) -> np.ndarray:
+    """Divide logits by the decoding temperature ``tau > 0``: Eq. (5.7), Remark 6.2.
+
+    ``softmax(z / tau)``: ``tau < 1`` sharpens, ``tau > 1`` flattens, ``tau -> 0``
+    tends to the argmax (greedy, Eq. (6.4)). Shape ``(..., V)`` preserved.
+
+    >>> apply_temperature(np.array([2.0, 0.0]), 0.5)
+    array([4., 0.])
+    """
+    t = _check_temperature(t)
+    return _check_logits(logits) / t
+
+
+def top_k_filter(logits: np.ndarray, k: int) -> np.ndarray:
+    """Keep the ``k`` largest logits per row, set the rest to ``-inf``; shape ``(..., V)``.
+
+    Ties at the ``k``-th largest value are all kept (deterministic; the same rule as
+    Hugging Face's ``TopKLogitsWarper``), so more than ``k`` entries survive only
+    when there are exact ties. ``k >= V`` keeps everything.
+
+    >>> top_k_filter(np.array([1.0, 3.0, 2.0]), 2)
+    array([-inf,   3.,   2.])
+    """
+    return _top_k(_check_logits(logits), _check_count(k, "top_k", 1))
+
+
+def _top_k(z: np.ndarray, k: int) -> np.ndarray:
+    if k >= z.shape[-1]:
+        return z
+    kth = -np.partition(-z, k - 1, axis=-1)[..., k - 1 : k]  # (..., 1): k-th largest value
+    return np.where(z >= kth, z, -np.inf)
+
+
+def top_p_filter(logits: np.ndarray, p: float) -> np.ndarray:
+    """Nucleus filter: keep the smallest set of most likely tokens with total probability >= ``p``.
+
+    Tokens are ranked by probability ``softmax(z)``; the kept set is the shortest
+    prefix of that ranking whose mass reaches ``p``. All tokens tied with the
+    last kept one are kept too (ties kept deterministically). Removed entries
+    become ``-inf``; ``p = 1`` keeps every token. Shape ``(..., V)`` preserved.
+
+    >>> top_p_filter(np.log([0.5, 0.3, 0.2]), 0.7)   # 0.5 < 0.7 <= 0.5 + 0.3
+    array([-0.69314718, -1.2039728 ,        -inf])
+    """
+    return _top_p(_check_logits(logits), _check_top_p(p))
+
+
+def _top_p(z: np.ndarray, p: float) -> np.ndarray:
+    if p == 1.0:
+        return z
+    probs = np.exp(_log_softmax(z))  # (..., V)
+    order = np.argsort(-z, axis=-1, kind="stable")  # (..., V) most likely first
+    sorted_p = np.take_along_axis(probs, order, axis=-1)  # (..., V)
+    cum = np.cumsum(sorted_p, axis=-1)  # (..., V) non-decreasing
+    n_keep = np.minimum(np.sum(cum < p, axis=-1, keepdims=True) + 1, z.shape[-1])  # (..., 1)
+    sorted_z = np.take_along_axis(z, order, axis=-1)  # (..., V)
+    threshold = np.take_along_axis(sorted_z, n_keep - 1, axis=-1)  # (..., 1) last kept logit
+    return np.where(z >= threshold, z, -np.inf)
+
+
+def filter_logits(
+    logits: np.ndarray,
+    *,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+) -> np.ndarray:
+    """Temperature, then top-k, then top-p (the order Hugging Face ``generate`` uses); ``(..., V)``."""
+    temperature = _check_temperature(temperature)
+    top_k = None if top_k is None else _check_count(top_k, "top_k", 1)
+    top_p = None if top_p is None else _check_top_p(top_p)
+    return _filter(_check_logits(logits), temperature, top_k, top_p)
+
+
+def _filter(z: np.ndarray, temperature: float, top_k: int | None, top_p: float | None) -> np.ndarray:
+    z = z / temperature
+    if top_k is not None:
+        z = _top_k(z, top_k)
+    if top_p is not None:
+        z = _top_p(z, top_p)
+    return z
+
+
+# ----------------------------------------------------------------------------- decoders
+def greedy(
+    next_logits: NextLogits,
+    prompt: Sequence[int],
+    max_new_tokens: int,
+    *,
+    eos_id: int | None = None,
+) -> list[int]:
+    """Greedy decoding, Eq. (6.4): ``f_m = argmax_v pi_m(v | f_{1:m-1})``.
+
+    ``max_new_tokens`` is ``L - l_prompt``. Ties go to the smallest token id.
+    Stops after EOS (kept). Cost: ``max_new_tokens`` model calls. Not optimal for
+    Eq. (6.3) in general (§6.2): see :func:`exhaustive_search`.
+    """
+    seq = _check_prompt(prompt)
+    n = _check_count(max_new_tokens, "max_new_tokens", 0)
+    V = None
+    for _ in range(n):
+        z = _model_logits(next_logits, seq, V)
+        V = z.shape[0]
+        seq.append(int(np.argmax(z)))
+        if eos_id is not None and seq[-1] == eos_id:
+            break
+    return seq
+
+
+def exhaustive_search(
+    next_logits: NextLogits,
+    prompt: Sequence[int],
+    length: int,
+    vocab_size: int | None = None,
+    *,
+    eos_id: int | None = None,
+) -> list[int]:
+    """The most likely continuation, Eq. (6.3), by enumerating every continuation.
+
+    ``length`` is the number of generated tokens ``L - l_prompt``; there are
+    ``V^length`` continuations (the tree is walked depth-first, so each prefix is
+    scored once: ``sum_{j < length} V^j`` model calls). With ``eos_id`` a branch
+    ends at EOS: the PAD tail that follows has probability 1 (§6.1), so its score is
+    final and it is returned without the padding. Ties go to the
+    lexicographically smallest continuation. ``vocab_size`` defaults to the length
+    of ``next_logits(prompt)``. Refuses more than ``MAX_EXHAUSTIVE`` leaves.
+    """
+    seq0 = _check_prompt(prompt)
+    n = _check_count(length, "length", 0)
+    z0 = _model_logits(next_logits, seq0, vocab_size)
+    V = z0.shape[0]
+    if V**n > MAX_EXHAUSTIVE:
+        raise ValueError(
+            f"exhaustive_search would enumerate V^length = {V}^{n} continuations "
+            f"(> {MAX_EXHAUSTIVE}); use beam_search or a smaller problem"
+        )
+    best_score, best_seq = -np.inf, list(seq0)
+    found = False
+
+    def visit(seq: list[int], score: float, lp: np.ndarray | None, depth: int) -> None:
+        nonlocal best_score, best_seq, found
+        if depth == n:
+            if not found or score > best_score:
+                best_score, best_seq, found = score, list(seq), True
+            return
+        if lp is None:
+            lp = _log_softmax(_model_logits(next_logits, seq, V))
+        for v in range(V):
+            s = score + lp[v]
+            if s == -np.inf:
+                continue  # zero-probability continuation
+            seq.append(v)
+            if eos_id is not None and v == eos_id:
+                if not found or s > best_score:
+                    best_score, best_seq, found = s, list(seq), True
+            else:
+                visit(seq, s, None, depth + 1)
+            seq.pop()
+
+    visit(seq0, 0.0, _log_softmax(z0), 0)
+    return best_seq
+
+
+def beam_search(
+    next_logits: NextLogits,
+    prompt: Sequence[int],
+    max_new_tokens: int,
+    beam_width: int,
+    *,
+    eos_id: int | None = None,
+    length_penalty: float = 0.0,
+) -> list[int]:
+    """Beam search: keep the ``beam_width`` most likely partial continuations (Example 6.1).
+
+    At each step every alive beam is extended by every token, and the
+    ``beam_width`` best of the ``beam_width x V`` candidates (by summed log-prob,
+    ties to the earlier beam and then the smaller token id) stay alive. A
+    candidate ending in EOS leaves the beam and joins the finished pool (which keeps
+    the ``beam_width`` best). The answer is the best of finished and alive
+    sequences by ``log pi(continuation) / n_new ** length_penalty`` where ``n_new``
+    counts generated tokens (EOS included); ``length_penalty = 0`` is the plain
+    Eq. (6.3) objective, larger values favour longer outputs.
+
+    ``beam_width = 1`` is greedy (Eq. 6.4); ``beam_width >= V^(max_new_tokens - 1)``
+    keeps every partial continuation and returns the exact maximiser of Eq. (6.3).
+    With ``length_penalty = 0`` the search stops early once the best finished
+    score is at least the best alive one (log-probs only decrease, so this is exact).
+    """
+    seq0 = _check_prompt(prompt)
+    n = _check_count(max_new_tokens, "max_new_tokens", 0)
+    width = _check_count(beam_width, "beam_width", 1)
+    if not np.isfinite(length_penalty):
+        raise ValueError(f"length_penalty must be finite, got {length_penalty!r}")
+
+    def final_score(score: float, n_new: int) -> float:
+        return score / (max(n_new, 1) ** length_penalty)
+
+    alive: list[tuple[float, list[int]]] = [(0.0, seq0)]
+    finished: list[tuple[float, float, list[int]]] = []  # (final score, log-prob, seq)
+    V = None
+    for step in range(n):
+        lps = []
+        for _, seq in alive:
+            z = _model_logits(next_logits, seq, V)
+            V = z.shape[0]
+            lps.append(_log_softmax(z))
+        scores = np.array([s for s, _ in alive])[:, None] + np.stack(lps)  # (B, V)
+        flat = scores.ravel()  # (B * V,), index = beam * V + token
+        order = np.argsort(-flat, kind="stable")  # best first, ties by (beam, token)
+        new_alive: list[tuple[float, list[int]]] = []
+        for idx in order:
+            s = float(flat[idx])
+            if s == -np.inf or len(new_alive) >= width:
+                break
+            b, v = divmod(int(idx), V)
+            cand = alive[b][1] + [v]
+            if eos_id is not None and v == eos_id:
+                finished.append((final_score(s, step + 1), s, cand))
+            else:
+                new_alive.append((s, cand))
+        finished.sort(key=lambda t: -t[0])  # stable: earlier-found wins ties
+        del finished[width:]
+        alive = new_alive
+        if not alive:
+            break
+        if length_penalty == 0.0 and finished and finished[0][1] >= alive[0][0]:
+            alive = []
+            break
+    n_gen = lambda seq: len(seq) - len(seq0)  # noqa: E731
+    pool = [(fs, seq) for fs, _, seq in finished] + [
+        (final_score(s, n_gen(seq)), seq) for s, seq in alive
+    ]
+    if not pool:  # max_new_tokens == 0
+        return seq0
+    best = max(range(len(pool)), key=lambda i: (pool[i][0], -i))
+    return pool[best][1]
+
+
+def _sample_from(z: np.ndarray, rng: np.random.Generator) -> int:
+    """Draw one index from ``softmax(z)`` by inverting the CDF (zero-probability ids never drawn)."""
+    p = np.exp(_log_softmax(z))  # (V,)
+    cdf = np.cumsum(p)  # (V,)
+    u = rng.random() * cdf[-1]
+    return int(min(np.searchsorted(cdf, u, side="right"), len(p) - 1))
+
+
+def sample(
+    next_logits: NextLogits,
+    prompt: Sequence[int],
+    max_new_tokens: int,
+    *,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    rng: np.random.Generator | None = None,
+    eos_id: int | None = None,
+) -> list[int]:
+    """Ancestral sampling, §6.3: ``f_m ~ pi_m(. | f_{1:m-1})`` for each new position.
+
+    With ``temperature=1`` and no filters this draws exactly from ``pi_{1:L}``
+    conditioned on the prompt (the set (6.2)). The next-token logits are passed
+    through :func:`apply_temperature`, :func:`top_k_filter`, :func:`top_p_filter` in
+    that order and renormalised. ``temperature -> 0`` recovers :func:`greedy`
+    (Remark 6.2). ``rng`` is required (a ``numpy.random.Generator``).
+    """
+    seq = _check_prompt(prompt)
+    n = _check_count(max_new_tokens, "max_new_tokens", 0)
+    temperature = _check_temperature(temperature)
+    top_k = None if top_k is None else _check_count(top_k, "top_k", 1)
+    top_p = None if top_p is None else _check_top_p(top_p)
+    rng = _check_rng(rng)
+    V = None
+    for _ in range(n):
+        z = _model_logits(next_logits, seq, V)
+        V = z.shape[0]
+        seq.append(_sample_from(_filter(z, temperature, top_k, top_p), rng))
+        if eos_id is not None and seq[-1] == eos_id:
+            break
+    return seq
+
+
+def mixed(
+    next_logits: NextLogits,
+    prompt: Sequence[int],
+    num_sampled: int,
+    max_new_tokens: int,
+    *,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    rng: np.random.Generator | None = None,
+    eos_id: int | None = None,
+) -> list[int]:
+    """Mixed decoding, §6.4: sample the first ``L' = num_sampled`` new tokens, then greedy.
+
+    ``0 <= num_sampled <= max_new_tokens``; ``num_sampled = 1`` is the
+    first-token-stochastic scheme of Remark 6.3. The sampling options apply to the
+    sampled part only. ``rng`` is required when ``num_sampled > 0``.
+    """
+    n = _check_count(max_new_tokens, "max_new_tokens", 0)
+    n_s = _check_count(num_sampled, "num_sampled", 0)
+    if n_s > n:
+        raise ValueError(f"num_sampled must be <= max_new_tokens={n}, got {n_s}")
+    seq0 = _check_prompt(prompt)
+    if n_s > 0:
+        head = sample(
+            next_logits, seq0, n_s, temperature=temperature, top_k=top_k, top_p=top_p,
+            rng=rng, eos_id=eos_id,
+        )
+    else:
+        _check_temperature(temperature)
+        head = seq0
+    if eos_id is not None and len(head) > len(seq0) and head[-1] == eos_id:
+        return head
+    return greedy(next_logits, head, n - (len(head) - len(seq0)), eos_id=eos_id)
+
+
+def sequence_log_prob(
+    next_logits: NextLogits,
+    tokens: Sequence[int],
+    start: int,
+    *,
+    eos_id: int | None = None,
+    pad_id: int | None = None,
+) -> float:
+    """``log pi(f_{start+1:T} | f_{1:start})``: the log of the product (6.1a) over generated positions.
+
+    ``tokens`` is the full sequence ``f_{1:T}`` (prompt + continuation) and
+    ``start = l_prompt``; ``start = 0`` scores the whole sequence (``next_logits([])``
+    must then be defined). With ``eos_id`` the PAD convention of §6.1 applies:
+    after the first EOS at a position ``>= start`` every token must be ``pad_id``
+    (each then has probability 1 and adds 0); a non-PAD token there has
+    probability 0 and the result is ``-inf``. Tokens after an EOS with no
+    ``pad_id`` given are an error.
+    """
+    seq = _check_prompt(tokens)
+    if isinstance(start, (bool, np.bool_)) or not isinstance(start, (int, np.integer)):
+        raise TypeError(f"start must be an integer, got {start!r}")
+    if not 0 <= start <= len(seq):
+        raise ValueError(f"start must be in [0, len(tokens)={len(seq)}], got {start}")
+    total = 0.0
+    V = None
+    for m in range(start, len(seq)):
+        z = _model_logits(next_logits, seq[:m], V)
+        V = z.shape[0]
+        if seq[m] >= V:
+            raise ValueError(f"tokens[{m}]={seq[m]} is outside the vocabulary [0, {V})")
+        total += float(_log_softmax(z)[seq[m]])
+        if eos_id is not None and seq[m] == eos_id:
+            tail = seq[m + 1 :]
+            if tail and pad_id is None:
+                raise ValueError(
+                    f"tokens continue after eos_id at position {m}; pass pad_id if they are padding"
+                )
+            return total if all(t == pad_id for t in tail) else -np.inf
+    return total
+
+
+def pad_to_length(tokens: Sequence[int], length: int, pad_id: int) -> list[int]:
+    """Right-pad ``tokens`` with ``pad_id`` to ``length`` (the fixed-length form of §6.1)."""
+    seq = _check_prompt(tokens)
+    length = _check_count(length, "length", 0)
+    if len(seq) > length:
+        raise ValueError(f"tokens has length {len(seq)} > length={length}")
+    return seq + [int(pad_id)] * (length - len(seq))
+
