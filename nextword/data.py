@@ -7,14 +7,35 @@ notebook or a test. The directory that holds corpora is, in order,
 2. ``../shared/data`` beside the checkout (i.e. ``<repo>/../shared/data``);
 3. the user cache directory ``~/.cache/nextword/data`` (or ``$XDG_CACHE_HOME/nextword/data``).
 
-Tiny Shakespeare is expected at ``<data_dir>/tinyshakespeare/input.txt``.
+Tiny Shakespeare is expected at ``<data_dir>/tinyshakespeare/input.txt``; WikiText-2 (raw) at
+``<data_dir>/wikitext-2-raw/wiki.{train,valid,test}.raw`` or in any directory you pass. On a
+machine with internet, fetch WikiText-2 once by hand (no notebook or test does this)::
+
+    curl -LO https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-2-raw-v1.zip
+    unzip wikitext-2-raw-v1.zip -d "$NEXTWORD_DATA_DIR"    # → wikitext-2-raw/wiki.*.raw
+
+(or save the ``Salesforce/wikitext``, ``wikitext-2-raw-v1`` splits of the HF hub as those files).
+
+Besides real text, this module offers synthetic sources with a known entropy rate
+(:mod:`nextword.synthetic`: i.i.d., Markov of order k, the sticky chain of Part 3), so a model's
+loss can be compared with the true lower bound, and :func:`batches` for training.
 """
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DataNotFoundError", "data_dir", "candidate_data_dirs", "find_data_file"]
+import numpy as np
+
+from .synthetic import IIDSource, MarkovSource, markov_source, sticky_markov_chain, STICKY_RULES
+
+__all__ = [
+    "DataNotFoundError", "data_dir", "candidate_data_dirs", "find_data_file",
+    "Corpus", "load_corpus", "read_wikitext2", "batches",
+    "IIDSource", "MarkovSource", "markov_source", "sticky_markov_chain", "STICKY_RULES",
+]
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,3 +96,140 @@ def data_dir(required: str | None = None) -> Path:
 def find_data_file(relative: str) -> Path:
     """Path of ``relative`` inside the first data directory that has it (see :func:`data_dir`)."""
     return data_dir(relative) / relative
+
+
+# --------------------------------------------------------------------------------------------
+# Corpora
+# --------------------------------------------------------------------------------------------
+WIKITEXT2_FILES = {"train": "wiki.train.raw", "val": "wiki.valid.raw", "test": "wiki.test.raw"}
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """A text corpus split for language modelling.
+
+    Attributes: ``name``; ``train``, ``val`` (and ``test`` or ``None``) as ``str``; ``source``,
+    the file or directory it was read from.
+    """
+
+    name: str
+    train: str
+    val: str
+    test: str | None
+    source: Path
+
+    def __repr__(self) -> str:
+        sizes = ", ".join(f"{k}={len(v):,} chars" for k, v in
+                          (("train", self.train), ("val", self.val), ("test", self.test)) if v is not None)
+        return f"Corpus({self.name!r}, {sizes}, source={str(self.source)!r})"
+
+
+def _split_text(name: str, text: str, source: Path, val_fraction: float) -> Corpus:
+    """First ``1 - val_fraction`` of the characters → train, the rest → val (nanoGPT's split)."""
+    if not 0.0 < val_fraction < 1.0:
+        raise ValueError(f"val_fraction must lie in (0, 1), got {val_fraction}")
+    n = int(len(text) * (1.0 - val_fraction))
+    return Corpus(name, text[:n], text[n:], None, source)
+
+
+def read_wikitext2(directory: str | Path) -> Corpus:
+    """Read raw WikiText-2 (character level) from ``directory`` (or its ``wikitext-2-raw/``).
+
+    The directory holds ``wiki.train.raw``, ``wiki.valid.raw`` and ``wiki.test.raw`` (UTF-8, one
+    paragraph or `` = Heading = `` per line), as unpacked from ``wikitext-2-raw-v1.zip``. The text
+    is returned unchanged, so a :class:`~nextword.tokenizers.CharTokenizer` sees every character.
+
+    Example
+    -------
+    >>> c = read_wikitext2(Path(__file__).parent.parent / "tests" / "fixtures")  # doctest: +SKIP
+    """
+    directory = Path(directory).expanduser()
+    if not (directory / WIKITEXT2_FILES["train"]).exists() and (directory / "wikitext-2-raw").is_dir():
+        directory = directory / "wikitext-2-raw"
+    missing = [f for f in WIKITEXT2_FILES.values() if not (directory / f).is_file()]
+    if missing:
+        raise DataNotFoundError(
+            f"WikiText-2 directory {directory} lacks {', '.join(missing)}; expected wiki.train.raw, "
+            "wiki.valid.raw and wiki.test.raw (see nextword.data's docstring for how to fetch them)"
+        )
+    parts = {k: (directory / f).read_text(encoding="utf-8") for k, f in WIKITEXT2_FILES.items()}
+    return Corpus("wikitext2", parts["train"], parts["val"], parts["test"], directory)
+
+
+def load_corpus(name: str | Path, *, root: str | Path | None = None, val_fraction: float = 0.1) -> Corpus:
+    """Load a corpus as train/val(/test) text.
+
+    Parameters
+    ----------
+    name:
+        ``"shakespeare"`` (tiny Shakespeare, found via :func:`data_dir`, split 90/10 by
+        characters), ``"wikitext2"`` (train/valid/test files, see :func:`read_wikitext2`), or a
+        path: a directory is read as WikiText-2, a text file is split like Shakespeare.
+    root:
+        Directory to read from instead of the data-dir lookup (for ``"shakespeare"``: the folder
+        holding ``input.txt``; for ``"wikitext2"``: the folder holding ``wiki.*.raw``).
+    val_fraction:
+        Fraction of characters held out for validation when the corpus has no fixed split.
+    """
+    if isinstance(name, str) and name in ("shakespeare", "tinyshakespeare"):
+        path = Path(root).expanduser() / "input.txt" if root is not None else find_data_file(
+            "tinyshakespeare/input.txt")
+        if not path.is_file():
+            raise DataNotFoundError(f"tiny Shakespeare not found at {path}")
+        return _split_text("shakespeare", path.read_text(encoding="utf-8"), path, val_fraction)
+    if isinstance(name, str) and name in ("wikitext2", "wikitext-2"):
+        if root is not None:
+            return read_wikitext2(root)
+        return read_wikitext2(data_dir("wikitext-2-raw/wiki.train.raw") / "wikitext-2-raw")
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return read_wikitext2(path)
+    if path.is_file():
+        return _split_text(path.stem, path.read_text(encoding="utf-8"), path, val_fraction)
+    raise ValueError(f"unknown corpus {str(name)!r}: expected 'shakespeare', 'wikitext2', or an existing path")
+
+
+# --------------------------------------------------------------------------------------------
+# Batching
+# --------------------------------------------------------------------------------------------
+def batches(
+    ids: np.ndarray | list[int],
+    batch_size: int,
+    block_size: int,
+    rng: np.random.Generator,
+    *,
+    num_batches: int | None = None,
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Random training batches ``(x, y)`` of shape ``(batch_size, block_size)``, ``y`` = ``x`` shifted by one.
+
+    Each row starts at an offset drawn uniformly from ``[0, len(ids) - block_size - 1]``, so
+    ``y[b, t] = ids[o_b + t + 1]`` is the next token after ``x[b, t] = ids[o_b + t]`` — the
+    autoregressive targets of the formulation paper's factorisation p(x) = Π_t p(x_t | x_<t).
+    Yields ``num_batches`` batches (forever if ``None``; use ``itertools.islice``).
+
+    Example
+    -------
+    >>> x, y = next(batches(np.arange(10), 2, 3, np.random.default_rng(0)))
+    >>> x.shape, bool((y == x + 1).all())
+    ((2, 3), True)
+    """
+    arr = np.asarray(ids)
+    if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"ids must be a 1-D integer array (T,), got shape {arr.shape} dtype {arr.dtype}")
+    for nm, v in (("batch_size", batch_size), ("block_size", block_size)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{nm} must be a positive int, got {v!r}")
+    if arr.shape[0] < block_size + 1:
+        raise ValueError(f"ids has {arr.shape[0]} tokens; need at least block_size + 1 = {block_size + 1}")
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    if num_batches is not None and num_batches < 0:
+        raise ValueError(f"num_batches must be >= 0 or None, got {num_batches}")
+    arr = arr.astype(np.int64, copy=False)
+    window = np.arange(block_size + 1)  # (T + 1,)
+    k = 0
+    while num_batches is None or k < num_batches:
+        offsets = rng.integers(0, arr.shape[0] - block_size, size=batch_size)  # (B,)
+        rows = arr[offsets[:, None] + window]  # (B, T + 1)
+        yield rows[:, :-1], rows[:, 1:]
+        k += 1
