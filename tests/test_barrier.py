@@ -213,7 +213,7 @@ HEAD = dict(W_out=[-1.0, 0.0, 1.5], b_out=[0.0, 0.3, -0.2])
 
 
 def test_kolmogorov_consistency_strict_causal():
-    kw = dict(a=-0.6, w_v=0.8, sigma=1.0, grid=np.linspace(-9, 9, 61), **HEAD)
+    kw = dict(a=-0.6, w_v=0.8, sigma=1.0, grid=np.linspace(-10, 10, 45), **HEAD)
     P2, m2 = token_law_quadrature(2, **kw)
     P3, m3 = token_law_quadrature(3, **kw)
     assert abs(m2 - 1) < 1e-9 and abs(m3 - 1) < 1e-9
@@ -222,10 +222,10 @@ def test_kolmogorov_consistency_strict_causal():
 
 
 def test_non_causal_attention_breaks_consistency():
-    kw = dict(a=-0.6, w_v=0.5, sigma=1.0, grid=np.linspace(-10, 10, 61), context="others", **HEAD)
+    kw = dict(a=-0.6, w_v=0.5, sigma=1.0, grid=np.linspace(-10, 10, 41), context="others", **HEAD)
     P2, _ = token_law_quadrature(2, **kw)
     P3, _ = token_law_quadrature(3, **kw)
-    P3_fine, _ = token_law_quadrature(3, **{**kw, "grid": np.linspace(-10, 10, 71)})
+    P3_fine, _ = token_law_quadrature(3, **{**kw, "grid": np.linspace(-10, 10, 49)})
     quad_err = np.abs(P3 - P3_fine).max()
     assert np.abs(P3.sum(axis=-1) - P2).max() > 100 * quad_err + 1e-3
 
@@ -235,7 +235,7 @@ def test_ancestral_sampler_matches_quadrature_density():
     e = causal_residual(x[..., None], [[-0.6]], [[1.0]], [[0.8]])[..., 0]
     assert np.abs(e.mean(axis=0)).max() < 0.1  # residuals are the N(0, 1) noise
     mc, se = token_law_monte_carlo(x, **HEAD)
-    P2, _ = token_law_quadrature(2, a=-0.6, w_v=0.8, sigma=1.0, grid=np.linspace(-9, 9, 61), **HEAD)
+    P2, _ = token_law_quadrature(2, a=-0.6, w_v=0.8, sigma=1.0, grid=np.linspace(-9, 9, 41), **HEAD)
     assert np.all(np.abs(mc - P2) < 5 * se)
     with pytest.raises(ValueError, match="a\\*w_v"):
         sample_scalar_process(10, 2, a=0.5, w_v=1.0, sigma=1.0, rng=np.random.default_rng(0))
