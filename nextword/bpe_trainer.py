@@ -288,7 +288,8 @@ def train_merges(
 
     def key(code: int) -> int:
         if hf:
-            return (rank[code >> _SHIFT] << _SHIFT) | rank[code & _MASK]
+            a, b = code >> _SHIFT, code & _MASK  # merged tokens keep their own id in HF too
+            return ((rank[a] if a < first_id else a) << _SHIFT) | (rank[b] if b < first_id else b)
         return first_position(code)
 
     heap = [(-c, key(code), code) for code, c in counts.items() if c > 0]
