@@ -86,7 +86,12 @@ def attention_backward(X: object, W_Q: object, W_K: object, W_V: object, upstrea
     Returns
     -------
     :class:`AttentionGradients`. Worked example: with ``T = 1`` the single weight is ``α = 1``,
-    so ``∂L/∂s = α (b − E[b]) = 0`` — one key gives the scores nothing to learn.
+    so ``∂L/∂s = α (b − E[b]) = 0`` — one key gives the scores nothing to learn — while the
+    value still gets ``∂L/∂v = α u = u`` (Eq. (16))::
+
+        >>> g = attention_backward(np.ones((1, 2)), np.eye(2), np.eye(2), np.eye(2), [[3.0, -1.0]])
+        >>> g.scores.tolist(), g.v.tolist()
+        ([[0.0]], [[3.0, -1.0]])
     """
     X = as_float_array(X, "X", min_ndim=2)
     W_Q = as_float_array(W_Q, "W_Q", ndim=2)

@@ -313,3 +313,12 @@ def test_attention_backward_bad_inputs():
         attention_backward(X, W, W, W, np.ones((4, 3)))
     with pytest.raises(ValueError, match="targets must lie"):
         cross_entropy_upstream(np.ones((4, 2)), np.ones((2, 3)), np.zeros(3), [0, 1, 2, 3])
+
+
+@pytest.mark.parametrize("module", ['nextword.attention', 'nextword.multihead', 'nextword.attention_grad', 'nextword.kv_cache'])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    res = doctest.testmod(importlib.import_module(module), extraglobs={"np": np})
+    assert res.attempted > 0 and res.failed == 0

@@ -166,3 +166,12 @@ def test_rope_bad_inputs():
         apply_rope(np.array([[np.nan, 0.0]]))
     with pytest.raises(ValueError, match="even"):
         rope_rotation_matrix(1, 3)
+
+
+@pytest.mark.parametrize("module", ['nextword.positions'])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    res = doctest.testmod(importlib.import_module(module), extraglobs={"np": np})
+    assert res.attempted > 0 and res.failed == 0
