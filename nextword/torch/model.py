@@ -1,0 +1,212 @@
+"""SmallGPT: the small causal character-level GPT of the support-tokens paper, §7.1.
+
+Architecture (nanoGPT-like, pre-norm): token embedding ``wte`` (|V|, d) + learned positions ``wpe``
+(T, d) → ``n_layer`` blocks ``x + MHA(LN(x))``, ``x + MLP(LN(x))`` (the schematic Eqs. (41)–(42) of
+the paper) → final LayerNorm → linear head tied to ``wte``. Row-vector convention as in Chapter 6:
+a sequence of embeddings is a ``(B, T, d)`` tensor whose rows are ``x_t``.
+
+The paper's size is ``d=128, n_head=4, n_layer=2, T=256`` (:meth:`SmallGPTConfig.paper`). With a 4×
+MLP and a tied head the blocks hold ``2·(12d² + 13d) ≈ 397K`` parameters, not the "~150K
+transformer parameters" quoted in §7.1; the embedding count (|V|·d ≈ 130K for |V| = 1013) matches.
+The book reports our count beside theirs rather than bending the architecture to the number.
+
+Tiny worked example::
+
+    >>> import torch
+    >>> cfg = SmallGPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, d_model=16)
+    >>> model = SmallGPT(cfg)
+    >>> logits, loss = model(torch.zeros(3, 8, dtype=torch.long), torch.zeros(3, 8, dtype=torch.long))
+    >>> tuple(logits.shape), loss.ndim
+    ((3, 8, 11), 0)
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+__all__ = ["SmallGPTConfig", "SmallGPT", "select_device", "autocast_context"]
+
+
+@dataclass(frozen=True)
+class SmallGPTConfig:
+    """Hyper-parameters of :class:`SmallGPT` (all plain numbers, so they round-trip through JSON)."""
+
+    vocab_size: int
+    block_size: int = 256
+    n_layer: int = 2
+    n_head: int = 4
+    d_model: int = 128
+    mlp_ratio: int = 4
+    dropout: float = 0.0
+    init_std: float = 0.02
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "block_size", "n_layer", "n_head", "d_model", "mlp_ratio"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if self.d_model % self.n_head:
+            raise ValueError(f"d_model={self.d_model} must be divisible by n_head={self.n_head}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+
+    @classmethod
+    def paper(cls, vocab_size: int) -> "SmallGPTConfig":
+        """The §7.1 size: d=128, 4 heads, 2 pre-norm blocks, context 256."""
+        return cls(vocab_size=vocab_size, block_size=256, n_layer=2, n_head=4, d_model=128)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head causal self-attention (s ≤ t), fused QKV projection, ``(B, T, d) -> (B, T, d)``."""
+
+    def __init__(self, cfg: SmallGPTConfig) -> None:
+        super().__init__()
+        self.n_head = cfg.n_head
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
+        self.proj = nn.Linear(cfg.d_model, cfg.d_model)
+        self.dropout = cfg.dropout
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, d = x.shape
+        q, k, v = self.qkv(x).split(d, dim=-1)                      # 3 × (B, T, d)
+        # (B, T, d) -> (B, n_head, T, d / n_head)
+        q, k, v = (z.view(B, T, self.n_head, d // self.n_head).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(
+            q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0
+        )                                                           # (B, n_head, T, d / n_head)
+        y = y.transpose(1, 2).reshape(B, T, d)                      # (B, T, d)
+        return self.proj(y)
+
+
+class Block(nn.Module):
+    """Pre-norm transformer block, Eqs. (41)–(42): ``u = x + MHA(LN x)``, ``x' = u + MLP(LN u)``."""
+
+    def __init__(self, cfg: SmallGPTConfig) -> None:
+        super().__init__()
+        self.ln1 = nn.LayerNorm(cfg.d_model)
+        self.attn = CausalSelfAttention(cfg)
+        self.ln2 = nn.LayerNorm(cfg.d_model)
+        self.mlp = nn.Sequential(
+            nn.Linear(cfg.d_model, cfg.mlp_ratio * cfg.d_model),
+            nn.GELU(),
+            nn.Linear(cfg.mlp_ratio * cfg.d_model, cfg.d_model),
+            nn.Dropout(cfg.dropout),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class SmallGPT(nn.Module):
+    """Causal character-level GPT; ``forward(idx, targets)`` returns ``(logits, mean CE in nats)``.
+
+    ``idx``: ``(B, T)`` int64 token ids with ``T ≤ block_size``. ``noise_std`` adds
+    ``N(0, noise_std² I)`` to the token embeddings (the §7.3 robustness probe), drawn from
+    ``generator`` so that evaluation is reproducible.
+    """
+
+    def __init__(self, cfg: SmallGPTConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.wpe = nn.Embedding(cfg.block_size, cfg.d_model)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layer)])
+        self.ln_f = nn.LayerNorm(cfg.d_model)
+        self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.head.weight = self.wte.weight                          # weight tying
+        self.apply(self._init_weights)
+        for name, p in self.named_parameters():                     # GPT-2 scaled residual init
+            if name.endswith("proj.weight") or name.endswith("mlp.2.weight"):
+                nn.init.normal_(p, mean=0.0, std=cfg.init_std / math.sqrt(2 * cfg.n_layer))
+
+    def _init_weights(self, module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, mean=0.0, std=self.cfg.init_std)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=self.cfg.init_std)
+
+    def num_parameters(self) -> dict[str, int]:
+        """Parameter counts: ``embedding`` (wte), ``positions`` (wpe), ``transformer`` (the rest)."""
+        emb = self.wte.weight.numel()
+        pos = self.wpe.weight.numel()
+        total = sum(p.numel() for p in self.parameters())           # tied head counted once
+        return {"embedding": emb, "positions": pos, "transformer": total - emb - pos, "total": total}
+
+    def token_embeddings(self, idx: torch.Tensor) -> torch.Tensor:
+        """``(B, T)`` ids → ``(B, T, d)`` token embeddings (what the EmbeddingPrior sees)."""
+        self._check_idx(idx)
+        return self.wte(idx)
+
+    def _check_idx(self, idx: torch.Tensor) -> None:
+        if not isinstance(idx, torch.Tensor) or idx.dtype != torch.long or idx.ndim != 2:
+            raise TypeError(f"idx must be an int64 tensor of shape (B, T), got {getattr(idx, 'dtype', type(idx))} "
+                            f"{tuple(getattr(idx, 'shape', ()))}")
+        if idx.shape[1] > self.cfg.block_size:
+            raise ValueError(f"idx has T={idx.shape[1]} > block_size={self.cfg.block_size}")
+
+    def forward(
+        self,
+        idx: torch.Tensor,
+        targets: torch.Tensor | None = None,
+        *,
+        tok_emb: torch.Tensor | None = None,
+        noise_std: float = 0.0,
+        generator: torch.Generator | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Logits ``(B, T, |V|)`` and, if ``targets`` ``(B, T)`` is given, the mean CE (nats).
+
+        ``tok_emb`` lets a caller pass precomputed token embeddings (so that the margin penalty and
+        the language model share one lookup).
+        """
+        self._check_idx(idx)
+        B, T = idx.shape
+        x = self.wte(idx) if tok_emb is None else tok_emb            # (B, T, d)
+        if noise_std < 0:
+            raise ValueError(f"noise_std must be >= 0, got {noise_std}")
+        if noise_std > 0:
+            noise = torch.randn(x.shape, generator=generator, device=x.device, dtype=x.dtype)
+            x = x + noise_std * noise
+        pos = torch.arange(T, device=idx.device)
+        x = self.drop(x + self.wpe(pos))                             # (B, T, d)
+        for block in self.blocks:
+            x = block(x)
+        logits = self.head(self.ln_f(x))                             # (B, T, |V|)
+        loss = None
+        if targets is not None:
+            if targets.shape != idx.shape:
+                raise ValueError(f"targets must have shape {tuple(idx.shape)}, got {tuple(targets.shape)}")
+            loss = F.cross_entropy(logits.reshape(B * T, -1).float(), targets.reshape(B * T))
+        return logits, loss
+
+
+def select_device(preference: str = "auto") -> torch.device:
+    """``"auto"`` → cuda if available, else mps, else cpu; otherwise the named device (validated)."""
+    if preference == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    dev = torch.device(preference)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={preference!r} requested but CUDA is not available")
+    return dev
+
+
+def autocast_context(device: torch.device, amp: bool):
+    """bfloat16 autocast on CUDA when ``amp`` is set; a no-op context elsewhere."""
+    if amp and device.type == "cuda":
+        return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+    return torch.autocast(device_type=device.type, enabled=False)

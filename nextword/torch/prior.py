@@ -1,0 +1,386 @@
+"""The EmbeddingPrior of §7.1: one strict-causal attention layer on token embeddings and its margin term.
+
+Parameterisation (Theorem 1, Eqs. (14)–(15), row-vector convention of Chapter 6)
+--------------------------------------------------------------------------------
+Embeddings are rows ``x_t`` of a ``(B, T, d)`` tensor. The prior has one learnable ``d × d`` matrix
+``W`` and bilinear logits
+
+    ℓ_ts = x_t W x_sᵀ,   α_ts = softmax_{s<t}(ℓ_ts),   μ_t = Σ_{s<t} α_ts x_s   (values v_s = x_s).
+
+In the paper's column notation ``ℓ_ts = q_tᵀ k_s`` with ``q_t = W_Q x_t``, ``k_s = W_K x_s``, so
+``W = W_Qᵀ W_K`` (a query/key factorisation of W is never needed: only the product enters) and the
+matrix of Theorem 1 is ``A = W_Kᵀ W_Q = Wᵀ``. The diagonal Jacobian block of the residual map
+``e_t = x_t − μ_t`` is ``∂e_t/∂x_t = I_d − Σ_t A = I_d − Σ_t Wᵀ`` (checked against autograd in the
+tests), where ``Σ_t = Σ_{s<t} α_ts (x_s − x̄_t)(x_s − x̄_t)ᵀ`` is the attention-weighted covariance
+(Eq. (13)). The margin penalty (Eq. (24) without the quadratic term, §7.1) is
+
+    L_margin = mean_{b, t ≥ 1} [ −log |det(I_d − Σ_t Wᵀ)| ].
+
+Three exact evaluation paths
+----------------------------
+``"direct"``        Σ_t from centred outer products, a d×d determinant per position;
+``"second_moment"`` Σ_t = Σ_s α_ts x_s x_sᵀ − x̄_t x̄_tᵀ (Lemma B.2), a d×d determinant per position;
+``"sylvester"``     when the prior sees token embeddings ``x_s = E[y_s]`` (E: (|V|, d)),
+                    Σ_t = Eᵀ C_t E with C_t = diag β_t − β_t β_tᵀ and β_t[v] = Σ_{s<t, y_s=v} α_ts, so by
+                    Sylvester's identity  det(I_d − Eᵀ C_t E Wᵀ) = det(I_|V| − C_t G),  G = E Wᵀ Eᵀ.
+                    Rows of C_t G vanish for vocabulary items absent from the prefix, so the |V|×|V|
+                    determinant equals the r_t×r_t determinant on the r_t items that *are* present
+                    (block-triangular structure); we evaluate that one, batched and bucketed by r_t,
+                    with a custom backward that uses (I − M)^{-T} and keeps no per-position matrices.
+``"sylvester_dense"`` the literal |V|×|V| form with autograd (a reference for tests).
+
+Position subsampling: ``positions`` (B, k) restricts the mean to k positions per sequence; drawn
+uniformly without replacement from {1, …, T−1} (:func:`sample_positions`) it is an unbiased
+estimate of the full mean. No stochastic (Hutchinson-type) log-det estimator is offered.
+
+Tiny worked example (d = 1, W = 0.5): for x = (−1, 1, 0) the query x_2 = 0 attends uniformly, so
+Σ_2 = Var{−1, 1} = 1 and det(1 − Σ_2 W) = 0.5; Σ_1 = 0 (one past token). The penalty is the mean
+of −log 1 and −log 0.5 over t = 1, 2, i.e. log(2)/2 ≈ 0.3466::
+
+    >>> import torch
+    >>> W = torch.tensor([[0.5]])
+    >>> x = torch.tensor([[[-1.0], [1.0], [0.0]]])
+    >>> float(covariances(x, W)[0, 1, 0, 0])
+    1.0
+    >>> round(float(margin_loss(x, W)), 4)
+    0.3466
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+__all__ = [
+    "EmbeddingPrior",
+    "attention_rows",
+    "covariances",
+    "margin_loss",
+    "margin_loss_tokens",
+    "sample_positions",
+    "vocab_masses",
+    "sylvester_logabsdet",
+    "prior_diagnostics",
+    "METHODS",
+]
+
+METHODS = ("direct", "second_moment", "sylvester", "sylvester_dense")
+_CHUNK = 1024  # positions per batched LU in the Sylvester path (memory ≈ CHUNK · r² floats)
+
+
+# --------------------------------------------------------------------------------------- checks
+def _check_x(x: torch.Tensor, W: torch.Tensor) -> None:
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.ndim != 3:
+        raise TypeError(f"x must be a floating tensor of shape (B, T, d), got "
+                        f"{getattr(x, 'dtype', type(x))} {tuple(getattr(x, 'shape', ()))}")
+    if W.shape != (x.shape[-1], x.shape[-1]):
+        raise ValueError(f"W must have shape (d, d) = {(x.shape[-1],) * 2}, got {tuple(W.shape)}")
+    if x.shape[1] < 2:
+        raise ValueError(f"x needs T >= 2 positions (t = 0 has no past), got T={x.shape[1]}")
+
+
+def _check_positions(positions: torch.Tensor | None, B: int, T: int, device) -> torch.Tensor:
+    """``None`` → all t in 1..T−1 for every sequence; otherwise validate a (B, k) int64 tensor."""
+    if positions is None:
+        return torch.arange(1, T, device=device).expand(B, T - 1)
+    if not isinstance(positions, torch.Tensor) or positions.dtype != torch.long or positions.ndim != 2:
+        raise TypeError("positions must be an int64 tensor of shape (B, k)")
+    if positions.shape[0] != B:
+        raise ValueError(f"positions must have B={B} rows, got shape {tuple(positions.shape)}")
+    if positions.numel() and (int(positions.min()) < 1 or int(positions.max()) > T - 1):
+        raise ValueError(f"positions must lie in [1, T-1] = [1, {T - 1}]")
+    return positions
+
+
+def sample_positions(B: int, T: int, k: int, generator: torch.Generator | None = None,
+                     device: torch.device | str = "cpu") -> torch.Tensor:
+    """``(B, k)`` positions drawn uniformly without replacement from {1, …, T−1}, sorted per row.
+
+    The mean of any per-position quantity over these positions is an unbiased estimate of its mean
+    over all T−1 positions (each position is included with probability k / (T−1)).
+    """
+    if not 1 <= k <= T - 1:
+        raise ValueError(f"k must be in [1, T-1] = [1, {T - 1}], got {k}")
+    scores = torch.rand(B, T - 1, generator=generator)               # (B, T-1) on CPU: reproducible
+    pos = scores.argsort(dim=1)[:, :k] + 1                            # (B, k)
+    return pos.sort(dim=1).values.to(device)
+
+
+# ------------------------------------------------------------------------------ attention rows
+def attention_rows(x: torch.Tensor, W: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+    """Strict-causal attention weights ``α_ts`` for the query positions ``t`` in ``positions``.
+
+    ``x`` (B, T, d), ``W`` (d, d), ``positions`` (B, P) → ``(B, P, T)``; entries with ``s ≥ t`` are 0
+    and each row sums to 1 (every position in 1..T−1 has a non-empty past). Logits ``x_t W x_sᵀ``.
+    """
+    _check_x(x, W)
+    B, T, d = x.shape
+    pos = _check_positions(positions, B, T, x.device)               # (B, P)
+    q = torch.gather(x, 1, pos[..., None].expand(-1, -1, d))         # (B, P, d) query rows x_t
+    logits = (q @ W) @ x.transpose(1, 2)                              # (B, P, T)
+    past = torch.arange(T, device=x.device)[None, None, :] < pos[..., None]   # (B, P, T): s < t
+    logits = logits.masked_fill(~past, float("-inf"))
+    return torch.softmax(logits, dim=-1)
+
+
+# --------------------------------------------------------------------------- d×d (direct) paths
+def covariances(x: torch.Tensor, W: torch.Tensor, positions: torch.Tensor | None = None,
+                *, method: str = "direct") -> torch.Tensor:
+    """Attention-weighted covariances Σ_t (Eq. (13)), ``(B, P, d, d)``.
+
+    ``method="direct"`` centres first (Eq. (13)); ``"second_moment"`` uses Lemma B.2,
+    Σ_t = Σ_s α_ts x_s x_sᵀ − x̄_t x̄_tᵀ. Memory: B·P·T·d for "direct", B·P·d² for both outputs.
+    """
+    alpha = attention_rows(x, W, positions)                          # (B, P, T)
+    xbar = alpha @ x                                                  # (B, P, d)
+    if method == "direct":
+        dev = x[:, None, :, :] - xbar[:, :, None, :]                  # (B, P, T, d)
+        return torch.einsum("bpt,bpti,bptj->bpij", alpha, dev, dev)
+    if method == "second_moment":
+        second = torch.einsum("bpt,bti,btj->bpij", alpha, x, x)      # (B, P, d, d)
+        return second - xbar[..., :, None] * xbar[..., None, :]
+    raise ValueError(f"method must be 'direct' or 'second_moment' for covariances, got {method!r}")
+
+
+def margin_loss(x: torch.Tensor, W: torch.Tensor, *, positions: torch.Tensor | None = None,
+                method: str = "direct") -> torch.Tensor:
+    """Mean over sequences and positions of ``−log|det(I_d − Σ_t Wᵀ)|`` for arbitrary embeddings.
+
+    ``x`` (B, T, d) → scalar. Differentiable by autograd (d×d determinants per position).
+    """
+    sigma = covariances(x, W, positions, method=method)              # (B, P, d, d)
+    eye = torch.eye(x.shape[-1], dtype=x.dtype, device=x.device)
+    _, logabs = torch.linalg.slogdet(eye - sigma @ W.T)              # (B, P)
+    return -logabs.mean()
+
+
+# --------------------------------------------------------------------------- Sylvester path
+def vocab_masses(tokens: torch.Tensor, alpha: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention mass per vocabulary item, in a per-sequence local vocabulary.
+
+    ``tokens`` (B, T) int64 and ``alpha`` (B, P, T) → ``(beta, vocab_ids)`` with ``beta`` (B, P, K)
+    and ``vocab_ids`` (B, K): ``beta[b, p, k] = Σ_{s: y_s = vocab_ids[b, k]} alpha[b, p, s]``, where K
+    is the largest number of distinct tokens in a sequence (shorter lists are padded with a repeat of
+    their first id, which then carries zero mass). Differentiable in ``alpha``.
+    """
+    B, T = tokens.shape
+    ys, perm = tokens.sort(dim=1)                                     # (B, T)
+    new = torch.ones_like(ys, dtype=torch.long)
+    new[:, 1:] = (ys[:, 1:] != ys[:, :-1]).long()
+    new[:, 0] = 0
+    rank_sorted = new.cumsum(1)                                       # (B, T) local id, sorted order
+    local = torch.empty_like(tokens).scatter_(1, perm, rank_sorted)  # (B, T) local id per position
+    K = int(rank_sorted[:, -1].max()) + 1
+    vocab_ids = ys[:, :1].expand(B, K).clone()                        # pad with a valid id
+    vocab_ids.scatter_(1, rank_sorted, ys)                            # (B, K)
+    beta = alpha.new_zeros(alpha.shape[0], alpha.shape[1], K)
+    beta = beta.scatter_add(2, local[:, None, :].expand(-1, alpha.shape[1], -1), alpha)  # (B, P, K)
+    return beta, vocab_ids
+
+
+def _chunks_by_support(beta: torch.Tensor, chunk: int):
+    """Yield (rows, r_max) chunks of positions sorted by support size r = #{k: β_k > 0}."""
+    r = (beta > 0).sum(1)                                             # (N,)
+    order = torch.argsort(r, stable=True)
+    for start in range(0, order.numel(), chunk):
+        rows = order[start:start + chunk]
+        yield rows, int(r[rows[-1]])
+
+
+def _compact(beta: torch.Tensor, vids: torch.Tensor, G: torch.Tensor, rows: torch.Tensor, rmax: int):
+    """Gather the support of each position: β_c (n, r), ids (n, r), G_c (n, r, r), mask (n, r)."""
+    b = beta[rows]                                                    # (n, K)
+    key = (b <= 0).to(torch.int8)                                     # active first after stable sort
+    order = torch.argsort(key, dim=1, stable=True)[:, :rmax]          # (n, r)
+    bc = torch.gather(b, 1, order)                                    # (n, r)
+    ids = torch.gather(vids[rows], 1, order)                          # (n, r) vocabulary ids
+    Gc = G[ids[:, :, None], ids[:, None, :]]                          # (n, r, r)
+    return bc, ids, Gc, order, bc > 0
+
+
+def _chunk_logabsdet(bc: torch.Tensor, Gc: torch.Tensor, need_inverse: bool):
+    """log|det(I − C G)| on the compact support, with (I − C G)^{-1} when ``need_inverse``."""
+    n, r = bc.shape
+    u = torch.einsum("ni,nij->nj", bc, Gc)                            # (n, r): uᵀ = βᵀ G
+    M = bc[:, :, None] * (Gc - u[:, None, :])                          # (n, r, r): (diag β − ββᵀ) G
+    A = torch.eye(r, dtype=bc.dtype, device=bc.device) - M
+    LU, piv, _ = torch.linalg.lu_factor_ex(A)
+    logabs = LU.diagonal(dim1=-2, dim2=-1).abs().log().sum(-1)       # (n,)
+    Ainv = None
+    if need_inverse:
+        # A^{-1} = U^{-1} L^{-1} Pᵀ from the packed factors (two batched triangular solves; on CPU
+        # this is several times faster than lu_solve/inv_ex for many small matrices)
+        P, _, _ = torch.lu_unpack(LU, piv, unpack_data=False)          # (n, r, r)
+        X = torch.linalg.solve_triangular(LU, P.mT, upper=False, unitriangular=True)
+        Ainv = torch.linalg.solve_triangular(LU, X, upper=True)        # (n, r, r)
+    return logabs, u, Ainv
+
+
+class _SylvesterMargin(torch.autograd.Function):
+    """mean_n −log|det(I − C_n G_n)| with C_n = diag β_n − β_n β_nᵀ, G_n = G[ids_n][:, ids_n].
+
+    Forward computes the value and, when gradients are needed, the gradients with respect to β
+    (N, K) and G (V, V) in closed form from Z = (I − M)^{-T}:
+
+        ∂/∂M (−log|det(I − M)|) = Z,
+        ∂/∂β_i = Σ_j Z_ij G_ij − (Z u)_i − (G Zᵀβ)_i,   u = Gᵀβ,
+        ∂/∂G   = (diag β − ββᵀ) Z,
+
+    so backward only rescales two small saved tensors. Entries with β = 0 get zero gradient: they
+    are structurally zero (the token is absent from the prefix, or its softmax weight underflowed,
+    in which case the softmax backward multiplies by α = 0 anyway).
+    """
+
+    @staticmethod
+    def forward(ctx, beta, vids, G, chunk):  # noqa: D401 - autograd signature
+        N, K = beta.shape
+        V = G.shape[0]
+        need = ctx.needs_input_grad[0] or ctx.needs_input_grad[2]
+        total = beta.new_zeros(())
+        g_beta = torch.zeros_like(beta) if need else None
+        g_G = torch.zeros(V * V, dtype=G.dtype, device=G.device) if need else None
+        for rows, rmax in _chunks_by_support(beta, chunk):
+            if rmax == 0:
+                continue
+            bc, ids, Gc, order, mask = _compact(beta, vids, G, rows, rmax)
+            logabs, u, Ainv = _chunk_logabsdet(bc, Gc, need)
+            total = total - logabs.sum()
+            if need:
+                Z = Ainv.transpose(1, 2)                               # (n, r, r)
+                w = Ainv @ bc[:, :, None]                              # (n, r, 1): Zᵀβ = A^{-1}β
+                gb = (Z * Gc).sum(-1) - (Z @ u[:, :, None])[..., 0] - (Gc @ w)[..., 0]
+                gb = gb * mask                                         # (n, r)
+                g_beta[rows] = torch.zeros_like(beta[rows]).scatter(1, order, gb)
+                gG = bc[:, :, None] * (Z - w.transpose(1, 2))          # (n, r, r): (diag β − ββᵀ) Z
+                flat = ids[:, :, None] * V + ids[:, None, :]           # (n, r, r) into V·V
+                g_G.index_add_(0, flat.reshape(-1), gG.reshape(-1))
+        if need:
+            ctx.save_for_backward(g_beta / N, g_G.view(V, V) / N)
+        return total / N
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        g_beta, g_G = ctx.saved_tensors
+        return grad_out * g_beta, None, grad_out * g_G, None
+
+
+def sylvester_logabsdet(beta: torch.Tensor, vocab_ids: torch.Tensor, G: torch.Tensor,
+                        *, chunk: int = _CHUNK) -> torch.Tensor:
+    """Per-position ``log|det(I − C G)|`` (no gradient): beta (..., K), vocab_ids (..., K) → (...)."""
+    shape = beta.shape[:-1]
+    b = beta.detach().reshape(-1, beta.shape[-1])
+    vids = vocab_ids.reshape(-1, vocab_ids.shape[-1])
+    out = torch.zeros(b.shape[0], dtype=b.dtype, device=b.device)
+    with torch.no_grad():
+        for rows, rmax in _chunks_by_support(b, chunk):
+            if rmax:
+                bc, _, Gc, _, _ = _compact(b, vids, G.detach(), rows, rmax)
+                out[rows] = _chunk_logabsdet(bc, Gc, False)[0]
+    return out.reshape(shape)
+
+
+def margin_loss_tokens(tokens: torch.Tensor, embedding: torch.Tensor, W: torch.Tensor, *,
+                       positions: torch.Tensor | None = None, method: str = "sylvester",
+                       chunk: int = _CHUNK) -> torch.Tensor:
+    """Margin loss when the prior sees token embeddings ``x_s = E[y_s]``; scalar.
+
+    ``tokens`` (B, T) int64, ``embedding`` E (|V|, d), ``W`` (d, d). ``method`` is one of
+    :data:`METHODS`; ``"sylvester"`` is the fast exact path (cost per position ∝ r_t³ with r_t the
+    number of distinct tokens before t), the others are exact references.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.long or tokens.ndim != 2:
+        raise TypeError("tokens must be an int64 tensor of shape (B, T)")
+    if embedding.ndim != 2:
+        raise ValueError(f"embedding must have shape (|V|, d), got {tuple(embedding.shape)}")
+    x = embedding[tokens]                                             # (B, T, d)
+    if method in ("direct", "second_moment"):
+        return margin_loss(x, W, positions=positions, method=method)
+    alpha = attention_rows(x, W, positions)                          # (B, P, T)
+    G = embedding @ W.T @ embedding.T                                 # (|V|, |V|) = E Wᵀ Eᵀ
+    if method == "sylvester_dense":
+        V = embedding.shape[0]
+        beta = torch.zeros(*alpha.shape[:2], V, dtype=alpha.dtype, device=alpha.device)
+        beta = beta.scatter_add(2, tokens[:, None, :].expand(-1, alpha.shape[1], -1), alpha)
+        C = torch.diag_embed(beta) - beta[..., :, None] * beta[..., None, :]  # (B, P, V, V)
+        _, logabs = torch.linalg.slogdet(torch.eye(V, dtype=G.dtype, device=G.device) - C @ G)
+        return -logabs.mean()
+    beta, vids = vocab_masses(tokens, alpha)                          # (B, P, K), (B, K)
+    P = beta.shape[1]
+    vids_n = vids[:, None, :].expand(-1, P, -1).reshape(-1, vids.shape[1])   # (B·P, K)
+    return _SylvesterMargin.apply(beta.reshape(-1, beta.shape[-1]), vids_n, G, chunk)
+
+
+# ------------------------------------------------------------------------------- the module
+class EmbeddingPrior(nn.Module):
+    """A single strict-causal attention layer on embeddings with logits ``x_t W x_sᵀ`` (A = Wᵀ).
+
+    ``W`` is initialised ``N(0, init_std²)`` (``init_std=0`` gives W = 0, i.e. uniform attention).
+    """
+
+    def __init__(self, d: int, *, init_std: float = 0.02, generator: torch.Generator | None = None) -> None:
+        super().__init__()
+        if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+            raise ValueError(f"d must be a positive int, got {d!r}")
+        self.W = nn.Parameter(torch.randn(d, d, generator=generator) * init_std)
+
+    @property
+    def A(self) -> torch.Tensor:
+        """The matrix of Theorem 1, Eq. (15): ``A = W_Kᵀ W_Q = Wᵀ``."""
+        return self.W.T
+
+    def attention_weights(self, x: torch.Tensor) -> torch.Tensor:
+        """Full strict-causal attention matrix ``(B, T, T)``; row 0 (no past) is all zeros."""
+        _check_x(x, self.W)
+        alpha = attention_rows(x, self.W)                             # (B, T-1, T)
+        return torch.cat([torch.zeros_like(alpha[:, :1]), alpha], dim=1)
+
+    def margin_loss(self, x: torch.Tensor, *, positions: torch.Tensor | None = None,
+                    method: str = "direct") -> torch.Tensor:
+        """``mean −log|det(I_d − Σ_t Wᵀ)|`` over the batch and positions t ≥ 1 (or ``positions``)."""
+        return margin_loss(x, self.W, positions=positions, method=method)
+
+    def margin_loss_tokens(self, tokens: torch.Tensor, embedding: torch.Tensor, *,
+                           positions: torch.Tensor | None = None, method: str = "sylvester") -> torch.Tensor:
+        """Same penalty when ``x = embedding[tokens]``; see :func:`margin_loss_tokens`."""
+        return margin_loss_tokens(tokens, embedding, self.W, positions=positions, method=method)
+
+    @torch.no_grad()
+    def diagnostics(self, tokens: torch.Tensor, embedding: torch.Tensor) -> dict[str, float]:
+        """§7.4 diagnostics on one batch; see :func:`prior_diagnostics`."""
+        return prior_diagnostics(tokens, embedding, self.W)
+
+
+@torch.no_grad()
+def prior_diagnostics(tokens: torch.Tensor, embedding: torch.Tensor, W: torch.Tensor) -> dict[str, float]:
+    """The §7.4 diagnostics of the prior on ``x = embedding[tokens]`` (positions t ≥ 1).
+
+    - ``entropy``: mean over positions of H_t = −Σ_{s<t} α_ts log α_ts (nats);
+    - ``snr``: RMS(x) / RMS(e) with e_t = x_t − μ_t the prior's residual;
+    - ``normalised_var``: mean_t tr(Σ_t) / RMS(x)², RMS(x)² the mean squared entry of x;
+    - ``margin``: mean of −log|det(I − Σ_t Wᵀ)| (the penalty); ``min_logabsdet``: the smallest
+      log-margin in the batch (its position is the batch's support token, Definition 3.1);
+    - ``embedding_rms``: RMS of the whole embedding table (the scale against which the §7.3 noise
+      σ should be read).
+    """
+    x = embedding[tokens].float()                                    # (B, T, d)
+    W = W.float()
+    alpha = attention_rows(x, W)                                      # (B, T-1, T)
+    xq = x[:, 1:]                                                     # (B, T-1, d) the positions t ≥ 1
+    mu = alpha @ x                                                    # (B, T-1, d)
+    ent = -(alpha * torch.log(alpha.clamp_min(1e-30))).sum(-1)        # (B, T-1)
+    rms_x2 = xq.pow(2).mean()
+    rms_e2 = (xq - mu).pow(2).mean()
+    tr_sigma = (alpha * x.pow(2).sum(-1)[:, None, :]).sum(-1) - mu.pow(2).sum(-1)   # (B, T-1)
+    beta, vids = vocab_masses(tokens, alpha)
+    G = embedding.float() @ W.T @ embedding.float().T
+    logabs = sylvester_logabsdet(beta, vids[:, None, :].expand(-1, beta.shape[1], -1), G)
+    return {
+        "entropy": float(ent.mean()),
+        "snr": float(torch.sqrt(rms_x2 / rms_e2)),
+        "normalised_var": float(tr_sigma.mean() / rms_x2),
+        "margin": float(-logabs.mean()),
+        "min_logabsdet": float(logabs.min()),
+        "embedding_rms": float(embedding.float().pow(2).mean().sqrt()),
+        "mean_log_margin": float(logabs.mean()),
+    }
