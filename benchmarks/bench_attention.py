@@ -1,0 +1,117 @@
+"""Causal multi-head self-attention forward: nextword (numpy) vs torch.nn.MultiheadAttention.
+
+Issue target: numpy float32 causal MHA forward at T=512, d_model=512, 8 heads within 1.5x of
+torch's time on the same CPU threads (median of >= 7 repeats).
+
+Both libraries get the same thread count (``--threads``, default 1): the BLAS thread variables are
+set before numpy is imported and ``torch.set_num_threads`` is called. Printed: the median (and
+min) time of each variant and its ratio to torch. Variants:
+
+* ``numpy nextword``      — :class:`nextword.multihead.MultiHeadAttention` (fused QKV matmul,
+                            blocked causal softmax that skips the masked upper triangle);
+* ``numpy naive``         — the textbook formula: three projections, full T x T scores, mask with
+                            ``np.where``, softmax, weighted sum (kept for comparison);
+* ``torch MHA (fast)``    — ``nn.MultiheadAttention(..., need_weights=False, is_causal=True)``
+                            under ``inference_mode`` (torch's fused SDPA path);
+* ``torch MHA (weights)`` — the same with ``need_weights=True`` (materialises the weights).
+
+Usage: ``python benchmarks/bench_attention.py [--threads 1] [--repeats 9] [--T 512] [--d 512] [--heads 8]``
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+
+def _parse() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--repeats", type=int, default=9)
+    p.add_argument("--T", type=int, default=512)
+    p.add_argument("--d", type=int, default=512)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--batch", type=int, default=1)
+    return p.parse_args()
+
+
+ARGS = _parse()
+for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[var] = str(ARGS.threads)
+
+import numpy as np  # noqa: E402  (after the thread settings)
+import torch  # noqa: E402
+
+from nextword.attention import softmax  # noqa: E402
+from nextword.multihead import MultiHeadAttention  # noqa: E402
+
+torch.set_num_threads(ARGS.threads)
+
+
+def timeit(fn, repeats: int) -> tuple[float, float]:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)), float(np.min(times))
+
+
+def naive_mha(mha: MultiHeadAttention, X: np.ndarray) -> np.ndarray:
+    T, h, dh = X.shape[-2], mha.num_heads, mha.head_dim
+    Q, K, V = X @ mha.W_q, X @ mha.W_k, X @ mha.W_v  # (B, T, d) each
+    split = lambda A: A.reshape(A.shape[:-1] + (h, dh)).swapaxes(-2, -3)  # (B, h, T, dh)
+    Q, K, V = split(Q), split(K), split(V)
+    S = Q @ K.swapaxes(-1, -2) / np.float32(np.sqrt(dh))  # (B, h, T, T)
+    S = np.where(np.tri(T, dtype=bool), S, -np.inf)
+    ctx = softmax(S) @ V  # (B, h, T, dh)
+    return ctx.swapaxes(-2, -3).reshape(X.shape) @ mha.W_o
+
+
+def main() -> None:
+    B, T, d, h = ARGS.batch, ARGS.T, ARGS.d, ARGS.heads
+    rng = np.random.default_rng(0)
+    mha = MultiHeadAttention(d, h, rng=rng, dtype=np.float32)
+    X = rng.standard_normal((B, T, d)).astype(np.float32)
+
+    ref = torch.nn.MultiheadAttention(d, h, bias=False, batch_first=True).eval()
+    ref.load_state_dict(mha.to_torch_state_dict())
+    tX = torch.from_numpy(X)
+    tmask = torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
+
+    def torch_fast():
+        with torch.inference_mode():
+            return ref(tX, tX, tX, attn_mask=tmask, is_causal=True, need_weights=False)[0]
+
+    def torch_weights():
+        with torch.inference_mode():
+            return ref(tX, tX, tX, attn_mask=tmask, need_weights=True, average_attn_weights=False)[0]
+
+    ours = lambda: mha(X, causal=True)
+    # correctness first (float32 tolerances)
+    y_ref = torch_fast().numpy()
+    np.testing.assert_allclose(ours(), y_ref, rtol=2e-3, atol=2e-4)
+    np.testing.assert_allclose(naive_mha(mha, X), y_ref, rtol=2e-3, atol=2e-4)
+
+    variants = {
+        "torch MHA (fast, no weights)": torch_fast,
+        "torch MHA (need_weights)": torch_weights,
+        "numpy nextword MHA": ours,
+        "numpy naive MHA": lambda: naive_mha(mha, X),
+    }
+    results = {name: timeit(fn, ARGS.repeats) for name, fn in variants.items()}
+    base = results["torch MHA (fast, no weights)"][0]
+    print(f"causal MHA forward, B={B} T={T} d_model={d} heads={h}, float32, threads={ARGS.threads}, "
+          f"median of {ARGS.repeats} (numpy {np.__version__}, torch {torch.__version__}, "
+          f"{os.cpu_count()} CPUs visible)")
+    print(f"{'variant':32s} {'median ms':>10s} {'min ms':>8s} {'ratio vs torch fast':>20s}")
+    for name, (med, mn) in results.items():
+        print(f"{name:32s} {1e3 * med:10.2f} {1e3 * mn:8.2f} {med / base:20.2f}")
+    r = results["numpy nextword MHA"][0] / base
+    print(f"target: numpy/torch <= 1.5  ->  {r:.2f} ({'met' if r <= 1.5 else 'NOT met'})")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
