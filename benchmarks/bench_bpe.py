@@ -1,0 +1,198 @@
+"""Byte-level BPE: training / encoding / decoding speed and compression, against references.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_bpe.py                 # ~2-3 min on 2 busy cores
+    .venv/bin/python benchmarks/bench_bpe.py --full          # slow references on the whole corpus (~40+ min)
+
+Prints CPU seconds (``time.process_time``, all threads of this process; medians over
+``--repeats`` runs) next to each reference and the ratio reference / ours, all from this one run.
+References:
+
+* "minbpe-style": our own copy of minbpe's O(merges × n) trainer (recount every pair after each
+  merge; ``max`` over a dict) — minbpe is not on PyPI. It is run on a ``--prefix-kb`` prefix by
+  default (the full runs take ~10 min without split and ~30 min with the GPT-4 split), and ours
+  is timed on the same prefix for the ratio. The merges of both are checked to be identical.
+* HF ``tokenizers`` (Rust, GPT-2 split, ByteLevel alphabet), if importable; our ``tie_break="hf"``
+  must reproduce its merge list exactly (checked here on the whole corpus).
+* ``tiktoken`` built from our merges (Rust), if importable, for encode/decode speed.
+* Numbers recorded in issue 4 on this machine (minbpe 604 s, numpy recount 66 s, HF 0.71 s) are
+  printed for context.
+
+The corpus is tiny Shakespeare, found through ``nextword.data.find_data_file``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from nextword.bpe_trainer import bytes_to_unicode
+from nextword.data import find_data_file
+from nextword.tokenizers import SPLIT_PATTERNS, BPETokenizer
+
+
+def cpu(fn: Callable[[], object], repeats: int) -> tuple[float, object]:
+    """Median CPU seconds of ``fn`` over ``repeats`` runs, and its last result."""
+    times, out = [], None
+    for _ in range(repeats):
+        t = time.process_time()
+        out = fn()
+        times.append(time.process_time() - t)
+    return statistics.median(times), out
+
+
+def minbpe_style_train(chunks: list[bytes], num_merges: int) -> list[tuple[int, int, int]]:
+    """Own copy of minbpe's trainer (Basic: one chunk; Regex: many). O(merges × n). Labelled as such."""
+    ids = [list(c) for c in chunks]
+    merges = []
+    for k in range(num_merges):
+        stats: dict[tuple[int, int], int] = {}
+        for chunk in ids:
+            for pair in zip(chunk, chunk[1:]):
+                stats[pair] = stats.get(pair, 0) + 1
+        if not stats:
+            break
+        pair = max(stats, key=stats.get)
+        idx = 256 + k
+        merges.append((pair[0], pair[1], idx))
+        new_ids = []
+        for chunk in ids:
+            out, i = [], 0
+            while i < len(chunk):
+                if i < len(chunk) - 1 and chunk[i] == pair[0] and chunk[i + 1] == pair[1]:
+                    out.append(idx)
+                    i += 2
+                else:
+                    out.append(chunk[i])
+                    i += 1
+            new_ids.append(out)
+        ids = new_ids
+    return merges
+
+
+def hf_train(text: str, vocab_size: int):
+    """HF tokenizers BPE with the GPT-2 split (ByteLevel pre-tokenizer, full byte alphabet)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tk = Tokenizer(models.BPE())
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  special_tokens=[], show_progress=False)
+    tk.train_from_iterator([text], trainer=trainer)
+    return tk
+
+
+def hf_merge_bytes(tk) -> list[tuple[bytes, bytes]]:
+    u2b = {c: b for b, c in bytes_to_unicode().items()}
+    merges = json.loads(tk.to_str())["model"]["merges"]
+    return [tuple(bytes(u2b[ch] for ch in part) for part in (m.split(" ") if isinstance(m, str) else m))
+            for m in merges]
+
+
+def row(label: str, ours: float, ref: float | None, ref_label: str, note: str = "") -> None:
+    ratio = f"{ref / ours:8.1f}x" if ref is not None and ours > 0 else "       -"
+    ref_s = f"{ref:9.3f}" if ref is not None else "        -"
+    print(f"{label:<44} {ours:9.3f} {ref_s}  {ratio}  {ref_label} {note}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--vocab", type=int, default=4096, help="vocabulary size (4096 = 3,840 merges)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--prefix-kb", type=int, default=100, help="prefix for the slow no-split reference")
+    ap.add_argument("--split-prefix-kb", type=int, default=25, help="prefix for the slow GPT-4-split reference")
+    ap.add_argument("--full", action="store_true", help="run the slow references on the whole corpus")
+    args = ap.parse_args()
+
+    text = find_data_file("tinyshakespeare/input.txt").read_text(encoding="utf-8")
+    nbytes = len(text.encode("utf-8"))
+    merges = args.vocab - 256
+    print(f"tiny Shakespeare: {nbytes:,} bytes; vocab {args.vocab} ({merges} merges); "
+          f"CPU s = time.process_time medians of {args.repeats}")
+    print(f"{'task':<44} {'ours':>9} {'reference':>9}  {'ratio':>8}  reference")
+
+    # --- training, no split ------------------------------------------------------------------
+    t_raw, tok_raw = cpu(lambda: BPETokenizer.train(text, args.vocab), args.repeats)
+    row("train, no split, full corpus", t_raw, 604.0, "minbpe Basic (recorded in issue)")
+    row("", t_raw, 66.0, "numpy recount-every-merge (recorded in issue)")
+    n = nbytes if args.full else args.prefix_kb * 1000
+    prefix = text.encode("utf-8")[:n].decode("utf-8", errors="ignore")
+    t_ours, tok_p = cpu(lambda: BPETokenizer.train(prefix, args.vocab), args.repeats)
+    t_ref, ref_merges = cpu(lambda: minbpe_style_train([prefix.encode()], merges), 1)
+    same = tok_p.merge_list() == ref_merges
+    row(f"train, no split, first {n // 1000} KB", t_ours, t_ref, "minbpe-style (own copy), measured",
+        f"[merges identical: {same}]")
+
+    # --- training, GPT-4 split -----------------------------------------------------------------
+    t_g4, tok_g4 = cpu(lambda: BPETokenizer.train(text, args.vocab, pattern="gpt4"), args.repeats)
+    row("train, GPT-4 split, full corpus", t_g4, 25 * 60.0, "minbpe Regex, ~25-35 min (recorded in issue)")
+    try:
+        t_hf, hf = cpu(lambda: hf_train(text, args.vocab), args.repeats)
+    except ImportError:
+        t_hf, hf = None, None
+    row("", t_g4, t_hf, "HF tokenizers (Rust, GPT-2 split), measured")
+    t_hfmode, tok_hf = cpu(lambda: BPETokenizer.train(text, args.vocab, pattern="gpt2", tie_break="hf"),
+                           args.repeats)
+    note = ""
+    if hf is not None:
+        ours_b = [(tok_hf.token_bytes(a), tok_hf.token_bytes(b)) for a, b in tok_hf.merges]
+        note = f"[merge list identical to HF: {ours_b == hf_merge_bytes(hf)}]"
+    row("train, GPT-2 split, tie_break='hf'", t_hfmode, t_hf, "HF tokenizers, measured", note)
+    n = nbytes if args.full else args.split_prefix_kb * 1000
+    prefix = text.encode("utf-8")[:n].decode("utf-8", errors="ignore")
+    import regex
+
+    t_ours, tok_p = cpu(lambda: BPETokenizer.train(prefix, args.vocab, pattern="gpt4"), args.repeats)
+    chunks = [c.encode() for c in regex.findall(SPLIT_PATTERNS["gpt4"], prefix)]
+    t_ref, ref_merges = cpu(lambda: minbpe_style_train(chunks, merges), 1)
+    row(f"train, GPT-4 split, first {n // 1000} KB", t_ours, t_ref, "minbpe-style Regex (own copy), measured",
+        f"[merges identical: {tok_p.merge_list() == ref_merges}]")
+
+    # --- encoding / decoding -------------------------------------------------------------------
+    mb = nbytes / 1e6
+
+    def encode_cold():
+        fresh = BPETokenizer(tok_g4.merge_list(), pattern="gpt4")  # empty chunk cache
+        return fresh.encode(text)
+
+    t_cold, ids = cpu(encode_cold, args.repeats)
+    t_warm, _ = cpu(lambda: tok_g4.encode(text), args.repeats)
+    enc = None
+    try:
+        import tiktoken
+
+        ranks = {tok_g4.token_bytes(i): i for i in range(256 + len(tok_g4.merges))}
+        enc = tiktoken.Encoding(name="bench", pat_str=tok_g4.pattern, mergeable_ranks=ranks, special_tokens={})
+        t_tt, tt_ids = cpu(lambda: enc.encode_ordinary(text), args.repeats)
+        same = f"[ids identical to tiktoken: {tt_ids == ids}]"
+    except ImportError:
+        t_tt, same = None, ""
+    row("encode, GPT-4 split, cold cache (s)", t_cold, t_tt, "tiktoken from our merges", same)
+    row("encode, GPT-4 split, warm cache (s)", t_warm, t_tt, "tiktoken from our merges")
+    print(f"{'':<44} encode throughput: {mb / t_cold:.1f} MB/s cold, {mb / t_warm:.1f} MB/s warm (target >= 3)")
+    t_raw_enc, _ = cpu(lambda: tok_raw.encode(text), 1)
+    row("encode, no split (one 1.1 MB chunk) (s)", t_raw_enc, None, "")
+    arr = np.asarray(ids, dtype=np.int64)
+    t_dec, out = cpu(lambda: tok_g4.decode(arr), max(args.repeats, 5))
+    assert out == text
+    t_dec_list, _ = cpu(lambda: tok_g4.decode(ids), max(args.repeats, 5))
+    t_tt_dec = cpu(lambda: enc.decode(ids), max(args.repeats, 5))[0] if enc is not None else None
+    row("decode, int64 array (s)", t_dec, t_tt_dec, "tiktoken decode (list)")
+    row("decode, list of int (s)", t_dec_list, t_tt_dec, "tiktoken decode (list)")
+    print(f"{'':<44} decode throughput: {mb / t_dec:.0f} MB/s from an array, {mb / t_dec_list:.0f} MB/s "
+          "from a list (target >= 100)")
+
+    # --- compression at vocab 1024 ------------------------------------------------------------
+    for pattern, quoted in ((None, 2.514), ("gpt4", 2.605)):
+        tok = BPETokenizer.train(text, 1024, pattern=pattern)
+        bpt = nbytes / len(tok.encode(text))
+        print(f"compression at vocab 1024, pattern={pattern!s:<5}: {bpt:.3f} bytes/token (issue quotes {quoted})")
+
+
+if __name__ == "__main__":
+    main()
