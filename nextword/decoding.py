@@ -4,12 +4,16 @@ Everything here is model-agnostic. A *model* is any callable
 
     next_logits(prefix: list[int]) -> np.ndarray      # shape (V,)
 
-returning next-token logits ``z`` with ``pi_m(. | f_{1:m-1}) = softmax(z)``: the
+returning next-token logits ``z`` (any additive constant) with ``pi_m(. | f_{1:m-1}) = softmax(z)``: the
 learned conditional of Eq. (6.1b). An :class:`nextword.ngram.NGramLM`, the numpy
 decoder LM (whose ``next_logits`` can reuse a KV cache when the prefix extends the
 last one) or a wrapped torch model all fit; torch tensors are converted with
 ``np.asarray``. Log-probabilities are computed with a log-sum-exp softmax in
 float64.
+
+Textbook (Chapter 6): the chain rule ``P(w[1:T]) = prod_t P(w[t] | w[1:t-1])`` and
+autoregressive generation of §6.3, the softmax temperature remark of §6.2, and the
+closing look-ahead of §6.6 (sampling strategies, beam search, diversity vs quality).
 
 Notation (formulation paper §6): the prompt is ``f^prompt_{1:l_prompt}``, Eq. (6.2);
 generation fills positions ``m = l_prompt + 1, ...``. Every decoder returns the
@@ -18,8 +22,10 @@ generation fills positions ``m = l_prompt + 1, ...``. Every decoder returns the
 * :func:`greedy` -- Eq. (6.4), ``f_m = argmax_v pi_m(v | f_{1:m-1})``.
 * :func:`exhaustive_search` -- Eq. (6.3), the most likely continuation by
   enumerating all ``|V|^(L - l_prompt)`` of them (tiny models only).
-* :func:`beam_search` -- the windowed/restricted search of Example 6.1 in its
-  usual form (keep the ``k`` best partial sequences).
+* :func:`beam_search` -- standard beam search (keep the ``k`` best partial
+  sequences), the usual reading of "beam search" in Example 6.1.
+* :func:`lookahead_search` -- the windowed procedure Example 6.1 actually writes
+  down (maximise over the next ``l`` tokens, commit one, slide).
 * :func:`sample` -- §6.3, ``f_m ~ pi_m(. | f_{1:m-1})``, with the decoding
   temperature of Eq. (5.7)/Remark 6.2 and the top-k / top-p (nucleus) filters.
 * :func:`mixed` -- §6.4, sample the first ``L'`` new tokens, then greedy.
@@ -55,6 +61,20 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from nextword.decoding_filters import (  # the filters are part of this module's public API
+    _check_count,
+    _check_logits,
+    _check_temperature,
+    _check_top_p,
+    _filter,
+    _log_softmax,
+    apply_temperature,
+    filter_logits,
+    log_softmax,
+    top_k_filter,
+    top_p_filter,
+)
+
 __all__ = [
     "NextLogits",
     "log_softmax",
@@ -65,6 +85,7 @@ __all__ = [
     "greedy",
     "exhaustive_search",
     "beam_search",
+    "lookahead_search",
     "sample",
     "mixed",
     "sequence_log_prob",
@@ -78,20 +99,6 @@ MAX_EXHAUSTIVE = 2_000_000
 
 
 # --------------------------------------------------------------------------- validation
-def _check_logits(logits: np.ndarray, name: str = "logits") -> np.ndarray:
-    """float64 copy of a ``(..., V)`` logits array; NaN / +inf / all -inf rows rejected."""
-    z = np.array(logits, dtype=np.float64)  # copy: filters never modify the input
-    if z.ndim == 0 or z.shape[-1] == 0:
-        raise ValueError(f"{name} must have shape (..., V) with V >= 1, got shape {z.shape}")
-    if np.isnan(z).any():
-        raise ValueError(f"{name} contains NaN")
-    if np.isposinf(z).any():
-        raise ValueError(f"{name} contains +inf")
-    if np.isneginf(z).all(axis=-1).any():
-        raise ValueError(f"{name} has a row where every entry is -inf (no token can be chosen)")
-    return z
-
-
 def _model_logits(next_logits: NextLogits, prefix: list[int], vocab_size: int | None) -> np.ndarray:
     """Call the model and check it returned a valid ``(V,)`` vector."""
     z = _check_logits(np.asarray(next_logits(list(prefix))), "next_logits(prefix)")
@@ -115,30 +122,6 @@ def _check_prompt(prompt: Sequence[int]) -> list[int]:
     return out
 
 
-def _check_count(x: int, name: str, minimum: int) -> int:
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {x!r}")
-    if x < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {x}")
-    return int(x)
-
-
-def _check_temperature(t: float) -> float:
-    if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, float, np.floating, np.integer)):
-        raise TypeError(f"temperature must be a real number, got {t!r}")
-    if not np.isfinite(t) or t <= 0:
-        raise ValueError(f"temperature must be finite and > 0, got {t!r}")
-    return float(t)
-
-
-def _check_top_p(p: float) -> float:
-    if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, float, np.floating, np.integer)):
-        raise TypeError(f"top_p must be a real number, got {p!r}")
-    if not (0.0 < p <= 1.0):
-        raise ValueError(f"top_p must satisfy 0 < top_p <= 1, got {p!r}")
-    return float(p)
-
-
 def _check_rng(rng: object) -> np.random.Generator:
     if not isinstance(rng, np.random.Generator):
         raise TypeError(
@@ -146,101 +129,6 @@ def _check_rng(rng: object) -> np.random.Generator:
             f"decoding never uses global random state, got {rng!r}"
         )
     return rng
-
-
-# ------------------------------------------------------------------------------ filters
-def _log_softmax(z: np.ndarray) -> np.ndarray:
-    """Unchecked kernel of :func:`log_softmax` (``z`` already validated)."""
-    m = np.max(z, axis=-1, keepdims=True)  # (..., 1), finite by _check_logits
-    return z - (m + np.log(np.sum(np.exp(z - m), axis=-1, keepdims=True)))
-
-
-def log_softmax(logits: np.ndarray) -> np.ndarray:
-    """Stable ``log softmax`` over the last axis, ``(..., V) -> (..., V)``; ``-inf`` stays ``-inf``."""
-    return _log_softmax(_check_logits(logits))
-
-
-def apply_temperature(logits: np.ndarray, t: float) -> np.ndarray:
-    """Divide logits by the decoding temperature ``tau > 0``: Eq. (5.7), Remark 6.2.
-
-    ``softmax(z / tau)``: ``tau < 1`` sharpens, ``tau > 1`` flattens, ``tau -> 0``
-    tends to the argmax (greedy, Eq. (6.4)). Shape ``(..., V)`` preserved.
-
-    >>> apply_temperature(np.array([2.0, 0.0]), 0.5)
-    array([4., 0.])
-    """
-    t = _check_temperature(t)
-    return _check_logits(logits) / t
-
-
-def top_k_filter(logits: np.ndarray, k: int) -> np.ndarray:
-    """Keep the ``k`` largest logits per row, set the rest to ``-inf``; shape ``(..., V)``.
-
-    Ties at the ``k``-th largest value are all kept (deterministic; the same rule as
-    Hugging Face's ``TopKLogitsWarper``), so more than ``k`` entries survive only
-    when there are exact ties. ``k >= V`` keeps everything.
-
-    >>> top_k_filter(np.array([1.0, 3.0, 2.0]), 2)
-    array([-inf,   3.,   2.])
-    """
-    return _top_k(_check_logits(logits), _check_count(k, "top_k", 1))
-
-
-def _top_k(z: np.ndarray, k: int) -> np.ndarray:
-    if k >= z.shape[-1]:
-        return z
-    kth = -np.partition(-z, k - 1, axis=-1)[..., k - 1 : k]  # (..., 1): k-th largest value
-    return np.where(z >= kth, z, -np.inf)
-
-
-def top_p_filter(logits: np.ndarray, p: float) -> np.ndarray:
-    """Nucleus filter: keep the smallest set of most likely tokens with total probability >= ``p``.
-
-    Tokens are ranked by probability ``softmax(z)``; the kept set is the shortest
-    prefix of that ranking whose mass reaches ``p``. All tokens tied with the
-    last kept one are kept too (ties kept deterministically). Removed entries
-    become ``-inf``; ``p = 1`` keeps every token. Shape ``(..., V)`` preserved.
-
-    >>> top_p_filter(np.log([0.5, 0.3, 0.2]), 0.7)   # 0.5 < 0.7 <= 0.5 + 0.3
-    array([-0.69314718, -1.2039728 ,        -inf])
-    """
-    return _top_p(_check_logits(logits), _check_top_p(p))
-
-
-def _top_p(z: np.ndarray, p: float) -> np.ndarray:
-    if p == 1.0:
-        return z
-    probs = np.exp(_log_softmax(z))  # (..., V)
-    order = np.argsort(-z, axis=-1, kind="stable")  # (..., V) most likely first
-    sorted_p = np.take_along_axis(probs, order, axis=-1)  # (..., V)
-    cum = np.cumsum(sorted_p, axis=-1)  # (..., V) non-decreasing
-    n_keep = np.minimum(np.sum(cum < p, axis=-1, keepdims=True) + 1, z.shape[-1])  # (..., 1)
-    sorted_z = np.take_along_axis(z, order, axis=-1)  # (..., V)
-    threshold = np.take_along_axis(sorted_z, n_keep - 1, axis=-1)  # (..., 1) last kept logit
-    return np.where(z >= threshold, z, -np.inf)
-
-
-def filter_logits(
-    logits: np.ndarray,
-    *,
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    top_p: float | None = None,
-) -> np.ndarray:
-    """Temperature, then top-k, then top-p (the order Hugging Face ``generate`` uses); ``(..., V)``."""
-    temperature = _check_temperature(temperature)
-    top_k = None if top_k is None else _check_count(top_k, "top_k", 1)
-    top_p = None if top_p is None else _check_top_p(top_p)
-    return _filter(_check_logits(logits), temperature, top_k, top_p)
-
-
-def _filter(z: np.ndarray, temperature: float, top_k: int | None, top_p: float | None) -> np.ndarray:
-    z = z / temperature
-    if top_k is not None:
-        z = _top_k(z, top_k)
-    if top_p is not None:
-        z = _top_p(z, top_p)
-    return z
 
 
 # ----------------------------------------------------------------------------- decoders
@@ -321,6 +209,68 @@ def exhaustive_search(
 
     visit(seq0, 0.0, _log_softmax(z0), 0)
     return best_seq
+
+
+def lookahead_search(
+    next_logits: NextLogits,
+    prompt: Sequence[int],
+    max_new_tokens: int,
+    window: int = 2,
+    top_k: int | None = None,
+    *,
+    eos_id: int | None = None,
+) -> list[int]:
+    """Windowed look-ahead decoding, the procedure written out in Example 6.1.
+
+    At each position ``m`` solve
+    ``f_{m:m+l-1} in argmax pi_{m:m+l-1}(v_1, ..., v_l | f_{1:m-1})`` over windows
+    of ``l = window`` tokens (shorter near the end), with the first token ``v_1``
+    restricted to the ``top_k`` most likely under ``pi_m`` (``None``: all ``V``);
+    commit ``f_m = v_1`` and move on by one position. ``window = 2`` with
+    ``top_k = k`` is the paper's "basic version" with cost ``~ k |V|`` per step;
+    ``window = 1`` is greedy (Eq. 6.4); ``window = max_new_tokens`` with
+    ``top_k = None`` is exhaustive search (Eq. 6.3).
+
+    This is *not* the beam search of :func:`beam_search` (which keeps the ``k``
+    best partial sequences and never commits early); Example 6.1 calls this
+    windowed procedure beam search, and the two return different sequences in
+    general (see ``book/ERRATA.md``). Within a window an EOS ends the branch
+    (PAD follows with probability 1, §6.1). Ties go to the smallest tokens.
+    """
+    seq = _check_prompt(prompt)
+    n = _check_count(max_new_tokens, "max_new_tokens", 0)
+    w = _check_count(window, "window", 1)
+    k = None if top_k is None else _check_count(top_k, "top_k", 1)
+    n0 = len(seq)
+    V = None
+    while len(seq) - n0 < n:
+        depth = min(w, n - (len(seq) - n0))
+        z = _model_logits(next_logits, seq, V)
+        V = z.shape[0]
+        lp0 = _log_softmax(z)
+        firsts = np.argsort(-lp0, kind="stable")[: V if k is None else min(k, V)]  # (k,)
+        best_first, best_score = None, -np.inf
+
+        def best_tail(prefix: list[int], d: int) -> float:
+            """max over continuations of length <= d of their log-prob given ``prefix``."""
+            if d == 0 or (eos_id is not None and prefix[-1] == eos_id):
+                return 0.0
+            lp = _log_softmax(_model_logits(next_logits, prefix, V))
+            return max(
+                (float(lp[v]) + best_tail(prefix + [v], d - 1) for v in range(V) if lp[v] > -np.inf),
+                default=-np.inf,
+            )
+
+        for v in sorted(int(f) for f in firsts):
+            if lp0[v] == -np.inf:
+                continue
+            s = float(lp0[v]) + best_tail(seq + [v], depth - 1)
+            if s > best_score:
+                best_first, best_score = v, s
+        seq.append(int(best_first))
+        if eos_id is not None and seq[-1] == eos_id:
+            break
+    return seq
 
 
 def beam_search(
