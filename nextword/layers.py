@@ -16,6 +16,7 @@ The decoder-only language model :class:`~nextword.decoder.DecoderLM` and its
 """
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -93,15 +94,15 @@ def rms_norm(x: object, weight: object = None, *, eps: float = 1e-6, unit: bool 
     ms = np.mean(x * x, axis=-1, keepdims=True)  # (..., 1)
     y = x / np.sqrt(ms + eps)
     if unit:
-        y = y / np.sqrt(d)
+        y = y / math.sqrt(d)  # a Python float keeps float32 input float32
     return y if w is None else y * w
 
 
 def gelu(x: np.ndarray, *, approximate: bool = False) -> np.ndarray:
     """GELU ``x Φ(x)`` (exact, via erf) or its tanh approximation (GPT-2)."""
     if approximate:
-        return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
-    return (0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))).astype(x.dtype, copy=False)
+        return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1.0 + erf(x * (1.0 / math.sqrt(2.0))))  # Python floats: float32 stays float32
 
 
 def relu(x: np.ndarray) -> np.ndarray:

@@ -284,3 +284,17 @@ def test_docstring_examples(module):
 
     res = doctest.testmod(importlib.import_module(module), extraglobs={"np": np})
     assert res.attempted > 0 and res.failed == 0
+
+
+def test_float32_stays_float32():
+    x = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32)
+    assert layer_norm(x).dtype == np.float32
+    assert rms_norm(x, unit=True).dtype == np.float32
+    W1, W2 = np.ones((8, 16), np.float32), np.ones((16, 8), np.float32)
+    for act in ("gelu", "gelu_tanh", "relu"):
+        assert feed_forward(x, W1, None, W2, None, activation=act).dtype == np.float32
+    lm32 = _lm(dtype="float32")
+    lm64 = _lm(dtype="float64")
+    out32 = lm32.logits([1, 2, 3])
+    assert out32.dtype == np.float32
+    np.testing.assert_allclose(out32, lm64.logits([1, 2, 3]), rtol=1e-4, atol=1e-4)
