@@ -1,0 +1,168 @@
+"""Command line for the §7 barrier (margin) experiments.
+
+    python -m nextword.torch.barrier train --config quick --lambda-margin 0.05 --out runs/margin
+    python -m nextword.torch.barrier train --config quick --lambda-margin 0 --out runs/ce
+    python -m nextword.torch.barrier robustness --out runs/margin          # Fig. 7.5 noise curve
+    python -m nextword.torch.barrier sweep --config quick --out runs/sweep  # Table 1 / Fig. 7.6
+    python -m nextword.torch.barrier report runs/ce runs/margin runs/sweep
+    python -m nextword.torch.barrier fetch                                  # WikiText-2, needs internet
+
+The paper's configuration on a GPU: ``train --config paper --data wikitext2 --device cuda --amp``.
+Several GPUs / processes: ``torchrun --nproc_per_node=N -m nextword.torch.barrier train ...``
+(DistributedDataParallel; gloo on CPU, nccl on CUDA) or ``... sweep`` (one λ per process).
+``--resume`` continues a run from ``OUT/ckpt.pt``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+__all__ = ["main", "build_parser"]
+
+
+def _floats(text: str) -> list[float]:
+    return [float(t) for t in text.split(",") if t.strip()]
+
+
+def _add_run_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", default="quick", choices=["quick", "paper", "tiny"],
+                   help="preset size (quick: CPU miniature; paper: §7.1)")
+    p.add_argument("--data", default=None, help="shakespeare | wikitext2 | PATH (file or wikitext dir)")
+    p.add_argument("--lambda-margin", type=float, default=None, help="λ_m (paper: 0.05)")
+    p.add_argument("--steps", type=int, default=None, help="total optimiser steps (overrides --epochs)")
+    p.add_argument("--epochs", type=int, default=None)
+    p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--margin-positions", type=int, default=None,
+                   help="k positions per sequence for the margin term (0: all, exact)")
+    p.add_argument("--margin-method", default=None, choices=["sylvester", "direct", "second_moment"])
+    p.add_argument("--eval-windows", type=int, default=None, help="validation windows per evaluation")
+    p.add_argument("--max-chars", type=int, default=None, help="truncate the corpus (quick runs)")
+    p.add_argument("--checkpoint-every", type=int, default=None)
+    p.add_argument("--device", default="auto", help="auto (cuda → mps → cpu) | cpu | cuda | mps")
+    p.add_argument("--amp", action="store_true", help="bfloat16 autocast on CUDA")
+    p.add_argument("--out", default="runs/barrier", help="output directory")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m nextword.torch.barrier", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("train", help="train one model (CE + λ·margin)")
+    _add_run_args(t)
+    t.add_argument("--resume", action="store_true", help="continue from OUT/ckpt.pt")
+    t.add_argument("--max-steps-this-run", type=int, default=None, help="stop after N steps (checkpointed)")
+    t.add_argument("--robustness", action="store_true", help="also compute the noise curve at the end")
+    r = sub.add_parser("robustness", help="BPC under Gaussian embedding noise for a trained run (Fig. 7.5)")
+    r.add_argument("--out", required=True, help="run directory (holding ckpt.pt)")
+    r.add_argument("--sigmas", type=_floats, default=None, help="comma-separated σ (default: the run's)")
+    r.add_argument("--draws", type=int, default=None)
+    r.add_argument("--device", default="auto")
+    s = sub.add_parser("sweep", help="λ regularisation path (Table 1 / Fig. 7.6)")
+    _add_run_args(s)
+    s.add_argument("--lambdas", type=_floats, default=None, help="comma-separated λ values")
+    s.add_argument("--sigma", type=float, default=0.3)
+    rep = sub.add_parser("report", help="print tables from run / sweep directories or JSON files")
+    rep.add_argument("paths", nargs="+")
+    f = sub.add_parser("fetch", help="download WikiText-2 raw (checksum-verified)")
+    f.add_argument("--target", default=None, help="data directory (default: $NEXTWORD_DATA_DIR or cache)")
+    return ap
+
+
+def _config(args):
+    from .train import preset, with_overrides
+    cfg = preset(args.config)
+    return with_overrides(cfg, data=args.data, lambda_margin=args.lambda_margin, steps=args.steps,
+                          epochs=args.epochs, batch_size=args.batch_size, seed=args.seed,
+                          margin_positions=args.margin_positions, margin_method=args.margin_method,
+                          eval_windows=args.eval_windows, max_chars=args.max_chars,
+                          checkpoint_every=args.checkpoint_every, amp=args.amp or None)
+
+
+def _report(paths: list[str]) -> str:
+    lines = []
+    for p in map(Path, paths):
+        f = p / "sweep.json" if (p / "sweep.json").exists() else (p / "results.json" if p.is_dir() else p)
+        res = json.loads(f.read_text())
+        if "rows" in res:
+            lines.append(f"## sweep {f}  (σ = {res['sigma']})")
+            lines.append("| λ_m | BPC | BPC_σ | Deg | H (nats) | SNR | trΣ/RMS² | margin | emb RMS |")
+            lines.append("|---|---|---|---|---|---|---|---|---|")
+            for r in res["rows"]:
+                lines.append(f"| {r['lambda']:.3f} | {r['bpc']:.3f} | {r['bpc_sigma']:.3f} | {r['degradation']:.2f} | "
+                             f"{r.get('entropy', float('nan')):.2f} | {r.get('snr', float('nan')):.3f} | "
+                             f"{r.get('normalised_var', float('nan')):.1f} | {r.get('margin', float('nan')):.4f} | "
+                             f"{r.get('embedding_rms', float('nan')):.3f} |")
+        else:
+            c = res["config"]
+            lines.append(f"## run {f}  λ_m={c['lambda_margin']:g}, {res['steps']}/{res['total_steps']} steps, "
+                         f"{res['data']['name']}, d={c['d_model']}, T={c['block_size']}, B={c['batch_size']}, "
+                         f"{res['device']}")
+            lines.append("| step | epoch | train BPC | val BPC | margin |")
+            lines.append("|---|---|---|---|---|")
+            for h in res["history"]:
+                lines.append(f"| {h['step']} | {h['epoch']:.2f} | {h['train_bpc']:.3f} | {h['val_bpc']:.3f} | "
+                             f"{h['train_margin']:.4f} |")
+            if "noise_curve" in res:
+                nc = res["noise_curve"]
+                lines.append("| σ | BPC | degradation |")
+                lines.append("|---|---|---|")
+                for s, m, d in zip(nc["sigmas"], nc["bpc_mean"], nc["degradation"]):
+                    lines.append(f"| {s:.2f} | {m:.3f} | {d:.2f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.cmd == "train":
+        from .train import train
+        res = train(_config(args), args.out, device=args.device, resume=args.resume,
+                    max_steps_this_run=args.max_steps_this_run, progress=not args.no_progress,
+                    robustness=args.robustness)
+        if res.get("history"):
+            h = res["history"][-1]
+            print(f"step {res['steps']}/{res['total_steps']}: train BPC {h['train_bpc']:.4f}, "
+                  f"val BPC {h['val_bpc']:.4f}, final train loss {res['final_train_loss']:.6f}")
+        return 0
+    if args.cmd == "robustness":
+        from .data import eval_windows, load_char_data
+        from .robustness import noise_curve
+        from .train import CKPT, RESULTS, load_checkpoint, save_json
+        from .model import select_device
+        out = Path(args.out)
+        dev = select_device(args.device)
+        gpt, _, cfg, _ = load_checkpoint(out / CKPT, device=dev)
+        data = load_char_data(cfg.data, max_chars=cfg.max_chars)
+        vx, vy = eval_windows(data.val, block_size=cfg.block_size, max_windows=cfg.eval_windows)
+        curve = noise_curve(gpt, vx, vy, sigmas=args.sigmas or cfg.noise_sigmas,
+                            draws=args.draws or cfg.noise_draws, seed=cfg.seed, amp=cfg.amp, progress=True)
+        save_json(curve, out / "robustness.json")
+        if (out / RESULTS).exists():
+            res = json.loads((out / RESULTS).read_text())
+            res["noise_curve"] = curve
+            save_json(res, out / RESULTS)
+        for s, m, d in zip(curve["sigmas"], curve["bpc_mean"], curve["degradation"]):
+            print(f"σ={s:.2f}  BPC={m:.4f}  degradation={d:.3f}")
+        return 0
+    if args.cmd == "sweep":
+        from .sweep import PAPER_LAMBDAS, run_sweep
+        table = run_sweep(_config(args), args.lambdas or PAPER_LAMBDAS, args.out, sigma=args.sigma,
+                          device=args.device, progress=not args.no_progress)
+        print(_report([str(Path(args.out))]) if Path(args.out, "sweep.json").exists() else table)
+        return 0
+    if args.cmd == "report":
+        print(_report(args.paths))
+        return 0
+    if args.cmd == "fetch":
+        from .fetch import fetch_wikitext2
+        print(fetch_wikitext2(args.target))
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
