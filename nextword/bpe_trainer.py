@@ -209,7 +209,8 @@ def train_merges(
         Non-negative integer frequency of each chunk (default 1 each).
     tie_break:
         ``"first"`` (minbpe / tiktoken educational) or ``"hf"`` (smallest pair in HF id order; a
-        merge whose bytes already exist reuses that id, as HF does).
+        merge whose bytes already exist reuses that id, as HF does, and ``num_merges`` then counts
+        new ids — HF's vocabulary-size rule — so the list can be longer).
     first_id:
         Id of the first new token (256 for byte-level BPE).
 
@@ -306,7 +307,7 @@ def train_merges(
 
         bar = tqdm(total=num_merges, desc="BPE merges")
 
-    while len(merges) < num_merges and heap:
+    while next_id - first_id < num_merges and heap:  # = len(merges) unless 'hf' reused an id
         neg, k, code = heap[0]
         c = counts.get(code, 0)
         if c <= 0:

@@ -354,3 +354,21 @@ def test_char_tokenizer_roundtrip(s):
     assert tok.decode(tok.encode(s)) == s
     assert all(0 < i < tok.vocab_size for i in tok.encode(s))
 
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(alphabet="abc d'\n1é", min_size=1, max_size=80), st.integers(257, 300))
+def test_hf_tie_break_property(text, vocab_size):
+    """Small alphabets make every count a tie: the HF rule must still match merge for merge."""
+    pytest.importorskip("tokenizers")
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    hf = Tokenizer(models.BPE())
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    hf.train_from_iterator([text], trainer=trainers.BpeTrainer(
+        vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+    u2b = {c: b for b, c in bytes_to_unicode().items()}
+    hf_pairs = [tuple(bytes(u2b[ch] for ch in part) for part in (m.split(" ") if isinstance(m, str) else m))
+                for m in json.loads(hf.to_str())["model"]["merges"]]
+    ours = BPETokenizer.train(text, vocab_size, pattern="gpt2", tie_break="hf")
+    assert [(ours.token_bytes(a), ours.token_bytes(b)) for a, b in ours.merges] == hf_pairs
