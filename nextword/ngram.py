@@ -126,13 +126,18 @@ class NGramLM:
                 add(tuple(arr[:m].tolist()), arr[m : m + 1], np.ones(1, dtype=np.int64))
             if T >= n:
                 grams = np.lib.stride_tricks.sliding_window_view(arr, n)  # (T-n+1, n)
-                uniq, cnt = np.unique(grams, axis=0, return_counts=True)  # (U, n), (U,)
+                if self.vocab_size ** n < 2**62:
+                    # integer code of each n-gram in base V; sorting codes sorts the rows
+                    weights = self.vocab_size ** np.arange(n - 1, -1, -1, dtype=np.int64)  # (n,)
+                    codes, cnt = np.unique(grams @ weights, return_counts=True)  # (U,), (U,)
+                    uniq = (codes[:, None] // weights[None, :]) % self.vocab_size  # (U, n)
+                else:
+                    uniq, cnt = np.unique(grams, axis=0, return_counts=True)  # (U, n), (U,)
                 ctxs = uniq[:, :-1]  # (U, n-1), rows sorted so equal contexts are adjacent
-                if len(uniq):
-                    change = np.any(ctxs[1:] != ctxs[:-1], axis=1)  # (U-1,) context boundaries
-                    starts = np.concatenate([[0], np.nonzero(change)[0] + 1, [len(uniq)]])
-                    for a, b in zip(starts[:-1], starts[1:]):
-                        add(tuple(ctxs[a].tolist()), uniq[a:b, -1], cnt[a:b])
+                change = np.any(ctxs[1:] != ctxs[:-1], axis=1)  # (U-1,) context boundaries
+                starts = np.concatenate([[0], np.nonzero(change)[0] + 1, [len(uniq)]])
+                for a, b in zip(starts[:-1], starts[1:]):
+                    add(tuple(ctxs[a].tolist()), uniq[a:b, -1], cnt[a:b])
         for ctx, d in new.items():
             if ctx in self._counts:
                 old_ids, old_cnt, _ = self._counts[ctx]

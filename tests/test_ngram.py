@@ -136,3 +136,13 @@ def test_input_validation():
         random_table_model(3, 2, rng=0)
     with pytest.raises(ValueError, match="temperature"):
         random_table_model(3, 2, np.random.default_rng(0), temperature=0.0)
+
+
+def test_huge_vocabulary_uses_row_unique_path():
+    # V^n >= 2^62: n-grams cannot be coded as one int64, the row-wise np.unique path is used
+    V = 70_000
+    seq = [5, 69_999, 5, 69_999, 5, 7]
+    lm = NGramLM(V, 4, k=0.0).fit([seq])
+    p = lm.next_probs([5, 69_999, 5])
+    assert p[69_999] == pytest.approx(0.5) and p[7] == pytest.approx(0.5)
+    np.testing.assert_allclose(lm.next_probs([5, 69_999, 5]), brute_force_probs([seq], V, 4, 0.0, [5, 69_999, 5]))
