@@ -168,6 +168,9 @@ def test_lookahead_matches_enumeration_and_limits(seed):
     assert lookahead_search(f, [0], 4, 1) == greedy(f, [0], 4)
     assert lookahead_search(f, [0], 4, 4) == exhaustive_search(f, [0], 4)
     assert lookahead_search(f, [0], 4, 2, 1) == greedy(f, [0], 4)  # restricted to the argmax
+    for eos in (0, 2):
+        assert lookahead_search(f, [0], 4, 4, eos_id=eos) == exhaustive_search(f, [0], 4, eos_id=eos)
+        assert lookahead_search(f, [0], 4, 1, eos_id=eos) == greedy(f, [0], 4, eos_id=eos)
 
 
 def test_example_6_1_lookahead_is_not_beam_search():
