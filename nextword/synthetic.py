@@ -60,7 +60,7 @@ def _check_distributions(p: np.ndarray, name: str) -> np.ndarray:
     return p
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class IIDSource:
     """Independent symbols with law ``probs`` (shape ``(m,)``)."""
 
@@ -89,7 +89,7 @@ class IIDSource:
         return rng.choice(self.num_symbols, size=_check_length(length), p=self.probs).astype(np.int64)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class MarkovSource:
     """Markov source of order ``k``: ``transition[c_1, …, c_k, y] = P(X_t = y | X_{t-k:t} = c)``.
 
