@@ -175,3 +175,20 @@ def test_docstring_examples(module):
 
     res = doctest.testmod(importlib.import_module(module), extraglobs={"np": np})
     assert res.attempted > 0 and res.failed == 0
+
+
+def test_sinusoidal_wavelength_grows_with_dimension():
+    """Wavelength of pair i is 2π·base^(2i/d): it grows with the dimension, from 2π (i = 0) to
+    2π·base^((d-2)/d) < 2π·base (Chapter 6 §6.5 text; the caption of Fig. 6.25 says it decreases)."""
+    d, T = 128, 5_000
+    pe = sinusoidal_encoding(T, d)
+    # measure each sine column's period from its upward zero crossings, independently of the formula
+    measured = []
+    for i in (0, 5, 20):
+        col = pe[:, 2 * i]
+        ups = np.flatnonzero((col[:-1] < 0) & (col[1:] >= 0))
+        measured.append(np.mean(np.diff(ups)))
+    assert measured[0] < measured[1] < measured[2]
+    np.testing.assert_allclose(measured, [2 * np.pi * 10000 ** (2 * i / d) for i in (0, 5, 20)], rtol=0.02)
+    longest = 2 * np.pi * 10000 ** ((d - 2) / d)
+    assert longest < 0.9 * 2 * np.pi * 10000  # the "10000·2π" end point is only reached as d → ∞
