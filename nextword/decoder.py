@@ -193,6 +193,8 @@ class DecoderLM:
 
         ``head_mask (num_layers, num_heads)`` scales each head's output (0 = ablated).
         ``return_weights`` also returns a list of per-layer weights ``(..., num_heads, T, T)``.
+        ``T`` may exceed ``max_len`` for sinusoidal, rotary or no positions (extrapolation, as in
+        Fig. 6.28) but not for learned positions, which have no rows beyond ``max_len``.
         """
         return self._forward(tokens, None, head_mask, return_weights)
 

@@ -209,15 +209,17 @@ class TransformerBlock:
         def ffn(z: np.ndarray) -> np.ndarray:
             return feed_forward(z, self.W1, self.b1, self.W2, self.b2, activation=self.activation)
 
-        skip = 1.0 if self.residual else 0.0
+        def add(skip: np.ndarray, f: np.ndarray) -> np.ndarray:  # residual connection (or not)
+            return skip + f if self.residual else f
+
         if self.pre_norm:  # Eqs. (41)-(42)
             a = mha(self._norm(X, 1))
             a, w = a if return_weights else (a, None)
-            u = skip * X + a
-            out = skip * u + ffn(self._norm(u, 2))
+            u = add(X, a)
+            out = add(u, ffn(self._norm(u, 2)))
         else:  # Chapter 6: LN(u + FFN(u)), u = LN(h + MHA(h))
             a = mha(X)
             a, w = a if return_weights else (a, None)
-            u = self._norm(skip * X + a, 1)
-            out = self._norm(skip * u + ffn(u), 2)
+            u = self._norm(add(X, a), 1)
+            out = self._norm(add(u, ffn(u)), 2)
         return (out, w) if return_weights else out
