@@ -1,0 +1,374 @@
+# %% [markdown]
+# # 2.5 Temporal structure: positions, causal and sparse attention, state-space models
+#
+# *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §5.3
+# (Example 5.8, Eqs. 5.8–5.9) and Appendix C (Eqs. C.1–C.4).*
+#
+# The attention map (5.2) treats its input as a set: it is permutation equivariant, it lets every
+# position see every other, and it costs $(m-1)^2$ inner products. §5.3 lists the fixes: absolute
+# position encodings (§5.3.1), a position-aware inner product (RoFormer, §5.3.2), causal and
+# sparse masks (§5.3.3), and replacing attention by a state-space model (§5.3.4, Appendix C). We
+# compute each with `nextword`, check the formulas, and show where the printed versions slip.
+#
+# Conventions: row vectors, sequences of shape `(T, d)`, positions 0-based in code (the paper
+# counts from 1). Appendix C uses column vectors $\dot v = Av+Bh$; `nextword.theory.ssm` follows it.
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+import scipy.integrate
+import scipy.linalg
+import sympy as sp
+
+from nextword.attention import causal_mask, scaled_dot_product_attention, softmax
+from nextword.plotting import heatmap, use_book_style
+from nextword.positions import apply_rope, rope_frequencies, sinusoidal_encoding
+from nextword.theory.ssm import (
+    discretize_euler, discretize_zoh, ssm_convolve, ssm_exact_state, ssm_kernel, ssm_scan,
+)
+
+use_book_style()
+rng = np.random.default_rng(0)
+
+# %% [markdown]
+# ## 1. Absolute encodings: Example 5.8 as printed versus base 10000
+#
+# Example 5.8 sets $\lambda_j=2^{2j/d_e}$ for $j=1,\dots,d_e/2$ and
+# $r_m=(\sin(m/\lambda_1),\cos(m/\lambda_1),\dots)$. The trigonometric encoding of Vaswani et al.
+# (and Chapter 6, `sinusoidal_encoding`) uses $\lambda_j=10000^{2(j-1)/d_e}$. We write the formula
+# once with a free base and starting index, check that base 10000 with $j-1$ reproduces the library,
+# and then look at what base 2 does.
+
+
+# %%
+def trig_encoding(positions, d, base, first_j):
+    """r_m of Example 5.8 with lambda_j = base^(2 j / d), j = first_j .. first_j + d/2 - 1."""
+    lam = base ** (2 * np.arange(first_j, first_j + d // 2) / d)  # (d/2,)
+    ang = np.asarray(positions, dtype=float)[:, None] / lam[None, :]  # (M, d/2)
+    r = np.empty((len(positions), d))
+    r[:, 0::2], r[:, 1::2] = np.sin(ang), np.cos(ang)
+    return r
+
+
+d, M = 64, 512
+usual = trig_encoding(np.arange(M), d, 10000.0, first_j=0)
+assert np.allclose(usual, sinusoidal_encoding(M, d), atol=1e-12)
+printed = trig_encoding(np.arange(1, M + 1), d, 2.0, first_j=1)
+lam = 2.0 ** (2 * np.arange(1, d // 2 + 1) / d)
+print(f"as printed: wavelengths 2*pi*lambda_j range over [{2 * np.pi * lam.min():.2f}, {2 * np.pi * lam.max():.2f}] positions")
+lam_u = 10000.0 ** (2 * np.arange(d // 2) / d)
+print(f"base 10000: wavelengths range over [{2 * np.pi * lam_u.min():.2f}, {2 * np.pi * lam_u.max():.0f}] positions")
+
+
+
+
+def similarity_kernel(lam, offsets):
+    """<r_m, r_{m+D}> / |r|^2 = mean_j cos(D / lambda_j): it depends on the offset D only."""
+    return np.cos(np.asarray(offsets, dtype=float)[:, None] / lam[None, :]).mean(axis=1)
+
+
+offsets = np.arange(0, M)
+k_printed, k_usual = similarity_kernel(lam, offsets), similarity_kernel(lam_u, offsets)
+assert np.allclose(printed[5] @ printed[5 + 37] / (d / 2), k_printed[37])  # check the identity once
+print(f"ratio of longest to shortest wavelength: printed {lam.max() / lam.min():.2f}, base 10000 {lam_u.max() / lam_u.min():.0f}")
+for name, kern in [("as printed (base 2)", k_printed), ("base 10000", k_usual)]:
+    print(f"{name:20s}: similarity first < 0.5 at offset {np.argmax(kern < 0.5):3d}; "
+          f"mean |similarity| over offsets 10..511 = {np.abs(kern[10:]).mean():.3f}")
+assert np.argmax(k_printed < 0.5) <= 3 and np.abs(k_printed[10:]).mean() < 0.1
+assert np.argmax(k_usual < 0.5) > 20
+
+# %% [markdown]
+# With base 2 the wavelengths span only a factor of 2 (about 6.4 to 12.6 positions), so the
+# encoding has no coarse scale: positions more than a few steps apart look unrelated, and "how far
+# apart" is not encoded smoothly. Base 10000 spans four orders of magnitude, and similarity decays
+# gradually with the offset — the multi-scale property the usual encoding is chosen for. (The
+# encodings stay distinct in both cases.)
+
+# %%
+fig, axes = plt.subplots(1, 3, figsize=(14, 4), layout="constrained")
+for ax, (name, r) in zip(axes[:2], [("Example 5.8 as printed (base 2)", printed), ("base 10000", usual)]):
+    heatmap(r[:128] @ r[:128].T / (d / 2), ax=ax, title=name, vmin=-1, vmax=1)
+    ax.set_xlabel("position n")
+    ax.set_ylabel("position m")
+axes[2].plot(offsets[:200], k_printed[:200], label="as printed (base 2)")
+axes[2].plot(offsets[:200], k_usual[:200], label="base 10000")
+axes[2].set_xlabel("offset m - n")
+axes[2].set_ylabel("cosine similarity")
+axes[2].legend()
+plt.show()
+
+# %% [markdown]
+# **Figure 5.1.** Cosine similarity $\langle r_m,r_n\rangle/|r|^2$ of the encodings of the first 128
+# positions, and as a function of the offset. Left: Example 5.8 with $\lambda_j=2^{2j/d_e}$ — only
+# immediate neighbours are similar. Middle/right: the usual base 10000 — similarity decays
+# gradually with $|m-n|$. We read "2" as a slip (or an extraction loss) for 10000 and $j$ for $j-1$
+# (recorded in `book/ERRATA.md`) and use base 10000 elsewhere.
+#
+# ## 2. The RoFormer inner product (§5.3.2) equals RoPE on complex pairs
+#
+# RoPE rotates each consecutive pair of query/key coordinates by an angle proportional to the
+# position (`apply_rope`). Writing a pair as a complex number $z=x_{2j}+ix_{2j+1}$, a rotation is a
+# multiplication by $e^{ik\psi_j}$, so
+# $\langle R_kq,R_lk\rangle=\mathrm{Re}\sum_{j=1}^{c/2}z_{q,j}\,\overline{z_{k,j}}\,e^{i(k-l)\psi_j}$.
+# The printed formula sums over the $c$ *real* coordinates, $\mathrm{Re}\sum_j q_jk_je^{i(k-l)\psi_j}=
+# \sum_j q_jk_j\cos((k-l)\psi_j)$, which drops the sine cross-terms (an erratum another notebook's
+# tests already recorded). Sympy for one pair, then numbers:
+
+# %%
+q1, q2, k1, k2, phi = sp.symbols("q1 q2 k1 k2 phi", real=True)
+rot = lambda a: sp.Matrix([[sp.cos(a), -sp.sin(a)], [sp.sin(a), sp.cos(a)]])  # noqa: E731
+kk, ll = sp.symbols("k l", integer=True)
+rope = (rot(kk * phi) * sp.Matrix([q1, q2])).dot(rot(ll * phi) * sp.Matrix([k1, k2]))
+complex_form = sp.re(sp.expand((q1 + sp.I * q2) * (k1 - sp.I * k2) * sp.exp(sp.I * (kk - ll) * phi)))
+print("RoPE - Re[z_q conj(z_k) e^{i(k-l)phi}] =", sp.simplify(sp.expand_trig(rope - complex_form)))
+printed_pair = (q1 * k1 + q2 * k2) * sp.cos((kk - ll) * phi)
+print("RoPE - printed form =", sp.simplify(sp.expand_trig(rope - printed_pair)))
+
+c_dim, T = 8, 6
+qs, ks = rng.normal(size=(T, c_dim)), rng.normal(size=(T, c_dim))
+psi = rope_frequencies(c_dim)  # (c/2,)
+scores_rope = apply_rope(qs) @ apply_rope(ks).T  # (T, T)
+zq, zk = qs[:, 0::2] + 1j * qs[:, 1::2], ks[:, 0::2] + 1j * ks[:, 1::2]  # (T, c/2)
+offset = np.arange(T)[:, None] - np.arange(T)[None, :]  # k - l
+scores_complex = np.einsum("kj,lj,klj->kl", zq, zk.conj(), np.exp(1j * offset[..., None] * psi)).real
+assert np.allclose(scores_rope, scores_complex, atol=1e-12)
+print("RoPE scores == complex-pair RoFormer form for all (k, l): True")
+
+# %% [markdown]
+# ## 3. Causal and banded sparse attention, with operation counts (§5.3.3)
+#
+# **Masking must remove terms, not zero the score.** The paper replaces the inner product by
+# $\mathbb 1_{l\le k}\langle Qh_k,Kh_l\rangle$. Inside (5.2) that turns a masked score into $0$, and
+# $e^0=1$: the future still gets weight. A mask has to drop the masked terms from both sums in
+# (5.2) — equivalently set their score to $-\infty$, which is what `causal_mask` /
+# `scaled_dot_product_attention(..., causal=True)` do. Test: change only the last token and see
+# whether earlier outputs move.
+
+# %%
+T, c_dim = 6, 4
+h = rng.normal(size=(T, c_dim))
+Wq, Wk, Wv = (rng.normal(size=(c_dim, c_dim)) for _ in range(3))
+
+
+def att_indicator_times_score(h):
+    s = (h @ Wq) @ (h @ Wk).T  # (T, T) scores <Q h_k, K h_l>
+    return softmax(s * causal_mask(T)) @ (h @ Wv)
+
+
+def att_masked(h):
+    return scaled_dot_product_attention(h @ Wq, h @ Wk, h @ Wv, causal=True, scale=1.0)
+
+
+h2 = h.copy()
+h2[-1] += 3.0  # change the future only
+leak_printed = np.abs(att_indicator_times_score(h2)[:-1] - att_indicator_times_score(h)[:-1]).max()
+leak_masked = np.abs(att_masked(h2)[:-1] - att_masked(h)[:-1]).max()
+print(f"indicator x score: earlier outputs move by up to {leak_printed:.3f}")
+print(f"-inf mask        : earlier outputs move by up to {leak_masked:.3f}")
+assert leak_printed > 1e-2 and leak_masked == 0.0
+
+# %% [markdown]
+# **Counting inner products.** With $l\le k$ (a position sees itself, as in (5.2)) a causal layer
+# needs $(m-1)m/2$ inner products, not the printed $(m-1)(m-2)/2$ — that is the count for $l<k$. A
+# banded mask $|k-l|\le r$ needs $(m-1)(2r+1)-r(r+1)$ (linear in $m$), a causal band $0\le k-l\le r$
+# needs $(m-1)(r+1)-r(r+1)/2$. Sympy sums the indicators; the library's masks agree.
+
+# %%
+n, r_, k_, l_ = sp.symbols("n r k l", integer=True, positive=True)  # n = m - 1 positions
+causal_count = sp.summation(sp.summation(1, (l_, 1, k_)), (k_, 1, n))
+print("causal (l <= k):", sp.factor(causal_count), "| printed:", sp.factor(n * (n - 1) / 2))
+
+
+def band_mask(T, r, causal=False):
+    i, j = np.arange(T)[:, None], np.arange(T)[None, :]
+    return (i - j <= r) & (j <= i) if causal else np.abs(i - j) <= r
+
+
+ms = np.array([16, 32, 64, 128, 256, 512])
+r = 8
+counts = {
+    "full": ms**2,
+    "causal": np.array([causal_mask(m).sum() for m in ms]),
+    f"band |k-l|<={r}": np.array([band_mask(m, r).sum() for m in ms]),
+    f"causal band (window {r + 1})": np.array([band_mask(m, r, causal=True).sum() for m in ms]),
+}
+assert np.all(counts["causal"] == ms * (ms + 1) // 2)
+assert np.all(counts[f"band |k-l|<={r}"] == ms * (2 * r + 1) - r * (r + 1))
+assert np.all(counts[f"causal band (window {r + 1})"] == ms * (r + 1) - r * (r + 1) // 2)
+for name, cnt in counts.items():
+    print(f"{name:24s}: " + "  ".join(f"{c:7d}" for c in cnt))
+
+# %% [markdown]
+# A banded layer only ever needs those inner products: computing each row's $2r+1$ scores directly
+# (a loop over the window) gives the same output as the full masked softmax.
+
+# %%
+T, r = 40, 3
+h = rng.normal(size=(T, c_dim))
+q, k, v = h @ Wq, h @ Wk, h @ Wv
+full = scaled_dot_product_attention(q, k, v, mask=band_mask(T, r), scale=1.0)
+windowed, products = np.empty_like(full), 0
+for i in range(T):
+    lo, hi = max(0, i - r), min(T, i + r + 1)
+    s = k[lo:hi] @ q[i]  # only the window's scores
+    products += hi - lo
+    windowed[i] = softmax(s) @ v[lo:hi]
+assert np.allclose(full, windowed, atol=1e-12) and products == band_mask(T, r).sum()
+print(f"windowed computation: {products} inner products instead of {T * T}; outputs equal")
+
+fig, ax = plt.subplots()
+for name, cnt in counts.items():
+    ax.loglog(ms, cnt, "o-", label=name)
+ax.set_xlabel("sequence length m - 1")
+ax.set_ylabel("inner products per layer")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# **Figure 5.2.** Inner products needed by one attention layer (§5.3.3): full and causal grow as
+# $m^2$ (causal halves it), the banded masks grow linearly, $\mathcal O(r(m-1))$.
+#
+# ## 4. State-space models (§5.3.4, Appendix C)
+#
+# A linear SSM evolves a hidden state $v\in\mathbb R^s$ by $\dot v=Av+Bh$ and reads out $u=Cv+Dh$
+# (C.1–C.2). Variation of constants gives the exact state
+#
+# $$v(t)=e^{At}v_0+\int_0^t e^{A(t-r)}Bh(r)\,dr .\qquad\text{(C.3a, corrected)}$$
+#
+# The printed (C.3a) has $e^{At}Be^{-Ar}$: $B$ is $s\times d_e$ and $e^{-Ar}$ is $s\times s$, so the
+# product does not exist unless $s=d_e$, and even then it is only right when $A$ and $B$ commute.
+# Sympy with $2\times2$ matrices that do not commute: the corrected formula satisfies the ODE, the
+# printed one does not.
+
+# %%
+t_, r_s = sp.symbols("t r", real=True)
+A2 = sp.Matrix([[-1, 2], [0, -3]])
+B2 = sp.Matrix([[1, 0], [1, 1]])
+h_const = sp.Matrix([1, 2])  # a constant input keeps the symbolic integrals quick
+v_corr = ((A2 * (t_ - r_s)).exp() * B2 * h_const).integrate((r_s, 0, t_))  # v0 = 0
+v_printed = ((A2 * t_).exp() * B2 * (-A2 * r_s).exp() * h_const).integrate((r_s, 0, t_))
+print("A B - B A =", (A2 * B2 - B2 * A2).tolist())
+print("corrected (C.3a): dv/dt - A v - B h =", sp.simplify(v_corr.diff(t_) - A2 * v_corr - B2 * h_const).T)
+print("printed   (C.3a): dv/dt - A v - B h =", sp.simplify(v_printed.diff(t_) - A2 * v_printed - B2 * h_const).T)
+
+# %% [markdown]
+# **Discretisation (C.4).** Holding $h$ constant on each step of length $\Delta t$ ("zero-order
+# hold") makes the corrected recurrence exact:
+# $v_{k+1}=e^{A\Delta t}v_k+\big(\int_0^{\Delta t}e^{Az}dz\big)Bh_k$ (`discretize_zoh`). The printed
+# (C.4a), $e^{At_{k+1}}\big(\int_0^{\Delta t}Be^{-Az}dz\big)e^{-At_k}h_k$, inherits the ordering problem:
+# with $s=d_e$ it matches only when $AB=BA$. We test both against the exact solution (an accurate ODE
+# solve) for a piecewise-constant input.
+
+# %%
+s_dim = d_in = 3
+A = rng.normal(size=(s_dim, s_dim)) - 2.0 * np.eye(s_dim)
+B = rng.normal(size=(s_dim, d_in))
+dt, K = 0.2, 15
+hs = rng.normal(size=(K, d_in))  # h(t) = hs[k] on [t_k, t_{k+1})
+
+
+def printed_c4(A, B, dt, hs, v0):
+    v, out = v0, [v0]
+    integral = scipy.integrate.quad_vec(lambda z: B @ scipy.linalg.expm(-A * z), 0.0, dt)[0]  # needs s = d
+    for k in range(len(hs) - 1):
+        tk, tk1 = k * dt, (k + 1) * dt
+        v = scipy.linalg.expm(A * dt) @ v + scipy.linalg.expm(A * tk1) @ integral @ scipy.linalg.expm(-A * tk) @ hs[k]
+        out.append(v)
+    return np.array(out)
+
+
+def exact_piecewise(A, B, dt, hs, v0):
+    sol = scipy.integrate.solve_ivp(lambda t, x: A @ x + B @ hs[min(int(t / dt + 1e-9), len(hs) - 1)],
+                                    (0, dt * (len(hs) - 1)), v0, t_eval=dt * np.arange(len(hs)),
+                                    rtol=1e-11, atol=1e-12, max_step=dt / 10)
+    return sol.y.T
+
+
+v0 = np.zeros(s_dim)
+exact = exact_piecewise(A, B, dt, hs, v0)
+zoh, _ = ssm_scan(*discretize_zoh(A, B, dt), np.eye(s_dim), np.zeros((s_dim, d_in)), hs, v0)
+err_zoh = np.abs(zoh - exact).max()
+err_printed = np.abs(printed_c4(A, B, dt, hs, v0) - exact).max()
+A_comm = np.diag([-1.0, -2.0, -3.0])
+B_comm = np.diag([1.0, 0.5, 2.0])  # diagonal, so it commutes with A_comm
+exact_comm = exact_piecewise(A_comm, B_comm, dt, hs, v0)
+err_printed_comm = np.abs(printed_c4(A_comm, B_comm, dt, hs, v0) - exact_comm).max()
+print(f"non-commuting A, B: ZOH error < 1e-7: {err_zoh < 1e-7};  printed (C.4a) error {err_printed:.3f}")
+print(f"commuting A, B    : printed (C.4a) error < 1e-7: {err_printed_comm < 1e-7}")
+assert err_zoh < 1e-7 and err_printed > 1e-2 and err_printed_comm < 1e-7
+
+# %% [markdown]
+# For a smooth input the hold itself costs $\mathcal O(\Delta t)$; forward Euler is also first order.
+# Exact reference: `ssm_exact_state` (the corrected (C.3a) by adaptive quadrature).
+
+# %%
+s_dim, d_in = 6, 2  # s > d_e, as Appendix C recommends
+A = rng.normal(size=(s_dim, s_dim)) / np.sqrt(s_dim) - 1.5 * np.eye(s_dim)
+B, C, D = rng.normal(size=(s_dim, d_in)), rng.normal(size=(d_in, s_dim)), rng.normal(size=(d_in, d_in))
+h_fn = lambda t: np.array([np.sin(3 * t), np.cos(t) ** 2])  # noqa: E731
+T_end = 2.0
+v_exact = ssm_exact_state(A, B, np.ones(s_dim), h_fn, np.array([T_end]))[0]
+steps = np.array([10, 20, 40, 80, 160])
+errors = {"zero-order hold": [], "forward Euler": []}
+for n_steps in steps:
+    dt = T_end / n_steps
+    hs = np.array([h_fn(k * dt) for k in range(n_steps + 1)])
+    for name, disc in [("zero-order hold", discretize_zoh), ("forward Euler", discretize_euler)]:
+        v, _ = ssm_scan(*disc(A, B, dt), C, D, hs, np.ones(s_dim))
+        errors[name].append(np.abs(v[-1] - v_exact).max())
+for name, e in errors.items():
+    slope = np.polyfit(np.log(T_end / steps), np.log(e), 1)[0]
+    print(f"{name:16s}: error at dt = {T_end / steps[-1]:.4f} is {e[-1]:.2e}; observed order {slope:.2f}")
+    assert 0.9 < slope < 1.1
+
+fig, ax = plt.subplots()
+for name, e in errors.items():
+    ax.loglog(T_end / steps, e, "o-", label=name)
+ax.set_xlabel("Δt")
+ax.set_ylabel("max |v_K - v(T)|")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# **Figure 5.3.** Error of the discretised SSM state at $T=2$ against the exact solution (C.3,
+# corrected) for a smooth input: both discretisations are first order in $\Delta t$.
+#
+# ## 5. The SSM as a causal, linear-cost sequence map (5.9)
+#
+# With linear $\mathbf f,\mathbf g$ the recurrence (5.9) is $v_{k+1}=\bar Av_k+\bar Bh_k$,
+# $u_k=Cv_k+Dh_k$: one pass over the sequence, $\mathcal O(m)$. Unrolled it is a causal convolution
+# with kernel $K_j=C\bar A^{j-1}\bar B$, the other way S4-type models evaluate it. (Indexing note:
+# as printed, (5.9a) runs $k=0,\dots,m-2$ with input $h_k$, so it reads an $h_0$ that the sequence
+# $h_{1:m-1}$ does not have; our recurrence indexes the inputs from 0, and $u_k$ depends on
+# $h_{0..k}$.)
+
+# %%
+Ab, Bb = discretize_zoh(A, B, 0.1)
+T = 256
+hs = rng.normal(size=(T, d_in))
+v0 = rng.normal(size=s_dim)
+_, u_scan = ssm_scan(Ab, Bb, C, D, hs, v0)
+u_conv = ssm_convolve(Ab, Bb, C, D, hs, v0)
+assert np.allclose(u_scan, u_conv, atol=1e-10)
+hs2 = hs.copy()
+hs2[40] += 1.0
+_, u_scan2 = ssm_scan(Ab, Bb, C, D, hs2, v0)
+assert np.array_equal(u_scan[:40], u_scan2[:40])
+kernel = ssm_kernel(Ab, Bb, C, T)
+print(f"scan == convolution: True; causal: outputs before position 40 unchanged; "
+      f"|K_j| decays from {np.abs(kernel[1]).max():.3f} to {np.abs(kernel[-1]).max():.1e} over {T} steps")
+per_step = s_dim * s_dim + s_dim * d_in + d_in * s_dim + d_in * d_in
+print(f"multiply-adds per position: {per_step}, so {T * per_step} for length {T} (linear in T); "
+      f"full attention needs {T * T} inner products of length c (quadratic in T)")
+
+# %% [markdown]
+# ## Summary
+#
+# * Example 5.8's $\lambda_j=2^{2j/d_e}$ squeezes all wavelengths into a factor of 2, so the encoding
+#   has no coarse scale: read base 10000 and $j-1$.
+# * RoPE = RoFormer inner product over complex *pairs* (the printed real-coordinate sum is not).
+# * Masks must remove terms (score $-\infty$), not multiply scores by 0; a causal layer needs
+#   $(m-1)m/2$ inner products; banded masks are linear in $m$ and can be computed window by window.
+# * (C.3a) and (C.4a) need $e^{A(t-r)}B$ (and $\int_0^{\Delta t}e^{Az}dz\,B$); as printed they only
+#   type-check for $s=d_e$ and are right only for commuting $A,B$. The corrected zero-order hold is
+#   exact for piecewise-constant input and first order for smooth input.
