@@ -129,6 +129,8 @@ class BPETokenizer:
             raise ValueError("special token ids must be distinct")
         self._vocab = vocab
         self._inverse_special = {int(i): s for s, i in self.special_tokens.items()}
+        self._rank_of = {code: r for code, (r, _) in self._ranks.items()}  # pair code → rank
+        self._new_ids = [x for x in self._merges.values()]  # rank → new id
         self._special_re = (
             re.compile("|".join(re.escape(s) for s in sorted(self.special_tokens, key=len, reverse=True)))
             if self.special_tokens else None
@@ -215,30 +217,27 @@ class BPETokenizer:
 
     # ------------------------------------------------------------------ encoding
     def _encode_bytes(self, data: bytes) -> list[int]:
-        """Apply the merges to one chunk: lowest-rank pair first, all its occurrences, repeat."""
+        """Apply the merges to one chunk: lowest-rank pair first, all its occurrences, repeat.
+
+        Short chunks: find the lowest-rank pair, replace its leftmost occurrence, rescan. Since a
+        new token never forms the pair it came from, repeated leftmost replacement is the same as
+        one left-to-right pass over all occurrences (minbpe's ``merge``).
+        """
         ids = list(data)
         if len(ids) > 64:
             return self._encode_long(ids)
-        ranks = self._ranks
+        rank_of, new_ids, none = self._rank_of.get, self._new_ids, len(self._new_ids)
         while len(ids) >= 2:
-            best = None
-            for k in range(len(ids) - 1):
-                r = ranks.get((ids[k] << _SHIFT) | ids[k + 1])
-                if r is not None and (best is None or r[0] < best[0]):
-                    best = r
-                    a, b = ids[k], ids[k + 1]
-            if best is None:
+            best, k, prev = none, -1, ids[0]
+            for i in range(1, len(ids)):
+                cur = ids[i]
+                r = rank_of((prev << _SHIFT) | cur, none)
+                if r < best:
+                    best, k = r, i
+                prev = cur
+            if k < 0:
                 break
-            x = best[1]
-            out, i, n = [], 0, len(ids)
-            while i < n:
-                if i + 1 < n and ids[i] == a and ids[i + 1] == b:
-                    out.append(x)
-                    i += 2
-                else:
-                    out.append(ids[i])
-                    i += 1
-            ids = out
+            ids[k - 1:k + 1] = [new_ids[best]]
         return ids
 
     def _encode_long(self, ids: list[int]) -> list[int]:
