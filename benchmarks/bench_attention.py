@@ -11,6 +11,7 @@ min) time of each variant and its ratio to torch. Variants:
                             blocked causal softmax that skips the masked upper triangle);
 * ``numpy naive``         — the textbook formula: three projections, full T x T scores, mask with
                             ``np.where``, softmax, weighted sum (kept for comparison);
+* ``numpy einsum``        — the naive computation written with ``np.einsum(..., optimize=True)``;
 * ``torch MHA (fast)``    — ``nn.MultiheadAttention(..., need_weights=False, is_causal=True)``
                             under ``inference_mode`` (torch's fused SDPA path);
 * ``torch MHA (weights)`` — the same with ``need_weights=True`` (materialises the weights).
@@ -49,14 +50,18 @@ from nextword.multihead import MultiHeadAttention  # noqa: E402
 torch.set_num_threads(ARGS.threads)
 
 
-def timeit(fn, repeats: int) -> tuple[float, float]:
-    fn()  # warm-up
-    times = []
+def timeit_interleaved(fns: dict, repeats: int) -> dict[str, tuple[float, float]]:
+    """Median and min seconds of each function; the variants take turns within every repeat so a
+    change of machine load (the machine is shared) affects all of them alike."""
+    for fn in fns.values():
+        fn()  # warm-up
+    times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times)), float(np.min(times))
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {name: (float(np.median(t)), float(np.min(t))) for name, t in times.items()}
 
 
 def naive_mha(mha: MultiHeadAttention, X: np.ndarray) -> np.ndarray:
@@ -68,6 +73,17 @@ def naive_mha(mha: MultiHeadAttention, X: np.ndarray) -> np.ndarray:
     S = np.where(np.tri(T, dtype=bool), S, -np.inf)
     ctx = softmax(S) @ V  # (B, h, T, dh)
     return ctx.swapaxes(-2, -3).reshape(X.shape) @ mha.W_o
+
+
+def einsum_mha(mha: MultiHeadAttention, X: np.ndarray) -> np.ndarray:
+    """Heads kept as an axis of einsum contractions instead of reshape + batched matmul."""
+    T, h, dh = X.shape[-2], mha.num_heads, mha.head_dim
+    W = mha.W_qkv.reshape(mha.d_model, 3, h, dh)  # (d, 3, h, dh)
+    Q, K, V = (np.einsum("btd,dhe->bhte", X, W[:, i], optimize=True) for i in range(3))  # (B, h, T, dh)
+    S = np.einsum("bhte,bhse->bhts", Q, K, optimize=True) / np.float32(np.sqrt(dh))
+    S = np.where(np.tri(T, dtype=bool), S, -np.inf)
+    ctx = np.einsum("bhts,bhse->bhte", softmax(S), V, optimize=True)  # (B, h, T, dh)
+    return np.einsum("bhte,hef->btf", ctx, mha.W_o.reshape(h, dh, mha.d_model), optimize=True)
 
 
 def main() -> None:
@@ -94,14 +110,16 @@ def main() -> None:
     y_ref = torch_fast().numpy()
     np.testing.assert_allclose(ours(), y_ref, rtol=2e-3, atol=2e-4)
     np.testing.assert_allclose(naive_mha(mha, X), y_ref, rtol=2e-3, atol=2e-4)
+    np.testing.assert_allclose(einsum_mha(mha, X), y_ref, rtol=2e-3, atol=2e-4)
 
     variants = {
         "torch MHA (fast, no weights)": torch_fast,
         "torch MHA (need_weights)": torch_weights,
         "numpy nextword MHA": ours,
         "numpy naive MHA": lambda: naive_mha(mha, X),
+        "numpy einsum MHA": lambda: einsum_mha(mha, X),
     }
-    results = {name: timeit(fn, ARGS.repeats) for name, fn in variants.items()}
+    results = timeit_interleaved(variants, ARGS.repeats)
     base = results["torch MHA (fast, no weights)"][0]
     print(f"causal MHA forward, B={B} T={T} d_model={d} heads={h}, float32, threads={ARGS.threads}, "
           f"median of {ARGS.repeats} (numpy {np.__version__}, torch {torch.__version__}, "
