@@ -159,25 +159,27 @@ class HeadForward:
         return np.exp(self.log_probs)
 
 
-def _check_X(X: object, d_x: int) -> np.ndarray:
-    X = as_float_array(X, "X", ndim=2)
-    if X.shape[1] != d_x:
-        raise ValueError(f"X must have shape (T, d_x) with d_x = {d_x}, got {X.shape}")
+def _check_X(X: object, d_x: int, *, batched: bool = False) -> np.ndarray:
+    X = as_float_array(X, "X", **({"min_ndim": 2} if batched else {"ndim": 2}))
+    if X.shape[-1] != d_x:
+        shape = "(..., T, d_x)" if batched else "(T, d_x)"
+        raise ValueError(f"X must have shape {shape} with d_x = {d_x}, got {X.shape}")
     return X
 
 
-def _check_targets(y: object, T: int, C: int) -> np.ndarray:
+def _check_targets(y: object, T: int | tuple[int, ...], C: int) -> np.ndarray:
     y = as_index_array(y, "y", upper=C)
-    if y.shape != (T,):
-        raise ValueError(f"y must have shape (T,) = ({T},), got {y.shape}")
+    shape = (T,) if isinstance(T, int) else tuple(T)
+    if y.shape != shape:
+        raise ValueError(f"y must have shape {shape} (one class per position), got {y.shape}")
     return y
 
 
 def head_forward(params: HeadParams, X: object, *, causal: bool = False) -> HeadForward:
     """Forward pass of the §2.1 head: Eqs. (1)–(8), scores scaled by ``1/sqrt(d_k)`` (Eq. (4)).
 
-    ``X (T, d_x)`` -> :class:`HeadForward`. Attention comes from
-    :func:`nextword.attention.scaled_dot_product_attention`.
+    ``X (..., T, d_x)`` -> :class:`HeadForward` (leading axes = a batch of sequences). Attention
+    comes from :func:`nextword.attention.scaled_dot_product_attention`.
 
     >>> p = HeadParams.init(3, 2, 2, 3, rng=np.random.default_rng(0))
     >>> f = head_forward(p, np.eye(3), causal=True)
@@ -186,10 +188,10 @@ def head_forward(params: HeadParams, X: object, *, causal: bool = False) -> Head
     """
     if not isinstance(params, HeadParams):
         raise TypeError(f"params must be HeadParams, got {type(params).__name__}")
-    X = _check_X(X, params.dims[0])
-    Q, K, V = X @ params.W_Q, X @ params.W_K, X @ params.W_V  # (T, d_k), (T, d_k), (T, d_v)
+    X = _check_X(X, params.dims[0], batched=True)
+    Q, K, V = X @ params.W_Q, X @ params.W_K, X @ params.W_V  # (..., T, d_k) x2, (..., T, d_v)
     G, alpha = scaled_dot_product_attention(Q, K, V, causal=causal, return_weights=True)
-    logits = G @ params.W_O + params.b  # (T, C), Eq. (7)
+    logits = G @ params.W_O + params.b  # (..., T, C), Eq. (7)
     return HeadForward(X=X, Q=Q, K=K, V=V, alpha=alpha, G=G, logits=logits,
                        log_probs=log_softmax(logits), causal=bool(causal))
 
@@ -233,8 +235,9 @@ class HeadGradients:
     """Gradients of Eq. (9) (summed, or divided by ``T`` for ``reduction="mean"``).
 
     Parameter gradients share :class:`HeadParams`' field names and shapes; ``U (T, d_v)``,
-    ``dS (T, T)`` (Eq. (23)), ``dV (T, d_v)`` (Eq. (16)) are the per-position intermediates, and
-    ``loss`` the loss value at the point where they were taken.
+    ``dS (T, T)`` (Eq. (23)), ``dV (T, d_v)`` (Eq. (16)) are the per-position intermediates,
+    ``probs (T, C)`` the predictive distributions and ``loss`` the loss at the point where the
+    gradients were taken.
     """
 
     W_Q: np.ndarray
@@ -245,18 +248,22 @@ class HeadGradients:
     U: np.ndarray
     dS: np.ndarray
     dV: np.ndarray
+    probs: np.ndarray
     loss: float
 
 
 def head_gradients(params: HeadParams, X: object, y: object, *, causal: bool = False,
                    reduction: str = "sum") -> HeadGradients:
-    """All first-order gradients of §3 — Eqs. (13)–(16), (23), (25)–(32) — for one sequence.
+    """All first-order gradients of §3 — Eqs. (13)–(16), (23), (25)–(32).
+
+    ``X (T, d_x)``, ``y (T,)`` — or a batch ``X (..., T, d_x)``, ``y (..., T)`` whose weight
+    gradients are summed over the sequences (per-position fields keep the batch axes).
 
     The readout (13)–(14) is :func:`nextword.attention.cross_entropy_upstream` and the attention
     part (``∂L/∂s``, ``∂L/∂Q``, ``∂L/∂K``, ``∂L/∂V`` and the weight gradients (29)–(32) in row
     form) is :func:`nextword.attention.attention_backward`; this function only assembles them and
     adds ``∇W_O = G^T (P - Y)``, ``∇b = Σ_i (p_i - e_{y_i})``. ``reduction="mean"`` divides every
-    gradient (and the loss) by ``T``.
+    gradient (and the loss) by the number of positions.
     """
     from nextword.attention import attention_backward, cross_entropy_upstream
 
@@ -264,16 +271,18 @@ def head_gradients(params: HeadParams, X: object, y: object, *, causal: bool = F
         raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}")
     if not isinstance(params, HeadParams):
         raise TypeError(f"params must be HeadParams, got {type(params).__name__}")
-    X = _check_X(X, params.dims[0])
-    T = X.shape[0]
-    y = _check_targets(y, T, params.dims[3])
-    w = 1.0 if reduction == "sum" else 1.0 / T
+    X = _check_X(X, params.dims[0], batched=True)
+    y = _check_targets(y, X.shape[:-1], params.dims[3])
+    w = 1.0 if reduction == "sum" else 1.0 / y.size
     G = scaled_dot_product_attention(X @ params.W_Q, X @ params.W_K, X @ params.W_V, causal=causal)
     ce = cross_entropy_upstream(G, params.W_O, params.b, y)  # Eqs. (7)-(9), (13)-(14)
-    U = w * ce.upstream  # (T, d_v)
+    U = w * ce.upstream  # (..., T, d_v)
     g = attention_backward(X, params.W_Q, params.W_K, params.W_V, U, causal=causal)
-    return HeadGradients(W_Q=g.W_Q, W_K=g.W_K, W_V=g.W_V, W_O=G.T @ (w * ce.dlogits),
-                         b=w * ce.dlogits.sum(axis=0), U=U, dS=g.scores, dV=g.v, loss=w * ce.loss)
+    d_v, C = params.dims[2], params.dims[3]
+    dlogits = w * ce.dlogits.reshape(-1, C)  # (N, C), N = all positions of all sequences
+    return HeadGradients(W_Q=g.W_Q, W_K=g.W_K, W_V=g.W_V, W_O=G.reshape(-1, d_v).T @ dlogits,
+                         b=dlogits.sum(axis=0), U=U, dS=g.scores, dV=g.v, probs=ce.probs,
+                         loss=w * ce.loss)
 
 
 # --------------------------------------------------------------------------------------------
