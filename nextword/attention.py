@@ -171,7 +171,8 @@ def _attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: bool,
     if causal and mask is None and not need_weights and offset >= 0 and Tq > _BLOCK:
         # Fast path: query block [a, b) only needs keys [0, offset + b); the (b-a) x (b-a)
         # triangle at the end is the only part to mask. Roughly halves the work of T x T.
-        out = np.empty(q.shape[:-1] + (v.shape[-1],), dtype=np.result_type(qs, v))
+        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        out = np.empty(batch + (Tq, v.shape[-1]), dtype=np.result_type(qs, k, v))  # (..., Tq, dv)
         for a in range(0, Tq, _BLOCK):
             b = min(a + _BLOCK, Tq)
             kend = offset + b

@@ -98,6 +98,15 @@ def test_sdpa_matches_torch(shape, causal):
     np.testing.assert_allclose(w.sum(-1), 1.0, atol=1e-12)
 
 
+@pytest.mark.parametrize("shapes", [((200, 4), (3, 200, 4), (3, 200, 2)), ((3, 200, 4), (200, 4), (200, 2))])
+def test_sdpa_broadcasts_batch_axes_like_torch(shapes):
+    rng = np.random.default_rng(10)
+    q, k, v = (rng.standard_normal(s) for s in shapes)
+    for causal in (False, True):
+        ref = F.scaled_dot_product_attention(_t(q), _t(k), _t(v), is_causal=causal).numpy()
+        np.testing.assert_allclose(scaled_dot_product_attention(q, k, v, causal=causal), ref, **TOL)
+
+
 def test_sdpa_boolean_mask_and_scale_match_torch():
     rng = np.random.default_rng(1)
     q, k, v = rng.standard_normal((2, 4, 6)), rng.standard_normal((2, 5, 6)), rng.standard_normal((2, 5, 3))
