@@ -266,7 +266,7 @@ def test_markov_bad_input():
         sticky_markov_chain(3, 0.5).sample(-1, np.random.default_rng(0))
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(st.integers(2, 6), st.floats(0.0, 1.0))
 def test_sticky_rate_bounds(n, s):
     """0 <= H <= ln n, with H = ln n exactly for the uniform_all chain at s = 0."""
