@@ -1,0 +1,437 @@
+"""A small, readable, trainable decoder-only LM in torch (Chapter 6, §6.6, Fig. 6.29).
+
+The torch twin of :class:`nextword.decoder.DecoderLM`: the same architecture and the same flags
+(:class:`LMConfig` mirrors :class:`~nextword.decoder.DecoderConfig`), but with autograd so the
+book can *train* tiny models on a CPU in seconds (leakage without the mask, head specialisation,
+positional variants, ablations). :func:`to_numpy_decoder` copies a trained model into the numpy
+``DecoderLM`` (logits agree to ~1e-5 in float32, tighter in float64), so every numpy tool
+(decoding, KV cache, attention maps) works on trained weights.
+
+Row-vector convention of Chapter 6: activations ``(B, T, d_model)``; weights are stored as
+``(d_in, d_out)`` parameters and applied as ``x @ W`` (not ``nn.Linear``'s ``x W^T``), so names and
+shapes are those of the numpy model: ``tok_emb (V, d)``, ``pos_emb (max_len, d)``,
+``blocks.{i}.W_qkv (d, 3d)`` (``[W_q | W_k | W_v]``), ``blocks.{i}.W_o (d, d)``,
+``blocks.{i}.W1 (d, d_ff)``, ``b1``, ``W2 (d_ff, d)``, ``b2``, norms, ``W_U (d, V)``.
+
+Positional encodings are not re-derived: the sinusoidal table is
+:func:`nextword.positions.sinusoidal_encoding` (a buffer, regrown on demand for longer inputs) and
+RoPE uses :func:`nextword.positions.rope_frequencies` (consecutive pairs, as
+:func:`~nextword.positions.apply_rope`; the tests check equality).
+
+Tiny worked example::
+
+    >>> cfg = LMConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=16)
+    >>> model = TinyLM(cfg, seed=0)
+    >>> ids = np.tile(np.arange(5), 40)                   # 0 1 2 3 4 0 1 ... (deterministic)
+    >>> losses = train_lm(model, ids, steps=60, batch_size=8, block_size=8, lr=1e-2, seed=0,
+    ...                   progress=False)
+    >>> losses[-1] < 0.1 < losses[0]                      # it learns the cycle
+    True
+    >>> to_numpy_decoder(model).logits([0, 1, 2]).shape
+    (3, 5)
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import asdict, dataclass
+from typing import Callable, Iterator, Literal, Sequence
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from nextword.positions import rope_frequencies, sinusoidal_encoding
+
+__all__ = ["LMConfig", "TinyLM", "train_lm", "evaluate_loss", "to_numpy_decoder", "next_logits_fn",
+           "torch_threads"]
+
+
+@dataclass(frozen=True)
+class LMConfig:
+    """Hyper-parameters of :class:`TinyLM`; field names follow :class:`nextword.decoder.DecoderConfig`.
+
+    ``positional``: ``"sinusoidal"`` (added, Fig. 6.23), ``"learned"`` (added table, Fig. 6.26),
+    ``"rope"`` (rotary, inside attention, Fig. 6.27) or ``"none"``. The flags ``causal``,
+    ``residual``, ``pre_norm`` are the ablations of Exercise 12; ``pre_norm=False`` is the
+    chapter's post-norm block ``u = LN(h + MHA(h))``, ``h' = LN(u + FFN(u))``.
+    ``init_std`` is the std of every weight matrix and embedding at initialisation.
+    """
+
+    vocab_size: int
+    d_model: int
+    num_heads: int
+    num_layers: int
+    max_len: int
+    d_ff: int | None = None  # default 4 * d_model
+    positional: Literal["sinusoidal", "learned", "rope", "none"] = "sinusoidal"
+    norm: Literal["layer", "rms"] = "layer"
+    pre_norm: bool = True
+    causal: bool = True
+    residual: bool = True
+    activation: Literal["gelu", "gelu_tanh", "relu"] = "gelu"
+    tie_embeddings: bool = False
+    rope_base: float = 10000.0
+    eps: float = 1e-5
+    init_std: float = 0.02
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_model", "num_heads", "num_layers", "max_len"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        if self.d_ff is not None and (not isinstance(self.d_ff, int) or self.d_ff < 1):
+            raise ValueError(f"d_ff must be a positive int or None, got {self.d_ff!r}")
+        if self.d_model % self.num_heads:
+            raise ValueError(f"num_heads={self.num_heads} must divide d_model={self.d_model}")
+        choices = {"positional": ("sinusoidal", "learned", "rope", "none"), "norm": ("layer", "rms"),
+                   "activation": ("gelu", "gelu_tanh", "relu")}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if self.positional == "rope" and (self.d_model // self.num_heads) % 2:
+            raise ValueError("positional='rope' needs an even head dimension d_model/num_heads")
+        if not self.init_std > 0:
+            raise ValueError(f"init_std must be > 0, got {self.init_std}")
+
+    @property
+    def ff_dim(self) -> int:
+        return 4 * self.d_model if self.d_ff is None else self.d_ff
+
+    def to_decoder_config(self, dtype: str = "float64"):
+        """The matching :class:`nextword.decoder.DecoderConfig` (for :func:`to_numpy_decoder`)."""
+        from nextword.decoder import DecoderConfig
+
+        kw = {k: v for k, v in asdict(self).items() if k != "init_std"}
+        return DecoderConfig(**kw, dtype=dtype)
+
+
+def _rope(x: torch.Tensor, freqs: torch.Tensor) -> torch.Tensor:
+    """Rotate consecutive pairs of ``x (B, h, T, dh)`` by ``t ω_i`` (``freqs (dh/2,)``), positions ``0..T-1``."""
+    T = x.shape[-2]
+    ang = torch.arange(T, dtype=freqs.dtype, device=x.device)[:, None] * freqs  # (T, dh/2)
+    cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
+    xe, xo = x[..., 0::2], x[..., 1::2]  # (B, h, T, dh/2) each
+    out = torch.stack((xe * cos - xo * sin, xe * sin + xo * cos), dim=-1)  # (B, h, T, dh/2, 2)
+    return out.flatten(-2)  # (B, h, T, dh), pairs interleaved back
+
+
+class Block(nn.Module):
+    """One decoder block (attention + FFN); the formulas of :class:`nextword.layers.TransformerBlock`."""
+
+    def __init__(self, c: LMConfig, gen: torch.Generator) -> None:
+        super().__init__()
+        d, std = c.d_model, c.init_std
+        self.c = c
+        self.W_qkv = nn.Parameter(std * torch.randn(d, 3 * d, generator=gen))  # (d, 3d) = [W_q | W_k | W_v]
+        self.W_o = nn.Parameter(std * torch.randn(d, d, generator=gen))
+        self.W1 = nn.Parameter(std * torch.randn(d, c.ff_dim, generator=gen))
+        self.b1 = nn.Parameter(torch.zeros(c.ff_dim))
+        self.W2 = nn.Parameter(std * torch.randn(c.ff_dim, d, generator=gen))
+        self.b2 = nn.Parameter(torch.zeros(d))
+        make = (lambda: nn.LayerNorm(d, eps=c.eps)) if c.norm == "layer" else (lambda: nn.RMSNorm(d, eps=c.eps))
+        self.norm1, self.norm2 = make(), make()
+
+    def attention(self, x: torch.Tensor, rope_freqs: torch.Tensor | None, head_mask: torch.Tensor | None
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``x (B, T, d)`` → output ``(B, T, d)`` and weights ``(B, h, T, T)`` (Eq. 6.x: softmax(QKᵀ/√d_h + M)V)."""
+        B, T, d = x.shape
+        h = self.c.num_heads
+        dh = d // h
+        qkv = (x @ self.W_qkv).view(B, T, 3, h, dh)  # (B, T, 3, h, dh)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, h, T, dh)
+        if rope_freqs is not None:
+            q, k = _rope(q, rope_freqs), _rope(k, rope_freqs)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(dh)  # (B, h, T, T)
+        if self.c.causal:
+            future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)  # True above diagonal
+            scores = scores.masked_fill(future, float("-inf"))
+        w = scores.softmax(dim=-1)  # (B, h, T, T)
+        ctx = w @ v  # (B, h, T, dh)
+        if head_mask is not None:
+            ctx = ctx * head_mask.to(ctx.dtype)[:, None, None]
+        ctx = ctx.transpose(1, 2).reshape(B, T, d)  # (B, T, h*dh)
+        return ctx @ self.W_o, w
+
+    def ffn(self, x: torch.Tensor) -> torch.Tensor:
+        z = x @ self.W1 + self.b1
+        act = self.c.activation
+        z = F.relu(z) if act == "relu" else F.gelu(z, approximate="tanh" if act == "gelu_tanh" else "none")
+        return z @ self.W2 + self.b2
+
+    def forward(self, x: torch.Tensor, rope_freqs: torch.Tensor | None = None,
+                head_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        skip = 1.0 if self.c.residual else 0.0
+        if self.c.pre_norm:  # u = h + MHA(N(h)), h' = u + FFN(N(u))
+            a, w = self.attention(self.norm1(x), rope_freqs, head_mask)
+            u = skip * x + a
+            return skip * u + self.ffn(self.norm2(u)), w
+        a, w = self.attention(x, rope_freqs, head_mask)  # Chapter 6: u = N(h + MHA(h)), h' = N(u + FFN(u))
+        u = self.norm1(skip * x + a)
+        return self.norm2(skip * u + self.ffn(u)), w
+
+
+class TinyLM(nn.Module):
+    """Decoder-only transformer LM: ``ids (B, T)`` → logits ``(B, T, vocab_size)``.
+
+    ``forward(ids, return_attention=True)`` also returns a list (one per layer) of attention
+    weights ``(B, num_heads, T, T)``; ``head_mask (num_layers, num_heads)`` scales each head's
+    output (0 = head switched off), as in :meth:`nextword.decoder.DecoderLM.logits`.
+    Sinusoidal and RoPE models accept sequences longer than ``max_len``; learned positions raise.
+    """
+
+    def __init__(self, config: LMConfig, *, seed: int | None = 0) -> None:
+        super().__init__()
+        if not isinstance(config, LMConfig):
+            raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
+        self.config = c = config
+        gen = torch.Generator()  # own generator: the init never touches torch's global RNG state
+        gen.manual_seed(int(seed) if seed is not None else int(np.random.SeedSequence().entropy % 2**63))
+        std = c.init_std
+        self.tok_emb = nn.Parameter(std * torch.randn(c.vocab_size, c.d_model, generator=gen))
+        self.pos_emb = (nn.Parameter(std * torch.randn(c.max_len, c.d_model, generator=gen))
+                        if c.positional == "learned" else None)
+        self.blocks = nn.ModuleList(Block(c, gen) for _ in range(c.num_layers))
+        self.W_U = None if c.tie_embeddings else nn.Parameter(std * torch.randn(c.d_model, c.vocab_size, generator=gen))
+        self.norm_f = ((nn.LayerNorm(c.d_model, eps=c.eps) if c.norm == "layer" else nn.RMSNorm(c.d_model, eps=c.eps))
+                       if c.pre_norm else None)
+        # the numpy table itself (float64, kept out of .float()/.double() casts), regrown on demand
+        self.pe_table = sinusoidal_encoding(c.max_len, c.d_model) if c.positional == "sinusoidal" else None
+        dh = c.d_model // c.num_heads
+        freqs = rope_frequencies(dh, c.rope_base) if c.positional == "rope" else np.zeros(0)
+        self.register_buffer("rope_freqs", torch.tensor(freqs, dtype=torch.float64), persistent=False)
+
+    def _add_positions(self, x: torch.Tensor) -> torch.Tensor:
+        T, c = x.shape[1], self.config
+        if c.positional == "learned":
+            if T > c.max_len:
+                raise ValueError(f"sequence length {T} exceeds max_len={c.max_len} of the learned position table")
+            return x + self.pos_emb[:T]
+        if c.positional == "sinusoidal":
+            if T > self.pe_table.shape[0]:  # nothing is learned, so longer inputs just extend the table
+                self.pe_table = sinusoidal_encoding(T, c.d_model)
+            return x + torch.from_numpy(self.pe_table[:T]).to(dtype=x.dtype, device=x.device)  # (T, d)
+        return x
+
+    def forward(self, ids: torch.Tensor, *, return_attention: bool = False,
+                head_mask: torch.Tensor | np.ndarray | None = None
+                ) -> torch.Tensor | tuple[torch.Tensor, list[torch.Tensor]]:
+        c = self.config
+        ids = torch.as_tensor(ids)
+        if ids.dtype not in (torch.int64, torch.int32) or ids.ndim != 2 or ids.shape[1] == 0:
+            raise ValueError(f"ids must be an integer tensor of shape (B, T) with T >= 1, got "
+                             f"{tuple(ids.shape)} {ids.dtype}")
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= c.vocab_size):
+            raise ValueError(f"ids must lie in [0, vocab_size={c.vocab_size}), got range "
+                             f"[{int(ids.min())}, {int(ids.max())}]")
+        hm = None
+        if head_mask is not None:
+            hm = torch.as_tensor(np.asarray(head_mask, dtype=np.float64) if not torch.is_tensor(head_mask)
+                                 else head_mask)
+            if tuple(hm.shape) != (c.num_layers, c.num_heads):
+                raise ValueError(f"head_mask must have shape (num_layers, num_heads) = "
+                                 f"{(c.num_layers, c.num_heads)}, got {tuple(hm.shape)}")
+        x = self._add_positions(self.tok_emb[ids.long()])  # (B, T, d)
+        freqs = self.rope_freqs if c.positional == "rope" else None
+        weights = []
+        for i, blk in enumerate(self.blocks):
+            x, w = blk(x, freqs, None if hm is None else hm[i])
+            weights.append(w)
+        if self.norm_f is not None:
+            x = self.norm_f(x)
+        logits = x @ (self.tok_emb.T if self.W_U is None else self.W_U)  # (B, T, V)
+        return (logits, weights) if return_attention else logits
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+# ---- data, training, evaluation ---------------------------------------------------------------
+@contextlib.contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """Temporarily run torch on ``n`` intra-op threads (None: leave as is), restoring the old value.
+
+    Tiny models gain nothing from threads, and on a busy 2-core machine a multi-threaded matmul
+    of a few hundred numbers can be ~30x slower than a single-threaded one (measured here), so
+    :func:`train_lm` and :func:`evaluate_loss` default to one thread.
+    """
+    old = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(int(n))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
+def _as_ids(data: object, vocab_size: int) -> np.ndarray:
+    arr = np.asarray(data)
+    if arr.dtype.kind not in "iu" or arr.ndim not in (1, 2):
+        raise ValueError(f"data must be integer token ids of shape (N,) (a stream) or (num_seqs, L) "
+                         f"(separate sequences), got {arr.shape} {arr.dtype}")
+    if arr.size and (arr.min() < 0 or arr.max() >= vocab_size):
+        raise ValueError(f"token ids must lie in [0, vocab_size={vocab_size})")
+    return arr.astype(np.int64)
+
+
+def _batch(data: np.ndarray, mask: np.ndarray | None, rows: np.ndarray, block_size: int
+           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """Inputs/targets ``(B, block_size)`` from a stream (``rows`` = window starts) or a 2-D set."""
+    if data.ndim == 1:
+        win = data[rows[:, None] + np.arange(block_size + 1)]  # (B, block_size+1)
+        m = None
+    else:
+        win = data[rows]  # (B, L)
+        m = None if mask is None else torch.from_numpy(mask[rows])  # (B, L-1)
+    return torch.from_numpy(win[:, :-1]), torch.from_numpy(win[:, 1:]), m
+
+
+def _loss(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none")
+    if mask is None:
+        return nll.mean()
+    m = mask.reshape(-1).to(nll.dtype)
+    return (nll * m).sum() / m.sum().clamp_min(1.0)
+
+
+def _check_block(data: np.ndarray, block_size: int | None, max_len: int) -> int:
+    if data.ndim == 2:
+        L = data.shape[1] - 1
+        if block_size not in (None, L):
+            raise ValueError(f"for 2-D data of shape {data.shape}, block_size must be None or L-1 = {L}")
+        return L
+    if block_size is None or block_size < 1 or block_size >= data.size:
+        raise ValueError(f"block_size must be an int in [1, len(data)) = [1, {data.size}), got {block_size}")
+    return block_size
+
+
+def train_lm(model: TinyLM, data: object, *, steps: int, batch_size: int, block_size: int | None = None,
+             lr: float = 3e-3, seed: int | None = None, rng: np.random.Generator | None = None,
+             loss_mask: object = None, weight_decay: float = 0.0, grad_clip: float | None = 1.0,
+             progress: bool = True, num_threads: int | None = 1) -> list[float]:
+    """Train ``model`` with AdamW on next-token cross-entropy; return the loss of every step (nats).
+
+    ``data``: a token stream ``(N,)`` — each batch takes ``batch_size`` random windows of
+    ``block_size + 1`` tokens — or separate sequences ``(num_seqs, L)`` — each batch takes random
+    rows, inputs ``row[:-1]``, targets ``row[1:]`` (then ``block_size`` is ``L - 1`` or None).
+    ``loss_mask (num_seqs, L-1)`` (2-D data only) selects the target positions that count, e.g. the
+    answer half of a copy task. Randomness comes from ``rng`` or ``seed`` (one of them).
+    ``progress`` shows a tqdm bar; ``num_threads`` see :func:`torch_threads`.
+    """
+    if (rng is None) == (seed is None):
+        raise TypeError("pass exactly one of seed= (an int) or rng= (a np.random.Generator)")
+    rng = np.random.default_rng(seed) if rng is None else rng
+    data = _as_ids(data, model.config.vocab_size)
+    block = _check_block(data, block_size, model.config.max_len)
+    mask = None
+    if loss_mask is not None:
+        mask = np.asarray(loss_mask, dtype=bool)
+        if data.ndim != 2 or mask.shape != (data.shape[0], data.shape[1] - 1):
+            raise ValueError(f"loss_mask must have shape (num_seqs, L-1) = "
+                             f"{(data.shape[0], data.shape[1] - 1) if data.ndim == 2 else '(2-D data only)'}")
+    n_rows = data.size - block if data.ndim == 1 else data.shape[0]
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    model.train()
+    losses: list[float] = []
+    it = range(int(steps))
+    if progress:
+        from tqdm.auto import tqdm
+
+        it = tqdm(it, desc="train", leave=False)
+    with torch_threads(num_threads):
+        for _ in it:
+            x, y, m = _batch(data, mask, rng.integers(0, n_rows, size=batch_size), block)
+            loss = _loss(model(x), y, m)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if grad_clip is not None:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+            opt.step()
+            losses.append(loss.item())
+            if progress and len(losses) % 10 == 0:
+                it.set_postfix(loss=f"{losses[-1]:.3f}")
+    model.eval()
+    return losses
+
+
+@torch.no_grad()
+def evaluate_loss(model: TinyLM, data: object, block_size: int | None = None, *, loss_mask: object = None,
+                  batch_size: int = 64, num_threads: int | None = 1) -> float:
+    """Mean next-token cross-entropy (nats per predicted token) of ``model`` on ``data``.
+
+    A stream ``(N,)`` is cut into consecutive non-overlapping windows of ``block_size + 1`` tokens
+    (every target predicted once, with a fresh context at each window start); 2-D data
+    ``(num_seqs, L)`` is scored row by row, with an optional ``loss_mask (num_seqs, L-1)``.
+    """
+    data = _as_ids(data, model.config.vocab_size)
+    block = _check_block(data, block_size, model.config.max_len)
+    was_training = model.training
+    model.eval()
+    if data.ndim == 1:
+        n = (data.size - 1) // block
+        starts = np.arange(n) * block
+        mask = None
+    else:
+        starts = np.arange(data.shape[0])
+        mask = None if loss_mask is None else np.asarray(loss_mask, dtype=bool)
+    total, count = 0.0, 0.0
+    with torch_threads(num_threads):
+        for i in range(0, starts.size, batch_size):
+            x, y, m = _batch(data, mask, starts[i:i + batch_size], block)
+            nll = F.cross_entropy(model(x).reshape(-1, model.config.vocab_size), y.reshape(-1), reduction="none")
+            w = torch.ones_like(nll) if m is None else m.reshape(-1).to(nll.dtype)
+            total += float((nll * w).sum())
+            count += float(w.sum())
+    model.train(was_training)
+    if count == 0:
+        raise ValueError("no target positions to score (empty data or an all-False loss_mask)")
+    return total / count
+
+
+def next_logits_fn(model: TinyLM) -> Callable[[Sequence[int]], np.ndarray]:
+    """A ``prefix -> logits (V,)`` callable for :mod:`nextword.decoding` (recomputes the prefix)."""
+
+    @torch.no_grad()
+    def next_logits(prefix: Sequence[int]) -> np.ndarray:
+        ids = torch.as_tensor(np.asarray(list(prefix), dtype=np.int64))[None]  # (1, T)
+        model.eval()
+        return model(ids)[0, -1].double().numpy()
+
+    return next_logits
+
+
+def to_numpy_decoder(model: TinyLM, dtype: str = "float64"):
+    """Copy ``model``'s weights into a :class:`nextword.decoder.DecoderLM` with the same architecture.
+
+    The two compute the same function (the tests check logits to 1e-5); names map one to one,
+    e.g. ``blocks.0.W_qkv[:, :d]`` → ``blocks.0.attn.W_q``, ``blocks.0.norm1.weight`` →
+    ``blocks.0.norm1.weight``, ``blocks.0.W1`` → ``blocks.0.ffn.W1``, ``norm_f.*`` → ``norm_f.*``.
+    """
+    from nextword.decoder import DecoderLM
+
+    c, d = model.config, model.config.d_model
+    lm = DecoderLM(c.to_decoder_config(dtype), rng=np.random.default_rng(0))
+    sd = {k: v.detach().double().cpu().numpy() for k, v in model.state_dict().items()}
+    params = {"tok_emb": sd["tok_emb"]}
+    if c.positional == "learned":
+        params["pos_emb"] = sd["pos_emb"]
+    for i in range(c.num_layers):
+        p = f"blocks.{i}."
+        W = sd[p + "W_qkv"]
+        params.update({p + "attn.W_q": W[:, :d], p + "attn.W_k": W[:, d:2 * d], p + "attn.W_v": W[:, 2 * d:],
+                       p + "attn.W_o": sd[p + "W_o"]})
+        for k in ("W1", "b1", "W2", "b2"):
+            params[p + "ffn." + k] = sd[p + k]
+        for n in ("norm1", "norm2"):
+            params[f"{p}{n}.weight"] = sd[f"{p}{n}.weight"]
+            if c.norm == "layer":
+                params[f"{p}{n}.bias"] = sd[f"{p}{n}.bias"]
+    if c.pre_norm:
+        params["norm_f.weight"] = sd["norm_f.weight"]
+        if c.norm == "layer":
+            params["norm_f.bias"] = sd["norm_f.bias"]
+    if not c.tie_embeddings:
+        params["W_U"] = sd["W_U"]
+    lm.load_parameters(params)
+    return lm
