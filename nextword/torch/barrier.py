@@ -94,7 +94,7 @@ def _report(paths: list[str]) -> str:
             for r in res["rows"]:
                 lines.append(f"| {r['lambda']:.3f} | {r['bpc']:.3f} | {r['bpc_sigma']:.3f} | {r['degradation']:.2f} | "
                              f"{r.get('entropy', float('nan')):.2f} | {r.get('snr', float('nan')):.3f} | "
-                             f"{r.get('normalised_var', float('nan')):.1f} | {r.get('margin', float('nan')):.4f} | "
+                             f"{r.get('normalised_var', float('nan')):.1f} | {r.get('margin', float('nan')) + 0.0:.4f} | "
                              f"{r.get('embedding_rms', float('nan')):.3f} |")
         else:
             c = res["config"]
@@ -105,7 +105,7 @@ def _report(paths: list[str]) -> str:
             lines.append("|---|---|---|---|---|")
             for h in res["history"]:
                 lines.append(f"| {h['step']} | {h['epoch']:.2f} | {h['train_bpc']:.3f} | {h['val_bpc']:.3f} | "
-                             f"{h['train_margin']:.4f} |")
+                             f"{h['train_margin'] + 0.0:.4f} |")
             if "noise_curve" in res:
                 nc = res["noise_curve"]
                 lines.append("| σ | BPC | degradation |")

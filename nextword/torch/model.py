@@ -186,7 +186,10 @@ class SmallGPT(nn.Module):
         if targets is not None:
             if targets.shape != idx.shape:
                 raise ValueError(f"targets must have shape {tuple(idx.shape)}, got {tuple(targets.shape)}")
-            loss = F.cross_entropy(logits.reshape(B * T, -1).float(), targets.reshape(B * T))
+            flat = logits.reshape(B * T, -1)                          # (B·T, |V|)
+            if flat.dtype not in (torch.float32, torch.float64):     # bf16 under autocast
+                flat = flat.float()
+            loss = F.cross_entropy(flat, targets.reshape(B * T))
         return logits, loss
 
 

@@ -360,6 +360,9 @@ def prior_diagnostics(tokens: torch.Tensor, embedding: torch.Tensor, W: torch.Te
     - ``normalised_var``: mean_t tr(Σ_t) / RMS(x)², RMS(x)² the mean squared entry of x;
     - ``margin``: mean of −log|det(I − Σ_t Wᵀ)| (the penalty); ``min_logabsdet``: the smallest
       log-margin in the batch (its position is the batch's support token, Definition 3.1);
+    - ``trace_sigma_A``: mean tr(Σ_t A) (its sign is the sign of the coupling in the d = 1 picture of
+      §3.4: > 0 is the barrier regime a > 0, < 0 the dispersion-promoting regime a < 0);
+      ``frac_det_above_one``: share of positions t ≥ 2 with |det(I − Σ_t A)| > 1 (penalty < 0);
     - ``embedding_rms``: RMS of the whole embedding table (the scale against which the §7.3 noise
       σ should be read).
     """
@@ -375,12 +378,16 @@ def prior_diagnostics(tokens: torch.Tensor, embedding: torch.Tensor, W: torch.Te
     beta, vids = vocab_masses(tokens, alpha)
     G = embedding.float() @ W.T @ embedding.float().T
     logabs = sylvester_logabsdet(beta, vids[:, None, :].expand(-1, beta.shape[1], -1), G)
+    Gl = G[vids[:, :, None], vids[:, None, :]]                        # (B, K, K) local G
+    tr_sa = (beta * Gl.diagonal(dim1=-2, dim2=-1)[:, None, :]).sum(-1) - torch.einsum(
+        "bpi,bij,bpj->bp", beta, Gl, beta)                            # (B, T-1): tr(Σ_t A) = tr(C_t G)
     return {
         "entropy": float(ent.mean()),
+        "trace_sigma_A": float(tr_sa.mean()),
+        "frac_det_above_one": float((logabs[:, 1:] > 0).float().mean()),
         "snr": float(torch.sqrt(rms_x2 / rms_e2)),
         "normalised_var": float(tr_sigma.mean() / rms_x2),
         "margin": float(-logabs.mean()),
         "min_logabsdet": float(logabs.min()),
         "embedding_rms": float(embedding.float().pow(2).mean().sqrt()),
-        "mean_log_margin": float(logabs.mean()),
     }
