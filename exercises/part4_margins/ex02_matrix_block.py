@@ -1,0 +1,45 @@
+# %% [markdown]
+# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
+# > self-check cell at the end.
+
+# %% [markdown]
+# # Exercise 02 — The exact diagonal Jacobian block for any $W_V$
+# **Part:** 4 · **Difficulty:** ★★ · **Book notebook:** book/part4_margins/03_matrix_margin
+#
+# Rows $x_t$ of $X\in\mathbb R^{L\times d}$; column-vector maps $q_t=W_Qx_t$, $k_s=W_Kx_s$, $v_s=W_Vx_s$;
+# strict-causal weights $\alpha_{ts}=\mathrm{softmax}_{s<t}(q_t^\top k_s)$, $\mu_t=\sum_{s<t}\alpha_{ts}v_s$,
+# $e_t=x_t-\mu_t$ (Eqs. 2–4). Theorem 1 (Eq. 14) states $\partial e_t/\partial x_t=I-\Sigma_tA$ with
+# $A=W_K^\top W_Q$ and $\Sigma_t$ the attention-weighted covariance of the values.
+#
+# 1. Derive $\partial\mu_t/\partial x_t$ for a general $W_V$ (use Lemma B.1 and
+#    $\partial\ell_{ts}/\partial x_t=A^\top x_s$) and implement `diagonal_block(X, t, W_Q, W_K, W_V)`
+#    (0-based `t`, shape `(d, d)`) without calling `nextword.theory.barrier`.
+# 2. State exactly when your block equals the paper's $I-\Sigma_tA$.
+
+# %%
+import numpy as np
+
+from nextword.attention import softmax
+
+rng = np.random.default_rng(0)
+X = rng.normal(size=(5, 3))
+W_Q, W_K, W_V = rng.normal(size=(2, 3)), rng.normal(size=(2, 3)), rng.normal(size=(3, 3))
+
+
+# %%
+def diagonal_block(X, t, W_Q, W_K, W_V):
+    """Exact ∂e_t/∂x_t (strict causal) for any W_V; shape (d, d)."""
+    raise NotImplementedError("∂μ_t/∂x_t = Σ_s α_ts (v_s − v̄_t)(x_s − x̄_t)ᵀ A; position 0 has no context")
+
+
+print(np.round(diagonal_block(X, 3, W_Q, W_K, W_V), 4))
+
+# %% [markdown]
+# **Answer to 2.**
+# *Your answer here.*
+
+# %%
+from nextword.exercises.checks import check_ex_p4_02
+
+check_ex_p4_02(diagonal_block)

@@ -1,0 +1,58 @@
+# %% [markdown]
+# # Exercise 02 — The exact diagonal Jacobian block for any $W_V$
+# **Part:** 4 · **Difficulty:** ★★ · **Book notebook:** book/part4_margins/03_matrix_margin
+#
+# Rows $x_t$ of $X\in\mathbb R^{L\times d}$; column-vector maps $q_t=W_Qx_t$, $k_s=W_Kx_s$, $v_s=W_Vx_s$;
+# strict-causal weights $\alpha_{ts}=\mathrm{softmax}_{s<t}(q_t^\top k_s)$, $\mu_t=\sum_{s<t}\alpha_{ts}v_s$,
+# $e_t=x_t-\mu_t$ (Eqs. 2–4). Theorem 1 (Eq. 14) states $\partial e_t/\partial x_t=I-\Sigma_tA$ with
+# $A=W_K^\top W_Q$ and $\Sigma_t$ the attention-weighted covariance of the values.
+#
+# 1. Derive $\partial\mu_t/\partial x_t$ for a general $W_V$ (use Lemma B.1 and
+#    $\partial\ell_{ts}/\partial x_t=A^\top x_s$) and implement `diagonal_block(X, t, W_Q, W_K, W_V)`
+#    (0-based `t`, shape `(d, d)`) without calling `nextword.theory.barrier`.
+# 2. State exactly when your block equals the paper's $I-\Sigma_tA$.
+
+# %%
+import numpy as np
+
+from nextword.attention import softmax
+
+rng = np.random.default_rng(0)
+X = rng.normal(size=(5, 3))
+W_Q, W_K, W_V = rng.normal(size=(2, 3)), rng.normal(size=(2, 3)), rng.normal(size=(3, 3))
+
+
+# %%
+def diagonal_block(X, t, W_Q, W_K, W_V):
+    """Exact ∂e_t/∂x_t (strict causal) for any W_V; shape (d, d)."""
+    # BEGIN SOLUTION hint="∂μ_t/∂x_t = Σ_s α_ts (v_s − v̄_t)(x_s − x̄_t)ᵀ A; position 0 has no context"
+    d = X.shape[1]
+    if t == 0:
+        return np.eye(d)
+    past = X[:t]  # (t, d)
+    alpha = softmax((past @ W_K.T) @ (W_Q @ X[t]))  # (t,) weights over s < t
+    x_bar = alpha @ past
+    v = past @ W_V.T
+    v_bar = alpha @ v
+    A = W_K.T @ W_Q
+    cross = (alpha[:, None] * (v - v_bar)).T @ (past - x_bar)  # Σ_s α_s (v_s − v̄)(x_s − x̄)ᵀ
+    return np.eye(d) - cross @ A
+    # END SOLUTION
+
+
+print(np.round(diagonal_block(X, 3, W_Q, W_K, W_V), 4))
+
+# %% [markdown]
+# **Answer to 2.**
+# <!-- BEGIN SOLUTION -->
+# With $C_t=\sum_s\alpha_{ts}(x_s-\bar x_t)(x_s-\bar x_t)^\top$ the exact block is $I-W_VC_tA$, while the
+# paper's is $I-W_VC_tW_V^\top A$. They agree exactly when $W_VC_t(W_V^\top-I)A=0$: always when
+# $W_V=I$ (the case the proof in Appendix B.4 actually treats) or $W_V=0$, or when $C_t=0$ or $A=0$
+# (degenerate); for a generic $W_V$ — even $W_V=cI$ with $c\notin\{0,1\}$ — they differ
+# (see `book/ERRATA.md`).
+# <!-- END SOLUTION -->
+
+# %%
+from nextword.exercises.checks import check_ex_p4_02
+
+check_ex_p4_02(diagonal_block)

@@ -1,0 +1,38 @@
+# %% [markdown]
+# # Exercise 03 — The spectral condition is not necessary
+# **Part:** 4 · **Difficulty:** ★★ · **Book notebook:** book/part4_margins/03_matrix_margin
+#
+# Lemma B.4: if $\rho(\Sigma_tA)<1$ then $I-\Sigma_tA$ is invertible. The remark after it says the
+# converse fails. Build a concrete counterexample with an actual attention context ($W_V=I$, strict
+# causal): choose $X\in\mathbb R^{L\times d}$ ($d\ge2$) and $W_Q,W_K$ such that at the **last** position
+# the spectral margin $1-\rho(\Sigma_tA)$ is $\le0$ while $|\det(I-\Sigma_tA)|\ge0.1$.
+# You may use `nextword.theory.barrier.matrix_margins` to explore. Then explain why Lemma B.4 holds.
+
+# %%
+import numpy as np
+
+from nextword.theory.barrier import matrix_margins
+
+# %%
+# BEGIN SOLUTION hint="try W_Q = W_K = I (so A = I) and a spread-out context; scale X until an eigenvalue of Σ_t A passes 1"
+W_Q = np.eye(2)
+W_K = np.eye(2)
+X = 2.5 * np.array([[0.0, 0.0], [1.0, 0.3], [-0.6, 0.8], [0.2, -0.1]])
+# END SOLUTION
+mm = matrix_margins(X, W_Q, W_K)
+print(f"last position: 1 - rho = {mm.spectral[-1]:+.3f}, det = {mm.det[-1]:+.3f}")
+
+# %% [markdown]
+# **Why Lemma B.4 holds.**
+# <!-- BEGIN SOLUTION -->
+# If $\rho(M)<1$ then every eigenvalue $\lambda$ of $M=\Sigma_tA$ has $|\lambda|<1$, so $1-\lambda\ne0$ and
+# $\det(I-M)=\prod(1-\lambda)\ne0$. The determinant only vanishes when some eigenvalue *equals* 1; an
+# eigenvalue of modulus larger than 1 (here $\approx1.83$ with $A=I$, $\Sigma_t=C_t$ symmetric PSD) keeps
+# $\det\ne0$, it only flips its sign. So $\rho<1$ certifies the first connected region around
+# $\Sigma_t=0$, while invertibility holds on both sides of every eigenvalue crossing.
+# <!-- END SOLUTION -->
+
+# %%
+from nextword.exercises.checks import check_ex_p4_03
+
+check_ex_p4_03(X, W_Q, W_K)
