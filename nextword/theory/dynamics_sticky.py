@@ -61,6 +61,7 @@ __all__ = [
     "StickyExperimentConfig",
     "StickyExperiment",
     "run_sticky_experiment",
+    "same_symbol_attention",
 ]
 
 
@@ -231,8 +232,8 @@ class ProtocolConfig:
     """
 
     steps: int = 1000
-    lr: float = 0.5
-    value_lr: float = 1.0
+    lr: float = 1.0
+    value_lr: float = 5.0
 
     def __post_init__(self) -> None:
         check_positive_int(self.steps, "steps", minimum=0)
@@ -246,7 +247,7 @@ class ProtocolConfig:
 class ProtocolRun:
     """Curves ``losses, accuracies, entropies (steps+1,)`` on the training sequence (before each
     step, plus the final point), ``values_initial, values_final (T, d_v)`` (``V = X W_V`` of the
-    training sequence), and the final ``params``."""
+    training sequence), the final ``params`` and the ``initial`` ones."""
 
     protocol: str
     losses: np.ndarray
@@ -255,6 +256,7 @@ class ProtocolRun:
     values_initial: np.ndarray
     values_final: np.ndarray
     params: HeadParams
+    initial: HeadParams
 
     def log_probs(self, task: StickyTask) -> np.ndarray:
         """The trained head's causal ``log p(y_t | x_1..x_t)`` on ``task``, shape ``(T, C)``."""
@@ -291,6 +293,7 @@ def train_protocol(protocol: str, params: HeadParams,
         raise TypeError(f"task must be a StickyTask or a callable step -> StickyTask, got "
                         f"{type(task).__name__}")
     losses, accs, ents = [], [], []
+    initial = params
     V0 = probe.X @ params.W_V  # (T_probe, d_v)
     for step in range(config.steps + 1):
         cur = get_task(step)  # online: steps + 1 sequences, the last one only measured
@@ -322,7 +325,7 @@ def train_protocol(protocol: str, params: HeadParams,
             params = replace(params, W_V=params.W_V + dW_V)
     return ProtocolRun(protocol=protocol, losses=np.array(losses), accuracies=np.array(accs),
                        entropies=np.array(ents), values_initial=V0,
-                       values_final=probe.X @ params.W_V, params=params)
+                       values_final=probe.X @ params.W_V, params=params, initial=initial)
 
 
 # --------------------------------------------------------------------------------------------
@@ -351,7 +354,7 @@ class StickyExperimentConfig:
     batch: int = 8
     T: int = 64
     eval_T: int = 2000
-    protocol: ProtocolConfig = ProtocolConfig(steps=300, lr=1.0, value_lr=1.0)
+    protocol: ProtocolConfig = ProtocolConfig(steps=300, lr=1.0, value_lr=5.0)
 
 
 @dataclass(frozen=True)
@@ -406,3 +409,16 @@ def run_sticky_experiment(config: StickyExperimentConfig = StickyExperimentConfi
     metrics["bayes_acc"] = accuracy(bayes, y)
     return StickyExperiment(config=c, transition=P, means=means, eval_task=eval_task,
                             em=runs["em"], sgd=runs["sgd"], metrics=metrics)
+
+
+def same_symbol_attention(alpha: object, task: StickyTask) -> float:
+    """Mean attention mass a query puts on keys that carry the same previous symbol as itself.
+
+    ``alpha (T, T)`` (causal) on a single ``task``: key ``j`` is "right" for query ``t`` when
+    ``y_{j-1} = y_{t-1}`` (its input has the same mean). 1 = perfect routing for this task.
+    """
+    a = as_float_array(alpha, "alpha", ndim=2)
+    prev = task.states[:-1]  # (T,): y_{t-1}
+    if a.shape != (prev.size, prev.size):
+        raise ValueError(f"alpha must have shape (T, T) = {(prev.size, prev.size)}, got {a.shape}")
+    return float((a * (prev[:, None] == prev[None, :])).sum(axis=1).mean())

@@ -1,0 +1,390 @@
+# %% [markdown]
+# # 3.3 The sticky Markov chain: EM-like updates versus SGD (§7.2, Table 1, Figs. 6–9)
+#
+# *Source: Aggarwal, Dalal, Misra, "Gradient Dynamics of Attention", §5.3 (the "manual EM"
+# schedule) and §7.2 (Table 1, Figs. 6–9).*
+#
+# §7.2 trains one causal attention head on a sequence task with a known optimum and compares two
+# training schemes: plain gradient descent on all parameters, and an **EM-like** schedule that
+# updates the values in closed form with the responsibility-weighted step (33),
+# $\Delta v_j=-\eta\sum_i\alpha_{ij}u_i$, and takes only a small gradient step on $W_Q, W_K, W_O$.
+# The paper reports that EM-like training reaches lower loss, higher accuracy and sharper
+# predictions after 1000 steps, close to a "theoretical min entropy" of 1.8833.
+#
+# The description leaves several things open. This notebook (1) finds the transition rule that the
+# number 1.8833 implies, (2) computes the honest floor for this task (an exact Bayes filter, since
+# the inputs are noisy), (3) runs both protocols, (4) puts Table 1 beside our numbers, and (5)
+# checks whether the EM-like advantage survives a change of seed.
+#
+# **The task as we implement it** (`nextword.theory.dynamics_sticky`): states
+# $y_0,\dots,y_T\in\{0,\dots,7\}$ from the sticky chain (`nextword.data.sticky_markov_chain`,
+# stay probability 0.3), symbol means $\mu_c\sim\mathcal N(0,I_{20})$ (the paper does not say how
+# they are chosen), inputs $x_t=\mu_{y_{t-1}}+\varepsilon_t$, $\varepsilon_t\sim\mathcal N(0,I)$,
+# and a causal head ($d_x=20$, $d_k=10$, $d_v=15$) predicting $y_t$ from $x_1..x_t$.
+
+# %%
+import os
+
+import matplotlib.pyplot as plt
+import numpy as np
+import sympy as sp
+
+from nextword.data import STICKY_RULES, MarkovSource, sticky_markov_chain
+from nextword.plotting import use_book_style
+from nextword.theory.dynamics import HeadParams, head_forward, head_gradients, pca_fit
+from nextword.theory.dynamics_sticky import (
+    ProtocolConfig,
+    StickyExperimentConfig,
+    bayes_filter_log_probs,
+    make_sticky_task,
+    markov_entropy_rate,
+    mean_cross_entropy,
+    run_sticky_experiment,
+    same_symbol_attention,
+    sticky_means,
+)
+
+use_book_style()
+
+# %% tags=["parameters"]
+# Default: a faithful small run (about 10-30 s on 2 CPU cores). FULL=1: the paper's sizes.
+FULL = os.environ.get("FULL", "0") == "1"
+if FULL:  # paper: T = 2000, 1000 steps; several seeds for the robustness check
+    CONFIG = StickyExperimentConfig(batch=1, T=2000, eval_T=4000,
+                                    protocol=ProtocolConfig(steps=1000, lr=1.0, value_lr=5.0))
+    SEEDS = range(5)
+else:  # 8 fresh sequences of length 64 per step, 300 steps
+    CONFIG = StickyExperimentConfig(batch=8, T=64, eval_T=2000,
+                                    protocol=ProtocolConfig(steps=300, lr=1.0, value_lr=5.0))
+    SEEDS = range(3)
+print(f"FULL={FULL}: {CONFIG.protocol.steps} steps, {CONFIG.batch} x T={CONFIG.T} tokens per step, "
+      f"held-out sequence of {CONFIG.eval_T} tokens, seeds {list(SEEDS)}")
+
+# %% [markdown]
+# ## 1. Which sticky chain? Reading the rule off the number 1.8833
+#
+# The task statement is garbled ("transition to a different state with probability proportional
+# to modulo distance of 7 with probability proportional to the distance from the previous state …
+# the nearby symbol gets higher probability than the distant one"). The "theoretical min entropy"
+# is computed "assuming $x_{t+1}=y_t$", i.e. with the previous symbol known, so it is the entropy
+# rate $H(y_t\mid y_{t-1})$ of the chain. We compute it for every plausible reading: the rules
+# that `sticky_markov_chain` offers, and two readings with a *one-directional* distance
+# $(j-i)\bmod 8$.
+
+# %%
+n, stay = 8, 0.3
+fwd = (np.arange(n)[None, :] - np.arange(n)[:, None]) % n  # (n, n) forward distance (j - i) mod n
+
+
+def rule_from_weights(w):
+    """Sticky transition matrix: stay with 0.3, else move to j != i with probability ∝ w[i, j]."""
+    w = np.where(fwd > 0, w, 0.0)
+    return MarkovSource((1 - stay) * w / w.sum(axis=1, keepdims=True) + stay * np.eye(n))
+
+
+candidates = {rule: sticky_markov_chain(n, stay, rule=rule) for rule in STICKY_RULES if rule != "dirichlet"}
+candidates["forward_distance (j-i mod 8)"] = rule_from_weights(fwd.astype(float))
+candidates["inverse_forward_distance"] = rule_from_weights(1.0 / np.maximum(fwd, 1))
+print(f"{'rule':32s} {'entropy rate (nats)':>20s}   matches 1.8833?")
+rates = {}
+for name, src in candidates.items():
+    rates[name] = src.entropy_rate()
+    assert np.isclose(rates[name], markov_entropy_rate(src.transition), atol=1e-12)
+    print(f"{name:32s} {rates[name]:20.6f}   {'yes' if round(rates[name], 4) == 1.8833 else 'no'}")
+matches = [k for k, v in rates.items() if round(v, 4) == 1.8833]
+assert matches == ["inverse_circular_distance"]
+
+# %% [markdown]
+# Only **"inverse circular distance"** — after a non-stay move, jump to state $j$ with probability
+# proportional to $1/d(i,j)$, $d(i,j)=\min(|i-j|, 8-|i-j|)$ — gives 1.8833 (to the four printed
+# digits), and it is also the only reading in which "the nearby symbol gets higher probability"
+# symmetrically. (Plain circular distance makes far states likelier; the forward-distance reading
+# gives 1.8772.) We use it from now on.
+#
+# A closed form confirms the number: every row holds $0.3$ and $0.7\,w_k/\sum w$ with weights
+# $w=(1,\tfrac12,\tfrac13,\tfrac14,\tfrac13,\tfrac12,1)$, and the chain is doubly stochastic, so
+# the stationary law is uniform and the entropy rate is the entropy of one row:
+
+# %%
+s_ = sp.Rational(3, 10)
+w = [sp.Integer(1), sp.Rational(1, 2), sp.Rational(1, 3), sp.Rational(1, 4), sp.Rational(1, 3),
+     sp.Rational(1, 2), sp.Integer(1)]
+row = [s_] + [(1 - s_) * wk / sum(w) for wk in w]
+H_exact = sp.nsimplify(-sum(p * sp.log(p) for p in row))
+print("row of P:", [str(p) for p in row])
+print(f"H = -sum p log p = {sp.N(H_exact, 12)} nats")
+P = candidates["inverse_circular_distance"].transition
+assert abs(float(H_exact) - rates["inverse_circular_distance"]) < 1e-12
+
+# %% [markdown]
+# And a sample path agrees with it: the empirical conditional entropy of $10^5$ steps, estimated by
+# counting transitions, is within a few thousandths (its sampling standard error is about 0.002).
+
+# %%
+chain = sticky_markov_chain(n, stay, rule="inverse_circular_distance")
+path = chain.sample(100_000, np.random.default_rng(0))
+counts = np.zeros((n, n))
+np.add.at(counts, (path[:-1], path[1:]), 1)
+P_hat = counts / counts.sum(axis=1, keepdims=True)
+H_hat = -(counts * np.log(P_hat)).sum() / counts.sum()
+print(f"empirical conditional entropy: {H_hat:.4f}  (entropy rate {rates['inverse_circular_distance']:.4f})")
+assert abs(H_hat - rates["inverse_circular_distance"]) < 0.01
+
+# %% [markdown]
+# ## 2. The honest floor: a Bayes filter for the noisy inputs
+#
+# The model never sees $y_{t-1}$, only $x_t=\mu_{y_{t-1}}+\varepsilon_t$. The best possible
+# predictor is therefore the exact filter of the hidden Markov model with hidden state $y_{t-1}$
+# and Gaussian emissions, $p(y_t\mid x_{1:t})=\sum_z p(y_{t-1}=z\mid x_{1:t})P_{z,y_t}$
+# (`bayes_filter_log_probs`). Its expected loss is at least the entropy rate, with equality when
+# the noise vanishes. With $\sigma=0$ the filter is exactly $\log P_{y_{t-1},y_t}$, which we check;
+# then we see how the floor rises with the noise (the paper's caption argues the increase is small;
+# for $\sigma=1$ and means of norm $\approx\sqrt{20}$ it is indeed negligible).
+
+# %%
+rng = np.random.default_rng(1)
+means = sticky_means(n, 20, rng=rng)
+states = chain.sample(4001, rng)
+for sigma in (0.0, 1.0, 2.0, 3.0):
+    task = make_sticky_task(states, means, rng=np.random.default_rng(2), noise_std=sigma)
+    lp = bayes_filter_log_probs(task, P)
+    if sigma == 0.0:
+        assert np.allclose(lp, np.log(P[states[:-1]]), atol=1e-12)
+        floor0 = mean_cross_entropy(lp, task.targets)
+    print(f"noise sigma = {sigma:.0f}: Bayes filter cross-entropy on 4000 tokens = "
+          f"{mean_cross_entropy(lp, task.targets):.4f} nats")
+print(f"(same path with y_(t-1) known: {floor0:.4f}; entropy rate {rates['inverse_circular_distance']:.4f})")
+
+# %% [markdown]
+# ## 3. The two protocols
+#
+# Both start from the same initialisation (Gaussian, scale 0.3) and see the same stream of data.
+#
+# * **SGD:** gradient descent with one rate `lr` on $W_Q, W_K, W_V, W_O, b$ (mean cross-entropy).
+# * **EM-like** (§5.3, §7.2): E-step = forward pass ($\alpha$, $u$); M-step = the closed-form value
+#   step (33) on the values of the current batch, $\Delta V=-\eta_v\,\alpha^\top U$ with the paper's
+#   $u_i=W_O^\top(p_i-e_{y_i})$; then a gradient step with `lr` on $W_Q, W_K, W_O, b$ only.
+#
+# Two choices are ours and are stated in the library's docstrings. (i) The values of a head are
+# $V=XW_V$; the M-step's $\Delta V$ is carried to $W_V$ by least squares,
+# $\Delta W_V=(X^\top X)^{-1}X^\top\Delta V$, so the trained head is still a function of its input
+# and can be evaluated on new sequences. (Updating a free per-position table $v_t$ instead lets
+# $v_t$ memorise $y_t$ — under the causal mask query $t$ sees key $t$ — and makes the training loss
+# meaningless.) (ii) Training is online: every step draws fresh sequences, and all Table 1 metrics
+# are measured on one held-out sequence. The paper does not say whether its 1000 steps reuse one
+# sequence of length 2000; a single reused sequence of that length lets an 800-parameter head
+# overfit. Neither rate is given in the paper; we use `lr = 1` and `value_lr = 5`, chosen so that
+# the EM-like value step is *larger* than SGD's (the point of the schedule), as the next cell
+# measures at the initialisation.
+
+# %%
+rng_c = np.random.default_rng(5)
+batch = make_sticky_task(np.stack([chain.sample(CONFIG.T + 1, rng_c) for _ in range(CONFIG.batch)]),
+                         means, rng=rng_c)
+p0 = HeadParams.init(20, 10, 15, n, rng=rng_c, scale=CONFIG.init_scale)
+g0 = head_gradients(p0, batch.X, batch.targets, causal=True, reduction="mean")
+Xf = batch.X.reshape(-1, 20)  # (N, d_x)
+dV_em = -CONFIG.protocol.value_lr * batch.targets.size * g0.dV.reshape(-1, 15)  # Eq. (33), (N, d_v)
+dV_em_realised = Xf @ np.linalg.solve(Xf.T @ Xf, Xf.T @ dV_em)  # after the least-squares map to W_V
+dV_sgd = Xf @ (-CONFIG.protocol.lr * g0.W_V)  # SGD's change of the same values
+ratio_vs = np.linalg.norm(dV_em_realised) / np.linalg.norm(dV_sgd)
+print(f"first step: ||Delta V (EM-like)|| / ||Delta V (SGD)|| = {ratio_vs:.2f}")
+assert ratio_vs > 1
+
+# %% tags=["nbval-ignore-output"]
+exp = run_sticky_experiment(CONFIG, rng=np.random.default_rng(0))
+m = exp.metrics
+print(f"held-out sequence: {exp.eval_task.T} tokens")
+
+# %% [markdown]
+# ## 4. Table 1, the paper's values beside ours
+#
+# The paper's column is copied from its Table 1 (labelled as such); ours is computed on the
+# held-out sequence after the last step. "Bayes filter" is the exact floor of §2 on the same
+# sequence.
+
+# %%
+paper = {"final_loss_em": 1.8961, "final_loss_sgd": 1.9177, "final_acc_em": 0.2690,
+         "final_acc_sgd": 0.2675, "final_entropy_em": 1.9076, "final_entropy_sgd": 1.9276,
+         "entropy_rate": 1.8833, "kl_em_sgd": 0.1019}
+labels = {"entropy_rate": "theoretical min entropy", "kl_em_sgd": "final KL(EM || SGD)"}
+print(f"{'metric':26s} {'paper (Table 1)':>16s} {'this run':>10s}")
+for key, value in paper.items():
+    print(f"{labels.get(key, key):26s} {value:16.4f} {m[key]:10.4f}")
+print(f"{'Bayes filter loss':26s} {'-':>16s} {m['bayes_loss']:10.4f}")
+print(f"{'Bayes filter accuracy':26s} {'-':>16s} {m['bayes_acc']:10.4f}")
+
+# %% [markdown]
+# What can be asserted honestly:
+#
+# * Neither protocol beats the floor. On a finite held-out sequence the loss of any predictor can
+#   dip below the true floor only by sampling noise; we allow three standard errors of the
+#   per-token difference to the Bayes filter, and the same against the entropy rate.
+# * The paper's 1.8833 is the entropy rate we computed, to four digits (checked in §1).
+
+# %%
+y_eval = exp.eval_task.targets
+lp_bayes = bayes_filter_log_probs(exp.eval_task, exp.transition)
+nll_bayes = -lp_bayes[np.arange(len(y_eval)), y_eval]
+for run in (exp.em, exp.sgd):
+    lp = run.log_probs(exp.eval_task)
+    nll = -lp[np.arange(len(y_eval)), y_eval]
+    diff = nll - nll_bayes
+    se_diff = diff.std(ddof=1) / np.sqrt(len(diff))
+    se_nll = nll.std(ddof=1) / np.sqrt(len(nll))
+    assert diff.mean() >= -3 * se_diff, run.protocol
+    assert nll.mean() >= m["entropy_rate"] - 3 * se_nll, run.protocol
+    print(f"{run.protocol:3s}: excess over the Bayes filter = {diff.mean():+.4f} nats "
+          f"(3 s.e. = {3 * se_diff:.4f}); loss - entropy rate = {nll.mean() - m['entropy_rate']:+.4f} "
+          f"(3 s.e. = {3 * se_nll:.4f})")
+assert abs(paper["entropy_rate"] - m["entropy_rate"]) < 5e-5
+
+# %% [markdown]
+# ## 5. Curves (Figs. 6–8)
+#
+# The per-step curves are measured on each step's fresh batch before its update (so they are
+# held-out too, but noisy); we draw a 20-step moving average over the raw curve.
+
+
+# %%
+def smooth(x, k=20):
+    return np.convolve(x, np.ones(k) / k, mode="valid")
+
+
+fig, axes = plt.subplots(1, 3, figsize=(14, 3.6))
+for ax, key, title in zip(axes, ("losses", "accuracies", "entropies"),
+                          ("cross-entropy (Fig. 6)", "accuracy (Fig. 7)", "predictive entropy (Fig. 8)")):
+    for run, color in ((exp.em, "tab:blue"), (exp.sgd, "tab:red")):
+        curve = getattr(run, key)
+        ax.plot(curve, color=color, alpha=0.2, lw=0.8)
+        ax.plot(np.arange(19, len(curve)), smooth(curve), color=color, label=run.protocol.upper())
+    if key != "accuracies":
+        ax.axhline(m["entropy_rate"], color="black", ls="--", lw=1, label="entropy rate")
+        ax.set_ylim(m["entropy_rate"] - 0.1, 2.3)
+    else:
+        ax.axhline(m["bayes_acc"], color="black", ls="--", lw=1, label="Bayes filter")
+    ax.set_xlabel("step")
+    ax.set_title(title)
+    ax.legend()
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# *Figures 3.3.1–3.3.3 (the paper's Figs. 6–8) — Loss, accuracy and predictive entropy per step for
+# the EM-like schedule (blue) and SGD (red). Faint: raw per-batch values; solid: 20-step averages.*
+#
+# ## 6. Value trajectories (Fig. 9)
+#
+# Fig. 9 draws, for 200 sampled positions, the arrow from each value's initial to its final
+# position in a PCA plane, EM in blue and SGD in red. We fit one PCA to the initial values and both
+# final sets of the held-out sequence, sample 200 positions, and measure two things the paper
+# describes in words: the mean arrow length, and the coherence of the arrows (length of the mean
+# of the unit displacement vectors, in the full 15-dimensional value space: 1 = all parallel).
+
+# %%
+rng_pca = np.random.default_rng(3)
+idx = np.sort(rng_pca.choice(exp.eval_task.T, size=200, replace=False))
+V0, Vem, Vsgd = exp.em.values_initial[idx], exp.em.values_final[idx], exp.sgd.values_final[idx]
+assert np.allclose(exp.sgd.values_initial, exp.em.values_initial)  # same start
+pca = pca_fit(np.concatenate([V0, Vem, Vsgd]), n_components=2)
+fig, ax = plt.subplots(figsize=(6, 5))
+for Vf, color, name in ((Vem, "tab:blue", "EM-like"), (Vsgd, "tab:red", "SGD")):
+    a, b = pca.project(V0), pca.project(Vf)
+    ax.quiver(a[:, 0], a[:, 1], b[:, 0] - a[:, 0], b[:, 1] - a[:, 1], color=color, angles="xy",
+              scale_units="xy", scale=1, width=0.003, alpha=0.6, label=name)
+ax.set_xlabel(f"PC1 ({pca.explained_variance_ratio[0]:.0%})")
+ax.set_ylabel(f"PC2 ({pca.explained_variance_ratio[1]:.0%})")
+ax.legend()
+plt.show()
+stats = {}
+for Vf, name in ((Vem, "EM-like"), (Vsgd, "SGD")):
+    D = Vf - V0
+    lengths = np.linalg.norm(D, axis=1)
+    coherence = np.linalg.norm((D / lengths[:, None]).mean(axis=0))
+    stats[name] = (lengths.mean(), coherence)
+    print(f"{name:8s}: mean displacement {lengths.mean():.3f}, coherence {coherence:.3f}")
+
+# %% [markdown]
+# *Figure 3.3.4 (the paper's Fig. 9) — Displacement of 200 sampled values $v_j=x_jW_V$ of the
+# held-out sequence from initialisation to the end of training, projected on the first two
+# principal axes of all three point sets.*
+#
+# ## 7. Is the EM-like advantage robust?
+#
+# One run cannot say whether EM-like beats SGD: we repeat the whole experiment for several seeds
+# (new means, initialisation, data and held-out sequence) and compare the final held-out losses.
+
+# %% tags=["nbval-ignore-output"]
+results = [exp] + [run_sticky_experiment(CONFIG, rng=np.random.default_rng(seed)) for seed in SEEDS if seed != 0]
+
+# %%
+print("seed | loss EM  | loss SGD | EM - SGD (paired 2 s.e.) | Bayes filter | steps to Bayes + 0.1: EM, SGD")
+deltas, reach = [], []
+for seed, e in zip(SEEDS, results):
+    y_e = e.eval_task.targets
+    nll = {r.protocol: -r.log_probs(e.eval_task)[np.arange(len(y_e)), y_e] for r in (e.em, e.sgd)}
+    paired = nll["em"] - nll["sgd"]
+    se = paired.std(ddof=1) / np.sqrt(len(paired))
+    d = e.metrics["final_loss_em"] - e.metrics["final_loss_sgd"]
+    assert np.isclose(d, paired.mean())
+    target = e.metrics["bayes_loss"] + 0.1
+    steps_to = [int(np.argmax(smooth(r.losses) <= target)) + 19 if np.any(smooth(r.losses) <= target) else -1
+                for r in (e.em, e.sgd)]
+    deltas.append(d)
+    reach.append(steps_to)
+    print(f"  {seed}  | {e.metrics['final_loss_em']:.4f}   | {e.metrics['final_loss_sgd']:.4f}   | "
+          f"{d:+.4f} ({2 * se:.4f})        | {e.metrics['bayes_loss']:.4f}       | {steps_to[0]}, {steps_to[1]}")
+deltas = np.array(deltas)
+print(f"EM-like lower in {int((deltas < 0).sum())} of {len(deltas)} seeds; mean difference "
+      f"{deltas.mean():+.4f} nats, largest |difference| {np.abs(deltas).max():.4f} "
+      f"(Table 1: {paper['final_loss_em'] - paper['final_loss_sgd']:+.4f})")
+if not FULL:  # the default run's finding (FULL: see the text)
+    assert np.abs(deltas).max() < abs(paper["final_loss_em"] - paper["final_loss_sgd"])
+for e in results:
+    assert e.metrics["final_loss_em"] > e.metrics["bayes_loss"] - 0.05
+    assert e.metrics["final_loss_sgd"] > e.metrics["bayes_loss"] - 0.05
+
+# %% [markdown]
+# Where is the bottleneck? For this task the right routing is known: query $t$ should attend to keys
+# whose input carries the same previous symbol, $y_{j-1}=y_{t-1}$. We measure the attention mass on
+# those keys on the held-out sequence at the start and the end of training.
+
+# %%
+def right_mass(params, task):
+    return same_symbol_attention(head_forward(params, task.X, causal=True).alpha, task)
+
+
+print("right-key attention mass on the held-out sequence (1 = perfect routing):")
+for seed, e in zip(SEEDS, results):
+    print(f"  seed {seed}: start {right_mass(e.em.initial, e.eval_task):.3f} -> EM-like "
+          f"{right_mass(e.em.params, e.eval_task):.3f}, SGD {right_mass(e.sgd.params, e.eval_task):.3f}")
+
+# %% [markdown]
+# **What we find.** In the default run the EM-like schedule ends ahead in every seed, but by about
+# a thousandth of a nat — within the paired sampling error of the held-out comparison and more than
+# ten times smaller than Table 1's gap of 0.022 — and its smoothed loss curve reaches "Bayes + 0.1"
+# only a few steps (about 5%) earlier than SGD's. The two heads end up predicting almost the same distributions (KL about 0.006
+# against the paper's 0.10). The right-key attention mass explains why: after the default budget
+# both heads route only about a third to a half of their attention to the keys that carry the
+# needed symbol, and routing — $W_Q, W_K$ — receives *the same* gradient steps in both protocols.
+# The EM-like schedule only changes how the values move, and the values are not the bottleneck
+# here. In Fig. 9 the EM-like arrows are longer (its value step is larger by our choice of rates,
+# measured above) but not more coherent than SGD's.
+#
+# So we do **not** reproduce the claim of §7.2 / Table 1 that the EM-like schedule reaches a
+# clearly lower loss and converges "much faster" than SGD, nor a KL of 0.10 between them. The paper
+# gives neither learning rates nor its exact M-step, and its runs may differ from ours in ways we
+# cannot recover; our point is only that with a value step larger than SGD's and identical routing
+# updates, the gain is marginal. `FULL=1` repeats the comparison at the paper's $T=2000$, 1000 steps
+# and five seeds (about 15–30 minutes of CPU; it was not executed for the committed outputs).
+# Recorded in `book/ERRATA.md`.
+#
+# ## Summary
+#
+# * The "theoretical min entropy" 1.8833 is the entropy rate of the 8-state sticky chain whose
+#   non-stay moves go to $j$ with probability $\propto 1/d_{\rm circ}(i,j)$ — the only candidate
+#   reading that produces that number.
+# * With noisy inputs the exact floor is a Bayes (HMM) filter; for $\sigma=1$ it is within a few
+#   thousandths of the entropy rate, as the paper's caption argues.
+# * Both protocols approach the floor from above and stay within a few thousandths of a nat of each
+#   other; the EM-like advantage reported in Table 1 is not reproduced at this budget.
