@@ -1,0 +1,114 @@
+"""Cost of the §7 margin penalty relative to a cross-entropy-only training step.
+
+At the paper's size (batch 64 × context 256, d = 128, 2 blocks, 4 heads; tiny-Shakespeare
+characters, |V| = 66 with <unk>) this times one full optimiser step (forward, backward, AdamW) for
+
+  ce        CE only (the baseline),
+  exact     CE + λ·margin, all 64·255 positions, compact Sylvester path with the custom backward,
+  k16       CE + λ·margin on k = 16 uniformly subsampled positions per sequence (unbiased),
+  direct16  CE + λ·margin, k = 16, the d×d "direct" covariance path with autograd (what a |V| > d
+            vocabulary without the Sylvester reduction would cost),
+  dense     (with --all) the literal |V|×|V| Sylvester form with autograd, all positions,
+
+and prints the median step time of each, its ratio to ``ce`` (measured in the same run), and the
+peak resident memory of a fresh process running only that mode (on CUDA: peak allocated memory).
+
+    python benchmarks/bench_margin.py                 # 1 intra-op thread (default; say so when quoting)
+    python benchmarks/bench_margin.py --threads 2 --repeats 7 --all
+
+The targets of the brief: exact ≤ 2 × ce, k16 ≤ 1.3 × ce on this CPU.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+MODES = ("ce", "exact", "k16", "direct16")
+
+
+def _run_mode(mode: str, args: dict, queue) -> None:
+    import torch
+
+    from nextword.torch.data import epoch_batch, load_char_data
+    from nextword.torch.model import SmallGPT, SmallGPTConfig, select_device
+    from nextword.torch.prior import EmbeddingPrior, margin_loss_tokens, sample_positions
+
+    torch.set_num_threads(args["threads"])
+    dev = select_device(args["device"])
+    data = load_char_data("shakespeare")
+    B, T = args["batch"], args["block"]
+    torch.manual_seed(0)
+    gpt = SmallGPT(SmallGPTConfig(vocab_size=data.vocab.size, block_size=T, d_model=args["d"])).to(dev)
+    prior = EmbeddingPrior(args["d"]).to(dev)
+    opt = torch.optim.AdamW(list(gpt.parameters()) + list(prior.parameters()), lr=1e-3, weight_decay=1e-4)
+    times = []
+    for i in range(args["warmup"] + args["repeats"]):
+        x, y = epoch_batch(data.train, block_size=T, batch_size=B, seed=0, epoch=0, step_in_epoch=i)
+        x, y = x.to(dev), y.to(dev)
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        tok = gpt.wte(x)
+        _, loss = gpt(x, y, tok_emb=tok)
+        if mode != "ce":
+            pos = None
+            if mode in ("k16", "direct16"):
+                pos = sample_positions(B, T, 16, torch.Generator().manual_seed(i), device=dev)
+            method = {"exact": "sylvester", "k16": "sylvester", "direct16": "direct", "dense": "sylvester_dense"}[mode]
+            loss = loss + 0.05 * margin_loss_tokens(x, gpt.wte.weight, prior.W, positions=pos, method=method)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+        if i >= args["warmup"]:
+            times.append(time.perf_counter() - t0)
+    peak = (torch.cuda.max_memory_allocated(dev) / 2**20 if dev.type == "cuda"
+            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    queue.put({"mode": mode, "times": times, "peak_mib": peak, "device": str(dev)})
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--block", type=int, default=256)
+    ap.add_argument("-d", type=int, default=128)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--all", action="store_true", help="also time the dense |V|×|V| form")
+    ap.add_argument("--json", default=None, help="write the measurements to this file")
+    args = vars(ap.parse_args(argv))
+    modes = MODES + (("dense",) if args["all"] else ())
+    ctx = mp.get_context("spawn")
+    results = {}
+    for mode in modes:                       # one fresh process per mode: clean peak-memory numbers
+        q = ctx.Queue()
+        p = ctx.Process(target=_run_mode, args=(mode, args, q))
+        p.start()
+        results[mode] = q.get()
+        p.join()
+    base = statistics.median(results["ce"]["times"])
+    print(f"margin benchmark: B={args['batch']} T={args['block']} d={args['d']} device={results['ce']['device']} "
+          f"threads={args['threads']} repeats={args['repeats']} (median step time; peak memory of a fresh process)")
+    print(f"{'mode':10s} {'median s':>9s} {'ratio':>7s} {'min s':>7s} {'peak MiB':>9s}")
+    for mode in modes:
+        t = results[mode]["times"]
+        med = statistics.median(t)
+        print(f"{mode:10s} {med:9.3f} {med / base:7.2f} {min(t):7.3f} {results[mode]['peak_mib']:9.0f}")
+    if args["json"]:
+        Path(args["json"]).write_text(json.dumps({"args": args, "results": results}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
