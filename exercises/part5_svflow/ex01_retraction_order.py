@@ -1,0 +1,55 @@
+# %% [markdown]
+# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
+# > self-check cell at the end.
+
+# %% [markdown]
+# # Exercise 01 — Retraction versus exponential map on the sphere
+# **Part:** 5 · **Difficulty:** ★ · **Book notebook:** book/part5_svflow/01_spherical_geometry
+#
+# Liao §2.2 states that the retraction $R_x(v)=(x+v)/\lVert x+v\rVert$ (Eq. 3) approximates the
+# exponential map $\exp_x(v)=\cos\lVert v\rVert\,x+\sin\lVert v\rVert\,v/\lVert v\rVert$ (Eq. 2) up to
+# $\mathcal O(\lVert v\rVert^2)$, for $x\in\mathbb S^{d-1}$ and $v\perp x$.
+#
+# 1. Implement `exp_map(x, v)` (with $\exp_x(0)=x$) and `retraction(x, v)` for vectors of shape `(d,)`,
+#    using numpy only.
+# 2. For a fixed unit $x$ and unit tangent $u$ in $d=5$, compute $e(t)=\lVert R_x(tu)-\exp_x(tu)\rVert$ for
+#    $t$ in `np.logspace(-3, -1.5, 10)` and fit the slope of $\log e$ against $\log t$. Store it in `slope`.
+# 3. In words: what is the order of the error, and what does it say about the paper's bound?
+
+# %%
+import numpy as np
+
+rng = np.random.default_rng(0)
+d = 5
+x = rng.standard_normal(d)
+x /= np.linalg.norm(x)
+u = rng.standard_normal(d)
+u -= (u @ x) * x                      # tangent at x
+u /= np.linalg.norm(u)
+
+
+# %%
+def exp_map(x: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Eq. (2): the geodesic from x with initial velocity v (v tangent at x)."""
+    raise NotImplementedError("n = ||v||; return x if n == 0, else cos(n) x + sin(n) v / n")
+
+
+def retraction(x: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Eq. (3): (x + v) / ||x + v||."""
+    raise NotImplementedError("normalise x + v")
+
+
+# %%
+ts = np.logspace(-3, -1.5, 10)
+raise NotImplementedError("errors = [||retraction(x, t u) - exp_map(x, t u)|| for t in ts]; slope = np.polyfit(log ts, log errors, 1)[0]")
+print(f"fitted slope: {slope:.3f}")
+
+# %% [markdown]
+# **Answer to 3.**
+# *Your answer here.*
+
+# %%
+from nextword.exercises.checks import check_ex_p5_01
+
+check_ex_p5_01(exp_map, retraction, slope);

@@ -1,0 +1,55 @@
+# %% [markdown]
+# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
+# > self-check cell at the end.
+
+# %% [markdown]
+# # Exercise 03 — The ELBO, its gradient and the variational error
+# **Part:** 5 · **Difficulty:** ★★ · **Book notebook:** book/part5_svflow/02_svflow_properties
+#
+# For a discrete latent $z$ with uniform prior, the instantaneous ELBO is
+# $\mathcal L(x)=\mathbb E_{q(z|x)}[\log p(x|z)]-\mathrm{KL}(q(z|x)\,\|\,p(z))$ (Liao, Eq. 11), and
+# Theorem 3.3 states $\nabla_x\mathcal L=v+\epsilon$ with the SVFlow field $v=\mathbb E_q[\nabla_x\log p(x|z)]$
+# and $\epsilon=\mathbb E_q[\log\frac{p(z|x)}{q(z|x)}\nabla_x\log q(z|x)]$ (Eq. 12).
+#
+# `GaussianSVFlow` gives you, for points `x (N, d)`: `flow.log_q(x)` ($\log q(z|x)$, `(N, Z)`),
+# `flow.log_lik(x)` ($\log p(x|z)$), `flow.log_post(x)` ($\log p(z|x)$) and `flow.grad_log_q(x)`
+# ($\nabla_x\log q(z|x)$, `(N, Z, d)`).
+#
+# 1. Implement `my_elbo(flow, x)` → `(N,)` and `my_epsilon(flow, x)` → `(N, d)` with numpy (do not call
+#    `flow.elbo`/`flow.epsilon`).
+# 2. The paper says $\epsilon$ vanishes *if and only if* $q=p$. Prove the "if" and disprove the "only if".
+
+# %%
+import numpy as np
+
+from nextword.theory.svflow import GaussianSVFlow
+
+rng = np.random.default_rng(0)
+Z, d = 4, 2
+flow = GaussianSVFlow(rng.normal(size=(Z, d)), np.zeros((Z, d)), rng.normal(size=(Z, d)), np.zeros((Z, d)))
+x = rng.normal(size=(3, d))
+
+
+# %%
+def my_elbo(flow: GaussianSVFlow, x: np.ndarray) -> np.ndarray:
+    """Eq. (11) with the uniform prior p(z) = 1/Z."""
+    raise NotImplementedError("q = exp(log_q); sum_z q (log p(x|z) + log(1/Z) - log q)")
+
+
+def my_epsilon(flow: GaussianSVFlow, x: np.ndarray) -> np.ndarray:
+    """Eq. (12): E_q[ log(p(z|x)/q(z|x)) grad_x log q(z|x) ]."""
+    raise NotImplementedError("weights w = q * (log_post - log_q), shape (N, Z); contract with grad_log_q (N, Z, d)")
+
+
+print("ELBO:", np.round(my_elbo(flow, x), 4))
+print("log p(x) - ELBO:", np.round(flow.log_marginal(x) - my_elbo(flow, x), 4))
+
+# %% [markdown]
+# **Answer to 2.**
+# *Your answer here.*
+
+# %%
+from nextword.exercises.checks import check_ex_p5_03
+
+check_ex_p5_03(my_elbo, my_epsilon);

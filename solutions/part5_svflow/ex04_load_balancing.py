@@ -1,0 +1,50 @@
+# %% [markdown]
+# # Exercise 04 — Is the load-balancing loss minimised by balanced routing?
+# **Part:** 5 · **Difficulty:** ★★★ · **Book notebook:** book/part5_svflow/03_attention_as_vmf_posterior
+#
+# The auxiliary MoE loss (Liao, Eq. 22) is $\mathcal J_{\text{bal}}=\sum_zf_zP_z$, with $f_z$ the fraction of
+# inputs whose arg-max expert is $z$ and $P_z$ the mean gate probability of expert $z$. §4.3 reads it as a
+# coarse variational regulariser and says that minimising it "matches the marginal expert distribution to
+# a uniform prior".
+#
+# 1. Show that $\mathcal J_{\text{bal}}=1/E$ whenever $f$ or $P$ is uniform, and that a collapsed router
+#    gives 1.
+# 2. With $E=2$ experts, construct a gate matrix `gates` of shape `(N, 2)` whose $\mathcal J_{\text{bal}}$ is
+#    *below* $1/2$ while its marginal $P$ is not uniform. (Hint: arg-max only sees which gate is larger.)
+# 3. What is the infimum of $\mathcal J_{\text{bal}}$ over two-expert routers in your family?
+
+# %%
+import numpy as np
+
+from nextword.theory.svflow_attention import load_balancing_loss
+
+# %% [markdown]
+# **Answer to 1.**
+# <!-- BEGIN SOLUTION -->
+# If $f_z=1/E$ for all $z$, $\mathcal J=\frac1E\sum_zP_z=\frac1E$; likewise if $P_z=1/E$, since $\sum_zf_z=1$.
+# A collapsed router sends everything to one expert $z^*$ with gate 1: $f_{z^*}=P_{z^*}=1$, so $\mathcal J=1$.
+# <!-- END SOLUTION -->
+
+# %%
+# BEGIN SOLUTION hint="route a fraction a of inputs with gates (1/2 + tiny, 1/2 - tiny) and the rest with (0, 1)"
+N, a, tiny = 400, 0.75, 1e-9
+gates = np.array([[0.5 + tiny, 0.5 - tiny]] * int(a * N) + [[0.0, 1.0]] * (N - int(a * N)))
+# END SOLUTION
+J, f, P = load_balancing_loss(gates)
+print(f"J_bal = {J:.4f}, f = {np.round(f, 3)}, P = {np.round(P, 3)}")
+
+# %% [markdown]
+# **Answer to 3.**
+# <!-- BEGIN SOLUTION -->
+# With a fraction $a\ge\frac12$ of inputs at $(\frac12+\delta,\frac12-\delta)$ and the rest at $(0,1)$:
+# $f=(a,1-a)$, $P_1=a(\frac12+\delta)$, and
+# $\mathcal J=aP_1+(1-a)(1-P_1)=a^2-\tfrac32a+1+\delta(2a^2-a)$. As $\delta\to0$ this is minimised at
+# $a=\tfrac34$, giving $\mathcal J\to\tfrac7{16}<\tfrac12$ with $P=(\tfrac38,\tfrac58)$. So the global
+# minimiser of Eq. (22) is not a uniform marginal; the loss lowers the product of two different marginals,
+# and near-tied gates let the hard fractions $f$ and the soft means $P$ disagree.
+# <!-- END SOLUTION -->
+
+# %%
+from nextword.exercises.checks import check_ex_p5_04
+
+check_ex_p5_04(gates);
