@@ -22,6 +22,7 @@ True
 """
 from __future__ import annotations
 
+import array
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -365,7 +366,11 @@ class BPETokenizer:
     def decode_bytes(self, ids: Iterable[int] | np.ndarray) -> bytes:
         """Concatenated token bytes (a table gather); ``ValueError`` on an unknown id."""
         if not isinstance(ids, np.ndarray):
-            ids = np.asarray(ids if isinstance(ids, (list, tuple)) else list(ids))
+            seq = ids if isinstance(ids, (list, tuple)) else list(ids)
+            try:  # C-speed int64 conversion that refuses floats and strings
+                ids = np.frombuffer(array.array("q", seq), dtype=np.int64)
+            except (TypeError, OverflowError):
+                ids = np.asarray(seq)  # only to report the problem below
         if ids.size == 0:
             return b""
         if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
