@@ -1,0 +1,72 @@
+# %% [markdown]
+# # Exercise 03 — Which sticky chain is behind "theoretical min entropy 1.8833"?
+# **Part:** 3 · **Difficulty:** ★★ · **Book notebook:** book/part3_dynamics/03_sticky_chain_em_vs_sgd
+#
+# §7.2 uses an 8-state chain that stays put with probability $s=0.3$ and otherwise jumps to another
+# state $j\ne i$ with probability proportional to a weight $w(d)$ of the circular distance
+# $d(i,j)=\min(|i-j|,n-|i-j|)$. Table 1 reports a "theoretical min entropy" of 1.8833 — the entropy
+# rate $H=-\sum_a\pi_a\sum_bP_{ab}\log P_{ab}$ (nats) of the chain.
+#
+# 1. Implement `transition(n, stay, rule)` for the rules `"uniform_others"` ($w=1$),
+#    `"circular_distance"` ($w=d$) and `"inverse_circular_distance"` ($w=1/d$).
+# 2. Implement `entropy_rate(P)` for **any** irreducible transition matrix (find the stationary law
+#    $\pi$ with $\pi P=\pi$ yourself; numpy only).
+# 3. Set `best_rule` to the rule whose 8-state, $s=0.3$ chain has entropy rate 1.8833.
+# 4. Why is $\pi$ uniform for all three rules, so that $H$ is just the entropy of one row?
+
+# %%
+import numpy as np
+
+
+# %%
+def transition(n: int, stay: float, rule: str) -> np.ndarray:
+    """(n, n) sticky transition matrix: P[i, i] = stay, P[i, j] ∝ w(d(i, j)) for j != i."""
+    # BEGIN SOLUTION hint="d = min(|i-j|, n-|i-j|) with np.indices; zero weight on the diagonal; normalise rows to 1 - stay"
+    i, j = np.indices((n, n))
+    d = np.minimum(np.abs(i - j), n - np.abs(i - j)).astype(float)  # (n, n)
+    off = i != j
+    if rule == "uniform_others":
+        w = off.astype(float)
+    elif rule == "circular_distance":
+        w = d
+    elif rule == "inverse_circular_distance":
+        w = np.where(off, 1.0 / np.where(off, d, 1.0), 0.0)
+    else:
+        raise ValueError(f"unknown rule {rule!r}")
+    return (1 - stay) * w / w.sum(axis=1, keepdims=True) + stay * np.eye(n)
+    # END SOLUTION
+
+
+def entropy_rate(P: np.ndarray) -> float:
+    """H = -sum_a pi_a sum_b P_ab log P_ab in nats, pi the stationary law of P."""
+    # BEGIN SOLUTION hint="pi = left eigenvector of P for eigenvalue 1 (np.linalg.eig(P.T)), normalised; 0 log 0 = 0"
+    w, vecs = np.linalg.eig(P.T)
+    pi = np.real(vecs[:, np.argmin(np.abs(w - 1))])
+    pi = pi / pi.sum()
+    plogp = np.where(P > 0, P * np.log(np.where(P > 0, P, 1.0)), 0.0)
+    return float(-(pi * plogp.sum(axis=1)).sum())
+    # END SOLUTION
+
+
+for rule in ("uniform_others", "circular_distance", "inverse_circular_distance"):
+    print(f"{rule:28s} H = {entropy_rate(transition(8, 0.3, rule)):.4f} nats")
+
+# BEGIN SOLUTION hint="read it off the table above"
+best_rule = "inverse_circular_distance"
+# END SOLUTION
+
+# %% [markdown]
+# **Answer to 4.**
+# <!-- BEGIN SOLUTION -->
+# Each rule's weights depend only on the circular distance, so row $i+1$ is row $i$ shifted by one
+# place: the matrix is circulant. Its columns are then shifts of one another too, so every column
+# sums to the same value as the rows, namely 1 — the chain is doubly stochastic — and
+# $\pi=\tfrac1n\mathbf 1$ satisfies $\pi P=\tfrac1n\mathbf 1^\top P=\tfrac1n\mathbf 1^\top$. With a
+# uniform $\pi$ and identical row entropies, $H$ equals the entropy of any row:
+# $h(0.3)+0.7\,H(w/\textstyle\sum w)$.
+# <!-- END SOLUTION -->
+
+# %%
+from nextword.exercises.checks import check_ex_p3_03
+
+check_ex_p3_03(transition, entropy_rate, best_rule)

@@ -1,0 +1,61 @@
+# %% [markdown]
+# # Exercise 04 — One EM-like M-step on the values
+# **Part:** 3 · **Difficulty:** ★★★ · **Book notebook:** book/part3_dynamics/03_sticky_chain_em_vs_sgd
+#
+# The EM-like schedule of §5.3/§7.2 updates values in closed form: after a forward pass (E-step)
+# giving $\alpha$ and $u_i=W_O^\top(p_i-e_{y_i})$ (Eq. 14, summed loss (9)), every value of the
+# sequence moves by $\Delta v_j=-\eta_v\sum_i\alpha_{ij}u_i$ (Eq. 33). In a real head the values are
+# $V=XW_V$, so the book carries $\Delta V$ back to the weights by least squares:
+# $W_V\leftarrow W_V+\arg\min_\Delta\|X\Delta-\Delta V\|$.
+#
+# 1. Implement `em_value_step(params, X, y, value_lr)` for one causal sequence `X (T, d_x)`,
+#    `y (T,)` and a `nextword.theory.dynamics.HeadParams` (row vectors: `Q = X @ params.W_Q`, …,
+#    logits `G @ params.W_O + params.b`). Return the new `W_V`. You may use
+#    `nextword.attention.scaled_dot_product_attention` and `softmax`, not `nextword.theory`.
+# 2. Why would updating a free table of per-position values $v_t$ (instead of $W_V$) make the
+#    training loss of a causal head meaningless?
+
+# %%
+import numpy as np
+
+from nextword.attention import scaled_dot_product_attention, softmax
+from nextword.theory.dynamics import HeadParams
+
+rng = np.random.default_rng(0)
+params_demo = HeadParams.init(6, 3, 5, 4, rng=rng, scale=0.5)
+X_demo = rng.standard_normal((10, 6))
+y_demo = rng.integers(0, 4, size=10)
+
+
+# %%
+def em_value_step(params: HeadParams, X: np.ndarray, y: np.ndarray, value_lr: float) -> np.ndarray:
+    """New W_V (d_x, d_v) after the M-step Delta V = -value_lr alpha^T U and a least-squares pull-back."""
+    # BEGIN SOLUTION hint="alpha from scaled_dot_product_attention(..., causal=True, return_weights=True); U = (P - onehot) @ W_O.T; np.linalg.lstsq(X, dV)"
+    Q, K, V = X @ params.W_Q, X @ params.W_K, X @ params.W_V
+    G, alpha = scaled_dot_product_attention(Q, K, V, causal=True, return_weights=True)
+    P = softmax(G @ params.W_O + params.b)  # (T, C)
+    delta = P.copy()
+    delta[np.arange(len(y)), y] -= 1.0  # p_i - e_{y_i}, Eq. (13)
+    U = delta @ params.W_O.T  # (T, d_v), Eq. (14)
+    dV = -value_lr * alpha.T @ U  # (T, d_v), Eq. (33)
+    return params.W_V + np.linalg.lstsq(X, dV, rcond=None)[0]
+    # END SOLUTION
+
+
+W_new = em_value_step(params_demo, X_demo, y_demo, 1.0)
+print("||Delta W_V|| =", round(float(np.linalg.norm(W_new - params_demo.W_V)), 4))
+
+# %% [markdown]
+# **Answer to 2.**
+# <!-- BEGIN SOLUTION -->
+# Under a causal mask query $t$ sees key $t$, so a free value $v_t$ can simply be moved until
+# $g_t$ — and hence the prediction at position $t$ — points at the target $y_t$: the table
+# memorises the training sequence and the loss can drop far below the entropy rate without the
+# head having learned anything that transfers to a new sequence. Tying values to inputs
+# ($v_t=x_tW_V$, with $x_t$ carrying only $y_{t-1}$) forbids that shortcut.
+# <!-- END SOLUTION -->
+
+# %%
+from nextword.exercises.checks import check_ex_p3_04
+
+check_ex_p3_04(em_value_step)
