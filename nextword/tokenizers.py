@@ -123,6 +123,8 @@ class BPETokenizer:
         for s, i in self.special_tokens.items():
             if not isinstance(s, str) or not s:
                 raise ValueError(f"special tokens must be non-empty strings, got {s!r}")
+            if not 0 <= int(i) < 1 << 24:
+                raise ValueError(f"special token {s!r}: id {i} out of range [0, 2**24)")
             if int(i) in vocab:
                 raise ValueError(f"special token {s!r} has id {i}, already used by a byte or merge")
             vocab[int(i)] = s.encode("utf-8")
