@@ -52,4 +52,4 @@ print(f"fitted slope: {slope:.3f}")
 # %%
 from nextword.exercises.checks import check_ex_p5_01
 
-check_ex_p5_01(exp_map, retraction, slope);
+check_ex_p5_01(exp_map, retraction, slope)

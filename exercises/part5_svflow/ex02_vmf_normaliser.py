@@ -49,4 +49,4 @@ for kappa in (0.5, 5.0, 500.0, 5000.0):
 # %%
 from nextword.exercises.checks import check_ex_p5_02
 
-check_ex_p5_02(log_vmf_normaliser);
+check_ex_p5_02(log_vmf_normaliser)

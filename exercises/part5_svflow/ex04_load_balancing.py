@@ -39,4 +39,4 @@ print(f"J_bal = {J:.4f}, f = {np.round(f, 3)}, P = {np.round(P, 3)}")
 # %%
 from nextword.exercises.checks import check_ex_p5_04
 
-check_ex_p5_04(gates);
+check_ex_p5_04(gates)

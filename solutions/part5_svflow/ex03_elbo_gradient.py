@@ -62,4 +62,4 @@ print("log p(x) - ELBO:", np.round(flow.log_marginal(x) - my_elbo(flow, x), 4))
 # %%
 from nextword.exercises.checks import check_ex_p5_03
 
-check_ex_p5_03(my_elbo, my_epsilon);
+check_ex_p5_03(my_elbo, my_epsilon)
