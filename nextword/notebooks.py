@@ -76,6 +76,8 @@ def py_to_notebook(py_path: Path):
     import jupytext
 
     nb = jupytext.read(py_path, fmt="py:percent")
+    for i, cell in enumerate(nb.cells):  # deterministic ids: regenerating a notebook gives no spurious diff
+        cell["id"] = f"cell-{i:03d}"
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     nb.metadata["jupytext"] = {"formats": "ipynb,py:percent"}
     return nb
