@@ -1,0 +1,57 @@
+# %% [markdown]
+# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
+# > self-check cell at the end.
+
+# %% [markdown]
+# # Exercise 02 — Rate matrices for discrete diffusion, and their reversal
+# **Part:** 2 · **Difficulty:** ★ · **Book notebook:** book/part2_formulation/08_discrete_diffusion
+#
+# A continuous-time Markov chain on $S$ states is described by a *generator* $Q$: $Q_{ij}\ge0$ is the
+# rate of jumping $i\to j$ ($i\ne j$) and each row sums to zero. Examples 9.2 and 9.3 of §9 print two
+# matrices meant to be such generators — a uniform one and an absorbing ("mask") one — but as
+# printed their rows do not sum to zero.
+#
+# 1. Implement the corrected `uniform_generator(V, beta)`: every state jumps to each of the $V$
+#    states (itself included, which does nothing) at rate $\beta/V$.
+# 2. Implement `absorbing_generator(V, mask, beta)`: every state other than `mask` jumps to `mask`
+#    at rate $\beta$; `mask` never leaves.
+# 3. Implement `reverse_rates(Q, p)`, the reverse-time generator of (D.1),
+#    $\bar Q_{ij}=Q_{ji}\,p_j/p_i$ for $i\ne j$, with the diagonal chosen so that rows sum to zero.
+# 4. In words: what is the matrix printed in Example 9.2, if not a generator?
+#
+# Do not import `nextword.theory.diffusion` (the checker uses it to compare).
+
+# %%
+import numpy as np
+
+V_demo, beta_demo = 4, 0.5
+
+
+# %%
+def uniform_generator(V: int, beta: float) -> np.ndarray:
+    """Generator (V, V) of uniform resampling at total rate beta (rows sum to 0)."""
+    raise NotImplementedError("beta * (ones((V, V)) / V - identity)")
+
+
+def absorbing_generator(V: int, mask: int, beta: float) -> np.ndarray:
+    """Generator (V, V): i -> mask at rate beta for i != mask; the mask row is zero."""
+    raise NotImplementedError("start from zeros; set Q[i, mask] = beta and Q[i, i] = -beta for every i != mask")
+
+
+def reverse_rates(Q: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Reverse-time generator of (D.1) for a law p with p > 0, shape (S, S)."""
+    raise NotImplementedError("R = Q.T * p[None, :] / p[:, None]; then zero the diagonal and set it to minus the row sums")
+
+
+print("uniform generator, rows sum to 0:", bool(np.allclose(uniform_generator(V_demo, beta_demo).sum(axis=1), 0)))
+print("absorbing generator, rows sum to 0:", bool(np.allclose(absorbing_generator(V_demo, V_demo - 1, beta_demo).sum(axis=1), 0)))
+
+# %% [markdown]
+# **Answer to 4.**
+# *Your answer here.*
+
+# %%
+from nextword.exercises.checks import check_ex_p2_02
+
+check_ex_p2_02(uniform_generator, absorbing_generator, reverse_rates)
