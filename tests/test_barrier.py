@@ -267,3 +267,13 @@ def test_depth_localisation_and_self_conditioned_layer():
     np.testing.assert_allclose(total, np.linalg.slogdet(J.reshape(3 * T * d, -1))[1], atol=1e-6)
     with pytest.raises(ValueError, match="queries"):
         DepthLayer(np.eye(2), np.eye(2), np.eye(2), "next")
+
+
+@pytest.mark.parametrize("module", ["barrier", "barrier_density", "barrier_process", "barrier_depth"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    mod = importlib.import_module(f"nextword.theory.{module}")
+    result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
