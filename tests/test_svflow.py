@@ -301,3 +301,50 @@ def test_head_svflow_metrics_identities():
     sub = sa.head_svflow_metrics(x, q[:3] / q[:3].sum(), o[:3])
     for key in sub:
         np.testing.assert_allclose(masked[key], sub[key], rtol=1e-12)
+
+
+# ------------------------------------------------------------------ hybrid training (torch, App. C.1)
+def test_make_moons_shapes_and_geometry():
+    pytest.importorskip("torch")
+    from nextword.theory.svflow_hybrid import make_moons
+
+    X, y = make_moons(101, 0.0, np.random.default_rng(0))
+    assert X.shape == (101, 2) and np.bincount(y).tolist() == [50, 51]
+    np.testing.assert_allclose(np.linalg.norm(X[y == 0], axis=1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(X[y == 1] - np.array([1.0, 0.5]), axis=1), 1.0, atol=1e-12)
+    with pytest.raises(ValueError, match="noise"):
+        make_moons(10, -1.0, np.random.default_rng(0))
+
+
+def test_hybrid_forward_matches_numpy_gaussian_svflow():
+    torch = pytest.importorskip("torch")
+    from nextword.theory.svflow_hybrid import HybridConfig, HybridSVFlow
+
+    torch.manual_seed(0)
+    cfg = HybridConfig(betas=(0.1, None), dt=0.05)
+    model = HybridSVFlow(cfg)
+    x0 = np.random.default_rng(1).normal(size=(7, 2))
+    with torch.no_grad():
+        paths, kls, _ = model(torch.as_tensor(x0, dtype=torch.float32))
+    for run in range(2):
+        x = x0.copy()
+        for k in range(cfg.n_steps):
+            sl = model.slice(run, k * cfg.dt)
+            np.testing.assert_allclose(kls[run, k].numpy(), sl.kl_gap(x), rtol=2e-3, atol=2e-4)
+            x = x + cfg.dt * sl.field(x)
+            np.testing.assert_allclose(paths[run, k + 1].numpy(), x, rtol=1e-3, atol=1e-4)
+
+
+def test_hybrid_runs_are_independent_and_losses_weighted():
+    torch = pytest.importorskip("torch")
+    from nextword.theory.svflow_hybrid import HybridConfig, HybridSVFlow
+
+    torch.manual_seed(0)
+    model = HybridSVFlow(HybridConfig(betas=(0.5, None), dt=0.1))
+    x0 = torch.randn(16, 2)
+    y = torch.randint(0, 2, (16,))
+    j_h, j_a, j_v = model.losses(x0, y)
+    torch.testing.assert_close(j_h, torch.stack([j_a[0] + 0.5 * j_v[0], j_v[1]]))
+    j_h[0].backward()
+    for p in model.parameters():
+        assert torch.all(p.grad[1] == 0)  # run 1's parameters get no gradient from run 0's loss

@@ -48,6 +48,7 @@ __all__ = [
     "shuffle_rate_bins",
     "RATE_BIN_EDGES",
     "head_svflow_metrics",
+    "svflow_metrics_from_loglik",
 ]
 
 RATE_BIN_EDGES = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -213,7 +214,8 @@ def head_svflow_metrics(x: object, attn: object, out_vectors: object, mask: obje
 
     Returns a dict of arrays of shape ``(...)``: ``neg_log_p_per_dim`` (``-log p_t(x)/d`` with
     ``p_t(x) = mean_z p_vMF(x|z)``), ``elbo``, ``kl_q_p``, ``kl_q_u``, ``kl_p_u`` (nats), and
-    ``kappa_mean`` (the mean ``kappa'_z`` over allowed keys).
+    ``kappa_mean`` (the mean ``kappa'_z`` over allowed keys). See :func:`svflow_metrics_from_loglik`
+    for the batched form used on whole sequences.
     """
     x = as_float_array(x, "x", min_ndim=1).astype(np.float64)
     q = as_float_array(attn, "attn", min_ndim=1).astype(np.float64)
@@ -221,10 +223,23 @@ def head_svflow_metrics(x: object, attn: object, out_vectors: object, mask: obje
     d = x.shape[-1]
     if o.shape[-1] != d or o.shape[-2] != q.shape[-1]:
         raise ValueError(f"out_vectors must be (..., Z, d) with Z={q.shape[-1]}, d={d}, got {o.shape}")
-    m = (q > 0) if mask is None else np.asarray(mask, dtype=bool)
-    m = np.broadcast_to(m, q.shape)
     kappa = np.linalg.norm(o, axis=-1)  # (..., Z)
     log_lik = vmf_log_normalizer(kappa, d) + np.einsum("...zd,...d->...z", o, x)
+    return svflow_metrics_from_loglik(log_lik, q, d, kappa=kappa, mask=mask)
+
+
+def svflow_metrics_from_loglik(log_lik: object, attn: object, d: int, *, kappa: object = None,
+                               mask: object = None) -> dict[str, np.ndarray]:
+    """The metrics of :func:`head_svflow_metrics` from ``log p(x|z)`` directly.
+
+    ``log_lik (..., Z)`` = ``log C_d(kappa'_z) + kappa'_z mu'_z . x`` (compute it with one matmul for
+    all queries of a sequence), ``attn (..., Z)`` = ``q(z|x)``, ``d`` = the sphere's dimension (for
+    the per-dimension unit), optional ``kappa (..., Z)`` for ``kappa_mean``, ``mask (..., Z)``.
+    """
+    q = as_float_array(attn, "attn", min_ndim=1).astype(np.float64)
+    log_lik = as_float_array(log_lik, "log_lik", min_ndim=1, finite=False).astype(np.float64)
+    m = (q > 0) if mask is None else np.asarray(mask, dtype=bool)
+    m = np.broadcast_to(m, np.broadcast_shapes(q.shape, log_lik.shape))
     log_lik = np.where(m, log_lik, -np.inf)
     n_allowed = m.sum(axis=-1)
     log_px = logsumexp(log_lik, axis=-1) - np.log(n_allowed)  # uniform prior over allowed keys
@@ -232,11 +247,14 @@ def head_svflow_metrics(x: object, attn: object, out_vectors: object, mask: obje
     with np.errstate(divide="ignore"):
         log_q = np.where(m, np.log(q), -np.inf)
     kl_qp = categorical_kl(log_q, log_p)
-    return {
+    out = {
         "neg_log_p_per_dim": -log_px / d,
         "elbo": log_px - kl_qp,
         "kl_q_p": kl_qp,
         "kl_q_u": np.log(n_allowed) - entropy(log_q),
         "kl_p_u": np.log(n_allowed) - entropy(log_p),
-        "kappa_mean": np.sum(np.where(m, kappa, 0.0), axis=-1) / n_allowed,
     }
+    if kappa is not None:
+        k = np.broadcast_to(np.asarray(kappa, dtype=np.float64), m.shape)
+        out["kappa_mean"] = np.sum(np.where(m, k, 0.0), axis=-1) / n_allowed
+    return out
