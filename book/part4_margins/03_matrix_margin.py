@@ -237,7 +237,9 @@ print(f"Eq. (21) (tau = 1, delta = 0): z = ({map21.x[0]:.4f}, {map21.x[1]:.4f}),
 
 # %%
 g2, g3 = np.meshgrid(np.linspace(-0.5, 4.0, 181), np.linspace(-2.5, 2.5, 181), indexing="ij")
-F = np.vectorize(lambda u, v: f(np.array([u, v])))(g2, g3)
+Xg = np.stack([np.zeros_like(g2), g2, g3], axis=-1)  # (181, 181, 3): the whole grid as one batch
+E_g = causal_residual(Xg[..., None], [[a_toy]], [[1.0]])[..., 0]
+F = 0.5 * np.sum(E_g**2, axis=-1) + 0.5 * lam * ((g2 - z_star[0]) ** 2 + (g3 - z_star[1]) ** 2)
 M = scalar_margin(np.stack([np.zeros_like(g2), g2, g3], axis=-1), a=a_toy)[..., 2]
 fig, ax = plt.subplots(figsize=(6.4, 4.4))
 cs_ = ax.contour(g2, g3, F, levels=20, linewidths=0.7)
