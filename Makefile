@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.nextword-installed
 JOBS   ?= 2
 # nbval needs matplotlib's inline backend (Agg drops the figure's text output) and the default run.
-NBENV  := env -u MPLBACKEND FULL=0 PYDEVD_DISABLE_FILE_VALIDATION=1
+NBENV  := env -u MPLBACKEND FULL=0
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with book/nbval_sanitize.cfg -p no:cacheprovider
 
 .PHONY: help env test test-lib test-notebooks book render lab sync exercises bench clean

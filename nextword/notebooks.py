@@ -27,6 +27,32 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIRS = ("book", "exercises", "solutions")
 EXECUTED_DIRS = ("book", "solutions")
+# The environment every notebook kernel runs in, when built here and when checked by nbval (the root
+# conftest.py applies it): one BLAS/torch thread and a fixed hash seed, so that stored outputs do not
+# depend on the machine's core count or on set iteration order; the default (not FULL) run; matplotlib's
+# inline backend (MPLBACKEND=Agg would drop the figures' text output that nbval compares).
+NOTEBOOK_ENV = {
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "PYTHONHASHSEED": "0",
+    "FULL": "0",
+}
+
+
+def apply_notebook_env(environ: dict | None = None, *, full: bool | None = None) -> None:
+    """Put :data:`NOTEBOOK_ENV` into ``environ`` (default ``os.environ``) so kernels inherit it.
+
+    ``FULL`` keeps a value already set to ``"1"`` (paper-sized runs on purpose) unless ``full`` is given.
+    """
+    environ = os.environ if environ is None else environ
+    keep_full = environ.get("FULL") == "1" if full is None else full
+    environ.update(NOTEBOOK_ENV)
+    if keep_full:
+        environ["FULL"] = "1"
+    environ.pop("MPLBACKEND", None)
+
+
 _PART_TITLES = {
     "part0_reading_guide": "Reading guide",
     "part1_chapter6": "Part 1 — Chapter 6: Transformers",
@@ -246,6 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     r = sub.add_parser("render", help="render the executed book to _build/html")
     r.add_argument("--out", default=str(REPO_ROOT / "_build" / "html"))
     args = parser.parse_args(argv)
+    apply_notebook_env()
 
     if args.command == "build":
         paths = _expand(args.paths, args.all, EXECUTED_DIRS)

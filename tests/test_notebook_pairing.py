@@ -89,3 +89,13 @@ def test_committed_book_and_solution_notebooks_are_executed(path):
         assert cell.execution_count is not None, f"{path}: cell {i} was not executed"
         if "raises-exception" not in cell.metadata.get("tags", []):
             assert not any(o.get("output_type") == "error" for o in cell.outputs), f"{path}: cell {i} errored"
+
+
+def test_notebook_environment_is_single_threaded_seeded_and_default_run():
+    env = {"MPLBACKEND": "Agg", "FULL": "1", "OMP_NUM_THREADS": "8"}
+    notebooks.apply_notebook_env(env, full=False)
+    assert env["OMP_NUM_THREADS"] == "1" and env["PYTHONHASHSEED"] == "0" and env["FULL"] == "0"
+    assert "MPLBACKEND" not in env, "Agg would drop the figure text output that nbval compares"
+    kept = {"FULL": "1"}
+    notebooks.apply_notebook_env(kept)
+    assert kept["FULL"] == "1", "an explicit FULL=1 build keeps the paper-sized run"
