@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from nextword.exercises.checks import ExerciseCheckError, check_ex_p4_01, check_ex_p4_02, check_ex_p4_03
+from nextword.exercises.checks import ExerciseCheckError, check_ex_p4_01, check_ex_p4_02, check_ex_p4_03, check_ex_p4_04
 from nextword.theory.barrier import (
     jacobian_diagonal_block,
     matrix_margins,
@@ -45,6 +45,14 @@ def test_p4_02_right_and_wrong():
         check_ex_p4_02(paper)
     with pytest.raises(ExerciseCheckError, match="shape"):
         check_ex_p4_02(lambda X, t, W_Q, W_K, W_V: np.eye(2))
+
+
+def test_p4_04_right_and_wrong():
+    assert check_ex_p4_04(lambda w, s: s**2 * (1 + w**2) / (1 - w**2) ** 2)
+    with pytest.raises(ExerciseCheckError):  # the length-1 answer
+        check_ex_p4_04(lambda w, s: s**2)
+    with pytest.raises(ExerciseCheckError, match="NotImplementedError"):
+        check_ex_p4_04(_not_implemented)
 
 
 def test_p4_03_right_and_wrong():

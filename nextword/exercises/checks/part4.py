@@ -11,7 +11,7 @@ import numpy as np
 
 from ._common import ExerciseCheckError, as_array, check_close, check_shape, check_true, fail, passed  # noqa: F401
 
-__all__: list[str] = ["check_ex_p4_01", "check_ex_p4_02", "check_ex_p4_03"]
+__all__: list[str] = ["check_ex_p4_01", "check_ex_p4_02", "check_ex_p4_03", "check_ex_p4_04"]
 
 
 def _call(fn: Callable, name: str, *args):
@@ -92,3 +92,17 @@ def check_ex_p4_03(X, W_Q, W_K) -> bool:
                "the block is (nearly) singular, so it is not a counterexample")
     return passed(f"ρ(Σ_t A) = {1 - mm.spectral[-1]:.3f} ≥ 1 yet |det(I - Σ_t A)| = {abs(mm.det[-1]):.3f}: "
                   "the spectral condition is not necessary")
+
+
+def check_ex_p4_04(var_first_embedding: Callable) -> bool:
+    """Exercise 04: ``var_first_embedding(w, sigma)`` = Var(x_1) under the length-2 non-causal model."""
+    from nextword.theory.barrier import residual_jacobian
+
+    for w, sigma in ((0.5, 1.0), (-0.3, 2.0), (0.8, 0.5), (0.0, 1.5)):
+        # the map e = J x is linear: J from the library at any point, then Cov(x) = σ² (Jᵀ J)^(-1)
+        J = residual_jacobian(np.zeros((2, 1)), [[1.0]], [[1.0]], [[w]], context="others").reshape(2, 2)
+        expected = sigma**2 * np.linalg.inv(J.T @ J)[0, 0]
+        got = _call(var_first_embedding, "var_first_embedding", w, sigma)
+        check_close(f"var_first_embedding(w={w}, sigma={sigma})", np.asarray(got, dtype=float), expected,
+                    rtol=1e-8, atol=1e-12)
+    return passed("Var(x_1) of the length-2 non-causal model matches the change of variables for 4 (w, σ)")

@@ -1,0 +1,44 @@
+# %% [markdown]
+# # Exercise 04 — Why non-causal attention breaks Kolmogorov consistency
+# **Part:** 4 · **Difficulty:** ★★ · **Book notebook:** book/part4_margins/04_token_level_process
+#
+# Proposition 2 claims that without causal masking the length-$n$ laws need not be consistent
+# (Eq. 32 fails). Take $d=1$, values $v_s=w\,x_s$, and let every position attend to all *other*
+# positions (no mask, no self-attention). For $n=1$ nothing is attended, so $x_1=\varepsilon_1\sim
+# \mathcal N(0,\sigma^2)$. For $n=2$ each softmax has a single key, so $\mu_1=wx_2$, $\mu_2=wx_1$ and the
+# residual map $e=(x_1-wx_2,\;x_2-wx_1)$ is linear.
+#
+# 1. Implement `var_first_embedding(w, sigma)`: the variance of $x_1$ under the **length-2** model
+#    ($|w|<1$). Hint: $x=(I-W)^{-1}\varepsilon$.
+# 2. Explain in two or three sentences why this breaks Eq. (32) for any token head that depends on
+#    $x_1$, and which step of the proof of Theorem 2 (Lemma C.1 or C.2) fails.
+
+# %%
+import numpy as np
+
+# %%
+def var_first_embedding(w: float, sigma: float) -> float:
+    """Var(x_1) when the sequence has length 2 and each position attends only to the other one."""
+    # BEGIN SOLUTION hint="invert I - [[0, w], [w, 0]] and take the (0, 0) entry of M M^T, times sigma^2"
+    M = np.linalg.inv(np.eye(2) - np.array([[0.0, w], [w, 0.0]]))
+    return float(sigma**2 * (M @ M.T)[0, 0])  # = sigma² (1 + w²) / (1 - w²)²
+    # END SOLUTION
+
+
+print(f"w = 0.5, sigma = 1: Var(x_1) = {var_first_embedding(0.5, 1.0):.4f} (length-1 model: 1.0000)")
+
+# %% [markdown]
+# **Answer to 2.**
+# <!-- BEGIN SOLUTION -->
+# Under the length-1 model $x_1\sim\mathcal N(0,\sigma^2)$, but integrating $x_2$ out of the length-2
+# model gives $x_1\sim\mathcal N\big(0,\sigma^2(1+w^2)/(1-w^2)^2\big)$. Any head $P(y_1\mid x_1)$ that is
+# not constant in $x_1$ then gives $\sum_{y_2}P_2(y_1,y_2)=\mathbb E_{p_2}[P(y_1\mid x_1)]\ne
+# \mathbb E_{p_1}[P(y_1\mid x_1)]=P_1(y_1)$. Lemma C.1 still holds (the head is causal); what fails is
+# Lemma C.2 / Assumption A2: the length-2 prior does not factor as $p_1(x_1)\,p(x_2\mid x_1)$, because
+# the position-1 residual $e_1=x_1-wx_2$ now depends on the future.
+# <!-- END SOLUTION -->
+
+# %%
+from nextword.exercises.checks import check_ex_p4_04
+
+check_ex_p4_04(var_first_embedding)
