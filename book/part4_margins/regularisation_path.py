@@ -1,0 +1,206 @@
+# %% [markdown]
+# # 4.8 The regularisation path in $\lambda_m$ (§7.4, Table 1, Fig. 7.6)
+#
+# *Source: Agarwal et al., §7.4 (Table 1, Fig. 7.6), with §3.4 (Fig. 3.3) and §4.*
+#
+# §7.4 trains seven models that differ only in the penalty weight
+# $\lambda_m\in\{0,0.005,0.01,0.02,0.05,0.1,0.2\}$ and reports, on the validation set: clean BPC,
+# BPC under embedding noise $\sigma=0.3$, their ratio (degradation), the prior's attention entropy
+# $H_t=-\sum_{s<t}\alpha_{ts}\log\alpha_{ts}$, the SNR $\lVert x\rVert_{\rm RMS}/\lVert e\rVert_{\rm RMS}$ of the
+# prior's residual $e_t=x_t-\mu_t$, and $\operatorname{tr}(\Sigma_t)/\mathrm{RMS}(x)^2$. The paper reads a
+# U-shaped noisy BPC with an optimum at $\lambda_m=0.02$, and interprets $\lambda_m$ as moving
+# $\det(I-\Sigma_tA)$ away from zero.
+#
+# Here `nextword.torch.sweep.run_sweep` trains the seven models (the $\lambda_m=0$ and $0.05$ runs are
+# shared with [barrier_training](barrier_training.ipynb)) and tabulates the same columns, plus two
+# that locate the prior relative to the barrier: the mean $\operatorname{tr}(\Sigma_tA)$ (sign of the
+# coupling, §3.4) and the final penalty. CLI: `python -m nextword.torch.barrier sweep --config quick`.
+#
+# | | paper | default here | `FULL=1` |
+# |---|---|---|---|
+# | each model | §7.1 SmallGPT, WikiText-2, 20 epochs | $d=64$, $T=64$, 200 steps, tiny Shakespeare | as the paper |
+# | noise at σ = 0.3 | 5 draws, full validation split | 3 draws, 48 windows | 5 draws, full split |
+#
+# The default sweep takes a few minutes on one CPU core the first time (seven small trainings) and
+# seconds when the runs are cached.
+
+# %%
+import os
+
+import matplotlib.pyplot as plt
+import numpy as np
+import sympy as sp
+import torch
+
+from nextword.plotting import use_book_style
+from nextword.torch.book import PAPER_TABLE1, RESULTS_DIR, experiment_config, runs_dir, saved_results
+from nextword.torch.data import eval_windows, load_char_data
+from nextword.torch.robustness import noise_curve
+from nextword.torch.sweep import PAPER_LAMBDAS, lambda_dir, run_sweep
+from nextword.torch.train import CKPT, load_checkpoint, save_json
+
+FULL = os.environ.get("FULL", "0") == "1"
+torch.set_num_threads(1)
+use_book_style()
+
+# %% [markdown]
+# ## 1. A one-dimensional picture of the path
+#
+# Take the scalar penalty of Eq. (21) at a fixed attention variance $V>0$, weighted by $\lambda$,
+# and a quadratic term $a^2/(2\tau)$ standing in for whatever keeps the coupling bounded (weight
+# decay, the CE term). The minimiser solves $f'(a)=0$ on the admissible side $1-aV>0$:
+
+# %%
+a = sp.symbols("a", real=True)
+lam, tau, V = sp.symbols("lambda tau V", positive=True)
+f = -lam * sp.log(1 - a * V) + a**2 / (2 * tau)
+roots = sp.solve(sp.diff(f, a), a)
+admissible = [r for r in roots if sp.simplify((1 - r * V).subs({lam: 1, tau: 1, V: 1})) > 0]
+a_star = admissible[0]
+print("stationary points:", roots)
+print("admissible minimiser a* =", a_star)
+print("d a*/d lambda =", sp.simplify(sp.diff(a_star, lam)))
+# a* < 0 and decreasing in lambda, for any positive lambda, tau, V (checked on a grid)
+for vals in [(0.01, 1, 1), (0.2, 3, 0.5), (1, 0.1, 10)]:
+    sub = dict(zip((lam, tau, V), vals))
+    assert float(a_star.subs(sub)) < 0 and float(sp.diff(a_star, lam).subs(sub)) < 0
+    assert float(sp.diff(f, a, 2).subs(sub).subs(a, a_star.subs(sub))) > 0
+
+# %% [markdown]
+# The admissible minimiser is **negative** and moves further from zero as $\lambda$ grows
+# ($a^*\approx-\lambda\tau V$ for small $\lambda$); with $\tau\to\infty$ it runs off to $-\infty$
+# (at fixed $V$ the penalty alone is unbounded below). In this picture increasing $\lambda_m$ does
+# not widen a margin to the barrier $1-aV=0$ — the barrier lies on the other side, at $a=1/V>0$;
+# it pushes the coupling into the no-barrier regime of Fig. 3.3(c–d). Section 3 checks whether the
+# trained models behave the same way.
+#
+# ## 2. The sweep
+
+# %%
+cfg = experiment_config(FULL)
+table = run_sweep(cfg, PAPER_LAMBDAS, runs_dir(FULL), progress=False)
+rows = table["rows"]
+if FULL:
+    RESULTS_DIR.mkdir(exist_ok=True)
+    save_json(table, RESULTS_DIR / "regularisation_path_full.json")
+
+print("ours (default run):")
+print(f"{'lambda':>6s} {'BPC':>6s} {'BPC.3':>6s} {'Deg':>5s} {'H':>5s} {'SNR':>6s} {'trS/RMS2':>8s} "
+      f"{'tr(SA)':>7s} {'penalty':>8s}")
+for r in rows:
+    print(f"{r['lambda']:6.3f} {r['bpc']:6.3f} {r['bpc_sigma']:6.3f} {r['degradation']:5.3f} "
+          f"{r['entropy']:5.2f} {r['snr']:6.3f} {r['normalised_var']:8.1f} {r['trace_sigma_A']:7.3f} "
+          f"{r['margin']:8.3f}")
+print("\npaper, Table 1 (WikiText-2, §7.1 model):")
+print(f"{'lambda':>6s} {'BPC':>6s} {'BPC.3':>6s} {'Deg':>5s} {'H':>5s} {'SNR':>6s} {'trS/RMS2':>8s}")
+for lam_p, bpc, bpcs, deg, H, snr, var in PAPER_TABLE1:
+    print(f"{lam_p:6.3f} {bpc:6.3f} {bpcs:6.3f} {deg:5.2f} {H:5.2f} {snr:6.3f} {var:8.1f}")
+
+# %% [markdown]
+# **Checks.** What we assert is what this sweep shows: (i) the baseline's prior is untouched by
+# training ($W$ gets no gradient at $\lambda_m=0$), so its coupling stays at its tiny initial value;
+# (ii) for every $\lambda_m>0$ the trained coupling is negative, $\operatorname{tr}(\Sigma_tA)<0$, and
+# the penalty is negative ($\lvert\det\rvert>1$); (iii) both get monotonically more negative as
+# $\lambda_m$ grows — the direction predicted by §1; (iv) the clean BPC moves by less than 0.1 BPC
+# across the whole path.
+
+# %%
+lams = [r["lambda"] for r in rows]
+tr_sa = [r["trace_sigma_A"] for r in rows]
+pen = [r["margin"] for r in rows]
+bpc = [r["bpc"] for r in rows]
+assert lams == list(PAPER_LAMBDAS)
+assert abs(tr_sa[0]) < 0.01 and abs(pen[0]) < 0.01
+assert all(t < 0 for t in tr_sa[1:]) and all(p < 0 for p in pen[1:])
+assert all(np.diff(tr_sa[1:]) < 0) and all(np.diff(pen[1:]) < 0)
+assert max(bpc) - min(bpc) < 0.1
+print(f"clean BPC range over the path: {max(bpc) - min(bpc):.3f} BPC (paper: "
+      f"{max(r[1] for r in PAPER_TABLE1) - min(r[1] for r in PAPER_TABLE1):.3f})")
+
+# %% [markdown]
+# **Is a robustness gain a scale effect?** Noise is added in absolute units, and the penalty also
+# changes the embedding scale (the `embedding_rms` column). Repeating the σ = 0.3 probe at the same
+# noise *relative* to each model's embedding RMS — $\sigma_\lambda = 0.3\cdot\mathrm{RMS}(E_\lambda)/
+# \mathrm{RMS}(E_0)$, equal to 0.3 for the baseline — separates the two effects:
+
+# %%
+root = runs_dir(FULL)
+data = load_char_data(cfg.data, max_chars=cfg.max_chars)
+vx, vy = eval_windows(data.val, block_size=cfg.block_size, max_windows=cfg.eval_windows)
+rms0 = rows[0]["embedding_rms"]
+rel_deg = []
+for r in rows:
+    gpt = load_checkpoint(lambda_dir(root, r["lambda"]) / CKPT)[0]
+    curve = noise_curve(gpt, vx, vy, sigmas=[0.0, 0.3 * r["embedding_rms"] / rms0],
+                        draws=cfg.noise_draws, seed=cfg.seed)
+    rel_deg.append(curve["degradation"][1])
+print(f"{'lambda':>6s} {'emb RMS':>8s} {'Deg (sigma=0.3)':>16s} {'Deg (equal relative noise)':>27s}")
+for r, dr in zip(rows, rel_deg):
+    print(f"{r['lambda']:6.3f} {r['embedding_rms']:8.4f} {r['degradation']:16.4f} {dr:27.4f}")
+assert abs(rel_deg[0] - rows[0]["degradation"]) < 1e-12      # same probe for the baseline
+emb = [r["embedding_rms"] for r in rows]
+assert all(np.diff(emb) > 0)                                  # the penalty grows the embeddings
+assert rows[-1]["degradation"] < rows[0]["degradation"]       # fixed σ: looks more robust ...
+assert rel_deg[-1] > rel_deg[0]                               # ... equal relative noise: it is not
+
+# %%
+x_pos = np.arange(len(lams))
+fig, axes = plt.subplots(1, 3, figsize=(12.5, 3.6))
+axes[0].plot(x_pos, bpc, "o-", color="C0", label="clean")
+axes[0].plot(x_pos, [r["bpc_sigma"] for r in rows], "o-", color="C3", label=r"$\sigma=0.3$")
+axes[0].set(title="(a) validation BPC", ylabel="bits / char")
+axes[0].legend()
+axes[1].plot(x_pos, [r["degradation"] for r in rows], "o-", color="C3", label=r"$\sigma=0.3$")
+axes[1].plot(x_pos, rel_deg, "s--", color="C1", label="equal relative noise")
+axes[1].set(title=r"(b) degradation BPC$_{\sigma}$/BPC")
+axes[1].legend()
+axes[2].plot(x_pos, tr_sa, "o-", color="C2", label=r"mean tr$(\Sigma_tA)$")
+axes[2].plot(x_pos, pen, "s--", color="C4", label=r"$\mathcal{L}_{\rm margin}$")
+axes[2].axhline(0.0, color="k", lw=0.8)
+axes[2].set(title="(c) coupling and penalty after training")
+axes[2].legend()
+for ax in axes:
+    ax.set_xticks(x_pos, [f"{v:g}" for v in lams])
+    ax.set_xlabel(r"$\lambda_m$")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# **Figure (cf. Fig. 7.6).** (a) Clean and noisy validation BPC along the path (equally spaced
+# $\lambda_m$ values on the axis); (b) the degradation ratio; (c) the coupling
+# $\operatorname{tr}(\Sigma_tA)$ and the penalty of the trained priors. Panel (c) has no counterpart
+# in the paper; it is the quantity the margin interpretation is about.
+#
+# ## 3. Reading the path
+#
+# * **Direction of the path.** Increasing $\lambda_m$ drives $\operatorname{tr}(\Sigma_tA)$ and the
+#   penalty monotonically *down*, as the one-dimensional picture of §1 predicts: the priors end in
+#   the negative-coupling regime where $\lvert\det(I-\Sigma_tA)\rvert>1$ and no degeneracy boundary
+#   exists. "Moving away from $\det=0$" is true but vacuous here: the path moves away from
+#   $\det=1$, upwards (see `book/ERRATA.md`).
+# * **Predictive quality.** Clean BPC barely moves along the path — the paper's first observation,
+#   reproduced at our scale.
+# * **Robustness.** At fixed σ = 0.3 the degradation ratio falls monotonically along the path
+#   (1.298 → 1.279) — no U-shape up to $\lambda_m=0.2$ at our scale. But the embedding RMS rises by
+#   18% over the same path, and at equal *relative* noise the ordering reverses: the degradation
+#   grows with $\lambda_m$ (1.298 → 1.314). In this run the apparent robustness gain is entirely an
+#   embedding-scale effect. Whether the same holds for the paper's U-shape (optimum at
+#   $\lambda_m=0.02$, about 10% between neighbouring models) cannot be decided at this scale;
+#   `FULL=1` on a GPU runs the paper's sweep, and the relative-noise probe above is the check to
+#   run on it.
+# * **Entropy, SNR, normalised variance.** The prior's entropy falls steadily with $\lambda_m$
+#   (sharper attention, prediction (i) of §7.4; Table 1's entropies stay within 3.08–3.26), and the
+#   SNR drops as soon as $\lambda_m>0$ (ours 1.03 → 0.81, the paper's 0.96 → 0.83). Absolute values
+#   differ for expected reasons: context 64 instead of 256 bounds $H_t\le\log t$, and $d=64$
+#   instead of 128 halves the natural scale of $\operatorname{tr}\Sigma_t/\mathrm{RMS}^2$. These
+#   trends are read off the table, not asserted.
+
+# %%
+saved = saved_results("regularisation_path_full")
+if saved:
+    print(f"saved full sweep ({saved['rows'][0].get('sigma', 0.3)}-noise), config d={saved['config']['d_model']}, "
+          f"data {saved['config']['data']}")
+    for r in saved["rows"]:
+        print(f"  lambda {r['lambda']:.3f}: BPC {r['bpc']:.3f}  BPC.3 {r['bpc_sigma']:.3f}  deg {r['degradation']:.2f}")
+else:
+    print("no full (paper-sized) sweep saved under book/results/ yet: run with FULL=1 on a GPU")
