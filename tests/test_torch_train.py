@@ -106,3 +106,24 @@ def test_sweep_writes_one_row_per_lambda_and_reuses_runs(tmp_path):
     run_sweep(cfg, (0.0, 0.5), tmp_path, progress=False)
     assert (tmp_path / "lambda_0.5" / "ckpt.pt").stat().st_mtime_ns == mtime
     assert json.loads((tmp_path / "sweep.json").read_text())["rows"] == table["rows"]
+
+
+def test_train_or_load_reuses_only_matching_config_and_code(tmp_path, data):
+    cfg = T.preset("tiny", steps=2, eval_every=2)
+    first = T.train_or_load(cfg, tmp_path, progress=False, data=data)
+    assert first["code"] == T.code_hash()
+    mtime = (tmp_path / T.CKPT).stat().st_mtime_ns
+    assert T.train_or_load(cfg, tmp_path, progress=False, data=data) == first
+    assert (tmp_path / T.CKPT).stat().st_mtime_ns == mtime
+    stale = dict(first, code="0" * 16)
+    T.save_json(stale, tmp_path / T.RESULTS)
+    again = T.train_or_load(cfg, tmp_path, progress=False, data=data)       # retrained
+    assert again["code"] == T.code_hash() and (tmp_path / T.CKPT).stat().st_mtime_ns != mtime
+    assert again["final_train_loss"] == first["final_train_loss"]
+
+
+def test_cli_epochs_overrides_preset_steps():
+    from nextword.torch.barrier import _config, build_parser
+    args = build_parser().parse_args(["train", "--config", "quick", "--epochs", "3"])
+    cfg = _config(args)
+    assert cfg.steps is None and cfg.epochs == 3

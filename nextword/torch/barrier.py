@@ -73,8 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _config(args):
+    from dataclasses import replace
+
     from .train import preset, with_overrides
     cfg = preset(args.config)
+    if args.epochs is not None and args.steps is None:
+        cfg = replace(cfg, steps=None)          # --epochs alone: train for that many epochs
     return with_overrides(cfg, data=args.data, lambda_margin=args.lambda_margin, steps=args.steps,
                           epochs=args.epochs, batch_size=args.batch_size, seed=args.seed,
                           margin_positions=args.margin_positions, margin_method=args.margin_method,

@@ -39,8 +39,8 @@ from .model import SmallGPT, SmallGPTConfig, autocast_context, select_device
 from .prior import EmbeddingPrior, margin_loss_tokens, sample_positions
 from .robustness import LN2, evaluate_bpc, evaluate_diagnostics, noise_curve
 
-__all__ = ["TrainConfig", "PRESETS", "preset", "train", "load_checkpoint", "save_json", "lr_at",
-           "BarrierLM", "dist_info"]
+__all__ = ["TrainConfig", "PRESETS", "preset", "train", "train_or_load", "load_checkpoint", "save_json",
+           "lr_at", "BarrierLM", "dist_info", "build", "code_hash", "with_overrides"]
 
 CKPT = "ckpt.pt"
 RESULTS = "results.json"
@@ -305,7 +305,7 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, device: str = "auto", resume
         "device": str(dev), "hardware": _hardware(dev), "torch": torch.__version__,
         "date": _dt.date.today().isoformat(), "data": {"name": data.name, "vocab_size": data.vocab.size,
         "train_chars": data.train.numel(), "val_chars": data.val.numel(), "val_unk_rate": data.unk_rate_val},
-        "model_params": gpt.num_parameters(), "history": state["history"],
+        "model_params": gpt.num_parameters(), "history": state["history"], "code": code_hash(),
         "final_train_loss": state["last_loss"],
     }
     if state["history"]:
@@ -324,6 +324,21 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, device: str = "auto", resume
     return results
 
 
+def code_hash() -> str:
+    """SHA-256 (first 16 hex digits) of the sources that determine a run's numbers.
+
+    Stored in ``results.json``; :func:`train_or_load` reuses a cached run only if it matches, so a
+    code change never serves stale results.
+    """
+    import hashlib
+    here = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for f in (here / "model.py", here / "prior.py", here / "train.py", here / "data.py",
+              here / "robustness.py", here.parent / "data.py"):
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def _hardware(dev: torch.device) -> str:
     if dev.type == "cuda":
         return torch.cuda.get_device_name(dev)
@@ -339,14 +354,15 @@ def train_or_load(cfg: TrainConfig, out_dir: str | Path, **kwargs) -> dict:
     """Results of a finished run with this exact configuration in ``out_dir``, else :func:`train` it.
 
     Lets several notebooks (or a re-run) share one run: the cache key is the full configuration
-    stored in ``results.json`` plus the presence of the checkpoint. A cached run without the noise
-    curve gets it added when ``robustness=True`` is asked for.
+    and the :func:`code_hash` stored in ``results.json``, plus the presence of the checkpoint. A
+    cached run without the noise curve gets it added when ``robustness=True`` is asked for.
     """
     out = Path(out_dir)
     path = out / RESULTS
     if path.exists() and (out / CKPT).exists():
         res = json.loads(path.read_text())
-        if res.get("finished") and TrainConfig.from_dict(res["config"]) == cfg:
+        if (res.get("finished") and res.get("code") == code_hash()
+                and TrainConfig.from_dict(res["config"]) == cfg):
             if kwargs.get("robustness") and "noise_curve" not in res:
                 gpt, _, _, _ = load_checkpoint(out / CKPT)
                 data = kwargs.get("data") or load_char_data(cfg.data, max_chars=cfg.max_chars)
