@@ -1,0 +1,71 @@
+# %% [markdown]
+# # Exercise 10 — Why attention divides by $\sqrt{d}$
+# **Part:** 1 · **Difficulty:** ★★★ · **Book notebook:** book/part1_chapter6/6_2_attention_mechanism
+#
+# Chapter 6, Exercise 10. Let $q,k\in\mathbb R^d$ have i.i.d. entries with mean 0 and variance
+# $\sigma^2$, with $q$ independent of $k$. Derive $\operatorname{Var}(q^\top k)$ and show that without
+# scaling it grows linearly with $d$.
+#
+# 1. Write the derivation (markdown).
+# 2. `variance_expression(d)`: compute $\operatorname{Var}(q^\top k)$ for a given small $d$ with
+#    `sympy.stats` (Gaussian entries), as an expression in the positive symbol `sigma`.
+# 3. `simulate_variance(d, sigma, n, rng)`: estimate it from `n` random pairs.
+# 4. What does dividing by $\sqrt d$ change?
+
+# %%
+import numpy as np
+import sympy as sp
+from sympy import stats
+
+sigma = sp.symbols("sigma", positive=True)
+
+# %% [markdown]
+# **Derivation.**
+# <!-- BEGIN SOLUTION -->
+# $q^\top k=\sum_{i=1}^dq_ik_i$. Each product has mean $E[q_ik_i]=E[q_i]E[k_i]=0$ (independence) and
+# variance $E[q_i^2k_i^2]-0=E[q_i^2]E[k_i^2]=\sigma^2\cdot\sigma^2=\sigma^4$. For $i\ne j$ the products
+# are uncorrelated: $\operatorname{Cov}(q_ik_i,q_jk_j)=E[q_i]E[q_j]E[k_i]E[k_j]=0$. Hence
+#
+# $$\operatorname{Var}(q^\top k)=\sum_{i=1}^d\operatorname{Var}(q_ik_i)=d\,\sigma^4,$$
+#
+# linear in $d$, for any entry distribution with these two moments (no Gaussianity needed). The
+# standard deviation grows like $\sqrt d\,\sigma^2$, so at $d=512$, $\sigma=1$ typical scores are
+# $\pm 22$, and a softmax over such scores is essentially one-hot.
+#
+# Dividing by $\sqrt d$ gives $\operatorname{Var}(q^\top k/\sqrt d)=\sigma^4$, independent of the
+# dimension: the softmax sees scores of the same spread at every width, so it stays in the regime where
+# its Jacobian $\mathrm{diag}(p)-pp^\top$ is not close to zero and gradients reach the queries and keys
+# (measured in notebook 6.2, Fig. 6.12). The variance is 1 only if $\sigma=1$ — the scaling removes the
+# dependence on $d$, not on $\sigma$.
+# <!-- END SOLUTION -->
+
+# %%
+def variance_expression(d: int) -> sp.Expr:
+    """Var(q·k) for d Gaussian entries N(0, sigma^2) per vector, as a sympy expression in sigma."""
+    # BEGIN SOLUTION hint="make 2d independent stats.Normal(name, 0, sigma) variables and call stats.variance on the sum of products"
+    qs = [stats.Normal(f"q{i}", 0, sigma) for i in range(d)]
+    ks = [stats.Normal(f"k{i}", 0, sigma) for i in range(d)]
+    return sp.simplify(stats.variance(sum(a * b for a, b in zip(qs, ks))))
+    # END SOLUTION
+
+
+def simulate_variance(d: int, sigma_value: float, n: int, rng: np.random.Generator) -> float:
+    """Sample variance of q·k over n independent pairs with N(0, sigma_value^2) entries."""
+    # BEGIN SOLUTION hint="draw (n, d) arrays for q and k, take the row-wise dot products, return their variance"
+    q = sigma_value * rng.standard_normal((n, d))
+    k = sigma_value * rng.standard_normal((n, d))
+    return float(np.einsum("nd,nd->n", q, k).var())
+    # END SOLUTION
+
+
+for d in (1, 2):  # the checker also tries d = 3 (sympy.stats gets slow quickly with d)
+    print(f"d = {d}: Var(q.k) =", variance_expression(d))
+rng = np.random.default_rng(0)
+for d in (16, 128, 1024):
+    v = simulate_variance(d, 1.0, 20000, rng)
+    print(f"d = {d:4d}: simulated {v:8.1f}  (d sigma^4 = {d}),  after dividing by sqrt(d): {v / d:.3f}")
+
+# %%
+from nextword.exercises.checks import check_ex_p1_10
+
+check_ex_p1_10(variance_expression, simulate_variance)
