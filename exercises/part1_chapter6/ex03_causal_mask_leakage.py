@@ -1,0 +1,61 @@
+# %% [markdown]
+# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
+# > self-check cell at the end.
+
+# %% [markdown]
+# # Exercise 03 — What goes wrong without the causal mask
+# **Part:** 1 · **Difficulty:** ★★ · **Book notebook:** book/part1_chapter6/6_3_causal_masking
+#
+# Chapter 6, Exercise 3. Explain why causal masking is necessary for training an autoregressive
+# language model, and describe in detail what happens if a transformer is trained for next-word
+# prediction while every position may attend to every position, future included.
+#
+# Answer with an experiment. A small `TinyLM` **without** the mask is trained below on a random
+# order-2 Markov source whose entropy rate $H$ (the best loss any predictor of the next symbol from the
+# past can reach) is known.
+#
+# 1. Implement `generation_style_loss(model, windows)`: the mean negative log-likelihood of $w[t+1]$
+#    when the model only gets $w[1..t]$ — one forward pass over the prefix, logits of its last position —
+#    for $t=1..L-1$ in every window. This is how a generator uses the model.
+# 2. Compare it with the usual teacher-forced loss and with $H$.
+# 3. Describe the failure mode in words.
+
+# %%
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from nextword.synthetic import markov_source
+from nextword.torch.lm import LMConfig, TinyLM, evaluate_loss, train_lm
+
+torch.set_num_threads(1)
+source = markov_source(8, 2, np.random.default_rng(0), concentration=0.3)
+H = source.entropy_rate()
+block = 32
+train_stream = source.sample(20_000, np.random.default_rng(1))
+windows = source.sample(64 * block, np.random.default_rng(2)).reshape(64, block)  # (64, 32) test windows
+model = TinyLM(LMConfig(vocab_size=8, d_model=32, num_heads=2, num_layers=1, max_len=block, causal=False), seed=0)
+losses = train_lm(model, train_stream, steps=150, batch_size=32, block_size=block, lr=3e-3, seed=0, progress=False)
+print(f"entropy rate H = {H:.3f} nats; final training loss {np.mean(losses[-10:]):.3f}")
+
+
+# %%
+@torch.no_grad()
+def generation_style_loss(model: TinyLM, windows: np.ndarray) -> float:
+    """Mean NLL of w[t+1] from a forward pass over w[1..t] alone (its last position), t = 1..L-1."""
+    raise NotImplementedError("for t in 1..L-1 run model(windows[:, :t]) and take the cross-entropy of its last position against windows[:, t]")
+
+
+teacher = evaluate_loss(model, windows)
+gen = generation_style_loss(model, windows)
+print(f"teacher-forced loss {teacher:.3f} | generation-style loss {gen:.3f} | H {H:.3f} | uniform {np.log(8):.3f}")
+
+# %% [markdown]
+# **The failure mode.**
+# *Your answer here.*
+
+# %%
+from nextword.exercises.checks import check_ex_p1_03
+
+check_ex_p1_03(generation_style_loss, model, windows, H)

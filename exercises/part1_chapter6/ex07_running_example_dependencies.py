@@ -1,0 +1,58 @@
+# %% [markdown]
+# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
+# > self-check cell at the end.
+
+# %% [markdown]
+# # Exercise 07 — Which words deserve attention in the running example?
+# **Part:** 1 · **Difficulty:** ★★ · **Book notebook:** book/part1_chapter6/6_2_attention_mechanism
+#
+# Chapter 6, Exercise 7. For "The software engineer who had been working remotely from the mountain cabin
+# for several months finally submitted the code that would ___", identify three word pairs (a context
+# word, a possible next word) for which a high attention weight is justified, and say whether each
+# dependency is syntactic, semantic or discourse.
+#
+# A justified weight is one that brings **information about the next word**. To make that measurable
+# we use `nextword.running_example.RunningExampleSource`, a small language of variants of the sentence
+# in which words 2, 3, 16, 19 and 21 vary and the blank depends on some of them.
+#
+# 1. Implement the plug-in estimate of the mutual information $I(w[j];\text{blank})$ (in nats) from
+#    sampled sentences.
+# 2. Use it to find which words carry information about the blank, then give three pairs
+#    `(context_word, next_word, kind)`, one of each kind.
+# 3. Discuss the pairs you would choose for the real sentence.
+
+# %%
+import numpy as np
+
+from nextword.running_example import RUNNING_EXAMPLE, RunningExampleSource
+
+src = RunningExampleSource()
+ids = src.sample(30000, np.random.default_rng(0))  # (30000, 22): 21 context words + the blank
+print("varying words:", {p: alts for p, alts in src.slots.items()})
+
+
+# %%
+def mutual_information(ids: np.ndarray, position: int) -> float:
+    """Plug-in I(word at 1-based ``position`` ; last column) in nats from sampled sentences ``ids (N, 22)``."""
+    raise NotImplementedError("count the joint table of (ids[:, position-1], ids[:, -1]), normalise, and sum p(x,y) log(p(x,y) / (p(x) p(y))) over nonzero cells")
+
+
+for j in range(1, 22):
+    mi = mutual_information(ids, j)
+    if mi > 0.005:
+        print(f"word {j:2d} ({RUNNING_EXAMPLE[j - 1]:9s}): I = {mi:.3f} nats")
+
+# %%
+raise NotImplementedError("three (context_word, next_word, kind) tuples using words that carry information, one per kind")
+for ctx, nxt, kind in pairs:
+    print(f"{ctx!r} -> {nxt!r}: {kind}")
+
+# %% [markdown]
+# **Discussion.**
+# *Your answer here.*
+
+# %%
+from nextword.exercises.checks import check_ex_p1_07
+
+check_ex_p1_07(mutual_information, pairs)

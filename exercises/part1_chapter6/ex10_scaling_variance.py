@@ -1,0 +1,52 @@
+# %% [markdown]
+# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
+# > self-check cell at the end.
+
+# %% [markdown]
+# # Exercise 10 — Why attention divides by $\sqrt{d}$
+# **Part:** 1 · **Difficulty:** ★★★ · **Book notebook:** book/part1_chapter6/6_2_attention_mechanism
+#
+# Chapter 6, Exercise 10. Let $q,k\in\mathbb R^d$ have i.i.d. entries with mean 0 and variance
+# $\sigma^2$, with $q$ independent of $k$. Derive $\operatorname{Var}(q^\top k)$ and show that without
+# scaling it grows linearly with $d$.
+#
+# 1. Write the derivation (markdown).
+# 2. `variance_expression(d)`: compute $\operatorname{Var}(q^\top k)$ for a given small $d$ with
+#    `sympy.stats` (Gaussian entries), as an expression in the positive symbol `sigma`.
+# 3. `simulate_variance(d, sigma, n, rng)`: estimate it from `n` random pairs.
+# 4. What does dividing by $\sqrt d$ change?
+
+# %%
+import numpy as np
+import sympy as sp
+from sympy import stats
+
+sigma = sp.symbols("sigma", positive=True)
+
+# %% [markdown]
+# **Derivation.**
+# *Your answer here.*
+
+# %%
+def variance_expression(d: int) -> sp.Expr:
+    """Var(q·k) for d Gaussian entries N(0, sigma^2) per vector, as a sympy expression in sigma."""
+    raise NotImplementedError("make 2d independent stats.Normal(name, 0, sigma) variables and call stats.variance on the sum of products")
+
+
+def simulate_variance(d: int, sigma_value: float, n: int, rng: np.random.Generator) -> float:
+    """Sample variance of q·k over n independent pairs with N(0, sigma_value^2) entries."""
+    raise NotImplementedError("draw (n, d) arrays for q and k, take the row-wise dot products, return their variance")
+
+
+for d in (1, 2):  # the checker also tries d = 3 (sympy.stats gets slow quickly with d)
+    print(f"d = {d}: Var(q.k) =", variance_expression(d))
+rng = np.random.default_rng(0)
+for d in (16, 128, 1024):
+    v = simulate_variance(d, 1.0, 20000, rng)
+    print(f"d = {d:4d}: simulated {v:8.1f}  (d sigma^4 = {d}),  after dividing by sqrt(d): {v / d:.3f}")
+
+# %%
+from nextword.exercises.checks import check_ex_p1_10
+
+check_ex_p1_10(variance_expression, simulate_variance)

@@ -1,0 +1,48 @@
+# %% [markdown]
+# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
+# > self-check cell at the end.
+
+# %% [markdown]
+# # Exercise 11 — Parallel attention vs sequential recurrence: cost and depth
+# **Part:** 1 · **Difficulty:** ★★★ · **Book notebook:** book/part1_chapter6/6_1_parallel_attention
+#
+# Chapter 6, Exercise 11. Compare the computational complexity of processing a sequence of length $T$
+# with width $d$ for an RNN and for a transformer, forward and backward, and discuss the trade-off
+# between parallelism and total computation.
+#
+# Count it exactly for one layer of each, with matrix-multiplication FLOPs ($2mnp$ for an $(m\times n)$
+# by $(n\times p)$ product; elementwise work is lower order):
+#
+# * RNN: $U=XW_x$ for all steps at once, then $h[1]=\tanh(U[1])$ and $h[t]=\tanh(U[t]+h[t-1]W_h)$;
+# * single-head causal attention: $Q,K,V=XW_q,XW_k,XW_v$, scores $QK^\top$ (all $T\times T$ computed,
+#   then masked), weights times $V$, output projection $W_o$.
+#
+# Implement `flop_formulas(T, d)` returning, for each model, (forward FLOPs, backward FLOPs, number of
+# steps that must run one after another). The checker measures them with torch's FLOP counter and the
+# dependency graphs of `nextword.recurrent`. Then give the big-O summary and the discussion.
+
+# %%
+import numpy as np
+
+
+# %%
+def flop_formulas(T: int, d: int) -> dict[str, tuple[int, int, int]]:
+    """{"rnn": (fwd, bwd, sequential_steps), "attention": (fwd, bwd, sequential_steps)} for one layer."""
+    raise NotImplementedError("RNN: X W_x plus T-1 products h W_h; attention: three projections, two T x T products, one output projection; backward of a product costs two products")
+
+
+for T, d in ((128, 512), (4096, 512)):
+    f = flop_formulas(T, d)
+    print(f"T = {T:5d}, d = {d}: RNN {f['rnn'][0] / 1e9:7.3f} GFLOP fwd in {f['rnn'][2]} sequential steps; "
+          f"attention {f['attention'][0] / 1e9:7.3f} GFLOP fwd in {f['attention'][2]} step(s); "
+          f"ratio {f['attention'][0] / f['rnn'][0]:.2f}")
+
+# %% [markdown]
+# **Complexity and trade-off.**
+# *Your answer here.*
+
+# %%
+from nextword.exercises.checks import check_ex_p1_11
+
+check_ex_p1_11(flop_formulas)
