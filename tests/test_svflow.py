@@ -348,3 +348,63 @@ def test_hybrid_runs_are_independent_and_losses_weighted():
     j_h[0].backward()
     for p in model.parameters():
         assert torch.all(p.grad[1] == 0)  # run 1's parameters get no gradient from run 0's loss
+
+
+# ------------------------------------------------------------------ prefix-shuffling probe (torch, App. C.2)
+def _tiny_lm():
+    torch = pytest.importorskip("torch")
+    from nextword.torch.lm import LMConfig, TinyLM
+
+    cfg = LMConfig(vocab_size=7, d_model=8, num_heads=2, num_layers=2, max_len=16, positional="rope", norm="rms")
+    model = TinyLM(cfg, seed=0)
+    with torch.no_grad():  # larger weights than the 0.02 init so that attention is not uniform
+        for p in model.parameters():
+            p.mul_(20.0) if p.dim() == 2 else None
+    return torch, model
+
+
+def test_probe_head_decomposition_and_logit_lens():
+    torch, model = _tiny_lm()
+    from nextword.theory.svflow_probe import probe_tinylm
+
+    ids = np.random.default_rng(0).integers(0, 7, size=(3, 10))
+    res = probe_tinylm(model, ids)
+    with torch.no_grad():
+        ref = torch.log_softmax(model(torch.as_tensor(ids)).double(), -1).numpy()
+        np.testing.assert_allclose(res.log_probs, ref, atol=1e-5)
+        blk = model.blocks[0]
+        x = model._add_positions(model.tok_emb[torch.as_tensor(ids)])
+        n = blk.norm1(x)
+        out, w = blk.attention(n, model.rope_freqs, None)
+        d, H = 8, 2
+        v = (n @ blk.W_qkv[:, 2 * d:]).view(3, 10, H, d // H).transpose(1, 2)
+        o = torch.einsum("bhzk,hkd->bhzd", v, blk.W_o.view(H, d // H, d))   # per-head kappa' mu' of token z
+        recon = torch.einsum("bhtz,bhzd->btd", w, o)                       # Eq. (20) summed over heads, Eq. (4)
+        torch.testing.assert_close(recon, out, atol=1e-5, rtol=1e-5)
+    for k in ("kl_q_p", "kl_q_u", "kl_p_u"):
+        assert res.metrics[k].shape == (2, 3, 10) and np.all(res.metrics[k] >= -1e-9)
+    np.testing.assert_allclose(res.metrics["kl_q_u"][:, :, 0], 0.0, atol=1e-12)  # first token: one key
+
+
+def test_prefix_shuffling_experiment_bins_and_zero_delta_for_identity_shuffle():
+    _, model = _tiny_lm()
+    from nextword.theory.svflow_probe import prefix_shuffling_experiment
+
+    seqs = np.random.default_rng(1).integers(0, 7, size=(4, 13))
+    tab = prefix_shuffling_experiment(model, seqs, (0.2, 0.5, 0.95), np.random.default_rng(0))
+    assert np.all(tab.count > 0) and tab.base["kl_q_p"].shape == (2, 4)
+    const = np.full((4, 13), 3)  # shuffling a constant prefix changes nothing: every Delta is 0
+    tab0 = prefix_shuffling_experiment(model, const, (0.2, 0.5, 0.95), np.random.default_rng(0))
+    for k in tab0.base:
+        np.testing.assert_allclose(tab0.delta(k), 0.0, atol=1e-12)
+    np.testing.assert_allclose(tab0.logppl_pert, tab0.logppl_base, atol=1e-12)
+
+
+@pytest.mark.parametrize("module", ["nextword.theory.svflow", "nextword.theory.svflow_sphere",
+                                    "nextword.theory.svflow_attention"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    res = doctest.testmod(importlib.import_module(module), extraglobs={"np": np})
+    assert res.attempted > 0 and res.failed == 0
