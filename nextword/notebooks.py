@@ -191,6 +191,20 @@ def _title_of(ipynb: Path) -> str:
     return ipynb.stem
 
 
+_TOC_LINK = re.compile(r"\((?:\./)?(part\w+/\w+)\.(?:ipynb|py)\)")
+
+
+def toc_order(readme: Path = REPO_ROOT / "book" / "README.md") -> list[str]:
+    """Notebooks as ``"<part>/<name>"`` in the order ``book/README.md`` links them (its table of contents)."""
+    if not Path(readme).exists():
+        return []
+    seen: list[str] = []
+    for match in _TOC_LINK.finditer(Path(readme).read_text(encoding="utf-8")):
+        if match[1] not in seen:
+            seen.append(match[1])
+    return seen
+
+
 def _mathjax_dir() -> Path | None:
     try:
         import jupyter_server_mathjax
@@ -215,13 +229,16 @@ def render_book(out_dir: Path = REPO_ROOT / "_build" / "html", dirs: Sequence[st
     if mathjax is not None and not (out_dir / "mathjax" / "MathJax.js").exists():
         shutil.copytree(mathjax, out_dir / "mathjax", dirs_exist_ok=True)
     toc: dict[str, list[tuple[str, str]]] = {}
-    for py in notebook_sources(REPO_ROOT, dirs):
+    order = {key: i for i, key in enumerate(toc_order())}
+    sources = sorted(notebook_sources(REPO_ROOT, dirs),
+                     key=lambda p: (p.parent.name, order.get(f"{p.parent.name}/{p.stem}", len(order)), p.name))
+    for py in sources:
         ipynb = py.with_suffix(".ipynb")
         if not ipynb.exists():
             raise FileNotFoundError(f"{ipynb} is missing: run `python -m nextword.notebooks build {py}`")
         part = py.parent.name
         rel = Path(py.parent.parent.name) / part / (py.stem + ".html")
-        url = "../../mathjax/MathJax.js?config=TeX-AMS_CHTML-full,Safe" if mathjax else None
+        url = "../../mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe" if mathjax else None
         exporter = HTMLExporter(**({"mathjax_url": url} if url else {}))
         body, _ = exporter.from_notebook_node(nbformat.read(ipynb, as_version=4))
         (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,27 @@
+"""book/README.md is the table of contents: it links every notebook, and every link resolves."""
+from pathlib import Path
+
+from nextword import notebooks
+
+BOOK = Path(notebooks.REPO_ROOT) / "book"
+
+
+def test_every_book_notebook_is_in_the_table_of_contents():
+    linked = set(notebooks.toc_order())
+    present = {f"{p.parent.name}/{p.stem}" for p in notebooks.notebook_sources(dirs=("book",))}
+    assert not present - linked, f"add to book/README.md: {sorted(present - linked)}"
+
+
+def test_every_table_of_contents_link_exists():
+    missing = [key for key in notebooks.toc_order() if not (BOOK / f"{key}.py").exists()]
+    assert not missing, f"book/README.md links notebooks that do not exist: {missing}"
+
+
+def test_render_writes_an_index_linking_every_notebook(tmp_path):
+    index = notebooks.render_book(tmp_path, dirs=("book",))
+    text = index.read_text()
+    for key in notebooks.toc_order():
+        if (BOOK / f"{key}.ipynb").exists():
+            assert f'href="book/{key}.html"' in text
+            assert (tmp_path / "book" / f"{key}.html").exists()
+    assert (tmp_path / "mathjax" / "MathJax.js").exists(), "MathJax must be bundled for offline reading"
