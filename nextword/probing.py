@@ -50,12 +50,15 @@ def _weights(weights: object, name: str = "weights") -> np.ndarray:
     return w
 
 
-def attention_to_offset(weights: object, offset: int) -> np.ndarray:
+def attention_to_offset(weights: object, offset: int, query_mask: object = None) -> np.ndarray:
     """Mean of ``α[i, i - offset]`` over queries ``i >= max(offset, 1)``; ``(..., T, T)`` → ``(...)``.
 
     ``offset=1`` scores a previous-token head (1 = all weight one step back), ``offset=0`` the
     diagonal (Fig. 6.19, Head 1 concentrates on ``j = i`` and ``j = i - 1``). Query 0 is skipped:
     a causal row 0 has a single key, so its weight 1 says nothing about the head.
+    With ``query_mask (N, T)`` (booleans; ``weights`` then ``(N, ..., T, T)``) only the selected
+    queries count and the mean is also over the sequences: the result is ``(...)`` without ``N``
+    (e.g. the previous-token score on filler positions only, one value per head).
     """
     w = _weights(weights)
     T = w.shape[-1]
@@ -64,7 +67,20 @@ def attention_to_offset(weights: object, offset: int) -> np.ndarray:
     if T < 2:
         raise ValueError("attention_to_offset needs T >= 2")
     diag = np.diagonal(w, offset=-int(offset), axis1=-2, axis2=-1)  # (..., T - offset): α[i, i-offset]
-    return diag[..., 1:].mean(axis=-1) if offset == 0 else diag.mean(axis=-1)
+    keep = np.arange(offset, T) >= 1  # (T - offset,) queries i = offset..T-1, skipping i = 0
+    if query_mask is None:
+        return diag[..., keep].mean(axis=-1)
+    if w.ndim < 3:
+        raise ValueError(f"with query_mask, weights must have shape (N, ..., T, T), got {w.shape}")
+    N = w.shape[0]
+    qm = np.asarray(query_mask)
+    if qm.shape != (N, T) or qm.dtype != bool:
+        raise ValueError(f"query_mask must be a boolean array of shape (N, T) = {(N, T)}, got {qm.shape} {qm.dtype}")
+    sel = qm[:, offset:] & keep[None, :]  # (N, T - offset)
+    if not sel.any():
+        raise ValueError("query_mask selects no query i >= max(offset, 1)")
+    selb = sel.reshape((N,) + (1,) * (w.ndim - 3) + sel.shape[1:])  # broadcast over the middle axes
+    return (diag * selb).sum(axis=(0, -1)) / sel.sum()
 
 
 def attention_to_keys(weights: object, key_positions: object, query_mask: object = None) -> np.ndarray:

@@ -125,3 +125,19 @@ def test_agreement_task_structure():
     assert len(task.token_names()) == task.vocab_size
     with pytest.raises(ValueError):
         AgreementTask.make(np.random.default_rng(0), length=8, num_markers=2)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), T=st.integers(3, 8), offset=st.integers(0, 2))
+def test_offset_score_with_query_mask_matches_loop(seed, T, offset):
+    rng = np.random.default_rng(seed)
+    N, H = 3, 2
+    w = _causal_weights(rng, (N, H), T)
+    qmask = rng.random((N, T)) < 0.6
+    qmask[:, -1] = True
+    got = attention_to_offset(w, offset, qmask)
+    expected = [np.mean([w[n, h, i, i - offset] for n in range(N) for i in range(max(offset, 1), T) if qmask[n, i]])
+                for h in range(H)]
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    np.testing.assert_allclose(attention_to_offset(w, offset, np.ones((N, T), bool)),
+                               attention_to_offset(w, offset).mean(0), rtol=1e-12)
