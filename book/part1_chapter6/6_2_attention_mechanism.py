@@ -245,14 +245,14 @@ plt.show()
 # For $q,k\in\mathbb R^d$ with i.i.d. entries of mean 0 and variance $\sigma^2$, independent of each
 # other, $\operatorname{Var}(q^\top k)=\sum_i\operatorname{Var}(q_ik_i)=\sum_i E[q_i^2]E[k_i^2]=d\sigma^4$
 # (the cross terms vanish by independence and zero mean). Sympy's `stats` module confirms it exactly
-# for small $d$, for Gaussian and for uniform entries (the result does not depend on the distribution):
+# for $d=1,2$, for Gaussian and for uniform entries (the result does not depend on the distribution):
 
 # %%
 from sympy import stats  # noqa: E402
 
 sigma = sp.symbols("sigma", positive=True)
 for dist_name in ("Normal", "Uniform"):
-    for d_ in (1, 2, 3):
+    for d_ in (1, 2):  # sympy.stats slows down quickly with d; the argument above is for every d
         if dist_name == "Normal":
             qs = [stats.Normal(f"q{i}", 0, sigma) for i in range(d_)]
             ks = [stats.Normal(f"k{i}", 0, sigma) for i in range(d_)]
