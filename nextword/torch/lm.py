@@ -44,7 +44,7 @@ import torch.nn.functional as F
 
 from nextword.positions import rope_frequencies, sinusoidal_encoding
 
-__all__ = ["LMConfig", "TinyLM", "train_lm", "evaluate_loss", "to_numpy_decoder", "next_logits_fn",
+__all__ = ["LMConfig", "TinyLM", "Block", "train_lm", "evaluate_loss", "to_numpy_decoder", "next_logits_fn",
            "torch_threads"]
 
 
