@@ -12,6 +12,8 @@ import numpy as np
 from ._common import ExerciseCheckError, as_array, check_close, check_shape, check_true, fail, passed  # noqa: F401
 
 __all__: list[str] = ["check_ex_p2_01", "check_ex_p2_02", "check_ex_p2_03"]
+from .part2_b import __all__ as _p2b_all, check_ex_p2_04  # noqa: E402,F401  (helper P2b: Exercise 04)
+__all__ += _p2b_all
 
 
 def _call(fn: Callable, name: str, *args):

@@ -1,0 +1,71 @@
+"""Checker for Part 2 Exercise 04 (nucleus filtering; helper P2b, re-exported by ``part2``).
+
+The expected nucleus comes from :func:`nextword.decoding.top_p_filter`; the checker compares the
+kept set and the renormalised probabilities, so any additive shift of the kept logits is accepted.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ._common import ExerciseCheckError, check_close, check_shape, fail, passed
+
+__all__ = ["check_ex_p2_04"]
+
+
+def _call(fn: Callable, name: str, *args):
+    if not callable(fn):
+        fail(f"{name} should be a function, got {type(fn).__name__}")
+    try:
+        return fn(*args)
+    except NotImplementedError:
+        fail(f"{name} still raises NotImplementedError — fill in the stub first")
+    except ExerciseCheckError:
+        raise
+    except Exception as exc:  # report the student's error without a traceback wall
+        fail(f"{name} raised {type(exc).__name__}: {exc}")
+
+
+def _cases(rng: np.random.Generator) -> list[tuple[np.ndarray, float, str]]:
+    cases = [
+        (np.log([0.5, 0.3, 0.15, 0.05]), 0.7, "p = 0.7 on (0.5, 0.3, 0.15, 0.05)"),
+        (np.log([0.5, 0.3, 0.15, 0.05]), 0.85, "p = 0.85 on (0.5, 0.3, 0.15, 0.05)"),
+        (np.log([0.1, 0.6, 0.3]), 0.05, "a p below the top probability (greedy)"),
+        (np.log([0.2, 0.5, 0.3]), 1.0, "p = 1 (keep everything)"),
+        (np.array([2.0, 1.0, 2.0, 0.0, -1.0]), 0.3, "two tied top tokens"),
+        (np.array([3.0, 1.0, 1.0, 1.0, -2.0]), 0.9, "a tie at the edge of the nucleus"),
+        (np.array([1000.0, 999.0, 0.0]), 0.6, "large logits (use a stable softmax)"),
+    ]
+    for k in range(12):
+        V = int(rng.integers(3, 40))
+        cases.append((rng.normal(0, 2.0, V), float(rng.uniform(0.05, 0.99)), f"random case {k} (V = {V})"))
+    return cases
+
+
+def check_ex_p2_04(top_p_filter: Callable, nucleus_probs: Callable) -> bool:
+    """Exercise 04: ``top_p_filter(logits, p) -> (V,)`` and ``nucleus_probs(logits, p) -> (V,)``."""
+    from nextword.attention import softmax
+    from nextword.decoding import top_p_filter as reference
+
+    rng = np.random.default_rng(204)
+    for z, p, label in _cases(rng):
+        expected = reference(z, p)
+        keep = np.isfinite(expected)
+        got = check_shape(f"top_p_filter for {label}", _call(top_p_filter, "top_p_filter", z.copy(), p), z.shape)
+        if np.isnan(got).any() or np.isposinf(got).any():
+            fail(f"top_p_filter for {label} returned NaN or +inf")
+        got_keep = np.isfinite(got)
+        if not np.array_equal(got_keep, keep):
+            n_got, n_exp = int(got_keep.sum()), int(keep.sum())
+            if n_got != n_exp:
+                fail(f"top_p_filter for {label} keeps {n_got} tokens, expected {n_exp} "
+                     "(the shortest most-likely-first prefix with mass >= p, plus ties)")
+            fail(f"top_p_filter for {label} keeps the right number of tokens but not the most likely ones")
+        check_close(f"renormalised probabilities of top_p_filter for {label}", softmax(got), softmax(expected),
+                    rtol=1e-9, atol=1e-12)
+        probs = check_shape(f"nucleus_probs for {label}", _call(nucleus_probs, "nucleus_probs", z.copy(), p), z.shape)
+        if abs(float(np.sum(probs)) - 1.0) > 1e-9:
+            fail(f"nucleus_probs for {label} sums to {float(np.sum(probs)):.6g}, not 1")
+        check_close(f"nucleus_probs for {label}", probs, softmax(expected), rtol=1e-9, atol=1e-12)
+    return passed("top_p_filter keeps exactly the nucleus (ties and p = 1 included) and nucleus_probs renormalises it")

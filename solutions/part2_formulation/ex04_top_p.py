@@ -1,0 +1,73 @@
+# %% [markdown]
+# # Exercise 04 — Nucleus (top-p) filtering
+# **Part:** 2 · **Difficulty:** ★ · **Book notebook:** book/part2_formulation/06_sequence_generation
+#
+# §6.3 samples each token from the model's conditional $\pi_m(\cdot\mid f_{1:m-1})$, possibly at a
+# changed temperature (Eq. 5.7, Remark 6.2). A common refinement is *nucleus* (top-$p$) filtering
+# (Holtzman et al., 2020): rank the tokens by probability, keep the smallest set whose total
+# probability reaches $p$, and renormalise over that set before sampling.
+#
+# 1. Implement `top_p_filter(logits, p)` for a logit vector of shape `(V,)` and $0<p\le1$: return a
+#    vector of the same shape that keeps the logits of the nucleus unchanged and sets every other
+#    entry to $-\infty$. The nucleus is the shortest prefix of the ranking (most likely first) whose
+#    probability mass is $\ge p$; keep also every token *tied* with the last kept one, so the result
+#    does not depend on how ties are ordered. Compute the probabilities with a stable softmax.
+# 2. Implement `nucleus_probs(logits, p)`: the renormalised distribution sampled from, shape `(V,)`.
+# 3. In words: which values of $p$ give greedy decoding (6.4) and plain sampling (§6.3)? Is a
+#    sequence generated with top-$p$ filtering an exact draw from $\pi_{1:L}$ conditioned on the
+#    prompt, and what happens to the cross-entropy (Example 8.1) of real text under the filtered
+#    model?
+#
+# Do not import `nextword.decoding` (the checker uses its `top_p_filter` to compare).
+
+# %%
+import numpy as np
+
+from nextword.attention import softmax
+
+logits_demo = np.log(np.array([0.5, 0.3, 0.15, 0.05]))
+
+
+# %%
+def top_p_filter(logits: np.ndarray, p: float) -> np.ndarray:
+    """Keep the nucleus of ``logits (V,)`` unchanged, set the rest to -inf."""
+    # BEGIN SOLUTION hint="probs = softmax(logits); order = argsort(-logits); n = number of cumulative masses < p, plus one; keep logits >= the n-th largest"
+    z = np.asarray(logits, dtype=float)
+    probs = softmax(z)
+    order = np.argsort(-z, kind="stable")  # most likely first
+    cum = np.cumsum(probs[order])
+    n_keep = min(int(np.sum(cum < p)) + 1, z.size)  # shortest prefix with mass >= p
+    threshold = z[order[n_keep - 1]]
+    return np.where(z >= threshold, z, -np.inf)  # ties with the last kept token stay
+    # END SOLUTION
+
+
+def nucleus_probs(logits: np.ndarray, p: float) -> np.ndarray:
+    """The distribution top-p sampling draws from, shape (V,)."""
+    # BEGIN SOLUTION hint="softmax of the filtered logits (exp(-inf) = 0)"
+    return softmax(top_p_filter(logits, p))
+    # END SOLUTION
+
+
+for p in (0.4, 0.7, 0.85, 0.96, 1.0):
+    kept = np.isfinite(top_p_filter(logits_demo, p))
+    print(f"p = {p:.2f}: keeps {int(kept.sum())} tokens, probabilities {np.round(nucleus_probs(logits_demo, p), 4).tolist()}")
+
+# %% [markdown]
+# **Answer to 3.**
+# <!-- BEGIN SOLUTION -->
+# Any $p$ not larger than the top probability, $p\le\max_v\pi_m(v\mid f_{1:m-1})$ (e.g. $p\to0^+$),
+# keeps only the most likely token (and its ties), so sampling becomes greedy decoding (6.4); $p=1$
+# keeps every token with positive probability and is plain ancestral sampling (§6.3). For $0<p<1$
+# each step draws from a truncated, renormalised conditional $\tilde\pi_m$, so the generated
+# sequence is an exact draw from $\tilde\pi_{1:L}=\prod_m\tilde\pi_m$, not from $\pi_{1:L}$: the
+# product of renormalisations reweights sequences, and every sequence that ever leaves the nucleus
+# gets probability $0$. Real text routinely contains such "tail" tokens, so its log-likelihood under
+# the filtered model is $-\infty$ and the cross-entropy of Example 8.1 is infinite: filtering is a
+# decoding choice, and evaluation must use the unfiltered $\pi$.
+# <!-- END SOLUTION -->
+
+# %%
+from nextword.exercises.checks import check_ex_p2_04
+
+check_ex_p2_04(top_p_filter, nucleus_probs)
