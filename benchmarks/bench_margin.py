@@ -10,8 +10,10 @@ characters, |V| = 66 with <unk>) this times one full optimiser step (forward, ba
             vocabulary without the Sylvester reduction would cost),
   dense     (with --all) the literal |V|×|V| Sylvester form with autograd, all positions,
 
-and prints the median step time of each, its ratio to ``ce`` (measured in the same run), and the
-peak resident memory of a fresh process running only that mode (on CUDA: peak allocated memory).
+and prints the median step time of each and its ratio to ``ce`` — all modes are timed in one
+process, interleaved round by round, so that load changes on a shared machine hit them alike — and
+the peak resident memory of a fresh process running two steps of only that mode (on CUDA: peak
+allocated memory).
 
     python benchmarks/bench_margin.py                 # 1 intra-op thread (default; say so when quoting)
     python benchmarks/bench_margin.py --threads 2 --repeats 7 --all
@@ -34,46 +36,81 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 MODES = ("ce", "exact", "k16", "direct16")
 
 
-def _run_mode(mode: str, args: dict, queue) -> None:
+def _setup(args: dict):
     import torch
 
-    from nextword.torch.data import epoch_batch, load_char_data
+    from nextword.torch.data import load_char_data
     from nextword.torch.model import SmallGPT, SmallGPTConfig, select_device
-    from nextword.torch.prior import EmbeddingPrior, margin_loss_tokens, sample_positions
+    from nextword.torch.prior import EmbeddingPrior
 
     torch.set_num_threads(args["threads"])
     dev = select_device(args["device"])
     data = load_char_data("shakespeare")
-    B, T = args["batch"], args["block"]
     torch.manual_seed(0)
-    gpt = SmallGPT(SmallGPTConfig(vocab_size=data.vocab.size, block_size=T, d_model=args["d"])).to(dev)
+    gpt = SmallGPT(SmallGPTConfig(vocab_size=data.vocab.size, block_size=args["block"], d_model=args["d"])).to(dev)
     prior = EmbeddingPrior(args["d"]).to(dev)
     opt = torch.optim.AdamW(list(gpt.parameters()) + list(prior.parameters()), lr=1e-3, weight_decay=1e-4)
-    times = []
-    for i in range(args["warmup"] + args["repeats"]):
-        x, y = epoch_batch(data.train, block_size=T, batch_size=B, seed=0, epoch=0, step_in_epoch=i)
-        x, y = x.to(dev), y.to(dev)
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        tok = gpt.wte(x)
-        _, loss = gpt(x, y, tok_emb=tok)
-        if mode != "ce":
-            pos = None
-            if mode in ("k16", "direct16"):
-                pos = sample_positions(B, T, 16, torch.Generator().manual_seed(i), device=dev)
-            method = {"exact": "sylvester", "k16": "sylvester", "direct16": "direct", "dense": "sylvester_dense"}[mode]
-            loss = loss + 0.05 * margin_loss_tokens(x, gpt.wte.weight, prior.W, positions=pos, method=method)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
-        if i >= args["warmup"]:
-            times.append(time.perf_counter() - t0)
+    return torch, dev, data, gpt, prior, opt
+
+
+def _step(mode, i, args, torch, dev, data, gpt, prior, opt) -> float:
+    """One optimiser step of ``mode`` on batch ``i``; returns its wall time in seconds."""
+    from nextword.torch.data import epoch_batch
+    from nextword.torch.prior import margin_loss_tokens, sample_positions
+
+    B, T = args["batch"], args["block"]
+    x, y = epoch_batch(data.train, block_size=T, batch_size=B, seed=0, epoch=0, step_in_epoch=i)
+    x, y = x.to(dev), y.to(dev)
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    tok = gpt.wte(x)
+    _, loss = gpt(x, y, tok_emb=tok)
+    if mode != "ce":
+        pos = None
+        if mode in ("k16", "direct16"):
+            pos = sample_positions(B, T, 16, torch.Generator().manual_seed(i), device=dev)
+        method = {"exact": "sylvester", "k16": "sylvester", "direct16": "direct", "dense": "sylvester_dense"}[mode]
+        loss = loss + 0.05 * margin_loss_tokens(x, gpt.wte.weight, prior.W, positions=pos, method=method)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+
+def _time_interleaved(modes, args: dict, queue) -> None:
+    """All modes in one process, interleaved round by round, so that load drifts hit them alike."""
+    env = _setup(args)
+    times = {m: [] for m in modes}
+    for r in range(args["warmup"] + args["repeats"]):
+        for m in modes:
+            dt = _step(m, r, args, *env)
+            if r >= args["warmup"]:
+                times[m].append(dt)
+    queue.put({"times": times, "device": str(env[1])})
+
+
+def _peak_memory(mode: str, args: dict, queue) -> None:
+    """Peak memory of a fresh process doing two steps of one mode (RSS on CPU, allocated on CUDA)."""
+    env = _setup(args)
+    torch, dev = env[0], env[1]
+    for i in range(2):
+        _step(mode, i, args, *env)
     peak = (torch.cuda.max_memory_allocated(dev) / 2**20 if dev.type == "cuda"
             else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    queue.put({"mode": mode, "times": times, "peak_mib": peak, "device": str(dev)})
+    queue.put(peak)
+
+
+def _in_process(target, *a):
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=target, args=(*a, q))
+    p.start()
+    out = q.get()
+    p.join()
+    return out
 
 
 def main(argv=None) -> int:
@@ -89,14 +126,9 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None, help="write the measurements to this file")
     args = vars(ap.parse_args(argv))
     modes = MODES + (("dense",) if args["all"] else ())
-    ctx = mp.get_context("spawn")
-    results = {}
-    for mode in modes:                       # one fresh process per mode: clean peak-memory numbers
-        q = ctx.Queue()
-        p = ctx.Process(target=_run_mode, args=(mode, args, q))
-        p.start()
-        results[mode] = q.get()
-        p.join()
+    timing = _in_process(_time_interleaved, modes, args)
+    results = {m: {"times": timing["times"][m], "peak_mib": _in_process(_peak_memory, m, args),
+                   "device": timing["device"]} for m in modes}
     base = statistics.median(results["ce"]["times"])
     print(f"margin benchmark: B={args['batch']} T={args['block']} d={args['d']} device={results['ce']['device']} "
           f"threads={args['threads']} repeats={args['repeats']} (median step time; peak memory of a fresh process)")
@@ -105,8 +137,16 @@ def main(argv=None) -> int:
         t = results[mode]["times"]
         med = statistics.median(t)
         print(f"{mode:10s} {med:9.3f} {med / base:7.2f} {min(t):7.3f} {results[mode]['peak_mib']:9.0f}")
+    import datetime
+    import os
+    import platform
+    load = os.getloadavg()
+    print(f"load average during the run: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs")
     if args["json"]:
-        Path(args["json"]).write_text(json.dumps({"args": args, "results": results}, indent=1))
+        meta = {"date": datetime.date.today().isoformat(), "machine": platform.machine(),
+                "processor": platform.processor(), "cpus": os.cpu_count(), "load_average": load,
+                "ratios": {m: statistics.median(results[m]["times"]) / base for m in modes}}
+        Path(args["json"]).write_text(json.dumps({"args": args, **meta, "results": results}, indent=1) + "\n")
     return 0
 
 
