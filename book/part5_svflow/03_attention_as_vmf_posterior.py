@@ -31,7 +31,7 @@ from nextword.theory.svflow_attention import (
     head_output, load_balancing_loss, multihead_as_expectation, vmf_attention_log_posterior,
     vmf_attention_params,
 )
-from nextword.theory.svflow_sphere import exp_map, tangent_projection, vmf_log_normalizer
+from nextword.theory.svflow_sphere import exp_map, tangent_projection
 
 use_book_style()
 sp.init_printing(use_latex="mathjax")
