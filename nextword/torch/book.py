@@ -45,9 +45,19 @@ PAPER_TABLE1 = [
 
 
 def experiment_config(full: bool = False, **overrides) -> TrainConfig:
-    """Quick CPU miniature (default) or the paper's §7.1 run (``full``)."""
+    """Quick CPU miniature (default) or the paper's §7.1 run (``full``).
+
+    Environment knobs for the full run: ``BARRIER_DATA`` (corpus, default ``wikitext2``), and, for
+    smoke-testing the ``FULL`` code path on a small machine only, ``BARRIER_STEPS`` and
+    ``BARRIER_EVAL_WINDOWS``.
+    """
     if full:
-        return preset("paper", data=os.environ.get("BARRIER_DATA", "wikitext2"), **overrides)
+        env = {"data": os.environ.get("BARRIER_DATA", "wikitext2")}
+        if os.environ.get("BARRIER_STEPS"):
+            env["steps"] = int(os.environ["BARRIER_STEPS"])
+        if os.environ.get("BARRIER_EVAL_WINDOWS"):
+            env["eval_windows"] = int(os.environ["BARRIER_EVAL_WINDOWS"])
+        return preset("paper", **{**env, **overrides})
     return preset("quick", **overrides)
 
 
