@@ -29,7 +29,6 @@
 import os
 
 import matplotlib.pyplot as plt
-import numpy as np
 import sympy as sp
 import sympy.stats as ss
 import torch
