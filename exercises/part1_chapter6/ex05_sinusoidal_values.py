@@ -1,0 +1,47 @@
+# %% [markdown]
+# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
+# > self-check cell at the end.
+
+# %% [markdown]
+# # Exercise 05 — Sinusoidal encodings by hand
+# **Part:** 1 · **Difficulty:** ★ · **Book notebook:** book/part1_chapter6/6_5_positional_encoding
+#
+# Chapter 6, Exercise 5. With $\mathrm{PE}(t,2i)=\sin\big(t/10000^{2i/d_{\text{model}}}\big)$ and
+# $\mathrm{PE}(t,2i+1)=\cos\big(t/10000^{2i/d_{\text{model}}}\big)$ (§6.5), compute
+# $\mathrm{PE}(10,0),\dots,\mathrm{PE}(10,3)$ for $d_{\text{model}}=128$ and verify that
+# $\mathrm{PE}(t,0)^2+\mathrm{PE}(t,1)^2=1$.
+#
+# 1. Implement `pe_values(t, d_model, dims)` from the formula with numpy (do not call
+#    `nextword.positions`): dimension `i` belongs to the pair `i // 2`; even dimensions use sine.
+# 2. Print the four values and the identity, and explain why the identity holds for every pair.
+
+# %%
+import numpy as np
+import sympy as sp
+
+
+# %%
+def pe_values(t: int, d_model: int, dims) -> np.ndarray:
+    """PE(t, i) for every i in dims, shape (len(dims),)."""
+    raise NotImplementedError("angle = t / 10000 ** (2 * (i // 2) / d_model); sine for even i, cosine for odd i")
+
+
+values = pe_values(10, 128, [0, 1, 2, 3])
+for i, v in enumerate(values):
+    print(f"PE(10, {i}) = {v:+.6f}")
+print(f"PE(10,0)^2 + PE(10,1)^2 = {values[0] ** 2 + values[1] ** 2:.9f}")
+
+# %% [markdown]
+# **Why the identity holds.**
+# *Your answer here.*
+
+# %%
+t = sp.Integer(10)
+phi1 = t / sp.Integer(10000) ** sp.Rational(2, 128)
+print("angles:", t, "and", sp.nsimplify(phi1), "; sin^2 + cos^2 =", sp.simplify(sp.sin(t) ** 2 + sp.cos(t) ** 2))
+
+# %%
+from nextword.exercises.checks import check_ex_p1_05
+
+check_ex_p1_05(pe_values)

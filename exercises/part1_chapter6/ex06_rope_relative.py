@@ -1,0 +1,52 @@
+# %% [markdown]
+# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
+# > self-check cell at the end.
+
+# %% [markdown]
+# # Exercise 06 — Why RoPE scores depend on $i-j$
+# **Part:** 1 · **Difficulty:** ★★ · **Book notebook:** book/part1_chapter6/6_5_positional_encoding
+#
+# Chapter 6, Exercise 6. RoPE rotates the query at position $i$ by the angle $i\theta$ and the key at
+# position $j$ by $j\theta$ (for every pair of coordinates, with its own frequency $\theta_p$). Explain why
+# the score $(R_{i\theta}q)^\top(R_{j\theta}k)$ depends on $i-j$ and not on $i$ and $j$ separately.
+#
+# 1. Prove it for one coordinate pair with sympy: compute $R_{i\theta}^\top R_{j\theta}$.
+# 2. Implement `rope_score(q, k, i, j)` for a full vector (consecutive pairs $(x_{2p},x_{2p+1})$,
+#    $\theta_p=10000^{-2p/d}$) with numpy, without calling `nextword.positions`.
+# 3. Give the intuition in words.
+
+# %%
+import numpy as np
+import sympy as sp
+
+# %%
+i, j, th = sp.symbols("i j theta", real=True)
+
+
+def R(a):
+    return sp.Matrix([[sp.cos(a), -sp.sin(a)], [sp.sin(a), sp.cos(a)]])
+
+
+raise NotImplementedError("simplify R(i*theta).T * R(j*theta) and compare it with R((j - i)*theta)")
+print("R(iθ)^T R(jθ) =", product.tolist())
+
+
+# %%
+def rope_score(q: np.ndarray, k: np.ndarray, i: int, j: int) -> float:
+    """(R_i q) · (R_j k) for vectors of even length d (consecutive pairs, base 10000)."""
+    raise NotImplementedError("rotate each pair (x[2p], x[2p+1]) by position * 10000 ** (-2p/d), then take the dot product")
+
+
+rng = np.random.default_rng(0)
+q, k = rng.standard_normal(8), rng.standard_normal(8)
+print(", ".join(f"{rope_score(q, k, 5 + s, 2 + s):.4f}" for s in (0, 10, 100)), "— the same for every shift")
+
+# %% [markdown]
+# **Intuition.**
+# *Your answer here.*
+
+# %%
+from nextword.exercises.checks import check_ex_p1_06
+
+check_ex_p1_06(rope_score)

@@ -1,0 +1,69 @@
+# %% [markdown]
+# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
+# > self-check cell at the end.
+
+# %% [markdown]
+# # Exercise 12 — Ablating a trained transformer
+# **Part:** 1 · **Difficulty:** ★★★ · **Book notebook:** book/part1_chapter6/6_6_context_representation
+#
+# Chapter 6, Exercise 12. Remove from a trained transformer (a) the causal mask, (b) the positional
+# encoding, (c) multi-head attention (single head instead), or (d) the residual connections. Predict the
+# failure mode or degradation of each on language modelling, and justify it by the role of the component.
+#
+# Write your predictions first (cell below), then test them. A 2-layer, 4-head `TinyLM` is trained on
+# `AgreementTask` (order-2 fillers + subject agreement); `nextword.ablation.with_config` removes a
+# component from the trained weights. For the mask, a model is also *retrained* without it, because the
+# failure the chapter has in mind (§6.3) appears in training.
+#
+# 1. Implement `honest_loss(model, ids)`: per-token losses `(N, L-1)` where the prediction of `ids[:, t+1]`
+#    comes from running the model on `ids[:, :t+1]` only (as in generation).
+# 2. Fill `results[name] = {"teacher_forced": ..., "honest": ...}` (mean losses over all positions) for
+#    `"baseline"`, `"no mask"` (retrained), `"no positions"`, `"single head"`, `"no residual"` (test time).
+# 3. Compare with your predictions.
+
+# %% [markdown]
+# **Predictions.**
+# *Your answer here.*
+
+# %%
+import dataclasses
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from nextword.ablation import ABLATIONS, token_nll, with_config
+from nextword.probing import AgreementTask
+from nextword.torch.lm import LMConfig, TinyLM, train_lm
+
+torch.set_num_threads(1)
+task = AgreementTask.make(np.random.default_rng(0))
+train = task.sample(4000, np.random.default_rng(1))
+test = task.sample(256, np.random.default_rng(2))
+cfg = LMConfig(vocab_size=task.vocab_size, d_model=32, num_heads=4, num_layers=2, max_len=task.length)
+baseline = TinyLM(cfg, seed=0)
+train_lm(baseline, train.ids, steps=600, batch_size=32, lr=1e-2, seed=0, progress=False)
+leaky = TinyLM(dataclasses.replace(cfg, causal=False), seed=0)  # retrained without the mask
+train_lm(leaky, train.ids, steps=600, batch_size=32, lr=1e-2, seed=0, progress=False)
+
+
+# %%
+def honest_loss(model: TinyLM, ids: np.ndarray) -> np.ndarray:
+    """Per-token losses (N, L-1): token t+1 predicted from the model run on tokens 0..t only."""
+    raise NotImplementedError("for t in range(L-1): logits = model(ids[:, :t+1])[:, -1]; cross-entropy against ids[:, t+1]")
+
+
+results = {}
+raise NotImplementedError("use token_nll(m, test.ids).mean() and honest_loss(m, test.ids).mean() for each model")
+for name, r in results.items():
+    print(f"{name:14s} teacher-forced {r['teacher_forced']:6.2f}   honest {r['honest']:6.2f}")
+
+# %% [markdown]
+# **Comparison with the predictions.**
+# *Your answer here.*
+
+# %%
+from nextword.exercises.checks import check_ex_p1_12
+
+check_ex_p1_12(honest_loss, results)

@@ -1,0 +1,102 @@
+# %% [markdown]
+# # Exercise 09 — A probing diagnostic for attention heads
+# **Part:** 1 · **Difficulty:** ★★★ · **Book notebook:** book/part1_chapter6/6_4_multi_head
+#
+# Chapter 6, Exercise 9. Design a diagnostic that decides whether a given head has specialised for a
+# linguistic phenomenon such as subject–verb agreement: which inputs would you give, and what would you
+# measure?
+#
+# We answer with an experiment on `AgreementTask` (see the book notebook): fillers from an order-2 chain,
+# one subject `S1`–`S4` among the first four tokens, and markers `V` whose next token must be the agreement
+# form `A1`–`A4` of the subject. A 1-layer, 4-head `TinyLM` is trained below (about 10 s).
+#
+# 1. Implement `subject_attention(weights, subject_pos, marker_mask)`: for attention weights
+#    `(N, H, T, T)`, the mean weight that the marker queries put on their sentence's subject, per head `(H,)`.
+# 2. Implement `ablation_effect(nll_fn, num_heads, group)`: for a 1-layer model, the increase of the mean
+#    loss over the positions in `group` when one head at a time is switched off, per head `(H,)`.
+#    `nll_fn(head_mask)` returns per-token losses `(N, T)`; `head_mask` is `(1, H)` with 0 for a removed
+#    head, or None for the full model.
+# 3. Use both to name the head that carries agreement, and describe your diagnostic in words
+#    (inputs, measurements, controls).
+
+# %%
+import numpy as np
+import torch
+
+from nextword.ablation import token_nll
+from nextword.probing import AgreementTask
+from nextword.torch.lm import LMConfig, TinyLM, train_lm
+
+torch.set_num_threads(1)
+task = AgreementTask.make(np.random.default_rng(0))
+train = task.sample(4000, np.random.default_rng(1))
+probe = task.sample(512, np.random.default_rng(2))  # held-out sentences for the diagnostic
+model = TinyLM(LMConfig(vocab_size=task.vocab_size, d_model=32, num_heads=4, num_layers=1, max_len=task.length),
+               seed=0)
+train_lm(model, train.ids, steps=750, batch_size=32, lr=1e-2, seed=0, progress=False)
+with torch.no_grad():
+    _, attn = model(torch.from_numpy(probe.ids[:, :-1]), return_attention=True)
+weights = attn[0].double().numpy()  # (N, 4, 23, 23)
+marker = probe.marker_mask[:, :-1]  # queries whose next token is the agreement form
+
+
+# %%
+def subject_attention(weights: np.ndarray, subject_pos: np.ndarray, marker_mask: np.ndarray) -> np.ndarray:
+    """Mean of weights[n, h, i, subject_pos[n]] over the (n, i) with marker_mask[n, i]; shape (H,)."""
+    # BEGIN SOLUTION hint="pick column subject_pos[n] of each sequence's maps, then average over the selected queries"
+    N = weights.shape[0]
+    col = weights[np.arange(N), :, :, subject_pos]  # (N, H, T): weight on the subject from every query
+    return (col * marker_mask[:, None, :]).sum(axis=(0, 2)) / marker_mask.sum()
+    # END SOLUTION
+
+
+def ablation_effect(nll_fn, num_heads: int, group: np.ndarray) -> np.ndarray:
+    """Δ mean loss over `group` when head h alone is switched off, for h = 0..num_heads-1."""
+    # BEGIN SOLUTION hint="base = nll_fn(None)[group].mean(); for each h, a (1, H) mask of ones with a 0 at h"
+    base = nll_fn(None)[group].mean()
+    out = np.zeros(num_heads)
+    for h in range(num_heads):
+        mask = np.ones((1, num_heads))
+        mask[0, h] = 0.0
+        out[h] = nll_fn(mask)[group].mean() - base
+    return out
+    # END SOLUTION
+
+
+scores = subject_attention(weights, probe.subject_pos, marker)
+effects = ablation_effect(lambda m: token_nll(model, probe.ids, head_mask=m), 4, marker)
+filler = ~marker & (np.arange(23) >= task.subject_window)
+control = ablation_effect(lambda m: token_nll(model, probe.ids, head_mask=m), 4, filler)
+# BEGIN SOLUTION hint="the head with the largest subject attention — check that its ablation hurts most"
+subject_head = int(np.argmax(scores))
+# END SOLUTION
+for h in range(4):
+    print(f"head {h}: attention to subject {scores[h]:.2f}; Δloss at markers {np.round(effects[h], 2) + 0.0:+.2f}, "
+          f"on fillers {np.round(control[h], 2) + 0.0:+.2f}")
+print("head carrying agreement:", subject_head)
+
+# %% [markdown]
+# **The diagnostic in words.**
+# <!-- BEGIN SOLUTION -->
+# *Inputs.* Sentences in which the phenomenon occurs at known positions (here the marker positions and the
+# subject), with controls: the same model on positions where it does not occur (fillers), and minimal
+# pairs that change only the critical word (swap the subject and nothing else). For real text: agreement
+# pairs such as "The key(s) to the cabinet is/are", with attractors of the other number in between.
+#
+# *Measurements, weakest to strongest.* (1) Attention mass from the queries that need the dependency to
+# the word that determines it, compared with chance ($1/i$) and with other heads — descriptive only: a
+# head can look without being used. (2) Causal ablation: switch the head off and measure the loss (or
+# accuracy of the agreeing form) on the phenomenon's positions *and* on control positions; specialisation
+# means a large effect there and a small one elsewhere. (3) Counterfactual minimal pairs: change the
+# subject and check that the prediction follows it, and that it stops following when the head is off.
+# (4) For a representation-level view, a linear probe on the head's output that predicts the subject's
+# number, with a control task (random labels) to make sure the probe is not doing the work.
+#
+# *Pitfall seen here.* Condition on the query type: in the book notebook one head attends to the subject
+# from markers and to the previous token from fillers; averaged over all queries it looks like neither.
+# <!-- END SOLUTION -->
+
+# %%
+from nextword.exercises.checks import check_ex_p1_09
+
+check_ex_p1_09(subject_attention, ablation_effect, model, probe, subject_head)

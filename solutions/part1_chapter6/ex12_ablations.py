@@ -1,0 +1,99 @@
+# %% [markdown]
+# # Exercise 12 — Ablating a trained transformer
+# **Part:** 1 · **Difficulty:** ★★★ · **Book notebook:** book/part1_chapter6/6_6_context_representation
+#
+# Chapter 6, Exercise 12. Remove from a trained transformer (a) the causal mask, (b) the positional
+# encoding, (c) multi-head attention (single head instead), or (d) the residual connections. Predict the
+# failure mode or degradation of each on language modelling, and justify it by the role of the component.
+#
+# Write your predictions first (cell below), then test them. A 2-layer, 4-head `TinyLM` is trained on
+# `AgreementTask` (order-2 fillers + subject agreement); `nextword.ablation.with_config` removes a
+# component from the trained weights. For the mask, a model is also *retrained* without it, because the
+# failure the chapter has in mind (§6.3) appears in training.
+#
+# 1. Implement `honest_loss(model, ids)`: per-token losses `(N, L-1)` where the prediction of `ids[:, t+1]`
+#    comes from running the model on `ids[:, :t+1]` only (as in generation).
+# 2. Fill `results[name] = {"teacher_forced": ..., "honest": ...}` (mean losses over all positions) for
+#    `"baseline"`, `"no mask"` (retrained), `"no positions"`, `"single head"`, `"no residual"` (test time).
+# 3. Compare with your predictions.
+
+# %% [markdown]
+# **Predictions.**
+# <!-- BEGIN SOLUTION -->
+# (a) Without the mask the model can read the token it must predict: trained that way, the training loss
+# collapses towards 0 while generation — where the future does not exist — fails badly (§6.3). Removed
+# only at test time, positions see tokens they were never trained to see: predictions degrade.
+# (b) Without positions one attention layer sees its context as a bag of tokens: order-dependent
+# predictions (the order-2 fillers) suffer, order-free ones (finding the subject by content) survive;
+# removed from trained weights, everything shifts and the model is lost.
+# (c) One head must serve both the local (previous-token) and the long-range (subject) pattern with one
+# set of weights; reading the trained four heads as one mixes their scores: both degrade.
+# (d) Residuals carry the token identity and each block's input forward; without them (at test time) the
+# blocks' outputs replace the stream instead of adding to it — collapse. In training, deep stacks
+# without residuals suffer from vanishing gradients.
+# <!-- END SOLUTION -->
+
+# %%
+import dataclasses
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from nextword.ablation import ABLATIONS, token_nll, with_config
+from nextword.probing import AgreementTask
+from nextword.torch.lm import LMConfig, TinyLM, train_lm
+
+torch.set_num_threads(1)
+task = AgreementTask.make(np.random.default_rng(0))
+train = task.sample(4000, np.random.default_rng(1))
+test = task.sample(256, np.random.default_rng(2))
+cfg = LMConfig(vocab_size=task.vocab_size, d_model=32, num_heads=4, num_layers=2, max_len=task.length)
+baseline = TinyLM(cfg, seed=0)
+train_lm(baseline, train.ids, steps=600, batch_size=32, lr=1e-2, seed=0, progress=False)
+leaky = TinyLM(dataclasses.replace(cfg, causal=False), seed=0)  # retrained without the mask
+train_lm(leaky, train.ids, steps=600, batch_size=32, lr=1e-2, seed=0, progress=False)
+
+
+# %%
+def honest_loss(model: TinyLM, ids: np.ndarray) -> np.ndarray:
+    """Per-token losses (N, L-1): token t+1 predicted from the model run on tokens 0..t only."""
+    # BEGIN SOLUTION hint="for t in range(L-1): logits = model(ids[:, :t+1])[:, -1]; cross-entropy against ids[:, t+1]"
+    x = torch.from_numpy(np.asarray(ids, dtype=np.int64))
+    out = np.empty((x.shape[0], x.shape[1] - 1))
+    with torch.no_grad():
+        for t in range(x.shape[1] - 1):
+            last = model(x[:, :t + 1])[:, -1]  # (N, V)
+            out[:, t] = F.cross_entropy(last, x[:, t + 1], reduction="none").double().numpy()
+    return out
+    # END SOLUTION
+
+
+results = {}
+# BEGIN SOLUTION hint="use token_nll(m, test.ids).mean() and honest_loss(m, test.ids).mean() for each model"
+models = {"baseline": baseline, "no mask": leaky}
+for name in ("no positions", "single head", "no residual"):
+    models[name] = with_config(baseline, **ABLATIONS[name])
+for name, m in models.items():
+    results[name] = {"teacher_forced": float(token_nll(m, test.ids).mean()),
+                     "honest": float(honest_loss(m, test.ids).mean())}
+# END SOLUTION
+for name, r in results.items():
+    print(f"{name:14s} teacher-forced {r['teacher_forced']:6.2f}   honest {r['honest']:6.2f}")
+
+# %% [markdown]
+# **Comparison with the predictions.**
+# <!-- BEGIN SOLUTION -->
+# (a) Confirmed: retrained without the mask, the teacher-forced loss is near zero (the model copies the
+# next token) while the honest loss is far above the baseline's — worse than guessing. (b)–(d) Each
+# test-time removal raises the loss; removing the residuals is the most destructive (the blocks were
+# trained to add small corrections to the stream), removing positions next (the weights expect them).
+# What the test-time experiment cannot show is how much each component matters *for learning*: the book
+# notebook retrains without positions and finds the agreement learned perfectly (a content lookup) and
+# the fillers only moderately worse — with two layers the causal mask itself leaks order.
+# <!-- END SOLUTION -->
+
+# %%
+from nextword.exercises.checks import check_ex_p1_12
+
+check_ex_p1_12(honest_loss, results)
