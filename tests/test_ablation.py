@@ -68,3 +68,12 @@ def test_position_losses():
     assert np.all(np.isnan(position_losses(_model(positional="learned"), stream, 20, num_windows=8)))
     with pytest.raises(ValueError, match="stream has"):
         position_losses(m, stream[:50], 9, num_windows=8)
+
+
+def test_docstring_examples():
+    import doctest
+
+    import nextword.ablation as module
+
+    res = doctest.testmod(module, extraglobs={"np": np})
+    assert res.attempted > 0 and res.failed == 0

@@ -141,3 +141,12 @@ def test_offset_score_with_query_mask_matches_loop(seed, T, offset):
     np.testing.assert_allclose(got, expected, rtol=1e-12)
     np.testing.assert_allclose(attention_to_offset(w, offset, np.ones((N, T), bool)),
                                attention_to_offset(w, offset).mean(0), rtol=1e-12)
+
+
+def test_docstring_examples():
+    import doctest
+
+    import nextword.probing as module
+
+    res = doctest.testmod(module, extraglobs={"np": np})
+    assert res.attempted > 0 and res.failed == 0
