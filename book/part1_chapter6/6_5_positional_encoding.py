@@ -310,7 +310,9 @@ plt.show()
 # only through the causal mask. **Beyond the training length every encoding breaks down**: the loss of
 # the sinusoidal, learned *and* RoPE models jumps above the no-context level $H(x_t)$ — they predict
 # worse than a model that ignores its context. RoPE does **not** extrapolate better than the sinusoidal
-# encoding here, and the model without positions degrades least.
+# encoding here, and the model without positions degrades least. Three further seeds (1–3, same
+# settings; not run by default) give the same picture: beyond position 32 sinusoidal 2.43–2.67, learned
+# 2.66–2.70, RoPE 2.65–2.80, none 1.94–1.95 nats, with 1.38–1.47 for the three encodings inside.
 #
 # Why RoPE fails although the task only needs offsets 1 and 2: its scores depend on $i-j$, but at
 # position 100 a query also scores keys at offsets 32–100 that never occurred in training, with
