@@ -1,11 +1,11 @@
 """Shared helpers for exercise checkers: pass with a ✓, fail with a message that teaches."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["ExerciseCheckError", "passed", "fail", "check_shape", "check_close", "check_true", "as_array"]
+__all__ = ["ExerciseCheckError", "passed", "fail", "check_shape", "check_close", "check_true", "as_array", "call_student"]
 
 
 class ExerciseCheckError(AssertionError):
@@ -58,3 +58,17 @@ def check_true(condition: bool, message: str) -> None:
     """Fail with ``message`` unless ``condition`` holds."""
     if not bool(condition):
         fail(message)
+
+
+def call_student(fn: Callable, name: str, *args):
+    """Call the student's ``fn(*args)``; turn a stub, a non-function or a crash into a teaching failure."""
+    if not callable(fn):
+        fail(f"{name} should be a function, got {type(fn).__name__}")
+    try:
+        return fn(*args)
+    except NotImplementedError:
+        fail(f"{name} still raises NotImplementedError — fill in the stub first")
+    except ExerciseCheckError:
+        raise
+    except Exception as exc:  # report the student's error without a traceback wall
+        fail(f"{name} raised {type(exc).__name__}: {exc}")

@@ -9,24 +9,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._common import ExerciseCheckError, as_array, check_close, check_shape, check_true, fail, passed  # noqa: F401
+from ._common import ExerciseCheckError, as_array, check_close, check_shape, check_true, fail, passed, call_student  # noqa: F401
 
 __all__: list[str] = ["check_ex_p2_01", "check_ex_p2_02", "check_ex_p2_03"]
 from .part2_b import __all__ as _p2b_all, check_ex_p2_04  # noqa: E402,F401  (helper P2b: Exercise 04)
 __all__ += _p2b_all
 
 
-def _call(fn: Callable, name: str, *args):
-    if not callable(fn):
-        fail(f"{name} should be a function, got {type(fn).__name__}")
-    try:
-        return fn(*args)
-    except NotImplementedError:
-        fail(f"{name} still raises NotImplementedError — fill in the stub first")
-    except ExerciseCheckError:
-        raise
-    except Exception as exc:  # report the student's error without a traceback wall
-        fail(f"{name} raised {type(exc).__name__}: {exc}")
+_call = call_student  # shared: a stub, a non-function or a crash becomes a clear failure
 
 
 def _random_model(rng: np.random.Generator, V: int, context: int | None):

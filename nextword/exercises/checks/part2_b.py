@@ -9,22 +9,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._common import ExerciseCheckError, check_close, check_shape, fail, passed
+from ._common import ExerciseCheckError, check_close, check_shape, fail, passed, call_student
 
 __all__ = ["check_ex_p2_04"]
 
 
-def _call(fn: Callable, name: str, *args):
-    if not callable(fn):
-        fail(f"{name} should be a function, got {type(fn).__name__}")
-    try:
-        return fn(*args)
-    except NotImplementedError:
-        fail(f"{name} still raises NotImplementedError — fill in the stub first")
-    except ExerciseCheckError:
-        raise
-    except Exception as exc:  # report the student's error without a traceback wall
-        fail(f"{name} raised {type(exc).__name__}: {exc}")
+_call = call_student  # shared: a stub, a non-function or a crash becomes a clear failure
 
 
 def _cases(rng: np.random.Generator) -> list[tuple[np.ndarray, float, str]]:

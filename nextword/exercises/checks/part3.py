@@ -10,22 +10,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._common import ExerciseCheckError, as_array, check_close, check_shape, check_true, fail, passed  # noqa: F401
+from ._common import ExerciseCheckError, as_array, check_close, check_shape, check_true, fail, passed, call_student  # noqa: F401
 
 __all__: list[str] = ["check_ex_p3_01", "check_ex_p3_02", "check_ex_p3_03", "check_ex_p3_04"]
 
 
-def _call(fn: Callable, name: str, *args):
-    if not callable(fn):
-        fail(f"{name} should be a function, got {type(fn).__name__}")
-    try:
-        return fn(*args)
-    except NotImplementedError:
-        fail(f"{name} still raises NotImplementedError — fill in the stub first")
-    except ExerciseCheckError:
-        raise
-    except Exception as exc:  # report the student's error without a traceback wall
-        fail(f"{name} raised {type(exc).__name__}: {exc}")
+_call = call_student  # shared: a stub, a non-function or a crash becomes a clear failure
 
 
 def _random_attention(rng: np.random.Generator, T: int, causal: bool) -> np.ndarray:

@@ -9,22 +9,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._common import ExerciseCheckError, as_array, check_close, check_shape, check_true, fail, passed  # noqa: F401
+from ._common import ExerciseCheckError, as_array, check_close, check_shape, check_true, fail, passed, call_student  # noqa: F401
 
 __all__ = ["check_ex_p5_01", "check_ex_p5_02", "check_ex_p5_03", "check_ex_p5_04"]
 
 
-def _call(fn: Callable, name: str, *args):
-    if not callable(fn):
-        fail(f"{name} must be a function, got {type(fn).__name__}")
-    try:
-        return fn(*args)
-    except NotImplementedError:
-        fail(f"{name} is not implemented yet")
-    except ExerciseCheckError:
-        raise
-    except Exception as exc:  # a student's bug: report it as a failed check, with its type
-        fail(f"{name} raised {type(exc).__name__}: {exc}")
+_call = call_student  # shared: a stub, a non-function or a crash becomes a clear failure
 
 
 def check_ex_p5_01(exp_map: Callable, retraction: Callable, slope: float) -> bool:
