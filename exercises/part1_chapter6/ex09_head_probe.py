@@ -13,7 +13,7 @@
 #
 # We answer with an experiment on `AgreementTask` (see the book notebook): fillers from an order-2 chain,
 # one subject `S1`–`S4` among the first four tokens, and markers `V` whose next token must be the agreement
-# form `A1`–`A4` of the subject. A 1-layer, 4-head `TinyLM` is trained below (about 10 s).
+# form `A1`–`A4` of the subject. A 1-layer, 4-head `TinyLM` is trained below, after your functions (about 10 s).
 #
 # 1. Implement `subject_attention(weights, subject_pos, marker_mask)`: for attention weights
 #    `(N, H, T, T)`, the mean weight that the marker queries put on their sentence's subject, per head `(H,)`.
@@ -36,13 +36,6 @@ torch.set_num_threads(1)
 task = AgreementTask.make(np.random.default_rng(0))
 train = task.sample(4000, np.random.default_rng(1))
 probe = task.sample(512, np.random.default_rng(2))  # held-out sentences for the diagnostic
-model = TinyLM(LMConfig(vocab_size=task.vocab_size, d_model=32, num_heads=4, num_layers=1, max_len=task.length),
-               seed=0)
-train_lm(model, train.ids, steps=750, batch_size=32, lr=1e-2, seed=0, progress=False)
-with torch.no_grad():
-    _, attn = model(torch.from_numpy(probe.ids[:, :-1]), return_attention=True)
-weights = attn[0].double().numpy()  # (N, 4, 23, 23)
-marker = probe.marker_mask[:, :-1]  # queries whose next token is the agreement form
 
 
 # %%
@@ -56,6 +49,14 @@ def ablation_effect(nll_fn, num_heads: int, group: np.ndarray) -> np.ndarray:
     raise NotImplementedError("base = nll_fn(None)[group].mean(); for each h, a (1, H) mask of ones with a 0 at h")
 
 
+# %%
+model = TinyLM(LMConfig(vocab_size=task.vocab_size, d_model=32, num_heads=4, num_layers=1, max_len=task.length),
+               seed=0)
+train_lm(model, train.ids, steps=750, batch_size=32, lr=1e-2, seed=0, progress=False)
+with torch.no_grad():
+    _, attn = model(torch.from_numpy(probe.ids[:, :-1]), return_attention=True)
+weights = attn[0].double().numpy()  # (N, 4, 23, 23)
+marker = probe.marker_mask[:, :-1]  # queries whose next token is the agreement form
 scores = subject_attention(weights, probe.subject_pos, marker)
 effects = ablation_effect(lambda m: token_nll(model, probe.ids, head_mask=m), 4, marker)
 filler = ~marker & (np.arange(23) >= task.subject_window)

@@ -48,11 +48,6 @@ torch.set_num_threads(1)
 task = AgreementTask.make(np.random.default_rng(0))
 train = task.sample(4000, np.random.default_rng(1))
 test = task.sample(256, np.random.default_rng(2))
-cfg = LMConfig(vocab_size=task.vocab_size, d_model=32, num_heads=4, num_layers=2, max_len=task.length)
-baseline = TinyLM(cfg, seed=0)
-train_lm(baseline, train.ids, steps=600, batch_size=32, lr=1e-2, seed=0, progress=False)
-leaky = TinyLM(dataclasses.replace(cfg, causal=False), seed=0)  # retrained without the mask
-train_lm(leaky, train.ids, steps=600, batch_size=32, lr=1e-2, seed=0, progress=False)
 
 
 # %%
@@ -68,6 +63,13 @@ def honest_loss(model: TinyLM, ids: np.ndarray) -> np.ndarray:
     return out
     # END SOLUTION
 
+
+# %%
+cfg = LMConfig(vocab_size=task.vocab_size, d_model=32, num_heads=4, num_layers=2, max_len=task.length)
+baseline = TinyLM(cfg, seed=0)
+train_lm(baseline, train.ids, steps=600, batch_size=32, lr=1e-2, seed=0, progress=False)
+leaky = TinyLM(dataclasses.replace(cfg, causal=False), seed=0)  # retrained without the mask
+train_lm(leaky, train.ids, steps=600, batch_size=32, lr=1e-2, seed=0, progress=False)
 
 results = {}
 # BEGIN SOLUTION hint="use token_nll(m, test.ids).mean() and honest_loss(m, test.ids).mean() for each model"
