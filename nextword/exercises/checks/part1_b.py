@@ -13,23 +13,13 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from ._common import ExerciseCheckError, as_array, check_close, check_shape, check_true, fail, passed  # noqa: F401
+from ._common import ExerciseCheckError, as_array, check_close, check_shape, check_true, fail, passed, call_student  # noqa: F401
 
 __all__ = ["check_ex_p1_04", "check_ex_p1_05", "check_ex_p1_06", "check_ex_p1_08", "check_ex_p1_09",
            "check_ex_p1_12"]
 
 
-def _call(fn: Callable, name: str, *args):
-    if not callable(fn):
-        fail(f"{name} should be a function, got {type(fn).__name__}")
-    try:
-        return fn(*args)
-    except NotImplementedError:
-        fail(f"{name} still raises NotImplementedError — fill in the stub first")
-    except ExerciseCheckError:
-        raise
-    except Exception as exc:  # report the student's error without a traceback wall
-        fail(f"{name} raised {type(exc).__name__}: {exc}")
+_call = call_student  # shared: a stub, a non-function or a crash becomes a clear failure
 
 
 def _int(name: str, value) -> int:
