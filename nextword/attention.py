@@ -37,6 +37,7 @@ __all__ = [
     "softmax",
     "log_softmax",
     "causal_mask",
+    "band_mask",
     "scaled_dot_product_attention",
     "MultiHeadAttention",
     "attention_backward",
@@ -142,6 +143,29 @@ def causal_mask(T: int, *, strict: bool = False, num_keys: int | None = None) ->
     i = np.arange(T)[:, None] + offset  # (T, 1) absolute positions of the queries
     j = np.arange(Tk)[None, :]  # (1, Tk)
     return j < i if strict else j <= i
+
+
+def band_mask(T: int, radius: int, *, causal: bool = False) -> np.ndarray:
+    """Boolean banded (local / sparse) attention mask, formulation paper §5.3.3.
+
+    ``mask[i, j]`` is True when ``|i - j| <= radius``; with ``causal=True`` also ``j <= i`` (a sliding
+    window over the last ``radius + 1`` positions). Shape ``(T, T)``. Each row has at most
+    ``2·radius + 1`` (causal: ``radius + 1``) True entries, so attention costs ``O(T·radius)`` instead
+    of ``O(T²)`` inner products.
+
+    >>> band_mask(4, 1, causal=True).astype(int)
+    array([[1, 0, 0, 0],
+           [1, 1, 0, 0],
+           [0, 1, 1, 0],
+           [0, 0, 1, 1]])
+    """
+    T = check_positive_int(T, "T")
+    if not isinstance(radius, (int, np.integer)) or isinstance(radius, bool) or radius < 0:
+        raise ValueError(f"radius must be a non-negative int, got {radius!r}")
+    i = np.arange(T)[:, None]  # (T, 1) query positions
+    j = np.arange(T)[None, :]  # (1, T) key positions
+    band = np.abs(i - j) <= radius
+    return band & (j <= i) if causal else band
 
 
 # --------------------------------------------------------------------------------------------

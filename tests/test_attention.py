@@ -331,3 +331,25 @@ def test_docstring_examples(module):
 
     res = doctest.testmod(importlib.import_module(module), extraglobs={"np": np})
     assert res.attempted > 0 and res.failed == 0
+
+
+@given(T=st.integers(1, 40), radius=st.integers(0, 45), causal=st.booleans())
+def test_band_mask_counts_and_relation_to_causal_mask(T, radius, causal):
+    from nextword.attention import band_mask, causal_mask
+
+    mask = band_mask(T, radius, causal=causal)
+    i, j = np.indices((T, T))
+    expected = (np.abs(i - j) <= radius) & ((j <= i) if causal else True)
+    assert np.array_equal(mask, expected)
+    if causal:
+        assert not (mask & ~causal_mask(T)).any()
+        if radius >= T - 1:
+            assert np.array_equal(mask, causal_mask(T))
+    assert mask.sum(axis=1).max() <= (radius + 1 if causal else 2 * radius + 1)
+
+
+def test_band_mask_rejects_bad_radius():
+    from nextword.attention import band_mask
+
+    with pytest.raises(ValueError, match="radius"):
+        band_mask(4, -1)

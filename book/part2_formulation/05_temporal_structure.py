@@ -20,7 +20,7 @@ import scipy.integrate
 import scipy.linalg
 import sympy as sp
 
-from nextword.attention import causal_mask, scaled_dot_product_attention, softmax
+from nextword.attention import band_mask, causal_mask, scaled_dot_product_attention, softmax
 from nextword.plotting import heatmap, use_book_style
 from nextword.positions import apply_rope, rope_frequencies, sinusoidal_encoding
 from nextword.theory.ssm import (
@@ -177,11 +177,6 @@ assert leak_printed > 1e-2 and leak_masked == 0.0
 n, r_, k_, l_ = sp.symbols("n r k l", integer=True, positive=True)  # n = m - 1 positions
 causal_count = sp.summation(sp.summation(1, (l_, 1, k_)), (k_, 1, n))
 print("causal (l <= k):", sp.factor(causal_count), "| printed:", sp.factor(n * (n - 1) / 2))
-
-
-def band_mask(T, r, causal=False):
-    i, j = np.arange(T)[:, None], np.arange(T)[None, :]
-    return (i - j <= r) & (j <= i) if causal else np.abs(i - j) <= r
 
 
 ms = np.array([16, 32, 64, 128, 256, 512])
