@@ -38,7 +38,7 @@ test-notebooks: $(STAMP)
 	$(NBENV) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NBVAL) book solutions
 
 book: $(STAMP)
-	$(NBENV) $(BIN)/python -m nextword.notebooks build book/*/*.py
+	$(NBENV) $(BIN)/python -m nextword.notebooks build -j $(JOBS) book/*/*.py
 	$(MAKE) render
 
 render: $(STAMP)

@@ -21,6 +21,7 @@ import shutil
 import sys
 import time
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -261,6 +262,14 @@ def render_book(out_dir: Path = REPO_ROOT / "_build" / "html", dirs: Sequence[st
     return index
 
 
+def _execute_reporting(py: Path) -> tuple[float, str | None]:
+    """``execute(py)`` for a worker process: (seconds, None) or (nan, the error's last lines)."""
+    try:
+        return execute(py), None
+    except Exception as exc:
+        return float("nan"), f"{type(exc).__name__}: {str(exc)[-2000:]}"
+
+
 def _expand(paths: Sequence[str], use_all: bool, dirs: Sequence[str]) -> list[Path]:
     if use_all:
         return notebook_sources(REPO_ROOT, dirs)
@@ -282,6 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     b = sub.add_parser("build", help="convert py -> ipynb and execute")
     b.add_argument("paths", nargs="*")
     b.add_argument("--all", action="store_true", help="every notebook in book/ and solutions/")
+    b.add_argument("-j", "--jobs", type=int, default=1, help="notebooks executed in parallel (one kernel each)")
     s = sub.add_parser("sync", help="convert py -> ipynb without executing")
     s.add_argument("paths", nargs="*")
     s.add_argument("--all", action="store_true")
@@ -294,13 +304,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "build":
         paths = _expand(args.paths, args.all, EXECUTED_DIRS)
         failed = []
-        for py in paths:
-            try:
-                seconds = execute(py)
-                print(f"[ok]   {py}  ({seconds:.1f} s)", flush=True)
-            except Exception as exc:  # report every failing notebook, then fail
-                failed.append(py)
-                print(f"[FAIL] {py}: {type(exc).__name__}: {str(exc)[-2000:]}", flush=True)
+        with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            for py, (seconds, error) in zip(paths, pool.map(_execute_reporting, paths)):
+                if error is None:
+                    print(f"[ok]   {py}  ({seconds:.1f} s)", flush=True)
+                else:  # report every failing notebook, then fail
+                    failed.append(py)
+                    print(f"[FAIL] {py}: {error}", flush=True)
+        print(f"{len(paths) - len(failed)} of {len(paths)} notebooks executed")
         return 1 if failed else 0
     if args.command == "sync":
         for py in _expand(args.paths, args.all, NOTEBOOK_DIRS):
