@@ -146,7 +146,10 @@ def sync(py_path: Path, *, keep_outputs: bool = True) -> Path:
     ipynb = py_path.with_suffix(".ipynb")
     nb = py_to_notebook(py_path)
     if keep_outputs and ipynb.exists():
-        old = {(_cell_signature(c)): c for c in nbformat.read(ipynb, as_version=4).cells if c["cell_type"] == "code"}
+        previous = nbformat.read(ipynb, as_version=4)
+        if "language_info" in previous.metadata:  # written by the kernel when it was executed
+            nb.metadata["language_info"] = previous.metadata["language_info"]
+        old = {(_cell_signature(c)): c for c in previous.cells if c["cell_type"] == "code"}
         for cell in nb.cells:
             prev = old.get(_cell_signature(cell))
             if cell["cell_type"] == "code" and prev is not None:

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 4.6 Barrier training: cross-entropy alone vs. cross-entropy + margin (§7.1–7.2, Fig. 7.4)
+# # 4.7 Barrier training: cross-entropy alone vs. cross-entropy + margin (§7.1–7.2, Fig. 7.4)
 #
 # *Source: Agarwal et al., "Support Tokens, Stability Margins, and a New Foundation for Robust
 # LLMs", §7.1–7.2 (Fig. 7.4), with Theorem 1 (Eqs. 13–15), Eq. (24) and Eq. (25).*

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 4.8 The regularisation path in $\lambda_m$ (§7.4, Table 1, Fig. 7.6)
+# # 4.9 The regularisation path in λ_m (§7.4, Table 1, Fig. 7.6)
 #
 # *Source: Agarwal et al., §7.4 (Table 1, Fig. 7.6), with §3.4 (Fig. 3.3) and §4.*
 #

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 4.7 Robustness to embedding noise (§7.3, Fig. 7.5)
+# # 4.8 Robustness to embedding noise (§7.3, Fig. 7.5)
 #
 # *Source: Agarwal et al., §7.3 (Fig. 7.5 and the table beside it).*
 #

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Spherical geometry: exponential map, retraction, RMSNorm and the von Mises–Fisher distribution
+# # 5.1 Spherical geometry: exponential map, retraction, RMSNorm and the von Mises–Fisher distribution
 #
 # **Source:** Liao, *Transformer as an Euler Discretization of Score-based Variational Flow*, §2.2
 # (Eqs. 2–3), §2.3 (Eqs. 7–8), §4.1 (Eqs. 17–18) and App. C.2.3 (numerical stability).

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # SVFlow: definition, the ELBO identity and the gradient decomposition
+# # 5.2 SVFlow: definition, the ELBO identity and the gradient decomposition
 #
 # **Source:** Liao, §3.1–3.2 (Definition 3.1, Eq. 9; Proposition 3.2, Eqs. 10–11; Theorem 3.3, Eq. 12;
 # Corollary 3.4, Eq. 13) and App. A (proofs, Eqs. 23–34).

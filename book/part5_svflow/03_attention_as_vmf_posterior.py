@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Attention as a vMF posterior, heads as SVFlow fields, MoE gating and a block as an Euler step
+# # 5.3 Attention as a vMF posterior, heads as SVFlow fields, MoE gating and a block as an Euler step
 #
 # **Source:** Liao, §4.2 (Eqs. 19–21), §4.3 (Eq. 22), §4.4, App. B.4 (kernel-smoothing limit, Eqs. 67–70).
 #

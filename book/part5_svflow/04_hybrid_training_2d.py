@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Hybrid training of a 2-D Gaussian SVFlow: semantic alignment versus variational consistency
+# # 5.4 Hybrid training of a 2-D Gaussian SVFlow: semantic alignment versus variational consistency
 #
 # **Source:** Liao, §3.3 (Eqs. 14–16), App. C.1 and Figure 1.
 #

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Prefix shuffling: SVFlow metrics of a trained causal LM
+# # 5.5 Prefix shuffling: SVFlow metrics of a trained causal LM
 #
 # **Source:** Liao, §6 (Tables 1–2, Figs. 2–4, §6.2 Spearman correlations), App. C.2 (protocol and
 # metrics, Eqs. 71–73).
