@@ -39,12 +39,16 @@ print("exponentials: ", np.round(exps, 4))
 print("weights:      ", np.round(weights, 4), " sum =", f"{weights.sum():.6f}")
 
 # %% [markdown]
-# **The numbers.** $q[3]\cdot k[1]=1$, $q[3]\cdot k[2]=-1$, $q[3]\cdot k[3]=-2$; divided by
+# **The numbers, step by step.**
+#
+# <!-- BEGIN SOLUTION -->
+# $q[3]\cdot k[1]=1$, $q[3]\cdot k[2]=-1$, $q[3]\cdot k[3]=-2$; divided by
 # $\sqrt4=2$: $[0.5,-0.5,-1]$. Exponentials $[e^{0.5},e^{-0.5},e^{-1}]=[1.6487,0.6065,0.3679]$ with sum
 # $2.6231$, so $\alpha[3,1]=0.6285$, $\alpha[3,2]=e^{-0.5}/2.6231=0.2312$, $\alpha[3,3]=e^{-1}/2.6231=0.1402$.
 # (Subtracting the maximum score before exponentiating, as the code does, multiplies every
 # exponential by $e^{-0.5}$ and leaves the weights unchanged.) The query is closest in direction to
 # $k[1]$, so position 1 gets most of the weight even though position 3 is the query's own.
+# <!-- END SOLUTION -->
 
 # %%
 from nextword.exercises.checks import check_ex_p1_01
