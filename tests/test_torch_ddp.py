@@ -16,15 +16,6 @@ from nextword.torch import train as T  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors: one intra-op thread avoids OpenMP oversubscription on a shared 2-core machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 @pytest.mark.slow
 def test_torchrun_two_processes_matches_single_process(tmp_path):
     if not torch.distributed.is_available():

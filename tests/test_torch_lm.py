@@ -22,12 +22,6 @@ from nextword.torch.lm import (  # noqa: E402
 )
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    with torch_threads(1):  # tiny tensors: threads only add contention on a busy machine
-        yield
-
-
 def _cfg(**kw):
     base = dict(vocab_size=7, d_model=8, num_heads=2, num_layers=2, max_len=12, init_std=0.4)
     base.update(kw)

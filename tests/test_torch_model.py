@@ -11,15 +11,6 @@ import torch.nn.functional as F  # noqa: E402
 from nextword.torch import model as M  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors: one intra-op thread avoids OpenMP oversubscription on a shared 2-core machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def _model(**kw):
     torch.manual_seed(0)
     cfg = M.SmallGPTConfig(**{**dict(vocab_size=7, block_size=10, n_layer=2, n_head=2, d_model=8), **kw})

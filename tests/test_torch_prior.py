@@ -15,15 +15,6 @@ from nextword.torch import prior as P  # noqa: E402
 F64 = torch.float64
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors: one intra-op thread avoids OpenMP oversubscription on a shared 2-core machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def _setup(B=2, T=7, V=5, d=4, scale=0.4, seed=0):
     g = torch.Generator().manual_seed(seed)
     E = torch.randn(V, d, generator=g, dtype=F64)

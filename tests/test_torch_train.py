@@ -11,15 +11,6 @@ from nextword.torch import barrier, train as T  # noqa: E402
 from nextword.torch.data import load_char_data  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors: one intra-op thread avoids OpenMP oversubscription on a shared 2-core machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 @pytest.fixture(scope="module")
 def data():
     return load_char_data("shakespeare", max_chars=T.PRESETS["tiny"]["max_chars"])
