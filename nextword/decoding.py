@@ -132,6 +132,19 @@ def _check_rng(rng: object) -> np.random.Generator:
 
 
 # ----------------------------------------------------------------------------- decoders
+def _autoregress(next_logits: NextLogits, seq: list[int], n: int,
+                 choose: Callable[[np.ndarray], int], eos_id: int | None) -> list[int]:
+    """The loop shared by greedy and sampling: append ``choose(logits)`` ``n`` times, stop after EOS."""
+    V = None
+    for _ in range(n):
+        z = _model_logits(next_logits, seq, V)  # (V,)
+        V = z.shape[0]
+        seq.append(choose(z))
+        if eos_id is not None and seq[-1] == eos_id:
+            break
+    return seq
+
+
 def greedy(
     next_logits: NextLogits,
     prompt: Sequence[int],
@@ -147,14 +160,7 @@ def greedy(
     """
     seq = _check_prompt(prompt)
     n = _check_count(max_new_tokens, "max_new_tokens", 0)
-    V = None
-    for _ in range(n):
-        z = _model_logits(next_logits, seq, V)
-        V = z.shape[0]
-        seq.append(int(np.argmax(z)))
-        if eos_id is not None and seq[-1] == eos_id:
-            break
-    return seq
+    return _autoregress(next_logits, seq, n, lambda z: int(np.argmax(z)), eos_id)
 
 
 def exhaustive_search(
@@ -381,14 +387,8 @@ def sample(
     top_k = None if top_k is None else _check_count(top_k, "top_k", 1)
     top_p = None if top_p is None else _check_top_p(top_p)
     rng = _check_rng(rng)
-    V = None
-    for _ in range(n):
-        z = _model_logits(next_logits, seq, V)
-        V = z.shape[0]
-        seq.append(_sample_from(_filter(z, temperature, top_k, top_p), rng))
-        if eos_id is not None and seq[-1] == eos_id:
-            break
-    return seq
+    return _autoregress(next_logits, seq, n, lambda z: _sample_from(_filter(z, temperature, top_k, top_p), rng),
+                        eos_id)
 
 
 def mixed(
