@@ -146,8 +146,10 @@ for lab, rw in zip(LABELS, rows):
           f"{rw['cos']:9.3f} | {rw['spread']:7.3f} | {rw['n_eff']:5.2f}")
 
 # %% [markdown]
-# The checks below assert what held in both the default and the `FULL` run (the table above is marked as
-# machine-dependent: 300 steps of training amplify last-digit differences between CPUs).
+# The checks below assert what held in the default run (the table above is marked as machine-dependent:
+# 300 steps of training amplify last-digit differences between CPUs). The paper-sized `FULL` run
+# (10,000 steps) has not been executed for this book, so these checks are not known to hold there; a
+# 2,000-step side run kept the hybrid runs' accuracy at 1.0 but saw the β = 0 run drift towards collapse.
 
 # %%
 acc = np.array([rw["acc"] for rw in rows])
