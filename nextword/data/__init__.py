@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .synthetic import IIDSource, MarkovSource, markov_source, sticky_markov_chain, STICKY_RULES
+from ..synthetic import IIDSource, MarkovSource, markov_source, sticky_markov_chain, STICKY_RULES
 
 __all__ = [
     "DataNotFoundError", "data_dir", "candidate_data_dirs", "find_data_file",
@@ -37,7 +37,7 @@ __all__ = [
     "IIDSource", "MarkovSource", "markov_source", "sticky_markov_chain", "STICKY_RULES",
 ]
 
-_REPO_ROOT = Path(__file__).resolve().parent.parent
+_REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class DataNotFoundError(FileNotFoundError):
