@@ -2,10 +2,12 @@
 
 Markers in a solution's py:percent source:
 
-* code: ``# BEGIN SOLUTION`` (optionally ``hint="..."``) … ``# END SOLUTION`` — the region is replaced by
-  ``raise NotImplementedError("<hint>")`` at the marker's indentation;
+* code: ``# BEGIN SOLUTION`` (optionally ``hint="..."``, which says *what to return*, never how) …
+  ``# END SOLUTION`` — the region is replaced by ``raise NotImplementedError("<hint>")`` at the marker's
+  indentation (with a pointer to the tiered hints, :func:`nextword.exercises.hints.hint`, when the
+  exercise is known);
 * markdown: ``# <!-- BEGIN SOLUTION -->`` … ``# <!-- END SOLUTION -->`` — replaced by
-  ``# *Your answer here.*``.
+  ``# *Your answer here.*`` (and, for a known exercise, how to reveal the model answer afterwards).
 
 Example
 -------
@@ -21,6 +23,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .hints import exercise_id
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 _BEGIN = re.compile(r'^(?P<indent>\s*)#\s*(?P<md><!--\s*)?BEGIN SOLUTION(?:\s+hint="(?P<hint>[^"]*)")?\s*(-->)?\s*$')
 _END = re.compile(r"^\s*#\s*(<!--\s*)?END SOLUTION\s*(-->)?\s*$")
@@ -31,10 +35,15 @@ class MarkerError(ValueError):
     """A solution file has unbalanced or nested BEGIN/END SOLUTION markers."""
 
 
-def strip_solutions(source: str, *, name: str = "<source>") -> str:
-    """Return ``source`` with every marked solution region replaced by its stub."""
+def strip_solutions(source: str, *, name: str = "<source>", exercise: str | None = None) -> str:
+    """Return ``source`` with every marked solution region replaced by its stub.
+
+    With ``exercise`` (e.g. ``"p5_02"``) a code stub points at ``hint(exercise, 1)`` and a written answer
+    at ``reveal(exercise, k)``.
+    """
     out: list[str] = []
     inside: re.Match[str] | None = None
+    written = 0
     for lineno, line in enumerate(source.splitlines(), start=1):
         begin, end = _BEGIN.match(line), _END.match(line)
         if begin:
@@ -43,9 +52,15 @@ def strip_solutions(source: str, *, name: str = "<source>") -> str:
             inside = begin
             indent = begin["indent"]
             if begin["md"]:
-                out.append(f"{indent}# *Your answer here.*")
+                written += 1
+                after = f' (Once you have written it, `reveal("{exercise}", {written})` shows a model answer.)' \
+                    if exercise else ""
+                out.append(f"{indent}# *Your answer here.*{after}")
             else:
-                hint = (begin["hint"] or DEFAULT_HINT).replace("\\", "\\\\").replace('"', '\\"')
+                hint = begin["hint"] or DEFAULT_HINT
+                if exercise:
+                    hint += f" (stuck? hint('{exercise}', 1))"
+                hint = hint.replace("\\", "\\\\").replace('"', '\\"')
                 out.append(f'{indent}raise NotImplementedError("{hint}")')
         elif end:
             if not inside:
@@ -71,14 +86,19 @@ def exercise_path(solution: Path, root: Path = REPO_ROOT) -> Path:
 
 def expected_exercise(solution: Path) -> str:
     """The student py:percent text that ``build`` writes for ``solution``."""
+    ex = exercise_id(solution)
     header = (
         "# %% [markdown]\n"
         "# > Student version generated from `solutions/` by `python -m nextword.exercises build`;\n"
         "# > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the\n"
-        "# > self-check cell at the end.\n\n"
+        "# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint(\"" + ex + "\", 1)` gives\n"
+        "# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal(\"" + ex + "\")`.\n"
+        "# > Where you stand on all exercises: `python -m nextword.exercises grade`.\n\n"
+        "# %%\n"
+        "from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)\n\n"
     )
     text = Path(solution).read_text(encoding="utf-8")
-    return header + strip_solutions(text, name=str(solution))
+    return header + strip_solutions(text, name=str(solution), exercise=ex)
 
 
 _PART_NAMES = {
@@ -174,5 +194,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"[stale] {p}")
         print(f"{len(solution_sources()) - len(problems)} of {len(solution_sources())} exercises in sync")
         return 1 if problems else 0
-    print("usage: python -m nextword.exercises [build|check]", file=sys.stderr)
+    if command == "grade":
+        from .grade import main as grade_main
+
+        return grade_main(args[1:])
+    print("usage: python -m nextword.exercises [build|check|grade [part]]", file=sys.stderr)
     return 2
