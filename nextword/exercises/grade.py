@@ -92,7 +92,7 @@ def grade_notebook(notebook_path: Path, solution: Path, *, timeout: int = 600) -
             return Grade(ex, graded, "✗", f"a stub is left ({where}): {_first_line(err.evalue)}")
         if err.ename == "ExerciseCheckError":
             lines = [ln.strip() for ln in re.sub(r"\x1b\[[0-9;]*m", "", err.evalue).splitlines() if ln.strip()]
-            head = re.sub(r"^✗\s*", "", lines[0]) if lines else ""
+            head = re.sub(r"^✗\s*(Exercise [\d.]+: )?", "", lines[0]) if lines else ""
             first_fail = next((ln for ln in lines[1:] if ln.startswith("✗")), "")
             return Grade(ex, graded, "✗", f"{head}; {first_fail}" if first_fail else head)
         return Grade(ex, graded, "✗", f"{err.ename} in {where}: {_first_line(err.evalue)}")
@@ -126,7 +126,7 @@ def grade_all(part: str | None = None, *, directory: Path | None = None, root: P
     return grades
 
 
-def format_table(grades: Sequence[Grade], *, width: int = 100) -> str:
+def format_table(grades: Sequence[Grade], *, width: int = 160) -> str:
     """The table printed by ``grade``: one row per exercise, then the counts.
 
     >>> print(format_table([Grade("p1_01", Path("x"), "✓", "all good"), Grade("p1_02", Path("y"), "not started")]))

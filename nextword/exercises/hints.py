@@ -117,9 +117,9 @@ HINTS: dict[str, tuple[str, ...]] = {
     ),
     "p3_01": (
         "Differentiate the loss through the softmax: the Jacobian of softmax is diag(α) − α αᵀ.",
-        "With B_ij = u_i · v_j (u = dL/d output), dL/ds_ij = α_ij (B_ij − Σ_k α_ik B_ik); the advantage is the "
-        "bracket without the α_ij factor.",
-        "B = U @ V.T; mean = (alpha * B).sum(1, keepdims=True); grad = alpha * (B - mean); advantage = B - mean.",
+        "With B_ij = u_i · v_j (u = dL/d output), dL/ds_ij = α_ij (B_ij − Σ_k α_ik B_ik); the advantage is minus "
+        "the bracket, without the α_ij factor (A_ij > 0: raising s_ij lowers the loss).",
+        "B = U @ V.T; mean = (alpha * B).sum(1, keepdims=True); grad = alpha * (B - mean); advantage = mean - B.",
     ),
     "p3_02": (
         "Moving v_j changes every output that attends to j, in proportion to α_ij.",

@@ -49,7 +49,7 @@ def check_ex_p3_01(score_gradient: Callable, advantage: Callable) -> bool:
                         mistakes={"wrong sign: it is dL/ds, not the descent direction": -expected,
                                   "the α_ij factor in front is missing": B - (alpha * B).sum(1, keepdims=True),
                                   "B = V Uᵀ instead of U Vᵀ (B_ij = u_i · v_j)": ref_score_gradient(alpha, B.T)})
-    with r.check("advantage A_ij = B_ij − Σ_k α_ik B_ik on the visible keys (§3.4)"):
+    with r.check("advantage A_ij = −(B_ij − Σ_k α_ik B_ik) on the visible keys (§3.4)"):
         for label, alpha, U, V in cases:
             B = compatibility_matrix(U, V)
             A = check_shape(f"advantage ({label})", _call(advantage, f"advantage ({label})", alpha.copy(), U.copy(),
@@ -60,8 +60,10 @@ def check_ex_p3_01(score_gradient: Callable, advantage: Callable) -> bool:
                         rtol=1e-8, atol=1e-10,
                         mistakes={"the advantage carries the α_ij factor of the gradient: drop it":
                                   (alpha * expected)[visible],
+                                  "wrong sign: A_ij > 0 must mean that raising s_ij lowers the loss, "
+                                  "A_ij = Σ_k α_ik B_ik − B_ij": -expected[visible],
                                   "the mean is taken with equal weights: weight B_ik by α_ik":
-                                  (B - np.where(visible, B, 0).sum(1, keepdims=True) / visible.sum(1, keepdims=True))[visible]})
+                                  (np.where(visible, B, 0).sum(1, keepdims=True) / visible.sum(1, keepdims=True) - B)[visible]})
     return r.done("Eq. (23) and the advantage A_ij match on full and causal attention (4 cases)")
 
 
