@@ -1,6 +1,6 @@
 # %% [markdown]
 # # Exercise 11 — Parallel attention vs sequential recurrence: cost and depth
-# **Part:** 1 · **Difficulty:** ★★★ · **Book notebook:** book/part1_chapter6/6_1_parallel_attention
+# **Part:** 1 · **Difficulty:** ★★★ · **Book notebook:** book/part1_chapter6/6_6_context_representation
 #
 # Chapter 6, Exercise 11. Compare the computational complexity of processing a sequence of length $T$
 # with width $d$ for an RNN and for a transformer, forward and backward, and discuss the trade-off

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["ExerciseCheckError", "Report", "passed", "fail", "check_shape", "check_close", "check_true",
-           "as_array", "call_student", "describe", "diagnose", "check_int"]
+           "as_array", "call_student", "describe", "diagnose", "check_int", "check_cases"]
 
 _HERE = Path(__file__).resolve().parent
 _PACKAGE = _HERE.parent
@@ -126,7 +126,8 @@ def diagnose(got: np.ndarray, expected: np.ndarray, *, d: int | None = None,
             for value, message in _named_ratios(d):
                 if abs(r0 - value) <= 1e-6 * value:
                     return message
-            return f"every value is {r0:.6g} times the expected one: a missing or extra scale factor"
+            if got.size > 1:  # one number alone says nothing about a constant factor
+                return f"every value is {r0:.6g} times the expected one: a missing or extra scale factor"
     if expected.size > 1:
         diff = got - expected
         c = float(np.median(diff))
@@ -197,6 +198,32 @@ def check_close(name: str, got, expected, *, rtol: float = 1e-7, atol: float = 1
             lines.append(f"likely mistake: {likely}")
     fail("\n    ".join(lines))
     return array  # pragma: no cover
+
+
+def check_cases(name: str, cases: Sequence[tuple[str, object, object]], *, rtol: float = 1e-7, atol: float = 1e-9,
+                mistakes: Sequence[Mapping[str, object]] | None = None) -> None:
+    """Compare scalar results case by case (``(label, got, expected)``, smallest case first).
+
+    Fails on the first failing case with got vs expected; the likely mistake is looked for in that case's
+    ``mistakes`` and then across *all* cases (a constant offset or factor shows only across several).
+    """
+    gots = np.array([float(as_array(label, g).reshape(-1)[0]) for label, g, _ in cases])
+    exps = np.array([float(e) for _, _, e in cases])
+    for k, (label, _, _) in enumerate(cases):
+        if not np.isfinite(gots[k]) or not np.isclose(gots[k], exps[k], rtol=rtol, atol=atol):
+            break
+    else:
+        return
+    lines = [f"{name} for {label}: got {gots[k]:.10g}, expected {exps[k]:.10g} "
+             f"(error {abs(gots[k] - exps[k]):.3g}; tolerance rtol={rtol:g}, atol={atol:g})"]
+    likely = diagnose(gots[k:k + 1], exps[k:k + 1], mistakes={m: np.atleast_1d(v) for m, v in
+                                                              ((mistakes or [{}] * len(cases))[k]).items()})
+    finite = np.isfinite(gots)
+    if likely is None and finite.sum() >= 2:
+        likely = diagnose(gots[finite], exps[finite])
+    if likely:
+        lines.append(f"likely mistake: {likely}")
+    fail("\n    ".join(lines))
 
 
 def check_true(condition: bool, message: str) -> None:

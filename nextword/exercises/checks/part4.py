@@ -74,7 +74,7 @@ def check_ex_p4_01(scalar_margins: Callable, support: Callable) -> bool:
 
 def check_ex_p4_02(diagonal_block: Callable) -> bool:
     """Exercise 02: ``diagonal_block(X, t, W_Q, W_K, W_V) -> (d, d)`` exact ∂e_t/∂x_t (strict, any W_V)."""
-    from nextword.theory.barrier import jacobian_diagonal_block
+    from nextword.theory.barrier import jacobian_diagonal_block, paper_diagonal_block
 
     r = Report("Exercise 4.02")
     rng = np.random.default_rng(402)
@@ -93,6 +93,9 @@ def check_ex_p4_02(diagonal_block: Callable) -> bool:
                 mistakes = {"the block is I − ∂μ_t/∂x_t: you returned I + ∂μ_t/∂x_t": 2 * np.eye(d) - expected,
                             "you returned ∂μ_t/∂x_t without the identity of the residual": np.eye(d) - expected}
                 if label != "W_V = I":
+                    mistakes["the paper's Eq. (14) form I − Σ_t A with the covariance of the values: the exact "
+                             "block has the cross-covariance (v_s − v̄_t)(x_s − x̄_t)ᵀ of values and embeddings"] = \
+                        paper_diagonal_block(X, W_Q, W_K, W_V)[t]
                     mistakes["your covariance is that of the embeddings, not of the values (right only for "
                              "W_V = I): use (v_s − v̄_t)(x_s − x̄_t)ᵀ"] = with_identity
                 check_close(f"diagonal_block(X, t={t}, W_Q, W_K, W_V) with {label}, X of shape {X.shape}", got,

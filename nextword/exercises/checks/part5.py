@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._common import ExerciseCheckError, Report, as_array, call_student, check_close, check_shape, check_true, describe, fail, passed  # noqa: F401
+from ._common import ExerciseCheckError, Report, check_cases, as_array, call_student, check_close, check_shape, check_true, describe, fail, passed  # noqa: F401
 
 __all__ = ["check_ex_p5_01", "check_ex_p5_02", "check_ex_p5_03", "check_ex_p5_04"]
 
@@ -74,6 +74,7 @@ def check_ex_p5_02(log_vmf_normaliser: Callable) -> bool:
     }
     for title, cases in groups.items():
         with r.check(f"{title}: (κ, d) = {', '.join(f'({k:g}, {d})' for k, d in cases)}"):
+            rows, mistakes = [], []
             for kappa, d in sorted(cases, key=lambda c: (c[1], c[0])):
                 label = f"log_vmf_normaliser({kappa:g}, {d})"
                 got = as_array(label, _call(log_vmf_normaliser, label, kappa, d))
@@ -84,17 +85,19 @@ def check_ex_p5_02(log_vmf_normaliser: Callable) -> bool:
                     nu = d / 2 - 1
                     with np.errstate(all="ignore"):
                         scaled = float(special.ive(nu, kappa))
-                    why = (f"ive({nu:g}, {kappa:g}) = {scaled:.3g} underflows to 0, so log(ive(ν, κ)) + κ is -inf and log C_d is +inf: for "
-                           "a large order and a small argument sum the power series of I_ν in log space (or use the "
-                           "uniform asymptotic expansion)" if scaled == 0.0 else
+                    why = (f"ive({nu:g}, {kappa:g}) = {scaled:.3g} underflows to 0, so log(ive(ν, κ)) + κ is -inf and "
+                           "log C_d is +inf: for a large order and a small argument sum the power series of I_ν in "
+                           "log space (or use the uniform asymptotic expansion)" if scaled == 0.0 else
                            "never form κ**ν, (2π)**(d/2) or I_ν(κ) itself; work with logarithms and the scaled "
                            "Bessel function ive")
-                    fail(f"{label} is not finite: got {float(got.reshape(-1)[0])}, expected {expected:.10g}\n    likely: {why}")
-                mistakes = {"ν = d/2; the order of the Bessel function is ν = d/2 − 1":
-                            float(vmf_log_normalizer(kappa, d + 2)) + np.log(kappa) - np.log(2 * np.pi),
-                            "the −(d/2) log 2π term is missing": expected + d / 2 * np.log(2 * np.pi),
-                            "the sign is flipped: you computed log(1/C_d)": -expected}
-                check_close(label, got.reshape(()), expected, rtol=1e-9, atol=1e-9, mistakes=mistakes)
+                    fail(f"{label} is not finite: got {float(got.reshape(-1)[0])}, expected {expected:.10g}\n"
+                         f"    likely: {why}")
+                rows.append((f"(κ, d) = ({kappa:g}, {d})", got, expected))
+                mistakes.append({"ν = d/2; the order of the Bessel function is ν = d/2 − 1":
+                                 float(vmf_log_normalizer(kappa, d + 2)) + np.log(kappa) - np.log(2 * np.pi),
+                                 "the −(d/2) log 2π term is missing": expected + d / 2 * np.log(2 * np.pi),
+                                 "the sign is flipped: you computed log(1/C_d)": -expected})
+            check_cases("log_vmf_normaliser", rows, rtol=1e-9, atol=1e-9, mistakes=mistakes)
     return r.done("log C_d(kappa) is right and finite from kappa = 0.5 to 1e5 and d = 3 to 2048, including "
                   "small kappa in high dimension (0.5, 512), (1, 1024), (5, 2048)")
 
