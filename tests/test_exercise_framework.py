@@ -56,6 +56,17 @@ def test_a_crash_shows_the_students_frames_not_the_checkers():
     assert "_common.py" not in text and "call_student" not in text
 
 
+def test_a_crash_inside_a_sub_check_is_listed_and_the_others_still_run():
+    r = Report("Demo")
+    with r.check("crashes"):
+        {}["missing"]
+    with r.check("fine"):
+        pass
+    with pytest.raises(ExerciseCheckError, match="1 of 2 checks passed") as info:
+        r.done("")
+    assert "✗ crashes: raised KeyError" in str(info.value) and "✓ fine" in str(info.value)
+
+
 @pytest.mark.parametrize("got, expected, d, phrase", [
     (np.array([2.0, -4.0]), np.array([1.0, -2.0]), 4, "√d = 2 too large"),
     (np.array([1.0, 2.0]) / math.log(2), np.array([1.0, 2.0]), None, "1/ln 2"),

@@ -283,6 +283,10 @@ class Report:
             yield
         except ExerciseCheckError as exc:
             self.results.append((label, str(exc).removeprefix("✗ ")))
+        except Exception as exc:  # a crash of the student's code called without call_student
+            frames = _student_frames(exc)
+            where = f"\n    in your code:\n{frames}" if frames else ""
+            self.results.append((label, f"raised {type(exc).__name__}: {exc}{where}"))
         else:
             self.results.append((label, None))
 
