@@ -140,24 +140,18 @@ def check_ex_p1_08(rnn_memory: Callable, transformer_memory: Callable, crossover
     (one layer) — and ``crossover_length(factor, d)``, the smallest T with transformer ≥ factor × RNN."""
     r = Report("Exercise 1.08")
     sizes = ((1, 4), (5, 16), (50, 8), (22, 512))
-    with r.check("rnn_memory(T, d) = the size of the state an RNN carries forward"):
-        for T, d in sizes:
-            got = _int(f"rnn_memory({T}, {d})", _call(rnn_memory, f"rnn_memory({T}, {d})", T, d))
-            exp = _measured_rnn(T, d)
-            if got != exp:
-                msg = f"rnn_memory({T}, {d}): got {got}, expected {exp}"
-                if got == T * d:
-                    msg += "\n    likely mistake: an RNN keeps only its current state, not one state per position"
-                fail(msg)
-    with r.check("transformer_memory(T, d) = the size of the per-position representations"):
-        for T, d in sizes:
-            got = _int(f"transformer_memory({T}, {d})", _call(transformer_memory, f"transformer_memory({T}, {d})", T, d))
-            exp = _measured_transformer(T, d)
-            if got != exp:
-                msg = f"transformer_memory({T}, {d}): got {got}, expected {exp}"
-                if got == T * T:
-                    msg += "\n    likely mistake: that is the attention matrix; count the d-vectors kept per position"
-                fail(msg)
+    counts = (("rnn_memory", rnn_memory, _measured_rnn, "the size of the state an RNN carries forward",
+               lambda T, d: T * d, "an RNN keeps only its current state, not one state per position"),
+              ("transformer_memory", transformer_memory, _measured_transformer,
+               "the size of the per-position representations",
+               lambda T, d: T * T, "that is the attention matrix; count the d-vectors kept per position"))
+    for name, fn, measured, what, mistake, why in counts:
+        with r.check(f"{name}(T, d) = {what}"):
+            for T, d in sizes:
+                got = _int(f"{name}({T}, {d})", _call(fn, f"{name}({T}, {d})", T, d))
+                if got != measured(T, d):
+                    likely = f"\n    likely mistake: {why}" if got == mistake(T, d) else ""
+                    fail(f"{name}({T}, {d}): got {got}, expected {measured(T, d)}{likely}")
     with r.check("crossover_length(factor, d) = the smallest T with transformer ≥ factor × RNN"):
         for factor, d in ((3, 16), (10, 64), (10, 512), (25, 8)):
             got = _int(f"crossover_length({factor}, {d})",
