@@ -99,6 +99,14 @@ def test_ex03():
 
         assert check_ex_p1_03(per_window, leaky, windows, src.entropy_rate())
 
+        @torch.no_grad()
+        def target_in_prefix(model, w):  # w[t] predicted from a pass over w[:t+1]
+            return float(torch.stack([F.cross_entropy(model(torch.from_numpy(w[:, :t + 1]))[:, -2],
+                                                      torch.from_numpy(w[:, t])) for t in range(1, w.shape[1])]).mean())
+
+        with pytest.raises(ExerciseCheckError, match="below the entropy rate .* the target is in the prefix"):
+            check_ex_p1_03(target_in_prefix, leaky, windows, src.entropy_rate())
+
 
 def _mi(ids, position):
     x, y = ids[:, position - 1], ids[:, -1]

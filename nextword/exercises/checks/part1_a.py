@@ -150,6 +150,11 @@ def check_ex_p1_03(generation_style_loss, model, windows, entropy_rate: float) -
             got = float(as_array("generation_style_loss", _call(generation_style_loss,
                                                                  f"generation_style_loss on {rows} window(s)", model, sub)))
             nll = [-log_softmax(lm.logits(row[:t])[-1])[row[t]] for row in sub for t in range(1, sub.shape[1])]
+            if got < entropy_rate - 0.5 and abs(got - float(np.mean(nll))) > 1e-3:
+                fail(f"generation_style_loss on windows[:{rows}, :{sub.shape[1]}]: got {got:.4f}, expected "
+                     f"{float(np.mean(nll)):.4f}\n    likely mistake: your loss is below the entropy rate "
+                     f"H = {entropy_rate:.3f}, which no prediction from the past can beat: the target is in the "
+                     "prefix (predict windows[:, t] from windows[:, :t] only)")
             check_close(f"generation_style_loss on windows[:{rows}, :{sub.shape[1]}]", got, float(np.mean(nll)),
                         rtol=1e-4, atol=1e-4,
                         mistakes={"the teacher-forced loss (one pass over the whole window): run the model on "
