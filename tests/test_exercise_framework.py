@@ -181,3 +181,9 @@ def test_checker_accepts_reference_on_ties():
     from nextword.theory.barrier import scalar_margin, support_tokens
 
     assert check_ex_p4_01(lambda x, a: scalar_margin(x, a=a), lambda x, a: support_tokens(scalar_margin(x, a=a)))
+
+
+def test_hint_and_reveal_are_importable_as_the_student_header_does():
+    from nextword.exercises import hint, reveal
+
+    assert hint is H.hint and reveal is H.reveal
