@@ -208,6 +208,13 @@ def test_p2_03_series_accepted_and_forward_euler_named():
     assert C.check_ex_p2_03(zoh, scan)
     rejects(C.check_ex_p2_03, lambda A, B, dt: (np.eye(len(A)) + dt * A, dt * B), scan, match="forward Euler")
 
+    def via_inverse(A, B, dt):  # right for invertible A only
+        Ab = expm(A * dt)
+        return Ab, np.linalg.inv(A) @ (Ab - np.eye(len(A))) @ B
+
+    msg = rejects(C.check_ex_p2_03, via_inverse, scan, match="needs an invertible A")
+    assert "1 of 3 checks passed" in msg and "✓ scan" in msg
+
 
 def test_p2_04_loop_accepted_and_missing_crossing_token_named():
     def top_p(z, p):
