@@ -23,9 +23,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .hints import exercise_id
+from .hints import exercise_id, repo_root
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = repo_root()
 _BEGIN = re.compile(r'^(?P<indent>\s*)#\s*(?P<md><!--\s*)?BEGIN SOLUTION(?:\s+hint="(?P<hint>[^"]*)")?\s*(-->)?\s*$')
 _END = re.compile(r"^\s*#\s*(<!--\s*)?END SOLUTION\s*(-->)?\s*$")
 DEFAULT_HINT = "replace this line with your solution"

@@ -12,9 +12,18 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-__all__ = ["HINTS", "hint", "reveal", "exercise_id", "solution_for"]
+__all__ = ["HINTS", "hint", "reveal", "exercise_id", "solution_for", "repo_root"]
 
-_ROOT = Path(__file__).resolve().parents[2]
+def repo_root() -> Path:
+    """The checkout holding ``solutions/`` (found upwards from this file, so the package may move)."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        if (parent / "solutions").is_dir() and (parent / "pyproject.toml").is_file():
+            return parent
+    return here.parents[2]
+
+
+_ROOT = repo_root()
 
 HINTS: dict[str, tuple[str, ...]] = {
     "p1_01": (
