@@ -167,6 +167,16 @@ def exercises_readme(root: Path = REPO_ROOT) -> str:
         "Of a `.py`/`.ipynb` pair the one saved last is graded. Exercises that train a model (Part 1 Ex 3,",
         "9, 12) take up to a minute each.",
         "",
+        "## For authors",
+        "",
+        "Write the worked answer in `solutions/<part>/exNN_<topic>.py` between `# BEGIN SOLUTION` and",
+        "`# END SOLUTION` (code; `hint=\"...\"` on the BEGIN line says *what to return*, never how) or",
+        "`# <!-- BEGIN SOLUTION -->` … `# <!-- END SOLUTION -->` (a written answer: it becomes the model answer",
+        "that `reveal` shows). Add three hint tiers to `HINTS` in `nextword/exercises/hints.py` and a checker",
+        "`check_ex_p<part>_<NN>` in `nextword/exercises/checks/` that runs its sub-checks in a `Report`",
+        "(smallest case first, `check_close(..., mistakes={message: value of that mistake})`). Then",
+        "`make exercises`, and execute the solution notebook (`python -m nextword.notebooks build …`).",
+        "",
     ]
     by_part: dict[str, list[Path]] = {}
     for solution in solution_sources(root):
