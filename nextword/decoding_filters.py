@@ -88,8 +88,8 @@ def apply_temperature(logits: np.ndarray, t: float) -> np.ndarray:
 
     >>> apply_temperature(np.array([2.0, 0.0]), 0.5)
     array([4., 0.])
-    >>> apply_temperature(np.array([1.0, 2.0]), 1e-308)
-    array([-1.e+308,  0.e+00])
+    >>> apply_temperature(np.array([1.0, 2.0]), 1e-308).tolist()   # 2e308 would overflow
+    [-1e+308, 0.0]
     """
     t = _check_temperature(t)
     return _temper(_check_logits(logits), t)
