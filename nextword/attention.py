@@ -80,7 +80,7 @@ def _check_logits(x: object, name: str) -> np.ndarray:
 
 def _shifted(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
     """``x - max(x)`` along ``axis`` with fully masked rows (all ``-inf``) shifted by 0."""
-    m = np.max(x, axis=axis, keepdims=True)
+    m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)  # an empty axis gives -inf, not an error
     m = np.where(np.isneginf(m), 0.0, m).astype(x.dtype, copy=False)
     return x - m, m
 
@@ -91,7 +91,8 @@ def softmax(x: object, axis: int = -1) -> np.ndarray:
     Shapes: ``x (..., n) -> (..., n)`` (for the default ``axis=-1``). The maximum is subtracted
     first (log-sum-exp trick), so logits of ±1e4 are fine. Entries equal to ``-inf`` are masked
     out and get probability 0; a row in which *every* entry is ``-inf`` (a query with nothing to
-    attend to) returns all zeros rather than NaN. NaN or ``+inf`` input raises ``ValueError``.
+    attend to) returns all zeros rather than NaN. An empty axis gives an empty result (as torch).
+    NaN or ``+inf`` input raises ``ValueError``.
 
     >>> softmax(np.array([0.0, np.log(3.0)]))
     array([0.25, 0.75])

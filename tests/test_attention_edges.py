@@ -255,3 +255,14 @@ def test_state_dict_with_nan_is_refused():
     sd["in_proj_weight"][0, 0] = float("nan")
     with pytest.raises(ValueError, match=r"state_dict\['in_proj_weight'\] contains 1 non-finite"):
         MultiHeadAttention.from_torch_state_dict(sd, num_heads=2)
+
+
+def test_softmax_of_an_empty_axis_is_empty_like_torch():
+    from nextword.attention import log_softmax, softmax
+
+    for shape in [(0,), (2, 0), (0, 3)]:
+        x = np.zeros(shape)
+        with torch.no_grad():
+            ref = torch.softmax(torch.from_numpy(x), dim=-1).numpy()
+        assert softmax(x).shape == ref.shape == log_softmax(x).shape
+    assert softmax([]).shape == (0,)
