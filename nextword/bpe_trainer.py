@@ -257,7 +257,8 @@ def train_merges(
     pair_w = np.bincount(np.searchsorted(uniq, codes_sorted), weights=weight[pos_sorted],
                          minlength=len(uniq)).astype(np.int64)
     positions: dict[int, list[int]] = dict(zip(uniq.tolist(), np.split(pos_sorted, first_idx[1:])))
-    positions = {c: p.tolist() for c, p in positions.items()}
+    if tie_break == "hf":  # its loop appends to existing lists; "first" converts on first use
+        positions = {c: p.tolist() for c, p in positions.items()}
     counts: dict[int, int] = dict(zip(uniq.tolist(), pair_w.tolist()))
 
     tokens = flat.tolist()
@@ -274,6 +275,8 @@ def train_merges(
     def first_position(code: int) -> int:
         """Leftmost live occurrence of pair ``code`` (the pointer only moves right); -1 if none."""
         lst = positions[code]
+        if type(lst) is not list:  # still the numpy slice from the initial count
+            lst = positions[code] = lst.tolist()
         p = pointer.get(code, 0)
         a, b = code >> _SHIFT, code & _MASK
         while p < len(lst):
@@ -336,8 +339,21 @@ def train_merges(
             next_id += 1
         merges.append((a, b, x))
         xs = x << _SHIFT
-        touched: set[int] = set()
         lst = positions.pop(code)
+        if type(lst) is not list:
+            lst = lst.tolist()
+        if not hf:  # x is a new id, so every pair holding x is new in this pass: no set needed
+            fresh = _merge_pass(lst, a, b, x, code, tokens, nxt, prv, wt, counts, positions)
+            counts.pop(code, None)
+            pointer.pop(code, None)
+            for new in fresh:
+                c = counts[new]
+                if c > 0:  # key: a lower bound of the first position (exact one found on pop)
+                    heapq.heappush(heap, (-c, positions[new][0], new))
+            if bar is not None:
+                bar.update(1)
+            continue
+        touched: set[int] = set()
         if a == b and hf:  # overlapping pairs must be merged left to right
             lst = sorted(set(lst))
         for i in lst:
@@ -381,3 +397,56 @@ def train_merges(
     if bar is not None:
         bar.close()
     return merges
+
+
+def _merge_pass(lst: list[int], a: int, b: int, x: int, code: int, tokens: list[int], nxt: list[int],
+                prv: list[int], wt: list[int], counts: dict[int, int],
+                positions: dict[int, list[int]]) -> list[int]:
+    """Apply merge ``(a, b) -> x`` at the live occurrences in ``lst`` (left to right), updating
+    the linked list, the pair counts and the position lists; return the new pair codes.
+
+    The same steps as the ``tie_break="hf"`` loop in :func:`train_merges`, specialised to a new
+    id ``x``: a pair holding ``x`` cannot exist before this pass, so a code is new exactly when
+    its position list is created here (no set of touched codes, no throw-away lists).
+    """
+    xs = x << _SHIFT
+    fresh: list[int] = []
+    for i in lst:
+        if tokens[i] != a:
+            continue
+        j = nxt[i]
+        if j < 0 or tokens[j] != b:
+            continue
+        w = wt[i]
+        p = prv[i]
+        q = nxt[j]
+        if p >= 0:
+            t = tokens[p]
+            counts[(t << _SHIFT) | a] -= w
+            new = (t << _SHIFT) | x
+            plist = positions.get(new)
+            if plist is None:
+                positions[new] = [p]
+                counts[new] = w
+                fresh.append(new)
+            else:
+                plist.append(p)
+                counts[new] += w
+        if q >= 0:
+            t = tokens[q]
+            counts[(b << _SHIFT) | t] -= w
+            new = xs | t
+            plist = positions.get(new)
+            if plist is None:
+                positions[new] = [i]
+                counts[new] = w
+                fresh.append(new)
+            else:
+                plist.append(i)
+                counts[new] += w
+            prv[q] = i
+        counts[code] -= w
+        tokens[i] = x
+        tokens[j] = -1
+        nxt[i] = q
+    return fresh
