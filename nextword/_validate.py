@@ -18,6 +18,7 @@ __all__ = [
     "check_finite_scalar",
     "check_same_dtype",
     "check_str_collection",
+    "check_rng",
 ]
 
 
@@ -136,3 +137,23 @@ def check_str_collection(value: object, name: str) -> list[str]:
         if not isinstance(item, str):
             raise TypeError(f"{name} must contain strings, got {type(item).__name__} {item!r}")
     return items
+
+
+def check_rng(rng: object, name: str = "rng") -> np.random.Generator:
+    """A ``numpy.random.Generator`` from what ``np.random.default_rng`` accepts (``None``, an int
+    seed, a ``SeedSequence``, a ``BitGenerator`` or a ``Generator``, returned as is); anything else
+    (a float, a string, the legacy ``RandomState``) raises ``TypeError`` naming ``name``.
+
+    >>> check_rng(0).integers(10) == np.random.default_rng(0).integers(10)
+    True
+    """
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None or isinstance(rng, (np.random.SeedSequence, np.random.BitGenerator)) or (
+            isinstance(rng, numbers.Integral) and not isinstance(rng, (bool, np.bool_))):
+        try:
+            return np.random.default_rng(rng)  # type: ignore[arg-type]
+        except ValueError as exc:  # a negative seed
+            raise ValueError(f"{name}: {exc}") from None
+    raise TypeError(f"{name} must be a numpy.random.Generator, an int seed or None, got "
+                    f"{type(rng).__name__}")

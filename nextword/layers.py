@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from scipy.special import erf
 
-from nextword._validate import as_float_array, check_finite_scalar, check_positive_int
+from nextword._validate import as_float_array, check_finite_scalar, check_positive_int, check_rng
 from nextword.kv_cache import LayerKVCache
 from nextword.multihead import MultiHeadAttention
 
@@ -196,7 +196,7 @@ class TransformerBlock:
             raise ValueError(f"norm must be 'layer', 'rms' or 'none', got {norm!r}")
         if activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
-        rng = np.random.default_rng() if rng is None else rng
+        rng = check_rng(rng)
         d = check_positive_int(d_model, "d_model")
         d_ff = check_positive_int(d_ff, "d_ff")
         self.norm, self.pre_norm, self.causal, self.residual = norm, bool(pre_norm), bool(causal), bool(residual)

@@ -29,7 +29,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from nextword._validate import as_float_array, check_positive_int
+from nextword._validate import as_float_array, check_positive_int, check_rng
 from nextword.attention import _attend, _check_batch_axes, _check_key_mask, _check_mask, _combine_masks
 from nextword.kv_cache import LayerKVCache
 from nextword.positions import apply_rope
@@ -45,7 +45,8 @@ class MultiHeadAttention:
     d_model, num_heads:
         Model width and number of heads; ``num_heads`` must divide ``d_model``.
     rng:
-        Generator for the initialisation (entries ``N(0, 1/d_model)``); default a fresh one.
+        Generator (or int seed) for the initialisation (entries ``N(0, 1/d_model)``); default a
+        fresh one.
     bias:
         Add biases ``b_q, b_k, b_v, b_o`` (torch's default); off by default as in Chapter 6.
     dtype:
@@ -76,7 +77,7 @@ class MultiHeadAttention:
         dtype = np.dtype(dtype)
         if dtype not in (np.float32, np.float64):
             raise TypeError(f"dtype must be float32 or float64, got {dtype}")
-        rng = np.random.default_rng() if rng is None else rng
+        rng = check_rng(rng)
         d, std = self.d_model, 1.0 / np.sqrt(self.d_model)
         self.W_qkv = (std * rng.standard_normal((d, 3 * d))).astype(dtype)  # (d, 3d) = [W_q|W_k|W_v]
         self.W_o = (std * rng.standard_normal((d, d))).astype(dtype)  # (d, d)
@@ -214,13 +215,15 @@ class MultiHeadAttention:
     # ---- torch interop ---------------------------------------------------------------------
     @classmethod
     def from_torch_state_dict(cls, state_dict: Mapping[str, Any], num_heads: int, *,
-                              dtype: Any = np.float64, rope_base: float | None = None
+                              dtype: Any = None, rope_base: float | None = None
                               ) -> "MultiHeadAttention":
         """Build from a ``torch.nn.MultiheadAttention(d, num_heads, batch_first=True)`` state dict.
 
         Needs ``in_proj_weight (3d, d)`` and ``out_proj.weight (d, d)`` (and the biases if the torch
         module had them); tensors or arrays are accepted, and must be finite (``ValueError``
-        naming the entry otherwise). Masks are **not** part of a state dict, and torch's boolean
+        naming the entry otherwise). ``dtype`` defaults to that of ``in_proj_weight`` (float32
+        stays float32, anything else becomes float64), so a float32 torch module gives a float32
+        numpy one that accepts the same float32 inputs. Masks are **not** part of a state dict, and torch's boolean
         masks mean "blocked" where ours mean "may attend": convert them with
         :func:`mask_from_torch` / :func:`key_mask_from_torch`.
         """
@@ -235,6 +238,10 @@ class MultiHeadAttention:
             raise ValueError(f"expected in_proj_weight (3d, d) and out_proj.weight (d, d), got "
                              f"{W_in.shape} and {W_out.shape}")
         bias = state_dict.get("in_proj_bias") is not None
+        if dtype is None:
+            src = state_dict["in_proj_weight"]
+            src_dtype = str(getattr(src, "dtype", np.asarray(src).dtype)).replace("torch.", "")
+            dtype = np.float32 if src_dtype == "float32" else np.float64
         mha = cls(d, num_heads, bias=bias, dtype=dtype, rope_base=rope_base,
                   rng=np.random.default_rng(0))
         mha.W_qkv[...] = W_in.T

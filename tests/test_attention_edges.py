@@ -266,3 +266,18 @@ def test_softmax_of_an_empty_axis_is_empty_like_torch():
             ref = torch.softmax(torch.from_numpy(x), dim=-1).numpy()
         assert softmax(x).shape == ref.shape == log_softmax(x).shape
     assert softmax([]).shape == (0,)
+
+
+def test_seeds_and_state_dict_dtype():
+    a = MultiHeadAttention(4, 2, rng=3)
+    b = MultiHeadAttention(4, 2, rng=np.random.default_rng(3))
+    np.testing.assert_array_equal(a.W_qkv, b.W_qkv)
+    with pytest.raises(TypeError, match="rng must be"):
+        MultiHeadAttention(4, 2, rng=1.5)
+    ref32 = torch.nn.MultiheadAttention(4, 2, batch_first=True)  # float32
+    mha32 = MultiHeadAttention.from_torch_state_dict(ref32.state_dict(), num_heads=2)
+    X = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    with torch.no_grad():
+        y_ref, _ = ref32(*(torch.from_numpy(X),) * 3, need_weights=False)
+    assert mha32.dtype == np.float32
+    np.testing.assert_allclose(mha32(X, causal=False), y_ref.numpy(), rtol=1e-5, atol=1e-5)
