@@ -161,11 +161,14 @@ class BPETokenizer:
         self._buf = np.frombuffer(b"".join(vocab[i] for i in known), dtype=np.uint8)
         size = known[-1] + 1
         self._table: list[bytes | None] | None = None
+        self._slot: np.ndarray | None = None
         if size <= 4 * len(known) + 1024:  # dense: a list indexed by id, padded with None so
             table: list[bytes | None] = [None] * (2 * size)  # that negative ids hit a None too
             for i in known:
                 table[i] = vocab[i]
             self._table = table
+            self._slot = np.full(size, -1, dtype=np.int64)  # (size,) id -> index into _ids
+            self._slot[self._ids] = np.arange(len(known))
         self._cache: dict[str, list[int]] = {}
         # per-word cache (text between word boundaries, see _WORD_BOUNDARY): only for the named
         # patterns, whose pieces never cross such a boundary
@@ -471,8 +474,13 @@ class BPETokenizer:
             return b""
         if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
             raise ValueError(f"ids must be a 1-D sequence of ints, got shape {ids.shape} dtype {ids.dtype}")
-        slot = np.minimum(np.searchsorted(self._ids, ids), len(self._ids) - 1)  # (T,) index into _ids
-        bad = self._ids[slot] != ids
+        if self._slot is not None:  # dense ids: direct lookup
+            bad = (ids < 0) | (ids >= len(self._slot))
+            slot = self._slot[np.where(bad, 0, ids)]  # (T,) index into _ids
+            bad |= slot < 0
+        else:  # sparse ids (a special id far above the rest): binary search
+            slot = np.minimum(np.searchsorted(self._ids, ids), len(self._ids) - 1)  # (T,)
+            bad = self._ids[slot] != ids
         if bad.any():
             raise ValueError(f"unknown token id {int(ids[bad][0])} (vocabulary has {self.vocab_size} ids)")
         lens = self._lens[slot]  # (T,) bytes per token
