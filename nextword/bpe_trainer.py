@@ -338,60 +338,18 @@ def train_merges(
             x = next_id
             next_id += 1
         merges.append((a, b, x))
-        xs = x << _SHIFT
         lst = positions.pop(code)
         if type(lst) is not list:
             lst = lst.tolist()
-        if not hf:  # x is a new id, so every pair holding x is new in this pass: no set needed
-            fresh = _merge_pass(lst, a, b, x, code, tokens, nxt, prv, wt, counts, positions)
-            counts.pop(code, None)
-            pointer.pop(code, None)
-            for new in fresh:
-                c = counts[new]
-                if c > 0:  # key: a lower bound of the first position (exact one found on pop)
-                    heapq.heappush(heap, (-c, positions[new][0], new))
-            if bar is not None:
-                bar.update(1)
-            continue
-        touched: set[int] = set()
         if a == b and hf:  # overlapping pairs must be merged left to right
             lst = sorted(set(lst))
-        for i in lst:
-            if tokens[i] != a:
-                continue
-            j = nxt[i]
-            if j < 0 or tokens[j] != b:
-                continue
-            w = wt[i]
-            p = prv[i]
-            q = nxt[j]
-            if p >= 0:
-                t = tokens[p]
-                old = (t << _SHIFT) | a
-                counts[old] -= w
-                new = (t << _SHIFT) | x
-                counts[new] = counts.get(new, 0) + w
-                positions.setdefault(new, []).append(p)
-                touched.add(new)
-            if q >= 0:
-                t = tokens[q]
-                old = (b << _SHIFT) | t
-                counts[old] -= w
-                new = xs | t
-                counts[new] = counts.get(new, 0) + w
-                positions.setdefault(new, []).append(i)
-                touched.add(new)
-                prv[q] = i
-            counts[code] -= w
-            tokens[i] = x
-            tokens[j] = -1
-            nxt[i] = q
+        raised = _merge_pass(lst, a, b, x, code, tokens, nxt, prv, wt, counts, positions, x_is_new=not hf)
         counts.pop(code, None)
         pointer.pop(code, None)
-        for new in touched:
+        for new in raised:
             c = counts[new]
-            if c > 0:
-                heapq.heappush(heap, (-c, key(new), new))
+            if c > 0:  # "first": a lower bound of the first position (the exact one is found on pop)
+                heapq.heappush(heap, (-c, key(new) if hf else positions[new][0], new))
         if bar is not None:
             bar.update(1)
     if bar is not None:
@@ -401,16 +359,16 @@ def train_merges(
 
 def _merge_pass(lst: list[int], a: int, b: int, x: int, code: int, tokens: list[int], nxt: list[int],
                 prv: list[int], wt: list[int], counts: dict[int, int],
-                positions: dict[int, list[int]]) -> list[int]:
+                positions: dict[int, list[int]], *, x_is_new: bool) -> list[int]:
     """Apply merge ``(a, b) -> x`` at the live occurrences in ``lst`` (left to right), updating
-    the linked list, the pair counts and the position lists; return the new pair codes.
+    the linked list, the pair counts and the position lists; return the codes whose count rose.
 
-    The same steps as the ``tie_break="hf"`` loop in :func:`train_merges`, specialised to a new
-    id ``x``: a pair holding ``x`` cannot exist before this pass, so a code is new exactly when
-    its position list is created here (no set of touched codes, no throw-away lists).
+    When ``x`` is a new id (``x_is_new``; always for ``tie_break="first"``), a pair holding ``x``
+    cannot exist before this pass, so a code rose exactly when its position list is created here
+    (no set of touched codes). Otherwise (HF reuses ids) every raised code is collected.
     """
     xs = x << _SHIFT
-    fresh: list[int] = []
+    raised: list[int] = []
     for i in lst:
         if tokens[i] != a:
             continue
@@ -427,11 +385,13 @@ def _merge_pass(lst: list[int], a: int, b: int, x: int, code: int, tokens: list[
             plist = positions.get(new)
             if plist is None:
                 positions[new] = [p]
-                counts[new] = w
-                fresh.append(new)
+                counts[new] = counts.get(new, 0) + w
+                raised.append(new)
             else:
                 plist.append(p)
                 counts[new] += w
+                if not x_is_new:
+                    raised.append(new)
         if q >= 0:
             t = tokens[q]
             counts[(b << _SHIFT) | t] -= w
@@ -439,14 +399,16 @@ def _merge_pass(lst: list[int], a: int, b: int, x: int, code: int, tokens: list[
             plist = positions.get(new)
             if plist is None:
                 positions[new] = [i]
-                counts[new] = w
-                fresh.append(new)
+                counts[new] = counts.get(new, 0) + w
+                raised.append(new)
             else:
                 plist.append(i)
                 counts[new] += w
+                if not x_is_new:
+                    raised.append(new)
             prv[q] = i
         counts[code] -= w
         tokens[i] = x
         tokens[j] = -1
         nxt[i] = q
-    return fresh
+    return raised if x_is_new else list(dict.fromkeys(raised))
