@@ -239,8 +239,12 @@ def train_merges(
         return []
     flat = np.concatenate(arrays)  # (n,)
     n = flat.shape[0]
-    if flat.min() < 0 or flat.max() >= first_id or first_id + num_merges > _MASK:
-        raise ValueError(f"chunk ids must lie in [0, {first_id}) and first_id + num_merges < {_MASK}")
+    if first_id + num_merges > _MASK:
+        raise ValueError(f"first_id + num_merges must be <= {_MASK} (ids are packed in {_SHIFT} bits), got "
+                         f"{first_id} + {num_merges}")
+    if flat.min() < 0 or flat.max() >= first_id:
+        raise ValueError(f"chunk ids must lie in [0, first_id) = [0, {first_id}), got values in "
+                         f"[{int(flat.min())}, {int(flat.max())}]")
     lengths = np.array([len(a) for a in arrays], dtype=np.int64)
     ends = np.cumsum(lengths)  # (num_chunks,) one past each chunk's last index
     starts = ends - lengths

@@ -207,6 +207,10 @@ class BPETokenizer:
             )
         if len(set(specials)) != len(specials):
             raise ValueError("special_tokens must be distinct")
+        if vocab_size - len(specials) >= 1 << _SHIFT:
+            raise ValueError(f"vocab_size must be < 2**{_SHIFT} + len(special_tokens) = "
+                             f"{(1 << _SHIFT) + len(specials)} (token ids are packed in {_SHIFT} bits), "
+                             f"got {vocab_size}")
         split = _compile(pattern)
         if split is None:
             chunks, weights = [_utf8(text, "strict")], None

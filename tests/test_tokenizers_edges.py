@@ -87,3 +87,8 @@ def test_a_bare_string_is_not_a_list_of_special_tokens():
         BPETokenizer.train("abc abc", 260, special_tokens=["<s>", 5])
     tok = BPETokenizer.train("abc abc", 260, special_tokens=("<s>",))
     assert list(tok.special_tokens) == ["<s>"]
+
+
+def test_a_vocabulary_too_large_for_the_id_packing_is_named():
+    with pytest.raises(ValueError, match=r"vocab_size must be < 2\*\*21"):
+        BPETokenizer.train("abc abc", 10**7)
