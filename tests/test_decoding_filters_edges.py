@@ -100,3 +100,15 @@ def test_tiny_temperatures_give_the_argmax_not_inf(t):
     model = lambda prefix: logits  # noqa: E731
     drawn = sample(model, [0], 5, temperature=t, rng=np.random.default_rng(0))
     assert drawn == greedy(model, [0], 5)
+
+
+def test_sample_passes_min_tokens_to_keep():
+    logits = np.log([0.9, 0.06, 0.04])
+    model = lambda prefix: logits  # noqa: E731
+    draws = {sample(model, [], 1, top_p=0.5, rng=np.random.default_rng(s))[0] for s in range(40)}
+    assert draws == {0}  # the nucleus is the top token alone
+    draws = {sample(model, [], 1, top_p=0.5, min_tokens_to_keep=2, rng=np.random.default_rng(s))[0]
+             for s in range(200)}
+    assert draws == {0, 1}  # two tokens kept, never the third
+    with pytest.raises(ValueError, match="min_tokens_to_keep"):
+        sample(model, [], 1, min_tokens_to_keep=0, rng=np.random.default_rng(0))
