@@ -281,3 +281,29 @@ def test_seeds_and_state_dict_dtype():
         y_ref, _ = ref32(*(torch.from_numpy(X),) * 3, need_weights=False)
     assert mha32.dtype == np.float32
     np.testing.assert_allclose(mha32(X, causal=False), y_ref.numpy(), rtol=1e-5, atol=1e-5)
+
+
+_NUMPY_INTERNALS = ("could not be broadcast", "core dimension", "zero-size array", "has no attribute")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 4), min_size=0, max_size=5), st.sampled_from([bool, np.float64, np.int64, object]),
+       st.sampled_from(["mask", "key_mask"]), st.booleans())
+def test_bad_masks_get_named_errors(shape, dtype, which, through_mha):
+    """Any mask shape / dtype: a result, or a ValueError/TypeError naming the mask — never a
+    numpy broadcasting message (issue #22)."""
+    rng = np.random.default_rng(0)
+    m = np.zeros(shape, dtype=dtype) if dtype is not object else np.full(shape, None)
+    try:
+        if through_mha:
+            mha = MultiHeadAttention(4, 2, rng=rng)
+            out = mha(rng.standard_normal((2, 3, 4)), **{which: m})
+        else:
+            x = rng.standard_normal((2, 3, 4))
+            out = scaled_dot_product_attention(x, x, x, **{which: m})
+    except (ValueError, TypeError) as exc:
+        msg = str(exc)
+        assert which in msg, msg
+        assert not any(s in msg for s in _NUMPY_INTERNALS), msg
+    else:
+        assert np.all(np.isfinite(out))
