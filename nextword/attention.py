@@ -28,6 +28,7 @@ Worked example (Chapter 6, Exercise 1, position ``i = 3`` attending to keys 1..3
 """
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -222,10 +223,10 @@ def _combine_masks(a: np.ndarray | None, b: np.ndarray | None, dtype: np.dtype) 
     return additive(a) + additive(b)
 
 
-def _pow2_scale(x: np.ndarray) -> float:
-    """A power of two ``>= max|x|`` (1 for an all-zero ``x``): dividing by it is exact."""
+def _pow2_exponent(x: np.ndarray) -> int:
+    """``e`` with ``max|x| < 2**e`` (0 for an all-zero ``x``): ``np.ldexp(x, -e)`` is exact."""
     amax = float(np.max(np.abs(x))) if x.size else 0.0
-    return 1.0 if amax == 0.0 else 2.0 ** int(np.ceil(np.log2(amax)))
+    return int(np.frexp(amax)[1])
 
 
 def _attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: object,
@@ -281,9 +282,9 @@ def _attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: object,
         finite = np.isfinite(s.sum())
     c = 1.0  # true scores = c * s
     if not finite:  # overflow (|q|, |k| near 1e200): rescale by powers of two
-        a2, b2 = _pow2_scale(q), _pow2_scale(k)
-        s = (q / q.dtype.type(a2) * q.dtype.type(scale)) @ np.swapaxes(k / k.dtype.type(b2), -1, -2)
-        c = a2 * b2  # may be inf: then only the row maxima survive (the limit)
+        eq, ek = _pow2_exponent(q), _pow2_exponent(k)
+        s = (np.ldexp(q, -eq) * q.dtype.type(scale)) @ np.swapaxes(np.ldexp(k, -ek), -1, -2)
+        c = math.ldexp(1.0, eq + ek) if eq + ek < 1024 else math.inf  # inf: only row maxima survive
     if allowed is not None:
         if allowed.dtype == np.bool_:
             s = np.where(allowed, s, -np.inf)

@@ -307,3 +307,15 @@ def test_bad_masks_get_named_errors(shape, dtype, which, through_mha):
         assert not any(s in msg for s in _NUMPY_INTERNALS), msg
     else:
         assert np.all(np.isfinite(out))
+
+
+def test_float32_scores_near_the_float32_limit():
+    q = np.array([[1e30, 0.0]], np.float32)
+    k = np.array([[1e30, 0.0], [-1e30, 0.0], [5e29, 0.0]], np.float32)
+    v = np.arange(6, dtype=np.float32).reshape(3, 2)
+    out = scaled_dot_product_attention(q, k, v)
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, [[0.0, 1.0]])
+    np.testing.assert_array_equal(scaled_dot_product_attention(-q, k, v), [[2.0, 3.0]])
+    top = np.array([[3e38, 0.0]], np.float32)  # 2**128 is not a float32: the rescaling must not overflow
+    np.testing.assert_array_equal(scaled_dot_product_attention(top, top, np.ones((1, 2), np.float32)), [[1.0, 1.0]])
