@@ -411,8 +411,7 @@ def _merge_pass(lst: list[int], a: int, b: int, x: int, code: int, tokens: list[
                 if not x_is_new:
                     raised.append(new)
             prv[q] = i
-        counts[code] -= w
-        tokens[i] = x
+        tokens[i] = x  # (no counts[code] -= w: the caller drops the merged pair's count)
         tokens[j] = -1
         nxt[i] = q
     return raised if x_is_new else list(dict.fromkeys(raised))
