@@ -144,7 +144,7 @@ def check_rng(rng: object, name: str = "rng") -> np.random.Generator:
     seed, a ``SeedSequence``, a ``BitGenerator`` or a ``Generator``, returned as is); anything else
     (a float, a string, the legacy ``RandomState``) raises ``TypeError`` naming ``name``.
 
-    >>> check_rng(0).integers(10) == np.random.default_rng(0).integers(10)
+    >>> bool(check_rng(0).integers(10) == np.random.default_rng(0).integers(10))
     True
     """
     if isinstance(rng, np.random.Generator):
