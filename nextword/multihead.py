@@ -260,7 +260,8 @@ class MultiHeadAttention:
 
     def to_torch_state_dict(self) -> dict[str, Any]:
         """State dict (torch tensors) for ``torch.nn.MultiheadAttention(d_model, num_heads,
-        bias=self.bias, batch_first=True)``."""
+        bias=self.bias, batch_first=True)``. Masks do not travel with it: give the torch module
+        ``mask_to_torch(mask)`` (its boolean masks mean "blocked", ours "may attend")."""
         import torch
 
         sd = {"in_proj_weight": torch.from_numpy(np.ascontiguousarray(self.W_qkv.T)),
