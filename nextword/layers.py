@@ -43,10 +43,21 @@ def __getattr__(name: str) -> Any:  # PEP 562: re-export without an import cycle
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _as_dtype_of_x(p: object, name: str, dtype: np.dtype, **kw: Any) -> np.ndarray:
+    """``p`` as a float array of ``x``'s dtype: a float array of another dtype is refused
+    (``TypeError``, as torch; silent promotion would turn a float32 path into float64), lists
+    and integer arrays are converted."""
+    raw = np.asarray(p)
+    if isinstance(p, np.ndarray) and np.issubdtype(raw.dtype, np.floating) and raw.dtype != dtype:
+        raise TypeError(f"{name} has dtype {raw.dtype} but must match {dtype} (x or the parameters); "
+                        "convert with .astype(...) first")
+    return as_float_array(raw, name, **kw).astype(dtype, copy=False)
+
+
 def _check_vec(p: object, name: str, d: int, dtype: np.dtype) -> np.ndarray | None:
     if p is None:
         return None
-    arr = as_float_array(p, name, ndim=1)
+    arr = _as_dtype_of_x(p, name, dtype, ndim=1)
     if arr.shape != (d,):
         raise ValueError(f"{name} must have shape (d,) = ({d},) to match x's last axis, got {arr.shape}")
     return arr
@@ -158,8 +169,8 @@ def feed_forward(x: object, W1: object, b1: object, W2: object, b2: object, *,
     if activation not in _ACTIVATIONS:
         raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
     x = as_float_array(x, "x", min_ndim=1)
-    W1 = as_float_array(W1, "W1", ndim=2)
-    W2 = as_float_array(W2, "W2", ndim=2)
+    W1 = _as_dtype_of_x(W1, "W1", x.dtype, ndim=2)
+    W2 = _as_dtype_of_x(W2, "W2", x.dtype, ndim=2)
     d = x.shape[-1]
     if W1.shape[0] != d or W2.shape != (W1.shape[1], d):
         raise ValueError(f"need W1 (d, d_ff) and W2 (d_ff, d) with d={d}, got {W1.shape} and {W2.shape}")
@@ -234,8 +245,11 @@ class TransformerBlock:
     def __call__(self, X: object, *, cache: LayerKVCache | None = None, positions: object = None,
                  head_mask: object = None, return_weights: bool = False
                  ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
-        """``X (..., T, d_model)`` → ``(..., T, d_model)`` (and per-head weights ``(..., h, T, T_keys)``)."""
-        X = as_float_array(X, "X", min_ndim=2)
+        """``X (..., T, d_model)`` → ``(..., T, d_model)`` (and per-head weights ``(..., h, T, T_keys)``).
+
+        A float ``X`` must have the block's dtype (``TypeError`` otherwise, as torch); lists and
+        integer arrays are converted."""
+        X = _as_dtype_of_x(X, "X", self.attn.dtype, min_ndim=2)
 
         def mha(z: np.ndarray) -> Any:
             return self.attn(z, self.causal, return_weights, positions=positions, cache=cache,

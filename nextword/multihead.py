@@ -139,7 +139,7 @@ class MultiHeadAttention:
         """Self-attention of ``X (..., T, d_model)`` → ``(..., T, d_model)``.
 
         ``X`` must have the module's dtype when it is a float array (``TypeError`` otherwise, as
-        torch; convert the module with :meth:`astype`); lists and integer arrays are converted.
+        torch; convert the module with :meth:`astype`); lists and integer arrays are converted to it.
         ``causal`` applies the mask of Fig. 6.13 (on by default: this is a decoder); ``True`` =
         ``"bottom_right"`` (the queries are the last ``T`` of the ``T_keys`` positions, as with a
         cache) or ``"top_left"`` (torch's ``is_causal``); see
@@ -160,7 +160,7 @@ class MultiHeadAttention:
         (0 switches a head off).
         """
         raw = np.asarray(X)
-        if np.issubdtype(raw.dtype, np.floating) and raw.dtype != self.dtype:
+        if isinstance(X, np.ndarray) and np.issubdtype(raw.dtype, np.floating) and raw.dtype != self.dtype:
             raise TypeError(f"X has dtype {raw.dtype} but the parameters are {self.dtype}; convert "
                             f"X with .astype(np.{self.dtype}) or the module with "
                             f"mha.astype(np.{raw.dtype})")

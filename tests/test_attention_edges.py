@@ -319,3 +319,8 @@ def test_float32_scores_near_the_float32_limit():
     np.testing.assert_array_equal(scaled_dot_product_attention(-q, k, v), [[2.0, 3.0]])
     top = np.array([[3e38, 0.0]], np.float32)  # 2**128 is not a float32: the rescaling must not overflow
     np.testing.assert_array_equal(scaled_dot_product_attention(top, top, np.ones((1, 2), np.float32)), [[1.0, 1.0]])
+
+
+def test_lists_take_the_module_dtype():
+    mha32 = MultiHeadAttention(4, 2, rng=0).astype(np.float32)
+    assert mha32([[0.5, 1.0, 2.0, 3.0]]).dtype == np.float32

@@ -80,3 +80,18 @@ def test_bad_eps_is_named(eps):
         TransformerBlock(4, 2, 8, eps=eps, rng=np.random.default_rng(0))
     with pytest.raises(TypeError, match="eps must be a real number"):
         layer_norm(np.ones(3), eps="1e-5")
+
+
+def test_mixed_dtypes_are_refused_by_name():
+    x32 = np.ones((2, 4), np.float32)
+    with pytest.raises(TypeError, match="weight has dtype float64"):
+        layer_norm(x32, np.ones(4))
+    with pytest.raises(TypeError, match="weight has dtype float64"):
+        rms_norm(x32, np.ones(4))
+    assert layer_norm(x32, [1.0, 1.0, 1.0, 1.0]).dtype == np.float32  # a list takes x's dtype
+    blk = TransformerBlock(4, 2, 8, rng=0)
+    with pytest.raises(TypeError, match="X has dtype float32"):
+        blk(x32)
+    from nextword.layers import feed_forward
+    with pytest.raises(TypeError, match="W1 has dtype float64"):
+        feed_forward(x32, np.ones((4, 8)), None, np.ones((8, 4)), None)
