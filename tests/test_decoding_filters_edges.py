@@ -112,3 +112,13 @@ def test_sample_passes_min_tokens_to_keep():
     assert draws == {0, 1}  # two tokens kept, never the third
     with pytest.raises(ValueError, match="min_tokens_to_keep"):
         sample(model, [], 1, min_tokens_to_keep=0, rng=np.random.default_rng(0))
+
+
+def test_token_log_probs_refuses_rows_without_a_distribution():
+    from nextword.evaluation import token_log_probs
+
+    with pytest.raises(ValueError, match="every entry is -inf"):
+        token_log_probs(np.array([[0.0, 1.0], [-np.inf, -np.inf]]), np.array([0, 1]))
+    with pytest.raises(ValueError, match="V >= 1"):
+        token_log_probs(np.zeros((0, 0)), np.zeros(0, np.int64))
+    np.testing.assert_allclose(token_log_probs(np.array([[0.0, -np.inf]]), np.array([0])), [0.0])
