@@ -92,3 +92,14 @@ def test_a_bare_string_is_not_a_list_of_special_tokens():
 def test_a_vocabulary_too_large_for_the_id_packing_is_named():
     with pytest.raises(ValueError, match=r"vocab_size must be < 2\*\*21"):
         BPETokenizer.train("abc abc", 10**7)
+
+
+def test_re_whitespace_covers_the_split_patterns_whitespace():
+    """The word cut (``re``'s ``\\S`` before a space) is only sound if every character the
+    ``regex`` module calls whitespace is whitespace for ``re`` too — checked over all of Unicode."""
+    import re
+
+    import regex
+
+    everything = "".join(map(chr, range(0x110000)))
+    assert set(regex.findall(r"\s", everything)) <= set(re.findall(r"\s", everything))
