@@ -8,6 +8,7 @@ is copied from the ``jupyter-server-mathjax`` package, and the theme bundles its
 """
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -119,8 +120,15 @@ def _exercise_links(app, pagename: str, templatename: str, context: dict, doctre
     context["body"] = body[:at + 5] + box + body[at + 5:] if at >= 0 else box + body
 
 
+def _plain_title(app, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """The browser tab cannot typeset math: drop the \\( \\) delimiters from the page's <title>."""
+    if context.get("title"):
+        context["title"] = re.sub(r"\\[()]", "", context["title"])
+
+
 def setup(app):
     app.connect("builder-inited", _copy_mathjax)
     app.connect("html-page-context", _source_links, priority=600)   # after the theme's buttons (501)
     app.connect("html-page-context", _exercise_links)
+    app.connect("html-page-context", _plain_title)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -111,6 +111,43 @@ def test_every_internal_link_and_resource_resolves(html_dir):
     assert not broken, f"{len(broken)} broken links:\n" + "\n".join(broken[:30])
 
 
+class _Prose(html.parser.HTMLParser):
+    """Text of a page outside code, scripts, the <title> and the math elements MathJax typesets."""
+
+    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[bool] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag not in self.VOID:
+            classes = (dict(attrs).get("class") or "").split()
+            self.stack.append(tag in ("pre", "code", "script", "style", "title", "textarea") or "math" in classes)
+
+    def handle_endtag(self, tag):
+        if tag not in self.VOID and self.stack:
+            self.stack.pop()
+
+    def handle_data(self, data):
+        if not any(self.stack):
+            self.text.append(data)
+
+
+_RAW_TEX = re.compile(r".{0,40}(?:\$\$|\$[^\s$\d][^$]{0,60}\$|\\\(|\\\[|\\(?:frac|mathbb|mathbf|top|alpha|sum)\b).{0,40}")
+
+
+def test_no_page_leaves_tex_outside_the_math_mathjax_typesets(html_dir):
+    """Math that MyST did not recognise (e.g. a `|` inside $...$ in a table cell) stays raw TeX on the page."""
+    raw = []
+    for page in sorted(p for p in html_dir.rglob("*.html") if "_static" not in p.parts):
+        prose = _Prose()
+        prose.feed(page.read_text(encoding="utf-8"))
+        raw += [f"{page.relative_to(html_dir)}: ...{hit}..." for hit in _RAW_TEX.findall(" ".join(prose.text))]
+    assert not raw, "raw TeX in the rendered text:\n" + "\n".join(raw[:20])
+
+
 def test_every_notebook_page_offers_its_ipynb_and_py(html_dir):
     for doc in _notebook_pages():
         page = html_dir / f"{doc}.html"
