@@ -52,6 +52,9 @@ html_static_path = ["_static"]
 html_css_files = ["nextword.css"]
 html_favicon = "_static/favicon.svg"
 html_context = {"default_mode": "light"}
+# Result snippets would fetch each page: blocked (console errors) when index.html is opened from the
+# file system, and they quote the theme's buttons; titles alone work everywhere.
+html_show_search_summary = False
 html_last_updated_fmt = None
 html_theme_options = {
     "home_page_in_toc": True,

@@ -352,6 +352,24 @@ def test_math_is_rendered_offline(visit, html_dir, tmp_path):
     assert not visit.offsite(), f"requests left 127.0.0.1: {visit.offsite()}"
 
 
+def test_book_works_opened_from_the_file_system(browser, html_dir):
+    """A reader double-clicks _build/html/index.html: no server, file:// URLs only."""
+    visit = Visit(browser, html_dir.resolve().as_uri() + "/")
+    try:
+        visit.open("index.html")
+        assert visit.page.is_visible("nav.bd-docs-nav")
+        visit.open("search.html?q=support+tokens")
+        visit.page.wait_for_selector("#search-results ul.search li", timeout=30_000)
+        assert visit.page.locator("#search-results ul.search li a[href*='part4_margins']").count() > 0
+        visit.open("notation.html")
+        visit.typeset()
+        assert visit.page.locator(".math.notranslate script[type^='math/tex']").count() > 0
+        assert not visit.errors, visit.errors
+        assert not visit.offsite(), f"requests left the built folder: {visit.offsite()}"
+    finally:
+        visit.close()
+
+
 def test_pages_load_without_console_errors_or_outside_requests(visit, html_dir):
     pages = ["index.html", "errata.html", "bibliography.html", "exercises/index.html", "genindex.html"]
     pages += [f"{docs[0]}.html" for _, docs in notebooks.book_structure()]
