@@ -105,7 +105,7 @@ _PAIRED = {"exercises": ("solutions", "Solution", "The worked solution of this e
 
 
 def _exercise_links(app, pagename: str, templatename: str, context: dict, doctree) -> None:
-    """Link each exercise page to its solution and back, in a box under the page title."""
+    """Link each exercise page to its solution and back (a box under the title), and to its book notebook."""
     kind, _, rest = pagename.partition("/")
     if kind not in _PAIRED or rest.endswith("index") or "body" not in context:
         return
@@ -118,7 +118,9 @@ def _exercise_links(app, pagename: str, templatename: str, context: dict, doctre
     box = (f'<div class="admonition tip nextword-pair"><p class="admonition-title">{title}</p>'
            f'<p>{text}<a class="reference internal nextword-pair-link" href="{href}">{label}</a>'
            f'{" (try it yourself first)." if kind == "exercises" else "."}</p></div>')
-    body = context["body"]
+    body = re.sub(r"(Book notebook:</strong>\s*)(book/part\w+/\w+)",
+                  lambda m: f'{m[1]}<a class="reference internal" href="{context["pathto"](m[2])}">{m[2]}</a>'
+                  if m[2] in app.env.found_docs else m[0], context["body"])
     at = body.find("</h1>")
     context["body"] = body[:at + 5] + box + body[at + 5:] if at >= 0 else box + body
 

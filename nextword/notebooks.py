@@ -279,8 +279,11 @@ def _errata_page(root: Path) -> str:
     lines = []
     for line in (root / "book" / "ERRATA.md").read_text(encoding="utf-8").splitlines():
         if line.startswith("| ") and not line.startswith("| source"):
+            # the ledger writes formulas as plain text (Kh_l⟩_roformer): keep "_" from turning into emphasis
+            line = "".join(part if i % 2 else part.replace("_", "\\_")
+                           for i, part in enumerate(re.split(r"(`[^`]*`)", line)))
             head, sep, evidence = line.rstrip().rstrip("|").rpartition(" | ")
-            line = f"{head}{sep}{_link_notebook_paths(evidence, root)} |"
+            line = f"{head}{sep}{_link_notebook_paths(evidence.replace(chr(92) + '_', '_'), root)} |"
         lines.append(line)
     return "\n".join(lines) + "\n"
 
@@ -344,7 +347,8 @@ def stage_book(stage: Path = STAGE_DIR, root: Path = REPO_ROOT) -> list[str]:
             f"{table}\n" + _toctree([d.split("/")[-1] for d in docs], hidden=True))
         ex_parts.append(f"exercises/{part}/index")
     wanted[stage / "exercises" / "index.md"] = ex_intro.replace("# Exercises", "# How the exercises work", 1) + \
-        "\n" + _toctree([d.split("/", 1)[1] for d in ex_parts], hidden=False)
+        "\n" + "".join(f"- [Exercises for {ex_captions.get(d.split('/')[1], d.split('/')[1])}]({d.split('/', 1)[1]}.md)\n"
+                       for d in ex_parts)   # plain links: the sidebar lists the part pages once, beside this one
     sol_parts = []
     for part, docs in solutions.items():
         caption = ex_captions.get(part, part)
