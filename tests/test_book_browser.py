@@ -26,7 +26,7 @@ from nextword import notebooks
 
 ROOT = Path(notebooks.REPO_ROOT)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run"]
+                 "--disable-component-update", "--no-first-run", "--disable-dev-shm-usage"]
 SCREENSHOTS = ("contents.png", "math_page.png", "search_support_tokens.png")
 
 
@@ -240,9 +240,13 @@ class Visit:
         self.requests: list[str] = []
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(f"console: {m.text}"))
         self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
-        self.page.on("requestfailed", lambda r: self.errors.append(f"failed request: {r.url}"))
+        self.page.on("requestfailed", self._failed)
         self.page.on("response", lambda r: r.status >= 400 and self.errors.append(f"HTTP {r.status}: {r.url}"))
         self.page.on("request", lambda r: self.requests.append(r.url))
+
+    def _failed(self, request) -> None:
+        if request.failure != "net::ERR_ABORTED":   # a font still loading when the next page is opened
+            self.errors.append(f"failed request: {request.url} ({request.failure})")
 
     def open(self, path: str) -> None:
         self.page.goto(urljoin(self.base, path), wait_until="networkidle")
