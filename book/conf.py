@@ -8,6 +8,7 @@ is copied from the ``jupyter-server-mathjax`` package, and the theme bundles its
 """
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 from pathlib import Path
@@ -51,7 +52,11 @@ html_title = "nextword: the book"
 html_static_path = ["_static"]
 html_css_files = ["nextword.css"]
 html_favicon = "_static/favicon.svg"
-html_context = {"default_mode": "light"}
+# The hash of this file and of _static makes Sphinx rebuild every page when the hooks below change
+# (Sphinx compares configuration values, not code).
+_CONF_FILES = [Path(__file__), *sorted((Path(__file__).parent / "_static").glob("*"))]
+html_context = {"default_mode": "light",
+                "nextword_conf": hashlib.sha256(b"".join(f.read_bytes() for f in _CONF_FILES)).hexdigest()[:16]}
 # Result snippets would fetch each page: blocked (console errors) when index.html is opened from the
 # file system, and they quote the theme's buttons; titles alone work everywhere.
 html_show_search_summary = False

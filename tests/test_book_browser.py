@@ -170,6 +170,10 @@ def test_exercises_and_solutions_link_both_ways(html_dir):
             link = re.search(r'class="reference internal nextword-pair-link" href="([^"]+)"', html)
             assert link, f"{page}: no link to {other}"
             assert _resolve(html_dir / f"{page}.html", link[1], html_dir)[0] == (html_dir / f"{other}.html").resolve()
+            named = re.search(r"Book notebook:</strong>\s*(<a [^>]*href=\"([^\"]+)\")?", html)
+            if named:   # the exercise's own pointer to the book is a link to the rendered notebook
+                assert named[1], f"{page}: its book notebook is not linked"
+                assert _resolve(html_dir / f"{page}.html", named[2], html_dir)[0].exists()
 
 
 def test_errata_evidence_links_go_to_rendered_notebooks(html_dir):
