@@ -52,11 +52,11 @@ html_title = "nextword: the book"
 html_static_path = ["_static"]
 html_css_files = ["nextword.css"]
 html_favicon = "_static/favicon.svg"
-# The hash of this file and of _static makes Sphinx rebuild every page when the hooks below change
-# (Sphinx compares configuration values, not code).
+html_context = {"default_mode": "light"}
+# The hash of this file and of _static makes Sphinx re-read and rebuild every page when the hooks below
+# change (Sphinx compares configuration values, not code); registered with rebuild="env" in setup().
 _CONF_FILES = [Path(__file__), *sorted((Path(__file__).parent / "_static").glob("*"))]
-html_context = {"default_mode": "light",
-                "nextword_conf": hashlib.sha256(b"".join(f.read_bytes() for f in _CONF_FILES)).hexdigest()[:16]}
+nextword_conf_hash = hashlib.sha256(b"".join(f.read_bytes() for f in _CONF_FILES)).hexdigest()[:16]
 # Result snippets would fetch each page: blocked (console errors) when index.html is opened from the
 # file system, and they quote the theme's buttons; titles alone work everywhere.
 html_show_search_summary = False
@@ -136,7 +136,22 @@ def _plain_title(app, pagename: str, templatename: str, context: dict, doctree) 
         context["title"] = re.sub(r"\\[()]", "", context["title"])
 
 
+def _solution_titles(app, doctree) -> None:
+    """Title a solution page "Solution to Exercise NN — ..." so that it differs from its exercise
+    in the sidebar, the search results and the browser tab (runs before Sphinx records titles)."""
+    from docutils import nodes
+
+    docname = app.env.docname
+    if not docname.startswith("solutions/") or docname.endswith("index"):
+        return
+    title = next(iter(doctree.findall(nodes.title)), None)
+    if title is not None and not title.astext().startswith("Solution"):
+        title.insert(0, nodes.Text("Solution to "))
+
+
 def setup(app):
+    app.add_config_value("nextword_conf_hash", "", "env")
+    app.connect("doctree-read", _solution_titles, priority=400)   # before the title collector (500)
     app.connect("builder-inited", _copy_mathjax)
     app.connect("html-page-context", _source_links, priority=600)   # after the theme's buttons (501)
     app.connect("html-page-context", _exercise_links)

@@ -165,6 +165,9 @@ def test_exercises_and_solutions_link_both_ways(html_dir):
     assert exercises
     for doc in exercises:
         solution = doc.replace("exercises/", "solutions/", 1)
+        titles = [re.search(r"<title>(.*?)</title>", (html_dir / f"{d}.html").read_text(encoding="utf-8"))[1]
+                  for d in (doc, solution)]
+        assert titles[1].startswith("Solution to ") and titles[0] != titles[1], titles
         for page, other in ((doc, solution), (solution, doc)):
             html = (html_dir / f"{page}.html").read_text(encoding="utf-8")
             link = re.search(r'class="reference internal nextword-pair-link" href="([^"]+)"', html)
