@@ -1,5 +1,5 @@
 # nextword — two commands do everything on a fresh machine with Python >= 3.10 and make:
-#   make book   create the environment, execute every chapter, render the HTML book (_build/html)
+#   make book   create the environment, execute every chapter, render the HTML book (_build/html, Sphinx)
 #   make test   create the environment, run the library tests and pytest --nbval on every notebook
 PYTHON ?= python3
 VENV   ?= .venv
@@ -10,10 +10,11 @@ JOBS   ?= 2
 NBENV  := env -u MPLBACKEND FULL=0
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with book/nbval_sanitize.cfg -p no:cacheprovider
 
-.PHONY: help env test test-lib test-notebooks book render lab sync exercises bench clean
+.PHONY: help env test test-lib test-notebooks book book-html render lab sync exercises bench clean
 
 help:
 	@echo "make book   - set up, execute every notebook in book/, render _build/html/index.html"
+	@echo "make book-html - render the committed executed notebooks to _build/html (no execution; incremental)"
 	@echo "make test   - set up, library tests, pairing checks, pytest --nbval on book/ and solutions/"
 	@echo "make lab    - open JupyterLab on book/"
 	@echo "make sync   - regenerate every .ipynb from its .py (jupytext pairing, keeps outputs)"
@@ -29,7 +30,8 @@ $(STAMP): pyproject.toml
 
 env: $(STAMP)
 
-test: $(STAMP) test-lib test-notebooks
+# The book is rendered once (book-html); the browser test in tests/ reuses _build/html.
+test: $(STAMP) book-html test-lib test-notebooks
 
 test-lib: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) tests
@@ -39,11 +41,14 @@ test-notebooks: $(STAMP)
 
 book: $(STAMP)
 	$(NBENV) $(BIN)/python -m nextword.notebooks build -j $(JOBS) book/*/*.py
-	$(MAKE) render
+	$(MAKE) book-html
 
-render: $(STAMP)
-	$(BIN)/python -m nextword.notebooks render
+# Sphinx + MyST-NB (book/conf.py) renders the committed, executed .ipynb files: what nbval checks.
+book-html: $(STAMP)
+	$(BIN)/python -m nextword.notebooks render -j $(JOBS)
 	@echo "open _build/html/index.html"
+
+render: book-html
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab book/
