@@ -32,7 +32,7 @@ env: $(STAMP)
 test: $(STAMP) test-lib test-notebooks
 
 test-lib: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) tests
+	$(BIN)/python -m pytest -n $(JOBS) --doctest-modules nextword tests
 
 test-notebooks: $(STAMP)
 	$(NBENV) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NBVAL) book solutions

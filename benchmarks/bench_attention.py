@@ -7,7 +7,7 @@ Both libraries get the same thread count (``--threads``, default 1): the BLAS th
 set before numpy is imported and ``torch.set_num_threads`` is called. Printed: the median (and
 min) time of each variant and its ratio to torch. Variants:
 
-* ``numpy nextword``      — :class:`nextword.multihead.MultiHeadAttention` (fused QKV matmul,
+* ``numpy nextword``      — :class:`nextword.attention.multihead.MultiHeadAttention` (fused QKV matmul,
                             blocked causal softmax that skips the masked upper triangle);
 * ``numpy naive``         — the textbook formula: three projections, full T x T scores, mask with
                             ``np.where``, softmax, weighted sum (kept for comparison);
@@ -45,7 +45,7 @@ import numpy as np  # noqa: E402  (after the thread settings)
 import torch  # noqa: E402
 
 from nextword.attention import softmax  # noqa: E402
-from nextword.multihead import MultiHeadAttention  # noqa: E402
+from nextword.attention import MultiHeadAttention  # noqa: E402
 
 torch.set_num_threads(ARGS.threads)
 

@@ -76,12 +76,3 @@ def test_bad_inputs():
         embedding_grad([0, 1], np.ones((3, 2)), 4)
     with pytest.raises(ValueError, match="vocab_size"):
         one_hot([0], 0)
-
-
-@pytest.mark.parametrize("module", ['nextword.embedding'])
-def test_docstring_examples(module):
-    import doctest
-    import importlib
-
-    res = doctest.testmod(importlib.import_module(module), extraglobs={"np": np})
-    assert res.attempted > 0 and res.failed == 0

@@ -59,7 +59,7 @@ def test_ex02():
 
 def test_ex03():
     torch = pytest.importorskip("torch")
-    from nextword.synthetic import markov_source
+    from nextword.data import markov_source
     from nextword.torch.lm import LMConfig, TinyLM, torch_threads, train_lm
 
     F = torch.nn.functional

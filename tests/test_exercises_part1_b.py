@@ -14,7 +14,7 @@ from nextword.exercises.checks import (
     check_ex_p1_12,
 )
 from nextword.positions import apply_rope
-from nextword.probing import attention_to_keys, head_ablation_effects
+from nextword.chapter6 import attention_to_keys, head_ablation_effects
 
 
 def _stub(*args):
@@ -69,7 +69,7 @@ def _agreement_model():
     """A hand-built 1-layer TinyLM for AgreementTask: head 0 looks from the marker to the subject and
     copies it to the output; heads 1-3 are zero. (Trained models take too long for a unit test.)"""
     torch = pytest.importorskip("torch")
-    from nextword.probing import AgreementTask
+    from nextword.chapter6 import AgreementTask
     from nextword.torch.lm import LMConfig, TinyLM
 
     task = AgreementTask.make(np.random.default_rng(0))
@@ -112,7 +112,7 @@ def test_p1_09():
 
 def test_p1_12():
     pytest.importorskip("torch")
-    from nextword.ablation import prefix_nll, token_nll
+    from nextword.torch.ablation import prefix_nll, token_nll
 
     good = {"baseline": {"teacher_forced": 1.5, "honest": 1.5}, "no mask": {"teacher_forced": 0.1, "honest": 9.0},
             "no positions": {"teacher_forced": 4.0, "honest": 4.0}, "single head": {"teacher_forced": 2.0, "honest": 2.0},

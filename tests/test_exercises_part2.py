@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from nextword.exercises.checks import ExerciseCheckError, check_ex_p2_01, check_ex_p2_02, check_ex_p2_03
-from nextword.theory import diffusion as dd
-from nextword.theory import ssm
-from nextword.theory.objectives import kl_decomposition
+from nextword.theory.formulation import diffusion as dd
+from nextword.theory.formulation import ssm
+from nextword.theory.formulation import kl_decomposition
 
 
 def _not_implemented(*args):

@@ -20,7 +20,7 @@ from nextword.theory.dynamics import (
     first_order_loss_change,
     score_gradient,
 )
-from nextword.theory.dynamics_sticky import markov_entropy_rate
+from nextword.theory.dynamics import markov_entropy_rate
 
 
 # --- exercise 01 ------------------------------------------------------------------------------

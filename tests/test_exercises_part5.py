@@ -6,7 +6,7 @@ import pytest
 
 from nextword.exercises.checks import ExerciseCheckError
 from nextword.exercises.checks.part5 import check_ex_p5_01, check_ex_p5_02, check_ex_p5_03, check_ex_p5_04
-from nextword.theory import svflow_sphere as sp
+from nextword.theory.svflow import sphere as sp
 
 
 def test_p5_01():

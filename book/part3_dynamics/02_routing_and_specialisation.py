@@ -40,7 +40,7 @@ from nextword.theory.dynamics import (
     value_norms,
     value_update,
 )
-from nextword.theory.dynamics_toy import ToyConfig, attention_entropy, simulate_toy
+from nextword.theory.dynamics import ToyConfig, attention_entropy, simulate_toy
 
 use_book_style()
 rng = np.random.default_rng(0)

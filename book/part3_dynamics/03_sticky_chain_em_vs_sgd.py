@@ -16,7 +16,7 @@
 # the inputs are noisy), (3) runs both protocols, (4) puts Table 1 beside our numbers, and (5)
 # checks whether the EM-like advantage survives a change of seed.
 #
-# **The task as we implement it** (`nextword.theory.dynamics_sticky`): states
+# **The task as we implement it** (`nextword.theory.dynamics.sticky`): states
 # $y_0,\dots,y_T\in\{0,\dots,7\}$ from the sticky chain (`nextword.data.sticky_markov_chain`,
 # stay probability 0.3), symbol means $\mu_c\sim\mathcal N(0,I_{20})$ (the paper does not say how
 # they are chosen), inputs $x_t=\mu_{y_{t-1}}+\varepsilon_t$, $\varepsilon_t\sim\mathcal N(0,I)$,
@@ -32,7 +32,7 @@ import sympy as sp
 from nextword.data import STICKY_RULES, MarkovSource, sticky_markov_chain
 from nextword.plotting import use_book_style
 from nextword.theory.dynamics import HeadParams, head_forward, head_gradients, pca_fit
-from nextword.theory.dynamics_sticky import (
+from nextword.theory.dynamics import (
     ProtocolConfig,
     StickyExperimentConfig,
     bayes_filter_log_probs,

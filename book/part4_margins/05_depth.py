@@ -13,7 +13,7 @@
 # attention-prior first stage and standard layers above it, the whole log-determinant is the first
 # stage's barrier.
 #
-# Our model (`nextword.theory.barrier_depth`, column-vector maps as in the rest of Part 4): stage 1 is
+# Our model (`nextword.theory.barrier.depth`, column-vector maps as in the rest of Part 4): stage 1 is
 # the strict-causal attention prior on $x^{(1)}$; each deeper layer is
 # $g_t=x^{(\ell-1)}_t+\sum_{s\le t}\alpha_{ts}W_Vx^{(\ell-1)}_s$ with keys and values from the previous
 # layer and queries from the previous layer (`"previous"`, the standard convention) or from the
@@ -26,7 +26,7 @@ import sympy as sp
 
 from nextword.plotting import use_book_style, heatmap
 from nextword.theory.barrier import finite_difference_jacobian, matrix_margins
-from nextword.theory.barrier_depth import (
+from nextword.theory.barrier import (
     DepthLayer, deep_residual, deep_log_barrier, layer_diagonal_blocks,
 )
 

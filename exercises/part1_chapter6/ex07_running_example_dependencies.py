@@ -13,7 +13,7 @@
 # dependency is syntactic, semantic or discourse.
 #
 # A justified weight is one that brings **information about the next word**. To make that measurable
-# we use `nextword.running_example.RunningExampleSource`, a small language of variants of the sentence
+# we use `nextword.chapter6.running_example.RunningExampleSource`, a small language of variants of the sentence
 # in which words 2, 3, 16, 19 and 21 vary and the blank depends on some of them.
 #
 # 1. Implement the plug-in estimate of the mutual information $I(w[j];\text{blank})$ (in nats) from
@@ -25,7 +25,7 @@
 # %%
 import numpy as np
 
-from nextword.running_example import RUNNING_EXAMPLE, RunningExampleSource
+from nextword.chapter6 import RUNNING_EXAMPLE, RunningExampleSource
 
 src = RunningExampleSource()
 ids = src.sample(30000, np.random.default_rng(0))  # (30000, 22): 21 context words + the blank

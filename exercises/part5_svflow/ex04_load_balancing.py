@@ -21,7 +21,7 @@
 # %%
 import numpy as np
 
-from nextword.theory.svflow_attention import load_balancing_loss
+from nextword.theory.svflow import load_balancing_loss
 
 # %% [markdown]
 # **Answer to 1.**

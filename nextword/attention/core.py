@@ -9,9 +9,9 @@ Conventions
 * A query row whose keys are all masked gets attention weights that are all zero and an output
   of zeros (never NaN); see :func:`softmax`.
 
-This module also re-exports :class:`~nextword.multihead.MultiHeadAttention` and the closed-form
-gradients :func:`~nextword.attention_grad.attention_backward` (they live in their own files so
-that each file can be read in one sitting).
+The package :mod:`nextword.attention` also exports :class:`~nextword.attention.multihead.MultiHeadAttention`
+and the closed-form gradients :func:`~nextword.attention.gradients.attention_backward` (they live in
+their own files so that each file can be read in one sitting).
 
 Worked example (Chapter 6, Exercise 1, position ``i = 3`` attending to keys 1..3)::
 
@@ -23,15 +23,9 @@ Worked example (Chapter 6, Exercise 1, position ``i = 3`` attending to keys 1..3
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import numpy as np
 
 from nextword._validate import as_float_array, check_positive_int
-
-if TYPE_CHECKING:  # pragma: no cover - for type checkers only
-    from nextword.attention_grad import AttentionGradients, attention_backward, cross_entropy_upstream
-    from nextword.multihead import MultiHeadAttention
 
 __all__ = [
     "softmax",
@@ -39,26 +33,9 @@ __all__ = [
     "causal_mask",
     "band_mask",
     "scaled_dot_product_attention",
-    "MultiHeadAttention",
-    "attention_backward",
-    "AttentionGradients",
-    "cross_entropy_upstream",
+    "attend",
+    "check_mask",
 ]
-
-_LAZY = {
-    "MultiHeadAttention": "nextword.multihead",
-    "attention_backward": "nextword.attention_grad",
-    "AttentionGradients": "nextword.attention_grad",
-    "cross_entropy_upstream": "nextword.attention_grad",
-}
-
-
-def __getattr__(name: str) -> Any:  # PEP 562: re-export without an import cycle
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -179,9 +156,9 @@ def _neg_triangle(n: int, dtype: np.dtype) -> np.ndarray:
     return np.where(np.tri(n, dtype=bool), 0.0, -np.inf).astype(dtype)
 
 
-def _attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: bool,
-            mask: np.ndarray | None, scale: float, need_weights: bool
-            ) -> tuple[np.ndarray, np.ndarray | None]:
+def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: bool,
+           mask: np.ndarray | None, scale: float, need_weights: bool
+           ) -> tuple[np.ndarray, np.ndarray | None]:
     """Unchecked attention core shared by SDPA, multi-head attention and the KV cache.
 
     ``q (..., Tq, d)``, ``k (..., Tk, d)``, ``v (..., Tk, dv)``; ``mask`` boolean broadcastable
@@ -221,7 +198,8 @@ def _attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: bool,
     return z @ v, z
 
 
-def _check_mask(mask: object, Tq: int, Tk: int) -> np.ndarray:
+def check_mask(mask: object, Tq: int, Tk: int) -> np.ndarray:
+    """A boolean mask broadcastable to ``(..., Tq, Tk)`` (True = may attend), else a clear error."""
     m = np.asarray(mask)
     if m.dtype != np.bool_:
         raise TypeError(f"mask must be a boolean array (True = may attend), got dtype {m.dtype}")
@@ -278,11 +256,11 @@ def scaled_dot_product_attention(q: object, k: object, v: object, *, mask: objec
         raise ValueError(f"batch axes of q {q.shape}, k {k.shape}, v {v.shape} are not "
                          "broadcastable") from None
     Tq, Tk, d = q.shape[-2], k.shape[-2], q.shape[-1]
-    m = None if mask is None else _check_mask(mask, Tq, Tk)
+    m = None if mask is None else check_mask(mask, Tq, Tk)
     if scale is None:
         scale = 1.0 / np.sqrt(d)
     elif not np.isfinite(scale):
         raise ValueError(f"scale must be finite, got {scale}")
-    out, w = _attend(q, k, v, causal=bool(causal), mask=m, scale=float(scale),
+    out, w = attend(q, k, v, causal=bool(causal), mask=m, scale=float(scale),
                      need_weights=return_weights)
     return (out, w) if return_weights else out

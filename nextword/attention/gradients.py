@@ -40,7 +40,7 @@ from typing import NamedTuple
 import numpy as np
 
 from nextword._validate import as_float_array, as_index_array
-from nextword.attention import _attend, _check_mask, log_softmax, softmax
+from nextword.attention.core import attend, check_mask, log_softmax, softmax
 
 __all__ = ["AttentionGradients", "attention_backward", "CrossEntropyUpstream", "cross_entropy_upstream"]
 
@@ -81,7 +81,7 @@ def attention_backward(X: object, W_Q: object, W_K: object, W_V: object, upstrea
     upstream:
         ``U = ∂L/∂G (..., T, d_v)``, rows ``u_i`` (Eq. (10)); e.g. from :func:`cross_entropy_upstream`.
     mask, causal, scale:
-        As in :func:`nextword.attention.scaled_dot_product_attention` (default ``scale = 1/√d_k``).
+        As in :func:`nextword.attention.core.scaled_dot_product_attention` (default ``scale = 1/√d_k``).
 
     Returns
     -------
@@ -108,10 +108,10 @@ def attention_backward(X: object, W_Q: object, W_K: object, W_V: object, upstrea
         raise ValueError(f"upstream must have shape (..., T, d_v) = {X.shape[:-1] + (W_V.shape[1],)}, got {U.shape}")
     T, d_k = X.shape[-2], W_Q.shape[1]
     scale = 1.0 / np.sqrt(d_k) if scale is None else float(scale)
-    m = None if mask is None else _check_mask(mask, T, T)
+    m = None if mask is None else check_mask(mask, T, T)
 
     Q, K, V = X @ W_Q, X @ W_K, X @ W_V  # Eq. (1)–(3): (..., T, d_k), (..., T, d_k), (..., T, d_v)
-    G, alpha = _attend(Q, K, V, causal=causal, mask=m, scale=scale, need_weights=True)  # Eq. (4)–(6)
+    G, alpha = attend(Q, K, V, causal=causal, mask=m, scale=scale, need_weights=True)  # Eq. (4)–(6)
     b = U @ np.swapaxes(V, -1, -2)  # Eq. (11)/(17): b_ij = u_i · v_j, (..., T, T)
     Eb = np.sum(alpha * b, axis=-1, keepdims=True)  # Eq. (12), (..., T, 1)
     dS = alpha * (b - Eb)  # Eq. (23)

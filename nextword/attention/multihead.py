@@ -24,8 +24,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from nextword._validate import as_float_array, check_positive_int
-from nextword.attention import _attend, _check_mask
-from nextword.kv_cache import LayerKVCache
+from nextword.attention.core import attend, check_mask
+from nextword.attention.kv_cache import LayerKVCache
 from nextword.positions import apply_rope
 
 __all__ = ["MultiHeadAttention"]
@@ -134,7 +134,7 @@ class MultiHeadAttention:
         ``return_weights`` also returns per-head weights ``(..., num_heads, T, T_keys)``.
         ``mask``: extra boolean ``(T, T_keys)`` mask, True = may attend.
         ``positions``: RoPE positions ``(T,)`` (default ``cache.length + arange(T)``).
-        ``cache``: a :class:`~nextword.kv_cache.LayerKVCache`; the new keys/values are appended and
+        ``cache``: a :class:`~nextword.attention.kv_cache.LayerKVCache`; the new keys/values are appended and
         the queries attend to everything cached (queries are the last ``T`` positions).
         ``head_mask``: ``(num_heads,)`` multipliers of each head's output before ``W_o``
         (0 switches a head off).
@@ -158,8 +158,8 @@ class MultiHeadAttention:
             k = apply_rope(k, pos, self.rope_base)
         if cache is not None:
             k, v = cache.append(k, v)  # (..., h, offset+T, dh)
-        m = None if mask is None else _check_mask(mask, T, k.shape[-2])
-        ctx, w = _attend(q, k, v, causal=causal, mask=m, scale=1.0 / np.sqrt(dh),
+        m = None if mask is None else check_mask(mask, T, k.shape[-2])
+        ctx, w = attend(q, k, v, causal=causal, mask=m, scale=1.0 / np.sqrt(dh),
                          need_weights=return_weights)  # ctx (..., h, T, dh)
         if head_mask is not None:
             hm = as_float_array(head_mask, "head_mask", ndim=1)

@@ -37,7 +37,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from nextword._validate import as_float_array, check_positive_int
-from nextword.synthetic import MarkovSource, markov_source
+from nextword.data import MarkovSource, markov_source
 
 __all__ = ["attention_to_offset", "attention_to_keys", "normalized_entropy", "head_profile",
            "head_ablation_effects", "permutation_sensitivity", "AgreementTask", "ProbeBatch"]

@@ -208,7 +208,7 @@ def attention_recall(length: int, vocab: int, rng: np.random.Generator, *, num_t
     position ``t`` is its own code times ``sharpness`` (a learned query would do the same);
     the read-out is the argmax of the attention output. Returns ``(L,)`` accuracies.
     """
-    from nextword.attention import scaled_dot_product_attention
+    from nextword.attention.core import scaled_dot_product_attention
     from nextword.positions import sinusoidal_encoding
 
     L, V = check_positive_int(length, "length"), check_positive_int(vocab, "vocab")

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from nextword.synthetic import entropy
+from nextword.data.synthetic import entropy
 
 __all__ = ["RUNNING_EXAMPLE", "RunningExampleSource"]
 

@@ -11,36 +11,25 @@ Row-vector convention; activations ``(..., T, d_model)``; every norm acts on the
   post-norm (Chapter 6's formula ``h' = LN(u + FFN(u))``, ``u = LN(h + MHA(h))``) or
   pre-norm (margins paper Eqs. (41)–(42): ``u = h + MHA(LN(h))``, ``h' = u + MLP(LN(u))``).
 
-The decoder-only language model :class:`~nextword.decoder.DecoderLM` and its
-:class:`~nextword.decoder.DecoderConfig` live in :mod:`nextword.decoder` and are re-exported here.
+The decoder-only language model :class:`~nextword.decoder.lm.DecoderLM` and its
+:class:`~nextword.decoder.lm.DecoderConfig` live in :mod:`nextword.decoder.lm`; the package
+:mod:`nextword.decoder` exports both modules' names.
 """
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 from scipy.special import erf
 
 from nextword._validate import as_float_array, check_positive_int
-from nextword.kv_cache import LayerKVCache
-from nextword.multihead import MultiHeadAttention
+from nextword.attention.kv_cache import LayerKVCache
+from nextword.attention.multihead import MultiHeadAttention
 
-if TYPE_CHECKING:  # pragma: no cover
-    from nextword.decoder import DecoderConfig, DecoderLM
-
-__all__ = ["layer_norm", "rms_norm", "gelu", "relu", "feed_forward", "TransformerBlock",
-           "DecoderConfig", "DecoderLM"]
+__all__ = ["layer_norm", "rms_norm", "gelu", "relu", "feed_forward", "TransformerBlock"]
 
 Activation = Literal["gelu", "gelu_tanh", "relu"]
-
-
-def __getattr__(name: str) -> Any:  # PEP 562: re-export without an import cycle
-    if name in ("DecoderLM", "DecoderConfig"):
-        from nextword import decoder
-
-        return getattr(decoder, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _check_vec(p: object, name: str, d: int, dtype: np.dtype) -> np.ndarray | None:
@@ -148,7 +137,7 @@ class TransformerBlock:
     * ``residual=False`` drops the ``h +`` / ``u +`` skip terms.
     * ``causal=False`` drops the causal mask.
 
-    Parameters: ``attn`` (a :class:`~nextword.multihead.MultiHeadAttention`), norm weights/biases
+    Parameters: ``attn`` (a :class:`~nextword.attention.multihead.MultiHeadAttention`), norm weights/biases
     ``norm1_weight, norm1_bias, norm2_weight, norm2_bias`` (biases only for ``"layer"``), and FFN
     ``W1 (d, d_ff), b1, W2 (d_ff, d), b2``; see :meth:`parameters`.
     """

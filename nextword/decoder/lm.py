@@ -1,7 +1,7 @@
 """A small decoder-only language model in numpy, with a KV cache (Chapter 6, §6.6, Fig. 6.29).
 
 ``tokens (..., T)`` → token embedding ``E[tokens]`` (+ positional encoding) → ``num_layers``
-:class:`~nextword.layers.TransformerBlock` s → (final norm, pre-norm only) → unembedding
+:class:`~nextword.decoder.layers.TransformerBlock` s → (final norm, pre-norm only) → unembedding
 ``W_U (d_model, vocab_size)`` → logits ``(..., T, vocab_size)``; ``softmax`` of row ``t`` is
 ``P(w[t+1] | w[0..t])``.
 
@@ -26,8 +26,8 @@ import numpy as np
 
 from nextword._validate import as_float_array, as_index_array, check_positive_int
 from nextword.embedding import embed
-from nextword.kv_cache import KVCache
-from nextword.layers import TransformerBlock, layer_norm, rms_norm
+from nextword.attention.kv_cache import KVCache
+from nextword.decoder.layers import TransformerBlock, layer_norm, rms_norm
 from nextword.positions import sinusoidal_encoding
 
 __all__ = ["DecoderConfig", "DecoderLM"]
@@ -199,7 +199,7 @@ class DecoderLM:
         return self._forward(tokens, None, head_mask, return_weights)
 
     def new_cache(self) -> KVCache:
-        """An empty :class:`~nextword.kv_cache.KVCache` for :meth:`logits_cached`."""
+        """An empty :class:`~nextword.attention.kv_cache.KVCache` for :meth:`logits_cached`."""
         return KVCache(self.config.num_layers, capacity=self.config.max_len)
 
     def logits_cached(self, tokens: object, cache: KVCache, *, head_mask: object = None) -> np.ndarray:

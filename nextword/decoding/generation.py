@@ -5,7 +5,7 @@ Everything here is model-agnostic. A *model* is any callable
     next_logits(prefix: list[int]) -> np.ndarray      # shape (V,)
 
 returning next-token logits ``z`` (any additive constant) with ``pi_m(. | f_{1:m-1}) = softmax(z)``: the
-learned conditional of Eq. (6.1b). An :class:`nextword.ngram.NGramLM`, the numpy
+learned conditional of Eq. (6.1b). An :class:`nextword.decoding.ngram.NGramLM`, the numpy
 decoder LM (whose ``next_logits`` can reuse a KV cache when the prefix extends the
 last one) or a wrapped torch model all fit; torch tensors are converted with
 ``np.asarray``. Log-probabilities are computed with a log-sum-exp softmax in
@@ -46,7 +46,7 @@ and never touch global random state; omitting it is a ``TypeError``.
 
 Tiny example::
 
-    >>> from nextword.ngram import table_model
+    >>> from nextword.decoding.ngram import table_model
     >>> lm = table_model(3, 2, {(): np.log([.5, .4, .1]), (0,): np.log([.4, .3, .3]),
     ...                         (1,): np.log([.05, .9, .05])})
     >>> greedy(lm.next_logits, [], 2)             # 0 then 0: probability .5 * .4 = .20
@@ -61,7 +61,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from nextword.decoding_filters import (  # the filters are part of this module's public API
+from nextword.decoding.filters import (  # the filters are part of this module's public API
     _check_count,
     _check_logits,
     _check_temperature,

@@ -11,7 +11,7 @@ at random gives draws of the statistic's null distribution; the p-value is
 which is a valid (conservative) p-value for any statistic and any sample size (Phipson & Smyth,
 2010). With small samples :func:`permutation_test` can enumerate every split instead (exact test).
 
->>> from nextword.evaluation import energy_distance
+>>> from nextword.evaluation.metrics import energy_distance
 >>> rng = np.random.default_rng(0)
 >>> res = permutation_test(rng.normal(0, 1, 40), rng.normal(1, 1, 40), energy_distance, rng=rng)
 >>> res.p_value < 0.01

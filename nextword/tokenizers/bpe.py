@@ -6,9 +6,9 @@ the most frequent adjacent pair.
 
 * :func:`learn_bpe` — symbol-level BPE on any sequence (Example 2.1: ``abcababc → dcddc → ede``).
 * :class:`BPETokenizer` — byte-level BPE: 256 base tokens (the bytes of UTF-8), merges learned by
-  :func:`nextword.bpe_trainer.train_merges` (exact minbpe / tiktoken-educational tie rule, or
+  :func:`nextword.tokenizers.trainer.train_merges` (exact minbpe / tiktoken-educational tie rule, or
   Hugging Face's with ``tie_break="hf"``), optional GPT-2/GPT-4 split patterns, special tokens,
-  JSON save/load (and minbpe's ``.model`` text format, :mod:`nextword.bpe_io`).
+  JSON save/load (and minbpe's ``.model`` text format, :mod:`nextword.tokenizers.formats`).
 * :class:`CharTokenizer` — one id per character seen in training, id 0 reserved for unknown.
 
 Example
@@ -30,8 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from .bpe_trainer import BPEResult, learn_bpe, train_merges
-from .char_tokenizer import CharTokenizer
+from nextword.tokenizers.characters import CharTokenizer
+from nextword.tokenizers.formats import BPEFile, load_json, load_minbpe, save_json, save_minbpe
+from nextword.tokenizers.trainer import BPEResult, learn_bpe, train_merges
 
 __all__ = ["BPEResult", "learn_bpe", "BPETokenizer", "CharTokenizer", "SPLIT_PATTERNS", "train_merges"]
 
@@ -160,7 +161,7 @@ class BPETokenizer:
     ) -> BPETokenizer:
         """Learn ``vocab_size - 256 - len(special_tokens)`` merges on ``text``.
 
-        The merge rule is exact (see :mod:`nextword.bpe_trainer`): most frequent adjacent pair,
+        The merge rule is exact (see :mod:`nextword.tokenizers.trainer`): most frequent adjacent pair,
         ties to the leftmost first occurrence (``tie_break="first"``, = minbpe, tiktoken's
         educational trainer) or to the smallest pair in HF id order (``tie_break="hf"``, = HF
         ``tokenizers`` with the GPT-2 split). With a ``pattern``, each distinct chunk is counted
@@ -394,30 +395,29 @@ class BPETokenizer:
 
     # ------------------------------------------------------------------ files
     def save(self, path: str | Path) -> None:
-        """Write the documented JSON format (see :mod:`nextword.bpe_io`)."""
-        from .bpe_io import save_json
-
+        """Write the documented JSON format (see :mod:`nextword.tokenizers.formats`)."""
         save_json(self, path)
 
     @classmethod
     def load(cls, path: str | Path) -> BPETokenizer:
         """Read a file written by :meth:`save`; ``ValueError`` naming the file if it is invalid."""
-        from .bpe_io import load_json
-
-        return load_json(path)
+        return cls._from_file(load_json(path), path)
 
     def save_minbpe(self, path: str | Path) -> None:
-        """Write minbpe's ``.model`` text format (see :mod:`nextword.bpe_io`)."""
-        from .bpe_io import save_minbpe
-
+        """Write minbpe's ``.model`` text format (see :mod:`nextword.tokenizers.formats`)."""
         save_minbpe(self, path)
 
     @classmethod
     def load_minbpe(cls, path: str | Path) -> BPETokenizer:
         """Read a minbpe ``.model`` file (pattern honoured, UTF-8, spaces allowed in specials)."""
-        from .bpe_io import load_minbpe
+        return cls._from_file(load_minbpe(path), path)
 
-        return load_minbpe(path)
+    @classmethod
+    def _from_file(cls, data: BPEFile, path: str | Path) -> BPETokenizer:
+        try:
+            return cls(data.merges, pattern=data.pattern, special_tokens=data.special_tokens)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{path}: {exc}") from None
 
     def merge_list(self) -> list[tuple[int, int, int]]:
         """``[(left, right, new_id), ...]`` in rank order (the constructor's input)."""

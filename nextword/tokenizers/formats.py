@@ -1,5 +1,8 @@
 """File formats of :class:`nextword.tokenizers.BPETokenizer` (plain text, never pickle).
 
+The readers return a :class:`BPEFile` (the tokenizer's constructor arguments); the tokenizer's
+``load``/``load_minbpe`` build it, so this module never imports the tokenizer.
+
 **JSON format, version 1** (``BPETokenizer.save`` / ``BPETokenizer.load``), UTF-8::
 
     {
@@ -27,7 +30,7 @@ id is the text after the *last* space), and files are UTF-8 whatever the locale.
 Example
 -------
 >>> import tempfile, os
->>> from nextword.tokenizers import BPETokenizer
+>>> from nextword.tokenizers.bpe import BPETokenizer
 >>> tok = BPETokenizer.train("aaabdaaabac", 259)
 >>> path = os.path.join(tempfile.mkdtemp(), "tok.json")
 >>> tok.save(path); BPETokenizer.load(path).merges == tok.merges
@@ -37,18 +40,30 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import NamedTuple, Protocol
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .tokenizers import BPETokenizer
+__all__ = ["FORMAT", "VERSION", "BPEFile", "save_json", "load_json", "save_minbpe", "load_minbpe"]
 
-__all__ = ["FORMAT", "VERSION", "save_json", "load_json", "save_minbpe", "load_minbpe"]
+
+class BPEFile(NamedTuple):
+    """What a tokenizer file holds: the constructor arguments of :class:`~nextword.tokenizers.BPETokenizer`."""
+
+    merges: list
+    pattern: str | None
+    special_tokens: dict[str, int]
+
+
+class _Tokenizer(Protocol):  # what the writers read (BPETokenizer has it); no import cycle
+    pattern: str | None
+    special_tokens: dict[str, int]
+
+    def merge_list(self) -> list[tuple[int, int, int]]: ...
 
 FORMAT = "nextword-bpe"
 VERSION = 1
 
 
-def save_json(tok: BPETokenizer, path: str | Path) -> None:
+def save_json(tok: _Tokenizer, path: str | Path) -> None:
     """Write ``tok`` in the JSON format above."""
     doc = {
         "format": FORMAT,
@@ -60,10 +75,8 @@ def save_json(tok: BPETokenizer, path: str | Path) -> None:
     Path(path).write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
 
 
-def load_json(path: str | Path) -> BPETokenizer:
+def load_json(path: str | Path) -> BPEFile:
     """Read the JSON format; any problem is a ``ValueError`` naming ``path``."""
-    from .tokenizers import BPETokenizer
-
     path = Path(path)
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -82,13 +95,10 @@ def load_json(path: str | Path) -> BPETokenizer:
         raise ValueError(f"{path}: \"special_tokens\" must map strings to integer ids")
     if pattern is not None and not isinstance(pattern, str):
         raise ValueError(f"{path}: \"pattern\" must be null or a string")
-    try:
-        return BPETokenizer(merges, pattern=pattern, special_tokens=special)
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"{path}: {exc}") from None
+    return BPEFile(merges, pattern, special)
 
 
-def save_minbpe(tok: BPETokenizer, path: str | Path) -> None:
+def save_minbpe(tok: _Tokenizer, path: str | Path) -> None:
     """Write minbpe's ``.model`` format; ``ValueError`` if ``tok`` cannot be expressed in it."""
     merges = tok.merge_list()
     if any(x != 256 + k for k, (_, _, x) in enumerate(merges)):
@@ -104,10 +114,8 @@ def save_minbpe(tok: BPETokenizer, path: str | Path) -> None:
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8", newline="\n")
 
 
-def load_minbpe(path: str | Path) -> BPETokenizer:
+def load_minbpe(path: str | Path) -> BPEFile:
     """Read minbpe's ``.model`` format; any problem is a ``ValueError`` naming ``path``."""
-    from .tokenizers import BPETokenizer
-
     path = Path(path)
     try:
         lines = path.read_bytes().decode("utf-8").split("\n")
@@ -135,6 +143,6 @@ def load_minbpe(path: str | Path) -> BPETokenizer:
                 continue
             a, b = ln.split()
             merges.append((int(a), int(b), 256 + len(merges)))
-        return BPETokenizer(merges, pattern=pattern, special_tokens=special)
     except (ValueError, TypeError, IndexError) as exc:
         raise ValueError(f"{path}: not a valid minbpe model file ({exc})") from None
+    return BPEFile(merges, pattern, special)

@@ -4,7 +4,7 @@ Measurement helpers behind §6.5's Fig. 6.28 (positional variants at longer leng
 Exercise 12 (remove the mask, the positions, all heads but one, or the residuals):
 
 * :func:`token_nll` — teacher-forced per-token losses ``(N, L-1)`` of sequences ``(N, L)``,
-  optionally with heads switched off (the probe of :func:`nextword.probing.head_ablation_effects`).
+  optionally with heads switched off (the probe of :func:`nextword.chapter6.probing.head_ablation_effects`).
 * :func:`prefix_nll` — the *honest* per-token losses: the prediction of token ``t+1`` sees only
   tokens ``0..t`` (one forward pass per prefix). Equal to :func:`token_nll` for a causal model;
   for a model trained without the mask it exposes the leak (Exercise 3/12).

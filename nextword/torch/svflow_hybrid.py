@@ -12,7 +12,7 @@ with the time expectation taken over the Euler grid; ``beta=None`` trains ``J_va
 ``beta -> infinity`` case of Fig. 1b). :func:`make_moons` draws the two-moons data (no scikit-learn).
 
 This module imports torch (CPU is enough); the numpy library never imports it. After training,
-:meth:`HybridSVFlow.slice` returns a numpy :class:`~nextword.theory.svflow.GaussianSVFlow` for any
+:meth:`HybridSVFlow.slice` returns a numpy :class:`~nextword.theory.svflow.flow.GaussianSVFlow` for any
 ``t``, so all analysis (ELBO, ``epsilon``, alignment) reuses the numpy implementation.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from nextword._validate import check_positive_int
-from nextword.theory.svflow import GaussianSVFlow
+from nextword.theory.svflow.flow import GaussianSVFlow
 
 __all__ = ["make_moons", "HybridConfig", "HybridSVFlow", "train_hybrid", "LOG_VAR_RANGE"]
 

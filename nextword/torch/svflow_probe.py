@@ -5,7 +5,7 @@ are the variational posterior ``q(z|x)`` over earlier tokens (Eq. 19), and the h
 vector of token ``z``, ``o_z = (W_o W_v^T) v_z``, is the natural parameter ``kappa'_z mu'_z`` of a vMF
 likelihood ``p(x|z)`` (Eq. 20). For a query state ``x`` on the unit sphere this gives, per head,
 ``-log p_t(x)`` (nats/dim), ``KL(q||p)``, ``KL(q||U)`` and ``KL(p||U)`` (App. C.2.3), computed here by
-:func:`nextword.theory.svflow_attention.svflow_metrics_from_loglik`.
+:func:`nextword.theory.svflow.attention.svflow_metrics_from_loglik`.
 
 :func:`probe_tinylm` runs a pre-norm :class:`nextword.torch.lm.TinyLM` block by block and returns,
 per layer, these metrics averaged over heads, the mean concentration ``kappa'``, and a logit-lens
@@ -26,10 +26,10 @@ import numpy as np
 import torch
 
 from nextword.evaluation import expected_calibration_error
-from nextword.theory.svflow_attention import (
+from nextword.theory.svflow.attention import (
     prefix_shuffle, prefix_shuffle_rates, shuffle_rate_bins, svflow_metrics_from_loglik,
 )
-from nextword.theory.svflow_sphere import vmf_log_normalizer
+from nextword.theory.svflow.sphere import vmf_log_normalizer
 
 __all__ = ["METRICS", "ProbeResult", "probe_tinylm", "ShuffleTable", "prefix_shuffling_experiment"]
 

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from nextword.synthetic import markov_source
+from nextword.data import markov_source
 from nextword.torch.lm import LMConfig, TinyLM, evaluate_loss, train_lm
 
 torch.set_num_threads(1)

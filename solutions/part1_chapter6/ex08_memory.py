@@ -15,7 +15,7 @@
 import numpy as np
 
 from nextword.attention import MultiHeadAttention
-from nextword.recurrent import rnn_states
+from nextword.chapter6 import rnn_states
 
 
 # %%

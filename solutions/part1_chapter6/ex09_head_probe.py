@@ -23,8 +23,8 @@
 import numpy as np
 import torch
 
-from nextword.ablation import token_nll
-from nextword.probing import AgreementTask
+from nextword.torch.ablation import token_nll
+from nextword.chapter6 import AgreementTask
 from nextword.torch.lm import LMConfig, TinyLM, train_lm
 
 torch.set_num_threads(1)

@@ -15,7 +15,7 @@
 #
 # Implement `flop_formulas(T, d)` returning, for each model, (forward FLOPs, backward FLOPs, number of
 # steps that must run one after another). The checker measures them with torch's FLOP counter and the
-# dependency graphs of `nextword.recurrent`. Then give the big-O summary and the discussion.
+# dependency graphs of `nextword.chapter6.recurrent`. Then give the big-O summary and the discussion.
 
 # %%
 import numpy as np

@@ -15,7 +15,7 @@
 #    $\bar Q_{ij}=Q_{ji}\,p_j/p_i$ for $i\ne j$, with the diagonal chosen so that rows sum to zero.
 # 4. In words: what is the matrix printed in Example 9.2, if not a generator?
 #
-# Do not import `nextword.theory.diffusion` (the checker uses it to compare).
+# Do not import `nextword.theory.formulation.diffusion` (the checker uses it to compare).
 
 # %%
 import numpy as np

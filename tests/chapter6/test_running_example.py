@@ -1,10 +1,10 @@
-"""Tests for nextword.running_example: the chapter's sentence and its controlled variants."""
+"""Tests for nextword.chapter6.running_example: the chapter's sentence and its controlled variants."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from nextword.running_example import RUNNING_EXAMPLE, RunningExampleSource
+from nextword.chapter6 import RUNNING_EXAMPLE, RunningExampleSource
 
 
 def test_sentence_positions():

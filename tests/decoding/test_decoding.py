@@ -25,7 +25,7 @@ from nextword.decoding import (
     sample,
     sequence_log_prob,
 )
-from nextword.ngram import random_table_model, table_model
+from nextword.decoding import random_table_model, table_model
 
 
 def enumerate_best(lm, prompt, n, eos_id=None):

@@ -1,4 +1,4 @@
-"""Tests for nextword.decoding_filters: temperature, top-k, top-p (formulation paper §6.3).
+"""Tests for nextword.decoding.filters: temperature, top-k, top-p (formulation paper §6.3).
 
 Expected values are computed independently (sorting, brute force) and, when
 ``transformers`` is importable, compared with the Hugging Face logits warpers.
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from nextword.decoding_filters import (
+from nextword.decoding import (
     apply_temperature,
     filter_logits,
     log_softmax,

@@ -1,4 +1,4 @@
-"""Tests for nextword.ngram: counting, smoothing, normalisation, sequence probabilities."""
+"""Tests for nextword.decoding.ngram: counting, smoothing, normalisation, sequence probabilities."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nextword.ngram import NGramLM, random_table_model, table_model
+from nextword.decoding import NGramLM, random_table_model, table_model
 
 
 def brute_force_probs(seqs, V, order, k, prefix):

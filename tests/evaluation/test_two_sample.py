@@ -1,4 +1,4 @@
-"""Tests for nextword.two_sample (permutation tests for Example 8.2's divergences)."""
+"""Tests for nextword.evaluation.two_sample (permutation tests for Example 8.2's divergences)."""
 from __future__ import annotations
 
 import itertools
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from nextword.evaluation import energy_distance, mmd_squared
-from nextword.two_sample import permutation_test
+from nextword.evaluation import permutation_test
 
 
 def _mean_gap(a, b):

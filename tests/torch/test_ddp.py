@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 
 from nextword.torch import train as T  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow

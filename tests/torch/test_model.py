@@ -1,7 +1,6 @@
 """SmallGPT: shapes, loss, causality, the noise probe, device selection, validation."""
 from __future__ import annotations
 
-import doctest
 
 import pytest
 
@@ -15,10 +14,6 @@ def _model(**kw):
     torch.manual_seed(0)
     cfg = M.SmallGPTConfig(**{**dict(vocab_size=7, block_size=10, n_layer=2, n_head=2, d_model=8), **kw})
     return M.SmallGPT(cfg).double()
-
-
-def test_doctests():
-    assert doctest.testmod(M).failed == 0
 
 
 def test_loss_is_mean_cross_entropy_of_logits():

@@ -1,7 +1,6 @@
 """EmbeddingPrior: Theorem 1 against autograd, the three exact margin paths, the custom backward."""
 from __future__ import annotations
 
-import doctest
 import itertools
 import math
 
@@ -21,10 +20,6 @@ def _setup(B=2, T=7, V=5, d=4, scale=0.4, seed=0):
     W = scale * torch.randn(d, d, generator=g, dtype=F64)
     tok = torch.randint(0, V, (B, T), generator=g)
     return tok, E, W
-
-
-def test_doctests():
-    assert doctest.testmod(P).failed == 0
 
 
 def test_theorem1_diagonal_jacobian_block_matches_autograd():

@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from nextword.recurrent import copy_task  # noqa: E402
+from nextword.chapter6 import copy_task  # noqa: E402
 from nextword.torch.lm import evaluate_loss, torch_threads, train_lm  # noqa: E402
 from nextword.torch.rnn import RecurrentConfig, RecurrentLM  # noqa: E402
 

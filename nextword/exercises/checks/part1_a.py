@@ -29,7 +29,7 @@ def check_ex_p1_01(attention_steps) -> bool:
 
     Checked on the exercise's numbers and on random inputs against ``nextword.attention``.
     """
-    from nextword.attention import scaled_dot_product_attention
+    from nextword.attention.core import scaled_dot_product_attention
 
     rng = np.random.default_rng(11)
     cases = [(_Q3, _K3)] + [(rng.standard_normal(d), rng.standard_normal((n, d))) for d, n in ((4, 5), (16, 7))]
@@ -52,7 +52,7 @@ def check_ex_p1_01(attention_steps) -> bool:
 
 def check_ex_p1_02(attention_output, in_convex_hull) -> bool:
     """Exercise 2: ``attention_output(q, K, V) -> (weights, output)`` and ``in_convex_hull(x, V) -> bool``."""
-    from nextword.attention import scaled_dot_product_attention
+    from nextword.attention.core import scaled_dot_product_attention
 
     rng = np.random.default_rng(12)
     for n, d, dv in ((3, 4, 2), (6, 5, 3), (10, 8, 4)):
@@ -85,7 +85,7 @@ def check_ex_p1_03(generation_style_loss, model, windows, entropy_rate: float) -
     """
     import torch
 
-    from nextword.attention import log_softmax
+    from nextword.attention.core import log_softmax
     from nextword.torch.lm import TinyLM, evaluate_loss, to_numpy_decoder
 
     if not isinstance(model, TinyLM):
@@ -116,8 +116,8 @@ _ROLES = {2: "semantic", 16: "discourse", 19: "semantic", 21: "syntactic"}
 def check_ex_p1_07(mutual_information, pairs) -> bool:
     """Exercise 7: a plug-in estimator ``mutual_information(ids, position) -> nats`` and three pairs
     ``(context_word, next_word, kind)`` for the controlled running example
-    (:class:`nextword.running_example.RunningExampleSource`)."""
-    from nextword.running_example import RunningExampleSource
+    (:class:`nextword.chapter6.running_example.RunningExampleSource`)."""
+    from nextword.chapter6 import RunningExampleSource
 
     src = RunningExampleSource()
     ids = src.sample(30000, np.random.default_rng(17))
@@ -211,9 +211,9 @@ def check_ex_p1_11(flop_formulas) -> bool:
     ``fwd``/``bwd``: matmul FLOPs (2mnp per (m×n)(n×p) product) of one layer's forward and backward pass
     (the RNN's first step starts from h = 0, so it has no h W_h product); ``steps``: the number of
     operations that must run one after another. Compared with torch's FLOP counter and with the
-    longest path in the dependency graph (``nextword.recurrent``).
+    longest path in the dependency graph (``nextword.chapter6.recurrent``).
     """
-    from nextword.recurrent import attention_graph, rnn_graph, sequential_depth
+    from nextword.chapter6 import attention_graph, rnn_graph, sequential_depth
 
     for T, d in ((5, 4), (12, 8), (7, 16)):
         got = _call(flop_formulas, T, d, what="flop_formulas")

@@ -2,7 +2,7 @@
 
 Every expected value is computed with the library (``MultiHeadAttention.num_parameters``,
 ``sinusoidal_encoding``, ``apply_rope``, array sizes measured from ``rnn_states`` and attention
-outputs, ``nextword.probing`` and ``nextword.ablation``) or is a property; no checker holds a copy
+outputs, ``nextword.chapter6.probing`` and ``nextword.torch.ablation``) or is a property; no checker holds a copy
 of a solution.
 """
 from __future__ import annotations
@@ -88,7 +88,7 @@ def check_ex_p1_06(rope_score: Callable) -> bool:
 # ---- Exercise 8 -------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=None)
 def _measured_rnn(T: int, d: int) -> int:
-    from nextword.recurrent import rnn_states
+    from nextword.chapter6 import rnn_states
 
     rng = np.random.default_rng(0)
     return rnn_states(rng.standard_normal((T, d)), np.eye(d) * 0.5, np.eye(d) * 0.5)[-1].size
@@ -127,9 +127,9 @@ def check_ex_p1_09(subject_attention: Callable, ablation_effect: Callable, model
     student identified in the trained 1-layer ``model`` (a TinyLM) on ``batch`` (an AgreementTask ProbeBatch)."""
     import torch
 
-    from nextword.ablation import token_nll
-    from nextword.attention import causal_mask, softmax
-    from nextword.probing import attention_to_keys, head_ablation_effects
+    from nextword.torch.ablation import token_nll
+    from nextword.attention.core import causal_mask, softmax
+    from nextword.chapter6 import attention_to_keys, head_ablation_effects
 
     rng = np.random.default_rng(909)
     N, H, T = 6, 3, 8
@@ -175,7 +175,7 @@ def check_ex_p1_12(honest_loss: Callable, results: Mapping[str, Mapping[str, flo
     ``results[name] = {"teacher_forced": float, "honest": float}`` for ``"baseline"``, ``"no mask"``
     (retrained without the mask) and the test-time ablations ``"no positions"``, ``"single head"``,
     ``"no residual"``."""
-    from nextword.ablation import prefix_nll
+    from nextword.torch.ablation import prefix_nll
     from nextword.torch.lm import LMConfig, TinyLM
 
     ids = np.random.default_rng(1212).integers(0, 7, size=(4, 9))

@@ -1,7 +1,7 @@
 """Checkers for the exercises of Part 2 (see exercises/README.md).
 
-Expected values come from the library (:mod:`nextword.theory.objectives`,
-:mod:`nextword.theory.diffusion`, :mod:`nextword.theory.ssm`), never from a copy of a solution.
+Expected values come from the library (:mod:`nextword.theory.formulation.objectives`,
+:mod:`nextword.theory.formulation.diffusion`, :mod:`nextword.theory.formulation.ssm`), never from a copy of a solution.
 """
 from __future__ import annotations
 
@@ -35,10 +35,10 @@ def _random_model(rng: np.random.Generator, V: int, context: int | None):
 def check_ex_p2_01(per_position_kl: Callable) -> bool:
     """Exercise 01: ``per_position_kl(p_next, q_next, V, L) -> (L,)``, the terms of (4.4b).
 
-    Compared with :func:`nextword.theory.objectives.kl_decomposition`; the sum must equal the joint
-    KL (4.2a) computed from :func:`~nextword.theory.objectives.sequence_distribution`.
+    Compared with :func:`nextword.theory.formulation.objectives.kl_decomposition`; the sum must equal the joint
+    KL (4.2a) computed from :func:`~nextword.theory.formulation.objectives.sequence_distribution`.
     """
-    from nextword.theory.objectives import kl_decomposition, kl_divergence, sequence_distribution
+    from nextword.theory.formulation.objectives import kl_decomposition, kl_divergence, sequence_distribution
 
     rng = np.random.default_rng(201)
     cases = [(2, 3, None, None), (3, 3, 1, 2), (2, 5, 1, None)]
@@ -59,7 +59,7 @@ def check_ex_p2_01(per_position_kl: Callable) -> bool:
 
 def check_ex_p2_02(uniform_generator: Callable, absorbing_generator: Callable, reverse_rates: Callable) -> bool:
     """Exercise 02: corrected generators of Examples 9.2/9.3 and the reverse rates (D.1)."""
-    from nextword.theory import diffusion as dd
+    from nextword.theory.formulation import diffusion as dd
 
     for V, beta in ((2, 1.0), (4, 0.5), (6, 2.0)):
         Q = check_shape(f"uniform_generator({V}, {beta})", _call(uniform_generator, "uniform_generator", V, beta), (V, V))
@@ -91,7 +91,7 @@ def check_ex_p2_02(uniform_generator: Callable, absorbing_generator: Callable, r
 
 def check_ex_p2_03(zoh: Callable, scan: Callable) -> bool:
     """Exercise 03: zero-order-hold discretisation (corrected C.4a) and the linear recurrence (5.9)."""
-    from nextword.theory import ssm
+    from nextword.theory.formulation import ssm
 
     rng = np.random.default_rng(203)
     for s, d, label in ((3, 2, "a stable A"), (4, 4, "a square B"), (2, 1, "a singular A (A = 0)")):

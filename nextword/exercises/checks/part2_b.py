@@ -35,7 +35,7 @@ def _cases(rng: np.random.Generator) -> list[tuple[np.ndarray, float, str]]:
 
 def check_ex_p2_04(top_p_filter: Callable, nucleus_probs: Callable) -> bool:
     """Exercise 04: ``top_p_filter(logits, p) -> (V,)`` and ``nucleus_probs(logits, p) -> (V,)``."""
-    from nextword.attention import softmax
+    from nextword.attention.core import softmax
     from nextword.decoding import top_p_filter as reference
 
     rng = np.random.default_rng(204)

@@ -1,6 +1,6 @@
 """Checkers for the exercises of Part 3 — gradient dynamics of attention (see exercises/README.md).
 
-Expected values come from :mod:`nextword.theory.dynamics`, :mod:`nextword.theory.dynamics_sticky`
+Expected values come from :mod:`nextword.theory.dynamics`, :mod:`nextword.theory.dynamics.sticky`
 and :mod:`nextword.data` (never copied from a solution); the counterexample checker checks
 properties only.
 """
@@ -19,7 +19,7 @@ _call = call_student  # shared: a stub, a non-function or a crash becomes a clea
 
 
 def _random_attention(rng: np.random.Generator, T: int, causal: bool) -> np.ndarray:
-    from nextword.attention import softmax
+    from nextword.attention.core import softmax
 
     S = 2.0 * rng.standard_normal((T, T))
     if causal:
@@ -29,8 +29,8 @@ def _random_attention(rng: np.random.Generator, T: int, causal: bool) -> np.ndar
 
 def check_ex_p3_01(score_gradient: Callable, advantage: Callable) -> bool:
     """Exercise 01: ``score_gradient(alpha, U, V)`` = Eq. (23), ``advantage(alpha, U, V)`` = §3.4."""
-    from nextword.theory.dynamics import advantage_matrix, compatibility_matrix
-    from nextword.theory.dynamics import score_gradient as ref_score_gradient
+    from nextword.theory.dynamics.gradients import advantage_matrix, compatibility_matrix
+    from nextword.theory.dynamics.gradients import score_gradient as ref_score_gradient
 
     rng = np.random.default_rng(301)
     for T, d_v, causal in ((1, 2, False), (4, 3, False), (5, 2, True), (7, 4, True)):
@@ -54,7 +54,7 @@ def check_ex_p3_01(score_gradient: Callable, advantage: Callable) -> bool:
 
 def check_ex_p3_02(first_order: Callable, dominant: Callable, alpha_bad, U_bad, j_bad: int) -> bool:
     """Exercise 02: Eqs. (41) and (43), plus a configuration where (43) gets the sign wrong."""
-    from nextword.theory.dynamics import dominant_query_loss_change, first_order_loss_change
+    from nextword.theory.dynamics.gradients import dominant_query_loss_change, first_order_loss_change
 
     rng = np.random.default_rng(302)
     for T, d_v, j in ((4, 2, 0), (6, 3, 4), (5, 5, 2)):
@@ -85,7 +85,7 @@ def check_ex_p3_02(first_order: Callable, dominant: Callable, alpha_bad, U_bad, 
 def check_ex_p3_03(transition: Callable, entropy_rate: Callable, best_rule: str) -> bool:
     """Exercise 03: sticky transition matrices, entropy rates, and the rule behind 1.8833."""
     from nextword.data import sticky_markov_chain
-    from nextword.theory.dynamics_sticky import markov_entropy_rate
+    from nextword.theory.dynamics.sticky import markov_entropy_rate
 
     rules = ("uniform_others", "circular_distance", "inverse_circular_distance")
     for n, stay in ((8, 0.3), (5, 0.5), (6, 0.0)):
@@ -110,8 +110,8 @@ def check_ex_p3_03(transition: Callable, entropy_rate: Callable, best_rule: str)
 def check_ex_p3_04(em_value_step: Callable) -> bool:
     """Exercise 04: ``em_value_step(params, X, y, value_lr) -> W_V`` = one EM-like M-step."""
     from nextword.data import sticky_markov_chain
-    from nextword.theory.dynamics import HeadParams
-    from nextword.theory.dynamics_sticky import ProtocolConfig, make_sticky_task, sticky_means, train_protocol
+    from nextword.theory.dynamics.gradients import HeadParams
+    from nextword.theory.dynamics.sticky import ProtocolConfig, make_sticky_task, sticky_means, train_protocol
 
     rng = np.random.default_rng(304)
     chain = sticky_markov_chain(4, 0.5, rule="uniform_others")

@@ -20,7 +20,7 @@ _call = call_student  # shared: a stub, a non-function or a crash becomes a clea
 def check_ex_p5_01(exp_map: Callable, retraction: Callable, slope: float) -> bool:
     """Exercise 5.1: ``exp_map(x, v)`` (Eq. 2), ``retraction(x, v)`` (Eq. 3) on ``(d,)`` vectors and the
     fitted log–log slope of ``||R_x(v) - exp_x(v)||`` against ``||v||`` for small ``||v||``."""
-    from nextword.theory import svflow_sphere as sp
+    from nextword.theory.svflow import sphere as sp
 
     rng = np.random.default_rng(2024)
     for d in (2, 3, 9):
@@ -43,7 +43,7 @@ def check_ex_p5_01(exp_map: Callable, retraction: Callable, slope: float) -> boo
 
 def check_ex_p5_02(log_vmf_normaliser: Callable) -> bool:
     """Exercise 5.2: ``log_vmf_normaliser(kappa, d)`` = ``log C_d(kappa)`` (Eq. 18) in log space."""
-    from nextword.theory.svflow_sphere import vmf_log_normalizer
+    from nextword.theory.svflow.sphere import vmf_log_normalizer
 
     cases = [(0.5, 3), (5.0, 3), (50.0, 16), (1e3, 3), (1e4, 128), (1e4, 1024), (1e5, 2048), (800.0, 896)]
     for kappa, d in cases:
@@ -61,8 +61,8 @@ def check_ex_p5_02(log_vmf_normaliser: Callable) -> bool:
 
 def check_ex_p5_03(elbo_fn: Callable, epsilon_fn: Callable) -> bool:
     """Exercise 5.3: ``elbo_fn(flow, x)`` (Eq. 11) and ``epsilon_fn(flow, x)`` (Eq. 12) for a
-    :class:`~nextword.theory.svflow.GaussianSVFlow` ``flow`` and points ``x (N, d)``."""
-    from nextword.theory.svflow import GaussianSVFlow
+    :class:`~nextword.theory.svflow.flow.GaussianSVFlow` ``flow`` and points ``x (N, d)``."""
+    from nextword.theory.svflow.flow import GaussianSVFlow
 
     rng = np.random.default_rng(7)
     Z, d, N = 5, 2, 6
@@ -87,7 +87,7 @@ def check_ex_p5_03(elbo_fn: Callable, epsilon_fn: Callable) -> bool:
 def check_ex_p5_04(gates: object) -> bool:
     """Exercise 5.4: a gate matrix ``(N, 2)`` whose load-balancing loss (Eq. 22) is below ``1/2`` although
     its marginal ``P`` is not uniform."""
-    from nextword.theory.svflow_attention import load_balancing_loss
+    from nextword.theory.svflow.attention import load_balancing_loss
 
     g = as_array("gates", gates)
     if g.ndim != 2 or g.shape[1] != 2 or g.shape[0] < 2:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 from nextword._validate import as_float_array
-from nextword.theory.barrier import causal_residual, matrix_margins
+from nextword.theory.barrier.margins import causal_residual, matrix_margins
 
 __all__ = ["noise_log_density", "log_barrier", "embedding_log_density", "finite_difference_jacobian"]
 

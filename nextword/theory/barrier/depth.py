@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from nextword._validate import as_float_array
-from nextword.attention import causal_mask, softmax
-from nextword.theory.barrier import causal_residual, matrix_margins
+from nextword.attention.core import causal_mask, softmax
+from nextword.theory.barrier.margins import causal_residual, matrix_margins
 
 __all__ = ["DepthLayer", "layer_residual", "layer_diagonal_blocks", "deep_residual", "deep_log_barrier"]
 

@@ -19,7 +19,7 @@ Conventions (the paper's, **not** Chapter 6's row-vector one)
 * ``context`` selects who position ``t`` attends to: ``"strict"`` ``s < t`` (Eq. 2, the default),
   ``"inclusive"`` ``s ≤ t`` (Appendix A), ``"bidirectional"`` all ``s`` and ``"others"`` all ``s ≠ t``
   (the non-causal variants used for Proposition 2). Under ``"strict"`` position 1 has no past:
-  ``μ_1 = 0`` (empty sum; :func:`nextword.attention.softmax` returns zero weights for it).
+  ``μ_1 = 0`` (empty sum; :func:`nextword.attention.core.softmax` returns zero weights for it).
 
 The exact diagonal block (derived in ``book/part4_margins/03_matrix_margin``) is, with
 ``C_t = Σ_s α_ts (x_s − x̄_t)(x_s − x̄_t)ᵀ`` the attention-weighted covariance of the *embeddings*::
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nextword._validate import as_float_array
-from nextword.attention import causal_mask, softmax
+from nextword.attention.core import causal_mask, softmax
 
 __all__ = [
     "CONTEXTS",
@@ -63,25 +63,12 @@ __all__ = [
     "matrix_margins",
     "sequence_margin",
     "support_tokens",
-    "noise_log_density",
-    "log_barrier",
-    "embedding_log_density",
-    "finite_difference_jacobian",
 ]
 
 CONTEXTS = ("strict", "inclusive", "bidirectional", "others")
 
-# the log-density and the finite-difference checker live in barrier_density.py (to keep this file
-# readable in one sitting); they are re-exported here without an import cycle (PEP 562)
-_LAZY = ("noise_log_density", "log_barrier", "embedding_log_density", "finite_difference_jacobian")
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        from nextword.theory import barrier_density
-
-        return getattr(barrier_density, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the log-density and the finite-difference checker live in density.py (to keep this file readable
+# in one sitting); the package nextword.theory.barrier exports both modules' names
 
 
 # --------------------------------------------------------------------------------------------
@@ -116,7 +103,7 @@ def _check_context(context: str) -> str:
 def context_mask(L: int, context: str = "strict") -> np.ndarray:
     """Boolean ``(L, L)`` mask, ``mask[t, s]`` True when position ``t`` attends to ``s``.
 
-    ``"strict"``/``"inclusive"`` come from :func:`nextword.attention.causal_mask`
+    ``"strict"``/``"inclusive"`` come from :func:`nextword.attention.core.causal_mask`
     (``strict=True`` is the paper's ``s < t`` of Eq. 2).
 
     >>> context_mask(3, "strict").astype(int)
@@ -256,7 +243,7 @@ def jacobian_diagonal_block(X: object, t: int, *, W_Q: object, W_K: object,
     """The exact ``d × d`` block ``∂e_t/∂x_t`` at 0-based position ``t``; shape ``(..., d, d)``.
 
     Correct for any ``W_V`` (checked against finite differences and torch autograd in
-    ``tests/test_barrier.py``). Agrees with the paper's (14) ``I − Σ_t A`` when ``W_V = I`` (strict),
+    ``tests/theory/barrier/test_barrier.py``). Agrees with the paper's (14) ``I − Σ_t A`` when ``W_V = I`` (strict),
     with (8) when ``d = 1`` and ``w_V = 1``; (53)/(54) hold only when additionally
     ``α_tt (v_t − v̄_t) q_tᵀ W_K = 0`` and ``W_V = I``.
     """

@@ -27,8 +27,8 @@ import itertools
 import numpy as np
 
 from nextword._validate import as_float_array, check_positive_int
-from nextword.attention import softmax
-from nextword.theory.barrier import attention_residual, residual_jacobian
+from nextword.attention.core import softmax
+from nextword.theory.barrier.margins import attention_residual, residual_jacobian
 
 __all__ = [
     "emission_probs",

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nextword._validate import as_float_array, check_positive_int
-from nextword.theory.dynamics import (
+from nextword.theory.dynamics.gradients import (
     HeadParams,
     _check_alpha,
     advantage_matrix,

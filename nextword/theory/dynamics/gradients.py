@@ -9,11 +9,11 @@ an attention head come from :mod:`nextword.attention`.
 * the responsibility-weighted value signal ``ū_j`` (37) and update ``Δv_j = -η ū_j`` (33), (38);
 * the first-order loss change of a value update (39)–(41) and its dominant-query approximation
   (42)–(43), beside the exact change (:func:`exact_value_update_loss_change`);
-* the §8.1 diagnostics (compatibility, advantage, column usage, value norms);
-* PCA of value trajectories (Figs. 5 and 9) with numpy's SVD.
 
-The §7.1 toy simulation lives in :mod:`nextword.theory.dynamics_toy` and the §7.2 sticky-chain
-EM-like vs SGD protocols in :mod:`nextword.theory.dynamics_sticky`.
+The §8.1 diagnostics (column usage, value norms) and PCA of value trajectories (Figs. 5 and 9) live
+in :mod:`nextword.theory.dynamics.diagnostics`, the §7.1 toy simulation in
+:mod:`nextword.theory.dynamics.toy` and the §7.2 sticky-chain EM-like vs SGD protocols in
+:mod:`nextword.theory.dynamics.sticky`; the package :mod:`nextword.theory.dynamics` exports them all.
 
 Conventions
 -----------
@@ -40,12 +40,11 @@ Worked example (two positions, the first value helps query 0, the second hurts i
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 
 from nextword._validate import as_float_array, as_index_array, check_positive_int
-from nextword.attention import log_softmax, scaled_dot_product_attention
+from nextword.attention.core import log_softmax, scaled_dot_product_attention
 
 __all__ = [
     "HeadParams",
@@ -65,12 +64,6 @@ __all__ = [
     "first_order_loss_change",
     "dominant_query_loss_change",
     "exact_value_update_loss_change",
-    "AttentionDiagnostics",
-    "column_usage",
-    "value_norms",
-    "attention_diagnostics",
-    "PCA",
-    "pca_fit",
 ]
 
 _REDUCTIONS = ("sum", "mean")
@@ -179,7 +172,7 @@ def head_forward(params: HeadParams, X: object, *, causal: bool = False) -> Head
     """Forward pass of the §2.1 head: Eqs. (1)–(8), scores scaled by ``1/sqrt(d_k)`` (Eq. (4)).
 
     ``X (..., T, d_x)`` -> :class:`HeadForward` (leading axes = a batch of sequences). Attention
-    comes from :func:`nextword.attention.scaled_dot_product_attention`.
+    comes from :func:`nextword.attention.core.scaled_dot_product_attention`.
 
     >>> p = HeadParams.init(3, 2, 2, 3, rng=np.random.default_rng(0))
     >>> f = head_forward(p, np.eye(3), causal=True)
@@ -228,7 +221,7 @@ def upstream_gradient(probs: object, y: object, W_O: object) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------
-# gradients (§3) via nextword.attention.attention_backward
+# gradients (§3) via nextword.attention.core.attention_backward
 # --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class HeadGradients:
@@ -259,9 +252,9 @@ def head_gradients(params: HeadParams, X: object, y: object, *, causal: bool = F
     ``X (T, d_x)``, ``y (T,)`` — or a batch ``X (..., T, d_x)``, ``y (..., T)`` whose weight
     gradients are summed over the sequences (per-position fields keep the batch axes).
 
-    The readout (13)–(14) is :func:`nextword.attention.cross_entropy_upstream` and the attention
+    The readout (13)–(14) is :func:`nextword.attention.core.cross_entropy_upstream` and the attention
     part (``∂L/∂s``, ``∂L/∂Q``, ``∂L/∂K``, ``∂L/∂V`` and the weight gradients (29)–(32) in row
-    form) is :func:`nextword.attention.attention_backward`; this function only assembles them and
+    form) is :func:`nextword.attention.core.attention_backward`; this function only assembles them and
     adds ``∇W_O = G^T (P - Y)``, ``∇b = Σ_i (p_i - e_{y_i})``. ``reduction="mean"`` divides every
     gradient (and the loss) by the number of positions.
     """
@@ -417,16 +410,3 @@ def exact_value_update_loss_change(alpha: object, V: object, W_O: object, b: obj
     V_new[j] += value_update(a, U, lr)[j]
     return losses(V_new) - before
 
-
-# §8.1 diagnostics and PCA live in dynamics_diagnostics.py, the §7.1 toy in dynamics_toy.py and
-# the §7.2 protocols in dynamics_sticky.py; they are re-exported lazily (PEP 562, no import cycle).
-_LAZY = {name: "nextword.theory.dynamics_diagnostics" for name in (
-    "PCA", "AttentionDiagnostics", "attention_diagnostics", "column_usage", "pca_fit", "value_norms")}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -42,8 +42,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from nextword._validate import as_float_array, as_index_array, check_positive_int
-from nextword.attention import log_softmax
-from nextword.theory.dynamics import HeadParams, head_forward, head_gradients
+from nextword.attention.core import log_softmax
+from nextword.theory.dynamics.gradients import HeadParams, head_forward, head_gradients
 
 __all__ = [
     "StickyTask",

@@ -1,10 +1,10 @@
 """The toy attention simulation of §7.1 (Figs. 2–5) with the closed-form updates of §3.
 
 One sequence of ``T`` Gaussian inputs ``x_j ~ N(0, I_{d_x})`` and random targets
-``y_i ∈ {0, …, C-1}``; a single head (:class:`~nextword.theory.dynamics.HeadParams`, small Gaussian
+``y_i ∈ {0, …, C-1}``; a single head (:class:`~nextword.theory.dynamics.gradients.HeadParams`, small Gaussian
 initialisation) is trained by plain gradient descent on the summed cross-entropy (9), every step
-using the closed-form gradients of §3 (:func:`~nextword.theory.dynamics.head_gradients`, which calls
-:func:`nextword.attention.attention_backward`). The run records the loss, the attention matrix and
+using the closed-form gradients of §3 (:func:`~nextword.theory.dynamics.gradients.head_gradients`, which calls
+:func:`nextword.attention.core.attention_backward`). The run records the loss, the attention matrix and
 the values ``V = X W_V`` at every step — the raw material of Figs. 2–5.
 
 The paper gives the sizes (``T=5, d_x=3, d_k=2, d_v=2, C=3``, about 100 steps) but not the
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nextword._validate import check_positive_int
-from nextword.theory.dynamics import HeadParams, head_forward, head_gradients
+from nextword.theory.dynamics.gradients import HeadParams, head_forward, head_gradients
 
 __all__ = ["ToyConfig", "ToyRun", "simulate_toy", "attention_entropy"]
 

@@ -10,8 +10,8 @@ Conventions
 -----------
 * A *next-token model* is a callable ``next_probs(prefix) -> (V,)`` returning the distribution of
   the next token given a tuple of previous token ids (an empty prefix gives the first token's
-  law). ``nextword.ngram.NGramLM.next_probs`` has this signature; :func:`markov_next_probs` adapts a
-  ``nextword.synthetic.MarkovSource``.
+  law). ``nextword.decoding.ngram.NGramLM.next_probs`` has this signature; :func:`markov_next_probs` adapts a
+  ``nextword.data.synthetic.MarkovSource``.
 * Sequences of length ``L`` over ``V`` tokens are enumerated in row-major order
   (:func:`enumerate_sequences`), so a joint law is a vector of length ``V**L``.
 * All logs are natural (nats); float64 throughout.
@@ -120,7 +120,7 @@ def _conditionals(next_probs: NextProbs, V: int, L: int) -> np.ndarray:
 
 
 def markov_next_probs(source) -> NextProbs:
-    """Adapt a ``nextword.synthetic.MarkovSource`` of order ``k`` (started from its stationary law).
+    """Adapt a ``nextword.data.synthetic.MarkovSource`` of order ``k`` (started from its stationary law).
 
     For ``m <= k`` the first tokens follow the stationary law of the context; afterwards the
     transition table. Returns a ``next_probs(prefix)`` callable.

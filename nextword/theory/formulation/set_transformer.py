@@ -40,8 +40,8 @@ from typing import Literal
 import numpy as np
 
 from nextword._validate import as_float_array, check_positive_int
-from nextword.attention import causal_mask, log_softmax, softmax
-from nextword.layers import feed_forward, layer_norm, rms_norm
+from nextword.attention.core import causal_mask, log_softmax, softmax
+from nextword.decoder import feed_forward, layer_norm, rms_norm
 
 __all__ = [
     "AttentionParams",

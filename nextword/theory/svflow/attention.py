@@ -20,7 +20,7 @@ paper's column-vector ``k^T (W_k W_q^T) x`` is ``(x W_q) . (k W_k)``. The paper'
 Worked example (one head, two keys): the attention weights equal the vMF posterior::
 
     >>> import numpy as np
-    >>> from nextword.attention import softmax
+    >>> from nextword.attention.core import softmax
     >>> W = np.eye(2); keys = np.array([[1.0, 0.0], [0.0, 2.0]]); x = np.array([0.6, 0.8])
     >>> kappa, mu = vmf_attention_params(W, W, keys)
     >>> q = np.exp(vmf_attention_log_posterior(x, kappa, mu))
@@ -33,9 +33,9 @@ import numpy as np
 from scipy.special import logsumexp
 
 from nextword._validate import as_float_array, as_index_array, check_positive_int
-from nextword.attention import log_softmax
-from nextword.theory.svflow import categorical_kl, entropy
-from nextword.theory.svflow_sphere import vmf_log_normalizer
+from nextword.attention.core import log_softmax
+from nextword.theory.svflow.flow import categorical_kl, entropy
+from nextword.theory.svflow.sphere import vmf_log_normalizer
 
 __all__ = [
     "vmf_attention_params",

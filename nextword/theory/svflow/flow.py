@@ -18,9 +18,9 @@ functions here take everything in log space over the last axis ``Z`` (latent com
 * Euler integration: :func:`euler_flow` (Euclidean) and :func:`spherical_euler_flow` (each step
   followed by the relaxed retraction, §4.4).
 
-Geometry and the vMF family are in :mod:`nextword.theory.svflow_sphere`; attention / MoE readings
-and the prefix-shuffling metrics in :mod:`nextword.theory.svflow_attention`; the torch hybrid
-training of Fig. 1 in :mod:`nextword.theory.svflow_hybrid`.
+Geometry and the vMF family are in :mod:`nextword.theory.svflow.sphere`; attention / MoE readings
+and the prefix-shuffling metrics in :mod:`nextword.theory.svflow.attention`; the torch hybrid
+training of Fig. 1 in :mod:`nextword.torch.svflow_hybrid`.
 
 Conventions: states are row vectors ``(..., d)``; per-component quantities have a trailing ``Z``
 axis, ``(..., Z)`` or ``(..., Z, d)``. The prior ``p(z)`` is uniform unless ``log_prior`` is given.
@@ -43,7 +43,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from nextword._validate import as_float_array, check_positive_int
-from nextword.attention import log_softmax
+from nextword.attention.core import log_softmax
 
 __all__ = [
     "categorical_kl",
@@ -306,7 +306,7 @@ def spherical_euler_flow(x0: object, field: Field, n_steps: int, dt: float) -> n
     ``x_{l+1} = (x_l + dt v(x_l, t_l)) / ||x_l + dt v(x_l, t_l)||`` — the residual update followed
     by the relaxed retraction of Eq. (17). Shapes as :func:`euler_flow`; ``x0`` rows must be unit.
     """
-    from nextword.theory.svflow_sphere import retraction
+    from nextword.theory.svflow.sphere import retraction
 
     x = as_float_array(x0, "x0", min_ndim=1).astype(np.float64)
     n_steps = check_positive_int(n_steps, "n_steps")

@@ -25,8 +25,8 @@ from nextword.theory.barrier import (
     sequence_margin,
     support_tokens,
 )
-from nextword.theory.barrier_depth import DepthLayer, deep_log_barrier, deep_residual, layer_diagonal_blocks
-from nextword.theory.barrier_process import (
+from nextword.theory.barrier import DepthLayer, deep_log_barrier, deep_residual, layer_diagonal_blocks
+from nextword.theory.barrier import (
     sample_scalar_process,
     token_law_monte_carlo,
     token_law_quadrature,
@@ -267,13 +267,3 @@ def test_depth_localisation_and_self_conditioned_layer():
     np.testing.assert_allclose(total, np.linalg.slogdet(J.reshape(3 * T * d, -1))[1], atol=1e-6)
     with pytest.raises(ValueError, match="queries"):
         DepthLayer(np.eye(2), np.eye(2), np.eye(2), "next")
-
-
-@pytest.mark.parametrize("module", ["barrier", "barrier_density", "barrier_process", "barrier_depth"])
-def test_docstring_examples(module):
-    import doctest
-    import importlib
-
-    mod = importlib.import_module(f"nextword.theory.{module}")
-    result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted > 0 and result.failed == 0

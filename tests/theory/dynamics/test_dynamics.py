@@ -31,7 +31,7 @@ from nextword.theory.dynamics import (
     value_norms,
     value_update,
 )
-from nextword.theory.dynamics_sticky import (
+from nextword.theory.dynamics import (
     ProtocolConfig,
     StickyExperimentConfig,
     accuracy,
@@ -46,7 +46,7 @@ from nextword.theory.dynamics_sticky import (
     sticky_means,
     train_protocol,
 )
-from nextword.theory.dynamics_toy import ToyConfig, attention_entropy, simulate_toy
+from nextword.theory.dynamics import ToyConfig, attention_entropy, simulate_toy
 
 PARAM_NAMES = ("W_Q", "W_K", "W_V", "W_O", "b")
 

@@ -1,4 +1,4 @@
-"""Tests for nextword.theory.diffusion (formulation paper §9, Appendix D)."""
+"""Tests for nextword.theory.formulation.diffusion (formulation paper §9, Appendix D)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +8,7 @@ import scipy.optimize
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nextword.theory import diffusion as dd
+from nextword.theory.formulation import diffusion as dd
 
 
 def random_generator(rng: np.random.Generator, S: int) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Tests for nextword.theory.objectives (formulation paper §3–4)."""
+"""Tests for nextword.theory.formulation.objectives (formulation paper §3–4)."""
 from __future__ import annotations
 
 import itertools
@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nextword.ngram import NGramLM
-from nextword.synthetic import markov_source
-from nextword.theory import objectives as ob
+from nextword.decoding import NGramLM
+from nextword.data import markov_source
+from nextword.theory.formulation import objectives as ob
 
 
 def random_model(rng, V):

@@ -1,4 +1,4 @@
-"""Tests for nextword.set_transformer (formulation paper §5.1–5.2, Appendix B)."""
+"""Tests for nextword.theory.formulation.set_transformer (formulation paper §5.1–5.2, Appendix B)."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nextword.layers import TransformerBlock
-from nextword.set_transformer import (
+from nextword.decoder import TransformerBlock
+from nextword.theory.formulation import (
     AttentionParams,
     BlockParams,
     att,

@@ -1,4 +1,4 @@
-"""Tests for nextword.theory.ssm (formulation paper §5.3.4, Appendix C)."""
+"""Tests for nextword.theory.formulation.ssm (formulation paper §5.3.4, Appendix C)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +7,7 @@ import scipy.integrate
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nextword.theory import ssm
+from nextword.theory.formulation import ssm
 
 
 def system(seed: int, s: int = 4, d: int = 2):
