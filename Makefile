@@ -10,11 +10,12 @@ JOBS   ?= 2
 NBENV  := env -u MPLBACKEND FULL=0
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with book/nbval_sanitize.cfg -p no:cacheprovider
 
-.PHONY: help env test test-lib test-notebooks book render lab sync exercises bench clean
+.PHONY: help env lint test test-lib test-notebooks book render lab sync exercises bench clean
 
 help:
 	@echo "make book   - set up, execute every notebook in book/, render _build/html/index.html"
-	@echo "make test   - set up, library tests, pairing checks, pytest --nbval on book/ and solutions/"
+	@echo "make test   - set up, lint, library tests + doctests, pairing checks, pytest --nbval on book/ and solutions/"
+	@echo "make lint   - ruff check and the import-linter contracts (.importlinter)"
 	@echo "make lab    - open JupyterLab on book/"
 	@echo "make sync   - regenerate every .ipynb from its .py (jupytext pairing, keeps outputs)"
 	@echo "make exercises - regenerate exercises/ from solutions/"
@@ -29,7 +30,12 @@ $(STAMP): pyproject.toml
 
 env: $(STAMP)
 
-test: $(STAMP) test-lib test-notebooks
+test: $(STAMP) lint test-lib test-notebooks
+
+# the rules of the house: ruff's lint rules (pyproject.toml) and the import contracts (.importlinter)
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 test-lib: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) --doctest-modules nextword tests

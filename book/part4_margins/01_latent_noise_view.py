@@ -32,7 +32,7 @@ import sympy as sp
 from nextword.plotting import use_book_style, heatmap
 from nextword.theory.barrier import (
     causal_residual, residual_jacobian, diagonal_blocks, finite_difference_jacobian,
-    noise_log_density, log_barrier, embedding_log_density, attention_residual,
+    noise_log_density, log_barrier, embedding_log_density,
 )
 
 use_book_style()

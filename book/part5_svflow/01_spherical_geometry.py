@@ -22,12 +22,11 @@
 import numpy as np
 import sympy as sp
 import matplotlib.pyplot as plt
-from scipy import special
 
 from nextword.decoder import rms_norm
 from nextword.plotting import use_book_style
 from nextword.theory.svflow import (
-    exp_map, log_bessel_iv, log_bessel_iv_naive, retraction, sphere_log_area, tangent_projection,
+    exp_map, retraction, sphere_log_area, tangent_projection,
     vmf_log_density, vmf_log_normalizer, vmf_log_normalizer_naive, vmf_mean_resultant_length,
     vmf_sample, vmf_score,
 )

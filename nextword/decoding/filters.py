@@ -16,7 +16,7 @@ __all__ = ["log_softmax", "apply_temperature", "top_k_filter", "top_p_filter", "
 
 
 # --------------------------------------------------------------------------- validation
-def _check_logits(logits: np.ndarray, name: str = "logits") -> np.ndarray:
+def check_logits(logits: np.ndarray, name: str = "logits") -> np.ndarray:
     """float64 copy of a ``(..., V)`` logits array; NaN / +inf / all -inf rows rejected."""
     z = np.array(logits, dtype=np.float64)  # copy: filters never modify the input
     if z.ndim == 0 or z.shape[-1] == 0:
@@ -30,7 +30,7 @@ def _check_logits(logits: np.ndarray, name: str = "logits") -> np.ndarray:
     return z
 
 
-def _check_count(x: int, name: str, minimum: int) -> int:
+def check_count(x: int, name: str, minimum: int) -> int:
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
         raise TypeError(f"{name} must be an integer, got {x!r}")
     if x < minimum:
@@ -38,7 +38,7 @@ def _check_count(x: int, name: str, minimum: int) -> int:
     return int(x)
 
 
-def _check_temperature(t: float) -> float:
+def check_temperature(t: float) -> float:
     if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, float, np.floating, np.integer)):
         raise TypeError(f"temperature must be a real number, got {t!r}")
     if not np.isfinite(t) or t <= 0:
@@ -46,7 +46,7 @@ def _check_temperature(t: float) -> float:
     return float(t)
 
 
-def _check_top_p(p: float) -> float:
+def check_top_p(p: float) -> float:
     if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, float, np.floating, np.integer)):
         raise TypeError(f"top_p must be a real number, got {p!r}")
     if not (0.0 < p <= 1.0):
@@ -55,15 +55,15 @@ def _check_top_p(p: float) -> float:
 
 
 # ------------------------------------------------------------------------------ filters
-def _log_softmax(z: np.ndarray) -> np.ndarray:
+def log_softmax_unchecked(z: np.ndarray) -> np.ndarray:
     """Unchecked kernel of :func:`log_softmax` (``z`` already validated)."""
-    m = np.max(z, axis=-1, keepdims=True)  # (..., 1), finite by _check_logits
+    m = np.max(z, axis=-1, keepdims=True)  # (..., 1), finite by check_logits
     return z - (m + np.log(np.sum(np.exp(z - m), axis=-1, keepdims=True)))
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
     """Stable ``log softmax`` over the last axis, ``(..., V) -> (..., V)``; ``-inf`` stays ``-inf``."""
-    return _log_softmax(_check_logits(logits))
+    return log_softmax_unchecked(check_logits(logits))
 
 
 def apply_temperature(logits: np.ndarray, t: float) -> np.ndarray:
@@ -75,8 +75,8 @@ def apply_temperature(logits: np.ndarray, t: float) -> np.ndarray:
     >>> apply_temperature(np.array([2.0, 0.0]), 0.5)
     array([4., 0.])
     """
-    t = _check_temperature(t)
-    return _check_logits(logits) / t
+    t = check_temperature(t)
+    return check_logits(logits) / t
 
 
 def top_k_filter(logits: np.ndarray, k: int) -> np.ndarray:
@@ -89,7 +89,7 @@ def top_k_filter(logits: np.ndarray, k: int) -> np.ndarray:
     >>> top_k_filter(np.array([1.0, 3.0, 2.0]), 2)
     array([-inf,   3.,   2.])
     """
-    return _top_k(_check_logits(logits), _check_count(k, "top_k", 1))
+    return _top_k(check_logits(logits), check_count(k, "top_k", 1))
 
 
 def _top_k(z: np.ndarray, k: int) -> np.ndarray:
@@ -110,13 +110,13 @@ def top_p_filter(logits: np.ndarray, p: float) -> np.ndarray:
     >>> top_p_filter(np.log([0.5, 0.3, 0.2]), 0.7)   # 0.5 < 0.7 <= 0.5 + 0.3
     array([-0.69314718, -1.2039728 ,        -inf])
     """
-    return _top_p(_check_logits(logits), _check_top_p(p))
+    return _top_p(check_logits(logits), check_top_p(p))
 
 
 def _top_p(z: np.ndarray, p: float) -> np.ndarray:
     if p == 1.0:
         return z
-    probs = np.exp(_log_softmax(z))  # (..., V)
+    probs = np.exp(log_softmax_unchecked(z))  # (..., V)
     order = np.argsort(-z, axis=-1, kind="stable")  # (..., V) most likely first
     sorted_p = np.take_along_axis(probs, order, axis=-1)  # (..., V)
     cum = np.cumsum(sorted_p, axis=-1)  # (..., V) non-decreasing
@@ -134,13 +134,13 @@ def filter_logits(
     top_p: float | None = None,
 ) -> np.ndarray:
     """Temperature, then top-k, then top-p (the order Hugging Face ``generate`` uses); ``(..., V)``."""
-    temperature = _check_temperature(temperature)
-    top_k = None if top_k is None else _check_count(top_k, "top_k", 1)
-    top_p = None if top_p is None else _check_top_p(top_p)
-    return _filter(_check_logits(logits), temperature, top_k, top_p)
+    temperature = check_temperature(temperature)
+    top_k = None if top_k is None else check_count(top_k, "top_k", 1)
+    top_p = None if top_p is None else check_top_p(top_p)
+    return filter_logits_unchecked(check_logits(logits), temperature, top_k, top_p)
 
 
-def _filter(z: np.ndarray, temperature: float, top_k: int | None, top_p: float | None) -> np.ndarray:
+def filter_logits_unchecked(z: np.ndarray, temperature: float, top_k: int | None, top_p: float | None) -> np.ndarray:
     z = z / temperature
     if top_k is not None:
         z = _top_k(z, top_k)

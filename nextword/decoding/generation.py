@@ -62,12 +62,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from nextword.decoding.filters import (  # the filters are part of this module's public API
-    _check_count,
-    _check_logits,
-    _check_temperature,
-    _check_top_p,
-    _filter,
-    _log_softmax,
+    check_count,
+    check_logits,
+    check_temperature,
+    check_top_p,
+    filter_logits_unchecked,
+    log_softmax_unchecked,
     apply_temperature,
     filter_logits,
     log_softmax,
@@ -101,7 +101,7 @@ MAX_EXHAUSTIVE = 2_000_000
 # --------------------------------------------------------------------------- validation
 def _model_logits(next_logits: NextLogits, prefix: list[int], vocab_size: int | None) -> np.ndarray:
     """Call the model and check it returned a valid ``(V,)`` vector."""
-    z = _check_logits(np.asarray(next_logits(list(prefix))), "next_logits(prefix)")
+    z = check_logits(np.asarray(next_logits(list(prefix))), "next_logits(prefix)")
     if z.ndim != 1:
         raise ValueError(f"next_logits(prefix) must return shape (V,), got {z.shape}")
     if vocab_size is not None and z.shape[0] != vocab_size:
@@ -159,7 +159,7 @@ def greedy(
     Eq. (6.3) in general (§6.2): see :func:`exhaustive_search`.
     """
     seq = _check_prompt(prompt)
-    n = _check_count(max_new_tokens, "max_new_tokens", 0)
+    n = check_count(max_new_tokens, "max_new_tokens", 0)
     return _autoregress(next_logits, seq, n, lambda z: int(np.argmax(z)), eos_id)
 
 
@@ -182,7 +182,7 @@ def exhaustive_search(
     of ``next_logits(prompt)``. Refuses more than ``MAX_EXHAUSTIVE`` leaves.
     """
     seq0 = _check_prompt(prompt)
-    n = _check_count(length, "length", 0)
+    n = check_count(length, "length", 0)
     z0 = _model_logits(next_logits, seq0, vocab_size)
     V = z0.shape[0]
     if V**n > MAX_EXHAUSTIVE:
@@ -200,7 +200,7 @@ def exhaustive_search(
                 best_score, best_seq, found = score, list(seq), True
             return
         if lp is None:
-            lp = _log_softmax(_model_logits(next_logits, seq, V))
+            lp = log_softmax_unchecked(_model_logits(next_logits, seq, V))
         for v in range(V):
             s = score + lp[v]
             if s == -np.inf:
@@ -213,7 +213,7 @@ def exhaustive_search(
                 visit(seq, s, None, depth + 1)
             seq.pop()
 
-    visit(seq0, 0.0, _log_softmax(z0), 0)
+    visit(seq0, 0.0, log_softmax_unchecked(z0), 0)
     return best_seq
 
 
@@ -244,16 +244,16 @@ def lookahead_search(
     (PAD follows with probability 1, §6.1). Ties go to the smallest tokens.
     """
     seq = _check_prompt(prompt)
-    n = _check_count(max_new_tokens, "max_new_tokens", 0)
-    w = _check_count(window, "window", 1)
-    k = None if top_k is None else _check_count(top_k, "top_k", 1)
+    n = check_count(max_new_tokens, "max_new_tokens", 0)
+    w = check_count(window, "window", 1)
+    k = None if top_k is None else check_count(top_k, "top_k", 1)
     n0 = len(seq)
     V = None
     while len(seq) - n0 < n:
         depth = min(w, n - (len(seq) - n0))
         z = _model_logits(next_logits, seq, V)
         V = z.shape[0]
-        lp0 = _log_softmax(z)
+        lp0 = log_softmax_unchecked(z)
         firsts = np.argsort(-lp0, kind="stable")[: V if k is None else min(k, V)]  # (k,)
         best_first, best_score = None, -np.inf
 
@@ -261,7 +261,7 @@ def lookahead_search(
             """max over continuations of length <= d of their log-prob given ``prefix``."""
             if d == 0 or (eos_id is not None and prefix[-1] == eos_id):
                 return 0.0
-            lp = _log_softmax(_model_logits(next_logits, prefix, V))
+            lp = log_softmax_unchecked(_model_logits(next_logits, prefix, V))
             return max(
                 (float(lp[v]) + best_tail(prefix + [v], d - 1) for v in range(V) if lp[v] > -np.inf),
                 default=-np.inf,
@@ -305,8 +305,8 @@ def beam_search(
     score is at least the best alive one (log-probs only decrease, so this is exact).
     """
     seq0 = _check_prompt(prompt)
-    n = _check_count(max_new_tokens, "max_new_tokens", 0)
-    width = _check_count(beam_width, "beam_width", 1)
+    n = check_count(max_new_tokens, "max_new_tokens", 0)
+    width = check_count(beam_width, "beam_width", 1)
     if not np.isfinite(length_penalty):
         raise ValueError(f"length_penalty must be finite, got {length_penalty!r}")
 
@@ -321,7 +321,7 @@ def beam_search(
         for _, seq in alive:
             z = _model_logits(next_logits, seq, V)
             V = z.shape[0]
-            lps.append(_log_softmax(z))
+            lps.append(log_softmax_unchecked(z))
         scores = np.array([s for s, _ in alive])[:, None] + np.stack(lps)  # (B, V)
         flat = scores.ravel()  # (B * V,), index = beam * V + token
         order = np.argsort(-flat, kind="stable")  # best first, ties by (beam, token)
@@ -356,7 +356,7 @@ def beam_search(
 
 def _sample_from(z: np.ndarray, rng: np.random.Generator) -> int:
     """Draw one index from ``softmax(z)`` by inverting the CDF (zero-probability ids never drawn)."""
-    p = np.exp(_log_softmax(z))  # (V,)
+    p = np.exp(log_softmax_unchecked(z))  # (V,)
     cdf = np.cumsum(p)  # (V,)
     u = rng.random() * cdf[-1]
     return int(min(np.searchsorted(cdf, u, side="right"), len(p) - 1))
@@ -382,12 +382,12 @@ def sample(
     (Remark 6.2). ``rng`` is required (a ``numpy.random.Generator``).
     """
     seq = _check_prompt(prompt)
-    n = _check_count(max_new_tokens, "max_new_tokens", 0)
-    temperature = _check_temperature(temperature)
-    top_k = None if top_k is None else _check_count(top_k, "top_k", 1)
-    top_p = None if top_p is None else _check_top_p(top_p)
+    n = check_count(max_new_tokens, "max_new_tokens", 0)
+    temperature = check_temperature(temperature)
+    top_k = None if top_k is None else check_count(top_k, "top_k", 1)
+    top_p = None if top_p is None else check_top_p(top_p)
     rng = _check_rng(rng)
-    return _autoregress(next_logits, seq, n, lambda z: _sample_from(_filter(z, temperature, top_k, top_p), rng),
+    return _autoregress(next_logits, seq, n, lambda z: _sample_from(filter_logits_unchecked(z, temperature, top_k, top_p), rng),
                         eos_id)
 
 
@@ -409,8 +409,8 @@ def mixed(
     first-token-stochastic scheme of Remark 6.3. The sampling options apply to the
     sampled part only. ``rng`` is required when ``num_sampled > 0``.
     """
-    n = _check_count(max_new_tokens, "max_new_tokens", 0)
-    n_s = _check_count(num_sampled, "num_sampled", 0)
+    n = check_count(max_new_tokens, "max_new_tokens", 0)
+    n_s = check_count(num_sampled, "num_sampled", 0)
     if n_s > n:
         raise ValueError(f"num_sampled must be <= max_new_tokens={n}, got {n_s}")
     seq0 = _check_prompt(prompt)
@@ -420,7 +420,7 @@ def mixed(
             rng=rng, eos_id=eos_id,
         )
     else:
-        _check_temperature(temperature)
+        check_temperature(temperature)
         head = seq0
     if eos_id is not None and len(head) > len(seq0) and head[-1] == eos_id:
         return head
@@ -457,7 +457,7 @@ def sequence_log_prob(
         V = z.shape[0]
         if seq[m] >= V:
             raise ValueError(f"tokens[{m}]={seq[m]} is outside the vocabulary [0, {V})")
-        total += float(_log_softmax(z)[seq[m]])
+        total += float(log_softmax_unchecked(z)[seq[m]])
         if eos_id is not None and seq[m] == eos_id:
             tail = seq[m + 1 :]
             if tail and pad_id is None:
@@ -471,7 +471,7 @@ def sequence_log_prob(
 def pad_to_length(tokens: Sequence[int], length: int, pad_id: int) -> list[int]:
     """Right-pad ``tokens`` with ``pad_id`` to ``length`` (the fixed-length form of §6.1)."""
     seq = _check_prompt(tokens)
-    length = _check_count(length, "length", 0)
+    length = check_count(length, "length", 0)
     if len(seq) > length:
         raise ValueError(f"tokens has length {len(seq)} > length={length}")
     return seq + [int(pad_id)] * (length - len(seq))

@@ -1,6 +1,8 @@
 """Tests for nextword.decoder.layers (norms, FFN, TransformerBlock) and nextword.decoder (DecoderLM, KV cache)."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -273,7 +275,7 @@ def test_decoder_bad_inputs():
     with pytest.raises(TypeError, match="DecoderConfig"):
         DecoderLM({"vocab_size": 5})
     cfg = DecoderConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=4)
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.d_model = 16  # frozen
 
 

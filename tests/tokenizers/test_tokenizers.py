@@ -8,7 +8,6 @@ own merges — the external oracles run only when those packages are importable.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest

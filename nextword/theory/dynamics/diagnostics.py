@@ -21,7 +21,7 @@ import numpy as np
 from nextword._validate import as_float_array, check_positive_int
 from nextword.theory.dynamics.gradients import (
     HeadParams,
-    _check_alpha,
+    check_alpha,
     advantage_matrix,
     compatibility_matrix,
     head_forward,
@@ -37,7 +37,7 @@ __all__ = ["AttentionDiagnostics", "attention_diagnostics", "column_usage", "val
 # --------------------------------------------------------------------------------------------
 def column_usage(alpha: object) -> np.ndarray:
     """``Σ_i α_ij`` for each key ``j`` (§8.1), shape ``(T,)``; it sums to ``T``."""
-    return _check_alpha(alpha).sum(axis=0)
+    return check_alpha(alpha).sum(axis=0)
 
 
 def value_norms(V: object) -> np.ndarray:

@@ -281,7 +281,7 @@ def head_gradients(params: HeadParams, X: object, y: object, *, causal: bool = F
 # --------------------------------------------------------------------------------------------
 # compatibility, advantage, routing (§2.2, §3.4, §4.1)
 # --------------------------------------------------------------------------------------------
-def _check_alpha(alpha: object) -> np.ndarray:
+def check_alpha(alpha: object) -> np.ndarray:
     a = as_float_array(alpha, "alpha", ndim=2)
     if a.shape[0] != a.shape[1]:
         raise ValueError(f"alpha must be a square (T, T) attention matrix, got {a.shape}")
@@ -301,7 +301,7 @@ def compatibility_matrix(U: object, V: object) -> np.ndarray:
 
 
 def _check_pair(alpha: object, B: object) -> tuple[np.ndarray, np.ndarray]:
-    a = _check_alpha(alpha)
+    a = check_alpha(alpha)
     B = as_float_array(B, "B", ndim=2)
     if B.shape != a.shape:
         raise ValueError(f"B must have the shape of alpha {a.shape}, got {B.shape}")
@@ -338,7 +338,7 @@ def advantage_matrix(alpha: object, B: object) -> np.ndarray:
 # responsibility-weighted values and the first-order loss change (§4.2–4.3)
 # --------------------------------------------------------------------------------------------
 def _check_alpha_U(alpha: object, U: object) -> tuple[np.ndarray, np.ndarray]:
-    a = _check_alpha(alpha)
+    a = check_alpha(alpha)
     U = as_float_array(U, "U", ndim=2)
     if U.shape[0] != a.shape[0]:
         raise ValueError(f"U must have shape (T, d_v) with T = {a.shape[0]}, got {U.shape}")
@@ -391,7 +391,7 @@ def exact_value_update_loss_change(alpha: object, V: object, W_O: object, b: obj
     This is what (41) and (43) approximate; it needs the readout ``W_O (d_v, C)``, ``b (C,)`` and
     the targets ``y (T,)``. Returns ``L_i(after) - L_i(before)``, shape ``(T,)``.
     """
-    a = _check_alpha(alpha)
+    a = check_alpha(alpha)
     V = as_float_array(V, "V", ndim=2)
     W_O = as_float_array(W_O, "W_O", ndim=2)
     b = as_float_array(b, "b", ndim=1)

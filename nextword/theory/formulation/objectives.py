@@ -126,7 +126,7 @@ def markov_next_probs(source) -> NextProbs:
     transition table. Returns a ``next_probs(prefix)`` callable.
     """
     T = np.asarray(source.transition, dtype=np.float64)
-    k, V = source.order, source.num_symbols
+    k = source.order
     pi = np.asarray(source.stationary_distribution(), dtype=np.float64) if k else np.ones(())
 
     def next_probs(prefix: tuple[int, ...]) -> np.ndarray:
