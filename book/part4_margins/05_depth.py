@@ -25,7 +25,8 @@ import matplotlib.pyplot as plt
 import sympy as sp
 
 from nextword.plotting import use_book_style, heatmap
-from nextword.theory.barrier import finite_difference_jacobian, matrix_margins
+from nextword.numerics import central_difference
+from nextword.theory.barrier import matrix_margins
 from nextword.theory.barrier import (
     DepthLayer, deep_residual, deep_log_barrier, layer_diagonal_blocks,
 )
@@ -70,7 +71,7 @@ layers = [DepthLayer(rng.normal(size=(d, d)), rng.normal(size=(d, d)), rng.norma
 xs = rng.normal(size=(1 + len(layers), T, d))
 S = xs.shape[0]
 
-J = finite_difference_jacobian(lambda z: deep_residual(z, prior, layers), xs)  # (S, T, d, S, T, d)
+J = central_difference(lambda z: deep_residual(z, prior, layers), xs)  # (S, T, d, S, T, d)
 J6 = J.reshape(S, T, d, S, T, d)
 above = max(np.abs(J6[l, t, :, l2, u, :]).max()
             for l in range(S) for t in range(T) for l2 in range(S) for u in range(T) if (l2, u) > (l, t))

@@ -12,11 +12,11 @@ from nextword.tokenizers.bpe import (
     BPETokenizer, SPLIT_PATTERNS,
 )
 from nextword.tokenizers.formats import (
-    FORMAT, VERSION, save_json, load_json, save_minbpe, load_minbpe,
+    FORMAT, VERSION, BPEFile, save_json, load_json, save_minbpe, load_minbpe,
 )
 
 __all__ = [
     "CharTokenizer", "BPEResult", "learn_bpe", "train_merges", "hf_byte_rank",
-    "bytes_to_unicode", "BPETokenizer", "SPLIT_PATTERNS", "FORMAT", "VERSION", "save_json",
-    "load_json", "save_minbpe", "load_minbpe",
+    "bytes_to_unicode", "BPETokenizer", "SPLIT_PATTERNS", "FORMAT", "VERSION", "BPEFile",
+    "save_json", "load_json", "save_minbpe", "load_minbpe",
 ]

@@ -10,7 +10,7 @@ from nextword.theory.barrier.margins import (
     sequence_margin, support_tokens,
 )
 from nextword.theory.barrier.density import (
-    noise_log_density, log_barrier, embedding_log_density, finite_difference_jacobian,
+    noise_log_density, log_barrier, embedding_log_density,
 )
 from nextword.theory.barrier.depth import (
     DepthLayer, layer_residual, layer_diagonal_blocks, deep_residual, deep_log_barrier,
@@ -24,8 +24,7 @@ __all__ = [
     "attention_residual", "causal_residual", "residual_jacobian", "diagonal_blocks",
     "jacobian_diagonal_block", "paper_diagonal_block", "scalar_margin",
     "scalar_attention_variance", "matrix_margins", "sequence_margin", "support_tokens",
-    "noise_log_density", "log_barrier", "embedding_log_density", "finite_difference_jacobian",
-    "DepthLayer", "layer_residual", "layer_diagonal_blocks", "deep_residual",
-    "deep_log_barrier", "emission_probs", "token_law_quadrature", "sample_scalar_process",
-    "token_law_monte_carlo",
+    "noise_log_density", "log_barrier", "embedding_log_density", "DepthLayer", "layer_residual",
+    "layer_diagonal_blocks", "deep_residual", "deep_log_barrier", "emission_probs",
+    "token_law_quadrature", "sample_scalar_process", "token_law_monte_carlo",
 ]

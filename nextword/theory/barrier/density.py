@@ -1,8 +1,9 @@
-"""Log-density of the attention embedding prior (Corollary 3.1, Eqs. 16/18/56) and a checking tool.
+"""Log-density of the attention embedding prior (Corollary 3.1, Eqs. 16/18/56).
 
-Split from :mod:`nextword.theory.barrier` (same conventions: ``X (..., L, d)`` rows ``x_t``,
+Split from :mod:`nextword.theory.barrier.margins` (same conventions: ``X (..., L, d)`` rows ``x_t``,
 column-vector maps ``q_t = W_Q x_t``, ``k_s = W_K x_s``, ``v_s = W_V x_s``); everything here is also
-importable from ``nextword.theory.barrier``.
+importable from ``nextword.theory.barrier``. Its closed forms are checked against
+:func:`nextword.numerics.central_difference`.
 
     log p_σ(x_{1:L}) = Σ_t log N(e_t(x); 0, σ² I_d)  +  Σ_t log|det ∂e_t/∂x_t|
                        └──── noise energy ────┘      └──── log-barrier ────┘
@@ -14,14 +15,12 @@ Worked example (``d = 1``, ``L = 1``: no context, so ``e_1 = x_1`` and the barri
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 
 import numpy as np
 
-from nextword._validate import as_float_array
 from nextword.theory.barrier.margins import causal_residual, matrix_margins
 
-__all__ = ["noise_log_density", "log_barrier", "embedding_log_density", "finite_difference_jacobian"]
+__all__ = ["noise_log_density", "log_barrier", "embedding_log_density"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -70,29 +69,3 @@ def embedding_log_density(X: object, W_Q: object, W_K: object, W_V: object | Non
                               per_position=per_position)
             + log_barrier(X, W_Q, W_K, W_V, include_current=include_current,
                           per_position=per_position))
-
-
-# --------------------------------------------------------------------------------------------
-# checking tool
-# --------------------------------------------------------------------------------------------
-def finite_difference_jacobian(fn: Callable[[np.ndarray], np.ndarray], x: object, *,
-                               eps: float = 1e-6) -> np.ndarray:
-    """Central-difference Jacobian of ``fn`` at ``x``: shape ``fn(x).shape + x.shape``.
-
-    Error ``O(eps²)``; float64 throughout. Used to check the closed forms above.
-
-    >>> finite_difference_jacobian(lambda z: z**2, np.array([3.0])).round(6).tolist()
-    [[6.0]]
-    """
-    x = as_float_array(x, "x").astype(np.float64)
-    if not eps > 0:
-        raise ValueError(f"eps must be > 0, got {eps}")
-    f0 = np.asarray(fn(x), dtype=np.float64)
-    J = np.empty(f0.shape + (x.size,))
-    flat = x.reshape(-1)
-    for i in range(x.size):
-        xp, xm = flat.copy(), flat.copy()
-        xp[i] += eps
-        xm[i] -= eps
-        J[..., i] = (np.asarray(fn(xp.reshape(x.shape))) - np.asarray(fn(xm.reshape(x.shape)))) / (2 * eps)
-    return J.reshape(f0.shape + x.shape)

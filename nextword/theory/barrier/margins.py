@@ -67,8 +67,8 @@ __all__ = [
 
 CONTEXTS = ("strict", "inclusive", "bidirectional", "others")
 
-# the log-density and the finite-difference checker live in density.py (to keep this file readable
-# in one sitting); the package nextword.theory.barrier exports both modules' names
+# the log-density lives in density.py (to keep this file readable in one sitting); the package
+# nextword.theory.barrier exports both modules' names
 
 
 # --------------------------------------------------------------------------------------------

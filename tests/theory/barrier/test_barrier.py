@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nextword.numerics import central_difference
 from nextword.theory.barrier import (
     CONTEXTS,
     attention_residual,
@@ -13,7 +14,6 @@ from nextword.theory.barrier import (
     causal_residual,
     diagonal_blocks,
     embedding_log_density,
-    finite_difference_jacobian,
     jacobian_diagonal_block,
     log_barrier,
     matrix_margins,
@@ -48,7 +48,7 @@ def _params(seed: int, L: int = 5, d: int = 3, dk: int = 2, scale: float = 1.0):
 def test_full_jacobian_matches_finite_differences(seed, L, d, dk, context):
     X, W_Q, W_K, W_V = _params(seed, L, d, dk)
     J = residual_jacobian(X, W_Q, W_K, W_V, context=context)
-    J_fd = finite_difference_jacobian(lambda Z: attention_residual(Z, W_Q, W_K, W_V, context=context), X)
+    J_fd = central_difference(lambda Z: attention_residual(Z, W_Q, W_K, W_V, context=context), X)
     np.testing.assert_allclose(J, J_fd, atol=1e-7)
     blocks = diagonal_blocks(X, W_Q, W_K, W_V, context=context)
     np.testing.assert_allclose(blocks, np.stack([J[t, :, t, :] for t in range(L)]), atol=1e-12)
@@ -117,7 +117,7 @@ def test_scalar_margin_proposition_1_and_its_w_v_correction():
     m = scalar_margin(x, a=a, w_v=w)
     np.testing.assert_allclose(m, 1 - a * var_v / w, atol=1e-13)
     assert np.abs(m - (1 - a * var_v)).max() > 1e-2
-    fd = np.diagonal(finite_difference_jacobian(
+    fd = np.diagonal(central_difference(
         lambda z: causal_residual(z[:, None], [[a]], [[1.0]], [[w]])[:, 0], x))
     np.testing.assert_allclose(m, fd, atol=1e-8)
 
@@ -125,7 +125,7 @@ def test_scalar_margin_proposition_1_and_its_w_v_correction():
 def test_scalar_margin_inclusive_matches_finite_differences():
     x = np.array([0.3, -1.0, 2.0, 0.5])
     m = scalar_margin(x, a=0.7, include_current=True)
-    fd = np.diagonal(finite_difference_jacobian(
+    fd = np.diagonal(central_difference(
         lambda z: causal_residual(z[:, None], [[0.7]], [[1.0]], include_current=True)[:, 0], x))
     np.testing.assert_allclose(m, fd, atol=1e-8)
 
@@ -157,7 +157,7 @@ def test_log_density_is_noise_plus_barrier_and_matches_change_of_variables():
     parts = noise_log_density(X, W_Q, W_K, W_V, sigma=sigma) + log_barrier(X, W_Q, W_K, W_V)
     np.testing.assert_allclose(total, parts)
     e = causal_residual(X, W_Q, W_K, W_V)
-    J = finite_difference_jacobian(lambda Z: causal_residual(Z, W_Q, W_K, W_V), X).reshape(8, 8)
+    J = central_difference(lambda Z: causal_residual(Z, W_Q, W_K, W_V), X).reshape(8, 8)
     direct = (-0.5 * np.sum(e**2) / sigma**2 - 4 * np.log(2 * np.pi * sigma**2)
               + np.linalg.slogdet(J)[1])  # Eq. (5) with a numerical Jacobian, L·d/2 = 4
     np.testing.assert_allclose(total, direct, atol=1e-7)
@@ -251,7 +251,7 @@ def test_depth_localisation_and_self_conditioned_layer():
     layers = [DepthLayer(rng.normal(size=(d, d)), rng.normal(size=(d, d)), rng.normal(size=(d, d)), q)
               for q in ("previous", "current")]
     xs = rng.normal(size=(3, T, d))
-    J = finite_difference_jacobian(lambda z: deep_residual(z, prior, layers), xs).reshape(3, T, d, 3, T, d)
+    J = central_difference(lambda z: deep_residual(z, prior, layers), xs).reshape(3, T, d, 3, T, d)
     for ell in range(3):
         for t in range(T):
             for ell2 in range(3):

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from nextword.attention import scaled_dot_product_attention, softmax
 from nextword.decoder import rms_norm
+from nextword.numerics import central_difference
 from nextword.theory.svflow import flow as sv
 from nextword.theory.svflow import attention as sa
 from nextword.theory.svflow import sphere as sp
@@ -23,10 +24,6 @@ def _random_flow(seed: int, Z: int = 4, d: int = 2) -> sv.GaussianSVFlow:
     rng = np.random.default_rng(seed)
     return sv.GaussianSVFlow(rng.normal(size=(Z, d)), 0.3 * rng.normal(size=(Z, d)),
                              rng.normal(size=(Z, d)), 0.3 * rng.normal(size=(Z, d)))
-
-
-def _fd_grad(f, x, h=1e-6):
-    return np.stack([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(x.shape[-1])], axis=-1)
 
 
 def _slope(t, err):
@@ -136,7 +133,7 @@ def test_vmf_score_is_gradient_of_extended_log_density():
     def f(y):  # the log density extended off the sphere: log C + kappa mu.y
         return sp.vmf_log_normalizer(kappa, 5) + kappa * y @ mu
 
-    np.testing.assert_allclose(_fd_grad(f, x), sp.vmf_score(mu, kappa), atol=1e-6)
+    np.testing.assert_allclose(central_difference(f, x, batched=True), sp.vmf_score(mu, kappa), atol=1e-6)
 
 
 def test_vmf_sampler_mean_resultant_length():
@@ -155,7 +152,7 @@ def test_prop_3_2_and_theorem_3_3(seed):
     x = np.random.default_rng(seed + 1).normal(size=(6, 2))
     np.testing.assert_allclose(flow.log_marginal(x), flow.elbo(x) + flow.kl_gap(x), atol=1e-10)
     assert np.all(flow.kl_gap(x) >= -1e-12)
-    np.testing.assert_allclose(_fd_grad(flow.elbo, x), flow.field(x) + flow.epsilon(x), atol=1e-5)
+    np.testing.assert_allclose(central_difference(flow.elbo, x, batched=True), flow.field(x) + flow.epsilon(x), atol=1e-5)
 
 
 def test_corollary_3_4_ideal_case():
@@ -164,7 +161,7 @@ def test_corollary_3_4_ideal_case():
     x = np.random.default_rng(8).normal(size=(5, 2))
     np.testing.assert_allclose(ideal.epsilon(x), 0.0, atol=1e-12)
     np.testing.assert_allclose(ideal.kl_gap(x), 0.0, atol=1e-12)
-    np.testing.assert_allclose(ideal.field(x), _fd_grad(ideal.log_marginal, x), atol=1e-6)
+    np.testing.assert_allclose(ideal.field(x), central_difference(ideal.log_marginal, x, batched=True), atol=1e-6)
 
 
 def test_epsilon_zero_does_not_imply_q_equals_p():
