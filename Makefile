@@ -25,7 +25,7 @@ help:
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[all]'
-	$(BIN)/python -m nextword.check_env
+	$(BIN)/python -m nextword.booktools.check_env
 	touch $@
 
 env: $(STAMP)
@@ -44,21 +44,21 @@ test-notebooks: $(STAMP)
 	$(NBENV) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NBVAL) book solutions
 
 book: $(STAMP)
-	$(NBENV) $(BIN)/python -m nextword.notebooks build -j $(JOBS) book/*/*.py
+	$(NBENV) $(BIN)/python -m nextword.booktools.notebooks build -j $(JOBS) book/*/*.py
 	$(MAKE) render
 
 render: $(STAMP)
-	$(BIN)/python -m nextword.notebooks render
+	$(BIN)/python -m nextword.booktools.notebooks render
 	@echo "open _build/html/index.html"
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab book/
 
 sync: $(STAMP)
-	$(BIN)/python -m nextword.notebooks sync --all
+	$(BIN)/python -m nextword.booktools.notebooks sync --all
 
 exercises: $(STAMP)
-	$(BIN)/python -m nextword.exercises build
+	$(BIN)/python -m nextword.booktools.exercises build
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

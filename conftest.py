@@ -1,7 +1,7 @@
 """Root pytest configuration, shared by the library's doctests (``pytest --doctest-modules nextword``),
 the tests and the notebooks.
 
-* Notebook kernels started by nbval inherit the same environment as ``python -m nextword.notebooks
+* Notebook kernels started by nbval inherit the same environment as ``python -m nextword.booktools.notebooks
   build`` (single-threaded BLAS/torch, fixed hash seed, default run).
 * Doctests see ``np`` (numpy) in their namespace, as the docstrings' examples assume.
 * Modules that import torch at module level (``nextword/torch/``) are not collected when torch is
@@ -14,7 +14,7 @@ import os
 import numpy as np
 import pytest
 
-from nextword.notebooks import apply_notebook_env
+from nextword.booktools.notebooks import apply_notebook_env
 
 apply_notebook_env(full=False)
 

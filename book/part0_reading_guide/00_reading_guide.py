@@ -20,10 +20,10 @@
 # %% [markdown]
 # ## Your environment
 #
-# Paste this report into any bug report (it is the output of `python -m nextword.check_env`).
+# Paste this report into any bug report (it is the output of `python -m nextword.booktools.check_env`).
 
 # %% tags=["nbval-ignore-output"]
-from nextword.check_env import format_report, run_checks
+from nextword.booktools.check_env import format_report, run_checks
 
 results = run_checks()
 print(format_report(results))

@@ -26,7 +26,7 @@ import numpy as np
 import sympy as sp
 import torch
 
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.chapter6 import (attention_graph, attention_recall, copy_task, linear_state_recall,
                                 path_lengths, rnn_graph, rnn_state_jacobian, sequential_depth)
 from nextword.chapter6 import RUNNING_EXAMPLE

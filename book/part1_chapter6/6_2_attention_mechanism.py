@@ -29,7 +29,7 @@ from scipy.optimize import linprog
 
 from nextword.attention import MultiHeadAttention, scaled_dot_product_attention, softmax
 from nextword.decoder import layer_norm
-from nextword.plotting import heatmap, use_book_style
+from nextword.booktools.plotting import heatmap, use_book_style
 from nextword.chapter6 import RUNNING_EXAMPLE, RunningExampleSource
 from nextword.data.synthetic import entropy
 from nextword.torch.lm import LMConfig, TinyLM, evaluate_loss, to_numpy_decoder, train_lm

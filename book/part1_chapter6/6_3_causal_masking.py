@@ -27,7 +27,7 @@ import torch.nn.functional as F
 
 from nextword.attention import attention_backward, causal_mask, scaled_dot_product_attention
 from nextword.decoding import sample
-from nextword.plotting import heatmap, use_book_style
+from nextword.booktools.plotting import heatmap, use_book_style
 from nextword.chapter6 import RUNNING_EXAMPLE
 from nextword.data import markov_source
 from nextword.torch.lm import Block, LMConfig, TinyLM, evaluate_loss, next_logits_fn, to_numpy_decoder, train_lm

@@ -30,7 +30,7 @@ import torch
 
 from nextword.torch.ablation import token_nll
 from nextword.attention import MultiHeadAttention, scaled_dot_product_attention
-from nextword.plotting import heatmap, use_book_style
+from nextword.booktools.plotting import heatmap, use_book_style
 from nextword.chapter6 import AgreementTask, attention_to_offset, head_ablation_effects, head_profile
 from nextword.torch.lm import LMConfig, TinyLM, train_lm
 

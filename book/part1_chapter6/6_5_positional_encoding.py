@@ -31,7 +31,7 @@ import torch
 from nextword.torch.ablation import position_losses
 from nextword.attention import MultiHeadAttention
 from nextword.decoder import DecoderConfig, DecoderLM
-from nextword.plotting import heatmap, use_book_style
+from nextword.booktools.plotting import heatmap, use_book_style
 from nextword.positions import (
     LearnedPositionalEmbedding,
     apply_rope,

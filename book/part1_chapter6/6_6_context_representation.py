@@ -30,7 +30,7 @@ from nextword.attention import MultiHeadAttention, softmax
 from nextword.decoder import DecoderConfig, DecoderLM
 from nextword.attention import KVCache
 from nextword.decoder import TransformerBlock, feed_forward, layer_norm
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.positions import sinusoidal_encoding
 from nextword.chapter6 import AgreementTask
 from nextword.chapter6 import rnn_states

@@ -25,7 +25,7 @@ import numpy as np
 import sympy as sp
 
 from nextword.decoding import NGramLM
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.data import markov_source
 from nextword.theory.formulation import (
     kl_decomposition, kl_divergence, markov_next_probs, position_losses, sequence_distribution,

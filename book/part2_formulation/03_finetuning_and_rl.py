@@ -29,7 +29,7 @@ import numpy as np
 import scipy.optimize
 import sympy as sp
 
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.data import MarkovSource, markov_source
 from nextword.theory.formulation import (
     bigram_counts, fit_lora, fit_table, kl_divergence, kl_regularised_optimum, markov_next_probs,

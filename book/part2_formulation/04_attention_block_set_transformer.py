@@ -22,7 +22,7 @@ import sympy as sp
 
 from nextword.attention import softmax
 from nextword.decoder import TransformerBlock, feed_forward, layer_norm, rms_norm
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.positions import sinusoidal_encoding
 from nextword.theory.formulation import (
     AttentionParams, BlockParams, att, attention_block, empirical_measure, max_pool, mean_pool,

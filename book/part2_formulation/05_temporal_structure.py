@@ -21,7 +21,7 @@ import scipy.linalg
 import sympy as sp
 
 from nextword.attention import band_mask, causal_mask, scaled_dot_product_attention, softmax
-from nextword.plotting import heatmap, use_book_style
+from nextword.booktools.plotting import heatmap, use_book_style
 from nextword.positions import apply_rope, rope_frequencies, sinusoidal_encoding
 from nextword.theory.formulation import (
     discretize_euler, discretize_zoh, ssm_convolve, ssm_exact_state, ssm_kernel, ssm_scan,

@@ -37,7 +37,7 @@ from nextword.decoding import (
 )
 from nextword.evaluation import cross_entropy
 from nextword.decoding import NGramLM, random_table_model, table_model
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.tokenizers import CharTokenizer
 
 use_book_style()

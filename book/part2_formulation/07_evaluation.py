@@ -40,7 +40,7 @@ from nextword.evaluation import (
     expected_calibration_error, median_heuristic_bandwidth, mmd_squared, perplexity, precision_recall_f1,
 )
 from nextword.decoding import NGramLM
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.data import markov_source
 from nextword.tokenizers import CharTokenizer
 from nextword.evaluation import permutation_test

@@ -35,7 +35,7 @@ import sympy as sp
 
 from nextword.attention import softmax
 from nextword.numerics import central_difference
-from nextword.plotting import heatmap, use_book_style
+from nextword.booktools.plotting import heatmap, use_book_style
 from nextword.theory.dynamics import (
     HeadParams,
     advantage_matrix,

@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from nextword.attention import softmax
-from nextword.plotting import heatmap, use_book_style
+from nextword.booktools.plotting import heatmap, use_book_style
 from nextword.theory.dynamics import (
     HeadParams,
     advantage_matrix,

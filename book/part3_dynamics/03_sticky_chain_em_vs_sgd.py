@@ -30,7 +30,7 @@ import numpy as np
 import sympy as sp
 
 from nextword.data import STICKY_RULES, MarkovSource, sticky_markov_chain
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.theory.dynamics import HeadParams, head_forward, head_gradients, pca_fit
 from nextword.theory.dynamics import (
     ProtocolConfig,
@@ -377,7 +377,7 @@ for seed, e in zip(SEEDS, results):
 # cannot recover; our point is only that with a value step larger than SGD's and identical routing
 # updates, the gain is marginal. `FULL=1` repeats the comparison at the paper's $T=2000$, 1000 steps
 # and five seeds (about 18 minutes on one CPU thread). The committed outputs are the default run; the
-# paper-sized run was executed once (2026-11-22, `FULL=1 python -m nextword.notebooks build` on the
+# paper-sized run was executed once (2026-11-22, `FULL=1 python -m nextword.booktools.notebooks build` on the
 # project's 2-core CPU machine, one thread) and gave:
 #
 # | seed | loss EM-like | loss SGD | EM − SGD (paired 2 s.e.) | Bayes filter |

@@ -29,7 +29,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 import sympy as sp
 
-from nextword.plotting import use_book_style, heatmap
+from nextword.booktools.plotting import use_book_style, heatmap
 from nextword.theory.barrier import (
     causal_residual, residual_jacobian, diagonal_blocks,
     noise_log_density, log_barrier, embedding_log_density,

@@ -17,7 +17,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 import sympy as sp
 
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.theory.barrier import (
     scalar_margin, scalar_attention_variance, support_tokens, sequence_margin,
     embedding_log_density, causal_residual,

@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt
 import sympy as sp
 from scipy.optimize import minimize
 
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.theory.barrier import (
     attention_stats, diagonal_blocks, jacobian_diagonal_block, paper_diagonal_block, causal_residual,
     matrix_margins, embedding_log_density, scalar_margin,

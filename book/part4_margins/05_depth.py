@@ -24,7 +24,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 import sympy as sp
 
-from nextword.plotting import use_book_style, heatmap
+from nextword.booktools.plotting import use_book_style, heatmap
 from nextword.numerics import central_difference
 from nextword.theory.barrier import matrix_margins
 from nextword.theory.barrier import (

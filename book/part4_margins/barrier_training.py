@@ -36,7 +36,7 @@ import numpy as np
 import sympy as sp
 import torch
 
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.theory.barrier import matrix_margins
 from nextword.torch.book import (PAPER_FIG74, PAPER_SETUP, RESULTS_DIR, experiment_config,
                                  runs_dir, saved_results)

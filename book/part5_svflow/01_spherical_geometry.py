@@ -25,7 +25,7 @@ import matplotlib.pyplot as plt
 
 from nextword.decoder import rms_norm
 from nextword.numerics import central_difference
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.theory.svflow import (
     exp_map, retraction, sphere_log_area, tangent_projection,
     vmf_log_density, vmf_log_normalizer, vmf_log_normalizer_naive, vmf_mean_resultant_length,

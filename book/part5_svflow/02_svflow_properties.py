@@ -21,7 +21,7 @@ import sympy as sp
 import matplotlib.pyplot as plt
 
 from nextword.numerics import central_difference
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.theory.svflow import GaussianSVFlow, euler_flow
 
 use_book_style()

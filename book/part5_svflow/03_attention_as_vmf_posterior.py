@@ -25,7 +25,7 @@ import matplotlib.pyplot as plt
 
 from nextword.attention import MultiHeadAttention, scaled_dot_product_attention, softmax
 from nextword.decoder import rms_norm
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.theory.svflow import categorical_kl, kl_to_uniform, spherical_euler_flow
 from nextword.theory.svflow import (
     head_output, load_balancing_loss, multihead_as_expectation, vmf_attention_log_posterior,

@@ -30,7 +30,7 @@ import sympy as sp
 import matplotlib.pyplot as plt
 import torch
 
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.theory.svflow import categorical_kl, entropy
 from nextword.torch.svflow_hybrid import LOG_VAR_RANGE, HybridConfig, make_moons, train_hybrid
 

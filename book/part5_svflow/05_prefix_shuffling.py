@@ -35,7 +35,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from nextword.evaluation import spearman
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.theory.svflow import categorical_kl, entropy, kl_to_uniform
 from nextword.torch.svflow_probe import prefix_shuffling_experiment, probe_tinylm
 from nextword.torch.data import load_char_data

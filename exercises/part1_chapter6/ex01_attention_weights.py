@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -43,6 +43,6 @@ print("weights:      ", np.round(weights, 4), " sum =", f"{weights.sum():.6f}")
 # *Your answer here.*
 
 # %%
-from nextword.exercises.checks import check_ex_p1_01
+from nextword.booktools.exercises.checks import check_ex_p1_01
 
 check_ex_p1_01(attention_steps)

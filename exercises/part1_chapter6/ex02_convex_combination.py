@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -48,6 +48,6 @@ print("output in the hull of the values:", in_convex_hull(out, V),
       "| a point far outside:", in_convex_hull(out + 100.0, V))
 
 # %%
-from nextword.exercises.checks import check_ex_p1_02
+from nextword.booktools.exercises.checks import check_ex_p1_02
 
 check_ex_p1_02(attention_output, in_convex_hull)

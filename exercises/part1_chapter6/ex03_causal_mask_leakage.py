@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -56,6 +56,6 @@ print(f"teacher-forced loss {teacher:.3f} | generation-style loss {gen:.3f} | H 
 # *Your answer here.*
 
 # %%
-from nextword.exercises.checks import check_ex_p1_03
+from nextword.booktools.exercises.checks import check_ex_p1_03
 
 check_ex_p1_03(generation_style_loss, model, windows, H)

@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -37,6 +37,6 @@ print(f"d_model = 512, 8 heads, 12 layers: {answer:,} parameters")
 raise NotImplementedError("with sympy symbols d_model, n_heads, n_layers, simplify your count and watch n_heads cancel")
 
 # %%
-from nextword.exercises.checks import check_ex_p1_04
+from nextword.booktools.exercises.checks import check_ex_p1_04
 
 check_ex_p1_04(mha_parameter_count)

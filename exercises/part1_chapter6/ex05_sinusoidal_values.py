@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -42,6 +42,6 @@ phi1 = t / sp.Integer(10000) ** sp.Rational(2, 128)
 print("angles:", t, "and", sp.nsimplify(phi1), "; sin^2 + cos^2 =", sp.simplify(sp.sin(t) ** 2 + sp.cos(t) ** 2))
 
 # %%
-from nextword.exercises.checks import check_ex_p1_05
+from nextword.booktools.exercises.checks import check_ex_p1_05
 
 check_ex_p1_05(pe_values)

@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -47,6 +47,6 @@ print(", ".join(f"{rope_score(q, k, 5 + s, 2 + s):.4f}" for s in (0, 10, 100)), 
 # *Your answer here.*
 
 # %%
-from nextword.exercises.checks import check_ex_p1_06
+from nextword.booktools.exercises.checks import check_ex_p1_06
 
 check_ex_p1_06(rope_score)

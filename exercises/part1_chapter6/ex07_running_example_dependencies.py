@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -53,6 +53,6 @@ for ctx, nxt, kind in pairs:
 # *Your answer here.*
 
 # %%
-from nextword.exercises.checks import check_ex_p1_07
+from nextword.booktools.exercises.checks import check_ex_p1_07
 
 check_ex_p1_07(mutual_information, pairs)

@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -50,6 +50,6 @@ print(f"measured at T = {T}: RNN keeps {h_last.size} floats, the attention layer
 # *Your answer here.*
 
 # %%
-from nextword.exercises.checks import check_ex_p1_08
+from nextword.booktools.exercises.checks import check_ex_p1_08
 
 check_ex_p1_08(rnn_memory, transformer_memory, crossover_length)

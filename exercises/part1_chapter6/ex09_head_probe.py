@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -72,6 +72,6 @@ print("head carrying agreement:", subject_head)
 # *Your answer here.*
 
 # %%
-from nextword.exercises.checks import check_ex_p1_09
+from nextword.booktools.exercises.checks import check_ex_p1_09
 
 check_ex_p1_09(subject_attention, ablation_effect, model, probe, subject_head)

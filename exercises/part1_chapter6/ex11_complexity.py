@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -43,6 +43,6 @@ for T, d in ((128, 512), (4096, 512)):
 # *Your answer here.*
 
 # %%
-from nextword.exercises.checks import check_ex_p1_11
+from nextword.booktools.exercises.checks import check_ex_p1_11
 
 check_ex_p1_11(flop_formulas)

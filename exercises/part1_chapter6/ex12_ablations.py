@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -66,6 +66,6 @@ for name, r in results.items():
 # *Your answer here.*
 
 # %%
-from nextword.exercises.checks import check_ex_p1_12
+from nextword.booktools.exercises.checks import check_ex_p1_12
 
 check_ex_p1_12(honest_loss, results)

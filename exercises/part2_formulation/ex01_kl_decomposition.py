@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -54,6 +54,6 @@ print(f"sum of terms {terms.sum():.6f}  vs  joint KL {joint:.6f}")
 # *Your answer here.*
 
 # %%
-from nextword.exercises.checks import check_ex_p2_01
+from nextword.booktools.exercises.checks import check_ex_p2_01
 
 check_ex_p2_01(per_position_kl)

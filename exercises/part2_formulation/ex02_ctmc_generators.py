@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -52,6 +52,6 @@ print("absorbing generator, rows sum to 0:", bool(np.allclose(absorbing_generato
 # *Your answer here.*
 
 # %%
-from nextword.exercises.checks import check_ex_p2_02
+from nextword.booktools.exercises.checks import check_ex_p2_02
 
 check_ex_p2_02(uniform_generator, absorbing_generator, reverse_rates)

@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -54,6 +54,6 @@ print("with A = 0, Bbar / dt =", np.round(zoh(np.zeros((2, 2)), B_demo, 0.1)[1] 
 # *Your answer here.*
 
 # %%
-from nextword.exercises.checks import check_ex_p2_03
+from nextword.booktools.exercises.checks import check_ex_p2_03
 
 check_ex_p2_03(zoh, scan)

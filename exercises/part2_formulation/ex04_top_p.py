@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -53,6 +53,6 @@ for p in (0.4, 0.7, 0.85, 0.96, 1.0):
 # *Your answer here.*
 
 # %%
-from nextword.exercises.checks import check_ex_p2_04
+from nextword.booktools.exercises.checks import check_ex_p2_04
 
 check_ex_p2_04(top_p_filter, nucleus_probs)

@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -48,6 +48,6 @@ print("every alpha-weighted row sum of A is 0:", bool(np.allclose((alpha_demo * 
 # *Your answer here.*
 
 # %%
-from nextword.exercises.checks import check_ex_p3_01
+from nextword.booktools.exercises.checks import check_ex_p3_01
 
 check_ex_p3_01(score_gradient, advantage)

@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -42,6 +42,6 @@ print("Eq. (43):", np.round(dominant(alpha_bad, U_bad, j_bad, 1.0), 4))
 # *Your answer here.*
 
 # %%
-from nextword.exercises.checks import check_ex_p3_02
+from nextword.booktools.exercises.checks import check_ex_p3_02
 
 check_ex_p3_02(first_order, dominant, alpha_bad, U_bad, j_bad)

@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -44,6 +44,6 @@ raise NotImplementedError("read it off the table above")
 # *Your answer here.*
 
 # %%
-from nextword.exercises.checks import check_ex_p3_03
+from nextword.booktools.exercises.checks import check_ex_p3_03
 
 check_ex_p3_03(transition, entropy_rate, best_rule)

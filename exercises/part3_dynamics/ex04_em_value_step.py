@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -46,6 +46,6 @@ print("||Delta W_V|| =", round(float(np.linalg.norm(W_new - params_demo.W_V)), 4
 # *Your answer here.*
 
 # %%
-from nextword.exercises.checks import check_ex_p3_04
+from nextword.booktools.exercises.checks import check_ex_p3_04
 
 check_ex_p3_04(em_value_step)

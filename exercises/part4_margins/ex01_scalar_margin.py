@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -43,6 +43,6 @@ print("support tokens (0-based):", support(x_demo, 0.5))
 # *Your answer here.*
 
 # %%
-from nextword.exercises.checks import check_ex_p4_01
+from nextword.booktools.exercises.checks import check_ex_p4_01
 
 check_ex_p4_01(scalar_margins, support)

@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -40,6 +40,6 @@ print(np.round(diagonal_block(X, 3, W_Q, W_K, W_V), 4))
 # *Your answer here.*
 
 # %%
-from nextword.exercises.checks import check_ex_p4_02
+from nextword.booktools.exercises.checks import check_ex_p4_02
 
 check_ex_p4_02(diagonal_block)

@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -28,6 +28,6 @@ print(f"last position: 1 - rho = {mm.spectral[-1]:+.3f}, det = {mm.det[-1]:+.3f}
 # *Your answer here.*
 
 # %%
-from nextword.exercises.checks import check_ex_p4_03
+from nextword.booktools.exercises.checks import check_ex_p4_03
 
 check_ex_p4_03(X, W_Q, W_K)

@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -34,6 +34,6 @@ print(f"w = 0.5, sigma = 1: Var(x_1) = {var_first_embedding(0.5, 1.0):.4f} (leng
 # *Your answer here.*
 
 # %%
-from nextword.exercises.checks import check_ex_p4_04
+from nextword.booktools.exercises.checks import check_ex_p4_04
 
 check_ex_p4_04(var_first_embedding)

@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -50,6 +50,6 @@ print(f"fitted slope: {slope:.3f}")
 # *Your answer here.*
 
 # %%
-from nextword.exercises.checks import check_ex_p5_01
+from nextword.booktools.exercises.checks import check_ex_p5_01
 
 check_ex_p5_01(exp_map, retraction, slope)

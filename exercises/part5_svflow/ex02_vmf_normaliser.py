@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -47,6 +47,6 @@ for kappa in (0.5, 5.0, 500.0, 5000.0):
     print(f"kappa = {kappa:7.1f}: yours {log_vmf_normaliser(kappa, 3):12.6f}, closed form {closed:12.6f}")
 
 # %%
-from nextword.exercises.checks import check_ex_p5_02
+from nextword.booktools.exercises.checks import check_ex_p5_02
 
 check_ex_p5_02(log_vmf_normaliser)

@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -50,6 +50,6 @@ print("log p(x) - ELBO:", np.round(flow.log_marginal(x) - my_elbo(flow, x), 4))
 # *Your answer here.*
 
 # %%
-from nextword.exercises.checks import check_ex_p5_03
+from nextword.booktools.exercises.checks import check_ex_p5_03
 
 check_ex_p5_03(my_elbo, my_epsilon)

@@ -1,5 +1,5 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end.
 
@@ -37,6 +37,6 @@ print(f"J_bal = {J:.4f}, f = {np.round(f, 3)}, P = {np.round(P, 3)}")
 # *Your answer here.*
 
 # %%
-from nextword.exercises.checks import check_ex_p5_04
+from nextword.booktools.exercises.checks import check_ex_p5_04
 
 check_ex_p5_04(gates)

@@ -5,11 +5,11 @@ for ``book/`` and ``solutions/``, committed executed so that ``pytest --nbval`` 
 
 Command line (run from the repository root)::
 
-    python -m nextword.notebooks build book/part1_chapter6/6_2_attention_mechanism.py   # py -> ipynb, execute
-    python -m nextword.notebooks build --all            # every notebook in book/ and solutions/
-    python -m nextword.notebooks sync --all             # py -> ipynb without executing (keeps outputs)
-    python -m nextword.notebooks check                  # fail if any pair drifted or lacks its .ipynb
-    python -m nextword.notebooks render                 # HTML book in _build/html with index.html
+    python -m nextword.booktools.notebooks build book/part1_chapter6/6_2_attention_mechanism.py   # py -> ipynb, execute
+    python -m nextword.booktools.notebooks build --all            # every notebook in book/ and solutions/
+    python -m nextword.booktools.notebooks sync --all             # py -> ipynb without executing (keeps outputs)
+    python -m nextword.booktools.notebooks check                  # fail if any pair drifted or lacks its .ipynb
+    python -m nextword.booktools.notebooks render                 # HTML book in _build/html with index.html
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]  # nextword/booktools/notebooks.py
 NOTEBOOK_DIRS = ("book", "exercises", "solutions")
 EXECUTED_DIRS = ("book", "solutions")
 # The environment every notebook kernel runs in, when built here and when checked by nbval (the root
@@ -123,7 +123,7 @@ def check_pairs(paths: Iterable[Path] | None = None) -> list[PairingProblem]:
         py = Path(py)
         ipynb = py.with_suffix(".ipynb")
         if not ipynb.exists():
-            problems.append(PairingProblem(py, "has no paired .ipynb (run: python -m nextword.notebooks build)"))
+            problems.append(PairingProblem(py, "has no paired .ipynb (run: python -m nextword.booktools.notebooks build)"))
             continue
         expected = [_cell_signature(c) for c in py_to_notebook(py).cells]
         actual = [_cell_signature(c) for c in nbformat.read(ipynb, as_version=4).cells]
@@ -239,7 +239,7 @@ def render_book(out_dir: Path = REPO_ROOT / "_build" / "html", dirs: Sequence[st
     for py in sources:
         ipynb = py.with_suffix(".ipynb")
         if not ipynb.exists():
-            raise FileNotFoundError(f"{ipynb} is missing: run `python -m nextword.notebooks build {py}`")
+            raise FileNotFoundError(f"{ipynb} is missing: run `python -m nextword.booktools.notebooks build {py}`")
         part = py.parent.name
         rel = Path(py.parent.parent.name) / part / (py.stem + ".html")
         url = "../../mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe" if mathjax else None
@@ -288,7 +288,7 @@ def _expand(paths: Sequence[str], use_all: bool, dirs: Sequence[str]) -> list[Pa
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m nextword.notebooks", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m nextword.booktools.notebooks", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="convert py -> ipynb and execute")

@@ -83,6 +83,6 @@ for ctx, nxt, kind in pairs:
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p1_07
+from nextword.booktools.exercises.checks import check_ex_p1_07
 
 check_ex_p1_07(mutual_information, pairs)

@@ -98,6 +98,6 @@ print("head carrying agreement:", subject_head)
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p1_09
+from nextword.booktools.exercises.checks import check_ex_p1_09
 
 check_ex_p1_09(subject_attention, ablation_effect, model, probe, subject_head)

@@ -65,6 +65,6 @@ for T, d in ((128, 512), (4096, 512)):
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p1_11
+from nextword.booktools.exercises.checks import check_ex_p1_11
 
 check_ex_p1_11(flop_formulas)

@@ -96,6 +96,6 @@ for name, r in results.items():
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p1_12
+from nextword.booktools.exercises.checks import check_ex_p1_12
 
 check_ex_p1_12(honest_loss, results)

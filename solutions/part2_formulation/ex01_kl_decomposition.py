@@ -68,6 +68,6 @@ print(f"sum of terms {terms.sum():.6f}  vs  joint KL {joint:.6f}")
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p2_01
+from nextword.booktools.exercises.checks import check_ex_p2_01
 
 check_ex_p2_01(per_position_kl)

@@ -67,6 +67,6 @@ print("absorbing generator, rows sum to 0:", bool(np.allclose(absorbing_generato
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p2_02
+from nextword.booktools.exercises.checks import check_ex_p2_02
 
 check_ex_p2_02(uniform_generator, absorbing_generator, reverse_rates)

@@ -70,6 +70,6 @@ print("with A = 0, Bbar / dt =", np.round(zoh(np.zeros((2, 2)), B_demo, 0.1)[1] 
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p2_03
+from nextword.booktools.exercises.checks import check_ex_p2_03
 
 check_ex_p2_03(zoh, scan)

@@ -52,6 +52,6 @@ for kappa in (0.5, 5.0, 500.0, 5000.0):
     print(f"kappa = {kappa:7.1f}: yours {log_vmf_normaliser(kappa, 3):12.6f}, closed form {closed:12.6f}")
 
 # %%
-from nextword.exercises.checks import check_ex_p5_02
+from nextword.booktools.exercises.checks import check_ex_p5_02
 
 check_ex_p5_02(log_vmf_normaliser)

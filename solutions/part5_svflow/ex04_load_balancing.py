@@ -45,6 +45,6 @@ print(f"J_bal = {J:.4f}, f = {np.round(f, 3)}, P = {np.round(P, 3)}")
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p5_04
+from nextword.booktools.exercises.checks import check_ex_p5_04
 
 check_ex_p5_04(gates)

@@ -1,7 +1,7 @@
 """book/README.md is the table of contents: it links every notebook, and every link resolves."""
 from pathlib import Path
 
-from nextword import notebooks
+from nextword.booktools import notebooks
 
 BOOK = Path(notebooks.REPO_ROOT) / "book"
 

@@ -1,7 +1,7 @@
 """Exercises are generated from solutions; they stay in sync and stop at their first stub."""
 import pytest
 
-from nextword.exercises import build as builder
+from nextword.booktools.exercises import build as builder
 
 
 def test_code_region_becomes_a_stub_with_the_hint_at_its_indentation():
@@ -31,7 +31,7 @@ def test_unbalanced_markers_are_errors(src, message):
 
 def test_committed_exercises_match_what_build_would_write():
     problems = builder.stale_exercises()
-    assert not problems, "\n".join(problems) + "\nrun: python -m nextword.exercises build"
+    assert not problems, "\n".join(problems) + "\nrun: python -m nextword.booktools.exercises build"
 
 
 def test_stale_and_orphan_exercises_are_detected(tmp_path):

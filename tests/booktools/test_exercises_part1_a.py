@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from nextword.exercises.checks import (
+from nextword.booktools.exercises.checks import (
     ExerciseCheckError,
     check_ex_p1_01,
     check_ex_p1_02,

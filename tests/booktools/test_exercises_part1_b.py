@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nextword.exercises.checks import (
+from nextword.booktools.exercises.checks import (
     ExerciseCheckError,
     check_ex_p1_04,
     check_ex_p1_05,

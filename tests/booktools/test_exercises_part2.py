@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nextword.exercises.checks import ExerciseCheckError, check_ex_p2_01, check_ex_p2_02, check_ex_p2_03
+from nextword.booktools.exercises.checks import ExerciseCheckError, check_ex_p2_01, check_ex_p2_02, check_ex_p2_03
 from nextword.theory.formulation import diffusion as dd
 from nextword.theory.formulation import ssm
 from nextword.theory.formulation import kl_decomposition

@@ -6,7 +6,7 @@ import pytest
 
 from nextword.attention import softmax
 from nextword.decoding import top_p_filter
-from nextword.exercises.checks import ExerciseCheckError, check_ex_p2_04
+from nextword.booktools.exercises.checks import ExerciseCheckError, check_ex_p2_04
 
 
 def _probs(f):

@@ -6,7 +6,7 @@ import pytest
 
 from nextword.attention import scaled_dot_product_attention, softmax
 from nextword.data import sticky_markov_chain
-from nextword.exercises.checks import (
+from nextword.booktools.exercises.checks import (
     ExerciseCheckError,
     check_ex_p3_01,
     check_ex_p3_02,

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from nextword.exercises.checks import ExerciseCheckError, check_ex_p4_01, check_ex_p4_02, check_ex_p4_03, check_ex_p4_04
+from nextword.booktools.exercises.checks import ExerciseCheckError, check_ex_p4_01, check_ex_p4_02, check_ex_p4_03, check_ex_p4_04
 from nextword.theory.barrier import (
     jacobian_diagonal_block,
     matrix_margins,

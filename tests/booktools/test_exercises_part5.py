@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nextword.exercises.checks import ExerciseCheckError
-from nextword.exercises.checks.part5 import check_ex_p5_01, check_ex_p5_02, check_ex_p5_03, check_ex_p5_04
+from nextword.booktools.exercises.checks import ExerciseCheckError
+from nextword.booktools.exercises.checks.part5 import check_ex_p5_01, check_ex_p5_02, check_ex_p5_03, check_ex_p5_04
 from nextword.theory.svflow import sphere as sp
 
 

@@ -4,7 +4,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nextword import notebooks
+from nextword.booktools import notebooks
 
 SOURCE = '''# %% [markdown]
 # # A tiny notebook
@@ -29,7 +29,7 @@ def _write_pair(tmp_path: Path) -> Path:
 
 def test_every_notebook_in_the_repository_is_paired_and_in_sync():
     problems = notebooks.check_pairs()
-    assert not problems, "\n".join(map(str, problems)) + "\nrun: python -m nextword.notebooks build <file.py>"
+    assert not problems, "\n".join(map(str, problems)) + "\nrun: python -m nextword.booktools.notebooks build <file.py>"
 
 
 def test_fresh_pair_is_in_sync(tmp_path):

@@ -1,7 +1,7 @@
 """Exercises: the solution notebooks are the single source; student notebooks are generated.
 
-``python -m nextword.exercises build`` turns every ``solutions/<part>/exNN_<topic>.py`` into
+``python -m nextword.booktools.exercises build`` turns every ``solutions/<part>/exNN_<topic>.py`` into
 ``exercises/<part>/exNN_<topic>.py`` (+ an output-free ``.ipynb``), replacing each marked solution
-region by a stub. ``python -m nextword.exercises check`` fails when the committed exercises differ
-from what ``build`` would write. Checkers are in :mod:`nextword.exercises.checks`.
+region by a stub. ``python -m nextword.booktools.exercises check`` fails when the committed exercises differ
+from what ``build`` would write. Checkers are in :mod:`nextword.booktools.exercises.checks`.
 """

@@ -1,5 +1,5 @@
 import sys
 
-from nextword.exercises.build import main
+from nextword.booktools.exercises.build import main
 
 sys.exit(main())

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]  # nextword/booktools/exercises/build.py
 _BEGIN = re.compile(r'^(?P<indent>\s*)#\s*(?P<md><!--\s*)?BEGIN SOLUTION(?:\s+hint="(?P<hint>[^"]*)")?\s*(-->)?\s*$')
 _END = re.compile(r"^\s*#\s*(<!--\s*)?END SOLUTION\s*(-->)?\s*$")
 DEFAULT_HINT = "replace this line with your solution"
@@ -73,7 +73,7 @@ def expected_exercise(solution: Path) -> str:
     """The student py:percent text that ``build`` writes for ``solution``."""
     header = (
         "# %% [markdown]\n"
-        "# > Student version generated from `solutions/` by `python -m nextword.exercises build`;\n"
+        "# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;\n"
         "# > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the\n"
         "# > self-check cell at the end.\n\n"
     )
@@ -125,7 +125,7 @@ def build(root: Path = REPO_ROOT) -> list[Path]:
     """Write every exercise notebook (``.py`` + output-free ``.ipynb``); return the written paths."""
     import nbformat
 
-    from nextword.notebooks import py_to_notebook
+    from nextword.booktools.notebooks import py_to_notebook
 
     written = []
     for solution in solution_sources(root):
@@ -174,5 +174,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"[stale] {p}")
         print(f"{len(solution_sources()) - len(problems)} of {len(solution_sources())} exercises in sync")
         return 1 if problems else 0
-    print("usage: python -m nextword.exercises [build|check]", file=sys.stderr)
+    print("usage: python -m nextword.booktools.exercises [build|check]", file=sys.stderr)
     return 2
