@@ -18,8 +18,17 @@ from nextword.booktools.notebooks import apply_notebook_env
 
 apply_notebook_env(full=False)
 
+
+
+def _torch_available() -> bool:
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):  # ValueError: torch blocked by sys.modules["torch"] = None
+        return False
+
+
 collect_ignore_glob = ["nextword/**/__main__.py"]
-if importlib.util.find_spec("torch") is None:
+if not _torch_available():
     collect_ignore_glob.append("nextword/torch/*")
 
 
