@@ -146,3 +146,29 @@ plt.show()
 # ignores the current variable and every determinant is 1 (Proposition 3's situation); as the query
 # weight grows the determinants move away from 1 and can reach the degeneracy boundary 0 — the same
 # margin-to-degeneracy geometry as the first stage, now at depth.*
+#
+# ## Aside: the size of §7.1's two-block model
+#
+# §7.1 trains a "SmallGPT" with $d=128$, 4 heads, 2 pre-norm blocks, context $T=256$ and a
+# 1013-symbol vocabulary, and states "~150K transformer parameters plus ~130K embedding parameters".
+# Depth is where the parameters live, so we count them for this stack: once from the formula (per
+# block $4d^2+4d$ for $W^{Q,K,V,O}$ with biases, $8d^2+5d$ for a $4\times$ MLP, $4d$ for two LayerNorms;
+# $2d$ for the final norm) and once from the torch model that the barrier-training notebooks use.
+
+# %%
+from nextword.torch.model import SmallGPT, SmallGPTConfig  # noqa: E402
+
+d_model, n_blocks, vocab = 128, 2, 1013
+per_block = (4 * d_model**2 + 4 * d_model) + (8 * d_model**2 + 5 * d_model) + 4 * d_model   # = 12 d^2 + 13 d
+formula = n_blocks * per_block + 2 * d_model
+counts = SmallGPT(SmallGPTConfig.paper(vocab)).num_parameters()
+print(f"formula 2·(12d²+13d)+2d at d = {d_model}: {formula:,}")
+print(f"SmallGPT.paper({vocab}): transformer {counts['transformer']:,}, token embedding {counts['embedding']:,}, "
+      f"positions {counts['positions']:,}")
+print(f"attention projections alone (2 blocks · 4d²): {n_blocks * 4 * d_model**2:,}")
+assert counts["transformer"] == formula and counts["embedding"] == vocab * d_model
+
+# %% [markdown]
+# The embedding count agrees with the paper's ~130K; the transformer count printed above is far from
+# ~150K — the attention projections alone exceed it. This is the number quoted in `book/ERRATA.md`.
+
