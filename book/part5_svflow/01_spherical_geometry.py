@@ -250,8 +250,63 @@ plt.show()
 # implied by Eq. (18) with the log-space normaliser: the histogram and the curve agree, so $C_d$ normalises
 # the density.
 #
+# ## 5. §4.3: the zero-mean property of conditional scores — on $\mathbb R^d$ and on the sphere
+#
+# §4.3 says that in a strict SVFlow the conditional scores have mean zero,
+# $\mathbb E_{p(x\mid z)}[\nabla_x\log p(x\mid z)]=0$ "under mild regularity conditions", and that MoE
+# experts, which do not enforce it, make a relaxed SVFlow. On $\mathbb R^d$ this is
+# $\int\nabla p\,dx=0$ for a density that vanishes at infinity. On the sphere — where §4.1–4.2 place the
+# attention components — the divergence theorem gives instead
+# $\int_{\mathbb S^{d-1}}\nabla_{\mathbb S}p\,d\sigma=(d-1)\int x\,p\,d\sigma$, so the Riemannian score of a
+# vMF component has mean $(d-1)A_d(\kappa)\mu$, and its Euclidean score $\kappa\mu$ is constant. We check
+# the Gaussian case exactly (sympy) and by Monte Carlo, and the vMF case by Monte Carlo and quadrature.
+
+# %%
+xg, m_g = sp.symbols("x m", real=True)
+s_g = sp.symbols("s", positive=True)
+gauss = sp.exp(-(xg - m_g) ** 2 / (2 * s_g**2)) / sp.sqrt(2 * sp.pi * s_g**2)
+mean_score = sp.simplify(sp.integrate(sp.diff(sp.log(gauss), xg) * gauss, (xg, -sp.oo, sp.oo)))
+print("Gaussian, d = 1: E[d/dx log p(x|z)] =", mean_score)
+assert mean_score == 0
+
+dz, kz, n_mc = 5, 6.0, 200_000
+rng5 = np.random.default_rng(11)
+m_z = rng5.standard_normal(dz)
+xs_gauss = m_z + rng5.standard_normal((n_mc, dz))
+score_gauss = -(xs_gauss - m_z)                                             # grad log N(x; m_z, I)
+z_gauss = score_gauss.mean(axis=0) / (score_gauss.std(axis=0) / np.sqrt(n_mc))
+print(f"Gaussian, d = {dz}: Monte Carlo mean score within 4 standard errors of 0: {np.all(np.abs(z_gauss) < 4)}")
+assert np.all(np.abs(z_gauss) < 4)
+
+mu_z = rng5.standard_normal(dz)
+mu_z /= np.linalg.norm(mu_z)
+xs_vmf = vmf_sample(mu_z, kz, n_mc, rng5)                                     # (n, d) on the sphere
+riem = kz * (mu_z - (xs_vmf @ mu_z)[:, None] * xs_vmf)                        # (I - x x^T) kappa mu
+riem_mean = riem.mean(axis=0)
+predicted = (dz - 1) * vmf_mean_resultant_length(kz, dz) * mu_z
+se_riem = riem.std(axis=0) / np.sqrt(n_mc)
+print(f"vMF on S^{dz - 1}, kappa = {kz:g}: |E[Riemannian score]| = {np.linalg.norm(riem_mean):.2f}, "
+      f"(d-1) A_d(kappa) = {np.linalg.norm(predicted):.2f};  Euclidean score kappa mu has norm {kz:g}")
+assert np.all(np.abs(riem_mean - predicted) < 4 * se_riem) and np.linalg.norm(predicted) > 1.0
+
+# the circle (d = 2) by quadrature: E[kappa sin^2 theta] = E[cos theta] = A_2(kappa) != 0
+from scipy.integrate import quad  # noqa: E402
+
+Z_c = quad(lambda th: np.exp(kz * np.cos(th)), -np.pi, np.pi)[0]
+e_sin2 = quad(lambda th: kz * np.sin(th) ** 2 * np.exp(kz * np.cos(th)), -np.pi, np.pi)[0] / Z_c
+print(f"circle: E[kappa sin^2 theta] = {e_sin2:.6f}, A_2(kappa) = {float(vmf_mean_resultant_length(kz, 2)):.6f}")
+assert abs(e_sin2 - float(vmf_mean_resultant_length(kz, 2))) < 1e-8
+
+# %% [markdown]
+# So the zero-mean property holds for components on $\mathbb R^d$ (the Gaussian SVFlow of §3.3) but not
+# for the vMF components of the attention reading: neither the Euclidean score $\kappa\mu$ nor its
+# tangent part averages to zero under the component ($|\mathbb E|=(d-1)A_d(\kappa)$, printed above).
+# On the sphere the "strict" SVFlow is therefore not zero-mean either, and MoE experts are not relaxed
+# relative to attention in this respect. Recorded in `book/ERRATA.md`.
+#
 # **Summary.** The retraction approximates the exponential map with error $\tfrac13\lVert v\rVert^3$
 # (the paper's $\mathcal O(\lVert v\rVert^2)$ holds with room to spare). Residual + RMSNorm is the relaxed
 # retraction of Eq. (17), accurate to first order, with the second-order gap $-a\,s$ coming from the normal
 # part of the update. The vMF normaliser is computed stably in log space for all $\kappa$ and $d$, so the
-# overflow caveat of App. C.2.3 is an implementation artefact, not a limit of the metric.
+# overflow caveat of App. C.2.3 is an implementation artefact, not a limit of the metric. The zero-mean
+# property of §4.3 holds for Gaussian components on $\mathbb R^d$ and fails for vMF components on the sphere.
