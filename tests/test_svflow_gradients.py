@@ -50,7 +50,7 @@ def test_closed_form_matches_torch_autograd():
     J = -torch.log_softmax(torch.tensor(W).T @ x, dim=0)[y] + beta * J_var
     J.backward()
     g = hybrid_gradients(x0, layers, W, y, beta)
-    assert abs(float(J) - hybrid_forward(x0, layers, W, y, beta).J) < 1e-12
+    assert abs(float(J.detach()) - hybrid_forward(x0, layers, W, y, beta).J) < 1e-12
     for ell, P in enumerate(params):
         np.testing.assert_allclose(g.grad_W_g[ell], P["W_g"].grad.numpy(), atol=1e-12)
         np.testing.assert_allclose(g.grad_b_g[ell], P["b_g"].grad.numpy(), atol=1e-12)

@@ -250,13 +250,18 @@ plt.show()
 # value plane, so "low-dimensional" here means the paths are smooth curves with a common drift.
 
 # %%
+def plot_value_paths(traj, ax):
+    """Each v_j's path in a PCA frame, traj (steps+1, T, 2); circles: start, squares: end."""
+    for jj in range(traj.shape[1]):
+        ax.plot(traj[:, jj, 0], traj[:, jj, 1], "-", lw=1.2, label=f"$v_{jj}$")
+        ax.plot(*traj[0, jj], "o", color="gray", ms=4)
+        ax.plot(*traj[-1, jj], "s", color="black", ms=4)
+
+
 pca = pca_fit(run.values, n_components=2)
 traj = pca.project(run.values)  # (steps+1, T, 2)
 fig, ax = plt.subplots(figsize=(5.5, 4.4))
-for jj in range(cfg.T):
-    ax.plot(traj[:, jj, 0], traj[:, jj, 1], "-", lw=1.2, label=f"$v_{jj}$")
-    ax.plot(*traj[0, jj], "o", color="gray", ms=4)
-    ax.plot(*traj[-1, jj], "s", color="black", ms=4)
+plot_value_paths(traj, ax)
 ax.set_xlabel(f"PC1 ({pca.explained_variance_ratio[0]:.0%})")
 ax.set_ylabel(f"PC2 ({pca.explained_variance_ratio[1]:.0%})")
 ax.legend(fontsize=8)
@@ -293,10 +298,7 @@ r8 = pca_rows[3, 0][2]
 pca8 = pca_fit(r8.values, n_components=2)
 traj8 = pca8.project(r8.values)                                                  # (steps+1, T, 2)
 fig, ax = plt.subplots(figsize=(5.5, 4.4))
-for jj in range(cfg.T):
-    ax.plot(traj8[:, jj, 0], traj8[:, jj, 1], "-", lw=1.2, label=f"$v_{jj}$")
-    ax.plot(*traj8[0, jj], "o", color="gray", ms=4)
-    ax.plot(*traj8[-1, jj], "s", color="black", ms=4)
+plot_value_paths(traj8, ax)
 ax.set_xlabel("PC1")
 ax.set_ylabel("PC2")
 ax.set_title("toy with d_v = 8 (seed 0)")
