@@ -226,12 +226,84 @@ plt.show()
 # *Figure 5.6.2 — training on $\mathcal J_{\text{var}}$ alone: the variational gap falls while the
 # posteriors stay spread over many components (printed above), in every layer.*
 #
+# ## 5. B.4's second claim: MoE gating without a balancing loss
+#
+# B.4 (and §4.4) argue that an expert whose gate is small receives a gradient scaled by that gate —
+# $\partial L/\partial A_e=\frac1N\sum_n g_e(x_n)\,r_nx_n^\top$ for a linear expert $A_e$ — so rarely chosen
+# experts stop learning ("expert death"), whereas attention's keys and values are shared projections
+# of tokens that keep receiving gradient through their other roles. We check the MoE gradient by finite
+# differences and train a four-expert MoE (`moe_forward_backward`: softmax gate = posterior, linear
+# experts = scores, §4.3) on a regression whose target is a different linear map in each of four
+# regions of the input, with no balancing loss, for soft routing and for top-1 (Switch-style) routing,
+# five seeds each.
+
+# %%
+from nextword.theory.svflow_gradients import moe_forward_backward  # noqa: E402
+
+rng_m = np.random.default_rng(0)
+Xm, Ym = rng_m.normal(size=(7, 3)), rng_m.normal(size=(7, 2))
+Wm, bm, Am = rng_m.normal(size=(4, 3)), rng_m.normal(size=4), rng_m.normal(size=(4, 2, 3))
+for top1 in (False, True):
+    st = moe_forward_backward(Xm, Ym, Wm, bm, Am, top1=top1)
+    fd_m = np.zeros_like(Am)
+    for idx in np.ndindex(Am.shape):
+        Em = np.zeros_like(Am)
+        Em[idx] = 1e-6
+        fd_m[idx] = (moe_forward_backward(Xm, Ym, Wm, bm, Am + Em, top1=top1).loss
+                     - moe_forward_backward(Xm, Ym, Wm, bm, Am - Em, top1=top1).loss) / 2e-6
+    assert np.max(np.abs(fd_m - st.grad_experts)) < 1e-8
+print("MoE expert gradients = finite differences (soft and top-1 routing): True")
+
+shares = {}
+for top1 in (False, True):
+    for seed in range(5):
+        rs = np.random.default_rng(seed)
+        Xr = rs.normal(size=(256, 4))
+        region = (Xr[:, 0] > 0).astype(int) * 2 + (Xr[:, 1] > 0)                   # four input regions
+        Yr = np.einsum("nod,nd->no", rs.normal(size=(4, 1, 4))[region], Xr)       # a linear map per region
+        Wg, bg, Ae = 0.01 * rs.normal(size=(4, 4)), np.zeros(4), 0.1 * rs.normal(size=(4, 1, 4))
+        for step in range(1000):
+            st = moe_forward_backward(Xr, Yr, Wg, bg, Ae, top1=top1)
+            Wg, bg, Ae = Wg - 0.5 * st.grad_W_g, bg - 0.5 * st.grad_b_g, Ae - 0.5 * st.grad_experts
+        shares[top1, seed] = np.sort(np.bincount(np.argmax(st.gates, axis=1), minlength=4) / 256)[::-1]
+busiest = {r: np.array([shares[r, sd][0] for sd in range(5)]) for r in (False, True)}
+print("soft routing: busiest expert takes more than the ideal 0.25 but less than 0.45, every seed:",
+      bool(np.all((busiest[False] > 0.25) & (busiest[False] < 0.45))))
+print("top-1 routing: busiest expert takes at least 0.4 of the inputs, every seed:", bool(np.all(busiest[True] >= 0.4)))
+print("top-1 routing loads its busiest expert more than soft routing, in every seed:",
+      bool(np.all(busiest[True] > busiest[False])))
+assert np.all(busiest[True] > busiest[False]) and np.all(busiest[True] >= 0.4)
+assert np.all((busiest[False] > 0.25) & (busiest[False] < 0.45))
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), sharey=True)
+for ax, top1 in zip(axes, (False, True)):
+    for seed in range(5):
+        ax.plot(range(1, 5), shares[top1, seed], "o-", lw=1, label=f"seed {seed}")
+    ax.axhline(0.25, color="k", ls="--", lw=0.8)
+    ax.set_title("top-1 routing" if top1 else "soft routing")
+    ax.set_xlabel("expert (sorted by load)")
+axes[0].set_ylabel("share of inputs routed to it")
+axes[0].legend(fontsize=7)
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# *Figure 5.6.3 — the load of each expert after 1000 steps without a balancing loss (dashed: balanced).*
+#
+# Without a balancing loss the load is uneven (the ideal share is 0.25), and more so with top-1
+# routing, where an unchosen expert gets exactly zero gradient from that input. At this scale, in
+# these five seeds, no expert dies outright (every expert keeps a few per cent of the inputs in the figure): the imbalance B.4 predicts is there, the collapse is
+# partial. We did not build the attention side of the comparison (a matched task in which token
+# representations could "die"), so the claim that attention needs no regulariser is explained, not
+# measured, here; the per-token structure it relies on — keys and values are shared projections with
+# no per-token parameters — is visible in `nextword.attention`.
+#
 # **What this shows.** The gradient formulas of Appendix B are right (sympy for the two algebraic
 # steps, finite differences for all parameters). The *reading* of the self term in B.4 is reversed: with
 # gradient descent, $R$ pulls $q$ toward $p$ (negative feedback), and on this flow pure variational
-# training reduces the gap without collapsing the posterior (three seeds). The collapse that §3.3 and Fig. 1(b)
-# report — every trajectory ending at one point — is a property of the flow's end states, examined in
-# notebook 5.4 §6; it is not explained by a winner-takes-all force in $\eta_\ell$. Recorded in
-# `book/ERRATA.md`. The second claim of B.4 (attention needs no load-balancing regulariser while MoE
-# gating collapses) is an argument about shared representations; notebook 5.3 §4 measures the
-# balancing loss itself.
+# training reduces the gap without collapsing the posterior (three seeds). The collapse that §3.3 and
+# Fig. 1(b) report — every trajectory ending at one point — is a property of the flow's end states,
+# examined in notebook 5.4 §6; it is not explained by a winner-takes-all force in $\eta_\ell$. Recorded in
+# `book/ERRATA.md`. MoE gating without a balancing loss becomes unbalanced, more so under top-1
+# routing (§5).

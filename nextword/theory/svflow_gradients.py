@@ -50,6 +50,8 @@ __all__ = [
     "hybrid_gradients",
     "flatten_params",
     "unflatten_params",
+    "MoEStep",
+    "moe_forward_backward",
 ]
 
 
@@ -287,3 +289,63 @@ def unflatten_params(theta: object, like: list[GaussianFlowLayer]) -> list[Gauss
             i += size
         out.append(GaussianFlowLayer(**parts))
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# App. B.4 / §4.4: MoE gating without a balancing loss
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MoEStep:
+    """Loss, gradients (``W_g (E, d)``, ``b_g (E,)``, ``experts (E, d_out, d)``) and the gates ``(N, E)``."""
+
+    loss: float
+    grad_W_g: np.ndarray
+    grad_b_g: np.ndarray
+    grad_experts: np.ndarray
+    gates: np.ndarray
+
+
+def moe_forward_backward(X: object, Y: object, W_g: object, b_g: object, experts: object, *,
+                         top1: bool = False) -> MoEStep:
+    """Soft MoE ``f(x) = sum_e g_e(x) A_e x`` with ``g = softmax(W_g x + b_g)`` (§4.3: the gate is the
+    posterior, expert ``e`` the score) and the mean squared loss ``(1/2N) sum ||f(x) - y||^2``.
+
+    ``X (N, d)``, ``Y (N, d_out)``, ``W_g (E, d)``, ``b_g (E,)``, ``experts (E, d_out, d)``. The gradient
+    reaching expert ``e`` is ``(1/N) sum_n g_e(x_n) r_n x_n^T`` — proportional to its gate, which is why a
+    rarely chosen expert stops learning (App. B.4). ``top1=True`` routes each input to its
+    highest-gate expert only (Switch-style, ``f(x) = g_{e*}(x) A_{e*} x``): the other experts get exactly
+    zero gradient from that input.
+
+    >>> rng = np.random.default_rng(0)
+    >>> st = moe_forward_backward(rng.normal(size=(5, 2)), rng.normal(size=(5, 1)), np.zeros((3, 2)),
+    ...                           np.zeros(3), rng.normal(size=(3, 1, 2)))
+    >>> st.gates.shape, bool(np.allclose(st.gates, 1 / 3))
+    ((5, 3), True)
+    """
+    X = np.asarray(X, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    W_g = np.asarray(W_g, dtype=np.float64)
+    b_g = np.asarray(b_g, dtype=np.float64)
+    A = np.asarray(experts, dtype=np.float64)
+    if X.ndim != 2 or Y.ndim != 2 or Y.shape[0] != X.shape[0]:
+        raise ValueError(f"X must be (N, d) and Y (N, d_out), got {X.shape} and {Y.shape}")
+    E, d = W_g.shape
+    if A.shape != (E, Y.shape[1], d) or b_g.shape != (E,) or d != X.shape[1]:
+        raise ValueError(f"need W_g (E, d), b_g (E,), experts (E, d_out, d) with d = {X.shape[1]}, "
+                         f"got {W_g.shape}, {b_g.shape}, {A.shape}")
+    N = X.shape[0]
+    logits = X @ W_g.T + b_g                                               # (N, E)
+    gates = np.exp(logits - logsumexp(logits, axis=1, keepdims=True))
+    outs = np.einsum("eod,nd->neo", A, X)                                  # (N, E, d_out) expert outputs
+    route = gates
+    if top1:
+        route = gates * (np.arange(E)[None, :] == np.argmax(gates, axis=1)[:, None])   # keep the chosen gate
+    F = np.einsum("ne,neo->no", route, outs)                               # (N, d_out)
+    R = (F - Y) / N                                                        # dL/dF
+    loss = float(0.5 * N * (R**2).sum())
+    grad_A = np.einsum("ne,no,nd->eod", route, R, X)
+    dg = np.einsum("no,neo->ne", R, outs)                                  # dL/dg_e
+    if top1:
+        dg = dg * (route > 0)                                              # only the chosen gate enters f
+    dlogits = gates * (dg - (gates * dg).sum(axis=1, keepdims=True))       # softmax backward (centred)
+    return MoEStep(loss, dlogits.T @ X, dlogits.sum(axis=0), grad_A, gates)
