@@ -78,3 +78,28 @@ def test_bad_input_is_named():
         hybrid_forward(x0, layers, W, y, -1.0)
     with pytest.raises(ValueError, match="means"):
         GaussianFlowLayer(np.zeros((2, 3)), np.zeros(2), np.zeros((3, 3)), np.zeros(2))
+
+
+@pytest.mark.parametrize("top1", [False, True])
+def test_moe_gradients_match_finite_differences(top1):
+    from nextword.theory.svflow_gradients import moe_forward_backward
+
+    rng = np.random.default_rng(8)
+    X, Y = rng.normal(size=(6, 3)), rng.normal(size=(6, 2))
+    W, b, A = rng.normal(size=(4, 3)), rng.normal(size=4), rng.normal(size=(4, 2, 3))
+    st = moe_forward_backward(X, Y, W, b, A, top1=top1)
+    h = 1e-6
+    for arr, grad, which in ((W, st.grad_W_g, 0), (b, st.grad_b_g, 1), (A, st.grad_experts, 2)):
+        fd = np.zeros_like(arr)
+        for idx in np.ndindex(arr.shape):
+            E = np.zeros_like(arr)
+            E[idx] = h
+            args_p = [W, b, A]
+            args_m = [W, b, A]
+            args_p[which], args_m[which] = arr + E, arr - E
+            fd[idx] = (moe_forward_backward(X, Y, *args_p, top1=top1).loss
+                       - moe_forward_backward(X, Y, *args_m, top1=top1).loss) / (2 * h)
+        np.testing.assert_allclose(grad, fd, atol=1e-8)
+    if top1:   # an expert chosen by no input gets no gradient at all
+        unused = np.setdiff1d(np.arange(4), np.argmax(st.gates, axis=1))
+        assert np.all(st.grad_experts[unused] == 0)
