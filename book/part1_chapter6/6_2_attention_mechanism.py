@@ -244,13 +244,37 @@ plt.show()
 #
 # For $q,k\in\mathbb R^d$ with i.i.d. entries of mean 0 and variance $\sigma^2$, independent of each
 # other, $\operatorname{Var}(q^\top k)=\sum_i\operatorname{Var}(q_ik_i)=\sum_i E[q_i^2]E[k_i^2]=d\sigma^4$
-# (the cross terms vanish by independence and zero mean). Sympy's `stats` module confirms it exactly
-# for $d=1,2$, for Gaussian and for uniform entries (the result does not depend on the distribution):
+# (the cross terms vanish by independence and zero mean). Sympy carries this out for a **symbolic**
+# dimension $d$: write $E[(q^\top k)^2]=\sum_{i}\sum_{j}E[q_iq_j]E[k_ik_j]$, split it into the $d$
+# diagonal terms $E[q_i^2]E[k_i^2]$ and the $d(d-1)$ off-diagonal ones $E[q_i]E[q_j]E[k_i]E[k_j]$, and
+# subtract $E[q^\top k]^2$. We keep general means $\mu_q,\mu_k$ and variances $\sigma_q^2,\sigma_k^2$
+# so that the role of the zero mean is visible, then set $\mu=0$, $\sigma_q=\sigma_k=\sigma$:
+
+# %%
+d_sym = sp.symbols("d", integer=True, positive=True)
+i_sym, j_sym = sp.symbols("i j", integer=True, positive=True)
+sigma_q, sigma_k = sp.symbols("sigma_q sigma_k", positive=True)
+mu_q, mu_k = sp.symbols("mu_q mu_k", real=True)
+diag_term = (sigma_q**2 + mu_q**2) * (sigma_k**2 + mu_k**2)   # E[q_i^2] E[k_i^2]
+off_term = mu_q**2 * mu_k**2                                   # E[q_i]E[q_j]E[k_i]E[k_j], i != j
+second_moment = sp.Sum(diag_term + sp.Sum(off_term, (j_sym, 1, d_sym)) - off_term, (i_sym, 1, d_sym)).doit()
+mean_qk = sp.Sum(mu_q * mu_k, (i_sym, 1, d_sym)).doit()
+var_general = sp.factor(sp.expand(second_moment - mean_qk**2))
+sigma = sp.symbols("sigma", positive=True)
+var_zero_mean = var_general.subs({mu_q: 0, mu_k: 0, sigma_q: sigma, sigma_k: sigma})
+print("Var(q.k), general means  =", var_general)
+print("Var(q.k), zero mean, sigma =", var_zero_mean)
+assert sp.simplify(var_zero_mean - d_sym * sigma**4) == 0
+
+# %% [markdown]
+# The general form shows why the zero mean matters: with $\mu\neq0$ the variance picks up
+# $d(\mu_k^2\sigma_q^2+\mu_q^2\sigma_k^2)$ and the mean $d\mu_q\mu_k$ grows with $d$ as well. As an
+# independent check, sympy's `stats` module computes the variance from the joint densities for small
+# $d$, for Gaussian and for uniform entries (the result does not depend on the distribution):
 
 # %%
 from sympy import stats  # noqa: E402
 
-sigma = sp.symbols("sigma", positive=True)
 for dist_name in ("Normal", "Uniform"):
     for d_ in (1, 2):  # sympy.stats slows down quickly with d; the argument above is for every d
         if dist_name == "Normal":
@@ -371,7 +395,7 @@ for d_ in (32, 512):
 # | output is a convex combination; soft → hard lookup as the scale grows (Fig. 6.3) | LP hull test for every scale; distance to the selected value → 0 |
 # | projections, scores, softmax, weighted sum (Figs. 6.5–6.8) | by hand from a trained model = library weights to 1e-12 |
 # | weights concentrate on informative words (Figs. 6.9–6.11) | the blank's query reads words 16 and 19, the only words carrying information the query does not have; zero-information words get < 0.05; differs from Fig. 6.10's choice of words (explained above) |
-# | $\operatorname{Var}(q^\top k)=d\sigma^4$ (Exercise 10) | sympy exact for Gaussian and uniform entries, simulation to 5% up to $d=1024$ |
+# | $\operatorname{Var}(q^\top k)=d\sigma^4$ (Exercise 10) | sympy for symbolic $d$ (any zero-mean i.i.d. entries), cross-checked from the densities for $d=1,2$ (Gaussian, uniform), simulation to 5% up to $d=1024$ |
 # | $\lvert q^\top k\rvert\ge10$ at $d=512$ | probability > 0.99 over 21 keys (unit variance) |
 # | without scaling the softmax saturates and gradients vanish (Fig. 6.12) | $\Vert J\Vert_F$ falls with $d$ unscaled, is flat scaled |
 # | $3d^2$ projection parameters | `MultiHeadAttention` ($4d^2$ with $W^O$) |

@@ -230,6 +230,31 @@ plt.show()
 # Right: the toy cost model $M^2+M|\mathbf V|$ for a 10,000-character text; the dotted line is the
 # sympy optimum $V^*$.
 #
+# **Example 3.2, the context windows in text.** The example says LLaMA-2's $L=4096$ tokens are "up to
+# several pages" and CLIP's $L=77$ "up to several paragraphs". With the measured curve we can say how
+# much of *this* text each window holds: words per token at the tokenizer's size, from the power-law
+# fit (LLaMA-2's vocabulary has 32,000 entries and CLIP's 49,408 — beyond our largest tokenizer, so
+# those two rows are extrapolations of the fit), times $L$. Pages and paragraphs use the common
+# conventions of 500 and 100 words; tiny Shakespeare is verse, not web text, so the numbers are indicative.
+
+# %%
+n_words = len(held_out.split())
+print(f"held-out text: {n_words:,} words, {n_bytes:,} bytes")
+for name, V_model, L_ctx in ((f"our BPE, |V| = {vocab[-1]}", vocab[-1], 4096), ("LLaMA-2 (|V| = 32,000)", 32_000, 4096),
+                              ("CLIP text (|V| = 49,408)", 49_408, 77)):
+    tokens_text = lengths[-1] if V_model == vocab[-1] else a_fit * V_model ** (-b_fit)   # tokens for the held-out text
+    words_in_window = L_ctx * n_words / tokens_text
+    print(f"{name:26s} L = {L_ctx:4d}: about {words_in_window:,.0f} words = {words_in_window / 500:.1f} pages "
+          f"= {words_in_window / 100:.1f} paragraphs")
+words_4096 = 4096 * n_words / (a_fit * 32_000 ** (-b_fit))
+words_77 = 77 * n_words / (a_fit * 49_408 ** (-b_fit))
+assert 2 < words_4096 / 500 < 20 and 0.3 < words_77 / 100 < 3     # "several pages", "up to several paragraphs"
+
+# %% [markdown]
+# On this text a 4096-token window holds several pages (printed above), as the example says, and
+# CLIP's 77 tokens hold well under one 100-word paragraph of verse — "up to several paragraphs" is
+# generous at this vocabulary size. The quadratic attention cost of the example is the $M^2$ term of the cost model above.
+#
 # ## 4. Definitions 2.6–2.7: the embedding φ
 #
 # $\varphi=(\varphi_1,\dots,\varphi_{|\mathbf V|})\in\mathbb R^{d_e\times|\mathbf V|}$ has the token

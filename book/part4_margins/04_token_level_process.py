@@ -92,7 +92,45 @@ plt.show()
 # *Figure 4.4.1 — Theorem 2, Eq. (32), for $n=3$: the length-2 law computed on its own (blue) equals the
 # length-3 law with the last token summed out (orange) to within the quadrature error, and both agree
 # with ancestral sampling (red, 20 000 sequences).*
+
+# %% [markdown]
+# ## Lemmas C.1 and C.2, one at a time
 #
+# Theorem 2's proof (App. C.1) chains two lemmas; here each is checked on its own.
+#
+# **Lemma C.1** (Eq. 73): for *fixed* embeddings, summing the likelihood over the last token gives the
+# shorter likelihood, $\sum_{y_n}P_n(y_{1:n}\mid x_{1:n})=P_{n-1}(y_{1:n-1}\mid x_{1:n-1})$ — a property
+# of the categorical head alone. **Lemma C.2** (Eq. 74): for any integrable $f(x_{1:n-1})$,
+# $\int f\,p_{\sigma,n}\,dx_{1:n}=\int f\,p_{\sigma,n-1}\,dx_{1:n-1}$ — a property of the prior alone,
+# which holds because each one-step conditional integrates to 1 (Eq. 72). We compute $p_{\sigma,3}$ and
+# $p_{\sigma,2}$ on their own grids from the full change-of-variables density and integrate the test
+# function $f(x_1,x_2)=\cos(x_1)\,x_2^2$, which has no special relation to the model.
+
+# %%
+from nextword.theory.barrier import embedding_log_density  # noqa: E402
+
+x_fixed = np.random.default_rng(5).normal(size=(50, 3))                      # 50 embedding sequences
+E_fixed = emission_probs(x_fixed, **HEAD)                                     # (50, 3, K)
+lik3 = np.einsum("ni,nj,nk->nijk", E_fixed[:, 0], E_fixed[:, 1], E_fixed[:, 2])
+lik2 = np.einsum("ni,nj->nij", E_fixed[:, 0], E_fixed[:, 1])
+c1_gap = np.max(np.abs(lik3.sum(axis=-1) - lik2))
+print(f"Lemma C.1: max |sum_y3 P_3(y | x) - P_2(y1:2 | x1:2)| over 50 embeddings < 1e-15: {c1_gap < 1e-15}")
+assert c1_gap < 1e-15
+
+g_c2 = np.linspace(-10, 10, 61)
+h_c2 = g_c2[1] - g_c2[0]
+prior_mats = ([[PRIOR["a"]]], [[1.0]], [[PRIOR["w_v"]]])
+X3 = np.stack(np.meshgrid(g_c2, g_c2, g_c2, indexing="ij"), axis=-1).reshape(-1, 3, 1)   # (61^3, 3, 1)
+X2 = np.stack(np.meshgrid(g_c2, g_c2, indexing="ij"), axis=-1).reshape(-1, 2, 1)         # (61^2, 2, 1)
+p3 = np.exp(embedding_log_density(X3, *prior_mats, sigma=PRIOR["sigma"]))
+p2 = np.exp(embedding_log_density(X2, *prior_mats, sigma=PRIOR["sigma"]))
+f3 = np.cos(X3[:, 0, 0]) * X3[:, 1, 0] ** 2
+f2 = np.cos(X2[:, 0, 0]) * X2[:, 1, 0] ** 2
+lhs_c2, rhs_c2 = float((f3 * p3).sum() * h_c2**3), float((f2 * p2).sum() * h_c2**2)
+print(f"Lemma C.2: ∫ f p_3 dx_1:3 = {lhs_c2:.5f},  ∫ f p_2 dx_1:2 = {rhs_c2:.5f};  |diff| < 1e-6: {abs(lhs_c2 - rhs_c2) < 1e-6}")
+assert abs(lhs_c2 - rhs_c2) < 1e-6 and abs(rhs_c2) > 0.01
+
+# %% [markdown]
 # ## Proposition 2: non-causal attention breaks consistency
 #
 # **The paper's abstract counterexample** (proof of Proposition 2, Eq. 75): $P_2(y_1{=}1\mid y_2)$ is

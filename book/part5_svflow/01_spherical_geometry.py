@@ -250,8 +250,125 @@ plt.show()
 # implied by Eq. (18) with the log-space normaliser: the histogram and the curve agree, so $C_d$ normalises
 # the density.
 #
+# ## 5. §4.3: the zero-mean property of conditional scores — on $\mathbb R^d$ and on the sphere
+#
+# §4.3 says that in a strict SVFlow the conditional scores have mean zero,
+# $\mathbb E_{p(x\mid z)}[\nabla_x\log p(x\mid z)]=0$ "under mild regularity conditions", and that MoE
+# experts, which do not enforce it, make a relaxed SVFlow. On $\mathbb R^d$ this is
+# $\int\nabla p\,dx=0$ for a density that vanishes at infinity. On the sphere — where §4.1–4.2 place the
+# attention components — the divergence theorem gives instead
+# $\int_{\mathbb S^{d-1}}\nabla_{\mathbb S}p\,d\sigma=(d-1)\int x\,p\,d\sigma$, so the Riemannian score of a
+# vMF component has mean $(d-1)A_d(\kappa)\mu$, and its Euclidean score $\kappa\mu$ is constant. We check
+# the Gaussian case exactly (sympy) and by Monte Carlo, and the vMF case by Monte Carlo and quadrature.
+
+# %%
+xg, m_g = sp.symbols("x m", real=True)
+s_g = sp.symbols("s", positive=True)
+gauss = sp.exp(-(xg - m_g) ** 2 / (2 * s_g**2)) / sp.sqrt(2 * sp.pi * s_g**2)
+mean_score = sp.simplify(sp.integrate(sp.diff(sp.log(gauss), xg) * gauss, (xg, -sp.oo, sp.oo)))
+print("Gaussian, d = 1: E[d/dx log p(x|z)] =", mean_score)
+assert mean_score == 0
+
+dz, kz, n_mc = 5, 6.0, 200_000
+rng5 = np.random.default_rng(11)
+m_z = rng5.standard_normal(dz)
+xs_gauss = m_z + rng5.standard_normal((n_mc, dz))
+score_gauss = -(xs_gauss - m_z)                                             # grad log N(x; m_z, I)
+z_gauss = score_gauss.mean(axis=0) / (score_gauss.std(axis=0) / np.sqrt(n_mc))
+print(f"Gaussian, d = {dz}: Monte Carlo mean score within 4 standard errors of 0: {np.all(np.abs(z_gauss) < 4)}")
+assert np.all(np.abs(z_gauss) < 4)
+
+mu_z = rng5.standard_normal(dz)
+mu_z /= np.linalg.norm(mu_z)
+xs_vmf = vmf_sample(mu_z, kz, n_mc, rng5)                                     # (n, d) on the sphere
+riem = kz * (mu_z - (xs_vmf @ mu_z)[:, None] * xs_vmf)                        # (I - x x^T) kappa mu
+riem_mean = riem.mean(axis=0)
+predicted = (dz - 1) * vmf_mean_resultant_length(kz, dz) * mu_z
+se_riem = riem.std(axis=0) / np.sqrt(n_mc)
+print(f"vMF on S^{dz - 1}, kappa = {kz:g}: |E[Riemannian score]| = {np.linalg.norm(riem_mean):.2f}, "
+      f"(d-1) A_d(kappa) = {np.linalg.norm(predicted):.2f};  Euclidean score kappa mu has norm {kz:g}")
+assert np.all(np.abs(riem_mean - predicted) < 4 * se_riem) and np.linalg.norm(predicted) > 1.0
+
+# the circle (d = 2) by quadrature: E[kappa sin^2 theta] = E[cos theta] = A_2(kappa) != 0
+from scipy.integrate import quad  # noqa: E402
+
+Z_c = quad(lambda th: np.exp(kz * np.cos(th)), -np.pi, np.pi)[0]
+e_sin2 = quad(lambda th: kz * np.sin(th) ** 2 * np.exp(kz * np.cos(th)), -np.pi, np.pi)[0] / Z_c
+print(f"circle: E[kappa sin^2 theta] = {e_sin2:.6f}, A_2(kappa) = {float(vmf_mean_resultant_length(kz, 2)):.6f}")
+assert abs(e_sin2 - float(vmf_mean_resultant_length(kz, 2))) < 1e-8
+
+# %% [markdown]
+# So the zero-mean property holds for components on $\mathbb R^d$ (the Gaussian SVFlow of §3.3) but not
+# for the vMF components of the attention reading: neither the Euclidean score $\kappa\mu$ nor its
+# tangent part averages to zero under the component ($|\mathbb E|=(d-1)A_d(\kappa)$, printed above).
+# On the sphere the "strict" SVFlow is therefore not zero-mean either, and MoE experts are not relaxed
+# relative to attention in this respect. Recorded in `book/ERRATA.md`.
+#
+# ## 6. §2.1: the instantaneous change of variables along a flow
+#
+# §2.1 (Eq. 1) moves samples by $\dot\varphi_t=v_t(\varphi_t)$ and tracks $\log p_t(x_t)$ along the path
+# with the instantaneous change of variables, $\frac{d}{dt}\log p_t(x_t)=-\nabla\!\cdot v_t(x_t)$, i.e.
+# $\log|\det D\varphi_t(x_0)|=\int_0^t\nabla\!\cdot v(x_s)\,ds$. Sympy checks the linear case (Jacobi's
+# formula $\det e^{At}=e^{t\,\mathrm{tr}A}$); numerically we integrate a nonlinear 2-D field with RK4 and
+# compare the divergence integral with the log-determinant of the flow map's Jacobian by finite
+# differences of whole trajectories.
+
+# %%
+ts, a11, a12, a22 = sp.symbols("t a11 a12 a22", real=True)
+A_lin = sp.Matrix([[a11, a12], [0, a22]])                                     # triangular: sympy's expm is closed form
+jacobi = sp.simplify((A_lin * ts).exp().det() - sp.exp(ts * A_lin.trace()))
+print("det exp(A t) - exp(t tr A), A upper triangular =", jacobi)
+assert jacobi == 0
+from scipy.linalg import expm  # noqa: E402
+
+A_num = np.random.default_rng(3).normal(size=(3, 3))                          # a general matrix, numerically
+assert abs(np.linalg.det(expm(1.7 * A_num)) - np.exp(1.7 * np.trace(A_num))) < 1e-10 * np.exp(1.7 * np.trace(A_num))
+print("det expm(1.7 A) = exp(1.7 tr A) for a random 3x3 A (relative error < 1e-10): True")
+
+
+def v_field(x):
+    """A nonlinear field on R^2, x (..., 2) -> (..., 2)."""
+    return np.stack([np.sin(x[..., 1]) + 0.3 * x[..., 0] - 0.1 * x[..., 0] ** 3,
+                     x[..., 0] - 0.2 * x[..., 1] + 0.1 * np.sin(x[..., 1])], axis=-1)
+
+
+def div_v(x):
+    return 0.3 - 0.3 * x[..., 0] ** 2 - 0.2 + 0.1 * np.cos(x[..., 1])        # d/dx1 of v1 + d/dx2 of v2
+
+
+def rk4_flow(x, t_end=1.5, n=300):
+    """RK4 on the augmented state (x, l) with dl/dt = div v(x): the end point and l = integral of div v."""
+    dt, integral = t_end / n, 0.0
+    for _ in range(n):
+        k1 = v_field(x)
+        x2 = x + 0.5 * dt * k1
+        k2 = v_field(x2)
+        x3 = x + 0.5 * dt * k2
+        k3 = v_field(x3)
+        x4 = x + dt * k3
+        k4 = v_field(x4)
+        integral = integral + dt * (div_v(x) + 2 * div_v(x2) + 2 * div_v(x3) + div_v(x4)) / 6
+        x = x + dt * (k1 + 2 * k2 + 2 * k3 + k4) / 6
+    return x, integral
+
+
+x_start = np.array([1.6, 0.5])
+_, div_integral = rk4_flow(x_start)
+hh = 1e-5
+D_flow = np.stack([(rk4_flow(x_start + hh * e)[0] - rk4_flow(x_start - hh * e)[0]) / (2 * hh) for e in np.eye(2)], axis=1)
+logdet_flow = np.linalg.slogdet(D_flow)[1]
+print(f"log|det D phi_t| (finite differences) = {logdet_flow:.5f};  integral of div v = {float(div_integral):.5f}")
+assert abs(logdet_flow - float(div_integral)) < 1e-6
+
+# %% [markdown]
+# The divergence of this field varies along the path, and its integral matches the finite-difference
+# log-determinant of the flow map to $10^{-6}$: $\log p_t(x_t)=\log p_0(x_0)-\int_0^t\nabla\!\cdot v$. The score-flow claim
+# of §2.1 (with $v_t=\nabla\log p_t$ the flow ascends $\log p_t$) is checked for the Gaussian-mixture
+# SVFlow in notebook 5.2, §3 (Corollary 3.4).
+#
 # **Summary.** The retraction approximates the exponential map with error $\tfrac13\lVert v\rVert^3$
 # (the paper's $\mathcal O(\lVert v\rVert^2)$ holds with room to spare). Residual + RMSNorm is the relaxed
 # retraction of Eq. (17), accurate to first order, with the second-order gap $-a\,s$ coming from the normal
 # part of the update. The vMF normaliser is computed stably in log space for all $\kappa$ and $d$, so the
-# overflow caveat of App. C.2.3 is an implementation artefact, not a limit of the metric.
+# overflow caveat of App. C.2.3 is an implementation artefact, not a limit of the metric. The zero-mean
+# property of §4.3 holds for Gaussian components on $\mathbb R^d$ and fails for vMF components on the sphere.

@@ -193,6 +193,20 @@ HINTS: dict[str, tuple[str, ...]] = {
         "the part of the ELBO's gradient that the field v does not give.",
         "epsilon: weights w = q * (log_post − log_q), shape (N, Z), contracted with grad_log_q (N, Z, d).",
     ),
+    "p3_05": (
+        "The key gradient is the query-weighted sum of advantages: first get u_i = dL/dg_i, then b_ij = u_i · v_j.",
+        "head_forward gives alpha, Q, V; upstream_gradient(probs, y, W_O) gives U (T, d_v). The score gradient is "
+        "alpha_ij (b_ij − Σ_j' alpha_ij' b_ij') (Eq. 23); keys collect it through the queries.",
+        "dS = alpha * (B − row means of alpha*B) with B = U V^T; dL/dK = dS^T Q / sqrt(d_k). For the cosine: "
+        "|Σ_g k_g|² = G + G(G−1)c must vanish.",
+    ),
+    "p5_05": (
+        "Write the step forward first (posterior q, scores s, x1), then differentiate the two terms of J "
+        "with respect to the posterior logits.",
+        "Task term: delta_1 = W_cls (softmax(W_cls^T x1) − e_y) and A(z) = delta_1 · s(x0, z). KL term: "
+        "R(z) = log q(z|x0) − log p(z|x0), p the normalised likelihoods (uniform prior).",
+        "eta = (A − E_q A) + beta (R − E_q R); the softmax Jacobian turns eta into dJ/db_g = q * eta.",
+    ),
     "p5_04": (
         "J_bal = Σ_e f_e P_e mixes hard dispatch fractions f with soft probabilities P.",
         "Put some inputs almost exactly at (1/2, 1/2) — their argmax is expert 0 but they barely move P — and "

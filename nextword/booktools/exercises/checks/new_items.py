@@ -1,0 +1,67 @@
+"""Checkers for the exercises built on items added by issue #20 (see exercises/README.md).
+
+* Part 3, Exercise 05 — the key gradient of Aggarwal et al. §6.2 and the simplex its push ends in.
+* Part 5, Exercise 05 — the advantage form of the posterior gradient, Liao App. B (Eqs. 41, 45, 52–53).
+
+Each checker recomputes the expected result with the library (or finite differences) on fresh random
+problems — never a stored copy of the solution.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ._common import as_array, call_student, check_close, check_true, passed
+
+__all__ = ["check_ex_p3_05", "check_ex_p5_05"]
+
+
+def check_ex_p3_05(key_gradient: Callable, simplex_cosine: Callable) -> bool:
+    """Exercise 3.5: ``key_gradient(params, X, y)`` -> ``dL/dK (T, d_k)`` (the §6.2 formula, summed loss (9))
+    and ``simplex_cosine(G)`` -> the pairwise cosine of ``G`` equal-angle unit vectors summing to zero."""
+    from nextword.attention import scaled_dot_product_attention
+    from nextword.theory.dynamics.gradients import HeadParams, cross_entropy, head_forward
+
+    rng = np.random.default_rng(31)
+    for T, d_x, d_k, d_v, C in ((4, 3, 2, 2, 3), (6, 5, 3, 4, 2)):
+        params = HeadParams.init(d_x, d_k, d_v, C, rng=rng, scale=0.9)
+        X, y = rng.normal(size=(T, d_x)), rng.integers(0, C, size=T)
+        fw = head_forward(params, X)
+        got = call_student(key_gradient, "key_gradient", params, X, y)
+
+        def loss(K):
+            G = scaled_dot_product_attention(fw.Q, K, fw.V)
+            logits = G @ params.W_O + params.b
+            return cross_entropy(logits - np.log(np.exp(logits).sum(axis=1, keepdims=True)), y)
+
+        h, fd = 1e-6, np.zeros_like(fw.K)
+        for idx in np.ndindex(fw.K.shape):
+            E = np.zeros_like(fw.K)
+            E[idx] = h
+            fd[idx] = (loss(fw.K + E) - loss(fw.K - E)) / (2 * h)
+        check_close(f"key_gradient on a T={T}, d_k={d_k} head (against finite differences)", got, fd,
+                    rtol=1e-6, atol=1e-7)
+    for G in (2, 3, 4, 7):
+        c = as_array(f"simplex_cosine({G})", call_student(simplex_cosine, "simplex_cosine", G))
+        check_true(c.shape in ((), (1,)), f"simplex_cosine({G}) should return one number")
+        check_close(f"simplex_cosine({G})", c.reshape(()), -1.0 / (G - 1), rtol=1e-9, atol=1e-12)
+    return passed("the §6.2 key gradient is right, and so is the simplex cosine -1/(G-1)")
+
+
+def check_ex_p5_05(logit_gradient: Callable) -> bool:
+    """Exercise 5.5: ``logit_gradient(x0, layer, W_cls, y, beta)`` -> ``dJ/db_g (Z,)`` for a one-layer
+    SVFlow (the logit-bias gradient ``q(z) eta(z)`` of Eqs. 52–53)."""
+    from nextword.theory.svflow.gradients import hybrid_gradients, random_gaussian_layer
+
+    rng = np.random.default_rng(55)
+    for d, Z, C, beta in ((2, 3, 2, 0.0), (3, 5, 4, 0.7), (2, 6, 3, 5.0)):
+        layer = random_gaussian_layer(d, Z, rng)
+        x0, W_cls, y = rng.normal(size=d), rng.normal(size=(d, C)), int(rng.integers(0, C))
+        got = call_student(logit_gradient, "logit_gradient", x0, layer, W_cls, y, beta)
+        expected = hybrid_gradients(x0, [layer], W_cls, y, beta).grad_b_g[0]
+        got = check_close(f"logit_gradient (d={d}, Z={Z}, beta={beta})", got, expected, rtol=1e-7, atol=1e-10)
+        check_true(abs(float(np.sum(got))) < 1e-9,
+                   "the logit gradient must sum to zero (a common shift of all logits changes nothing) — "
+                   "did you centre the advantages?")
+    return passed("q(z) eta(z) is right for the task and self-variational advantages")

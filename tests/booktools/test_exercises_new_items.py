@@ -1,0 +1,52 @@
+"""Checkers of the issue-#20 exercises (Part 3 Ex. 05, Part 5 Ex. 05): right answers pass, wrong ones fail."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nextword.booktools.exercises.checks import ExerciseCheckError
+from nextword.booktools.exercises.checks.new_items import check_ex_p3_05, check_ex_p5_05
+from nextword.theory.dynamics import compatibility_matrix, head_forward, score_gradient, upstream_gradient
+from nextword.theory.svflow.gradients import hybrid_gradients
+
+
+def _key_gradient(params, X, y):
+    fw = head_forward(params, X)
+    dS = score_gradient(fw.alpha, compatibility_matrix(upstream_gradient(fw.probs, y, params.W_O), fw.V))
+    return dS.T @ fw.Q / np.sqrt(fw.Q.shape[1])
+
+
+def test_p3_05():
+    assert check_ex_p3_05(_key_gradient, lambda G: -1.0 / (G - 1))
+    with pytest.raises(ExerciseCheckError, match="key_gradient"):
+        check_ex_p3_05(lambda p, X, y: _key_gradient(p, X, y) * np.sqrt(p.W_Q.shape[1]), lambda G: -1.0 / (G - 1))
+    with pytest.raises(ExerciseCheckError, match="key_gradient"):          # forgot the centring
+        check_ex_p3_05(lambda p, X, y: (head_forward(p, X).alpha
+                                        * compatibility_matrix(upstream_gradient(head_forward(p, X).probs, y, p.W_O),
+                                                               head_forward(p, X).V)).T @ head_forward(p, X).Q
+                       / np.sqrt(p.W_Q.shape[1]), lambda G: -1.0 / (G - 1))
+    with pytest.raises(ExerciseCheckError, match="simplex_cosine"):
+        check_ex_p3_05(_key_gradient, lambda G: 0.0)                        # "orthogonal"
+
+    def unfinished(*args):
+        raise NotImplementedError("stub")
+
+    with pytest.raises(ExerciseCheckError, match="NotImplementedError"):
+        check_ex_p3_05(unfinished, lambda G: -1.0 / (G - 1))
+
+
+def test_p5_05():
+    def right(x0, layer, W_cls, y, beta):
+        return hybrid_gradients(x0, [layer], W_cls, y, beta).grad_b_g[0]
+
+    assert check_ex_p5_05(right)
+
+    def uncentred(x0, layer, W_cls, y, beta):
+        g = hybrid_gradients(x0, [layer], W_cls, y, beta)
+        q = g.forward.q[0]
+        return q * (g.A[0] + beta * g.R[0])
+
+    with pytest.raises(ExerciseCheckError, match="logit_gradient"):
+        check_ex_p5_05(uncentred)
+    with pytest.raises(ExerciseCheckError, match="logit_gradient"):       # sign of the self term flipped
+        check_ex_p5_05(lambda x0, layer, W, y, beta: right(x0, layer, W, y, -beta) if beta else right(x0, layer, W, y, 1.0))

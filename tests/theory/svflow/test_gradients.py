@@ -1,0 +1,105 @@
+"""Liao App. B: the closed-form hybrid-objective gradients against finite differences and torch autograd."""
+import numpy as np
+import pytest
+
+from nextword.theory.svflow.gradients import (
+    GaussianFlowLayer, flatten_params, hybrid_forward, hybrid_gradients, random_gaussian_layer, unflatten_params,
+)
+
+
+def _problem(seed=3, d=3, Z=4, L=3, C=2):
+    rng = np.random.default_rng(seed)
+    layers = [random_gaussian_layer(d, Z, rng, scale=0.7) for _ in range(L)]
+    return rng.normal(size=d), layers, rng.normal(size=(d, C)), 1
+
+
+def _closed_form_vector(g, L):
+    return np.concatenate([np.concatenate([g.grad_W_g[ell].ravel(), g.grad_b_g[ell], g.grad_means[ell].ravel(),
+                                           g.grad_log_vars[ell]]) for ell in range(L)])
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.3, 2.0])
+def test_closed_form_matches_finite_differences(beta):
+    x0, layers, W, y = _problem()
+    g = hybrid_gradients(x0, layers, W, y, beta)
+    theta = flatten_params(layers)
+    h = 1e-6
+
+    def J(t):
+        return hybrid_forward(x0, unflatten_params(t, layers), W, y, beta).J
+
+    fd = np.array([(J(theta + h * e) - J(theta - h * e)) / (2 * h) for e in np.eye(theta.size)])
+    np.testing.assert_allclose(_closed_form_vector(g, len(layers)), fd, atol=1e-7)
+
+
+def test_closed_form_matches_torch_autograd():
+    torch = pytest.importorskip("torch")
+    x0, layers, W, y = _problem(seed=5)
+    beta = 0.4
+    params = [{f: torch.tensor(getattr(layer, f), requires_grad=True) for f in ("W_g", "b_g", "means", "log_vars")}
+              for layer in layers]
+    x = torch.tensor(x0)
+    J_var = 0.0
+    for P in params:
+        log_q = torch.log_softmax(P["W_g"] @ x + P["b_g"], dim=0)
+        diff = x[None, :] - P["means"]
+        log_lik = -0.5 * (diff**2).sum(1) / P["log_vars"].exp() - 0.5 * x.numel() * P["log_vars"]
+        log_p = torch.log_softmax(log_lik, dim=0)
+        J_var = J_var + (log_q.exp() * (log_q - log_p)).sum()
+        x = x + log_q.exp() @ (-diff / P["log_vars"].exp()[:, None])
+    J = -torch.log_softmax(torch.tensor(W).T @ x, dim=0)[y] + beta * J_var
+    J.backward()
+    g = hybrid_gradients(x0, layers, W, y, beta)
+    assert abs(float(J.detach()) - hybrid_forward(x0, layers, W, y, beta).J) < 1e-12
+    for ell, P in enumerate(params):
+        np.testing.assert_allclose(g.grad_W_g[ell], P["W_g"].grad.numpy(), atol=1e-12)
+        np.testing.assert_allclose(g.grad_b_g[ell], P["b_g"].grad.numpy(), atol=1e-12)
+        np.testing.assert_allclose(g.grad_means[ell], P["means"].grad.numpy(), atol=1e-12)
+        np.testing.assert_allclose(g.grad_log_vars[ell], P["log_vars"].grad.numpy(), atol=1e-12)
+
+
+def test_advantages_are_centred_and_B_is_upper_triangular():
+    x0, layers, W, y = _problem(seed=7)
+    g = hybrid_gradients(x0, layers, W, y, beta=1.3)
+    for ell, q in enumerate(g.forward.q):
+        assert abs(float(q @ g.eta[ell])) < 1e-12          # sum_z q eta = 0: common logit shifts get no gradient
+        assert np.all(g.B[ell][: ell + 1] == 0)             # B_{k,l} only for downstream k > l
+
+
+def test_bad_input_is_named():
+    x0, layers, W, y = _problem()
+    with pytest.raises(ValueError, match="x0"):
+        hybrid_forward(np.zeros((2, 3)), layers, W, y, 0.1)
+    with pytest.raises(ValueError, match="W_cls"):
+        hybrid_forward(x0, layers, np.zeros((5, 2)), y, 0.1)
+    with pytest.raises(ValueError, match="y"):
+        hybrid_forward(x0, layers, W, 9, 0.1)
+    with pytest.raises(ValueError, match="beta"):
+        hybrid_forward(x0, layers, W, y, -1.0)
+    with pytest.raises(ValueError, match="means"):
+        GaussianFlowLayer(np.zeros((2, 3)), np.zeros(2), np.zeros((3, 3)), np.zeros(2))
+
+
+@pytest.mark.parametrize("top1", [False, True])
+def test_moe_gradients_match_finite_differences(top1):
+    from nextword.theory.svflow.gradients import moe_forward_backward
+
+    rng = np.random.default_rng(8)
+    X, Y = rng.normal(size=(6, 3)), rng.normal(size=(6, 2))
+    W, b, A = rng.normal(size=(4, 3)), rng.normal(size=4), rng.normal(size=(4, 2, 3))
+    st = moe_forward_backward(X, Y, W, b, A, top1=top1)
+    h = 1e-6
+    for arr, grad, which in ((W, st.grad_W_g, 0), (b, st.grad_b_g, 1), (A, st.grad_experts, 2)):
+        fd = np.zeros_like(arr)
+        for idx in np.ndindex(arr.shape):
+            E = np.zeros_like(arr)
+            E[idx] = h
+            args_p = [W, b, A]
+            args_m = [W, b, A]
+            args_p[which], args_m[which] = arr + E, arr - E
+            fd[idx] = (moe_forward_backward(X, Y, *args_p, top1=top1).loss
+                       - moe_forward_backward(X, Y, *args_m, top1=top1).loss) / (2 * h)
+        np.testing.assert_allclose(grad, fd, atol=1e-8)
+    if top1:   # an expert chosen by no input gets no gradient at all
+        unused = np.setdiff1d(np.arange(4), np.argmax(st.gates, axis=1))
+        assert np.all(st.grad_experts[unused] == 0)
