@@ -33,6 +33,14 @@ becomes valid again. Hence (i) the leftmost occurrence is found by a pointer tha
 right, and (ii) after its creation pass a pair's count only decreases and its first position only
 increases; a lazy max-heap keyed ``(-count, first_position)`` whose stale entries are re-pushed on
 pop therefore always yields the exact winner.
+
+**Two phases, one state.** The first merges replace most of the corpus (no split: the first few
+hundred merges touch hundreds of thousands of occurrences each), so while a merge has at least
+``_VECTOR_MIN`` candidate positions the linked list lives in numpy arrays and the pass is
+vectorised (:func:`_merge_pass_np`: the same count changes, computed from the pair instances that
+lose a node and those that gain the new token); after that, Python lists and the per-occurrence
+loop (:func:`_merge_pass`), cheaper for small merges. The merges are identical either way (the
+tests run the trainer with the numpy phase off, on for every merge, and at the default switch).
 """
 from __future__ import annotations
 
