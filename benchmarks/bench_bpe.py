@@ -22,8 +22,9 @@ References:
 The last block ("targets, issue 19") prints the ratios the issue asks for, all measured in this
 run: encode throughput / tiktoken's (GPT-4 split; warm = the word cache filled by an earlier call,
 cold = a fresh tokenizer), decode MB/s from a Python list (and / tiktoken's), no-split training
-seconds — with the 1-minute load average, since the CPU may be shared (ratios are robust to load,
-absolute seconds are not). ``--quick`` skips the slow minbpe-style references.
+seconds (and HF tokenizers' GPT-2-split training) — ours and the references run interleaved
+(a, b, a, b, ...), medians, with the 1-minute load average, since the CPU may be shared (ratios are
+robust to load, absolute seconds are not). ``--quick`` skips the slow minbpe-style references.
 
 The corpus is tiny Shakespeare, found through ``nextword.data.find_data_file``.
 """
@@ -51,6 +52,19 @@ def cpu(fn: Callable[[], object], repeats: int) -> tuple[float, object]:
         out = fn()
         times.append(time.process_time() - t)
     return statistics.median(times), out
+
+
+def interleaved(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Median CPU seconds of each function, the runs interleaved (a, b, a, b, ...) after one warm-up each."""
+    for fn in fns.values():
+        fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t = time.process_time()
+            fn()
+            times[name].append(time.process_time() - t)
+    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def minbpe_style_train(chunks: list[bytes], num_merges: int) -> list[tuple[int, int, int]]:
@@ -196,19 +210,44 @@ def main() -> None:
     row("decode, list of int (s)", t_dec_list, t_tt_dec, "tiktoken decode (list)")
     print(f"{'':<44} decode throughput: {mb / t_dec:.0f} MB/s from an array, {mb / t_dec_list:.0f} MB/s "
           "from a list (target >= 150)")
-    t_split, _ = cpu(lambda: regex.findall(tok_g4.pattern, text), args.repeats)
 
     # --- the targets of issue 19, as ratios from this run ----------------------------------------
+    # Ours and the references alternate (a, b, c, a, b, c, ...), so a change in the machine's load
+    # falls on all of them alike; each figure is a median of CPU seconds.
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"\ntargets, issue 19 (this run; 1-min load average {load:.1f} on {os.cpu_count()} CPUs)")
-    if t_tt is not None:
-        print(f"  encode, GPT-4 split: ours/tiktoken throughput = {t_tt / t_warm:.2f} warm, {t_tt / t_cold:.2f} cold "
-              f"(target >= 0.75); tiktoken {mb / t_tt:.1f} MB/s; the regex pre-split alone "
-              f"{mb / t_split:.1f} MB/s = {t_tt / t_split:.2f}x tiktoken")
-    dec_ratio = f" = {t_tt_dec / t_dec_list:.2f}x tiktoken ({mb / t_tt_dec:.0f} MB/s)" if t_tt_dec else ""
-    print(f"  decode from a Python list: {mb / t_dec_list:.0f} MB/s{dec_ratio} (target >= 150 MB/s)")
-    hf_ratio = f"; HF tokenizers GPT-2 split {t_hf:.2f} s" if t_hf is not None else ""
-    print(f"  train, no split, {merges} merges: {t_raw:.2f} s (target <= 3 s){hf_ratio}")
+    print(f"\ntargets, issue 19 (this run, interleaved medians; 1-min load average {load:.1f} on "
+          f"{os.cpu_count()} CPUs)")
+    fns: dict[str, Callable[[], object]] = {
+        "encode warm": lambda: tok_g4.encode(text), "encode cold": encode_cold,
+        "regex split": lambda: tok_g4._split.findall(text),
+        "decode list": lambda: tok_g4.decode(ids), "decode array": lambda: tok_g4.decode(arr),
+    }
+    if enc is not None:
+        fns["tiktoken encode"] = lambda: enc.encode_ordinary(text)
+        fns["tiktoken decode"] = lambda: enc.decode(ids)
+    med = interleaved(fns, max(args.repeats, 9))
+    if enc is not None:
+        tt = med["tiktoken encode"]
+        print(f"  encode, GPT-4 split: ours/tiktoken throughput = {tt / med['encode warm']:.2f} warm, "
+              f"{tt / med['encode cold']:.2f} cold (target >= 0.75); ours {mb / med['encode warm']:.1f} MB/s warm, "
+              f"{mb / med['encode cold']:.1f} MB/s cold, tiktoken {mb / tt:.1f} MB/s; the regex pre-split alone "
+              f"{mb / med['regex split']:.1f} MB/s = {tt / med['regex split']:.2f}x tiktoken")
+    dec_ratio = ""
+    if enc is not None:
+        td = med["tiktoken decode"]
+        dec_ratio = (f" = {td / med['decode list']:.2f}x tiktoken's throughput ({mb / td:.0f} MB/s); "
+                     f"from an int64 array {mb / med['decode array']:.0f} MB/s")
+    print(f"  decode from a Python list: {mb / med['decode list']:.0f} MB/s{dec_ratio} (target >= 150 MB/s)")
+    fns = {"train no split": lambda: BPETokenizer.train(text, args.vocab),
+           "train gpt4": lambda: BPETokenizer.train(text, args.vocab, pattern="gpt4")}
+    if t_hf is not None:
+        fns["hf"] = lambda: hf_train(text, args.vocab)
+    med = interleaved(fns, args.repeats)
+    hf_ratio = ""
+    if t_hf is not None:
+        hf_ratio = (f"; HF tokenizers (GPT-2 split) {med['hf']:.2f} s, ours with the GPT-4 split "
+                    f"{med['train gpt4']:.2f} s = {med['hf'] / med['train gpt4']:.2f}x HF's speed")
+    print(f"  train, no split, {merges} merges: {med['train no split']:.2f} s (target <= 3 s){hf_ratio}")
 
     # --- compression at vocab 1024 ------------------------------------------------------------
     for pattern, quoted in ((None, 2.514), ("gpt4", 2.605)):

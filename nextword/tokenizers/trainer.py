@@ -33,6 +33,14 @@ becomes valid again. Hence (i) the leftmost occurrence is found by a pointer tha
 right, and (ii) after its creation pass a pair's count only decreases and its first position only
 increases; a lazy max-heap keyed ``(-count, first_position)`` whose stale entries are re-pushed on
 pop therefore always yields the exact winner.
+
+**Two phases, one state.** The first merges replace most of the corpus (no split: the first few
+hundred merges touch hundreds of thousands of occurrences each), so while a merge has at least
+``_VECTOR_MIN`` candidate positions the linked list lives in numpy arrays and the pass is
+vectorised (:func:`_merge_pass_np`: the same count changes, computed from the pair instances that
+lose a node and those that gain the new token); after that, Python lists and the per-occurrence
+loop (:func:`_merge_pass`), cheaper for small merges. The merges are identical either way (the
+tests run the trainer with the numpy phase off, on for every merge, and at the default switch).
 """
 from __future__ import annotations
 
@@ -47,6 +55,9 @@ __all__ = ["BPEResult", "learn_bpe", "train_merges", "hf_byte_rank", "bytes_to_u
 
 _SHIFT = 21  # pair code = (left << _SHIFT) | right; ids below 2**21 (≈ 2 million)
 _MASK = (1 << _SHIFT) - 1
+#: train_merges vectorises a merge pass (numpy) while the merge has at least this many candidate
+#: positions; ``None`` turns the numpy phase off (the tests run both ways).
+_VECTOR_MIN: int | None = 16
 
 
 # --------------------------------------------------------------------------------------------
@@ -265,21 +276,29 @@ def train_merges(
         positions = {c: p.tolist() for c, p in positions.items()}
     counts: dict[int, int] = dict(zip(uniq.tolist(), pair_w.tolist()))
 
-    tokens = flat.tolist()
-    nxt = np.arange(1, n + 1, dtype=np.int64)
+    nxt = np.arange(1, n + 1, dtype=np.int64)  # (n,) linked list over the original positions
     nxt[ends - 1] = -1
-    prv = np.arange(-1, n - 1, dtype=np.int64)
+    prv = np.arange(-1, n - 1, dtype=np.int64)  # (n,)
     prv[starts] = -1
-    nxt, prv, wt = nxt.tolist(), prv.tolist(), weight.tolist()
-
     hf = tie_break == "hf"
+    # Two phases with the same state: while a merge replaces many occurrences ("first" rule), the
+    # linked list lives in numpy arrays and each pass is vectorised (_merge_pass_np); from the first
+    # merge with fewer than _VECTOR_MIN candidate positions on, Python lists and _merge_pass.
+    vector = not hf and _VECTOR_MIN is not None
+    tokens: Any = flat.copy() if vector else flat.tolist()
+    wt: Any = weight
+    if not vector:
+        nxt, prv, wt = nxt.tolist(), prv.tolist(), weight.tolist()
+
     rank = hf_byte_rank().tolist() + list(range(256, first_id)) if hf else []
     pointer: dict[int, int] = {}
 
     def first_position(code: int) -> int:
         """Leftmost live occurrence of pair ``code`` (the pointer only moves right); -1 if none."""
+        if vector:
+            return _first_position_np(code, positions, pointer, tokens, nxt)
         lst = positions[code]
-        if type(lst) is not list:  # still the numpy slice from the initial count
+        if type(lst) is not list:  # still a numpy array from the initial count or the numpy phase
             lst = positions[code] = lst.tolist()
         p = pointer.get(code, 0)
         a, b = code >> _SHIFT, code & _MASK
@@ -300,7 +319,11 @@ def train_merges(
             return ((rank[a] if a < first_id else a) << _SHIFT) | (rank[b] if b < first_id else b)
         return first_position(code)
 
-    heap = [(-c, key(code), code) for code, c in counts.items() if c > 0]
+    if hf:
+        heap = [(-c, key(code), code) for code, c in counts.items() if c > 0]
+    else:  # every initial occurrence is live: the first position is the first in the list
+        heap = [(-c, i, code) for code, c, i in zip(counts, counts.values(), pos_sorted[first_idx].tolist())
+                if c > 0]
     heapq.heapify(heap)
     merges: list[tuple[int, int, int]] = []
     by_bytes: dict[bytes, int] = {}
@@ -343,17 +366,23 @@ def train_merges(
             next_id += 1
         merges.append((a, b, x))
         lst = positions.pop(code)
-        if type(lst) is not list:
-            lst = lst.tolist()
-        if a == b and hf:  # overlapping pairs must be merged left to right
-            lst = sorted(set(lst))
-        raised = _merge_pass(lst, a, b, x, code, tokens, nxt, prv, wt, counts, positions, x_is_new=not hf)
+        if vector and len(lst) < _VECTOR_MIN:  # few occurrences left: Python lists from now on
+            vector = False
+            tokens, nxt, prv, wt = tokens.tolist(), nxt.tolist(), prv.tolist(), wt.tolist()
+        if vector:
+            raised = _merge_pass_np(np.asarray(lst), a, b, x, tokens, nxt, prv, wt, counts, positions)
+        else:
+            if type(lst) is not list:
+                lst = lst.tolist()
+            if a == b and hf:  # overlapping pairs must be merged left to right
+                lst = sorted(set(lst))
+            raised = _merge_pass(lst, a, b, x, code, tokens, nxt, prv, wt, counts, positions, x_is_new=not hf)
         counts.pop(code, None)
         pointer.pop(code, None)
         for new in raised:
             c = counts[new]
             if c > 0:  # "first": a lower bound of the first position (the exact one is found on pop)
-                heapq.heappush(heap, (-c, key(new) if hf else positions[new][0], new))
+                heapq.heappush(heap, (-c, key(new) if hf else int(positions[new][0]), new))
         if bar is not None:
             bar.update(1)
     if bar is not None:
@@ -415,3 +444,99 @@ def _merge_pass(lst: list[int], a: int, b: int, x: int, code: int, tokens: list[
         tokens[j] = -1
         nxt[i] = q
     return raised if x_is_new else list(dict.fromkeys(raised))
+
+
+def _first_position_np(code: int, positions: dict[int, Any], pointer: dict[int, int], tokens: np.ndarray,
+                       nxt: np.ndarray) -> int:
+    """:func:`train_merges`' ``first_position`` on the numpy state: scan blocks of the position list."""
+    lst = positions[code]
+    if type(lst) is list:  # pragma: no cover - lists only appear after the numpy phase
+        lst = positions[code] = np.asarray(lst, dtype=np.int64)
+    p = pointer.get(code, 0)
+    a, b = code >> _SHIFT, code & _MASK
+    block = 64
+    while p < len(lst):
+        i = lst[p:p + block]  # (B,) candidate left nodes
+        j = nxt[i]  # (B,)
+        ok = (tokens[i] == a) & (j >= 0) & (tokens[j] == b)  # j = -1 reads the last node; masked
+        k = int(np.argmax(ok))
+        if ok[k]:
+            pointer[code] = p + k
+            return int(i[k])
+        p += len(i)
+        block *= 4
+    pointer[code] = p
+    return -1
+
+
+def _merge_pass_np(lst: np.ndarray, a: int, b: int, x: int, tokens: np.ndarray, nxt: np.ndarray,
+                   prv: np.ndarray, wt: np.ndarray, counts: dict[int, int],
+                   positions: dict[int, Any]) -> list[int]:
+    """:func:`_merge_pass` vectorised, for a new id ``x`` (rule "first"): same linked list, same
+    counts; the position lists of the new pairs are numpy arrays holding only live occurrences.
+
+    ``lst`` (m,) is ascending. Occurrences form chains only when ``a == b`` (``aaaa``: the left
+    node of one is the right node of the previous); left to right, every other one of a chain is
+    merged. Counts change by the pair instances that lose a node (old) and those that gain ``x``
+    (new); each instance is named by its left node, so an instance shared by two neighbouring
+    occurrences is counted once.
+    """
+    i = lst[tokens[lst] == a]  # (m',) candidate left nodes still holding a
+    j = nxt[i]
+    keep = j >= 0
+    i, j = i[keep], j[keep]
+    keep = tokens[j] == b
+    i, j = i[keep], j[keep]  # (k,) live occurrences (i, j)
+    if len(i) == 0:  # pragma: no cover - the caller only merges pairs with a positive count
+        return []
+    if a == b and len(i) > 1:
+        idx = np.arange(len(i))
+        chained = np.zeros(len(i), dtype=bool)
+        chained[1:] = i[1:] == j[:-1]  # occurrence k starts where k - 1 ends
+        start = np.maximum.accumulate(np.where(chained, 0, idx))  # (k,) first occurrence of its chain
+        keep = (idx - start) % 2 == 0
+        i, j = i[keep], j[keep]
+    p = prv[i]  # (k,) left neighbours (-1: chunk start)
+    q = nxt[j]  # (k,) right neighbours (-1: chunk end)
+    old = _sorted_unique(np.concatenate([p[p >= 0], j[q >= 0]]))  # left nodes of instances losing a node
+    old_codes = (tokens[old] << _SHIFT) | tokens[nxt[old]]
+    tokens[i] = x
+    tokens[j] = -1
+    nxt[i] = q
+    has_q = q >= 0
+    prv[q[has_q]] = i[has_q]
+    p = prv[i]  # new left neighbours: a merged neighbour replaces its deleted right node
+    new = _sorted_unique(np.concatenate([p[p >= 0], i[has_q]]))  # (r,) left nodes of instances holding x
+    new_codes = (tokens[new] << _SHIFT) | tokens[nxt[new]]  # (r,)
+    codes = np.concatenate([old_codes, new_codes])
+    if not len(codes):  # every occurrence was a whole chunk: no neighbours
+        return []
+    w = np.concatenate([-wt[old], wt[new]])
+    order = np.argsort(codes, kind="stable")
+    codes = codes[order]
+    cuts = np.flatnonzero(np.diff(codes)) + 1
+    starts = np.concatenate([[0], cuts])
+    get = counts.get
+    for c, d in zip(codes[starts].tolist(), np.add.reduceat(w[order], starts).tolist()):
+        counts[c] = get(c, 0) + d
+    order = np.argsort(new_codes, kind="stable")  # grouped by pair, ascending positions within
+    grouped = new_codes[order]
+    cuts = np.flatnonzero(np.diff(grouped)) + 1
+    if not len(grouped):
+        return []
+    raised = grouped[np.concatenate([[0], cuts])].tolist()
+    bounds = cuts.tolist()
+    left = new[order]
+    positions.update(zip(raised, map(left.__getitem__, map(slice, [0] + bounds, bounds + [len(left)]))))
+    return raised
+
+
+def _sorted_unique(v: np.ndarray) -> np.ndarray:
+    """Distinct values of the 1-D int array ``v``, ascending (``np.unique`` without its overhead)."""
+    v = np.sort(v)  # (m,)
+    if len(v) < 2:
+        return v
+    keep = np.empty(len(v), dtype=bool)  # (m,)
+    keep[0] = True
+    np.not_equal(v[1:], v[:-1], out=keep[1:])
+    return v[keep]

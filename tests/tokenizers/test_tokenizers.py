@@ -123,8 +123,17 @@ def test_learn_bpe_agrees_with_train_merges():
 
 
 # ---------------------------------------------------------------------------- trainer vs reference
+@pytest.fixture(params=[None, 1, 16], ids=["lists", "numpy", "both"])
+def vector_min(request, monkeypatch):
+    """Run the trainer with its numpy phase off, for every merge, and at the default switch."""
+    import nextword.bpe_trainer as bpe_trainer
+
+    monkeypatch.setattr(bpe_trainer, "_VECTOR_MIN", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("pattern", [None, "gpt2", "gpt4"])
-def test_merges_match_reference(pattern):
+def test_merges_match_reference(pattern, vector_min):
     num = 300 if pattern is None else 200
     tok = BPETokenizer.train(TEXT, 256 + num, pattern=pattern)
     chunks = [TEXT.encode()] if pattern is None else [c.encode() for c in regex.findall(SPLIT_PATTERNS[pattern], TEXT)]
@@ -137,14 +146,23 @@ def test_merges_match_reference(pattern):
     st.integers(1, 25),
 )
 def test_train_merges_property(chunks, num):
-    """Small alphabets: ties and overlapping runs everywhere; dedup with weights must not matter."""
+    """Small alphabets: ties and overlapping runs everywhere; dedup with weights must not matter;
+    the numpy merge passes (every merge, or the first ones) give the list passes' merges."""
+    import nextword.bpe_trainer as bpe_trainer
+
     data = [bytes(c) for c in chunks]
     expect = reference_train(data, num)
-    assert train_merges(data, num) == expect
     counts: dict[bytes, int] = {}
     for c in data:
         counts[c] = counts.get(c, 0) + 1
-    assert train_merges(list(counts), num, weights=list(counts.values())) == expect
+    saved = bpe_trainer._VECTOR_MIN
+    try:
+        for vector_min in (None, 1, 3):
+            bpe_trainer._VECTOR_MIN = vector_min
+            assert train_merges(data, num) == expect, vector_min
+            assert train_merges(list(counts), num, weights=list(counts.values())) == expect, vector_min
+    finally:
+        bpe_trainer._VECTOR_MIN = saved
 
 
 def test_train_merges_validation():

@@ -66,6 +66,19 @@ def test_list_decoding_refuses_what_arrays_refuse(toks):
     assert gap.decode([65, 1000]) == "A<s>"
 
 
+@pytest.mark.parametrize("n", [2047, 2048, 2049, 2050, 4096, 4097, 6000])
+def test_list_decoding_in_blocks(toks, n):
+    """Lists are gathered in blocks of 2,048 ids: every length around a block edge (a last block of
+    one id included) decodes as the array path does, and a bad id in a later block is still named."""
+    tok = toks["gpt4"]
+    ids = (tok.encode(SAMPLE) * (n // 100 + 1))[:n]
+    assert len(ids) == n
+    assert tok.decode_bytes(ids) == tok.decode_bytes(np.asarray(ids)) == tok.decode_bytes(tuple(ids))
+    for bad, match in ((-1, "unknown token id -1"), (330, "unknown token id 330"), (1.0, "ints")):
+        with pytest.raises(ValueError, match=match):
+            tok.decode(ids[:-1] + [bad])
+
+
 def test_special_token_ids_are_ints_and_cheap():
     with pytest.raises(TypeError, match="special token '<s>' must be an integer"):
         BPETokenizer(special_tokens={"<s>": "300"})
