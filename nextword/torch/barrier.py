@@ -27,8 +27,8 @@ def _floats(text: str) -> list[float]:
 
 
 def _add_run_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", default="quick", choices=["quick", "paper", "tiny"],
-                   help="preset size (quick: CPU miniature; paper: §7.1)")
+    p.add_argument("--config", default="quick", choices=["quick", "cpu", "paper", "tiny"],
+                   help="preset size (quick: CPU miniature; cpu: §7.1 on tiny Shakespeare, ≤ 30 min; paper: §7.1)")
     p.add_argument("--data", default=None, help="shakespeare | wikitext2 | PATH (file or wikitext dir)")
     p.add_argument("--lambda-margin", type=float, default=None, help="λ_m (paper: 0.05)")
     p.add_argument("--steps", type=int, default=None, help="total optimiser steps (overrides --epochs)")
