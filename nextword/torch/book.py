@@ -4,7 +4,7 @@
   configuration on WikiText-2 (``BARRIER_DATA`` overrides the corpus);
 - :func:`runs_dir` — where the notebooks cache their runs so that all three share them
   (``$NEXTWORD_RUNS`` or ``<tmp>/nextword_runs``; a cached run is reused only if its whole
-  configuration matches, see :func:`nextword.torch.train.train_or_load`);
+  configuration matches, see :func:`nextword.torch.loop.train_or_load`);
 - :func:`saved_results` — JSON of a full run saved under ``book/results/`` (``None`` if absent);
 - ``PAPER_*`` — the numbers *reported in the paper* (§7.2–7.4), for side-by-side display only.
   They are quotations, never expected values of a test.
@@ -16,7 +16,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .train import TrainConfig, preset
+from .config import TrainConfig, preset
 
 __all__ = ["experiment_config", "runs_dir", "saved_results", "RESULTS_DIR",
            "PAPER_FIG74", "PAPER_FIG75", "PAPER_TABLE1", "PAPER_SETUP"]

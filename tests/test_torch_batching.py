@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from nextword.torch import data as D  # noqa: E402
+from nextword.torch import batching as D  # noqa: E402
 from nextword.torch import fetch  # noqa: E402
 
 
