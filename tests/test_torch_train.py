@@ -120,3 +120,9 @@ def test_cli_epochs_overrides_preset_steps():
     args = cli.build_parser().parse_args(["train", "--config", "quick", "--epochs", "3"])
     cfg = cli.config_from_args(args)
     assert cfg.steps is None and cfg.epochs == 3
+
+
+def test_cli_keeps_the_preset_steps_unless_asked():
+    parse = cli.build_parser().parse_args
+    assert cli.config_from_args(parse(["train", "--config", "cpu"])).steps == PRESETS["cpu"].steps
+    assert cli.config_from_args(parse(["train", "--config", "quick", "--steps", "7"])).steps == 7

@@ -129,11 +129,16 @@ def build_parser() -> argparse.ArgumentParser:
 def config_from_args(args: argparse.Namespace):
     """The :class:`~nextword.torch.config.TrainConfig` of a ``train``/``sweep`` command line.
 
-    ``--epochs`` without ``--steps`` trains for that many epochs (it drops a preset's ``steps``).
+    Options left out keep the preset's values; ``--epochs`` without ``--steps`` trains for that many
+    epochs (it drops a preset's ``steps``).
     """
     from .config import preset
-    extra = {"steps": None} if args.epochs is not None and args.steps is None else {"steps": args.steps}
-    return preset(args.config, **extra, **_overrides(args))
+    overrides = _overrides(args)
+    if args.steps is not None:
+        overrides["steps"] = args.steps
+    elif args.epochs is not None:
+        overrides["steps"] = None
+    return preset(args.config, **overrides)
 
 
 def _overrides(args: argparse.Namespace) -> dict:

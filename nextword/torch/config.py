@@ -4,7 +4,7 @@ Three sizes of the §7 experiment (DESIGN.md, "Three sizes of every experiment")
 
 - ``quick`` — the notebooks' default: a faithful miniature (d_model=64, 200 steps) in well under a minute;
 - ``cpu``   — §7.1's model and AdamW on tiny Shakespeare (characters) with a schedule a shared 2-core CPU
-  affords (400 steps at lr 3e-3, margin on k = 16 positions per sequence); the saved runs of ``make results``;
+  affords (300 steps at lr 3e-3, margin on k = 16 positions per sequence); the saved runs of ``make results``;
 - ``paper`` — §7.1 exactly (use with ``data="wikitext2"``); a GPU job, not run here;
 - ``tiny``  — a few steps of a tiny model, for tests.
 
@@ -139,10 +139,10 @@ PRESETS: dict[str, TrainConfig] = {
     "paper": TrainConfig(model=_PAPER_MODEL, batch_size=64, epochs=20, lr=1e-3, weight_decay=1e-4,
                          grad_clip=1.0, lambda_margin=0.05),
     # the CPU tier: §7.1's model, batch, AdamW, weight decay and clipping on tiny Shakespeare, but a
-    # schedule the shared 2-core machine can afford (measured ≈ 10 s per step with eight engineers on it,
-    # not the 0.73 s of an idle core): 400 steps (≈ 6.5 epochs) at lr 3e-3 instead of 20 epochs at
+    # schedule the shared 2-core machine can afford (measured ≈ 12 s per step with eight engineers on it,
+    # not the 0.73 s of an idle core): 300 steps (≈ 5 epochs) at lr 3e-3 instead of 20 epochs at
     # 1e-3, and the margin on k = 16 positions per sequence (an unbiased subsample, 1.09× a CE step)
-    "cpu": TrainConfig(data="shakespeare", model=_PAPER_MODEL, batch_size=64, steps=400, lr=3e-3,
+    "cpu": TrainConfig(data="shakespeare", model=_PAPER_MODEL, batch_size=64, steps=300, lr=3e-3,
                        weight_decay=1e-4, grad_clip=1.0, lambda_margin=0.05, margin_positions=16,
                        checkpoint_every=25, noise_sigmas=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5), noise_draws=2),
     # a faithful miniature that trains in seconds on one CPU core (same objective and optimiser)
