@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["Experiment", "Saved", "EXPERIMENTS", "BARRIER_CODE", "runs_root", "run_experiment", "main",
-           "wall_time", "SWEEP_LAMBDAS"]
+           "wall_time", "SWEEP_LAMBDAS", "load_saved_model"]
 
 _REPO = Path(__file__).resolve().parents[2]
 
@@ -44,7 +44,7 @@ BARRIER_CODE = tuple(f"nextword/torch/{m}.py" for m in (
     "nextword/data/__init__.py",)
 
 #: λ values of the §7.4 path at the CPU tier (Table 1 of the paper uses 0, .005, .01, .02, .05, .1, .2).
-SWEEP_LAMBDAS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2)
+SWEEP_LAMBDAS = (0.0, 0.01, 0.05, 0.1, 0.2)
 
 
 def runs_root() -> Path:
@@ -153,43 +153,57 @@ def _robustness_config() -> dict:
     from .config import preset
     cfg = preset("cpu")
     return {"arms": {"barrier_ce": _cpu_arm(0.0).to_dict(), "barrier_margin": _cpu_arm(0.05).to_dict()},
-            "sigmas": list(cfg.noise_sigmas), "draws": cfg.noise_draws, "seed": cfg.seed}
+            "sigmas": list(cfg.noise_sigmas), "draws": cfg.noise_draws, "seed": cfg.seed, "eval_windows": 128}
+
+
+def _embedding_rms(gpt) -> float:
+    return float(gpt.wte.weight.detach().pow(2).mean().sqrt())
 
 
 def _train_robustness(workdir: Path) -> None:
+    """Fig. 7.5's probe on the trained pair, at absolute σ and at σ rescaled to each arm's embedding RMS.
+
+    ``relative`` uses σ · RMS(E_arm) / RMS(E_ce): equal noise relative to the embedding scale, equal to
+    the absolute grid for the CE arm (a penalty that grows the embeddings otherwise looks robust).
+    """
     def run() -> None:
         from .batching import eval_windows, load_char_data
         from .checkpoint import save_json
         from .loop import load_checkpoint
         from .robustness import noise_curve
         cfg = _robustness_config()
-        curves = {}
-        for arm in ("barrier_ce", "barrier_margin"):
-            gpt, _, tc, _ = load_checkpoint(runs_root() / arm)
+        models = {arm: load_checkpoint(runs_root() / arm) for arm in ("barrier_ce", "barrier_margin")}
+        rms = {arm: _embedding_rms(m[0]) for arm, m in models.items()}
+        out: dict[str, Any] = {"finished": True, "embedding_rms": rms, "absolute": {}, "relative": {}}
+        for arm, (gpt, _, tc, _) in models.items():
             data = load_char_data(tc.data, max_chars=tc.max_chars)
-            vx, vy = eval_windows(data.val, block_size=tc.block_size, max_windows=tc.eval_windows)
-            curves[arm] = noise_curve(gpt, vx, vy, sigmas=cfg["sigmas"], draws=cfg["draws"], seed=cfg["seed"])
-        save_json({"finished": True, "curves": curves}, workdir / "results.json")
+            vx, vy = eval_windows(data.val, block_size=tc.block_size, max_windows=cfg["eval_windows"])
+            scale = rms[arm] / rms["barrier_ce"]
+            for kind, sig in (("absolute", cfg["sigmas"]), ("relative", [s * scale for s in cfg["sigmas"]])):
+                out[kind][arm] = noise_curve(gpt, vx, vy, sigmas=sig, draws=cfg["draws"], seed=cfg["seed"])
+        save_json(out, workdir / "results.json")
     if not (workdir / "results.json").exists():
         _timed(workdir, run)
 
 
 def _save_robustness(workdir: Path) -> Saved:
-    res = json.loads((workdir / "results.json").read_text())["curves"]
-    data = {arm: res[arm] for arm in ("barrier_ce", "barrier_margin")}
-    curves = {"sigmas": res["barrier_ce"]["sigmas"]}
-    for arm in data:
-        curves[f"{arm}_bpc_mean"] = res[arm]["bpc_mean"]
-        curves[f"{arm}_bpc_std"] = res[arm]["bpc_std"]
+    res = json.loads((workdir / "results.json").read_text())
+    data = {k: res[k] for k in ("embedding_rms", "absolute", "relative")}
+    curves = {"sigmas": res["absolute"]["barrier_ce"]["sigmas"]}
+    for kind in ("absolute", "relative"):
+        for arm, c in res[kind].items():
+            curves[f"{kind}_{arm}_bpc_mean"] = c["bpc_mean"]
+            curves[f"{kind}_{arm}_degradation"] = c["degradation"]
     return Saved(data, curves)
 
 
 def _sweep_config():
-    """The λ path at the CPU tier: a smaller, shorter schedule than the two arms (the arms' cost × 6 does not fit)."""
+    """The λ path at the CPU tier: a smaller, shorter schedule than the two arms (five times the arms' cost
+    does not fit the shared machine): d_model=64, T=128, batch 32, 250 steps, one evaluation at the end."""
     from .config import preset
     from .model import SmallGPTConfig
     return preset("cpu", model=SmallGPTConfig(max_len=128, num_layers=2, num_heads=4, d_model=64),
-                  batch_size=32, steps=400, lr=3e-3, margin_positions=16, checkpoint_every=100)
+                  batch_size=32, steps=250, eval_every=250, lr=3e-3, margin_positions=16, checkpoint_every=50)
 
 
 def _train_sweep(workdir: Path) -> None:
@@ -199,14 +213,45 @@ def _train_sweep(workdir: Path) -> None:
 
 
 def _save_sweep(workdir: Path) -> Saved:
+    """The sweep table, plus each λ's degradation at σ = 0.3 rescaled to its embedding RMS (vs. λ = 0)."""
+    from .batching import eval_windows, load_char_data
+    from .loop import load_checkpoint
+    from .robustness import noise_curve
+    from .sweep import lambda_dir
     table = json.loads((workdir / "sweep.json").read_text())
-    rows = table["rows"]
-    data = {"sigma": table["sigma"], "rows": rows,
-            "histories": {f"{r['lambda']:g}": json.loads((workdir / f"lambda_{r['lambda']:g}" / "results.json")
-                                                         .read_text())["history"] for r in rows}}
-    curves = {k: [r.get(k, float("nan")) for r in rows]
-              for k in ("lambda", "bpc", "bpc_sigma", "degradation", "entropy", "snr", "normalised_var", "margin")}
-    return Saved(data, curves)
+    rows, sigma = table["rows"], table["sigma"]
+    cfg = _sweep_config()
+    data = load_char_data(cfg.data, max_chars=cfg.max_chars)
+    vx, vy = eval_windows(data.val, block_size=cfg.block_size, max_windows=cfg.eval_windows)
+    rms0 = rows[0]["embedding_rms"]
+    for r in rows:
+        gpt = load_checkpoint(lambda_dir(workdir, r["lambda"]))[0]
+        r["relative_sigma"] = sigma * r["embedding_rms"] / rms0
+        r["relative_degradation"] = noise_curve(gpt, vx, vy, sigmas=[0.0, r["relative_sigma"]],
+                                                draws=cfg.noise_draws, seed=cfg.seed)["degradation"][1]
+    data_out = {"sigma": sigma, "rows": rows,
+                "histories": {f"{r['lambda']:g}": json.loads((lambda_dir(workdir, r["lambda"]) / "results.json")
+                                                             .read_text())["history"] for r in rows}}
+    keys = ("lambda", "bpc", "bpc_sigma", "degradation", "relative_degradation", "entropy", "snr",
+            "normalised_var", "trace_sigma_A", "margin", "embedding_rms")
+    curves = {k: [r.get(k, float("nan")) for r in rows] for k in keys}
+    return Saved(data_out, curves)
+
+
+def load_saved_model(name: str, results_dir: str | os.PathLike | None = None):
+    """``(gpt, prior, cfg)`` of a saved run's ``model.pt`` under ``book/results/<name>/`` (weights-only load)."""
+    import torch
+
+    from nextword.provenance import results_root
+
+    from .config import TrainConfig
+    from .loop import build
+    ck = torch.load(results_root(results_dir) / name / "model.pt", map_location="cpu", weights_only=True)
+    cfg = TrainConfig.from_dict(ck["config"])
+    gpt, prior = build(cfg, ck["vocab_size"], torch.device("cpu"))
+    gpt.load_state_dict(ck["model"])
+    prior.load_state_dict(ck["prior"])
+    return gpt.eval(), prior, cfg
 
 
 EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
