@@ -41,34 +41,22 @@ def _floats(text: str) -> list[float]:
     return values
 
 
-def _nonnegative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return value
+def _bounded(kind: type, low: float, name: str):
+    """An argparse ``type`` that parses ``kind`` (int or float) and rejects values below ``low``."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {name}, got {text!r}") from None
+        if not value >= low:                    # also rejects NaN
+            raise argparse.ArgumentTypeError(f"must be >= {low:g}, got {text}")
+        return value
+    return parse
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
-    return value
-
-
-def _nonnegative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return value
+_nonnegative_float = _bounded(float, 0, "a number >= 0")
+_positive_int = _bounded(int, 1, "a positive integer")
+_nonnegative_int = _bounded(int, 0, "an integer >= 0")
 
 
 def _corpus(text: str) -> str:
