@@ -38,7 +38,7 @@ from nextword.evaluation import spearman
 from nextword.plotting import use_book_style
 from nextword.theory.svflow import categorical_kl, entropy, kl_to_uniform
 from nextword.theory.svflow_probe import prefix_shuffling_experiment, probe_tinylm
-from nextword.torch.data import load_char_data
+from nextword.torch.batching import load_char_data
 from nextword.torch.lm import LMConfig, TinyLM, train_lm
 
 use_book_style()

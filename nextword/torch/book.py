@@ -6,6 +6,7 @@
   (``$NEXTWORD_RUNS`` or ``<tmp>/nextword_runs``; a cached run is reused only if its whole
   configuration matches, see :func:`nextword.torch.loop.train_or_load`);
 - :func:`saved_results` — JSON of a full run saved under ``book/results/`` (``None`` if absent);
+- :func:`saved_run` — a result saved with provenance by ``make results`` (``None`` if not saved yet);
 - ``PAPER_*`` — the numbers *reported in the paper* (§7.2–7.4), for side-by-side display only.
   They are quotations, never expected values of a test.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from .config import TrainConfig, preset
 
-__all__ = ["experiment_config", "runs_dir", "saved_results", "RESULTS_DIR",
+__all__ = ["experiment_config", "runs_dir", "saved_results", "saved_run", "RESULTS_DIR",
            "PAPER_FIG74", "PAPER_FIG75", "PAPER_TABLE1", "PAPER_SETUP"]
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent.parent / "book" / "results"
@@ -73,3 +74,16 @@ def saved_results(name: str) -> dict | None:
     """``book/results/<name>.json`` if a full run was saved there, else ``None``."""
     path = RESULTS_DIR / f"{name}.json"
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def saved_run(name: str) -> dict | None:
+    """``book/results/<name>/result.json`` written by ``make results`` (:mod:`nextword.torch.results`), or ``None``.
+
+    The notebooks print "not saved yet" instead of failing when a long run has not been made; after
+    ``make results`` they are rebuilt to show it.
+    """
+    from nextword.provenance import load_result
+    try:
+        return load_result(name)
+    except FileNotFoundError:
+        return None
