@@ -78,14 +78,25 @@ def test_cli_lists_and_rejects_unknown_names(capsys):
 
 
 def test_saved_barrier_results_have_provenance_and_the_notebooks_find_them():
-    """Every ``book/results/barrier_*`` a Part 4 notebook reads exists and carries its provenance."""
-    read = set()
+    """Every ``book/results/barrier_*`` a Part 4 notebook reads is a registry experiment; each one saved
+    carries its provenance (clean commit, the registry's command and configuration); a notebook reading
+    one that is not saved yet says so (``make results``) instead of failing."""
+    read = {}
     for nb in NOTEBOOKS:
-        read |= set(re.findall(r"""load_(?:result|curves|saved_model)\(["'](barrier_\w+)["']""", nb.read_text()))
-    assert read, "the notebooks read no saved run"
-    for name in sorted(read):
+        text = nb.read_text()
+        for name in re.findall(r"""load_(?:result|curves|saved_model)\(f?["'](barrier_[\w{}]+)["']""", text):
+            names = [name.replace("{arm}", arm) for arm in ("ce", "margin")] if "{arm}" in name else [name]
+            for n in names:
+                read.setdefault(n, set()).add(nb)
+    assert set(read) >= {"barrier_ce", "barrier_margin", "barrier_robustness", "barrier_sweep"}
+    for name, notebooks in sorted(read.items()):
         assert name in R.EXPERIMENTS, name
-        saved = provenance.load_result(name)
+        try:
+            saved = provenance.load_result(name)
+        except FileNotFoundError:
+            for nb in notebooks:
+                assert "if SAVED:" in nb.read_text() and "make results" in nb.read_text(), (name, nb)
+            continue
         assert set(provenance.PROVENANCE_FIELDS) <= set(saved), name
         assert saved["commit"] != "unknown" and not saved["dirty"], name
         assert saved["command"] == R.EXPERIMENTS[name].command
