@@ -204,10 +204,10 @@ plt.show()
 #
 # ## 4. The trained pair: saved run of the `cpu` tier (Fig. 7.4)
 #
-# `make results` trained both arms once (`python -m nextword.torch.results run barrier_ce`, `... barrier_margin`)
-# and saved their learning curves, final numbers, prior diagnostics and weights under `book/results/`.
-# The cell prints where each came from; everything below it is read from those files, so it is the
-# same on every machine.
+# `make results` trains both arms once (`python -m nextword.torch.results run barrier_ce`, `... barrier_margin`)
+# and saves their learning curves, final numbers, prior diagnostics and weights under `book/results/`.
+# Once saved, the cells print where each came from; everything they show is read from those files, so
+# it is the same on every machine.
 
 # %%
 SAVED = all(saved_run(f"barrier_{arm}") for arm in ("ce", "margin"))
@@ -305,7 +305,7 @@ for label in ("default margin", "saved margin")[: 1 + SAVED]:
 #
 # ## 6. Paper vs. here: which differences are expected
 #
-# * **Absolute BPC**: the table of §4 prints ours beside the paper's; the corpora differ (tiny
+# * **Absolute BPC**: the tables of §3 (and §4, once saved) print ours beside the paper's; the corpora differ (tiny
 #   Shakespeare instead of WikiText-2) and so does the length of training (the `cpu` tier's schedule
 #   is printed in §4; the paper trains 20 epochs of WikiText-2).
 # * **Gap between the arms**: printed in §4 for the saved run, in §3 for the miniature; the paper's

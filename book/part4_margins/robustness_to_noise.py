@@ -159,10 +159,10 @@ assert abs(d_abs) < 0.1 and abs(d_rel) < 0.1
 #
 # ## 4. The trained pair: saved noise curves of the `cpu` tier (Fig. 7.5)
 #
-# `make results` applied the same probe to the two trained models of
+# `make results` applies the same probe to the two trained models of
 # [barrier_training](barrier_training.ipynb) §4 (`python -m nextword.torch.results run barrier_robustness`),
 # at absolute σ and at σ rescaled to each model's embedding RMS (equal to the absolute grid for the
-# CE arm). Everything below is read from the saved file.
+# CE arm). Once saved, everything below is read from that file.
 
 # %%
 SAVED = all(saved_run(n) for n in ("barrier_ce", "barrier_margin", "barrier_robustness"))
