@@ -19,7 +19,7 @@
 # * **default** (§2): the seven $\lambda_m$ of Table 1 on the notebooks' miniature (the $\lambda_m=0$
 #   and $0.05$ runs are shared with [barrier_training](barrier_training.ipynb)) — the mechanics; a few
 #   minutes on one CPU core the first time, seconds when the runs are cached;
-# * **saved run** (§3): the sweep that `make results` trained once at a larger, longer schedule than the
+# * **saved run** (§3): the sweep that `make results` trains once at a larger, longer schedule than the
 #   miniature (`book/results/barrier_sweep`; its configuration is printed there) — the conclusions.
 
 # %%
@@ -166,11 +166,20 @@ plt.show()
 # $\operatorname{tr}(\Sigma_tA)$ and the penalty of the trained priors. Panel (c) has no counterpart
 # in the paper; it is the quantity the margin interpretation is about.
 #
+# **Reading the default path.** Asserted above: increasing $\lambda_m$ drives
+# $\operatorname{tr}(\Sigma_tA)$ and the penalty monotonically *down*, as the one-dimensional picture
+# of §1 predicts — the priors end in the negative-coupling regime where
+# $\lvert\det(I-\Sigma_tA)\rvert>1$ and no degeneracy boundary exists ("moving away from $\det=0$" is
+# true but vacuous: the path moves away from $\det=1$, upwards; see `book/ERRATA.md`); and the clean
+# BPC barely moves along the path. Printed, not asserted: the degradation at fixed σ and at equal
+# relative noise (the last table). In this miniature their differences between neighbouring
+# $\lambda_m$ are of the size of a change of CPU kernel, so no robustness conclusion is drawn from it.
+#
 # ## 3. The saved sweep (`cpu` tier, Table 1 / Fig. 7.6)
 #
-# `make results` trained one model per $\lambda_m$ once (`python -m nextword.torch.results run
-# barrier_sweep`) and saved the table, including the degradation at equal relative noise. Everything
-# below is read from that file.
+# `make results` trains one model per $\lambda_m$ once (`python -m nextword.torch.results run
+# barrier_sweep`) and saves the table, including the degradation at equal relative noise. Once saved,
+# everything below is read from that file.
 
 # %%
 SAVED = saved_run("barrier_sweep") is not None
