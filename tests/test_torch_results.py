@@ -95,7 +95,7 @@ def test_saved_barrier_results_have_provenance_and_the_notebooks_find_them():
             saved = provenance.load_result(name)
         except FileNotFoundError:
             for nb in notebooks:
-                assert "if SAVED:" in nb.read_text() and "make results" in nb.read_text(), (name, nb)
+                assert "if SAVED:" in nb.read_text() and "all_saved(" in nb.read_text(), (name, nb)
             continue
         assert set(provenance.PROVENANCE_FIELDS) <= set(saved), name
         assert saved["commit"] != "unknown" and not saved["dirty"], name

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .config import TrainConfig, preset
 
-__all__ = ["experiment_config", "runs_dir", "saved_results", "saved_run", "RESULTS_DIR",
+__all__ = ["experiment_config", "runs_dir", "saved_results", "saved_run", "all_saved", "RESULTS_DIR",
            "PAPER_FIG74", "PAPER_FIG75", "PAPER_TABLE1", "PAPER_SETUP"]
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent.parent / "book" / "results"
@@ -87,3 +87,15 @@ def saved_run(name: str) -> dict | None:
         return load_result(name)
     except FileNotFoundError:
         return None
+
+
+def all_saved(*names: str) -> bool:
+    """True when every named run is saved; otherwise print which are missing and how to make them.
+
+    A notebook guards the cells that read those runs with it (``SAVED = all_saved("barrier_ce")``).
+    """
+    missing = [n for n in names if saved_run(n) is None]
+    if missing:
+        print(f"not saved yet under book/results/: {', '.join(missing)}. `make results` trains them (hours on a "
+              f"shared CPU);\nthe cells that read them are skipped until they exist.")
+    return not missing
