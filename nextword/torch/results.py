@@ -178,9 +178,11 @@ def _train_robustness(workdir: Path) -> None:
         for arm, (gpt, _, tc, _) in models.items():
             data = load_char_data(tc.data, max_chars=tc.max_chars)
             vx, vy = eval_windows(data.val, block_size=tc.block_size, max_windows=cfg["eval_windows"])
+            out["absolute"][arm] = noise_curve(gpt, vx, vy, sigmas=cfg["sigmas"], draws=cfg["draws"], seed=cfg["seed"])
             scale = rms[arm] / rms["barrier_ce"]
-            for kind, sig in (("absolute", cfg["sigmas"]), ("relative", [s * scale for s in cfg["sigmas"]])):
-                out[kind][arm] = noise_curve(gpt, vx, vy, sigmas=sig, draws=cfg["draws"], seed=cfg["seed"])
+            out["relative"][arm] = (out["absolute"][arm] if arm == "barrier_ce" else     # the same σ for the CE arm
+                                    noise_curve(gpt, vx, vy, sigmas=[s * scale for s in cfg["sigmas"]],
+                                                draws=cfg["draws"], seed=cfg["seed"]))
         save_json(out, workdir / "results.json")
     if not (workdir / "results.json").exists():
         _timed(workdir, run)
