@@ -37,7 +37,7 @@ from nextword.torch.batching import load_char_data
 from nextword.torch.config import preset
 from nextword.torch.loop import load_checkpoint, train
 from nextword.torch.prior import covariances
-from nextword.torch.book import saved_run
+from nextword.torch.book import all_saved
 from nextword.torch.results import load_saved_model
 
 use_book_style()
@@ -151,10 +151,7 @@ workdir.cleanup()
 # first 96 characters of a validation line.
 
 # %%
-SAVED = saved_run("barrier_margin") is not None
-if not SAVED:
-    print("no saved cpu-tier model under book/results/barrier_margin yet: `make results` trains it;\n"
-          "the cells below analyse only the saved model, so they are skipped until it exists")
+SAVED = all_saved("barrier_margin")
 
 # %%
 if SAVED:

@@ -39,7 +39,7 @@ import torch
 from nextword.plotting import use_book_style
 from nextword.provenance import load_curves, load_result
 from nextword.theory.barrier import matrix_margins
-from nextword.torch.book import PAPER_FIG74, PAPER_SETUP, experiment_config, runs_dir, saved_results, saved_run
+from nextword.torch.book import PAPER_FIG74, PAPER_SETUP, all_saved, experiment_config, runs_dir, saved_results
 from nextword.torch.loop import train_or_load
 from nextword.torch.prior import METHODS, covariances, margin_loss, margin_loss_tokens
 from nextword.torch.sweep import lambda_dir
@@ -160,10 +160,17 @@ print(f"data: {res_ce['data']['name']}, |V| = {res_ce['data']['vocab_size']}, "
       f"{res_ce['data']['train_chars']:,} train chars; steps: {res_ce['steps']}")
 print(f"parameters: transformer {counts['transformer']:,}, token embedding {counts['embedding']:,}, "
       f"positions {counts['positions']:,}   (paper: {PAPER_SETUP['params']})")
-print(f"{'arm':8s} {'train BPC':>10s} {'val BPC':>8s} {'paper train':>12s} {'paper val':>10s}")
-for name, res in (("ce", res_ce), ("margin", res_m)):
-    print(f"{name:8s} {res['final_train_bpc']:10.3f} {res['final_val_bpc']:8.3f} "
-          f"{PAPER_FIG74[name]['train_bpc']:12.3f} {PAPER_FIG74[name]['val_bpc']:10.3f}")
+
+
+def print_arms(runs: dict) -> None:
+    """Final train / validation BPC of each arm beside the paper's (Fig. 7.4's table)."""
+    print(f"{'arm':8s} {'train BPC':>10s} {'val BPC':>8s} {'paper train':>12s} {'paper val':>10s}")
+    for arm, r in runs.items():
+        print(f"{arm:8s} {r['final_train_bpc']:10.3f} {r['final_val_bpc']:8.3f} "
+              f"{PAPER_FIG74[arm]['train_bpc']:12.3f} {PAPER_FIG74[arm]['val_bpc']:10.3f}")
+
+
+print_arms({"ce": res_ce, "margin": res_m})
 gap = res_m["final_val_bpc"] - res_ce["final_val_bpc"]
 print(f"validation gap (margin - CE): {gap:+.3f} BPC   (paper: "
       f"{PAPER_FIG74['margin']['val_bpc'] - PAPER_FIG74['ce']['val_bpc']:+.3f})")
@@ -210,10 +217,7 @@ plt.show()
 # it is the same on every machine.
 
 # %%
-SAVED = all(saved_run(f"barrier_{arm}") for arm in ("ce", "margin"))
-if not SAVED:
-    print("no saved cpu-tier run under book/results/ yet: `make results` trains it (hours on a shared CPU);\n"
-          "the cells below print and assert only what the saved run holds, so they are skipped until it exists")
+SAVED = all_saved("barrier_ce", "barrier_margin")
 
 # %%
 if SAVED:
@@ -237,10 +241,7 @@ if SAVED:
     d_ce, d_m = saved["ce"]["data"], saved["margin"]["data"]
     print(f"|V| = {d_ce['data']['vocab_size']}, {d_ce['data']['train_chars']:,} training characters, "
           f"{d_ce['steps'] / d_ce['steps_per_epoch']:.1f} epochs")
-    print(f"{'arm':8s} {'train BPC':>10s} {'val BPC':>8s} {'paper train':>12s} {'paper val':>10s}")
-    for arm, d_ in (("ce", d_ce), ("margin", d_m)):
-        print(f"{arm:8s} {d_['final_train_bpc']:10.3f} {d_['final_val_bpc']:8.3f} "
-              f"{PAPER_FIG74[arm]['train_bpc']:12.3f} {PAPER_FIG74[arm]['val_bpc']:10.3f}")
+    print_arms({"ce": d_ce, "margin": d_m})
     saved_gap = d_m["final_val_bpc"] - d_ce["final_val_bpc"]
     print(f"validation gap (margin - CE): {saved_gap:+.3f} BPC")
 

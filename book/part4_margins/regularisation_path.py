@@ -33,7 +33,7 @@ import torch
 from nextword.plotting import use_book_style
 from nextword.provenance import load_curves, load_result
 from nextword.torch.batching import eval_windows, load_char_data
-from nextword.torch.book import PAPER_TABLE1, experiment_config, runs_dir, saved_run
+from nextword.torch.book import PAPER_TABLE1, all_saved, experiment_config, runs_dir
 from nextword.torch.loop import load_checkpoint
 from nextword.torch.robustness import noise_curve
 from nextword.torch.sweep import PAPER_LAMBDAS, lambda_dir, run_sweep
@@ -139,26 +139,31 @@ for r, dr in zip(rows, rel_deg):
 assert abs(rel_deg[0] - rows[0]["degradation"]) < 1e-12      # same probe for the baseline
 
 # %%
-x_pos = np.arange(len(lams))
-fig, axes = plt.subplots(1, 3, figsize=(12.5, 3.6))
-axes[0].plot(x_pos, bpc, "o-", color="C0", label="clean")
-axes[0].plot(x_pos, [r["bpc_sigma"] for r in rows], "o-", color="C3", label=r"$\sigma=0.3$")
-axes[0].set(title="(a) validation BPC", ylabel="bits / char")
-axes[0].legend()
-axes[1].plot(x_pos, [r["degradation"] for r in rows], "o-", color="C3", label=r"$\sigma=0.3$")
-axes[1].plot(x_pos, rel_deg, "s--", color="C1", label="equal relative noise")
-axes[1].set(title=r"(b) degradation BPC$_{\sigma}$/BPC")
-axes[1].legend()
-axes[2].plot(x_pos, tr_sa, "o-", color="C2", label=r"mean tr$(\Sigma_tA)$")
-axes[2].plot(x_pos, pen, "s--", color="C4", label=r"$\mathcal{L}_{\rm margin}$")
-axes[2].axhline(0.0, color="k", lw=0.8)
-axes[2].set(title="(c) coupling and penalty after training")
-axes[2].legend()
-for ax in axes:
-    ax.set_xticks(x_pos, [f"{v:g}" for v in lams])
-    ax.set_xlabel(r"$\lambda_m$")
-plt.tight_layout()
-plt.show()
+def plot_path(lams, bpc, bpc_sigma, deg, rel_deg, tr_sa, pen, title=None):
+    """Fig. 7.6-style panels along the path: BPC, degradation (fixed and relative σ), coupling and penalty."""
+    x = np.arange(len(lams))
+    fig, axes = plt.subplots(1, 3, figsize=(12.5, 3.6))
+    axes[0].plot(x, bpc, "o-", color="C0", label="clean")
+    axes[0].plot(x, bpc_sigma, "o-", color="C3", label=r"$\sigma=0.3$")
+    axes[0].set(title="(a) validation BPC", ylabel="bits / char")
+    axes[1].plot(x, deg, "o-", color="C3", label=r"$\sigma=0.3$")
+    axes[1].plot(x, rel_deg, "s--", color="C1", label="equal relative noise")
+    axes[1].set(title=r"(b) degradation BPC$_{\sigma}$/BPC")
+    axes[2].plot(x, tr_sa, "o-", color="C2", label=r"mean tr$(\Sigma_tA)$")
+    axes[2].plot(x, pen, "s--", color="C4", label=r"$\mathcal{L}_{\rm margin}$")
+    axes[2].axhline(0.0, color="k", lw=0.8)
+    axes[2].set(title="(c) coupling and penalty after training")
+    for ax in axes:
+        ax.legend()
+        ax.set_xticks(x, [f"{v:g}" for v in lams])
+        ax.set_xlabel(r"$\lambda_m$")
+    if title:
+        fig.suptitle(title, y=1.02)
+    plt.tight_layout()
+    plt.show()
+
+
+plot_path(lams, bpc, [r["bpc_sigma"] for r in rows], [r["degradation"] for r in rows], rel_deg, tr_sa, pen)
 
 # %% [markdown]
 # **Figure (default run, mechanics).** (a) Clean and noisy validation BPC along the path (equally
@@ -182,10 +187,7 @@ plt.show()
 # everything below is read from that file.
 
 # %%
-SAVED = saved_run("barrier_sweep") is not None
-if not SAVED:
-    print("no saved cpu-tier sweep under book/results/ yet: `make results` trains it (hours on a shared CPU);\n"
-          "the cells below read only the saved run, so they are skipped until it exists")
+SAVED = all_saved("barrier_sweep")
 
 # %%
 if SAVED:
@@ -209,24 +211,5 @@ if SAVED:
 
 # %%
 if SAVED:
-    x_s = np.arange(len(srows))
-    fig, axes = plt.subplots(1, 3, figsize=(12.5, 3.6))
-    axes[0].plot(x_s, sl["bpc"], "o-", color="C0", label="clean")
-    axes[0].plot(x_s, sl["bpc_sigma"], "o-", color="C3", label=r"$\sigma=0.3$")
-    axes[0].set(title="(a) validation BPC", ylabel="bits / char")
-    axes[0].legend()
-    axes[1].plot(x_s, sl["degradation"], "o-", color="C3", label=r"$\sigma=0.3$")
-    axes[1].plot(x_s, sl["relative_degradation"], "s--", color="C1", label="equal relative noise")
-    axes[1].set(title=r"(b) degradation BPC$_{\sigma}$/BPC")
-    axes[1].legend()
-    axes[2].plot(x_s, s_tr, "o-", color="C2", label=r"mean tr$(\Sigma_tA)$")
-    axes[2].plot(x_s, s_pen, "s--", color="C4", label=r"$\mathcal{L}_{\rm margin}$")
-    axes[2].axhline(0.0, color="k", lw=0.8)
-    axes[2].set(title="(c) coupling and penalty after training")
-    axes[2].legend()
-    for ax in axes:
-        ax.set_xticks(x_s, [f"{v:g}" for v in sl["lambda"]])
-        ax.set_xlabel(r"$\lambda_m$")
-    fig.suptitle("saved run, cpu tier", y=1.02)
-    plt.tight_layout()
-    plt.show()
+    plot_path(sl["lambda"], sl["bpc"], sl["bpc_sigma"], sl["degradation"], sl["relative_degradation"], s_tr, s_pen,
+              title="saved run, cpu tier")

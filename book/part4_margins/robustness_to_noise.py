@@ -34,7 +34,7 @@ import torch
 from nextword.plotting import use_book_style
 from nextword.provenance import load_result
 from nextword.torch.batching import eval_windows, load_char_data
-from nextword.torch.book import PAPER_FIG75, experiment_config, runs_dir, saved_run
+from nextword.torch.book import PAPER_FIG75, all_saved, experiment_config, runs_dir
 from nextword.torch.loop import load_checkpoint, train_or_load
 from nextword.torch.robustness import evaluate_bpc, noise_curve
 from nextword.torch.sweep import lambda_dir
@@ -165,10 +165,7 @@ assert abs(d_abs) < 0.1 and abs(d_rel) < 0.1
 # CE arm). Once saved, everything below is read from that file.
 
 # %%
-SAVED = all(saved_run(n) for n in ("barrier_ce", "barrier_margin", "barrier_robustness"))
-if not SAVED:
-    print("no saved cpu-tier noise curves under book/results/ yet: `make results` computes them after training "
-          "the pair;\nthe cells below read only the saved run, so they are skipped until it exists")
+SAVED = all_saved("barrier_ce", "barrier_margin", "barrier_robustness")
 
 # %%
 if SAVED:
