@@ -10,7 +10,7 @@ JOBS   ?= 2
 NBENV  := env -u MPLBACKEND FULL=0
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with book/nbval_sanitize.cfg -p no:cacheprovider
 
-.PHONY: help env lint test test-lib test-notebooks book book-html render lab sync exercises bench clean
+.PHONY: help env lint test test-lib test-notebooks book book-html render lab sync exercises bench results clean
 
 help:
 	@echo "make book   - set up, execute every notebook in book/, render _build/html/index.html"
@@ -21,6 +21,7 @@ help:
 	@echo "make sync   - regenerate every .ipynb from its .py (jupytext pairing, keeps outputs)"
 	@echo "make exercises - regenerate exercises/ from solutions/"
 	@echo "make bench  - run the benchmarks in benchmarks/"
+	@echo "make results - train (resumably) and save the runs under book/results/ that are not current (long)"
 
 # The environment is rebuilt only when pyproject.toml changes (the stamp is older than it).
 $(STAMP): pyproject.toml
@@ -67,6 +68,11 @@ exercises: $(STAMP)
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# Not part of `make test`: hours of CPU. Resumable (runs/ keeps checkpoints); skips saved results
+# whose configuration and code commit are current. One torch thread per run, niced.
+results: $(STAMP)
+	OMP_NUM_THREADS=1 nice -n 10 $(BIN)/python -m nextword.torch.results run
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis

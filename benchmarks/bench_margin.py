@@ -39,7 +39,7 @@ MODES = ("ce", "exact", "k16", "direct16")
 def _setup(args: dict):
     import torch
 
-    from nextword.torch.data import load_char_data
+    from nextword.torch.batching import load_char_data
     from nextword.torch.model import SmallGPT, SmallGPTConfig, select_device
     from nextword.torch.prior import EmbeddingPrior
 
@@ -47,7 +47,7 @@ def _setup(args: dict):
     dev = select_device(args["device"])
     data = load_char_data("shakespeare")
     torch.manual_seed(0)
-    gpt = SmallGPT(SmallGPTConfig(vocab_size=data.vocab.size, block_size=args["block"], d_model=args["d"])).to(dev)
+    gpt = SmallGPT(SmallGPTConfig(vocab_size=data.vocab.size, max_len=args["block"], d_model=args["d"])).to(dev)
     prior = EmbeddingPrior(args["d"]).to(dev)
     opt = torch.optim.AdamW(list(gpt.parameters()) + list(prior.parameters()), lr=1e-3, weight_decay=1e-4)
     return torch, dev, data, gpt, prior, opt
@@ -55,7 +55,7 @@ def _setup(args: dict):
 
 def _step(mode, i, args, torch, dev, data, gpt, prior, opt) -> float:
     """One optimiser step of ``mode`` on batch ``i``; returns its wall time in seconds."""
-    from nextword.torch.data import epoch_batch
+    from nextword.torch.batching import epoch_batch
     from nextword.torch.prior import margin_loss_tokens, sample_positions
 
     B, T = args["batch"], args["block"]

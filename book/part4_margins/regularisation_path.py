@@ -11,18 +11,16 @@
 # U-shaped noisy BPC with an optimum at $\lambda_m=0.02$, and interprets $\lambda_m$ as moving
 # $\det(I-\Sigma_tA)$ away from zero.
 #
-# Here `nextword.torch.sweep.run_sweep` trains the seven models (the $\lambda_m=0$ and $0.05$ runs are
-# shared with [barrier_training](barrier_training.ipynb)) and tabulates the same columns, plus two
-# that locate the prior relative to the barrier: the mean $\operatorname{tr}(\Sigma_tA)$ (sign of the
-# coupling, §3.4) and the final penalty. CLI: `python -m nextword.torch.barrier sweep --config quick`.
+# Here `nextword.torch.sweep.run_sweep` trains one model per $\lambda_m$ and tabulates the same
+# columns, plus two that locate the prior relative to the barrier: the mean
+# $\operatorname{tr}(\Sigma_tA)$ (sign of the coupling, §3.4) and the final penalty. CLI:
+# `python -m nextword.torch.cli sweep --config quick`. Two runs of it appear below:
 #
-# | | paper | default here | `FULL=1` |
-# |---|---|---|---|
-# | each model | §7.1 SmallGPT, WikiText-2, 20 epochs | $d=64$, $T=64$, 200 steps, tiny Shakespeare | as the paper |
-# | noise at σ = 0.3 | 5 draws, full validation split | 3 draws, 48 windows | 5 draws, full split |
-#
-# The default sweep takes a few minutes on one CPU core the first time (seven small trainings) and
-# seconds when the runs are cached.
+# * **default** (§2): the seven $\lambda_m$ of Table 1 on the notebooks' miniature (the $\lambda_m=0$
+#   and $0.05$ runs are shared with [barrier_training](barrier_training.ipynb)) — the mechanics; a few
+#   minutes on one CPU core the first time, seconds when the runs are cached;
+# * **saved run** (§3): the sweep that `make results` trains once at a larger, longer schedule than the
+#   miniature (`book/results/barrier_sweep`; its configuration is printed there) — the conclusions.
 
 # %%
 import os
@@ -33,11 +31,12 @@ import sympy as sp
 import torch
 
 from nextword.booktools.plotting import use_book_style
-from nextword.torch.book import PAPER_TABLE1, RESULTS_DIR, experiment_config, runs_dir, saved_results
-from nextword.torch.data import eval_windows, load_char_data
+from nextword.provenance import load_curves, load_result
+from nextword.torch.batching import eval_windows, load_char_data
+from nextword.torch.book import PAPER_TABLE1, all_saved, experiment_config, runs_dir
+from nextword.torch.loop import load_checkpoint
 from nextword.torch.robustness import noise_curve
 from nextword.torch.sweep import PAPER_LAMBDAS, lambda_dir, run_sweep
-from nextword.torch.train import CKPT, load_checkpoint, save_json
 
 FULL = os.environ.get("FULL", "0") == "1"
 torch.set_num_threads(1)
@@ -74,15 +73,12 @@ for vals in [(0.01, 1, 1), (0.2, 3, 0.5), (1, 0.1, 10)]:
 # it pushes the coupling into the no-barrier regime of Fig. 3.3(c–d). Section 3 checks whether the
 # trained models behave the same way.
 #
-# ## 2. The sweep
+# ## 2. The default sweep (mechanics)
 
 # %%
 cfg = experiment_config(FULL)
 table = run_sweep(cfg, PAPER_LAMBDAS, runs_dir(FULL), progress=False)
 rows = table["rows"]
-if FULL:
-    RESULTS_DIR.mkdir(exist_ok=True)
-    save_json(table, RESULTS_DIR / "regularisation_path_full.json")
 
 print("ours (default run):")
 print(f"{'lambda':>6s} {'BPC':>6s} {'BPC.3':>6s} {'Deg':>5s} {'H':>5s} {'SNR':>6s} {'trS/RMS2':>8s} "
@@ -121,7 +117,10 @@ print(f"clean BPC range over the path: {max(bpc) - min(bpc):.3f} BPC (paper: "
 # **Is a robustness gain a scale effect?** Noise is added in absolute units, and the penalty also
 # changes the embedding scale (the `embedding_rms` column). Repeating the σ = 0.3 probe at the same
 # noise *relative* to each model's embedding RMS — $\sigma_\lambda = 0.3\cdot\mathrm{RMS}(E_\lambda)/
-# \mathrm{RMS}(E_0)$, equal to 0.3 for the baseline — separates the two effects:
+# \mathrm{RMS}(E_0)$, equal to 0.3 for the baseline — separates the two effects. In this miniature the
+# differences between neighbouring $\lambda_m$ are a few thousandths, the size of a change of CPU
+# kernel, so the cell prints them and asserts only what is exact; §3 draws the conclusion from the
+# saved, trained sweep.
 
 # %%
 root = runs_dir(FULL)
@@ -130,77 +129,87 @@ vx, vy = eval_windows(data.val, block_size=cfg.block_size, max_windows=cfg.eval_
 rms0 = rows[0]["embedding_rms"]
 rel_deg = []
 for r in rows:
-    gpt = load_checkpoint(lambda_dir(root, r["lambda"]) / CKPT)[0]
+    gpt = load_checkpoint(lambda_dir(root, r["lambda"]))[0]
     curve = noise_curve(gpt, vx, vy, sigmas=[0.0, 0.3 * r["embedding_rms"] / rms0],
                         draws=cfg.noise_draws, seed=cfg.seed)
     rel_deg.append(curve["degradation"][1])
 print(f"{'lambda':>6s} {'emb RMS':>8s} {'Deg (sigma=0.3)':>16s} {'Deg (equal relative noise)':>27s}")
 for r, dr in zip(rows, rel_deg):
-    print(f"{r['lambda']:6.3f} {r['embedding_rms']:8.4f} {r['degradation']:16.4f} {dr:27.4f}")
+    print(f"{r['lambda']:6.3f} {r['embedding_rms']:8.3f} {r['degradation']:16.3f} {dr:27.3f}")
 assert abs(rel_deg[0] - rows[0]["degradation"]) < 1e-12      # same probe for the baseline
-emb = [r["embedding_rms"] for r in rows]
-assert all(np.diff(emb) > 0)                                  # the penalty grows the embeddings
-assert rows[-1]["degradation"] < rows[0]["degradation"]       # fixed σ: looks more robust ...
-assert rel_deg[-1] > rel_deg[0]                               # ... equal relative noise: it is not
 
 # %%
-x_pos = np.arange(len(lams))
-fig, axes = plt.subplots(1, 3, figsize=(12.5, 3.6))
-axes[0].plot(x_pos, bpc, "o-", color="C0", label="clean")
-axes[0].plot(x_pos, [r["bpc_sigma"] for r in rows], "o-", color="C3", label=r"$\sigma=0.3$")
-axes[0].set(title="(a) validation BPC", ylabel="bits / char")
-axes[0].legend()
-axes[1].plot(x_pos, [r["degradation"] for r in rows], "o-", color="C3", label=r"$\sigma=0.3$")
-axes[1].plot(x_pos, rel_deg, "s--", color="C1", label="equal relative noise")
-axes[1].set(title=r"(b) degradation BPC$_{\sigma}$/BPC")
-axes[1].legend()
-axes[2].plot(x_pos, tr_sa, "o-", color="C2", label=r"mean tr$(\Sigma_tA)$")
-axes[2].plot(x_pos, pen, "s--", color="C4", label=r"$\mathcal{L}_{\rm margin}$")
-axes[2].axhline(0.0, color="k", lw=0.8)
-axes[2].set(title="(c) coupling and penalty after training")
-axes[2].legend()
-for ax in axes:
-    ax.set_xticks(x_pos, [f"{v:g}" for v in lams])
-    ax.set_xlabel(r"$\lambda_m$")
-plt.tight_layout()
-plt.show()
+def plot_path(lams, bpc, bpc_sigma, deg, rel_deg, tr_sa, pen, title=None):
+    """Fig. 7.6-style panels along the path: BPC, degradation (fixed and relative σ), coupling and penalty."""
+    x = np.arange(len(lams))
+    fig, axes = plt.subplots(1, 3, figsize=(12.5, 3.6))
+    axes[0].plot(x, bpc, "o-", color="C0", label="clean")
+    axes[0].plot(x, bpc_sigma, "o-", color="C3", label=r"$\sigma=0.3$")
+    axes[0].set(title="(a) validation BPC", ylabel="bits / char")
+    axes[1].plot(x, deg, "o-", color="C3", label=r"$\sigma=0.3$")
+    axes[1].plot(x, rel_deg, "s--", color="C1", label="equal relative noise")
+    axes[1].set(title=r"(b) degradation BPC$_{\sigma}$/BPC")
+    axes[2].plot(x, tr_sa, "o-", color="C2", label=r"mean tr$(\Sigma_tA)$")
+    axes[2].plot(x, pen, "s--", color="C4", label=r"$\mathcal{L}_{\rm margin}$")
+    axes[2].axhline(0.0, color="k", lw=0.8)
+    axes[2].set(title="(c) coupling and penalty after training")
+    for ax in axes:
+        ax.legend()
+        ax.set_xticks(x, [f"{v:g}" for v in lams])
+        ax.set_xlabel(r"$\lambda_m$")
+    if title:
+        fig.suptitle(title, y=1.02)
+    plt.tight_layout()
+    plt.show()
+
+
+plot_path(lams, bpc, [r["bpc_sigma"] for r in rows], [r["degradation"] for r in rows], rel_deg, tr_sa, pen)
 
 # %% [markdown]
-# **Figure (cf. Fig. 7.6).** (a) Clean and noisy validation BPC along the path (equally spaced
-# $\lambda_m$ values on the axis); (b) the degradation ratio; (c) the coupling
+# **Figure (default run, mechanics).** (a) Clean and noisy validation BPC along the path (equally
+# spaced $\lambda_m$ values on the axis); (b) the degradation ratio; (c) the coupling
 # $\operatorname{tr}(\Sigma_tA)$ and the penalty of the trained priors. Panel (c) has no counterpart
 # in the paper; it is the quantity the margin interpretation is about.
 #
-# ## 3. Reading the path
+# **Reading the default path.** Asserted above: increasing $\lambda_m$ drives
+# $\operatorname{tr}(\Sigma_tA)$ and the penalty monotonically *down*, as the one-dimensional picture
+# of §1 predicts — the priors end in the negative-coupling regime where
+# $\lvert\det(I-\Sigma_tA)\rvert>1$ and no degeneracy boundary exists ("moving away from $\det=0$" is
+# true but vacuous: the path moves away from $\det=1$, upwards; see `book/ERRATA.md`); and the clean
+# BPC barely moves along the path. Printed, not asserted: the degradation at fixed σ and at equal
+# relative noise (the last table). In this miniature their differences between neighbouring
+# $\lambda_m$ are of the size of a change of CPU kernel, so no robustness conclusion is drawn from it.
 #
-# * **Direction of the path.** Increasing $\lambda_m$ drives $\operatorname{tr}(\Sigma_tA)$ and the
-#   penalty monotonically *down*, as the one-dimensional picture of §1 predicts: the priors end in
-#   the negative-coupling regime where $\lvert\det(I-\Sigma_tA)\rvert>1$ and no degeneracy boundary
-#   exists. "Moving away from $\det=0$" is true but vacuous here: the path moves away from
-#   $\det=1$, upwards (see `book/ERRATA.md`).
-# * **Predictive quality.** Clean BPC barely moves along the path — the paper's first observation,
-#   reproduced at our scale.
-# * **Robustness.** At fixed σ = 0.3 the degradation ratio falls monotonically along the path
-#   (1.298 → 1.279) — no U-shape up to $\lambda_m=0.2$ at our scale. But the embedding RMS rises by
-#   18% over the same path, and at equal *relative* noise the ordering reverses: the degradation
-#   grows with $\lambda_m$ (1.298 → 1.314). In this run the apparent robustness gain is entirely an
-#   embedding-scale effect. Whether the same holds for the paper's U-shape (optimum at
-#   $\lambda_m=0.02$, about 10% between neighbouring models) cannot be decided at this scale;
-#   `FULL=1` on a GPU runs the paper's sweep, and the relative-noise probe above is the check to
-#   run on it.
-# * **Entropy, SNR, normalised variance.** The prior's entropy falls steadily with $\lambda_m$
-#   (sharper attention, prediction (i) of §7.4; Table 1's entropies stay within 3.08–3.26), and the
-#   SNR drops as soon as $\lambda_m>0$ (ours 1.03 → 0.81, the paper's 0.96 → 0.83). Absolute values
-#   differ for expected reasons: context 64 instead of 256 bounds $H_t\le\log t$, and $d=64$
-#   instead of 128 halves the natural scale of $\operatorname{tr}\Sigma_t/\mathrm{RMS}^2$. These
-#   trends are read off the table, not asserted.
+# ## 3. The saved sweep (`cpu` tier, Table 1 / Fig. 7.6)
+#
+# `make results` trains one model per $\lambda_m$ once (`python -m nextword.torch.results run
+# barrier_sweep`) and saves the table, including the degradation at equal relative noise. Once saved,
+# everything below is read from that file.
 
 # %%
-saved = saved_results("regularisation_path_full")
-if saved:
-    print(f"saved full sweep ({saved['rows'][0].get('sigma', 0.3)}-noise), config d={saved['config']['d_model']}, "
-          f"data {saved['config']['data']}")
-    for r in saved["rows"]:
-        print(f"  lambda {r['lambda']:.3f}: BPC {r['bpc']:.3f}  BPC.3 {r['bpc_sigma']:.3f}  deg {r['degradation']:.2f}")
-else:
-    print("no full (paper-sized) sweep saved under book/results/ yet: run with FULL=1 on a GPU")
+SAVED = all_saved("barrier_sweep")
+
+# %%
+if SAVED:
+    sw = load_result("barrier_sweep")
+    swc = sw["config"]
+    print(f"saved run: produced by `{sw['command']}` at `{sw['commit'][:12]}` on {sw['created'][:10]} "
+          f"(wall time {sw['wall_time_s'] / 60:.0f} min for {len(swc['lambdas'])} models)")
+    print(f"each model: d_model={swc['model']['d_model']}, T={swc['model']['max_len']}, batch {swc['batch_size']}, "
+          f"{swc['steps']} steps, lr {swc['lr']:g}, margin on k={swc['margin_positions']} positions, data {swc['data']}; "
+          f"noise sigma = {sw['data']['sigma']}, {swc['noise_draws']} draws")
+    srows = sw["data"]["rows"]
+    print(f"{'lambda':>6s} {'BPC':>6s} {'BPC.3':>6s} {'Deg':>5s} {'Deg rel':>7s} {'H':>5s} {'SNR':>6s} "
+          f"{'trS/RMS2':>8s} {'tr(SA)':>7s} {'penalty':>8s} {'emb RMS':>7s}")
+    for r in srows:
+        print(f"{r['lambda']:6.3f} {r['bpc']:6.3f} {r['bpc_sigma']:6.3f} {r['degradation']:5.3f} "
+              f"{r['relative_degradation']:7.3f} {r['entropy']:5.2f} {r['snr']:6.3f} {r['normalised_var']:8.1f} "
+              f"{r['trace_sigma_A']:7.3f} {r['margin']:8.3f} {r['embedding_rms']:7.3f}")
+    sl = load_curves("barrier_sweep")
+    s_bpc, s_tr, s_pen = sl["bpc"], sl["trace_sigma_A"], sl["margin"]
+    print(f"clean BPC range over the saved path: {s_bpc.max() - s_bpc.min():.3f} BPC")
+
+# %%
+if SAVED:
+    plot_path(sl["lambda"], sl["bpc"], sl["bpc_sigma"], sl["degradation"], sl["relative_degradation"], s_tr, s_pen,
+              title="saved run, cpu tier")

@@ -8,11 +8,15 @@ Modules
 ``model``       SmallGPT (§7.1), device selection cuda → mps → cpu, bfloat16 autocast on CUDA
 ``prior``       EmbeddingPrior and the margin penalty −log|det(I − Σ_t Wᵀ)| (Theorem 1, Eq. (24)):
                 direct, second-moment and Sylvester evaluation paths, position subsampling, diagnostics
-``data``        character vocabulary (``<unk>`` = 0), deterministic epoch batches, evaluation windows
-``train``       CE + λ·margin training with atomic checkpoints, exact resume, DDP
+``batching``    character vocabulary (``<unk>`` = 0), deterministic epoch batches, evaluation windows
+``config``      TrainConfig (holding its SmallGPTConfig) and the presets paper | cpu | quick | tiny
+``loop``        CE + λ·margin training with exact resume (``train``, ``train_or_load``)
+``checkpoint``  atomic weights-only checkpoints that keep the previous good one and fall back to it
+``distributed`` torchrun environment, process group, DistributedDataParallel wrapping
 ``robustness``  bits per character, BPC under embedding noise (§7.3), prior diagnostics (§7.4)
 ``sweep``       the λ regularisation path (§7.4); ``book`` notebook plumbing and the paper's numbers
-``barrier``     the CLI: ``python -m nextword.torch.barrier train|robustness|sweep|report|fetch``
+``cli``         the command line: ``python -m nextword.torch.cli train|robustness|sweep|report|fetch``
+``results``     the saved runs of ``book/results/barrier_*`` (``make results``), one registry entry each
 ``fetch``       checksum-verified WikiText-2 download (never called by tests or notebooks)
 ``lm``, ``rnn`` the Chapter 6 TinyLM (export to the numpy decoder) and the recurrent baseline
 ``ablation``    Chapter 6 ablations of torch models (token and prefix losses)

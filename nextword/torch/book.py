@@ -4,8 +4,9 @@
   configuration on WikiText-2 (``BARRIER_DATA`` overrides the corpus);
 - :func:`runs_dir` — where the notebooks cache their runs so that all three share them
   (``$NEXTWORD_RUNS`` or ``<tmp>/nextword_runs``; a cached run is reused only if its whole
-  configuration matches, see :func:`nextword.torch.train.train_or_load`);
+  configuration matches, see :func:`nextword.torch.loop.train_or_load`);
 - :func:`saved_results` — JSON of a full run saved under ``book/results/`` (``None`` if absent);
+- :func:`saved_run` — a result saved with provenance by ``make results`` (``None`` if not saved yet);
 - ``PAPER_*`` — the numbers *reported in the paper* (§7.2–7.4), for side-by-side display only.
   They are quotations, never expected values of a test.
 """
@@ -16,9 +17,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from .train import TrainConfig, preset
+from .config import TrainConfig, preset
 
-__all__ = ["experiment_config", "runs_dir", "saved_results", "RESULTS_DIR",
+__all__ = ["experiment_config", "runs_dir", "saved_results", "saved_run", "all_saved", "RESULTS_DIR",
            "PAPER_FIG74", "PAPER_FIG75", "PAPER_TABLE1", "PAPER_SETUP"]
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent.parent / "book" / "results"
@@ -73,3 +74,28 @@ def saved_results(name: str) -> dict | None:
     """``book/results/<name>.json`` if a full run was saved there, else ``None``."""
     path = RESULTS_DIR / f"{name}.json"
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def saved_run(name: str) -> dict | None:
+    """``book/results/<name>/result.json`` written by ``make results`` (:mod:`nextword.torch.results`), or ``None``.
+
+    The notebooks print "not saved yet" instead of failing when a long run has not been made; after
+    ``make results`` they are rebuilt to show it.
+    """
+    from nextword.provenance import load_result
+    try:
+        return load_result(name)
+    except FileNotFoundError:
+        return None
+
+
+def all_saved(*names: str) -> bool:
+    """True when every named run is saved; otherwise print which are missing and how to make them.
+
+    A notebook guards the cells that read those runs with it (``SAVED = all_saved("barrier_ce")``).
+    """
+    missing = [n for n in names if saved_run(n) is None]
+    if missing:
+        print(f"not saved yet under book/results/: {', '.join(missing)}. `make results` trains them (hours on a "
+              f"shared CPU);\nthe cells that read them are skipped until they exist.")
+    return not missing

@@ -1,7 +1,7 @@
 """A small, readable, trainable decoder-only LM in torch (Chapter 6, §6.6, Fig. 6.29).
 
 The torch twin of :class:`nextword.decoder.DecoderLM`: the same architecture and the same flags
-(:class:`LMConfig` mirrors :class:`~nextword.decoder.DecoderConfig`), but with autograd so the
+(:class:`LMConfig` is a :class:`~nextword.decoder.DecoderConfig` with an ``init_std``), but with autograd so the
 book can *train* tiny models on a CPU in seconds (leakage without the mask, head specialisation,
 positional variants, ablations). :func:`to_numpy_decoder` copies a trained model into the numpy
 ``DecoderLM`` (logits agree to ~1e-5 in float32, tighter in float64), so every numpy tool
@@ -34,14 +34,15 @@ from __future__ import annotations
 
 import contextlib
 import math
-from dataclasses import asdict, dataclass
-from typing import Callable, Iterator, Literal, Sequence
+from dataclasses import dataclass, fields
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from nextword.decoder import DecoderConfig
 from nextword.positions import rope_frequencies, sinusoidal_encoding
 
 __all__ = ["LMConfig", "TinyLM", "Block", "train_lm", "evaluate_loss", "to_numpy_decoder", "next_logits_fn",
@@ -49,62 +50,34 @@ __all__ = ["LMConfig", "TinyLM", "Block", "train_lm", "evaluate_loss", "to_numpy
 
 
 @dataclass(frozen=True)
-class LMConfig:
-    """Hyper-parameters of :class:`TinyLM`; field names follow :class:`nextword.decoder.DecoderConfig`.
+class LMConfig(DecoderConfig):
+    """Hyper-parameters of :class:`TinyLM`: a :class:`nextword.decoder.DecoderConfig` plus ``init_std``.
 
-    ``positional``: ``"sinusoidal"`` (added, Fig. 6.23), ``"learned"`` (added table, Fig. 6.26),
-    ``"rope"`` (rotary, inside attention, Fig. 6.27) or ``"none"``. The flags ``causal``,
-    ``residual``, ``pre_norm`` are the ablations of Exercise 12; ``pre_norm=False`` is the
-    chapter's post-norm block ``u = LN(h + MHA(h))``, ``h' = LN(u + FFN(u))``.
-    ``init_std`` is the std of every weight matrix and embedding at initialisation.
+    Every field of the numpy model's configuration means the same here (one vocabulary, one
+    validation): ``positional`` is ``"sinusoidal"`` (added, Fig. 6.23), ``"learned"`` (added table,
+    Fig. 6.26), ``"rope"`` (rotary, inside attention, Fig. 6.27) or ``"none"``; the flags ``causal``,
+    ``residual``, ``pre_norm`` are the ablations of Exercise 12 (``pre_norm=False`` is the chapter's
+    post-norm block ``u = LN(h + MHA(h))``, ``h' = LN(u + FFN(u))``). ``init_std`` is the std of every
+    weight matrix and embedding of :class:`TinyLM` at initialisation; ``emb_std`` and ``dtype`` only
+    describe the numpy twin made by :func:`to_numpy_decoder` (TinyLM computes in float32).
+
+    >>> LMConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=4).to_decoder_config().d_model
+    8
     """
 
-    vocab_size: int
-    d_model: int
-    num_heads: int
-    num_layers: int
-    max_len: int
-    d_ff: int | None = None  # default 4 * d_model
-    positional: Literal["sinusoidal", "learned", "rope", "none"] = "sinusoidal"
-    norm: Literal["layer", "rms"] = "layer"
-    pre_norm: bool = True
-    causal: bool = True
-    residual: bool = True
-    activation: Literal["gelu", "gelu_tanh", "relu"] = "gelu"
-    tie_embeddings: bool = False
-    rope_base: float = 10000.0
-    eps: float = 1e-5
     init_std: float = 0.02
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "d_model", "num_heads", "num_layers", "max_len"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if self.d_ff is not None and (not isinstance(self.d_ff, int) or self.d_ff < 1):
-            raise ValueError(f"d_ff must be a positive int or None, got {self.d_ff!r}")
-        if self.d_model % self.num_heads:
-            raise ValueError(f"num_heads={self.num_heads} must divide d_model={self.d_model}")
-        choices = {"positional": ("sinusoidal", "learned", "rope", "none"), "norm": ("layer", "rms"),
-                   "activation": ("gelu", "gelu_tanh", "relu")}
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        if self.positional == "rope" and (self.d_model // self.num_heads) % 2:
-            raise ValueError("positional='rope' needs an even head dimension d_model/num_heads")
+        super().__post_init__()
         if not self.init_std > 0:
             raise ValueError(f"init_std must be > 0, got {self.init_std}")
 
-    @property
-    def ff_dim(self) -> int:
-        return 4 * self.d_model if self.d_ff is None else self.d_ff
-
-    def to_decoder_config(self, dtype: str = "float64"):
+    def to_decoder_config(self, dtype: str | None = None) -> DecoderConfig:
         """The matching :class:`nextword.decoder.DecoderConfig` (for :func:`to_numpy_decoder`)."""
-        from nextword.decoder import DecoderConfig
-
-        kw = {k: v for k, v in asdict(self).items() if k != "init_std"}
-        return DecoderConfig(**kw, dtype=dtype)
+        kw = {f.name: getattr(self, f.name) for f in fields(DecoderConfig)}
+        if dtype is not None:
+            kw["dtype"] = dtype
+        return DecoderConfig(**kw)
 
 
 def _rope(x: torch.Tensor, freqs: torch.Tensor) -> torch.Tensor:

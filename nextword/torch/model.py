@@ -1,19 +1,19 @@
 """SmallGPT: the small causal character-level GPT of the support-tokens paper, §7.1.
 
 Architecture (nanoGPT-like, pre-norm): token embedding ``wte`` (|V|, d) + learned positions ``wpe``
-(T, d) → ``n_layer`` blocks ``x + MHA(LN(x))``, ``x + MLP(LN(x))`` (the schematic Eqs. (41)–(42) of
+(T, d) → ``num_layers`` blocks ``x + MHA(LN(x))``, ``x + MLP(LN(x))`` (the schematic Eqs. (41)–(42) of
 the paper) → final LayerNorm → linear head tied to ``wte``. Row-vector convention as in Chapter 6:
 a sequence of embeddings is a ``(B, T, d)`` tensor whose rows are ``x_t``.
 
-The paper's size is ``d=128, n_head=4, n_layer=2, T=256`` (:meth:`SmallGPTConfig.paper`). With a 4×
-MLP and a tied head the blocks hold ``2·(12d² + 13d) ≈ 397K`` parameters, not the "~150K
+The paper's size is ``d_model=128, num_heads=4, num_layers=2, max_len=256`` (:meth:`SmallGPTConfig.paper`). With a 4×
+feed-forward (``d_ff = 4·d_model``) and a tied head the blocks hold ``2·(12d² + 13d) ≈ 397K`` parameters, not the "~150K
 transformer parameters" quoted in §7.1; the embedding count (|V|·d ≈ 130K for |V| = 1013) matches.
 The book reports our count beside theirs rather than bending the architecture to the number.
 
 Tiny worked example::
 
     >>> import torch
-    >>> cfg = SmallGPTConfig(vocab_size=11, block_size=8, n_layer=1, n_head=2, d_model=16)
+    >>> cfg = SmallGPTConfig(vocab_size=11, max_len=8, num_layers=1, num_heads=2, d_model=16)
     >>> model = SmallGPT(cfg)
     >>> logits, loss = model(torch.zeros(3, 8, dtype=torch.long), torch.zeros(3, 8, dtype=torch.long))
     >>> tuple(logits.shape), loss.ndim
@@ -33,31 +33,46 @@ __all__ = ["SmallGPTConfig", "SmallGPT", "select_device", "autocast_context"]
 
 @dataclass(frozen=True)
 class SmallGPTConfig:
-    """Hyper-parameters of :class:`SmallGPT` (all plain numbers, so they round-trip through JSON)."""
+    """Hyper-parameters of :class:`SmallGPT`, named as in :class:`nextword.decoder.DecoderConfig`.
 
-    vocab_size: int
-    block_size: int = 256
-    n_layer: int = 2
-    n_head: int = 4
+    ``vocab_size`` may be left ``None`` in a training configuration (the corpus decides it; see
+    :func:`nextword.torch.loop.build`), but :class:`SmallGPT` needs it set. ``d_ff`` is the
+    feed-forward width (``None``: ``4 · d_model``). All plain values, so they round-trip through JSON.
+
+    >>> SmallGPTConfig(d_model=8, num_heads=2).ff_dim
+    32
+    """
+
+    vocab_size: int | None = None
+    max_len: int = 256
+    num_layers: int = 2
+    num_heads: int = 4
     d_model: int = 128
-    mlp_ratio: int = 4
+    d_ff: int | None = None
     dropout: float = 0.0
     init_std: float = 0.02
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "block_size", "n_layer", "n_head", "d_model", "mlp_ratio"):
+        for name in ("vocab_size", "max_len", "num_layers", "num_heads", "d_model", "d_ff"):
             value = getattr(self, name)
+            if value is None and name in ("vocab_size", "d_ff"):
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if self.d_model % self.n_head:
-            raise ValueError(f"d_model={self.d_model} must be divisible by n_head={self.n_head}")
+        if self.d_model % self.num_heads:
+            raise ValueError(f"d_model={self.d_model} must be divisible by num_heads={self.num_heads}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 
+    @property
+    def ff_dim(self) -> int:
+        """The feed-forward width: ``d_ff``, or ``4 · d_model`` when unset."""
+        return 4 * self.d_model if self.d_ff is None else self.d_ff
+
     @classmethod
-    def paper(cls, vocab_size: int) -> "SmallGPTConfig":
-        """The §7.1 size: d=128, 4 heads, 2 pre-norm blocks, context 256."""
-        return cls(vocab_size=vocab_size, block_size=256, n_layer=2, n_head=4, d_model=128)
+    def paper(cls, vocab_size: int | None = None) -> "SmallGPTConfig":
+        """The §7.1 size: d_model=128, 4 heads, 2 pre-norm blocks, context 256."""
+        return cls(vocab_size=vocab_size, max_len=256, num_layers=2, num_heads=4, d_model=128)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -68,7 +83,7 @@ class CausalSelfAttention(nn.Module):
 
     def __init__(self, cfg: SmallGPTConfig) -> None:
         super().__init__()
-        self.n_head = cfg.n_head
+        self.num_heads = cfg.num_heads
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
         self.proj = nn.Linear(cfg.d_model, cfg.d_model)
         self.dropout = cfg.dropout
@@ -76,11 +91,11 @@ class CausalSelfAttention(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, d = x.shape
         q, k, v = self.qkv(x).split(d, dim=-1)                      # 3 × (B, T, d)
-        # (B, T, d) -> (B, n_head, T, d / n_head)
-        q, k, v = (z.view(B, T, self.n_head, d // self.n_head).transpose(1, 2) for z in (q, k, v))
+        # (B, T, d) -> (B, num_heads, T, d / num_heads)
+        q, k, v = (z.view(B, T, self.num_heads, d // self.num_heads).transpose(1, 2) for z in (q, k, v))
         y = F.scaled_dot_product_attention(
             q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0
-        )                                                           # (B, n_head, T, d / n_head)
+        )                                                           # (B, num_heads, T, d / num_heads)
         y = y.transpose(1, 2).reshape(B, T, d)                      # (B, T, d)
         return self.proj(y)
 
@@ -94,9 +109,9 @@ class Block(nn.Module):
         self.attn = CausalSelfAttention(cfg)
         self.ln2 = nn.LayerNorm(cfg.d_model)
         self.mlp = nn.Sequential(
-            nn.Linear(cfg.d_model, cfg.mlp_ratio * cfg.d_model),
+            nn.Linear(cfg.d_model, cfg.ff_dim),
             nn.GELU(),
-            nn.Linear(cfg.mlp_ratio * cfg.d_model, cfg.d_model),
+            nn.Linear(cfg.ff_dim, cfg.d_model),
             nn.Dropout(cfg.dropout),
         )
 
@@ -108,25 +123,29 @@ class Block(nn.Module):
 class SmallGPT(nn.Module):
     """Causal character-level GPT; ``forward(idx, targets)`` returns ``(logits, mean CE in nats)``.
 
-    ``idx``: ``(B, T)`` int64 token ids with ``T ≤ block_size``. ``noise_std`` adds
+    ``idx``: ``(B, T)`` int64 token ids with ``T ≤ max_len``. ``noise_std`` adds
     ``N(0, noise_std² I)`` to the token embeddings (the §7.3 robustness probe), drawn from
     ``generator`` so that evaluation is reproducible.
     """
 
     def __init__(self, cfg: SmallGPTConfig) -> None:
         super().__init__()
+        if not isinstance(cfg, SmallGPTConfig):
+            raise TypeError(f"cfg must be a SmallGPTConfig, got {type(cfg).__name__}")
+        if cfg.vocab_size is None:
+            raise ValueError("cfg.vocab_size must be set (a positive int) to build a SmallGPT")
         self.cfg = cfg
         self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)
-        self.wpe = nn.Embedding(cfg.block_size, cfg.d_model)
+        self.wpe = nn.Embedding(cfg.max_len, cfg.d_model)
         self.drop = nn.Dropout(cfg.dropout)
-        self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layer)])
+        self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.num_layers)])
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.head.weight = self.wte.weight                          # weight tying
         self.apply(self._init_weights)
         for name, p in self.named_parameters():                     # GPT-2 scaled residual init
             if name.endswith("proj.weight") or name.endswith("mlp.2.weight"):
-                nn.init.normal_(p, mean=0.0, std=cfg.init_std / math.sqrt(2 * cfg.n_layer))
+                nn.init.normal_(p, mean=0.0, std=cfg.init_std / math.sqrt(2 * cfg.num_layers))
 
     def _init_weights(self, module: nn.Module) -> None:
         if isinstance(module, nn.Linear):
@@ -152,8 +171,8 @@ class SmallGPT(nn.Module):
         if not isinstance(idx, torch.Tensor) or idx.dtype != torch.long or idx.ndim != 2:
             raise TypeError(f"idx must be an int64 tensor of shape (B, T), got {getattr(idx, 'dtype', type(idx))} "
                             f"{tuple(getattr(idx, 'shape', ()))}")
-        if idx.shape[1] > self.cfg.block_size:
-            raise ValueError(f"idx has T={idx.shape[1]} > block_size={self.cfg.block_size}")
+        if idx.shape[1] > self.cfg.max_len:
+            raise ValueError(f"idx has T={idx.shape[1]} > max_len={self.cfg.max_len}")
 
     def forward(
         self,

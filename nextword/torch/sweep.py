@@ -15,9 +15,12 @@ from pathlib import Path
 
 import torch.distributed as dist
 
-from .data import eval_windows, load_char_data
+from .batching import eval_windows, load_char_data
+from .checkpoint import save_json
+from .config import TrainConfig
+from .distributed import dist_info
+from .loop import load_checkpoint, train_or_load
 from .robustness import noise_curve
-from .train import CKPT, TrainConfig, dist_info, load_checkpoint, save_json, train_or_load
 
 __all__ = ["PAPER_LAMBDAS", "run_sweep", "lambda_dir"]
 
@@ -45,7 +48,7 @@ def run_sweep(cfg: TrainConfig, lambdas=PAPER_LAMBDAS, out_dir: str | Path = "ru
         res = train_or_load(replace(cfg, lambda_margin=float(lam)), run_dir, device=device,
                             progress=progress, distributed=False, data=data)
         if "sweep_row" not in res:
-            gpt, _, _, _ = load_checkpoint(run_dir / CKPT, device="cpu" if device == "auto" else device)
+            gpt, _, _, _ = load_checkpoint(run_dir, device="cpu" if device == "auto" else device)
             curve = noise_curve(gpt, vx, vy, sigmas=[0.0, sigma], draws=cfg.noise_draws, seed=cfg.seed)
             res["sweep_row"] = {"lambda": float(lam), "bpc": curve["bpc_mean"][0],
                                 "bpc_sigma": curve["bpc_mean"][1], "bpc_sigma_std": curve["bpc_std"][1],

@@ -12,7 +12,7 @@ from nextword.torch import model as M  # noqa: E402
 
 def _model(**kw):
     torch.manual_seed(0)
-    cfg = M.SmallGPTConfig(**{**dict(vocab_size=7, block_size=10, n_layer=2, n_head=2, d_model=8), **kw})
+    cfg = M.SmallGPTConfig(**{**dict(vocab_size=7, max_len=10, num_layers=2, num_heads=2, d_model=8), **kw})
     return M.SmallGPT(cfg).double()
 
 
@@ -38,7 +38,7 @@ def test_causal_future_tokens_do_not_change_past_logits():
 
 
 def test_weight_tying_and_parameter_count():
-    m = _model(d_model=8, n_layer=2, mlp_ratio=4)
+    m = _model(d_model=8, num_layers=2, d_ff=32)
     assert m.head.weight is m.wte.weight
     d, L = 8, 2
     per_block = 12 * d * d + 13 * d     # qkv 3d²+3d, proj d²+d, mlp 8d²+5d, 2 LN 4d
@@ -80,7 +80,7 @@ def test_select_device_and_autocast():
         assert torch.ones(2, 2).dtype == torch.float32
 
 
-@pytest.mark.parametrize("kw", [dict(d_model=10, n_head=4), dict(vocab_size=0), dict(dropout=1.0)])
+@pytest.mark.parametrize("kw", [dict(d_model=10, num_heads=4), dict(vocab_size=0), dict(dropout=1.0)])
 def test_config_validation(kw):
     with pytest.raises(ValueError):
         M.SmallGPTConfig(**{**dict(vocab_size=5), **kw})
@@ -90,7 +90,7 @@ def test_forward_validation():
     m = _model()
     with pytest.raises(TypeError):
         m(torch.zeros(2, 3))
-    with pytest.raises(ValueError, match="block_size"):
+    with pytest.raises(ValueError, match="max_len"):
         m(torch.zeros(1, 11, dtype=torch.long))
     with pytest.raises(ValueError, match="noise_std"):
         m(torch.zeros(1, 3, dtype=torch.long), noise_std=-1.0)

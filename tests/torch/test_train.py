@@ -7,25 +7,28 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from nextword.torch import barrier, train as T  # noqa: E402
-from nextword.torch.data import load_char_data  # noqa: E402
+from nextword.torch import cli  # noqa: E402
+from nextword.torch.batching import load_char_data  # noqa: E402
+from nextword.torch.checkpoint import CKPT, RESULTS, save_json  # noqa: E402
+from nextword.torch.config import PRESETS, preset  # noqa: E402
+from nextword.torch.loop import build, code_hash, load_checkpoint, lr_at, train, train_or_load  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def data():
-    return load_char_data("shakespeare", max_chars=T.PRESETS["tiny"]["max_chars"])
+    return load_char_data("shakespeare", max_chars=PRESETS["tiny"].max_chars)
 
 
 def _state(path):
-    return torch.load(path / T.CKPT, weights_only=True)
+    return torch.load(path / CKPT, weights_only=True)
 
 
 def test_resume_gives_exactly_the_uninterrupted_result(tmp_path, data):
-    cfg = T.preset("tiny", lambda_margin=0.5, margin_positions=5)
-    full = T.train(cfg, tmp_path / "full", progress=False, data=data)
-    part = T.train(cfg, tmp_path / "split", progress=False, data=data, max_steps_this_run=4)
+    cfg = preset("tiny", lambda_margin=0.5, margin_positions=5)
+    full = train(cfg, tmp_path / "full", progress=False, data=data)
+    part = train(cfg, tmp_path / "split", progress=False, data=data, max_steps_this_run=4)
     assert not part["finished"] and part["steps"] == 4
-    resumed = T.train(cfg, tmp_path / "split", progress=False, data=data, resume=True)
+    resumed = train(cfg, tmp_path / "split", progress=False, data=data, resume=True)
     assert resumed["finished"]
     assert resumed["final_train_loss"] == full["final_train_loss"]
     assert resumed["history"] == full["history"]
@@ -36,59 +39,59 @@ def test_resume_gives_exactly_the_uninterrupted_result(tmp_path, data):
 
 
 def test_checkpoint_is_weights_only_and_atomic(tmp_path, data):
-    cfg = T.preset("tiny", steps=2, eval_every=2)
-    T.train(cfg, tmp_path, progress=False, data=data)
+    cfg = preset("tiny", steps=2, eval_every=2)
+    train(cfg, tmp_path, progress=False, data=data)
     ck = _state(tmp_path)                                         # weights_only=True load
     assert set(ck) >= {"model", "prior", "optimizer", "rng", "config", "state"}
     assert ck["state"]["step"] == 2
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]   # no temp files left
-    gpt, prior, cfg2, _ = T.load_checkpoint(tmp_path / T.CKPT)
-    assert cfg2 == cfg and prior.W.shape == (cfg.d_model, cfg.d_model)
+    gpt, prior, cfg2, _ = load_checkpoint(tmp_path / CKPT)
+    assert cfg2 == cfg and prior.W.shape == (cfg.model.d_model, cfg.model.d_model)
 
 
 def test_lambda_zero_leaves_prior_untouched_and_margin_moves_W(tmp_path, data):
-    cfg0 = T.preset("tiny", lambda_margin=0.0)
-    T.train(cfg0, tmp_path / "ce", progress=False, data=data)
-    W0 = T.build(cfg0, data.vocab.size, torch.device("cpu"))[1].W.detach()
+    cfg0 = preset("tiny", lambda_margin=0.0)
+    train(cfg0, tmp_path / "ce", progress=False, data=data)
+    W0 = build(cfg0, data.vocab.size, torch.device("cpu"))[1].W.detach()
     assert torch.equal(_state(tmp_path / "ce")["prior"]["W"], W0)
-    cfg1 = T.preset("tiny", lambda_margin=1.0)
-    r1 = T.train(cfg1, tmp_path / "m", progress=False, data=data)
+    cfg1 = preset("tiny", lambda_margin=1.0)
+    r1 = train(cfg1, tmp_path / "m", progress=False, data=data)
     assert not torch.equal(_state(tmp_path / "m")["prior"]["W"], W0)
     # both arms start from the same GPT initialisation
-    g0 = T.build(cfg0, data.vocab.size, torch.device("cpu"))[0].state_dict()
-    g1 = T.build(cfg1, data.vocab.size, torch.device("cpu"))[0].state_dict()
+    g0 = build(cfg0, data.vocab.size, torch.device("cpu"))[0].state_dict()
+    g1 = build(cfg1, data.vocab.size, torch.device("cpu"))[0].state_dict()
     assert all(torch.equal(g0[k], g1[k]) for k in g0)
     assert r1["history"][-1]["train_margin"] < r1["history"][0]["train_margin"] or r1["history"][0]["train_margin"] == 0
 
 
 def test_resume_refuses_a_different_config(tmp_path, data):
-    T.train(T.preset("tiny", steps=2), tmp_path, progress=False, data=data)
+    train(preset("tiny", steps=2), tmp_path, progress=False, data=data)
     with pytest.raises(ValueError, match="different configuration"):
-        T.train(T.preset("tiny", steps=3), tmp_path, progress=False, data=data, resume=True)
+        train(preset("tiny", steps=3), tmp_path, progress=False, data=data, resume=True)
 
 
 def test_lr_schedule_is_cosine():
-    cfg = T.preset("tiny", lr=1.0, min_lr_ratio=0.1)
-    assert T.lr_at(cfg, 0, 10) == 1.0
-    assert abs(T.lr_at(cfg, 5, 10) - 0.55) < 1e-12
-    assert abs(T.lr_at(cfg, 10, 10) - 0.1) < 1e-12
+    cfg = preset("tiny", lr=1.0, min_lr_ratio=0.1)
+    assert lr_at(cfg, 0, 10) == 1.0
+    assert abs(lr_at(cfg, 5, 10) - 0.55) < 1e-12
+    assert abs(lr_at(cfg, 10, 10) - 0.1) < 1e-12
 
 
 def test_cli_train_resume_robustness_report(tmp_path, capsys):
     out = str(tmp_path / "run")
-    assert barrier.main(["train", "--config", "tiny", "--out", out, "--no-progress", "--max-steps-this-run", "3"]) == 0
-    assert barrier.main(["train", "--config", "tiny", "--out", out, "--no-progress", "--resume"]) == 0
-    assert barrier.main(["robustness", "--out", out, "--sigmas", "0,0.4", "--draws", "2"]) == 0
+    assert cli.main(["train", "--config", "tiny", "--out", out, "--no-progress", "--max-steps-this-run", "3"]) == 0
+    assert cli.main(["train", "--config", "tiny", "--out", out, "--no-progress", "--resume"]) == 0
+    assert cli.main(["robustness", "--out", out, "--sigmas", "0,0.4", "--draws", "2"]) == 0
     res = json.loads((tmp_path / "run" / "results.json").read_text())
     assert res["finished"] and res["noise_curve"]["sigmas"] == [0.0, 0.4]
     assert res["noise_curve"]["degradation"][0] == 1.0
-    assert barrier.main(["report", out]) == 0
+    assert cli.main(["report", out]) == 0
     text = capsys.readouterr().out
     assert "| σ | BPC | degradation |" in text and "final train loss" in text
 
 
 def test_sweep_writes_one_row_per_lambda_and_reuses_runs(tmp_path):
-    cfg = T.preset("tiny", steps=2, eval_every=2)
+    cfg = preset("tiny", steps=2, eval_every=2)
     from nextword.torch.sweep import run_sweep
     table = run_sweep(cfg, (0.0, 0.5), tmp_path, progress=False)
     assert [r["lambda"] for r in table["rows"]] == [0.0, 0.5]
@@ -100,21 +103,26 @@ def test_sweep_writes_one_row_per_lambda_and_reuses_runs(tmp_path):
 
 
 def test_train_or_load_reuses_only_matching_config_and_code(tmp_path, data):
-    cfg = T.preset("tiny", steps=2, eval_every=2)
-    first = T.train_or_load(cfg, tmp_path, progress=False, data=data)
-    assert first["code"] == T.code_hash()
-    mtime = (tmp_path / T.CKPT).stat().st_mtime_ns
-    assert T.train_or_load(cfg, tmp_path, progress=False, data=data) == first
-    assert (tmp_path / T.CKPT).stat().st_mtime_ns == mtime
+    cfg = preset("tiny", steps=2, eval_every=2)
+    first = train_or_load(cfg, tmp_path, progress=False, data=data)
+    assert first["code"] == code_hash()
+    mtime = (tmp_path / CKPT).stat().st_mtime_ns
+    assert train_or_load(cfg, tmp_path, progress=False, data=data) == first
+    assert (tmp_path / CKPT).stat().st_mtime_ns == mtime
     stale = dict(first, code="0" * 16)
-    T.save_json(stale, tmp_path / T.RESULTS)
-    again = T.train_or_load(cfg, tmp_path, progress=False, data=data)       # retrained
-    assert again["code"] == T.code_hash() and (tmp_path / T.CKPT).stat().st_mtime_ns != mtime
+    save_json(stale, tmp_path / RESULTS)
+    again = train_or_load(cfg, tmp_path, progress=False, data=data)       # retrained
+    assert again["code"] == code_hash() and (tmp_path / CKPT).stat().st_mtime_ns != mtime
     assert again["final_train_loss"] == first["final_train_loss"]
 
 
 def test_cli_epochs_overrides_preset_steps():
-    from nextword.torch.barrier import _config, build_parser
-    args = build_parser().parse_args(["train", "--config", "quick", "--epochs", "3"])
-    cfg = _config(args)
+    args = cli.build_parser().parse_args(["train", "--config", "quick", "--epochs", "3"])
+    cfg = cli.config_from_args(args)
     assert cfg.steps is None and cfg.epochs == 3
+
+
+def test_cli_keeps_the_preset_steps_unless_asked():
+    parse = cli.build_parser().parse_args
+    assert cli.config_from_args(parse(["train", "--config", "cpu"])).steps == PRESETS["cpu"].steps
+    assert cli.config_from_args(parse(["train", "--config", "quick", "--steps", "7"])).steps == 7

@@ -1,6 +1,7 @@
 """Torch char data: vocabulary with <unk>, deterministic epoch batches, DDP shards, WikiText fixture, fetch."""
 from __future__ import annotations
 
+import doctest
 import hashlib
 import zipfile
 
@@ -8,8 +9,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from nextword.torch import data as D  # noqa: E402
+from nextword.torch import batching as D  # noqa: E402
 from nextword.torch import fetch  # noqa: E402
+
+
+def test_doctests():
+    assert doctest.testmod(D).failed == 0
 
 
 def test_epoch_batches_are_shifted_windows_and_deterministic():

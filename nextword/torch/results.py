@@ -1,0 +1,340 @@
+"""The saved runs behind the book's conclusions: one registry entry per experiment, ``make results``.
+
+    python -m nextword.torch.results list                 # what exists, what is current
+    python -m nextword.torch.results run                  # everything (resumable; skips what is current)
+    python -m nextword.torch.results run barrier_ce       # one experiment (and what it depends on)
+    python -m nextword.torch.results run --force NAME     # redo the save even if current
+
+Each :class:`Experiment` has two parts: ``train`` (the long, resumable work, in ``runs/<name>/``,
+checkpointed, so an interruption costs at most one checkpoint interval) and ``save`` (cheap: reads
+the finished run and writes ``book/results/<name>/`` with :func:`nextword.provenance.save_result`:
+the numbers, the exact command, the commit of the code that determines them, the configuration,
+the seeds, the wall time and the machine, plus ``curves.npz`` and, where a notebook analyses the
+trained model, a weights-only ``model.pt`` of at most 2 MB). An experiment is skipped when
+:func:`nextword.provenance.is_current` says its saved result has the same configuration and was
+produced by the current, clean commit of its code.
+
+Wall time is the sum over the training sessions recorded in ``runs/<name>/wall.json``: on a shared
+machine it measures the machine's load as much as the work, so the saved result also holds the
+steps per second of the run.
+
+To add an experiment, add one entry to :data:`EXPERIMENTS` (see the ``barrier_*`` entries).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Experiment", "Saved", "EXPERIMENTS", "BARRIER_CODE", "runs_root", "run_experiment", "main",
+           "wall_time", "SWEEP_LAMBDAS", "load_saved_model"]
+
+_REPO = Path(__file__).resolve().parents[2]
+
+#: Files whose content determines the barrier runs' numbers (their last commit is the recorded ``commit``).
+BARRIER_CODE = tuple(f"nextword/torch/{m}.py" for m in (
+    "model", "prior", "config", "loop", "batching", "robustness", "checkpoint", "distributed", "sweep")) + (
+    "nextword/data/__init__.py",)
+
+#: λ values of the §7.4 path at the CPU tier (Table 1 of the paper uses 0, .005, .01, .02, .05, .1, .2).
+SWEEP_LAMBDAS = (0.0, 0.01, 0.05, 0.1, 0.2)
+
+
+def runs_root() -> Path:
+    """Working directory of the long runs: ``$NEXTWORD_RUNS_DIR`` or ``<repo>/runs`` (git-ignored)."""
+    return Path(os.environ.get("NEXTWORD_RUNS_DIR", _REPO / "runs"))
+
+
+@dataclass(frozen=True)
+class Saved:
+    """What an experiment's ``save`` returns: the numbers, small arrays, and files to copy beside them."""
+
+    data: Mapping[str, Any]
+    curves: Mapping[str, Any] = field(default_factory=dict)
+    files: Mapping[str, Path] = field(default_factory=dict)     # name in book/results/<name>/ -> source
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One saved result: ``train(workdir)`` (resumable, may be long) then ``save(workdir) -> Saved``."""
+
+    name: str
+    description: str
+    config: Callable[[], Mapping[str, Any]]
+    train: Callable[[Path], None]
+    save: Callable[[Path], Saved]
+    seeds: Sequence[int] = (0,)
+    depends: Sequence[str] = ()
+    code_paths: Sequence[str] = BARRIER_CODE
+
+    @property
+    def command(self) -> str:
+        return f"python -m nextword.torch.results run {self.name}"
+
+
+# --------------------------------------------------------------------------- wall time bookkeeping
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _timed(workdir: Path, fn: Callable[[], None]) -> None:
+    """Run ``fn`` and append ``{"start", "end"}`` to ``workdir/wall.json`` (an open session if it dies)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = workdir / "wall.json"
+    sessions = json.loads(path.read_text())["sessions"] if path.exists() else []
+    sessions.append({"start": _now(), "end": None})
+    path.write_text(json.dumps({"sessions": sessions}, indent=1))
+    fn()
+    sessions[-1]["end"] = _now()
+    path.write_text(json.dumps({"sessions": sessions}, indent=1))
+
+
+def wall_time(workdir: Path) -> float:
+    """Seconds summed over the recorded sessions; a session without an end stops at ``results.json``'s mtime."""
+    path = workdir / "wall.json"
+    if not path.exists():
+        return float("nan")
+    total = 0.0
+    res = workdir / "results.json"
+    for s in json.loads(path.read_text())["sessions"]:
+        start = _dt.datetime.fromisoformat(s["start"]).timestamp()
+        end = (_dt.datetime.fromisoformat(s["end"]).timestamp() if s["end"]
+               else (res.stat().st_mtime if res.exists() else start))
+        total += max(end - start, 0.0)
+    return total
+
+
+# --------------------------------------------------------------------------- §7 barrier experiments
+def _cpu_arm(lam: float):
+    from .config import preset
+    return preset("cpu", lambda_margin=lam)
+
+
+def _train_arm(lam: float) -> Callable[[Path], None]:
+    def run(workdir: Path) -> None:
+        from .loop import train_or_load
+        _timed(workdir, lambda: train_or_load(_cpu_arm(lam), workdir, resume=True, progress=False))
+    return run
+
+
+def _export_model(workdir: Path) -> Path:
+    """A weights-only state dict of the trained GPT and prior (``{"model", "prior", "config", "vocab_size"}``)."""
+    import torch
+
+    from .checkpoint import read_checkpoint
+    ck, _ = read_checkpoint(workdir)
+    path = workdir / "model.pt"
+    torch.save({"model": ck["model"], "prior": ck["prior"], "config": ck["config"],
+                "vocab_size": ck["vocab_size"]}, path)
+    return path
+
+
+def _save_arm(workdir: Path) -> Saved:
+    res = json.loads((workdir / "results.json").read_text())
+    if not res.get("finished"):
+        raise RuntimeError(f"{workdir} is not finished ({res.get('steps')}/{res.get('total_steps')} steps)")
+    hist = res["history"]
+    wall = wall_time(workdir)
+    data = {k: res[k] for k in ("final_val_bpc", "final_train_bpc", "final_train_loss", "steps", "total_steps",
+                                "steps_per_epoch", "data", "model_params", "diagnostics", "history")}
+    data["steps_per_second"] = res["steps"] / wall if wall == wall and wall > 0 else None
+    curves = {k: [h[k] for h in hist] for k in ("step", "epoch", "train_bpc", "val_bpc", "train_margin")}
+    return Saved(data, curves, {"model.pt": _export_model(workdir)})
+
+
+def _robustness_config() -> dict:
+    from .config import preset
+    cfg = preset("cpu")
+    return {"arms": {"barrier_ce": _cpu_arm(0.0).to_dict(), "barrier_margin": _cpu_arm(0.05).to_dict()},
+            "sigmas": list(cfg.noise_sigmas), "draws": cfg.noise_draws, "seed": cfg.seed, "eval_windows": 128}
+
+
+def _embedding_rms(gpt) -> float:
+    return float(gpt.wte.weight.detach().pow(2).mean().sqrt())
+
+
+def _train_robustness(workdir: Path) -> None:
+    """Fig. 7.5's probe on the trained pair, at absolute σ and at σ rescaled to each arm's embedding RMS.
+
+    ``relative`` uses σ · RMS(E_arm) / RMS(E_ce): equal noise relative to the embedding scale, equal to
+    the absolute grid for the CE arm (a penalty that grows the embeddings otherwise looks robust).
+    """
+    def run() -> None:
+        from .batching import eval_windows, load_char_data
+        from .checkpoint import save_json
+        from .loop import load_checkpoint
+        from .robustness import noise_curve
+        cfg = _robustness_config()
+        models = {arm: load_checkpoint(runs_root() / arm) for arm in ("barrier_ce", "barrier_margin")}
+        rms = {arm: _embedding_rms(m[0]) for arm, m in models.items()}
+        out: dict[str, Any] = {"finished": True, "embedding_rms": rms, "absolute": {}, "relative": {}}
+        for arm, (gpt, _, tc, _) in models.items():
+            data = load_char_data(tc.data, max_chars=tc.max_chars)
+            vx, vy = eval_windows(data.val, block_size=tc.block_size, max_windows=cfg["eval_windows"])
+            out["absolute"][arm] = noise_curve(gpt, vx, vy, sigmas=cfg["sigmas"], draws=cfg["draws"], seed=cfg["seed"])
+            scale = rms[arm] / rms["barrier_ce"]
+            out["relative"][arm] = (out["absolute"][arm] if arm == "barrier_ce" else     # the same σ for the CE arm
+                                    noise_curve(gpt, vx, vy, sigmas=[s * scale for s in cfg["sigmas"]],
+                                                draws=cfg["draws"], seed=cfg["seed"]))
+        save_json(out, workdir / "results.json")
+    if not (workdir / "results.json").exists():
+        _timed(workdir, run)
+
+
+def _save_robustness(workdir: Path) -> Saved:
+    res = json.loads((workdir / "results.json").read_text())
+    data = {k: res[k] for k in ("embedding_rms", "absolute", "relative")}
+    curves = {"sigmas": res["absolute"]["barrier_ce"]["sigmas"]}
+    for kind in ("absolute", "relative"):
+        for arm, c in res[kind].items():
+            curves[f"{kind}_{arm}_bpc_mean"] = c["bpc_mean"]
+            curves[f"{kind}_{arm}_degradation"] = c["degradation"]
+    return Saved(data, curves)
+
+
+def _sweep_config():
+    """The λ path at the CPU tier: a smaller, shorter schedule than the two arms (five times the arms' cost
+    does not fit the shared machine): d_model=64, T=128, batch 32, 250 steps, one evaluation at the end."""
+    from .config import preset
+    from .model import SmallGPTConfig
+    return preset("cpu", model=SmallGPTConfig(max_len=128, num_layers=2, num_heads=4, d_model=64),
+                  batch_size=32, steps=250, eval_every=250, lr=3e-3, margin_positions=16, checkpoint_every=50)
+
+
+def _train_sweep(workdir: Path) -> None:
+    from .sweep import run_sweep
+    _timed(workdir, lambda: run_sweep(_sweep_config(), SWEEP_LAMBDAS, workdir, sigma=0.3, device="cpu",
+                                      progress=False))
+
+
+def _save_sweep(workdir: Path) -> Saved:
+    """The sweep table, plus each λ's degradation at σ = 0.3 rescaled to its embedding RMS (vs. λ = 0)."""
+    from .batching import eval_windows, load_char_data
+    from .loop import load_checkpoint
+    from .robustness import noise_curve
+    from .sweep import lambda_dir
+    table = json.loads((workdir / "sweep.json").read_text())
+    rows, sigma = table["rows"], table["sigma"]
+    cfg = _sweep_config()
+    data = load_char_data(cfg.data, max_chars=cfg.max_chars)
+    vx, vy = eval_windows(data.val, block_size=cfg.block_size, max_windows=cfg.eval_windows)
+    rms0 = rows[0]["embedding_rms"]
+    for r in rows:
+        gpt = load_checkpoint(lambda_dir(workdir, r["lambda"]))[0]
+        r["relative_sigma"] = sigma * r["embedding_rms"] / rms0
+        r["relative_degradation"] = noise_curve(gpt, vx, vy, sigmas=[0.0, r["relative_sigma"]],
+                                                draws=cfg.noise_draws, seed=cfg.seed)["degradation"][1]
+    data_out = {"sigma": sigma, "rows": rows,
+                "histories": {f"{r['lambda']:g}": json.loads((lambda_dir(workdir, r["lambda"]) / "results.json")
+                                                             .read_text())["history"] for r in rows}}
+    keys = ("lambda", "bpc", "bpc_sigma", "degradation", "relative_degradation", "entropy", "snr",
+            "normalised_var", "trace_sigma_A", "margin", "embedding_rms")
+    curves = {k: [r.get(k, float("nan")) for r in rows] for k in keys}
+    return Saved(data_out, curves)
+
+
+def load_saved_model(name: str, results_dir: str | os.PathLike | None = None):
+    """``(gpt, prior, cfg)`` of a saved run's ``model.pt`` under ``book/results/<name>/`` (weights-only load)."""
+    import torch
+
+    from nextword.provenance import results_root
+
+    from .config import TrainConfig
+    from .loop import build
+    ck = torch.load(results_root(results_dir) / name / "model.pt", map_location="cpu", weights_only=True)
+    cfg = TrainConfig.from_dict(ck["config"])
+    gpt, prior = build(cfg, ck["vocab_size"], torch.device("cpu"))
+    gpt.load_state_dict(ck["model"])
+    prior.load_state_dict(ck["prior"])
+    return gpt.eval(), prior, cfg
+
+
+EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
+    Experiment("barrier_ce", "§7.2 / Fig. 7.4: the cross-entropy arm (λ_m = 0) at the cpu tier",
+               lambda: _cpu_arm(0.0).to_dict(), _train_arm(0.0), _save_arm),
+    Experiment("barrier_margin", "§7.2 / Fig. 7.4: the margin arm (λ_m = 0.05) at the cpu tier",
+               lambda: _cpu_arm(0.05).to_dict(), _train_arm(0.05), _save_arm),
+    Experiment("barrier_robustness", "§7.3 / Fig. 7.5: BPC under embedding noise of the trained pair",
+               _robustness_config, _train_robustness, _save_robustness, depends=("barrier_ce", "barrier_margin")),
+    Experiment("barrier_sweep", "§7.4 / Table 1 / Fig. 7.6: the λ path (smaller, shorter schedule)",
+               lambda: {**_sweep_config().to_dict(), "lambdas": list(SWEEP_LAMBDAS), "sigma": 0.3},
+               _train_sweep, _save_sweep),
+)}
+
+
+# --------------------------------------------------------------------------- driver
+def run_experiment(exp: Experiment, *, force: bool = False, results_dir: str | os.PathLike | None = None) -> str:
+    """Train (resumably) and save one experiment unless it is current; returns what happened."""
+    from nextword.provenance import is_current, results_root, save_result
+    config = exp.config()
+    if not force and is_current(exp.name, config, results_dir):
+        return "current"
+    workdir = runs_root() / exp.name
+    exp.train(workdir)
+    saved = exp.save(workdir)
+    path = save_result(exp.name, saved.data, command=exp.command, config=config, seeds=exp.seeds,
+                       wall_time_s=wall_time(workdir), curves=saved.curves, code_paths=exp.code_paths,
+                       results_dir=results_dir)
+    for name, src in saved.files.items():
+        dst = results_root(results_dir) / exp.name / name
+        if Path(src).stat().st_size > 2 * 1024 * 1024:
+            raise ValueError(f"{src} is larger than 2 MB; not copied into {dst.parent}")
+        dst.write_bytes(Path(src).read_bytes())
+    return f"saved {path}"
+
+
+def _order(names: Sequence[str]) -> list[str]:
+    out: list[str] = []
+
+    def visit(n: str) -> None:
+        if n not in EXPERIMENTS:
+            raise KeyError(n)
+        for d in EXPERIMENTS[n].depends:
+            visit(d)
+        if n not in out:
+            out.append(n)
+    for n in names:
+        visit(n)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m nextword.torch.results", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("list", help="the registry and whether each saved result is current")
+    r = sub.add_parser("run", help="train (resumably) and save experiments; all when none are named")
+    r.add_argument("names", nargs="*")
+    r.add_argument("--force", action="store_true", help="save again even if current")
+    t = sub.add_parser("train", help="only the (resumable) training part, no saving (e.g. from a frozen export)")
+    t.add_argument("names", nargs="*")
+    args = ap.parse_args(argv)
+    if args.cmd == "list":
+        from nextword.provenance import is_current
+        for e in EXPERIMENTS.values():
+            print(f"{e.name:24s} {'current' if is_current(e.name, e.config()) else 'missing/stale':14s} {e.description}")
+        return 0
+    try:
+        names = _order(args.names or list(EXPERIMENTS))
+    except KeyError as e:
+        ap.error(f"unknown experiment {e}; choose from {sorted(EXPERIMENTS)}")
+    for n in names:
+        t0 = time.perf_counter()
+        if args.cmd == "train":
+            EXPERIMENTS[n].train(runs_root() / n)
+            status = "trained"
+        else:
+            status = run_experiment(EXPERIMENTS[n], force=args.force)
+        print(f"{n}: {status} ({time.perf_counter() - t0:.0f} s)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
