@@ -1,0 +1,211 @@
+"""The book's saved runs: experiments sized beyond a notebook's default, run once, read by the notebooks.
+
+Each experiment is a list of seeds and a function that runs one seed. A run is **resumable**: every
+finished seed is written at once to ``<results>/<name>/partial/seed<k>.json`` (+ ``.npz``), so an
+interruption loses at most the seed in progress; when every seed is there, the seeds are gathered
+into ``<results>/<name>/result.json`` (+ ``curves.npz``) with :func:`nextword.provenance.save_result`
+(command, commit of the code, config, seeds, wall time, machine) and the partial files are removed.
+A result that is current (same config, same clean commit of its code) is skipped.
+
+Command line (one experiment, or ``all``)::
+
+    python -m nextword.torch.saved_runs list
+    python -m nextword.torch.saved_runs run dynamics_table1 [--jobs 2] [--seeds 0 1]
+
+Experiments (see :data:`EXPERIMENTS`): ``dynamics_table1`` (Part 3 §7.2 Table 1 at T = 2000, 1000
+steps, 5 seeds). Each entry names its notebook.
+
+>>> sorted(EXPERIMENTS)[:1]
+['dynamics_table1']
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nextword.provenance import is_current, results_root, save_result
+
+__all__ = ["Experiment", "EXPERIMENTS", "run_experiment", "main"]
+
+RunSeed = Callable[[int], tuple[dict[str, Any], dict[str, np.ndarray]]]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One saved run: ``run_seed(seed) -> (row, curves)``; ``summarise(rows) -> dict`` (optional)."""
+
+    name: str
+    notebook: str
+    config: Mapping[str, Any]
+    seeds: tuple[int, ...]
+    run_seed: RunSeed
+    code_paths: tuple[str, ...]
+    summarise: Callable[[list[dict[str, Any]]], dict[str, Any]] | None = None
+
+
+# ---- Part 3 §7.2, Table 1 ------------------------------------------------------------------------
+def _dynamics_table1() -> Experiment:
+    from nextword.theory.dynamics_table1 import PAPER_TABLE1, table1_seed
+
+    def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+        d = np.array([r["delta_loss"] for r in rows])
+        return {"em_lower": int((d < 0).sum()), "n_seeds": len(rows), "mean_delta": float(d.mean()),
+                "min_delta": float(d.min()), "max_delta": float(d.max()),
+                "mean_kl_em_sgd": float(np.mean([r["kl_em_sgd"] for r in rows]))}
+
+    return Experiment("dynamics_table1", "book/part3_dynamics/03_sticky_chain_em_vs_sgd.py",
+                      dataclasses.asdict(PAPER_TABLE1), (0, 1, 2, 3, 4),
+                      lambda seed: table1_seed(PAPER_TABLE1, seed),
+                      ("nextword/theory/dynamics_table1.py", "nextword/theory/dynamics_sticky.py",
+                       "nextword/theory/dynamics.py", "nextword/synthetic.py", "nextword/torch/saved_runs.py"),
+                      summarise)
+
+
+#: name -> factory of the :class:`Experiment` (factories keep imports lazy).
+EXPERIMENTS: dict[str, Callable[[], Experiment]] = {
+    "dynamics_table1": _dynamics_table1,
+}
+
+
+# ---- machinery ----------------------------------------------------------------------------------
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=lambda v: v.item() if isinstance(v, np.generic) else str(v)))
+
+
+def _partial_dir(name: str, results_dir: str | os.PathLike | None) -> Path:
+    return results_root(results_dir) / name / "partial"
+
+
+def _load_partial(exp: Experiment, seed: int, results_dir) -> tuple[dict, dict] | None:
+    folder = _partial_dir(exp.name, results_dir)
+    js, npz = folder / f"seed{seed}.json", folder / f"seed{seed}.npz"
+    if not js.is_file():
+        return None
+    try:
+        saved = json.loads(js.read_text())
+        if saved.get("config") != _jsonable(exp.config):
+            return None
+        with np.load(npz, allow_pickle=False) as f:
+            curves = {k: f[k] for k in f.files}
+    except (OSError, ValueError, json.JSONDecodeError):
+        return None  # unreadable partial file: run the seed again
+    return saved["row"], curves
+
+
+def _run_one(name: str, seed: int, results_dir: str | None, threads: int) -> int:
+    """Run one seed of ``name`` and write its partial files (in a worker process)."""
+    import torch
+
+    torch.set_num_threads(threads)
+    exp = EXPERIMENTS[name]()
+    t0 = time.perf_counter()
+    row, curves = exp.run_seed(seed)
+    row = dict(row, wall_time_s=time.perf_counter() - t0)
+    folder = _partial_dir(name, results_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(folder / f"seed{seed}.tmp.npz", **curves)
+    os.replace(folder / f"seed{seed}.tmp.npz", folder / f"seed{seed}.npz")
+    tmp = folder / f"seed{seed}.json.tmp"
+    tmp.write_text(json.dumps({"config": _jsonable(exp.config), "seed": seed, "row": _jsonable(row)}) + "\n")
+    os.replace(tmp, folder / f"seed{seed}.json")  # the json last: it marks the seed as done
+    print(f"[{name}] seed {seed} done in {row['wall_time_s']:.0f} s", flush=True)
+    return seed
+
+
+def _override_commit(path: Path) -> None:
+    """Outside a git checkout, ``NEXTWORD_COMMIT`` (and ``NEXTWORD_DIRTY=0``) name the source commit."""
+    record = json.loads(path.read_text())
+    if record.get("commit") == "unknown" and os.environ.get("NEXTWORD_COMMIT"):
+        record["commit"] = os.environ["NEXTWORD_COMMIT"]
+        record["dirty"] = os.environ.get("NEXTWORD_DIRTY", "1") != "0"
+        path.write_text(json.dumps(record, indent=1) + "\n")
+
+
+def run_experiment(name: str, *, seeds: Sequence[int] | None = None, jobs: int = 1, threads: int = 1,
+                   force: bool = False, results_dir: str | os.PathLike | None = None) -> Path | None:
+    """Run the missing seeds of ``name`` (``jobs`` processes of ``threads`` torch threads each) and save.
+
+    Returns the path of ``result.json`` once every seed is done (None while some are missing, e.g.
+    when ``seeds`` asks for a subset). Skips an experiment whose saved result is current.
+    """
+    if name not in EXPERIMENTS:
+        raise ValueError(f"name must be one of {sorted(EXPERIMENTS)}, got {name!r}")
+    exp = EXPERIMENTS[name]()
+    if not force and is_current(name, _jsonable(exp.config), results_dir):
+        print(f"[{name}] saved result is current; skipped (--force reruns it)")
+        return results_root(results_dir) / name / "result.json"
+    wanted = exp.seeds if seeds is None else tuple(int(s) for s in seeds)
+    unknown = set(wanted) - set(exp.seeds)
+    if unknown:
+        raise ValueError(f"seeds must be among {list(exp.seeds)}, got {sorted(unknown)}")
+    todo = [s for s in wanted if force or _load_partial(exp, s, results_dir) is None]
+    rd = None if results_dir is None else str(results_dir)
+    if jobs > 1 and len(todo) > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            list(pool.map(_run_one, [name] * len(todo), todo, [rd] * len(todo), [threads] * len(todo)))
+    else:
+        for s in todo:
+            _run_one(name, s, rd, threads)
+    done = {s: _load_partial(exp, s, results_dir) for s in exp.seeds}
+    missing = [s for s, v in done.items() if v is None]
+    if missing:
+        print(f"[{name}] seeds {missing} still to run; partial results kept")
+        return None
+    rows = [dict(done[s][0], seed=s) for s in exp.seeds]
+    keys = done[exp.seeds[0]][1].keys()
+    curves = {k: np.stack([done[s][1][k] for s in exp.seeds]) for k in keys}  # (seeds, ...)
+    data = {"per_seed": rows}
+    if exp.summarise is not None:
+        data["summary"] = exp.summarise(rows)
+    command = f"python -m nextword.torch.saved_runs run {name}"
+    path = save_result(name, data, command=command, config=exp.config, seeds=exp.seeds,
+                       wall_time_s=float(sum(r["wall_time_s"] for r in rows)), curves=curves,
+                       code_paths=exp.code_paths, results_dir=results_dir)
+    _override_commit(path)
+    shutil.rmtree(_partial_dir(name, results_dir), ignore_errors=True)
+    print(f"[{name}] saved {path}")
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m nextword.torch.saved_runs", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("list", help="list the experiments and whether their saved result is current")
+    run = sub.add_parser("run", help="run (resume) one experiment, or all")
+    run.add_argument("name", choices=[*sorted(EXPERIMENTS), "all"])
+    run.add_argument("--seeds", type=int, nargs="+", default=None, help="a subset of the experiment's seeds")
+    run.add_argument("--jobs", type=int, default=1, help="seeds run in parallel processes (default 1)")
+    run.add_argument("--threads", type=int, default=1, help="torch threads per process (default 1)")
+    run.add_argument("--force", action="store_true", help="rerun even if a current result is saved")
+    args = parser.parse_args(argv)
+    if args.cmd == "list":
+        for name, factory in sorted(EXPERIMENTS.items()):
+            exp = factory()
+            state = "current" if is_current(name, _jsonable(exp.config)) else "to run"
+            print(f"{name:24s} {state:8s} seeds {list(exp.seeds)}  ({exp.notebook})")
+        return 0
+    if args.jobs < 1 or args.threads < 1:
+        parser.error("--jobs and --threads must be >= 1")
+    names = sorted(EXPERIMENTS) if args.name == "all" else [args.name]
+    for name in names:
+        try:
+            run_experiment(name, seeds=args.seeds, jobs=args.jobs, threads=args.threads, force=args.force)
+        except ValueError as err:
+            parser.error(str(err))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
