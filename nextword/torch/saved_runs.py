@@ -73,9 +73,43 @@ def _dynamics_table1() -> Experiment:
                       summarise)
 
 
+# ---- §6.5, Fig. 6.28 ----------------------------------------------------------------------------------
+def _fig628(name: str, cfg: Any, seeds: tuple[int, ...]) -> Experiment:
+    from nextword.torch.fig628 import VARIANTS, fig628_seed
+
+    def run_seed(seed: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        curves = fig628_seed(cfg, seed).curves  # variant -> (L_test,)
+        row = {f"{stat}_{v}": float(c[sl].mean()) for v, c in curves.items()
+               for stat, sl in (("inside", slice(0, cfg.L_train)), ("beyond", slice(cfg.L_train, None)))}
+        return row, curves
+
+    def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+        return {f"{stat}_{v}_{f.__name__}": float(f([r[f"{stat}_{v}"] for r in rows]))
+                for v in VARIANTS for stat in ("inside", "beyond") for f in (np.min, np.max, np.mean)}
+
+    return Experiment(name, "book/part1_chapter6/6_5_positional_encoding.py", dataclasses.asdict(cfg), seeds,
+                      run_seed, ("nextword/torch/fig628.py", "nextword/torch/lm.py", "nextword/ablation.py",
+                                 "nextword/synthetic.py", "nextword/positions.py", "nextword/torch/saved_runs.py"),
+                      summarise)
+
+
+def _positions_fig628() -> Experiment:
+    from nextword.torch.fig628 import WIDE_FIG628
+
+    return _fig628("positions_fig628", WIDE_FIG628, (0, 1, 2))
+
+
+def _positions_fig628_small() -> Experiment:
+    from nextword.torch.fig628 import DEFAULT_FIG628
+
+    return _fig628("positions_fig628_small", DEFAULT_FIG628, (0, 1, 2, 3, 4))
+
+
 #: name -> factory of the :class:`Experiment` (factories keep imports lazy).
 EXPERIMENTS: dict[str, Callable[[], Experiment]] = {
     "dynamics_table1": _dynamics_table1,
+    "positions_fig628": _positions_fig628,
+    "positions_fig628_small": _positions_fig628_small,
 }
 
 
