@@ -105,11 +105,33 @@ def _positions_fig628_small() -> Experiment:
     return _fig628("positions_fig628_small", DEFAULT_FIG628, (0, 1, 2, 3, 4))
 
 
+# ---- Liao §3.3 / App. C.1, the 5.4 longer run ---------------------------------------------------------
+def _hybrid(name: str, steps: int, batch_size: int, seeds: tuple[int, ...], log_every: int) -> Experiment:
+    from nextword.theory.svflow_hybrid import HybridConfig
+    from nextword.torch.hybrid_runs import hybrid_seed
+
+    cfg = HybridConfig(steps=steps, batch_size=batch_size)
+
+    def run_seed(seed: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        row, curves = hybrid_seed(cfg, seed)
+        return row, {"log": curves["log"][::log_every]}  # (steps / log_every, runs, 3)
+
+    config = dict(dataclasses.asdict(cfg), seed="per seed", log_every=log_every)
+    return Experiment(name, "book/part5_svflow/04_hybrid_training_2d.py", config, seeds, run_seed,
+                      ("nextword/torch/hybrid_runs.py", "nextword/theory/svflow_hybrid.py", "nextword/theory/svflow.py",
+                       "nextword/torch/saved_runs.py"))
+
+
+def _hybrid_long() -> Experiment:
+    return _hybrid("hybrid_long", 2000, 512, (0, 1, 2), 5)
+
+
 #: name -> factory of the :class:`Experiment` (factories keep imports lazy).
 EXPERIMENTS: dict[str, Callable[[], Experiment]] = {
     "dynamics_table1": _dynamics_table1,
     "positions_fig628": _positions_fig628,
     "positions_fig628_small": _positions_fig628_small,
+    "hybrid_long": _hybrid_long,
 }
 
 
