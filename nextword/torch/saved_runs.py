@@ -126,12 +126,59 @@ def _hybrid_long() -> Experiment:
     return _hybrid("hybrid_long", 2000, 512, (0, 1, 2), 5)
 
 
+# ---- Liao §6 on a trained causal LM ------------------------------------------------------------------
+def _svflow_lm() -> Experiment:
+    from nextword.torch.svflow_lm import CPU_SVFLOW_LM
+
+    cfg = CPU_SVFLOW_LM
+
+    def run_seed(seed: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        from nextword.evaluation import spearman
+        from nextword.theory.svflow_probe import prefix_shuffling_experiment
+        from nextword.torch.data import load_char_data
+        from nextword.torch.svflow_lm import deep_and_full_tables, save_checkpoint, shuffle_table_arrays, train_svflow_lm
+
+        data = load_char_data("shakespeare")
+        train, val = data.train.numpy(), data.val.numpy()
+        ckpts, losses, val_losses = train_svflow_lm(cfg, train, val, data.vocab.size, seed=seed)
+        seqs = val[: cfg.n_eval_seqs * (cfg.seq_len + 1)].reshape(cfg.n_eval_seqs, cfg.seq_len + 1)  # (M, N)
+        curves: dict[str, np.ndarray] = {"train_loss": np.asarray(losses)}
+        tables = []
+        for c, model in enumerate(ckpts):
+            tab = prefix_shuffling_experiment(model, seqs, cfg.ps, np.random.default_rng(0))
+            arrays = shuffle_table_arrays(tab, prefix=f"ckpt{c}.")
+            curves.update(arrays)
+            tables.append(deep_and_full_tables(arrays, cfg.deep, prefix=f"ckpt{c}."))
+        nlp = np.concatenate([t["table1"]["neg_log_p_per_dim"]["base"] for t in tables])  # 3 checkpoints x 4 bins
+        ppl = np.concatenate([t["logppl_base"] for t in tables])
+        ece = np.concatenate([t["ece_base"] for t in tables])
+        s_ppl, s_ece = spearman(nlp, ppl), spearman(nlp, ece)
+        folder = results_root() / "svflow_lm"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = save_checkpoint(ckpts[-1], folder / "checkpoint_fp16.pth")
+        row = {"val_loss": val_losses, "val_bits_per_char": [v / np.log(2) for v in val_losses],
+               "train_loss_last100": [float(np.mean(losses[(c + 1) * cfg.steps_per_checkpoint - 100:
+                                                          (c + 1) * cfg.steps_per_checkpoint])) for c in range(len(ckpts))],
+               "steps": [(c + 1) * cfg.steps_per_checkpoint for c in range(len(ckpts))],
+               "num_parameters": ckpts[-1].num_parameters(), "vocab": "".join(data.vocab.chars),
+               "checkpoint": path.name, "checkpoint_bytes": path.stat().st_size, "tables": tables,
+               "spearman_logppl": [s_ppl.rho, s_ppl.p_value], "spearman_ece": [s_ece.rho, s_ece.p_value]}
+        return row, curves
+
+    config = dict(dataclasses.asdict(cfg), corpus="shakespeare (tiny Shakespeare, 90/10 split)", seed="per seed")
+    return Experiment("svflow_lm", "book/part5_svflow/05_prefix_shuffling.py", config, (0,), run_seed,
+                      ("nextword/torch/svflow_lm.py", "nextword/torch/lm.py", "nextword/theory/svflow_probe.py",
+                       "nextword/theory/svflow.py", "nextword/torch/data.py", "nextword/data",
+                       "nextword/torch/saved_runs.py"))
+
+
 #: name -> factory of the :class:`Experiment` (factories keep imports lazy).
 EXPERIMENTS: dict[str, Callable[[], Experiment]] = {
     "dynamics_table1": _dynamics_table1,
     "positions_fig628": _positions_fig628,
     "positions_fig628_small": _positions_fig628_small,
     "hybrid_long": _hybrid_long,
+    "svflow_lm": _svflow_lm,
 }
 
 
