@@ -6,7 +6,7 @@ whose entropy rate is the lowest loss any model can reach at every position. Eac
 trained on windows of ``L_train`` tokens and scored position by position on windows of ``L_test``
 (:func:`nextword.ablation.position_losses`). The learned model gets an ``L_test``-row table whose
 rows beyond ``L_train`` are never trained. Notebook 6.5 runs :data:`DEFAULT_FIG628` for one seed;
-the saved runs (``python -m nextword.torch.saved_runs run positions_fig628``) repeat it over seeds.
+the saved run (``python -m nextword.torch.saved_runs run positions_fig628``) repeats it over seeds.
 
 >>> cfg = Fig628Config(width=8, steps=3, num_windows=2)
 >>> out = fig628_seed(cfg, 0)
@@ -23,7 +23,7 @@ from nextword.ablation import position_losses
 from nextword.synthetic import MarkovSource, markov_source
 from nextword.torch.lm import LMConfig, TinyLM, train_lm
 
-__all__ = ["VARIANTS", "Fig628Config", "DEFAULT_FIG628", "WIDE_FIG628", "Fig628Run", "fig628_source",
+__all__ = ["VARIANTS", "Fig628Config", "DEFAULT_FIG628", "Fig628Run", "fig628_source",
            "fig628_seed"]
 
 VARIANTS = ("sinusoidal", "learned", "rope", "none")
@@ -53,10 +53,8 @@ class Fig628Config:
             raise ValueError(f"L_test must exceed L_train = {self.L_train}, got {self.L_test}")
 
 
-#: What notebook 6.5 runs by default (about 30 s on 2 CPU cores).
+#: What notebook 6.5 runs (seed 0) and the saved run repeats over seeds 0-3.
 DEFAULT_FIG628 = Fig628Config()
-#: The wider, longer setting of the saved run (the notebook's former ``FULL`` setting).
-WIDE_FIG628 = Fig628Config(width=32, steps=2000)
 
 
 @dataclass(frozen=True)

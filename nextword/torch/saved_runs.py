@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from nextword.provenance import is_current, results_root, save_result
+from nextword.provenance import git_commit, is_current, load_result, results_root, save_result
 
 __all__ = ["Experiment", "EXPERIMENTS", "run_experiment", "main"]
 
@@ -94,15 +94,9 @@ def _fig628(name: str, cfg: Any, seeds: tuple[int, ...]) -> Experiment:
 
 
 def _positions_fig628() -> Experiment:
-    from nextword.torch.fig628 import WIDE_FIG628
-
-    return _fig628("positions_fig628", WIDE_FIG628, (0, 1, 2))
-
-
-def _positions_fig628_small() -> Experiment:
     from nextword.torch.fig628 import DEFAULT_FIG628
 
-    return _fig628("positions_fig628_small", DEFAULT_FIG628, (0, 1, 2, 3, 4))
+    return _fig628("positions_fig628", DEFAULT_FIG628, (0, 1, 2, 3))
 
 
 # ---- Liao §3.3 / App. C.1, the 5.4 longer run ---------------------------------------------------------
@@ -176,7 +170,6 @@ def _svflow_lm() -> Experiment:
 EXPERIMENTS: dict[str, Callable[[], Experiment]] = {
     "dynamics_table1": _dynamics_table1,
     "positions_fig628": _positions_fig628,
-    "positions_fig628_small": _positions_fig628_small,
     "hybrid_long": _hybrid_long,
     "svflow_lm": _svflow_lm,
 }
@@ -213,9 +206,10 @@ def _run_one(name: str, seed: int, results_dir: str | None, threads: int) -> int
 
     torch.set_num_threads(threads)
     exp = EXPERIMENTS[name]()
+    commit, dirty = git_commit(exp.code_paths)  # the code this seed runs (the result records the latest)
     t0 = time.perf_counter()
     row, curves = exp.run_seed(seed)
-    row = dict(row, wall_time_s=time.perf_counter() - t0)
+    row = dict(row, wall_time_s=time.perf_counter() - t0, code_commit=commit, code_dirty=dirty)
     folder = _partial_dir(name, results_dir)
     folder.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(folder / f"seed{seed}.tmp.npz", **curves)
@@ -236,17 +230,27 @@ def _override_commit(path: Path) -> None:
         path.write_text(json.dumps(record, indent=1) + "\n")
 
 
+def _complete(name: str, results_dir: str | os.PathLike | None) -> bool:
+    try:
+        return load_result(name, results_dir)["data"].get("complete", True) is not False
+    except FileNotFoundError:
+        return False
+
+
 def run_experiment(name: str, *, seeds: Sequence[int] | None = None, jobs: int = 1, threads: int = 1,
-                   force: bool = False, results_dir: str | os.PathLike | None = None) -> Path | None:
+                   force: bool = False, partial_ok: bool = False,
+                   results_dir: str | os.PathLike | None = None) -> Path | None:
     """Run the missing seeds of ``name`` (``jobs`` processes of ``threads`` torch threads each) and save.
 
     Returns the path of ``result.json`` once every seed is done (None while some are missing, e.g.
     when ``seeds`` asks for a subset). Skips an experiment whose saved result is current.
+    ``partial_ok`` saves the seeds finished so far (at least one) as the result, marked
+    ``data["complete"] = False`` with the planned seeds in ``data["seeds_planned"]``.
     """
     if name not in EXPERIMENTS:
         raise ValueError(f"name must be one of {sorted(EXPERIMENTS)}, got {name!r}")
     exp = EXPERIMENTS[name]()
-    if not force and is_current(name, _jsonable(exp.config), results_dir):
+    if not force and _complete(name, results_dir) and is_current(name, _jsonable(exp.config), results_dir):
         print(f"[{name}] saved result is current; skipped (--force reruns it)")
         return results_root(results_dir) / name / "result.json"
     wanted = exp.seeds if seeds is None else tuple(int(s) for s in seeds)
@@ -263,22 +267,24 @@ def run_experiment(name: str, *, seeds: Sequence[int] | None = None, jobs: int =
             _run_one(name, s, rd, threads)
     done = {s: _load_partial(exp, s, results_dir) for s in exp.seeds}
     missing = [s for s, v in done.items() if v is None]
-    if missing:
+    finished = tuple(s for s in exp.seeds if done[s] is not None)
+    if missing and not (partial_ok and finished):
         print(f"[{name}] seeds {missing} still to run; partial results kept")
         return None
-    rows = [dict(done[s][0], seed=s) for s in exp.seeds]
-    keys = done[exp.seeds[0]][1].keys()
-    curves = {k: np.stack([done[s][1][k] for s in exp.seeds]) for k in keys}  # (seeds, ...)
-    data = {"per_seed": rows}
+    rows = [dict(done[s][0], seed=s) for s in finished]
+    keys = done[finished[0]][1].keys()
+    curves = {k: np.stack([done[s][1][k] for s in finished]) for k in keys}  # (seeds, ...)
+    data: dict[str, Any] = {"complete": not missing, "seeds_planned": list(exp.seeds), "per_seed": rows}
     if exp.summarise is not None:
         data["summary"] = exp.summarise(rows)
     command = f"python -m nextword.torch.saved_runs run {name}"
-    path = save_result(name, data, command=command, config=exp.config, seeds=exp.seeds,
+    path = save_result(name, data, command=command, config=exp.config, seeds=finished,
                        wall_time_s=float(sum(r["wall_time_s"] for r in rows)), curves=curves,
                        code_paths=exp.code_paths, results_dir=results_dir)
     _override_commit(path)
-    shutil.rmtree(_partial_dir(name, results_dir), ignore_errors=True)
-    print(f"[{name}] saved {path}")
+    if not missing:
+        shutil.rmtree(_partial_dir(name, results_dir), ignore_errors=True)
+    print(f"[{name}] saved {path}" + (f" with {len(finished)} of {len(exp.seeds)} seeds" if missing else ""))
     return path
 
 
@@ -292,11 +298,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--jobs", type=int, default=1, help="seeds run in parallel processes (default 1)")
     run.add_argument("--threads", type=int, default=1, help="torch threads per process (default 1)")
     run.add_argument("--force", action="store_true", help="rerun even if a current result is saved")
+    run.add_argument("--partial-ok", action="store_true",
+                     help="save the seeds finished so far as the result (marked incomplete)")
     args = parser.parse_args(argv)
     if args.cmd == "list":
         for name, factory in sorted(EXPERIMENTS.items()):
             exp = factory()
-            state = "current" if is_current(name, _jsonable(exp.config)) else "to run"
+            state = "current" if _complete(name, None) and is_current(name, _jsonable(exp.config)) else "to run"
             print(f"{name:24s} {state:8s} seeds {list(exp.seeds)}  ({exp.notebook})")
         return 0
     if args.jobs < 1 or args.threads < 1:
@@ -304,7 +312,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = sorted(EXPERIMENTS) if args.name == "all" else [args.name]
     for name in names:
         try:
-            run_experiment(name, seeds=args.seeds, jobs=args.jobs, threads=args.threads, force=args.force)
+            run_experiment(name, seeds=args.seeds, jobs=args.jobs, threads=args.threads, force=args.force,
+                           partial_ok=args.partial_ok)
         except ValueError as err:
             parser.error(str(err))
     return 0

@@ -1,0 +1,62 @@
+"""The saved-run machinery: per-seed partial files, resume, partial results, provenance."""
+import json
+
+import numpy as np
+import pytest
+
+from nextword.provenance import PROVENANCE_FIELDS
+from nextword.torch import saved_runs
+from nextword.torch.saved_runs import Experiment, run_experiment
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    calls = []
+
+    def run_seed(seed):
+        calls.append(seed)
+        rng = np.random.default_rng(seed)
+        return {"loss": float(rng.random())}, {"curve": rng.random(4)}
+
+    exp = Experiment("toy_run", "book/none.py", {"steps": 3}, (0, 1, 2), run_seed, ("nextword/torch/saved_runs.py",),
+                     lambda rows: {"n": len(rows)})
+    monkeypatch.setitem(saved_runs.EXPERIMENTS, "toy_run", lambda: exp)
+    return calls
+
+
+def test_run_saves_every_seed_with_provenance(toy, tmp_path):
+    path = run_experiment("toy_run", results_dir=tmp_path)
+    record = json.loads(path.read_text())
+    assert set(PROVENANCE_FIELDS) <= set(record)
+    assert record["seeds"] == [0, 1, 2] and record["data"]["complete"] and record["data"]["summary"] == {"n": 3}
+    assert [r["seed"] for r in record["data"]["per_seed"]] == [0, 1, 2]
+    assert record["data"]["per_seed"][1]["loss"] == float(np.random.default_rng(1).random())
+    with np.load(tmp_path / "toy_run" / "curves.npz") as f:
+        assert f["curve"].shape == (3, 4)
+    assert not (tmp_path / "toy_run" / "partial").exists()
+
+
+def test_resume_runs_only_missing_seeds_and_partial_results_are_labelled(toy, tmp_path):
+    assert run_experiment("toy_run", seeds=[0, 2], results_dir=tmp_path) is None  # seed 1 missing: no result
+    assert toy == [0, 2] and (tmp_path / "toy_run" / "partial" / "seed0.json").is_file()
+    path = run_experiment("toy_run", seeds=[0], partial_ok=True, results_dir=tmp_path)  # nothing new to run
+    record = json.loads(path.read_text())
+    assert toy == [0, 2] and record["seeds"] == [0, 2] and record["data"]["complete"] is False
+    assert record["data"]["seeds_planned"] == [0, 1, 2]
+    run_experiment("toy_run", results_dir=tmp_path)  # resume: only seed 1 runs
+    assert toy == [0, 2, 1]
+    assert json.loads(path.read_text())["data"]["complete"] is True
+
+
+def test_unreadable_partial_file_reruns_that_seed(toy, tmp_path):
+    run_experiment("toy_run", seeds=[0], results_dir=tmp_path)
+    (tmp_path / "toy_run" / "partial" / "seed0.json").write_text("{truncated")
+    run_experiment("toy_run", seeds=[0], results_dir=tmp_path)
+    assert toy == [0, 0]
+
+
+def test_bad_names_and_seeds_are_rejected(toy, tmp_path):
+    with pytest.raises(ValueError, match="name must be one of"):
+        run_experiment("nope", results_dir=tmp_path)
+    with pytest.raises(ValueError, match="seeds must be among"):
+        run_experiment("toy_run", seeds=[7], results_dir=tmp_path)
