@@ -12,7 +12,8 @@ A number in a notebook's markdown, or in the "what the code found" column of ``b
 
 Allowed without evidence (the explicit allowlist): integers 0–10 (counts such as "2 layers" read the same
 as "two layers"); years 1900–2099; numbers that name something (after Eq./Fig./Table/§/Section/Exercise/
-Theorem/Part/Chapter/… or inside "(33)"-style equation references); integers inside LaTeX (formula
+Theorem/Part/Chapter/… or inside "(33)"-style equation references and "[63]" citations); run-time estimates
+("about 20 s", "18 minutes"); integers inside LaTeX (formula
 constants and indices; decimals inside LaTeX are checked); numbers inside inline code; digits that are
 part of a word or a file name (``ex07``, ``L_train``).
 
@@ -137,14 +138,15 @@ def evidence(py_rel: str) -> tuple[float, ...]:
 # ---- the allowlist --------------------------------------------------------------------------------
 _NAMING = re.compile(
     r"(Eqs?\.|Equations?|Figs?\.|Figures?|Tables?|§+|Sections?|Sec\.|Exercises?|Ex\.|Theorems?|Thm\.|"
-    r"Propositions?|Prop\.|Corollar(?:y|ies)|Lemmas?|Examples?|Remarks?|Definitions?|Assumptions?|"
+    r"Propositions?|Prop\.|Corollar(?:y|ies)|Lemmas?|Examples?|Remarks?|Definitions?|Defs?\.|Assumptions?|Problems?|"
     r"Appendix|App\.|Part|Chapters?|Ch\.|Algorithm|Step|notebook|Notebook|Figs?|cell|line|page|p\.|pp\.|"
     r"and|to|–|-|,)\s*\(?[A-Z]?\.?$")
 _SOURCE_PLACE = re.compile(
     r"(Eqs?\.\s*\(?\d|Fig(?:ure|s?\.)\s*\d|Tables?\s*\d|§\s*\d|Section\s*\d|App(?:endix|\.)\s*[A-Z]|"
     r"Theorem\s*\d|Proposition\s*\d|Corollary\s*\d|Lemma\s*\d|Example\s*\d|Remark\s*\d|Exercise\s*\d|"
-    r"the paper|the chapter|the source|the caption|caption|paper:|chapter:|reports?|reported|printed|states?|"
-    r"quotes?|claims?|Vaswani|Press et al|et al\.)")
+    r"the paper(?![-\w])|the paper's|the chapter(?![-\w])|the chapter's|the source|caption|paper:|chapter:|"
+    r"reports?|reported|quoted?|Vaswani|Press et al|et al\.)", re.I)
+_DURATION = re.compile(r"\s*(s|sec|seconds?|min|minutes?|h|hours?|CPU-hours?|CPU-minutes?)\b")
 _LATEX = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.S)
 _CODE = re.compile(r"`[^`\n]*`")
 _LINK = re.compile(r"\]\([^)]*\)")
@@ -181,8 +183,11 @@ def prose_violations(text: str, vals: tuple[float, ...]) -> list[str]:
             before = sentence[: m.start()]
             if re.search(r"\d\.$|\d$", before) or quoted:
                 continue
-            if _NAMING.search(before.rstrip()[-16:]) or re.search(r"\(\s*$", before) and sentence[m.end():m.end() + 1] == ")":
-                continue
+            after = sentence[m.end():]
+            if _NAMING.search(before.rstrip()[-16:]) or re.search(r"[(\[]\s*$", before) and after[:1] in ")]":
+                continue  # names a place ("Eq. (33)", "§7.2"), an equation "(33)" or a citation "[63]"
+            if _DURATION.match(after):
+                continue  # a run-time estimate ("about 20 s", "18 minutes"): not a result of the book
             _, value, dec = numbers(token)[0]
             if dec == 0 and "e" not in token.lower() and (value <= 10 or 1900 <= value <= 2099):
                 continue
