@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nextword._validate import check_positive_int
+
 from nextword.ablation import position_losses
 from nextword.synthetic import MarkovSource, markov_source
 from nextword.torch.lm import LMConfig, TinyLM, train_lm
@@ -46,9 +48,7 @@ class Fig628Config:
 
     def __post_init__(self) -> None:
         for name in ("width", "steps", "L_train", "L_test", "batch", "n_train", "num_windows"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+            check_positive_int(getattr(self, name), f"{type(self).__name__}.{name}")
         if self.L_test <= self.L_train:
             raise ValueError(f"L_test must exceed L_train = {self.L_train}, got {self.L_test}")
 

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from nextword._validate import check_positive_int
 from nextword.torch.lm import LMConfig, TinyLM, evaluate_loss, train_lm
 
 __all__ = ["SVFlowLMConfig", "CPU_SVFLOW_LM", "lm_config", "rounded_copy", "train_svflow_lm",
@@ -68,9 +69,7 @@ class SVFlowLMConfig:
     def __post_init__(self) -> None:
         for name in ("d_model", "num_layers", "num_heads", "seq_len", "batch", "steps_per_checkpoint",
                      "n_checkpoints", "n_eval_seqs", "val_chars"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+            check_positive_int(getattr(self, name), f"{type(self).__name__}.{name}")
         if not all(0 < p < 1 for p in self.ps):
             raise ValueError(f"ps must lie in (0, 1), got {self.ps}")
 
