@@ -60,3 +60,50 @@ def test_bad_names_and_seeds_are_rejected(toy, tmp_path):
         run_experiment("nope", results_dir=tmp_path)
     with pytest.raises(ValueError, match="seeds must be among"):
         run_experiment("toy_run", seeds=[7], results_dir=tmp_path)
+
+
+@pytest.mark.parametrize("module", ["nextword.torch.saved_runs", "nextword.theory.dynamics_table1",
+                                    "nextword.torch.fig628", "nextword.torch.hybrid_runs", "nextword.torch.svflow_lm"])
+def test_doctests(module):
+    import doctest
+    import importlib
+
+    res = doctest.testmod(importlib.import_module(module), extraglobs={"np": np})
+    assert res.attempted > 0 and res.failed == 0
+
+
+def test_experiment_inputs_are_checked():
+    from nextword.theory.dynamics_table1 import PAPER_TABLE1, table1_seed
+    from nextword.torch.fig628 import Fig628Config, fig628_seed
+    from nextword.torch.hybrid_runs import hybrid_seed
+    from nextword.torch.svflow_lm import SVFlowLMConfig
+
+    assert (PAPER_TABLE1.T, PAPER_TABLE1.batch, PAPER_TABLE1.protocol.steps) == (2000, 1, 1000)  # §7.2's size
+    with pytest.raises(TypeError, match="seed"):
+        table1_seed(PAPER_TABLE1, 0.5)
+    with pytest.raises(ValueError, match="L_test"):
+        Fig628Config(L_train=32, L_test=32)
+    with pytest.raises(ValueError, match="num_windows"):
+        fig628_seed(Fig628Config(num_windows=200, steps=1), 0)
+    with pytest.raises(TypeError, match="cfg"):
+        hybrid_seed({"steps": 2}, 0)
+    with pytest.raises(ValueError, match="ps"):
+        SVFlowLMConfig(ps=(0.5, 1.0))
+    with pytest.raises(TypeError, match="d_model"):
+        SVFlowLMConfig(d_model=64.0)
+
+
+def test_checkpoint_round_trip_is_the_float16_model(tmp_path):
+    import torch
+
+    from nextword.torch.lm import LMConfig, TinyLM
+    from nextword.torch.svflow_lm import load_checkpoint, rounded_copy, save_checkpoint
+
+    cfg = LMConfig(vocab_size=7, d_model=8, num_heads=2, num_layers=2, max_len=6, positional="rope", norm="rms")
+    model = TinyLM(cfg, seed=3)
+    loaded = load_checkpoint(save_checkpoint(model, tmp_path / "m.pth"), cfg)
+    ids = torch.tensor([[1, 2, 3, 4, 5, 6]])
+    with torch.no_grad():
+        assert torch.equal(loaded(ids), rounded_copy(model)(ids))  # the saved model is the rounded one
+    with pytest.raises(TypeError, match="config"):
+        load_checkpoint(tmp_path / "m.pth", {"d_model": 8})
