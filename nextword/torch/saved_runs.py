@@ -13,7 +13,9 @@ Command line (one experiment, or ``all``)::
     python -m nextword.torch.saved_runs run dynamics_table1 [--jobs 2] [--seeds 0 1]
 
 Experiments (see :data:`EXPERIMENTS`): ``dynamics_table1`` (Part 3 §7.2 Table 1 at T = 2000, 1000
-steps, 5 seeds). Each entry names its notebook.
+steps, 5 seeds), ``positions_fig628`` (§6.5, Fig. 6.28 over seeds 0–3), ``hybrid_default`` and ``hybrid_long``
+(Liao App. C.1: notebook 5.4's setting and 2,000 steps with batch 512, seeds 0–2), ``svflow_lm`` (Liao §6 on a
+character LM trained for 3 x 500 steps). Each entry names its notebook.
 
 >>> sorted(EXPERIMENTS)[:1]
 ['dynamics_table1']
@@ -120,6 +122,10 @@ def _hybrid_long() -> Experiment:
     return _hybrid("hybrid_long", 2000, 512, (0, 1, 2), 5)
 
 
+def _hybrid_default() -> Experiment:
+    return _hybrid("hybrid_default", 300, 256, (0, 1, 2), 1)  # notebook 5.4's own setting, over seeds
+
+
 # ---- Liao §6 on a trained causal LM ------------------------------------------------------------------
 def _svflow_lm() -> Experiment:
     from nextword.torch.svflow_lm import CPU_SVFLOW_LM
@@ -171,6 +177,7 @@ EXPERIMENTS: dict[str, Callable[[], Experiment]] = {
     "dynamics_table1": _dynamics_table1,
     "positions_fig628": _positions_fig628,
     "hybrid_long": _hybrid_long,
+    "hybrid_default": _hybrid_default,
     "svflow_lm": _svflow_lm,
 }
 
