@@ -38,7 +38,15 @@ RESULTS = BOOK / "results"
 
 # Notebooks (relative to book/) whose prose still has unproduced numbers, owned by others (issue 16).
 # Each entry is xfail(strict=False): fixing the notebook makes it pass without editing this list.
-KNOWN_VIOLATIONS: set[str] = set()
+KNOWN_VIOLATIONS: set[str] = {
+    "part1_chapter6/6_4_multi_head.py",
+    "part2_formulation/07_evaluation.py",
+    "part4_margins/02_scalar_margin.py",
+    "part4_margins/06_support_tokens_trained.py",
+    "part4_margins/barrier_training.py",
+    "part4_margins/regularisation_path.py",
+    "part4_margins/robustness_to_noise.py",
+}
 
 # ---- parsing --------------------------------------------------------------------------------------
 _CELL = re.compile(r"^# %%(.*)$", re.M)
@@ -247,7 +255,13 @@ def ledger_rows() -> list[tuple[str, str, list[str]]]:
     return rows
 
 
-KNOWN_LEDGER_VIOLATIONS: set[str] = set()
+# Ledger rows whose evidence (by file) does not yet print every number of the "found" column (owned by others).
+KNOWN_LEDGER_VIOLATIONS: set[str] = {
+    "book/part2_formulation/08_discrete_diffusion.py",
+    "book/part2_formulation/02_objective_kl.py",
+    "tests/test_positions.py",
+    "tests/test_torch_model.py",
+}
 
 
 def ledger_violations(found: str, files: list[str]) -> list[str]:
