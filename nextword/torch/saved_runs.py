@@ -15,7 +15,7 @@ Command line (one experiment, or ``all``)::
 Experiments (see :data:`EXPERIMENTS`): ``dynamics_table1`` (Part 3 §7.2 Table 1 at T = 2000, 1000
 steps, 5 seeds), ``positions_fig628`` (§6.5, Fig. 6.28 over seeds 0–3), ``hybrid_default`` and ``hybrid_long``
 (Liao App. C.1: notebook 5.4's setting and 2,000 steps with batch 512, seeds 0–2), ``svflow_lm`` (Liao §6 on a
-character LM trained for 3 x 500 steps). Each entry names its notebook.
+character LM trained for 3 x 250 steps). Each entry names its notebook.
 
 >>> sorted(EXPERIMENTS)[:1]
 ['dynamics_table1']

@@ -60,9 +60,9 @@ class SVFlowLMConfig:
     seq_len: int = 64
     batch: int = 32
     lr: float = 3e-3
-    steps_per_checkpoint: int = 500
+    steps_per_checkpoint: int = 250
     n_checkpoints: int = 3
-    n_eval_seqs: int = 64
+    n_eval_seqs: int = 48
     ps: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8, 0.95)
     val_chars: int = 20_000
 
@@ -79,8 +79,8 @@ class SVFlowLMConfig:
         return max(1, self.num_layers // 3)
 
 
-#: Sized for a busy, shared 2-core CPU (the project's machine): 1,500 steps of a 4-layer, width-64 model
-#: on 64-character windows (about 0.3 CPU-seconds per step).
+#: Sized for the project's busy, shared 2-core CPU: 750 steps of a 4-layer, width-64 model on 64-character
+#: windows (about 0.3 CPU-seconds per step; a fraction of a core was available per engineer).
 CPU_SVFLOW_LM = SVFlowLMConfig()
 
 
