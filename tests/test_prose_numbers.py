@@ -255,12 +255,13 @@ def ledger_rows() -> list[tuple[str, str, list[str]]]:
     return rows
 
 
-# Ledger rows whose evidence (by file) does not yet print every number of the "found" column (owned by others).
+# Ledger rows (by the start of their "location" column) whose evidence does not yet print every number of the
+# "found" column; owned by others.
 KNOWN_LEDGER_VIOLATIONS: set[str] = {
-    "book/part2_formulation/08_discrete_diffusion.py",
-    "book/part2_formulation/02_objective_kl.py",
-    "tests/test_positions.py",
-    "tests/test_torch_model.py",
+    '§9, the loss after (9.4) and its "tower',
+    "§6.5, text after the PE formula",
+    '§10 ("Optimal use of data", on Remark 4.',
+    "§7.1, SmallGPT size",
 }
 
 
@@ -270,7 +271,7 @@ def ledger_violations(found: str, files: list[str]) -> list[str]:
 
 
 @pytest.mark.parametrize("row", [pytest.param(r, id=r[0], marks=pytest.mark.xfail(strict=False, reason="known"))
-                                 if any(f in KNOWN_LEDGER_VIOLATIONS for f in r[2]) else pytest.param(r, id=r[0])
+                                 if any(r[0].split(" | ", 1)[1].startswith(k[:40]) for k in KNOWN_LEDGER_VIOLATIONS) else pytest.param(r, id=r[0])
                                  for r in ledger_rows()])
 def test_ledger_numbers_are_produced(row):
     ident, found, files = row
