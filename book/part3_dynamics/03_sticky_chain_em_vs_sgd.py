@@ -409,20 +409,22 @@ print(f"EM-like lower in {int((d_saved < 0).sum())} of {len(rows)} seeds; mean E
 
 # %% [markdown]
 # The claims this notebook makes about the paper-sized run, checked on every saved seed: neither
-# protocol beats the Bayes filter by more than sampling noise; the EM-like schedule is not ahead of SGD by
-# more than the paired sampling error; the two protocols' final losses differ by less than Table 1's gap in
-# either direction; the two heads predict far more alike than Table 1's KL suggests.
+# protocol beats the Bayes filter by more than sampling noise; the two protocols' final losses differ by less
+# than three paired standard errors and by less than Table 1's gap; the two heads predict far more alike than
+# Table 1's KL suggests.
 
 # %%
 for r in rows:
     for k in ("em", "sgd"):
         assert r[f"excess_over_bayes_{k}"] >= -3 * r[f"excess_over_bayes_se_{k}"], (r["seed"], k)
 se_saved = np.array([r["paired_se"] for r in rows])
-assert np.all(d_saved > -2 * se_saved)  # EM-like is nowhere ahead by more than the paired sampling error
+assert np.all(np.abs(d_saved) < 3 * se_saved)  # |EM - SGD| within 3 paired standard errors in every seed
 assert np.all(np.abs(d_saved) < abs(gap_paper))
 assert np.all(kl_saved < paper["kl_em_sgd"] / 4)
-print("checked on every saved seed: both protocols above the Bayes filter (3 s.e.); EM-like not ahead by more than "
-      "2 s.e.; |EM - SGD| below Table 1's gap; KL(EM||SGD) below a quarter of Table 1's")
+assert all(max(r["right_mass_em"], r["right_mass_sgd"]) < r["right_mass_start"] for r in rows)
+print("checked on every saved seed: both protocols above the Bayes filter (3 s.e.); |EM - SGD| within 3 paired "
+      "s.e. and below Table 1's gap; KL(EM||SGD) below a quarter of Table 1's; both heads end with less "
+      "attention on the same-symbol keys than at the start")
 curves_saved = load_curves("dynamics_table1")  # (seeds, steps + 1) per curve
 fig, ax = plt.subplots(figsize=(7, 3.6))
 for key, color in (("losses_em", "tab:blue"), ("losses_sgd", "tab:red")):
@@ -441,10 +443,17 @@ plt.show()
 # averaged over the saved seeds, 20-step moving average.*
 #
 # **What the saved run shows.** At the paper's size the default run's picture stays: the EM-like schedule
-# ends level with SGD — within the paired sampling error, not ahead — far inside Table 1's gap, and the two
-# heads predict nearly the same distributions (KL(EM‖SGD) a small fraction of Table 1's). The absolute losses
+# ends close to SGD — ahead in one saved seed, behind in another, each time by about the paired sampling error
+# (two standard errors, printed) — far inside Table 1's gap, and the two heads predict nearly the same
+# distributions (KL(EM‖SGD) a small fraction of Table 1's). The absolute losses
 # are close to Table 1's, so the task is the same in size; what does not reproduce is the EM-like advantage.
 # Recorded in `book/ERRATA.md`.
+#
+# One difference from the default run: at this size both heads end with *less* attention on the keys that
+# carry the query's previous symbol than they started with (right-key mass column, checked on every saved
+# seed), whereas in the default run that mass grew. The explanation given above for the default run
+# (routing, updated identically in both protocols, is the bottleneck) therefore does not carry over as it
+# stands; where the trained heads attend instead we have not analysed.
 #
 # *How much of it ran.* The first line of the saved-run output says how many of the five planned seeds
 # finished, and how long each took on the project's shared 2-core machine (eight engineers' jobs at once);
