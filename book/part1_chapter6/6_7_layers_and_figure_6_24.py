@@ -79,8 +79,8 @@ plt.show()
 # ## Fig. 6.30's claim: surface low, meaning high
 #
 # For every layer $\ell=0$ (embedding) … 3 we probe the last position's state for the current token,
-# the previous token (surface) and the topic (meaning), training on 200 test sequences and scoring on
-# the other 200. Accuracies are printed to one decimal (they come from trained models).
+# the previous token (surface) and the topic (meaning), training on half of the held-out sequences and
+# scoring on the other half. Accuracies are printed to one decimal (they come from trained models).
 
 # %%
 names = ("current token", "previous token", "topic")

@@ -307,7 +307,7 @@ plt.show()
 
 # %% [markdown]
 # *Figure 3.2.7b — Fig. 5 redrawn with $d_v=8$: the projection now discards six dimensions, and the two
-# kept ones still carry more than 80% of the variance in every seed (printed above). So the values
+# kept ones still carry a fraction above 0.8 of the variance in every seed (printed above). So the values
 # do move in a low-dimensional subspace of the value space. (The paper's further link of the main axis
 # to posterior entropy needs a task with a posterior; the toy's random targets have none, so we do not
 # test it here.)
@@ -438,7 +438,7 @@ assert np.max(np.abs(vs_h - ms_h)[used]) < 1e-12 and gaps[-1] < 0.1 * gaps[0]
 # lie along a smooth low-dimensional curve whose main axis "correlates strongly with posterior
 # entropy". The §7.1 toy has no posterior; the §7.2 sticky chain does: the exact Bayes filter
 # (`bayes_filter_log_probs`) gives the entropy of $p(y_t\mid x_{1:t})$ at every position. We train the
-# head with the library's §7.2 set-up (`run_sticky_experiment`, 300 steps, both protocols, three
+# head with the library's §7.2 set-up (`run_sticky_experiment` with its default number of steps, both protocols, three
 # seeds) and, on a held-out sequence of 600 positions, ask how much variance the first principal
 # component of the attention output $g_i$ (the value mixture each position reads) and of the values
 # $v_j$ carries, and how strongly each of the first three components rank-correlates with the Bayes
@@ -473,8 +473,8 @@ assert np.all(ev1_all < 0.6) and np.all(rho1_all < 0.5)
 # On this task the signature of §6.1 does not appear: neither the contexts nor the values collapse
 # onto one dominant axis, and that axis is at most weakly related to the posterior entropy (printed
 # above). Two caveats keep this from being a refutation: the sticky chain's posterior entropy varies
-# little (the emissions nearly identify the previous state), and the head is trained for 300 steps,
-# not to convergence. The claim is the authors' observation on their wind-tunnel models, which we do
+# little (the emissions nearly identify the previous state), and the head is trained for the default
+# number of steps, not to convergence. The claim is the authors' observation on their wind-tunnel models, which we do
 # not have; what we can say is that the gradient dynamics alone do not produce it in this toy.
 #
 # ## Summary
@@ -487,7 +487,7 @@ assert np.all(ev1_all < 0.6) and np.all(rho1_all < 0.5)
 #   (the prose says increasing — errata) and attention following the advantage.
 # * The §7.1 toy reproduces Figs. 2–5 qualitatively: sharper attention, falling loss, smooth value
 #   paths. The two-timescale ordering is a tendency across seeds, not a rule. With $d_v=8$ the value
-#   paths stay in a two-dimensional subspace (> 80% of the variance, five seeds).
+#   paths stay in a two-dimensional subspace (a fraction > 0.8 of the variance, five seeds).
 # * The EM analogy (§5.2, §5.4) is exact for hard attention (value step with $\eta_j=1/N_j$ = M-step) and
 #   approximate for soft attention.
 # * §6.1's value manifold aligned with posterior entropy does not appear on the §7.2 task (three seeds).

@@ -31,8 +31,9 @@ import sympy as sp
 
 from nextword.data import STICKY_RULES, MarkovSource, sticky_markov_chain
 from nextword.booktools.plotting import use_book_style
+from nextword.provenance import load_curves, load_result
 from nextword.theory.dynamics import HeadParams, head_forward, head_gradients, pca_fit
-from nextword.theory.dynamics import (
+from nextword.theory.dynamics.sticky import (
     ProtocolConfig,
     StickyExperimentConfig,
     bayes_filter_log_probs,
@@ -43,16 +44,15 @@ from nextword.theory.dynamics import (
     same_symbol_attention,
     sticky_means,
 )
+from nextword.theory.dynamics.table1 import PAPER_TABLE1, smooth
 
 use_book_style()
 
 # %% tags=["parameters"]
 # Default: a faithful small run (about 10-30 s on 2 CPU cores). FULL=1: the paper's sizes.
 FULL = os.environ.get("FULL", "0") == "1"
-if FULL:  # paper: T = 2000, 1000 steps; several seeds for the robustness check
-    CONFIG = StickyExperimentConfig(batch=1, T=2000, eval_T=4000,
-                                    protocol=ProtocolConfig(steps=1000, lr=1.0, value_lr=5.0))
-    SEEDS = range(5)
+if FULL:  # the paper's sizes: T = 2000, 1000 steps, five seeds (the saved run of section 8)
+    CONFIG, SEEDS = PAPER_TABLE1, range(5)
 else:  # 8 fresh sequences of length 64 per step, 300 steps
     CONFIG = StickyExperimentConfig(batch=8, T=64, eval_T=2000,
                                     protocol=ProtocolConfig(steps=300, lr=1.0, value_lr=5.0))
@@ -101,7 +101,7 @@ assert matches == ["inverse_circular_distance"]
 # symmetrically. (Plain circular distance makes far states likelier; the forward-distance reading
 # gives 1.8772.) We use it from now on.
 #
-# A closed form confirms the number: every row holds $0.3$ and $0.7\,w_k/\sum w$ with weights
+# A closed form confirms the number: every row holds $0.3$ and $(1-0.3)\,w_k/\sum w$ with weights
 # $w=(1,\tfrac12,\tfrac13,\tfrac14,\tfrac13,\tfrac12,1)$, and the chain is doubly stochastic, so
 # the stationary law is uniform and the entropy rate is the entropy of one row:
 
@@ -172,8 +172,8 @@ print(f"(same path with y_(t-1) known: {floor0:.4f}; entropy rate {rates['invers
 # $v_t$ memorise $y_t$ — under the causal mask query $t$ sees key $t$ — and makes the training loss
 # meaningless.) (ii) Training is online: every step draws fresh sequences, and all Table 1 metrics
 # are measured on one held-out sequence. The paper does not say whether its 1000 steps reuse one
-# sequence of length 2000; a single reused sequence of that length lets an 800-parameter head
-# overfit. Neither rate is given in the paper; we use `lr = 1` and `value_lr = 5`, chosen so that
+# sequence of length 2000; a single reused sequence of that length lets a head of a few hundred
+# parameters overfit. Neither rate is given in the paper; we use `lr = 1` and `value_lr = 5`, chosen so that
 # the EM-like value step is *larger* than SGD's (the point of the schedule), as the next cell
 # measures at the initialisation.
 
@@ -247,10 +247,6 @@ assert abs(paper["entropy_rate"] - m["entropy_rate"]) < 5e-5
 
 
 # %%
-def smooth(x, k=20):
-    return np.convolve(x, np.ones(k) / k, mode="valid")
-
-
 fig, axes = plt.subplots(1, 3, figsize=(14, 3.6))
 for ax, key, title in zip(axes, ("losses", "accuracies", "entropies"),
                           ("cross-entropy (Fig. 6)", "accuracy (Fig. 7)", "predictive entropy (Fig. 8)")):
@@ -375,23 +371,94 @@ for seed, e in zip(SEEDS, results):
 # clearly lower loss and converges "much faster" than SGD, nor a KL of 0.10 between them. The paper
 # gives neither learning rates nor its exact M-step, and its runs may differ from ours in ways we
 # cannot recover; our point is only that with a value step larger than SGD's and identical routing
-# updates, the gain is marginal. `FULL=1` repeats the comparison at the paper's $T=2000$, 1000 steps
-# and five seeds (about 18 minutes on one CPU thread). The committed outputs are the default run; the
-# paper-sized run was executed once (2026-11-22, `FULL=1 python -m nextword.booktools.notebooks build` on the
-# project's 2-core CPU machine, one thread) and gave:
+# updates, the gain is marginal.
 #
-# | seed | loss EM-like | loss SGD | EM − SGD (paired 2 s.e.) | Bayes filter |
-# |---|---|---|---|---|
-# | 0 | 1.9112 | 1.9102 | +0.0010 (0.0041) | 1.8916 |
-# | 1 | 1.9212 | 1.9272 | −0.0061 (0.0058) | 1.8881 |
-# | 2 | 1.9056 | 1.9070 | −0.0015 (0.0040) | 1.8905 |
-# | 3 | 1.9036 | 1.8915 | +0.0121 (0.0055) | 1.8738 |
-# | 4 | 1.9259 | 1.9276 | −0.0017 (0.0067) | 1.9035 |
+# ## 8. The paper-sized run (saved): $T=2000$, 1000 steps, five seeds
 #
-# EM-like is lower in 3 of 5 seeds, the mean difference is +0.0008 nats (EM-like slightly *worse*),
-# and KL(EM‖SGD) on seed 0 is 0.0084 against Table 1's 0.1019. The absolute losses (1.90–1.93) are
-# close to Table 1's, so the task is the same in size; the EM-like advantage is what does not
-# reproduce. Recorded in `book/ERRATA.md`.
+# At the paper's size — one fresh sequence of $T=2000$ per step, 1000 steps, a held-out sequence of
+# 4000 tokens — the comparison is too long for a notebook on a CPU, so it is a *saved run*:
+# `python -m nextword.torch.saved_runs run dynamics_table1` calls
+# `nextword.theory.dynamics.table1.table1_seed` (the `run_sticky_experiment` used above, with the
+# configuration `PAPER_TABLE1`) for seeds 0–4 and stores every number with its provenance in
+# `book/results/dynamics_table1/`. `FULL=1` reruns it inside this notebook. The next cells only read
+# the saved file.
+
+# %%
+saved = load_result("dynamics_table1")
+rows, planned = saved["data"]["per_seed"], saved["data"]["seeds_planned"]
+cfg_saved = saved["config"]
+assert (cfg_saved["T"], cfg_saved["batch"], cfg_saved["protocol"]["steps"]) == (2000, 1, 1000)
+print(f"saved run: produced by `{saved['command']}` at commit {saved['commit'][:10]}"
+      f"{' (uncommitted changes)' if saved['dirty'] else ''} on {saved['created'][:10]}; "
+      f"{len(rows)} of {len(planned)} planned seeds; T = {cfg_saved['T']}, {cfg_saved['protocol']['steps']} steps, "
+      f"held-out sequence of {cfg_saved['eval_T']} tokens; wall-clock time per seed "
+      f"{[round(r['wall_time_s'] / 3600, 1) for r in rows]} h")
+print("seed | loss EM | loss SGD | EM - SGD (paired 2 s.e.) | Bayes filter | KL(EM||SGD) | Bayes + 0.1 at step: EM, SGD"
+      " | right-key mass: start -> EM, SGD")
+for r in rows:
+    print(f"  {r['seed']}  | {r['final_loss_em']:.4f}  | {r['final_loss_sgd']:.4f}   | {r['delta_loss']:+.4f} "
+          f"({2 * r['paired_se']:.4f})         | {r['bayes_loss']:.4f}       | {r['kl_em_sgd']:.4f}      | "
+          f"{r['steps_to_bayes01_em']}, {r['steps_to_bayes01_sgd']}"
+          f"{'':18s} | {r['right_mass_start']:.2f} -> {r['right_mass_em']:.2f}, {r['right_mass_sgd']:.2f}")
+d_saved = np.array([r["delta_loss"] for r in rows])
+kl_saved = np.array([r["kl_em_sgd"] for r in rows])
+gap_paper = paper["final_loss_em"] - paper["final_loss_sgd"]
+print(f"EM-like lower in {int((d_saved < 0).sum())} of {len(rows)} seeds; mean EM - SGD {d_saved.mean():+.4f} nats "
+      f"(range {d_saved.min():+.4f} to {d_saved.max():+.4f}; Table 1: {gap_paper:+.4f}); "
+      f"KL(EM||SGD) {kl_saved.min():.4f} to {kl_saved.max():.4f} (Table 1: {paper['kl_em_sgd']:.4f})")
+
+# %% [markdown]
+# The claims this notebook makes about the paper-sized run, checked on every saved seed: neither
+# protocol beats the Bayes filter by more than sampling noise; the two protocols' final losses differ by less
+# than three paired standard errors and by less than Table 1's gap; the two heads predict far more alike than
+# Table 1's KL suggests.
+
+# %%
+for r in rows:
+    for k in ("em", "sgd"):
+        assert r[f"excess_over_bayes_{k}"] >= -3 * r[f"excess_over_bayes_se_{k}"], (r["seed"], k)
+se_saved = np.array([r["paired_se"] for r in rows])
+assert np.all(np.abs(d_saved) < 3 * se_saved)  # |EM - SGD| within 3 paired standard errors in every seed
+assert np.all(np.abs(d_saved) < abs(gap_paper))
+assert np.all(kl_saved < paper["kl_em_sgd"] / 4)
+assert all(max(r["right_mass_em"], r["right_mass_sgd"]) < r["right_mass_start"] for r in rows)
+print("checked on every saved seed: both protocols above the Bayes filter (3 s.e.); |EM - SGD| within 3 paired "
+      "s.e. and below Table 1's gap; KL(EM||SGD) below a quarter of Table 1's; both heads end with less "
+      "attention on the same-symbol keys than at the start")
+curves_saved = load_curves("dynamics_table1")  # (seeds, steps + 1) per curve
+fig, ax = plt.subplots(figsize=(7, 3.6))
+for key, color in (("losses_em", "tab:blue"), ("losses_sgd", "tab:red")):
+    mean_curve = curves_saved[key].mean(axis=0)
+    ax.plot(np.arange(19, len(mean_curve)), smooth(mean_curve), color=color,
+            label=f"{key.split('_')[1].upper()} (mean of {curves_saved[key].shape[0]} seeds)")
+ax.axhline(np.mean([r["bayes_loss"] for r in rows]), color="black", ls="--", lw=1, label="Bayes filter (mean)")
+ax.set_ylim(paper["entropy_rate"] - 0.05, 2.3)
+ax.set_xlabel("step")
+ax.set_ylabel("loss on the step's fresh sequence (nats)")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# *Figure 3.3.5 — Saved paper-sized run: per-step loss of the EM-like schedule (blue) and SGD (red),
+# averaged over the saved seeds, 20-step moving average.*
+#
+# **What the saved run shows.** At the paper's size the default run's picture stays: the EM-like schedule
+# ends close to SGD — ahead in one saved seed, behind in another, each time by about the paired sampling error
+# (two standard errors, printed) — far inside Table 1's gap, and the two heads predict nearly the same
+# distributions (KL(EM‖SGD) a small fraction of Table 1's). The absolute losses
+# are close to Table 1's, so the task is the same in size; what does not reproduce is the EM-like advantage.
+# Recorded in `book/ERRATA.md`.
+#
+# One difference from the default run: at this size both heads end with *less* attention on the keys that
+# carry the query's previous symbol than they started with (right-key mass column, checked on every saved
+# seed), whereas in the default run that mass grew. The explanation given above for the default run
+# (routing, updated identically in both protocols, is the bottleneck) therefore does not carry over as it
+# stands; where the trained heads attend instead we have not analysed.
+#
+# *How much of it ran.* The first line of the saved-run output says how many of the five planned seeds
+# finished, and how long each took on the project's shared 2-core machine (eight engineers' jobs at once);
+# the seeds still missing are added by running the same command again (it resumes and skips what is
+# saved). Until they are, the statements above rest on the saved seeds only.
 #
 # ## Summary
 #

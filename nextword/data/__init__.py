@@ -17,7 +17,7 @@ machine with internet, fetch WikiText-2 once by hand (no notebook or test does t
 (or save the ``Salesforce/wikitext``, ``wikitext-2-raw-v1`` splits of the HF hub as those files).
 
 Besides real text, this module offers synthetic sources with a known entropy rate
-(:mod:`nextword.synthetic`: i.i.d., Markov of order k, the sticky chain of Part 3), so a model's
+(:mod:`nextword.data.synthetic`: i.i.d., Markov of order k, the sticky chain of Part 3), so a model's
 loss can be compared with the true lower bound, and :func:`batches` for training.
 """
 from __future__ import annotations
