@@ -334,7 +334,7 @@ def code_hash() -> str:
     here = Path(__file__).resolve().parent
     h = hashlib.sha256()
     for f in (here / "model.py", here / "prior.py", here / "train.py", here / "data.py",
-              here / "robustness.py", here.parent / "data.py"):
+              here / "robustness.py", here.parent / "data" / "__init__.py"):
         h.update(f.read_bytes())
     return h.hexdigest()[:16]
 
