@@ -9,12 +9,19 @@ JOBS   ?= 2
 # nbval needs matplotlib's inline backend (Agg drops the figure's text output) and the default run.
 NBENV  := env -u MPLBACKEND FULL=0
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with book/nbval_sanitize.cfg -p no:cacheprovider
+# The portability pass: the same notebooks with other CPU kernels selected (OpenBLAS's Sandybridge
+# kernels, torch's non-vectorised ATen kernels, numpy without AVX2/FMA/AVX-512 loops) and two BLAS/OpenMP
+# threads instead of one (conftest.py reads NEXTWORD_THREADS). Stored outputs must survive both passes.
+KERNELS := OPENBLAS_CORETYPE=Sandybridge ATEN_CPU_CAPABILITY=default \
+	NPY_DISABLE_CPU_FEATURES="AVX512F AVX512CD AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX2 FMA3" \
+	NEXTWORD_THREADS=2
 
-.PHONY: help env test test-lib test-notebooks book render lab sync exercises bench clean
+.PHONY: help env test test-lib test-notebooks test-notebooks-kernels book render lab sync exercises bench clean
 
 help:
 	@echo "make book   - set up, execute every notebook in book/, render _build/html/index.html"
 	@echo "make test   - set up, library tests, pairing checks, pytest --nbval on book/ and solutions/"
+	@echo "              (twice: as built, and with other CPU kernels and 2 threads: test-notebooks-kernels)"
 	@echo "make lab    - open JupyterLab on book/"
 	@echo "make sync   - regenerate every .ipynb from its .py (jupytext pairing, keeps outputs)"
 	@echo "make exercises - regenerate exercises/ from solutions/"
@@ -29,13 +36,16 @@ $(STAMP): pyproject.toml
 
 env: $(STAMP)
 
-test: $(STAMP) test-lib test-notebooks
+test: $(STAMP) test-lib test-notebooks test-notebooks-kernels
 
 test-lib: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) tests
 
 test-notebooks: $(STAMP)
 	$(NBENV) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NBVAL) book solutions
+
+test-notebooks-kernels: $(STAMP)
+	$(NBENV) $(KERNELS) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NBVAL) book solutions
 
 book: $(STAMP)
 	$(NBENV) $(BIN)/python -m nextword.notebooks build -j $(JOBS) book/*/*.py
