@@ -305,18 +305,15 @@ costs = {seed: removal_costs(m) for seed, m in models.items()}
 more = {seed: np.mean(list(pr.values())) > 1.5 * np.mean(list(sg.values())) for seed, (sg, pr) in costs.items()}
 worse_member = {seed: all(pr[(a, b)] >= max(sg[(a,)], sg[(b,)]) - 0.05 for a, b in pr)
                 for seed, (sg, pr) in costs.items()}
-cheapest_diffuse = {seed: int(np.argmin([costs[seed][0][(h,)] for h in range(4)])) == int(np.argmax(p["entropy"]))
-                    for seed, p in probes.items()}
 print(f"mean cost of removing two heads > 1.5 x that of removing one: {sum(more.values())}/{len(SEEDS)} seeds")
 print(f"every pair costs at least as much as its worse member (within 0.05 nat): {sum(worse_member.values())}/{len(SEEDS)}")
-print(f"the cheapest head to remove is the most diffuse one: {sum(cheapest_diffuse.values())}/{len(SEEDS)}")
 assert all(more.values()) and all(worse_member.values())
 
 # %% [markdown]
 # Removing two heads costs on average clearly more than removing one, and a pair costs at least as much
-# as its worse member: roughly additive damage, for every seed. Whether the cheapest head to remove is the
-# broad one depends on the seed (count above). In this small model "the diversity of the ensemble" is a
-# few heads doing distinct jobs, not a redundant committee.
+# as its worse member: roughly additive damage, for every seed. (Which single head is cheapest to remove
+# is not stable: near-ties between heads flip from seed to seed and even from CPU to CPU.) In this small
+# model "the diversity of the ensemble" is a few heads doing distinct jobs, not a redundant committee.
 #
 # ## Summary of the checks
 # - $\mathrm{Concat}(\mathrm{head}_1..\mathrm{head}_8)W^O$ rebuilt from per-head attention equals the
