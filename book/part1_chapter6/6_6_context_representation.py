@@ -361,37 +361,44 @@ def versus_baseline(x: float, ref: float) -> str:
     return "worse (> +0.1)" if x > ref + 0.1 else "as baseline (< +0.1)"
 
 
-# trained models differ in their digits from seed to seed and from CPU to CPU: the table prints what the
-# asserts below check, and the figure shows the values
-print(f"{'model':34s}{'honest agreement':>22s}{'honest filler':>22s}{'teacher-forced':>16s}   chapter's prediction")
+# Trained models differ in their digits from seed to seed and from CPU to CPU, and within the default
+# training whether the baseline learns the agreement at all is such a difference: the table prints only
+# what the asserts below check for every run (the filler column), the figure shows all values.
+unstable = ("no mask (test time)", "single head (retrained, 2x steps)")  # reported in the figure only
+print(f"{'model':34s}{'honest filler loss':>22s}{'teacher-forced':>16s}   chapter's prediction")
 for name, r in results.items():
     pred = next((p for k, p in predictions.items() if name.startswith(k)), "")
     same = abs(r["tf agree"] - r["agree"]) < 1e-4 and abs(r["tf filler"] - r["filler"]) < 1e-4
-    print(f"{name:34s}{versus_baseline(r['agree'], b['agree']):>22s}{versus_baseline(r['filler'], b['filler']):>22s}"
-          f"{'= honest' if same else 'differs':>16s}   {pred}")
-print(f"baseline: honest agreement loss < 0.05 nats; no mask, retrained: final training loss < 0.3 "
-      f"(baseline: > 1), honest filler loss above the uniform guess; no residual, test time: the same")
+    filler_vs = "(figure)" if name in unstable else versus_baseline(r["filler"], b["filler"])
+    print(f"{name:34s}{filler_vs:>22s}{'= honest' if same else 'differs':>16s}   {pred}")
+print("no mask, retrained: final training loss < 0.3 (baseline: > 1), honest filler loss above the uniform "
+      "guess; no residual, test time: the same")
 print(f"entropy rate of the filler chain: {task.filler.entropy_rate():.2f} nats (a lower bound: subjects and markers "
       f"interrupt the chain); "
       f"uniform guess: ln {task.vocab_size} = {np.log(task.vocab_size):.2f}")
 
 # %%
 nm, npos = results["no mask (retrained)"], results["no positions (retrained)"]
-# Only what held for seeds 0, 1 and 2 is asserted (tests/test_notebook_seeds.py reruns the page); the rows
-# "no mask (test time)" and "single head (retrained, 2x steps)" are reported for this run only.
-# baseline: learned the agreement, and teacher forcing = generation for a causal model
-assert b["agree"] < 0.05
+# tests/test_notebook_seeds.py reruns the page with seeds 1 and 2: what is asserted must hold there too.
+# The rows "no mask (test time)" and "single head (retrained, 2x steps)" are reported for this run only.
+# Within the default training the 2-layer baseline learns the agreement for some seeds and CPUs only; the
+# claims about the agreement positions are checked when it has.
+learned = b["agree"] < 0.05
+# a causal model: teacher forcing = generation
 assert abs(b["tf agree"] - b["agree"]) < 1e-4 and abs(b["tf filler"] - b["filler"]) < 1e-4
 # (a) no mask, retrained: near-zero training loss that does not survive generation
 assert train_loss["no mask (retrained)"] < 0.3 and nm["tf filler"] < 0.3 and train_loss["baseline"] > 1
-assert nm["agree"] > b["agree"] + 0.1 and nm["filler"] > np.log(task.vocab_size)
-# (b) no positions, retrained: agreement (a bag-of-tokens lookup) survives, the order-2 fillers suffer
-assert npos["agree"] < 0.1 and npos["filler"] > b["filler"] + 0.1
+assert nm["filler"] > np.log(task.vocab_size)
+# (b) no positions, retrained: the order-2 fillers suffer
+assert npos["filler"] > b["filler"] + 0.1
 # test-time removals of positions, heads or residuals from the trained model hurt; without residuals it collapses
 for name in ("no positions", "single head", "no residual"):
-    r = results[f"{name} (test time)"]
-    assert r["agree"] > b["agree"] + 0.5 and r["filler"] > b["filler"] + 0.1, name
+    assert results[f"{name} (test time)"]["filler"] > b["filler"] + 0.1, name
 assert results["no residual (test time)"]["filler"] > np.log(task.vocab_size)  # worse than uniform guessing
+if learned:  # the agreement: lost without the mask or at test time, kept without positions (a content lookup)
+    assert nm["agree"] > b["agree"] + 0.1 and npos["agree"] < 0.1
+    for name in ("no positions", "single head", "no residual"):
+        assert results[f"{name} (test time)"]["agree"] > b["agree"] + 0.5, name
 
 # %%
 names = list(results)
@@ -411,14 +418,18 @@ plt.show()
 # *Figure (Exercise 12, measured).* Honest (generation-time) test loss per ablation, split into the
 # long-range agreement predictions and the local filler predictions.
 #
-# What the measurements say, next to the chapter's predictions:
+# What the measurements say, next to the chapter's predictions. A finding about our own experiment first:
+# whether the 2-layer baseline learns the agreement within the default training is itself a matter of
+# seed and CPU (with other seeds, or other CPU kernels, we saw runs where it had not), so the statements
+# about the agreement below are those of a run in which it was learned (the figure shows this run), and are
+# asserted only when it was; the filler statements hold in every run we tried. `FULL=1` trains longer.
 # - **(a) causal mask.** Retrained without it, the model reaches a near-zero training loss by reading
 #   the next token; generating (the prefix only) it is catastrophically wrong — exactly the failure the
 #   chapter predicts (§6.3). Removing the mask from the *trained* model at test time changes its
 #   predictions even when it generates: in a 2-layer model, earlier positions of a prefix now see later
-#   tokens of that prefix, which changes what layer 2 reads. Whether that costs much depends on the run:
-#   in this one (table) it does; in other seeds we tried (the runs of `tests/test_notebook_seeds.py`) the
-#   honest losses stayed as the baseline's — so nothing about it is asserted.
+#   tokens of that prefix, which changes what layer 2 reads. Whether that costs much depends on the run
+#   (figure); in other seeds we tried the honest losses stayed as the baseline's, so nothing about it is
+#   asserted.
 # - **(b) positional encoding.** Removing it from the trained model is severe (the weights expect the
 #   encoding). Retrained without it, the model still learns the agreement — finding the subject is a
 #   lookup by content, order-free — and the fillers reach a worse but far-from-chance loss: with two
@@ -426,9 +437,9 @@ plt.show()
 # - **(c) single head.** Reading the same projections as one full-width head (the sum of the four
 #   heads' scores) destroys the heads' separate patterns; both the agreement and the fillers suffer.
 #   Retrained with one head, the model can relearn the agreement at this small scale, but more slowly:
-#   in this run (table) it does with twice the baseline's training steps; in another seed we tried it had
-#   not yet, so this is not asserted — the benefit of several heads here is a matter of optimisation
-#   speed, not of what is expressible.
+#   in a run where the baseline learned the agreement it did so with twice the baseline's training steps
+#   (figure); in another seed we tried it had not yet, so this is not asserted — the benefit of several
+#   heads here is a matter of optimisation speed, not of what is expressible.
 # - **(d) residual connections.** Removing them from the trained model is the most destructive change
 #   (worse than guessing uniformly): the blocks were trained to *add* to the stream, not to replace it.
 #   The chapter's prediction (vanishing gradients in deep networks) concerns training; retraining without
@@ -440,5 +451,6 @@ plt.show()
 #   parameter count is exact;
 # - memory: representations $T\,d$ vs $d$ (ratio 10 at $T=10$), KV cache $2Td$ per layer (10 at $T=5$),
 #   measured from the library's arrays;
-# - ablations measured and asserted: leak without the mask, agreement without positions, collapse
-#   without residuals.
+# - ablations measured and asserted: leak without the mask, fillers hurt without positions, collapse
+#   without residuals (and, in runs whose baseline learned it, the agreement kept without positions);
+#   whether the default training learns the agreement at all depends on the seed and the CPU.
