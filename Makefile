@@ -1,5 +1,5 @@
 # nextword — two commands do everything on a fresh machine with Python >= 3.10 and make:
-#   make book   create the environment, execute every chapter, render the HTML book (_build/html)
+#   make book   create the environment, execute every chapter, render the HTML book (_build/html, Sphinx)
 #   make test   create the environment, run the library tests and pytest --nbval on every notebook
 PYTHON ?= python3
 VENV   ?= .venv
@@ -16,10 +16,11 @@ KERNELS := OPENBLAS_CORETYPE=Sandybridge ATEN_CPU_CAPABILITY=default \
 	NPY_DISABLE_CPU_FEATURES="AVX512F AVX512CD AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX2 FMA3" \
 	NEXTWORD_THREADS=2
 
-.PHONY: help env test test-lib test-notebooks test-notebooks-kernels book render lab sync exercises bench clean
+.PHONY: help env test test-lib test-notebooks test-notebooks-kernels book book-html render lab sync exercises bench clean
 
 help:
 	@echo "make book   - set up, execute every notebook in book/, render _build/html/index.html"
+	@echo "make book-html - render the committed executed notebooks to _build/html (no execution; incremental)"
 	@echo "make test   - set up, library tests, pairing checks, pytest --nbval on book/ and solutions/"
 	@echo "              (twice: as built, and with other CPU kernels and 2 threads: test-notebooks-kernels)"
 	@echo "make lab    - open JupyterLab on book/"
@@ -36,7 +37,8 @@ $(STAMP): pyproject.toml
 
 env: $(STAMP)
 
-test: $(STAMP) test-lib test-notebooks test-notebooks-kernels
+# The book is rendered once (book-html); the browser test in tests/ reuses _build/html.
+test: $(STAMP) book-html test-lib test-notebooks test-notebooks-kernels
 
 test-lib: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) tests
@@ -49,11 +51,14 @@ test-notebooks-kernels: $(STAMP)
 
 book: $(STAMP)
 	$(NBENV) $(BIN)/python -m nextword.notebooks build -j $(JOBS) book/*/*.py
-	$(MAKE) render
+	$(MAKE) book-html
 
-render: $(STAMP)
-	$(BIN)/python -m nextword.notebooks render
+# Sphinx + MyST-NB (book/conf.py) renders the committed, executed .ipynb files: what nbval checks.
+book-html: $(STAMP)
+	$(BIN)/python -m nextword.notebooks render -j $(JOBS)
 	@echo "open _build/html/index.html"
+
+render: book-html
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab book/

@@ -15,6 +15,10 @@ __all__ = [
     "check_finite",
     "check_positive_int",
     "as_index_array",
+    "check_finite_scalar",
+    "check_same_dtype",
+    "check_str_collection",
+    "check_rng",
 ]
 
 
@@ -77,3 +81,79 @@ def as_index_array(ids: object, name: str, *, upper: int | None = None) -> np.nd
             rng = f"[0, {upper})" if upper is not None else ">= 0"
             raise ValueError(f"{name} must lie in {rng}, got values in [{lo}, {hi}]")
     return arr
+
+
+def check_finite_scalar(value: object, name: str, *, positive: bool = False,
+                        nonnegative: bool = False) -> float:
+    """``value`` as a finite Python float; ``TypeError`` unless a real number (bools refused),
+    ``ValueError`` for NaN/inf or, when asked, a value ``<= 0`` (``positive``) or ``< 0``
+    (``nonnegative``).
+
+    >>> check_finite_scalar(2, "scale")
+    2.0
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    x = float(value)
+    if not np.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if positive and x <= 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+    if nonnegative and x < 0:
+        raise ValueError(f"{name} must be >= 0, got {value!r}")
+    return x
+
+
+def check_same_dtype(**arrays: np.ndarray) -> np.dtype:
+    """The common float dtype of the named arrays; ``TypeError`` naming them if they differ
+    (torch raises too; silent promotion to float64 would double the time of a float32 model).
+
+    >>> check_same_dtype(q=np.zeros(2), k=np.zeros(2)).name
+    'float64'
+    """
+    dtypes = {name: a.dtype for name, a in arrays.items()}
+    if len(set(dtypes.values())) > 1:
+        listed = ", ".join(f"{n} {d}" for n, d in dtypes.items())
+        raise TypeError(f"{', '.join(dtypes)} must share one float dtype, got {listed}; convert "
+                        "them with .astype(...) first")
+    return next(iter(dtypes.values()))
+
+
+def check_str_collection(value: object, name: str) -> list[str]:
+    """``value`` as a list of strings; a bare ``str`` is refused (it would be split into its
+    characters) and so is any non-string item.
+
+    >>> check_str_collection(("<s>", "</s>"), "special_tokens")
+    ['<s>', '</s>']
+    """
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be a collection of strings, got a single {type(value).__name__} "
+                        f"{value!r}; wrap it in a list: [{value!r}]")
+    try:
+        items = list(value)  # type: ignore[call-overload]
+    except TypeError:
+        raise TypeError(f"{name} must be a collection of strings, got {type(value).__name__}") from None
+    for item in items:
+        if not isinstance(item, str):
+            raise TypeError(f"{name} must contain strings, got {type(item).__name__} {item!r}")
+    return items
+
+
+def check_rng(rng: object, name: str = "rng") -> np.random.Generator:
+    """A ``numpy.random.Generator`` from what ``np.random.default_rng`` accepts (``None``, an int
+    seed, a ``SeedSequence``, a ``BitGenerator`` or a ``Generator``, returned as is); anything else
+    (a float, a string, the legacy ``RandomState``) raises ``TypeError`` naming ``name``.
+
+    >>> bool(check_rng(0).integers(10) == np.random.default_rng(0).integers(10))
+    True
+    """
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None or isinstance(rng, (np.random.SeedSequence, np.random.BitGenerator)) or (
+            isinstance(rng, numbers.Integral) and not isinstance(rng, (bool, np.bool_))):
+        try:
+            return np.random.default_rng(rng)  # type: ignore[arg-type]
+        except ValueError as exc:  # a negative seed
+            raise ValueError(f"{name}: {exc}") from None
+    raise TypeError(f"{name} must be a numpy.random.Generator, an int seed or None, got "
+                    f"{type(rng).__name__}")

@@ -39,7 +39,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from nextword._validate import as_float_array, as_index_array
+from nextword._validate import as_float_array, as_index_array, check_finite_scalar, check_same_dtype
 from nextword.attention import _attend, _check_mask, log_softmax, softmax
 
 __all__ = ["AttentionGradients", "attention_backward", "CrossEntropyUpstream", "cross_entropy_upstream"]
@@ -81,7 +81,11 @@ def attention_backward(X: object, W_Q: object, W_K: object, W_V: object, upstrea
     upstream:
         ``U = ∂L/∂G (..., T, d_v)``, rows ``u_i`` (Eq. (10)); e.g. from :func:`cross_entropy_upstream`.
     mask, causal, scale:
-        As in :func:`nextword.attention.scaled_dot_product_attention` (default ``scale = 1/√d_k``).
+        As in :func:`nextword.attention.scaled_dot_product_attention` (default ``scale = 1/√d_k``):
+        ``mask`` boolean **True = may attend** (the opposite of ``torch.nn.MultiheadAttention``)
+        or float (added to the scores; a constant, so the formulas are unchanged), ``(..., T, T)``
+        with ``X``'s leading axes; ``causal`` True/``"bottom_right"`` or ``"top_left"`` (the same
+        for ``T_q = T_k = T``); ``scale`` finite. All arrays share one float dtype.
 
     Returns
     -------
@@ -106,9 +110,10 @@ def attention_backward(X: object, W_Q: object, W_K: object, W_V: object, upstrea
         raise ValueError(f"W_Q and W_K must have the same shape (d_x, d_k), got {W_Q.shape} and {W_K.shape}")
     if U.shape != X.shape[:-1] + (W_V.shape[1],):
         raise ValueError(f"upstream must have shape (..., T, d_v) = {X.shape[:-1] + (W_V.shape[1],)}, got {U.shape}")
+    dtype = check_same_dtype(X=X, W_Q=W_Q, W_K=W_K, W_V=W_V, upstream=U)
     T, d_k = X.shape[-2], W_Q.shape[1]
-    scale = 1.0 / np.sqrt(d_k) if scale is None else float(scale)
-    m = None if mask is None else _check_mask(mask, T, T)
+    scale = 1.0 / np.sqrt(d_k) if scale is None else check_finite_scalar(scale, "scale")
+    m = None if mask is None else _check_mask(mask, T, T, X.shape[:-2], dtype=dtype)
 
     Q, K, V = X @ W_Q, X @ W_K, X @ W_V  # Eq. (1)–(3): (..., T, d_k), (..., T, d_k), (..., T, d_v)
     G, alpha = _attend(Q, K, V, causal=causal, mask=m, scale=scale, need_weights=True)  # Eq. (4)–(6)

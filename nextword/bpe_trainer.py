@@ -239,8 +239,12 @@ def train_merges(
         return []
     flat = np.concatenate(arrays)  # (n,)
     n = flat.shape[0]
-    if flat.min() < 0 or flat.max() >= first_id or first_id + num_merges > _MASK:
-        raise ValueError(f"chunk ids must lie in [0, {first_id}) and first_id + num_merges < {_MASK}")
+    if first_id + num_merges > _MASK:
+        raise ValueError(f"first_id + num_merges must be <= {_MASK} (ids are packed in {_SHIFT} bits), got "
+                         f"{first_id} + {num_merges}")
+    if flat.min() < 0 or flat.max() >= first_id:
+        raise ValueError(f"chunk ids must lie in [0, first_id) = [0, {first_id}), got values in "
+                         f"[{int(flat.min())}, {int(flat.max())}]")
     lengths = np.array([len(a) for a in arrays], dtype=np.int64)
     ends = np.cumsum(lengths)  # (num_chunks,) one past each chunk's last index
     starts = ends - lengths
@@ -257,7 +261,8 @@ def train_merges(
     pair_w = np.bincount(np.searchsorted(uniq, codes_sorted), weights=weight[pos_sorted],
                          minlength=len(uniq)).astype(np.int64)
     positions: dict[int, list[int]] = dict(zip(uniq.tolist(), np.split(pos_sorted, first_idx[1:])))
-    positions = {c: p.tolist() for c, p in positions.items()}
+    if tie_break == "hf":  # its loop appends to existing lists; "first" converts on first use
+        positions = {c: p.tolist() for c, p in positions.items()}
     counts: dict[int, int] = dict(zip(uniq.tolist(), pair_w.tolist()))
 
     tokens = flat.tolist()
@@ -274,6 +279,8 @@ def train_merges(
     def first_position(code: int) -> int:
         """Leftmost live occurrence of pair ``code`` (the pointer only moves right); -1 if none."""
         lst = positions[code]
+        if type(lst) is not list:  # still the numpy slice from the initial count
+            lst = positions[code] = lst.tolist()
         p = pointer.get(code, 0)
         a, b = code >> _SHIFT, code & _MASK
         while p < len(lst):
@@ -335,49 +342,76 @@ def train_merges(
             x = next_id
             next_id += 1
         merges.append((a, b, x))
-        xs = x << _SHIFT
-        touched: set[int] = set()
         lst = positions.pop(code)
+        if type(lst) is not list:
+            lst = lst.tolist()
         if a == b and hf:  # overlapping pairs must be merged left to right
             lst = sorted(set(lst))
-        for i in lst:
-            if tokens[i] != a:
-                continue
-            j = nxt[i]
-            if j < 0 or tokens[j] != b:
-                continue
-            w = wt[i]
-            p = prv[i]
-            q = nxt[j]
-            if p >= 0:
-                t = tokens[p]
-                old = (t << _SHIFT) | a
-                counts[old] -= w
-                new = (t << _SHIFT) | x
-                counts[new] = counts.get(new, 0) + w
-                positions.setdefault(new, []).append(p)
-                touched.add(new)
-            if q >= 0:
-                t = tokens[q]
-                old = (b << _SHIFT) | t
-                counts[old] -= w
-                new = xs | t
-                counts[new] = counts.get(new, 0) + w
-                positions.setdefault(new, []).append(i)
-                touched.add(new)
-                prv[q] = i
-            counts[code] -= w
-            tokens[i] = x
-            tokens[j] = -1
-            nxt[i] = q
+        raised = _merge_pass(lst, a, b, x, code, tokens, nxt, prv, wt, counts, positions, x_is_new=not hf)
         counts.pop(code, None)
         pointer.pop(code, None)
-        for new in touched:
+        for new in raised:
             c = counts[new]
-            if c > 0:
-                heapq.heappush(heap, (-c, key(new), new))
+            if c > 0:  # "first": a lower bound of the first position (the exact one is found on pop)
+                heapq.heappush(heap, (-c, key(new) if hf else positions[new][0], new))
         if bar is not None:
             bar.update(1)
     if bar is not None:
         bar.close()
     return merges
+
+
+def _merge_pass(lst: list[int], a: int, b: int, x: int, code: int, tokens: list[int], nxt: list[int],
+                prv: list[int], wt: list[int], counts: dict[int, int],
+                positions: dict[int, list[int]], *, x_is_new: bool) -> list[int]:
+    """Apply merge ``(a, b) -> x`` at the live occurrences in ``lst`` (left to right), updating
+    the linked list, the pair counts and the position lists; return the codes whose count rose.
+
+    When ``x`` is a new id (``x_is_new``; always for ``tie_break="first"``), a pair holding ``x``
+    cannot exist before this pass, so a code rose exactly when its position list is created here
+    (no set of touched codes). Otherwise (HF reuses ids) every raised code is collected.
+    """
+    xs = x << _SHIFT
+    raised: list[int] = []
+    for i in lst:
+        if tokens[i] != a:
+            continue
+        j = nxt[i]
+        if j < 0 or tokens[j] != b:
+            continue
+        w = wt[i]
+        p = prv[i]
+        q = nxt[j]
+        if p >= 0:
+            t = tokens[p]
+            counts[(t << _SHIFT) | a] -= w
+            new = (t << _SHIFT) | x
+            plist = positions.get(new)
+            if plist is None:
+                positions[new] = [p]
+                counts[new] = counts.get(new, 0) + w
+                raised.append(new)
+            else:
+                plist.append(p)
+                counts[new] += w
+                if not x_is_new:
+                    raised.append(new)
+        if q >= 0:
+            t = tokens[q]
+            counts[(b << _SHIFT) | t] -= w
+            new = xs | t
+            plist = positions.get(new)
+            if plist is None:
+                positions[new] = [i]
+                counts[new] = counts.get(new, 0) + w
+                raised.append(new)
+            else:
+                plist.append(i)
+                counts[new] += w
+                if not x_is_new:
+                    raised.append(new)
+            prv[q] = i
+        tokens[i] = x  # (no counts[code] -= w: the caller drops the merged pair's count)
+        tokens[j] = -1
+        nxt[i] = q
+    return raised if x_is_new else list(dict.fromkeys(raised))

@@ -64,6 +64,7 @@ import numpy as np
 from nextword.decoding_filters import (  # the filters are part of this module's public API
     _check_count,
     _check_logits,
+    _check_min_tokens,
     _check_temperature,
     _check_top_p,
     _filter,
@@ -372,6 +373,7 @@ def sample(
     top_p: float | None = None,
     rng: np.random.Generator | None = None,
     eos_id: int | None = None,
+    min_tokens_to_keep: int = 1,
 ) -> list[int]:
     """Ancestral sampling, §6.3: ``f_m ~ pi_m(. | f_{1:m-1})`` for each new position.
 
@@ -379,16 +381,19 @@ def sample(
     conditioned on the prompt (the set (6.2)). The next-token logits are passed
     through :func:`apply_temperature`, :func:`top_k_filter`, :func:`top_p_filter` in
     that order and renormalised. ``temperature -> 0`` recovers :func:`greedy`
-    (Remark 6.2). ``rng`` is required (a ``numpy.random.Generator``).
+    (Remark 6.2); a temperature so small that ``z / tau`` overflows still gives the
+    argmax (see :func:`apply_temperature`). ``min_tokens_to_keep`` is passed to the
+    filters (see :func:`filter_logits`). ``rng`` is required (a ``numpy.random.Generator``).
     """
     seq = _check_prompt(prompt)
     n = _check_count(max_new_tokens, "max_new_tokens", 0)
     temperature = _check_temperature(temperature)
     top_k = None if top_k is None else _check_count(top_k, "top_k", 1)
     top_p = None if top_p is None else _check_top_p(top_p)
+    keep = _check_min_tokens(min_tokens_to_keep)
     rng = _check_rng(rng)
-    return _autoregress(next_logits, seq, n, lambda z: _sample_from(_filter(z, temperature, top_k, top_p), rng),
-                        eos_id)
+    return _autoregress(next_logits, seq, n,
+                        lambda z: _sample_from(_filter(z, temperature, top_k, top_p, keep), rng), eos_id)
 
 
 def mixed(

@@ -130,6 +130,9 @@ def token_log_probs(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
         raise ValueError(f"targets must lie in [0, {V}), got min {t.min()}, max {t.max()}")
     if np.isnan(z).any() or np.isposinf(z).any():
         raise ValueError("logits must be free of NaN and +inf")
+    if V == 0 or np.isneginf(z).all(axis=-1).any():
+        raise ValueError("logits (..., T, V) must have V >= 1 and no row where every entry is -inf "
+                         "(no distribution over the next token)")
     m = np.max(z, axis=-1, keepdims=True)  # (..., T, 1)
     lse = m[..., 0] + np.log(np.sum(np.exp(z - m), axis=-1))  # (..., T)
     return np.take_along_axis(z, t[..., None], axis=-1)[..., 0] - lse  # (..., T)

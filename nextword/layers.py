@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from scipy.special import erf
 
-from nextword._validate import as_float_array, check_positive_int
+from nextword._validate import as_float_array, check_finite_scalar, check_positive_int, check_rng
 from nextword.kv_cache import LayerKVCache
 from nextword.multihead import MultiHeadAttention
 
@@ -43,31 +43,67 @@ def __getattr__(name: str) -> Any:  # PEP 562: re-export without an import cycle
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _as_dtype_of_x(p: object, name: str, dtype: np.dtype, **kw: Any) -> np.ndarray:
+    """``p`` as a float array of ``x``'s dtype: a float array of another dtype is refused
+    (``TypeError``, as torch; silent promotion would turn a float32 path into float64), lists
+    and integer arrays are converted."""
+    raw = np.asarray(p)
+    if isinstance(p, np.ndarray) and np.issubdtype(raw.dtype, np.floating) and raw.dtype != dtype:
+        raise TypeError(f"{name} has dtype {raw.dtype} but must match {dtype} (x or the parameters); "
+                        "convert with .astype(...) first")
+    return as_float_array(raw, name, **kw).astype(dtype, copy=False)
+
+
 def _check_vec(p: object, name: str, d: int, dtype: np.dtype) -> np.ndarray | None:
     if p is None:
         return None
-    arr = as_float_array(p, name, ndim=1)
+    arr = _as_dtype_of_x(p, name, dtype, ndim=1)
     if arr.shape != (d,):
         raise ValueError(f"{name} must have shape (d,) = ({d},) to match x's last axis, got {arr.shape}")
     return arr
+
+
+def _check_eps(eps: object) -> float:
+    return check_finite_scalar(eps, "eps", nonnegative=True)
+
+
+def _row_scale(x: np.ndarray) -> np.ndarray:
+    """Per-row power of two ``s >= max|x|`` (1 for an all-zero row), shape ``(..., 1)``.
+
+    Dividing by ``s`` is exact, so ``x / s`` has entries in ``[-1, 1]``: squares neither
+    overflow (``x`` near 1e200) nor underflow (near 1e-200).
+    """
+    amax = np.max(np.abs(x), axis=-1, keepdims=True)  # (..., 1)
+    _, e = np.frexp(amax)  # amax = m 2**e with m in [0.5, 1); e = 0 for 0
+    return np.ldexp(np.ones_like(amax), e)  # (..., 1)
 
 
 def layer_norm(x: object, weight: object = None, bias: object = None, *, eps: float = 1e-5) -> np.ndarray:
     """Layer normalisation over the last axis of ``x (..., d)`` (Ba et al.; Chapter 6, §6.6).
 
     ``(x − μ) / sqrt(σ² + eps) * weight + bias`` with ``μ, σ²`` the mean and biased variance of
-    each row. ``weight``/``bias`` are ``(d,)`` or None (1 and 0).
+    each row. ``weight``/``bias`` are ``(d,)`` or None (1 and 0). ``eps >= 0`` (finite) — the
+    default ``1e-5`` is ``torch.nn.LayerNorm``'s. Each row is first divided by a power of two
+    ``>= max|x|`` (exact), so rows near the float limits (``[1e200, -1e200]``) normalise correctly
+    instead of overflowing; a constant row with ``eps = 0`` gives 0 (the ``eps → 0`` limit; torch
+    gives NaN). Float32 input stays float32.
 
     >>> layer_norm(np.array([1.0, 3.0]), eps=0.0)
     array([-1.,  1.])
+    >>> layer_norm(np.array([1e200, -1e200]), eps=0.0)
+    array([ 1., -1.])
     """
     x = as_float_array(x, "x", min_ndim=1)
+    eps = _check_eps(eps)
     d = x.shape[-1]
     w, b = _check_vec(weight, "weight", d, x.dtype), _check_vec(bias, "bias", d, x.dtype)
-    mu = x.mean(axis=-1, keepdims=True)
-    xc = x - mu
-    var = np.mean(xc * xc, axis=-1, keepdims=True)
-    y = xc / np.sqrt(var + eps)
+    s = _row_scale(x)  # (..., 1)
+    xs = x / s  # exact
+    mu = xs.mean(axis=-1, keepdims=True)
+    xc = xs - mu
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        var = np.mean(xc * xc, axis=-1, keepdims=True) + eps / s / s  # (σ² + eps) / s², exact scaling
+    y = xc / np.where(var == 0, 1.0, np.sqrt(var)).astype(x.dtype, copy=False)
     if w is not None:
         y = y * w
     if b is not None:
@@ -75,7 +111,7 @@ def layer_norm(x: object, weight: object = None, bias: object = None, *, eps: fl
     return y
 
 
-def rms_norm(x: object, weight: object = None, *, eps: float = 1e-6, unit: bool = False) -> np.ndarray:
+def rms_norm(x: object, weight: object = None, *, eps: float | None = 1e-6, unit: bool = False) -> np.ndarray:
     """RMS normalisation over the last axis of ``x (..., d)``.
 
     ``unit=False`` (practice, ``torch.nn.RMSNorm``): ``x / sqrt(mean(x²) + eps) * weight`` — the
@@ -83,16 +119,26 @@ def rms_norm(x: object, weight: object = None, *, eps: float = 1e-6, unit: bool 
     ``unit=True`` (the papers' unit sphere ``S^{d−1}``): ``x / sqrt(‖x‖² + d·eps) * weight``,
     i.e. the practical value divided by ``sqrt(d)``.
 
+    ``eps``: finite and ``>= 0``. The default ``1e-6`` is LLaMA's (Hugging Face
+    ``LlamaRMSNorm``); it is **not** ``torch.nn.RMSNorm``'s default ``eps=None``, which means
+    ``torch.finfo(x.dtype).eps`` — pass ``eps=None`` here for that. Rows are rescaled by a power
+    of two first (exact), so inputs near the float limits do not overflow; an all-zero row with
+    ``eps = 0`` gives 0. Float32 input stays float32.
+
     >>> round(float(np.linalg.norm(rms_norm(np.array([3.0, 4.0]), eps=0.0))) ** 2, 12)  # radius sqrt(2)
     2.0
     >>> rms_norm(np.array([3.0, 4.0]), eps=0.0, unit=True)
     array([0.6, 0.8])
     """
     x = as_float_array(x, "x", min_ndim=1)
+    eps = float(np.finfo(x.dtype).eps) if eps is None else _check_eps(eps)
     d = x.shape[-1]
     w = _check_vec(weight, "weight", d, x.dtype)
-    ms = np.mean(x * x, axis=-1, keepdims=True)  # (..., 1)
-    y = x / np.sqrt(ms + eps)
+    s = _row_scale(x)  # (..., 1)
+    xs = x / s  # exact
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        ms = np.mean(xs * xs, axis=-1, keepdims=True) + eps / s / s  # (mean(x²) + eps) / s²
+    y = xs / np.where(ms == 0, 1.0, np.sqrt(ms)).astype(x.dtype, copy=False)
     if unit:
         y = y / math.sqrt(d)  # a Python float keeps float32 input float32
     return y if w is None else y * w
@@ -123,8 +169,8 @@ def feed_forward(x: object, W1: object, b1: object, W2: object, b2: object, *,
     if activation not in _ACTIVATIONS:
         raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
     x = as_float_array(x, "x", min_ndim=1)
-    W1 = as_float_array(W1, "W1", ndim=2)
-    W2 = as_float_array(W2, "W2", ndim=2)
+    W1 = _as_dtype_of_x(W1, "W1", x.dtype, ndim=2)
+    W2 = _as_dtype_of_x(W2, "W2", x.dtype, ndim=2)
     d = x.shape[-1]
     if W1.shape[0] != d or W2.shape != (W1.shape[1], d):
         raise ValueError(f"need W1 (d, d_ff) and W2 (d_ff, d) with d={d}, got {W1.shape} and {W2.shape}")
@@ -161,11 +207,11 @@ class TransformerBlock:
             raise ValueError(f"norm must be 'layer', 'rms' or 'none', got {norm!r}")
         if activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
-        rng = np.random.default_rng() if rng is None else rng
+        rng = check_rng(rng)
         d = check_positive_int(d_model, "d_model")
         d_ff = check_positive_int(d_ff, "d_ff")
         self.norm, self.pre_norm, self.causal, self.residual = norm, bool(pre_norm), bool(causal), bool(residual)
-        self.activation, self.eps = activation, float(eps)
+        self.activation, self.eps = activation, _check_eps(eps)
         self.attn = MultiHeadAttention(d, num_heads, rng=rng, dtype=dtype, rope_base=rope_base)
         self.norm1_weight = np.ones(d, dtype)
         self.norm2_weight = np.ones(d, dtype)
@@ -199,8 +245,11 @@ class TransformerBlock:
     def __call__(self, X: object, *, cache: LayerKVCache | None = None, positions: object = None,
                  head_mask: object = None, return_weights: bool = False
                  ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
-        """``X (..., T, d_model)`` → ``(..., T, d_model)`` (and per-head weights ``(..., h, T, T_keys)``)."""
-        X = as_float_array(X, "X", min_ndim=2)
+        """``X (..., T, d_model)`` → ``(..., T, d_model)`` (and per-head weights ``(..., h, T, T_keys)``).
+
+        A float ``X`` must have the block's dtype (``TypeError`` otherwise, as torch); lists and
+        integer arrays are converted."""
+        X = _as_dtype_of_x(X, "X", self.attn.dtype, min_ndim=2)
 
         def mha(z: np.ndarray) -> Any:
             return self.attn(z, self.causal, return_weights, positions=positions, cache=cache,

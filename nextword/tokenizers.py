@@ -25,11 +25,14 @@ from __future__ import annotations
 import array
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from itertools import chain
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ._validate import check_positive_int, check_str_collection
 from .bpe_trainer import BPEResult, learn_bpe, train_merges
 from .char_tokenizer import CharTokenizer
 
@@ -43,6 +46,12 @@ SPLIT_PATTERNS: dict[str, str] = {
 _SHIFT = 21
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CACHE_LIMIT = 1 << 18
+# A space whose previous character is not whitespace: with the GPT-2/GPT-4 patterns every piece
+# holds a space only at its start or inside a whitespace run, and the patterns have no
+# look-behind, so such a position is always a piece boundary and the text on either side splits
+# the same way on its own. (``re``'s ``\S`` is narrower than the ``regex`` module's: whenever
+# ``re`` calls a character non-whitespace, so does the split pattern.)
+_WORD_BOUNDARY = re.compile(r" (?<=\S )")
 
 
 def _compile(pattern: str | None) -> Any:
@@ -119,15 +128,20 @@ class BPETokenizer:
             vocab[x] = vocab[a] + vocab[b]
             self._merges[(a, b)] = x
             self._ranks[(a << _SHIFT) | b] = (rank, x)
-        self.special_tokens: dict[str, int] = dict(special_tokens or {})
-        for s, i in self.special_tokens.items():
+        if special_tokens is not None and not isinstance(special_tokens, Mapping):
+            raise TypeError("special_tokens must be a mapping {string: id}, got "
+                            f"{type(special_tokens).__name__}")
+        self.special_tokens: dict[str, int] = {}
+        for s, i in (special_tokens or {}).items():
             if not isinstance(s, str) or not s:
                 raise ValueError(f"special tokens must be non-empty strings, got {s!r}")
-            if not 0 <= int(i) < 1 << 24:
+            i = check_positive_int(i, f"the id of special token {s!r}", minimum=0)  # "300" refused
+            if not i < 1 << 24:
                 raise ValueError(f"special token {s!r}: id {i} out of range [0, 2**24)")
-            if int(i) in vocab:
+            if i in vocab:
                 raise ValueError(f"special token {s!r} has id {i}, already used by a byte or merge")
-            vocab[int(i)] = s.encode("utf-8")
+            vocab[i] = s.encode("utf-8")
+            self.special_tokens[s] = i
         if len(set(self.special_tokens.values())) != len(self.special_tokens):
             raise ValueError("special token ids must be distinct")
         self._vocab = vocab
@@ -138,13 +152,28 @@ class BPETokenizer:
             re.compile("|".join(re.escape(s) for s in sorted(self.special_tokens, key=len, reverse=True)))
             if self.special_tokens else None
         )
-        size = max(vocab) + 1
-        self._lens = np.array([len(vocab.get(i, b"")) for i in range(size)], dtype=np.int64)
-        self._offs = np.concatenate([[0], np.cumsum(self._lens)[:-1]]).astype(np.int64)
-        self._buf = np.frombuffer(b"".join(vocab.get(i, b"") for i in range(size)), dtype=np.uint8)
-        self._known = np.zeros(size, dtype=bool)
-        self._known[list(vocab)] = True
+        # decoding tables, built in O(vocabulary) whatever the largest id (a special id may be
+        # near 2**24): token bytes in id order, and for a dense id range a list indexed by id
+        known = sorted(vocab)
+        self._ids = np.array(known, dtype=np.int64)  # (V,) sorted ids
+        self._lens = np.array([len(vocab[i]) for i in known], dtype=np.int64)  # (V,)
+        self._offs = np.cumsum(self._lens) - self._lens  # (V,) start of each token in _buf
+        self._buf = np.frombuffer(b"".join(vocab[i] for i in known), dtype=np.uint8)
+        size = known[-1] + 1
+        self._table: list[bytes | None] | None = None
+        self._slot: np.ndarray | None = None
+        if size <= 4 * len(known) + 1024:  # dense: a list indexed by id, padded with None so
+            table: list[bytes | None] = [None] * (2 * size)  # that negative ids hit a None too
+            for i in known:
+                table[i] = vocab[i]
+            self._table = table
+            self._slot = np.full(size, -1, dtype=np.int64)  # (size,) id -> index into _ids
+            self._slot[self._ids] = np.arange(len(known))
         self._cache: dict[str, list[int]] = {}
+        # per-word cache (text between word boundaries, see _WORD_BOUNDARY): only for the named
+        # patterns, whose pieces never cross such a boundary
+        self._words: dict[str, bytes] | None = (
+            {} if self.pattern in (SPLIT_PATTERNS["gpt2"], SPLIT_PATTERNS["gpt4"]) else None)
 
     # ------------------------------------------------------------------ training
     @classmethod
@@ -169,7 +198,7 @@ class BPETokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be str, got {type(text).__name__}")
-        specials = list(special_tokens)
+        specials = check_str_collection(special_tokens, "special_tokens")
         if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
             raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
         if vocab_size < 256 + len(specials):
@@ -178,6 +207,10 @@ class BPETokenizer:
             )
         if len(set(specials)) != len(specials):
             raise ValueError("special_tokens must be distinct")
+        if vocab_size - len(specials) >= 1 << _SHIFT:
+            raise ValueError(f"vocab_size must be < 2**{_SHIFT} + len(special_tokens) = "
+                             f"{(1 << _SHIFT) + len(specials)} (token ids are packed in {_SHIFT} bits), "
+                             f"got {vocab_size}")
         split = _compile(pattern)
         if split is None:
             chunks, weights = [_utf8(text, "strict")], None
@@ -306,6 +339,12 @@ class BPETokenizer:
             return self._encode_bytes(_utf8(text, errors))
         if errors == "replace":
             text = _SURROGATE.sub("\ufffd", text)
+        if self._words is not None and errors != "surrogatepass":
+            return self._encode_words(text)
+        return self._encode_pieces(text, errors)
+
+    def _encode_pieces(self, text: str, errors: str = "strict") -> list[int]:
+        """Split ``text`` with the pattern and encode each piece (per-piece cache)."""
         cache = self._cache if errors != "surrogatepass" else {}
         if len(cache) > _CACHE_LIMIT:
             cache.clear()
@@ -316,6 +355,52 @@ class BPETokenizer:
                 ids = cache[ch] = self._encode_bytes(_utf8(ch, errors))
             out.extend(ids)
         return out
+
+    def _encode_words(self, text: str) -> list[int]:
+        """Fast path for the named patterns: cut ``text`` at word boundaries (a C-speed split),
+        encode each distinct word once, and join the cached ids (stored as int32 bytes, so the
+        join is a memcpy). Same ids as splitting the whole text (see ``_WORD_BOUNDARY``)."""
+        words = self._words
+        if len(words) > _CACHE_LIMIT:
+            words.clear()
+        parts = _WORD_BOUNDARY.split(text)  # parts[0], then " " + parts[i] for i >= 1
+        rest = parts[1:]
+        try:
+            joined = b"".join(map(words.__getitem__, rest))
+        except KeyError:  # some words not seen yet: encode each new one once
+            last = rest.pop()  # may end in whitespace: the only part not followed by a boundary
+            self._learn_words(set(rest).difference(words))
+            if last not in words:
+                words[last] = array.array("i", self._encode_pieces(" " + last)).tobytes()
+            rest.append(last)
+            joined = b"".join(map(words.__getitem__, rest))
+        out = self._encode_pieces(parts[0])
+        out.extend(np.frombuffer(joined, dtype=np.int32).tolist())
+        return out
+
+    def _learn_words(self, new: Iterable[str]) -> None:
+        """Encode words (each preceded by its space) with one split of their concatenation: each
+        word ends with a non-space character before a boundary, so no piece crosses two words.
+        The pieces' ids are concatenated once and each word gets its slice (as int32 bytes)."""
+        new = list(new)
+        if not new:
+            return
+        pieces = self._split.findall(" " + " ".join(new))  # (P,) pieces of all new words
+        cache = self._cache
+        if len(cache) > _CACHE_LIMIT:
+            cache.clear()
+        for p in set(pieces).difference(cache):
+            cache[p] = self._encode_bytes(_utf8(p, "strict"))
+        encs = list(map(cache.__getitem__, pieces))  # (P,) id lists
+        buf = array.array("i", chain.from_iterable(encs)).tobytes()  # all ids, int32
+        char_end = np.cumsum(np.fromiter(map(len, pieces), np.int64, len(pieces)))  # (P,)
+        word_end = np.cumsum(np.fromiter(map(len, new), np.int64, len(new)) + 1)  # (W,), +1: the space
+        k = np.searchsorted(char_end, word_end)  # (W,) index of each word's last piece
+        if k[-1] >= len(pieces) or not np.array_equal(char_end[k], word_end):  # pragma: no cover
+            raise AssertionError("a split-pattern piece crossed a word boundary")
+        id_end = 4 * np.cumsum(np.fromiter(map(len, encs), np.int64, len(encs)))[k]  # (W,) byte offsets
+        id_start = np.concatenate([[0], id_end[:-1]])  # (W,)
+        self._words.update(zip(new, map(buf.__getitem__, map(slice, id_start.tolist(), id_end.tolist()))))
 
     def encode(self, text: str, *, allowed_special: str | Collection[str] = "none_raise",
                errors: str = "strict") -> list[int]:
@@ -366,7 +451,23 @@ class BPETokenizer:
 
     # ------------------------------------------------------------------ decoding
     def decode_bytes(self, ids: Iterable[int] | np.ndarray) -> bytes:
-        """Concatenated token bytes (a table gather); ``ValueError`` on an unknown id."""
+        """Concatenated token bytes; ``ValueError`` on an unknown id, a non-integer or a wrong rank.
+
+        A list or tuple is decoded by a C-level gather from a table indexed by id (unknown ids,
+        negative ids and non-integers fail the gather and are then reported by the array path);
+        arrays and other iterables go through a numpy gather.
+        """
+        table = self._table
+        if table is not None and isinstance(ids, (list, tuple)):
+            try:
+                if len(ids) > 1:
+                    return b"".join(itemgetter(*ids)(table))
+                if len(ids) == 1 and table[ids[0]] is not None:  # type: ignore[index]
+                    return table[ids[0]]  # type: ignore[index,return-value]
+                if not ids:
+                    return b""
+            except (TypeError, IndexError):
+                pass  # an unknown id or a non-integer: the array path names it
         if not isinstance(ids, np.ndarray):
             seq = ids if isinstance(ids, (list, tuple)) else list(ids)
             try:  # C-speed int64 conversion that refuses floats and strings
@@ -377,15 +478,19 @@ class BPETokenizer:
             return b""
         if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
             raise ValueError(f"ids must be a 1-D sequence of ints, got shape {ids.shape} dtype {ids.dtype}")
-        bad = (ids < 0) | (ids >= len(self._lens))
-        if not bad.any():
-            bad = ~self._known[ids]
+        if self._slot is not None:  # dense ids: direct lookup
+            bad = (ids < 0) | (ids >= len(self._slot))
+            slot = self._slot[np.where(bad, 0, ids)]  # (T,) index into _ids
+            bad |= slot < 0
+        else:  # sparse ids (a special id far above the rest): binary search
+            slot = np.minimum(np.searchsorted(self._ids, ids), len(self._ids) - 1)  # (T,)
+            bad = self._ids[slot] != ids
         if bad.any():
             raise ValueError(f"unknown token id {int(ids[bad][0])} (vocabulary has {self.vocab_size} ids)")
-        lens = self._lens[ids]  # (T,) bytes per token
+        lens = self._lens[slot]  # (T,) bytes per token
         ends = np.cumsum(lens)  # (T,)
         # byte k of the output comes from _buf[start of its token + k - start of its output slot]
-        idx = np.repeat(self._offs[ids] - ends + lens, lens) + np.arange(int(ends[-1]))  # (bytes,)
+        idx = np.repeat(self._offs[slot] - ends + lens, lens) + np.arange(int(ends[-1]))  # (bytes,)
         return self._buf[idx].tobytes()
 
     def decode(self, ids: Iterable[int] | np.ndarray, *, errors: str = "replace") -> str:

@@ -78,8 +78,9 @@ def test_causal_mask_shapes():
     np.testing.assert_array_equal(causal_mask(T, strict=True), np.tril(np.ones((T, T), bool), -1))
     # queries are the last 2 of 5 positions
     np.testing.assert_array_equal(causal_mask(2, num_keys=5), causal_mask(5)[3:])
+    assert causal_mask(0).shape == (0, 0)  # empty sequence, empty mask
     with pytest.raises(ValueError):
-        causal_mask(0)
+        causal_mask(-1)
     with pytest.raises(TypeError):
         causal_mask(2.5)
 
@@ -165,7 +166,9 @@ def test_sdpa_bad_inputs():
     with pytest.raises(ValueError, match="mask must have shape"):
         scaled_dot_product_attention(x, x, x, mask=np.ones((4, 3), bool))
     with pytest.raises(TypeError, match="boolean"):
-        scaled_dot_product_attention(x, x, x, mask=np.ones((3, 3)))
+        scaled_dot_product_attention(x, x, x, mask=np.ones((3, 3), int))
+    with pytest.raises(ValueError, match="NaN"):
+        scaled_dot_product_attention(x, x, x, mask=np.full((3, 3), np.nan))
 
 
 # --------------------------------------------------------------------------- multi-head attention

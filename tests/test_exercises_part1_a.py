@@ -84,8 +84,28 @@ def test_ex03():
             return float(F.cross_entropy(model(torch.from_numpy(w[:, :-1])).reshape(-1, 4),
                                          torch.from_numpy(w[:, 1:]).reshape(-1)))
 
-        with pytest.raises(ExerciseCheckError, match="generation_style_loss"):
+        with pytest.raises(ExerciseCheckError, match="the teacher-forced loss \\(one pass over the whole window\\)"):
             check_ex_p1_03(teacher_forced, leaky, windows, src.entropy_rate())
+
+        def per_window(model, w):  # written differently: one window and one prefix at a time, summed by hand
+            total, count = 0.0, 0
+            with torch.no_grad():
+                for row in w:
+                    for t in range(1, len(row)):
+                        logits = model(torch.from_numpy(row[None, :t]))[0, -1].double()
+                        total += float(torch.logsumexp(logits, 0) - logits[int(row[t])])
+                        count += 1
+            return total / count
+
+        assert check_ex_p1_03(per_window, leaky, windows, src.entropy_rate())
+
+        @torch.no_grad()
+        def target_in_prefix(model, w):  # w[t] predicted from a pass over w[:t+1]
+            return float(torch.stack([F.cross_entropy(model(torch.from_numpy(w[:, :t + 1]))[:, -2],
+                                                      torch.from_numpy(w[:, t])) for t in range(1, w.shape[1])]).mean())
+
+        with pytest.raises(ExerciseCheckError, match="below the entropy rate .* the target is in the prefix"):
+            check_ex_p1_03(target_in_prefix, leaky, windows, src.entropy_rate())
 
 
 def _mi(ids, position):

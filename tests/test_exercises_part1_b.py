@@ -104,7 +104,19 @@ def test_p1_09():
         check_ex_p1_09(subject_attention, ablation_effect, model, batch, 2)
     with pytest.raises(ExerciseCheckError, match="subject_attention"):  # averages over all queries instead
         check_ex_p1_09(lambda w, k, q: attention_to_keys(w, k), ablation_effect, model, batch, 0)
-    with pytest.raises(ExerciseCheckError, match="ablation_effect"):  # loss *with* the head off, not the change
+    def subject_attention_loops(w, keys, qm):  # written differently: explicit loops
+        N, H = w.shape[:2]
+        out = np.zeros(H)
+        for h in range(H):
+            vals = [w[n, h, i, keys[n]] for n in range(N) for i in range(w.shape[2]) if qm[n, i]]
+            out[h] = sum(vals) / len(vals)
+        return out
+
+    assert check_ex_p1_09(subject_attention_loops, ablation_effect, model, batch, 0)
+    with pytest.raises(ExerciseCheckError, match="subject's row .* not its column"):
+        check_ex_p1_09(lambda w, k, q: (w[np.arange(len(k)), :, k, :] * q[:, None, :]).sum(axis=(0, 2)) / q.sum(),
+                       ablation_effect, model, batch, 0)
+    with pytest.raises(ExerciseCheckError, match="the loss with the head removed, not its increase"):
         check_ex_p1_09(subject_attention,
                        lambda f, H, g: np.array([f(1.0 - np.eye(H)[h][None])[g].mean() for h in range(H)]),
                        model, batch, 0)
@@ -118,8 +130,21 @@ def test_p1_12():
             "no positions": {"teacher_forced": 4.0, "honest": 4.0}, "single head": {"teacher_forced": 2.0, "honest": 2.0},
             "no residual": {"teacher_forced": 8.0, "honest": 8.0}}
     assert check_ex_p1_12(prefix_nll, good)
-    with pytest.raises(ExerciseCheckError, match="honest_loss"):  # teacher forcing is not honest without a mask
-        check_ex_p1_12(token_nll, good)
+    with pytest.raises(ExerciseCheckError, match="one teacher-forced pass over the whole sequence"):
+        check_ex_p1_12(token_nll, good)  # teacher forcing is not honest without a mask
+
+    def honest_loops(model, ids):  # written differently: one sequence and one prefix at a time, in numpy
+        import torch
+
+        out = np.zeros((ids.shape[0], ids.shape[1] - 1))
+        with torch.no_grad():
+            for n, row in enumerate(ids):
+                for t in range(ids.shape[1] - 1):
+                    z = model(torch.from_numpy(np.asarray(row[None, :t + 1], dtype=np.int64)))[0, -1].double().numpy()
+                    out[n, t] = np.logaddexp.reduce(z) - z[row[t + 1]]
+        return out
+
+    assert check_ex_p1_12(honest_loops, good)
     leak_free = {**good, "no mask": {"teacher_forced": 2.0, "honest": 2.1}}
     with pytest.raises(ExerciseCheckError, match="retrained"):
         check_ex_p1_12(prefix_nll, leak_free)

@@ -25,7 +25,7 @@ def test_p4_01_right_and_wrong():
     with pytest.raises(ExerciseCheckError):  # uses 1 + a Var (wrong sign)
         check_ex_p4_01(lambda x, a: 1 + a * scalar_attention_variance(x, a=a),
                        lambda x, a: support_tokens(scalar_margin(x, a=a)))
-    with pytest.raises(ExerciseCheckError, match="smallest margin"):  # argmax instead of argmin
+    with pytest.raises(ExerciseCheckError, match="the largest margin; support tokens attain the smallest"):
         check_ex_p4_01(lambda x, a: scalar_margin(x, a=a),
                        lambda x, a: np.array([int(np.argmax(scalar_margin(x, a=a)))]))
     with pytest.raises(ExerciseCheckError, match="NotImplementedError"):
@@ -41,7 +41,7 @@ def test_p4_02_right_and_wrong():
     def paper(X, t, W_Q, W_K, W_V):  # the (14) form with the covariance of the values
         return paper_diagonal_block(X, W_Q, W_K, W_V)[t]
 
-    with pytest.raises(ExerciseCheckError, match="covariance"):
+    with pytest.raises(ExerciseCheckError, match="Eq. \\(14\\) form .* covariance of the values"):
         check_ex_p4_02(paper)
     with pytest.raises(ExerciseCheckError, match="shape"):
         check_ex_p4_02(lambda X, t, W_Q, W_K, W_V: np.eye(2))

@@ -41,7 +41,7 @@ print("all required packages import")
 # | object | Ch. 6 (Part 1) | formulation paper (Part 2) | dynamics paper (Part 3) | margins paper (Part 4) | SVFlow paper (Part 5) | `nextword` argument |
 # |---|---|---|---|---|---|---|
 # | token embedding of position i | $\mathbf e[i]\in\mathbb R^{d_{\text{model}}}$ (row) | $h_k\in\mathbb R^{d_e}$, $h=\phi\circ f$ (Def. 2.6–2.7) | $x_i\in\mathbb R^{d_x}$ | $x_t\in\mathbb R^{d}$ (column) | $x_q$ on the sphere $\mathbb S^{d-1}$ | `X[..., i, :]` |
-# | embedding table | $E$ | $\varphi\in\mathbb R^{d_e\times|V|}$ | — | $E$ (prior's token table) | — | `table (V, d)` |
+# | embedding table | $E$ | $\varphi\in\mathbb R^{d_e\times\lvert V\rvert}$ | — | $E$ (prior's token table) | — | `table (V, d)` |
 # | query | $\mathbf q[i]=\mathbf e[i]W^Q$ | $Qh_k$ | $q_i=W_Q x_i$ | $q_t=W_Qx_t$ | $W_{q,h}^\top x_q$ | `q = X @ W_q` |
 # | key | $\mathbf k[j]=\mathbf e[j]W^K$ | $Kh_l$ | $k_j=W_K x_j$ | $k_s=W_Kx_s$ | $k_z$ (latent component) | `k = X @ W_k` |
 # | value | $\mathbf v[j]=\mathbf e[j]W^V$ | $Vh_l$ | $v_j=W_V x_j$ | $v_s=W_Vx_s$ | $v_z$ | `v = X @ W_v` |

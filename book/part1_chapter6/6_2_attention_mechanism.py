@@ -372,6 +372,6 @@ for d_ in (32, 512):
 # | projections, scores, softmax, weighted sum (Figs. 6.5–6.8) | by hand from a trained model = library weights to 1e-12 |
 # | weights concentrate on informative words (Figs. 6.9–6.11) | the blank's query reads words 16 and 19, the only words carrying information the query does not have; zero-information words get < 0.05; differs from Fig. 6.10's choice of words (explained above) |
 # | $\operatorname{Var}(q^\top k)=d\sigma^4$ (Exercise 10) | sympy exact for Gaussian and uniform entries, simulation to 5% up to $d=1024$ |
-# | $|q^\top k|\ge10$ at $d=512$ | probability > 0.99 over 21 keys (unit variance) |
-# | without scaling the softmax saturates and gradients vanish (Fig. 6.12) | $\|J\|_F$ falls with $d$ unscaled, is flat scaled |
+# | $\lvert q^\top k\rvert\ge10$ at $d=512$ | probability > 0.99 over 21 keys (unit variance) |
+# | without scaling the softmax saturates and gradients vanish (Fig. 6.12) | $\Vert J\Vert_F$ falls with $d$ unscaled, is flat scaled |
 # | $3d^2$ projection parameters | `MultiHeadAttention` ($4d^2$ with $W^O$) |

@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_01", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_01")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 01 — Attention weights by hand
@@ -29,7 +34,7 @@ K3 = np.array([[1.0, 1, 0, 0], [0, 1, 1, 0], [-1, 0, 1, 1]])
 # %%
 def attention_steps(q: np.ndarray, K: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Scaled scores, exponentials and softmax weights of one query ``q (d,)`` against keys ``K (n, d)``."""
-    raise NotImplementedError("scores = K @ q / sqrt(d); exponentiate (subtract the max first for stability); divide by the sum")
+    raise NotImplementedError("return (scaled_scores, exponentials, weights): three arrays of shape (n,) (stuck? hint('p1_01', 1))")
 
 
 scores, exps, weights = attention_steps(q3, K3)
@@ -40,7 +45,7 @@ print("weights:      ", np.round(weights, 4), " sum =", f"{weights.sum():.6f}")
 # %% [markdown]
 # **The numbers, step by step.**
 #
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p1_01", 1)` shows a model answer.)
 
 # %%
 from nextword.exercises.checks import check_ex_p1_01

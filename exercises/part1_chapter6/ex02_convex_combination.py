@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_02", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_02")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 02 — Attention output is a convex combination
@@ -23,21 +28,21 @@ import sympy as sp
 from scipy.optimize import linprog
 
 # %%
-raise NotImplementedError("define three symbolic scores z1, z2, z3, build the softmax weights and simplify their sum")
+raise NotImplementedError("build the three softmax weights as sympy expressions and print their simplified sum (stuck? hint('p1_02', 1))")
 
 # %% [markdown]
 # **Proof and geometry.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p1_02", 1)` shows a model answer.)
 
 # %%
 def attention_output(q: np.ndarray, K: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Softmax weights ``(n,)`` of ``q (d,)`` against ``K (n, d)`` and the output ``weights @ V``."""
-    raise NotImplementedError("scores K @ q / sqrt(d), a stable softmax, then weights @ V")
+    raise NotImplementedError("return (weights, output): arrays of shape (n,) and (d_v,) (stuck? hint('p1_02', 1))")
 
 
 def in_convex_hull(x: np.ndarray, V: np.ndarray) -> bool:
     """True if ``x (dv,)`` is a convex combination of the rows of ``V (n, dv)``."""
-    raise NotImplementedError("linprog with a zero objective: equality constraints V.T @ lam = x and sum(lam) = 1, bounds lam >= 0")
+    raise NotImplementedError("return True if x is a convex combination of the rows of V, else False (stuck? hint('p1_02', 1))")
 
 
 rng = np.random.default_rng(0)

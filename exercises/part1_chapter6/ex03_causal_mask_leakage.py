@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_03", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_03")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 03 — What goes wrong without the causal mask
@@ -44,7 +49,7 @@ print(f"entropy rate H = {H:.3f} nats; final training loss {np.mean(losses[-10:]
 @torch.no_grad()
 def generation_style_loss(model: TinyLM, windows: np.ndarray) -> float:
     """Mean NLL of w[t+1] from a forward pass over w[1..t] alone (its last position), t = 1..L-1."""
-    raise NotImplementedError("for t in 1..L-1 run model(windows[:, :t]) and take the cross-entropy of its last position against windows[:, t]")
+    raise NotImplementedError("return a float: the mean NLL (nats) of each w[t] predicted from w[:t] alone, t = 1..L-1 (stuck? hint('p1_03', 1))")
 
 
 teacher = evaluate_loss(model, windows)
@@ -53,7 +58,7 @@ print(f"teacher-forced loss {teacher:.3f} | generation-style loss {gen:.3f} | H 
 
 # %% [markdown]
 # **The failure mode.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p1_03", 1)` shows a model answer.)
 
 # %%
 from nextword.exercises.checks import check_ex_p1_03

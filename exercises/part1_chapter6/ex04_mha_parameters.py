@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_04", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_04")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 04 — Counting the parameters of multi-head attention
@@ -23,7 +28,7 @@ import sympy as sp
 # %%
 def mha_parameter_count(d_model: int, n_heads: int, n_layers: int) -> int:
     """Entries of W_h^Q, W_h^K, W_h^V (each d_model x d_head, for every head) and W^O, over all layers."""
-    raise NotImplementedError("each head has three d_model x (d_model // n_heads) matrices; W^O is d_model x d_model")
+    raise NotImplementedError("return an int: the number of weights of n_layers multi-head attention modules (no biases) (stuck? hint('p1_04', 1))")
 
 
 answer = mha_parameter_count(512, 8, 12)
@@ -31,10 +36,10 @@ print(f"d_model = 512, 8 heads, 12 layers: {answer:,} parameters")
 
 # %% [markdown]
 # **Answer to 3.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p1_04", 1)` shows a model answer.)
 
 # %%
-raise NotImplementedError("with sympy symbols d_model, n_heads, n_layers, simplify your count and watch n_heads cancel")
+raise NotImplementedError("write the count as a sympy expression in d_model, n_heads, n_layers and print it simplified (stuck? hint('p1_04', 1))")
 
 # %%
 from nextword.exercises.checks import check_ex_p1_04

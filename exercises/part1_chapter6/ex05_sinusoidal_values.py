@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_05", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_05")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 05 — Sinusoidal encodings by hand
@@ -24,7 +29,7 @@ import sympy as sp
 # %%
 def pe_values(t: int, d_model: int, dims) -> np.ndarray:
     """PE(t, i) for every i in dims, shape (len(dims),)."""
-    raise NotImplementedError("angle = t / 10000 ** (2 * (i // 2) / d_model); sine for even i, cosine for odd i")
+    raise NotImplementedError("return an array of shape (len(dims),): PE(t, i) for each i in dims (stuck? hint('p1_05', 1))")
 
 
 values = pe_values(10, 128, [0, 1, 2, 3])
@@ -34,7 +39,7 @@ print(f"PE(10,0)^2 + PE(10,1)^2 = {values[0] ** 2 + values[1] ** 2:.9f}")
 
 # %% [markdown]
 # **Why the identity holds.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p1_05", 1)` shows a model answer.)
 
 # %%
 t = sp.Integer(10)

@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_06", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_06")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 06 — Why RoPE scores depend on $i-j$
@@ -28,14 +33,14 @@ def R(a):
     return sp.Matrix([[sp.cos(a), -sp.sin(a)], [sp.sin(a), sp.cos(a)]])
 
 
-raise NotImplementedError("simplify R(i*theta).T * R(j*theta) and compare it with R((j - i)*theta)")
+raise NotImplementedError("show with sympy that R(i theta)^T R(j theta) depends on j - i only (stuck? hint('p1_06', 1))")
 print("R(iθ)^T R(jθ) =", product.tolist())
 
 
 # %%
 def rope_score(q: np.ndarray, k: np.ndarray, i: int, j: int) -> float:
     """(R_i q) · (R_j k) for vectors of even length d (consecutive pairs, base 10000)."""
-    raise NotImplementedError("rotate each pair (x[2p], x[2p+1]) by position * 10000 ** (-2p/d), then take the dot product")
+    raise NotImplementedError("return a float: the dot product of q rotated to position i and k rotated to position j (stuck? hint('p1_06', 1))")
 
 
 rng = np.random.default_rng(0)
@@ -44,7 +49,7 @@ print(", ".join(f"{rope_score(q, k, 5 + s, 2 + s):.4f}" for s in (0, 10, 100)), 
 
 # %% [markdown]
 # **Intuition.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p1_06", 1)` shows a model answer.)
 
 # %%
 from nextword.exercises.checks import check_ex_p1_06

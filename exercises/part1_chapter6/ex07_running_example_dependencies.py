@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_07", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_07")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 07 — Which words deserve attention in the running example?
@@ -35,7 +40,7 @@ print("varying words:", {p: alts for p, alts in src.slots.items()})
 # %%
 def mutual_information(ids: np.ndarray, position: int) -> float:
     """Plug-in I(word at 1-based ``position`` ; last column) in nats from sampled sentences ``ids (N, 22)``."""
-    raise NotImplementedError("count the joint table of (ids[:, position-1], ids[:, -1]), normalise, and sum p(x,y) log(p(x,y) / (p(x) p(y))) over nonzero cells")
+    raise NotImplementedError("return a float: the plug-in mutual information (nats) between the word at `position` and the blank (stuck? hint('p1_07', 1))")
 
 
 for j in range(1, 22):
@@ -44,13 +49,13 @@ for j in range(1, 22):
         print(f"word {j:2d} ({RUNNING_EXAMPLE[j - 1]:9s}): I = {mi:.3f} nats")
 
 # %%
-raise NotImplementedError("three (context_word, next_word, kind) tuples using words that carry information, one per kind")
+raise NotImplementedError("set pairs to a list of three (context_word, next_word, kind) tuples, one per kind (stuck? hint('p1_07', 1))")
 for ctx, nxt, kind in pairs:
     print(f"{ctx!r} -> {nxt!r}: {kind}")
 
 # %% [markdown]
 # **Discussion.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p1_07", 1)` shows a model answer.)
 
 # %%
 from nextword.exercises.checks import check_ex_p1_07

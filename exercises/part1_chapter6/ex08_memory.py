@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_08", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_08")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 08 — Memory of an RNN vs a transformer
@@ -25,15 +30,15 @@ from nextword.recurrent import rnn_states
 
 # %%
 def rnn_memory(T: int, d: int) -> int:
-    raise NotImplementedError("one state vector, whatever T")
+    raise NotImplementedError("return an int: how many numbers the RNN keeps about the context (stuck? hint('p1_08', 1))")
 
 
 def transformer_memory(T: int, d: int) -> int:
-    raise NotImplementedError("one d-vector per position")
+    raise NotImplementedError("return an int: how many numbers one attention layer keeps about the context (stuck? hint('p1_08', 1))")
 
 
 def crossover_length(factor: int, d: int) -> int:
-    raise NotImplementedError("search T = 1, 2, ... until transformer_memory(T, d) >= factor * rnn_memory(T, d)")
+    raise NotImplementedError("return an int: the smallest T at which the transformer keeps at least factor times the RNN's numbers (stuck? hint('p1_08', 1))")
 
 
 print("10x at T =", crossover_length(10, 512), "(d_model = 512) and", crossover_length(10, 64), "(d_model = 64)")
@@ -47,7 +52,7 @@ print(f"measured at T = {T}: RNN keeps {h_last.size} floats, the attention layer
 
 # %% [markdown]
 # **Answer to 3.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p1_08", 1)` shows a model answer.)
 
 # %%
 from nextword.exercises.checks import check_ex_p1_08

@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_09", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_09")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 09 — A probing diagnostic for attention heads
@@ -41,12 +46,12 @@ probe = task.sample(512, np.random.default_rng(2))  # held-out sentences for the
 # %%
 def subject_attention(weights: np.ndarray, subject_pos: np.ndarray, marker_mask: np.ndarray) -> np.ndarray:
     """Mean of weights[n, h, i, subject_pos[n]] over the (n, i) with marker_mask[n, i]; shape (H,)."""
-    raise NotImplementedError("pick column subject_pos[n] of each sequence's maps, then average over the selected queries")
+    raise NotImplementedError("pick column subject_pos[n] of each sequence's maps, then average over the selected queries (stuck? hint('p1_09', 1))")
 
 
 def ablation_effect(nll_fn, num_heads: int, group: np.ndarray) -> np.ndarray:
     """Δ mean loss over `group` when head h alone is switched off, for h = 0..num_heads-1."""
-    raise NotImplementedError("base = nll_fn(None)[group].mean(); for each h, a (1, H) mask of ones with a 0 at h")
+    raise NotImplementedError("base = nll_fn(None)[group].mean(); for each h, a (1, H) mask of ones with a 0 at h (stuck? hint('p1_09', 1))")
 
 
 # %%
@@ -61,7 +66,7 @@ scores = subject_attention(weights, probe.subject_pos, marker)
 effects = ablation_effect(lambda m: token_nll(model, probe.ids, head_mask=m), 4, marker)
 filler = ~marker & (np.arange(23) >= task.subject_window)
 control = ablation_effect(lambda m: token_nll(model, probe.ids, head_mask=m), 4, filler)
-raise NotImplementedError("the head with the largest subject attention — check that its ablation hurts most")
+raise NotImplementedError("the head with the largest subject attention — check that its ablation hurts most (stuck? hint('p1_09', 1))")
 # a trained model's digits change with the seed and the CPU: print what the measurements show, not the digits
 for h in range(4):
     look = "> 0.5" if scores[h] > 0.5 else "< 0.1" if scores[h] < 0.1 else "0.1-0.5"
@@ -72,7 +77,7 @@ print("head carrying agreement:", subject_head)
 
 # %% [markdown]
 # **The diagnostic in words.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p1_09", 1)` shows a model answer.)
 
 # %%
 from nextword.exercises.checks import check_ex_p1_09

@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_10", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_10")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 10 — Why attention divides by $\sqrt{d}$
@@ -26,17 +31,17 @@ sigma = sp.symbols("sigma", positive=True)
 
 # %% [markdown]
 # **Derivation.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p1_10", 1)` shows a model answer.)
 
 # %%
 def variance_expression(d: int) -> sp.Expr:
     """Var(q·k) for d Gaussian entries N(0, sigma^2) per vector, as a sympy expression in sigma."""
-    raise NotImplementedError("make 2d independent stats.Normal(name, 0, sigma) variables and call stats.variance on the sum of products")
+    raise NotImplementedError("return Var(q . k) as a sympy expression in sigma (stuck? hint('p1_10', 1))")
 
 
 def simulate_variance(d: int, sigma_value: float, n: int, rng: np.random.Generator) -> float:
     """Sample variance of q·k over n independent pairs with N(0, sigma_value^2) entries."""
-    raise NotImplementedError("draw (n, d) arrays for q and k, take the row-wise dot products, return their variance")
+    raise NotImplementedError("return a float: a Monte Carlo estimate of Var(q . k) from n draws (stuck? hint('p1_10', 1))")
 
 
 for d in (1, 2):  # the checker also tries d = 3 (sympy.stats gets slow quickly with d)

@@ -1,11 +1,16 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_11", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_11")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 11 — Parallel attention vs sequential recurrence: cost and depth
-# **Part:** 1 · **Difficulty:** ★★★ · **Book notebook:** book/part1_chapter6/6_1_parallel_attention
+# **Part:** 1 · **Difficulty:** ★★★ · **Book notebook:** book/part1_chapter6/6_6_context_representation
 #
 # Chapter 6, Exercise 11. Compare the computational complexity of processing a sequence of length $T$
 # with width $d$ for an RNN and for a transformer, forward and backward, and discuss the trade-off
@@ -29,7 +34,7 @@ import numpy as np
 # %%
 def flop_formulas(T: int, d: int) -> dict[str, tuple[int, int, int]]:
     """{"rnn": (fwd, bwd, sequential_steps), "attention": (fwd, bwd, sequential_steps)} for one layer."""
-    raise NotImplementedError("RNN: X W_x plus T-1 products h W_h; attention: three projections, two T x T products, one output projection; backward of a product costs two products")
+    raise NotImplementedError("return {'rnn': (fwd, bwd, steps), 'attention': (fwd, bwd, steps)} with int entries (stuck? hint('p1_11', 1))")
 
 
 for T, d in ((128, 512), (4096, 512)):
@@ -40,7 +45,7 @@ for T, d in ((128, 512), (4096, 512)):
 
 # %% [markdown]
 # **Complexity and trade-off.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p1_11", 1)` shows a model answer.)
 
 # %%
 from nextword.exercises.checks import check_ex_p1_11

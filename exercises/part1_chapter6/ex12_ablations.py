@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_12", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_12")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 12 — Ablating a trained transformer
@@ -24,7 +29,7 @@
 
 # %% [markdown]
 # **Predictions.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p1_12", 1)` shows a model answer.)
 
 # %%
 import dataclasses
@@ -46,7 +51,7 @@ test = task.sample(256, np.random.default_rng(2))
 # %%
 def honest_loss(model: TinyLM, ids: np.ndarray) -> np.ndarray:
     """Per-token losses (N, L-1): token t+1 predicted from the model run on tokens 0..t only."""
-    raise NotImplementedError("for t in range(L-1): logits = model(ids[:, :t+1])[:, -1]; cross-entropy against ids[:, t+1]")
+    raise NotImplementedError("return per-token losses of shape (N, L-1), each token predicted from its prefix alone (stuck? hint('p1_12', 1))")
 
 
 # %%
@@ -57,7 +62,7 @@ leaky = TinyLM(dataclasses.replace(cfg, causal=False), seed=0)  # retrained with
 train_lm(leaky, train.ids, steps=600, batch_size=32, lr=1e-2, seed=0, progress=False)
 
 results = {}
-raise NotImplementedError("use token_nll(m, test.ids).mean() and honest_loss(m, test.ids).mean() for each model")
+raise NotImplementedError("fill results[name] = {'teacher_forced': float, 'honest': float} for the five models (stuck? hint('p1_12', 1))")
 # a trained model's digits change with the seed and the CPU: print what the comparison shows, not the digits
 base = results["baseline"]["honest"]
 for name, r in results.items():
@@ -69,7 +74,7 @@ print("test-time removals, largest honest loss first:", ", ".join(sorted(removed
 
 # %% [markdown]
 # **Comparison with the predictions.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p1_12", 2)` shows a model answer.)
 
 # %%
 from nextword.exercises.checks import check_ex_p1_12

@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p2_01", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p2_01")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 01 — The KL objective, position by position
@@ -41,7 +46,7 @@ q_demo = lambda prefix: q_table[tuple(prefix[-1:])]  # noqa: E731
 # %%
 def per_position_kl(p_next, q_next, V: int, L: int) -> np.ndarray:
     """Terms E_{f_{1:l-1} ~ p} KL(p_l(.|f_{1:l-1}) || pi_l(.|f_{1:l-1})) for l = 1..L, shape (L,)."""
-    raise NotImplementedError("for each l, loop over all prefixes of length l-1 (itertools.product), weight the KL of the two next-token laws by the prefix probability under p")
+    raise NotImplementedError("return an array of shape (L,): the expected KL between the next-token laws at each position (stuck? hint('p2_01', 1))")
 
 
 terms = per_position_kl(p_demo, q_demo, V_demo, L_demo)
@@ -51,7 +56,7 @@ print(f"sum of terms {terms.sum():.6f}  vs  joint KL {joint:.6f}")
 
 # %% [markdown]
 # **Answer to 3.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p2_01", 1)` shows a model answer.)
 
 # %%
 from nextword.exercises.checks import check_ex_p2_01

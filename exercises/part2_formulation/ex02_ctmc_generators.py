@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p2_02", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p2_02")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 02 — Rate matrices for discrete diffusion, and their reversal
@@ -31,17 +36,17 @@ V_demo, beta_demo = 4, 0.5
 # %%
 def uniform_generator(V: int, beta: float) -> np.ndarray:
     """Generator (V, V) of uniform resampling at total rate beta (rows sum to 0)."""
-    raise NotImplementedError("beta * (ones((V, V)) / V - identity)")
+    raise NotImplementedError("return the (V, V) rate matrix of uniform noise at rate beta (stuck? hint('p2_02', 1))")
 
 
 def absorbing_generator(V: int, mask: int, beta: float) -> np.ndarray:
     """Generator (V, V): i -> mask at rate beta for i != mask; the mask row is zero."""
-    raise NotImplementedError("start from zeros; set Q[i, mask] = beta and Q[i, i] = -beta for every i != mask")
+    raise NotImplementedError("return the (V, V) rate matrix that sends every state to `mask` at rate beta (stuck? hint('p2_02', 1))")
 
 
 def reverse_rates(Q: np.ndarray, p: np.ndarray) -> np.ndarray:
     """Reverse-time generator of (D.1) for a law p with p > 0, shape (S, S)."""
-    raise NotImplementedError("R = Q.T * p[None, :] / p[:, None]; then zero the diagonal and set it to minus the row sums")
+    raise NotImplementedError("return the (S, S) reverse-time rate matrix of Eq. (D.1) (stuck? hint('p2_02', 1))")
 
 
 print("uniform generator, rows sum to 0:", bool(np.allclose(uniform_generator(V_demo, beta_demo).sum(axis=1), 0)))
@@ -49,7 +54,7 @@ print("absorbing generator, rows sum to 0:", bool(np.allclose(absorbing_generato
 
 # %% [markdown]
 # **Answer to 4.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p2_02", 1)` shows a model answer.)
 
 # %%
 from nextword.exercises.checks import check_ex_p2_02

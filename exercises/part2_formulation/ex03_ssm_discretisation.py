@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p2_03", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p2_03")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 03 — Discretising a state-space model
@@ -37,12 +42,12 @@ B_demo = np.array([[1.0], [1.0]])
 # %%
 def zoh(A: np.ndarray, B: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
     """Zero-order-hold discretisation: (Abar (s, s), Bbar (s, d))."""
-    raise NotImplementedError("M = zeros((s+d, s+d)); M[:s, :s] = A; M[:s, s:] = B; E = expm(M * dt); return E[:s, :s], E[:s, s:]")
+    raise NotImplementedError("return (Abar, Bbar): the exact zero-order-hold discretisation over one step dt (stuck? hint('p2_03', 1))")
 
 
 def scan(Abar, Bbar, C, D, h, v0) -> np.ndarray:
     """Outputs u_k = C v_k + D h_k with v_{k+1} = Abar v_k + Bbar h_k, shape (T, d_out)."""
-    raise NotImplementedError("loop over k: record u_k from the current state, then update the state with h_k")
+    raise NotImplementedError("return the outputs u, shape (T, d) (stuck? hint('p2_03', 1))")
 
 
 Abar, Bbar = zoh(A_demo, B_demo, 0.1)
@@ -51,7 +56,7 @@ print("with A = 0, Bbar / dt =", np.round(zoh(np.zeros((2, 2)), B_demo, 0.1)[1] 
 
 # %% [markdown]
 # **Answer to 3.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p2_03", 1)` shows a model answer.)
 
 # %%
 from nextword.exercises.checks import check_ex_p2_03

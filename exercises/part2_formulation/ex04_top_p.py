@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p2_04", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p2_04")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 04 — Nucleus (top-p) filtering
@@ -36,12 +41,12 @@ logits_demo = np.log(np.array([0.5, 0.3, 0.15, 0.05]))
 # %%
 def top_p_filter(logits: np.ndarray, p: float) -> np.ndarray:
     """Keep the nucleus of ``logits (V,)`` unchanged, set the rest to -inf."""
-    raise NotImplementedError("probs = softmax(logits); order = argsort(-logits); n = number of cumulative masses < p, plus one; keep logits >= the n-th largest")
+    raise NotImplementedError("return the logits (V,) with every token outside the nucleus set to -inf (stuck? hint('p2_04', 1))")
 
 
 def nucleus_probs(logits: np.ndarray, p: float) -> np.ndarray:
     """The distribution top-p sampling draws from, shape (V,)."""
-    raise NotImplementedError("softmax of the filtered logits (exp(-inf) = 0)")
+    raise NotImplementedError("return the probabilities (V,) of the renormalised nucleus (stuck? hint('p2_04', 1))")
 
 
 for p in (0.4, 0.7, 0.85, 0.96, 1.0):
@@ -50,7 +55,7 @@ for p in (0.4, 0.7, 0.85, 0.96, 1.0):
 
 # %% [markdown]
 # **Answer to 3.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p2_04", 1)` shows a model answer.)
 
 # %%
 from nextword.exercises.checks import check_ex_p2_04

@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p3_01", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p3_01")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 01 — The advantage form of the score gradient
@@ -32,12 +37,12 @@ U_demo, V_demo = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
 # %%
 def score_gradient(alpha: np.ndarray, U: np.ndarray, V: np.ndarray) -> np.ndarray:
     """dL/ds (T, T) by Eq. (23): alpha * (B - E_alpha[b]) with B = U V^T."""
-    raise NotImplementedError("B = U @ V.T; the row means are (alpha * B).sum(axis=1, keepdims=True)")
+    raise NotImplementedError("return dL/ds, shape (T, T) (Eq. 23) (stuck? hint('p3_01', 1))")
 
 
 def advantage(alpha: np.ndarray, U: np.ndarray, V: np.ndarray) -> np.ndarray:
     """A_ij = -(b_ij - E_alpha_i[b]), shape (T, T)."""
-    raise NotImplementedError("the same row mean as above, with the opposite sign and no alpha factor")
+    raise NotImplementedError("return the advantage matrix A, shape (T, T) (Sec. 3.4) (stuck? hint('p3_01', 1))")
 
 
 A_demo = advantage(alpha_demo, U_demo, V_demo)
@@ -45,7 +50,7 @@ print("every alpha-weighted row sum of A is 0:", bool(np.allclose((alpha_demo * 
 
 # %% [markdown]
 # **Answer to 2.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p3_01", 1)` shows a model answer.)
 
 # %%
 from nextword.exercises.checks import check_ex_p3_01

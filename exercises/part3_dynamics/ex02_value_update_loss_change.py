@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p3_02", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p3_02")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 02 — What a value update does to each query's loss
@@ -25,21 +30,21 @@ import numpy as np
 # %%
 def first_order(alpha: np.ndarray, U: np.ndarray, j: int, eta: float) -> np.ndarray:
     """Eq. (41): Delta L_i for every query i, shape (T,)."""
-    raise NotImplementedError("ubar_j = alpha[:, j] @ U; then -eta * alpha[:, j] * (U @ ubar_j)")
+    raise NotImplementedError("return the first-order loss change of every query, shape (T,) (Eq. 41) (stuck? hint('p3_02', 1))")
 
 
 def dominant(alpha: np.ndarray, U: np.ndarray, j: int, eta: float) -> np.ndarray:
     """Eq. (43): -eta alpha_ij^2 ||u_i||^2 for every query i, shape (T,)."""
-    raise NotImplementedError("use alpha[:, j] ** 2 and the squared row norms of U")
+    raise NotImplementedError("return the dominant term of Eq. (43) for every query, shape (T,) (stuck? hint('p3_02', 1))")
 
 
-raise NotImplementedError("two queries share column 0; give the lighter user an error opposite to the heavier one's")
+raise NotImplementedError("set alpha_bad (T, T), U_bad (T, d_v) and j_bad so that some query's loss rises (stuck? hint('p3_02', 1))")
 print("Eq. (41):", np.round(first_order(alpha_bad, U_bad, j_bad, 1.0), 4))
 print("Eq. (43):", np.round(dominant(alpha_bad, U_bad, j_bad, 1.0), 4))
 
 # %% [markdown]
 # **Answer to 3.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p3_02", 1)` shows a model answer.)
 
 # %%
 from nextword.exercises.checks import check_ex_p3_02

@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p3_03", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p3_03")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 03 — Which sticky chain is behind "theoretical min entropy 1.8833"?
@@ -26,22 +31,22 @@ import numpy as np
 # %%
 def transition(n: int, stay: float, rule: str) -> np.ndarray:
     """(n, n) sticky transition matrix: P[i, i] = stay, P[i, j] ∝ w(d(i, j)) for j != i."""
-    raise NotImplementedError("d = min(|i-j|, n-|i-j|) with np.indices; zero weight on the diagonal; normalise rows to 1 - stay")
+    raise NotImplementedError("return the (n, n) transition matrix of the sticky chain for `rule` (stuck? hint('p3_03', 1))")
 
 
 def entropy_rate(P: np.ndarray) -> float:
     """H = -sum_a pi_a sum_b P_ab log P_ab in nats, pi the stationary law of P."""
-    raise NotImplementedError("pi = left eigenvector of P for eigenvalue 1 (np.linalg.eig(P.T)), normalised; 0 log 0 = 0")
+    raise NotImplementedError("return a float: the entropy rate (nats) of the chain with transition matrix P (stuck? hint('p3_03', 1))")
 
 
 for rule in ("uniform_others", "circular_distance", "inverse_circular_distance"):
     print(f"{rule:28s} H = {entropy_rate(transition(8, 0.3, rule)):.4f} nats")
 
-raise NotImplementedError("read it off the table above")
+raise NotImplementedError("set best_rule to one of the three rule names (stuck? hint('p3_03', 1))")
 
 # %% [markdown]
 # **Answer to 4.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p3_03", 1)` shows a model answer.)
 
 # %%
 from nextword.exercises.checks import check_ex_p3_03

@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p3_04", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p3_04")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 04 — One EM-like M-step on the values
@@ -35,7 +40,7 @@ y_demo = rng.integers(0, 4, size=10)
 # %%
 def em_value_step(params: HeadParams, X: np.ndarray, y: np.ndarray, value_lr: float) -> np.ndarray:
     """New W_V (d_x, d_v) after the M-step Delta V = -value_lr alpha^T U and a least-squares pull-back."""
-    raise NotImplementedError("alpha from scaled_dot_product_attention(..., causal=True, return_weights=True); U = (P - onehot) @ W_O.T; np.linalg.lstsq(X, dV)")
+    raise NotImplementedError("return the new W_V after one EM-like M-step (the shape of params.W_V) (stuck? hint('p3_04', 1))")
 
 
 W_new = em_value_step(params_demo, X_demo, y_demo, 1.0)
@@ -43,7 +48,7 @@ print("||Delta W_V|| =", round(float(np.linalg.norm(W_new - params_demo.W_V)), 4
 
 # %% [markdown]
 # **Answer to 2.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p3_04", 1)` shows a model answer.)
 
 # %%
 from nextword.exercises.checks import check_ex_p3_04

@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p4_01", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p4_01")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 01 — Scalar margins and support tokens
@@ -27,12 +32,12 @@ x_demo = np.array([-1.5, 1.5, -1.4, 1.6, 0.0, -1.5])
 # %%
 def scalar_margins(x: np.ndarray, a: float) -> np.ndarray:
     """Margins m_t = 1 - a Var_t for every position of the 1-D sequence x (strict causal, w_V = 1)."""
-    raise NotImplementedError("for each t >= 1: weights = softmax(a * x[t] * x[:t]); Var = Σ w x² − (Σ w x)²")
+    raise NotImplementedError("return the margins, shape (L,), with margin 1 at the first position (stuck? hint('p4_01', 1))")
 
 
 def support(x: np.ndarray, a: float) -> np.ndarray:
     """0-based positions whose margin equals the minimum (up to 1e-12)."""
-    raise NotImplementedError("np.flatnonzero(m <= m.min() + 1e-12)")
+    raise NotImplementedError("return an integer array: the 0-based positions attaining the minimum margin (stuck? hint('p4_01', 1))")
 
 
 print("margins:", np.round(scalar_margins(x_demo, 0.5), 3))
@@ -40,7 +45,7 @@ print("support tokens (0-based):", support(x_demo, 0.5))
 
 # %% [markdown]
 # **Answer to 3.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p4_01", 1)` shows a model answer.)
 
 # %%
 from nextword.exercises.checks import check_ex_p4_01

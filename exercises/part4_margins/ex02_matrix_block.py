@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p4_02", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p4_02")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 02 — The exact diagonal Jacobian block for any $W_V$
@@ -30,14 +35,14 @@ W_Q, W_K, W_V = rng.normal(size=(2, 3)), rng.normal(size=(2, 3)), rng.normal(siz
 # %%
 def diagonal_block(X, t, W_Q, W_K, W_V):
     """Exact ∂e_t/∂x_t (strict causal) for any W_V; shape (d, d)."""
-    raise NotImplementedError("∂μ_t/∂x_t = Σ_s α_ts (v_s − v̄_t)(x_s − x̄_t)ᵀ A; position 0 has no context")
+    raise NotImplementedError("return the exact Jacobian block de_t/dx_t, shape (d, d) (stuck? hint('p4_02', 1))")
 
 
 print(np.round(diagonal_block(X, 3, W_Q, W_K, W_V), 4))
 
 # %% [markdown]
 # **Answer to 2.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p4_02", 1)` shows a model answer.)
 
 # %%
 from nextword.exercises.checks import check_ex_p4_02

@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p4_03", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p4_03")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 03 — The spectral condition is not necessary
@@ -19,13 +24,13 @@ import numpy as np
 from nextword.theory.barrier import matrix_margins
 
 # %%
-raise NotImplementedError("try W_Q = W_K = I (so A = I) and a spread-out context; scale X until an eigenvalue of Σ_t A passes 1")
+raise NotImplementedError("set X (L, d), W_Q and W_K (d_k, d) to a counterexample (stuck? hint('p4_03', 1))")
 mm = matrix_margins(X, W_Q, W_K)
 print(f"last position: 1 - rho = {mm.spectral[-1]:+.3f}, det = {mm.det[-1]:+.3f}")
 
 # %% [markdown]
 # **Why Lemma B.4 holds.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p4_03", 1)` shows a model answer.)
 
 # %%
 from nextword.exercises.checks import check_ex_p4_03

@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p4_04", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p4_04")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 04 — Why non-causal attention breaks Kolmogorov consistency
@@ -24,14 +29,14 @@ import numpy as np
 # %%
 def var_first_embedding(w: float, sigma: float) -> float:
     """Var(x_1) when the sequence has length 2 and each position attends only to the other one."""
-    raise NotImplementedError("invert I - [[0, w], [w, 0]] and take the (0, 0) entry of M M^T, times sigma^2")
+    raise NotImplementedError("return a float: Var(x_1) in the length-2 non-causal model (stuck? hint('p4_04', 1))")
 
 
 print(f"w = 0.5, sigma = 1: Var(x_1) = {var_first_embedding(0.5, 1.0):.4f} (length-1 model: 1.0000)")
 
 # %% [markdown]
 # **Answer to 2.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p4_04", 1)` shows a model answer.)
 
 # %%
 from nextword.exercises.checks import check_ex_p4_04

@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p5_01", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p5_01")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 01 — Retraction versus exponential map on the sphere
@@ -32,22 +37,22 @@ u /= np.linalg.norm(u)
 # %%
 def exp_map(x: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Eq. (2): the geodesic from x with initial velocity v (v tangent at x)."""
-    raise NotImplementedError("n = ||v||; return x if n == 0, else cos(n) x + sin(n) v / n")
+    raise NotImplementedError("return exp_x(v), shape (d,) (Eq. 2) (stuck? hint('p5_01', 1))")
 
 
 def retraction(x: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Eq. (3): (x + v) / ||x + v||."""
-    raise NotImplementedError("normalise x + v")
+    raise NotImplementedError("return R_x(v), shape (d,) (Eq. 3) (stuck? hint('p5_01', 1))")
 
 
 # %%
 ts = np.logspace(-3, -1.5, 10)
-raise NotImplementedError("errors = [||retraction(x, t u) - exp_map(x, t u)|| for t in ts]; slope = np.polyfit(log ts, log errors, 1)[0]")
+raise NotImplementedError("set slope to the fitted log-log slope of the retraction error against ||v|| (stuck? hint('p5_01', 1))")
 print(f"fitted slope: {slope:.3f}")
 
 # %% [markdown]
 # **Answer to 3.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p5_01", 1)` shows a model answer.)
 
 # %%
 from nextword.exercises.checks import check_ex_p5_01

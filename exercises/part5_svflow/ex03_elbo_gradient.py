@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p5_03", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p5_03")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 03 — The ELBO, its gradient and the variational error
@@ -34,12 +39,12 @@ x = rng.normal(size=(3, d))
 # %%
 def my_elbo(flow: GaussianSVFlow, x: np.ndarray) -> np.ndarray:
     """Eq. (11) with the uniform prior p(z) = 1/Z."""
-    raise NotImplementedError("q = exp(log_q); sum_z q (log p(x|z) + log(1/Z) - log q)")
+    raise NotImplementedError("return the ELBO of every point, shape (N,) (Eq. 11) (stuck? hint('p5_03', 1))")
 
 
 def my_epsilon(flow: GaussianSVFlow, x: np.ndarray) -> np.ndarray:
     """Eq. (12): E_q[ log(p(z|x)/q(z|x)) grad_x log q(z|x) ]."""
-    raise NotImplementedError("weights w = q * (log_post - log_q), shape (N, Z); contract with grad_log_q (N, Z, d)")
+    raise NotImplementedError("return the variational error epsilon(x), shape (N, d) (Eq. 12) (stuck? hint('p5_03', 1))")
 
 
 print("ELBO:", np.round(my_elbo(flow, x), 4))
@@ -47,7 +52,7 @@ print("log p(x) - ELBO:", np.round(flow.log_marginal(x) - my_elbo(flow, x), 4))
 
 # %% [markdown]
 # **Answer to 2.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p5_03", 1)` shows a model answer.)
 
 # %%
 from nextword.exercises.checks import check_ex_p5_03

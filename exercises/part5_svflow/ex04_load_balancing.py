@@ -1,7 +1,12 @@
 # %% [markdown]
 # > Student version generated from `solutions/` by `python -m nextword.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end.
+# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p5_04", 1)` gives
+# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p5_04")`.
+# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+
+# %%
+from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 04 — Is the load-balancing loss minimised by balanced routing?
@@ -25,16 +30,16 @@ from nextword.theory.svflow_attention import load_balancing_loss
 
 # %% [markdown]
 # **Answer to 1.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p5_04", 1)` shows a model answer.)
 
 # %%
-raise NotImplementedError("route a fraction a of inputs with gates (1/2 + tiny, 1/2 - tiny) and the rest with (0, 1)")
+raise NotImplementedError("set gates to an (N, 2) matrix of gate probabilities (stuck? hint('p5_04', 1))")
 J, f, P = load_balancing_loss(gates)
 print(f"J_bal = {J:.4f}, f = {np.round(f, 3)}, P = {np.round(P, 3)}")
 
 # %% [markdown]
 # **Answer to 3.**
-# *Your answer here.*
+# *Your answer here.* (Once you have written it, `reveal("p5_04", 2)` shows a model answer.)
 
 # %%
 from nextword.exercises.checks import check_ex_p5_04

@@ -2,10 +2,12 @@
 
 Markers in a solution's py:percent source:
 
-* code: ``# BEGIN SOLUTION`` (optionally ``hint="..."``) … ``# END SOLUTION`` — the region is replaced by
-  ``raise NotImplementedError("<hint>")`` at the marker's indentation;
+* code: ``# BEGIN SOLUTION`` (optionally ``hint="..."``, which says *what to return*, never how) …
+  ``# END SOLUTION`` — the region is replaced by ``raise NotImplementedError("<hint>")`` at the marker's
+  indentation (with a pointer to the tiered hints, :func:`nextword.exercises.hints.hint`, when the
+  exercise is known);
 * markdown: ``# <!-- BEGIN SOLUTION -->`` … ``# <!-- END SOLUTION -->`` — replaced by
-  ``# *Your answer here.*``.
+  ``# *Your answer here.*`` (and, for a known exercise, how to reveal the model answer afterwards).
 
 Example
 -------
@@ -21,7 +23,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from .hints import exercise_id, repo_root
+
+REPO_ROOT = repo_root()
 _BEGIN = re.compile(r'^(?P<indent>\s*)#\s*(?P<md><!--\s*)?BEGIN SOLUTION(?:\s+hint="(?P<hint>[^"]*)")?\s*(-->)?\s*$')
 _END = re.compile(r"^\s*#\s*(<!--\s*)?END SOLUTION\s*(-->)?\s*$")
 DEFAULT_HINT = "replace this line with your solution"
@@ -31,10 +35,15 @@ class MarkerError(ValueError):
     """A solution file has unbalanced or nested BEGIN/END SOLUTION markers."""
 
 
-def strip_solutions(source: str, *, name: str = "<source>") -> str:
-    """Return ``source`` with every marked solution region replaced by its stub."""
+def strip_solutions(source: str, *, name: str = "<source>", exercise: str | None = None) -> str:
+    """Return ``source`` with every marked solution region replaced by its stub.
+
+    With ``exercise`` (e.g. ``"p5_02"``) a code stub points at ``hint(exercise, 1)`` and a written answer
+    at ``reveal(exercise, k)``.
+    """
     out: list[str] = []
     inside: re.Match[str] | None = None
+    written = 0
     for lineno, line in enumerate(source.splitlines(), start=1):
         begin, end = _BEGIN.match(line), _END.match(line)
         if begin:
@@ -43,9 +52,15 @@ def strip_solutions(source: str, *, name: str = "<source>") -> str:
             inside = begin
             indent = begin["indent"]
             if begin["md"]:
-                out.append(f"{indent}# *Your answer here.*")
+                written += 1
+                after = f' (Once you have written it, `reveal("{exercise}", {written})` shows a model answer.)' \
+                    if exercise else ""
+                out.append(f"{indent}# *Your answer here.*{after}")
             else:
-                hint = (begin["hint"] or DEFAULT_HINT).replace("\\", "\\\\").replace('"', '\\"')
+                hint = begin["hint"] or DEFAULT_HINT
+                if exercise:
+                    hint += f" (stuck? hint('{exercise}', 1))"
+                hint = hint.replace("\\", "\\\\").replace('"', '\\"')
                 out.append(f'{indent}raise NotImplementedError("{hint}")')
         elif end:
             if not inside:
@@ -71,14 +86,19 @@ def exercise_path(solution: Path, root: Path = REPO_ROOT) -> Path:
 
 def expected_exercise(solution: Path) -> str:
     """The student py:percent text that ``build`` writes for ``solution``."""
+    ex = exercise_id(solution)
     header = (
         "# %% [markdown]\n"
         "# > Student version generated from `solutions/` by `python -m nextword.exercises build`;\n"
         "# > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the\n"
-        "# > self-check cell at the end.\n\n"
+        "# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint(\"" + ex + "\", 1)` gives\n"
+        "# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal(\"" + ex + "\")`.\n"
+        "# > Where you stand on all exercises: `python -m nextword.exercises grade`.\n\n"
+        "# %%\n"
+        "from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)\n\n"
     )
     text = Path(solution).read_text(encoding="utf-8")
-    return header + strip_solutions(text, name=str(solution))
+    return header + strip_solutions(text, name=str(solution), exercise=ex)
 
 
 _PART_NAMES = {
@@ -104,9 +124,58 @@ def exercises_readme(root: Path = REPO_ROOT) -> str:
     lines = [
         "# Exercises",
         "",
-        "Student notebooks, generated from `solutions/` by `make exercises` (do not edit them here).",
-        "Open one in JupyterLab, replace each `NotImplementedError` stub, and run the last cell: its",
-        "checker prints ✓ or says what is wrong. Difficulty: ★ direct, ★★ a few steps, ★★★ open-ended.",
+        "Student notebooks, generated from `solutions/` by `make exercises` (do not edit them here: edit the",
+        "solution and regenerate). Difficulty: ★ direct, ★★ a few steps, ★★★ open-ended.",
+        "",
+        "## How to work on an exercise",
+        "",
+        "1. Open one in JupyterLab (`make lab`, then `exercises/…`). Each `NotImplementedError` stub says what",
+        "   to return — not how.",
+        "2. Run the self-check cell at the end. It runs **every** check of the exercise and lists them, ✓ or ✗",
+        "   (partial credit: `3 of 4 checks passed`). A ✗ names the input it failed on, shows what you got",
+        "   and what was expected on the smallest failing case, and where it recognises one, the likely",
+        "   mistake (a factor √d, bits instead of nats, a transposed matrix, ties at the minimum, …).",
+        "3. Stuck? `hint(\"p4_01\", 1)` prints a first hint for Part 4, Exercise 01; tier 2 names the",
+        "   method, tier 3 is close to the code. Take them one at a time.",
+        "4. Written answers (\"*Your answer here.*\"): write yours first, then `reveal(\"p4_01\")` shows the",
+        "   model answer to compare with.",
+        "",
+        "`hint` and `reveal` are imported by the first code cell of every exercise",
+        "(`from nextword.exercises import hint, reveal`).",
+        "",
+        "## Where you stand: the grader",
+        "",
+        "```bash",
+        ".venv/bin/python -m nextword.exercises grade        # every part",
+        ".venv/bin/python -m nextword.exercises grade 4      # Part 4 only (also: part4, part4_margins)",
+        ".venv/bin/python -m nextword.exercises grade 4 --dir ~/my-exercises --timeout 300",
+        "```",
+        "",
+        "It runs your filled-in notebooks (in memory, with nbclient; your files are not changed) and prints",
+        "one row per exercise:",
+        "",
+        "```text",
+        "exercise  status       detail",
+        "p4_01     ✓            scalar margins match Eq. (9) and the support tokens match Definition 3.1 …",
+        "p4_02     ✗            1 of 2 checks passed; ✗ support = every 0-based position attaining the minimum …",
+        "p4_03     not started",
+        "1 ✓ · 1 ✗ · 1 not started (of 3)",
+        "```",
+        "",
+        "*not started*: the code is still what `make exercises` generated (nothing is run). *✗*: a stub is",
+        "left, a check fails (the first failing check is shown) or the code crashes (cell and error shown).",
+        "Of a `.py`/`.ipynb` pair the one saved last is graded. Exercises that train a model (Part 1 Ex 3,",
+        "9, 12) take up to a minute each.",
+        "",
+        "## For authors",
+        "",
+        "Write the worked answer in `solutions/<part>/exNN_<topic>.py` between `# BEGIN SOLUTION` and",
+        "`# END SOLUTION` (code; `hint=\"...\"` on the BEGIN line says *what to return*, never how) or",
+        "`# <!-- BEGIN SOLUTION -->` … `# <!-- END SOLUTION -->` (a written answer: it becomes the model answer",
+        "that `reveal` shows). Add three hint tiers to `HINTS` in `nextword/exercises/hints.py` and a checker",
+        "`check_ex_p<part>_<NN>` in `nextword/exercises/checks/` that runs its sub-checks in a `Report`",
+        "(smallest case first, `check_close(..., mistakes={message: value of that mistake})`). Then",
+        "`make exercises`, and execute the solution notebook (`python -m nextword.notebooks build …`).",
         "",
     ]
     by_part: dict[str, list[Path]] = {}
@@ -174,5 +243,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"[stale] {p}")
         print(f"{len(solution_sources()) - len(problems)} of {len(solution_sources())} exercises in sync")
         return 1 if problems else 0
-    print("usage: python -m nextword.exercises [build|check]", file=sys.stderr)
+    if command == "grade":
+        from .grade import main as grade_main
+
+        return grade_main(args[1:])
+    print("usage: python -m nextword.exercises [build|check|grade [part]]", file=sys.stderr)
     return 2

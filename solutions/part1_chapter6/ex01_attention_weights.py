@@ -24,7 +24,7 @@ K3 = np.array([[1.0, 1, 0, 0], [0, 1, 1, 0], [-1, 0, 1, 1]])
 # %%
 def attention_steps(q: np.ndarray, K: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Scaled scores, exponentials and softmax weights of one query ``q (d,)`` against keys ``K (n, d)``."""
-    # BEGIN SOLUTION hint="scores = K @ q / sqrt(d); exponentiate (subtract the max first for stability); divide by the sum"
+    # BEGIN SOLUTION hint="return (scaled_scores, exponentials, weights): three arrays of shape (n,)"
     d = q.shape[0]
     scores = K @ q / np.sqrt(d)  # (n,)
     exps = np.exp(scores - scores.max())  # the shift cancels in the ratio and avoids overflow

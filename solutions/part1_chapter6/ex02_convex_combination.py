@@ -18,7 +18,7 @@ import sympy as sp
 from scipy.optimize import linprog
 
 # %%
-# BEGIN SOLUTION hint="define three symbolic scores z1, z2, z3, build the softmax weights and simplify their sum"
+# BEGIN SOLUTION hint="build the three softmax weights as sympy expressions and print their simplified sum"
 z = sp.symbols("z1:4", real=True)
 alpha = [sp.exp(zj) / sum(sp.exp(zk) for zk in z) for zj in z]
 total = sp.simplify(sum(alpha))
@@ -48,7 +48,7 @@ assert total == 1
 # %%
 def attention_output(q: np.ndarray, K: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Softmax weights ``(n,)`` of ``q (d,)`` against ``K (n, d)`` and the output ``weights @ V``."""
-    # BEGIN SOLUTION hint="scores K @ q / sqrt(d), a stable softmax, then weights @ V"
+    # BEGIN SOLUTION hint="return (weights, output): arrays of shape (n,) and (d_v,)"
     s = K @ q / np.sqrt(q.shape[0])
     w = np.exp(s - s.max())
     w /= w.sum()
@@ -58,7 +58,7 @@ def attention_output(q: np.ndarray, K: np.ndarray, V: np.ndarray) -> tuple[np.nd
 
 def in_convex_hull(x: np.ndarray, V: np.ndarray) -> bool:
     """True if ``x (dv,)`` is a convex combination of the rows of ``V (n, dv)``."""
-    # BEGIN SOLUTION hint="linprog with a zero objective: equality constraints V.T @ lam = x and sum(lam) = 1, bounds lam >= 0"
+    # BEGIN SOLUTION hint="return True if x is a convex combination of the rows of V, else False"
     n = V.shape[0]
     A_eq = np.vstack([V.T, np.ones((1, n))])  # (dv + 1, n)
     b_eq = np.append(x, 1.0)

@@ -39,7 +39,7 @@ print(f"entropy rate H = {H:.3f} nats; final training loss {np.mean(losses[-10:]
 @torch.no_grad()
 def generation_style_loss(model: TinyLM, windows: np.ndarray) -> float:
     """Mean NLL of w[t+1] from a forward pass over w[1..t] alone (its last position), t = 1..L-1."""
-    # BEGIN SOLUTION hint="for t in 1..L-1 run model(windows[:, :t]) and take the cross-entropy of its last position against windows[:, t]"
+    # BEGIN SOLUTION hint="return a float: the mean NLL (nats) of each w[t] predicted from w[:t] alone, t = 1..L-1"
     nll = [F.cross_entropy(model(torch.from_numpy(windows[:, :t]))[:, -1], torch.from_numpy(windows[:, t]))
            for t in range(1, windows.shape[1])]
     return float(torch.stack(nll).mean())

@@ -18,7 +18,7 @@ import sympy as sp
 # %%
 def mha_parameter_count(d_model: int, n_heads: int, n_layers: int) -> int:
     """Entries of W_h^Q, W_h^K, W_h^V (each d_model x d_head, for every head) and W^O, over all layers."""
-    # BEGIN SOLUTION hint="each head has three d_model x (d_model // n_heads) matrices; W^O is d_model x d_model"
+    # BEGIN SOLUTION hint="return an int: the number of weights of n_layers multi-head attention modules (no biases)"
     d_head = d_model // n_heads
     per_head = 3 * d_model * d_head
     per_layer = n_heads * per_head + d_model * d_model
@@ -40,7 +40,7 @@ print(f"d_model = 512, 8 heads, 12 layers: {answer:,} parameters")
 # <!-- END SOLUTION -->
 
 # %%
-# BEGIN SOLUTION hint="with sympy symbols d_model, n_heads, n_layers, simplify your count and watch n_heads cancel"
+# BEGIN SOLUTION hint="write the count as a sympy expression in d_model, n_heads, n_layers and print it simplified"
 d, h, L = sp.symbols("d_model n_heads n_layers", positive=True)
 print(sp.simplify(L * (h * 3 * d * (d / h) + d * d)))
 # END SOLUTION

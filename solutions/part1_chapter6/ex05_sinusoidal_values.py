@@ -19,7 +19,7 @@ import sympy as sp
 # %%
 def pe_values(t: int, d_model: int, dims) -> np.ndarray:
     """PE(t, i) for every i in dims, shape (len(dims),)."""
-    # BEGIN SOLUTION hint="angle = t / 10000 ** (2 * (i // 2) / d_model); sine for even i, cosine for odd i"
+    # BEGIN SOLUTION hint="return an array of shape (len(dims),): PE(t, i) for each i in dims"
     dims = np.asarray(dims)
     angle = t / 10000.0 ** (2 * (dims // 2) / d_model)
     return np.where(dims % 2 == 0, np.sin(angle), np.cos(angle))

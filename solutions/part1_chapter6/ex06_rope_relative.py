@@ -23,7 +23,7 @@ def R(a):
     return sp.Matrix([[sp.cos(a), -sp.sin(a)], [sp.sin(a), sp.cos(a)]])
 
 
-# BEGIN SOLUTION hint="simplify R(i*theta).T * R(j*theta) and compare it with R((j - i)*theta)"
+# BEGIN SOLUTION hint="show with sympy that R(i theta)^T R(j theta) depends on j - i only"
 product = sp.simplify(R(i * th).T * R(j * th))
 assert sp.simplify(product - R((j - i) * th)) == sp.zeros(2, 2)
 # END SOLUTION
@@ -33,7 +33,7 @@ print("R(iθ)^T R(jθ) =", product.tolist())
 # %%
 def rope_score(q: np.ndarray, k: np.ndarray, i: int, j: int) -> float:
     """(R_i q) · (R_j k) for vectors of even length d (consecutive pairs, base 10000)."""
-    # BEGIN SOLUTION hint="rotate each pair (x[2p], x[2p+1]) by position * 10000 ** (-2p/d), then take the dot product"
+    # BEGIN SOLUTION hint="return a float: the dot product of q rotated to position i and k rotated to position j"
     d = q.shape[-1]
     theta = 10000.0 ** (-np.arange(0, d, 2) / d)  # (d/2,)
 

@@ -30,7 +30,7 @@ print("varying words:", {p: alts for p, alts in src.slots.items()})
 # %%
 def mutual_information(ids: np.ndarray, position: int) -> float:
     """Plug-in I(word at 1-based ``position`` ; last column) in nats from sampled sentences ``ids (N, 22)``."""
-    # BEGIN SOLUTION hint="count the joint table of (ids[:, position-1], ids[:, -1]), normalise, and sum p(x,y) log(p(x,y) / (p(x) p(y))) over nonzero cells"
+    # BEGIN SOLUTION hint="return a float: the plug-in mutual information (nats) between the word at `position` and the blank"
     x, y = ids[:, position - 1], ids[:, -1]
     joint = np.zeros((ids.max() + 1, ids.max() + 1))
     np.add.at(joint, (x, y), 1.0)
@@ -47,7 +47,7 @@ for j in range(1, 22):
         print(f"word {j:2d} ({RUNNING_EXAMPLE[j - 1]:9s}): I = {mi:.3f} nats")
 
 # %%
-# BEGIN SOLUTION hint="three (context_word, next_word, kind) tuples using words that carry information, one per kind"
+# BEGIN SOLUTION hint="set pairs to a list of three (context_word, next_word, kind) tuples, one per kind"
 pairs = [("now", "runs", "syntactic"),  # 'now' + singular 'code' -> third-person -s; 'would' -> base form
          ("cake", "rises", "semantic"),  # the object noun picks the verb family
          ("hastily", "crashes", "discourse")]  # the adverb earlier in the story makes failure likelier

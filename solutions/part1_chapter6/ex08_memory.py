@@ -20,19 +20,19 @@ from nextword.recurrent import rnn_states
 
 # %%
 def rnn_memory(T: int, d: int) -> int:
-    # BEGIN SOLUTION hint="one state vector, whatever T"
+    # BEGIN SOLUTION hint="return an int: how many numbers the RNN keeps about the context"
     return d
     # END SOLUTION
 
 
 def transformer_memory(T: int, d: int) -> int:
-    # BEGIN SOLUTION hint="one d-vector per position"
+    # BEGIN SOLUTION hint="return an int: how many numbers one attention layer keeps about the context"
     return T * d
     # END SOLUTION
 
 
 def crossover_length(factor: int, d: int) -> int:
-    # BEGIN SOLUTION hint="search T = 1, 2, ... until transformer_memory(T, d) >= factor * rnn_memory(T, d)"
+    # BEGIN SOLUTION hint="return an int: the smallest T at which the transformer keeps at least factor times the RNN's numbers"
     T = 1
     while transformer_memory(T, d) < factor * rnn_memory(T, d):
         T += 1

@@ -42,7 +42,7 @@ sigma = sp.symbols("sigma", positive=True)
 # %%
 def variance_expression(d: int) -> sp.Expr:
     """Var(q·k) for d Gaussian entries N(0, sigma^2) per vector, as a sympy expression in sigma."""
-    # BEGIN SOLUTION hint="make 2d independent stats.Normal(name, 0, sigma) variables and call stats.variance on the sum of products"
+    # BEGIN SOLUTION hint="return Var(q . k) as a sympy expression in sigma"
     qs = [stats.Normal(f"q{i}", 0, sigma) for i in range(d)]
     ks = [stats.Normal(f"k{i}", 0, sigma) for i in range(d)]
     return sp.simplify(stats.variance(sum(a * b for a, b in zip(qs, ks))))
@@ -51,7 +51,7 @@ def variance_expression(d: int) -> sp.Expr:
 
 def simulate_variance(d: int, sigma_value: float, n: int, rng: np.random.Generator) -> float:
     """Sample variance of q·k over n independent pairs with N(0, sigma_value^2) entries."""
-    # BEGIN SOLUTION hint="draw (n, d) arrays for q and k, take the row-wise dot products, return their variance"
+    # BEGIN SOLUTION hint="return a float: a Monte Carlo estimate of Var(q . k) from n draws"
     q = sigma_value * rng.standard_normal((n, d))
     k = sigma_value * rng.standard_normal((n, d))
     return float(np.einsum("nd,nd->n", q, k).var())

@@ -1,6 +1,6 @@
 # %% [markdown]
 # # Exercise 11 — Parallel attention vs sequential recurrence: cost and depth
-# **Part:** 1 · **Difficulty:** ★★★ · **Book notebook:** book/part1_chapter6/6_1_parallel_attention
+# **Part:** 1 · **Difficulty:** ★★★ · **Book notebook:** book/part1_chapter6/6_6_context_representation
 #
 # Chapter 6, Exercise 11. Compare the computational complexity of processing a sequence of length $T$
 # with width $d$ for an RNN and for a transformer, forward and backward, and discuss the trade-off
@@ -24,7 +24,7 @@ import numpy as np
 # %%
 def flop_formulas(T: int, d: int) -> dict[str, tuple[int, int, int]]:
     """{"rnn": (fwd, bwd, sequential_steps), "attention": (fwd, bwd, sequential_steps)} for one layer."""
-    # BEGIN SOLUTION hint="RNN: X W_x plus T-1 products h W_h; attention: three projections, two T x T products, one output projection; backward of a product costs two products"
+    # BEGIN SOLUTION hint="return {'rnn': (fwd, bwd, steps), 'attention': (fwd, bwd, steps)} with int entries"
     rnn_fwd = 2 * T * d * d + 2 * (T - 1) * d * d  # X W_x, then h W_h for t = 2..T
     att_fwd = 3 * 2 * T * d * d + 2 * T * T * d + 2 * T * T * d + 2 * T * d * d  # QKV, QK^T, AV, W_o
     # backward: for C = A B, dA = dC B^T and dB = A^T dC, two products of the same size

@@ -36,7 +36,7 @@ q_demo = lambda prefix: q_table[tuple(prefix[-1:])]  # noqa: E731
 # %%
 def per_position_kl(p_next, q_next, V: int, L: int) -> np.ndarray:
     """Terms E_{f_{1:l-1} ~ p} KL(p_l(.|f_{1:l-1}) || pi_l(.|f_{1:l-1})) for l = 1..L, shape (L,)."""
-    # BEGIN SOLUTION hint="for each l, loop over all prefixes of length l-1 (itertools.product), weight the KL of the two next-token laws by the prefix probability under p"
+    # BEGIN SOLUTION hint="return an array of shape (L,): the expected KL between the next-token laws at each position"
     out = np.zeros(L)
     for l in range(L):
         for prefix in itertools.product(range(V), repeat=l):

@@ -26,14 +26,14 @@ V_demo, beta_demo = 4, 0.5
 # %%
 def uniform_generator(V: int, beta: float) -> np.ndarray:
     """Generator (V, V) of uniform resampling at total rate beta (rows sum to 0)."""
-    # BEGIN SOLUTION hint="beta * (ones((V, V)) / V - identity)"
+    # BEGIN SOLUTION hint="return the (V, V) rate matrix of uniform noise at rate beta"
     return beta * (np.full((V, V), 1.0 / V) - np.eye(V))
     # END SOLUTION
 
 
 def absorbing_generator(V: int, mask: int, beta: float) -> np.ndarray:
     """Generator (V, V): i -> mask at rate beta for i != mask; the mask row is zero."""
-    # BEGIN SOLUTION hint="start from zeros; set Q[i, mask] = beta and Q[i, i] = -beta for every i != mask"
+    # BEGIN SOLUTION hint="return the (V, V) rate matrix that sends every state to `mask` at rate beta"
     Q = np.zeros((V, V))
     for i in range(V):
         if i != mask:
@@ -45,7 +45,7 @@ def absorbing_generator(V: int, mask: int, beta: float) -> np.ndarray:
 
 def reverse_rates(Q: np.ndarray, p: np.ndarray) -> np.ndarray:
     """Reverse-time generator of (D.1) for a law p with p > 0, shape (S, S)."""
-    # BEGIN SOLUTION hint="R = Q.T * p[None, :] / p[:, None]; then zero the diagonal and set it to minus the row sums"
+    # BEGIN SOLUTION hint="return the (S, S) reverse-time rate matrix of Eq. (D.1)"
     R = Q.T * p[None, :] / p[:, None]
     np.fill_diagonal(R, 0.0)
     np.fill_diagonal(R, -R.sum(axis=1))

@@ -32,7 +32,7 @@ B_demo = np.array([[1.0], [1.0]])
 # %%
 def zoh(A: np.ndarray, B: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
     """Zero-order-hold discretisation: (Abar (s, s), Bbar (s, d))."""
-    # BEGIN SOLUTION hint="M = zeros((s+d, s+d)); M[:s, :s] = A; M[:s, s:] = B; E = expm(M * dt); return E[:s, :s], E[:s, s:]"
+    # BEGIN SOLUTION hint="return (Abar, Bbar): the exact zero-order-hold discretisation over one step dt"
     s, d = B.shape
     M = np.zeros((s + d, s + d))
     M[:s, :s] = A
@@ -44,7 +44,7 @@ def zoh(A: np.ndarray, B: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray
 
 def scan(Abar, Bbar, C, D, h, v0) -> np.ndarray:
     """Outputs u_k = C v_k + D h_k with v_{k+1} = Abar v_k + Bbar h_k, shape (T, d_out)."""
-    # BEGIN SOLUTION hint="loop over k: record u_k from the current state, then update the state with h_k"
+    # BEGIN SOLUTION hint="return the outputs u, shape (T, d)"
     v = np.asarray(v0, dtype=float)
     out = []
     for k in range(len(h)):

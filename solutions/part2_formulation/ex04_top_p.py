@@ -31,7 +31,7 @@ logits_demo = np.log(np.array([0.5, 0.3, 0.15, 0.05]))
 # %%
 def top_p_filter(logits: np.ndarray, p: float) -> np.ndarray:
     """Keep the nucleus of ``logits (V,)`` unchanged, set the rest to -inf."""
-    # BEGIN SOLUTION hint="probs = softmax(logits); order = argsort(-logits); n = number of cumulative masses < p, plus one; keep logits >= the n-th largest"
+    # BEGIN SOLUTION hint="return the logits (V,) with every token outside the nucleus set to -inf"
     z = np.asarray(logits, dtype=float)
     probs = softmax(z)
     order = np.argsort(-z, kind="stable")  # most likely first
@@ -44,7 +44,7 @@ def top_p_filter(logits: np.ndarray, p: float) -> np.ndarray:
 
 def nucleus_probs(logits: np.ndarray, p: float) -> np.ndarray:
     """The distribution top-p sampling draws from, shape (V,)."""
-    # BEGIN SOLUTION hint="softmax of the filtered logits (exp(-inf) = 0)"
+    # BEGIN SOLUTION hint="return the probabilities (V,) of the renormalised nucleus"
     return softmax(top_p_filter(logits, p))
     # END SOLUTION
 

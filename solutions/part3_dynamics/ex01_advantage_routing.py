@@ -27,7 +27,7 @@ U_demo, V_demo = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
 # %%
 def score_gradient(alpha: np.ndarray, U: np.ndarray, V: np.ndarray) -> np.ndarray:
     """dL/ds (T, T) by Eq. (23): alpha * (B - E_alpha[b]) with B = U V^T."""
-    # BEGIN SOLUTION hint="B = U @ V.T; the row means are (alpha * B).sum(axis=1, keepdims=True)"
+    # BEGIN SOLUTION hint="return dL/ds, shape (T, T) (Eq. 23)"
     B = U @ V.T  # (T, T), b_ij = u_i . v_j
     mean = np.sum(alpha * B, axis=1, keepdims=True)  # (T, 1), Eq. (12)
     return alpha * (B - mean)
@@ -36,7 +36,7 @@ def score_gradient(alpha: np.ndarray, U: np.ndarray, V: np.ndarray) -> np.ndarra
 
 def advantage(alpha: np.ndarray, U: np.ndarray, V: np.ndarray) -> np.ndarray:
     """A_ij = -(b_ij - E_alpha_i[b]), shape (T, T)."""
-    # BEGIN SOLUTION hint="the same row mean as above, with the opposite sign and no alpha factor"
+    # BEGIN SOLUTION hint="return the advantage matrix A, shape (T, T) (Sec. 3.4)"
     B = U @ V.T
     return -(B - np.sum(alpha * B, axis=1, keepdims=True))
     # END SOLUTION

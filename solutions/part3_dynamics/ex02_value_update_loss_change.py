@@ -20,7 +20,7 @@ import numpy as np
 # %%
 def first_order(alpha: np.ndarray, U: np.ndarray, j: int, eta: float) -> np.ndarray:
     """Eq. (41): Delta L_i for every query i, shape (T,)."""
-    # BEGIN SOLUTION hint="ubar_j = alpha[:, j] @ U; then -eta * alpha[:, j] * (U @ ubar_j)"
+    # BEGIN SOLUTION hint="return the first-order loss change of every query, shape (T,) (Eq. 41)"
     ubar_j = alpha[:, j] @ U  # (d_v,), Eq. (37)
     return -eta * alpha[:, j] * (U @ ubar_j)
     # END SOLUTION
@@ -28,12 +28,12 @@ def first_order(alpha: np.ndarray, U: np.ndarray, j: int, eta: float) -> np.ndar
 
 def dominant(alpha: np.ndarray, U: np.ndarray, j: int, eta: float) -> np.ndarray:
     """Eq. (43): -eta alpha_ij^2 ||u_i||^2 for every query i, shape (T,)."""
-    # BEGIN SOLUTION hint="use alpha[:, j] ** 2 and the squared row norms of U"
+    # BEGIN SOLUTION hint="return the dominant term of Eq. (43) for every query, shape (T,)"
     return -eta * alpha[:, j] ** 2 * np.sum(U * U, axis=1)
     # END SOLUTION
 
 
-# BEGIN SOLUTION hint="two queries share column 0; give the lighter user an error opposite to the heavier one's"
+# BEGIN SOLUTION hint="set alpha_bad (T, T), U_bad (T, d_v) and j_bad so that some query's loss rises"
 alpha_bad = np.array([[0.9, 0.1], [0.4, 0.6]])  # query 0 uses column 0 heavily, query 1 a little
 U_bad = np.array([[1.0, 0.0], [-1.0, 0.0]])  # opposite error directions
 j_bad = 0

@@ -21,7 +21,7 @@ import numpy as np
 # %%
 def transition(n: int, stay: float, rule: str) -> np.ndarray:
     """(n, n) sticky transition matrix: P[i, i] = stay, P[i, j] ∝ w(d(i, j)) for j != i."""
-    # BEGIN SOLUTION hint="d = min(|i-j|, n-|i-j|) with np.indices; zero weight on the diagonal; normalise rows to 1 - stay"
+    # BEGIN SOLUTION hint="return the (n, n) transition matrix of the sticky chain for `rule`"
     i, j = np.indices((n, n))
     d = np.minimum(np.abs(i - j), n - np.abs(i - j)).astype(float)  # (n, n)
     off = i != j
@@ -39,7 +39,7 @@ def transition(n: int, stay: float, rule: str) -> np.ndarray:
 
 def entropy_rate(P: np.ndarray) -> float:
     """H = -sum_a pi_a sum_b P_ab log P_ab in nats, pi the stationary law of P."""
-    # BEGIN SOLUTION hint="pi = left eigenvector of P for eigenvalue 1 (np.linalg.eig(P.T)), normalised; 0 log 0 = 0"
+    # BEGIN SOLUTION hint="return a float: the entropy rate (nats) of the chain with transition matrix P"
     w, vecs = np.linalg.eig(P.T)
     pi = np.real(vecs[:, np.argmin(np.abs(w - 1))])
     pi = pi / pi.sum()
@@ -51,7 +51,7 @@ def entropy_rate(P: np.ndarray) -> float:
 for rule in ("uniform_others", "circular_distance", "inverse_circular_distance"):
     print(f"{rule:28s} H = {entropy_rate(transition(8, 0.3, rule)):.4f} nats")
 
-# BEGIN SOLUTION hint="read it off the table above"
+# BEGIN SOLUTION hint="set best_rule to one of the three rule names"
 best_rule = "inverse_circular_distance"
 # END SOLUTION
 

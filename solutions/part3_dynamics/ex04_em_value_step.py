@@ -30,7 +30,7 @@ y_demo = rng.integers(0, 4, size=10)
 # %%
 def em_value_step(params: HeadParams, X: np.ndarray, y: np.ndarray, value_lr: float) -> np.ndarray:
     """New W_V (d_x, d_v) after the M-step Delta V = -value_lr alpha^T U and a least-squares pull-back."""
-    # BEGIN SOLUTION hint="alpha from scaled_dot_product_attention(..., causal=True, return_weights=True); U = (P - onehot) @ W_O.T; np.linalg.lstsq(X, dV)"
+    # BEGIN SOLUTION hint="return the new W_V after one EM-like M-step (the shape of params.W_V)"
     Q, K, V = X @ params.W_Q, X @ params.W_K, X @ params.W_V
     G, alpha = scaled_dot_product_attention(Q, K, V, causal=True, return_weights=True)
     P = softmax(G @ params.W_O + params.b)  # (T, C)

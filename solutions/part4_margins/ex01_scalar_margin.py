@@ -22,7 +22,7 @@ x_demo = np.array([-1.5, 1.5, -1.4, 1.6, 0.0, -1.5])
 # %%
 def scalar_margins(x: np.ndarray, a: float) -> np.ndarray:
     """Margins m_t = 1 - a Var_t for every position of the 1-D sequence x (strict causal, w_V = 1)."""
-    # BEGIN SOLUTION hint="for each t >= 1: weights = softmax(a * x[t] * x[:t]); Var = Σ w x² − (Σ w x)²"
+    # BEGIN SOLUTION hint="return the margins, shape (L,), with margin 1 at the first position"
     L = len(x)
     m = np.ones(L)
     for t in range(1, L):
@@ -35,7 +35,7 @@ def scalar_margins(x: np.ndarray, a: float) -> np.ndarray:
 
 def support(x: np.ndarray, a: float) -> np.ndarray:
     """0-based positions whose margin equals the minimum (up to 1e-12)."""
-    # BEGIN SOLUTION hint="np.flatnonzero(m <= m.min() + 1e-12)"
+    # BEGIN SOLUTION hint="return an integer array: the 0-based positions attaining the minimum margin"
     m = scalar_margins(x, a)
     return np.flatnonzero(m <= m.min() + 1e-12)
     # END SOLUTION

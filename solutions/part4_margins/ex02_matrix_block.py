@@ -25,7 +25,7 @@ W_Q, W_K, W_V = rng.normal(size=(2, 3)), rng.normal(size=(2, 3)), rng.normal(siz
 # %%
 def diagonal_block(X, t, W_Q, W_K, W_V):
     """Exact ∂e_t/∂x_t (strict causal) for any W_V; shape (d, d)."""
-    # BEGIN SOLUTION hint="∂μ_t/∂x_t = Σ_s α_ts (v_s − v̄_t)(x_s − x̄_t)ᵀ A; position 0 has no context"
+    # BEGIN SOLUTION hint="return the exact Jacobian block de_t/dx_t, shape (d, d)"
     d = X.shape[1]
     if t == 0:
         return np.eye(d)

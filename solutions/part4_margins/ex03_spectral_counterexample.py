@@ -14,7 +14,7 @@ import numpy as np
 from nextword.theory.barrier import matrix_margins
 
 # %%
-# BEGIN SOLUTION hint="try W_Q = W_K = I (so A = I) and a spread-out context; scale X until an eigenvalue of Σ_t A passes 1"
+# BEGIN SOLUTION hint="set X (L, d), W_Q and W_K (d_k, d) to a counterexample"
 W_Q = np.eye(2)
 W_K = np.eye(2)
 X = 2.5 * np.array([[0.0, 0.0], [1.0, 0.3], [-0.6, 0.8], [0.2, -0.1]])

@@ -19,7 +19,7 @@ import numpy as np
 # %%
 def var_first_embedding(w: float, sigma: float) -> float:
     """Var(x_1) when the sequence has length 2 and each position attends only to the other one."""
-    # BEGIN SOLUTION hint="invert I - [[0, w], [w, 0]] and take the (0, 0) entry of M M^T, times sigma^2"
+    # BEGIN SOLUTION hint="return a float: Var(x_1) in the length-2 non-causal model"
     M = np.linalg.inv(np.eye(2) - np.array([[0.0, w], [w, 0.0]]))
     return float(sigma**2 * (M @ M.T)[0, 0])  # = sigma² (1 + w²) / (1 - w²)²
     # END SOLUTION

@@ -27,7 +27,7 @@ u /= np.linalg.norm(u)
 # %%
 def exp_map(x: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Eq. (2): the geodesic from x with initial velocity v (v tangent at x)."""
-    # BEGIN SOLUTION hint="n = ||v||; return x if n == 0, else cos(n) x + sin(n) v / n"
+    # BEGIN SOLUTION hint="return exp_x(v), shape (d,) (Eq. 2)"
     n = np.linalg.norm(v)
     if n == 0:
         return x.copy()
@@ -37,7 +37,7 @@ def exp_map(x: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 def retraction(x: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Eq. (3): (x + v) / ||x + v||."""
-    # BEGIN SOLUTION hint="normalise x + v"
+    # BEGIN SOLUTION hint="return R_x(v), shape (d,) (Eq. 3)"
     s = x + v
     return s / np.linalg.norm(s)
     # END SOLUTION
@@ -45,7 +45,7 @@ def retraction(x: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 # %%
 ts = np.logspace(-3, -1.5, 10)
-# BEGIN SOLUTION hint="errors = [||retraction(x, t u) - exp_map(x, t u)|| for t in ts]; slope = np.polyfit(log ts, log errors, 1)[0]"
+# BEGIN SOLUTION hint="set slope to the fitted log-log slope of the retraction error against ||v||"
 errors = np.array([np.linalg.norm(retraction(x, t * u) - exp_map(x, t * u)) for t in ts])
 slope = np.polyfit(np.log(ts), np.log(errors), 1)[0]
 # END SOLUTION

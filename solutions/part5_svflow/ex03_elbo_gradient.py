@@ -29,7 +29,7 @@ x = rng.normal(size=(3, d))
 # %%
 def my_elbo(flow: GaussianSVFlow, x: np.ndarray) -> np.ndarray:
     """Eq. (11) with the uniform prior p(z) = 1/Z."""
-    # BEGIN SOLUTION hint="q = exp(log_q); sum_z q (log p(x|z) + log(1/Z) - log q)"
+    # BEGIN SOLUTION hint="return the ELBO of every point, shape (N,) (Eq. 11)"
     log_q = flow.log_q(x)
     q = np.exp(log_q)
     return np.sum(q * (flow.log_lik(x) - np.log(log_q.shape[-1]) - log_q), axis=-1)
@@ -38,7 +38,7 @@ def my_elbo(flow: GaussianSVFlow, x: np.ndarray) -> np.ndarray:
 
 def my_epsilon(flow: GaussianSVFlow, x: np.ndarray) -> np.ndarray:
     """Eq. (12): E_q[ log(p(z|x)/q(z|x)) grad_x log q(z|x) ]."""
-    # BEGIN SOLUTION hint="weights w = q * (log_post - log_q), shape (N, Z); contract with grad_log_q (N, Z, d)"
+    # BEGIN SOLUTION hint="return the variational error epsilon(x), shape (N, d) (Eq. 12)"
     log_q = flow.log_q(x)
     w = np.exp(log_q) * (flow.log_post(x) - log_q)
     return np.einsum("nz,nzd->nd", w, flow.grad_log_q(x))

@@ -26,7 +26,7 @@ from nextword.theory.svflow_attention import load_balancing_loss
 # <!-- END SOLUTION -->
 
 # %%
-# BEGIN SOLUTION hint="route a fraction a of inputs with gates (1/2 + tiny, 1/2 - tiny) and the rest with (0, 1)"
+# BEGIN SOLUTION hint="set gates to an (N, 2) matrix of gate probabilities"
 N, a, tiny = 400, 0.75, 1e-9
 gates = np.array([[0.5 + tiny, 0.5 - tiny]] * int(a * N) + [[0.0, 1.0]] * (N - int(a * N)))
 # END SOLUTION

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ._common import ExerciseCheckError, as_array, check_close, check_shape, check_true, fail, passed, call_student  # noqa: F401
+from ._common import ExerciseCheckError, Report, as_array, call_student, check_close, check_shape, check_true, describe, fail, passed  # noqa: F401
 
 __all__: list[str] = ["check_ex_p4_01", "check_ex_p4_02", "check_ex_p4_03", "check_ex_p4_04"]
 
@@ -17,70 +17,123 @@ __all__: list[str] = ["check_ex_p4_01", "check_ex_p4_02", "check_ex_p4_03", "che
 _call = call_student  # shared: a stub, a non-function or a crash becomes a clear failure
 
 
+def _margins_variant(x: np.ndarray, a: float, *, include_self: bool = False, uniform: bool = False) -> np.ndarray:
+    """Margins computed with a typical mistake (the current token in its own context, or equal weights)."""
+    from nextword.attention import softmax
+
+    m = np.ones(len(x))
+    for t in range(1, len(x)):
+        ctx = x[:t + 1] if include_self else x[:t]
+        w = np.full(len(ctx), 1 / len(ctx)) if uniform else softmax(a * x[t] * ctx)
+        m[t] = 1.0 - a * np.sum(w * (ctx - w @ ctx) ** 2)
+    return m
+
+
 def check_ex_p4_01(scalar_margins: Callable, support: Callable) -> bool:
     """Exercise 01: ``scalar_margins(x, a) -> (L,)`` = Eq. (9) and ``support(x, a)`` = Def. 3.1 (0-based)."""
     from nextword.theory.barrier import scalar_margin, support_tokens
 
+    r = Report("Exercise 4.01")
     rng = np.random.default_rng(401)
-    cases = [(np.array([0.0, 2.0, 1.0]), 1.0), (np.array([0.5]), 0.3)]
-    cases += [(rng.normal(0, 2, size=L), a) for L, a in ((6, 0.4), (8, -0.7), (5, 1.3))]
-    for x, a in cases:
-        expected = scalar_margin(x, a=a)
-        got = _call(scalar_margins, "scalar_margins", x.copy(), a)
-        check_close(f"scalar_margins(x of length {len(x)}, a={a})", got, expected, rtol=1e-8, atol=1e-10)
-        sup = np.asarray(_call(support, "support", x.copy(), a))
-        if sup.dtype.kind not in "iu":
-            fail("support should return integer positions (0-based indices)")
-        check_true(sorted(sup.tolist()) == support_tokens(expected, atol=1e-12).tolist(),
-                   f"support(x of length {len(x)}, a={a}) does not return the positions of the smallest margin")
-    check_true(scalar_margins(np.array([0.0, 2.0, 1.0]), 1.0)[0] == 1.0,
-               "position 1 has no context: its margin must be exactly 1")
-    return passed("scalar margins match Eq. (9) and the support tokens match Definition 3.1 on 5 sequences")
+    cases = [(np.array([0.5]), 0.3, "x = [0.5] (a single token)"), (np.array([0.0, 2.0, 1.0]), 1.0, "x = [0, 2, 1]"),
+             (np.array([1.0, 1.0, 1.0, 1.0]), 0.8, "x = [1, 1, 1, 1] (every margin ties at 1)"),
+             (np.array([2.0, -2.0, 2.0, -2.0, 2.0]), 0.5, "x = [2, -2, 2, -2, 2]")]
+    cases += [(rng.normal(0, 2, size=L), a, f"a random x of length {L}") for L, a in ((5, 1.3), (6, 0.4), (8, -0.7))]
+    with r.check("scalar_margins = 1 − a Var_t (Eq. 9), with m = 1 at the first position"):
+        for x, a, label in cases:
+            expected = scalar_margin(x, a=a)
+            check_close(f"scalar_margins({label}, a={a})", _call(scalar_margins, f"scalar_margins({label}, a={a})",
+                                                                x.copy(), a), expected, rtol=1e-8, atol=1e-10,
+                        mistakes={"the current token is in its own context: attention is strictly causal (s < t)":
+                                  _margins_variant(x, a, include_self=True),
+                                  "equal weights over the past: weight by softmax_s(a x_t x_s)":
+                                  _margins_variant(x, a, uniform=True),
+                                  "1 + a Var_t: the margin is 1 − a Var_t": 2 - expected})
+    with r.check("support = every 0-based position attaining the minimum margin (ties included)"):
+        for x, a, label in cases:
+            m = scalar_margin(x, a=a)
+            expected = support_tokens(m, atol=1e-12).tolist()
+            sup = np.asarray(_call(support, f"support({label}, a={a})", x.copy(), a))
+            if sup.dtype.kind not in "iu":
+                fail(f"support({label}, a={a}) should return integer positions (0-based indices), got dtype {sup.dtype}")
+            got = sorted(np.atleast_1d(sup).tolist())
+            if got == expected:
+                continue
+            msg = f"support({label}, a={a}): got {got}, expected {expected} (margins {describe(m, precision=4)})"
+            if len(got) == 1 and got[0] in expected and len(expected) > 1:
+                msg += ("\n    likely mistake: ties at the minimum — return every position whose margin equals the "
+                        "minimum (up to 1e-12), not only argmin")
+            elif got == [e + 1 for e in expected]:
+                msg += "\n    likely mistake: 1-based positions; return 0-based indices"
+            elif got == [int(np.argmax(m))]:
+                msg += "\n    likely mistake: the largest margin; support tokens attain the smallest"
+            fail(msg)
+    return r.done("scalar margins match Eq. (9) and the support tokens match Definition 3.1 on 7 sequences "
+                  "(ties included)")
 
 
 def check_ex_p4_02(diagonal_block: Callable) -> bool:
     """Exercise 02: ``diagonal_block(X, t, W_Q, W_K, W_V) -> (d, d)`` exact ∂e_t/∂x_t (strict, any W_V)."""
-    from nextword.theory.barrier import jacobian_diagonal_block
+    from nextword.theory.barrier import jacobian_diagonal_block, paper_diagonal_block
 
+    r = Report("Exercise 4.02")
     rng = np.random.default_rng(402)
     L, d, dk = 5, 3, 2
     X = rng.normal(size=(L, d))
     W_Q, W_K = rng.normal(size=(dk, d)), rng.normal(size=(dk, d))
     for label, W_V in (("W_V = I", np.eye(d)), ("W_V = 0.5 I", 0.5 * np.eye(d)),
-                       ("random W_V", rng.normal(size=(d, d)))):
-        for t in range(L):
-            expected = jacobian_diagonal_block(X, t, W_Q=W_Q, W_K=W_K, W_V=W_V)
-            got = _call(diagonal_block, "diagonal_block", X.copy(), t, W_Q, W_K, W_V)
-            check_shape(f"diagonal_block(..., t={t}) with {label}", got, (d, d))
-            if label != "W_V = I" and t >= 2 and not np.allclose(got, expected, atol=1e-8):
-                fail(f"diagonal_block is wrong for {label} at t={t} but you may be right for W_V = I: "
-                     "is your covariance that of the values or that of the embeddings?")
-            check_close(f"diagonal_block(..., t={t}) with {label}", got, expected, rtol=1e-7, atol=1e-9)
-    return passed("exact diagonal blocks for W_V = I, 0.5 I and a random W_V at every position")
+                       ("a random W_V", rng.normal(size=(d, d)))):
+        with r.check(f"diagonal_block at every position t = 0..{L - 1} with {label}"):
+            for t in range(L):
+                expected = jacobian_diagonal_block(X, t, W_Q=W_Q, W_K=W_K, W_V=W_V)
+                with_identity = jacobian_diagonal_block(X, t, W_Q=W_Q, W_K=W_K, W_V=np.eye(d))
+                got = check_shape(f"diagonal_block(X, t={t}, ...) with {label}",
+                                  _call(diagonal_block, f"diagonal_block(X, t={t}, ...)", X.copy(), t, W_Q, W_K, W_V),
+                                  (d, d))
+                mistakes = {"the block is I − ∂μ_t/∂x_t: you returned I + ∂μ_t/∂x_t": 2 * np.eye(d) - expected,
+                            "you returned ∂μ_t/∂x_t without the identity of the residual": np.eye(d) - expected}
+                if label != "W_V = I":
+                    mistakes["the paper's Eq. (14) form I − Σ_t A with the covariance of the values: the exact "
+                             "block has the cross-covariance (v_s − v̄_t)(x_s − x̄_t)ᵀ of values and embeddings"] = \
+                        paper_diagonal_block(X, W_Q, W_K, W_V)[t]
+                    mistakes["your covariance is that of the embeddings, not of the values (right only for "
+                             "W_V = I): use (v_s − v̄_t)(x_s − x̄_t)ᵀ"] = with_identity
+                check_close(f"diagonal_block(X, t={t}, W_Q, W_K, W_V) with {label}, X of shape {X.shape}", got,
+                            expected, rtol=1e-7, atol=1e-9, mistakes=mistakes)
+    return r.done("exact diagonal blocks for W_V = I, 0.5 I and a random W_V at every position")
 
 
 def check_ex_p4_03(X, W_Q, W_K) -> bool:
     """Exercise 03: a context whose last block has spectral margin ≤ 0 and |det| ≥ 0.1 (W_V = I)."""
     from nextword.theory.barrier import matrix_margins
 
-    X = as_array("X", X)
-    W_Q = as_array("W_Q", W_Q)
-    W_K = as_array("W_K", W_K)
-    if X.ndim != 2 or X.shape[1] < 2 or X.shape[0] < 2:
-        fail(f"X should have shape (L, d) with L >= 2 and d >= 2, got {X.shape}")
-    d = X.shape[1]
-    if W_Q.ndim != 2 or W_Q.shape[1] != d or W_K.shape != W_Q.shape:
-        fail(f"W_Q and W_K should both have shape (d_k, {d}), got {W_Q.shape} and {W_K.shape}")
-    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(W_Q)) and np.all(np.isfinite(W_K))):
-        fail("X, W_Q and W_K must be finite")
+    r = Report("Exercise 4.03")
+    with r.check("X (L, d), W_Q and W_K (d_k, d) are finite arrays of matching shapes"):
+        X = as_array("X", X)
+        W_Q = as_array("W_Q", W_Q)
+        W_K = as_array("W_K", W_K)
+        if X.ndim != 2 or X.shape[1] < 2 or X.shape[0] < 2:
+            fail(f"X should have shape (L, d) with L >= 2 and d >= 2, got {X.shape}")
+        d = X.shape[1]
+        if W_Q.ndim != 2 or W_Q.shape[1] != d or W_K.shape != W_Q.shape:
+            fail(f"W_Q and W_K should both have shape (d_k, {d}), got {W_Q.shape} and {W_K.shape}")
+        if not (np.all(np.isfinite(X)) and np.all(np.isfinite(W_Q)) and np.all(np.isfinite(W_K))):
+            fail("X, W_Q and W_K must be finite")
+    if r.failures:
+        return r.done("")
     mm = matrix_margins(X, W_Q, W_K)
-    check_true(mm.spectral[-1] <= 0,
-               f"the spectral margin 1 - ρ(Σ_t A) at the last position is {mm.spectral[-1]:.3f} > 0: "
-               "Lemma B.4 already certifies this block — push an eigenvalue of Σ_t A past 1")
-    check_true(abs(mm.det[-1]) >= 0.1,
-               f"|det(I - Σ_t A)| at the last position is {abs(mm.det[-1]):.3g} < 0.1: "
-               "the block is (nearly) singular, so it is not a counterexample")
-    return passed(f"ρ(Σ_t A) = {1 - mm.spectral[-1]:.3f} ≥ 1 yet |det(I - Σ_t A)| = {abs(mm.det[-1]):.3f}: "
+    with r.check("the spectral margin 1 − ρ(Σ_t A) at the last position is ≤ 0"):
+        check_true(mm.spectral[-1] <= 0,
+                   f"the spectral margin 1 - ρ(Σ_t A) at the last position is {mm.spectral[-1]:.3f} > 0: "
+                   "Lemma B.4 already certifies this block — push an eigenvalue of Σ_t A past 1")
+    with r.check("yet the block is invertible: |det(I − Σ_t A)| ≥ 0.1"):
+        check_true(abs(mm.det[-1]) >= 0.1,
+                   f"|det(I - Σ_t A)| at the last position is {abs(mm.det[-1]):.3g} < 0.1: "
+                   "the block is (nearly) singular, so it is not a counterexample — move the eigenvalue past 1, "
+                   "not onto it")
+    if r.failures:
+        return r.done("")
+    return r.done(f"ρ(Σ_t A) = {1 - mm.spectral[-1]:.3f} ≥ 1 yet |det(I - Σ_t A)| = {abs(mm.det[-1]):.3f}: "
                   "the spectral condition is not necessary")
 
 
@@ -88,11 +141,19 @@ def check_ex_p4_04(var_first_embedding: Callable) -> bool:
     """Exercise 04: ``var_first_embedding(w, sigma)`` = Var(x_1) under the length-2 non-causal model."""
     from nextword.theory.barrier import residual_jacobian
 
-    for w, sigma in ((0.5, 1.0), (-0.3, 2.0), (0.8, 0.5), (0.0, 1.5)):
-        # the map e = J x is linear: J from the library at any point, then Cov(x) = σ² (Jᵀ J)^(-1)
-        J = residual_jacobian(np.zeros((2, 1)), [[1.0]], [[1.0]], [[w]], context="others").reshape(2, 2)
-        expected = sigma**2 * np.linalg.inv(J.T @ J)[0, 0]
-        got = _call(var_first_embedding, "var_first_embedding", w, sigma)
-        check_close(f"var_first_embedding(w={w}, sigma={sigma})", np.asarray(got, dtype=float), expected,
-                    rtol=1e-8, atol=1e-12)
-    return passed("Var(x_1) of the length-2 non-causal model matches the change of variables for 4 (w, σ)")
+    r = Report("Exercise 4.04")
+    with r.check("Var(x_1) of the length-2 non-causal model (change of variables e = J x)"):
+        for w, sigma in ((0.0, 1.5), (0.5, 1.0), (-0.3, 2.0), (0.8, 0.5)):
+            # the map e = J x is linear: J from the library at any point, then Cov(x) = σ² (Jᵀ J)^(-1)
+            J = residual_jacobian(np.zeros((2, 1)), [[1.0]], [[1.0]], [[w]], context="others").reshape(2, 2)
+            expected = sigma**2 * np.linalg.inv(J.T @ J)[0, 0]
+            M = np.linalg.inv(J)
+            got = _call(var_first_embedding, f"var_first_embedding(w={w}, sigma={sigma})", w, sigma)
+            check_close(f"var_first_embedding(w={w}, sigma={sigma})", np.asarray(got, dtype=float), expected,
+                        rtol=1e-8, atol=1e-12,
+                        mistakes={"σ instead of σ²: the variance scales with the square of the noise level":
+                                  expected / sigma,
+                                  "the length-1 answer σ²: in the non-causal model x_1 also depends on e_2": sigma ** 2,
+                                  "only the (0, 0) entry of M squared: x_1 = M_00 e_1 + M_01 e_2 has two noise terms":
+                                  sigma ** 2 * M[0, 0] ** 2})
+    return r.done("Var(x_1) of the length-2 non-causal model matches the change of variables for 4 (w, σ)")

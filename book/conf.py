@@ -1,0 +1,159 @@
+"""Sphinx configuration of the rendered book (``make book`` / ``python -m nextword.notebooks render``).
+
+Sphinx reads the source tree that ``nextword.notebooks.stage_book`` lays out in ``_build/book_src`` (the
+committed, executed notebooks and the generated contents pages) with this folder as its configuration
+directory (``sphinx-build -c book``). Pages are rendered from the stored outputs, never re-executed, so
+the HTML shows what ``pytest --nbval`` checked. Everything a page loads is in the built folder: MathJax
+is copied from the ``jupyter-server-mathjax`` package, and the theme bundles its fonts and icons.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+from pathlib import Path
+
+project = "nextword — Predicting the Next Word, Chapter 6 and its theory"
+author = "the nextword authors"
+copyright = "the nextword authors"  # noqa: A001 (Sphinx's name)
+
+extensions = ["myst_nb", "sphinx.ext.mathjax"]
+exclude_patterns = ["**.ipynb_checkpoints", "_build"]
+suppress_warnings = ["myst.header"]   # notebooks may jump from # to ### (a cell per idea)
+
+# MyST-NB: render the stored outputs; math with $...$ / $$...$$ (numbered with a label), amsmath blocks.
+nb_execution_mode = "off"
+nb_merge_streams = True
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]
+myst_dmath_double_inline = True
+myst_heading_anchors = 3
+numfig = True
+math_numfig = True
+
+# Offline MathJax 2 (the jupyter-server-mathjax bundle, STIX-Web fonts only), copied into _static/mathjax.
+mathjax_path = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"
+mathjax2_config = {
+    # MyST-NB marks each notebook section tex2jax_ignore; Sphinx's math spans/divs carry class "math".
+    "tex2jax": {"inlineMath": [["\\(", "\\)"]], "displayMath": [["\\[", "\\]"]], "processEscapes": True,
+                "ignoreClass": "tex2jax_ignore|mathjax_ignore", "processClass": "math"},
+    "HTML-CSS": {"availableFonts": ["STIX-Web"], "preferredFont": "STIX-Web", "webFont": "STIX-Web",
+                 "imageFont": None,
+                 # MathJax's font-load probe is url('about:blank'), which Chromium reports as a CORS error;
+                 # a local() source that never matches probes the same way without a request.
+                 "styles": {"@font-face": {"font-family": "MathJax_Blank", "src": "local('MathJax Blank None')"}}},
+    # The hidden assistive MathML asks for MathJax's TeX fonts (not in the bundle) for double-struck letters: a 404.
+    "menuSettings": {"zoom": "None", "assistiveMML": False},
+    "showMathMenu": False,
+    "messageStyle": "none",
+}
+
+html_theme = "sphinx_book_theme"
+html_title = "nextword: the book"
+html_static_path = ["_static"]
+html_css_files = ["nextword.css"]
+html_favicon = "_static/favicon.svg"
+html_context = {"default_mode": "light"}
+# The hash of this file and of _static makes Sphinx re-read and rebuild every page when the hooks below
+# change (Sphinx compares configuration values, not code); registered with rebuild="env" in setup().
+_CONF_FILES = [Path(__file__), *sorted((Path(__file__).parent / "_static").glob("*"))]
+nextword_conf_hash = hashlib.sha256(b"".join(f.read_bytes() for f in _CONF_FILES)).hexdigest()[:16]
+# Result snippets would fetch each page: blocked (console errors) when index.html is opened from the
+# file system, and they quote the theme's buttons; titles alone work everywhere.
+html_show_search_summary = False
+html_last_updated_fmt = None
+html_theme_options = {
+    "home_page_in_toc": True,
+    "show_toc_level": 2,
+    "use_download_button": True,
+    "use_fullscreen_button": False,
+    "use_repository_button": False,
+    "use_source_button": False,
+    "use_edit_page_button": False,
+    "use_issues_button": False,
+    "navigation_with_keys": False,
+    "show_navbar_depth": 1,
+    "collapse_navbar": False,
+    "search_bar_text": "Search the book…",
+}
+
+
+def _copy_mathjax(app) -> None:
+    """Put the ``jupyter-server-mathjax`` bundle into ``_static/mathjax`` (once; it does not change)."""
+    import jupyter_server_mathjax
+
+    bundle = Path(jupyter_server_mathjax.__file__).parent / "static"
+    target = Path(app.outdir) / "_static" / "mathjax"
+    if not (bundle / "MathJax.js").exists():
+        raise FileNotFoundError(f"no MathJax.js in {bundle}: reinstall jupyter-server-mathjax")
+    if not (target / "MathJax.js").exists():
+        shutil.copytree(bundle, target, dirs_exist_ok=True)
+
+
+def _source_links(app, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """Add the page's jupytext ``.py`` source to the download menu (next to the ``.ipynb``)."""
+    source = Path(app.srcdir) / f"{pagename}.py"
+    if not source.exists():
+        return
+    target = Path(app.outdir) / "_sources" / f"{pagename}.py"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(source, target)
+    for group in context.get("header_buttons", []):
+        if group.get("label") == "download-buttons":
+            group["buttons"].insert(1, {
+                "type": "link", "url": f"{context['pathto']('_sources', 1)}/{pagename}.py", "text": ".py",
+                "tooltip": "Download the jupytext source (the notebook's source of truth)",
+                "icon": "fas fa-file-code", "label": "download-py-button"})
+
+
+_PAIRED = {"exercises": ("solutions", "Solution", "The worked solution of this exercise is "),
+           "solutions": ("exercises", "Exercise", "This is the worked solution of the student notebook ")}
+
+
+def _exercise_links(app, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """Link each exercise page to its solution and back (a box under the title), and to its book notebook."""
+    kind, _, rest = pagename.partition("/")
+    if kind not in _PAIRED or rest.endswith("index") or "body" not in context:
+        return
+    other_kind, title, text = _PAIRED[kind]
+    other = f"{other_kind}/{rest}"
+    if other not in app.env.found_docs:
+        return
+    href = context["pathto"](other)
+    label = app.env.titles[other].astext()
+    box = (f'<div class="admonition tip nextword-pair"><p class="admonition-title">{title}</p>'
+           f'<p>{text}<a class="reference internal nextword-pair-link" href="{href}">{label}</a>'
+           f'{" (try it yourself first)." if kind == "exercises" else "."}</p></div>')
+    body = re.sub(r"(Book notebook:</strong>\s*)(book/part\w+/\w+)",
+                  lambda m: f'{m[1]}<a class="reference internal" href="{context["pathto"](m[2])}">{m[2]}</a>'
+                  if m[2] in app.env.found_docs else m[0], context["body"])
+    at = body.find("</h1>")
+    context["body"] = body[:at + 5] + box + body[at + 5:] if at >= 0 else box + body
+
+
+def _plain_title(app, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """The browser tab cannot typeset math: drop the \\( \\) delimiters from the page's <title>."""
+    if context.get("title"):
+        context["title"] = re.sub(r"\\[()]", "", context["title"])
+
+
+def _solution_titles(app, doctree) -> None:
+    """Title a solution page "Solution to Exercise NN — ..." so that it differs from its exercise
+    in the sidebar, the search results and the browser tab (runs before Sphinx records titles)."""
+    from docutils import nodes
+
+    docname = app.env.docname
+    if not docname.startswith("solutions/") or docname.endswith("index"):
+        return
+    title = next(iter(doctree.findall(nodes.title)), None)
+    if title is not None and not title.astext().startswith("Solution"):
+        title.insert(0, nodes.Text("Solution to "))
+
+
+def setup(app):
+    app.add_config_value("nextword_conf_hash", "", "env")
+    app.connect("doctree-read", _solution_titles, priority=400)   # before the title collector (500)
+    app.connect("builder-inited", _copy_mathjax)
+    app.connect("html-page-context", _source_links, priority=600)   # after the theme's buttons (501)
+    app.connect("html-page-context", _exercise_links)
+    app.connect("html-page-context", _plain_title)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

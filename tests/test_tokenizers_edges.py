@@ -1,0 +1,105 @@
+"""Tokenizer edges (issues #19 speed paths and #22 bad input): the per-word encode cache gives the
+same ids as splitting the whole text, the list-decoding gather refuses what the array path
+refuses, special-token ids are ints (and a large one costs no time), and a bare string is not a
+collection of special tokens."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nextword.tokenizers import BPETokenizer
+
+pytest.importorskip("regex")
+
+SAMPLE = ("First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n"
+          "We know't, we'll  have corn at our own price.\t \n  numbers 12345 678 and   spaces\r\n"
+          "ünïcödé — “quotes”, emoji 🙂👍🏽 and CJK 漢字かな. (paren) 'quote' \u00a0nbsp \x1c sep\n") * 4
+
+
+@pytest.fixture(scope="module")
+def toks() -> dict[str, BPETokenizer]:
+    return {p: BPETokenizer.train(SAMPLE, 330, pattern=p) for p in ("gpt2", "gpt4")}
+
+
+# an alphabet with every character class the split patterns distinguish, spaces of all kinds
+ALPHABET = "ab Z'sdtlv19 .,!(\n\r\t\u00a0\u2028\x1c\x0bé漢🙂"
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(alphabet=ALPHABET, max_size=40), st.sampled_from(["gpt2", "gpt4"]))
+def test_word_cache_gives_the_ids_of_the_whole_text_split(toks, text, pattern):
+    tok = toks[pattern]
+    expect = tok._encode_pieces(text)  # split the whole text with the pattern, piece by piece
+    fresh = BPETokenizer(tok.merge_list(), pattern=pattern)
+    assert fresh.encode(text) == expect  # cold: words learned from this text
+    assert fresh.encode(text) == expect  # warm: words from the cache
+    assert tok.encode(text + " " + text) == tok._encode_pieces(text + " " + text)
+    assert fresh.decode(expect) == text
+
+
+def test_word_cache_on_a_corpus_and_a_custom_pattern(toks):
+    for tok in toks.values():
+        assert tok.encode(SAMPLE) == tok._encode_pieces(SAMPLE)
+    custom = BPETokenizer(toks["gpt2"].merge_list(), pattern=r"\S+|\s+")
+    assert custom._words is None  # only the named patterns have the word cache
+    assert custom.decode(custom.encode(SAMPLE)) == SAMPLE
+
+
+def test_list_decoding_refuses_what_arrays_refuse(toks):
+    tok = toks["gpt4"]
+    ids = tok.encode(SAMPLE)
+    assert tok.decode(ids) == tok.decode(np.asarray(ids)) == tok.decode(tuple(ids)) == SAMPLE
+    assert tok.decode([]) == "" and tok.decode([65]) == "A"
+    for bad in ([65, -1], [-1], [65, 330], [65, 10**9]):
+        with pytest.raises(ValueError, match="unknown token id"):
+            tok.decode(bad)
+    for bad in ([65, 1.0], [1.0], [65, "66"], ["66"]):
+        with pytest.raises(ValueError, match="ints"):
+            tok.decode(bad)
+    gap = BPETokenizer(special_tokens={"<s>": 1000})  # ids 256..999 unknown
+    with pytest.raises(ValueError, match="unknown token id 500"):
+        gap.decode([65, 500])
+    assert gap.decode([65, 1000]) == "A<s>"
+
+
+def test_special_token_ids_are_ints_and_cheap():
+    with pytest.raises(TypeError, match="special token '<s>' must be an integer"):
+        BPETokenizer(special_tokens={"<s>": "300"})
+    with pytest.raises(TypeError, match="special_tokens must be a mapping"):
+        BPETokenizer(special_tokens=["<s>"])  # type: ignore[arg-type]
+    t0 = time.process_time()
+    tok = BPETokenizer(special_tokens={"<s>": 2**24 - 1})
+    assert tok.decode([65, 2**24 - 1]) == "A<s>"
+    with pytest.raises(ValueError, match="unknown token id 300"):
+        tok.decode([300])
+    assert time.process_time() - t0 < 1.0  # used to loop over every id below 2**24 (seconds)
+    assert tok.special_tokens == {"<s>": 2**24 - 1}
+
+
+def test_a_bare_string_is_not_a_list_of_special_tokens():
+    with pytest.raises(TypeError, match=r"wrap it in a list: \['<s>'\]"):
+        BPETokenizer.train("abc abc", 260, special_tokens="<s>")
+    with pytest.raises(TypeError, match="must contain strings"):
+        BPETokenizer.train("abc abc", 260, special_tokens=["<s>", 5])
+    tok = BPETokenizer.train("abc abc", 260, special_tokens=("<s>",))
+    assert list(tok.special_tokens) == ["<s>"]
+
+
+def test_a_vocabulary_too_large_for_the_id_packing_is_named():
+    with pytest.raises(ValueError, match=r"vocab_size must be < 2\*\*21"):
+        BPETokenizer.train("abc abc", 10**7)
+
+
+def test_re_whitespace_covers_the_split_patterns_whitespace():
+    """The word cut (``re``'s ``\\S`` before a space) is only sound if every character the
+    ``regex`` module calls whitespace is whitespace for ``re`` too — checked over all of Unicode."""
+    import re
+
+    import regex
+
+    everything = "".join(map(chr, range(0x110000)))
+    assert set(regex.findall(r"\s", everything)) <= set(re.findall(r"\s", everything))
