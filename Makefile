@@ -16,13 +16,14 @@ KERNELS := OPENBLAS_CORETYPE=Sandybridge ATEN_CPU_CAPABILITY=default \
 	NPY_DISABLE_CPU_FEATURES="AVX512F AVX512CD AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX2 FMA3" \
 	NEXTWORD_THREADS=2
 
-.PHONY: help env test test-lib test-notebooks test-notebooks-kernels book book-html render lab sync exercises bench clean
+.PHONY: help env lint test test-lib test-notebooks test-notebooks-kernels book book-html render lab sync exercises bench clean
 
 help:
 	@echo "make book   - set up, execute every notebook in book/, render _build/html/index.html"
 	@echo "make book-html - render the committed executed notebooks to _build/html (no execution; incremental)"
-	@echo "make test   - set up, library tests, pairing checks, pytest --nbval on book/ and solutions/"
+	@echo "make test   - set up, lint, library tests + doctests, browser test of the book, pytest --nbval on book/ and solutions/"
 	@echo "              (twice: as built, and with other CPU kernels and 2 threads: test-notebooks-kernels)"
+	@echo "make lint   - ruff check and the import-linter contracts (.importlinter)"
 	@echo "make lab    - open JupyterLab on book/"
 	@echo "make sync   - regenerate every .ipynb from its .py (jupytext pairing, keeps outputs)"
 	@echo "make exercises - regenerate exercises/ from solutions/"
@@ -32,16 +33,21 @@ help:
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[all]'
-	$(BIN)/python -m nextword.check_env
+	$(BIN)/python -m nextword.booktools.check_env
 	touch $@
 
 env: $(STAMP)
 
 # The book is rendered once (book-html); the browser test in tests/ reuses _build/html.
-test: $(STAMP) book-html test-lib test-notebooks test-notebooks-kernels
+test: $(STAMP) lint book-html test-lib test-notebooks test-notebooks-kernels
+
+# the rules of the house: ruff's lint rules (pyproject.toml) and the import contracts (.importlinter)
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 test-lib: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) tests
+	$(BIN)/python -m pytest -n $(JOBS) --doctest-modules nextword tests
 
 test-notebooks: $(STAMP)
 	$(NBENV) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NBVAL) book solutions
@@ -50,12 +56,12 @@ test-notebooks-kernels: $(STAMP)
 	$(NBENV) $(KERNELS) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NBVAL) book solutions
 
 book: $(STAMP)
-	$(NBENV) $(BIN)/python -m nextword.notebooks build -j $(JOBS) book/*/*.py
+	$(NBENV) $(BIN)/python -m nextword.booktools.notebooks build -j $(JOBS) book/*/*.py
 	$(MAKE) book-html
 
 # Sphinx + MyST-NB (book/conf.py) renders the committed, executed .ipynb files: what nbval checks.
 book-html: $(STAMP)
-	$(BIN)/python -m nextword.notebooks render -j $(JOBS)
+	$(BIN)/python -m nextword.booktools.notebooks render -j $(JOBS)
 	@echo "open _build/html/index.html"
 
 render: book-html
@@ -64,10 +70,10 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab book/
 
 sync: $(STAMP)
-	$(BIN)/python -m nextword.notebooks sync --all
+	$(BIN)/python -m nextword.booktools.notebooks sync --all
 
 exercises: $(STAMP)
-	$(BIN)/python -m nextword.exercises build
+	$(BIN)/python -m nextword.booktools.exercises build
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

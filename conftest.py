@@ -1,15 +1,24 @@
-"""Root pytest configuration: notebook kernels started by nbval inherit the same environment as
-``python -m nextword.notebooks build`` (single-threaded BLAS/torch, fixed hash seed, default run).
+"""Root pytest configuration, shared by the library's doctests (``pytest --doctest-modules nextword``),
+the tests and the notebooks.
 
-Portability pass: ``make test`` checks the notebooks a second time with other CPU kernels selected
-(``OPENBLAS_CORETYPE``, ``ATEN_CPU_CAPABILITY``, ``NPY_DISABLE_CPU_FEATURES``) and two threads. For that
-pass the thread count is given by ``NEXTWORD_THREADS`` (e.g. ``NEXTWORD_THREADS=2``), which then
-replaces the one thread of :data:`nextword.notebooks.NOTEBOOK_ENV` for BLAS and OpenMP. The kernel
-variables themselves are simply inherited by the kernels; nothing here changes them.
+* Notebook kernels started by nbval inherit the same environment as ``python -m nextword.booktools.notebooks
+  build`` (single-threaded BLAS/torch, fixed hash seed, default run).
+* Portability pass: ``make test`` checks the notebooks a second time with other CPU kernels selected
+  (``OPENBLAS_CORETYPE``, ``ATEN_CPU_CAPABILITY``, ``NPY_DISABLE_CPU_FEATURES``) and two threads. The thread
+  count of that pass is ``NEXTWORD_THREADS`` (e.g. ``2``), which then replaces the one thread of
+  ``NOTEBOOK_ENV`` for BLAS and OpenMP; the kernel variables are simply inherited by the kernels.
+* Doctests see ``np`` (numpy) in their namespace, as the docstrings' examples assume.
+* Modules that import torch at module level (``nextword/torch/``) are not collected when torch is
+  missing, so the numpy library's doctests still run on a machine without it.
+* ``__main__`` modules are command lines: importing them would run them.
 """
+import importlib.util
 import os
 
-from nextword.notebooks import NOTEBOOK_ENV, apply_notebook_env
+import numpy as np
+import pytest
+
+from nextword.booktools.notebooks import NOTEBOOK_ENV, apply_notebook_env
 
 THREAD_VARIABLES = tuple(k for k in NOTEBOOK_ENV if k.endswith("_NUM_THREADS"))
 
@@ -20,3 +29,31 @@ if _threads:
     if not _threads.isdigit() or int(_threads) < 1:
         raise ValueError(f"NEXTWORD_THREADS must be a positive integer, got {_threads!r}")
     os.environ.update({k: _threads for k in THREAD_VARIABLES})
+
+
+
+def _torch_available() -> bool:
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):  # ValueError: torch blocked by sys.modules["torch"] = None
+        return False
+
+
+collect_ignore_glob = ["nextword/**/__main__.py"]
+if not _torch_available():
+    collect_ignore_glob.append("nextword/torch/*")
+
+
+@pytest.fixture(autouse=True)
+def _doctest_namespace(doctest_namespace):
+    doctest_namespace["np"] = np
+
+
+@pytest.fixture(autouse=True)
+def _restore_environment():
+    """Examples may set environment variables (``data_dir``'s sets ``NEXTWORD_DATA_DIR``)."""
+    saved = dict(os.environ)
+    yield
+    if os.environ != saved:
+        os.environ.clear()
+        os.environ.update(saved)

@@ -7,7 +7,7 @@ Both libraries get the same thread count (``--threads``, default 1): the BLAS th
 set before numpy is imported and ``torch.set_num_threads`` is called. Printed: the median (and
 min) time of each variant and its ratio to torch. Variants:
 
-* ``numpy nextword``      — :class:`nextword.multihead.MultiHeadAttention` (fused QKV matmul,
+* ``numpy nextword``      — :class:`nextword.attention.multihead.MultiHeadAttention` (fused QKV matmul,
                             blocked causal softmax that skips the masked upper triangle);
 * ``numpy naive``         — the textbook formula: three projections, full T x T scores, mask with
                             ``np.where``, softmax, weighted sum (kept for comparison);
@@ -45,7 +45,7 @@ import numpy as np  # noqa: E402  (after the thread settings)
 import torch  # noqa: E402
 
 from nextword.attention import softmax  # noqa: E402
-from nextword.multihead import MultiHeadAttention  # noqa: E402
+from nextword.attention import MultiHeadAttention  # noqa: E402
 
 torch.set_num_threads(ARGS.threads)
 
@@ -67,7 +67,9 @@ def timeit_interleaved(fns: dict, repeats: int) -> dict[str, tuple[float, float]
 def naive_mha(mha: MultiHeadAttention, X: np.ndarray) -> np.ndarray:
     T, h, dh = X.shape[-2], mha.num_heads, mha.head_dim
     Q, K, V = X @ mha.W_q, X @ mha.W_k, X @ mha.W_v  # (B, T, d) each
-    split = lambda A: A.reshape(A.shape[:-1] + (h, dh)).swapaxes(-2, -3)  # (B, h, T, dh)
+    def split(A):
+        return A.reshape(A.shape[:-1] + (h, dh)).swapaxes(-2, -3)  # (B, T, d) -> (B, h, T, dh)
+
     Q, K, V = split(Q), split(K), split(V)
     S = Q @ K.swapaxes(-1, -2) / np.float32(np.sqrt(dh))  # (B, h, T, T)
     S = np.where(np.tri(T, dtype=bool), S, -np.inf)
@@ -105,7 +107,9 @@ def main() -> None:
         with torch.inference_mode():
             return ref(tX, tX, tX, attn_mask=tmask, need_weights=True, average_attn_weights=False)[0]
 
-    ours = lambda: mha(X, causal=True)
+    def ours():
+        return mha(X, causal=True)
+
     # correctness first (float32 tolerances)
     y_ref = torch_fast().numpy()
     np.testing.assert_allclose(ours(), y_ref, rtol=2e-3, atol=2e-4)

@@ -38,7 +38,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from nextword.bpe_trainer import bytes_to_unicode
+from nextword.tokenizers import bytes_to_unicode
 from nextword.data import find_data_file
 from nextword.tokenizers import SPLIT_PATTERNS, BPETokenizer
 

@@ -1,6 +1,6 @@
-"""Sphinx configuration of the rendered book (``make book`` / ``python -m nextword.notebooks render``).
+"""Sphinx configuration of the rendered book (``make book`` / ``python -m nextword.booktools.notebooks render``).
 
-Sphinx reads the source tree that ``nextword.notebooks.stage_book`` lays out in ``_build/book_src`` (the
+Sphinx reads the source tree that ``nextword.booktools.notebooks.stage_book`` lays out in ``_build/book_src`` (the
 committed, executed notebooks and the generated contents pages) with this folder as its configuration
 directory (``sphinx-build -c book``). Pages are rendered from the stored outputs, never re-executed, so
 the HTML shows what ``pytest --nbval`` checked. Everything a page loads is in the built folder: MathJax

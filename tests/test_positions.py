@@ -168,15 +168,6 @@ def test_rope_bad_inputs():
         rope_rotation_matrix(1, 3)
 
 
-@pytest.mark.parametrize("module", ['nextword.positions'])
-def test_docstring_examples(module):
-    import doctest
-    import importlib
-
-    res = doctest.testmod(importlib.import_module(module), extraglobs={"np": np})
-    assert res.attempted > 0 and res.failed == 0
-
-
 def test_sinusoidal_wavelength_grows_with_dimension():
     """Wavelength of pair i is 2π·base^(2i/d): it grows with the dimension, from 2π (i = 0) to
     2π·base^((d-2)/d) < 2π·base (Chapter 6 §6.5 text; the caption of Fig. 6.25 says it decreases)."""

@@ -10,7 +10,7 @@
 # **How to read it.**
 # * Read a part in order; each notebook names the equations, figures and exercises of its source by number.
 # * The code behind every figure is on the page; whatever the page imports is in `nextword/` — open the
-#   module to see the implementation (`nextword.attention`, `nextword.positions`, `nextword.layers`, …).
+#   module to see the implementation (`nextword.attention`, `nextword.positions`, `nextword.decoder`, …).
 # * Exercises live in `exercises/<part>/`; each ends with a self-check cell that prints ✓ or says what is
 #   wrong. Worked answers are in `solutions/`.
 # * Long, paper-sized runs are behind the `FULL=1` environment variable; the default is a faithful
@@ -20,10 +20,10 @@
 # %% [markdown]
 # ## Your environment
 #
-# Paste this report into any bug report (it is the output of `python -m nextword.check_env`).
+# Paste this report into any bug report (it is the output of `python -m nextword.booktools.check_env`).
 
 # %% tags=["nbval-ignore-output"]
-from nextword.check_env import format_report, run_checks
+from nextword.booktools.check_env import format_report, run_checks
 
 results = run_checks()
 print(format_report(results))

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 6.1 From sequential bottleneck to parallel attention
 #
-# *Source: Chapter 6, §6.1 (Figs. 6.1–6.4). Library: `nextword.recurrent`, `nextword.running_example`,
+# *Source: Chapter 6, §6.1 (Figs. 6.1–6.4). Library: `nextword.chapter6.recurrent`, `nextword.chapter6.running_example`,
 # `nextword.torch.lm`, `nextword.torch.rnn`.*
 #
 # The section makes two claims about recurrent networks and one about attention:
@@ -26,10 +26,10 @@ import numpy as np
 import sympy as sp
 import torch
 
-from nextword.plotting import use_book_style
-from nextword.recurrent import (attention_graph, attention_recall, copy_task, linear_state_recall,
+from nextword.booktools.plotting import use_book_style
+from nextword.chapter6 import (attention_graph, attention_recall, copy_task, linear_state_recall,
                                 path_lengths, rnn_graph, rnn_state_jacobian, sequential_depth)
-from nextword.running_example import RUNNING_EXAMPLE
+from nextword.chapter6 import RUNNING_EXAMPLE
 from nextword.torch.lm import LMConfig, TinyLM, torch_threads, train_lm
 from nextword.torch.rnn import RecurrentConfig, RecurrentLM
 

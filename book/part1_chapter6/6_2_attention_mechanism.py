@@ -2,7 +2,7 @@
 # # 6.2 The attention mechanism
 #
 # *Source: Chapter 6, §6.2 (the attention-weight formula, Figs. 6.3–6.12, Exercises 1, 2 and 10).
-# Library: `nextword.attention`, `nextword.torch.lm`, `nextword.running_example`.*
+# Library: `nextword.attention`, `nextword.torch.lm`, `nextword.chapter6.running_example`.*
 #
 # For embeddings $e[1..n]$ (rows, width $d_{\text{model}}$) the chapter defines $q[i]=e[i]W^Q$,
 # $k[i]=e[i]W^K$, $v[i]=e[i]W^V$ and
@@ -28,10 +28,10 @@ import torch
 from scipy.optimize import linprog
 
 from nextword.attention import MultiHeadAttention, scaled_dot_product_attention, softmax
-from nextword.layers import layer_norm
-from nextword.plotting import heatmap, use_book_style
-from nextword.running_example import RUNNING_EXAMPLE, RunningExampleSource
-from nextword.synthetic import entropy
+from nextword.decoder import layer_norm
+from nextword.booktools.plotting import heatmap, use_book_style
+from nextword.chapter6 import RUNNING_EXAMPLE, RunningExampleSource
+from nextword.data.synthetic import entropy
 from nextword.torch.lm import LMConfig, TinyLM, evaluate_loss, to_numpy_decoder, train_lm
 
 use_book_style()

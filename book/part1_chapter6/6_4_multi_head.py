@@ -2,7 +2,7 @@
 # # 6.4 Multi-head attention
 #
 # *Source: Chapter 6, §6.4 (the MHA formulas, Figs. 6.18–6.22, Exercises 4 and 9).
-# Library: `nextword.attention` (`MultiHeadAttention`), `nextword.probing`, `nextword.ablation`,
+# Library: `nextword.attention` (`MultiHeadAttention`), `nextword.chapter6.probing`, `nextword.torch.ablation`,
 # `nextword.torch.lm`.*
 #
 # With $n_{\text{heads}}$ heads of width $d_{\text{head}}=d_{\text{model}}/n_{\text{heads}}$,
@@ -28,10 +28,10 @@ import numpy as np
 import sympy as sp
 import torch
 
-from nextword.ablation import token_nll
+from nextword.torch.ablation import token_nll
 from nextword.attention import MultiHeadAttention, scaled_dot_product_attention
-from nextword.plotting import heatmap, use_book_style
-from nextword.probing import AgreementTask, attention_to_offset, head_ablation_effects, head_profile
+from nextword.booktools.plotting import heatmap, use_book_style
+from nextword.chapter6 import AgreementTask, attention_to_offset, head_ablation_effects, head_profile
 from nextword.torch.lm import LMConfig, TinyLM, train_lm
 
 use_book_style()

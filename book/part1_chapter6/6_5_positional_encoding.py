@@ -2,7 +2,7 @@
 # # 6.5 Positional encoding
 #
 # *Source: Chapter 6, §6.5 (the sinusoidal formula, Figs. 6.23–6.28, Exercises 5 and 6).
-# Library: `nextword.positions`, `nextword.probing`, `nextword.ablation`, `nextword.torch.lm`.*
+# Library: `nextword.positions`, `nextword.chapter6.probing`, `nextword.torch.ablation`, `nextword.torch.lm`.*
 #
 # Attention compares contents: without positional information the score $q[i]^\top k[j]$ does not know
 # where $i$ and $j$ are. This notebook
@@ -28,10 +28,10 @@ import numpy as np
 import sympy as sp
 import torch
 
-from nextword.ablation import position_losses
+from nextword.torch.ablation import position_losses
 from nextword.attention import MultiHeadAttention
 from nextword.decoder import DecoderConfig, DecoderLM
-from nextword.plotting import heatmap, use_book_style
+from nextword.booktools.plotting import heatmap, use_book_style
 from nextword.positions import (
     LearnedPositionalEmbedding,
     apply_rope,
@@ -39,8 +39,8 @@ from nextword.positions import (
     sinusoidal_encoding,
     sinusoidal_shift_matrix,
 )
-from nextword.probing import permutation_sensitivity
-from nextword.synthetic import entropy, markov_source
+from nextword.chapter6 import permutation_sensitivity
+from nextword.data.synthetic import entropy, markov_source
 from nextword.torch.lm import LMConfig, TinyLM, train_lm
 
 use_book_style()

@@ -2,8 +2,8 @@
 # # 6.6 Context representation in transformers
 #
 # *Source: Chapter 6, §6.6 (the block formula, Figs. 6.29–6.32, Exercises 8, 11 and 12).
-# Library: `nextword.layers`, `nextword.decoder`, `nextword.recurrent`, `nextword.ablation`,
-# `nextword.probing`, `nextword.torch.lm`.*
+# Library: `nextword.decoder.layers`, `nextword.decoder`, `nextword.chapter6.recurrent`, `nextword.torch.ablation`,
+# `nextword.chapter6.probing`, `nextword.torch.lm`.*
 #
 # This notebook (1) checks the chapter's formula for one decoder block against its own Fig. 6.29 and
 # builds the decoder-only stack from the library's pieces; (2) measures the memory an RNN and a
@@ -25,16 +25,16 @@ import numpy as np
 import sympy as sp
 import torch
 
-from nextword.ablation import ABLATIONS, ablated_config, prefix_nll, token_nll, with_config
+from nextword.torch.ablation import ABLATIONS, ablated_config, prefix_nll, token_nll, with_config
 from nextword.attention import MultiHeadAttention, softmax
 from nextword.decoder import DecoderConfig, DecoderLM
-from nextword.kv_cache import KVCache
-from nextword.layers import TransformerBlock, feed_forward, layer_norm
-from nextword.plotting import use_book_style
+from nextword.attention import KVCache
+from nextword.decoder import TransformerBlock, feed_forward, layer_norm
+from nextword.booktools.plotting import use_book_style
 from nextword.positions import sinusoidal_encoding
-from nextword.probing import AgreementTask
-from nextword.recurrent import rnn_states
-from nextword.running_example import RUNNING_EXAMPLE, RunningExampleSource
+from nextword.chapter6 import AgreementTask
+from nextword.chapter6 import rnn_states
+from nextword.chapter6 import RUNNING_EXAMPLE, RunningExampleSource
 from nextword.torch.lm import LMConfig, TinyLM, train_lm
 
 use_book_style()

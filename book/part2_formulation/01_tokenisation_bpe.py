@@ -32,7 +32,7 @@ import sympy as sp
 
 from nextword.data import load_corpus
 from nextword.embedding import TokenEmbedding, embed, embedding_grad, one_hot
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.tokenizers import BPETokenizer, CharTokenizer, learn_bpe
 
 use_book_style()

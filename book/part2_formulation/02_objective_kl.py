@@ -9,8 +9,8 @@
 # law to the model (Optimisation Problem 4.4). Because both laws factorise, that KL splits into a
 # sum over positions of expected next-token KLs (4.2a–d, 4.4b), which is why next-token
 # cross-entropy is the right loss. We derive this with sympy, then check every identity exactly on a
-# synthetic Markov source whose law we know (`nextword.synthetic`), using a count-based n-gram model
-# (`nextword.ngram`) as $\pi$. Finally we compare the shared-prefix estimator (4.5) with independent
+# synthetic Markov source whose law we know (`nextword.data.synthetic`), using a count-based n-gram model
+# (`nextword.decoding.ngram`) as $\pi$. Finally we compare the shared-prefix estimator (4.5) with independent
 # draws (Remark 4.7) by simulation.
 
 # %% tags=["parameters"]
@@ -24,10 +24,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import sympy as sp
 
-from nextword.ngram import NGramLM
-from nextword.plotting import use_book_style
-from nextword.synthetic import markov_source
-from nextword.theory.objectives import (
+from nextword.decoding import NGramLM
+from nextword.booktools.plotting import use_book_style
+from nextword.data import markov_source
+from nextword.theory.formulation import (
     kl_decomposition, kl_divergence, markov_next_probs, position_losses, sequence_distribution,
     shared_prefix_estimate,
 )
@@ -108,7 +108,7 @@ assert np.isclose(direct, dec.joint, rtol=1e-12) and np.isclose(dec.per_position
 assert np.allclose(dec.per_position, dec.cross_entropy - dec.entropy, atol=1e-12)
 assert np.all(direct >= dec.per_position)  # Remark 4.6: J bounds every position's term
 # beyond the source's context (m > 2) the conditional entropy is the entropy rate of the source
-print(f"entropy rate of the source (nextword.synthetic): {source.entropy_rate():.4f} nats")
+print(f"entropy rate of the source (nextword.data.synthetic): {source.entropy_rate():.4f} nats")
 assert np.allclose(dec.entropy[2:], source.entropy_rate(), atol=1e-12)
 
 # %% [markdown]

@@ -10,8 +10,8 @@
 # it near the reference model (4.7). We do both on models small enough to check exactly:
 #
 # * the model is a softmax table $\pi(b\mid a)=\mathrm{softmax}(W_a)_b$ over $|V|=10$ tokens
-#   (`nextword.theory.objectives`), trained by Adam on the next-token cross-entropy (4.5)/(4.6);
-#   the sources are Markov chains (`nextword.synthetic`), so the population KL to the target is
+#   (`nextword.theory.formulation.objectives`), trained by Adam on the next-token cross-entropy (4.5)/(4.6);
+#   the sources are Markov chains (`nextword.data.synthetic`), so the population KL to the target is
 #   computable;
 # * for RL, the policy is any law on the $3^4=81$ sequences of length 4, so (4.7) is computed
 #   exactly and its closed-form minimiser $\pi^*\propto\pi_{\rm ref}e^{r/\beta}$ can be checked.
@@ -29,9 +29,9 @@ import numpy as np
 import scipy.optimize
 import sympy as sp
 
-from nextword.plotting import use_book_style
-from nextword.synthetic import MarkovSource, markov_source
-from nextword.theory.objectives import (
+from nextword.booktools.plotting import use_book_style
+from nextword.data import MarkovSource, markov_source
+from nextword.theory.formulation import (
     bigram_counts, fit_lora, fit_table, kl_divergence, kl_regularised_optimum, markov_next_probs,
     rl_empirical_objective, rl_objective, sequence_distribution, table_kl,
 )

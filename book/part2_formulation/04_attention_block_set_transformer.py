@@ -9,7 +9,7 @@
 # network, a normalisation — followed by a pooling map and a softmax (5.6)–(5.7). There are no
 # positions and no mask, so the model sees its input as a *set*, and Appendix B goes one step
 # further: as a *probability measure* on $\mathbb R^{d_e}$. We compute every piece with
-# `nextword.set_transformer`, check the symmetries the section claims, and mark which of them survive
+# `nextword.theory.formulation.set_transformer`, check the symmetries the section claims, and mark which of them survive
 # a causal mask or positional encodings (§5.3, notebook 2.5).
 #
 # Conventions: the paper's column vectors $Qh_k$ are rows of `h @ Q.T` with `h` of shape
@@ -21,10 +21,10 @@ import numpy as np
 import sympy as sp
 
 from nextword.attention import softmax
-from nextword.layers import TransformerBlock, feed_forward, layer_norm, rms_norm
-from nextword.plotting import use_book_style
+from nextword.decoder import TransformerBlock, feed_forward, layer_norm, rms_norm
+from nextword.booktools.plotting import use_book_style
 from nextword.positions import sinusoidal_encoding
-from nextword.set_transformer import (
+from nextword.theory.formulation import (
     AttentionParams, BlockParams, att, attention_block, empirical_measure, max_pool, mean_pool,
     next_token_distribution, set_transformer, soft_max_pool,
 )
@@ -62,7 +62,7 @@ print("max |ATT(h) - (5.2) term by term| < 1e-12 (round-off); rows of alpha sum 
 # ## 2. The attention block (5.3a–d), and the normalisation of Example 5.2
 #
 # The block is ATT → N → $h+\mathrm{NN}(h)$ → N: the *post-norm* block of Chapter 6 with one head
-# and no output projection. With $c=d_e$ it is exactly `nextword.layers.TransformerBlock(pre_norm=False)`
+# and no output projection. With $c=d_e$ it is exactly `nextword.decoder.layers.TransformerBlock(pre_norm=False)`
 # once its $1/\sqrt{d}$ scale is folded into $W_q$ and $W_o=I$ — we check that.
 
 # %%

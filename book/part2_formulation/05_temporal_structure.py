@@ -11,7 +11,7 @@
 # compute each with `nextword`, check the formulas, and show where the printed versions slip.
 #
 # Conventions: row vectors, sequences of shape `(T, d)`, positions 0-based in code (the paper
-# counts from 1). Appendix C uses column vectors $\dot v = Av+Bh$; `nextword.theory.ssm` follows it.
+# counts from 1). Appendix C uses column vectors $\dot v = Av+Bh$; `nextword.theory.formulation.ssm` follows it.
 
 # %%
 import matplotlib.pyplot as plt
@@ -21,9 +21,9 @@ import scipy.linalg
 import sympy as sp
 
 from nextword.attention import band_mask, causal_mask, scaled_dot_product_attention, softmax
-from nextword.plotting import heatmap, use_book_style
+from nextword.booktools.plotting import heatmap, use_book_style
 from nextword.positions import apply_rope, rope_frequencies, sinusoidal_encoding
-from nextword.theory.ssm import (
+from nextword.theory.formulation import (
     discretize_euler, discretize_zoh, ssm_convolve, ssm_exact_state, ssm_kernel, ssm_scan,
 )
 

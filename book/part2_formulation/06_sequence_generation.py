@@ -9,7 +9,7 @@
 # greedily (6.4), or with a beam (Example 6.1); stochastic decoders sample, possibly at a changed
 # temperature (Remark 6.2) or only for the first few tokens (§6.4). §6.1 adds EOS and PAD.
 #
-# The model: a character 4-gram (`nextword.ngram.NGramLM`, add-0.05 smoothing) fitted on the training
+# The model: a character 4-gram (`nextword.decoding.ngram.NGramLM`, add-0.05 smoothing) fitted on the training
 # split of tiny Shakespeare — a real trained model with $|\mathbf V|=66$ whose probabilities are cheap
 # enough to enumerate three characters ahead ($66^3\approx2.9\times10^5$ continuations). The decoders
 # are those of `nextword.decoding`, which accept any `next_logits(prefix)` callable (a
@@ -36,8 +36,8 @@ from nextword.decoding import (
     pad_to_length, sample, sequence_log_prob,
 )
 from nextword.evaluation import cross_entropy
-from nextword.ngram import NGramLM, random_table_model, table_model
-from nextword.plotting import use_book_style
+from nextword.decoding import NGramLM, random_table_model, table_model
+from nextword.booktools.plotting import use_book_style
 from nextword.tokenizers import CharTokenizer
 
 use_book_style()

@@ -11,7 +11,7 @@
 # scoring rule such as the CRPS compares a predictive distribution with one correct answer; precision
 # and recall score a retrieved set. We compute each with `nextword.evaluation` on models we can
 # check: count-based n-grams on a synthetic Markov source whose entropy rate is known
-# (`nextword.synthetic`), and on tiny Shakespeare. Calibration (ECE) is added as a standard summary
+# (`nextword.data.synthetic`), and on tiny Shakespeare. Calibration (ECE) is added as a standard summary
 # the section does not define.
 #
 # Default run: held-out sets of 20k tokens and 60 generated lines per model; `FULL=1` doubles them.
@@ -39,11 +39,11 @@ from nextword.evaluation import (
     bits_per_token, calibration_bins, crps_gaussian, crps_sample, cross_entropy, energy_distance,
     expected_calibration_error, median_heuristic_bandwidth, mmd_squared, perplexity, precision_recall_f1,
 )
-from nextword.ngram import NGramLM
-from nextword.plotting import use_book_style
-from nextword.synthetic import markov_source
+from nextword.decoding import NGramLM
+from nextword.booktools.plotting import use_book_style
+from nextword.data import markov_source
 from nextword.tokenizers import CharTokenizer
-from nextword.two_sample import permutation_test
+from nextword.evaluation import permutation_test
 
 use_book_style()
 rng = np.random.default_rng(0)
@@ -250,7 +250,7 @@ assert results["5-gram"][0].statistic < results["2-gram"][0].statistic
 # Two halves of the real text are indistinguishable (large p-value: their divergence is within the
 # permutation null), the 2-gram's lines are clearly not like Shakespeare's (its words are too short
 # and its lines too irregular), and the 5-gram is much closer. The p-values come from
-# `nextword.two_sample.permutation_test`: re-splitting the pooled sample gives the divergence's
+# `nextword.evaluation.two_sample.permutation_test`: re-splitting the pooled sample gives the divergence's
 # distribution when both samples share a law, which is the yardstick a raw divergence value lacks.
 #
 # ## 4. CRPS: a distribution scored against one correct answer (footnote 6)

@@ -28,8 +28,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import sympy as sp
 
-from nextword.plotting import use_book_style
-from nextword.theory.diffusion import (
+from nextword.booktools.plotting import use_book_style
+from nextword.theory.formulation import (
     absorbing_generator, denoising_score_entropy_loss, euler_transition_matrix, forward_marginal,
     generator_violations, gillespie, probability_ratios, reverse_generator, reverse_marginals,
     sample_reverse, score_entropy_loss, sequence_generator, tau_leaping, transition_matrix,

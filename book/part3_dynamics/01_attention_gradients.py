@@ -34,7 +34,8 @@ import numpy as np
 import sympy as sp
 
 from nextword.attention import softmax
-from nextword.plotting import heatmap, use_book_style
+from nextword.numerics import central_difference
+from nextword.booktools.plotting import heatmap, use_book_style
 from nextword.theory.dynamics import (
     HeadParams,
     advantage_matrix,
@@ -175,16 +176,8 @@ def loss_of(params, X, y, causal):
 
 def fd_grad(params, X, y, causal, name, h=1e-5):
     """Central finite differences of the summed loss with respect to one parameter array."""
-    W = getattr(params, name)
-    out = np.zeros_like(W)
-    for idx in np.ndindex(W.shape):
-        Wp, Wm = W.copy(), W.copy()
-        Wp[idx] += h
-        Wm[idx] -= h
-        lp = loss_of(HeadParams(**{**params.__dict__, name: Wp}), X, y, causal)
-        lm = loss_of(HeadParams(**{**params.__dict__, name: Wm}), X, y, causal)
-        out[idx] = (lp - lm) / (2 * h)
-    return out
+    return central_difference(lambda W: loss_of(HeadParams(**{**params.__dict__, name: W}), X, y, causal),
+                              getattr(params, name), h=h)  # the parameter's shape
 
 
 worst = 0.0

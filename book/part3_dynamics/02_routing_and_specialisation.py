@@ -22,8 +22,8 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from nextword.attention import log_softmax, softmax
-from nextword.plotting import heatmap, use_book_style
+from nextword.attention import softmax
+from nextword.booktools.plotting import heatmap, use_book_style
 from nextword.theory.dynamics import (
     HeadParams,
     advantage_matrix,
@@ -40,7 +40,7 @@ from nextword.theory.dynamics import (
     value_norms,
     value_update,
 )
-from nextword.theory.dynamics_toy import ToyConfig, attention_entropy, simulate_toy
+from nextword.theory.dynamics import ToyConfig, attention_entropy, simulate_toy
 
 use_book_style()
 rng = np.random.default_rng(0)

@@ -16,7 +16,7 @@
 # the inputs are noisy), (3) runs both protocols, (4) puts Table 1 beside our numbers, and (5)
 # checks whether the EM-like advantage survives a change of seed.
 #
-# **The task as we implement it** (`nextword.theory.dynamics_sticky`): states
+# **The task as we implement it** (`nextword.theory.dynamics.sticky`): states
 # $y_0,\dots,y_T\in\{0,\dots,7\}$ from the sticky chain (`nextword.data.sticky_markov_chain`,
 # stay probability 0.3), symbol means $\mu_c\sim\mathcal N(0,I_{20})$ (the paper does not say how
 # they are chosen), inputs $x_t=\mu_{y_{t-1}}+\varepsilon_t$, $\varepsilon_t\sim\mathcal N(0,I)$,
@@ -30,9 +30,9 @@ import numpy as np
 import sympy as sp
 
 from nextword.data import STICKY_RULES, MarkovSource, sticky_markov_chain
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.theory.dynamics import HeadParams, head_forward, head_gradients, pca_fit
-from nextword.theory.dynamics_sticky import (
+from nextword.theory.dynamics import (
     ProtocolConfig,
     StickyExperimentConfig,
     bayes_filter_log_probs,
@@ -377,7 +377,7 @@ for seed, e in zip(SEEDS, results):
 # cannot recover; our point is only that with a value step larger than SGD's and identical routing
 # updates, the gain is marginal. `FULL=1` repeats the comparison at the paper's $T=2000$, 1000 steps
 # and five seeds (about 18 minutes on one CPU thread). The committed outputs are the default run; the
-# paper-sized run was executed once (2026-11-22, `FULL=1 python -m nextword.notebooks build` on the
+# paper-sized run was executed once (2026-11-22, `FULL=1 python -m nextword.booktools.notebooks build` on the
 # project's 2-core CPU machine, one thread) and gave:
 #
 # | seed | loss EM-like | loss SGD | EM − SGD (paired 2 s.e.) | Bayes filter |

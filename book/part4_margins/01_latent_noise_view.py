@@ -29,11 +29,12 @@ import numpy as np
 import matplotlib.pyplot as plt
 import sympy as sp
 
-from nextword.plotting import use_book_style, heatmap
+from nextword.booktools.plotting import use_book_style, heatmap
 from nextword.theory.barrier import (
-    causal_residual, residual_jacobian, diagonal_blocks, finite_difference_jacobian,
-    noise_log_density, log_barrier, embedding_log_density, attention_residual,
+    causal_residual, residual_jacobian, diagonal_blocks,
+    noise_log_density, log_barrier, embedding_log_density,
 )
+from nextword.numerics import central_difference
 
 use_book_style()
 rng = np.random.default_rng(0)
@@ -81,7 +82,7 @@ W_Q, W_K = 0.8 * rng.normal(size=(d, d)), 0.8 * rng.normal(size=(d, d))
 W_V = rng.normal(size=(d, d))
 
 J = residual_jacobian(X, W_Q, W_K, W_V)  # (L, d, L, d)
-J_fd = finite_difference_jacobian(lambda Z: causal_residual(Z, W_Q, W_K, W_V), X)
+J_fd = central_difference(lambda Z: causal_residual(Z, W_Q, W_K, W_V), X)
 print("exact Jacobian = finite differences (atol 1e-7):", bool(np.allclose(J, J_fd, atol=1e-7)))
 assert np.allclose(J, J_fd, atol=1e-7)
 

@@ -17,11 +17,12 @@ import numpy as np
 import matplotlib.pyplot as plt
 import sympy as sp
 
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.theory.barrier import (
     scalar_margin, scalar_attention_variance, support_tokens, sequence_margin,
-    embedding_log_density, causal_residual, finite_difference_jacobian,
+    embedding_log_density, causal_residual,
 )
+from nextword.numerics import central_difference
 
 use_book_style()
 
@@ -86,7 +87,7 @@ assert sp.simplify(de_dxt - (1 - a * w * var_x)) == 0
 x_ex = np.array([0.4, -1.2, 2.0, 0.3, 1.1, -0.5])
 a_ex, w_half = 0.6, 0.5
 m_exact = scalar_margin(x_ex, a=a_ex, w_v=w_half)
-m_fd = np.diagonal(finite_difference_jacobian(
+m_fd = np.diagonal(central_difference(
     lambda z: causal_residual(z[:, None], [[a_ex]], [[1.0]], [[w_half]])[:, 0], x_ex))
 m_paper = 1 - a_ex * scalar_attention_variance(x_ex, a=a_ex, w_v=w_half)
 print("exact m_t :", np.array2string(m_exact, precision=4))

@@ -22,11 +22,12 @@ import matplotlib.pyplot as plt
 import sympy as sp
 from scipy.optimize import minimize
 
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.theory.barrier import (
     attention_stats, diagonal_blocks, jacobian_diagonal_block, paper_diagonal_block, causal_residual,
-    finite_difference_jacobian, matrix_margins, embedding_log_density, scalar_margin,
+    matrix_margins, embedding_log_density, scalar_margin,
 )
+from nextword.numerics import central_difference
 
 use_book_style()
 rng = np.random.default_rng(0)
@@ -63,7 +64,7 @@ W_Vs = {"W_V = I": np.eye(d), "W_V = 0.5 I": 0.5 * np.eye(d), "W_V random": rng.
 print(f"{'':12s} {'exact vs autograd':>18s} {'exact vs FD':>12s} {'(14) vs exact':>14s}")
 for name, W_V in W_Vs.items():
     exact = np.stack([jacobian_diagonal_block(X, t, W_Q=W_Q, W_K=W_K, W_V=W_V) for t in range(L)])
-    J_fd = finite_difference_jacobian(lambda Z: causal_residual(Z, W_Q, W_K, W_V), X)
+    J_fd = central_difference(lambda Z: causal_residual(Z, W_Q, W_K, W_V), X)
     fd = np.stack([J_fd[t, :, t, :] for t in range(L)])
     auto = torch_blocks(X, W_Q, W_K, W_V)
     gap14 = np.abs(paper_diagonal_block(X, W_Q, W_K, W_V) - exact).max()
@@ -84,7 +85,7 @@ for name, W_V in W_Vs.items():
 # %%
 sigma = 0.8
 W_V = W_Vs["W_V random"]
-Jfull = finite_difference_jacobian(lambda Z: causal_residual(Z, W_Q, W_K, W_V), X).reshape(L * d, L * d)
+Jfull = central_difference(lambda Z: causal_residual(Z, W_Q, W_K, W_V), X).reshape(L * d, L * d)
 e = causal_residual(X, W_Q, W_K, W_V)
 reference = (-0.5 * np.sum(e**2) / sigma**2 - 0.5 * L * d * np.log(2 * np.pi * sigma**2)
              + np.linalg.slogdet(Jfull)[1])

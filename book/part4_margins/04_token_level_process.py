@@ -22,8 +22,8 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from nextword.plotting import use_book_style
-from nextword.theory.barrier_process import (
+from nextword.booktools.plotting import use_book_style
+from nextword.theory.barrier import (
     token_law_quadrature, sample_scalar_process, token_law_monte_carlo, emission_probs,
 )
 

@@ -13,7 +13,7 @@
 # attention-prior first stage and standard layers above it, the whole log-determinant is the first
 # stage's barrier.
 #
-# Our model (`nextword.theory.barrier_depth`, column-vector maps as in the rest of Part 4): stage 1 is
+# Our model (`nextword.theory.barrier.depth`, column-vector maps as in the rest of Part 4): stage 1 is
 # the strict-causal attention prior on $x^{(1)}$; each deeper layer is
 # $g_t=x^{(\ell-1)}_t+\sum_{s\le t}\alpha_{ts}W_Vx^{(\ell-1)}_s$ with keys and values from the previous
 # layer and queries from the previous layer (`"previous"`, the standard convention) or from the
@@ -24,9 +24,10 @@ import numpy as np
 import matplotlib.pyplot as plt
 import sympy as sp
 
-from nextword.plotting import use_book_style, heatmap
-from nextword.theory.barrier import finite_difference_jacobian, matrix_margins
-from nextword.theory.barrier_depth import (
+from nextword.booktools.plotting import use_book_style, heatmap
+from nextword.numerics import central_difference
+from nextword.theory.barrier import matrix_margins
+from nextword.theory.barrier import (
     DepthLayer, deep_residual, deep_log_barrier, layer_diagonal_blocks,
 )
 
@@ -70,7 +71,7 @@ layers = [DepthLayer(rng.normal(size=(d, d)), rng.normal(size=(d, d)), rng.norma
 xs = rng.normal(size=(1 + len(layers), T, d))
 S = xs.shape[0]
 
-J = finite_difference_jacobian(lambda z: deep_residual(z, prior, layers), xs)  # (S, T, d, S, T, d)
+J = central_difference(lambda z: deep_residual(z, prior, layers), xs)  # (S, T, d, S, T, d)
 J6 = J.reshape(S, T, d, S, T, d)
 above = max(np.abs(J6[l, t, :, l2, u, :]).max()
             for l in range(S) for t in range(T) for l2 in range(S) for u in range(T) if (l2, u) > (l, t))

@@ -29,7 +29,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 import torch
 
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.theory.barrier import matrix_margins, support_tokens, diagonal_blocks
 from nextword.torch.data import load_char_data
 from nextword.torch.prior import covariances

@@ -36,7 +36,7 @@ import numpy as np
 import sympy as sp
 import torch
 
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.theory.barrier import matrix_margins
 from nextword.torch.book import (PAPER_FIG74, PAPER_SETUP, RESULTS_DIR, experiment_config,
                                  runs_dir, saved_results)
@@ -264,7 +264,7 @@ if bench:
 # position it factorises an $r_t\times r_t$ matrix ($r_t$ = distinct characters before $t$, about 30
 # here) instead of a $128\times128$ one, and its backward reuses $(I-M)^{-\top}$ without storing any
 # per-position matrix. Subsampling 16 positions per sequence makes the penalty almost free and is
-# unbiased (checked by enumeration in `tests/test_torch_prior.py`).
+# unbiased (checked by enumeration in `tests/torch/test_prior.py`).
 
 # %%
 full_ce, full_m = saved_results("barrier_ce_full"), saved_results("barrier_margin_full")

@@ -32,7 +32,7 @@ import numpy as np
 import sympy as sp
 import torch
 
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.torch.book import PAPER_TABLE1, RESULTS_DIR, experiment_config, runs_dir, saved_results
 from nextword.torch.data import eval_windows, load_char_data
 from nextword.torch.robustness import noise_curve

@@ -33,7 +33,7 @@ import sympy as sp
 import sympy.stats as ss
 import torch
 
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.torch.book import (PAPER_FIG75, RESULTS_DIR, experiment_config, runs_dir,
                                  saved_results)
 from nextword.torch.data import eval_windows, load_char_data

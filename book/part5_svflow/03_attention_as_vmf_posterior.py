@@ -14,7 +14,7 @@
 # | MoE gate $g_z(x)$ | variational posterior over experts; load balancing (Eq. 22) as a coarse $\mathcal J_{\text{var}}$ |
 # | residual + RMSNorm | Euler step + relaxed retraction on the sphere (§4.4) |
 #
-# We check each line numerically against `nextword.attention` / `nextword.multihead`, and find two
+# We check each line numerically against `nextword.attention` / `nextword.attention.multihead`, and find two
 # statements that need correcting: the head-weighting of Eq. (21) is off by a factor $H$, and Eq. (22)
 # is not minimised by a uniform expert marginal.
 
@@ -24,14 +24,14 @@ import sympy as sp
 import matplotlib.pyplot as plt
 
 from nextword.attention import MultiHeadAttention, scaled_dot_product_attention, softmax
-from nextword.layers import rms_norm
-from nextword.plotting import use_book_style
+from nextword.decoder import rms_norm
+from nextword.booktools.plotting import use_book_style
 from nextword.theory.svflow import categorical_kl, kl_to_uniform, spherical_euler_flow
-from nextword.theory.svflow_attention import (
+from nextword.theory.svflow import (
     head_output, load_balancing_loss, multihead_as_expectation, vmf_attention_log_posterior,
     vmf_attention_params,
 )
-from nextword.theory.svflow_sphere import exp_map, tangent_projection
+from nextword.theory.svflow import exp_map, tangent_projection
 
 use_book_style()
 sp.init_printing(use_latex="mathjax")

@@ -20,7 +20,7 @@
 # CPU); `FULL=1` runs the paper's 10,000 steps with batch 512. Two additions, both stated: log-variances are
 # squashed into $[-4,1]$ (Euler stability, derived below) and each run's gradient is clipped to norm 1 (the
 # 100-step unroll otherwise occasionally blows up at lr 0.01). The four runs are trained side by side in one
-# stacked module (`nextword.theory.svflow_hybrid`), which is equivalent to training them separately.
+# stacked module (`nextword.torch.svflow_hybrid`), which is equivalent to training them separately.
 
 # %%
 import os
@@ -30,9 +30,9 @@ import sympy as sp
 import matplotlib.pyplot as plt
 import torch
 
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.theory.svflow import categorical_kl, entropy
-from nextword.theory.svflow_hybrid import LOG_VAR_RANGE, HybridConfig, make_moons, train_hybrid
+from nextword.torch.svflow_hybrid import LOG_VAR_RANGE, HybridConfig, make_moons, train_hybrid
 
 use_book_style()
 sp.init_printing(use_latex="mathjax")

@@ -35,9 +35,9 @@ import matplotlib.pyplot as plt
 import torch
 
 from nextword.evaluation import spearman
-from nextword.plotting import use_book_style
+from nextword.booktools.plotting import use_book_style
 from nextword.theory.svflow import categorical_kl, entropy, kl_to_uniform
-from nextword.theory.svflow_probe import prefix_shuffling_experiment, probe_tinylm
+from nextword.torch.svflow_probe import prefix_shuffling_experiment, probe_tinylm
 from nextword.torch.data import load_char_data
 from nextword.torch.lm import LMConfig, TinyLM, train_lm
 
@@ -123,7 +123,7 @@ for c in range(3):
 #
 # `probe_tinylm` runs the blocks one by one; the logit-lens readout after the last layer must be the
 # model's own next-token distribution, and $-\log p_t=-(\mathcal L_t+\mathrm{KL}(q_t\|p_t))$ per head (App. C.2.3)
-# holds by construction of `svflow_metrics_from_loglik` (tested in `tests/test_svflow.py`).
+# holds by construction of `svflow_metrics_from_loglik` (tested in `tests/theory/svflow/test_svflow.py`).
 
 # %%
 probe = probe_tinylm(model, seqs[:4, :-1])

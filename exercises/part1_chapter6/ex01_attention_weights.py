@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_01", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_01")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 01 — Attention weights by hand
@@ -48,6 +48,6 @@ print("weights:      ", np.round(weights, 4), " sum =", f"{weights.sum():.6f}")
 # *Your answer here.* (Once you have written it, `reveal("p1_01", 1)` shows a model answer.)
 
 # %%
-from nextword.exercises.checks import check_ex_p1_01
+from nextword.booktools.exercises.checks import check_ex_p1_01
 
 check_ex_p1_01(attention_steps)

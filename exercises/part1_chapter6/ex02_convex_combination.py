@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_02", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_02")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 02 — Attention output is a convex combination
@@ -53,6 +53,6 @@ print("output in the hull of the values:", in_convex_hull(out, V),
       "| a point far outside:", in_convex_hull(out + 100.0, V))
 
 # %%
-from nextword.exercises.checks import check_ex_p1_02
+from nextword.booktools.exercises.checks import check_ex_p1_02
 
 check_ex_p1_02(attention_output, in_convex_hull)

@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_03", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_03")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 03 — What goes wrong without the causal mask
@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from nextword.synthetic import markov_source
+from nextword.data import markov_source
 from nextword.torch.lm import LMConfig, TinyLM, evaluate_loss, train_lm
 
 torch.set_num_threads(1)
@@ -61,6 +61,6 @@ print(f"teacher-forced loss {teacher:.3f} | generation-style loss {gen:.3f} | H 
 # *Your answer here.* (Once you have written it, `reveal("p1_03", 1)` shows a model answer.)
 
 # %%
-from nextword.exercises.checks import check_ex_p1_03
+from nextword.booktools.exercises.checks import check_ex_p1_03
 
 check_ex_p1_03(generation_style_loss, model, windows, H)

@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_04", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_04")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 04 — Counting the parameters of multi-head attention
@@ -42,6 +42,6 @@ print(f"d_model = 512, 8 heads, 12 layers: {answer:,} parameters")
 raise NotImplementedError("write the count as a sympy expression in d_model, n_heads, n_layers and print it simplified (stuck? hint('p1_04', 1))")
 
 # %%
-from nextword.exercises.checks import check_ex_p1_04
+from nextword.booktools.exercises.checks import check_ex_p1_04
 
 check_ex_p1_04(mha_parameter_count)

@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_05", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_05")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 05 — Sinusoidal encodings by hand
@@ -47,6 +47,6 @@ phi1 = t / sp.Integer(10000) ** sp.Rational(2, 128)
 print("angles:", t, "and", sp.nsimplify(phi1), "; sin^2 + cos^2 =", sp.simplify(sp.sin(t) ** 2 + sp.cos(t) ** 2))
 
 # %%
-from nextword.exercises.checks import check_ex_p1_05
+from nextword.booktools.exercises.checks import check_ex_p1_05
 
 check_ex_p1_05(pe_values)

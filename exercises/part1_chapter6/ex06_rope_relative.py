@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_06", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_06")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 06 — Why RoPE scores depend on $i-j$
@@ -52,6 +52,6 @@ print(", ".join(f"{rope_score(q, k, 5 + s, 2 + s):.4f}" for s in (0, 10, 100)), 
 # *Your answer here.* (Once you have written it, `reveal("p1_06", 1)` shows a model answer.)
 
 # %%
-from nextword.exercises.checks import check_ex_p1_06
+from nextword.booktools.exercises.checks import check_ex_p1_06
 
 check_ex_p1_06(rope_score)

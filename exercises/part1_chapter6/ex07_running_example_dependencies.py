@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_07", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_07")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 07 — Which words deserve attention in the running example?
@@ -18,7 +18,7 @@ from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answ
 # dependency is syntactic, semantic or discourse.
 #
 # A justified weight is one that brings **information about the next word**. To make that measurable
-# we use `nextword.running_example.RunningExampleSource`, a small language of variants of the sentence
+# we use `nextword.chapter6.running_example.RunningExampleSource`, a small language of variants of the sentence
 # in which words 2, 3, 16, 19 and 21 vary and the blank depends on some of them.
 #
 # 1. Implement the plug-in estimate of the mutual information $I(w[j];\text{blank})$ (in nats) from
@@ -30,7 +30,7 @@ from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answ
 # %%
 import numpy as np
 
-from nextword.running_example import RUNNING_EXAMPLE, RunningExampleSource
+from nextword.chapter6 import RUNNING_EXAMPLE, RunningExampleSource
 
 src = RunningExampleSource()
 ids = src.sample(30000, np.random.default_rng(0))  # (30000, 22): 21 context words + the blank
@@ -58,6 +58,6 @@ for ctx, nxt, kind in pairs:
 # *Your answer here.* (Once you have written it, `reveal("p1_07", 1)` shows a model answer.)
 
 # %%
-from nextword.exercises.checks import check_ex_p1_07
+from nextword.booktools.exercises.checks import check_ex_p1_07
 
 check_ex_p1_07(mutual_information, pairs)

@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_08", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_08")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 08 — Memory of an RNN vs a transformer
@@ -25,7 +25,7 @@ from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answ
 import numpy as np
 
 from nextword.attention import MultiHeadAttention
-from nextword.recurrent import rnn_states
+from nextword.chapter6 import rnn_states
 
 
 # %%
@@ -55,6 +55,6 @@ print(f"measured at T = {T}: RNN keeps {h_last.size} floats, the attention layer
 # *Your answer here.* (Once you have written it, `reveal("p1_08", 1)` shows a model answer.)
 
 # %%
-from nextword.exercises.checks import check_ex_p1_08
+from nextword.booktools.exercises.checks import check_ex_p1_08
 
 check_ex_p1_08(rnn_memory, transformer_memory, crossover_length)

@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_09", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_09")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 09 — A probing diagnostic for attention heads
@@ -33,8 +33,8 @@ from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answ
 import numpy as np
 import torch
 
-from nextword.ablation import token_nll
-from nextword.probing import AgreementTask
+from nextword.torch.ablation import token_nll
+from nextword.chapter6 import AgreementTask
 from nextword.torch.lm import LMConfig, TinyLM, train_lm
 
 torch.set_num_threads(1)
@@ -80,6 +80,6 @@ print("head carrying agreement:", subject_head)
 # *Your answer here.* (Once you have written it, `reveal("p1_09", 1)` shows a model answer.)
 
 # %%
-from nextword.exercises.checks import check_ex_p1_09
+from nextword.booktools.exercises.checks import check_ex_p1_09
 
 check_ex_p1_09(subject_attention, ablation_effect, model, probe, subject_head)

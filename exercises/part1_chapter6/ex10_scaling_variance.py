@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_10", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_10")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 10 — Why attention divides by $\sqrt{d}$
@@ -52,6 +52,6 @@ for d in (16, 128, 1024):
     print(f"d = {d:4d}: simulated {v:8.1f}  (d sigma^4 = {d}),  after dividing by sqrt(d): {v / d:.3f}")
 
 # %%
-from nextword.exercises.checks import check_ex_p1_10
+from nextword.booktools.exercises.checks import check_ex_p1_10
 
 check_ex_p1_10(variance_expression, simulate_variance)

@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_11", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_11")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 11 — Parallel attention vs sequential recurrence: cost and depth
@@ -25,7 +25,7 @@ from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answ
 #
 # Implement `flop_formulas(T, d)` returning, for each model, (forward FLOPs, backward FLOPs, number of
 # steps that must run one after another). The checker measures them with torch's FLOP counter and the
-# dependency graphs of `nextword.recurrent`. Then give the big-O summary and the discussion.
+# dependency graphs of `nextword.chapter6.recurrent`. Then give the big-O summary and the discussion.
 
 # %%
 import numpy as np
@@ -48,6 +48,6 @@ for T, d in ((128, 512), (4096, 512)):
 # *Your answer here.* (Once you have written it, `reveal("p1_11", 1)` shows a model answer.)
 
 # %%
-from nextword.exercises.checks import check_ex_p1_11
+from nextword.booktools.exercises.checks import check_ex_p1_11
 
 check_ex_p1_11(flop_formulas)

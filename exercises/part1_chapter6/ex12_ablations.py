@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_12", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_12")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 12 — Ablating a trained transformer
@@ -17,7 +17,7 @@ from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answ
 # failure mode or degradation of each on language modelling, and justify it by the role of the component.
 #
 # Write your predictions first (cell below), then test them. A 2-layer, 4-head `TinyLM` is trained on
-# `AgreementTask` (order-2 fillers + subject agreement); `nextword.ablation.with_config` removes a
+# `AgreementTask` (order-2 fillers + subject agreement); `nextword.torch.ablation.with_config` removes a
 # component from the trained weights. For the mask, a model is also *retrained* without it, because the
 # failure the chapter has in mind (§6.3) appears in training.
 #
@@ -38,8 +38,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from nextword.ablation import ABLATIONS, token_nll, with_config
-from nextword.probing import AgreementTask
+from nextword.torch.ablation import ABLATIONS, token_nll, with_config
+from nextword.chapter6 import AgreementTask
 from nextword.torch.lm import LMConfig, TinyLM, train_lm
 
 torch.set_num_threads(1)
@@ -77,6 +77,6 @@ print("test-time removals, largest honest loss first:", ", ".join(sorted(removed
 # *Your answer here.* (Once you have written it, `reveal("p1_12", 2)` shows a model answer.)
 
 # %%
-from nextword.exercises.checks import check_ex_p1_12
+from nextword.booktools.exercises.checks import check_ex_p1_12
 
 check_ex_p1_12(honest_loss, results)

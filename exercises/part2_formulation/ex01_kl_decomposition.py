@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p2_01", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p2_01")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 01 — The KL objective, position by position
@@ -22,7 +22,7 @@ from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answ
 # a tuple of token ids (the empty tuple gives the first token's law).
 #
 # 1. Implement `per_position_kl(p_next, q_next, V, L)` returning the $L$ terms of the sum, by
-#    enumerating prefixes. Use `nextword.theory.objectives.kl_divergence` for one KL between two
+#    enumerating prefixes. Use `nextword.theory.formulation.objectives.kl_divergence` for one KL between two
 #    vectors, but not `kl_decomposition`.
 # 2. Check on the example below that the terms add up to the joint KL.
 # 3. In words: why does driving $J$ to a small value control the next-token error at *every*
@@ -33,7 +33,7 @@ import itertools
 
 import numpy as np
 
-from nextword.theory.objectives import kl_divergence, sequence_distribution
+from nextword.theory.formulation import kl_divergence, sequence_distribution
 
 rng = np.random.default_rng(0)
 V_demo, L_demo = 2, 4
@@ -59,6 +59,6 @@ print(f"sum of terms {terms.sum():.6f}  vs  joint KL {joint:.6f}")
 # *Your answer here.* (Once you have written it, `reveal("p2_01", 1)` shows a model answer.)
 
 # %%
-from nextword.exercises.checks import check_ex_p2_01
+from nextword.booktools.exercises.checks import check_ex_p2_01
 
 check_ex_p2_01(per_position_kl)

@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p2_02", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p2_02")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 02 — Rate matrices for discrete diffusion, and their reversal
@@ -25,7 +25,7 @@ from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answ
 #    $\bar Q_{ij}=Q_{ji}\,p_j/p_i$ for $i\ne j$, with the diagonal chosen so that rows sum to zero.
 # 4. In words: what is the matrix printed in Example 9.2, if not a generator?
 #
-# Do not import `nextword.theory.diffusion` (the checker uses it to compare).
+# Do not import `nextword.theory.formulation.diffusion` (the checker uses it to compare).
 
 # %%
 import numpy as np
@@ -57,6 +57,6 @@ print("absorbing generator, rows sum to 0:", bool(np.allclose(absorbing_generato
 # *Your answer here.* (Once you have written it, `reveal("p2_02", 1)` shows a model answer.)
 
 # %%
-from nextword.exercises.checks import check_ex_p2_02
+from nextword.booktools.exercises.checks import check_ex_p2_02
 
 check_ex_p2_02(uniform_generator, absorbing_generator, reverse_rates)

@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p2_03", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p2_03")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 03 — Discretising a state-space model
@@ -29,7 +29,7 @@ from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answ
 # 3. In words: why is this recurrence exact for piecewise-constant inputs but only first-order
 #    accurate for a smooth input?
 #
-# Do not import `nextword.theory.ssm` (the checker uses it to compare).
+# Do not import `nextword.theory.formulation.ssm` (the checker uses it to compare).
 
 # %%
 import numpy as np
@@ -59,6 +59,6 @@ print("with A = 0, Bbar / dt =", np.round(zoh(np.zeros((2, 2)), B_demo, 0.1)[1] 
 # *Your answer here.* (Once you have written it, `reveal("p2_03", 1)` shows a model answer.)
 
 # %%
-from nextword.exercises.checks import check_ex_p2_03
+from nextword.booktools.exercises.checks import check_ex_p2_03
 
 check_ex_p2_03(zoh, scan)

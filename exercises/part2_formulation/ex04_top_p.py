@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p2_04", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p2_04")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 04 — Nucleus (top-p) filtering
@@ -58,6 +58,6 @@ for p in (0.4, 0.7, 0.85, 0.96, 1.0):
 # *Your answer here.* (Once you have written it, `reveal("p2_04", 1)` shows a model answer.)
 
 # %%
-from nextword.exercises.checks import check_ex_p2_04
+from nextword.booktools.exercises.checks import check_ex_p2_04
 
 check_ex_p2_04(top_p_filter, nucleus_probs)

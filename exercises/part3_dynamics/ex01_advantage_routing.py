@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p3_01", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p3_01")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 01 — The advantage form of the score gradient
@@ -53,6 +53,6 @@ print("every alpha-weighted row sum of A is 0:", bool(np.allclose((alpha_demo * 
 # *Your answer here.* (Once you have written it, `reveal("p3_01", 1)` shows a model answer.)
 
 # %%
-from nextword.exercises.checks import check_ex_p3_01
+from nextword.booktools.exercises.checks import check_ex_p3_01
 
 check_ex_p3_01(score_gradient, advantage)

@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p3_02", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p3_02")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 02 — What a value update does to each query's loss
@@ -47,6 +47,6 @@ print("Eq. (43):", np.round(dominant(alpha_bad, U_bad, j_bad, 1.0), 4))
 # *Your answer here.* (Once you have written it, `reveal("p3_02", 1)` shows a model answer.)
 
 # %%
-from nextword.exercises.checks import check_ex_p3_02
+from nextword.booktools.exercises.checks import check_ex_p3_02
 
 check_ex_p3_02(first_order, dominant, alpha_bad, U_bad, j_bad)

@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p3_03", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p3_03")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 03 — Which sticky chain is behind "theoretical min entropy 1.8833"?
@@ -49,6 +49,6 @@ raise NotImplementedError("set best_rule to one of the three rule names (stuck? 
 # *Your answer here.* (Once you have written it, `reveal("p3_03", 1)` shows a model answer.)
 
 # %%
-from nextword.exercises.checks import check_ex_p3_03
+from nextword.booktools.exercises.checks import check_ex_p3_03
 
 check_ex_p3_03(transition, entropy_rate, best_rule)

@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p3_04", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p3_04")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 04 — One EM-like M-step on the values
@@ -51,6 +51,6 @@ print("||Delta W_V|| =", round(float(np.linalg.norm(W_new - params_demo.W_V)), 4
 # *Your answer here.* (Once you have written it, `reveal("p3_04", 1)` shows a model answer.)
 
 # %%
-from nextword.exercises.checks import check_ex_p3_04
+from nextword.booktools.exercises.checks import check_ex_p3_04
 
 check_ex_p3_04(em_value_step)

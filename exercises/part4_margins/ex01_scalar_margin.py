@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p4_01", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p4_01")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 01 — Scalar margins and support tokens
@@ -48,6 +48,6 @@ print("support tokens (0-based):", support(x_demo, 0.5))
 # *Your answer here.* (Once you have written it, `reveal("p4_01", 1)` shows a model answer.)
 
 # %%
-from nextword.exercises.checks import check_ex_p4_01
+from nextword.booktools.exercises.checks import check_ex_p4_01
 
 check_ex_p4_01(scalar_margins, support)

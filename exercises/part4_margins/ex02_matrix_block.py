@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p4_02", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p4_02")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 02 — The exact diagonal Jacobian block for any $W_V$
@@ -45,6 +45,6 @@ print(np.round(diagonal_block(X, 3, W_Q, W_K, W_V), 4))
 # *Your answer here.* (Once you have written it, `reveal("p4_02", 1)` shows a model answer.)
 
 # %%
-from nextword.exercises.checks import check_ex_p4_02
+from nextword.booktools.exercises.checks import check_ex_p4_02
 
 check_ex_p4_02(diagonal_block)

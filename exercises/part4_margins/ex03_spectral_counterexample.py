@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p4_03", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p4_03")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 03 — The spectral condition is not necessary
@@ -33,6 +33,6 @@ print(f"last position: 1 - rho = {mm.spectral[-1]:+.3f}, det = {mm.det[-1]:+.3f}
 # *Your answer here.* (Once you have written it, `reveal("p4_03", 1)` shows a model answer.)
 
 # %%
-from nextword.exercises.checks import check_ex_p4_03
+from nextword.booktools.exercises.checks import check_ex_p4_03
 
 check_ex_p4_03(X, W_Q, W_K)

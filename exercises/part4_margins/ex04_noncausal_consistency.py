@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p4_04", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p4_04")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 04 — Why non-causal attention breaks Kolmogorov consistency
@@ -39,6 +39,6 @@ print(f"w = 0.5, sigma = 1: Var(x_1) = {var_first_embedding(0.5, 1.0):.4f} (leng
 # *Your answer here.* (Once you have written it, `reveal("p4_04", 1)` shows a model answer.)
 
 # %%
-from nextword.exercises.checks import check_ex_p4_04
+from nextword.booktools.exercises.checks import check_ex_p4_04
 
 check_ex_p4_04(var_first_embedding)

@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p5_02", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p5_02")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 02 — The vMF normaliser without overflow
@@ -77,6 +77,6 @@ assert worst < 1e-12
 print("largest relative difference to mpmath < 1e-12")
 
 # %%
-from nextword.exercises.checks import check_ex_p5_02
+from nextword.booktools.exercises.checks import check_ex_p5_02
 
 check_ex_p5_02(log_vmf_normaliser)

@@ -1,12 +1,12 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.exercises build`;
+# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p5_04", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p5_04")`.
-# > Where you stand on all exercises: `python -m nextword.exercises grade`.
+# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
 
 # %%
-from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
+from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
 # # Exercise 04 — Is the load-balancing loss minimised by balanced routing?
@@ -26,7 +26,7 @@ from nextword.exercises import hint, reveal  # noqa: F401  (hints and model answ
 # %%
 import numpy as np
 
-from nextword.theory.svflow_attention import load_balancing_loss
+from nextword.theory.svflow import load_balancing_loss
 
 # %% [markdown]
 # **Answer to 1.**
@@ -42,6 +42,6 @@ print(f"J_bal = {J:.4f}, f = {np.round(f, 3)}, P = {np.round(P, 3)}")
 # *Your answer here.* (Once you have written it, `reveal("p5_04", 2)` shows a model answer.)
 
 # %%
-from nextword.exercises.checks import check_ex_p5_04
+from nextword.booktools.exercises.checks import check_ex_p5_04
 
 check_ex_p5_04(gates)

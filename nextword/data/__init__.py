@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..synthetic import IIDSource, MarkovSource, markov_source, sticky_markov_chain, STICKY_RULES
+from nextword.data.synthetic import IIDSource, MarkovSource, markov_source, sticky_markov_chain, STICKY_RULES
 
 __all__ = [
     "DataNotFoundError", "DataChecksumError", "data_dir", "candidate_data_dirs", "find_data_file",

@@ -1,3 +1,4 @@
-"""Theory modules, one per paper: ``barrier`` (support tokens & margins), ``dynamics`` (gradient
-dynamics of attention), ``svflow`` (score-based variational flow), ``diffusion`` and ``ssm``
-(formulation paper §9 and §5.3)."""
+"""Theory, one subpackage per paper: ``formulation`` (Baptista, Stuart, Tran: objectives, discrete
+diffusion, state-space models, the set transformer), ``dynamics`` (Aggarwal, Dalal, Misra: gradient
+dynamics of attention), ``barrier`` (Agarwal et al.: support tokens and margins), ``svflow`` (Liao:
+score-based variational flow). All numpy; the torch parts live in :mod:`nextword.torch`."""

@@ -14,4 +14,7 @@ Modules
 ``sweep``       the λ regularisation path (§7.4); ``book`` notebook plumbing and the paper's numbers
 ``barrier``     the CLI: ``python -m nextword.torch.barrier train|robustness|sweep|report|fetch``
 ``fetch``       checksum-verified WikiText-2 download (never called by tests or notebooks)
+``lm``, ``rnn`` the Chapter 6 TinyLM (export to the numpy decoder) and the recurrent baseline
+``ablation``    Chapter 6 ablations of torch models (token and prefix losses)
+``svflow_hybrid``, ``svflow_probe``  SVFlow's torch parts (Part 5: hybrid training, prefix shuffling)
 """

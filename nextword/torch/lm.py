@@ -118,7 +118,7 @@ def _rope(x: torch.Tensor, freqs: torch.Tensor) -> torch.Tensor:
 
 
 class Block(nn.Module):
-    """One decoder block (attention + FFN); the formulas of :class:`nextword.layers.TransformerBlock`."""
+    """One decoder block (attention + FFN); the formulas of :class:`nextword.decoder.layers.TransformerBlock`."""
 
     def __init__(self, c: LMConfig, gen: torch.Generator) -> None:
         super().__init__()

@@ -51,6 +51,6 @@ print("weights:      ", np.round(weights, 4), " sum =", f"{weights.sum():.6f}")
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p1_01
+from nextword.booktools.exercises.checks import check_ex_p1_01
 
 check_ex_p1_01(attention_steps)

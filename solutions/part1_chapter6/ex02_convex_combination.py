@@ -75,6 +75,6 @@ print("output in the hull of the values:", in_convex_hull(out, V),
       "| a point far outside:", in_convex_hull(out + 100.0, V))
 
 # %%
-from nextword.exercises.checks import check_ex_p1_02
+from nextword.booktools.exercises.checks import check_ex_p1_02
 
 check_ex_p1_02(attention_output, in_convex_hull)

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from nextword.synthetic import markov_source
+from nextword.data import markov_source
 from nextword.torch.lm import LMConfig, TinyLM, evaluate_loss, train_lm
 
 torch.set_num_threads(1)
@@ -72,6 +72,6 @@ print(f"teacher-forced loss {teacher:.3f} | generation-style loss {gen:.3f} | H 
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p1_03
+from nextword.booktools.exercises.checks import check_ex_p1_03
 
 check_ex_p1_03(generation_style_loss, model, windows, H)

@@ -46,6 +46,6 @@ print(sp.simplify(L * (h * 3 * d * (d / h) + d * d)))
 # END SOLUTION
 
 # %%
-from nextword.exercises.checks import check_ex_p1_04
+from nextword.booktools.exercises.checks import check_ex_p1_04
 
 check_ex_p1_04(mha_parameter_count)

@@ -47,6 +47,6 @@ phi1 = t / sp.Integer(10000) ** sp.Rational(2, 128)
 print("angles:", t, "and", sp.nsimplify(phi1), "; sin^2 + cos^2 =", sp.simplify(sp.sin(t) ** 2 + sp.cos(t) ** 2))
 
 # %%
-from nextword.exercises.checks import check_ex_p1_05
+from nextword.booktools.exercises.checks import check_ex_p1_05
 
 check_ex_p1_05(pe_values)

@@ -66,6 +66,6 @@ print(", ".join(f"{rope_score(q, k, 5 + s, 2 + s):.4f}" for s in (0, 10, 100)), 
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p1_06
+from nextword.booktools.exercises.checks import check_ex_p1_06
 
 check_ex_p1_06(rope_score)

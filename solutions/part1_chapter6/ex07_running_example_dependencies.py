@@ -8,7 +8,7 @@
 # dependency is syntactic, semantic or discourse.
 #
 # A justified weight is one that brings **information about the next word**. To make that measurable
-# we use `nextword.running_example.RunningExampleSource`, a small language of variants of the sentence
+# we use `nextword.chapter6.running_example.RunningExampleSource`, a small language of variants of the sentence
 # in which words 2, 3, 16, 19 and 21 vary and the blank depends on some of them.
 #
 # 1. Implement the plug-in estimate of the mutual information $I(w[j];\text{blank})$ (in nats) from
@@ -20,7 +20,7 @@
 # %%
 import numpy as np
 
-from nextword.running_example import RUNNING_EXAMPLE, RunningExampleSource
+from nextword.chapter6 import RUNNING_EXAMPLE, RunningExampleSource
 
 src = RunningExampleSource()
 ids = src.sample(30000, np.random.default_rng(0))  # (30000, 22): 21 context words + the blank
@@ -83,6 +83,6 @@ for ctx, nxt, kind in pairs:
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p1_07
+from nextword.booktools.exercises.checks import check_ex_p1_07
 
 check_ex_p1_07(mutual_information, pairs)

@@ -15,7 +15,7 @@
 import numpy as np
 
 from nextword.attention import MultiHeadAttention
-from nextword.recurrent import rnn_states
+from nextword.chapter6 import rnn_states
 
 
 # %%
@@ -61,6 +61,6 @@ print(f"measured at T = {T}: RNN keeps {h_last.size} floats, the attention layer
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p1_08
+from nextword.booktools.exercises.checks import check_ex_p1_08
 
 check_ex_p1_08(rnn_memory, transformer_memory, crossover_length)

@@ -23,8 +23,8 @@
 import numpy as np
 import torch
 
-from nextword.ablation import token_nll
-from nextword.probing import AgreementTask
+from nextword.torch.ablation import token_nll
+from nextword.chapter6 import AgreementTask
 from nextword.torch.lm import LMConfig, TinyLM, train_lm
 
 torch.set_num_threads(1)
@@ -101,6 +101,6 @@ print("head carrying agreement:", subject_head)
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p1_09
+from nextword.booktools.exercises.checks import check_ex_p1_09
 
 check_ex_p1_09(subject_attention, ablation_effect, model, probe, subject_head)

@@ -66,6 +66,6 @@ for d in (16, 128, 1024):
     print(f"d = {d:4d}: simulated {v:8.1f}  (d sigma^4 = {d}),  after dividing by sqrt(d): {v / d:.3f}")
 
 # %%
-from nextword.exercises.checks import check_ex_p1_10
+from nextword.booktools.exercises.checks import check_ex_p1_10
 
 check_ex_p1_10(variance_expression, simulate_variance)

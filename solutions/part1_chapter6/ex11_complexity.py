@@ -15,7 +15,7 @@
 #
 # Implement `flop_formulas(T, d)` returning, for each model, (forward FLOPs, backward FLOPs, number of
 # steps that must run one after another). The checker measures them with torch's FLOP counter and the
-# dependency graphs of `nextword.recurrent`. Then give the big-O summary and the discussion.
+# dependency graphs of `nextword.chapter6.recurrent`. Then give the big-O summary and the discussion.
 
 # %%
 import numpy as np
@@ -65,6 +65,6 @@ for T, d in ((128, 512), (4096, 512)):
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p1_11
+from nextword.booktools.exercises.checks import check_ex_p1_11
 
 check_ex_p1_11(flop_formulas)

@@ -7,7 +7,7 @@
 # failure mode or degradation of each on language modelling, and justify it by the role of the component.
 #
 # Write your predictions first (cell below), then test them. A 2-layer, 4-head `TinyLM` is trained on
-# `AgreementTask` (order-2 fillers + subject agreement); `nextword.ablation.with_config` removes a
+# `AgreementTask` (order-2 fillers + subject agreement); `nextword.torch.ablation.with_config` removes a
 # component from the trained weights. For the mask, a model is also *retrained* without it, because the
 # failure the chapter has in mind (§6.3) appears in training.
 #
@@ -40,8 +40,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from nextword.ablation import ABLATIONS, token_nll, with_config
-from nextword.probing import AgreementTask
+from nextword.torch.ablation import ABLATIONS, token_nll, with_config
+from nextword.chapter6 import AgreementTask
 from nextword.torch.lm import LMConfig, TinyLM, train_lm
 
 torch.set_num_threads(1)
@@ -102,6 +102,6 @@ print("test-time removals, largest honest loss first:", ", ".join(sorted(removed
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p1_12
+from nextword.booktools.exercises.checks import check_ex_p1_12
 
 check_ex_p1_12(honest_loss, results)

@@ -12,7 +12,7 @@
 # a tuple of token ids (the empty tuple gives the first token's law).
 #
 # 1. Implement `per_position_kl(p_next, q_next, V, L)` returning the $L$ terms of the sum, by
-#    enumerating prefixes. Use `nextword.theory.objectives.kl_divergence` for one KL between two
+#    enumerating prefixes. Use `nextword.theory.formulation.objectives.kl_divergence` for one KL between two
 #    vectors, but not `kl_decomposition`.
 # 2. Check on the example below that the terms add up to the joint KL.
 # 3. In words: why does driving $J$ to a small value control the next-token error at *every*
@@ -23,7 +23,7 @@ import itertools
 
 import numpy as np
 
-from nextword.theory.objectives import kl_divergence, sequence_distribution
+from nextword.theory.formulation import kl_divergence, sequence_distribution
 
 rng = np.random.default_rng(0)
 V_demo, L_demo = 2, 4
@@ -68,6 +68,6 @@ print(f"sum of terms {terms.sum():.6f}  vs  joint KL {joint:.6f}")
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p2_01
+from nextword.booktools.exercises.checks import check_ex_p2_01
 
 check_ex_p2_01(per_position_kl)

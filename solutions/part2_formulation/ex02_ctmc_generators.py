@@ -15,7 +15,7 @@
 #    $\bar Q_{ij}=Q_{ji}\,p_j/p_i$ for $i\ne j$, with the diagonal chosen so that rows sum to zero.
 # 4. In words: what is the matrix printed in Example 9.2, if not a generator?
 #
-# Do not import `nextword.theory.diffusion` (the checker uses it to compare).
+# Do not import `nextword.theory.formulation.diffusion` (the checker uses it to compare).
 
 # %%
 import numpy as np
@@ -67,6 +67,6 @@ print("absorbing generator, rows sum to 0:", bool(np.allclose(absorbing_generato
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p2_02
+from nextword.booktools.exercises.checks import check_ex_p2_02
 
 check_ex_p2_02(uniform_generator, absorbing_generator, reverse_rates)

@@ -19,7 +19,7 @@
 # 3. In words: why is this recurrence exact for piecewise-constant inputs but only first-order
 #    accurate for a smooth input?
 #
-# Do not import `nextword.theory.ssm` (the checker uses it to compare).
+# Do not import `nextword.theory.formulation.ssm` (the checker uses it to compare).
 
 # %%
 import numpy as np
@@ -70,6 +70,6 @@ print("with A = 0, Bbar / dt =", np.round(zoh(np.zeros((2, 2)), B_demo, 0.1)[1] 
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p2_03
+from nextword.booktools.exercises.checks import check_ex_p2_03
 
 check_ex_p2_03(zoh, scan)

@@ -68,6 +68,6 @@ for p in (0.4, 0.7, 0.85, 0.96, 1.0):
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p2_04
+from nextword.booktools.exercises.checks import check_ex_p2_04
 
 check_ex_p2_04(top_p_filter, nucleus_probs)

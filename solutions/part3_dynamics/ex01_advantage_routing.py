@@ -60,6 +60,6 @@ print("every alpha-weighted row sum of A is 0:", bool(np.allclose((alpha_demo * 
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p3_01
+from nextword.booktools.exercises.checks import check_ex_p3_01
 
 check_ex_p3_01(score_gradient, advantage)

@@ -52,6 +52,6 @@ print("Eq. (43):", np.round(dominant(alpha_bad, U_bad, j_bad, 1.0), 4))
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p3_02
+from nextword.booktools.exercises.checks import check_ex_p3_02
 
 check_ex_p3_02(first_order, dominant, alpha_bad, U_bad, j_bad)

@@ -67,6 +67,6 @@ best_rule = "inverse_circular_distance"
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p3_03
+from nextword.booktools.exercises.checks import check_ex_p3_03
 
 check_ex_p3_03(transition, entropy_rate, best_rule)

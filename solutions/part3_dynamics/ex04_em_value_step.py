@@ -56,6 +56,6 @@ print("||Delta W_V|| =", round(float(np.linalg.norm(W_new - params_demo.W_V)), 4
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p3_04
+from nextword.booktools.exercises.checks import check_ex_p3_04
 
 check_ex_p3_04(em_value_step)

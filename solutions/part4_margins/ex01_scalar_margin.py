@@ -56,6 +56,6 @@ print("support tokens (0-based):", support(x_demo, 0.5))
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p4_01
+from nextword.booktools.exercises.checks import check_ex_p4_01
 
 check_ex_p4_01(scalar_margins, support)

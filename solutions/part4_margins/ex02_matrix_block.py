@@ -53,6 +53,6 @@ print(np.round(diagonal_block(X, 3, W_Q, W_K, W_V), 4))
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p4_02
+from nextword.booktools.exercises.checks import check_ex_p4_02
 
 check_ex_p4_02(diagonal_block)

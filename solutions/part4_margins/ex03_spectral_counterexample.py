@@ -33,6 +33,6 @@ print(f"last position: 1 - rho = {mm.spectral[-1]:+.3f}, det = {mm.det[-1]:+.3f}
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p4_03
+from nextword.booktools.exercises.checks import check_ex_p4_03
 
 check_ex_p4_03(X, W_Q, W_K)

@@ -39,6 +39,6 @@ print(f"w = 0.5, sigma = 1: Var(x_1) = {var_first_embedding(0.5, 1.0):.4f} (leng
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p4_04
+from nextword.booktools.exercises.checks import check_ex_p4_04
 
 check_ex_p4_04(var_first_embedding)

@@ -62,6 +62,6 @@ print(f"fitted slope: {slope:.3f}")
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p5_01
+from nextword.booktools.exercises.checks import check_ex_p5_01
 
 check_ex_p5_01(exp_map, retraction, slope)

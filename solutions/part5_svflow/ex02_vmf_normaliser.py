@@ -92,6 +92,6 @@ assert worst < 1e-12
 print("largest relative difference to mpmath < 1e-12")
 
 # %%
-from nextword.exercises.checks import check_ex_p5_02
+from nextword.booktools.exercises.checks import check_ex_p5_02
 
 check_ex_p5_02(log_vmf_normaliser)

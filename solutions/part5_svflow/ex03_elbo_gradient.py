@@ -60,6 +60,6 @@ print("log p(x) - ELBO:", np.round(flow.log_marginal(x) - my_elbo(flow, x), 4))
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p5_03
+from nextword.booktools.exercises.checks import check_ex_p5_03
 
 check_ex_p5_03(my_elbo, my_epsilon)

@@ -16,7 +16,7 @@
 # %%
 import numpy as np
 
-from nextword.theory.svflow_attention import load_balancing_loss
+from nextword.theory.svflow import load_balancing_loss
 
 # %% [markdown]
 # **Answer to 1.**
@@ -45,6 +45,6 @@ print(f"J_bal = {J:.4f}, f = {np.round(f, 3)}, P = {np.round(P, 3)}")
 # <!-- END SOLUTION -->
 
 # %%
-from nextword.exercises.checks import check_ex_p5_04
+from nextword.booktools.exercises.checks import check_ex_p5_04
 
 check_ex_p5_04(gates)

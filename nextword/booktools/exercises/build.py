@@ -1,0 +1,247 @@
+"""Generate student exercise notebooks from the solution notebooks.
+
+Markers in a solution's py:percent source:
+
+* code: ``# BEGIN SOLUTION`` (optionally ``hint="..."``, which says *what to return*, never how) …
+  ``# END SOLUTION`` — the region is replaced by ``raise NotImplementedError("<hint>")`` at the marker's
+  indentation (with a pointer to the tiered hints, :func:`nextword.booktools.exercises.hints.hint`, when the
+  exercise is known);
+* markdown: ``# <!-- BEGIN SOLUTION -->`` … ``# <!-- END SOLUTION -->`` — replaced by
+  ``# *Your answer here.*`` (and, for a known exercise, how to reveal the model answer afterwards).
+
+Example
+-------
+>>> src = 'x = 1\\n# BEGIN SOLUTION hint="add one"\\ny = x + 1\\n# END SOLUTION\\n'
+>>> print(strip_solutions(src), end="")
+x = 1
+raise NotImplementedError("add one")
+"""
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .hints import exercise_id, repo_root
+
+REPO_ROOT = repo_root()
+_BEGIN = re.compile(r'^(?P<indent>\s*)#\s*(?P<md><!--\s*)?BEGIN SOLUTION(?:\s+hint="(?P<hint>[^"]*)")?\s*(-->)?\s*$')
+_END = re.compile(r"^\s*#\s*(<!--\s*)?END SOLUTION\s*(-->)?\s*$")
+DEFAULT_HINT = "replace this line with your solution"
+
+
+class MarkerError(ValueError):
+    """A solution file has unbalanced or nested BEGIN/END SOLUTION markers."""
+
+
+def strip_solutions(source: str, *, name: str = "<source>", exercise: str | None = None) -> str:
+    """Return ``source`` with every marked solution region replaced by its stub.
+
+    With ``exercise`` (e.g. ``"p5_02"``) a code stub points at ``hint(exercise, 1)`` and a written answer
+    at ``reveal(exercise, k)``.
+    """
+    out: list[str] = []
+    inside: re.Match[str] | None = None
+    written = 0
+    for lineno, line in enumerate(source.splitlines(), start=1):
+        begin, end = _BEGIN.match(line), _END.match(line)
+        if begin:
+            if inside:
+                raise MarkerError(f"{name}:{lineno}: BEGIN SOLUTION inside another solution region")
+            inside = begin
+            indent = begin["indent"]
+            if begin["md"]:
+                written += 1
+                after = f' (Once you have written it, `reveal("{exercise}", {written})` shows a model answer.)' \
+                    if exercise else ""
+                out.append(f"{indent}# *Your answer here.*{after}")
+            else:
+                hint = begin["hint"] or DEFAULT_HINT
+                if exercise:
+                    hint += f" (stuck? hint('{exercise}', 1))"
+                hint = hint.replace("\\", "\\\\").replace('"', '\\"')
+                out.append(f'{indent}raise NotImplementedError("{hint}")')
+        elif end:
+            if not inside:
+                raise MarkerError(f"{name}:{lineno}: END SOLUTION without BEGIN SOLUTION")
+            inside = None
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise MarkerError(f"{name}: BEGIN SOLUTION never closed")
+    return "\n".join(out) + "\n"
+
+
+def solution_sources(root: Path = REPO_ROOT) -> list[Path]:
+    """Every solution notebook source ``solutions/<part>/ex*.py``."""
+    return sorted((Path(root) / "solutions").glob("*/ex*.py"))
+
+
+def exercise_path(solution: Path, root: Path = REPO_ROOT) -> Path:
+    """Where the student version of ``solution`` lives."""
+    rel = Path(solution).resolve().relative_to(Path(root).resolve() / "solutions")
+    return Path(root) / "exercises" / rel
+
+
+def expected_exercise(solution: Path) -> str:
+    """The student py:percent text that ``build`` writes for ``solution``."""
+    ex = exercise_id(solution)
+    header = (
+        "# %% [markdown]\n"
+        "# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;\n"
+        "# > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the\n"
+        "# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint(\"" + ex + "\", 1)` gives\n"
+        "# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal(\"" + ex + "\")`.\n"
+        "# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.\n\n"
+        "# %%\n"
+        "from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)\n\n"
+    )
+    text = Path(solution).read_text(encoding="utf-8")
+    return header + strip_solutions(text, name=str(solution), exercise=ex)
+
+
+_PART_NAMES = {
+    "part1_chapter6": "Part 1 — Chapter 6: Transformers",
+    "part2_formulation": "Part 2 — LLMs: a mathematical formulation",
+    "part3_dynamics": "Part 3 — Gradient dynamics of attention",
+    "part4_margins": "Part 4 — Support tokens and stability margins",
+    "part5_svflow": "Part 5 — Score-based variational flow",
+}
+_FIELD = re.compile(r"\*\*(?P<key>Difficulty|Book notebook):\*\*\s*(?P<value>[^·\n]+)")
+
+
+def _exercise_info(solution: Path) -> tuple[str, str, str]:
+    """(title, difficulty, book notebook) read from the solution's first markdown cell."""
+    text = Path(solution).read_text(encoding="utf-8")
+    title = next((ln.lstrip("# ").strip() for ln in text.splitlines() if ln.startswith("# # ")), solution.stem)
+    fields = {m["key"]: m["value"].strip().strip("`") for m in _FIELD.finditer(text)}
+    return title, fields.get("Difficulty", "?"), fields.get("Book notebook", "?")
+
+
+def exercises_readme(root: Path = REPO_ROOT) -> str:
+    """The text of ``exercises/README.md``: every exercise by part, with difficulty and book notebook."""
+    lines = [
+        "# Exercises",
+        "",
+        "Student notebooks, generated from `solutions/` by `make exercises` (do not edit them here: edit the",
+        "solution and regenerate). Difficulty: ★ direct, ★★ a few steps, ★★★ open-ended.",
+        "",
+        "## How to work on an exercise",
+        "",
+        "1. Open one in JupyterLab (`make lab`, then `exercises/…`). Each `NotImplementedError` stub says what",
+        "   to return — not how.",
+        "2. Run the self-check cell at the end. It runs **every** check of the exercise and lists them, ✓ or ✗",
+        "   (partial credit: `3 of 4 checks passed`). A ✗ names the input it failed on, shows what you got",
+        "   and what was expected on the smallest failing case, and where it recognises one, the likely",
+        "   mistake (a factor √d, bits instead of nats, a transposed matrix, ties at the minimum, …).",
+        "3. Stuck? `hint(\"p4_01\", 1)` prints a first hint for Part 4, Exercise 01; tier 2 names the",
+        "   method, tier 3 is close to the code. Take them one at a time.",
+        "4. Written answers (\"*Your answer here.*\"): write yours first, then `reveal(\"p4_01\")` shows the",
+        "   model answer to compare with.",
+        "",
+        "`hint` and `reveal` are imported by the first code cell of every exercise",
+        "(`from nextword.booktools.exercises import hint, reveal`).",
+        "",
+        "## Where you stand: the grader",
+        "",
+        "```bash",
+        ".venv/bin/python -m nextword.booktools.exercises grade        # every part",
+        ".venv/bin/python -m nextword.booktools.exercises grade 4      # Part 4 only (also: part4, part4_margins)",
+        ".venv/bin/python -m nextword.booktools.exercises grade 4 --dir ~/my-exercises --timeout 300",
+        "```",
+        "",
+        "It runs your filled-in notebooks (in memory, with nbclient; your files are not changed) and prints",
+        "one row per exercise:",
+        "",
+        "```text",
+        "exercise  status       detail",
+        "p4_01     ✓            scalar margins match Eq. (9) and the support tokens match Definition 3.1 …",
+        "p4_02     ✗            1 of 2 checks passed; ✗ support = every 0-based position attaining the minimum …",
+        "p4_03     not started",
+        "1 ✓ · 1 ✗ · 1 not started (of 3)",
+        "```",
+        "",
+        "*not started*: the code is still what `make exercises` generated (nothing is run). *✗*: a stub is",
+        "left, a check fails (the first failing check is shown) or the code crashes (cell and error shown).",
+        "Of a `.py`/`.ipynb` pair the one saved last is graded. Exercises that train a model (Part 1 Ex 3,",
+        "9, 12) take up to a minute each.",
+        "",
+        "## For authors",
+        "",
+        "Write the worked answer in `solutions/<part>/exNN_<topic>.py` between `# BEGIN SOLUTION` and",
+        "`# END SOLUTION` (code; `hint=\"...\"` on the BEGIN line says *what to return*, never how) or",
+        "`# <!-- BEGIN SOLUTION -->` … `# <!-- END SOLUTION -->` (a written answer: it becomes the model answer",
+        "that `reveal` shows). Add three hint tiers to `HINTS` in `nextword/exercises/hints.py` and a checker",
+        "`check_ex_p<part>_<NN>` in `nextword/exercises/checks/` that runs its sub-checks in a `Report`",
+        "(smallest case first, `check_close(..., mistakes={message: value of that mistake})`). Then",
+        "`make exercises`, and execute the solution notebook (`python -m nextword.booktools.notebooks build …`).",
+        "",
+    ]
+    by_part: dict[str, list[Path]] = {}
+    for solution in solution_sources(root):
+        by_part.setdefault(solution.parent.name, []).append(solution)
+    for part in sorted(by_part):
+        lines += [f"## {_PART_NAMES.get(part, part)}", "", "| exercise | difficulty | book notebook |", "|---|---|---|"]
+        for solution in by_part[part]:
+            title, difficulty, notebook = _exercise_info(solution)
+            lines.append(f"| [{title}]({part}/{solution.name}) | {difficulty} | `{notebook}` |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def build(root: Path = REPO_ROOT) -> list[Path]:
+    """Write every exercise notebook (``.py`` + output-free ``.ipynb``); return the written paths."""
+    import nbformat
+
+    from nextword.booktools.notebooks import py_to_notebook
+
+    written = []
+    for solution in solution_sources(root):
+        target = exercise_path(solution, root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(expected_exercise(solution), encoding="utf-8")
+        nbformat.write(py_to_notebook(target), target.with_suffix(".ipynb"))
+        written.append(target)
+    readme = Path(root) / "exercises" / "README.md"
+    readme.parent.mkdir(parents=True, exist_ok=True)
+    readme.write_text(exercises_readme(root), encoding="utf-8")
+    written.append(readme)
+    return written
+
+
+def stale_exercises(root: Path = REPO_ROOT) -> list[str]:
+    """Describe every exercise that is missing or differs from what :func:`build` would write."""
+    problems = []
+    solutions = solution_sources(root)
+    for solution in solutions:
+        target = exercise_path(solution, root)
+        if not target.exists():
+            problems.append(f"{target} is missing")
+        elif target.read_text(encoding="utf-8") != expected_exercise(solution):
+            problems.append(f"{target} differs from its solution {solution}")
+    expected = {exercise_path(s, root).resolve() for s in solutions}
+    for orphan in sorted((Path(root) / "exercises").glob("*/ex*.py")):
+        if orphan.resolve() not in expected:
+            problems.append(f"{orphan} has no solution in solutions/")
+    readme = Path(root) / "exercises" / "README.md"
+    if solutions and (not readme.exists() or readme.read_text(encoding="utf-8") != exercises_readme(root)):
+        problems.append(f"{readme} is not what build would write")
+    return problems
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    command = args[0] if args else "build"
+    if command == "build":
+        for path in build():
+            print(f"wrote {path.relative_to(REPO_ROOT)}")
+        return 0
+    if command == "check":
+        problems = stale_exercises()
+        for p in problems:
+            print(f"[stale] {p}")
+        print(f"{len(solution_sources()) - len(problems)} of {len(solution_sources())} exercises in sync")
+        return 1 if problems else 0
+    print("usage: python -m nextword.booktools.exercises [build|check|grade [part]]", file=sys.stderr)
+    return 2

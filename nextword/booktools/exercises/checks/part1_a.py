@@ -1,0 +1,368 @@
+"""Checkers for Chapter 6 Exercises 1, 2, 3, 7, 10, 11 (helper P1a; re-exported by ``part1``).
+
+Each checker recomputes the expected result with the library (attention, the running-example source,
+the numpy export of a torch model, torch's FLOP counter) or checks properties; none holds a copy of
+the solution.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import Report, as_array, call_student, check_close, check_shape, check_true, describe, fail
+
+__all__ = ["check_ex_p1_01", "check_ex_p1_02", "check_ex_p1_03", "check_ex_p1_07", "check_ex_p1_10",
+           "check_ex_p1_11"]
+
+_Q3 = np.array([1.0, 0.0, -1.0, 0.0])
+_K3 = np.array([[1.0, 1, 0, 0], [0, 1, 1, 0], [-1, 0, 1, 1]])
+_call = call_student
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+def check_ex_p1_01(attention_steps) -> bool:
+    """Exercise 1: ``attention_steps(q, K) -> (scaled_scores, exponentials, weights)``, each ``(n,)``.
+
+    Checked on the exercise's numbers and on random inputs against ``nextword.attention``; float32
+    answers are accepted at float32 tolerance.
+    """
+    from nextword.attention.core import scaled_dot_product_attention
+
+    r = Report("Exercise 1.01")
+    rng = np.random.default_rng(11)
+    cases = [("Exercise 1's q and K (n=3, d=4)", _Q3, _K3)]
+    cases += [(f"a random q, K with n={n}, d={d}", rng.standard_normal(d), rng.standard_normal((n, d)))
+              for d, n in ((4, 5), (16, 7))]
+    outs = []
+    with r.check("attention_steps returns a tuple (scaled_scores, exponentials, weights)"):
+        for label, q, K in cases:
+            out = _call(attention_steps, f"attention_steps for {label}", q.copy(), K.copy())
+            if not isinstance(out, tuple) or len(out) != 3:
+                fail(f"attention_steps for {label} returned {type(out).__name__}"
+                     f"{f' of length {len(out)}' if isinstance(out, (tuple, list)) else ''}, "
+                     "expected a tuple of three arrays (scaled_scores, exponentials, weights)")
+            outs.append(out)
+    if len(outs) < len(cases):
+        return r.done("")
+    with r.check("scaled scores s_j = k_j·q / √d"):
+        for (label, q, K), (scores, _, _) in zip(cases, outs):
+            d = K.shape[1]
+            check_close(f"scaled_scores for {label}", scores, K @ q / np.sqrt(d), rtol=1e-9, atol=1e-12, d=d,
+                        allow_float32=True)
+    with r.check("exponentials exp(s_j) (a common factor such as exp(-max s) allowed)"):
+        for (label, q, K), (scores, exps, _) in zip(cases, outs):
+            n, d = K.shape
+            exps = check_shape(f"exponentials for {label}", exps, (n,))
+            check_true(np.all(exps > 0), f"exponentials for {label} must be positive, got {describe(exps)}")
+            s = K @ q / np.sqrt(d)
+            check_close(f"exponentials for {label}, normalised to sum 1", exps / exps.sum(), _softmax(s),
+                        rtol=1e-9, atol=1e-12, allow_float32=True,
+                        mistakes={"exponentials of the unscaled scores k_j·q: divide by √d before exp": _softmax(K @ q)})
+    with r.check("weights = softmax of the scaled scores"):
+        for (label, q, K), (_, _, weights) in zip(cases, outs):
+            n = K.shape[0]
+            _, w_ref = scaled_dot_product_attention(q[None], K, np.eye(n), return_weights=True)
+            w = check_shape(f"weights for {label}", weights, (n,))
+            check_true(abs(w.sum() - 1) < 1e-5, f"weights for {label} sum to {w.sum():.6g}, not 1: "
+                       "divide the exponentials by their sum")
+            check_close(f"weights for {label}", w, w_ref[0], rtol=1e-9, atol=1e-12, allow_float32=True,
+                        mistakes={"softmax of the unscaled scores k_j·q: divide by √d first": _softmax(K @ q),
+                                  "softmax of the scores divided by d: the scale is 1/√d": _softmax(K @ q / K.shape[1])})
+    return r.done("scaled scores, exponentials and weights match scaled dot-product attention "
+                  "(Exercise 1's numbers and two random cases)")
+
+
+def check_ex_p1_02(attention_output, in_convex_hull) -> bool:
+    """Exercise 2: ``attention_output(q, K, V) -> (weights, output)`` and ``in_convex_hull(x, V) -> bool``."""
+    from nextword.attention.core import scaled_dot_product_attention
+
+    r = Report("Exercise 1.02")
+    rng = np.random.default_rng(12)
+    cases = []
+    for n, d, dv in ((3, 4, 2), (6, 5, 3), (10, 8, 4)):
+        q, K, V = rng.standard_normal(d) * 3, rng.standard_normal((n, d)), rng.standard_normal((n, dv))
+        cases.append((f"n={n} keys, d={d}, d_v={dv}", q, K, V))
+    results = []
+    with r.check("attention_output returns (weights, output)"):
+        for label, q, K, V in cases:
+            res = _call(attention_output, f"attention_output for {label}", q, K, V)
+            if not isinstance(res, tuple) or len(res) != 2:
+                fail(f"attention_output for {label} returned {type(res).__name__}, expected a pair (weights, output)")
+            results.append(res)
+    if len(results) == len(cases):
+        with r.check("weights form a distribution equal to softmax(K q / √d)"):
+            for (label, q, K, V), (w, _) in zip(cases, results):
+                _, ref_w = scaled_dot_product_attention(q[None], K, V, return_weights=True)
+                w = check_close(f"weights for {label}", w, ref_w[0], rtol=1e-9, atol=1e-12, d=K.shape[1],
+                                mistakes={"softmax of the unscaled scores: divide by √d": _softmax(K @ q)})
+                check_true(np.all(w >= 0) and abs(w.sum() - 1) < 1e-12, "weights must be non-negative and sum to 1")
+        with r.check("output = Σ_j α_j v_j"):
+            for (label, q, K, V), (_, out) in zip(cases, results):
+                ref_out, ref_w = scaled_dot_product_attention(q[None], K, V, return_weights=True)
+                check_close(f"output for {label}", out, ref_out[0], rtol=1e-9, atol=1e-12,
+                            mistakes={"the plain mean of the values: weight each v_j by α_j": V.mean(0)})
+    with r.check("in_convex_hull accepts attention outputs and vertices"):
+        for label, q, K, V in cases:
+            out = scaled_dot_product_attention(q[None], K, V)[0]
+            check_true(bool(_call(in_convex_hull, "in_convex_hull", np.asarray(out), V)),
+                       f"in_convex_hull rejects the attention output for {label}, which is a convex combination")
+            check_true(bool(_call(in_convex_hull, "in_convex_hull", V[0].copy(), V)),
+                       f"in_convex_hull rejects the value vector V[0] itself (a vertex) for {label}")
+    with r.check("in_convex_hull rejects points outside the hull"):
+        for label, q, K, V in cases:
+            outside = V.mean(0) + 10 * (V.max(0) - V.min(0) + 1)  # beyond every value in every coordinate
+            check_true(not bool(_call(in_convex_hull, "in_convex_hull", outside, V)),
+                       f"in_convex_hull accepts {describe(outside)}, which lies beyond every value vector "
+                       f"in every coordinate ({label}): do you require the coefficients to be >= 0 and sum to 1?")
+    return r.done("weights form a distribution, output = Σ α v matches the library, and the hull test "
+                  "accepts outputs and vertices and rejects outside points")
+
+
+def check_ex_p1_03(generation_style_loss, model, windows, entropy_rate: float) -> bool:
+    """Exercise 3: the student's ``generation_style_loss(model, windows)`` and a model trained without the mask.
+
+    Verifies the function against an independent computation (the numpy export of the model, one
+    prefix at a time) and that the model shows the leakage: teacher-forced loss below the entropy
+    rate, generation-style loss well above it.
+    """
+    from nextword.attention import log_softmax
+    from nextword.torch.lm import TinyLM, evaluate_loss, to_numpy_decoder
+
+    r = Report("Exercise 1.03")
+    with r.check("the model is a TinyLM trained without the mask"):
+        if not isinstance(model, TinyLM):
+            fail(f"model must be a nextword.torch.lm.TinyLM, got {type(model).__name__}")
+        check_true(not model.config.causal,
+                   "the model for this experiment must be trained WITHOUT the mask (causal=False)")
+    windows = np.asarray(windows)
+    if windows.ndim != 2 or windows.shape[1] < 4:
+        fail("windows must be a (num_windows, L) array of token ids with L >= 4")
+    if not isinstance(model, TinyLM):
+        return r.done("")
+    teacher = evaluate_loss(model, windows)
+    with r.check("generation_style_loss predicts each token from its prefix alone"):
+        lm = to_numpy_decoder(model)
+        for rows in (1, 8):
+            sub = windows[:rows, :6] if rows == 1 else windows[:rows]
+            got = float(as_array("generation_style_loss", _call(generation_style_loss,
+                                                                 f"generation_style_loss on {rows} window(s)", model, sub)))
+            nll = [-log_softmax(lm.logits(row[:t])[-1])[row[t]] for row in sub for t in range(1, sub.shape[1])]
+            if got < entropy_rate - 0.5 and abs(got - float(np.mean(nll))) > 1e-3:
+                fail(f"generation_style_loss on windows[:{rows}, :{sub.shape[1]}]: got {got:.4f}, expected "
+                     f"{float(np.mean(nll)):.4f}\n    likely mistake: your loss is below the entropy rate "
+                     f"H = {entropy_rate:.3f}, which no prediction from the past can beat: the target is in the "
+                     "prefix (predict windows[:, t] from windows[:, :t] only)")
+            check_close(f"generation_style_loss on windows[:{rows}, :{sub.shape[1]}]", got, float(np.mean(nll)),
+                        rtol=1e-4, atol=1e-4,
+                        mistakes={"the teacher-forced loss (one pass over the whole window): run the model on "
+                                  "each prefix separately": evaluate_loss(model, sub)})
+    with r.check("the leak: teacher-forced loss < entropy rate < generation-style loss"):
+        gen = float(as_array("generation_style_loss", _call(generation_style_loss, "generation_style_loss",
+                                                             model, windows)))
+        check_true(teacher < entropy_rate,
+                   f"teacher-forced loss {teacher:.3f} is not below the entropy rate {entropy_rate:.3f}: "
+                   "train longer, or check that the model has no mask")
+        check_true(gen > entropy_rate + 0.5,
+                   f"generation-style loss {gen:.3f} is not clearly above the entropy rate {entropy_rate:.3f}")
+    if r.failures:
+        return r.done("")
+    return r.done(f"generation_style_loss is right; leakage shown: teacher-forced {teacher:.2f} < H = "
+                  f"{entropy_rate:.2f} < generation-style {gen:.2f} nats")
+
+
+_ROLES = {2: "semantic", 16: "discourse", 19: "semantic", 21: "syntactic"}
+
+
+def check_ex_p1_07(mutual_information, pairs) -> bool:
+    """Exercise 7: a plug-in estimator ``mutual_information(ids, position) -> nats`` and three pairs
+    ``(context_word, next_word, kind)`` for the controlled running example
+    (:class:`nextword.chapter6.running_example.RunningExampleSource`)."""
+    from nextword.chapter6 import RunningExampleSource
+
+    r = Report("Exercise 1.07")
+    src = RunningExampleSource()
+    ids = src.sample(30000, np.random.default_rng(17))
+    with r.check("mutual_information matches the exact I(word; blank) within 0.01 nats"):
+        for pos in (2, 3, 10, 16, 19, 21):
+            est = float(as_array(f"mutual_information(ids, {pos})",
+                                 _call(mutual_information, f"mutual_information(ids, {pos})", ids, pos)))
+            exact = src.mutual_information(pos)
+            if abs(est - exact) <= 0.01:
+                continue
+            msg = (f"mutual_information(ids, {pos}) on 30000 sampled sentences: got {est:.4f}, "
+                   f"expected {exact:.4f} nats (tolerance 0.01)")
+            if exact > 0.05 and abs(est * np.log(2) - exact) <= 0.01:
+                msg += "\n    likely mistake: a ratio 1/ln 2: you measured bits (log2); use natural logs (nats)"
+            elif any(1 <= p <= 21 and abs(src.mutual_information(p) - exact) > 0.02
+                     and abs(est - src.mutual_information(p)) <= 0.01 for p in (pos - 1, pos + 1)):
+                msg += ("\n    likely mistake: an off-by-one column — position is 1-based, so the word is "
+                        "column position - 1 of ids")
+            elif est < 0:
+                msg += "\n    a mutual information is never negative: check the ratio p(x,y) / (p(x) p(y))"
+            fail(msg)
+    with r.check("three pairs (context_word, next_word, kind), one of each kind, each justified"):
+        pairs = list(pairs)
+        check_true(len(pairs) == 3, f"give exactly three pairs, got {len(pairs)}")
+        kinds = set()
+        for item in pairs:
+            if not (isinstance(item, tuple) and len(item) == 3):
+                fail(f"each pair must be a tuple (context_word, next_word, kind), got {item!r}")
+            ctx, nxt, kind = item
+            check_true(kind in ("syntactic", "semantic", "discourse"),
+                       f"kind must be 'syntactic', 'semantic' or 'discourse', got {kind!r}")
+            slots = [p for p, alts in src.slots.items() if ctx in alts]
+            check_true(bool(slots), f"{ctx!r} is not one of the words that vary in the controlled sentence "
+                       f"(those are {sorted(w for alts in src.slots.values() for w in alts)})")
+            pos = slots[0]
+            check_true(src.mutual_information(pos) > 1e-9,
+                       f"{ctx!r} (word {pos}) carries no information about the blank: attention to it is not justified")
+            possible = {s[-1] for s, _ in src.joint() if s[pos - 1] == ctx}
+            check_true(nxt in possible, f"{nxt!r} never follows a sentence with {ctx!r} at word {pos}")
+            check_true(_ROLES[pos] == kind, f"the dependency between {ctx!r} and the blank is not {kind}")
+            kinds.add(kind)
+        check_true(len(kinds) == 3, "use one pair of each kind (syntactic, semantic, discourse)")
+    return r.done("the plug-in mutual information matches the exact values, and each pair links an "
+                  "informative word to a possible next word with the right kind of dependency")
+
+
+def check_ex_p1_10(variance_expression, simulate_variance) -> bool:
+    """Exercise 10: ``variance_expression(d)`` (a sympy expression in the positive symbol ``sigma``)
+    and ``simulate_variance(d, sigma, n, rng)`` (a Monte Carlo estimate of Var(q·k))."""
+    import sympy as sp
+
+    r = Report("Exercise 1.10")
+    sigma = sp.symbols("sigma", positive=True)
+    with r.check("variance_expression(d) = Var(q·k) symbolically, d = 1, 2, 3"):
+        for d in (1, 2, 3):  # sympy.stats needs ~6 s for d = 3 and ~30 s for d = 5
+            expr = _call(variance_expression, f"variance_expression({d})", d)
+            check_true(isinstance(expr, sp.Expr), f"variance_expression({d}) must return a sympy expression, "
+                       f"got {type(expr).__name__}")
+            bad = expr.free_symbols - {sigma}
+            check_true(not bad, f"variance_expression({d}) may only contain the symbol sigma (positive=True), "
+                       f"got {bad} — a symbol named sigma without positive=True is a different symbol")
+            truth = d * sigma ** 4
+            if sp.simplify(expr - truth) == 0:
+                continue
+            known = {d * sigma ** 2: "the variance of one product q_i k_i is E[q²] E[k²] = σ²·σ² = σ⁴, not σ²",
+                     sigma ** 4: "that is one product's variance: the d independent products add up",
+                     d ** 2 * sigma ** 4: "d² σ⁴: the products are independent, so their variances add "
+                                          "(no cross terms)",
+                     sigma ** 4 / d: "that is the variance after dividing by √d... twice? Var(q·k) itself "
+                                     "grows with d"}
+            likely = next((m for e, m in known.items() if sp.simplify(expr - e) == 0), None)
+            fail(f"variance_expression({d}): got {expr}, expected {truth}" + (f"\n    likely mistake: {likely}" if likely else ""))
+    with r.check("simulate_variance agrees with d σ⁴ (d = 4, 32, 256; σ = 0.7)"):
+        rng = np.random.default_rng(10)
+        ests = []
+        for d in (4, 32, 256):
+            n = 20000
+            est = float(as_array(f"simulate_variance({d}, 0.7, {n}, rng)",
+                                 _call(simulate_variance, f"simulate_variance({d}, 0.7, {n}, rng)", d, 0.7, n, rng)))
+            exact = d * 0.7 ** 4
+            se = exact * np.sqrt(2.0 / n) * 2  # generous: Var of a sample variance of a heavy-ish tailed product
+            if abs(est - exact) >= 5 * se:
+                msg = (f"simulate_variance({d}, 0.7, {n}, rng): got {est:.4g}, expected {exact:.4g} "
+                       f"± {5 * se:.2g} (5 standard errors)")
+                if abs(est * d - exact) < 5 * se:
+                    msg += "\n    likely mistake: a factor d = {d} too small: you simulated q·k/√d (the scaled score)".format(d=d)
+                elif abs(est - 0.7 ** 2 * d) < 5 * se * 2:
+                    msg += "\n    likely mistake: the entries should have standard deviation σ (variance σ²), not variance σ"
+                fail(msg)
+            ests.append(est)
+        slope = np.polyfit(np.log([4, 32, 256]), np.log(ests), 1)[0]
+        check_true(abs(slope - 1) < 0.05,
+                   f"the simulated variance should grow linearly in d (log-log slope {slope:.3f}, expected 1)")
+    return r.done("Var(q·k) = d σ⁴ symbolically for d = 1, 2, 3, and the simulation agrees and grows linearly in d")
+
+
+def _measured_flops(kind: str, T: int, d: int) -> tuple[int, int]:
+    """Forward and backward matmul FLOPs of one Elman RNN layer or one single-head attention layer."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(T, d, generator=g, dtype=torch.float64, requires_grad=True)
+    Ws = [torch.randn(d, d, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(4 if kind == "attention" else 2)]
+    with FlopCounterMode(display=False) as fwd:
+        if kind == "rnn":
+            W_x, W_h = Ws
+            U = X @ W_x  # (T, d) input part, all steps at once
+            h = torch.tanh(U[0])
+            outs = [h]
+            for t in range(1, T):  # the sequential part
+                h = torch.tanh(U[t] + h @ W_h)
+                outs.append(h)
+            out = torch.stack(outs)
+        else:
+            W_q, W_k, W_v, W_o = Ws
+            Q, K, V = X @ W_q, X @ W_k, X @ W_v
+            A = torch.softmax((Q @ K.T / d ** 0.5).masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf")), -1)
+            out = (A @ V) @ W_o
+    with FlopCounterMode(display=False) as bwd:
+        out.sum().backward()
+    return fwd.get_total_flops(), bwd.get_total_flops()
+
+
+def check_ex_p1_11(flop_formulas) -> bool:
+    """Exercise 11: ``flop_formulas(T, d) -> {"rnn": (fwd, bwd, steps), "attention": (fwd, bwd, steps)}``.
+
+    ``fwd``/``bwd``: matmul FLOPs (2mnp per (m×n)(n×p) product) of one layer's forward and backward pass
+    (the RNN's first step starts from h = 0, so it has no h W_h product); ``steps``: the number of
+    operations that must run one after another. Compared with torch's FLOP counter and with the
+    longest path in the dependency graph (``nextword.chapter6.recurrent``).
+    """
+    from nextword.chapter6 import attention_graph, rnn_graph, sequential_depth
+
+    r = Report("Exercise 1.11")
+    cases = ((5, 4), (12, 8), (7, 16))  # smallest T·d first
+    got_all = {}
+    with r.check('flop_formulas returns {"rnn": (fwd, bwd, steps), "attention": (fwd, bwd, steps)}'):
+        for T, d in cases:
+            got = _call(flop_formulas, f"flop_formulas({T}, {d})", T, d)
+            if not isinstance(got, dict) or set(got) != {"rnn", "attention"}:
+                fail(f'flop_formulas({T}, {d}) must return a dict with keys "rnn" and "attention", got {got!r}')
+            for kind in ("rnn", "attention"):
+                if not isinstance(got[kind], (tuple, list)) or len(got[kind]) != 3:
+                    fail(f'flop_formulas({T}, {d})["{kind}"] must be a triple (fwd, bwd, steps), got {got[kind]!r}')
+            got_all[T, d] = got
+    if len(got_all) < len(cases):
+        return r.done("")
+    measured = {(kind, T, d): _measured_flops(kind, T, d) for T, d in cases for kind in ("rnn", "attention")}
+    for kind, graph_fn in (("rnn", rnn_graph), ("attention", attention_graph)):
+        with r.check(f"{kind}: forward FLOPs equal torch's FLOP counter"):
+            for T, d in cases:
+                f, fwd = got_all[T, d][kind][0], measured[kind, T, d][0]
+                if int(f) != fwd:
+                    msg = f"{kind} forward FLOPs for T={T}, d={d}: got {f}, measured {fwd}"
+                    if int(f) * 2 == fwd:
+                        msg += "\n    likely mistake: you counted multiply-adds; a product (m×n)(n×p) is 2mnp FLOPs"
+                    elif kind == "attention" and fwd - int(f) == 4 * T * T * d:
+                        msg += "\n    likely mistake: the two T×T products (Q Kᵀ and A V) are missing"
+                    elif kind == "rnn" and int(f) - fwd == 2 * d * d:
+                        msg += "\n    likely mistake: the first step starts from h = 0, so it has no h W_h product"
+                    fail(msg)
+        with r.check(f"{kind}: backward FLOPs within 5% of torch's FLOP counter"):
+            for T, d in cases:
+                b, bwd = got_all[T, d][kind][1], measured[kind, T, d][1]
+                if abs(b - bwd) > 0.05 * bwd:
+                    msg = f"{kind} backward FLOPs for T={T}, d={d}: got {b}, measured {bwd}"
+                    if abs(b - bwd / 2) <= 0.05 * bwd:
+                        msg += ("\n    likely mistake: the backward pass of a product needs two products "
+                                "(one gradient per factor), so about twice the forward count")
+                    fail(msg)
+        with r.check(f"{kind}: sequential steps = the longest dependency chain"):
+            for T, d in cases:
+                steps, depth = got_all[T, d][kind][2], sequential_depth(graph_fn(T))
+                if int(steps) != depth:
+                    msg = f"{kind}: sequential steps for T={T}: got {steps}, expected {depth}"
+                    if kind == "attention" and int(steps) == T:
+                        msg += ("\n    likely mistake: with teacher forcing every position is computed at once "
+                                "— the positions do not wait for each other")
+                    elif kind == "rnn" and int(steps) == 1:
+                        msg += "\n    likely mistake: h_t needs h_(t-1): the RNN's steps form a chain of length T"
+                    fail(msg)
+    return r.done("forward FLOPs exact, backward within 5% of torch's FLOP counter, sequential steps = "
+                  "longest dependency chain, for three (T, d)")

@@ -1,0 +1,287 @@
+"""Checkers for Chapter 6 Exercises 4, 5, 6, 8, 9, 12 (helper P1b; re-exported by ``part1``).
+
+Every expected value is computed with the library (``MultiHeadAttention.num_parameters``,
+``sinusoidal_encoding``, ``apply_rope``, array sizes measured from ``rnn_states`` and attention
+outputs, ``nextword.chapter6.probing`` and ``nextword.torch.ablation``) or is a property; no checker holds a copy
+of a solution.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from ._common import ExerciseCheckError, Report, as_array, call_student, check_close, check_int, check_shape, check_true, describe, fail, passed  # noqa: F401
+
+__all__ = ["check_ex_p1_04", "check_ex_p1_05", "check_ex_p1_06", "check_ex_p1_08", "check_ex_p1_09",
+           "check_ex_p1_12"]
+
+
+_call = call_student  # shared: a stub, a non-function or a crash becomes a clear failure
+
+
+_int = check_int
+
+
+# ---- Exercise 4 -------------------------------------------------------------------------------
+def check_ex_p1_04(mha_parameter_count: Callable) -> bool:
+    """Exercise 4: ``mha_parameter_count(d_model, n_heads, n_layers) -> int`` (no biases)."""
+    from nextword.attention import MultiHeadAttention
+
+    r = Report("Exercise 1.04")
+    with r.check("parameter counts of 1 to 12 layers of MultiHeadAttention (no biases)"):
+        for d, h, L in ((32, 1, 5), (32, 32, 1), (48, 6, 3), (64, 4, 2), (512, 8, 12)):
+            got = _int(f"mha_parameter_count({d}, {h}, {L})",
+                       _call(mha_parameter_count, f"mha_parameter_count({d}, {h}, {L})", d, h, L))
+            expected = MultiHeadAttention(d, h, rng=np.random.default_rng(0)).num_parameters() * L
+            if got == expected:
+                continue
+            msg = f"mha_parameter_count({d}, {h}, {L}): got {got}, expected {expected}"
+            known = {3 * d * d * L: "counts the query/key/value projections only — the output projection W^O "
+                                    "is part of the module too",
+                     h * expected: "gives each head full-width d_model × d_model matrices; a head projects to "
+                                   "d_head = d_model / n_heads columns",
+                     expected // L if L > 1 else -1: "counts one layer only: multiply by n_layers",
+                     expected + 4 * d * L: "adds biases; the exercise counts weight matrices only"}
+            if got in known:
+                msg += f"\n    likely mistake: {known[got]}"
+            fail(msg)
+    return r.done("parameter counts match MultiHeadAttention.num_parameters() × layers for 5 configurations, "
+                  "including Exercise 4's (and they do not depend on the number of heads)")
+
+
+# ---- Exercise 5 -------------------------------------------------------------------------------
+def _pe_variant(t: int, d: int, dims: list[int], exponent) -> np.ndarray:
+    i = np.asarray(dims)
+    angle = t / 10000.0 ** (exponent(i) / d)
+    return np.where(i % 2 == 0, np.sin(angle), np.cos(angle))
+
+
+def check_ex_p1_05(pe_values: Callable) -> bool:
+    """Exercise 5: ``pe_values(t, d_model, dims) -> (len(dims),)`` sinusoidal encodings PE(t, i)."""
+    from nextword.positions import sinusoidal_encoding
+
+    r = Report("Exercise 1.05")
+    with r.check("PE(t, i) matches the sinusoidal encoding"):
+        for t, d, dims in ((7, 16, list(range(16))), (10, 128, [0, 1, 2, 3]), (123, 64, [62, 63, 5, 4])):
+            got = _call(pe_values, f"pe_values({t}, {d}, {dims})", t, d, list(dims))
+            expected = sinusoidal_encoding(t + 1, d)[t, dims]
+            idx = np.asarray(dims)
+            check_close(f"pe_values(t={t}, d_model={d}, dims={dims})", got, expected, rtol=1e-9, atol=1e-12,
+                        mistakes={"the exponent uses i, not 2⌊i/2⌋: both dimensions of a pair share one frequency":
+                                  _pe_variant(t, d, dims, lambda i: i),
+                                  "sine and cosine swapped: even dimensions take the sine":
+                                  np.where(idx % 2 == 0, np.cos(t / 10000.0 ** (2 * (idx // 2) / d)),
+                                           np.sin(t / 10000.0 ** (2 * (idx // 2) / d))),
+                                  "angles in degrees? the sinusoids take radians":
+                                  np.where(
+                                      idx % 2 == 0, np.sin(np.deg2rad(t / 10000.0 ** (2 * (idx // 2) / d))),
+                                      np.cos(np.deg2rad(t / 10000.0 ** (2 * (idx // 2) / d))))})
+    with r.check("each sine/cosine pair lies on the unit circle: PE(10,0)² + PE(10,1)² = 1"):
+        vals = as_array("pe_values(10, 128, [0, 1])", _call(pe_values, "pe_values(10, 128, [0, 1])", 10, 128, [0, 1]))
+        check_true(vals.shape == (2,) and abs(vals[0] ** 2 + vals[1] ** 2 - 1) < 1e-12,
+                   f"PE(10,0)² + PE(10,1)² should be 1, got {describe(vals)}")
+    return r.done("PE(t, i) matches sinusoidal_encoding (Exercise 5's four values and two other cases); "
+                  "PE(10,0)² + PE(10,1)² = 1")
+
+
+# ---- Exercise 6 -------------------------------------------------------------------------------
+def check_ex_p1_06(rope_score: Callable) -> bool:
+    """Exercise 6: ``rope_score(q, k, i, j) -> float``: the dot product of q rotated to position i and
+    k rotated to position j (consecutive pairs, base 10000), and its dependence on i − j only."""
+    from nextword.positions import apply_rope
+
+    r = Report("Exercise 1.06")
+    rng = np.random.default_rng(606)
+    with r.check("rope_score matches apply_rope for d = 2, 8, 16"):
+        for d in (2, 8, 16):
+            q, k = rng.standard_normal(d), rng.standard_normal(d)
+            for i, j in ((0, 0), (5, 2), (3, 9), (40, 17)):
+                got = as_array(f"rope_score(q, k, {i}, {j})", _call(rope_score, f"rope_score(q, k, {i}, {j})",
+                                                                     q.copy(), k.copy(), i, j))
+                expected = float(apply_rope(q[None], positions=[i])[0] @ apply_rope(k[None], positions=[j])[0])
+                check_close(f"rope_score(q, k, i={i}, j={j}) with d={d}, q={describe(q, precision=3)}, "
+                            f"k={describe(k, precision=3)}", got, expected, rtol=1e-9, atol=1e-10,
+                            mistakes={"the plain q·k: rotate q to position i and k to position j first": q @ k,
+                                      "i and j swapped (or the rotation's sign flipped): q goes to position i": float(
+                                          apply_rope(q[None], positions=[j])[0] @ apply_rope(k[None], positions=[i])[0])})
+    with r.check("the score depends on i − j only (shifting both positions changes nothing)"):
+        q, k = rng.standard_normal(8), rng.standard_normal(8)
+        base = float(as_array("rope_score", _call(rope_score, "rope_score(q, k, 7, 3)", q, k, 7, 3)))
+        for s in (1, 10, 100):
+            shifted = float(as_array("rope_score", _call(rope_score, f"rope_score(q, k, {7 + s}, {3 + s})",
+                                                         q, k, 7 + s, 3 + s)))
+            check_true(abs(shifted - base) < 1e-9,
+                       f"rope_score(q, k, {7 + s}, {3 + s}) = {shifted:.6g} differs from rope_score(q, k, 7, 3) = "
+                       f"{base:.6g}: it should depend on i − j only")
+    return r.done("rope_score matches apply_rope for d = 2, 8, 16 and is unchanged when i and j shift together")
+
+
+# ---- Exercise 8 -------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def _measured_rnn(T: int, d: int) -> int:
+    from nextword.chapter6 import rnn_states
+
+    rng = np.random.default_rng(0)
+    return rnn_states(rng.standard_normal((T, d)), np.eye(d) * 0.5, np.eye(d) * 0.5)[-1].size
+
+
+@functools.lru_cache(maxsize=None)
+def _measured_transformer(T: int, d: int) -> int:
+    from nextword.attention import MultiHeadAttention
+
+    return MultiHeadAttention(d, 1, rng=np.random.default_rng(0))(np.ones((T, d))).size
+
+
+def check_ex_p1_08(rnn_memory: Callable, transformer_memory: Callable, crossover_length: Callable) -> bool:
+    """Exercise 8: numbers kept for the context — ``rnn_memory(T, d)``, ``transformer_memory(T, d)``
+    (one layer) — and ``crossover_length(factor, d)``, the smallest T with transformer ≥ factor × RNN."""
+    r = Report("Exercise 1.08")
+    sizes = ((1, 4), (5, 16), (50, 8), (22, 512))
+    counts = (("rnn_memory", rnn_memory, _measured_rnn, "the size of the state an RNN carries forward",
+               lambda T, d: T * d, "an RNN keeps only its current state, not one state per position"),
+              ("transformer_memory", transformer_memory, _measured_transformer,
+               "the size of the per-position representations",
+               lambda T, d: T * T, "that is the attention matrix; count the d-vectors kept per position"))
+    for name, fn, measured, what, mistake, why in counts:
+        with r.check(f"{name}(T, d) = {what}"):
+            for T, d in sizes:
+                got = _int(f"{name}({T}, {d})", _call(fn, f"{name}({T}, {d})", T, d))
+                if got != measured(T, d):
+                    likely = f"\n    likely mistake: {why}" if got == mistake(T, d) else ""
+                    fail(f"{name}({T}, {d}): got {got}, expected {measured(T, d)}{likely}")
+    with r.check("crossover_length(factor, d) = the smallest T with transformer ≥ factor × RNN"):
+        for factor, d in ((3, 16), (10, 64), (10, 512), (25, 8)):
+            got = _int(f"crossover_length({factor}, {d})",
+                       _call(crossover_length, f"crossover_length({factor}, {d})", factor, d))
+            expected = next(T for T in range(1, 200) if _measured_transformer(T, d) >= factor * _measured_rnn(T, d))
+            if got != expected:
+                msg = f"crossover_length({factor}, {d}): got {got}, expected {expected}"
+                if got == expected + 1:
+                    msg += "\n    likely mistake: the first T where the ratio reaches the factor (≥), not exceeds it (>)"
+                fail(msg)
+    return r.done("memory counts match the arrays an RNN and an attention layer keep; the crossover lengths "
+                  "are the smallest such T (and do not depend on d_model)")
+
+
+# ---- Exercise 9 -------------------------------------------------------------------------------
+def check_ex_p1_09(subject_attention: Callable, ablation_effect: Callable, model, batch, subject_head: int) -> bool:
+    """Exercise 9: the probe ``subject_attention(weights, subject_pos, marker_mask) -> (H,)``, the causal
+    test ``ablation_effect(nll_fn, num_heads, group) -> (H,)`` for a 1-layer model, and the head the
+    student identified in the trained 1-layer ``model`` (a TinyLM) on ``batch`` (an AgreementTask ProbeBatch)."""
+    import torch
+
+    from nextword.torch.ablation import token_nll
+    from nextword.attention.core import causal_mask, softmax
+    from nextword.chapter6 import attention_to_keys, head_ablation_effects
+
+    r = Report("Exercise 1.09")
+    rng = np.random.default_rng(909)
+    N, H, T = 6, 3, 8
+    w = softmax(np.where(causal_mask(T), rng.normal(size=(N, H, T, T)) * 2, -np.inf))
+    keys = rng.integers(0, 3, size=N)
+    qm = rng.random((N, T)) < 0.4
+    qm[:, -1] = True
+    with r.check("subject_attention on random causal weights (N=6, H=3, T=8)"):
+        expected = attention_to_keys(w, keys, qm)
+        rows = w[np.arange(N), :, keys, :]  # (N, H, T): the subject's row instead of its column
+        check_close("subject_attention(weights, subject_pos, marker_mask) on random weights",
+                    _call(subject_attention, "subject_attention", w, keys, qm), expected, rtol=1e-9, atol=1e-12,
+                    mistakes={"averaged over all queries: keep only those with marker_mask": attention_to_keys(
+                                  w, keys, np.ones_like(qm)),
+                              "took the subject's row (what the subject attends to), not its column (what "
+                              "attends to it)": (rows * qm[:, None, :]).sum(axis=(0, 2)) / qm.sum()})
+    planted = rng.random(H)
+    group = rng.random((N, T)) < 0.5
+    group[0, 0] = True
+    base = rng.random((N, T))
+
+    def nll_fn(mask):  # removing head h adds planted[h] on the group, 0.3 elsewhere
+        off = np.zeros((1, H)) if mask is None else 1.0 - np.asarray(mask, dtype=float)
+        return base + np.where(group, (off[0] * planted).sum(), 0.3 * off.sum())
+
+    with r.check("ablation_effect recovers a planted per-head effect"):
+        expected = head_ablation_effects(nll_fn, 1, H, {"g": group})["g"][0]
+        check_close("ablation_effect(nll_fn, 3, group) with planted effects", _call(ablation_effect, "ablation_effect",
+                    nll_fn, H, group), expected, rtol=1e-9, atol=1e-12,
+                    mistakes={"the loss with the head removed, not its increase over the full model":
+                              expected + base[group].mean(),
+                              "the mean over all positions, not over group":
+                                  group.mean() * planted + (1 - group.mean()) * 0.3})
+    with r.check("subject_head is the head that carries agreement in the trained model"):
+        if getattr(getattr(model, "config", None), "num_layers", None) != 1:
+            fail("model should be the trained 1-layer TinyLM of the exercise")
+        head = _int("subject_head", subject_head)
+        ids = np.asarray(batch.ids)
+        with torch.no_grad():
+            _, attn = model(torch.from_numpy(ids[:, :-1]), return_attention=True)
+        marker = np.asarray(batch.marker_mask)[:, :-1]
+        scores = attention_to_keys(attn[0].double().numpy(), np.asarray(batch.subject_pos), marker)
+        check_true(0 <= head < model.config.num_heads and head == int(np.argmax(scores)),
+                   f"subject_head = {head} is not the head whose marker queries put the most weight on the subject "
+                   f"(attention to the subject per head: {describe(scores, precision=2)})")
+        effects = head_ablation_effects(lambda m: token_nll(model, ids, head_mask=m), 1, model.config.num_heads,
+                                        {"agreement": marker})["agreement"][0]
+        check_true(effects[head] > 0.5 and head == int(np.argmax(effects)),
+                   f"switching subject_head off should hurt the agreement predictions most (Δloss per head "
+                   f"{describe(effects, precision=2)}) — train longer?")
+    if r.failures:
+        return r.done("")
+    return r.done(f"probe and causal test implemented correctly; head {head} carries the agreement "
+                  "(the most attention to the subject, and the largest loss at the markers when removed)")
+
+
+# ---- Exercise 12 ------------------------------------------------------------------------------
+def check_ex_p1_12(honest_loss: Callable, results: Mapping[str, Mapping[str, float]]) -> bool:
+    """Exercise 12: ``honest_loss(model, ids) -> (N, L-1)`` (prefix-only predictions) and the measured
+    ``results[name] = {"teacher_forced": float, "honest": float}`` for ``"baseline"``, ``"no mask"``
+    (retrained without the mask) and the test-time ablations ``"no positions"``, ``"single head"``,
+    ``"no residual"``."""
+    from nextword.torch.ablation import prefix_nll, token_nll
+    from nextword.torch.lm import LMConfig, TinyLM
+
+    r = Report("Exercise 1.12")
+    ids = np.random.default_rng(1212).integers(0, 7, size=(4, 9))
+    with r.check("honest_loss = per-token losses from prefixes only, for a causal and a non-causal model"):
+        for causal in (True, False):
+            m = TinyLM(LMConfig(vocab_size=7, d_model=8, num_heads=2, num_layers=2, max_len=12, causal=causal,
+                                init_std=0.3), seed=0)
+            mistakes = {} if causal else {
+                "one teacher-forced pass over the whole sequence: run the model on each prefix ids[:, :t+1]":
+                    token_nll(m, ids)}
+            check_close(f"honest_loss of a {'causal' if causal else 'non-causal'} 2-layer model on ids of shape (4, 9)",
+                        _call(honest_loss, "honest_loss", m, ids), prefix_nll(m, ids), rtol=1e-4, atol=1e-5,
+                        mistakes=mistakes)
+    names = ("baseline", "no mask", "no positions", "single head", "no residual")
+    vals: dict[str, tuple[float, float]] = {}
+    with r.check("results holds finite teacher-forced and honest losses for the five models"):
+        if not isinstance(results, Mapping) or set(names) - set(results):
+            fail(f"results should be a dict with the keys {names}, got "
+                 f"{sorted(results) if isinstance(results, Mapping) else type(results).__name__}")
+        for n in names:
+            item = results[n]
+            if not isinstance(item, Mapping) or {"teacher_forced", "honest"} - set(item):
+                fail(f"results[{n!r}] should be a dict with 'teacher_forced' and 'honest'")
+            tf, hon = float(item["teacher_forced"]), float(item["honest"])
+            check_true(math.isfinite(tf) and math.isfinite(hon) and tf >= 0 and hon >= 0,
+                       f"results[{n!r}] should hold finite, non-negative losses (nats), got {tf}, {hon}")
+            vals[n] = (tf, hon)
+    if len(vals) == len(names):
+        with r.check("causal baseline: teacher-forced and honest losses coincide"):
+            check_true(abs(vals["baseline"][0] - vals["baseline"][1]) < 1e-3,
+                       f"for the causal baseline, teacher-forced {vals['baseline'][0]:.4f} and honest "
+                       f"{vals['baseline'][1]:.4f} losses should coincide")
+        with r.check("no mask: the teacher-forced loss hides a much worse honest loss"):
+            check_true(vals["no mask"][1] - vals["no mask"][0] > 1.0,
+                       f"the model trained without the mask should look much better teacher-forced "
+                       f"({vals['no mask'][0]:.3f}) than when it predicts from prefixes ({vals['no mask'][1]:.3f}) "
+                       "— was it retrained with causal=False?")
+        with r.check("every test-time ablation raises the honest loss"):
+            for n in ("no positions", "single head", "no residual"):
+                check_true(vals[n][1] > vals["baseline"][1] + 0.05,
+                           f"removing '{n}' from the trained model should raise its honest loss "
+                           f"({vals[n][1]:.3f}) above the baseline's ({vals['baseline'][1]:.3f})")
+    return r.done("honest_loss matches prefix-only evaluation; the results show the leak without the mask and "
+                  "a loss increase for every test-time ablation")

@@ -1,0 +1,80 @@
+"""Checker for Part 2 Exercise 04 (nucleus filtering; helper P2b, re-exported by ``part2``).
+
+The expected nucleus comes from :func:`nextword.decoding.top_p_filter`; the checker compares the
+kept set and the renormalised probabilities, so any additive shift of the kept logits is accepted.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ._common import ExerciseCheckError, Report, call_student, check_close, check_shape, describe, fail, passed  # noqa: F401
+
+__all__ = ["check_ex_p2_04"]
+
+
+_call = call_student  # shared: a stub, a non-function or a crash becomes a clear failure
+
+
+def _cases(rng: np.random.Generator) -> list[tuple[np.ndarray, float, str]]:
+    cases = [
+        (np.log([0.5, 0.3, 0.15, 0.05]), 0.7, "p = 0.7 on (0.5, 0.3, 0.15, 0.05)"),
+        (np.log([0.5, 0.3, 0.15, 0.05]), 0.85, "p = 0.85 on (0.5, 0.3, 0.15, 0.05)"),
+        (np.log([0.1, 0.6, 0.3]), 0.05, "a p below the top probability (greedy)"),
+        (np.log([0.2, 0.5, 0.3]), 1.0, "p = 1 (keep everything)"),
+        (np.array([2.0, 1.0, 2.0, 0.0, -1.0]), 0.3, "two tied top tokens"),
+        (np.array([3.0, 1.0, 1.0, 1.0, -2.0]), 0.9, "a tie at the edge of the nucleus"),
+        (np.array([1000.0, 999.0, 0.0]), 0.6, "large logits (use a stable softmax)"),
+    ]
+    for k in range(12):
+        V = int(rng.integers(3, 40))
+        cases.append((rng.normal(0, 2.0, V), float(rng.uniform(0.05, 0.99)), f"random case {k} (V = {V})"))
+    return cases
+
+
+def check_ex_p2_04(top_p_filter: Callable, nucleus_probs: Callable) -> bool:
+    """Exercise 04: ``top_p_filter(logits, p) -> (V,)`` and ``nucleus_probs(logits, p) -> (V,)``."""
+    from nextword.attention.core import softmax
+    from nextword.decoding import top_p_filter as reference
+
+    r = Report("Exercise 2.04")
+    cases = _cases(np.random.default_rng(204))
+    cases.sort(key=lambda c: len(c[0]))  # the smallest failing case is reported first
+    with r.check("top_p_filter keeps exactly the nucleus (ties at its edge included)"):
+        for z, p, label in cases:
+            expected = reference(z, p)
+            keep = np.isfinite(expected)
+            got = check_shape(f"top_p_filter for {label}", _call(top_p_filter, f"top_p_filter for {label}", z.copy(), p),
+                              z.shape)
+            if np.isnan(got).any() or np.isposinf(got).any():
+                fail(f"top_p_filter for {label} returned NaN or +inf: {describe(got)}")
+            got_keep = np.isfinite(got)
+            if not np.array_equal(got_keep, keep):
+                n_got, n_exp = int(got_keep.sum()), int(keep.sum())
+                msg = (f"top_p_filter for {label} (logits {describe(z, precision=3)}, p = {p:.3g}) keeps positions "
+                       f"{np.flatnonzero(got_keep).tolist()}, expected {np.flatnonzero(keep).tolist()}")
+                if n_got == n_exp - 1:
+                    msg += ("\n    likely mistake: the nucleus is the shortest prefix whose mass reaches p — include "
+                            "the token that crosses p")
+                elif n_got < n_exp and "tie" in label:
+                    msg += "\n    likely mistake: ties at the edge of the nucleus: keep every token as likely as the last kept one"
+                elif n_got == n_exp + 1:
+                    msg += "\n    likely mistake: one token too many — stop as soon as the cumulative mass is >= p"
+                elif n_got == n_exp:
+                    msg += "\n    likely mistake: the right number of tokens but not the most likely ones (sort descending)"
+                fail(msg)
+            check_close(f"renormalised probabilities of top_p_filter for {label}", softmax(got), softmax(expected),
+                        rtol=1e-9, atol=1e-12)
+    with r.check("nucleus_probs renormalises the nucleus to sum 1"):
+        for z, p, label in cases:
+            expected = softmax(reference(z, p))
+            probs = check_shape(f"nucleus_probs for {label}", _call(nucleus_probs, f"nucleus_probs for {label}",
+                                                                    z.copy(), p), z.shape)
+            if abs(float(np.sum(probs)) - 1.0) > 1e-9:
+                msg = f"nucleus_probs for {label} sums to {float(np.sum(probs)):.6g}, not 1"
+                if np.allclose(probs, np.where(expected > 0, softmax(z), 0.0), atol=1e-12):
+                    msg += "\n    likely mistake: the kept probabilities were not renormalised"
+                fail(msg)
+            check_close(f"nucleus_probs for {label}", probs, expected, rtol=1e-9, atol=1e-12)
+    return r.done("top_p_filter keeps exactly the nucleus (ties and p = 1 included) and nucleus_probs renormalises it")

@@ -1,0 +1,161 @@
+"""Checkers for the exercises of Part 5 (SVFlow; see exercises/README.md).
+
+Each checker recomputes the expected result with :mod:`nextword.theory.svflow*` or checks a property
+(finite differences, a bound) — never a stored copy of the solution.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ._common import ExerciseCheckError, Report, check_cases, as_array, call_student, check_close, check_shape, check_true, describe, fail, passed  # noqa: F401
+
+__all__ = ["check_ex_p5_01", "check_ex_p5_02", "check_ex_p5_03", "check_ex_p5_04"]
+
+
+_call = call_student  # shared: a stub, a non-function or a crash becomes a clear failure
+
+
+def check_ex_p5_01(exp_map: Callable, retraction: Callable, slope: float) -> bool:
+    """Exercise 5.1: ``exp_map(x, v)`` (Eq. 2), ``retraction(x, v)`` (Eq. 3) on ``(d,)`` vectors and the
+    fitted log–log slope of ``||R_x(v) - exp_x(v)||`` against ``||v||`` for small ``||v||``."""
+    from nextword.theory.svflow import sphere as sp
+
+    r = Report("Exercise 5.01")
+    rng = np.random.default_rng(2024)
+    cases = []
+    for d in (2, 3, 9):
+        x = rng.standard_normal(d)
+        x /= np.linalg.norm(x)
+        cases.append((d, x, sp.tangent_projection(x, rng.standard_normal(d)) * rng.uniform(0.1, 2.0)))
+    with r.check("exp_map(x, v) = cos‖v‖ x + sin‖v‖ v/‖v‖ (Eq. 2), and exp_map(x, 0) = x"):
+        for d, x, v in cases:
+            n = np.linalg.norm(v)
+            check_close(f"exp_map(x, v) in d={d} with ‖v‖ = {n:.3g}", _call(exp_map, f"exp_map(x, v) in d={d}", x, v),
+                        sp.exp_map(x, v), rtol=1e-9, atol=1e-12,
+                        mistakes={"sin‖v‖ v without dividing v by ‖v‖: the direction must be a unit vector":
+                                  np.cos(n) * x + np.sin(n) * v,
+                                  "the retraction (x + v)/‖x + v‖, not the exponential map": sp.retraction(x, v)})
+        d, x, _ = cases[-1]
+        check_close(f"exp_map(x, 0) in d={d} (divide by ‖v‖ only when it is non-zero)",
+                    _call(exp_map, "exp_map(x, 0)", x, np.zeros(d)), x, rtol=0, atol=1e-14)
+    with r.check("retraction(x, v) = (x + v)/‖x + v‖ (Eq. 3)"):
+        for d, x, v in cases:
+            check_close(f"retraction(x, v) in d={d}", _call(retraction, f"retraction(x, v) in d={d}", x, v),
+                        sp.retraction(x, v), rtol=1e-9, atol=1e-12,
+                        mistakes={"x + v is not normalised back onto the sphere": x + v})
+    with r.check("slope: the order of the retraction error for small ‖v‖ is 3"):
+        sl = float(as_array("slope", slope))
+        check_true(np.isfinite(sl), "slope must be a finite number")
+        check_true(abs(sl - 2.0) > 0.3, f"slope {sl:.3f}: a fit close to 2 usually means the step sizes were too large "
+                   "(use ||v|| <= 0.05) or the error was measured against the wrong map")
+        check_true(abs(sl - 3.0) < 0.1, f"slope {sl:.3f} is not the order of the retraction error; fit log(error) "
+                   "against log(||v||) for small ||v|| only")
+    return r.done("exp map, retraction and the error order of the retraction are right")
+
+
+def check_ex_p5_02(log_vmf_normaliser: Callable) -> bool:
+    """Exercise 5.2: ``log_vmf_normaliser(kappa, d)`` = ``log C_d(kappa)`` (Eq. 18) in log space.
+
+    The reference is :func:`nextword.theory.svflow.sphere.vmf_log_normalizer` (itself checked against
+    mpmath in the tests). The corners of item 1 — small κ with large d, where ``log(ive(ν, κ)) + κ``
+    underflows to ``-inf`` — are checked separately from the large-κ overflow.
+    """
+    from scipy import special
+
+    from nextword.theory.svflow.sphere import vmf_log_normalizer
+
+    r = Report("Exercise 5.02")
+    groups = {
+        "small d (3 and 16), moderate κ": [(0.5, 3), (5.0, 3), (50.0, 16)],
+        "large κ (the overflow of I_ν(κ) ~ e^κ)": [(1e3, 3), (1e4, 128), (800.0, 896), (1e4, 1024), (1e5, 2048)],
+        "small κ in high dimension (the underflow of ive(ν, κ))": [(0.5, 512), (1.0, 1024), (5.0, 2048)],
+    }
+    for title, cases in groups.items():
+        with r.check(f"{title}: (κ, d) = {', '.join(f'({k:g}, {d})' for k, d in cases)}"):
+            rows, mistakes = [], []
+            for kappa, d in sorted(cases, key=lambda c: (c[1], c[0])):
+                label = f"log_vmf_normaliser({kappa:g}, {d})"
+                got = as_array(label, _call(log_vmf_normaliser, label, kappa, d))
+                if got.shape not in ((), (1,)):
+                    fail(f"{label} should return a scalar, got shape {got.shape}")
+                expected = float(vmf_log_normalizer(kappa, d))
+                if not np.isfinite(got).all():
+                    nu = d / 2 - 1
+                    with np.errstate(all="ignore"):
+                        scaled = float(special.ive(nu, kappa))
+                    why = (f"ive({nu:g}, {kappa:g}) = {scaled:.3g} underflows to 0, so log(ive(ν, κ)) + κ is -inf and "
+                           "log C_d is +inf: for a large order and a small argument sum the power series of I_ν in "
+                           "log space (or use the uniform asymptotic expansion)" if scaled == 0.0 else
+                           "never form κ**ν, (2π)**(d/2) or I_ν(κ) itself; work with logarithms and the scaled "
+                           "Bessel function ive")
+                    fail(f"{label} is not finite: got {float(got.reshape(-1)[0])}, expected {expected:.10g}\n"
+                         f"    likely: {why}")
+                rows.append((f"(κ, d) = ({kappa:g}, {d})", got, expected))
+                mistakes.append({"ν = d/2; the order of the Bessel function is ν = d/2 − 1":
+                                 float(vmf_log_normalizer(kappa, d + 2)) + np.log(kappa) - np.log(2 * np.pi),
+                                 "the −(d/2) log 2π term is missing": expected + d / 2 * np.log(2 * np.pi),
+                                 "the sign is flipped: you computed log(1/C_d)": -expected})
+            check_cases("log_vmf_normaliser", rows, rtol=1e-9, atol=1e-9, mistakes=mistakes)
+    return r.done("log C_d(kappa) is right and finite from kappa = 0.5 to 1e5 and d = 3 to 2048, including "
+                  "small kappa in high dimension (0.5, 512), (1, 1024), (5, 2048)")
+
+
+def check_ex_p5_03(elbo_fn: Callable, epsilon_fn: Callable) -> bool:
+    """Exercise 5.3: ``elbo_fn(flow, x)`` (Eq. 11) and ``epsilon_fn(flow, x)`` (Eq. 12) for a
+    :class:`~nextword.theory.svflow.flow.GaussianSVFlow` ``flow`` and points ``x (N, d)``."""
+    from nextword.numerics import central_difference
+    from nextword.theory.svflow.flow import GaussianSVFlow
+
+    r = Report("Exercise 5.03")
+    rng = np.random.default_rng(7)
+    Z, d, N = 5, 2, 6
+    flow = GaussianSVFlow(rng.normal(size=(Z, d)), 0.4 * rng.normal(size=(Z, d)),
+                          rng.normal(size=(Z, d)), 0.4 * rng.normal(size=(Z, d)))
+    x = rng.normal(size=(N, d))
+    with r.check("elbo_fn: log p(x) − ELBO = KL(q ‖ p(z|x)) (Prop. 3.2)"):
+        L = check_shape(f"elbo_fn(flow, x) for x of shape {x.shape}", _call(elbo_fn, "elbo_fn", flow, x), (N,))
+        check_close(f"log p(x) − elbo_fn(flow, x) for {N} points in d={d} (should be KL(q || p(z|x)), Prop. 3.2)",
+                    flow.log_marginal(x) - L, flow.kl_gap(x), rtol=1e-8, atol=1e-10,
+                    mistakes={"your ELBO equals the evidence log p(x): the KL gap is missing (E_q[log p(x,z) − log q])":
+                              np.zeros(N)})
+    with r.check("epsilon_fn: ∇_x ELBO = v + ε (Thm. 3.3), checked by finite differences of your ELBO"):
+        eps = check_shape(f"epsilon_fn(flow, x) for x of shape {x.shape}", _call(epsilon_fn, "epsilon_fn", flow, x),
+                          (N, d))
+        h = 1e-5
+        grad = central_difference(lambda z: elbo_fn(flow, z), x, h=h, batched=True)  # (N, d)
+        check_close("finite-difference gradient of your ELBO minus (v + epsilon)  (Thm. 3.3)",
+                    grad - (flow.field(x) + eps), np.zeros((N, d)), rtol=0, atol=1e-5,
+                    mistakes={"ε has the wrong sign": 2 * (grad - flow.field(x))})
+    with r.check("epsilon_fn vanishes in the ideal case q = p(z|x) (Cor. 3.4)"):
+        ideal = GaussianSVFlow(flow.p_means, flow.p_log_vars, flow.p_means, flow.p_log_vars)
+        check_close("epsilon_fn(ideal flow, x) with q = p (Cor. 3.4)", _call(epsilon_fn, "epsilon_fn", ideal, x),
+                    np.zeros((N, d)), rtol=0, atol=1e-10)
+    return r.done("ELBO (Eq. 11) and variational error (Eq. 12) satisfy Prop. 3.2 and Thm. 3.3")
+
+
+def check_ex_p5_04(gates: object) -> bool:
+    """Exercise 5.4: a gate matrix ``(N, 2)`` whose load-balancing loss (Eq. 22) is below ``1/2`` although
+    its marginal ``P`` is not uniform."""
+    from nextword.theory.svflow.attention import load_balancing_loss
+
+    r = Report("Exercise 5.04")
+    with r.check("gates is an (N, 2) matrix of probabilities"):
+        g = as_array("gates", gates)
+        if g.ndim != 2 or g.shape[1] != 2 or g.shape[0] < 2:
+            fail(f"gates must have shape (N, 2) with N >= 2, got {g.shape}")
+        if np.any(g < 0) or not np.allclose(g.sum(axis=1), 1.0, atol=1e-9):
+            fail(f"gates must be probabilities: non-negative rows summing to 1 (row sums {describe(g.sum(axis=1))})")
+    if r.failures:
+        return r.done("")
+    J, f, P = load_balancing_loss(g)
+    with r.check("the marginal P is not uniform"):
+        check_true(abs(P[0] - 0.5) > 0.02, f"the marginal P = {np.round(P, 3)} is (nearly) uniform; the point is a "
+                   "non-uniform marginal")
+    with r.check("J_bal < 1/2 − 0.01 (below the value at balanced routing)"):
+        check_true(J < 0.5 - 0.01, f"J_bal = {J:.4f} is not below the uniform value 1/2 by at least 0.01 "
+                   f"(dispatch fractions f = {np.round(f, 3)}, marginal P = {np.round(P, 3)})")
+    if r.failures:
+        return r.done("")
+    return r.done(f"J_bal = {J:.4f} < 1/2 with marginal P = {np.round(P, 3)}: Eq. (22) is not minimised by a uniform marginal")

@@ -1,5 +1,0 @@
-import sys
-
-from nextword.exercises.build import main
-
-sys.exit(main())

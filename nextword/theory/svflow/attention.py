@@ -1,0 +1,260 @@
+"""Attention, heads and MoE read as an SVFlow (Liao, §4.2–4.4), and the per-head metrics of the
+prefix-shuffling experiment (§6, App. C.2).
+
+* :func:`vmf_attention_params` — ``kappa_z mu_z = W_q W_k^T k_z`` (§4.2);
+* :func:`vmf_attention_log_posterior` — Eq. (19): softmax attention weights as the posterior of
+  *unnormalised* vMF components (``normalised=True`` adds ``log C_d(kappa_z)``, the proper
+  vMF-mixture posterior, to show what the identification leaves out);
+* :func:`head_output` — Eqs. (4)/(20): a head's output = posterior-weighted conditional scores;
+* :func:`multihead_as_expectation` — Eq. (21) with a head distribution ``q(h|x)``;
+* :func:`load_balancing_loss` — Eq. (22) for a router's gate probabilities;
+* :func:`prefix_shuffle`, :func:`prefix_shuffle_rates`, :func:`shuffle_rate_bins` — App. C.2.2;
+* :func:`head_svflow_metrics` — App. C.2.3: ``-log p_t`` (nats/dim), ``KL(q||p)``, ``KL(q||U)``,
+  ``KL(p||U)`` for one head, with ``p(x|z)`` the vMF whose natural parameter is the head's
+  output vector of token ``z``.
+
+Conventions: row vectors as in Chapter 6 — a query is ``x W_q`` with ``W_q (d, d')``, so the
+paper's column-vector ``k^T (W_k W_q^T) x`` is ``(x W_q) . (k W_k)``. The paper's Eq. (5) has no
+``1/sqrt(d')``; fold it into ``W_q`` when comparing with scaled dot-product attention.
+
+Worked example (one head, two keys): the attention weights equal the vMF posterior::
+
+    >>> import numpy as np
+    >>> from nextword.attention.core import softmax
+    >>> W = np.eye(2); keys = np.array([[1.0, 0.0], [0.0, 2.0]]); x = np.array([0.6, 0.8])
+    >>> kappa, mu = vmf_attention_params(W, W, keys)
+    >>> q = np.exp(vmf_attention_log_posterior(x, kappa, mu))
+    >>> bool(np.allclose(q, softmax(keys @ x)))
+    True
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logsumexp
+
+from nextword._validate import as_float_array, as_index_array, check_positive_int
+from nextword.attention.core import log_softmax
+from nextword.theory.svflow.flow import categorical_kl, entropy
+from nextword.theory.svflow.sphere import vmf_log_normalizer
+
+__all__ = [
+    "vmf_attention_params",
+    "vmf_attention_log_posterior",
+    "head_output",
+    "multihead_as_expectation",
+    "load_balancing_loss",
+    "prefix_shuffle",
+    "prefix_shuffle_rates",
+    "shuffle_rate_bins",
+    "RATE_BIN_EDGES",
+    "head_svflow_metrics",
+    "svflow_metrics_from_loglik",
+]
+
+RATE_BIN_EDGES = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def _mat(w: object, name: str, d: int | None = None) -> np.ndarray:
+    w = as_float_array(w, name, ndim=2).astype(np.float64)
+    if d is not None and w.shape[0] != d:
+        raise ValueError(f"{name} must have shape (d, d') with d={d}, got {w.shape}")
+    return w
+
+
+def vmf_attention_params(W_q: object, W_k: object, keys: object) -> tuple[np.ndarray, np.ndarray]:
+    """Natural parameters ``a_z = kappa_z mu_z = W_q W_k^T k_z`` of the key components (§4.2).
+
+    Shapes: ``W_q, W_k (d, d')``, ``keys (..., Z, d)`` -> ``kappa (..., Z)``, ``mu (..., Z, d)``
+    (unit rows; a zero ``a_z`` gets ``kappa = 0`` and an arbitrary unit ``mu``).
+    """
+    keys = as_float_array(keys, "keys", min_ndim=2).astype(np.float64)
+    d = keys.shape[-1]
+    W_q, W_k = _mat(W_q, "W_q", d), _mat(W_k, "W_k", d)
+    if W_q.shape != W_k.shape:
+        raise ValueError(f"W_q and W_k must have the same shape, got {W_q.shape} and {W_k.shape}")
+    a = (keys @ W_k) @ W_q.T  # (..., Z, d') -> (..., Z, d): row form of W_q W_k^T k_z
+    kappa = np.linalg.norm(a, axis=-1)
+    e1 = np.zeros(d)
+    e1[0] = 1.0
+    mu = np.where(kappa[..., None] > 0, a / np.where(kappa > 0, kappa, 1.0)[..., None], e1)
+    return kappa, mu
+
+
+def vmf_attention_log_posterior(x_q: object, kappa: object, mu: object, *, normalised: bool = False,
+                                mask: object = None) -> np.ndarray:
+    """Eq. (19): ``log q(z|x_q) = log softmax_z (kappa_z mu_z . x_q [+ log C_d(kappa_z)])``.
+
+    With ``normalised=False`` (the paper's unnormalised vMF ``q~``) this *is* softmax attention.
+    With ``normalised=True`` each component is a proper vMF density; the extra ``log C_d(kappa_z)``
+    shifts the weights unless all ``kappa_z`` are equal. ``mask (..., Z)`` bool, True = allowed.
+    Shapes: ``x_q (..., d)``, ``kappa (..., Z)``, ``mu (..., Z, d)`` -> ``(..., Z)``.
+    """
+    x = as_float_array(x_q, "x_q", min_ndim=1).astype(np.float64)
+    kappa = as_float_array(kappa, "kappa", min_ndim=1).astype(np.float64)
+    mu = as_float_array(mu, "mu", min_ndim=2).astype(np.float64)
+    if mu.shape[-1] != x.shape[-1] or mu.shape[-2] != kappa.shape[-1]:
+        raise ValueError(f"mu must be (..., Z, d) with Z={kappa.shape[-1]}, d={x.shape[-1]}, got {mu.shape}")
+    logits = kappa * np.einsum("...zd,...d->...z", mu, x)
+    if normalised:
+        logits = logits + vmf_log_normalizer(kappa, x.shape[-1])
+    if mask is not None:
+        logits = np.where(np.asarray(mask, dtype=bool), logits, -np.inf)
+    return log_softmax(logits, axis=-1)
+
+
+def head_output(x_q: object, keys: object, values: object, W_q: object, W_k: object, W_v: object,
+                W_o: object) -> tuple[np.ndarray, np.ndarray]:
+    """One head, Eqs. (4)–(5) / (20): ``sum_z q(z|x_q) (W_o W_v^T) v_z``.
+
+    Shapes: ``x_q (..., d)``, ``keys, values (..., Z, d)``, all ``W (d, d')`` ->
+    ``(q (..., Z), out (..., d))``. Returns the weights and the output.
+    """
+    x = as_float_array(x_q, "x_q", min_ndim=1).astype(np.float64)
+    values = as_float_array(values, "values", min_ndim=2).astype(np.float64)
+    d = x.shape[-1]
+    kappa, mu = vmf_attention_params(W_q, W_k, keys)
+    q = np.exp(vmf_attention_log_posterior(x, kappa, mu))
+    scores = (values @ _mat(W_v, "W_v", d)) @ _mat(W_o, "W_o", d).T  # (..., Z, d): kappa'_z mu'_z
+    return q, np.einsum("...z,...zd->...d", q, scores)
+
+
+def multihead_as_expectation(x_q: object, keys: object, values: object, heads: list[tuple],
+                             head_weights: object | None = None) -> np.ndarray:
+    """Eq. (21) as written: ``E_{q(h|x) q(z|x,h)}[kappa'_{z,h} mu'_{z,h}] = sum_h q(h|x) head_h(x)``.
+
+    ``heads`` is a list of ``(W_q, W_k, W_v, W_o)``; ``head_weights (..., H)`` defaults to the uniform
+    ``q(h|x) = 1/H``. Note: Eq. (4) *sums* the heads, so with uniform weights this expectation is
+    ``f_Attn / H``; the conditional scores must carry a factor ``H`` for Eq. (21) to equal Eq. (4).
+    Shapes: ``x_q (..., d)`` -> ``(..., d)``.
+    """
+    H = len(heads)
+    if H == 0:
+        raise ValueError("heads must contain at least one (W_q, W_k, W_v, W_o) tuple")
+    outs = np.stack([head_output(x_q, keys, values, *h)[1] for h in heads], axis=-2)  # (..., H, d)
+    w = np.full(H, 1.0 / H) if head_weights is None else as_float_array(head_weights, "head_weights")
+    if w.shape[-1] != H:
+        raise ValueError(f"head_weights must have last axis H={H}, got {w.shape}")
+    return np.einsum("...h,...hd->...d", w, outs)
+
+
+def load_balancing_loss(gates: object) -> tuple[float, np.ndarray, np.ndarray]:
+    """Eq. (22): ``J_bal = sum_z f_z P_z`` with ``f_z`` the fraction of inputs routed (argmax) to
+    expert ``z`` and ``P_z`` the mean gate probability.
+
+    Shapes: ``gates (N, E)`` rows summing to 1 -> ``(J_bal, f (E,), P (E,))``. Ties in the argmax go
+    to the lowest index (numpy's convention).
+
+    >>> J, f, P = load_balancing_loss(np.array([[0.9, 0.1], [0.2, 0.8]]))
+    >>> round(J, 6)
+    0.5
+    """
+    g = as_float_array(gates, "gates", ndim=2).astype(np.float64)
+    if np.any(g < 0) or not np.allclose(g.sum(axis=1), 1.0, atol=1e-8):
+        raise ValueError("gates must be probabilities: non-negative rows that sum to 1")
+    E = g.shape[1]
+    f = np.bincount(np.argmax(g, axis=1), minlength=E) / g.shape[0]
+    P = g.mean(axis=0)
+    return float(f @ P), f, P
+
+
+# --------------------------------------------------------------------------------------------
+# prefix shuffling (App. C.2.2)
+# --------------------------------------------------------------------------------------------
+def prefix_shuffle(tokens: object, p: float, rng: np.random.Generator) -> np.ndarray:
+    """Randomly permute the first ``floor(p N)`` tokens of a sequence; the suffix is kept.
+
+    Shapes: ``tokens (N,)`` ints -> ``(N,)``. ``p`` in ``[0, 1]``.
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError("rng must be a numpy.random.Generator")
+    if not (0.0 <= p <= 1.0):
+        raise ValueError(f"p must lie in [0, 1], got {p}")
+    t = as_index_array(tokens, "tokens")
+    if t.ndim != 1:
+        raise ValueError(f"tokens must be 1-D (N,), got shape {t.shape}")
+    k = int(np.floor(p * t.shape[0]))
+    out = t.copy()
+    out[:k] = t[:k][rng.permutation(k)]
+    return out
+
+
+def prefix_shuffle_rates(N: int, p: float) -> tuple[np.ndarray, np.ndarray]:
+    """``r_n = min(1, floor(pN)/n)`` for positions ``n = 1..N`` and the mask ``n > floor(pN)`` of
+    tokens kept for analysis (App. C.2.2). Returns ``(r (N,), keep (N,) bool)``.
+
+    The text writes ``pN``; with ``floor(pN)`` shuffled tokens the fraction of a token's prefix
+    that was shuffled is ``floor(pN)/n``, which is what is used here.
+    """
+    N = check_positive_int(N, "N")
+    if not (0.0 <= p <= 1.0):
+        raise ValueError(f"p must lie in [0, 1], got {p}")
+    k = int(np.floor(p * N))
+    n = np.arange(1, N + 1)
+    return np.minimum(1.0, k / n), n > k
+
+
+def shuffle_rate_bins(r: object) -> np.ndarray:
+    """Bin index 0..3 for ``r`` in ``(0, .25], (.25, .5], (.5, .75], (.75, 1)``; -1 for ``r = 0`` (baseline)
+    or ``r = 1`` (fully shuffled, excluded). Shapes: ``(...) -> (...)`` ints."""
+    r = as_float_array(r, "r")
+    idx = np.searchsorted(np.asarray(RATE_BIN_EDGES[1:-1]), r, side="left")  # (0,.25] -> 0, ...
+    return np.where((r <= 0) | (r >= 1), -1, idx).astype(np.int64)
+
+
+# --------------------------------------------------------------------------------------------
+# per-head SVFlow metrics (App. C.2.3)
+# --------------------------------------------------------------------------------------------
+def head_svflow_metrics(x: object, attn: object, out_vectors: object, mask: object = None) -> dict[str, np.ndarray]:
+    """SVFlow metrics of one head at one query state (App. C.2.3).
+
+    ``x (..., d)`` is the query state on the unit sphere; ``attn (..., Z)`` the head's attention
+    weights (the variational posterior ``q``); ``out_vectors (..., Z, d)`` the head's per-token
+    output vectors ``(W_o W_v^T) v_z = kappa'_z mu'_z`` (natural parameters of ``p(x|z)``, §4.2).
+    ``mask (..., Z)`` (True = key allowed, e.g. causal) defaults to ``attn > 0``.
+
+    Returns a dict of arrays of shape ``(...)``: ``neg_log_p_per_dim`` (``-log p_t(x)/d`` with
+    ``p_t(x) = mean_z p_vMF(x|z)``), ``elbo``, ``kl_q_p``, ``kl_q_u``, ``kl_p_u`` (nats), and
+    ``kappa_mean`` (the mean ``kappa'_z`` over allowed keys). See :func:`svflow_metrics_from_loglik`
+    for the batched form used on whole sequences.
+    """
+    x = as_float_array(x, "x", min_ndim=1).astype(np.float64)
+    q = as_float_array(attn, "attn", min_ndim=1).astype(np.float64)
+    o = as_float_array(out_vectors, "out_vectors", min_ndim=2).astype(np.float64)
+    d = x.shape[-1]
+    if o.shape[-1] != d or o.shape[-2] != q.shape[-1]:
+        raise ValueError(f"out_vectors must be (..., Z, d) with Z={q.shape[-1]}, d={d}, got {o.shape}")
+    kappa = np.linalg.norm(o, axis=-1)  # (..., Z)
+    log_lik = vmf_log_normalizer(kappa, d) + np.einsum("...zd,...d->...z", o, x)
+    return svflow_metrics_from_loglik(log_lik, q, d, kappa=kappa, mask=mask)
+
+
+def svflow_metrics_from_loglik(log_lik: object, attn: object, d: int, *, kappa: object = None,
+                               mask: object = None) -> dict[str, np.ndarray]:
+    """The metrics of :func:`head_svflow_metrics` from ``log p(x|z)`` directly.
+
+    ``log_lik (..., Z)`` = ``log C_d(kappa'_z) + kappa'_z mu'_z . x`` (compute it with one matmul for
+    all queries of a sequence), ``attn (..., Z)`` = ``q(z|x)``, ``d`` = the sphere's dimension (for
+    the per-dimension unit), optional ``kappa (..., Z)`` for ``kappa_mean``, ``mask (..., Z)``.
+    """
+    q = as_float_array(attn, "attn", min_ndim=1).astype(np.float64)
+    log_lik = as_float_array(log_lik, "log_lik", min_ndim=1, finite=False).astype(np.float64)
+    m = (q > 0) if mask is None else np.asarray(mask, dtype=bool)
+    m = np.broadcast_to(m, np.broadcast_shapes(q.shape, log_lik.shape))
+    log_lik = np.where(m, log_lik, -np.inf)
+    n_allowed = m.sum(axis=-1)
+    log_px = logsumexp(log_lik, axis=-1) - np.log(n_allowed)  # uniform prior over allowed keys
+    log_p = log_softmax(log_lik, axis=-1)
+    with np.errstate(divide="ignore"):
+        log_q = np.where(m, np.log(q), -np.inf)
+    kl_qp = categorical_kl(log_q, log_p)
+    out = {
+        "neg_log_p_per_dim": -log_px / d,
+        "elbo": log_px - kl_qp,
+        "kl_q_p": kl_qp,
+        "kl_q_u": np.log(n_allowed) - entropy(log_q),
+        "kl_p_u": np.log(n_allowed) - entropy(log_p),
+    }
+    if kappa is not None:
+        k = np.broadcast_to(np.asarray(kappa, dtype=np.float64), m.shape)
+        out["kappa_mean"] = np.sum(np.where(m, k, 0.0), axis=-1) / n_allowed
+    return out

@@ -1,0 +1,529 @@
+"""Tokenisers: byte-level BPE, symbol-level BPE for worked examples, and a character tokeniser.
+
+The formulation paper (Baptista, Stuart, Tran, §2.2) starts every model here: text is a
+sequence over a finite vocabulary V, and byte-pair encoding (BPE) builds V by repeatedly merging
+the most frequent adjacent pair.
+
+* :func:`learn_bpe` — symbol-level BPE on any sequence (Example 2.1: ``abcababc → dcddc → ede``).
+* :class:`BPETokenizer` — byte-level BPE: 256 base tokens (the bytes of UTF-8), merges learned by
+  :func:`nextword.tokenizers.trainer.train_merges` (exact minbpe / tiktoken-educational tie rule, or
+  Hugging Face's with ``tie_break="hf"``), optional GPT-2/GPT-4 split patterns, special tokens,
+  JSON save/load (and minbpe's ``.model`` text format, :mod:`nextword.tokenizers.formats`).
+* :class:`CharTokenizer` — one id per character seen in training, id 0 reserved for unknown.
+
+Example
+-------
+>>> tok = BPETokenizer.train("low lower lowest " * 20, 260)
+>>> ids = tok.encode("lowest low")
+>>> tok.decode(ids)
+'lowest low'
+>>> len(ids) < len("lowest low")
+True
+"""
+from __future__ import annotations
+
+import array
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from itertools import chain
+from operator import itemgetter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nextword._validate import check_positive_int, check_str_collection
+from nextword.tokenizers.characters import CharTokenizer
+from nextword.tokenizers.formats import BPEFile, load_json, load_minbpe, save_json, save_minbpe
+from nextword.tokenizers.trainer import BPEResult, learn_bpe, train_merges
+
+__all__ = ["BPEResult", "learn_bpe", "BPETokenizer", "CharTokenizer", "SPLIT_PATTERNS", "train_merges"]
+
+#: Split patterns of GPT-2 and GPT-4 (cl100k), as in minbpe / tiktoken; need the ``regex`` module.
+SPLIT_PATTERNS: dict[str, str] = {
+    "gpt2": r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
+    "gpt4": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+""",
+}
+_SHIFT = 21
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_CACHE_LIMIT = 1 << 18
+# A space whose previous character is not whitespace: with the GPT-2/GPT-4 patterns every piece
+# holds a space only at its start or inside a whitespace run, and the patterns have no
+# look-behind, so such a position is always a piece boundary and the text on either side splits
+# the same way on its own. (``re``'s ``\S`` is narrower than the ``regex`` module's: whenever
+# ``re`` calls a character non-whitespace, so does the split pattern.)
+_WORD_BOUNDARY = re.compile(r" (?<=\S )")
+
+
+def _compile(pattern: str | None) -> Any:
+    """Compile a split pattern (name or regex) with the ``regex`` module; ``None`` → no split."""
+    if pattern is None:
+        return None
+    if not isinstance(pattern, str):
+        raise TypeError(f"pattern must be None, 'gpt2', 'gpt4' or a regex string, got {type(pattern).__name__}")
+    try:
+        import regex
+    except ImportError as exc:  # pragma: no cover - regex ships with the dev environment
+        raise ImportError("split patterns need the 'regex' package (pip install regex)") from exc
+    try:
+        return regex.compile(SPLIT_PATTERNS.get(pattern, pattern))
+    except regex.error as exc:
+        raise ValueError(f"pattern {pattern!r} is not a valid regex: {exc}") from None
+
+
+def _utf8(text: str, errors: str) -> bytes:
+    """UTF-8 bytes of ``text``; lone surrogates per ``errors`` (see :meth:`BPETokenizer.encode`)."""
+    if errors == "replace":
+        text = _SURROGATE.sub("\ufffd", text)
+        errors = "strict"
+    try:
+        return text.encode("utf-8", errors)
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"text contains a lone surrogate {text[exc.start]!r} at index {exc.start}, which UTF-8 "
+            "cannot encode; pass errors='replace' (→ U+FFFD) or errors='surrogatepass'"
+        ) from None
+
+
+class BPETokenizer:
+    """Byte-level BPE tokenizer (formulation paper §2.2; GPT-2 style byte fallback).
+
+    Ids 0–255 are the bytes; merge ``k`` creates id ``256 + k`` (its bytes are the concatenation
+    of its two parts); special tokens follow. Build one with :meth:`train` or :meth:`load`.
+
+    Parameters
+    ----------
+    merges:
+        ``[(left, right, new_id), ...]`` in rank order, as returned by ``train_merges``.
+    pattern:
+        ``None`` (encode the raw byte stream), ``"gpt2"``, ``"gpt4"`` or a regex: text is split
+        into chunks first and merges never cross a chunk boundary.
+    special_tokens:
+        ``{string: id}``; ids must not collide with byte or merge ids.
+    """
+
+    def __init__(
+        self,
+        merges: Iterable[Sequence[int]] = (),
+        *,
+        pattern: str | None = None,
+        special_tokens: Mapping[str, int] | None = None,
+    ) -> None:
+        self.pattern: str | None = SPLIT_PATTERNS.get(pattern, pattern) if pattern else None
+        self._split = _compile(self.pattern)
+        vocab: dict[int, bytes] = {i: bytes([i]) for i in range(256)}
+        self._merges: dict[tuple[int, int], int] = {}
+        self._ranks: dict[int, tuple[int, int]] = {}  # pair code → (rank, new id)
+        for rank, m in enumerate(merges):
+            if len(m) != 3:
+                raise ValueError(f"merge {rank} must be (left, right, new_id), got {m!r}")
+            a, b, x = (int(v) for v in m)
+            if a not in vocab or b not in vocab:
+                raise ValueError(f"merge {rank} uses an unknown id: {(a, b)}")
+            if (a, b) in self._merges:
+                raise ValueError(f"merge {rank} repeats the pair {(a, b)}")
+            if x >= (1 << _SHIFT) or x < 0:
+                raise ValueError(f"merge {rank}: new id {x} out of range [0, {1 << _SHIFT})")
+            if x in vocab and vocab[x] != vocab[a] + vocab[b]:
+                raise ValueError(f"merge {rank}: id {x} already names different bytes")
+            vocab[x] = vocab[a] + vocab[b]
+            self._merges[(a, b)] = x
+            self._ranks[(a << _SHIFT) | b] = (rank, x)
+        if special_tokens is not None and not isinstance(special_tokens, Mapping):
+            raise TypeError("special_tokens must be a mapping {string: id}, got "
+                            f"{type(special_tokens).__name__}")
+        self.special_tokens: dict[str, int] = {}
+        for s, i in (special_tokens or {}).items():
+            if not isinstance(s, str) or not s:
+                raise ValueError(f"special tokens must be non-empty strings, got {s!r}")
+            i = check_positive_int(i, f"the id of special token {s!r}", minimum=0)  # "300" refused
+            if not i < 1 << 24:
+                raise ValueError(f"special token {s!r}: id {i} out of range [0, 2**24)")
+            if i in vocab:
+                raise ValueError(f"special token {s!r} has id {i}, already used by a byte or merge")
+            vocab[i] = s.encode("utf-8")
+            self.special_tokens[s] = i
+        if len(set(self.special_tokens.values())) != len(self.special_tokens):
+            raise ValueError("special token ids must be distinct")
+        self._vocab = vocab
+        self._inverse_special = {int(i): s for s, i in self.special_tokens.items()}
+        self._rank_of = {code: r for code, (r, _) in self._ranks.items()}  # pair code → rank
+        self._new_ids = [x for x in self._merges.values()]  # rank → new id
+        self._special_re = (
+            re.compile("|".join(re.escape(s) for s in sorted(self.special_tokens, key=len, reverse=True)))
+            if self.special_tokens else None
+        )
+        # decoding tables, built in O(vocabulary) whatever the largest id (a special id may be
+        # near 2**24): token bytes in id order, and for a dense id range a list indexed by id
+        known = sorted(vocab)
+        self._ids = np.array(known, dtype=np.int64)  # (V,) sorted ids
+        self._lens = np.array([len(vocab[i]) for i in known], dtype=np.int64)  # (V,)
+        self._offs = np.cumsum(self._lens) - self._lens  # (V,) start of each token in _buf
+        self._buf = np.frombuffer(b"".join(vocab[i] for i in known), dtype=np.uint8)
+        size = known[-1] + 1
+        self._table: list[bytes | None] | None = None
+        self._slot: np.ndarray | None = None
+        if size <= 4 * len(known) + 1024:  # dense: a list indexed by id, padded with None so
+            table: list[bytes | None] = [None] * (2 * size)  # that negative ids hit a None too
+            for i in known:
+                table[i] = vocab[i]
+            self._table = table
+            self._slot = np.full(size, -1, dtype=np.int64)  # (size,) id -> index into _ids
+            self._slot[self._ids] = np.arange(len(known))
+        self._cache: dict[str, list[int]] = {}
+        # per-word cache (text between word boundaries, see _WORD_BOUNDARY): only for the named
+        # patterns, whose pieces never cross such a boundary
+        self._words: dict[str, bytes] | None = (
+            {} if self.pattern in (SPLIT_PATTERNS["gpt2"], SPLIT_PATTERNS["gpt4"]) else None)
+
+    # ------------------------------------------------------------------ training
+    @classmethod
+    def train(
+        cls,
+        text: str,
+        vocab_size: int,
+        *,
+        pattern: str | None = None,
+        tie_break: str = "first",
+        special_tokens: Sequence[str] = (),
+        progress: bool = False,
+    ) -> BPETokenizer:
+        """Learn ``vocab_size - 256 - len(special_tokens)`` merges on ``text``.
+
+        The merge rule is exact (see :mod:`nextword.tokenizers.trainer`): most frequent adjacent pair,
+        ties to the leftmost first occurrence (``tie_break="first"``, = minbpe, tiktoken's
+        educational trainer) or to the smallest pair in HF id order (``tie_break="hf"``, = HF
+        ``tokenizers`` with the GPT-2 split). With a ``pattern``, each distinct chunk is counted
+        once with its frequency. If the text runs out of pairs, fewer merges are learned. Special
+        tokens get the ids right after the merges.
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"text must be str, got {type(text).__name__}")
+        specials = check_str_collection(special_tokens, "special_tokens")
+        if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
+            raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
+        if vocab_size < 256 + len(specials):
+            raise ValueError(
+                f"vocab_size must be >= 256 + len(special_tokens) = {256 + len(specials)}, got {vocab_size}"
+            )
+        if len(set(specials)) != len(specials):
+            raise ValueError("special_tokens must be distinct")
+        if vocab_size - len(specials) >= 1 << _SHIFT:
+            raise ValueError(f"vocab_size must be < 2**{_SHIFT} + len(special_tokens) = "
+                             f"{(1 << _SHIFT) + len(specials)} (token ids are packed in {_SHIFT} bits), "
+                             f"got {vocab_size}")
+        split = _compile(pattern)
+        if split is None:
+            chunks, weights = [_utf8(text, "strict")], None
+        else:
+            counts: dict[str, int] = {}
+            for ch in split.findall(text):
+                counts[ch] = counts.get(ch, 0) + 1
+            chunks = [_utf8(ch, "strict") for ch in counts]
+            weights = list(counts.values())
+        merges = train_merges(chunks, int(vocab_size) - 256 - len(specials), weights=weights,
+                              tie_break=tie_break, progress=progress)
+        first = max([255] + [x for _, _, x in merges]) + 1
+        return cls(merges, pattern=pattern, special_tokens={s: first + k for k, s in enumerate(specials)})
+
+    # ------------------------------------------------------------------ views
+    @property
+    def merges(self) -> dict[tuple[int, int], int]:
+        """Ordered mapping ``(left, right) → new id`` (insertion order = merge rank)."""
+        return dict(self._merges)
+
+    @property
+    def vocab(self) -> dict[int, bytes]:
+        """Mapping ``id → bytes`` for every token, special tokens included (their UTF-8)."""
+        return dict(self._vocab)
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of distinct token ids (bytes + merges + special tokens)."""
+        return len(self._vocab)
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes of one token; ``ValueError`` for an unknown id."""
+        if int(token_id) not in self._vocab:
+            raise ValueError(f"unknown token id {token_id}")
+        return self._vocab[int(token_id)]
+
+    def __repr__(self) -> str:
+        pat = next((k for k, v in SPLIT_PATTERNS.items() if v == self.pattern), self.pattern)
+        return f"BPETokenizer(vocab_size={self.vocab_size}, pattern={pat!r}, special={len(self.special_tokens)})"
+
+    # ------------------------------------------------------------------ encoding
+    def _encode_bytes(self, data: bytes) -> list[int]:
+        """Apply the merges to one chunk: lowest-rank pair first, all its occurrences, repeat.
+
+        Short chunks: find the lowest-rank pair, replace its leftmost occurrence, rescan. Since a
+        new token never forms the pair it came from, repeated leftmost replacement is the same as
+        one left-to-right pass over all occurrences (minbpe's ``merge``).
+        """
+        ids = list(data)
+        if len(ids) > 64:
+            return self._encode_long(ids)
+        rank_of, new_ids, none = self._rank_of.get, self._new_ids, len(self._new_ids)
+        while len(ids) >= 2:
+            best, k, prev = none, -1, ids[0]
+            for i in range(1, len(ids)):
+                cur = ids[i]
+                r = rank_of((prev << _SHIFT) | cur, none)
+                if r < best:
+                    best, k = r, i
+                prev = cur
+            if k < 0:
+                break
+            ids[k - 1:k + 1] = [new_ids[best]]
+        return ids
+
+    def _encode_long(self, ids: list[int]) -> list[int]:
+        """Same result for long chunks: replay the merges in rank order on a linked list.
+
+        Positions of every pair that is a merge are grouped with numpy; the pass for merge ``r``
+        visits only its own occurrences (left to right) and files the new pairs it creates under
+        their own, later, ranks — O(n log n + occurrences) instead of O(merges × n).
+        """
+        ranks = self._ranks
+        arr = np.asarray(ids, dtype=np.int64)  # (n,)
+        n = arr.shape[0]
+        codes = (arr[:-1] << _SHIFT) | arr[1:]  # (n - 1,) pair code at each left position
+        uniq, inv = np.unique(codes, return_inverse=True)
+        rank_of = np.array([ranks.get(c, (-1, 0))[0] for c in uniq.tolist()], dtype=np.int64)
+        pos = np.nonzero(rank_of[inv] >= 0)[0]  # positions holding a mergeable pair
+        order = np.argsort(rank_of[inv][pos], kind="stable")  # by rank, then position
+        pos_sorted = pos[order]
+        r_sorted = rank_of[inv][pos_sorted]
+        bounds = np.flatnonzero(np.diff(r_sorted)) + 1
+        buckets: dict[int, list[int]] = {
+            int(r_sorted[g[0]]): p.tolist()
+            for g, p in zip(np.split(np.arange(len(pos_sorted)), bounds), np.split(pos_sorted, bounds))
+            if len(g)
+        }
+        merge_list = list(self._merges.items())
+        tok = arr.tolist()
+        nxt = list(range(1, n + 1))
+        nxt[-1] = -1
+        prv = list(range(-1, n - 1))
+        while buckets:
+            r = min(buckets)
+            lst = buckets.pop(r)
+            (a, b), x = merge_list[r]
+            xs = x << _SHIFT
+            for i in lst:
+                if tok[i] != a:
+                    continue
+                j = nxt[i]
+                if j < 0 or tok[j] != b:
+                    continue
+                q, p = nxt[j], prv[i]
+                tok[i], tok[j] = x, -1
+                nxt[i] = q
+                if q >= 0:
+                    prv[q] = i
+                    rr = ranks.get(xs | tok[q])
+                    if rr is not None:
+                        buckets.setdefault(rr[0], []).append(i)
+                if p >= 0:
+                    rr = ranks.get((tok[p] << _SHIFT) | x)
+                    if rr is not None:
+                        buckets.setdefault(rr[0], []).append(p)
+        return [t for t in tok if t >= 0]
+
+    def encode_ordinary(self, text: str, *, errors: str = "strict") -> list[int]:
+        """Encode ``text`` ignoring special tokens (their text is encoded as ordinary bytes)."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be str, got {type(text).__name__}")
+        if errors not in ("strict", "replace", "surrogatepass"):
+            raise ValueError(f"errors must be 'strict', 'replace' or 'surrogatepass', got {errors!r}")
+        if self._split is None:
+            return self._encode_bytes(_utf8(text, errors))
+        if errors == "replace":
+            text = _SURROGATE.sub("\ufffd", text)
+        if self._words is not None and errors != "surrogatepass":
+            return self._encode_words(text)
+        return self._encode_pieces(text, errors)
+
+    def _encode_pieces(self, text: str, errors: str = "strict") -> list[int]:
+        """Split ``text`` with the pattern and encode each piece (per-piece cache)."""
+        cache = self._cache if errors != "surrogatepass" else {}
+        if len(cache) > _CACHE_LIMIT:
+            cache.clear()
+        out: list[int] = []
+        for ch in self._split.findall(text):
+            ids = cache.get(ch)
+            if ids is None:
+                ids = cache[ch] = self._encode_bytes(_utf8(ch, errors))
+            out.extend(ids)
+        return out
+
+    def _encode_words(self, text: str) -> list[int]:
+        """Fast path for the named patterns: cut ``text`` at word boundaries (a C-speed split),
+        encode each distinct word once, and join the cached ids (stored as int32 bytes, so the
+        join is a memcpy). Same ids as splitting the whole text (see ``_WORD_BOUNDARY``)."""
+        words = self._words
+        if len(words) > _CACHE_LIMIT:
+            words.clear()
+        parts = _WORD_BOUNDARY.split(text)  # parts[0], then " " + parts[i] for i >= 1
+        rest = parts[1:]
+        try:
+            joined = b"".join(map(words.__getitem__, rest))
+        except KeyError:  # some words not seen yet: encode each new one once
+            last = rest.pop()  # may end in whitespace: the only part not followed by a boundary
+            self._learn_words(set(rest).difference(words))
+            if last not in words:
+                words[last] = array.array("i", self._encode_pieces(" " + last)).tobytes()
+            rest.append(last)
+            joined = b"".join(map(words.__getitem__, rest))
+        out = self._encode_pieces(parts[0])
+        out.extend(np.frombuffer(joined, dtype=np.int32).tolist())
+        return out
+
+    def _learn_words(self, new: Iterable[str]) -> None:
+        """Encode words (each preceded by its space) with one split of their concatenation: each
+        word ends with a non-space character before a boundary, so no piece crosses two words.
+        The pieces' ids are concatenated once and each word gets its slice (as int32 bytes)."""
+        new = list(new)
+        if not new:
+            return
+        pieces = self._split.findall(" " + " ".join(new))  # (P,) pieces of all new words
+        cache = self._cache
+        if len(cache) > _CACHE_LIMIT:
+            cache.clear()
+        for p in set(pieces).difference(cache):
+            cache[p] = self._encode_bytes(_utf8(p, "strict"))
+        encs = list(map(cache.__getitem__, pieces))  # (P,) id lists
+        buf = array.array("i", chain.from_iterable(encs)).tobytes()  # all ids, int32
+        char_end = np.cumsum(np.fromiter(map(len, pieces), np.int64, len(pieces)))  # (P,)
+        word_end = np.cumsum(np.fromiter(map(len, new), np.int64, len(new)) + 1)  # (W,), +1: the space
+        k = np.searchsorted(char_end, word_end)  # (W,) index of each word's last piece
+        if k[-1] >= len(pieces) or not np.array_equal(char_end[k], word_end):  # pragma: no cover
+            raise AssertionError("a split-pattern piece crossed a word boundary")
+        id_end = 4 * np.cumsum(np.fromiter(map(len, encs), np.int64, len(encs)))[k]  # (W,) byte offsets
+        id_start = np.concatenate([[0], id_end[:-1]])  # (W,)
+        self._words.update(zip(new, map(buf.__getitem__, map(slice, id_start.tolist(), id_end.tolist()))))
+
+    def encode(self, text: str, *, allowed_special: str | Collection[str] = "none_raise",
+               errors: str = "strict") -> list[int]:
+        """Encode ``text`` into token ids.
+
+        Parameters
+        ----------
+        allowed_special:
+            ``"all"`` (every registered special token string becomes its id), ``"none"`` (treat
+            them as ordinary text), ``"none_raise"`` (default: ``ValueError`` if one occurs), or
+            a collection of special-token strings to allow.
+        errors:
+            Lone surrogates (``"\\ud800"``; valid ``str``, not encodable in UTF-8): ``"strict"``
+            raises ``ValueError`` naming the index; ``"replace"`` substitutes U+FFFD (lossy);
+            ``"surrogatepass"`` encodes them as the 3 bytes CESU would use, so
+            ``decode(..., errors="surrogatepass")`` gives them back.
+        """
+        if allowed_special == "none":
+            return self.encode_ordinary(text, errors=errors)
+        if allowed_special == "none_raise":
+            if self._special_re is not None and (m := self._special_re.search(text)):
+                raise ValueError(f"text contains the special token {m.group()!r} at index {m.start()}; "
+                                 "pass allowed_special='all' (or a set) to encode it as a special id")
+            return self.encode_ordinary(text, errors=errors)
+        if allowed_special == "all":
+            allowed = set(self.special_tokens)
+        elif isinstance(allowed_special, str):
+            raise ValueError(f"allowed_special must be 'all', 'none', 'none_raise' or a set, got {allowed_special!r}")
+        else:
+            allowed = set(allowed_special)
+            unknown = allowed - set(self.special_tokens)
+            if unknown:
+                raise ValueError(f"allowed_special names unregistered special tokens: {sorted(unknown)}")
+        if not allowed:
+            return self.encode_ordinary(text, errors=errors)
+        pat = re.compile("(" + "|".join(re.escape(s) for s in sorted(allowed, key=len, reverse=True)) + ")")
+        out: list[int] = []
+        for k, part in enumerate(pat.split(text)):
+            if k % 2:
+                out.append(self.special_tokens[part])
+            elif part:
+                out.extend(self.encode_ordinary(part, errors=errors))
+        return out
+
+    def encode_batch(self, texts: Iterable[str], **kwargs: Any) -> list[list[int]]:
+        """``[encode(t, **kwargs) for t in texts]`` (the chunk cache is shared)."""
+        return [self.encode(t, **kwargs) for t in texts]
+
+    # ------------------------------------------------------------------ decoding
+    def decode_bytes(self, ids: Iterable[int] | np.ndarray) -> bytes:
+        """Concatenated token bytes; ``ValueError`` on an unknown id, a non-integer or a wrong rank.
+
+        A list or tuple is decoded by a C-level gather from a table indexed by id (unknown ids,
+        negative ids and non-integers fail the gather and are then reported by the array path);
+        arrays and other iterables go through a numpy gather.
+        """
+        table = self._table
+        if table is not None and isinstance(ids, (list, tuple)):
+            try:
+                if len(ids) > 1:
+                    return b"".join(itemgetter(*ids)(table))
+                if len(ids) == 1 and table[ids[0]] is not None:  # type: ignore[index]
+                    return table[ids[0]]  # type: ignore[index,return-value]
+                if not ids:
+                    return b""
+            except (TypeError, IndexError):
+                pass  # an unknown id or a non-integer: the array path names it
+        if not isinstance(ids, np.ndarray):
+            seq = ids if isinstance(ids, (list, tuple)) else list(ids)
+            try:  # C-speed int64 conversion that refuses floats and strings
+                ids = np.frombuffer(array.array("q", seq), dtype=np.int64)
+            except (TypeError, OverflowError):
+                ids = np.asarray(seq)  # only to report the problem below
+        if ids.size == 0:
+            return b""
+        if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
+            raise ValueError(f"ids must be a 1-D sequence of ints, got shape {ids.shape} dtype {ids.dtype}")
+        if self._slot is not None:  # dense ids: direct lookup
+            bad = (ids < 0) | (ids >= len(self._slot))
+            slot = self._slot[np.where(bad, 0, ids)]  # (T,) index into _ids
+            bad |= slot < 0
+        else:  # sparse ids (a special id far above the rest): binary search
+            slot = np.minimum(np.searchsorted(self._ids, ids), len(self._ids) - 1)  # (T,)
+            bad = self._ids[slot] != ids
+        if bad.any():
+            raise ValueError(f"unknown token id {int(ids[bad][0])} (vocabulary has {self.vocab_size} ids)")
+        lens = self._lens[slot]  # (T,) bytes per token
+        ends = np.cumsum(lens)  # (T,)
+        # byte k of the output comes from _buf[start of its token + k - start of its output slot]
+        idx = np.repeat(self._offs[slot] - ends + lens, lens) + np.arange(int(ends[-1]))  # (bytes,)
+        return self._buf[idx].tobytes()
+
+    def decode(self, ids: Iterable[int] | np.ndarray, *, errors: str = "replace") -> str:
+        """Text of ``ids``; invalid UTF-8 (e.g. a cut multi-byte character) handled per ``errors``."""
+        return self.decode_bytes(ids).decode("utf-8", errors=errors)
+
+    # ------------------------------------------------------------------ files
+    def save(self, path: str | Path) -> None:
+        """Write the documented JSON format (see :mod:`nextword.tokenizers.formats`)."""
+        save_json(self, path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> BPETokenizer:
+        """Read a file written by :meth:`save`; ``ValueError`` naming the file if it is invalid."""
+        return cls._from_file(load_json(path), path)
+
+    def save_minbpe(self, path: str | Path) -> None:
+        """Write minbpe's ``.model`` text format (see :mod:`nextword.tokenizers.formats`)."""
+        save_minbpe(self, path)
+
+    @classmethod
+    def load_minbpe(cls, path: str | Path) -> BPETokenizer:
+        """Read a minbpe ``.model`` file (pattern honoured, UTF-8, spaces allowed in specials)."""
+        return cls._from_file(load_minbpe(path), path)
+
+    @classmethod
+    def _from_file(cls, data: BPEFile, path: str | Path) -> BPETokenizer:
+        try:
+            return cls(data.merges, pattern=data.pattern, special_tokens=data.special_tokens)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{path}: {exc}") from None
+
+    def merge_list(self) -> list[tuple[int, int, int]]:
+        """``[(left, right, new_id), ...]`` in rank order (the constructor's input)."""
+        return [(a, b, x) for (a, b), x in self._merges.items()]

@@ -1,0 +1,50 @@
+"""python -m nextword.booktools.check_env: one line per requirement, failing loudly when a required one is missing."""
+import subprocess
+import sys
+
+from nextword.booktools import check_env
+
+
+def test_report_lists_python_every_dependency_device_and_data():
+    results = check_env.run_checks()
+    names = [r.name for r in results]
+    assert names[0] == "python"
+    for dep in check_env.REQUIRED + check_env.OPTIONAL:
+        assert dep in names
+    assert "torch device" in names
+    assert any(n.startswith("data") for n in names)
+    assert all(r.status in {"OK", "FAIL", "--"} for r in results)
+
+
+def test_missing_required_module_is_a_failure(monkeypatch):
+    real_import = check_env.importlib.import_module
+
+    def fake_import(name, *args, **kwargs):
+        if name == "sympy":
+            raise ImportError("No module named 'sympy'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(check_env.importlib, "import_module", fake_import)
+    results = {r.name: r for r in check_env.run_checks()}
+    assert results["sympy"].status == "FAIL"
+    assert "not importable" in results["sympy"].detail
+    report = check_env.format_report(list(results.values()))
+    assert report.splitlines()[-1] == "1 required item(s) failed"
+
+
+def test_missing_data_is_reported_not_fatal(monkeypatch, tmp_path):
+    import nextword.data as data
+
+    monkeypatch.setenv("NEXTWORD_DATA_DIR", str(tmp_path / "nowhere"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(data, "PACKAGE_DATA_DIR", tmp_path / "package")
+    results = {r.name: r for r in check_env.run_checks()}
+    assert results["data: tiny Shakespeare"].status == "--"
+    assert "NEXTWORD_DATA_DIR" in results["data: tiny Shakespeare"].detail
+
+
+def test_command_line_prints_ok_lines_and_exits_zero():
+    proc = subprocess.run([sys.executable, "-m", "nextword.booktools.check_env"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[0].startswith("[OK] python")
+    assert proc.stdout.strip().endswith("environment OK")

@@ -1,0 +1,73 @@
+"""Exercises are generated from solutions; they stay in sync and stop at their first stub."""
+import pytest
+
+from nextword.booktools.exercises import build as builder
+
+
+def test_code_region_becomes_a_stub_with_the_hint_at_its_indentation():
+    src = 'def f(x):\n    # BEGIN SOLUTION hint="square it"\n    return x * x\n    # END SOLUTION\n'
+    assert builder.strip_solutions(src) == 'def f(x):\n    raise NotImplementedError("square it")\n'
+
+
+def test_default_hint_and_markdown_regions():
+    src = "# BEGIN SOLUTION\ny = 2\n# END SOLUTION\n# <!-- BEGIN SOLUTION -->\n# The proof.\n# <!-- END SOLUTION -->\n"
+    out = builder.strip_solutions(src)
+    assert f'raise NotImplementedError("{builder.DEFAULT_HINT}")' in out
+    assert "# *Your answer here.*" in out and "The proof" not in out and "y = 2" not in out
+
+
+@pytest.mark.parametrize(
+    "src, message",
+    [
+        ("# BEGIN SOLUTION\nx = 1\n", "never closed"),
+        ("# END SOLUTION\n", "without BEGIN"),
+        ("# BEGIN SOLUTION\n# BEGIN SOLUTION\n# END SOLUTION\n", "inside another"),
+    ],
+)
+def test_unbalanced_markers_are_errors(src, message):
+    with pytest.raises(builder.MarkerError, match=message):
+        builder.strip_solutions(src)
+
+
+def test_committed_exercises_match_what_build_would_write():
+    problems = builder.stale_exercises()
+    assert not problems, "\n".join(problems) + "\nrun: python -m nextword.booktools.exercises build"
+
+
+def test_stale_and_orphan_exercises_are_detected(tmp_path):
+    sol = tmp_path / "solutions" / "part9_demo" / "ex01_demo.py"
+    sol.parent.mkdir(parents=True)
+    sol.write_text('# %%\n# BEGIN SOLUTION\nx = 1\n# END SOLUTION\n')
+    assert builder.stale_exercises(tmp_path)[0] == f"{builder.exercise_path(sol, tmp_path)} is missing"
+    builder.exercise_path(sol, tmp_path).parent.mkdir(parents=True)
+    builder.exercise_path(sol, tmp_path).write_text(builder.expected_exercise(sol))
+    assert builder.stale_exercises(tmp_path) == [f"{tmp_path / 'exercises' / 'README.md'} is not what build would write"]
+    (tmp_path / "exercises" / "README.md").write_text(builder.exercises_readme(tmp_path))
+    assert builder.stale_exercises(tmp_path) == []
+    (tmp_path / "exercises" / "part9_demo" / "ex02_orphan.py").write_text("x = 1\n")
+    assert any("has no solution" in p for p in builder.stale_exercises(tmp_path))
+
+
+@pytest.mark.parametrize("solution", builder.solution_sources(), ids=lambda p: p.stem)
+def test_generated_exercise_runs_until_its_first_stub(solution):
+    """Executed as generated, a student notebook stops with NotImplementedError at its first stub."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    target = builder.exercise_path(solution)
+    nb = nbformat.read(target.with_suffix(".ipynb"), as_version=4)
+    client = NotebookClient(nb, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(target.parent)}})
+    with pytest.raises(CellExecutionError) as info:
+        client.execute()
+    assert info.value.ename == "NotImplementedError", f"{target} failed with {info.value.ename}, not at a stub"
+
+
+def test_readme_lists_title_difficulty_and_book_notebook(tmp_path):
+    sol = tmp_path / "solutions" / "part1_chapter6" / "ex04_params.py"
+    sol.parent.mkdir(parents=True)
+    sol.write_text("# %% [markdown]\n# # Exercise 04 — Counting parameters\n"
+                   "# **Part:** 1 · **Difficulty:** ★ · **Book notebook:** `book/part1_chapter6/6_4_multi_head`\n")
+    text = builder.exercises_readme(tmp_path)
+    assert "| [Exercise 04 — Counting parameters](part1_chapter6/ex04_params.py) | ★ | `book/part1_chapter6/6_4_multi_head` |" in text

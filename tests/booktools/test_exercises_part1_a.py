@@ -1,0 +1,161 @@
+"""Checkers of Chapter 6 Exercises 1, 2, 3, 7, 10, 11: one right answer passes, wrong ones are rejected."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from nextword.booktools.exercises.checks import (
+    ExerciseCheckError,
+    check_ex_p1_01,
+    check_ex_p1_02,
+    check_ex_p1_03,
+    check_ex_p1_07,
+    check_ex_p1_10,
+    check_ex_p1_11,
+)
+
+
+def _steps(q, K):
+    s = K @ q / np.sqrt(len(q))
+    e = np.exp(s)
+    return s, e, e / e.sum()
+
+
+def test_ex01():
+    assert check_ex_p1_01(_steps)
+    with pytest.raises(ExerciseCheckError, match="scaled_scores"):
+        check_ex_p1_01(lambda q, K: (K @ q, np.exp(K @ q), np.exp(K @ q) / np.exp(K @ q).sum()))  # no 1/sqrt(d)
+    with pytest.raises(ExerciseCheckError, match="tuple"):
+        check_ex_p1_01(lambda q, K: _steps(q, K)[2])
+
+    def stub(q, K):
+        raise NotImplementedError
+
+    with pytest.raises(ExerciseCheckError, match="NotImplementedError"):
+        check_ex_p1_01(stub)
+
+
+def _attn(q, K, V):
+    w = _steps(q, K)[2]
+    return w, w @ V
+
+
+def _hull(x, V):
+    from scipy.optimize import linprog
+
+    n = V.shape[0]
+    res = linprog(np.zeros(n), A_eq=np.vstack([V.T, np.ones(n)]), b_eq=np.append(x, 1), bounds=[(0, None)] * n)
+    return res.status == 0
+
+
+def test_ex02():
+    assert check_ex_p1_02(_attn, _hull)
+    with pytest.raises(ExerciseCheckError, match="output"):
+        check_ex_p1_02(lambda q, K, V: (_attn(q, K, V)[0], V.mean(0)), _hull)
+    with pytest.raises(ExerciseCheckError, match="outside"):
+        check_ex_p1_02(_attn, lambda x, V: True)  # accepts everything
+
+
+def test_ex03():
+    torch = pytest.importorskip("torch")
+    from nextword.data import markov_source
+    from nextword.torch.lm import LMConfig, TinyLM, torch_threads, train_lm
+
+    F = torch.nn.functional
+    src = markov_source(4, 1, np.random.default_rng(0), concentration=0.5)
+    windows = src.sample(16 * 12, np.random.default_rng(1)).reshape(16, 12)
+
+    @torch.no_grad()
+    def gen_loss(model, w):
+        return float(torch.stack([F.cross_entropy(model(torch.from_numpy(w[:, :t]))[:, -1], torch.from_numpy(w[:, t]))
+                                  for t in range(1, w.shape[1])]).mean())
+
+    with torch_threads(1):
+        causal = TinyLM(LMConfig(vocab_size=4, d_model=16, num_heads=2, num_layers=1, max_len=12), seed=0)
+        with pytest.raises(ExerciseCheckError, match="WITHOUT the mask"):
+            check_ex_p1_03(gen_loss, causal, windows, src.entropy_rate())
+        leaky = TinyLM(LMConfig(vocab_size=4, d_model=16, num_heads=2, num_layers=1, max_len=12, causal=False), seed=0)
+        train_lm(leaky, src.sample(4000, np.random.default_rng(2)), steps=120, batch_size=32, block_size=12,
+                 lr=1e-2, seed=0, progress=False)
+        assert check_ex_p1_03(gen_loss, leaky, windows, src.entropy_rate())
+        @torch.no_grad()
+        def teacher_forced(model, w):  # the wrong quantity: one pass over the whole window
+            return float(F.cross_entropy(model(torch.from_numpy(w[:, :-1])).reshape(-1, 4),
+                                         torch.from_numpy(w[:, 1:]).reshape(-1)))
+
+        with pytest.raises(ExerciseCheckError, match="the teacher-forced loss \\(one pass over the whole window\\)"):
+            check_ex_p1_03(teacher_forced, leaky, windows, src.entropy_rate())
+
+        def per_window(model, w):  # written differently: one window and one prefix at a time, summed by hand
+            total, count = 0.0, 0
+            with torch.no_grad():
+                for row in w:
+                    for t in range(1, len(row)):
+                        logits = model(torch.from_numpy(row[None, :t]))[0, -1].double()
+                        total += float(torch.logsumexp(logits, 0) - logits[int(row[t])])
+                        count += 1
+            return total / count
+
+        assert check_ex_p1_03(per_window, leaky, windows, src.entropy_rate())
+
+        @torch.no_grad()
+        def target_in_prefix(model, w):  # w[t] predicted from a pass over w[:t+1]
+            return float(torch.stack([F.cross_entropy(model(torch.from_numpy(w[:, :t + 1]))[:, -2],
+                                                      torch.from_numpy(w[:, t])) for t in range(1, w.shape[1])]).mean())
+
+        with pytest.raises(ExerciseCheckError, match="below the entropy rate .* the target is in the prefix"):
+            check_ex_p1_03(target_in_prefix, leaky, windows, src.entropy_rate())
+
+
+def _mi(ids, position):
+    x, y = ids[:, position - 1], ids[:, -1]
+    P = np.zeros((ids.max() + 1,) * 2)
+    np.add.at(P, (x, y), 1.0)
+    P /= P.sum()
+    outer = P.sum(1, keepdims=True) @ P.sum(0, keepdims=True)
+    nz = P > 0
+    return float((P[nz] * np.log(P[nz] / outer[nz])).sum())
+
+
+GOOD_PAIRS = [("would", "run", "syntactic"), ("code", "crash", "semantic"), ("finally", "rise", "discourse")]
+
+
+def test_ex07():
+    assert check_ex_p1_07(_mi, GOOD_PAIRS)
+    with pytest.raises(ExerciseCheckError, match="no information"):
+        check_ex_p1_07(_mi, [("engineers", "run", "syntactic")] + GOOD_PAIRS[1:])
+    with pytest.raises(ExerciseCheckError, match="not semantic"):
+        check_ex_p1_07(_mi, [GOOD_PAIRS[0], ("finally", "rise", "semantic"), ("code", "crash", "discourse")])
+    with pytest.raises(ExerciseCheckError, match="never follows"):
+        check_ex_p1_07(_mi, [GOOD_PAIRS[0], ("code", "rises", "semantic"), GOOD_PAIRS[2]])
+    with pytest.raises(ExerciseCheckError, match="I\\(word"):
+        check_ex_p1_07(lambda ids, p: 2 * _mi(ids, p) + 0.1, GOOD_PAIRS)
+
+
+def test_ex10():
+    sigma = sp.symbols("sigma", positive=True)
+
+    def sim(d, s, n, rng):
+        return float(np.einsum("nd,nd->n", s * rng.standard_normal((n, d)), s * rng.standard_normal((n, d))).var())
+
+    assert check_ex_p1_10(lambda d: d * sigma ** 4, sim)
+    with pytest.raises(ExerciseCheckError, match="variance_expression"):
+        check_ex_p1_10(lambda d: d * sigma ** 2, sim)
+    with pytest.raises(ExerciseCheckError, match="simulate_variance"):
+        check_ex_p1_10(lambda d: d * sigma ** 4, lambda d, s, n, rng: sim(d, s, n, rng) / d)  # the scaled variance
+
+
+def _flops(T, d):
+    r = 4 * T * d * d - 2 * d * d
+    a = 8 * T * d * d + 4 * T * T * d
+    return {"rnn": (r, 2 * r, T), "attention": (a, 2 * a, 1)}
+
+
+def test_ex11():
+    pytest.importorskip("torch")
+    assert check_ex_p1_11(_flops)
+    with pytest.raises(ExerciseCheckError, match="sequential steps"):
+        check_ex_p1_11(lambda T, d: {**_flops(T, d), "attention": (*_flops(T, d)["attention"][:2], T)})
+    with pytest.raises(ExerciseCheckError, match="forward FLOPs"):
+        check_ex_p1_11(lambda T, d: {**_flops(T, d), "attention": (6 * T * d * d, 12 * T * d * d, 1)})  # no T^2 terms

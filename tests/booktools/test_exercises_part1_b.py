@@ -1,0 +1,155 @@
+"""Checkers of Chapter 6 Exercises 4, 5, 6, 8, 9, 12: a right answer passes, wrong ones raise ExerciseCheckError."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nextword.booktools.exercises.checks import (
+    ExerciseCheckError,
+    check_ex_p1_04,
+    check_ex_p1_05,
+    check_ex_p1_06,
+    check_ex_p1_08,
+    check_ex_p1_09,
+    check_ex_p1_12,
+)
+from nextword.positions import apply_rope
+from nextword.chapter6 import attention_to_keys, head_ablation_effects
+
+
+def _stub(*args):
+    raise NotImplementedError("stub")
+
+
+def test_p1_04():
+    assert check_ex_p1_04(lambda d, h, L: 4 * d * d * L)
+    with pytest.raises(ExerciseCheckError, match="output projection"):
+        check_ex_p1_04(lambda d, h, L: 3 * d * d * L)
+    with pytest.raises(ExerciseCheckError, match="full-width"):
+        check_ex_p1_04(lambda d, h, L: 4 * h * d * d * L)
+    with pytest.raises(ExerciseCheckError, match="NotImplementedError"):
+        check_ex_p1_04(_stub)
+
+
+def _pe(t, d, dims, pair=True):
+    dims = np.asarray(dims)
+    expo = 2 * (dims // 2) if pair else dims
+    ang = t / 10000.0 ** (expo / d)
+    return np.where(dims % 2 == 0, np.sin(ang), np.cos(ang))
+
+
+def test_p1_05():
+    assert check_ex_p1_05(lambda t, d, dims: _pe(t, d, dims))
+    with pytest.raises(ExerciseCheckError, match="pe_values"):  # exponent i/d instead of 2i/d per pair
+        check_ex_p1_05(lambda t, d, dims: _pe(t, d, dims, pair=False))
+
+
+def test_p1_06():
+    def right(q, k, i, j):
+        return float(apply_rope(q[None], positions=[i])[0] @ apply_rope(k[None], positions=[j])[0])
+
+    assert check_ex_p1_06(right)
+    with pytest.raises(ExerciseCheckError):  # no rotation at all
+        check_ex_p1_06(lambda q, k, i, j: float(q @ k))
+    with pytest.raises(ExerciseCheckError):  # rotates the query only
+        check_ex_p1_06(lambda q, k, i, j: float(apply_rope(q[None], positions=[i])[0] @ k))
+
+
+def test_p1_08():
+    assert check_ex_p1_08(lambda T, d: d, lambda T, d: T * d, lambda f, d: f)
+    with pytest.raises(ExerciseCheckError, match="transformer_memory"):  # the KV cache, 2Td
+        check_ex_p1_08(lambda T, d: d, lambda T, d: 2 * T * d, lambda f, d: -(-f // 2))
+    with pytest.raises(ExerciseCheckError, match="rnn_memory"):
+        check_ex_p1_08(lambda T, d: T * d, lambda T, d: T * d, lambda f, d: f)
+    with pytest.raises(ExerciseCheckError, match="crossover_length"):
+        check_ex_p1_08(lambda T, d: d, lambda T, d: T * d, lambda f, d: f + 1)
+
+
+def _agreement_model():
+    """A hand-built 1-layer TinyLM for AgreementTask: head 0 looks from the marker to the subject and
+    copies it to the output; heads 1-3 are zero. (Trained models take too long for a unit test.)"""
+    torch = pytest.importorskip("torch")
+    from nextword.chapter6 import AgreementTask
+    from nextword.torch.lm import LMConfig, TinyLM
+
+    task = AgreementTask.make(np.random.default_rng(0))
+    m, S, V, d = task.filler.num_symbols, task.num_subjects, task.vocab_size, 32
+    model = TinyLM(LMConfig(vocab_size=V, d_model=d, num_heads=4, num_layers=1, max_len=task.length, d_ff=8), seed=0)
+    sd = {k: torch.zeros_like(v) for k, v in model.state_dict().items()}
+    for k in sd:
+        if k.endswith("norm1.weight") or k.endswith("norm2.weight") or k == "norm_f.weight":
+            sd[k] += 1.0
+    sd["tok_emb"][torch.arange(V), torch.arange(V)] = 1.0  # one-hot tokens in dims 0..V-1
+    W = sd["blocks.0.W_qkv"]  # (d, 3d): head 0 uses columns 0..7 of each block
+    W[task.marker, 0] = 3.0  # query of the marker
+    W[m:m + S, d + 0] = 3.0  # keys of the subjects
+    for s in range(S):
+        W[m + s, 2 * d + s] = 1.0  # value: which subject
+        sd["blocks.0.W_o"][s, 20 + s] = 10.0  # into stream dims 20..23
+        sd["W_U"][20 + s, task.marker + 1 + s] = 10.0  # read out as the agreement token
+    model.load_state_dict(sd)
+    return model, task.sample(64, np.random.default_rng(1))
+
+
+def test_p1_09():
+    def subject_attention(w, keys, qm):
+        return attention_to_keys(w, keys, qm)
+
+    def ablation_effect(nll_fn, H, group):
+        return head_ablation_effects(nll_fn, 1, H, {"g": group})["g"][0]
+
+    model, batch = _agreement_model()
+    assert check_ex_p1_09(subject_attention, ablation_effect, model, batch, 0)
+    with pytest.raises(ExerciseCheckError, match="subject_head"):
+        check_ex_p1_09(subject_attention, ablation_effect, model, batch, 2)
+    with pytest.raises(ExerciseCheckError, match="subject_attention"):  # averages over all queries instead
+        check_ex_p1_09(lambda w, k, q: attention_to_keys(w, k), ablation_effect, model, batch, 0)
+    def subject_attention_loops(w, keys, qm):  # written differently: explicit loops
+        N, H = w.shape[:2]
+        out = np.zeros(H)
+        for h in range(H):
+            vals = [w[n, h, i, keys[n]] for n in range(N) for i in range(w.shape[2]) if qm[n, i]]
+            out[h] = sum(vals) / len(vals)
+        return out
+
+    assert check_ex_p1_09(subject_attention_loops, ablation_effect, model, batch, 0)
+    with pytest.raises(ExerciseCheckError, match="subject's row .* not its column"):
+        check_ex_p1_09(lambda w, k, q: (w[np.arange(len(k)), :, k, :] * q[:, None, :]).sum(axis=(0, 2)) / q.sum(),
+                       ablation_effect, model, batch, 0)
+    with pytest.raises(ExerciseCheckError, match="the loss with the head removed, not its increase"):
+        check_ex_p1_09(subject_attention,
+                       lambda f, H, g: np.array([f(1.0 - np.eye(H)[h][None])[g].mean() for h in range(H)]),
+                       model, batch, 0)
+
+
+def test_p1_12():
+    pytest.importorskip("torch")
+    from nextword.torch.ablation import prefix_nll, token_nll
+
+    good = {"baseline": {"teacher_forced": 1.5, "honest": 1.5}, "no mask": {"teacher_forced": 0.1, "honest": 9.0},
+            "no positions": {"teacher_forced": 4.0, "honest": 4.0}, "single head": {"teacher_forced": 2.0, "honest": 2.0},
+            "no residual": {"teacher_forced": 8.0, "honest": 8.0}}
+    assert check_ex_p1_12(prefix_nll, good)
+    with pytest.raises(ExerciseCheckError, match="one teacher-forced pass over the whole sequence"):
+        check_ex_p1_12(token_nll, good)  # teacher forcing is not honest without a mask
+
+    def honest_loops(model, ids):  # written differently: one sequence and one prefix at a time, in numpy
+        import torch
+
+        out = np.zeros((ids.shape[0], ids.shape[1] - 1))
+        with torch.no_grad():
+            for n, row in enumerate(ids):
+                for t in range(ids.shape[1] - 1):
+                    z = model(torch.from_numpy(np.asarray(row[None, :t + 1], dtype=np.int64)))[0, -1].double().numpy()
+                    out[n, t] = np.logaddexp.reduce(z) - z[row[t + 1]]
+        return out
+
+    assert check_ex_p1_12(honest_loops, good)
+    leak_free = {**good, "no mask": {"teacher_forced": 2.0, "honest": 2.1}}
+    with pytest.raises(ExerciseCheckError, match="retrained"):
+        check_ex_p1_12(prefix_nll, leak_free)
+    with pytest.raises(ExerciseCheckError, match="keys"):
+        check_ex_p1_12(prefix_nll, {"baseline": good["baseline"]})
+    harmless = {**good, "single head": {"teacher_forced": 1.5, "honest": 1.5}}
+    with pytest.raises(ExerciseCheckError, match="single head"):
+        check_ex_p1_12(prefix_nll, harmless)

@@ -1,0 +1,75 @@
+"""Checkers of the Part 2 exercises: a right answer passes, wrong ones raise ExerciseCheckError."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nextword.booktools.exercises.checks import ExerciseCheckError, check_ex_p2_01, check_ex_p2_02, check_ex_p2_03
+from nextword.theory.formulation import diffusion as dd
+from nextword.theory.formulation import ssm
+from nextword.theory.formulation import kl_decomposition
+
+
+def _not_implemented(*args):
+    raise NotImplementedError("stub")
+
+
+def test_p2_01_right_and_wrong():
+    assert check_ex_p2_01(lambda p, q, V, L: kl_decomposition(p, q, V, L).per_position)
+    with pytest.raises(ExerciseCheckError):  # reversed KL direction D(pi || p)
+        check_ex_p2_01(lambda p, q, V, L: kl_decomposition(q, p, V, L).per_position)
+    with pytest.raises(ExerciseCheckError, match="shape"):  # returns the joint KL only
+        check_ex_p2_01(lambda p, q, V, L: kl_decomposition(p, q, V, L).joint)
+    with pytest.raises(ExerciseCheckError):  # unweighted: forgets the prefix probabilities
+        check_ex_p2_01(lambda p, q, V, L: kl_decomposition(p, q, V, L).cross_entropy)
+    with pytest.raises(ExerciseCheckError, match="NotImplementedError"):
+        check_ex_p2_01(_not_implemented)
+
+
+def test_p2_02_right_and_wrong():
+    right = (dd.uniform_generator, dd.absorbing_generator, dd.reverse_generator)
+    assert check_ex_p2_02(*right)
+
+    def printed_uniform(V, beta):  # Example 9.2 as printed (rows sum to 1)
+        Q = np.full((V, V), beta / V)
+        np.fill_diagonal(Q, 1 - (V - 1) * beta / V)
+        return Q
+
+    with pytest.raises(ExerciseCheckError, match="not a rate matrix"):
+        check_ex_p2_02(printed_uniform, *right[1:])
+    with pytest.raises(ExerciseCheckError):  # mask row wrongly leaves the mask
+        check_ex_p2_02(right[0], lambda V, m, b: dd.uniform_generator(V, b), right[2])
+    with pytest.raises(ExerciseCheckError):  # forgets the transpose in (D.1)
+        def no_transpose(Q, p):
+            R = Q * p[None, :] / p[:, None]
+            np.fill_diagonal(R, 0.0)
+            np.fill_diagonal(R, -R.sum(axis=1))
+            return R
+        check_ex_p2_02(right[0], right[1], no_transpose)
+    with pytest.raises(ExerciseCheckError, match="NotImplementedError"):
+        check_ex_p2_02(_not_implemented, _not_implemented, _not_implemented)
+
+
+def test_p2_03_right_and_wrong():
+    def scan(Ab, Bb, C, D, h, v0):
+        return ssm.ssm_scan(Ab, Bb, C, D, h, v0)[1]
+
+    assert check_ex_p2_03(ssm.discretize_zoh, scan)
+
+    def zoh_with_inverse(A, B, dt):  # fails for singular A
+        Ab = __import__("scipy.linalg").linalg.expm(A * dt)
+        return Ab, np.linalg.solve(A, (Ab - np.eye(len(A))) @ B)
+
+    with pytest.raises(ExerciseCheckError, match="singular|LinAlgError"):
+        check_ex_p2_03(zoh_with_inverse, scan)
+    with pytest.raises(ExerciseCheckError, match="Abar"):  # Euler instead of the exact hold
+        check_ex_p2_03(ssm.discretize_euler, scan)
+
+    def scan_updated_first(Ab, Bb, C, D, h, v0):
+        v, _ = ssm.ssm_scan(Ab, Bb, C, D, h, v0)
+        return (v @ Ab.T + h @ Bb.T) @ C.T + h @ D.T
+
+    with pytest.raises(ExerciseCheckError, match="off by one"):
+        check_ex_p2_03(ssm.discretize_zoh, scan_updated_first)
+    with pytest.raises(ExerciseCheckError, match="NotImplementedError"):
+        check_ex_p2_03(_not_implemented, _not_implemented)

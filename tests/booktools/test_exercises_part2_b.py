@@ -1,0 +1,64 @@
+"""Checker of Part 2 Exercise 04 (nucleus filtering): the right answer passes, wrong ones raise."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nextword.attention import softmax
+from nextword.decoding import top_p_filter
+from nextword.booktools.exercises.checks import ExerciseCheckError, check_ex_p2_04
+
+
+def _probs(f):
+    return lambda z, p: softmax(f(z, p))
+
+
+def _off_by_one(z, p):  # stops *before* the mass reaches p (forgets the token that crosses it)
+    probs = softmax(z)
+    order = np.argsort(-z, kind="stable")
+    n = max(int(np.sum(np.cumsum(probs[order]) < p)), 1)
+    return np.where(z >= z[order[n - 1]], z, -np.inf)
+
+
+def _no_ties(z, p):  # cuts exactly n tokens by position, dropping tokens tied with the last kept one
+    probs = softmax(z)
+    order = np.argsort(-z, kind="stable")
+    n = min(int(np.sum(np.cumsum(probs[order]) < p)) + 1, z.size)
+    out = np.full_like(z, -np.inf)
+    out[order[:n]] = z[order[:n]]
+    return out
+
+
+def _least_likely(z, p):  # ranks in the wrong direction
+    return np.where(np.isfinite(top_p_filter(-z, p)), z, -np.inf)
+
+
+def test_right_answer_passes():
+    assert check_ex_p2_04(top_p_filter, _probs(top_p_filter))
+    shifted = lambda z, p: top_p_filter(z, p) + 3.0  # noqa: E731  (a shift of the kept logits is fine)
+    assert check_ex_p2_04(shifted, _probs(top_p_filter))
+
+
+@pytest.mark.parametrize("wrong", [_off_by_one, _no_ties, _least_likely])
+def test_wrong_filters_fail(wrong):
+    with pytest.raises(ExerciseCheckError):
+        check_ex_p2_04(wrong, _probs(top_p_filter))
+
+
+def test_wrong_probabilities_fail():
+    with pytest.raises(ExerciseCheckError, match="sums to"):  # forgets to renormalise
+        check_ex_p2_04(top_p_filter, lambda z, p: np.where(np.isfinite(top_p_filter(z, p)), softmax(z), 0.0))
+    with pytest.raises(ExerciseCheckError):  # no filtering at all
+        check_ex_p2_04(top_p_filter, lambda z, p: softmax(z))
+
+
+def test_stub_and_bad_returns():
+    def stub(z, p):
+        raise NotImplementedError("stub")
+
+    with pytest.raises(ExerciseCheckError, match="NotImplementedError"):
+        check_ex_p2_04(stub, _probs(top_p_filter))
+    with pytest.raises(ExerciseCheckError, match="shape"):
+        check_ex_p2_04(lambda z, p: top_p_filter(z, p)[:-1], _probs(top_p_filter))
+    with pytest.raises(ExerciseCheckError, match="NaN"):
+        check_ex_p2_04(lambda z, p: np.full_like(z, np.nan), _probs(top_p_filter))

@@ -1,0 +1,135 @@
+"""Checkers of the Part 3 exercises: right answers pass, wrong ones raise ExerciseCheckError."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nextword.attention import scaled_dot_product_attention, softmax
+from nextword.data import sticky_markov_chain
+from nextword.booktools.exercises.checks import (
+    ExerciseCheckError,
+    check_ex_p3_01,
+    check_ex_p3_02,
+    check_ex_p3_03,
+    check_ex_p3_04,
+)
+from nextword.theory.dynamics import (
+    advantage_matrix,
+    compatibility_matrix,
+    dominant_query_loss_change,
+    first_order_loss_change,
+    score_gradient,
+)
+from nextword.theory.dynamics import markov_entropy_rate
+
+
+# --- exercise 01 ------------------------------------------------------------------------------
+def _sg(alpha, U, V):
+    return score_gradient(alpha, compatibility_matrix(U, V))
+
+
+def _adv(alpha, U, V):
+    return advantage_matrix(alpha, compatibility_matrix(U, V))
+
+
+def test_p3_01_right_answer_passes(capsys):
+    assert check_ex_p3_01(_sg, _adv)
+    assert "✓" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong", [
+    lambda a, U, V: -_sg(a, U, V),  # descent direction instead of the gradient
+    lambda a, U, V: a * (U @ V.T),  # forgot to centre
+    lambda a, U, V: _sg(a, U, V)[:, :-1],  # wrong shape
+])
+def test_p3_01_wrong_score_gradient_fails(wrong):
+    with pytest.raises(ExerciseCheckError):
+        check_ex_p3_01(wrong, _adv)
+
+
+def test_p3_01_wrong_advantage_or_stub_fails():
+    with pytest.raises(ExerciseCheckError):
+        check_ex_p3_01(_sg, lambda a, U, V: -_adv(a, U, V))
+
+    def stub(*args):
+        raise NotImplementedError("todo")
+
+    with pytest.raises(ExerciseCheckError, match="NotImplementedError"):
+        check_ex_p3_01(stub, _adv)
+
+
+# --- exercise 02 ------------------------------------------------------------------------------
+ALPHA_BAD = np.array([[0.9, 0.1], [0.4, 0.6]])
+U_BAD = np.array([[1.0, 0.0], [-1.0, 0.0]])
+
+
+def test_p3_02_right_answer_passes():
+    assert check_ex_p3_02(first_order_loss_change, dominant_query_loss_change, ALPHA_BAD, U_BAD, 0)
+
+
+def test_p3_02_wrong_formula_fails():
+    def no_alpha_factor(alpha, U, j, eta):
+        return -eta * (U @ (alpha[:, j] @ U))
+
+    with pytest.raises(ExerciseCheckError):
+        check_ex_p3_02(no_alpha_factor, dominant_query_loss_change, ALPHA_BAD, U_BAD, 0)
+    with pytest.raises(ExerciseCheckError):
+        check_ex_p3_02(first_order_loss_change, lambda a, U, j, eta: -eta * a[:, j] * np.sum(U * U, 1),
+                       ALPHA_BAD, U_BAD, 0)
+
+
+def test_p3_02_bad_counterexamples_fail():
+    aligned = np.array([[1.0, 0.0], [1.0, 0.0]])  # users agree: nobody's loss rises
+    with pytest.raises(ExerciseCheckError, match="rises"):
+        check_ex_p3_02(first_order_loss_change, dominant_query_loss_change, ALPHA_BAD, aligned, 0)
+    with pytest.raises(ExerciseCheckError, match="row-stochastic"):
+        check_ex_p3_02(first_order_loss_change, dominant_query_loss_change, 2 * ALPHA_BAD, U_BAD, 0)
+    with pytest.raises(ExerciseCheckError, match="j_bad"):
+        check_ex_p3_02(first_order_loss_change, dominant_query_loss_change, ALPHA_BAD, U_BAD, 5)
+
+
+# --- exercise 03 ------------------------------------------------------------------------------
+def _transition(n, stay, rule):
+    return sticky_markov_chain(n, stay, rule=rule).transition
+
+
+def test_p3_03_right_answer_passes():
+    assert check_ex_p3_03(_transition, markov_entropy_rate, "inverse_circular_distance")
+
+
+def test_p3_03_wrong_answers_fail():
+    with pytest.raises(ExerciseCheckError, match="1.8833"):
+        check_ex_p3_03(_transition, markov_entropy_rate, "circular_distance")
+
+    def row_entropy_only(P):  # assumes a uniform stationary law: wrong for the random chain
+        plogp = np.where(P > 0, P * np.log(np.where(P > 0, P, 1.0)), 0.0)
+        return float(-plogp.sum(axis=1).mean())
+
+    with pytest.raises(ExerciseCheckError, match="random 4-state"):
+        check_ex_p3_03(_transition, row_entropy_only, "inverse_circular_distance")
+    with pytest.raises(ExerciseCheckError):
+        check_ex_p3_03(lambda n, s, r: _transition(n, s, "uniform_others"), markov_entropy_rate,
+                       "inverse_circular_distance")
+
+
+# --- exercise 04 ------------------------------------------------------------------------------
+def _em_value_step(params, X, y, value_lr, sign=1.0, causal=True):
+    Q, K, V = X @ params.W_Q, X @ params.W_K, X @ params.W_V
+    G, alpha = scaled_dot_product_attention(Q, K, V, causal=causal, return_weights=True)
+    P = softmax(G @ params.W_O + params.b)
+    P[np.arange(len(y)), y] -= 1.0
+    dV = -sign * value_lr * alpha.T @ (P @ params.W_O.T)
+    return params.W_V + np.linalg.lstsq(X, dV, rcond=None)[0]
+
+
+def test_p3_04_right_answer_passes():
+    assert check_ex_p3_04(_em_value_step)
+
+
+def test_p3_04_wrong_answers_fail():
+    with pytest.raises(ExerciseCheckError, match="wrong way"):
+        check_ex_p3_04(lambda p, X, y, lr: _em_value_step(p, X, y, lr, sign=-1.0))
+    with pytest.raises(ExerciseCheckError):
+        check_ex_p3_04(lambda p, X, y, lr: _em_value_step(p, X, y, lr, causal=False))
+    with pytest.raises(ExerciseCheckError, match="shape"):
+        check_ex_p3_04(lambda p, X, y, lr: _em_value_step(p, X, y, lr).T)

@@ -1,0 +1,68 @@
+"""Checkers of the Part 4 exercises: a right answer passes, wrong ones raise ExerciseCheckError."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq
+
+from nextword.booktools.exercises.checks import ExerciseCheckError, check_ex_p4_01, check_ex_p4_02, check_ex_p4_03, check_ex_p4_04
+from nextword.theory.barrier import (
+    jacobian_diagonal_block,
+    matrix_margins,
+    paper_diagonal_block,
+    scalar_attention_variance,
+    scalar_margin,
+    support_tokens,
+)
+
+
+def _not_implemented(*args):
+    raise NotImplementedError("stub")
+
+
+def test_p4_01_right_and_wrong():
+    assert check_ex_p4_01(lambda x, a: scalar_margin(x, a=a), lambda x, a: support_tokens(scalar_margin(x, a=a)))
+    with pytest.raises(ExerciseCheckError):  # uses 1 + a Var (wrong sign)
+        check_ex_p4_01(lambda x, a: 1 + a * scalar_attention_variance(x, a=a),
+                       lambda x, a: support_tokens(scalar_margin(x, a=a)))
+    with pytest.raises(ExerciseCheckError, match="the largest margin; support tokens attain the smallest"):
+        check_ex_p4_01(lambda x, a: scalar_margin(x, a=a),
+                       lambda x, a: np.array([int(np.argmax(scalar_margin(x, a=a)))]))
+    with pytest.raises(ExerciseCheckError, match="NotImplementedError"):
+        check_ex_p4_01(_not_implemented, _not_implemented)
+
+
+def test_p4_02_right_and_wrong():
+    def right(X, t, W_Q, W_K, W_V):
+        return jacobian_diagonal_block(X, t, W_Q=W_Q, W_K=W_K, W_V=W_V)
+
+    assert check_ex_p4_02(right)
+
+    def paper(X, t, W_Q, W_K, W_V):  # the (14) form with the covariance of the values
+        return paper_diagonal_block(X, W_Q, W_K, W_V)[t]
+
+    with pytest.raises(ExerciseCheckError, match="Eq. \\(14\\) form .* covariance of the values"):
+        check_ex_p4_02(paper)
+    with pytest.raises(ExerciseCheckError, match="shape"):
+        check_ex_p4_02(lambda X, t, W_Q, W_K, W_V: np.eye(2))
+
+
+def test_p4_04_right_and_wrong():
+    assert check_ex_p4_04(lambda w, s: s**2 * (1 + w**2) / (1 - w**2) ** 2)
+    with pytest.raises(ExerciseCheckError):  # the length-1 answer
+        check_ex_p4_04(lambda w, s: s**2)
+    with pytest.raises(ExerciseCheckError, match="NotImplementedError"):
+        check_ex_p4_04(_not_implemented)
+
+
+def test_p4_03_right_and_wrong():
+    X = 2.5 * np.array([[0.0, 0.0], [1.0, 0.3], [-0.6, 0.8], [0.2, -0.1]])
+    assert check_ex_p4_03(X, np.eye(2), np.eye(2))
+    with pytest.raises(ExerciseCheckError, match="spectral margin"):  # small context: ρ < 1
+        check_ex_p4_03(0.3 * X, np.eye(2), np.eye(2))
+    with pytest.raises(ExerciseCheckError, match="shape"):
+        check_ex_p4_03(np.ones((3, 1)), np.eye(1), np.eye(1))
+    # an eigenvalue of Σ_t A exactly at 1: det = 0, so not a counterexample
+    c = brentq(lambda s: matrix_margins(s * X, np.eye(2), np.eye(2)).det[-1], 0.6, 0.65)
+    with pytest.raises(ExerciseCheckError, match="singular"):
+        check_ex_p4_03(c * X, np.eye(2), np.eye(2))
