@@ -9,13 +9,20 @@ JOBS   ?= 2
 # nbval needs matplotlib's inline backend (Agg drops the figure's text output) and the default run.
 NBENV  := env -u MPLBACKEND FULL=0
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with book/nbval_sanitize.cfg -p no:cacheprovider
+# The portability pass: the same notebooks with other CPU kernels selected (OpenBLAS's Sandybridge
+# kernels, torch's non-vectorised ATen kernels, numpy without AVX2/FMA/AVX-512 loops) and two BLAS/OpenMP
+# threads instead of one (conftest.py reads NEXTWORD_THREADS). Stored outputs must survive both passes.
+KERNELS := OPENBLAS_CORETYPE=Sandybridge ATEN_CPU_CAPABILITY=default \
+	NPY_DISABLE_CPU_FEATURES="AVX512F AVX512CD AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX2 FMA3" \
+	NEXTWORD_THREADS=2
 
-.PHONY: help env lint test test-lib test-notebooks book book-html render lab sync exercises bench results clean
+.PHONY: help env lint test test-lib test-notebooks test-notebooks-kernels book book-html render lab sync exercises bench results clean
 
 help:
 	@echo "make book   - set up, execute every notebook in book/, render _build/html/index.html"
 	@echo "make book-html - render the committed executed notebooks to _build/html (no execution; incremental)"
 	@echo "make test   - set up, lint, library tests + doctests, browser test of the book, pytest --nbval on book/ and solutions/"
+	@echo "              (twice: as built, and with other CPU kernels and 2 threads: test-notebooks-kernels)"
 	@echo "make lint   - ruff check and the import-linter contracts (.importlinter)"
 	@echo "make lab    - open JupyterLab on book/"
 	@echo "make sync   - regenerate every .ipynb from its .py (jupytext pairing, keeps outputs)"
@@ -33,7 +40,7 @@ $(STAMP): pyproject.toml
 env: $(STAMP)
 
 # The book is rendered once (book-html); the browser test in tests/ reuses _build/html.
-test: $(STAMP) lint book-html test-lib test-notebooks
+test: $(STAMP) lint book-html test-lib test-notebooks test-notebooks-kernels
 
 # the rules of the house: ruff's lint rules (pyproject.toml) and the import contracts (.importlinter)
 lint: $(STAMP)
@@ -45,6 +52,9 @@ test-lib: $(STAMP)
 
 test-notebooks: $(STAMP)
 	$(NBENV) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NBVAL) book solutions
+
+test-notebooks-kernels: $(STAMP)
+	$(NBENV) $(KERNELS) $(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(NBVAL) book solutions
 
 book: $(STAMP)
 	$(NBENV) $(BIN)/python -m nextword.booktools.notebooks build -j $(JOBS) book/*/*.py
@@ -73,6 +83,7 @@ bench: $(STAMP)
 # whose configuration and code commit are current. One torch thread per run, niced.
 results: $(STAMP)
 	OMP_NUM_THREADS=1 nice -n 10 $(BIN)/python -m nextword.torch.results run
+	OMP_NUM_THREADS=1 nice -n 10 $(BIN)/python -m nextword.torch.saved_runs run all
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis

@@ -3,6 +3,10 @@ the tests and the notebooks.
 
 * Notebook kernels started by nbval inherit the same environment as ``python -m nextword.booktools.notebooks
   build`` (single-threaded BLAS/torch, fixed hash seed, default run).
+* Portability pass: ``make test`` checks the notebooks a second time with other CPU kernels selected
+  (``OPENBLAS_CORETYPE``, ``ATEN_CPU_CAPABILITY``, ``NPY_DISABLE_CPU_FEATURES``) and two threads. The thread
+  count of that pass is ``NEXTWORD_THREADS`` (e.g. ``2``), which then replaces the one thread of
+  ``NOTEBOOK_ENV`` for BLAS and OpenMP; the kernel variables are simply inherited by the kernels.
 * Doctests see ``np`` (numpy) in their namespace, as the docstrings' examples assume.
 * Modules that import torch at module level (``nextword/torch/``) are not collected when torch is
   missing, so the numpy library's doctests still run on a machine without it.
@@ -14,9 +18,17 @@ import os
 import numpy as np
 import pytest
 
-from nextword.booktools.notebooks import apply_notebook_env
+from nextword.booktools.notebooks import NOTEBOOK_ENV, apply_notebook_env
+
+THREAD_VARIABLES = tuple(k for k in NOTEBOOK_ENV if k.endswith("_NUM_THREADS"))
 
 apply_notebook_env(full=False)
+
+_threads = os.environ.get("NEXTWORD_THREADS", "").strip()
+if _threads:
+    if not _threads.isdigit() or int(_threads) < 1:
+        raise ValueError(f"NEXTWORD_THREADS must be a positive integer, got {_threads!r}")
+    os.environ.update({k: _threads for k in THREAD_VARIABLES})
 
 
 

@@ -95,6 +95,10 @@ assert value == 12 * counted[8] == 12_582_912
 # appears, and the token after it must be the agreement form `A1`–`A4` of the subject — a long-range,
 # content-based dependency, like subject–verb agreement across a relative clause. We train a single
 # attention layer with four heads, so every head's contribution is directly visible.
+#
+# Which head ends up doing which job depends on the random initialisation (and, through the rounding of
+# every sum, even on the CPU that trains it). So we train the same model from three seeds: the figures
+# show seed 0, and every statement about what training produces is checked on all three, with its count.
 
 # %%
 task = AgreementTask.make(np.random.default_rng(0), num_markers=2)
@@ -103,17 +107,28 @@ train = task.sample(4000, np.random.default_rng(1))
 test = task.sample(512, np.random.default_rng(2))
 cfg = LMConfig(vocab_size=task.vocab_size, d_model=32, num_heads=4, num_layers=1, max_len=task.length,
                positional="sinusoidal")
-model = TinyLM(cfg, seed=0)
-losses = train_lm(model, train.ids, steps=2000 if FULL else 750, batch_size=32, lr=1e-2, seed=0, progress=False)
+SEEDS = (0, 1, 2)
+steps = 3000 if FULL else 1500
+models = {}
+for seed in SEEDS:
+    models[seed] = TinyLM(cfg, seed=seed)
+    train_lm(models[seed], train.ids, steps=steps, batch_size=32, lr=1e-2, seed=seed, progress=False)
+model = models[0]  # the model drawn in the figures
 
-nll = token_nll(model, test.ids)  # (N, 23): predicting token t+1 from tokens 0..t
 marker = test.marker_mask[:, :-1]  # queries at a marker: the next token is the agreement form
 subject_q = np.zeros_like(marker)
 subject_q[np.arange(len(test.ids)), test.subject_pos] = True  # predicting the token after the subject
 filler = ~marker & ~subject_q & (np.arange(23) >= task.subject_window)
-print(f"test loss at the markers (agreement): {nll[marker].mean():.2f} nats (chance: ln 4 = {np.log(4):.3f}); "
-      f"on filler positions: {nll[filler].mean():.2f}")
-assert nll[marker].mean() < 0.05  # the agreement dependency has been learned
+nlls = {seed: token_nll(m, test.ids) for seed, m in models.items()}  # each (N, 23): token t+1 from 0..t
+nll = nlls[0]
+learned = {seed: v[marker].mean() < 0.05 for seed, v in nlls.items()}
+H_filler = task.filler.entropy_rate()  # a lower bound for the filler loss (subjects and markers interrupt the chain)
+near_floor = {seed: v[filler].mean() < H_filler + 0.5 for seed, v in nlls.items()}
+print(f"{steps} training steps per seed; chance at the markers: ln 4 = {np.log(4):.3f} nats")
+print(f"test loss at the markers (agreement) < 0.05 nats: {sum(learned.values())}/{len(SEEDS)} seeds; "
+      f"on filler positions within 0.5 nat of the filler chain's entropy rate {H_filler:.2f}: "
+      f"{sum(near_floor.values())}/{len(SEEDS)}")
+assert all(learned.values()) and all(near_floor.values())  # the agreement dependency has been learned
 
 # %% [markdown]
 # ## What the four heads look at (Figs. 6.19 and 6.22)
@@ -168,37 +183,62 @@ plt.show()
 #    marker follows it.
 
 # %%
-prof = head_profile(A, test.subject_pos, marker)  # "target": marker queries -> subject key
-prev_filler = attention_to_offset(A, 1, filler)  # previous-token mass, filler queries only
-effects = head_ablation_effects(lambda m: token_nll(model, test.ids, head_mask=m), 1, 4,
+def probe(m: TinyLM) -> dict[str, np.ndarray]:
+    """The three measurements per head, each (4,): attention scores and the two ablation effects."""
+    with torch.no_grad():
+        _, att = m(torch.from_numpy(test.ids[:, :-1]), return_attention=True)
+    W = att[0].double().numpy()  # (N, heads, 23, 23)
+    prof = head_profile(W, test.subject_pos, marker)  # "target": marker queries -> subject key
+    eff = head_ablation_effects(lambda hm: token_nll(m, test.ids, head_mask=hm), 1, 4,
                                 {"agreement": marker, "filler": filler})
-print(f"{'head':6s}{'subject':>9s}{'previous':>10s}{'entropy':>9s}{'Δloss agreement':>17s}{'Δloss filler':>14s}")
+    return {"subject": prof["target"], "previous": attention_to_offset(W, 1, filler),  # fillers' j = i-1
+            "entropy": prof["entropy"], "Δ agreement": eff["agreement"][0], "Δ filler": eff["filler"][0]}
+
+
+def claims(p: dict[str, np.ndarray]) -> dict[str, bool]:
+    """What the probe of one trained model shows; thresholds leave a margin to the measured values."""
+    top = int(np.argmax(p["subject"]))
+    main_filler = p["Δ filler"] >= p["Δ filler"].max() - 0.05  # the heads the fillers rely on most
+    return {
+        "some head puts > 0.5 of the marker queries' weight on the subject": p["subject"][top] > 0.5,
+        "removing that head costs > 1 nat at the markers": p["Δ agreement"][top] > 1.0,
+        "removing any head with < 0.1 weight on the subject costs < 0.2 nat there":
+            bool(np.all(p["Δ agreement"][p["subject"] < 0.1] < 0.2)),
+        "the heads the fillers rely on most look one step back (> 0.4 on j = i-1)":
+            bool(np.all(p["previous"][main_filler] > 0.4)),
+        "some head is diffuse (normalised entropy > 0.9)": p["entropy"].max() > 0.9,
+    }
+
+
+probes = {seed: probe(m) for seed, m in models.items()}
+holds = {seed: claims(p) for seed, p in probes.items()}
+p0 = probes[0]
+print("seed 0, head by head (thresholds as in the claims below):")
 for h in range(4):
-    print(f"{h + 1:<6d}{prof['target'][h]:9.2f}{prev_filler[h]:10.2f}{prof['entropy'][h]:9.2f}"
-          f"{np.round(effects['agreement'][0, h], 2) + 0.0:17.2f}{np.round(effects['filler'][0, h], 2) + 0.0:14.2f}")
-subject_head = int(np.argmax(prof["target"]))
-local_head = int(np.argmax(prev_filler))
-diffuse_head = int(np.argmax(prof["entropy"]))
-print(f"subject head: {subject_head + 1}; previous-token head (on fillers): {local_head + 1}; "
-      f"most diffuse head: {diffuse_head + 1}")
-local_heads = np.flatnonzero(prev_filler > 0.4)  # heads that mostly look one step back from a filler
-assert prof["target"][subject_head] > 0.8 and prof["entropy"][diffuse_head] > 0.9 and local_heads.size >= 1
-# the causal test agrees with the attention scores: only the subject head carries the agreement ...
-assert int(np.argmax(effects["agreement"][0])) == subject_head and effects["agreement"][0, subject_head] > 1.0
-assert np.all(np.delete(effects["agreement"][0], subject_head) < 0.1)
-# ... the filler predictions rely most on the previous-token heads; the diffuse head plays no part in agreement
-assert set(np.flatnonzero(effects["filler"][0] >= effects["filler"][0].max() - 0.02)) <= set(local_heads)
-assert abs(effects["agreement"][0, diffuse_head]) < 0.05
+    roles = [r for r, on in (("subject", p0["subject"][h] > 0.5), ("previous-token", p0["previous"][h] > 0.4),
+                             ("diffuse", p0["entropy"][h] > 0.9)) if on]
+    agree = "> 1 nat" if p0["Δ agreement"][h] > 1 else "< 0.2 nat" if p0["Δ agreement"][h] < 0.2 else "0.2-1 nat"
+    fill = "most" if p0["Δ filler"][h] >= p0["Δ filler"].max() - 0.05 else "less"
+    print(f"  head {h + 1}: {', '.join(roles) or 'no clear role':26s} removing it costs {agree:9s} at the markers; "
+          f"fillers rely on it {fill}")
+subject_head = int(np.argmax(p0["subject"]))
+print("claim (seeds where it holds):")
+for claim in holds[0]:
+    print(f"  {sum(h[claim] for h in holds.values())}/{len(SEEDS)}  {claim}")
+for claim in list(holds[0])[:4]:  # the attention-vs-ablation agreement holds for every seed
+    assert all(h[claim] for h in holds.values()), claim
 # %% [markdown]
-# Attention mass and causal effect point to the same heads. Removing the subject head destroys the
-# agreement (the loss at the markers jumps by several nats: the model is then confidently wrong), and no
-# other head matters there. The filler predictions, whose order-2 chain needs the previous token, rely
-# most on the heads with a large previous-token score.
+# Attention mass and causal effect point to the same heads, for every seed. Removing the subject head
+# destroys the agreement (the loss at the markers jumps: the model is then confidently wrong — by how
+# many nats depends on the run, which is why only a bound is printed), and the heads that ignore the subject
+# do not matter there. The filler predictions, whose order-2 chain needs the previous token, rely most on
+# heads with a large previous-token score. Which head number takes which job, whether one head does two
+# jobs, and whether a diffuse head appears (see its count above) change from seed to seed.
 #
-# One lesson for Exercise 9: **condition the probe on the query**. In this run one head does two jobs —
-# from a marker it looks at the subject, from a filler at the previous token. Averaged over all queries
-# it would look like a mediocre local head; its subject role only shows on the marker queries, and only
-# the ablation split by position type shows that both roles are used.
+# One lesson for Exercise 9: **condition the probe on the query**. A head can do two jobs — from a marker
+# look at the subject, from a filler at the previous token. Averaged over all queries it would look like
+# a mediocre local head; its subject role only shows on the marker queries, and only the ablation split by
+# position type shows that both roles are used.
 #
 # The counterfactual test: in every test sentence replace the subject by each of the other three
 # subjects and ask whether the model's top prediction after the markers becomes the matching
@@ -217,7 +257,8 @@ for shift in (1, 2, 3):
     r, q = np.nonzero(marker)
     hits += int(np.sum(pred[r, q] == task.marker + 1 + new_subj[r]))
     total += r.size
-print(f"counterfactual subjects: the prediction after the marker follows the new subject in {hits}/{total} cases")
+print(f"counterfactual subjects (seed 0): the prediction after the marker follows the new subject in more "
+      f"than 95% of the {total} cases")
 assert hits / total > 0.95
 
 # %% [markdown]
@@ -249,27 +290,35 @@ assert A[ex, subject_head, q_pos, test.subject_pos[ex]] > 0.5
 # more. We measure the overall test loss with each head and each pair of heads switched off.
 
 # %%
-base = nll.mean()
-single = {(h,): token_nll(model, test.ids, head_mask=1.0 - np.eye(4)[h][None]).mean() - base for h in range(4)}
-pairs = {}
-for a, b in combinations(range(4), 2):
-    m = np.ones((1, 4)); m[0, [a, b]] = 0
-    pairs[(a, b)] = token_nll(model, test.ids, head_mask=m).mean() - base
-print("Δloss removing one head:  ", ", ".join(f"{k[0] + 1}: {v:.2f}" for k, v in single.items()))
-print("Δloss removing two heads: ", ", ".join(f"{a + 1}+{b + 1}: {v:.2f}" for (a, b), v in pairs.items()))
-print(f"mean Δloss: one head {np.mean(list(single.values())):.2f}, two heads {np.mean(list(pairs.values())):.2f}")
-assert np.mean(list(pairs.values())) > np.mean(list(single.values()))
-assert all(pairs[(a, b)] >= max(single[(a,)], single[(b,)]) - 0.05 for a, b in pairs)
+def removal_costs(m: TinyLM) -> tuple[dict, dict]:
+    """Δ mean test loss with each head, and each pair of heads, switched off."""
+    base = token_nll(m, test.ids).mean()
+    single = {(h,): token_nll(m, test.ids, head_mask=1.0 - np.eye(4)[h][None]).mean() - base for h in range(4)}
+    pairs = {}
+    for a, b in combinations(range(4), 2):
+        hm = np.ones((1, 4)); hm[0, [a, b]] = 0
+        pairs[(a, b)] = token_nll(m, test.ids, head_mask=hm).mean() - base
+    return single, pairs
+
+
+costs = {seed: removal_costs(m) for seed, m in models.items()}
+more = {seed: np.mean(list(pr.values())) > 1.5 * np.mean(list(sg.values())) for seed, (sg, pr) in costs.items()}
+worse_member = {seed: all(pr[(a, b)] >= max(sg[(a,)], sg[(b,)]) - 0.05 for a, b in pr)
+                for seed, (sg, pr) in costs.items()}
+print(f"mean cost of removing two heads > 1.5 x that of removing one: {sum(more.values())}/{len(SEEDS)} seeds")
+print(f"every pair costs at least as much as its worse member (within 0.05 nat): {sum(worse_member.values())}/{len(SEEDS)}")
+assert all(more.values()) and all(worse_member.values())
 
 # %% [markdown]
-# Removing two heads costs on average about twice as much as removing one, and a pair costs at least
-# as much as its worse member: roughly additive damage. Removing a broad head costs least (about
-# 0.1 nat), removing the head that carries the agreement costs most. In this small model "the diversity of the ensemble" is a few
-# heads doing distinct jobs, not a redundant committee.
+# Removing two heads costs on average clearly more than removing one, and a pair costs at least as much
+# as its worse member: roughly additive damage, for every seed. (Which single head is cheapest to remove
+# is not stable: near-ties between heads flip from seed to seed and even from CPU to CPU.) In this small
+# model "the diversity of the ensemble" is a few heads doing distinct jobs, not a redundant committee.
 #
 # ## Summary of the checks
 # - $\mathrm{Concat}(\mathrm{head}_1..\mathrm{head}_8)W^O$ rebuilt from per-head attention equals the
 #   library's MHA; the parameter count is exactly $4d_{\text{model}}^2$ per layer for any number of heads,
 #   $12{,}582{,}912$ for Exercise 4's model;
-# - a trained 4-head layer has a subject head, previous-token heads and a diffuse head; the probe's three
-#   tests (attention mass, head ablation split by position type, counterfactual subjects) agree (asserted).
+# - a trained 4-head layer has a subject head and previous-token heads (a diffuse head in some seeds); the
+#   probe's three tests (attention mass, head ablation split by position type, counterfactual subjects)
+#   agree, asserted for three seeds.

@@ -67,9 +67,12 @@ effects = ablation_effect(lambda m: token_nll(model, probe.ids, head_mask=m), 4,
 filler = ~marker & (np.arange(23) >= task.subject_window)
 control = ablation_effect(lambda m: token_nll(model, probe.ids, head_mask=m), 4, filler)
 raise NotImplementedError("the head with the largest subject attention — check that its ablation hurts most (stuck? hint('p1_09', 1))")
+# a trained model's digits change with the seed and the CPU: print what the measurements show, not the digits
 for h in range(4):
-    print(f"head {h}: attention to subject {scores[h]:.2f}; Δloss at markers {np.round(effects[h], 2) + 0.0:+.2f}, "
-          f"on fillers {np.round(control[h], 2) + 0.0:+.2f}")
+    look = "> 0.5" if scores[h] > 0.5 else "< 0.1" if scores[h] < 0.1 else "0.1-0.5"
+    cost = "> 1 nat" if effects[h] > 1 else "< 0.2 nat" if effects[h] < 0.2 else "0.2-1 nat"
+    print(f"head {h}: attention to the subject {look:7s}; removing it costs {cost:9s} at the markers, "
+          f"{'> 0.05' if control[h] > 0.05 else '< 0.05'} nat on fillers")
 print("head carrying agreement:", subject_head)
 
 # %% [markdown]

@@ -63,8 +63,14 @@ train_lm(leaky, train.ids, steps=600, batch_size=32, lr=1e-2, seed=0, progress=F
 
 results = {}
 raise NotImplementedError("fill results[name] = {'teacher_forced': float, 'honest': float} for the five models (stuck? hint('p1_12', 1))")
+# a trained model's digits change with the seed and the CPU: print what the comparison shows, not the digits
+base = results["baseline"]["honest"]
 for name, r in results.items():
-    print(f"{name:14s} teacher-forced {r['teacher_forced']:6.2f}   honest {r['honest']:6.2f}")
+    same = abs(r["teacher_forced"] - r["honest"]) < 1e-3
+    print(f"{name:14s} teacher-forced {'=' if same else '≠'} honest;  honest loss "
+          f"{'above' if r['honest'] > base + 0.05 else 'not above'} the baseline's (by more than 0.05 nat)")
+removed = [n for n in results if n not in ("baseline", "no mask")]
+print("test-time removals, largest honest loss first:", ", ".join(sorted(removed, key=lambda n: -results[n]["honest"])))
 
 # %% [markdown]
 # **Comparison with the predictions.**

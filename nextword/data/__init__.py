@@ -1,13 +1,19 @@
 """Corpora and where they live.
 
 Data lookup (``data_dir``) follows the project's data policy: nothing is ever downloaded by a
-notebook or a test. The directory that holds corpora is, in order,
+notebook or a test, and the package needs nothing beside itself. The directory that holds
+corpora is, in order,
 
-1. the environment variable ``NEXTWORD_DATA_DIR``;
-2. ``../shared/data`` beside the checkout (i.e. ``<repo>/../shared/data``);
+1. the environment variable ``NEXTWORD_DATA_DIR`` (your own copies override the packaged ones);
+2. the packaged data, ``nextword/data/`` itself, which ships tiny Shakespeare gzipped as
+   ``tinyshakespeare/input.txt.gz`` (a non-editable install has it too);
 3. the user cache directory ``~/.cache/nextword/data`` (or ``$XDG_CACHE_HOME/nextword/data``).
 
-Tiny Shakespeare is expected at ``<data_dir>/tinyshakespeare/input.txt``; WikiText-2 (raw) at
+A file ``name`` counts as present in a directory as ``name`` or as ``name.gz``; files with a known
+checksum (:data:`SHA256`, of the uncompressed bytes) are verified when a corpus is loaded by name.
+
+Tiny Shakespeare (40,000 lines of Shakespeare's plays, public domain; the ``input.txt`` of Andrej
+Karpathy's char-rnn collection) is found as ``tinyshakespeare/input.txt``; WikiText-2 (raw) at
 ``<data_dir>/wikitext-2-raw/wiki.{train,valid,test}.raw`` or in any directory you pass. On a
 machine with internet, fetch WikiText-2 once by hand (no notebook or test does this)::
 
@@ -22,6 +28,8 @@ loss can be compared with the true lower bound, and :func:`batches` for training
 """
 from __future__ import annotations
 
+import gzip
+import hashlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,16 +40,27 @@ import numpy as np
 from nextword.data.synthetic import IIDSource, MarkovSource, markov_source, sticky_markov_chain, STICKY_RULES
 
 __all__ = [
-    "DataNotFoundError", "data_dir", "candidate_data_dirs", "find_data_file",
+    "DataNotFoundError", "DataChecksumError", "data_dir", "candidate_data_dirs", "find_data_file",
+    "read_data_text", "PACKAGE_DATA_DIR", "SHA256",
     "Corpus", "load_corpus", "read_wikitext2", "batches",
     "IIDSource", "MarkovSource", "markov_source", "sticky_markov_chain", "STICKY_RULES",
 ]
 
-_REPO_ROOT = Path(__file__).resolve().parents[2]
+PACKAGE_DATA_DIR = Path(__file__).resolve().parent
+"""The packaged data directory (``nextword/data/``), searched after ``NEXTWORD_DATA_DIR``."""
+
+SHA256 = {
+    "tinyshakespeare/input.txt": "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
+}
+"""sha256 of the *uncompressed* bytes of the corpora we know, keyed by their relative name."""
 
 
 class DataNotFoundError(FileNotFoundError):
     """Raised when a corpus cannot be found; the message lists every place that was searched."""
+
+
+class DataChecksumError(ValueError):
+    """Raised when a corpus with a known checksum (:data:`SHA256`) has other bytes."""
 
 
 def candidate_data_dirs() -> list[Path]:
@@ -50,10 +69,18 @@ def candidate_data_dirs() -> list[Path]:
     env = os.environ.get("NEXTWORD_DATA_DIR")
     if env:
         candidates.append(Path(env).expanduser())
-    candidates.append(_REPO_ROOT.parent / "shared" / "data")
+    candidates.append(PACKAGE_DATA_DIR)
     cache_root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     candidates.append(Path(cache_root).expanduser() / "nextword" / "data")
     return candidates
+
+
+def _present(directory: Path, relative: str) -> Path | None:
+    """``directory/relative``, or its gzipped form ``directory/relative.gz``, if either exists."""
+    for target in (directory / relative, directory / (relative + ".gz")):
+        if target.exists():
+            return target
+    return None
 
 
 def data_dir(required: str | None = None) -> Path:
@@ -63,7 +90,7 @@ def data_dir(required: str | None = None) -> Path:
     ----------
     required:
         A relative path such as ``"tinyshakespeare/input.txt"``; when given, the first candidate
-        directory that contains it is returned.
+        directory that contains it (as itself or gzipped, ``+ ".gz"``) is returned.
 
     Raises
     ------
@@ -78,11 +105,13 @@ def data_dir(required: str | None = None) -> Path:
     >>> str(data_dir()) == d
     True
     >>> del os.environ["NEXTWORD_DATA_DIR"]
+    >>> data_dir("tinyshakespeare/input.txt") == PACKAGE_DATA_DIR  # the packaged copy
+    True
     """
     searched = candidate_data_dirs()
     for directory in searched:
-        target = directory / required if required else directory
-        if target.exists():
+        found = _present(directory, required) if required else (directory if directory.exists() else None)
+        if found is not None:
             return directory
     what = f"'{required}'" if required else "a data directory"
     lines = "\n".join(f"  - {p / required if required else p}" for p in searched)
@@ -94,8 +123,49 @@ def data_dir(required: str | None = None) -> Path:
 
 
 def find_data_file(relative: str) -> Path:
-    """Path of ``relative`` inside the first data directory that has it (see :func:`data_dir`)."""
-    return data_dir(relative) / relative
+    """Path of ``relative`` inside the first data directory that has it (see :func:`data_dir`).
+
+    The path returned ends in ``.gz`` when the directory holds the gzipped form; read it with
+    :func:`read_data_text`.
+
+    >>> find_data_file("tinyshakespeare/input.txt").name in ("input.txt", "input.txt.gz")
+    True
+    """
+    found = _present(data_dir(relative), relative)
+    assert found is not None  # data_dir returned a directory that has it
+    return found
+
+
+def read_data_text(path: str | Path, *, sha256: str | None = None) -> str:
+    """Read a UTF-8 text file, gunzipping it if its name ends in ``.gz``, and verify its checksum.
+
+    Parameters
+    ----------
+    path:
+        The file (plain or ``.gz``).
+    sha256:
+        Expected hex digest of the uncompressed bytes, or ``None`` to skip the check.
+
+    Raises
+    ------
+    DataChecksumError
+        If the bytes do not have the expected digest (the message names the file and both digests).
+
+    >>> text = read_data_text(find_data_file("tinyshakespeare/input.txt"),
+    ...                       sha256=SHA256["tinyshakespeare/input.txt"])
+    >>> text[:14], len(text)
+    ('First Citizen:', 1115394)
+    """
+    path = Path(path)
+    raw = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
+    if sha256 is not None:
+        digest = hashlib.sha256(raw).hexdigest()
+        if digest != sha256:
+            raise DataChecksumError(
+                f"{path} has sha256 {digest}, expected {sha256}: the file is damaged or is another "
+                "text; replace it, or load your own text by path (load_corpus(path)) instead of by name"
+            )
+    return raw.decode("utf-8")
 
 
 # --------------------------------------------------------------------------------------------
@@ -162,21 +232,29 @@ def load_corpus(name: str | Path, *, root: str | Path | None = None, val_fractio
     Parameters
     ----------
     name:
-        ``"shakespeare"`` (tiny Shakespeare, found via :func:`data_dir`, split 90/10 by
-        characters), ``"wikitext2"`` (train/valid/test files, see :func:`read_wikitext2`), or a
+        ``"shakespeare"`` (tiny Shakespeare, found via :func:`data_dir` — by default the packaged
+        copy — checksum-verified, split 90/10 by characters), ``"wikitext2"`` (train/valid/test files, see :func:`read_wikitext2`), or a
         path: a directory is read as WikiText-2, a text file is split like Shakespeare.
     root:
         Directory to read from instead of the data-dir lookup (for ``"shakespeare"``: the folder
-        holding ``input.txt``; for ``"wikitext2"``: the folder holding ``wiki.*.raw``).
+        holding ``input.txt``, read as it is, without the checksum; for ``"wikitext2"``: the
+        folder holding ``wiki.*.raw``).
     val_fraction:
         Fraction of characters held out for validation when the corpus has no fixed split.
+
+    >>> c = load_corpus("shakespeare")
+    >>> c.train[:14], len(c.train), len(c.val)
+    ('First Citizen:', 1003854, 111540)
     """
     if isinstance(name, str) and name in ("shakespeare", "tinyshakespeare"):
-        path = Path(root).expanduser() / "input.txt" if root is not None else find_data_file(
-            "tinyshakespeare/input.txt")
+        if root is not None:
+            path, sha256 = Path(root).expanduser() / "input.txt", None
+        else:
+            relative = "tinyshakespeare/input.txt"
+            path, sha256 = find_data_file(relative), SHA256[relative]
         if not path.is_file():
             raise DataNotFoundError(f"tiny Shakespeare not found at {path}")
-        return _split_text("shakespeare", path.read_text(encoding="utf-8"), path, val_fraction)
+        return _split_text("shakespeare", read_data_text(path, sha256=sha256), path, val_fraction)
     if isinstance(name, str) and name in ("wikitext2", "wikitext-2"):
         if root is not None:
             return read_wikitext2(root)

@@ -80,8 +80,14 @@ for name, m in models.items():
     results[name] = {"teacher_forced": float(token_nll(m, test.ids).mean()),
                      "honest": float(honest_loss(m, test.ids).mean())}
 # END SOLUTION
+# a trained model's digits change with the seed and the CPU: print what the comparison shows, not the digits
+base = results["baseline"]["honest"]
 for name, r in results.items():
-    print(f"{name:14s} teacher-forced {r['teacher_forced']:6.2f}   honest {r['honest']:6.2f}")
+    same = abs(r["teacher_forced"] - r["honest"]) < 1e-3
+    print(f"{name:14s} teacher-forced {'=' if same else '≠'} honest;  honest loss "
+          f"{'above' if r['honest'] > base + 0.05 else 'not above'} the baseline's (by more than 0.05 nat)")
+removed = [n for n in results if n not in ("baseline", "no mask")]
+print("test-time removals, largest honest loss first:", ", ".join(sorted(removed, key=lambda n: -results[n]["honest"])))
 
 # %% [markdown]
 # **Comparison with the predictions.**

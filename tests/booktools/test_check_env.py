@@ -37,7 +37,7 @@ def test_missing_data_is_reported_not_fatal(monkeypatch, tmp_path):
 
     monkeypatch.setenv("NEXTWORD_DATA_DIR", str(tmp_path / "nowhere"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(data, "_REPO_ROOT", tmp_path / "repo")
+    monkeypatch.setattr(data, "PACKAGE_DATA_DIR", tmp_path / "package")
     results = {r.name: r for r in check_env.run_checks()}
     assert results["data: tiny Shakespeare"].status == "--"
     assert "NEXTWORD_DATA_DIR" in results["data: tiny Shakespeare"].detail

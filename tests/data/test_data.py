@@ -1,6 +1,9 @@
 """Tests for nextword.data (data lookup, corpora, batches) and the synthetic sources it re-exports."""
 from __future__ import annotations
 
+import fnmatch
+import gzip
+import hashlib
 import itertools
 from pathlib import Path
 
@@ -13,6 +16,7 @@ import nextword.data as data
 from nextword.data import (
     STICKY_RULES,
     Corpus,
+    DataChecksumError,
     DataNotFoundError,
     IIDSource,
     MarkovSource,
@@ -22,6 +26,7 @@ from nextword.data import (
     find_data_file,
     load_corpus,
     markov_source,
+    read_data_text,
     read_wikitext2,
     sticky_markov_chain,
 )
@@ -31,28 +36,39 @@ FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
 # ---------------------------------------------------------------------------- data_dir
+SHAKESPEARE = "tinyshakespeare/input.txt"
+
+
 @pytest.fixture
 def isolated(monkeypatch, tmp_path):
-    """No real data place is visible: env var, repo root, HOME and XDG cache all point into tmp."""
-    monkeypatch.setattr(data, "_REPO_ROOT", tmp_path / "repo" / "main")
+    """No real data place is visible: env var unset, packaged dir, HOME and XDG cache all in tmp."""
+    monkeypatch.setattr(data, "PACKAGE_DATA_DIR", tmp_path / "package")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("NEXTWORD_DATA_DIR", raising=False)
     return tmp_path
 
 
-def test_env_var_wins(isolated, monkeypatch):
-    shared = isolated / "repo" / "shared" / "data"
-    shared.mkdir(parents=True)
-    env = isolated / "mine"
-    env.mkdir()
-    assert data_dir() == shared  # without the variable, the shared folder is found
+def test_lookup_order_env_then_package_then_cache(isolated, monkeypatch):
+    package, cache, env = isolated / "package", isolated / "xdg" / "nextword" / "data", isolated / "mine"
+    assert candidate_data_dirs() == [package, cache]
     monkeypatch.setenv("NEXTWORD_DATA_DIR", str(env))
+    assert candidate_data_dirs() == [env, package, cache]
+    for d in (env, package, cache):
+        d.mkdir(parents=True)
     assert data_dir() == env
-    assert candidate_data_dirs()[0] == env
+    # a file is found as itself or gzipped, in the first directory that has either
+    (cache / "tinyshakespeare").mkdir()
+    (cache / SHAKESPEARE).write_text("cache", encoding="utf-8")
+    assert find_data_file(SHAKESPEARE) == cache / SHAKESPEARE
+    (package / "tinyshakespeare").mkdir()
+    (package / (SHAKESPEARE + ".gz")).write_bytes(gzip.compress(b"package"))
+    assert find_data_file(SHAKESPEARE) == package / (SHAKESPEARE + ".gz")
+    assert data_dir(SHAKESPEARE) == package
     (env / "tinyshakespeare").mkdir()
-    (env / "tinyshakespeare" / "input.txt").write_text("To be.", encoding="utf-8")
-    assert find_data_file("tinyshakespeare/input.txt") == env / "tinyshakespeare" / "input.txt"
+    (env / SHAKESPEARE).write_text("To be.", encoding="utf-8")
+    assert find_data_file(SHAKESPEARE) == env / SHAKESPEARE
+    assert read_data_text(find_data_file(SHAKESPEARE)) == "To be."
 
 
 def test_required_file_skips_dirs_without_it(isolated, monkeypatch):
@@ -68,15 +84,72 @@ def test_required_file_skips_dirs_without_it(isolated, monkeypatch):
 def test_error_lists_every_searched_place(isolated, monkeypatch):
     monkeypatch.setenv("NEXTWORD_DATA_DIR", str(isolated / "nowhere"))
     with pytest.raises(DataNotFoundError) as info:
-        data_dir("tinyshakespeare/input.txt")
+        data_dir(SHAKESPEARE)
     msg = str(info.value)
     for place in candidate_data_dirs():
-        assert str(place / "tinyshakespeare/input.txt") in msg
+        assert str(place / SHAKESPEARE) in msg
     assert len(candidate_data_dirs()) == 3 and "NEXTWORD_DATA_DIR" in msg
     with pytest.raises(DataNotFoundError):
         load_corpus("shakespeare")
     with pytest.raises(DataNotFoundError):
         load_corpus("wikitext2")
+
+
+def test_checksum_is_verified_when_loading_by_name(isolated, monkeypatch):
+    env = isolated / "mine"
+    (env / "tinyshakespeare").mkdir(parents=True)
+    (env / SHAKESPEARE).write_text("Not Shakespeare.\n" * 20, encoding="utf-8")
+    monkeypatch.setenv("NEXTWORD_DATA_DIR", str(env))
+    with pytest.raises(DataChecksumError, match=data.SHA256[SHAKESPEARE]):
+        load_corpus("shakespeare")
+    # the same text by path, or from an explicit root, is the user's own text: no checksum
+    assert load_corpus(env / SHAKESPEARE).train.startswith("Not Shakespeare.")
+    assert load_corpus("shakespeare", root=env / "tinyshakespeare").train.startswith("Not Shakespeare.")
+
+
+# ---------------------------------------------------------------------------- the packaged corpus
+PACKAGED = Path(data.__file__).parent / "tinyshakespeare" / "input.txt.gz"
+
+
+def test_packaged_shakespeare_is_found_without_any_setting(monkeypatch, tmp_path):
+    """A clone with nothing beside it: no NEXTWORD_DATA_DIR, an empty cache, and still the corpus."""
+    monkeypatch.delenv("NEXTWORD_DATA_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert PACKAGED.is_file() and PACKAGED.stat().st_size < 500_000
+    assert find_data_file(SHAKESPEARE) == PACKAGED
+    c = load_corpus("shakespeare")
+    assert c.source == PACKAGED
+    text = c.train + c.val
+    assert hashlib.sha256(text.encode("utf-8")).hexdigest() == data.SHA256[SHAKESPEARE]
+    assert c.train.startswith("First Citizen:") and len(c.val) == len(text) - int(0.9 * len(text))
+    assert len(text.splitlines()) == 40000
+
+
+def test_packaged_shakespeare_is_declared_package_data():
+    """pyproject.toml ships the gzipped corpus with a non-editable install (wheel) too."""
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text(encoding="utf-8"))
+    globs = pyproject["tool"]["setuptools"]["package-data"]["nextword.data"]
+    rel = PACKAGED.relative_to(PACKAGED.parents[1]).as_posix()
+    assert any(fnmatch.fnmatch(rel, g) for g in globs), (rel, globs)
+
+
+def test_damaged_gzip_is_reported(tmp_path):
+    bad = tmp_path / "input.txt.gz"
+    bad.write_bytes(gzip.compress(b"First Citizen:\n"))
+    with pytest.raises(DataChecksumError, match="expected"):
+        read_data_text(bad, sha256=data.SHA256[SHAKESPEARE])
+    assert read_data_text(bad) == "First Citizen:\n"
+
+
+def test_product_never_looks_beside_the_checkout():
+    """The library knows nothing of the machines it was built on: no development folder beside the
+    checkout (the one our own machines have) is named in its code or docs."""
+    beside = "/".join(("..", "sha" + "red"))  # spelled in pieces so that this file does not name it either
+    repo = Path(__file__).resolve().parents[2]
+    files = [*(repo / "nextword").rglob("*.py"), repo / "README.md", repo / "book" / "README.md"]
+    offenders = [str(p) for p in files if p.is_file() and beside in p.read_text(encoding="utf-8")]
+    assert not offenders
 
 
 # ---------------------------------------------------------------------------- corpora
@@ -90,14 +163,6 @@ def test_shakespeare_from_root(tmp_path):
     assert c2.train + c2.val == text and abs(len(c2.train) - len(c2.val)) <= 1
     with pytest.raises(ValueError, match="val_fraction"):
         load_corpus(tmp_path / "input.txt", val_fraction=1.0)
-
-
-def test_real_shakespeare_if_present():
-    try:
-        c = load_corpus("shakespeare")
-    except DataNotFoundError:
-        pytest.skip("tiny Shakespeare not available")
-    assert c.train.startswith("First Citizen") and len(c.train) > 8 * len(c.val)
 
 
 def test_wikitext2_fixture_character_level():

@@ -230,7 +230,7 @@ def check_ex_p1_09(subject_attention: Callable, ablation_effect: Callable, model
     if r.failures:
         return r.done("")
     return r.done(f"probe and causal test implemented correctly; head {head} carries the agreement "
-                  f"(attention to the subject {scores[head]:.2f}, Δloss {effects[head]:.2f} nats when removed)")
+                  "(the most attention to the subject, and the largest loss at the markers when removed)")
 
 
 # ---- Exercise 12 ------------------------------------------------------------------------------
