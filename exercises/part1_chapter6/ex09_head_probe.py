@@ -46,12 +46,12 @@ probe = task.sample(512, np.random.default_rng(2))  # held-out sentences for the
 # %%
 def subject_attention(weights: np.ndarray, subject_pos: np.ndarray, marker_mask: np.ndarray) -> np.ndarray:
     """Mean of weights[n, h, i, subject_pos[n]] over the (n, i) with marker_mask[n, i]; shape (H,)."""
-    raise NotImplementedError("pick column subject_pos[n] of each sequence's maps, then average over the selected queries (stuck? hint('p1_09', 1))")
+    raise NotImplementedError("return an array (H,): the mean weight the marker queries put on their sentence's subject, per head (stuck? hint('p1_09', 1))")
 
 
 def ablation_effect(nll_fn, num_heads: int, group: np.ndarray) -> np.ndarray:
     """Δ mean loss over `group` when head h alone is switched off, for h = 0..num_heads-1."""
-    raise NotImplementedError("base = nll_fn(None)[group].mean(); for each h, a (1, H) mask of ones with a 0 at h (stuck? hint('p1_09', 1))")
+    raise NotImplementedError("return an array (H,): the increase of the mean loss over `group` when each head alone is switched off (stuck? hint('p1_09', 1))")
 
 
 # %%
@@ -66,7 +66,7 @@ scores = subject_attention(weights, probe.subject_pos, marker)
 effects = ablation_effect(lambda m: token_nll(model, probe.ids, head_mask=m), 4, marker)
 filler = ~marker & (np.arange(23) >= task.subject_window)
 control = ablation_effect(lambda m: token_nll(model, probe.ids, head_mask=m), 4, filler)
-raise NotImplementedError("the head with the largest subject attention — check that its ablation hurts most (stuck? hint('p1_09', 1))")
+raise NotImplementedError("set subject_head to the index (an int) of the head that carries agreement (stuck? hint('p1_09', 1))")
 # a trained model's digits change with the seed and the CPU: print what the measurements show, not the digits
 for h in range(4):
     look = "> 0.5" if scores[h] > 0.5 else "< 0.1" if scores[h] < 0.1 else "0.1-0.5"

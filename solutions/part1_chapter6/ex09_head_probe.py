@@ -36,7 +36,7 @@ probe = task.sample(512, np.random.default_rng(2))  # held-out sentences for the
 # %%
 def subject_attention(weights: np.ndarray, subject_pos: np.ndarray, marker_mask: np.ndarray) -> np.ndarray:
     """Mean of weights[n, h, i, subject_pos[n]] over the (n, i) with marker_mask[n, i]; shape (H,)."""
-    # BEGIN SOLUTION hint="pick column subject_pos[n] of each sequence's maps, then average over the selected queries"
+    # BEGIN SOLUTION hint="return an array (H,): the mean weight the marker queries put on their sentence's subject, per head"
     N = weights.shape[0]
     col = weights[np.arange(N), :, :, subject_pos]  # (N, H, T): weight on the subject from every query
     return (col * marker_mask[:, None, :]).sum(axis=(0, 2)) / marker_mask.sum()
@@ -45,7 +45,7 @@ def subject_attention(weights: np.ndarray, subject_pos: np.ndarray, marker_mask:
 
 def ablation_effect(nll_fn, num_heads: int, group: np.ndarray) -> np.ndarray:
     """Δ mean loss over `group` when head h alone is switched off, for h = 0..num_heads-1."""
-    # BEGIN SOLUTION hint="base = nll_fn(None)[group].mean(); for each h, a (1, H) mask of ones with a 0 at h"
+    # BEGIN SOLUTION hint="return an array (H,): the increase of the mean loss over `group` when each head alone is switched off"
     base = nll_fn(None)[group].mean()
     out = np.zeros(num_heads)
     for h in range(num_heads):
@@ -68,7 +68,7 @@ scores = subject_attention(weights, probe.subject_pos, marker)
 effects = ablation_effect(lambda m: token_nll(model, probe.ids, head_mask=m), 4, marker)
 filler = ~marker & (np.arange(23) >= task.subject_window)
 control = ablation_effect(lambda m: token_nll(model, probe.ids, head_mask=m), 4, filler)
-# BEGIN SOLUTION hint="the head with the largest subject attention — check that its ablation hurts most"
+# BEGIN SOLUTION hint="set subject_head to the index (an int) of the head that carries agreement"
 subject_head = int(np.argmax(scores))
 # END SOLUTION
 # a trained model's digits change with the seed and the CPU: print what the measurements show, not the digits
