@@ -204,7 +204,7 @@ def specs(tmp: Path) -> list[Spec]:
              dict(vocab_size=5, d_model=4, num_heads=2, num_layers=1, max_len=8),
              dict(vocab_size=bad_count(huge=True), d_model=bad_count(huge=True),
                   num_heads=bad_count() + [Bad(3)], num_layers=bad_count(), max_len=bad_count(),
-                  d_ff=optional(bad_count(huge=True)), eps=bad_real(0.0, inclusive=False),
+                  d_ff=optional(bad_count(huge=True)), eps=bad_real(0.0, inclusive=True),
                   emb_std=bad_real(0.0, inclusive=True), rope_base=bad_real(1.0),
                   positional=bad_str() + [Bad("rotary")], dtype=[Bad(np.float64), Bad("int64")],
                   causal=[Bad("yes"), Bad(None)])),
