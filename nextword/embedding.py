@@ -35,7 +35,10 @@ __all__ = ["embed", "one_hot", "embedding_grad", "TokenEmbedding"]
 
 
 def _check_table(table: ArrayLike) -> NDArray[np.floating]:
-    return as_float_array(table, "table", ndim=2)
+    E = as_float_array(table, "table", ndim=2)
+    if E.shape[0] == 0:
+        raise ValueError(f"table must have shape (vocab_size, d_model) with vocab_size >= 1, got {E.shape}")
+    return E
 
 
 def embed(table: ArrayLike, ids: ArrayLike) -> NDArray[np.floating]:

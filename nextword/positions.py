@@ -154,7 +154,8 @@ def _rope_angles(T: int, d: int, positions: ArrayLike | None, base: float) -> ND
     else:
         pos = as_float_array(positions, "positions")
         if pos.ndim == 0 or pos.shape[-1] != T:
-            raise ValueError(f"positions must have shape (..., T) with T={T}, got {pos.shape}")
+            raise ValueError(f"positions must have shape (..., T) with T={T} (the length axis of x), "
+                             f"got {pos.shape}")
     return pos[..., :, None] * rope_frequencies(d, base)  # (..., T, d/2)
 
 

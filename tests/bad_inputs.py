@@ -38,7 +38,7 @@ from nextword.evaluation import metrics, two_sample
 
 LIMIT_S = 1.0  # a call slower than this is a "hang"
 CUT_S = 3.0  # calls are interrupted after this
-INTERNALS = ("could not be broadcast", "core dimension", "zero-size array", "NoneType",
+INTERNALS = ("could not be broadcast", "core dimension", "zero-size array", "'NoneType' object",
              "has no attribute", "not iterable", "unsupported operand", "out of bounds",
              "invalid literal", "cannot be interpreted", "can't multiply", "ufunc",
              "Unable to allocate", "setting an array element", "inhomogeneous", "only integer",
