@@ -36,7 +36,10 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy import special, stats
+
+from nextword._validate import as_float_array, check_positive_int, check_real, check_size
 
 __all__ = [
     "token_log_probs",
@@ -59,8 +62,8 @@ __all__ = [
 
 
 # ----------------------------------------------------------------------- validation
-def _finite_array(x: object, name: str, *, min_size: int = 1) -> np.ndarray:
-    a = np.asarray(x, dtype=np.float64)
+def _finite_array(x: ArrayLike, name: str, *, min_size: int = 1) -> NDArray[np.float64]:
+    a = as_float_array(x, name, finite=False).astype(np.float64, copy=False)
     if a.size < min_size:
         raise ValueError(f"{name} must contain at least {min_size} value(s), got shape {a.shape}")
     if not np.isfinite(a).all():
@@ -70,7 +73,7 @@ def _finite_array(x: object, name: str, *, min_size: int = 1) -> np.ndarray:
 
 def _samples(x: object, name: str, min_n: int) -> np.ndarray:
     """``(n,)`` or ``(n, d)`` -> ``(n, d)`` float64, finite, ``n >= min_n``."""
-    a = np.asarray(x, dtype=np.float64)
+    a = as_float_array(x, name, finite=False).astype(np.float64, copy=False)
     if a.ndim == 1:
         a = a[:, None]  # (n,) -> (n, 1)
     if a.ndim != 2:
@@ -135,8 +138,8 @@ def token_log_probs(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
     return np.take_along_axis(z, t[..., None], axis=-1)[..., 0] - lse  # (..., T)
 
 
-def _log_probs(log_probs: object) -> np.ndarray:
-    a = np.asarray(log_probs, dtype=np.float64)
+def _log_probs(log_probs: ArrayLike) -> NDArray[np.float64]:
+    a = as_float_array(log_probs, "log_probs", finite=False).astype(np.float64, copy=False)
     if a.size == 0:
         raise ValueError("log_probs must contain at least one token log-probability")
     if np.isnan(a).any():
@@ -195,9 +198,7 @@ def energy_distance(x: np.ndarray, y: np.ndarray, *, unbiased: bool = True) -> f
 
 
 def _check_bandwidth(bandwidth: float) -> float:
-    if not np.isfinite(bandwidth) or bandwidth <= 0:
-        raise ValueError(f"bandwidth must be finite and > 0, got {bandwidth!r}")
-    return float(bandwidth)
+    return check_real(bandwidth, "bandwidth", lo=0.0, lo_open=True)
 
 
 def mmd_squared(x: np.ndarray, y: np.ndarray, bandwidth: float, *, unbiased: bool = True) -> float:
@@ -304,9 +305,14 @@ def precision_recall_f1(retrieved: Iterable, relevant: Iterable, *, zero_divisio
     >>> precision_recall_f1({"a", "b", "c"}, {"b", "c", "d", "e"}).f1   # P=2/3, R=1/2
     0.5714285714285715
     """
-    r, g = set(retrieved), set(relevant)
-    if not (np.isfinite(zero_division) and 0.0 <= zero_division <= 1.0):
-        raise ValueError(f"zero_division must be in [0, 1], got {zero_division!r}")
+    for name, items in (("retrieved", retrieved), ("relevant", relevant)):
+        if items is None or isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+            raise TypeError(f"{name} must be a collection of hashable items, got {type(items).__name__}")
+    try:
+        r, g = set(retrieved), set(relevant)
+    except TypeError as exc:
+        raise TypeError(f"retrieved and relevant must hold hashable items: {exc}") from None
+    zero_division = check_real(zero_division, "zero_division", lo=0.0, hi=1.0)
     tp, fp, fn = len(r & g), len(r - g), len(g - r)
     prec = tp / (tp + fp) if tp + fp else float(zero_division)
     rec = tp / (tp + fn) if tp + fn else float(zero_division)
@@ -335,6 +341,8 @@ def _calibration_inputs(confidences: object, correct: object, n_bins: int) -> tu
         raise ValueError(f"confidences must be 1-D (n,), got shape {c.shape}")
     if (c < 0).any() or (c > 1).any():
         raise ValueError("confidences must lie in [0, 1]")
+    if correct is None:
+        raise TypeError("correct must be a boolean (or 0/1) array of the shape of confidences, got None")
     k = np.asarray(correct)
     if k.shape != c.shape:
         raise ValueError(f"correct must have the shape of confidences {c.shape}, got {k.shape}")
@@ -342,9 +350,9 @@ def _calibration_inputs(confidences: object, correct: object, n_bins: int) -> tu
         if not np.isin(k, (0, 1)).all():
             raise ValueError("correct must be boolean (or 0/1)")
         k = k.astype(bool)
-    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
-        raise ValueError(f"n_bins must be an integer >= 1, got {n_bins!r}")
-    return c, k, int(n_bins)
+    n_bins = check_positive_int(n_bins, "n_bins")
+    check_size((n_bins + 1,), "n_bins")
+    return c, k, n_bins
 
 
 def calibration_bins(confidences: np.ndarray, correct: np.ndarray, n_bins: int = 10) -> CalibrationBins:
