@@ -52,6 +52,7 @@ class Bad:
     value: Any
     ok: bool = False
     tag: str = ""
+    names: str = ""  # what the error must name instead of the argument (e.g. the file's name)
 
 
 def _nan(shape: tuple[int, ...]) -> np.ndarray:
@@ -95,6 +96,12 @@ def bad_array(shape: tuple[int, ...]) -> list[Bad]:
 def bad_ids(upper: int) -> list[Bad]:
     return [Bad([-1]), Bad([upper]), Bad([0.5]), Bad(None), Bad("01"), Bad([[0, 1], [2]], tag="ragged"),
             Bad([10**30], tag="bigint"), Bad([True, False], tag="bools")]
+
+
+def bad_prompt() -> list[Bad]:
+    """Bad prompts for a decoder; an id beyond V is refused by the model, which names its prefix."""
+    return [b if b.value != [10**9] else Bad([10**9], names="prefix", tag="id >= V (model names it)")
+            for b in bad_ids(10**9)[:-2]]
 
 
 def bad_rng(required: bool = True) -> list[Bad]:
@@ -234,34 +241,35 @@ def specs(tmp: Path) -> list[Spec]:
              dict(length=[Bad(-1), Bad(4), Bad(1.5), Bad(None), Bad("1"), Bad(float("nan"))])),
         # ---- decoding search
         Spec("greedy", generation.greedy, dict(next_logits=_model, prompt=[0], max_new_tokens=3),
-             dict(next_logits=[Bad(None), Bad(3), Bad(_nan_model)], prompt=bad_ids(10**9)[:-2],
+             dict(next_logits=[Bad(None), Bad(3), Bad(_nan_model)], prompt=bad_prompt(),
                   max_new_tokens=bad_count(0), eos_id=[Bad(-1), Bad("1"), Bad(1.5)])),
         Spec("exhaustive_search", generation.exhaustive_search,
              dict(next_logits=_model, prompt=[0], length=2),
-             dict(next_logits=[Bad(None), Bad(_nan_model)], prompt=bad_ids(10**9)[:-2],
+             dict(next_logits=[Bad(None), Bad(_nan_model)], prompt=bad_prompt(),
                   length=bad_count(0) + [Bad(40, tag="huge")], vocab_size=optional(bad_count()) + [Bad(7)],
                   eos_id=[Bad(-1), Bad("1")])),
         Spec("lookahead_search", generation.lookahead_search,
              dict(next_logits=_model, prompt=[0], max_new_tokens=3, window=2),
-             dict(next_logits=[Bad(None), Bad(_nan_model)], prompt=bad_ids(10**9)[:-2],
-                  max_new_tokens=bad_count(0), window=bad_count() + [Bad(30, tag="huge window")],
+             dict(next_logits=[Bad(None), Bad(_nan_model)], prompt=bad_prompt(),
+                  max_new_tokens=bad_count(0), window=bad_count() + [Bad(30, ok=True, tag="window > max_new_tokens")],
                   top_k=optional(bad_count()), eos_id=[Bad(-1), Bad("1")])),
         Spec("beam_search", generation.beam_search,
              dict(next_logits=_model, prompt=[0], max_new_tokens=3, beam_width=2),
-             dict(next_logits=[Bad(None), Bad(_nan_model)], prompt=bad_ids(10**9)[:-2],
+             dict(next_logits=[Bad(None), Bad(_nan_model)], prompt=bad_prompt(),
                   max_new_tokens=bad_count(0), beam_width=bad_count(),
                   length_penalty=bad_real()[:5], eos_id=[Bad(-1), Bad("1")])),
         Spec("mixed", generation.mixed,
              dict(next_logits=_model, prompt=[0], num_sampled=1, max_new_tokens=3, rng=G(0)),
-             dict(prompt=bad_ids(10**9)[:-2], num_sampled=bad_count(0) + [Bad(4)],
+             dict(prompt=bad_prompt(), num_sampled=bad_count(0) + [Bad(4)],
                   max_new_tokens=bad_count(0), rng=bad_rng())),
         Spec("sequence_log_prob", generation.sequence_log_prob,
              dict(next_logits=_model, tokens=[0, 1, 2], start=1),
-             dict(next_logits=[Bad(None), Bad(_nan_model)], tokens=bad_ids(3)[:-2],
+             dict(next_logits=[Bad(None), Bad(_nan_model)], tokens=[Bad([3], ok=True, tag="[3], nothing scored") if b.value == [3] else b
+                          for b in bad_ids(3)[:-2]],
                   start=[Bad(-1), Bad(4), Bad(1.0), Bad(None)], eos_id=[Bad(-1), Bad("1")],
                   pad_id=[Bad(-1), Bad("1")])),
         Spec("pad_to_length", generation.pad_to_length, dict(tokens=[0, 1], length=4, pad_id=0),
-             dict(tokens=bad_ids(10**9)[:-2], length=bad_count(0) + [Bad(10**12, tag="huge")],
+             dict(tokens=[b for b in bad_ids(10**9)[:-2] if b.value != [10**9]], length=bad_count(0) + [Bad(10**12, tag="huge")],
                   pad_id=[Bad(-1), Bad("0"), Bad(None), Bad(1.5)])),
         # ---- n-grams
         Spec("NGramLM", ngram.NGramLM, dict(vocab_size=3, order=2),
@@ -269,7 +277,7 @@ def specs(tmp: Path) -> list[Spec]:
                   order=bad_count() + [Bad(10**6, ok=True, tag="large order, lazy")],
                   k=bad_real(0.0, inclusive=True))),
         Spec("NGramLM(10**9, 2).next_logits", lambda prefix: ngram.NGramLM(10**9, 2).next_logits(prefix),
-             dict(prefix=[0]), dict(prefix=[Bad([1], tag="allocates V floats")])),
+             dict(prefix=[0]), dict(prefix=[Bad([1], tag="allocates V floats", names="vocab_size")])),
         Spec("NGramLM.fit", lambda sequences: ngram.NGramLM(3, 2).fit(sequences), dict(sequences=[[0, 1, 2]]),
              dict(sequences=[Bad(None), Bad("012"), Bad([[0, 3]]), Bad([[0.5, 1]]), Bad(np.ones((2, 2, 2), int)),
                              Bad(5), Bad([[-1]])])),
@@ -293,14 +301,15 @@ def specs(tmp: Path) -> list[Spec]:
                          Bad([np.zeros(3)])])),
         # ---- corpora and synthetic sources
         Spec("load_corpus", data.load_corpus, dict(name=_good_text(tmp)),
-             dict(name=[Bad(_bad_utf8(tmp), tag="latin-1 file"), Bad(None), Bad(3), Bad(tmp / "missing.txt")],
+             dict(name=[Bad(_bad_utf8(tmp), tag="latin-1 file", names="latin1.txt"), Bad(None), Bad(3), Bad(tmp / "missing.txt")],
                   val_fraction=bad_real(0.0, hi=1.0), root=[Bad(3)])),
         Spec("read_wikitext2", data.read_wikitext2, dict(directory=Path(__file__).parent / "fixtures"),
-             dict(directory=[Bad(None), Bad(3), Bad(tmp)])),
+             dict(directory=[Bad(None), Bad(3), Bad(tmp, names="directory", tag="no wiki.*.raw")])),
         Spec("batches", _batches, dict(ids=np.arange(20), batch_size=2, block_size=4, rng=G(0)),
              dict(ids=bad_ids(10**9)[:-2] + [Bad(np.arange(3))], batch_size=bad_count(huge=True),
                   block_size=bad_count(), rng=bad_rng(), num_batches=[Bad(-1), Bad(1.5), Bad("2")])),
-        Spec("entropy", synthetic.entropy, dict(p=p3), dict(p=bad_array((3,)) + [Bad(np.array([-0.5, 1.5]))],
+        Spec("entropy", synthetic.entropy, dict(p=p3), dict(p=[Bad(b.value, ok=True, tag="rows of weights") if b.tag == "ndim+1" else b
+                                                            for b in bad_array((3,))] + [Bad(np.array([-0.5, 1.5]))],
                                                          axis=[Bad(5), Bad(1.5), Bad("0")])),
         Spec("IIDSource", synthetic.IIDSource, dict(probs=p3),
              dict(probs=bad_array((3,)) + [Bad(np.array([0.5, 0.6]))])),
@@ -395,7 +404,7 @@ def _has_nan(value: object, depth: int = 0) -> bool:
     return False
 
 
-def classify(fn: Callable[[], Any], arg: str, ok: bool) -> tuple[str, str]:
+def classify(fn: Callable[[], Any], arg: str, ok: bool, names: str = "") -> tuple[str, str]:
     """Run ``fn`` once and classify it (see the module docstring)."""
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, CUT_S)
@@ -404,11 +413,11 @@ def classify(fn: Callable[[], Any], arg: str, ok: bool) -> tuple[str, str]:
         result = fn()
     except _Cut:
         return "hang", f"> {CUT_S:.0f} s"
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, FileNotFoundError) as exc:  # FileNotFoundError: DataNotFoundError
         msg = str(exc)
         if time.perf_counter() - t0 > LIMIT_S:
             return "hang", f"{time.perf_counter() - t0:.1f} s then {type(exc).__name__}: {msg[:80]}"
-        named = arg.split("=")[0] in msg and not any(s in msg for s in INTERNALS)
+        named = (names or arg) in msg and not any(s in msg for s in INTERNALS)
         return ("named" if named else "raw"), f"{type(exc).__name__}: {msg[:160]}"
     except Exception as exc:  # noqa: BLE001 -- the point is to see every kind
         return "raw", f"{type(exc).__name__}: {str(exc)[:160]}"
@@ -436,7 +445,7 @@ def cases(tmp: Path) -> list[tuple[Spec, str, Bad]]:
 def run_case(s: Spec, arg: str, b: Bad) -> Outcome:
     kw = dict(s.base)
     kw[arg] = b.value
-    kind, detail = classify(lambda: s.fn(**kw), arg, b.ok)
+    kind, detail = classify(lambda: s.fn(**kw), arg, b.ok, b.names)
     shown = b.tag or repr(b.value)[:40]
     return Outcome(s.name, arg, shown, kind, detail)
 
