@@ -29,8 +29,9 @@ __all__ = [
 ]
 
 
-#: the most array elements a constructor or a call may allocate (2**31 float64 = 16 GiB)
-MAX_ELEMENTS = 2**31
+#: the most array elements one table or result may have (2**26 float64 = 512 MiB); far above every
+#: size of the book, low enough that a mistyped size fails by name instead of swapping or MemoryError
+MAX_ELEMENTS = 2**26
 
 
 def as_generator(rng: object, name: str = "rng", *, required: bool = False) -> np.random.Generator:

@@ -38,14 +38,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from nextword._validate import (
-    as_float_array, as_generator, as_token_list, check_positive_int, check_real,
+    MAX_ELEMENTS, as_float_array, as_generator, as_token_list, check_positive_int, check_real,
     check_size,
 )
 
-__all__ = ["NGramLM", "random_table_model", "table_model", "MAX_VOCAB_VECTOR"]
-
-#: the largest ``vocab_size`` for which a call returns a dense ``(V,)`` vector (2**26 floats = 512 MiB)
-MAX_VOCAB_VECTOR = 2**26
+__all__ = ["NGramLM", "random_table_model", "table_model"]
 
 
 def _as_token_array(seq: Sequence[int] | np.ndarray, vocab_size: int, name: str) -> NDArray[np.int64]:
@@ -84,7 +81,7 @@ class NGramLM:
     ----------
     vocab_size : int
         ``|V|`` >= 1; token ids are ``0 .. vocab_size - 1``. Nothing of size ``V`` is allocated
-        until a call needs it; a call that would return more than ``MAX_VOCAB_VECTOR`` floats
+        until a call needs it; a call that would return more than ``MAX_ELEMENTS`` floats
         (``next_logits`` of an unseen context with ``V = 10**9``) is refused by name.
     order : int
         ``n`` >= 1. ``order=1`` is a unigram model, ``order=2`` a bigram (Markov
@@ -196,7 +193,7 @@ class NGramLM:
         if ctx in self._logits:
             return _log_softmax(self._logits[ctx])
         V = self.vocab_size
-        check_size((V,), "NGramLM.next_logits: a dense (vocab_size,) vector", limit=MAX_VOCAB_VECTOR)
+        check_size((V,), "NGramLM.next_logits: a dense (vocab_size,) vector", limit=MAX_ELEMENTS)
         if ctx not in self._counts:
             return np.full(V, -np.log(V))
         ids, cs, total = self._counts[ctx]
@@ -226,7 +223,7 @@ class NGramLM:
         """
         rng = as_generator(rng, required=True)
         length = check_positive_int(length, "length", minimum=0)
-        check_size((length,), "NGramLM.sample(length)", limit=MAX_VOCAB_VECTOR)
+        check_size((length,), "NGramLM.sample(length)", limit=MAX_ELEMENTS)
         out = list(_as_token_array(prefix, self.vocab_size, "prefix").tolist())
         for _ in range(length):
             p = self.next_probs(out)
@@ -244,7 +241,7 @@ class NGramLM:
         if len(ctx) > self.order - 1:
             raise ValueError(f"context has length {len(ctx)} but an order-{self.order} model uses at most "
                              f"{self.order - 1} tokens")
-        check_size((self.vocab_size,), "NGramLM.counts: a dense (vocab_size,) vector", limit=MAX_VOCAB_VECTOR)
+        check_size((self.vocab_size,), "NGramLM.counts: a dense (vocab_size,) vector", limit=MAX_ELEMENTS)
         out = np.zeros(self.vocab_size, dtype=np.int64)
         if ctx in self._counts:
             ids, cs, _ = self._counts[ctx]
