@@ -87,7 +87,7 @@ class KVCache:
 
     def __init__(self, num_layers: int, capacity: int = 64) -> None:
         num_layers = check_positive_int(num_layers, "num_layers")
-        check_size((num_layers,), "KVCache(num_layers)", limit=2**20)
+        check_size((num_layers,), "KVCache(num_layers)", limit=2**16)
         self.layers = [LayerKVCache(capacity) for _ in range(num_layers)]
 
     @property

@@ -100,6 +100,11 @@ MAX_EXHAUSTIVE = 2_000_000
 
 
 # --------------------------------------------------------------------------- validation
+def _exceeds(base: int, exponent: int, limit: int) -> bool:
+    """``base ** exponent > limit`` without forming a huge integer (``limit < 2**64``)."""
+    return base > 1 and (exponent >= 64 or base**exponent > limit)
+
+
 def _model_logits(next_logits: NextLogits, prefix: list[int], vocab_size: int | None) -> np.ndarray:
     """Call the model and check it returned a valid ``(V,)`` vector."""
     if not callable(next_logits):
@@ -136,6 +141,7 @@ def _check_rng(rng: object) -> np.random.Generator:
 def _autoregress(next_logits: NextLogits, seq: list[int], n: int,
                  choose: Callable[[np.ndarray], int], eos_id: int | None) -> list[int]:
     """The loop shared by greedy and sampling: append ``choose(logits)`` ``n`` times, stop after EOS."""
+    check_size((n,), "max_new_tokens")
     V = None
     for _ in range(n):
         z = _model_logits(next_logits, seq, V)  # (V,)
@@ -189,7 +195,7 @@ def exhaustive_search(
     vocab_size = None if vocab_size is None else check_count(vocab_size, "vocab_size", 1)
     z0 = _model_logits(next_logits, seq0, vocab_size)
     V = z0.shape[0]
-    if V**n > MAX_EXHAUSTIVE:
+    if _exceeds(V, n, MAX_EXHAUSTIVE):
         raise ValueError(
             f"exhaustive_search would enumerate V^length = {V}^{n} continuations "
             f"(> {MAX_EXHAUSTIVE}); use beam_search or a smaller problem"
@@ -256,12 +262,13 @@ def lookahead_search(
     w = check_count(window, "window", 1)
     k = None if top_k is None else check_count(top_k, "top_k", 1)
     eos_id = _check_id(eos_id, "eos_id")
+    check_size((n,), "max_new_tokens")
     n0 = len(seq)
     V = None
     while len(seq) - n0 < n:
         depth = min(w, n - (len(seq) - n0))
         z = _model_logits(next_logits, seq, V)
-        if V is None and (min(k or z.shape[0], z.shape[0]) * z.shape[0] ** (depth - 1) > MAX_EXHAUSTIVE):
+        if V is None and _exceeds(z.shape[0], depth - 1, MAX_EXHAUSTIVE // min(k or z.shape[0], z.shape[0])):
             raise ValueError(
                 f"lookahead_search would score top_k * V^(window - 1) = {min(k or z.shape[0], z.shape[0])}"
                 f" * {z.shape[0]}^{depth - 1} continuations per step (> {MAX_EXHAUSTIVE}); "
@@ -324,6 +331,7 @@ def beam_search(
     width = check_count(beam_width, "beam_width", 1)
     length_penalty = check_real(length_penalty, "length_penalty")
     eos_id = _check_id(eos_id, "eos_id")
+    check_size((n, width), "max_new_tokens x beam_width")
 
     def final_score(score: float, n_new: int) -> float:
         return score / (max(n_new, 1) ** length_penalty)
