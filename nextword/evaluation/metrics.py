@@ -170,9 +170,12 @@ def perplexity(log_probs: np.ndarray) -> float:
 
     Example 8.1 calls the exponentiated negative log-likelihood of a sequence its
     perplexity; we normalise per token (the standard usage), so a uniform model
-    over ``V`` tokens has perplexity exactly ``V`` whatever the length.
+    over ``V`` tokens has perplexity exactly ``V`` whatever the length. A token of
+    probability 0 (log-prob ``-inf``), or a cross-entropy beyond ``log(float max)`` ≈ 709.8,
+    gives ``inf``.
     """
-    return float(np.exp(cross_entropy(log_probs)))
+    with np.errstate(over="ignore"):
+        return float(np.exp(cross_entropy(log_probs)))
 
 
 # ------------------------------------------------------ Example 8.2: sample divergences
