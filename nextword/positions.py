@@ -38,7 +38,7 @@ def _check_base(base: float) -> float:
     return check_real(base, "base", lo=1.0, lo_open=True)
 
 
-def rope_frequencies(d: int, base: float = 10000.0) -> np.ndarray:
+def rope_frequencies(d: int, base: float = 10000.0) -> NDArray[np.float64]:
     """Angular frequencies ``ω_i = base^(-2i/d)`` for ``i = 0 .. ceil(d/2)-1``, shape ``(ceil(d/2),)``.
 
     Shared by the sinusoidal encoding (pair ``(2i, 2i+1)`` oscillates at ``ω_i``) and RoPE.
@@ -49,7 +49,7 @@ def rope_frequencies(d: int, base: float = 10000.0) -> np.ndarray:
     return base ** (-np.arange(0, d, 2, dtype=np.float64) / d)
 
 
-def sinusoidal_encoding(num_positions: int, d_model: int, base: float = 10000.0) -> np.ndarray:
+def sinusoidal_encoding(num_positions: int, d_model: int, base: float = 10000.0) -> NDArray[np.float64]:
     """Sinusoidal positional encodings, shape ``(num_positions, d_model)`` (Chapter 6, §6.5).
 
     ``PE(t, 2i) = sin(t / base^(2i/d_model))`` and ``PE(t, 2i+1) = cos(t / base^(2i/d_model))``
@@ -72,7 +72,7 @@ def sinusoidal_encoding(num_positions: int, d_model: int, base: float = 10000.0)
     return pe[:, :d_model]
 
 
-def sinusoidal_shift_matrix(k: float, d_model: int, base: float = 10000.0) -> np.ndarray:
+def sinusoidal_shift_matrix(k: float, d_model: int, base: float = 10000.0) -> NDArray[np.float64]:
     """Block rotation ``R_k`` (``(d_model, d_model)``) with ``PE(t + k) = R_k @ PE(t)`` for all ``t``.
 
     Column-vector form; for row vectors ``PE(t+k) = PE(t) @ R_k.T``. Block ``i`` acts on the pair
@@ -192,7 +192,7 @@ def apply_rope(x: ArrayLike, positions: ArrayLike | None = None, base: float = 1
     return out
 
 
-def rope_rotation_matrix(position: float, d: int, base: float = 10000.0) -> np.ndarray:
+def rope_rotation_matrix(position: float, d: int, base: float = 10000.0) -> NDArray[np.float64]:
     """Block-diagonal rotation ``R_p`` (``(d, d)``) used by :func:`apply_rope` at position ``p``.
 
     Column-vector form: ``apply_rope(x)[t] == R_{p_t} @ x[t]`` (row form ``x[t] @ R.T``).

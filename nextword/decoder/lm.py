@@ -206,7 +206,7 @@ class DecoderLM:
         return (logits, weights) if return_weights else logits
 
     def logits(self, tokens: ArrayLike, *, head_mask: ArrayLike | None = None, return_weights: bool = False
-               ) -> np.ndarray | tuple[np.ndarray, list[np.ndarray]]:
+               ) -> NDArray[np.floating] | tuple[NDArray[np.floating], list[NDArray[np.floating]]]:
         """Next-token logits ``(..., T, vocab_size)`` for ``tokens (..., T)`` (integer ids).
 
         ``head_mask (num_layers, num_heads)`` scales each head's output (0 = ablated).
@@ -238,7 +238,7 @@ class DecoderLM:
         self._cache: KVCache | None = None
         self._cached_tokens: list[int] = []
 
-    def next_logits(self, prefix: Sequence[int]) -> np.ndarray:
+    def next_logits(self, prefix: Sequence[int] | NDArray[np.integer]) -> NDArray[np.floating]:
         """Logits ``(vocab_size,)`` of the token that follows ``prefix`` (a non-empty list of ids).
 
         Reuses the cached keys/values of the longest common beginning with the previous call's

@@ -182,7 +182,7 @@ class NGramLM:
         toks = list(prefix)
         return tuple(int(t) for t in (toks[len(toks) - n1 :] if n1 > 0 else []))
 
-    def next_logits(self, prefix: Sequence[int]) -> np.ndarray:
+    def next_logits(self, prefix: Sequence[int]) -> NDArray[np.float64]:
         """Normalised next-token log-probabilities ``log pi(. | prefix)``, shape ``(V,)``.
 
         These are logits in the decoding sense (any additive constant is allowed);
@@ -202,7 +202,7 @@ class NGramLM:
         with np.errstate(divide="ignore"):
             return np.log(counts + self.k) - np.log(total + self.k * V)
 
-    def next_probs(self, prefix: Sequence[int]) -> np.ndarray:
+    def next_probs(self, prefix: Sequence[int]) -> NDArray[np.float64]:
         """``pi(. | prefix)``, shape ``(V,)``, summing to 1."""
         return np.exp(self.next_logits(prefix))
 
@@ -235,7 +235,7 @@ class NGramLM:
         """All contexts with counts or explicit logits (sorted)."""
         return sorted(set(self._counts) | set(self._logits))
 
-    def counts(self, context: Sequence[int]) -> np.ndarray:
+    def counts(self, context: Sequence[int]) -> NDArray[np.int64]:
         """Raw counts ``count(context, v)`` for every ``v``, shape ``(V,)`` (zeros if unseen)."""
         ctx = tuple(as_token_list(context, "context", upper=self.vocab_size))
         if len(ctx) > self.order - 1:
@@ -292,7 +292,7 @@ def random_table_model(
     return lm
 
 
-def table_model(vocab_size: int, order: int, table: Mapping[tuple[int, ...], np.ndarray]) -> NGramLM:
+def table_model(vocab_size: int, order: int, table: Mapping[tuple[int, ...], ArrayLike]) -> NGramLM:
     """An :class:`NGramLM` from explicit ``{context tuple: (V,) logits}``; unlisted contexts are uniform.
 
     Example (greedy is not optimal, formulation paper §6.2)::

@@ -71,7 +71,7 @@ def _finite_array(x: ArrayLike, name: str, *, min_size: int = 1) -> NDArray[np.f
     return a
 
 
-def _samples(x: object, name: str, min_n: int) -> np.ndarray:
+def _samples(x: ArrayLike, name: str, min_n: int) -> NDArray[np.float64]:
     """``(n,)`` or ``(n, d)`` -> ``(n, d)`` float64, finite, ``n >= min_n``."""
     a = as_float_array(x, name, finite=False).astype(np.float64, copy=False)
     if a.ndim == 1:
@@ -85,7 +85,7 @@ def _samples(x: object, name: str, min_n: int) -> np.ndarray:
     return a
 
 
-def _pair(x: object, y: object, min_n: int) -> tuple[np.ndarray, np.ndarray]:
+def _pair(x: ArrayLike, y: ArrayLike, min_n: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     a, b = _samples(x, "x", min_n), _samples(y, "y", min_n)
     if a.shape[1] != b.shape[1]:
         raise ValueError(f"x and y must have the same dimension d, got {a.shape[1]} and {b.shape[1]}")
@@ -149,7 +149,7 @@ def _log_probs(log_probs: ArrayLike) -> NDArray[np.float64]:
     return np.minimum(a, 0.0)
 
 
-def cross_entropy(log_probs: np.ndarray) -> float:
+def cross_entropy(log_probs: ArrayLike) -> float:
     """Empirical cross-entropy in nats per token: ``-mean(log q(f_l | f_{1:l-1}))`` (Example 8.1).
 
     ``log_probs``: the model's log-probability of each observed token, any shape
@@ -160,12 +160,12 @@ def cross_entropy(log_probs: np.ndarray) -> float:
     return float(-np.mean(_log_probs(log_probs)))
 
 
-def bits_per_token(log_probs: np.ndarray) -> float:
+def bits_per_token(log_probs: ArrayLike) -> float:
     """Cross-entropy in bits per token: ``cross_entropy / ln 2``."""
     return cross_entropy(log_probs) / np.log(2.0)
 
 
-def perplexity(log_probs: np.ndarray) -> float:
+def perplexity(log_probs: ArrayLike) -> float:
     """``exp(cross_entropy)``: per-token perplexity, the inverse geometric-mean probability.
 
     Example 8.1 calls the exponentiated negative log-likelihood of a sequence its
@@ -179,7 +179,7 @@ def perplexity(log_probs: np.ndarray) -> float:
 
 
 # ------------------------------------------------------ Example 8.2: sample divergences
-def energy_distance(x: np.ndarray, y: np.ndarray, *, unbiased: bool = True) -> float:
+def energy_distance(x: ArrayLike, y: ArrayLike, *, unbiased: bool = True) -> float:
     """Energy distance ``2 E|X - Y| - E|X - X'| - E|Y - Y'|`` from samples (Example 8.2).
 
     ``x``: ``(n,)`` or ``(n, d)`` samples of one law, ``y``: ``(m,)`` or ``(m, d)`` of
@@ -204,7 +204,7 @@ def _check_bandwidth(bandwidth: float) -> float:
     return check_real(bandwidth, "bandwidth", lo=0.0, lo_open=True)
 
 
-def mmd_squared(x: np.ndarray, y: np.ndarray, bandwidth: float, *, unbiased: bool = True) -> float:
+def mmd_squared(x: ArrayLike, y: ArrayLike, bandwidth: float, *, unbiased: bool = True) -> float:
     """Squared MMD with the Gaussian kernel ``k(u, v) = exp(-|u - v|^2 / (2 h^2))`` (Example 8.2).
 
     ``MMD^2 = E k(X, X') + E k(Y, Y') - 2 E k(X, Y)``. ``unbiased=True`` is the
@@ -228,7 +228,7 @@ def mmd_squared(x: np.ndarray, y: np.ndarray, bandwidth: float, *, unbiased: boo
     return float(txx + tyy - 2.0 * kxy.mean())
 
 
-def median_heuristic_bandwidth(x: np.ndarray, y: np.ndarray) -> float:
+def median_heuristic_bandwidth(x: ArrayLike, y: ArrayLike) -> float:
     """Median of the pairwise distances in the pooled sample (a common choice of ``h``)."""
     a, b = _pair(x, y, 1)
     pooled = np.concatenate([a, b])  # (n + m, d)
@@ -240,7 +240,7 @@ def median_heuristic_bandwidth(x: np.ndarray, y: np.ndarray) -> float:
 
 
 # ------------------------------------------------------------------ scoring rule: CRPS
-def crps_sample(samples: np.ndarray, observation: float, *, fair: bool = False) -> float:
+def crps_sample(samples: ArrayLike, observation: float, *, fair: bool = False) -> float:
     """CRPS of the empirical law of ``samples`` ``(n,)`` at ``observation`` y (§8.1, footnote 6).
 
     ``CRPS(F, y) = int (F(z) - 1{z >= y})^2 dz = E|X - y| - 1/2 E|X - X'|``
@@ -265,7 +265,7 @@ def crps_sample(samples: np.ndarray, observation: float, *, fair: bool = False) 
     return float(np.mean(np.abs(x - y)) - 0.5 * pair_sum / denom)
 
 
-def crps_gaussian(mu: np.ndarray | float, sigma: np.ndarray | float, observation: np.ndarray | float) -> np.ndarray | float:
+def crps_gaussian(mu: ArrayLike, sigma: ArrayLike, observation: ArrayLike) -> NDArray[np.float64] | float:
     """Closed-form CRPS of ``N(mu, sigma^2)`` at ``y`` (Gneiting et al., Mon. Weather Rev. 2005).
 
     ``sigma * [z (2 Phi(z) - 1) + 2 phi(z) - 1/sqrt(pi)]`` with ``z = (y - mu) / sigma``.
@@ -338,7 +338,8 @@ class CalibrationBins:
     accuracy: np.ndarray
 
 
-def _calibration_inputs(confidences: object, correct: object, n_bins: int) -> tuple[np.ndarray, np.ndarray, int]:
+def _calibration_inputs(confidences: ArrayLike, correct: ArrayLike, n_bins: int
+                        ) -> tuple[NDArray[np.float64], NDArray[np.bool_], int]:
     c = _finite_array(confidences, "confidences")
     if c.ndim != 1:
         raise ValueError(f"confidences must be 1-D (n,), got shape {c.shape}")
@@ -358,7 +359,7 @@ def _calibration_inputs(confidences: object, correct: object, n_bins: int) -> tu
     return c, k, n_bins
 
 
-def calibration_bins(confidences: np.ndarray, correct: np.ndarray, n_bins: int = 10) -> CalibrationBins:
+def calibration_bins(confidences: ArrayLike, correct: ArrayLike, n_bins: int = 10) -> CalibrationBins:
     """Equal-width bins ``B_b = ((b-1)/B, b/B]`` on ``[0, 1]`` (the first bin also holds 0).
 
     ``confidences``: ``(n,)`` the probability the model gave its answer;
@@ -374,7 +375,7 @@ def calibration_bins(confidences: np.ndarray, correct: np.ndarray, n_bins: int =
     return CalibrationBins(edges, count, conf, acc)
 
 
-def expected_calibration_error(confidences: np.ndarray, correct: np.ndarray, n_bins: int = 10) -> float:
+def expected_calibration_error(confidences: ArrayLike, correct: ArrayLike, n_bins: int = 10) -> float:
     """ECE ``= sum_b (|B_b| / n) |acc(B_b) - conf(B_b)|`` with equal-width bins (Guo et al. 2017).
 
     Not defined in the formulation paper; it summarises how far the model's
@@ -397,7 +398,7 @@ class SpearmanResult(NamedTuple):
     p_value: float
 
 
-def spearman(x: np.ndarray, y: np.ndarray) -> SpearmanResult:
+def spearman(x: ArrayLike, y: ArrayLike) -> SpearmanResult:
     """Spearman rank correlation of paired samples ``(n,)``, ``(n,)`` with a two-sided p-value.
 
     ``rho`` is the Pearson correlation of the (average-tie) ranks; the p-value uses

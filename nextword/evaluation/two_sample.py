@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from nextword._validate import as_float_array, as_generator, check_positive_int, check_size
 
@@ -43,7 +44,7 @@ class PermutationResult:
     exact: bool
 
 
-def _as_samples(x: object, name: str) -> np.ndarray:
+def _as_samples(x: ArrayLike, name: str) -> NDArray[np.float64]:
     a = as_float_array(x, name, finite=False).astype(np.float64, copy=False)
     if a.ndim not in (1, 2) or a.shape[0] < 1:
         raise ValueError(f"{name} must have shape (n,) or (n, d) with n >= 1, got {a.shape}")
@@ -63,7 +64,7 @@ def _statistic(statistic: Statistic, a: np.ndarray, b: np.ndarray) -> float:
     return t
 
 
-def permutation_test(x: object, y: object, statistic: Statistic, *, n_permutations: int = 999,
+def permutation_test(x: ArrayLike, y: ArrayLike, statistic: Statistic, *, n_permutations: int = 999,
                      rng: np.random.Generator | int | None = None, exact: bool | None = None
                      ) -> PermutationResult:
     """Permutation test of ``H0: x and y come from the same law`` with a "large = different" statistic.
