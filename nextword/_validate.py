@@ -1,8 +1,16 @@
-"""Small argument checks shared by the numpy core (attention, positions, layers, embedding).
+"""The one validation layer of the numpy library (issue #22).
 
-Every public function of the core validates its inputs with these helpers so that bad input
-fails with a ``ValueError``/``TypeError`` that names the argument and the expected shape,
-instead of producing a silent NaN or a numpy broadcasting surprise.
+Every public entry point (functions, constructors, setters, converters, loaders) validates its
+inputs with these helpers so that bad input fails with a ``ValueError``/``TypeError`` that names
+the argument and the expected shape or range, instead of a silent NaN, a numpy broadcasting
+surprise or unbounded work: arrays (:func:`as_float_array`, :func:`as_index_array`,
+:func:`check_finite`), token-id sequences (:func:`as_token_list`: ``None`` and strings named),
+scalars (:func:`check_positive_int`, :func:`check_real`, :func:`check_flag`,
+:func:`check_choice`), dtypes (:func:`check_float_dtype`), seeds (:func:`as_generator`: whatever
+``np.random.default_rng`` accepts) and sizes (:func:`check_size`, :data:`MAX_ELEMENTS`).
+
+``python -m tests.bad_inputs`` sweeps bad inputs over the public callables and counts the
+outcomes; ``tests/test_bad_inputs.py`` asserts it and fuzzes the same callables with hypothesis.
 """
 from __future__ import annotations
 
