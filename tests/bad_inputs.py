@@ -16,6 +16,10 @@ Run it as ``python -m tests.bad_inputs`` (counts, ``--list`` for every non-named
 positions, embedding, decoder + KV cache, decoding search, n-grams, corpora, synthetic sources and
 evaluation; attention, norms, filters/sampling and tokenizers have their own edge tests.
 ``tests/test_bad_inputs.py`` asserts that no case is raw, silent or a hang.
+
+Counts of this sweep (1063 bad inputs, 61 callables), before the validation layer was applied
+(commit 0988a66): named 688, raw 242, silent 114, documented 15, hang 4; after: named 1027,
+raw 0, silent 0, documented 36, hang 0.
 """
 from __future__ import annotations
 
