@@ -1,16 +1,35 @@
-"""Small argument checks shared by the numpy core (attention, positions, layers, embedding).
+"""The one validation layer of the numpy library (issue #22).
 
-Every public function of the core validates its inputs with these helpers so that bad input
-fails with a ``ValueError``/``TypeError`` that names the argument and the expected shape,
-instead of producing a silent NaN or a numpy broadcasting surprise.
+Every public entry point (functions, constructors, setters, converters, loaders) validates its
+inputs with these helpers so that bad input fails with a ``ValueError``/``TypeError`` that names
+the argument and the expected shape or range, instead of a silent NaN, a numpy broadcasting
+surprise or unbounded work: arrays (:func:`as_float_array`, :func:`as_index_array`,
+:func:`check_finite`), token-id sequences (:func:`as_token_list`: ``None`` and strings named),
+scalars (:func:`check_positive_int`, :func:`check_real`, :func:`check_flag`,
+:func:`check_choice`), dtypes (:func:`check_float_dtype`), seeds (:func:`as_generator`: whatever
+``np.random.default_rng`` accepts) and sizes (:func:`check_size`, :data:`MAX_ELEMENTS`).
+
+``python -m tests.bad_inputs`` sweeps bad inputs over the public callables and counts the
+outcomes; ``tests/test_bad_inputs.py`` asserts it and fuzzes the same callables with hypothesis.
 """
 from __future__ import annotations
 
 import numbers
+import operator
+from collections.abc import Iterable
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 __all__ = [
+    "MAX_ELEMENTS",
+    "as_generator",
+    "check_real",
+    "check_flag",
+    "check_choice",
+    "check_float_dtype",
+    "check_size",
+    "as_token_list",
     "as_float_array",
     "check_finite",
     "check_positive_int",
@@ -22,14 +41,138 @@ __all__ = [
 ]
 
 
-def as_float_array(x: object, name: str, *, min_ndim: int = 0, ndim: int | None = None,
-                   finite: bool = True) -> np.ndarray:
+#: the most array elements one table or result may have (2**26 float64 = 512 MiB); far above every
+#: size of the book, low enough that a mistyped size fails by name instead of swapping or MemoryError
+MAX_ELEMENTS = 2**26
+
+
+def as_generator(rng: object, name: str = "rng", *, required: bool = False) -> np.random.Generator:
+    """A ``numpy.random.Generator`` from what ``np.random.default_rng`` accepts: ``None`` (fresh
+    entropy; refused when ``required``), an int seed ``>= 0``, a ``SeedSequence``, a
+    ``BitGenerator`` or a ``Generator`` (returned as is). Anything else (a float, a string, the
+    legacy ``RandomState``) is a ``TypeError`` naming ``name``.
+
+    >>> bool(as_generator(7).integers(100) == np.random.default_rng(7).integers(100))
+    True
+    """
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None and required:
+        raise TypeError(f"{name} is required: pass a numpy.random.Generator or an int seed, "
+                        "e.g. np.random.default_rng(0)")
+    if rng is None or isinstance(rng, (np.random.SeedSequence, np.random.BitGenerator)) or (
+            isinstance(rng, numbers.Integral) and not isinstance(rng, (bool, np.bool_))):
+        try:
+            return np.random.default_rng(rng)  # type: ignore[arg-type]
+        except ValueError as exc:  # a negative seed
+            raise ValueError(f"{name} must be a seed >= 0 or a numpy.random.Generator: {exc}") from None
+    raise TypeError(f"{name} must be a numpy.random.Generator, an int seed or None, got "
+                    f"{type(rng).__name__}")
+
+
+def check_real(value: object, name: str, *, lo: float | None = None, hi: float | None = None,
+               lo_open: bool = False, hi_open: bool = False) -> float:
+    """``value`` as a finite Python float in ``[lo, hi]`` (``lo_open``/``hi_open``: strict).
+
+    ``TypeError`` unless a real number (bools, strings, arrays refused), ``ValueError`` for
+    NaN/inf or a value out of range, naming ``name``.
+
+    >>> check_real(0.5, "p", lo=0.0, hi=1.0)
+    0.5
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    x = float(value)
+    if not np.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {x!r}")
+    if (lo is not None and (x < lo or (lo_open and x == lo))) or (
+            hi is not None and (x > hi or (hi_open and x == hi))):
+        left = "-inf" if lo is None else f"{lo!r}"
+        right = "inf" if hi is None else f"{hi!r}"
+        interval = f"{'(' if lo_open or lo is None else '['}{left}, {right}{')' if hi_open or hi is None else ']'}"
+        raise ValueError(f"{name} must lie in {interval}, got {x!r}")
+    return x
+
+
+def check_flag(value: object, name: str) -> bool:
+    """``value`` as a bool; anything but ``True``/``False`` (``"yes"``, ``None``, ``2``) is a ``TypeError``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_choice(value: object, name: str, allowed: Iterable[str]) -> str:
+    """``value`` if it is one of the strings ``allowed``; ``TypeError``/``ValueError`` naming ``name``."""
+    allowed = tuple(allowed)
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be one of {allowed}, got {type(value).__name__} {value!r}")
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    return value
+
+
+def check_float_dtype(dtype: DTypeLike, name: str = "dtype") -> np.dtype:
+    """``dtype`` as ``np.dtype('float32')`` or ``np.dtype('float64')``; any other dtype (integer
+    tables would truncate N(0, σ²) draws to zeros, complex ones break the real formulas) is a
+    ``TypeError`` naming ``name``.
+
+    >>> check_float_dtype("float32")
+    dtype('float32')
+    """
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{name} must be float32 or float64, got {dtype!r}") from None
+    if dt not in (np.float32, np.float64):
+        raise TypeError(f"{name} must be float32 or float64, got {dt}")
+    return dt
+
+
+def check_size(shape: tuple[int, ...], name: str, *, limit: int = MAX_ELEMENTS) -> None:
+    """Refuse by name an allocation of ``prod(shape)`` elements above ``limit`` (a ``ValueError``
+    that says how many elements were asked for, instead of a ``MemoryError`` or swapping)."""
+    n = 1
+    for s in shape:
+        n *= int(s)
+    if n > limit:
+        raise ValueError(f"{name} would allocate {n:.3g} elements (shape {tuple(shape)}), more than "
+                         f"the limit of {limit:.3g}; use smaller sizes")
+
+
+def as_token_list(ids: object, name: str, *, upper: int | None = None) -> list[int]:
+    """``ids`` (a 1-D sequence or array of integer token ids) as a ``list[int]`` in ``[0, upper)``.
+
+    ``None``, a string or a scalar is a ``TypeError`` naming ``name`` (not "'NoneType' object is
+    not iterable"); floats and bools are refused like in :func:`as_index_array`.
+
+    >>> as_token_list((1, 2), "prompt")
+    [1, 2]
+    """
+    if ids is None or isinstance(ids, (str, bytes)) or not isinstance(ids, (Iterable, np.ndarray)):
+        raise TypeError(f"{name} must be a 1-D sequence of integer token ids, got {type(ids).__name__}")
+    out = []
+    for i, t in enumerate(ids):
+        if isinstance(t, (bool, np.bool_)) or not isinstance(t, numbers.Integral):
+            raise TypeError(f"{name}[{i}] must be an integer token id, got {t!r}")
+        t = operator.index(t)
+        if t < 0 or (upper is not None and t >= upper):
+            where = f"[0, {upper})" if upper is not None else ">= 0"
+            raise ValueError(f"{name}[{i}] must be a token id in {where}, got {t}")
+        out.append(t)
+    return out
+
+
+def as_float_array(x: ArrayLike, name: str, *, min_ndim: int = 0, ndim: int | None = None,
+                   finite: bool = True) -> NDArray[np.floating]:
     """``x`` as a floating array (float32/float64 kept, anything else becomes float64).
 
-    Raises ``TypeError`` for non-numeric input, ``ValueError`` for a wrong rank or (when
-    ``finite``) NaN/inf entries.
+    Raises ``TypeError`` for non-numeric input, ``ValueError`` for a wrong rank, a ragged nested
+    list or (when ``finite``) NaN/inf entries.
     """
-    arr = np.asarray(x)
+    try:
+        arr = np.asarray(x)
+    except ValueError:  # a ragged nested list
+        raise ValueError(f"{name} must be a rectangular numeric array, got a ragged {type(x).__name__}") from None
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
         raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")
     if np.issubdtype(arr.dtype, np.complexfloating):
@@ -68,7 +211,10 @@ def as_index_array(ids: object, name: str, *, upper: int | None = None) -> np.nd
     Python lists of ints are accepted; floats (even integral-valued ones) are refused so that a
     float array of embeddings passed by mistake is caught.
     """
-    arr = np.asarray(ids)
+    try:
+        arr = np.asarray(ids)
+    except (ValueError, OverflowError):  # a ragged nested list
+        raise ValueError(f"{name} must be a rectangular integer array of token ids") from None
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.integer)):
         if arr.size == 0 and arr.dtype == np.float64:  # np.asarray([]) is float64
             arr = arr.astype(np.int64)

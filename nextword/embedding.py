@@ -23,36 +23,54 @@ array([[1., 1.],
 """
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike, NDArray
 
-from nextword._validate import as_float_array, as_index_array, check_positive_int
+from nextword._validate import (
+    as_float_array, as_generator, as_index_array, check_positive_int, check_real, check_size,
+    check_float_dtype,
+)
 
 __all__ = ["embed", "one_hot", "embedding_grad", "TokenEmbedding"]
 
 
-def _check_table(table: object) -> np.ndarray:
-    return as_float_array(table, "table", ndim=2)
+def _check_table(table: ArrayLike) -> NDArray[np.floating]:
+    E = as_float_array(table, "table", ndim=2)
+    if E.shape[0] == 0:
+        raise ValueError(f"table must have shape (vocab_size, d_model) with vocab_size >= 1, got {E.shape}")
+    return E
 
 
-def embed(table: object, ids: object) -> np.ndarray:
+def embed(table: ArrayLike, ids: ArrayLike) -> NDArray[np.floating]:
     """Rows of ``table (vocab_size, d_model)`` at integer ``ids (...)`` → ``(..., d_model)`` (Def. 2.7)."""
     E = _check_table(table)
     idx = as_index_array(ids, "ids", upper=E.shape[0])
     return E[idx]
 
 
-def one_hot(ids: object, vocab_size: int, dtype: Any = np.float64) -> np.ndarray:
-    """One-hot vectors ``(..., vocab_size)``: ``one_hot(ids, V)[..., v] = [ids == v]``."""
+def one_hot(ids: ArrayLike, vocab_size: int, dtype: DTypeLike = np.float64) -> NDArray[np.number]:
+    """One-hot vectors ``(..., vocab_size)``: ``one_hot(ids, V)[..., v] = [ids == v]``.
+
+    ``dtype`` is any numeric (or bool) dtype.
+
+    >>> one_hot([1], 3).tolist()
+    [[0.0, 1.0, 0.0]]
+    """
     V = check_positive_int(vocab_size, "vocab_size")
     idx = as_index_array(ids, "ids", upper=V)
-    out = np.zeros(idx.shape + (V,), dtype=dtype)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be a numeric numpy dtype, got {dtype!r}") from None
+    if not (np.issubdtype(dt, np.number) or dt == np.bool_):
+        raise TypeError(f"dtype must be a numeric numpy dtype, got {dt}")
+    check_size(idx.shape + (V,), "one_hot(ids, vocab_size)")
+    out = np.zeros(idx.shape + (V,), dtype=dt)
     np.put_along_axis(out, idx[..., None], 1, axis=-1)
     return out
 
 
-def embedding_grad(ids: object, grad_output: object, vocab_size: int) -> np.ndarray:
+def embedding_grad(ids: ArrayLike, grad_output: ArrayLike, vocab_size: int) -> NDArray[np.floating]:
     """``∂L/∂table`` (``(vocab_size, d_model)``) from ``∂L/∂embed(table, ids)`` of shape ``(..., d_model)``.
 
     Equals ``one_hot(ids).reshape(-1, V).T @ grad_output.reshape(-1, d)`` without forming the
@@ -63,6 +81,7 @@ def embedding_grad(ids: object, grad_output: object, vocab_size: int) -> np.ndar
     g = as_float_array(grad_output, "grad_output", min_ndim=1)
     if g.shape[:-1] != idx.shape:
         raise ValueError(f"grad_output must have shape ids.shape + (d_model,) = {idx.shape} + (d,), got {g.shape}")
+    check_size((V, g.shape[-1]), "embedding_grad(vocab_size, d_model)")
     grad = np.zeros((V, g.shape[-1]), dtype=g.dtype)
     np.add.at(grad, idx.reshape(-1), g.reshape(-1, g.shape[-1]))  # (N,), (N, d)
     return grad
@@ -72,25 +91,33 @@ class TokenEmbedding:
     """The embedding table ``E (vocab_size, d_model)`` as a small stateful object.
 
     ``phi`` is the paper's ``φ = E^T`` (``(d_model, vocab_size)``, columns are tokens).
-    Initialisation ``N(0, std^2)`` from ``rng``.
+    Initialisation ``N(0, std^2)`` from ``rng`` (a ``Generator``, an int seed or ``None``);
+    ``std >= 0`` finite; ``dtype`` float32 or float64.
+
+    >>> TokenEmbedding(5, 2, rng=0).table.shape
+    (5, 2)
     """
 
-    def __init__(self, vocab_size: int, d_model: int, *, rng: np.random.Generator | None = None,
-                 std: float = 1.0, dtype: Any = np.float64) -> None:
+    def __init__(self, vocab_size: int, d_model: int, *,
+                 rng: np.random.Generator | int | None = None, std: float = 1.0,
+                 dtype: DTypeLike = np.float64) -> None:
         self.vocab_size = check_positive_int(vocab_size, "vocab_size")
         self.d_model = check_positive_int(d_model, "d_model")
-        rng = np.random.default_rng() if rng is None else rng
+        check_size((self.vocab_size, self.d_model), "TokenEmbedding(vocab_size, d_model)")
+        std = check_real(std, "std", lo=0.0)
+        dtype = check_float_dtype(dtype)
+        rng = as_generator(rng)
         self.table = (std * rng.standard_normal((self.vocab_size, self.d_model))).astype(dtype)
 
     @property
-    def phi(self) -> np.ndarray:
+    def phi(self) -> NDArray[np.floating]:
         """The paper's ``φ ∈ R^{d_e × |V|}`` (a transposed view of ``table``)."""
         return self.table.T
 
-    def __call__(self, ids: object) -> np.ndarray:
+    def __call__(self, ids: ArrayLike) -> NDArray[np.floating]:
         return embed(self.table, ids)
 
-    def backward(self, ids: object, grad_output: object) -> np.ndarray:
+    def backward(self, ids: ArrayLike, grad_output: ArrayLike) -> NDArray[np.floating]:
         return embedding_grad(ids, grad_output, self.vocab_size)
 
     def num_parameters(self) -> int:

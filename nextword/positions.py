@@ -17,8 +17,12 @@ Conventions: row vectors, sequences of shape ``(..., T, d)``; positions are 0-ba
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike, NDArray
 
-from nextword._validate import as_float_array, as_index_array, check_positive_int
+from nextword._validate import (
+    as_float_array, as_generator, as_index_array, check_float_dtype, check_positive_int, check_real,
+    check_size,
+)
 
 __all__ = [
     "sinusoidal_encoding",
@@ -31,23 +35,21 @@ __all__ = [
 
 
 def _check_base(base: float) -> float:
-    base = float(base)
-    if not np.isfinite(base) or base <= 1.0:
-        raise ValueError(f"base must be a finite number > 1, got {base}")
-    return base
+    return check_real(base, "base", lo=1.0, lo_open=True)
 
 
-def rope_frequencies(d: int, base: float = 10000.0) -> np.ndarray:
+def rope_frequencies(d: int, base: float = 10000.0) -> NDArray[np.float64]:
     """Angular frequencies ``ω_i = base^(-2i/d)`` for ``i = 0 .. ceil(d/2)-1``, shape ``(ceil(d/2),)``.
 
     Shared by the sinusoidal encoding (pair ``(2i, 2i+1)`` oscillates at ``ω_i``) and RoPE.
     """
     d = check_positive_int(d, "d")
+    check_size((d,), "rope_frequencies(d)")
     base = _check_base(base)
     return base ** (-np.arange(0, d, 2, dtype=np.float64) / d)
 
 
-def sinusoidal_encoding(num_positions: int, d_model: int, base: float = 10000.0) -> np.ndarray:
+def sinusoidal_encoding(num_positions: int, d_model: int, base: float = 10000.0) -> NDArray[np.float64]:
     """Sinusoidal positional encodings, shape ``(num_positions, d_model)`` (Chapter 6, §6.5).
 
     ``PE(t, 2i) = sin(t / base^(2i/d_model))`` and ``PE(t, 2i+1) = cos(t / base^(2i/d_model))``
@@ -61,6 +63,7 @@ def sinusoidal_encoding(num_positions: int, d_model: int, base: float = 10000.0)
     """
     num_positions = check_positive_int(num_positions, "num_positions")
     d_model = check_positive_int(d_model, "d_model")
+    check_size((num_positions, d_model), "sinusoidal_encoding(num_positions, d_model)")
     omega = rope_frequencies(d_model, base)  # (ceil(d/2),)
     angles = np.arange(num_positions, dtype=np.float64)[:, None] * omega[None, :]  # (T, ceil(d/2))
     pe = np.empty((num_positions, 2 * omega.size))
@@ -69,17 +72,23 @@ def sinusoidal_encoding(num_positions: int, d_model: int, base: float = 10000.0)
     return pe[:, :d_model]
 
 
-def sinusoidal_shift_matrix(k: float, d_model: int, base: float = 10000.0) -> np.ndarray:
+def sinusoidal_shift_matrix(k: float, d_model: int, base: float = 10000.0) -> NDArray[np.float64]:
     """Block rotation ``R_k`` (``(d_model, d_model)``) with ``PE(t + k) = R_k @ PE(t)`` for all ``t``.
 
     Column-vector form; for row vectors ``PE(t+k) = PE(t) @ R_k.T``. Block ``i`` acts on the pair
     ``(sin t ω_i, cos t ω_i)`` as ``[[cos k ω_i, sin k ω_i], [-sin k ω_i, cos k ω_i]]`` (the angle
     addition formulas). It depends on ``k`` only, not on ``t``: the relative-position property
-    Chapter 6 mentions after Fig. 6.23. Requires an even ``d_model``.
+    Chapter 6 mentions after Fig. 6.23. Requires an even ``d_model`` and a finite offset ``k``.
+
+    >>> bool(np.allclose(sinusoidal_shift_matrix(2, 4) @ sinusoidal_encoding(1, 4)[0],
+    ...                  sinusoidal_encoding(3, 4)[2]))
+    True
     """
+    k = check_real(k, "k")
     d_model = check_positive_int(d_model, "d_model")
     if d_model % 2:
         raise ValueError(f"d_model must be even for the block rotation, got {d_model}")
+    check_size((d_model, d_model), "sinusoidal_shift_matrix(d_model)")
     omega = rope_frequencies(d_model, base)
     c, s = np.cos(k * omega), np.sin(k * omega)
     R = np.zeros((d_model, d_model))
@@ -101,14 +110,18 @@ class LearnedPositionalEmbedding:
     (3, 4)
     """
 
-    def __init__(self, max_len: int, d_model: int, *, rng: np.random.Generator | None = None,
-                 std: float = 0.02, dtype: type = np.float64) -> None:
+    def __init__(self, max_len: int, d_model: int, *,
+                 rng: np.random.Generator | int | None = None, std: float = 0.02,
+                 dtype: DTypeLike = np.float64) -> None:
         self.max_len = check_positive_int(max_len, "max_len")
         self.d_model = check_positive_int(d_model, "d_model")
-        rng = np.random.default_rng() if rng is None else rng
+        check_size((self.max_len, self.d_model), "LearnedPositionalEmbedding(max_len, d_model)")
+        std = check_real(std, "std", lo=0.0)
+        dtype = check_float_dtype(dtype)
+        rng = as_generator(rng)
         self.table = (std * rng.standard_normal((self.max_len, self.d_model))).astype(dtype)
 
-    def _positions(self, positions: int | object) -> np.ndarray:
+    def _positions(self, positions: int | ArrayLike) -> NDArray[np.int64]:
         if isinstance(positions, (int, np.integer)) and not isinstance(positions, bool):
             T = check_positive_int(positions, "positions (a length T)")
             if T > self.max_len:
@@ -117,11 +130,11 @@ class LearnedPositionalEmbedding:
             return np.arange(T)
         return as_index_array(positions, "positions", upper=self.max_len)
 
-    def __call__(self, positions: int | object) -> np.ndarray:
+    def __call__(self, positions: int | ArrayLike) -> NDArray[np.floating]:
         """Rows of the table: an int ``T`` gives ``(T, d_model)``; an index array ``(...)`` gives ``(..., d_model)``."""
         return self.table[self._positions(positions)]
 
-    def backward(self, positions: int | object, grad_output: object) -> np.ndarray:
+    def backward(self, positions: int | ArrayLike, grad_output: ArrayLike) -> NDArray[np.floating]:
         """Gradient of a loss w.r.t. ``table`` given ``dL/d(output)`` of shape ``(..., d_model)`` (scatter-add)."""
         pos = self._positions(positions)
         g = as_float_array(grad_output, "grad_output")
@@ -135,17 +148,19 @@ class LearnedPositionalEmbedding:
         return self.table.size
 
 
-def _rope_angles(T: int, d: int, positions: object, base: float) -> np.ndarray:
+def _rope_angles(T: int, d: int, positions: ArrayLike | None, base: float) -> NDArray[np.float64]:
     if positions is None:
         pos = np.arange(T, dtype=np.float64)
     else:
         pos = as_float_array(positions, "positions")
         if pos.ndim == 0 or pos.shape[-1] != T:
-            raise ValueError(f"positions must have shape (..., T) with T={T}, got {pos.shape}")
+            raise ValueError(f"positions must have shape (..., T) with T={T} (the length axis of x), "
+                             f"got {pos.shape}")
     return pos[..., :, None] * rope_frequencies(d, base)  # (..., T, d/2)
 
 
-def apply_rope(x: object, positions: object = None, base: float = 10000.0) -> np.ndarray:
+def apply_rope(x: ArrayLike, positions: ArrayLike | None = None, base: float = 10000.0
+               ) -> NDArray[np.floating]:
     """Rotary position embedding of ``x (..., T, d)`` (Fig. 6.27; formulation paper §5.3.2).
 
     Each consecutive pair ``(x[t, 2i], x[t, 2i+1])`` is rotated by the angle ``p_t θ_i`` with
@@ -177,17 +192,24 @@ def apply_rope(x: object, positions: object = None, base: float = 10000.0) -> np
     return out
 
 
-def rope_rotation_matrix(position: float, d: int, base: float = 10000.0) -> np.ndarray:
+def rope_rotation_matrix(position: float, d: int, base: float = 10000.0) -> NDArray[np.float64]:
     """Block-diagonal rotation ``R_p`` (``(d, d)``) used by :func:`apply_rope` at position ``p``.
 
     Column-vector form: ``apply_rope(x)[t] == R_{p_t} @ x[t]`` (row form ``x[t] @ R.T``).
     ``R_p`` is orthogonal and ``R_p.T @ R_s = R_{s-p}``, which is why RoPE scores depend only on
-    the offset between query and key positions.
+    the offset between query and key positions. ``position`` must be finite (a NaN or infinite
+    angle has no rotation).
+
+    >>> bool(np.allclose(rope_rotation_matrix(1, 4).T @ rope_rotation_matrix(3, 4),
+    ...                  rope_rotation_matrix(2, 4)))
+    True
     """
+    position = check_real(position, "position")
     d = check_positive_int(d, "d")
     if d % 2:
         raise ValueError(f"d must be even for RoPE, got {d}")
-    ang = float(position) * rope_frequencies(d, base)
+    check_size((d, d), "rope_rotation_matrix(d)")
+    ang = position * rope_frequencies(d, base)
     c, s = np.cos(ang), np.sin(ang)
     R = np.zeros((d, d))
     idx = np.arange(0, d, 2)

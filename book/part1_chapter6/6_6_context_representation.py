@@ -270,7 +270,7 @@ checks = {
         [max(a[2] for a in pl) < 0.1 for _, pl in runs.values()],
     f"layer 1 already: weight > 0.3 on word 19 '{RUNNING_EXAMPLE[18]}'":
         [pl[0][18] > 0.3 for _, pl in runs.values()],
-    f"layer 1: weight < 0.1 on word 19":
+    "layer 1: weight < 0.1 on word 19":
         [pl[0][18] < 0.1 for _, pl in runs.values()],
 }
 for claim, ok in checks.items():

@@ -17,8 +17,9 @@ the batch shape ``...`` is whatever the first call used.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
-from nextword._validate import check_positive_int
+from nextword._validate import MAX_ELEMENTS, as_float_array, check_positive_int, check_size
 
 __all__ = ["LayerKVCache", "KVCache"]
 
@@ -28,18 +29,25 @@ class LayerKVCache:
 
     def __init__(self, capacity: int = 64) -> None:
         self._capacity = check_positive_int(capacity, "capacity")
+        if self._capacity > MAX_ELEMENTS:
+            raise ValueError(f"capacity must be <= {MAX_ELEMENTS} positions, got {self._capacity}")
         self._k: np.ndarray | None = None
         self._v: np.ndarray | None = None
         self.length = 0
 
-    def append(self, k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Append ``k (..., h, T, dk)`` and ``v (..., h, T, dv)``; return all keys/values so far (views)."""
+    def append(self, k: ArrayLike, v: ArrayLike) -> tuple[NDArray[np.floating], NDArray[np.floating]]:
+        """Append ``k (..., h, T, dk)`` and ``v (..., h, T, dv)`` (finite floats of one dtype);
+        return all keys/values so far (views)."""
+        k, v = as_float_array(k, "k"), as_float_array(v, "v")
+        if k.dtype != v.dtype:
+            raise TypeError(f"k and v must share one float dtype, got {k.dtype} and {v.dtype}")
         if k.ndim < 2 or v.ndim != k.ndim or k.shape[:-1] != v.shape[:-1]:
             raise ValueError(f"k and v must have shapes (..., h, T, dk) and (..., h, T, dv), "
                              f"got {k.shape} and {v.shape}")
         T = k.shape[-2]
         if self._k is None:
             cap = max(self._capacity, T)
+            check_size(k.shape[:-2] + (cap, k.shape[-1] + v.shape[-1]), "LayerKVCache(capacity)")
             self._k = np.empty(k.shape[:-2] + (cap, k.shape[-1]), dtype=k.dtype)  # (..., h, cap, dk)
             self._v = np.empty(v.shape[:-2] + (cap, v.shape[-1]), dtype=v.dtype)  # (..., h, cap, dv)
         elif k.shape[:-2] != self._k.shape[:-2] or k.shape[-1] != self._k.shape[-1]:
@@ -57,6 +65,7 @@ class LayerKVCache:
 
     def truncate(self, length: int) -> None:
         """Forget every position ``>= length`` (keys there will be overwritten by later appends)."""
+        length = check_positive_int(length, "length", minimum=0)
         if not 0 <= length <= self.length:
             raise ValueError(f"length must be in [0, {self.length}], got {length}")
         self.length = int(length)
@@ -78,6 +87,7 @@ class KVCache:
 
     def __init__(self, num_layers: int, capacity: int = 64) -> None:
         num_layers = check_positive_int(num_layers, "num_layers")
+        check_size((num_layers,), "KVCache(num_layers)", limit=2**16)
         self.layers = [LayerKVCache(capacity) for _ in range(num_layers)]
 
     @property
@@ -86,6 +96,7 @@ class KVCache:
 
     def truncate(self, length: int) -> None:
         """Keep only the first ``length`` positions in every layer."""
+        length = check_positive_int(length, "length", minimum=0)
         for layer in self.layers:
             layer.truncate(length)
 

@@ -36,7 +36,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
+from nextword._validate import (
+    MAX_ELEMENTS, as_generator, as_index_array, check_positive_int, check_real, check_size,
+)
 from nextword.data.synthetic import IIDSource, MarkovSource, markov_source, sticky_markov_chain, STICKY_RULES
 
 __all__ = [
@@ -165,7 +169,11 @@ def read_data_text(path: str | Path, *, sha256: str | None = None) -> str:
                 f"{path} has sha256 {digest}, expected {sha256}: the file is damaged or is another "
                 "text; replace it, or load your own text by path (load_corpus(path)) instead of by name"
             )
-    return raw.decode("utf-8")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not UTF-8 text (byte {exc.start}: {exc.reason}); "
+                         "re-encode it, e.g. with iconv -t UTF-8") from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -194,10 +202,24 @@ class Corpus:
         return f"Corpus({self.name!r}, {sizes}, source={str(self.source)!r})"
 
 
+def _read_utf8(path: Path) -> str:
+    """The text of ``path``; a file that is not UTF-8 is a ``ValueError`` naming the file."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not UTF-8 text (byte {exc.start}: {exc.reason}); "
+                         "re-encode it, e.g. with iconv -t UTF-8") from None
+
+
+def _as_path(value: str | os.PathLike, name: str) -> Path:
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a str or a path, got {type(value).__name__}")
+    return Path(value).expanduser()
+
+
 def _split_text(name: str, text: str, source: Path, val_fraction: float) -> Corpus:
     """First ``1 - val_fraction`` of the characters → train, the rest → val (nanoGPT's split)."""
-    if not 0.0 < val_fraction < 1.0:
-        raise ValueError(f"val_fraction must lie in (0, 1), got {val_fraction}")
+    val_fraction = check_real(val_fraction, "val_fraction", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     n = int(len(text) * (1.0 - val_fraction))
     return Corpus(name, text[:n], text[n:], None, source)
 
@@ -213,7 +235,7 @@ def read_wikitext2(directory: str | Path) -> Corpus:
     -------
     >>> c = read_wikitext2(Path(__file__).parent.parent / "tests" / "fixtures")  # doctest: +SKIP
     """
-    directory = Path(directory).expanduser()
+    directory = _as_path(directory, "directory")
     if not (directory / WIKITEXT2_FILES["train"]).exists() and (directory / "wikitext-2-raw").is_dir():
         directory = directory / "wikitext-2-raw"
     missing = [f for f in WIKITEXT2_FILES.values() if not (directory / f).is_file()]
@@ -222,7 +244,7 @@ def read_wikitext2(directory: str | Path) -> Corpus:
             f"WikiText-2 directory {directory} lacks {', '.join(missing)}; expected wiki.train.raw, "
             "wiki.valid.raw and wiki.test.raw (see nextword.data's docstring for how to fetch them)"
         )
-    parts = {k: (directory / f).read_text(encoding="utf-8") for k, f in WIKITEXT2_FILES.items()}
+    parts = {k: _read_utf8(directory / f) for k, f in WIKITEXT2_FILES.items()}
     return Corpus("wikitext2", parts["train"], parts["val"], parts["test"], directory)
 
 
@@ -242,10 +264,15 @@ def load_corpus(name: str | Path, *, root: str | Path | None = None, val_fractio
     val_fraction:
         Fraction of characters held out for validation when the corpus has no fixed split.
 
+    Files must be UTF-8 (anything else is a ``ValueError`` naming the file).
+
     >>> c = load_corpus("shakespeare")
     >>> c.train[:14], len(c.train), len(c.val)
     ('First Citizen:', 1003854, 111540)
     """
+    name_path = _as_path(name, "name")
+    root = None if root is None else _as_path(root, "root")
+    check_real(val_fraction, "val_fraction", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     if isinstance(name, str) and name in ("shakespeare", "tinyshakespeare"):
         if root is not None:
             path, sha256 = Path(root).expanduser() / "input.txt", None
@@ -259,31 +286,36 @@ def load_corpus(name: str | Path, *, root: str | Path | None = None, val_fractio
         if root is not None:
             return read_wikitext2(root)
         return read_wikitext2(data_dir("wikitext-2-raw/wiki.train.raw") / "wikitext-2-raw")
-    path = Path(name).expanduser()
+    path = name_path
+    if root is not None:
+        raise ValueError(f"root is only used with name='shakespeare' or 'wikitext2', got name={str(name)!r}")
     if path.is_dir():
         return read_wikitext2(path)
     if path.is_file():
-        return _split_text(path.stem, path.read_text(encoding="utf-8"), path, val_fraction)
-    raise ValueError(f"unknown corpus {str(name)!r}: expected 'shakespeare', 'wikitext2', or an existing path")
+        return _split_text(path.stem, _read_utf8(path), path, val_fraction)
+    raise ValueError(f"unknown corpus name {str(name)!r}: expected 'shakespeare', 'wikitext2', "
+                     "or an existing path")
 
 
 # --------------------------------------------------------------------------------------------
 # Batching
 # --------------------------------------------------------------------------------------------
 def batches(
-    ids: np.ndarray | list[int],
+    ids: ArrayLike,
     batch_size: int,
     block_size: int,
-    rng: np.random.Generator,
+    rng: np.random.Generator | int,
     *,
     num_batches: int | None = None,
-) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
     """Random training batches ``(x, y)`` of shape ``(batch_size, block_size)``, ``y`` = ``x`` shifted by one.
 
     Each row starts at an offset drawn uniformly from ``[0, len(ids) - block_size - 1]``, so
     ``y[b, t] = ids[o_b + t + 1]`` is the next token after ``x[b, t] = ids[o_b + t]`` — the
     autoregressive targets of the formulation paper's factorisation p(x) = Π_t p(x_t | x_<t).
-    Yields ``num_batches`` batches (forever if ``None``; use ``itertools.islice``).
+    Yields ``num_batches`` batches (forever if ``None``; use ``itertools.islice``). ``rng`` is a
+    ``numpy.random.Generator`` or an int seed. The arguments are checked on the call, before the
+    first batch is asked for.
 
     Example
     -------
@@ -291,19 +323,24 @@ def batches(
     >>> x.shape, bool((y == x + 1).all())
     ((2, 3), True)
     """
-    arr = np.asarray(ids)
-    if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
-        raise ValueError(f"ids must be a 1-D integer array (T,), got shape {arr.shape} dtype {arr.dtype}")
-    for nm, v in (("batch_size", batch_size), ("block_size", block_size)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{nm} must be a positive int, got {v!r}")
+    if ids is None or isinstance(ids, (str, bytes)):
+        raise TypeError(f"ids must be a 1-D integer array (T,), got {type(ids).__name__}")
+    arr = as_index_array(ids, "ids")
+    if arr.ndim != 1:
+        raise ValueError(f"ids must be a 1-D integer array (T,), got shape {arr.shape}")
+    batch_size = check_positive_int(batch_size, "batch_size")
+    block_size = check_positive_int(block_size, "block_size")
+    check_size((batch_size, block_size + 1), "batches(batch_size, block_size)", limit=MAX_ELEMENTS // 8)
     if arr.shape[0] < block_size + 1:
         raise ValueError(f"ids has {arr.shape[0]} tokens; need at least block_size + 1 = {block_size + 1}")
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-    if num_batches is not None and num_batches < 0:
-        raise ValueError(f"num_batches must be >= 0 or None, got {num_batches}")
-    arr = arr.astype(np.int64, copy=False)
+    rng = as_generator(rng, required=True)
+    if num_batches is not None:
+        num_batches = check_positive_int(num_batches, "num_batches", minimum=0)
+    return _batches(arr, batch_size, block_size, rng, num_batches)
+
+
+def _batches(arr: NDArray[np.int64], batch_size: int, block_size: int, rng: np.random.Generator,
+             num_batches: int | None) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
     window = np.arange(block_size + 1)  # (T + 1,)
     k = 0
     while num_batches is None or k < num_batches:

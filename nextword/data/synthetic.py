@@ -25,32 +25,46 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from nextword._validate import (
+    MAX_ELEMENTS, as_float_array, as_generator, check_choice, check_positive_int, check_real,
+    check_size,
+)
 
 __all__ = ["IIDSource", "MarkovSource", "markov_source", "sticky_markov_chain", "STICKY_RULES", "entropy"]
 
 _LN2 = float(np.log(2.0))
 
 
-def entropy(p: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Shannon entropy in nats along ``axis`` (``0 ln 0 = 0``). Shape: ``p`` without ``axis``."""
-    p = np.asarray(p, dtype=np.float64)
+def entropy(p: ArrayLike, axis: int = -1) -> NDArray[np.float64]:
+    """Shannon entropy in nats along ``axis`` (``0 ln 0 = 0``). Shape: ``p`` without ``axis``.
+
+    ``p`` holds finite, non-negative weights (normalisation is the caller's; a probability vector
+    gives ``H(p)``) with a non-empty ``axis``.
+
+    >>> round(float(entropy([0.5, 0.5])), 6)
+    0.693147
+    """
+    p = as_float_array(p, "p", min_ndim=1).astype(np.float64)
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)) or not -p.ndim <= axis < p.ndim:
+        raise ValueError(f"axis must be an integer in [-{p.ndim}, {p.ndim}) for p of shape {p.shape}, got {axis!r}")
+    if p.shape[axis] == 0:
+        raise ValueError(f"p must have a non-empty axis {axis}, got shape {p.shape}")
+    if (p < 0).any():
+        raise ValueError("p must be non-negative (probabilities)")
     logp = np.log(np.where(p > 0, p, 1.0))
     return -(p * logp).sum(axis=axis)
 
 
-def _check_rng(rng: object) -> None:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+def _check_length(length: int) -> int:
+    length = check_positive_int(length, "length", minimum=0)
+    check_size((length,), "sample(length)", limit=MAX_ELEMENTS // 8)
+    return length
 
 
-def _check_length(length: object) -> int:
-    if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length < 0:
-        raise ValueError(f"length must be a non-negative int, got {length!r}")
-    return int(length)
-
-
-def _check_distributions(p: np.ndarray, name: str) -> np.ndarray:
-    p = np.asarray(p, dtype=np.float64)
+def _check_distributions(p: ArrayLike, name: str) -> NDArray[np.float64]:
+    p = as_float_array(p, name, finite=False).astype(np.float64)
     if p.ndim < 1 or p.shape[-1] < 1:
         raise ValueError(f"{name} must have a non-empty last axis, got shape {p.shape}")
     if not np.isfinite(p).all() or (p < 0).any():
@@ -83,9 +97,9 @@ class IIDSource:
     def entropy_rate_bits(self) -> float:
         return self.entropy_rate() / _LN2
 
-    def sample(self, length: int, rng: np.random.Generator) -> np.ndarray:
-        """``length`` i.i.d. symbols, shape ``(length,)`` int64."""
-        _check_rng(rng)
+    def sample(self, length: int, rng: np.random.Generator | int) -> NDArray[np.int64]:
+        """``length`` i.i.d. symbols, shape ``(length,)`` int64 (``rng``: a Generator or an int seed)."""
+        rng = as_generator(rng, required=True)
         return rng.choice(self.num_symbols, size=_check_length(length), p=self.probs).astype(np.int64)
 
 
@@ -102,6 +116,8 @@ class MarkovSource:
     _pi: list = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.description, str):
+            raise TypeError(f"description must be a str, got {type(self.description).__name__}")
         t = _check_distributions(self.transition, "transition")
         m = t.shape[-1]
         if any(s != m for s in t.shape):
@@ -151,9 +167,10 @@ class MarkovSource:
     def entropy_rate_bits(self) -> float:
         return self.entropy_rate() / _LN2
 
-    def sample(self, length: int, rng: np.random.Generator) -> np.ndarray:
-        """A stationary sample path, shape ``(length,)`` int64 (first k symbols drawn from π)."""
-        _check_rng(rng)
+    def sample(self, length: int, rng: np.random.Generator | int) -> NDArray[np.int64]:
+        """A stationary sample path, shape ``(length,)`` int64 (first k symbols drawn from π;
+        ``rng``: a Generator or an int seed)."""
+        rng = as_generator(rng, required=True)
         length = _check_length(length)
         m, k = self.num_symbols, self.order
         out = np.empty(length, dtype=np.int64)
@@ -178,13 +195,20 @@ class MarkovSource:
         return out
 
 
-def markov_source(num_symbols: int, order: int, rng: np.random.Generator, *, concentration: float = 1.0) -> MarkovSource:
-    """A random Markov source: each conditional row ~ Dirichlet(concentration · 1)."""
-    _check_rng(rng)
-    if num_symbols < 1 or order < 0:
-        raise ValueError(f"need num_symbols >= 1 and order >= 0, got {num_symbols}, {order}")
-    if concentration <= 0:
-        raise ValueError(f"concentration must be > 0, got {concentration}")
+def markov_source(num_symbols: int, order: int, rng: np.random.Generator | int, *,
+                  concentration: float = 1.0) -> MarkovSource:
+    """A random Markov source: each conditional row ~ Dirichlet(concentration · 1).
+
+    ``concentration`` finite and > 0 (very small values underflow: rows with NaN are refused).
+    """
+    rng = as_generator(rng, required=True)
+    num_symbols = check_positive_int(num_symbols, "num_symbols")
+    order = check_positive_int(order, "order", minimum=0)
+    concentration = check_real(concentration, "concentration", lo=0.0, lo_open=True)
+    if order * np.log(num_symbols) > np.log(MAX_ELEMENTS):
+        raise ValueError(f"markov_source would allocate num_symbols^(order + 1) = {num_symbols}^{order + 1} "
+                         "transition entries; use a smaller num_symbols or order")
+    check_size((num_symbols,) * (order + 1), "markov_source(num_symbols, order)")
     t = rng.dirichlet(np.full(num_symbols, float(concentration)), size=num_symbols**order)
     return MarkovSource(t.reshape((num_symbols,) * (order + 1)),
                        f"random order-{order} chain, Dirichlet({concentration})")
@@ -203,7 +227,7 @@ STICKY_RULES: dict[str, str] = {
 def sticky_markov_chain(
     num_states: int,
     stay_prob: float,
-    rng: np.random.Generator | None = None,
+    rng: np.random.Generator | int | None = None,
     *,
     rule: str = "uniform_others",
 ) -> MarkovSource:
@@ -222,12 +246,10 @@ def sticky_markov_chain(
     >>> src.transition[0].round(4).tolist()
     [0.6667, 0.1667, 0.1667]
     """
-    if isinstance(num_states, bool) or not isinstance(num_states, (int, np.integer)) or num_states < 2:
-        raise ValueError(f"num_states must be an int >= 2, got {num_states!r}")
-    if not 0.0 <= stay_prob <= 1.0:
-        raise ValueError(f"stay_prob must lie in [0, 1], got {stay_prob}")
-    if rule not in STICKY_RULES:
-        raise ValueError(f"rule must be one of {sorted(STICKY_RULES)}, got {rule!r}")
+    num_states = check_positive_int(num_states, "num_states", minimum=2)
+    check_size((num_states, num_states), "sticky_markov_chain(num_states)")
+    stay_prob = check_real(stay_prob, "stay_prob", lo=0.0, hi=1.0)
+    check_choice(rule, "rule", sorted(STICKY_RULES))
     n, s = int(num_states), float(stay_prob)
     i, j = np.indices((n, n))
     d = np.minimum(np.abs(i - j), n - np.abs(i - j)).astype(np.float64)  # (n, n) circular distance
@@ -244,7 +266,7 @@ def sticky_markov_chain(
     else:
         if rng is None:
             raise ValueError("rule='dirichlet' needs rng")
-        _check_rng(rng)
+        rng = as_generator(rng)
         w = np.zeros((n, n))
         w[off] = rng.dirichlet(np.ones(n - 1), size=n).reshape(-1)
     t = (1 - s) * w / w.sum(axis=1, keepdims=True) + s * np.eye(n)

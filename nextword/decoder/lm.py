@@ -23,8 +23,12 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal, Mapping, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
-from nextword._validate import as_float_array, as_index_array, check_positive_int
+from nextword._validate import (
+    as_float_array, as_generator, as_index_array, as_token_list, check_choice, check_flag,
+    check_positive_int, check_real, check_size,
+)
 from nextword.embedding import embed
 from nextword.attention.kv_cache import KVCache
 from nextword.decoder.layers import TransformerBlock, layer_norm, rms_norm
@@ -65,8 +69,16 @@ class DecoderConfig:
         choices = {"positional": ("sinusoidal", "learned", "rope", "none"), "norm": ("layer", "rms"),
                    "activation": ("gelu", "gelu_tanh", "relu"), "dtype": ("float64", "float32")}
         for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+            check_choice(getattr(self, name), name, allowed)
+        for name in ("pre_norm", "causal", "residual", "tie_embeddings"):
+            check_flag(getattr(self, name), name)
+        check_real(self.eps, "eps", lo=0.0, lo_open=True)
+        check_real(self.emb_std, "emb_std", lo=0.0)
+        check_real(self.rope_base, "rope_base", lo=1.0, lo_open=True)
+        check_size((self.vocab_size, self.d_model), "DecoderConfig(vocab_size, d_model)")
+        check_size((self.d_model, self.ff_dim), "DecoderConfig(d_model, d_ff)")
+        if self.positional == "learned":
+            check_size((self.max_len, self.d_model), "DecoderConfig(max_len, d_model)")
         if self.positional == "rope" and (self.d_model // self.num_heads) % 2:
             raise ValueError("positional='rope' needs an even head dimension d_model/num_heads")
 
@@ -85,11 +97,11 @@ class DecoderLM:
     call :meth:`reset_cache` (or use :meth:`load_parameters`, which does it).
     """
 
-    def __init__(self, config: DecoderConfig, *, rng: np.random.Generator | None = None) -> None:
+    def __init__(self, config: DecoderConfig, *, rng: np.random.Generator | int | None = None) -> None:
         if not isinstance(config, DecoderConfig):
             raise TypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
         self.config = c = config
-        rng = np.random.default_rng() if rng is None else rng
+        rng = as_generator(rng)
         dtype = np.dtype(c.dtype)
         self.tok_emb = (c.emb_std * rng.standard_normal((c.vocab_size, c.d_model))).astype(dtype)
         self.pos_emb = ((c.emb_std * rng.standard_normal((c.max_len, c.d_model))).astype(dtype)
@@ -127,17 +139,23 @@ class DecoderLM:
     def num_parameters(self) -> int:
         return sum(a.size for a in self.parameters().values())
 
-    def load_parameters(self, params: Mapping[str, object], *, strict: bool = True) -> None:
-        """Copy arrays into the model by name (shapes must match; ``strict`` requires every name)."""
+    def load_parameters(self, params: Mapping[str, ArrayLike], *, strict: bool = True) -> None:
+        """Copy arrays into the model by name (shapes must match, entries finite; ``strict``
+        requires every name). Nothing is copied unless every array passes the checks."""
+        if not isinstance(params, Mapping):
+            raise TypeError(f"params must be a mapping from parameter names to arrays, got {type(params).__name__}")
         own = self.parameters()
         unknown = sorted(set(params) - set(own))
         missing = sorted(set(own) - set(params))
         if unknown or (strict and missing):
             raise ValueError(f"parameter names do not match: unknown {unknown}, missing {missing}")
+        checked = {}
         for name, value in params.items():
-            arr = as_float_array(np.asarray(value), name)
+            arr = as_float_array(value, f"params[{name!r}]")
             if arr.shape != own[name].shape:
-                raise ValueError(f"{name} must have shape {own[name].shape}, got {arr.shape}")
+                raise ValueError(f"params[{name!r}] must have shape {own[name].shape}, got {arr.shape}")
+            checked[name] = arr
+        for name, arr in checked.items():
             own[name][...] = arr
         self.reset_cache()
 
@@ -151,13 +169,13 @@ class DecoderLM:
                                  "learned positional table")
             return x + self.pos_emb[start:start + T]
         if c.positional == "sinusoidal":
-            if start + T > self._pe.shape[0]:
-                n = max(start + T, c.max_len, 2 * self._pe.shape[0])
+            if start + T > self._pe.shape[0]:  # built lazily: rows do not depend on the table length
+                n = max(start + T, min(c.max_len, max(64, 2 * self._pe.shape[0])))
                 self._pe = sinusoidal_encoding(n, c.d_model).astype(x.dtype)
             return x + self._pe[start:start + T]
         return x  # "rope" acts inside attention; "none" adds nothing
 
-    def _head_mask(self, head_mask: object) -> np.ndarray | None:
+    def _head_mask(self, head_mask: ArrayLike | None) -> NDArray[np.floating] | None:
         if head_mask is None:
             return None
         hm = as_float_array(head_mask, "head_mask", ndim=2)
@@ -166,7 +184,7 @@ class DecoderLM:
             raise ValueError(f"head_mask must have shape (num_layers, num_heads) = {want}, got {hm.shape}")
         return hm
 
-    def _forward(self, tokens: object, cache: KVCache | None, head_mask: object,
+    def _forward(self, tokens: ArrayLike, cache: KVCache | None, head_mask: ArrayLike | None,
                  return_weights: bool) -> Any:
         c = self.config
         ids = as_index_array(tokens, "tokens", upper=c.vocab_size)
@@ -187,8 +205,8 @@ class DecoderLM:
         logits = x @ (self.tok_emb.T if self.W_U is None else self.W_U)  # (..., T, V)
         return (logits, weights) if return_weights else logits
 
-    def logits(self, tokens: object, *, head_mask: object = None, return_weights: bool = False
-               ) -> np.ndarray | tuple[np.ndarray, list[np.ndarray]]:
+    def logits(self, tokens: ArrayLike, *, head_mask: ArrayLike | None = None, return_weights: bool = False
+               ) -> NDArray[np.floating] | tuple[NDArray[np.floating], list[NDArray[np.floating]]]:
         """Next-token logits ``(..., T, vocab_size)`` for ``tokens (..., T)`` (integer ids).
 
         ``head_mask (num_layers, num_heads)`` scales each head's output (0 = ablated).
@@ -202,7 +220,8 @@ class DecoderLM:
         """An empty :class:`~nextword.attention.kv_cache.KVCache` for :meth:`logits_cached`."""
         return KVCache(self.config.num_layers, capacity=self.config.max_len)
 
-    def logits_cached(self, tokens: object, cache: KVCache, *, head_mask: object = None) -> np.ndarray:
+    def logits_cached(self, tokens: ArrayLike, cache: KVCache, *, head_mask: ArrayLike | None = None
+                      ) -> NDArray[np.floating]:
         """Logits ``(..., T_new, V)`` of ``tokens (..., T_new)`` that follow the ``cache.length``
         cached positions; the cache is extended. Equals the corresponding rows of
         ``logits(all_tokens)``. Needs ``causal=True`` (without the mask, earlier positions
@@ -219,13 +238,13 @@ class DecoderLM:
         self._cache: KVCache | None = None
         self._cached_tokens: list[int] = []
 
-    def next_logits(self, prefix: Sequence[int]) -> np.ndarray:
+    def next_logits(self, prefix: Sequence[int] | NDArray[np.integer]) -> NDArray[np.floating]:
         """Logits ``(vocab_size,)`` of the token that follows ``prefix`` (a non-empty list of ids).
 
         Reuses the cached keys/values of the longest common beginning with the previous call's
         prefix and computes only the rest (for a non-causal model it recomputes everything).
         """
-        ids = as_index_array(list(prefix) if not isinstance(prefix, np.ndarray) else prefix,
+        ids = as_index_array(prefix if isinstance(prefix, np.ndarray) else as_token_list(prefix, "prefix"),
                              "prefix", upper=self.config.vocab_size)
         if ids.ndim != 1 or ids.size == 0:
             raise ValueError(f"prefix must be a non-empty 1-D sequence of token ids, got shape {ids.shape}")

@@ -61,6 +61,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from nextword._validate import as_token_list, check_positive_int, check_real, check_size
 from nextword.decoding.filters import (  # the filters are part of this module's public API
     check_count,
     check_logits,
@@ -100,8 +101,15 @@ MAX_EXHAUSTIVE = 2_000_000
 
 
 # --------------------------------------------------------------------------- validation
+def _exceeds(base: int, exponent: int, limit: int) -> bool:
+    """``base ** exponent > limit`` without forming a huge integer (``limit < 2**64``)."""
+    return base > 1 and (exponent >= 64 or base**exponent > limit)
+
+
 def _model_logits(next_logits: NextLogits, prefix: list[int], vocab_size: int | None) -> np.ndarray:
     """Call the model and check it returned a valid ``(V,)`` vector."""
+    if not callable(next_logits):
+        raise TypeError(f"next_logits must be a callable prefix -> logits (V,), got {type(next_logits).__name__}")
     z = check_logits(np.asarray(next_logits(list(prefix))), "next_logits(prefix)")
     if z.ndim != 1:
         raise ValueError(f"next_logits(prefix) must return shape (V,), got {z.shape}")
@@ -112,15 +120,13 @@ def _model_logits(next_logits: NextLogits, prefix: list[int], vocab_size: int | 
     return z
 
 
-def _check_prompt(prompt: Sequence[int]) -> list[int]:
-    out = []
-    for i, t in enumerate(prompt):
-        if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, np.integer)):
-            raise TypeError(f"prompt[{i}] must be an integer token id, got {t!r}")
-        if t < 0:
-            raise ValueError(f"prompt[{i}] must be a token id >= 0, got {t}")
-        out.append(int(t))
-    return out
+def _check_prompt(prompt: Sequence[int], name: str = "prompt") -> list[int]:
+    return as_token_list(prompt, name)
+
+
+def _check_id(token: int | None, name: str) -> int | None:
+    """An optional special token id (``eos_id``, ``pad_id``): ``None`` or an int ``>= 0``."""
+    return None if token is None else check_positive_int(token, name, minimum=0)
 
 
 def _check_rng(rng: object) -> np.random.Generator:
@@ -136,6 +142,7 @@ def _check_rng(rng: object) -> np.random.Generator:
 def _autoregress(next_logits: NextLogits, seq: list[int], n: int,
                  choose: Callable[[np.ndarray], int], eos_id: int | None) -> list[int]:
     """The loop shared by greedy and sampling: append ``choose(logits)`` ``n`` times, stop after EOS."""
+    check_size((n,), "max_new_tokens")
     V = None
     for _ in range(n):
         z = _model_logits(next_logits, seq, V)  # (V,)
@@ -161,6 +168,7 @@ def greedy(
     """
     seq = _check_prompt(prompt)
     n = check_count(max_new_tokens, "max_new_tokens", 0)
+    eos_id = _check_id(eos_id, "eos_id")
     return _autoregress(next_logits, seq, n, lambda z: int(np.argmax(z)), eos_id)
 
 
@@ -184,9 +192,11 @@ def exhaustive_search(
     """
     seq0 = _check_prompt(prompt)
     n = check_count(length, "length", 0)
+    eos_id = _check_id(eos_id, "eos_id")
+    vocab_size = None if vocab_size is None else check_count(vocab_size, "vocab_size", 1)
     z0 = _model_logits(next_logits, seq0, vocab_size)
     V = z0.shape[0]
-    if V**n > MAX_EXHAUSTIVE:
+    if _exceeds(V, n, MAX_EXHAUSTIVE):
         raise ValueError(
             f"exhaustive_search would enumerate V^length = {V}^{n} continuations "
             f"(> {MAX_EXHAUSTIVE}); use beam_search or a smaller problem"
@@ -243,16 +253,28 @@ def lookahead_search(
     windowed procedure beam search, and the two return different sequences in
     general (see ``book/ERRATA.md``). Within a window an EOS ends the branch
     (PAD follows with probability 1, §6.1). Ties go to the smallest tokens.
+
+    Each step scores up to ``min(top_k, V) * V^(window - 1)`` continuations; like
+    :func:`exhaustive_search`, more than ``MAX_EXHAUSTIVE`` is refused (a ``ValueError``
+    naming ``window``) before any search.
     """
     seq = _check_prompt(prompt)
     n = check_count(max_new_tokens, "max_new_tokens", 0)
     w = check_count(window, "window", 1)
     k = None if top_k is None else check_count(top_k, "top_k", 1)
+    eos_id = _check_id(eos_id, "eos_id")
+    check_size((n,), "max_new_tokens")
     n0 = len(seq)
     V = None
     while len(seq) - n0 < n:
         depth = min(w, n - (len(seq) - n0))
         z = _model_logits(next_logits, seq, V)
+        if V is None and _exceeds(z.shape[0], depth - 1, MAX_EXHAUSTIVE // min(k or z.shape[0], z.shape[0])):
+            raise ValueError(
+                f"lookahead_search would score top_k * V^(window - 1) = {min(k or z.shape[0], z.shape[0])}"
+                f" * {z.shape[0]}^{depth - 1} continuations per step (> {MAX_EXHAUSTIVE}); "
+                "use a smaller window or top_k"
+            )
         V = z.shape[0]
         lp0 = log_softmax_unchecked(z)
         firsts = np.argsort(-lp0, kind="stable")[: V if k is None else min(k, V)]  # (k,)
@@ -308,8 +330,9 @@ def beam_search(
     seq0 = _check_prompt(prompt)
     n = check_count(max_new_tokens, "max_new_tokens", 0)
     width = check_count(beam_width, "beam_width", 1)
-    if not np.isfinite(length_penalty):
-        raise ValueError(f"length_penalty must be finite, got {length_penalty!r}")
+    length_penalty = check_real(length_penalty, "length_penalty")
+    eos_id = _check_id(eos_id, "eos_id")
+    check_size((n, width), "max_new_tokens x beam_width")
 
     def final_score(score: float, n_new: int) -> float:
         return score / (max(n_new, 1) ** length_penalty)
@@ -450,7 +473,8 @@ def sequence_log_prob(
     probability 0 and the result is ``-inf``. Tokens after an EOS with no
     ``pad_id`` given are an error.
     """
-    seq = _check_prompt(tokens)
+    seq = _check_prompt(tokens, "tokens")
+    eos_id, pad_id = _check_id(eos_id, "eos_id"), _check_id(pad_id, "pad_id")
     if isinstance(start, (bool, np.bool_)) or not isinstance(start, (int, np.integer)):
         raise TypeError(f"start must be an integer, got {start!r}")
     if not 0 <= start <= len(seq):
@@ -475,8 +499,10 @@ def sequence_log_prob(
 
 def pad_to_length(tokens: Sequence[int], length: int, pad_id: int) -> list[int]:
     """Right-pad ``tokens`` with ``pad_id`` to ``length`` (the fixed-length form of §6.1)."""
-    seq = _check_prompt(tokens)
+    seq = _check_prompt(tokens, "tokens")
     length = check_count(length, "length", 0)
+    pad_id = check_positive_int(pad_id, "pad_id", minimum=0)
+    check_size((length,), "pad_to_length(length)")
     if len(seq) > length:
         raise ValueError(f"tokens has length {len(seq)} > length={length}")
     return seq + [int(pad_id)] * (length - len(seq))

@@ -35,13 +35,26 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from nextword._validate import (
+    MAX_ELEMENTS, as_float_array, as_generator, as_token_list, check_positive_int, check_real,
+    check_size,
+)
 
 __all__ = ["NGramLM", "random_table_model", "table_model"]
 
 
-def _as_token_array(seq: Sequence[int] | np.ndarray, vocab_size: int, name: str) -> np.ndarray:
+def _as_token_array(seq: Sequence[int] | np.ndarray, vocab_size: int, name: str) -> NDArray[np.int64]:
     """Validate a 1-D integer token sequence with ids in ``[0, vocab_size)``."""
-    arr = np.asarray(seq)
+    if seq is None or isinstance(seq, (str, bytes)) or not isinstance(seq, (Iterable, np.ndarray)):
+        raise TypeError(f"{name} must be a 1-D sequence of integer token ids, got {type(seq).__name__}")
+    if not hasattr(seq, "__len__"):
+        seq = list(seq)
+    try:
+        arr = np.asarray(seq)
+    except (ValueError, OverflowError):
+        raise ValueError(f"{name} must be a 1-D sequence of token ids, got a ragged nested list") from None
     if arr.ndim != 1:
         raise ValueError(f"{name} must be a 1-D sequence of token ids, got shape {arr.shape}")
     if arr.size == 0:
@@ -67,7 +80,9 @@ class NGramLM:
     Parameters
     ----------
     vocab_size : int
-        ``|V|`` >= 1; token ids are ``0 .. vocab_size - 1``.
+        ``|V|`` >= 1; token ids are ``0 .. vocab_size - 1``. Nothing of size ``V`` is allocated
+        until a call needs it; a call that would return more than ``MAX_ELEMENTS`` floats
+        (``next_logits`` of an unseen context with ``V = 10**9``) is refused by name.
     order : int
         ``n`` >= 1. ``order=1`` is a unigram model, ``order=2`` a bigram (Markov
         chain) model; the context is the last ``order - 1`` tokens.
@@ -82,15 +97,9 @@ class NGramLM:
     """
 
     def __init__(self, vocab_size: int, order: int, *, k: float = 1.0) -> None:
-        if not isinstance(vocab_size, (int, np.integer)) or vocab_size < 1:
-            raise ValueError(f"vocab_size must be an integer >= 1, got {vocab_size!r}")
-        if not isinstance(order, (int, np.integer)) or order < 1:
-            raise ValueError(f"order must be an integer >= 1, got {order!r}")
-        if not np.isfinite(k) or k < 0:
-            raise ValueError(f"k (add-k pseudo-count) must be finite and >= 0, got {k!r}")
-        self.vocab_size = int(vocab_size)
-        self.order = int(order)
-        self.k = float(k)
+        self.vocab_size = check_positive_int(vocab_size, "vocab_size")
+        self.order = check_positive_int(order, "order")
+        self.k = check_real(k, "k (add-k pseudo-count)", lo=0.0)
         self._counts: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, int]] = {}
         self._logits: dict[tuple[int, ...], np.ndarray] = {}
 
@@ -103,6 +112,9 @@ class NGramLM:
         Every position ``m`` of every sequence contributes one count of
         ``(f_{max(1, m-n+1):m-1}, f_m)``.
         """
+        if sequences is None or isinstance(sequences, (str, bytes)) or not hasattr(sequences, "__iter__"):
+            raise TypeError(f"sequences must be an iterable of token-id sequences or an integer array, "
+                            f"got {type(sequences).__name__}")
         if isinstance(sequences, np.ndarray):
             if sequences.ndim == 1:
                 sequences = [sequences]
@@ -148,7 +160,7 @@ class NGramLM:
             self._counts[ctx] = (ids, cs, int(cs.sum()))
         return self
 
-    def set_logits(self, context: Sequence[int], logits: np.ndarray) -> None:
+    def set_logits(self, context: Sequence[int], logits: ArrayLike) -> None:
         """Set the next-token logits ``(V,)`` for one context (length <= ``order - 1``)."""
         ctx = tuple(_as_token_array(context, self.vocab_size, "context").tolist())
         if len(ctx) > self.order - 1:
@@ -156,7 +168,7 @@ class NGramLM:
                 f"context has length {len(ctx)} but an order-{self.order} model uses at most "
                 f"{self.order - 1} tokens"
             )
-        z = np.asarray(logits, dtype=np.float64)
+        z = as_float_array(logits, "logits", finite=False).astype(np.float64)
         if z.shape != (self.vocab_size,):
             raise ValueError(f"logits must have shape ({self.vocab_size},), got {z.shape}")
         if np.isnan(z).any() or np.isposinf(z).any() or np.isneginf(z).all():
@@ -170,17 +182,18 @@ class NGramLM:
         toks = list(prefix)
         return tuple(int(t) for t in (toks[len(toks) - n1 :] if n1 > 0 else []))
 
-    def next_logits(self, prefix: Sequence[int]) -> np.ndarray:
+    def next_logits(self, prefix: Sequence[int]) -> NDArray[np.float64]:
         """Normalised next-token log-probabilities ``log pi(. | prefix)``, shape ``(V,)``.
 
         These are logits in the decoding sense (any additive constant is allowed);
         here they are already normalised, so ``exp`` sums to 1.
         """
-        prefix = _as_token_array(list(prefix), self.vocab_size, "prefix")
+        prefix = _as_token_array(prefix, self.vocab_size, "prefix")
         ctx = self.context_of(prefix.tolist())
         if ctx in self._logits:
             return _log_softmax(self._logits[ctx])
         V = self.vocab_size
+        check_size((V,), "NGramLM.next_logits: a dense (vocab_size,) vector", limit=MAX_ELEMENTS)
         if ctx not in self._counts:
             return np.full(V, -np.log(V))
         ids, cs, total = self._counts[ctx]
@@ -189,7 +202,7 @@ class NGramLM:
         with np.errstate(divide="ignore"):
             return np.log(counts + self.k) - np.log(total + self.k * V)
 
-    def next_probs(self, prefix: Sequence[int]) -> np.ndarray:
+    def next_probs(self, prefix: Sequence[int]) -> NDArray[np.float64]:
         """``pi(. | prefix)``, shape ``(V,)``, summing to 1."""
         return np.exp(self.next_logits(prefix))
 
@@ -197,18 +210,21 @@ class NGramLM:
 
     def log_prob(self, tokens: Sequence[int], start: int = 0) -> float:
         """``log pi(f_{start+1:T} | f_{1:start})``: the sum of Eq. (3.3) factors from ``start``."""
-        arr = _as_token_array(list(tokens), self.vocab_size, "tokens").tolist()
+        arr = _as_token_array(tokens, self.vocab_size, "tokens").tolist()
+        start = check_positive_int(start, "start", minimum=0)
         if not 0 <= start <= len(arr):
             raise ValueError(f"start must be in [0, {len(arr)}], got {start}")
         return float(sum(self.next_logits(arr[:m])[arr[m]] for m in range(start, len(arr))))
 
-    def sample(self, length: int, rng: np.random.Generator, prefix: Sequence[int] = ()) -> list[int]:
-        """Draw ``length`` tokens after ``prefix`` by ancestral sampling (exact, §6.3)."""
-        if not isinstance(rng, np.random.Generator):
-            raise TypeError("rng must be a numpy.random.Generator, e.g. np.random.default_rng(0)")
-        if length < 0:
-            raise ValueError(f"length must be >= 0, got {length}")
-        out = list(_as_token_array(list(prefix), self.vocab_size, "prefix").tolist())
+    def sample(self, length: int, rng: np.random.Generator | int, prefix: Sequence[int] = ()) -> list[int]:
+        """Draw ``length`` tokens after ``prefix`` by ancestral sampling (exact, §6.3).
+
+        ``rng``: a ``numpy.random.Generator`` or an int seed (required: no global random state).
+        """
+        rng = as_generator(rng, required=True)
+        length = check_positive_int(length, "length", minimum=0)
+        check_size((length,), "NGramLM.sample(length)", limit=MAX_ELEMENTS)
+        out = list(_as_token_array(prefix, self.vocab_size, "prefix").tolist())
         for _ in range(length):
             p = self.next_probs(out)
             out.append(int(rng.choice(self.vocab_size, p=p)))
@@ -219,10 +235,14 @@ class NGramLM:
         """All contexts with counts or explicit logits (sorted)."""
         return sorted(set(self._counts) | set(self._logits))
 
-    def counts(self, context: Sequence[int]) -> np.ndarray:
+    def counts(self, context: Sequence[int]) -> NDArray[np.int64]:
         """Raw counts ``count(context, v)`` for every ``v``, shape ``(V,)`` (zeros if unseen)."""
+        ctx = tuple(as_token_list(context, "context", upper=self.vocab_size))
+        if len(ctx) > self.order - 1:
+            raise ValueError(f"context has length {len(ctx)} but an order-{self.order} model uses at most "
+                             f"{self.order - 1} tokens")
+        check_size((self.vocab_size,), "NGramLM.counts: a dense (vocab_size,) vector", limit=MAX_ELEMENTS)
         out = np.zeros(self.vocab_size, dtype=np.int64)
-        ctx = tuple(int(t) for t in context)
         if ctx in self._counts:
             ids, cs, _ = self._counts[ctx]
             out[ids] = cs
@@ -238,7 +258,7 @@ class NGramLM:
 def random_table_model(
     vocab_size: int,
     order: int,
-    rng: np.random.Generator,
+    rng: np.random.Generator | int,
     temperature: float = 1.0,
 ) -> NGramLM:
     """A random order-``n`` table model: i.i.d. ``N(0, 1) / temperature`` logits per context.
@@ -252,11 +272,14 @@ def random_table_model(
     Example: ``random_table_model(4, 2, np.random.default_rng(0))`` is a random
     4-state Markov chain with a random initial distribution.
     """
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError("rng must be a numpy.random.Generator, e.g. np.random.default_rng(0)")
-    if not np.isfinite(temperature) or temperature <= 0:
-        raise ValueError(f"temperature must be finite and > 0, got {temperature!r}")
+    rng = as_generator(rng, required=True)
+    temperature = check_real(temperature, "temperature", lo=0.0, lo_open=True)
     lm = NGramLM(vocab_size, order, k=0.0)
+    if lm.vocab_size > 1 and lm.order * np.log(lm.vocab_size) > np.log(5_000_000):  # V^order alone too many
+        raise ValueError(
+            f"random_table_model would store V^order = {lm.vocab_size}^{lm.order} logits or more; "
+            "use a smaller vocab_size or order"
+        )
     n_ctx = sum(lm.vocab_size**j for j in range(lm.order))
     if n_ctx * lm.vocab_size > 5_000_000:
         raise ValueError(
@@ -269,7 +292,7 @@ def random_table_model(
     return lm
 
 
-def table_model(vocab_size: int, order: int, table: Mapping[tuple[int, ...], np.ndarray]) -> NGramLM:
+def table_model(vocab_size: int, order: int, table: Mapping[tuple[int, ...], ArrayLike]) -> NGramLM:
     """An :class:`NGramLM` from explicit ``{context tuple: (V,) logits}``; unlisted contexts are uniform.
 
     Example (greedy is not optimal, formulation paper §6.2)::
@@ -277,7 +300,12 @@ def table_model(vocab_size: int, order: int, table: Mapping[tuple[int, ...], np.
         table_model(3, 2, {(): np.log([.5, .4, .1]), (0,): np.log([.4, .3, .3]),
                            (1,): np.log([.05, .9, .05])})
     """
+    if not isinstance(table, Mapping):
+        raise TypeError(f"table must be a mapping {{context tuple: (V,) logits}}, got {type(table).__name__}")
     lm = NGramLM(vocab_size, order, k=0.0)
     for ctx, z in table.items():
-        lm.set_logits(ctx, z)
+        try:
+            lm.set_logits(ctx, z)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"table[{ctx!r}]: {exc}") from None
     return lm

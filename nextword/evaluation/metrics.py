@@ -36,7 +36,10 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy import special, stats
+
+from nextword._validate import as_float_array, check_positive_int, check_real, check_size
 
 __all__ = [
     "token_log_probs",
@@ -59,8 +62,8 @@ __all__ = [
 
 
 # ----------------------------------------------------------------------- validation
-def _finite_array(x: object, name: str, *, min_size: int = 1) -> np.ndarray:
-    a = np.asarray(x, dtype=np.float64)
+def _finite_array(x: ArrayLike, name: str, *, min_size: int = 1) -> NDArray[np.float64]:
+    a = as_float_array(x, name, finite=False).astype(np.float64, copy=False)
     if a.size < min_size:
         raise ValueError(f"{name} must contain at least {min_size} value(s), got shape {a.shape}")
     if not np.isfinite(a).all():
@@ -68,9 +71,9 @@ def _finite_array(x: object, name: str, *, min_size: int = 1) -> np.ndarray:
     return a
 
 
-def _samples(x: object, name: str, min_n: int) -> np.ndarray:
+def _samples(x: ArrayLike, name: str, min_n: int) -> NDArray[np.float64]:
     """``(n,)`` or ``(n, d)`` -> ``(n, d)`` float64, finite, ``n >= min_n``."""
-    a = np.asarray(x, dtype=np.float64)
+    a = as_float_array(x, name, finite=False).astype(np.float64, copy=False)
     if a.ndim == 1:
         a = a[:, None]  # (n,) -> (n, 1)
     if a.ndim != 2:
@@ -82,7 +85,7 @@ def _samples(x: object, name: str, min_n: int) -> np.ndarray:
     return a
 
 
-def _pair(x: object, y: object, min_n: int) -> tuple[np.ndarray, np.ndarray]:
+def _pair(x: ArrayLike, y: ArrayLike, min_n: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     a, b = _samples(x, "x", min_n), _samples(y, "y", min_n)
     if a.shape[1] != b.shape[1]:
         raise ValueError(f"x and y must have the same dimension d, got {a.shape[1]} and {b.shape[1]}")
@@ -138,8 +141,8 @@ def token_log_probs(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
     return np.take_along_axis(z, t[..., None], axis=-1)[..., 0] - lse  # (..., T)
 
 
-def _log_probs(log_probs: object) -> np.ndarray:
-    a = np.asarray(log_probs, dtype=np.float64)
+def _log_probs(log_probs: ArrayLike) -> NDArray[np.float64]:
+    a = as_float_array(log_probs, "log_probs", finite=False).astype(np.float64, copy=False)
     if a.size == 0:
         raise ValueError("log_probs must contain at least one token log-probability")
     if np.isnan(a).any():
@@ -149,7 +152,7 @@ def _log_probs(log_probs: object) -> np.ndarray:
     return np.minimum(a, 0.0)
 
 
-def cross_entropy(log_probs: np.ndarray) -> float:
+def cross_entropy(log_probs: ArrayLike) -> float:
     """Empirical cross-entropy in nats per token: ``-mean(log q(f_l | f_{1:l-1}))`` (Example 8.1).
 
     ``log_probs``: the model's log-probability of each observed token, any shape
@@ -160,23 +163,26 @@ def cross_entropy(log_probs: np.ndarray) -> float:
     return float(-np.mean(_log_probs(log_probs)))
 
 
-def bits_per_token(log_probs: np.ndarray) -> float:
+def bits_per_token(log_probs: ArrayLike) -> float:
     """Cross-entropy in bits per token: ``cross_entropy / ln 2``."""
     return cross_entropy(log_probs) / np.log(2.0)
 
 
-def perplexity(log_probs: np.ndarray) -> float:
+def perplexity(log_probs: ArrayLike) -> float:
     """``exp(cross_entropy)``: per-token perplexity, the inverse geometric-mean probability.
 
     Example 8.1 calls the exponentiated negative log-likelihood of a sequence its
     perplexity; we normalise per token (the standard usage), so a uniform model
-    over ``V`` tokens has perplexity exactly ``V`` whatever the length.
+    over ``V`` tokens has perplexity exactly ``V`` whatever the length. A token of
+    probability 0 (log-prob ``-inf``), or a cross-entropy beyond ``log(float max)`` ≈ 709.8,
+    gives ``inf``.
     """
-    return float(np.exp(cross_entropy(log_probs)))
+    with np.errstate(over="ignore"):
+        return float(np.exp(cross_entropy(log_probs)))
 
 
 # ------------------------------------------------------ Example 8.2: sample divergences
-def energy_distance(x: np.ndarray, y: np.ndarray, *, unbiased: bool = True) -> float:
+def energy_distance(x: ArrayLike, y: ArrayLike, *, unbiased: bool = True) -> float:
     """Energy distance ``2 E|X - Y| - E|X - X'| - E|Y - Y'|`` from samples (Example 8.2).
 
     ``x``: ``(n,)`` or ``(n, d)`` samples of one law, ``y``: ``(m,)`` or ``(m, d)`` of
@@ -198,12 +204,10 @@ def energy_distance(x: np.ndarray, y: np.ndarray, *, unbiased: bool = True) -> f
 
 
 def _check_bandwidth(bandwidth: float) -> float:
-    if not np.isfinite(bandwidth) or bandwidth <= 0:
-        raise ValueError(f"bandwidth must be finite and > 0, got {bandwidth!r}")
-    return float(bandwidth)
+    return check_real(bandwidth, "bandwidth", lo=0.0, lo_open=True)
 
 
-def mmd_squared(x: np.ndarray, y: np.ndarray, bandwidth: float, *, unbiased: bool = True) -> float:
+def mmd_squared(x: ArrayLike, y: ArrayLike, bandwidth: float, *, unbiased: bool = True) -> float:
     """Squared MMD with the Gaussian kernel ``k(u, v) = exp(-|u - v|^2 / (2 h^2))`` (Example 8.2).
 
     ``MMD^2 = E k(X, X') + E k(Y, Y') - 2 E k(X, Y)``. ``unbiased=True`` is the
@@ -227,7 +231,7 @@ def mmd_squared(x: np.ndarray, y: np.ndarray, bandwidth: float, *, unbiased: boo
     return float(txx + tyy - 2.0 * kxy.mean())
 
 
-def median_heuristic_bandwidth(x: np.ndarray, y: np.ndarray) -> float:
+def median_heuristic_bandwidth(x: ArrayLike, y: ArrayLike) -> float:
     """Median of the pairwise distances in the pooled sample (a common choice of ``h``)."""
     a, b = _pair(x, y, 1)
     pooled = np.concatenate([a, b])  # (n + m, d)
@@ -239,7 +243,7 @@ def median_heuristic_bandwidth(x: np.ndarray, y: np.ndarray) -> float:
 
 
 # ------------------------------------------------------------------ scoring rule: CRPS
-def crps_sample(samples: np.ndarray, observation: float, *, fair: bool = False) -> float:
+def crps_sample(samples: ArrayLike, observation: float, *, fair: bool = False) -> float:
     """CRPS of the empirical law of ``samples`` ``(n,)`` at ``observation`` y (§8.1, footnote 6).
 
     ``CRPS(F, y) = int (F(z) - 1{z >= y})^2 dz = E|X - y| - 1/2 E|X - X'|``
@@ -264,7 +268,7 @@ def crps_sample(samples: np.ndarray, observation: float, *, fair: bool = False) 
     return float(np.mean(np.abs(x - y)) - 0.5 * pair_sum / denom)
 
 
-def crps_gaussian(mu: np.ndarray | float, sigma: np.ndarray | float, observation: np.ndarray | float) -> np.ndarray | float:
+def crps_gaussian(mu: ArrayLike, sigma: ArrayLike, observation: ArrayLike) -> NDArray[np.float64] | float:
     """Closed-form CRPS of ``N(mu, sigma^2)`` at ``y`` (Gneiting et al., Mon. Weather Rev. 2005).
 
     ``sigma * [z (2 Phi(z) - 1) + 2 phi(z) - 1/sqrt(pi)]`` with ``z = (y - mu) / sigma``.
@@ -307,9 +311,14 @@ def precision_recall_f1(retrieved: Iterable, relevant: Iterable, *, zero_divisio
     >>> precision_recall_f1({"a", "b", "c"}, {"b", "c", "d", "e"}).f1   # P=2/3, R=1/2
     0.5714285714285715
     """
-    r, g = set(retrieved), set(relevant)
-    if not (np.isfinite(zero_division) and 0.0 <= zero_division <= 1.0):
-        raise ValueError(f"zero_division must be in [0, 1], got {zero_division!r}")
+    for name, items in (("retrieved", retrieved), ("relevant", relevant)):
+        if items is None or isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+            raise TypeError(f"{name} must be a collection of hashable items, got {type(items).__name__}")
+    try:
+        r, g = set(retrieved), set(relevant)
+    except TypeError as exc:
+        raise TypeError(f"retrieved and relevant must hold hashable items: {exc}") from None
+    zero_division = check_real(zero_division, "zero_division", lo=0.0, hi=1.0)
     tp, fp, fn = len(r & g), len(r - g), len(g - r)
     prec = tp / (tp + fp) if tp + fp else float(zero_division)
     rec = tp / (tp + fn) if tp + fn else float(zero_division)
@@ -332,12 +341,15 @@ class CalibrationBins:
     accuracy: np.ndarray
 
 
-def _calibration_inputs(confidences: object, correct: object, n_bins: int) -> tuple[np.ndarray, np.ndarray, int]:
+def _calibration_inputs(confidences: ArrayLike, correct: ArrayLike, n_bins: int
+                        ) -> tuple[NDArray[np.float64], NDArray[np.bool_], int]:
     c = _finite_array(confidences, "confidences")
     if c.ndim != 1:
         raise ValueError(f"confidences must be 1-D (n,), got shape {c.shape}")
     if (c < 0).any() or (c > 1).any():
         raise ValueError("confidences must lie in [0, 1]")
+    if correct is None:
+        raise TypeError("correct must be a boolean (or 0/1) array of the shape of confidences, got None")
     k = np.asarray(correct)
     if k.shape != c.shape:
         raise ValueError(f"correct must have the shape of confidences {c.shape}, got {k.shape}")
@@ -345,12 +357,12 @@ def _calibration_inputs(confidences: object, correct: object, n_bins: int) -> tu
         if not np.isin(k, (0, 1)).all():
             raise ValueError("correct must be boolean (or 0/1)")
         k = k.astype(bool)
-    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
-        raise ValueError(f"n_bins must be an integer >= 1, got {n_bins!r}")
-    return c, k, int(n_bins)
+    n_bins = check_positive_int(n_bins, "n_bins")
+    check_size((n_bins + 1,), "n_bins")
+    return c, k, n_bins
 
 
-def calibration_bins(confidences: np.ndarray, correct: np.ndarray, n_bins: int = 10) -> CalibrationBins:
+def calibration_bins(confidences: ArrayLike, correct: ArrayLike, n_bins: int = 10) -> CalibrationBins:
     """Equal-width bins ``B_b = ((b-1)/B, b/B]`` on ``[0, 1]`` (the first bin also holds 0).
 
     ``confidences``: ``(n,)`` the probability the model gave its answer;
@@ -366,7 +378,7 @@ def calibration_bins(confidences: np.ndarray, correct: np.ndarray, n_bins: int =
     return CalibrationBins(edges, count, conf, acc)
 
 
-def expected_calibration_error(confidences: np.ndarray, correct: np.ndarray, n_bins: int = 10) -> float:
+def expected_calibration_error(confidences: ArrayLike, correct: ArrayLike, n_bins: int = 10) -> float:
     """ECE ``= sum_b (|B_b| / n) |acc(B_b) - conf(B_b)|`` with equal-width bins (Guo et al. 2017).
 
     Not defined in the formulation paper; it summarises how far the model's
@@ -389,7 +401,7 @@ class SpearmanResult(NamedTuple):
     p_value: float
 
 
-def spearman(x: np.ndarray, y: np.ndarray) -> SpearmanResult:
+def spearman(x: ArrayLike, y: ArrayLike) -> SpearmanResult:
     """Spearman rank correlation of paired samples ``(n,)``, ``(n,)`` with a two-sided p-value.
 
     ``rho`` is the Pearson correlation of the (average-tie) ranks; the p-value uses

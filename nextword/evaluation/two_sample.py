@@ -25,6 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from nextword._validate import as_float_array, as_generator, check_positive_int, check_size
 
 __all__ = ["PermutationResult", "permutation_test"]
 
@@ -41,8 +44,8 @@ class PermutationResult:
     exact: bool
 
 
-def _as_samples(x: object, name: str) -> np.ndarray:
-    a = np.asarray(x, dtype=np.float64)
+def _as_samples(x: ArrayLike, name: str) -> NDArray[np.float64]:
+    a = as_float_array(x, name, finite=False).astype(np.float64, copy=False)
     if a.ndim not in (1, 2) or a.shape[0] < 1:
         raise ValueError(f"{name} must have shape (n,) or (n, d) with n >= 1, got {a.shape}")
     if not np.isfinite(a).all():
@@ -50,8 +53,20 @@ def _as_samples(x: object, name: str) -> np.ndarray:
     return a
 
 
-def permutation_test(x: object, y: object, statistic: Statistic, *, n_permutations: int = 999,
-                     rng: np.random.Generator | None = None, exact: bool | None = None) -> PermutationResult:
+def _statistic(statistic: Statistic, a: np.ndarray, b: np.ndarray) -> float:
+    """``statistic(a, b)`` as a float; a NaN (or a non-number) is a ``ValueError`` naming it."""
+    try:
+        t = float(statistic(a, b))
+    except TypeError as exc:
+        raise TypeError(f"statistic(x, y) must return a real number: {exc}") from None
+    if np.isnan(t):
+        raise ValueError("statistic(x, y) returned NaN; a permutation test needs a comparable number")
+    return t
+
+
+def permutation_test(x: ArrayLike, y: ArrayLike, statistic: Statistic, *, n_permutations: int = 999,
+                     rng: np.random.Generator | int | None = None, exact: bool | None = None
+                     ) -> PermutationResult:
     """Permutation test of ``H0: x and y come from the same law`` with a "large = different" statistic.
 
     Parameters
@@ -64,7 +79,7 @@ def permutation_test(x: object, y: object, statistic: Statistic, *, n_permutatio
     n_permutations:
         ``B`` random re-splits (ignored when the test is exact).
     rng:
-        ``numpy.random.Generator``; required unless the test is exact.
+        ``numpy.random.Generator`` or an int seed; required unless the test is exact.
     exact:
         Enumerate all ``C(n+m, n)`` splits (the observed one included). Default: exact when there
         are at most 5,000 splits.
@@ -72,6 +87,8 @@ def permutation_test(x: object, y: object, statistic: Statistic, *, n_permutatio
     Returns a :class:`PermutationResult`; for the exact test ``p = #{T >= T_obs} / C(n+m, n)``.
     """
     a, b = _as_samples(x, "x"), _as_samples(y, "y")
+    if not callable(statistic):
+        raise TypeError(f"statistic must be a callable (x, y) -> float, got {type(statistic).__name__}")
     if a.ndim != b.ndim or a.shape[1:] != b.shape[1:]:
         raise ValueError(f"x and y must have matching shapes (n, ...) and (m, ...), got {a.shape} and {b.shape}")
     n, m = len(a), len(b)
@@ -79,7 +96,7 @@ def permutation_test(x: object, y: object, statistic: Statistic, *, n_permutatio
     n_splits = math.comb(n + m, n)
     if exact is None:
         exact = n_splits <= 5000
-    t_obs = float(statistic(a, b))
+    t_obs = _statistic(statistic, a, b)
     if exact:
         if n_splits > 1_000_000:
             raise ValueError(f"exact test would enumerate C({n + m}, {n}) = {n_splits} splits; pass exact=False")
@@ -87,17 +104,16 @@ def permutation_test(x: object, y: object, statistic: Statistic, *, n_permutatio
         for idx in itertools.combinations(range(n + m), n):
             mask = np.zeros(n + m, dtype=bool)
             mask[list(idx)] = True
-            null.append(float(statistic(pooled[mask], pooled[~mask])))
+            null.append(_statistic(statistic, pooled[mask], pooled[~mask]))
         null_arr = np.array(null)
         p = float(np.mean(null_arr >= t_obs - 1e-12 * max(1.0, abs(t_obs))))
         return PermutationResult(t_obs, p, null_arr, True)
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError("rng must be a numpy.random.Generator (e.g. np.random.default_rng(0))")
-    if isinstance(n_permutations, bool) or not isinstance(n_permutations, (int, np.integer)) or n_permutations < 1:
-        raise ValueError(f"n_permutations must be an integer >= 1, got {n_permutations!r}")
-    null_arr = np.empty(int(n_permutations))
-    for i in range(int(n_permutations)):
+    rng = as_generator(rng, required=True)
+    n_permutations = check_positive_int(n_permutations, "n_permutations")
+    check_size((n_permutations,), "n_permutations", limit=10**8)
+    null_arr = np.empty(n_permutations)
+    for i in range(n_permutations):
         perm = rng.permutation(n + m)
-        null_arr[i] = statistic(pooled[perm[:n]], pooled[perm[n:]])
+        null_arr[i] = _statistic(statistic, pooled[perm[:n]], pooled[perm[n:]])
     ge = int(np.sum(null_arr >= t_obs - 1e-12 * max(1.0, abs(t_obs))))
     return PermutationResult(t_obs, (1 + ge) / (1 + len(null_arr)), null_arr, False)

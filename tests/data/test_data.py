@@ -208,17 +208,39 @@ def test_batches_shapes_and_targets():
     "args, err",
     [
         ((np.zeros((2, 5), int), 1, 2), ValueError),
-        ((np.arange(5.0), 1, 2), ValueError),
+        ((np.arange(5.0), 1, 2), TypeError),
         ((np.arange(5), 0, 2), ValueError),
         ((np.arange(5), 1, 5), ValueError),
-        ((np.arange(5), 1, True), ValueError),
+        ((np.arange(5), 1, True), TypeError),
+        ((None, 1, 2), TypeError),
+        (([[0, 1], [2]], 1, 2), ValueError),
+        ((np.arange(20), 10**12, 2), ValueError),
     ],
 )
 def test_batches_bad_input(args, err):
-    with pytest.raises(err):
-        next(batches(*args, np.random.default_rng(0)))
-    with pytest.raises(TypeError):
-        next(batches(np.arange(5), 1, 2, 0))
+    with pytest.raises(err, match="ids|batch_size|block_size"):
+        batches(*args, np.random.default_rng(0))  # checked on the call, not on the first next()
+    with pytest.raises(TypeError, match="rng"):
+        batches(np.arange(5), 1, 2, "0")
+    with pytest.raises(ValueError, match="num_batches"):
+        batches(np.arange(5), 1, 2, 0, num_batches=-1)
+
+
+def test_batches_int_seed_is_default_rng():
+    a = next(batches(np.arange(30), 2, 4, 7))
+    b = next(batches(np.arange(30), 2, 4, np.random.default_rng(7)))
+    assert all(np.array_equal(u, v) for u, v in zip(a, b))
+
+
+def test_non_utf8_corpus_names_the_file(tmp_path):
+    path = tmp_path / "latin1.txt"
+    path.write_bytes("caf\xe9\n".encode("latin-1") * 20)
+    with pytest.raises(ValueError, match="latin1.txt.*not UTF-8"):
+        load_corpus(path)
+    with pytest.raises(TypeError, match="name"):
+        load_corpus(None)
+    with pytest.raises(ValueError, match="val_fraction"):
+        load_corpus(path, val_fraction=float("nan"))
 
 
 # ---------------------------------------------------------------------------- synthetic sources
@@ -325,8 +347,10 @@ def test_markov_bad_input():
         MarkovSource(np.full((2, 3), 1 / 3))
     with pytest.raises(ValueError, match="non-negative"):
         MarkovSource(np.array([[1.5, -0.5], [0.5, 0.5]]))
-    with pytest.raises(TypeError):
-        sticky_markov_chain(3, 0.5).sample(5, 42)
+    with pytest.raises(TypeError, match="rng"):
+        sticky_markov_chain(3, 0.5).sample(5, "42")
+    src = sticky_markov_chain(3, 0.5)  # an int seed is np.random.default_rng's seed
+    assert np.array_equal(src.sample(9, 42), src.sample(9, np.random.default_rng(42)))
     with pytest.raises(ValueError, match="length"):
         sticky_markov_chain(3, 0.5).sample(-1, np.random.default_rng(0))
 

@@ -133,7 +133,10 @@ def test_input_validation():
     with pytest.raises(ValueError, match="context has length"):
         lm.set_logits([0, 1], np.zeros(3))
     with pytest.raises(TypeError, match="Generator"):
-        random_table_model(3, 2, rng=0)
+        random_table_model(3, 2, rng="0")
+    # an int seed is what np.random.default_rng accepts: the same model as the Generator
+    a, b = random_table_model(3, 2, rng=0), random_table_model(3, 2, np.random.default_rng(0))
+    assert np.array_equal(a.next_logits([1]), b.next_logits([1]))
     with pytest.raises(ValueError, match="temperature"):
         random_table_model(3, 2, np.random.default_rng(0), temperature=0.0)
 
