@@ -45,6 +45,7 @@ test: $(STAMP) lint book-html test-lib test-notebooks test-notebooks-kernels
 # the rules of the house: ruff's lint rules (pyproject.toml) and the import contracts (.importlinter)
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
 test-lib: $(STAMP)

@@ -12,6 +12,7 @@ the tests and the notebooks.
   missing, so the numpy library's doctests still run on a machine without it.
 * ``__main__`` modules are command lines: importing them would run them.
 """
+
 import importlib.util
 import os
 
@@ -29,7 +30,6 @@ if _threads:
     if not _threads.isdigit() or int(_threads) < 1:
         raise ValueError(f"NEXTWORD_THREADS must be a positive integer, got {_threads!r}")
     os.environ.update({k: _threads for k in THREAD_VARIABLES})
-
 
 
 def _torch_available() -> bool:

@@ -18,6 +18,7 @@ min) time of each variant and its ratio to torch. Variants:
 
 Usage: ``python benchmarks/bench_attention.py [--threads 1] [--repeats 9] [--T 512] [--d 512] [--heads 8]``
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,6 +68,7 @@ def timeit_interleaved(fns: dict, repeats: int) -> dict[str, tuple[float, float]
 def naive_mha(mha: MultiHeadAttention, X: np.ndarray) -> np.ndarray:
     T, h, dh = X.shape[-2], mha.num_heads, mha.head_dim
     Q, K, V = X @ mha.W_q, X @ mha.W_k, X @ mha.W_v  # (B, T, d) each
+
     def split(A):
         return A.reshape(A.shape[:-1] + (h, dh)).swapaxes(-2, -3)  # (B, T, d) -> (B, h, T, dh)
 
@@ -125,9 +127,11 @@ def main() -> None:
     }
     results = timeit_interleaved(variants, ARGS.repeats)
     base = results["torch MHA (fast, no weights)"][0]
-    print(f"causal MHA forward, B={B} T={T} d_model={d} heads={h}, float32, threads={ARGS.threads}, "
-          f"median of {ARGS.repeats} (numpy {np.__version__}, torch {torch.__version__}, "
-          f"{os.cpu_count()} CPUs visible)")
+    print(
+        f"causal MHA forward, B={B} T={T} d_model={d} heads={h}, float32, threads={ARGS.threads}, "
+        f"median of {ARGS.repeats} (numpy {np.__version__}, torch {torch.__version__}, "
+        f"{os.cpu_count()} CPUs visible)"
+    )
     print(f"{'variant':32s} {'median ms':>10s} {'min ms':>8s} {'ratio vs torch fast':>20s}")
     for name, (med, mn) in results.items():
         print(f"{name:32s} {1e3 * med:10.2f} {1e3 * mn:8.2f} {med / base:20.2f}")

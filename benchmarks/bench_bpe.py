@@ -28,6 +28,7 @@ robust to load, absolute seconds are not). ``--quick`` skips the slow minbpe-sty
 
 The corpus is tiny Shakespeare, found through ``nextword.data.find_data_file``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -102,8 +103,12 @@ def hf_train(text: str, vocab_size: int):
 
     tk = Tokenizer(models.BPE())
     tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  special_tokens=[], show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=[],
+        show_progress=False,
+    )
     tk.train_from_iterator([text], trainer=trainer)
     return tk
 
@@ -111,8 +116,9 @@ def hf_train(text: str, vocab_size: int):
 def hf_merge_bytes(tk) -> list[tuple[bytes, bytes]]:
     u2b = {c: b for b, c in bytes_to_unicode().items()}
     merges = json.loads(tk.to_str())["model"]["merges"]
-    return [tuple(bytes(u2b[ch] for ch in part) for part in (m.split(" ") if isinstance(m, str) else m))
-            for m in merges]
+    return [
+        tuple(bytes(u2b[ch] for ch in part) for part in (m.split(" ") if isinstance(m, str) else m)) for m in merges
+    ]
 
 
 def row(label: str, ours: float, ref: float | None, ref_label: str, note: str = "") -> None:
@@ -134,8 +140,10 @@ def main() -> None:
     text = find_data_file("tinyshakespeare/input.txt").read_text(encoding="utf-8")
     nbytes = len(text.encode("utf-8"))
     merges = args.vocab - 256
-    print(f"tiny Shakespeare: {nbytes:,} bytes; vocab {args.vocab} ({merges} merges); "
-          f"CPU s = time.process_time medians of {args.repeats}")
+    print(
+        f"tiny Shakespeare: {nbytes:,} bytes; vocab {args.vocab} ({merges} merges); "
+        f"CPU s = time.process_time medians of {args.repeats}"
+    )
     print(f"{'task':<44} {'ours':>9} {'reference':>9}  {'ratio':>8}  reference")
 
     # --- training, no split ------------------------------------------------------------------
@@ -148,8 +156,13 @@ def main() -> None:
         t_ours, tok_p = cpu(lambda: BPETokenizer.train(prefix, args.vocab), args.repeats)
         t_ref, ref_merges = cpu(lambda: minbpe_style_train([prefix.encode()], merges), 1)
         same = tok_p.merge_list() == ref_merges
-        row(f"train, no split, first {n // 1000} KB", t_ours, t_ref, "minbpe-style (own copy), measured",
-            f"[merges identical: {same}]")
+        row(
+            f"train, no split, first {n // 1000} KB",
+            t_ours,
+            t_ref,
+            "minbpe-style (own copy), measured",
+            f"[merges identical: {same}]",
+        )
 
     # --- training, GPT-4 split -----------------------------------------------------------------
     t_g4, tok_g4 = cpu(lambda: BPETokenizer.train(text, args.vocab, pattern="gpt4"), args.repeats)
@@ -159,8 +172,7 @@ def main() -> None:
     except ImportError:
         t_hf, hf = None, None
     row("", t_g4, t_hf, "HF tokenizers (Rust, GPT-2 split), measured")
-    t_hfmode, tok_hf = cpu(lambda: BPETokenizer.train(text, args.vocab, pattern="gpt2", tie_break="hf"),
-                           args.repeats)
+    t_hfmode, tok_hf = cpu(lambda: BPETokenizer.train(text, args.vocab, pattern="gpt2", tie_break="hf"), args.repeats)
     note = ""
     if hf is not None:
         ours_b = [(tok_hf.token_bytes(a), tok_hf.token_bytes(b)) for a, b in tok_hf.merges]
@@ -174,8 +186,13 @@ def main() -> None:
         t_ours, tok_p = cpu(lambda: BPETokenizer.train(prefix, args.vocab, pattern="gpt4"), args.repeats)
         chunks = [c.encode() for c in regex.findall(SPLIT_PATTERNS["gpt4"], prefix)]
         t_ref, ref_merges = cpu(lambda: minbpe_style_train(chunks, merges), 1)
-        row(f"train, GPT-4 split, first {n // 1000} KB", t_ours, t_ref, "minbpe-style Regex (own copy), measured",
-            f"[merges identical: {tok_p.merge_list() == ref_merges}]")
+        row(
+            f"train, GPT-4 split, first {n // 1000} KB",
+            t_ours,
+            t_ref,
+            "minbpe-style Regex (own copy), measured",
+            f"[merges identical: {tok_p.merge_list() == ref_merges}]",
+        )
 
     # --- encoding / decoding -------------------------------------------------------------------
     mb = nbytes / 1e6
@@ -208,19 +225,24 @@ def main() -> None:
     t_tt_dec = cpu(lambda: enc.decode(ids), max(args.repeats, 5))[0] if enc is not None else None
     row("decode, int64 array (s)", t_dec, t_tt_dec, "tiktoken decode (list)")
     row("decode, list of int (s)", t_dec_list, t_tt_dec, "tiktoken decode (list)")
-    print(f"{'':<44} decode throughput: {mb / t_dec:.0f} MB/s from an array, {mb / t_dec_list:.0f} MB/s "
-          "from a list (target >= 150)")
+    print(
+        f"{'':<44} decode throughput: {mb / t_dec:.0f} MB/s from an array, {mb / t_dec_list:.0f} MB/s "
+        "from a list (target >= 150)"
+    )
 
     # --- the targets of issue 19, as ratios from this run ----------------------------------------
     # Ours and the references alternate (a, b, c, a, b, c, ...), so a change in the machine's load
     # falls on all of them alike; each figure is a median of CPU seconds.
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"\ntargets, issue 19 (this run, interleaved medians; 1-min load average {load:.1f} on "
-          f"{os.cpu_count()} CPUs)")
+    print(
+        f"\ntargets, issue 19 (this run, interleaved medians; 1-min load average {load:.1f} on {os.cpu_count()} CPUs)"
+    )
     fns: dict[str, Callable[[], object]] = {
-        "encode warm": lambda: tok_g4.encode(text), "encode cold": encode_cold,
+        "encode warm": lambda: tok_g4.encode(text),
+        "encode cold": encode_cold,
         "regex split": lambda: tok_g4._split.findall(text),
-        "decode list": lambda: tok_g4.decode(ids), "decode array": lambda: tok_g4.decode(arr),
+        "decode list": lambda: tok_g4.decode(ids),
+        "decode array": lambda: tok_g4.decode(arr),
     }
     if enc is not None:
         fns["tiktoken encode"] = lambda: enc.encode_ordinary(text)
@@ -228,25 +250,33 @@ def main() -> None:
     med = interleaved(fns, max(args.repeats, 9))
     if enc is not None:
         tt = med["tiktoken encode"]
-        print(f"  encode, GPT-4 split: ours/tiktoken throughput = {tt / med['encode warm']:.2f} warm, "
-              f"{tt / med['encode cold']:.2f} cold (target >= 0.75); ours {mb / med['encode warm']:.1f} MB/s warm, "
-              f"{mb / med['encode cold']:.1f} MB/s cold, tiktoken {mb / tt:.1f} MB/s; the regex pre-split alone "
-              f"{mb / med['regex split']:.1f} MB/s = {tt / med['regex split']:.2f}x tiktoken")
+        print(
+            f"  encode, GPT-4 split: ours/tiktoken throughput = {tt / med['encode warm']:.2f} warm, "
+            f"{tt / med['encode cold']:.2f} cold (target >= 0.75); ours {mb / med['encode warm']:.1f} MB/s warm, "
+            f"{mb / med['encode cold']:.1f} MB/s cold, tiktoken {mb / tt:.1f} MB/s; the regex pre-split alone "
+            f"{mb / med['regex split']:.1f} MB/s = {tt / med['regex split']:.2f}x tiktoken"
+        )
     dec_ratio = ""
     if enc is not None:
         td = med["tiktoken decode"]
-        dec_ratio = (f" = {td / med['decode list']:.2f}x tiktoken's throughput ({mb / td:.0f} MB/s); "
-                     f"from an int64 array {mb / med['decode array']:.0f} MB/s")
+        dec_ratio = (
+            f" = {td / med['decode list']:.2f}x tiktoken's throughput ({mb / td:.0f} MB/s); "
+            f"from an int64 array {mb / med['decode array']:.0f} MB/s"
+        )
     print(f"  decode from a Python list: {mb / med['decode list']:.0f} MB/s{dec_ratio} (target >= 150 MB/s)")
-    fns = {"train no split": lambda: BPETokenizer.train(text, args.vocab),
-           "train gpt4": lambda: BPETokenizer.train(text, args.vocab, pattern="gpt4")}
+    fns = {
+        "train no split": lambda: BPETokenizer.train(text, args.vocab),
+        "train gpt4": lambda: BPETokenizer.train(text, args.vocab, pattern="gpt4"),
+    }
     if t_hf is not None:
         fns["hf"] = lambda: hf_train(text, args.vocab)
     med = interleaved(fns, args.repeats)
     hf_ratio = ""
     if t_hf is not None:
-        hf_ratio = (f"; HF tokenizers (GPT-2 split) {med['hf']:.2f} s, ours with the GPT-4 split "
-                    f"{med['train gpt4']:.2f} s = {med['hf'] / med['train gpt4']:.2f}x HF's speed")
+        hf_ratio = (
+            f"; HF tokenizers (GPT-2 split) {med['hf']:.2f} s, ours with the GPT-4 split "
+            f"{med['train gpt4']:.2f} s = {med['hf'] / med['train gpt4']:.2f}x HF's speed"
+        )
     print(f"  train, no split, {merges} merges: {med['train no split']:.2f} s (target <= 3 s){hf_ratio}")
 
     # --- compression at vocab 1024 ------------------------------------------------------------

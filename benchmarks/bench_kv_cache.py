@@ -14,6 +14,7 @@ generation (``tracemalloc``, which sees numpy's allocations). Thread count as in
 
 Usage: ``python benchmarks/bench_kv_cache.py [--threads 1] [--repeats 7] [--prompt 256] [--new 256]``
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,8 +55,15 @@ def generate(step, prompt: list[int], n: int) -> list[int]:
 
 
 def main() -> None:
-    cfg = DecoderConfig(vocab_size=ARGS.vocab, d_model=ARGS.d, num_heads=ARGS.heads, num_layers=ARGS.layers,
-                        max_len=ARGS.prompt + ARGS.new, positional="sinusoidal", dtype=ARGS.dtype)
+    cfg = DecoderConfig(
+        vocab_size=ARGS.vocab,
+        d_model=ARGS.d,
+        num_heads=ARGS.heads,
+        num_layers=ARGS.layers,
+        max_len=ARGS.prompt + ARGS.new,
+        positional="sinusoidal",
+        dtype=ARGS.dtype,
+    )
     lm = DecoderLM(cfg, rng=np.random.default_rng(0))
     prompt = np.random.default_rng(1).integers(0, cfg.vocab_size, ARGS.prompt).tolist()
 
@@ -85,15 +93,19 @@ def main() -> None:
     cache_bytes = lm._cache.nbytes if lm._cache is not None else 0
     T = ARGS.prompt + ARGS.new
     per_token = 2 * cfg.num_layers * cfg.d_model * np.dtype(cfg.dtype).itemsize
-    print(f"greedy generation of {ARGS.new} tokens after a {ARGS.prompt}-token prompt (T up to {T}); "
-          f"DecoderLM d_model={cfg.d_model} heads={cfg.num_heads} layers={cfg.num_layers} vocab={cfg.vocab_size} "
-          f"{cfg.dtype}; {lm.num_parameters():,} parameters; threads={ARGS.threads}; median of {ARGS.repeats}")
+    print(
+        f"greedy generation of {ARGS.new} tokens after a {ARGS.prompt}-token prompt (T up to {T}); "
+        f"DecoderLM d_model={cfg.d_model} heads={cfg.num_heads} layers={cfg.num_layers} vocab={cfg.vocab_size} "
+        f"{cfg.dtype}; {lm.num_parameters():,} parameters; threads={ARGS.threads}; median of {ARGS.repeats}"
+    )
     print(f"{'variant':10s} {'median s':>9s} {'min s':>8s} {'ms/token':>9s} {'peak alloc MiB':>15s}")
     for name, (med, mn, peak) in res.items():
         print(f"{name:10s} {med:9.3f} {mn:8.3f} {1e3 * med / ARGS.new:9.2f} {peak / 2**20:15.2f}")
     print(f"speed-up cached vs uncached: {res['uncached'][0] / res['cached'][0]:.1f}x (target >= 10x)")
-    print(f"KV cache buffers: {cache_bytes / 2**20:.2f} MiB allocated "
-          f"({per_token} bytes/token = 2 x layers x d_model x itemsize; {per_token * T / 2**20:.2f} MiB at T={T})")
+    print(
+        f"KV cache buffers: {cache_bytes / 2**20:.2f} MiB allocated "
+        f"({per_token} bytes/token = 2 x layers x d_model x itemsize; {per_token * T / 2**20:.2f} MiB at T={T})"
+    )
 
 
 if __name__ == "__main__":

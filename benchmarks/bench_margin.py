@@ -20,6 +20,7 @@ allocated memory).
 
 The targets of the brief: exact ≤ 2 × ce, k16 ≤ 1.3 × ce on this CPU.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -98,8 +99,11 @@ def _peak_memory(mode: str, args: dict, queue) -> None:
     torch, dev = env[0], env[1]
     for i in range(2):
         _step(mode, i, args, *env)
-    peak = (torch.cuda.max_memory_allocated(dev) / 2**20 if dev.type == "cuda"
-            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    peak = (
+        torch.cuda.max_memory_allocated(dev) / 2**20
+        if dev.type == "cuda"
+        else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    )
     queue.put(peak)
 
 
@@ -127,11 +131,15 @@ def main(argv=None) -> int:
     args = vars(ap.parse_args(argv))
     modes = MODES + (("dense",) if args["all"] else ())
     timing = _in_process(_time_interleaved, modes, args)
-    results = {m: {"times": timing["times"][m], "peak_mib": _in_process(_peak_memory, m, args),
-                   "device": timing["device"]} for m in modes}
+    results = {
+        m: {"times": timing["times"][m], "peak_mib": _in_process(_peak_memory, m, args), "device": timing["device"]}
+        for m in modes
+    }
     base = statistics.median(results["ce"]["times"])
-    print(f"margin benchmark: B={args['batch']} T={args['block']} d={args['d']} device={results['ce']['device']} "
-          f"threads={args['threads']} repeats={args['repeats']} (median step time; peak memory of a fresh process)")
+    print(
+        f"margin benchmark: B={args['batch']} T={args['block']} d={args['d']} device={results['ce']['device']} "
+        f"threads={args['threads']} repeats={args['repeats']} (median step time; peak memory of a fresh process)"
+    )
     print(f"{'mode':10s} {'median s':>9s} {'ratio':>7s} {'min s':>7s} {'peak MiB':>9s}")
     for mode in modes:
         t = results[mode]["times"]
@@ -140,12 +148,18 @@ def main(argv=None) -> int:
     import datetime
     import os
     import platform
+
     load = os.getloadavg()
     print(f"load average during the run: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs")
     if args["json"]:
-        meta = {"date": datetime.date.today().isoformat(), "machine": platform.machine(),
-                "processor": platform.processor(), "cpus": os.cpu_count(), "load_average": load,
-                "ratios": {m: statistics.median(results[m]["times"]) / base for m in modes}}
+        meta = {
+            "date": datetime.date.today().isoformat(),
+            "machine": platform.machine(),
+            "processor": platform.processor(),
+            "cpus": os.cpu_count(),
+            "load_average": load,
+            "ratios": {m: statistics.median(results[m]["times"]) / base for m in modes},
+        }
         Path(args["json"]).write_text(json.dumps({"args": args, **meta, "results": results}, indent=1) + "\n")
     return 0
 

@@ -12,6 +12,7 @@ scalars (:func:`check_positive_int`, :func:`check_real`, :func:`check_flag`,
 ``python -m tests.bad_inputs`` sweeps bad inputs over the public callables and counts the
 outcomes; ``tests/test_bad_inputs.py`` asserts it and fuzzes the same callables with hypothesis.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -58,20 +59,30 @@ def as_generator(rng: object, name: str = "rng", *, required: bool = False) -> n
     if isinstance(rng, np.random.Generator):
         return rng
     if rng is None and required:
-        raise TypeError(f"{name} is required: pass a numpy.random.Generator or an int seed, "
-                        "e.g. np.random.default_rng(0)")
-    if rng is None or isinstance(rng, (np.random.SeedSequence, np.random.BitGenerator)) or (
-            isinstance(rng, numbers.Integral) and not isinstance(rng, (bool, np.bool_))):
+        raise TypeError(
+            f"{name} is required: pass a numpy.random.Generator or an int seed, e.g. np.random.default_rng(0)"
+        )
+    if (
+        rng is None
+        or isinstance(rng, (np.random.SeedSequence, np.random.BitGenerator))
+        or (isinstance(rng, numbers.Integral) and not isinstance(rng, (bool, np.bool_)))
+    ):
         try:
             return np.random.default_rng(rng)  # type: ignore[arg-type]
         except ValueError as exc:  # a negative seed
             raise ValueError(f"{name} must be a seed >= 0 or a numpy.random.Generator: {exc}") from None
-    raise TypeError(f"{name} must be a numpy.random.Generator, an int seed or None, got "
-                    f"{type(rng).__name__}")
+    raise TypeError(f"{name} must be a numpy.random.Generator, an int seed or None, got {type(rng).__name__}")
 
 
-def check_real(value: object, name: str, *, lo: float | None = None, hi: float | None = None,
-               lo_open: bool = False, hi_open: bool = False) -> float:
+def check_real(
+    value: object,
+    name: str,
+    *,
+    lo: float | None = None,
+    hi: float | None = None,
+    lo_open: bool = False,
+    hi_open: bool = False,
+) -> float:
     """``value`` as a finite Python float in ``[lo, hi]`` (``lo_open``/``hi_open``: strict).
 
     ``TypeError`` unless a real number (bools, strings, arrays refused), ``ValueError`` for
@@ -85,8 +96,7 @@ def check_real(value: object, name: str, *, lo: float | None = None, hi: float |
     x = float(value)
     if not np.isfinite(x):
         raise ValueError(f"{name} must be finite, got {x!r}")
-    if (lo is not None and (x < lo or (lo_open and x == lo))) or (
-            hi is not None and (x > hi or (hi_open and x == hi))):
+    if (lo is not None and (x < lo or (lo_open and x == lo))) or (hi is not None and (x > hi or (hi_open and x == hi))):
         left = "-inf" if lo is None else f"{lo!r}"
         right = "inf" if hi is None else f"{hi!r}"
         interval = f"{'(' if lo_open or lo is None else '['}{left}, {right}{')' if hi_open or hi is None else ']'}"
@@ -135,8 +145,10 @@ def check_size(shape: tuple[int, ...], name: str, *, limit: int = MAX_ELEMENTS) 
     for s in shape:
         n *= int(s)
     if n > limit:
-        raise ValueError(f"{name} would allocate {n:.3g} elements (shape {tuple(shape)}), more than "
-                         f"the limit of {limit:.3g}; use smaller sizes")
+        raise ValueError(
+            f"{name} would allocate {n:.3g} elements (shape {tuple(shape)}), more than "
+            f"the limit of {limit:.3g}; use smaller sizes"
+        )
 
 
 def as_token_list(ids: object, name: str, *, upper: int | None = None) -> list[int]:
@@ -162,8 +174,9 @@ def as_token_list(ids: object, name: str, *, upper: int | None = None) -> list[i
     return out
 
 
-def as_float_array(x: ArrayLike, name: str, *, min_ndim: int = 0, ndim: int | None = None,
-                   finite: bool = True) -> NDArray[np.floating]:
+def as_float_array(
+    x: ArrayLike, name: str, *, min_ndim: int = 0, ndim: int | None = None, finite: bool = True
+) -> NDArray[np.floating]:
     """``x`` as a floating array (float32/float64 kept, anything else becomes float64).
 
     Raises ``TypeError`` for non-numeric input, ``ValueError`` for a wrong rank, a ragged nested
@@ -229,8 +242,7 @@ def as_index_array(ids: object, name: str, *, upper: int | None = None) -> np.nd
     return arr
 
 
-def check_finite_scalar(value: object, name: str, *, positive: bool = False,
-                        nonnegative: bool = False) -> float:
+def check_finite_scalar(value: object, name: str, *, positive: bool = False, nonnegative: bool = False) -> float:
     """``value`` as a finite Python float; ``TypeError`` unless a real number (bools refused),
     ``ValueError`` for NaN/inf or, when asked, a value ``<= 0`` (``positive``) or ``< 0``
     (``nonnegative``).
@@ -260,8 +272,9 @@ def check_same_dtype(**arrays: np.ndarray) -> np.dtype:
     dtypes = {name: a.dtype for name, a in arrays.items()}
     if len(set(dtypes.values())) > 1:
         listed = ", ".join(f"{n} {d}" for n, d in dtypes.items())
-        raise TypeError(f"{', '.join(dtypes)} must share one float dtype, got {listed}; convert "
-                        "them with .astype(...) first")
+        raise TypeError(
+            f"{', '.join(dtypes)} must share one float dtype, got {listed}; convert them with .astype(...) first"
+        )
     return next(iter(dtypes.values()))
 
 
@@ -273,8 +286,10 @@ def check_str_collection(value: object, name: str) -> list[str]:
     ['<s>', '</s>']
     """
     if isinstance(value, (str, bytes)):
-        raise TypeError(f"{name} must be a collection of strings, got a single {type(value).__name__} "
-                        f"{value!r}; wrap it in a list: [{value!r}]")
+        raise TypeError(
+            f"{name} must be a collection of strings, got a single {type(value).__name__} "
+            f"{value!r}; wrap it in a list: [{value!r}]"
+        )
     try:
         items = list(value)  # type: ignore[call-overload]
     except TypeError:
@@ -295,11 +310,13 @@ def check_rng(rng: object, name: str = "rng") -> np.random.Generator:
     """
     if isinstance(rng, np.random.Generator):
         return rng
-    if rng is None or isinstance(rng, (np.random.SeedSequence, np.random.BitGenerator)) or (
-            isinstance(rng, numbers.Integral) and not isinstance(rng, (bool, np.bool_))):
+    if (
+        rng is None
+        or isinstance(rng, (np.random.SeedSequence, np.random.BitGenerator))
+        or (isinstance(rng, numbers.Integral) and not isinstance(rng, (bool, np.bool_)))
+    ):
         try:
             return np.random.default_rng(rng)  # type: ignore[arg-type]
         except ValueError as exc:  # a negative seed
             raise ValueError(f"{name}: {exc}") from None
-    raise TypeError(f"{name} must be a numpy.random.Generator, an int seed or None, got "
-                    f"{type(rng).__name__}")
+    raise TypeError(f"{name} must be a numpy.random.Generator, an int seed or None, got {type(rng).__name__}")

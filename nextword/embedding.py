@@ -21,13 +21,19 @@ array([[1., 1.],
        [0., 0.],
        [2., 2.]])
 """
+
 from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from nextword._validate import (
-    as_float_array, as_generator, as_index_array, check_positive_int, check_real, check_size,
+    as_float_array,
+    as_generator,
+    as_index_array,
+    check_positive_int,
+    check_real,
+    check_size,
     check_float_dtype,
 )
 
@@ -98,9 +104,15 @@ class TokenEmbedding:
     (5, 2)
     """
 
-    def __init__(self, vocab_size: int, d_model: int, *,
-                 rng: np.random.Generator | int | None = None, std: float = 1.0,
-                 dtype: DTypeLike = np.float64) -> None:
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int,
+        *,
+        rng: np.random.Generator | int | None = None,
+        std: float = 1.0,
+        dtype: DTypeLike = np.float64,
+    ) -> None:
         self.vocab_size = check_positive_int(vocab_size, "vocab_size")
         self.d_model = check_positive_int(d_model, "d_model")
         check_size((self.vocab_size, self.d_model), "TokenEmbedding(vocab_size, d_model)")

@@ -18,6 +18,7 @@ Two layouts:
 array([[2., 4.],
        [6., 8.]])
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -29,8 +30,9 @@ from nextword._validate import as_float_array
 __all__ = ["central_difference"]
 
 
-def central_difference(fn: Callable[[np.ndarray], object], x: object, *, h: float = 1e-6,
-                       batched: bool = False) -> np.ndarray:
+def central_difference(
+    fn: Callable[[np.ndarray], object], x: object, *, h: float = 1e-6, batched: bool = False
+) -> np.ndarray:
     """Central-difference derivative of ``fn`` at ``x`` (float64 throughout).
 
     ``batched=False``: the Jacobian, shape ``fn(x).shape + x.shape``.
@@ -48,8 +50,13 @@ def central_difference(fn: Callable[[np.ndarray], object], x: object, *, h: floa
         if x.ndim < 1:
             raise ValueError(f"x must have shape (..., d) when batched=True, got {x.shape}")
         steps = h * np.eye(x.shape[-1])  # (d, d): row i is h e_i
-        return np.stack([(np.asarray(fn(x + e), dtype=np.float64) - np.asarray(fn(x - e), dtype=np.float64))
-                         / (2 * h) for e in steps], axis=-1)  # fn(x).shape + (d,)
+        return np.stack(
+            [
+                (np.asarray(fn(x + e), dtype=np.float64) - np.asarray(fn(x - e), dtype=np.float64)) / (2 * h)
+                for e in steps
+            ],
+            axis=-1,
+        )  # fn(x).shape + (d,)
     f0 = np.asarray(fn(x), dtype=np.float64)
     J = np.empty(f0.shape + (x.size,))  # (*f0.shape, x.size)
     flat = x.reshape(-1)  # (x.size,)

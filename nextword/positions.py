@@ -14,13 +14,19 @@ Conventions: row vectors, sequences of shape ``(..., T, d)``; positions are 0-ba
   Hugging Face Llama code, pair ``x[i]`` with ``x[i + d/2]`` instead; the two differ by a fixed
   permutation of the coordinates.)
 """
+
 from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from nextword._validate import (
-    as_float_array, as_generator, as_index_array, check_float_dtype, check_positive_int, check_real,
+    as_float_array,
+    as_generator,
+    as_index_array,
+    check_float_dtype,
+    check_positive_int,
+    check_real,
     check_size,
 )
 
@@ -110,9 +116,15 @@ class LearnedPositionalEmbedding:
     (3, 4)
     """
 
-    def __init__(self, max_len: int, d_model: int, *,
-                 rng: np.random.Generator | int | None = None, std: float = 0.02,
-                 dtype: DTypeLike = np.float64) -> None:
+    def __init__(
+        self,
+        max_len: int,
+        d_model: int,
+        *,
+        rng: np.random.Generator | int | None = None,
+        std: float = 0.02,
+        dtype: DTypeLike = np.float64,
+    ) -> None:
         self.max_len = check_positive_int(max_len, "max_len")
         self.d_model = check_positive_int(d_model, "d_model")
         check_size((self.max_len, self.d_model), "LearnedPositionalEmbedding(max_len, d_model)")
@@ -125,8 +137,10 @@ class LearnedPositionalEmbedding:
         if isinstance(positions, (int, np.integer)) and not isinstance(positions, bool):
             T = check_positive_int(positions, "positions (a length T)")
             if T > self.max_len:
-                raise ValueError(f"sequence length {T} exceeds max_len={self.max_len} of the "
-                                 "learned positional table (no rows for later positions)")
+                raise ValueError(
+                    f"sequence length {T} exceeds max_len={self.max_len} of the "
+                    "learned positional table (no rows for later positions)"
+                )
             return np.arange(T)
         return as_index_array(positions, "positions", upper=self.max_len)
 
@@ -154,13 +168,11 @@ def _rope_angles(T: int, d: int, positions: ArrayLike | None, base: float) -> ND
     else:
         pos = as_float_array(positions, "positions")
         if pos.ndim == 0 or pos.shape[-1] != T:
-            raise ValueError(f"positions must have shape (..., T) with T={T} (the length axis of x), "
-                             f"got {pos.shape}")
+            raise ValueError(f"positions must have shape (..., T) with T={T} (the length axis of x), got {pos.shape}")
     return pos[..., :, None] * rope_frequencies(d, base)  # (..., T, d/2)
 
 
-def apply_rope(x: ArrayLike, positions: ArrayLike | None = None, base: float = 10000.0
-               ) -> NDArray[np.floating]:
+def apply_rope(x: ArrayLike, positions: ArrayLike | None = None, base: float = 10000.0) -> NDArray[np.floating]:
     """Rotary position embedding of ``x (..., T, d)`` (Fig. 6.27; formulation paper §5.3.2).
 
     Each consecutive pair ``(x[t, 2i], x[t, 2i+1])`` is rotated by the angle ``p_t θ_i`` with

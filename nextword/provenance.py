@@ -18,6 +18,7 @@ Every result the book draws a conclusion from lives under ``book/results/<experi
 >>> saved["data"]["loss"], sorted(set(PROVENANCE_FIELDS) - set(saved))
 (1.5, [])
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -32,8 +33,14 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "PROVENANCE_FIELDS", "results_root", "machine_info", "git_commit", "save_result",
-    "load_result", "load_curves", "is_current",
+    "PROVENANCE_FIELDS",
+    "results_root",
+    "machine_info",
+    "git_commit",
+    "save_result",
+    "load_result",
+    "load_curves",
+    "is_current",
 ]
 
 #: Fields every ``result.json`` carries besides ``data``.
@@ -87,10 +94,12 @@ def git_commit(paths: Sequence[str | os.PathLike] = (), repo: str | os.PathLike 
     repo = Path(repo) if repo is not None else _REPO_ROOT
     rel = [str(p) for p in paths]
     try:
-        commit = subprocess.run(["git", "log", "-1", "--format=%H", "--", *rel], cwd=repo, check=True,
-                                capture_output=True, text=True).stdout.strip()
-        status = subprocess.run(["git", "status", "--porcelain", "--", *rel], cwd=repo, check=True,
-                                capture_output=True, text=True).stdout.strip()
+        commit = subprocess.run(
+            ["git", "log", "-1", "--format=%H", "--", *rel], cwd=repo, check=True, capture_output=True, text=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--", *rel], cwd=repo, check=True, capture_output=True, text=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown", True
     return (commit or "unknown"), bool(status)
@@ -179,5 +188,9 @@ def is_current(name: str, config: Mapping[str, Any] | Any, results_dir: str | os
     except FileNotFoundError:
         return False
     commit, dirty = git_commit(saved.get("code_paths", ("nextword",)))
-    return (not dirty and not saved.get("dirty", True) and saved.get("commit") == commit
-            and saved.get("config") == _jsonable(config))
+    return (
+        not dirty
+        and not saved.get("dirty", True)
+        and saved.get("commit") == commit
+        and saved.get("config") == _jsonable(config)
+    )

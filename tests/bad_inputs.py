@@ -21,6 +21,7 @@ Counts of this sweep (1063 bad inputs, 61 callables), before the validation laye
 (commit 0988a66): named 688, raw 242, silent 114, documented 15, hang 4; after: named 1027,
 raw 0, silent 0, documented 36, hang 0.
 """
+
 from __future__ import annotations
 
 import signal
@@ -42,11 +43,27 @@ from nextword.evaluation import metrics, two_sample
 
 LIMIT_S = 1.0  # a call slower than this is a "hang"
 CUT_S = 3.0  # calls are interrupted after this
-INTERNALS = ("could not be broadcast", "core dimension", "zero-size array", "'NoneType' object",
-             "has no attribute", "not iterable", "unsupported operand", "out of bounds",
-             "invalid literal", "cannot be interpreted", "can't multiply", "ufunc",
-             "Unable to allocate", "setting an array element", "inhomogeneous", "only integer",
-             "object of type", "not subscriptable", "codec can't decode")
+INTERNALS = (
+    "could not be broadcast",
+    "core dimension",
+    "zero-size array",
+    "'NoneType' object",
+    "has no attribute",
+    "not iterable",
+    "unsupported operand",
+    "out of bounds",
+    "invalid literal",
+    "cannot be interpreted",
+    "can't multiply",
+    "ufunc",
+    "Unable to allocate",
+    "setting an array element",
+    "inhomogeneous",
+    "only integer",
+    "object of type",
+    "not subscriptable",
+    "codec can't decode",
+)
 
 
 @dataclass(frozen=True)
@@ -80,8 +97,14 @@ def bad_count(minimum: int = 1, huge: bool = False) -> list[Bad]:
 
 
 def bad_real(lo: float | None = None, *, inclusive: bool = False, hi: float | None = None) -> list[Bad]:
-    out = [Bad(float("nan")), Bad(float("inf")), Bad(float("-inf")), Bad("1.0"), Bad(None),
-           Bad(np.array([1.0, 2.0]), tag="array")]
+    out = [
+        Bad(float("nan")),
+        Bad(float("inf")),
+        Bad(float("-inf")),
+        Bad("1.0"),
+        Bad(None),
+        Bad(np.array([1.0, 2.0]), tag="array"),
+    ]
     if lo is not None:
         out.append(Bad(lo - 1.0))
         if not inclusive:
@@ -92,26 +115,49 @@ def bad_real(lo: float | None = None, *, inclusive: bool = False, hi: float | No
 
 
 def bad_array(shape: tuple[int, ...]) -> list[Bad]:
-    return [Bad(_nan(shape), tag="nan"), Bad(_inf(shape), tag="inf"), Bad(np.ones(shape + (2,)), tag="ndim+1"),
-            Bad(np.ones((0,) + shape[1:]), tag="empty"), Bad(np.full(shape, "a"), tag="str"), Bad(None),
-            Bad("abc"), Bad(np.ones(shape, dtype=complex), tag="complex"), Bad([[1.0, 2.0], [3.0]], tag="ragged")]
+    return [
+        Bad(_nan(shape), tag="nan"),
+        Bad(_inf(shape), tag="inf"),
+        Bad(np.ones(shape + (2,)), tag="ndim+1"),
+        Bad(np.ones((0,) + shape[1:]), tag="empty"),
+        Bad(np.full(shape, "a"), tag="str"),
+        Bad(None),
+        Bad("abc"),
+        Bad(np.ones(shape, dtype=complex), tag="complex"),
+        Bad([[1.0, 2.0], [3.0]], tag="ragged"),
+    ]
 
 
 def bad_ids(upper: int) -> list[Bad]:
-    return [Bad([-1]), Bad([upper]), Bad([0.5]), Bad(None), Bad("01"), Bad([[0, 1], [2]], tag="ragged"),
-            Bad([10**30], tag="bigint"), Bad([True, False], tag="bools")]
+    return [
+        Bad([-1]),
+        Bad([upper]),
+        Bad([0.5]),
+        Bad(None),
+        Bad("01"),
+        Bad([[0, 1], [2]], tag="ragged"),
+        Bad([10**30], tag="bigint"),
+        Bad([True, False], tag="bools"),
+    ]
 
 
 def bad_prompt() -> list[Bad]:
     """Bad prompts for a decoder; an id beyond V is refused by the model, which names its prefix."""
-    return [b if b.value != [10**9] else Bad([10**9], names="prefix", tag="id >= V (model names it)")
-            for b in bad_ids(10**9)[:-2]]
+    return [
+        b if b.value != [10**9] else Bad([10**9], names="prefix", tag="id >= V (model names it)")
+        for b in bad_ids(10**9)[:-2]
+    ]
 
 
 def bad_rng(required: bool = True) -> list[Bad]:
-    return [Bad(42, ok=True, tag="int seed"), Bad(np.random.SeedSequence(1), ok=True, tag="SeedSequence"),
-            Bad("seed"), Bad(1.5), Bad(np.random.RandomState(0), tag="RandomState"), Bad(-3)] + (
-        [] if required else [Bad(None, ok=True)])
+    return [
+        Bad(42, ok=True, tag="int seed"),
+        Bad(np.random.SeedSequence(1), ok=True, tag="SeedSequence"),
+        Bad("seed"),
+        Bad(1.5),
+        Bad(np.random.RandomState(0), tag="RandomState"),
+        Bad(-3),
+    ] + ([] if required else [Bad(None, ok=True)])
 
 
 def optional(bads: list[Bad]) -> list[Bad]:
@@ -179,187 +225,493 @@ def specs(tmp: Path) -> list[Spec]:
     samp = np.arange(6.0)
     return [
         # ---- positions
-        Spec("rope_frequencies", positions.rope_frequencies, dict(d=4),
-             dict(d=bad_count(huge=True), base=bad_real(1.0, inclusive=False))),
-        Spec("sinusoidal_encoding", positions.sinusoidal_encoding, dict(num_positions=3, d_model=4),
-             dict(num_positions=bad_count(huge=True), d_model=bad_count(huge=True), base=bad_real(1.0))),
-        Spec("sinusoidal_shift_matrix", positions.sinusoidal_shift_matrix, dict(k=1.0, d_model=4),
-             dict(k=bad_real(), d_model=bad_count(huge=True) + [Bad(3)], base=bad_real(1.0))),
-        Spec("rope_rotation_matrix", positions.rope_rotation_matrix, dict(position=1.0, d=4),
-             dict(position=bad_real(), d=bad_count(huge=True) + [Bad(3)], base=bad_real(1.0))),
-        Spec("apply_rope", positions.apply_rope, dict(x=x34, positions=np.arange(3.0)),
-             dict(x=bad_array((3, 4))[:-3] + [Bad(np.ones((3, 3)), tag="odd d")],
-                  positions=optional(bad_array((3,))) + [Bad(np.arange(4.0), tag="wrong T")],
-                  base=bad_real(1.0))),
-        Spec("LearnedPositionalEmbedding", positions.LearnedPositionalEmbedding,
-             dict(max_len=8, d_model=4, rng=G(0)),
-             dict(max_len=bad_count(huge=True), d_model=bad_count(huge=True), rng=bad_rng(False),
-                  std=bad_real(0.0, inclusive=True), dtype=[Bad(np.int64), Bad("banana"), Bad(complex)])),
-        Spec("LearnedPositionalEmbedding.__call__",
-             lambda positions: positions_table()(positions), dict(positions=3),
-             dict(positions=bad_ids(8) + [Bad(9), Bad(0), Bad(-1), Bad(2.0)])),
+        Spec(
+            "rope_frequencies",
+            positions.rope_frequencies,
+            dict(d=4),
+            dict(d=bad_count(huge=True), base=bad_real(1.0, inclusive=False)),
+        ),
+        Spec(
+            "sinusoidal_encoding",
+            positions.sinusoidal_encoding,
+            dict(num_positions=3, d_model=4),
+            dict(num_positions=bad_count(huge=True), d_model=bad_count(huge=True), base=bad_real(1.0)),
+        ),
+        Spec(
+            "sinusoidal_shift_matrix",
+            positions.sinusoidal_shift_matrix,
+            dict(k=1.0, d_model=4),
+            dict(k=bad_real(), d_model=bad_count(huge=True) + [Bad(3)], base=bad_real(1.0)),
+        ),
+        Spec(
+            "rope_rotation_matrix",
+            positions.rope_rotation_matrix,
+            dict(position=1.0, d=4),
+            dict(position=bad_real(), d=bad_count(huge=True) + [Bad(3)], base=bad_real(1.0)),
+        ),
+        Spec(
+            "apply_rope",
+            positions.apply_rope,
+            dict(x=x34, positions=np.arange(3.0)),
+            dict(
+                x=bad_array((3, 4))[:-3] + [Bad(np.ones((3, 3)), tag="odd d")],
+                positions=optional(bad_array((3,))) + [Bad(np.arange(4.0), tag="wrong T")],
+                base=bad_real(1.0),
+            ),
+        ),
+        Spec(
+            "LearnedPositionalEmbedding",
+            positions.LearnedPositionalEmbedding,
+            dict(max_len=8, d_model=4, rng=G(0)),
+            dict(
+                max_len=bad_count(huge=True),
+                d_model=bad_count(huge=True),
+                rng=bad_rng(False),
+                std=bad_real(0.0, inclusive=True),
+                dtype=[Bad(np.int64), Bad("banana"), Bad(complex)],
+            ),
+        ),
+        Spec(
+            "LearnedPositionalEmbedding.__call__",
+            lambda positions: positions_table()(positions),
+            dict(positions=3),
+            dict(positions=bad_ids(8) + [Bad(9), Bad(0), Bad(-1), Bad(2.0)]),
+        ),
         # ---- embedding
-        Spec("embed", embedding.embed, dict(table=x34, ids=[0, 2]),
-             dict(table=bad_array((3, 4)), ids=bad_ids(3))),
-        Spec("one_hot", embedding.one_hot, dict(ids=[0, 2], vocab_size=3),
-             dict(ids=bad_ids(3), vocab_size=bad_count(huge=True),
-                  dtype=[Bad("banana"), Bad(object, tag="object")])),
-        Spec("embedding_grad", embedding.embedding_grad,
-             dict(ids=[0, 2], grad_output=np.ones((2, 4)), vocab_size=3),
-             dict(ids=bad_ids(3), grad_output=bad_array((2, 4)), vocab_size=bad_count(huge=True))),
-        Spec("TokenEmbedding", embedding.TokenEmbedding, dict(vocab_size=5, d_model=4, rng=G(0)),
-             dict(vocab_size=bad_count(huge=True), d_model=bad_count(huge=True), rng=bad_rng(False),
-                  std=bad_real(0.0, inclusive=True), dtype=[Bad(np.int64), Bad("banana"), Bad(complex)])),
+        Spec("embed", embedding.embed, dict(table=x34, ids=[0, 2]), dict(table=bad_array((3, 4)), ids=bad_ids(3))),
+        Spec(
+            "one_hot",
+            embedding.one_hot,
+            dict(ids=[0, 2], vocab_size=3),
+            dict(ids=bad_ids(3), vocab_size=bad_count(huge=True), dtype=[Bad("banana"), Bad(object, tag="object")]),
+        ),
+        Spec(
+            "embedding_grad",
+            embedding.embedding_grad,
+            dict(ids=[0, 2], grad_output=np.ones((2, 4)), vocab_size=3),
+            dict(ids=bad_ids(3), grad_output=bad_array((2, 4)), vocab_size=bad_count(huge=True)),
+        ),
+        Spec(
+            "TokenEmbedding",
+            embedding.TokenEmbedding,
+            dict(vocab_size=5, d_model=4, rng=G(0)),
+            dict(
+                vocab_size=bad_count(huge=True),
+                d_model=bad_count(huge=True),
+                rng=bad_rng(False),
+                std=bad_real(0.0, inclusive=True),
+                dtype=[Bad(np.int64), Bad("banana"), Bad(complex)],
+            ),
+        ),
         # ---- decoder and KV cache
-        Spec("DecoderConfig", DecoderConfig,
-             dict(vocab_size=5, d_model=4, num_heads=2, num_layers=1, max_len=8),
-             dict(vocab_size=bad_count(huge=True), d_model=bad_count(huge=True),
-                  num_heads=bad_count() + [Bad(3)], num_layers=bad_count(), max_len=bad_count(),
-                  d_ff=optional(bad_count(huge=True)), eps=bad_real(0.0, inclusive=True),
-                  emb_std=bad_real(0.0, inclusive=True), rope_base=bad_real(1.0),
-                  positional=bad_str() + [Bad("rotary")], dtype=[Bad(np.float64), Bad("int64")],
-                  causal=[Bad("yes"), Bad(None)])),
-        Spec("DecoderLM", DecoderLM, dict(config=DecoderConfig(5, 4, 2, 1, 8), rng=G(0)),
-             dict(config=[Bad(None), Bad({"vocab_size": 5})], rng=bad_rng(False))),
-        Spec("DecoderLM(max_len=10**8).logits", lambda tokens: _lm_big().logits(tokens),
-             dict(tokens=[0, 1]), dict(tokens=[Bad([0, 1, 2], ok=True, tag="first forward, max_len 1e8")])),
-        Spec("DecoderLM.logits", lambda tokens, head_mask=None: _lm().logits(tokens, head_mask=head_mask),
-             dict(tokens=[0, 1]),
-             dict(tokens=bad_ids(5) + [Bad([]), Bad(np.zeros((2, 0), dtype=int), tag="T=0")],
-                  head_mask=optional(bad_array((1, 2))))),
-        Spec("DecoderLM.next_logits", lambda prefix: _lm().next_logits(prefix), dict(prefix=[0, 1]),
-             dict(prefix=bad_ids(5) + [Bad([]), Bad(3)])),
-        Spec("DecoderLM.load_parameters", lambda params: _lm().load_parameters(params, strict=False),
-             dict(params={"tok_emb": np.ones((5, 4))}),
-             dict(params=[Bad({"tok_emb": _nan((5, 4))}), Bad({"tok_emb": np.ones((4, 5))}),
-                          Bad({"tok_emb": "x"}), Bad(None), Bad([("tok_emb", 1.0)])])),
-        Spec("DecoderLM.logits_cached", lambda tokens, cache: _lm().logits_cached(tokens, cache),
-             dict(tokens=[0, 1], cache=KVCache(1, 8)),
-             dict(tokens=bad_ids(5), cache=[Bad(None), Bad(KVCache(2)), Bad(LayerKVCache())])),
-        Spec("KVCache", KVCache, dict(num_layers=2), dict(num_layers=bad_count(huge=True),
-                                                           capacity=bad_count(huge=True))),
-        Spec("LayerKVCache.append", lambda k, v: LayerKVCache(4).append(k, v),
-             dict(k=np.ones((2, 3, 4)), v=np.ones((2, 3, 4))),
-             dict(k=bad_array((2, 3, 4)) + [Bad([1.0, 2.0])], v=bad_array((2, 3, 4)))),
-        Spec("LayerKVCache.truncate", lambda length: _cache3().truncate(length), dict(length=1),
-             dict(length=[Bad(-1), Bad(4), Bad(1.5), Bad(None), Bad("1"), Bad(float("nan"))])),
+        Spec(
+            "DecoderConfig",
+            DecoderConfig,
+            dict(vocab_size=5, d_model=4, num_heads=2, num_layers=1, max_len=8),
+            dict(
+                vocab_size=bad_count(huge=True),
+                d_model=bad_count(huge=True),
+                num_heads=bad_count() + [Bad(3)],
+                num_layers=bad_count(),
+                max_len=bad_count(),
+                d_ff=optional(bad_count(huge=True)),
+                eps=bad_real(0.0, inclusive=True),
+                emb_std=bad_real(0.0, inclusive=True),
+                rope_base=bad_real(1.0),
+                positional=bad_str() + [Bad("rotary")],
+                dtype=[Bad(np.float64), Bad("int64")],
+                causal=[Bad("yes"), Bad(None)],
+            ),
+        ),
+        Spec(
+            "DecoderLM",
+            DecoderLM,
+            dict(config=DecoderConfig(5, 4, 2, 1, 8), rng=G(0)),
+            dict(config=[Bad(None), Bad({"vocab_size": 5})], rng=bad_rng(False)),
+        ),
+        Spec(
+            "DecoderLM(max_len=10**8).logits",
+            lambda tokens: _lm_big().logits(tokens),
+            dict(tokens=[0, 1]),
+            dict(tokens=[Bad([0, 1, 2], ok=True, tag="first forward, max_len 1e8")]),
+        ),
+        Spec(
+            "DecoderLM.logits",
+            lambda tokens, head_mask=None: _lm().logits(tokens, head_mask=head_mask),
+            dict(tokens=[0, 1]),
+            dict(
+                tokens=bad_ids(5) + [Bad([]), Bad(np.zeros((2, 0), dtype=int), tag="T=0")],
+                head_mask=optional(bad_array((1, 2))),
+            ),
+        ),
+        Spec(
+            "DecoderLM.next_logits",
+            lambda prefix: _lm().next_logits(prefix),
+            dict(prefix=[0, 1]),
+            dict(prefix=bad_ids(5) + [Bad([]), Bad(3)]),
+        ),
+        Spec(
+            "DecoderLM.load_parameters",
+            lambda params: _lm().load_parameters(params, strict=False),
+            dict(params={"tok_emb": np.ones((5, 4))}),
+            dict(
+                params=[
+                    Bad({"tok_emb": _nan((5, 4))}),
+                    Bad({"tok_emb": np.ones((4, 5))}),
+                    Bad({"tok_emb": "x"}),
+                    Bad(None),
+                    Bad([("tok_emb", 1.0)]),
+                ]
+            ),
+        ),
+        Spec(
+            "DecoderLM.logits_cached",
+            lambda tokens, cache: _lm().logits_cached(tokens, cache),
+            dict(tokens=[0, 1], cache=KVCache(1, 8)),
+            dict(tokens=bad_ids(5), cache=[Bad(None), Bad(KVCache(2)), Bad(LayerKVCache())]),
+        ),
+        Spec(
+            "KVCache", KVCache, dict(num_layers=2), dict(num_layers=bad_count(huge=True), capacity=bad_count(huge=True))
+        ),
+        Spec(
+            "LayerKVCache.append",
+            lambda k, v: LayerKVCache(4).append(k, v),
+            dict(k=np.ones((2, 3, 4)), v=np.ones((2, 3, 4))),
+            dict(k=bad_array((2, 3, 4)) + [Bad([1.0, 2.0])], v=bad_array((2, 3, 4))),
+        ),
+        Spec(
+            "LayerKVCache.truncate",
+            lambda length: _cache3().truncate(length),
+            dict(length=1),
+            dict(length=[Bad(-1), Bad(4), Bad(1.5), Bad(None), Bad("1"), Bad(float("nan"))]),
+        ),
         # ---- decoding search
-        Spec("greedy", generation.greedy, dict(next_logits=_model, prompt=[0], max_new_tokens=3),
-             dict(next_logits=[Bad(None), Bad(3), Bad(_nan_model)], prompt=bad_prompt(),
-                  max_new_tokens=bad_count(0), eos_id=[Bad(-1), Bad("1"), Bad(1.5)])),
-        Spec("exhaustive_search", generation.exhaustive_search,
-             dict(next_logits=_model, prompt=[0], length=2),
-             dict(next_logits=[Bad(None), Bad(_nan_model)], prompt=bad_prompt(),
-                  length=bad_count(0) + [Bad(40, tag="huge")], vocab_size=optional(bad_count()) + [Bad(7)],
-                  eos_id=[Bad(-1), Bad("1")])),
-        Spec("lookahead_search", generation.lookahead_search,
-             dict(next_logits=_model, prompt=[0], max_new_tokens=3, window=2),
-             dict(next_logits=[Bad(None), Bad(_nan_model)], prompt=bad_prompt(),
-                  max_new_tokens=bad_count(0), window=bad_count() + [Bad(30, ok=True, tag="window > max_new_tokens")],
-                  top_k=optional(bad_count()), eos_id=[Bad(-1), Bad("1")])),
-        Spec("beam_search", generation.beam_search,
-             dict(next_logits=_model, prompt=[0], max_new_tokens=3, beam_width=2),
-             dict(next_logits=[Bad(None), Bad(_nan_model)], prompt=bad_prompt(),
-                  max_new_tokens=bad_count(0), beam_width=bad_count(),
-                  length_penalty=bad_real()[:5], eos_id=[Bad(-1), Bad("1")])),
-        Spec("mixed", generation.mixed,
-             dict(next_logits=_model, prompt=[0], num_sampled=1, max_new_tokens=3, rng=G(0)),
-             dict(prompt=bad_prompt(), num_sampled=bad_count(0) + [Bad(4)],
-                  max_new_tokens=bad_count(0), rng=bad_rng())),
-        Spec("sequence_log_prob", generation.sequence_log_prob,
-             dict(next_logits=_model, tokens=[0, 1, 2], start=1),
-             dict(next_logits=[Bad(None), Bad(_nan_model)], tokens=[Bad([3], ok=True, tag="[3], nothing scored") if b.value == [3] else b
-                          for b in bad_ids(3)[:-2]],
-                  start=[Bad(-1), Bad(4), Bad(1.0), Bad(None)], eos_id=[Bad(-1), Bad("1")],
-                  pad_id=[Bad(-1), Bad("1")])),
-        Spec("pad_to_length", generation.pad_to_length, dict(tokens=[0, 1], length=4, pad_id=0),
-             dict(tokens=[b for b in bad_ids(10**9)[:-2] if b.value != [10**9]], length=bad_count(0) + [Bad(10**12, tag="huge")],
-                  pad_id=[Bad(-1), Bad("0"), Bad(None), Bad(1.5)])),
+        Spec(
+            "greedy",
+            generation.greedy,
+            dict(next_logits=_model, prompt=[0], max_new_tokens=3),
+            dict(
+                next_logits=[Bad(None), Bad(3), Bad(_nan_model)],
+                prompt=bad_prompt(),
+                max_new_tokens=bad_count(0),
+                eos_id=[Bad(-1), Bad("1"), Bad(1.5)],
+            ),
+        ),
+        Spec(
+            "exhaustive_search",
+            generation.exhaustive_search,
+            dict(next_logits=_model, prompt=[0], length=2),
+            dict(
+                next_logits=[Bad(None), Bad(_nan_model)],
+                prompt=bad_prompt(),
+                length=bad_count(0) + [Bad(40, tag="huge")],
+                vocab_size=optional(bad_count()) + [Bad(7)],
+                eos_id=[Bad(-1), Bad("1")],
+            ),
+        ),
+        Spec(
+            "lookahead_search",
+            generation.lookahead_search,
+            dict(next_logits=_model, prompt=[0], max_new_tokens=3, window=2),
+            dict(
+                next_logits=[Bad(None), Bad(_nan_model)],
+                prompt=bad_prompt(),
+                max_new_tokens=bad_count(0),
+                window=bad_count() + [Bad(30, ok=True, tag="window > max_new_tokens")],
+                top_k=optional(bad_count()),
+                eos_id=[Bad(-1), Bad("1")],
+            ),
+        ),
+        Spec(
+            "beam_search",
+            generation.beam_search,
+            dict(next_logits=_model, prompt=[0], max_new_tokens=3, beam_width=2),
+            dict(
+                next_logits=[Bad(None), Bad(_nan_model)],
+                prompt=bad_prompt(),
+                max_new_tokens=bad_count(0),
+                beam_width=bad_count(),
+                length_penalty=bad_real()[:5],
+                eos_id=[Bad(-1), Bad("1")],
+            ),
+        ),
+        Spec(
+            "mixed",
+            generation.mixed,
+            dict(next_logits=_model, prompt=[0], num_sampled=1, max_new_tokens=3, rng=G(0)),
+            dict(prompt=bad_prompt(), num_sampled=bad_count(0) + [Bad(4)], max_new_tokens=bad_count(0), rng=bad_rng()),
+        ),
+        Spec(
+            "sequence_log_prob",
+            generation.sequence_log_prob,
+            dict(next_logits=_model, tokens=[0, 1, 2], start=1),
+            dict(
+                next_logits=[Bad(None), Bad(_nan_model)],
+                tokens=[Bad([3], ok=True, tag="[3], nothing scored") if b.value == [3] else b for b in bad_ids(3)[:-2]],
+                start=[Bad(-1), Bad(4), Bad(1.0), Bad(None)],
+                eos_id=[Bad(-1), Bad("1")],
+                pad_id=[Bad(-1), Bad("1")],
+            ),
+        ),
+        Spec(
+            "pad_to_length",
+            generation.pad_to_length,
+            dict(tokens=[0, 1], length=4, pad_id=0),
+            dict(
+                tokens=[b for b in bad_ids(10**9)[:-2] if b.value != [10**9]],
+                length=bad_count(0) + [Bad(10**12, tag="huge")],
+                pad_id=[Bad(-1), Bad("0"), Bad(None), Bad(1.5)],
+            ),
+        ),
         # ---- n-grams
-        Spec("NGramLM", ngram.NGramLM, dict(vocab_size=3, order=2),
-             dict(vocab_size=bad_count() + [Bad(10**9, ok=True, tag="large V, lazy")],
-                  order=bad_count() + [Bad(10**6, ok=True, tag="large order, lazy")],
-                  k=bad_real(0.0, inclusive=True))),
-        Spec("NGramLM(10**9, 2).next_logits", lambda prefix: ngram.NGramLM(10**9, 2).next_logits(prefix),
-             dict(prefix=[0]), dict(prefix=[Bad([1], tag="allocates V floats", names="vocab_size")])),
-        Spec("NGramLM.fit", lambda sequences: ngram.NGramLM(3, 2).fit(sequences), dict(sequences=[[0, 1, 2]]),
-             dict(sequences=[Bad(None), Bad("012"), Bad([[0, 3]]), Bad([[0.5, 1]]), Bad(np.ones((2, 2, 2), int)),
-                             Bad(5), Bad([[-1]])])),
-        Spec("NGramLM.set_logits", lambda context, logits: ngram.NGramLM(3, 2).set_logits(context, logits),
-             dict(context=[0], logits=np.zeros(3)),
-             dict(context=bad_ids(3) + [Bad([0, 1])], logits=bad_array((3,)) + [Bad(np.full(3, -np.inf))])),
-        Spec("NGramLM.next_logits", lambda prefix: _table().next_logits(prefix), dict(prefix=[0]),
-             dict(prefix=bad_ids(3)[:-2] + [Bad(3)])),
-        Spec("NGramLM.log_prob", lambda tokens, start=0: _table().log_prob(tokens, start),
-             dict(tokens=[0, 1]), dict(tokens=bad_ids(3)[:-2], start=[Bad(-1), Bad(3), Bad(0.5), Bad(None)])),
-        Spec("NGramLM.sample", lambda length, rng, prefix=(): _table().sample(length, rng, prefix),
-             dict(length=3, rng=G(0)),
-             dict(length=bad_count(0) + [Bad(10**12, tag="huge")], rng=bad_rng(), prefix=bad_ids(3)[:-2])),
-        Spec("NGramLM.counts", lambda context: ngram.NGramLM(3, 2).counts(context), dict(context=[0]),
-             dict(context=bad_ids(3)[:-2] + [Bad([0, 1, 2])])),
-        Spec("random_table_model", ngram.random_table_model, dict(vocab_size=3, order=2, rng=G(0)),
-             dict(vocab_size=bad_count(huge=True), order=bad_count(huge=True), rng=bad_rng(),
-                  temperature=bad_real(0.0))),
-        Spec("table_model", ngram.table_model, dict(vocab_size=3, order=2, table={(): np.zeros(3)}),
-             dict(table=[Bad(None), Bad({(): "x"}), Bad({(5,): np.zeros(3)}), Bad({"0": np.zeros(3)}),
-                         Bad([np.zeros(3)])])),
+        Spec(
+            "NGramLM",
+            ngram.NGramLM,
+            dict(vocab_size=3, order=2),
+            dict(
+                vocab_size=bad_count() + [Bad(10**9, ok=True, tag="large V, lazy")],
+                order=bad_count() + [Bad(10**6, ok=True, tag="large order, lazy")],
+                k=bad_real(0.0, inclusive=True),
+            ),
+        ),
+        Spec(
+            "NGramLM(10**9, 2).next_logits",
+            lambda prefix: ngram.NGramLM(10**9, 2).next_logits(prefix),
+            dict(prefix=[0]),
+            dict(prefix=[Bad([1], tag="allocates V floats", names="vocab_size")]),
+        ),
+        Spec(
+            "NGramLM.fit",
+            lambda sequences: ngram.NGramLM(3, 2).fit(sequences),
+            dict(sequences=[[0, 1, 2]]),
+            dict(
+                sequences=[
+                    Bad(None),
+                    Bad("012"),
+                    Bad([[0, 3]]),
+                    Bad([[0.5, 1]]),
+                    Bad(np.ones((2, 2, 2), int)),
+                    Bad(5),
+                    Bad([[-1]]),
+                ]
+            ),
+        ),
+        Spec(
+            "NGramLM.set_logits",
+            lambda context, logits: ngram.NGramLM(3, 2).set_logits(context, logits),
+            dict(context=[0], logits=np.zeros(3)),
+            dict(context=bad_ids(3) + [Bad([0, 1])], logits=bad_array((3,)) + [Bad(np.full(3, -np.inf))]),
+        ),
+        Spec(
+            "NGramLM.next_logits",
+            lambda prefix: _table().next_logits(prefix),
+            dict(prefix=[0]),
+            dict(prefix=bad_ids(3)[:-2] + [Bad(3)]),
+        ),
+        Spec(
+            "NGramLM.log_prob",
+            lambda tokens, start=0: _table().log_prob(tokens, start),
+            dict(tokens=[0, 1]),
+            dict(tokens=bad_ids(3)[:-2], start=[Bad(-1), Bad(3), Bad(0.5), Bad(None)]),
+        ),
+        Spec(
+            "NGramLM.sample",
+            lambda length, rng, prefix=(): _table().sample(length, rng, prefix),
+            dict(length=3, rng=G(0)),
+            dict(length=bad_count(0) + [Bad(10**12, tag="huge")], rng=bad_rng(), prefix=bad_ids(3)[:-2]),
+        ),
+        Spec(
+            "NGramLM.counts",
+            lambda context: ngram.NGramLM(3, 2).counts(context),
+            dict(context=[0]),
+            dict(context=bad_ids(3)[:-2] + [Bad([0, 1, 2])]),
+        ),
+        Spec(
+            "random_table_model",
+            ngram.random_table_model,
+            dict(vocab_size=3, order=2, rng=G(0)),
+            dict(vocab_size=bad_count(huge=True), order=bad_count(huge=True), rng=bad_rng(), temperature=bad_real(0.0)),
+        ),
+        Spec(
+            "table_model",
+            ngram.table_model,
+            dict(vocab_size=3, order=2, table={(): np.zeros(3)}),
+            dict(
+                table=[Bad(None), Bad({(): "x"}), Bad({(5,): np.zeros(3)}), Bad({"0": np.zeros(3)}), Bad([np.zeros(3)])]
+            ),
+        ),
         # ---- corpora and synthetic sources
-        Spec("load_corpus", data.load_corpus, dict(name=_good_text(tmp)),
-             dict(name=[Bad(_bad_utf8(tmp), tag="latin-1 file", names="latin1.txt"), Bad(None), Bad(3), Bad(tmp / "missing.txt")],
-                  val_fraction=bad_real(0.0, hi=1.0), root=[Bad(3)])),
-        Spec("read_wikitext2", data.read_wikitext2, dict(directory=Path(__file__).parent / "fixtures"),
-             dict(directory=[Bad(None), Bad(3), Bad(tmp, names="directory", tag="no wiki.*.raw")])),
-        Spec("batches", _batches, dict(ids=np.arange(20), batch_size=2, block_size=4, rng=G(0)),
-             dict(ids=bad_ids(10**9)[:-2] + [Bad(np.arange(3))], batch_size=bad_count(huge=True),
-                  block_size=bad_count(), rng=bad_rng(), num_batches=[Bad(-1), Bad(1.5), Bad("2")])),
-        Spec("entropy", synthetic.entropy, dict(p=p3), dict(p=[Bad(b.value, ok=True, tag="rows of weights") if b.tag == "ndim+1" else b
-                                                            for b in bad_array((3,))] + [Bad(np.array([-0.5, 1.5]))],
-                                                         axis=[Bad(5), Bad(1.5), Bad("0")])),
-        Spec("IIDSource", synthetic.IIDSource, dict(probs=p3),
-             dict(probs=bad_array((3,)) + [Bad(np.array([0.5, 0.6]))])),
-        Spec("IIDSource.sample", lambda length, rng: synthetic.IIDSource(p3).sample(length, rng),
-             dict(length=3, rng=G(0)), dict(length=bad_count(0) + [Bad(10**12, tag="huge")], rng=bad_rng())),
-        Spec("MarkovSource", synthetic.MarkovSource, dict(transition=T2),
-             dict(transition=bad_array((2, 2)) + [Bad(np.ones((2, 3)) / 3)], description=[Bad(3)])),
-        Spec("MarkovSource.sample", lambda length, rng: synthetic.MarkovSource(T2).sample(length, rng),
-             dict(length=3, rng=G(0)), dict(length=bad_count(0) + [Bad(10**12, tag="huge")], rng=bad_rng())),
-        Spec("markov_source", synthetic.markov_source, dict(num_symbols=3, order=1, rng=G(0)),
-             dict(num_symbols=bad_count(huge=True), order=bad_count(0, huge=True), rng=bad_rng(),
-                  concentration=bad_real(0.0))),
-        Spec("sticky_markov_chain", synthetic.sticky_markov_chain, dict(num_states=4, stay_prob=0.3),
-             dict(num_states=bad_count(2, huge=True), stay_prob=bad_real(0.0, inclusive=True, hi=1.0),
-                  rule=bad_str() + [Bad("sticky")])),
+        Spec(
+            "load_corpus",
+            data.load_corpus,
+            dict(name=_good_text(tmp)),
+            dict(
+                name=[
+                    Bad(_bad_utf8(tmp), tag="latin-1 file", names="latin1.txt"),
+                    Bad(None),
+                    Bad(3),
+                    Bad(tmp / "missing.txt"),
+                ],
+                val_fraction=bad_real(0.0, hi=1.0),
+                root=[Bad(3)],
+            ),
+        ),
+        Spec(
+            "read_wikitext2",
+            data.read_wikitext2,
+            dict(directory=Path(__file__).parent / "fixtures"),
+            dict(directory=[Bad(None), Bad(3), Bad(tmp, names="directory", tag="no wiki.*.raw")]),
+        ),
+        Spec(
+            "batches",
+            _batches,
+            dict(ids=np.arange(20), batch_size=2, block_size=4, rng=G(0)),
+            dict(
+                ids=bad_ids(10**9)[:-2] + [Bad(np.arange(3))],
+                batch_size=bad_count(huge=True),
+                block_size=bad_count(),
+                rng=bad_rng(),
+                num_batches=[Bad(-1), Bad(1.5), Bad("2")],
+            ),
+        ),
+        Spec(
+            "entropy",
+            synthetic.entropy,
+            dict(p=p3),
+            dict(
+                p=[Bad(b.value, ok=True, tag="rows of weights") if b.tag == "ndim+1" else b for b in bad_array((3,))]
+                + [Bad(np.array([-0.5, 1.5]))],
+                axis=[Bad(5), Bad(1.5), Bad("0")],
+            ),
+        ),
+        Spec(
+            "IIDSource", synthetic.IIDSource, dict(probs=p3), dict(probs=bad_array((3,)) + [Bad(np.array([0.5, 0.6]))])
+        ),
+        Spec(
+            "IIDSource.sample",
+            lambda length, rng: synthetic.IIDSource(p3).sample(length, rng),
+            dict(length=3, rng=G(0)),
+            dict(length=bad_count(0) + [Bad(10**12, tag="huge")], rng=bad_rng()),
+        ),
+        Spec(
+            "MarkovSource",
+            synthetic.MarkovSource,
+            dict(transition=T2),
+            dict(transition=bad_array((2, 2)) + [Bad(np.ones((2, 3)) / 3)], description=[Bad(3)]),
+        ),
+        Spec(
+            "MarkovSource.sample",
+            lambda length, rng: synthetic.MarkovSource(T2).sample(length, rng),
+            dict(length=3, rng=G(0)),
+            dict(length=bad_count(0) + [Bad(10**12, tag="huge")], rng=bad_rng()),
+        ),
+        Spec(
+            "markov_source",
+            synthetic.markov_source,
+            dict(num_symbols=3, order=1, rng=G(0)),
+            dict(
+                num_symbols=bad_count(huge=True),
+                order=bad_count(0, huge=True),
+                rng=bad_rng(),
+                concentration=bad_real(0.0),
+            ),
+        ),
+        Spec(
+            "sticky_markov_chain",
+            synthetic.sticky_markov_chain,
+            dict(num_states=4, stay_prob=0.3),
+            dict(
+                num_states=bad_count(2, huge=True),
+                stay_prob=bad_real(0.0, inclusive=True, hi=1.0),
+                rule=bad_str() + [Bad("sticky")],
+            ),
+        ),
         # ---- evaluation
-        *[Spec(f.__name__, f, dict(log_probs=np.log([0.5, 0.25])),
-               dict(log_probs=bad_array((2,))[:-1] + [Bad(np.array([0.5]))]))
-          for f in (metrics.cross_entropy, metrics.bits_per_token, metrics.perplexity)],
-        Spec("energy_distance", metrics.energy_distance, dict(x=samp, y=samp + 1),
-             dict(x=bad_array((6,)), y=bad_array((6,)) + [Bad(np.ones((6, 2)), tag="other d")])),
-        Spec("mmd_squared", metrics.mmd_squared, dict(x=samp, y=samp + 1, bandwidth=1.0),
-             dict(x=bad_array((6,)), y=bad_array((6,)), bandwidth=bad_real(0.0))),
-        Spec("median_heuristic_bandwidth", metrics.median_heuristic_bandwidth, dict(x=samp, y=samp + 1),
-             dict(x=bad_array((6,)), y=bad_array((6,)))),
-        Spec("crps_sample", metrics.crps_sample, dict(samples=samp, observation=1.0),
-             dict(samples=bad_array((6,)), observation=bad_real()[:5])),
-        Spec("crps_gaussian", metrics.crps_gaussian, dict(mu=0.0, sigma=1.0, observation=0.5),
-             dict(mu=bad_real()[:5], sigma=bad_real(0.0)[:5] + [Bad(0.0), Bad(-1.0)],
-                  observation=bad_real()[:5] + [Bad(np.ones(3), ok=True, tag="broadcasts"),
-                                                Bad(np.ones((2, 2)), ok=True, tag="broadcasts")])),
-        Spec("precision_recall_f1", metrics.precision_recall_f1, dict(retrieved=[1, 2], relevant=[2, 3]),
-             dict(retrieved=[Bad(None), Bad(3)], relevant=[Bad(None), Bad(3)],
-                  zero_division=bad_real(0.0, inclusive=True, hi=1.0))),
-        *[Spec(f.__name__, f, dict(confidences=np.array([0.2, 0.9]), correct=np.array([0, 1])),
-               dict(confidences=bad_array((2,)) + [Bad(np.array([0.2, 1.5]))],
+        *[
+            Spec(
+                f.__name__,
+                f,
+                dict(log_probs=np.log([0.5, 0.25])),
+                dict(log_probs=bad_array((2,))[:-1] + [Bad(np.array([0.5]))]),
+            )
+            for f in (metrics.cross_entropy, metrics.bits_per_token, metrics.perplexity)
+        ],
+        Spec(
+            "energy_distance",
+            metrics.energy_distance,
+            dict(x=samp, y=samp + 1),
+            dict(x=bad_array((6,)), y=bad_array((6,)) + [Bad(np.ones((6, 2)), tag="other d")]),
+        ),
+        Spec(
+            "mmd_squared",
+            metrics.mmd_squared,
+            dict(x=samp, y=samp + 1, bandwidth=1.0),
+            dict(x=bad_array((6,)), y=bad_array((6,)), bandwidth=bad_real(0.0)),
+        ),
+        Spec(
+            "median_heuristic_bandwidth",
+            metrics.median_heuristic_bandwidth,
+            dict(x=samp, y=samp + 1),
+            dict(x=bad_array((6,)), y=bad_array((6,))),
+        ),
+        Spec(
+            "crps_sample",
+            metrics.crps_sample,
+            dict(samples=samp, observation=1.0),
+            dict(samples=bad_array((6,)), observation=bad_real()[:5]),
+        ),
+        Spec(
+            "crps_gaussian",
+            metrics.crps_gaussian,
+            dict(mu=0.0, sigma=1.0, observation=0.5),
+            dict(
+                mu=bad_real()[:5],
+                sigma=bad_real(0.0)[:5] + [Bad(0.0), Bad(-1.0)],
+                observation=bad_real()[:5]
+                + [Bad(np.ones(3), ok=True, tag="broadcasts"), Bad(np.ones((2, 2)), ok=True, tag="broadcasts")],
+            ),
+        ),
+        Spec(
+            "precision_recall_f1",
+            metrics.precision_recall_f1,
+            dict(retrieved=[1, 2], relevant=[2, 3]),
+            dict(
+                retrieved=[Bad(None), Bad(3)],
+                relevant=[Bad(None), Bad(3)],
+                zero_division=bad_real(0.0, inclusive=True, hi=1.0),
+            ),
+        ),
+        *[
+            Spec(
+                f.__name__,
+                f,
+                dict(confidences=np.array([0.2, 0.9]), correct=np.array([0, 1])),
+                dict(
+                    confidences=bad_array((2,)) + [Bad(np.array([0.2, 1.5]))],
                     correct=[Bad(np.array([0, 2])), Bad(np.array([0.5, 1.0])), Bad(None), Bad(np.ones(3))],
-                    n_bins=bad_count(huge=True)))
-          for f in (metrics.calibration_bins, metrics.expected_calibration_error)],
-        Spec("spearman", metrics.spearman, dict(x=samp, y=samp ** 2),
-             dict(x=bad_array((6,)), y=bad_array((6,)) + [Bad(np.ones(6))])),
-        Spec("permutation_test", two_sample.permutation_test,
-             dict(x=samp, y=samp + 1, statistic=metrics.energy_distance, rng=G(0), exact=False,
-                  n_permutations=20),
-             dict(x=bad_array((6,)), y=bad_array((6,)), statistic=[Bad(None), Bad(lambda a, b: np.nan)],
-                  n_permutations=bad_count(huge=True), rng=bad_rng())),
+                    n_bins=bad_count(huge=True),
+                ),
+            )
+            for f in (metrics.calibration_bins, metrics.expected_calibration_error)
+        ],
+        Spec(
+            "spearman",
+            metrics.spearman,
+            dict(x=samp, y=samp**2),
+            dict(x=bad_array((6,)), y=bad_array((6,)) + [Bad(np.ones(6))]),
+        ),
+        Spec(
+            "permutation_test",
+            two_sample.permutation_test,
+            dict(x=samp, y=samp + 1, statistic=metrics.energy_distance, rng=G(0), exact=False, n_permutations=20),
+            dict(
+                x=bad_array((6,)),
+                y=bad_array((6,)),
+                statistic=[Bad(None), Bad(lambda a, b: np.nan)],
+                n_permutations=bad_count(huge=True),
+                rng=bad_rng(),
+            ),
+        ),
     ]
 
 

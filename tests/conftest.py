@@ -4,6 +4,7 @@ Torch tests run on one intra-op thread: their tensors are tiny, and on a shared 
 threads only add contention (see :func:`nextword.torch.lm.torch_threads`). The fixture acts only in
 tests whose module imported torch, so numpy-only tests never pay for importing it.
 """
+
 import sys
 
 import pytest

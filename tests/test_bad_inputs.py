@@ -10,6 +10,7 @@ decoder + KV cache, decoding search, n-grams, corpora, synthetic sources, evalua
   ``ValueError``/``TypeError`` that names an argument and speaks no numpy internals, or return
   something without NaN.
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -54,8 +55,7 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_sweep_every_bad_input_is_named_or_documented(scratch: Path, memory_cap: None) -> None:
     outs = bad_inputs.sweep(scratch)
     assert len(outs) > 1000 and len({o.spec for o in outs}) >= 60
-    wrong = [f"{o.kind} {o.spec}({o.arg}={o.value}): {o.detail}" for o in outs
-             if o.kind not in ("named", "documented")]
+    wrong = [f"{o.kind} {o.spec}({o.arg}={o.value}): {o.detail}" for o in outs if o.kind not in ("named", "documented")]
     assert not wrong, "\n".join(wrong)
 
 
@@ -63,7 +63,9 @@ def test_sweep_every_bad_input_is_named_or_documented(scratch: Path, memory_cap:
 # integers: small ones and extremes that every size must refuse; sizes in between (a million new
 # tokens, say) are legitimate long work and are not fuzzed
 _scalars = st.one_of(
-    st.none(), st.booleans(), st.text(max_size=4),
+    st.none(),
+    st.booleans(),
+    st.text(max_size=4),
     st.integers(min_value=-50, max_value=200),
     st.sampled_from([2**31, 10**12, 2**70, -(2**70), 2**63, 2**64 + 1]),
     st.floats(allow_nan=True, allow_infinity=True),
@@ -71,9 +73,13 @@ _scalars = st.one_of(
     st.complex_numbers(max_magnitude=10),
 )
 _dtypes = st.sampled_from([np.float64, np.float32, np.int64, np.int8, np.bool_, np.complex128, np.uint8])
-_arrays = _dtypes.flatmap(lambda dt: hnp.arrays(
-    dt, hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=4),
-    elements=None if dt is not np.float64 else st.floats(allow_nan=True, allow_infinity=True, width=64)))
+_arrays = _dtypes.flatmap(
+    lambda dt: hnp.arrays(
+        dt,
+        hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=4),
+        elements=None if dt is not np.float64 else st.floats(allow_nan=True, allow_infinity=True, width=64),
+    )
+)
 _lists = st.one_of(st.lists(_scalars, max_size=4), st.lists(st.lists(st.integers(-3, 7), max_size=3), max_size=3))
 bad_values = st.one_of(_scalars, _arrays, _lists)
 
@@ -96,11 +102,15 @@ def _call(spec: Spec, arg: str, value: Any) -> None:
     assert time.process_time() - t0 < 1.0, f"{spec.name}({arg}={value!r}) took more than 1 s"
 
 
-@pytest.mark.parametrize("spec", [s for s in _SPECS if not s.name.startswith(("load_corpus", "read_wikitext2"))],
-                         ids=lambda s: s.name)
-@settings(max_examples=12, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                 HealthCheck.function_scoped_fixture])
+@pytest.mark.parametrize(
+    "spec", [s for s in _SPECS if not s.name.startswith(("load_corpus", "read_wikitext2"))], ids=lambda s: s.name
+)
+@settings(
+    max_examples=12,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
 @given(data=st.data())
 def test_fuzz_one_argument(spec: Spec, data: st.DataObject, memory_cap: None) -> None:
     args = sorted(set(spec.bad) | set(spec.base))

@@ -1,4 +1,5 @@
 """Tests for nextword.embedding: lookup, one-hot view and the scatter-add gradient."""
+
 from __future__ import annotations
 
 import numpy as np

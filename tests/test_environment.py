@@ -1,4 +1,5 @@
 """environment.yml (conda users) and pyproject.toml (pip + venv) must describe the same environment."""
+
 import re
 import tomllib
 from pathlib import Path

@@ -6,6 +6,7 @@
   from another module;
 * at most ten modules at the top level of ``nextword/``; every package's ``__init__`` says what it holds.
 """
+
 import ast
 import subprocess
 import sys
@@ -32,10 +33,12 @@ def _numpy_modules() -> list[str]:
 
 
 def test_numpy_library_does_not_import_torch_at_module_level():
-    code = ("import importlib, sys\n"
-            f"for m in {_numpy_modules()!r}:\n"
-            "    importlib.import_module(m)\n"
-            "print(sorted(k for k in sys.modules if k == 'torch' or k.startswith('torch.')))\n")
+    code = (
+        "import importlib, sys\n"
+        f"for m in {_numpy_modules()!r}:\n"
+        "    importlib.import_module(m)\n"
+        "print(sorted(k for k in sys.modules if k == 'torch' or k.startswith('torch.')))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", f"torch was imported by the numpy library: {out.strip()[:200]}"
 
@@ -45,8 +48,13 @@ def test_no_lazy_reexports_and_no_private_cross_module_imports(path):
     tree = ast.parse(path.read_text(encoding="utf-8"))
     lazy = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "__getattr__"]
     assert not lazy, "module-level __getattr__ (a lazy re-export): import the names eagerly"
-    private = [f"{node.module}.{a.name}" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-               for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+    private = [
+        f"{node.module}.{a.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for a in node.names
+        if a.name.startswith("_") and not a.name.startswith("__")
+    ]
     assert not private, f"private names imported from another module: {private}"
 
 

@@ -6,6 +6,7 @@ The executed notebooks show one training run (seed 0). Pages that train models r
 effect that only one trajectory shows is not a result. (Pages that are cheap enough check their seeds
 inside the notebook instead, e.g. 6.4.)
 """
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,16 @@ def test_seeded_pages_read_the_seed():
 @pytest.mark.parametrize("page", SEEDED_PAGES)
 def test_page_asserts_hold_for_other_seeds(page: str, seed: int, tmp_path: Path):
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
-    env.update(NEXTWORD_SEED=str(seed), FULL="0", MPLBACKEND="Agg", OMP_NUM_THREADS="1",
-               OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONHASHSEED="0")
-    proc = subprocess.run([sys.executable, str(ROOT / page)], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=900)
+    env.update(
+        NEXTWORD_SEED=str(seed),
+        FULL="0",
+        MPLBACKEND="Agg",
+        OMP_NUM_THREADS="1",
+        OPENBLAS_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+        PYTHONHASHSEED="0",
+    )
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / page)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900
+    )
     assert proc.returncode == 0, f"{page} with NEXTWORD_SEED={seed}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"

@@ -1,4 +1,5 @@
 """Tests for nextword.positions: sinusoidal, learned and rotary position encodings."""
+
 from __future__ import annotations
 
 import math
@@ -50,8 +51,8 @@ def test_sinusoidal_shift_matrix_is_block_rotation_independent_of_t():
     R = sinusoidal_shift_matrix(3, 8)
     off_block = R.copy()
     for i in range(0, 8, 2):
-        off_block[i:i + 2, i:i + 2] = 0
-        np.testing.assert_allclose(np.linalg.det(R[i:i + 2, i:i + 2]), 1.0)
+        off_block[i : i + 2, i : i + 2] = 0
+        np.testing.assert_allclose(np.linalg.det(R[i : i + 2, i : i + 2]), 1.0)
     assert np.all(off_block == 0)
     with pytest.raises(ValueError, match="even"):
         sinusoidal_shift_matrix(1, 5)
@@ -111,7 +112,9 @@ def test_rope_matches_torch_complex_reference():
     x = rng.standard_normal((2, 3, 9, 8))  # (B, h, T, d)
     tx = torch.from_numpy(x)
     theta = 1.0 / (500.0 ** (torch.arange(0, 8, 2, dtype=torch.float64) / 8))
-    freqs = torch.polar(torch.ones(9, 4, dtype=torch.float64), torch.outer(torch.arange(9.0, dtype=torch.float64), theta))
+    freqs = torch.polar(
+        torch.ones(9, 4, dtype=torch.float64), torch.outer(torch.arange(9.0, dtype=torch.float64), theta)
+    )
     ref = torch.view_as_real(torch.view_as_complex(tx.reshape(2, 3, 9, 4, 2)) * freqs).reshape(2, 3, 9, 8)
     np.testing.assert_allclose(apply_rope(x, base=500.0), ref.numpy(), **TOL)
 

@@ -1,4 +1,5 @@
 """Positions and embeddings refuse bad input by name (issue #22); valid input is unchanged."""
+
 from __future__ import annotations
 
 import time
@@ -9,7 +10,10 @@ import pytest
 from nextword.decoder import DecoderConfig, DecoderLM
 from nextword.embedding import TokenEmbedding, one_hot
 from nextword.positions import (
-    LearnedPositionalEmbedding, rope_rotation_matrix, sinusoidal_encoding, sinusoidal_shift_matrix,
+    LearnedPositionalEmbedding,
+    rope_rotation_matrix,
+    sinusoidal_encoding,
+    sinusoidal_shift_matrix,
 )
 
 
@@ -63,4 +67,6 @@ def test_sinusoid_table_is_built_lazily() -> None:
     np.testing.assert_array_equal(out, small.logits([1, 2, 3]))
     # growing the table later gives the same rows as building it at once
     long = list(np.arange(100) % 7)
-    np.testing.assert_array_equal(big.logits(long)[-1], DecoderLM(DecoderConfig(7, 4, 2, 1, 128), rng=0).logits(long)[-1])
+    np.testing.assert_array_equal(
+        big.logits(long)[-1], DecoderLM(DecoderConfig(7, 4, 2, 1, 128), rng=0).logits(long)[-1]
+    )

@@ -6,20 +6,45 @@ the KV cache, and the closed-form gradients of an attention head.
 """
 
 from nextword.attention.core import (
-    softmax, log_softmax, causal_mask, causal_alignment, band_mask, scaled_dot_product_attention,
+    softmax,
+    log_softmax,
+    causal_mask,
+    causal_alignment,
+    band_mask,
+    scaled_dot_product_attention,
 )
 from nextword.attention.multihead import (
-    MultiHeadAttention, mask_from_torch, mask_to_torch, key_mask_from_torch,
+    MultiHeadAttention,
+    mask_from_torch,
+    mask_to_torch,
+    key_mask_from_torch,
 )
 from nextword.attention.gradients import (
-    AttentionGradients, attention_backward, CrossEntropyUpstream, cross_entropy_upstream,
+    AttentionGradients,
+    attention_backward,
+    CrossEntropyUpstream,
+    cross_entropy_upstream,
 )
 from nextword.attention.kv_cache import (
-    LayerKVCache, KVCache,
+    LayerKVCache,
+    KVCache,
 )
 
 __all__ = [
-    "softmax", "log_softmax", "causal_mask", "causal_alignment", "band_mask", "scaled_dot_product_attention",
-    "MultiHeadAttention", "mask_from_torch", "mask_to_torch", "key_mask_from_torch", "AttentionGradients", "attention_backward", "CrossEntropyUpstream",
-    "cross_entropy_upstream", "LayerKVCache", "KVCache",
+    "softmax",
+    "log_softmax",
+    "causal_mask",
+    "causal_alignment",
+    "band_mask",
+    "scaled_dot_product_attention",
+    "MultiHeadAttention",
+    "mask_from_torch",
+    "mask_to_torch",
+    "key_mask_from_torch",
+    "AttentionGradients",
+    "attention_backward",
+    "CrossEntropyUpstream",
+    "cross_entropy_upstream",
+    "LayerKVCache",
+    "KVCache",
 ]

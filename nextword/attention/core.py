@@ -26,6 +26,7 @@ Worked example (Chapter 6, Exercise 1, position ``i = 3`` attending to keys 1..3
     >>> np.round(w, 4)
     array([[0.6285, 0.2312, 0.1402]])
 """
+
 from __future__ import annotations
 
 import math
@@ -109,8 +110,9 @@ def log_softmax(x: object, axis: int = -1) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # masks
 # --------------------------------------------------------------------------------------------
-def causal_mask(T: int, *, strict: bool = False, num_keys: int | None = None,
-                align: str = "bottom_right") -> np.ndarray:
+def causal_mask(
+    T: int, *, strict: bool = False, num_keys: int | None = None, align: str = "bottom_right"
+) -> np.ndarray:
     """Boolean causal mask (Fig. 6.13): ``mask[i, j]`` is True when query ``i`` may attend to ``j``.
 
     Shape ``(T, T)`` (or ``(T, num_keys)``). Non-strict: ``j <= i`` (Chapter 6, a position sees
@@ -182,8 +184,7 @@ def causal_alignment(causal: object) -> str | None:
         return "bottom_right" if causal else None
     if isinstance(causal, str) and causal in _ALIGNMENTS:
         return causal
-    raise ValueError("causal must be False, True (= 'bottom_right'), 'bottom_right' or 'top_left', "
-                     f"got {causal!r}")
+    raise ValueError(f"causal must be False, True (= 'bottom_right'), 'bottom_right' or 'top_left', got {causal!r}")
 
 
 def _neg_triangle(n: int, dtype: np.dtype) -> np.ndarray:
@@ -197,8 +198,10 @@ def combine_masks(a: np.ndarray | None, b: np.ndarray | None, dtype: np.dtype) -
         return a if b is None else b
     if a.dtype == np.bool_ and b.dtype == np.bool_:
         return a & b
+
     def additive(m: np.ndarray) -> np.ndarray:
         return np.where(m, 0.0, -np.inf).astype(dtype) if m.dtype == np.bool_ else m
+
     return additive(a) + additive(b)
 
 
@@ -208,9 +211,16 @@ def _pow2_exponent(x: np.ndarray) -> int:
     return int(np.frexp(amax)[1])
 
 
-def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: object,
-            mask: np.ndarray | None, scale: float, need_weights: bool
-            ) -> tuple[np.ndarray, np.ndarray | None]:
+def attend(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    *,
+    causal: object,
+    mask: np.ndarray | None,
+    scale: float,
+    need_weights: bool,
+) -> tuple[np.ndarray, np.ndarray | None]:
     """Unchecked attention core shared by SDPA, multi-head attention and the KV cache.
 
     ``q (..., Tq, d)``, ``k (..., Tk, d)``, ``v (..., Tk, dv)`` of one float dtype; ``mask``
@@ -226,8 +236,7 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: object,
     Tq, Tk = q.shape[-2], k.shape[-2]
     dtype = np.result_type(q, k, v)
     if Tq == 0 or Tk == 0:  # nothing to attend with / to: empty or zero output, as torch
-        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2],
-                                    () if mask is None else mask.shape[:-2])
+        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], () if mask is None else mask.shape[:-2])
         w = np.zeros(batch + (Tq, Tk), dtype) if need_weights else None  # (..., Tq, Tk)
         return np.zeros(batch + (Tq, v.shape[-1]), dtype), w  # (..., Tq, dv)
     offset = Tk - Tq if align == "bottom_right" else 0  # key position of query 0
@@ -245,7 +254,7 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: object,
                 s = qs[..., a:b, :] @ kT[..., :kend]  # (..., b-a, kend)
                 if not np.isfinite(s.sum()):  # overflow: the general path handles it
                     break
-            s[..., kend - (b - a):] += _neg_triangle(b - a, s.dtype)  # mask the diagonal block
+            s[..., kend - (b - a) :] += _neg_triangle(b - a, s.dtype)  # mask the diagonal block
             s -= s.max(axis=-1, keepdims=True)
             np.exp(s, out=s)
             denom = s.sum(axis=-1, keepdims=True)  # (..., b-a, 1), >= 1 (diagonal visible)
@@ -281,8 +290,7 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, causal: object,
     return z @ v, z
 
 
-def check_batch_axes(shape: tuple[int, ...], batch: tuple[int, ...] | None, name: str,
-                      expected: str) -> None:
+def check_batch_axes(shape: tuple[int, ...], batch: tuple[int, ...] | None, name: str, expected: str) -> None:
     """The leading axes ``shape`` of a mask must broadcast to ``batch`` without enlarging it."""
     if batch is None:
         return
@@ -291,8 +299,10 @@ def check_batch_axes(shape: tuple[int, ...], batch: tuple[int, ...] | None, name
     except ValueError:
         ok = False
     if not ok:
-        raise ValueError(f"{name} must have shape {expected} whose leading axes match (or broadcast "
-                         f"to) the batch axes {tuple(batch)}, got leading axes {tuple(shape)}")
+        raise ValueError(
+            f"{name} must have shape {expected} whose leading axes match (or broadcast "
+            f"to) the batch axes {tuple(batch)}, got leading axes {tuple(shape)}"
+        )
 
 
 def _check_mask_values(m: np.ndarray, name: str, dtype: Any) -> np.ndarray:
@@ -300,16 +310,18 @@ def _check_mask_values(m: np.ndarray, name: str, dtype: Any) -> np.ndarray:
     if m.dtype == np.bool_:
         return m
     if m.dtype == object or not np.issubdtype(m.dtype, np.floating):
-        raise TypeError(f"{name} must be boolean (True = may attend) or floating (added to the "
-                        f"scores, -inf = blocked), got dtype {m.dtype}")
+        raise TypeError(
+            f"{name} must be boolean (True = may attend) or floating (added to the "
+            f"scores, -inf = blocked), got dtype {m.dtype}"
+        )
     if np.isnan(m).any() or np.isposinf(m).any():
-        raise ValueError(f"{name} contains NaN or +inf; an additive mask may hold finite values "
-                         "and -inf (blocked)")
+        raise ValueError(f"{name} contains NaN or +inf; an additive mask may hold finite values and -inf (blocked)")
     return m.astype(dtype, copy=False) if dtype is not None else m
 
 
-def check_mask(mask: object, Tq: int, Tk: int, batch: tuple[int, ...] | None = None, *,
-                dtype: Any = None, name: str = "mask") -> np.ndarray:
+def check_mask(
+    mask: object, Tq: int, Tk: int, batch: tuple[int, ...] | None = None, *, dtype: Any = None, name: str = "mask"
+) -> np.ndarray:
     """Validated attention mask of shape ``(..., 1|Tq, 1|Tk)``.
 
     Boolean: True = may attend (torch SDPA's polarity; the opposite of
@@ -318,14 +330,12 @@ def check_mask(mask: object, Tq: int, Tk: int, batch: tuple[int, ...] | None = N
     """
     m = _check_mask_values(np.asarray(mask), name, dtype)
     if m.ndim < 2 or m.shape[-2] not in (1, Tq) or m.shape[-1] not in (1, Tk):
-        raise ValueError(f"{name} must have shape (..., Tq, Tk) = (..., {Tq}, {Tk}) "
-                         f"(or broadcastable), got {m.shape}")
+        raise ValueError(f"{name} must have shape (..., Tq, Tk) = (..., {Tq}, {Tk}) (or broadcastable), got {m.shape}")
     check_batch_axes(m.shape[:-2], batch, name, f"(..., {Tq}, {Tk})")
     return m
 
 
-def check_key_mask(key_mask: object, Tk: int, batch: tuple[int, ...] | None, *,
-                    dtype: Any = None) -> np.ndarray:
+def check_key_mask(key_mask: object, Tk: int, batch: tuple[int, ...] | None, *, dtype: Any = None) -> np.ndarray:
     """Validated key mask ``(..., Tk)`` returned as a mask ``(..., 1, Tk)`` over the queries.
 
     Boolean: True = a real key that may be attended (the **opposite** of torch's
@@ -333,16 +343,22 @@ def check_key_mask(key_mask: object, Tk: int, batch: tuple[int, ...] | None, *,
     """
     m = _check_mask_values(np.asarray(key_mask), "key_mask", dtype)
     if m.ndim < 1 or m.shape[-1] != Tk:
-        raise ValueError(f"key_mask must have shape (..., Tk) = (..., {Tk}) (True = real key), "
-                         f"got {m.shape}")
+        raise ValueError(f"key_mask must have shape (..., Tk) = (..., {Tk}) (True = real key), got {m.shape}")
     check_batch_axes(m.shape[:-1], batch, "key_mask", f"(..., {Tk})")
     return m[..., None, :]  # (..., 1, Tk)
 
 
-def scaled_dot_product_attention(q: object, k: object, v: object, *, mask: object = None,
-                                 key_mask: object = None, causal: bool | str = False,
-                                 scale: float | None = None, return_weights: bool = False
-                                 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+def scaled_dot_product_attention(
+    q: object,
+    k: object,
+    v: object,
+    *,
+    mask: object = None,
+    key_mask: object = None,
+    causal: bool | str = False,
+    scale: float | None = None,
+    return_weights: bool = False,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """``softmax(q k^T * scale + mask) v`` (Chapter 6, Figs. 6.6–6.8; Vaswani et al. Eq. (1)).
 
     Parameters
@@ -389,16 +405,17 @@ def scaled_dot_product_attention(q: object, k: object, v: object, *, mask: objec
     v = as_float_array(v, "v", min_ndim=2)
     dtype = check_same_dtype(q=q, k=k, v=v)
     if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must share the last dimension d: q {q.shape} (..., Tq, d) vs "
-                         f"k {k.shape} (..., Tk, d)")
+        raise ValueError(
+            f"q and k must share the last dimension d: q {q.shape} (..., Tq, d) vs k {k.shape} (..., Tk, d)"
+        )
     if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k and v must have the same number of positions Tk: k {k.shape} "
-                         f"(..., Tk, d) vs v {v.shape} (..., Tk, dv)")
+        raise ValueError(
+            f"k and v must have the same number of positions Tk: k {k.shape} (..., Tk, d) vs v {v.shape} (..., Tk, dv)"
+        )
     try:
         batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except ValueError:
-        raise ValueError(f"batch axes of q {q.shape}, k {k.shape}, v {v.shape} are not "
-                         "broadcastable") from None
+        raise ValueError(f"batch axes of q {q.shape}, k {k.shape}, v {v.shape} are not broadcastable") from None
     Tq, Tk, d = q.shape[-2], k.shape[-2], q.shape[-1]
     align = causal_alignment(causal)
     m = None if mask is None else check_mask(mask, Tq, Tk, batch, dtype=dtype)

@@ -32,6 +32,7 @@ Eq. (13)–(14) (cross-entropy through an output head ``ℓ_i = g_i W_O + b``) a
 allowed; weight gradients are summed over them. A mask (as in :mod:`nextword.attention`) is
 supported: masked ``α_ij = 0`` so ``∂L/∂s_ij = 0`` there, while ``b_ij`` is still ``u_i·v_j``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -67,9 +68,17 @@ class AttentionGradients:
         return -(self.weights - self.mean_compatibility)
 
 
-def attention_backward(X: object, W_Q: object, W_K: object, W_V: object, upstream: object, *,
-                       mask: object = None, causal: bool = False, scale: float | None = None
-                       ) -> AttentionGradients:
+def attention_backward(
+    X: object,
+    W_Q: object,
+    W_K: object,
+    W_V: object,
+    upstream: object,
+    *,
+    mask: object = None,
+    causal: bool = False,
+    scale: float | None = None,
+) -> AttentionGradients:
     """Forward and closed-form backward pass of one attention head (dynamics paper Eqs. (4)–(32)).
 
     Parameters
@@ -128,8 +137,19 @@ def attention_backward(X: object, W_Q: object, W_K: object, W_V: object, upstrea
     def _wgrad(D: np.ndarray) -> np.ndarray:  # Σ_i x_i ⊗ D_i, Eq. (29)/(30)/(31) transposed
         return Xf.T @ D.reshape(-1, D.shape[-1])
 
-    return AttentionGradients(scores=dS, weights=b, q=dQ, k=dK, v=dV, W_Q=_wgrad(dQ), W_K=_wgrad(dK),
-                              W_V=_wgrad(dV), attention=alpha, output=G, mean_compatibility=Eb)
+    return AttentionGradients(
+        scores=dS,
+        weights=b,
+        q=dQ,
+        k=dK,
+        v=dV,
+        W_Q=_wgrad(dQ),
+        W_K=_wgrad(dK),
+        W_V=_wgrad(dV),
+        attention=alpha,
+        output=G,
+        mean_compatibility=Eb,
+    )
 
 
 class CrossEntropyUpstream(NamedTuple):

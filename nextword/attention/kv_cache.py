@@ -14,6 +14,7 @@ the batch shape ``...`` is whatever the first call used.
 >>> K.shape, cache.length
 ((2, 3, 4), 3)
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -42,8 +43,9 @@ class LayerKVCache:
         if k.dtype != v.dtype:
             raise TypeError(f"k and v must share one float dtype, got {k.dtype} and {v.dtype}")
         if k.ndim < 2 or v.ndim != k.ndim or k.shape[:-1] != v.shape[:-1]:
-            raise ValueError(f"k and v must have shapes (..., h, T, dk) and (..., h, T, dv), "
-                             f"got {k.shape} and {v.shape}")
+            raise ValueError(
+                f"k and v must have shapes (..., h, T, dk) and (..., h, T, dv), got {k.shape} and {v.shape}"
+            )
         T = k.shape[-2]
         if self._k is None:
             cap = max(self._capacity, T)
@@ -51,15 +53,17 @@ class LayerKVCache:
             self._k = np.empty(k.shape[:-2] + (cap, k.shape[-1]), dtype=k.dtype)  # (..., h, cap, dk)
             self._v = np.empty(v.shape[:-2] + (cap, v.shape[-1]), dtype=v.dtype)  # (..., h, cap, dv)
         elif k.shape[:-2] != self._k.shape[:-2] or k.shape[-1] != self._k.shape[-1]:
-            raise ValueError(f"cached keys have shape {self._k.shape[:-2]} + (T, {self._k.shape[-1]}), "
-                             f"cannot append k of shape {k.shape}")
+            raise ValueError(
+                f"cached keys have shape {self._k.shape[:-2]} + (T, {self._k.shape[-1]}), "
+                f"cannot append k of shape {k.shape}"
+            )
         need = self.length + T
         if need > self._k.shape[-2]:
             cap = max(need, 2 * self._k.shape[-2])
             self._k = _grow(self._k, cap, self.length)
             self._v = _grow(self._v, cap, self.length)
-        self._k[..., self.length:need, :] = k
-        self._v[..., self.length:need, :] = v
+        self._k[..., self.length : need, :] = k
+        self._v[..., self.length : need, :] = v
         self.length = need
         return self._k[..., :need, :], self._v[..., :need, :]
 

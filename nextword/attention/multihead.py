@@ -23,6 +23,7 @@ silently inverts it: convert with :func:`mask_from_torch` / :func:`key_mask_from
 
 Also re-exported by :mod:`nextword.attention`.
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping
@@ -64,8 +65,16 @@ class MultiHeadAttention:
     ((5, 8), 256)
     """
 
-    def __init__(self, d_model: int, num_heads: int, *, rng: np.random.Generator | None = None,
-                 bias: bool = False, dtype: Any = np.float64, rope_base: float | None = None) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        *,
+        rng: np.random.Generator | None = None,
+        bias: bool = False,
+        dtype: Any = np.float64,
+        rope_base: float | None = None,
+    ) -> None:
         self.d_model = check_positive_int(d_model, "d_model")
         self.num_heads = check_positive_int(num_heads, "num_heads")
         if self.d_model % self.num_heads:
@@ -86,21 +95,31 @@ class MultiHeadAttention:
 
     # ---- parameters ------------------------------------------------------------------------
     def _block(self, i: int) -> np.ndarray:
-        return self.W_qkv[:, i * self.d_model:(i + 1) * self.d_model]  # (d, d) view
+        return self.W_qkv[:, i * self.d_model : (i + 1) * self.d_model]  # (d, d) view
 
     def _set_block(self, i: int, value: object, name: str) -> None:
         arr = as_float_array(value, name, ndim=2)
         if arr.shape != (self.d_model, self.d_model):
-            raise ValueError(f"{name} must have shape (d_model, d_model) = "
-                             f"{(self.d_model, self.d_model)}, got {arr.shape}")
+            raise ValueError(
+                f"{name} must have shape (d_model, d_model) = {(self.d_model, self.d_model)}, got {arr.shape}"
+            )
         self._block(i)[...] = arr
 
-    W_q = property(lambda self: self._block(0), lambda self, a: self._set_block(0, a, "W_q"),
-                   doc="Query projection ``(d_model, d_model)``; ``Q = X W_q``.")
-    W_k = property(lambda self: self._block(1), lambda self, a: self._set_block(1, a, "W_k"),
-                   doc="Key projection ``(d_model, d_model)``; ``K = X W_k``.")
-    W_v = property(lambda self: self._block(2), lambda self, a: self._set_block(2, a, "W_v"),
-                   doc="Value projection ``(d_model, d_model)``; ``V = X W_v``.")
+    W_q = property(
+        lambda self: self._block(0),
+        lambda self, a: self._set_block(0, a, "W_q"),
+        doc="Query projection ``(d_model, d_model)``; ``Q = X W_q``.",
+    )
+    W_k = property(
+        lambda self: self._block(1),
+        lambda self, a: self._set_block(1, a, "W_k"),
+        doc="Key projection ``(d_model, d_model)``; ``K = X W_k``.",
+    )
+    W_v = property(
+        lambda self: self._block(2),
+        lambda self, a: self._set_block(2, a, "W_v"),
+        doc="Value projection ``(d_model, d_model)``; ``V = X W_v``.",
+    )
 
     @property
     def dtype(self) -> np.dtype:
@@ -115,7 +134,7 @@ class MultiHeadAttention:
         p = {"W_q": self.W_q, "W_k": self.W_k, "W_v": self.W_v, "W_o": self.W_o}
         if self.bias:
             d = self.d_model
-            p.update(b_q=self.b_qkv[:d], b_k=self.b_qkv[d:2 * d], b_v=self.b_qkv[2 * d:], b_o=self.b_o)
+            p.update(b_q=self.b_qkv[:d], b_k=self.b_qkv[d : 2 * d], b_v=self.b_qkv[2 * d :], b_o=self.b_o)
         return p
 
     def num_parameters(self) -> int:
@@ -132,10 +151,18 @@ class MultiHeadAttention:
         return new
 
     # ---- forward ---------------------------------------------------------------------------
-    def __call__(self, X: object, causal: bool | str = True, return_weights: bool = False, *,
-                 mask: object = None, key_mask: object = None, positions: object = None,
-                 cache: LayerKVCache | None = None, head_mask: object = None
-                 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    def __call__(
+        self,
+        X: object,
+        causal: bool | str = True,
+        return_weights: bool = False,
+        *,
+        mask: object = None,
+        key_mask: object = None,
+        positions: object = None,
+        cache: LayerKVCache | None = None,
+        head_mask: object = None,
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """Self-attention of ``X (..., T, d_model)`` → ``(..., T, d_model)``.
 
         ``X`` must have the module's dtype when it is a float array (``TypeError`` otherwise, as
@@ -161,13 +188,14 @@ class MultiHeadAttention:
         """
         raw = np.asarray(X)
         if isinstance(X, np.ndarray) and np.issubdtype(raw.dtype, np.floating) and raw.dtype != self.dtype:
-            raise TypeError(f"X has dtype {raw.dtype} but the parameters are {self.dtype}; convert "
-                            f"X with .astype(np.{self.dtype}) or the module with "
-                            f"mha.astype(np.{raw.dtype})")
+            raise TypeError(
+                f"X has dtype {raw.dtype} but the parameters are {self.dtype}; convert "
+                f"X with .astype(np.{self.dtype}) or the module with "
+                f"mha.astype(np.{raw.dtype})"
+            )
         X = as_float_array(raw, "X", min_ndim=2).astype(self.dtype, copy=False)
         if X.shape[-1] != self.d_model:
-            raise ValueError(f"X must have shape (..., T, d_model) with d_model={self.d_model}, "
-                             f"got {X.shape}")
+            raise ValueError(f"X must have shape (..., T, d_model) with d_model={self.d_model}, got {X.shape}")
         T, h, dh = X.shape[-2], self.num_heads, self.head_dim
         batch = X.shape[:-2]
         qkv = X @ self.W_qkv  # (..., T, 3d)
@@ -194,13 +222,16 @@ class MultiHeadAttention:
             elif m.ndim == X.ndim + 1 and m.shape[-3] in (1, h):  # (..., h, T, Tk) per head
                 check_batch_axes(m.shape[:-3], batch, "mask", f"(..., num_heads, {T}, {Tk})")
             else:
-                raise ValueError(f"mask must have shape (T, T_keys), (..., T, T_keys) with X's leading "
-                                 f"axes {batch}, or (..., num_heads={h}, T, T_keys); got {m.shape}")
+                raise ValueError(
+                    f"mask must have shape (T, T_keys), (..., T, T_keys) with X's leading "
+                    f"axes {batch}, or (..., num_heads={h}, T, T_keys); got {m.shape}"
+                )
         if key_mask is not None:
             km = check_key_mask(key_mask, Tk, batch, dtype=self.dtype)  # (..., 1, Tk)
             m = combine_masks(m, km[..., None, :, :], self.dtype)  # (..., 1, 1, Tk)
-        ctx, w = attend(q, k, v, causal=causal, mask=m, scale=1.0 / np.sqrt(dh),
-                         need_weights=return_weights)  # ctx (..., h, T, dh)
+        ctx, w = attend(
+            q, k, v, causal=causal, mask=m, scale=1.0 / np.sqrt(dh), need_weights=return_weights
+        )  # ctx (..., h, T, dh)
         if head_mask is not None:
             hm = as_float_array(head_mask, "head_mask", ndim=1)
             if hm.shape != (h,):
@@ -214,9 +245,9 @@ class MultiHeadAttention:
 
     # ---- torch interop ---------------------------------------------------------------------
     @classmethod
-    def from_torch_state_dict(cls, state_dict: Mapping[str, Any], num_heads: int, *,
-                              dtype: Any = None, rope_base: float | None = None
-                              ) -> "MultiHeadAttention":
+    def from_torch_state_dict(
+        cls, state_dict: Mapping[str, Any], num_heads: int, *, dtype: Any = None, rope_base: float | None = None
+    ) -> "MultiHeadAttention":
         """Build from a ``torch.nn.MultiheadAttention(d, num_heads, batch_first=True)`` state dict.
 
         Needs ``in_proj_weight (3d, d)`` and ``out_proj.weight (d, d)`` (and the biases if the torch
@@ -228,22 +259,24 @@ class MultiHeadAttention:
         :func:`mask_from_torch` / :func:`key_mask_from_torch`.
         """
         if "in_proj_weight" not in state_dict or "out_proj.weight" not in state_dict:
-            raise ValueError("state_dict needs 'in_proj_weight' and 'out_proj.weight' (a torch "
-                             "MultiheadAttention with kdim = vdim = embed_dim); got keys "
-                             f"{sorted(state_dict)}")
+            raise ValueError(
+                "state_dict needs 'in_proj_weight' and 'out_proj.weight' (a torch "
+                "MultiheadAttention with kdim = vdim = embed_dim); got keys "
+                f"{sorted(state_dict)}"
+            )
         W_in = _to_numpy(state_dict["in_proj_weight"], "in_proj_weight")  # (3d, d)
         W_out = _to_numpy(state_dict["out_proj.weight"], "out_proj.weight")  # (d, d)
         d = W_in.shape[1]
         if W_in.shape != (3 * d, d) or W_out.shape != (d, d):
-            raise ValueError(f"expected in_proj_weight (3d, d) and out_proj.weight (d, d), got "
-                             f"{W_in.shape} and {W_out.shape}")
+            raise ValueError(
+                f"expected in_proj_weight (3d, d) and out_proj.weight (d, d), got {W_in.shape} and {W_out.shape}"
+            )
         bias = state_dict.get("in_proj_bias") is not None
         if dtype is None:
             src = state_dict["in_proj_weight"]
             src_dtype = str(getattr(src, "dtype", np.asarray(src).dtype)).replace("torch.", "")
             dtype = np.float32 if src_dtype == "float32" else np.float64
-        mha = cls(d, num_heads, bias=bias, dtype=dtype, rope_base=rope_base,
-                  rng=np.random.default_rng(0))
+        mha = cls(d, num_heads, bias=bias, dtype=dtype, rope_base=rope_base, rng=np.random.default_rng(0))
         mha.W_qkv[...] = W_in.T
         mha.W_o[...] = W_out.T
         if bias:
@@ -252,8 +285,10 @@ class MultiHeadAttention:
             b_in = _to_numpy(state_dict["in_proj_bias"], "in_proj_bias")  # (3d,)
             b_out = _to_numpy(state_dict["out_proj.bias"], "out_proj.bias")  # (d,)
             if b_in.shape != (3 * d,) or b_out.shape != (d,):
-                raise ValueError(f"expected in_proj_bias (3d,) = ({3 * d},) and out_proj.bias (d,) = "
-                                 f"({d},), got {b_in.shape} and {b_out.shape}")
+                raise ValueError(
+                    f"expected in_proj_bias (3d,) = ({3 * d},) and out_proj.bias (d,) = "
+                    f"({d},), got {b_in.shape} and {b_out.shape}"
+                )
             mha.b_qkv[...] = b_in
             mha.b_o[...] = b_out
         return mha
@@ -264,8 +299,10 @@ class MultiHeadAttention:
         ``mask_to_torch(mask)`` (its boolean masks mean "blocked", ours "may attend")."""
         import torch
 
-        sd = {"in_proj_weight": torch.from_numpy(np.ascontiguousarray(self.W_qkv.T)),
-              "out_proj.weight": torch.from_numpy(np.ascontiguousarray(self.W_o.T))}
+        sd = {
+            "in_proj_weight": torch.from_numpy(np.ascontiguousarray(self.W_qkv.T)),
+            "out_proj.weight": torch.from_numpy(np.ascontiguousarray(self.W_o.T)),
+        }
         if self.bias:
             sd["in_proj_bias"] = torch.from_numpy(self.b_qkv.copy())
             sd["out_proj.bias"] = torch.from_numpy(self.b_o.copy())
@@ -313,8 +350,7 @@ def key_mask_from_torch(key_padding_mask: Any) -> np.ndarray:
     >>> key_mask_from_torch(np.array([[False, True]])).tolist()
     [[True, False]]
     """
-    m = np.asarray(key_padding_mask.detach().cpu().numpy() if _is_torch(key_padding_mask)
-                   else key_padding_mask)
+    m = np.asarray(key_padding_mask.detach().cpu().numpy() if _is_torch(key_padding_mask) else key_padding_mask)
     if m.ndim < 1:
         raise ValueError(f"key_padding_mask must have shape (B, T_keys), got {m.shape}")
     return ~m if m.dtype == np.bool_ else m

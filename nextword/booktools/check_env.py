@@ -4,6 +4,7 @@ Prints one ``[OK]``/``[FAIL]`` line per requirement (Python, each dependency wit
 torch's device, the data directory). Paste its output into bug reports. Exit status 1 when a
 required item fails; optional items (torch, the data) print ``[--]`` when missing.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -49,8 +50,7 @@ def run_checks() -> list[CheckResult]:
     """Run every check and return the results (no printing)."""
     results = []
     ok_python = sys.version_info >= (3, 10)
-    results.append(CheckResult("python", "OK" if ok_python else "FAIL",
-                               f"{platform.python_version()} (need >= 3.10)"))
+    results.append(CheckResult("python", "OK" if ok_python else "FAIL", f"{platform.python_version()} (need >= 3.10)"))
     for name in REQUIRED + OPTIONAL:
         try:
             results.append(CheckResult(name, "OK", _module_version(name)))
@@ -66,8 +66,9 @@ def run_checks() -> list[CheckResult]:
     try:
         results.append(CheckResult("data: tiny Shakespeare", "OK", str(find_data_file("tinyshakespeare/input.txt"))))
     except DataNotFoundError as exc:
-        results.append(CheckResult("data: tiny Shakespeare", "--", str(exc).splitlines()[0]
-                                   + " (set NEXTWORD_DATA_DIR)"))
+        results.append(
+            CheckResult("data: tiny Shakespeare", "--", str(exc).splitlines()[0] + " (set NEXTWORD_DATA_DIR)")
+        )
     return results
 
 

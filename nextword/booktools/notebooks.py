@@ -11,6 +11,7 @@ Command line (run from the repository root)::
     python -m nextword.booktools.notebooks check                  # fail if any pair drifted or lacks its .ipynb
     python -m nextword.booktools.notebooks render                 # the book in _build/html (Sphinx, book/conf.py)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -116,7 +117,9 @@ def check_pairs(paths: Iterable[Path] | None = None) -> list[PairingProblem]:
         py = Path(py)
         ipynb = py.with_suffix(".ipynb")
         if not ipynb.exists():
-            problems.append(PairingProblem(py, "has no paired .ipynb (run: python -m nextword.booktools.notebooks build)"))
+            problems.append(
+                PairingProblem(py, "has no paired .ipynb (run: python -m nextword.booktools.notebooks build)")
+            )
             continue
         expected = [_cell_signature(c) for c in py_to_notebook(py).cells]
         actual = [_cell_signature(c) for c in nbformat.read(ipynb, as_version=4).cells]
@@ -223,8 +226,11 @@ def _write_if_changed(path: Path, text: str) -> None:
 
 def _copy_if_changed(src: Path, dest: Path) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
-    if not dest.exists() or dest.stat().st_mtime_ns != src.stat().st_mtime_ns or \
-            dest.stat().st_size != src.stat().st_size:
+    if (
+        not dest.exists()
+        or dest.stat().st_mtime_ns != src.stat().st_mtime_ns
+        or dest.stat().st_size != src.stat().st_size
+    ):
         shutil.copy2(src, dest)
 
 
@@ -251,9 +257,13 @@ def book_structure(root: Path = REPO_ROOT) -> list[tuple[str, list[str]]]:
     for ipynb in (root / "book").glob("*/*.ipynb"):
         parts.setdefault(ipynb.parent.name, []).append(ipynb.stem)
     ranked = sorted(parts, key=lambda part: (min(order.get(f"{part}/{s}", len(order)) for s in parts[part]), part))
-    return [(captions.get(part, part),
-             [f"book/{part}/{s}" for s in sorted(parts[part], key=lambda s: (order.get(f"{part}/{s}", len(order)), s))])
-            for part in ranked]
+    return [
+        (
+            captions.get(part, part),
+            [f"book/{part}/{s}" for s in sorted(parts[part], key=lambda s: (order.get(f"{part}/{s}", len(order)), s))],
+        )
+        for part in ranked
+    ]
 
 
 def _exercise_pages(root: Path, kind: str) -> dict[str, list[str]]:
@@ -266,11 +276,13 @@ def _exercise_pages(root: Path, kind: str) -> dict[str, list[str]]:
 
 def _link_notebook_paths(text: str, root: Path, prefix: str = "") -> str:
     """Turn ``book/<part>/<name>`` (optionally in backticks, with .ipynb/.py) into links to the rendered page."""
+
     def link(m: re.Match) -> str:
         key = f"{m[1]}/{m[2]}/{m[3]}"
         if not (root / f"{key}.ipynb").exists():
             return m[0]
         return f"[{key}]({prefix}{key}.ipynb)"
+
     return _EVIDENCE.sub(link, re.sub(r"`((?:book|solutions)/part\w+/\w+(?:\.ipynb|\.py)?)`", r"\1", text))
 
 
@@ -280,8 +292,9 @@ def _errata_page(root: Path) -> str:
     for line in (root / "book" / "ERRATA.md").read_text(encoding="utf-8").splitlines():
         if line.startswith("| ") and not line.startswith("| source"):
             # the ledger writes formulas as plain text (Kh_l⟩_roformer): keep "_" from turning into emphasis
-            line = "".join(part if i % 2 else part.replace("_", "\\_")
-                           for i, part in enumerate(re.split(r"(`[^`]*`)", line)))
+            line = "".join(
+                part if i % 2 else part.replace("_", "\\_") for i, part in enumerate(re.split(r"(`[^`]*`)", line))
+            )
             head, sep, evidence = line.rstrip().rstrip("|").rpartition(" | ")
             line = f"{head}{sep}{_link_notebook_paths(evidence.replace(chr(92) + '_', '_'), root)} |"
         lines.append(line)
@@ -294,17 +307,30 @@ def _notation_notebook(root: Path):
 
     guide = root / "book" / "part0_reading_guide" / "00_reading_guide.ipynb"
     nb = nbformat.read(guide, as_version=4)
-    start = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"
-                  and c.source.lstrip().startswith("## Notation concordance")), None)
+    start = next(
+        (
+            i
+            for i, c in enumerate(nb.cells)
+            if c.cell_type == "markdown" and c.source.lstrip().startswith("## Notation concordance")
+        ),
+        None,
+    )
     if start is None:
         raise ValueError(f"{guide} has no '## Notation concordance' section for the notation page")
-    stop = next((i for i in range(start + 1, len(nb.cells)) if nb.cells[i].cell_type == "markdown"
-                 and nb.cells[i].source.lstrip().startswith("## ")), len(nb.cells))
+    stop = next(
+        (
+            i
+            for i in range(start + 1, len(nb.cells))
+            if nb.cells[i].cell_type == "markdown" and nb.cells[i].source.lstrip().startswith("## ")
+        ),
+        len(nb.cells),
+    )
     cells = [c.copy() for c in nb.cells[start:stop]]
     cells[0]["source"] = cells[0]["source"].replace("## Notation concordance", "# Notation concordance", 1)
     note = nbformat.v4.new_markdown_cell(
         "*This page repeats the notation section of the "
-        "[reading guide](book/part0_reading_guide/00_reading_guide.ipynb), with its check.*")
+        "[reading guide](book/part0_reading_guide/00_reading_guide.ipynb), with its check.*"
+    )
     note["id"] = "notation-source"
     nb.cells = cells[:1] + [note] + cells[1:]
     return nb
@@ -322,11 +348,12 @@ def stage_book(stage: Path = STAGE_DIR, root: Path = REPO_ROOT) -> list[str]:
     import nbformat
 
     stage, root = Path(stage), Path(root)
-    wanted: dict[Path, Path | str] = {}   # staged path -> source file to copy, or generated text
+    wanted: dict[Path, Path | str] = {}  # staged path -> source file to copy, or generated text
     parts = book_structure(root)
     exercises, solutions = _exercise_pages(root, "exercises"), _exercise_pages(root, "solutions")
-    for doc in [d for _, docs in parts for d in docs] + [d for pages in (exercises, solutions)
-                                                          for docs in pages.values() for d in docs]:
+    for doc in [d for _, docs in parts for d in docs] + [
+        d for pages in (exercises, solutions) for docs in pages.values() for d in docs
+    ]:
         for suffix in (".ipynb", ".py"):
             if (root / f"{doc}{suffix}").exists():
                 wanted[stage / f"{doc}{suffix}"] = root / f"{doc}{suffix}"
@@ -334,8 +361,9 @@ def stage_book(stage: Path = STAGE_DIR, root: Path = REPO_ROOT) -> list[str]:
     ex_readme = root / "exercises" / "README.md"
     ex_text = ex_readme.read_text(encoding="utf-8") if ex_readme.exists() else "# Exercises\n"
     ex_intro, *ex_sections = re.split(r"(?m)^(?=## )", ex_text)
-    ex_captions = {m[1]: s.splitlines()[0][3:].strip() for s in ex_sections
-                   for m in [re.search(r"\((part\w+)/", s)] if m}
+    ex_captions = {
+        m[1]: s.splitlines()[0][3:].strip() for s in ex_sections for m in [re.search(r"\((part\w+)/", s)] if m
+    }
     ex_parts = []
     for part, docs in exercises.items():
         caption = ex_captions.get(part, part)
@@ -344,17 +372,24 @@ def stage_book(stage: Path = STAGE_DIR, root: Path = REPO_ROOT) -> list[str]:
         table = _link_notebook_paths(table, root, prefix="../../")
         wanted[stage / "exercises" / part / "index.md"] = (
             f"# Exercises for {caption}\n\nEach exercise links to its worked solution in *Solutions*.\n"
-            f"{table}\n" + _toctree([d.split("/")[-1] for d in docs], hidden=True))
+            f"{table}\n" + _toctree([d.split("/")[-1] for d in docs], hidden=True)
+        )
         ex_parts.append(f"exercises/{part}/index")
-    wanted[stage / "exercises" / "index.md"] = ex_intro.replace("# Exercises", "# How the exercises work", 1) + \
-        "\n" + "".join(f"- [Exercises for {ex_captions.get(d.split('/')[1], d.split('/')[1])}]({d.split('/', 1)[1]}.md)\n"
-                       for d in ex_parts)   # plain links: the sidebar lists the part pages once, beside this one
+    wanted[stage / "exercises" / "index.md"] = (
+        ex_intro.replace("# Exercises", "# How the exercises work", 1)
+        + "\n"
+        + "".join(
+            f"- [Exercises for {ex_captions.get(d.split('/')[1], d.split('/')[1])}]({d.split('/', 1)[1]}.md)\n"
+            for d in ex_parts
+        )
+    )  # plain links: the sidebar lists the part pages once, beside this one
     sol_parts = []
     for part, docs in solutions.items():
         caption = ex_captions.get(part, part)
         wanted[stage / "solutions" / part / "index.md"] = (
             f"# Solutions for {caption}\n\nWorked answers, executed. Try the exercise first: each solution "
-            "links back to its student version.\n\n" + _toctree([d.split("/")[-1] for d in docs], hidden=False))
+            "links back to its student version.\n\n" + _toctree([d.split("/")[-1] for d in docs], hidden=False)
+        )
         sol_parts.append(f"solutions/{part}/index")
 
     readme = (root / "book" / "README.md").read_text(encoding="utf-8")
@@ -375,9 +410,10 @@ def stage_book(stage: Path = STAGE_DIR, root: Path = REPO_ROOT) -> list[str]:
         else:
             _write_if_changed(path, what)
     for old in [p for p in stage.rglob("*") if p.is_file() and p not in wanted]:
-        old.unlink()   # a notebook removed or renamed in the repository leaves no orphan page
-    return sorted(str(p.relative_to(stage).with_suffix("")).replace(os.sep, "/")
-                  for p in wanted if p.suffix in (".ipynb", ".md"))
+        old.unlink()  # a notebook removed or renamed in the repository leaves no orphan page
+    return sorted(
+        str(p.relative_to(stage).with_suffix("")).replace(os.sep, "/") for p in wanted if p.suffix in (".ipynb", ".md")
+    )
 
 
 def render_book(out_dir: Path = HTML_DIR, *, stage: Path = STAGE_DIR, jobs: int = 1, quiet: bool = True) -> Path:
@@ -391,8 +427,21 @@ def render_book(out_dir: Path = HTML_DIR, *, stage: Path = STAGE_DIR, jobs: int 
     if jobs < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs}")
     stage_book(Path(stage))
-    cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-c", str(BOOK_CONF_DIR), "-j", str(jobs),
-           "--keep-going", *(["-q"] if quiet else []), str(stage), str(out_dir)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "sphinx",
+        "-b",
+        "html",
+        "-c",
+        str(BOOK_CONF_DIR),
+        "-j",
+        str(jobs),
+        "--keep-going",
+        *(["-q"] if quiet else []),
+        str(stage),
+        str(out_dir),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True)
     sys.stderr.write(done.stderr)
     if done.returncode != 0:
@@ -423,8 +472,11 @@ def _expand(paths: Sequence[str], use_all: bool, dirs: Sequence[str]) -> list[Pa
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m nextword.booktools.notebooks", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m nextword.booktools.notebooks",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="convert py -> ipynb and execute")
     b.add_argument("paths", nargs="*")

@@ -3,6 +3,7 @@
 Every notebook calls :func:`use_book_style` once; figure helpers here are small wrappers that keep
 captions, colour maps and sizes consistent across parts.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -78,8 +79,15 @@ def heatmap(
     if annotate:
         mid = np.nanmean(matrix)
         for (i, j), value in np.ndenumerate(matrix):
-            ax.text(j, i, format(value, fmt), ha="center", va="center", fontsize=7,
-                    color="white" if value < mid else "black")
+            ax.text(
+                j,
+                i,
+                format(value, fmt),
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white" if value < mid else "black",
+            )
     if title:
         ax.set_title(title)
     if colorbar:

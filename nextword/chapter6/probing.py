@@ -29,6 +29,7 @@ Worked example (a head that always looks one step back)::
     >>> round(float(normalized_entropy(np.tril(np.ones((4, 4))) / np.arange(1, 5)[:, None])), 6)
     1.0
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,8 +40,16 @@ import numpy as np
 from nextword._validate import as_float_array, check_positive_int
 from nextword.data import MarkovSource, markov_source
 
-__all__ = ["attention_to_offset", "attention_to_keys", "normalized_entropy", "head_profile",
-           "head_ablation_effects", "permutation_sensitivity", "AgreementTask", "ProbeBatch"]
+__all__ = [
+    "attention_to_offset",
+    "attention_to_keys",
+    "normalized_entropy",
+    "head_profile",
+    "head_ablation_effects",
+    "permutation_sensitivity",
+    "AgreementTask",
+    "ProbeBatch",
+]
 
 
 def _weights(weights: object, name: str = "weights") -> np.ndarray:
@@ -97,14 +106,17 @@ def attention_to_keys(weights: object, key_positions: object, query_mask: object
     N, T = w.shape[0], w.shape[-1]
     keys = np.asarray(key_positions)
     if keys.shape != (N,) or keys.dtype.kind not in "iu" or keys.min() < 0 or keys.max() >= T:
-        raise ValueError(f"key_positions must be integer positions of shape (N,) = ({N},) in [0, {T}), "
-                         f"got {keys.shape} {keys.dtype}")
+        raise ValueError(
+            f"key_positions must be integer positions of shape (N,) = ({N},) in [0, {T}), got {keys.shape} {keys.dtype}"
+        )
     if query_mask is None:
         qm = np.arange(T)[None, :] >= keys[:, None]  # (N, T)
     else:
         qm = np.asarray(query_mask)
         if qm.shape != (N, T) or qm.dtype != bool:
-            raise ValueError(f"query_mask must be a boolean array of shape (N, T) = {(N, T)}, got {qm.shape} {qm.dtype}")
+            raise ValueError(
+                f"query_mask must be a boolean array of shape (N, T) = {(N, T)}, got {qm.shape} {qm.dtype}"
+            )
     if not qm.any():
         raise ValueError("query_mask selects no query")
     col = np.take_along_axis(w, keys.reshape((N,) + (1,) * (w.ndim - 1)), axis=-1)[..., 0]  # (N, ..., T)
@@ -137,15 +149,19 @@ def head_profile(weights: object, key_positions: object = None, query_mask: obje
     w = _weights(weights)
     if w.ndim != 4:
         raise ValueError(f"weights must have shape (N, heads, T, T), got {w.shape}")
-    out = {"diagonal": attention_to_offset(w, 0).mean(0), "previous": attention_to_offset(w, 1).mean(0),
-           "entropy": normalized_entropy(w).mean(0)}
+    out = {
+        "diagonal": attention_to_offset(w, 0).mean(0),
+        "previous": attention_to_offset(w, 1).mean(0),
+        "entropy": normalized_entropy(w).mean(0),
+    }
     if key_positions is not None:
         out["target"] = attention_to_keys(w, key_positions, query_mask)
     return out
 
 
-def head_ablation_effects(nll_fn: Callable[[np.ndarray | None], np.ndarray], num_layers: int, num_heads: int,
-                          groups: Mapping[str, object]) -> dict[str, np.ndarray]:
+def head_ablation_effects(
+    nll_fn: Callable[[np.ndarray | None], np.ndarray], num_layers: int, num_heads: int, groups: Mapping[str, object]
+) -> dict[str, np.ndarray]:
     """Loss increase on each group of positions when one head at a time is switched off.
 
     ``nll_fn(head_mask)`` returns per-token losses ``(N, T)`` for a ``(num_layers, num_heads)``
@@ -161,8 +177,9 @@ def head_ablation_effects(nll_fn: Callable[[np.ndarray | None], np.ndarray], num
     for name, g in groups.items():
         g = np.asarray(g)
         if g.shape != base.shape or g.dtype != bool or not g.any():
-            raise ValueError(f"group {name!r} must be a non-empty boolean array of shape {base.shape}, "
-                             f"got {g.shape} {g.dtype}")
+            raise ValueError(
+                f"group {name!r} must be a non-empty boolean array of shape {base.shape}, got {g.shape} {g.dtype}"
+            )
         sel[name] = g
     out = {name: np.zeros((L, H)) for name in sel}
     for layer in range(L):
@@ -175,8 +192,14 @@ def head_ablation_effects(nll_fn: Callable[[np.ndarray | None], np.ndarray], num
     return out
 
 
-def permutation_sensitivity(logits_fn: Callable[[np.ndarray], np.ndarray], ids: object, position: int,
-                            rng: np.random.Generator, *, num_perms: int = 8) -> float:
+def permutation_sensitivity(
+    logits_fn: Callable[[np.ndarray], np.ndarray],
+    ids: object,
+    position: int,
+    rng: np.random.Generator,
+    *,
+    num_perms: int = 8,
+) -> float:
     """Largest change of ``logits_fn(ids)[..., position, :]`` when ``ids[..., :position]`` is shuffled.
 
     ``logits_fn`` maps integer ids ``(N, T)`` to logits ``(N, T, V)``. The tokens strictly before
@@ -241,12 +264,15 @@ class AgreementTask:
         for name in ("num_subjects", "length", "subject_window", "num_markers"):
             check_positive_int(getattr(self, name), name)
         if self.min_marker < self.subject_window or self.min_marker + 2 * self.num_markers > self.length:
-            raise ValueError(f"need subject_window <= min_marker and min_marker + 2*num_markers <= length, "
-                             f"got {self.subject_window}, {self.min_marker}, {self.num_markers}, {self.length}")
+            raise ValueError(
+                f"need subject_window <= min_marker and min_marker + 2*num_markers <= length, "
+                f"got {self.subject_window}, {self.min_marker}, {self.num_markers}, {self.length}"
+            )
 
     @classmethod
-    def make(cls, rng: np.random.Generator, *, num_fillers: int = 6, concentration: float = 0.3,
-             **kwargs: int) -> "AgreementTask":
+    def make(
+        cls, rng: np.random.Generator, *, num_fillers: int = 6, concentration: float = 0.3, **kwargs: int
+    ) -> "AgreementTask":
         """A task with a random order-2 filler chain (rows ~ Dirichlet(concentration))."""
         return cls(markov_source(num_fillers, 2, rng, concentration=concentration), **kwargs)
 
@@ -261,8 +287,12 @@ class AgreementTask:
     def token_names(self) -> list[str]:
         """Readable names: fillers ``a, b, …``, subjects ``S1…``, the marker ``V``, agreements ``A1…``."""
         m, S = self.filler.num_symbols, self.num_subjects
-        return ([chr(ord("a") + i) for i in range(m)] + [f"S{s + 1}" for s in range(S)] + ["V"]
-                + [f"A{s + 1}" for s in range(S)])
+        return (
+            [chr(ord("a") + i) for i in range(m)]
+            + [f"S{s + 1}" for s in range(S)]
+            + ["V"]
+            + [f"A{s + 1}" for s in range(S)]
+        )
 
     def sample(self, num: int, rng: np.random.Generator) -> ProbeBatch:
         if not isinstance(rng, np.random.Generator):

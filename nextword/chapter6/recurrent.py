@@ -19,6 +19,7 @@ is exactly ``λ^(t-s)``).
 >>> int(path_lengths(A, 0)[-1]), int(path_lengths(attention_graph(4), 0)[-1])   # x1 -> h4
 (4, 1)
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -28,19 +29,30 @@ import numpy as np
 
 from nextword._validate import as_float_array, check_positive_int
 
-__all__ = ["rnn_states", "rnn_state_jacobian", "rnn_graph", "attention_graph", "path_lengths",
-           "sequential_depth", "copy_task", "linear_state_recall", "attention_recall"]
+__all__ = [
+    "rnn_states",
+    "rnn_state_jacobian",
+    "rnn_graph",
+    "attention_graph",
+    "path_lengths",
+    "sequential_depth",
+    "copy_task",
+    "linear_state_recall",
+    "attention_recall",
+]
 
 
-def _check_rnn(X: object, W_x: object, W_h: object, b: object, h0: object
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _check_rnn(
+    X: object, W_x: object, W_h: object, b: object, h0: object
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     X = as_float_array(X, "X", ndim=2)
     W_x = as_float_array(W_x, "W_x", ndim=2)
     W_h = as_float_array(W_h, "W_h", ndim=2)
     d = W_h.shape[0]
     if W_h.shape != (d, d) or W_x.shape != (X.shape[1], d):
-        raise ValueError(f"need X (T, d_in), W_x (d_in, d), W_h (d, d); got X {X.shape}, "
-                         f"W_x {W_x.shape}, W_h {W_h.shape}")
+        raise ValueError(
+            f"need X (T, d_in), W_x (d_in, d), W_h (d, d); got X {X.shape}, W_x {W_x.shape}, W_h {W_h.shape}"
+        )
     b = np.zeros(d) if b is None else as_float_array(b, "b", ndim=1)
     h0 = np.zeros(d) if h0 is None else as_float_array(h0, "h0", ndim=1)
     if b.shape != (d,) or h0.shape != (d,):
@@ -48,8 +60,15 @@ def _check_rnn(X: object, W_x: object, W_h: object, b: object, h0: object
     return X, W_x, W_h, b, h0
 
 
-def rnn_states(X: object, W_x: object, W_h: object, b: object = None, h0: object = None, *,
-               nonlinearity: Literal["tanh", "linear"] = "tanh") -> np.ndarray:
+def rnn_states(
+    X: object,
+    W_x: object,
+    W_h: object,
+    b: object = None,
+    h0: object = None,
+    *,
+    nonlinearity: Literal["tanh", "linear"] = "tanh",
+) -> np.ndarray:
     """Hidden states ``H (T, d)`` of ``h[t] = f(x[t] W_x + h[t-1] W_h + b)``, ``h[0] = h0`` (default 0).
 
     The loop is the point: step ``t`` needs step ``t - 1`` (sequential depth ``T``, §6.1).
@@ -69,8 +88,17 @@ def rnn_states(X: object, W_x: object, W_h: object, b: object = None, h0: object
     return H
 
 
-def rnn_state_jacobian(X: object, W_x: object, W_h: object, b: object = None, h0: object = None, *,
-                       s: int, t: int, nonlinearity: Literal["tanh", "linear"] = "tanh") -> np.ndarray:
+def rnn_state_jacobian(
+    X: object,
+    W_x: object,
+    W_h: object,
+    b: object = None,
+    h0: object = None,
+    *,
+    s: int,
+    t: int,
+    nonlinearity: Literal["tanh", "linear"] = "tanh",
+) -> np.ndarray:
     """``∂h[t]/∂h[s]`` (``(d, d)``, ``J[i, j] = ∂h[t]_i / ∂h[s]_j``) for 0-based steps ``s <= t``.
 
     The product ``Π_{u=s+1..t} diag(f'(a[u])) W_h^T`` (later factors on the left).
@@ -150,8 +178,7 @@ def sequential_depth(adjacency: object) -> int:
     return int(depth.max())
 
 
-def copy_task(num_seqs: int, length: int, vocab: int, rng: np.random.Generator
-              ) -> tuple[np.ndarray, np.ndarray]:
+def copy_task(num_seqs: int, length: int, vocab: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Copy/recall sequences ``x[1..L] SEP x[1..L]`` with ``x`` uniform on ``0..vocab-1``, ``SEP = vocab``.
 
     Returns ``ids (num_seqs, 2L + 1)`` and ``loss_mask (num_seqs, 2L)``: True on the targets of the
@@ -160,8 +187,9 @@ def copy_task(num_seqs: int, length: int, vocab: int, rng: np.random.Generator
     """
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a np.random.Generator, got {type(rng).__name__}")
-    n, L, V = (check_positive_int(v, name) for v, name in ((num_seqs, "num_seqs"), (length, "length"),
-                                                            (vocab, "vocab")))
+    n, L, V = (
+        check_positive_int(v, name) for v, name in ((num_seqs, "num_seqs"), (length, "length"), (vocab, "vocab"))
+    )
     x = rng.integers(0, V, size=(n, L))
     ids = np.concatenate([x, np.full((n, 1), V), x], axis=1)  # (n, 2L+1)
     mask = np.zeros((n, 2 * L), dtype=bool)
@@ -173,8 +201,16 @@ def _one_hot(ids: np.ndarray, V: int) -> np.ndarray:
     return np.eye(V)[ids]  # (..., V)
 
 
-def linear_state_recall(length: int, state_dim: int, vocab: int, rng: np.random.Generator, *,
-                        num_train: int = 2000, num_test: int = 500, decay: float = 0.9) -> np.ndarray:
+def linear_state_recall(
+    length: int,
+    state_dim: int,
+    vocab: int,
+    rng: np.random.Generator,
+    *,
+    num_train: int = 2000,
+    num_test: int = 500,
+    decay: float = 0.9,
+) -> np.ndarray:
     """Accuracy of recovering each of ``L`` symbols from the final state of a ``state_dim`` linear RNN.
 
     The RNN is ``h[t] = h[t-1] W_h + onehot(x[t]) W_x`` with ``W_h = decay · Q`` (``Q`` random
@@ -200,8 +236,9 @@ def linear_state_recall(length: int, state_dim: int, vocab: int, rng: np.random.
     return acc
 
 
-def attention_recall(length: int, vocab: int, rng: np.random.Generator, *, num_test: int = 500,
-                     d_pos: int = 32, sharpness: float = 50.0) -> np.ndarray:
+def attention_recall(
+    length: int, vocab: int, rng: np.random.Generator, *, num_test: int = 500, d_pos: int = 32, sharpness: float = 50.0
+) -> np.ndarray:
     """Accuracy of recalling each of ``L`` symbols by attention over the kept states.
 
     Keys are unit-norm sinusoidal position codes, values the one-hot symbols, and the query for

@@ -31,6 +31,7 @@ probabilities, so mutual informations ``I(word_j ; blank)`` are computed, not es
 >>> round(src.mutual_information(3), 12)                       # engineer(s): irrelevant
 0.0
 """
+
 from __future__ import annotations
 
 import itertools
@@ -45,7 +46,8 @@ __all__ = ["RUNNING_EXAMPLE", "RunningExampleSource"]
 #: The 21 context words of the running example (index ``t - 1`` holds word ``t``).
 RUNNING_EXAMPLE: tuple[str, ...] = tuple(
     "The software engineer who had been working remotely from the mountain cabin for several months "
-    "finally submitted the code that would".split())
+    "finally submitted the code that would".split()
+)
 
 _SLOTS: dict[int, tuple[str, ...]] = {  # 1-based word position -> alternatives (first = the chapter's)
     2: ("software", "pastry"),

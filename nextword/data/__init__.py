@@ -26,6 +26,7 @@ Besides real text, this module offers synthetic sources with a known entropy rat
 (:mod:`nextword.data.synthetic`: i.i.d., Markov of order k, the sticky chain of Part 3), so a model's
 loss can be compared with the true lower bound, and :func:`batches` for training.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -39,15 +40,33 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from nextword._validate import (
-    MAX_ELEMENTS, as_generator, as_index_array, check_positive_int, check_real, check_size,
+    MAX_ELEMENTS,
+    as_generator,
+    as_index_array,
+    check_positive_int,
+    check_real,
+    check_size,
 )
 from nextword.data.synthetic import IIDSource, MarkovSource, markov_source, sticky_markov_chain, STICKY_RULES
 
 __all__ = [
-    "DataNotFoundError", "DataChecksumError", "data_dir", "candidate_data_dirs", "find_data_file",
-    "read_data_text", "PACKAGE_DATA_DIR", "SHA256",
-    "Corpus", "load_corpus", "read_wikitext2", "batches",
-    "IIDSource", "MarkovSource", "markov_source", "sticky_markov_chain", "STICKY_RULES",
+    "DataNotFoundError",
+    "DataChecksumError",
+    "data_dir",
+    "candidate_data_dirs",
+    "find_data_file",
+    "read_data_text",
+    "PACKAGE_DATA_DIR",
+    "SHA256",
+    "Corpus",
+    "load_corpus",
+    "read_wikitext2",
+    "batches",
+    "IIDSource",
+    "MarkovSource",
+    "markov_source",
+    "sticky_markov_chain",
+    "STICKY_RULES",
 ]
 
 PACKAGE_DATA_DIR = Path(__file__).resolve().parent
@@ -172,8 +191,9 @@ def read_data_text(path: str | Path, *, sha256: str | None = None) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not UTF-8 text (byte {exc.start}: {exc.reason}); "
-                         "re-encode it, e.g. with iconv -t UTF-8") from None
+        raise ValueError(
+            f"{path} is not UTF-8 text (byte {exc.start}: {exc.reason}); re-encode it, e.g. with iconv -t UTF-8"
+        ) from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -197,8 +217,11 @@ class Corpus:
     source: Path
 
     def __repr__(self) -> str:
-        sizes = ", ".join(f"{k}={len(v):,} chars" for k, v in
-                          (("train", self.train), ("val", self.val), ("test", self.test)) if v is not None)
+        sizes = ", ".join(
+            f"{k}={len(v):,} chars"
+            for k, v in (("train", self.train), ("val", self.val), ("test", self.test))
+            if v is not None
+        )
         return f"Corpus({self.name!r}, {sizes}, source={str(self.source)!r})"
 
 
@@ -207,8 +230,9 @@ def _read_utf8(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not UTF-8 text (byte {exc.start}: {exc.reason}); "
-                         "re-encode it, e.g. with iconv -t UTF-8") from None
+        raise ValueError(
+            f"{path} is not UTF-8 text (byte {exc.start}: {exc.reason}); re-encode it, e.g. with iconv -t UTF-8"
+        ) from None
 
 
 def _as_path(value: str | os.PathLike, name: str) -> Path:
@@ -293,8 +317,7 @@ def load_corpus(name: str | Path, *, root: str | Path | None = None, val_fractio
         return read_wikitext2(path)
     if path.is_file():
         return _split_text(path.stem, _read_utf8(path), path, val_fraction)
-    raise ValueError(f"unknown corpus name {str(name)!r}: expected 'shakespeare', 'wikitext2', "
-                     "or an existing path")
+    raise ValueError(f"unknown corpus name {str(name)!r}: expected 'shakespeare', 'wikitext2', or an existing path")
 
 
 # --------------------------------------------------------------------------------------------
@@ -339,8 +362,9 @@ def batches(
     return _batches(arr, batch_size, block_size, rng, num_batches)
 
 
-def _batches(arr: NDArray[np.int64], batch_size: int, block_size: int, rng: np.random.Generator,
-             num_batches: int | None) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
+def _batches(
+    arr: NDArray[np.int64], batch_size: int, block_size: int, rng: np.random.Generator, num_batches: int | None
+) -> Iterator[tuple[NDArray[np.int64], NDArray[np.int64]]]:
     window = np.arange(block_size + 1)  # (T + 1,)
     k = 0
     while num_batches is None or k < num_batches:

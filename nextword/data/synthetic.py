@@ -19,6 +19,7 @@ True
 >>> src.sample(5, np.random.default_rng(0)).shape
 (5,)
 """
+
 from __future__ import annotations
 
 from bisect import bisect_right
@@ -28,7 +29,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from nextword._validate import (
-    MAX_ELEMENTS, as_float_array, as_generator, check_choice, check_positive_int, check_real,
+    MAX_ELEMENTS,
+    as_float_array,
+    as_generator,
+    check_choice,
+    check_positive_int,
+    check_real,
     check_size,
 )
 
@@ -195,8 +201,9 @@ class MarkovSource:
         return out
 
 
-def markov_source(num_symbols: int, order: int, rng: np.random.Generator | int, *,
-                  concentration: float = 1.0) -> MarkovSource:
+def markov_source(
+    num_symbols: int, order: int, rng: np.random.Generator | int, *, concentration: float = 1.0
+) -> MarkovSource:
     """A random Markov source: each conditional row ~ Dirichlet(concentration · 1).
 
     ``concentration`` finite and > 0 (very small values underflow: rows with NaN are refused).
@@ -206,12 +213,15 @@ def markov_source(num_symbols: int, order: int, rng: np.random.Generator | int, 
     order = check_positive_int(order, "order", minimum=0)
     concentration = check_real(concentration, "concentration", lo=0.0, lo_open=True)
     if order * np.log(num_symbols) > np.log(MAX_ELEMENTS):
-        raise ValueError(f"markov_source would allocate num_symbols^(order + 1) = {num_symbols}^{order + 1} "
-                         "transition entries; use a smaller num_symbols or order")
+        raise ValueError(
+            f"markov_source would allocate num_symbols^(order + 1) = {num_symbols}^{order + 1} "
+            "transition entries; use a smaller num_symbols or order"
+        )
     check_size((num_symbols,) * (order + 1), "markov_source(num_symbols, order)")
     t = rng.dirichlet(np.full(num_symbols, float(concentration)), size=num_symbols**order)
-    return MarkovSource(t.reshape((num_symbols,) * (order + 1)),
-                       f"random order-{order} chain, Dirichlet({concentration})")
+    return MarkovSource(
+        t.reshape((num_symbols,) * (order + 1)), f"random order-{order} chain, Dirichlet({concentration})"
+    )
 
 
 #: Rules for where a sticky chain moves when it does not stay (``d`` = circular distance).

@@ -3,13 +3,25 @@
 """
 
 from nextword.decoder.layers import (
-    layer_norm, rms_norm, gelu, relu, feed_forward, TransformerBlock,
+    layer_norm,
+    rms_norm,
+    gelu,
+    relu,
+    feed_forward,
+    TransformerBlock,
 )
 from nextword.decoder.lm import (
-    DecoderConfig, DecoderLM,
+    DecoderConfig,
+    DecoderLM,
 )
 
 __all__ = [
-    "layer_norm", "rms_norm", "gelu", "relu", "feed_forward", "TransformerBlock",
-    "DecoderConfig", "DecoderLM",
+    "layer_norm",
+    "rms_norm",
+    "gelu",
+    "relu",
+    "feed_forward",
+    "TransformerBlock",
+    "DecoderConfig",
+    "DecoderLM",
 ]

@@ -15,6 +15,7 @@ The decoder-only language model :class:`~nextword.decoder.lm.DecoderLM` and its
 :class:`~nextword.decoder.lm.DecoderConfig` live in :mod:`nextword.decoder.lm`; the package
 :mod:`nextword.decoder` exports both modules' names.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,8 +39,10 @@ def _as_dtype_of_x(p: object, name: str, dtype: np.dtype, **kw: Any) -> np.ndarr
     and integer arrays are converted."""
     raw = np.asarray(p)
     if isinstance(p, np.ndarray) and np.issubdtype(raw.dtype, np.floating) and raw.dtype != dtype:
-        raise TypeError(f"{name} has dtype {raw.dtype} but must match {dtype} (x or the parameters); "
-                        "convert with .astype(...) first")
+        raise TypeError(
+            f"{name} has dtype {raw.dtype} but must match {dtype} (x or the parameters); "
+            "convert with .astype(...) first"
+        )
     return as_float_array(raw, name, **kw).astype(dtype, copy=False)
 
 
@@ -136,7 +139,7 @@ def rms_norm(x: object, weight: object = None, *, eps: float | None = 1e-6, unit
 def gelu(x: np.ndarray, *, approximate: bool = False) -> np.ndarray:
     """GELU ``x Φ(x)`` (exact, via erf) or its tanh approximation (GPT-2)."""
     if approximate:
-        return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+        return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
     return 0.5 * x * (1.0 + erf(x * (1.0 / math.sqrt(2.0))))  # Python floats: float32 stays float32
 
 
@@ -148,8 +151,9 @@ def relu(x: np.ndarray) -> np.ndarray:
 _ACTIVATIONS = {"gelu": gelu, "gelu_tanh": lambda x: gelu(x, approximate=True), "relu": relu}
 
 
-def feed_forward(x: object, W1: object, b1: object, W2: object, b2: object, *,
-                 activation: Activation = "gelu") -> np.ndarray:
+def feed_forward(
+    x: object, W1: object, b1: object, W2: object, b2: object, *, activation: Activation = "gelu"
+) -> np.ndarray:
     """Position-wise FFN ``act(x W1 + b1) W2 + b2`` (Chapter 6, §6.6; ``d_ff`` typically ``4 d``).
 
     ``x (..., T, d)``, ``W1 (d, d_ff)``, ``b1 (d_ff,)``, ``W2 (d_ff, d)``, ``b2 (d,)``; biases may be
@@ -188,10 +192,22 @@ class TransformerBlock:
     ``W1 (d, d_ff), b1, W2 (d_ff, d), b2``; see :meth:`parameters`.
     """
 
-    def __init__(self, d_model: int, num_heads: int, d_ff: int, *, rng: np.random.Generator | None = None,
-                 norm: Literal["layer", "rms", "none"] = "layer", pre_norm: bool = True, causal: bool = True,
-                 residual: bool = True, activation: Activation = "gelu", rope_base: float | None = None,
-                 eps: float = 1e-5, dtype: Any = np.float64) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        *,
+        rng: np.random.Generator | None = None,
+        norm: Literal["layer", "rms", "none"] = "layer",
+        pre_norm: bool = True,
+        causal: bool = True,
+        residual: bool = True,
+        activation: Activation = "gelu",
+        rope_base: float | None = None,
+        eps: float = 1e-5,
+        dtype: Any = np.float64,
+    ) -> None:
         if norm not in ("layer", "rms", "none"):
             raise ValueError(f"norm must be 'layer', 'rms' or 'none', got {norm!r}")
         if activation not in _ACTIVATIONS:
@@ -231,9 +247,15 @@ class TransformerBlock:
             return rms_norm(x, w, eps=self.eps)
         return layer_norm(x, w, self.norm1_bias if which == 1 else self.norm2_bias, eps=self.eps)
 
-    def __call__(self, X: object, *, cache: LayerKVCache | None = None, positions: object = None,
-                 head_mask: object = None, return_weights: bool = False
-                 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    def __call__(
+        self,
+        X: object,
+        *,
+        cache: LayerKVCache | None = None,
+        positions: object = None,
+        head_mask: object = None,
+        return_weights: bool = False,
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """``X (..., T, d_model)`` → ``(..., T, d_model)`` (and per-head weights ``(..., h, T, T_keys)``).
 
         A float ``X`` must have the block's dtype (``TypeError`` otherwise, as torch); lists and
@@ -241,8 +263,7 @@ class TransformerBlock:
         X = _as_dtype_of_x(X, "X", self.attn.dtype, min_ndim=2)
 
         def mha(z: np.ndarray) -> Any:
-            return self.attn(z, self.causal, return_weights, positions=positions, cache=cache,
-                             head_mask=head_mask)
+            return self.attn(z, self.causal, return_weights, positions=positions, cache=cache, head_mask=head_mask)
 
         def ffn(z: np.ndarray) -> np.ndarray:
             return feed_forward(z, self.W1, self.b1, self.W2, self.b2, activation=self.activation)

@@ -17,6 +17,7 @@ The flags of :class:`DecoderConfig` are the ablations of Chapter 6, Exercise 12:
 >>> lm.logits([1, 2, 3]).shape, lm.next_logits([1, 2, 3]).shape
 ((3, 11), (11,))
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -26,8 +27,15 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from nextword._validate import (
-    as_float_array, as_generator, as_index_array, as_token_list, check_choice, check_flag,
-    check_positive_int, check_real, check_size,
+    as_float_array,
+    as_generator,
+    as_index_array,
+    as_token_list,
+    check_choice,
+    check_flag,
+    check_positive_int,
+    check_real,
+    check_size,
 )
 from nextword.embedding import embed
 from nextword.attention.kv_cache import KVCache
@@ -66,8 +74,12 @@ class DecoderConfig:
             check_positive_int(self.d_ff, "d_ff")
         if self.d_model % self.num_heads:
             raise ValueError(f"num_heads={self.num_heads} must divide d_model={self.d_model}")
-        choices = {"positional": ("sinusoidal", "learned", "rope", "none"), "norm": ("layer", "rms"),
-                   "activation": ("gelu", "gelu_tanh", "relu"), "dtype": ("float64", "float32")}
+        choices = {
+            "positional": ("sinusoidal", "learned", "rope", "none"),
+            "norm": ("layer", "rms"),
+            "activation": ("gelu", "gelu_tanh", "relu"),
+            "dtype": ("float64", "float32"),
+        }
         for name, allowed in choices.items():
             check_choice(getattr(self, name), name, allowed)
         for name in ("pre_norm", "causal", "residual", "tie_embeddings"):
@@ -104,17 +116,35 @@ class DecoderLM:
         rng = as_generator(rng)
         dtype = np.dtype(c.dtype)
         self.tok_emb = (c.emb_std * rng.standard_normal((c.vocab_size, c.d_model))).astype(dtype)
-        self.pos_emb = ((c.emb_std * rng.standard_normal((c.max_len, c.d_model))).astype(dtype)
-                        if c.positional == "learned" else None)
-        self.blocks = [TransformerBlock(c.d_model, c.num_heads, c.ff_dim, rng=rng, norm=c.norm,
-                                        pre_norm=c.pre_norm, causal=c.causal, residual=c.residual,
-                                        activation=c.activation, eps=c.eps, dtype=dtype,
-                                        rope_base=c.rope_base if c.positional == "rope" else None)
-                       for _ in range(c.num_layers)]
+        self.pos_emb = (
+            (c.emb_std * rng.standard_normal((c.max_len, c.d_model))).astype(dtype)
+            if c.positional == "learned"
+            else None
+        )
+        self.blocks = [
+            TransformerBlock(
+                c.d_model,
+                c.num_heads,
+                c.ff_dim,
+                rng=rng,
+                norm=c.norm,
+                pre_norm=c.pre_norm,
+                causal=c.causal,
+                residual=c.residual,
+                activation=c.activation,
+                eps=c.eps,
+                dtype=dtype,
+                rope_base=c.rope_base if c.positional == "rope" else None,
+            )
+            for _ in range(c.num_layers)
+        ]
         self.norm_f_weight = np.ones(c.d_model, dtype) if c.pre_norm else None
         self.norm_f_bias = np.zeros(c.d_model, dtype) if c.pre_norm and c.norm == "layer" else None
-        self.W_U = (None if c.tie_embeddings else
-                    (rng.standard_normal((c.d_model, c.vocab_size)) / np.sqrt(c.d_model)).astype(dtype))
+        self.W_U = (
+            None
+            if c.tie_embeddings
+            else (rng.standard_normal((c.d_model, c.vocab_size)) / np.sqrt(c.d_model)).astype(dtype)
+        )
         self._pe = np.zeros((0, c.d_model), dtype)
         self.reset_cache()
 
@@ -165,14 +195,15 @@ class DecoderLM:
         T, c = x.shape[-2], self.config
         if c.positional == "learned":
             if start + T > c.max_len:
-                raise ValueError(f"positions up to {start + T - 1} exceed max_len={c.max_len} of the "
-                                 "learned positional table")
-            return x + self.pos_emb[start:start + T]
+                raise ValueError(
+                    f"positions up to {start + T - 1} exceed max_len={c.max_len} of the learned positional table"
+                )
+            return x + self.pos_emb[start : start + T]
         if c.positional == "sinusoidal":
             if start + T > self._pe.shape[0]:  # built lazily: rows do not depend on the table length
                 n = max(start + T, min(c.max_len, max(64, 2 * self._pe.shape[0])))
                 self._pe = sinusoidal_encoding(n, c.d_model).astype(x.dtype)
-            return x + self._pe[start:start + T]
+            return x + self._pe[start : start + T]
         return x  # "rope" acts inside attention; "none" adds nothing
 
     def _head_mask(self, head_mask: ArrayLike | None) -> NDArray[np.floating] | None:
@@ -184,8 +215,9 @@ class DecoderLM:
             raise ValueError(f"head_mask must have shape (num_layers, num_heads) = {want}, got {hm.shape}")
         return hm
 
-    def _forward(self, tokens: ArrayLike, cache: KVCache | None, head_mask: ArrayLike | None,
-                 return_weights: bool) -> Any:
+    def _forward(
+        self, tokens: ArrayLike, cache: KVCache | None, head_mask: ArrayLike | None, return_weights: bool
+    ) -> Any:
         c = self.config
         ids = as_index_array(tokens, "tokens", upper=c.vocab_size)
         if ids.ndim == 0 or ids.shape[-1] == 0:
@@ -195,18 +227,26 @@ class DecoderLM:
         x = self._positional(embed(self.tok_emb, ids), start)  # (..., T, d)
         weights = []
         for i, blk in enumerate(self.blocks):
-            out = blk(x, cache=None if cache is None else cache.layers[i],
-                      head_mask=None if hm is None else hm[i], return_weights=return_weights)
+            out = blk(
+                x,
+                cache=None if cache is None else cache.layers[i],
+                head_mask=None if hm is None else hm[i],
+                return_weights=return_weights,
+            )
             x, w = out if return_weights else (out, None)
             weights.append(w)
         if c.pre_norm:
-            x = (rms_norm(x, self.norm_f_weight, eps=c.eps) if c.norm == "rms"
-                 else layer_norm(x, self.norm_f_weight, self.norm_f_bias, eps=c.eps))
+            x = (
+                rms_norm(x, self.norm_f_weight, eps=c.eps)
+                if c.norm == "rms"
+                else layer_norm(x, self.norm_f_weight, self.norm_f_bias, eps=c.eps)
+            )
         logits = x @ (self.tok_emb.T if self.W_U is None else self.W_U)  # (..., T, V)
         return (logits, weights) if return_weights else logits
 
-    def logits(self, tokens: ArrayLike, *, head_mask: ArrayLike | None = None, return_weights: bool = False
-               ) -> NDArray[np.floating] | tuple[NDArray[np.floating], list[NDArray[np.floating]]]:
+    def logits(
+        self, tokens: ArrayLike, *, head_mask: ArrayLike | None = None, return_weights: bool = False
+    ) -> NDArray[np.floating] | tuple[NDArray[np.floating], list[NDArray[np.floating]]]:
         """Next-token logits ``(..., T, vocab_size)`` for ``tokens (..., T)`` (integer ids).
 
         ``head_mask (num_layers, num_heads)`` scales each head's output (0 = ablated).
@@ -220,15 +260,18 @@ class DecoderLM:
         """An empty :class:`~nextword.attention.kv_cache.KVCache` for :meth:`logits_cached`."""
         return KVCache(self.config.num_layers, capacity=self.config.max_len)
 
-    def logits_cached(self, tokens: ArrayLike, cache: KVCache, *, head_mask: ArrayLike | None = None
-                      ) -> NDArray[np.floating]:
+    def logits_cached(
+        self, tokens: ArrayLike, cache: KVCache, *, head_mask: ArrayLike | None = None
+    ) -> NDArray[np.floating]:
         """Logits ``(..., T_new, V)`` of ``tokens (..., T_new)`` that follow the ``cache.length``
         cached positions; the cache is extended. Equals the corresponding rows of
         ``logits(all_tokens)``. Needs ``causal=True`` (without the mask, earlier positions
         would change when tokens are appended, so there is nothing to cache)."""
         if not self.config.causal:
-            raise ValueError("a KV cache needs causal=True: without the mask, old positions "
-                             "attend to new tokens and their keys/values change")
+            raise ValueError(
+                "a KV cache needs causal=True: without the mask, old positions "
+                "attend to new tokens and their keys/values change"
+            )
         if not isinstance(cache, KVCache) or len(cache.layers) != self.config.num_layers:
             raise TypeError("cache must be a KVCache from DecoderLM.new_cache()")
         return self._forward(tokens, cache, head_mask, False)
@@ -244,8 +287,11 @@ class DecoderLM:
         Reuses the cached keys/values of the longest common beginning with the previous call's
         prefix and computes only the rest (for a non-causal model it recomputes everything).
         """
-        ids = as_index_array(prefix if isinstance(prefix, np.ndarray) else as_token_list(prefix, "prefix"),
-                             "prefix", upper=self.config.vocab_size)
+        ids = as_index_array(
+            prefix if isinstance(prefix, np.ndarray) else as_token_list(prefix, "prefix"),
+            "prefix",
+            upper=self.config.vocab_size,
+        )
         if ids.ndim != 1 or ids.size == 0:
             raise ValueError(f"prefix must be a non-empty 1-D sequence of token ids, got shape {ids.shape}")
         if not self.config.causal:

@@ -21,8 +21,11 @@ def check_logits(logits: np.ndarray, name: str = "logits") -> np.ndarray:
     """float copy (float32 kept, else float64) of a ``(..., V)`` logits array; NaN / +inf /
     all -inf rows rejected."""
     raw = np.asarray(logits)
-    if raw.dtype == object or not (np.issubdtype(raw.dtype, np.number) or raw.dtype == np.bool_) \
-            or np.issubdtype(raw.dtype, np.complexfloating):
+    if (
+        raw.dtype == object
+        or not (np.issubdtype(raw.dtype, np.number) or raw.dtype == np.bool_)
+        or np.issubdtype(raw.dtype, np.complexfloating)
+    ):
         raise TypeError(f"{name} must be a real numeric array (..., V), got dtype {raw.dtype}")
     z = np.array(raw, dtype=np.float32 if raw.dtype == np.float32 else np.float64)  # copy
     if z.ndim == 0 or z.shape[-1] == 0:
@@ -178,11 +181,14 @@ def filter_logits(
     temperature = check_temperature(temperature)
     top_k = None if top_k is None else check_count(top_k, "top_k", 1)
     top_p = None if top_p is None else check_top_p(top_p)
-    return filter_logits_unchecked(check_logits(logits), temperature, top_k, top_p, check_min_tokens(min_tokens_to_keep))
+    return filter_logits_unchecked(
+        check_logits(logits), temperature, top_k, top_p, check_min_tokens(min_tokens_to_keep)
+    )
 
 
-def filter_logits_unchecked(z: np.ndarray, temperature: float, top_k: int | None, top_p: float | None,
-            min_keep: int = 1) -> np.ndarray:
+def filter_logits_unchecked(
+    z: np.ndarray, temperature: float, top_k: int | None, top_p: float | None, min_keep: int = 1
+) -> np.ndarray:
     z = _temper(z, temperature)
     if top_k is not None:
         z = _top_k(z, max(top_k, min_keep))

@@ -114,9 +114,7 @@ def _model_logits(next_logits: NextLogits, prefix: list[int], vocab_size: int | 
     if z.ndim != 1:
         raise ValueError(f"next_logits(prefix) must return shape (V,), got {z.shape}")
     if vocab_size is not None and z.shape[0] != vocab_size:
-        raise ValueError(
-            f"next_logits(prefix) returned {z.shape[0]} logits, expected vocab_size={vocab_size}"
-        )
+        raise ValueError(f"next_logits(prefix) returned {z.shape[0]} logits, expected vocab_size={vocab_size}")
     return z
 
 
@@ -139,8 +137,9 @@ def _check_rng(rng: object) -> np.random.Generator:
 
 
 # ----------------------------------------------------------------------------- decoders
-def _autoregress(next_logits: NextLogits, seq: list[int], n: int,
-                 choose: Callable[[np.ndarray], int], eos_id: int | None) -> list[int]:
+def _autoregress(
+    next_logits: NextLogits, seq: list[int], n: int, choose: Callable[[np.ndarray], int], eos_id: int | None
+) -> list[int]:
     """The loop shared by greedy and sampling: append ``choose(logits)`` ``n`` times, stop after EOS."""
     check_size((n,), "max_new_tokens")
     V = None
@@ -369,9 +368,7 @@ def beam_search(
             alive = []
             break
     n_gen = lambda seq: len(seq) - len(seq0)  # noqa: E731
-    pool = [(fs, seq) for fs, _, seq in finished] + [
-        (final_score(s, n_gen(seq)), seq) for s, seq in alive
-    ]
+    pool = [(fs, seq) for fs, _, seq in finished] + [(final_score(s, n_gen(seq)), seq) for s, seq in alive]
     if not pool:  # max_new_tokens == 0
         return seq0
     best = max(range(len(pool)), key=lambda i: (pool[i][0], -i))
@@ -415,8 +412,13 @@ def sample(
     top_p = None if top_p is None else check_top_p(top_p)
     keep = check_min_tokens(min_tokens_to_keep)
     rng = _check_rng(rng)
-    return _autoregress(next_logits, seq, n,
-                        lambda z: _sample_from(filter_logits_unchecked(z, temperature, top_k, top_p, keep), rng), eos_id)
+    return _autoregress(
+        next_logits,
+        seq,
+        n,
+        lambda z: _sample_from(filter_logits_unchecked(z, temperature, top_k, top_p, keep), rng),
+        eos_id,
+    )
 
 
 def mixed(
@@ -444,8 +446,14 @@ def mixed(
     seq0 = _check_prompt(prompt)
     if n_s > 0:
         head = sample(
-            next_logits, seq0, n_s, temperature=temperature, top_k=top_k, top_p=top_p,
-            rng=rng, eos_id=eos_id,
+            next_logits,
+            seq0,
+            n_s,
+            temperature=temperature,
+            top_k=top_k,
+            top_p=top_p,
+            rng=rng,
+            eos_id=eos_id,
         )
     else:
         check_temperature(temperature)
@@ -490,9 +498,7 @@ def sequence_log_prob(
         if eos_id is not None and seq[m] == eos_id:
             tail = seq[m + 1 :]
             if tail and pad_id is None:
-                raise ValueError(
-                    f"tokens continue after eos_id at position {m}; pass pad_id if they are padding"
-                )
+                raise ValueError(f"tokens continue after eos_id at position {m}; pass pad_id if they are padding")
             return total if all(t == pad_id for t in tail) else -np.inf
     return total
 
@@ -506,4 +512,3 @@ def pad_to_length(tokens: Sequence[int], length: int, pad_id: int) -> list[int]:
     if len(seq) > length:
         raise ValueError(f"tokens has length {len(seq)} > length={length}")
     return seq + [int(pad_id)] * (length - len(seq))
-

@@ -38,7 +38,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from nextword._validate import (
-    MAX_ELEMENTS, as_float_array, as_generator, as_token_list, check_positive_int, check_real,
+    MAX_ELEMENTS,
+    as_float_array,
+    as_generator,
+    as_token_list,
+    check_positive_int,
+    check_real,
     check_size,
 )
 
@@ -62,9 +67,7 @@ def _as_token_array(seq: Sequence[int] | np.ndarray, vocab_size: int, name: str)
     if not np.issubdtype(arr.dtype, np.integer):
         raise TypeError(f"{name} must contain integer token ids, got dtype {arr.dtype}")
     if arr.min() < 0 or arr.max() >= vocab_size:
-        raise ValueError(
-            f"{name} contains token ids outside [0, {vocab_size}): min {arr.min()}, max {arr.max()}"
-        )
+        raise ValueError(f"{name} contains token ids outside [0, {vocab_size}): min {arr.min()}, max {arr.max()}")
     return arr.astype(np.int64)
 
 
@@ -113,15 +116,15 @@ class NGramLM:
         ``(f_{max(1, m-n+1):m-1}, f_m)``.
         """
         if sequences is None or isinstance(sequences, (str, bytes)) or not hasattr(sequences, "__iter__"):
-            raise TypeError(f"sequences must be an iterable of token-id sequences or an integer array, "
-                            f"got {type(sequences).__name__}")
+            raise TypeError(
+                f"sequences must be an iterable of token-id sequences or an integer array, "
+                f"got {type(sequences).__name__}"
+            )
         if isinstance(sequences, np.ndarray):
             if sequences.ndim == 1:
                 sequences = [sequences]
             elif sequences.ndim != 2:
-                raise ValueError(
-                    f"sequences as an array must be (T,) or (N, T), got shape {sequences.shape}"
-                )
+                raise ValueError(f"sequences as an array must be (T,) or (N, T), got shape {sequences.shape}")
         new: dict[tuple[int, ...], dict[int, int]] = {}
 
         def add(ctx: tuple[int, ...], nxt: np.ndarray, cnt: np.ndarray) -> None:
@@ -138,7 +141,7 @@ class NGramLM:
                 add(tuple(arr[:m].tolist()), arr[m : m + 1], np.ones(1, dtype=np.int64))
             if T >= n:
                 grams = np.lib.stride_tricks.sliding_window_view(arr, n)  # (T-n+1, n)
-                if self.vocab_size ** n < 2**62:
+                if self.vocab_size**n < 2**62:
                     # integer code of each n-gram in base V; sorting codes sorts the rows
                     weights = self.vocab_size ** np.arange(n - 1, -1, -1, dtype=np.int64)  # (n,)
                     codes, cnt = np.unique(grams @ weights, return_counts=True)  # (U,), (U,)
@@ -165,8 +168,7 @@ class NGramLM:
         ctx = tuple(_as_token_array(context, self.vocab_size, "context").tolist())
         if len(ctx) > self.order - 1:
             raise ValueError(
-                f"context has length {len(ctx)} but an order-{self.order} model uses at most "
-                f"{self.order - 1} tokens"
+                f"context has length {len(ctx)} but an order-{self.order} model uses at most {self.order - 1} tokens"
             )
         z = as_float_array(logits, "logits", finite=False).astype(np.float64)
         if z.shape != (self.vocab_size,):
@@ -239,8 +241,9 @@ class NGramLM:
         """Raw counts ``count(context, v)`` for every ``v``, shape ``(V,)`` (zeros if unseen)."""
         ctx = tuple(as_token_list(context, "context", upper=self.vocab_size))
         if len(ctx) > self.order - 1:
-            raise ValueError(f"context has length {len(ctx)} but an order-{self.order} model uses at most "
-                             f"{self.order - 1} tokens")
+            raise ValueError(
+                f"context has length {len(ctx)} but an order-{self.order} model uses at most {self.order - 1} tokens"
+            )
         check_size((self.vocab_size,), "NGramLM.counts: a dense (vocab_size,) vector", limit=MAX_ELEMENTS)
         out = np.zeros(self.vocab_size, dtype=np.int64)
         if ctx in self._counts:
@@ -249,10 +252,7 @@ class NGramLM:
         return out
 
     def __repr__(self) -> str:
-        return (
-            f"NGramLM(vocab_size={self.vocab_size}, order={self.order}, k={self.k}, "
-            f"contexts={len(self.contexts)})"
-        )
+        return f"NGramLM(vocab_size={self.vocab_size}, order={self.order}, k={self.k}, contexts={len(self.contexts)})"
 
 
 def random_table_model(

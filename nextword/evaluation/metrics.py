@@ -134,8 +134,10 @@ def token_log_probs(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
     if np.isnan(z).any() or np.isposinf(z).any():
         raise ValueError("logits must be free of NaN and +inf")
     if V == 0 or np.isneginf(z).all(axis=-1).any():
-        raise ValueError("logits (..., T, V) must have V >= 1 and no row where every entry is -inf "
-                         "(no distribution over the next token)")
+        raise ValueError(
+            "logits (..., T, V) must have V >= 1 and no row where every entry is -inf "
+            "(no distribution over the next token)"
+        )
     m = np.max(z, axis=-1, keepdims=True)  # (..., T, 1)
     lse = m[..., 0] + np.log(np.sum(np.exp(z - m), axis=-1))  # (..., T)
     return np.take_along_axis(z, t[..., None], axis=-1)[..., 0] - lse  # (..., T)
@@ -341,8 +343,9 @@ class CalibrationBins:
     accuracy: np.ndarray
 
 
-def _calibration_inputs(confidences: ArrayLike, correct: ArrayLike, n_bins: int
-                        ) -> tuple[NDArray[np.float64], NDArray[np.bool_], int]:
+def _calibration_inputs(
+    confidences: ArrayLike, correct: ArrayLike, n_bins: int
+) -> tuple[NDArray[np.float64], NDArray[np.bool_], int]:
     c = _finite_array(confidences, "confidences")
     if c.ndim != 1:
         raise ValueError(f"confidences must be 1-D (n,), got shape {c.shape}")

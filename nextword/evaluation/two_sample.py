@@ -17,6 +17,7 @@ which is a valid (conservative) p-value for any statistic and any sample size (P
 >>> res.p_value < 0.01
 True
 """
+
 from __future__ import annotations
 
 import itertools
@@ -64,9 +65,15 @@ def _statistic(statistic: Statistic, a: np.ndarray, b: np.ndarray) -> float:
     return t
 
 
-def permutation_test(x: ArrayLike, y: ArrayLike, statistic: Statistic, *, n_permutations: int = 999,
-                     rng: np.random.Generator | int | None = None, exact: bool | None = None
-                     ) -> PermutationResult:
+def permutation_test(
+    x: ArrayLike,
+    y: ArrayLike,
+    statistic: Statistic,
+    *,
+    n_permutations: int = 999,
+    rng: np.random.Generator | int | None = None,
+    exact: bool | None = None,
+) -> PermutationResult:
     """Permutation test of ``H0: x and y come from the same law`` with a "large = different" statistic.
 
     Parameters

@@ -20,6 +20,7 @@ Example
 >>> len(ids) < len("lowest low")
 True
 """
+
 from __future__ import annotations
 
 import array
@@ -130,8 +131,7 @@ class BPETokenizer:
             self._merges[(a, b)] = x
             self._ranks[(a << _SHIFT) | b] = (rank, x)
         if special_tokens is not None and not isinstance(special_tokens, Mapping):
-            raise TypeError("special_tokens must be a mapping {string: id}, got "
-                            f"{type(special_tokens).__name__}")
+            raise TypeError(f"special_tokens must be a mapping {{string: id}}, got {type(special_tokens).__name__}")
         self.special_tokens: dict[str, int] = {}
         for s, i in (special_tokens or {}).items():
             if not isinstance(s, str) or not s:
@@ -151,7 +151,8 @@ class BPETokenizer:
         self._new_ids = [x for x in self._merges.values()]  # rank → new id
         self._special_re = (
             re.compile("|".join(re.escape(s) for s in sorted(self.special_tokens, key=len, reverse=True)))
-            if self.special_tokens else None
+            if self.special_tokens
+            else None
         )
         # decoding tables, built in O(vocabulary) whatever the largest id (a special id may be
         # near 2**24): token bytes in id order, and for a dense id range a list indexed by id
@@ -174,7 +175,8 @@ class BPETokenizer:
         # per-word cache (text between word boundaries, see _WORD_BOUNDARY): only for the named
         # patterns, whose pieces never cross such a boundary
         self._words: dict[str, bytes] | None = (
-            {} if self.pattern in (SPLIT_PATTERNS["gpt2"], SPLIT_PATTERNS["gpt4"]) else None)
+            {} if self.pattern in (SPLIT_PATTERNS["gpt2"], SPLIT_PATTERNS["gpt4"]) else None
+        )
 
     # ------------------------------------------------------------------ training
     @classmethod
@@ -209,9 +211,11 @@ class BPETokenizer:
         if len(set(specials)) != len(specials):
             raise ValueError("special_tokens must be distinct")
         if vocab_size - len(specials) >= 1 << _SHIFT:
-            raise ValueError(f"vocab_size must be < 2**{_SHIFT} + len(special_tokens) = "
-                             f"{(1 << _SHIFT) + len(specials)} (token ids are packed in {_SHIFT} bits), "
-                             f"got {vocab_size}")
+            raise ValueError(
+                f"vocab_size must be < 2**{_SHIFT} + len(special_tokens) = "
+                f"{(1 << _SHIFT) + len(specials)} (token ids are packed in {_SHIFT} bits), "
+                f"got {vocab_size}"
+            )
         split = _compile(pattern)
         if split is None:
             chunks, weights = [_utf8(text, "strict")], None
@@ -221,8 +225,9 @@ class BPETokenizer:
                 counts[ch] = counts.get(ch, 0) + 1
             chunks = [_utf8(ch, "strict") for ch in counts]
             weights = list(counts.values())
-        merges = train_merges(chunks, int(vocab_size) - 256 - len(specials), weights=weights,
-                              tie_break=tie_break, progress=progress)
+        merges = train_merges(
+            chunks, int(vocab_size) - 256 - len(specials), weights=weights, tie_break=tie_break, progress=progress
+        )
         first = max([255] + [x for _, _, x in merges]) + 1
         return cls(merges, pattern=pattern, special_tokens={s: first + k for k, s in enumerate(specials)})
 
@@ -274,7 +279,7 @@ class BPETokenizer:
                 prev = cur
             if k < 0:
                 break
-            ids[k - 1:k + 1] = [new_ids[best]]
+            ids[k - 1 : k + 1] = [new_ids[best]]
         return ids
 
     def _encode_long(self, ids: list[int]) -> list[int]:
@@ -403,8 +408,9 @@ class BPETokenizer:
         id_start = np.concatenate([[0], id_end[:-1]])  # (W,)
         self._words.update(zip(new, map(buf.__getitem__, map(slice, id_start.tolist(), id_end.tolist()))))
 
-    def encode(self, text: str, *, allowed_special: str | Collection[str] = "none_raise",
-               errors: str = "strict") -> list[int]:
+    def encode(
+        self, text: str, *, allowed_special: str | Collection[str] = "none_raise", errors: str = "strict"
+    ) -> list[int]:
         """Encode ``text`` into token ids.
 
         Parameters
@@ -423,8 +429,10 @@ class BPETokenizer:
             return self.encode_ordinary(text, errors=errors)
         if allowed_special == "none_raise":
             if self._special_re is not None and (m := self._special_re.search(text)):
-                raise ValueError(f"text contains the special token {m.group()!r} at index {m.start()}; "
-                                 "pass allowed_special='all' (or a set) to encode it as a special id")
+                raise ValueError(
+                    f"text contains the special token {m.group()!r} at index {m.start()}; "
+                    "pass allowed_special='all' (or a set) to encode it as a special id"
+                )
             return self.encode_ordinary(text, errors=errors)
         if allowed_special == "all":
             allowed = set(self.special_tokens)
@@ -465,9 +473,15 @@ class BPETokenizer:
             try:
                 if len(ids) > 1:
                     step = 2048
-                    return b"".join([b"".join(itemgetter(*block)(table)) if len(block) > 1 else table[block[0]]
-                                     for block in map(ids.__getitem__, map(slice, range(0, len(ids), step),
-                                                                           range(step, len(ids) + step, step)))])
+                    return b"".join(
+                        [
+                            b"".join(itemgetter(*block)(table)) if len(block) > 1 else table[block[0]]
+                            for block in map(
+                                ids.__getitem__,
+                                map(slice, range(0, len(ids), step), range(step, len(ids) + step, step)),
+                            )
+                        ]
+                    )
                 if len(ids) == 1 and table[ids[0]] is not None:  # type: ignore[index]
                     return table[ids[0]]  # type: ignore[index,return-value]
                 if not ids:

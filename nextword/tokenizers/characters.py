@@ -3,6 +3,7 @@
 Vocabulary = the distinct characters of a training text (sorted by code point); id 0 is reserved
 for characters never seen in training, so any ``str`` can be encoded (lone surrogates included).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable

@@ -36,6 +36,7 @@ Example
 >>> tok.save(path); BPETokenizer.load(path).merges == tok.merges
 True
 """
+
 from __future__ import annotations
 
 import json
@@ -58,6 +59,7 @@ class _Tokenizer(Protocol):  # what the writers read (BPETokenizer has it); no i
     special_tokens: dict[str, int]
 
     def merge_list(self) -> list[tuple[int, int, int]]: ...
+
 
 FORMAT = "nextword-bpe"
 VERSION = 1
@@ -83,18 +85,18 @@ def load_json(path: str | Path) -> BPEFile:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: not a valid nextword BPE JSON file ({exc})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise ValueError(f"{path}: not a nextword BPE file (expected \"format\": \"{FORMAT}\")")
+        raise ValueError(f'{path}: not a nextword BPE file (expected "format": "{FORMAT}")')
     if doc.get("version") != VERSION:
         raise ValueError(f"{path}: unsupported version {doc.get('version')!r} (this code reads {VERSION})")
     merges, special, pattern = doc.get("merges"), doc.get("special_tokens", {}), doc.get("pattern")
     if not isinstance(merges, list) or not all(
         isinstance(m, list) and len(m) == 3 and all(type(v) is int for v in m) for m in merges
     ):
-        raise ValueError(f"{path}: \"merges\" must be a list of [left, right, new_id] integer triples")
+        raise ValueError(f'{path}: "merges" must be a list of [left, right, new_id] integer triples')
     if not isinstance(special, dict) or not all(type(v) is int for v in special.values()):
-        raise ValueError(f"{path}: \"special_tokens\" must map strings to integer ids")
+        raise ValueError(f'{path}: "special_tokens" must map strings to integer ids')
     if pattern is not None and not isinstance(pattern, str):
-        raise ValueError(f"{path}: \"pattern\" must be null or a string")
+        raise ValueError(f'{path}: "pattern" must be null or a string')
     return BPEFile(merges, pattern, special)
 
 
@@ -132,13 +134,13 @@ def load_minbpe(path: str | Path) -> BPEFile:
         if len(lines) < 3 + n_special:
             raise ValueError("file ends inside the special-token lines")
         special: dict[str, int] = {}
-        for ln in lines[3:3 + n_special]:
+        for ln in lines[3 : 3 + n_special]:
             s, _, i = ln.rpartition(" ")
             if not s:
                 raise ValueError(f"bad special-token line {ln!r}")
             special[s] = int(i)
         merges = []
-        for ln in lines[3 + n_special:]:
+        for ln in lines[3 + n_special :]:
             if not ln.strip():
                 continue
             a, b = ln.split()

@@ -42,6 +42,7 @@ lose a node and those that gain the new token); after that, Python lists and the
 loop (:func:`_merge_pass`), cheaper for small merges. The merges are identical either way (the
 tests run the trainer with the numpy phase off, on for every merge, and at the default switch).
 """
+
 from __future__ import annotations
 
 import heapq
@@ -236,8 +237,7 @@ def train_merges(
         raise ValueError(f"tie_break must be 'first' or 'hf', got {tie_break!r}")
     if num_merges < 0:
         raise ValueError(f"num_merges must be >= 0, got {num_merges}")
-    arrays = [np.frombuffer(c, dtype=np.uint8) if isinstance(c, (bytes, bytearray)) else np.asarray(c)
-              for c in chunks]
+    arrays = [np.frombuffer(c, dtype=np.uint8) if isinstance(c, (bytes, bytearray)) else np.asarray(c) for c in chunks]
     arrays = [a.astype(np.int64).reshape(-1) for a in arrays if len(a) > 0]
     if weights is None:
         w_chunk = np.ones(len(arrays), dtype=np.int64)
@@ -251,11 +251,14 @@ def train_merges(
     flat = np.concatenate(arrays)  # (n,)
     n = flat.shape[0]
     if first_id + num_merges > _MASK:
-        raise ValueError(f"first_id + num_merges must be <= {_MASK} (ids are packed in {_SHIFT} bits), got "
-                         f"{first_id} + {num_merges}")
+        raise ValueError(
+            f"first_id + num_merges must be <= {_MASK} (ids are packed in {_SHIFT} bits), got {first_id} + {num_merges}"
+        )
     if flat.min() < 0 or flat.max() >= first_id:
-        raise ValueError(f"chunk ids must lie in [0, first_id) = [0, {first_id}), got values in "
-                         f"[{int(flat.min())}, {int(flat.max())}]")
+        raise ValueError(
+            f"chunk ids must lie in [0, first_id) = [0, {first_id}), got values in "
+            f"[{int(flat.min())}, {int(flat.max())}]"
+        )
     lengths = np.array([len(a) for a in arrays], dtype=np.int64)
     ends = np.cumsum(lengths)  # (num_chunks,) one past each chunk's last index
     starts = ends - lengths
@@ -269,8 +272,9 @@ def train_merges(
     order = np.argsort(codes, kind="stable")  # positions grouped by pair, ascending within
     codes_sorted, pos_sorted = codes[order], pos[order]
     uniq, first_idx = np.unique(codes_sorted, return_index=True)
-    pair_w = np.bincount(np.searchsorted(uniq, codes_sorted), weights=weight[pos_sorted],
-                         minlength=len(uniq)).astype(np.int64)
+    pair_w = np.bincount(np.searchsorted(uniq, codes_sorted), weights=weight[pos_sorted], minlength=len(uniq)).astype(
+        np.int64
+    )
     positions: dict[int, list[int]] = dict(zip(uniq.tolist(), np.split(pos_sorted, first_idx[1:])))
     if tie_break == "hf":  # its loop appends to existing lists; "first" converts on first use
         positions = {c: p.tolist() for c, p in positions.items()}
@@ -322,8 +326,7 @@ def train_merges(
     if hf:
         heap = [(-c, key(code), code) for code, c in counts.items() if c > 0]
     else:  # every initial occurrence is live: the first position is the first in the list
-        heap = [(-c, i, code) for code, c, i in zip(counts, counts.values(), pos_sorted[first_idx].tolist())
-                if c > 0]
+        heap = [(-c, i, code) for code, c, i in zip(counts, counts.values(), pos_sorted[first_idx].tolist()) if c > 0]
     heapq.heapify(heap)
     merges: list[tuple[int, int, int]] = []
     by_bytes: dict[bytes, int] = {}
@@ -390,9 +393,21 @@ def train_merges(
     return merges
 
 
-def _merge_pass(lst: list[int], a: int, b: int, x: int, code: int, tokens: list[int], nxt: list[int],
-                prv: list[int], wt: list[int], counts: dict[int, int],
-                positions: dict[int, list[int]], *, x_is_new: bool) -> list[int]:
+def _merge_pass(
+    lst: list[int],
+    a: int,
+    b: int,
+    x: int,
+    code: int,
+    tokens: list[int],
+    nxt: list[int],
+    prv: list[int],
+    wt: list[int],
+    counts: dict[int, int],
+    positions: dict[int, list[int]],
+    *,
+    x_is_new: bool,
+) -> list[int]:
     """Apply merge ``(a, b) -> x`` at the live occurrences in ``lst`` (left to right), updating
     the linked list, the pair counts and the position lists; return the codes whose count rose.
 
@@ -446,8 +461,9 @@ def _merge_pass(lst: list[int], a: int, b: int, x: int, code: int, tokens: list[
     return raised if x_is_new else list(dict.fromkeys(raised))
 
 
-def _first_position_np(code: int, positions: dict[int, Any], pointer: dict[int, int], tokens: np.ndarray,
-                       nxt: np.ndarray) -> int:
+def _first_position_np(
+    code: int, positions: dict[int, Any], pointer: dict[int, int], tokens: np.ndarray, nxt: np.ndarray
+) -> int:
     """:func:`train_merges`' ``first_position`` on the numpy state: scan blocks of the position list."""
     lst = positions[code]
     if type(lst) is list:  # pragma: no cover - lists only appear after the numpy phase
@@ -456,7 +472,7 @@ def _first_position_np(code: int, positions: dict[int, Any], pointer: dict[int, 
     a, b = code >> _SHIFT, code & _MASK
     block = 64
     while p < len(lst):
-        i = lst[p:p + block]  # (B,) candidate left nodes
+        i = lst[p : p + block]  # (B,) candidate left nodes
         j = nxt[i]  # (B,)
         ok = (tokens[i] == a) & (j >= 0) & (tokens[j] == b)  # j = -1 reads the last node; masked
         k = int(np.argmax(ok))
@@ -469,9 +485,18 @@ def _first_position_np(code: int, positions: dict[int, Any], pointer: dict[int, 
     return -1
 
 
-def _merge_pass_np(lst: np.ndarray, a: int, b: int, x: int, tokens: np.ndarray, nxt: np.ndarray,
-                   prv: np.ndarray, wt: np.ndarray, counts: dict[int, int],
-                   positions: dict[int, Any]) -> list[int]:
+def _merge_pass_np(
+    lst: np.ndarray,
+    a: int,
+    b: int,
+    x: int,
+    tokens: np.ndarray,
+    nxt: np.ndarray,
+    prv: np.ndarray,
+    wt: np.ndarray,
+    counts: dict[int, int],
+    positions: dict[int, Any],
+) -> list[int]:
     """:func:`_merge_pass` vectorised, for a new id ``x`` (rule "first"): same linked list, same
     counts; the position lists of the new pairs are numpy arrays holding only live occurrences.
 

@@ -19,6 +19,7 @@ torch is imported lazily, so importing this module is cheap.
 >>> ablated_config(LMConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=8), "no mask").causal
 False
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -99,10 +100,10 @@ def token_nll(model: "TinyLM", ids: object, *, head_mask: object = None, batch_s
     model.eval()
     with torch.no_grad(), torch_threads(1):
         for i in range(0, x.shape[0], batch_size):
-            chunk = torch.from_numpy(x[i:i + batch_size])  # (B, L)
+            chunk = torch.from_numpy(x[i : i + batch_size])  # (B, L)
             logits = model(chunk[:, :-1], head_mask=head_mask)  # (B, L-1, V)
             nll = F.cross_entropy(logits.transpose(1, 2), chunk[:, 1:], reduction="none")  # (B, L-1)
-            out[i:i + batch_size] = nll.double().numpy()
+            out[i : i + batch_size] = nll.double().numpy()
     return out
 
 
@@ -124,10 +125,10 @@ def prefix_nll(model: "TinyLM", ids: object, *, batch_size: int = 128) -> np.nda
     model.eval()
     with torch.no_grad(), torch_threads(1):
         for i in range(0, N, batch_size):
-            chunk = torch.from_numpy(x[i:i + batch_size])  # (B, L)
+            chunk = torch.from_numpy(x[i : i + batch_size])  # (B, L)
             for t in range(L - 1):
-                last = model(chunk[:, :t + 1])[:, -1]  # (B, V): sees tokens 0..t only
-                out[i:i + batch_size, t] = F.cross_entropy(last, chunk[:, t + 1], reduction="none").double().numpy()
+                last = model(chunk[:, : t + 1])[:, -1]  # (B, V): sees tokens 0..t only
+                out[i : i + batch_size, t] = F.cross_entropy(last, chunk[:, t + 1], reduction="none").double().numpy()
     return out
 
 

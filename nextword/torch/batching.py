@@ -16,6 +16,7 @@ process would.
     >>> vocab.chars, vocab.encode("abz").tolist()
     (['<unk>', 'a', 'b', 'c'], [1, 2, 0])
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -70,8 +71,9 @@ class CharData:
         return float((self.val == 0).float().mean())
 
 
-def load_char_data(data: str | Path = "shakespeare", *, max_chars: int | None = None,
-                   val_fraction: float = 0.1) -> CharData:
+def load_char_data(
+    data: str | Path = "shakespeare", *, max_chars: int | None = None, val_fraction: float = 0.1
+) -> CharData:
     """Load ``"shakespeare"`` | ``"wikitext2"`` | a path, and encode it at the character level.
 
     ``max_chars`` truncates both splits (train to ``max_chars``, val to ``max_chars // 9``) for
@@ -96,13 +98,23 @@ def steps_per_epoch(n_ids: int, block_size: int, batch_size: int) -> int:
     # one window fewer than the offset-0 count so that every random offset leaves room
     n = _num_windows(n_ids, block_size) - 1
     if n < batch_size:
-        raise ValueError(f"{n_ids} training ids give {n} windows of {block_size + 1}; need at least "
-                         f"batch_size={batch_size}")
+        raise ValueError(
+            f"{n_ids} training ids give {n} windows of {block_size + 1}; need at least batch_size={batch_size}"
+        )
     return n // batch_size
 
 
-def epoch_batch(ids: torch.Tensor, *, block_size: int, batch_size: int, seed: int, epoch: int,
-                step_in_epoch: int, rank: int = 0, world_size: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+def epoch_batch(
+    ids: torch.Tensor,
+    *,
+    block_size: int,
+    batch_size: int,
+    seed: int,
+    epoch: int,
+    step_in_epoch: int,
+    rank: int = 0,
+    world_size: int = 1,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Batch ``step_in_epoch`` of ``epoch``: ``(x, y)`` each ``(batch_size // world_size, block_size)``."""
     spe = steps_per_epoch(ids.numel(), block_size, batch_size)
     if not 0 <= step_in_epoch < spe:
@@ -112,17 +124,18 @@ def epoch_batch(ids: torch.Tensor, *, block_size: int, batch_size: int, seed: in
     g = torch.Generator().manual_seed(int(seed) * 1_000_003 + int(epoch))
     offset = int(torch.randint(0, block_size, (1,), generator=g))
     n = _num_windows(ids.numel(), block_size) - 1
-    perm = torch.randperm(n, generator=g)                              # (n,)
+    perm = torch.randperm(n, generator=g)  # (n,)
     local = batch_size // world_size
-    rows = perm[step_in_epoch * batch_size + rank * local: step_in_epoch * batch_size + (rank + 1) * local]
-    starts = offset + rows * block_size                                 # (local,)
-    window = starts[:, None] + torch.arange(block_size + 1)             # (local, T + 1)
+    rows = perm[step_in_epoch * batch_size + rank * local : step_in_epoch * batch_size + (rank + 1) * local]
+    starts = offset + rows * block_size  # (local,)
+    window = starts[:, None] + torch.arange(block_size + 1)  # (local, T + 1)
     chunk = ids[window]
     return chunk[:, :-1].contiguous(), chunk[:, 1:].contiguous()
 
 
-def eval_windows(ids: torch.Tensor, *, block_size: int, max_windows: int | None = None,
-                 rank: int = 0, world_size: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+def eval_windows(
+    ids: torch.Tensor, *, block_size: int, max_windows: int | None = None, rank: int = 0, world_size: int = 1
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Non-overlapping evaluation windows from offset 0: ``(x, y)`` each ``(n, block_size)``.
 
     ``max_windows`` keeps that many windows spread evenly over the split (all if ``None``); a
@@ -135,6 +148,6 @@ def eval_windows(ids: torch.Tensor, *, block_size: int, max_windows: int | None 
     if max_windows is not None and max_windows < n:
         idx = torch.linspace(0, n - 1, max_windows).round().long().unique()
     idx = idx[rank::world_size]
-    window = (idx * block_size)[:, None] + torch.arange(block_size + 1)   # (n, T + 1)
+    window = (idx * block_size)[:, None] + torch.arange(block_size + 1)  # (n, T + 1)
     chunk = ids[window]
     return chunk[:, :-1].contiguous(), chunk[:, 1:].contiguous()

@@ -10,6 +10,7 @@
 - ``PAPER_*`` — the numbers *reported in the paper* (§7.2–7.4), for side-by-side display only.
   They are quotations, never expected values of a test.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,20 +20,40 @@ from pathlib import Path
 
 from .config import TrainConfig, preset
 
-__all__ = ["experiment_config", "runs_dir", "saved_results", "saved_run", "all_saved", "RESULTS_DIR",
-           "PAPER_FIG74", "PAPER_FIG75", "PAPER_TABLE1", "PAPER_SETUP"]
+__all__ = [
+    "experiment_config",
+    "runs_dir",
+    "saved_results",
+    "saved_run",
+    "all_saved",
+    "RESULTS_DIR",
+    "PAPER_FIG74",
+    "PAPER_FIG75",
+    "PAPER_TABLE1",
+    "PAPER_SETUP",
+]
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent.parent / "book" / "results"
 
 #: §7.1 as reported (WikiText-2, character level).
-PAPER_SETUP = {"data": "WikiText-2 (10.9M train chars, |V| = 1013)", "d_model": 128, "n_head": 4,
-               "n_layer": 2, "block_size": 256, "batch_size": 64, "epochs": 20, "lambda_margin": 0.05,
-               "params": "~150K transformer + ~130K embedding"}
+PAPER_SETUP = {
+    "data": "WikiText-2 (10.9M train chars, |V| = 1013)",
+    "d_model": 128,
+    "n_head": 4,
+    "n_layer": 2,
+    "block_size": 256,
+    "batch_size": 64,
+    "epochs": 20,
+    "lambda_margin": 0.05,
+    "params": "~150K transformer + ~130K embedding",
+}
 #: Fig. 7.4 / table of §7.2: final BPC after 20 epochs.
 PAPER_FIG74 = {"ce": {"train_bpc": 2.075, "val_bpc": 2.122}, "margin": {"train_bpc": 2.118, "val_bpc": 2.158}}
 #: Fig. 7.5 / table of §7.3.
-PAPER_FIG75 = {"ce": {"clean": 2.122, "bpc_sigma_0.5": 5.478, "degradation": 2.58},
-               "margin": {"clean": 2.158, "bpc_sigma_0.5": 5.315, "degradation": 2.46}}
+PAPER_FIG75 = {
+    "ce": {"clean": 2.122, "bpc_sigma_0.5": 5.478, "degradation": 2.58},
+    "margin": {"clean": 2.158, "bpc_sigma_0.5": 5.315, "degradation": 2.46},
+}
 #: Table 1 (§7.4): λ_m, BPC, BPC at σ = 0.3, Deg, H (nats), SNR, Var_a / RMS².
 PAPER_TABLE1 = [
     (0.000, 2.109, 4.934, 2.34, 3.18, 0.961, 76.5),
@@ -83,6 +104,7 @@ def saved_run(name: str) -> dict | None:
     ``make results`` they are rebuilt to show it.
     """
     from nextword.provenance import load_result
+
     try:
         return load_result(name)
     except FileNotFoundError:
@@ -96,6 +118,8 @@ def all_saved(*names: str) -> bool:
     """
     missing = [n for n in names if saved_run(n) is None]
     if missing:
-        print(f"not saved yet under book/results/: {', '.join(missing)}. `make results` trains them (hours on a "
-              f"shared CPU);\nthe cells that read them are skipped until they exist.")
+        print(
+            f"not saved yet under book/results/: {', '.join(missing)}. `make results` trains them (hours on a "
+            f"shared CPU);\nthe cells that read them are skipped until they exist."
+        )
     return not missing

@@ -19,6 +19,7 @@ falls back to ``ckpt.prev.pt`` and says so (a :class:`CheckpointFallbackWarning`
 >>> ck["step"], used.name, caught[0].category.__name__
 (1, 'ckpt.prev.pt', 'CheckpointFallbackWarning')
 """
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,16 @@ from typing import Any
 
 import torch
 
-__all__ = ["CKPT", "PREV_CKPT", "RESULTS", "CheckpointError", "CheckpointFallbackWarning",
-           "save_checkpoint", "read_checkpoint", "save_json"]
+__all__ = [
+    "CKPT",
+    "PREV_CKPT",
+    "RESULTS",
+    "CheckpointError",
+    "CheckpointFallbackWarning",
+    "save_checkpoint",
+    "read_checkpoint",
+    "save_json",
+]
 
 CKPT = "ckpt.pt"
 PREV_CKPT = "ckpt.prev.pt"
@@ -87,9 +96,12 @@ def read_checkpoint(where: str | Path, device: str | torch.device = "cpu") -> tu
             errors.append(f"{p}: unreadable ({str(e).splitlines()[0][:120]})")
             continue
         if i > 0:
-            warnings.warn(f"checkpoint {candidates[0]} is unreadable; falling back to the previous good "
-                          f"checkpoint {p} (step {ck.get('state', {}).get('step', '?')})",
-                          CheckpointFallbackWarning, stacklevel=2)
+            warnings.warn(
+                f"checkpoint {candidates[0]} is unreadable; falling back to the previous good "
+                f"checkpoint {p} (step {ck.get('state', {}).get('step', '?')})",
+                CheckpointFallbackWarning,
+                stacklevel=2,
+            )
         return ck, p
     raise CheckpointError("no readable checkpoint: " + "; ".join(errors))
 

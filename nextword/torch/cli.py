@@ -19,6 +19,7 @@ Mistakes in the command (a negative ``--lambda-margin``, a ``--data`` path that 
 run directory without a checkpoint, ``--resume`` with another configuration) are reported in one
 line with exit status 2, as argparse does; a traceback means a bug.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,14 +44,16 @@ def _floats(text: str) -> list[float]:
 
 def _bounded(kind: type, low: float, name: str):
     """An argparse ``type`` that parses ``kind`` (int or float) and rejects values below ``low``."""
+
     def parse(text: str):
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {name}, got {text!r}") from None
-        if not value >= low:                    # also rejects NaN
+        if not value >= low:  # also rejects NaN
             raise argparse.ArgumentTypeError(f"must be >= {low:g}, got {text}")
         return value
+
     return parse
 
 
@@ -62,22 +65,30 @@ _nonnegative_int = _bounded(int, 0, "an integer >= 0")
 def _corpus(text: str) -> str:
     if text in _CORPORA or Path(text).expanduser().exists():
         return text
-    raise argparse.ArgumentTypeError(f"{text!r} is neither {' | '.join(_CORPORA[::2])} nor an existing "
-                                     f"file or WikiText-2 directory")
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is neither {' | '.join(_CORPORA[::2])} nor an existing file or WikiText-2 directory"
+    )
 
 
 def _add_run_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", default="quick", choices=["quick", "cpu", "paper", "tiny"],
-                   help="preset size (quick: miniature; cpu: §7.1 on tiny Shakespeare, ≤ 30 min; paper: §7.1)")
-    p.add_argument("--data", type=_corpus, default=None,
-                   help="shakespeare | wikitext2 | PATH (file or wikitext dir)")
+    p.add_argument(
+        "--config",
+        default="quick",
+        choices=["quick", "cpu", "paper", "tiny"],
+        help="preset size (quick: miniature; cpu: §7.1 on tiny Shakespeare, ≤ 30 min; paper: §7.1)",
+    )
+    p.add_argument("--data", type=_corpus, default=None, help="shakespeare | wikitext2 | PATH (file or wikitext dir)")
     p.add_argument("--lambda-margin", type=_nonnegative_float, default=None, help="λ_m >= 0 (paper: 0.05)")
     p.add_argument("--steps", type=_positive_int, default=None, help="total optimiser steps (overrides --epochs)")
     p.add_argument("--epochs", type=_positive_int, default=None)
     p.add_argument("--batch-size", type=_positive_int, default=None)
     p.add_argument("--seed", type=_nonnegative_int, default=None)
-    p.add_argument("--margin-positions", type=_nonnegative_int, default=None,
-                   help="k positions per sequence for the margin term (0: all, exact)")
+    p.add_argument(
+        "--margin-positions",
+        type=_nonnegative_int,
+        default=None,
+        help="k positions per sequence for the margin term (0: all, exact)",
+    )
     p.add_argument("--margin-method", default=None, choices=["sylvester", "direct", "second_moment"])
     p.add_argument("--eval-windows", type=_positive_int, default=None, help="validation windows per evaluation")
     p.add_argument("--max-chars", type=_positive_int, default=None, help="truncate the corpus (quick runs)")
@@ -89,14 +100,14 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m nextword.torch.cli", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m nextword.torch.cli", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("train", help="train one model (CE + λ·margin)")
     _add_run_args(t)
     t.add_argument("--resume", action="store_true", help="continue from OUT/ckpt.pt")
-    t.add_argument("--max-steps-this-run", type=_positive_int, default=None,
-                   help="stop after N steps (checkpointed)")
+    t.add_argument("--max-steps-this-run", type=_positive_int, default=None, help="stop after N steps (checkpointed)")
     t.add_argument("--robustness", action="store_true", help="also compute the noise curve at the end")
     r = sub.add_parser("robustness", help="BPC under Gaussian embedding noise for a trained run (Fig. 7.5)")
     r.add_argument("--out", required=True, help="run directory (holding ckpt.pt)")
@@ -121,6 +132,7 @@ def config_from_args(args: argparse.Namespace):
     epochs (it drops a preset's ``steps``).
     """
     from .config import preset
+
     overrides = _overrides(args)
     if args.steps is not None:
         overrides["steps"] = args.steps
@@ -130,14 +142,24 @@ def config_from_args(args: argparse.Namespace):
 
 
 def _overrides(args: argparse.Namespace) -> dict:
-    return dict(data=args.data, lambda_margin=args.lambda_margin, epochs=args.epochs, batch_size=args.batch_size,
-                seed=args.seed, margin_positions=args.margin_positions, margin_method=args.margin_method,
-                eval_windows=args.eval_windows, max_chars=args.max_chars,
-                checkpoint_every=args.checkpoint_every, amp=args.amp or None)
+    return dict(
+        data=args.data,
+        lambda_margin=args.lambda_margin,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        seed=args.seed,
+        margin_positions=args.margin_positions,
+        margin_method=args.margin_method,
+        eval_windows=args.eval_windows,
+        max_chars=args.max_chars,
+        checkpoint_every=args.checkpoint_every,
+        amp=args.amp or None,
+    )
 
 
 def _report(paths: list[str]) -> str:
     from .config import TrainConfig
+
     lines = []
     for p in map(Path, paths):
         f = p / "sweep.json" if (p / "sweep.json").exists() else (p / "results.json" if p.is_dir() else p)
@@ -147,20 +169,26 @@ def _report(paths: list[str]) -> str:
             lines.append("| λ_m | BPC | BPC_σ | Deg | H (nats) | SNR | trΣ/RMS² | margin | emb RMS |")
             lines.append("|---|---|---|---|---|---|---|---|---|")
             for r in res["rows"]:
-                lines.append(f"| {r['lambda']:.3f} | {r['bpc']:.3f} | {r['bpc_sigma']:.3f} | {r['degradation']:.2f} | "
-                             f"{r.get('entropy', float('nan')):.2f} | {r.get('snr', float('nan')):.3f} | "
-                             f"{r.get('normalised_var', float('nan')):.1f} | {r.get('margin', float('nan')) + 0.0:.4f} | "
-                             f"{r.get('embedding_rms', float('nan')):.3f} |")
+                lines.append(
+                    f"| {r['lambda']:.3f} | {r['bpc']:.3f} | {r['bpc_sigma']:.3f} | {r['degradation']:.2f} | "
+                    f"{r.get('entropy', float('nan')):.2f} | {r.get('snr', float('nan')):.3f} | "
+                    f"{r.get('normalised_var', float('nan')):.1f} | {r.get('margin', float('nan')) + 0.0:.4f} | "
+                    f"{r.get('embedding_rms', float('nan')):.3f} |"
+                )
         else:
             c = TrainConfig.from_dict(res["config"])
-            lines.append(f"## run {f}  λ_m={c.lambda_margin:g}, {res['steps']}/{res['total_steps']} steps, "
-                         f"{res['data']['name']}, d_model={c.d_model}, T={c.block_size}, B={c.batch_size}, "
-                         f"{res['device']}")
+            lines.append(
+                f"## run {f}  λ_m={c.lambda_margin:g}, {res['steps']}/{res['total_steps']} steps, "
+                f"{res['data']['name']}, d_model={c.d_model}, T={c.block_size}, B={c.batch_size}, "
+                f"{res['device']}"
+            )
             lines.append("| step | epoch | train BPC | val BPC | margin |")
             lines.append("|---|---|---|---|---|")
             for h in res["history"]:
-                lines.append(f"| {h['step']} | {h['epoch']:.2f} | {h['train_bpc']:.3f} | {h['val_bpc']:.3f} | "
-                             f"{h['train_margin'] + 0.0:.4f} |")
+                lines.append(
+                    f"| {h['step']} | {h['epoch']:.2f} | {h['train_bpc']:.3f} | {h['val_bpc']:.3f} | "
+                    f"{h['train_margin'] + 0.0:.4f} |"
+                )
             if "noise_curve" in res:
                 nc = res["noise_curve"]
                 lines.append("| σ | BPC | degradation |")
@@ -173,13 +201,22 @@ def _report(paths: list[str]) -> str:
 
 def _train(args) -> int:
     from .loop import train
-    res = train(config_from_args(args), args.out, device=args.device, resume=args.resume,
-                max_steps_this_run=args.max_steps_this_run, progress=not args.no_progress,
-                robustness=args.robustness)
+
+    res = train(
+        config_from_args(args),
+        args.out,
+        device=args.device,
+        resume=args.resume,
+        max_steps_this_run=args.max_steps_this_run,
+        progress=not args.no_progress,
+        robustness=args.robustness,
+    )
     if res.get("history"):
         h = res["history"][-1]
-        print(f"step {res['steps']}/{res['total_steps']}: train BPC {h['train_bpc']:.4f}, "
-              f"val BPC {h['val_bpc']:.4f}, final train loss {res['final_train_loss']:.6f}")
+        print(
+            f"step {res['steps']}/{res['total_steps']}: train BPC {h['train_bpc']:.4f}, "
+            f"val BPC {h['val_bpc']:.4f}, final train loss {res['final_train_loss']:.6f}"
+        )
     return 0
 
 
@@ -189,13 +226,22 @@ def _robustness(args) -> int:
     from .loop import load_checkpoint
     from .model import select_device
     from .robustness import noise_curve
+
     out = Path(args.out)
     dev = select_device(args.device)
     gpt, _, cfg, _ = load_checkpoint(out, device=dev)
     data = load_char_data(cfg.data, max_chars=cfg.max_chars)
     vx, vy = eval_windows(data.val, block_size=cfg.block_size, max_windows=cfg.eval_windows)
-    curve = noise_curve(gpt, vx, vy, sigmas=args.sigmas or cfg.noise_sigmas,
-                        draws=args.draws or cfg.noise_draws, seed=cfg.seed, amp=cfg.amp, progress=True)
+    curve = noise_curve(
+        gpt,
+        vx,
+        vy,
+        sigmas=args.sigmas or cfg.noise_sigmas,
+        draws=args.draws or cfg.noise_draws,
+        seed=cfg.seed,
+        amp=cfg.amp,
+        progress=True,
+    )
     save_json(curve, out / "robustness.json")
     if (out / RESULTS).exists():
         res = json.loads((out / RESULTS).read_text())
@@ -208,8 +254,15 @@ def _robustness(args) -> int:
 
 def _sweep(args) -> int:
     from .sweep import PAPER_LAMBDAS, run_sweep
-    table = run_sweep(config_from_args(args), args.lambdas or PAPER_LAMBDAS, args.out, sigma=args.sigma,
-                      device=args.device, progress=not args.no_progress)
+
+    table = run_sweep(
+        config_from_args(args),
+        args.lambdas or PAPER_LAMBDAS,
+        args.out,
+        sigma=args.sigma,
+        device=args.device,
+        progress=not args.no_progress,
+    )
     print(_report([str(Path(args.out))]) if Path(args.out, "sweep.json").exists() else table)
     return 0
 
@@ -221,6 +274,7 @@ def _print_report(args) -> int:
 
 def _fetch(args) -> int:
     from .fetch import fetch_wikitext2
+
     print(fetch_wikitext2(args.target))
     return 0
 
@@ -230,6 +284,7 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from nextword.data import DataNotFoundError
 
     from .checkpoint import CheckpointError
+
     return (DataNotFoundError, CheckpointError, FileNotFoundError, NotADirectoryError, json.JSONDecodeError)
 
 
@@ -237,13 +292,12 @@ def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; user errors end in one ``error:`` line and exit status 2 (as argparse)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    commands = {"train": _train, "robustness": _robustness, "sweep": _sweep, "report": _print_report,
-                "fetch": _fetch}
+    commands = {"train": _train, "robustness": _robustness, "sweep": _sweep, "report": _print_report, "fetch": _fetch}
     try:
         if args.cmd in ("train", "sweep"):
             try:
                 config_from_args(args)
-            except (ValueError, TypeError) as e:             # an inconsistent combination of options
+            except (ValueError, TypeError) as e:  # an inconsistent combination of options
                 parser.error(str(e))
         return commands[args.cmd](args)
     except _user_errors() as e:

@@ -14,6 +14,7 @@ Three sizes of the §7 experiment (DESIGN.md, "Three sizes of every experiment")
 >>> TrainConfig.from_dict(cfg.to_dict()) == cfg
 True
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -26,8 +27,13 @@ __all__ = ["TrainConfig", "PRESETS", "preset", "with_overrides", "MODEL_FIELDS"]
 #: Field names of :class:`SmallGPTConfig` (a flat override with one of these names goes to ``model``).
 MODEL_FIELDS = tuple(f.name for f in fields(SmallGPTConfig))
 #: Flat names used by checkpoints written before the model config was nested (read, never written).
-_LEGACY_MODEL_KEYS = {"block_size": "max_len", "n_layer": "num_layers", "n_head": "num_heads",
-                      "d_model": "d_model", "dropout": "dropout"}
+_LEGACY_MODEL_KEYS = {
+    "block_size": "max_len",
+    "n_layer": "num_layers",
+    "n_head": "num_heads",
+    "d_model": "d_model",
+    "dropout": "dropout",
+}
 
 
 @dataclass(frozen=True)
@@ -70,8 +76,9 @@ class TrainConfig:
         if self.margin_method not in ("sylvester", "direct", "second_moment"):
             raise ValueError(f"margin_method must be sylvester|direct|second_moment, got {self.margin_method!r}")
         if not 0 <= self.margin_positions < self.block_size:
-            raise ValueError(f"margin_positions must be in [0, block_size={self.block_size}), "
-                             f"got {self.margin_positions}")
+            raise ValueError(
+                f"margin_positions must be in [0, block_size={self.block_size}), got {self.margin_positions}"
+            )
         for name in ("batch_size", "epochs", "checkpoint_every", "noise_draws"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -136,24 +143,53 @@ _PAPER_MODEL = SmallGPTConfig.paper()
 
 PRESETS: dict[str, TrainConfig] = {
     # §7.1 exactly (use with data="wikitext2" for the paper's corpus); a GPU job
-    "paper": TrainConfig(model=_PAPER_MODEL, batch_size=64, epochs=20, lr=1e-3, weight_decay=1e-4,
-                         grad_clip=1.0, lambda_margin=0.05),
+    "paper": TrainConfig(
+        model=_PAPER_MODEL, batch_size=64, epochs=20, lr=1e-3, weight_decay=1e-4, grad_clip=1.0, lambda_margin=0.05
+    ),
     # the CPU tier: §7.1's model, batch, AdamW, weight decay and clipping on tiny Shakespeare, but a
     # schedule the shared 2-core machine can afford (measured ≈ 12 s per step with eight engineers on it,
     # not the 0.73 s of an idle core): 300 steps (≈ 5 epochs) at lr 3e-3 instead of 20 epochs at
     # 1e-3, and the margin on k = 16 positions per sequence (an unbiased subsample, 1.09× a CE step)
-    "cpu": TrainConfig(data="shakespeare", model=_PAPER_MODEL, batch_size=64, steps=300, lr=3e-3,
-                       weight_decay=1e-4, grad_clip=1.0, lambda_margin=0.05, margin_positions=16,
-                       checkpoint_every=25, noise_sigmas=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5), noise_draws=2),
+    "cpu": TrainConfig(
+        data="shakespeare",
+        model=_PAPER_MODEL,
+        batch_size=64,
+        steps=300,
+        lr=3e-3,
+        weight_decay=1e-4,
+        grad_clip=1.0,
+        lambda_margin=0.05,
+        margin_positions=16,
+        checkpoint_every=25,
+        noise_sigmas=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5),
+        noise_draws=2,
+    ),
     # a faithful miniature that trains in seconds on one CPU core (same objective and optimiser)
     # (the margin term on k=16 of the 63 positions per sequence: an unbiased subsample)
-    "quick": TrainConfig(model=SmallGPTConfig(max_len=64, num_layers=2, num_heads=4, d_model=64),
-                         batch_size=16, steps=200, eval_every=40, eval_windows=48, max_chars=200_000,
-                         checkpoint_every=100, lr=3e-3, noise_draws=3, margin_positions=16),
+    "quick": TrainConfig(
+        model=SmallGPTConfig(max_len=64, num_layers=2, num_heads=4, d_model=64),
+        batch_size=16,
+        steps=200,
+        eval_every=40,
+        eval_windows=48,
+        max_chars=200_000,
+        checkpoint_every=100,
+        lr=3e-3,
+        noise_draws=3,
+        margin_positions=16,
+    ),
     # for tests: a few steps of a tiny model
-    "tiny": TrainConfig(model=SmallGPTConfig(max_len=16, num_layers=1, num_heads=2, d_model=16),
-                        batch_size=4, steps=6, eval_every=3, eval_windows=8, max_chars=5_000,
-                        checkpoint_every=2, noise_draws=2, noise_sigmas=(0.0, 0.25, 0.5)),
+    "tiny": TrainConfig(
+        model=SmallGPTConfig(max_len=16, num_layers=1, num_heads=2, d_model=16),
+        batch_size=4,
+        steps=6,
+        eval_every=3,
+        eval_windows=8,
+        max_chars=5_000,
+        checkpoint_every=2,
+        noise_draws=2,
+        noise_sigmas=(0.0, 0.25, 0.5),
+    ),
 }
 
 
@@ -162,6 +198,6 @@ def preset(name: str, **overrides: Any) -> TrainConfig:
     if name not in PRESETS:
         raise ValueError(f"unknown config {name!r}; choose one of {sorted(PRESETS)}")
     cfg = PRESETS[name]
-    if "steps" in overrides and overrides["steps"] is None:      # explicit None: train for ``epochs``
+    if "steps" in overrides and overrides["steps"] is None:  # explicit None: train for ``epochs``
         cfg = replace(cfg, steps=None)
     return with_overrides(cfg, **overrides)

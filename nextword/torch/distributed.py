@@ -8,6 +8,7 @@ single-process one up to floating-point summation order. Outside torchrun every 
 >>> (ctx.rank, ctx.world_size, ctx.distributed, str(ctx.device))
 (0, 1, False, 'cpu')
 """
+
 from __future__ import annotations
 
 import os
@@ -24,8 +25,7 @@ __all__ = ["DistContext", "dist_info", "setup", "wrap", "mean_over_ranks", "barr
 
 def dist_info() -> tuple[int, int, int]:
     """``(rank, world_size, local_rank)`` from the torchrun environment (``(0, 1, 0)`` otherwise)."""
-    return (int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)),
-            int(os.environ.get("LOCAL_RANK", 0)))
+    return (int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("LOCAL_RANK", 0)))
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,9 @@ def wrap(module: nn.Module, ctx: DistContext) -> nn.Module:
     """``module`` inside DistributedDataParallel when ``ctx.distributed``, else unchanged."""
     if not ctx.distributed:
         return module
-    return nn.parallel.DistributedDataParallel(module, device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None)
+    return nn.parallel.DistributedDataParallel(
+        module, device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None
+    )
 
 
 def mean_over_ranks(values: torch.Tensor, ctx: DistContext) -> torch.Tensor:

@@ -7,6 +7,7 @@ as a fallback. Its size and SHA-256 are pinned below (recorded from that pinned 
 repository's build machine has no internet, so the value is taken from that public record, and a
 mismatch stops the fetch instead of unpacking an unexpected file).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -45,8 +46,9 @@ def default_target() -> Path:
     return Path(env).expanduser() if env else candidate_data_dirs()[-1]
 
 
-def fetch_wikitext2(target: str | Path | None = None, *, urls=WIKITEXT2_URLS,
-                    sha256: str = WIKITEXT2_SHA256, timeout: float = 60.0) -> Path:
+def fetch_wikitext2(
+    target: str | Path | None = None, *, urls=WIKITEXT2_URLS, sha256: str = WIKITEXT2_SHA256, timeout: float = 60.0
+) -> Path:
     """Download, verify (SHA-256) and unpack WikiText-2 raw into ``target/wikitext-2-raw/``.
 
     Returns the directory holding ``wiki.{train,valid,test}.raw``. Already-present files are kept.
@@ -64,7 +66,7 @@ def fetch_wikitext2(target: str | Path | None = None, *, urls=WIKITEXT2_URLS,
             try:
                 with urllib.request.urlopen(url, timeout=timeout) as r, open(archive, "wb") as f:
                     shutil.copyfileobj(r, f)
-            except OSError as exc:                      # URLError is an OSError
+            except OSError as exc:  # URLError is an OSError
                 errors.append(f"{url}: {exc}")
                 continue
             digest = sha256_of(archive)

@@ -13,6 +13,7 @@ the saved run (``python -m nextword.torch.saved_runs run positions_fig628``) rep
 >>> sorted(out.curves), out.curves["rope"].shape
 (['learned', 'none', 'rope', 'sinusoidal'], (128,))
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,8 +26,7 @@ from nextword.torch.ablation import position_losses
 from nextword.data.synthetic import MarkovSource, markov_source
 from nextword.torch.lm import LMConfig, TinyLM, train_lm
 
-__all__ = ["VARIANTS", "Fig628Config", "DEFAULT_FIG628", "Fig628Run", "fig628_source",
-           "fig628_seed"]
+__all__ = ["VARIANTS", "Fig628Config", "DEFAULT_FIG628", "Fig628Run", "fig628_source", "fig628_seed"]
 
 VARIANTS = ("sinusoidal", "learned", "rope", "none")
 
@@ -81,16 +81,31 @@ def fig628_seed(cfg: Fig628Config, seed: int) -> Fig628Run:
         raise TypeError(f"cfg must be a Fig628Config, got {type(cfg).__name__}")
     src, test_stream = fig628_source()
     if cfg.num_windows * (cfg.L_test + 1) > test_stream.size:
-        raise ValueError(f"num_windows * (L_test + 1) must be <= {test_stream.size}, got "
-                         f"{cfg.num_windows * (cfg.L_test + 1)}")
+        raise ValueError(
+            f"num_windows * (L_test + 1) must be <= {test_stream.size}, got {cfg.num_windows * (cfg.L_test + 1)}"
+        )
     train_stream = src.sample(cfg.n_train, np.random.default_rng(1))
     curves, models = {}, {}
     for v in VARIANTS:
-        lm_cfg = LMConfig(vocab_size=8, d_model=cfg.width, num_heads=2, num_layers=2,
-                          max_len=cfg.L_test if v == "learned" else cfg.L_train, positional=v)
+        lm_cfg = LMConfig(
+            vocab_size=8,
+            d_model=cfg.width,
+            num_heads=2,
+            num_layers=2,
+            max_len=cfg.L_test if v == "learned" else cfg.L_train,
+            positional=v,
+        )
         model = TinyLM(lm_cfg, seed=seed)
-        train_lm(model, train_stream, steps=cfg.steps, batch_size=cfg.batch, block_size=cfg.L_train, lr=cfg.lr,
-                 seed=seed, progress=False)
+        train_lm(
+            model,
+            train_stream,
+            steps=cfg.steps,
+            batch_size=cfg.batch,
+            block_size=cfg.L_train,
+            lr=cfg.lr,
+            seed=seed,
+            progress=False,
+        )
         curves[v] = position_losses(model, test_stream, cfg.L_test, num_windows=cfg.num_windows)  # (L_test,)
         models[v] = model
     return Fig628Run(curves, models)

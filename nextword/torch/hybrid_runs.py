@@ -16,6 +16,7 @@ two-moons data of notebook 5.4 with one seed and returns the measurements; the s
 >>> sorted(row)[:3], curves["log"].shape  # (steps, runs, [J_hybrid, J_align, J_var])
 (['acc', 'cos', 'fisher'], (2, 4, 3))
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,8 +40,9 @@ def moons_data() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     return X_train, y_train, X_test, y_test
 
 
-def hybrid_measurements(model: HybridSVFlow, X_test: np.ndarray, y_test: np.ndarray
-                        ) -> tuple[list[dict[str, float]], np.ndarray]:
+def hybrid_measurements(
+    model: HybridSVFlow, X_test: np.ndarray, y_test: np.ndarray
+) -> tuple[list[dict[str, float]], np.ndarray]:
     """One dict of :data:`MEASURES` per run, and the test paths ``(M, n_steps + 1, N, 2)``."""
     X_test = np.asarray(X_test, dtype=float)
     y_test = np.asarray(y_test)
@@ -64,10 +66,17 @@ def hybrid_measurements(model: HybridSVFlow, X_test: np.ndarray, y_test: np.ndar
         fisher = np.sum((mu1 - mu0) ** 2) / (np.trace(np.cov(xT[y_test == 0].T)) + np.trace(np.cov(xT[y_test == 1].T)))
         last = model.slice(r, times[-1])
         qbar = np.exp(last.log_q(xT)).mean(0)
-        rows.append({"acc": float(np.mean(probs[r].argmax(1) == y_test)), "fisher": float(fisher),
-                     "jvar": float(np.mean(kls)), "kl_end": float(last.kl_gap(xT).mean()),
-                     "cos": float(np.mean(coss)), "spread": float(np.linalg.norm(xT - xT.mean(0), axis=1).mean()),
-                     "n_eff": float(np.exp(entropy(np.log(qbar + 1e-300))))})
+        rows.append(
+            {
+                "acc": float(np.mean(probs[r].argmax(1) == y_test)),
+                "fisher": float(fisher),
+                "jvar": float(np.mean(kls)),
+                "kl_end": float(last.kl_gap(xT).mean()),
+                "cos": float(np.mean(coss)),
+                "spread": float(np.linalg.norm(xT - xT.mean(0), axis=1).mean()),
+                "n_eff": float(np.exp(entropy(np.log(qbar + 1e-300)))),
+            }
+        )
     return rows, paths
 
 

@@ -14,6 +14,7 @@
 >>> ids.shape, topics.shape
 ((4, 10), (4,))
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -50,16 +51,17 @@ class TopicMarkovSource:
         topics = rng.integers(0, self.n_topics, size=n)
         ids = np.empty((n, length), dtype=np.int64)
         ids[:, 0] = rng.integers(0, self.vocab_size, size=n)
-        cum = np.cumsum(self.transitions, axis=-1)                       # (K, V, V)
+        cum = np.cumsum(self.transitions, axis=-1)  # (K, V, V)
         for t in range(1, length):
             u = rng.random(n)[:, None]
-            ids[:, t] = (u > cum[topics, ids[:, t - 1]]).sum(axis=1)      # inverse-CDF sampling
+            ids[:, t] = (u > cum[topics, ids[:, t - 1]]).sum(axis=1)  # inverse-CDF sampling
         ids = np.minimum(ids, self.vocab_size - 1)
         return ids, topics
 
 
-def topic_markov_source(n_topics: int, vocab_size: int, *, rng: np.random.Generator,
-                        concentration: float = 0.3) -> TopicMarkovSource:
+def topic_markov_source(
+    n_topics: int, vocab_size: int, *, rng: np.random.Generator, concentration: float = 0.3
+) -> TopicMarkovSource:
     """Random topic chains: every row ``Dirichlet(concentration)`` (small = peaked, distinct topics)."""
     if not isinstance(rng, np.random.Generator):
         raise TypeError("rng must be a numpy.random.Generator")
@@ -85,7 +87,7 @@ def hidden_states(model: TinyLM, ids: object) -> list[np.ndarray]:
     freqs = model.rope_freqs if model.config.positional == "rope" else None
     out = []
     with torch.no_grad():
-        x = model._add_positions(model.tok_emb[ids_t])                   # (B, T, d)
+        x = model._add_positions(model.tok_emb[ids_t])  # (B, T, d)
         out.append(x.double().numpy().copy())
         for blk in model.blocks:
             x, _ = blk(x, freqs, None)
@@ -111,8 +113,8 @@ def probe_accuracy(features: object, labels: object, *, train_fraction: float = 
         raise ValueError(f"train_fraction must be in (0, 1), got {train_fraction}")
     n_train = int(round(train_fraction * len(y)))
     classes = np.unique(y)
-    Y = (y[:, None] == classes[None, :]).astype(float)                   # (n, n_classes)
-    Fb = np.c_[F, np.ones(len(F))]                                       # (n, d + 1)
+    Y = (y[:, None] == classes[None, :]).astype(float)  # (n, n_classes)
+    Fb = np.c_[F, np.ones(len(F))]  # (n, d + 1)
     A = Fb[:n_train]
     W = np.linalg.solve(A.T @ A + ridge * np.eye(A.shape[1]), A.T @ Y[:n_train])
     pred = classes[np.argmax(Fb[n_train:] @ W, axis=1)]

@@ -30,6 +30,7 @@ Tiny worked example::
     >>> to_numpy_decoder(model).logits([0, 1, 2]).shape
     (3, 5)
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -45,8 +46,16 @@ import torch.nn.functional as F
 from nextword.decoder import DecoderConfig
 from nextword.positions import rope_frequencies, sinusoidal_encoding
 
-__all__ = ["LMConfig", "TinyLM", "Block", "train_lm", "evaluate_loss", "to_numpy_decoder", "next_logits_fn",
-           "torch_threads"]
+__all__ = [
+    "LMConfig",
+    "TinyLM",
+    "Block",
+    "train_lm",
+    "evaluate_loss",
+    "to_numpy_decoder",
+    "next_logits_fn",
+    "torch_threads",
+]
 
 
 @dataclass(frozen=True)
@@ -106,8 +115,9 @@ class Block(nn.Module):
         make = (lambda: nn.LayerNorm(d, eps=c.eps)) if c.norm == "layer" else (lambda: nn.RMSNorm(d, eps=c.eps))
         self.norm1, self.norm2 = make(), make()
 
-    def attention(self, x: torch.Tensor, rope_freqs: torch.Tensor | None, head_mask: torch.Tensor | None
-                  ) -> tuple[torch.Tensor, torch.Tensor]:
+    def attention(
+        self, x: torch.Tensor, rope_freqs: torch.Tensor | None, head_mask: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``x (B, T, d)`` → output ``(B, T, d)`` and weights ``(B, h, T, T)`` (Eq. 6.x: softmax(QKᵀ/√d_h + M)V)."""
         B, T, d = x.shape
         h = self.c.num_heads
@@ -133,8 +143,9 @@ class Block(nn.Module):
         z = F.relu(z) if act == "relu" else F.gelu(z, approximate="tanh" if act == "gelu_tanh" else "none")
         return z @ self.W2 + self.b2
 
-    def forward(self, x: torch.Tensor, rope_freqs: torch.Tensor | None = None,
-                head_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, x: torch.Tensor, rope_freqs: torch.Tensor | None = None, head_mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         skip = 1.0 if self.c.residual else 0.0
         if self.c.pre_norm:  # u = h + MHA(N(h)), h' = u + FFN(N(u))
             a, w = self.attention(self.norm1(x), rope_freqs, head_mask)
@@ -163,12 +174,16 @@ class TinyLM(nn.Module):
         gen.manual_seed(int(seed) if seed is not None else int(np.random.SeedSequence().entropy % 2**63))
         std = c.init_std
         self.tok_emb = nn.Parameter(std * torch.randn(c.vocab_size, c.d_model, generator=gen))
-        self.pos_emb = (nn.Parameter(std * torch.randn(c.max_len, c.d_model, generator=gen))
-                        if c.positional == "learned" else None)
+        self.pos_emb = (
+            nn.Parameter(std * torch.randn(c.max_len, c.d_model, generator=gen)) if c.positional == "learned" else None
+        )
         self.blocks = nn.ModuleList(Block(c, gen) for _ in range(c.num_layers))
         self.W_U = None if c.tie_embeddings else nn.Parameter(std * torch.randn(c.d_model, c.vocab_size, generator=gen))
-        self.norm_f = ((nn.LayerNorm(c.d_model, eps=c.eps) if c.norm == "layer" else nn.RMSNorm(c.d_model, eps=c.eps))
-                       if c.pre_norm else None)
+        self.norm_f = (
+            (nn.LayerNorm(c.d_model, eps=c.eps) if c.norm == "layer" else nn.RMSNorm(c.d_model, eps=c.eps))
+            if c.pre_norm
+            else None
+        )
         # the numpy table itself (float64, kept out of .float()/.double() casts), regrown on demand
         self.pe_table = sinusoidal_encoding(c.max_len, c.d_model) if c.positional == "sinusoidal" else None
         dh = c.d_model // c.num_heads
@@ -187,24 +202,29 @@ class TinyLM(nn.Module):
             return x + torch.from_numpy(self.pe_table[:T]).to(dtype=x.dtype, device=x.device)  # (T, d)
         return x
 
-    def forward(self, ids: torch.Tensor, *, return_attention: bool = False,
-                head_mask: torch.Tensor | np.ndarray | None = None
-                ) -> torch.Tensor | tuple[torch.Tensor, list[torch.Tensor]]:
+    def forward(
+        self, ids: torch.Tensor, *, return_attention: bool = False, head_mask: torch.Tensor | np.ndarray | None = None
+    ) -> torch.Tensor | tuple[torch.Tensor, list[torch.Tensor]]:
         c = self.config
         ids = torch.as_tensor(ids)
         if ids.dtype not in (torch.int64, torch.int32) or ids.ndim != 2 or ids.shape[1] == 0:
-            raise ValueError(f"ids must be an integer tensor of shape (B, T) with T >= 1, got "
-                             f"{tuple(ids.shape)} {ids.dtype}")
+            raise ValueError(
+                f"ids must be an integer tensor of shape (B, T) with T >= 1, got {tuple(ids.shape)} {ids.dtype}"
+            )
         if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= c.vocab_size):
-            raise ValueError(f"ids must lie in [0, vocab_size={c.vocab_size}), got range "
-                             f"[{int(ids.min())}, {int(ids.max())}]")
+            raise ValueError(
+                f"ids must lie in [0, vocab_size={c.vocab_size}), got range [{int(ids.min())}, {int(ids.max())}]"
+            )
         hm = None
         if head_mask is not None:
-            hm = torch.as_tensor(np.asarray(head_mask, dtype=np.float64) if not torch.is_tensor(head_mask)
-                                 else head_mask)
+            hm = torch.as_tensor(
+                np.asarray(head_mask, dtype=np.float64) if not torch.is_tensor(head_mask) else head_mask
+            )
             if tuple(hm.shape) != (c.num_layers, c.num_heads):
-                raise ValueError(f"head_mask must have shape (num_layers, num_heads) = "
-                                 f"{(c.num_layers, c.num_heads)}, got {tuple(hm.shape)}")
+                raise ValueError(
+                    f"head_mask must have shape (num_layers, num_heads) = "
+                    f"{(c.num_layers, c.num_heads)}, got {tuple(hm.shape)}"
+                )
         x = self._add_positions(self.tok_emb[ids.long()])  # (B, T, d)
         freqs = self.rope_freqs if c.positional == "rope" else None
         weights = []
@@ -241,15 +261,18 @@ def torch_threads(n: int | None) -> Iterator[None]:
 def _as_ids(data: object, vocab_size: int) -> np.ndarray:
     arr = np.asarray(data)
     if arr.dtype.kind not in "iu" or arr.ndim not in (1, 2):
-        raise ValueError(f"data must be integer token ids of shape (N,) (a stream) or (num_seqs, L) "
-                         f"(separate sequences), got {arr.shape} {arr.dtype}")
+        raise ValueError(
+            f"data must be integer token ids of shape (N,) (a stream) or (num_seqs, L) "
+            f"(separate sequences), got {arr.shape} {arr.dtype}"
+        )
     if arr.size and (arr.min() < 0 or arr.max() >= vocab_size):
         raise ValueError(f"token ids must lie in [0, vocab_size={vocab_size})")
     return arr.astype(np.int64)
 
 
-def _batch(data: np.ndarray, mask: np.ndarray | None, rows: np.ndarray, block_size: int
-           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+def _batch(
+    data: np.ndarray, mask: np.ndarray | None, rows: np.ndarray, block_size: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Inputs/targets ``(B, block_size)`` from a stream (``rows`` = window starts) or a 2-D set."""
     if data.ndim == 1:
         win = data[rows[:, None] + np.arange(block_size + 1)]  # (B, block_size+1)
@@ -279,10 +302,22 @@ def _check_block(data: np.ndarray, block_size: int | None, max_len: int) -> int:
     return block_size
 
 
-def train_lm(model: TinyLM, data: object, *, steps: int, batch_size: int, block_size: int | None = None,
-             lr: float = 3e-3, seed: int | None = None, rng: np.random.Generator | None = None,
-             loss_mask: object = None, weight_decay: float = 0.0, grad_clip: float | None = 1.0,
-             progress: bool = True, num_threads: int | None = 1) -> list[float]:
+def train_lm(
+    model: TinyLM,
+    data: object,
+    *,
+    steps: int,
+    batch_size: int,
+    block_size: int | None = None,
+    lr: float = 3e-3,
+    seed: int | None = None,
+    rng: np.random.Generator | None = None,
+    loss_mask: object = None,
+    weight_decay: float = 0.0,
+    grad_clip: float | None = 1.0,
+    progress: bool = True,
+    num_threads: int | None = 1,
+) -> list[float]:
     """Train ``model`` with AdamW on next-token cross-entropy; return the loss of every step (nats).
 
     ``data``: a token stream ``(N,)`` — each batch takes ``batch_size`` random windows of
@@ -301,8 +336,10 @@ def train_lm(model: TinyLM, data: object, *, steps: int, batch_size: int, block_
     if loss_mask is not None:
         mask = np.asarray(loss_mask, dtype=bool)
         if data.ndim != 2 or mask.shape != (data.shape[0], data.shape[1] - 1):
-            raise ValueError(f"loss_mask must have shape (num_seqs, L-1) = "
-                             f"{(data.shape[0], data.shape[1] - 1) if data.ndim == 2 else '(2-D data only)'}")
+            raise ValueError(
+                f"loss_mask must have shape (num_seqs, L-1) = "
+                f"{(data.shape[0], data.shape[1] - 1) if data.ndim == 2 else '(2-D data only)'}"
+            )
     n_rows = data.size - block if data.ndim == 1 else data.shape[0]
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     model.train()
@@ -329,8 +366,15 @@ def train_lm(model: TinyLM, data: object, *, steps: int, batch_size: int, block_
 
 
 @torch.no_grad()
-def evaluate_loss(model: TinyLM, data: object, block_size: int | None = None, *, loss_mask: object = None,
-                  batch_size: int = 64, num_threads: int | None = 1) -> float:
+def evaluate_loss(
+    model: TinyLM,
+    data: object,
+    block_size: int | None = None,
+    *,
+    loss_mask: object = None,
+    batch_size: int = 64,
+    num_threads: int | None = 1,
+) -> float:
     """Mean next-token cross-entropy (nats per predicted token) of ``model`` on ``data``.
 
     A stream ``(N,)`` is cut into consecutive non-overlapping windows of ``block_size + 1`` tokens
@@ -351,7 +395,7 @@ def evaluate_loss(model: TinyLM, data: object, block_size: int | None = None, *,
     total, count = 0.0, 0.0
     with torch_threads(num_threads):
         for i in range(0, starts.size, batch_size):
-            x, y, m = _batch(data, mask, starts[i:i + batch_size], block)
+            x, y, m = _batch(data, mask, starts[i : i + batch_size], block)
             nll = F.cross_entropy(model(x).reshape(-1, model.config.vocab_size), y.reshape(-1), reduction="none")
             w = torch.ones_like(nll) if m is None else m.reshape(-1).to(nll.dtype)
             total += float((nll * w).sum())
@@ -392,8 +436,14 @@ def to_numpy_decoder(model: TinyLM, dtype: str = "float64"):
     for i in range(c.num_layers):
         p = f"blocks.{i}."
         W = sd[p + "W_qkv"]
-        params.update({p + "attn.W_q": W[:, :d], p + "attn.W_k": W[:, d:2 * d], p + "attn.W_v": W[:, 2 * d:],
-                       p + "attn.W_o": sd[p + "W_o"]})
+        params.update(
+            {
+                p + "attn.W_q": W[:, :d],
+                p + "attn.W_k": W[:, d : 2 * d],
+                p + "attn.W_v": W[:, 2 * d :],
+                p + "attn.W_o": sd[p + "W_o"],
+            }
+        )
         for k in ("W1", "b1", "W2", "b2"):
             params[p + "ffn." + k] = sd[p + k]
         for n in ("norm1", "norm2"):

@@ -23,6 +23,7 @@ Distributed runs: :mod:`~nextword.torch.distributed`. Configuration: :mod:`~next
 >>> res["finished"], res["steps"]                                      # doctest: +SKIP
 (True, 6)
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -70,13 +71,14 @@ class BarrierLM(nn.Module):
         self.gpt, self.prior, self.method = gpt, prior, method
 
     def forward(self, x, y, positions=None, *, with_margin: bool = True, amp: bool = False):
-        tok = self.gpt.wte(x)                                        # (B, T, d)
+        tok = self.gpt.wte(x)  # (B, T, d)
         with autocast_context(x.device, amp):
             _, ce = self.gpt(x, y, tok_emb=tok)
         if not with_margin:
             return ce, ce.new_zeros(())
-        margin = margin_loss_tokens(x, self.gpt.wte.weight.float(), self.prior.W.float(),
-                                    positions=positions, method=self.method)
+        margin = margin_loss_tokens(
+            x, self.gpt.wte.weight.float(), self.prior.W.float(), positions=positions, method=self.method
+        )
         return ce, margin
 
 
@@ -86,8 +88,9 @@ def build(cfg: TrainConfig, vocab_size: int, device: torch.device) -> tuple[Smal
 
     torch.manual_seed(cfg.seed)
     gpt = SmallGPT(replace(cfg.model, vocab_size=vocab_size))
-    prior = EmbeddingPrior(cfg.model.d_model, init_std=cfg.prior_init_std,
-                           generator=torch.Generator().manual_seed(cfg.seed + 7919))
+    prior = EmbeddingPrior(
+        cfg.model.d_model, init_std=cfg.prior_init_std, generator=torch.Generator().manual_seed(cfg.seed + 7919)
+    )
     if cfg.lambda_margin == 0:
         prior.W.requires_grad_(False)
     return gpt.to(device), prior.to(device)
@@ -117,10 +120,18 @@ class _Run:
 
     def checkpoint(self, out: Path) -> None:
         if self.ctx.is_main:
-            save_checkpoint({"model": self.gpt.state_dict(), "prior": self.prior.state_dict(),
-                             "optimizer": self.opt.state_dict(), "rng": torch.get_rng_state(),
-                             "config": self.cfg.to_dict(), "vocab_size": self.data.vocab.size,
-                             "state": dict(self.state)}, out)
+            save_checkpoint(
+                {
+                    "model": self.gpt.state_dict(),
+                    "prior": self.prior.state_dict(),
+                    "optimizer": self.opt.state_dict(),
+                    "rng": torch.get_rng_state(),
+                    "config": self.cfg.to_dict(),
+                    "vocab_size": self.data.vocab.size,
+                    "state": dict(self.state),
+                },
+                out,
+            )
         barrier(self.ctx)
 
 
@@ -144,9 +155,17 @@ def _train_step(run: _Run, model: nn.Module, params: list[torch.Tensor], spe: in
     """One optimiser step at ``run.state["step"]``; returns ``[ce, margin, loss]`` averaged over ranks."""
     cfg, ctx, step = run.cfg, run.ctx, run.state["step"]
     epoch, sie = divmod(step, spe)
-    x, y = epoch_batch(run.data.train, block_size=cfg.block_size, batch_size=cfg.batch_size, seed=cfg.seed,
-                       epoch=epoch, step_in_epoch=sie, rank=ctx.rank, world_size=ctx.world_size)
-    x, y = x.to(ctx.device), y.to(ctx.device)                          # (B / W, T) each
+    x, y = epoch_batch(
+        run.data.train,
+        block_size=cfg.block_size,
+        batch_size=cfg.batch_size,
+        seed=cfg.seed,
+        epoch=epoch,
+        step_in_epoch=sie,
+        rank=ctx.rank,
+        world_size=ctx.world_size,
+    )
+    x, y = x.to(ctx.device), y.to(ctx.device)  # (B / W, T) each
     use_margin = cfg.lambda_margin > 0
     positions = None
     if use_margin and cfg.margin_positions:
@@ -169,16 +188,31 @@ def _record_epoch(run: _Run, vx: torch.Tensor, vy: torch.Tensor, spe: int, total
     """Append the running means since the last evaluation and the validation BPC to the history."""
     cfg, st = run.cfg, run.state
     val = evaluate_bpc(run.gpt, vx, vy, amp=cfg.amp, distributed=run.ctx.distributed)
-    st["history"].append({"epoch": st["step"] / spe, "step": st["step"],
-                          "train_bpc": st["ep_ce"] / st["ep_n"] / LN2,
-                          "train_margin": st["ep_margin"] / st["ep_n"],
-                          "val_bpc": val, "lr": lr_at(cfg, st["step"] - 1, total)})
+    st["history"].append(
+        {
+            "epoch": st["step"] / spe,
+            "step": st["step"],
+            "train_bpc": st["ep_ce"] / st["ep_n"] / LN2,
+            "train_margin": st["ep_margin"] / st["ep_n"],
+            "val_bpc": val,
+            "lr": lr_at(cfg, st["step"] - 1, total),
+        }
+    )
     st["ep_ce"], st["ep_margin"], st["ep_n"] = 0.0, 0.0, 0
 
 
-def train(cfg: TrainConfig, out_dir: str | Path, *, device: str = "auto", resume: bool = False,
-          max_steps_this_run: int | None = None, progress: bool = True, distributed: bool | None = None,
-          data: CharData | None = None, robustness: bool = False) -> dict:
+def train(
+    cfg: TrainConfig,
+    out_dir: str | Path,
+    *,
+    device: str = "auto",
+    resume: bool = False,
+    max_steps_this_run: int | None = None,
+    progress: bool = True,
+    distributed: bool | None = None,
+    data: CharData | None = None,
+    robustness: bool = False,
+) -> dict:
     """Train (or resume) one run; returns the results dictionary also written to ``results.json``.
 
     ``max_steps_this_run`` stops after that many steps (a checkpoint is written), e.g. to test
@@ -201,13 +235,15 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, device: str = "auto", resume
     if resume and any((out / name).exists() for name in (CKPT, "ckpt.prev.pt")):
         _restore(run, out)
     model = wrap(lm, ctx)
-    vx, vy = eval_windows(data.val, block_size=cfg.block_size, max_windows=cfg.eval_windows,
-                          rank=ctx.rank, world_size=ctx.world_size)
+    vx, vy = eval_windows(
+        data.val, block_size=cfg.block_size, max_windows=cfg.eval_windows, rank=ctx.rank, world_size=ctx.world_size
+    )
     st = run.state
     stop = total if max_steps_this_run is None else min(total, st["step"] + max_steps_this_run)
     bar = None
     if progress and ctx.is_main:
         from tqdm import tqdm
+
         bar = tqdm(total=total, initial=st["step"], desc=f"train λ={cfg.lambda_margin:g}")
     model.train()
     while st["step"] < stop:
@@ -231,8 +267,16 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, device: str = "auto", resume
         if ctx.is_main:
             results["diagnostics"] = evaluate_diagnostics(gpt, prior, vx[:64])
         if robustness:
-            results["noise_curve"] = noise_curve(gpt, vx, vy, sigmas=cfg.noise_sigmas, draws=cfg.noise_draws,
-                                                 seed=cfg.seed, amp=cfg.amp, distributed=ctx.distributed)
+            results["noise_curve"] = noise_curve(
+                gpt,
+                vx,
+                vy,
+                sigmas=cfg.noise_sigmas,
+                draws=cfg.noise_draws,
+                seed=cfg.seed,
+                amp=cfg.amp,
+                distributed=ctx.distributed,
+            )
     if ctx.is_main:
         save_json(results, out / RESULTS)
     barrier(ctx)
@@ -242,13 +286,26 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, device: str = "auto", resume
 def _results(run: _Run, total: int, spe: int) -> dict[str, Any]:
     st, data, ctx = run.state, run.data, run.ctx
     results = {
-        "config": run.cfg.to_dict(), "finished": st["step"] >= total, "steps": st["step"],
-        "total_steps": total, "steps_per_epoch": spe, "world_size": ctx.world_size,
-        "device": str(ctx.device), "hardware": _hardware(ctx.device), "torch": torch.__version__,
+        "config": run.cfg.to_dict(),
+        "finished": st["step"] >= total,
+        "steps": st["step"],
+        "total_steps": total,
+        "steps_per_epoch": spe,
+        "world_size": ctx.world_size,
+        "device": str(ctx.device),
+        "hardware": _hardware(ctx.device),
+        "torch": torch.__version__,
         "date": _dt.date.today().isoformat(),
-        "data": {"name": data.name, "vocab_size": data.vocab.size, "train_chars": data.train.numel(),
-                 "val_chars": data.val.numel(), "val_unk_rate": data.unk_rate_val},
-        "model_params": run.gpt.num_parameters(), "history": st["history"], "code": code_hash(),
+        "data": {
+            "name": data.name,
+            "vocab_size": data.vocab.size,
+            "train_chars": data.train.numel(),
+            "val_chars": data.val.numel(),
+            "val_unk_rate": data.unk_rate_val,
+        },
+        "model_params": run.gpt.num_parameters(),
+        "history": st["history"],
+        "code": code_hash(),
         "final_train_loss": st["last_loss"],
     }
     if st["history"]:
@@ -288,14 +345,14 @@ def train_or_load(cfg: TrainConfig, out_dir: str | Path, **kwargs) -> dict:
     path = out / RESULTS
     if path.exists() and (out / CKPT).exists():
         res = json.loads(path.read_text())
-        if (res.get("finished") and res.get("code") == code_hash()
-                and TrainConfig.from_dict(res["config"]) == cfg):
+        if res.get("finished") and res.get("code") == code_hash() and TrainConfig.from_dict(res["config"]) == cfg:
             if kwargs.get("robustness") and "noise_curve" not in res:
                 gpt, _, _, _ = load_checkpoint(out)
                 data = kwargs.get("data") or load_char_data(cfg.data, max_chars=cfg.max_chars)
                 vx, vy = eval_windows(data.val, block_size=cfg.block_size, max_windows=cfg.eval_windows)
-                res["noise_curve"] = noise_curve(gpt, vx, vy, sigmas=cfg.noise_sigmas,
-                                                 draws=cfg.noise_draws, seed=cfg.seed)
+                res["noise_curve"] = noise_curve(
+                    gpt, vx, vy, sigmas=cfg.noise_sigmas, draws=cfg.noise_draws, seed=cfg.seed
+                )
                 save_json(res, path)
             return res
     return train(cfg, out, **kwargs)

@@ -19,6 +19,7 @@ Tiny worked example::
     >>> tuple(logits.shape), loss.ndim
     ((3, 8, 11), 0)
 """
+
 from __future__ import annotations
 
 import math
@@ -90,13 +91,13 @@ class CausalSelfAttention(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, d = x.shape
-        q, k, v = self.qkv(x).split(d, dim=-1)                      # 3 × (B, T, d)
+        q, k, v = self.qkv(x).split(d, dim=-1)  # 3 × (B, T, d)
         # (B, T, d) -> (B, num_heads, T, d / num_heads)
         q, k, v = (z.view(B, T, self.num_heads, d // self.num_heads).transpose(1, 2) for z in (q, k, v))
         y = F.scaled_dot_product_attention(
             q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0
-        )                                                           # (B, num_heads, T, d / num_heads)
-        y = y.transpose(1, 2).reshape(B, T, d)                      # (B, T, d)
+        )  # (B, num_heads, T, d / num_heads)
+        y = y.transpose(1, 2).reshape(B, T, d)  # (B, T, d)
         return self.proj(y)
 
 
@@ -141,9 +142,9 @@ class SmallGPT(nn.Module):
         self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.num_layers)])
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
-        self.head.weight = self.wte.weight                          # weight tying
+        self.head.weight = self.wte.weight  # weight tying
         self.apply(self._init_weights)
-        for name, p in self.named_parameters():                     # GPT-2 scaled residual init
+        for name, p in self.named_parameters():  # GPT-2 scaled residual init
             if name.endswith("proj.weight") or name.endswith("mlp.2.weight"):
                 nn.init.normal_(p, mean=0.0, std=cfg.init_std / math.sqrt(2 * cfg.num_layers))
 
@@ -159,7 +160,7 @@ class SmallGPT(nn.Module):
         """Parameter counts: ``embedding`` (wte), ``positions`` (wpe), ``transformer`` (the rest)."""
         emb = self.wte.weight.numel()
         pos = self.wpe.weight.numel()
-        total = sum(p.numel() for p in self.parameters())           # tied head counted once
+        total = sum(p.numel() for p in self.parameters())  # tied head counted once
         return {"embedding": emb, "positions": pos, "transformer": total - emb - pos, "total": total}
 
     def token_embeddings(self, idx: torch.Tensor) -> torch.Tensor:
@@ -169,8 +170,10 @@ class SmallGPT(nn.Module):
 
     def _check_idx(self, idx: torch.Tensor) -> None:
         if not isinstance(idx, torch.Tensor) or idx.dtype != torch.long or idx.ndim != 2:
-            raise TypeError(f"idx must be an int64 tensor of shape (B, T), got {getattr(idx, 'dtype', type(idx))} "
-                            f"{tuple(getattr(idx, 'shape', ()))}")
+            raise TypeError(
+                f"idx must be an int64 tensor of shape (B, T), got {getattr(idx, 'dtype', type(idx))} "
+                f"{tuple(getattr(idx, 'shape', ()))}"
+            )
         if idx.shape[1] > self.cfg.max_len:
             raise ValueError(f"idx has T={idx.shape[1]} > max_len={self.cfg.max_len}")
 
@@ -190,23 +193,23 @@ class SmallGPT(nn.Module):
         """
         self._check_idx(idx)
         B, T = idx.shape
-        x = self.wte(idx) if tok_emb is None else tok_emb            # (B, T, d)
+        x = self.wte(idx) if tok_emb is None else tok_emb  # (B, T, d)
         if noise_std < 0:
             raise ValueError(f"noise_std must be >= 0, got {noise_std}")
         if noise_std > 0:
             noise = torch.randn(x.shape, generator=generator, device=x.device, dtype=x.dtype)
             x = x + noise_std * noise
         pos = torch.arange(T, device=idx.device)
-        x = self.drop(x + self.wpe(pos))                             # (B, T, d)
+        x = self.drop(x + self.wpe(pos))  # (B, T, d)
         for block in self.blocks:
             x = block(x)
-        logits = self.head(self.ln_f(x))                             # (B, T, |V|)
+        logits = self.head(self.ln_f(x))  # (B, T, |V|)
         loss = None
         if targets is not None:
             if targets.shape != idx.shape:
                 raise ValueError(f"targets must have shape {tuple(idx.shape)}, got {tuple(targets.shape)}")
-            flat = logits.reshape(B * T, -1)                          # (B·T, |V|)
-            if flat.dtype not in (torch.float32, torch.float64):     # bf16 under autocast
+            flat = logits.reshape(B * T, -1)  # (B·T, |V|)
+            if flat.dtype not in (torch.float32, torch.float64):  # bf16 under autocast
                 flat = flat.float()
             loss = F.cross_entropy(flat, targets.reshape(B * T))
         return logits, loss

@@ -45,6 +45,7 @@ of −log 1 and −log 0.5 over t = 1, 2, i.e. log(2)/2 ≈ 0.3466::
     >>> round(float(margin_loss(x, W)), 4)
     0.3466
 """
+
 from __future__ import annotations
 
 import torch
@@ -70,8 +71,10 @@ _CHUNK = 1024  # positions per batched LU in the Sylvester path (memory ≈ CHUN
 # --------------------------------------------------------------------------------------- checks
 def _check_x(x: torch.Tensor, W: torch.Tensor) -> None:
     if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.ndim != 3:
-        raise TypeError(f"x must be a floating tensor of shape (B, T, d), got "
-                        f"{getattr(x, 'dtype', type(x))} {tuple(getattr(x, 'shape', ()))}")
+        raise TypeError(
+            f"x must be a floating tensor of shape (B, T, d), got "
+            f"{getattr(x, 'dtype', type(x))} {tuple(getattr(x, 'shape', ()))}"
+        )
     if W.shape != (x.shape[-1], x.shape[-1]):
         raise ValueError(f"W must have shape (d, d) = {(x.shape[-1],) * 2}, got {tuple(W.shape)}")
     if x.shape[1] < 2:
@@ -91,8 +94,9 @@ def _check_positions(positions: torch.Tensor | None, B: int, T: int, device) -> 
     return positions
 
 
-def sample_positions(B: int, T: int, k: int, generator: torch.Generator | None = None,
-                     device: torch.device | str = "cpu") -> torch.Tensor:
+def sample_positions(
+    B: int, T: int, k: int, generator: torch.Generator | None = None, device: torch.device | str = "cpu"
+) -> torch.Tensor:
     """``(B, k)`` positions drawn uniformly without replacement from {1, …, T−1}, sorted per row.
 
     The mean of any per-position quantity over these positions is an unbiased estimate of its mean
@@ -100,8 +104,8 @@ def sample_positions(B: int, T: int, k: int, generator: torch.Generator | None =
     """
     if not 1 <= k <= T - 1:
         raise ValueError(f"k must be in [1, T-1] = [1, {T - 1}], got {k}")
-    scores = torch.rand(B, T - 1, generator=generator)               # (B, T-1) on CPU: reproducible
-    pos = scores.argsort(dim=1)[:, :k] + 1                            # (B, k)
+    scores = torch.rand(B, T - 1, generator=generator)  # (B, T-1) on CPU: reproducible
+    pos = scores.argsort(dim=1)[:, :k] + 1  # (B, k)
     return pos.sort(dim=1).values.to(device)
 
 
@@ -114,42 +118,44 @@ def attention_rows(x: torch.Tensor, W: torch.Tensor, positions: torch.Tensor | N
     """
     _check_x(x, W)
     B, T, d = x.shape
-    pos = _check_positions(positions, B, T, x.device)               # (B, P)
-    q = torch.gather(x, 1, pos[..., None].expand(-1, -1, d))         # (B, P, d) query rows x_t
-    logits = (q @ W) @ x.transpose(1, 2)                              # (B, P, T)
-    past = torch.arange(T, device=x.device)[None, None, :] < pos[..., None]   # (B, P, T): s < t
+    pos = _check_positions(positions, B, T, x.device)  # (B, P)
+    q = torch.gather(x, 1, pos[..., None].expand(-1, -1, d))  # (B, P, d) query rows x_t
+    logits = (q @ W) @ x.transpose(1, 2)  # (B, P, T)
+    past = torch.arange(T, device=x.device)[None, None, :] < pos[..., None]  # (B, P, T): s < t
     logits = logits.masked_fill(~past, float("-inf"))
     return torch.softmax(logits, dim=-1)
 
 
 # --------------------------------------------------------------------------- d×d (direct) paths
-def covariances(x: torch.Tensor, W: torch.Tensor, positions: torch.Tensor | None = None,
-                *, method: str = "direct") -> torch.Tensor:
+def covariances(
+    x: torch.Tensor, W: torch.Tensor, positions: torch.Tensor | None = None, *, method: str = "direct"
+) -> torch.Tensor:
     """Attention-weighted covariances Σ_t (Eq. (13)), ``(B, P, d, d)``.
 
     ``method="direct"`` centres first (Eq. (13)); ``"second_moment"`` uses Lemma B.2,
     Σ_t = Σ_s α_ts x_s x_sᵀ − x̄_t x̄_tᵀ. Memory: B·P·T·d for "direct", B·P·d² for both outputs.
     """
-    alpha = attention_rows(x, W, positions)                          # (B, P, T)
-    xbar = alpha @ x                                                  # (B, P, d)
+    alpha = attention_rows(x, W, positions)  # (B, P, T)
+    xbar = alpha @ x  # (B, P, d)
     if method == "direct":
-        dev = x[:, None, :, :] - xbar[:, :, None, :]                  # (B, P, T, d)
+        dev = x[:, None, :, :] - xbar[:, :, None, :]  # (B, P, T, d)
         return torch.einsum("bpt,bpti,bptj->bpij", alpha, dev, dev)
     if method == "second_moment":
-        second = torch.einsum("bpt,bti,btj->bpij", alpha, x, x)      # (B, P, d, d)
+        second = torch.einsum("bpt,bti,btj->bpij", alpha, x, x)  # (B, P, d, d)
         return second - xbar[..., :, None] * xbar[..., None, :]
     raise ValueError(f"method must be 'direct' or 'second_moment' for covariances, got {method!r}")
 
 
-def margin_loss(x: torch.Tensor, W: torch.Tensor, *, positions: torch.Tensor | None = None,
-                method: str = "direct") -> torch.Tensor:
+def margin_loss(
+    x: torch.Tensor, W: torch.Tensor, *, positions: torch.Tensor | None = None, method: str = "direct"
+) -> torch.Tensor:
     """Mean over sequences and positions of ``−log|det(I_d − Σ_t Wᵀ)|`` for arbitrary embeddings.
 
     ``x`` (B, T, d) → scalar. Differentiable by autograd (d×d determinants per position).
     """
-    sigma = covariances(x, W, positions, method=method)              # (B, P, d, d)
+    sigma = covariances(x, W, positions, method=method)  # (B, P, d, d)
     eye = torch.eye(x.shape[-1], dtype=x.dtype, device=x.device)
-    _, logabs = torch.linalg.slogdet(eye - sigma @ W.T)              # (B, P)
+    _, logabs = torch.linalg.slogdet(eye - sigma @ W.T)  # (B, P)
     return -logabs.mean()
 
 
@@ -163,15 +169,15 @@ def vocab_masses(tokens: torch.Tensor, alpha: torch.Tensor) -> tuple[torch.Tenso
     their first id, which then carries zero mass). Differentiable in ``alpha``.
     """
     B, T = tokens.shape
-    ys, perm = tokens.sort(dim=1)                                     # (B, T)
+    ys, perm = tokens.sort(dim=1)  # (B, T)
     new = torch.ones_like(ys, dtype=torch.long)
     new[:, 1:] = (ys[:, 1:] != ys[:, :-1]).long()
     new[:, 0] = 0
-    rank_sorted = new.cumsum(1)                                       # (B, T) local id, sorted order
+    rank_sorted = new.cumsum(1)  # (B, T) local id, sorted order
     local = torch.empty_like(tokens).scatter_(1, perm, rank_sorted)  # (B, T) local id per position
     K = int(rank_sorted[:, -1].max()) + 1
-    vocab_ids = ys[:, :1].expand(B, K).clone()                        # pad with a valid id
-    vocab_ids.scatter_(1, rank_sorted, ys)                            # (B, K)
+    vocab_ids = ys[:, :1].expand(B, K).clone()  # pad with a valid id
+    vocab_ids.scatter_(1, rank_sorted, ys)  # (B, K)
     beta = alpha.new_zeros(alpha.shape[0], alpha.shape[1], K)
     beta = beta.scatter_add(2, local[:, None, :].expand(-1, alpha.shape[1], -1), alpha)  # (B, P, K)
     return beta, vocab_ids
@@ -179,39 +185,39 @@ def vocab_masses(tokens: torch.Tensor, alpha: torch.Tensor) -> tuple[torch.Tenso
 
 def _chunks_by_support(beta: torch.Tensor, chunk: int):
     """Yield (rows, r_max) chunks of positions sorted by support size r = #{k: β_k > 0}."""
-    r = (beta > 0).sum(1)                                             # (N,)
+    r = (beta > 0).sum(1)  # (N,)
     order = torch.argsort(r, stable=True)
     for start in range(0, order.numel(), chunk):
-        rows = order[start:start + chunk]
+        rows = order[start : start + chunk]
         yield rows, int(r[rows[-1]])
 
 
 def _compact(beta: torch.Tensor, vids: torch.Tensor, G: torch.Tensor, rows: torch.Tensor, rmax: int):
     """Gather the support of each position: β_c (n, r), ids (n, r), G_c (n, r, r), mask (n, r)."""
-    b = beta[rows]                                                    # (n, K)
-    key = (b <= 0).to(torch.int8)                                     # active first after stable sort
-    order = torch.argsort(key, dim=1, stable=True)[:, :rmax]          # (n, r)
-    bc = torch.gather(b, 1, order)                                    # (n, r)
-    ids = torch.gather(vids[rows], 1, order)                          # (n, r) vocabulary ids
-    Gc = G[ids[:, :, None], ids[:, None, :]]                          # (n, r, r)
+    b = beta[rows]  # (n, K)
+    key = (b <= 0).to(torch.int8)  # active first after stable sort
+    order = torch.argsort(key, dim=1, stable=True)[:, :rmax]  # (n, r)
+    bc = torch.gather(b, 1, order)  # (n, r)
+    ids = torch.gather(vids[rows], 1, order)  # (n, r) vocabulary ids
+    Gc = G[ids[:, :, None], ids[:, None, :]]  # (n, r, r)
     return bc, ids, Gc, order, bc > 0
 
 
 def _chunk_logabsdet(bc: torch.Tensor, Gc: torch.Tensor, need_inverse: bool):
     """log|det(I − C G)| on the compact support, with (I − C G)^{-1} when ``need_inverse``."""
     n, r = bc.shape
-    u = torch.einsum("ni,nij->nj", bc, Gc)                            # (n, r): uᵀ = βᵀ G
-    M = bc[:, :, None] * (Gc - u[:, None, :])                          # (n, r, r): (diag β − ββᵀ) G
+    u = torch.einsum("ni,nij->nj", bc, Gc)  # (n, r): uᵀ = βᵀ G
+    M = bc[:, :, None] * (Gc - u[:, None, :])  # (n, r, r): (diag β − ββᵀ) G
     A = torch.eye(r, dtype=bc.dtype, device=bc.device) - M
     LU, piv, _ = torch.linalg.lu_factor_ex(A)
-    logabs = LU.diagonal(dim1=-2, dim2=-1).abs().log().sum(-1)       # (n,)
+    logabs = LU.diagonal(dim1=-2, dim2=-1).abs().log().sum(-1)  # (n,)
     Ainv = None
     if need_inverse:
         # A^{-1} = U^{-1} L^{-1} Pᵀ from the packed factors (two batched triangular solves; on CPU
         # this is several times faster than lu_solve/inv_ex for many small matrices)
-        P, _, _ = torch.lu_unpack(LU, piv, unpack_data=False)          # (n, r, r)
+        P, _, _ = torch.lu_unpack(LU, piv, unpack_data=False)  # (n, r, r)
         X = torch.linalg.solve_triangular(LU, P.mT, upper=False, unitriangular=True)
-        Ainv = torch.linalg.solve_triangular(LU, X, upper=True)        # (n, r, r)
+        Ainv = torch.linalg.solve_triangular(LU, X, upper=True)  # (n, r, r)
     return logabs, u, Ainv
 
 
@@ -245,13 +251,13 @@ class _SylvesterMargin(torch.autograd.Function):
             logabs, u, Ainv = _chunk_logabsdet(bc, Gc, need)
             total = total - logabs.sum()
             if need:
-                Z = Ainv.transpose(1, 2)                               # (n, r, r)
-                w = Ainv @ bc[:, :, None]                              # (n, r, 1): Zᵀβ = A^{-1}β
+                Z = Ainv.transpose(1, 2)  # (n, r, r)
+                w = Ainv @ bc[:, :, None]  # (n, r, 1): Zᵀβ = A^{-1}β
                 gb = (Z * Gc).sum(-1) - (Z @ u[:, :, None])[..., 0] - (Gc @ w)[..., 0]
-                gb = gb * mask                                         # (n, r)
+                gb = gb * mask  # (n, r)
                 g_beta[rows] = torch.zeros_like(beta[rows]).scatter(1, order, gb)
-                gG = bc[:, :, None] * (Z - w.transpose(1, 2))          # (n, r, r): (diag β − ββᵀ) Z
-                flat = ids[:, :, None] * V + ids[:, None, :]           # (n, r, r) into V·V
+                gG = bc[:, :, None] * (Z - w.transpose(1, 2))  # (n, r, r): (diag β − ββᵀ) Z
+                flat = ids[:, :, None] * V + ids[:, None, :]  # (n, r, r) into V·V
                 g_G.index_add_(0, flat.reshape(-1), gG.reshape(-1))
         if need:
             ctx.save_for_backward(g_beta / N, g_G.view(V, V) / N)
@@ -263,8 +269,9 @@ class _SylvesterMargin(torch.autograd.Function):
         return grad_out * g_beta, None, grad_out * g_G, None
 
 
-def sylvester_logabsdet(beta: torch.Tensor, vocab_ids: torch.Tensor, G: torch.Tensor,
-                        *, chunk: int = _CHUNK) -> torch.Tensor:
+def sylvester_logabsdet(
+    beta: torch.Tensor, vocab_ids: torch.Tensor, G: torch.Tensor, *, chunk: int = _CHUNK
+) -> torch.Tensor:
     """Per-position ``log|det(I − C G)|`` (no gradient): beta (..., K), vocab_ids (..., K) → (...)."""
     shape = beta.shape[:-1]
     b = beta.detach().reshape(-1, beta.shape[-1])
@@ -278,9 +285,15 @@ def sylvester_logabsdet(beta: torch.Tensor, vocab_ids: torch.Tensor, G: torch.Te
     return out.reshape(shape)
 
 
-def margin_loss_tokens(tokens: torch.Tensor, embedding: torch.Tensor, W: torch.Tensor, *,
-                       positions: torch.Tensor | None = None, method: str = "sylvester",
-                       chunk: int = _CHUNK) -> torch.Tensor:
+def margin_loss_tokens(
+    tokens: torch.Tensor,
+    embedding: torch.Tensor,
+    W: torch.Tensor,
+    *,
+    positions: torch.Tensor | None = None,
+    method: str = "sylvester",
+    chunk: int = _CHUNK,
+) -> torch.Tensor:
     """Margin loss when the prior sees token embeddings ``x_s = E[y_s]``; scalar.
 
     ``tokens`` (B, T) int64, ``embedding`` E (|V|, d), ``W`` (d, d). ``method`` is one of
@@ -293,11 +306,11 @@ def margin_loss_tokens(tokens: torch.Tensor, embedding: torch.Tensor, W: torch.T
         raise TypeError("tokens must be an int64 tensor of shape (B, T)")
     if embedding.ndim != 2:
         raise ValueError(f"embedding must have shape (|V|, d), got {tuple(embedding.shape)}")
-    x = embedding[tokens]                                             # (B, T, d)
+    x = embedding[tokens]  # (B, T, d)
     if method in ("direct", "second_moment"):
         return margin_loss(x, W, positions=positions, method=method)
-    alpha = attention_rows(x, W, positions)                          # (B, P, T)
-    G = embedding @ W.T @ embedding.T                                 # (|V|, |V|) = E Wᵀ Eᵀ
+    alpha = attention_rows(x, W, positions)  # (B, P, T)
+    G = embedding @ W.T @ embedding.T  # (|V|, |V|) = E Wᵀ Eᵀ
     if method == "sylvester_dense":
         V = embedding.shape[0]
         beta = torch.zeros(*alpha.shape[:2], V, dtype=alpha.dtype, device=alpha.device)
@@ -305,9 +318,9 @@ def margin_loss_tokens(tokens: torch.Tensor, embedding: torch.Tensor, W: torch.T
         C = torch.diag_embed(beta) - beta[..., :, None] * beta[..., None, :]  # (B, P, V, V)
         _, logabs = torch.linalg.slogdet(torch.eye(V, dtype=G.dtype, device=G.device) - C @ G)
         return -logabs.mean()
-    beta, vids = vocab_masses(tokens, alpha)                          # (B, P, K), (B, K)
+    beta, vids = vocab_masses(tokens, alpha)  # (B, P, K), (B, K)
     P = beta.shape[1]
-    vids_n = vids[:, None, :].expand(-1, P, -1).reshape(-1, vids.shape[1])   # (B·P, K)
+    vids_n = vids[:, None, :].expand(-1, P, -1).reshape(-1, vids.shape[1])  # (B·P, K)
     return _SylvesterMargin.apply(beta.reshape(-1, beta.shape[-1]), vids_n, G, chunk)
 
 
@@ -332,16 +345,23 @@ class EmbeddingPrior(nn.Module):
     def attention_weights(self, x: torch.Tensor) -> torch.Tensor:
         """Full strict-causal attention matrix ``(B, T, T)``; row 0 (no past) is all zeros."""
         _check_x(x, self.W)
-        alpha = attention_rows(x, self.W)                             # (B, T-1, T)
+        alpha = attention_rows(x, self.W)  # (B, T-1, T)
         return torch.cat([torch.zeros_like(alpha[:, :1]), alpha], dim=1)
 
-    def margin_loss(self, x: torch.Tensor, *, positions: torch.Tensor | None = None,
-                    method: str = "direct") -> torch.Tensor:
+    def margin_loss(
+        self, x: torch.Tensor, *, positions: torch.Tensor | None = None, method: str = "direct"
+    ) -> torch.Tensor:
         """``mean −log|det(I_d − Σ_t Wᵀ)|`` over the batch and positions t ≥ 1 (or ``positions``)."""
         return margin_loss(x, self.W, positions=positions, method=method)
 
-    def margin_loss_tokens(self, tokens: torch.Tensor, embedding: torch.Tensor, *,
-                           positions: torch.Tensor | None = None, method: str = "sylvester") -> torch.Tensor:
+    def margin_loss_tokens(
+        self,
+        tokens: torch.Tensor,
+        embedding: torch.Tensor,
+        *,
+        positions: torch.Tensor | None = None,
+        method: str = "sylvester",
+    ) -> torch.Tensor:
         """Same penalty when ``x = embedding[tokens]``; see :func:`margin_loss_tokens`."""
         return margin_loss_tokens(tokens, embedding, self.W, positions=positions, method=method)
 
@@ -366,21 +386,22 @@ def prior_diagnostics(tokens: torch.Tensor, embedding: torch.Tensor, W: torch.Te
     - ``embedding_rms``: RMS of the whole embedding table (the scale against which the §7.3 noise
       σ should be read).
     """
-    x = embedding[tokens].float()                                    # (B, T, d)
+    x = embedding[tokens].float()  # (B, T, d)
     W = W.float()
-    alpha = attention_rows(x, W)                                      # (B, T-1, T)
-    xq = x[:, 1:]                                                     # (B, T-1, d) the positions t ≥ 1
-    mu = alpha @ x                                                    # (B, T-1, d)
-    ent = -(alpha * torch.log(alpha.clamp_min(1e-30))).sum(-1)        # (B, T-1)
+    alpha = attention_rows(x, W)  # (B, T-1, T)
+    xq = x[:, 1:]  # (B, T-1, d) the positions t ≥ 1
+    mu = alpha @ x  # (B, T-1, d)
+    ent = -(alpha * torch.log(alpha.clamp_min(1e-30))).sum(-1)  # (B, T-1)
     rms_x2 = xq.pow(2).mean()
     rms_e2 = (xq - mu).pow(2).mean()
-    tr_sigma = (alpha * x.pow(2).sum(-1)[:, None, :]).sum(-1) - mu.pow(2).sum(-1)   # (B, T-1)
+    tr_sigma = (alpha * x.pow(2).sum(-1)[:, None, :]).sum(-1) - mu.pow(2).sum(-1)  # (B, T-1)
     beta, vids = vocab_masses(tokens, alpha)
     G = embedding.float() @ W.T @ embedding.float().T
     logabs = sylvester_logabsdet(beta, vids[:, None, :].expand(-1, beta.shape[1], -1), G)
-    Gl = G[vids[:, :, None], vids[:, None, :]]                        # (B, K, K) local G
+    Gl = G[vids[:, :, None], vids[:, None, :]]  # (B, K, K) local G
     tr_sa = (beta * Gl.diagonal(dim1=-2, dim2=-1)[:, None, :]).sum(-1) - torch.einsum(
-        "bpi,bij,bpj->bp", beta, Gl, beta)                            # (B, T-1): tr(Σ_t A) = tr(C_t G)
+        "bpi,bij,bpj->bp", beta, Gl, beta
+    )  # (B, T-1): tr(Σ_t A) = tr(C_t G)
     return {
         "entropy": float(ent.mean()),
         "trace_sigma_A": float(tr_sa.mean()),

@@ -20,6 +20,7 @@ steps per second of the run.
 
 To add an experiment, add one entry to :data:`EXPERIMENTS` (see the ``barrier_*`` entries).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,15 +34,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Experiment", "Saved", "EXPERIMENTS", "BARRIER_CODE", "runs_root", "run_experiment", "main",
-           "wall_time", "SWEEP_LAMBDAS", "load_saved_model"]
+__all__ = [
+    "Experiment",
+    "Saved",
+    "EXPERIMENTS",
+    "BARRIER_CODE",
+    "runs_root",
+    "run_experiment",
+    "main",
+    "wall_time",
+    "SWEEP_LAMBDAS",
+    "load_saved_model",
+]
 
 _REPO = Path(__file__).resolve().parents[2]
 
 #: Files whose content determines the barrier runs' numbers (their last commit is the recorded ``commit``).
-BARRIER_CODE = tuple(f"nextword/torch/{m}.py" for m in (
-    "model", "prior", "config", "loop", "batching", "robustness", "checkpoint", "distributed", "sweep")) + (
-    "nextword/data/__init__.py",)
+BARRIER_CODE = tuple(
+    f"nextword/torch/{m}.py"
+    for m in ("model", "prior", "config", "loop", "batching", "robustness", "checkpoint", "distributed", "sweep")
+) + ("nextword/data/__init__.py",)
 
 #: λ values of the §7.4 path at the CPU tier (Table 1 of the paper uses 0, .005, .01, .02, .05, .1, .2).
 SWEEP_LAMBDAS = (0.0, 0.01, 0.05, 0.1, 0.2)
@@ -58,7 +70,7 @@ class Saved:
 
     data: Mapping[str, Any]
     curves: Mapping[str, Any] = field(default_factory=dict)
-    files: Mapping[str, Path] = field(default_factory=dict)     # name in book/results/<name>/ -> source
+    files: Mapping[str, Path] = field(default_factory=dict)  # name in book/results/<name>/ -> source
 
 
 @dataclass(frozen=True)
@@ -105,8 +117,11 @@ def wall_time(workdir: Path) -> float:
     res = workdir / "results.json"
     for s in json.loads(path.read_text())["sessions"]:
         start = _dt.datetime.fromisoformat(s["start"]).timestamp()
-        end = (_dt.datetime.fromisoformat(s["end"]).timestamp() if s["end"]
-               else (res.stat().st_mtime if res.exists() else start))
+        end = (
+            _dt.datetime.fromisoformat(s["end"]).timestamp()
+            if s["end"]
+            else (res.stat().st_mtime if res.exists() else start)
+        )
         total += max(end - start, 0.0)
     return total
 
@@ -114,13 +129,16 @@ def wall_time(workdir: Path) -> float:
 # --------------------------------------------------------------------------- §7 barrier experiments
 def _cpu_arm(lam: float):
     from .config import preset
+
     return preset("cpu", lambda_margin=lam)
 
 
 def _train_arm(lam: float) -> Callable[[Path], None]:
     def run(workdir: Path) -> None:
         from .loop import train_or_load
+
         _timed(workdir, lambda: train_or_load(_cpu_arm(lam), workdir, resume=True, progress=False))
+
     return run
 
 
@@ -129,10 +147,12 @@ def _export_model(workdir: Path) -> Path:
     import torch
 
     from .checkpoint import read_checkpoint
+
     ck, _ = read_checkpoint(workdir)
     path = workdir / "model.pt"
-    torch.save({"model": ck["model"], "prior": ck["prior"], "config": ck["config"],
-                "vocab_size": ck["vocab_size"]}, path)
+    torch.save(
+        {"model": ck["model"], "prior": ck["prior"], "config": ck["config"], "vocab_size": ck["vocab_size"]}, path
+    )
     return path
 
 
@@ -142,8 +162,21 @@ def _save_arm(workdir: Path) -> Saved:
         raise RuntimeError(f"{workdir} is not finished ({res.get('steps')}/{res.get('total_steps')} steps)")
     hist = res["history"]
     wall = wall_time(workdir)
-    data = {k: res[k] for k in ("final_val_bpc", "final_train_bpc", "final_train_loss", "steps", "total_steps",
-                                "steps_per_epoch", "data", "model_params", "diagnostics", "history")}
+    data = {
+        k: res[k]
+        for k in (
+            "final_val_bpc",
+            "final_train_bpc",
+            "final_train_loss",
+            "steps",
+            "total_steps",
+            "steps_per_epoch",
+            "data",
+            "model_params",
+            "diagnostics",
+            "history",
+        )
+    }
     data["steps_per_second"] = res["steps"] / wall if wall == wall and wall > 0 else None
     curves = {k: [h[k] for h in hist] for k in ("step", "epoch", "train_bpc", "val_bpc", "train_margin")}
     return Saved(data, curves, {"model.pt": _export_model(workdir)})
@@ -151,9 +184,15 @@ def _save_arm(workdir: Path) -> Saved:
 
 def _robustness_config() -> dict:
     from .config import preset
+
     cfg = preset("cpu")
-    return {"arms": {"barrier_ce": _cpu_arm(0.0).to_dict(), "barrier_margin": _cpu_arm(0.05).to_dict()},
-            "sigmas": list(cfg.noise_sigmas), "draws": cfg.noise_draws, "seed": cfg.seed, "eval_windows": 128}
+    return {
+        "arms": {"barrier_ce": _cpu_arm(0.0).to_dict(), "barrier_margin": _cpu_arm(0.05).to_dict()},
+        "sigmas": list(cfg.noise_sigmas),
+        "draws": cfg.noise_draws,
+        "seed": cfg.seed,
+        "eval_windows": 128,
+    }
 
 
 def _embedding_rms(gpt) -> float:
@@ -166,11 +205,13 @@ def _train_robustness(workdir: Path) -> None:
     ``relative`` uses σ · RMS(E_arm) / RMS(E_ce): equal noise relative to the embedding scale, equal to
     the absolute grid for the CE arm (a penalty that grows the embeddings otherwise looks robust).
     """
+
     def run() -> None:
         from .batching import eval_windows, load_char_data
         from .checkpoint import save_json
         from .loop import load_checkpoint
         from .robustness import noise_curve
+
         cfg = _robustness_config()
         models = {arm: load_checkpoint(runs_root() / arm) for arm in ("barrier_ce", "barrier_margin")}
         rms = {arm: _embedding_rms(m[0]) for arm, m in models.items()}
@@ -180,10 +221,16 @@ def _train_robustness(workdir: Path) -> None:
             vx, vy = eval_windows(data.val, block_size=tc.block_size, max_windows=cfg["eval_windows"])
             out["absolute"][arm] = noise_curve(gpt, vx, vy, sigmas=cfg["sigmas"], draws=cfg["draws"], seed=cfg["seed"])
             scale = rms[arm] / rms["barrier_ce"]
-            out["relative"][arm] = (out["absolute"][arm] if arm == "barrier_ce" else     # the same σ for the CE arm
-                                    noise_curve(gpt, vx, vy, sigmas=[s * scale for s in cfg["sigmas"]],
-                                                draws=cfg["draws"], seed=cfg["seed"]))
+            out["relative"][arm] = (
+                out["absolute"][arm]
+                if arm == "barrier_ce"
+                # the same σ for the CE arm
+                else noise_curve(
+                    gpt, vx, vy, sigmas=[s * scale for s in cfg["sigmas"]], draws=cfg["draws"], seed=cfg["seed"]
+                )
+            )
         save_json(out, workdir / "results.json")
+
     if not (workdir / "results.json").exists():
         _timed(workdir, run)
 
@@ -204,14 +251,23 @@ def _sweep_config():
     does not fit the shared machine): d_model=64, T=128, batch 32, 250 steps, one evaluation at the end."""
     from .config import preset
     from .model import SmallGPTConfig
-    return preset("cpu", model=SmallGPTConfig(max_len=128, num_layers=2, num_heads=4, d_model=64),
-                  batch_size=32, steps=250, eval_every=250, lr=3e-3, margin_positions=16, checkpoint_every=50)
+
+    return preset(
+        "cpu",
+        model=SmallGPTConfig(max_len=128, num_layers=2, num_heads=4, d_model=64),
+        batch_size=32,
+        steps=250,
+        eval_every=250,
+        lr=3e-3,
+        margin_positions=16,
+        checkpoint_every=50,
+    )
 
 
 def _train_sweep(workdir: Path) -> None:
     from .sweep import run_sweep
-    _timed(workdir, lambda: run_sweep(_sweep_config(), SWEEP_LAMBDAS, workdir, sigma=0.3, device="cpu",
-                                      progress=False))
+
+    _timed(workdir, lambda: run_sweep(_sweep_config(), SWEEP_LAMBDAS, workdir, sigma=0.3, device="cpu", progress=False))
 
 
 def _save_sweep(workdir: Path) -> Saved:
@@ -220,6 +276,7 @@ def _save_sweep(workdir: Path) -> Saved:
     from .loop import load_checkpoint
     from .robustness import noise_curve
     from .sweep import lambda_dir
+
     table = json.loads((workdir / "sweep.json").read_text())
     rows, sigma = table["rows"], table["sigma"]
     cfg = _sweep_config()
@@ -229,13 +286,30 @@ def _save_sweep(workdir: Path) -> Saved:
     for r in rows:
         gpt = load_checkpoint(lambda_dir(workdir, r["lambda"]))[0]
         r["relative_sigma"] = sigma * r["embedding_rms"] / rms0
-        r["relative_degradation"] = noise_curve(gpt, vx, vy, sigmas=[0.0, r["relative_sigma"]],
-                                                draws=cfg.noise_draws, seed=cfg.seed)["degradation"][1]
-    data_out = {"sigma": sigma, "rows": rows,
-                "histories": {f"{r['lambda']:g}": json.loads((lambda_dir(workdir, r["lambda"]) / "results.json")
-                                                             .read_text())["history"] for r in rows}}
-    keys = ("lambda", "bpc", "bpc_sigma", "degradation", "relative_degradation", "entropy", "snr",
-            "normalised_var", "trace_sigma_A", "margin", "embedding_rms")
+        r["relative_degradation"] = noise_curve(
+            gpt, vx, vy, sigmas=[0.0, r["relative_sigma"]], draws=cfg.noise_draws, seed=cfg.seed
+        )["degradation"][1]
+    data_out = {
+        "sigma": sigma,
+        "rows": rows,
+        "histories": {
+            f"{r['lambda']:g}": json.loads((lambda_dir(workdir, r["lambda"]) / "results.json").read_text())["history"]
+            for r in rows
+        },
+    }
+    keys = (
+        "lambda",
+        "bpc",
+        "bpc_sigma",
+        "degradation",
+        "relative_degradation",
+        "entropy",
+        "snr",
+        "normalised_var",
+        "trace_sigma_A",
+        "margin",
+        "embedding_rms",
+    )
     curves = {k: [r.get(k, float("nan")) for r in rows] for k in keys}
     return Saved(data_out, curves)
 
@@ -248,6 +322,7 @@ def load_saved_model(name: str, results_dir: str | os.PathLike | None = None):
 
     from .config import TrainConfig
     from .loop import build
+
     ck = torch.load(results_root(results_dir) / name / "model.pt", map_location="cpu", weights_only=True)
     cfg = TrainConfig.from_dict(ck["config"])
     gpt, prior = build(cfg, ck["vocab_size"], torch.device("cpu"))
@@ -256,32 +331,64 @@ def load_saved_model(name: str, results_dir: str | os.PathLike | None = None):
     return gpt.eval(), prior, cfg
 
 
-EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
-    Experiment("barrier_ce", "§7.2 / Fig. 7.4: the cross-entropy arm (λ_m = 0) at the cpu tier",
-               lambda: _cpu_arm(0.0).to_dict(), _train_arm(0.0), _save_arm),
-    Experiment("barrier_margin", "§7.2 / Fig. 7.4: the margin arm (λ_m = 0.05) at the cpu tier",
-               lambda: _cpu_arm(0.05).to_dict(), _train_arm(0.05), _save_arm),
-    Experiment("barrier_robustness", "§7.3 / Fig. 7.5: BPC under embedding noise of the trained pair",
-               _robustness_config, _train_robustness, _save_robustness, depends=("barrier_ce", "barrier_margin")),
-    Experiment("barrier_sweep", "§7.4 / Table 1 / Fig. 7.6: the λ path (smaller, shorter schedule)",
-               lambda: {**_sweep_config().to_dict(), "lambdas": list(SWEEP_LAMBDAS), "sigma": 0.3},
-               _train_sweep, _save_sweep),
-)}
+EXPERIMENTS: dict[str, Experiment] = {
+    e.name: e
+    for e in (
+        Experiment(
+            "barrier_ce",
+            "§7.2 / Fig. 7.4: the cross-entropy arm (λ_m = 0) at the cpu tier",
+            lambda: _cpu_arm(0.0).to_dict(),
+            _train_arm(0.0),
+            _save_arm,
+        ),
+        Experiment(
+            "barrier_margin",
+            "§7.2 / Fig. 7.4: the margin arm (λ_m = 0.05) at the cpu tier",
+            lambda: _cpu_arm(0.05).to_dict(),
+            _train_arm(0.05),
+            _save_arm,
+        ),
+        Experiment(
+            "barrier_robustness",
+            "§7.3 / Fig. 7.5: BPC under embedding noise of the trained pair",
+            _robustness_config,
+            _train_robustness,
+            _save_robustness,
+            depends=("barrier_ce", "barrier_margin"),
+        ),
+        Experiment(
+            "barrier_sweep",
+            "§7.4 / Table 1 / Fig. 7.6: the λ path (smaller, shorter schedule)",
+            lambda: {**_sweep_config().to_dict(), "lambdas": list(SWEEP_LAMBDAS), "sigma": 0.3},
+            _train_sweep,
+            _save_sweep,
+        ),
+    )
+}
 
 
 # --------------------------------------------------------------------------- driver
 def run_experiment(exp: Experiment, *, force: bool = False, results_dir: str | os.PathLike | None = None) -> str:
     """Train (resumably) and save one experiment unless it is current; returns what happened."""
     from nextword.provenance import is_current, results_root, save_result
+
     config = exp.config()
     if not force and is_current(exp.name, config, results_dir):
         return "current"
     workdir = runs_root() / exp.name
     exp.train(workdir)
     saved = exp.save(workdir)
-    path = save_result(exp.name, saved.data, command=exp.command, config=config, seeds=exp.seeds,
-                       wall_time_s=wall_time(workdir), curves=saved.curves, code_paths=exp.code_paths,
-                       results_dir=results_dir)
+    path = save_result(
+        exp.name,
+        saved.data,
+        command=exp.command,
+        config=config,
+        seeds=exp.seeds,
+        wall_time_s=wall_time(workdir),
+        curves=saved.curves,
+        code_paths=exp.code_paths,
+        results_dir=results_dir,
+    )
     for name, src in saved.files.items():
         dst = results_root(results_dir) / exp.name / name
         if Path(src).stat().st_size > 2 * 1024 * 1024:
@@ -300,14 +407,18 @@ def _order(names: Sequence[str]) -> list[str]:
             visit(d)
         if n not in out:
             out.append(n)
+
     for n in names:
         visit(n)
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m nextword.torch.results", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m nextword.torch.results",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("list", help="the registry and whether each saved result is current")
     r = sub.add_parser("run", help="train (resumably) and save experiments; all when none are named")
@@ -318,8 +429,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.cmd == "list":
         from nextword.provenance import is_current
+
         for e in EXPERIMENTS.values():
-            print(f"{e.name:24s} {'current' if is_current(e.name, e.config()) else 'missing/stale':14s} {e.description}")
+            print(
+                f"{e.name:24s} {'current' if is_current(e.name, e.config()) else 'missing/stale':14s} {e.description}"
+            )
         return 0
     try:
         names = _order(args.names or list(EXPERIMENTS))

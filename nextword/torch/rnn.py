@@ -11,6 +11,7 @@ comparison of the information bottleneck, Fig. 6.2).
 >>> tuple(m(torch.zeros(2, 7, dtype=torch.long)).shape), m.num_parameters()
 ((2, 7, 5), 517)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -10,6 +10,7 @@ All functions take the windows as tensors ``(n, T)`` and run under ``torch.no_gr
 process group is initialised and ``distributed=True`` the sums are all-reduced, so each rank may
 pass its own shard of the windows.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,23 +30,34 @@ def _progress(iterable, enabled: bool, desc: str, total: int | None = None):
     if not enabled:
         return iterable
     from tqdm import tqdm
+
     return tqdm(iterable, desc=desc, total=total, leave=False)
 
 
 @torch.no_grad()
-def evaluate_bpc(model: SmallGPT, x: torch.Tensor, y: torch.Tensor, *, noise_std: float = 0.0,
-                 generator: torch.Generator | None = None, batch_size: int = 32, amp: bool = False,
-                 distributed: bool = False, progress: bool = False, desc: str = "eval") -> float:
+def evaluate_bpc(
+    model: SmallGPT,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    noise_std: float = 0.0,
+    generator: torch.Generator | None = None,
+    batch_size: int = 32,
+    amp: bool = False,
+    distributed: bool = False,
+    progress: bool = False,
+    desc: str = "eval",
+) -> float:
     """Bits per character of ``model`` on windows ``x``, ``y`` ``(n, T)`` (optionally with noise)."""
     if x.shape != y.shape or x.ndim != 2:
         raise ValueError(f"x and y must be (n, T) of equal shape, got {tuple(x.shape)} and {tuple(y.shape)}")
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    total = torch.zeros(2, dtype=torch.float64, device=device)       # [sum of CE (nats), count]
+    total = torch.zeros(2, dtype=torch.float64, device=device)  # [sum of CE (nats), count]
     starts = range(0, x.shape[0], batch_size)
     for i in _progress(starts, progress, desc, total=len(starts)):
-        xb, yb = x[i:i + batch_size].to(device), y[i:i + batch_size].to(device)
+        xb, yb = x[i : i + batch_size].to(device), y[i : i + batch_size].to(device)
         with autocast_context(device, amp):
             _, loss = model(xb, yb, noise_std=noise_std, generator=generator)
         total[0] += float(loss) * yb.numel()
@@ -56,9 +68,19 @@ def evaluate_bpc(model: SmallGPT, x: torch.Tensor, y: torch.Tensor, *, noise_std
     return float(total[0] / total[1]) / LN2
 
 
-def noise_curve(model: SmallGPT, x: torch.Tensor, y: torch.Tensor, *, sigmas, draws: int = 5,
-                seed: int = 0, batch_size: int = 32, amp: bool = False, distributed: bool = False,
-                progress: bool = False) -> dict:
+def noise_curve(
+    model: SmallGPT,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    sigmas,
+    draws: int = 5,
+    seed: int = 0,
+    batch_size: int = 32,
+    amp: bool = False,
+    distributed: bool = False,
+    progress: bool = False,
+) -> dict:
     """§7.3: BPC at each σ in ``sigmas`` (mean and std over ``draws``) and BPC(σ)/BPC(0).
 
     Returns ``{"sigmas", "bpc_mean", "bpc_std", "degradation", "draws"}`` with plain lists.
@@ -79,23 +101,33 @@ def noise_curve(model: SmallGPT, x: torch.Tensor, y: torch.Tensor, *, sigmas, dr
         vals = []
         for k in range(draws):
             g = torch.Generator(device=device).manual_seed(int(seed) * 1000 + k)
-            vals.append(evaluate_bpc(model, x, y, noise_std=s, generator=g, batch_size=batch_size,
-                                     amp=amp, distributed=distributed))
+            vals.append(
+                evaluate_bpc(
+                    model, x, y, noise_std=s, generator=g, batch_size=batch_size, amp=amp, distributed=distributed
+                )
+            )
         t = torch.tensor(vals, dtype=torch.float64)
         means.append(float(t.mean()))
         stds.append(float(t.std(unbiased=True)) if draws > 1 else 0.0)
-    return {"sigmas": sigmas, "bpc_mean": means, "bpc_std": stds,
-            "degradation": [m / clean for m in means], "draws": draws, "clean_bpc": clean}
+    return {
+        "sigmas": sigmas,
+        "bpc_mean": means,
+        "bpc_std": stds,
+        "degradation": [m / clean for m in means],
+        "draws": draws,
+        "clean_bpc": clean,
+    }
 
 
 @torch.no_grad()
-def evaluate_diagnostics(model: SmallGPT, prior: EmbeddingPrior, x: torch.Tensor, *,
-                         batch_size: int = 16) -> dict[str, float]:
+def evaluate_diagnostics(
+    model: SmallGPT, prior: EmbeddingPrior, x: torch.Tensor, *, batch_size: int = 16
+) -> dict[str, float]:
     """§7.4 diagnostics of the prior on windows ``x`` ``(n, T)``, averaged over batches."""
     device = next(model.parameters()).device
     acc: dict[str, list[float]] = {}
     for i in range(0, x.shape[0], batch_size):
-        d = prior_diagnostics(x[i:i + batch_size].to(device), model.wte.weight, prior.W)
+        d = prior_diagnostics(x[i : i + batch_size].to(device), model.wte.weight, prior.W)
         for k, v in d.items():
             acc.setdefault(k, []).append(v)
     out = {k: sum(v) / len(v) for k, v in acc.items()}

@@ -20,6 +20,7 @@ character LM trained for 3 x 250 steps). Each entry names its notebook.
 >>> sorted(EXPERIMENTS)[:1]
 ['dynamics_table1']
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,16 +64,30 @@ def _dynamics_table1() -> Experiment:
 
     def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         d = np.array([r["delta_loss"] for r in rows])
-        return {"em_lower": int((d < 0).sum()), "n_seeds": len(rows), "mean_delta": float(d.mean()),
-                "min_delta": float(d.min()), "max_delta": float(d.max()),
-                "mean_kl_em_sgd": float(np.mean([r["kl_em_sgd"] for r in rows]))}
+        return {
+            "em_lower": int((d < 0).sum()),
+            "n_seeds": len(rows),
+            "mean_delta": float(d.mean()),
+            "min_delta": float(d.min()),
+            "max_delta": float(d.max()),
+            "mean_kl_em_sgd": float(np.mean([r["kl_em_sgd"] for r in rows])),
+        }
 
-    return Experiment("dynamics_table1", "book/part3_dynamics/03_sticky_chain_em_vs_sgd.py",
-                      dataclasses.asdict(PAPER_TABLE1), (0, 1, 2, 3, 4),
-                      lambda seed: table1_seed(PAPER_TABLE1, seed),
-                      ("nextword/theory/dynamics/table1.py", "nextword/theory/dynamics/sticky.py",
-                       "nextword/theory/dynamics/gradients.py", "nextword/data/synthetic.py", "nextword/torch/saved_runs.py"),
-                      summarise)
+    return Experiment(
+        "dynamics_table1",
+        "book/part3_dynamics/03_sticky_chain_em_vs_sgd.py",
+        dataclasses.asdict(PAPER_TABLE1),
+        (0, 1, 2, 3, 4),
+        lambda seed: table1_seed(PAPER_TABLE1, seed),
+        (
+            "nextword/theory/dynamics/table1.py",
+            "nextword/theory/dynamics/sticky.py",
+            "nextword/theory/dynamics/gradients.py",
+            "nextword/data/synthetic.py",
+            "nextword/torch/saved_runs.py",
+        ),
+        summarise,
+    )
 
 
 # ---- §6.5, Fig. 6.28 ----------------------------------------------------------------------------------
@@ -81,18 +96,37 @@ def _fig628(name: str, cfg: Any, seeds: tuple[int, ...]) -> Experiment:
 
     def run_seed(seed: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         curves = fig628_seed(cfg, seed).curves  # variant -> (L_test,)
-        row = {f"{stat}_{v}": float(c[sl].mean()) for v, c in curves.items()
-               for stat, sl in (("inside", slice(0, cfg.L_train)), ("beyond", slice(cfg.L_train, None)))}
+        row = {
+            f"{stat}_{v}": float(c[sl].mean())
+            for v, c in curves.items()
+            for stat, sl in (("inside", slice(0, cfg.L_train)), ("beyond", slice(cfg.L_train, None)))
+        }
         return row, curves
 
     def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
-        return {f"{stat}_{v}_{f.__name__}": float(f([r[f"{stat}_{v}"] for r in rows]))
-                for v in VARIANTS for stat in ("inside", "beyond") for f in (np.min, np.max, np.mean)}
+        return {
+            f"{stat}_{v}_{f.__name__}": float(f([r[f"{stat}_{v}"] for r in rows]))
+            for v in VARIANTS
+            for stat in ("inside", "beyond")
+            for f in (np.min, np.max, np.mean)
+        }
 
-    return Experiment(name, "book/part1_chapter6/6_5_positional_encoding.py", dataclasses.asdict(cfg), seeds,
-                      run_seed, ("nextword/torch/fig628.py", "nextword/torch/lm.py", "nextword/torch/ablation.py",
-                                 "nextword/data/synthetic.py", "nextword/positions.py", "nextword/torch/saved_runs.py"),
-                      summarise)
+    return Experiment(
+        name,
+        "book/part1_chapter6/6_5_positional_encoding.py",
+        dataclasses.asdict(cfg),
+        seeds,
+        run_seed,
+        (
+            "nextword/torch/fig628.py",
+            "nextword/torch/lm.py",
+            "nextword/torch/ablation.py",
+            "nextword/data/synthetic.py",
+            "nextword/positions.py",
+            "nextword/torch/saved_runs.py",
+        ),
+        summarise,
+    )
 
 
 def _positions_fig628() -> Experiment:
@@ -113,9 +147,19 @@ def _hybrid(name: str, steps: int, batch_size: int, seeds: tuple[int, ...], log_
         return row, {"log": curves["log"][::log_every]}  # (steps / log_every, runs, 3)
 
     config = dict(dataclasses.asdict(cfg), seed="per seed", log_every=log_every)
-    return Experiment(name, "book/part5_svflow/04_hybrid_training_2d.py", config, seeds, run_seed,
-                      ("nextword/torch/hybrid_runs.py", "nextword/torch/svflow_hybrid.py", "nextword/theory/svflow/flow.py",
-                       "nextword/torch/saved_runs.py"))
+    return Experiment(
+        name,
+        "book/part5_svflow/04_hybrid_training_2d.py",
+        config,
+        seeds,
+        run_seed,
+        (
+            "nextword/torch/hybrid_runs.py",
+            "nextword/torch/svflow_hybrid.py",
+            "nextword/theory/svflow/flow.py",
+            "nextword/torch/saved_runs.py",
+        ),
+    )
 
 
 def _hybrid_long() -> Experiment:
@@ -136,7 +180,12 @@ def _svflow_lm() -> Experiment:
         from nextword.evaluation import spearman
         from nextword.torch.svflow_probe import prefix_shuffling_experiment
         from nextword.torch.batching import load_char_data
-        from nextword.torch.svflow_lm import deep_and_full_tables, save_checkpoint, shuffle_table_arrays, train_svflow_lm
+        from nextword.torch.svflow_lm import (
+            deep_and_full_tables,
+            save_checkpoint,
+            shuffle_table_arrays,
+            train_svflow_lm,
+        )
 
         data = load_char_data("shakespeare")
         train, val = data.train.numpy(), data.val.numpy()
@@ -156,20 +205,41 @@ def _svflow_lm() -> Experiment:
         folder = results_root() / "svflow_lm"
         folder.mkdir(parents=True, exist_ok=True)
         path = save_checkpoint(ckpts[-1], folder / "checkpoint_fp16.pth")
-        row = {"val_loss": val_losses, "val_bits_per_char": [v / np.log(2) for v in val_losses],
-               "train_loss_last100": [float(np.mean(losses[(c + 1) * cfg.steps_per_checkpoint - 100:
-                                                          (c + 1) * cfg.steps_per_checkpoint])) for c in range(len(ckpts))],
-               "steps": [(c + 1) * cfg.steps_per_checkpoint for c in range(len(ckpts))],
-               "num_parameters": ckpts[-1].num_parameters(), "vocab": "".join(data.vocab.chars),
-               "checkpoint": path.name, "checkpoint_bytes": path.stat().st_size, "tables": tables,
-               "spearman_logppl": [s_ppl.rho, s_ppl.p_value], "spearman_ece": [s_ece.rho, s_ece.p_value]}
+        row = {
+            "val_loss": val_losses,
+            "val_bits_per_char": [v / np.log(2) for v in val_losses],
+            "train_loss_last100": [
+                float(np.mean(losses[(c + 1) * cfg.steps_per_checkpoint - 100 : (c + 1) * cfg.steps_per_checkpoint]))
+                for c in range(len(ckpts))
+            ],
+            "steps": [(c + 1) * cfg.steps_per_checkpoint for c in range(len(ckpts))],
+            "num_parameters": ckpts[-1].num_parameters(),
+            "vocab": "".join(data.vocab.chars),
+            "checkpoint": path.name,
+            "checkpoint_bytes": path.stat().st_size,
+            "tables": tables,
+            "spearman_logppl": [s_ppl.rho, s_ppl.p_value],
+            "spearman_ece": [s_ece.rho, s_ece.p_value],
+        }
         return row, curves
 
     config = dict(dataclasses.asdict(cfg), corpus="shakespeare (tiny Shakespeare, 90/10 split)", seed="per seed")
-    return Experiment("svflow_lm", "book/part5_svflow/05_prefix_shuffling.py", config, (0,), run_seed,
-                      ("nextword/torch/svflow_lm.py", "nextword/torch/lm.py", "nextword/torch/svflow_probe.py",
-                       "nextword/theory/svflow/flow.py", "nextword/torch/batching.py", "nextword/data",
-                       "nextword/torch/saved_runs.py"))
+    return Experiment(
+        "svflow_lm",
+        "book/part5_svflow/05_prefix_shuffling.py",
+        config,
+        (0,),
+        run_seed,
+        (
+            "nextword/torch/svflow_lm.py",
+            "nextword/torch/lm.py",
+            "nextword/torch/svflow_probe.py",
+            "nextword/theory/svflow/flow.py",
+            "nextword/torch/batching.py",
+            "nextword/data",
+            "nextword/torch/saved_runs.py",
+        ),
+    )
 
 
 #: name -> factory of the :class:`Experiment` (factories keep imports lazy).
@@ -244,9 +314,16 @@ def _complete(name: str, results_dir: str | os.PathLike | None) -> bool:
         return False
 
 
-def run_experiment(name: str, *, seeds: Sequence[int] | None = None, jobs: int = 1, threads: int = 1,
-                   force: bool = False, partial_ok: bool = False,
-                   results_dir: str | os.PathLike | None = None) -> Path | None:
+def run_experiment(
+    name: str,
+    *,
+    seeds: Sequence[int] | None = None,
+    jobs: int = 1,
+    threads: int = 1,
+    force: bool = False,
+    partial_ok: bool = False,
+    results_dir: str | os.PathLike | None = None,
+) -> Path | None:
     """Run the missing seeds of ``name`` (``jobs`` processes of ``threads`` torch threads each) and save.
 
     Returns the path of ``result.json`` once every seed is done (None while some are missing, e.g.
@@ -285,9 +362,17 @@ def run_experiment(name: str, *, seeds: Sequence[int] | None = None, jobs: int =
     if exp.summarise is not None:
         data["summary"] = exp.summarise(rows)
     command = f"python -m nextword.torch.saved_runs run {name}"
-    path = save_result(name, data, command=command, config=exp.config, seeds=finished,
-                       wall_time_s=float(sum(r["wall_time_s"] for r in rows)), curves=curves,
-                       code_paths=exp.code_paths, results_dir=results_dir)
+    path = save_result(
+        name,
+        data,
+        command=command,
+        config=exp.config,
+        seeds=finished,
+        wall_time_s=float(sum(r["wall_time_s"] for r in rows)),
+        curves=curves,
+        code_paths=exp.code_paths,
+        results_dir=results_dir,
+    )
     _override_commit(path)
     if not missing:
         shutil.rmtree(_partial_dir(name, results_dir), ignore_errors=True)
@@ -305,8 +390,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--jobs", type=int, default=1, help="seeds run in parallel processes (default 1)")
     run.add_argument("--threads", type=int, default=1, help="torch threads per process (default 1)")
     run.add_argument("--force", action="store_true", help="rerun even if a current result is saved")
-    run.add_argument("--partial-ok", action="store_true",
-                     help="save the seeds finished so far as the result (marked incomplete)")
+    run.add_argument(
+        "--partial-ok", action="store_true", help="save the seeds finished so far as the result (marked incomplete)"
+    )
     args = parser.parse_args(argv)
     if args.cmd == "list":
         for name, factory in sorted(EXPERIMENTS.items()):
@@ -319,8 +405,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = sorted(EXPERIMENTS) if args.name == "all" else [args.name]
     for name in names:
         try:
-            run_experiment(name, seeds=args.seeds, jobs=args.jobs, threads=args.threads, force=args.force,
-                           partial_ok=args.partial_ok)
+            run_experiment(
+                name,
+                seeds=args.seeds,
+                jobs=args.jobs,
+                threads=args.threads,
+                force=args.force,
+                partial_ok=args.partial_ok,
+            )
         except ValueError as err:
             parser.error(str(err))
     return 0

@@ -15,6 +15,7 @@ This module imports torch (CPU is enough); the numpy library never imports it. A
 :meth:`HybridSVFlow.slice` returns a numpy :class:`~nextword.theory.svflow.flow.GaussianSVFlow` for any
 ``t``, so all analysis (ELBO, ``epsilon``, alignment) reuses the numpy implementation.
 """
+
 from __future__ import annotations
 
 import math
@@ -142,24 +143,24 @@ class HybridSVFlow(nn.Module):
         t = torch.arange(cfg.n_steps, dtype=torch.float32) * cfg.dt
         qm, qlv, pm, plv = self.params(t)
         Z, d = cfg.n_components, cfg.dim
-        m = torch.cat([qm, pm], dim=2)                           # (M, n_t, 2Z, d): q then p components
+        m = torch.cat([qm, pm], dim=2)  # (M, n_t, 2Z, d): q then p components
         lv = torch.cat([qlv, plv], dim=2)
-        a = torch.exp(-lv)                                      # precisions
+        a = torch.exp(-lv)  # precisions
         ma = m * a
         c = -0.5 * (m * ma + lv + math.log(2 * math.pi)).sum(-1)  # (M, n_t, 2Z)
-        W = torch.cat([-0.5 * a, ma], dim=3).transpose(2, 3)     # (M, n_t, 2d, 2Z): [x^2, x] @ W + c
-        R = torch.cat([ma[:, :, Z:], a[:, :, Z:]], dim=3)        # (M, n_t, Z, 2d): q @ R = [q.(m a), q.a]
+        W = torch.cat([-0.5 * a, ma], dim=3).transpose(2, 3)  # (M, n_t, 2d, 2Z): [x^2, x] @ W + c
+        R = torch.cat([ma[:, :, Z:], a[:, :, Z:]], dim=3)  # (M, n_t, Z, 2d): q @ R = [q.(m a), q.a]
         Ws, Rs, cs = W.unbind(1), R.unbind(1), c[:, :, None, :].unbind(1)
-        x = x0.expand(self.M, -1, -1)                           # (M, B, d)
+        x = x0.expand(self.M, -1, -1)  # (M, B, d)
         path, kls = [x], []
         for k in range(cfg.n_steps):
-            logits = torch.baddbmm(cs[k], torch.cat([x * x, x], dim=-1), Ws[k])     # (M, B, 2Z)
+            logits = torch.baddbmm(cs[k], torch.cat([x * x, x], dim=-1), Ws[k])  # (M, B, 2Z)
             lg = logits.view(self.M, -1, 2, Z)
-            lg = lg - lg.amax(-1, keepdim=True).detach()          # log-softmax by hand: torch's kernel
+            lg = lg - lg.amax(-1, keepdim=True).detach()  # log-softmax by hand: torch's kernel
             log_q, log_p = (lg - lg.exp().sum(-1, keepdim=True).log()).unbind(2)  # is slow for Z = 8
             q = log_q.exp()
             kls.append((q * (log_q - log_p)).sum(-1))
-            r = torch.bmm(q, Rs[k])                             # (M, B, 2d)
+            r = torch.bmm(q, Rs[k])  # (M, B, 2d)
             # Eq. (9): v = sum_z q_z a_z (m_z - x) = q.(m a) - x * (q.a), p-components only
             x = x + cfg.dt * (r[..., :d] - x * r[..., d:])
             path.append(x)

@@ -21,6 +21,7 @@ notebook 5.5 reads it.
 >>> bool(torch.equal(m2.tok_emb, m.tok_emb.half().float()))
 True
 """
+
 from __future__ import annotations
 
 import copy
@@ -36,8 +37,18 @@ import torch
 from nextword._validate import check_positive_int
 from nextword.torch.lm import LMConfig, TinyLM, evaluate_loss, train_lm
 
-__all__ = ["SVFlowLMConfig", "CPU_SVFLOW_LM", "lm_config", "rounded_copy", "train_svflow_lm",
-           "save_checkpoint", "load_checkpoint", "shuffle_table_arrays", "deep_and_full_tables", "TABLE_METRICS"]
+__all__ = [
+    "SVFlowLMConfig",
+    "CPU_SVFLOW_LM",
+    "lm_config",
+    "rounded_copy",
+    "train_svflow_lm",
+    "save_checkpoint",
+    "load_checkpoint",
+    "shuffle_table_arrays",
+    "deep_and_full_tables",
+    "TABLE_METRICS",
+]
 
 #: The four SVFlow metrics of Tables 1–2 (head-averaged, per layer).
 TABLE_METRICS = ("neg_log_p_per_dim", "kl_q_p", "kl_q_u", "kl_p_u")
@@ -67,8 +78,17 @@ class SVFlowLMConfig:
     val_chars: int = 20_000
 
     def __post_init__(self) -> None:
-        for name in ("d_model", "num_layers", "num_heads", "seq_len", "batch", "steps_per_checkpoint",
-                     "n_checkpoints", "n_eval_seqs", "val_chars"):
+        for name in (
+            "d_model",
+            "num_layers",
+            "num_heads",
+            "seq_len",
+            "batch",
+            "steps_per_checkpoint",
+            "n_checkpoints",
+            "n_eval_seqs",
+            "val_chars",
+        ):
             check_positive_int(getattr(self, name), f"{type(self).__name__}.{name}")
         if not all(0 < p < 1 for p in self.ps):
             raise ValueError(f"ps must lie in (0, 1), got {self.ps}")
@@ -86,8 +106,16 @@ CPU_SVFLOW_LM = SVFlowLMConfig()
 
 def lm_config(cfg: SVFlowLMConfig, vocab_size: int) -> LMConfig:
     """The :class:`LMConfig` of the §6 model."""
-    return LMConfig(vocab_size=vocab_size, d_model=cfg.d_model, num_heads=cfg.num_heads, num_layers=cfg.num_layers,
-                    max_len=cfg.seq_len, positional="rope", norm="rms", pre_norm=True)
+    return LMConfig(
+        vocab_size=vocab_size,
+        d_model=cfg.d_model,
+        num_heads=cfg.num_heads,
+        num_layers=cfg.num_layers,
+        max_len=cfg.seq_len,
+        positional="rope",
+        norm="rms",
+        pre_norm=True,
+    )
 
 
 def rounded_copy(model: TinyLM) -> TinyLM:
@@ -99,8 +127,9 @@ def rounded_copy(model: TinyLM) -> TinyLM:
     return out.eval()
 
 
-def train_svflow_lm(cfg: SVFlowLMConfig, train_ids: np.ndarray, val_ids: np.ndarray, vocab_size: int, *,
-                    seed: int = 0) -> tuple[list[TinyLM], list[float], list[float]]:
+def train_svflow_lm(
+    cfg: SVFlowLMConfig, train_ids: np.ndarray, val_ids: np.ndarray, vocab_size: int, *, seed: int = 0
+) -> tuple[list[TinyLM], list[float], list[float]]:
     """Train in ``cfg.n_checkpoints`` stages; return the float16-rounded checkpoints, every step's training
     loss (nats) and each checkpoint's validation loss (nats/char on ``cfg.val_chars`` held-out chars)."""
     train_ids, val_ids = np.asarray(train_ids), np.asarray(val_ids)
@@ -110,8 +139,16 @@ def train_svflow_lm(cfg: SVFlowLMConfig, train_ids: np.ndarray, val_ids: np.ndar
     rng = np.random.default_rng(seed)
     checkpoints, losses, val_losses = [], [], []
     for _ in range(cfg.n_checkpoints):
-        losses += train_lm(model, train_ids, steps=cfg.steps_per_checkpoint, batch_size=cfg.batch,
-                           block_size=cfg.seq_len, lr=cfg.lr, rng=rng, progress=False)
+        losses += train_lm(
+            model,
+            train_ids,
+            steps=cfg.steps_per_checkpoint,
+            batch_size=cfg.batch,
+            block_size=cfg.seq_len,
+            lr=cfg.lr,
+            rng=rng,
+            progress=False,
+        )
         ckpt = rounded_copy(model)
         checkpoints.append(ckpt)
         val_losses.append(evaluate_loss(ckpt, val_ids[: cfg.val_chars], cfg.seq_len))

@@ -18,6 +18,7 @@ Choices the paper leaves open (stated in the notebook): the query state ``x`` is
 input ``norm1(h)`` rescaled to the unit sphere; values are computed from the same normalised input
 (what the head actually uses); RoPE, if any, enters ``q`` through the weights only.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,7 +28,10 @@ import torch
 
 from nextword.evaluation import expected_calibration_error
 from nextword.theory.svflow.attention import (
-    prefix_shuffle, prefix_shuffle_rates, shuffle_rate_bins, svflow_metrics_from_loglik,
+    prefix_shuffle,
+    prefix_shuffle_rates,
+    shuffle_rate_bins,
+    svflow_metrics_from_loglik,
 )
 from nextword.theory.svflow.sphere import vmf_log_normalizer
 
@@ -58,29 +62,28 @@ def probe_tinylm(model, ids: np.ndarray) -> ProbeResult:
     B, T = ids_t.shape
     d, H = c.d_model, c.num_heads
     dh = d // H
-    x = model._add_positions(model.tok_emb[ids_t])                       # (B, T, d)
+    x = model._add_positions(model.tok_emb[ids_t])  # (B, T, d)
     freqs = model.rope_freqs if c.positional == "rope" else None
-    causal = np.tril(np.ones((T, T), dtype=bool))                        # key z <= query t
+    causal = np.tril(np.ones((T, T), dtype=bool))  # key z <= query t
     W_U = model.tok_emb.T if model.W_U is None else model.W_U
     metrics = {k: np.zeros((c.num_layers, B, T)) for k in METRICS}
     lens = []
     for layer, blk in enumerate(model.blocks):
-        n = blk.norm1(x)                                                 # attention input (B, T, d)
-        _, w = blk.attention(n, freqs, None)                             # (B, H, T, T) = q(z|x)
-        v = (n @ blk.W_qkv[:, 2 * d:]).view(B, T, H, dh).transpose(1, 2)  # (B, H, T, dh)
-        W_o = blk.W_o.view(H, dh, d)                                     # row block h of W_o
-        o = torch.einsum("bhzk,hkd->bhzd", v, W_o).double().numpy()      # (B, H, T, d) = kappa' mu'
+        n = blk.norm1(x)  # attention input (B, T, d)
+        _, w = blk.attention(n, freqs, None)  # (B, H, T, T) = q(z|x)
+        v = (n @ blk.W_qkv[:, 2 * d :]).view(B, T, H, dh).transpose(1, 2)  # (B, H, T, dh)
+        W_o = blk.W_o.view(H, dh, d)  # row block h of W_o
+        o = torch.einsum("bhzk,hkd->bhzd", v, W_o).double().numpy()  # (B, H, T, d) = kappa' mu'
         xq = torch.nn.functional.normalize(n.double(), dim=-1).numpy()  # (B, T, d) on the unit sphere
-        kappa = np.linalg.norm(o, axis=-1)                               # (B, H, T)
+        kappa = np.linalg.norm(o, axis=-1)  # (B, H, T)
         log_lik = vmf_log_normalizer(kappa, d)[:, :, None, :] + np.einsum("btd,bhzd->bhtz", xq, o)
-        met = svflow_metrics_from_loglik(log_lik, w.double().numpy(), d, kappa=kappa[:, :, None, :],
-                                         mask=causal)
+        met = svflow_metrics_from_loglik(log_lik, w.double().numpy(), d, kappa=kappa[:, :, None, :], mask=causal)
         for k in METRICS:
-            metrics[k][layer] = met[k].mean(axis=1)                      # average over heads
+            metrics[k][layer] = met[k].mean(axis=1)  # average over heads
         x, _ = blk(x, freqs, None)
         h = model.norm_f(x) if model.norm_f is not None else x
         lens.append(torch.log_softmax((h @ W_U).double(), dim=-1).numpy())
-    lens_lp = np.stack(lens)                                             # (L, B, T, V)
+    lens_lp = np.stack(lens)  # (L, B, T, V)
     return ProbeResult(metrics, lens_lp[-1], lens_lp)
 
 
@@ -112,8 +115,9 @@ class ShuffleTable:
         return self.pert[name] - self.base[name]
 
 
-def prefix_shuffling_experiment(model, seqs: np.ndarray, ps: tuple[float, ...], rng: np.random.Generator,
-                                *, batch: int = 16) -> ShuffleTable:
+def prefix_shuffling_experiment(
+    model, seqs: np.ndarray, ps: tuple[float, ...], rng: np.random.Generator, *, batch: int = 16
+) -> ShuffleTable:
     """App. C.2 on ``seqs (M, N)`` token ids with shuffle rates ``ps`` (0 is the baseline, always run).
 
     The last position of each sequence has no target and is dropped; the remaining positions
@@ -128,17 +132,25 @@ def prefix_shuffling_experiment(model, seqs: np.ndarray, ps: tuple[float, ...], 
     def run(data: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
         mets, lp, lens = [], [], []
         for i in range(0, M, batch):
-            res = probe_tinylm(model, data[i:i + batch, :-1])
+            res = probe_tinylm(model, data[i : i + batch, :-1])
             mets.append(res.metrics)
-            tgt = data[i:i + batch, 1:]                                           # (b, N-1)
+            tgt = data[i : i + batch, 1:]  # (b, N-1)
             lp.append(np.take_along_axis(res.log_probs, tgt[..., None], -1)[..., 0])
             lp_conf = res.log_probs
-            lens.append((np.take_along_axis(res.lens_log_probs, np.broadcast_to(tgt[None, ..., None],
-                         res.lens_log_probs.shape[:-1] + (1,)), -1)[..., 0],
-                         lp_conf.max(-1), lp_conf.argmax(-1) == tgt))
+            lens.append(
+                (
+                    np.take_along_axis(
+                        res.lens_log_probs,
+                        np.broadcast_to(tgt[None, ..., None], res.lens_log_probs.shape[:-1] + (1,)),
+                        -1,
+                    )[..., 0],
+                    lp_conf.max(-1),
+                    lp_conf.argmax(-1) == tgt,
+                )
+            )
         metrics = {k: np.concatenate([m[k] for m in mets], axis=1) for k in METRICS}  # (L, M, N-1)
-        tok_lp = np.concatenate(lp)                                                   # (M, N-1)
-        lens_lp = np.concatenate([t[0] for t in lens], axis=1)                        # (L, M, N-1)
+        tok_lp = np.concatenate(lp)  # (M, N-1)
+        lens_lp = np.concatenate([t[0] for t in lens], axis=1)  # (L, M, N-1)
         conf = np.exp(np.concatenate([t[1] for t in lens]))
         correct = np.concatenate([t[2] for t in lens])
         return metrics, np.stack([tok_lp, conf, correct]), lens_lp
@@ -156,7 +168,7 @@ def prefix_shuffling_experiment(model, seqs: np.ndarray, ps: tuple[float, ...], 
         shuffled = np.stack([prefix_shuffle(s, p, rng) for s in seqs])
         pm, ptask, plens = run(shuffled)
         r, keep = prefix_shuffle_rates(N, p)
-        r, keep = r[:-1], keep[:-1]                                               # positions 1..N-1
+        r, keep = r[:-1], keep[:-1]  # positions 1..N-1
         bins = np.where(keep, shuffle_rate_bins(r), -1)
         for b in range(4):
             sel = bins == b
@@ -174,17 +186,30 @@ def prefix_shuffling_experiment(model, seqs: np.ndarray, ps: tuple[float, ...], 
             top_curves_b = {k: base_m[k][:, :, keep].mean(axis=(1, 2)) for k in METRICS}
             top_curves_p = {k: pm[k][:, :, keep].mean(axis=(1, 2)) for k in METRICS}
     if np.any(count == 0):
-        raise ValueError(f"some shuffle-rate bins are empty (counts {count.tolist()}); use longer sequences or more rates")
+        raise ValueError(
+            f"some shuffle-rate bins are empty (counts {count.tolist()}); use longer sequences or more rates"
+        )
 
     def task(parts: list[list[np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
         logppl, ece = np.zeros(4), np.zeros(4)
         for b in range(4):
-            arr = np.concatenate(parts[b], axis=1)                                # (3, n_tokens)
+            arr = np.concatenate(parts[b], axis=1)  # (3, n_tokens)
             logppl[b] = -arr[0].mean()
             ece[b] = 100 * expected_calibration_error(arr[1], arr[2].astype(bool), n_bins=15)
         return logppl, ece
 
     lb, eb = task(task_b)
     lp_, ep = task(task_p)
-    return ShuffleTable({k: v / count for k, v in sums_b.items()}, {k: v / count for k, v in sums_p.items()},
-                        count, lb, lp_, eb, ep, lens_b / count, lens_p / count, top_curves_b, top_curves_p)
+    return ShuffleTable(
+        {k: v / count for k, v in sums_b.items()},
+        {k: v / count for k, v in sums_p.items()},
+        count,
+        lb,
+        lp_,
+        eb,
+        ep,
+        lens_b / count,
+        lens_p / count,
+        top_curves_b,
+        top_curves_p,
+    )

@@ -7,6 +7,7 @@
 embedding RMS). Under ``torchrun`` the λ values fan out one per process (round robin); rank 0
 waits for all of them and writes the table.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,15 @@ def lambda_dir(out_dir: str | Path, lam: float) -> Path:
     return Path(out_dir) / f"lambda_{lam:g}"
 
 
-def run_sweep(cfg: TrainConfig, lambdas=PAPER_LAMBDAS, out_dir: str | Path = "runs/sweep", *,
-              sigma: float = 0.3, device: str = "auto", progress: bool = True) -> dict:
+def run_sweep(
+    cfg: TrainConfig,
+    lambdas=PAPER_LAMBDAS,
+    out_dir: str | Path = "runs/sweep",
+    *,
+    sigma: float = 0.3,
+    device: str = "auto",
+    progress: bool = True,
+) -> dict:
     """Train one model per λ (reusing finished runs with the same config) and tabulate §7.4."""
     rank, world, _ = dist_info()
     if world > 1 and not dist.is_initialized():
@@ -45,15 +53,26 @@ def run_sweep(cfg: TrainConfig, lambdas=PAPER_LAMBDAS, out_dir: str | Path = "ru
         if i % world != rank:
             continue
         run_dir = lambda_dir(out, lam)
-        res = train_or_load(replace(cfg, lambda_margin=float(lam)), run_dir, device=device,
-                            progress=progress, distributed=False, data=data)
+        res = train_or_load(
+            replace(cfg, lambda_margin=float(lam)),
+            run_dir,
+            device=device,
+            progress=progress,
+            distributed=False,
+            data=data,
+        )
         if "sweep_row" not in res:
             gpt, _, _, _ = load_checkpoint(run_dir, device="cpu" if device == "auto" else device)
             curve = noise_curve(gpt, vx, vy, sigmas=[0.0, sigma], draws=cfg.noise_draws, seed=cfg.seed)
-            res["sweep_row"] = {"lambda": float(lam), "bpc": curve["bpc_mean"][0],
-                                "bpc_sigma": curve["bpc_mean"][1], "bpc_sigma_std": curve["bpc_std"][1],
-                                "degradation": curve["degradation"][1], "sigma": sigma,
-                                **res.get("diagnostics", {})}
+            res["sweep_row"] = {
+                "lambda": float(lam),
+                "bpc": curve["bpc_mean"][0],
+                "bpc_sigma": curve["bpc_mean"][1],
+                "bpc_sigma_std": curve["bpc_std"][1],
+                "degradation": curve["degradation"][1],
+                "sigma": sigma,
+                **res.get("diagnostics", {}),
+            }
             save_json(res, run_dir / "results.json")
     if world > 1:
         dist.barrier()

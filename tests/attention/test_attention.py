@@ -1,4 +1,5 @@
 """Tests for nextword.attention (softmax, masks, SDPA), nextword.attention.multihead and nextword.attention.gradients."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -145,8 +146,8 @@ def test_sdpa_causality_property(T, d, seed, t):
     np.testing.assert_allclose(w.sum(-1), 1.0, atol=1e-12)
     assert np.all(w[np.triu_indices(T, 1)] == 0)
     k2, v2 = k.copy(), v.copy()
-    k2[t + 1:] += rng.standard_normal(k2[t + 1:].shape)
-    v2[t + 1:] += 10.0
+    k2[t + 1 :] += rng.standard_normal(k2[t + 1 :].shape)
+    v2[t + 1 :] += 10.0
     out2 = scaled_dot_product_attention(q, k2, v2, causal=True)
     np.testing.assert_allclose(out2[: t + 1], out[: t + 1], rtol=0, atol=1e-12)
 
@@ -173,8 +174,7 @@ def test_sdpa_bad_inputs():
 
 # --------------------------------------------------------------------------- multi-head attention
 def _torch_mha(mha: MultiHeadAttention) -> "torch.nn.MultiheadAttention":
-    ref = torch.nn.MultiheadAttention(mha.d_model, mha.num_heads, bias=mha.bias, batch_first=True,
-                                      dtype=torch.float64)
+    ref = torch.nn.MultiheadAttention(mha.d_model, mha.num_heads, bias=mha.bias, batch_first=True, dtype=torch.float64)
     ref.load_state_dict(mha.to_torch_state_dict())
     return ref.eval()
 
@@ -232,7 +232,7 @@ def test_mha_cache_matches_full():
         mha = MultiHeadAttention(8, 2, rng=rng, rope_base=rope)
         X = rng.standard_normal((10, 8))
         cache = LayerKVCache(capacity=2)  # forces the buffer to grow
-        parts = [mha(X[:3], cache=cache)] + [mha(X[t:t + 1], cache=cache) for t in range(3, 10)]
+        parts = [mha(X[:3], cache=cache)] + [mha(X[t : t + 1], cache=cache) for t in range(3, 10)]
         np.testing.assert_allclose(np.concatenate(parts), mha(X), **TOL)
 
 

@@ -6,6 +6,7 @@ The torch side is built independently: causal masks from ``torch.ones(...).tril(
 torch-polarity masks (True = blocked) fed raw to ``nn.MultiheadAttention`` and converted for us
 with :func:`nextword.attention.multihead.mask_from_torch`.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -65,8 +66,7 @@ def sdpa_case(draw):
 def test_sdpa_differential_against_torch(case):
     q, k, v, mask, key, causal = case
     Tq, Tk = q.shape[-2], k.shape[-2]
-    out, w = scaled_dot_product_attention(q, k, v, mask=mask, key_mask=key, causal=causal,
-                                          return_weights=True)
+    out, w = scaled_dot_product_attention(q, k, v, mask=mask, key_mask=key, causal=causal, return_weights=True)
     assert out.dtype == q.dtype and w.dtype == q.dtype
     assert out.shape == q.shape[:-1] + (v.shape[-1],) and w.shape == q.shape[:-1] + (Tk,)
     assert np.all(np.isfinite(out)) and np.all(np.isfinite(w))
@@ -75,8 +75,9 @@ def test_sdpa_differential_against_torch(case):
     bias = torch.zeros(q.shape[:-1] + (Tk,), dtype=tdtype)
     if mask is not None:
         tm = _t(mask)
-        bias = bias + (tm.to(tdtype) if tm.dtype != torch.bool
-                       else torch.zeros_like(bias).masked_fill(~tm, float("-inf")))
+        bias = bias + (
+            tm.to(tdtype) if tm.dtype != torch.bool else torch.zeros_like(bias).masked_fill(~tm, float("-inf"))
+        )
     if key is not None:
         bias = bias.masked_fill(~_t(key)[..., None, :], float("-inf"))
     align = causal_alignment(causal)
@@ -84,8 +85,9 @@ def test_sdpa_differential_against_torch(case):
     if align is not None and not use_flag:
         bias = bias.masked_fill(~_torch_causal(Tq, Tk, align), float("-inf"))
     with torch.no_grad():
-        ref = F.scaled_dot_product_attention(_t(q), _t(k), _t(v), is_causal=use_flag,
-                                             attn_mask=None if use_flag else bias)
+        ref = F.scaled_dot_product_attention(
+            _t(q), _t(k), _t(v), is_causal=use_flag, attn_mask=None if use_flag else bias
+        )
     np.testing.assert_allclose(out, ref.numpy(), **_tol(q.dtype))
     # weights: each row sums to 1, or to 0 exactly when its row of the bias is all -inf
     if use_flag:
@@ -130,9 +132,13 @@ def test_mha_differential_against_torch_module(case):
     tmask = blocked
     if causal:
         causal_blocked = ~_torch_causal(T, T, "top_left")
-        tmask = (causal_blocked if tmask is None else
-                 tmask.masked_fill(causal_blocked, float("-inf")) if tmask.dtype != torch.bool
-                 else tmask | causal_blocked)
+        tmask = (
+            causal_blocked
+            if tmask is None
+            else tmask.masked_fill(causal_blocked, float("-inf"))
+            if tmask.dtype != torch.bool
+            else tmask | causal_blocked
+        )
     with torch.no_grad():
         y_ref, _ = ref(_t(X), _t(X), _t(X), attn_mask=tmask, key_padding_mask=padding, need_weights=False)
     # ours: per-example masks come as (B, T, T) (leading axis = X's batch axis), per-head as (B, h, T, T)
@@ -181,8 +187,7 @@ def test_causal_alignments_and_rows_without_keys():
     out, w = scaled_dot_product_attention(q, k, v, causal=True, return_weights=True)
     assert np.array_equal(out[:2], np.zeros((2, 2))) and np.array_equal(w[:2], np.zeros((2, 3)))
     np.testing.assert_allclose(w[2:].sum(-1), 1.0)
-    np.testing.assert_array_equal(causal_mask(5, num_keys=3, align="top_left"),
-                                  np.tril(np.ones((5, 3), bool)))
+    np.testing.assert_array_equal(causal_mask(5, num_keys=3, align="top_left"), np.tril(np.ones((5, 3), bool)))
     with pytest.raises(ValueError, match="causal must be"):
         scaled_dot_product_attention(q, k, v, causal="left")
 
@@ -226,9 +231,11 @@ def test_scores_near_the_float_limit_are_not_nan():
     out = scaled_dot_product_attention(-q, k, v, causal=False)
     np.testing.assert_array_equal(out, [[3.0, 4.0]])
     # large inputs with a small scale do not overflow: the scale is folded into q first
-    np.testing.assert_allclose(scaled_dot_product_attention(q, k, v, scale=1e-300),
-                               scaled_dot_product_attention(q * 1e-200, k * 1e-200, v, scale=1e100),
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        scaled_dot_product_attention(q, k, v, scale=1e-300),
+        scaled_dot_product_attention(q * 1e-200, k * 1e-200, v, scale=1e100),
+        rtol=1e-12,
+    )
     # and with an additive mask and the causal fast path (T > 128)
     big = np.full((200, 2), 1e200)
     assert np.all(np.isfinite(scaled_dot_product_attention(big, big, big, causal=True)))
@@ -287,8 +294,12 @@ _NUMPY_INTERNALS = ("could not be broadcast", "core dimension", "zero-size array
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(0, 4), min_size=0, max_size=5), st.sampled_from([bool, np.float64, np.int64, object]),
-       st.sampled_from(["mask", "key_mask"]), st.booleans())
+@given(
+    st.lists(st.integers(0, 4), min_size=0, max_size=5),
+    st.sampled_from([bool, np.float64, np.int64, object]),
+    st.sampled_from(["mask", "key_mask"]),
+    st.booleans(),
+)
 def test_bad_masks_get_named_errors(shape, dtype, which, through_mha):
     """Any mask shape / dtype: a result, or a ValueError/TypeError naming the mask — never a
     numpy broadcasting message (issue #22)."""

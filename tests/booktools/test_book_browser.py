@@ -8,6 +8,7 @@ skip (a student's laptop); in CI (``CI`` set) they fail instead, since ``.ci/run
 The structural checks (links, downloads, exercise/solution pairs, errata links) read the HTML files
 and run everywhere. Screenshots go to the test's temporary directory.
 """
+
 from __future__ import annotations
 
 import functools
@@ -25,12 +26,19 @@ import pytest
 from nextword.booktools import notebooks
 
 ROOT = Path(notebooks.REPO_ROOT)
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-dev-shm-usage"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
 SCREENSHOTS = ("contents.png", "math_page.png", "search_support_tokens.png")
 
 
 # --- the built book -----------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def html_dir() -> Path:
@@ -40,6 +48,7 @@ def html_dir() -> Path:
     with open(lock_path, "w") as lock:
         try:
             import fcntl
+
             fcntl.flock(lock, fcntl.LOCK_EX)
         except ImportError:  # Windows: no lock; run the tests without xdist there
             pass
@@ -49,8 +58,11 @@ def html_dir() -> Path:
 
 def _notebook_pages() -> list[str]:
     """Every notebook of the repository as the docname its page has, e.g. ``book/part1_chapter6/6_1_...``."""
-    return sorted(str(p.relative_to(ROOT).with_suffix("")).replace(os.sep, "/")
-                  for d in ("book", "exercises", "solutions") for p in (ROOT / d).glob("*/*.ipynb"))
+    return sorted(
+        str(p.relative_to(ROOT).with_suffix("")).replace(os.sep, "/")
+        for d in ("book", "exercises", "solutions")
+        for p in (ROOT / d).glob("*/*.ipynb")
+    )
 
 
 class _Links(html.parser.HTMLParser):
@@ -58,7 +70,7 @@ class _Links(html.parser.HTMLParser):
 
     def __init__(self) -> None:
         super().__init__()
-        self.urls: list[tuple[str, str, str]] = []   # (tag, attribute, value)
+        self.urls: list[tuple[str, str, str]] = []  # (tag, attribute, value)
         self.ids: set[str] = set()
 
     def handle_starttag(self, tag, attrs):
@@ -89,6 +101,7 @@ def _resolve(page: Path, url: str, html_dir: Path) -> tuple[Path, str] | None:
 
 # --- structure of the HTML (no browser needed) ---------------------------------------------------------
 
+
 def test_every_internal_link_and_resource_resolves(html_dir):
     pages = [p for p in html_dir.rglob("*.html") if "_static" not in p.parts]
     assert len(pages) > len(_notebook_pages())
@@ -96,7 +109,7 @@ def test_every_internal_link_and_resource_resolves(html_dir):
     for page in pages:
         for tag, attr, url in _parse(page).urls:
             if urlsplit(url).scheme in ("http", "https") or url.startswith("//"):
-                if tag != "a":   # a stylesheet, script, image or font from the network breaks offline reading
+                if tag != "a":  # a stylesheet, script, image or font from the network breaks offline reading
                     external_resources.append(f"{page.relative_to(html_dir)}: <{tag} {attr}={url}>")
                 continue
             resolved = _resolve(page, url, html_dir)
@@ -135,7 +148,9 @@ class _Prose(html.parser.HTMLParser):
             self.text.append(data)
 
 
-_RAW_TEX = re.compile(r".{0,40}(?:\$\$|\$[^\s$\d][^$]{0,60}\$|\\\(|\\\[|\\(?:frac|mathbb|mathbf|top|alpha|sum)\b).{0,40}")
+_RAW_TEX = re.compile(
+    r".{0,40}(?:\$\$|\$[^\s$\d][^$]{0,60}\$|\\\(|\\\[|\\(?:frac|mathbb|mathbf|top|alpha|sum)\b).{0,40}"
+)
 
 
 def test_no_page_leaves_tex_outside_the_math_mathjax_typesets(html_dir):
@@ -165,8 +180,10 @@ def test_exercises_and_solutions_link_both_ways(html_dir):
     assert exercises
     for doc in exercises:
         solution = doc.replace("exercises/", "solutions/", 1)
-        titles = [re.search(r"<title>(.*?)</title>", (html_dir / f"{d}.html").read_text(encoding="utf-8"))[1]
-                  for d in (doc, solution)]
+        titles = [
+            re.search(r"<title>(.*?)</title>", (html_dir / f"{d}.html").read_text(encoding="utf-8"))[1]
+            for d in (doc, solution)
+        ]
         assert titles[1].startswith("Solution to ") and titles[0] != titles[1], titles
         for page, other in ((doc, solution), (solution, doc)):
             html = (html_dir / f"{page}.html").read_text(encoding="utf-8")
@@ -174,15 +191,18 @@ def test_exercises_and_solutions_link_both_ways(html_dir):
             assert link, f"{page}: no link to {other}"
             assert _resolve(html_dir / f"{page}.html", link[1], html_dir)[0] == (html_dir / f"{other}.html").resolve()
             named = re.search(r"Book notebook:</strong>\s*(<a [^>]*href=\"([^\"]+)\")?", html)
-            if named:   # the exercise's own pointer to the book is a link to the rendered notebook
+            if named:  # the exercise's own pointer to the book is a link to the rendered notebook
                 assert named[1], f"{page}: its book notebook is not linked"
                 assert _resolve(html_dir / f"{page}.html", named[2], html_dir)[0].exists()
 
 
 def test_errata_evidence_links_go_to_rendered_notebooks(html_dir):
     page = html_dir / "errata.html"
-    targets = {_resolve(page, u, html_dir)[0] for t, _, u in _parse(page).urls
-               if t == "a" and _resolve(page, u, html_dir) is not None}
+    targets = {
+        _resolve(page, u, html_dir)[0]
+        for t, _, u in _parse(page).urls
+        if t == "a" and _resolve(page, u, html_dir) is not None
+    }
     ledger = (ROOT / "book" / "ERRATA.md").read_text(encoding="utf-8")
     evidence = set(re.findall(r"(?<![\w/])(book/part\w+/\w+)(?:\.ipynb|\.py)?(?![\w/])", ledger))
     assert evidence
@@ -192,9 +212,14 @@ def test_errata_evidence_links_go_to_rendered_notebooks(html_dir):
 
 # --- in the browser ------------------------------------------------------------------------------------
 
+
 def _chromium() -> str | None:
-    for candidate in (os.environ.get("CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"),
-                      shutil.which("chromium-browser")):
+    for candidate in (
+        os.environ.get("CHROMIUM"),
+        "/usr/bin/chromium",
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+    ):
         if candidate and Path(candidate).exists():
             return candidate
     return None
@@ -252,7 +277,7 @@ class Visit:
         self.page.on("request", lambda r: self.requests.append(r.url))
 
     def _failed(self, request) -> None:
-        if request.failure != "net::ERR_ABORTED":   # a font still loading when the next page is opened
+        if request.failure != "net::ERR_ABORTED":  # a font still loading when the next page is opened
             self.errors.append(f"failed request: {request.url} ({request.failure})")
 
     def open(self, path: str) -> None:
@@ -293,8 +318,7 @@ def _visible_prose(visit: Visit) -> str:
 
 def test_contents_lists_every_notebook(visit, tmp_path):
     visit.open("index.html")
-    sidebar = visit.page.eval_on_selector_all(
-        "nav.bd-docs-nav a.reference.internal", "links => links.map(a => a.href)")
+    sidebar = visit.page.eval_on_selector_all("nav.bd-docs-nav a.reference.internal", "links => links.map(a => a.href)")
     listed = {urlsplit(h).path.lstrip("/") for h in sidebar}
     expected = {f"{doc}.html" for doc in _notebook_pages()}
     assert not expected - listed, f"missing from the contents: {sorted(expected - listed)}"
@@ -313,9 +337,12 @@ def test_search_for_support_tokens_lists_the_part4_pages(visit, tmp_path):
     visit.open("search.html?q=support+tokens")
     visit.page.wait_for_selector("#search-results ul.search li", timeout=30_000)
     visit.page.wait_for_function(
-        "() => /found/i.test(document.querySelector('#search-results').innerText)", timeout=30_000)
-    found = {urlsplit(h).path.lstrip("/") for h in visit.page.eval_on_selector_all(
-        "#search-results ul.search li a", "links => links.map(a => a.href)")}
+        "() => /found/i.test(document.querySelector('#search-results').innerText)", timeout=30_000
+    )
+    found = {
+        urlsplit(h).path.lstrip("/")
+        for h in visit.page.eval_on_selector_all("#search-results ul.search li a", "links => links.map(a => a.href)")
+    }
     part4 = [d for _, docs in notebooks.book_structure() for d in docs if d.startswith("book/part4_margins/")]
     about = [d for d in part4 if re.search(r"support tokens?", _markdown_of(ROOT / f"{d}.ipynb"), re.I)]
     assert about, "no Part 4 notebook mentions support tokens: the check would be empty"
@@ -357,7 +384,7 @@ def test_math_is_rendered_offline(visit, html_dir, tmp_path):
         prose = _visible_prose(visit)
         for raw in ("$$", "\\(", "\\)", "\\[", "\\]", "\\frac", "\\mathbb"):
             assert raw not in prose, f"{page}: raw TeX {raw!r} left in the visible text"
-        if page == "notation.html":   # a table of formulas at the top of the page
+        if page == "notation.html":  # a table of formulas at the top of the page
             _screenshot(visit, tmp_path / SCREENSHOTS[1])
     assert not visit.errors, visit.errors
     assert not visit.offsite(), f"requests left 127.0.0.1: {visit.offsite()}"
@@ -390,7 +417,8 @@ def test_pages_load_without_console_errors_or_outside_requests(visit, html_dir):
         visit.open(page)
         visit.typeset()
         assert visit.page.is_visible("nav.bd-docs-nav"), f"{page}: no sidebar"
-        assert visit.page.locator("a.left-prev, a.right-next").count() > 0 \
-            or page == "genindex.html", f"{page}: no previous/next link"
+        assert visit.page.locator("a.left-prev, a.right-next").count() > 0 or page == "genindex.html", (
+            f"{page}: no previous/next link"
+        )
     assert not visit.errors, "\n".join(visit.errors)
     assert not visit.offsite(), f"requests left 127.0.0.1: {visit.offsite()}"

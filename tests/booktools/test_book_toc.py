@@ -2,6 +2,7 @@
 ``stage_book`` lays out reaches every notebook of book/, exercises/ and solutions/ from its toctrees,
 in the README's order, with the errata ledger, notation and bibliography pages. (The rendered HTML is
 checked in a browser by tests/test_book_browser.py.)"""
+
 import re
 from pathlib import Path
 
@@ -59,13 +60,19 @@ def test_every_table_of_contents_link_exists():
 
 def test_every_notebook_is_reachable_from_the_book_contents(stage):
     reachable = set(_reachable(stage))
-    notebooks_present = {str(p.relative_to(ROOT).with_suffix("")).replace("\\", "/")
-                         for d in ("book", "exercises", "solutions") for p in (ROOT / d).glob("*/*.ipynb")}
+    notebooks_present = {
+        str(p.relative_to(ROOT).with_suffix("")).replace("\\", "/")
+        for d in ("book", "exercises", "solutions")
+        for p in (ROOT / d).glob("*/*.ipynb")
+    }
     assert len(notebooks_present) > 50
     assert not notebooks_present - reachable, f"not in the book's contents: {sorted(notebooks_present - reachable)}"
     assert {"errata", "notation", "bibliography", "exercises/index"} <= reachable
-    staged = {str(p.relative_to(stage).with_suffix("")).replace("\\", "/")
-              for p in stage.rglob("*") if p.suffix in (".md", ".ipynb")}
+    staged = {
+        str(p.relative_to(stage).with_suffix("")).replace("\\", "/")
+        for p in stage.rglob("*")
+        if p.suffix in (".md", ".ipynb")
+    }
     assert staged == reachable, f"pages no toctree reaches (Sphinx would warn): {sorted(staged - reachable)}"
 
 
@@ -90,8 +97,11 @@ def test_every_exercise_has_its_solution_page(stage):
 
 def test_errata_page_links_every_evidence_notebook(stage):
     errata = (stage / "errata.md").read_text(encoding="utf-8")
-    mentioned = set(re.findall(r"(?<![\w/])(book/part\w+/\w+)(?:\.ipynb|\.py)?(?![\w/])",
-                               (BOOK / "ERRATA.md").read_text(encoding="utf-8")))
+    mentioned = set(
+        re.findall(
+            r"(?<![\w/])(book/part\w+/\w+)(?:\.ipynb|\.py)?(?![\w/])", (BOOK / "ERRATA.md").read_text(encoding="utf-8")
+        )
+    )
     assert mentioned, "the ledger names no evidence notebook"
     for key in mentioned:
         assert f"]({key}.ipynb)" in errata, f"errata page does not link {key} to its rendered page"
@@ -122,7 +132,8 @@ def test_book_structure_orders_by_readme_and_appends_unlisted(tmp_path):
     for name in ("partA/two", "partA/one", "partA/extra", "partB/x"):
         (tmp_path / "book" / f"{name}.ipynb").write_text("{}")
     (tmp_path / "book" / "README.md").write_text(
-        "## Part B — second\n- [x](partB/x.py)\n## Part A — first?\n- [2](partA/two.py)\n- [1](partA/one.py)\n")
+        "## Part B — second\n- [x](partB/x.py)\n## Part A — first?\n- [2](partA/two.py)\n- [1](partA/one.py)\n"
+    )
     assert notebooks.book_structure(tmp_path) == [
         ("Part B — second", ["book/partB/x"]),
         ("Part A — first?", ["book/partA/two", "book/partA/one", "book/partA/extra"]),
@@ -135,8 +146,11 @@ def test_render_rejects_a_bad_job_count():
 
 
 def test_errata_ledger_rows_have_five_columns_and_evidence():
-    rows = [line for line in (BOOK / "ERRATA.md").read_text().splitlines()
-            if line.startswith("| ") and not line.startswith("| source")]
+    rows = [
+        line
+        for line in (BOOK / "ERRATA.md").read_text().splitlines()
+        if line.startswith("| ") and not line.startswith("| source")
+    ]
     assert rows, "the ledger has no rows"
     for row in rows:
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", row.strip())[1:-1]]

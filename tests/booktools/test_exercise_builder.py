@@ -1,4 +1,5 @@
 """Exercises are generated from solutions; they stay in sync and stop at their first stub."""
+
 import pytest
 
 from nextword.booktools.exercises import build as builder
@@ -37,11 +38,13 @@ def test_committed_exercises_match_what_build_would_write():
 def test_stale_and_orphan_exercises_are_detected(tmp_path):
     sol = tmp_path / "solutions" / "part9_demo" / "ex01_demo.py"
     sol.parent.mkdir(parents=True)
-    sol.write_text('# %%\n# BEGIN SOLUTION\nx = 1\n# END SOLUTION\n')
+    sol.write_text("# %%\n# BEGIN SOLUTION\nx = 1\n# END SOLUTION\n")
     assert builder.stale_exercises(tmp_path)[0] == f"{builder.exercise_path(sol, tmp_path)} is missing"
     builder.exercise_path(sol, tmp_path).parent.mkdir(parents=True)
     builder.exercise_path(sol, tmp_path).write_text(builder.expected_exercise(sol))
-    assert builder.stale_exercises(tmp_path) == [f"{tmp_path / 'exercises' / 'README.md'} is not what build would write"]
+    assert builder.stale_exercises(tmp_path) == [
+        f"{tmp_path / 'exercises' / 'README.md'} is not what build would write"
+    ]
     (tmp_path / "exercises" / "README.md").write_text(builder.exercises_readme(tmp_path))
     assert builder.stale_exercises(tmp_path) == []
     (tmp_path / "exercises" / "part9_demo" / "ex02_orphan.py").write_text("x = 1\n")
@@ -57,8 +60,9 @@ def test_generated_exercise_runs_until_its_first_stub(solution):
 
     target = builder.exercise_path(solution)
     nb = nbformat.read(target.with_suffix(".ipynb"), as_version=4)
-    client = NotebookClient(nb, timeout=300, kernel_name="python3",
-                            resources={"metadata": {"path": str(target.parent)}})
+    client = NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(target.parent)}}
+    )
     with pytest.raises(CellExecutionError) as info:
         client.execute()
     assert info.value.ename == "NotImplementedError", f"{target} failed with {info.value.ename}, not at a stub"
@@ -67,7 +71,12 @@ def test_generated_exercise_runs_until_its_first_stub(solution):
 def test_readme_lists_title_difficulty_and_book_notebook(tmp_path):
     sol = tmp_path / "solutions" / "part1_chapter6" / "ex04_params.py"
     sol.parent.mkdir(parents=True)
-    sol.write_text("# %% [markdown]\n# # Exercise 04 — Counting parameters\n"
-                   "# **Part:** 1 · **Difficulty:** ★ · **Book notebook:** `book/part1_chapter6/6_4_multi_head`\n")
+    sol.write_text(
+        "# %% [markdown]\n# # Exercise 04 — Counting parameters\n"
+        "# **Part:** 1 · **Difficulty:** ★ · **Book notebook:** `book/part1_chapter6/6_4_multi_head`\n"
+    )
     text = builder.exercises_readme(tmp_path)
-    assert "| [Exercise 04 — Counting parameters](part1_chapter6/ex04_params.py) | ★ | `book/part1_chapter6/6_4_multi_head` |" in text
+    assert (
+        "| [Exercise 04 — Counting parameters](part1_chapter6/ex04_params.py) | ★ | `book/part1_chapter6/6_4_multi_head` |"
+        in text
+    )

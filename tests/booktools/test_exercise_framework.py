@@ -1,4 +1,5 @@
 """The machinery behind the exercises: sub-check reports, messages, hints, model answers and the grader."""
+
 from __future__ import annotations
 
 import math
@@ -67,14 +68,17 @@ def test_a_crash_inside_a_sub_check_is_listed_and_the_others_still_run():
     assert "✗ crashes: raised KeyError" in str(info.value) and "✓ fine" in str(info.value)
 
 
-@pytest.mark.parametrize("got, expected, d, phrase", [
-    (np.array([2.0, -4.0]), np.array([1.0, -2.0]), 4, "√d = 2 too large"),
-    (np.array([1.0, 2.0]) / math.log(2), np.array([1.0, 2.0]), None, "1/ln 2"),
-    (np.array([[1.0, 3.0], [2.0, 4.0]]), np.array([[1.0, 2.0], [3.0, 4.0]]), None, "transposed"),
-    (np.zeros((3, 2)), np.zeros((2, 3)), None, "transposed"),
-    (-np.array([1.0, 2.0]), np.array([1.0, 2.0]), None, "wrong sign"),
-    (np.array([1.5, 2.5, 3.5]), np.array([1.0, 2.0, 3.0]), None, "same constant +0.5"),
-])
+@pytest.mark.parametrize(
+    "got, expected, d, phrase",
+    [
+        (np.array([2.0, -4.0]), np.array([1.0, -2.0]), 4, "√d = 2 too large"),
+        (np.array([1.0, 2.0]) / math.log(2), np.array([1.0, 2.0]), None, "1/ln 2"),
+        (np.array([[1.0, 3.0], [2.0, 4.0]]), np.array([[1.0, 2.0], [3.0, 4.0]]), None, "transposed"),
+        (np.zeros((3, 2)), np.zeros((2, 3)), None, "transposed"),
+        (-np.array([1.0, 2.0]), np.array([1.0, 2.0]), None, "wrong sign"),
+        (np.array([1.5, 2.5, 3.5]), np.array([1.0, 2.0, 3.0]), None, "same constant +0.5"),
+    ],
+)
 def test_generic_detectors_name_the_mistake(got, expected, d, phrase):
     assert phrase in diagnose(got, expected, d=d)
 

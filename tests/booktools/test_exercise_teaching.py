@@ -5,6 +5,7 @@ float32 where the task allows, another algorithm) is accepted.
 The three exercises that need a trained model (Part 1 Ex 3, 9, 12) have theirs in
 ``test_exercises_part1_a.py`` / ``test_exercises_part1_b.py``, beside their model fixtures.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -35,8 +36,11 @@ def _steps_loops_f32(q, K):
 
 def test_p1_01_float32_loops_accepted_and_missing_sqrt_d_named():
     assert C.check_ex_p1_01(_steps_loops_f32)
-    msg = rejects(C.check_ex_p1_01, lambda q, K: (K @ q, np.exp(K @ q), np.exp(K @ q) / np.exp(K @ q).sum()),
-                  match="forget to divide by √d")
+    msg = rejects(
+        C.check_ex_p1_01,
+        lambda q, K: (K @ q, np.exp(K @ q), np.exp(K @ q) / np.exp(K @ q).sum()),
+        match="forget to divide by √d",
+    )
     assert "Exercise 1's q and K" in msg and "got [ 1. -1. -2.]" in msg and "expected [ 0.5 -0.5 -1. ]" in msg
 
 
@@ -53,13 +57,22 @@ def test_p1_02_loops_accepted_and_plain_mean_named():
 
     def in_hull(x, V):
         n = V.shape[0]
-        res = linprog(np.ones(n), A_eq=np.vstack([V.T, np.ones(n)]), b_eq=np.append(x, 1.0), bounds=[(0, 1)] * n,
-                      method="highs-ds")
+        res = linprog(
+            np.ones(n),
+            A_eq=np.vstack([V.T, np.ones(n)]),
+            b_eq=np.append(x, 1.0),
+            bounds=[(0, 1)] * n,
+            method="highs-ds",
+        )
         return bool(res.status == 0)
 
     assert C.check_ex_p1_02(attention_output, in_hull)
-    rejects(C.check_ex_p1_02, lambda q, K, V: (attention_output(q, K, V)[0], V.mean(0)), in_hull,
-            match="plain mean of the values")
+    rejects(
+        C.check_ex_p1_02,
+        lambda q, K, V: (attention_output(q, K, V)[0], V.mean(0)),
+        in_hull,
+        match="plain mean of the values",
+    )
 
 
 def test_p1_04_loop_over_heads_accepted_and_missing_output_projection_named():
@@ -80,9 +93,13 @@ def test_p1_05_loops_accepted_and_per_dimension_frequency_named():
         return out
 
     assert C.check_ex_p1_05(pe)
-    rejects(C.check_ex_p1_05, lambda t, d, dims: [math.sin(t / 10000 ** (i / d)) if i % 2 == 0
-                                                  else math.cos(t / 10000 ** (i / d)) for i in dims],
-            match="share one frequency")
+    rejects(
+        C.check_ex_p1_05,
+        lambda t, d, dims: [
+            math.sin(t / 10000 ** (i / d)) if i % 2 == 0 else math.cos(t / 10000 ** (i / d)) for i in dims
+        ],
+        match="share one frequency",
+    )
 
 
 def test_p1_06_complex_numbers_accepted_and_unrotated_product_named():
@@ -116,8 +133,7 @@ def test_p1_07_counter_accepted_and_bits_named():
 
 def test_p1_08_closed_form_accepted_and_rnn_history_named():
     assert C.check_ex_p1_08(lambda T, d: d, lambda T, d: sum(d for _ in range(T)), lambda f, d: math.ceil(f))
-    rejects(C.check_ex_p1_08, lambda T, d: T * d, lambda T, d: T * d, lambda f, d: f,
-            match="only its current state")
+    rejects(C.check_ex_p1_08, lambda T, d: T * d, lambda T, d: T * d, lambda f, d: f, match="only its current state")
 
 
 def test_p1_10_written_differently_accepted_and_sigma_squared_named():
@@ -127,10 +143,10 @@ def test_p1_10_written_differently_accepted_and_sigma_squared_named():
         total = np.zeros(n)
         for i in range(d):  # one coordinate at a time
             total += (s * rng.standard_normal(n)) * (s * rng.standard_normal(n))
-        return float(np.mean(total ** 2) - np.mean(total) ** 2)
+        return float(np.mean(total**2) - np.mean(total) ** 2)
 
-    assert C.check_ex_p1_10(lambda d: sp.Integer(d) * (sigma ** 2) ** 2, sim)
-    rejects(C.check_ex_p1_10, lambda d: d * sigma ** 2, sim, match="σ²·σ² = σ⁴")
+    assert C.check_ex_p1_10(lambda d: sp.Integer(d) * (sigma**2) ** 2, sim)
+    rejects(C.check_ex_p1_10, lambda d: d * sigma**2, sim, match="σ²·σ² = σ⁴")
 
 
 def test_p1_11_product_by_product_count_accepted_and_multiply_adds_named():
@@ -154,8 +170,10 @@ def test_p2_01_chain_rule_differences_accepted_and_reversed_kl_named():
     from nextword.theory.formulation.objectives import kl_decomposition, kl_divergence, sequence_distribution
 
     def per_position(p, q, V, L):  # KL of the first l tokens minus KL of the first l-1 (the chain rule)
-        joint = [0.0] + [float(kl_divergence(sequence_distribution(p, V, l)[0], sequence_distribution(q, V, l)[0]))
-                         for l in range(1, L + 1)]
+        joint = [0.0] + [
+            float(kl_divergence(sequence_distribution(p, V, l)[0], sequence_distribution(q, V, l)[0]))
+            for l in range(1, L + 1)
+        ]
         return np.diff(joint)
 
     assert C.check_ex_p2_01(per_position)
@@ -184,8 +202,9 @@ def test_p2_02_loops_accepted_and_unreset_diagonal_named():
         return R
 
     assert C.check_ex_p2_02(uniform, absorbing, reverse)
-    rejects(C.check_ex_p2_02, uniform, absorbing, lambda Q, p: Q.T * p[None, :] / p[:, None],
-            match="diagonal was not reset")
+    rejects(
+        C.check_ex_p2_02, uniform, absorbing, lambda Q, p: Q.T * p[None, :] / p[:, None], match="diagonal was not reset"
+    )
 
 
 def test_p2_03_series_accepted_and_forward_euler_named():
@@ -278,8 +297,13 @@ def test_p3_02_loops_accepted_and_unsquared_weight_named():
 
     bad = (np.array([[0.9, 0.1], [0.4, 0.6]]), np.array([[1.0, 0.0], [-1.0, 0.0]]), 0)
     assert C.check_ex_p3_02(first_order, dominant, *bad)
-    rejects(C.check_ex_p3_02, first_order, lambda a, U, j, eta: -eta * a[:, j] * (U * U).sum(1), *bad,
-            match="α_ij instead of α_ij²")
+    rejects(
+        C.check_ex_p3_02,
+        first_order,
+        lambda a, U, j, eta: -eta * a[:, j] * (U * U).sum(1),
+        *bad,
+        match="α_ij instead of α_ij²",
+    )
 
 
 def test_p3_03_power_iteration_accepted_and_unweighted_average_named():
@@ -332,8 +356,12 @@ def test_p4_01_loops_accepted_and_ties_at_the_minimum_named():
         return np.array([t for t in range(len(m)) if m[t] - min(m) <= 1e-12], dtype=int)
 
     assert C.check_ex_p4_01(_margins_loops, support)
-    msg = rejects(C.check_ex_p4_01, _margins_loops, lambda x, a: np.array([int(np.argmin(_margins_loops(x, a)))]),
-                  match="ties at the minimum")
+    msg = rejects(
+        C.check_ex_p4_01,
+        _margins_loops,
+        lambda x, a: np.array([int(np.argmin(_margins_loops(x, a)))]),
+        match="ties at the minimum",
+    )
     assert "x = [1, 1, 1, 1]" in msg and "got [0], expected [0, 1, 2, 3]" in msg
 
 
@@ -352,9 +380,11 @@ def test_p4_02_sum_of_outer_products_accepted_and_embedding_covariance_named():
         return np.eye(d) - cross @ (W_K.T @ W_Q)
 
     assert C.check_ex_p4_02(block)
-    rejects(C.check_ex_p4_02, lambda X, t, W_Q, W_K, W_V: jacobian_diagonal_block(X, t, W_Q=W_Q, W_K=W_K,
-                                                                                    W_V=np.eye(X.shape[1])),
-            match="covariance is that of the embeddings")
+    rejects(
+        C.check_ex_p4_02,
+        lambda X, t, W_Q, W_K, W_V: jacobian_diagonal_block(X, t, W_Q=W_Q, W_K=W_K, W_V=np.eye(X.shape[1])),
+        match="covariance is that of the embeddings",
+    )
 
 
 def test_p4_03_another_counterexample_accepted_and_certified_block_named():
@@ -364,8 +394,8 @@ def test_p4_03_another_counterexample_accepted_and_certified_block_named():
 
 
 def test_p4_04_closed_form_accepted_and_single_noise_term_named():
-    assert C.check_ex_p4_04(lambda w, s: s ** 2 * (1 + w ** 2) / (1 - w ** 2) ** 2)
-    rejects(C.check_ex_p4_04, lambda w, s: s ** 2 / (1 - w ** 2) ** 2, match="two noise terms")
+    assert C.check_ex_p4_04(lambda w, s: s**2 * (1 + w**2) / (1 - w**2) ** 2)
+    rejects(C.check_ex_p4_04, lambda w, s: s**2 / (1 - w**2) ** 2, match="two noise terms")
 
 
 # ---- Part 5 -------------------------------------------------------------------------------------
@@ -393,10 +423,12 @@ def _log_iv_debye(nu, k):
     s = math.sqrt(1 + z * z)
     t = 1 / s
     eta = s + math.log(z / (1 + s))
-    u1 = (3 * t - 5 * t ** 3) / 24
-    u2 = (81 * t ** 2 - 462 * t ** 4 + 385 * t ** 6) / 1152
-    u3 = (30375 * t ** 3 - 369603 * t ** 5 + 765765 * t ** 7 - 425425 * t ** 9) / 414720
-    return -0.5 * math.log(2 * math.pi * nu) + nu * eta - 0.5 * math.log(s) + math.log1p(u1 / nu + u2 / nu ** 2 + u3 / nu ** 3)
+    u1 = (3 * t - 5 * t**3) / 24
+    u2 = (81 * t**2 - 462 * t**4 + 385 * t**6) / 1152
+    u3 = (30375 * t**3 - 369603 * t**5 + 765765 * t**7 - 425425 * t**9) / 414720
+    return (
+        -0.5 * math.log(2 * math.pi * nu) + nu * eta - 0.5 * math.log(s) + math.log1p(u1 / nu + u2 / nu**2 + u3 / nu**3)
+    )
 
 
 def test_p5_02_debye_expansion_accepted_and_naive_ive_rejected_at_the_corners():

@@ -1,4 +1,5 @@
 """Checkers of the issue-#20 exercises (Part 3 Ex. 05, Part 5 Ex. 05): right answers pass, wrong ones fail."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,13 +21,20 @@ def test_p3_05():
     assert check_ex_p3_05(_key_gradient, lambda G: -1.0 / (G - 1))
     with pytest.raises(ExerciseCheckError, match="key_gradient"):
         check_ex_p3_05(lambda p, X, y: _key_gradient(p, X, y) * np.sqrt(p.W_Q.shape[1]), lambda G: -1.0 / (G - 1))
-    with pytest.raises(ExerciseCheckError, match="key_gradient"):          # forgot the centring
-        check_ex_p3_05(lambda p, X, y: (head_forward(p, X).alpha
-                                        * compatibility_matrix(upstream_gradient(head_forward(p, X).probs, y, p.W_O),
-                                                               head_forward(p, X).V)).T @ head_forward(p, X).Q
-                       / np.sqrt(p.W_Q.shape[1]), lambda G: -1.0 / (G - 1))
+    with pytest.raises(ExerciseCheckError, match="key_gradient"):  # forgot the centring
+        check_ex_p3_05(
+            lambda p, X, y: (
+                (
+                    head_forward(p, X).alpha
+                    * compatibility_matrix(upstream_gradient(head_forward(p, X).probs, y, p.W_O), head_forward(p, X).V)
+                ).T
+                @ head_forward(p, X).Q
+                / np.sqrt(p.W_Q.shape[1])
+            ),
+            lambda G: -1.0 / (G - 1),
+        )
     with pytest.raises(ExerciseCheckError, match="simplex_cosine"):
-        check_ex_p3_05(_key_gradient, lambda G: 0.0)                        # "orthogonal"
+        check_ex_p3_05(_key_gradient, lambda G: 0.0)  # "orthogonal"
 
     def unfinished(*args):
         raise NotImplementedError("stub")
@@ -48,5 +56,7 @@ def test_p5_05():
 
     with pytest.raises(ExerciseCheckError, match="logit_gradient"):
         check_ex_p5_05(uncentred)
-    with pytest.raises(ExerciseCheckError, match="logit_gradient"):       # sign of the self term flipped
-        check_ex_p5_05(lambda x0, layer, W, y, beta: right(x0, layer, W, y, -beta) if beta else right(x0, layer, W, y, 1.0))
+    with pytest.raises(ExerciseCheckError, match="logit_gradient"):  # sign of the self term flipped
+        check_ex_p5_05(
+            lambda x0, layer, W, y, beta: right(x0, layer, W, y, -beta) if beta else right(x0, layer, W, y, 1.0)
+        )

@@ -1,4 +1,5 @@
 """Checkers of Chapter 6 Exercises 1, 2, 3, 7, 10, 11: one right answer passes, wrong ones are rejected."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -68,21 +69,39 @@ def test_ex03():
 
     @torch.no_grad()
     def gen_loss(model, w):
-        return float(torch.stack([F.cross_entropy(model(torch.from_numpy(w[:, :t]))[:, -1], torch.from_numpy(w[:, t]))
-                                  for t in range(1, w.shape[1])]).mean())
+        return float(
+            torch.stack(
+                [
+                    F.cross_entropy(model(torch.from_numpy(w[:, :t]))[:, -1], torch.from_numpy(w[:, t]))
+                    for t in range(1, w.shape[1])
+                ]
+            ).mean()
+        )
 
     with torch_threads(1):
         causal = TinyLM(LMConfig(vocab_size=4, d_model=16, num_heads=2, num_layers=1, max_len=12), seed=0)
         with pytest.raises(ExerciseCheckError, match="WITHOUT the mask"):
             check_ex_p1_03(gen_loss, causal, windows, src.entropy_rate())
         leaky = TinyLM(LMConfig(vocab_size=4, d_model=16, num_heads=2, num_layers=1, max_len=12, causal=False), seed=0)
-        train_lm(leaky, src.sample(4000, np.random.default_rng(2)), steps=120, batch_size=32, block_size=12,
-                 lr=1e-2, seed=0, progress=False)
+        train_lm(
+            leaky,
+            src.sample(4000, np.random.default_rng(2)),
+            steps=120,
+            batch_size=32,
+            block_size=12,
+            lr=1e-2,
+            seed=0,
+            progress=False,
+        )
         assert check_ex_p1_03(gen_loss, leaky, windows, src.entropy_rate())
+
         @torch.no_grad()
         def teacher_forced(model, w):  # the wrong quantity: one pass over the whole window
-            return float(F.cross_entropy(model(torch.from_numpy(w[:, :-1])).reshape(-1, 4),
-                                         torch.from_numpy(w[:, 1:]).reshape(-1)))
+            return float(
+                F.cross_entropy(
+                    model(torch.from_numpy(w[:, :-1])).reshape(-1, 4), torch.from_numpy(w[:, 1:]).reshape(-1)
+                )
+            )
 
         with pytest.raises(ExerciseCheckError, match="the teacher-forced loss \\(one pass over the whole window\\)"):
             check_ex_p1_03(teacher_forced, leaky, windows, src.entropy_rate())
@@ -101,8 +120,14 @@ def test_ex03():
 
         @torch.no_grad()
         def target_in_prefix(model, w):  # w[t] predicted from a pass over w[:t+1]
-            return float(torch.stack([F.cross_entropy(model(torch.from_numpy(w[:, :t + 1]))[:, -2],
-                                                      torch.from_numpy(w[:, t])) for t in range(1, w.shape[1])]).mean())
+            return float(
+                torch.stack(
+                    [
+                        F.cross_entropy(model(torch.from_numpy(w[:, : t + 1]))[:, -2], torch.from_numpy(w[:, t]))
+                        for t in range(1, w.shape[1])
+                    ]
+                ).mean()
+            )
 
         with pytest.raises(ExerciseCheckError, match="below the entropy rate .* the target is in the prefix"):
             check_ex_p1_03(target_in_prefix, leaky, windows, src.entropy_rate())
@@ -139,11 +164,11 @@ def test_ex10():
     def sim(d, s, n, rng):
         return float(np.einsum("nd,nd->n", s * rng.standard_normal((n, d)), s * rng.standard_normal((n, d))).var())
 
-    assert check_ex_p1_10(lambda d: d * sigma ** 4, sim)
+    assert check_ex_p1_10(lambda d: d * sigma**4, sim)
     with pytest.raises(ExerciseCheckError, match="variance_expression"):
-        check_ex_p1_10(lambda d: d * sigma ** 2, sim)
+        check_ex_p1_10(lambda d: d * sigma**2, sim)
     with pytest.raises(ExerciseCheckError, match="simulate_variance"):
-        check_ex_p1_10(lambda d: d * sigma ** 4, lambda d, s, n, rng: sim(d, s, n, rng) / d)  # the scaled variance
+        check_ex_p1_10(lambda d: d * sigma**4, lambda d, s, n, rng: sim(d, s, n, rng) / d)  # the scaled variance
 
 
 def _flops(T, d):

@@ -1,4 +1,5 @@
 """Checkers of Chapter 6 Exercises 4, 5, 6, 8, 9, 12: a right answer passes, wrong ones raise ExerciseCheckError."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -82,7 +83,7 @@ def _agreement_model():
     sd["tok_emb"][torch.arange(V), torch.arange(V)] = 1.0  # one-hot tokens in dims 0..V-1
     W = sd["blocks.0.W_qkv"]  # (d, 3d): head 0 uses columns 0..7 of each block
     W[task.marker, 0] = 3.0  # query of the marker
-    W[m:m + S, d + 0] = 3.0  # keys of the subjects
+    W[m : m + S, d + 0] = 3.0  # keys of the subjects
     for s in range(S):
         W[m + s, 2 * d + s] = 1.0  # value: which subject
         sd["blocks.0.W_o"][s, 20 + s] = 10.0  # into stream dims 20..23
@@ -104,6 +105,7 @@ def test_p1_09():
         check_ex_p1_09(subject_attention, ablation_effect, model, batch, 2)
     with pytest.raises(ExerciseCheckError, match="subject_attention"):  # averages over all queries instead
         check_ex_p1_09(lambda w, k, q: attention_to_keys(w, k), ablation_effect, model, batch, 0)
+
     def subject_attention_loops(w, keys, qm):  # written differently: explicit loops
         N, H = w.shape[:2]
         out = np.zeros(H)
@@ -114,21 +116,34 @@ def test_p1_09():
 
     assert check_ex_p1_09(subject_attention_loops, ablation_effect, model, batch, 0)
     with pytest.raises(ExerciseCheckError, match="subject's row .* not its column"):
-        check_ex_p1_09(lambda w, k, q: (w[np.arange(len(k)), :, k, :] * q[:, None, :]).sum(axis=(0, 2)) / q.sum(),
-                       ablation_effect, model, batch, 0)
+        check_ex_p1_09(
+            lambda w, k, q: (w[np.arange(len(k)), :, k, :] * q[:, None, :]).sum(axis=(0, 2)) / q.sum(),
+            ablation_effect,
+            model,
+            batch,
+            0,
+        )
     with pytest.raises(ExerciseCheckError, match="the loss with the head removed, not its increase"):
-        check_ex_p1_09(subject_attention,
-                       lambda f, H, g: np.array([f(1.0 - np.eye(H)[h][None])[g].mean() for h in range(H)]),
-                       model, batch, 0)
+        check_ex_p1_09(
+            subject_attention,
+            lambda f, H, g: np.array([f(1.0 - np.eye(H)[h][None])[g].mean() for h in range(H)]),
+            model,
+            batch,
+            0,
+        )
 
 
 def test_p1_12():
     pytest.importorskip("torch")
     from nextword.torch.ablation import prefix_nll, token_nll
 
-    good = {"baseline": {"teacher_forced": 1.5, "honest": 1.5}, "no mask": {"teacher_forced": 0.1, "honest": 9.0},
-            "no positions": {"teacher_forced": 4.0, "honest": 4.0}, "single head": {"teacher_forced": 2.0, "honest": 2.0},
-            "no residual": {"teacher_forced": 8.0, "honest": 8.0}}
+    good = {
+        "baseline": {"teacher_forced": 1.5, "honest": 1.5},
+        "no mask": {"teacher_forced": 0.1, "honest": 9.0},
+        "no positions": {"teacher_forced": 4.0, "honest": 4.0},
+        "single head": {"teacher_forced": 2.0, "honest": 2.0},
+        "no residual": {"teacher_forced": 8.0, "honest": 8.0},
+    }
     assert check_ex_p1_12(prefix_nll, good)
     with pytest.raises(ExerciseCheckError, match="one teacher-forced pass over the whole sequence"):
         check_ex_p1_12(token_nll, good)  # teacher forcing is not honest without a mask
@@ -140,7 +155,7 @@ def test_p1_12():
         with torch.no_grad():
             for n, row in enumerate(ids):
                 for t in range(ids.shape[1] - 1):
-                    z = model(torch.from_numpy(np.asarray(row[None, :t + 1], dtype=np.int64)))[0, -1].double().numpy()
+                    z = model(torch.from_numpy(np.asarray(row[None, : t + 1], dtype=np.int64)))[0, -1].double().numpy()
                     out[n, t] = np.logaddexp.reduce(z) - z[row[t + 1]]
         return out
 

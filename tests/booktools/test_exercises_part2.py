@@ -1,4 +1,5 @@
 """Checkers of the Part 2 exercises: a right answer passes, wrong ones raise ExerciseCheckError."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -40,11 +41,13 @@ def test_p2_02_right_and_wrong():
     with pytest.raises(ExerciseCheckError):  # mask row wrongly leaves the mask
         check_ex_p2_02(right[0], lambda V, m, b: dd.uniform_generator(V, b), right[2])
     with pytest.raises(ExerciseCheckError):  # forgets the transpose in (D.1)
+
         def no_transpose(Q, p):
             R = Q * p[None, :] / p[:, None]
             np.fill_diagonal(R, 0.0)
             np.fill_diagonal(R, -R.sum(axis=1))
             return R
+
         check_ex_p2_02(right[0], right[1], no_transpose)
     with pytest.raises(ExerciseCheckError, match="NotImplementedError"):
         check_ex_p2_02(_not_implemented, _not_implemented, _not_implemented)

@@ -1,4 +1,5 @@
 """Checker of Part 2 Exercise 04 (nucleus filtering): the right answer passes, wrong ones raise."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """Checkers of the Part 3 exercises: right answers pass, wrong ones raise ExerciseCheckError."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,11 +38,14 @@ def test_p3_01_right_answer_passes(capsys):
     assert "✓" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("wrong", [
-    lambda a, U, V: -_sg(a, U, V),  # descent direction instead of the gradient
-    lambda a, U, V: a * (U @ V.T),  # forgot to centre
-    lambda a, U, V: _sg(a, U, V)[:, :-1],  # wrong shape
-])
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        lambda a, U, V: -_sg(a, U, V),  # descent direction instead of the gradient
+        lambda a, U, V: a * (U @ V.T),  # forgot to centre
+        lambda a, U, V: _sg(a, U, V)[:, :-1],  # wrong shape
+    ],
+)
 def test_p3_01_wrong_score_gradient_fails(wrong):
     with pytest.raises(ExerciseCheckError):
         check_ex_p3_01(wrong, _adv)
@@ -74,8 +78,9 @@ def test_p3_02_wrong_formula_fails():
     with pytest.raises(ExerciseCheckError):
         check_ex_p3_02(no_alpha_factor, dominant_query_loss_change, ALPHA_BAD, U_BAD, 0)
     with pytest.raises(ExerciseCheckError):
-        check_ex_p3_02(first_order_loss_change, lambda a, U, j, eta: -eta * a[:, j] * np.sum(U * U, 1),
-                       ALPHA_BAD, U_BAD, 0)
+        check_ex_p3_02(
+            first_order_loss_change, lambda a, U, j, eta: -eta * a[:, j] * np.sum(U * U, 1), ALPHA_BAD, U_BAD, 0
+        )
 
 
 def test_p3_02_bad_counterexamples_fail():
@@ -108,8 +113,9 @@ def test_p3_03_wrong_answers_fail():
     with pytest.raises(ExerciseCheckError, match="random 4-state"):
         check_ex_p3_03(_transition, row_entropy_only, "inverse_circular_distance")
     with pytest.raises(ExerciseCheckError):
-        check_ex_p3_03(lambda n, s, r: _transition(n, s, "uniform_others"), markov_entropy_rate,
-                       "inverse_circular_distance")
+        check_ex_p3_03(
+            lambda n, s, r: _transition(n, s, "uniform_others"), markov_entropy_rate, "inverse_circular_distance"
+        )
 
 
 # --- exercise 04 ------------------------------------------------------------------------------

@@ -1,11 +1,18 @@
 """Checkers of the Part 4 exercises: a right answer passes, wrong ones raise ExerciseCheckError."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from nextword.booktools.exercises.checks import ExerciseCheckError, check_ex_p4_01, check_ex_p4_02, check_ex_p4_03, check_ex_p4_04
+from nextword.booktools.exercises.checks import (
+    ExerciseCheckError,
+    check_ex_p4_01,
+    check_ex_p4_02,
+    check_ex_p4_03,
+    check_ex_p4_04,
+)
 from nextword.theory.barrier import (
     jacobian_diagonal_block,
     matrix_margins,
@@ -23,11 +30,13 @@ def _not_implemented(*args):
 def test_p4_01_right_and_wrong():
     assert check_ex_p4_01(lambda x, a: scalar_margin(x, a=a), lambda x, a: support_tokens(scalar_margin(x, a=a)))
     with pytest.raises(ExerciseCheckError):  # uses 1 + a Var (wrong sign)
-        check_ex_p4_01(lambda x, a: 1 + a * scalar_attention_variance(x, a=a),
-                       lambda x, a: support_tokens(scalar_margin(x, a=a)))
+        check_ex_p4_01(
+            lambda x, a: 1 + a * scalar_attention_variance(x, a=a), lambda x, a: support_tokens(scalar_margin(x, a=a))
+        )
     with pytest.raises(ExerciseCheckError, match="the largest margin; support tokens attain the smallest"):
-        check_ex_p4_01(lambda x, a: scalar_margin(x, a=a),
-                       lambda x, a: np.array([int(np.argmax(scalar_margin(x, a=a)))]))
+        check_ex_p4_01(
+            lambda x, a: scalar_margin(x, a=a), lambda x, a: np.array([int(np.argmax(scalar_margin(x, a=a)))])
+        )
     with pytest.raises(ExerciseCheckError, match="NotImplementedError"):
         check_ex_p4_01(_not_implemented, _not_implemented)
 

@@ -1,4 +1,5 @@
 """Part 5 exercise checkers: a right answer passes, wrong answers raise ExerciseCheckError."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,7 +15,7 @@ def test_p5_01():
     with pytest.raises(ExerciseCheckError, match="slope"):
         check_ex_p5_01(sp.exp_map, sp.retraction, 2.0)
     with pytest.raises(ExerciseCheckError, match="retraction"):
-        check_ex_p5_01(sp.exp_map, lambda x, v: x + v, 3.0)          # forgot to normalise
+        check_ex_p5_01(sp.exp_map, lambda x, v: x + v, 3.0)  # forgot to normalise
     with pytest.raises(ExerciseCheckError, match="exp_map"):
         check_ex_p5_01(lambda x, v: np.cos(1.0) * x + np.sin(1.0) * v, sp.retraction, 3.0)
 
@@ -30,15 +31,15 @@ def test_p5_02():
     with pytest.raises(ExerciseCheckError, match="not finite"):
         check_ex_p5_02(lambda k, d: float(sp.vmf_log_normalizer_naive(k, d)))
     with pytest.raises(ExerciseCheckError, match="off by the same constant"):
-        check_ex_p5_02(lambda k, d: float(sp.vmf_log_normalizer(k, d)) + np.log(2))   # wrong constant
+        check_ex_p5_02(lambda k, d: float(sp.vmf_log_normalizer(k, d)) + np.log(2))  # wrong constant
 
 
 def test_p5_03():
     assert check_ex_p5_03(lambda f, x: f.elbo(x), lambda f, x: f.epsilon(x))
     with pytest.raises(ExerciseCheckError, match="Prop. 3.2"):
-        check_ex_p5_03(lambda f, x: f.log_marginal(x), lambda f, x: f.epsilon(x))    # the evidence, not the ELBO
+        check_ex_p5_03(lambda f, x: f.log_marginal(x), lambda f, x: f.epsilon(x))  # the evidence, not the ELBO
     with pytest.raises(ExerciseCheckError, match="Thm. 3.3"):
-        check_ex_p5_03(lambda f, x: f.elbo(x), lambda f, x: -f.epsilon(x))         # sign error
+        check_ex_p5_03(lambda f, x: f.elbo(x), lambda f, x: -f.epsilon(x))  # sign error
     with pytest.raises(ExerciseCheckError, match="shape"):
         check_ex_p5_03(lambda f, x: f.elbo(x)[:, None], lambda f, x: f.epsilon(x))
 
@@ -47,9 +48,9 @@ def test_p5_04():
     good = np.array([[0.5 + 1e-9, 0.5 - 1e-9]] * 3 + [[0.0, 1.0]])
     assert check_ex_p5_04(good)
     with pytest.raises(ExerciseCheckError, match="uniform"):
-        check_ex_p5_04(np.array([[0.9, 0.1], [0.1, 0.9]]))          # J = 1/2 with a uniform marginal
+        check_ex_p5_04(np.array([[0.9, 0.1], [0.1, 0.9]]))  # J = 1/2 with a uniform marginal
     with pytest.raises(ExerciseCheckError, match="below"):
-        check_ex_p5_04(np.array([[0.9, 0.1], [0.8, 0.2]]))          # collapsed: J well above 1/2
+        check_ex_p5_04(np.array([[0.9, 0.1], [0.8, 0.2]]))  # collapsed: J well above 1/2
     with pytest.raises(ExerciseCheckError, match="probabilities"):
         check_ex_p5_04(np.array([[0.9, 0.3], [0.1, 0.9]]))
     with pytest.raises(ExerciseCheckError, match="shape"):

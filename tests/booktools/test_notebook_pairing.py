@@ -1,4 +1,5 @@
 """Every .py notebook source has an .ipynb with the same cells; a drifted pair is caught."""
+
 from pathlib import Path
 
 import nbformat
@@ -6,7 +7,7 @@ import pytest
 
 from nextword.booktools import notebooks
 
-SOURCE = '''# %% [markdown]
+SOURCE = """# %% [markdown]
 # # A tiny notebook
 
 # %%
@@ -16,7 +17,7 @@ print(x)
 # %% tags=["nbval-ignore-output"]
 import time
 print(time.time())
-'''
+"""
 
 
 def _write_pair(tmp_path: Path) -> Path:

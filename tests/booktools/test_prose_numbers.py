@@ -21,6 +21,7 @@ Notebooks owned by other engineers that still violate the rule are listed in ``K
 marked ``xfail(strict=False)``; the list shrinks as they are fixed. ``python tests/test_prose_numbers.py``
 prints every violation.
 """
+
 from __future__ import annotations
 
 import json
@@ -148,29 +149,54 @@ _NAMING = re.compile(
     r"(Eqs?\.|Equations?|Figs?\.|Figures?|Tables?|§+|Sections?|Sec\.|Exercises?|Ex\.|Theorems?|Thm\.|"
     r"Propositions?|Prop\.|Corollar(?:y|ies)|Lemmas?|Examples?|Remarks?|Definitions?|Defs?\.|Assumptions?|Problems?|"
     r"Appendix|App\.|Part|Chapters?|Ch\.|Algorithm|Step|notebook|Notebook|Figs?|cell|line|page|p\.|pp\.|"
-    r"and|to|–|-|,)\s*\(?[A-Z]?\.?$")
+    r"and|to|–|-|,)\s*\(?[A-Z]?\.?$"
+)
 _SOURCE_PLACE = re.compile(
     r"(Eqs?\.\s*\(?\d|Fig(?:ure|s?\.)\s*\d|Tables?\s*\d|§\s*\d|Section\s*\d|App(?:endix|\.)\s*[A-Z]|"
     r"Theorem\s*\d|Proposition\s*\d|Corollary\s*\d|Lemma\s*\d|Example\s*\d|Remark\s*\d|Exercise\s*\d|"
     r"the paper(?![-\w])|the paper's|the chapter(?![-\w])|the chapter's|the source|caption|paper:|chapter:|"
-    r"reports?|reported|quoted?|Vaswani|Press et al|et al\.)", re.I)
+    r"reports?|reported|quoted?|Vaswani|Press et al|et al\.)",
+    re.I,
+)
 _DURATION = re.compile(r"\s*(s|sec|seconds?|min|minutes?|h|hours?|CPU-hours?|CPU-minutes?)\b")
 _LATEX = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.S)
 _CODE = re.compile(r"`[^`\n]*`")
 _LINK = re.compile(r"\]\([^)]*\)")
-_ABBREV = "".join(f"(?<!{re.escape(a)})" for a in ("App.", "Eq.", "Eqs.", "Fig.", "Figs.", "Sec.", "Thm.", "Prop.",
-                                                     "al.", "e.g.", "i.e.", "vs.", "cf.", "Ch.", "Ex.", "p.", "pp."))
+_ABBREV = "".join(
+    f"(?<!{re.escape(a)})"
+    for a in (
+        "App.",
+        "Eq.",
+        "Eqs.",
+        "Fig.",
+        "Figs.",
+        "Sec.",
+        "Thm.",
+        "Prop.",
+        "al.",
+        "e.g.",
+        "i.e.",
+        "vs.",
+        "cf.",
+        "Ch.",
+        "Ex.",
+        "p.",
+        "pp.",
+    )
+)
 _SENTENCE = re.compile(rf"(?<=[.!?]){_ABBREV}\s+(?=[A-Z*(|])|\n\s*\n|\n\s*[-*] ")
 _HEADING = re.compile(r"^(#+\s*)([\d.]+)", re.M)  # "## 6.5 Positional encoding": a section number
 
 
 def _masked(text: str, pattern: re.Pattern, keep_decimals: bool) -> str:
     """Blank out ``pattern`` spans; inside LaTeX keep decimals (they are checked), drop integers."""
+
     def repl(m: re.Match) -> str:
         span = m.group(0)
         if not keep_decimals:
             return " " * len(span)
         return re.sub(r"(?<![\d.])\d+(?![\d.])", lambda n: " " * len(n.group(0)), span)
+
     return pattern.sub(repl, text)
 
 
@@ -191,7 +217,7 @@ def prose_violations(text: str, vals: tuple[float, ...]) -> list[str]:
             before = sentence[: m.start()]
             if re.search(r"\d\.$|\d$", before) or quoted:
                 continue
-            after = sentence[m.end():]
+            after = sentence[m.end() :]
             if _NAMING.search(before.rstrip()[-16:]) or re.search(r"[(\[]\s*$", before) and after[:1] in ")]":
                 continue  # names a place ("Eq. (33)", "§7.2"), an equation "(33)" or a citation "[63]"
             if _DURATION.match(after):
@@ -201,7 +227,7 @@ def prose_violations(text: str, vals: tuple[float, ...]) -> list[str]:
                 continue
             if re.match(r"\d+(\.\d+)+$", token) and token.count(".") > 1:  # section numbers like 6.5.1
                 continue
-            sci = bool(re.match(r"\s*(\\times|×|·)\s*10", sentence[m.end():]))
+            sci = bool(re.match(r"\s*(\\times|×|·)\s*10", sentence[m.end() :]))
             if any(_matches(value, dec, v, sci) for v in vals):
                 continue
             bad.append(token)
@@ -233,13 +259,21 @@ def notebook_violations(rel: str) -> list[str]:
     return [n for kind, text in percent_cells(py) if kind == "markdown" for n in prose_violations(text, vals)]
 
 
-@pytest.mark.parametrize("rel", [pytest.param(r, marks=pytest.mark.xfail(strict=False, reason="known violations, "
-                                                                                               "owned by others"))
-                                 if r in KNOWN_VIOLATIONS else r for r in NOTEBOOKS])
+@pytest.mark.parametrize(
+    "rel",
+    [
+        pytest.param(r, marks=pytest.mark.xfail(strict=False, reason="known violations, owned by others"))
+        if r in KNOWN_VIOLATIONS
+        else r
+        for r in NOTEBOOKS
+    ],
+)
 def test_notebook_prose_numbers_are_produced(rel):
     bad = notebook_violations(rel)
-    assert not bad, f"{rel}: numbers in the markdown that no cell prints, no saved result holds and no source " \
-                    f"location quotes: {bad}"
+    assert not bad, (
+        f"{rel}: numbers in the markdown that no cell prints, no saved result holds and no source "
+        f"location quotes: {bad}"
+    )
 
 
 def ledger_rows() -> list[tuple[str, str, list[str]]]:
@@ -270,9 +304,15 @@ def ledger_violations(found: str, files: list[str]) -> list[str]:
     return prose_violations(found, vals)
 
 
-@pytest.mark.parametrize("row", [pytest.param(r, id=r[0], marks=pytest.mark.xfail(strict=False, reason="known"))
-                                 if any(r[0].split(" | ", 1)[1].startswith(k[:40]) for k in KNOWN_LEDGER_VIOLATIONS) else pytest.param(r, id=r[0])
-                                 for r in ledger_rows()])
+@pytest.mark.parametrize(
+    "row",
+    [
+        pytest.param(r, id=r[0], marks=pytest.mark.xfail(strict=False, reason="known"))
+        if any(r[0].split(" | ", 1)[1].startswith(k[:40]) for k in KNOWN_LEDGER_VIOLATIONS)
+        else pytest.param(r, id=r[0])
+        for r in ledger_rows()
+    ],
+)
 def test_ledger_numbers_are_produced(row):
     ident, found, files = row
     assert files, f"ledger row {ident!r} names no evidence notebook"

@@ -1,4 +1,5 @@
 """Saved results carry their provenance, and every results file a notebook reads exists (issue 16)."""
+
 import json
 import re
 from pathlib import Path

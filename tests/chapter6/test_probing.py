@@ -1,4 +1,5 @@
 """Tests of nextword.chapter6.probing: head scores against loops/closed forms, the ablation runner, the task."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -97,8 +98,9 @@ def test_permutation_invariance_needs_one_layer_and_no_positions():
     ids = np.random.default_rng(1).integers(0, 11, size=(3, 9))
 
     def logits_fn(num_layers, positional):
-        cfg = DecoderConfig(vocab_size=11, d_model=8, num_heads=2, num_layers=num_layers, max_len=16,
-                            positional=positional)
+        cfg = DecoderConfig(
+            vocab_size=11, d_model=8, num_heads=2, num_layers=num_layers, max_len=16, positional=positional
+        )
         return DecoderLM(cfg, rng=np.random.default_rng(0)).logits
 
     rng = np.random.default_rng(2)
@@ -136,8 +138,11 @@ def test_offset_score_with_query_mask_matches_loop(seed, T, offset):
     qmask = rng.random((N, T)) < 0.6
     qmask[:, -1] = True
     got = attention_to_offset(w, offset, qmask)
-    expected = [np.mean([w[n, h, i, i - offset] for n in range(N) for i in range(max(offset, 1), T) if qmask[n, i]])
-                for h in range(H)]
+    expected = [
+        np.mean([w[n, h, i, i - offset] for n in range(N) for i in range(max(offset, 1), T) if qmask[n, i]])
+        for h in range(H)
+    ]
     np.testing.assert_allclose(got, expected, rtol=1e-12)
-    np.testing.assert_allclose(attention_to_offset(w, offset, np.ones((N, T), bool)),
-                               attention_to_offset(w, offset).mean(0), rtol=1e-12)
+    np.testing.assert_allclose(
+        attention_to_offset(w, offset, np.ones((N, T), bool)), attention_to_offset(w, offset).mean(0), rtol=1e-12
+    )

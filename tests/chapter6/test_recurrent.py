@@ -1,4 +1,5 @@
 """Tests for nextword.chapter6.recurrent (RNN baseline, dependency graphs, bottleneck measurements)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,8 +22,13 @@ from nextword.chapter6 import (
 
 
 def _params(rng, d_in=3, d=4, scale=0.6):
-    return rng.standard_normal((5, d_in)), rng.standard_normal((d_in, d)), scale * rng.standard_normal((d, d)), \
-        rng.standard_normal(d), rng.standard_normal(d)
+    return (
+        rng.standard_normal((5, d_in)),
+        rng.standard_normal((d_in, d)),
+        scale * rng.standard_normal((d, d)),
+        rng.standard_normal(d),
+        rng.standard_normal(d),
+    )
 
 
 def test_rnn_states_match_torch_rnn():

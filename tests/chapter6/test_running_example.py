@@ -1,4 +1,5 @@
 """Tests for nextword.chapter6.running_example: the chapter's sentence and its controlled variants."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """Tests for nextword.data (data lookup, corpora, batches) and the synthetic sources it re-exports."""
+
 from __future__ import annotations
 
 import fnmatch
@@ -166,11 +167,15 @@ def test_shakespeare_from_root(tmp_path):
 
 
 def test_wikitext2_fixture_character_level():
-    for c in (load_corpus("wikitext2", root=FIXTURES), load_corpus(FIXTURES / "wikitext-2-raw"),
-              read_wikitext2(FIXTURES)):
+    for c in (
+        load_corpus("wikitext2", root=FIXTURES),
+        load_corpus(FIXTURES / "wikitext-2-raw"),
+        read_wikitext2(FIXTURES),
+    ):
         assert c.name == "wikitext2"
-        raw = {k: (FIXTURES / "wikitext-2-raw" / f).read_text(encoding="utf-8")
-               for k, f in data.WIKITEXT2_FILES.items()}
+        raw = {
+            k: (FIXTURES / "wikitext-2-raw" / f).read_text(encoding="utf-8") for k, f in data.WIKITEXT2_FILES.items()
+        }
         assert (c.train, c.val, c.test) == (raw["train"], raw["val"], raw["test"])
     tok = CharTokenizer.train(c.train)
     assert tok.decode(tok.encode(c.train)) == c.train
@@ -281,8 +286,11 @@ def test_markov_entropy_rate_by_enumeration(order):
         pi = src.stationary_distribution()
         assert pi.shape == (3,) * order and pi.sum() == pytest.approx(1.0)
         # stationarity: the law of the next context equals pi
-        nxt = np.einsum("a...,a...->...", pi, src.transition) if order == 1 else \
-            np.einsum("a...,a...y->...y", pi, src.transition)
+        nxt = (
+            np.einsum("a...,a...->...", pi, src.transition)
+            if order == 1
+            else np.einsum("a...,a...y->...y", pi, src.transition)
+        )
         assert np.allclose(nxt, pi, atol=1e-10)
     assert src.entropy_rate() == pytest.approx(_rate_by_enumeration(src), abs=1e-10)
     assert src.entropy_rate_bits() == pytest.approx(src.entropy_rate() / np.log(2))
@@ -334,8 +342,12 @@ def test_sticky_chain_sample_stays():
 
 @pytest.mark.parametrize(
     "kwargs",
-    [dict(num_states=1, stay_prob=0.3), dict(num_states=4, stay_prob=1.5),
-     dict(num_states=4, stay_prob=0.3, rule="nope"), dict(num_states=4, stay_prob=0.3, rule="dirichlet")],
+    [
+        dict(num_states=1, stay_prob=0.3),
+        dict(num_states=4, stay_prob=1.5),
+        dict(num_states=4, stay_prob=0.3, rule="nope"),
+        dict(num_states=4, stay_prob=0.3, rule="dirichlet"),
+    ],
 )
 def test_sticky_chain_bad_input(kwargs):
     with pytest.raises(ValueError):

@@ -1,4 +1,5 @@
 """DecoderConfig, DecoderLM and the KV cache refuse bad input by name (issue #22)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,15 +11,18 @@ from nextword.decoder import DecoderConfig, DecoderLM
 BASE = dict(vocab_size=5, d_model=4, num_heads=2, num_layers=1, max_len=8)
 
 
-@pytest.mark.parametrize("field, value, exc, match", [
-    ("eps", -1.0, ValueError, "eps must lie in"),
-    ("eps", np.nan, ValueError, "eps must be finite"),
-    ("emb_std", np.inf, ValueError, "emb_std must be finite"),
-    ("rope_base", 1.0, ValueError, "rope_base must lie in"),
-    ("causal", "yes", TypeError, "causal must be True or False"),
-    ("positional", None, TypeError, "positional must be one of"),
-    ("vocab_size", 10**9, ValueError, "vocab_size, d_model.*limit"),
-])
+@pytest.mark.parametrize(
+    "field, value, exc, match",
+    [
+        ("eps", -1.0, ValueError, "eps must lie in"),
+        ("eps", np.nan, ValueError, "eps must be finite"),
+        ("emb_std", np.inf, ValueError, "emb_std must be finite"),
+        ("rope_base", 1.0, ValueError, "rope_base must lie in"),
+        ("causal", "yes", TypeError, "causal must be True or False"),
+        ("positional", None, TypeError, "positional must be one of"),
+        ("vocab_size", 10**9, ValueError, "vocab_size, d_model.*limit"),
+    ],
+)
 def test_config_fields_are_checked(field: str, value: object, exc: type, match: str) -> None:
     with pytest.raises(exc, match=match):
         DecoderConfig(**{**BASE, field: value})

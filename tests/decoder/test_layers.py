@@ -1,4 +1,5 @@
 """Tests for nextword.decoder.layers (norms, FFN, TransformerBlock) and nextword.decoder (DecoderLM, KV cache)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -61,13 +62,19 @@ def test_norm_bad_inputs():
         layer_norm(3.0)
 
 
-@pytest.mark.parametrize("activation,ref_act", [("gelu", lambda h: F.gelu(h)),
-                                                ("gelu_tanh", lambda h: F.gelu(h, approximate="tanh")),
-                                                ("relu", F.relu)])
+@pytest.mark.parametrize(
+    "activation,ref_act",
+    [("gelu", lambda h: F.gelu(h)), ("gelu_tanh", lambda h: F.gelu(h, approximate="tanh")), ("relu", F.relu)],
+)
 def test_feed_forward_matches_torch(activation, ref_act):
     rng = np.random.default_rng(2)
     x = rng.standard_normal((2, 3, 4))
-    W1, b1, W2, b2 = rng.standard_normal((4, 16)), rng.standard_normal(16), rng.standard_normal((16, 4)), rng.standard_normal(4)
+    W1, b1, W2, b2 = (
+        rng.standard_normal((4, 16)),
+        rng.standard_normal(16),
+        rng.standard_normal((16, 4)),
+        rng.standard_normal(4),
+    )
     ref = ref_act(_t(x) @ _t(W1) + _t(b1)) @ _t(W2) + _t(b2)
     np.testing.assert_allclose(feed_forward(x, W1, b1, W2, b2, activation=activation), ref.numpy(), **TOL)
     with pytest.raises(ValueError, match="activation"):
@@ -91,7 +98,9 @@ def _torch_block(blk: TransformerBlock, X: np.ndarray) -> np.ndarray:
     def norm(z, i):
         if blk.norm == "rms":
             return F.rms_norm(z, (d,), _t(getattr(blk, f"norm{i}_weight")), eps=blk.eps)
-        return F.layer_norm(z, (d,), _t(getattr(blk, f"norm{i}_weight")), _t(getattr(blk, f"norm{i}_bias")), eps=blk.eps)
+        return F.layer_norm(
+            z, (d,), _t(getattr(blk, f"norm{i}_weight")), _t(getattr(blk, f"norm{i}_bias")), eps=blk.eps
+        )
 
     def ffn(z):
         return F.gelu(z @ _t(blk.W1) + _t(blk.b1)) @ _t(blk.W2) + _t(blk.b2)
@@ -108,9 +117,17 @@ def _torch_block(blk: TransformerBlock, X: np.ndarray) -> np.ndarray:
     return out.numpy()
 
 
-@pytest.mark.parametrize("pre_norm,norm,causal,residual", [
-    (True, "layer", True, True), (False, "layer", True, True), (True, "rms", True, True),
-    (False, "rms", False, True), (True, "layer", True, False), (False, "layer", False, False)])
+@pytest.mark.parametrize(
+    "pre_norm,norm,causal,residual",
+    [
+        (True, "layer", True, True),
+        (False, "layer", True, True),
+        (True, "rms", True, True),
+        (False, "rms", False, True),
+        (True, "layer", True, False),
+        (False, "layer", False, False),
+    ],
+)
 def test_block_matches_torch(pre_norm, norm, causal, residual):
     rng = np.random.default_rng(3)
     blk = TransformerBlock(8, 2, 32, rng=rng, pre_norm=pre_norm, norm=norm, causal=causal, residual=residual)
@@ -149,9 +166,15 @@ settings_kv = settings(max_examples=15, deadline=None)
 
 
 @settings_kv
-@given(positional=st.sampled_from(["sinusoidal", "learned", "rope", "none"]), pre_norm=st.booleans(),
-       norm=st.sampled_from(["layer", "rms"]), residual=st.booleans(), T=st.integers(1, 30),
-       split=st.integers(1, 30), seed=st.integers(0, 100))
+@given(
+    positional=st.sampled_from(["sinusoidal", "learned", "rope", "none"]),
+    pre_norm=st.booleans(),
+    norm=st.sampled_from(["layer", "rms"]),
+    residual=st.booleans(),
+    T=st.integers(1, 30),
+    split=st.integers(1, 30),
+    seed=st.integers(0, 100),
+)
 def test_kv_cache_equals_uncached(positional, pre_norm, norm, residual, T, split, seed):
     lm = _lm(positional=positional, pre_norm=pre_norm, norm=norm, residual=residual, seed=seed)
     toks = np.random.default_rng(seed).integers(0, 13, T)
@@ -159,12 +182,12 @@ def test_kv_cache_equals_uncached(positional, pre_norm, norm, residual, T, split
     cache = lm.new_cache()
     split = min(split, T)
     parts = [lm.logits_cached(toks[:split], cache)]
-    parts += [lm.logits_cached(toks[t:t + 1], cache) for t in range(split, T)]
+    parts += [lm.logits_cached(toks[t : t + 1], cache) for t in range(split, T)]
     np.testing.assert_allclose(np.concatenate(parts), full, rtol=1e-12, atol=1e-12)
     assert cache.length == T
     # next_logits (internal prefix cache) agrees at every prefix, including a branch back
     for t in range(T):
-        np.testing.assert_allclose(lm.next_logits(toks[:t + 1].tolist()), full[t], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(lm.next_logits(toks[: t + 1].tolist()), full[t], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(lm.next_logits(toks[:1].tolist()), full[0], rtol=1e-12, atol=1e-12)
 
 
@@ -179,15 +202,19 @@ def test_kv_cache_generation_equals_uncached_generation():
 
 
 @settings(max_examples=15, deadline=None)
-@given(T=st.integers(2, 20), t=st.integers(0, 18), seed=st.integers(0, 100),
-       positional=st.sampled_from(["sinusoidal", "learned", "rope", "none"]))
+@given(
+    T=st.integers(2, 20),
+    t=st.integers(0, 18),
+    seed=st.integers(0, 100),
+    positional=st.sampled_from(["sinusoidal", "learned", "rope", "none"]),
+)
 def test_decoder_causality(T, t, seed, positional):
     t = min(t, T - 2)
     lm = _lm(positional=positional, seed=seed)
     rng = np.random.default_rng(seed)
     a = rng.integers(0, 13, T)
     b = a.copy()
-    b[t + 1:] = (a[t + 1:] + 1 + rng.integers(0, 12, T - t - 1)) % 13
+    b[t + 1 :] = (a[t + 1 :] + 1 + rng.integers(0, 12, T - t - 1)) % 13
     np.testing.assert_allclose(lm.logits(b)[: t + 1], lm.logits(a)[: t + 1], rtol=1e-12, atol=1e-12)
 
 

@@ -1,5 +1,6 @@
 """Norms on the edges (issues #19 item 7 and #22): differential tests against torch over random
 shapes, dtypes and eps (torch's own defaults included), inputs near the float limits, and bad eps."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,8 +48,7 @@ def test_norms_match_torch(case):
     # eps=None is torch.nn.RMSNorm's default (finfo(dtype).eps)
     ref_default = torch.nn.RMSNorm(d, dtype=torch.float64 if x.dtype == np.float64 else torch.float32)
     with torch.no_grad():
-        np.testing.assert_allclose(rms_norm(x, eps=None), ref_default(torch.from_numpy(x)).numpy(),
-                                   **_tol(x.dtype))
+        np.testing.assert_allclose(rms_norm(x, eps=None), ref_default(torch.from_numpy(x)).numpy(), **_tol(x.dtype))
     # defaults: layer_norm's 1e-5 is torch.nn.LayerNorm's
     assert torch.nn.LayerNorm(d).eps == 1e-5
 
@@ -93,5 +93,6 @@ def test_mixed_dtypes_are_refused_by_name():
     with pytest.raises(TypeError, match="X has dtype float32"):
         blk(x32)
     from nextword.decoder.layers import feed_forward
+
     with pytest.raises(TypeError, match="W1 has dtype float64"):
         feed_forward(x32, np.ones((4, 8)), None, np.ones((8, 4)), None)

@@ -1,4 +1,5 @@
 """Decoding search and n-grams: bounded work and named errors (issue #22)."""
+
 from __future__ import annotations
 
 import time
@@ -7,8 +8,15 @@ import numpy as np
 import pytest
 
 from nextword.decoding import (
-    NGramLM, beam_search, exhaustive_search, greedy, lookahead_search, pad_to_length, random_table_model,
-    sequence_log_prob, table_model,
+    NGramLM,
+    beam_search,
+    exhaustive_search,
+    greedy,
+    lookahead_search,
+    pad_to_length,
+    random_table_model,
+    sequence_log_prob,
+    table_model,
 )
 
 LM = random_table_model(12, 2, np.random.default_rng(0))
@@ -25,12 +33,15 @@ def test_lookahead_search_is_bounded_like_exhaustive_search() -> None:
     assert lookahead_search(LM.next_logits, [0], 4, window=1) == greedy(LM.next_logits, [0], 4)
 
 
-@pytest.mark.parametrize("call", [
-    lambda: greedy(LM.next_logits, None, 2),
-    lambda: greedy(LM.next_logits, "01", 2),
-    lambda: sequence_log_prob(LM.next_logits, None, 0),
-    lambda: pad_to_length(None, 3, 0),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: greedy(LM.next_logits, None, 2),
+        lambda: greedy(LM.next_logits, "01", 2),
+        lambda: sequence_log_prob(LM.next_logits, None, 0),
+        lambda: pad_to_length(None, 3, 0),
+    ],
+)
 def test_none_and_strings_as_ids_are_named(call) -> None:
     with pytest.raises(TypeError, match="(prompt|tokens).* integer token id"):
         call()

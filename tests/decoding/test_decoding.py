@@ -62,7 +62,9 @@ def test_full_beam_equals_exhaustive_search(seed, eos_id):
 
 def test_greedy_beaten_by_exhaustive_on_constructed_example():
     # §6.2: a likely first token can hide a much likelier path.
-    lm = table_model(3, 2, {(): np.log([0.5, 0.4, 0.1]), (0,): np.log([0.4, 0.3, 0.3]), (1,): np.log([0.05, 0.9, 0.05])})
+    lm = table_model(
+        3, 2, {(): np.log([0.5, 0.4, 0.1]), (0,): np.log([0.4, 0.3, 0.3]), (1,): np.log([0.05, 0.9, 0.05])}
+    )
     g = greedy(lm.next_logits, [], 2)
     e = exhaustive_search(lm.next_logits, [], 2)
     assert g == [0, 0] and e == [1, 1]
@@ -128,9 +130,7 @@ def test_pad_semantics_in_sequence_log_prob():
         with pytest.raises(ValueError, match="pad_id"):
             sequence_log_prob(lm.next_logits, bad, 1, eos_id=eos)
     seq = [1, 3, 0, 0]
-    assert sequence_log_prob(lm.next_logits, seq, 1, eos_id=3, pad_id=0) == pytest.approx(
-        np.log(lm.next_probs([1])[3])
-    )
+    assert sequence_log_prob(lm.next_logits, seq, 1, eos_id=3, pad_id=0) == pytest.approx(np.log(lm.next_probs([1])[3]))
 
 
 def test_sequence_log_prob_matches_chain_rule():

@@ -5,6 +5,7 @@ not a dependency; the reference below follows ``TopKLogitsWarper`` / ``TopPLogit
 line: sort ascending, ``cumsum(softmax) <= 1 - top_p`` removed, the last ``min_tokens_to_keep``
 never removed; top-k removes ``scores < topk(scores, max(top_k, min_tokens_to_keep))[-1]``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -61,8 +62,14 @@ def test_filters_match_the_transformers_warpers(z, p, keep, k):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_top_p_boundary_holds_up_to_round_off(dtype):
     """'Smallest set with mass >= p' when the kept mass equals p in decimal (issue #19, item 5)."""
-    cases = [([0.7, 0.2, 0.1], 0.7, 1), ([0.7, 0.2, 0.1], 0.9, 2), ([0.1, 0.2, 0.7], 0.9, 2),
-             ([0.3, 0.3, 0.2, 0.1, 0.1], 0.8, 3), ([0.6, 0.3, 0.1], 0.9, 2), ([0.5, 0.25, 0.25], 0.5, 1)]
+    cases = [
+        ([0.7, 0.2, 0.1], 0.7, 1),
+        ([0.7, 0.2, 0.1], 0.9, 2),
+        ([0.1, 0.2, 0.7], 0.9, 2),
+        ([0.3, 0.3, 0.2, 0.1, 0.1], 0.8, 3),
+        ([0.6, 0.3, 0.1], 0.9, 2),
+        ([0.5, 0.25, 0.25], 0.5, 1),
+    ]
     for probs, p, n in cases:
         out = top_p_filter(np.log(probs).astype(dtype), p)
         assert out.dtype == dtype
@@ -77,8 +84,13 @@ def test_top_p_boundary_holds_up_to_round_off(dtype):
 
 def test_dtype_follows_the_input():
     z32 = np.array([[1.0, 2.0, 3.0]], np.float32)
-    for f in (lambda z: apply_temperature(z, 0.5), lambda z: top_k_filter(z, 2), lambda z: top_p_filter(z, 0.5),
-              lambda z: filter_logits(z, temperature=2.0, top_k=2, top_p=0.9), log_softmax):
+    for f in (
+        lambda z: apply_temperature(z, 0.5),
+        lambda z: top_k_filter(z, 2),
+        lambda z: top_p_filter(z, 0.5),
+        lambda z: filter_logits(z, temperature=2.0, top_k=2, top_p=0.9),
+        log_softmax,
+    ):
         assert f(z32).dtype == np.float32
         assert f(z32.astype(np.float64)).dtype == np.float64
         assert f([[1, 2, 3]]).dtype == np.float64
@@ -107,8 +119,7 @@ def test_sample_passes_min_tokens_to_keep():
     model = lambda prefix: logits  # noqa: E731
     draws = {sample(model, [], 1, top_p=0.5, rng=np.random.default_rng(s))[0] for s in range(40)}
     assert draws == {0}  # the nucleus is the top token alone
-    draws = {sample(model, [], 1, top_p=0.5, min_tokens_to_keep=2, rng=np.random.default_rng(s))[0]
-             for s in range(200)}
+    draws = {sample(model, [], 1, top_p=0.5, min_tokens_to_keep=2, rng=np.random.default_rng(s))[0] for s in range(200)}
     assert draws == {0, 1}  # two tokens kept, never the third
     with pytest.raises(ValueError, match="min_tokens_to_keep"):
         sample(model, [], 1, min_tokens_to_keep=0, rng=np.random.default_rng(0))

@@ -138,5 +138,7 @@ def test_same_semantics_as_hugging_face_warpers():
         hf_p = gen.TopPLogitsWarper(p)(ids, zt.clone())[0].numpy()
         np.testing.assert_array_equal(top_p_filter(z, p), hf_p)
         # the full chain, in generate()'s order
-        chain = gen.TopPLogitsWarper(p)(ids, gen.TopKLogitsWarper(k)(ids, gen.TemperatureLogitsWarper(t)(ids, zt.clone())))
+        chain = gen.TopPLogitsWarper(p)(
+            ids, gen.TopKLogitsWarper(k)(ids, gen.TemperatureLogitsWarper(t)(ids, zt.clone()))
+        )
         np.testing.assert_allclose(filter_logits(z, temperature=t, top_k=k, top_p=p), chain[0].numpy(), rtol=1e-12)

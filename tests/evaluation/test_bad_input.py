@@ -1,11 +1,17 @@
 """Evaluation metrics and the permutation test refuse bad input by name (issue #22)."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from nextword.evaluation import (
-    crps_gaussian, crps_sample, energy_distance, expected_calibration_error, mmd_squared, permutation_test,
+    crps_gaussian,
+    crps_sample,
+    energy_distance,
+    expected_calibration_error,
+    mmd_squared,
+    permutation_test,
     precision_recall_f1,
 )
 

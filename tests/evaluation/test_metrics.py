@@ -126,7 +126,9 @@ def test_unbiased_energy_distance_is_unbiased_for_gaussians():
     rng = np.random.default_rng(5)
     R, n = 400, 12
     est = np.array([energy_distance(rng.standard_normal(n), mu + s * rng.standard_normal(n)) for _ in range(R)])
-    biased = np.array([energy_distance(rng.standard_normal(n), mu + s * rng.standard_normal(n), unbiased=False) for _ in range(R)])
+    biased = np.array(
+        [energy_distance(rng.standard_normal(n), mu + s * rng.standard_normal(n), unbiased=False) for _ in range(R)]
+    )
     se = est.std(ddof=1) / np.sqrt(R)
     assert abs(est.mean() - exact) < 4.5 * se  # stated tolerance: 4.5 standard errors
     # the V-statistic is biased upward: its mean is exact + (E|X-X'| + E|Y-Y'|) / n
@@ -150,7 +152,9 @@ def test_mmd_matches_brute_force(unbiased):
     rng = np.random.default_rng(6)
     x, y = rng.standard_normal((8, 2)), rng.standard_normal((6, 2)) * 1.5
     for h in (0.3, 1.0, 4.0):
-        np.testing.assert_allclose(mmd_squared(x, y, h, unbiased=unbiased), brute_mmd(x, y, h, unbiased), rtol=1e-10, atol=1e-14)
+        np.testing.assert_allclose(
+            mmd_squared(x, y, h, unbiased=unbiased), brute_mmd(x, y, h, unbiased), rtol=1e-10, atol=1e-14
+        )
 
 
 def test_mmd_estimators_match_gaussian_closed_form():

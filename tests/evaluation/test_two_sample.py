@@ -1,4 +1,5 @@
 """Tests for nextword.evaluation.two_sample (permutation tests for Example 8.2's divergences)."""
+
 from __future__ import annotations
 
 import itertools
@@ -25,18 +26,24 @@ def test_exact_test_matches_enumeration_by_hand():
 
 def test_p_value_under_the_null_is_roughly_uniform():
     rng = np.random.default_rng(0)
-    ps = [permutation_test(rng.normal(size=15), rng.normal(size=15), energy_distance, n_permutations=99, rng=rng).p_value
-          for _ in range(60)]
+    ps = [
+        permutation_test(rng.normal(size=15), rng.normal(size=15), energy_distance, n_permutations=99, rng=rng).p_value
+        for _ in range(60)
+    ]
     assert 0.3 < np.mean(ps) < 0.7
     assert np.mean(np.array(ps) <= 0.1) < 0.25
 
 
 def test_detects_a_shift_and_a_scale_change():
     rng = np.random.default_rng(1)
-    shift = permutation_test(rng.normal(0, 1, (40, 2)), rng.normal(0.8, 1, (40, 2)), energy_distance, rng=rng, n_permutations=199)
+    shift = permutation_test(
+        rng.normal(0, 1, (40, 2)), rng.normal(0.8, 1, (40, 2)), energy_distance, rng=rng, n_permutations=199
+    )
     assert shift.p_value <= 0.01
     h = 1.0
-    scale = permutation_test(rng.normal(0, 1, 60), rng.normal(0, 3, 60), lambda a, b: mmd_squared(a, b, h), rng=rng, n_permutations=199)
+    scale = permutation_test(
+        rng.normal(0, 1, 60), rng.normal(0, 3, 60), lambda a, b: mmd_squared(a, b, h), rng=rng, n_permutations=199
+    )
     assert scale.p_value <= 0.01 and not scale.exact
     assert scale.p_value >= 1 / 200  # the +1 correction: never exactly 0
 

@@ -5,6 +5,7 @@ minbpe rule: recount every pair, ``max`` over a dict in scan order, merge left t
 Hugging Face ``tokenizers`` (tie_break="hf") and against a ``tiktoken.Encoding`` built from our
 own merges — the external oracles run only when those packages are importable.
 """
+
 from __future__ import annotations
 
 import json
@@ -195,7 +196,9 @@ def test_roundtrip_arbitrary_unicode(trained, s, name):
     assert tok.decode(np.asarray(ids, dtype=np.int64)) == s
 
 
-@pytest.mark.parametrize("s", ["👩\u200d👩\u200d👧\u200d👦🏳️\u200d🌈", "e\u0301\u0327a\u0300", "\x00\x00a\x00", "\r\n\t \u2028", ""])
+@pytest.mark.parametrize(
+    "s", ["👩\u200d👩\u200d👧\u200d👦🏳️\u200d🌈", "e\u0301\u0327a\u0300", "\x00\x00a\x00", "\r\n\t \u2028", ""]
+)
 def test_roundtrip_edge_strings(trained, s):
     for tok in trained.values():
         assert tok.decode(tok.encode(s)) == s
@@ -291,8 +294,9 @@ def test_load_bad_json_names_file(tmp_path, content):
 
 
 def test_minbpe_format_roundtrip(trained, tmp_path):
-    tok = BPETokenizer(trained["gpt4"].merge_list(), pattern="gpt4",
-                       special_tokens={"<|end of text|>": 400, "<|ünï|>": 401})
+    tok = BPETokenizer(
+        trained["gpt4"].merge_list(), pattern="gpt4", special_tokens={"<|end of text|>": 400, "<|ünï|>": 401}
+    )
     path = tmp_path / "tok.model"
     tok.save_minbpe(path)
     text = path.read_bytes().decode("utf-8")
@@ -325,8 +329,9 @@ def test_tiktoken_encoding_from_our_merges(trained):
     tok = trained["gpt4"]
     ranks = {tok.token_bytes(i): i for i in range(256 + len(tok.merges))}
     assert len(ranks) == 256 + len(tok.merges)  # no two merges share bytes here
-    enc = tiktoken.Encoding(name="nextword-test", pat_str=tok.pattern, mergeable_ranks=ranks,
-                            special_tokens=tok.special_tokens)
+    enc = tiktoken.Encoding(
+        name="nextword-test", pat_str=tok.pattern, mergeable_ranks=ranks, special_tokens=tok.special_tokens
+    )
     text = SAMPLE + "The quick brown fox 123456 — ünïcödé <|endoftext|>"
     assert enc.encode_ordinary(text) == tok.encode(text, allowed_special="none")
     assert enc.encode(text, allowed_special="all") == tok.encode(text, allowed_special="all")
@@ -338,13 +343,15 @@ def test_hf_tie_break_reproduces_hf_tokenizers():
 
     hf = Tokenizer(models.BPE())
     hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    trainer = trainers.BpeTrainer(vocab_size=600, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  special_tokens=[], show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=600, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), special_tokens=[], show_progress=False
+    )
     hf.train_from_iterator([TEXT], trainer=trainer)
     u2b = {c: b for b, c in bytes_to_unicode().items()}
     merges = json.loads(hf.to_str())["model"]["merges"]
-    hf_pairs = [tuple(bytes(u2b[ch] for ch in part) for part in (m.split(" ") if isinstance(m, str) else m))
-                for m in merges]
+    hf_pairs = [
+        tuple(bytes(u2b[ch] for ch in part) for part in (m.split(" ") if isinstance(m, str) else m)) for m in merges
+    ]
     ours = BPETokenizer.train(TEXT, 600, pattern="gpt2", tie_break="hf")
     assert [(ours.token_bytes(a), ours.token_bytes(b)) for a, b in ours.merges] == hf_pairs
     assert tk_mod is not None
@@ -372,7 +379,6 @@ def test_char_tokenizer_roundtrip(s):
     assert all(0 < i < tok.vocab_size for i in tok.encode(s))
 
 
-
 @settings(max_examples=40, deadline=None)
 @given(st.text(alphabet="abc d'\n1é", min_size=1, max_size=80), st.integers(257, 300))
 def test_hf_tie_break_property(text, vocab_size):
@@ -382,10 +388,16 @@ def test_hf_tie_break_property(text, vocab_size):
 
     hf = Tokenizer(models.BPE())
     hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    hf.train_from_iterator([text], trainer=trainers.BpeTrainer(
-        vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+    hf.train_from_iterator(
+        [text],
+        trainer=trainers.BpeTrainer(
+            vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+        ),
+    )
     u2b = {c: b for b, c in bytes_to_unicode().items()}
-    hf_pairs = [tuple(bytes(u2b[ch] for ch in part) for part in (m.split(" ") if isinstance(m, str) else m))
-                for m in json.loads(hf.to_str())["model"]["merges"]]
+    hf_pairs = [
+        tuple(bytes(u2b[ch] for ch in part) for part in (m.split(" ") if isinstance(m, str) else m))
+        for m in json.loads(hf.to_str())["model"]["merges"]
+    ]
     ours = BPETokenizer.train(text, vocab_size, pattern="gpt2", tie_break="hf")
     assert [(ours.token_bytes(a), ours.token_bytes(b)) for a, b in ours.merges] == hf_pairs

@@ -2,6 +2,7 @@
 same ids as splitting the whole text, the list-decoding gather refuses what the array path
 refuses, special-token ids are ints (and a large one costs no time), and a bare string is not a
 collection of special tokens."""
+
 from __future__ import annotations
 
 import time
@@ -15,9 +16,11 @@ from nextword.tokenizers import BPETokenizer
 
 pytest.importorskip("regex")
 
-SAMPLE = ("First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n"
-          "We know't, we'll  have corn at our own price.\t \n  numbers 12345 678 and   spaces\r\n"
-          "ünïcödé — “quotes”, emoji 🙂👍🏽 and CJK 漢字かな. (paren) 'quote' \u00a0nbsp \x1c sep\n") * 4
+SAMPLE = (
+    "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n"
+    "We know't, we'll  have corn at our own price.\t \n  numbers 12345 678 and   spaces\r\n"
+    "ünïcödé — “quotes”, emoji 🙂👍🏽 and CJK 漢字かな. (paren) 'quote' \u00a0nbsp \x1c sep\n"
+) * 4
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
 """Tests of nextword.torch.ablation: honest vs teacher-forced losses, test-time config changes, position curves."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """Torch char data: vocabulary with <unk>, deterministic epoch batches, DDP shards, WikiText fixture, fetch."""
+
 from __future__ import annotations
 
 import doctest
@@ -31,8 +32,9 @@ def test_epoch_batches_are_shifted_windows_and_deterministic():
 def test_epoch_windows_do_not_overlap_within_an_epoch():
     ids = torch.arange(500)
     spe = D.steps_per_epoch(500, 8, 4)
-    starts = torch.cat([D.epoch_batch(ids, block_size=8, batch_size=4, seed=0, epoch=0, step_in_epoch=s)[0][:, 0]
-                        for s in range(spe)])
+    starts = torch.cat(
+        [D.epoch_batch(ids, block_size=8, batch_size=4, seed=0, epoch=0, step_in_epoch=s)[0][:, 0] for s in range(spe)]
+    )
     assert len(set(starts.tolist())) == starts.numel()
     assert torch.all((starts[:, None] - starts[None, :]).abs()[~torch.eye(starts.numel(), dtype=bool)] >= 8)
 
@@ -40,8 +42,10 @@ def test_epoch_windows_do_not_overlap_within_an_epoch():
 def test_distributed_shards_make_up_the_global_batch():
     ids = torch.arange(3000)
     full, _ = D.epoch_batch(ids, block_size=16, batch_size=6, seed=0, epoch=0, step_in_epoch=1)
-    parts = [D.epoch_batch(ids, block_size=16, batch_size=6, seed=0, epoch=0, step_in_epoch=1,
-                           rank=r, world_size=3)[0] for r in range(3)]
+    parts = [
+        D.epoch_batch(ids, block_size=16, batch_size=6, seed=0, epoch=0, step_in_epoch=1, rank=r, world_size=3)[0]
+        for r in range(3)
+    ]
     assert torch.equal(torch.cat(parts), full)
 
 
@@ -71,7 +75,7 @@ def test_wikitext_fixture_parses_with_unknown_val_characters(tmp_path):
     assert data.train.numel() == len(train) and data.val.numel() == len(valid)
     unseen = sum(c not in set(train) for c in valid)
     assert unseen > 0 and int((data.val == 0).sum()) == unseen
-    assert "ō" in data.vocab.chars                                    # unicode kept
+    assert "ō" in data.vocab.chars  # unicode kept
 
 
 def test_vocab_decode_roundtrip():

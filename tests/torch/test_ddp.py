@@ -1,4 +1,5 @@
 """DistributedDataParallel on CPU: torchrun with 2 gloo processes equals a single-process run."""
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,18 @@ def test_torchrun_two_processes_matches_single_process(tmp_path):
         pytest.skip("torch.distributed unavailable")
     args = ["train", "--config", "tiny", "--steps", "4", "--no-progress", "--device", "cpu"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           "-m", "nextword.torch.cli", *args, "--out", str(tmp_path / "ddp")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        "-m",
+        "nextword.torch.cli",
+        *args,
+        "--out",
+        str(tmp_path / "ddp"),
+    ]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     ddp = json.loads((tmp_path / "ddp" / "results.json").read_text())
@@ -43,9 +54,27 @@ def test_torchrun_two_processes_matches_single_process(tmp_path):
 @pytest.mark.slow
 def test_torchrun_sweep_fans_out_one_lambda_per_process(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           "-m", "nextword.torch.cli", "sweep", "--config", "tiny", "--steps", "2", "--lambdas", "0,0.5",
-           "--no-progress", "--device", "cpu", "--out", str(tmp_path)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        "-m",
+        "nextword.torch.cli",
+        "sweep",
+        "--config",
+        "tiny",
+        "--steps",
+        "2",
+        "--lambdas",
+        "0,0.5",
+        "--no-progress",
+        "--device",
+        "cpu",
+        "--out",
+        str(tmp_path),
+    ]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     table = json.loads((tmp_path / "sweep.json").read_text())

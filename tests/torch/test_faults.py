@@ -1,4 +1,5 @@
 """Faults a user meets: a checkpoint damaged on disk, and mistakes on the command line."""
+
 from __future__ import annotations
 
 import os
@@ -12,8 +13,13 @@ torch = pytest.importorskip("torch")
 
 from nextword.torch import cli  # noqa: E402
 from nextword.torch.batching import load_char_data  # noqa: E402
-from nextword.torch.checkpoint import (CKPT, PREV_CKPT, CheckpointError, CheckpointFallbackWarning,  # noqa: E402
-                                       read_checkpoint)
+from nextword.torch.checkpoint import (  # noqa: E402
+    CKPT,
+    PREV_CKPT,
+    CheckpointError,
+    CheckpointFallbackWarning,
+    read_checkpoint,
+)
 from nextword.torch.config import PRESETS, preset  # noqa: E402
 from nextword.torch.loop import train  # noqa: E402
 
@@ -31,16 +37,16 @@ def _truncate(path: Path) -> None:
 
 
 def test_truncated_checkpoint_falls_back_to_the_previous_good_one(tmp_path, data):
-    cfg = preset("tiny", checkpoint_every=2)                                # checkpoints at steps 2 and 4
+    cfg = preset("tiny", checkpoint_every=2)  # checkpoints at steps 2 and 4
     full = train(cfg, tmp_path / "full", progress=False, data=data)
     part = tmp_path / "part"
     train(cfg, part, progress=False, data=data, max_steps_this_run=4)
     assert torch.load(part / PREV_CKPT, weights_only=True)["state"]["step"] == 2
-    _truncate(part / CKPT)                                                  # the step-4 file is damaged
+    _truncate(part / CKPT)  # the step-4 file is damaged
     with pytest.warns(CheckpointFallbackWarning, match="falling back"):
         resumed = train(cfg, part, progress=False, data=data, resume=True)
     assert resumed["finished"]
-    assert resumed["final_train_loss"] == full["final_train_loss"]          # steps 3-4 redone exactly
+    assert resumed["final_train_loss"] == full["final_train_loss"]  # steps 3-4 redone exactly
     assert resumed["history"] == full["history"]
 
 
@@ -53,16 +59,25 @@ def test_no_readable_checkpoint_is_a_clear_error(tmp_path):
 
 
 def _run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "nextword.torch.cli", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    return subprocess.run(
+        [sys.executable, "-m", "nextword.torch.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["train", "--lambda-margin", "-1"], "--lambda-margin: must be >= 0"),
-    (["train", "--data", "/no/such/corpus.txt"], "--data"),
-    (["train", "--config", "tiny", "--margin-positions", "99"], "margin_positions"),
-    (["sweep", "--lambdas", "0,x"], "--lambdas"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["train", "--lambda-margin", "-1"], "--lambda-margin: must be >= 0"),
+        (["train", "--data", "/no/such/corpus.txt"], "--data"),
+        (["train", "--config", "tiny", "--margin-positions", "99"], "margin_positions"),
+        (["sweep", "--lambdas", "0,x"], "--lambdas"),
+    ],
+)
 def test_cli_user_errors_are_one_line_with_status_2(args, needle, capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(args)

@@ -1,4 +1,5 @@
 """Chapter 6 Figs. 6.24/6.30 helpers: the topic source, the residual stream and the linear probe."""
+
 import numpy as np
 import pytest
 import torch
@@ -24,7 +25,10 @@ def test_hidden_states_end_in_the_logits():
     assert len(hs) == 3 and hs[0].shape == (3, 6, 8)
     with torch.no_grad():
         logits = model(torch.as_tensor(ids)).double().numpy()
-        top = model.norm_f(torch.as_tensor(hs[-1], dtype=torch.float32)).double().numpy() @ model.W_U.detach().double().numpy()
+        top = (
+            model.norm_f(torch.as_tensor(hs[-1], dtype=torch.float32)).double().numpy()
+            @ model.W_U.detach().double().numpy()
+        )
     np.testing.assert_allclose(top, logits, atol=1e-5)
 
 

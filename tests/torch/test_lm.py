@@ -1,4 +1,5 @@
 """Tests for nextword.torch.lm: the trainable torch decoder LM and its export to the numpy DecoderLM."""
+
 from __future__ import annotations
 
 import itertools
@@ -33,8 +34,11 @@ def _randomise_norms(model, seed=0):
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "norm" in name:  # non-trivial gains/biases so the export of norms is really tested
-                p.copy_(1.0 + 0.3 * torch.randn(p.shape, generator=g) if name.endswith("weight")
-                        else 0.3 * torch.randn(p.shape, generator=g))
+                p.copy_(
+                    1.0 + 0.3 * torch.randn(p.shape, generator=g)
+                    if name.endswith("weight")
+                    else 0.3 * torch.randn(p.shape, generator=g)
+                )
     return model
 
 
@@ -69,8 +73,16 @@ def test_numpy_export_matches_logits(positional, pre_norm, norm):
     assert np.abs(ref).max() > 0.1  # the comparison is not between two near-zero arrays
 
 
-@pytest.mark.parametrize("flags", [dict(causal=False), dict(residual=False), dict(tie_embeddings=True),
-                                   dict(activation="relu"), dict(activation="gelu_tanh", d_ff=5)])
+@pytest.mark.parametrize(
+    "flags",
+    [
+        dict(causal=False),
+        dict(residual=False),
+        dict(tie_embeddings=True),
+        dict(activation="relu"),
+        dict(activation="gelu_tanh", d_ff=5),
+    ],
+)
 def test_numpy_export_matches_flags_float32(flags):
     model = _randomise_norms(TinyLM(_cfg(**flags), seed=3))  # float32, the training dtype
     ids = np.random.default_rng(4).integers(0, 7, size=(2, 12))
@@ -144,8 +156,11 @@ def test_evaluate_loss_matches_direct_cross_entropy_and_mask():
     mask = np.zeros((5, 8), bool)
     mask[:, 5:] = True
     with torch.no_grad():
-        nll = torch.nn.functional.cross_entropy(model(torch.from_numpy(seqs[:, :-1])).reshape(-1, 7),
-                                                torch.from_numpy(seqs[:, 1:]).reshape(-1), reduction="none")
+        nll = torch.nn.functional.cross_entropy(
+            model(torch.from_numpy(seqs[:, :-1])).reshape(-1, 7),
+            torch.from_numpy(seqs[:, 1:]).reshape(-1),
+            reduction="none",
+        )
     expect = nll.reshape(5, 8)[:, 5:].mean().item()
     assert evaluate_loss(model, seqs, loss_mask=mask) == pytest.approx(expect, rel=1e-6)
     losses = train_lm(model, seqs, steps=3, batch_size=4, loss_mask=mask, seed=0, progress=False)

@@ -1,4 +1,5 @@
 """SmallGPT: shapes, loss, causality, the noise probe, device selection, validation."""
+
 from __future__ import annotations
 
 
@@ -41,9 +42,9 @@ def test_weight_tying_and_parameter_count():
     m = _model(d_model=8, num_layers=2, d_ff=32)
     assert m.head.weight is m.wte.weight
     d, L = 8, 2
-    per_block = 12 * d * d + 13 * d     # qkv 3d²+3d, proj d²+d, mlp 8d²+5d, 2 LN 4d
+    per_block = 12 * d * d + 13 * d  # qkv 3d²+3d, proj d²+d, mlp 8d²+5d, 2 LN 4d
     counts = m.num_parameters()
-    assert counts["transformer"] == L * per_block + 2 * d     # + final LayerNorm
+    assert counts["transformer"] == L * per_block + 2 * d  # + final LayerNorm
     assert counts["embedding"] == 7 * d and counts["positions"] == 10 * d
 
 
@@ -51,7 +52,7 @@ def test_paper_config_counts():
     m = M.SmallGPT(M.SmallGPTConfig.paper(1013))
     c = m.num_parameters()
     assert c["embedding"] == 1013 * 128
-    assert c["transformer"] == 2 * (12 * 128 ** 2 + 13 * 128) + 2 * 128
+    assert c["transformer"] == 2 * (12 * 128**2 + 13 * 128) + 2 * 128
 
 
 def test_noise_is_reproducible_with_generator_and_changes_output():
@@ -72,8 +73,11 @@ def test_tok_emb_argument_equals_lookup():
 
 def test_select_device_and_autocast():
     dev = M.select_device("auto")
-    expected = "cuda" if torch.cuda.is_available() else (
-        "mps" if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available() else "cpu")
+    expected = (
+        "cuda"
+        if torch.cuda.is_available()
+        else ("mps" if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available() else "cpu")
+    )
     assert dev.type == expected
     assert M.select_device("cpu").type == "cpu"
     with M.autocast_context(torch.device("cpu"), amp=True):

@@ -1,4 +1,5 @@
 """EmbeddingPrior: Theorem 1 against autograd, the three exact margin paths, the custom backward."""
+
 from __future__ import annotations
 
 import itertools
@@ -32,13 +33,15 @@ def test_theorem1_diagonal_jacobian_block_matches_autograd():
     with torch.no_grad():
         prior.W.copy_(W)
     assert torch.equal(prior.A, prior.W.T)
-    sigma = P.covariances(x, W)[0]                                   # (T-1, d, d)
+    sigma = P.covariances(x, W)[0]  # (T-1, d, d)
     for t in range(1, T):
+
         def e_t(xt, t=t):
             xx = x.clone()
             xx[0, t] = xt
-            alpha = P.attention_rows(xx, W, torch.tensor([[t]]))[0, 0]   # (T,)
+            alpha = P.attention_rows(xx, W, torch.tensor([[t]]))[0, 0]  # (T,)
             return xt - alpha @ xx[0]
+
         J = torch.autograd.functional.jacobian(e_t, x[0, t])
         expected = torch.eye(d, dtype=F64) - sigma[t - 1] @ prior.A
         torch.testing.assert_close(J, expected, rtol=1e-10, atol=1e-12)
@@ -49,15 +52,21 @@ def test_attention_rows_strict_causal_and_normalised():
     prior = P.EmbeddingPrior(4).double()
     with torch.no_grad():
         prior.W.copy_(W)
-    A = prior.attention_weights(E[tok])                               # (B, T, T)
+    A = prior.attention_weights(E[tok])  # (B, T, T)
     assert torch.all(A[:, 0] == 0)
-    assert torch.all(torch.triu(A, diagonal=0) == 0)                  # s >= t masked
+    assert torch.all(torch.triu(A, diagonal=0) == 0)  # s >= t masked
     torch.testing.assert_close(A[:, 1:].sum(-1), torch.ones(2, 5, dtype=F64))
 
 
 @settings(max_examples=12, deadline=None)
-@given(B=st.integers(1, 3), T=st.integers(2, 8), V=st.integers(1, 9), d=st.integers(1, 6),
-       seed=st.integers(0, 10_000), subsample=st.booleans())
+@given(
+    B=st.integers(1, 3),
+    T=st.integers(2, 8),
+    V=st.integers(1, 9),
+    d=st.integers(1, 6),
+    seed=st.integers(0, 10_000),
+    subsample=st.booleans(),
+)
 def test_three_paths_agree_in_float64(B, T, V, d, seed, subsample):
     """direct == second moment == Sylvester (compact) == Sylvester (|V|×|V|), values and gradients."""
     tok, E, W = _setup(B, T, V, d, seed=seed)
@@ -157,20 +166,27 @@ def test_diagnostics_trace_and_normalised_var_match_covariances():
     d = P.prior_diagnostics(tok, E, W)
     x = E[tok].float()
     sigma = P.covariances(x, W.float())
-    tr = sigma.diagonal(dim1=-2, dim2=-1).sum(-1)                  # (B, T-1)
-    assert math.isclose(d["trace_sigma_A"], float((sigma @ W.float()).diagonal(dim1=-2, dim2=-1).sum(-1).mean()),
-                        rel_tol=1e-4, abs_tol=1e-6)
+    tr = sigma.diagonal(dim1=-2, dim2=-1).sum(-1)  # (B, T-1)
+    assert math.isclose(
+        d["trace_sigma_A"],
+        float((sigma @ W.float()).diagonal(dim1=-2, dim2=-1).sum(-1).mean()),
+        rel_tol=1e-4,
+        abs_tol=1e-6,
+    )
     assert math.isclose(d["normalised_var"], float(tr.mean() / x[:, 1:].pow(2).mean()), rel_tol=1e-4)
     assert math.isclose(d["margin"], float(P.margin_loss_tokens(tok, E, W)), rel_tol=1e-4, abs_tol=1e-6)
 
 
-@pytest.mark.parametrize("bad, err", [
-    (dict(x=torch.zeros(2, 3)), TypeError),
-    (dict(x=torch.zeros(1, 1, 4)), ValueError),
-    (dict(W=torch.zeros(3, 3)), ValueError),
-    (dict(positions=torch.tensor([[0]])), ValueError),
-    (dict(positions=torch.tensor([[1.0]])), TypeError),
-])
+@pytest.mark.parametrize(
+    "bad, err",
+    [
+        (dict(x=torch.zeros(2, 3)), TypeError),
+        (dict(x=torch.zeros(1, 1, 4)), ValueError),
+        (dict(W=torch.zeros(3, 3)), ValueError),
+        (dict(positions=torch.tensor([[0]])), ValueError),
+        (dict(positions=torch.tensor([[1.0]])), TypeError),
+    ],
+)
 def test_bad_input_raises(bad, err):
     kw = dict(x=torch.zeros(1, 4, 4), W=torch.zeros(4, 4), positions=None)
     kw.update(bad)

@@ -1,5 +1,6 @@
 """The saved barrier runs: the registry end to end (tiny configs), provenance fields, skipping what is
 current, small weights-only checkpoints, and the files the Part 4 notebooks read."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,10 @@ from nextword.torch import results as R  # noqa: E402
 from nextword.torch.config import preset  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-NOTEBOOKS = [REPO / "book" / "part4_margins" / f"{n}.py" for n in
-             ("barrier_training", "robustness_to_noise", "regularisation_path", "06_support_tokens_trained")]
+NOTEBOOKS = [
+    REPO / "book" / "part4_margins" / f"{n}.py"
+    for n in ("barrier_training", "robustness_to_noise", "regularisation_path", "06_support_tokens_trained")
+]
 
 
 @pytest.fixture
@@ -41,7 +44,7 @@ def test_registry_runs_saves_with_provenance_and_skips_current(tiny_registry):
         assert provenance.load_curves(name, results_dir=out)
     ce = provenance.load_result("barrier_ce", results_dir=out)["data"]
     assert ce["steps"] == ce["total_steps"] == 4 and len(ce["history"]) == 2
-    ck = torch.load(out / "barrier_margin" / "model.pt", weights_only=True)      # weights-only loadable
+    ck = torch.load(out / "barrier_margin" / "model.pt", weights_only=True)  # weights-only loadable
     assert set(ck) == {"model", "prior", "config", "vocab_size"}
     assert (out / "barrier_margin" / "model.pt").stat().st_size < 2 * 1024 * 1024
     sweep = provenance.load_result("barrier_sweep", results_dir=out)["data"]
@@ -57,15 +60,23 @@ def test_unfinished_run_is_not_saved(tiny_registry, monkeypatch):
     exp = R.EXPERIMENTS["barrier_ce"]
     monkeypatch.setattr(R, "_cpu_arm", lambda lam: preset("tiny", lambda_margin=lam, steps=4, eval_every=2))
     from nextword.torch.loop import train
+
     train(R._cpu_arm(0.0), R.runs_root() / exp.name, progress=False, max_steps_this_run=2)
     with pytest.raises(RuntimeError, match="not finished"):
         exp.save(R.runs_root() / exp.name)
 
 
 def test_wall_time_sums_sessions(tmp_path):
-    (tmp_path / "wall.json").write_text(json.dumps({"sessions": [
-        {"start": "2026-01-01T00:00:00+00:00", "end": "2026-01-01T00:01:00+00:00"},
-        {"start": "2026-01-01T01:00:00+00:00", "end": "2026-01-01T01:00:30+00:00"}]}))
+    (tmp_path / "wall.json").write_text(
+        json.dumps(
+            {
+                "sessions": [
+                    {"start": "2026-01-01T00:00:00+00:00", "end": "2026-01-01T00:01:00+00:00"},
+                    {"start": "2026-01-01T01:00:00+00:00", "end": "2026-01-01T01:00:30+00:00"},
+                ]
+            }
+        )
+    )
     assert R.wall_time(tmp_path) == 90.0
 
 

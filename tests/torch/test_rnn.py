@@ -1,4 +1,5 @@
 """Tests for nextword.torch.rnn (the recurrent baseline trained with nextword.torch.lm.train_lm)."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """The saved-run machinery: per-seed partial files, resume, partial results, provenance."""
+
 import json
 
 import numpy as np
@@ -18,8 +19,15 @@ def toy(monkeypatch):
         rng = np.random.default_rng(seed)
         return {"loss": float(rng.random())}, {"curve": rng.random(4)}
 
-    exp = Experiment("toy_run", "book/none.py", {"steps": 3}, (0, 1, 2), run_seed, ("nextword/torch/saved_runs.py",),
-                     lambda rows: {"n": len(rows)})
+    exp = Experiment(
+        "toy_run",
+        "book/none.py",
+        {"steps": 3},
+        (0, 1, 2),
+        run_seed,
+        ("nextword/torch/saved_runs.py",),
+        lambda rows: {"n": len(rows)},
+    )
     monkeypatch.setitem(saved_runs.EXPERIMENTS, "toy_run", lambda: exp)
     return calls
 
@@ -62,8 +70,16 @@ def test_bad_names_and_seeds_are_rejected(toy, tmp_path):
         run_experiment("toy_run", seeds=[7], results_dir=tmp_path)
 
 
-@pytest.mark.parametrize("module", ["nextword.torch.saved_runs", "nextword.theory.dynamics.table1",
-                                    "nextword.torch.fig628", "nextword.torch.hybrid_runs", "nextword.torch.svflow_lm"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "nextword.torch.saved_runs",
+        "nextword.theory.dynamics.table1",
+        "nextword.torch.fig628",
+        "nextword.torch.hybrid_runs",
+        "nextword.torch.svflow_lm",
+    ],
+)
 def test_doctests(module):
     import doctest
     import importlib

@@ -1,4 +1,5 @@
 """Barrier training: exact resume, atomic weights-only checkpoints, λ = 0 freezes W, CLI, sweep."""
+
 from __future__ import annotations
 
 import json
@@ -41,10 +42,10 @@ def test_resume_gives_exactly_the_uninterrupted_result(tmp_path, data):
 def test_checkpoint_is_weights_only_and_atomic(tmp_path, data):
     cfg = preset("tiny", steps=2, eval_every=2)
     train(cfg, tmp_path, progress=False, data=data)
-    ck = _state(tmp_path)                                         # weights_only=True load
+    ck = _state(tmp_path)  # weights_only=True load
     assert set(ck) >= {"model", "prior", "optimizer", "rng", "config", "state"}
     assert ck["state"]["step"] == 2
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]   # no temp files left
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp files left
     gpt, prior, cfg2, _ = load_checkpoint(tmp_path / CKPT)
     assert cfg2 == cfg and prior.W.shape == (cfg.model.d_model, cfg.model.d_model)
 
@@ -93,6 +94,7 @@ def test_cli_train_resume_robustness_report(tmp_path, capsys):
 def test_sweep_writes_one_row_per_lambda_and_reuses_runs(tmp_path):
     cfg = preset("tiny", steps=2, eval_every=2)
     from nextword.torch.sweep import run_sweep
+
     table = run_sweep(cfg, (0.0, 0.5), tmp_path, progress=False)
     assert [r["lambda"] for r in table["rows"]] == [0.0, 0.5]
     assert all(r["bpc_sigma"] > 0 and "entropy" in r for r in table["rows"])
@@ -111,7 +113,7 @@ def test_train_or_load_reuses_only_matching_config_and_code(tmp_path, data):
     assert (tmp_path / CKPT).stat().st_mtime_ns == mtime
     stale = dict(first, code="0" * 16)
     save_json(stale, tmp_path / RESULTS)
-    again = train_or_load(cfg, tmp_path, progress=False, data=data)       # retrained
+    again = train_or_load(cfg, tmp_path, progress=False, data=data)  # retrained
     assert again["code"] == code_hash() and (tmp_path / CKPT).stat().st_mtime_ns != mtime
     assert again["final_train_loss"] == first["final_train_loss"]
 

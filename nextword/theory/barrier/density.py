@@ -13,6 +13,7 @@ Worked example (``d = 1``, ``L = 1``: no context, so ``e_1 = x_1`` and the barri
     >>> round(float(embedding_log_density(np.array([[0.0]]), [[1.0]], [[1.0]], sigma=1.0)), 6)
     -0.918939
 """
+
 from __future__ import annotations
 
 
@@ -33,9 +34,16 @@ def _check_sigma(sigma: float) -> float:
     return sigma
 
 
-def noise_log_density(X: object, W_Q: object, W_K: object, W_V: object | None = None, *,
-                      sigma: float, include_current: bool = False, per_position: bool = False
-                      ) -> np.ndarray:
+def noise_log_density(
+    X: object,
+    W_Q: object,
+    W_K: object,
+    W_V: object | None = None,
+    *,
+    sigma: float,
+    include_current: bool = False,
+    per_position: bool = False,
+) -> np.ndarray:
     """Noise energy ``log N(e_t(x); 0, σ² I)`` summed over ``t`` (the first terms of Eq. 16).
 
     Includes the constant ``−(d/2) log(2πσ²)`` per position, so that with :func:`log_barrier`
@@ -48,16 +56,30 @@ def noise_log_density(X: object, W_Q: object, W_K: object, W_V: object | None = 
     return terms if per_position else terms.sum(axis=-1)
 
 
-def log_barrier(X: object, W_Q: object, W_K: object, W_V: object | None = None, *,
-                include_current: bool = False, per_position: bool = False) -> np.ndarray:
+def log_barrier(
+    X: object,
+    W_Q: object,
+    W_K: object,
+    W_V: object | None = None,
+    *,
+    include_current: bool = False,
+    per_position: bool = False,
+) -> np.ndarray:
     """Log-barrier ``Σ_t log|det ∂e_t/∂x_t|`` (Eq. 12 / second term of Eq. 16), exact for any ``W_V``."""
     mm = matrix_margins(X, W_Q, W_K, W_V, include_current=include_current)
     return mm.logabsdet if per_position else mm.logabsdet.sum(axis=-1)
 
 
-def embedding_log_density(X: object, W_Q: object, W_K: object, W_V: object | None = None, *,
-                          sigma: float, include_current: bool = False, per_position: bool = False
-                          ) -> np.ndarray:
+def embedding_log_density(
+    X: object,
+    W_Q: object,
+    W_K: object,
+    W_V: object | None = None,
+    *,
+    sigma: float,
+    include_current: bool = False,
+    per_position: bool = False,
+) -> np.ndarray:
     """``log p_σ(x_{1:L})`` = noise energy + log-barrier (Corollary 3.1, Eq. 16/18; Eq. 56 for ``s ≤ t``).
 
     With ``per_position`` the ``(..., L)`` terms are returned; under causal masking term ``t`` is
@@ -65,7 +87,6 @@ def embedding_log_density(X: object, W_Q: object, W_K: object, W_V: object | Non
     normalised density only where the map ``x ↦ e`` is a bijection (e.g. all margins positive and
     ``e_t → ±∞``); see ``book/part4_margins/02_scalar_margin``.
     """
-    return (noise_log_density(X, W_Q, W_K, W_V, sigma=sigma, include_current=include_current,
-                              per_position=per_position)
-            + log_barrier(X, W_Q, W_K, W_V, include_current=include_current,
-                          per_position=per_position))
+    return noise_log_density(
+        X, W_Q, W_K, W_V, sigma=sigma, include_current=include_current, per_position=per_position
+    ) + log_barrier(X, W_Q, W_K, W_V, include_current=include_current, per_position=per_position)

@@ -19,6 +19,7 @@ Diagonal blocks ``∂e^(ℓ)_t/∂x^(ℓ)_t``: ``I`` for ``"previous"`` (Eq. 40)
 >>> layer_diagonal_blocks(rng.normal(size=(3, 2)), rng.normal(size=(3, 2)), lay).shape
 (3, 2, 2)
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -108,8 +109,9 @@ def deep_residual(xs: object, prior: tuple[object, object, object], layers: Sequ
     return np.stack(out)
 
 
-def deep_log_barrier(xs: object, prior: tuple[object, object, object], layers: Sequence[DepthLayer]
-                     ) -> tuple[float, np.ndarray]:
+def deep_log_barrier(
+    xs: object, prior: tuple[object, object, object], layers: Sequence[DepthLayer]
+) -> tuple[float, np.ndarray]:
     """``(total, per_stage)``: ``Σ_{ℓ,t} log|det ∂e^(ℓ)_t/∂x^(ℓ)_t|`` (Eq. 39) and each stage's share.
 
     By Proposition 3 every ``"previous"`` layer contributes exactly 0 (Corollary 6.1).

@@ -37,6 +37,7 @@ Worked example (``d = 1``, ``W_V = 1``, ``a = 1``; ``x = (0, 2, 1)``: position 3
     >>> np.round(m, 3)
     array([1.  , 1.  , 0.58])
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -74,8 +75,9 @@ CONTEXTS = ("strict", "inclusive", "bidirectional", "others")
 # --------------------------------------------------------------------------------------------
 # validation
 # --------------------------------------------------------------------------------------------
-def _check_inputs(X: object, W_Q: object, W_K: object, W_V: object | None
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _check_inputs(
+    X: object, W_Q: object, W_K: object, W_V: object | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     X = as_float_array(X, "X", min_ndim=2).astype(np.float64, copy=False)
     L, d = X.shape[-2:]
     if L < 1 or d < 1:
@@ -143,8 +145,9 @@ class AttentionStats:
     Sigma: np.ndarray
 
 
-def attention_stats(X: object, W_Q: object, W_K: object, W_V: object | None = None, *,
-                    context: str = "strict") -> AttentionStats:
+def attention_stats(
+    X: object, W_Q: object, W_K: object, W_V: object | None = None, *, context: str = "strict"
+) -> AttentionStats:
     """Attention weights (Eq. 2/44), mean (Eq. 13) and covariances of the attended context.
 
     Column-vector convention: ``q_t = W_Q x_t`` etc., computed as ``X @ W_Q.T``.
@@ -165,15 +168,17 @@ def attention_stats(X: object, W_Q: object, W_K: object, W_V: object | None = No
     return AttentionStats(alpha, q, k, v, v_bar, x_bar, C, Sigma)
 
 
-def attention_residual(X: object, W_Q: object, W_K: object, W_V: object | None = None, *,
-                       context: str = "strict") -> np.ndarray:
+def attention_residual(
+    X: object, W_Q: object, W_K: object, W_V: object | None = None, *, context: str = "strict"
+) -> np.ndarray:
     """Residual map ``e_t(x) = x_t − μ_t(x)`` (Eq. 4) for any ``context``; ``(..., L, d)``."""
     X = as_float_array(X, "X", min_ndim=2).astype(np.float64, copy=False)
     return X - attention_stats(X, W_Q, W_K, W_V, context=context).v_bar
 
 
-def causal_residual(X: object, W_Q: object, W_K: object, W_V: object | None = None, *,
-                    include_current: bool = False) -> np.ndarray:
+def causal_residual(
+    X: object, W_Q: object, W_K: object, W_V: object | None = None, *, include_current: bool = False
+) -> np.ndarray:
     """Causal residual ``e_t = x_t − Σ_{s<t} α_ts v_s`` (Eqs. 2, 4) for all ``t``; shape ``(..., L, d)``.
 
     ``X (..., L, d)`` rows ``x_t``; ``q_t = W_Q x_t``, ``k_s = W_K x_s``, ``v_s = W_V x_s`` (column
@@ -188,8 +193,9 @@ def causal_residual(X: object, W_Q: object, W_K: object, W_V: object | None = No
 # --------------------------------------------------------------------------------------------
 # exact Jacobians
 # --------------------------------------------------------------------------------------------
-def residual_jacobian(X: object, W_Q: object, W_K: object, W_V: object | None = None, *,
-                      context: str = "strict") -> np.ndarray:
+def residual_jacobian(
+    X: object, W_Q: object, W_K: object, W_V: object | None = None, *, context: str = "strict"
+) -> np.ndarray:
     """Exact Jacobian ``J[..., t, i, u, j] = ∂e_t[i]/∂x_u[j]`` of the residual map; ``(..., L, d, L, d)``.
 
     From ``ℓ_ts = q_tᵀ k_s`` and the softmax Jacobian (Lemma B.1)::
@@ -214,8 +220,9 @@ def residual_jacobian(X: object, W_Q: object, W_K: object, W_V: object | None = 
     return J
 
 
-def diagonal_blocks(X: object, W_Q: object, W_K: object, W_V: object | None = None, *,
-                    context: str = "strict") -> np.ndarray:
+def diagonal_blocks(
+    X: object, W_Q: object, W_K: object, W_V: object | None = None, *, context: str = "strict"
+) -> np.ndarray:
     """All exact diagonal blocks ``∂e_t/∂x_t``; shape ``(..., L, d, d)``.
 
     ``I − W_V C_t A − α_tt [W_V + (v_t − v̄_t) q_tᵀ W_K]`` (see the module docstring).
@@ -238,8 +245,9 @@ def _check_t(t: int, L: int) -> int:
     return int(t) % L
 
 
-def jacobian_diagonal_block(X: object, t: int, *, W_Q: object, W_K: object,
-                            W_V: object | None = None, include_current: bool = False) -> np.ndarray:
+def jacobian_diagonal_block(
+    X: object, t: int, *, W_Q: object, W_K: object, W_V: object | None = None, include_current: bool = False
+) -> np.ndarray:
     """The exact ``d × d`` block ``∂e_t/∂x_t`` at 0-based position ``t``; shape ``(..., d, d)``.
 
     Correct for any ``W_V`` (checked against finite differences and torch autograd in
@@ -253,8 +261,9 @@ def jacobian_diagonal_block(X: object, t: int, *, W_Q: object, W_K: object,
     return diagonal_blocks(X, W_Q, W_K, W_V, context=context)[..., t, :, :]
 
 
-def paper_diagonal_block(X: object, W_Q: object, W_K: object, W_V: object | None = None, *,
-                         include_current: bool = False) -> np.ndarray:
+def paper_diagonal_block(
+    X: object, W_Q: object, W_K: object, W_V: object | None = None, *, include_current: bool = False
+) -> np.ndarray:
     """The paper's closed forms, all positions: (14) ``I − Σ_t A`` or (53) ``I − α_tt W_V − Σ_t^(≤) A``.
 
     ``Σ_t`` is the attention-weighted covariance of the **values** (Eq. 13/47), as the paper's
@@ -278,19 +287,18 @@ def _scalar_X(x: object) -> np.ndarray:
     return x[..., None]  # (..., L) -> (..., L, 1)
 
 
-def scalar_attention_variance(x: object, *, a: float, w_v: float = 1.0,
-                              include_current: bool = False) -> np.ndarray:
+def scalar_attention_variance(x: object, *, a: float, w_v: float = 1.0, include_current: bool = False) -> np.ndarray:
     """``Var_t = Σ_s α_ts (v_s − v̄_t)²`` of the attended *values* ``v_s = w_V x_s`` (Eq. 7); ``(..., L)``.
 
     ``d = 1`` with logits ``ℓ_ts = a x_t x_s`` (``a = w_K w_Q``).
     """
-    st = attention_stats(_scalar_X(x), [[float(a)]], [[1.0]], [[float(w_v)]],
-                         context="inclusive" if include_current else "strict")
+    st = attention_stats(
+        _scalar_X(x), [[float(a)]], [[1.0]], [[float(w_v)]], context="inclusive" if include_current else "strict"
+    )
     return st.Sigma[..., 0, 0]
 
 
-def scalar_margin(x: object, *, a: float, w_v: float = 1.0, include_current: bool = False
-                  ) -> np.ndarray:
+def scalar_margin(x: object, *, a: float, w_v: float = 1.0, include_current: bool = False) -> np.ndarray:
     """Exact scalar margin ``m_t = ∂e_t/∂x_t`` for every position; ``x (..., L) -> (..., L)``.
 
     ``d = 1``, logits ``a x_t x_s`` (``a = W_K W_Q``, Eq. 8), values ``w_V x_s``. With ``w_V = 1``
@@ -300,8 +308,9 @@ def scalar_margin(x: object, *, a: float, w_v: float = 1.0, include_current: boo
     >>> scalar_margin(np.array([0.0, 2.0, 1.0]), a=-1.0).round(3).tolist()
     [1.0, 1.0, 1.42]
     """
-    blocks = diagonal_blocks(_scalar_X(x), [[float(a)]], [[1.0]], [[float(w_v)]],
-                             context="inclusive" if include_current else "strict")
+    blocks = diagonal_blocks(
+        _scalar_X(x), [[float(a)]], [[1.0]], [[float(w_v)]], context="inclusive" if include_current else "strict"
+    )
     return blocks[..., 0, 0]
 
 
@@ -324,8 +333,9 @@ class MatrixMargins:
         return self.sign * np.exp(self.logabsdet)
 
 
-def matrix_margins(X: object, W_Q: object, W_K: object, W_V: object | None = None, *,
-                   include_current: bool = False) -> MatrixMargins:
+def matrix_margins(
+    X: object, W_Q: object, W_K: object, W_V: object | None = None, *, include_current: bool = False
+) -> MatrixMargins:
     """Log-determinant and spectral margins of every diagonal block (Eqs. 24–25, Lemma B.4)."""
     X = as_float_array(X, "X", min_ndim=2)
     context = "inclusive" if include_current else "strict"

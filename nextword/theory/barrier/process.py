@@ -20,6 +20,7 @@ Conventions as in :mod:`nextword.theory.barrier` (column maps, logits ``a x_t x_
 >>> round(float(mass), 6), round(float(P.sum()), 6)
 (1.0, 1.0)
 """
+
 from __future__ import annotations
 
 import itertools
@@ -57,9 +58,18 @@ def _scalar_params(a: float, w_v: float) -> tuple[list[list[float]], list[list[f
     return [[float(a)]], [[1.0]], [[float(w_v)]]
 
 
-def token_law_quadrature(n: int, *, a: float, w_v: float, sigma: float, W_out: object,
-                         b_out: object, grid: object, context: str = "strict",
-                         chunk: int = 200_000) -> tuple[np.ndarray, float]:
+def token_law_quadrature(
+    n: int,
+    *,
+    a: float,
+    w_v: float,
+    sigma: float,
+    W_out: object,
+    b_out: object,
+    grid: object,
+    context: str = "strict",
+    chunk: int = 200_000,
+) -> tuple[np.ndarray, float]:
     """``P_n(y_{1:n})`` for every ``y ∈ V^n`` by quadrature on ``grid^n``; returns ``(P, mass)``.
 
     ``P`` has shape ``(K,) * n``; ``mass = ∫ p_σ(x_{1:n}) dx`` (1 when the residual map is a
@@ -89,8 +99,7 @@ def token_law_quadrature(n: int, *, a: float, w_v: float, sigma: float, W_out: o
         e = attention_residual(X, W_Q, W_K, W_V, context=context)[..., 0]  # (N, n)
         J = residual_jacobian(X, W_Q, W_K, W_V, context=context).reshape(-1, n, n)  # (N, n·1, n·1)
         _, logdet = np.linalg.slogdet(J)
-        logp = (-0.5 * np.sum(e**2, axis=-1) / sigma**2 - 0.5 * n * np.log(2 * np.pi * sigma**2)
-                + logdet)
+        logp = -0.5 * np.sum(e**2, axis=-1) / sigma**2 - 0.5 * n * np.log(2 * np.pi * sigma**2) + logdet
         w = np.exp(logp) * h**n  # (N,) quadrature weights times density
         mass += float(w.sum())
         E = emission_probs(pts, W, b)  # (N, n, K)
@@ -98,8 +107,9 @@ def token_law_quadrature(n: int, *, a: float, w_v: float, sigma: float, W_out: o
     return P, mass
 
 
-def sample_scalar_process(n_samples: int, L: int, *, a: float, w_v: float, sigma: float,
-                          rng: np.random.Generator, iters: int = 60) -> np.ndarray:
+def sample_scalar_process(
+    n_samples: int, L: int, *, a: float, w_v: float, sigma: float, rng: np.random.Generator, iters: int = 60
+) -> np.ndarray:
     """Ancestral samples ``x_{1:L}`` of the strict-causal prior ``x_t = μ_t(x) + ε_t`` (Eq. 3), ``d = 1``.
 
     ``x_t`` appears on both sides (the query), so each step solves ``e_t(x_t) = ε_t`` by bisection on

@@ -26,6 +26,7 @@ targets ``y (N, T)``; row vectors (``Q = X W_Q``).
 >>> task.X.shape, task.y.shape, int(task.kinds.max()) + 1
 ((4, 8, 5), (4, 8), 2)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -61,9 +62,17 @@ class RetrievalTask:
     n_classes: int
 
 
-def retrieval_task(n_groups: int, n_classes: int, *, n_seq: int, rng: np.random.Generator,
-                   askers: int = 2, carriers: int = 2, noise: float = 0.05,
-                   reliability: tuple[float, ...] | None = None) -> RetrievalTask:
+def retrieval_task(
+    n_groups: int,
+    n_classes: int,
+    *,
+    n_seq: int,
+    rng: np.random.Generator,
+    askers: int = 2,
+    carriers: int = 2,
+    noise: float = 0.05,
+    reliability: tuple[float, ...] | None = None,
+) -> RetrievalTask:
     """A batch of retrieval sequences (see the module docstring); ``T = n_groups * (askers + carriers)``.
 
     With ``reliability`` (one probability per carrier slot) carrier ``c`` shows its group's class with
@@ -72,8 +81,13 @@ def retrieval_task(n_groups: int, n_classes: int, *, n_seq: int, rng: np.random.
     """
     if not isinstance(rng, np.random.Generator):
         raise TypeError("rng must be a numpy.random.Generator")
-    for name, v in (("n_groups", n_groups), ("n_classes", n_classes), ("n_seq", n_seq), ("askers", askers),
-                    ("carriers", carriers)):
+    for name, v in (
+        ("n_groups", n_groups),
+        ("n_classes", n_classes),
+        ("n_seq", n_seq),
+        ("askers", askers),
+        ("carriers", carriers),
+    ):
         if int(v) != v or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v}")
     if n_groups < 2:
@@ -83,21 +97,21 @@ def retrieval_task(n_groups: int, n_classes: int, *, n_seq: int, rng: np.random.
     per = askers + carriers
     T = n_groups * per
     d_x = n_groups + n_classes + (carriers if reliability is not None else 0)
-    kinds = np.repeat(np.arange(n_groups), per)                         # (T,)
+    kinds = np.repeat(np.arange(n_groups), per)  # (T,)
     carrier = np.tile(np.r_[np.zeros(askers), np.ones(carriers)], n_groups).astype(bool)
-    labels = rng.integers(0, n_classes, size=(n_seq, n_groups))        # (N, G)
+    labels = rng.integers(0, n_classes, size=(n_seq, n_groups))  # (N, G)
     X = np.zeros((n_seq, T, d_x))
     X[:, np.arange(T), kinds] = 1.0
     car_pos = np.flatnonzero(carrier)
-    shown = labels[:, kinds[car_pos]]                                   # (N, n_carrier_positions)
+    shown = labels[:, kinds[car_pos]]  # (N, n_carrier_positions)
     if reliability is not None:
-        slot = np.tile(np.arange(carriers), n_groups)                   # slot of each carrier position
+        slot = np.tile(np.arange(carriers), n_groups)  # slot of each carrier position
         wrong = rng.random(shown.shape) >= np.asarray(reliability)[slot][None, :]
         shown = np.where(wrong, rng.integers(0, n_classes, size=shown.shape), shown)
         X[:, car_pos, n_groups + n_classes + slot] = 1.0
     X[np.arange(n_seq)[:, None], car_pos[None, :], n_groups + shown] = 1.0
     X += noise * rng.normal(size=X.shape)
-    y = labels[:, kinds]                                                # (N, T)
+    y = labels[:, kinds]  # (N, T)
     return RetrievalTask(X, y, kinds, carrier, n_groups, n_classes)
 
 
@@ -131,9 +145,16 @@ class DesignStep:
     V: np.ndarray
 
 
-def design_forward_backward(params: HeadParams, X: object, y: object, *, value_norm: bool = False,
-                            keep: np.ndarray | None = None, dropout: float = 0.0,
-                            ln_eps: float = 1e-5) -> DesignStep:
+def design_forward_backward(
+    params: HeadParams,
+    X: object,
+    y: object,
+    *,
+    value_norm: bool = False,
+    keep: np.ndarray | None = None,
+    dropout: float = 0.0,
+    ln_eps: float = 1e-5,
+) -> DesignStep:
     """Mean cross-entropy of the §2.1 head with the §8.2 options, and its gradients by hand.
 
     ``keep (N, T, T)`` is the dropout keep-mask (1 = kept); the dropped attention is
@@ -156,14 +177,14 @@ def design_forward_backward(params: HeadParams, X: object, y: object, *, value_n
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"dropout must be in [0, 1), got {dropout}")
     N, T, _ = X.shape
-    Q, K, V_raw = X @ params.W_Q, X @ params.W_K, X @ params.W_V            # (N, T, d_k) x2, (N, T, d_v)
+    Q, K, V_raw = X @ params.W_Q, X @ params.W_K, X @ params.W_V  # (N, T, d_k) x2, (N, T, d_v)
     if value_norm:
         mu = V_raw.mean(axis=-1, keepdims=True)
         sd = np.sqrt(V_raw.var(axis=-1, keepdims=True) + ln_eps)
         V = (V_raw - mu) / sd
     else:
         V = V_raw
-    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)                          # (N, T, T)
+    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)  # (N, T, T)
     alpha = softmax(S)
     if keep is None:
         mask = np.ones_like(alpha)
@@ -172,20 +193,20 @@ def design_forward_backward(params: HeadParams, X: object, y: object, *, value_n
         if mask.shape != alpha.shape:
             raise ValueError(f"keep must have shape {alpha.shape}, got {mask.shape}")
     mask = mask / (1.0 - dropout)
-    A = alpha * mask                                                       # dropped attention
-    G = A @ V                                                              # (N, T, d_v)
-    logits = G @ params.W_O + params.b                                     # (N, T, C)
+    A = alpha * mask  # dropped attention
+    G = A @ V  # (N, T, d_v)
+    logits = G @ params.W_O + params.b  # (N, T, C)
     logp = log_softmax(logits)
     n = N * T
     loss = float(-np.take_along_axis(logp, y[..., None], axis=-1).sum() / n)
     dlogits = np.exp(logp)
     np.put_along_axis(dlogits, y[..., None], np.take_along_axis(dlogits, y[..., None], axis=-1) - 1.0, axis=-1)
     dlogits /= n
-    dW_O = G.reshape(n, d_v).T @ dlogits.reshape(n, C)                     # (N*T, d_v) -> (d_v, C)
+    dW_O = G.reshape(n, d_v).T @ dlogits.reshape(n, C)  # (N*T, d_v) -> (d_v, C)
     db = dlogits.reshape(n, C).sum(axis=0)
-    dG = dlogits @ params.W_O.T                                            # U, (N, T, d_v)
-    dA = dG @ np.swapaxes(V, -1, -2)                                       # (N, T, T)
-    dV = np.swapaxes(A, -1, -2) @ dG                                       # (N, T, d_v)
+    dG = dlogits @ params.W_O.T  # U, (N, T, d_v)
+    dA = dG @ np.swapaxes(V, -1, -2)  # (N, T, T)
+    dV = np.swapaxes(A, -1, -2) @ dG  # (N, T, d_v)
     dalpha = dA * mask
     dS = alpha * (dalpha - (dalpha * alpha).sum(axis=-1, keepdims=True))  # softmax backward
     dQ = dS @ K / np.sqrt(d_k)
@@ -195,9 +216,14 @@ def design_forward_backward(params: HeadParams, X: object, y: object, *, value_n
         dV_raw = (dV - dV.mean(axis=-1, keepdims=True) - xhat * (dV * xhat).mean(axis=-1, keepdims=True)) / sd
     else:
         dV_raw = dV
-    Xf = X.reshape(n, d_x)                                                 # (N*T, d_x)
-    grads = {"W_Q": Xf.T @ dQ.reshape(n, d_k), "W_K": Xf.T @ dK.reshape(n, d_k),
-             "W_V": Xf.T @ dV_raw.reshape(n, d_v), "W_O": dW_O, "b": db}
+    Xf = X.reshape(n, d_x)  # (N*T, d_x)
+    grads = {
+        "W_Q": Xf.T @ dQ.reshape(n, d_k),
+        "W_K": Xf.T @ dK.reshape(n, d_k),
+        "W_V": Xf.T @ dV_raw.reshape(n, d_v),
+        "W_O": dW_O,
+        "b": db,
+    }
     return DesignStep(loss, grads, alpha, V)
 
 
@@ -222,13 +248,14 @@ def group_key_cosines(W_K: object, n_groups: int) -> np.ndarray:
     array([-1.])
     """
     W_K = np.asarray(W_K, dtype=np.float64)
-    keys = W_K[:n_groups]                                                  # (G, d_k)
+    keys = W_K[:n_groups]  # (G, d_k)
     keys = keys / np.linalg.norm(keys, axis=1, keepdims=True)
     return (keys @ keys.T)[np.triu_indices(n_groups, 1)]
 
 
-def train_design(task: RetrievalTask, params: HeadParams, config: DesignConfig, *,
-                 rng: np.random.Generator) -> DesignRun:
+def train_design(
+    task: RetrievalTask, params: HeadParams, config: DesignConfig, *, rng: np.random.Generator
+) -> DesignRun:
     """Full-batch gradient descent on the task with the options of ``config`` (dropout masks from ``rng``)."""
     if not isinstance(rng, np.random.Generator):
         raise TypeError("rng must be a numpy.random.Generator")
@@ -247,8 +274,9 @@ def train_design(task: RetrievalTask, params: HeadParams, config: DesignConfig, 
         keep = None
         if config.dropout > 0:
             keep = (rng.random((task.X.shape[0], task.X.shape[1], task.X.shape[1])) >= config.dropout).astype(float)
-        st = design_forward_backward(p, task.X, task.y, value_norm=config.value_norm, keep=keep,
-                                     dropout=config.dropout, ln_eps=config.ln_eps)
+        st = design_forward_backward(
+            p, task.X, task.y, value_norm=config.value_norm, keep=keep, dropout=config.dropout, ln_eps=config.ln_eps
+        )
         p = HeadParams(**{k: getattr(p, k) - config.lr * st.grads[k] for k in ("W_Q", "W_K", "W_V", "W_O", "b")})
         record(p)
     final = design_forward_backward(p, task.X, task.y, value_norm=config.value_norm, ln_eps=config.ln_eps)

@@ -12,6 +12,7 @@ conventions: row vectors, ``alpha (T, T)`` with query ``i`` on row ``i``, ``V (T
 >>> column_usage(alpha).tolist()
 [1.5, 0.5]
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,8 +29,7 @@ from nextword.theory.dynamics.gradients import (
     upstream_gradient,
 )
 
-__all__ = ["AttentionDiagnostics", "attention_diagnostics", "column_usage", "value_norms", "PCA",
-           "pca_fit"]
+__all__ = ["AttentionDiagnostics", "attention_diagnostics", "column_usage", "value_norms", "PCA", "pca_fit"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -60,14 +60,17 @@ class AttentionDiagnostics:
     value_norms: np.ndarray
 
 
-def attention_diagnostics(params: HeadParams, X: object, y: object, *, causal: bool = False
-                          ) -> AttentionDiagnostics:
+def attention_diagnostics(params: HeadParams, X: object, y: object, *, causal: bool = False) -> AttentionDiagnostics:
     """Compute the §8.1 diagnostics of the head ``params`` on ``(X (T, d_x), y (T,))``."""
     f = head_forward(params, X, causal=causal)
     U = upstream_gradient(f.probs, y, params.W_O)
     B = compatibility_matrix(U, f.V)
-    return AttentionDiagnostics(compatibility=B, advantage=advantage_matrix(f.alpha, B),
-                                column_usage=column_usage(f.alpha), value_norms=value_norms(f.V))
+    return AttentionDiagnostics(
+        compatibility=B,
+        advantage=advantage_matrix(f.alpha, B),
+        column_usage=column_usage(f.alpha),
+        value_norms=value_norms(f.V),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -112,7 +115,7 @@ def pca_fit(points: object, n_components: int = 2) -> PCA:
     comps = Vt[:k]  # (k, d)
     signs = np.sign(comps[np.arange(k), np.argmax(np.abs(comps), axis=1)])
     comps = comps * np.where(signs == 0, 1.0, signs)[:, None]
-    var = s ** 2
+    var = s**2
     total = var.sum()
     ratio = var[:k] / total if total > 0 else np.zeros(k)
     return PCA(mean=mean, components=comps, explained_variance_ratio=ratio)

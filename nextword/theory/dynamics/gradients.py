@@ -37,6 +37,7 @@ Worked example (two positions, the first value helps query 0, the second hurts i
     >>> score_gradient(alpha, B)[0].tolist()      # Eq. (23): descent raises s_00, lowers s_01
     [-0.5, 0.5]
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -101,28 +102,32 @@ class HeadParams:
             raise ValueError(f"b must have shape (C,) = ({self.W_O.shape[1]},), got {self.b.shape}")
 
     @classmethod
-    def init(cls, d_x: int, d_k: int, d_v: int, num_classes: int, *, rng: np.random.Generator,
-             scale: float = 0.1) -> HeadParams:
+    def init(
+        cls, d_x: int, d_k: int, d_v: int, num_classes: int, *, rng: np.random.Generator, scale: float = 0.1
+    ) -> HeadParams:
         """Small Gaussian initialisation ``N(0, scale^2)`` for every matrix, ``b = 0`` (§7.1)."""
         if not isinstance(rng, np.random.Generator):
             raise TypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
-        d_x, d_k, d_v, C = (check_positive_int(n, name) for n, name in
-                            ((d_x, "d_x"), (d_k, "d_k"), (d_v, "d_v"), (num_classes, "num_classes")))
+        d_x, d_k, d_v, C = (
+            check_positive_int(n, name)
+            for n, name in ((d_x, "d_x"), (d_k, "d_k"), (d_v, "d_v"), (num_classes, "num_classes"))
+        )
         if not (np.isfinite(scale) and scale > 0):
             raise ValueError(f"scale must be a positive finite number, got {scale}")
-        return cls(W_Q=scale * rng.standard_normal((d_x, d_k)),
-                   W_K=scale * rng.standard_normal((d_x, d_k)),
-                   W_V=scale * rng.standard_normal((d_x, d_v)),
-                   W_O=scale * rng.standard_normal((d_v, C)),
-                   b=np.zeros(C))
+        return cls(
+            W_Q=scale * rng.standard_normal((d_x, d_k)),
+            W_K=scale * rng.standard_normal((d_x, d_k)),
+            W_V=scale * rng.standard_normal((d_x, d_v)),
+            W_O=scale * rng.standard_normal((d_v, C)),
+            b=np.zeros(C),
+        )
 
     @property
     def dims(self) -> tuple[int, int, int, int]:
         """``(d_x, d_k, d_v, C)``."""
         return self.W_Q.shape[0], self.W_Q.shape[1], self.W_V.shape[1], self.W_O.shape[1]
 
-    def sgd(self, grads: HeadGradients, lr: float, *, only: tuple[str, ...] | None = None
-            ) -> HeadParams:
+    def sgd(self, grads: HeadGradients, lr: float, *, only: tuple[str, ...] | None = None) -> HeadParams:
         """One gradient-descent step ``θ ← θ - lr ∇θ`` on the named fields (all by default)."""
         names = ("W_Q", "W_K", "W_V", "W_O", "b") if only is None else only
         return replace(self, **{n: getattr(self, n) - lr * getattr(grads, n) for n in names})
@@ -185,8 +190,9 @@ def head_forward(params: HeadParams, X: object, *, causal: bool = False) -> Head
     Q, K, V = X @ params.W_Q, X @ params.W_K, X @ params.W_V  # (..., T, d_k) x2, (..., T, d_v)
     G, alpha = scaled_dot_product_attention(Q, K, V, causal=causal, return_weights=True)
     logits = G @ params.W_O + params.b  # (..., T, C), Eq. (7)
-    return HeadForward(X=X, Q=Q, K=K, V=V, alpha=alpha, G=G, logits=logits,
-                       log_probs=log_softmax(logits), causal=bool(causal))
+    return HeadForward(
+        X=X, Q=Q, K=K, V=V, alpha=alpha, G=G, logits=logits, log_probs=log_softmax(logits), causal=bool(causal)
+    )
 
 
 def per_position_loss(log_probs: object, y: object) -> np.ndarray:
@@ -245,8 +251,9 @@ class HeadGradients:
     loss: float
 
 
-def head_gradients(params: HeadParams, X: object, y: object, *, causal: bool = False,
-                   reduction: str = "sum") -> HeadGradients:
+def head_gradients(
+    params: HeadParams, X: object, y: object, *, causal: bool = False, reduction: str = "sum"
+) -> HeadGradients:
     """All first-order gradients of §3 — Eqs. (13)–(16), (23), (25)–(32).
 
     ``X (T, d_x)``, ``y (T,)`` — or a batch ``X (..., T, d_x)``, ``y (..., T)`` whose weight
@@ -273,9 +280,18 @@ def head_gradients(params: HeadParams, X: object, y: object, *, causal: bool = F
     g = attention_backward(X, params.W_Q, params.W_K, params.W_V, U, causal=causal)
     d_v, C = params.dims[2], params.dims[3]
     dlogits = w * ce.dlogits.reshape(-1, C)  # (N, C), N = all positions of all sequences
-    return HeadGradients(W_Q=g.W_Q, W_K=g.W_K, W_V=g.W_V, W_O=G.reshape(-1, d_v).T @ dlogits,
-                         b=dlogits.sum(axis=0), U=U, dS=g.scores, dV=g.v, probs=ce.probs,
-                         loss=w * ce.loss)
+    return HeadGradients(
+        W_Q=g.W_Q,
+        W_K=g.W_K,
+        W_V=g.W_V,
+        W_O=G.reshape(-1, d_v).T @ dlogits,
+        b=dlogits.sum(axis=0),
+        U=U,
+        dS=g.scores,
+        dV=g.v,
+        probs=ce.probs,
+        loss=w * ce.loss,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -384,8 +400,9 @@ def dominant_query_loss_change(alpha: object, U: object, j: int, lr: float) -> n
     return -lr * a[:, j] ** 2 * np.sum(U * U, axis=1)
 
 
-def exact_value_update_loss_change(alpha: object, V: object, W_O: object, b: object, y: object,
-                                   j: int, lr: float) -> np.ndarray:
+def exact_value_update_loss_change(
+    alpha: object, V: object, W_O: object, b: object, y: object, j: int, lr: float
+) -> np.ndarray:
     """The exact per-query change of ``L_i`` when only ``v_j`` moves by Eq. (33), α held fixed.
 
     This is what (41) and (43) approximate; it needs the readout ``W_O (d_v, C)``, ``b (C,)`` and
@@ -396,8 +413,10 @@ def exact_value_update_loss_change(alpha: object, V: object, W_O: object, b: obj
     W_O = as_float_array(W_O, "W_O", ndim=2)
     b = as_float_array(b, "b", ndim=1)
     if V.shape[0] != a.shape[0] or V.shape[1] != W_O.shape[0] or b.shape != (W_O.shape[1],):
-        raise ValueError(f"shapes must be V (T, d_v), W_O (d_v, C), b (C,) with T = {a.shape[0]}; "
-                         f"got V {V.shape}, W_O {W_O.shape}, b {b.shape}")
+        raise ValueError(
+            f"shapes must be V (T, d_v), W_O (d_v, C), b (C,) with T = {a.shape[0]}; "
+            f"got V {V.shape}, W_O {W_O.shape}, b {b.shape}"
+        )
     j = _check_column(j, a.shape[0])
     y = _check_targets(y, a.shape[0], W_O.shape[1])
 
@@ -409,4 +428,3 @@ def exact_value_update_loss_change(alpha: object, V: object, W_O: object, b: obj
     V_new = V.copy()
     V_new[j] += value_update(a, U, lr)[j]
     return losses(V_new) - before
-

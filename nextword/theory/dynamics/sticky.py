@@ -34,6 +34,7 @@ Conventions as in :mod:`nextword.theory.dynamics` (row vectors, ``X (T, d_x)``, 
 >>> np.round(np.exp(bayes_filter_log_probs(task, P))[0], 3)   # x_1 reveals y_0 = 0
 array([0.9, 0.1])
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -86,8 +87,7 @@ class StickyTask:
         return self.X.shape[-2]
 
 
-def sticky_means(num_states: int, d_x: int, *, rng: np.random.Generator, scale: float = 1.0
-                 ) -> np.ndarray:
+def sticky_means(num_states: int, d_x: int, *, rng: np.random.Generator, scale: float = 1.0) -> np.ndarray:
     """Symbol means ``μ_c ~ N(0, scale² I_{d_x})``, shape ``(num_states, d_x)`` (§7.2 leaves the
     means unspecified; this is our choice)."""
     C = check_positive_int(num_states, "num_states", minimum=2)
@@ -95,8 +95,7 @@ def sticky_means(num_states: int, d_x: int, *, rng: np.random.Generator, scale: 
     return scale * rng.standard_normal((C, d))
 
 
-def make_sticky_task(states: object, means: object, *, rng: np.random.Generator,
-                     noise_std: float = 1.0) -> StickyTask:
+def make_sticky_task(states: object, means: object, *, rng: np.random.Generator, noise_std: float = 1.0) -> StickyTask:
     """Inputs ``x_t = μ_{y_{t-1}} + σ ε_t`` for state sequence(s) ``y_0..y_T``, shape
     ``(..., T+1)`` (a 2-D array is a batch of sequences)."""
     means = as_float_array(means, "means", ndim=2)
@@ -140,8 +139,7 @@ def markov_entropy_rate(transition_matrix: object) -> float:
     return float(-(pi * plogp.sum(axis=1)).sum())
 
 
-def bayes_filter_log_probs(task: StickyTask, transition_matrix: object, *,
-                           initial: object = None) -> np.ndarray:
+def bayes_filter_log_probs(task: StickyTask, transition_matrix: object, *, initial: object = None) -> np.ndarray:
     """Exact ``log p(y_t | x_1..x_t)`` by HMM forward filtering, shape ``(T, C)``.
 
     Hidden state at position ``t`` is ``y_{t-1}``, emission ``N(μ_{y_{t-1}}, σ² I)``. ``initial``
@@ -159,7 +157,7 @@ def bayes_filter_log_probs(task: StickyTask, transition_matrix: object, *,
     if task.noise_std == 0:
         loglik = np.where(sq < 1e-12, 0.0, -np.inf)
     else:
-        loglik = -0.5 * sq / task.noise_std ** 2  # up to a constant that cancels
+        loglik = -0.5 * sq / task.noise_std**2  # up to a constant that cancels
     with np.errstate(divide="ignore"):
         log_prior, log_P = np.log(prior), np.log(P)
     out = np.empty((task.T, C))
@@ -263,10 +261,14 @@ class ProtocolRun:
         return head_forward(self.params, task.X, causal=True).log_probs
 
 
-def train_protocol(protocol: str, params: HeadParams,
-                   task: StickyTask | Callable[[int], StickyTask],
-                   config: ProtocolConfig = ProtocolConfig(), *,
-                   probe: StickyTask | None = None) -> ProtocolRun:
+def train_protocol(
+    protocol: str,
+    params: HeadParams,
+    task: StickyTask | Callable[[int], StickyTask],
+    config: ProtocolConfig = ProtocolConfig(),
+    *,
+    probe: StickyTask | None = None,
+) -> ProtocolRun:
     """Train a causal head with ``protocol`` ``"sgd"`` or ``"em"`` (see the module docstring).
 
     ``task`` is either one training sequence (every step is a full-batch step on it) or a callable
@@ -290,8 +292,7 @@ def train_protocol(protocol: str, params: HeadParams,
         if probe is None:
             raise ValueError("probe must be given when task is a callable (online training)")
     else:
-        raise TypeError(f"task must be a StickyTask or a callable step -> StickyTask, got "
-                        f"{type(task).__name__}")
+        raise TypeError(f"task must be a StickyTask or a callable step -> StickyTask, got {type(task).__name__}")
     losses, accs, ents = [], [], []
     initial = params
     V0 = probe.X @ params.W_V  # (T_probe, d_v)
@@ -323,9 +324,16 @@ def train_protocol(protocol: str, params: HeadParams,
             except np.linalg.LinAlgError:  # rank-deficient X (N < d_x): minimum-norm solution
                 dW_V = np.linalg.lstsq(Xf, dV, rcond=None)[0]
             params = replace(params, W_V=params.W_V + dW_V)
-    return ProtocolRun(protocol=protocol, losses=np.array(losses), accuracies=np.array(accs),
-                       entropies=np.array(ents), values_initial=V0,
-                       values_final=probe.X @ params.W_V, params=params, initial=initial)
+    return ProtocolRun(
+        protocol=protocol,
+        losses=np.array(losses),
+        accuracies=np.array(accs),
+        entropies=np.array(ents),
+        values_initial=V0,
+        values_final=probe.X @ params.W_V,
+        params=params,
+        initial=initial,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -376,8 +384,9 @@ class StickyExperiment:
     metrics: dict[str, float]
 
 
-def run_sticky_experiment(config: StickyExperimentConfig = StickyExperimentConfig(), *,
-                          rng: np.random.Generator) -> StickyExperiment:
+def run_sticky_experiment(
+    config: StickyExperimentConfig = StickyExperimentConfig(), *, rng: np.random.Generator
+) -> StickyExperiment:
     """Run EM-like and SGD from the same initialisation on the same stream of sequences."""
     from nextword.data import sticky_markov_chain
 
@@ -387,14 +396,15 @@ def run_sticky_experiment(config: StickyExperimentConfig = StickyExperimentConfi
     chain = sticky_markov_chain(c.num_states, c.stay_prob, rule=c.rule)
     P = chain.transition  # (C, C)
     means = sticky_means(c.num_states, c.d_x, rng=rng, scale=c.mean_scale)
-    eval_task = make_sticky_task(chain.sample(c.eval_T + 1, rng), means, rng=rng,
-                                 noise_std=c.noise_std)
+    eval_task = make_sticky_task(chain.sample(c.eval_T + 1, rng), means, rng=rng, noise_std=c.noise_std)
     params0 = HeadParams.init(c.d_x, c.d_k, c.d_v, c.num_states, rng=rng, scale=c.init_scale)
-    stream = [make_sticky_task(np.stack([chain.sample(c.T + 1, rng) for _ in range(c.batch)]),
-                               means, rng=rng, noise_std=c.noise_std)
-              for _ in range(c.protocol.steps + 1)]  # (batch, T+1) states per step
-    runs = {k: train_protocol(k, params0, stream.__getitem__, c.protocol, probe=eval_task)
-            for k in ("em", "sgd")}
+    stream = [
+        make_sticky_task(
+            np.stack([chain.sample(c.T + 1, rng) for _ in range(c.batch)]), means, rng=rng, noise_std=c.noise_std
+        )
+        for _ in range(c.protocol.steps + 1)
+    ]  # (batch, T+1) states per step
+    runs = {k: train_protocol(k, params0, stream.__getitem__, c.protocol, probe=eval_task) for k in ("em", "sgd")}
     y = eval_task.targets
     lp = {k: r.log_probs(eval_task) for k, r in runs.items()}
     bayes = bayes_filter_log_probs(eval_task, P)
@@ -407,8 +417,9 @@ def run_sticky_experiment(config: StickyExperimentConfig = StickyExperimentConfi
     metrics["entropy_rate"] = markov_entropy_rate(P)
     metrics["bayes_loss"] = mean_cross_entropy(bayes, y)
     metrics["bayes_acc"] = accuracy(bayes, y)
-    return StickyExperiment(config=c, transition=P, means=means, eval_task=eval_task,
-                            em=runs["em"], sgd=runs["sgd"], metrics=metrics)
+    return StickyExperiment(
+        config=c, transition=P, means=means, eval_task=eval_task, em=runs["em"], sgd=runs["sgd"], metrics=metrics
+    )
 
 
 def same_symbol_attention(alpha: object, task: StickyTask) -> float:

@@ -15,6 +15,7 @@ calls it for seeds 0–4 with :data:`PAPER_TABLE1`.
 >>> bool(abs(row["delta_loss"] - (row["final_loss_em"] - row["final_loss_sgd"])) < 1e-12)
 True
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,8 +33,9 @@ __all__ = ["PAPER_TABLE1", "SMOOTH", "smooth", "table1_seed"]
 
 #: The paper's size (§7.2): sequences of T = 2000, 1000 steps; one fresh sequence per step, a held-out
 #: sequence of 4000 tokens; our rates (the paper gives none), as in notebook 3.3.
-PAPER_TABLE1 = StickyExperimentConfig(batch=1, T=2000, eval_T=4000,
-                                      protocol=ProtocolConfig(steps=1000, lr=1.0, value_lr=5.0))
+PAPER_TABLE1 = StickyExperimentConfig(
+    batch=1, T=2000, eval_T=4000, protocol=ProtocolConfig(steps=1000, lr=1.0, value_lr=5.0)
+)
 #: Width of the moving average used for "steps to Bayes + 0.1" (as in the notebook's figures).
 SMOOTH = 20
 
@@ -81,6 +83,9 @@ def table1_seed(config: StickyExperimentConfig, seed: int) -> tuple[dict[str, fl
     row["right_mass_start"] = float(mass(e.em.initial))
     row["right_mass_em"] = float(mass(e.em.params))
     row["right_mass_sgd"] = float(mass(e.sgd.params))
-    curves = {f"{key}_{r.protocol}": np.asarray(getattr(r, key), dtype=float)
-              for r in (e.em, e.sgd) for key in ("losses", "accuracies", "entropies")}
+    curves = {
+        f"{key}_{r.protocol}": np.asarray(getattr(r, key), dtype=float)
+        for r in (e.em, e.sgd)
+        for key in ("losses", "accuracies", "entropies")
+    }
     return row, curves

@@ -15,6 +15,7 @@ learning rate or the initial scale; :class:`ToyConfig`'s defaults (``lr=0.08``,
 >>> run.alphas.shape, run.values.shape, run.losses.shape
 ((4, 5, 5), (4, 5, 2), (4,))
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -97,5 +98,12 @@ def simulate_toy(config: ToyConfig = ToyConfig(), *, rng: np.random.Generator) -
         params = params.sgd(g, c.lr)
     if not np.isfinite(losses[-1]):
         raise FloatingPointError(f"the toy run diverged (lr={c.lr} too large?)")
-    return ToyRun(X=X, y=y, losses=np.array(losses), alphas=np.stack(alphas),
-                  values=np.stack(values), initial=initial, final=params)
+    return ToyRun(
+        X=X,
+        y=y,
+        losses=np.array(losses),
+        alphas=np.stack(alphas),
+        values=np.stack(values),
+        initial=initial,
+        final=params,
+    )

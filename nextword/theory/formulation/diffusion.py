@@ -26,6 +26,7 @@ Worked example::
     >>> bool(np.allclose(p_t, 1 / 3))
     True
 """
+
 from __future__ import annotations
 
 import numbers
@@ -288,6 +289,7 @@ def _marginal_path(p0: np.ndarray, Q: np.ndarray):
 
         def path(t: float) -> np.ndarray:
             return p0 @ transition_matrix(Q, t)
+
     return path
 
 
@@ -331,8 +333,9 @@ def reverse_marginals(p0: object, Q: object, times: object) -> np.ndarray:
     return out
 
 
-def sample_reverse(p0: object, Q: object, T: float, n_steps: int, n_samples: int,
-                   rng: np.random.Generator) -> np.ndarray:
+def sample_reverse(
+    p0: object, Q: object, T: float, n_steps: int, n_samples: int, rng: np.random.Generator
+) -> np.ndarray:
     """Sample the reverse CTMC from ``x(T) ~ p(T)`` down to ``t = 0`` with exact ratios (τ-leaping).
 
     Uses ``Q̄(t)`` of (D.1) built from the exact forward marginal (the role a trained ratio network

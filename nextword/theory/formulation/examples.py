@@ -14,6 +14,7 @@ pairs ``(N, d)``.
 >>> patchify(img, 2).shape                      # K' = 4, K = 2: 4 patches of 2*2*3 numbers
 (4, 12)
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,8 +39,8 @@ def patchify(image: object, patch: int) -> np.ndarray:
     H, W, C = img.shape
     if H % patch or W % patch:
         raise ValueError(f"image sides ({H}, {W}) must be multiples of patch = {patch}")
-    grid = img.reshape(H // patch, patch, W // patch, patch, C)        # (K, p, K, p, C)
-    grid = grid.transpose(0, 2, 1, 3, 4)                               # (K, K, p, p, C)
+    grid = img.reshape(H // patch, patch, W // patch, patch, C)  # (K, p, K, p, C)
+    grid = grid.transpose(0, 2, 1, 3, 4)  # (K, K, p, p, C)
     return grid.reshape((H // patch) * (W // patch), patch * patch * C)  # (K^2, p*p*C)
 
 
@@ -60,7 +61,7 @@ def patch_embedding(image: object, kernel: object, bias: object | None = None) -
     img = np.asarray(image, dtype=np.float64)
     if img.ndim != 3 or img.shape[2] != C:
         raise ValueError(f"image must have shape (H, W, {C}) to match the kernel's channels, got {img.shape}")
-    out = patchify(img, p) @ ker.reshape(d_l, p * p * C).T            # (K^2, p*p*C) @ (p*p*C, d_l)
+    out = patchify(img, p) @ ker.reshape(d_l, p * p * C).T  # (K^2, p*p*C) @ (p*p*C, d_l)
     if bias is not None:
         b = np.asarray(bias, dtype=np.float64)
         if b.shape != (d_l,):
@@ -87,11 +88,11 @@ def contrastive_loss(x: object, y: object, temperature: float = 1.0) -> tuple[fl
     if not (np.isfinite(temperature) and temperature > 0):
         raise ValueError(f"temperature must be positive, got {temperature}")
     N = X.shape[0]
-    S = X @ Y.T / temperature                                          # (N, N)
+    S = X @ Y.T / temperature  # (N, N)
     row = log_softmax(S, axis=1)
     col = log_softmax(S, axis=0)
     loss = float(-(np.trace(row) + np.trace(col)) / (2 * N))
-    dS = (np.exp(row) + np.exp(col) - 2 * np.eye(N)) / (2 * N)         # dL/dS
+    dS = (np.exp(row) + np.exp(col) - 2 * np.eye(N)) / (2 * N)  # dL/dS
     return loss, dS @ Y / temperature, dS.T @ X / temperature
 
 
@@ -110,7 +111,7 @@ def batch_norm(h: object, D: object | None = None, b: object | None = None, eps:
     if H.ndim != 3:
         raise ValueError(f"h must be a batch of sequences of shape (N, l, d_e), got {H.shape}")
     d_e = H.shape[-1]
-    tokens = H.reshape(-1, d_e)                                        # (N*l, d_e): the support of pi
+    tokens = H.reshape(-1, d_e)  # (N*l, d_e): the support of pi
     z = (H - tokens.mean(axis=0)) / np.sqrt(tokens.var(axis=0) + eps)
     Dm = np.eye(d_e) if D is None else np.asarray(D, dtype=np.float64)
     bv = np.zeros(d_e) if b is None else np.asarray(b, dtype=np.float64)

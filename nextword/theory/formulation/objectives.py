@@ -23,6 +23,7 @@ Worked example::
     >>> joint.tolist() == [0.125] * 8
     True
 """
+
 from __future__ import annotations
 
 import numbers
@@ -115,7 +116,7 @@ def _conditionals(next_probs: NextProbs, V: int, L: int) -> np.ndarray:
         block = V ** (L - l)
         for start in range(0, V**L, block):
             p = _probs(next_probs, tuple(int(x) for x in seqs[start, :l]), V)
-            out[start:start + block, l] = p[seqs[start:start + block, l]]
+            out[start : start + block, l] = p[seqs[start : start + block, l]]
     return out
 
 
@@ -132,7 +133,7 @@ def markov_next_probs(source) -> NextProbs:
     def next_probs(prefix: tuple[int, ...]) -> np.ndarray:
         m = len(prefix)
         if m >= k:
-            return T[tuple(prefix[m - k:])] if k else T
+            return T[tuple(prefix[m - k :])] if k else T
         marg = pi.sum(axis=tuple(range(m + 1, k))) if m + 1 < k else pi  # law of the first m+1 tokens
         row = marg[tuple(prefix)]
         return row / row.sum()
@@ -174,8 +175,9 @@ def kl_decomposition(p_next: NextProbs, q_next: NextProbs, V: int, L: int) -> KL
     safe = np.where(w > 0, -w * log_cq, 0.0)  # 0 * log 0 terms vanish
     cross = safe.sum(axis=0)
     ent = -(w * log_cp).sum(axis=0)
-    return KLDecomposition(joint=float(kl_divergence(joint_p, joint_q)), per_position=cross - ent,
-                           cross_entropy=cross, entropy=ent)
+    return KLDecomposition(
+        joint=float(kl_divergence(joint_p, joint_q)), per_position=cross - ent, cross_entropy=cross, entropy=ent
+    )
 
 
 # ----------------------------------------------------------------------------- estimators (Remark 4.7)
@@ -253,8 +255,10 @@ def rl_empirical_objective(log_pi: object, log_pi_ref: object, reward: object, b
     function of θ with the samples held fixed its gradient is *not* the gradient of (4.7) (the
     samples depend on θ): use a score-function estimator for that.
     """
-    a = [as_float_array(x, n, ndim=1).astype(np.float64) for x, n in
-         ((log_pi, "log_pi"), (log_pi_ref, "log_pi_ref"), (reward, "reward"))]
+    a = [
+        as_float_array(x, n, ndim=1).astype(np.float64)
+        for x, n in ((log_pi, "log_pi"), (log_pi_ref, "log_pi_ref"), (reward, "reward"))
+    ]
     if not (a[0].shape == a[1].shape == a[2].shape):
         raise ValueError("log_pi, log_pi_ref and reward must have the same shape (N,)")
     beta = _check_beta(beta)
@@ -312,8 +316,9 @@ def _adam(params: list[np.ndarray], grad_fn, steps: int, lr: float) -> list[floa
     return history
 
 
-def fit_table(W0: object, counts: object, *, steps: int = 500, lr: float = 0.05,
-              weight_decay: float = 0.0) -> tuple[np.ndarray, list[float]]:
+def fit_table(
+    W0: object, counts: object, *, steps: int = 500, lr: float = 0.05, weight_decay: float = 0.0
+) -> tuple[np.ndarray, list[float]]:
     """Full fine-tuning / training of all ``V²`` logits by Adam on (4.5)/(4.6) (+ optional L2).
 
     Returns ``(W, history)`` with the loss before each step.
@@ -328,8 +333,16 @@ def fit_table(W0: object, counts: object, *, steps: int = 500, lr: float = 0.05,
     return W, _adam([W], grad_fn, steps, lr)
 
 
-def fit_lora(W0: object, counts: object, rank: int, rng: np.random.Generator, *, steps: int = 500,
-             lr: float = 0.05, init_scale: float = 0.01) -> tuple[np.ndarray, np.ndarray, list[float]]:
+def fit_lora(
+    W0: object,
+    counts: object,
+    rank: int,
+    rng: np.random.Generator,
+    *,
+    steps: int = 500,
+    lr: float = 0.05,
+    init_scale: float = 0.01,
+) -> tuple[np.ndarray, np.ndarray, list[float]]:
     """LoRA-style fine-tuning (Remark 4.9): ``W = W0 + A @ B`` with ``A (V, r)``, ``B (r, V)``; ``W0`` frozen.
 
     ``A`` starts small and random, ``B`` at zero, so the update starts at ``ΔW = 0``. Trainable

@@ -31,6 +31,7 @@ True
 >>> bool(np.allclose(attention_block(np.concatenate([h, h]), p)[:5], out))   # duplicates
 True
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -125,14 +126,21 @@ class BlockParams:
             object.__setattr__(self, name, val)
 
     @classmethod
-    def random(cls, d_e: int, c: int, c_ff: int, rng: np.random.Generator, *, scale: float = 1.0,
-               norm: Norm = "layer") -> BlockParams:
+    def random(
+        cls, d_e: int, c: int, c_ff: int, rng: np.random.Generator, *, scale: float = 1.0, norm: Norm = "layer"
+    ) -> BlockParams:
         """Gaussian parameters with entries ``N(0, scale²/fan_in)`` (biases ``N(0, 0.01)``)."""
         d_e, c, c_ff = (check_positive_int(v, n) for v, n in ((d_e, "d_e"), (c, "c"), (c_ff, "c_ff")))
         g = lambda *s: scale * rng.standard_normal(s) / np.sqrt(s[-1])  # noqa: E731
         att_p = AttentionParams(g(c, d_e), g(c, d_e), g(d_e, d_e))
-        return cls(att_p, g(c_ff, d_e), 0.1 * rng.standard_normal(c_ff), g(d_e, c_ff),
-                   0.1 * rng.standard_normal(d_e), norm=norm)
+        return cls(
+            att_p,
+            g(c_ff, d_e),
+            0.1 * rng.standard_normal(c_ff),
+            g(d_e, c_ff),
+            0.1 * rng.standard_normal(d_e),
+            norm=norm,
+        )
 
 
 def _seq(h: object, d: int | None = None) -> np.ndarray:
@@ -231,8 +239,9 @@ def soft_max_pool(h: object, beta: float, weights: object = None) -> np.ndarray:
     return (zmax + np.log(np.exp(z - zmax[..., None, :]).sum(axis=-2))) / beta
 
 
-def set_transformer(h: object, blocks: Sequence[BlockParams], pool: Pool = "mean", *,
-                    causal: bool = False, weights: object = None) -> np.ndarray:
+def set_transformer(
+    h: object, blocks: Sequence[BlockParams], pool: Pool = "mean", *, causal: bool = False, weights: object = None
+) -> np.ndarray:
     """``T(h) = P ∘ A_K ∘ … ∘ A_1 (h)``, Eq. (5.6) / (B.3): ``(..., m, d_e) → (..., d_e)``."""
     if pool not in ("mean", "max"):
         raise ValueError(f"pool must be 'mean' or 'max', got {pool!r}")
@@ -242,8 +251,16 @@ def set_transformer(h: object, blocks: Sequence[BlockParams], pool: Pool = "mean
     return mean_pool(x, weights) if pool == "mean" else max_pool(x, weights)
 
 
-def next_token_distribution(h: object, blocks: Sequence[BlockParams], B: object, tau: float = 1.0,
-                            pool: Pool = "mean", *, causal: bool = False, weights: object = None) -> np.ndarray:
+def next_token_distribution(
+    h: object,
+    blocks: Sequence[BlockParams],
+    B: object,
+    tau: float = 1.0,
+    pool: Pool = "mean",
+    *,
+    causal: bool = False,
+    weights: object = None,
+) -> np.ndarray:
     """``q_m(· | h) = softmax(B T(h) / τ)``, Eq. (5.7): ``B (|V|, d_e)``; returns ``(..., |V|)``."""
     Bm = as_float_array(B, "B", ndim=2)
     if not np.isfinite(tau) or tau <= 0:

@@ -24,6 +24,7 @@ Worked example (scalar decay driven by a constant input; the exact state is ``1 
     >>> np.round(v[:, 0], 4)           # states at t = 0, 0.5, 1.0
     array([0.    , 0.3935, 0.6321])
 """
+
 from __future__ import annotations
 
 import numbers
@@ -106,8 +107,7 @@ def _check_system(Abar, Bbar, C, D, h, v0):
     return Abar, Bbar, C, D, h, v0
 
 
-def ssm_scan(Abar: object, Bbar: object, C: object, D: object, h: object, v0: object
-             ) -> tuple[np.ndarray, np.ndarray]:
+def ssm_scan(Abar: object, Bbar: object, C: object, D: object, h: object, v0: object) -> tuple[np.ndarray, np.ndarray]:
     """Run the recurrence (5.9) with linear f, g: ``v_{k+1} = Ā v_k + B̄ h_k``, ``u_k = C v_k + D h_k``.
 
     Parameters: ``Abar (s, s)``, ``Bbar (s, d)``, ``C (d_out, s)``, ``D (d_out, d)``, inputs
@@ -149,7 +149,7 @@ def ssm_convolve(Abar: object, Bbar: object, C: object, D: object, h: object, v0
     u = h @ D.T
     for k in range(T):
         if k:
-            u[k] += np.einsum("jod,jd->o", K[1:k + 1], h[k - 1::-1][:k])
+            u[k] += np.einsum("jod,jd->o", K[1 : k + 1], h[k - 1 :: -1][:k])
     state = v0.copy()
     for k in range(T):  # transient C Ā^k v0
         u[k] += C @ state
@@ -157,8 +157,16 @@ def ssm_convolve(Abar: object, Bbar: object, C: object, D: object, h: object, v0
     return u
 
 
-def ssm_exact_state(A: object, B: object, v0: object, h: Callable[[float], np.ndarray], times: object,
-                    *, epsabs: float = 1e-12, epsrel: float = 1e-10) -> np.ndarray:
+def ssm_exact_state(
+    A: object,
+    B: object,
+    v0: object,
+    h: Callable[[float], np.ndarray],
+    times: object,
+    *,
+    epsabs: float = 1e-12,
+    epsrel: float = 1e-10,
+) -> np.ndarray:
     """Exact state of ``dv/dt = A v + B h(t)`` by the variation-of-constants formula (corrected (C.3a)).
 
     ``v(t) = e^{At} v0 + ∫_0^t e^{A(t - r)} B h(r) dr`` (the printed (C.3a) places ``B`` between
@@ -176,8 +184,9 @@ def ssm_exact_state(A: object, B: object, v0: object, h: Callable[[float], np.nd
     expA = _expm_path(A)
     out = np.empty((times.size, A.shape[0]))
     for n, t in enumerate(times):
-        forced, _ = scipy.integrate.quad_vec(lambda r: expA(t - r) @ (B @ np.asarray(h(r), dtype=np.float64)),
-                                             0.0, t, epsabs=epsabs, epsrel=epsrel)
+        forced, _ = scipy.integrate.quad_vec(
+            lambda r: expA(t - r) @ (B @ np.asarray(h(r), dtype=np.float64)), 0.0, t, epsabs=epsabs, epsrel=epsrel
+        )
         out[n] = expA(t) @ v0 + forced
     return out
 

@@ -27,6 +27,7 @@ Worked example (one head, two keys): the attention weights equal the vMF posteri
     >>> bool(np.allclose(q, softmax(keys @ x)))
     True
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -80,8 +81,9 @@ def vmf_attention_params(W_q: object, W_k: object, keys: object) -> tuple[np.nda
     return kappa, mu
 
 
-def vmf_attention_log_posterior(x_q: object, kappa: object, mu: object, *, normalised: bool = False,
-                                mask: object = None) -> np.ndarray:
+def vmf_attention_log_posterior(
+    x_q: object, kappa: object, mu: object, *, normalised: bool = False, mask: object = None
+) -> np.ndarray:
     """Eq. (19): ``log q(z|x_q) = log softmax_z (kappa_z mu_z . x_q [+ log C_d(kappa_z)])``.
 
     With ``normalised=False`` (the paper's unnormalised vMF ``q~``) this *is* softmax attention.
@@ -102,8 +104,9 @@ def vmf_attention_log_posterior(x_q: object, kappa: object, mu: object, *, norma
     return log_softmax(logits, axis=-1)
 
 
-def head_output(x_q: object, keys: object, values: object, W_q: object, W_k: object, W_v: object,
-                W_o: object) -> tuple[np.ndarray, np.ndarray]:
+def head_output(
+    x_q: object, keys: object, values: object, W_q: object, W_k: object, W_v: object, W_o: object
+) -> tuple[np.ndarray, np.ndarray]:
     """One head, Eqs. (4)–(5) / (20): ``sum_z q(z|x_q) (W_o W_v^T) v_z``.
 
     Shapes: ``x_q (..., d)``, ``keys, values (..., Z, d)``, all ``W (d, d')`` ->
@@ -118,8 +121,9 @@ def head_output(x_q: object, keys: object, values: object, W_q: object, W_k: obj
     return q, np.einsum("...z,...zd->...d", q, scores)
 
 
-def multihead_as_expectation(x_q: object, keys: object, values: object, heads: list[tuple],
-                             head_weights: object | None = None) -> np.ndarray:
+def multihead_as_expectation(
+    x_q: object, keys: object, values: object, heads: list[tuple], head_weights: object | None = None
+) -> np.ndarray:
     """Eq. (21) as written: ``E_{q(h|x) q(z|x,h)}[kappa'_{z,h} mu'_{z,h}] = sum_h q(h|x) head_h(x)``.
 
     ``heads`` is a list of ``(W_q, W_k, W_v, W_o)``; ``head_weights (..., H)`` defaults to the uniform
@@ -228,8 +232,9 @@ def head_svflow_metrics(x: object, attn: object, out_vectors: object, mask: obje
     return svflow_metrics_from_loglik(log_lik, q, d, kappa=kappa, mask=mask)
 
 
-def svflow_metrics_from_loglik(log_lik: object, attn: object, d: int, *, kappa: object = None,
-                               mask: object = None) -> dict[str, np.ndarray]:
+def svflow_metrics_from_loglik(
+    log_lik: object, attn: object, d: int, *, kappa: object = None, mask: object = None
+) -> dict[str, np.ndarray]:
     """The metrics of :func:`head_svflow_metrics` from ``log p(x|z)`` directly.
 
     ``log_lik (..., Z)`` = ``log C_d(kappa'_z) + kappa'_z mu'_z . x`` (compute it with one matmul for

@@ -34,6 +34,7 @@ Worked example (Prop. 3.2 for one point): ``log p(x) = ELBO + KL(q || p(z|x))``:
     >>> abs(lhs - rhs) < 1e-12
     True
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -182,8 +183,9 @@ def _gauss_args(x: object, means: object, log_vars: object) -> tuple[np.ndarray,
     m = as_float_array(means, "means", min_ndim=2).astype(np.float64)
     lv = as_float_array(log_vars, "log_vars", min_ndim=2).astype(np.float64)
     if m.shape[-1] != x.shape[-1] or lv.shape[-1] != x.shape[-1]:
-        raise ValueError(f"means and log_vars must be (..., Z, d) with d={x.shape[-1]} (from x), "
-                         f"got {m.shape} and {lv.shape}")
+        raise ValueError(
+            f"means and log_vars must be (..., Z, d) with d={x.shape[-1]} (from x), got {m.shape} and {lv.shape}"
+        )
     return x, m, lv
 
 

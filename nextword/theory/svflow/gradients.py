@@ -34,6 +34,7 @@ Worked example (the centring of Eq. 53: the posterior gradient ignores a common 
     >>> abs(float(grads.grad_b_g[0].sum())) < 1e-12      # sum_z q(z) eta(z) = 0
     True
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -100,8 +101,12 @@ def random_gaussian_layer(d: int, Z: int, rng: np.random.Generator, *, scale: fl
         raise TypeError("rng must be a numpy.random.Generator")
     if d < 1 or Z < 1:
         raise ValueError(f"d and Z must be >= 1, got d = {d}, Z = {Z}")
-    return GaussianFlowLayer(scale * rng.normal(size=(Z, d)), 0.5 * rng.normal(size=Z),
-                             scale * rng.normal(size=(Z, d)), np.log(rng.uniform(0.5, 2.0, size=Z)))
+    return GaussianFlowLayer(
+        scale * rng.normal(size=(Z, d)),
+        0.5 * rng.normal(size=Z),
+        scale * rng.normal(size=(Z, d)),
+        np.log(rng.uniform(0.5, 2.0, size=Z)),
+    )
 
 
 @dataclass(frozen=True)
@@ -138,14 +143,14 @@ def _check(x0: object, layers: list[GaussianFlowLayer], W_cls: object, y: int, b
 
 def _layer_quantities(x: np.ndarray, layer: GaussianFlowLayer):
     """q, p(z|x), scores s (Z, d), variances (Z,), log p(x|z) (Z,) at one state."""
-    g = layer.W_g @ x + layer.b_g                                   # (Z,)
+    g = layer.W_g @ x + layer.b_g  # (Z,)
     log_q = g - logsumexp(g)
-    var = np.exp(layer.log_vars)                                    # (Z,)
-    diff = x[None, :] - layer.means                                 # (Z, d)
+    var = np.exp(layer.log_vars)  # (Z,)
+    diff = x[None, :] - layer.means  # (Z, d)
     d = x.shape[0]
     log_lik = -0.5 * (diff**2).sum(axis=1) / var - 0.5 * d * (np.log(2 * np.pi) + layer.log_vars)
-    log_p = log_lik - logsumexp(log_lik)                            # uniform prior cancels
-    s = -diff / var[:, None]                                        # (Z, d), s(x, z) = grad log p(x|z)
+    log_p = log_lik - logsumexp(log_lik)  # uniform prior cancels
+    s = -diff / var[:, None]  # (Z, d), s(x, z) = grad log p(x|z)
     return np.exp(log_q), log_q, np.exp(log_p), log_p, s, var, diff
 
 
@@ -162,16 +167,17 @@ def hybrid_forward(x0: object, layers: list[GaussianFlowLayer], W_cls: object, y
     for layer in layers:
         x = xs[-1]
         q, log_q, p, log_p, s, _, _ = _layer_quantities(x, layer)
-        jv.append(float(np.sum(q * (log_q - log_p))))              # KL(q || p), J_var^l
-        xs.append(x + q @ s)                                        # Eq. (35)
+        jv.append(float(np.sum(q * (log_q - log_p))))  # KL(q || p), J_var^l
+        xs.append(x + q @ s)  # Eq. (35)
         qs.append(q)
         ps.append(p)
         ss.append(s)
-    logits = W_cls.T @ xs[-1]                                       # (C,)
+    logits = W_cls.T @ xs[-1]  # (C,)
     J_align = float(logsumexp(logits) - logits[y])
     J_var = np.array(jv)
-    return HybridForward(np.array(xs), np.array(qs), np.array(ps), np.array(ss), J_align, J_var,
-                         J_align + beta * float(J_var.sum()))
+    return HybridForward(
+        np.array(xs), np.array(qs), np.array(ps), np.array(ss), J_align, J_var, J_align + beta * float(J_var.sum())
+    )
 
 
 @dataclass(frozen=True)
@@ -197,8 +203,9 @@ class HybridGradients:
     forward: HybridForward
 
 
-def hybrid_gradients(x0: object, layers: list[GaussianFlowLayer], W_cls: object, y: int,
-                     beta: float) -> HybridGradients:
+def hybrid_gradients(
+    x0: object, layers: list[GaussianFlowLayer], W_cls: object, y: int, beta: float
+) -> HybridGradients:
     """The gradients of Eq. (36) by the paper's closed forms, Eqs. (41)–(53) and (56)–(65).
 
     Error signals: ``delta_L = W_cls (softmax(W_cls^T x^L) - e_y)`` and ``delta_l = F_l^T delta_{l+1}``
@@ -219,11 +226,11 @@ def hybrid_gradients(x0: object, layers: list[GaussianFlowLayer], W_cls: object,
     F, local_kl_grad, cache = [], [], []
     for ell, layer in enumerate(layers):
         q, log_q, p, log_p, s, var, diff = _layer_quantities(fw.xs[ell], layer)
-        Wc = layer.W_g - q @ layer.W_g                              # (Z, d): grad_x g_z - E_q grad_x g
+        Wc = layer.W_g - q @ layer.W_g  # (Z, d): grad_x g_z - E_q grad_x g
         # F = I + sum_z s_z (dq_z/dx)^T + sum_z q_z ds_z/dx, with dq_z/dx = q_z Wc_z, ds_z/dx = -I / var_z
-        F.append(np.eye(d) * (1.0 - np.sum(q / var)) + (s * q[:, None]).T @ Wc)   # (d, d)
+        F.append(np.eye(d) * (1.0 - np.sum(q / var)) + (s * q[:, None]).T @ Wc)  # (d, d)
         R = log_q - log_p
-        s_bar_p = p @ s                                             # E_{p(z|x)} s(x, z)
+        s_bar_p = p @ s  # E_{p(z|x)} s(x, z)
         # d/dx KL(q||p) = sum_z dq_z/dx R_z - sum_z q_z (s_z - s_bar_p)   (the sum_z dq_z/dx = 0 term dropped)
         local_kl_grad.append(((q * R) @ Wc) - q @ (s - s_bar_p[None, :]))
         cache.append((q, p, s, var, diff, R))
@@ -238,24 +245,33 @@ def hybrid_gradients(x0: object, layers: list[GaussianFlowLayer], W_cls: object,
         for ell in range(k - 1, -1, -1):
             gamma[k, ell] = F[ell].T @ gamma[k, ell + 1]
 
-    out: dict[str, list] = {n: [] for n in ("A", "B", "R", "eta", "grad_W_g", "grad_b_g", "grad_means",
-                                            "grad_log_vars")}
+    out: dict[str, list] = {
+        n: [] for n in ("A", "B", "R", "eta", "grad_W_g", "grad_b_g", "grad_means", "grad_log_vars")
+    }
     for ell in range(L):
         q, p, s, var, diff, R = cache[ell]
         x = fw.xs[ell]
-        A = s @ delta[ell + 1]                                      # Eq. (41): A_l(z) = delta_{l+1}^T s(x^l, z)
+        A = s @ delta[ell + 1]  # Eq. (41): A_l(z) = delta_{l+1}^T s(x^l, z)
         B = np.zeros((L, q.shape[0]))
         for k in range(ell + 1, L):
-            B[k] = s @ gamma[k, ell + 1]                            # Eq. (42)
-        eta = (A - q @ A) + beta * (R - q @ R) + beta * (B - (B @ q)[:, None]).sum(axis=0)   # Eq. (53)
-        grad_g = q * eta                                            # Eq. (52) before the chain to phi
-        u = delta[ell + 1] + beta * gamma[ell + 1:, ell + 1].sum(axis=0)   # delta_{l+1} + beta sum_k gamma_{k,l+1}
+            B[k] = s @ gamma[k, ell + 1]  # Eq. (42)
+        eta = (A - q @ A) + beta * (R - q @ R) + beta * (B - (B @ q)[:, None]).sum(axis=0)  # Eq. (53)
+        grad_g = q * eta  # Eq. (52) before the chain to phi
+        u = delta[ell + 1] + beta * gamma[ell + 1 :, ell + 1].sum(axis=0)  # delta_{l+1} + beta sum_k gamma_{k,l+1}
         # Eq. (65) with ds_z/dmu_z = I/var_z, ds_z/dlogvar_z = -s_z, dlog p(x|z)/dmu_z = diff_z/var_z,
         # dlog p(x|z)/dlogvar_z = |diff_z|^2/(2 var_z) - d/2
         grad_means = q[:, None] * u[None, :] / var[:, None] + beta * (p - q)[:, None] * diff / var[:, None]
         grad_log_vars = -q * (s @ u) + beta * (p - q) * ((diff**2).sum(axis=1) / (2 * var) - d / 2)
-        for name, val in (("A", A), ("B", B), ("R", R), ("eta", eta), ("grad_W_g", np.outer(grad_g, x)),
-                          ("grad_b_g", grad_g), ("grad_means", grad_means), ("grad_log_vars", grad_log_vars)):
+        for name, val in (
+            ("A", A),
+            ("B", B),
+            ("R", R),
+            ("eta", eta),
+            ("grad_W_g", np.outer(grad_g, x)),
+            ("grad_b_g", grad_g),
+            ("grad_means", grad_means),
+            ("grad_log_vars", grad_log_vars),
+        ):
             out[name].append(val)
     return HybridGradients(**out, delta=delta, gamma=gamma, forward=fw)
 
@@ -285,7 +301,7 @@ def unflatten_params(theta: object, like: list[GaussianFlowLayer]) -> list[Gauss
         for f in _FIELDS:
             shape = getattr(layer, f).shape
             size = int(np.prod(shape))
-            parts[f] = theta[i:i + size].reshape(shape)            # (size,) -> field shape
+            parts[f] = theta[i : i + size].reshape(shape)  # (size,) -> field shape
             i += size
         out.append(GaussianFlowLayer(**parts))
     return out
@@ -305,8 +321,9 @@ class MoEStep:
     gates: np.ndarray
 
 
-def moe_forward_backward(X: object, Y: object, W_g: object, b_g: object, experts: object, *,
-                         top1: bool = False) -> MoEStep:
+def moe_forward_backward(
+    X: object, Y: object, W_g: object, b_g: object, experts: object, *, top1: bool = False
+) -> MoEStep:
     """Soft MoE ``f(x) = sum_e g_e(x) A_e x`` with ``g = softmax(W_g x + b_g)`` (§4.3: the gate is the
     posterior, expert ``e`` the score) and the mean squared loss ``(1/2N) sum ||f(x) - y||^2``.
 
@@ -331,21 +348,23 @@ def moe_forward_backward(X: object, Y: object, W_g: object, b_g: object, experts
         raise ValueError(f"X must be (N, d) and Y (N, d_out), got {X.shape} and {Y.shape}")
     E, d = W_g.shape
     if A.shape != (E, Y.shape[1], d) or b_g.shape != (E,) or d != X.shape[1]:
-        raise ValueError(f"need W_g (E, d), b_g (E,), experts (E, d_out, d) with d = {X.shape[1]}, "
-                         f"got {W_g.shape}, {b_g.shape}, {A.shape}")
+        raise ValueError(
+            f"need W_g (E, d), b_g (E,), experts (E, d_out, d) with d = {X.shape[1]}, "
+            f"got {W_g.shape}, {b_g.shape}, {A.shape}"
+        )
     N = X.shape[0]
-    logits = X @ W_g.T + b_g                                               # (N, E)
+    logits = X @ W_g.T + b_g  # (N, E)
     gates = np.exp(logits - logsumexp(logits, axis=1, keepdims=True))
-    outs = np.einsum("eod,nd->neo", A, X)                                  # (N, E, d_out) expert outputs
+    outs = np.einsum("eod,nd->neo", A, X)  # (N, E, d_out) expert outputs
     route = gates
     if top1:
-        route = gates * (np.arange(E)[None, :] == np.argmax(gates, axis=1)[:, None])   # keep the chosen gate
-    F = np.einsum("ne,neo->no", route, outs)                               # (N, d_out)
-    R = (F - Y) / N                                                        # dL/dF
+        route = gates * (np.arange(E)[None, :] == np.argmax(gates, axis=1)[:, None])  # keep the chosen gate
+    F = np.einsum("ne,neo->no", route, outs)  # (N, d_out)
+    R = (F - Y) / N  # dL/dF
     loss = float(0.5 * N * (R**2).sum())
     grad_A = np.einsum("ne,no,nd->eod", route, R, X)
-    dg = np.einsum("no,neo->ne", R, outs)                                  # dL/dg_e
+    dg = np.einsum("no,neo->ne", R, outs)  # dL/dg_e
     if top1:
-        dg = dg * (route > 0)                                              # only the chosen gate enters f
-    dlogits = gates * (dg - (gates * dg).sum(axis=1, keepdims=True))       # softmax backward (centred)
+        dg = dg * (route > 0)  # only the chosen gate enters f
+    dlogits = gates * (dg - (gates * dg).sum(axis=1, keepdims=True))  # softmax backward (centred)
     return MoEStep(loss, dlogits.T @ X, dlogits.sum(axis=0), grad_A, gates)

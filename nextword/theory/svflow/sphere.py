@@ -20,6 +20,7 @@ Worked example (d = 3, where ``C_3(kappa) = kappa / (4 pi sinh kappa)`` in close
     >>> round(float(np.exp(vmf_log_normalizer(2.0, 3)) * 4 * np.pi * np.sinh(2.0) / 2.0), 12)
     1.0
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -50,8 +51,9 @@ def _unit_rows(x: np.ndarray, name: str, atol: float = 1e-8) -> None:
     norms = np.linalg.norm(x, axis=-1)
     if not np.allclose(norms, 1.0, atol=atol):
         worst = float(np.max(np.abs(norms - 1.0)))
-        raise ValueError(f"{name} must lie on the unit sphere (||{name}|| = 1 along the last axis); "
-                         f"largest deviation {worst:.3g}")
+        raise ValueError(
+            f"{name} must lie on the unit sphere (||{name}|| = 1 along the last axis); largest deviation {worst:.3g}"
+        )
 
 
 def _pair(x: object, v: object) -> tuple[np.ndarray, np.ndarray]:
@@ -129,8 +131,7 @@ def _debye_log_iv(nu: np.ndarray, x: np.ndarray) -> np.ndarray:
     u1 = (3 * p - 5 * p**3) / 24.0
     u2 = (81 * p**2 - 462 * p**4 + 385 * p**6) / 1152.0
     u3 = (30375 * p**3 - 369603 * p**5 + 765765 * p**7 - 425425 * p**9) / 414720.0
-    u4 = (4465125 * p**4 - 94121676 * p**6 + 349922430 * p**8 - 446185740 * p**10
-          + 185910725 * p**12) / 39813120.0
+    u4 = (4465125 * p**4 - 94121676 * p**6 + 349922430 * p**8 - 446185740 * p**10 + 185910725 * p**12) / 39813120.0
     series = 1.0 + u1 / nu + u2 / nu**2 + u3 / nu**3 + u4 / nu**4
     return nu * eta - 0.5 * np.log(2 * np.pi * nu) - 0.25 * np.log1p(z * z) + np.log(series)
 
@@ -311,7 +312,7 @@ def vmf_sample(mu: object, kappa: float, n: int, rng: np.random.Generator) -> np
         cand = (1 - (1 + b) * zb) / (1 - (1 - b) * zb)
         ok = k * cand + (d - 1) * np.log(1 - x0 * cand) - c >= np.log(u)
         take = cand[ok][: n - filled]
-        w[filled: filled + take.size] = take
+        w[filled : filled + take.size] = take
         filled += take.size
     # 2) a uniform direction orthogonal to mu
     g = rng.standard_normal((n, d))

@@ -1,4 +1,5 @@
 """Tests for nextword.theory.barrier, barrier_process and barrier_depth (Agarwal et al., Part 4)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,16 +36,25 @@ from nextword.theory.barrier import (
 
 def _params(seed: int, L: int = 5, d: int = 3, dk: int = 2, scale: float = 1.0):
     rng = np.random.default_rng(seed)
-    return (rng.normal(size=(L, d)), scale * rng.normal(size=(dk, d)), scale * rng.normal(size=(dk, d)),
-            rng.normal(size=(d, d)))
+    return (
+        rng.normal(size=(L, d)),
+        scale * rng.normal(size=(dk, d)),
+        scale * rng.normal(size=(dk, d)),
+        rng.normal(size=(d, d)),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # exact Jacobians
 # ---------------------------------------------------------------------------------------------
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 10_000), L=st.integers(1, 5), d=st.integers(1, 3), dk=st.integers(1, 3),
-       context=st.sampled_from(CONTEXTS))
+@given(
+    seed=st.integers(0, 10_000),
+    L=st.integers(1, 5),
+    d=st.integers(1, 3),
+    dk=st.integers(1, 3),
+    context=st.sampled_from(CONTEXTS),
+)
 def test_full_jacobian_matches_finite_differences(seed, L, d, dk, context):
     X, W_Q, W_K, W_V = _params(seed, L, d, dk)
     J = residual_jacobian(X, W_Q, W_K, W_V, context=context)
@@ -90,8 +100,7 @@ def test_block_lower_triangular_and_determinant_factorises():  # Lemma B.3, Eq. 
 
 def test_paper_forms_hold_exactly_when_W_V_is_identity_strict():
     X, W_Q, W_K, _ = _params(11)
-    np.testing.assert_allclose(paper_diagonal_block(X, W_Q, W_K, None), diagonal_blocks(X, W_Q, W_K, None),
-                               atol=1e-13)
+    np.testing.assert_allclose(paper_diagonal_block(X, W_Q, W_K, None), diagonal_blocks(X, W_Q, W_K, None), atol=1e-13)
 
 
 def test_paper_forms_fail_for_general_W_V_and_for_inclusive_context():
@@ -102,8 +111,10 @@ def test_paper_forms_fail_for_general_W_V_and_for_inclusive_context():
     st_ = attention_stats(X, W_Q, W_K, W_V)
     A = W_K.T @ W_Q
     np.testing.assert_allclose(diagonal_blocks(X, W_Q, W_K, W_V), np.eye(3) - W_V @ st_.C @ A, atol=1e-13)
-    gap53 = np.abs(paper_diagonal_block(X, W_Q, W_K, None, include_current=True)
-                   - diagonal_blocks(X, W_Q, W_K, None, context="inclusive")).max()
+    gap53 = np.abs(
+        paper_diagonal_block(X, W_Q, W_K, None, include_current=True)
+        - diagonal_blocks(X, W_Q, W_K, None, context="inclusive")
+    ).max()
     assert gap53 > 1e-2  # (53) misses the key-path term α_tt (v_t − v̄_t) q_tᵀ W_K
 
 
@@ -117,16 +128,16 @@ def test_scalar_margin_proposition_1_and_its_w_v_correction():
     m = scalar_margin(x, a=a, w_v=w)
     np.testing.assert_allclose(m, 1 - a * var_v / w, atol=1e-13)
     assert np.abs(m - (1 - a * var_v)).max() > 1e-2
-    fd = np.diagonal(central_difference(
-        lambda z: causal_residual(z[:, None], [[a]], [[1.0]], [[w]])[:, 0], x))
+    fd = np.diagonal(central_difference(lambda z: causal_residual(z[:, None], [[a]], [[1.0]], [[w]])[:, 0], x))
     np.testing.assert_allclose(m, fd, atol=1e-8)
 
 
 def test_scalar_margin_inclusive_matches_finite_differences():
     x = np.array([0.3, -1.0, 2.0, 0.5])
     m = scalar_margin(x, a=0.7, include_current=True)
-    fd = np.diagonal(central_difference(
-        lambda z: causal_residual(z[:, None], [[0.7]], [[1.0]], include_current=True)[:, 0], x))
+    fd = np.diagonal(
+        central_difference(lambda z: causal_residual(z[:, None], [[0.7]], [[1.0]], include_current=True)[:, 0], x)
+    )
     np.testing.assert_allclose(m, fd, atol=1e-8)
 
 
@@ -158,8 +169,9 @@ def test_log_density_is_noise_plus_barrier_and_matches_change_of_variables():
     np.testing.assert_allclose(total, parts)
     e = causal_residual(X, W_Q, W_K, W_V)
     J = central_difference(lambda Z: causal_residual(Z, W_Q, W_K, W_V), X).reshape(8, 8)
-    direct = (-0.5 * np.sum(e**2) / sigma**2 - 4 * np.log(2 * np.pi * sigma**2)
-              + np.linalg.slogdet(J)[1])  # Eq. (5) with a numerical Jacobian, L·d/2 = 4
+    direct = (
+        -0.5 * np.sum(e**2) / sigma**2 - 4 * np.log(2 * np.pi * sigma**2) + np.linalg.slogdet(J)[1]
+    )  # Eq. (5) with a numerical Jacobian, L·d/2 = 4
     np.testing.assert_allclose(total, direct, atol=1e-7)
     per = embedding_log_density(X, W_Q, W_K, W_V, sigma=sigma, per_position=True)
     assert per.shape == (4,)
@@ -248,8 +260,10 @@ def test_depth_localisation_and_self_conditioned_layer():
     rng = np.random.default_rng(1)
     T, d = 3, 2
     prior = tuple(0.7 * rng.normal(size=(d, d)) for _ in range(3))
-    layers = [DepthLayer(rng.normal(size=(d, d)), rng.normal(size=(d, d)), rng.normal(size=(d, d)), q)
-              for q in ("previous", "current")]
+    layers = [
+        DepthLayer(rng.normal(size=(d, d)), rng.normal(size=(d, d)), rng.normal(size=(d, d)), q)
+        for q in ("previous", "current")
+    ]
     xs = rng.normal(size=(3, T, d))
     J = central_difference(lambda z: deep_residual(z, prior, layers), xs).reshape(3, T, d, 3, T, d)
     for ell in range(3):
@@ -258,8 +272,9 @@ def test_depth_localisation_and_self_conditioned_layer():
                 for u in range(T):
                     if (ell2, u) > (ell, t):
                         assert np.abs(J[ell, t, :, ell2, u, :]).max() < 1e-8  # Lemma D.1
-    np.testing.assert_allclose(J[1, :, :, 1, :, :][np.arange(T), :, np.arange(T), :], np.tile(np.eye(d), (T, 1, 1)),
-                               atol=1e-8)  # Proposition 3
+    np.testing.assert_allclose(
+        J[1, :, :, 1, :, :][np.arange(T), :, np.arange(T), :], np.tile(np.eye(d), (T, 1, 1)), atol=1e-8
+    )  # Proposition 3
     blocks = layer_diagonal_blocks(xs[2], xs[1], layers[1])
     np.testing.assert_allclose(J[2, :, :, 2, :, :][np.arange(T), :, np.arange(T), :], blocks, atol=1e-7)
     total, per_stage = deep_log_barrier(xs, prior, layers)

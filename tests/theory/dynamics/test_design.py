@@ -1,10 +1,15 @@
 """Dynamics §6.2/§8.2 design toy: hand-written gradients against finite differences and the library head."""
+
 import numpy as np
 import pytest
 
 from nextword.theory.dynamics import HeadParams, head_gradients
 from nextword.theory.dynamics.design import (
-    DesignConfig, design_forward_backward, group_key_cosines, retrieval_task, train_design,
+    DesignConfig,
+    design_forward_backward,
+    group_key_cosines,
+    retrieval_task,
+    train_design,
 )
 
 FIELDS = ("W_Q", "W_K", "W_V", "W_O", "b")
@@ -32,10 +37,10 @@ def test_gradients_match_finite_differences(value_norm, dropout):
             E[idx] = h
             plus = HeadParams(**{**{f: getattr(params, f) for f in FIELDS}, name: W + E})
             minus = HeadParams(**{**{f: getattr(params, f) for f in FIELDS}, name: W - E})
-            fd[idx] = (design_forward_backward(plus, task.X, task.y, value_norm=value_norm, keep=keep,
-                                               dropout=dropout).loss
-                       - design_forward_backward(minus, task.X, task.y, value_norm=value_norm, keep=keep,
-                                                 dropout=dropout).loss) / (2 * h)
+            fd[idx] = (
+                design_forward_backward(plus, task.X, task.y, value_norm=value_norm, keep=keep, dropout=dropout).loss
+                - design_forward_backward(minus, task.X, task.y, value_norm=value_norm, keep=keep, dropout=dropout).loss
+            ) / (2 * h)
         np.testing.assert_allclose(st.grads[name], fd, atol=1e-8, err_msg=name)
 
 

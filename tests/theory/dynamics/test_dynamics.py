@@ -1,4 +1,5 @@
 """Tests for nextword.theory.dynamics (+ dynamics_diagnostics, dynamics_toy, dynamics_sticky)."""
+
 from __future__ import annotations
 
 import itertools
@@ -105,8 +106,7 @@ def test_head_gradients_match_torch_autograd(causal, reduction):
     if causal:
         S = S.masked_fill(~torch.tril(torch.ones(7, 7, dtype=torch.bool)), float("-inf"))
     logits = torch.softmax(S, -1) @ (Xt @ t["W_V"]) @ t["W_O"] + t["b"]
-    L = torch.nn.functional.cross_entropy(logits.reshape(-1, 4), torch.tensor(y).reshape(-1),
-                                          reduction=reduction)
+    L = torch.nn.functional.cross_entropy(logits.reshape(-1, 4), torch.tensor(y).reshape(-1), reduction=reduction)
     L.backward()
     g = head_gradients(params, X, y, causal=causal, reduction=reduction)
     assert g.loss == pytest.approx(L.item(), rel=1e-12)
@@ -118,6 +118,7 @@ def test_head_gradients_match_finite_differences():
     params, X, y = _setup(seed=2, T=5, d_x=3, d_k=2, d_v=2, C=3)
     g = head_gradients(params, X, y, causal=True)
     for name in PARAM_NAMES:
+
         def loss(W, name=name):
             return cross_entropy(head_forward(replace(params, **{name: W}), X, causal=True).log_probs, y)
 
@@ -293,8 +294,7 @@ def test_bayes_filter_matches_brute_force_enumeration():
         post = np.zeros(C)
         for path in itertools.product(range(C), repeat=t + 2):  # y_0..y_{t+1}
             w = pi[path[0]] * np.prod([P[path[k], path[k + 1]] for k in range(t + 1)])
-            lik = np.prod([np.exp(-0.5 * np.sum((task.X[k] - means[path[k]]) ** 2) / sigma**2)
-                           for k in range(t + 1)])
+            lik = np.prod([np.exp(-0.5 * np.sum((task.X[k] - means[path[k]]) ** 2) / sigma**2) for k in range(t + 1)])
             post[path[-1]] += w * lik
         np.testing.assert_allclose(got[t], post / post.sum(), atol=1e-12)
 
@@ -332,8 +332,7 @@ def test_train_protocols_reduce_the_loss_and_em_moves_values_by_least_squares():
     task, params = _tiny_task()
     probe = replace(task, states=task.states[0], X=task.X[0])
     for protocol in ("sgd", "em"):
-        run = train_protocol(protocol, params, task, ProtocolConfig(steps=30, lr=0.5, value_lr=2.0),
-                             probe=probe)
+        run = train_protocol(protocol, params, task, ProtocolConfig(steps=30, lr=0.5, value_lr=2.0), probe=probe)
         assert run.losses.shape == (31,) and run.losses[-1] < run.losses[0]
         np.testing.assert_allclose(run.values_final, probe.X @ run.params.W_V)
         assert run.initial is params

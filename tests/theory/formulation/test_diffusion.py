@@ -1,4 +1,5 @@
 """Tests for nextword.theory.formulation.diffusion (formulation paper §9, Appendix D)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -114,8 +115,13 @@ def closed_form_absorbing(p0, t):  # rate 1, mask = last state
     return p
 
 
-@pytest.mark.parametrize("make_Q, closed_form", [(lambda: dd.uniform_generator(4, 1.0), closed_form_uniform),
-                                                 (lambda: dd.absorbing_generator(4, 3), closed_form_absorbing)])
+@pytest.mark.parametrize(
+    "make_Q, closed_form",
+    [
+        (lambda: dd.uniform_generator(4, 1.0), closed_form_uniform),
+        (lambda: dd.absorbing_generator(4, 3), closed_form_absorbing),
+    ],
+)
 def test_reverse_marginals_retrace_the_forward_marginals(make_Q, closed_form):
     Q = make_Q()
     p0 = np.array([0.5, 0.3, 0.2, 0.0])
@@ -162,7 +168,8 @@ def test_tower_rule_form_equals_marginal_form_for_uniform_only_weighted_for_abso
     unweighted_gap = dd.denoising_score_entropy_loss(s, p0, P) - dd.score_entropy_loss(s, p0 @ P)
     assert abs(unweighted_gap) > 1e-3
     assert dd.denoising_score_entropy_loss(s, p0, P, Qa) == pytest.approx(
-        dd.score_entropy_loss(s, p0 @ P, Qa), rel=1e-12)
+        dd.score_entropy_loss(s, p0 @ P, Qa), rel=1e-12
+    )
 
 
 def test_bad_inputs_raise_clear_errors():

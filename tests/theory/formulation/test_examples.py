@@ -1,4 +1,5 @@
 """Formulation Examples 2.10 and B.1: patch embedding = strided convolution, contrastive gradients, batch norm."""
+
 import numpy as np
 import pytest
 from scipy.signal import correlate
@@ -10,14 +11,16 @@ def test_patch_embedding_is_a_strided_convolution():
     rng = np.random.default_rng(0)
     img, ker = rng.normal(size=(12, 12, 3)), rng.normal(size=(5, 4, 4, 3))
     out = patch_embedding(img, ker)
-    direct = np.stack([sum(correlate(img[:, :, c], ker[o, :, :, c], mode="valid")[::4, ::4] for c in range(3))
-                       for o in range(5)], axis=-1).reshape(9, 5)
+    direct = np.stack(
+        [sum(correlate(img[:, :, c], ker[o, :, :, c], mode="valid")[::4, ::4] for c in range(3)) for o in range(5)],
+        axis=-1,
+    ).reshape(9, 5)
     np.testing.assert_allclose(out, direct, atol=1e-12)
 
 
 def test_patchify_round_trip():
     img = np.arange(4 * 6 * 2, dtype=float).reshape(4, 6, 2)
-    patches = patchify(img, 2)                                   # (6, 8)
+    patches = patchify(img, 2)  # (6, 8)
     back = patches.reshape(2, 3, 2, 2, 2).transpose(0, 2, 1, 3, 4).reshape(4, 6, 2)
     np.testing.assert_array_equal(back, img)
 

@@ -1,4 +1,5 @@
 """Tests for nextword.theory.formulation.objectives (formulation paper §3–4)."""
+
 from __future__ import annotations
 
 import itertools

@@ -1,4 +1,5 @@
 """Tests for nextword.theory.formulation.set_transformer (formulation paper §5.1–5.2, Appendix B)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -45,7 +46,8 @@ def test_att_matches_torch_sdpa():
     p, h, _ = _setup(1, m=7)
     t = lambda a: torch.from_numpy(np.ascontiguousarray(a))  # noqa: E731
     ref = torch.nn.functional.scaled_dot_product_attention(
-        t(h @ p.att.Q.T), t(h @ p.att.K.T), t(h @ p.att.V.T), scale=1.0, is_causal=True).numpy()
+        t(h @ p.att.Q.T), t(h @ p.att.K.T), t(h @ p.att.V.T), scale=1.0, is_causal=True
+    ).numpy()
     np.testing.assert_allclose(att(h, p.att, causal=True), h + ref, rtol=1e-10, atol=1e-12)
 
 
@@ -57,8 +59,9 @@ def test_block_equals_post_norm_transformer_block(activation):
     p = BlockParams.random(d, d, 8, rng)
     p = BlockParams(p.att, p.W1, p.b1, p.W2, p.b2, activation=activation)
     h = rng.standard_normal((5, d))
-    blk = TransformerBlock(d, 1, 8, rng=rng, norm="layer", pre_norm=False, causal=False,
-                           activation=activation, eps=p.eps)
+    blk = TransformerBlock(
+        d, 1, 8, rng=rng, norm="layer", pre_norm=False, causal=False, activation=activation, eps=p.eps
+    )
     blk.attn.W_q = p.att.Q.T * np.sqrt(d)  # undo the 1/sqrt(d_head) scale
     blk.attn.W_k = p.att.K.T
     blk.attn.W_v = p.att.V.T

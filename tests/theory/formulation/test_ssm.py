@@ -1,4 +1,5 @@
 """Tests for nextword.theory.formulation.ssm (formulation paper §5.3.4, Appendix C)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,9 +23,16 @@ def test_zoh_is_exact_for_piecewise_constant_input():
     hs = rng.normal(size=(T, 2))
     Ab, Bb = ssm.discretize_zoh(A, B, dt)
     v, _ = ssm.ssm_scan(Ab, Bb, C, D, hs, np.ones(4))
-    sol = scipy.integrate.solve_ivp(lambda t, x: A @ x + B @ hs[min(int(t / dt), T - 1)], (0, dt * (T - 1)),
-                                    np.ones(4), t_eval=dt * np.arange(T), rtol=1e-11, atol=1e-12,
-                                    max_step=dt / 8, first_step=1e-4)
+    sol = scipy.integrate.solve_ivp(
+        lambda t, x: A @ x + B @ hs[min(int(t / dt), T - 1)],
+        (0, dt * (T - 1)),
+        np.ones(4),
+        t_eval=dt * np.arange(T),
+        rtol=1e-11,
+        atol=1e-12,
+        max_step=dt / 8,
+        first_step=1e-4,
+    )
     np.testing.assert_allclose(v, sol.y.T, atol=1e-7)
 
 
@@ -40,8 +48,9 @@ def test_exact_state_matches_ode_solver():
     h = lambda t: np.array([np.sin(2 * t), np.cos(3 * t)])  # noqa: E731
     times = np.linspace(0.0, 1.5, 7)
     exact = ssm.ssm_exact_state(A, B, np.ones(4), h, times)
-    sol = scipy.integrate.solve_ivp(lambda t, x: A @ x + B @ h(t), (0, 1.5), np.ones(4), t_eval=times,
-                                    rtol=1e-12, atol=1e-12)
+    sol = scipy.integrate.solve_ivp(
+        lambda t, x: A @ x + B @ h(t), (0, 1.5), np.ones(4), t_eval=times, rtol=1e-12, atol=1e-12
+    )
     np.testing.assert_allclose(exact, sol.y.T, atol=1e-9)
 
 

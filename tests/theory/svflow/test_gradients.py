@@ -1,9 +1,15 @@
 """Liao App. B: the closed-form hybrid-objective gradients against finite differences and torch autograd."""
+
 import numpy as np
 import pytest
 
 from nextword.theory.svflow.gradients import (
-    GaussianFlowLayer, flatten_params, hybrid_forward, hybrid_gradients, random_gaussian_layer, unflatten_params,
+    GaussianFlowLayer,
+    flatten_params,
+    hybrid_forward,
+    hybrid_gradients,
+    random_gaussian_layer,
+    unflatten_params,
 )
 
 
@@ -14,8 +20,12 @@ def _problem(seed=3, d=3, Z=4, L=3, C=2):
 
 
 def _closed_form_vector(g, L):
-    return np.concatenate([np.concatenate([g.grad_W_g[ell].ravel(), g.grad_b_g[ell], g.grad_means[ell].ravel(),
-                                           g.grad_log_vars[ell]]) for ell in range(L)])
+    return np.concatenate(
+        [
+            np.concatenate([g.grad_W_g[ell].ravel(), g.grad_b_g[ell], g.grad_means[ell].ravel(), g.grad_log_vars[ell]])
+            for ell in range(L)
+        ]
+    )
 
 
 @pytest.mark.parametrize("beta", [0.0, 0.3, 2.0])
@@ -36,8 +46,10 @@ def test_closed_form_matches_torch_autograd():
     torch = pytest.importorskip("torch")
     x0, layers, W, y = _problem(seed=5)
     beta = 0.4
-    params = [{f: torch.tensor(getattr(layer, f), requires_grad=True) for f in ("W_g", "b_g", "means", "log_vars")}
-              for layer in layers]
+    params = [
+        {f: torch.tensor(getattr(layer, f), requires_grad=True) for f in ("W_g", "b_g", "means", "log_vars")}
+        for layer in layers
+    ]
     x = torch.tensor(x0)
     J_var = 0.0
     for P in params:
@@ -62,8 +74,8 @@ def test_advantages_are_centred_and_B_is_upper_triangular():
     x0, layers, W, y = _problem(seed=7)
     g = hybrid_gradients(x0, layers, W, y, beta=1.3)
     for ell, q in enumerate(g.forward.q):
-        assert abs(float(q @ g.eta[ell])) < 1e-12          # sum_z q eta = 0: common logit shifts get no gradient
-        assert np.all(g.B[ell][: ell + 1] == 0)             # B_{k,l} only for downstream k > l
+        assert abs(float(q @ g.eta[ell])) < 1e-12  # sum_z q eta = 0: common logit shifts get no gradient
+        assert np.all(g.B[ell][: ell + 1] == 0)  # B_{k,l} only for downstream k > l
 
 
 def test_bad_input_is_named():
@@ -97,9 +109,11 @@ def test_moe_gradients_match_finite_differences(top1):
             args_p = [W, b, A]
             args_m = [W, b, A]
             args_p[which], args_m[which] = arr + E, arr - E
-            fd[idx] = (moe_forward_backward(X, Y, *args_p, top1=top1).loss
-                       - moe_forward_backward(X, Y, *args_m, top1=top1).loss) / (2 * h)
+            fd[idx] = (
+                moe_forward_backward(X, Y, *args_p, top1=top1).loss
+                - moe_forward_backward(X, Y, *args_m, top1=top1).loss
+            ) / (2 * h)
         np.testing.assert_allclose(grad, fd, atol=1e-8)
-    if top1:   # an expert chosen by no input gets no gradient at all
+    if top1:  # an expert chosen by no input gets no gradient at all
         unused = np.setdiff1d(np.arange(4), np.argmax(st.gates, axis=1))
         assert np.all(st.grad_experts[unused] == 0)

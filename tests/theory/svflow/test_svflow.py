@@ -1,4 +1,5 @@
 """Tests for nextword.theory.svflow, svflow_sphere and svflow_attention (Liao, SVFlow)."""
+
 from __future__ import annotations
 
 import mpmath as mp
@@ -22,8 +23,9 @@ def _unit(rng, *shape):
 
 def _random_flow(seed: int, Z: int = 4, d: int = 2) -> sv.GaussianSVFlow:
     rng = np.random.default_rng(seed)
-    return sv.GaussianSVFlow(rng.normal(size=(Z, d)), 0.3 * rng.normal(size=(Z, d)),
-                             rng.normal(size=(Z, d)), 0.3 * rng.normal(size=(Z, d)))
+    return sv.GaussianSVFlow(
+        rng.normal(size=(Z, d)), 0.3 * rng.normal(size=(Z, d)), rng.normal(size=(Z, d)), 0.3 * rng.normal(size=(Z, d))
+    )
 
 
 def _slope(t, err):
@@ -56,8 +58,10 @@ def test_retraction_error_orders():
     np.testing.assert_allclose(np.array(err) / t**3, 1 / 3, rtol=1e-2)
     w = rng.standard_normal(6)
     w /= np.linalg.norm(w)  # generic, non-tangent direction (Eq. 17)
-    err17 = [np.linalg.norm(rms_norm(x + s * w, eps=0.0, unit=True) - sp.retraction(x, sp.tangent_projection(x, s * w)))
-             for s in t]
+    err17 = [
+        np.linalg.norm(rms_norm(x + s * w, eps=0.0, unit=True) - sp.retraction(x, sp.tangent_projection(x, s * w)))
+        for s in t
+    ]
     assert abs(_slope(t, err17) - 2.0) < 0.05
 
 
@@ -152,7 +156,9 @@ def test_prop_3_2_and_theorem_3_3(seed):
     x = np.random.default_rng(seed + 1).normal(size=(6, 2))
     np.testing.assert_allclose(flow.log_marginal(x), flow.elbo(x) + flow.kl_gap(x), atol=1e-10)
     assert np.all(flow.kl_gap(x) >= -1e-12)
-    np.testing.assert_allclose(central_difference(flow.elbo, x, batched=True), flow.field(x) + flow.epsilon(x), atol=1e-5)
+    np.testing.assert_allclose(
+        central_difference(flow.elbo, x, batched=True), flow.field(x) + flow.epsilon(x), atol=1e-5
+    )
 
 
 def test_corollary_3_4_ideal_case():
@@ -180,8 +186,9 @@ def test_categorical_kl_properties(logits, seed):
     lp = np.log(softmax(np.random.default_rng(seed).normal(size=len(logits))))
     assert sv.categorical_kl(lq, lp) >= -1e-12
     assert abs(sv.categorical_kl(lq, lq)) < 1e-12
-    np.testing.assert_allclose(sv.kl_to_uniform(lq), sv.categorical_kl(lq, np.full(len(logits), -np.log(len(logits)))),
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        sv.kl_to_uniform(lq), sv.categorical_kl(lq, np.full(len(logits), -np.log(len(logits)))), atol=1e-12
+    )
 
 
 def test_euler_flow_first_order():
@@ -213,8 +220,9 @@ def test_attention_weights_are_vmf_posterior_and_head_output():
     x, keys = rng.normal(size=d), rng.normal(size=(Z, d))
     kappa, mu = sa.vmf_attention_params(Wq, Wk, keys)
     q = np.exp(sa.vmf_attention_log_posterior(x, kappa, mu))
-    out_ref, w_ref = scaled_dot_product_attention((x @ Wq)[None] * np.sqrt(dh), keys @ Wk, keys @ Wv,
-                                                  return_weights=True)
+    out_ref, w_ref = scaled_dot_product_attention(
+        (x @ Wq)[None] * np.sqrt(dh), keys @ Wk, keys @ Wv, return_weights=True
+    )
     np.testing.assert_allclose(q, w_ref[0], atol=1e-12)
     qh, out = sa.head_output(x, keys, keys, Wq, Wk, Wv, Wo)
     np.testing.assert_allclose(out, out_ref[0] @ Wo.T, atol=1e-12)
@@ -232,8 +240,11 @@ def test_normalised_vmf_posterior_differs_unless_equal_kappa():
     b = sa.vmf_attention_log_posterior(x, kap, mu, normalised=True)
     assert np.max(np.abs(a - b)) > 1.0
     eq = np.full(4, 7.0)
-    np.testing.assert_allclose(sa.vmf_attention_log_posterior(x, eq, mu),
-                               sa.vmf_attention_log_posterior(x, eq, mu, normalised=True), atol=1e-12)
+    np.testing.assert_allclose(
+        sa.vmf_attention_log_posterior(x, eq, mu),
+        sa.vmf_attention_log_posterior(x, eq, mu, normalised=True),
+        atol=1e-12,
+    )
 
 
 def test_head_output_matches_torch():
@@ -244,8 +255,12 @@ def test_head_output_matches_torch():
     x, keys = rng.normal(size=d), rng.normal(size=(Z, d))
     _, out = sa.head_output(x, keys, keys, Wq, Wk, Wv, Wo)
     T = torch.tensor
-    ref = torch.nn.functional.scaled_dot_product_attention(
-        T(x @ Wq)[None, None], T(keys @ Wk)[None], T(keys @ Wv)[None], scale=1.0)[0, 0].numpy() @ Wo.T
+    ref = (
+        torch.nn.functional.scaled_dot_product_attention(
+            T(x @ Wq)[None, None], T(keys @ Wk)[None], T(keys @ Wv)[None], scale=1.0
+        )[0, 0].numpy()
+        @ Wo.T
+    )
     np.testing.assert_allclose(out, ref, atol=1e-10)
 
 
@@ -275,8 +290,9 @@ def test_prefix_shuffle_keeps_suffix_and_multiset():
     r, keep = sa.prefix_shuffle_rates(20, 0.4)
     np.testing.assert_allclose(r[keep], 8 / np.arange(9, 21))
     assert not keep[:8].any()
-    np.testing.assert_array_equal(sa.shuffle_rate_bins(np.array([0.0, 0.25, 0.3, 0.75, 0.9, 1.0])),
-                                  [-1, 0, 1, 2, 3, -1])
+    np.testing.assert_array_equal(
+        sa.shuffle_rate_bins(np.array([0.0, 0.25, 0.3, 0.75, 0.9, 1.0])), [-1, 0, 1, 2, 3, -1]
+    )
 
 
 def test_head_svflow_metrics_identities():
@@ -374,9 +390,9 @@ def test_probe_head_decomposition_and_logit_lens():
         n = blk.norm1(x)
         out, w = blk.attention(n, model.rope_freqs, None)
         d, H = 8, 2
-        v = (n @ blk.W_qkv[:, 2 * d:]).view(3, 10, H, d // H).transpose(1, 2)
-        o = torch.einsum("bhzk,hkd->bhzd", v, blk.W_o.view(H, d // H, d))   # per-head kappa' mu' of token z
-        recon = torch.einsum("bhtz,bhzd->btd", w, o)                       # Eq. (20) summed over heads, Eq. (4)
+        v = (n @ blk.W_qkv[:, 2 * d :]).view(3, 10, H, d // H).transpose(1, 2)
+        o = torch.einsum("bhzk,hkd->bhzd", v, blk.W_o.view(H, d // H, d))  # per-head kappa' mu' of token z
+        recon = torch.einsum("bhtz,bhzd->btd", w, o)  # Eq. (20) summed over heads, Eq. (4)
         torch.testing.assert_close(recon, out, atol=1e-5, rtol=1e-5)
     for k in ("kl_q_p", "kl_q_u", "kl_p_u"):
         assert res.metrics[k].shape == (2, 3, 10) and np.all(res.metrics[k] >= -1e-9)
