@@ -38,7 +38,10 @@ from nextword import embedding, positions
 from nextword.attention.kv_cache import KVCache, LayerKVCache
 from nextword.data import synthetic
 from nextword.decoder import DecoderConfig, DecoderLM
-from nextword.decoding import generation, ngram
+from nextword import attention
+from nextword.decoder import layers
+from nextword.decoding import filters, generation, ngram
+from nextword.tokenizers import BPETokenizer
 from nextword.evaluation import metrics, two_sample
 
 LIMIT_S = 1.0  # a call slower than this is a "hang"
@@ -126,6 +129,12 @@ def bad_array(shape: tuple[int, ...]) -> list[Bad]:
         Bad(np.ones(shape, dtype=complex), tag="complex"),
         Bad([[1.0, 2.0], [3.0]], tag="ragged"),
     ]
+
+
+def bad_values(shape: tuple[int, ...]) -> list[Bad]:
+    """``bad_array`` for functions that take any leading axes: the extra axis and the empty array are
+    documented inputs there (batched input; an empty result as torch returns), so they are not listed."""
+    return [b for b in bad_array(shape) if b.tag not in ("ndim+1", "empty")]
 
 
 def bad_ids(upper: int) -> list[Bad]:
@@ -699,6 +708,52 @@ def specs(tmp: Path) -> list[Spec]:
             metrics.spearman,
             dict(x=samp, y=samp**2),
             dict(x=bad_array((6,)), y=bad_array((6,)) + [Bad(np.ones(6))]),
+        ),
+        # ---- attention, norms, filters, tokenizer (fixed by the edge-case work; in the sweep and the fuzz too)
+        Spec("softmax", attention.softmax, dict(x=x34), dict(x=bad_values((3, 4)))),
+        Spec(
+            "scaled_dot_product_attention",
+            attention.scaled_dot_product_attention,
+            dict(q=x34, k=x34, v=x34),
+            dict(
+                q=bad_values((3, 4)),
+                k=bad_values((3, 4)),
+                v=bad_values((3, 4)),
+                mask=[Bad(np.ones((2, 2), dtype=bool), tag="wrong shape")],
+                scale=[b for b in bad_real() if b.value is not None],  # None: the documented 1/sqrt(d)
+            ),
+        ),
+        Spec(
+            "MultiHeadAttention",
+            attention.MultiHeadAttention,
+            dict(d_model=4, num_heads=2, rng=G(0)),
+            dict(d_model=bad_count(), num_heads=bad_count() + [Bad(3, tag="not a divisor")]),
+        ),
+        Spec(
+            "layer_norm", layers.layer_norm, dict(x=x34), dict(x=bad_values((3, 4)), eps=bad_real(0.0, inclusive=True))
+        ),
+        Spec(
+            "rms_norm",
+            layers.rms_norm,
+            dict(x=x34),
+            dict(x=bad_values((3, 4)), eps=[b for b in bad_real(0.0, inclusive=True) if b.value is not None]),
+        ),  # eps=None is torch.nn.RMSNorm's default, documented
+        Spec(
+            "filter_logits",
+            filters.filter_logits,
+            dict(logits=p3),
+            dict(
+                logits=bad_values((3,)),
+                temperature=bad_real(0.0),
+                top_k=optional(bad_count()),
+                top_p=[b for b in bad_real(0.0) if b.value is not None],  # None: no top-p filter
+            ),
+        ),
+        Spec(
+            "BPETokenizer.train",
+            BPETokenizer.train,
+            dict(text="abab abab", vocab_size=258),
+            dict(text=[Bad(None), Bad(3)], vocab_size=bad_count(256), special_tokens=[Bad("<s>", tag="a string")]),
         ),
         Spec(
             "permutation_test",

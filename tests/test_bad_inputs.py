@@ -1,7 +1,8 @@
 """Bad input gets a named error, everywhere (issue #22).
 
-Two checks over the public callables listed in ``tests/bad_inputs.py`` (positions, embedding,
-decoder + KV cache, decoding search, n-grams, corpora, synthetic sources, evaluation):
+Two checks over the public callables listed in ``tests/bad_inputs.py`` (attention, norms, positions,
+embedding, decoder + KV cache, decoding search and filters, n-grams, the BPE trainer, corpora, synthetic
+sources, evaluation):
 
 * the fixed sweep: every listed bad value gives a named ``ValueError``/``TypeError`` or a
   documented finite result, never raw, silent or slow;

@@ -20,7 +20,10 @@ __all__ = ["log_softmax", "apply_temperature", "top_k_filter", "top_p_filter", "
 def check_logits(logits: np.ndarray, name: str = "logits") -> np.ndarray:
     """float copy (float32 kept, else float64) of a ``(..., V)`` logits array; NaN / +inf /
     all -inf rows rejected."""
-    raw = np.asarray(logits)
+    try:
+        raw = np.asarray(logits)
+    except ValueError:  # ragged nested lists
+        raise TypeError(f"{name} must be a rectangular real numeric array (..., V), got ragged nested lists") from None
     if (
         raw.dtype == object
         or not (np.issubdtype(raw.dtype, np.number) or raw.dtype == np.bool_)
