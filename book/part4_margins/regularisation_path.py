@@ -136,7 +136,7 @@ for r in rows:
 print(f"{'lambda':>6s} {'emb RMS':>8s} {'Deg (sigma=0.3)':>16s} {'Deg (equal relative noise)':>27s}")
 for r, dr in zip(rows, rel_deg):
     print(f"{r['lambda']:6.3f} {r['embedding_rms']:8.3f} {r['degradation']:16.3f} {dr:27.3f}")
-assert abs(rel_deg[0] - rows[0]["degradation"]) < 1e-12      # same probe for the baseline
+assert abs(rel_deg[0] - rows[0]["degradation"]) < 1e-5  # same probe for the baseline (rows may come from the run cache, written under other CPU kernels: round-off)
 
 # %%
 def plot_path(lams, bpc, bpc_sigma, deg, rel_deg, tr_sa, pen, title=None):
