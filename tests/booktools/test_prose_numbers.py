@@ -42,11 +42,6 @@ RESULTS = BOOK / "results"
 KNOWN_VIOLATIONS: set[str] = {
     "part1_chapter6/6_4_multi_head.py",
     "part2_formulation/07_evaluation.py",
-    "part4_margins/02_scalar_margin.py",
-    "part4_margins/06_support_tokens_trained.py",
-    "part4_margins/barrier_training.py",
-    "part4_margins/regularisation_path.py",
-    "part4_margins/robustness_to_noise.py",
 }
 
 # ---- parsing --------------------------------------------------------------------------------------
@@ -292,7 +287,6 @@ def ledger_rows() -> list[tuple[str, str, list[str]]]:
 # Ledger rows (by the start of their "location" column) whose evidence does not yet print every number of the
 # "found" column; owned by others.
 KNOWN_LEDGER_VIOLATIONS: set[str] = {
-    '§9, the loss after (9.4) and its "tower',
     "§6.5, text after the PE formula",
     '§10 ("Optimal use of data", on Remark 4.',
     "§7.1, SmallGPT size",
