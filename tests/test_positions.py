@@ -186,3 +186,4 @@ def test_sinusoidal_wavelength_grows_with_dimension():
     np.testing.assert_allclose(measured, [2 * np.pi * 10000 ** (2 * i / d) for i in (0, 5, 20)], rtol=0.02)
     longest = 2 * np.pi * 10000 ** ((d - 2) / d)
     assert longest < 0.9 * 2 * np.pi * 10000  # the "10000·2π" end point is only reached as d → ∞
+    assert abs(longest / (2 * np.pi) - 8.7e3) < 50  # the ERRATA row's "≈ 8.7·10³·2π" at d = 128

@@ -210,6 +210,7 @@ plt.show()
 
 # %%
 budget_factor = (L + 1) / 2
+print(f"tokens per sequence: shared prefix {L}, independent draws {L * (L + 1) // 2} ({budget_factor:g} times more)")
 print(f"equal-budget variance: shared {var_shared_exact / budget_factor:.5f} vs independent {var_indep_exact:.5f}")
 assert var_shared_exact / budget_factor < var_indep_exact
 

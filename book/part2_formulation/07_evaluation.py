@@ -304,7 +304,7 @@ y_draws = rng.normal(0, 1, 20_000)
 mus, sigmas = np.linspace(-1, 1, 41), np.linspace(0.3, 2.0, 35)
 score = np.array([[np.mean(crps_gaussian(m_, s_, y_draws)) for s_ in sigmas] for m_ in mus])
 i_best, j_best = np.unravel_index(np.argmin(score), score.shape)
-print(f"expected CRPS minimised at mu = {mus[i_best]:.2f}, sigma = {sigmas[j_best]:.2f}")
+print(f"expected CRPS over {y_draws.size:,} draws of y minimised at mu = {mus[i_best]:.2f}, sigma = {sigmas[j_best]:.2f}")
 assert abs(mus[i_best]) <= 0.05 and abs(sigmas[j_best] - 1) <= 0.1
 
 # %% [markdown]

@@ -39,10 +39,7 @@ RESULTS = BOOK / "results"
 
 # Notebooks (relative to book/) whose prose still has unproduced numbers, owned by others (issue 16).
 # Each entry is xfail(strict=False): fixing the notebook makes it pass without editing this list.
-KNOWN_VIOLATIONS: set[str] = {
-    "part1_chapter6/6_4_multi_head.py",
-    "part2_formulation/07_evaluation.py",
-}
+KNOWN_VIOLATIONS: set[str] = set()
 
 # ---- parsing --------------------------------------------------------------------------------------
 _CELL = re.compile(r"^# %%(.*)$", re.M)
@@ -286,11 +283,7 @@ def ledger_rows() -> list[tuple[str, str, list[str]]]:
 
 # Ledger rows (by the start of their "location" column) whose evidence does not yet print every number of the
 # "found" column; owned by others.
-KNOWN_LEDGER_VIOLATIONS: set[str] = {
-    "§6.5, text after the PE formula",
-    '§10 ("Optimal use of data", on Remark 4.',
-    "§7.1, SmallGPT size",
-}
+KNOWN_LEDGER_VIOLATIONS: set[str] = set()
 
 
 def ledger_violations(found: str, files: list[str]) -> list[str]:
