@@ -53,6 +53,8 @@ __all__ = [
     "unflatten_params",
     "MoEStep",
     "moe_forward_backward",
+    "AttentionRoleStep",
+    "attention_role_gradients",
 ]
 
 
@@ -368,3 +370,97 @@ def moe_forward_backward(
         dg = dg * (route > 0)  # only the chosen gate enters f
     dlogits = gates * (dg - (gates * dg).sum(axis=1, keepdims=True))  # softmax backward (centred)
     return MoEStep(loss, dlogits.T @ X, dlogits.sum(axis=0), grad_A, gates)
+
+
+# --------------------------------------------------------------------------------------------
+# App. B.4 / §4.3: the attention side — one token representation, three roles
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AttentionRoleStep:
+    """Loss, attention ``(N, T, T)``, the gradient of each role's embedding table ``(V, d)`` and of
+    ``W_Q, W_K, W_V (d, d_h)`` and ``w_out (d_h,)``."""
+
+    loss: float
+    attention: np.ndarray
+    grad_E_Q: np.ndarray
+    grad_E_K: np.ndarray
+    grad_E_V: np.ndarray
+    grad_W_Q: np.ndarray
+    grad_W_K: np.ndarray
+    grad_W_V: np.ndarray
+    grad_w_out: np.ndarray
+
+    @property
+    def grad_coupled(self) -> np.ndarray:
+        """``dL/dE`` when one table plays all three roles (``E_Q = E_K = E_V = E``): the sum of the roles."""
+        return self.grad_E_Q + self.grad_E_K + self.grad_E_V
+
+
+def attention_role_gradients(
+    ids: object,
+    y: object,
+    E_Q: object,
+    E_K: object,
+    E_V: object,
+    W_Q: object,
+    W_K: object,
+    W_V: object,
+    w_out: object,
+) -> AttentionRoleStep:
+    """One-head self-attention on token sequences with a logistic read-out at every position, and its
+    gradients split by the role a token plays (App. B.4, "Why MHA Does Not Require Explicit Regularization").
+
+    Token ``j`` of sequence ``n`` with id ``i = ids[n, j]`` enters as a query ``E_Q[i] W_Q``, a key
+    ``E_K[i] W_K`` and a value ``E_V[i] W_V`` (row vectors, as in Chapter 6); every position attends to
+    every position (no mask, no positions), ``A = softmax(Q K^T / sqrt(d_h))`` (the posterior ``q(z|x_q)``
+    of Eq. 67), ``logit[n, t] = (A V)[n, t] @ w_out`` and the loss is the mean binary cross-entropy
+    against ``y[n, t]`` in ``[0, 1]``.
+
+    ``ids (N, T)`` integers in ``[0, V)``; ``y (N, T)``; ``E_Q, E_K, E_V (V, d)``; ``W_Q, W_K, W_V (d, d_h)``;
+    ``w_out (d_h,)``. Passing the same table three times is the coupled model of the paper (keys, queries
+    and values are projections of one representation): its gradient is :attr:`AttentionRoleStep.grad_coupled`,
+    and ``grad_E_K``, ``grad_E_Q``, ``grad_E_V`` say how much of it arrives through each role. Passing three
+    tables is the decoupled model, in which a token's key has parameters of its own, like an MoE gate row.
+
+    >>> rng = np.random.default_rng(0)
+    >>> E, W = rng.normal(size=(4, 3)), rng.normal(size=(3, 2))
+    >>> st = attention_role_gradients(rng.integers(0, 4, (2, 5)), np.ones((2, 5)), E, E, E, W, W, W, np.ones(2))
+    >>> st.attention.shape, st.grad_coupled.shape, bool(np.allclose(st.attention.sum(-1), 1))
+    ((2, 5, 5), (4, 3), True)
+    """
+    ids = np.asarray(ids)
+    if ids.ndim != 2 or not np.issubdtype(ids.dtype, np.integer):
+        raise ValueError(f"ids must be an integer array of shape (N, T), got {ids.dtype} {ids.shape}")
+    y = np.asarray(y, dtype=np.float64)
+    if y.shape != ids.shape or np.any((y < 0) | (y > 1)):
+        raise ValueError(f"y must have the shape of ids {ids.shape} with values in [0, 1], got {y.shape}")
+    tables = [np.asarray(E, dtype=np.float64) for E in (E_Q, E_K, E_V)]
+    if tables[0].ndim != 2 or any(E.shape != tables[0].shape for E in tables):
+        raise ValueError(f"E_Q, E_K, E_V must share one shape (V, d), got {[E.shape for E in tables]}")
+    n_vocab, d = tables[0].shape
+    if ids.size and (ids.min() < 0 or ids.max() >= n_vocab):
+        raise ValueError(f"ids must lie in [0, {n_vocab}) (the rows of E_Q, E_K, E_V)")
+    projs = [np.asarray(W, dtype=np.float64) for W in (W_Q, W_K, W_V)]
+    if projs[0].ndim != 2 or projs[0].shape[0] != d or any(W.shape != projs[0].shape for W in projs):
+        raise ValueError(f"W_Q, W_K, W_V must share one shape (d, d_h) with d = {d}, got {[W.shape for W in projs]}")
+    d_h = projs[0].shape[1]
+    w_out = np.asarray(w_out, dtype=np.float64)
+    if w_out.shape != (d_h,):
+        raise ValueError(f"w_out must have shape (d_h,) = ({d_h},), got {w_out.shape}")
+    N, T = ids.shape
+    X = [E[ids] for E in tables]  # (N, T, d) the rows each role reads
+    Q, K, Vv = (x @ W for x, W in zip(X, projs))  # (N, T, d_h)
+    S = Q @ K.transpose(0, 2, 1) / np.sqrt(d_h)  # (N, T, T)
+    A = np.exp(S - logsumexp(S, axis=-1, keepdims=True))
+    O = A @ Vv  # (N, T, d_h)
+    z = O @ w_out  # (N, T)
+    loss = float(np.mean(np.logaddexp(0.0, z) - y * z))
+    dz = (0.5 * (1.0 + np.tanh(0.5 * z)) - y) / (N * T)  # sigmoid(z) - y, averaged
+    dO = dz[..., None] * w_out  # (N, T, d_h)
+    dA = dO @ Vv.transpose(0, 2, 1)  # (N, T, T)
+    dS = A * (dA - (A * dA).sum(axis=-1, keepdims=True)) / np.sqrt(d_h)  # softmax backward (centred)
+    dQ, dK, dV = dS @ K, dS.transpose(0, 2, 1) @ Q, A.transpose(0, 2, 1) @ dO
+    onehot = np.eye(n_vocab)[ids.ravel()]  # (N T, V): scatter-add of position gradients into table rows
+    grads_W = [x.reshape(-1, d).T @ g.reshape(-1, d_h) for x, g in zip(X, (dQ, dK, dV))]
+    grads_E = [onehot.T @ (g @ W.T).reshape(-1, d) for g, W in zip((dQ, dK, dV), projs)]
+    return AttentionRoleStep(loss, A, *grads_E, *grads_W, np.einsum("nt,nth->h", dz, O))

@@ -117,3 +117,70 @@ def test_moe_gradients_match_finite_differences(top1):
     if top1:  # an expert chosen by no input gets no gradient at all
         unused = np.setdiff1d(np.arange(4), np.argmax(st.gates, axis=1))
         assert np.all(st.grad_experts[unused] == 0)
+
+
+def _attention_problem(seed=11, N=3, T=5, V=6, d=4, d_h=3):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, V, size=(N, T))
+    y = rng.integers(0, 2, size=(N, T)).astype(float)
+    tables = [rng.normal(size=(V, d)) for _ in range(3)]
+    projs = [rng.normal(size=(d, d_h)) for _ in range(3)]
+    return ids, y, tables, projs, rng.normal(size=d_h)
+
+
+def test_attention_role_gradients_match_torch_autograd():
+    torch = pytest.importorskip("torch")
+    from nextword.theory.svflow.gradients import attention_role_gradients
+
+    ids, y, tables, projs, w = _attention_problem()
+    st = attention_role_gradients(ids, y, *tables, *projs, w)
+    leaves = [torch.tensor(a, requires_grad=True) for a in (*tables, *projs, w)]
+    EQ, EK, EV, WQ, WK, WV, wo = leaves
+    idx = torch.tensor(ids)
+    Q, K, V = EQ[idx] @ WQ, EK[idx] @ WK, EV[idx] @ WV
+    A = torch.softmax(Q @ K.transpose(1, 2) / np.sqrt(WQ.shape[1]), dim=-1)
+    loss = torch.nn.functional.binary_cross_entropy_with_logits((A @ V) @ wo, torch.tensor(y))
+    loss.backward()
+    assert abs(st.loss - float(loss.detach())) < 1e-12
+    np.testing.assert_allclose(st.attention, A.detach().numpy(), atol=1e-12)
+    ours = (st.grad_E_Q, st.grad_E_K, st.grad_E_V, st.grad_W_Q, st.grad_W_K, st.grad_W_V, st.grad_w_out)
+    for mine, leaf in zip(ours, leaves):
+        np.testing.assert_allclose(mine, leaf.grad.numpy(), atol=1e-12)
+
+
+def test_attention_coupled_gradient_is_the_sum_of_the_roles():
+    from nextword.theory.svflow.gradients import attention_role_gradients
+
+    ids, y, tables, projs, w = _attention_problem(seed=12)
+    E = tables[0]
+    st = attention_role_gradients(ids, y, E, E, E, *projs, w)
+    h = 1e-6
+    fd = np.zeros_like(E)
+    for idx in np.ndindex(E.shape):
+        D = np.zeros_like(E)
+        D[idx] = h
+        fd[idx] = (
+            attention_role_gradients(ids, y, E + D, E + D, E + D, *projs, w).loss
+            - attention_role_gradients(ids, y, E - D, E - D, E - D, *projs, w).loss
+        ) / (2 * h)
+    np.testing.assert_allclose(st.grad_coupled, fd, atol=1e-8)
+    unused = np.setdiff1d(np.arange(E.shape[0]), ids)  # a token absent from every sequence gets nothing
+    assert np.all(st.grad_coupled[unused] == 0)
+
+
+def test_attention_role_gradients_bad_input_is_named():
+    from nextword.theory.svflow.gradients import attention_role_gradients
+
+    ids, y, tables, projs, w = _attention_problem()
+    with pytest.raises(ValueError, match="ids"):
+        attention_role_gradients(ids.astype(float), y, *tables, *projs, w)
+    with pytest.raises(ValueError, match="ids must lie"):
+        attention_role_gradients(ids + 10, y, *tables, *projs, w)
+    with pytest.raises(ValueError, match="y must"):
+        attention_role_gradients(ids, 2 * y + 1, *tables, *projs, w)
+    with pytest.raises(ValueError, match="E_Q, E_K, E_V"):
+        attention_role_gradients(ids, y, tables[0], tables[1][:, :2], tables[2], *projs, w)
+    with pytest.raises(ValueError, match="W_Q, W_K, W_V"):
+        attention_role_gradients(ids, y, *tables, projs[0][:2], projs[1], projs[2], w)
+    with pytest.raises(ValueError, match="w_out"):
+        attention_role_gradients(ids, y, *tables, *projs, np.ones(7))
