@@ -232,7 +232,7 @@ if SAVED:
     conf, paper_like = saved["ce"]["config"], PAPER_SETUP
     cm = conf["model"]
     print(f"cpu tier: d_model={cm['d_model']}, num_heads={cm['num_heads']}, num_layers={cm['num_layers']}, "
-          f"T={cm['max_len']}, batch {conf['batch_size']}, {conf['steps']} steps, lr {conf['lr']:g} (cosine), "
+          f"T={cm['max_len']}, batch {conf['batch_size']}, {conf['epochs']} epochs = {saved['ce']['data']['total_steps']} steps, lr {conf['lr']:g} (cosine), "
           f"weight decay {conf['weight_decay']:g}, clip {conf['grad_clip']:g}, margin on k={conf['margin_positions']} "
           f"positions per sequence, data {conf['data']}")
     print(f"paper (§7.1): d_model={paper_like['d_model']}, num_heads={paper_like['n_head']}, "
@@ -243,13 +243,17 @@ if SAVED:
           f"{d_ce['steps'] / d_ce['steps_per_epoch']:.1f} epochs")
     print_arms({"ce": d_ce, "margin": d_m})
     saved_gap = d_m["final_val_bpc"] - d_ce["final_val_bpc"]
-    print(f"validation gap (margin - CE): {saved_gap:+.3f} BPC")
+    print(f"validation gap (margin - CE): {saved_gap:+.3f} BPC   (paper: "
+          f"{PAPER_FIG74['margin']['val_bpc'] - PAPER_FIG74['ce']['val_bpc']:+.3f})")
+    print(f"margin arm at the end: penalty L_margin = {curves['margin']['train_margin'][-1]:+.2f} nats, so "
+          f"λ_m·L_margin = {saved['margin']['config']['lambda_margin'] * curves['margin']['train_margin'][-1]:+.2f} "
+          f"nats of its training loss {d_m['final_train_loss']:.2f}")
     TARGET_BPC = 2.4                        # what issue #16 asks of the cpu tier's CE arm
     idle_step = saved_results("bench_margin_cpu")["results"]["k16"]["times"]
     print(f"target of the cpu tier: CE arm at <= {TARGET_BPC} validation BPC; reached {d_ce['final_val_bpc']:.2f} "
           f"-> {'met' if d_ce['final_val_bpc'] <= TARGET_BPC else 'NOT met'}")
-    print(f"a margin-arm step took {1 / d_m['steps_per_second']:.0f} s here; the benchmark of §7 timed it at "
-          f"{min(idle_step):.1f} s on one thread")
+    print(f"a margin-arm step took {1 / d_m['steps_per_second']:.2f} s here; the benchmark of §7 timed it at "
+          f"{min(idle_step):.2f} s on one thread (on a busier machine)")
 
 # %%
 if SAVED:
@@ -259,7 +263,8 @@ if SAVED:
     assert d_ce["steps"] == d_ce["total_steps"] and d_m["steps"] == d_m["total_steps"]
     assert all(v == 0.0 for v in curves["ce"]["train_margin"])
     assert curves["margin"]["train_margin"][-1] < curves["margin"]["train_margin"][0]
-    assert saved_gap > 0.05                 # at this schedule the penalty costs predictive quality
+    paper_gap = PAPER_FIG74["margin"]["val_bpc"] - PAPER_FIG74["ce"]["val_bpc"]
+    assert saved_gap > 3 * paper_gap        # the penalty costs several times the paper's gap here
 
 # %%
 if SAVED:
@@ -281,15 +286,16 @@ if SAVED:
 # **Figure (cf. Fig. 7.4), saved run.** (a, b) Training and validation bits per character of the two
 # trained arms; (c) the margin penalty during training.
 #
-# **What the saved run shows, and what it does not.** The target set for this tier is not met (printed
-# above), and the validation BPC is far from the paper's. The reason is the schedule, not the model:
-# on a 2-core machine shared with the other engineers' jobs a step took many times its benchmarked cost
-# (both printed above), so the run got the number of steps printed above instead of the paper's
-# 20 epochs (§7.1), and panel (b) is still falling steeply when it ends. With that caveat: the penalty
-# is not a mild perturbation here — the margin arm is worse by more than the paper's gap (asserted
-# above), and its penalty keeps falling (panel c) — while the sign of the coupling (§5) is the same as
-# in the miniature. A longer run is one command away (`make results` after raising `steps` in the
-# `cpu` preset) and is the first thing to redo on a less loaded machine.
+# **What the saved run shows.** The cross-entropy arm meets the target set for this tier (printed
+# above): 20 epochs of tiny Shakespeare with the paper's model bring it to a validation BPC of the same
+# order as the paper's on WikiText-2 — a different corpus, so only the order is comparable — and the
+# train/validation gap shows it has started to overfit a 1 MB corpus. The margin arm is a different
+# story: it is worse by several times the paper's gap (both printed above; the size of the gap is
+# asserted), and its penalty does not settle — it keeps falling through training (panel c) to the value
+# printed above, large enough to be a visible share of the training loss. Nothing bounds
+# $\mathcal L_{\rm margin}=-\operatorname{mean}_t\log\lvert\det(I-\Sigma_tA)\rvert$ from below once the coupling is
+# negative: making $\lvert\det\rvert$ larger always lowers it, and §5 shows that this is the direction training
+# takes. With $\lambda_m=0.05$ the optimiser buys penalty with predictive quality.
 #
 # ## 5. Which side of the barrier did training go to?
 #
