@@ -25,7 +25,7 @@ from scipy.optimize import minimize
 from nextword.booktools.plotting import use_book_style
 from nextword.theory.barrier import (
     attention_stats, diagonal_blocks, jacobian_diagonal_block, paper_diagonal_block, causal_residual,
-    matrix_margins, embedding_log_density, scalar_margin,
+    matrix_margins, embedding_log_density, scalar_margin, support_tokens,
 )
 from nextword.numerics import central_difference
 
@@ -261,3 +261,163 @@ plt.show()
 # constrained optimum (green) as $\tau\to0$ with the $f-f^\star\le\tau$ guarantee verified above. The
 # paper's MAP objective (21) is the $\tau=1,\ \delta=0$ member of this family: it keeps the solution
 # inside the stable region $m_3>0$ (here $m_3\approx0.47$) without any explicit $\delta$, trading data fit for margin.*
+
+# %% [markdown]
+# ## Fig. 1.1, drawn from computed quantities
+#
+# Fig. 1.1 of the paper is a schematic: a trajectory of configurations (one dot per token), an
+# instability boundary (a curve), each token's margin as its distance to the boundary (an arrow), and
+# "token 1" as the support token. Here every element is computed. Take $d=2$, $W_V=I$ (where Theorem 1
+# is exact) and $W_Q=W_K=W$, so $A=W^\top W$ is symmetric positive definite — the $a>0$ regime of §3.4 —
+# and $\Sigma_tA$ is similar to $A^{1/2}\Sigma_tA^{1/2}\succeq0$: its eigenvalues $\mu_1\ge\mu_2\ge0$
+# are real. The point $(\mu_1,\mu_2)$ is the token's configuration; the boundary
+# $\det(I-\Sigma_tA)=(1-\mu_1)(1-\mu_2)=0$ is the pair of lines $\mu_i=1$. Two margins come from the same
+# point: the Euclidean **distance** to the boundary, $\min_i|1-\mu_i|$ (the spectral margin $1-\rho$ of
+# Eq. (25) on the stable side), and the likelihood's **log-determinant** $\log|\det|=\sum_i\log|1-\mu_i|$
+# (Eq. 24, the margin `support_tokens` is given below).
+#
+# The sequence: 12 unit-normal tokens and a Xavier-scaled $W$ (entries $\mathcal N(0,1/d)$), seed 11,
+# chosen once and not tuned. $\Sigma_t$ is recomputed by hand from Eq. (13); its eigenvalues must give
+# the library's `matrix_margins(...).logabsdet` to $10^{-10}$, and the support token from
+# `support_tokens` must match the brute-force determinant.
+
+# %%
+rng11 = np.random.default_rng(11)  # seed chosen once, before looking at the result
+L11, d11 = 12, 2
+X11 = rng11.normal(size=(L11, d11))  # unit-normal embeddings
+W11 = rng11.normal(size=(d11, d11)) / np.sqrt(d11)  # Xavier-scaled, W_Q = W_K = W11, W_V = I
+A11 = W11.T @ W11  # symmetric positive definite: the a > 0 regime in d = 2
+assert np.all(np.linalg.eigvalsh(A11) > 0)
+
+
+def sigma_t(X, A, t):
+    """Eq. (13) by hand: softmax over s < t of x_sᵀ A x_t, weighted covariance of the x_s (W_V = I)."""
+    if t == 0:
+        return np.zeros((X.shape[1], X.shape[1]))
+    s = X[:t] @ A @ X[t]
+    w = np.exp(s - s.max())
+    w /= w.sum()
+    D = X[:t] - w @ X[:t]
+    return (w[:, None] * D).T @ D
+
+
+ev = np.array([np.linalg.eigvals(sigma_t(X11, A11, t) @ A11) for t in range(L11)])
+assert np.abs(ev.imag).max() < 1e-12 and ev.real.min() > -1e-12  # Σ_t A ~ A^½ Σ_t A^½ ⪰ 0
+mu_pts = np.clip(-np.sort(-ev.real, axis=1), 0.0, None)  # (L, 2): μ1 ≥ μ2, the token's configuration
+mm11 = matrix_margins(X11, W11, W11)  # library: slogdet of the exact blocks I - Σ_t A
+assert np.allclose(np.log(np.abs(np.prod(1 - mu_pts, axis=1))), mm11.logabsdet, atol=1e-10)
+assert np.array_equal(np.sign(np.prod(1 - mu_pts, axis=1)), mm11.sign)
+
+dist = np.abs(1 - mu_pts).min(axis=1)  # Euclidean distance of (μ1, μ2) to the lines μ1 = 1, μ2 = 1
+sup = support_tokens(mm11.logabsdet)  # Definition 3.1 with the log-likelihood's margin (Eq. 24)
+det_direct = np.array([np.linalg.det(np.eye(d11) - sigma_t(X11, A11, t) @ A11) for t in range(L11)])
+sup_det = np.flatnonzero(np.abs(det_direct) == np.abs(det_direct).min())  # brute force, no library
+sup_dist = np.flatnonzero(dist == dist.min())
+assert np.array_equal(sup, sup_det) and len(sup) == 1  # library = brute force, one support token
+
+print(f"eigenvalues of A: {np.linalg.eigvalsh(A11).round(3)}")
+print(f"{'token':>5s} {'mu1':>7s} {'mu2':>7s} {'distance':>9s} {'log|det|':>9s} {'sign':>5s}")
+for t in range(L11):
+    print(f"{t + 1:5d} {mu_pts[t, 0]:7.3f} {mu_pts[t, 1]:7.3f} {dist[t]:9.3f} {mm11.logabsdet[t]:9.3f} {int(mm11.sign[t]):+5d}")
+print(f"support token (log|det|, library): {sup + 1}; by distance in the plane: {sup_dist + 1}")
+pairs = [(i, j) for i in range(L11) for j in range(i + 1, L11) if dist[i] != dist[j]]
+swapped = [(i + 1, j + 1) for i, j in pairs
+           if np.sign(dist[i] - dist[j]) != np.sign(mm11.logabsdet[i] - mm11.logabsdet[j])]
+print(f"pairs of tokens the two margins order differently: {len(swapped)} of {len(pairs)}: {swapped}")
+two = np.sort(mm11.logabsdet)[:2]
+print(f"two smallest log|det|: {two.round(3)}, gap {two[1] - two[0]:.3f} nats")
+print(f"signed margins of (25): det = {mm11.det.round(3)}")
+print(f"                        1 - rho = {mm11.spectral.round(3)}")
+print(f"argmin of signed det: token {np.argmin(mm11.det) + 1}; argmin of 1 - rho: token {np.argmin(mm11.spectral) + 1}")
+assert np.allclose(mm11.spectral, 1 - mu_pts[:, 0], atol=1e-12)  # ρ(Σ_t A) = μ1 here
+stable = mu_pts[:, 0] < 1
+assert np.allclose(dist[stable], mm11.spectral[stable])  # distance = 1 - ρ on the stable side
+
+# %% [markdown]
+# Is one token typically clearly closest, and where does it sit? The same parameters on more random
+# sequences:
+
+# %%
+Xs = rng11.normal(size=(2000, L11, d11))  # 2000 more sequences, same parameters
+ms = matrix_margins(Xs, W11, W11)
+pos = np.argmin(ms.logabsdet, axis=1)
+assert all(pos[i] in support_tokens(ms.logabsdet[i]) for i in range(20))
+counts = np.bincount(pos, minlength=L11)
+print("support-token position (1-based) over 2000 sequences:")
+print("  " + "  ".join(f"{t + 1}:{c}" for t, c in enumerate(counts)))
+print(f"share at the last 4 positions: {counts[-4:].sum() / len(pos):.1%}; "
+      f"sequences with a token past rho = 1: {np.mean((ms.spectral < 0).any(axis=1)):.1%}")
+
+# %%
+fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4.2), gridspec_kw={"width_ratios": [1.2, 1]})
+g1, g2 = np.meshgrid(np.linspace(-0.1, 1.9, 401), np.linspace(-0.1, 1.2, 261))
+with np.errstate(divide="ignore"):
+    lg = np.log(np.abs((1 - g1) * (1 - g2)))
+lg[g2 > g1] = np.nan  # μ1 ≥ μ2 by convention: the upper-left wedge is not used
+cf = ax.contourf(g1, g2, np.clip(lg, -4, 0.6), levels=np.linspace(-4, 0.6, 24), cmap="Greys_r", alpha=0.6)
+fig.colorbar(cf, ax=ax, label="log|det(I − Σ_t A)| = log|(1 − μ1)(1 − μ2)|")
+ax.plot([1, 1, 1.9], [-0.1, 1, 1], color="C3", lw=2, label="boundary det = 0")
+for t in range(L11):  # every token's distance to the boundary (dotted)
+    ax.plot([mu_pts[t, 0], 1.0], [mu_pts[t, 1], mu_pts[t, 1]], ":", color="0.4", lw=0.8)
+ax.plot(mu_pts[:, 0], mu_pts[:, 1], "-", color="C0", lw=0.9, zorder=2, label="trajectory t = 1 … L")
+past = mm11.sign < 0
+ax.scatter(mu_pts[~past, 0], mu_pts[~past, 1], color="C0", s=28, zorder=3)
+ax.scatter(mu_pts[past, 0], mu_pts[past, 1], color="C3", s=28, zorder=3, label="past the boundary (det < 0)")
+for t in range(1, L11):
+    ax.annotate("1,2" if t == 1 else str(t + 1), mu_pts[t], xytext=(-4, 5) if t % 2 else (4, -10),
+                textcoords="offset points", fontsize=8)
+for t in sup:
+    ax.scatter(*mu_pts[t], s=140, facecolors="none", edgecolors="C1", lw=1.8, zorder=4)
+    ax.annotate(f"support token {t + 1}", xy=(1.0, mu_pts[t, 1]), xytext=(1.15, 0.55), color="C1", fontsize=9,
+                arrowprops=dict(arrowstyle="->", color="C1", lw=1.4))
+ax.set_xlim(-0.1, 1.9)
+ax.set_ylim(-0.1, 1.2)
+ax.set_xlabel("μ1 (largest eigenvalue of Σ_t A)")
+ax.set_ylabel("μ2")
+ax.legend(fontsize=7, loc="upper left")
+pos1 = np.arange(1, L11 + 1)
+bx.bar(pos1 - 0.2, mm11.logabsdet, width=0.4, label="log|det(I − Σ_t A)| (Eq. 24, library)")
+bx.bar(pos1 + 0.2, mm11.spectral, width=0.4, label="1 − ρ(Σ_t A) (Eq. 25)")
+bx.axhline(0, color="k", lw=0.8)
+for t in sup:
+    bx.annotate("support\n(log|det|)", (t + 1 - 0.2, mm11.logabsdet[t]), xytext=(0, -22), textcoords="offset points",
+                ha="center", color="C1", fontsize=8)
+t_min = np.argmin(mm11.spectral)
+bx.annotate("min 1 − ρ", (t_min + 1 + 0.2, mm11.spectral[t_min]), xytext=(8, -14), textcoords="offset points",
+            ha="right", color="C1", fontsize=8)
+bx.set_xticks(pos1)
+bx.set_xlim(0.4, L11 + 0.6)
+bx.set_ylim(mm11.logabsdet.min() - 0.8, 2.1)
+bx.set_xlabel("token position t")
+bx.set_ylabel("margin")
+bx.legend(fontsize=7, loc="upper center")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# *Figure 4.3.3 — Fig. 1.1 of the paper, computed. Left: the $(\mu_1,\mu_2)$ plane of $\Sigma_tA$, shaded by
+# $\log|\det(I-\Sigma_tA)|$ (white wedge: $\mu_2>\mu_1$, excluded by the ordering); red lines: the boundary
+# $\det=0$; blue: the 12 tokens in order, each with its distance to the boundary (dotted); ringed, with the
+# arrow: the support token of Definition 3.1 under the log-determinant margin; red dot: a token past the
+# boundary. Right: both margins of Eq. (25) per position (log-determinant and $1-\rho$).*
+#
+# What comes out, and where it departs from the schematic:
+#
+# - **One support token, but not by a wide gap.** Token 8 ($\mu_1=0.967$) has $\log|\det|=-3.691$; token 5
+#   ($\mu_1=0.936$) follows at $-2.819$, a gap of 0.873 nats. Distance and log-determinant choose the same
+#   support token and order all but 3 of 65 pairs of tokens alike: the distance sees only the nearer
+#   eigenvalue, the determinant also pays for the other one (tokens 7 and 10 swap).
+# - **Under strict causal attention token 1 is the least likely support token.** Tokens 1 and 2 always have
+#   $\Sigma_t=0$ (no context, or one attended token) and sit at the origin with $\log|\det|=0$; they can be
+#   support tokens only if every later token has $|\det|\ge1$. Over 2000 more sequences the support token
+#   is never at positions 1–2 and is at one of the last four positions in 49.8% of them: margins shrink
+#   as the context grows. The "token 1" of the caption of Fig. 1.1 is a
+#   label, not what this layer produces.
+# - **The trajectory crosses the boundary.** Token 12 has $\mu_1=1.689$, so $\det(I-\Sigma_tA)<0$. Its
+#   distance (0.689) and $|\det|$ look comfortable, so the log-determinant form of Eq. (25) — the one the
+#   likelihood selects — ranks it safe, whereas the signed margins ($\det$, or $1-\rho=-0.689$) make it the
+#   minimum (the other two swapped pairs involve it). Definition 3.1 is stated for the signed scalar
+#   $m_t=1-a\mathrm{Var}_t$ of Eq. (9), whose matrix analogue would name token 12; with $|\det|$ it is
+#   token 8. The schematic draws every dot on one side of the curve; with these untrained (Xavier-scale)
+#   parameters 94.4% of random sequences have a token past $\rho=1$. Keeping configurations on the stable
+#   side is the job of the barrier in Eq. (24), not something random parameters do.
