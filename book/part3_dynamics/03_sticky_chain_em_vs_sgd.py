@@ -392,7 +392,7 @@ print(f"saved run: produced by `{saved['command']}` at commit {saved['commit'][:
       f"{' (uncommitted changes)' if saved['dirty'] else ''} on {saved['created'][:10]}; "
       f"{len(rows)} of {len(planned)} planned seeds; T = {cfg_saved['T']}, {cfg_saved['protocol']['steps']} steps, "
       f"held-out sequence of {cfg_saved['eval_T']} tokens; wall-clock time per seed "
-      f"{[round(r['wall_time_s'] / 3600, 1) for r in rows]} h")
+      f"{[round(r['wall_time_s'] / 60) for r in rows]} min")
 print("seed | loss EM | loss SGD | EM - SGD (paired 2 s.e.) | Bayes filter | KL(EM||SGD) | Bayes + 0.1 at step: EM, SGD"
       " | right-key mass: start -> EM, SGD")
 for r in rows:
@@ -408,23 +408,29 @@ print(f"EM-like lower in {int((d_saved < 0).sum())} of {len(rows)} seeds; mean E
       f"KL(EM||SGD) {kl_saved.min():.4f} to {kl_saved.max():.4f} (Table 1: {paper['kl_em_sgd']:.4f})")
 
 # %% [markdown]
-# The claims this notebook makes about the paper-sized run, checked on every saved seed: neither
-# protocol beats the Bayes filter by more than sampling noise; the two protocols' final losses differ by less
-# than three paired standard errors and by less than Table 1's gap; the two heads predict far more alike than
-# Table 1's KL suggests.
+# The claims this notebook makes about the paper-sized run. Checked on every saved seed (asserted):
+# neither protocol beats the Bayes filter by more than sampling noise; the two protocols' final losses
+# differ by less than Table 1's gap; the two heads predict far more alike than Table 1's KL suggests.
+# Counted, because they do not hold in every seed: the difference lies within three paired standard
+# errors; both heads end with less attention on the same-symbol keys than at the start.
 
 # %%
 for r in rows:
     for k in ("em", "sgd"):
         assert r[f"excess_over_bayes_{k}"] >= -3 * r[f"excess_over_bayes_se_{k}"], (r["seed"], k)
 se_saved = np.array([r["paired_se"] for r in rows])
-assert np.all(np.abs(d_saved) < 3 * se_saved)  # |EM - SGD| within 3 paired standard errors in every seed
 assert np.all(np.abs(d_saved) < abs(gap_paper))
 assert np.all(kl_saved < paper["kl_em_sgd"] / 4)
-assert all(max(r["right_mass_em"], r["right_mass_sgd"]) < r["right_mass_start"] for r in rows)
-print("checked on every saved seed: both protocols above the Bayes filter (3 s.e.); |EM - SGD| within 3 paired "
-      "s.e. and below Table 1's gap; KL(EM||SGD) below a quarter of Table 1's; both heads end with less "
-      "attention on the same-symbol keys than at the start")
+print("checked on every saved seed: both protocols above the Bayes filter (3 s.e.); |EM - SGD| below Table 1's "
+      "gap; KL(EM||SGD) below a quarter of Table 1's")
+within = np.abs(d_saved) < 3 * se_saved
+less_mass = [max(r["right_mass_em"], r["right_mass_sgd"]) < r["right_mass_start"] for r in rows]
+print(f"|EM - SGD| within 3 paired s.e.: {int(within.sum())} of {len(rows)} seeds", end="")
+for r, ok, z in zip(rows, within, d_saved / se_saved):
+    if not ok:
+        print(f"; seed {r['seed']}: EM - SGD = {r['delta_loss']:+.4f} nats = {z:+.1f} paired s.e.", end="")
+print()
+print(f"both heads end with less same-symbol key mass than at the start: {sum(less_mass)} of {len(rows)} seeds")
 curves_saved = load_curves("dynamics_table1")  # (seeds, steps + 1) per curve
 fig, ax = plt.subplots(figsize=(7, 3.6))
 for key, color in (("losses_em", "tab:blue"), ("losses_sgd", "tab:red")):
@@ -443,23 +449,26 @@ plt.show()
 # averaged over the saved seeds, 20-step moving average.*
 #
 # **What the saved run shows.** At the paper's size the default run's picture stays: the EM-like schedule
-# ends close to SGD — ahead in one saved seed, behind in another, each time by about the paired sampling error
-# (two standard errors, printed) — far inside Table 1's gap, and the two heads predict nearly the same
-# distributions (KL(EM‖SGD) a small fraction of Table 1's). The absolute losses
-# are close to Table 1's, so the task is the same in size; what does not reproduce is the EM-like advantage.
-# Recorded in `book/ERRATA.md`.
+# ends close to SGD — ahead in some seeds, behind in others (counts printed above) — always far inside
+# Table 1's gap (asserted), and the two heads predict nearly the same distributions (KL(EM‖SGD) a small
+# fraction of Table 1's, asserted). In most seeds the difference is within sampling error; where it is not
+# (printed above), it is SGD that is ahead, the opposite of Table 1. The absolute losses are close to
+# Table 1's, so the task is the same in size; what does not reproduce is the EM-like advantage. Recorded
+# in `book/ERRATA.md`.
 #
-# One difference from the default run: at this size both heads end with *less* attention on the keys that
-# carry the query's previous symbol than they started with (right-key mass column, checked on every saved
-# seed), whereas in the default run that mass grew. The explanation given above for the default run
-# (routing, updated identically in both protocols, is the bottleneck) therefore does not carry over as it
-# stands; where the trained heads attend instead we have not analysed.
+# One difference from the default run: at this size the heads mostly end with *less* attention on the
+# keys that carry the query's previous symbol than they started with (right-key mass column; the count of
+# seeds where both heads do is printed above), whereas in the default run that mass grew. The explanation
+# given above for the default run (routing, updated identically in both protocols, is the bottleneck)
+# therefore does not carry over as it stands; where the trained heads attend instead we have not analysed.
 #
-# *How much of it ran.* The first line of the saved-run output says how many of the five planned seeds
-# finished, and how long each took on the project's shared 2-core machine (eight engineers' jobs at once);
-# the seeds still missing are added by running the same command again (it resumes and skips what is
-# saved). Until they are, the statements above rest on the saved seeds only.
-#
+# *How much of it ran.* All five planned seeds (asserted below); the first line of the saved-run output
+# gives each seed's wall-clock time on a 2-core CPU.
+
+# %%
+assert len(rows) == len(planned) == 5
+
+# %% [markdown]
 # ## Summary
 #
 # * The "theoretical min entropy" 1.8833 is the entropy rate of the 8-state sticky chain whose
@@ -467,5 +476,6 @@ plt.show()
 #   reading that produces that number.
 # * With noisy inputs the exact floor is a Bayes (HMM) filter; for $\sigma=1$ it is within a few
 #   thousandths of the entropy rate, as the paper's caption argues.
-# * Both protocols approach the floor from above and stay within a few thousandths of a nat of each
-#   other; the EM-like advantage reported in Table 1 is not reproduced at this budget.
+# * Both protocols approach the floor from above and stay within about a hundredth of a nat of each
+#   other, inside Table 1's gap in every saved seed of the paper-sized run; the EM-like advantage
+#   reported in Table 1 is not reproduced (where one protocol is ahead beyond sampling error, it is SGD).
