@@ -106,12 +106,19 @@ def git_commit(paths: Sequence[str | os.PathLike] = (), repo: str | os.PathLike 
 
 
 def _jsonable(value: Any) -> Any:
+    """Plain JSON values; a non-finite float (an undefined ratio such as 0/0) becomes ``None`` (``null``).
+
+    >>> _jsonable({"ratio": float("nan"), "x": np.float64(2.5), "xs": np.arange(2)})
+    {'ratio': None, 'x': 2.5, 'xs': [0, 1]}
+    """
+    if isinstance(value, float | np.floating) and not np.isfinite(value):
+        return None
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     if isinstance(value, np.ndarray):
-        return value.tolist()
+        return _jsonable(value.tolist())
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, Path):
@@ -137,6 +144,7 @@ def save_result(
 ) -> Path:
     """Write ``<results>/<name>/result.json`` (and ``curves.npz`` if ``curves``); return the JSON path.
 
+    The file is strict JSON: a non-finite number (NaN, ±inf) is written as ``null``.
     ``config`` may be a mapping or a dataclass; ``code_paths`` (relative to the repository) name the code whose
     last commit is recorded as ``commit`` — :func:`is_current` compares against it to skip finished runs.
     """
@@ -159,7 +167,7 @@ def save_result(
     }
     path = folder / "result.json"
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(record, indent=1, sort_keys=False) + "\n")
+    tmp.write_text(json.dumps(record, indent=1, sort_keys=False, allow_nan=False) + "\n")  # strict JSON
     tmp.replace(path)  # atomic: an interrupted write never leaves half a file
     if curves:
         np.savez_compressed(folder / "curves.npz", **{k: np.asarray(v) for k, v in curves.items()})

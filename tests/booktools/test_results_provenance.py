@@ -58,3 +58,21 @@ def test_every_results_file_a_notebook_reads_exists(nb):
         if not target.exists():
             missing.append(target.relative_to(ROOT).as_posix())
     assert not missing, f"{nb.relative_to(ROOT)} reads saved results that do not exist: {missing}"
+
+
+def test_saved_results_are_strict_json():
+    """No NaN/Infinity tokens (not JSON): an undefined value is saved as null."""
+
+    def reject(token):
+        raise ValueError(f"non-standard JSON constant {token}")
+
+    for path in RESULT_FILES:
+        json.loads(path.read_text(), parse_constant=reject)
+
+
+def test_save_result_writes_undefined_values_as_null(tmp_path):
+    from nextword.provenance import load_result, save_result
+
+    save_result("x", {"fisher": [1.5, float("nan")], "inf": float("inf")}, command="python -m x", config={"a": 1},
+                seeds=[0], wall_time_s=1.0, results_dir=tmp_path)
+    assert load_result("x", tmp_path)["data"] == {"fisher": [1.5, None], "inf": None}
