@@ -73,6 +73,13 @@ def test_saved_results_are_strict_json():
 def test_save_result_writes_undefined_values_as_null(tmp_path):
     from nextword.provenance import load_result, save_result
 
-    save_result("x", {"fisher": [1.5, float("nan")], "inf": float("inf")}, command="python -m x", config={"a": 1},
-                seeds=[0], wall_time_s=1.0, results_dir=tmp_path)
+    save_result(
+        "x",
+        {"fisher": [1.5, float("nan")], "inf": float("inf")},
+        command="python -m x",
+        config={"a": 1},
+        seeds=[0],
+        wall_time_s=1.0,
+        results_dir=tmp_path,
+    )
     assert load_result("x", tmp_path)["data"] == {"fisher": [1.5, None], "inf": None}
