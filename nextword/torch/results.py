@@ -127,17 +127,17 @@ def wall_time(workdir: Path) -> float:
 
 
 # --------------------------------------------------------------------------- §7 barrier experiments
-def _cpu_arm(lam: float):
+def _cpu_arm(lam: float, seed: int = 0):
     from .config import preset
 
-    return preset("cpu", lambda_margin=lam)
+    return preset("cpu", lambda_margin=lam, seed=seed)
 
 
-def _train_arm(lam: float) -> Callable[[Path], None]:
+def _train_arm(lam: float, seed: int = 0) -> Callable[[Path], None]:
     def run(workdir: Path) -> None:
         from .loop import train_or_load
 
-        _timed(workdir, lambda: train_or_load(_cpu_arm(lam), workdir, resume=True, progress=False))
+        _timed(workdir, lambda: train_or_load(_cpu_arm(lam, seed), workdir, resume=True, progress=False))
 
     return run
 
@@ -180,6 +180,12 @@ def _save_arm(workdir: Path) -> Saved:
     data["steps_per_second"] = res["steps"] / wall if wall == wall and wall > 0 else None
     curves = {k: [h[k] for h in hist] for k in ("step", "epoch", "train_bpc", "val_bpc", "train_margin")}
     return Saved(data, curves, {"model.pt": _export_model(workdir)})
+
+
+def _save_arm_numbers(workdir: Path) -> Saved:
+    """:func:`_save_arm` without the weights (a second seed's numbers; the notebooks analyse seed 0's model)."""
+    saved = _save_arm(workdir)
+    return Saved(saved.data, saved.curves)
 
 
 def _robustness_config() -> dict:
@@ -347,6 +353,20 @@ EXPERIMENTS: dict[str, Experiment] = {
             lambda: _cpu_arm(0.05).to_dict(),
             _train_arm(0.05),
             _save_arm,
+        ),
+        Experiment(
+            "barrier_ce_seed1",
+            "§7.2 / Fig. 7.4: the cross-entropy arm again, seed 1 (do the §7 findings hold across seeds?)",
+            lambda: _cpu_arm(0.0, seed=1).to_dict(),
+            _train_arm(0.0, seed=1),
+            _save_arm_numbers,
+        ),
+        Experiment(
+            "barrier_margin_seed1",
+            "§7.2 / Fig. 7.4: the margin arm again, seed 1",
+            lambda: _cpu_arm(0.05, seed=1).to_dict(),
+            _train_arm(0.05, seed=1),
+            _save_arm_numbers,
         ),
         Experiment(
             "barrier_robustness",
