@@ -291,8 +291,9 @@ if SAVED:
 # order as the paper's on WikiText-2 — a different corpus, so only the order is comparable — and the
 # train/validation gap shows it has started to overfit a 1 MB corpus. The margin arm is a different
 # story: it is worse by several times the paper's gap (both printed above; the size of the gap is
-# asserted), and its penalty does not settle — it keeps falling through training (panel c) to the value
-# printed above, large enough to be a visible share of the training loss. Nothing bounds
+# asserted), and its penalty keeps falling for as long as the optimiser moves (panel c: it flattens only
+# in the last epochs, where the cosine schedule takes the learning rate to zero), to the value printed
+# above, large enough to be a visible share of the training loss. Nothing bounds
 # $\mathcal L_{\rm margin}=-\operatorname{mean}_t\log\lvert\det(I-\Sigma_tA)\rvert$ from below once the coupling is
 # negative: making $\lvert\det\rvert$ larger always lowers it, and §5 shows that this is the direction training
 # takes. With $\lambda_m=0.05$ the optimiser buys penalty with predictive quality.
@@ -325,6 +326,50 @@ for label in ("default margin", "saved margin")[: 1 + SAVED]:
 # to $a<0$ from the very first step. §3.4 says the §7 experiments focus on the $a>0$ (barrier) regime;
 # in our runs the penalty acts instead as the *dispersion-promoting* correction of Fig. 3.3(c–d). We
 # record this in `book/ERRATA.md`.
+#
+# ### The same findings with a second seed
+#
+# Everything in §4 and §5 about the trained pair comes from one pair of runs (seed 0: initialisation and
+# batch order). `make results` trains the pair again with seed 1
+# (`python -m nextword.torch.results run barrier_ce_seed1`, `... barrier_margin_seed1`; the numbers only, no
+# weights) and the cell below checks the same statements on it.
+
+# %%
+SAVED_SEED1 = SAVED and all_saved("barrier_ce_seed1", "barrier_margin_seed1")
+
+# %%
+if SAVED_SEED1:
+    pair1 = {"ce": load_result("barrier_ce_seed1"), "margin": load_result("barrier_margin_seed1")}
+    for arm, s_ in pair1.items():
+        print(f"saved run ({arm}, seed {s_['config']['seed']}): produced by `{s_['command']}` at "
+              f"`{s_['commit'][:12]}` on {s_['created'][:10]}, wall time {s_['wall_time_s'] / 60:.0f} min")
+    d1 = {arm: s_["data"] for arm, s_ in pair1.items()}
+    print_arms(d1)
+    pen1 = load_curves("barrier_margin_seed1")["train_margin"]
+    findings = {
+        seed: {
+            "CE arm at <= 2.4 validation BPC": dd["ce"]["final_val_bpc"] <= TARGET_BPC,
+            "margin arm behind by > 3 x the paper's gap": dd["margin"]["final_val_bpc"] - dd["ce"]["final_val_bpc"]
+            > 3 * paper_gap,
+            "margin arm: tr(Sigma_t A) < 0 and |det| > 1 at > 90% of positions":
+                dd["margin"]["diagnostics"]["trace_sigma_A"] < 0 and dd["margin"]["diagnostics"]["frac_det_above_one"] > 0.9,
+            "penalty lower at the end than after the first epoch": pen[-1] < pen[0],
+        }
+        for seed, dd, pen in ((0, {"ce": d_ce, "margin": d_m}, curves["margin"]["train_margin"]), (1, d1, pen1))
+    }
+    print(f"seed 1: validation gap (margin - CE) {d1['margin']['final_val_bpc'] - d1['ce']['final_val_bpc']:+.3f} BPC; "
+          f"final penalty {pen1[-1]:+.2f} nats; margin arm tr(Sigma_t A) = "
+          f"{d1['margin']['diagnostics']['trace_sigma_A']:+.1f}, share |det| > 1 = "
+          f"{d1['margin']['diagnostics']['frac_det_above_one']:.3f}")
+    for claim in findings[0]:
+        print(f"{claim}: seed 0 {findings[0][claim]}, seed 1 {findings[1][claim]}")
+    assert all(all(f.values()) for f in findings.values()), findings
+
+# %% [markdown]
+# Every statement holds for both seeds (asserted). The size of the gap is not a fixed number — it differs
+# between the seeds by a third (both printed) — but in both it is several times the paper's, and in both
+# the penalty drives the coupling negative. The robustness comparison of
+# [robustness_to_noise](robustness_to_noise.ipynb) uses the weights of seed 0 only.
 #
 # ## 6. Paper vs. here: which differences are expected
 #

@@ -26,7 +26,9 @@ NOTEBOOKS = [
 def tiny_registry(tmp_path, monkeypatch):
     """The real registry, with every configuration shrunk to the ``tiny`` preset."""
     monkeypatch.setenv("NEXTWORD_RUNS_DIR", str(tmp_path / "runs"))
-    monkeypatch.setattr(R, "_cpu_arm", lambda lam: preset("tiny", lambda_margin=lam, steps=4, eval_every=2))
+    monkeypatch.setattr(
+        R, "_cpu_arm", lambda lam, seed=0: preset("tiny", lambda_margin=lam, seed=seed, steps=4, eval_every=2)
+    )
     monkeypatch.setattr(R, "_sweep_config", lambda: preset("tiny", steps=2, eval_every=2))
     monkeypatch.setattr(R, "SWEEP_LAMBDAS", (0.0, 0.5))
     return tmp_path / "results"
@@ -47,6 +49,9 @@ def test_registry_runs_saves_with_provenance_and_skips_current(tiny_registry):
     ck = torch.load(out / "barrier_margin" / "model.pt", weights_only=True)  # weights-only loadable
     assert set(ck) == {"model", "prior", "config", "vocab_size"}
     assert (out / "barrier_margin" / "model.pt").stat().st_size < 2 * 1024 * 1024
+    assert not (out / "barrier_margin_seed1" / "model.pt").exists()  # the second seed saves numbers only
+    seeds = {provenance.load_result(f"barrier_ce{s}", results_dir=out)["config"]["seed"] for s in ("", "_seed1")}
+    assert seeds == {0, 1}
     sweep = provenance.load_result("barrier_sweep", results_dir=out)["data"]
     assert [r["lambda"] for r in sweep["rows"]] == [0.0, 0.5]
     assert all("relative_degradation" in r for r in sweep["rows"])
@@ -58,7 +63,9 @@ def test_registry_runs_saves_with_provenance_and_skips_current(tiny_registry):
 
 def test_unfinished_run_is_not_saved(tiny_registry, monkeypatch):
     exp = R.EXPERIMENTS["barrier_ce"]
-    monkeypatch.setattr(R, "_cpu_arm", lambda lam: preset("tiny", lambda_margin=lam, steps=4, eval_every=2))
+    monkeypatch.setattr(
+        R, "_cpu_arm", lambda lam, seed=0: preset("tiny", lambda_margin=lam, seed=seed, steps=4, eval_every=2)
+    )
     from nextword.torch.loop import train
 
     train(R._cpu_arm(0.0), R.runs_root() / exp.name, progress=False, max_steps_this_run=2)
