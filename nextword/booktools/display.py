@@ -1,0 +1,58 @@
+"""The display rule for *produced* numbers: shown to the reader, not compared as text by nbval.
+
+A number that training, sampling or an iterative method produced (a trained model's loss, a
+row norm after gradient descent, a Monte Carlo estimate), and any ordering, ranking or bin of such
+numbers, depends on the machine's rounding: another CPU, another BLAS kernel or another summation
+order can move it across a printed digit or a bin edge. The reader still wants to see it, so it is
+printed through :func:`produced`, which wraps the text in two invisible separators (U+2063). The
+rule ``[produced numbers]`` of ``book/nbval_sanitize.cfg`` replaces everything between a pair by
+``<produced>`` before nbval compares a stored output with a fresh one, so the cell's *other* text
+(exact results, labels, asserted bounds) is still compared character by character. The claim made
+about the number is asserted in the same cell with a tolerance that holds across seeds and CPUs.
+
+Exact results (closed forms, enumerations, sympy, round-off printed as an asserted bound) are never
+wrapped: comparing them as text is what makes nbval worth running.
+
+>>> s = produced(1.0251, ".2f")
+>>> s == MARK + "1.03" + MARK, str(s).strip(MARK)
+(True, '1.03')
+>>> produced(["no positions", "no residual"])  # an ordering of produced values
+'\\u2063no positions, no residual\\u2063'
+>>> produced(0.5, "{:.1%}") == MARK + "50.0%" + MARK
+True
+"""
+
+from __future__ import annotations
+
+__all__ = ["MARK", "produced", "strip_marks"]
+
+#: U+2063 INVISIBLE SEPARATOR: zero-width in the rendered book, and found nowhere else in the outputs.
+MARK = "\u2063"
+
+
+def produced(value, fmt: str = "", sep: str = ", ") -> str:
+    """``value`` formatted for display, between two :data:`MARK` characters (excluded from nbval's comparison).
+
+    ``fmt`` is a format spec (``".2f"``) or a ``str.format`` template (``"{:.1%}"``); a string is used as it
+    is; a list or tuple of values (an ordering) is formatted item by item and joined with ``sep``.
+    """
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, (list, tuple)):
+        text = sep.join(produced(v, fmt).strip(MARK) for v in value)
+    elif "{" in fmt:
+        text = fmt.format(value)
+    else:
+        text = format(value, fmt)
+    if MARK in text:
+        raise ValueError("produced(): the value's text already contains the marker U+2063")
+    return f"{MARK}{text}{MARK}"
+
+
+def strip_marks(text: str) -> str:
+    """``text`` without the markers (for contexts that cannot show U+2063, such as LaTeX).
+
+    >>> strip_marks(produced(2.0, ".1f"))
+    '2.0'
+    """
+    return text.replace(MARK, "")
