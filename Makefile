@@ -83,8 +83,8 @@ bench: $(STAMP)
 # Not part of `make test`: hours of CPU. Resumable (runs/ keeps checkpoints); skips saved results
 # whose configuration and code commit are current. One torch thread per run, niced.
 results: $(STAMP)
-	OMP_NUM_THREADS=1 nice -n 10 $(BIN)/python -m nextword.torch.results run
-	OMP_NUM_THREADS=1 nice -n 10 $(BIN)/python -m nextword.torch.saved_runs run all
+	OMP_NUM_THREADS=1 nice -n 10 $(BIN)/python -m nextword.torch.runs.results run
+	OMP_NUM_THREADS=1 nice -n 10 $(BIN)/python -m nextword.torch.runs.saved_runs run all
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis

@@ -40,9 +40,9 @@ MODES = ("ce", "exact", "k16", "direct16")
 def _setup(args: dict):
     import torch
 
-    from nextword.torch.batching import load_char_data
-    from nextword.torch.model import SmallGPT, SmallGPTConfig, select_device
-    from nextword.torch.prior import EmbeddingPrior
+    from nextword.torch.training.data import load_char_data
+    from nextword.torch.models.gpt import SmallGPT, SmallGPTConfig, select_device
+    from nextword.torch.barrier.prior import EmbeddingPrior
 
     torch.set_num_threads(args["threads"])
     dev = select_device(args["device"])
@@ -56,8 +56,8 @@ def _setup(args: dict):
 
 def _step(mode, i, args, torch, dev, data, gpt, prior, opt) -> float:
     """One optimiser step of ``mode`` on batch ``i``; returns its wall time in seconds."""
-    from nextword.torch.batching import epoch_batch
-    from nextword.torch.prior import margin_loss_tokens, sample_positions
+    from nextword.torch.training.data import epoch_batch
+    from nextword.torch.barrier.prior import margin_loss_tokens, sample_positions
 
     B, T = args["batch"], args["block"]
     x, y = epoch_batch(data.train, block_size=T, batch_size=B, seed=0, epoch=0, step_in_epoch=i)

@@ -2,7 +2,7 @@
 # # 6.1 From sequential bottleneck to parallel attention
 #
 # *Source: Chapter 6, §6.1 (Figs. 6.1–6.4). Library: `nextword.chapter6.recurrent`, `nextword.chapter6.running_example`,
-# `nextword.torch.lm`, `nextword.torch.rnn`.*
+# `nextword.torch.models.lm`, `nextword.torch.models.rnn`.*
 #
 # The section makes two claims about recurrent networks and one about attention:
 #
@@ -30,8 +30,8 @@ from nextword.booktools.plotting import use_book_style
 from nextword.chapter6 import (attention_graph, attention_recall, copy_task, linear_state_recall,
                                 path_lengths, rnn_graph, rnn_state_jacobian, sequential_depth)
 from nextword.chapter6 import RUNNING_EXAMPLE
-from nextword.torch.lm import LMConfig, TinyLM, torch_threads, train_lm
-from nextword.torch.rnn import RecurrentConfig, RecurrentLM
+from nextword.torch.models.lm import LMConfig, TinyLM, torch_threads, train_lm
+from nextword.torch.models.rnn import RecurrentConfig, RecurrentLM
 
 use_book_style()
 FULL = os.environ.get("FULL", "0") == "1"

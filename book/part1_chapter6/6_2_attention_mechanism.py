@@ -2,7 +2,7 @@
 # # 6.2 The attention mechanism
 #
 # *Source: Chapter 6, §6.2 (the attention-weight formula, Figs. 6.3–6.12, Exercises 1, 2 and 10).
-# Library: `nextword.attention`, `nextword.torch.lm`, `nextword.chapter6.running_example`.*
+# Library: `nextword.attention`, `nextword.torch.models.lm`, `nextword.chapter6.running_example`.*
 #
 # For embeddings $e[1..n]$ (rows, width $d_{\text{model}}$) the chapter defines $q[i]=e[i]W^Q$,
 # $k[i]=e[i]W^K$, $v[i]=e[i]W^V$ and
@@ -32,7 +32,7 @@ from nextword.decoder import layer_norm
 from nextword.booktools.plotting import heatmap, use_book_style
 from nextword.chapter6 import RUNNING_EXAMPLE, RunningExampleSource
 from nextword.data.synthetic import entropy
-from nextword.torch.lm import LMConfig, TinyLM, evaluate_loss, to_numpy_decoder, train_lm
+from nextword.torch.models.lm import LMConfig, TinyLM, evaluate_loss, to_numpy_decoder, train_lm
 
 use_book_style()
 torch.set_num_threads(1)  # tiny model: one thread is fastest on a shared 2-core machine

@@ -2,7 +2,7 @@
 # # 6.3 Causal masking for autoregressive generation
 #
 # *Source: Chapter 6, §6.3 (the masked attention formula, Figs. 6.13–6.17, Exercise 3).
-# Library: `nextword.attention`, `nextword.attention.gradients`, `nextword.torch.lm`, `nextword.data.synthetic`,
+# Library: `nextword.attention`, `nextword.attention.gradients`, `nextword.torch.models.lm`, `nextword.data.synthetic`,
 # `nextword.decoding`.*
 #
 # The causal mask sets the score of every pair $j>i$ to $-\infty$ before the softmax, so
@@ -32,7 +32,7 @@ from nextword.decoding import sample
 from nextword.booktools.plotting import heatmap, use_book_style
 from nextword.chapter6 import RUNNING_EXAMPLE
 from nextword.data import markov_source
-from nextword.torch.lm import Block, LMConfig, TinyLM, evaluate_loss, next_logits_fn, to_numpy_decoder, train_lm
+from nextword.torch.models.lm import Block, LMConfig, TinyLM, evaluate_loss, next_logits_fn, to_numpy_decoder, train_lm
 
 use_book_style()
 torch.set_num_threads(1)  # tiny models: one thread is fastest on a shared 2-core machine

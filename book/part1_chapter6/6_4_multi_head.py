@@ -2,8 +2,8 @@
 # # 6.4 Multi-head attention
 #
 # *Source: Chapter 6, §6.4 (the MHA formulas, Figs. 6.18–6.22, Exercises 4 and 9).
-# Library: `nextword.attention` (`MultiHeadAttention`), `nextword.chapter6.probing`, `nextword.torch.ablation`,
-# `nextword.torch.lm`.*
+# Library: `nextword.attention` (`MultiHeadAttention`), `nextword.chapter6.probing`, `nextword.torch.probes.ablation`,
+# `nextword.torch.models.lm`.*
 #
 # With $n_{\text{heads}}$ heads of width $d_{\text{head}}=d_{\text{model}}/n_{\text{heads}}$,
 # $\mathrm{head}_h=\mathrm{Attention}(eW^Q_h, eW^K_h, eW^V_h)$ and
@@ -28,11 +28,11 @@ import numpy as np
 import sympy as sp
 import torch
 
-from nextword.torch.ablation import token_nll
+from nextword.torch.probes.ablation import token_nll
 from nextword.attention import MultiHeadAttention, scaled_dot_product_attention
 from nextword.booktools.plotting import heatmap, use_book_style
 from nextword.chapter6 import AgreementTask, attention_to_offset, head_ablation_effects, head_profile
-from nextword.torch.lm import LMConfig, TinyLM, train_lm
+from nextword.torch.models.lm import LMConfig, TinyLM, train_lm
 
 use_book_style()
 torch.set_num_threads(1)  # tiny model: one thread is fastest on a shared 2-core machine

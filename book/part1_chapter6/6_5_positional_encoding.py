@@ -2,7 +2,7 @@
 # # 6.5 Positional encoding
 #
 # *Source: Chapter 6, §6.5 (the sinusoidal formula, Figs. 6.23–6.28, Exercises 5 and 6).
-# Library: `nextword.positions`, `nextword.chapter6.probing`, `nextword.torch.ablation`, `nextword.torch.lm`.*
+# Library: `nextword.positions`, `nextword.chapter6.probing`, `nextword.torch.probes.ablation`, `nextword.torch.models.lm`.*
 #
 # Attention compares contents: without positional information the score $q[i]^\top k[j]$ does not know
 # where $i$ and $j$ are. This notebook
@@ -42,7 +42,7 @@ from nextword.positions import (
 from nextword.chapter6.probing import permutation_sensitivity
 from nextword.provenance import load_result
 from nextword.data.synthetic import entropy
-from nextword.torch.fig628 import DEFAULT_FIG628, VARIANTS, fig628_seed, fig628_source
+from nextword.torch.probes.fig628 import DEFAULT_FIG628, VARIANTS, fig628_seed, fig628_source
 
 use_book_style()
 torch.set_num_threads(1)  # tiny models: one thread is fastest on a shared 2-core machine

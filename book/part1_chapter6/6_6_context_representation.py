@@ -2,8 +2,8 @@
 # # 6.6 Context representation in transformers
 #
 # *Source: Chapter 6, §6.6 (the block formula, Figs. 6.29–6.32, Exercises 8, 11 and 12).
-# Library: `nextword.decoder.layers`, `nextword.decoder`, `nextword.chapter6.recurrent`, `nextword.torch.ablation`,
-# `nextword.chapter6.probing`, `nextword.torch.lm`.*
+# Library: `nextword.decoder.layers`, `nextword.decoder`, `nextword.chapter6.recurrent`, `nextword.torch.probes.ablation`,
+# `nextword.chapter6.probing`, `nextword.torch.models.lm`.*
 #
 # This notebook (1) checks the chapter's formula for one decoder block against its own Fig. 6.29 and
 # builds the decoder-only stack from the library's pieces; (2) measures the memory an RNN and a
@@ -25,7 +25,7 @@ import numpy as np
 import sympy as sp
 import torch
 
-from nextword.torch.ablation import ABLATIONS, ablated_config, prefix_nll, token_nll, with_config
+from nextword.torch.probes.ablation import ABLATIONS, ablated_config, prefix_nll, token_nll, with_config
 from nextword.attention import MultiHeadAttention, softmax
 from nextword.decoder import DecoderConfig, DecoderLM
 from nextword.attention import KVCache
@@ -35,7 +35,7 @@ from nextword.positions import sinusoidal_encoding
 from nextword.chapter6 import AgreementTask
 from nextword.chapter6 import rnn_states
 from nextword.chapter6 import RUNNING_EXAMPLE, RunningExampleSource
-from nextword.torch.lm import LMConfig, TinyLM, train_lm
+from nextword.torch.models.lm import LMConfig, TinyLM, train_lm
 
 use_book_style()
 torch.set_num_threads(1)  # tiny models: one thread is fastest on a shared 2-core machine

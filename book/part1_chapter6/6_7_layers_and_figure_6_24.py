@@ -3,7 +3,7 @@
 #
 # *Source: Chapter 6, §6.5 (Fig. 6.24: adding positional encodings to token embeddings) and §6.6
 # (Fig. 6.30: the layer stack, "lower layers … surface-level patterns … higher layers … more abstract
-# patterns"). Library: `nextword.torch.lm`, `nextword.torch.layer_probe`.*
+# patterns"). Library: `nextword.torch.models.lm`, `nextword.torch.probes.layer_probe`.*
 #
 # Fig. 6.24 is a drawing of $x[t]=e[t]+\mathrm{PE}(t)$; the text claims the sum carries both what the
 # word is and where it is, and that a trained model can take the two apart. Fig. 6.30's text claims a
@@ -22,8 +22,8 @@ import numpy as np
 import torch
 
 from nextword.booktools.plotting import heatmap, use_book_style
-from nextword.torch.layer_probe import hidden_states, probe_accuracy, topic_markov_source
-from nextword.torch.lm import LMConfig, TinyLM, train_lm
+from nextword.torch.probes.layer_probe import hidden_states, probe_accuracy, topic_markov_source
+from nextword.torch.models.lm import LMConfig, TinyLM, train_lm
 
 use_book_style()
 torch.set_num_threads(1)

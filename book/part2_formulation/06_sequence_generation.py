@@ -13,7 +13,7 @@
 # split of tiny Shakespeare — a real trained model with $|\mathbf V|=66$ whose probabilities are cheap
 # enough to enumerate three characters ahead ($66^3\approx2.9\times10^5$ continuations). The decoders
 # are those of `nextword.decoding`, which accept any `next_logits(prefix)` callable (a
-# `nextword.torch.lm.TinyLM` plugs in through `next_logits_fn`). Default run: 6 prompts for the
+# `nextword.torch.models.lm.TinyLM` plugs in through `next_logits_fn`). Default run: 6 prompts for the
 # exhaustive comparison; `FULL=1` uses 20.
 
 # %% tags=["parameters"]

@@ -216,7 +216,7 @@ assert np.isclose(block_logdets[0], matrix_margins(xs4[0], *prior4).logabsdet.su
 # $2d$ for the final norm) and once from the torch model that the barrier-training notebooks use.
 
 # %%
-from nextword.torch.model import SmallGPT, SmallGPTConfig  # noqa: E402
+from nextword.torch.models.gpt import SmallGPT, SmallGPTConfig  # noqa: E402
 
 d_model, n_blocks, vocab = 128, 2, 1013
 per_block = (4 * d_model**2 + 4 * d_model) + (8 * d_model**2 + 5 * d_model) + 4 * d_model   # = 12 d^2 + 13 d

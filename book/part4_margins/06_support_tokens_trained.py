@@ -33,12 +33,12 @@ import torch
 from nextword.booktools.plotting import use_book_style
 from nextword.theory.barrier import matrix_margins, support_tokens, diagonal_blocks
 from nextword.provenance import load_result
-from nextword.torch.batching import load_char_data
-from nextword.torch.config import preset
-from nextword.torch.loop import load_checkpoint, train
-from nextword.torch.prior import covariances
-from nextword.torch.book import all_saved
-from nextword.torch.results import load_saved_model
+from nextword.torch.training.data import load_char_data
+from nextword.torch.training.config import preset
+from nextword.torch.training.loop import load_checkpoint, train
+from nextword.torch.barrier.prior import covariances
+from nextword.torch.runs.book import all_saved
+from nextword.torch.runs.results import load_saved_model
 
 use_book_style()
 torch.set_num_threads(1)
@@ -65,7 +65,7 @@ print("prior diagnostics:", {k: round(v, 4) for k, v in results["diagnostics"].i
 #
 # The prior sees the token embeddings $x_t=E[y_t]$ of a validation passage. We compute every
 # $\partial e_t/\partial x_t$ with the numpy library and check it against the torch prior's own
-# covariances $\Sigma_t$ (`nextword.torch.prior.covariances`).
+# covariances $\Sigma_t$ (`nextword.torch.barrier.prior.covariances`).
 
 # %%
 data = load_char_data(cfg.data, max_chars=cfg.max_chars)

@@ -14,8 +14,8 @@
 # the log-Jacobian term of Eq. (24) with the quadratic residual term dropped (§7.1). The comparison
 # of Fig. 7.4 is "same architecture, same optimiser, same seed; with or without the penalty".
 #
-# **What runs here.** The library does the work: `nextword.torch.model.SmallGPT`,
-# `nextword.torch.prior` (the penalty, three exact evaluation paths), `nextword.torch.loop`
+# **What runs here.** The library does the work: `nextword.torch.models.gpt.SmallGPT`,
+# `nextword.torch.barrier.prior` (the penalty, three exact evaluation paths), `nextword.torch.training.loop`
 # (AdamW, cosine schedule, clipping, exact resume from checkpoints). The same experiment is
 # available from the shell as `python -m nextword.torch.cli train ...`.
 #
@@ -39,10 +39,10 @@ import torch
 from nextword.booktools.plotting import use_book_style
 from nextword.provenance import load_curves, load_result
 from nextword.theory.barrier import matrix_margins
-from nextword.torch.book import PAPER_FIG74, PAPER_SETUP, all_saved, experiment_config, runs_dir, saved_results
-from nextword.torch.loop import train_or_load
-from nextword.torch.prior import METHODS, covariances, margin_loss, margin_loss_tokens
-from nextword.torch.sweep import lambda_dir
+from nextword.torch.runs.book import PAPER_FIG74, PAPER_SETUP, all_saved, experiment_config, runs_dir, saved_results
+from nextword.torch.training.loop import train_or_load
+from nextword.torch.barrier.prior import METHODS, covariances, margin_loss, margin_loss_tokens
+from nextword.torch.runs.sweep import lambda_dir
 
 FULL = os.environ.get("FULL", "0") == "1"
 torch.set_num_threads(1)          # small tensors: one thread is fastest on a shared CPU
@@ -211,7 +211,7 @@ plt.show()
 #
 # ## 4. The trained pair: saved run of the `cpu` tier (Fig. 7.4)
 #
-# `make results` trains both arms once (`python -m nextword.torch.results run barrier_ce`, `... barrier_margin`)
+# `make results` trains both arms once (`python -m nextword.torch.runs.results run barrier_ce`, `... barrier_margin`)
 # and saves their learning curves, final numbers, prior diagnostics and weights under `book/results/`.
 # Once saved, the cells print where each came from; everything they show is read from those files, so
 # it is the same on every machine.
@@ -331,7 +331,7 @@ for label in ("default margin", "saved margin")[: 1 + SAVED]:
 #
 # Everything in §4 and §5 about the trained pair comes from one pair of runs (seed 0: initialisation and
 # batch order). `make results` trains the pair again with seed 1
-# (`python -m nextword.torch.results run barrier_ce_seed1`, `... barrier_margin_seed1`; the numbers only, no
+# (`python -m nextword.torch.runs.results run barrier_ce_seed1`, `... barrier_margin_seed1`; the numbers only, no
 # weights) and the cell below checks the same statements on it.
 
 # %%

@@ -11,7 +11,7 @@
 # U-shaped noisy BPC with an optimum at $\lambda_m=0.02$, and interprets $\lambda_m$ as moving
 # $\det(I-\Sigma_tA)$ away from zero.
 #
-# Here `nextword.torch.sweep.run_sweep` trains one model per $\lambda_m$ and tabulates the same
+# Here `nextword.torch.runs.sweep.run_sweep` trains one model per $\lambda_m$ and tabulates the same
 # columns, plus two that locate the prior relative to the barrier: the mean
 # $\operatorname{tr}(\Sigma_tA)$ (sign of the coupling, §3.4) and the final penalty. CLI:
 # `python -m nextword.torch.cli sweep --config quick`. Two runs of it appear below:
@@ -32,11 +32,11 @@ import torch
 
 from nextword.booktools.plotting import use_book_style
 from nextword.provenance import load_curves, load_result
-from nextword.torch.batching import eval_windows, load_char_data
-from nextword.torch.book import PAPER_TABLE1, all_saved, experiment_config, runs_dir
-from nextword.torch.loop import load_checkpoint
-from nextword.torch.robustness import noise_curve
-from nextword.torch.sweep import PAPER_LAMBDAS, lambda_dir, run_sweep
+from nextword.torch.training.data import eval_windows, load_char_data
+from nextword.torch.runs.book import PAPER_TABLE1, all_saved, experiment_config, runs_dir
+from nextword.torch.training.loop import load_checkpoint
+from nextword.torch.barrier.robustness import noise_curve
+from nextword.torch.runs.sweep import PAPER_LAMBDAS, lambda_dir, run_sweep
 
 FULL = os.environ.get("FULL", "0") == "1"
 torch.set_num_threads(1)
@@ -182,7 +182,7 @@ plot_path(lams, bpc, [r["bpc_sigma"] for r in rows], [r["degradation"] for r in 
 #
 # ## 3. The saved sweep (`cpu` tier, Table 1 / Fig. 7.6)
 #
-# `make results` trains one model per $\lambda_m$ once (`python -m nextword.torch.results run
+# `make results` trains one model per $\lambda_m$ once (`python -m nextword.torch.runs.results run
 # barrier_sweep`) and saves the table, including the degradation at equal relative noise. Once saved,
 # everything below is read from that file.
 

@@ -8,7 +8,7 @@
 # validation BPC and the **degradation ratio** $\mathrm{BPC}(\sigma)/\mathrm{BPC}(0)$. It reports
 # that the margin-trained model degrades less (2.46× vs. 2.58× at $\sigma=0.5$).
 #
-# We run the same probe (`nextword.torch.robustness.noise_curve`) twice: on the miniature models of
+# We run the same probe (`nextword.torch.barrier.robustness.noise_curve`) twice: on the miniature models of
 # [barrier_training](barrier_training.ipynb) (the default run, reused if that notebook ran first) to
 # show the mechanics, and — for the conclusions — on the trained pair of the `cpu` tier, whose noise
 # curves `make results` saved in `book/results/barrier_robustness` (§4). Implementation details that
@@ -33,11 +33,11 @@ import torch
 
 from nextword.booktools.plotting import use_book_style
 from nextword.provenance import load_result
-from nextword.torch.batching import eval_windows, load_char_data
-from nextword.torch.book import PAPER_FIG75, all_saved, experiment_config, runs_dir
-from nextword.torch.loop import load_checkpoint, train_or_load
-from nextword.torch.robustness import evaluate_bpc, noise_curve
-from nextword.torch.sweep import lambda_dir
+from nextword.torch.training.data import eval_windows, load_char_data
+from nextword.torch.runs.book import PAPER_FIG75, all_saved, experiment_config, runs_dir
+from nextword.torch.training.loop import load_checkpoint, train_or_load
+from nextword.torch.barrier.robustness import evaluate_bpc, noise_curve
+from nextword.torch.runs.sweep import lambda_dir
 
 FULL = os.environ.get("FULL", "0") == "1"
 torch.set_num_threads(1)
@@ -160,7 +160,7 @@ assert abs(d_abs) < 0.1 and abs(d_rel) < 0.1
 # ## 4. The trained pair: saved noise curves of the `cpu` tier (Fig. 7.5)
 #
 # `make results` applies the same probe to the two trained models of
-# [barrier_training](barrier_training.ipynb) §4 (`python -m nextword.torch.results run barrier_robustness`),
+# [barrier_training](barrier_training.ipynb) §4 (`python -m nextword.torch.runs.results run barrier_robustness`),
 # at absolute σ and at σ rescaled to each model's embedding RMS (equal to the absolute grid for the
 # CE arm). Once saved, everything below is read from that file.
 

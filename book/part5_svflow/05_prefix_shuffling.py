@@ -6,7 +6,7 @@
 #
 # **Plainly: this is not the paper's experiment.** The paper probes Qwen2.5-0.5B, Qwen3-0.6B and
 # Llama3.2-1B on WikiText-2 (word-piece tokens, 16–28 layers, widths 896–2048). We cannot load those
-# models, so we run the same *protocol* on our own small character-level model (`nextword.torch.lm.TinyLM`,
+# models, so we run the same *protocol* on our own small character-level model (`nextword.torch.models.lm.TinyLM`,
 # pre-norm with RMSNorm and RoPE, trained here on tiny Shakespeare) and on held-out Shakespeare text.
 # The numbers are therefore about our model; what transfers is the method and the checks of the
 # paper's formulas. The "three models" of §6.2 are replaced by three checkpoints of one training run.
@@ -25,7 +25,7 @@
 # (seconds on a CPU; it is barely past a bigram model) to show the mechanics on 16 held-out sequences
 # of 65 characters; every number that depends on its trained weights is in a cell whose output
 # `pytest --nbval` does not compare. The *saved run* (section 7) is a wider model trained longer
-# (`python -m nextword.torch.saved_runs run svflow_lm`, see `nextword.torch.svflow_lm`); its float16
+# (`python -m nextword.torch.runs.saved_runs run svflow_lm`, see `nextword.torch.svflow.lm`); its float16
 # checkpoint and its tables are stored in `book/results/svflow_lm/`, and the conclusions are drawn
 # from it. The identities are asserted in both.
 
@@ -39,10 +39,10 @@ from nextword.evaluation import spearman
 from nextword.booktools.plotting import use_book_style
 from nextword.provenance import load_curves, load_result, results_root
 from nextword.theory.svflow import categorical_kl, entropy, kl_to_uniform
-from nextword.torch.svflow_probe import prefix_shuffling_experiment, probe_tinylm
-from nextword.torch.batching import load_char_data
-from nextword.torch.lm import LMConfig, TinyLM, evaluate_loss, train_lm
-from nextword.torch.svflow_lm import (
+from nextword.torch.svflow.probe import prefix_shuffling_experiment, probe_tinylm
+from nextword.torch.training.data import load_char_data
+from nextword.torch.models.lm import LMConfig, TinyLM, evaluate_loss, train_lm
+from nextword.torch.svflow.lm import (
     SVFlowLMConfig, deep_and_full_tables, load_checkpoint, lm_config, shuffle_table_arrays,
 )
 

@@ -33,9 +33,9 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 import numpy as np
 import torch
 
-from nextword.torch.ablation import token_nll
+from nextword.torch.probes.ablation import token_nll
 from nextword.chapter6 import AgreementTask
-from nextword.torch.lm import LMConfig, TinyLM, train_lm
+from nextword.torch.models.lm import LMConfig, TinyLM, train_lm
 
 torch.set_num_threads(1)
 task = AgreementTask.make(np.random.default_rng(0))

@@ -1,24 +1,20 @@
-"""The torch path: small GPT models, the margin (log-barrier) embedding prior, training, robustness.
+"""The torch path: small language models, one training loop, the §7 barrier experiment, saved runs.
 
-Import torch-dependent modules explicitly (``from nextword.torch import model``); the numpy library
-never imports torch.
+Import torch-dependent modules explicitly (``from nextword.torch.models import gpt``); the numpy
+library never imports torch. The subpackages, bottom to top (``.importlinter`` checks the order):
 
-Modules
--------
-``model``       SmallGPT (§7.1), device selection cuda → mps → cpu, bfloat16 autocast on CUDA
-``prior``       EmbeddingPrior and the margin penalty −log|det(I − Σ_t Wᵀ)| (Theorem 1, Eq. (24)):
-                direct, second-moment and Sylvester evaluation paths, position subsampling, diagnostics
-``batching``    character vocabulary (``<unk>`` = 0), deterministic epoch batches, evaluation windows
-``config``      TrainConfig (holding its SmallGPTConfig) and the presets paper | cpu | quick | tiny
-``loop``        CE + λ·margin training with exact resume (``train``, ``train_or_load``)
-``checkpoint``  atomic weights-only checkpoints that keep the previous good one and fall back to it
-``distributed`` torchrun environment, process group, DistributedDataParallel wrapping
-``robustness``  bits per character, BPC under embedding noise (§7.3), prior diagnostics (§7.4)
-``sweep``       the λ regularisation path (§7.4); ``book`` notebook plumbing and the paper's numbers
-``cli``         the command line: ``python -m nextword.torch.cli train|robustness|sweep|report|fetch``
-``results``     the saved runs of ``book/results/barrier_*`` (``make results``), one registry entry each
-``fetch``       checksum-verified WikiText-2 download (never called by tests or notebooks)
-``lm``, ``rnn`` the Chapter 6 TinyLM (export to the numpy decoder) and the recurrent baseline
-``ablation``    Chapter 6 ablations of torch models (token and prefix losses)
-``svflow_hybrid``, ``svflow_probe``  SVFlow's torch parts (Part 5: hybrid training, prefix shuffling)
+``models``    the models: ``gpt`` (SmallGPT of §7.1, device selection, bf16 autocast), ``lm`` (the
+              Chapter 6 TinyLM, its export to the numpy decoder), ``rnn`` (the recurrent baseline)
+``barrier``   the §7 objective and its measurements: ``prior`` (EmbeddingPrior and the margin penalty
+              −log|det(I − Σ_t Wᵀ)|, Theorem 1), ``robustness`` (bits per character, BPC under
+              embedding noise §7.3, prior diagnostics §7.4)
+``training``  one loop with checkpoints, exact resume, devices, AMP and DDP: ``config`` (TrainConfig,
+              presets paper | cpu | quick | tiny), ``data`` (character batching), ``checkpoint``,
+              ``distributed``, ``loop`` (CE + λ·margin), ``fetch`` (WikiText-2 download)
+``svflow``    SVFlow's torch parts (Part 5): ``hybrid`` training, its measurements ``hybrid_runs``,
+              the prefix-shuffling ``probe``, the trained character ``lm``
+``probes``    Chapter 6 probes and ablations: ``ablation``, ``layer_probe``, ``fig628``
+``runs``      the saved runs behind the book (``book/results/``), the λ ``sweep`` of §7.4, and the
+              Part 4 notebooks' plumbing (``book``)
+``cli``       the torch commands of ``nextword`` (train, robustness, sweep, report, fetch)
 """

@@ -126,12 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace):
-    """The :class:`~nextword.torch.config.TrainConfig` of a ``train``/``sweep`` command line.
+    """The :class:`~nextword.torch.training.config.TrainConfig` of a ``train``/``sweep`` command line.
 
     Options left out keep the preset's values; ``--epochs`` without ``--steps`` trains for that many
     epochs (it drops a preset's ``steps``).
     """
-    from .config import preset
+    from nextword.torch.training.config import preset
 
     overrides = _overrides(args)
     if args.steps is not None:
@@ -158,7 +158,7 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 
 def _report(paths: list[str]) -> str:
-    from .config import TrainConfig
+    from nextword.torch.training.config import TrainConfig
 
     lines = []
     for p in map(Path, paths):
@@ -200,7 +200,7 @@ def _report(paths: list[str]) -> str:
 
 
 def _train(args) -> int:
-    from .loop import train
+    from nextword.torch.training.loop import train
 
     res = train(
         config_from_args(args),
@@ -221,11 +221,11 @@ def _train(args) -> int:
 
 
 def _robustness(args) -> int:
-    from .batching import eval_windows, load_char_data
-    from .checkpoint import RESULTS, save_json
-    from .loop import load_checkpoint
-    from .model import select_device
-    from .robustness import noise_curve
+    from nextword.torch.training.data import eval_windows, load_char_data
+    from nextword.torch.training.checkpoint import RESULTS, save_json
+    from nextword.torch.training.loop import load_checkpoint
+    from nextword.torch.models.gpt import select_device
+    from nextword.torch.barrier.robustness import noise_curve
 
     out = Path(args.out)
     dev = select_device(args.device)
@@ -253,7 +253,7 @@ def _robustness(args) -> int:
 
 
 def _sweep(args) -> int:
-    from .sweep import PAPER_LAMBDAS, run_sweep
+    from nextword.torch.runs.sweep import PAPER_LAMBDAS, run_sweep
 
     table = run_sweep(
         config_from_args(args),
@@ -273,7 +273,7 @@ def _print_report(args) -> int:
 
 
 def _fetch(args) -> int:
-    from .fetch import fetch_wikitext2
+    from nextword.torch.training.fetch import fetch_wikitext2
 
     print(fetch_wikitext2(args.target))
     return 0
@@ -283,7 +283,7 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     """Exceptions that mean "the command or its files are wrong", not "the code is wrong"."""
     from nextword.data import DataNotFoundError
 
-    from .checkpoint import CheckpointError
+    from nextword.torch.training.checkpoint import CheckpointError
 
     return (DataNotFoundError, CheckpointError, FileNotFoundError, NotADirectoryError, json.JSONDecodeError)
 

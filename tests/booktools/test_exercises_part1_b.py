@@ -71,7 +71,7 @@ def _agreement_model():
     copies it to the output; heads 1-3 are zero. (Trained models take too long for a unit test.)"""
     torch = pytest.importorskip("torch")
     from nextword.chapter6 import AgreementTask
-    from nextword.torch.lm import LMConfig, TinyLM
+    from nextword.torch.models.lm import LMConfig, TinyLM
 
     task = AgreementTask.make(np.random.default_rng(0))
     m, S, V, d = task.filler.num_symbols, task.num_subjects, task.vocab_size, 32
@@ -135,7 +135,7 @@ def test_p1_09():
 
 def test_p1_12():
     pytest.importorskip("torch")
-    from nextword.torch.ablation import prefix_nll, token_nll
+    from nextword.torch.probes.ablation import prefix_nll, token_nll
 
     good = {
         "baseline": {"teacher_forced": 1.5, "honest": 1.5},

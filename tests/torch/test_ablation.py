@@ -1,4 +1,4 @@
-"""Tests of nextword.torch.ablation: honest vs teacher-forced losses, test-time config changes, position curves."""
+"""Tests of nextword.torch.probes.ablation: honest vs teacher-forced losses, test-time config changes, position curves."""
 
 from __future__ import annotations
 
@@ -7,8 +7,15 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from nextword.torch.ablation import ABLATIONS, ablated_config, position_losses, prefix_nll, token_nll, with_config  # noqa: E402
-from nextword.torch.lm import LMConfig, TinyLM, evaluate_loss  # noqa: E402
+from nextword.torch.probes.ablation import (  # noqa: E402
+    ABLATIONS,
+    ablated_config,
+    position_losses,
+    prefix_nll,
+    token_nll,
+    with_config,
+)
+from nextword.torch.models.lm import LMConfig, TinyLM, evaluate_loss  # noqa: E402
 
 
 def _model(**kw):

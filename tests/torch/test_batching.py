@@ -10,8 +10,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from nextword.torch import batching as D  # noqa: E402
-from nextword.torch import fetch  # noqa: E402
+from nextword.torch.training import data as D  # noqa: E402
+from nextword.torch.training import fetch  # noqa: E402
 
 
 def test_doctests():

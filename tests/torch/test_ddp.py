@@ -12,9 +12,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from nextword.torch.checkpoint import CKPT  # noqa: E402
-from nextword.torch.config import preset  # noqa: E402
-from nextword.torch.loop import train  # noqa: E402
+from nextword.torch.training.checkpoint import CKPT  # noqa: E402
+from nextword.torch.training.config import preset  # noqa: E402
+from nextword.torch.training.loop import train  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -12,16 +12,16 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from nextword.torch import cli  # noqa: E402
-from nextword.torch.batching import load_char_data  # noqa: E402
-from nextword.torch.checkpoint import (  # noqa: E402
+from nextword.torch.training.data import load_char_data  # noqa: E402
+from nextword.torch.training.checkpoint import (  # noqa: E402
     CKPT,
     PREV_CKPT,
     CheckpointError,
     CheckpointFallbackWarning,
     read_checkpoint,
 )
-from nextword.torch.config import PRESETS, preset  # noqa: E402
-from nextword.torch.loop import train  # noqa: E402
+from nextword.torch.training.config import PRESETS, preset  # noqa: E402
+from nextword.torch.training.loop import train  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 

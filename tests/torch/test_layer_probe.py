@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from nextword.torch.layer_probe import hidden_states, probe_accuracy, topic_markov_source
-from nextword.torch.lm import LMConfig, TinyLM
+from nextword.torch.probes.layer_probe import hidden_states, probe_accuracy, topic_markov_source
+from nextword.torch.models.lm import LMConfig, TinyLM
 
 
 def test_source_rows_are_distributions_and_samples_follow_them():

@@ -1,4 +1,4 @@
-"""Tests for nextword.torch.lm: the trainable torch decoder LM and its export to the numpy DecoderLM."""
+"""Tests for nextword.torch.models.lm: the trainable torch decoder LM and its export to the numpy DecoderLM."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 
 from nextword.decoding import greedy  # noqa: E402
 from nextword.positions import apply_rope, rope_frequencies, sinusoidal_encoding  # noqa: E402
-from nextword.torch.lm import (  # noqa: E402
+from nextword.torch.models.lm import (  # noqa: E402
     LMConfig,
     TinyLM,
     _rope,

@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
 
-from nextword.torch import model as M  # noqa: E402
+from nextword.torch.models import gpt as M  # noqa: E402
 
 
 def _model(**kw):

@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-from nextword.torch import prior as P  # noqa: E402
+from nextword.torch.barrier import prior as P  # noqa: E402
 
 F64 = torch.float64
 

@@ -1,4 +1,4 @@
-"""Tests for nextword.torch.rnn (the recurrent baseline trained with nextword.torch.lm.train_lm)."""
+"""Tests for nextword.torch.models.rnn (the recurrent baseline trained with nextword.torch.models.lm.train_lm)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from nextword.chapter6 import copy_task  # noqa: E402
-from nextword.torch.lm import evaluate_loss, torch_threads, train_lm  # noqa: E402
-from nextword.torch.rnn import RecurrentConfig, RecurrentLM  # noqa: E402
+from nextword.torch.models.lm import evaluate_loss, torch_threads, train_lm  # noqa: E402
+from nextword.torch.models.rnn import RecurrentConfig, RecurrentLM  # noqa: E402
 
 
 def test_recurrent_lm_is_causal_and_trains():

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from nextword.provenance import PROVENANCE_FIELDS
-from nextword.torch import saved_runs
-from nextword.torch.saved_runs import Experiment, run_experiment
+from nextword.torch.runs import saved_runs
+from nextword.torch.runs.saved_runs import Experiment, run_experiment
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def toy(monkeypatch):
         {"steps": 3},
         (0, 1, 2),
         run_seed,
-        ("nextword/torch/saved_runs.py",),
+        ("nextword/torch/runs/saved_runs.py",),
         lambda rows: {"n": len(rows)},
     )
     monkeypatch.setitem(saved_runs.EXPERIMENTS, "toy_run", lambda: exp)
@@ -73,11 +73,11 @@ def test_bad_names_and_seeds_are_rejected(toy, tmp_path):
 @pytest.mark.parametrize(
     "module",
     [
-        "nextword.torch.saved_runs",
+        "nextword.torch.runs.saved_runs",
         "nextword.theory.dynamics.table1",
-        "nextword.torch.fig628",
-        "nextword.torch.hybrid_runs",
-        "nextword.torch.svflow_lm",
+        "nextword.torch.probes.fig628",
+        "nextword.torch.svflow.hybrid_runs",
+        "nextword.torch.svflow.lm",
     ],
 )
 def test_doctests(module):
@@ -90,9 +90,9 @@ def test_doctests(module):
 
 def test_experiment_inputs_are_checked():
     from nextword.theory.dynamics.table1 import PAPER_TABLE1, table1_seed
-    from nextword.torch.fig628 import Fig628Config, fig628_seed
-    from nextword.torch.hybrid_runs import hybrid_seed
-    from nextword.torch.svflow_lm import SVFlowLMConfig
+    from nextword.torch.probes.fig628 import Fig628Config, fig628_seed
+    from nextword.torch.svflow.hybrid_runs import hybrid_seed
+    from nextword.torch.svflow.lm import SVFlowLMConfig
 
     assert (PAPER_TABLE1.T, PAPER_TABLE1.batch, PAPER_TABLE1.protocol.steps) == (2000, 1, 1000)  # §7.2's size
     with pytest.raises(TypeError, match="seed"):
@@ -112,8 +112,8 @@ def test_experiment_inputs_are_checked():
 def test_checkpoint_round_trip_is_the_float16_model(tmp_path):
     import torch
 
-    from nextword.torch.lm import LMConfig, TinyLM
-    from nextword.torch.svflow_lm import load_checkpoint, rounded_copy, save_checkpoint
+    from nextword.torch.models.lm import LMConfig, TinyLM
+    from nextword.torch.svflow.lm import load_checkpoint, rounded_copy, save_checkpoint
 
     cfg = LMConfig(vocab_size=7, d_model=8, num_heads=2, num_layers=2, max_len=6, positional="rope", norm="rms")
     model = TinyLM(cfg, seed=3)

@@ -1,6 +1,6 @@
 """Liao — *Transformer as an Euler discretisation of score-based variational flow* (Part 5):
 ``flow`` (SVFlow, ELBO), ``sphere`` (retraction, exponential map, vMF), ``attention`` (attention as a
-vMF posterior, MoE gating). The torch parts are :mod:`nextword.torch.svflow_hybrid` and ``svflow_probe``.
+vMF posterior, MoE gating). The torch parts are :mod:`nextword.torch.svflow.hybrid` and ``svflow_probe``.
 """
 
 from nextword.theory.svflow.flow import (

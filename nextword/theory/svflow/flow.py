@@ -20,7 +20,7 @@ functions here take everything in log space over the last axis ``Z`` (latent com
 
 Geometry and the vMF family are in :mod:`nextword.theory.svflow.sphere`; attention / MoE readings
 and the prefix-shuffling metrics in :mod:`nextword.theory.svflow.attention`; the torch hybrid
-training of Fig. 1 in :mod:`nextword.torch.svflow_hybrid`.
+training of Fig. 1 in :mod:`nextword.torch.svflow.hybrid`.
 
 Conventions: states are row vectors ``(..., d)``; per-component quantities have a trailing ``Z``
 axis, ``(..., Z)`` or ``(..., Z, d)``. The prior ``p(z)`` is uniform unless ``log_prior`` is given.

@@ -319,7 +319,7 @@ def test_head_svflow_metrics_identities():
 # ------------------------------------------------------------------ hybrid training (torch, App. C.1)
 def test_make_moons_shapes_and_geometry():
     pytest.importorskip("torch")
-    from nextword.torch.svflow_hybrid import make_moons
+    from nextword.torch.svflow.hybrid import make_moons
 
     X, y = make_moons(101, 0.0, np.random.default_rng(0))
     assert X.shape == (101, 2) and np.bincount(y).tolist() == [50, 51]
@@ -331,7 +331,7 @@ def test_make_moons_shapes_and_geometry():
 
 def test_hybrid_forward_matches_numpy_gaussian_svflow():
     torch = pytest.importorskip("torch")
-    from nextword.torch.svflow_hybrid import HybridConfig, HybridSVFlow
+    from nextword.torch.svflow.hybrid import HybridConfig, HybridSVFlow
 
     torch.manual_seed(0)
     cfg = HybridConfig(betas=(0.1, None), dt=0.05)
@@ -350,7 +350,7 @@ def test_hybrid_forward_matches_numpy_gaussian_svflow():
 
 def test_hybrid_runs_are_independent_and_losses_weighted():
     torch = pytest.importorskip("torch")
-    from nextword.torch.svflow_hybrid import HybridConfig, HybridSVFlow
+    from nextword.torch.svflow.hybrid import HybridConfig, HybridSVFlow
 
     torch.manual_seed(0)
     model = HybridSVFlow(HybridConfig(betas=(0.5, None), dt=0.1))
@@ -366,7 +366,7 @@ def test_hybrid_runs_are_independent_and_losses_weighted():
 # ------------------------------------------------------------------ prefix-shuffling probe (torch, App. C.2)
 def _tiny_lm():
     torch = pytest.importorskip("torch")
-    from nextword.torch.lm import LMConfig, TinyLM
+    from nextword.torch.models.lm import LMConfig, TinyLM
 
     cfg = LMConfig(vocab_size=7, d_model=8, num_heads=2, num_layers=2, max_len=16, positional="rope", norm="rms")
     model = TinyLM(cfg, seed=0)
@@ -378,7 +378,7 @@ def _tiny_lm():
 
 def test_probe_head_decomposition_and_logit_lens():
     torch, model = _tiny_lm()
-    from nextword.torch.svflow_probe import probe_tinylm
+    from nextword.torch.svflow.probe import probe_tinylm
 
     ids = np.random.default_rng(0).integers(0, 7, size=(3, 10))
     res = probe_tinylm(model, ids)
@@ -401,7 +401,7 @@ def test_probe_head_decomposition_and_logit_lens():
 
 def test_prefix_shuffling_experiment_bins_and_zero_delta_for_identity_shuffle():
     _, model = _tiny_lm()
-    from nextword.torch.svflow_probe import prefix_shuffling_experiment
+    from nextword.torch.svflow.probe import prefix_shuffling_experiment
 
     seqs = np.random.default_rng(1).integers(0, 7, size=(4, 13))
     tab = prefix_shuffling_experiment(model, seqs, (0.2, 0.5, 0.95), np.random.default_rng(0))

@@ -129,12 +129,12 @@ def check_ex_p1_03(generation_style_loss, model, windows, entropy_rate: float) -
     rate, generation-style loss well above it.
     """
     from nextword.attention import log_softmax
-    from nextword.torch.lm import TinyLM, evaluate_loss, to_numpy_decoder
+    from nextword.torch.models.lm import TinyLM, evaluate_loss, to_numpy_decoder
 
     r = Report("Exercise 1.03")
     with r.check("the model is a TinyLM trained without the mask"):
         if not isinstance(model, TinyLM):
-            fail(f"model must be a nextword.torch.lm.TinyLM, got {type(model).__name__}")
+            fail(f"model must be a nextword.torch.models.lm.TinyLM, got {type(model).__name__}")
         check_true(not model.config.causal,
                    "the model for this experiment must be trained WITHOUT the mask (causal=False)")
     windows = np.asarray(windows)

@@ -2,7 +2,7 @@
 
 Every expected value is computed with the library (``MultiHeadAttention.num_parameters``,
 ``sinusoidal_encoding``, ``apply_rope``, array sizes measured from ``rnn_states`` and attention
-outputs, ``nextword.chapter6.probing`` and ``nextword.torch.ablation``) or is a property; no checker holds a copy
+outputs, ``nextword.chapter6.probing`` and ``nextword.torch.probes.ablation``) or is a property; no checker holds a copy
 of a solution.
 """
 from __future__ import annotations
@@ -173,7 +173,7 @@ def check_ex_p1_09(subject_attention: Callable, ablation_effect: Callable, model
     student identified in the trained 1-layer ``model`` (a TinyLM) on ``batch`` (an AgreementTask ProbeBatch)."""
     import torch
 
-    from nextword.torch.ablation import token_nll
+    from nextword.torch.probes.ablation import token_nll
     from nextword.attention.core import causal_mask, softmax
     from nextword.chapter6 import attention_to_keys, head_ablation_effects
 
@@ -239,8 +239,8 @@ def check_ex_p1_12(honest_loss: Callable, results: Mapping[str, Mapping[str, flo
     ``results[name] = {"teacher_forced": float, "honest": float}`` for ``"baseline"``, ``"no mask"``
     (retrained without the mask) and the test-time ablations ``"no positions"``, ``"single head"``,
     ``"no residual"``."""
-    from nextword.torch.ablation import prefix_nll, token_nll
-    from nextword.torch.lm import LMConfig, TinyLM
+    from nextword.torch.probes.ablation import prefix_nll, token_nll
+    from nextword.torch.models.lm import LMConfig, TinyLM
 
     r = Report("Exercise 1.12")
     ids = np.random.default_rng(1212).integers(0, 7, size=(4, 9))

@@ -18,8 +18,8 @@ import math
 import torch
 import torch.distributed as dist
 
-from .model import SmallGPT, autocast_context
-from .prior import EmbeddingPrior, prior_diagnostics
+from nextword.torch.models.gpt import SmallGPT, autocast_context
+from nextword.torch.barrier.prior import EmbeddingPrior, prior_diagnostics
 
 __all__ = ["evaluate_bpc", "noise_curve", "evaluate_diagnostics", "LN2"]
 

@@ -1,9 +1,9 @@
 """The saved runs behind the book's conclusions: one registry entry per experiment, ``make results``.
 
-    python -m nextword.torch.results list                 # what exists, what is current
-    python -m nextword.torch.results run                  # everything (resumable; skips what is current)
-    python -m nextword.torch.results run barrier_ce       # one experiment (and what it depends on)
-    python -m nextword.torch.results run --force NAME     # redo the save even if current
+    python -m nextword.torch.runs.results list                 # what exists, what is current
+    python -m nextword.torch.runs.results run                  # everything (resumable; skips what is current)
+    python -m nextword.torch.runs.results run barrier_ce       # one experiment (and what it depends on)
+    python -m nextword.torch.runs.results run --force NAME     # redo the save even if current
 
 Each :class:`Experiment` has two parts: ``train`` (the long, resumable work, in ``runs/<name>/``,
 checkpointed, so an interruption costs at most one checkpoint interval) and ``save`` (cheap: reads
@@ -47,12 +47,22 @@ __all__ = [
     "load_saved_model",
 ]
 
-_REPO = Path(__file__).resolve().parents[2]
+_REPO = Path(__file__).resolve().parents[3]
 
 #: Files whose content determines the barrier runs' numbers (their last commit is the recorded ``commit``).
 BARRIER_CODE = tuple(
     f"nextword/torch/{m}.py"
-    for m in ("model", "prior", "config", "loop", "batching", "robustness", "checkpoint", "distributed", "sweep")
+    for m in (
+        "models/gpt",
+        "barrier/prior",
+        "training/config",
+        "training/loop",
+        "training/data",
+        "barrier/robustness",
+        "training/checkpoint",
+        "training/distributed",
+        "runs/sweep",
+    )
 ) + ("nextword/data/__init__.py",)
 
 #: λ values of the §7.4 path at the CPU tier (Table 1 of the paper uses 0, .005, .01, .02, .05, .1, .2).
@@ -88,7 +98,7 @@ class Experiment:
 
     @property
     def command(self) -> str:
-        return f"python -m nextword.torch.results run {self.name}"
+        return f"python -m nextword.torch.runs.results run {self.name}"
 
 
 # --------------------------------------------------------------------------- wall time bookkeeping
@@ -128,14 +138,14 @@ def wall_time(workdir: Path) -> float:
 
 # --------------------------------------------------------------------------- §7 barrier experiments
 def _cpu_arm(lam: float, seed: int = 0):
-    from .config import preset
+    from nextword.torch.training.config import preset
 
     return preset("cpu", lambda_margin=lam, seed=seed)
 
 
 def _train_arm(lam: float, seed: int = 0) -> Callable[[Path], None]:
     def run(workdir: Path) -> None:
-        from .loop import train_or_load
+        from nextword.torch.training.loop import train_or_load
 
         _timed(workdir, lambda: train_or_load(_cpu_arm(lam, seed), workdir, resume=True, progress=False))
 
@@ -146,7 +156,7 @@ def _export_model(workdir: Path) -> Path:
     """A weights-only state dict of the trained GPT and prior (``{"model", "prior", "config", "vocab_size"}``)."""
     import torch
 
-    from .checkpoint import read_checkpoint
+    from nextword.torch.training.checkpoint import read_checkpoint
 
     ck, _ = read_checkpoint(workdir)
     path = workdir / "model.pt"
@@ -189,7 +199,7 @@ def _save_arm_numbers(workdir: Path) -> Saved:
 
 
 def _robustness_config() -> dict:
-    from .config import preset
+    from nextword.torch.training.config import preset
 
     cfg = preset("cpu")
     return {
@@ -213,10 +223,10 @@ def _train_robustness(workdir: Path) -> None:
     """
 
     def run() -> None:
-        from .batching import eval_windows, load_char_data
-        from .checkpoint import save_json
-        from .loop import load_checkpoint
-        from .robustness import noise_curve
+        from nextword.torch.training.data import eval_windows, load_char_data
+        from nextword.torch.training.checkpoint import save_json
+        from nextword.torch.training.loop import load_checkpoint
+        from nextword.torch.barrier.robustness import noise_curve
 
         cfg = _robustness_config()
         models = {arm: load_checkpoint(runs_root() / arm) for arm in ("barrier_ce", "barrier_margin")}
@@ -255,8 +265,8 @@ def _save_robustness(workdir: Path) -> Saved:
 def _sweep_config():
     """The λ path at the CPU tier: a smaller, shorter schedule than the two arms (five times the arms' cost
     does not fit the shared machine): d_model=64, T=128, batch 32, 250 steps, one evaluation at the end."""
-    from .config import preset
-    from .model import SmallGPTConfig
+    from nextword.torch.training.config import preset
+    from nextword.torch.models.gpt import SmallGPTConfig
 
     return preset(
         "cpu",
@@ -271,17 +281,17 @@ def _sweep_config():
 
 
 def _train_sweep(workdir: Path) -> None:
-    from .sweep import run_sweep
+    from nextword.torch.runs.sweep import run_sweep
 
     _timed(workdir, lambda: run_sweep(_sweep_config(), SWEEP_LAMBDAS, workdir, sigma=0.3, device="cpu", progress=False))
 
 
 def _save_sweep(workdir: Path) -> Saved:
     """The sweep table, plus each λ's degradation at σ = 0.3 rescaled to its embedding RMS (vs. λ = 0)."""
-    from .batching import eval_windows, load_char_data
-    from .loop import load_checkpoint
-    from .robustness import noise_curve
-    from .sweep import lambda_dir
+    from nextword.torch.training.data import eval_windows, load_char_data
+    from nextword.torch.training.loop import load_checkpoint
+    from nextword.torch.barrier.robustness import noise_curve
+    from nextword.torch.runs.sweep import lambda_dir
 
     table = json.loads((workdir / "sweep.json").read_text())
     rows, sigma = table["rows"], table["sigma"]
@@ -326,8 +336,8 @@ def load_saved_model(name: str, results_dir: str | os.PathLike | None = None):
 
     from nextword.provenance import results_root
 
-    from .config import TrainConfig
-    from .loop import build
+    from nextword.torch.training.config import TrainConfig
+    from nextword.torch.training.loop import build
 
     ck = torch.load(results_root(results_dir) / name / "model.pt", map_location="cpu", weights_only=True)
     cfg = TrainConfig.from_dict(ck["config"])
@@ -435,7 +445,7 @@ def _order(names: Sequence[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m nextword.torch.results",
+        prog="python -m nextword.torch.runs.results",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

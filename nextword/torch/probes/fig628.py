@@ -2,11 +2,11 @@
 
 The source is an order-2 Markov chain on 8 symbols (``markov_source(8, 2, rng(0), concentration=0.3)``),
 whose entropy rate is the lowest loss any model can reach at every position. Each variant
-(``sinusoidal``, ``learned``, ``rope``, ``none``) is a 2-layer :class:`~nextword.torch.lm.TinyLM`
+(``sinusoidal``, ``learned``, ``rope``, ``none``) is a 2-layer :class:`~nextword.torch.models.lm.TinyLM`
 trained on windows of ``L_train`` tokens and scored position by position on windows of ``L_test``
-(:func:`nextword.torch.ablation.position_losses`). The learned model gets an ``L_test``-row table whose
+(:func:`nextword.torch.probes.ablation.position_losses`). The learned model gets an ``L_test``-row table whose
 rows beyond ``L_train`` are never trained. Notebook 6.5 runs :data:`DEFAULT_FIG628` for one seed;
-the saved run (``python -m nextword.torch.saved_runs run positions_fig628``) repeats it over seeds.
+the saved run (``python -m nextword.torch.runs.saved_runs run positions_fig628``) repeats it over seeds.
 
 >>> cfg = Fig628Config(width=8, steps=3, num_windows=2)
 >>> out = fig628_seed(cfg, 0)
@@ -22,9 +22,9 @@ import numpy as np
 
 from nextword._validate import check_positive_int
 
-from nextword.torch.ablation import position_losses
+from nextword.torch.probes.ablation import position_losses
 from nextword.data.synthetic import MarkovSource, markov_source
-from nextword.torch.lm import LMConfig, TinyLM, train_lm
+from nextword.torch.models.lm import LMConfig, TinyLM, train_lm
 
 __all__ = ["VARIANTS", "Fig628Config", "DEFAULT_FIG628", "Fig628Run", "fig628_source", "fig628_seed"]
 

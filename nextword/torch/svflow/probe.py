@@ -7,7 +7,7 @@ likelihood ``p(x|z)`` (Eq. 20). For a query state ``x`` on the unit sphere this 
 ``-log p_t(x)`` (nats/dim), ``KL(q||p)``, ``KL(q||U)`` and ``KL(p||U)`` (App. C.2.3), computed here by
 :func:`nextword.theory.svflow.attention.svflow_metrics_from_loglik`.
 
-:func:`probe_tinylm` runs a pre-norm :class:`nextword.torch.lm.TinyLM` block by block and returns,
+:func:`probe_tinylm` runs a pre-norm :class:`nextword.torch.models.lm.TinyLM` block by block and returns,
 per layer, these metrics averaged over heads, the mean concentration ``kappa'``, and a logit-lens
 readout (the residual stream after the layer through the final norm and the unembedding).
 :func:`prefix_shuffling_experiment` applies the protocol of App. C.2.2 (shuffle the first

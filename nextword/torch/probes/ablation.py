@@ -1,4 +1,4 @@
-"""Ablations and length extrapolation for the torch :class:`~nextword.torch.lm.TinyLM` (Chapter 6).
+"""Ablations and length extrapolation for the torch :class:`~nextword.torch.models.lm.TinyLM` (Chapter 6).
 
 Measurement helpers behind §6.5's Fig. 6.28 (positional variants at longer lengths) and
 Exercise 12 (remove the mask, the positions, all heads but one, or the residuals):
@@ -15,7 +15,7 @@ Exercise 12 (remove the mask, the positions, all heads but one, or the residuals
 
 torch is imported lazily, so importing this module is cheap.
 
->>> from nextword.torch.lm import LMConfig
+>>> from nextword.torch.models.lm import LMConfig
 >>> ablated_config(LMConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=8), "no mask").causal
 False
 """
@@ -30,11 +30,11 @@ import numpy as np
 from nextword._validate import check_positive_int
 
 if TYPE_CHECKING:  # pragma: no cover
-    from nextword.torch.lm import LMConfig, TinyLM
+    from nextword.torch.models.lm import LMConfig, TinyLM
 
 __all__ = ["ABLATIONS", "ablated_config", "with_config", "token_nll", "prefix_nll", "position_losses"]
 
-#: Exercise 12's ablations as :class:`~nextword.torch.lm.LMConfig` changes.
+#: Exercise 12's ablations as :class:`~nextword.torch.models.lm.LMConfig` changes.
 ABLATIONS: dict[str, dict[str, Any]] = {
     "no mask": {"causal": False},
     "no positions": {"positional": "none"},
@@ -60,7 +60,7 @@ def with_config(model: "TinyLM", **changes: Any) -> "TinyLM":
     not loaded). Changes that alter parameter shapes (``num_heads`` excepted: it only regroups
     the columns of ``W_qkv``) raise.
     """
-    from nextword.torch.lm import TinyLM
+    from nextword.torch.models.lm import TinyLM
 
     cfg = dataclasses.replace(model.config, **changes)
     new = TinyLM(cfg, seed=0)
@@ -92,7 +92,7 @@ def token_nll(model: "TinyLM", ids: object, *, head_mask: object = None, batch_s
     import torch
     import torch.nn.functional as F
 
-    from nextword.torch.lm import torch_threads
+    from nextword.torch.models.lm import torch_threads
 
     x = _ids(ids)
     batch_size = check_positive_int(batch_size, "batch_size")
@@ -116,7 +116,7 @@ def prefix_nll(model: "TinyLM", ids: object, *, batch_size: int = 128) -> np.nda
     import torch
     import torch.nn.functional as F
 
-    from nextword.torch.lm import torch_threads
+    from nextword.torch.models.lm import torch_threads
 
     x = _ids(ids)
     batch_size = check_positive_int(batch_size, "batch_size")

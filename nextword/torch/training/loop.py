@@ -1,7 +1,7 @@
 """Barrier (margin) training of §7: CE + λ_m · L_margin, with exact resume.
 
-``train(cfg, out_dir)`` trains a :class:`~nextword.torch.model.SmallGPT` together with an
-:class:`~nextword.torch.prior.EmbeddingPrior` on the GPT's token embeddings, minimising
+``train(cfg, out_dir)`` trains a :class:`~nextword.torch.models.gpt.SmallGPT` together with an
+:class:`~nextword.torch.barrier.prior.EmbeddingPrior` on the GPT's token embeddings, minimising
 
     L = CE + λ_m · mean_t[−log|det(I_d − Σ_t Wᵀ)|]          (§7.1; quadratic residual term dropped)
 
@@ -10,14 +10,14 @@ gradient clipping. Both arms of a comparison share the GPT initialisation: the G
 after ``torch.manual_seed(seed)`` and the prior from its own generator. With λ_m = 0 the prior's
 ``W`` is frozen (it gets no gradient) but still reported by the diagnostics.
 
-``resume=True`` restarts from the run directory's checkpoint (:mod:`~nextword.torch.checkpoint`,
+``resume=True`` restarts from the run directory's checkpoint (:mod:`~nextword.torch.training.checkpoint`,
 with its fallback to the previous good one): data order, position subsampling and the learning rate
 are functions of ``(seed, step)``, and the checkpoint holds model, prior, optimiser, RNG state and the
 running epoch sums, so a resumed CPU run ends with exactly the same loss as an uninterrupted one.
-Distributed runs: :mod:`~nextword.torch.distributed`. Configuration: :mod:`~nextword.torch.config`.
+Distributed runs: :mod:`~nextword.torch.training.distributed`. Configuration: :mod:`~nextword.torch.training.config`.
 
 >>> import tempfile
->>> from nextword.torch.config import preset
+>>> from nextword.torch.training.config import preset
 >>> with tempfile.TemporaryDirectory() as tmp:                         # doctest: +SKIP
 ...     res = train(preset("tiny"), tmp, progress=False)
 >>> res["finished"], res["steps"]                                      # doctest: +SKIP
@@ -38,13 +38,20 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from .batching import CharData, epoch_batch, eval_windows, load_char_data, steps_per_epoch
-from .checkpoint import CKPT, RESULTS, CheckpointError, read_checkpoint, save_checkpoint, save_json
-from .config import TrainConfig
-from .distributed import DistContext, barrier, mean_over_ranks, setup, wrap
-from .model import SmallGPT, autocast_context
-from .prior import EmbeddingPrior, margin_loss_tokens, sample_positions
-from .robustness import LN2, evaluate_bpc, evaluate_diagnostics, noise_curve
+from nextword.torch.training.data import CharData, epoch_batch, eval_windows, load_char_data, steps_per_epoch
+from nextword.torch.training.checkpoint import (
+    CKPT,
+    RESULTS,
+    CheckpointError,
+    read_checkpoint,
+    save_checkpoint,
+    save_json,
+)
+from nextword.torch.training.config import TrainConfig
+from nextword.torch.training.distributed import DistContext, barrier, mean_over_ranks, setup, wrap
+from nextword.torch.models.gpt import SmallGPT, autocast_context
+from nextword.torch.barrier.prior import EmbeddingPrior, margin_loss_tokens, sample_positions
+from nextword.torch.barrier.robustness import LN2, evaluate_bpc, evaluate_diagnostics, noise_curve
 
 __all__ = ["BarrierLM", "build", "lr_at", "load_checkpoint", "train", "train_or_load", "code_hash"]
 
@@ -52,7 +59,7 @@ __all__ = ["BarrierLM", "build", "lr_at", "load_checkpoint", "train", "train_or_
 def lr_at(cfg: TrainConfig, step: int, total: int) -> float:
     """Cosine schedule from ``lr`` to ``min_lr_ratio · lr`` over ``total`` steps.
 
-    >>> from nextword.torch.config import preset
+    >>> from nextword.torch.training.config import preset
     >>> lr_at(preset("tiny", lr=1.0), 5, 10)
     0.5
     """
@@ -320,11 +327,12 @@ def code_hash() -> str:
     Stored in ``results.json``; :func:`train_or_load` reuses a cached run only if it matches, so a
     code change never serves stale results.
     """
-    here = Path(__file__).resolve().parent
+    torch_dir = Path(__file__).resolve().parents[1]
     h = hashlib.sha256()
-    for name in ("model.py", "prior.py", "config.py", "loop.py", "batching.py", "robustness.py"):
-        h.update((here / name).read_bytes())
-    h.update((here.parent / "data" / "__init__.py").read_bytes())
+    for name in ("models/gpt.py", "barrier/prior.py", "training/config.py", "training/loop.py", "training/data.py"):
+        h.update((torch_dir / name).read_bytes())
+    h.update((torch_dir / "barrier" / "robustness.py").read_bytes())
+    h.update((torch_dir.parent / "data" / "__init__.py").read_bytes())
     return h.hexdigest()[:16]
 
 

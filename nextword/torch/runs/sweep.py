@@ -3,7 +3,7 @@
 ``run_sweep(cfg, lambdas, out_dir)`` trains (or reuses) ``out_dir/lambda_<λ>/`` for every λ and writes
 ``out_dir/sweep.json`` with one row per λ: clean validation BPC, BPC under embedding noise σ
 (``sigma``, 0.3 in Table 1), the degradation ratio, and the diagnostics of
-:func:`~nextword.torch.prior.prior_diagnostics` (entropy, SNR, tr Σ_t / RMS(x)², margin,
+:func:`~nextword.torch.barrier.prior.prior_diagnostics` (entropy, SNR, tr Σ_t / RMS(x)², margin,
 embedding RMS). Under ``torchrun`` the λ values fan out one per process (round robin); rank 0
 waits for all of them and writes the table.
 """
@@ -16,12 +16,12 @@ from pathlib import Path
 
 import torch.distributed as dist
 
-from .batching import eval_windows, load_char_data
-from .checkpoint import save_json
-from .config import TrainConfig
-from .distributed import dist_info
-from .loop import load_checkpoint, train_or_load
-from .robustness import noise_curve
+from nextword.torch.training.data import eval_windows, load_char_data
+from nextword.torch.training.checkpoint import save_json
+from nextword.torch.training.config import TrainConfig
+from nextword.torch.training.distributed import dist_info
+from nextword.torch.training.loop import load_checkpoint, train_or_load
+from nextword.torch.barrier.robustness import noise_curve
 
 __all__ = ["PAPER_LAMBDAS", "run_sweep", "lambda_dir"]
 

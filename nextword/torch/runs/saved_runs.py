@@ -9,8 +9,8 @@ A result that is current (same config, same clean commit of its code) is skipped
 
 Command line (one experiment, or ``all``)::
 
-    python -m nextword.torch.saved_runs list
-    python -m nextword.torch.saved_runs run dynamics_table1 [--jobs 2] [--seeds 0 1]
+    python -m nextword.torch.runs.saved_runs list
+    python -m nextword.torch.runs.saved_runs run dynamics_table1 [--jobs 2] [--seeds 0 1]
 
 Experiments (see :data:`EXPERIMENTS`): ``dynamics_table1`` (Part 3 §7.2 Table 1 at T = 2000, 1000
 steps, 5 seeds), ``positions_fig628`` (§6.5, Fig. 6.28 over seeds 0–3), ``hybrid_default`` and ``hybrid_long``
@@ -84,7 +84,7 @@ def _dynamics_table1() -> Experiment:
             "nextword/theory/dynamics/sticky.py",
             "nextword/theory/dynamics/gradients.py",
             "nextword/data/synthetic.py",
-            "nextword/torch/saved_runs.py",
+            "nextword/torch/runs/saved_runs.py",
         ),
         summarise,
     )
@@ -92,7 +92,7 @@ def _dynamics_table1() -> Experiment:
 
 # ---- §6.5, Fig. 6.28 ----------------------------------------------------------------------------------
 def _fig628(name: str, cfg: Any, seeds: tuple[int, ...]) -> Experiment:
-    from nextword.torch.fig628 import VARIANTS, fig628_seed
+    from nextword.torch.probes.fig628 import VARIANTS, fig628_seed
 
     def run_seed(seed: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         curves = fig628_seed(cfg, seed).curves  # variant -> (L_test,)
@@ -118,27 +118,27 @@ def _fig628(name: str, cfg: Any, seeds: tuple[int, ...]) -> Experiment:
         seeds,
         run_seed,
         (
-            "nextword/torch/fig628.py",
-            "nextword/torch/lm.py",
-            "nextword/torch/ablation.py",
+            "nextword/torch/probes/fig628.py",
+            "nextword/torch/models/lm.py",
+            "nextword/torch/probes/ablation.py",
             "nextword/data/synthetic.py",
             "nextword/positions.py",
-            "nextword/torch/saved_runs.py",
+            "nextword/torch/runs/saved_runs.py",
         ),
         summarise,
     )
 
 
 def _positions_fig628() -> Experiment:
-    from nextword.torch.fig628 import DEFAULT_FIG628
+    from nextword.torch.probes.fig628 import DEFAULT_FIG628
 
     return _fig628("positions_fig628", DEFAULT_FIG628, (0, 1, 2, 3))
 
 
 # ---- Liao §3.3 / App. C.1, the 5.4 longer run ---------------------------------------------------------
 def _hybrid(name: str, steps: int, batch_size: int, seeds: tuple[int, ...], log_every: int) -> Experiment:
-    from nextword.torch.svflow_hybrid import HybridConfig
-    from nextword.torch.hybrid_runs import hybrid_seed
+    from nextword.torch.svflow.hybrid import HybridConfig
+    from nextword.torch.svflow.hybrid_runs import hybrid_seed
 
     cfg = HybridConfig(steps=steps, batch_size=batch_size)
 
@@ -154,10 +154,10 @@ def _hybrid(name: str, steps: int, batch_size: int, seeds: tuple[int, ...], log_
         seeds,
         run_seed,
         (
-            "nextword/torch/hybrid_runs.py",
-            "nextword/torch/svflow_hybrid.py",
+            "nextword/torch/svflow/hybrid_runs.py",
+            "nextword/torch/svflow/hybrid.py",
             "nextword/theory/svflow/flow.py",
-            "nextword/torch/saved_runs.py",
+            "nextword/torch/runs/saved_runs.py",
         ),
     )
 
@@ -172,15 +172,15 @@ def _hybrid_default() -> Experiment:
 
 # ---- Liao §6 on a trained causal LM ------------------------------------------------------------------
 def _svflow_lm() -> Experiment:
-    from nextword.torch.svflow_lm import CPU_SVFLOW_LM
+    from nextword.torch.svflow.lm import CPU_SVFLOW_LM
 
     cfg = CPU_SVFLOW_LM
 
     def run_seed(seed: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         from nextword.evaluation import spearman
-        from nextword.torch.svflow_probe import prefix_shuffling_experiment
-        from nextword.torch.batching import load_char_data
-        from nextword.torch.svflow_lm import (
+        from nextword.torch.svflow.probe import prefix_shuffling_experiment
+        from nextword.torch.training.data import load_char_data
+        from nextword.torch.svflow.lm import (
             deep_and_full_tables,
             save_checkpoint,
             shuffle_table_arrays,
@@ -231,13 +231,13 @@ def _svflow_lm() -> Experiment:
         (0,),
         run_seed,
         (
-            "nextword/torch/svflow_lm.py",
-            "nextword/torch/lm.py",
-            "nextword/torch/svflow_probe.py",
+            "nextword/torch/svflow/lm.py",
+            "nextword/torch/models/lm.py",
+            "nextword/torch/svflow/probe.py",
             "nextword/theory/svflow/flow.py",
-            "nextword/torch/batching.py",
+            "nextword/torch/training/data.py",
             "nextword/data",
-            "nextword/torch/saved_runs.py",
+            "nextword/torch/runs/saved_runs.py",
         ),
     )
 
@@ -361,7 +361,7 @@ def run_experiment(
     data: dict[str, Any] = {"complete": not missing, "seeds_planned": list(exp.seeds), "per_seed": rows}
     if exp.summarise is not None:
         data["summary"] = exp.summarise(rows)
-    command = f"python -m nextword.torch.saved_runs run {name}"
+    command = f"python -m nextword.torch.runs.saved_runs run {name}"
     path = save_result(
         name,
         data,
@@ -381,7 +381,9 @@ def run_experiment(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m nextword.torch.saved_runs", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m nextword.torch.runs.saved_runs", description=__doc__.split("\n")[0]
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("list", help="list the experiments and whether their saved result is current")
     run = sub.add_parser("run", help="run (resume) one experiment, or all")

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from .model import SmallGPTConfig
+from nextword.torch.models.gpt import SmallGPTConfig
 
 __all__ = ["TrainConfig", "PRESETS", "preset", "with_overrides", "MODEL_FIELDS"]
 

@@ -37,7 +37,7 @@ class SmallGPTConfig:
     """Hyper-parameters of :class:`SmallGPT`, named as in :class:`nextword.decoder.DecoderConfig`.
 
     ``vocab_size`` may be left ``None`` in a training configuration (the corpus decides it; see
-    :func:`nextword.torch.loop.build`), but :class:`SmallGPT` needs it set. ``d_ff`` is the
+    :func:`nextword.torch.training.loop.build`), but :class:`SmallGPT` needs it set. ``d_ff`` is the
     feed-forward width (``None``: ``4 · d_model``). All plain values, so they round-trip through JSON.
 
     >>> SmallGPTConfig(d_model=8, num_heads=2).ff_dim

@@ -1,6 +1,6 @@
 """Liao §3.3 / App. C.1 (notebook 5.4): the held-out measurements of trained hybrid SVFlows, and one seed.
 
-:func:`hybrid_measurements` computes, per run of a trained :class:`~nextword.torch.svflow_hybrid.HybridSVFlow`,
+:func:`hybrid_measurements` computes, per run of a trained :class:`~nextword.torch.svflow.hybrid.HybridSVFlow`,
 on held-out points: the accuracy of ``p_T(y|x_T)``; the Fisher ratio
 ``||mean_1 - mean_0||^2 / (tr Sigma_0 + tr Sigma_1)`` of the end states; ``J_var`` on the test paths
 (mean of ``KL(q||p)`` over every 5th Euler step) and ``KL`` at ``t = 1``; the mean cosine between the
@@ -9,9 +9,9 @@ number of ``q``-components ``exp H(q_bar)``.
 
 :func:`hybrid_seed` trains the four runs of Fig. 1 (``beta`` = 0, 0.1, 0.5 and ``J_var`` only) on the
 two-moons data of notebook 5.4 with one seed and returns the measurements; the saved run
-(``python -m nextword.torch.saved_runs run hybrid_long``) uses 2,000 steps with batch 512.
+(``python -m nextword.torch.runs.saved_runs run hybrid_long``) uses 2,000 steps with batch 512.
 
->>> from nextword.torch.svflow_hybrid import HybridConfig
+>>> from nextword.torch.svflow.hybrid import HybridConfig
 >>> row, curves = hybrid_seed(HybridConfig(steps=2, batch_size=8), 0)
 >>> sorted(row)[:3], curves["log"].shape  # (steps, runs, [J_hybrid, J_align, J_var])
 (['acc', 'cos', 'fisher'], (2, 4, 3))
@@ -24,7 +24,7 @@ import dataclasses
 import numpy as np
 
 from nextword.theory.svflow.flow import entropy
-from nextword.torch.svflow_hybrid import HybridConfig, HybridSVFlow, make_moons, train_hybrid
+from nextword.torch.svflow.hybrid import HybridConfig, HybridSVFlow, make_moons, train_hybrid
 
 __all__ = ["MEASURES", "moons_data", "hybrid_measurements", "hybrid_seed"]
 

@@ -1,18 +1,18 @@
 """Liao §6 / App. C.2 on a trained causal character LM: training, the prefix-shuffling tables, a checkpoint.
 
-:func:`train_svflow_lm` trains a pre-norm :class:`~nextword.torch.lm.TinyLM` (RMSNorm, RoPE) on tiny
+:func:`train_svflow_lm` trains a pre-norm :class:`~nextword.torch.models.lm.TinyLM` (RMSNorm, RoPE) on tiny
 Shakespeare in ``n_checkpoints`` stages and keeps each stage's weights rounded to float16 — the form
 in which the final checkpoint is saved, so every number computed from a checkpoint is a number of
 the saved model. :func:`shuffle_table_arrays` flattens a
-:class:`~nextword.torch.svflow_probe.ShuffleTable` into named arrays; :func:`deep_and_full_tables`
+:class:`~nextword.torch.svflow.probe.ShuffleTable` into named arrays; :func:`deep_and_full_tables`
 gives the deep-layer aggregate (Table 1 of the paper) and the all-layer average (its Table 2).
 :func:`save_checkpoint` / :func:`load_checkpoint` write and read a ``weights_only`` state dict.
 
-The saved run (``python -m nextword.torch.saved_runs run svflow_lm``) uses :data:`CPU_SVFLOW_LM`;
+The saved run (``python -m nextword.torch.runs.saved_runs run svflow_lm``) uses :data:`CPU_SVFLOW_LM`;
 notebook 5.5 reads it.
 
 >>> import tempfile, torch
->>> from nextword.torch.lm import LMConfig, TinyLM
+>>> from nextword.torch.models.lm import LMConfig, TinyLM
 >>> m = TinyLM(LMConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=4, positional="rope",
 ...                     norm="rms"), seed=0)
 >>> with tempfile.TemporaryDirectory() as d:
@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from nextword._validate import check_positive_int
-from nextword.torch.lm import LMConfig, TinyLM, evaluate_loss, train_lm
+from nextword.torch.models.lm import LMConfig, TinyLM, evaluate_loss, train_lm
 
 __all__ = [
     "SVFlowLMConfig",

@@ -1,4 +1,4 @@
-"""Layer-wise probing of a trained :class:`~nextword.torch.lm.TinyLM` (Chapter 6, Figs. 6.24 and 6.30).
+"""Layer-wise probing of a trained :class:`~nextword.torch.models.lm.TinyLM` (Chapter 6, Figs. 6.24 and 6.30).
 
 * :func:`topic_markov_source` — a language with a *surface* and a *meaning* level: every sequence
   draws a hidden topic, then its tokens from that topic's Markov chain over a shared vocabulary, so
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from nextword.torch.lm import TinyLM
+from nextword.torch.models.lm import TinyLM
 
 __all__ = ["TopicMarkovSource", "topic_markov_source", "hidden_states", "probe_accuracy"]
 

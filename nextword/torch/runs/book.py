@@ -4,7 +4,7 @@
   configuration on WikiText-2 (``BARRIER_DATA`` overrides the corpus);
 - :func:`runs_dir` — where the notebooks cache their runs so that all three share them
   (``$NEXTWORD_RUNS`` or ``<tmp>/nextword_runs``; a cached run is reused only if its whole
-  configuration matches, see :func:`nextword.torch.loop.train_or_load`);
+  configuration matches, see :func:`nextword.torch.training.loop.train_or_load`);
 - :func:`saved_results` — JSON of a full run saved under ``book/results/`` (``None`` if absent);
 - :func:`saved_run` — a result saved with provenance by ``make results`` (``None`` if not saved yet);
 - ``PAPER_*`` — the numbers *reported in the paper* (§7.2–7.4), for side-by-side display only.
@@ -18,7 +18,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .config import TrainConfig, preset
+from nextword.torch.training.config import TrainConfig, preset
 
 __all__ = [
     "experiment_config",
@@ -33,7 +33,7 @@ __all__ = [
     "PAPER_SETUP",
 ]
 
-RESULTS_DIR = Path(__file__).resolve().parent.parent.parent / "book" / "results"
+RESULTS_DIR = Path(__file__).resolve().parents[3] / "book" / "results"
 
 #: §7.1 as reported (WikiText-2, character level).
 PAPER_SETUP = {
@@ -98,7 +98,7 @@ def saved_results(name: str) -> dict | None:
 
 
 def saved_run(name: str) -> dict | None:
-    """``book/results/<name>/result.json`` written by ``make results`` (:mod:`nextword.torch.results`), or ``None``.
+    """``book/results/<name>/result.json`` written by ``make results`` (:mod:`nextword.torch.runs.results`), or ``None``.
 
     The notebooks print "not saved yet" instead of failing when a long run has not been made; after
     ``make results`` they are rebuilt to show it.

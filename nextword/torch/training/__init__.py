@@ -1,0 +1,5 @@
+"""One training loop (CE + λ·margin) with checkpoints, exact resume, devices, AMP and DDP.
+
+``config`` (TrainConfig and presets) · ``data`` (character batching) · ``checkpoint`` · ``distributed`` ·
+``loop`` (``train``, ``train_or_load``) · ``fetch`` (WikiText-2 download, never called by tests).
+"""
