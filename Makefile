@@ -34,7 +34,7 @@ help:
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[all]'
-	$(BIN)/python -m nextword.booktools.check_env
+	$(BIN)/python -m nextword check-env
 	touch $@
 
 env: $(STAMP)
@@ -83,8 +83,7 @@ bench: $(STAMP)
 # Not part of `make test`: hours of CPU. Resumable (runs/ keeps checkpoints); skips saved results
 # whose configuration and code commit are current. One torch thread per run, niced.
 results: $(STAMP)
-	OMP_NUM_THREADS=1 nice -n 10 $(BIN)/python -m nextword.torch.runs.results run
-	OMP_NUM_THREADS=1 nice -n 10 $(BIN)/python -m nextword.torch.runs.saved_runs run all
+	OMP_NUM_THREADS=1 nice -n 10 $(BIN)/python -m nextword.torch.runs.registry run
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis

@@ -377,7 +377,7 @@ for seed, e in zip(SEEDS, results):
 #
 # At the paper's size — one fresh sequence of $T=2000$ per step, 1000 steps, a held-out sequence of
 # 4000 tokens — the comparison is too long for a notebook on a CPU, so it is a *saved run*:
-# `python -m nextword.torch.runs.saved_runs run dynamics_table1` calls
+# `nextword results run dynamics_table1` calls
 # `nextword.theory.dynamics.table1.table1_seed` (the `run_sticky_experiment` used above, with the
 # configuration `PAPER_TABLE1`) for seeds 0–4 and stores every number with its provenance in
 # `book/results/dynamics_table1/`. `FULL=1` reruns it inside this notebook. The next cells only read

@@ -38,7 +38,7 @@ from nextword.torch.training.config import preset
 from nextword.torch.training.loop import load_checkpoint, train
 from nextword.torch.barrier.prior import covariances
 from nextword.torch.runs.book import all_saved
-from nextword.torch.runs.results import load_saved_model
+from nextword.torch.runs.barrier_runs import load_saved_model
 
 use_book_style()
 torch.set_num_threads(1)

@@ -17,7 +17,7 @@
 # **What runs here.** The library does the work: `nextword.torch.models.gpt.SmallGPT`,
 # `nextword.torch.barrier.prior` (the penalty, three exact evaluation paths), `nextword.torch.training.loop`
 # (AdamW, cosine schedule, clipping, exact resume from checkpoints). The same experiment is
-# available from the shell as `python -m nextword.torch.cli train ...`.
+# available from the shell as `nextword train ...`.
 #
 # Three sizes of the experiment (their configurations are printed below, not typed here):
 #
@@ -211,7 +211,7 @@ plt.show()
 #
 # ## 4. The trained pair: saved run of the `cpu` tier (Fig. 7.4)
 #
-# `make results` trains both arms once (`python -m nextword.torch.runs.results run barrier_ce`, `... barrier_margin`)
+# `make results` trains both arms once (`nextword results run barrier_ce`, `... barrier_margin`)
 # and saves their learning curves, final numbers, prior diagnostics and weights under `book/results/`.
 # Once saved, the cells print where each came from; everything they show is read from those files, so
 # it is the same on every machine.
@@ -331,7 +331,7 @@ for label in ("default margin", "saved margin")[: 1 + SAVED]:
 #
 # Everything in §4 and §5 about the trained pair comes from one pair of runs (seed 0: initialisation and
 # batch order). `make results` trains the pair again with seed 1
-# (`python -m nextword.torch.runs.results run barrier_ce_seed1`, `... barrier_margin_seed1`; the numbers only, no
+# (`nextword results run barrier_ce_seed1`, `... barrier_margin_seed1`; the numbers only, no
 # weights) and the cell below checks the same statements on it.
 
 # %%

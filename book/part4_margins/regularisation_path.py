@@ -14,7 +14,7 @@
 # Here `nextword.torch.runs.sweep.run_sweep` trains one model per $\lambda_m$ and tabulates the same
 # columns, plus two that locate the prior relative to the barrier: the mean
 # $\operatorname{tr}(\Sigma_tA)$ (sign of the coupling, §3.4) and the final penalty. CLI:
-# `python -m nextword.torch.cli sweep --config quick`. Two runs of it appear below:
+# `nextword sweep --config quick`. Two runs of it appear below:
 #
 # * **default** (§2): the seven $\lambda_m$ of Table 1 on the notebooks' miniature (the $\lambda_m=0$
 #   and $0.05$ runs are shared with [barrier_training](barrier_training.ipynb)) — the mechanics; a few
@@ -182,7 +182,7 @@ plot_path(lams, bpc, [r["bpc_sigma"] for r in rows], [r["degradation"] for r in 
 #
 # ## 3. The saved sweep (`cpu` tier, Table 1 / Fig. 7.6)
 #
-# `make results` trains one model per $\lambda_m$ once (`python -m nextword.torch.runs.results run
+# `make results` trains one model per $\lambda_m$ once (`nextword results run
 # barrier_sweep`) and saves the table, including the degradation at equal relative noise. Once saved,
 # everything below is read from that file.
 

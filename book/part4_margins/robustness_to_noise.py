@@ -160,7 +160,7 @@ assert abs(d_abs) < 0.1 and abs(d_rel) < 0.1
 # ## 4. The trained pair: saved noise curves of the `cpu` tier (Fig. 7.5)
 #
 # `make results` applies the same probe to the two trained models of
-# [barrier_training](barrier_training.ipynb) §4 (`python -m nextword.torch.runs.results run barrier_robustness`),
+# [barrier_training](barrier_training.ipynb) §4 (`nextword results run barrier_robustness`),
 # at absolute σ and at σ rescaled to each model's embedding RMS (equal to the absolute grid for the
 # CE arm). Once saved, everything below is read from that file.
 

@@ -132,7 +132,7 @@ for lab, rw in zip(LABELS, rows):
 # CPUs (the table above is therefore not compared by `pytest --nbval`), and some properties are not robust
 # at all: a run sometimes separates the moons and sometimes collapses all points onto one spot (accuracy
 # 1/2), depending on the seed and even on the CPU's floating-point kernels. We ran this very setting with
-# seeds 0–2 (a saved run, `python -m nextword.torch.runs.saved_runs run hybrid_default`, in
+# seeds 0–2 (a saved run, `nextword results run hybrid_default`, in
 # `book/results/hybrid_default/`) and sort the statements into those that held in every seed — asserted
 # here and on each saved seed — and those that did not, whose counts we print from the saved run.
 #
@@ -190,7 +190,7 @@ assert n_default >= 3 and all(n == n_default for n in robust_n.values())
 # %% [markdown]
 # **Does longer training settle it?** The fragile statements might only mean that 300 steps are too few.
 # The saved run `hybrid_long` trains the same four runs for 2000 steps on batches of 512 (seeds 0–2;
-# `python -m nextword.torch.runs.saved_runs run hybrid_long`, in `book/results/hybrid_long/`) and applies the same
+# `nextword results run hybrid_long`, in `book/results/hybrid_long/`) and applies the same
 # two lists of statements. A Fisher ratio printed as "undefined" belongs to a run whose test points all end
 # at the same spot (0/0).
 

@@ -25,7 +25,7 @@
 # (seconds on a CPU; it is barely past a bigram model) to show the mechanics on 16 held-out sequences
 # of 65 characters; every number that depends on its trained weights is in a cell whose output
 # `pytest --nbval` does not compare. The *saved run* (section 7) is a wider model trained longer
-# (`python -m nextword.torch.runs.saved_runs run svflow_lm`, see `nextword.torch.svflow.lm`); its float16
+# (`nextword results run svflow_lm`, see `nextword.torch.svflow.lm`); its float16
 # checkpoint and its tables are stored in `book/results/svflow_lm/`, and the conclusions are drawn
 # from it. The identities are asserted in both.
 

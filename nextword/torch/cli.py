@@ -1,16 +1,16 @@
 """Command line for the §7 barrier (margin) experiments.
 
-    python -m nextword.torch.cli train --config quick --lambda-margin 0.05 --out runs/margin
-    python -m nextword.torch.cli train --config quick --lambda-margin 0 --out runs/ce
-    python -m nextword.torch.cli robustness --out runs/margin          # Fig. 7.5 noise curve
-    python -m nextword.torch.cli sweep --config quick --out runs/sweep  # Table 1 / Fig. 7.6
-    python -m nextword.torch.cli report runs/ce runs/margin runs/sweep
-    python -m nextword.torch.cli fetch                                  # WikiText-2, needs internet
+    nextword train --config quick --lambda-margin 0.05 --out runs/margin
+    nextword train --config quick --lambda-margin 0 --out runs/ce
+    nextword robustness --out runs/margin          # Fig. 7.5 noise curve
+    nextword sweep --config quick --out runs/sweep  # Table 1 / Fig. 7.6
+    nextword report runs/ce runs/margin runs/sweep
+    nextword fetch                                  # WikiText-2, needs internet
 
 Sizes: ``--config quick`` (the notebooks' miniature, seconds), ``cpu`` (§7.1's model and optimiser on
 tiny Shakespeare, ≤ 30 min per run on 2 cores; what ``make results`` runs), ``paper`` (§7.1 itself:
 ``train --config paper --data wikitext2 --device cuda --amp``, a GPU job).
-Several GPUs / processes: ``torchrun --nproc_per_node=N -m nextword.torch.cli train ...``
+Several GPUs / processes: ``torchrun --nproc_per_node=N -m nextword train ...``
 (DistributedDataParallel; gloo on CPU, nccl on CUDA) or ``... sweep`` (one λ per process).
 ``--resume`` continues a run from ``OUT/ckpt.pt`` (or, if that file is damaged, from the previous
 good checkpoint ``OUT/ckpt.prev.pt``, saying so).
@@ -101,7 +101,7 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
-        prog="python -m nextword.torch.cli", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="nextword", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = ap.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("train", help="train one model (CE + λ·margin)")

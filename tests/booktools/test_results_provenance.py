@@ -26,7 +26,7 @@ def test_result_has_provenance(path):
     missing = [f for f in PROVENANCE_FIELDS if f not in record]
     assert not missing, f"{path.relative_to(ROOT)} lacks provenance fields {missing}"
     assert "data" in record
-    assert record["command"].startswith("python -m ") or record["command"].startswith("make "), record["command"]
+    assert record["command"].startswith(("nextword ", "python -m ", "make ")), record["command"]
     assert re.fullmatch(r"[0-9a-f]{40}", record["commit"]), f"commit must be a git hash, got {record['commit']!r}"
     assert isinstance(record["dirty"], bool)
     assert isinstance(record["config"], dict) and record["config"]

@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from nextword import provenance  # noqa: E402
-from nextword.torch.runs import results as R  # noqa: E402
+from nextword.torch.runs import barrier_runs as R  # noqa: E402
 from nextword.torch.training.config import preset  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,12 +36,12 @@ def tiny_registry(tmp_path, monkeypatch):
 
 def test_registry_runs_saves_with_provenance_and_skips_current(tiny_registry):
     out = tiny_registry
-    for name in R._order(list(R.EXPERIMENTS)):
+    for name in R.in_order(list(R.EXPERIMENTS)):
         assert R.run_experiment(R.EXPERIMENTS[name], results_dir=out).startswith("saved")
     for name in R.EXPERIMENTS:
         saved = provenance.load_result(name, results_dir=out)
         assert set(provenance.PROVENANCE_FIELDS) <= set(saved)
-        assert saved["command"] == f"python -m nextword.torch.runs.results run {name}"
+        assert saved["command"] == f"nextword results run {name}"
         assert saved["wall_time_s"] >= 0 and saved["machine"]["torch"] == torch.__version__
         assert provenance.load_curves(name, results_dir=out)
     ce = provenance.load_result("barrier_ce", results_dir=out)["data"]
@@ -88,10 +88,12 @@ def test_wall_time_sums_sessions(tmp_path):
 
 
 def test_cli_lists_and_rejects_unknown_names(capsys):
-    assert R.main(["list"]) == 0
+    from nextword.torch.runs import registry
+
+    assert registry.main(["list"]) == 0
     assert "barrier_ce" in capsys.readouterr().out
     with pytest.raises(SystemExit) as e:
-        R.main(["run", "no_such_experiment"])
+        registry.main(["run", "no_such_experiment"])
     assert e.value.code == 2
 
 
@@ -120,3 +122,4 @@ def test_saved_barrier_results_have_provenance_and_the_notebooks_find_them():
         # the command that produced it: the registry's, or the one it had before the torch house moved
         assert saved["command"] in (R.EXPERIMENTS[name].command, f"python -m nextword.torch.results run {name}")
         assert saved["config"] == json.loads(json.dumps(R.EXPERIMENTS[name].config())), name
+    assert R.EXPERIMENTS["barrier_ce"].command == "nextword results run barrier_ce"

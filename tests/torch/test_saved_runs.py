@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from nextword.provenance import PROVENANCE_FIELDS
-from nextword.torch.runs import saved_runs
-from nextword.torch.runs.saved_runs import Experiment, run_experiment
+from nextword.torch.runs import registry, seeded_runs
+from nextword.torch.runs.seeded_runs import Experiment, run_experiment
 
 
 @pytest.fixture
@@ -25,17 +25,17 @@ def toy(monkeypatch):
         {"steps": 3},
         (0, 1, 2),
         run_seed,
-        ("nextword/torch/runs/saved_runs.py",),
+        ("nextword/torch/runs/seeded_runs.py",),
         lambda rows: {"n": len(rows)},
     )
-    monkeypatch.setitem(saved_runs.EXPERIMENTS, "toy_run", lambda: exp)
+    monkeypatch.setitem(seeded_runs.EXPERIMENTS, "toy_run", lambda: exp)
     return calls
 
 
 def test_run_saves_every_seed_with_provenance(toy, tmp_path):
     path = run_experiment("toy_run", results_dir=tmp_path)
     record = json.loads(path.read_text())
-    assert set(PROVENANCE_FIELDS) <= set(record)
+    assert set(PROVENANCE_FIELDS) <= set(record) and record["command"] == "nextword results run toy_run"
     assert record["seeds"] == [0, 1, 2] and record["data"]["complete"] and record["data"]["summary"] == {"n": 3}
     assert [r["seed"] for r in record["data"]["per_seed"]] == [0, 1, 2]
     assert record["data"]["per_seed"][1]["loss"] == float(np.random.default_rng(1).random())
@@ -70,10 +70,38 @@ def test_bad_names_and_seeds_are_rejected(toy, tmp_path):
         run_experiment("toy_run", seeds=[7], results_dir=tmp_path)
 
 
+def test_one_registry_holds_both_kinds_and_one_command_lists_them(capsys):
+    assert set(registry.NAMES) == set(seeded_runs.EXPERIMENTS) | {
+        n for n in registry.NAMES if registry.kind(n) == "trained"
+    }
+    assert len(registry.NAMES) == len(set(registry.NAMES)) >= 10
+    assert registry.main(["list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in out] == list(registry.NAMES)
+    assert {line.split()[1] for line in out} == {"trained", "seeded"}
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["run", "no_such_run"], "must be a saved run"),
+        (["run", "barrier_ce", "--jobs", "2"], "apply to per-seed runs"),
+        (["run", "hybrid_long", "--train-only"], "applies to trained runs"),
+        (["run", "hybrid_long", "--jobs", "0"], "must be >= 1"),
+    ],
+)
+def test_registry_rejects_bad_names_and_options_in_one_line(argv, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        registry.main(argv)
+    assert e.value.code == 2
+    assert message in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "module",
     [
-        "nextword.torch.runs.saved_runs",
+        "nextword.torch.runs.registry",
+        "nextword.torch.runs.seeded_runs",
         "nextword.theory.dynamics.table1",
         "nextword.torch.probes.fig628",
         "nextword.torch.svflow.hybrid_runs",

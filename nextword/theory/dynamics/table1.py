@@ -4,7 +4,7 @@
 and returns the numbers the book's Table 1 and its robustness check print (held-out losses, the
 paired difference with its standard error, KL(EM‖SGD), the Bayes-filter floor, the right-key
 attention mass, the step at which each smoothed loss curve first reaches "Bayes + 0.1") and the
-per-step curves (Figs. 6–8). The saved run (``python -m nextword.torch.runs.saved_runs dynamics_table1``)
+per-step curves (Figs. 6–8). The saved run (``nextword results run dynamics_table1``)
 calls it for seeds 0–4 with :data:`PAPER_TABLE1`.
 
 >>> from nextword.theory.dynamics.sticky import ProtocolConfig, StickyExperimentConfig

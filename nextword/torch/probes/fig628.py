@@ -6,7 +6,7 @@ whose entropy rate is the lowest loss any model can reach at every position. Eac
 trained on windows of ``L_train`` tokens and scored position by position on windows of ``L_test``
 (:func:`nextword.torch.probes.ablation.position_losses`). The learned model gets an ``L_test``-row table whose
 rows beyond ``L_train`` are never trained. Notebook 6.5 runs :data:`DEFAULT_FIG628` for one seed;
-the saved run (``python -m nextword.torch.runs.saved_runs run positions_fig628``) repeats it over seeds.
+the saved run (``nextword results run positions_fig628``) repeats it over seeds.
 
 >>> cfg = Fig628Config(width=8, steps=3, num_windows=2)
 >>> out = fig628_seed(cfg, 0)

@@ -98,7 +98,7 @@ def saved_results(name: str) -> dict | None:
 
 
 def saved_run(name: str) -> dict | None:
-    """``book/results/<name>/result.json`` written by ``make results`` (:mod:`nextword.torch.runs.results`), or ``None``.
+    """``book/results/<name>/result.json`` written by ``make results`` (:mod:`nextword.torch.runs.barrier_runs`), or ``None``.
 
     The notebooks print "not saved yet" instead of failing when a long run has not been made; after
     ``make results`` they are rebuilt to show it.

@@ -9,7 +9,7 @@ number of ``q``-components ``exp H(q_bar)``.
 
 :func:`hybrid_seed` trains the four runs of Fig. 1 (``beta`` = 0, 0.1, 0.5 and ``J_var`` only) on the
 two-moons data of notebook 5.4 with one seed and returns the measurements; the saved run
-(``python -m nextword.torch.runs.saved_runs run hybrid_long``) uses 2,000 steps with batch 512.
+(``nextword results run hybrid_long``) uses 2,000 steps with batch 512.
 
 >>> from nextword.torch.svflow.hybrid import HybridConfig
 >>> row, curves = hybrid_seed(HybridConfig(steps=2, batch_size=8), 0)

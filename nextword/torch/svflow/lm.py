@@ -8,7 +8,7 @@ the saved model. :func:`shuffle_table_arrays` flattens a
 gives the deep-layer aggregate (Table 1 of the paper) and the all-layer average (its Table 2).
 :func:`save_checkpoint` / :func:`load_checkpoint` write and read a ``weights_only`` state dict.
 
-The saved run (``python -m nextword.torch.runs.saved_runs run svflow_lm``) uses :data:`CPU_SVFLOW_LM`;
+The saved run (``nextword results run svflow_lm``) uses :data:`CPU_SVFLOW_LM`;
 notebook 5.5 reads it.
 
 >>> import tempfile, torch

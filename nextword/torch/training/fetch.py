@@ -1,6 +1,6 @@
 """Download raw WikiText-2 once, on a machine with internet, and check it before unpacking.
 
-Nothing in the book or the tests calls this; it backs ``python -m nextword.torch.cli fetch``.
+Nothing in the book or the tests calls this; it backs ``nextword fetch``.
 The archive is the standard ``wikitext-2-raw-v1.zip`` (Merity et al., 2017; CC BY-SA 3.0), taken from
 the ``ggml-org/ci`` dataset on the Hugging Face hub pinned to a commit, with the original S3 location
 as a fallback. Its size and SHA-256 are pinned below (recorded from that pinned commit; this

@@ -7,10 +7,10 @@ into ``<results>/<name>/result.json`` (+ ``curves.npz``) with :func:`nextword.pr
 (command, commit of the code, config, seeds, wall time, machine) and the partial files are removed.
 A result that is current (same config, same clean commit of its code) is skipped.
 
-Command line (one experiment, or ``all``)::
+Command line: the registry's (:mod:`nextword.torch.runs.registry`)::
 
-    python -m nextword.torch.runs.saved_runs list
-    python -m nextword.torch.runs.saved_runs run dynamics_table1 [--jobs 2] [--seeds 0 1]
+    nextword results list
+    nextword results run dynamics_table1 [--jobs 2] [--seeds 0 1]
 
 Experiments (see :data:`EXPERIMENTS`): ``dynamics_table1`` (Part 3 §7.2 Table 1 at T = 2000, 1000
 steps, 5 seeds), ``positions_fig628`` (§6.5, Fig. 6.28 over seeds 0–3), ``hybrid_default`` and ``hybrid_long``
@@ -23,12 +23,10 @@ character LM trained for 3 x 250 steps). Each entry names its notebook.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import os
 import shutil
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -40,7 +38,7 @@ import numpy as np
 
 from nextword.provenance import git_commit, is_current, load_result, results_root, save_result
 
-__all__ = ["Experiment", "EXPERIMENTS", "run_experiment", "main"]
+__all__ = ["Experiment", "EXPERIMENTS", "run_experiment", "is_saved_current"]
 
 RunSeed = Callable[[int], tuple[dict[str, Any], dict[str, np.ndarray]]]
 
@@ -84,7 +82,7 @@ def _dynamics_table1() -> Experiment:
             "nextword/theory/dynamics/sticky.py",
             "nextword/theory/dynamics/gradients.py",
             "nextword/data/synthetic.py",
-            "nextword/torch/runs/saved_runs.py",
+            "nextword/torch/runs/seeded_runs.py",
         ),
         summarise,
     )
@@ -123,7 +121,7 @@ def _fig628(name: str, cfg: Any, seeds: tuple[int, ...]) -> Experiment:
             "nextword/torch/probes/ablation.py",
             "nextword/data/synthetic.py",
             "nextword/positions.py",
-            "nextword/torch/runs/saved_runs.py",
+            "nextword/torch/runs/seeded_runs.py",
         ),
         summarise,
     )
@@ -157,7 +155,7 @@ def _hybrid(name: str, steps: int, batch_size: int, seeds: tuple[int, ...], log_
             "nextword/torch/svflow/hybrid_runs.py",
             "nextword/torch/svflow/hybrid.py",
             "nextword/theory/svflow/flow.py",
-            "nextword/torch/runs/saved_runs.py",
+            "nextword/torch/runs/seeded_runs.py",
         ),
     )
 
@@ -237,7 +235,7 @@ def _svflow_lm() -> Experiment:
             "nextword/theory/svflow/flow.py",
             "nextword/torch/training/data.py",
             "nextword/data",
-            "nextword/torch/runs/saved_runs.py",
+            "nextword/torch/runs/seeded_runs.py",
         ),
     )
 
@@ -314,6 +312,12 @@ def _complete(name: str, results_dir: str | os.PathLike | None) -> bool:
         return False
 
 
+def is_saved_current(name: str, results_dir: str | os.PathLike | None = None) -> bool:
+    """True when ``name``'s saved result has every seed, its configuration, and the current clean code."""
+    exp = EXPERIMENTS[name]()
+    return _complete(name, results_dir) and is_current(name, _jsonable(exp.config), results_dir)
+
+
 def run_experiment(
     name: str,
     *,
@@ -334,7 +338,7 @@ def run_experiment(
     if name not in EXPERIMENTS:
         raise ValueError(f"name must be one of {sorted(EXPERIMENTS)}, got {name!r}")
     exp = EXPERIMENTS[name]()
-    if not force and _complete(name, results_dir) and is_current(name, _jsonable(exp.config), results_dir):
+    if not force and is_saved_current(name, results_dir):
         print(f"[{name}] saved result is current; skipped (--force reruns it)")
         return results_root(results_dir) / name / "result.json"
     wanted = exp.seeds if seeds is None else tuple(int(s) for s in seeds)
@@ -361,7 +365,7 @@ def run_experiment(
     data: dict[str, Any] = {"complete": not missing, "seeds_planned": list(exp.seeds), "per_seed": rows}
     if exp.summarise is not None:
         data["summary"] = exp.summarise(rows)
-    command = f"python -m nextword.torch.runs.saved_runs run {name}"
+    command = f"nextword results run {name}"
     path = save_result(
         name,
         data,
@@ -378,47 +382,3 @@ def run_experiment(
         shutil.rmtree(_partial_dir(name, results_dir), ignore_errors=True)
     print(f"[{name}] saved {path}" + (f" with {len(finished)} of {len(exp.seeds)} seeds" if missing else ""))
     return path
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m nextword.torch.runs.saved_runs", description=__doc__.split("\n")[0]
-    )
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("list", help="list the experiments and whether their saved result is current")
-    run = sub.add_parser("run", help="run (resume) one experiment, or all")
-    run.add_argument("name", choices=[*sorted(EXPERIMENTS), "all"])
-    run.add_argument("--seeds", type=int, nargs="+", default=None, help="a subset of the experiment's seeds")
-    run.add_argument("--jobs", type=int, default=1, help="seeds run in parallel processes (default 1)")
-    run.add_argument("--threads", type=int, default=1, help="torch threads per process (default 1)")
-    run.add_argument("--force", action="store_true", help="rerun even if a current result is saved")
-    run.add_argument(
-        "--partial-ok", action="store_true", help="save the seeds finished so far as the result (marked incomplete)"
-    )
-    args = parser.parse_args(argv)
-    if args.cmd == "list":
-        for name, factory in sorted(EXPERIMENTS.items()):
-            exp = factory()
-            state = "current" if _complete(name, None) and is_current(name, _jsonable(exp.config)) else "to run"
-            print(f"{name:24s} {state:8s} seeds {list(exp.seeds)}  ({exp.notebook})")
-        return 0
-    if args.jobs < 1 or args.threads < 1:
-        parser.error("--jobs and --threads must be >= 1")
-    names = sorted(EXPERIMENTS) if args.name == "all" else [args.name]
-    for name in names:
-        try:
-            run_experiment(
-                name,
-                seeds=args.seeds,
-                jobs=args.jobs,
-                threads=args.threads,
-                force=args.force,
-                partial_ok=args.partial_ok,
-            )
-        except ValueError as err:
-            parser.error(str(err))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

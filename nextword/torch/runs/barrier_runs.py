@@ -1,9 +1,7 @@
-"""The saved runs behind the book's conclusions: one registry entry per experiment, ``make results``.
+"""The §7 barrier runs of the registry (:mod:`nextword.torch.runs.registry`, ``nextword results``).
 
-    python -m nextword.torch.runs.results list                 # what exists, what is current
-    python -m nextword.torch.runs.results run                  # everything (resumable; skips what is current)
-    python -m nextword.torch.runs.results run barrier_ce       # one experiment (and what it depends on)
-    python -m nextword.torch.runs.results run --force NAME     # redo the save even if current
+    nextword results run barrier_ce           # one experiment (and what it depends on)
+    nextword results run --train-only NAME    # only the resumable training part
 
 Each :class:`Experiment` has two parts: ``train`` (the long, resumable work, in ``runs/<name>/``,
 checkpointed, so an interruption costs at most one checkpoint interval) and ``save`` (cheap: reads
@@ -18,17 +16,14 @@ Wall time is the sum over the training sessions recorded in ``runs/<name>/wall.j
 machine it measures the machine's load as much as the work, so the saved result also holds the
 steps per second of the run.
 
-To add an experiment, add one entry to :data:`EXPERIMENTS` (see the ``barrier_*`` entries).
+To add a trained experiment of this kind, add one entry to :data:`EXPERIMENTS`; the registry lists it.
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import json
 import os
-import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,10 +36,10 @@ __all__ = [
     "BARRIER_CODE",
     "runs_root",
     "run_experiment",
-    "main",
     "wall_time",
     "SWEEP_LAMBDAS",
     "load_saved_model",
+    "in_order",
 ]
 
 _REPO = Path(__file__).resolve().parents[3]
@@ -98,7 +93,7 @@ class Experiment:
 
     @property
     def command(self) -> str:
-        return f"python -m nextword.torch.runs.results run {self.name}"
+        return f"nextword results run {self.name}"
 
 
 # --------------------------------------------------------------------------- wall time bookkeeping
@@ -427,7 +422,8 @@ def run_experiment(exp: Experiment, *, force: bool = False, results_dir: str | o
     return f"saved {path}"
 
 
-def _order(names: Sequence[str]) -> list[str]:
+def in_order(names: Sequence[str]) -> list[str]:
+    """``names`` with what each depends on first (KeyError for an unknown name)."""
     out: list[str] = []
 
     def visit(n: str) -> None:
@@ -441,44 +437,3 @@ def _order(names: Sequence[str]) -> list[str]:
     for n in names:
         visit(n)
     return out
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m nextword.torch.runs.results",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("list", help="the registry and whether each saved result is current")
-    r = sub.add_parser("run", help="train (resumably) and save experiments; all when none are named")
-    r.add_argument("names", nargs="*")
-    r.add_argument("--force", action="store_true", help="save again even if current")
-    t = sub.add_parser("train", help="only the (resumable) training part, no saving (e.g. from a frozen export)")
-    t.add_argument("names", nargs="*")
-    args = ap.parse_args(argv)
-    if args.cmd == "list":
-        from nextword.provenance import is_current
-
-        for e in EXPERIMENTS.values():
-            print(
-                f"{e.name:24s} {'current' if is_current(e.name, e.config()) else 'missing/stale':14s} {e.description}"
-            )
-        return 0
-    try:
-        names = _order(args.names or list(EXPERIMENTS))
-    except KeyError as e:
-        ap.error(f"unknown experiment {e}; choose from {sorted(EXPERIMENTS)}")
-    for n in names:
-        t0 = time.perf_counter()
-        if args.cmd == "train":
-            EXPERIMENTS[n].train(runs_root() / n)
-            status = "trained"
-        else:
-            status = run_experiment(EXPERIMENTS[n], force=args.force)
-        print(f"{n}: {status} ({time.perf_counter() - t0:.0f} s)", flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
