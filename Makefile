@@ -83,7 +83,7 @@ bench: $(STAMP)
 # Not part of `make test`: hours of CPU. Resumable (runs/ keeps checkpoints); skips saved results
 # whose configuration and code commit are current. One torch thread per run, niced.
 results: $(STAMP)
-	OMP_NUM_THREADS=1 nice -n 10 $(BIN)/python -m nextword.torch.runs.registry run
+	OMP_NUM_THREADS=1 nice -n 10 $(BIN)/python -m nextword results run
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis

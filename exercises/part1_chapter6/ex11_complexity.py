@@ -3,7 +3,7 @@
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_11", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_11")`.
-# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
+# > Where you stand on all exercises: `nextword grade`.
 
 # %%
 from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)

@@ -1,4 +1,4 @@
-"""Environment report: ``python -m nextword.booktools.check_env``.
+"""Environment report: ``nextword check-env``.
 
 Prints one ``[OK]``/``[FAIL]`` line per requirement (Python, each dependency with its version,
 torch's device, the data directory). Paste its output into bug reports. Exit status 1 when a

@@ -93,7 +93,7 @@ def expected_exercise(solution: Path) -> str:
         "# > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the\n"
         "# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint(\"" + ex + "\", 1)` gives\n"
         "# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal(\"" + ex + "\")`.\n"
-        "# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.\n\n"
+        "# > Where you stand on all exercises: `nextword grade`.\n\n"
         "# %%\n"
         "from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)\n\n"
     )
@@ -146,9 +146,9 @@ def exercises_readme(root: Path = REPO_ROOT) -> str:
         "## Where you stand: the grader",
         "",
         "```bash",
-        ".venv/bin/python -m nextword.booktools.exercises grade        # every part",
-        ".venv/bin/python -m nextword.booktools.exercises grade 4      # Part 4 only (also: part4, part4_margins)",
-        ".venv/bin/python -m nextword.booktools.exercises grade 4 --dir ~/my-exercises --timeout 300",
+        ".venv/bin/nextword grade        # every part",
+        ".venv/bin/nextword grade 4      # Part 4 only (also: part4, part4_margins)",
+        ".venv/bin/nextword grade 4 --dir ~/my-exercises --timeout 300",
         "```",
         "",
         "It runs your filled-in notebooks (in memory, with nbclient; your files are not changed) and prints",

@@ -149,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``grade [part] [--dir DIR] [--timeout S]``: print the table; exit 0 (the table is the result)."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m nextword.booktools.exercises grade",
+    parser = argparse.ArgumentParser(prog="nextword grade",
                                      description="Run your filled-in exercise notebooks and show ✓ / ✗ / not started.")
     parser.add_argument("part", nargs="?", help="1..5, part1 or part1_chapter6 (default: every part)")
     parser.add_argument("--dir", type=Path, default=None, help="folder holding part*/ex*.ipynb (default: exercises/)")
@@ -158,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         grades = grade_all(args.part, directory=args.dir, timeout=args.timeout)
     except ValueError as exc:
-        print(exc, file=sys.stderr)
+        print(f"nextword grade: error: {exc}", file=sys.stderr)
         return 2
     print(format_table(grades))
     return 0

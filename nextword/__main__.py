@@ -1,0 +1,96 @@
+"""``nextword``: one command for what a reader runs by hand (``python -m nextword`` does the same).
+
+    nextword train --config quick --lambda-margin 0.05 --out runs/margin   # §7: CE + λ·margin, resumable
+    nextword robustness --out runs/margin                                  # §7.3: BPC under embedding noise
+    nextword sweep --config quick --out runs/sweep                         # §7.4: the λ path
+    nextword report runs/ce runs/margin runs/sweep                         # tables from run directories
+    nextword results list | run [NAME ...]                                 # the saved runs of book/results/
+    nextword fetch                                                         # WikiText-2 (needs internet)
+    nextword check-env                                                     # what the environment holds
+    nextword grade [PART]                                                  # your exercise notebooks: ✓ / ✗
+    nextword gpu-check [--dry-run]                                         # the torch path on a GPU
+
+``nextword COMMAND --help`` describes a command. Mistakes in a command end in one ``error:`` line with
+exit status 2. Each command imports what it needs when it runs, so ``nextword --help`` and the
+commands of the book's tooling never import torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+__all__ = ["COMMANDS", "main"]
+
+
+def _torch_cli(name: str, argv: list[str]) -> int:
+    from nextword.torch.cli import main as torch_main
+
+    return torch_main([name, *argv])
+
+
+def _results(name: str, argv: list[str]) -> int:
+    from nextword.torch.runs.registry import main as results_main
+
+    return results_main(argv)
+
+
+def _check_env(name: str, argv: list[str]) -> int:
+    from nextword.booktools.check_env import main as check_env_main
+
+    parser = argparse.ArgumentParser(prog="nextword check-env", description=COMMANDS[name][0])
+    parser.parse_args(argv)
+    return check_env_main()
+
+
+def _grade(name: str, argv: list[str]) -> int:
+    from nextword.booktools.exercises.grade import main as grade_main
+
+    return grade_main(argv)
+
+
+def _gpu_check(name: str, argv: list[str]) -> int:
+    from nextword.torch.gpu_check import main as gpu_check_main
+
+    return gpu_check_main(argv)
+
+
+#: command -> (one-line help, runner(name, remaining argv) -> exit status)
+COMMANDS: dict[str, tuple[str, Callable[[str, list[str]], int]]] = {
+    "train": ("train one §7 model (CE + λ·margin): checkpoints, --resume, any device, --amp, torchrun", _torch_cli),
+    "robustness": ("BPC under Gaussian embedding noise of a trained run (§7.3, Fig. 7.5)", _torch_cli),
+    "sweep": ("the λ regularisation path (§7.4, Table 1 / Fig. 7.6)", _torch_cli),
+    "report": ("print tables from run or sweep directories or their JSON files", _torch_cli),
+    "results": ("the saved runs of book/results/: list, or run (resumable) what is not current", _results),
+    "fetch": ("download raw WikiText-2 once (checksum-verified; needs internet)", _torch_cli),
+    "check-env": ("report the Python environment: packages, versions, threads, devices", _check_env),
+    "grade": ("run your filled-in exercise notebooks and show ✓ / ✗ / not started", _grade),
+    "gpu-check": ("check the torch path on a GPU (CUDA against CPU, bf16 AMP, speed, the §7 pair)", _gpu_check),
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nextword",
+        description="The nextword command: the book's experiments, saved runs and tools.",
+        epilog="`nextword COMMAND --help` describes a command.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (help_text, _) in COMMANDS.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``nextword COMMAND ...``; the exit status of the command (2 for a mistake in it)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] not in COMMANDS:
+        _parser().parse_args(args[:1])  # --help prints the commands; anything else is one error line, exit 2
+        return 2  # pragma: no cover - parse_args exits
+    name = args[0]
+    return COMMANDS[name][1](name, args[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
