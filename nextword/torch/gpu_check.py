@@ -189,17 +189,19 @@ def _shape(cfg) -> dict:
 
 
 # --------------------------------------------------------------------------------------- stage 4
-def _train_runs(pair_size: str, sweep_size: str, dry: bool) -> dict[str, Any]:
-    """Run name → TrainConfig of the training stage."""
+def _train_runs(pair_size: str, sweep_size: str, dry: bool, seed: int = 0) -> dict[str, Any]:
+    """Run name → TrainConfig of the training stage (the paper preset's margin is exact: all T − 1 positions)."""
     from .config import preset
 
     extra = {"steps": 6, "eval_every": 3} if dry else {}
+    exact = {"margin_positions": 0} if pair_size == "paper" else {}
     runs = {
-        "pair_ce": preset(pair_size, data="shakespeare", lambda_margin=0.0, **extra),
-        "pair_margin": preset(pair_size, data="shakespeare", lambda_margin=0.05, margin_positions=0, **extra),
+        "pair_ce": preset(pair_size, data="shakespeare", lambda_margin=0.0, seed=seed, **extra),
+        "pair_margin": preset(pair_size, data="shakespeare", lambda_margin=0.05, seed=seed, **exact, **extra),
     }
+    exact = {"margin_positions": 0} if sweep_size == "paper" else {}
     for lam in TABLE1_LAMBDAS if not dry else (0.0, 0.05):
-        runs[f"sweep_{lam:g}"] = preset(sweep_size, lambda_margin=lam, **extra)
+        runs[f"sweep_{lam:g}"] = preset(sweep_size, data="shakespeare", lambda_margin=lam, seed=seed, **exact, **extra)
     return runs
 
 
@@ -235,8 +237,7 @@ def _load_gpt(run_dir: Path, device: str):
     return load_checkpoint(run_dir, device=device)[0].eval()
 
 
-def _stage_train(size_pair: str, size_sweep: str, device: str, out: Path, deadline: float, dry: bool) -> dict:
-    runs = _train_runs(size_pair, size_sweep, dry)
+def _stage_train(runs: dict, device: str, out: Path, deadline: float) -> dict:
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     procs = {}
     for name, cfg in runs.items():
@@ -281,7 +282,9 @@ def _arm_data(res: dict) -> dict:
     return data
 
 
-def _save_training(out: Path, gpu: dict, device: str) -> list[str]:
+def _save_training(
+    out: Path, gpu: dict, device: str, pair_suffix: str = "", sweep_name: str = "gpu_barrier_sweep"
+) -> list[str]:
     """Save what stage 4 finished: the pair (with weights and the relative-noise probe) and the sweep."""
     import torch
 
@@ -298,17 +301,11 @@ def _save_training(out: Path, gpu: dict, device: str) -> list[str]:
         weights = runs_dir / f"pair_{arm}" / "model.pt"
         torch.save({k: ck[k] for k in ("model", "prior", "config", "vocab_size")}, weights)
         data = {**_arm_data(res), "gpu": gpu}
-        _save(
-            f"gpu_barrier_{arm}",
-            data,
-            res["config"],
-            [res["config"]["seed"]],
-            res["wall_s"],
-            out,
-            {"model.pt": weights},
-        )
-        saved.append(f"gpu_barrier_{arm}")
-    if all(pair.values()):  # Fig. 7.5 at equal noise relative to each arm's embedding scale
+        name = f"gpu_barrier_{arm}{pair_suffix}"  # weights for seed 0 only (what the notebooks analyse)
+        files = {} if pair_suffix else {"model.pt": weights}
+        _save(name, data, res["config"], [res["config"]["seed"]], res["wall_s"], out, files)
+        saved.append(name)
+    if all(pair.values()) and not pair_suffix:  # Fig. 7.5 at equal noise relative to each arm's embedding scale
         from .batching import eval_windows, load_char_data
         from .config import TrainConfig
 
@@ -352,8 +349,8 @@ def _save_training(out: Path, gpu: dict, device: str) -> list[str]:
         walls.append(res["wall_s"])
     if rows:
         sweep = {"sigma": 0.3, "rows": rows, "histories": histories, "gpu": gpu, "lambdas_asked": list(TABLE1_LAMBDAS)}
-        _save("gpu_barrier_sweep", sweep, {"runs": configs}, [configs[0]["seed"]], max(walls), out)
-        saved.append("gpu_barrier_sweep")
+        _save(sweep_name, sweep, {"runs": configs}, [configs[0]["seed"]], max(walls), out)
+        saved.append(sweep_name)
     return saved
 
 
@@ -367,6 +364,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--dry-run", action="store_true", help="every stage on the CPU at the tiny size (seconds)")
     ap.add_argument("--speed-only", action="store_true", help="stage 3 only, on --device (e.g. cpu)")
     ap.add_argument("--device", default=None, help="device of --speed-only (default: cuda)")
+    ap.add_argument("--train-only", action="store_true", help="stage 4 only (no speed, parity or AMP stage)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the stage-4 runs (≠ 0: the pair's numbers only)")
+    ap.add_argument("--sweep-config", default="cpu", choices=["cpu", "paper"], help="preset of the seven-λ sweep")
     return ap
 
 
@@ -398,34 +398,46 @@ def main(argv: list[str] | None = None) -> int:
     if not args.dry_run and not torch.cuda.is_available():
         ap.exit(2, f"{ap.prog}: error: no CUDA GPU here (torch.cuda.is_available() is False); use --dry-run\n")
     device = "cpu" if args.dry_run else "cuda"
-    size_quick, size_paper, size_cpu = ("tiny", "tiny", "tiny") if args.dry_run else ("quick", "paper", "cpu")
+    size_quick, size_paper = ("tiny", "tiny") if args.dry_run else ("quick", "paper")
     _float32_exact()
     gpu = gpu_info()
     print(f"gpu-check on {gpu['name'] or 'the CPU (dry run)'}; torch {gpu['torch']}, CUDA {gpu['cuda']}", flush=True)
     record: dict[str, Any] = {"gpu": gpu, "dry_run": args.dry_run}
     t0 = time.time()
-    record["speed"] = _speed(size_paper, device, steps=5 if args.dry_run else 30)
+    if args.dry_run:
+        size_cpu = "tiny"
+    else:
+        size_cpu = args.sweep_config
+    suffix = f"_seed{args.seed}" if args.seed else ""
+    sweep_name = "gpu_barrier_sweep" + ("_paper" if args.sweep_config == "paper" else "") + suffix
+    if not args.train_only:
+        record["speed"] = _speed(size_paper, device, steps=5 if args.dry_run else 30)
     # stage 4 starts now (in the background), the parity runs of stages 1–2 share the GPU with it
     train_deadline = deadline - (5 if args.dry_run else 45)
-    runs = _train_runs(size_paper, size_cpu, args.dry_run)
+    runs = _train_runs(size_paper, size_cpu, args.dry_run, args.seed)
     record["train_runs"] = list(runs)
     import threading
 
     box: dict[str, Any] = {}
-    th = threading.Thread(
-        target=lambda: box.update(_stage_train(size_paper, size_cpu, device, out, train_deadline, args.dry_run))
-    )
+    th = threading.Thread(target=lambda: box.update(_stage_train(runs, device, out, train_deadline)))
     th.start()
-    try:
-        record["parity"] = _parity(size_quick, device, out)
-    except Exception as e:  # noqa: BLE001 - recorded, and the training stage goes on
-        record["parity"] = {"error": repr(e)}
-    _save("gpu_check", record, {"quick": size_quick, "paper": size_paper, "cpu": size_cpu}, [0], time.time() - t0, out)
+    name = (
+        "gpu_check"
+        if not args.train_only
+        else f"gpu_check_train{suffix}" + ("_paper" if args.sweep_config == "paper" else "")
+    )
+    config = {"quick": size_quick, "paper": size_paper, "sweep": size_cpu, "seed": args.seed}
+    if not args.train_only:
+        try:
+            record["parity"] = _parity(size_quick, device, out)
+        except Exception as e:  # noqa: BLE001 - recorded, and the training stage goes on
+            record["parity"] = {"error": repr(e)}
+        _save(name, record, config, [0], time.time() - t0, out)
     th.join()
     record["train"] = box.get("status", {})
-    record["saved"] = _save_training(out, gpu, device)
+    record["saved"] = _save_training(out, gpu, device, suffix, sweep_name)
     record["wall_s"] = time.time() - start
-    _save("gpu_check", record, {"quick": size_quick, "paper": size_paper, "cpu": size_cpu}, [0], time.time() - t0, out)
+    _save(name, record, config, [args.seed], time.time() - t0, out)
     p = record.get("parity", {})
     print(
         f"parity: max |Δ val BPC| {p.get('max_abs_val_bpc_diff')} (tolerance {PARITY_TOL_BPC}); "
