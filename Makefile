@@ -16,7 +16,7 @@ KERNELS := OPENBLAS_CORETYPE=Sandybridge ATEN_CPU_CAPABILITY=default \
 	NPY_DISABLE_CPU_FEATURES="AVX512F AVX512CD AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX2 FMA3" \
 	NEXTWORD_THREADS=2
 
-.PHONY: help env lint test test-lib test-notebooks test-notebooks-kernels book book-html render lab sync exercises bench results clean
+.PHONY: help env lint test test-lib test-notebooks test-notebooks-kernels book book-html render lab sync exercises bench results gpu-check clean
 
 help:
 	@echo "make book   - set up, execute every notebook in book/, render _build/html/index.html"
@@ -29,6 +29,7 @@ help:
 	@echo "make exercises - regenerate exercises/ from solutions/"
 	@echo "make bench  - run the benchmarks in benchmarks/"
 	@echo "make results - train (resumably) and save the runs under book/results/ that are not current (long)"
+	@echo "make gpu-check - on a CUDA GPU (~8 min): CUDA vs CPU, bf16 AMP, steps/s, the §7 pair (nextword gpu-check)"
 
 # The environment is rebuilt only when pyproject.toml changes (the stamp is older than it).
 $(STAMP): pyproject.toml
@@ -84,6 +85,11 @@ bench: $(STAMP)
 # whose configuration and code commit are current. One torch thread per run, niced.
 results: $(STAMP)
 	OMP_NUM_THREADS=1 nice -n 10 $(BIN)/python -m nextword results run
+
+# Not part of `make test`: needs one CUDA GPU (without one it says so and exits 2); results in runs/gpu-check/.
+# `nextword gpu-check --dry-run` rehearses it on the CPU in seconds (tests/torch/test_gpu_check.py).
+gpu-check: $(STAMP)
+	$(BIN)/python -m nextword gpu-check
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis

@@ -10,7 +10,7 @@ library never imports torch. The subpackages, bottom to top (``.importlinter`` c
               embedding noise §7.3, prior diagnostics §7.4)
 ``training``  one loop with checkpoints, exact resume, devices, AMP and DDP: ``config`` (TrainConfig,
               presets paper | cpu | quick | tiny), ``data`` (character batching), ``checkpoint``,
-              ``distributed``, ``loop`` (CE + λ·margin), ``fetch`` (WikiText-2 download)
+              ``distributed``, ``loop`` (CE + λ·margin), ``fetch`` (WikiText-2 download), ``gpu_check``
 ``svflow``    SVFlow's torch parts (Part 5): ``hybrid`` training, its measurements ``hybrid_runs``,
               the prefix-shuffling ``probe``, the trained character ``lm``
 ``probes``    Chapter 6 probes and ablations: ``ablation``, ``layer_probe``, ``fig628``

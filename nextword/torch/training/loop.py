@@ -53,7 +53,18 @@ from nextword.torch.models.gpt import SmallGPT, autocast_context
 from nextword.torch.barrier.prior import EmbeddingPrior, margin_loss_tokens, sample_positions
 from nextword.torch.barrier.robustness import LN2, evaluate_bpc, evaluate_diagnostics, noise_curve
 
-__all__ = ["BarrierLM", "build", "lr_at", "load_checkpoint", "train", "train_or_load", "code_hash"]
+__all__ = [
+    "BarrierLM",
+    "Run",
+    "build",
+    "fresh_state",
+    "lr_at",
+    "load_checkpoint",
+    "train",
+    "train_step",
+    "train_or_load",
+    "code_hash",
+]
 
 
 def lr_at(cfg: TrainConfig, step: int, total: int) -> float:
@@ -114,7 +125,7 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu"):
 
 
 @dataclass
-class _Run:
+class Run:
     """The mutable pieces of one run (what a checkpoint stores besides the configuration)."""
 
     cfg: TrainConfig
@@ -142,11 +153,11 @@ class _Run:
         barrier(self.ctx)
 
 
-def _fresh_state() -> dict[str, Any]:
+def fresh_state() -> dict[str, Any]:
     return {"step": 0, "ep_ce": 0.0, "ep_margin": 0.0, "ep_n": 0, "history": [], "last_loss": None}
 
 
-def _restore(run: _Run, out: Path) -> None:
+def _restore(run: Run, out: Path) -> None:
     """Load model, prior, optimiser, RNG and counters from ``out``'s checkpoint (with fallback)."""
     ck, used = read_checkpoint(out, run.ctx.device)
     if TrainConfig.from_dict(ck["config"]) != run.cfg:
@@ -155,10 +166,10 @@ def _restore(run: _Run, out: Path) -> None:
     run.prior.load_state_dict(ck["prior"])
     run.opt.load_state_dict(ck["optimizer"])
     torch.set_rng_state(ck["rng"].cpu())
-    run.state = {k: ck["state"][k] for k in _fresh_state()}
+    run.state = {k: ck["state"][k] for k in fresh_state()}
 
 
-def _train_step(run: _Run, model: nn.Module, params: list[torch.Tensor], spe: int, total: int) -> torch.Tensor:
+def train_step(run: Run, model: nn.Module, params: list[torch.Tensor], spe: int, total: int) -> torch.Tensor:
     """One optimiser step at ``run.state["step"]``; returns ``[ce, margin, loss]`` averaged over ranks."""
     cfg, ctx, step = run.cfg, run.ctx, run.state["step"]
     epoch, sie = divmod(step, spe)
@@ -191,7 +202,7 @@ def _train_step(run: _Run, model: nn.Module, params: list[torch.Tensor], spe: in
     return mean_over_ranks(stats, ctx)
 
 
-def _record_epoch(run: _Run, vx: torch.Tensor, vy: torch.Tensor, spe: int, total: int) -> None:
+def _record_epoch(run: Run, vx: torch.Tensor, vy: torch.Tensor, spe: int, total: int) -> None:
     """Append the running means since the last evaluation and the validation BPC to the history."""
     cfg, st = run.cfg, run.state
     val = evaluate_bpc(run.gpt, vx, vy, amp=cfg.amp, distributed=run.ctx.distributed)
@@ -238,7 +249,7 @@ def train(
     lm = BarrierLM(gpt, prior, cfg.margin_method)
     params = [p for p in lm.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    run = _Run(cfg, ctx, data, gpt, prior, opt, _fresh_state())
+    run = Run(cfg, ctx, data, gpt, prior, opt, fresh_state())
     if resume and any((out / name).exists() for name in (CKPT, "ckpt.prev.pt")):
         _restore(run, out)
     model = wrap(lm, ctx)
@@ -254,7 +265,7 @@ def train(
         bar = tqdm(total=total, initial=st["step"], desc=f"train λ={cfg.lambda_margin:g}")
     model.train()
     while st["step"] < stop:
-        stats = _train_step(run, model, params, spe, total)
+        stats = train_step(run, model, params, spe, total)
         st["ep_ce"] += float(stats[0])
         st["ep_margin"] += float(stats[1])
         st["ep_n"] += 1
@@ -290,7 +301,7 @@ def train(
     return results
 
 
-def _results(run: _Run, total: int, spe: int) -> dict[str, Any]:
+def _results(run: Run, total: int, spe: int) -> dict[str, Any]:
     st, data, ctx = run.state, run.data, run.ctx
     results = {
         "config": run.cfg.to_dict(),

@@ -1,4 +1,4 @@
-"""The GPU path run on a GPU, in one command: ``python -m nextword.torch.gpu_check --out DIR``.
+"""The GPU path run on a GPU, in one command: ``nextword gpu-check --out DIR`` (``make gpu-check``).
 
 Four stages, each saved with provenance (:func:`nextword.provenance.save_result`) as soon as it ends, so
 a time-out loses only the stage in flight:
@@ -44,7 +44,7 @@ __all__ = ["main", "PARITY_TOL_BPC", "gpu_info", "steps_per_second"]
 PARITY_TOL_BPC = 1e-3
 #: λ of Table 1 (the paper's seven).
 TABLE1_LAMBDAS = (0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
-_COMMAND = "python -m nextword.torch.gpu_check"
+_COMMAND = "nextword gpu-check"
 _CODE = ("nextword/torch", "nextword/data/__init__.py", "nextword/provenance.py")
 
 
@@ -99,8 +99,8 @@ def _save(name: str, data: dict, cfg: Any, seeds, wall: float, out: Path, files:
 
 # ----------------------------------------------------------------------------------------- stages 1–3
 def _parity(size: str, device: str, out: Path) -> dict:
-    from .config import preset
-    from .loop import train
+    from nextword.torch.training.config import preset
+    from nextword.torch.training.loop import train
 
     cfg = preset(size, checkpoint_every=10_000)
     runs = {}
@@ -137,13 +137,13 @@ def _parity(size: str, device: str, out: Path) -> dict:
 
 
 def steps_per_second(cfg, device: str, *, steps: int = 20, warmup: int = 5) -> float:
-    """Optimiser steps per second of the training step :func:`~nextword.torch.loop.train` runs for ``cfg``
+    """Optimiser steps per second of the training step :func:`~nextword.torch.training.loop.train` runs for ``cfg``
     (median of ``steps`` timed steps after ``warmup``; CUDA synchronised around each)."""
     import torch
 
-    from .batching import load_char_data, steps_per_epoch
-    from .distributed import setup, wrap
-    from .loop import BarrierLM, _fresh_state, _Run, _train_step, build
+    from nextword.torch.training.data import load_char_data, steps_per_epoch
+    from nextword.torch.training.distributed import setup, wrap
+    from nextword.torch.training.loop import BarrierLM, Run, build, fresh_state, train_step
 
     ctx = setup(device, False)
     data = load_char_data(cfg.data, max_chars=cfg.max_chars)
@@ -152,14 +152,14 @@ def steps_per_second(cfg, device: str, *, steps: int = 20, warmup: int = 5) -> f
     lm = BarrierLM(gpt, prior, cfg.margin_method)
     params = [p for p in lm.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    run = _Run(cfg, ctx, data, gpt, prior, opt, _fresh_state())
+    run = Run(cfg, ctx, data, gpt, prior, opt, fresh_state())
     model = wrap(lm, ctx)
     times = []
     for i in range(warmup + steps):
         if ctx.device.type == "cuda":
             torch.cuda.synchronize()
         t0 = time.perf_counter()
-        _train_step(run, model, params, spe, spe * cfg.epochs)  # returns floats: synchronised
+        train_step(run, model, params, spe, spe * cfg.epochs)  # returns floats: synchronised
         run.state["step"] += 1
         if i >= warmup:
             times.append(time.perf_counter() - t0)
@@ -168,7 +168,7 @@ def steps_per_second(cfg, device: str, *, steps: int = 20, warmup: int = 5) -> f
 
 
 def _speed(size: str, device: str, steps: int) -> dict:
-    from .config import preset
+    from nextword.torch.training.config import preset
 
     base = preset(size)
     cases = {
@@ -191,7 +191,7 @@ def _shape(cfg) -> dict:
 # --------------------------------------------------------------------------------------- stage 4
 def _train_runs(pair_size: str, sweep_size: str, dry: bool, seed: int = 0) -> dict[str, Any]:
     """Run name → TrainConfig of the training stage (the paper preset's margin is exact: all T − 1 positions)."""
-    from .config import preset
+    from nextword.torch.training.config import preset
 
     extra = {"steps": 6, "eval_every": 3} if dry else {}
     exact = {"margin_positions": 0} if pair_size == "paper" else {}
@@ -209,11 +209,11 @@ def _child(args) -> int:
     """One training run of stage 4 (a separate process): train, then its noise numbers, in ``results.json``."""
     import torch
 
-    from .batching import eval_windows, load_char_data
-    from .checkpoint import save_json
-    from .config import TrainConfig
-    from .loop import train_or_load
-    from .robustness import noise_curve
+    from nextword.torch.training.data import eval_windows, load_char_data
+    from nextword.torch.training.checkpoint import save_json
+    from nextword.torch.training.config import TrainConfig
+    from nextword.torch.training.loop import train_or_load
+    from nextword.torch.barrier.robustness import noise_curve
 
     torch.set_num_threads(1)
     _float32_exact()
@@ -232,7 +232,7 @@ def _child(args) -> int:
 
 
 def _load_gpt(run_dir: Path, device: str):
-    from .loop import load_checkpoint
+    from nextword.torch.training.loop import load_checkpoint
 
     return load_checkpoint(run_dir, device=device)[0].eval()
 
@@ -241,7 +241,7 @@ def _stage_train(runs: dict, device: str, out: Path, deadline: float) -> dict:
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     procs = {}
     for name, cfg in runs.items():
-        cmd = [sys.executable, "-m", "nextword.torch.gpu_check", "_child", "--device", device]
+        cmd = [sys.executable, "-m", "nextword.torch.training.gpu_check", "_child", "--device", device]
         cmd += ["--run-dir", str(out / "runs" / name), "--config", json.dumps(cfg.to_dict())]
         log = open(out / f"{name}.log", "w")  # noqa: SIM115 (closed when the process ends)
         procs[name] = (subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT), log, time.time())
@@ -288,8 +288,8 @@ def _save_training(
     """Save what stage 4 finished: the pair (with weights and the relative-noise probe) and the sweep."""
     import torch
 
-    from .checkpoint import read_checkpoint
-    from .robustness import noise_curve
+    from nextword.torch.training.checkpoint import read_checkpoint
+    from nextword.torch.barrier.robustness import noise_curve
 
     saved = []
     runs_dir = out / "runs"
@@ -306,8 +306,8 @@ def _save_training(
         _save(name, data, res["config"], [res["config"]["seed"]], res["wall_s"], out, files)
         saved.append(name)
     if all(pair.values()) and not pair_suffix:  # Fig. 7.5 at equal noise relative to each arm's embedding scale
-        from .batching import eval_windows, load_char_data
-        from .config import TrainConfig
+        from nextword.torch.training.data import eval_windows, load_char_data
+        from nextword.torch.training.config import TrainConfig
 
         t0 = time.time()
         cfg = TrainConfig.from_dict(pair["margin"]["config"])
