@@ -69,10 +69,10 @@ print("prior diagnostics:", {k: round(v, 4) for k, v in results["diagnostics"].i
 
 # %%
 data = load_char_data(cfg.data, max_chars=cfg.max_chars)
-newline = data.vocab.chars.index("\n")
+newline = data.vocab.encode("\n")[0]
 start = int((data.val == newline).nonzero()[0, 0]) + 1  # begin the window at a line start
 ids = data.val[start: start + cfg.block_size]  # one validation window (T,)
-text = data.vocab.decode(ids)
+text = data.vocab.decode(ids.numpy())
 W = prior.W.detach().double().numpy()  # (d, d)
 E = gpt.wte.weight.detach().double().numpy()  # (|V|, d)
 X = E[ids.numpy()]  # (T, d): rows x_t
@@ -160,10 +160,10 @@ if SAVED:
           f"final validation BPC {saved_m['data']['final_val_bpc']:.3f}")
     gpt_s, prior_s, cfg_s = load_saved_model("barrier_margin")
     data_s = load_char_data(cfg_s.data, max_chars=cfg_s.max_chars)
-    nl = data_s.vocab.chars.index("\n")
+    nl = data_s.vocab.encode("\n")[0]
     st = int((data_s.val == nl).nonzero()[0, 0]) + 1
     ids_s = data_s.val[st: st + 96]
-    text_s = data_s.vocab.decode(ids_s)
+    text_s = data_s.vocab.decode(ids_s.numpy())
     W_s = prior_s.W.detach().double().numpy()                    # (d, d)
     X_s = gpt_s.wte.weight.detach().double().numpy()[ids_s.numpy()]  # (96, d)
     mm_s = matrix_margins(X_s, W_s.T, np.eye(W_s.shape[0]))

@@ -105,7 +105,7 @@ assert abs(s_ppl.p_value - 2e-4) < 0.5e-4 and abs(s_ece.p_value - 4e-4) < 0.5e-4
 
 # %%
 data = load_char_data("shakespeare")
-V = len(data.vocab.chars)
+V = data.vocab.vocab_size
 val = data.val.numpy()
 seqs = val[: N_SEQS * (SEQ_LEN + 1)].reshape(N_SEQS, SEQ_LEN + 1)   # (M, N) non-overlapping held-out windows
 cfg = LMConfig(vocab_size=V, d_model=D_MODEL, num_heads=4, num_layers=LAYERS, max_len=SEQ_LEN,
@@ -255,7 +255,7 @@ print(f"model: {scfg.num_layers} layers, d = {scfg.d_model}, {scfg.num_heads} he
       f"{run['num_parameters']} parameters; checkpoint {run['checkpoint']} ({run['checkpoint_bytes'] / 1e6:.2f} MB)")
 for step, v, b, tr in zip(run["steps"], run["val_loss"], run["val_bits_per_char"], run["train_loss_last100"]):
     print(f"  after {step:4d} steps: validation {v:.3f} nats/char = {b:.2f} bits/char (training, last 100 steps: {tr:.3f})")
-assert run["vocab"] == "".join(data.vocab.chars)  # same corpus split, same characters
+assert run["vocab"] == "<unk>" + data.vocab.chars  # same corpus split, same characters (id 0: unknown)
 lm = load_checkpoint(results_root() / "svflow_lm" / run["checkpoint"], lm_config(scfg, V))
 val_again = evaluate_loss(lm, val[: scfg.val_chars], scfg.seq_len)
 print(f"validation loss of the loaded checkpoint, recomputed: matches the record (|diff| < 1e-4): "

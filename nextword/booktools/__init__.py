@@ -2,7 +2,7 @@
 
 ``notebooks``   the jupytext pipeline: ``python -m nextword.booktools.notebooks build|sync|check|render``
 ``plotting``    the book's figure style
-``check_env``   the environment report: ``python -m nextword.booktools.check_env``
+``check_env``   the environment report: ``nextword check-env``
 ``exercises``   student notebooks generated from ``solutions/`` (``python -m nextword.booktools.exercises
                 build|check``) and the checkers they call (``nextword.booktools.exercises.checks``)
 """

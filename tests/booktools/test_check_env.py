@@ -1,4 +1,4 @@
-"""python -m nextword.booktools.check_env: one line per requirement, failing loudly when a required one is missing."""
+"""nextword check-env: one line per requirement, failing loudly when a required one is missing."""
 
 import subprocess
 import sys

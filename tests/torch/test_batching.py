@@ -71,18 +71,23 @@ def test_wikitext_fixture_parses_with_unknown_val_characters(tmp_path):
     train, valid = _write_wikitext(tmp_path / "wikitext-2-raw")
     data = D.load_char_data(str(tmp_path / "wikitext-2-raw"))
     assert data.name == "wikitext2"
-    assert data.vocab.chars[0] == "<unk>" and set(data.vocab.chars[1:]) == set(train)
+    assert data.vocab.chars == "".join(sorted(set(train))) and data.vocab.vocab_size == len(set(train)) + 1
     assert data.train.numel() == len(train) and data.val.numel() == len(valid)
     unseen = sum(c not in set(train) for c in valid)
     assert unseen > 0 and int((data.val == 0).sum()) == unseen
     assert "ō" in data.vocab.chars  # unicode kept
 
 
-def test_vocab_decode_roundtrip():
-    v = D.CharVocab.from_text("hello")
-    assert v.decode(v.encode("hole")) == "hole"
+def test_vocab_is_the_library_char_tokenizer_with_tensors_at_the_boundary(tmp_path):
+    from nextword.tokenizers import CharTokenizer
+
+    v = CharTokenizer.train("hello")
+    ids = D.encode(v, "holez")
+    assert ids.dtype == torch.long and ids.tolist() == [2, 4, 3, 1, 0]  # sorted "ehlo" at 1..4, unseen → 0
+    assert v.decode(ids.numpy()) == "hole\ufffd"
+    (tmp_path / "empty.txt").write_text("")
     with pytest.raises(ValueError):
-        D.CharVocab.from_text("")
+        D.load_char_data(str(tmp_path / "empty.txt"))
 
 
 def test_fetch_checks_sha256_with_local_archive(tmp_path):
@@ -99,3 +104,16 @@ def test_fetch_checks_sha256_with_local_archive(tmp_path):
     out = fetch.fetch_wikitext2(tmp_path / "good", urls=(archive.as_uri(),), sha256=digest)
     assert sorted(p.name for p in out.iterdir()) == ["wiki.test.raw", "wiki.train.raw", "wiki.valid.raw"]
     assert D.load_char_data(str(out)).train.numel() > 0
+
+
+def test_tiny_shakespeare_ids_are_those_the_saved_runs_were_trained_with():
+    """The whole corpus gets the ids of the former torch vocabulary (``<unk>`` = 0, then the sorted
+    characters of the training split), so every saved run keeps its numbers."""
+    data = D.load_char_data("shakespeare")
+    from nextword.data import load_corpus
+
+    corpus = load_corpus("shakespeare")
+    stoi = {c: i + 1 for i, c in enumerate(sorted(set(corpus.train)))}
+    for split, ids in ((corpus.train, data.train), (corpus.val, data.val)):
+        assert ids.dtype == torch.long
+        assert ids.tolist() == [stoi.get(c, 0) for c in split]

@@ -53,14 +53,14 @@ def test_checkpoint_is_weights_only_and_atomic(tmp_path, data):
 def test_lambda_zero_leaves_prior_untouched_and_margin_moves_W(tmp_path, data):
     cfg0 = preset("tiny", lambda_margin=0.0)
     train(cfg0, tmp_path / "ce", progress=False, data=data)
-    W0 = build(cfg0, data.vocab.size, torch.device("cpu"))[1].W.detach()
+    W0 = build(cfg0, data.vocab.vocab_size, torch.device("cpu"))[1].W.detach()
     assert torch.equal(_state(tmp_path / "ce")["prior"]["W"], W0)
     cfg1 = preset("tiny", lambda_margin=1.0)
     r1 = train(cfg1, tmp_path / "m", progress=False, data=data)
     assert not torch.equal(_state(tmp_path / "m")["prior"]["W"], W0)
     # both arms start from the same GPT initialisation
-    g0 = build(cfg0, data.vocab.size, torch.device("cpu"))[0].state_dict()
-    g1 = build(cfg1, data.vocab.size, torch.device("cpu"))[0].state_dict()
+    g0 = build(cfg0, data.vocab.vocab_size, torch.device("cpu"))[0].state_dict()
+    g1 = build(cfg1, data.vocab.vocab_size, torch.device("cpu"))[0].state_dict()
     assert all(torch.equal(g0[k], g1[k]) for k in g0)
     assert r1["history"][-1]["train_margin"] < r1["history"][0]["train_margin"] or r1["history"][0]["train_margin"] == 0
 

@@ -1,6 +1,6 @@
 """Where a student stands: run the filled-in exercise notebooks and print a ✓ / ✗ / not-started table.
 
-``python -m nextword.booktools.exercises grade [part] [--dir exercises] [--timeout 600]``
+``nextword grade [part] [--dir exercises] [--timeout 600]``
 
 For every exercise notebook of ``part`` (``1``, ``part1`` or ``part1_chapter6``; all parts by default):
 

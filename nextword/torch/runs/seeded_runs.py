@@ -187,7 +187,7 @@ def _svflow_lm() -> Experiment:
 
         data = load_char_data("shakespeare")
         train, val = data.train.numpy(), data.val.numpy()
-        ckpts, losses, val_losses = train_svflow_lm(cfg, train, val, data.vocab.size, seed=seed)
+        ckpts, losses, val_losses = train_svflow_lm(cfg, train, val, data.vocab.vocab_size, seed=seed)
         seqs = val[: cfg.n_eval_seqs * (cfg.seq_len + 1)].reshape(cfg.n_eval_seqs, cfg.seq_len + 1)  # (M, N)
         curves: dict[str, np.ndarray] = {"train_loss": np.asarray(losses)}
         tables = []
@@ -212,7 +212,7 @@ def _svflow_lm() -> Experiment:
             ],
             "steps": [(c + 1) * cfg.steps_per_checkpoint for c in range(len(ckpts))],
             "num_parameters": ckpts[-1].num_parameters(),
-            "vocab": "".join(data.vocab.chars),
+            "vocab": "<unk>" + data.vocab.chars,  # the characters of ids 0, 1, …; id 0 is the unknown id
             "checkpoint": path.name,
             "checkpoint_bytes": path.stat().st_size,
             "tables": tables,

@@ -1,9 +1,11 @@
 """Character data for the torch path: vocabulary, encoding, deterministic epoch batching.
 
 The corpus text comes from :func:`nextword.data.load_corpus` (tiny Shakespeare by default, raw
-WikiText-2 from a directory, or any text file). The character vocabulary is built from the
-*training* split only; id 0 is reserved for characters never seen in training (``UNK``), so a
-validation split may contain characters the model has no embedding for (WikiText-2 does).
+WikiText-2 from a directory, or any text file). The character vocabulary is the library's
+:class:`nextword.tokenizers.CharTokenizer` trained on the *training* split only (the sorted distinct
+characters, ids 1…|V|−1; id 0 is reserved for characters never seen in training), so a validation
+split may contain characters the model has no embedding for (WikiText-2 does). Tensors are made
+here, at the boundary: the tokenizer's int64 ids become ``torch.long`` tensors.
 
 Batching is a pure function of ``(seed, epoch, step-in-epoch)``: each epoch cuts the training ids
 into non-overlapping windows of ``block_size + 1`` characters starting at a per-epoch random offset,
@@ -12,9 +14,10 @@ saved data-loader state, and a distributed run (``rank``, ``world_size``) takes 
 ``[rank·B/W, (rank+1)·B/W)`` of the same global batch, so W processes see exactly the batch one
 process would.
 
-    >>> vocab = CharVocab.from_text("abca")
-    >>> vocab.chars, vocab.encode("abz").tolist()
-    (['<unk>', 'a', 'b', 'c'], [1, 2, 0])
+    >>> from nextword.tokenizers import CharTokenizer
+    >>> vocab = CharTokenizer.train("abca")
+    >>> vocab.chars, encode(vocab, "abz")
+    ('abc', tensor([1, 2, 0]))
 """
 
 from __future__ import annotations
@@ -25,35 +28,14 @@ from pathlib import Path
 import torch
 
 from nextword.data import Corpus, load_corpus
+from nextword.tokenizers import CharTokenizer
 
-__all__ = ["CharVocab", "CharData", "load_char_data", "epoch_batch", "steps_per_epoch", "eval_windows"]
-
-UNK = "<unk>"
+__all__ = ["CharData", "encode", "load_char_data", "epoch_batch", "steps_per_epoch", "eval_windows"]
 
 
-@dataclass(frozen=True)
-class CharVocab:
-    """Sorted characters of the training text, with ``<unk>`` at id 0."""
-
-    chars: list[str]
-
-    @classmethod
-    def from_text(cls, text: str) -> "CharVocab":
-        if not text:
-            raise ValueError("cannot build a vocabulary from empty text")
-        return cls([UNK] + sorted(set(text)))
-
-    @property
-    def size(self) -> int:
-        return len(self.chars)
-
-    def encode(self, text: str) -> torch.Tensor:
-        """``str`` → ``(len(text),)`` int64 ids; unseen characters map to 0 (``<unk>``)."""
-        stoi = {c: i for i, c in enumerate(self.chars)}
-        return torch.tensor([stoi.get(c, 0) for c in text], dtype=torch.long)
-
-    def decode(self, ids) -> str:
-        return "".join(self.chars[int(i)] if int(i) else "?" for i in ids)
+def encode(vocab: CharTokenizer, text: str) -> torch.Tensor:
+    """``text`` → ``(len(text),)`` int64 ids of ``vocab`` as a tensor (unseen characters → 0)."""
+    return torch.from_numpy(vocab.encode_array(text))
 
 
 @dataclass(frozen=True)
@@ -61,7 +43,7 @@ class CharData:
     """Encoded splits: ``train`` and ``val`` int64 ids ``(N,)``, their ``vocab``, the corpus name."""
 
     name: str
-    vocab: CharVocab
+    vocab: CharTokenizer
     train: torch.Tensor
     val: torch.Tensor
     source: str
@@ -85,8 +67,10 @@ def load_char_data(
         if max_chars < 2:
             raise ValueError(f"max_chars must be >= 2, got {max_chars}")
         train, val = train[:max_chars], val[: max(max_chars // 9, 2)]
-    vocab = CharVocab.from_text(train)
-    return CharData(corpus.name, vocab, vocab.encode(train), vocab.encode(val), str(corpus.source))
+    if not train:
+        raise ValueError("cannot build a vocabulary from an empty training split")
+    vocab = CharTokenizer.train(train)
+    return CharData(corpus.name, vocab, encode(vocab, train), encode(vocab, val), str(corpus.source))
 
 
 def _num_windows(n_ids: int, block_size: int) -> int:

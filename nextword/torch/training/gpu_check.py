@@ -148,7 +148,7 @@ def steps_per_second(cfg, device: str, *, steps: int = 20, warmup: int = 5) -> f
     ctx = setup(device, False)
     data = load_char_data(cfg.data, max_chars=cfg.max_chars)
     spe = steps_per_epoch(data.train.numel(), cfg.block_size, cfg.batch_size)
-    gpt, prior = build(cfg, data.vocab.size, ctx.device)
+    gpt, prior = build(cfg, data.vocab.vocab_size, ctx.device)
     lm = BarrierLM(gpt, prior, cfg.margin_method)
     params = [p for p in lm.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)

@@ -145,7 +145,7 @@ class Run:
                     "optimizer": self.opt.state_dict(),
                     "rng": torch.get_rng_state(),
                     "config": self.cfg.to_dict(),
-                    "vocab_size": self.data.vocab.size,
+                    "vocab_size": self.data.vocab.vocab_size,
                     "state": dict(self.state),
                 },
                 out,
@@ -245,7 +245,7 @@ def train(
     spe = steps_per_epoch(data.train.numel(), cfg.block_size, cfg.batch_size)
     total = cfg.steps or cfg.epochs * spe
     eval_every = cfg.eval_every or spe
-    gpt, prior = build(cfg, data.vocab.size, ctx.device)
+    gpt, prior = build(cfg, data.vocab.vocab_size, ctx.device)
     lm = BarrierLM(gpt, prior, cfg.margin_method)
     params = [p for p in lm.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -316,7 +316,7 @@ def _results(run: Run, total: int, spe: int) -> dict[str, Any]:
         "date": _dt.date.today().isoformat(),
         "data": {
             "name": data.name,
-            "vocab_size": data.vocab.size,
+            "vocab_size": data.vocab.vocab_size,
             "train_chars": data.train.numel(),
             "val_chars": data.val.numel(),
             "val_unk_rate": data.unk_rate_val,
