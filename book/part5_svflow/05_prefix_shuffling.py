@@ -75,6 +75,26 @@ assert abs(kl_to_uniform(np.log(qn)) - (np.log(3) - entropy(np.log(qn)))) < 1e-1
 assert abs(categorical_kl(np.log(qn), np.log(pn)) - (-(qn @ np.log(pn)) - entropy(np.log(qn)))) < 1e-15
 
 # %% [markdown]
+# App. C.2.4 concludes from these identities that low concentrations (small $\mathrm{KL}(q\|U)$ and
+# $\mathrm{KL}(p\|U)$) keep $\mathrm{KL}(q\|p)$ "bounded by a small constant". They do not: a $p$ that is
+# uniform except for one nearly impossible element is close to $U$ in KL, and a uniform $q$ still pays for
+# that element. What does bound the divergence is the smallest probability of $p$:
+# $\mathrm{KL}(q\|p)\le\mathrm{KL}(q\|U)+\lograc{1}{|\mathcal Z|\min_z p(z)}$, i.e. $p$ close to uniform
+# pointwise, not in KL.
+
+# %%
+n_z = 1000
+log_q = np.full(n_z, -np.log(n_z))                       # q uniform: KL(q||U) = 0
+for M in (1e2, 1e4, 1e6):
+    log_p = np.zeros(n_z)
+    log_p[0] = -M                                        # one element e^{-M} times less likely than the rest
+    log_p -= np.logaddexp.reduce(log_p)
+    kq, kp, kqp = kl_to_uniform(log_q), kl_to_uniform(log_p), categorical_kl(log_q, log_p)
+    print(f"M = {M:9.0f}: KL(q||U) < 1e-12: {abs(kq) < 1e-12},  KL(p||U) = {kp:.4f},  KL(q||p) = {kqp:.2f} nats")
+    assert abs(kq) < 1e-12 and kp < 0.0011 and kqp > M / n_z - 1
+    assert kqp <= kq - np.log(n_z) - log_p.min() + 1e-9     # the pointwise bound holds
+
+# %% [markdown]
 # ## 2. The paper's §6.2 correlations, recomputed from its own Table 1
 #
 # §6.2 reports Spearman $\rho=0.87$ ($p=2\times10^{-4}$) between baseline $-\log p_t$ and logPPL, and
