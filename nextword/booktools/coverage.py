@@ -119,6 +119,11 @@ def _cell(text) -> str:
     return str(text or "").replace("|", "\\|").replace("\n", " ")
 
 
+def _claim(text) -> str:
+    """A claim as an inline code span: source text extracted with LaTeX must not be parsed as math or emphasis."""
+    return "`" + _cell(str(text or "").replace("`", "'")) + "`"
+
+
 def coverage_page(root: Path) -> str:
     """The map as a markdown page: counts per source, then one table per source."""
     root = Path(root)
@@ -132,7 +137,9 @@ def coverage_page(root: Path) -> str:
         "numbers printed in experiment sections), with its verdict and the section of the book that checks it.",
         "*slip* rows point at the [errata ledger](errata.md); *open* rows have not yet been read against the",
         "book. The basis column says whether a row was written by reading the item against the page (*read*)",
-        "or drafted from the page's citation of it in a section that asserts something (*citation*).",
+        "or drafted from the page's citation of it (a section that cites it and asserts something, or whose heading",
+        "names it) and not yet re-read (*citation*): a *checked* row of basis *citation* says where the check is,",
+        "not that a second reader confirmed it.",
         "The map is `book/coverage.yaml`; `tests/booktools/test_coverage.py` checks that every page and heading",
         "it names exists and that every slip has its ledger row.",
         "",
@@ -142,6 +149,9 @@ def coverage_page(root: Path) -> str:
     for key, name in data["sources"].items():
         c = table.get(key, Counter())
         lines.append(f"| {key} {name} | {c['items']} | " + " | ".join(str(c[v]) for v in VERDICTS) + " |")
+    basis = Counter((r["source"], r.get("basis", "")) for r in data["items"])
+    lines += ["", "| source | basis *read* | basis *citation* |", "|---|---|---|"]
+    lines += [f"| {key} | {basis[(key, 'read')]} | {basis[(key, 'citation')]} |" for key in data["sources"]]
     for key, name in data["sources"].items():
         lines += [
             "",
@@ -160,7 +170,7 @@ def coverage_page(root: Path) -> str:
             if row.get("ledger"):
                 why = f"{why} (ledger: {row['ledger']})".strip()
             lines.append(
-                f"| {_cell(row['location'])} | {_cell(row['claim'])} | {row['verdict']} | {_cell(why)} | {where} | "
+                f"| {_cell(row['location'])} | {_claim(row['claim'])} | {row['verdict']} | {_cell(why)} | {where} | "
                 f"{row.get('basis', '')} |"
             )
     return "\n".join(lines) + "\n"
