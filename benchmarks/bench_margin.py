@@ -17,6 +17,10 @@ allocated memory).
 
     python benchmarks/bench_margin.py                 # 1 intra-op thread (default; say so when quoting)
     python benchmarks/bench_margin.py --threads 2 --repeats 7 --all
+    python -m benchmarks.bench_margin --repeats 7 --save bench_margin_cpu   # the run §7 of the book reads
+
+``--save NAME`` writes ``book/results/NAME/result.json`` with the provenance of every saved result
+(:func:`nextword.provenance.save_result`: command, commit, config, seeds, wall time, machine).
 
 The targets of the brief: exact ≤ 2 × ce, k16 ≤ 1.3 × ce on this CPU.
 """
@@ -128,7 +132,10 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--all", action="store_true", help="also time the dense |V|×|V| form")
     ap.add_argument("--json", default=None, help="write the measurements to this file")
+    ap.add_argument("--save", default=None, help="save as book/results/SAVE/result.json, with provenance")
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = vars(ap.parse_args(argv))
+    start = time.perf_counter()
     modes = MODES + (("dense",) if args["all"] else ())
     timing = _in_process(_time_interleaved, modes, args)
     results = {
@@ -151,16 +158,29 @@ def main(argv=None) -> int:
 
     load = os.getloadavg()
     print(f"load average during the run: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs")
+    meta = {
+        "date": datetime.date.today().isoformat(),
+        "machine": platform.machine(),
+        "processor": platform.processor(),
+        "cpus": os.cpu_count(),
+        "load_average": load,
+        "ratios": {m: statistics.median(results[m]["times"]) / base for m in modes},
+    }
     if args["json"]:
-        meta = {
-            "date": datetime.date.today().isoformat(),
-            "machine": platform.machine(),
-            "processor": platform.processor(),
-            "cpus": os.cpu_count(),
-            "load_average": load,
-            "ratios": {m: statistics.median(results[m]["times"]) / base for m in modes},
-        }
         Path(args["json"]).write_text(json.dumps({"args": args, **meta, "results": results}, indent=1) + "\n")
+    if args["save"]:
+        from nextword.provenance import save_result
+
+        path = save_result(
+            args["save"],
+            {"args": args, **meta, "results": results},
+            command="python -m benchmarks.bench_margin " + " ".join(argv),
+            config={k: v for k, v in args.items() if k not in ("json", "save")},
+            seeds=[0],
+            wall_time_s=time.perf_counter() - start,
+            code_paths=("nextword", "benchmarks/bench_margin.py"),
+        )
+        print(f"saved {path}")
     return 0
 
 

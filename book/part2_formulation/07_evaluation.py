@@ -141,6 +141,7 @@ plt.show()
 # single sequence* its perplexity. That number grows exponentially with the length, so it cannot
 # compare texts of different lengths; the per-token normalisation used by `perplexity` (and everywhere
 # in practice) is its geometric-mean version: $\mathrm{PPL}_{\rm token}=\mathrm{PPL}_{\rm seq}^{1/T}$.
+# Recorded in `book/ERRATA.md`.
 
 # %%
 lm4 = NGramLM(6, 4, k=0.1).fit(train_seq)

@@ -307,7 +307,8 @@ plt.show()
 # **Figure 8.2.** Forward marginals (thick lines, closed form) and the solution of the reverse
 # equation (9.4) started from $p(T)$ and run from $t=T$ down to $t\approx 0$ (dots): they coincide, as
 # Theorem D.1 states. (The paper's sentence "sample from the data distribution by sampling
-# $\bar p(\cdot,T)$" should read $\bar p(\cdot,0)$: the reverse chain ends at $t=0$.)
+# $\bar p(\cdot,T)$" should read $\bar p(\cdot,0)$: the reverse chain ends at $t=0$. Recorded in
+# `book/ERRATA.md`.)
 #
 # In practice the reverse chain starts from $p_{\rm ref}$, not $p(T)$. The resulting error at $t=0$ is
 # the total variation between $p(T)$ and $p_{\rm ref}$ (it cannot grow under a Markov kernel), which

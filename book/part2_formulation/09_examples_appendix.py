@@ -255,3 +255,147 @@ plt.show()
 # with an error bounded by the rounding. Example 3.3's classifier maps into the simplex. Appendix A.2's
 # chain rule through $\mathbf B\circ\mathbf T$ matches finite differences. Example B.1's batch
 # normalisation couples the sequences of a batch, which is why it is a map of the batch measure.
+
+# %% [markdown]
+# ## 6. §7 and Appendix E: the arithmetic and the differential equation that can be checked
+#
+# §7 shows outputs of a 3-billion-parameter model, which the book does not run (see the book's contents
+# page). But Appendix E.3 prints worked multiplications and E.4 prints two differential equations with a
+# claim about their solutions; those statements can be checked without the model. The model outputs
+# below are quoted from App. E.3 as data, not reproduced.
+
+# %%
+# App. E.3: (a, b, last line without ICL, last line with ICL), as printed
+E3 = [(473, 45, 21385, 21285), (299, 89, 26911, 26611), (378, 64, 24072, 24192),
+      (952, 76, 72352, 72352), (874, 25, 21850, 6128)]
+E3_TRUTH = {(473, 45): 21285, (299, 89): 26611, (378, 64): 24192, (952, 76): 72352, (874, 25): 21850}
+for a, b, plain, icl in E3:
+    print(f"{a} x {b} = {a * b:6d}   without ICL {plain:6d} ({'right' if plain == a * b else 'wrong'})"
+          f"   with ICL {icl:6d} ({'right' if icl == a * b else 'wrong'})")
+assert all(E3_TRUTH[(a, b)] == a * b for a, b, *_ in E3)              # every printed "truth" is the product
+three = E3[1:4]                                                       # "three other pairs" of App. E.3
+assert sum(p == a * b for a, b, p, _ in three) == 1 and all(i == a * b for a, b, _, i in three)
+assert E3[4][2] == 874 * 25 and E3[4][3] != 874 * 25                  # ICL turns a right answer wrong
+# the no-context working of 473 x 45: both partial products are right, their sum is not
+assert (473 * 5, 473 * 40) == (2365, 18920) and 2365 + 18920 == 473 * 45 != 21385
+print("no-context working: 2365 + 18920 =", 2365 + 18920, "(the output adds them to 21385)")
+
+
+def digit_products(m: int, n: int) -> list[int]:
+    """The ICL context's method: place-value parts of m times place-value parts of n, in its order."""
+    parts = lambda x: [int(c) * 10 ** (len(str(x)) - 1 - i) for i, c in enumerate(str(x))]  # noqa: E731
+    return [u * v for u in parts(m) for v in parts(n)]
+
+
+# the context's worked example (184 x 67) and the model's ICL working of 473 x 45, running sums included
+for (m, n), R, sums in [((184, 67), [6000, 700, 4800, 560, 240, 28], [6700, 11500, 12060, 12300, 12328]),
+                        ((473, 45), [16000, 2000, 2800, 350, 120, 15], [18000, 20800, 21150, 21270, 21285])]:
+    assert digit_products(m, n) == R and list(np.cumsum(R)[1:]) == sums and sums[-1] == m * n
+    print(f"{m} x {n}: R = {R}, running sums {sums}: correct")
+# the two tau = 0.5 samples for 378 x 64: the first's partial products and sum are right, the second is not
+assert 378 * 4 == 1512 and 378 * 60 == 22680 and 1512 + 22680 == 378 * 64 != 24048
+pairs = {(a, b) for a, b, *_ in E3}
+print(f"distinct task pairs shown: {len(pairs)}; with the context's example 184 x 67: {len(pairs | {(184, 67)})}")
+assert len(pairs) == 5 and len(pairs | {(184, 67)}) == 6
+
+# %% [markdown]
+# Every product and every "truth" of App. E.3 is right, and so are the counts of §7.3 and E.3 (without
+# ICL one of the three further pairs is right; with ICL all three; for 874 × 25 the context turns a right
+# answer into a wrong one). The no-context error for 473 × 45 is in the final addition, not in the partial
+# products. E.3 announces "six different pairs"; five task pairs are shown, six if the worked example of the
+# context counts. The "four out of five" and "five out of five" of the repeated stochastic runs cannot be
+# checked: those outputs are not printed.
+#
+# **E.1.** The paper's own argument (two travellers on the same day must meet) is the intermediate value
+# theorem applied to $h(t)=f(t)-g(t)$, with $f$ Monday's and $g$ Tuesday's position along the route. The
+# model's explanation in E.1 asserts $f(12)=g(12)$, which is false: at noon Frank is in Philadelphia on
+# Monday and in New York on Tuesday, so $h(12)=D$ and $h(9)=-D$ ($D$ the route length), and it is this
+# sign change that forces a meeting. A check on random continuous journeys (piecewise linear, allowed to
+# stop and turn back):
+
+# %%
+rng_e1 = np.random.default_rng(0)
+grid = np.linspace(9.0, 12.0, 601)
+met = 0
+for _ in range(1000):
+    knots = np.linspace(9.0, 12.0, 8)
+    mon = np.concatenate([[0.0], rng_e1.uniform(-0.2, 1.2, 6), [1.0]]).clip(0, 1)   # D = 1
+    tue = np.concatenate([[1.0], rng_e1.uniform(-0.2, 1.2, 6), [0.0]]).clip(0, 1)
+    h = np.interp(grid, knots, mon) - np.interp(grid, knots, tue)
+    assert h[0] == -1.0 and h[-1] == 1.0                     # h(9) = -D, h(12) = +D: never h(12) = 0
+    met += bool(np.any(np.sign(h[:-1]) != np.sign(h[1:])) or np.any(h == 0))
+print(f"random journey pairs with a common place at a common time: {met} of 1000")
+assert met == 1000
+
+# %% [markdown]
+# **E.4.** The first program integrates $y_1'=y_2$, $y_2'=-y_1-y_2^2$ from $(1,0)$ on $[0,10]$, and the
+# paper says its solution blows up in that range. It does, in finite time, and the time can be computed
+# without a solver: along the solution $w=y_2^2$ as a function of $y=y_1$ satisfies $dw/dy=-2y-2w$, so
+# $w(y)=\tfrac12 e^{2(1-y)}-y+\tfrac12$ (sympy below), $y_1$ decreases from 1 for ever, and the blow-up
+# time is $T^*=\int_{-\infty}^{1}dy/\sqrt{w(y)}$, finite because $w$ grows like $e^{-2y}$. An adaptive
+# RK45 (scipy's, the method of MATLAB's `ode45`) stops just there. The fine-tuned model's
+# $y'=-y+\sin t$, $y(0)=1$ has the bounded solution $y=\tfrac32e^{-t}+\tfrac12(\sin t-\cos t)$.
+
+# %%
+from scipy.integrate import quad, solve_ivp  # noqa: E402
+
+yy, tt = sp.symbols("y t", real=True)
+w_expr = sp.exp(2 * (1 - yy)) / 2 - yy + sp.Rational(1, 2)
+assert sp.simplify(sp.diff(w_expr, yy) - (-2 * yy - 2 * w_expr)) == 0 and w_expr.subs(yy, 1) == 0
+w_fn = sp.lambdify(yy, w_expr, "numpy")
+with np.errstate(over="ignore"):   # w(1 - u) overflows to inf for large u, where the integrand is 0
+    t_star = quad(lambda u: 1 / np.sqrt(w_fn(1 - u)), 0, np.inf, limit=200)[0]   # u = 1 - y
+blow = solve_ivp(lambda t, y: [y[1], -y[0] - y[1] ** 2], (0, 10), [1.0, 0.0], method="RK45", rtol=1e-10, atol=1e-12)
+print(f"blow-up time from the first integral: T* = {t_star:.4f}; RK45 gives up at t = {blow.t[-1]:.4f} "
+      f"with |y| > 1e10: {blow.status == -1 and np.abs(blow.y[:, -1]).max() > 1e10}")
+assert blow.status == -1 and abs(blow.t[-1] - t_star) < 1e-3 and t_star < 10
+y_exact = sp.Rational(3, 2) * sp.exp(-tt) + (sp.sin(tt) - sp.cos(tt)) / 2
+assert sp.simplify(sp.diff(y_exact, tt) - (-y_exact + sp.sin(tt))) == 0 and y_exact.subs(tt, 0) == 1
+calm = solve_ivp(lambda t, y: [-y[0] + np.sin(t)], (0, 10), [1.0], rtol=1e-10, atol=1e-12, dense_output=True)
+gap_calm = np.abs(calm.y[0] - sp.lambdify(tt, y_exact)(calm.t)).max()
+print(f"fine-tuned model's ODE: max |y| on [0, 10] = {np.abs(calm.y).max():.4f}; "
+      f"max |RK45 - closed form| < 1e-8: {gap_calm < 1e-8}")
+assert calm.status == 0 and np.abs(calm.y).max() <= 1.0 + 1e-9 and gap_calm < 1e-8
+
+# %% [markdown]
+# So the two claims of E.4 (and of §7.4) hold: the first solution blows up inside $[0,10]$ — at
+# $T^*\approx1.78$, so MATLAB's plot can show only the part before it — and the second stays bounded.
+# What the paper attributes to fine-tuning (a better example) is one draw of each model and is not
+# checkable without them.
+
+# %% [markdown]
+# ## 7. Lemma A.1: the derivative with respect to the embedding table is a scatter-add
+#
+# Appendix A.1 differentiates $\mathbf H(\varphi,f)=\mathbf G(\varphi\circ f)$ with respect to the
+# embedding table $\varphi$ (one row $\varphi_k\in\mathbb R^{d_e}$ per token): the block for row $k$ is
+# $\sum_{m=1}^{M} D_m\mathbf G(\varphi\circ f)\,\delta_{k,f_m}$, the sum of the position derivatives over
+# the positions where token $k$ occurs (zero for a token that does not occur). A check by central
+# differences on a random smooth $\mathbf G:\mathbb R^{M\times d_e}\to\mathbb R^{|V|}$, with a repeated token:
+
+# %%
+rng_a1 = np.random.default_rng(3)
+n_vocab, d_emb, seq = 5, 3, 4
+table = rng_a1.normal(size=(n_vocab, d_emb))                 # phi: one row per token
+tokens = np.array([2, 0, 2, 4])                              # token 2 occurs twice, tokens 1 and 3 not at all
+mix = rng_a1.normal(size=(seq, n_vocab, d_emb))              # G(h) = sum_m mix_m tanh(h_m), (|V|,)
+
+
+def g_of_h(h: np.ndarray) -> np.ndarray:
+    return np.einsum("mvd,md->v", mix, np.tanh(h))
+
+
+d_m = [mix[m] * (1 - np.tanh(table[tokens[m]]) ** 2) for m in range(seq)]   # D_m G, (|V|, d_e) each
+lemma = [sum(d_m[m] for m in range(seq) if tokens[m] == k) if k in tokens else np.zeros((n_vocab, d_emb))
+         for k in range(n_vocab)]
+step = 1e-6
+fd = np.zeros((n_vocab, n_vocab, d_emb))                     # [k, output, coordinate]
+for k in range(n_vocab):
+    for j in range(d_emb):
+        plus, minus = table.copy(), table.copy()
+        plus[k, j] += step
+        minus[k, j] -= step
+        fd[k, :, j] = (g_of_h(plus[tokens]) - g_of_h(minus[tokens])) / (2 * step)
+err_a1 = max(np.abs(fd[k] - lemma[k]).max() for k in range(n_vocab))
+print(f"Lemma A.1 against central differences: max error < 1e-8: {err_a1 < 1e-8}; "
+      f"rows of absent tokens 1 and 3 are zero: {not fd[1].any() and not fd[3].any()}")
+assert err_a1 < 1e-8 and not fd[1].any() and not fd[3].any()

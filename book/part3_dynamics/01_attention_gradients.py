@@ -325,8 +325,9 @@ plt.show()
 #
 # **What the prose gets backwards.** The sentence after (23) ("scores increase for positions whose
 # compatibility exceeds the current attention-weighted average"), contribution (2), the abstract
-# ("route more strongly to values that are above-average for their error signal") and conclusion
-# (1) read "compatibility" as if larger $b_{ij}$ were better. With $b_{ij}=u_i^\top v_j$ and
+# ("route more strongly to values that are above-average for their error signal"), §5.1 after (44)
+# (the E-step "increases responsibilities for positions whose compatibility $b_{ij}$ exceeds the
+# current mean") and conclusion (1) read "compatibility" as if larger $b_{ij}$ were better. With $b_{ij}=u_i^\top v_j$ and
 # $u_i=\partial L/\partial g_i$ it is the other way round, as the definition of $A_{ij}$ and §4.1
 # correctly say: attention moves toward values whose compatibility is *below* average (they point
 # along $-u_i$). The equations are right; the wording is not. Recorded in `book/ERRATA.md`.

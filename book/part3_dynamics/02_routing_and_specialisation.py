@@ -162,9 +162,9 @@ assert wrong_sign > 0
 # weight in $\bar u_j$, so $v_j$ moves further along $-u_i$ — and this makes $v_j$ *more* helpful
 # for query $i$, i.e. $b_{ij}=u_i^\top v_j$ **decreases** (to first order by
 # $-\eta\,u_i^\top\bar u_j\approx-\eta\alpha_{ij}\|u_i\|^2$) and the advantage $A_{ij}$ grows.
-# (Step (3) of §4.4 says "$b_{ij}$ increases" and Fig. 1's caption says $v_j$ moves "toward $u_i$";
-# both flip the sign — with $\Delta v_j=-\eta\bar u_j$ the value moves toward $-u_i$. Recorded in
-# the errata.) We run the loop on the pair $(i_0, j_0)$ of §2, starting from a moderately dominant
+# (Step (3) of §4.4 says "$b_{ij}$ increases"; step (2), the text of §4.5, the sentence after (16) and
+# Fig. 1's caption say $v_j$ moves "toward $u_i$"; all flip the sign — with $\Delta v_j=-\eta\bar u_j$
+# the value moves toward $-u_i$. Recorded in the errata.) We run the loop on the pair $(i_0, j_0)$ of §2, starting from a moderately dominant
 # configuration ($\lambda=2$): alternate a value step (33) on column $j_0$ and a score step (34), and
 # follow $b_{i_0j_0}$, $A_{i_0j_0}$ and $\alpha_{i_0j_0}$.
 

@@ -156,6 +156,37 @@ for sigma in (0.0, 1.0, 2.0, 3.0):
 print(f"(same path with y_(t-1) known: {floor0:.4f}; entropy rate {rates['inverse_circular_distance']:.4f})")
 
 # %% [markdown]
+# The caption of Table 1 gives a reason for the small increase: the noise is "averaged over $d_x$
+# dimensions" (a central-limit argument). That is not why. The filter depends on $x_t$ only through its
+# projection on the span of the means, so coordinates outside it are ignored however many there are; what
+# sets the increase is the distance between the means relative to $\sigma$. Means $N(0,I_{20})$ are about
+# $\sqrt{40}$ apart, which is why $\sigma=1$ costs little above. With the means held fixed and $d_x$ grown,
+# the floor does not come down; with $d_x=20$ and the means moved closer, it goes up:
+
+# %%
+from nextword.booktools.display import produced  # noqa: E402
+
+floor_dx = {}
+for dx in (8, 20, 80):
+    fixed = np.zeros((n, dx))
+    fixed[:, :n] = 1.5 * np.eye(n)                     # pairwise distance 1.5 * sqrt(2) in every d_x
+    task = make_sticky_task(states, fixed, rng=np.random.default_rng(2), noise_std=1.0)
+    floor_dx[dx] = mean_cross_entropy(bayes_filter_log_probs(task, P), task.targets)
+print("means fixed, sigma = 1: Bayes floor for d_x = 8, 20, 80:",
+      ", ".join(produced(floor_dx[dx], ".3f") for dx in floor_dx), "nats")
+floor_scale = {}
+for scale in (1.0, 0.5, 0.25):
+    close = sticky_means(n, 20, rng=np.random.default_rng(1), scale=scale)
+    task = make_sticky_task(states, close, rng=np.random.default_rng(2), noise_std=1.0)
+    dist = np.linalg.norm(close[:, None] - close[None], axis=-1)
+    floor_scale[scale] = mean_cross_entropy(bayes_filter_log_probs(task, P), task.targets)
+    print(f"d_x = 20, means N(0, {scale}^2 I) (median distance {produced(np.median(dist[dist > 0]), '.2f')}): "
+          f"Bayes floor {produced(floor_scale[scale], '.4f')} nats")
+assert max(floor_dx.values()) - min(floor_dx.values()) < 0.05          # d_x does not average the noise away
+assert min(floor_dx.values()) > floor0 + 0.05                           # ... and the increase stays
+assert floor_scale[1.0] < floor_scale[0.5] < floor_scale[0.25]          # the distance of the means sets it
+
+# %% [markdown]
 # ## 3. The two protocols
 #
 # Both start from the same initialisation (Gaussian, scale 0.3) and see the same stream of data.

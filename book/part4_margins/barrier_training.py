@@ -39,7 +39,9 @@ import torch
 from nextword.booktools.plotting import use_book_style
 from nextword.provenance import load_curves, load_result
 from nextword.theory.barrier import matrix_margins
-from nextword.torch.runs.book import PAPER_FIG74, PAPER_SETUP, all_saved, experiment_config, runs_dir, saved_results
+from nextword.torch.runs.book import (
+    PAPER_FIG74, PAPER_FIG75, PAPER_SETUP, PAPER_TABLE1, all_saved, experiment_config, runs_dir,
+)
 from nextword.torch.training.loop import train_or_load
 from nextword.torch.barrier.prior import METHODS, covariances, margin_loss, margin_loss_tokens
 from nextword.torch.runs.sweep import lambda_dir
@@ -249,7 +251,7 @@ if SAVED:
           f"λ_m·L_margin = {saved['margin']['config']['lambda_margin'] * curves['margin']['train_margin'][-1]:+.2f} "
           f"nats of its training loss {d_m['final_train_loss']:.2f}")
     TARGET_BPC = 2.4                        # what issue #16 asks of the cpu tier's CE arm
-    idle_step = saved_results("bench_margin_cpu")["results"]["k16"]["times"]
+    idle_step = load_result("bench_margin_cpu")["data"]["results"]["k16"]["times"]
     print(f"target of the cpu tier: CE arm at <= {TARGET_BPC} validation BPC; reached {d_ce['final_val_bpc']:.2f} "
           f"-> {'met' if d_ce['final_val_bpc'] <= TARGET_BPC else 'NOT met'}")
     print(f"a margin-arm step took {1 / d_m['steps_per_second']:.2f} s here; the benchmark of §7 timed it at "
@@ -392,6 +394,45 @@ if SAVED:
     assert counts["transformer"] == 2 * (12 * dd**2 + 13 * dd) + 2 * dd
 
 # %% [markdown]
+# ### The paper's §7 numbers, recomputed from its own tables
+#
+# Every ratio and percentage that §7.2–7.4 print follows from the BPC values in the same place (checked
+# below). One quantity does not agree *across* the tables: the cross-entropy-only model. Table 1's
+# $\lambda_m=0$ row is that model (same architecture, optimiser and seed, §7.1; only the penalty weight
+# differs) and its $\lambda_m=0.05$ row reproduces the margin-only model of Fig. 7.4 exactly, yet its
+# clean validation BPC differs from the baseline of Fig. 7.4 and the §7.3 table:
+
+# %%
+ce74, m74 = PAPER_FIG74["ce"]["val_bpc"], PAPER_FIG74["margin"]["val_bpc"]
+gap74 = m74 - ce74
+print(f"Fig. 7.4: gap {gap74:.3f} BPC, {100 * gap74 / ce74:.2f}% of the CE arm   (printed: 0.036, 1.7%)")
+assert round(gap74, 3) == 0.036 and round(100 * gap74 / ce74, 1) == 1.7
+for arm, row in PAPER_FIG75.items():
+    ratio = row["bpc_sigma_0.5"] / row["clean"]
+    print(f"§7.3 {arm:6s}: {row['bpc_sigma_0.5']} / {row['clean']} = {ratio:.4f}   (printed {row['degradation']})")
+    assert round(ratio, 2) == row["degradation"] and row["clean"] == PAPER_FIG74[arm]["val_bpc"]
+for lam_p, bpc_p, bpcs_p, deg_p, *_ in PAPER_TABLE1:
+    assert round(bpcs_p / bpc_p, 2) == deg_p, lam_p           # every Deg of Table 1 is BPC_sigma / BPC
+table1 = {r[0]: r for r in PAPER_TABLE1}
+base, best = table1[0.0], table1[0.02]
+shares = {"noisy gain at 0.02": 1 - best[2] / base[2], "clean cost at 0.02": best[1] / base[1] - 1,
+          "clean range": table1[0.2][1] / base[1] - 1, "Deg gain at 0.02": 1 - best[3] / base[3]}
+print("Table 1 percentages:", {k: f"{100 * v:.1f}%" for k, v in shares.items()}, "  (printed: 8.9, 2.2, 3, 11)")
+assert [round(100 * v) for v in shares.values()] == [9, 2, 3, 11]
+print(f"CE-only clean validation BPC: Fig. 7.4 / §7.3 table {ce74}, Table 1 (lambda_m = 0) {base[1]}; "
+      f"margin-only (lambda_m = 0.05): {m74} and {table1[0.05][1]}")
+assert table1[0.05][1] == m74 and base[1] != ce74
+print(f"against the Fig. 7.4 baseline the clean cost at lambda_m = 0.02 is {100 * (best[1] / ce74 - 1):.1f}% "
+      f"(not {100 * shares['clean cost at 0.02']:.1f}%), and the whole path spans "
+      f"{100 * (table1[0.2][1] / ce74 - 1):.1f}% (not {100 * shares['clean range']:.1f}%)")
+
+# %% [markdown]
+# So the baseline of §7.4 is not the baseline of §7.2–7.3 (2.109 against 2.122 BPC), although the
+# margin arm is the same run in both. Either the $\lambda_m=0$ run of the sweep differs from the CE-only run
+# in something §7.1 does not state, or one of the two numbers is misprinted; the percentages of §7.4 are
+# computed against its own row, so they are internally consistent. The ledger records it.
+
+# %% [markdown]
 # * **Sign of the coupling**: not a matter of scale — it follows from the gradient at $W=0$ (§1–2)
 #   and is what the diagnostics show after training (§5).
 
@@ -404,8 +445,10 @@ if SAVED:
 # intra-op thread):
 
 # %%
-bench = saved_results("bench_margin_cpu")
+bench_run = load_result("bench_margin_cpu")
+bench = bench_run["data"]
 if bench:
+    print(f"`{bench_run['command']}` at commit {bench_run['commit'][:10]} on {bench_run['machine']['cpu']}")
     print(f"{bench['date']}, {bench['cpus']} CPUs, {bench['args']['threads']} thread(s), "
           f"median of {bench['args']['repeats']} steps")
     for mode, label in (("ce", "CE only"), ("exact", "exact penalty, all positions (Sylvester)"),
@@ -418,5 +461,74 @@ if bench:
 # The compact Sylvester path keeps the exact penalty within about twice the cost of a CE step: per
 # position it factorises an $r_t\times r_t$ matrix ($r_t$ = distinct characters before $t$, at most
 # $\lvert V\rvert$) instead of a $128\times128$ one, and its backward reuses $(I-M)^{-\top}$ without storing any
-# per-position matrix. Subsampling 16 positions per sequence makes the penalty almost free and is
-# unbiased (checked by enumeration in `tests/test_torch_prior.py`).
+# per-position matrix. Subsampling 16 positions per sequence makes the penalty a fraction of a CE step
+# (the third line; the measurement was taken on a heavily shared machine, so the ratios carry its noise)
+# and is unbiased (checked by enumeration in `tests/test_torch_prior.py`). The result records the command
+# and commit that produced it (`book/results/bench_margin_cpu/result.json`).
+
+# %% [markdown]
+# ## 8. The same experiment on a GPU, at the paper's preset
+#
+# Everything above was trained on a 2-core CPU. The `paper` preset — §7.1's model *and* optimiser
+# (lr $10^{-3}$) with the **exact** penalty on all $T-1$ positions — was trained on a lent NVIDIA H200
+# by `nextword gpu-check` (the command, GPU, driver, torch and CUDA versions are in each
+# saved file; see Reproducibility). The corpus is still tiny Shakespeare (§7 uses WikiText-2), and the
+# schedule is the paper's 20 epochs, which on this smaller corpus is 1220 steps. Two seeds, plus seed 0
+# trained a second time on a second call. Which device produced which number is printed with it.
+
+# %%
+gpu_pair = {
+    "seed 0": {arm: load_result(f"gpu_barrier_{arm}") for arm in ("ce", "margin")},
+    "seed 0, again": {arm: load_result(f"gpu_barrier_{arm}_rerun") for arm in ("ce", "margin")},
+    "seed 1": {arm: load_result(f"gpu_barrier_{arm}_seed1") for arm in ("ce", "margin")},
+}
+print(f"{'run':14s} {'device':12s} {'CE arm':>7s} {'margin':>7s} {'gap':>6s} {'tr(Sigma A), margin':>20s}")
+for run, arms in gpu_pair.items():
+    ce, mg = (arms[a]["data"] for a in ("ce", "margin"))
+    gap = mg["final_val_bpc"] - ce["final_val_bpc"]
+    print(f"{run:14s} {mg['gpu']['name']:12s} {ce['final_val_bpc']:7.3f} {mg['final_val_bpc']:7.3f} "
+          f"{gap:6.3f} {mg['diagnostics']['trace_sigma_A']:20.1f}")
+print(f"(validation bits per character after {ce['steps']} steps; the CPU pair of §4, lr 3e-3, k = 16: "
+      f"{load_result('barrier_ce')['data']['final_val_bpc']:.3f} and "
+      f"{load_result('barrier_margin')['data']['final_val_bpc']:.3f})")
+
+# %% [markdown]
+# The finding of §5 does not depend on the device, the learning rate or the subsampled penalty: with the
+# exact penalty and the paper's optimiser the coupling $\operatorname{tr}(\Sigma_tA)$ of the margin arm ends
+# far below zero in both seeds, so the penalty was lowered by dispersing attention, not by engaging the
+# barrier. The margin arm again pays in clean bits per character, about three times the paper's gap of
+# 0.036. At lr $10^{-3}$ neither arm leaves the bigram-like plateau as far as the CPU tier's lr $3\cdot10^{-3}$
+# does in the same 1220 steps. Training on the GPU is not bitwise reproducible: seed 0 trained twice gives
+# numbers that differ in the third decimal (the order of floating-point additions on the GPU varies between
+# runs), which is why every claim below is asserted with a tolerance, on both seeds.
+
+# %%
+for run, arms in gpu_pair.items():
+    ce, mg = (arms[a]["data"] for a in ("ce", "margin"))
+    assert ce["steps"] == mg["steps"] == 1220 and mg["gpu"]["name"].startswith("NVIDIA")
+    assert mg["final_val_bpc"] - ce["final_val_bpc"] > 2 * 0.036, run      # more than twice the paper's gap
+    assert mg["diagnostics"]["trace_sigma_A"] < -10, run                   # coupling driven negative
+    assert abs(ce["diagnostics"]["trace_sigma_A"]) < 0.1, run              # the CE arm's prior stays near W = 0
+rerun_gap = max(abs(gpu_pair["seed 0"][a]["data"]["final_val_bpc"] - gpu_pair["seed 0, again"][a]["data"]["final_val_bpc"])
+                for a in ("ce", "margin"))
+assert 0 < rerun_gap < 0.02
+print(f"seed 0 trained twice on the GPU: the final validation BPC differ by at most {rerun_gap:.4f}")
+
+# %% [markdown]
+# **What a GPU step costs.** Optimiser steps per second at the paper's size (batch 64, context 256,
+# $d=128$, 4 heads, 2 layers) on the H200, for the CE step, the exact-penalty step and the $k=16$ step
+# of the CPU tier, measured by the same command (each the median of 30 timed steps):
+
+# %%
+gpu_speed = load_result("gpu_check")["data"]["speed"]
+cpu_speed = load_result("gpu_check_cpu_speed")["data"]["speed"]
+print(f"{'step':14s} {'GPU (H200)':>11s} {'CPU, 2 cores':>13s} {'ratio':>6s}")
+for step in ("ce", "margin_exact", "margin_k16"):
+    print(f"{step:14s} {gpu_speed[step]:11.1f} {cpu_speed[step]:13.2f} {gpu_speed[step] / cpu_speed[step]:6.0f}")
+assert gpu_speed["shape"] == {"B": 64, "T": 256, "d": 128, "heads": 4, "layers": 2}
+assert gpu_speed["margin_exact"] < gpu_speed["margin_k16"] < gpu_speed["ce"]
+parity = load_result("gpu_check")["data"]["parity"]
+assert parity["parity"] and parity["amp_bf16"]["finite"]
+print(f"CPU vs CUDA, float32, quick config: max |difference of validation BPC| = "
+      f"{parity['max_abs_val_bpc_diff']:.1e} (tolerance {parity['tolerance_bpc']:g}); "
+      f"bf16 autocast ends {parity['amp_bf16']['diff']:+.4f} BPC from float32")

@@ -75,6 +75,26 @@ assert abs(kl_to_uniform(np.log(qn)) - (np.log(3) - entropy(np.log(qn)))) < 1e-1
 assert abs(categorical_kl(np.log(qn), np.log(pn)) - (-(qn @ np.log(pn)) - entropy(np.log(qn)))) < 1e-15
 
 # %% [markdown]
+# App. C.2.4 concludes from these identities that low concentrations (small $\mathrm{KL}(q\|U)$ and
+# $\mathrm{KL}(p\|U)$) keep $\mathrm{KL}(q\|p)$ "bounded by a small constant". They do not: a $p$ that is
+# uniform except for one nearly impossible element is close to $U$ in KL, and a uniform $q$ still pays for
+# that element. What does bound the divergence is the smallest probability of $p$:
+# $\mathrm{KL}(q\|p)\le\mathrm{KL}(q\|U)+\lograc{1}{|\mathcal Z|\min_z p(z)}$, i.e. $p$ close to uniform
+# pointwise, not in KL.
+
+# %%
+n_z = 1000
+log_q = np.full(n_z, -np.log(n_z))                       # q uniform: KL(q||U) = 0
+for M in (1e2, 1e4, 1e6):
+    log_p = np.zeros(n_z)
+    log_p[0] = -M                                        # one element e^{-M} times less likely than the rest
+    log_p -= np.logaddexp.reduce(log_p)
+    kq, kp, kqp = kl_to_uniform(log_q), kl_to_uniform(log_p), categorical_kl(log_q, log_p)
+    print(f"M = {M:9.0f}: KL(q||U) < 1e-12: {abs(kq) < 1e-12},  KL(p||U) = {kp:.4f},  KL(q||p) = {kqp:.2f} nats")
+    assert abs(kq) < 1e-12 and kp < 0.0011 and kqp > M / n_z - 1
+    assert kqp <= kq - np.log(n_z) - log_p.min() + 1e-9     # the pointwise bound holds
+
+# %% [markdown]
 # ## 2. The paper's §6.2 correlations, recomputed from its own Table 1
 #
 # §6.2 reports Spearman $\rho=0.87$ ($p=2\times10^{-4}$) between baseline $-\log p_t$ and logPPL, and
@@ -89,17 +109,22 @@ s_ppl = spearman(table1_neg_log_p, table1_logppl)
 s_ece = spearman(table1_neg_log_p, table1_ece)
 print(f"-log p_t vs logPPL: rho = {s_ppl.rho:.3f}, p = {s_ppl.p_value:.1e}   (paper: 0.87, 2e-4)")
 print(f"-log p_t vs ECE   : rho = {s_ece.rho:.3f}, p = {s_ece.p_value:.1e}   (paper: 0.86, 4e-4)")
-within = [spearman(table1_neg_log_p[i:i + 4], table1_logppl[i:i + 4]).rho for i in (0, 4)]
-print("within Qwen2.5 / Qwen3 (4 bins each): rho =", [f"{w:.2f}" for w in within])
+within = [spearman(table1_neg_log_p[i:i + 4], table1_logppl[i:i + 4]).rho for i in (0, 4, 8)]
+print("within Qwen2.5 / Qwen3 / Llama3.2 (4 bins each): rho =", [f"{w:.2f}" for w in within])
+print("Llama3.2 -log p_t per bin:", table1_neg_log_p[8:], "(not constant: one value differs)")
+assert within[0] < -0.7 and within[1] < -0.7     # reversed within each Qwen model
+assert len(set(table1_neg_log_p[8:])) == 2 and within[2] > 0.8   # Llama3.2: defined, and positive
 assert abs(s_ppl.rho - 0.87) < 0.005 and abs(s_ece.rho - 0.86) < 0.005
 assert abs(s_ppl.p_value - 2e-4) < 0.5e-4 and abs(s_ece.p_value - 4e-4) < 0.5e-4
 
 # %% [markdown]
 # Both statistics reproduce from the table. Note what the 12 points are: the three models sit in three
 # separated clusters (Llama3.2 lowest on both axes, Qwen3 highest), so the correlation mainly ranks the
-# *models*; within a model, across bins, the relation is reversed ($\rho\approx-0.8$ for Qwen2.5 and for
-# Qwen3) or undefined (Llama3.2's $-\log p_t$ is constant to three decimals). So "higher marginal likelihood
-# implies better predictive performance" is a between-model statement in the data shown.
+# *models*; within a model, across bins, the relation is reversed for the two Qwen models ($\rho\approx-0.8$
+# for Qwen2.5 and for Qwen3) but not for Llama3.2: its four $-\log p_t$ values are not all tied (one bin
+# differs in the third decimal), so $\rho$ is defined, and it is $\approx+0.82$, the opposite sign, resting on
+# that single third-decimal difference. No within-model direction is common to the three models. So "higher
+# marginal likelihood implies better predictive performance" is a between-model statement in the data shown.
 #
 # ## 3. Data and model
 

@@ -336,6 +336,13 @@ def _notation_notebook(root: Path):
     return nb
 
 
+def coverage_page(root: Path) -> str:
+    """The coverage map page (``book/coverage.yaml`` rendered by :mod:`nextword.booktools.coverage`)."""
+    from nextword.booktools import coverage
+
+    return coverage.coverage_page(root)
+
+
 def stage_book(stage: Path = STAGE_DIR, root: Path = REPO_ROOT) -> list[str]:
     """Lay out the Sphinx source tree of the book in ``stage`` and return every docname it contains.
 
@@ -398,9 +405,10 @@ def stage_book(stage: Path = STAGE_DIR, root: Path = REPO_ROOT) -> list[str]:
     trees = [_toctree(docs, caption) for caption, docs in parts]
     trees.append(_toctree(["exercises/index", *ex_parts], "Exercises"))
     trees.append(_toctree(sol_parts, "Solutions"))
-    trees.append(_toctree(["errata", "notation", "bibliography"], "Errata, notation, sources"))
+    trees.append(_toctree(["errata", "coverage", "notation", "bibliography"], "Errata, notation, sources"))
     wanted[stage / "index.md"] = readme + "\n" + "\n".join(trees)
     wanted[stage / "errata.md"] = _errata_page(root)
+    wanted[stage / "coverage.md"] = coverage_page(root)
     wanted[stage / "notation.ipynb"] = nbformat.writes(_notation_notebook(root)) + "\n"
     wanted[stage / "bibliography.md"] = (root / "book" / "BIBLIOGRAPHY.md").read_text(encoding="utf-8")
 

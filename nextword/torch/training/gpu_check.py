@@ -85,7 +85,9 @@ def _save(name: str, data: dict, cfg: Any, seeds, wall: float, out: Path, files:
     path = save_result(
         name,
         data,
-        command=f"{_COMMAND} --out {out}" if name == "gpu_check" else f"{_COMMAND} (train stage: {name})",
+        command=f"{_COMMAND} {' '.join(sys.argv[1:])}".strip()
+        if name.startswith("gpu_check")
+        else f"{_COMMAND} (train stage: {name})",
         config=cfg,
         seeds=list(seeds),
         wall_time_s=max(wall, 1e-3),
@@ -391,9 +393,18 @@ def main(argv: list[str] | None = None) -> int:
         dev = args.device or "cuda"
         if dev == "cuda" and not torch.cuda.is_available():
             ap.exit(2, f"{ap.prog}: error: no CUDA GPU here\n")
-        torch.set_num_threads(torch.get_num_threads())
+        t0 = time.time()
         speed = _speed("tiny" if args.dry_run else "paper", dev, steps=5 if args.dry_run else 10)
-        print(json.dumps(speed))
+        speed["load_average"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+        speed["torch_threads"] = torch.get_num_threads()
+        _save(
+            f"gpu_check_{torch.device(dev).type}_speed",
+            {"speed": speed},
+            {"size": speed["config"]},
+            [0],
+            time.time() - t0,
+            out,
+        )
         return 0
     if not args.dry_run and not torch.cuda.is_available():
         ap.exit(2, f"{ap.prog}: error: no CUDA GPU here (torch.cuda.is_available() is False); use --dry-run\n")
