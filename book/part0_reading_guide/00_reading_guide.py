@@ -20,7 +20,7 @@
 # %% [markdown]
 # ## Your environment
 #
-# Paste this report into any bug report (it is the output of `python -m nextword.booktools.check_env`).
+# Paste this report into any bug report (it is the output of `nextword check-env`).
 
 # %% tags=["nbval-ignore-output"]
 from nextword.booktools.check_env import format_report, run_checks

@@ -17,7 +17,7 @@
 #
 # **Default run**: 2-layer `TinyLM`s of width 16 trained for 600 steps on windows of 32 tokens of an
 # order-2 Markov source (about 30 s on 2 CPU cores in total), seed 0. The same measurement over seeds
-# 0–3 is a saved run (`python -m nextword.torch.saved_runs run positions_fig628`), read at the end of
+# 0–3 is a saved run (`nextword results run positions_fig628`), read at the end of
 # the Fig. 6.28 section; `FULL=1` trains those four seeds here. The chapter's Fig. 6.28 reports large language models; ours is a
 # small controlled measurement whose in-distribution floor (the source's entropy rate) is known exactly.
 
@@ -338,7 +338,7 @@ assert all(findings.values()), findings
 # ### The same measurement over four seeds (saved run)
 #
 # One seed could be luck. The saved run trains the four models with seeds 0–3 (the settings above,
-# `python -m nextword.torch.saved_runs run positions_fig628`, which calls the same `fig628_seed`) and
+# `nextword results run positions_fig628`, which calls the same `fig628_seed`) and
 # stores the per-position losses in `book/results/positions_fig628/`. We read them and check every
 # statement above on every seed.
 

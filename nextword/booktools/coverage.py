@@ -177,8 +177,7 @@ def coverage_page(root: Path) -> str:
 
 
 if __name__ == "__main__":
-    from nextword.booktools.notebooks import REPO_ROOT
-
+    REPO_ROOT = Path(__file__).resolve().parents[2]  # nextword/booktools/coverage.py
     for key, c in counts(REPO_ROOT).items():
         print(key, dict(c))
     for p in problems(REPO_ROOT):
