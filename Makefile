@@ -10,11 +10,15 @@ JOBS   ?= 2
 NBENV  := env -u MPLBACKEND FULL=0
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with book/nbval_sanitize.cfg -p no:cacheprovider
 # The portability pass: the same notebooks with other CPU kernels selected (OpenBLAS's Sandybridge
-# kernels, torch's non-vectorised ATen kernels, numpy without AVX2/FMA/AVX-512 loops) and two BLAS/OpenMP
-# threads instead of one (conftest.py reads NEXTWORD_THREADS). Stored outputs must survive both passes.
+# kernels, torch's non-vectorised ATen kernels, numpy without AVX2/FMA/AVX-512 loops), two BLAS/OpenMP
+# threads instead of one (conftest.py reads NEXTWORD_THREADS), and every training run perturbed:
+# NEXTWORD_PERTURB=1 makes each training entry point of the library multiply its initial weights by
+# 1 + 1e-3 u (u uniform in [-1, 1], a fixed pattern; nextword/perturbation.py). A stored output that
+# changes under it was produced, not exact: print it through nextword.booktools.display.produced and
+# assert its claim (README, "Adding or editing a notebook"). Stored outputs must survive both passes.
 KERNELS := OPENBLAS_CORETYPE=Sandybridge ATEN_CPU_CAPABILITY=default \
 	NPY_DISABLE_CPU_FEATURES="AVX512F AVX512CD AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX2 FMA3" \
-	NEXTWORD_THREADS=2
+	NEXTWORD_THREADS=2 NEXTWORD_PERTURB=1
 
 .PHONY: help env lint test test-lib test-notebooks test-notebooks-kernels book book-html render lab sync exercises bench results clean
 
@@ -22,7 +26,7 @@ help:
 	@echo "make book   - set up, execute every notebook in book/, render _build/html/index.html"
 	@echo "make book-html - render the committed executed notebooks to _build/html (no execution; incremental)"
 	@echo "make test   - set up, lint, library tests + doctests, browser test of the book, pytest --nbval on book/ and solutions/"
-	@echo "              (twice: as built, and with other CPU kernels and 2 threads: test-notebooks-kernels)"
+	@echo "              (twice: as built, and with other CPU kernels, 2 threads and perturbed training: test-notebooks-kernels)"
 	@echo "make lint   - ruff check and the import-linter contracts (.importlinter)"
 	@echo "make lab    - open JupyterLab on book/"
 	@echo "make sync   - regenerate every .ipynb from its .py (jupytext pairing, keeps outputs)"

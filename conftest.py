@@ -7,6 +7,10 @@ the tests and the notebooks.
   (``OPENBLAS_CORETYPE``, ``ATEN_CPU_CAPABILITY``, ``NPY_DISABLE_CPU_FEATURES``) and two threads. The thread
   count of that pass is ``NEXTWORD_THREADS`` (e.g. ``2``), which then replaces the one thread of
   ``NOTEBOOK_ENV`` for BLAS and OpenMP; the kernel variables are simply inherited by the kernels.
+  The same pass sets ``NEXTWORD_PERTURB=1``, also inherited: every training entry point of the library
+  then nudges its initial weights by a relative 1e-3 (a fixed pattern; :mod:`nextword.perturbation`), so a
+  stored output that a trained or iterated number produced, and that is not printed through
+  :func:`nextword.booktools.display.produced`, fails this pass on any machine, not only on a rare CPU.
 * Doctests see ``np`` (numpy) in their namespace, as the docstrings' examples assume.
 * Modules that import torch at module level (``nextword/torch/``) are not collected when torch is
   missing, so the numpy library's doctests still run on a machine without it.

@@ -90,9 +90,14 @@ def machine_info() -> dict[str, Any]:
 
 def git_commit(paths: Sequence[str | os.PathLike] = (), repo: str | os.PathLike | None = None) -> tuple[str, bool]:
     """``(commit, dirty)``: the last commit touching ``paths`` (all of HEAD if empty) and whether they have
-    uncommitted changes. ``("unknown", True)`` outside a git checkout."""
+    uncommitted changes; ``("unknown", True)`` outside a git checkout. ``$NEXTWORD_GIT_COMMIT`` (a 40-digit
+    hash, with ``$NEXTWORD_GIT_DIRTY=0`` for a clean copy) overrides both: a tree copied to another machine
+    (a lent GPU) may carry a ``.git`` that is not the one it was copied from."""
     repo = Path(repo) if repo is not None else _REPO_ROOT
     rel = [str(p) for p in paths]
+    stated = os.environ.get("NEXTWORD_GIT_COMMIT", "")
+    if len(stated) == 40 and all(c in "0123456789abcdef" for c in stated):  # a copied tree: the copier knows
+        return stated, os.environ.get("NEXTWORD_GIT_DIRTY", "1") != "0"
     try:
         commit = subprocess.run(
             ["git", "log", "-1", "--format=%H", "--", *rel], cwd=repo, check=True, capture_output=True, text=True

@@ -19,8 +19,11 @@
 # * **default** (§2): the seven $\lambda_m$ of Table 1 on the notebooks' miniature (the $\lambda_m=0$
 #   and $0.05$ runs are shared with [barrier_training](barrier_training.ipynb)) — the mechanics; a few
 #   minutes on one CPU core the first time, seconds when the runs are cached;
-# * **saved run** (§3): the sweep that `make results` trains once at a larger, longer schedule than the
-#   miniature (`book/results/barrier_sweep`; its configuration is printed there) — the conclusions.
+# * **saved run** (§3): an earlier sweep that `make results` trains once on a 2-core CPU at a larger,
+#   longer schedule than the miniature (`book/results/barrier_sweep`: five λ, $d=64$, 250 steps);
+# * **Table 1 at full size** (§4): all seven λ at the model size and schedule of the trained pair, trained
+#   on a lent GPU (NVIDIA H200) — at the CPU tier's settings (one seed) and at the paper's preset with the
+#   exact penalty (two seeds). The conclusions are drawn from §4.
 
 # %%
 import os
@@ -180,7 +183,7 @@ plot_path(lams, bpc, [r["bpc_sigma"] for r in rows], [r["degradation"] for r in 
 # relative noise (the last table). In this miniature their differences between neighbouring
 # $\lambda_m$ are of the size of a change of CPU kernel, so no robustness conclusion is drawn from it.
 #
-# ## 3. The saved sweep (`cpu` tier, Table 1 / Fig. 7.6)
+# ## 3. An earlier, smaller saved sweep (CPU, five λ, $d=64$, 250 steps)
 #
 # `make results` trains one model per $\lambda_m$ once (`python -m nextword.torch.results run
 # barrier_sweep`) and saves the table, including the degradation at equal relative noise. Once saved,
@@ -234,3 +237,104 @@ if SAVED:
     print("rises with lambda:", rising)
     print("falls with lambda:", falling)
     assert all(rising.values()) and all(falling.values())
+
+# %% [markdown]
+# ## 4. Table 1 at full size: the seven λ, trained on a GPU
+#
+# The sweep of §3 is smaller than the pair it is compared with. Table 1's seven values of $\lambda_m$ were
+# trained at the pair's model size ($d=128$, 4 heads, 2 blocks, $T=256$, batch 64, 1220 steps) on a lent
+# NVIDIA H200 by `python -m nextword.torch.gpu_check`, three times over:
+#
+# * **CPU-tier settings** (lr $3\cdot10^{-3}$, penalty on $k=16$ positions; seed 0) — the settings of the saved
+#   CPU pair, so its $\lambda_m=0$ and $0.05$ rows are that pair retrained on another device;
+# * **the paper's preset** (lr $10^{-3}$, exact penalty on all positions), seeds 0 and 1.
+#
+# Each model's noise curve was saved at several $\sigma$, so the degradation can also be read at *equal
+# relative noise*: $\sigma_\lambda = 0.2\cdot\mathrm{RMS}(E_\lambda)/\mathrm{RMS}(E_0)$, linearly interpolated on
+# the model's own curve (the saved grid is 0.1 apart at the CPU-tier settings and 0.05 at the paper's
+# preset; $0.2$ rather than Table 1's $0.3$ keeps every $\sigma_\lambda$ inside the grid).
+
+# %%
+def gpu_sweep_rows(name):
+    """The rows of a saved GPU sweep, with the degradation at equal relative noise added."""
+    rows = load_result(name)["data"]["rows"]
+    rms0 = rows[0]["embedding_rms"]
+    for r in rows:
+        curve = r["noise_absolute"]
+        sigma_rel = 0.2 * r["embedding_rms"] / rms0
+        assert sigma_rel <= max(curve["sigmas"])
+        r["relative_degradation"] = float(np.interp(sigma_rel, curve["sigmas"], curve["degradation"]))
+    return rows
+
+
+GPU_SWEEPS = {
+    "cpu-tier settings, seed 0": "gpu_barrier_sweep",
+    "paper preset, seed 0": "gpu_barrier_sweep_paper",
+    "paper preset, seed 1": "gpu_barrier_sweep_paper_seed1",
+}
+gpu_rows = {label: gpu_sweep_rows(name) for label, name in GPU_SWEEPS.items()}
+print(f"device: {load_result('gpu_barrier_sweep')['data']['gpu']['name']}")
+for label, rows in gpu_rows.items():
+    print(f"\n{label}")
+    print(f"{'lambda':>6s} {'BPC':>6s} {'BPC.3':>6s} {'Deg':>5s} {'Deg rel':>7s} {'H':>5s} {'SNR':>6s} "
+          f"{'trS/RMS2':>8s} {'tr(SA)':>8s} {'emb RMS':>7s}")
+    for r in rows:
+        print(f"{r['lambda']:6.3f} {r['bpc']:6.3f} {r['bpc_sigma']:6.3f} {r['degradation']:5.3f} "
+              f"{r['relative_degradation']:7.3f} {r['entropy']:5.2f} {r['snr']:6.3f} {r['normalised_var']:8.1f} "
+              f"{r['trace_sigma_A']:8.2f} {r['embedding_rms']:7.4f}")
+
+# %%
+fig, axes = plt.subplots(1, 3, figsize=(12.5, 3.6))
+x = np.arange(len(PAPER_LAMBDAS))
+for (label, rows), style in zip(gpu_rows.items(), ("o-", "s--", "^:")):
+    axes[0].plot(x, [r["bpc"] for r in rows], style, label=label)
+    axes[1].plot(x, [r["degradation"] for r in rows], style, label=label)
+    axes[2].plot(x, [r["relative_degradation"] for r in rows], style, label=label)
+axes[0].plot(x, [row[1] for row in PAPER_TABLE1], "kx-", label="Table 1 (WikiText-2)")
+axes[1].plot(x, [row[3] for row in PAPER_TABLE1], "kx-", label="Table 1 (WikiText-2)")
+axes[0].set(title="(a) clean validation BPC", ylabel="bits / char")
+axes[1].set(title=r"(b) degradation at $\sigma=0.3$")
+axes[2].set(title=r"(c) degradation at equal relative noise")
+for ax in axes:
+    ax.set_xticks(x, [f"{v:g}" for v in PAPER_LAMBDAS])
+    ax.set_xlabel(r"$\lambda_m$")
+axes[0].legend(fontsize=8)
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# **Figure 4.9.2.** The seven λ of Table 1 at full size, three sweeps trained on a GPU, beside Table 1's own
+# numbers (black crosses; WikiText-2, so only the shapes compare). (a) Clean bits per character rise with
+# λ in every sweep, far more than Table 1's 3 %. (b) At the paper's preset the degradation at σ = 0.3 has no
+# U-shaped optimum: it is flat to λ = 0.02 and then rises, in both seeds; at the CPU-tier settings it falls
+# all the way — but there (a) shows the clean BPC rising by 42 %, and the degradation is a ratio over the
+# clean BPC. (c) At equal relative noise the CPU-tier path is flat until λ = 0.02 and falls only where the
+# clean model has become much worse.
+
+# %%
+for label in ("paper preset, seed 0", "paper preset, seed 1"):
+    rows = gpu_rows[label]
+    bpc, deg = np.array([r["bpc"] for r in rows]), np.array([r["degradation"] for r in rows])
+    tr_sa, rms = np.array([r["trace_sigma_A"] for r in rows]), np.array([r["embedding_rms"] for r in rows])
+    assert bpc[-1] > 1.06 * bpc[0], label                 # clean BPC rises > 6 % (Table 1: 3 %)
+    assert deg.min() > 0.97 * deg[0], label               # no λ improves robustness by 3 % (Table 1: 11 %)
+    assert deg[-1] > deg[0], label                        # the strongest penalty is the least robust
+    assert np.all(np.diff(tr_sa) < 0), label              # the coupling is driven further below zero
+    assert np.all(np.diff(rms) > 0), label                # and the embeddings grow
+rows = gpu_rows["cpu-tier settings, seed 0"]
+bpc, deg = np.array([r["bpc"] for r in rows]), np.array([r["degradation"] for r in rows])
+assert np.all(np.diff(bpc) > 0) and np.all(np.diff(deg) < 0)
+assert bpc[-1] > 1.3 * bpc[0]
+print("asserted on the saved numbers: at the paper's preset (both seeds) clean BPC rises by more than 6 %, "
+      "no lambda lowers the degradation by 3 %, the coupling falls and the embeddings grow with lambda; "
+      "at the CPU-tier settings the degradation falls only as the clean BPC rises by more than 30 %")
+
+# %% [markdown]
+# **What Table 1 looks like at full size.** On tiny Shakespeare, with the paper's model and optimiser and the
+# exact penalty, the regularisation path does not reproduce Table 1's reading: there is no optimum near
+# $\lambda_m=0.02$ with an 11 % robustness gain, the clean quality falls four times faster than Table 1's 3 %,
+# and — as for the trained pair — the penalty is lowered by driving the coupling $\operatorname{tr}(\Sigma_tA)$
+# negative and growing the embeddings, not by engaging the barrier. With the CPU tier's faster learning rate
+# the degradation ratio does fall with $\lambda_m$, but only while the clean model gets much worse. The corpus
+# differs from the paper's (WikiText-2), so this is a finding about the method on this corpus, recorded in
+# the ledger (`book/ERRATA.md`, §7.4).

@@ -45,6 +45,7 @@ import torch.nn.functional as F
 
 from nextword.decoder import DecoderConfig
 from nextword.positions import rope_frequencies, sinusoidal_encoding
+from nextword.perturbation import nudge_module_
 
 __all__ = [
     "LMConfig",
@@ -341,6 +342,7 @@ def train_lm(
                 f"{(data.shape[0], data.shape[1] - 1) if data.ndim == 2 else '(2-D data only)'}"
             )
     n_rows = data.size - block if data.ndim == 1 else data.shape[0]
+    nudge_module_(model, "train_lm")  # NEXTWORD_PERTURB (the perturbation pass); a no-op by default
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     model.train()
     losses: list[float] = []

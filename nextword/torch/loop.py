@@ -38,6 +38,8 @@ from typing import Any
 import torch
 import torch.nn as nn
 
+from nextword.perturbation import nudge_module_
+
 from .batching import CharData, epoch_batch, eval_windows, load_char_data, steps_per_epoch
 from .checkpoint import CKPT, RESULTS, CheckpointError, read_checkpoint, save_checkpoint, save_json
 from .config import TrainConfig
@@ -228,6 +230,8 @@ def train(
     total = cfg.steps or cfg.epochs * spe
     eval_every = cfg.eval_every or spe
     gpt, prior = build(cfg, data.vocab.size, ctx.device)
+    nudge_module_(gpt, "train.gpt")  # NEXTWORD_PERTURB (the perturbation pass); a no-op by default
+    nudge_module_(prior, "train.prior")
     lm = BarrierLM(gpt, prior, cfg.margin_method)
     params = [p for p in lm.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)

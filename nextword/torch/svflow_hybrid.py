@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from nextword._validate import check_positive_int
+from nextword.perturbation import nudge_module_
 from nextword.theory.svflow.flow import GaussianSVFlow
 
 __all__ = ["make_moons", "HybridConfig", "HybridSVFlow", "train_hybrid", "LOG_VAR_RANGE"]
@@ -199,6 +200,7 @@ def train_hybrid(cfg: HybridConfig, X: np.ndarray, y: np.ndarray) -> tuple[Hybri
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     model = HybridSVFlow(cfg)
+    nudge_module_(model, "train_hybrid")  # NEXTWORD_PERTURB (the perturbation pass); a no-op by default
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=(0.9, 0.999), weight_decay=0.0)
     Xt, yt = torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(y, dtype=torch.long)
     log = np.zeros((cfg.steps, model.M, 3))

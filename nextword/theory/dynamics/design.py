@@ -268,7 +268,7 @@ def train_design(
         kcos.append(float(group_key_cosines(p.W_K, task.n_groups).mean()))
         return ev
 
-    p = params
+    p = params.nudged()  # NEXTWORD_PERTURB (the perturbation pass); a no-op by default
     record(p)
     for _ in range(int(config.steps)):
         keep = None

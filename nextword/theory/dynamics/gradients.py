@@ -46,6 +46,7 @@ import numpy as np
 
 from nextword._validate import as_float_array, as_index_array, check_positive_int
 from nextword.attention.core import log_softmax, scaled_dot_product_attention
+from nextword.perturbation import nudge
 
 __all__ = [
     "HeadParams",
@@ -126,6 +127,13 @@ class HeadParams:
     def dims(self) -> tuple[int, int, int, int]:
         """``(d_x, d_k, d_v, C)``."""
         return self.W_Q.shape[0], self.W_Q.shape[1], self.W_V.shape[1], self.W_O.shape[1]
+
+    def nudged(self) -> HeadParams:
+        """These parameters as a trainer starts from them: nudged when ``NEXTWORD_PERTURB`` is set
+        (:func:`nextword.perturbation.nudge`, the perturbation pass), else ``self``."""
+        names = ("W_Q", "W_K", "W_V", "W_O", "b")
+        nudged = {n: nudge(getattr(self, n), f"HeadParams.{n}") for n in names}
+        return self if all(nudged[n] is getattr(self, n) for n in names) else replace(self, **nudged)
 
     def sgd(self, grads: HeadGradients, lr: float, *, only: tuple[str, ...] | None = None) -> HeadParams:
         """One gradient-descent step ``θ ← θ - lr ∇θ`` on the named fields (all by default)."""

@@ -294,6 +294,7 @@ def train_protocol(
     else:
         raise TypeError(f"task must be a StickyTask or a callable step -> StickyTask, got {type(task).__name__}")
     losses, accs, ents = [], [], []
+    params = params.nudged()  # NEXTWORD_PERTURB (the perturbation pass); a no-op by default
     initial = params
     V0 = probe.X @ params.W_V  # (T_probe, d_v)
     for step in range(config.steps + 1):

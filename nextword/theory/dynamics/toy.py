@@ -84,6 +84,7 @@ def simulate_toy(config: ToyConfig = ToyConfig(), *, rng: np.random.Generator) -
     params = HeadParams.init(c.d_x, c.d_k, c.d_v, c.num_classes, rng=rng, scale=c.init_scale)
     X = rng.standard_normal((c.T, c.d_x))  # (T, d_x), x_j ~ N(0, I)
     y = rng.integers(0, c.num_classes, size=c.T)  # (T,)
+    params = params.nudged()  # NEXTWORD_PERTURB (the perturbation pass); a no-op by default
     initial = params
     losses, alphas, values = [], [], []
     for step in range(c.steps + 1):

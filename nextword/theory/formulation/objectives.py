@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nextword._validate import as_float_array, as_index_array, check_positive_int
+from nextword.perturbation import nudge
 
 __all__ = [
     "NextProbs",
@@ -324,6 +325,7 @@ def fit_table(
     Returns ``(W, history)`` with the loss before each step.
     """
     W = as_float_array(W0, "W0", ndim=2).astype(np.float64).copy()
+    W = nudge(W, "fit_table.W")  # NEXTWORD_PERTURB (the perturbation pass); a no-op by default
     steps = check_positive_int(steps, "steps")
 
     def grad_fn():
@@ -354,7 +356,7 @@ def fit_lora(
     rank = check_positive_int(rank, "rank")
     if not isinstance(rng, np.random.Generator):
         raise TypeError("rng must be a numpy.random.Generator")
-    A = init_scale * rng.normal(size=(V, rank))
+    A = nudge(init_scale * rng.normal(size=(V, rank)), "fit_lora.A")  # NEXTWORD_PERTURB; a no-op by default
     B = np.zeros((rank, V))
 
     def grad_fn():
