@@ -1,26 +1,40 @@
 # %% [markdown]
 # # 6.7 Content plus position (Fig. 6.24) and what each layer carries (Fig. 6.30)
 #
+# **The question.** When a positional encoding is *added* to a word's vector, are the word and its
+# position still both there — and as a stack of layers works on that sum, does each layer keep, drop or
+# build different information?
+# The chapter claims both: that $x[t]=e[t]+\mathrm{PE}(t)$ carries what the word is and where it is
+# (Fig. 6.24), and that lower layers capture surface patterns while higher layers capture meaning
+# (Fig. 6.30). If the sum lost one of its pieces, 6.5's encodings would be useless; if the layers did not
+# differ, stacking them would buy nothing. We test both claims on trained models with a tool that is
+# everywhere in the study of language models: the linear probe.
+#
+# ```{admonition} Learning goals
+# :class: tip
+# After this page you can
+# - explain, with two-dimensional vectors, when adding a position vector to a word vector loses
+#   information and when it does not;
+# - use a linear probe to test whether a hidden vector carries a property, and compare its accuracy
+#   with chance;
+# - read a probe-by-layer plot and say which part of Fig. 6.30's claim it supports.
+# ```
+#
+# **Builds on:** [§6.5 Positional encoding](6_5_positional_encoding.ipynb) (the sinusoidal table) ·
+# [§6.6 Context representation](6_6_context_representation.ipynb) (the decoder block and its residual
+# stream) · a linear classifier (logistic regression) and a train/test split.
+# **Reading time:** about 20 minutes.
+#
 # *Source: Chapter 6, §6.5 (Fig. 6.24: adding positional encodings to token embeddings) and §6.6
 # (Fig. 6.30: the layer stack, "lower layers … surface-level patterns … higher layers … more abstract
-# patterns"). Library: `nextword.torch.models.lm`, `nextword.torch.probes.layer_probe`.*
-#
-# Fig. 6.24 is a drawing of $x[t]=e[t]+\mathrm{PE}(t)$; the text claims the sum carries both what the
-# word is and where it is, and that a trained model can take the two apart. Fig. 6.30's text claims a
-# hierarchy: surface patterns low in the stack, meaning high. We rebuild Fig. 6.24 from a trained
-# model's own tensors and test both claims with linear probes.
-#
-# **The language.** To know what "surface" and "meaning" are, we use a source where both are defined:
-# each sequence draws a hidden *topic* (one of 3), then its tokens from that topic's Markov chain over a
-# shared 12-token vocabulary (`topic_markov_source`). The current and the previous token are surface
-# features; the topic is a property of the whole context (no single token reveals it). We train a
-# 3-layer, 2-head `TinyLM` (width 24, sinusoidal positions, 250 AdamW steps) for three seeds.
+# patterns").*
 
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from nextword.booktools.display import produced
 from nextword.booktools.plotting import heatmap, use_book_style
 from nextword.torch.probes.layer_probe import hidden_states, probe_accuracy, topic_markov_source
 from nextword.torch.models.lm import LMConfig, TinyLM, train_lm
@@ -28,98 +42,210 @@ from nextword.torch.models.lm import LMConfig, TinyLM, train_lm
 use_book_style()
 torch.set_num_threads(1)
 
+# %% [markdown]
+# ## A tiny example by hand: can a sum keep two things?
+#
+# Two words, a $=(1,0)$ and b $=(0,1)$, and two positions with vectors $p(1)=(0.5, 0.5)$ and
+# $p(2)=(-0.5, 0.5)$ (positions counted from 1). The four possible inputs $x=e+p$ are a@1 $=(1.5, 0.5)$,
+# b@1 $=(0.5, 1.5)$, a@2 $=(0.5, 0.5)$ and b@2 $=(-0.5, 1.5)$: all different, so from $x$ alone we can
+# tell both the word and the position — the sum lost nothing. Now choose $p(1)=(0,0)$, $p(2)=(1,-1)$:
+# b@2 $=(1,0)=$ a@1, and no reader of $x$ can tell "a at position 1" from "b at position 2". A loop
+# checks both choices:
+
+# %%
+words = {"a": np.array([1.0, 0.0]), "b": np.array([0.0, 1.0])}
+choices = {
+    "p(1) = (0.5, 0.5), p(2) = (-0.5, 0.5)": {1: np.array([0.5, 0.5]), 2: np.array([-0.5, 0.5])},
+    "p(1) = (0, 0),     p(2) = (1, -1)": {1: np.array([0.0, 0.0]), 2: np.array([1.0, -1.0])},
+}
+distinct = {}
+for name, positions in choices.items():
+    sums = {f"{w}@{t}": e + p for w, e in words.items() for t, p in positions.items()}
+    print(name + ":  " + ", ".join(f"{k} = {tuple(float(v) for v in x)}" for k, x in sums.items()))
+    distinct[name] = len({tuple(x) for x in sums.values()}) == len(sums)
+    print(f"    every (word, position) gives a different x: {distinct[name]}")
+assert list(distinct.values()) == [True, False]
+
+# %% [markdown]
+# In two dimensions a collision is easy to build. In $d_{\text{model}}=24$ dimensions, with learned word
+# vectors and a sinusoidal table, collisions are vanishingly unlikely — but a model needs more than
+# "different": it reads its input with (nearly) linear maps, so the word and the position should be
+# readable by a *linear* map. That is what a {term}`probe` tests: a small linear classifier trained to
+# predict a property (the token, the position, …) from the vectors, scored on vectors it was not trained
+# on. High held-out accuracy means the property is linearly readable there; chance accuracy means it is
+# not (for a linear reader).
+#
+# ## The language and the models
+#
+# To know what "surface" and "meaning" are, we use a source where both are defined: each sequence draws
+# a hidden *topic* (one of 3), then its tokens from that topic's Markov chain over a shared 12-token
+# vocabulary (`topic_markov_source`). The current and the previous token are surface features; the topic
+# is a property of the whole context (no single token reveals it). We train a 3-layer, 2-head `TinyLM`
+# (width 24, sinusoidal positions, 250 AdamW steps) for three seeds.
+
 # %%
 T_ctx, seeds, runs = 24, (0, 1, 2), {}
 for seed in seeds:
     rng = np.random.default_rng(seed)
     source = topic_markov_source(3, 12, rng=rng, concentration=0.3)
     train_ids, _ = source.sample(1000, T_ctx + 1, rng=rng)
-    model = TinyLM(LMConfig(vocab_size=12, d_model=24, num_heads=2, num_layers=3, max_len=T_ctx), seed=seed)
-    losses = train_lm(model, train_ids, steps=250, batch_size=32, lr=6e-3, seed=seed, progress=False)
+    config = LMConfig(vocab_size=12, d_model=24, num_heads=2, num_layers=3, max_len=T_ctx)
+    model = TinyLM(config, seed=seed)
+    losses = train_lm(model, train_ids, steps=250, batch_size=32, lr=6e-3, seed=seed,
+                      progress=False)
     test_ids, test_topics = source.sample(400, T_ctx, rng=rng)
     runs[seed] = (model, losses, test_ids, test_topics, rng.permutation(400))
-    print(f"seed {seed}: training loss {np.mean(losses[:10]):.1f} -> {np.mean(losses[-20:]):.1f} nats")
+    first, last = np.mean(losses[:10]), np.mean(losses[-20:])
+    print(f"seed {seed}: training loss {produced(first, '.1f')} -> {produced(last, '.1f')} nats")
+    assert last < first  # the model learned something
 
 # %% [markdown]
 # ## Fig. 6.24 rebuilt: $e[t]$, $\mathrm{PE}(t)$ and their sum
 #
 # The model's first residual-stream tensor must be exactly the token embedding plus the sinusoidal
-# table. We check that, draw the three matrices for one test sequence, and ask whether the sum still
-# carries both pieces of information: a linear probe on $x[t]$ recovers the token and the position.
+# table. We check that, then ask whether the sum still carries both pieces of information: a linear probe
+# on $x[t]$ for the token (12 classes, chance $1/12\approx 0.08$) and for the position (24 classes, chance
+# $1/24\approx 0.04$).
 
 # %%
 model, _, test_ids, test_topics, perm = runs[0]
-x0 = hidden_states(model, test_ids)[0]                                          # (400, T, d)
-e = model.tok_emb.detach().double().numpy()[test_ids]                           # (400, T, d)
-pe = model.pe_table[:T_ctx]                                                     # (T, d)
-gap = np.max(np.abs(x0 - (e + pe)))
+x0 = hidden_states(model, test_ids)[0]  # (400, T, d_model): the input of block 1
+token_embeddings = model.tok_emb.detach().double().numpy()[test_ids]  # (400, T, d_model)
+position_table = model.pe_table[:T_ctx]  # (T, d_model)
+gap = np.max(np.abs(x0 - (token_embeddings + position_table)))
 print(f"x[t] = e[t] + PE(t) for every token of the test set: max |diff| < 1e-6: {gap < 1e-6}")
 assert gap < 1e-6
-flat = x0[perm].reshape(-1, x0.shape[-1])                                       # (400*T, d), sequences shuffled
-tok_acc = probe_accuracy(flat, test_ids[perm].reshape(-1))
-pos_acc = probe_accuracy(flat, np.tile(np.arange(T_ctx), 400))
-print(f"linear probe on x[t]: token identity {tok_acc:.1f}, position {pos_acc:.1f} (chance 0.08 and 0.04)")
-assert tok_acc > 0.95 and pos_acc > 0.6
 
 # %%
+flat = x0[perm].reshape(-1, x0.shape[-1])  # (400*T, d_model), sequences shuffled
+token_accuracy = probe_accuracy(flat, test_ids[perm].reshape(-1))
+position_accuracy = probe_accuracy(flat, np.tile(np.arange(T_ctx), 400))
+print(f"linear probe on x[t]: token identity {produced(token_accuracy, '.1f')}, "
+      f"position {produced(position_accuracy, '.1f')} (chance 0.08 and 0.04)")
+assert token_accuracy > 0.95
+assert position_accuracy > 0.6
+
+# %%
+panels = [("token embedding e[t]", token_embeddings[0]),
+          ("positional encoding PE(t)", position_table),
+          ("sum x[t] = e[t] + PE(t)", x0[0])]
 fig, axes = plt.subplots(1, 3, figsize=(12, 3.6), sharey=True)
-for ax, (title, mat) in zip(axes, [("token embedding e[t]", e[0]), ("positional encoding PE(t)", pe),
-                                   ("sum x[t] = e[t] + PE(t)", x0[0])]):
-    heatmap(mat, ax=ax, title=title, cmap="RdBu_r", colorbar=False)
+for ax, (title, matrix) in zip(axes, panels):
+    limit = np.abs(matrix).max()  # a colour scale centred on zero
+    heatmap(matrix, ax=ax, title=title, cmap="RdBu_r", vmin=-limit, vmax=limit, colorbar=False)
     ax.set_xlabel("dimension")
-axes[0].set_ylabel("position t")
+axes[0].set_ylabel("position t (0-based)")
 plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# *Figure 6.24 (rebuilt from the trained model, seed 0) — one test sequence: the learned token
-# embeddings (rows repeat when a token repeats), the fixed sinusoidal table, and the sum that enters
-# the first block. The probes printed above recover both the token and the position from the sum.*
+# **Figure 6.7.1** (Fig. 6.24 rebuilt from the trained model, seed 0). One test sequence: the learned
+# token embeddings (see the rows repeat when a token repeats), the fixed sinusoidal table, and the sum
+# that enters the first block (red positive, blue negative, white zero). Neither piece is visible by eye
+# in the sum, yet the probes printed above recover both the token and the position from it.
 #
 # ## Fig. 6.30's claim: surface low, meaning high
 #
-# For every layer $\ell=0$ (embedding) … 3 we probe the last position's state for the current token,
-# the previous token (surface) and the topic (meaning), training on half of the held-out sequences and
-# scoring on the other half. Accuracies are printed to one decimal (they come from trained models).
+# For every layer $\ell=0$ (the embedding, $x[t]$) … 3 (the output of block 3) we probe the last
+# position's state for the current token, the previous token (surface) and the topic (meaning), training
+# on half of the held-out sequences and scoring on the other half. The vector we probe is the
+# {term}`residual stream` after each block.
 
 # %%
-names = ("current token", "previous token", "topic")
-acc = np.zeros((len(seeds), 4, 3))                                              # (seed, layer, feature)
+feature_names = ("current token", "previous token", "topic")
+accuracy = np.zeros((len(seeds), 4, 3))  # (seed, layer, feature)
 for s, seed in enumerate(seeds):
     model, _, test_ids, test_topics, perm = runs[seed]
-    for layer, h in enumerate(hidden_states(model, test_ids)):
-        F = h[perm, -1]                                                         # (400, d): last position
+    for layer, states in enumerate(hidden_states(model, test_ids)):
+        last_states = states[perm, -1]  # (400, d_model): the last position
         labels = (test_ids[perm, -1], test_ids[perm, -2], test_topics[perm])
-        acc[s, layer] = [probe_accuracy(F, lab) for lab in labels]
+        accuracy[s, layer] = [probe_accuracy(last_states, label) for label in labels]
 for layer in range(4):
-    print(f"layer {layer}: " + ";  ".join(f"{n} {np.array2string(acc[:, layer, k], precision=1)}"
-                                          for k, n in enumerate(names)) + "   (three seeds)")
-topic_gain = acc[:, 3, 2] - acc[:, 0, 2]
-print("topic: top layer above the embedding by more than 0.2 in every seed:", bool(np.all(topic_gain > 0.2)))
-print("current token: decodable (> 0.9) at every layer in every seed:", bool(np.all(acc[:, :, 0] > 0.9)))
-assert np.all(topic_gain > 0.2) and np.all(acc[:, :, 0] > 0.9)
+    per_feature = [f"{name} {produced(np.array2string(accuracy[:, layer, k], precision=1))}"
+                   for k, name in enumerate(feature_names)]
+    print(f"layer {layer}: " + ";  ".join(per_feature) + "   (three seeds)")
+
+# %%
+topic_gain = accuracy[:, 3, 2] - accuracy[:, 0, 2]  # (seeds,): top layer minus embedding
+topic_rises = bool(np.all(topic_gain > 0.2))
+token_kept = bool(np.all(accuracy[:, :, 0] > 0.9))
+print("topic: top layer above the embedding by more than 0.2 in every seed:", topic_rises)
+print("current token: decodable (> 0.9) at every layer in every seed:", token_kept)
+assert topic_rises
+assert token_kept
 
 # %%
 fig, ax = plt.subplots(figsize=(6.4, 3.6))
-for k, n in enumerate(names):
+for k, name in enumerate(feature_names):
     for s in range(len(seeds)):
-        ax.plot(range(4), acc[s, :, k], color=f"C{k}", marker="o", lw=1, label=n if s == 0 else None)
+        ax.plot(range(4), accuracy[s, :, k], color=f"C{k}", marker="o", lw=1,
+                label=name if s == 0 else None)
 ax.axhline(1 / 3, color="C2", ls=":", lw=0.8)
 ax.axhline(1 / 12, color="C0", ls=":", lw=0.8)
 ax.set_xticks(range(4), ["embedding", "block 1", "block 2", "block 3"])
+ax.set_xlabel("depth: the residual stream after …")
 ax.set_ylabel("held-out probe accuracy")
 ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
-# *Figure 6.30 (measured) — linear-probe accuracy of three features at each depth, three seeds
-# (dotted: chance for the topic, 1/3, and for a token, 1/12).*
+# **Figure 6.7.2** (Fig. 6.30 measured). Linear-probe accuracy of three features at each depth, one line
+# per seed (dotted: chance for the topic, 1/3, and for a token, 1/12). See the green topic lines climb
+# from the embedding to block 3, while the blue current-token lines stay at the top all the way.
 #
 # **What holds and what does not.** The *meaning* half of the claim holds on this language: the topic,
-# which no single token reveals, becomes more decodable block by block and is best at the top, in
-# every seed. The *surface* half holds only in the weak sense that surface features are available
-# low: the current token stays perfectly decodable through all three blocks (the residual stream
-# keeps it — nothing forces the upper layers to drop it), and the previous token is only weakly
-# decodable at any depth in a model this small. So the stack adds abstraction on top of the surface
-# information rather than replacing it; a probe cannot show "lower layers learn surface patterns,
-# higher layers semantics" as a division of labour here.
+# which no single token reveals, becomes more decodable block by block and is best at the top, in every
+# seed. The *surface* half holds only in the weak sense that surface features are available low: the
+# current token stays perfectly decodable through all three blocks (the residual stream keeps it —
+# nothing forces the upper layers to drop it), and the previous token is only weakly decodable at any
+# depth in a model this small. So the stack adds abstraction on top of the surface information rather
+# than replacing it; a probe cannot show "lower layers learn surface patterns, higher layers semantics"
+# as a division of labour here.
+#
+# ## Key takeaways
+#
+# - Adding a position vector to a word vector loses information only if two (word, position) pairs give
+#   the same sum; in many dimensions this is unlikely, and a trained model's input $e[t]+\mathrm{PE}(t)$
+#   lets a linear probe read both the token and the position.
+# - A linear probe tests whether a property is *linearly readable* from hidden vectors; its held-out
+#   accuracy must be compared with chance.
+# - On a language with a hidden topic, the topic becomes more readable layer by layer: higher layers do
+#   build context-wide information.
+# - The current token stays readable at every depth, because the residual stream carries it upward:
+#   upper layers add to the lower layers' information rather than replacing it.
+#
+# ## Check your understanding
+#
+# 1. With a $=(1,0)$, b $=(0,1)$ and $p(1)=(0,0)$, find a $p(2)$ other than $(1,-1)$ that makes two
+#    (word, position) pairs collide.
+#
+#    ```{dropdown} Answer
+#    A collision needs $e + p(2) = e' + p(1)$ for some words, i.e. $p(2)$ equal to a difference of two
+#    word vectors: $p(2) = (-1, 1)$ (a@2 = b@1) works, and so does $p(2)=(0,0)$ (every word collides
+#    with itself at the other position).
+#    ```
+#
+# 2. With 3 topics, a probe reads the topic from block 3 nearly always right, and from the embedding
+#    only a little better than chance. What does each result tell you, and what does it not tell you?
+#
+#    ```{dropdown} Answer
+#    Chance is $1/3$: near it, the last token's embedding says little about the topic. Near-perfect
+#    accuracy says the topic is linearly readable from block 3's stream. Neither says the model *uses*
+#    that information for its prediction, nor that a non-linear reader could not find it lower down.
+#    ```
+#
+# 3. Why can the current token stay decodable at every depth even if no layer "needs" it up there?
+#
+#    ```{dropdown} Answer
+#    Each block adds its outputs to the residual stream instead of replacing it, so the embedding's
+#    information is carried upward unless a layer actively cancels it.
+#    ```
+#
+# ## Reproducibility
+#
+# **Default run:** three 3-layer, 2-head `TinyLM`s (width 24, sinusoidal positions) trained for 250 AdamW
+# steps (batch 32, learning rate 6e-3) on 1000 sequences of $T_{\text{ctx}}+1$ tokens each, seeds 0, 1, 2; probed on 400
+# held-out sequences of 24 tokens. Library: `nextword.torch.models.lm` (the model and its training loop),
+# `nextword.torch.probes.layer_probe` (the topic source, the hidden states and the probe). The probe accuracies
+# come from trained models and are shown to one decimal; the asserts use margins that hold across seeds
+# and CPUs.
