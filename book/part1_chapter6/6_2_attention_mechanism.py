@@ -1,14 +1,15 @@
 # %% [markdown]
 # # 6.2 The attention mechanism
 #
-# **The question.** When a model reads "The software engineer … finally submitted the code that would"
-# and must guess the next word, how can it pull in exactly the earlier words that matter — "code",
-# "finally" — and ignore the other nineteen?
-# A recurrent network (the previous chapter) has to carry everything it might need in one state vector,
-# updated word by word, and what it read twenty words ago has been overwritten twenty times. Attention
-# lets the current word look at every earlier word directly, score how relevant each one is, and take a
-# weighted average of what they offer. Every later piece of the transformer is built around this one
-# operation, so it is worth being able to do it with a pencil.
+# **The question.** When a model reads "The software engineer … finally submitted the code that
+# would" and must guess the next word, how can it pull in exactly the earlier words that matter —
+# "code", "finally" — and ignore the other nineteen?
+#
+# A recurrent network (the previous chapter) has to carry everything it might need in one state
+# vector, updated word by word, and what it read twenty words ago has been overwritten twenty times.
+# Attention lets the current word look at every earlier word directly, score how relevant each one
+# is, and take a weighted average of what they offer. Every later piece of the transformer is built
+# around this one operation, so it is worth being able to do it with a pencil.
 #
 # ```{admonition} Learning goals
 # :class: tip
@@ -20,10 +21,11 @@
 # - read the attention matrix of a trained model and check it against where the information is.
 # ```
 #
-# **Builds on:** [6.1 From sequential bottleneck to parallel attention](6_1_parallel_attention.ipynb)
-# (why a fixed-size state loses distant words) · word embeddings, matrix products and the softmax from
-# the previous chapter; mean and variance of a sum of independent variables. **Reading time:** about
-# 40 minutes.
+# **Builds on:**
+# [6.1 From sequential bottleneck to parallel attention](6_1_parallel_attention.ipynb) (why a
+# fixed-size state loses distant words) · word embeddings, matrix products and the softmax from the
+# previous chapter; mean and variance of a sum of independent variables.
+# **Reading time:** about 40 minutes.
 #
 # *Source: Chapter 6, §6.2 (the attention-weight formula, Figs. 6.3 and 6.5–6.12, Exercises 1, 2 and
 # 10).*
@@ -86,10 +88,10 @@ for word, q, k, v in zip(words, queries, keys, values):
     print(f"{word:9s}  q = {q}   k = {k}   v = {v}")
 
 # %% [markdown]
-# Now word $i$ looks at the words $j=1,\dots,i$ — itself and the words before it. (It must not see the
-# words after it, because it is about to predict the next one; [6.3](6_3_causal_masking.ipynb) shows
-# what goes wrong otherwise.) For each of them it computes a {term}`score <attention score>`: the dot
-# product $q[i]\cdot k[j]$, large when the query and the key point the same way, divided by
+# Now word $i$ looks at the words $j=1,\dots,i$ — itself and the words before it. (It must not see
+# the words after it, because it is about to predict the next one; [6.3](6_3_causal_masking.ipynb)
+# shows what goes wrong otherwise.) For each of them it computes a {term}`score <attention score>`:
+# the dot product $q[i]\cdot k[j]$, large when the query and the key point the same way, divided by
 # $\sqrt{d_k}$ (why, is the last section of this page). A softmax turns the scores into
 # {term}`attention weights <attention weight>` — positive, adding up to 1 — and the output is the
 # weighted sum of the values. One plain loop, word by word (Python counts from 0, so word $i$ is
@@ -107,9 +109,9 @@ for i in range(3):
           f"weights {np.round(weights, 3)}, output {np.round(outputs[i], 3)}")
 
 # %% [markdown]
-# Word 1 can only look at itself, so its weight is 1 and its output is its own value. Word 3 ("code")
-# scores $3/\sqrt2$, $1/\sqrt2$ and $4/\sqrt2$ against the three keys; its output is mostly its own
-# value and the value of "engineer". With exact arithmetic (sympy), word 3's weights are
+# Word 1 can only look at itself, so its weight is 1 and its output is its own value. Word 3
+# ("code") scores $3/\sqrt2$, $1/\sqrt2$ and $4/\sqrt2$ against the three keys; its output is mostly
+# its own value and the value of "engineer". With exact arithmetic (sympy), word 3's weights are
 
 # %%
 raw_scores_3 = sp.Matrix(queries[2:3].astype(int)) * sp.Matrix(keys.astype(int)).T  # (1, 3)
@@ -122,11 +124,12 @@ np.testing.assert_allclose(softmax(np.array(scaled_3.tolist(), dtype=float))[0],
 assert sp.simplify(sum(alpha_3) - 1) == 0  # the weights add up to exactly 1
 
 # %% [markdown]
-# The loop is what the formula says; a computer does all words at once with matrices. Stack the queries
-# as rows of $Q$, the keys as rows of $K$: then $QK^\top$ holds every score, row $i$ for query $i$ and
-# column $j$ for key $j$. Blocking the entries with $j>i$ (set them to $-\infty$, so their
-# exponential is 0) and taking the softmax of each row gives all the weights; one more product with
-# $V$ gives all the outputs. Both forms, and the library's `scaled_dot_product_attention`, agree:
+# The loop is what the formula says; a computer does all words at once with matrices. Stack the
+# queries as rows of $Q$, the keys as rows of $K$: then $QK^\top$ holds every score, row $i$ for
+# query $i$ and column $j$ for key $j$. Blocking the entries with $j>i$ (set them to $-\infty$, so
+# their exponential is 0) and taking the softmax of each row gives all the weights; one more product
+# with $V$ gives all the outputs. Both forms, and the library's `scaled_dot_product_attention`,
+# agree:
 
 # %%
 score_matrix = queries @ keys.T / np.sqrt(d_k)  # (3, 3): entry [i, j] = q[i].k[j] / sqrt(d_k)
@@ -148,35 +151,36 @@ np.testing.assert_allclose(library_outputs, outputs, atol=1e-12)
 # {\sum_{m\le i}\exp\!\big(q[i]\cdot k[m]/\sqrt{d_k}\big)}\quad (j\le i),\qquad
 # \text{output}[i]=\sum_{j\le i}\alpha[i,j]\,v[j].$$
 #
-# Here $i$ is the word looking (the query's position), $j$ the word looked at (the key's position), and
-# $m$ runs over all the positions word $i$ may see. The chapter writes $\sqrt d$; the $d$ is the width
-# of a query and a key, which this page calls $d_k$ throughout (in [6.4](6_4_multi_head.ipynb), where a
-# model has several heads, $d_k=d_{\text{head}}$). The ratio $q\cdot k/\sqrt{d_k}$ is the
-# {term}`scaled dot product`. The picture below is the tiny example, drawn from its own numbers.
+# Here $i$ is the word looking (the query's position), $j$ the word looked at (the key's position),
+# and $m$ runs over all the positions word $i$ may see. The chapter writes $\sqrt d$; the $d$ is the
+# width of a query and a key, which this page calls $d_k$ throughout (in
+# [6.4](6_4_multi_head.ipynb), where a model has several heads, $d_k=d_{\text{head}}$). The ratio
+# $q\cdot k/\sqrt{d_k}$ is the {term}`scaled dot product`. The picture below is the tiny example,
+# drawn from its own numbers.
 
 # %%
 draw_one_head(embeddings, W_query, W_key, W_value, words)
 plt.show()
 
 # %% [markdown]
-# **Figure 6.2.1.** One attention head on "engineer submitted code". Follow the arrows: each embedding
-# (left) is multiplied by $W^Q$, $W^K$, $W^V$; every query meets every key in the score matrix (grey
-# cells, $-\infty$, are the future words a query may not see); the softmax turns each row into weights
-# that add up to 1; the output row $i$ is the weights of row $i$ times the values. Colours: red
-# positive, blue negative, white zero; green is a weight, darker for larger.
+# **Figure 6.2.1.** One attention head on "engineer submitted code". Follow the arrows: each
+# embedding (left) is multiplied by $W^Q$, $W^K$, $W^V$; every query meets every key in the score
+# matrix (grey cells, $-\infty$, are the future words a query may not see); the softmax turns each
+# row into weights that add up to 1; the output row $i$ is the weights of row $i$ times the values.
+# Colours: red positive, blue negative, white zero; green is a weight, darker for larger.
 #
 # ## Attention as a soft lookup (Fig. 6.3)
 #
-# A Python dictionary returns the value of the one key that matches. Attention returns a blend of *all*
-# values, each weighted by how well its key matches: a soft lookup. Because the weights are positive
-# and add up to 1, the output is a {term}`convex combination` of the values — a point inside the
-# shape they span (Exercise 2, `exercises/part1_chapter6/ex02_convex_combination.ipynb`, asks you
-# to prove it).
+# A Python dictionary returns the value of the one key that matches. Attention returns a blend of
+# *all* values, each weighted by how well its key matches: a soft lookup. Because the weights are
+# positive and add up to 1, the output is a {term}`convex combination` of the values — a point
+# inside the shape they span (Exercise 2, `exercises/part1_chapter6/ex02_convex_combination.ipynb`,
+# asks you to prove it).
 #
 # How soft? Multiply every score by a number $\beta$ before the softmax. $\beta$ is an inverse
-# {term}`softmax temperature`: a large $\beta$ (a low temperature) exaggerates the differences between
-# scores, and the largest score takes nearly all the weight. We take six random keys and values, a query
-# close to key 3, and watch the output as $\beta$ grows.
+# {term}`softmax temperature`: a large $\beta$ (a low temperature) exaggerates the differences
+# between scores, and the largest score takes nearly all the weight. We take six random keys and
+# values, a query close to key 3, and watch the output as $\beta$ grows.
 
 # %%
 rng = np.random.default_rng(0)
@@ -218,9 +222,9 @@ plt.show()
 #
 # "A convex combination" is a checkable statement: there must be numbers $\lambda_j\ge0$ with
 # $\sum_j\lambda_j=1$ and $\sum_j\lambda_j v[j]=\text{output}$. Finding such $\lambda$ is a linear
-# program (LP: linear equations plus inequalities); `scipy.optimize.linprog` reports status 0 when one
-# exists. It does not use the attention weights, so it is an independent check — for every $\beta$
-# above.
+# program (LP: linear equations plus inequalities); `scipy.optimize.linprog` reports status 0 when
+# one exists. It does not use the attention weights, so it is an independent check — for every
+# $\beta$ above.
 
 # %%
 hull_equations = np.vstack([rand_values.T, np.ones(6)])  # sum_j lambda_j v[j] = out; sum lambda = 1
@@ -235,12 +239,12 @@ print(f"in the convex hull for all {len(betas)} values of beta")
 # ## A model trained on the running example
 #
 # Typed numbers show the mechanics; a trained model shows what attention is *for*.
-# `RunningExampleSource` generates variants of the chapter's sentence in which five words vary and the
-# blank (word 22) depends on exactly three of them: word 19 ("code"/"cake", and its number), word 16
-# ("finally"/"hastily") and word 21 ("would"/"now"). Everything else, including "engineer(s)" at word 3,
-# tells nothing about the blank. We train a small transformer, `TinyLM` (one layer, width 32), on 4000
-# such sentences and score it on the blank in {term}`nats` (losses measured with the natural log; 1 nat
-# = 1/ln 2 ≈ 1.44 bits).
+# `RunningExampleSource` generates variants of the chapter's sentence in which five words vary and
+# the blank (word 22) depends on exactly three of them: word 19 ("code"/"cake", and its number),
+# word 16 ("finally"/"hastily") and word 21 ("would"/"now"). Everything else, including
+# "engineer(s)" at word 3, tells nothing about the blank. We train a small transformer, `TinyLM`
+# (one layer, width 32), on 4000 such sentences and score it on the blank in {term}`nats` (losses
+# measured with the natural log; 1 nat = 1/ln 2 ≈ 1.44 bits).
 
 # %%
 src = RunningExampleSource()
@@ -271,8 +275,8 @@ assert blank_loss < src.blank_entropy() + 0.2  # within 0.2 nat of the best poss
 #   useful range.
 # - **Heads.** The model runs two copies of this page's mechanism side by side, each with its own
 #   $W^Q, W^K, W^V$ of width $d_k=16$ (two {term}`attention heads <attention head>`,
-#   [6.4](6_4_multi_head.ipynb)). Their matrices are stored side by side, so head 1's are the first 16
-#   columns. We follow head 1.
+#   [6.4](6_4_multi_head.ipynb)). Their matrices are stored side by side, so head 1's are the first
+#   16 columns. We follow head 1.
 #
 # Each step is checked against the weights the library computes.
 
@@ -311,7 +315,8 @@ axes[0, 0].set_xlabel(f"components ({d_k} each)")
 axes[0, 1].bar(range(1, 22), scores)
 axes[0, 1].set(title="scores q[21]·k[j]/√d_k (Fig. 6.6)", xlabel="key position j", ylabel="score")
 axes[1, 0].bar(range(1, 22), weights, color="C1")
-axes[1, 0].set(title="softmax weights α[21, j] (Fig. 6.7)", xlabel="key position j", ylabel="weight")
+axes[1, 0].set(title="softmax weights α[21, j] (Fig. 6.7)", xlabel="key position j",
+               ylabel="weight")
 contributions = weights[:, None] * values[: i + 1]  # (21, 16) weighted values
 contrib_scale = np.abs(np.vstack([contributions, output[None]])).max()
 heatmap(np.vstack([contributions, output[None]]), ax=axes[1, 1], row_labels=labels + ["= output"],
@@ -324,11 +329,11 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# **Figure 6.2.3** (the chapter's Figs. 6.5–6.8, from the trained model). Top left: queries, keys and
-# values of head 1 for the 21 words (red positive, blue negative). Top right: the scaled dot products
-# of query 21 with every key. Bottom left: the softmax turns them into weights — see how nearly all
-# the weight lands on one word. Bottom right: each value scaled by its weight, and their sum, the
-# output; rows with no weight are white.
+# **Figure 6.2.3** (the chapter's Figs. 6.5–6.8, from the trained model). Top left: queries, keys
+# and values of head 1 for the 21 words (red positive, blue negative). Top right: the scaled dot
+# products of query 21 with every key. Bottom left: the softmax turns them into weights — see how
+# nearly all the weight lands on one word. Bottom right: each value scaled by its weight, and their
+# sum, the output; rows with no weight are white.
 #
 # ## The whole attention matrix (Figs. 6.9–6.11)
 
@@ -343,7 +348,8 @@ trained_weights = library_weights[0]  # (2 heads, 21, 21)
 assert np.allclose(trained_weights.sum(-1), 1)  # every row is a distribution
 assert np.all(np.triu(trained_weights[0], 1) == 0)  # nothing above the diagonal (no future)
 assert np.all(np.triu(trained_weights[1], 1) == 0)
-assert trained_weights[:, 17, 1].max() > 0.9  # "the" (18), which predicts the object noun, reads "software" (2)
+# "the" (word 18), which predicts the object noun, reads "software" (word 2):
+assert trained_weights[:, 17, 1].max() > 0.9
 
 # %% [markdown]
 # **Figure 6.2.4** (the chapter's Fig. 6.9, measured). The two heads' attention matrices for the
@@ -353,9 +359,9 @@ assert trained_weights[:, 17, 1].max() > 0.9  # "the" (18), which predicts the o
 # something to predict pick the word that tells them: "the" at 18, which precedes the object noun,
 # looks back at "software".
 #
-# Which words *should* the blank's query read? The data generator knows: the {term}`mutual
-# information` between word $j$ and the blank (how many nats knowing word $j$ saves on the blank, on
-# average) is computed exactly, and compared with the weights.
+# Which words *should* the blank's query read? The data generator knows: the
+# {term}`mutual information` between word $j$ and the blank (how many nats knowing word $j$ saves
+# on the blank, on average) is computed exactly, and compared with the weights.
 
 # %%
 mutual_info = np.array([src.mutual_information(t) for t in range(1, 22)])  # exact, nats
@@ -382,22 +388,22 @@ assert top == [16, 19]  # the two heads split the two distant dependencies
 assert blank_row[:, 2].max() < 0.05  # "engineer" (no information about the blank) is ignored
 
 # %% [markdown]
-# **Figure 6.2.5** (the chapter's Fig. 6.10, measured). Top: weights $\alpha[21,j]$ of the query whose
-# output predicts the blank. Bottom: the exact mutual information between each word and the blank.
-# See how the heads divide the work: one reads "code" (word 19: which family of verbs, singular or
-# plural), the other "finally" (word 16: success or failure). Word 21 ("would/now") is the query's
-# own word; it reaches the prediction without attention, because the model adds each attention
-# output to its input — the running sum is called the {term}`residual stream`
+# **Figure 6.2.5** (the chapter's Fig. 6.10, measured). Top: weights $\alpha[21,j]$ of the query
+# whose output predicts the blank. Bottom: the exact mutual information between each word and the
+# blank. See how the heads divide the work: one reads "code" (word 19: which family of verbs,
+# singular or plural), the other "finally" (word 16: success or failure). Word 21 ("would/now") is
+# the query's own word; it reaches the prediction without attention, because the model adds each
+# attention output to its input — the running sum is called the {term}`residual stream`
 # ([6.6](6_6_context_representation.ipynb)). "software" (word 2) carries information about the blank
-# only *through* word 19, so a model that reads word 19 has no use for it; "engineer" carries none and
-# gets none.
+# only *through* word 19, so a model that reads word 19 has no use for it; "engineer" carries none
+# and gets none.
 #
-# The chapter's Fig. 6.10 puts the largest weights on "code", "submitted", "engineer" and "software".
-# In this controlled language "submitted" and "engineer" have zero mutual information with the blank
-# and receive essentially no weight. What the figure's reasoning gets right — attention goes where the
-# information about the next word is — holds here; which words those are is a property of the data,
-# not of the sentence's grammar. (The chapter's positions 19 and 21 for "submitted" and "code" are
-# words 17 and 19; see [6.1](6_1_parallel_attention.ipynb).)
+# The chapter's Fig. 6.10 puts the largest weights on "code", "submitted", "engineer" and
+# "software". In this controlled language "submitted" and "engineer" have zero mutual information
+# with the blank and receive essentially no weight. What the figure's reasoning gets right —
+# attention goes where the information about the next word is — holds here; which words those are is
+# a property of the data, not of the sentence's grammar. (The chapter's positions 19 and 21 for
+# "submitted" and "code" are words 17 and 19; see [6.1](6_1_parallel_attention.ipynb).)
 
 # %%
 fig = plt.figure(figsize=(11, 4.5))
@@ -411,20 +417,21 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# **Figure 6.2.6** (the chapter's Fig. 6.11, measured). The same matrices as surfaces. The cliff along
-# the diagonal is the causal mask; the ridges are keys that many queries read (head 2's ridge at
-# word 16 is "finally"/"hastily").
+# **Figure 6.2.6** (the chapter's Fig. 6.11, measured). The same matrices as surfaces. The cliff
+# along the diagonal is the causal mask; the ridges are keys that many queries read (head 2's ridge
+# at word 16 is "finally"/"hastily").
 #
 # ## Why divide by $\sqrt{d_k}$? (Exercise 10, Fig. 6.12)
 #
 # Exercise 10 (`exercises/part1_chapter6/ex10_scaling_variance.ipynb`) asks for this derivation;
 # try it before reading on.
 #
-# A score is a sum of $d_k$ products, $q\cdot k=\sum_{r=1}^{d_k}q_rk_r$. If the entries are independent
-# with mean 0 and variance $\sigma^2$, each product has variance $\sigma^4$ and the variances add:
-# $\operatorname{Var}(q\cdot k)=d_k\sigma^4$. Scores of wide vectors are spread over a wide range, and
-# the softmax of widely spread scores puts all the weight on one key. Dividing by $\sqrt{d_k}$ cancels
-# the growth. Sympy carries this out for a **symbolic** $d_k$: $E[(q\cdot k)^2]=\sum_r\sum_s
+# A score is a sum of $d_k$ products, $q\cdot k=\sum_{r=1}^{d_k}q_rk_r$. If the entries are
+# independent with mean 0 and variance $\sigma^2$, each product has variance $\sigma^4$ and the
+# variances add: $\operatorname{Var}(q\cdot k)=d_k\sigma^4$. Scores of wide vectors are spread over
+# a wide range, and the softmax of widely spread scores puts all the weight on one key. Dividing by
+# $\sqrt{d_k}$ cancels the growth. Sympy carries this out for a **symbolic** $d_k$:
+# $E[(q\cdot k)^2]=\sum_r\sum_s
 # E[q_rq_s]E[k_rk_s]$ splits into $d_k$ diagonal terms $E[q_r^2]E[k_r^2]$ and $d_k(d_k-1)$
 # off-diagonal ones $E[q_r]E[q_s]E[k_r]E[k_s]$; subtract $E[q\cdot k]^2$. We keep general means
 # $\mu_q,\mu_k$ and variances $\sigma_q^2,\sigma_k^2$, so that the role of the zero mean is visible:
@@ -489,7 +496,8 @@ for width in dims:
     dots = np.einsum("nd,nd->n", q_samples, k_samples)
     var_raw, var_scaled = dots.var(), (dots / np.sqrt(width)).var()
     print(f"d_k = {width:4d}: Var(q.k) = {produced(var_raw, '.1f')} "
-          f"(d_k sigma^4 = {width * sig**4:6.0f}), Var(q.k/sqrt d_k) = {produced(var_scaled, '.3f')}")
+          f"(d_k sigma^4 = {width * sig**4:6.0f}), "
+          f"Var(q.k/sqrt d_k) = {produced(var_scaled, '.3f')}")
     assert abs(var_raw / (width * sig**4) - 1) < 0.05
     assert abs(var_scaled - 1) < 0.05
 
@@ -497,16 +505,17 @@ for width in dims:
 p_large = 1 - (1 - 2 * scipy.stats.norm.sf(10 / np.sqrt(512))) ** 21
 print(f"d_k = 512, unit variance: std of q.k = {np.sqrt(512):.1f}; "
       f"P(some |q.k| > 10 among 21 keys) = {p_large:.4f}")
-assert p_large > 0.99  # the chapter: 'dot products can reach values of magnitude 10 or more for d = 512'
+# the chapter: 'dot products can reach values of magnitude 10 or more for d = 512'
+assert p_large > 0.99
 
 # %% [markdown]
 # **Saturation.** Why are huge scores bad? The softmax's derivative (its Jacobian, the matrix of
-# $\partial p_a/\partial z_b$) is $J=\mathrm{diag}(p)-pp^\top$. When one score dominates, $p$ is nearly
-# one-hot and *every* entry of $J$ — the diagonal ones $p_a(1-p_a)$ included — goes to zero: almost
-# no gradient reaches the scores, and the queries and keys stop learning. We check the formula against
-# torch's automatic differentiation, then measure $\|J\|_F$ (the Frobenius norm: root of the sum of
-# squared entries), the largest weight and the {term}`entropy` of the weights over 21 random keys, with
-# and without the scale, as $d_k$ grows.
+# $\partial p_a/\partial z_b$) is $J=\mathrm{diag}(p)-pp^\top$. When one score dominates, $p$ is
+# nearly one-hot and *every* entry of $J$ — the diagonal ones $p_a(1-p_a)$ included — goes to zero:
+# almost no gradient reaches the scores, and the queries and keys stop learning. We check the
+# formula against torch's automatic differentiation, then measure $\|J\|_F$ (the Frobenius norm:
+# root of the sum of squared entries), the largest weight and the {term}`entropy` of the weights
+# over 21 random keys, with and without the scale, as $d_k$ grows.
 
 # %%
 def softmax_jacobian(p):
@@ -551,14 +560,15 @@ axes[1].bar(range(1, 22), softmax(some_keys @ one_query / np.sqrt(d_show)), colo
 axes[1].set(title=rf"scaled by $1/\sqrt{{d_k}}$, d_k = {d_show}", xlabel="key j", ylabel="weight")
 axes[2].loglog(dims, unscaled_norms, "o-", color="C3", label="unscaled")
 axes[2].loglog(dims, scaled_norms, "s-", color="C0", label="scaled")
-axes[2].set(xlabel="d_k", ylabel=r"mean $\|\partial p/\partial z\|_F$", title="softmax Jacobian norm")
+axes[2].set(xlabel="d_k", ylabel=r"mean $\|\partial p/\partial z\|_F$",
+            title="softmax Jacobian norm")
 axes[2].legend()
 plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# **Figure 6.2.7** (the chapter's Fig. 6.12, measured). Left and middle: the weights of one query over
-# 21 random keys at $d_k=512$ without and with the scale — a one-hot spike against a spread
+# **Figure 6.2.7** (the chapter's Fig. 6.12, measured). Left and middle: the weights of one query
+# over 21 random keys at $d_k=512$ without and with the scale — a one-hot spike against a spread
 # distribution. Right: the mean size of the softmax's derivative. Without scaling it falls steadily
 # with $d_k$ (the gradient to the scores vanishes); with scaling it stays level, because the scaled
 # scores have variance $\sigma^4$ whatever the width.
@@ -577,9 +587,9 @@ print(f"entropy at scale 0.01: {weight_entropy[0]:.4f} nats (log 3 = {np.log(3):
       f"at scale 10: {weight_entropy[-1]:.4f}")
 
 # %% [markdown]
-# **Parameters.** $W^Q,W^K,W^V$ hold $3d_{\text{model}}^2$ numbers when $d_k=d_{\text{model}}$, as the
-# chapter says; the library's attention module also has the output projection $W^O$ that mixes the
-# heads ([6.4](6_4_multi_head.ipynb)), hence $4d_{\text{model}}^2$.
+# **Parameters.** $W^Q,W^K,W^V$ hold $3d_{\text{model}}^2$ numbers when $d_k=d_{\text{model}}$, as
+# the chapter says; the library's attention module also has the output projection $W^O$ that mixes
+# the heads ([6.4](6_4_multi_head.ipynb)), hence $4d_{\text{model}}^2$.
 
 # %%
 for width in (32, 512):
@@ -611,8 +621,8 @@ for width in (32, 512):
 #    the two weights?
 #
 #    ```{dropdown} Answer
-#    The scores are $2/\sqrt2$ and $1/\sqrt2$, so "engineer" gets the larger weight, and the ratio is
-#    $e^{2/\sqrt2}/e^{1/\sqrt2}=e^{1/\sqrt2}\approx2.03$ — the 0.67 and 0.33 printed in the loop.
+#    The scores are $2/\sqrt2$ and $1/\sqrt2$, so "engineer" gets the larger weight, and the ratio
+#    is $e^{2/\sqrt2}/e^{1/\sqrt2}=e^{1/\sqrt2}\approx2.03$ — the 0.67 and 0.33 printed in the loop.
 #    ```
 #
 # 2. If every key of a query is the same vector, what is the output?
@@ -622,13 +632,13 @@ for width in (32, 512):
 #    of the values the query can see — whatever the query is.
 #    ```
 #
-# 3. A model doubles $d_k$ from 64 to 128 and keeps random-like queries and keys of unit variance. By
-#    how much does the spread (standard deviation) of the unscaled scores grow, and of the scaled
+# 3. A model doubles $d_k$ from 64 to 128 and keeps random-like queries and keys of unit variance.
+#    By how much does the spread (standard deviation) of the unscaled scores grow, and of the scaled
 #    ones?
 #
 #    ```{dropdown} Answer
-#    Unscaled: the variance doubles, so the standard deviation grows by $\sqrt2\approx1.41$. Scaled by
-#    $1/\sqrt{d_k}$: it does not change (variance $\sigma^4=1$).
+#    Unscaled: the variance doubles, so the standard deviation grows by $\sqrt2\approx1.41$. Scaled
+#    by $1/\sqrt{d_k}$: it does not change (variance $\sigma^4=1$).
 #    ```
 #
 # 4. Why can "engineer" (word 3) get almost no weight from the blank's query even though it is the
@@ -650,7 +660,8 @@ for width in (32, 512):
 
 # %% tags=["hide-cell"]
 print(cfg)
-print(f"training: {len(losses)} steps, batch 32, lr 3e-3, seed 0; torch threads: {torch.get_num_threads()}")
+print(f"training: {len(losses)} steps, batch 32, lr 3e-3, seed 0; "
+      f"torch threads: {torch.get_num_threads()}")
 
 # %% [markdown]
 # | claim (§6.2) | measured here |

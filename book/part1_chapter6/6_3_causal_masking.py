@@ -1,20 +1,22 @@
 # %% [markdown]
 # # 6.3 Causal masking: why a model must not see the future
 #
-# **The question.** A language model is trained on whole sentences at once, every position predicting
-# the word after it; attention ([6.2](6_2_attention_mechanism.ipynb)) lets every position look at every
-# other. What stops position $t$ from simply reading word $t+1$ — the answer — and what goes wrong if
-# nothing does?
-# Nothing stops it, unless we forbid it. A model that may look ahead learns to copy the next word: its
-# training loss falls below what any honest predictor could reach, and the moment it has to generate
-# text, where the next word does not exist yet, it is worse than guessing. This page measures that
-# failure first, then builds the fix — the causal mask — and checks that with it, training and
-# generation compute exactly the same thing.
+# **The question.** A language model is trained on whole sentences at once, every position
+# predicting the word after it; attention ([6.2](6_2_attention_mechanism.ipynb)) lets every position
+# look at every other. What stops position $t$ from simply reading word $t+1$ — the answer — and
+# what goes wrong if nothing does?
+#
+# Nothing stops it, unless we forbid it. A model that may look ahead learns to copy the next word:
+# its training loss falls below what any honest predictor could reach, and the moment it has to
+# generate text, where the next word does not exist yet, it is worse than guessing. This page
+# measures that failure first, then builds the fix — the {term}`causal mask` — and checks that with
+# it, training and generation compute exactly the same thing.
 #
 # ```{admonition} Learning goals
 # :class: tip
 # After this page you can
-# - explain, from a measured example, why a next-word model trained without a mask fails at generation;
+# - explain, from a measured example, why a next-word model trained without a mask fails at
+#   generation;
 # - build the causal mask for $n$ words and compute masked attention weights by hand;
 # - show that a masked position receives exactly zero weight and zero gradient;
 # - explain why, with the mask, one training pass gives the same predictions as generating word by
@@ -36,19 +38,22 @@ import torch
 import torch.nn.functional as F
 from mpl_toolkits.mplot3d import Axes3D  # noqa: F401  (registers the 3-D projection)
 
-from nextword.attention import attention_backward, causal_mask, scaled_dot_product_attention, softmax
+from nextword.attention import (attention_backward, causal_mask, scaled_dot_product_attention,
+                                softmax)
 from nextword.booktools.display import produced
 from nextword.booktools.plotting import heatmap, use_book_style
 from nextword.booktools.schematics.attention import draw_causal_mask
 from nextword.chapter6 import RUNNING_EXAMPLE
 from nextword.data import markov_source
 from nextword.decoding import sample
-from nextword.torch.lm import Block, LMConfig, TinyLM, evaluate_loss, next_logits_fn, to_numpy_decoder, train_lm
+from nextword.torch.lm import (Block, LMConfig, TinyLM, evaluate_loss, next_logits_fn,
+                               to_numpy_decoder, train_lm)
 
 use_book_style()
 torch.set_num_threads(1)  # tiny models: one thread is fastest on a shared 2-core machine
-# The seed of the trainings on this page. The page shows seed 0; tests/test_notebook_seeds.py re-runs it
-# with NEXTWORD_SEED=1 and 2, so every assert about what training produces holds for three seeds.
+# The seed of the trainings on this page. The page shows seed 0; tests/test_notebook_seeds.py
+# re-runs it with NEXTWORD_SEED=1 and 2, so every assert about what training produces holds for
+# three seeds.
 SEED = int(os.environ.get("NEXTWORD_SEED", "0"))
 
 # %% [markdown]
@@ -67,7 +72,7 @@ d_k = 2
 
 
 def attend_by_loop(queries, keys, values, may_see):
-    """Output of each word: softmax over the keys with may_see(i, j) True, then the weighted values."""
+    """Each word's output: softmax over the keys j with may_see(i, j), then the weighted values."""
     outputs = np.zeros_like(values)
     for i in range(len(queries)):
         visible = [j for j in range(len(keys)) if may_see(i, j)]
@@ -84,8 +89,8 @@ unmasked_out = attend_by_loop(queries, keys, values, lambda i, j: True)
 
 # %% [markdown]
 # Word 1 ("engineer") puts as much weight on "code", a word that comes *after* it, as on itself, and
-# some on "submitted", the very word it will be asked to predict. The test: change the future word "code" (its key
-# and value) and see whether the earlier words' outputs move.
+# some on "submitted", the very word it will be asked to predict. The test: change the future word
+# "code" (its key and value) and see whether the earlier words' outputs move.
 
 # %%
 changed_keys, changed_values = keys.copy(), values.copy()
@@ -106,13 +111,13 @@ masked_out = attend_by_loop(queries, keys, values, lambda i, j: j <= i)
 print("with the mask, word 3 changed:")
 masked_changed = attend_by_loop(queries, changed_keys, changed_values, lambda i, j: j <= i)
 assert np.array_equal(masked_out[:2], masked_changed[:2])  # words 1 and 2 no longer see word 3
-np.testing.assert_allclose(masked_out, scaled_dot_product_attention(queries, keys, values, causal=True),
-                           atol=1e-12)
+library_out = scaled_dot_product_attention(queries, keys, values, causal=True)
+np.testing.assert_allclose(masked_out, library_out, atol=1e-12)
 
 # %% [markdown]
-# In matrix form the rule is an extra matrix added to the scores before the softmax: 0 where $j\le i$,
-# $-\infty$ where $j>i$. Since $e^{-\infty}=0$, a blocked word gets weight exactly 0, and the other
-# weights of the row still add up to 1:
+# In matrix form the rule is an extra matrix added to the scores before the softmax: 0 where
+# $j\le i$, $-\infty$ where $j>i$. Since $e^{-\infty}=0$, a blocked word gets weight exactly 0, and
+# the other weights of the row still add up to 1:
 #
 # $$\alpha[i,j]=\begin{cases}\dfrac{\exp(q[i]\cdot k[j]/\sqrt{d_k})}{\sum_{m\le i}\exp(q[i]\cdot
 # k[m]/\sqrt{d_k})} & j\le i,\\[2mm] 0 & j>i,\end{cases}$$
@@ -131,17 +136,17 @@ np.testing.assert_allclose(weights @ values, masked_out, atol=1e-12)
 # ## Why the mask is needed: training without it (Exercise 3)
 #
 # The tiny example shows that without a mask the past *can* read the future. Does training actually
-# exploit it? We measure. (Exercise 3, `exercises/part1_chapter6/ex03_causal_mask_leakage.ipynb`, asks
-# you to run a version of this experiment yourself; try it first.)
+# exploit it? We measure. (Exercise 3, `exercises/part1_chapter6/ex03_causal_mask_leakage.ipynb`,
+# asks you to run a version of this experiment yourself; try it first.)
 #
 # The data come from a random order-2 Markov source over 8 symbols: each symbol is drawn from a
 # distribution that depends on the two symbols before it. Because we built the source, we know its
-# {term}`entropy rate` $H$ exactly: the lowest average loss, in {term}`nats`, that any predictor that
-# sees only the past can reach. No honest model can score below $H$.
+# {term}`entropy rate` $H$ exactly: the lowest average loss, in {term}`nats`, that any predictor
+# that sees only the past can reach. No honest model can score below $H$.
 #
-# We train two identical small transformers (`TinyLM`, one layer, width 32), one with the mask and one
-# without, with {term}`teacher forcing`: one forward pass over a window of 32 true symbols, every
-# position predicting the next true symbol. Then we score each model two ways:
+# We train two identical small transformers (`TinyLM`, one layer, width 32), one with the mask and
+# one without, with {term}`teacher forcing`: one forward pass over a window of 32 true symbols,
+# every position predicting the next true symbol. Then we score each model two ways:
 #
 # * the **training-style loss**: exactly as in training, one pass over the whole window;
 # * the **generation-style loss**: each symbol predicted from the symbols before it alone (a forward
@@ -181,7 +186,8 @@ for causal, model in models.items():
     results[causal] = (training_style, generation_style_loss(model, windows))
 print(f"entropy rate H = {H:.3f} nats; uniform guess = log 8 = {np.log(8):.3f}")
 for causal, (tf, gen) in results.items():
-    print(f"{'with mask   ' if causal else 'without mask'}: training-style loss {produced(tf, '.3f')}, "
+    name = "with mask   " if causal else "without mask"
+    print(f"{name}: training-style loss {produced(tf, '.3f')}, "
           f"generation-style loss {produced(gen, '.3f')}")
 tf_c, gen_c = results[True]
 tf_n, gen_n = results[False]
@@ -210,11 +216,11 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# **Figure 6.3.1** (Exercise 3, answered by experiment). Left: without the mask the training loss falls
-# far below the entropy rate — a floor no honest predictor can beat — because every position can read
-# the symbol it is asked to predict. Right: the same model scored the way generation uses it is worse
-# than a uniform guess. The masked model's loss is the same both ways and sits above $H$ (250 steps do
-# not reach the floor; what matters is that it is the same number both ways).
+# **Figure 6.3.1** (Exercise 3, answered by experiment). Left: without the mask the training loss
+# falls far below the entropy rate — a floor no honest predictor can beat — because every position
+# can read the symbol it is asked to predict. Right: the same model scored the way generation uses
+# it is worse than a uniform guess. The masked model's loss is the same both ways and sits above $H$
+# (250 steps do not reach the floor; what matters is that it is the same number both ways).
 #
 # The unmasked model has learned "look one position ahead and copy". Its prediction at position $t$
 # is a function of $w[t+1]$, not a model of $P(w[t+1]\mid w[1..t])$. At generation time position $t$
@@ -283,7 +289,8 @@ generated = {causal: generate(model, 3000, 0) for causal, model in models.items(
 tv = {causal: pair_tv(seq) for causal, seq in generated.items()}
 tv_real = pair_tv(test_stream[:3000])
 for causal, seq in generated.items():
-    print(f"{'with mask   ' if causal else 'without mask'}: {produced(''.join(map(str, seq[:40])))}...  "
+    name = "with mask   " if causal else "without mask"
+    print(f"{name}: {produced(''.join(map(str, seq[:40])))}...  "
           f"TV(pairs, source) = {produced(tv[causal], '.3f')}")
 print(f"real text from the source:                          TV(pairs, source) = "
       f"{tv_real:.3f} (sampling noise)")
@@ -296,8 +303,8 @@ assert tv[False] > 0.5  # far from it
 #
 # ## The mask as a matrix (Figs. 6.13–6.14)
 #
-# Now the fix in general. For $n$ words the mask is the $n\times n$ matrix of the tiny example: zeros
-# on and below the diagonal, $-\infty$ above it. Row $i$ lets the query at word $i$ see words
+# Now the fix in general. For $n$ words the mask is the $n\times n$ matrix of the tiny example:
+# zeros on and below the diagonal, $-\infty$ above it. Row $i$ lets the query at word $i$ see words
 # $1,\dots,i$, so the matrix has $1+2+\dots+n=n(n+1)/2$ allowed entries. It depends only on the
 # positions, never on the words.
 
@@ -345,10 +352,10 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# **Figure 6.3.4** (the chapter's Figs. 6.13 and 6.14, computed). Left: the mask for $T=8$ positions.
-# Middle and right: the attention weights of the same random queries and keys without and with it.
-# With the mask the upper triangle is exactly zero and every row is a distribution over positions
-# $1..i$ — row 1 puts all its weight on itself.
+# **Figure 6.3.4** (the chapter's Figs. 6.13 and 6.14, computed). Left: the mask for $T=8$
+# positions. Middle and right: the attention weights of the same random queries and keys without and
+# with it. With the mask the upper triangle is exactly zero and every row is a distribution over
+# positions $1..i$ — row 1 puts all its weight on itself.
 #
 # ## The running example under the mask (Fig. 6.15)
 
@@ -369,17 +376,17 @@ assert row.sum() == 21
 assert not row[-1]  # the blank itself is hidden
 
 # %% [markdown]
-# **Figure 6.3.5** (the chapter's Fig. 6.15, computed). Row 21 of the $22\times22$ mask: the query at
-# "would" sees the 21 context words (itself included) and not the blank it must predict. (The chapter
-# calls this position 23 with 22 context words; the sentence has 21 — see
+# **Figure 6.3.5** (the chapter's Fig. 6.15, computed). Row 21 of the $22\times22$ mask: the query
+# at "would" sees the 21 context words (itself included) and not the blank it must predict. (The
+# chapter calls this position 23 with 22 context words; the sentence has 21 — see
 # [6.1](6_1_parallel_attention.ipynb).)
 #
 # ## Masked entries get exactly zero gradient
 #
 # Zero weight is not the whole story: during training the gradient — the signal that adjusts the
 # queries and keys — must not flow from the future either. Two checks. First, differentiate a loss
-# through a masked softmax (torch's automatic differentiation, and the library's closed-form gradient
-# `attention_backward`): the gradient with respect to every masked *score* is exactly 0.
+# through a masked softmax (torch's automatic differentiation, and the library's closed-form
+# gradient `attention_backward`): the gradient with respect to every masked *score* is exactly 0.
 
 # %%
 scores = torch.tensor(rng.standard_normal((T, T)), requires_grad=True)
@@ -399,15 +406,17 @@ grads = attention_backward(X, Wq, Wk, Wv, rng.standard_normal((T, 4)), causal=Tr
 assert np.all(grads.scores[~allowed] == 0.0)
 
 # %% [markdown]
-# Second, a whole transformer block (attention plus the parts [6.6](6_6_context_representation.ipynb)
-# adds around it): the derivative of its output at position $i$ with respect to its input at a later
-# position $j>i$ is exactly zero — no signal flows from the future.
+# Second, a whole transformer block (attention plus the parts
+# [6.6](6_6_context_representation.ipynb) adds around it): the derivative of its output at position
+# $i$ with respect to its input at a later position $j>i$ is exactly zero — no signal flows from the
+# future.
 
 # %%
 cfg_blk = LMConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=T, init_std=0.5)
 block = Block(cfg_blk, torch.Generator().manual_seed(0)).double()
 Xt = torch.tensor(rng.standard_normal((1, T, 8)))
-Jb = torch.autograd.functional.jacobian(lambda x: block(x)[0], Xt)[0, :, :, 0].numpy()  # (T, 8, T, 8)
+Jb = torch.autograd.functional.jacobian(lambda x: block(x)[0], Xt)[0, :, :, 0].numpy()
+# Jb: (T, 8, T, 8), d out[i, a] / d x[j, b]
 future = np.abs(Jb).max(axis=(1, 3))  # (T, T): largest entry of each block d out[i] / d x[j]
 print(f"largest |d out[i] / d x[j]| for j > i: {future[~allowed].max():.1f}; "
       f"for j <= i: {future[allowed].min():.2e} (smallest block)")
@@ -419,12 +428,12 @@ assert np.all(future[allowed] > 0)
 #
 # The payoff of the mask: with it, the output at position $t$ of one forward pass over the whole
 # window equals the output of a forward pass over the prefix $w[1..t]$. So the model that teacher
-# forcing trains, all positions at once, is exactly the model that generates, one word at a time.
-# It also makes generation cheap: the keys and values of the words already written never change, so a
-# generator can store them — a {term}`KV cache` — and compute only the new word's query, key and value
-# at each step. We compare all three on the trained models (the KV cache on the numpy export of the
-# masked model). Without the mask, the full pass and the prefix pass disagree at every position but
-# the last.
+# forcing trains, all positions at once, is exactly the model that generates, one word at a time. It
+# also makes generation cheap: the keys and values of the words already written never change, so a
+# generator can store them — a {term}`KV cache` — and compute only the new word's query, key and
+# value at each step. We compare all three on the trained models (the KV cache on the numpy export
+# of the masked model). Without the mask, the full pass and the prefix pass disagree at every
+# position but the last.
 
 # %%
 seq = windows[0]
@@ -469,29 +478,29 @@ plt.show()
 assert np.all(np.triu(head_weights, 1) == 0)
 
 # %% [markdown]
-# **Figure 6.3.6** (the chapter's Figs. 6.17 and 6.16, measured). Left: the largest difference between
-# the logits (the scores before the final softmax over the vocabulary) computed for position $t$ in
-# one training-style pass and in a generation-style pass over $w[1..t]$. With the mask it is float
-# rounding ($<10^{-5}$) at every position — what the model learned in training is exactly what it does
-# when generating. Without the mask the two agree only at the last position, where there happens to
-# be no future. Right: one head of the masked model as a surface; the flat region beyond the diagonal
-# is the mask (the "stepped pyramid" of Fig. 6.16: row $i$ has $i$ entries).
+# **Figure 6.3.6** (the chapter's Figs. 6.17 and 6.16, measured). Left: the largest difference
+# between the logits (the scores before the final softmax over the vocabulary) computed for position
+# $t$ in one training-style pass and in a generation-style pass over $w[1..t]$. With the mask it is
+# float rounding ($<10^{-5}$) at every position — what the model learned in training is exactly what
+# it does when generating. Without the mask the two agree only at the last position, where there
+# happens to be no future. Right: one head of the masked model as a surface; the flat region beyond
+# the diagonal is the mask (the "stepped pyramid" of Fig. 6.16: row $i$ has $i$ entries).
 #
 # ## Key takeaways
 #
 # - Teacher forcing trains every position at once on a sentence it can see whole; without a rule,
 #   attention lets position $t$ read the answer $w[t+1]$.
-# - A model trained that way scores below the entropy rate in training and worse than a uniform guess
-#   in generation: it learned to copy, not to predict.
+# - A model trained that way scores below the entropy rate in training and worse than a uniform
+#   guess in generation: it learned to copy, not to predict.
 # - The causal mask adds $-\infty$ to the scores of every later position, so their weights and their
 #   gradients are exactly 0; each row still sums to 1 over positions $1..i$.
-# - With the mask, one training pass gives exactly the predictions that word-by-word generation gives,
-#   and the keys and values of the past can be cached.
+# - With the mask, one training pass gives exactly the predictions that word-by-word generation
+#   gives, and the keys and values of the past can be cached.
 #
 # ## Check your understanding
 #
-# 1. For $n=5$ words, how many entries of the attention matrix can be nonzero with the mask, and what
-#    is the weight row 1 puts on position 1?
+# 1. For $n=5$ words, how many entries of the attention matrix can be nonzero with the mask, and
+#    what is the weight row 1 puts on position 1?
 #
 #    ```{dropdown} Answer
 #    $5\cdot6/2=15$ entries (the diagonal and below). Row 1 may see only itself, so its weight on
@@ -509,8 +518,8 @@ assert np.all(np.triu(head_weights, 1) == 0)
 #
 #    ```{dropdown} Answer
 #    $e^{-5}\approx0.007$ is small but not zero: future positions still get some weight and some
-#    gradient, so a little information leaks, training can learn to amplify it, and the training pass
-#    and the generation pass no longer agree exactly.
+#    gradient, so a little information leaks, training can learn to amplify it, and the training
+#    pass and the generation pass no longer agree exactly.
 #    ```
 #
 # 4. During generation with a KV cache, which vectors are computed for the new word at step $t$, and
@@ -524,11 +533,12 @@ assert np.all(np.triu(head_weights, 1) == 0)
 #
 # ## Reproducibility
 #
-# Two 1-layer `TinyLM`s (width 32, 2 heads, sinusoidal positions), with and without the mask, trained
-# for 250 steps on 40 000 symbols of a random order-2 Markov source over 8 symbols (about 20 s on 2
-# CPU cores). The seed of both trainings is `NEXTWORD_SEED` (default 0); `tests/test_notebook_seeds.py`
-# reruns this page with seeds 1 and 2. Library: `nextword.attention`, `nextword.attention.gradients`,
-# `nextword.torch.lm`, `nextword.data.synthetic`, `nextword.decoding`.
+# Two 1-layer `TinyLM`s (width 32, 2 heads, sinusoidal positions), with and without the mask,
+# trained for 250 steps on 40 000 symbols of a random order-2 Markov source over 8 symbols (about 20
+# s on 2 CPU cores). The seed of both trainings is `NEXTWORD_SEED` (default 0);
+# `tests/test_notebook_seeds.py` reruns this page with seeds 1 and 2. Library: `nextword.attention`,
+# `nextword.attention.gradients`, `nextword.torch.lm`, `nextword.data.synthetic`,
+# `nextword.decoding`.
 
 # %% tags=["hide-cell"]
 print(f"training seed: {SEED}; torch threads: {torch.get_num_threads()}")
