@@ -244,7 +244,7 @@ print(f"in the convex hull for all {len(betas)} values of beta")
 # word 16 ("finally"/"hastily") and word 21 ("would"/"now"). Everything else, including
 # "engineer(s)" at word 3, tells nothing about the blank. We train a small transformer, `TinyLM`
 # (one layer, width 32), on 4000 such sentences and score it on the blank in {term}`nats` (losses
-# measured with the natural log; 1 nat = 1/ln 2 ≈ 1.44 bits).
+# measured with the natural log; one nat is $1/\ln 2$ {term}`bits`).
 
 # %%
 src = RunningExampleSource()
@@ -305,7 +305,7 @@ print("head 1, query 'would': largest weights",
       produced([f"{RUNNING_EXAMPLE[j]} ({j + 1}) {weights[j]:.2f}" for j in top3]))
 
 # %%
-fig, axes = plt.subplots(2, 2, figsize=(11, 7))
+fig, axes = plt.subplots(2, 2, figsize=(11, 9))
 labels = [f"{w} {t}" for t, w in enumerate(RUNNING_EXAMPLE, 1)]
 qkv_scale = np.abs(np.hstack([queries, keys, values])).max()
 heatmap(np.hstack([queries, keys, values]), ax=axes[0, 0], row_labels=labels, colorbar=True,

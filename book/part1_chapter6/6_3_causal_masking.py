@@ -377,8 +377,8 @@ assert not row[-1]  # the blank itself is hidden
 
 # %% [markdown]
 # **Figure 6.3.5** (the chapter's Fig. 6.15, computed). Row 21 of the $22\times22$ mask: the query
-# at "would" sees the 21 context words (itself included) and not the blank it must predict. (The
-# chapter calls this position 23 with 22 context words; the sentence has 21 — see
+# at "would" sees the 21 context words (itself included) and not the blank it must predict.
+# (The chapter calls this position 23 with 22 context words; the sentence has 21 — see
 # [6.1](6_1_parallel_attention.ipynb).)
 #
 # ## Masked entries get exactly zero gradient
