@@ -335,7 +335,7 @@ plt.show()
 # nearly all the weight lands on one word. Bottom right: each value scaled by its weight, and their
 # sum, the output; rows with no weight are white.
 #
-# ## The whole attention matrix (Figs. 6.9–6.11)
+# ## The whole attention matrix (Figs. 6.9–6.11) and the weights at the blank (Fig. 6.10)
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(13, 5.5))

@@ -301,7 +301,7 @@ assert tv[False] > 0.5  # far from it
 # The masked model's text has the source's pair statistics up to a few times the sampling noise of
 # real text; the unmasked model's text is dominated by a few repeated symbols.
 #
-# ## The mask as a matrix (Figs. 6.13–6.14)
+# ## The mask and its count (Figs. 6.13–6.14)
 #
 # Now the fix in general. For $n$ words the mask is the $n\times n$ matrix of the tiny example:
 # zeros on and below the diagonal, $-\infty$ above it. Row $i$ lets the query at word $i$ see words

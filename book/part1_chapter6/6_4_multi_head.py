@@ -132,7 +132,7 @@ plt.show()
 # of §6.2 on them and returns a $3\times2$ block; the blocks are concatenated back to width 4, and
 # $W^O$ mixes them into the output. Colours: red positive, blue negative.
 #
-# ## The general formula and the shapes (Fig. 6.18)
+# ## Shapes (Fig. 6.18)
 #
 # With $n_{\text{heads}}$ heads of width $d_{\text{head}}=d_{\text{model}}/n_{\text{heads}}$, head
 # $h$ has its own $d_{\text{model}}\times d_{\text{head}}$ matrices $W^Q_h, W^K_h, W^V_h$ (the
