@@ -1,401 +1,676 @@
 # %% [markdown]
 # # 6.2 The attention mechanism
 #
-# *Source: Chapter 6, §6.2 (the attention-weight formula, Figs. 6.3–6.12, Exercises 1, 2 and 10).
-# Library: `nextword.attention`, `nextword.torch.models.lm`, `nextword.chapter6.running_example`.*
+# **The question.** When a model reads "The software engineer … finally submitted the code that
+# would" and must guess the next word, how can it pull in exactly the earlier words that matter —
+# "code", "finally" — and ignore the other nineteen?
 #
-# For embeddings $e[1..n]$ (rows, width $d_{\text{model}}$) the chapter defines $q[i]=e[i]W^Q$,
-# $k[i]=e[i]W^K$, $v[i]=e[i]W^V$ and
+# A recurrent network (the previous chapter) has to carry everything it might need in one state
+# vector, updated word by word, and what it read twenty words ago has been overwritten twenty times.
+# Attention lets the current word look at every earlier word directly, score how relevant each one
+# is, and take a weighted average of what they offer. Every later piece of the transformer is built
+# around this one operation, so it is worth being able to do it with a pencil.
 #
-# $$\alpha[i,j]=\frac{\exp\!\big(q[i]^\top k[j]/\sqrt{d}\big)}{\sum_{k\le i}\exp\!\big(q[i]^\top k[k]/\sqrt{d}\big)},\qquad
-# \text{Attention}(q[i],K,V)=\sum_{j\le i}\alpha[i,j]\,v[j].$$
+# ```{admonition} Learning goals
+# :class: tip
+# After this page you can
+# - compute queries, keys, values, scores, attention weights and the output for three words by hand;
+# - explain why the output is a weighted average of the values, and predict how it changes when the
+#   scores are sharpened;
+# - derive why the scores are divided by $\sqrt{d_k}$ and recognise what goes wrong without it;
+# - read the attention matrix of a trained model and check it against where the information is.
+# ```
 #
-# This notebook (1) shows attention as a soft dictionary lookup (Fig. 6.3), (2) follows one query of a
-# model **trained here** on variants of the running example through projections, scores, softmax and
-# weighted sum (Figs. 6.5–6.8), (3) draws that model's attention matrix as a heatmap and a surface
-# (Figs. 6.9–6.11) and compares its weights at the blank with the chapter's Fig. 6.10, and (4) derives
-# the $1/\sqrt d$ scaling (Exercise 10) and measures what happens without it (Fig. 6.12).
+# **Builds on:**
+# [6.1 From sequential bottleneck to parallel attention](6_1_parallel_attention.ipynb) (why a
+# fixed-size state loses distant words) · word embeddings, matrix products and the softmax from the
+# previous chapter; mean and variance of a sum of independent variables.
+# **Reading time:** about 40 minutes.
 #
-# **Default run**: a 1-layer, 2-head `TinyLM` (width 32) trained for 400 steps on sentences from
-# `RunningExampleSource` (about 10 s on 2 CPU cores). The chapter's Fig. 6.10 is an illustration of a
-# large model on real text; ours is a measurement on a small language whose dependencies are known.
+# *Source: Chapter 6, §6.2 (the attention-weight formula, Figs. 6.3 and 6.5–6.12, Exercises 1, 2 and
+# 10).*
 
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
+import scipy.stats
 import sympy as sp
 import torch
+from IPython.display import Math, display
+from mpl_toolkits.mplot3d import Axes3D  # noqa: F401  (registers the 3-D projection)
 from scipy.optimize import linprog
+from sympy import stats
 
 from nextword.attention import MultiHeadAttention, scaled_dot_product_attention, softmax
-from nextword.decoder import layer_norm
+from nextword.booktools.display import produced
 from nextword.booktools.plotting import heatmap, use_book_style
+from nextword.booktools.schematics.attention import draw_one_head
 from nextword.chapter6 import RUNNING_EXAMPLE, RunningExampleSource
 from nextword.data.synthetic import entropy
+from nextword.decoder import layer_norm
 from nextword.torch.models.lm import LMConfig, TinyLM, evaluate_loss, to_numpy_decoder, train_lm
 
 use_book_style()
 torch.set_num_threads(1)  # tiny model: one thread is fastest on a shared 2-core machine
 
 # %% [markdown]
-# ## Attention as a soft lookup (Fig. 6.3, Exercises 1–2)
+# ## A tiny example by hand
 #
-# Exercise 1's numbers: $q[3]=[1,0,-1,0]$ against $k[1..3]$ with $d=4$. The scaled scores are
-# $[0.5,-0.5,-1]$; sympy keeps the weights exact, the library's `softmax` gives the floats.
+# Three words of the chapter's sentence, "engineer submitted code", each with a made-up
+# {term}`embedding` of width $d_{\text{model}}=2$ (an embedding is the vector of numbers that stands
+# for a word; the previous chapter fed the same kind of vectors to its RNN). We type them in:
 
 # %%
-q3 = sp.Matrix([[1, 0, -1, 0]])
-K = sp.Matrix([[1, 1, 0, 0], [0, 1, 1, 0], [-1, 0, 1, 1]])
-scores = q3 * K.T / sp.sqrt(4)
-alpha_exact = [sp.exp(s) / sum(sp.exp(t) for t in scores) for s in scores]
-print("scaled scores:", list(scores))
-print("alpha[3, j] =", [sp.simplify(a) for a in alpha_exact])
-alpha_num = softmax(np.array(scores.tolist(), dtype=float))[0]
-print("numerically:", np.array2string(alpha_num, precision=4))
-np.testing.assert_allclose(alpha_num, [float(a) for a in alpha_exact], rtol=1e-12)
-assert abs(sum(alpha_exact).simplify() - 1) == 0
+words = ["engineer", "submitted", "code"]
+embeddings = np.array([[1.0, 0.0],   # e[1] engineer
+                       [0.0, 1.0],   # e[2] submitted
+                       [1.0, 1.0]])  # e[3] code
 
 # %% [markdown]
-# A dictionary returns the value of the one key that matches; attention returns a convex combination
-# of all values, weighted by how well each key matches (Exercise 2: the weights are positive and sum
-# to one, so the output lies in the convex hull of the values). Multiplying the scores by a growing
-# inverse temperature $\beta$ turns the soft lookup into the hard one: the output converges to the
-# value of the best-matching key. Membership in the convex hull is checked independently with a
-# linear program (find $\lambda\ge0$, $\sum\lambda=1$, $\lambda V=$ output).
+# Attention gives every word three roles, each a vector obtained by multiplying its embedding by a
+# learned matrix (here typed in, with width $d_k=2$):
+#
+# - its {term}`query` $q[i]=e[i]W^Q$: what word $i$ is looking for;
+# - its {term}`key` $k[i]=e[i]W^K$: what word $i$ offers to be found by;
+# - its {term}`value` $v[i]=e[i]W^V$: what word $i$ hands over when it is found.
+#
+# A library index card is a fair picture: the query is your search, the key the card's subject line,
+# the value the book itself.
+
+# %%
+W_query = np.array([[1.0, 0.0], [1.0, 1.0]])
+W_key = np.array([[1.0, 1.0], [0.0, 1.0]])
+W_value = np.array([[1.0, 0.0], [0.0, 2.0]])
+queries = embeddings @ W_query  # (3, 2): row i is q[i]
+keys = embeddings @ W_key        # (3, 2)
+values = embeddings @ W_value    # (3, 2)
+for word, q, k, v in zip(words, queries, keys, values):
+    print(f"{word:9s}  q = {q}   k = {k}   v = {v}")
+
+# %% [markdown]
+# Now word $i$ looks at the words $j=1,\dots,i$ — itself and the words before it. (It must not see
+# the words after it, because it is about to predict the next one; [6.3](6_3_causal_masking.ipynb)
+# shows what goes wrong otherwise.) For each of them it computes a {term}`score <attention score>`:
+# the dot product $q[i]\cdot k[j]$, large when the query and the key point the same way, divided by
+# $\sqrt{d_k}$ (why, is the last section of this page). A softmax turns the scores into
+# {term}`attention weights <attention weight>` — positive, adding up to 1 — and the output is the
+# weighted sum of the values. One plain loop, word by word (Python counts from 0, so word $i$ is
+# `i + 1`):
+
+# %%
+d_k = queries.shape[1]
+outputs = np.zeros_like(values)
+for i in range(3):
+    scores = [queries[i] @ keys[j] / np.sqrt(d_k) for j in range(i + 1)]
+    exps = [np.exp(s) for s in scores]
+    weights = [x / sum(exps) for x in exps]
+    outputs[i] = sum(w * values[j] for j, w in enumerate(weights))
+    print(f"word {i + 1} ({words[i]}): scores {np.round(scores, 3)}, "
+          f"weights {np.round(weights, 3)}, output {np.round(outputs[i], 3)}")
+
+# %% [markdown]
+# Word 1 can only look at itself, so its weight is 1 and its output is its own value. Word 3
+# ("code") scores $3/\sqrt2$, $1/\sqrt2$ and $4/\sqrt2$ against the three keys; its output is mostly
+# its own value and the value of "engineer". With exact arithmetic (sympy), word 3's weights are
+
+# %%
+raw_scores_3 = sp.Matrix(queries[2:3].astype(int)) * sp.Matrix(keys.astype(int)).T  # (1, 3)
+scaled_3 = raw_scores_3 / sp.sqrt(d_k)
+alpha_3 = [sp.exp(s) / sum(sp.exp(t) for t in scaled_3) for s in scaled_3]
+for j, a in enumerate(alpha_3, start=1):
+    display(Math(rf"\alpha[3,{j}] = {sp.latex(a)} \approx {float(a):.4f}"))
+np.testing.assert_allclose(softmax(np.array(scaled_3.tolist(), dtype=float))[0],
+                           [float(a) for a in alpha_3], rtol=1e-12)
+assert sp.simplify(sum(alpha_3) - 1) == 0  # the weights add up to exactly 1
+
+# %% [markdown]
+# The loop is what the formula says; a computer does all words at once with matrices. Stack the
+# queries as rows of $Q$, the keys as rows of $K$: then $QK^\top$ holds every score, row $i$ for
+# query $i$ and column $j$ for key $j$. Blocking the entries with $j>i$ (set them to $-\infty$, so
+# their exponential is 0) and taking the softmax of each row gives all the weights; one more product
+# with $V$ gives all the outputs. Both forms, and the library's `scaled_dot_product_attention`,
+# agree:
+
+# %%
+score_matrix = queries @ keys.T / np.sqrt(d_k)  # (3, 3): entry [i, j] = q[i].k[j] / sqrt(d_k)
+future = np.triu(np.ones((3, 3), dtype=bool), 1)  # True above the diagonal: j > i
+weight_matrix = softmax(np.where(future, -np.inf, score_matrix))  # softmax of each row
+print("weights (row i = query i):\n", np.round(weight_matrix, 3))
+np.testing.assert_allclose(weight_matrix @ values, outputs, atol=1e-12)
+library_outputs = scaled_dot_product_attention(queries, keys, values, causal=True)
+np.testing.assert_allclose(library_outputs, outputs, atol=1e-12)
+
+# %% [markdown]
+# ## The mechanism in general
+#
+# For $n$ words with embeddings $e[1],\dots,e[n]$ (rows of width $d_{\text{model}}$) and learned
+# matrices $W^Q, W^K, W^V$ of shape $d_{\text{model}}\times d_k$, the chapter defines
+# $q[i]=e[i]W^Q$, $k[i]=e[i]W^K$, $v[i]=e[i]W^V$ and
+#
+# $$\alpha[i,j]=\frac{\exp\!\big(q[i]\cdot k[j]/\sqrt{d_k}\big)}
+# {\sum_{m\le i}\exp\!\big(q[i]\cdot k[m]/\sqrt{d_k}\big)}\quad (j\le i),\qquad
+# \text{output}[i]=\sum_{j\le i}\alpha[i,j]\,v[j].$$
+#
+# Here $i$ is the word looking (the query's position), $j$ the word looked at (the key's position),
+# and $m$ runs over all the positions word $i$ may see. The chapter writes $\sqrt d$; the $d$ is the
+# width of a query and a key, which this page calls $d_k$ throughout (in
+# [6.4](6_4_multi_head.ipynb), where a model has several heads, $d_k=d_{\text{head}}$). The ratio
+# $q\cdot k/\sqrt{d_k}$ is the {term}`scaled dot product`. The picture below is the tiny example,
+# drawn from its own numbers.
+
+# %%
+draw_one_head(embeddings, W_query, W_key, W_value, words)
+plt.show()
+
+# %% [markdown]
+# **Figure 6.2.1.** One attention head on "engineer submitted code". Follow the arrows: each
+# embedding (left) is multiplied by $W^Q$, $W^K$, $W^V$; every query meets every key in the score
+# matrix (grey cells, $-\infty$, are the future words a query may not see); the softmax turns each
+# row into weights that add up to 1; the output row $i$ is the weights of row $i$ times the values.
+# Colours: red positive, blue negative, white zero; green is a weight, darker for larger.
+#
+# ## Attention as a soft lookup (Fig. 6.3)
+#
+# A Python dictionary returns the value of the one key that matches. Attention returns a blend of
+# *all* values, each weighted by how well its key matches: a soft lookup. Because the weights are
+# positive and add up to 1, the output is a {term}`convex combination` of the values — a point
+# inside the shape they span (Exercise 2, `exercises/part1_chapter6/ex02_convex_combination.ipynb`,
+# asks you to prove it).
+#
+# How soft? Multiply every score by a number $\beta$ before the softmax. $\beta$ is an inverse
+# {term}`softmax temperature`: a large $\beta$ (a low temperature) exaggerates the differences
+# between scores, and the largest score takes nearly all the weight. We take six random keys and
+# values, a query close to key 3, and watch the output as $\beta$ grows.
 
 # %%
 rng = np.random.default_rng(0)
-keys = rng.standard_normal((6, 4))
-values = rng.standard_normal((6, 3))
-query = keys[2] + 0.3 * rng.standard_normal(4)  # closest to key 2
-best = int(np.argmax(keys @ query))
+rand_keys = rng.standard_normal((6, 4))    # 6 keys of width 4
+rand_values = rng.standard_normal((6, 3))  # 6 values of width 3
+query = rand_keys[2] + 0.3 * rng.standard_normal(4)  # closest to key 3 (row 2)
+best = int(np.argmax(rand_keys @ query))
 betas = np.logspace(-2, 2, 41)
-dist_to_best = []
+lookup_outputs, lookup_weights = [], []
 for beta in betas:
-    out, w = scaled_dot_product_attention(query[None], keys, values, scale=beta, return_weights=True)
-    lp = linprog(np.zeros(6), A_eq=np.vstack([values.T, np.ones(6)]), b_eq=np.append(out[0], 1.0),
-                 bounds=[(0, None)] * 6)
-    assert lp.status == 0 and w.min() >= 0 and abs(w.sum() - 1) < 1e-12  # in the hull, weights convex
-    dist_to_best.append(np.linalg.norm(out[0] - values[best]))
-print(f"best-matching key: {best}; |output - v[best]| at beta=0.01: {dist_to_best[0]:.3f}, at beta=100: {dist_to_best[-1]:.2e}")
-assert dist_to_best[-1] < 1e-6 and np.all(np.diff(dist_to_best)[20:] <= 1e-12)
+    out, w = scaled_dot_product_attention(query[None], rand_keys, rand_values, scale=beta,
+                                          return_weights=True)
+    lookup_outputs.append(out[0])
+    lookup_weights.append(w[0])
+dist_to_best = [np.linalg.norm(out - rand_values[best]) for out in lookup_outputs]
+print(f"best-matching key: {best + 1}; |output - v[best]| at beta = 0.01: {dist_to_best[0]:.3f}, "
+      f"at beta = 100: {dist_to_best[-1]:.2e}")
+assert dist_to_best[-1] < 1e-6
+assert np.all(np.diff(dist_to_best)[20:] <= 1e-12)  # shrinking once beta > 1
 
+# %%
 plt.figure(figsize=(6.4, 3.4))
 plt.loglog(betas, dist_to_best, "o-", ms=3)
-plt.axvline(1 / np.sqrt(4), color="gray", ls="--", label=r"$\beta=1/\sqrt{d}$")
-plt.xlabel(r"inverse temperature $\beta$ (scale on $q^\top k$)")
+plt.axvline(1 / np.sqrt(4), color="gray", ls="--", label=r"$\beta=1/\sqrt{d_k}$")
+plt.xlabel(r"inverse temperature $\beta$ (multiplies $q\cdot k$)")
 plt.ylabel(r"$\|\mathrm{output}-v[\mathrm{best}]\|$")
 plt.title("soft lookup becomes a hard lookup")
 plt.legend()
 plt.show()
 
 # %% [markdown]
-# *Figure (Fig. 6.3, measured).* Distance between the attention output and the value of the
-# best-matching key as the scores are sharpened: at the usual $\beta=1/\sqrt d$ the lookup is soft
-# (a blend of values), for large $\beta$ it is a dictionary lookup — which, unlike attention, gives no
-# gradient to the non-selected keys.
+# **Figure 6.2.2** (the chapter's Fig. 6.3, measured). Distance between the attention output and the
+# value of the best-matching key as the scores are sharpened. At the usual $\beta=1/\sqrt{d_k}$
+# (dashed) the lookup is soft, a blend of values; for large $\beta$ it becomes a dictionary lookup.
+# The soft version is the one a network can learn: a hard lookup gives no gradient to the keys it
+# did not pick.
 #
+# ### Checking the claim: the output stays inside the values' convex hull
+#
+# "A convex combination" is a checkable statement: there must be numbers $\lambda_j\ge0$ with
+# $\sum_j\lambda_j=1$ and $\sum_j\lambda_j v[j]=\text{output}$. Finding such $\lambda$ is a linear
+# program (LP: linear equations plus inequalities); `scipy.optimize.linprog` reports status 0 when
+# one exists. It does not use the attention weights, so it is an independent check — for every
+# $\beta$ above.
+
+# %%
+hull_equations = np.vstack([rand_values.T, np.ones(6)])  # sum_j lambda_j v[j] = out; sum lambda = 1
+for out, w in zip(lookup_outputs, lookup_weights):
+    lp = linprog(np.zeros(6), A_eq=hull_equations, b_eq=np.append(out, 1.0), bounds=[(0, None)] * 6)
+    assert lp.status == 0  # a convex combination exists: the output is in the hull
+    assert w.min() >= 0  # the weights themselves are such a combination...
+    assert abs(w.sum() - 1) < 1e-12  # ...they are positive and add up to 1
+print(f"in the convex hull for all {len(betas)} values of beta")
+
+# %% [markdown]
 # ## A model trained on the running example
 #
-# `RunningExampleSource` generates variants of the chapter's sentence in which five words vary and the
-# blank depends on exactly three of them: word 19 (code/cake, and its number), word 16
-# (finally/hastily) and word 21 (would/now). Everything else, including "engineer(s)" at word 3, is
-# irrelevant to the blank. We train a 1-layer, 2-head `TinyLM` on 4000 sentences.
+# Typed numbers show the mechanics; a trained model shows what attention is *for*.
+# `RunningExampleSource` generates variants of the chapter's sentence in which five words vary and
+# the blank (word 22) depends on exactly three of them: word 19 ("code"/"cake", and its number),
+# word 16 ("finally"/"hastily") and word 21 ("would"/"now"). Everything else, including
+# "engineer(s)" at word 3, tells nothing about the blank. We train a small transformer, `TinyLM`
+# (one layer, width 32), on 4000 such sentences and score it on the blank in {term}`nats` (losses
+# measured with the natural log; one nat is $1/\ln 2$ {term}`bits`).
 
 # %%
 src = RunningExampleSource()
 train_ids = src.sample(4000, np.random.default_rng(0))
 test_ids = src.sample(1000, np.random.default_rng(1))
-Vocab = len(src.vocab)
-cfg = LMConfig(vocab_size=Vocab, d_model=32, num_heads=2, num_layers=1, max_len=22, positional="learned")
+cfg = LMConfig(vocab_size=len(src.vocab), d_model=32, num_heads=2, num_layers=1, max_len=22,
+               positional="learned")
 model = TinyLM(cfg, seed=0)
 losses = train_lm(model, train_ids, steps=400, batch_size=32, lr=3e-3, seed=0, progress=False)
 blank = np.zeros((1000, 21), dtype=bool)
 blank[:, -1] = True  # score the prediction of word 22 only
 blank_loss = evaluate_loss(model, test_ids, loss_mask=blank)
-print(f"test loss on the blank: {blank_loss:.2f} nats; the floor H(blank | context) = {src.blank_entropy():.2f}; "
+print(f"test loss on the blank: {produced(blank_loss, '.2f')} nats; "
+      f"the floor H(blank | context) = {src.blank_entropy():.2f}; "
       f"uniform over the 8 verbs: {np.log(8):.2f}")
-assert blank_loss < src.blank_entropy() + 0.2
+assert blank_loss < src.blank_entropy() + 0.2  # within 0.2 nat of the best possible
 
 # %% [markdown]
 # ## One query, step by step (Figs. 6.5–6.8)
 #
-# The chapter's own sentence, through the trained model's first (pre-norm) attention layer, computed
-# by hand from the exported numpy weights. Query position 21 ("would") is the one whose output
-# predicts the blank. Each step is checked against the library's attention weights.
+# Now the tiny example's loop on the trained model, for the query at word 21 ("would"), whose output
+# predicts the blank. Three parts of the model come from later pages; here is what each does:
+#
+# - **Position.** Attention by itself does not know word order, so the model adds to each word's
+#   embedding a learned vector for its position ([6.5](6_5_positional_encoding.ipynb) explains why).
+# - **Normalisation.** Before attention, each row is rescaled to mean 0 and variance 1 — a
+#   {term}`layer normalisation` ([6.6](6_6_context_representation.ipynb)) — to keep the scores in a
+#   useful range.
+# - **Heads.** The model runs two copies of this page's mechanism side by side, each with its own
+#   $W^Q, W^K, W^V$ of width $d_k=16$ (two {term}`attention heads <attention head>`,
+#   [6.4](6_4_multi_head.ipynb)). Their matrices are stored side by side, so head 1's are the first
+#   16 columns. We follow head 1.
+#
+# Each step is checked against the weights the library computes.
 
 # %%
-lm = to_numpy_decoder(model)  # numpy DecoderLM with the trained weights
-sent = src.encode(list(RUNNING_EXAMPLE))  # (21,)
-e = lm.tok_emb[sent] + lm.pos_emb[:21]  # (21, 32) token + position (Fig. 6.24)
-blk = lm.blocks[0]
-h = layer_norm(e, blk.norm1_weight, blk.norm1_bias)  # pre-norm input of the attention
-mha = blk.attn
-dh = mha.head_dim
-Q, Kmat, Vmat = h @ mha.W_q, h @ mha.W_k, h @ mha.W_v  # (21, 32) each: Fig. 6.5
-head = 0
-q, k, v = (M[:, head * dh:(head + 1) * dh] for M in (Q, Kmat, Vmat))  # head 0's (21, 16) slices
-i = 20  # 0-based row of word 21
-s = k[: i + 1] @ q[i] / np.sqrt(dh)  # Fig. 6.6: scores q[i].k[j] / sqrt(d_head), j <= i
-a = softmax(s)  # Fig. 6.7
-out = a @ v[: i + 1]  # Fig. 6.8: weighted sum of values
-_, lib_w = lm.logits(sent, return_weights=True)
-np.testing.assert_allclose(a, lib_w[0][head, i, : i + 1], atol=1e-12)
-print(f"head {head}, query 'would': largest weights " +
-      ", ".join(f"{RUNNING_EXAMPLE[j]} ({j + 1}) {a[j]:.2f}" for j in np.argsort(a)[::-1][:3]))
+lm = to_numpy_decoder(model)  # the trained weights as a numpy model
+sentence = src.encode(list(RUNNING_EXAMPLE))  # (21,) word ids
+block = lm.blocks[0]
+word_vectors = lm.tok_emb[sentence] + lm.pos_emb[:21]  # (21, 32): word + position
+attn_input = layer_norm(word_vectors, block.norm1_weight, block.norm1_bias)  # (21, 32)
+attn = block.attn
+d_k = attn.head_dim  # 16: the width of one head
+head_1 = slice(0, d_k)  # head 1's columns
+queries = attn_input @ attn.W_q[:, head_1]  # (21, 16): Fig. 6.5
+keys = attn_input @ attn.W_k[:, head_1]
+values = attn_input @ attn.W_v[:, head_1]
 
 # %%
-fig, axes = plt.subplots(2, 2, figsize=(11, 7))
+i = 20  # word 21 ("would"), 0-based
+scores = keys[: i + 1] @ queries[i] / np.sqrt(d_k)  # Fig. 6.6: q[21].k[j] / sqrt(d_k), j <= 21
+weights = softmax(scores)  # Fig. 6.7
+output = weights @ values[: i + 1]  # Fig. 6.8: weighted sum of values
+_, library_weights = lm.logits(sentence, return_weights=True)  # per layer: (heads, 21, 21)
+np.testing.assert_allclose(weights, library_weights[0][0, i, : i + 1], atol=1e-12)
+top3 = np.argsort(weights)[::-1][:3]
+print("head 1, query 'would': largest weights",
+      produced([f"{RUNNING_EXAMPLE[j]} ({j + 1}) {weights[j]:.2f}" for j in top3]))
+
+# %%
+fig, axes = plt.subplots(2, 2, figsize=(11, 9))
 labels = [f"{w} {t}" for t, w in enumerate(RUNNING_EXAMPLE, 1)]
-heatmap(np.hstack([q, k, v]), ax=axes[0, 0], row_labels=labels, colorbar=True,
-        title="q | k | v of head 0 (Fig. 6.5)")
-axes[0, 0].set_xticks([dh / 2, 1.5 * dh, 2.5 * dh], labels=["q", "k", "v"], rotation=0)
-axes[0, 1].bar(range(1, 22), s)
-axes[0, 1].set(title="scores q[21]·k[j]/√d_head (Fig. 6.6)", xlabel="key position j")
-axes[1, 0].bar(range(1, 22), a, color="C1")
-axes[1, 0].set(title="softmax weights α[21, j] (Fig. 6.7)", xlabel="key position j")
-contrib = a[:, None] * v[: i + 1]  # (21, 16) weighted values
-heatmap(np.vstack([contrib, out[None]]), ax=axes[1, 1], row_labels=labels + ["= output"],
+qkv_scale = np.abs(np.hstack([queries, keys, values])).max()
+heatmap(np.hstack([queries, keys, values]), ax=axes[0, 0], row_labels=labels, colorbar=True,
+        cmap="RdBu_r", vmin=-qkv_scale, vmax=qkv_scale, title="q | k | v of head 1 (Fig. 6.5)")
+axes[0, 0].set_xticks([d_k / 2, 1.5 * d_k, 2.5 * d_k], labels=["q", "k", "v"], rotation=0)
+axes[0, 0].set_xlabel(f"components ({d_k} each)")
+axes[0, 1].bar(range(1, 22), scores)
+axes[0, 1].set(title="scores q[21]·k[j]/√d_k (Fig. 6.6)", xlabel="key position j", ylabel="score")
+axes[1, 0].bar(range(1, 22), weights, color="C1")
+axes[1, 0].set(title="softmax weights α[21, j] (Fig. 6.7)", xlabel="key position j",
+               ylabel="weight")
+contributions = weights[:, None] * values[: i + 1]  # (21, 16) weighted values
+contrib_scale = np.abs(np.vstack([contributions, output[None]])).max()
+heatmap(np.vstack([contributions, output[None]]), ax=axes[1, 1], row_labels=labels + ["= output"],
+        cmap="RdBu_r", vmin=-contrib_scale, vmax=contrib_scale,
         title="α[21, j] v[j] and their sum (Fig. 6.8)")
+axes[1, 1].set_xlabel("value component")
 for ax in axes[0, 1], axes[1, 0]:
     ax.set_xticks(range(1, 22), labels=RUNNING_EXAMPLE, rotation=70, fontsize=7)
 plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# *Figure (Figs. 6.5–6.8, from the trained model).* Top left: queries, keys and values of head 0 for
-# the 21 words (Fig. 6.5). Top right: the scaled dot products of query 21 with every key (Fig. 6.6).
-# Bottom left: the softmax turns them into weights (Fig. 6.7) — almost all on one word. Bottom right:
-# each value scaled by its weight, and their sum, the output (Fig. 6.8).
+# **Figure 6.2.3** (the chapter's Figs. 6.5–6.8, from the trained model). Top left: queries, keys
+# and values of head 1 for the 21 words (red positive, blue negative). Top right: the scaled dot
+# products of query 21 with every key. Bottom left: the softmax turns them into weights — see how
+# nearly all the weight lands on one word. Bottom right: each value scaled by its weight, and their
+# sum, the output; rows with no weight are white.
 #
 # ## The whole attention matrix (Figs. 6.9–6.11) and the weights at the blank (Fig. 6.10)
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(13, 5.5))
-for hd in range(2):
-    heatmap(lib_w[0][hd], ax=axes[hd], row_labels=labels, col_labels=labels, vmin=0, vmax=1,
-            title=f"head {hd}: α[i, j] (rows: queries)")
+for head in range(2):
+    heatmap(library_weights[0][head], ax=axes[head], row_labels=labels, col_labels=labels,
+            vmin=0, vmax=1, title=f"head {head + 1}: α[i, j] (rows: queries)")
 plt.tight_layout()
 plt.show()
-W0 = lib_w[0]
-assert np.allclose(W0.sum(-1), 1) and np.all(np.triu(W0[0], 1) == 0) and np.all(np.triu(W0[1], 1) == 0)
-assert W0[:, 17, 1].max() > 0.9  # "the" (18), which predicts the object noun, reads "software" (2)
+trained_weights = library_weights[0]  # (2 heads, 21, 21)
+assert np.allclose(trained_weights.sum(-1), 1)  # every row is a distribution
+assert np.all(np.triu(trained_weights[0], 1) == 0)  # nothing above the diagonal (no future)
+assert np.all(np.triu(trained_weights[1], 1) == 0)
+# "the" (word 18), which predicts the object noun, reads "software" (word 2):
+assert trained_weights[:, 17, 1].max() > 0.9
 
 # %% [markdown]
-# *Figure (Fig. 6.9, measured).* The two heads' attention matrices for the chapter's sentence. Rows sum
-# to one; the upper triangle is zero (causal mask, §6.3). Most rows are diffuse or attend to
-# themselves — their next words are fixed or random — while the rows that have something to predict
-# pick the word that tells them (for instance "the" at 18, which predicts the object noun, looks back
-# at "software").
+# **Figure 6.2.4** (the chapter's Fig. 6.9, measured). The two heads' attention matrices for the
+# chapter's sentence, one row per query. Rows add up to one; the upper triangle is zero (the
+# {term}`causal mask`: no word sees a later word, [6.3](6_3_causal_masking.ipynb)). Most rows are
+# diffuse or attend to themselves — their next words are fixed or random — while rows that have
+# something to predict pick the word that tells them: "the" at 18, which precedes the object noun,
+# looks back at "software".
+#
+# Which words *should* the blank's query read? The data generator knows: the
+# {term}`mutual information` between word $j$ and the blank (how many nats knowing word $j$ saves
+# on the blank, on average) is computed exactly, and compared with the weights.
 
 # %%
-mi = np.array([src.mutual_information(t) for t in range(1, 22)])
-row = W0[:, 20, :]  # (2 heads, 21 keys): the query that predicts the blank
+mutual_info = np.array([src.mutual_information(t) for t in range(1, 22)])  # exact, nats
+blank_row = trained_weights[:, 20, :]  # (2 heads, 21 keys): the query that predicts the blank
 fig, axes = plt.subplots(2, 1, figsize=(10, 5), sharex=True)
-for hd in range(2):
-    axes[0].bar(np.arange(1, 22) + (hd - 0.5) * 0.4, row[hd], width=0.4, label=f"head {hd}")
+for head in range(2):
+    axes[0].bar(np.arange(1, 22) + (head - 0.5) * 0.4, blank_row[head], width=0.4,
+                label=f"head {head + 1}")
 axes[0].set(ylabel="α[21, j]", title="attention of the blank's query (trained model)")
 axes[0].legend()
-axes[1].bar(range(1, 22), mi, color="C2")
+axes[1].bar(range(1, 22), mutual_info, color="C2")
 axes[1].set(ylabel="I(word j ; blank) [nats]", title="exact mutual information with the blank")
 axes[1].set_xticks(range(1, 22), labels=RUNNING_EXAMPLE, rotation=70, fontsize=8)
 plt.tight_layout()
 plt.show()
-top = sorted({int(np.argmax(row[hd])) + 1 for hd in range(2)})
-print("words with the largest weight per head:", [f"{RUNNING_EXAMPLE[t - 1]} ({t})" for t in top])
-print("words with I(word; blank) > 0:", [f"{RUNNING_EXAMPLE[t - 1]} ({t}) {mi[t - 1]:.3f}" for t in np.flatnonzero(mi > 1e-12) + 1])
-assert top == [16, 19]  # the two heads split the two distant dependencies
-assert row[:, 2].max() < 0.05  # "engineer" (no information about the blank) is ignored
-
-# %% [markdown]
-# *Figure (Fig. 6.10, measured).* Top: weights $\alpha[21,j]$ of the query whose output predicts the
-# blank. Bottom: the exact mutual information between each word and the blank. The heads divide the
-# work: one reads "code" (word 19: semantic family and number), the other "finally" (word 16: success
-# or failure); word 21 ("would/now") is the query's own token and reaches the prediction through the
-# residual stream. "software" (word 2) carries information about the blank only *through* word 19, so
-# a model that reads word 19 has no use for it; "engineer" carries none and gets none.
-#
-# The chapter's Fig. 6.10 puts the largest weights on "code", "submitted", "engineer" and "software".
-# In this controlled language "submitted" and "engineer" have zero mutual information with the blank
-# and receive essentially no weight. What the figure's reasoning gets right — attention goes where the
-# information about the next word is — holds here; which words those are is a property of the data,
-# not of the sentence's grammar. (The chapter's positions 19 and 21 for "submitted" and "code" are
-# words 17 and 19; see notebook 6.1.)
 
 # %%
-from mpl_toolkits.mplot3d import Axes3D  # noqa: F401, E402  (registers the 3-D projection)
+top = sorted({int(np.argmax(blank_row[head])) + 1 for head in range(2)})
+print("words with the largest weight per head:",
+      produced([f"{RUNNING_EXAMPLE[t - 1]} ({t})" for t in top]))
+print("words with I(word; blank) > 0:", [f"{RUNNING_EXAMPLE[t - 1]} ({t}) {mutual_info[t - 1]:.3f}"
+                                         for t in np.flatnonzero(mutual_info > 1e-12) + 1])
+assert top == [16, 19]  # the two heads split the two distant dependencies
+assert blank_row[:, 2].max() < 0.05  # "engineer" (no information about the blank) is ignored
 
+# %% [markdown]
+# **Figure 6.2.5** (the chapter's Fig. 6.10, measured). Top: weights $\alpha[21,j]$ of the query
+# whose output predicts the blank. Bottom: the exact mutual information between each word and the
+# blank. See how the heads divide the work: one reads "code" (word 19: which family of verbs,
+# singular or plural), the other "finally" (word 16: success or failure). Word 21 ("would/now") is
+# the query's own word; it reaches the prediction without attention, because the model adds each
+# attention output to its input — the running sum is called the {term}`residual stream`
+# ([6.6](6_6_context_representation.ipynb)). "software" (word 2) carries information about the blank
+# only *through* word 19, so a model that reads word 19 has no use for it; "engineer" carries none
+# and gets none.
+#
+# The chapter's Fig. 6.10 puts the largest weights on "code", "submitted", "engineer" and
+# "software". In this controlled language "submitted" and "engineer" have zero mutual information
+# with the blank and receive essentially no weight. What the figure's reasoning gets right —
+# attention goes where the information about the next word is — holds here; which words those are is
+# a property of the data, not of the sentence's grammar. (The chapter's positions 19 and 21 for
+# "submitted" and "code" are words 17 and 19; see [6.1](6_1_parallel_attention.ipynb).)
+
+# %%
 fig = plt.figure(figsize=(11, 4.5))
-I_, J_ = np.meshgrid(np.arange(1, 22), np.arange(1, 22), indexing="ij")
-for hd in range(2):
-    ax = fig.add_subplot(1, 2, hd + 1, projection="3d")
-    ax.plot_surface(J_, I_, W0[hd], cmap="viridis", linewidth=0, antialiased=True)
-    ax.set(xlabel="key j", ylabel="query i", zlabel="α[i, j]", title=f"head {hd}")
+query_grid, key_grid = np.meshgrid(np.arange(1, 22), np.arange(1, 22), indexing="ij")
+for head in range(2):
+    ax = fig.add_subplot(1, 2, head + 1, projection="3d")
+    ax.plot_surface(key_grid, query_grid, trained_weights[head], cmap="viridis", linewidth=0)
+    ax.set(xlabel="key j", ylabel="query i", zlabel="α[i, j]", title=f"head {head + 1}")
     ax.view_init(elev=35, azim=-60)
 plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# *Figure (Fig. 6.11, measured).* The same matrices as surfaces. The cliff along the diagonal is the
-# causal mask; the ridges are keys that many queries read (head 1's ridge at word 16 is
-# "finally"/"hastily").
+# **Figure 6.2.6** (the chapter's Fig. 6.11, measured). The same matrices as surfaces. The cliff
+# along the diagonal is the causal mask; the ridges are keys that many queries read (head 2's ridge
+# at word 16 is "finally"/"hastily").
 #
-# ## Why divide by $\sqrt d$? (Exercise 10, Fig. 6.12)
+# ## Why divide by $\sqrt{d_k}$? (Exercise 10, Fig. 6.12)
 #
-# For $q,k\in\mathbb R^d$ with i.i.d. entries of mean 0 and variance $\sigma^2$, independent of each
-# other, $\operatorname{Var}(q^\top k)=\sum_i\operatorname{Var}(q_ik_i)=\sum_i E[q_i^2]E[k_i^2]=d\sigma^4$
-# (the cross terms vanish by independence and zero mean). Sympy carries this out for a **symbolic**
-# dimension $d$: write $E[(q^\top k)^2]=\sum_{i}\sum_{j}E[q_iq_j]E[k_ik_j]$, split it into the $d$
-# diagonal terms $E[q_i^2]E[k_i^2]$ and the $d(d-1)$ off-diagonal ones $E[q_i]E[q_j]E[k_i]E[k_j]$, and
-# subtract $E[q^\top k]^2$. We keep general means $\mu_q,\mu_k$ and variances $\sigma_q^2,\sigma_k^2$
-# so that the role of the zero mean is visible, then set $\mu=0$, $\sigma_q=\sigma_k=\sigma$:
+# Exercise 10 (`exercises/part1_chapter6/ex10_scaling_variance.ipynb`) asks for this derivation;
+# try it before reading on.
+#
+# A score is a sum of $d_k$ products, $q\cdot k=\sum_{r=1}^{d_k}q_rk_r$. If the entries are
+# independent with mean 0 and variance $\sigma^2$, each product has variance $\sigma^4$ and the
+# variances add: $\operatorname{Var}(q\cdot k)=d_k\sigma^4$. Scores of wide vectors are spread over
+# a wide range, and the softmax of widely spread scores puts all the weight on one key. Dividing by
+# $\sqrt{d_k}$ cancels the growth. Sympy carries this out for a **symbolic** $d_k$:
+# $E[(q\cdot k)^2]=\sum_r\sum_s
+# E[q_rq_s]E[k_rk_s]$ splits into $d_k$ diagonal terms $E[q_r^2]E[k_r^2]$ and $d_k(d_k-1)$
+# off-diagonal ones $E[q_r]E[q_s]E[k_r]E[k_s]$; subtract $E[q\cdot k]^2$. We keep general means
+# $\mu_q,\mu_k$ and variances $\sigma_q^2,\sigma_k^2$, so that the role of the zero mean is visible:
 
 # %%
-d_sym = sp.symbols("d", integer=True, positive=True)
-i_sym, j_sym = sp.symbols("i j", integer=True, positive=True)
+d_sym = sp.symbols("d_k", integer=True, positive=True)
+r_sym, s_sym = sp.symbols("r s", integer=True, positive=True)
 sigma_q, sigma_k = sp.symbols("sigma_q sigma_k", positive=True)
 mu_q, mu_k = sp.symbols("mu_q mu_k", real=True)
-diag_term = (sigma_q**2 + mu_q**2) * (sigma_k**2 + mu_k**2)   # E[q_i^2] E[k_i^2]
-off_term = mu_q**2 * mu_k**2                                   # E[q_i]E[q_j]E[k_i]E[k_j], i != j
-second_moment = sp.Sum(diag_term + sp.Sum(off_term, (j_sym, 1, d_sym)) - off_term, (i_sym, 1, d_sym)).doit()
-mean_qk = sp.Sum(mu_q * mu_k, (i_sym, 1, d_sym)).doit()
+diag_term = (sigma_q**2 + mu_q**2) * (sigma_k**2 + mu_k**2)  # E[q_r^2] E[k_r^2]
+off_term = mu_q**2 * mu_k**2  # E[q_r]E[q_s]E[k_r]E[k_s], r != s
+inner_sum = sp.Sum(off_term, (s_sym, 1, d_sym))
+second_moment = sp.Sum(diag_term + inner_sum - off_term, (r_sym, 1, d_sym)).doit()
+mean_qk = sp.Sum(mu_q * mu_k, (r_sym, 1, d_sym)).doit()
 var_general = sp.factor(sp.expand(second_moment - mean_qk**2))
+display(Math(r"\operatorname{Var}(q\cdot k) = " + sp.latex(var_general)))
+
+# %% [markdown]
+# With zero means and $\sigma_q=\sigma_k=\sigma$:
+
+# %%
 sigma = sp.symbols("sigma", positive=True)
 var_zero_mean = var_general.subs({mu_q: 0, mu_k: 0, sigma_q: sigma, sigma_k: sigma})
-print("Var(q.k), general means  =", var_general)
-print("Var(q.k), zero mean, sigma =", var_zero_mean)
+display(Math(r"\operatorname{Var}(q\cdot k)\big|_{\mu=0} = " + sp.latex(var_zero_mean)))
 assert sp.simplify(var_zero_mean - d_sym * sigma**4) == 0
 
 # %% [markdown]
 # The general form shows why the zero mean matters: with $\mu\neq0$ the variance picks up
-# $d(\mu_k^2\sigma_q^2+\mu_q^2\sigma_k^2)$ and the mean $d\mu_q\mu_k$ grows with $d$ as well. As an
-# independent check, sympy's `stats` module computes the variance from the joint densities for small
-# $d$, for Gaussian and for uniform entries (the result does not depend on the distribution):
+# $d_k(\mu_k^2\sigma_q^2+\mu_q^2\sigma_k^2)$, and the mean $d_k\mu_q\mu_k$ grows with $d_k$ as well.
+# As an independent check, sympy's `stats` module computes the variance from the probability
+# densities for small $d_k$, for Gaussian and for uniform entries (the result does not depend on the
+# distribution):
 
 # %%
-from sympy import stats  # noqa: E402
+def random_vector(name: str, dist_name: str, width: int) -> list:
+    """``width`` independent sympy random variables with mean 0 and variance sigma^2."""
+    if dist_name == "Normal":
+        return [stats.Normal(f"{name}{r}", 0, sigma) for r in range(width)]
+    half_width = sp.sqrt(3) * sigma  # Uniform(-a, a) has variance a^2/3 = sigma^2
+    return [stats.Uniform(f"{name}{r}", -half_width, half_width) for r in range(width)]
+
 
 for dist_name in ("Normal", "Uniform"):
-    for d_ in (1, 2):  # sympy.stats slows down quickly with d; the argument above is for every d
-        if dist_name == "Normal":
-            qs = [stats.Normal(f"q{i}", 0, sigma) for i in range(d_)]
-            ks = [stats.Normal(f"k{i}", 0, sigma) for i in range(d_)]
-        else:  # Uniform(-a, a) has variance a^2/3 = sigma^2 for a = sqrt(3) sigma
-            a = sp.sqrt(3) * sigma
-            qs = [stats.Uniform(f"q{i}", -a, a) for i in range(d_)]
-            ks = [stats.Uniform(f"k{i}", -a, a) for i in range(d_)]
-        var = sp.simplify(stats.variance(sum(x * y for x, y in zip(qs, ks))))
-        print(f"{dist_name:7s} d = {d_}: Var(q.k) = {var}")
-        assert sp.simplify(var - d_ * sigma ** 4) == 0
+    for width in (1, 2):  # sympy.stats slows down quickly; the derivation above is for every d_k
+        q_vec, k_vec = random_vector("q", dist_name, width), random_vector("k", dist_name, width)
+        var = sp.simplify(stats.variance(sum(x * y for x, y in zip(q_vec, k_vec))))
+        display(Math(rf"\text{{{dist_name}}},\ d_k={width}:\ \operatorname{{Var}}(q\cdot k)="
+                     + sp.latex(var)))
+        assert sp.simplify(var - width * sigma**4) == 0
 
 # %% [markdown]
-# A simulation for the dimensions used in practice, and the effect of the scale: the variance of
-# $q^\top k/\sqrt d$ is $\sigma^4$ for every $d$ ("near 1" only when $\sigma\approx1$).
+# A simulation for the widths used in practice: the variance of $q\cdot k$ grows like $d_k$, the
+# variance of $q\cdot k/\sqrt{d_k}$ stays at $\sigma^4$ ("near 1" only when $\sigma\approx1$).
 
 # %%
 rng = np.random.default_rng(2)
 dims = [4, 16, 64, 256, 512, 1024]
 sig = 1.0
-emp = {}
-for d_ in dims:
-    qq, kk = sig * rng.standard_normal((20000, d_)), sig * rng.standard_normal((20000, d_))
-    dots = np.einsum("nd,nd->n", qq, kk)
-    emp[d_] = (dots.var(), (dots / np.sqrt(d_)).var())
-    print(f"d = {d_:4d}: Var(q.k) = {emp[d_][0]:8.1f} (d sigma^4 = {d_ * sig ** 4:6.0f}), Var(q.k/sqrt d) = {emp[d_][1]:.3f}")
-    assert abs(emp[d_][0] / (d_ * sig ** 4) - 1) < 0.05 and abs(emp[d_][1] - 1) < 0.05
-p10 = 1 - (1 - 2 * __import__("scipy").stats.norm.sf(10 / np.sqrt(512))) ** 21
-print(f"d = 512, unit variance: std of q.k = {np.sqrt(512):.1f}; P(some |q.k| > 10 among 21 keys) = {p10:.4f}")
-assert p10 > 0.99  # the chapter: 'dot products can reach values of magnitude 10 or more for d = 512'
+for width in dims:
+    q_samples = sig * rng.standard_normal((20000, width))
+    k_samples = sig * rng.standard_normal((20000, width))
+    dots = np.einsum("nd,nd->n", q_samples, k_samples)
+    var_raw, var_scaled = dots.var(), (dots / np.sqrt(width)).var()
+    print(f"d_k = {width:4d}: Var(q.k) = {produced(var_raw, '.1f')} "
+          f"(d_k sigma^4 = {width * sig**4:6.0f}), "
+          f"Var(q.k/sqrt d_k) = {produced(var_scaled, '.3f')}")
+    assert abs(var_raw / (width * sig**4) - 1) < 0.05
+    assert abs(var_scaled - 1) < 0.05
+
+# %%
+p_large = 1 - (1 - 2 * scipy.stats.norm.sf(10 / np.sqrt(512))) ** 21
+print(f"d_k = 512, unit variance: std of q.k = {np.sqrt(512):.1f}; "
+      f"P(some |q.k| > 10 among 21 keys) = {p_large:.4f}")
+# the chapter: 'dot products can reach values of magnitude 10 or more for d = 512'
+assert p_large > 0.99
 
 # %% [markdown]
-# **Saturation.** The softmax Jacobian is $J=\mathrm{diag}(p)-pp^\top$. When one score dominates,
-# $p$ is nearly one-hot and *every* entry of $J$ — diagonal ones included, $p_j(1-p_j)$ — goes to
-# zero, so almost no gradient reaches the scores. We measure $\|J\|_F$ (checked against torch
-# autograd), the largest weight and the entropy of the weights over 21 keys, with and without the
-# scale, as $d$ grows.
+# **Saturation.** Why are huge scores bad? The softmax's derivative (its Jacobian, the matrix of
+# $\partial p_a/\partial z_b$) is $J=\mathrm{diag}(p)-pp^\top$. When one score dominates, $p$ is
+# nearly one-hot and *every* entry of $J$ — the diagonal ones $p_a(1-p_a)$ included — goes to zero:
+# almost no gradient reaches the scores, and the queries and keys stop learning. We check the
+# formula against torch's automatic differentiation, then measure $\|J\|_F$ (the Frobenius norm:
+# root of the sum of squared entries), the largest weight and the {term}`entropy` of the weights
+# over 21 random keys, with and without the scale, as $d_k$ grows.
 
 # %%
 def softmax_jacobian(p):
-    return np.diag(p) - np.outer(p, p)  # (n, n)
+    """d softmax(z) / dz at p = softmax(z): diag(p) - p p^T, shape (n, n)."""
+    return np.diag(p) - np.outer(p, p)
 
 
 z = torch.tensor(rng.standard_normal(21) * 5.0)
 J_auto = torch.autograd.functional.jacobian(lambda t: torch.softmax(t, 0), z).numpy()
 np.testing.assert_allclose(softmax_jacobian(softmax(z.numpy())), J_auto, atol=1e-12)
 
+# %%
 n_keys, n_rep = 21, 400
-stats_ = {}
-for d_ in dims:
-    qq = rng.standard_normal((n_rep, 1, d_))
-    kk = rng.standard_normal((n_rep, n_keys, d_))
-    raw = (qq @ np.swapaxes(kk, 1, 2))[:, 0]  # (n_rep, n_keys) unscaled scores
-    for name, sc in (("unscaled", raw), ("scaled", raw / np.sqrt(d_))):
+saturation = {}  # (scaling, d_k) -> (mean ||J||_F, mean largest weight, mean entropy)
+for width in dims:
+    q_samples = rng.standard_normal((n_rep, 1, width))
+    k_samples = rng.standard_normal((n_rep, n_keys, width))
+    raw = (q_samples @ np.swapaxes(k_samples, 1, 2))[:, 0]  # (n_rep, n_keys) unscaled scores
+    for name, sc in (("unscaled", raw), ("scaled", raw / np.sqrt(width))):
         P = softmax(sc)
-        jn = np.mean([np.linalg.norm(softmax_jacobian(p)) for p in P])
-        stats_[(name, d_)] = (jn, P.max(1).mean(), entropy(P).mean())
-for d_ in dims:
-    u, s_ = stats_[("unscaled", d_)], stats_[("scaled", d_)]
-    print(f"d = {d_:4d}: ||J||_F unscaled {u[0]:.4f} scaled {s_[0]:.4f} | max weight {u[1]:.3f} vs {s_[1]:.3f} "
-          f"| entropy {u[2]:.3f} vs {s_[2]:.3f} nats")
-sc_norms = [stats_[("scaled", d_)][0] for d_ in dims]
-assert stats_[("unscaled", 1024)][0] < 0.25 * stats_[("scaled", 1024)][0]  # 5x smaller at d = 1024
-assert max(sc_norms) / min(sc_norms) < 1.2  # scaled: the same regime at every d
-assert all(stats_[("unscaled", a)][0] > stats_[("unscaled", b)][0] for a, b in zip(dims[1:], dims[2:]))
+        jac_norm = np.mean([np.linalg.norm(softmax_jacobian(p)) for p in P])
+        saturation[(name, width)] = (jac_norm, P.max(1).mean(), entropy(P).mean())
+for width in dims:
+    unscaled, scaled = saturation[("unscaled", width)], saturation[("scaled", width)]
+    print(f"d_k = {width:4d}: ||J||_F unscaled {produced(unscaled[0], '.4f')} "
+          f"scaled {produced(scaled[0], '.4f')} | max weight {produced(unscaled[1], '.3f')} "
+          f"vs {produced(scaled[1], '.3f')} | entropy {produced(unscaled[2], '.3f')} "
+          f"vs {produced(scaled[2], '.3f')} nats")
+scaled_norms = [saturation[("scaled", width)][0] for width in dims]
+unscaled_norms = [saturation[("unscaled", width)][0] for width in dims]
+assert unscaled_norms[-1] < 0.25 * scaled_norms[-1]  # 5x smaller at d_k = 1024
+assert max(scaled_norms) / min(scaled_norms) < 1.2  # scaled: the same regime at every d_k
+assert all(a > b for a, b in zip(unscaled_norms[1:], unscaled_norms[2:]))  # falls from d_k = 16 on
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
 d_show = 512
-qq, kk = rng.standard_normal(d_show), rng.standard_normal((n_keys, d_show))
-axes[0].bar(range(1, 22), softmax(kk @ qq), color="C3")
-axes[0].set(title=f"unscaled, d = {d_show}", xlabel="key j", ylabel="weight")
-axes[1].bar(range(1, 22), softmax(kk @ qq / np.sqrt(d_show)), color="C0")
-axes[1].set(title=rf"scaled by $1/\sqrt{{d}}$, d = {d_show}", xlabel="key j")
-axes[2].loglog(dims, [stats_[("unscaled", d_)][0] for d_ in dims], "o-", color="C3", label="unscaled")
-axes[2].loglog(dims, sc_norms, "s-", color="C0", label="scaled")
-axes[2].set(xlabel="d", ylabel=r"mean $\|\partial p/\partial z\|_F$", title="softmax Jacobian norm")
+one_query, some_keys = rng.standard_normal(d_show), rng.standard_normal((n_keys, d_show))
+axes[0].bar(range(1, 22), softmax(some_keys @ one_query), color="C3")
+axes[0].set(title=f"unscaled, d_k = {d_show}", xlabel="key j", ylabel="weight")
+axes[1].bar(range(1, 22), softmax(some_keys @ one_query / np.sqrt(d_show)), color="C0")
+axes[1].set(title=rf"scaled by $1/\sqrt{{d_k}}$, d_k = {d_show}", xlabel="key j", ylabel="weight")
+axes[2].loglog(dims, unscaled_norms, "o-", color="C3", label="unscaled")
+axes[2].loglog(dims, scaled_norms, "s-", color="C0", label="scaled")
+axes[2].set(xlabel="d_k", ylabel=r"mean $\|\partial p/\partial z\|_F$",
+            title="softmax Jacobian norm")
 axes[2].legend()
 plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# *Figure (Fig. 6.12, measured).* Left and middle: the weights of one query over 21 random keys at
-# $d=512$ without and with the scale — a one-hot spike versus a spread distribution. Right: the mean
-# Frobenius norm of the softmax Jacobian. Without scaling it falls steadily with $d$ (the gradient to
-# the scores vanishes); with scaling it stays the same at every $d$, because the scaled scores have
-# variance $\sigma^4$ whatever the dimension.
+# **Figure 6.2.7** (the chapter's Fig. 6.12, measured). Left and middle: the weights of one query
+# over 21 random keys at $d_k=512$ without and with the scale — a one-hot spike against a spread
+# distribution. Right: the mean size of the softmax's derivative. Without scaling it falls steadily
+# with $d_k$ (the gradient to the scores vanishes); with scaling it stays level, because the scaled
+# scores have variance $\sigma^4$ whatever the width.
 #
-# **Temperature.** The chapter reads the scale as an inverse temperature: sharper for a larger scale.
-# The entropy of the weights is indeed monotone in the scale (checked on the Exercise 1 scores):
+# **Temperature.** The chapter reads the scale as an inverse temperature: a larger scale, a sharper
+# distribution. The entropy of the weights (how spread they are, in nats; $\log 3$ for three equal
+# weights) indeed falls steadily as the scale grows — checked on the tiny example's unscaled scores
+# of word 3, $[3, 1, 4]$:
 
 # %%
-z1 = np.array(scores.tolist(), dtype=float)[0] * 2  # unscaled scores q[3].k[j]
+word3_scores = np.array([3.0, 1.0, 4.0])  # q[3].k[j] of the tiny example, before scaling
 scales = np.linspace(0.01, 10, 200)
-H = entropy(softmax(scales[:, None] * z1[None, :]))
-assert np.all(np.diff(H) < 0)
-print(f"entropy at scale 0.01: {H[0]:.4f} nats (log 3 = {np.log(3):.4f}); at scale 10: {H[-1]:.4f}")
+weight_entropy = entropy(softmax(scales[:, None] * word3_scores[None, :]))
+assert np.all(np.diff(weight_entropy) < 0)
+print(f"entropy at scale 0.01: {weight_entropy[0]:.4f} nats (log 3 = {np.log(3):.4f}); "
+      f"at scale 10: {weight_entropy[-1]:.4f}")
 
 # %% [markdown]
-# **Parameters.** $W^Q,W^K,W^V$ hold $3d_{\text{model}}^2$ numbers, as the chapter says; the library's
-# attention module also has the output projection $W^O$, hence $4d_{\text{model}}^2$ (Exercise 4,
-# notebook 6.4).
+# **Parameters.** $W^Q,W^K,W^V$ hold $3d_{\text{model}}^2$ numbers when $d_k=d_{\text{model}}$, as
+# the chapter says; the library's attention module also has the output projection $W^O$ that mixes
+# the heads ([6.4](6_4_multi_head.ipynb)), hence $4d_{\text{model}}^2$.
 
 # %%
-for d_ in (32, 512):
-    m_ = MultiHeadAttention(d_, 8, rng=np.random.default_rng(0))
-    qkv = sum(m_.parameters()[n].size for n in ("W_q", "W_k", "W_v"))
-    print(f"d_model = {d_}: W_Q, W_K, W_V: {qkv} = 3 d^2; with W_O: {m_.num_parameters()} = 4 d^2")
-    assert qkv == 3 * d_ ** 2 and m_.num_parameters() == 4 * d_ ** 2
+for width in (32, 512):
+    module = MultiHeadAttention(width, 8, rng=np.random.default_rng(0))
+    qkv_count = sum(module.parameters()[n].size for n in ("W_q", "W_k", "W_v"))
+    print(f"d_model = {width}: W_Q, W_K, W_V: {qkv_count} = 3 d^2; "
+          f"with W_O: {module.num_parameters()} = 4 d^2")
+    assert qkv_count == 3 * width**2
+    assert module.num_parameters() == 4 * width**2
 
 # %% [markdown]
-# ## Summary of the checks
+# ## Key takeaways
 #
+# - Each word has a query (what it looks for), a key (what it offers) and a value (what it hands
+#   over), all three linear maps of its embedding.
+# - A word's output is a weighted average of the values of the words it may see; the weights are the
+#   softmax of the scaled scores $q\cdot k/\sqrt{d_k}$, so they are positive and add up to 1.
+# - Attention is a soft dictionary lookup; sharpening the scores (a lower temperature) turns it into
+#   a hard one, which can no longer be learned by gradients.
+# - Without the $1/\sqrt{d_k}$ the scores spread like $\sqrt{d_k}$, the softmax saturates and its
+#   gradient vanishes; with it, the scores have the same spread at every width.
+# - In a trained model the weights go where the information about the next word is — which the data
+#   decides, not the grammar.
+#
+# ## Check your understanding
+#
+# 1. In the tiny example, word 2 ("submitted") has query $[1,1]$ and sees keys $[1,1]$ and $[0,1]$.
+#    Without running code, which of the two words gets the larger weight, and what is the ratio of
+#    the two weights?
+#
+#    ```{dropdown} Answer
+#    The scores are $2/\sqrt2$ and $1/\sqrt2$, so "engineer" gets the larger weight, and the ratio
+#    is $e^{2/\sqrt2}/e^{1/\sqrt2}=e^{1/\sqrt2}\approx2.03$ — the 0.67 and 0.33 printed in the loop.
+#    ```
+#
+# 2. If every key of a query is the same vector, what is the output?
+#
+#    ```{dropdown} Answer
+#    All scores are equal, so the weights are uniform, $1/i$ each, and the output is the plain mean
+#    of the values the query can see — whatever the query is.
+#    ```
+#
+# 3. A model doubles $d_k$ from 64 to 128 and keeps random-like queries and keys of unit variance.
+#    By how much does the spread (standard deviation) of the unscaled scores grow, and of the scaled
+#    ones?
+#
+#    ```{dropdown} Answer
+#    Unscaled: the variance doubles, so the standard deviation grows by $\sqrt2\approx1.41$. Scaled
+#    by $1/\sqrt{d_k}$: it does not change (variance $\sigma^4=1$).
+#    ```
+#
+# 4. Why can "engineer" (word 3) get almost no weight from the blank's query even though it is the
+#    subject of the sentence?
+#
+#    ```{dropdown} Answer
+#    In this language "engineer" says nothing about the blank (its mutual information with the blank
+#    is 0), so reading it cannot lower the loss; training puts the weight on words 16 and 19, which
+#    do.
+#    ```
+#
+# ## Reproducibility
+#
+# The trained model: a 1-layer, 2-head `TinyLM` (width 32, learned position embeddings) trained for
+# 400 steps on 4000 sentences of `RunningExampleSource`, seed 0 (about 10 s on 2 CPU cores). The
+# chapter's Fig. 6.10 is an illustration of a large model on real text; ours is a measurement on a
+# small language whose dependencies are known. Library: `nextword.attention`, `nextword.torch.models.lm`,
+# `nextword.chapter6.running_example`; schematics from `nextword.booktools.schematics.attention`.
+
+# %% tags=["hide-cell"]
+print(cfg)
+print(f"training: {len(losses)} steps, batch 32, lr 3e-3, seed 0; "
+      f"torch threads: {torch.get_num_threads()}")
+
+# %% [markdown]
 # | claim (§6.2) | measured here |
 # |---|---|
-# | Exercise 1 weights | exact (sympy) = `softmax` to 1e-12 |
+# | the weights of a query (hand loop = matrix form = library) | exact (sympy) = `softmax` to 1e-12 |
 # | output is a convex combination; soft → hard lookup as the scale grows (Fig. 6.3) | LP hull test for every scale; distance to the selected value → 0 |
 # | projections, scores, softmax, weighted sum (Figs. 6.5–6.8) | by hand from a trained model = library weights to 1e-12 |
 # | weights concentrate on informative words (Figs. 6.9–6.11) | the blank's query reads words 16 and 19, the only words carrying information the query does not have; zero-information words get < 0.05; differs from Fig. 6.10's choice of words (explained above) |
-# | $\operatorname{Var}(q^\top k)=d\sigma^4$ (Exercise 10) | sympy for symbolic $d$ (any zero-mean i.i.d. entries), cross-checked from the densities for $d=1,2$ (Gaussian, uniform), simulation to 5% up to $d=1024$ |
+# | $\operatorname{Var}(q^\top k)=d\sigma^4$ (Exercise 10) | sympy for symbolic $d_k$ (any zero-mean i.i.d. entries), cross-checked from the densities for $d_k=1,2$ (Gaussian, uniform), simulation to 5% up to $d_k=1024$ |
 # | $\lvert q^\top k\rvert\ge10$ at $d=512$ | probability > 0.99 over 21 keys (unit variance) |
-# | without scaling the softmax saturates and gradients vanish (Fig. 6.12) | $\Vert J\Vert_F$ falls with $d$ unscaled, is flat scaled |
+# | without scaling the softmax saturates and gradients vanish (Fig. 6.12) | $\Vert J\Vert_F$ falls with $d_k$ unscaled, is flat scaled |
 # | $3d^2$ projection parameters | `MultiHeadAttention` ($4d^2$ with $W^O$) |

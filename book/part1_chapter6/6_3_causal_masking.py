@@ -1,23 +1,33 @@
 # %% [markdown]
-# # 6.3 Causal masking for autoregressive generation
+# # 6.3 Causal masking: why a model must not see the future
 #
-# *Source: Chapter 6, §6.3 (the masked attention formula, Figs. 6.13–6.17, Exercise 3).
-# Library: `nextword.attention`, `nextword.attention.gradients`, `nextword.torch.models.lm`, `nextword.data.synthetic`,
-# `nextword.decoding`.*
+# **The question.** A language model is trained on whole sentences at once, every position
+# predicting the word after it; attention ([6.2](6_2_attention_mechanism.ipynb)) lets every position
+# look at every other. What stops position $t$ from simply reading word $t+1$ — the answer — and
+# what goes wrong if nothing does?
 #
-# The causal mask sets the score of every pair $j>i$ to $-\infty$ before the softmax, so
+# Nothing stops it, unless we forbid it. A model that may look ahead learns to copy the next word:
+# its training loss falls below what any honest predictor could reach, and the moment it has to
+# generate text, where the next word does not exist yet, it is worse than guessing. This page
+# measures that failure first, then builds the fix — the {term}`causal mask` — and checks that with
+# it, training and generation compute exactly the same thing.
 #
-# $$\alpha[i,j]=\begin{cases}\dfrac{\exp(q[i]^\top k[j]/\sqrt d)}{\sum_{k\le i}\exp(q[i]^\top k[k]/\sqrt d)} & j\le i\\[2mm] 0 & j>i.\end{cases}$$
+# ```{admonition} Learning goals
+# :class: tip
+# After this page you can
+# - explain, from a measured example, why a next-word model trained without a mask fails at
+#   generation;
+# - build the causal mask for $n$ words and compute masked attention weights by hand;
+# - show that a masked position receives exactly zero weight and zero gradient;
+# - explain why, with the mask, one training pass gives the same predictions as generating word by
+#   word, and what a KV cache stores.
+# ```
 #
-# The section claims: (1) the weight matrix is lower triangular with $T(T+1)/2$ nonzero entries and rows
-# that still sum to one; (2) masked entries receive exactly zero gradient; (3) without the mask a model
-# can drive its training loss to zero by copying the next token and learns nothing usable for
-# generation (Exercise 3); (4) with the mask, training and generation compute the same thing
-# (Fig. 6.17). Each is checked below; (3) by training two tiny models.
+# **Builds on:** [6.2 The attention mechanism](6_2_attention_mechanism.ipynb) (queries, keys, scores
+# and softmax weights) · the cross-entropy loss of a next-word model and the idea of an entropy from
+# probability. **Reading time:** about 35 minutes.
 #
-# **Default run**: two 1-layer `TinyLM`s (width 32) trained for 250 steps on a random order-2 Markov
-# source over 8 symbols, whose entropy rate — the best loss any model can reach — is known exactly
-# (about 20 s on 2 CPU cores).
+# *Source: Chapter 6, §6.3 (the masked attention formula, Figs. 6.13–6.17, Exercise 3).*
 
 # %%
 import os
@@ -26,117 +36,122 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 import torch.nn.functional as F
+from mpl_toolkits.mplot3d import Axes3D  # noqa: F401  (registers the 3-D projection)
 
-from nextword.attention import attention_backward, causal_mask, scaled_dot_product_attention
-from nextword.decoding import sample
+from nextword.attention import (attention_backward, causal_mask, scaled_dot_product_attention,
+                                softmax)
+from nextword.booktools.display import produced
 from nextword.booktools.plotting import heatmap, use_book_style
+from nextword.booktools.schematics.attention import draw_causal_mask
 from nextword.chapter6 import RUNNING_EXAMPLE
 from nextword.data import markov_source
-from nextword.torch.models.lm import Block, LMConfig, TinyLM, evaluate_loss, next_logits_fn, to_numpy_decoder, train_lm
+from nextword.decoding import sample
+from nextword.torch.models.lm import (Block, LMConfig, TinyLM, evaluate_loss, next_logits_fn,
+                               to_numpy_decoder, train_lm)
 
 use_book_style()
 torch.set_num_threads(1)  # tiny models: one thread is fastest on a shared 2-core machine
-# The seed of the trainings on this page. The page shows seed 0; tests/test_notebook_seeds.py re-runs it
-# with NEXTWORD_SEED=1 and 2, so every assert about what training produces holds for three seeds.
+# The seed of the trainings on this page. The page shows seed 0; tests/test_notebook_seeds.py
+# re-runs it with NEXTWORD_SEED=1 and 2, so every assert about what training produces holds for
+# three seeds.
 SEED = int(os.environ.get("NEXTWORD_SEED", "0"))
 
 # %% [markdown]
-# ## The mask and its count (Figs. 6.13–6.14)
+# ## A tiny example by hand
+#
+# The three words of 6.2's tiny example, "engineer submitted code", with the same queries, keys and
+# values. This time every word may look at every word, the future included. One loop, word by word
+# (Python counts from 0, so word $i$ is `i + 1`):
 
 # %%
-rng = np.random.default_rng(0)
-T = 8
-M = causal_mask(T)  # True = may attend
-q, k, v = rng.standard_normal((3, T, 4))
-out, W = scaled_dot_product_attention(q, k, v, causal=True, return_weights=True)
-ref = F.scaled_dot_product_attention(*(torch.tensor(a) for a in (q, k, v)), is_causal=True).numpy()
-np.testing.assert_allclose(out, ref, atol=1e-12)
-assert np.all(W[~M] == 0) and np.all(W[M] > 0) and np.allclose(W.sum(1), 1)
-for n in range(1, 65):
-    assert causal_mask(n).sum() == n * (n + 1) // 2
-print(f"T = {T}: {int(M.sum())} allowed entries = T(T+1)/2 = {T * (T + 1) // 2}; checked for T = 1..64")
+words = ["engineer", "submitted", "code"]
+queries = np.array([[1.0, 0.0], [1.0, 1.0], [2.0, 1.0]])
+keys = np.array([[1.0, 1.0], [0.0, 1.0], [1.0, 2.0]])
+values = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 2.0]])
+d_k = 2
 
-fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-ticks = [str(t) for t in range(1, T + 1)]
-heatmap(M.astype(float), ax=axes[0], row_labels=ticks, col_labels=ticks, cmap="gray", colorbar=False,
-        title="causal mask (white: allowed)")
-unmasked = scaled_dot_product_attention(q, k, v, return_weights=True)[1]
-heatmap(unmasked, ax=axes[1], row_labels=ticks, col_labels=ticks, vmin=0, vmax=1, title="no mask")
-heatmap(W, ax=axes[2], row_labels=ticks, col_labels=ticks, vmin=0, vmax=1, title="with the mask")
-for ax in axes:
-    ax.set(xlabel="key j", ylabel="query i")
-plt.tight_layout()
-plt.show()
+
+def attend_by_loop(queries, keys, values, may_see):
+    """Each word's output: softmax over the keys j with may_see(i, j), then the weighted values."""
+    outputs = np.zeros_like(values)
+    for i in range(len(queries)):
+        visible = [j for j in range(len(keys)) if may_see(i, j)]
+        scores = np.array([queries[i] @ keys[j] / np.sqrt(d_k) for j in visible])
+        weights = np.exp(scores) / np.exp(scores).sum()
+        outputs[i] = weights @ values[visible]
+        print(f"  word {i + 1} ({words[i]:9s}) sees words {[j + 1 for j in visible]}: "
+              f"weights {np.round(weights, 3)}")
+    return outputs
+
+
+print("no mask:")
+unmasked_out = attend_by_loop(queries, keys, values, lambda i, j: True)
 
 # %% [markdown]
-# *Figure (Figs. 6.13 and 6.14, computed).* Left: the boolean mask for $T=8$ — it depends only on
-# $j\le i$, not on the tokens. Middle and right: the attention weights of the same random queries and
-# keys without and with the mask. With the mask the upper triangle is exactly zero and every row is a
-# distribution over positions $1..i$ (row 1 puts all its weight on itself). The numpy result equals
-# torch's `scaled_dot_product_attention(is_causal=True)` to $10^{-12}$.
-#
-# ## The running example under the mask (Fig. 6.15)
+# Word 1 ("engineer") puts as much weight on "code", a word that comes *after* it, as on itself, and
+# some on "submitted", the very word it will be asked to predict. The test: change the future word
+# "code" (its key and value) and see whether the earlier words' outputs move.
 
 # %%
-words = list(RUNNING_EXAMPLE) + ["___"]
-T_s = len(words)  # 22: 21 context words + the blank
-row = causal_mask(T_s)[T_s - 2]  # the query at word 21 predicts word 22
-fig, ax = plt.subplots(figsize=(11, 1.8))
-for t, (w, ok) in enumerate(zip(words, row)):
-    ax.text(t, 0, w, rotation=60, ha="center", va="bottom", fontsize=9, color="C0" if ok else "0.7")
-ax.set_xlim(-1, T_s)
-ax.set_ylim(-0.2, 1.2)
-ax.axis("off")
-ax.set_title("visible (blue) to the query that predicts the blank; masked (grey)")
-plt.show()
-assert row.sum() == 21 and not row[-1]
+changed_keys, changed_values = keys.copy(), values.copy()
+changed_keys[2], changed_values[2] = [-1.0, 0.0], [5.0, -5.0]  # a different word 3
+print("no mask, word 3 changed:")
+changed_out = attend_by_loop(queries, changed_keys, changed_values, lambda i, j: True)
+leak = np.abs(changed_out[:2] - unmasked_out[:2]).max()
+print(f"largest change of the outputs of words 1 and 2: {leak:.3f}")
+assert leak > 1  # the past's outputs depend on the future
 
 # %% [markdown]
-# *Figure (Fig. 6.15, computed).* Row 21 of the $22\times22$ mask: the query at "would" sees the 21
-# context words (itself included) and not the blank it must predict. (The chapter calls this
-# position 23 with 22 context words; the sentence has 21 — see notebook 6.1.)
-#
-# ## Masked entries get exactly zero gradient
-#
-# Two checks. First, autograd through a masked softmax: the gradient of any loss with respect to the
-# *scores* is exactly 0 at masked entries, and so is the library's closed-form gradient
-# (`attention_backward`). Second, the Jacobian of a whole torch block's output at position $i$ with
-# respect to its input at a later position $j>i$ is exactly zero: no signal flows from the future.
+# The fix is a rule: word $i$ may see word $j$ only if $j\le i$. This is the {term}`causal mask` —
+# "causal" because information may only flow forward in time, from causes to effects.
 
 # %%
-S = torch.tensor(rng.standard_normal((T, T)), requires_grad=True)
-Vt = torch.tensor(rng.standard_normal((T, 3)))
-U = torch.tensor(rng.standard_normal((T, 3)))
-A = torch.softmax(S.masked_fill(~torch.tensor(M), float("-inf")), dim=-1)
-((A @ Vt) * U).sum().backward()
-g = S.grad.numpy()
-print(f"max |dL/dscore| over masked entries: {np.abs(g[~M]).max():.1f}; over allowed entries: {np.abs(g[M]).max():.3f}")
-assert np.all(g[~M] == 0.0) and np.abs(g[M]).max() > 0
-
-X = rng.standard_normal((T, 4))
-Wq, Wk, Wv = rng.standard_normal((3, 4, 4))
-grads = attention_backward(X, Wq, Wk, Wv, rng.standard_normal((T, 4)), causal=True)
-assert np.all(grads.scores[~M] == 0.0)
-
-cfg_blk = LMConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=T, init_std=0.5)
-block = Block(cfg_blk, torch.Generator().manual_seed(0)).double()
-Xt = torch.tensor(rng.standard_normal((1, T, 8)))
-Jb = torch.autograd.functional.jacobian(lambda x: block(x)[0], Xt)[0, :, :, 0].numpy()  # (T, 8, T, 8)
-future = np.abs(Jb).max(axis=(1, 3))  # (T, T): largest entry of each block d out[i] / d x[j]
-print(f"largest |d out[i] / d x[j]| for j > i: {future[~M].max():.1f}; for j <= i: {future[M].min():.2e} (smallest block)")
-assert np.all(future[~M] == 0.0) and np.all(future[M] > 0)
+print("with the mask:")
+masked_out = attend_by_loop(queries, keys, values, lambda i, j: j <= i)
+print("with the mask, word 3 changed:")
+masked_changed = attend_by_loop(queries, changed_keys, changed_values, lambda i, j: j <= i)
+assert np.array_equal(masked_out[:2], masked_changed[:2])  # words 1 and 2 no longer see word 3
+library_out = scaled_dot_product_attention(queries, keys, values, causal=True)
+np.testing.assert_allclose(masked_out, library_out, atol=1e-12)
 
 # %% [markdown]
-# ## Training without the mask: the leakage failure (Exercise 3)
+# In matrix form the rule is an extra matrix added to the scores before the softmax: 0 where
+# $j\le i$, $-\infty$ where $j>i$. Since $e^{-\infty}=0$, a blocked word gets weight exactly 0, and
+# the other weights of the row still add up to 1:
 #
-# Data: a random order-2 Markov source over 8 symbols. Its entropy rate $H$ is the smallest expected
-# next-symbol loss that *any* predictor that sees only the past can achieve. We train two identical
-# `TinyLM`s (sinusoidal positions), one with the mask and one without, and measure
+# $$\alpha[i,j]=\begin{cases}\dfrac{\exp(q[i]\cdot k[j]/\sqrt{d_k})}{\sum_{m\le i}\exp(q[i]\cdot
+# k[m]/\sqrt{d_k})} & j\le i,\\[2mm] 0 & j>i,\end{cases}$$
 #
-# * the **training-style loss**: one forward pass over a whole 32-token window, every position
-#   predicting its next token (teacher forcing);
-# * the **generation-style loss**: each token predicted from its prefix alone, i.e. from the last
-#   position of a forward pass over $w[1..t]$ — the only thing a generator can do.
+# with $i$ the query's position, $j$ the key's, $m$ running over the positions word $i$ may see, and
+# $d_k$ the width of a query and a key (the chapter's $d$).
+
+# %%
+mask_matrix = np.where(causal_mask(3), 0.0, -np.inf)  # (3, 3): 0 allowed, -inf blocked
+weights = softmax(queries @ keys.T / np.sqrt(d_k) + mask_matrix)
+print("mask added to the scores:\n", mask_matrix)
+print("weights:\n", np.round(weights, 3))
+np.testing.assert_allclose(weights @ values, masked_out, atol=1e-12)
+
+# %% [markdown]
+# ## Why the mask is needed: training without it (Exercise 3)
+#
+# The tiny example shows that without a mask the past *can* read the future. Does training actually
+# exploit it? We measure. (Exercise 3, `exercises/part1_chapter6/ex03_causal_mask_leakage.ipynb`,
+# asks you to run a version of this experiment yourself; try it first.)
+#
+# The data come from a random order-2 Markov source over 8 symbols: each symbol is drawn from a
+# distribution that depends on the two symbols before it. Because we built the source, we know its
+# {term}`entropy rate` $H$ exactly: the lowest average loss, in {term}`nats`, that any predictor
+# that sees only the past can reach. No honest model can score below $H$.
+#
+# We train two identical small transformers (`TinyLM`, one layer, width 32), one with the mask and
+# one without, with {term}`teacher forcing`: one forward pass over a window of 32 true symbols,
+# every position predicting the next true symbol. Then we score each model two ways:
+#
+# * the **training-style loss**: exactly as in training, one pass over the whole window;
+# * the **generation-style loss**: each symbol predicted from the symbols before it alone (a forward
+#   pass over $w[1..t]$, prediction at its last position) — the only thing a text generator can do,
+#   because the next symbol does not exist yet.
 
 # %%
 source = markov_source(8, 2, np.random.default_rng(0), concentration=0.3)
@@ -146,39 +161,48 @@ test_stream = source.sample(3_200, np.random.default_rng(2))
 block_size = 32
 models, curves = {}, {}
 for causal in (True, False):
-    m = TinyLM(LMConfig(vocab_size=8, d_model=32, num_heads=2, num_layers=1, max_len=block_size, causal=causal), seed=SEED)
-    curves[causal] = train_lm(m, train_stream, steps=250, batch_size=32, block_size=block_size, lr=3e-3, seed=SEED,
-                              progress=False)
-    models[causal] = m
+    config = LMConfig(vocab_size=8, d_model=32, num_heads=2, num_layers=1, max_len=block_size,
+                      causal=causal)
+    models[causal] = TinyLM(config, seed=SEED)
+    curves[causal] = train_lm(models[causal], train_stream, steps=250, batch_size=32,
+                              block_size=block_size, lr=3e-3, seed=SEED, progress=False)
 
 
+# %%
 @torch.no_grad()
 def generation_style_loss(model, windows):
     """Mean NLL of w[t+1] from a forward pass over w[1..t] only (last position), t = 1..L-1."""
-    nll = [F.cross_entropy(model(torch.from_numpy(windows[:, :t]))[:, -1], torch.from_numpy(windows[:, t]))
-           for t in range(1, windows.shape[1])]
+    nll = []
+    for t in range(1, windows.shape[1]):
+        prefix_logits = model(torch.from_numpy(windows[:, :t]))[:, -1]  # (n_windows, 8)
+        nll.append(F.cross_entropy(prefix_logits, torch.from_numpy(windows[:, t])))
     return float(torch.stack(nll).mean())
 
 
 windows = test_stream.reshape(-1, block_size)  # (100, 32)
 results = {}
-for causal, m in models.items():
-    results[causal] = (evaluate_loss(m, test_stream[:-1], block_size - 1), generation_style_loss(m, windows))
+for causal, model in models.items():
+    training_style = evaluate_loss(model, test_stream[:-1], block_size - 1)
+    results[causal] = (training_style, generation_style_loss(model, windows))
 print(f"entropy rate H = {H:.3f} nats; uniform guess = log 8 = {np.log(8):.3f}")
 for causal, (tf, gen) in results.items():
-    print(f"{'with mask   ' if causal else 'without mask'}: training-style loss {tf:.3f}, generation-style loss {gen:.3f}")
+    name = "with mask   " if causal else "without mask"
+    print(f"{name}: training-style loss {produced(tf, '.3f')}, "
+          f"generation-style loss {produced(gen, '.3f')}")
 tf_c, gen_c = results[True]
 tf_n, gen_n = results[False]
 assert tf_n < 0.25 * H  # below the entropy rate: impossible without seeing the answer
 assert gen_n > np.log(8)  # worse than guessing uniformly when the future is not there
-assert abs(tf_c - gen_c) < 0.02 and tf_c > H - 0.01  # the masked model: same loss both ways, above H
+assert abs(tf_c - gen_c) < 0.02  # the masked model: the same loss both ways...
+assert tf_c > H - 0.01  # ...and never below the floor
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
-for causal, c in curves.items():
-    axes[0].plot(np.convolve(c, np.ones(10) / 10, mode="valid"), label="with mask" if causal else "without mask")
+for causal, curve in curves.items():
+    axes[0].plot(np.convolve(curve, np.ones(10) / 10, mode="valid"),
+                 label="with mask" if causal else "without mask")
 axes[0].axhline(H, color="k", ls="--", label="entropy rate H (floor)")
-axes[0].set(xlabel="step", ylabel="training loss (nats)", title="training curves")
+axes[0].set(xlabel="training step", ylabel="training loss (nats)", title="training curves")
 axes[0].legend()
 x = np.arange(2)
 axes[1].bar(x - 0.2, [tf_c, tf_n], width=0.4, label="training-style (teacher forcing)")
@@ -192,134 +216,336 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# *Figure (Exercise 3, answered by experiment).* Left: without the mask the training loss falls far
-# below the entropy rate — a bound no honest predictor can beat — because every position can read the
-# token it is asked to predict. Right: the same model scored the way generation uses it (no future
-# tokens exist) is worse than a uniform guess; the masked model's loss is the same both ways and sits
-# above $H$ (250 steps do not reach the floor; the point is that it is the same number both ways).
+# **Figure 6.3.1** (Exercise 3, answered by experiment). Left: without the mask the training loss
+# falls far below the entropy rate — a floor no honest predictor can beat — because every position
+# can read the symbol it is asked to predict. Right: the same model scored the way generation uses
+# it is worse than a uniform guess. The masked model's loss is the same both ways and sits above $H$
+# (250 steps do not reach the floor; what matters is that it is the same number both ways).
 #
-# The failure, in detail: the unmasked model learns an attention pattern "look one position ahead"
-# and copies; its next-token distribution at position $t$ is a function of $w[t+1]$, not a model of
-# $P(w[t+1]\mid w[1..t])$. At generation time position $t$ is the last one, the key it learned to read
-# does not exist, and the attention falls on whatever is there — the prediction is confidently wrong.
-# Its attention maps show the copying directly:
+# The unmasked model has learned "look one position ahead and copy". Its prediction at position $t$
+# is a function of $w[t+1]$, not a model of $P(w[t+1]\mid w[1..t])$. At generation time position $t$
+# is the last one, the key it learned to read does not exist, and the attention falls on whatever is
+# there — the prediction is confidently wrong. Its attention weights show the copying directly:
 
 # %%
 with torch.no_grad():
-    _, att_n = models[False](torch.from_numpy(windows[:1, :12]), return_attention=True)
-    _, att_c = models[True](torch.from_numpy(windows[:1, :12]), return_attention=True)
-A_n, A_c = att_n[0][0].numpy(), att_c[0][0].numpy()  # (heads, 12, 12)
-ahead = max(np.mean([A_n[h, i, i + 1] for i in range(11)]) for h in range(2))
-print(f"unmasked model: mean weight on the next position (best head) = {ahead:.2f}")
+    _, attention_unmasked = models[False](torch.from_numpy(windows[:1, :12]), return_attention=True)
+    _, attention_masked = models[True](torch.from_numpy(windows[:1, :12]), return_attention=True)
+weights_unmasked = attention_unmasked[0][0].numpy()  # (heads, 12, 12), first window
+weights_masked = attention_masked[0][0].numpy()
+ahead = max(np.mean([weights_unmasked[h, i, i + 1] for i in range(11)]) for h in range(2))
+print(f"unmasked model: mean weight on the next position (best head) = {produced(ahead, '.2f')}")
 assert ahead > 0.5
 
 fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-heatmap(A_n.max(0), ax=axes[0], vmin=0, vmax=1, title="without mask (max over heads)")
-heatmap(A_c.max(0), ax=axes[1], vmin=0, vmax=1, title="with mask (max over heads)")
+positions_12 = [str(t) for t in range(1, 13)]
+heatmap(weights_unmasked.max(0), ax=axes[0], row_labels=positions_12, col_labels=positions_12,
+        vmin=0, vmax=1, title="without mask (max over heads)")
+heatmap(weights_masked.max(0), ax=axes[1], row_labels=positions_12, col_labels=positions_12,
+        vmin=0, vmax=1, title="with mask (max over heads)")
 for ax in axes:
-    ax.set(xlabel="key j", ylabel="query i")
+    ax.set(xlabel="key position j", ylabel="query position i")
 plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# *Figure (the leakage, seen in the weights; compare Figs. 6.9 and 6.14).* Without the mask a head puts
-# most of its weight just above the diagonal — on $j=i+1$, the answer. With the mask that region is
-# unreachable and the model has to use the past.
+# **Figure 6.3.2** (the leak, seen in the weights). Without the mask a head puts most of its weight
+# just above the diagonal — on $j=i+1$, the answer. With the mask that region is unreachable and the
+# model has to use the past.
 #
 # ### Generated text
 #
-# Sampling 3000 symbols from each model (temperature 1, `nextword.decoding.sample`, restarting from a
-# 2-symbol prompt every 30 symbols, the trained window) and comparing the statistics of the generated
-# text with the source's exact stationary law: the total-variation distance between the empirical
-# and the true distribution of symbol pairs. (Per-symbol surprisal under the source is a poor score
-# here: the source has many near-zero transitions, so any smoothing by a model is heavily punished.)
+# The final test is to let each model write. We sample 3000 symbols from each (temperature 1,
+# restarting from a 2-symbol prompt every 30 symbols, the length it was trained on) and compare the
+# generated text's statistics with the source's exact law: the {term}`total variation distance`
+# between the true and the empirical distribution of pairs of consecutive symbols (0 = identical).
+# (Scoring each symbol's surprise under the source would be a poor test here: the source has many
+# near-zero transitions, so any smoothing by a model is heavily punished.)
 
 # %%
 pair_law = source.stationary_distribution()  # (8, 8): exact law of two consecutive symbols
 
 
 def pair_tv(seq):
+    """Total variation distance between the pair frequencies of seq and the source's pair law."""
     counts = np.zeros((8, 8))
     np.add.at(counts, (seq[:-1], seq[1:]), 1)
     return 0.5 * np.abs(counts / counts.sum() - pair_law).sum()
 
 
 def generate(model, n, seed):
-    fn = next_logits_fn(model)
+    """n symbols sampled from model, restarting the window every block_size symbols."""
+    next_logits = next_logits_fn(model)
     out = list(test_stream[:2])
-    rng_g = np.random.default_rng(seed)
-    while len(out) < n:  # restart the window every block_size symbols (the models' trained length)
-        chunk = sample(fn, out[-2:], block_size - 2, rng=rng_g)
+    rng_generate = np.random.default_rng(seed)
+    while len(out) < n:
+        chunk = sample(next_logits, out[-2:], block_size - 2, rng=rng_generate)
         out.extend(chunk[2:])
     return np.array(out[:n])
 
 
-gen = {causal: generate(m, 3000, 0) for causal, m in models.items()}
-tv = {causal: pair_tv(seq) for causal, seq in gen.items()}
+# %%
+generated = {causal: generate(model, 3000, 0) for causal, model in models.items()}
+tv = {causal: pair_tv(seq) for causal, seq in generated.items()}
 tv_real = pair_tv(test_stream[:3000])
-for causal, seq in gen.items():
-    print(f"{'with mask   ' if causal else 'without mask'}: {''.join(map(str, seq[:40]))}...  "
-          f"TV(pairs, source) = {tv[causal]:.3f}")
-print(f"real text from the source:                          TV(pairs, source) = {tv_real:.3f} (sampling noise)")
-assert tv[True] < 3 * tv_real and tv[False] > 0.5
+for causal, seq in generated.items():
+    name = "with mask   " if causal else "without mask"
+    print(f"{name}: {produced(''.join(map(str, seq[:40])))}...  "
+          f"TV(pairs, source) = {produced(tv[causal], '.3f')}")
+print(f"real text from the source:                          TV(pairs, source) = "
+      f"{tv_real:.3f} (sampling noise)")
+assert tv[True] < 3 * tv_real  # close to the source, up to sampling noise
+assert tv[False] > 0.5  # far from it
 
 # %% [markdown]
 # The masked model's text has the source's pair statistics up to a few times the sampling noise of
 # real text; the unmasked model's text is dominated by a few repeated symbols.
 #
+# ## The mask and its count (Figs. 6.13–6.14)
+#
+# Now the fix in general. For $n$ words the mask is the $n\times n$ matrix of the tiny example:
+# zeros on and below the diagonal, $-\infty$ above it. Row $i$ lets the query at word $i$ see words
+# $1,\dots,i$, so the matrix has $1+2+\dots+n=n(n+1)/2$ allowed entries. It depends only on the
+# positions, never on the words.
+
+# %%
+draw_causal_mask(list(RUNNING_EXAMPLE[:6]))
+plt.show()
+
+# %% [markdown]
+# **Figure 6.3.3.** The causal mask for the first six words of the chapter's sentence, as the matrix
+# added to the scores. Read a row: the query at "who" (row 4) may look at "The", "software",
+# "engineer" and itself; the grey $-\infty$ cells, everything to the right of the diagonal, become
+# weight 0 after the softmax.
+#
+# The same on random queries and keys for $n=8$ words, compared with torch's own implementation, and
+# the count $n(n+1)/2$ checked for every $n$ up to 64:
+
+# %%
+rng = np.random.default_rng(0)
+T = 8  # number of positions
+allowed = causal_mask(T)  # True = may attend
+q, k, v = rng.standard_normal((3, T, 4))
+out, W = scaled_dot_product_attention(q, k, v, causal=True, return_weights=True)
+torch_out = F.scaled_dot_product_attention(*(torch.tensor(a) for a in (q, k, v)), is_causal=True)
+np.testing.assert_allclose(out, torch_out.numpy(), atol=1e-12)
+assert np.all(W[~allowed] == 0)  # the future gets nothing
+assert np.all(W[allowed] > 0)  # the past and present all get something
+assert np.allclose(W.sum(1), 1)  # each row is still a distribution
+for n in range(1, 65):
+    assert causal_mask(n).sum() == n * (n + 1) // 2
+print(f"T = {T}: {int(allowed.sum())} allowed entries = T(T+1)/2 = {T * (T + 1) // 2}; "
+      "checked for T = 1..64")
+
+# %%
+fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+ticks = [str(t) for t in range(1, T + 1)]
+heatmap(allowed.astype(float), ax=axes[0], row_labels=ticks, col_labels=ticks, cmap="gray",
+        colorbar=False, title="causal mask (white: allowed)")
+unmasked_weights = scaled_dot_product_attention(q, k, v, return_weights=True)[1]
+heatmap(unmasked_weights, ax=axes[1], row_labels=ticks, col_labels=ticks, vmin=0, vmax=1,
+        title="no mask")
+heatmap(W, ax=axes[2], row_labels=ticks, col_labels=ticks, vmin=0, vmax=1, title="with the mask")
+for ax in axes:
+    ax.set(xlabel="key position j", ylabel="query position i")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# **Figure 6.3.4** (the chapter's Figs. 6.13 and 6.14, computed). Left: the mask for $T=8$
+# positions. Middle and right: the attention weights of the same random queries and keys without and
+# with it. With the mask the upper triangle is exactly zero and every row is a distribution over
+# positions $1..i$ — row 1 puts all its weight on itself.
+#
+# ## The running example under the mask (Fig. 6.15)
+
+# %%
+words_and_blank = list(RUNNING_EXAMPLE) + ["___"]
+n_words = len(words_and_blank)  # 22: 21 context words + the blank
+row = causal_mask(n_words)[n_words - 2]  # the query at word 21 predicts word 22
+fig, ax = plt.subplots(figsize=(11, 1.8))
+for t, (word, visible) in enumerate(zip(words_and_blank, row)):
+    ax.text(t, 0, word, rotation=60, ha="center", va="bottom", fontsize=9,
+            color="C0" if visible else "0.7")
+ax.set_xlim(-1, n_words)
+ax.set_ylim(-0.2, 1.2)
+ax.axis("off")
+ax.set_title("visible (blue) to the query that predicts the blank; masked (grey)")
+plt.show()
+assert row.sum() == 21
+assert not row[-1]  # the blank itself is hidden
+
+# %% [markdown]
+# **Figure 6.3.5** (the chapter's Fig. 6.15, computed). Row 21 of the $22\times22$ mask: the query
+# at "would" sees the 21 context words (itself included) and not the blank it must predict.
+# (The chapter calls this position 23 with 22 context words; the sentence has 21 — see
+# [6.1](6_1_parallel_attention.ipynb).)
+#
+# ## Masked entries get exactly zero gradient
+#
+# Zero weight is not the whole story: during training the gradient — the signal that adjusts the
+# queries and keys — must not flow from the future either. Two checks. First, differentiate a loss
+# through a masked softmax (torch's automatic differentiation, and the library's closed-form
+# gradient `attention_backward`): the gradient with respect to every masked *score* is exactly 0.
+
+# %%
+scores = torch.tensor(rng.standard_normal((T, T)), requires_grad=True)
+value_rows = torch.tensor(rng.standard_normal((T, 3)))
+upstream = torch.tensor(rng.standard_normal((T, 3)))  # an arbitrary loss: sum(upstream * output)
+masked_weights = torch.softmax(scores.masked_fill(~torch.tensor(allowed), float("-inf")), dim=-1)
+((masked_weights @ value_rows) * upstream).sum().backward()
+score_grad = scores.grad.numpy()
+print(f"max |dL/dscore| over masked entries: {np.abs(score_grad[~allowed]).max():.1f}; "
+      f"over allowed entries: {np.abs(score_grad[allowed]).max():.3f}")
+assert np.all(score_grad[~allowed] == 0.0)
+assert np.abs(score_grad[allowed]).max() > 0
+
+X = rng.standard_normal((T, 4))
+Wq, Wk, Wv = rng.standard_normal((3, 4, 4))
+grads = attention_backward(X, Wq, Wk, Wv, rng.standard_normal((T, 4)), causal=True)
+assert np.all(grads.scores[~allowed] == 0.0)
+
+# %% [markdown]
+# Second, a whole transformer block (attention plus the parts
+# [6.6](6_6_context_representation.ipynb) adds around it): the derivative of its output at position
+# $i$ with respect to its input at a later position $j>i$ is exactly zero — no signal flows from the
+# future.
+
+# %%
+cfg_blk = LMConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=T, init_std=0.5)
+block = Block(cfg_blk, torch.Generator().manual_seed(0)).double()
+Xt = torch.tensor(rng.standard_normal((1, T, 8)))
+Jb = torch.autograd.functional.jacobian(lambda x: block(x)[0], Xt)[0, :, :, 0].numpy()
+# Jb: (T, 8, T, 8), d out[i, a] / d x[j, b]
+future = np.abs(Jb).max(axis=(1, 3))  # (T, T): largest entry of each block d out[i] / d x[j]
+print(f"largest |d out[i] / d x[j]| for j > i: {future[~allowed].max():.1f}; "
+      f"for j <= i: {future[allowed].min():.2e} (smallest block)")
+assert np.all(future[~allowed] == 0.0)
+assert np.all(future[allowed] > 0)
+
+# %% [markdown]
 # ## Training and generation compute the same thing (Figs. 6.16–6.17)
 #
-# With the mask, the output at position $t$ of one forward pass over the whole window equals the output
-# of a forward pass over the prefix $w[1..t]$ — and equals incremental generation with a KV cache (the
-# numpy export of the trained model). Without the mask the two disagree at every position but the
-# last.
+# The payoff of the mask: with it, the output at position $t$ of one forward pass over the whole
+# window equals the output of a forward pass over the prefix $w[1..t]$. So the model that teacher
+# forcing trains, all positions at once, is exactly the model that generates, one word at a time. It
+# also makes generation cheap: the keys and values of the words already written never change, so a
+# generator can store them — a {term}`KV cache` — and compute only the new word's query, key and
+# value at each step. We compare all three on the trained models (the KV cache on the numpy export
+# of the masked model). Without the mask, the full pass and the prefix pass disagree at every
+# position but the last.
 
 # %%
 seq = windows[0]
 diffs = {}
-for causal, m in models.items():
+for causal, model in models.items():
     with torch.no_grad():
-        full = m(torch.from_numpy(seq[None]))[0].numpy()  # (32, 8) one pass, all positions
-        prefix = np.stack([m(torch.from_numpy(seq[None, : t + 1]))[0, -1].numpy() for t in range(block_size)])
+        full = model(torch.from_numpy(seq[None]))[0].numpy()  # (32, 8): one pass, all positions
+        prefix = np.stack([model(torch.from_numpy(seq[None, : t + 1]))[0, -1].numpy()
+                           for t in range(block_size)])  # (32, 8): one pass per prefix
     diffs[causal] = np.abs(full - prefix).max(1)
 lm = to_numpy_decoder(models[True])
 cache = lm.new_cache()
-cached = np.concatenate([lm.logits_cached(seq[t:t + 1], cache) for t in range(block_size)])  # one token at a time
-assert diffs[True].max() < 1e-5 and np.abs(cached - lm.logits(seq)).max() < 1e-10
-assert diffs[False][:-1].min() > 1e-2 and diffs[False][-1] < 1e-5
-print("with mask: max |full - prefix| < 1e-5 (float32 round-off); max |full - KV cache| < 1e-10 (float64 round-off)")
-print(f"without mask: max |full - prefix| = {diffs[False].max():.0f} (> 1e-2 at every position but the last, "
-      "where it is round-off, < 1e-5)")
+cached = np.concatenate([lm.logits_cached(seq[t:t + 1], cache) for t in range(block_size)])
+assert diffs[True].max() < 1e-5  # float32 round-off
+assert np.abs(cached - lm.logits(seq)).max() < 1e-10  # float64 round-off
+assert diffs[False][:-1].min() > 1e-2
+assert diffs[False][-1] < 1e-5
+print("with mask: max |full - prefix| < 1e-5 (float32 round-off); "
+      "max |full - KV cache| < 1e-10 (float64 round-off)")
+print(f"without mask: max |full - prefix| = {produced(diffs[False].max(), '.0f')} "
+      "(> 1e-2 at every position but the last, where it is round-off, < 1e-5)")
 
 # %%
 fig = plt.figure(figsize=(12, 4))
 ax = fig.add_subplot(1, 2, 1)
-ax.semilogy(np.arange(1, block_size + 1), np.maximum(diffs[True], 1e-12), "o-", ms=3, label="with mask")
-ax.semilogy(np.arange(1, block_size + 1), np.maximum(diffs[False], 1e-12), "s-", ms=3, label="without mask")
-ax.set(xlabel="position t", ylabel="max |logits(full) − logits(prefix)|", title="train vs generate (Fig. 6.17)")
+positions = np.arange(1, block_size + 1)
+ax.semilogy(positions, np.maximum(diffs[True], 1e-12), "o-", ms=3, label="with mask")
+ax.semilogy(positions, np.maximum(diffs[False], 1e-12), "s-", ms=3, label="without mask")
+ax.set(xlabel="position t", ylabel="max |logits(full) − logits(prefix)|",
+       title="train vs generate (Fig. 6.17)")
 ax.legend()
 ax3 = fig.add_subplot(1, 2, 2, projection="3d")
 with torch.no_grad():
     _, att = models[True](torch.from_numpy(seq[None, :16]), return_attention=True)
-Wm = att[0][0, 0].numpy()
-I_, J_ = np.meshgrid(np.arange(1, 17), np.arange(1, 17), indexing="ij")
-ax3.plot_surface(J_, I_, Wm, cmap="viridis", linewidth=0)
+head_weights = att[0][0, 0].numpy()  # (16, 16): first head of the masked model
+query_grid, key_grid = np.meshgrid(np.arange(1, 17), np.arange(1, 17), indexing="ij")
+ax3.plot_surface(key_grid, query_grid, head_weights, cmap="viridis", linewidth=0)
 ax3.set(xlabel="key j", ylabel="query i", zlabel="α[i, j]", title="masked attention (Fig. 6.16)")
 ax3.view_init(elev=35, azim=-60)
 plt.tight_layout()
 plt.show()
-assert np.all(np.triu(Wm, 1) == 0)
+assert np.all(np.triu(head_weights, 1) == 0)
 
 # %% [markdown]
-# *Figure (Figs. 6.17 and 6.16, measured).* Left: largest difference between the logits computed for
-# position $t$ in one training-style pass and in a generation-style pass over $w[1..t]$. With the mask
-# it is float rounding ($<10^{-5}$) at every position — what the model learned in training is exactly
-# what it does when generating. Without the mask the two agree only at the last position, where
-# there happens to be no future. Right: one head of the masked model as a surface; the flat region
-# beyond the diagonal is the mask (the "stepped pyramid" of Fig. 6.16: row $i$ has $i$ entries).
+# **Figure 6.3.6** (the chapter's Figs. 6.17 and 6.16, measured). Left: the largest difference
+# between the logits (the scores before the final softmax over the vocabulary) computed for position
+# $t$ in one training-style pass and in a generation-style pass over $w[1..t]$. With the mask it is
+# float rounding ($<10^{-5}$) at every position — what the model learned in training is exactly what
+# it does when generating. Without the mask the two agree only at the last position, where there
+# happens to be no future. Right: one head of the masked model as a surface; the flat region beyond
+# the diagonal is the mask (the "stepped pyramid" of Fig. 6.16: row $i$ has $i$ entries).
 #
-# ## Summary of the checks
+# ## Key takeaways
 #
+# - Teacher forcing trains every position at once on a sentence it can see whole; without a rule,
+#   attention lets position $t$ read the answer $w[t+1]$.
+# - A model trained that way scores below the entropy rate in training and worse than a uniform
+#   guess in generation: it learned to copy, not to predict.
+# - The causal mask adds $-\infty$ to the scores of every later position, so their weights and their
+#   gradients are exactly 0; each row still sums to 1 over positions $1..i$.
+# - With the mask, one training pass gives exactly the predictions that word-by-word generation
+#   gives, and the keys and values of the past can be cached.
+#
+# ## Check your understanding
+#
+# 1. For $n=5$ words, how many entries of the attention matrix can be nonzero with the mask, and
+#    what is the weight row 1 puts on position 1?
+#
+#    ```{dropdown} Answer
+#    $5\cdot6/2=15$ entries (the diagonal and below). Row 1 may see only itself, so its weight on
+#    position 1 is exactly 1, whatever the scores.
+#    ```
+#
+# 2. Why is a training loss *below* the entropy rate a sign of a bug rather than a good model?
+#
+#    ```{dropdown} Answer
+#    The entropy rate is the lowest average loss any predictor that sees only the past can reach. A
+#    lower loss means the model saw something it should not have — here, the next symbol itself.
+#    ```
+#
+# 3. Instead of $-\infty$, someone adds $-5$ to the blocked scores. What goes wrong?
+#
+#    ```{dropdown} Answer
+#    $e^{-5}\approx0.007$ is small but not zero: future positions still get some weight and some
+#    gradient, so a little information leaks, training can learn to amplify it, and the training
+#    pass and the generation pass no longer agree exactly.
+#    ```
+#
+# 4. During generation with a KV cache, which vectors are computed for the new word at step $t$, and
+#    which are reused?
+#
+#    ```{dropdown} Answer
+#    The new word's query, key and value are computed; the keys and values of words $1..t-1$ are
+#    reused from the cache. This is safe only because of the mask: earlier positions never look at
+#    later ones, so their keys and values never change.
+#    ```
+#
+# ## Reproducibility
+#
+# Two 1-layer `TinyLM`s (width 32, 2 heads, sinusoidal positions), with and without the mask,
+# trained for 250 steps on 40 000 symbols of a random order-2 Markov source over 8 symbols (about 20
+# s on 2 CPU cores). The seed of both trainings is `NEXTWORD_SEED` (default 0);
+# `tests/test_notebook_seeds.py` reruns this page with seeds 1 and 2. Library: `nextword.attention`,
+# `nextword.attention.gradients`, `nextword.torch.models.lm`, `nextword.data.synthetic`,
+# `nextword.decoding`.
+
+# %% tags=["hide-cell"]
+print(f"training seed: {SEED}; torch threads: {torch.get_num_threads()}")
+for causal, model in models.items():
+    print(f"{'with mask   ' if causal else 'without mask'}: {model.config}")
+
+# %% [markdown]
 # | claim (§6.3) | measured here |
 # |---|---|
 # | lower-triangular weights, $T(T+1)/2$ nonzeros, rows sum to 1 | exact for $T\le64$; numpy = torch SDPA |

@@ -12,7 +12,8 @@ A number in a notebook's markdown, or in the "what the code found" column of ``b
 
 Allowed without evidence (the explicit allowlist): integers 0–10 (counts such as "2 layers" read the same
 as "two layers"); years 1900–2099; numbers that name something (after Eq./Fig./Table/§/Section/Exercise/
-Theorem/Part/Chapter/… or inside "(33)"-style equation references and "[63]" citations); run-time estimates
+Theorem/Part/Chapter/… or inside "(33)"-style equation references and "[63]" citations, and a page
+number opening a link's text, "[6.3 Causal masking](…)"); run-time estimates
 ("about 20 s", "18 minutes"); integers inside LaTeX (formula
 constants and indices; decimals inside LaTeX are checked); numbers inside inline code; digits that are
 part of a word or a file name (``ex07``, ``L_train``).
@@ -154,6 +155,7 @@ _DURATION = re.compile(r"\s*(s|sec|seconds?|min|minutes?|h|hours?|CPU-hours?|CPU
 _LATEX = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.S)
 _CODE = re.compile(r"`[^`\n]*`")
 _LINK = re.compile(r"\]\([^)]*\)")
+_LINK_PAGE = re.compile(r"(?<=\[)§?\d+(?:\.\d+)*(?=[^\]\n]*\]\()")  # "[6.3 Causal masking](...)": a page number
 _ABBREV = "".join(
     f"(?<!{re.escape(a)})"
     for a in (
@@ -197,6 +199,7 @@ def prose_violations(text: str, vals: tuple[float, ...]) -> list[str]:
     text = re.sub(r"^\s*\|.*$", lambda m: m.group(0).replace("|", "\n\n"), text, flags=re.M)  # table cells
     text = _HEADING.sub(lambda m: m.group(1) + " " * len(m.group(2)), text)
     text = _masked(text, _CODE, False)
+    text = _masked(text, _LINK_PAGE, False)
     text = _masked(text, _LINK, False)
     text = _masked(text, _LATEX, True)
     bad = []
