@@ -79,7 +79,8 @@ def final_state(h1):
 
 h1 = inputs[0]                         # h[1] = x[1] (the state starts at 0)
 change = (final_state(h1 + 0.001) - final_state(h1)) / 0.001
-print(f"h[4] = {final_state(h1):.4f}; a change in h[1] reaches h[4] multiplied by {change:.4f}")
+print(f"h[4] = {final_state(h1):.4f}")
+print(f"a change in h[1] reaches h[4] multiplied by {change:.4f}")
 assert abs(change - 0.9 ** 3) < 1e-9
 
 # %% [markdown]

@@ -362,7 +362,8 @@ def _reading_times(root: Path, parts: list[tuple[str, list[str]]]) -> str:
             minutes = reading_minutes(py)
             shown = str(minutes) if minutes is not None else f"≈ {estimated_minutes(py)}"
             title = _page_title(py).replace("|", "\\|")
-            rows.append(f"| {caption if i == 0 else ''} | [{title}]({doc}.ipynb) | {shown} |")
+            part = caption.split(" — ")[0]  # "Part 1 — Chapter 6: ..." -> "Part 1"
+            rows.append(f"| {part if i == 0 else ''} | [{title}]({doc}.ipynb) | {shown} |")
     return "\n".join(rows) + "\n"
 
 

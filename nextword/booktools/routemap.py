@@ -3,11 +3,11 @@
 The graph is declared here (:data:`NODES`, one entry per Part 0–1 page and one per paper of Parts 2–5),
 checked by ``tests/booktools/test_routemap.py`` against the pages that exist and the ``**Builds on:**``
 links they state, and drawn by :func:`draw_route_map` for the landing page of the rendered book
-(``stage_book`` writes it as ``route_map.svg``). A node's column is its depth in the graph (the longest
-chain of prerequisites before it), so every arrow points to the right.
+(``stage_book`` writes it as ``route_map.svg``). A node's row is its depth in the graph (the longest
+chain of prerequisites before it), so every arrow points down the page.
 
 >>> [n.label for n in NODES][:3]
-['Reading guide', '6.1 Parallel attention', '6.2 The attention mechanism']
+['Reading guide', '6.1 Parallel attention', '6.2 Attention mechanism']
 >>> depths()["part1_chapter6/6_1_parallel_attention"]
 1
 """
@@ -34,7 +34,7 @@ _CH6 = "part1_chapter6/"
 NODES: tuple[Node, ...] = (
     Node("part0_reading_guide/00_reading_guide", "Reading guide"),
     Node(_CH6 + "6_1_parallel_attention", "6.1 Parallel attention", ("part0_reading_guide/00_reading_guide",)),
-    Node(_CH6 + "6_2_attention_mechanism", "6.2 The attention mechanism", (_CH6 + "6_1_parallel_attention",)),
+    Node(_CH6 + "6_2_attention_mechanism", "6.2 Attention mechanism", (_CH6 + "6_1_parallel_attention",)),
     Node(_CH6 + "6_3_causal_masking", "6.3 Causal masking", (_CH6 + "6_2_attention_mechanism",)),
     Node(_CH6 + "6_4_multi_head", "6.4 Multi-head attention", (_CH6 + "6_3_causal_masking",)),
     Node(_CH6 + "6_5_positional_encoding", "6.5 Positional encoding", (_CH6 + "6_3_causal_masking",)),
@@ -49,9 +49,9 @@ NODES: tuple[Node, ...] = (
         (_CH6 + "6_5_positional_encoding", _CH6 + "6_6_context_representation"),
     ),
     Node("part2_formulation", "Part 2: LLMs formulated", (_CH6 + "6_6_context_representation",)),
-    Node("part3_dynamics", "Part 3: gradient dynamics", (_CH6 + "6_3_causal_masking",)),
-    Node("part4_margins", "Part 4: stability margins", (_CH6 + "6_6_context_representation", "part3_dynamics")),
-    Node("part5_svflow", "Part 5: attention as a flow", (_CH6 + "6_6_context_representation",)),
+    Node("part3_dynamics", "Part 3: gradients", (_CH6 + "6_3_causal_masking",)),
+    Node("part4_margins", "Part 4: margins", (_CH6 + "6_6_context_representation", "part3_dynamics")),
+    Node("part5_svflow", "Part 5: flows", (_CH6 + "6_6_context_representation",)),
 )
 #: The suggested path: Part 0, Part 1 in order, then the papers (each stop after all it builds on).
 SUGGESTED_PATH: tuple[str, ...] = tuple(n.key for n in NODES)
@@ -66,8 +66,11 @@ _PART_COLOURS = {
 }
 
 
+_COLUMN, _ROW = 2.9, 1.55  # data units between stops side by side, and between rows of the drawing
+
+
 def depths(nodes: tuple[Node, ...] = NODES) -> dict[str, int]:
-    """``{key: longest chain of prerequisites before it}``; raises ValueError on an unknown key or a cycle."""
+    """``{key: longest chain of prerequisites before it}`` (the row of the drawing); raises ValueError on an unknown key or a cycle."""
     by_key = {n.key: n for n in nodes}
     unknown = sorted({b for n in nodes for b in n.builds_on} - set(by_key))
     if unknown:
@@ -100,70 +103,62 @@ def draw_route_map(minutes: dict[str, int | None] | None = None, nodes: tuple[No
 
     minutes = minutes or {}
     depth = depths(nodes)
-    rows: dict[int, int] = {}
-    place: dict[str, tuple[float, float]] = {}
-    for node in nodes:  # a column per depth; stops of one column stacked in the declared order
-        row = rows.get(depth[node.key], 0)
-        rows[depth[node.key]] = row + 1
-        place[node.key] = (depth[node.key] * 2.2, -row * 1.25)
-    width, height = 1.9, 0.8
-    n_cols, n_rows = max(depth.values()) + 1, max(rows.values())
-    fig, ax = plt.subplots(figsize=(1.55 * n_cols + 0.4, 1.0 * n_rows + 0.9))
+    lanes: dict[int, list[str]] = {}
+    for node in nodes:  # a row per depth, read top to bottom; stops of one row side by side, centred
+        lanes.setdefault(depth[node.key], []).append(node.key)
+    place = {
+        key: ((lane - (len(keys) - 1) / 2) * _COLUMN, -row * _ROW)
+        for row, keys in lanes.items()
+        for lane, key in enumerate(keys)
+    }
+    width, height = 2.5, 1.2
+    n_rows, n_lanes = len(lanes), max(len(keys) for keys in lanes.values())
+    half_x = (n_lanes - 1) / 2 * _COLUMN + width / 2 + 0.25
+    span_y = (n_rows - 1) * _ROW + height + 0.3
+    fig, ax = plt.subplots(figsize=(0.42 * 2 * half_x, 0.42 * span_y))
     for node in nodes:
         x, y = place[node.key]
         for before in node.builds_on:
             bx, by = place[before]
             ax.annotate(
                 "",
-                xy=(x - width / 2, y),
-                xytext=(bx + width / 2, by),
-                arrowprops={
-                    "arrowstyle": "-|>",
-                    "color": "#555555",
-                    "lw": 1.0,
-                    "shrinkA": 2,
-                    "shrinkB": 2,
-                    "connectionstyle": "arc3,rad=0.0",
-                },
+                xy=(x, y + height / 2),
+                xytext=(bx, by - height / 2),
+                arrowprops={"arrowstyle": "-|>", "color": "#555555", "lw": 1.0, "shrinkA": 1, "shrinkB": 1},
             )
+    for node in nodes:
+        x, y = place[node.key]
         colour = _PART_COLOURS.get(node.key[:5], "#ffffff")
-        ax.add_patch(
-            FancyBboxPatch(
-                (x - width / 2, y - height / 2),
-                width,
-                height,
-                boxstyle="round,pad=0.02,rounding_size=0.12",
-                fc=colour,
-                ec="#333333",
-                lw=0.8,
-            )
+        box = FancyBboxPatch(
+            (x - width / 2, y - height / 2),
+            width,
+            height,
+            boxstyle="round,pad=0.02,rounding_size=0.12",
+            fc=colour,
+            ec="#333333",
+            lw=0.8,
         )
-        step = SUGGESTED_PATH.index(node.key) + 1
+        ax.add_patch(box)
         time = minutes.get(node.key)
-        label = "\n".join(textwrap.wrap(node.label.replace(": ", ":\n"), 20, break_long_words=False))
-        ax.text(x, y + (0.1 if time else 0), label, ha="center", va="center", fontsize=7.5)
+        label = "\n".join(textwrap.wrap(node.label, 15, break_long_words=False))
+        ax.text(x, y + (0.17 if time else 0), label, ha="center", va="center", fontsize=8.5, linespacing=1.1)
         if time:
-            ax.text(x, y - 0.27, f"about {_duration(time)}", ha="center", va="center", fontsize=6.5, color="#333333")
+            ax.text(x, y - 0.36, f"about {_duration(time)}", ha="center", va="center", fontsize=7.5, color="#333333")
         ax.text(
-            x - width / 2 + 0.03,
-            y + height / 2 - 0.03,
-            str(step),
-            ha="left",
-            va="top",
-            fontsize=7,
+            x - width / 2 - 0.05,
+            y + height / 2 + 0.05,
+            str(SUGGESTED_PATH.index(node.key) + 1),
+            ha="center",
+            va="center",
+            fontsize=7.5,
             fontweight="bold",
             color="white",
-            bbox={"boxstyle": "circle,pad=0.15", "fc": "#1f4e79", "ec": "none"},
+            bbox={"boxstyle": "circle,pad=0.2", "fc": "#1f4e79", "ec": "none"},
         )
-    ax.set_xlim(-width / 2 - 0.15, (n_cols - 1) * 2.2 + width / 2 + 0.15)
-    ax.set_ylim(-(n_rows - 1) * 1.25 - height / 2 - 0.15, height / 2 + 0.15)
+    ax.set_xlim(-half_x, half_x)
+    ax.set_ylim(-(n_rows - 1) * _ROW - height / 2 - 0.15, height / 2 + 0.2)
     ax.set_axis_off()
-    ax.set_title(
-        "Route map: an arrow goes from a page to the pages that build on it; "
-        "the number in a box is the suggested order",
-        fontsize=8.5,
-    )
-    fig.tight_layout()
+    fig.subplots_adjust(0, 0, 1, 1)
     return fig
 
 

@@ -9,7 +9,7 @@ dependency graphs of §6.1 from :func:`nextword.chapter6.rnn_graph` and
 
 >>> fig = recurrence_vs_attention(["the", "engineer", "submitted", "code"])
 >>> [ax.get_title() for ax in fig.axes]
-['recurrent network: 7 edges, path x[1] → h[4] has 4', 'one attention layer: 10 edges, path x[1] → h[4] has 1']
+['recurrent network (7 edges)\\nx[1] → h[4]: 4 arrows', 'one attention layer (10 edges)\\nx[1] → h[4]: 1 arrow']
 """
 
 from __future__ import annotations
@@ -205,7 +205,7 @@ def recurrence_vs_attention(words: Sequence[str]):
     if len(words) < 2:
         raise ValueError(f"words must hold at least 2 words, got {len(words)}")
     T = len(words)
-    fig, axes = plt.subplots(1, 2, figsize=(2.4 * T + 1.0, 2.9))
+    fig, axes = plt.subplots(1, 2, figsize=(1.75 * T + 0.6, 2.5))
     for ax, graph, name in (
         (axes[0], rnn_graph(T), "recurrent network"),
         (axes[1], attention_graph(T), "one attention layer"),
@@ -215,6 +215,7 @@ def recurrence_vs_attention(words: Sequence[str]):
         path = _shortest_path(np.asarray(graph), 0, 2 * T - 1)
         if len(path) != hops:
             raise AssertionError(f"breadth-first path of {len(path)} edges, path_lengths says {hops}")
-        _graph_panel(ax, words, edges, path, f"{name}: {len(edges)} edges, path x[1] → h[{T}] has {hops}")
+        arrows = "arrow" if hops == 1 else "arrows"
+        _graph_panel(ax, words, edges, path, f"{name} ({len(edges)} edges)\nx[1] → h[{T}]: {hops} {arrows}")
     fig.tight_layout()
     return fig
