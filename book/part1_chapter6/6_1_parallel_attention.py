@@ -394,8 +394,8 @@ plt.show()
 #
 #    ```{dropdown} Answer
 #    $0.5^{10} = 1/1024 \approx 0.001$: that word barely moves the prediction during training. An
-#    attention layer reads the word directly, so there is no product of per-step factors: the measured
-#    gradient norm above is of the same size at every distance.
+#    attention layer reads the word directly, so there is no product of per-step factors: the gradient
+#    norms measured above do not shrink as the distance grows.
 #    ```
 #
 # 2. "512 numbers instead of 25,600" suggests the state must forget. Why does the page not stop at this
