@@ -17,7 +17,7 @@ project = "nextword — Predicting the Next Word, Chapter 6 and its theory"
 author = "the nextword authors"
 copyright = "the nextword authors"  # noqa: A001 (Sphinx's name)
 
-extensions = ["myst_nb", "sphinx.ext.mathjax"]
+extensions = ["myst_nb", "sphinx.ext.mathjax", "sphinx_design"]   # sphinx_design: {dropdown} answers
 exclude_patterns = ["**.ipynb_checkpoints", "_build"]
 suppress_warnings = ["myst.header"]   # notebooks may jump from # to ### (a cell per idea)
 

@@ -1,101 +1,171 @@
 # %% [markdown]
-# # Reading guide: how to use this book, your environment, and one notation for five sources
+# # 0 Reading guide: how a page of this book teaches
 #
-# This book executes Chapter 6 of *Predicting the Next Word* (transformers) and four papers that give
-# the chapter its theory. Every page is a notebook that **derives** a result (with sympy), **computes**
-# it with the `nextword` library, **checks** it with an `assert` (against autograd, finite differences,
-# enumeration or a closed form) and **shows** it (matplotlib). If a page runs to the end, its claims held
-# on your machine.
+# **The question.** How should you read a page of this book so that you learn the idea, and know when
+# you can trust a number it shows?
+# Every page runs code, and code can show a number that looks right and is not. This book closes that
+# gap with a habit you will see on every page: work a tiny example by hand, compute the same thing with
+# the library, and let an `assert` check that the two agree. This page shows the habit once, on the
+# {term}`softmax`, the function at the heart of attention.
 #
-# **How to read it.**
-# * Read a part in order; each notebook names the equations, figures and exercises of its source by number.
-# * The code behind every figure is on the page; whatever the page imports is in `nextword/` — open the
-#   module to see the implementation (`nextword.attention`, `nextword.positions`, `nextword.decoder`, …).
-# * Exercises live in `exercises/<part>/`; each ends with a self-check cell that prints ✓ or says what is
-#   wrong. Worked answers are in `solutions/`.
-# * Long, paper-sized runs are behind the `FULL=1` environment variable; the default is a faithful
-#   smaller run that finishes on a laptop CPU.
-# * `book/ERRATA.md` lists every statement of a source that did not survive a check here.
-
-# %% [markdown]
-# ## Your environment
+# ```{admonition} Learning goals
+# :class: tip
+# After this page you can
+# - compute a softmax of three scores by hand and say what its outputs add up to;
+# - explain what an `assert` on a page guarantees, and what happens when its claim is false;
+# - recognise an exact number and a {term}`produced number` on a page, and say why they are shown differently;
+# - find your way: the route map, the glossary, the exercises and Appendix A.
+# ```
 #
-# Paste this report into any bug report (it is the output of `nextword check-env`).
-
-# %% tags=["nbval-ignore-output"]
-from nextword.booktools.check_env import format_report, run_checks
-
-results = run_checks()
-print(format_report(results))
-
-# %%
-assert not [r for r in results if r.status == "FAIL"], "a required package is missing: see the report above"
-print("all required packages import")
-
-# %% [markdown]
-# ## Notation concordance
+# **Builds on:** Python and numpy (arrays and `@`), the exponential function, and basic probability (a
+# distribution adds up to 1). **Reading time:** about 10 minutes.
 #
-# The five sources name the same objects differently. The book uses each source's own symbols inside
-# that source's part, and this table to move between them. "—" means the source has no such object.
-#
-# | object | Ch. 6 (Part 1) | formulation paper (Part 2) | dynamics paper (Part 3) | margins paper (Part 4) | SVFlow paper (Part 5) | `nextword` argument |
-# |---|---|---|---|---|---|---|
-# | token embedding of position i | $\mathbf e[i]\in\mathbb R^{d_{\text{model}}}$ (row) | $h_k\in\mathbb R^{d_e}$, $h=\phi\circ f$ (Def. 2.6–2.7) | $x_i\in\mathbb R^{d_x}$ | $x_t\in\mathbb R^{d}$ (column) | $x_q$ on the sphere $\mathbb S^{d-1}$ | `X[..., i, :]` |
-# | embedding table | $E$ | $\varphi\in\mathbb R^{d_e\times\lvert V\rvert}$ | — | $E$ (prior's token table) | — | `table (V, d)` |
-# | query | $\mathbf q[i]=\mathbf e[i]W^Q$ | $Qh_k$ | $q_i=W_Q x_i$ | $q_t=W_Qx_t$ | $W_{q,h}^\top x_q$ | `q = X @ W_q` |
-# | key | $\mathbf k[j]=\mathbf e[j]W^K$ | $Kh_l$ | $k_j=W_K x_j$ | $k_s=W_Kx_s$ | $k_z$ (latent component) | `k = X @ W_k` |
-# | value | $\mathbf v[j]=\mathbf e[j]W^V$ | $Vh_l$ | $v_j=W_V x_j$ | $v_s=W_Vx_s$ | $v_z$ | `v = X @ W_v` |
-# | score | $\mathbf q[i]^\top\mathbf k[j]/\sqrt{d_{\text{model}}}$ | $\langle Qh_k,Kh_l\rangle_{\mathbb R^c}$ (5.2) | $s_{ij}=q_i^\top k_j/\sqrt{d_k}$ (4) | $q_t^\top k_s$ (no scaling) | $k_z^\top W_kW_q^\top x_q$ | `scores` |
-# | attention weight | $\alpha[i,j]$, $j\le i$ | $\exp(\cdot)/Z_k$ (5.2b) | $\alpha_{ij}$ | $\alpha_{ts}$, $s<t$ (strict) | $\sigma_{k_z,h}(x_q)=q(z\mid x_q,h)$ (vMF posterior) | `weights` |
-# | attention output | $\sum_j\alpha[i,j]\mathbf v[j]$ | $\mathrm{ATT}(h)_k-h_k$ | $g_i=\sum_j\alpha_{ij}v_j$ (6) | $\mu_t(x)=\sum_{s<t}\alpha_{ts}v_s$ (2) | $f_{\text{Attn}}(x_q)$ | `out` |
-# | bilinear form of scores | $W^Q {W^K}^\top$ | $Q^\top K$ | $W_Q^\top W_K$ | $A=W_K^\top W_Q$ (15) | $W_kW_q^\top$ | — |
-# | upstream gradient / residual | — | — | $u_i=\partial L/\partial g_i$ (10), $b_{ij}=u_i^\top v_j$ (11) | $e_t=x_t-\mu_t(x)$ (4), $\Sigma_t$ (13) | score $\nabla\log p$ | `grad_out`, `residual` |
-# | width | $d_{\text{model}}$, $d_k=d_{\text{model}}/h$ | $d_e$, $c$ (key width) | $d_x,d_k,d_v$ | $d$ | $d$ | `d_model`, `d_head` |
-# | heads | $h$ | — | single head | single head | $H$, index $h$ | `num_heads` |
-# | concentration / temperature | $\sqrt{d_{\text{model}}}$ | $\tau$ (§6 decoding) | — | $\sigma$ (latent-noise scale) | $\kappa$ (vMF), $\sigma$ (score scale) | `scale`, `temperature` |
-#
-# **Vector conventions.** Chapter 6 and `nextword`'s public functions use **row vectors**: a sequence is
-# an array `X` of shape `(..., T, d)` and projections multiply on the right, `q[i] = e[i] W^Q`. The
-# formulation, dynamics, margins and SVFlow papers use **column vectors**, `q_t = W_Q x_t`. The two agree
-# when $W_Q = (W^Q)^\top$; every docstring says which convention it uses. Two exceptions follow their
-# paper on purpose: `nextword.theory.barrier` takes `X (L, d)` with rows $x_t$ but applies the maps as
-# columns, $q_t = W_Q x_t$ (Part 4's notation), and the torch margin prior `nextword.torch.barrier.prior` scores
-# $x_t W x_s^\top$ with one learnable $W = W_Q^\top W_K$, so Theorem 1's $A = W_K^\top W_Q$ is $W^\top$. The cell below checks that the
-# two conventions give the same attention weights.
+# *Source: none; this page introduces the book's method. The book follows Chapter 6 of* Predicting the
+# Next Word *and four papers (see the [landing page](../../index.md)).*
 
 # %%
 import numpy as np
+import sympy as sp
+from IPython.display import Math, display
 
-from nextword.attention import scaled_dot_product_attention
-
-rng = np.random.default_rng(0)
-T, d = 5, 4
-X = rng.normal(size=(T, d))                      # rows e[i] (Chapter 6) = columns x_t (papers), stacked
-W_Q_row, W_K_row, W_V_row = (rng.normal(size=(d, d)) for _ in range(3))   # Chapter 6: q[i] = e[i] W^Q
-
-# Row-vector convention, as nextword computes it.
-out_row, alpha_row = scaled_dot_product_attention(
-    X @ W_Q_row, X @ W_K_row, X @ W_V_row, causal=True, return_weights=True
-)
-
-# Column-vector convention of the papers: W_Q = (W^Q)^T, q_t = W_Q x_t, scores q_t^T k_s / sqrt(d).
-W_Q, W_K, W_V = W_Q_row.T, W_K_row.T, W_V_row.T
-q_cols = np.stack([W_Q @ X[t] for t in range(T)])
-k_cols = np.stack([W_K @ X[t] for t in range(T)])
-v_cols = np.stack([W_V @ X[t] for t in range(T)])
-out_col, alpha_col = scaled_dot_product_attention(q_cols, k_cols, v_cols, causal=True, return_weights=True)
-
-assert np.allclose(alpha_row, alpha_col, atol=1e-12) and np.allclose(out_row, out_col, atol=1e-12)
-print("row-vector (Chapter 6) and column-vector (papers) conventions agree; causal weights:")
-print(np.array2string(alpha_row, precision=3, suppress_small=True))
+from nextword.booktools.display import produced
+from nextword.attention import softmax
 
 # %% [markdown]
-# ## Where things are
+# ## A tiny example by hand
 #
-# | you want | look in |
-# |---|---|
-# | the implementation of a figure | the notebook cell above the figure, then the imported `nextword` function |
-# | the table of contents | `book/README.md` (and `_build/html/index.html` after `make book`) |
-# | what a paper got wrong | `book/ERRATA.md` |
-# | an exercise and its check | `exercises/README.md` |
-# | speed against torch / Hugging Face | `benchmarks/` (`make bench`) |
+# Three words of a sentence get the scores 1, 2 and 3: the larger the score, the more a later word
+# should look at it. The softmax turns scores $s_1, s_2, s_3$ into shares that are positive and add up
+# to 1:
+#
+# $$w_i = \frac{e^{s_i}}{e^{s_1} + e^{s_2} + e^{s_3}}.$$
+#
+# By hand: raise $e$ (about 2.718) to each score, add the three powers, and divide each power by the
+# sum. A loop does exactly that, one word at a time; follow it with a calculator:
+
+# %%
+print(f"e = {np.e:.3f}")
+scores = [1.0, 2.0, 3.0]
+total = 0.0
+for score in scores:
+    total += np.exp(score)
+    print(f"e^{score:.0f} = {np.exp(score):.2f}")
+print(f"sum of the powers: {total:.2f}")
+weights_by_loop = [np.exp(score) / total for score in scores]
+for word, weight in enumerate(weights_by_loop, start=1):
+    print(f"word {word}: score {scores[word - 1]:.0f}, weight {weight:.4f}")
+print(f"sum of the weights: {sum(weights_by_loop):.4f}")
+
+# %% [markdown]
+# The same numbers, exactly, with sympy: the first weight is a ratio of powers of $e$, and the three
+# exact weights add up to exactly 1.
+
+# %%
+exact_weights = [sp.exp(s) / sum(sp.exp(t) for t in (1, 2, 3)) for s in (1, 2, 3)]
+display(Math(r"w_1 = " + sp.latex(exact_weights[0])))
+assert sp.simplify(sum(exact_weights) - 1) == 0
+
+# %% [markdown]
+# ## Compute, then check
+#
+# A page never stops at the by-hand answer: it computes the same thing with the book's library,
+# `nextword`, and asserts that the two agree. An `assert` is a line of Python that stops the page with an
+# error when its claim is false. So a page that runs to the end has checked every claim it makes on
+# *your* machine.
+
+# %%
+weights = softmax(np.array(scores))
+assert np.allclose(weights, weights_by_loop, atol=1e-12)
+assert np.allclose(weights, [float(w) for w in exact_weights], atol=1e-12)
+print("nextword's softmax agrees with the loop and with sympy:", np.round(weights, 4))
+
+# %% [markdown]
+# What a failed check looks like: here we claim, wrongly, that the middle word gets the largest weight.
+# The page would stop at this line; we catch the error only to show you its message.
+
+# %%
+try:
+    assert weights.argmax() == 1, f"the largest weight is at word {weights.argmax() + 1}, not word 2"
+except AssertionError as error:
+    print("AssertionError:", error)
+
+# %% [markdown]
+# ## Exact numbers and produced numbers
+#
+# Two kinds of numbers appear on the pages. **Exact** numbers come from a formula, a count or sympy:
+# they are the same on every computer and are printed as they are. **Produced** numbers come out of
+# training, random sampling or an iterative method: the last digits can differ between two computers, so
+# the page shows them (through `produced`) and asserts the claim about them with a tolerance instead of
+# the digits. Below, a Monte Carlo estimate of the first weight: draw words with the softmax's
+# probabilities and count how often word 1 comes up.
+
+# %%
+rng = np.random.default_rng(0)
+draws = rng.choice(3, size=20_000, p=weights)
+share_of_word_1 = np.mean(draws == 0)
+print(f"exact weight of word 1: {weights[0]:.4f}; share in 20,000 draws: {produced(share_of_word_1, '.4f')}")
+assert abs(share_of_word_1 - weights[0]) < 0.01
+
+# %% [markdown]
+# ## Finding your way
+#
+# - **Order.** The [landing page](../../index.md) has the route map: which pages build on which, a
+#   suggested path, what each part assumes and the reading time of every page. Start with §6.1,
+#   [Parallel attention](../part1_chapter6/6_1_parallel_attention.ipynb).
+# - **Words.** A technical word links to the {doc}`glossary </glossary>` where a page first uses it.
+# - **Practice.** Every part has exercises; each ends with a self-check cell that prints ✓ or says what is
+#   wrong, and links to a worked solution. Try first.
+# - **Symbols.** The five sources name the same things differently (a query is $\mathbf q[i]$ in the
+#   chapter and $W_Q x_t$ in a paper). [Appendix A](../partA_appendix/A_notation_and_environment.ipynb)
+#   has one table to move between them, and the report on your Python environment.
+# - **Size.** Long, paper-sized runs are behind the `FULL=1` environment variable; a page's default run is
+#   a smaller, faithful version that finishes in about a minute on a laptop.
+# - **Honesty.** When a source's claim fails a check, the page shows it and the errata list records it.
+#
+# ## Key takeaways
+#
+# - A softmax turns scores into positive weights that add up to 1; a larger score gets a larger share.
+# - Every page works a tiny example by hand, computes it with `nextword`, and asserts that they agree.
+# - A page that runs to the end has checked each of its claims on your machine; a false claim stops it.
+# - Exact numbers are printed as they are; produced numbers (training, sampling) are shown, and their
+#   claims are checked with a tolerance.
+#
+# ## Check your understanding
+#
+# 1. Scores 0, 0 and $\ln 2$ go through a softmax. What are the three weights?
+#
+#    ```{dropdown} Answer
+#    $e^0 = 1$, $e^0 = 1$ and $e^{\ln 2} = 2$ add up to 4, so the weights are $1/4$, $1/4$ and $1/2$.
+#    ```
+#
+# 2. Adding the same number $c$ to every score: does it change the softmax weights?
+#
+#    ```{dropdown} Answer
+#    No. Every $e^{s_i + c}$ is $e^{c} e^{s_i}$, and the common factor $e^c$ cancels between the top and
+#    the bottom of the fraction. (The library uses this: it subtracts the largest score before
+#    exponentiating, so that no exponential overflows.)
+#    ```
+#
+# 3. A page shows a trained model's loss, and on your laptop its last digit comes out different. Is
+#    something wrong?
+#
+#    ```{dropdown} Answer
+#    Not by itself: a loss after training is a produced number, and its last digits depend on the
+#    machine. What must hold is the page's assert about it (for example "the loss is below the target");
+#    if that assert passed, the claim held on your machine.
+#    ```
+#
+# ## Reproducibility
+#
+# The environment this page ran in (the full report is in
+# [Appendix A](../partA_appendix/A_notation_and_environment.ipynb)).
+
+# %% tags=["hide-cell", "nbval-ignore-output"]
+from nextword.booktools.check_env import run_checks
+
+results = run_checks()
+print(f"{len(results)} packages checked: " + ", ".join(sorted({r.status for r in results})))
+
+# %% tags=["hide-cell"]
+assert not [r for r in results if r.status == "FAIL"], "a required package is missing: see Appendix A"
+print("all required packages import")

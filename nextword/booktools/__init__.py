@@ -3,6 +3,10 @@
 ``notebooks``   the jupytext pipeline: ``python -m nextword.booktools.notebooks build|sync|check|render``
 ``plotting``    the book's figure style
 ``check_env``   the environment report: ``nextword check-env``
+``display``     the display rule for produced numbers (``produced``)
+``teaching``    the teaching shape of a page, checked: ``python -m nextword.booktools.teaching book/...py``
+``routemap``    the landing page's route map: which pages build on which, drawn from the declared graph
+``schematics``  schematic figures drawn from code (``core``, ``attention``, ``positions``)
 ``exercises``   student notebooks generated from ``solutions/`` (``python -m nextword.booktools.exercises
                 build|check``) and the checkers they call (``nextword.booktools.exercises.checks``)
 """

@@ -1,6 +1,7 @@
 """The book's table of contents: book/README.md links every notebook, and the Sphinx source tree that
 ``stage_book`` lays out reaches every notebook of book/, exercises/ and solutions/ from its toctrees,
-in the README's order, with the errata ledger, notation and bibliography pages. (The rendered HTML is
+in the README's order, with the glossary, errata ledger, notation and bibliography pages, and the landing
+page (book/index.md) with its route map and reading times. (The rendered HTML is
 checked in a browser by tests/test_book_browser.py.)"""
 
 import re
@@ -67,7 +68,7 @@ def test_every_notebook_is_reachable_from_the_book_contents(stage):
     }
     assert len(notebooks_present) > 50
     assert not notebooks_present - reachable, f"not in the book's contents: {sorted(notebooks_present - reachable)}"
-    assert {"errata", "notation", "bibliography", "exercises/index"} <= reachable
+    assert {"glossary", "errata", "notation", "bibliography", "exercises/index"} <= reachable
     staged = {
         str(p.relative_to(stage).with_suffix("")).replace("\\", "/")
         for p in stage.rglob("*")
@@ -108,13 +109,24 @@ def test_errata_page_links_every_evidence_notebook(stage):
     assert errata.count("\n| ") == (BOOK / "ERRATA.md").read_text(encoding="utf-8").count("\n| ")
 
 
-def test_notation_page_is_the_reading_guide_section(stage):
+def test_notation_page_is_the_appendix_section(stage):
     import nbformat
 
     nb = nbformat.read(stage / "notation.ipynb", as_version=4)
     assert nb.cells[0].source.startswith("# Notation concordance")
     assert any("| object |" in c.source for c in nb.cells if c.cell_type == "markdown")
     assert all(c.source.lstrip()[:3] != "## " for c in nb.cells[1:] if c.cell_type == "markdown")
+
+
+def test_landing_page_is_book_index_with_route_map_and_reading_times(stage):
+    index = (stage / "index.md").read_text(encoding="utf-8")
+    assert index.startswith((BOOK / "index.md").read_text(encoding="utf-8").split("\n", 1)[0])
+    assert "table of contents (for contributors)" not in index, "the contributors' README is not the front door"
+    assert "route_map.svg" in index and (stage / "route_map.svg").read_text(encoding="utf-8").startswith("<?xml")
+    for _, docs in notebooks.book_structure():
+        for doc in docs:
+            assert f"]({doc}.ipynb) |" in index, f"{doc} has no row in the reading-times table"
+    assert (stage / "glossary.md").read_bytes() == (BOOK / "glossary.md").read_bytes()
 
 
 def test_staging_is_incremental_and_removes_stale_pages(stage):

@@ -1,0 +1,78 @@
+# %% [markdown]
+# # Appendix A: one notation for five sources, and your environment
+#
+# A reference page, not a lesson: come here when a paper's symbol puzzles you, or when something does not
+# run. The [reading guide](../part0_reading_guide/00_reading_guide.ipynb) explains how the book teaches;
+# the {doc}`glossary </glossary>` defines its words.
+
+# %% [markdown]
+# ## Your environment
+#
+# Paste this report into any bug report (it is the output of `nextword check-env`).
+
+# %% tags=["nbval-ignore-output"]
+from nextword.booktools.check_env import format_report, run_checks
+
+results = run_checks()
+print(format_report(results))
+
+# %%
+assert not [r for r in results if r.status == "FAIL"], "a required package is missing: see the report above"
+print("all required packages import")
+
+# %% [markdown]
+# ## Notation concordance
+#
+# The five sources name the same objects differently. The book uses each source's own symbols inside
+# that source's part, and this table to move between them. "—" means the source has no such object.
+#
+# | object | Ch. 6 (Part 1) | formulation paper (Part 2) | dynamics paper (Part 3) | margins paper (Part 4) | SVFlow paper (Part 5) | `nextword` argument |
+# |---|---|---|---|---|---|---|
+# | token embedding of position i | $\mathbf e[i]\in\mathbb R^{d_{\text{model}}}$ (row) | $h_k\in\mathbb R^{d_e}$, $h=\phi\circ f$ (Def. 2.6–2.7) | $x_i\in\mathbb R^{d_x}$ | $x_t\in\mathbb R^{d}$ (column) | $x_q$ on the sphere $\mathbb S^{d-1}$ | `X[..., i, :]` |
+# | embedding table | $E$ | $\varphi\in\mathbb R^{d_e\times\lvert V\rvert}$ | — | $E$ (prior's token table) | — | `table (V, d)` |
+# | query | $\mathbf q[i]=\mathbf e[i]W^Q$ | $Qh_k$ | $q_i=W_Q x_i$ | $q_t=W_Qx_t$ | $W_{q,h}^\top x_q$ | `q = X @ W_q` |
+# | key | $\mathbf k[j]=\mathbf e[j]W^K$ | $Kh_l$ | $k_j=W_K x_j$ | $k_s=W_Kx_s$ | $k_z$ (latent component) | `k = X @ W_k` |
+# | value | $\mathbf v[j]=\mathbf e[j]W^V$ | $Vh_l$ | $v_j=W_V x_j$ | $v_s=W_Vx_s$ | $v_z$ | `v = X @ W_v` |
+# | score | $\mathbf q[i]^\top\mathbf k[j]/\sqrt{d_{\text{model}}}$ | $\langle Qh_k,Kh_l\rangle_{\mathbb R^c}$ (5.2) | $s_{ij}=q_i^\top k_j/\sqrt{d_k}$ (4) | $q_t^\top k_s$ (no scaling) | $k_z^\top W_kW_q^\top x_q$ | `scores` |
+# | attention weight | $\alpha[i,j]$, $j\le i$ | $\exp(\cdot)/Z_k$ (5.2b) | $\alpha_{ij}$ | $\alpha_{ts}$, $s<t$ (strict) | $\sigma_{k_z,h}(x_q)=q(z\mid x_q,h)$ (vMF posterior) | `weights` |
+# | attention output | $\sum_j\alpha[i,j]\mathbf v[j]$ | $\mathrm{ATT}(h)_k-h_k$ | $g_i=\sum_j\alpha_{ij}v_j$ (6) | $\mu_t(x)=\sum_{s<t}\alpha_{ts}v_s$ (2) | $f_{\text{Attn}}(x_q)$ | `out` |
+# | bilinear form of scores | $W^Q {W^K}^\top$ | $Q^\top K$ | $W_Q^\top W_K$ | $A=W_K^\top W_Q$ (15) | $W_kW_q^\top$ | — |
+# | upstream gradient / residual | — | — | $u_i=\partial L/\partial g_i$ (10), $b_{ij}=u_i^\top v_j$ (11) | $e_t=x_t-\mu_t(x)$ (4), $\Sigma_t$ (13) | score $\nabla\log p$ | `grad_out`, `residual` |
+# | width | $d_{\text{model}}$, $d_k=d_{\text{model}}/h$ | $d_e$, $c$ (key width) | $d_x,d_k,d_v$ | $d$ | $d$ | `d_model`, `d_head` |
+# | heads | $h$ | — | single head | single head | $H$, index $h$ | `num_heads` |
+# | concentration / temperature | $\sqrt{d_{\text{model}}}$ | $\tau$ (§6 decoding) | — | $\sigma$ (latent-noise scale) | $\kappa$ (vMF), $\sigma$ (score scale) | `scale`, `temperature` |
+#
+# **Vector conventions.** Chapter 6 and `nextword`'s public functions use **row vectors**: a sequence is
+# an array `X` of shape `(..., T, d)` and projections multiply on the right, `q[i] = e[i] W^Q`. The
+# formulation, dynamics, margins and SVFlow papers use **column vectors**, `q_t = W_Q x_t`. The two agree
+# when $W_Q = (W^Q)^\top$; every docstring says which convention it uses. Two exceptions follow their
+# paper on purpose: `nextword.theory.barrier` takes `X (L, d)` with rows $x_t$ but applies the maps as
+# columns, $q_t = W_Q x_t$ (Part 4's notation), and the torch margin prior `nextword.torch.barrier.prior` scores
+# $x_t W x_s^\top$ with one learnable $W = W_Q^\top W_K$, so Theorem 1's $A = W_K^\top W_Q$ is $W^\top$. The cell below checks that the
+# two conventions give the same attention weights.
+
+# %%
+import numpy as np
+
+from nextword.attention import scaled_dot_product_attention
+
+rng = np.random.default_rng(0)
+T, d = 5, 4
+X = rng.normal(size=(T, d))                      # rows e[i] (Chapter 6) = columns x_t (papers), stacked
+W_Q_row, W_K_row, W_V_row = (rng.normal(size=(d, d)) for _ in range(3))   # Chapter 6: q[i] = e[i] W^Q
+
+# Row-vector convention, as nextword computes it.
+out_row, alpha_row = scaled_dot_product_attention(
+    X @ W_Q_row, X @ W_K_row, X @ W_V_row, causal=True, return_weights=True
+)
+
+# Column-vector convention of the papers: W_Q = (W^Q)^T, q_t = W_Q x_t, scores q_t^T k_s / sqrt(d).
+W_Q, W_K, W_V = W_Q_row.T, W_K_row.T, W_V_row.T
+q_cols = np.stack([W_Q @ X[t] for t in range(T)])
+k_cols = np.stack([W_K @ X[t] for t in range(T)])
+v_cols = np.stack([W_V @ X[t] for t in range(T)])
+out_col, alpha_col = scaled_dot_product_attention(q_cols, k_cols, v_cols, causal=True, return_weights=True)
+
+assert np.allclose(alpha_row, alpha_col, atol=1e-12) and np.allclose(out_row, out_col, atol=1e-12)
+print("row-vector (Chapter 6) and column-vector (papers) conventions agree; causal weights:")
+print(np.array2string(alpha_row, precision=3, suppress_small=True))

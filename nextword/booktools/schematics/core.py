@@ -1,0 +1,221 @@
+"""Drawing pieces shared by the book's schematic figures, and the figures of 6.1.
+
+The pieces take a matplotlib ``Axes`` in data coordinates (the caller sets limits and hides the axes
+with :func:`blank`): :func:`box` (a labelled rounded box), :func:`arrow` (an arrow between two points),
+:func:`token_row` (a row of word boxes, one per position) and :func:`matrix_cells` (a matrix as a grid
+of coloured cells, diverging colours centred on zero). :func:`recurrence_vs_attention` draws the
+dependency graphs of §6.1 from :func:`nextword.chapter6.rnn_graph` and
+:func:`nextword.chapter6.attention_graph`, so the picture has exactly the library's edges.
+
+>>> fig = recurrence_vs_attention(["the", "engineer", "submitted", "code"])
+>>> [ax.get_title() for ax in fig.axes]
+['recurrent network (7 edges)\\nx[1] → h[4]: 4 arrows', 'one attention layer (10 edges)\\nx[1] → h[4]: 1 arrow']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["COLOURS", "arrow", "blank", "box", "matrix_cells", "recurrence_vs_attention", "token_row"]
+
+#: One colour per role, the same in every schematic: inputs, states/outputs, queries, keys, values, highlight.
+COLOURS = {
+    "input": "#dbe9f6",
+    "state": "#fde2c4",
+    "query": "#cde8c8",
+    "key": "#f6cfd5",
+    "value": "#e0d5ef",
+    "highlight": "#c0392b",
+    "edge": "#7f7f7f",
+}
+
+
+def blank(ax, xlim: tuple[float, float], ylim: tuple[float, float]) -> None:
+    """Set the data limits of a schematic and hide its axes (a schematic has no scale)."""
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
+    ax.set_aspect("equal")
+    ax.set_axis_off()
+
+
+def box(
+    ax,
+    xy: tuple[float, float],
+    text: str,
+    *,
+    width: float = 0.8,
+    height: float = 0.5,
+    colour: str = "#ffffff",
+    fontsize: float = 9,
+    edge: str = "#333333",
+) -> None:
+    """A rounded box of ``width`` x ``height`` centred on ``xy`` with ``text`` in it."""
+    from matplotlib.patches import FancyBboxPatch
+
+    x, y = xy
+    ax.add_patch(
+        FancyBboxPatch(
+            (x - width / 2, y - height / 2),
+            width,
+            height,
+            fc=colour,
+            ec=edge,
+            lw=0.9,
+            boxstyle="round,pad=0.02,rounding_size=0.08",
+        )
+    )
+    ax.text(x, y, text, ha="center", va="center", fontsize=fontsize)
+
+
+def arrow(
+    ax,
+    start: tuple[float, float],
+    end: tuple[float, float],
+    *,
+    colour: str = COLOURS["edge"],
+    width: float = 1.0,
+    rad: float = 0.0,
+    shrink: float = 12.0,
+) -> None:
+    """An arrow from ``start`` to ``end`` (points), bent by ``rad`` (0: straight), stopping short of both."""
+    ax.annotate(
+        "",
+        xy=end,
+        xytext=start,
+        arrowprops={
+            "arrowstyle": "-|>",
+            "color": colour,
+            "lw": width,
+            "shrinkA": shrink,
+            "shrinkB": shrink,
+            "connectionstyle": f"arc3,rad={rad}",
+        },
+    )
+
+
+def token_row(
+    ax,
+    labels: Sequence[str],
+    y: float,
+    *,
+    colour: str = COLOURS["input"],
+    spacing: float = 1.2,
+    width: float = 1.0,
+    fontsize: float = 9,
+) -> list[tuple[float, float]]:
+    """One box per label along ``y`` (position i at x = i * spacing, 0-based); returns the box centres."""
+    centres = [(i * spacing, y) for i in range(len(labels))]
+    for centre, label in zip(centres, labels):
+        box(ax, centre, label, width=width, colour=colour, fontsize=fontsize)
+    return centres
+
+
+def matrix_cells(
+    ax,
+    values,
+    *,
+    row_labels: Sequence[str] = (),
+    col_labels: Sequence[str] = (),
+    fmt: str = "{:.2f}",
+    cmap: str = "RdBu_r",
+    limit: float | None = None,
+):
+    """A matrix as a grid of cells with its numbers written in; colours diverge from white at zero.
+
+    ``values`` has shape (rows, cols); ``limit`` is the colour scale's half-range (default: max |value|).
+    NaN cells (e.g. masked positions) are drawn grey and labelled "—". Returns the image.
+    """
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 2:
+        raise ValueError(f"values must be a matrix (rows, cols), got shape {values.shape}")
+    finite = values[np.isfinite(values)]
+    m = limit if limit is not None else (float(np.abs(finite).max()) if finite.size else 1.0) or 1.0
+    image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=-m, vmax=m)
+    image.cmap.set_bad("#d9d9d9")
+    for (i, j), v in np.ndenumerate(values):
+        ax.text(j, i, "—" if not np.isfinite(v) else fmt.format(v), ha="center", va="center", fontsize=8)
+    ax.set_xticks(range(values.shape[1]), list(col_labels) or range(1, values.shape[1] + 1))
+    ax.set_yticks(range(values.shape[0]), list(row_labels) or range(1, values.shape[0] + 1))
+    return image
+
+
+def _shortest_path(adjacency: np.ndarray, source: int, target: int) -> list[tuple[int, int]]:
+    """The edges of one shortest directed path from ``source`` to ``target`` (breadth-first search)."""
+    parent = {source: source}
+    frontier = [source]
+    while frontier and target not in parent:
+        next_frontier = []
+        for node in frontier:
+            for successor in np.flatnonzero(adjacency[node]):
+                if int(successor) not in parent:
+                    parent[int(successor)] = node
+                    next_frontier.append(int(successor))
+        frontier = next_frontier
+    if target not in parent:
+        return []
+    path, node = [], target
+    while node != source:
+        path.append((parent[node], node))
+        node = parent[node]
+    return path[::-1]
+
+
+def _graph_panel(
+    ax, words: Sequence[str], edges: list[tuple[int, int]], path: list[tuple[int, int]], title: str
+) -> None:
+    """Inputs x[1..T] on the bottom row, states h[1..T] on the top row, one arrow per edge of the graph.
+
+    Node numbering is the library's: nodes 0..T-1 are x[1..T], nodes T..2T-1 are h[1..T]. The edges of
+    ``path`` are drawn red and thick.
+    """
+    T = len(words)
+    inputs = token_row(ax, [f"x[{t}]\n{w}" for t, w in enumerate(words, start=1)], 0.0, fontsize=8)
+    states = token_row(ax, [f"h[{t}]" for t in range(1, T + 1)], 1.6, colour=COLOURS["state"], fontsize=8)
+    place = {t: inputs[t] for t in range(T)} | {T + t: states[t] for t in range(T)}
+    for a, b in sorted(edges, key=lambda e: e in path):  # the path last, on top
+        start, end = place[a], place[b]
+        on_path = (a, b) in path
+        if a >= T and b >= T:  # state to state: along the top row
+            start, end = (start[0] + 0.5, start[1]), (end[0] - 0.5, end[1])
+        else:
+            start, end = (start[0], start[1] + 0.3), (end[0], end[1] - 0.25)
+        arrow(
+            ax,
+            start,
+            end,
+            colour=COLOURS["highlight"] if on_path else COLOURS["edge"],
+            width=1.8 if on_path else 0.8,
+            shrink=1.0,
+        )
+    blank(ax, (-0.7, 1.2 * (T - 1) + 0.7), (-0.55, 2.2))
+    ax.set_title(title, fontsize=9.5)
+
+
+def recurrence_vs_attention(words: Sequence[str]):
+    """Fig. 6.1 as two dependency graphs over ``words``: a recurrent network (x[t] → h[t] and
+    h[t-1] → h[t]) beside one causal attention layer (x[s] → h[t] for every s ≤ t). A shortest path from
+    the first word x[1] to the prediction state h[T] is red. Edges and path lengths come from
+    ``nextword.chapter6``."""
+    import matplotlib.pyplot as plt
+
+    from nextword.chapter6 import attention_graph, path_lengths, rnn_graph
+
+    if len(words) < 2:
+        raise ValueError(f"words must hold at least 2 words, got {len(words)}")
+    T = len(words)
+    fig, axes = plt.subplots(1, 2, figsize=(1.75 * T + 0.6, 2.5))
+    for ax, graph, name in (
+        (axes[0], rnn_graph(T), "recurrent network"),
+        (axes[1], attention_graph(T), "one attention layer"),
+    ):
+        edges = [(int(a), int(b)) for a, b in np.argwhere(np.asarray(graph))]
+        hops = int(path_lengths(graph, 0)[2 * T - 1])
+        path = _shortest_path(np.asarray(graph), 0, 2 * T - 1)
+        if len(path) != hops:
+            raise AssertionError(f"breadth-first path of {len(path)} edges, path_lengths says {hops}")
+        arrows = "arrow" if hops == 1 else "arrows"
+        _graph_panel(ax, words, edges, path, f"{name} ({len(edges)} edges)\nx[1] → h[{T}]: {hops} {arrows}")
+    fig.tight_layout()
+    return fig

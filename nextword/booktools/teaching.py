@@ -1,0 +1,229 @@
+"""The teaching shape of a book page, checked: what every lesson of ``book/`` opens and ends with.
+
+A lesson is a jupytext notebook (``book/<part>/<name>.py``) whose first markdown cell holds, in order,
+an H1 title, a paragraph starting with ``**The question.**``, a ``Learning goals`` admonition with 2 to
+4 bullets, ``**Builds on:**`` and ``**Reading time:** about NN minutes``. Its ``##`` sections include
+``A tiny example...`` and then, in this order and at the end, ``Key takeaways`` (3 to 5 bullets),
+``Check your understanding`` (2 to 4 numbered questions, each followed by a ``{dropdown}`` answer) and
+``Reproducibility``, whose code cells carry the ``hide-cell`` tag (folded in the rendered book).
+
+Every ``{term}`` role of a page must name an entry of ``book/glossary.md``. Check pages from the shell::
+
+    python -m nextword.booktools.teaching book/part1_chapter6/6_1_parallel_attention.py
+
+>>> shape_problems_of_text("# %% [markdown]\\n# # 1 A page\\n")[:2]
+['first cell: no paragraph starting with **The question.**', 'first cell: no Learning goals admonition']
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+__all__ = [
+    "GLOSSARY",
+    "glossary_terms",
+    "estimated_minutes",
+    "reading_minutes",
+    "shape_problems",
+    "shape_problems_of_text",
+    "term_uses",
+]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+GLOSSARY = REPO_ROOT / "book" / "glossary.md"
+
+_SECTION = re.compile(r"^## +(.+?)\s*$", re.M)
+_BULLET = re.compile(r"^[-*] +\S", re.M)
+_QUESTION = re.compile(r"^\d+\. +\S", re.M)
+_ADMONITION = re.compile(r"```\{admonition\} *Learning goals\n(.*?)```", re.S)
+_READING_TIME = re.compile(r"\*\*Reading time:\*\* *about (\d+) minutes")
+#: ``{term}`causal mask``` or ``{term}`masks <causal mask>``` -> "causal mask"
+_TERM = re.compile(r"\{term\}`(?:[^`<]*<([^`>]+)>|([^`]+))`")
+
+
+def _cells(text: str) -> list[tuple[str, str, list[str]]]:
+    """``[(cell_type, source, tags), ...]`` of a jupytext py:percent text (markdown comment marks removed)."""
+    import jupytext
+
+    nb = jupytext.reads(text, fmt="py:percent")
+    return [(c.cell_type, c.source, list(c.metadata.get("tags", []))) for c in nb.cells]
+
+
+def _sections(cells: list[tuple[str, str, list[str]]]) -> list[tuple[str, str, list[list[str]]]]:
+    """``[(heading, markdown text under it, [tags of each code cell under it]), ...]`` for ``##`` headings."""
+    sections: list[tuple[str, list[str], list[list[str]]]] = []
+    for kind, source, tags in cells:
+        if kind == "markdown":
+            pieces = _SECTION.split(source)  # [before, heading, body, heading, body, ...]
+            if sections:
+                sections[-1][1].append(pieces[0])
+            for heading, body in zip(pieces[1::2], pieces[2::2]):
+                sections.append((heading, [body], []))
+        elif kind == "code" and sections:
+            sections[-1][2].append(tags)
+    return [(h, "\n".join(body), tags) for h, body, tags in sections]
+
+
+def _first_cell_problems(source: str) -> list[str]:
+    problems = []
+    lines = source.strip().splitlines()
+    if not lines or not re.match(r"# +\S", lines[0]):
+        problems.append("first cell: does not open with an H1 title ('# 6.3 ...')")
+    order = []
+    for label, pattern, missing in (
+        ("question", r"^\*\*The question\.\*\* *\S", "no paragraph starting with **The question.**"),
+        ("goals", r"^```\{admonition\} *Learning goals", "no Learning goals admonition"),
+        ("builds on", r"\*\*Builds on:\*\*", "no **Builds on:**"),
+        ("reading time", _READING_TIME.pattern, "no **Reading time:** about NN minutes"),
+    ):
+        hit = re.search(pattern, source, re.M)
+        if hit is None:
+            problems.append(f"first cell: {missing}")
+        else:
+            order.append((hit.start(), label))
+    if [label for _, label in sorted(order)] != [label for _, label in order]:
+        problems.append("first cell: question, goals, builds-on and reading time are not in this order")
+    goals = _ADMONITION.search(source)
+    if goals and not 2 <= len(_BULLET.findall(goals[1])) <= 4:
+        problems.append(f"Learning goals: {len(_BULLET.findall(goals[1]))} bullets (2 to 4 wanted)")
+    return problems
+
+
+def shape_problems_of_text(text: str) -> list[str]:
+    """Every way a page's jupytext text departs from the teaching shape (empty when it has the shape)."""
+    cells = _cells(text)
+    markdown = [source for kind, source, _ in cells if kind == "markdown"]
+    if not markdown or cells[0][0] != "markdown":
+        return ["the page does not open with a markdown cell"]
+    problems = _first_cell_problems(cells[0][1])
+    sections = _sections(cells)
+    headings = [h for h, _, _ in sections]
+
+    def find(prefix: str) -> int | None:
+        return next((i for i, h in enumerate(headings) if h.startswith(prefix)), None)
+
+    tiny, takeaways, check, repro = (
+        find(p) for p in ("A tiny example", "Key takeaways", "Check your understanding", "Reproducibility")
+    )
+    for name, at in (
+        ("## A tiny example...", tiny),
+        ("## Key takeaways", takeaways),
+        ("## Check your understanding", check),
+        ("## Reproducibility", repro),
+    ):
+        if at is None:
+            problems.append(f"no section {name}")
+    if repro is not None and repro != len(headings) - 1:
+        problems.append("## Reproducibility is not the last section")
+    present = [at for at in (tiny, takeaways, check, repro) if at is not None]
+    if present != sorted(present):
+        problems.append("sections out of order: tiny example, ..., key takeaways, check, reproducibility")
+    if takeaways is not None:
+        n = len(_BULLET.findall(sections[takeaways][1]))
+        if not 3 <= n <= 5:
+            problems.append(f"## Key takeaways: {n} bullets (3 to 5 wanted)")
+    if check is not None:
+        body = sections[check][1]
+        questions = [m.start() for m in _QUESTION.finditer(body)]
+        answers = [m.start() for m in re.finditer(r"```\{dropdown\} *Answer", body)]
+        if not 2 <= len(questions) <= 4:
+            problems.append(f"## Check your understanding: {len(questions)} numbered questions (2 to 4 wanted)")
+        bounds = questions + [len(body)]
+        unanswered = [i + 1 for i in range(len(questions)) if not any(bounds[i] < a < bounds[i + 1] for a in answers)]
+        if unanswered:
+            problems.append(f"## Check your understanding: question(s) {unanswered} have no {{dropdown}} Answer")
+    if repro is not None:
+        bare = sum("hide-cell" not in tags for tags in sections[repro][2])
+        if bare:
+            problems.append(f"## Reproducibility: {bare} code cell(s) without the hide-cell tag")
+    return problems
+
+
+def shape_problems(py_path: Path) -> list[str]:
+    """:func:`shape_problems_of_text` of a jupytext source file."""
+    return shape_problems_of_text(Path(py_path).read_text(encoding="utf-8"))
+
+
+def reading_minutes(py_path: Path) -> int | None:
+    """The page's own estimate (``**Reading time:** about NN minutes``), or None when it gives none."""
+    hit = _READING_TIME.search(Path(py_path).read_text(encoding="utf-8"))
+    return int(hit[1]) if hit else None
+
+
+def estimated_minutes(py_path: Path) -> int:
+    """The page's own reading time when it states one, else an estimate from its length: 120 words of
+    prose and 8 lines of code a minute (technical reading, running the code in one's head), rounded to
+    5 minutes, at least 5.
+
+    >>> estimated_minutes(REPO_ROOT / "book" / "part0_reading_guide" / "00_reading_guide.py") >= 5
+    True
+    """
+    stated = reading_minutes(py_path)
+    if stated is not None:
+        return stated
+    words = code_lines = 0
+    for kind, source, _ in _cells(Path(py_path).read_text(encoding="utf-8")):
+        if kind == "markdown":
+            words += len(source.split())
+        else:
+            code_lines += sum(bool(line.strip()) for line in source.splitlines())
+    return max(5, 5 * round((words / 120 + code_lines / 8) / 5))
+
+
+def glossary_terms(glossary: Path = GLOSSARY) -> dict[str, str]:
+    """``{term (lower case): its definition}`` of the ``{glossary}`` block of ``book/glossary.md``.
+
+    Raises ValueError when the file has no glossary block or an entry has no definition.
+    """
+    text = Path(glossary).read_text(encoding="utf-8")
+    block = re.search(r"```\{glossary\}\n(.*?)\n```", text, re.S)
+    if block is None:
+        raise ValueError(f"glossary: {glossary} has no ```{{glossary}} block")
+    terms: dict[str, str] = {}
+    current = None
+    for line in block[1].splitlines():
+        if not line.strip() or line.startswith(":"):
+            continue
+        if line[0].isspace():
+            if current is None:
+                raise ValueError(f"glossary: definition text before any term: {line.strip()!r}")
+            terms[current] = (terms[current] + " " + line.strip()).strip()
+        else:
+            current = line.strip().lower()
+            terms[current] = ""
+    empty = [t for t, definition in terms.items() if not definition]
+    if empty:
+        raise ValueError(f"glossary: terms without a definition: {empty}")
+    return terms
+
+
+def term_uses(text: str) -> list[str]:
+    """The glossary terms a page's ``{term}`` roles name, lower case, in order of use."""
+    return [(target or plain).strip().lower() for target, plain in _TERM.findall(text)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    paths = [Path(p) for p in (sys.argv[1:] if argv is None else argv)]
+    if not paths:
+        print("usage: python -m nextword.booktools.teaching book/<part>/<page>.py ...", file=sys.stderr)
+        return 2
+    terms = glossary_terms()
+    failed = 0
+    for path in paths:
+        problems = shape_problems(path)
+        problems += [
+            f"{{term}}`{t}` has no entry in book/glossary.md"
+            for t in dict.fromkeys(term_uses(path.read_text(encoding="utf-8")))
+            if t not in terms
+        ]
+        print(f"{path}: {'has the teaching shape' if not problems else ''}")
+        for problem in problems:
+            print(f"  - {problem}")
+        failed += bool(problems)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,147 @@
+"""Every lesson of book/ has the teaching shape (book/README.md, ``nextword.booktools.teaching``): it
+opens on the question it answers, with learning goals, what it builds on and a reading time; it works a
+tiny example by hand; it ends with key takeaways, questions with folded answers, and a Reproducibility
+section whose code is folded. Every ``{term}`` a page links has an entry in book/glossary.md.
+
+Pages that do not have the shape yet are listed in EXEMPT, and a test keeps that list honest: a page
+that gains the shape must leave it, so the list only shrinks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nextword.booktools import notebooks, teaching
+
+ROOT = Path(notebooks.REPO_ROOT)
+BOOK = ROOT / "book"
+
+#: Pages still without the teaching shape: Parts 2–5 (their own issue) and 6.2–6.7 (being rewritten).
+EXEMPT = frozenset(
+    {
+        "part2_formulation/01_tokenisation_bpe",
+        "part2_formulation/02_objective_kl",
+        "part2_formulation/03_finetuning_and_rl",
+        "part2_formulation/04_attention_block_set_transformer",
+        "part2_formulation/05_temporal_structure",
+        "part2_formulation/06_sequence_generation",
+        "part2_formulation/07_evaluation",
+        "part2_formulation/08_discrete_diffusion",
+        "part2_formulation/09_examples_appendix",
+        "part3_dynamics/01_attention_gradients",
+        "part3_dynamics/02_routing_and_specialisation",
+        "part3_dynamics/03_sticky_chain_em_vs_sgd",
+        "part3_dynamics/04_design_choices",
+        "part4_margins/01_latent_noise_view",
+        "part4_margins/02_scalar_margin",
+        "part4_margins/03_matrix_margin",
+        "part4_margins/04_token_level_process",
+        "part4_margins/05_depth",
+        "part4_margins/06_support_tokens_trained",
+        "part4_margins/barrier_training",
+        "part4_margins/regularisation_path",
+        "part4_margins/robustness_to_noise",
+        "part5_svflow/01_spherical_geometry",
+        "part5_svflow/02_svflow_properties",
+        "part5_svflow/03_attention_as_vmf_posterior",
+        "part5_svflow/04_hybrid_training_2d",
+        "part5_svflow/05_prefix_shuffling",
+        "part5_svflow/06_appendix_b_gradients",
+    }
+)
+#: Reference pages, not lessons: they have no question to answer and no shape to keep.
+REFERENCE = frozenset({"partA_appendix/A_notation_and_environment"})
+
+
+def _pages() -> list[str]:
+    return sorted(f"{p.parent.name}/{p.stem}" for p in notebooks.notebook_sources(dirs=("book",)))
+
+
+LESSONS = [page for page in _pages() if page not in EXEMPT | REFERENCE]
+
+
+def test_the_exempt_and_reference_lists_name_existing_pages():
+    missing = sorted((EXEMPT | REFERENCE) - set(_pages()))
+    assert not missing, f"listed pages that do not exist (renamed?): {missing}"
+    assert not EXEMPT & REFERENCE
+
+
+def test_parts_0_and_1_are_lessons_or_waiting_for_their_shape():
+    early = [p for p in _pages() if p.startswith(("part0", "part1"))]
+    assert "part0_reading_guide/00_reading_guide" in LESSONS
+    assert "part1_chapter6/6_1_parallel_attention" in LESSONS
+    assert set(early) <= set(LESSONS) | EXEMPT
+
+
+@pytest.mark.parametrize("page", LESSONS)
+def test_lesson_has_the_teaching_shape(page):
+    problems = teaching.shape_problems(BOOK / f"{page}.py")
+    assert not problems, f"book/{page}.py lacks the teaching shape:\n  " + "\n  ".join(problems)
+
+
+@pytest.mark.parametrize("page", sorted(EXEMPT))
+def test_exempt_page_really_lacks_the_shape(page):
+    assert teaching.shape_problems(BOOK / f"{page}.py"), (
+        f"book/{page}.py has the teaching shape now: remove it from EXEMPT in {Path(__file__).name}"
+    )
+
+
+def test_reading_time_is_a_plausible_number_of_minutes():
+    for page in LESSONS:
+        minutes = teaching.reading_minutes(BOOK / f"{page}.py")
+        assert minutes is not None and 5 <= minutes <= 90, f"{page}: reading time {minutes} minutes"
+
+
+def _linking_files() -> list[Path]:
+    return [BOOK / "index.md", *sorted(BOOK.glob("*/*.py")), *sorted((ROOT / "solutions").glob("*/*.py"))]
+
+
+def test_every_linked_term_has_a_glossary_entry():
+    terms = teaching.glossary_terms()
+    undefined = {
+        f"{path.relative_to(ROOT)}: {term}"
+        for path in _linking_files()
+        for term in teaching.term_uses(path.read_text(encoding="utf-8"))
+        if term not in terms
+    }
+    assert not undefined, "add these terms to book/glossary.md:\n  " + "\n  ".join(sorted(undefined))
+
+
+def test_lessons_link_their_terms_to_the_glossary():
+    for page in LESSONS:
+        assert teaching.term_uses((BOOK / f"{page}.py").read_text(encoding="utf-8")), f"{page} links no term"
+
+
+def test_glossary_entries_are_unique_and_defined():
+    text = teaching.GLOSSARY.read_text(encoding="utf-8")
+    terms = teaching.glossary_terms()
+    block = text.split("```{glossary}", 1)[1].split("\n```", 1)[0]
+    heads = [line.strip().lower() for line in block.splitlines() if line and not line[0].isspace()]
+    heads = [h for h in heads if not h.startswith(":")]
+    assert len(heads) == len(set(heads)), f"a term is defined twice: {sorted({h for h in heads if heads.count(h) > 1})}"
+    assert all(len(definition.split()) >= 5 for definition in terms.values())
+
+
+def test_the_checker_finds_what_a_page_misses():
+    page = (BOOK / "part0_reading_guide" / "00_reading_guide.py").read_text(encoding="utf-8")
+    assert teaching.shape_problems_of_text(page) == []
+    no_answer = page.replace("```{dropdown} Answer", "```{note}", 1)
+    assert any("have no {dropdown} Answer" in p for p in teaching.shape_problems_of_text(no_answer))
+    bare_repro = page.replace('# %% tags=["hide-cell"]', "# %%")
+    assert any("without the hide-cell tag" in p for p in teaching.shape_problems_of_text(bare_repro))
+    no_question = page.replace("**The question.**", "**A question.**")
+    assert any("The question" in p for p in teaching.shape_problems_of_text(no_question))
+    six_goals = page.replace("# After this page you can\n", "# After this page you can\n# - a\n# - b\n", 1)
+    assert any("Learning goals: 6 bullets" in p for p in teaching.shape_problems_of_text(six_goals))
+    repro_not_last = page + "\n# %% [markdown]\n# ## Afterword\n"
+    assert any("not the last section" in p for p in teaching.shape_problems_of_text(repro_not_last))
+
+
+def test_glossary_rejects_a_term_without_definition(tmp_path):
+    bad = tmp_path / "glossary.md"
+    bad.write_text("# Glossary\n\n```{glossary}\n:sorted:\n\nlonely term\n```\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="lonely term"):
+        teaching.glossary_terms(bad)
+    assert teaching.term_uses("see {term}`heads <Attention head>` and {term}`softmax`") == ["attention head", "softmax"]
