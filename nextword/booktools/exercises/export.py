@@ -95,14 +95,20 @@ def _labels(solution: Path, cells: list, exercise: str, args: list[str]) -> list
 
     code = "\n\n".join(c.source for c in cells if c.cell_type == "code")
     namespace: dict = {"__name__": "__main__"}
-    cwd = os.getcwd()
-    os.environ.setdefault("MPLBACKEND", "Agg")
+    cwd, backend = os.getcwd(), os.environ.get("MPLBACKEND")
+    os.environ["MPLBACKEND"] = "Agg"  # figures drawn by the solution are not shown (nor kept)
     try:
         os.chdir(solution.parent)
         with contextlib.redirect_stdout(io.StringIO()):
             exec(compile(code, str(solution), "exec"), namespace)  # noqa: S102 - the project's own solution
     finally:
         os.chdir(cwd)
+        if backend is None:
+            os.environ.pop("MPLBACKEND", None)
+        else:
+            os.environ["MPLBACKEND"] = backend
+        if "matplotlib.pyplot" in sys.modules:
+            sys.modules["matplotlib.pyplot"].close("all")
     results = sub_check_results(exercise, *(namespace.get(a) for a in args))
     failing = [f"{label}: {msg}" for label, msg in results if msg is not None]
     if failing or not results:

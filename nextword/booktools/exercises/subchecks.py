@@ -20,8 +20,9 @@ from collections.abc import Callable
 
 from .checks import _common
 
-__all__ = ["checker_for", "sub_check_results", "sub_check"]
+__all__ = ["WHOLE", "checker_for", "sub_check_results", "sub_check"]
 
+WHOLE = "the whole check (this checker has no separate sub-checks)"
 _CHECKER_MODULES = ("nextword.booktools.exercises.checks", "nextword.booktools.exercises.checks.new_items")
 _last: tuple[str, tuple[int, ...], list[tuple[str, str | None]]] | None = None
 
@@ -43,7 +44,7 @@ def sub_check_results(exercise: str, *args) -> list[tuple[str, str | None]]:
     """Run ``exercise``'s checker on ``args`` without printing; return ``[(label, None or failure message)]``.
 
     The sub-checks a checker skips after an earlier failure (it stops when its input is unusable) are
-    absent. The last call is remembered: the same exercise with the very same argument objects is not
+    absent. A checker that runs no :class:`Report` (two do: ``p3_05``, ``p5_05``) is one sub-check, :data:`WHOLE`. The last call is remembered: the same exercise with the very same argument objects is not
     re-run (a graded notebook calls this once per sub-check, in a row).
     """
     global _last
@@ -51,16 +52,18 @@ def sub_check_results(exercise: str, *args) -> list[tuple[str, str | None]]:
     if _last is not None and _last[:2] == key:
         return _last[2]
     checker = checker_for(exercise)
-    crash = None
+    crash = failure = None
     with _common.collect_reports() as reports, contextlib.redirect_stdout(io.StringIO()):
         try:
             checker(*args)
-        except _common.ExerciseCheckError:
-            pass
+        except _common.ExerciseCheckError as exc:
+            failure = str(exc).removeprefix("✗ ")
         except Exception as exc:  # the checker could not even start (e.g. a wrong argument type)
             crash = f"{type(exc).__name__}: {exc}"
     results = [result for report in reports for result in report.results]
-    if crash is not None:
+    if not reports:  # a checker without a Report is one all-or-nothing check
+        results = [(WHOLE, crash or failure)]
+    elif crash is not None:
         results.append(("the checker ran to the end", crash))
     _last = (*key, results)
     return results
