@@ -69,6 +69,15 @@ def test_sub_check_names_the_failed_sub_check():
         sub_check_results("p4_99")
 
 
+def test_a_checker_without_sub_checks_is_one_all_or_nothing_test():
+    from nextword.booktools.exercises.subchecks import WHOLE
+
+    ((label, message),) = sub_check_results("p5_05", lambda *args: None)
+    assert label == WHOLE and "None" in message
+    with pytest.raises(AssertionError, match="did the function return its result"):
+        sub_check("p5_05", WHOLE, lambda *args: None)
+
+
 def test_otter_master_notebook_has_solutions_tests_and_points(exercises):
     nb = otter_master(PART, exercises)
     raw = _sources(nb, "raw")
