@@ -5,8 +5,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.nextword-installed
-# CI (CI set, as .ci/run does) also installs the instructor extra, so the otter-grader/nbgrader end-to-end test
-# runs there; without it that test is skipped with a message saying how to install it.
+# The extras installed: CI (.ci/run passes EXTRAS=all,instructor, and so does a run with CI set) adds the
+# instructor extra, so the otter-grader/nbgrader end-to-end test runs; elsewhere it is skipped with a message.
 EXTRAS ?= $(if $(CI),all$(comma)instructor,all)
 comma  := ,
 JOBS   ?= 2
