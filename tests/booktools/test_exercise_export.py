@@ -69,6 +69,27 @@ def test_sub_check_names_the_failed_sub_check():
         sub_check_results("p4_99")
 
 
+@pytest.mark.parametrize("answer", [None, "stub"])
+def test_no_sub_check_of_any_exercise_passes_on_an_unanswered_exercise(answer):
+    """Graded one by one, a sub-check must not pass vacuously (p2_01's third did, before it was fixed)."""
+    import inspect
+
+    from nextword.booktools.exercises.build import solution_sources
+    from nextword.booktools.exercises.hints import exercise_id
+    from nextword.booktools.exercises.subchecks import checker_for
+
+    def stub(*args, **kwargs):
+        raise NotImplementedError("stub")
+
+    value = stub if answer == "stub" else None
+    passing = {}
+    for solution in solution_sources():
+        ex = exercise_id(solution)
+        n = len(inspect.signature(checker_for(ex)).parameters)
+        passing[ex] = [label for label, msg in sub_check_results(ex, *[value] * n) if msg is None]
+    assert not any(passing.values()), {ex: labels for ex, labels in passing.items() if labels}
+
+
 def test_a_checker_without_sub_checks_is_one_all_or_nothing_test():
     from nextword.booktools.exercises.subchecks import WHOLE
 

@@ -24,7 +24,7 @@ __all__ = ["WHOLE", "checker_for", "sub_check_results", "sub_check"]
 
 WHOLE = "the whole check (this checker has no separate sub-checks)"
 _CHECKER_MODULES = ("nextword.booktools.exercises.checks", "nextword.booktools.exercises.checks.new_items")
-_last: tuple[str, tuple[int, ...], list[tuple[str, str | None]]] | None = None
+_last: tuple[str, tuple, list[tuple[str, str | None]]] | None = None
 
 
 def checker_for(exercise: str) -> Callable:
@@ -48,8 +48,12 @@ def sub_check_results(exercise: str, *args) -> list[tuple[str, str | None]]:
     re-run (a graded notebook calls this once per sub-check, in a row).
     """
     global _last
-    key = (exercise, tuple(id(a) for a in args))
-    if _last is not None and _last[:2] == key:
+    if (
+        _last is not None
+        and _last[0] == exercise
+        and len(_last[1]) == len(args)
+        and all(a is b for a, b in zip(_last[1], args))
+    ):  # the very same objects (kept alive: no id reuse)
         return _last[2]
     checker = checker_for(exercise)
     crash = failure = None
@@ -65,7 +69,7 @@ def sub_check_results(exercise: str, *args) -> list[tuple[str, str | None]]:
         results = [(WHOLE, crash or failure)]
     elif crash is not None:
         results.append(("the checker ran to the end", crash))
-    _last = (*key, results)
+    _last = (exercise, args, results)
     return results
 
 
