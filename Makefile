@@ -5,6 +5,10 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.nextword-installed
+# The extras installed: CI (.ci/run passes EXTRAS=all,instructor, and so does a run with CI set) adds the
+# instructor extra, so the otter-grader/nbgrader end-to-end test runs; elsewhere it is skipped with a message.
+EXTRAS ?= $(if $(CI),all$(comma)instructor,all)
+comma  := ,
 JOBS   ?= 2
 # nbval needs matplotlib's inline backend (Agg drops the figure's text output) and the default run.
 NBENV  := env -u MPLBACKEND FULL=0
@@ -38,7 +42,7 @@ help:
 # The environment is rebuilt only when pyproject.toml changes (the stamp is older than it).
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[all]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[$(EXTRAS)]'
 	$(BIN)/python -m nextword check-env
 	touch $@
 

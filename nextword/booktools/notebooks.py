@@ -453,6 +453,7 @@ def stage_book(stage: Path = STAGE_DIR, root: Path = REPO_ROOT) -> list[str]:
     trees = [_toctree(docs, caption) for caption, docs in parts]
     trees.append(_toctree(["exercises/index", *ex_parts], "Exercises"))
     trees.append(_toctree(sol_parts, "Solutions"))
+    trees.append(_toctree(["course_pack"], "For instructors"))  # book/course_pack.md, staged below
     trees.append(
         _toctree(["glossary", "errata", "coverage", "notation", "bibliography"], "Glossary, errata, notation, sources")
     )
@@ -461,6 +462,7 @@ def stage_book(stage: Path = STAGE_DIR, root: Path = REPO_ROOT) -> list[str]:
     wanted[stage / "glossary.md"] = root / "book" / "glossary.md"
     wanted[stage / "errata.md"] = _errata_page(root)
     wanted[stage / "coverage.md"] = coverage_page(root)
+    wanted[stage / "course_pack.md"] = _link_notebook_paths((root / "book" / "course_pack.md").read_text("utf-8"), root)
     wanted[stage / "notation.ipynb"] = nbformat.writes(_notation_notebook(root)) + "\n"
     wanted[stage / "bibliography.md"] = (root / "book" / "BIBLIOGRAPHY.md").read_text(encoding="utf-8")
 

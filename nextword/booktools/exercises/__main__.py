@@ -1,8 +1,10 @@
-"""``python -m nextword.booktools.exercises [build|check|grade [part]]``."""
+"""``python -m nextword.booktools.exercises [build|check|grade [part]|export (--otter DIR | --nbgrader DIR)]``."""
 import sys
 
 from nextword.booktools.exercises.build import main as build_main
+from nextword.booktools.exercises.export import export_main
 from nextword.booktools.exercises.grade import main as grade_main
 
 args = sys.argv[1:]
-sys.exit(grade_main(args[1:]) if args[:1] == ["grade"] else build_main(args))
+commands = {"grade": grade_main, "export": export_main}
+sys.exit(commands[args[0]](args[1:]) if args[:1] and args[0] in commands else build_main(args))

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["ExerciseCheckError", "Report", "passed", "fail", "check_shape", "check_close", "check_true",
-           "as_array", "call_student", "describe", "diagnose", "check_int", "check_cases"]
+           "as_array", "call_student", "describe", "diagnose", "check_int", "check_cases", "collect_reports"]
 
 _HERE = Path(__file__).resolve().parent
 _PACKAGE = _HERE.parent
@@ -266,6 +266,23 @@ def call_student(fn: Callable, name: str, *args):
         fail(f"{name} raised {type(exc).__name__}: {exc}{where}")
 
 
+_COLLECTORS: list[list[Report]] = []
+
+
+@contextlib.contextmanager
+def collect_reports() -> Iterator[list[Report]]:
+    """Collect every :class:`Report` a checker creates inside the block (their ``results`` list each sub-check).
+
+    The instructor's export (:mod:`nextword.booktools.exercises.subchecks`) grades one sub-check at a time with it.
+    """
+    reports: list[Report] = []
+    _COLLECTORS.append(reports)
+    try:
+        yield reports
+    finally:
+        _COLLECTORS.remove(reports)
+
+
 class Report:
     """Runs every sub-check of an exercise and lists them all (partial credit).
 
@@ -276,6 +293,8 @@ class Report:
     def __init__(self, exercise: str) -> None:
         self.exercise = exercise
         self.results: list[tuple[str, str | None]] = []
+        for reports in _COLLECTORS:
+            reports.append(self)
 
     @contextlib.contextmanager
     def check(self, label: str) -> Iterator[None]:
