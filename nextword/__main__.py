@@ -8,6 +8,7 @@
     nextword fetch                                                         # WikiText-2 (needs internet)
     nextword check-env                                                     # what the environment holds
     nextword grade [PART]                                                  # your exercise notebooks: ✓ / ✗
+    nextword exercises export --otter DIR | --nbgrader DIR                 # instructors: graded assignments
     nextword gpu-check [--dry-run]                                         # the torch path on a GPU
 
 ``nextword COMMAND --help`` describes a command. Mistakes in a command end in one ``error:`` line with
@@ -50,6 +51,16 @@ def _grade(name: str, argv: list[str]) -> int:
     return grade_main(argv)
 
 
+def _exercises(name: str, argv: list[str]) -> int:
+    from nextword.booktools.exercises.export import export_main
+
+    if argv[:1] != ["export"]:
+        parser = argparse.ArgumentParser(prog="nextword exercises", description=COMMANDS[name][0])
+        parser.add_argument("action", choices=["export"])
+        parser.parse_args(argv[:1])
+    return export_main(argv[1:])
+
+
 def _gpu_check(name: str, argv: list[str]) -> int:
     from nextword.torch.training.gpu_check import main as gpu_check_main
 
@@ -66,6 +77,7 @@ COMMANDS: dict[str, tuple[str, Callable[[str, list[str]], int]]] = {
     "fetch": ("download raw WikiText-2 once (checksum-verified; needs internet)", _torch_cli),
     "check-env": ("report the Python environment: packages, versions, threads, devices", _check_env),
     "grade": ("run your filled-in exercise notebooks and show ✓ / ✗ / not started", _grade),
+    "exercises": ("instructors: export the exercises to otter-grader or nbgrader (hidden tests, points)", _exercises),
     "gpu-check": ("check the torch path on a GPU (CUDA against CPU, bf16 AMP, speed, the §7 pair)", _gpu_check),
 }
 
