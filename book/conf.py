@@ -152,8 +152,8 @@ def _solution_titles(app, doctree) -> None:
 
 
 # --- accessibility (issue #31): figure alt text, named sidebar expanders, the search field's name ---------
-# book/_templates overrides two theme components (search-button-field.html, navbar-logo.html; the theme adds
-# its components/ folder to templates_path after ours).
+# book/_templates overrides one theme component (search-button-field.html; the theme adds its components/
+# folder to templates_path after ours).
 templates_path = ["_templates"]
 _CONF_FILES += sorted((Path(__file__).parent / "_templates").rglob("*.html"))
 nextword_conf_hash = hashlib.sha256(b"".join(f.read_bytes() for f in _CONF_FILES)).hexdigest()[:16]
