@@ -101,3 +101,31 @@ gpu-check: $(STAMP)
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis
+
+# --- accessibility and the PDF edition (issue #31) ---------------------------------------------------------
+# axe-core (npm, MPL-2.0) for the browser test's accessibility check, into _build/axe (read by
+# tests/booktools/test_book_browser.py; without it that check skips, except in CI).
+AXE := _build/axe/node_modules/axe-core/axe.min.js
+TEX_PACKAGES := latexmk texlive-xetex texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended \
+	fonts-freefont-otf tex-gyre texlive-lang-greek lmodern poppler-utils
+.PHONY: axe pdf tex test-pdf
+
+axe: $(AXE)
+$(AXE):
+	@command -v npm >/dev/null || { echo "no npm: install Node.js to run the accessibility check"; exit 1; }
+	npm install --no-save --no-audit --no-fund --prefix _build/axe axe-core@4.14
+
+# TeX from Debian when it is missing (as root, e.g. in CI); elsewhere the command to run is printed.
+tex:
+	@command -v latexmk >/dev/null && command -v xelatex >/dev/null && exit 0; \
+	if [ "$$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(TEX_PACKAGES); \
+	else echo "TeX is missing: sudo apt-get install $(TEX_PACKAGES)"; exit 1; fi
+
+# The whole book as one PDF (_build/nextword.pdf): Sphinx's LaTeX builder on the executed notebooks, xelatex.
+# Slow (minutes): not part of `make test`; .ci/run builds it once and runs its test (test-pdf).
+pdf: $(STAMP) tex
+	$(BIN)/python -m nextword.booktools.pdf
+
+test-pdf: $(STAMP)
+	NEXTWORD_PDF_REQUIRED=1 $(BIN)/python -m pytest -p no:cacheprovider tests/booktools/test_book_pdf.py

@@ -81,6 +81,8 @@ def _copy_mathjax(app) -> None:
     """Put the ``jupyter-server-mathjax`` bundle into ``_static/mathjax`` (once; it does not change)."""
     import jupyter_server_mathjax
 
+    if app.builder.format != "html":  # the PDF typesets its math with TeX
+        return
     bundle = Path(jupyter_server_mathjax.__file__).parent / "static"
     target = Path(app.outdir) / "_static" / "mathjax"
     if not (bundle / "MathJax.js").exists():
@@ -149,6 +151,66 @@ def _solution_titles(app, doctree) -> None:
         title.insert(0, nodes.Text("Solution to "))
 
 
+# --- accessibility (issue #31): figure alt text, named sidebar expanders, the search field's name ---------
+# book/_templates overrides one theme component (search-button-field.html; the theme adds its components/
+# folder to templates_path after ours).
+templates_path = ["_templates"]
+_CONF_FILES += sorted((Path(__file__).parent / "_templates").rglob("*.html"))
+nextword_conf_hash = hashlib.sha256(b"".join(f.read_bytes() for f in _CONF_FILES)).hexdigest()[:16]
+
+
+def _named_expanders(app, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """Name each sidebar expander (its ``<summary>`` holds only a chevron icon) after its section's page.
+
+    The theme's ``generate_toctree_html`` (a BeautifulSoup tree) is wrapped so that every such ``<summary>``
+    gets ``aria-label="Pages under <title>"`` (axe-core's ``summary-name``, WCAG 4.1.2)."""
+    generate = context.get("generate_toctree_html")
+    if generate is None or getattr(generate, "nextword_named", False):
+        return
+
+    def named(*args, **kwargs):
+        out = generate(*args, **kwargs)
+        for summary in getattr(out, "select", lambda _: [])("li > details > summary"):
+            link = summary.parent.parent.find("a", recursive=False)
+            if not summary.get_text(strip=True) and not summary.has_attr("aria-label") and link is not None:
+                summary["aria-label"] = f"Pages under {link.get_text(' ', strip=True)}"
+        return out
+
+    named.nextword_named = True
+    context["generate_toctree_html"] = named
+
+# --- the PDF edition (issue #31; ``make pdf``: ``python -m nextword.booktools.notebooks pdf``) -------------
+# xelatex reads the book's Unicode (Greek, arrows, box drawing in outputs) with the FreeFont family (Debian
+# fonts-freefont-otf). The root document is the PDF's own index.md that ``stage_pdf`` writes: the parts as
+# \part{...}, then \appendix with the exercises, the errata ledger and the sources.
+latex_engine = "xelatex"
+latex_documents = [("index", "nextword.tex", "nextword: the book", author, "manual")]
+latex_show_urls = "no"
+latex_elements = {
+    "papersize": "a4paper",
+    "pointsize": "10pt",
+    "figure_align": "H",
+    "sphinxsetup": "verbatimwrapslines=true, verbatimforcewraps=true",
+    "printindex": "",
+    # the notebooks write z^\* (the backslash keeps Markdown from reading * as emphasis; MathJax shows *)
+    "preamble": r"\def\*{*}",
+}
+
+
+def _drop_produced_marks(app, doctree, docname: str) -> None:
+    """For LaTeX, remove the U+2063 markers that wrap produced numbers (nextword.booktools.display): they are
+    zero-width in HTML but a missing glyph in the PDF's fonts. The HTML keeps them (copy-paste shows none)."""
+    from docutils import nodes
+
+    from nextword.booktools.display import MARK, strip_marks
+
+    if app.builder.format != "latex":
+        return
+    for text in list(doctree.findall(nodes.Text)):
+        if MARK in text:
+            text.parent.replace(text, nodes.Text(strip_marks(str(text))))
+
+
 def setup(app):
     app.add_config_value("nextword_conf_hash", "", "env")
     app.connect("doctree-read", _solution_titles, priority=400)   # before the title collector (500)
@@ -156,4 +218,9 @@ def setup(app):
     app.connect("html-page-context", _source_links, priority=600)   # after the theme's buttons (501)
     app.connect("html-page-context", _exercise_links)
     app.connect("html-page-context", _plain_title)
+    from nextword.booktools.alt_text import add_figure_alt_text
+
+    app.connect("doctree-read", add_figure_alt_text)
+    app.connect("html-page-context", _named_expanders, priority=600)   # after the theme's toctree functions
+    app.connect("doctree-resolved", _drop_produced_marks)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -215,7 +215,7 @@ M_text = lengths * scale
 axes[2].plot(vocab, M_text**2, "o-", label="attention $\\propto M^2$")
 axes[2].plot(vocab, M_text * vocab, "s-", label="output layer $\\propto M|V|$")
 axes[2].plot(vocab, M_text**2 + M_text * vocab, "k^-", label="sum")
-axes[2].axvline(V_star, color="grey", ls=":")
+axes[2].axvline(V_star, color="grey", ls=":", label="sympy optimum $V^*$")
 axes[2].set_xscale("log")
 axes[2].set_yscale("log")
 axes[2].set_xlabel("vocabulary size |V|")

@@ -110,7 +110,8 @@ fig, ax = plt.subplots(figsize=(6.4, 3.4))
 for (G, seed), run in key_rows.items():
     ax.plot(run.key_cos, color=f"C{(2, 3, 5).index(G)}", lw=1, label=f"G = {G}" if seed == 0 else None)
 for G in (2, 3, 5):
-    ax.axhline(-1 / (G - 1), color=f"C{(2, 3, 5).index(G)}", ls="--", lw=0.8)
+    ax.axhline(-1 / (G - 1), color=f"C{(2, 3, 5).index(G)}", ls="--", lw=0.8,
+               label="simplex value $-1/(G-1)$" if G == 2 else None)
 ax.axhline(0, color="k", lw=0.6)
 ax.set_xlabel("gradient step")
 ax.set_ylabel("mean pairwise cos of group keys")

@@ -218,6 +218,10 @@ if SAVED:
               title="saved run, cpu tier")
 
 # %% [markdown]
+# **Figure (saved run, cpu tier).** The three panels of the default run's figure for the saved sweep: (a) clean
+# and noisy validation BPC along the path, (b) the degradation ratio, (c) the coupling
+# $\operatorname{tr}(\Sigma_tA)$ and the penalty of the trained priors.
+#
 # What the saved path shows (asserted below on the saved numbers, so the check does not depend on this CPU):
 # as $\lambda_m$ grows the clean bits per character rise a little, the coupling $\operatorname{tr}(\Sigma_t A)$
 # is driven further below zero and the token embeddings grow. The absolute degradation under noise falls with

@@ -422,3 +422,85 @@ def test_pages_load_without_console_errors_or_outside_requests(visit, html_dir):
         )
     assert not visit.errors, "\n".join(visit.errors)
     assert not visit.offsite(), f"requests left 127.0.0.1: {visit.offsite()}"
+
+
+# --- accessibility (issue #31) ---------------------------------------------------------------------------
+
+AXE_CORE = ROOT / "_build" / "axe" / "node_modules" / "axe-core" / "axe.min.js"  # make axe (npm, MPL-2.0)
+_HASH_OR_PATH = re.compile(r"(^|/)[0-9a-f]{16,}|\.(png|jpe?g|svg|gif)$|_images/", re.I)
+
+
+class _Images(html.parser.HTMLParser):
+    """The ``<img>`` tags of one page that show a figure (a file under ``_images/``) as (src, alt)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.figures: list[tuple[str, str | None]] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "img" and "_images/" in (attrs.get("src") or ""):
+            self.figures.append((attrs["src"], attrs.get("alt")))
+
+
+def test_every_figure_has_a_text_alternative_from_its_caption(html_dir):
+    """A screen reader says what each figure shows: an alt from its caption, never the file's path or hash."""
+    figures, missing, captioned = 0, [], 0
+    for page in sorted(p for p in html_dir.rglob("*.html") if "_static" not in p.parts):
+        parser = _Images()
+        parser.feed(page.read_text(encoding="utf-8"))
+        for src, alt in parser.figures:
+            figures += 1
+            captioned += bool(alt and re.match(r"Fig(ure|\.)", alt))
+            if not alt or len(alt.strip()) < 12 or _HASH_OR_PATH.search(alt.strip()):
+                missing.append(f"{page.relative_to(html_dir)}: {src} alt={alt!r}")
+    assert figures >= 50, f"only {figures} figures found in the rendered book: is it built?"
+    assert not missing, f"{len(missing)} of {figures} figures have no real alt text:\n" + "\n".join(missing[:20])
+    assert captioned >= 0.9 * figures, f"only {captioned} of {figures} alts come from a 'Figure ...' caption"
+
+
+def _axe_source() -> str | None:
+    path = Path(os.environ.get("AXE_CORE", AXE_CORE))
+    return path.read_text(encoding="utf-8") if path.exists() else None
+
+
+def _accessibility_pages() -> list[str]:
+    """The landing page, the errata page, the first page of each part, an exercise page, and the two pages
+    the issue measured code overflow on (6.2 and the seventh page of Part 4)."""
+    structure = notebooks.book_structure()
+    pages = ["index.html", "errata.html"] + [f"{docs[0]}.html" for _, docs in structure]
+    pages += [f"{d}.html" for d in _notebook_pages() if d.startswith("exercises/")][:1]
+    pages += [f"{d}.html" for _, docs in structure for d in docs if "6_2_" in d]
+    pages += [f"{docs[6]}.html" for _, docs in structure if docs[0].startswith("book/part4") and len(docs) > 6]
+    return list(dict.fromkeys(pages))
+
+
+_OVERFLOWING_CODE = """() => [...document.querySelectorAll('article div.cell_input pre, article div.highlight pre')]
+    .filter(e => !e.closest('.cell_output') && e.scrollWidth > e.clientWidth + 1)
+    .map(e => e.innerText.split('\\n').reduce((a, b) => b.length > a.length ? b : a, '').slice(0, 80))"""
+
+
+def test_pages_pass_axe_core_and_their_code_fits(visit):
+    """axe-core (WCAG 2.x rules) finds no violation of serious or critical impact, and no code cell is wider
+    than its box on a 1280-pixel-wide window (long lines wrap; outputs keep their own scroll bar)."""
+    axe = _axe_source()
+    if axe is None:
+        message = f"axe-core is not installed ({AXE_CORE}): run `make axe` (npm install axe-core@4.14)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    violations, overflow = [], []
+    for page in _accessibility_pages():
+        visit.open(page)
+        visit.typeset()
+        visit.page.add_script_tag(content=axe)
+        result = visit.page.evaluate("() => axe.run(document, {resultTypes: ['violations']})")
+        violations += [
+            f"{page}: {v['id']} ({v['impact']}, {len(v['nodes'])}x) {v['nodes'][0]['html'][:160]}"
+            for v in result["violations"]
+            if v["impact"] in ("serious", "critical")
+        ]
+        overflow += [f"{page}: {line!r}" for line in visit.page.evaluate(_OVERFLOWING_CODE)]
+    assert not violations, "axe-core violations:\n" + "\n".join(violations)
+    assert not overflow, f"{len(overflow)} code cells wider than their box:\n" + "\n".join(overflow[:20])
+    assert not visit.errors, visit.errors

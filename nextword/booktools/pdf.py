@@ -1,0 +1,102 @@
+"""The PDF edition of the book (``make pdf``): Sphinx's LaTeX builder, xelatex and latexmk.
+
+``python -m nextword.booktools.pdf`` lays out the same source tree as the HTML book (:func:`stage_pdf`, from
+``notebooks.stage_book``) with the PDF's own root document: each part of ``book/README.md`` as a LaTeX
+``\\part``, its pages as chapters, then the appendices (the exercises, the errata ledger, the sources). The
+solution notebooks and the notation page (a copy of the reading guide's section) are left out. Pages are
+rendered from the stored outputs, as in the HTML. The PDF is written to ``_build/nextword.pdf``.
+
+TeX comes from Debian (``apt-get install latexmk texlive-xetex texlive-latex-extra texlive-fonts-recommended
+fonts-freefont-otf tex-gyre``; ``.ci/run`` and ``make pdf`` install it when they run as root).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from nextword.booktools import notebooks
+
+__all__ = ["PDF_STAGE", "PDF_PATH", "TEX_PACKAGES", "stage_pdf", "render_pdf"]
+
+PDF_STAGE = notebooks.REPO_ROOT / "_build" / "pdf_src"
+LATEX_DIR = notebooks.REPO_ROOT / "_build" / "latex"
+PDF_PATH = notebooks.REPO_ROOT / "_build" / "nextword.pdf"
+TEX_PACKAGES = (
+    "latexmk texlive-xetex texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended "
+    "fonts-freefont-otf tex-gyre texlive-lang-greek lmodern poppler-utils"
+).split()
+_EXCLUDED = ["_build", "**.ipynb_checkpoints", "solutions/**", "notation.ipynb"]
+
+
+def _raw_latex(tex: str) -> str:
+    return "```{raw} latex\n" + tex + "\n```\n"
+
+
+def stage_pdf(stage: Path = PDF_STAGE, root: Path = notebooks.REPO_ROOT) -> list[str]:
+    """Lay out the book's sources in ``stage`` (as :func:`notebooks.stage_book`) with the PDF's ``index.md``.
+
+    Returns the docnames of the PDF in reading order: the book's pages, then the appendices.
+    """
+    stage, root = Path(stage), Path(root)
+    notebooks.stage_book(stage, root)
+    parts = notebooks.book_structure(root)
+    exercise_parts = sorted(str(p.parent.relative_to(stage)) + "/index" for p in stage.glob("exercises/part*/index.md"))
+    text = ["# nextword: the book\n"]
+    for caption, docs in parts:
+        # unnumbered (the caption says "Part 0 — ..."), but in the contents and the PDF outline
+        text += [
+            _raw_latex(f"\\part*{{{caption}}}\\addcontentsline{{toc}}{{part}}{{{caption}}}"),
+            notebooks._toctree(docs),
+        ]
+    text += [
+        _raw_latex("\\appendix\n\\part*{Appendices}\\addcontentsline{toc}{part}{Appendices}"),
+        notebooks._toctree([*exercise_parts, "errata", "bibliography"]),
+    ]
+    notebooks._write_if_changed(stage / "index.md", "\n".join(text))
+    return [d for _, docs in parts for d in docs] + [*exercise_parts, "errata", "bibliography"]
+
+
+def render_pdf(out: Path = PDF_PATH, *, stage: Path = PDF_STAGE, latex_dir: Path = LATEX_DIR) -> Path:
+    """Build the PDF: ``sphinx-build -b latex`` on :func:`stage_pdf`'s tree, then latexmk (xelatex) on it.
+
+    Raises ``RuntimeError`` when TeX is missing or the build fails (with the end of the log).
+    """
+    missing = [tool for tool in ("latexmk", "xelatex") if shutil.which(tool) is None]
+    if missing:
+        raise RuntimeError(
+            f"no {' and no '.join(missing)}: install TeX (Debian: apt-get install {' '.join(TEX_PACKAGES)})"
+        )
+    stage_pdf(Path(stage))
+    sphinx = [sys.executable, "-m", "sphinx", "-b", "latex", "-c", str(notebooks.BOOK_CONF_DIR), "-q"]
+    sphinx += ["-D", f"exclude_patterns={','.join(_EXCLUDED)}", "--keep-going", str(stage), str(latex_dir)]
+    done = subprocess.run(sphinx, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"sphinx-build -b latex failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    # -f: latexmk goes on past TeX's recoverable errors (a missing glyph); the PDF is checked by the tests
+    latexmk = ["latexmk", "-pdfxe", "-f", "-interaction=nonstopmode", "nextword.tex"]
+    done = subprocess.run(latexmk, cwd=latex_dir, capture_output=True, text=True)
+    pdf = Path(latex_dir) / "nextword.pdf"
+    if not pdf.exists():
+        raise RuntimeError(f"latexmk wrote no PDF ({done.returncode}):\n{done.stdout[-4000:]}")
+    shutil.copy2(pdf, out)
+    return Path(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m nextword.booktools.pdf", description=__doc__)
+    parser.add_argument("--out", default=str(PDF_PATH))
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    pdf = render_pdf(Path(args.out))
+    print(f"wrote {pdf} ({pdf.stat().st_size / 1e6:.1f} MB) in {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""The PDF edition (``make pdf``, ``_build/nextword.pdf``): every page of the book is in it, in order.
+
+TeX takes minutes, so ``make test`` does not build the PDF: these tests skip when it is absent, and
+``.ci/run`` builds it once (``make pdf``) and runs them with ``NEXTWORD_PDF_REQUIRED=1`` (``make test-pdf``).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from nextword.booktools import notebooks
+from nextword.booktools.display import MARK
+from nextword.booktools.pdf import PDF_PATH
+
+ROOT = notebooks.REPO_ROOT
+
+
+@pytest.fixture(scope="module")
+def pdf():
+    if not PDF_PATH.exists():
+        if os.environ.get("NEXTWORD_PDF_REQUIRED"):
+            pytest.fail(f"no {PDF_PATH}: `make pdf` did not build it")
+        pytest.skip(f"no {PDF_PATH} (run `make pdf`)")
+    pypdf = pytest.importorskip("pypdf")
+    return pypdf.PdfReader(PDF_PATH)
+
+
+def _outline(reader, items=None, depth=0) -> list[tuple[int, str, int]]:
+    """The PDF's bookmarks as (depth, title, page index), in order."""
+    out = []
+    for item in reader.outline if items is None else items:
+        if isinstance(item, list):
+            out += _outline(reader, item, depth + 1)
+        else:
+            out.append((depth, item.title, reader.get_destination_page_number(item)))
+    return out
+
+
+def _markdown_title(ipynb) -> str:
+    import nbformat
+
+    for cell in nbformat.read(ipynb, as_version=4).cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip()
+    raise AssertionError(f"{ipynb}: no '# ' title")
+
+
+def test_outline_has_each_part_and_one_entry_per_page_in_order(pdf):
+    outline = _outline(pdf)
+    parts = [(title, page) for depth, title, page in outline if depth == 0]
+    structure = notebooks.book_structure()
+    assert [t for t, _ in parts][: len(structure)] == [caption for caption, _ in structure]
+    assert parts[-1][0] == "Appendices"
+    for i, (caption, docs) in enumerate(structure):
+        start, stop = parts[i][1], parts[i + 1][1]
+        chapters = [(t, p) for d, t, p in outline if d == 1 and start <= p < stop]
+        assert len(chapters) == len(docs), f"{caption}: {len(chapters)} outline entries for {len(docs)} pages"
+        for (title, _), doc in zip(chapters, docs):
+            first_words = _markdown_title(ROOT / f"{doc}.ipynb").split()[:2]
+            assert title.split()[:2] == [w.strip("*$") for w in first_words] or title.startswith(
+                first_words[0].strip("*$")
+            ), f"{doc}: outline entry {title!r}"
+    appendix = [t for d, t, p in outline if d == 1 and p >= parts[-1][1]]
+    assert "Errata ledger" in appendix, appendix
+    assert sum(t.startswith("Exercises for") for t in appendix) == len(list((ROOT / "exercises").glob("part*")))
+
+
+def test_page_count_is_plausible_and_figures_are_embedded(pdf):
+    pages = len(pdf.pages)
+    n_docs = sum(len(docs) for _, docs in notebooks.book_structure())
+    assert 4 * n_docs <= pages <= 40 * n_docs, f"{pages} pages for {n_docs} book pages"
+    images = sum(  # image XObjects on each page (read from the page's resources, not decoded)
+        1
+        for page in pdf.pages
+        for xobject in (page.get("/Resources", {}).get("/XObject") or {}).values()
+        if xobject.get_object().get("/Subtype") == "/Image"
+    )
+    assert images >= 50, f"only {images} images embedded: figures are missing"
+    text = "".join(pdf.pages[i].extract_text() for i in range(0, pages, pages // 8))
+    assert MARK not in text, "the produced-number markers (U+2063) reached the PDF"
