@@ -304,7 +304,7 @@ axes[0].set(xlabel="sequence length L", ylabel="fraction of symbols recovered", 
 axes[0].legend(fontsize=8)
 for L in (8, 16, 32):
     axes[1].plot(np.arange(1, L + 1), recall_state[L], label=f"L = {L}")
-axes[1].axhline(1 / V, color="gray", ls=":")
+axes[1].axhline(1 / V, color="gray", ls=":", label="chance")
 axes[1].set(xlabel="position in the sequence", ylabel="recall (fixed state)",
             title="what the state forgets")
 axes[1].legend(fontsize=8)

@@ -180,8 +180,8 @@ for k, name in enumerate(feature_names):
     for s in range(len(seeds)):
         ax.plot(range(4), accuracy[s, :, k], color=f"C{k}", marker="o", lw=1,
                 label=name if s == 0 else None)
-ax.axhline(1 / 3, color="C2", ls=":", lw=0.8)
-ax.axhline(1 / 12, color="C0", ls=":", lw=0.8)
+ax.axhline(1 / 3, color="C2", ls=":", lw=0.8, label="chance, topic (1/3)")
+ax.axhline(1 / 12, color="C0", ls=":", lw=0.8, label="chance, token (1/12)")
 ax.set_xticks(range(4), ["embedding", "block 1", "block 2", "block 3"])
 ax.set_xlabel("depth: the residual stream after …")
 ax.set_ylabel("held-out probe accuracy")
