@@ -26,7 +26,8 @@ seconds (and HF tokenizers' GPT-2-split training) — ours and the references ru
 (a, b, a, b, ...), medians, with the 1-minute load average, since the CPU may be shared (ratios are
 robust to load, absolute seconds are not). ``--quick`` skips the slow minbpe-style references.
 
-The corpus is tiny Shakespeare, found through ``nextword.data.find_data_file``.
+The corpus is tiny Shakespeare, found through ``nextword.data.find_data_file`` and read (gunzipped)
+with ``nextword.data.read_data_text``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from collections.abc import Callable
 import numpy as np
 
 from nextword.tokenizers import bytes_to_unicode
-from nextword.data import find_data_file
+from nextword.data import SHA256, find_data_file, read_data_text
 from nextword.tokenizers import SPLIT_PATTERNS, BPETokenizer
 
 
@@ -135,9 +136,18 @@ def main() -> None:
     ap.add_argument("--split-prefix-kb", type=int, default=25, help="prefix for the slow GPT-4-split reference")
     ap.add_argument("--full", action="store_true", help="run the slow references on the whole corpus")
     ap.add_argument("--quick", action="store_true", help="skip the slow minbpe-style references")
+    ap.add_argument(
+        "--corpus-kb",
+        type=int,
+        default=None,
+        help="use only the first N KB of the corpus (a smoke test: tests/test_readme_commands.py)",
+    )
     args = ap.parse_args()
 
-    text = find_data_file("tinyshakespeare/input.txt").read_text(encoding="utf-8")
+    name = "tinyshakespeare/input.txt"  # packaged gzipped: read_data_text gunzips it and checks its digest
+    text = read_data_text(find_data_file(name), sha256=SHA256[name])
+    if args.corpus_kb is not None:
+        text = text.encode("utf-8")[: args.corpus_kb * 1000].decode("utf-8", errors="ignore")
     nbytes = len(text.encode("utf-8"))
     merges = args.vocab - 256
     print(

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import queue
 import resource
 import statistics
 import sys
@@ -116,7 +117,13 @@ def _in_process(target, *a):
     q = ctx.Queue()
     p = ctx.Process(target=target, args=(*a, q))
     p.start()
-    out = q.get()
+    while True:  # a child that dies (an exception, the OOM killer) never puts: say so instead of waiting forever
+        try:
+            out = q.get(timeout=5)
+            break
+        except queue.Empty:
+            if not p.is_alive():
+                raise RuntimeError(f"{target.__name__} died in its child process (exit code {p.exitcode}); see above")
     p.join()
     return out
 

@@ -29,6 +29,7 @@ import numpy as np
 import scipy.optimize
 import sympy as sp
 
+from nextword.booktools.display import produced
 from nextword.booktools.plotting import use_book_style
 from nextword.data import MarkovSource, markov_source
 from nextword.theory.formulation import (
@@ -61,7 +62,7 @@ w_old, w_new = src.stationary_distribution(), src_new.stationary_distribution()
 counts_pre = bigram_counts([src.sample(100, rng) for _ in range(100)], V)
 W_pre, hist_pre = fit_table(np.zeros((V, V)), counts_pre, steps=600, lr=0.1)
 kl_pre_old, kl_pre_new = table_kl(P, W_pre, w_old), table_kl(P_new, W_pre, w_new)
-print(f"pre-trained model: KL to p = {kl_pre_old:.4f}, KL to p' = {kl_pre_new:.4f} nats/token")
+print(f"pre-trained model: KL to p = {produced(kl_pre_old, '.4f')}, KL to p' = {produced(kl_pre_new, '.4f')} nats/token")
 assert kl_pre_old < 0.01 and kl_pre_new > 0.3
 
 # %% [markdown]
@@ -96,7 +97,7 @@ for steps in step_grid:
 print("mean KL to p' after fine-tuning on 10 sequences of 30 tokens (", SEEDS, "data sets )")
 print("steps          :" + "".join(f"{s:8d}" for s in step_grid))
 for name, c in curves.items():
-    print(f"{name:15s}:" + "".join(f"{x:8.3f}" for x in c))
+    print(f"{name:15s}:" + "".join(produced(x, "8.3f") for x in c))  # Adam's output: shown, not compared
 best = {name: min(c) for name, c in curves.items()}
 assert best["LoRA r=2"] < best["full fine-tune"] and best["LoRA r=2"] < best["from scratch"]
 assert best["LoRA r=2"] < best["LoRA r=1"]
@@ -127,7 +128,7 @@ plt.show()
 pop_counts = w_new[:, None] * P_new  # expected transition frequencies under p'
 for r in (1, 2):
     A, B, _ = fit_lora(W_pre, pop_counts, r, np.random.default_rng(7), steps=3000, lr=0.05)
-    print(f"LoRA r={r}, population data: KL to p' = {table_kl(P_new, W_pre + A @ B, w_new):.4f}, "
+    print(f"LoRA r={r}, population data: KL to p' = {produced(table_kl(P_new, W_pre + A @ B, w_new), '.4f')}, "
           f"rank of the update = {np.linalg.matrix_rank(A @ B, tol=1e-8)}")
     if r == 1:
         kl_r1 = table_kl(P_new, W_pre + A @ B, w_new)
@@ -196,7 +197,7 @@ res_all = scipy.optimize.minimize(objective_and_grad, np.log(pi_ref), jac=True, 
                                   options={"gtol": 1e-10, "maxiter": 5000})
 pi_gd, _ = rl_gradient(res_all.x, beta)
 pi_star, min_value = kl_regularised_optimum(pi_ref, reward, beta)
-print(f"beta = {beta}: (4.7) at the numerical minimiser {rl_objective(pi_gd, pi_ref, reward, beta):.4f}, "
+print(f"beta = {beta}: (4.7) at the numerical minimiser {produced(rl_objective(pi_gd, pi_ref, reward, beta), '.4f')}, "
       f"closed form -beta log Z = {min_value:.4f}")
 assert abs(rl_objective(pi_gd, pi_ref, reward, beta) - min_value) < 1e-5
 assert 0.5 * np.abs(pi_gd - pi_star).sum() < 1e-3

@@ -23,6 +23,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from nextword.attention import softmax
+from nextword.booktools.display import produced
 from nextword.booktools.plotting import heatmap, use_book_style
 from nextword.theory.dynamics import (
     HeadParams,
@@ -214,8 +215,8 @@ plt.show()
 cfg = ToyConfig()
 run = simulate_toy(cfg, rng=np.random.default_rng(2))
 H0, H1 = attention_entropy(run.alphas[0]).mean(), attention_entropy(run.alphas[-1]).mean()
-print(f"loss (9): {run.losses[0]:.4f} -> {run.losses[-1]:.4f} after {cfg.steps} steps")
-print(f"mean attention entropy: {H0:.4f} -> {H1:.4f} nats (uniform = log 5 = {np.log(5):.4f})")
+print(f"loss (9): {produced(run.losses[0], '.4f')} -> {produced(run.losses[-1], '.4f')} after {cfg.steps} steps")
+print(f"mean attention entropy: {produced(H0, '.4f')} -> {produced(H1, '.4f')} nats (uniform = log 5 = {np.log(5):.4f})")
 assert run.losses[-1] < 0.2 * run.losses[0] and H1 < H0 - 0.5
 
 # %%
@@ -291,9 +292,9 @@ for d_x_run in (3, 8):
         pca_rows[d_x_run, seed] = (top2, move1, r8)
     tops = np.array([pca_rows[d_x_run, sd][0] for sd in range(5)])
     moves = np.array([pca_rows[d_x_run, sd][1] for sd in range(5)])
-    print(f"d_x = {d_x_run}, d_v = 8: PC1+PC2 share of value variance per seed {np.array2string(tops, precision=2)}; "
-          f"PC1 share of the movement {np.array2string(moves, precision=2)}")
-    assert tops.min() > 0.8
+    print(f"d_x = {d_x_run}, d_v = 8: PC1+PC2 share of value variance per seed [{produced(tops.tolist(), '.2f')}]; "
+          f"PC1 share of the movement [{produced(moves.tolist(), '.2f')}]")
+    assert tops.min() > 0.75  # seed 3 with d_x = 8 sits near 0.8 (0.79-0.83 as the start moves by 1e-3)
 r8 = pca_rows[3, 0][2]
 pca8 = pca_fit(r8.values, n_components=2)
 traj8 = pca8.project(r8.values)                                                  # (steps+1, T, 2)
@@ -307,7 +308,8 @@ plt.show()
 
 # %% [markdown]
 # *Figure 3.2.7b — Fig. 5 redrawn with $d_v=8$: the projection now discards six dimensions, and the two
-# kept ones still carry a fraction above 0.8 of the variance in every seed (printed above). So the values
+# kept ones still carry a fraction above 0.75 of the variance in every seed (printed above; isotropic
+# values would give 0.25). So the values
 # do move in a low-dimensional subspace of the value space. (The paper's further link of the main axis
 # to posterior entropy needs a task with a posterior; the toy's random targets have none, so we do not
 # test it here.)
@@ -326,13 +328,15 @@ for seed in range(5):
     rows.append([int(np.searchsorted(ca, q)) for q in (0.5, 0.9)] + [int(np.searchsorted(cv, q)) for q in (0.5, 0.9)])
 print("seed | attention 50% / 90% | values 50% / 90%")
 for seed, r_ in enumerate(rows):
-    print(f"  {seed}  |      {r_[0]:3d} / {r_[1]:3d}      |   {r_[2]:3d} / {r_[3]:3d}")
+    print(f"  {seed}  |      {produced(r_[0], '3d')} / {produced(r_[1], '3d')}      |   "
+          f"{produced(r_[2], '3d')} / {produced(r_[3], '3d')}")
 earlier = sum(r_[1] < r_[3] for r_ in rows)
-print(f"attention reaches 90% of its path before the values in {earlier} of 5 seeds")
+print(f"attention reaches 90% of its path before the values in {produced(earlier)} of 5 seeds")
+assert earlier >= 3  # "usually": the count itself moves (seed 3's two paths end within a few steps)
 
 # %% [markdown]
-# In this tiny toy attention usually completes its path first, but not always, and the half-way
-# points are mixed: "attention first, values later" is a tendency — consistent with the paper's
+# In this tiny toy attention usually completes its path first (in most seeds; which seeds, and the
+# steps themselves, move with the CPU's rounding), and the half-way points are mixed: "attention first, values later" is a tendency — consistent with the paper's
 # "often" — not a law, and we do not claim more.
 #
 # ## 5. The §8.1 diagnostics
@@ -346,9 +350,9 @@ d0 = attention_diagnostics(run.initial, run.X, run.y)
 d1 = attention_diagnostics(run.final, run.X, run.y)
 for name, d in (("initial", d0), ("final", d1)):
     assert np.isclose(d.column_usage.sum(), cfg.T)
-    print(f"{name:7s}: column usage {np.round(d.column_usage, 2).tolist()}, "
-          f"value norms {np.round(d.value_norms, 2).tolist()}, "
-          f"max |A| {np.abs(d.advantage).max():.3f}")
+    print(f"{name:7s}: column usage [{produced(d.column_usage.tolist(), '.2f')}], "
+          f"value norms [{produced(d.value_norms.tolist(), '.2f')}], "
+          f"max |A| {produced(np.abs(d.advantage).max(), '.3f')}")
 norms = value_norms(run.values)  # (steps+1, T)
 
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))

@@ -27,6 +27,7 @@ import numpy as np
 import sympy as sp
 
 from nextword.attention import scaled_dot_product_attention
+from nextword.booktools.display import produced
 from nextword.booktools.plotting import use_book_style
 from nextword.theory.dynamics import (
     HeadParams, compatibility_matrix, cross_entropy, head_forward, score_gradient, upstream_gradient,
@@ -100,8 +101,9 @@ for G in (2, 3, 5):
         p0 = HeadParams.init(task.X.shape[-1], 6, 4, 4, rng=rng_s, scale=0.3)
         run = train_design(task, p0, DesignConfig(steps=250, lr=1.0), rng=rng_s)
         key_rows[G, seed] = run
-        print(f"G = {G}, seed {seed}: loss {run.losses[0]:.2f} -> {run.losses[-1]:.3f};  mean cos(k_g, k_h) "
-              f"{run.key_cos[0]:+.2f} -> {run.key_cos[-1]:+.2f}   (simplex {-1 / (G - 1):+.2f})")
+        print(f"G = {G}, seed {seed}: loss {produced(run.losses[0], '.2f')} -> {produced(run.losses[-1], '.3f')};  "
+              f"mean cos(k_g, k_h) {produced(run.key_cos[0], '+.2f')} -> {produced(run.key_cos[-1], '+.2f')}   "
+              f"(simplex {-1 / (G - 1):+.2f})")
         assert run.losses[-1] < 0.1 * run.losses[0]
         assert abs(run.key_cos[-1] + 1 / (G - 1)) < 0.2 and run.key_cos[-1] < -0.15
 
@@ -166,9 +168,10 @@ for name, cfg in variants.items():
         run = train_design(task, p0, cfg, rng=rng_s)
         shares, ent = carrier_shares(run, task)
         design[name, seed] = (run, shares, ent)
-        print(f"{name:22s} seed {seed}: loss {run.losses[-1]:.2f}  max ||v|| {run.value_norm_max[0]:.1f} -> "
-              f"{run.value_norm_max[-1]:.1f}  key cos {run.key_cos[-1]:+.1f}  reliable-carrier share "
-              f"{shares[0]:.1f}  entropy over carriers {ent:.1f}")
+        print(f"{name:22s} seed {seed}: loss {produced(run.losses[-1], '.2f')}  max ||v|| "
+              f"{produced(run.value_norm_max[0], '.1f')} -> {produced(run.value_norm_max[-1], '.1f')}  key cos "
+              f"{produced(run.key_cos[-1], '+.1f')}  reliable-carrier share {produced(shares[0], '.1f')}  "
+              f"entropy over carriers {produced(ent, '.1f')}")
 print(f"(uniform over 3 carriers: share 0.33, entropy log 3 = {np.log(3):.2f}; LayerNorm gives ||v|| ≈ sqrt(d_v) = 2)")
 
 # %%

@@ -36,6 +36,7 @@ import numpy as np
 import sympy as sp
 import torch
 
+from nextword.booktools.display import produced
 from nextword.booktools.plotting import use_book_style
 from nextword.provenance import load_curves, load_result
 from nextword.theory.barrier import matrix_margins
@@ -164,17 +165,19 @@ print(f"parameters: transformer {counts['transformer']:,}, token embedding {coun
       f"positions {counts['positions']:,}   (paper: {PAPER_SETUP['params']})")
 
 
-def print_arms(runs: dict) -> None:
-    """Final train / validation BPC of each arm beside the paper's (Fig. 7.4's table)."""
+def print_arms(runs: dict, trained_here: bool = False) -> None:
+    """Final train / validation BPC of each arm beside the paper's (Fig. 7.4's table); the BPC of a run
+    trained on this page go through produced() (saved runs are read from files: exact text)."""
+    fmt = (lambda x, f: produced(x, f)) if trained_here else (lambda x, f: format(x, f))  # noqa: E731
     print(f"{'arm':8s} {'train BPC':>10s} {'val BPC':>8s} {'paper train':>12s} {'paper val':>10s}")
     for arm, r in runs.items():
-        print(f"{arm:8s} {r['final_train_bpc']:10.3f} {r['final_val_bpc']:8.3f} "
+        print(f"{arm:8s} {fmt(r['final_train_bpc'], '10.3f')} {fmt(r['final_val_bpc'], '8.3f')} "
               f"{PAPER_FIG74[arm]['train_bpc']:12.3f} {PAPER_FIG74[arm]['val_bpc']:10.3f}")
 
 
-print_arms({"ce": res_ce, "margin": res_m})
+print_arms({"ce": res_ce, "margin": res_m}, trained_here=True)
 gap = res_m["final_val_bpc"] - res_ce["final_val_bpc"]
-print(f"validation gap (margin - CE): {gap:+.3f} BPC   (paper: "
+print(f"validation gap (margin - CE): {produced(gap, '+.3f')} BPC   (paper: "
       f"{PAPER_FIG74['margin']['val_bpc'] - PAPER_FIG74['ce']['val_bpc']:+.3f})")
 
 # %% [markdown]
@@ -311,10 +314,11 @@ if SAVED:
 diag = {"default ce": res_ce["diagnostics"], "default margin": res_m["diagnostics"]}
 if SAVED:
     diag.update({"saved ce": d_ce["diagnostics"], "saved margin": d_m["diagnostics"]})
-for label, dg in diag.items():
-    print(f"{label:15s} mean tr(Sigma_t A) = {dg['trace_sigma_A']:+.4f}   share |det| > 1 = "
-          f"{dg['frac_det_above_one']:.3f}   penalty = {dg['margin']:+.4f}   "
-          f"min log|det| = {dg['min_logabsdet']:+.4f}")
+for label, dg in diag.items():  # the default runs are trained on this page; the saved ones read from files
+    fmt = (lambda x, f: produced(x, f)) if label.startswith("default") else (lambda x, f: format(x, f))  # noqa: E731
+    print(f"{label:15s} mean tr(Sigma_t A) = {fmt(dg['trace_sigma_A'], '+.4f')}   share |det| > 1 = "
+          f"{fmt(dg['frac_det_above_one'], '.3f')}   penalty = {fmt(dg['margin'], '+.4f')}   "
+          f"min log|det| = {fmt(dg['min_logabsdet'], '+.4f')}")
 for label in ("default margin", "saved margin")[: 1 + SAVED]:
     dm = diag[label]
     assert dm["trace_sigma_A"] < 0 and dm["frac_det_above_one"] > 0.9 and dm["min_logabsdet"] >= -1e-6

@@ -33,6 +33,7 @@ import numpy as np
 import sympy as sp
 import torch
 
+from nextword.booktools.display import produced
 from nextword.booktools.plotting import use_book_style
 from nextword.provenance import load_curves, load_result
 from nextword.torch.training.data import eval_windows, load_char_data
@@ -86,10 +87,10 @@ rows = table["rows"]
 print("ours (default run):")
 print(f"{'lambda':>6s} {'BPC':>6s} {'BPC.3':>6s} {'Deg':>5s} {'H':>5s} {'SNR':>6s} {'trS/RMS2':>8s} "
       f"{'tr(SA)':>7s} {'penalty':>8s}")
-for r in rows:
-    print(f"{r['lambda']:6.3f} {r['bpc']:6.3f} {r['bpc_sigma']:6.3f} {r['degradation']:5.3f} "
-          f"{r['entropy']:5.2f} {r['snr']:6.3f} {r['normalised_var']:8.1f} {r['trace_sigma_A']:7.3f} "
-          f"{r['margin']:8.3f}")
+for r in rows:  # trained on this page: every number but lambda goes through produced()
+    print(f"{r['lambda']:6.3f} {produced(r['bpc'], '6.3f')} {produced(r['bpc_sigma'], '6.3f')} "
+          f"{produced(r['degradation'], '5.3f')} {produced(r['entropy'], '5.2f')} {produced(r['snr'], '6.3f')} "
+          f"{produced(r['normalised_var'], '8.1f')} {produced(r['trace_sigma_A'], '7.3f')} {produced(r['margin'], '8.3f')}")
 print("\npaper, Table 1 (WikiText-2, §7.1 model):")
 print(f"{'lambda':>6s} {'BPC':>6s} {'BPC.3':>6s} {'Deg':>5s} {'H':>5s} {'SNR':>6s} {'trS/RMS2':>8s}")
 for lam_p, bpc, bpcs, deg, H, snr, var in PAPER_TABLE1:
@@ -113,7 +114,7 @@ assert abs(tr_sa[0]) < 0.01 and abs(pen[0]) < 0.01
 assert all(t < 0 for t in tr_sa[1:]) and all(p < 0 for p in pen[1:])
 assert all(np.diff(tr_sa[1:]) < 0) and all(np.diff(pen[1:]) < 0)
 assert max(bpc) - min(bpc) < 0.1
-print(f"clean BPC range over the path: {max(bpc) - min(bpc):.3f} BPC (paper: "
+print(f"clean BPC range over the path: {produced(max(bpc) - min(bpc), '.3f')} BPC (paper: "
       f"{max(r[1] for r in PAPER_TABLE1) - min(r[1] for r in PAPER_TABLE1):.3f})")
 
 # %% [markdown]
@@ -138,7 +139,8 @@ for r in rows:
     rel_deg.append(curve["degradation"][1])
 print(f"{'lambda':>6s} {'emb RMS':>8s} {'Deg (sigma=0.3)':>16s} {'Deg (equal relative noise)':>27s}")
 for r, dr in zip(rows, rel_deg):
-    print(f"{r['lambda']:6.3f} {r['embedding_rms']:8.3f} {r['degradation']:16.3f} {dr:27.3f}")
+    print(f"{r['lambda']:6.3f} {produced(r['embedding_rms'], '8.3f')} {produced(r['degradation'], '16.3f')} "
+          f"{produced(dr, '27.3f')}")
 assert abs(rel_deg[0] - rows[0]["degradation"]) < 1e-5  # same probe for the baseline (rows may come from the run cache, written under other CPU kernels: round-off)
 
 # %%

@@ -31,6 +31,7 @@ import sympy as sp
 import sympy.stats as ss
 import torch
 
+from nextword.booktools.display import produced
 from nextword.booktools.plotting import use_book_style
 from nextword.provenance import load_result
 from nextword.torch.training.data import eval_windows, load_char_data
@@ -80,8 +81,8 @@ nc = {lam: res[lam]["noise_curve"] for lam in res}
 sig = nc[0.0]["sigmas"]
 print(f"{'sigma':>6s} | {'BPC CE':>7s} {'BPC margin':>10s} | {'deg CE':>6s} {'deg margin':>10s}")
 for i, s in enumerate(sig):
-    print(f"{s:6.2f} | {nc[0.0]['bpc_mean'][i]:7.3f} {nc[0.05]['bpc_mean'][i]:10.3f} | "
-          f"{nc[0.0]['degradation'][i]:6.3f} {nc[0.05]['degradation'][i]:10.3f}")
+    print(f"{s:6.2f} | {produced(nc[0.0]['bpc_mean'][i], '7.3f')} {produced(nc[0.05]['bpc_mean'][i], '10.3f')} | "
+          f"{produced(nc[0.0]['degradation'][i], '6.3f')} {produced(nc[0.05]['degradation'][i], '10.3f')}")
 print("paper at sigma = 0.5: BPC CE {:.3f}, margin {:.3f}; degradation CE {:.2f}x, margin {:.2f}x".format(
     PAPER_FIG75["ce"]["bpc_sigma_0.5"], PAPER_FIG75["margin"]["bpc_sigma_0.5"],
     PAPER_FIG75["ce"]["degradation"], PAPER_FIG75["margin"]["degradation"]))
@@ -100,7 +101,7 @@ g1, g2 = (torch.Generator().manual_seed(5) for _ in range(2))
 b1 = evaluate_bpc(models[0.0], vx, vy, noise_std=0.25, generator=g1)
 b2 = evaluate_bpc(models[0.0], vx, vy, noise_std=0.25, generator=g2)
 assert b1 == b2
-print(f"reproducible noisy evaluation at sigma = 0.25: {b1:.4f} == {b2:.4f}")
+print(f"reproducible noisy evaluation at sigma = 0.25: {produced(b1, '.4f')} == {produced(b2, '.4f')} (asserted equal)")
 
 # %% [markdown]
 # ## 3. Equal *relative* noise (default run)
@@ -111,13 +112,14 @@ print(f"reproducible noisy evaluation at sigma = 0.25: {b1:.4f} == {b2:.4f}")
 # %%
 emb_rms = {lam: float(models[lam].wte.weight.detach().pow(2).mean().sqrt()) for lam in models}
 for lam in models:
-    print(f"{name[lam]:12s} embedding RMS = {emb_rms[lam]:.4f}   sigma = 0.5 is {0.5 / emb_rms[lam]:.2f} x RMS")
+    print(f"{name[lam]:12s} embedding RMS = {produced(emb_rms[lam], '.4f')}   sigma = 0.5 is "
+          f"{produced(0.5 / emb_rms[lam], '.2f')} x RMS")
 rho = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
 rel = {lam: noise_curve(models[lam], vx, vy, sigmas=[r * emb_rms[lam] for r in rho],
                         draws=cfg[lam].noise_draws, seed=cfg[lam].seed) for lam in models}
 print(f"{'rho':>4s} | {'deg CE':>6s} {'deg margin':>10s}")
 for i, r in enumerate(rho):
-    print(f"{r:4.1f} | {rel[0.0]['degradation'][i]:6.3f} {rel[0.05]['degradation'][i]:10.3f}")
+    print(f"{r:4.1f} | {produced(rel[0.0]['degradation'][i], '6.3f')} {produced(rel[0.05]['degradation'][i], '10.3f')}")
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
@@ -145,10 +147,10 @@ plt.show()
 d_abs = nc[0.0]["degradation"][-1] - nc[0.05]["degradation"][-1]
 d_rel = rel[0.0]["degradation"][-1] - rel[0.05]["degradation"][-1]
 spread = max(nc[0.0]["bpc_std"][-1], nc[0.05]["bpc_std"][-1]) / nc[0.0]["bpc_mean"][0]
-print(f"degradation(CE) - degradation(margin) at sigma = 0.5: {d_abs:+.3f}   (paper: "
+print(f"degradation(CE) - degradation(margin) at sigma = 0.5: {produced(d_abs, '+.3f')}   (paper: "
       f"{PAPER_FIG75['ce']['degradation'] - PAPER_FIG75['margin']['degradation']:+.2f})")
-print(f"same at rho = 6 (relative noise):                    {d_rel:+.3f}")
-print(f"draw-to-draw spread of the ratio at sigma = 0.5:     {spread:.3f}")
+print(f"same at rho = 6 (relative noise):                    {produced(d_rel, '+.3f')}")
+print(f"draw-to-draw spread of the ratio at sigma = 0.5:     {produced(spread, '.3f')}")
 assert abs(d_abs) < 0.1 and abs(d_rel) < 0.1
 
 # %% [markdown]

@@ -26,6 +26,7 @@ import matplotlib.pyplot as plt
 from nextword.attention import MultiHeadAttention, scaled_dot_product_attention, softmax
 from nextword.decoder import rms_norm
 from nextword.booktools.plotting import use_book_style
+from nextword.perturbation import nudge
 from nextword.theory.svflow import categorical_kl, kl_to_uniform, spherical_euler_flow
 from nextword.theory.svflow import (
     head_output, load_balancing_loss, multihead_as_expectation, vmf_attention_log_posterior,
@@ -213,7 +214,7 @@ W_start = np.array([[3.0, 0.0, -1.0, 0.0], [0.0, 1.0, 0.0, -1.0]])   # starts al
 
 def train_router(pts: np.ndarray) -> np.ndarray:
     """Gradient descent on J_bal (f fixed per step); rows (J_bal, KL(P||U), mean KL(q(.|x)||U)) per step."""
-    W_r, hist = W_start.copy(), []
+    W_r, hist = nudge(W_start, "W_router"), []  # nudge: a no-op unless NEXTWORD_PERTURB is set (make test)
     for _ in range(steps + 1):
         G = softmax(pts @ W_r)                                   # (n, E) gates = q(z|x)
         Jb, f, P = load_balancing_loss(G)

@@ -28,7 +28,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import sympy as sp
 
+from nextword.booktools.display import produced
 from nextword.booktools.plotting import use_book_style
+from nextword.perturbation import nudge
 from nextword.theory.svflow import entropy
 from nextword.theory.svflow.gradients import (
     GaussianFlowLayer, flatten_params, hybrid_forward, hybrid_gradients, random_gaussian_layer, unflatten_params,
@@ -190,6 +192,7 @@ histories = {}
 for seed in seeds:
     rng_s = np.random.default_rng(seed)
     flow_layers = [random_gaussian_layer(d, Z2, rng_s) for _ in range(L2)]
+    flow_layers = unflatten_params(nudge(flatten_params(flow_layers), "flow"), flow_layers)  # no-op unless NEXTWORD_PERTURB
     X = rng_s.normal(size=(n_pts, d))
     history = [jvar_stats(flow_layers, X)]
     for step in range(steps):
@@ -203,8 +206,8 @@ for seed in seeds:
             history.append(jvar_stats(flow_layers, X))
     histories[seed] = history
     (H0, J0), (H1, J1) = history[0], history[-1]
-    print(f"seed {seed}: sum_l KL(q_l || p_l) {J0:.2f} -> {J1:.2f};  mean posterior entropy per layer "
-          f"{np.array2string(H0, precision=2)} -> {np.array2string(H1, precision=2)}")
+    print(f"seed {seed}: sum_l KL(q_l || p_l) {produced(J0, '.2f')} -> {produced(J1, '.2f')};  mean posterior "
+          f"entropy per layer [{produced(H0.tolist(), '.2f')}] -> [{produced(H1.tolist(), '.2f')}]")
     assert J1 < 0.5 * J0 and H1.min() > 0.5 * np.log(8)
 print(f"(uniform over 8 components: log 8 = {np.log(8):.2f}; a collapse onto one component: 0)")
 

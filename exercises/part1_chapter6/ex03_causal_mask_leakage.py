@@ -31,6 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from nextword.booktools.display import produced
 from nextword.data import markov_source
 from nextword.torch.models.lm import LMConfig, TinyLM, evaluate_loss, train_lm
 
@@ -42,7 +43,7 @@ train_stream = source.sample(20_000, np.random.default_rng(1))
 windows = source.sample(64 * block, np.random.default_rng(2)).reshape(64, block)  # (64, 32) test windows
 model = TinyLM(LMConfig(vocab_size=8, d_model=32, num_heads=2, num_layers=1, max_len=block, causal=False), seed=0)
 losses = train_lm(model, train_stream, steps=150, batch_size=32, block_size=block, lr=3e-3, seed=0, progress=False)
-print(f"entropy rate H = {H:.3f} nats; final training loss {np.mean(losses[-10:]):.3f}")
+print(f"entropy rate H = {H:.3f} nats; final training loss {produced(np.mean(losses[-10:]), '.3f')}")
 
 
 # %%
@@ -54,7 +55,8 @@ def generation_style_loss(model: TinyLM, windows: np.ndarray) -> float:
 
 teacher = evaluate_loss(model, windows)
 gen = generation_style_loss(model, windows)
-print(f"teacher-forced loss {teacher:.3f} | generation-style loss {gen:.3f} | H {H:.3f} | uniform {np.log(8):.3f}")
+print(f"teacher-forced loss {produced(teacher, '.3f')} | generation-style loss {produced(gen, '.3f')} | H {H:.3f} | "
+      f"uniform {np.log(8):.3f}")  # check_ex_p1_03 below asserts teacher < H < gen - 0.5
 
 # %% [markdown]
 # **The failure mode.**

@@ -118,6 +118,21 @@ def test_train_or_load_reuses_only_matching_config_and_code(tmp_path, data):
     assert again["final_train_loss"] == first["final_train_loss"]
 
 
+def test_the_perturbation_pass_nudges_training_and_has_its_own_cache_entry(tmp_path, data, monkeypatch):
+    """NEXTWORD_PERTURB (make test's second notebook pass) changes the run a little, never serves a cached
+    unperturbed run (or the reverse), and is recorded in results.json."""
+    cfg = preset("tiny", steps=2, eval_every=2)
+    monkeypatch.delenv("NEXTWORD_PERTURB", raising=False)
+    plain = train_or_load(cfg, tmp_path, progress=False, data=data)
+    monkeypatch.setenv("NEXTWORD_PERTURB", "1")
+    nudged = train_or_load(cfg, tmp_path, progress=False, data=data)  # not the cached plain run
+    assert (plain["perturbation"], nudged["perturbation"]) == (0, 1)
+    assert nudged["final_train_loss"] != plain["final_train_loss"]
+    assert abs(nudged["final_train_loss"] - plain["final_train_loss"]) < 0.05 * plain["final_train_loss"]
+    monkeypatch.delenv("NEXTWORD_PERTURB")
+    assert train_or_load(cfg, tmp_path, progress=False, data=data)["final_train_loss"] == plain["final_train_loss"]
+
+
 def test_cli_epochs_overrides_preset_steps():
     args = cli.build_parser().parse_args(["train", "--config", "quick", "--epochs", "3"])
     cfg = cli.config_from_args(args)

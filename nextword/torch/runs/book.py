@@ -18,6 +18,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from nextword.perturbation import perturbation
 from nextword.torch.training.config import TrainConfig, preset
 
 __all__ = [
@@ -84,9 +85,12 @@ def experiment_config(full: bool = False, **overrides) -> TrainConfig:
 
 
 def runs_dir(full: bool = False) -> Path:
-    """Cache directory shared by the three notebooks (created if needed)."""
+    """Cache directory shared by the three notebooks (created if needed); the perturbation pass
+    (``NEXTWORD_PERTURB=k``) has its own, so that the two notebook passes of ``make test`` do not
+    retrain over each other's runs."""
     root = Path(os.environ.get("NEXTWORD_RUNS", Path(tempfile.gettempdir()) / "nextword_runs"))
-    path = root / ("paper" if full else "quick")
+    k = perturbation()
+    path = root / (("paper" if full else "quick") + (f"-perturbed{k}" if k else ""))
     path.mkdir(parents=True, exist_ok=True)
     return path
 

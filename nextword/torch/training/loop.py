@@ -38,7 +38,7 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from nextword.perturbation import nudge_module_
+from nextword.perturbation import nudge_module_, perturbation
 from nextword.torch.training.data import CharData, epoch_batch, eval_windows, load_char_data, steps_per_epoch
 from nextword.torch.training.checkpoint import (
     CKPT,
@@ -327,6 +327,7 @@ def _results(run: Run, total: int, spe: int) -> dict[str, Any]:
         "model_params": run.gpt.num_parameters(),
         "history": st["history"],
         "code": code_hash(),
+        "perturbation": perturbation(),  # NEXTWORD_PERTURB's pattern (0: none); part of the cache key
         "final_train_loss": st["last_loss"],
     }
     if st["history"]:
@@ -360,14 +361,20 @@ def train_or_load(cfg: TrainConfig, out_dir: str | Path, **kwargs) -> dict:
     """Results of a finished run with this exact configuration in ``out_dir``, else :func:`train` it.
 
     Lets several notebooks (or a re-run) share one run: the cache key is the full configuration
-    and the :func:`code_hash` stored in ``results.json``, plus the presence of the checkpoint. A
+    and the :func:`code_hash` stored in ``results.json`` (and ``NEXTWORD_PERTURB``'s pattern), plus the
+    presence of the checkpoint. A
     cached run without the noise curve gets it added when ``robustness=True`` is asked for.
     """
     out = Path(out_dir)
     path = out / RESULTS
     if path.exists() and (out / CKPT).exists():
         res = json.loads(path.read_text())
-        if res.get("finished") and res.get("code") == code_hash() and TrainConfig.from_dict(res["config"]) == cfg:
+        if (
+            res.get("finished")
+            and res.get("code") == code_hash()
+            and res.get("perturbation", 0) == perturbation()
+            and TrainConfig.from_dict(res["config"]) == cfg
+        ):
             if kwargs.get("robustness") and "noise_curve" not in res:
                 gpt, _, _, _ = load_checkpoint(out)
                 data = kwargs.get("data") or load_char_data(cfg.data, max_chars=cfg.max_chars)

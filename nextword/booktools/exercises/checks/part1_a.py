@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nextword.booktools.display import produced
 from ._common import Report, as_array, call_student, check_close, check_shape, check_true, describe, fail
 
 __all__ = ["check_ex_p1_01", "check_ex_p1_02", "check_ex_p1_03", "check_ex_p1_07", "check_ex_p1_10",
@@ -169,8 +170,8 @@ def check_ex_p1_03(generation_style_loss, model, windows, entropy_rate: float) -
                    f"generation-style loss {gen:.3f} is not clearly above the entropy rate {entropy_rate:.3f}")
     if r.failures:
         return r.done("")
-    return r.done(f"generation_style_loss is right; leakage shown: teacher-forced {teacher:.2f} < H = "
-                  f"{entropy_rate:.2f} < generation-style {gen:.2f} nats")
+    return r.done(f"generation_style_loss is right; leakage shown: teacher-forced {produced(teacher, '.2f')} < H = "
+                  f"{entropy_rate:.2f} < generation-style {produced(gen, '.2f')} nats")
 
 
 _ROLES = {2: "semantic", 16: "discourse", 19: "semantic", 21: "syntactic"}

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from nextword.booktools.display import produced
 from ._common import ExerciseCheckError, Report, as_array, call_student, check_close, check_int, check_shape, check_true, describe, fail, passed  # noqa: F401
 
 __all__ = ["check_ex_p1_04", "check_ex_p1_05", "check_ex_p1_06", "check_ex_p1_08", "check_ex_p1_09",
@@ -229,7 +230,7 @@ def check_ex_p1_09(subject_attention: Callable, ablation_effect: Callable, model
                    f"{describe(effects, precision=2)}) — train longer?")
     if r.failures:
         return r.done("")
-    return r.done(f"probe and causal test implemented correctly; head {head} carries the agreement "
+    return r.done(f"probe and causal test implemented correctly; head {produced(head, 'd')} carries the agreement "
                   "(the most attention to the subject, and the largest loss at the markers when removed)")
 
 

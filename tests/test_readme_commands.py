@@ -1,0 +1,201 @@
+"""Every command the READMEs show works on a fresh clone: each one is run here in a cheap form (issue #26).
+
+A README that tells a new user to type a command makes a promise; a command that nobody runs rots
+unseen (``make bench`` once stopped at its second benchmark, reading a gzip as text). So:
+
+* :data:`CHEAP_FORMS` is **the table**: every command written in a README (a line of a ``bash`` block,
+  or an inline code span that starts like a command), as the README writes it, maps to the cheap
+  commands that exercise it — the same program with tiny sizes, a dry run of a ``make`` target
+  (``make -n``: the target and its prerequisites exist), or its ``--help`` where the real thing
+  needs a GPU or the internet. ``{py}`` is this Python, ``{tmp}`` a fresh folder.
+* :func:`test_every_readme_command_has_a_cheap_form` fails when a README shows a command that the
+  table does not list (add a row when you add a command to a README), or the table lists one that
+  no README shows any more.
+* ``make bench`` runs every ``benchmarks/bench_*.py``: :data:`BENCH_QUICK` gives each its quick
+  arguments, and a benchmark without a row fails the test.
+
+The commands run in the repository root, with ``PYTHONPATH`` set to it (what ``make`` gives a fresh clone).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+READMES = ("README.md", "exercises/README.md", "book/README.md")
+
+#: quick arguments of every benchmark (``make bench`` runs them all without arguments)
+BENCH_QUICK = {
+    "bench_attention.py": "--repeats 1 --T 32 --d 32 --heads 2",
+    "bench_bpe.py": "--quick --corpus-kb 20 --vocab 300 --repeats 1",
+    "bench_kv_cache.py": "--repeats 1 --prompt 16 --new 8 --d 16 --heads 2 --layers 1",
+    "bench_margin.py": "--repeats 1 --warmup 0 --batch 2 --block 32 -d 8",  # k16 needs block > 16,
+}
+
+_TINY_TRAIN = "--config tiny --steps 2 --max-chars 20000 --eval-windows 2 --no-progress"
+_CLI = "{py} -m nextword.torch.cli"
+_TINY_NOTEBOOK = (
+    "printf '# %%%%\\nx = sum(range(4))\\nprint(x)\\nassert x == 6\\n' > {tmp}/tiny.py && "
+    "{py} -m nextword.booktools.notebooks build {tmp}/tiny.py && test -s {tmp}/tiny.ipynb"
+)
+
+#: THE TABLE: README command (as written, see :func:`_normalise`) -> cheap commands that exercise it
+CHEAP_FORMS: dict[str, list[str]] = {
+    # --- the two commands and the make targets: a dry run (make test runs the real thing) --------------
+    "make book": ["make -n book", _TINY_NOTEBOOK],
+    "make test": ["make -n test"],
+    "make test-notebooks-kernels": ["make -n test-notebooks-kernels"],
+    "make lint": ["make -n lint"],
+    "make book-html": ["make -n book-html"],
+    "make lab": ["make -n lab", "{py} -m jupyterlab --version"],
+    "make sync": ["make -n sync", _TINY_NOTEBOOK + " && {py} -m nextword.booktools.notebooks sync {tmp}/tiny.py"],
+    "make exercises": ["make -n exercises", "{py} -m nextword.booktools.exercises check"],
+    "make bench": ["make -n bench"] + [f"{{py}} benchmarks/{b} {a}" for b, a in BENCH_QUICK.items()],
+    "make results": [
+        "make -n results",
+        "{py} -m nextword.torch.runs.barrier_runs list",
+        "{py} -m nextword.torch.runs.seeded_runs list",
+    ],
+    "conda env create -f environment.yml && conda activate nextword": [
+        "{py} -m pytest -q -p no:cacheprovider tests/test_environment.py"  # environment.yml matches pyproject
+    ],
+    "pytest --doctest-modules nextword": [
+        "{py} -m pytest -q -p no:cacheprovider --doctest-modules nextword/perturbation.py"
+    ],
+    "pytest --nbval": [
+        _TINY_NOTEBOOK + " && {py} -m pytest -q -p no:cacheprovider --nbval --nbval-current-env "
+        "--nbval-sanitize-with book/nbval_sanitize.cfg {tmp}/tiny.ipynb"
+    ],
+    # --- notebooks ---------------------------------------------------------------------------------
+    "FULL=1 python -m nextword.booktools.notebooks build book/part4_margins/barrier_training.py": [
+        "{py} -m nextword.booktools.notebooks build --help",
+        _TINY_NOTEBOOK,
+    ],
+    "python -m nextword.booktools.notebooks build book/<part>/<name>.py": [_TINY_NOTEBOOK],
+    "python -m nextword.booktools.notebooks build …": [_TINY_NOTEBOOK],
+    # --- the barrier CLI: the tiny preset, two steps ------------------------------------------------
+    "nextword train --config quick --lambda-margin 0.05 --out runs/margin": [
+        f"{_CLI} train {_TINY_TRAIN} --lambda-margin 0.05 --out {{tmp}}/margin && test -s {{tmp}}/margin/results.json"
+    ],
+    "nextword train --config quick --lambda-margin 0 --out runs/ce": [
+        f"{_CLI} train {_TINY_TRAIN} --lambda-margin 0 --out {{tmp}}/ce && test -s {{tmp}}/ce/results.json"
+    ],
+    "nextword robustness --out runs/margin": [
+        f"{_CLI} train {_TINY_TRAIN} --lambda-margin 0.05 --out {{tmp}}/margin && "
+        f"{_CLI} robustness --out {{tmp}}/margin --sigmas 0,0.1 --draws 1"
+    ],
+    "nextword sweep --config quick --out runs/sweep": [
+        f"{_CLI} sweep {_TINY_TRAIN} --lambdas 0,0.05 --out {{tmp}}/sweep"
+    ],
+    "nextword report runs/ce runs/margin runs/sweep": [
+        f"{_CLI} train {_TINY_TRAIN} --lambda-margin 0 --out {{tmp}}/ce && "
+        f"{_CLI} train {_TINY_TRAIN} --lambda-margin 0.05 --out {{tmp}}/margin && "
+        f"{_CLI} sweep {_TINY_TRAIN} --lambdas 0,0.05 --out {{tmp}}/sweep && "
+        f"{_CLI} report {{tmp}}/ce {{tmp}}/margin {{tmp}}/sweep"
+    ],
+    # a GPU job and a download: the arguments parse (the GPU path is checked on a device, issue #16)
+    "nextword train --config paper --data wikitext2 --device cuda --amp --out runs/paper": [
+        f"{_CLI} train --help | grep -q -- --amp"
+    ],
+    "nextword fetch": [f"{_CLI} fetch --help"],
+    "torchrun --nproc_per_node=N -m nextword.torch.cli train ...": [
+        f"{{py}} -m torch.distributed.run --nproc_per_node=1 -m nextword.torch.cli train {_TINY_TRAIN} "
+        "--lambda-margin 0.05 --out {tmp}/ddp && test -s {tmp}/ddp/results.json"
+    ],
+    # --- saved runs: what exists (running them is make results: hours) --------------------------------
+    "nextword results run": ["{py} -m nextword.torch.runs.barrier_runs run --help"],
+    "nextword results list": ["{py} -m nextword.torch.runs.barrier_runs list"],
+    "nextword results list": ["{py} -m nextword.torch.runs.seeded_runs list"],
+    "nextword results run": ["{py} -m nextword.torch.runs.seeded_runs run --help"],
+    "nextword results run dynamics_table1 --jobs 2": [
+        "{py} -m nextword.torch.runs.seeded_runs run --help"
+    ],
+    # --- environment report and grader ---------------------------------------------------------------
+    "nextword check-env": ["{py} -m nextword.booktools.check_env"],
+    "nextword grade": ["{py} -m nextword.booktools.exercises grade 5"],
+    "nextword grade 4": ["{py} -m nextword.booktools.exercises grade 4"],
+    "nextword grade 4 --dir ~/my-exercises --timeout 300": [
+        "cp -r exercises {tmp}/ex && {py} -m nextword.booktools.exercises grade 4 --dir {tmp}/ex --timeout 300"
+    ],
+}
+
+_COMMAND_START = re.compile(r"^(?:[A-Z_]+=\S+ )*(?:make|python3?|\.venv/bin/\S+|pytest|conda|torchrun) ")
+
+
+def _normalise(command: str) -> str:
+    """One command as the table writes it: comments, ``.venv/bin/`` and ``python3`` dropped, spaces collapsed."""
+    command = re.sub(r"\s+#.*$", "", command.strip())
+    command = re.sub(r"(?<![\w/])\.venv/bin/", "", command)
+    command = re.sub(r"\bpython3\b", "python", command)
+    return " ".join(command.split())
+
+
+def readme_commands() -> dict[str, str]:
+    """Every command the READMEs show -> ``"file:line"`` where it is first shown."""
+    found: dict[str, str] = {}
+    for name in READMES:
+        in_bash = in_other = False
+        for lineno, line in enumerate((ROOT / name).read_text(encoding="utf-8").splitlines(), 1):
+            fence = line.strip().startswith("```")
+            if fence and not (in_bash or in_other):
+                in_bash = line.strip() in ("```bash", "```sh", "```console", "```shell")
+                in_other = not in_bash
+                continue
+            if fence:
+                in_bash = in_other = False
+                continue
+            if in_other:
+                continue
+            if in_bash:
+                cmds = [] if line.strip().startswith("#") or not line.strip() else [line]
+            else:
+                cmds = [s for s in re.findall(r"`([^`]+)`", line) if _COMMAND_START.match(s)]
+            for cmd in cmds:
+                found.setdefault(_normalise(cmd), f"{name}:{lineno}")
+    return found
+
+
+def test_every_readme_command_has_a_cheap_form():
+    shown = readme_commands()
+    missing = {c: where for c, where in shown.items() if c not in CHEAP_FORMS}
+    assert not missing, f"README commands without a cheap form in tests/test_readme_commands.py CHEAP_FORMS: {missing}"
+    stale = sorted(set(CHEAP_FORMS) - set(shown))
+    assert not stale, f"CHEAP_FORMS lists commands that no README shows any more: {stale}"
+
+
+def test_every_benchmark_has_a_quick_form():
+    benches = sorted(p.name for p in (ROOT / "benchmarks").glob("bench_*.py"))
+    assert benches == sorted(BENCH_QUICK), f"benchmarks {benches} vs quick forms {sorted(BENCH_QUICK)}"
+
+
+def test_the_parser_finds_blocks_and_inline_commands():
+    shown = readme_commands()
+    assert "make test" in shown and "nextword check-env" in shown
+    assert "nextword grade 4" in shown  # a bash block of exercises/README.md
+    assert all(not c.startswith(".venv") and "#" not in c for c in shown)
+
+
+@pytest.mark.parametrize("command", sorted(CHEAP_FORMS))
+def test_readme_command_runs_in_a_cheap_form(command, tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), FULL="0")
+    env.pop("NEXTWORD_PERTURB", None)
+    for cheap in CHEAP_FORMS[command]:
+        line = cheap.format(py=shlex.quote(sys.executable), tmp=shlex.quote(str(tmp_path)))
+        r = subprocess.run(
+            ["bash", "-c", f"set -o pipefail; {line}"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert r.returncode == 0, (
+            f"{command!r}: cheap form {line!r} failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+        )
