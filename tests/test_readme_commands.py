@@ -40,7 +40,7 @@ BENCH_QUICK = {
 }
 
 _TINY_TRAIN = "--config tiny --steps 2 --max-chars 20000 --eval-windows 2 --no-progress"
-_CLI = "{py} -m nextword.torch.cli"
+_CLI = "{py} -m nextword"
 _TINY_NOTEBOOK = (
     "printf '# %%%%\\nx = sum(range(4))\\nprint(x)\\nassert x == 6\\n' > {tmp}/tiny.py && "
     "{py} -m nextword.booktools.notebooks build {tmp}/tiny.py && test -s {tmp}/tiny.ipynb"
@@ -60,8 +60,7 @@ CHEAP_FORMS: dict[str, list[str]] = {
     "make bench": ["make -n bench"] + [f"{{py}} benchmarks/{b} {a}" for b, a in BENCH_QUICK.items()],
     "make results": [
         "make -n results",
-        "{py} -m nextword.torch.runs.barrier_runs list",
-        "{py} -m nextword.torch.runs.seeded_runs list",
+        "{py} -m nextword results list",
     ],
     "conda env create -f environment.yml && conda activate nextword": [
         "{py} -m pytest -q -p no:cacheprovider tests/test_environment.py"  # environment.yml matches pyproject
@@ -105,28 +104,55 @@ CHEAP_FORMS: dict[str, list[str]] = {
         f"{_CLI} train --help | grep -q -- --amp"
     ],
     "nextword fetch": [f"{_CLI} fetch --help"],
-    "torchrun --nproc_per_node=N -m nextword.torch.cli train ...": [
-        f"{{py}} -m torch.distributed.run --nproc_per_node=1 -m nextword.torch.cli train {_TINY_TRAIN} "
+    "torchrun --nproc_per_node=N -m nextword train ...": [
+        f"{{py}} -m torch.distributed.run --nproc_per_node=1 -m nextword train {_TINY_TRAIN} "
         "--lambda-margin 0.05 --out {tmp}/ddp && test -s {tmp}/ddp/results.json"
     ],
     # --- saved runs: what exists (running them is make results: hours) --------------------------------
-    "nextword results run": ["{py} -m nextword.torch.runs.barrier_runs run --help"],
-    "nextword results list": ["{py} -m nextword.torch.runs.barrier_runs list"],
-    "nextword results list": ["{py} -m nextword.torch.runs.seeded_runs list"],
-    "nextword results run": ["{py} -m nextword.torch.runs.seeded_runs run --help"],
-    "nextword results run dynamics_table1 --jobs 2": [
-        "{py} -m nextword.torch.runs.seeded_runs run --help"
+    "nextword results list": ["{py} -m nextword results list"],
+    "nextword results run": ["{py} -m nextword results run --help"],
+    "nextword results run dynamics_table1 --jobs 2": ["{py} -m nextword results run --help"],
+    "nextword results run barrier_ce --train-only": ["{py} -m nextword results run --help | grep -q -- --train-only"],
+    # --- the GPU check: its dry run is tests/torch/test_gpu_check.py; here the command and target exist -------
+    "make gpu-check": ["make -n gpu-check"],
+    "nextword gpu-check": ["{py} -m nextword gpu-check --help"],
+    "nextword gpu-check --dry-run": ["{py} -m nextword gpu-check --help | grep -q -- --dry-run"],
+    # --- the rendered book's checks and print edition (CI builds the PDF and runs axe) ----------------
+    "make pdf": ["make -n pdf"],
+    "make axe": ["make -n axe"],
+    "python -m nextword.booktools.teaching book/<part>/<name>.py": [
+        "{py} -m nextword.booktools.teaching book/part1_chapter6/6_1_parallel_attention.py"
     ],
+    "python -m nextword.booktools.teaching book/<part>/<page>.py": [
+        "{py} -m nextword.booktools.teaching book/part0_reading_guide/00_reading_guide.py"
+    ],
+    # --- instructors: the export runs end to end in tests/booktools/test_exercise_export.py ---------------
+    "python -m nextword.booktools.exercises export --otter course/otter --part 4": [
+        "{py} -m nextword exercises export --help | grep -q -- --otter"
+    ],
+    "python -m nextword.booktools.exercises export --nbgrader course/nbgrader --part 4": [
+        "{py} -m nextword exercises export --help | grep -q -- --nbgrader"
+    ],
+    "cd course/otter/part4_margins && otter assign part4_margins.ipynb dist": [
+        "command -v otter >/dev/null || exit 0; otter assign --help >/dev/null"  # the instructor extra
+    ],
+    "otter run -a dist/autograder/part4_margins-autograder_*.zip -o out submission.ipynb": [
+        "command -v otter >/dev/null || exit 0; otter run --help >/dev/null"
+    ],
+    "cd course/nbgrader && nbgrader generate_assignment part4_margins": [
+        "command -v nbgrader >/dev/null || exit 0; nbgrader generate_assignment --help >/dev/null"
+    ],
+    "nbgrader autograde part4_margins": ["command -v nbgrader >/dev/null || exit 0; nbgrader autograde --help >/dev/null"],
     # --- environment report and grader ---------------------------------------------------------------
-    "nextword check-env": ["{py} -m nextword.booktools.check_env"],
-    "nextword grade": ["{py} -m nextword.booktools.exercises grade 5"],
-    "nextword grade 4": ["{py} -m nextword.booktools.exercises grade 4"],
+    "nextword check-env": ["{py} -m nextword check-env"],
+    "nextword grade": ["{py} -m nextword grade 5"],
+    "nextword grade 4": ["{py} -m nextword grade 4"],
     "nextword grade 4 --dir ~/my-exercises --timeout 300": [
         "cp -r exercises {tmp}/ex && {py} -m nextword.booktools.exercises grade 4 --dir {tmp}/ex --timeout 300"
     ],
 }
 
-_COMMAND_START = re.compile(r"^(?:[A-Z_]+=\S+ )*(?:make|python3?|\.venv/bin/\S+|pytest|conda|torchrun) ")
+_COMMAND_START = re.compile(r"^(?:[A-Z_]+=\S+ )*(?:make|python3?|\.venv/bin/\S+|pytest|conda|torchrun|nextword) ")
 
 
 def _normalise(command: str) -> str:
