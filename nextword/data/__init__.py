@@ -131,6 +131,8 @@ def data_dir(required: str | None = None) -> Path:
     >>> data_dir("tinyshakespeare/input.txt") == PACKAGE_DATA_DIR  # the packaged copy
     True
     """
+    if required is not None and not isinstance(required, str):
+        raise TypeError(f"required must be a relative path string or None, got {type(required).__name__}")
     searched = candidate_data_dirs()
     for directory in searched:
         found = _present(directory, required) if required else (directory if directory.exists() else None)

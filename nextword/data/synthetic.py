@@ -46,8 +46,9 @@ _LN2 = float(np.log(2.0))
 def entropy(p: ArrayLike, axis: int = -1) -> NDArray[np.float64]:
     """Shannon entropy in nats along ``axis`` (``0 ln 0 = 0``). Shape: ``p`` without ``axis``.
 
-    ``p`` holds finite, non-negative weights (normalisation is the caller's; a probability vector
-    gives ``H(p)``) with a non-empty ``axis``.
+    ``p`` holds probability vectors along ``axis`` (finite, non-negative, non-empty, summing to 1
+    within ``1e-6``); anything else (``[0.5, 0.6]``) is a ``ValueError`` naming ``p``, since
+    ``-sum p ln p`` of unnormalised weights is not an entropy.
 
     >>> round(float(entropy([0.5, 0.5])), 6)
     0.693147
@@ -59,6 +60,10 @@ def entropy(p: ArrayLike, axis: int = -1) -> NDArray[np.float64]:
         raise ValueError(f"p must have a non-empty axis {axis}, got shape {p.shape}")
     if (p < 0).any():
         raise ValueError("p must be non-negative (probabilities)")
+    total = p.sum(axis=axis)
+    if not np.allclose(total, 1.0, rtol=0.0, atol=1e-6):
+        worst = float(np.max(np.abs(total - 1.0)))
+        raise ValueError(f"p must sum to 1 along axis {axis} (probability vectors), off by up to {worst:.3g}")
     logp = np.log(np.where(p > 0, p, 1.0))
     return -(p * logp).sum(axis=axis)
 
