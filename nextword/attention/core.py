@@ -184,7 +184,7 @@ _ALIGNMENTS = ("bottom_right", "top_left")
 def causal_alignment(causal: object) -> str | None:
     """The causal alignment named by a public ``causal`` argument: ``None`` (no causal mask),
     ``"bottom_right"`` (``True``, the default: what a KV cache needs) or ``"top_left"`` (torch's
-    ``is_causal=True``). Anything else raises ``ValueError``.
+    ``is_causal=True``). ``None`` is read as ``False`` (no mask). Anything else raises ``ValueError``.
 
     >>> causal_alignment(True), causal_alignment(False), causal_alignment("top_left")
     ('bottom_right', None, 'top_left')
