@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numbers
 import operator
+import os
 from collections.abc import Iterable
 
 import numpy as np
@@ -39,6 +40,12 @@ __all__ = [
     "check_same_dtype",
     "check_str_collection",
     "check_rng",
+    "check_path",
+    "check_iterable",
+    "check_int_sequence",
+    "check_axis",
+    "check_no_overflow",
+    "as_array",
 ]
 
 
@@ -320,3 +327,95 @@ def check_rng(rng: object, name: str = "rng") -> np.random.Generator:
         except ValueError as exc:  # a negative seed
             raise ValueError(f"{name}: {exc}") from None
     raise TypeError(f"{name} must be a numpy.random.Generator, an int seed or None, got {type(rng).__name__}")
+
+
+def check_path(value: object, name: str) -> "os.PathLike[str] | str":
+    """``value`` if it is a ``str`` or an ``os.PathLike``; anything else (``None``, an int) is a
+    ``TypeError`` naming ``name`` instead of ``expected str, bytes or os.PathLike object``.
+
+    >>> check_path("model.json", "path")
+    'model.json'
+    """
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a file path (str or pathlib.Path), got {type(value).__name__}")
+    return value
+
+
+def check_iterable(value: object, name: str, what: str = "a sequence", *, allow_str: bool = False) -> list:
+    """``list(value)``; ``None``, a scalar (and, unless ``allow_str``, a string) is a
+    ``TypeError`` naming ``name`` (not "'NoneType' object is not iterable").
+
+    >>> check_iterable((1, 2), "ids")
+    [1, 2]
+    """
+    if isinstance(value, (str, bytes)) and not allow_str:
+        raise TypeError(f"{name} must be {what}, got a {type(value).__name__}")
+    if (
+        value is None
+        or not isinstance(value, (Iterable, np.ndarray))
+        or (isinstance(value, np.ndarray) and value.ndim == 0)
+    ):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
+    return list(value)
+
+
+def check_int_sequence(value: object, name: str, *, minimum: int | None = None) -> np.ndarray:
+    """``value`` (a 1-D sequence/array of integers, or ``bytes``) as an int64 array; floats (even
+    integral-valued ones), bools and strings are a ``TypeError`` naming ``name``, entries below
+    ``minimum`` a ``ValueError``.
+
+    >>> check_int_sequence([3, 4], "chunk").tolist()
+    [3, 4]
+    """
+    if isinstance(value, (bytes, bytearray)):
+        return np.frombuffer(bytes(value), dtype=np.uint8).astype(np.int64)
+    if isinstance(value, np.ndarray):
+        arr = value
+    else:
+        items = check_iterable(value, name, "a 1-D sequence of integers")
+        for i, t in enumerate(items):
+            if isinstance(t, (bool, np.bool_)) or not isinstance(t, numbers.Integral):
+                raise TypeError(f"{name}[{i}] must be an integer, got {t!r}")
+        try:
+            arr = np.asarray(items, dtype=np.int64) if items else np.zeros(0, dtype=np.int64)
+        except OverflowError:
+            raise ValueError(f"{name} has an integer beyond int64") from None
+    if arr.ndim != 1 or not (np.issubdtype(arr.dtype, np.integer) or (arr.size == 0 and arr.dtype == np.float64)):
+        raise TypeError(f"{name} must be a 1-D sequence of integers, got shape {arr.shape} dtype {arr.dtype}")
+    arr = arr.astype(np.int64, copy=False)
+    if minimum is not None and arr.size and int(arr.min()) < minimum:
+        raise ValueError(f"{name} must have entries >= {minimum}, got {int(arr.min())}")
+    return arr
+
+
+def check_axis(axis: object, name: str = "axis", *, ndim: int | None = None) -> int:
+    """``axis`` as a Python int (bools, floats, strings refused), in ``[-ndim, ndim)`` when ``ndim``
+    is given.
+
+    >>> check_axis(-1, ndim=2)
+    -1
+    """
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, numbers.Integral):
+        raise TypeError(f"{name} must be an integer axis, got {type(axis).__name__} {axis!r}")
+    axis = int(axis)
+    if ndim is not None and not -ndim <= axis < ndim:
+        raise ValueError(f"{name} {axis} is out of range for an array of {ndim} dimension(s)")
+    return axis
+
+
+def check_no_overflow(arr: np.ndarray, what: str) -> np.ndarray:
+    """``arr`` if it has no NaN or ``+inf``; else a ``ValueError`` saying that ``what`` (an
+    expression of the arguments, e.g. ``"the scores (X W_Q^T)(X W_K^T)^T"``) overflowed float64
+    for finite inputs (``-inf``, a masked entry, is allowed)."""
+    if np.isnan(arr).any() or np.isposinf(arr).any():
+        raise ValueError(f"{what} overflows float64 (finite inputs too large); rescale the inputs")
+    return arr
+
+
+def as_array(x: object, name: str) -> np.ndarray:
+    """``np.asarray(x)``; a ragged nested list is a ``ValueError`` naming ``name`` instead of
+    numpy's "setting an array element with a sequence"."""
+    try:
+        return np.asarray(x)
+    except (ValueError, TypeError, OverflowError):
+        raise ValueError(f"{name} must be a rectangular array, got a ragged {type(x).__name__}") from None

@@ -43,6 +43,8 @@ def central_difference(
     array([[1., 0.],
            [0., 1.]])
     """
+    if not callable(fn):
+        raise TypeError(f"fn must be a callable array -> array, got {type(fn).__name__}")
     x = as_float_array(x, "x").astype(np.float64)
     if not h > 0:
         raise ValueError(f"h must be > 0, got {h}")

@@ -193,7 +193,7 @@ def apply_rope(x: ArrayLike, positions: ArrayLike | None = None, base: float = 1
     """
     x = as_float_array(x, "x", min_ndim=2)
     T, d = x.shape[-2], x.shape[-1]
-    if d % 2:
+    if d == 0 or d % 2:
         raise ValueError(f"the last dimension d of x must be even for RoPE, got x.shape={x.shape}")
     ang = _rope_angles(T, d, positions, base)  # (..., T, d/2)
     cos, sin = np.cos(ang).astype(x.dtype), np.sin(ang).astype(x.dtype)

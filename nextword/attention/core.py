@@ -34,7 +34,14 @@ from typing import Any
 
 import numpy as np
 
-from nextword._validate import as_float_array, check_finite_scalar, check_positive_int, check_same_dtype
+from nextword._validate import (
+    as_array,
+    as_float_array,
+    check_axis,
+    check_finite_scalar,
+    check_positive_int,
+    check_same_dtype,
+)
 
 __all__ = [
     "softmax",
@@ -83,6 +90,7 @@ def softmax(x: object, axis: int = -1) -> np.ndarray:
     arr = _check_logits(x, "x")
     if arr.ndim == 0:
         raise ValueError("x must have at least 1 dimension, got a scalar")
+    axis = check_axis(axis, ndim=arr.ndim)
     z, _ = _shifted(arr, axis)
     e = np.exp(z)
     s = np.sum(e, axis=axis, keepdims=True)
@@ -101,6 +109,7 @@ def log_softmax(x: object, axis: int = -1) -> np.ndarray:
     arr = _check_logits(x, "x")
     if arr.ndim == 0:
         raise ValueError("x must have at least 1 dimension, got a scalar")
+    axis = check_axis(axis, ndim=arr.ndim)
     z, _ = _shifted(arr, axis)
     s = np.sum(np.exp(z), axis=axis, keepdims=True)
     # a fully masked row has s = 0: return -inf there (not -inf - (-inf) = NaN)
@@ -175,7 +184,7 @@ _ALIGNMENTS = ("bottom_right", "top_left")
 def causal_alignment(causal: object) -> str | None:
     """The causal alignment named by a public ``causal`` argument: ``None`` (no causal mask),
     ``"bottom_right"`` (``True``, the default: what a KV cache needs) or ``"top_left"`` (torch's
-    ``is_causal=True``). Anything else raises ``ValueError``.
+    ``is_causal=True``). ``None`` is read as ``False`` (no mask). Anything else raises ``ValueError``.
 
     >>> causal_alignment(True), causal_alignment(False), causal_alignment("top_left")
     ('bottom_right', None, 'top_left')
@@ -328,7 +337,7 @@ def check_mask(
     ``nn.MultiheadAttention``'s). Floating: added to the scores (``-inf`` blocks), cast to
     ``dtype``. The leading axes must broadcast to ``batch`` (when given) without enlarging it.
     """
-    m = _check_mask_values(np.asarray(mask), name, dtype)
+    m = _check_mask_values(as_array(mask, name), name, dtype)
     if m.ndim < 2 or m.shape[-2] not in (1, Tq) or m.shape[-1] not in (1, Tk):
         raise ValueError(f"{name} must have shape (..., Tq, Tk) = (..., {Tq}, {Tk}) (or broadcastable), got {m.shape}")
     check_batch_axes(m.shape[:-2], batch, name, f"(..., {Tq}, {Tk})")
@@ -341,7 +350,7 @@ def check_key_mask(key_mask: object, Tk: int, batch: tuple[int, ...] | None, *, 
     Boolean: True = a real key that may be attended (the **opposite** of torch's
     ``key_padding_mask``, where True = padding); floating: added to every query's scores.
     """
-    m = _check_mask_values(np.asarray(key_mask), "key_mask", dtype)
+    m = _check_mask_values(as_array(key_mask, "key_mask"), "key_mask", dtype)
     if m.ndim < 1 or m.shape[-1] != Tk:
         raise ValueError(f"key_mask must have shape (..., Tk) = (..., {Tk}) (True = real key), got {m.shape}")
     check_batch_axes(m.shape[:-1], batch, "key_mask", f"(..., {Tk})")
@@ -422,7 +431,12 @@ def scaled_dot_product_attention(
     if key_mask is not None:
         m = combine_masks(m, check_key_mask(key_mask, Tk, batch, dtype=dtype), dtype)
     if scale is None:
-        scale = 1.0 / np.sqrt(d) if d else 1.0
+        if d == 0:  # 1/sqrt(0): every score would be 0 * inf; torch gives NaN
+            raise ValueError(
+                f"q and k have width d = 0 (shapes {q.shape}, {k.shape}): the default scale 1/sqrt(d) is "
+                "undefined; give them a non-empty last axis or pass scale="
+            )
+        scale = 1.0 / np.sqrt(d)
     else:
         scale = check_finite_scalar(scale, "scale")
     out, w = attend(q, k, v, causal=align, mask=m, scale=float(scale), need_weights=return_weights)

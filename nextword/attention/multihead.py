@@ -30,7 +30,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from nextword._validate import as_float_array, check_positive_int, check_rng
+from nextword._validate import as_array, as_float_array, check_float_dtype, check_positive_int, check_rng
 from nextword.attention.core import attend, check_batch_axes, check_key_mask, check_mask, combine_masks
 from nextword.attention.kv_cache import LayerKVCache
 from nextword.positions import apply_rope
@@ -83,9 +83,7 @@ class MultiHeadAttention:
         if rope_base is not None and self.head_dim % 2:
             raise ValueError(f"RoPE needs an even head dimension, got d_model/num_heads = {self.head_dim}")
         self.rope_base = rope_base
-        dtype = np.dtype(dtype)
-        if dtype not in (np.float32, np.float64):
-            raise TypeError(f"dtype must be float32 or float64, got {dtype}")
+        dtype = check_float_dtype(dtype, "dtype")  # "banana" named, not "data type not understood"
         rng = check_rng(rng)
         d, std = self.d_model, 1.0 / np.sqrt(self.d_model)
         self.W_qkv = (std * rng.standard_normal((d, 3 * d))).astype(dtype)  # (d, 3d) = [W_q|W_k|W_v]
@@ -186,7 +184,9 @@ class MultiHeadAttention:
         ``head_mask``: ``(num_heads,)`` multipliers of each head's output before ``W_o``
         (0 switches a head off).
         """
-        raw = np.asarray(X)
+        if cache is not None and not isinstance(cache, LayerKVCache):
+            raise TypeError(f"cache must be a LayerKVCache or None, got {type(cache).__name__}")
+        raw = as_array(X, "X")
         if isinstance(X, np.ndarray) and np.issubdtype(raw.dtype, np.floating) and raw.dtype != self.dtype:
             raise TypeError(
                 f"X has dtype {raw.dtype} but the parameters are {self.dtype}; convert "
@@ -258,6 +258,8 @@ class MultiHeadAttention:
         masks mean "blocked" where ours mean "may attend": convert them with
         :func:`mask_from_torch` / :func:`key_mask_from_torch`.
         """
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"state_dict must be a mapping (a torch state dict), got {type(state_dict).__name__}")
         if "in_proj_weight" not in state_dict or "out_proj.weight" not in state_dict:
             raise ValueError(
                 "state_dict needs 'in_proj_weight' and 'out_proj.weight' (a torch "

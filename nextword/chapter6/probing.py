@@ -172,6 +172,10 @@ def head_ablation_effects(
     """
     L = check_positive_int(num_layers, "num_layers")
     H = check_positive_int(num_heads, "num_heads")
+    if not callable(nll_fn):
+        raise TypeError(f"nll_fn must be a callable head_mask -> per-example NLL, got {type(nll_fn).__name__}")
+    if not isinstance(groups, Mapping):
+        raise TypeError(f"groups must be a mapping name -> boolean example mask, got {type(groups).__name__}")
     base = np.asarray(nll_fn(None), dtype=np.float64)
     sel = {}
     for name, g in groups.items():

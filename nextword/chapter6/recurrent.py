@@ -27,7 +27,7 @@ from typing import Literal
 
 import numpy as np
 
-from nextword._validate import as_float_array, check_positive_int
+from nextword._validate import as_float_array, as_generator, check_positive_int
 
 __all__ = [
     "rnn_states",
@@ -136,12 +136,20 @@ def attention_graph(T: int, *, causal: bool = True) -> np.ndarray:
     return A
 
 
+def _adjacency(adjacency: object) -> np.ndarray:
+    """A square ``(n, n)`` boolean matrix from a boolean or 0/1 numeric array; ``None``, strings and
+    other shapes are named."""
+    A = as_float_array(adjacency, "adjacency", ndim=2)
+    if A.shape[0] != A.shape[1]:
+        raise ValueError(f"adjacency must be a square (n, n) matrix, got {A.shape}")
+    return A != 0
+
+
 def path_lengths(adjacency: object, source: int) -> np.ndarray:
     """Shortest directed path length (number of edges) from ``source`` to every node; ``inf`` if
     unreachable. Breadth-first search on a boolean ``(n, n)`` adjacency (``A[u, v]``: edge u → v)."""
-    A = np.asarray(adjacency, dtype=bool)
-    if A.ndim != 2 or A.shape[0] != A.shape[1]:
-        raise ValueError(f"adjacency must be a square (n, n) matrix, got {A.shape}")
+    A = _adjacency(adjacency)
+    source = check_positive_int(source, "source", minimum=0)
     if not 0 <= source < A.shape[0]:
         raise ValueError(f"source must be a node index in [0, {A.shape[0]}), got {source}")
     dist = np.full(A.shape[0], np.inf)
@@ -159,7 +167,7 @@ def path_lengths(adjacency: object, source: int) -> np.ndarray:
 def sequential_depth(adjacency: object) -> int:
     """Length of the longest directed path of a DAG: the number of steps that must run one after
     another however many processors there are."""
-    A = np.asarray(adjacency, dtype=bool)
+    A = _adjacency(adjacency)
     n = A.shape[0]
     indeg = A.sum(0).astype(int)
     depth = np.zeros(n, dtype=int)
@@ -221,6 +229,7 @@ def linear_state_recall(
     once ``L·(vocab − 1) > d`` some positions must be lost: the bottleneck of Fig. 6.2, measured.
     """
     L, d, V = (check_positive_int(v, n) for v, n in ((length, "length"), (state_dim, "state_dim"), (vocab, "vocab")))
+    rng = as_generator(rng, "rng", required=True)
     Q, _ = np.linalg.qr(rng.standard_normal((d, d)))
     W_h, W_x = decay * Q, rng.standard_normal((V, d))
     x = rng.integers(0, V, size=(num_train + num_test, L))
@@ -249,6 +258,7 @@ def attention_recall(
     from nextword.positions import sinusoidal_encoding
 
     L, V = check_positive_int(length, "length"), check_positive_int(vocab, "vocab")
+    rng = as_generator(rng, "rng", required=True)
     P = sinusoidal_encoding(L, d_pos)
     P = P / np.linalg.norm(P, axis=1, keepdims=True)  # (L, d_pos) unit keys
     x = rng.integers(0, V, size=(num_test, L))

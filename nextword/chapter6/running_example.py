@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from nextword._validate import check_real
+
 from nextword.data.synthetic import entropy
 
 __all__ = ["RUNNING_EXAMPLE", "RunningExampleSource"]
@@ -73,9 +75,11 @@ class RunningExampleSource:
     _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        for p in (self.p_domain_match, *self.p_success):
-            if not 0.0 <= p <= 1.0:
-                raise ValueError(f"probabilities must lie in [0, 1], got {p}")
+        check_real(self.p_domain_match, "p_domain_match", lo=0.0, hi=1.0)
+        if isinstance(self.p_success, (str, bytes)) or len(np.shape(self.p_success)) != 1 or len(self.p_success) != 2:
+            raise TypeError(f"p_success must be a pair of probabilities, got {self.p_success!r}")
+        for i, p in enumerate(self.p_success):
+            check_real(p, f"p_success[{i}]", lo=0.0, hi=1.0)
 
     # ---- vocabulary --------------------------------------------------------------------------
     @property

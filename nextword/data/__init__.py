@@ -40,6 +40,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from nextword._validate import (
+    check_path,
     MAX_ELEMENTS,
     as_generator,
     as_index_array,
@@ -131,6 +132,8 @@ def data_dir(required: str | None = None) -> Path:
     >>> data_dir("tinyshakespeare/input.txt") == PACKAGE_DATA_DIR  # the packaged copy
     True
     """
+    if required is not None and not isinstance(required, str):
+        raise TypeError(f"required must be a relative path string or None, got {type(required).__name__}")
     searched = candidate_data_dirs()
     for directory in searched:
         found = _present(directory, required) if required else (directory if directory.exists() else None)
@@ -154,6 +157,8 @@ def find_data_file(relative: str) -> Path:
     >>> find_data_file("tinyshakespeare/input.txt").name in ("input.txt", "input.txt.gz")
     True
     """
+    if not isinstance(relative, str):
+        raise TypeError(f"relative must be a relative path string, got {type(relative).__name__}")
     found = _present(data_dir(relative), relative)
     assert found is not None  # data_dir returned a directory that has it
     return found
@@ -179,7 +184,7 @@ def read_data_text(path: str | Path, *, sha256: str | None = None) -> str:
     >>> text[:14], len(text)
     ('First Citizen:', 1115394)
     """
-    path = Path(path)
+    path = Path(check_path(path, "path"))
     raw = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
     if sha256 is not None:
         digest = hashlib.sha256(raw).hexdigest()

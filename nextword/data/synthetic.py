@@ -46,19 +46,26 @@ _LN2 = float(np.log(2.0))
 def entropy(p: ArrayLike, axis: int = -1) -> NDArray[np.float64]:
     """Shannon entropy in nats along ``axis`` (``0 ln 0 = 0``). Shape: ``p`` without ``axis``.
 
-    ``p`` holds finite, non-negative weights (normalisation is the caller's; a probability vector
-    gives ``H(p)``) with a non-empty ``axis``.
+    ``p`` holds probability vectors along ``axis`` (finite, non-negative, non-empty, summing to 1
+    within ``1e-6``, ``1e-4`` for float32); anything else (``[0.5, 0.6]``) is a ``ValueError``
+    naming ``p``, since ``-sum p ln p`` of unnormalised weights is not an entropy.
 
     >>> round(float(entropy([0.5, 0.5])), 6)
     0.693147
     """
-    p = as_float_array(p, "p", min_ndim=1).astype(np.float64)
+    p = as_float_array(p, "p", min_ndim=1)
+    tol = 1e-6 if p.dtype == np.float64 else 1e-4  # a float32 softmax row sums to 1 within ~n * 6e-8
+    p = p.astype(np.float64)
     if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)) or not -p.ndim <= axis < p.ndim:
         raise ValueError(f"axis must be an integer in [-{p.ndim}, {p.ndim}) for p of shape {p.shape}, got {axis!r}")
     if p.shape[axis] == 0:
         raise ValueError(f"p must have a non-empty axis {axis}, got shape {p.shape}")
     if (p < 0).any():
         raise ValueError("p must be non-negative (probabilities)")
+    total = p.sum(axis=axis)
+    if not np.allclose(total, 1.0, rtol=0.0, atol=tol):
+        worst = float(np.max(np.abs(total - 1.0)))
+        raise ValueError(f"p must sum to 1 along axis {axis} (probability vectors), off by up to {worst:.3g}")
     logp = np.log(np.where(p > 0, p, 1.0))
     return -(p * logp).sum(axis=axis)
 

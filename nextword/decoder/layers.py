@@ -24,7 +24,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy.special import erf
 
-from nextword._validate import as_float_array, check_finite_scalar, check_positive_int, check_rng
+from nextword._validate import as_float_array, check_finite_scalar, check_flag, check_positive_int, check_rng
 from nextword.attention.kv_cache import LayerKVCache
 from nextword.attention.multihead import MultiHeadAttention
 
@@ -59,6 +59,14 @@ def _check_eps(eps: object) -> float:
     return check_finite_scalar(eps, "eps", nonnegative=True)
 
 
+def _check_width(x: np.ndarray) -> np.ndarray:
+    """``x`` if its last axis (the normalised width ``d``) is non-empty; a row of width 0 has no
+    mean or variance, so it is a ``ValueError`` naming ``x``."""
+    if x.shape[-1] == 0:
+        raise ValueError(f"x must have a non-empty last axis (the width d to normalise), got shape {x.shape}")
+    return x
+
+
 def _row_scale(x: np.ndarray) -> np.ndarray:
     """Per-row power of two ``s >= max|x|`` (1 for an all-zero row), shape ``(..., 1)``.
 
@@ -85,7 +93,7 @@ def layer_norm(x: object, weight: object = None, bias: object = None, *, eps: fl
     >>> layer_norm(np.array([1e200, -1e200]), eps=0.0)
     array([ 1., -1.])
     """
-    x = as_float_array(x, "x", min_ndim=1)
+    x = _check_width(as_float_array(x, "x", min_ndim=1))
     eps = _check_eps(eps)
     d = x.shape[-1]
     w, b = _check_vec(weight, "weight", d, x.dtype), _check_vec(bias, "bias", d, x.dtype)
@@ -122,7 +130,7 @@ def rms_norm(x: object, weight: object = None, *, eps: float | None = 1e-6, unit
     >>> rms_norm(np.array([3.0, 4.0]), eps=0.0, unit=True)
     array([0.6, 0.8])
     """
-    x = as_float_array(x, "x", min_ndim=1)
+    x = _check_width(as_float_array(x, "x", min_ndim=1))
     eps = float(np.finfo(x.dtype).eps) if eps is None else _check_eps(eps)
     d = x.shape[-1]
     w = _check_vec(weight, "weight", d, x.dtype)
@@ -136,19 +144,29 @@ def rms_norm(x: object, weight: object = None, *, eps: float | None = 1e-6, unit
     return y if w is None else y * w
 
 
-def gelu(x: np.ndarray, *, approximate: bool = False) -> np.ndarray:
-    """GELU ``x Φ(x)`` (exact, via erf) or its tanh approximation (GPT-2)."""
+def _gelu(x: np.ndarray, approximate: bool = False) -> np.ndarray:
     if approximate:
         return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
     return 0.5 * x * (1.0 + erf(x * (1.0 / math.sqrt(2.0))))  # Python floats: float32 stays float32
 
 
-def relu(x: np.ndarray) -> np.ndarray:
-    """``max(x, 0)``."""
+def _relu(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, 0)
 
 
-_ACTIVATIONS = {"gelu": gelu, "gelu_tanh": lambda x: gelu(x, approximate=True), "relu": relu}
+def gelu(x: object, *, approximate: bool = False) -> np.ndarray:
+    """GELU ``x Φ(x)`` (exact, via erf) or its tanh approximation (GPT-2), elementwise on any
+    shape; ``x`` is a finite real array (lists accepted; strings, NaN/inf refused by name)."""
+    return _gelu(as_float_array(x, "x"), check_flag(approximate, "approximate"))
+
+
+def relu(x: object) -> np.ndarray:
+    """``max(x, 0)`` elementwise; ``x`` a finite real array (lists accepted, strings refused)."""
+    return _relu(as_float_array(x, "x"))
+
+
+# the blocks call these on already-validated arrays
+_ACTIVATIONS = {"gelu": _gelu, "gelu_tanh": lambda x: _gelu(x, approximate=True), "relu": _relu}
 
 
 def feed_forward(
@@ -261,6 +279,8 @@ class TransformerBlock:
         A float ``X`` must have the block's dtype (``TypeError`` otherwise, as torch); lists and
         integer arrays are converted."""
         X = _as_dtype_of_x(X, "X", self.attn.dtype, min_ndim=2)
+        if X.shape[-1] != self.attn.d_model:  # checked here, else the norm would blame its weight
+            raise ValueError(f"X must have shape (..., T, d_model) with d_model={self.attn.d_model}, got {X.shape}")
 
         def mha(z: np.ndarray) -> Any:
             return self.attn(z, self.causal, return_weights, positions=positions, cache=cache, head_mask=head_mask)

@@ -108,6 +108,28 @@ def _sq_dists(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.maximum(d2, 0.0)
 
 
+_RESCALE_ABOVE = 1e100  # beyond this magnitude squares and sums of samples can overflow float64
+
+
+def _rescale(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """``a / s, b / s, s`` with ``s`` a power of two near the largest magnitude when that is above
+    ``1e100`` (exact division; squares and pair sums of samples near ``1e308`` then stay finite),
+    else ``s = 1`` and the arrays unchanged."""
+    big = max(float(np.max(np.abs(a), initial=0.0)), float(np.max(np.abs(b), initial=0.0)))
+    if big <= _RESCALE_ABOVE:
+        return a, b, 1.0
+    s = float(2.0 ** np.floor(np.log2(big)))
+    return a / s, b / s, s
+
+
+def _unscale(value: float, scale: float, what: str) -> float:
+    """``value * scale``; a ``ValueError`` naming ``what`` if that overflows float64."""
+    out = value * scale
+    if not np.isfinite(out):
+        raise ValueError(f"{what} overflows float64 (samples of magnitude ~{scale:.3g}); rescale the samples")
+    return out
+
+
 def _dists(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Euclidean distances ``(n, m)``; exact differences in 1-D (no cancellation)."""
     if a.shape[1] == 1:
@@ -122,8 +144,10 @@ def token_log_probs(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
     A stable log-softmax over the last axis of ``logits`` gathered at ``targets``;
     ``-log`` of the result summed over ``l`` is the per-sequence loss of Eq. (4.5).
     """
-    z = np.asarray(logits, dtype=np.float64)
+    z = as_float_array(logits, "logits", finite=False).astype(np.float64, copy=False)
     t = np.asarray(targets)
+    if t.dtype.kind in "USObc":  # strings, objects, bools: not token ids
+        raise TypeError(f"targets must be integer token ids, got dtype {t.dtype}")
     if z.ndim < 1 or z.shape[:-1] != t.shape:
         raise ValueError(f"logits (..., T, V) and targets (..., T) disagree: {z.shape} vs {t.shape}")
     if t.size and not np.issubdtype(t.dtype, np.integer):
@@ -195,6 +219,7 @@ def energy_distance(x: ArrayLike, y: ArrayLike, *, unbiased: bool = True) -> flo
     squared. This is the squared distance; it is 0 iff the laws agree.
     """
     a, b = _pair(x, y, 2 if unbiased else 1)
+    a, b, scale = _rescale(a, b)  # the distance is 1-homogeneous: |s x - s y| = s |x - y|
     n, m = len(a), len(b)
     cross = _dists(a, b).mean()
     if unbiased:
@@ -202,7 +227,7 @@ def energy_distance(x: ArrayLike, y: ArrayLike, *, unbiased: bool = True) -> flo
         within_y = _dists(b, b).sum() / (m * (m - 1))
     else:
         within_x, within_y = _dists(a, a).mean(), _dists(b, b).mean()
-    return float(2.0 * cross - within_x - within_y)
+    return _unscale(float(2.0 * cross - within_x - within_y), scale, "energy_distance(x, y)")
 
 
 def _check_bandwidth(bandwidth: float) -> float:
@@ -263,11 +288,13 @@ def crps_sample(samples: ArrayLike, observation: float, *, fair: bool = False) -
     n = x.size
     if fair and n < 2:
         raise ValueError("fair=True needs at least 2 samples")
+    x, y_arr, scale = _rescale(x, np.array([y]))  # the CRPS is 1-homogeneous in (samples, observation)
+    y = float(y_arr[0])
     xs = np.sort(x)  # (n,)
     i = np.arange(1, n + 1)
     pair_sum = 2.0 * np.sum((2 * i - n - 1) * xs)  # sum over all ordered pairs |x_i - x_j|
     denom = n * (n - 1) if fair else n * n
-    return float(np.mean(np.abs(x - y)) - 0.5 * pair_sum / denom)
+    return _unscale(float(np.mean(np.abs(x - y)) - 0.5 * pair_sum / denom), scale, "crps_sample(samples, observation)")
 
 
 def crps_gaussian(mu: ArrayLike, sigma: ArrayLike, observation: ArrayLike) -> NDArray[np.float64] | float:

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from nextword._validate import check_iterable
+
 __all__ = ["CharTokenizer"]
 
 
@@ -29,7 +31,7 @@ class CharTokenizer:
     UNK: int = 0
 
     def __init__(self, chars: Iterable[str], *, unk_token: str = "\ufffd") -> None:
-        chars = list(chars)
+        chars = check_iterable(chars, "chars", "a string or a sequence of single characters", allow_str=True)
         if any(not isinstance(c, str) or len(c) != 1 for c in chars):
             raise ValueError("chars must be single characters")
         if len(set(chars)) != len(chars):
@@ -70,7 +72,11 @@ class CharTokenizer:
 
     def decode(self, ids: Iterable[int] | np.ndarray) -> str:
         """Characters of ``ids``; :attr:`UNK` becomes ``unk_token``; other bad ids → ``ValueError``."""
-        arr = np.asarray(list(ids) if not isinstance(ids, np.ndarray) else ids)
+        arr = np.asarray(
+            check_iterable(ids, "ids", "a 1-D sequence of integer token ids")
+            if not isinstance(ids, np.ndarray)
+            else ids
+        )
         if arr.size == 0:
             return ""
         if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):

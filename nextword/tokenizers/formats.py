@@ -43,6 +43,8 @@ import json
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
+from nextword._validate import check_path
+
 __all__ = ["FORMAT", "VERSION", "BPEFile", "save_json", "load_json", "save_minbpe", "load_minbpe"]
 
 
@@ -61,12 +63,19 @@ class _Tokenizer(Protocol):  # what the writers read (BPETokenizer has it); no i
     def merge_list(self) -> list[tuple[int, int, int]]: ...
 
 
+def _check_tok(tok: object) -> None:
+    if not all(hasattr(tok, a) for a in ("merge_list", "pattern", "special_tokens")):
+        raise TypeError(f"tok must be a BPETokenizer, got {type(tok).__name__}")
+
+
 FORMAT = "nextword-bpe"
 VERSION = 1
 
 
 def save_json(tok: _Tokenizer, path: str | Path) -> None:
     """Write ``tok`` in the JSON format above."""
+    _check_tok(tok)
+    path = check_path(path, "path")
     doc = {
         "format": FORMAT,
         "version": VERSION,
@@ -79,7 +88,7 @@ def save_json(tok: _Tokenizer, path: str | Path) -> None:
 
 def load_json(path: str | Path) -> BPEFile:
     """Read the JSON format; any problem is a ``ValueError`` naming ``path``."""
-    path = Path(path)
+    path = Path(check_path(path, "path"))
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -102,6 +111,8 @@ def load_json(path: str | Path) -> BPEFile:
 
 def save_minbpe(tok: _Tokenizer, path: str | Path) -> None:
     """Write minbpe's ``.model`` format; ``ValueError`` if ``tok`` cannot be expressed in it."""
+    _check_tok(tok)
+    path = check_path(path, "path")
     merges = tok.merge_list()
     if any(x != 256 + k for k, (_, _, x) in enumerate(merges)):
         raise ValueError("minbpe format needs merge k to create id 256 + k")
@@ -118,7 +129,7 @@ def save_minbpe(tok: _Tokenizer, path: str | Path) -> None:
 
 def load_minbpe(path: str | Path) -> BPEFile:
     """Read minbpe's ``.model`` format; any problem is a ``ValueError`` naming ``path``."""
-    path = Path(path)
+    path = Path(check_path(path, "path"))
     try:
         lines = path.read_bytes().decode("utf-8").split("\n")
     except UnicodeDecodeError as exc:

@@ -52,6 +52,8 @@ from typing import Any
 
 import numpy as np
 
+from nextword._validate import check_int_sequence, check_iterable, check_positive_int
+
 __all__ = ["BPEResult", "learn_bpe", "train_merges", "hf_byte_rank", "bytes_to_unicode"]
 
 _SHIFT = 21  # pair code = (left << _SHIFT) | right; ids below 2**21 (≈ 2 million)
@@ -132,8 +134,15 @@ def learn_bpe(
     >>> r.sequence, r.vocab
     (('abc', 'ab', 'abc'), ('a', 'b', 'c', 'ab', 'abc'))
     """
-    seq = list(symbols)
-    if num_merges is not None and (not isinstance(num_merges, (int, np.integer)) or num_merges < 0):
+    seq = check_iterable(symbols, "symbols", "a sequence of hashable symbols (a string or a list)", allow_str=True)
+    for i, x in enumerate(seq):
+        try:
+            hash(x)
+        except TypeError:
+            raise TypeError(f"symbols[{i}] must be hashable (a str, an int, a tuple), got {type(x).__name__}") from None
+    if num_merges is not None and (
+        isinstance(num_merges, (bool, np.bool_)) or not isinstance(num_merges, (int, np.integer)) or num_merges < 0
+    ):
         raise ValueError(f"num_merges must be a non-negative int or None, got {num_merges!r}")
     label_iter = iter(names) if names is not None else None
     vocab: list[Any] = list(dict.fromkeys(seq))
@@ -235,14 +244,15 @@ def train_merges(
     """
     if tie_break not in ("first", "hf"):
         raise ValueError(f"tie_break must be 'first' or 'hf', got {tie_break!r}")
-    if num_merges < 0:
-        raise ValueError(f"num_merges must be >= 0, got {num_merges}")
-    arrays = [np.frombuffer(c, dtype=np.uint8) if isinstance(c, (bytes, bytearray)) else np.asarray(c) for c in chunks]
-    arrays = [a.astype(np.int64).reshape(-1) for a in arrays if len(a) > 0]
+    num_merges = check_positive_int(num_merges, "num_merges", minimum=0)
+    first_id = check_positive_int(first_id, "first_id", minimum=1)
+    chunks = check_iterable(chunks, "chunks", "a sequence of token-id sequences (or bytes)")
+    arrays = [check_int_sequence(c, f"chunks[{i}]") for i, c in enumerate(chunks)]  # 97.5 refused
+    arrays = [a for a in arrays if len(a) > 0]
     if weights is None:
         w_chunk = np.ones(len(arrays), dtype=np.int64)
     else:
-        full = np.asarray(weights, dtype=np.int64).reshape(-1)
+        full = check_int_sequence(weights, "weights", minimum=0)  # -1 and 1.5 refused
         if full.shape[0] != len(chunks):
             raise ValueError(f"weights must have one entry per chunk ({len(chunks)}), got {full.shape[0]}")
         w_chunk = full[[i for i, c in enumerate(chunks) if len(c) > 0]]

@@ -51,7 +51,7 @@ def test_blank_entropy_is_the_expected_conditional_entropy():
 
 
 def test_bad_input():
-    with pytest.raises(ValueError, match="probabilities"):
+    with pytest.raises(ValueError, match="p_domain_match"):
         RunningExampleSource(p_domain_match=1.5)
     with pytest.raises(ValueError, match="vocabulary"):
         RunningExampleSource().encode(["zebra"])

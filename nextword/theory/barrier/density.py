@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from nextword._validate import check_real
+
 from nextword.theory.barrier.margins import causal_residual, matrix_margins
 
 __all__ = ["noise_log_density", "log_barrier", "embedding_log_density"]
@@ -28,10 +30,7 @@ __all__ = ["noise_log_density", "log_barrier", "embedding_log_density"]
 # log-density (Corollary 3.1, Eqs. 16/18)
 # --------------------------------------------------------------------------------------------
 def _check_sigma(sigma: float) -> float:
-    sigma = float(sigma)
-    if not (np.isfinite(sigma) and sigma > 0):
-        raise ValueError(f"sigma must be a finite positive noise scale, got {sigma}")
-    return sigma
+    return check_real(sigma, "sigma", lo=0.0, lo_open=True)  # None, "abc", arrays named
 
 
 def noise_log_density(

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nextword._validate import as_float_array
+from nextword._validate import as_float_array, check_no_overflow
 from nextword.attention.core import causal_mask, softmax
 from nextword.theory.barrier.margins import causal_residual, matrix_margins
 
@@ -46,7 +46,7 @@ class DepthLayer:
     def __post_init__(self) -> None:
         if self.queries not in ("previous", "current"):
             raise ValueError(f"queries must be 'previous' or 'current', got {self.queries!r}")
-        W_Q, W_K, W_V = (np.asarray(w, dtype=np.float64) for w in (self.W_Q, self.W_K, self.W_V))
+        W_Q, W_K, W_V = (as_float_array(w, n) for w, n in ((self.W_Q, "W_Q"), (self.W_K, "W_K"), (self.W_V, "W_V")))
         if W_Q.ndim != 2 or W_K.shape != W_Q.shape or W_V.shape != (W_Q.shape[1],) * 2:
             raise ValueError(f"need W_Q, W_K (d_k, d) and W_V (d, d); got {W_Q.shape}, {W_K.shape}, {W_V.shape}")
 
@@ -56,6 +56,7 @@ def _attention(X_cur: np.ndarray, X_prev: np.ndarray, layer: DepthLayer) -> tupl
     q = Z @ np.asarray(layer.W_Q, dtype=np.float64).T  # (T, d_k)
     k = X_prev @ np.asarray(layer.W_K, dtype=np.float64).T  # (T, d_k)
     scores = np.where(causal_mask(X_prev.shape[0]), q @ k.T, -np.inf)  # (T, T), s <= t
+    check_no_overflow(scores, "the scores (Z W_Q^T)(X_prev W_K^T)^T")
     alpha = softmax(scores, axis=-1)
     return alpha, X_prev @ np.asarray(layer.W_V, dtype=np.float64).T  # (T, T), values (T, d)
 
@@ -68,8 +69,21 @@ def _pair(X_cur: object, X_prev: object) -> tuple[np.ndarray, np.ndarray]:
     return X_cur, X_prev
 
 
+def _check_layer(layer: object, name: str = "layer") -> DepthLayer:
+    if not isinstance(layer, DepthLayer):
+        raise TypeError(f"{name} must be a DepthLayer, got {type(layer).__name__}")
+    return layer
+
+
+def _check_layers(layers: object) -> list[DepthLayer]:
+    if isinstance(layers, (str, bytes)) or not isinstance(layers, Sequence):
+        raise TypeError(f"layers must be a sequence of DepthLayer, got {type(layers).__name__}")
+    return [_check_layer(x, f"layers[{i}]") for i, x in enumerate(layers)]
+
+
 def layer_residual(X_cur: object, X_prev: object, layer: DepthLayer) -> np.ndarray:
     """``e^(ℓ)_t = x^(ℓ)_t − g_t`` (Eq. 36) for all ``t``; ``(T, d)``."""
+    _check_layer(layer)
     X_cur, X_prev = _pair(X_cur, X_prev)
     alpha, v = _attention(X_cur, X_prev, layer)
     return X_cur - (X_prev + alpha @ v)
@@ -77,6 +91,7 @@ def layer_residual(X_cur: object, X_prev: object, layer: DepthLayer) -> np.ndarr
 
 def layer_diagonal_blocks(X_cur: object, X_prev: object, layer: DepthLayer) -> np.ndarray:
     """Exact ``∂e^(ℓ)_t/∂x^(ℓ)_t`` for all ``t``; ``(T, d, d)``: ``I`` or ``I − W_V C_t A``."""
+    _check_layer(layer)
     X_cur, X_prev = _pair(X_cur, X_prev)
     T, d = X_cur.shape
     if layer.queries == "previous":
@@ -102,6 +117,7 @@ def deep_residual(xs: object, prior: tuple[object, object, object], layers: Sequ
     ``xs[0]`` is ``x^(1)`` (the attention-prior stage with ``prior = (W_Q, W_K, W_V)``, strict
     causal), ``xs[ℓ]`` the output of ``layers[ℓ−1]``.
     """
+    layers = _check_layers(layers)
     xs = _stack(xs, 1 + len(layers))
     out = [causal_residual(xs[0], *prior)]
     for ell, layer in enumerate(layers, start=1):
@@ -116,6 +132,7 @@ def deep_log_barrier(
 
     By Proposition 3 every ``"previous"`` layer contributes exactly 0 (Corollary 6.1).
     """
+    layers = _check_layers(layers)
     xs = _stack(xs, 1 + len(layers))
     shares = [float(matrix_margins(xs[0], *prior).logabsdet.sum())]
     for ell, layer in enumerate(layers, start=1):

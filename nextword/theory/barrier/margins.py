@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nextword._validate import as_float_array
+from nextword._validate import as_float_array, check_no_overflow, check_positive_int
 from nextword.attention.core import causal_mask, softmax
 
 __all__ = [
@@ -113,6 +113,7 @@ def context_mask(L: int, context: str = "strict") -> np.ndarray:
            [1, 0, 0],
            [1, 1, 0]])
     """
+    L = check_positive_int(L, "L", minimum=0)
     context = _check_context(context)
     if context == "strict":
         return causal_mask(L, strict=True)
@@ -158,7 +159,9 @@ def attention_stats(
     k = X @ W_K.T  # (..., L, d_k)
     v = X @ W_V.T  # (..., L, d)
     scores = q @ np.swapaxes(k, -1, -2)  # (..., L, L): scores[t, s] = q_t . k_s
-    scores = np.where(context_mask(L, context), scores, -np.inf)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = np.where(context_mask(L, context), scores, -np.inf)
+    check_no_overflow(scores, "the scores (X W_Q^T)(X W_K^T)^T")
     alpha = softmax(scores, axis=-1)  # rows with no context -> all zeros
     v_bar = alpha @ v  # (..., L, d)
     x_bar = alpha @ X  # (..., L, d)

@@ -106,6 +106,8 @@ def pca_fit(points: object, n_components: int = 2) -> PCA:
     """
     P = as_float_array(points, "points", min_ndim=2)
     d = P.shape[-1]
+    if d == 0 or P.size == 0:
+        raise ValueError(f"points must hold at least one point of width d >= 1, got shape {P.shape}")
     flat = P.reshape(-1, d)  # (n_points, d)
     k = check_positive_int(n_components, "n_components")
     if k > min(flat.shape):

@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from nextword._validate import as_float_array, as_index_array, check_positive_int
+from nextword._validate import as_float_array, as_index_array, check_positive_int, check_real
 from nextword.attention.core import log_softmax, scaled_dot_product_attention
 from nextword.perturbation import nudge
 
@@ -377,8 +377,7 @@ def responsibility_signal(alpha: object, U: object) -> np.ndarray:
 
 def value_update(alpha: object, U: object, lr: float) -> np.ndarray:
     """``Δv_j = -η Σ_i α_ij u_i``, Eqs. (33), (38), for every column ``j``: shape ``(T, d_v)``."""
-    if not (np.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr must be a positive finite number, got {lr}")
+    lr = check_real(lr, "lr", lo=0.0, lo_open=True)
     return -lr * responsibility_signal(alpha, U)
 
 

@@ -42,7 +42,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from nextword._validate import as_float_array, as_index_array, check_positive_int
+from nextword._validate import (
+    as_float_array,
+    as_generator,
+    as_index_array,
+    check_choice,
+    check_positive_int,
+    check_real,
+)
 from nextword.attention.core import log_softmax
 from nextword.theory.dynamics.gradients import HeadParams, head_forward, head_gradients
 
@@ -92,7 +99,8 @@ def sticky_means(num_states: int, d_x: int, *, rng: np.random.Generator, scale: 
     means unspecified; this is our choice)."""
     C = check_positive_int(num_states, "num_states", minimum=2)
     d = check_positive_int(d_x, "d_x")
-    return scale * rng.standard_normal((C, d))
+    scale = check_real(scale, "scale", lo=0.0)
+    return scale * as_generator(rng, "rng", required=True).standard_normal((C, d))
 
 
 def make_sticky_task(states: object, means: object, *, rng: np.random.Generator, noise_std: float = 1.0) -> StickyTask:
@@ -102,11 +110,16 @@ def make_sticky_task(states: object, means: object, *, rng: np.random.Generator,
     s = as_index_array(states, "states", upper=means.shape[0])
     if s.ndim < 1 or s.shape[-1] < 2:
         raise ValueError(f"states must have shape (..., T+1) with T >= 1, got {s.shape}")
-    if not (np.isfinite(noise_std) and noise_std >= 0):
-        raise ValueError(f"noise_std must be a finite number >= 0, got {noise_std}")
+    noise_std = check_real(noise_std, "noise_std", lo=0.0)
+    rng = as_generator(rng, "rng", required=True)
     prev = s[..., :-1]  # (..., T): y_{t-1} for t = 1..T
     X = means[prev] + noise_std * rng.standard_normal(prev.shape + (means.shape[1],))  # (..., T, d_x)
     return StickyTask(states=s, X=X, means=means, noise_std=float(noise_std))
+
+
+def _check_task(task: object) -> None:
+    if not isinstance(task, StickyTask):
+        raise TypeError(f"task must be a StickyTask (see make_sticky_task), got {type(task).__name__}")
 
 
 def _check_transition(P: object, C: int | None = None) -> np.ndarray:
@@ -146,6 +159,7 @@ def bayes_filter_log_probs(task: StickyTask, transition_matrix: object, *, initi
     is the law of ``y_0`` (default: the stationary distribution of ``P``). With ``σ = 0`` the
     filter knows ``y_{t-1}`` and returns ``log P[y_{t-1}, ·]``.
     """
+    _check_task(task)
     C = task.means.shape[0]
     if task.X.ndim != 2:
         raise ValueError(f"bayes_filter_log_probs needs one sequence, X (T, d_x); got {task.X.shape}")
@@ -178,8 +192,13 @@ def _logsumexp(a: np.ndarray, axis: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # Table 1 metrics
 # --------------------------------------------------------------------------------------------
-def _lp(log_probs: object) -> np.ndarray:
-    return as_float_array(log_probs, "log_probs", ndim=2, finite=False)
+def _lp(log_probs: object, name: str = "log_probs") -> np.ndarray:
+    """``(T, C)`` log-probabilities: ``-inf`` allowed (probability 0), NaN and values above 0 (a
+    probability above 1, e.g. an overflowed ``1e308``) refused by name."""
+    lp = as_float_array(log_probs, name, ndim=2, finite=False)
+    if np.isnan(lp).any() or (lp > 1e-9).any():
+        raise ValueError(f"{name} must hold log-probabilities (<= 0, -inf allowed), got a NaN or a value > 0")
+    return lp
 
 
 def mean_cross_entropy(log_probs: object, targets: object) -> float:
@@ -209,7 +228,7 @@ def predictive_entropy(log_probs: object) -> float:
 
 def mean_kl(log_p: object, log_q: object) -> float:
     """Mean over positions of ``KL(p_t || q_t)`` (nats) — Table 1's ``KL(EM || SGD)``."""
-    a, b = _lp(log_p), _lp(log_q)
+    a, b = _lp(log_p, "log_p"), _lp(log_q, "log_q")
     if a.shape != b.shape:
         raise ValueError(f"log_p and log_q must have the same shape (T, C), got {a.shape}, {b.shape}")
     p = np.exp(a)
@@ -279,8 +298,7 @@ def train_protocol(
     ``probe`` (default: the fixed training sequence, required for online training) is the
     sequence whose values ``V = X W_V`` are recorded at the start and the end (Fig. 9).
     """
-    if protocol not in ("sgd", "em"):
-        raise ValueError(f"protocol must be 'sgd' or 'em', got {protocol!r}")
+    check_choice(protocol, "protocol", ("sgd", "em"))  # an array is named, not "truth value ... ambiguous"
     if not isinstance(params, HeadParams):
         raise TypeError(f"params must be HeadParams, got {type(params).__name__}")
     if isinstance(task, StickyTask):
@@ -430,6 +448,7 @@ def same_symbol_attention(alpha: object, task: StickyTask) -> float:
     ``y_{j-1} = y_{t-1}`` (its input has the same mean). 1 = perfect routing for this task.
     """
     a = as_float_array(alpha, "alpha", ndim=2)
+    _check_task(task)
     prev = task.states[:-1]  # (T,): y_{t-1}
     if a.shape != (prev.size, prev.size):
         raise ValueError(f"alpha must have shape (T, T) = {(prev.size, prev.size)}, got {a.shape}")

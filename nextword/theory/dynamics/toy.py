@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nextword._validate import check_positive_int
+from nextword._validate import as_float_array, check_positive_int
 from nextword.theory.dynamics.gradients import HeadParams, head_forward, head_gradients
 
 __all__ = ["ToyConfig", "ToyRun", "simulate_toy", "attention_entropy"]
@@ -69,7 +69,9 @@ class ToyRun:
 
 def attention_entropy(alpha: np.ndarray) -> np.ndarray:
     """Row entropies ``-Σ_j α_ij log α_ij`` (nats), ``(..., T, T) -> (..., T)``; 0·log 0 = 0."""
-    a = np.asarray(alpha, dtype=float)
+    a = as_float_array(alpha, "alpha", min_ndim=1).astype(np.float64)
+    if (a < 0).any():
+        raise ValueError("alpha must hold attention weights (>= 0)")
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(a > 0, a * np.log(np.where(a > 0, a, 1.0)), 0.0)
     return -terms.sum(axis=-1)

@@ -72,8 +72,8 @@ def generator_violations(Q: object, *, atol: float = 1e-12) -> list[str]:
     Used in the book to test the rate matrices printed in Examples 9.2 and 9.3.
     """
     Q = as_float_array(Q, "Q", ndim=2)
-    if Q.shape[0] != Q.shape[1]:
-        return [f"Q must be square, got shape {Q.shape}"]
+    if Q.shape[0] != Q.shape[1] or Q.shape[0] == 0:
+        return [f"Q must be square with at least one state, got shape {Q.shape}"]
     problems = []
     off = Q - np.diag(np.diag(Q))
     if off.min() < -atol:
@@ -172,6 +172,8 @@ def forward_marginal(p0: object, Q: object, t: float) -> np.ndarray:
 
 def _check_prob(p: object, name: str) -> np.ndarray:
     p = as_float_array(p, name, min_ndim=1).astype(np.float64)
+    if p.shape[-1] == 0:
+        raise ValueError(f"{name} must be a probability vector with at least one state, got shape {p.shape}")
     if p.min() < -1e-12 or not np.allclose(p.sum(axis=-1), 1.0, atol=1e-8):
         raise ValueError(f"{name} must be a probability vector (entries >= 0, summing to 1 along the last axis)")
     return np.clip(p, 0.0, None)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nextword._validate import as_float_array, as_index_array, check_positive_int
+from nextword._validate import as_float_array, as_index_array, check_positive_int, check_size
 from nextword.perturbation import nudge
 
 __all__ = [
@@ -72,7 +72,9 @@ def kl_divergence(p: object, q: object, axis: int = -1) -> np.ndarray | float:
     q = as_float_array(q, "q", min_ndim=1).astype(np.float64)
     if p.shape != q.shape:
         raise ValueError(f"p and q must have the same shape, got {p.shape} and {q.shape}")
-    if p.min() < 0 or q.min() < 0:
+    if p.shape[axis if -p.ndim <= axis < p.ndim else -1] == 0:
+        raise ValueError(f"p and q must have a non-empty axis {axis} (probability vectors), got shape {p.shape}")
+    if (p < 0).any() or (q < 0).any():
         raise ValueError("p and q must be non-negative")
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(p > 0, p * (np.log(np.where(p > 0, p, 1.0)) - np.log(q)), 0.0)
@@ -103,13 +105,15 @@ def sequence_distribution(next_probs: NextProbs, V: int, L: int) -> tuple[np.nda
     Returns ``(joint, seqs)``: ``joint`` of shape ``(V**L,)`` and the sequences ``(V**L, L)``.
     ``joint[n] = prod_l next_probs(seqs[n, :l])[seqs[n, l]]``; it sums to 1.
     """
-    cond = _conditionals(next_probs, V, L)  # (V**L, L)
+    cond = _conditionals(next_probs, V, L, "next_probs")  # (V**L, L)
     seqs = enumerate_sequences(V, L)
     return np.prod(cond, axis=1), seqs
 
 
-def _conditionals(next_probs: NextProbs, V: int, L: int) -> np.ndarray:
+def _conditionals(next_probs: NextProbs, V: int, L: int, name: str = "next_probs") -> np.ndarray:
     """``c[n, l] = p_l(f_l | f_{1:l-1})`` for every enumerated sequence, shape ``(V**L, L)``."""
+    if not callable(next_probs):
+        raise TypeError(f"{name} must be a callable prefix -> (V,) probabilities, got {type(next_probs).__name__}")
     seqs = enumerate_sequences(V, L)
     out = np.empty(seqs.shape)
     for l in range(L):
@@ -127,6 +131,11 @@ def markov_next_probs(source) -> NextProbs:
     For ``m <= k`` the first tokens follow the stationary law of the context; afterwards the
     transition table. Returns a ``next_probs(prefix)`` callable.
     """
+    if not all(hasattr(source, a) for a in ("transition", "order", "stationary_distribution")):
+        raise TypeError(
+            f"source must be a nextword.data.synthetic.MarkovSource (with .transition and .order), "
+            f"got {type(source).__name__}"
+        )
     T = np.asarray(source.transition, dtype=np.float64)
     k = source.order
     pi = np.asarray(source.stationary_distribution(), dtype=np.float64) if k else np.ones(())
@@ -167,7 +176,7 @@ class KLDecomposition:
 
 def kl_decomposition(p_next: NextProbs, q_next: NextProbs, V: int, L: int) -> KLDecomposition:
     """Compute every term of (4.2a–d) and (4.4b) by enumeration of ``V**L`` sequences."""
-    cp, cq = _conditionals(p_next, V, L), _conditionals(q_next, V, L)  # (V**L, L) each
+    cp, cq = _conditionals(p_next, V, L, "p_next"), _conditionals(q_next, V, L, "q_next")  # (V**L, L) each
     joint_p, joint_q = np.prod(cp, axis=1), np.prod(cq, axis=1)
     with np.errstate(divide="ignore"):
         log_cq = np.log(cq)
@@ -269,6 +278,10 @@ def rl_empirical_objective(log_pi: object, log_pi_ref: object, reward: object, b
 # ----------------------------------------------------------------------------- softmax table + LoRA
 def bigram_counts(seqs: Sequence[Sequence[int]] | np.ndarray, V: int) -> np.ndarray:
     """Counts ``N[a, b]`` of the transition ``a -> b`` in the sequences, shape ``(V, V)`` float64."""
+    V = check_positive_int(V, "V")
+    check_size((V, V), "bigram_counts(V)")
+    if isinstance(seqs, (str, bytes)) or not isinstance(seqs, (Sequence, np.ndarray)):
+        raise TypeError(f"seqs must be a sequence of token-id sequences, got {type(seqs).__name__}")
     counts = np.zeros((V, V))
     for row in seqs:
         row = as_index_array(row, "seqs", upper=V)

@@ -111,6 +111,7 @@ class BlockParams:
     eps: float = 1e-5
 
     def __post_init__(self) -> None:
+        _check_type(self.att, "att", AttentionParams)
         d = self.att.d_e
         W1 = _mat(self.W1, "W1", (None, d))
         W2 = _mat(self.W2, "W2", (d, W1.shape[0]))
@@ -143,6 +144,19 @@ class BlockParams:
         )
 
 
+def _check_type(value: object, name: str, cls: type) -> None:
+    if not isinstance(value, cls):
+        raise TypeError(f"{name} must be a {cls.__name__}, got {type(value).__name__}")
+
+
+def _check_blocks(blocks: object) -> list[BlockParams]:
+    if isinstance(blocks, (str, bytes)) or not isinstance(blocks, Sequence):
+        raise TypeError(f"blocks must be a sequence of BlockParams, got {type(blocks).__name__}")
+    for i, p in enumerate(blocks):
+        _check_type(p, f"blocks[{i}]", BlockParams)
+    return list(blocks)
+
+
 def _seq(h: object, d: int | None = None) -> np.ndarray:
     a = as_float_array(h, "h", min_ndim=2)
     if d is not None and a.shape[-1] != d:
@@ -171,6 +185,7 @@ def att(h: object, params: AttentionParams, *, causal: bool = False, weights: ob
     ``causal=True`` restricts key ``l`` to ``l <= k`` by masking (weight 0, not score 0).
     ``weights (..., m)`` reads ``h`` as a weighted empirical measure, (B.4a).
     """
+    _check_type(params, "params", AttentionParams)
     x = _seq(h, params.d_e)
     q = x @ params.Q.T  # (..., m, c): row k is Q h_k
     k = x @ params.K.T  # (..., m, c)
@@ -199,6 +214,7 @@ def attention_block(h: object, params: BlockParams, *, causal: bool = False, wei
     Shapes ``(..., m, d_e) → (..., m, d_e)``; ``causal`` and ``weights`` as in :func:`att`. This is
     the post-norm block of Chapter 6 with one head, raw scores and no output projection.
     """
+    _check_type(params, "params", BlockParams)
     x = _normalise(att(h, params.att, causal=causal, weights=weights), params)  # (5.3a-b)
     nn = feed_forward(x, params.W1.T, params.b1, params.W2.T, params.b2, activation=params.activation)
     return _normalise(x + nn, params)  # (5.3c-d)
@@ -246,7 +262,7 @@ def set_transformer(
     if pool not in ("mean", "max"):
         raise ValueError(f"pool must be 'mean' or 'max', got {pool!r}")
     x = _seq(h)
-    for p in blocks:
+    for p in _check_blocks(blocks):
         x = attention_block(x, p, causal=causal, weights=weights)
     return mean_pool(x, weights) if pool == "mean" else max_pool(x, weights)
 

@@ -55,13 +55,16 @@ def _dt(dt: object) -> float:
     return dt
 
 
-def _check_AB(A: object, B: object) -> tuple[np.ndarray, np.ndarray]:
-    A = as_float_array(A, "A", ndim=2).astype(np.float64)
-    B = as_float_array(B, "B", ndim=2).astype(np.float64)
-    if A.shape[0] != A.shape[1]:
-        raise ValueError(f"A must be square (s, s), got {A.shape}")
+def _check_AB(A: object, B: object, names: tuple[str, str] = ("A", "B")) -> tuple[np.ndarray, np.ndarray]:
+    """``A (s, s)``, ``B (s, d)`` as float64; errors name them as ``names`` (``Abar``, ``Bbar``
+    for the discrete system)."""
+    a, b = names
+    A = as_float_array(A, a, ndim=2).astype(np.float64)
+    B = as_float_array(B, b, ndim=2).astype(np.float64)
+    if A.shape[0] != A.shape[1] or A.shape[0] == 0:
+        raise ValueError(f"{a} must be square (s, s) with s >= 1, got {A.shape}")
     if B.shape[0] != A.shape[0]:
-        raise ValueError(f"B must have shape (s, d) with s = {A.shape[0]}, got {B.shape}")
+        raise ValueError(f"{b} must have shape (s, d) with s = {A.shape[0]}, got {B.shape}")
     return A, B
 
 
@@ -90,7 +93,7 @@ def discretize_euler(A: object, B: object, dt: float) -> tuple[np.ndarray, np.nd
 
 
 def _check_system(Abar, Bbar, C, D, h, v0):
-    Abar, Bbar = _check_AB(Abar, Bbar)
+    Abar, Bbar = _check_AB(Abar, Bbar, ("Abar", "Bbar"))
     s, d = Bbar.shape
     C = as_float_array(C, "C", ndim=2).astype(np.float64)
     D = as_float_array(D, "D", ndim=2).astype(np.float64)
@@ -130,7 +133,7 @@ def ssm_kernel(Abar: object, Bbar: object, C: object, T: int) -> np.ndarray:
 
     With ``v_0 = 0``, ``u_k = D h_k + sum_{j=1}^{k} K_j h_{k-j}`` (see :func:`ssm_convolve`).
     """
-    Abar, Bbar = _check_AB(Abar, Bbar)
+    Abar, Bbar = _check_AB(Abar, Bbar, ("Abar", "Bbar"))
     C = as_float_array(C, "C", ndim=2).astype(np.float64)
     T = check_positive_int(T, "T")
     K = np.zeros((T, C.shape[0], Bbar.shape[1]))

@@ -131,6 +131,11 @@ def multihead_as_expectation(
     ``f_Attn / H``; the conditional scores must carry a factor ``H`` for Eq. (21) to equal Eq. (4).
     Shapes: ``x_q (..., d)`` -> ``(..., d)``.
     """
+    if isinstance(heads, (str, bytes, np.ndarray)) or not isinstance(heads, (list, tuple)):
+        raise TypeError(f"heads must be a list of (W_q, W_k, W_v, W_o) tuples, got {type(heads).__name__}")
+    for i, h in enumerate(heads):
+        if not isinstance(h, (list, tuple)) or len(h) != 4:
+            raise TypeError(f"heads[{i}] must be a (W_q, W_k, W_v, W_o) tuple, got {type(h).__name__}")
     H = len(heads)
     if H == 0:
         raise ValueError("heads must contain at least one (W_q, W_k, W_v, W_o) tuple")
@@ -243,6 +248,13 @@ def svflow_metrics_from_loglik(
     """
     q = as_float_array(attn, "attn", min_ndim=1).astype(np.float64)
     log_lik = as_float_array(log_lik, "log_lik", min_ndim=1, finite=False).astype(np.float64)
+    d = check_positive_int(d, "d")
+    try:
+        np.broadcast_shapes(q.shape, log_lik.shape)
+    except ValueError:
+        raise ValueError(
+            f"log_lik (..., Z) and attn (..., Z) must broadcast, got {log_lik.shape} and {q.shape}"
+        ) from None
     m = (q > 0) if mask is None else np.asarray(mask, dtype=bool)
     m = np.broadcast_to(m, np.broadcast_shapes(q.shape, log_lik.shape))
     log_lik = np.where(m, log_lik, -np.inf)

@@ -67,10 +67,14 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 # categorical helpers (log space, last axis = Z)
 # --------------------------------------------------------------------------------------------
-def _logp(x: object, name: str) -> np.ndarray:
+def _logp(x: object, name: str, *, prob: bool = True) -> np.ndarray:
+    """Log-probabilities ``(..., Z)`` (finite or ``-inf``; with ``prob`` also ``<= 0``: a value
+    above 0 is a probability above 1, and ``exp(1e308)`` would turn the sums into NaN)."""
     arr = as_float_array(x, name, min_ndim=1, finite=False).astype(np.float64)
     if np.isnan(arr).any() or np.isposinf(arr).any():
         raise ValueError(f"{name} must be log-probabilities (finite or -inf), got NaN or +inf")
+    if prob and (arr > 1e-9).any():
+        raise ValueError(f"{name} must be log-probabilities (<= 0), got a value of {float(arr.max()):.3g}")
     return arr
 
 
@@ -117,19 +121,19 @@ def _prior(log_prior: object | None, Z: int) -> np.ndarray:
 
 def log_posterior(log_lik: object, log_prior: object | None = None) -> np.ndarray:
     """Bayes: ``log p(z|x) = log p(x|z) + log p(z) - log p(x)``. ``(..., Z) -> (..., Z)``."""
-    ll = _logp(log_lik, "log_lik")
+    ll = _logp(log_lik, "log_lik", prob=False)
     return log_softmax(ll + _prior(log_prior, ll.shape[-1]), axis=-1)
 
 
 def log_marginal(log_lik: object, log_prior: object | None = None) -> np.ndarray:
     """``log p(x) = logsumexp_z (log p(x|z) + log p(z))``. ``(..., Z) -> (...)``."""
-    ll = _logp(log_lik, "log_lik")
+    ll = _logp(log_lik, "log_lik", prob=False)
     return logsumexp(ll + _prior(log_prior, ll.shape[-1]), axis=-1)
 
 
 def elbo(log_q: object, log_lik: object, log_prior: object | None = None) -> np.ndarray:
     """Instantaneous ELBO, Eq. (11): ``E_q[log p(x|z)] - KL(q(z|x) || p(z))``. ``(..., Z) -> (...)``."""
-    lq, ll = _logp(log_q, "log_q"), _logp(log_lik, "log_lik")
+    lq, ll = _logp(log_q, "log_q"), _logp(log_lik, "log_lik", prob=False)
     if lq.shape[-1] != ll.shape[-1]:
         raise ValueError(f"log_q and log_lik must share the last axis Z, got {lq.shape} and {ll.shape}")
     q = np.exp(lq)
@@ -145,10 +149,15 @@ def svflow_field(q: object, scores: object) -> np.ndarray:
     >>> svflow_field(np.array([0.25, 0.75]), np.array([[4.0, 0.0], [0.0, 4.0]]))
     array([1., 3.])
     """
+    return _field(q, scores, "scores")
+
+
+def _field(q: object, scores: object, name: str) -> np.ndarray:
+    """:func:`svflow_field` with the scores' argument named ``name`` in errors."""
     q = as_float_array(q, "q", min_ndim=1).astype(np.float64)
-    s = as_float_array(scores, "scores", min_ndim=2).astype(np.float64)
+    s = as_float_array(scores, name, min_ndim=2).astype(np.float64)
     if s.shape[-2] != q.shape[-1]:
-        raise ValueError(f"scores must have shape (..., Z, d) with Z={q.shape[-1]} (from q), got {s.shape}")
+        raise ValueError(f"{name} must have shape (..., Z, d) with Z={q.shape[-1]} (from q), got {s.shape}")
     return np.sum(q[..., :, None] * s, axis=-2)
 
 
@@ -159,7 +168,7 @@ def softmax_grad_log(q: object, grad_logits: object) -> np.ndarray:
     """
     q = as_float_array(q, "q", min_ndim=1).astype(np.float64)
     g = as_float_array(grad_logits, "grad_logits", min_ndim=2).astype(np.float64)
-    return g - svflow_field(q, g)[..., None, :]
+    return g - _field(q, g, "grad_logits")[..., None, :]
 
 
 def variational_error(log_q: object, log_post: object, grad_log_q: object) -> np.ndarray:
@@ -172,7 +181,7 @@ def variational_error(log_q: object, log_post: object, grad_log_q: object) -> np
     q = np.exp(lq)
     with np.errstate(invalid="ignore"):
         w = np.where(q > 0, q * (lp - lq), 0.0)  # (..., Z)
-    return svflow_field(w, grad_log_q)
+    return _field(w, grad_log_q, "grad_log_q")
 
 
 # --------------------------------------------------------------------------------------------

@@ -189,8 +189,12 @@ def log_bessel_iv(nu: object, x: object) -> np.ndarray:
 
 def log_bessel_iv_naive(nu: object, x: object) -> np.ndarray:
     """``log(scipy.special.iv(nu, x))`` — the direct evaluation that overflows (for comparison only)."""
+    nu_a = as_float_array(nu, "nu").astype(np.float64)
+    x_a = as_float_array(x, "x").astype(np.float64)
+    if (nu_a < 0).any() or (x_a < 0).any():
+        raise ValueError("nu and x must be >= 0")
     with np.errstate(divide="ignore", over="ignore"):
-        return np.log(special.iv(np.asarray(nu, dtype=np.float64), np.asarray(x, dtype=np.float64)))
+        return np.log(special.iv(nu_a, x_a))  # +inf where I overflows: the point of the comparison
 
 
 # --------------------------------------------------------------------------------------------
@@ -235,7 +239,10 @@ def vmf_log_normalizer(kappa: object, d: int) -> np.ndarray:
 
 def vmf_log_normalizer_naive(kappa: object, d: int) -> np.ndarray:
     """The same formula with ``scipy.special.iv`` in linear space: ``-inf``/NaN once ``I`` overflows."""
-    k = np.asarray(kappa, dtype=np.float64)
+    k = as_float_array(kappa, "kappa").astype(np.float64)
+    if (k < 0).any():
+        raise ValueError("kappa must be >= 0")
+    d = check_positive_int(d, "d", minimum=2)
     nu = 0.5 * d - 1.0
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         return np.log(k**nu / (np.float64(2 * np.pi) ** (0.5 * d) * special.iv(nu, k)))
