@@ -142,7 +142,9 @@ CHEAP_FORMS: dict[str, list[str]] = {
     "cd course/nbgrader && nbgrader generate_assignment part4_margins": [
         "command -v nbgrader >/dev/null || exit 0; nbgrader generate_assignment --help >/dev/null"
     ],
-    "nbgrader autograde part4_margins": ["command -v nbgrader >/dev/null || exit 0; nbgrader autograde --help >/dev/null"],
+    "nbgrader autograde part4_margins": [
+        "command -v nbgrader >/dev/null || exit 0; nbgrader autograde --help >/dev/null"
+    ],
     # --- environment report and grader ---------------------------------------------------------------
     "nextword check-env": ["{py} -m nextword check-env"],
     "nextword grade": ["{py} -m nextword grade 5"],

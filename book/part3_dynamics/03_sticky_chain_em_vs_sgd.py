@@ -165,7 +165,6 @@ print(f"(same path with y_(t-1) known: {floor0:.4f}; entropy rate {rates['invers
 # the floor does not come down; with $d_x=20$ and the means moved closer, it goes up:
 
 # %%
-from nextword.booktools.display import produced  # noqa: E402
 
 floor_dx = {}
 for dx in (8, 20, 80):
