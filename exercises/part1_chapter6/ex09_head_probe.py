@@ -3,7 +3,7 @@
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_09", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_09")`.
-# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
+# > Where you stand on all exercises: `nextword grade`.
 
 # %%
 from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
@@ -34,9 +34,9 @@ import numpy as np
 import torch
 
 from nextword.booktools.display import produced
-from nextword.torch.ablation import token_nll
+from nextword.torch.probes.ablation import token_nll
 from nextword.chapter6 import AgreementTask
-from nextword.torch.lm import LMConfig, TinyLM, train_lm
+from nextword.torch.models.lm import LMConfig, TinyLM, train_lm
 
 torch.set_num_threads(1)
 task = AgreementTask.make(np.random.default_rng(0))

@@ -3,7 +3,7 @@
 # > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
 # > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p1_12", 1)` gives
 # > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p1_12")`.
-# > Where you stand on all exercises: `python -m nextword.booktools.exercises grade`.
+# > Where you stand on all exercises: `nextword grade`.
 
 # %%
 from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
@@ -17,7 +17,7 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 # failure mode or degradation of each on language modelling, and justify it by the role of the component.
 #
 # Write your predictions first (cell below), then test them. A 2-layer, 4-head `TinyLM` is trained on
-# `AgreementTask` (order-2 fillers + subject agreement); `nextword.torch.ablation.with_config` removes a
+# `AgreementTask` (order-2 fillers + subject agreement); `nextword.torch.probes.ablation.with_config` removes a
 # component from the trained weights. For the mask, a model is also *retrained* without it, because the
 # failure the chapter has in mind (§6.3) appears in training.
 #
@@ -39,9 +39,9 @@ import torch
 import torch.nn.functional as F
 
 from nextword.booktools.display import produced
-from nextword.torch.ablation import ABLATIONS, token_nll, with_config
+from nextword.torch.probes.ablation import ABLATIONS, token_nll, with_config
 from nextword.chapter6 import AgreementTask
-from nextword.torch.lm import LMConfig, TinyLM, train_lm
+from nextword.torch.models.lm import LMConfig, TinyLM, train_lm
 
 torch.set_num_threads(1)
 task = AgreementTask.make(np.random.default_rng(0))
