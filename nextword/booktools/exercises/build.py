@@ -16,6 +16,7 @@ Example
 x = 1
 raise NotImplementedError("add one")
 """
+
 from __future__ import annotations
 
 import re
@@ -26,8 +27,10 @@ from pathlib import Path
 from .hints import exercise_id, repo_root
 
 REPO_ROOT = repo_root()
-_BEGIN = re.compile(r'^(?P<indent>\s*)#\s*(?P<md><!--\s*)?BEGIN SOLUTION(?:\s+hint="(?P<hint>[^"]*)")?\s*(-->)?\s*$')
-_END = re.compile(r"^\s*#\s*(<!--\s*)?END SOLUTION\s*(-->)?\s*$")
+SOLUTION_BEGIN = re.compile(
+    r'^(?P<indent>\s*)#\s*(?P<md><!--\s*)?BEGIN SOLUTION(?:\s+hint="(?P<hint>[^"]*)")?\s*(-->)?\s*$'
+)
+SOLUTION_END = re.compile(r"^\s*#\s*(<!--\s*)?END SOLUTION\s*(-->)?\s*$")
 DEFAULT_HINT = "replace this line with your solution"
 
 
@@ -45,7 +48,7 @@ def strip_solutions(source: str, *, name: str = "<source>", exercise: str | None
     inside: re.Match[str] | None = None
     written = 0
     for lineno, line in enumerate(source.splitlines(), start=1):
-        begin, end = _BEGIN.match(line), _END.match(line)
+        begin, end = SOLUTION_BEGIN.match(line), SOLUTION_END.match(line)
         if begin:
             if inside:
                 raise MarkerError(f"{name}:{lineno}: BEGIN SOLUTION inside another solution region")
@@ -53,8 +56,11 @@ def strip_solutions(source: str, *, name: str = "<source>", exercise: str | None
             indent = begin["indent"]
             if begin["md"]:
                 written += 1
-                after = f' (Once you have written it, `reveal("{exercise}", {written})` shows a model answer.)' \
-                    if exercise else ""
+                after = (
+                    f' (Once you have written it, `reveal("{exercise}", {written})` shows a model answer.)'
+                    if exercise
+                    else ""
+                )
                 out.append(f"{indent}# *Your answer here.*{after}")
             else:
                 hint = begin["hint"] or DEFAULT_HINT
@@ -91,8 +97,8 @@ def expected_exercise(solution: Path) -> str:
         "# %% [markdown]\n"
         "# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;\n"
         "# > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the\n"
-        "# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint(\"" + ex + "\", 1)` gives\n"
-        "# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal(\"" + ex + "\")`.\n"
+        '# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("' + ex + '", 1)` gives\n'
+        '# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("' + ex + '")`.\n'
         "# > Where you stand on all exercises: `nextword grade`.\n\n"
         "# %%\n"
         "from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)\n\n"
@@ -101,7 +107,7 @@ def expected_exercise(solution: Path) -> str:
     return header + strip_solutions(text, name=str(solution), exercise=ex)
 
 
-_PART_NAMES = {
+PART_NAMES = {
     "part1_chapter6": "Part 1 — Chapter 6: Transformers",
     "part2_formulation": "Part 2 — LLMs: a mathematical formulation",
     "part3_dynamics": "Part 3 — Gradient dynamics of attention",
@@ -111,7 +117,7 @@ _PART_NAMES = {
 _FIELD = re.compile(r"\*\*(?P<key>Difficulty|Book notebook):\*\*\s*(?P<value>[^·\n]+)")
 
 
-def _exercise_info(solution: Path) -> tuple[str, str, str]:
+def exercise_info(solution: Path) -> tuple[str, str, str]:
     """(title, difficulty, book notebook) read from the solution's first markdown cell."""
     text = Path(solution).read_text(encoding="utf-8")
     title = next((ln.lstrip("# ").strip() for ln in text.splitlines() if ln.startswith("# # ")), solution.stem)
@@ -135,9 +141,9 @@ def exercises_readme(root: Path = REPO_ROOT) -> str:
         "   (partial credit: `3 of 4 checks passed`). A ✗ names the input it failed on, shows what you got",
         "   and what was expected on the smallest failing case, and where it recognises one, the likely",
         "   mistake (a factor √d, bits instead of nats, a transposed matrix, ties at the minimum, …).",
-        "3. Stuck? `hint(\"p4_01\", 1)` prints a first hint for Part 4, Exercise 01; tier 2 names the",
+        '3. Stuck? `hint("p4_01", 1)` prints a first hint for Part 4, Exercise 01; tier 2 names the',
         "   method, tier 3 is close to the code. Take them one at a time.",
-        "4. Written answers (\"*Your answer here.*\"): write yours first, then `reveal(\"p4_01\")` shows the",
+        '4. Written answers ("*Your answer here.*"): write yours first, then `reveal("p4_01")` shows the',
         "   model answer to compare with.",
         "",
         "`hint` and `reveal` are imported by the first code cell of every exercise",
@@ -192,7 +198,7 @@ def exercises_readme(root: Path = REPO_ROOT) -> str:
         "## For authors",
         "",
         "Write the worked answer in `solutions/<part>/exNN_<topic>.py` between `# BEGIN SOLUTION` and",
-        "`# END SOLUTION` (code; `hint=\"...\"` on the BEGIN line says *what to return*, never how) or",
+        '`# END SOLUTION` (code; `hint="..."` on the BEGIN line says *what to return*, never how) or',
         "`# <!-- BEGIN SOLUTION -->` … `# <!-- END SOLUTION -->` (a written answer: it becomes the model answer",
         "that `reveal` shows). Add three hint tiers to `HINTS` in `nextword/exercises/hints.py` and a checker",
         "`check_ex_p<part>_<NN>` in `nextword/exercises/checks/` that runs its sub-checks in a `Report`",
@@ -204,9 +210,9 @@ def exercises_readme(root: Path = REPO_ROOT) -> str:
     for solution in solution_sources(root):
         by_part.setdefault(solution.parent.name, []).append(solution)
     for part in sorted(by_part):
-        lines += [f"## {_PART_NAMES.get(part, part)}", "", "| exercise | difficulty | book notebook |", "|---|---|---|"]
+        lines += [f"## {PART_NAMES.get(part, part)}", "", "| exercise | difficulty | book notebook |", "|---|---|---|"]
         for solution in by_part[part]:
-            title, difficulty, notebook = _exercise_info(solution)
+            title, difficulty, notebook = exercise_info(solution)
             lines.append(f"| [{title}]({part}/{solution.name}) | {difficulty} | `{notebook}` |")
         lines.append("")
     return "\n".join(lines)

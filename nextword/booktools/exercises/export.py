@@ -29,7 +29,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .build import _BEGIN, _END, REPO_ROOT, _exercise_info, _PART_NAMES, solution_sources
+from .build import SOLUTION_BEGIN, SOLUTION_END, REPO_ROOT, exercise_info, PART_NAMES, solution_sources
 from .hints import exercise_id
 
 __all__ = [
@@ -132,7 +132,7 @@ def read_exercise(solution: Path) -> Exercise:
         raise ValueError(f"{solution} should end with one self-check call check_ex_{ex}(...), found {found}")
     index, (_, args) = found[0]
     cells = [c for i, c in enumerate(nb.cells) if i != index]
-    title, difficulty, book_notebook = _exercise_info(solution)
+    title, difficulty, book_notebook = exercise_info(solution)
     return Exercise(ex, title, difficulty, book_notebook, solution, cells, args, _labels(solution, cells, ex, args))
 
 
@@ -144,7 +144,7 @@ def _code_with_markers(source: str, begin: str, end: str) -> str:
     """The project's ``# BEGIN SOLUTION hint="..."`` → the hint as a comment, then the tool's own markers."""
     out = []
     for line in source.splitlines():
-        b, e = _BEGIN.match(line), _END.match(line)
+        b, e = SOLUTION_BEGIN.match(line), SOLUTION_END.match(line)
         if b and not b["md"]:
             if b["hint"]:
                 out.append(f"{b['indent']}# TODO: {b['hint']}")
@@ -157,7 +157,7 @@ def _code_with_markers(source: str, begin: str, end: str) -> str:
 
 
 def _has_code_solution(source: str) -> bool:
-    return any((m := _BEGIN.match(line)) and not m["md"] for line in source.splitlines())
+    return any((m := SOLUTION_BEGIN.match(line)) and not m["md"] for line in source.splitlines())
 
 
 def _split_written(source: str) -> tuple[str, list[str], str] | None:
@@ -257,7 +257,7 @@ def otter_master(part: str, exercises: Sequence[Exercise]):
     """The otter-grader master notebook of ``part``: one autograded question per exercise, one manual per answer."""
     import nbformat
 
-    title = _PART_NAMES.get(part, part)
+    title = PART_NAMES.get(part, part)
     new_md, new_code, new_raw = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell, nbformat.v4.new_raw_cell
     cells = [
         new_raw(_otter_config(part, title)),
@@ -432,11 +432,11 @@ def export_nbgrader(directory: Path, parts: Sequence[str] | None = None, root: P
 
 
 def _exercises_by_part(parts: Sequence[str] | None, root: Path) -> dict[str, list[Exercise]]:
-    from .grade import _part_matches
+    from .grade import part_matches
 
     by_part: dict[str, list[Exercise]] = {}
     for solution in solution_sources(root):
-        if parts and not any(_part_matches(solution.parent.name, p) for p in parts):
+        if parts and not any(part_matches(solution.parent.name, p) for p in parts):
             continue
         by_part.setdefault(solution.parent.name, []).append(read_exercise(solution))
     if parts and not by_part:

@@ -12,6 +12,7 @@ For every exercise notebook of ``part`` (``1``, ``part1`` or ``part1_chapter6``;
 Notebooks are executed with nbclient in memory, in their own folder; the student's files are not changed.
 Of a ``.py``/``.ipynb`` pair the more recently modified file is graded.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -78,15 +79,17 @@ def grade_notebook(notebook_path: Path, solution: Path, *, timeout: int = 600) -
     nb, graded = _notebook(notebook_path)
     if _code_cells(nb) == _code_cells(_pristine(solution)):
         return Grade(ex, graded, "not started")
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                            resources={"metadata": {"path": str(graded.parent.resolve())}})
+    client = NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(graded.parent.resolve())}}
+    )
     try:
         client.execute()
     except CellTimeoutError:
         return Grade(ex, graded, "✗", f"a cell ran longer than {timeout} s")
     except CellExecutionError as err:
-        cell = next((i for i, c in enumerate(nb.cells) for o in c.get("outputs", []) if o.get("output_type") == "error"),
-                    None)
+        cell = next(
+            (i for i, c in enumerate(nb.cells) for o in c.get("outputs", []) if o.get("output_type") == "error"), None
+        )
         where = f"cell {cell}" if cell is not None else "a cell"
         if err.ename == "NotImplementedError":
             return Grade(ex, graded, "✗", f"a stub is left ({where}): {_first_line(err.evalue)}")
@@ -103,19 +106,20 @@ def grade_notebook(notebook_path: Path, solution: Path, *, timeout: int = 600) -
     return Grade(ex, graded, "✓", ticks[-1].removeprefix("✓").strip())
 
 
-def _part_matches(part_dir: str, part: str | None) -> bool:
+def part_matches(part_dir: str, part: str | None) -> bool:
     if not part:
         return True
     wanted = part if part.startswith("part") else f"part{part}"
     return part_dir == wanted or part_dir.startswith(wanted + "_")
 
 
-def grade_all(part: str | None = None, *, directory: Path | None = None, root: Path = REPO_ROOT,
-              timeout: int = 600) -> list[Grade]:
+def grade_all(
+    part: str | None = None, *, directory: Path | None = None, root: Path = REPO_ROOT, timeout: int = 600
+) -> list[Grade]:
     """Grade every exercise of ``part`` (all parts if None) found in ``directory`` (default ``exercises/``)."""
     grades = []
     for solution in solution_sources(root):
-        if not _part_matches(solution.parent.name, part):
+        if not part_matches(solution.parent.name, part):
             continue
         target = exercise_path(solution, root)
         if directory is not None:
@@ -149,8 +153,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``grade [part] [--dir DIR] [--timeout S]``: print the table; exit 0 (the table is the result)."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="nextword grade",
-                                     description="Run your filled-in exercise notebooks and show ✓ / ✗ / not started.")
+    parser = argparse.ArgumentParser(
+        prog="nextword grade", description="Run your filled-in exercise notebooks and show ✓ / ✗ / not started."
+    )
     parser.add_argument("part", nargs="?", help="1..5, part1 or part1_chapter6 (default: every part)")
     parser.add_argument("--dir", type=Path, default=None, help="folder holding part*/ex*.ipynb (default: exercises/)")
     parser.add_argument("--timeout", type=int, default=600, help="seconds allowed per cell (default 600)")

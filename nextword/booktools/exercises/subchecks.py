@@ -18,7 +18,7 @@ import io
 import re
 from collections.abc import Callable
 
-from .checks import _common
+from .checks._common import ExerciseCheckError, collect_reports
 
 __all__ = ["WHOLE", "checker_for", "sub_check_results", "sub_check"]
 
@@ -57,10 +57,10 @@ def sub_check_results(exercise: str, *args) -> list[tuple[str, str | None]]:
         return _last[2]
     checker = checker_for(exercise)
     crash = failure = None
-    with _common.collect_reports() as reports, contextlib.redirect_stdout(io.StringIO()):
+    with collect_reports() as reports, contextlib.redirect_stdout(io.StringIO()):
         try:
             checker(*args)
-        except _common.ExerciseCheckError as exc:
+        except ExerciseCheckError as exc:
             failure = str(exc).removeprefix("✗ ")
         except Exception as exc:  # the checker could not even start (e.g. a wrong argument type)
             crash = f"{type(exc).__name__}: {exc}"
