@@ -165,7 +165,7 @@ def _with_mistake(source: Path, target: Path) -> None:
     target.write_text(text.replace(MISTAKE[0], MISTAKE[1]), encoding="utf-8")
 
 
-@pytest.mark.slow
+@pytest.mark.instructor
 def test_otter_assign_and_run_grade_three_submissions(tmp_path):
     _require("otter", "otter-grader")
     assert export_main(["--otter", str(tmp_path), "--part", "4"]) == 0
@@ -203,7 +203,7 @@ def test_otter_assign_and_run_grade_three_submissions(tmp_path):
     assert scores["mistake"] == {q: (m - (q == "p4_01"), m) for q, m in full.items()}
 
 
-@pytest.mark.slow
+@pytest.mark.instructor
 def test_nbgrader_generate_and_autograde_three_submissions(tmp_path):
     _require("nbgrader", "nbgrader")
     course = tmp_path / "course"

@@ -61,10 +61,13 @@ def run_sweep(
             distributed=False,
             data=data,
         )
-        if "sweep_row" not in res:
+        key = {"config": res["config"], "perturbation": res.get("perturbation", 0), "sigma": sigma}
+        row_file = run_dir / "sweep_row.json"  # beside results.json, which another run of this λ may rewrite
+        cached = json.loads(row_file.read_text()) if row_file.exists() else {}
+        if cached.get("key") != key:
             gpt, _, _, _ = load_checkpoint(run_dir, device="cpu" if device == "auto" else device)
             curve = noise_curve(gpt, vx, vy, sigmas=[0.0, sigma], draws=cfg.noise_draws, seed=cfg.seed)
-            res["sweep_row"] = {
+            row = {
                 "lambda": float(lam),
                 "bpc": curve["bpc_mean"][0],
                 "bpc_sigma": curve["bpc_mean"][1],
@@ -73,10 +76,10 @@ def run_sweep(
                 "sigma": sigma,
                 **res.get("diagnostics", {}),
             }
-            save_json(res, run_dir / "results.json")
+            save_json({"key": key, "row": row}, row_file)
     if world > 1:
         dist.barrier()
-    rows = [json.loads((lambda_dir(out, lam) / "results.json").read_text())["sweep_row"] for lam in lambdas]
+    rows = [json.loads((lambda_dir(out, lam) / "sweep_row.json").read_text())["row"] for lam in lambdas]
     table = {"config": cfg.to_dict(), "sigma": sigma, "rows": rows}
     if rank == 0:
         save_json(table, out / "sweep.json")
