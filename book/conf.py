@@ -211,7 +211,20 @@ def _drop_produced_marks(app, doctree, docname: str) -> None:
             text.parent.replace(text, nodes.Text(strip_marks(str(text))))
 
 
+def _visit_hidden_cell(self, node) -> None:
+    """MyST-NB's folded cell (``hide-cell``) without its ``aria-label``: the summary is then named by its visible
+    text ("Show code cell content"), which axe-core's label-content-name-mismatch rule asks for."""
+    from myst_nb.sphinx_ import visit_HideCellInput
+
+    start = len(self.body)
+    visit_HideCellInput(self, node)
+    self.body[start:] = [s.replace('<summary aria-label="Toggle hidden content">', "<summary>") for s in self.body[start:]]
+
+
 def setup(app):
+    from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
+
+    app.add_node(HideCodeCellNode, override=True, html=(_visit_hidden_cell, depart_HideCellInput))
     app.add_config_value("nextword_conf_hash", "", "env")
     app.connect("doctree-read", _solution_titles, priority=400)   # before the title collector (500)
     app.connect("builder-inited", _copy_mathjax)

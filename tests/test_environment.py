@@ -18,6 +18,8 @@ def _pyproject_names() -> set[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     reqs = list(project["dependencies"])
     for extra, deps in project["optional-dependencies"].items():
+        if extra == "instructor":  # otter-grader and nbgrader: for course staff, not the reader's environment
+            continue
         reqs += [d for d in deps if not d.startswith("nextword")]
     return {_name(r) for r in reqs}
 
