@@ -10,7 +10,18 @@ import pytest
 from nextword.__main__ import COMMANDS, main
 
 REPO = Path(__file__).resolve().parents[1]
-SUBCOMMANDS = ("train", "robustness", "sweep", "report", "results", "fetch", "check-env", "grade", "exercises", "gpu-check")
+SUBCOMMANDS = (
+    "train",
+    "robustness",
+    "sweep",
+    "report",
+    "results",
+    "fetch",
+    "check-env",
+    "grade",
+    "exercises",
+    "gpu-check",
+)
 
 
 def _run(*args, **kw):
