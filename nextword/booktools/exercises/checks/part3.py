@@ -6,9 +6,13 @@ properties only.
 """
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable
 
 import numpy as np
+
+from nextword.perturbation import ENV
 
 from ._common import ExerciseCheckError, Report, as_array, call_student, check_close, check_shape, check_true, describe, fail, passed  # noqa: F401
 
@@ -17,6 +21,17 @@ __all__: list[str] = ["check_ex_p3_01", "check_ex_p3_02", "check_ex_p3_03", "che
 
 _call = call_student  # shared: a stub, a non-function or a crash becomes a clear failure
 
+
+
+@contextlib.contextmanager
+def _unperturbed():
+    """``NEXTWORD_PERTURB`` switched off inside: a checker's reference computation is exact, not a training run."""
+    saved = os.environ.pop(ENV, None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ[ENV] = saved
 
 def _random_attention(rng: np.random.Generator, T: int, causal: bool) -> np.ndarray:
     from nextword.attention.core import softmax
@@ -162,7 +177,8 @@ def check_ex_p3_04(em_value_step: Callable) -> bool:
             means = sticky_means(4, 6, rng=rng)
             task = make_sticky_task(chain.sample(T + 1, rng), means, rng=rng)
             params = HeadParams.init(6, 3, 5, 4, rng=rng, scale=0.5)
-            run = train_protocol("em", params, task, ProtocolConfig(steps=1, lr=1e-3, value_lr=value_lr))
+            with _unperturbed():  # one exact M-step: the reference must start from these params, as the answer does
+                run = train_protocol("em", params, task, ProtocolConfig(steps=1, lr=1e-3, value_lr=value_lr))
             label = f"em_value_step(params, X, y, value_lr={value_lr}) on a sequence of length T={T}"
             got = check_shape(label, _call(em_value_step, label, params, task.X.copy(), task.targets.copy(), value_lr),
                               params.W_V.shape)
