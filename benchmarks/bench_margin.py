@@ -53,7 +53,7 @@ def _setup(args: dict):
     dev = select_device(args["device"])
     data = load_char_data("shakespeare")
     torch.manual_seed(0)
-    gpt = SmallGPT(SmallGPTConfig(vocab_size=data.vocab.size, max_len=args["block"], d_model=args["d"])).to(dev)
+    gpt = SmallGPT(SmallGPTConfig(vocab_size=data.vocab.vocab_size, max_len=args["block"], d_model=args["d"])).to(dev)
     prior = EmbeddingPrior(args["d"]).to(dev)
     opt = torch.optim.AdamW(list(gpt.parameters()) + list(prior.parameters()), lr=1e-3, weight_decay=1e-4)
     return torch, dev, data, gpt, prior, opt
