@@ -510,7 +510,8 @@ print(f"(validation bits per character after {ce['steps']} steps; the CPU pair o
 for run, arms in gpu_pair.items():
     ce, mg = (arms[a]["data"] for a in ("ce", "margin"))
     assert ce["steps"] == mg["steps"] == 1220 and mg["gpu"]["name"].startswith("NVIDIA")
-    assert mg["final_val_bpc"] - ce["final_val_bpc"] > 2 * 0.036, run      # more than twice the paper's gap
+    assert mg["final_val_bpc"] - ce["final_val_bpc"] > 2.5 * 0.036, run    # about three times the paper's gap
+    assert ce["final_val_bpc"] > load_result("barrier_ce")["data"]["final_val_bpc"] + 0.2, run  # lr 1e-3: slower
     assert mg["diagnostics"]["trace_sigma_A"] < -10, run                   # coupling driven negative
     assert abs(ce["diagnostics"]["trace_sigma_A"]) < 0.1, run              # the CE arm's prior stays near W = 0
 rerun_gap = max(abs(gpu_pair["seed 0"][a]["data"]["final_val_bpc"] - gpu_pair["seed 0, again"][a]["data"]["final_val_bpc"])

@@ -329,8 +329,12 @@ for label in ("paper preset, seed 0", "paper preset, seed 1"):
     assert np.all(np.diff(rms) > 0), label                # and the embeddings grow
 rows = gpu_rows["cpu-tier settings, seed 0"]
 bpc, deg = np.array([r["bpc"] for r in rows]), np.array([r["degradation"] for r in rows])
+rel = np.array([r["relative_degradation"] for r in rows])
+lams = np.array([r["lambda"] for r in rows])
 assert np.all(np.diff(bpc) > 0) and np.all(np.diff(deg) < 0)
 assert bpc[-1] > 1.3 * bpc[0]
+assert np.all(np.abs(rel[lams <= 0.02] - rel[0]) < 0.03 * rel[0])  # (c): flat to λ = 0.02 at equal relative noise
+assert rel[-1] < 0.8 * rel[0]                                       # and lower only at the far end of the path
 print("asserted on the saved numbers: at the paper's preset (both seeds) clean BPC rises by more than 6 %, "
       "no lambda lowers the degradation by 3 %, the coupling falls and the embeddings grow with lambda; "
       "at the CPU-tier settings the degradation falls only as the clean BPC rises by more than 30 %")

@@ -277,5 +277,9 @@ sigmas = np.array(gpu_ab["gpu_barrier_ce"]["sigmas"])
 assert np.all(deg_margin[(sigmas > 0) & (sigmas <= 0.2)] < deg_ce[(sigmas > 0) & (sigmas <= 0.2)])
 assert np.all(deg_margin[sigmas >= 0.3] > deg_ce[sigmas >= 0.3])
 assert gpu_rob["embedding_rms"]["margin"] > 1.2 * gpu_rob["embedding_rms"]["ce"]
+rel_margin = np.array(gpu_rl["gpu_barrier_margin"]["degradation"])
+first_worse_abs = sigmas[(sigmas > 0) & (deg_margin > deg_ce)].min()
+first_worse_rel = sigmas[(sigmas > 0) & (rel_margin > deg_ce)].min()
+assert first_worse_rel < first_worse_abs  # at equal relative noise the crossing comes earlier
 print("asserted on the saved GPU numbers: the margin arm degrades less for 0 < sigma <= 0.2 "
       "and more for sigma >= 0.3")
