@@ -119,6 +119,7 @@ CHEAP_FORMS: dict[str, list[str]] = {
     "nextword gpu-check --dry-run": ["{py} -m nextword gpu-check --help | grep -q -- --dry-run"],
     # --- the rendered book's checks and print edition (CI builds the PDF and runs axe) ----------------
     "make pdf": ["make -n pdf"],
+    "make test-instructor": ["make -n test-instructor"],
     "make axe": ["make -n axe"],
     "python -m nextword.booktools.teaching book/<part>/<name>.py": [
         "{py} -m nextword.booktools.teaching book/part1_chapter6/6_1_parallel_attention.py"
