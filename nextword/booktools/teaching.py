@@ -7,6 +7,11 @@ an H1 title, a paragraph starting with ``**The question.**``, a ``Learning goals
 ``Check your understanding`` (2 to 4 numbered questions, each followed by a ``{dropdown}`` answer) and
 ``Reproducibility``, whose code cells carry the ``hide-cell`` tag (folded in the rendered book).
 
+A part's overview page (``book/<part>/00_overview.py``) opens the same way, then has the sections
+``What the paper claims``, ``What you need first``, ``The route through this part`` (a link to every
+other page of the part) and ``What the book found``, in this order; it works no example and asks no
+questions (:data:`OVERVIEW_SECTIONS`).
+
 Every ``{term}`` role of a page must name an entry of ``book/glossary.md``. Check pages from the shell::
 
     python -m nextword.booktools.teaching book/part1_chapter6/6_1_parallel_attention.py
@@ -23,6 +28,7 @@ from pathlib import Path
 
 __all__ = [
     "GLOSSARY",
+    "OVERVIEW_SECTIONS",
     "glossary_terms",
     "estimated_minutes",
     "reading_minutes",
@@ -141,9 +147,54 @@ def shape_problems_of_text(text: str) -> list[str]:
     return problems
 
 
+#: The ``##`` sections of a part's overview page (``00_overview.py``), in this order (headings start so).
+OVERVIEW_SECTIONS = (
+    "What the paper claims",
+    "What you need first",
+    "The route through this part",
+    "What the book found",
+)
+
+
+def overview_problems_of_text(text: str, pages: list[str] = ()) -> list[str]:
+    """Every way a part's overview page departs from its shape; ``pages`` are the stems of the part's other
+    pages, each of which the route section must link (``(<stem>.ipynb)``).
+
+    >>> overview_problems_of_text("# %% [markdown]\\n# # Part 9: overview\\n")[-1]
+    'no section ## What the book found'
+    """
+    cells = _cells(text)
+    if not cells or cells[0][0] != "markdown":
+        return ["the page does not open with a markdown cell"]
+    problems = _first_cell_problems(cells[0][1])
+    sections = _sections(cells)
+    headings = [h for h, _, _ in sections]
+    found = []
+    for name in OVERVIEW_SECTIONS:
+        at = next((i for i, h in enumerate(headings) if h.startswith(name)), None)
+        if at is None:
+            problems.append(f"no section ## {name}")
+        else:
+            found.append(at)
+    if found != sorted(found):
+        problems.append("sections out of order: " + ", ".join(OVERVIEW_SECTIONS))
+    route = next((body for h, body, _ in sections if h.startswith("The route through this part")), None)
+    if route is not None:
+        unlinked = [stem for stem in pages if f"({stem}.ipynb)" not in route]
+        if unlinked:
+            problems.append(f"## The route through this part: no link to {unlinked}")
+    return problems
+
+
 def shape_problems(py_path: Path) -> list[str]:
-    """:func:`shape_problems_of_text` of a jupytext source file."""
-    return shape_problems_of_text(Path(py_path).read_text(encoding="utf-8"))
+    """:func:`shape_problems_of_text` of a jupytext source file (for a part's ``00_overview.py``,
+    :func:`overview_problems_of_text` with the part's other pages)."""
+    py_path = Path(py_path)
+    text = py_path.read_text(encoding="utf-8")
+    if py_path.stem == "00_overview":
+        others = sorted(p.stem for p in py_path.parent.glob("*.py") if p.stem != py_path.stem)
+        return overview_problems_of_text(text, others)
+    return shape_problems_of_text(text)
 
 
 def reading_minutes(py_path: Path) -> int | None:

@@ -145,3 +145,45 @@ def test_glossary_rejects_a_term_without_definition(tmp_path):
     with pytest.raises(ValueError, match="lonely term"):
         teaching.glossary_terms(bad)
     assert teaching.term_uses("see {term}`heads <Attention head>` and {term}`softmax`") == ["attention head", "softmax"]
+
+
+_OVERVIEW = """# %% [markdown]
+# # Part 9 — A paper: overview
+#
+# **The question.** What does the paper ask?
+#
+# ```{admonition} Learning goals
+# :class: tip
+# After this part you can
+# - say what it claims
+# - find the page that checks it
+# ```
+#
+# **Builds on:** [6.3](../part1_chapter6/6_3_causal_masking.ipynb) (the mask). **Reading time:** about 6 minutes.
+#
+# ## What the paper claims, in plain words
+# - one
+#
+# ## What you need first
+# - calculus
+#
+# ## The route through this part
+# - [9.1 First](01_first.ipynb): asks one thing.
+#
+# ## What the book found
+# - a slip ([errata](../ERRATA.md))
+"""
+
+
+def test_an_overview_page_has_its_own_shape_and_links_every_page_of_its_part():
+    assert teaching.overview_problems_of_text(_OVERVIEW, ["01_first"]) == []
+    assert teaching.overview_problems_of_text(_OVERVIEW, ["01_first", "02_second"]) == [
+        "## The route through this part: no link to ['02_second']"
+    ]
+    swapped = _OVERVIEW.replace("## What you need first", "## X").replace(
+        "## What the paper claims", "## What you need first"
+    )
+    swapped = swapped.replace("## X", "## What the paper claims")
+    assert "sections out of order" in " ".join(teaching.overview_problems_of_text(swapped, ["01_first"]))
+    lesson_problems = teaching.shape_problems_of_text(_OVERVIEW)
+    assert "no section ## A tiny example..." in lesson_problems  # a lesson would need what an overview does not
