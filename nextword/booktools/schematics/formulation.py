@@ -156,12 +156,13 @@ def _check_distribution(values, name: str) -> np.ndarray:
     return array
 
 
-def draw_kl_gap(p, q, labels: Sequence[str], *, ax: Axes | None = None) -> Axes:
+def draw_kl_gap(p, q, labels: Sequence[str], *, model_symbol: str = "q", ax: Axes | None = None) -> Axes:
     """Two distributions over the same outcomes and the gap between them, KL(p ‖ q) = Σ p log(p/q).
 
     Left bars: the data distribution ``p``; right bars: the model ``q``. Under each outcome its term
     p log(p/q) in nats, coloured on a diverging scale centred on zero (red: q too small there, blue: q too
     large). The title gives the sum. ``q`` must be positive wherever ``p`` is (else the gap is infinite).
+    ``model_symbol`` names the model in the legend and the title (the formulation paper writes π).
     """
     p = _check_distribution(p, "p")
     q = _check_distribution(q, "q")
@@ -174,7 +175,7 @@ def draw_kl_gap(p, q, labels: Sequence[str], *, ax: Axes | None = None) -> Axes:
         _, ax = plt.subplots(figsize=(1.2 + 1.1 * p.size, 3.4))
     x = np.arange(p.size)
     ax.bar(x - 0.2, p, width=0.4, color="0.35", label="data p")
-    ax.bar(x + 0.2, q, width=0.4, color="C0", label="model q")
+    ax.bar(x + 0.2, q, width=0.4, color="C0", label=f"model {model_symbol}")
     limit = max(float(np.abs(terms).max()), 1e-12)
     cmap = plt.get_cmap("RdBu_r")
     for i, term in enumerate(terms):
@@ -193,6 +194,7 @@ def draw_kl_gap(p, q, labels: Sequence[str], *, ax: Axes | None = None) -> Axes:
     ax.tick_params(axis="x", pad=22)
     ax.set_ylim(-0.02, max(p.max(), q.max()) * 1.2)
     ax.set_ylabel("probability")
-    ax.set_title(f"KL(p ‖ q) = sum of the terms p log(p/q) = {terms.sum():.3f} nats", fontsize=9)
+    m = model_symbol
+    ax.set_title(f"KL(p ‖ {m}) = sum of the terms p log(p/{m}) = {terms.sum():.3f} nats", fontsize=9)
     ax.legend(fontsize=8, loc="upper right")
     return ax
