@@ -16,6 +16,7 @@ from nextword.booktools.schematics.formulation import (  # noqa: E402
     draw_bpe_merge_tree,
     draw_kl_gap,
     draw_part2_route,
+    draw_set_transformer,
 )
 from nextword.tokenizers import learn_bpe  # noqa: E402
 
@@ -75,3 +76,18 @@ def test_kl_gap_refuses_bad_distributions():
         draw_kl_gap([0.5, 0.5], [1.0, 0.0], ["a", "b"])
     with pytest.raises(ValueError, match="one entry per outcome"):
         draw_kl_gap([0.5, 0.5], [0.5, 0.5], ["a"])
+
+
+def test_set_transformer_diagram_shows_every_step_of_the_block():
+    texts = " ".join(_texts(draw_set_transformer(3, pooling="max")))
+    for equation in ("(5.3a)", "(5.3b)", "(5.3c)", "(5.3d)", "(5.6)", "(5.7)"):
+        assert equation in texts
+    assert "A_2, …, A_3" in texts and "max over" in texts
+    plt.close("all")
+
+
+def test_set_transformer_diagram_refuses_bad_arguments():
+    with pytest.raises(ValueError, match="n_blocks"):
+        draw_set_transformer(0)
+    with pytest.raises(ValueError, match="pooling"):
+        draw_set_transformer(2, pooling="sum")

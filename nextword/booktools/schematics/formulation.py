@@ -7,7 +7,9 @@ Each figure is drawn from the objects it explains, so it cannot disagree with th
 * :func:`draw_part2_route` — the formulation as a pipeline, text -> tokens -> vectors -> next-token
   distribution -> training, generation and evaluation, each box labelled with the page that builds it;
 * :func:`draw_kl_gap` — two distributions side by side and the per-outcome terms of their
-  Kullback-Leibler divergence (§4), signed, on a scale centred on zero.
+  Kullback-Leibler divergence (§4), signed, on a scale centred on zero;
+* :func:`draw_set_transformer` — the next-token model of §5.1–5.2 as a flow of boxes: the attention
+  block (5.3a–d) repeated, pooling, the linear map B and the softmax (5.6)–(5.7).
 
 >>> from nextword.tokenizers import learn_bpe
 >>> [(n.symbol, n.level) for n in bpe_merge_tree(learn_bpe("abcababc", names="de")) if n.level == 2]
@@ -26,7 +28,14 @@ from matplotlib.axes import Axes
 from nextword.booktools.schematics.core import COLOURS, arrow, blank, box
 from nextword.tokenizers.trainer import BPEResult
 
-__all__ = ["TreeNode", "bpe_merge_tree", "draw_bpe_merge_tree", "draw_part2_route", "draw_kl_gap"]
+__all__ = [
+    "TreeNode",
+    "bpe_merge_tree",
+    "draw_bpe_merge_tree",
+    "draw_part2_route",
+    "draw_kl_gap",
+    "draw_set_transformer",
+]
 
 
 @dataclass(frozen=True)
@@ -197,4 +206,51 @@ def draw_kl_gap(p, q, labels: Sequence[str], *, model_symbol: str = "q", ax: Axe
     m = model_symbol
     ax.set_title(f"KL(p ‖ {m}) = sum of the terms p log(p/{m}) = {terms.sum():.3f} nats", fontsize=9)
     ax.legend(fontsize=8, loc="upper right")
+    return ax
+
+
+#: The steps of one attention block (5.3a–d) and of the head (5.6)–(5.7), as (label, equation) pairs.
+SET_TRANSFORMER_STEPS = (
+    ("ATT: h_k + Σ_l α_kl V h_l", "(5.3a)"),
+    ("N: normalise each h_k", "(5.3b)"),
+    ("h_k + NN(h_k)", "(5.3c)"),
+    ("N: normalise each h_k", "(5.3d)"),
+)
+
+
+def draw_set_transformer(n_blocks: int = 2, *, pooling: str = "mean", ax: Axes | None = None) -> Axes:
+    """The set transformer q_m = σ(B ∘ P ∘ A_K ∘ … ∘ A_1(h_{1:m-1}) / τ) of §5.1–5.2 as boxes and arrows.
+
+    Left to right: the embedded prefix h_{1:m-1}; one attention block drawn open (its four steps
+    (5.3a–d), the only step that mixes positions, ATT, highlighted); the remaining ``n_blocks - 1``
+    blocks as one box; the pooling P (``"mean"`` or ``"max"``, Example 5.4) that turns the sequence into
+    one vector; the linear map B to |V| scores; the softmax with temperature τ (5.7).
+    """
+    if not isinstance(n_blocks, int) or isinstance(n_blocks, bool) or n_blocks < 1:
+        raise ValueError(f"n_blocks must be a positive int, got {n_blocks!r}")
+    if pooling not in ("mean", "max"):
+        raise ValueError(f"pooling must be 'mean' or 'max', got {pooling!r}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(12, 3.8))
+    blank(ax, (-1.2, 13.2), (-2.3, 2.3))
+    box(ax, (0, 0), "h_1, …, h_(m−1)\n(embedded prefix)", width=2.0, height=0.9, colour=COLOURS["input"], fontsize=8)
+    ys = (1.5, 0.5, -0.5, -1.5)
+    for (label, equation), y in zip(SET_TRANSFORMER_STEPS, ys):
+        colour = COLOURS["query"] if equation == "(5.3a)" else COLOURS["state"]
+        box(ax, (3.3, y), f"{label}   {equation}", width=3.2, height=0.7, colour=colour, fontsize=8)
+    for y_from, y_to in zip(ys[:-1], ys[1:]):
+        arrow(ax, (3.3, y_from - 0.35), (3.3, y_to + 0.35), shrink=1)
+    ax.text(3.3, 2.1, "attention block A_1", ha="center", fontsize=9)
+    arrow(ax, (1.0, 0), (1.7, 1.5), shrink=1)
+    later = "A_2" if n_blocks == 2 else f"A_2, …, A_{n_blocks}"
+    rest = f"{later}\n(same steps,\nown parameters)" if n_blocks > 1 else "(K = 1: no\nfurther block)"
+    box(ax, (6.3, 0), rest, width=1.8, height=1.1, colour=COLOURS["state"], fontsize=8)
+    arrow(ax, (4.9, -1.5), (5.4, -0.2), shrink=1)
+    pool_text = "P: mean over\npositions" if pooling == "mean" else "P: max over\npositions"
+    box(ax, (8.4, 0), pool_text + "\n(Ex. 5.4)", width=1.7, height=1.1, colour=COLOURS["value"], fontsize=8)
+    box(ax, (10.3, 0), "B: d_e → |V|\nscores", width=1.5, height=1.1, colour=COLOURS["key"], fontsize=8)
+    box(ax, (12.2, 0), "σ(· / τ)\n= q_m(· | h)\n(5.7)", width=1.6, height=1.1, colour=COLOURS["input"], fontsize=8)
+    for x_from, x_to in ((7.2, 7.55), (9.25, 9.55), (11.05, 11.4)):
+        arrow(ax, (x_from, 0), (x_to, 0), shrink=1)
+    ax.text(8.4, -1.9, f"T = P ∘ A_{n_blocks} ∘ … ∘ A_1   (5.6)", ha="center", fontsize=9)
     return ax
