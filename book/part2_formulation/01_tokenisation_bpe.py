@@ -1,93 +1,167 @@
 # %% [markdown]
 # # 2.1 Tokenisation: byte-pair encoding and the embedding φ
 #
+# **The question.** A language model computes with vectors of numbers, but it is given text. How is
+# a text cut into pieces — {term}`tokens <token>` — and how does each piece become a vector?
+#
+# The answer fixes two numbers every later page depends on. The number of distinct pieces, the
+# {term}`vocabulary` size, is the width of the model's last layer: the model must put a probability
+# on every piece. The number of pieces in a text, its length in tokens, sets the cost of attention,
+# which compares every position with every other. Cut text into single letters and the vocabulary is
+# tiny but sequences are long; give every word its own piece and sequences are short but the
+# vocabulary is huge. {term}`Byte-pair encoding` (BPE), the method almost every large language model
+# uses, sits in between, and this page builds it from one rule: *replace the most frequent
+# neighbouring pair by a new symbol, and repeat*.
+#
+# ```{admonition} Learning goals
+# :class: tip
+# After this page you can
+# - run byte-pair encoding by hand on a short string: count neighbouring pairs, merge the most
+#   frequent, repeat, and undo the merges to get the text back;
+# - explain the trade-off between vocabulary size and sequence length, and read it off a measured
+#   curve;
+# - compute an embedding lookup as a {term}`one-hot vector` times a matrix, and say why its number
+#   of parameters does not depend on the length of the text.
+# ```
+#
+# **Builds on:** [6.2 The attention mechanism](../part1_chapter6/6_2_attention_mechanism.ipynb) (each
+# word enters attention as an {term}`embedding`, a vector of numbers; this page says where that
+# vector comes from) · counting with Python dictionaries; a matrix times a vector; a derivative as a
+# limit of difference quotients. **Reading time:** about 30 minutes.
+#
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §2.1–2.3
-# (Examples 2.1–2.3, Remarks 2.4–2.5, Definitions 2.6–2.7).*
-#
-# Text starts as a sequence over a small alphabet $\mathbf V_0$ (characters or bytes). Byte-pair
-# encoding (BPE) builds a larger vocabulary $\mathbf V$ by repeatedly naming the most frequent
-# adjacent pair, so the same text becomes a shorter sequence over more symbols. The embedding
-# $\phi$ then sends each token to a column of a matrix $\varphi\in\mathbb R^{d_e\times|\mathbf V|}$.
-# This notebook replays Example 2.1 symbol by symbol, trains a byte-level BPE on tiny Shakespeare
-# (Example 2.2, Remark 2.4), measures the vocabulary-size versus sequence-length trade-off that
-# Remark 2.5 leaves open, and checks that the lookup $\phi$ is a one-hot matrix product.
-#
-# Library: `nextword.tokenizers` (`learn_bpe`, `BPETokenizer`), `nextword.embedding`.
-# Default run: BPE trained on the first 200k characters of the training split (about 1 s); set
-# `FULL=1` to train on the whole 1M-character split (the curve barely moves).
-
-# %% tags=["parameters"]
-import os
-
-FULL = os.environ.get("FULL", "0") == "1"
-TRAIN_CHARS = None if FULL else 200_000  # characters of tiny Shakespeare used to learn merges
-MAX_MERGES = 3840  # vocabulary 256 + 3840 = 4096 at the end of the curve
+# (Examples 2.1–2.3, Remarks 2.4–2.5, Definitions 2.6–2.7, Remarks 2.8–2.9; Example 3.2).*
 
 # %%
+import os
 from collections import Counter
 
 import matplotlib.pyplot as plt
 import numpy as np
 import sympy as sp
+from IPython.display import Math, display
 
+from nextword.booktools.plotting import use_book_style
+from nextword.booktools.schematics.formulation import draw_bpe_merge_tree
 from nextword.data import load_corpus
 from nextword.embedding import TokenEmbedding, embed, embedding_grad, one_hot
-from nextword.booktools.plotting import use_book_style
 from nextword.tokenizers import BPETokenizer, CharTokenizer, learn_bpe
 
 use_book_style()
 rng = np.random.default_rng(0)
 
 # %% [markdown]
-# ## 1. Example 2.1 step by step
+# How much text the real-text sections learn their merges from (see Reproducibility: `FULL=1`
+# uses the whole training split; the curves barely move).
+
+# %% tags=["parameters"]
+FULL = os.environ.get("FULL", "0") == "1"
+TRAIN_CHARS = None if FULL else 200_000  # characters of tiny Shakespeare used to learn merges
+MAX_MERGES = 3840  # vocabulary 256 + 3840 = 4096 at the end of the curve
+
+# %% [markdown]
+# ## A tiny example by hand: Example 2.1
 #
-# $\mathbf V_0=\{a,b,c\}$ and $f^{(0)}=abcababc$. `learn_bpe` counts overlapping adjacent pairs,
-# merges the most frequent one everywhere (left to right, ties to the pair seen first), and stops
-# when no pair occurs twice. We print the pair counts it sees at each level, the merge it makes,
-# and the trace $f^{(0)}\to f^{(1)}\to f^{(2)}$.
+# A {term}`token` is one piece of text as the model sees it: a letter, part of a word, a whole word.
+# The {term}`vocabulary` is the finite set of all tokens the model knows. The paper's first example
+# starts from the three-letter alphabet $\mathbf V_0=\{a,b,c\}$ and the text
+# $f^{(0)}=abcababc$ (8 symbols). One round of {term}`byte-pair encoding`:
+#
+# 1. count every pair of neighbouring symbols (overlapping: `abc` has the pairs `ab` and `bc`);
+# 2. give the most frequent pair a new name and replace it everywhere, left to right;
+# 3. stop when no pair occurs twice (merging it would not shorten the text).
+#
+# With pencil and paper: the pairs of `abcababc` are `ab bc ca ab ba ab bc`, so `ab` occurs 3 times.
+# Call it `d`: the text becomes `dcddc`. Its pairs are `dc cd dd dc`, so `dc` occurs twice; call it
+# `e`: the text becomes `ede`. Its pairs `ed`, `de` occur once each, so we stop. The same by loop
+# (Python counts positions from 0):
+
+# %%
+def count_pairs(symbols):
+    """How often each neighbouring pair occurs, in order of first appearance."""
+    counts = {}
+    for position in range(len(symbols) - 1):
+        pair = (symbols[position], symbols[position + 1])
+        counts[pair] = counts.get(pair, 0) + 1
+    return counts
+
+
+def merge_pair(symbols, pair, new_symbol):
+    """Replace every occurrence of `pair` by `new_symbol`, scanning left to right."""
+    merged, position = [], 0
+    while position < len(symbols):
+        if tuple(symbols[position:position + 2]) == pair:
+            merged.append(new_symbol)
+            position += 2
+        else:
+            merged.append(symbols[position])
+            position += 1
+    return merged
+
+
+# %%
+text = list("abcababc")
+vocabulary = ["a", "b", "c"]
+for new_symbol in ["d", "e", "f"]:
+    counts = count_pairs(text)
+    best_pair = max(counts, key=counts.get)  # ties: the pair seen first
+    shown = {left + right: n for (left, right), n in counts.items()}
+    if counts[best_pair] < 2:
+        print(f"{''.join(text):9s} pairs {shown}: no pair occurs twice, stop")
+        break
+    text = merge_pair(text, best_pair, new_symbol)
+    vocabulary.append(new_symbol)
+    print(f"pairs {shown}: {new_symbol} = {''.join(best_pair)} -> {''.join(text)}")
+print("vocabulary V =", vocabulary, f"({len(vocabulary)} symbols), text length {len(text)}")
+
+# %% [markdown]
+# The text shrank from 8 symbols to 5 to 3 while the vocabulary grew from 3 to 4 to 5: that is the
+# whole trade-off of BPE in miniature. The library's `learn_bpe` does the same and also keeps the
+# list of merges and the text after each one (its *trace*):
 
 # %%
 result = learn_bpe("abcababc", names="de")
-
-
-def pair_counts(seq):
-    """Overlapping adjacent-pair counts in order of first occurrence (what learn_bpe compares)."""
-    return dict(Counter(zip(seq, seq[1:])))
-
-
-for level, seq in enumerate(result.trace):
-    counts = {"".join(p): c for p, c in pair_counts(seq).items()}
-    merge = result.merges[level] if level < len(result.merges) else None
-    action = f"merge {''.join(merge[0])} -> {merge[1]}" if merge else "no pair occurs twice: stop"
-    print(f"f^({level}) = {''.join(seq):9s} pair counts {counts}  =>  {action}")
-print("final vocabulary V =", "{" + ", ".join(result.vocab) + "}")
-
+print("merges:", [(left + right, new) for (left, right), new in result.merges])
+print("trace:", ["".join(sequence) for sequence in result.trace])
 assert ["".join(s) for s in result.trace] == ["abcababc", "dcddc", "ede"]
 assert result.vocab == ("a", "b", "c", "d", "e")
-# stopping early after one level gives V_1 = {a, b, c, d} and f^(1) = dcddc, as the example says
-early = learn_bpe("abcababc", 1, names="d")
-assert early.vocab == ("a", "b", "c", "d") and "".join(early.sequence) == "dcddc"
-# the encoding is a bijection: expanding the new symbols recovers f^(0)
-expand = {"d": "ab", "e": "dc"}
-text = "".join(result.sequence)
-while any(s in text for s in expand):
-    text = "".join(expand.get(s, s) for s in text)
-assert text == "abcababc"
-# Example 2.3: relabel V as {1, ..., 5}
-labels = {s: i + 1 for i, s in enumerate(result.vocab)}
-print("relabelled (Example 2.3):", [labels[s] for s in result.sequence])
+assert list(result.vocab) == vocabulary and list(result.sequence) == text  # the loop above agrees
 
 # %% [markdown]
-# Every step of Example 2.1 survives: $ab$ occurs three times, so $d=ab$ and $f^{(1)}=dcddc$; then
-# $dc$ occurs twice, so $e=dc$ and $f^{(2)}=ede$, where every pair is unique. The trace shows the
-# trade-off in miniature: length $8\to5\to3$ while $|\mathbf V|$ grows $3\to4\to5$.
+# Every new token is a pair of older ones, so each token of the final text is a small tree whose
+# leaves are the original letters. Drawing the trees shows what the encoded text `ede` stands for.
+
+# %%
+fig, ax = plt.subplots(figsize=(8, 2.6))
+draw_bpe_merge_tree(result, ax=ax)
+plt.show()
+
+# %% [markdown]
+# **Figure 2.1.1.** Byte-pair encoding of $abcababc$ as trees of pairs. The bottom row is the input,
+# one box per letter; each box above joins the two boxes under it, at the level of the merge that
+# created it (left: the merges in order). The orange tops, read left to right, are the encoded text
+# $ede$; the leaves under each top spell the letters it stands for.
 #
-# ## 2. Example 2.2 on real text: byte-level BPE on tiny Shakespeare
+# Reading the leaves of the trees is decoding: replace each new symbol by its pair until only letters
+# are left. No information is lost, so encoding is a one-to-one map (a bijection) between texts over
+# $\mathbf V_0$ and texts over $\mathbf V$:
+
+# %%
+pair_of = {"d": "ab", "e": "dc"}
+decoded = "".join(result.sequence)
+while any(symbol in decoded for symbol in pair_of):
+    decoded = "".join(pair_of.get(symbol, symbol) for symbol in decoded)
+    print("expand one level:", decoded)
+assert decoded == "abcababc"
+
+# %% [markdown]
+# ## Byte-pair encoding on real text (Example 2.2, Remark 2.4)
 #
-# In practice $\mathbf V_0$ is the 256 byte values of UTF-8 (so any text can be encoded) and BPE
-# adds merges on top. Tiny Shakespeare uses only 65 distinct characters, which is the
-# $|\mathbf V_0|=\mathcal O(10^2)$ of Example 2.2. We learn `MAX_MERGES` merges once, splitting the
-# text GPT-2-style into words and punctuation first so that merges never straddle a word boundary.
+# Real tokenisers start from the 256 possible values of a byte (the UTF-8 encoding of any text is a
+# sequence of bytes, so nothing is ever "unknown") and learn thousands of merges from a large text.
+# We learn `MAX_MERGES` = 3840 merges, for a vocabulary of $256+3840=4096$ tokens, on tiny
+# Shakespeare. As GPT-2 does, the text is first split into words and punctuation, so that no merge
+# crosses a word boundary. The last 10% of the file (`held_out`) is never seen by the merges.
 
 # %%
 corpus = load_corpus("shakespeare")
@@ -97,6 +171,7 @@ chars = CharTokenizer.train(corpus.train)
 print(f"distinct characters in tiny Shakespeare: {len(set(corpus.train))}; "
       f"CharTokenizer vocabulary {chars.vocab_size} (id 0 = unknown)")
 
+# %%
 big = BPETokenizer.train(train_text, 256 + MAX_MERGES, pattern="gpt2")
 merges = big.merge_list()
 print(f"learned {len(merges)} merges on {len(train_text):,} characters -> |V| = {big.vocab_size}")
@@ -104,177 +179,167 @@ print("first 12 merges:", [big.token_bytes(x).decode() for _, _, x in merges[:12
 assert big.decode(big.encode(held_out)) == held_out  # lossless on unseen text
 
 # %% [markdown]
-# The first merges are the frequent English bigrams (" t", "he", " the", ...). Remark 2.4 says that,
-# recursed deeply, BPE gives the common words a token of their own. We check it on held-out text:
-# among the 100 most frequent words (with their leading space, as they appear mid-sentence), how
-# many are a single token?
+# The first merges are the frequent pairs of English: " t", "he", then " the" (a space belongs to
+# the word after it). The paper's Remark 2.4 says that after enough merges the common words each
+# become a single token. We test it on the held-out text: of its 100 most frequent words (with the
+# leading space they have mid-sentence), how many are one token?
 
 # %%
-words = Counter(w for w in held_out.split() if w.isalpha())
-top = [w for w, _ in words.most_common(100)]
-single = [w for w in top if len(big.encode(" " + w)) == 1]
+word_counts = Counter(w for w in held_out.split() if w.isalpha())
+top_words = [w for w, _ in word_counts.most_common(100)]
+single = [w for w in top_words if len(big.encode(" " + w)) == 1]
 print(f"{len(single)} of the 100 most frequent held-out words are one token "
-      f"(|V| = {big.vocab_size}); the others: {[w for w in top if w not in single][:10]}")
+      f"(|V| = {big.vocab_size}); the others: {[w for w in top_words if w not in single][:10]}")
 assert len(single) >= 90
 
-paragraphs = [p for p in held_out.split("\n\n") if len(p) > 200][:50]
-toks_per_par = np.array([len(big.encode(p)) for p in paragraphs])
-chars_per_par = np.array([len(p) for p in paragraphs])
-print(f"speeches longer than 200 characters: median {np.median(chars_per_par):.0f} characters "
-      f"-> median {np.median(toks_per_par):.0f} tokens")
-
 # %% [markdown]
-# So at $|\mathbf V|=4096=\mathcal O(10^{3.6})$ the frequent words are single tokens, and a speech of
-# a few hundred characters is of order $10^2$ tokens — the orders of magnitude of Example 2.2
-# (which quotes $|\mathbf V|=\mathcal O(10^4)$ for web-scale corpora).
+# The exceptions are capitalised words, which in verse mostly start a line ("And", "That"): a
+# capital letter makes a different byte, so "And" is counted apart from "and" and gathers fewer
+# merges.
 #
-# ## 3. Remark 2.5: vocabulary size versus sequence length, measured
+# ## Vocabulary size against sequence length (Remark 2.5)
 #
-# BPE training is greedy and nested: the tokenizer with $K$ merges is the first $K$ merges of the
-# one with more. So one training run gives the whole curve — we take prefixes of the merge list
-# (and check nesting once by retraining with fewer merges). For each size we encode the held-out
-# text and record its length in tokens, i.e. bytes per token.
+# Each merge adds one token to the vocabulary and shortens the text. How fast? BPE is greedy, so
+# the tokenizer with $K$ merges is exactly the first $K$ merges of a longer run: one run gives every
+# vocabulary size. We encode the held-out text with growing prefixes of the merge list and count its
+# tokens.
 
 # %%
-small = BPETokenizer.train(train_text, 256 + 500, pattern="gpt2")
-assert small.merge_list() == merges[:500]  # nesting: the prefix *is* the smaller tokenizer
-
 n_bytes = len(held_out.encode("utf-8"))
-sizes = [0, 16, 32, 64, 128, 256, 512, 1024, 2048, MAX_MERGES]
+merge_counts = [0, 16, 32, 64, 128, 256, 512, 1024, 2048, MAX_MERGES]
 lengths = []
-for k in sizes:
-    tok = BPETokenizer(merges[:k], pattern="gpt2")
-    lengths.append(len(tok.encode(held_out)))
-vocab = np.array([256 + k for k in sizes])
+for k in merge_counts:
+    prefix_tokenizer = BPETokenizer(merges[:k], pattern="gpt2")
+    lengths.append(len(prefix_tokenizer.encode(held_out)))
+vocab = np.array([256 + k for k in merge_counts])
 lengths = np.array(lengths)
-bpt = n_bytes / lengths
-for v, n, b in zip(vocab, lengths, bpt):
-    print(f"|V| = {v:5d}: held-out text = {n:7d} tokens, {b:.3f} bytes/token")
-assert lengths[0] == n_bytes and np.all(np.diff(lengths) < 0)  # more merges, strictly shorter
+bytes_per_token = n_bytes / lengths
+for size, n_tokens, ratio in zip(vocab, lengths, bytes_per_token):
+    print(f"|V| = {size:5d}: held-out text = {n_tokens:7d} tokens, {ratio:.3f} bytes/token")
+assert lengths[0] == n_bytes  # no merges: one token per byte
+assert np.all(np.diff(lengths) < 0)  # more merges, strictly shorter
+first_cut = 1 - lengths[5] / lengths[0]  # the first 256 merges (|V| 256 -> 512)
+last_cut = 1 - lengths[-1] / lengths[-2]  # the last merges (|V| 2304 -> 4096)
+print(f"the first 256 merges shorten the text by {100 * first_cut:.0f}%, "
+      f"the last {merge_counts[-1] - merge_counts[-2]} merges by {100 * last_cut:.0f}%")
+assert first_cut > 5 * last_cut  # diminishing returns
 
 # %% [markdown]
-# Length falls fast for the first few hundred merges and slowly after: going from 256 to 512
-# symbols removes far more tokens than going from 2048 to 4096. Over the upper part of the curve the
-# sequence length is close to a power law $M(|\mathbf V|)\approx a|\mathbf V|^{-b}$, which we fit by
-# least squares in log–log coordinates.
-#
-# What does the trade-off cost? A crude per-sequence cost model for one layer of width $d$ is
-# $C(|\mathbf V|)=c_1 M^2 d + c_2 M|\mathbf V| d$: attention is quadratic in the length $M$
-# (Example 3.2), the output layer $B$ of (5.7) is linear in $M$ and in $|\mathbf V|$. Sympy finds the
-# stationary point of $C$ under the power law.
+# Diminishing returns: the first 256 merges cut the length by 45%, the last 1792 (from a vocabulary
+# of 2304 to 4096) by 6%. Over the upper part of the curve the length $M$ is close to a power law
+# $M(|\mathbf V|)\approx a|\mathbf V|^{-b}$ with a small exponent $b$; we fit $a$ and $b$ by least
+# squares on the logarithms.
 
 # %%
 fit_mask = vocab >= 512
-b_fit, log_a = np.polyfit(np.log(vocab[fit_mask]), np.log(lengths[fit_mask]), 1)
-a_fit, b_fit = np.exp(log_a), -b_fit
+slope, log_a = np.polyfit(np.log(vocab[fit_mask]), np.log(lengths[fit_mask]), 1)
+a_fit, b_fit = np.exp(log_a), -slope
 print(f"fit over |V| >= 512: M ≈ {a_fit:.4g} |V|^(-{b_fit:.3f})")
-
-Vs, a_s, b_s, c1, c2 = sp.symbols("V a b c_1 c_2", positive=True)
-M_of_V = a_s * Vs ** (-b_s)
-cost = c1 * M_of_V**2 + c2 * M_of_V * Vs  # per unit width d
-stationary = sp.solve(sp.Eq(sp.diff(cost, Vs), 0), Vs)
-assert len(stationary) == 1
-closed_form = (2 * a_s * b_s * c1 / ((1 - b_s) * c2)) ** (1 / (1 + b_s))
-print("dC/dV = 0 at V* =", closed_form)
-for vals in ({a_s: 3.0, b_s: 0.2, c1: 1.0, c2: 2.0}, {a_s: 50.0, b_s: 0.5, c1: 0.3, c2: 1.0}):
-    v_star = float(stationary[0].subs(vals))
-    assert abs(v_star - float(closed_form.subs(vals))) < 1e-9 * v_star
-    assert float(sp.diff(cost, Vs, 2).subs(vals).subs(Vs, v_star)) > 0  # a minimum (b < 1)
+assert 0.1 < b_fit < 0.25  # a small exponent
 
 # %% [markdown]
-# $V^*=\big(\tfrac{2ab\,c_1}{(1-b)c_2}\big)^{1/(1+b)}$: with $b<1$ (measured: $b\approx0.1$–$0.2$) the
-# optimum grows with the text's length scale $a$ and with the weight $c_1$ of attention. This is
-# only a toy model (it ignores memory, training-data efficiency and what the model can learn), but
-# it makes Remark 2.5's point concrete: where the balance lies depends on the cost of long
-# sequences versus large vocabularies, i.e. on the architecture and the task.
-# We evaluate it for a 10,000-character text (a few pages, the context lengths of Example 3.2),
-# giving the two terms equal weight.
+# **What the trade-off costs, in a toy model.** The paper leaves open where the balance lies. A crude
+# cost per sequence, per unit of model width, has two terms: attention compares every pair of the
+# $M$ positions (cost $\propto M^2$, Example 3.2), and the output layer scores every one of the
+# $|\mathbf V|$ tokens at every position (cost $\propto M|\mathbf V|$; it is the matrix $B$ of the
+# paper's Eq. (5.7), met in [2.4](04_attention_block_set_transformer.ipynb)). With weights $c_1$,
+# $c_2$ for the two terms, sympy finds where the cost stops falling:
+
+# %%
+V, a, b, c_1, c_2 = sp.symbols("V a b c_1 c_2", positive=True)
+length_of_V = a * V ** (-b)
+cost = c_1 * length_of_V**2 + c_2 * length_of_V * V  # per unit width d
+stationary = sp.solve(sp.Eq(sp.diff(cost, V), 0), V)
+assert len(stationary) == 1
+closed_form = (2 * a * b * c_1 / ((1 - b) * c_2)) ** (1 / (1 + b))
+display(Math(r"C(V) = " + sp.latex(sp.powsimp(cost)) + r",\qquad \frac{dC}{dV}=0 \text{ at } V^* = "
+             + sp.latex(closed_form)))
+
+# %% [markdown]
+# Two checks of sympy's root against the closed form, at arbitrary values, and that it is a minimum
+# (the second derivative is positive when $b<1$):
+
+# %%
+for values in ({a: 3.0, b: 0.2, c_1: 1.0, c_2: 2.0}, {a: 50.0, b: 0.5, c_1: 0.3, c_2: 1.0}):
+    v_star = float(stationary[0].subs(values))
+    assert abs(v_star - float(closed_form.subs(values))) < 1e-9 * v_star
+    assert float(sp.diff(cost, V, 2).subs(values).subs(V, v_star)) > 0  # a minimum (b < 1)
+print("sympy's root equals the closed form and is a minimum at both test points")
+
+# %% [markdown]
+# With the measured $b\approx0.17$ the optimum grows with the length scale $a$ of the text and with
+# the weight $c_1$ of attention. The model ignores memory, training-data efficiency and what a model
+# can learn, but it makes Remark 2.5 concrete: where the balance lies depends on how much long
+# sequences cost against large vocabularies, that is, on the architecture and the task. For a
+# 10,000-character text (a few pages) with $c_1=c_2$:
 
 # %%
 text_chars = 10_000
 scale = text_chars / len(held_out)  # the fit is for the whole held-out text
-V_star = float(stationary[0].subs({a_s: a_fit * scale, b_s: b_fit, c1: 1, c2: 1}))
+fitted = {a: a_fit * scale, b: b_fit, c_1: 1, c_2: 1}
+V_star = float(stationary[0].subs(fitted))
 print(f"toy optimum for a {text_chars}-character text with c1 = c2: |V|* ≈ {V_star:.0f}")
-cost_fn = sp.lambdify(Vs, cost.subs({a_s: a_fit * scale, b_s: b_fit, c1: 1, c2: 1}))
+cost_fn = sp.lambdify(V, cost.subs(fitted))
 grid = np.geomspace(256, 65536, 20000)
-assert abs(grid[np.argmin(cost_fn(grid))] - V_star) / V_star < 0.01  # the stationary point is the grid minimum
+grid_best = grid[np.argmin(cost_fn(grid))]
+assert abs(grid_best - V_star) / V_star < 0.01  # the stationary point is the grid minimum
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(14, 4), layout="constrained")
 axes[0].plot(vocab, lengths / lengths[0], "o-")
-axes[0].plot(vocab[fit_mask], a_fit * vocab[fit_mask] ** (-b_fit) / lengths[0], "k--", label=f"fit $\\propto|V|^{{-{b_fit:.2f}}}$")
-axes[0].set_xscale("log")
-axes[0].set_xlabel("vocabulary size |V|")
+axes[0].plot(vocab[fit_mask], a_fit * vocab[fit_mask] ** (-b_fit) / lengths[0], "k--",
+             label=f"fit $\\propto|V|^{{-{b_fit:.2f}}}$")
 axes[0].set_ylabel("tokens / bytes (held-out text)")
 axes[0].legend()
-axes[1].plot(vocab, bpt, "o-")
-axes[1].set_xscale("log")
-axes[1].set_xlabel("vocabulary size |V|")
+axes[1].plot(vocab, bytes_per_token, "o-")
 axes[1].set_ylabel("bytes per token")
-M_text = lengths * scale
-axes[2].plot(vocab, M_text**2, "o-", label="attention $\\propto M^2$")
-axes[2].plot(vocab, M_text * vocab, "s-", label="output layer $\\propto M|V|$")
-axes[2].plot(vocab, M_text**2 + M_text * vocab, "k^-", label="sum")
+tokens_per_text = lengths * scale
+axes[2].plot(vocab, tokens_per_text**2, "o-", label="attention $\\propto M^2$")
+axes[2].plot(vocab, tokens_per_text * vocab, "s-", label="output layer $\\propto M|V|$")
+axes[2].plot(vocab, tokens_per_text**2 + tokens_per_text * vocab, "k^-", label="sum")
 axes[2].axvline(V_star, color="grey", ls=":", label="sympy optimum $V^*$")
-axes[2].set_xscale("log")
 axes[2].set_yscale("log")
-axes[2].set_xlabel("vocabulary size |V|")
 axes[2].set_ylabel("cost per 10,000 characters (units of d)")
 axes[2].legend(fontsize=8)
+for axis in axes:
+    axis.set_xscale("log")
+    axis.set_xlabel("vocabulary size |V|")
 plt.show()
 
 # %% [markdown]
-# **Figure 1.1.** Remark 2.5 measured on held-out tiny Shakespeare. Left: sequence length relative
-# to raw bytes as the byte-level BPE vocabulary grows from 256 to 4096 (one training run, nested
-# prefixes of its merges); the dashed line is the power-law fit. Middle: the same as bytes per token.
-# Right: the toy cost model $M^2+M|\mathbf V|$ for a 10,000-character text; the dotted line is the
-# sympy optimum $V^*$.
+# **Figure 2.1.2.** Remark 2.5 measured on held-out tiny Shakespeare. Left: length in tokens
+# relative to raw bytes as the vocabulary grows from 256 to 4096 (nested prefixes of one run's
+# merges); the dashed line is the power-law fit. Middle: the same as bytes per token — see how it
+# flattens. Right: the toy cost $M^2+M|\mathbf V|$ for a 10,000-character text; the dotted line is
+# the sympy optimum $V^*$, where the falling attention term meets the rising output term.
 #
-# **Example 3.2, the context windows in text.** The example says LLaMA-2's $L=4096$ tokens are "up to
-# several pages" and CLIP's $L=77$ "up to several paragraphs". With the measured curve we can say how
-# much of *this* text each window holds: words per token at the tokenizer's size, from the power-law
-# fit (LLaMA-2's vocabulary has 32,000 entries and CLIP's 49,408 — beyond our largest tokenizer, so
-# those two rows are extrapolations of the fit), times $L$. Pages and paragraphs use the common
-# conventions of 500 and 100 words; tiny Shakespeare is verse, not web text, so the numbers are indicative.
-
-# %%
-n_words = len(held_out.split())
-print(f"held-out text: {n_words:,} words, {n_bytes:,} bytes")
-for name, V_model, L_ctx in ((f"our BPE, |V| = {vocab[-1]}", vocab[-1], 4096), ("LLaMA-2 (|V| = 32,000)", 32_000, 4096),
-                              ("CLIP text (|V| = 49,408)", 49_408, 77)):
-    tokens_text = lengths[-1] if V_model == vocab[-1] else a_fit * V_model ** (-b_fit)   # tokens for the held-out text
-    words_in_window = L_ctx * n_words / tokens_text
-    print(f"{name:26s} L = {L_ctx:4d}: about {words_in_window:,.0f} words = {words_in_window / 500:.1f} pages "
-          f"= {words_in_window / 100:.1f} paragraphs")
-words_4096 = 4096 * n_words / (a_fit * 32_000 ** (-b_fit))
-words_77 = 77 * n_words / (a_fit * 49_408 ** (-b_fit))
-assert 2 < words_4096 / 500 < 20 and 0.3 < words_77 / 100 < 3     # "several pages", "up to several paragraphs"
-
-# %% [markdown]
-# On this text a 4096-token window holds several pages (printed above), as the example says, and
-# CLIP's 77 tokens hold well under one 100-word paragraph of verse — "up to several paragraphs" is
-# generous at this vocabulary size. The quadratic attention cost of the example is the $M^2$ term of the cost model above.
+# ## The embedding φ: a lookup is a matrix product (Definitions 2.6–2.7, Remarks 2.8–2.9)
 #
-# ## 4. Definitions 2.6–2.7: the embedding φ
+# After tokenisation a text is a list of integers, the tokens' labels $1,\dots,|\mathbf V|$
+# (Example 2.3 relabels $\{a,b,c,d,e\}$ as $\{1,\dots,5\}$). The model needs vectors. The
+# {term}`embedding` $\phi$ gives each token $v$ a learned vector $\varphi_v$ of $d_e$ numbers: the
+# columns of one matrix $\varphi\in\mathbb R^{d_e\times|\mathbf V|}$, so $\phi(v)=\varphi_v$. A text
+# is embedded token by token: $(\phi\circ f)_m=\phi(f_m)$ for each position $m$.
 #
-# $\varphi=(\varphi_1,\dots,\varphi_{|\mathbf V|})\in\mathbb R^{d_e\times|\mathbf V|}$ has the token
-# vectors as columns and $\phi(v)=\varphi_v$; on a sequence, $(\phi\circ f)_m=\phi(f_m)$. Writing
-# $e_v$ for the $v$-th standard basis vector, $\phi(v)=\varphi e_v$: a lookup is a matrix product
-# with a one-hot vector. Sympy first, on a $2\times3$ symbolic $\varphi$:
+# A {term}`one-hot vector` $e_v$ has a 1 in place $v$ and 0 elsewhere. Multiplying $\varphi$ by
+# $e_v$ picks out column $v$, so a lookup is a matrix product, $\phi(v)=\varphi e_v$. With a
+# symbolic $2\times3$ matrix:
 
 # %%
 phi_sym = sp.Matrix(2, 3, lambda i, j: sp.Symbol(f"varphi_{i + 1}{j + 1}"))
 for v in range(3):
     e_v = sp.Matrix([1 if j == v else 0 for j in range(3)])
     assert phi_sym * e_v == phi_sym[:, v]
-print("varphi * e_2 =", list(phi_sym * sp.Matrix([0, 1, 0])), "= column 2 of varphi")
+e_2 = sp.Matrix([0, 1, 0])
+display(Math(sp.latex(phi_sym) + sp.latex(e_2) + "=" + sp.latex(phi_sym * e_2)))
 
 # %% [markdown]
-# `nextword.embedding` stores the transpose $E=\varphi^\top$ (rows are tokens, Chapter 6's row-vector
-# convention) with 0-based ids. We embed a held-out line and check: lookup equals one-hot times
-# table, equals the paper's column form; the parameter count does not depend on the sequence length
-# (Remark 2.8); and the gradient of a loss with respect to the table is the one-hot transpose times
-# the output gradient (a token used twice gets the sum).
+# The library stores the transpose, $E=\varphi^\top$, one row per token (the row-vector convention of
+# Chapter 6), and labels tokens from 0. We embed one held-out line and check three things: the lookup
+# equals one-hot rows times the table and equals the paper's columns; the table has $d_e|\mathbf V|$
+# parameters whatever the length $M$ of the text (Remark 2.8: the same $\varphi$ serves every length);
+# and the gradient of a loss with respect to the table is the one-hot matrix transposed times the
+# gradient with respect to the vectors, so a token used twice collects the sum of its two gradients.
 
 # %%
 d_e = 16
@@ -289,9 +354,90 @@ for M in (1, 10, 1000):  # Remark 2.8: one table for every length
     assert embed(emb.table, np.zeros(M, dtype=int)).shape == (M, d_e)
 print(f"parameters of phi: d_e * |V| = {emb.num_parameters()} for every sequence length")
 
+# %%
 G = rng.standard_normal(H.shape)  # dL/dh for the linear loss L = sum(G * h)
 grad = embedding_grad(ids, G, big.vocab_size)
 assert np.allclose(grad, one_hot(ids, big.vocab_size).T @ G)
+unused_rows = np.setdiff1d(np.arange(big.vocab_size), ids)
+assert np.all(grad[unused_rows] == 0)
+print(f"{len(unused_rows)} of {big.vocab_size} rows get zero gradient from this line")
+
+# %% [markdown]
+# Remark 2.9's caveat is visible in the same objects. A token that never occurs in the training text
+# gets zero gradient, so its row never moves. And nothing in $\phi$ ties synonyms together: a rare
+# word split into several tokens is embedded as several vectors, a frequent synonym as one. Learning
+# the table is the job of the training objective of [2.2](02_objective_kl.ipynb).
+#
+# ## Checking the paper
+#
+# **Example 2.1, stopped early, and Example 2.3.** The paper notes BPE may stop after one level,
+# giving $\mathbf V_1=\{a,b,c,d\}$ and $f^{(1)}=dcddc$; Example 2.3 relabels $\mathbf V$ as
+# $\{1,\dots,5\}$.
+
+# %%
+early = learn_bpe("abcababc", 1, names="d")
+assert early.vocab == ("a", "b", "c", "d")
+assert "".join(early.sequence) == "dcddc"
+labels = {s: i + 1 for i, s in enumerate(result.vocab)}
+print("stopped after one merge:", "".join(early.sequence), early.vocab)
+print("relabelled (Example 2.3):", [labels[s] for s in result.sequence])
+
+# %% [markdown]
+# **Example 2.2's orders of magnitude.** The example quotes $|\mathbf V_0|=\mathcal O(10^2)$ (tiny
+# Shakespeare has 65 characters, above), $|\mathbf V|=\mathcal O(10^4)$ for web-scale corpora (ours:
+# 4096), and texts of several paragraphs as $M=\mathcal O(10^2)$ tokens. The speeches of the held-out
+# text:
+
+# %%
+paragraphs = [p for p in held_out.split("\n\n") if len(p) > 200][:50]
+toks_per_par = np.array([len(big.encode(p)) for p in paragraphs])
+chars_per_par = np.array([len(p) for p in paragraphs])
+print(f"speeches longer than 200 characters: median {np.median(chars_per_par):.0f} characters "
+      f"-> median {np.median(toks_per_par):.0f} tokens")
+
+# %% [markdown]
+# **BPE's merges are nested.** The curve above took prefixes of one merge list; retraining with 500
+# merges gives exactly the first 500.
+
+# %%
+small = BPETokenizer.train(train_text, 256 + 500, pattern="gpt2")
+assert small.merge_list() == merges[:500]  # nesting: the prefix *is* the smaller tokenizer
+print("the 500-merge tokenizer is the first 500 merges of the 3840-merge one")
+
+# %% [markdown]
+# **Example 3.2, the context windows in text.** The example says LLaMA-2's $L=4096$ tokens are "up to
+# several pages" and CLIP's $L=77$ "up to several paragraphs". From the measured curve: words per
+# token at each tokenizer's size, times $L$. LLaMA-2's vocabulary (32,000) and CLIP's (49,408) are
+# beyond our largest tokenizer, so those two rows extrapolate the power-law fit. Pages and paragraphs
+# use the common conventions of 500 and 100 words; tiny Shakespeare is verse, not web text, so the
+# numbers are indicative.
+
+# %%
+n_words = len(held_out.split())
+print(f"held-out text: {n_words:,} words, {n_bytes:,} bytes")
+windows = ((f"our BPE, |V| = {vocab[-1]}", vocab[-1], 4096),
+           ("LLaMA-2 (|V| = 32,000)", 32_000, 4096),
+           ("CLIP text (|V| = 49,408)", 49_408, 77))
+for name, model_vocab, context in windows:
+    # tokens for the held-out text: measured at our size, extrapolated beyond it
+    n_tokens = lengths[-1] if model_vocab == vocab[-1] else a_fit * model_vocab ** (-b_fit)
+    words_in_window = context * n_words / n_tokens
+    print(f"{name:26s} L = {context:4d}: about {words_in_window:,.0f} words "
+          f"= {words_in_window / 500:.1f} pages = {words_in_window / 100:.1f} paragraphs")
+words_4096 = 4096 * n_words / (a_fit * 32_000 ** (-b_fit))
+words_77 = 77 * n_words / (a_fit * 49_408 ** (-b_fit))
+assert 2 < words_4096 / 500 < 20  # "several pages"
+assert 0.3 < words_77 / 100 < 3  # "up to several paragraphs"
+
+# %% [markdown]
+# A 4096-token window holds several pages of this text, as the example says; CLIP's 77 tokens hold
+# well under one 100-word paragraph of verse, so "up to several paragraphs" is generous at this
+# vocabulary size. The quadratic attention cost of the example is the $M^2$ term of the toy cost.
+#
+# **The embedding's gradient by finite difference.** The scatter-add gradient above, against a
+# difference quotient on one entry of the table:
+
+# %%
 eps, (v0, j0) = 1e-6, (int(ids[0]), 3)
 bumped = emb.table.copy()
 bumped[v0, j0] += eps
@@ -300,7 +446,55 @@ assert abs(fd - grad[v0, j0]) < 1e-6
 print(f"dL/dE[{v0},{j0}]: scatter-add {grad[v0, j0]:.6f}, finite difference {fd:.6f}")
 
 # %% [markdown]
-# Remark 2.9's caveat is visible in the same objects: the rows of $E$ for tokens that never occur
-# in the training data receive zero gradient, and a rare word split into several tokens is embedded
-# as several vectors — nothing in $\phi$ ties synonyms together. Training the table is the job of the
-# objective of §4 (notebook 2.2).
+# ## Key takeaways
+#
+# - Byte-pair encoding builds a vocabulary by one rule: merge the most frequent neighbouring pair into
+#   a new token, and repeat; every token is a tree of pairs, so decoding is exact.
+# - More merges mean a larger vocabulary and shorter texts, with diminishing returns: on tiny
+#   Shakespeare the first 256 merges cut the length by 45%, the last 1792 by 6%.
+# - The vocabulary size and the sequence length pull costs in opposite directions (the output layer
+#   against attention), so the best size depends on the model and the task (Remark 2.5).
+# - The embedding is a table of one learned vector per token; a lookup is a one-hot vector times the
+#   table, and the same table serves texts of every length.
+#
+# ## Check your understanding
+#
+# 1. Run BPE by hand on `aaabdaaabac` (stop when no pair occurs twice). Which merges do you make, and
+#    what is the final text?
+#
+#    ```{dropdown} Answer
+#    Pairs: `aa` occurs 4 times (overlapping: `aaa` has two), more than any other, so merge `aa` →
+#    `Z`, scanning left to right: `ZabdZabac`. Now `Za` and `ab` occur twice each; `Za` is seen first,
+#    so `Za` → `Y`: `YbdYbac`. Then `Yb` occurs twice: `Yb` → `X`: `XdXac`. No pair occurs twice:
+#    stop. Vocabulary $\{a,b,d,c,Z,Y,X\}$, length $11\to5$. (`learn_bpe("aaabdaaabac", names="ZYX")`
+#    confirms it.)
+#    ```
+#
+# 2. Why does the embedding table's number of parameters not depend on the length of the text, and
+#    why does that matter?
+#
+#    ```{dropdown} Answer
+#    The same table $\varphi$ is applied to each position separately: position $m$ gets column
+#    $\varphi_{f_m}$. So the table has $d_e|\mathbf V|$ numbers whatever $M$ is, and one trained model
+#    can read a text of any length (up to what the later layers allow) — Remark 2.8.
+#    ```
+#
+# 3. A word is rare in the training text and is split into three tokens; its synonym is frequent
+#    and is one token. Will their embeddings be close?
+#
+#    ```{dropdown} Answer
+#    Nothing makes them close. The rare word is three vectors, the frequent one a single vector, so
+#    they do not even live in the same space as whole words, and the pieces of the rare word get few
+#    gradient updates (a token that never occurs gets none). This is Remark 2.9's point.
+#    ```
+#
+# ## Reproducibility
+#
+# The merges are learned on the first `TRAIN_CHARS` = 200,000 characters of tiny Shakespeare's
+# training split (about a second); `FULL=1` learns them on the whole million-character split, and the
+# curves barely move. Nothing on this page is random except the embedding table, seeded with 0.
+# Library: `nextword.tokenizers` (`learn_bpe`, `BPETokenizer`), `nextword.embedding`.
+
+# %% tags=["hide-cell"]
+print(f"FULL = {FULL}: merges learned on {len(train_text):,} of {len(corpus.train):,} "
+      f"training characters; held-out text {len(held_out):,} characters")

@@ -1,28 +1,52 @@
 # %% [markdown]
 # # 2.4 The attention block and the set transformer
 #
+# **The question.** Which function turns the vectors of a prefix into a probability for the next
+# token — written out completely, with nothing left to code — and what can that function *not*
+# see?
+#
+# The paper's answer is short: a stack of attention blocks, an average over positions, a linear
+# map and a softmax, the *set transformer*. It is worth knowing for two reasons. It is Chapter 6's
+# decoder block in the notation of mathematics, so everything you learned there carries over. And
+# written this way it shows its blind spot plainly: with no positions and no mask, the function
+# depends on the prefix only as a *set* of vectors — even only as a probability distribution over
+# vectors — so "dog bites man" and "man bites dog" get the same next-token probabilities. That is
+# why the next page ([2.5](05_temporal_structure.ipynb)) adds order back.
+#
+# ```{admonition} Learning goals
+# :class: tip
+# After this page you can
+# - compute the attention map (5.2) by hand for two one-dimensional tokens, and check that
+#   swapping or duplicating the tokens moves its outputs the way the symmetries predict;
+# - trace a prefix through the attention block (5.3a–d), the pooling and the softmax (5.6)–(5.7),
+#   and say which step mixes positions;
+# - explain why a model without positions or a mask is {term}`permutation-equivariant` block by
+#   block and permutation-invariant after pooling, and what a causal mask or positions break;
+# - read attention as a map on {term}`empirical measures <empirical measure>` (Appendix B).
+# ```
+#
+# **Builds on:** [6.2 The attention mechanism](../part1_chapter6/6_2_attention_mechanism.ipynb)
+# ({term}`queries <query>`, {term}`keys <key>`, {term}`values <value>`, scores and softmax weights) ·
+# [6.6 Context representation](../part1_chapter6/6_6_context_representation.ipynb) (the
+# {term}`decoder block`: residual connections, {term}`layer normalisation`, the
+# {term}`feed-forward network`) · [2.2 The KL objective](02_objective_kl.ipynb) (the next-token
+# distribution $\mathbf q_m$ that training fits). **Reading time:** about 40 minutes.
+#
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §5.1–5.2
-# (Eqs. 5.2–5.7, Examples 5.2–5.4) and Appendix B (Eqs. B.1–B.5, Example B.2).*
-#
-# §5 builds the next-token model $q_m(\cdot\mid h_{1:m-1})$ from a *set transformer*: attention
-# blocks (5.3a–d) — attention with a residual (5.2), a normalisation, a residual feed-forward
-# network, a normalisation — followed by a pooling map and a softmax (5.6)–(5.7). There are no
-# positions and no mask, so the model sees its input as a *set*, and Appendix B goes one step
-# further: as a *probability measure* on $\mathbb R^{d_e}$. We compute every piece with
-# `nextword.theory.formulation.set_transformer`, check the symmetries the section claims, and mark which of them survive
-# a causal mask or positional encodings (§5.3, notebook 2.5).
-#
-# Conventions: the paper's column vectors $Qh_k$ are rows of `h @ Q.T` with `h` of shape
-# `(m, d_e)`; scores are the raw inner products of (5.2) (no $1/\sqrt c$).
+# (Eqs. 5.2–5.7, Examples 5.2–5.4, Remarks 5.1, 5.6–5.7) and Appendix B (Eqs. B.1–B.5, Example B.2).*
 
 # %%
+import itertools
+
 import matplotlib.pyplot as plt
 import numpy as np
 import sympy as sp
+from IPython.display import Math, display
 
 from nextword.attention import softmax
-from nextword.decoder import TransformerBlock, feed_forward, layer_norm, rms_norm
 from nextword.booktools.plotting import use_book_style
+from nextword.booktools.schematics.formulation import draw_set_transformer
+from nextword.decoder import TransformerBlock, feed_forward, layer_norm, rms_norm
 from nextword.positions import sinusoidal_encoding
 from nextword.theory.formulation import (
     AttentionParams, BlockParams, att, attention_block, empirical_measure, max_pool, mean_pool,
@@ -33,12 +57,88 @@ use_book_style()
 rng = np.random.default_rng(0)
 
 # %% [markdown]
-# ## 1. The attention map (5.2) and its residual
+# ## A tiny example by hand
 #
-# $\mathrm{ATT}(h)_k=h_k+\sum_l \alpha_{kl}Vh_l$ with
-# $\alpha_{kl}=\exp\langle Qh_k,Kh_l\rangle/Z_k$. We check the library against (5.2) written out term
-# by term, and the structural fact behind everything below: $\mathrm{ATT}(h)_k-h_k$ is a convex
-# combination of the values $Vh_l$, i.e. an expectation under a probability vector over the tokens.
+# The paper's attention map (5.2) sends a sequence of vectors $h_1,\dots,h_{m-1}$ to a sequence of
+# the same length:
+#
+# $$\mathrm{ATT}(h)_k=h_k+\sum_{l}\alpha_{kl}\,Vh_l,\qquad
+# \alpha_{kl}=\frac{\exp\langle Qh_k,Kh_l\rangle}{\sum_j\exp\langle Qh_k,Kh_j\rangle}.$$
+#
+# It is Chapter 6's attention with two differences of bookkeeping: the input $h_k$ is added back (a
+# residual connection), and the score is the plain inner product, with no division by
+# $\sqrt{d_k}$. Take two tokens in one dimension, $h=(1,2)$, and $Q=K=V=1$. The score of token $k$
+# with token $l$ is $h_kh_l$:
+#
+# - token 1: scores $(1\cdot1, 1\cdot2)=(1,2)$, weights $(e^1,e^2)/(e^1+e^2)=(0.2689, 0.7311)$,
+#   output $1+0.2689\cdot1+0.7311\cdot2=2.7311$;
+# - token 2: scores $(2,4)$, weights $(0.1192, 0.8808)$, output $2+0.1192+0.8808\cdot2=3.8808$.
+
+# %%
+def attention_by_loop(tokens, Q=1.0, K=1.0, V=1.0):
+    """(5.2) for one-dimensional tokens, term by term."""
+    outputs = []
+    for k, h_k in enumerate(tokens):
+        scores = [(Q * h_k) * (K * h_l) for h_l in tokens]
+        weights = np.exp(scores) / np.sum(np.exp(scores))
+        outputs.append(h_k + sum(w * V * h_l for w, h_l in zip(weights, tokens)))
+        print(f"  token {k + 1}: scores {scores}, weights {np.round(weights, 4)}, "
+              f"output {outputs[-1]:.4f}")
+    return np.array(outputs)
+
+
+one_dim = AttentionParams(np.ones((1, 1)), np.ones((1, 1)), np.ones((1, 1)))
+print("h = (1, 2):")
+out_12 = attention_by_loop([1.0, 2.0])
+assert np.allclose(out_12, att(np.array([[1.0], [2.0]]), one_dim).ravel(), atol=1e-12)
+
+# %% [markdown]
+# Now the two symmetries that drive this page. **Swap the tokens**, $h=(2,1)$: each token meets the
+# same partners with the same scores, so the outputs swap too. **Duplicate every token**,
+# $h=(1,2,1,2)$: token 1's scores are $(1,2,1,2)$, its weights $(e^1,e^2,e^1,e^2)$ normalised — the
+# same shares for the values 1 and 2 as before — so its output is unchanged.
+
+# %%
+print("h = (2, 1):")
+out_21 = attention_by_loop([2.0, 1.0])
+print("h = (1, 2, 1, 2):")
+out_1212 = attention_by_loop([1.0, 2.0, 1.0, 2.0])
+assert np.allclose(out_21, out_12[::-1], atol=1e-12)  # swapped inputs, swapped outputs
+assert np.allclose(out_1212, np.tile(out_12, 2), atol=1e-12)  # duplicated: the same outputs
+
+# %% [markdown]
+# Attention only ever asks *which* vectors are present and in what proportions, never *where*. The
+# rest of the page shows that this survives the whole model of §5.
+#
+# ## The set transformer, step by step (5.3)–(5.7)
+#
+# The paper builds its next-token model from this map in two stages. The **attention block**
+# (5.3a–d) applies ATT, normalises each vector (N), adds a small {term}`feed-forward network`
+# applied to each vector separately (NN, with its residual), and normalises again. The **set
+# transformer** (5.6) stacks $K$ blocks with their own parameters, then **pools** the sequence
+# into one vector — the mean (or the coordinate-wise maximum) over positions (Example 5.4). A linear
+# map $B$ gives one score per token of the vocabulary, and a softmax with temperature $\tau$ turns
+# the scores into the next-token distribution $\mathbf q_m$ (5.7). Only ATT mixes positions; every
+# other step acts on each position alone.
+
+# %%
+fig, ax = plt.subplots(figsize=(12, 3.8))
+draw_set_transformer(2, pooling="mean", ax=ax)
+plt.show()
+
+# %% [markdown]
+# **Figure 2.4.1.** The set transformer of §5.1–5.2 with $K=2$ blocks. The prefix's vectors enter
+# block $A_1$, drawn open: the attention map (green, the only step that lets positions exchange
+# information), then normalisation, the feed-forward network with its residual, and normalisation
+# again (5.3a–d). Block $A_2$ repeats the steps with its own parameters. Pooling turns the sequence
+# into one vector, $B$ into $|\mathbf V|$ scores, the softmax into $\mathbf q_m$ (5.6)–(5.7).
+#
+# ## The attention map (5.2) and its residual
+#
+# We check the library's `att` against (5.2) written out term by term, in $d_e=4$ dimensions with
+# $c=3$ (the width of queries and keys), and the structural fact behind everything below:
+# $\mathrm{ATT}(h)_k-h_k$ is a {term}`convex combination` of the values $Vh_l$, an average under a
+# probability vector over the tokens.
 
 # %%
 d_e, c, c_ff, m = 4, 3, 16, 6
@@ -53,21 +153,24 @@ for k in range(m):
 out = att(h, block.att)
 assert np.allclose(out, loop, rtol=1e-12, atol=1e-12)
 alpha = softmax((h @ Q.T) @ (h @ K.T).T)  # (m, m)
-assert np.allclose(alpha.sum(1), 1) and (alpha > 0).all()
+assert np.allclose(alpha.sum(1), 1)
+assert (alpha > 0).all()
 assert np.allclose(out - h, alpha @ (h @ V.T))
 assert np.abs(out - loop).max() < 1e-12
 print("max |ATT(h) - (5.2) term by term| < 1e-12 (round-off); rows of alpha sum to 1")
 
 # %% [markdown]
-# ## 2. The attention block (5.3a–d), and the normalisation of Example 5.2
+# ## The attention block (5.3a–d) is Chapter 6's post-norm block
 #
-# The block is ATT → N → $h+\mathrm{NN}(h)$ → N: the *post-norm* block of Chapter 6 with one head
-# and no output projection. With $c=d_e$ it is exactly `nextword.decoder.layers.TransformerBlock(pre_norm=False)`
-# once its $1/\sqrt{d}$ scale is folded into $W_q$ and $W_o=I$ — we check that.
+# ATT → N → $h+\mathrm{NN}(h)$ → N is the {term}`post-norm` block of Chapter 6 with one head and no
+# output projection. With $c=d_e$ it is exactly `nextword.decoder.layers.TransformerBlock(pre_norm=False)`
+# once that block's $1/\sqrt{d}$ scale is folded into its query matrix and its output matrix is the
+# identity:
 
 # %%
 sq = BlockParams.random(d_e, d_e, c_ff, rng)  # c = d_e
-tb = TransformerBlock(d_e, 1, c_ff, rng=rng, norm="layer", pre_norm=False, causal=False, activation="relu", eps=sq.eps)
+tb = TransformerBlock(d_e, 1, c_ff, rng=rng, norm="layer", pre_norm=False, causal=False,
+                      activation="relu", eps=sq.eps)
 tb.attn.W_q, tb.attn.W_k, tb.attn.W_v = sq.att.Q.T * np.sqrt(d_e), sq.att.K.T, sq.att.V.T
 tb.attn.W_o[...] = np.eye(d_e)
 tb.W1[...], tb.b1[...], tb.W2[...], tb.b2[...] = sq.W1.T, sq.b1, sq.W2.T, sq.b2
@@ -76,64 +179,19 @@ assert diff < 1e-12
 print("(5.3a-d) vs post-norm TransformerBlock: max |difference| < 1e-12 (round-off)")
 
 # %% [markdown]
-# Example 5.2 defines layer normalisation with $m(u)=\sum_i u_i$ and
-# $\sigma^2(u)=\sum_i(u_i-m(u))^2$ — sums, where layer normalisation (Ba et al.; `layer_norm`) uses
-# averages $\frac1{d_e}\sum_i$. Taken literally, the printed map does not centre its output and is not
-# invariant to adding a constant to every coordinate, which is the point of the mean shift. Sympy on a
-# generic $u\in\mathbb R^3$:
-
-# %%
-u = sp.Matrix(sp.symbols("u1:4", real=True))
-t = sp.Symbol("t", real=True)
-
-
-def ln_printed(v):
-    mu = sum(v)  # m(u) as printed: a sum
-    return (v - mu * sp.ones(3, 1)) / sp.sqrt(sum((x - mu) ** 2 for x in v))
-
-
-def ln_mean(v):
-    mu = sum(v) / 3
-    return (v - mu * sp.ones(3, 1)) / sp.sqrt(sum((x - mu) ** 2 for x in v) / 3)
-
-
-print("sum of outputs, printed (5.4):", sp.factor(sp.simplify(sum(ln_printed(u)))))
-print("sum of outputs, with means:   ", sp.simplify(sum(ln_mean(u))))
-shift = sp.simplify(ln_mean(u + t * sp.ones(3, 1)) - ln_mean(u))
-assert shift == sp.zeros(3, 1)
-num = {s_: v_ for s_, v_ in zip(u, (1, 2, 3))}
-printed_val = np.array(ln_printed(u).subs(num), dtype=float).ravel()
-shifted_val = np.array(ln_printed(u + 10 * sp.ones(3, 1)).subs(num), dtype=float).ravel()
-print(f"printed (5.4) at u = (1,2,3): {np.round(printed_val, 4)}; at u + 10: {np.round(shifted_val, 4)}")
-assert np.allclose(np.array(ln_mean(u).subs(num), dtype=float).ravel(), layer_norm(np.array([1.0, 2, 3]), eps=0.0))
-assert not np.allclose(printed_val, shifted_val)
-
-# %% [markdown]
-# With averages, the output has zero mean, is shift invariant, and equals `layer_norm`. We use that
-# reading (recorded in `book/ERRATA.md`). The same convention decides (5.5): with sums, setting
-# $m=0$, $b=0$, $\varepsilon=0$, $D=I$ gives $u/|u|_2$ (the unit sphere, as printed); with averages it
-# gives $u/\sqrt{\tfrac1{d_e}\sum u_i^2}=\sqrt{d_e}\,u/|u|_2$, which is what RMSNorm usually denotes
-# (radius $\sqrt{d_e}$). `rms_norm` offers both:
-
-# %%
-x = rng.standard_normal(d_e)
-assert np.allclose(rms_norm(x, eps=0.0, unit=True), x / np.linalg.norm(x))
-assert np.allclose(rms_norm(x, eps=0.0), np.sqrt(d_e) * x / np.linalg.norm(x))
-print(f"|rms_norm(x, unit=True)| = {np.linalg.norm(rms_norm(x, eps=0.0, unit=True)):.6f}, "
-      f"|rms_norm(x)| = {np.linalg.norm(rms_norm(x, eps=0.0)):.6f} = sqrt(d_e)")
-
-# %% [markdown]
-# ## 3. Permutation equivariance of the block, invariance of the set transformer
+# The normalisation N is layer normalisation: subtract the mean of the vector's coordinates,
+# divide by their standard deviation, then rescale and shift. (Example 5.2 prints it with sums
+# where averages are meant; see Checking the paper at the end of the page.)
+#
+# ## The set transformer cannot see order
 #
 # Permuting the tokens permutes the output of ATT (the softmax weights move with the keys, the
 # residual with the query), and N and NN act token by token, so every block is *equivariant*:
-# $\mathbf A(h_{\sigma})=\mathbf A(h)_{\sigma}$. Mean and max pooling forget the order, so
-# $\mathbf T$ and $q_m$ in (5.6)–(5.7) are *invariant*. Checked for every one of the $6!=720$
-# orders of a 6-token sequence through two blocks:
+# $\mathbf A(h_{\sigma})=\mathbf A(h)_{\sigma}$ for every reordering $\sigma$. Mean and max pooling
+# forget the order, so $\mathbf T$ and $\mathbf q_m$ in (5.6)–(5.7) are *invariant*. Checked for
+# every one of the $6!=720$ orders of a 6-token sequence through two blocks:
 
 # %%
-import itertools
-
 blocks = [block, BlockParams.random(d_e, c, c_ff, rng)]
 B = rng.standard_normal((10, d_e))  # the linear map B of (5.7), |V| = 10
 A_h = attention_block(h, block)
@@ -151,60 +209,67 @@ print("all 720 orders: max deviation < 1e-12 (round-off); q_m sums to 1 within 1
 
 # %% [markdown]
 # The price: a next-token model built this way cannot tell "dog bites man" from "man bites dog".
-# With any embedding of three words, both orders get the same distribution for the next token:
+# With any embedding of the three words, both orders get the same distribution for the next token:
 
 # %%
 vocab_words = ["dog", "bites", "man"]
 phi = rng.standard_normal((len(vocab_words), d_e))  # rows = token embeddings
-s1 = phi[[0, 1, 2]]  # dog bites man
-s2 = phi[[2, 1, 0]]  # man bites dog
-q1, q2 = next_token_distribution(s1, blocks, B), next_token_distribution(s2, blocks, B)
+dog_bites_man = phi[[0, 1, 2]]
+man_bites_dog = phi[[2, 1, 0]]
+q1 = next_token_distribution(dog_bites_man, blocks, B)
+q2 = next_token_distribution(man_bites_dog, blocks, B)
 assert np.allclose(q1, q2, atol=1e-14)
 print("q(. | dog bites man) == q(. | man bites dog):", bool(np.allclose(q1, q2, atol=1e-14)))
 
 # %% [markdown]
-# ## 4. Pooling (Example 5.4, Example B.2)
+# ## Pooling (Example 5.4, Example B.2)
 #
-# Example 5.4 writes mean pooling of $h_{1:m-1}$ as $\frac1m\sum_{k=1}^m h_k$; the sequence has
-# $m-1$ elements, so the sum must stop at $m-1$ and the factor is $\frac1{m-1}$ (an index slip; read
-# literally, "$\frac1m$ times the sum of the $m-1$ tokens" is $(m-1)/m$ times the mean and depends on
-# the length, which breaks the length independence the example asks for — checked below). The
-# continuum form of max pooling in Example B.2 is a log-sum-exp,
-# $\frac1\beta\log\int e^{\beta h_j}\,dp(h)$, which tends to the coordinate-wise maximum over the
-# support as $\beta\to\infty$ (the gap is at most $\log(1/p_{\min})/\beta$), and to the mean as
-# $\beta\to0$.
+# Pooling turns the whole sequence into one vector. The mean over positions and the coordinate-wise
+# maximum both ignore order and give the same answer when every token is repeated, so they depend
+# on the sequence only through which vectors occur and how often. Appendix B's continuum version of
+# max pooling is a log-sum-exp, $\frac1\beta\log\int e^{\beta h_j}\,dp(h)$ — a soft maximum — which
+# tends to the coordinate-wise maximum as $\beta\to\infty$ (the gap is at most
+# $\log(1/p_{\min})/\beta$, here $\log m/\beta$) and to the mean as $\beta\to0$.
 
 # %%
 hh = np.concatenate([h, h])  # every token twice: the same empirical measure
-literal = lambda seq: seq.sum(0) / (len(seq) + 1)  # noqa: E731  (1/m) * sum of the m-1 tokens
-assert np.allclose(mean_pool(hh), mean_pool(h)) and np.allclose(max_pool(hh), max_pool(h))
-print(f"literal (1/m) pooling: |P(h,h) - P(h)| = {np.abs(literal(hh) - literal(h)).max():.4f} (not length independent)")
+assert np.allclose(mean_pool(hh), mean_pool(h))
+assert np.allclose(max_pool(hh), max_pool(h))
 betas = np.geomspace(0.01, 1000, 41)
 gaps = np.array([np.max(max_pool(h) - soft_max_pool(h, b)) for b in betas])
-assert np.all(gaps >= -1e-12) and np.all(gaps <= np.log(m) / betas + 1e-12)
+assert np.all(gaps >= -1e-12)
+assert np.all(gaps <= np.log(m) / betas + 1e-12)
 assert np.allclose(soft_max_pool(h, 1e-6), mean_pool(h), atol=1e-5)
 print(f"soft-max pooling gap to max: beta=1: {gaps[np.argmin(abs(betas - 1))]:.4f}, "
       f"beta=1000: {gaps[-1]:.2e} (bound log(m)/beta = {np.log(m) / 1000:.2e})")
 
 # %% [markdown]
-# ## 5. Attention as a map on empirical measures (Appendix B)
+# ## Attention as a map on distributions (Appendix B)
 #
-# (B.1) encodes a sequence as $p=\frac1\ell\sum_k\delta_{h_k}$ and (B.4a) defines the transport map
-# $s\mapsto s+V\,\mathbb E_{u\sim\pi(\cdot;s)}[u]$ with $\pi(u;s)\propto e^{\langle Qs,Ku\rangle}p(u)$.
-# Everything depends on the sequence only through $p$, so duplicating every token — same measure —
-# must leave each token's output unchanged. Sympy first, in one dimension with two tokens:
+# The tiny example showed that duplicating every token changes nothing. Appendix B makes that the
+# definition: (B.1) encodes a sequence as its {term}`empirical measure`
+# $p=\frac1\ell\sum_k\delta_{h_k}$ — "each of the $\ell$ vectors, with weight $1/\ell$" — and (B.4a)
+# defines attention as the map $s\mapsto s+V\,\mathbb E_{u\sim\pi(\cdot;s)}[u]$ with
+# $\pi(u;s)\propto e^{\langle Qs,Ku\rangle}p(u)$. Everything depends on the sequence only through
+# $p$. Sympy, in one dimension with two tokens, compares duplicating every token with duplicating
+# one:
 
 # %%
 h1, h2, qs, ks, vs = sp.symbols("h1 h2 Q K V", real=True)
 
 
 def att_scalar(seq, k):
+    """(5.2) for one-dimensional symbolic tokens, output k."""
     w = [sp.exp(qs * seq[k] * ks * x) for x in seq]
     return seq[k] + sum(wi * vs * x for wi, x in zip(w, seq)) / sum(w)
 
 
-print("ATT(h1,h2,h1,h2)_1 - ATT(h1,h2)_1 =", sp.simplify(att_scalar([h1, h2, h1, h2], 0) - att_scalar([h1, h2], 0)))
-print("ATT(h1,h1,h2)_1  - ATT(h1,h2)_1 =", sp.factor(sp.simplify(att_scalar([h1, h1, h2], 0) - att_scalar([h1, h2], 0))))
+every_twice = sp.simplify(att_scalar([h1, h2, h1, h2], 0) - att_scalar([h1, h2], 0))
+one_twice = sp.factor(sp.simplify(att_scalar([h1, h1, h2], 0) - att_scalar([h1, h2], 0)))
+display(Math(r"\mathrm{ATT}(h_1,h_2,h_1,h_2)_1-\mathrm{ATT}(h_1,h_2)_1=" + sp.latex(every_twice)))
+display(Math(r"\mathrm{ATT}(h_1,h_1,h_2)_1-\mathrm{ATT}(h_1,h_2)_1=" + sp.latex(one_twice)))
+assert every_twice == 0
+assert one_twice != 0
 
 # %% [markdown]
 # Duplicating *every* token cancels; duplicating *one* token does not — it changes the measure
@@ -218,7 +283,8 @@ assert np.allclose(attention_block(reps, block)[:m], A_h, atol=1e-12)
 assert np.allclose(set_transformer(reps, blocks), T_mean, atol=1e-12)
 uneven = np.concatenate([h, h[:2]])  # tokens 0 and 1 twice: a different measure
 points, weights = empirical_measure(uneven)
-assert np.allclose(points, h) and np.allclose(weights * len(uneven), [2, 2, 1, 1, 1, 1])
+assert np.allclose(points, h)
+assert np.allclose(weights * len(uneven), [2, 2, 1, 1, 1, 1])
 via_measure = attention_block(points, block, weights=weights)
 assert np.allclose(via_measure, attention_block(uneven, block)[:m], atol=1e-12)
 moved = np.abs(attention_block(uneven, block)[:m] - A_h).max()
@@ -228,28 +294,9 @@ print("every token x3: max change < 1e-12 (round-off); "
       f"two tokens doubled: max change {moved:.3f}, reproduced by the weighted measure")
 
 # %% [markdown]
-# Appendix B states that evaluating (B.4a–d) at each $h_k$ gives back the block (5.3). Steps (a), (b)
-# and (d) do, but (B.4c) reads $\mathfrak A(s;p)\leftarrow s+\mathfrak{NN}(\mathfrak A(s;p))$: the
-# residual adds the *input* $s$, whereas (5.3c) adds the current value,
-# $h\leftarrow h+\mathrm{NN}(h)$. The two differ:
-
-# %%
-def appendix_b_literal(seq, p):
-    """(B.4a-d) as printed: the residual of (B.4c) adds the block input s."""
-    a = layer_norm(att(seq, p.att), eps=p.eps)  # (B.4a), (B.4b)
-    a = seq + feed_forward(a, p.W1.T, p.b1, p.W2.T, p.b2, activation="relu")  # (B.4c) as printed
-    return layer_norm(a, eps=p.eps)  # (B.4d)
-
-
-gap_b4c = np.abs(appendix_b_literal(h, block) - A_h).max()
-assert gap_b4c > 0.1
-print(f"(B.4c) as printed vs (5.3): max difference {gap_b4c:.3f}")
-
-# %% [markdown]
-# Both versions are permutation equivariant and duplication invariant, so nothing in Appendix B's
-# argument depends on the choice; we read (B.4c) as $\mathfrak A\leftarrow\mathfrak A+\mathfrak{NN}(\mathfrak A)$
-# so that the appendix matches (5.3) (ledger row). The transport picture in two dimensions: each
-# token moves to $\mathrm{ATT}(h)_k$; a copy of the cloud with every point doubled moves identically.
+# The transport picture in two dimensions: each token moves to $\mathrm{ATT}(h)_k$, pushed by a
+# vector field that depends on the measure only; a copy of the cloud with every point doubled moves
+# identically.
 
 # %%
 d2 = 2
@@ -258,18 +305,22 @@ cloud = rng.standard_normal((12, d2))
 moved_cloud = att(cloud, att2)
 assert np.allclose(att(np.concatenate([cloud, cloud]), att2)[:12], moved_cloud)
 fine = np.linspace(-3, 3, 15)
-grid = np.array([[a_, b_] for a_ in fine for b_ in fine])  # test points s, pushed by A(.; p)
-Aq = grid @ att2.Q.T @ (cloud @ att2.K.T).T  # (G, n) scores <Qs, Ku>
-field = softmax(Aq) @ (cloud @ att2.V.T)  # V E_{pi(.;s)}[u]
+grid = np.array([[x_, y_] for x_ in fine for y_ in fine])  # test points s, pushed by A(.; p)
+grid_scores = grid @ att2.Q.T @ (cloud @ att2.K.T).T  # (G, n) scores <Qs, Ku>
+field = softmax(grid_scores) @ (cloud @ att2.V.T)  # V E_{pi(.;s)}[u]
 
+# %%
 fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), layout="constrained")
-axes[0].quiver(grid[:, 0], grid[:, 1], field[:, 0], field[:, 1], color="0.75", angles="xy", scale_units="xy", scale=1.5)
+axes[0].quiver(grid[:, 0], grid[:, 1], field[:, 0], field[:, 1], color="0.75", angles="xy",
+               scale_units="xy", scale=1.5)
 axes[0].scatter(*cloud.T, color="C0", zorder=3, label="tokens $h_k$ (the measure $p$)")
 axes[0].scatter(*moved_cloud.T, color="C3", marker="x", zorder=3, label=r"$\mathrm{ATT}(h)_k$")
-for a_, b_ in zip(cloud, moved_cloud):
-    axes[0].annotate("", b_, a_, arrowprops=dict(arrowstyle="->", color="C3", lw=0.8))
+for start, end in zip(cloud, moved_cloud):
+    axes[0].annotate("", end, start, arrowprops=dict(arrowstyle="->", color="C3", lw=0.8))
 axes[0].set_xlim(-3, 3)
 axes[0].set_ylim(-3, 3)
+axes[0].set_xlabel("coordinate 1")
+axes[0].set_ylabel("coordinate 2")
 axes[0].set_title("(B.4a): s -> s + V E[u], u ~ pi(.; s)")
 axes[0].legend(loc="lower left", fontsize=8)
 axes[1].loglog(betas, gaps, "o-", ms=3, label="max pool - soft-max pool")
@@ -280,17 +331,18 @@ axes[1].legend()
 plt.show()
 
 # %% [markdown]
-# **Figure 4.1.** Left: attention (5.2)/(B.4a) on a 2-D empirical measure of 12 tokens. Grey: the
+# **Figure 2.4.2.** Left: attention (5.2)/(B.4a) on a 2-D empirical measure of 12 tokens. Grey: the
 # displacement $V\mathbb E_{\pi(\cdot;s)}[u]$ the measure induces at any point $s$ (a vector field that
 # depends on $p$ only); red: where each token goes. Right: Example B.2 — the log-sum-exp pooling
 # approaches max pooling at rate $\le\log m/\beta$.
 #
-# ## 6. What survives a causal mask or positions
+# ## What survives a causal mask or positions
 #
 # Everything above used (5.2) as printed: every token attends to every token and nothing encodes
-# order. A decoder uses a causal mask (§5.3.3) and position encodings (§5.3.1). We test the three
-# properties in all four settings (positions = sinusoidal encodings added to the embeddings, after
-# the permutation — a position belongs to the slot, not to the token).
+# order. A decoder uses a {term}`causal mask` (§5.3.3) and
+# {term}`positional encodings <positional encoding>` (§5.3.1). We test the three properties in all four settings (positions = sinusoidal
+# encodings added to the embeddings after the permutation: a position belongs to the slot, not to
+# the token).
 
 # %%
 pe = sinusoidal_encoding(2 * m, d_e)
@@ -298,6 +350,7 @@ perm = np.array([3, 0, 5, 1, 4, 2])
 
 
 def pipeline(seq, causal, positions):
+    """One attention block, optionally masked, optionally with positions added."""
     x = seq + pe[: len(seq)] if positions else seq
     return attention_block(x, block, causal=causal)
 
@@ -306,9 +359,11 @@ rows = []
 for causal in (False, True):
     for positions in (False, True):
         base = pipeline(h, causal, positions)
-        equiv = np.allclose(pipeline(h[perm], causal, positions), base[perm], atol=1e-10)
-        inv = np.allclose(mean_pool(pipeline(h[perm], causal, positions)), mean_pool(base), atol=1e-10)
-        dup = np.allclose(pipeline(np.concatenate([h, h]), causal, positions), np.concatenate([base, base]), atol=1e-10)
+        permuted = pipeline(h[perm], causal, positions)
+        equiv = np.allclose(permuted, base[perm], atol=1e-10)
+        inv = np.allclose(mean_pool(permuted), mean_pool(base), atol=1e-10)
+        doubled_out = pipeline(np.concatenate([h, h]), causal, positions)
+        dup = np.allclose(doubled_out, np.concatenate([base, base]), atol=1e-10)
         rows.append((causal, positions, equiv, inv, dup))
         print(f"causal={causal!s:5s} positions={positions!s:5s}: equivariant {equiv!s:5s} "
               f"pooled-invariant {inv!s:5s} duplication-invariant {dup}")
@@ -329,4 +384,153 @@ doubled = attention_block(np.concatenate([h, h]), block, causal=True)
 causal_base = attention_block(h, block, causal=True)
 first_ok, second_ok = np.allclose(doubled[:m], causal_base), np.allclose(doubled[m:], causal_base)
 assert first_ok and not second_ok
-print(f"causal, no positions, (h, h): first copy reproduces h's outputs {first_ok}; second copy {second_ok}")
+print(f"causal, no positions, (h, h): first copy reproduces h's outputs {first_ok}; "
+      f"second copy {second_ok}")
+
+# %% [markdown]
+# ## Checking the paper
+#
+# **Example 5.2: layer normalisation with sums.** Example 5.2 defines layer normalisation with
+# $m(u)=\sum_i u_i$ and $\sigma^2(u)=\sum_i(u_i-m(u))^2$ — sums, where layer normalisation (Ba et
+# al.; `layer_norm`) uses averages $\frac1{d_e}\sum_i$. Taken literally, the printed map does not
+# centre its output and is not invariant to adding a constant to every coordinate, which is the
+# point of the mean shift. Sympy on a generic $u\in\mathbb R^3$:
+
+# %%
+u = sp.Matrix(sp.symbols("u1:4", real=True))
+t = sp.Symbol("t", real=True)
+
+
+def ln_printed(v):
+    """(5.4) as printed, without D, b and epsilon: m(u) and sigma^2(u) are sums."""
+    mu = sum(v)
+    return (v - mu * sp.ones(3, 1)) / sp.sqrt(sum((x - mu) ** 2 for x in v))
+
+
+def ln_mean(v):
+    """(5.4) with averages: the layer normalisation of the library."""
+    mu = sum(v) / 3
+    return (v - mu * sp.ones(3, 1)) / sp.sqrt(sum((x - mu) ** 2 for x in v) / 3)
+
+
+display(Math(r"\text{sum of outputs, (5.4) as printed: }"
+             + sp.latex(sp.factor(sp.simplify(sum(ln_printed(u)))))))
+display(Math(r"\text{sum of outputs, with averages: }" + sp.latex(sp.simplify(sum(ln_mean(u))))))
+shift = sp.simplify(ln_mean(u + t * sp.ones(3, 1)) - ln_mean(u))
+assert shift == sp.zeros(3, 1)
+
+# %%
+num = {s_: v_ for s_, v_ in zip(u, (1, 2, 3))}
+printed_val = np.array(ln_printed(u).subs(num), dtype=float).ravel()
+shifted_val = np.array(ln_printed(u + 10 * sp.ones(3, 1)).subs(num), dtype=float).ravel()
+print(f"printed (5.4) at u = (1,2,3): {np.round(printed_val, 4)}; "
+      f"at u + 10: {np.round(shifted_val, 4)}")
+assert np.allclose(np.array(ln_mean(u).subs(num), dtype=float).ravel(),
+                   layer_norm(np.array([1.0, 2, 3]), eps=0.0))
+assert not np.allclose(printed_val, shifted_val)
+
+# %% [markdown]
+# With averages, the output has zero mean, is shift invariant, and equals `layer_norm`. We use that
+# reading (recorded in `book/ERRATA.md`). The same convention decides (5.5): with sums, setting
+# $m=0$, $b=0$, $\varepsilon=0$, $D=I$ gives $u/\Vert u\Vert_2$ (the unit sphere, as printed); with
+# averages it gives $u/\sqrt{\tfrac1{d_e}\sum u_i^2}=\sqrt{d_e}\,u/\Vert u\Vert_2$, which is what
+# RMSNorm usually denotes (radius $\sqrt{d_e}$). `rms_norm` offers both:
+
+# %%
+x = rng.standard_normal(d_e)
+assert np.allclose(rms_norm(x, eps=0.0, unit=True), x / np.linalg.norm(x))
+assert np.allclose(rms_norm(x, eps=0.0), np.sqrt(d_e) * x / np.linalg.norm(x))
+print(f"|rms_norm(x, unit=True)| = {np.linalg.norm(rms_norm(x, eps=0.0, unit=True)):.6f}, "
+      f"|rms_norm(x)| = {np.linalg.norm(rms_norm(x, eps=0.0)):.6f} = sqrt(d_e)")
+
+# %% [markdown]
+# **Example 5.4: the index of mean pooling.** Example 5.4 writes mean pooling of $h_{1:m-1}$ as
+# $\frac1m\sum_{k=1}^m h_k$; the sequence has $m-1$ elements, so the sum must stop at $m-1$ and the
+# factor is $\frac1{m-1}$ (an index slip). Read literally, "$\frac1m$ times the sum of the $m-1$
+# tokens" is $(m-1)/m$ times the mean and depends on the length, which breaks the length
+# independence the example asks for:
+
+# %%
+def literal_pool(seq):
+    """Example 5.4 read literally: (1/m) times the sum of the m - 1 tokens."""
+    return seq.sum(0) / (len(seq) + 1)
+
+
+literal_change = np.abs(literal_pool(hh) - literal_pool(h)).max()
+print(f"literal (1/m) pooling: |P(h,h) - P(h)| = {literal_change:.4f} (not length independent)")
+
+# %% [markdown]
+# **Appendix B, (B.4c).** Appendix B states that evaluating (B.4a–d) at each $h_k$ gives back the
+# block (5.3). Steps (a), (b) and (d) do, but (B.4c) reads
+# $\mathfrak A(s;p)\leftarrow s+\mathfrak{NN}(\mathfrak A(s;p))$: the residual adds the *input*
+# $s$, whereas (5.3c) adds the current value, $h\leftarrow h+\mathrm{NN}(h)$. The two differ:
+
+# %%
+def appendix_b_literal(seq, p):
+    """(B.4a-d) as printed: the residual of (B.4c) adds the block input s."""
+    a = layer_norm(att(seq, p.att), eps=p.eps)  # (B.4a), (B.4b)
+    a = seq + feed_forward(a, p.W1.T, p.b1, p.W2.T, p.b2, activation="relu")  # (B.4c) as printed
+    return layer_norm(a, eps=p.eps)  # (B.4d)
+
+
+gap_b4c = np.abs(appendix_b_literal(h, block) - A_h).max()
+assert gap_b4c > 0.1
+print(f"(B.4c) as printed vs (5.3): max difference {gap_b4c:.3f}")
+
+# %% [markdown]
+# Both versions are permutation equivariant and duplication invariant, so nothing in Appendix B's
+# argument depends on the choice; we read (B.4c) as
+# $\mathfrak A\leftarrow\mathfrak A+\mathfrak{NN}(\mathfrak A)$ so that the appendix matches (5.3)
+# (ledger row in `book/ERRATA.md`).
+#
+# ## Key takeaways
+#
+# - The paper's attention map (5.2) is Chapter 6's attention plus a residual, with unscaled scores;
+#   the attention block (5.3) is the post-norm decoder block with one head.
+# - The set transformer is blocks, then pooling, then a linear map and a softmax (5.6)–(5.7); only
+#   the attention step lets positions exchange information.
+# - Without positions or a mask every block is permutation-equivariant and the pooled model is
+#   permutation-invariant: it cannot tell "dog bites man" from "man bites dog".
+# - Even more, the model sees a sequence only as its empirical measure: repeating every token
+#   changes nothing, repeating one token does. A causal mask or positional encodings break all
+#   three symmetries, which is what a language model needs.
+#
+# ## Check your understanding
+#
+# 1. In the tiny example with $h=(1,2)$ and $Q=K=V=1$, what is $\mathrm{ATT}(h)_1$ if $V=0$?
+#    And if $Q=0$?
+#
+#    ```{dropdown} Answer
+#    With $V=0$ the sum vanishes and only the residual is left: $\mathrm{ATT}(h)_1=h_1=1$. With
+#    $Q=0$ all scores are 0, the weights are equal, $(\tfrac12,\tfrac12)$, and
+#    $\mathrm{ATT}(h)_1=1+\tfrac12(1+2)=\tfrac52$.
+#    ```
+#
+# 2. Which steps of the set transformer would you have to change so that the model can tell
+#    "dog bites man" from "man bites dog"?
+#
+#    ```{dropdown} Answer
+#    Something must depend on position: add positional encodings to the inputs (then the same word in
+#    two slots is two different vectors), or use a causal mask in ATT (then each token sees a
+#    different prefix), or replace the pooling by a map that is not symmetric in the positions (e.g.
+#    read the last position). Any one of these breaks the invariance, as the last table shows.
+#    ```
+#
+# 3. Repeating every token of a prefix leaves the set transformer's output unchanged. Why is that a
+#    problem for a language model, beyond word order?
+#
+#    ```{dropdown} Answer
+#    "no" and "no no no" — or a sentence and the same sentence said twice — get the same next-token
+#    distribution: the model cannot count. Only the proportions of the vectors matter (the
+#    empirical measure), not how many there are.
+#    ```
+#
+# ## Reproducibility
+#
+# Everything on this page is exact or a round-off bound: random parameters and inputs come from the
+# seeded generator `rng` (seed 0), nothing is trained. Library: `nextword.theory.formulation`
+# (`att`, `attention_block`, `set_transformer`, `next_token_distribution`, pooling,
+# `empirical_measure`), `nextword.decoder` (`TransformerBlock`, `layer_norm`, `rms_norm`).
+
+# %% tags=["hide-cell"]
+print(f"d_e = {d_e}, c = {c}, c' = {c_ff}, m = {m}; blocks: {len(blocks)}; |V| = {B.shape[0]}")

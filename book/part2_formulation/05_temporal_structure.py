@@ -1,17 +1,42 @@
 # %% [markdown]
 # # 2.5 Temporal structure: positions, causal and sparse attention, state-space models
 #
+# **The question.** The attention block of [2.4](04_attention_block_set_transformer.ipynb) sees a
+# prefix as a set: it ignores word order, lets every position read every other (the future too),
+# and compares all pairs of positions, a cost that grows with the square of the length. How do
+# language models put order back, hide the future, and make long texts affordable?
+#
+# The paper's §5.3 lists the fixes in use: add a {term}`positional encoding` to each vector; build
+# position into the score itself (the rotary form, RoPE); mask the scores so a position sees only
+# itself and the past ({term}`causal mask`), or only a window of neighbours (sparse attention); or
+# replace attention by a {term}`state-space model`, a recurrence that reads the sequence once, in
+# order, at a cost linear in its length. Each fix is a formula you can check — and several of the
+# printed ones fail the check in instructive ways.
+#
+# ```{admonition} Learning goals
+# :class: tip
+# After this page you can
+# - compute by hand why multiplying a score by 0 does not mask it, and what a $-\infty$ score does;
+# - explain what makes the base-10000 sinusoidal encoding multi-scale, and RoPE a rotation of
+#   complex pairs whose score depends only on the offset;
+# - count the inner products of full, causal and banded attention, and compute a windowed layer;
+# - run a linear state-space recurrence by hand, and explain why its exact discretisation needs
+#   $e^{A(t-r)}B$ in that order.
+# ```
+#
+# **Builds on:** [2.4 The attention block](04_attention_block_set_transformer.ipynb) (the attention
+# map (5.2) and its {term}`permutation-equivariant` blind spot) ·
+# [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb) (the causal mask as $-\infty$
+# scores) · [6.5 Positional encoding](../part1_chapter6/6_5_positional_encoding.ipynb) (sinusoidal
+# encodings and RoPE) · complex numbers $e^{i\theta}$; a linear ODE $\dot v=Av$ and the matrix
+# exponential. **Reading time:** about 45 minutes.
+#
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §5.3
 # (Example 5.8, Eqs. 5.8–5.9) and Appendix C (Eqs. C.1–C.4).*
 #
-# The attention map (5.2) treats its input as a set: it is permutation equivariant, it lets every
-# position see every other, and it costs $(m-1)^2$ inner products. §5.3 lists the fixes: absolute
-# position encodings (§5.3.1), a position-aware inner product (RoFormer, §5.3.2), causal and
-# sparse masks (§5.3.3), and replacing attention by a state-space model (§5.3.4, Appendix C). We
-# compute each with `nextword`, check the formulas, and show where the printed versions slip.
-#
 # Conventions: row vectors, sequences of shape `(T, d)`, positions 0-based in code (the paper
-# counts from 1). Appendix C uses column vectors $\dot v = Av+Bh$; `nextword.theory.formulation.ssm` follows it.
+# counts from 1). Appendix C uses column vectors $\dot v = Av+Bh$; `nextword.theory.formulation.ssm`
+# follows it.
 
 # %%
 import matplotlib.pyplot as plt
@@ -19,6 +44,7 @@ import numpy as np
 import scipy.integrate
 import scipy.linalg
 import sympy as sp
+from IPython.display import Math, display
 
 from nextword.attention import band_mask, causal_mask, scaled_dot_product_attention, softmax
 from nextword.booktools.plotting import heatmap, use_book_style
@@ -31,7 +57,45 @@ use_book_style()
 rng = np.random.default_rng(0)
 
 # %% [markdown]
-# ## 1. Absolute encodings: Example 5.8 as printed versus base 10000
+# ## A tiny example by hand
+#
+# **Masking.** Two one-dimensional tokens $h=(1,2)$ with $Q=K=V=1$, as in [2.4](04_attention_block_set_transformer.ipynb): token 1's scores
+# with tokens 1 and 2 are $(1,2)$. Causal attention must give token 2, the future, weight 0. The
+# paper writes the masked score as $\mathbb 1_{l\le k}\langle Qh_k,Kh_l\rangle$: token 1's scores
+# become $(1, 0)$ — but $e^0=1$, so token 2 still gets weight $1/(e+1)=0.2689$. Setting the masked
+# score to $-\infty$ instead gives $e^{-\infty}=0$:
+
+# %%
+scores_token1 = np.array([1.0, 2.0])  # <h_1, h_1>, <h_1, h_2>
+allowed = np.array([1.0, 0.0])  # token 1 may see token 1, not token 2
+times_zero = softmax(scores_token1 * allowed)
+minus_inf = softmax(np.where(allowed == 1, scores_token1, -np.inf))
+print(f"indicator x score: weights {np.round(times_zero, 4)}  (the future still gets weight)")
+print(f"-inf score       : weights {minus_inf}")
+assert times_zero[1] > 0.25
+assert minus_inf[1] == 0.0
+
+# %% [markdown]
+# **A state-space recurrence.** Instead of attention, read the sequence once, keeping a running
+# state: $v_{k+1}=a\,v_k+b\,h_k$. With $a=\tfrac12$, $b=1$, $v_0=0$ and inputs $h=(1,2,3)$:
+# $v_1=1$, $v_2=\tfrac12\cdot1+2=2.5$, $v_3=\tfrac12\cdot2.5+3=4.25$. Each step costs one
+# multiply-add per state entry, so the whole sequence costs time linear in its length, and $v_k$
+# depends only on the inputs before it: causal by construction.
+
+# %%
+a_tiny, b_tiny, state = 0.5, 1.0, 0.0
+for k, h_k in enumerate([1.0, 2.0, 3.0]):
+    state = a_tiny * state + b_tiny * h_k
+    print(f"v_{k + 1} = {a_tiny} * previous + {b_tiny} * {h_k} = {state}")
+assert state == 4.25
+# the library's scan returns the states v_0, ..., v_{T-1}: a fourth input lets it reach v_3
+inputs = np.array([[1.0], [2.0], [3.0], [0.0]])
+tiny_states, _ = ssm_scan(np.array([[a_tiny]]), np.array([[b_tiny]]), np.eye(1), np.zeros((1, 1)),
+                          inputs, np.zeros(1))
+assert np.array_equal(tiny_states.ravel(), [0.0, 1.0, 2.5, 4.25])
+
+# %% [markdown]
+# ## Absolute encodings: Example 5.8 as printed versus base 10000
 #
 # Example 5.8 sets $\lambda_j=2^{2j/d_e}$ for $j=1,\dots,d_e/2$ and
 # $r_m=(\sin(m/\lambda_1),\cos(m/\lambda_1),\dots)$. The trigonometric encoding of Vaswani et al.
@@ -55,13 +119,14 @@ usual = trig_encoding(np.arange(M), d, 10000.0, first_j=0)
 assert np.allclose(usual, sinusoidal_encoding(M, d), atol=1e-12)
 printed = trig_encoding(np.arange(1, M + 1), d, 2.0, first_j=1)
 lam = 2.0 ** (2 * np.arange(1, d // 2 + 1) / d)
-print(f"as printed: wavelengths 2*pi*lambda_j range over [{2 * np.pi * lam.min():.2f}, {2 * np.pi * lam.max():.2f}] positions")
+print(f"as printed: wavelengths 2*pi*lambda_j range over [{2 * np.pi * lam.min():.2f}, "
+      f"{2 * np.pi * lam.max():.2f}] positions")
 lam_u = 10000.0 ** (2 * np.arange(d // 2) / d)
-print(f"base 10000: wavelengths range over [{2 * np.pi * lam_u.min():.2f}, {2 * np.pi * lam_u.max():.0f}] positions")
+print(f"base 10000: wavelengths range over [{2 * np.pi * lam_u.min():.2f}, "
+      f"{2 * np.pi * lam_u.max():.0f}] positions")
 
 
-
-
+# %%
 def similarity_kernel(lam, offsets):
     """<r_m, r_{m+D}> / |r|^2 = mean_j cos(D / lambda_j): it depends on the offset D only."""
     return np.cos(np.asarray(offsets, dtype=float)[:, None] / lam[None, :]).mean(axis=1)
@@ -70,11 +135,13 @@ def similarity_kernel(lam, offsets):
 offsets = np.arange(0, M)
 k_printed, k_usual = similarity_kernel(lam, offsets), similarity_kernel(lam_u, offsets)
 assert np.allclose(printed[5] @ printed[5 + 37] / (d / 2), k_printed[37])  # check the identity once
-print(f"ratio of longest to shortest wavelength: printed {lam.max() / lam.min():.2f}, base 10000 {lam_u.max() / lam_u.min():.0f}")
+print(f"ratio of longest to shortest wavelength: printed {lam.max() / lam.min():.2f}, "
+      f"base 10000 {lam_u.max() / lam_u.min():.0f}")
 for name, kern in [("as printed (base 2)", k_printed), ("base 10000", k_usual)]:
     print(f"{name:20s}: similarity first < 0.5 at offset {np.argmax(kern < 0.5):3d}; "
           f"mean |similarity| over offsets 10..511 = {np.abs(kern[10:]).mean():.3f}")
-assert np.argmax(k_printed < 0.5) <= 3 and np.abs(k_printed[10:]).mean() < 0.1
+assert np.argmax(k_printed < 0.5) <= 3  # as printed: similarity falls at once
+assert np.abs(k_printed[10:]).mean() < 0.1  # ... and stays near 0
 assert np.argmax(k_usual < 0.5) > 20
 
 # %% [markdown]
@@ -86,7 +153,8 @@ assert np.argmax(k_usual < 0.5) > 20
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(14, 4), layout="constrained")
-for ax, (name, r) in zip(axes[:2], [("Example 5.8 as printed (base 2)", printed), ("base 10000", usual)]):
+panels = [("Example 5.8 as printed (base 2)", printed), ("base 10000", usual)]
+for ax, (name, r) in zip(axes[:2], panels):
     heatmap(r[:128] @ r[:128].T / (d / 2), ax=ax, title=name, vmin=-1, vmax=1)
     ax.set_xlabel("position n")
     ax.set_ylabel("position m")
@@ -98,13 +166,13 @@ axes[2].legend()
 plt.show()
 
 # %% [markdown]
-# **Figure 5.1.** Cosine similarity $\langle r_m,r_n\rangle/|r|^2$ of the encodings of the first 128
+# **Figure 2.5.1.** Cosine similarity $\langle r_m,r_n\rangle/|r|^2$ of the encodings of the first 128
 # positions, and as a function of the offset. Left: Example 5.8 with $\lambda_j=2^{2j/d_e}$ — only
 # immediate neighbours are similar. Middle/right: the usual base 10000 — similarity decays
 # gradually with $|m-n|$. We read "2" as a slip (or an extraction loss) for 10000 and $j$ for $j-1$
 # (recorded in `book/ERRATA.md`) and use base 10000 elsewhere.
 #
-# ## 2. The RoFormer inner product (§5.3.2) equals RoPE on complex pairs
+# ## The RoFormer inner product (§5.3.2) equals RoPE on complex pairs
 #
 # RoPE rotates each consecutive pair of query/key coordinates by an angle proportional to the
 # position (`apply_rope`). Writing a pair as a complex number $z=x_{2j}+ix_{2j+1}$, a rotation is a
@@ -116,13 +184,23 @@ plt.show()
 
 # %%
 q1, q2, k1, k2, phi = sp.symbols("q1 q2 k1 k2 phi", real=True)
-rot = lambda a: sp.Matrix([[sp.cos(a), -sp.sin(a)], [sp.sin(a), sp.cos(a)]])  # noqa: E731
+
+
+def rot(angle):
+    """The 2x2 rotation matrix by `angle`."""
+    return sp.Matrix([[sp.cos(angle), -sp.sin(angle)], [sp.sin(angle), sp.cos(angle)]])
+
+
 kk, ll = sp.symbols("k l", integer=True)
 rope = (rot(kk * phi) * sp.Matrix([q1, q2])).dot(rot(ll * phi) * sp.Matrix([k1, k2]))
-complex_form = sp.re(sp.expand((q1 + sp.I * q2) * (k1 - sp.I * k2) * sp.exp(sp.I * (kk - ll) * phi)))
-print("RoPE - Re[z_q conj(z_k) e^{i(k-l)phi}] =", sp.simplify(sp.expand_trig(rope - complex_form)))
-printed_pair = (q1 * k1 + q2 * k2) * sp.cos((kk - ll) * phi)
-print("RoPE - printed form =", sp.simplify(sp.expand_trig(rope - printed_pair)))
+pair_product = (q1 + sp.I * q2) * (k1 - sp.I * k2) * sp.exp(sp.I * (kk - ll) * phi)
+complex_form = sp.re(sp.expand(pair_product))
+rope_vs_complex = sp.simplify(sp.expand_trig(rope - complex_form))
+display(Math(r"\langle R_kq,R_lk\rangle-\mathrm{Re}\big[z_q\overline{z_k}e^{i(k-l)\varphi}\big]="
+             + sp.latex(rope_vs_complex)))
+assert rope_vs_complex == 0
+
+# %%
 
 c_dim, T = 8, 6
 qs, ks = rng.normal(size=(T, c_dim)), rng.normal(size=(T, c_dim))
@@ -130,12 +208,13 @@ psi = rope_frequencies(c_dim)  # (c/2,)
 scores_rope = apply_rope(qs) @ apply_rope(ks).T  # (T, T)
 zq, zk = qs[:, 0::2] + 1j * qs[:, 1::2], ks[:, 0::2] + 1j * ks[:, 1::2]  # (T, c/2)
 offset = np.arange(T)[:, None] - np.arange(T)[None, :]  # k - l
-scores_complex = np.einsum("kj,lj,klj->kl", zq, zk.conj(), np.exp(1j * offset[..., None] * psi)).real
+phases = np.exp(1j * offset[..., None] * psi)  # (T, T, c/2)
+scores_complex = np.einsum("kj,lj,klj->kl", zq, zk.conj(), phases).real
 assert np.allclose(scores_rope, scores_complex, atol=1e-12)
 print("RoPE scores == complex-pair RoFormer form for all (k, l): True")
 
 # %% [markdown]
-# ## 3. Causal and banded sparse attention, with operation counts (§5.3.3)
+# ## Causal and banded sparse attention, with operation counts (§5.3.3)
 #
 # **Masking must remove terms, not zero the score.** The paper replaces the inner product by
 # $\mathbb 1_{l\le k}\langle Qh_k,Kh_l\rangle$. Inside (5.2) that turns a masked score into $0$, and
@@ -151,11 +230,13 @@ Wq, Wk, Wv = (rng.normal(size=(c_dim, c_dim)) for _ in range(3))
 
 
 def att_indicator_times_score(h):
+    """(5.2) with the printed causal score 1_{l <= k} <Q h_k, K h_l>."""
     s = (h @ Wq) @ (h @ Wk).T  # (T, T) scores <Q h_k, K h_l>
     return softmax(s * causal_mask(T)) @ (h @ Wv)
 
 
 def att_masked(h):
+    """(5.2) with masked scores set to -inf."""
     return scaled_dot_product_attention(h @ Wq, h @ Wk, h @ Wv, causal=True, scale=1.0)
 
 
@@ -165,7 +246,8 @@ leak_printed = np.abs(att_indicator_times_score(h2)[:-1] - att_indicator_times_s
 leak_masked = np.abs(att_masked(h2)[:-1] - att_masked(h)[:-1]).max()
 print(f"indicator x score: earlier outputs move by up to {leak_printed:.3f}")
 print(f"-inf mask        : earlier outputs move by up to {leak_masked:.3f}")
-assert leak_printed > 1e-2 and leak_masked == 0.0
+assert leak_printed > 1e-2  # the printed form leaks the future
+assert leak_masked == 0.0  # the -inf mask does not
 
 # %% [markdown]
 # **Counting inner products.** With $l\le k$ (a position sees itself, as in (5.2)) a causal layer
@@ -176,7 +258,8 @@ assert leak_printed > 1e-2 and leak_masked == 0.0
 # %%
 n, r_, k_, l_ = sp.symbols("n r k l", integer=True, positive=True)  # n = m - 1 positions
 causal_count = sp.summation(sp.summation(1, (l_, 1, k_)), (k_, 1, n))
-print("causal (l <= k):", sp.factor(causal_count), "| printed:", sp.factor(n * (n - 1) / 2))
+display(Math(r"\sum_{k=1}^{n}\sum_{l=1}^{k}1=" + sp.latex(sp.factor(causal_count))))
+assert sp.simplify(causal_count - n * (n + 1) / 2) == 0
 
 
 ms = np.array([16, 32, 64, 128, 256, 512])
@@ -208,9 +291,11 @@ for i in range(T):
     s = k[lo:hi] @ q[i]  # only the window's scores
     products += hi - lo
     windowed[i] = softmax(s) @ v[lo:hi]
-assert np.allclose(full, windowed, atol=1e-12) and products == band_mask(T, r).sum()
+assert np.allclose(full, windowed, atol=1e-12)
+assert products == band_mask(T, r).sum()
 print(f"windowed computation: {products} inner products instead of {T * T}; outputs equal")
 
+# %%
 fig, ax = plt.subplots()
 for name, cnt in counts.items():
     ax.loglog(ms, cnt, "o-", label=name)
@@ -220,10 +305,10 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# **Figure 5.2.** Inner products needed by one attention layer (§5.3.3): full and causal grow as
+# **Figure 2.5.2.** Inner products needed by one attention layer (§5.3.3): full and causal grow as
 # $m^2$ (causal halves it), the banded masks grow linearly, $\mathcal O(r(m-1))$.
 #
-# ## 4. State-space models (§5.3.4, Appendix C)
+# ## State-space models (§5.3.4, Appendix C)
 #
 # A linear SSM evolves a hidden state $v\in\mathbb R^s$ by $\dot v=Av+Bh$ and reads out $u=Cv+Dh$
 # (C.1–C.2). Variation of constants gives the exact state
@@ -232,8 +317,8 @@ plt.show()
 #
 # The printed (C.3a) has $e^{At}Be^{-Ar}$: $B$ is $s\times d_e$ and $e^{-Ar}$ is $s\times s$, so the
 # product does not exist unless $s=d_e$, and even then it is only right when $A$ and $B$ commute.
-# Sympy with $2\times2$ matrices that do not commute: the corrected formula satisfies the ODE, the
-# printed one does not.
+# Sympy with $2\times2$ matrices that do not commute: the corrected formula satisfies the ODE (the
+# printed one does not: see Checking the paper).
 
 # %%
 t_, r_s = sp.symbols("t r", real=True)
@@ -241,18 +326,17 @@ A2 = sp.Matrix([[-1, 2], [0, -3]])
 B2 = sp.Matrix([[1, 0], [1, 1]])
 h_const = sp.Matrix([1, 2])  # a constant input keeps the symbolic integrals quick
 v_corr = ((A2 * (t_ - r_s)).exp() * B2 * h_const).integrate((r_s, 0, t_))  # v0 = 0
-v_printed = ((A2 * t_).exp() * B2 * (-A2 * r_s).exp() * h_const).integrate((r_s, 0, t_))
 print("A B - B A =", (A2 * B2 - B2 * A2).tolist())
-print("corrected (C.3a): dv/dt - A v - B h =", sp.simplify(v_corr.diff(t_) - A2 * v_corr - B2 * h_const).T)
-print("printed   (C.3a): dv/dt - A v - B h =", sp.simplify(v_printed.diff(t_) - A2 * v_printed - B2 * h_const).T)
+residual_corr = sp.simplify(v_corr.diff(t_) - A2 * v_corr - B2 * h_const)
+display(Math(r"\text{corrected (C.3a): } \dot v - Av - Bh = " + sp.latex(residual_corr.T)))
+assert residual_corr == sp.zeros(2, 1)
 
 # %% [markdown]
 # **Discretisation (C.4).** Holding $h$ constant on each step of length $\Delta t$ ("zero-order
 # hold") makes the corrected recurrence exact:
 # $v_{k+1}=e^{A\Delta t}v_k+\big(\int_0^{\Delta t}e^{Az}dz\big)Bh_k$ (`discretize_zoh`). The printed
-# (C.4a), $e^{At_{k+1}}\big(\int_0^{\Delta t}Be^{-Az}dz\big)e^{-At_k}h_k$, inherits the ordering problem:
-# with $s=d_e$ it matches only when $AB=BA$. We test both against the exact solution (an accurate ODE
-# solve) for a piecewise-constant input.
+# (C.4a) inherits the ordering problem of (C.3a) (see Checking the paper). We test the zero-order
+# hold against the exact solution (an accurate ODE solve) for a piecewise-constant input.
 
 # %%
 s_dim = d_in = 3
@@ -262,19 +346,13 @@ dt, K = 0.2, 15
 hs = rng.normal(size=(K, d_in))  # h(t) = hs[k] on [t_k, t_{k+1})
 
 
-def printed_c4(A, B, dt, hs, v0):
-    v, out = v0, [v0]
-    integral = scipy.integrate.quad_vec(lambda z: B @ scipy.linalg.expm(-A * z), 0.0, dt)[0]  # needs s = d
-    for k in range(len(hs) - 1):
-        tk, tk1 = k * dt, (k + 1) * dt
-        v = scipy.linalg.expm(A * dt) @ v + scipy.linalg.expm(A * tk1) @ integral @ scipy.linalg.expm(-A * tk) @ hs[k]
-        out.append(v)
-    return np.array(out)
-
-
 def exact_piecewise(A, B, dt, hs, v0):
-    sol = scipy.integrate.solve_ivp(lambda t, x: A @ x + B @ hs[min(int(t / dt + 1e-9), len(hs) - 1)],
-                                    (0, dt * (len(hs) - 1)), v0, t_eval=dt * np.arange(len(hs)),
+    """The state at t_k = k dt for the input hs[k] held on [t_k, t_{k+1}) (accurate ODE solve)."""
+    def rhs(t, x):
+        return A @ x + B @ hs[min(int(t / dt + 1e-9), len(hs) - 1)]
+
+    t_end = dt * (len(hs) - 1)
+    sol = scipy.integrate.solve_ivp(rhs, (0, t_end), v0, t_eval=dt * np.arange(len(hs)),
                                     rtol=1e-11, atol=1e-12, max_step=dt / 10)
     return sol.y.T
 
@@ -283,14 +361,9 @@ v0 = np.zeros(s_dim)
 exact = exact_piecewise(A, B, dt, hs, v0)
 zoh, _ = ssm_scan(*discretize_zoh(A, B, dt), np.eye(s_dim), np.zeros((s_dim, d_in)), hs, v0)
 err_zoh = np.abs(zoh - exact).max()
-err_printed = np.abs(printed_c4(A, B, dt, hs, v0) - exact).max()
-A_comm = np.diag([-1.0, -2.0, -3.0])
-B_comm = np.diag([1.0, 0.5, 2.0])  # diagonal, so it commutes with A_comm
-exact_comm = exact_piecewise(A_comm, B_comm, dt, hs, v0)
-err_printed_comm = np.abs(printed_c4(A_comm, B_comm, dt, hs, v0) - exact_comm).max()
-print(f"non-commuting A, B: ZOH error < 1e-7: {err_zoh < 1e-7};  printed (C.4a) error {err_printed:.3f}")
-print(f"commuting A, B    : printed (C.4a) error < 1e-7: {err_printed_comm < 1e-7}")
-assert err_zoh < 1e-7 and err_printed > 1e-2 and err_printed_comm < 1e-7
+print(f"non-commuting A, B: ZOH error < 1e-7: {err_zoh < 1e-7}")
+assert err_zoh < 1e-7
+hold_case = (A, B, dt, hs, v0, exact)  # kept for the check of the printed (C.4a) at the end
 
 # %% [markdown]
 # For a smooth input the hold itself costs $\mathcal O(\Delta t)$; forward Euler is also first order.
@@ -299,8 +372,15 @@ assert err_zoh < 1e-7 and err_printed > 1e-2 and err_printed_comm < 1e-7
 # %%
 s_dim, d_in = 6, 2  # s > d_e, as Appendix C recommends
 A = rng.normal(size=(s_dim, s_dim)) / np.sqrt(s_dim) - 1.5 * np.eye(s_dim)
-B, C, D = rng.normal(size=(s_dim, d_in)), rng.normal(size=(d_in, s_dim)), rng.normal(size=(d_in, d_in))
-h_fn = lambda t: np.array([np.sin(3 * t), np.cos(t) ** 2])  # noqa: E731
+B = rng.normal(size=(s_dim, d_in))
+C, D = rng.normal(size=(d_in, s_dim)), rng.normal(size=(d_in, d_in))
+
+
+def h_fn(t):
+    """A smooth two-channel input."""
+    return np.array([np.sin(3 * t), np.cos(t) ** 2])
+
+
 T_end = 2.0
 v_exact = ssm_exact_state(A, B, np.ones(s_dim), h_fn, np.array([T_end]))[0]
 steps = np.array([10, 20, 40, 80, 160])
@@ -313,7 +393,8 @@ for n_steps in steps:
         errors[name].append(np.abs(v[-1] - v_exact).max())
 for name, e in errors.items():
     slope = np.polyfit(np.log(T_end / steps), np.log(e), 1)[0]
-    print(f"{name:16s}: error at dt = {T_end / steps[-1]:.4f} is {e[-1]:.2e}; observed order {slope:.2f}")
+    print(f"{name:16s}: error at dt = {T_end / steps[-1]:.4f} is {e[-1]:.2e}; "
+          f"observed order {slope:.2f}")
     assert 0.9 < slope < 1.1
 
 fig, ax = plt.subplots()
@@ -325,10 +406,10 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# **Figure 5.3.** Error of the discretised SSM state at $T=2$ against the exact solution (C.3,
+# **Figure 2.5.3.** Error of the discretised SSM state at $T=2$ against the exact solution (C.3,
 # corrected) for a smooth input: both discretisations are first order in $\Delta t$.
 #
-# ## 5. The SSM as a causal, linear-cost sequence map (5.9)
+# ## The SSM as a causal, linear-cost sequence map (5.9)
 #
 # With linear $\mathbf f,\mathbf g$ the recurrence (5.9) is $v_{k+1}=\bar Av_k+\bar Bh_k$,
 # $u_k=Cv_k+Dh_k$: one pass over the sequence, $\mathcal O(m)$. Unrolled it is a causal convolution
@@ -351,19 +432,129 @@ _, u_scan2 = ssm_scan(Ab, Bb, C, D, hs2, v0)
 assert np.array_equal(u_scan[:40], u_scan2[:40])
 kernel = ssm_kernel(Ab, Bb, C, T)
 print(f"scan == convolution: True; causal: outputs before position 40 unchanged; "
-      f"|K_j| decays from {np.abs(kernel[1]).max():.3f} to {np.abs(kernel[-1]).max():.1e} over {T} steps")
+      f"|K_j| decays from {np.abs(kernel[1]).max():.3f} to {np.abs(kernel[-1]).max():.1e} "
+      f"over {T} steps")
 per_step = s_dim * s_dim + s_dim * d_in + d_in * s_dim + d_in * d_in
 print(f"multiply-adds per position: {per_step}, so {T * per_step} for length {T} (linear in T); "
       f"full attention needs {T * T} inner products of length c (quadratic in T)")
 
 # %% [markdown]
-# ## Summary
+# ## Checking the paper
 #
-# * Example 5.8's $\lambda_j=2^{2j/d_e}$ squeezes all wavelengths into a factor of 2, so the encoding
-#   has no coarse scale: read base 10000 and $j-1$.
-# * RoPE = RoFormer inner product over complex *pairs* (the printed real-coordinate sum is not).
-# * Masks must remove terms (score $-\infty$), not multiply scores by 0; a causal layer needs
-#   $(m-1)m/2$ inner products; banded masks are linear in $m$ and can be computed window by window.
-# * (C.3a) and (C.4a) need $e^{A(t-r)}B$ (and $\int_0^{\Delta t}e^{Az}dz\,B$); as printed they only
-#   type-check for $s=d_e$ and are right only for commuting $A,B$. The corrected zero-order hold is
-#   exact for piecewise-constant input and first order for smooth input.
+# **§5.3.2, the RoFormer inner product.** The paper sums over the $c$ *real* coordinates,
+# $\mathrm{Re}\sum_j q_jk_je^{i(k-l)\psi_j}=\sum_j q_jk_j\cos((k-l)\psi_j)$, which drops the sine
+# cross-terms of a rotation. Sympy for one pair (recorded in `book/ERRATA.md`, row "§5.3.2"):
+
+# %%
+printed_pair = (q1 * k1 + q2 * k2) * sp.cos((kk - ll) * phi)
+rope_vs_printed = sp.simplify(sp.expand_trig(rope - printed_pair))
+display(Math(r"\langle R_kq,R_lk\rangle-\text{printed form}=" + sp.latex(rope_vs_printed)))
+assert rope_vs_printed != 0
+
+# %% [markdown]
+# **§5.3.3, the count of a causal layer.** The paper says causal attention needs $(m-1)(m-2)/2$
+# inner products. That counts the pairs $l<k$; with $l\le k$ (a position sees itself, as in (5.2))
+# the count is the $n(n+1)/2$ above, $n=m-1$. And the indicator must remove the masked terms, not
+# zero their score (the tiny example; row "§5.3.3, causal attention").
+
+# %%
+printed_count = n * (n - 1) / 2
+display(Math(r"\text{printed: }" + sp.latex(sp.factor(printed_count))
+             + r",\qquad \text{difference from } l\le k: " + sp.latex(sp.factor(causal_count
+                                                                                - printed_count))))
+assert sp.simplify(causal_count - printed_count - n) == 0
+
+# %% [markdown]
+# **Appendix C, (C.3a) as printed.** The printed solution has $e^{At}Be^{-Ar}$: $B$ is $s\times d_e$
+# and $e^{-Ar}$ is $s\times s$, so the product exists only when $s=d_e$, and even then it solves the
+# ODE only when $A$ and $B$ commute. With the non-commuting $2\times2$ pair above:
+
+# %%
+v_printed = ((A2 * t_).exp() * B2 * (-A2 * r_s).exp() * h_const).integrate((r_s, 0, t_))
+residual_printed = sp.simplify(v_printed.diff(t_) - A2 * v_printed - B2 * h_const)
+display(Math(r"\text{printed (C.3a): } \dot v - Av - Bh = " + sp.latex(residual_printed.T)))
+assert residual_printed != sp.zeros(2, 1)
+
+# %% [markdown]
+# **Appendix C, (C.4a) as printed.** The printed recurrence,
+# $v_{k+1}=e^{A\Delta t}v_k+e^{At_{k+1}}\big(\int_0^{\Delta t}Be^{-Az}dz\big)e^{-At_k}h_k$, on the
+# piecewise-constant test above (non-commuting $A$, $B$ with $s=d_e$), and on a commuting pair:
+
+# %%
+def printed_c4(A, B, dt, hs, v0):
+    """(C.4a) as printed (it needs s = d_e for the products to exist)."""
+    v, out = v0, [v0]
+    integral = scipy.integrate.quad_vec(lambda z: B @ scipy.linalg.expm(-A * z), 0.0, dt)[0]
+    for k in range(len(hs) - 1):
+        tk, tk1 = k * dt, (k + 1) * dt
+        forcing = scipy.linalg.expm(A * tk1) @ integral @ scipy.linalg.expm(-A * tk) @ hs[k]
+        v = scipy.linalg.expm(A * dt) @ v + forcing
+        out.append(v)
+    return np.array(out)
+
+
+A_hold, B_hold, dt_hold, hs_hold, v0_hold, exact_hold = hold_case
+err_printed = np.abs(printed_c4(A_hold, B_hold, dt_hold, hs_hold, v0_hold) - exact_hold).max()
+A_comm = np.diag([-1.0, -2.0, -3.0])
+B_comm = np.diag([1.0, 0.5, 2.0])  # diagonal, so it commutes with A_comm
+exact_comm = exact_piecewise(A_comm, B_comm, dt_hold, hs_hold, v0_hold)
+err_printed_comm = np.abs(printed_c4(A_comm, B_comm, dt_hold, hs_hold, v0_hold) - exact_comm).max()
+print(f"non-commuting A, B: printed (C.4a) error {err_printed:.3f}")
+print(f"commuting A, B    : printed (C.4a) error < 1e-7: {err_printed_comm < 1e-7}")
+assert err_printed > 1e-2
+assert err_printed_comm < 1e-7
+
+# %% [markdown]
+# **§5.3.4, the index of (5.9a).** As printed, (5.9a) runs $k=0,\dots,m-2$ with input $h_k$, so it
+# reads an $h_0$ that the sequence $h_{1:m-1}$ does not have; our recurrence indexes the inputs
+# from 0, and $u_k$ depends on $h_{0..k}$ (row "§5.3.4, Eq. (5.9a)").
+#
+# ## Key takeaways
+#
+# - Order enters attention either through the vectors (a positional encoding added to each
+#   embedding; base 10000 gives wavelengths over four orders of magnitude) or through the score
+#   (RoPE: rotate each pair of coordinates by an angle proportional to the position, so the score
+#   depends on the offset only).
+# - A mask must remove the masked terms — a score of $-\infty$, weight exactly 0 — not multiply the
+#   score by 0, which still gives the masked positions weight.
+# - Full and causal attention cost a number of inner products quadratic in the length; a band of
+#   width $r$ costs $\mathcal O(rm)$ and can be computed window by window.
+# - A state-space model replaces attention by a recurrence: causal by construction and linear in the
+#   length. Its exact discretisation is the zero-order hold, built from $e^{A(t-r)}B$ in that order.
+#
+# ## Check your understanding
+#
+# 1. In the tiny example, what weight does the printed form (indicator times score) give to the
+#    future token if token 1's own score is 0 as well?
+#
+#    ```{dropdown} Answer
+#    Both scores are then 0, so the weights are $(\tfrac12,\tfrac12)$: the future gets half the
+#    weight. Multiplying by 0 is not masking; only $-\infty$ (dropping the term) is.
+#    ```
+#
+# 2. A causal band of window $r+1$ (a position sees itself and the $r$ before it) on a sequence of
+#    $m$ positions: roughly how many inner products, and why is it linear in $m$?
+#
+#    ```{dropdown} Answer
+#    Each position computes at most $r+1$ scores, so about $(r+1)m$ in all (exactly
+#    $m(r+1)-r(r+1)/2$, the count asserted above). The window does not grow with $m$, so the total
+#    is linear in $m$.
+#    ```
+#
+# 3. In the tiny state-space example, how does $v_3$ change if $h_1$ changes by 1? Does any $v_k$
+#    depend on a later input?
+#
+#    ```{dropdown} Answer
+#    $v_3=a^2bh_1+abh_2+bh_3$, so it changes by $a^2b=\tfrac14$. No: $v_k$ is built from
+#    $h_1,\dots,h_k$ only, so the recurrence is causal without any mask.
+#    ```
+#
+# ## Reproducibility
+#
+# Everything on this page is exact, a round-off bound, or an accurate ODE solve with its tolerance
+# asserted; random matrices and inputs come from the seeded generator `rng` (seed 0), nothing is
+# trained. Library: `nextword.positions` (`sinusoidal_encoding`, `apply_rope`),
+# `nextword.attention` (`causal_mask`, `band_mask`), `nextword.theory.formulation.ssm`.
+
+# %% tags=["hide-cell"]
+print(f"encodings: d = {d}, M = {M}; SSM orders of accuracy from {len(steps)} step sizes")

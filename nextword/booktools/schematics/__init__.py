@@ -5,4 +5,6 @@
 ``attention``   figures of 6.2–6.4 (q/k/v through one head, the causal mask as a matrix, heads split
                 and concatenated)
 ``positions``   figures of 6.5–6.7 (positional encodings, rotations, the decoder block)
+``formulation`` figures of Part 2 (BPE merges as trees of pairs, the route through the formulation,
+                the KL objective as the gap between two distributions)
 """

@@ -1,0 +1,143 @@
+# %% [markdown]
+# # Part 2 — Large language models as mathematics: overview
+#
+# **The question.** What exactly *is* a large language model, written as mathematics rather than as
+# code: which objects does it manipulate, which function does it compute, and what does training
+# minimise? Baptista, Stuart and Tran answer with one chain of definitions, from text to tokens to
+# vectors to a probability for the next token, and then to training, generation and evaluation.
+# A student who can follow that chain can read any paper about these models and ask precise
+# questions of it — and this part shows that asking them pays: several of the paper's printed
+# formulas do not survive an executable check.
+#
+# ```{admonition} Learning goals
+# :class: tip
+# After this part you can
+# - follow a text through the whole formulation: tokens, embedding, attention blocks, the
+#   next-token distribution, and the sequence it generates;
+# - explain why training a model on next-token prediction minimises a divergence between the data's
+#   distribution over whole texts and the model's;
+# - compute the pieces (byte-pair encoding, attention block, KL objective, decoders, evaluation
+#   scores) on examples small enough to check exactly;
+# - recognise, on the paper's own formulas, the slips the book's checks found and state the
+#   corrected forms.
+# ```
+#
+# **Builds on:** [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb) (attention with
+# queries, keys, values and a causal mask; a next-word model trained on whole sentences) ·
+# [6.6 Context representation](../part1_chapter6/6_6_context_representation.ipynb) (the decoder
+# block) · probability distributions and conditional probability; logarithms; matrix products; a
+# gradient. **Reading time:** about 8 minutes.
+#
+# *Source: R. Baptista, A. Stuart, S. Tran, "Large Language Models: A Mathematical Formulation",
+# §2–6, §8–9 and Appendices A–D (§7, the applications with a 3-billion-parameter model, is not rebuilt).*
+
+# %%
+import matplotlib.pyplot as plt
+
+from nextword.booktools.plotting import use_book_style
+from nextword.booktools.schematics.formulation import draw_part2_route
+
+use_book_style()
+
+# %% [markdown]
+# ## What the paper claims, in plain words
+#
+# - Text can be represented, without loss, as a shorter sequence over a larger vocabulary of
+#   {term}`tokens <token>` (byte-pair encoding), and each token as a learned vector; how to balance
+#   vocabulary size against sequence length is an open question.
+# - A model of whole texts is built from one piece: the probability of the next token given the
+#   tokens before it. Multiplying these probabilities gives the probability of a whole text.
+# - Training minimises the Kullback–Leibler divergence (a measure of the gap between two probability
+#   distributions) from the data to the model; because both factor token by token, this is the
+#   familiar next-token cross-entropy loss. Fine-tuning and reinforcement learning change the data or
+#   add a reward, with a penalty that keeps the model near where it started.
+# - The next-token model is a stack of attention blocks that, without positions, sees its input as
+#   a *set* (even as a probability distribution of vectors); word order is put back by positional
+#   encodings, masks, or a state-space model that replaces attention.
+# - Generation, evaluation and a newer alternative (discrete diffusion, which writes a whole text at
+#   once by undoing random corruption) are further maps on the same next-token probabilities.
+#
+# ## What you need first
+#
+# - **Attention, masks and the decoder block** — Part 1:
+#   [6.2](../part1_chapter6/6_2_attention_mechanism.ipynb),
+#   [6.3](../part1_chapter6/6_3_causal_masking.ipynb),
+#   [6.6](../part1_chapter6/6_6_context_representation.ipynb).
+# - **Softmax and reading a page's checks** — [Part 0](../part0_reading_guide/00_reading_guide.ipynb).
+# - **Conditional probability and the chain rule** $p(x,y)=p(x)\,p(y\mid x)$, expectations — any
+#   first probability course; [2.2](02_objective_kl.ipynb) recalls what it uses.
+# - **Entropy, cross-entropy, logarithms** — the {term}`entropy` entry of the glossary and
+#   [6.3](../part1_chapter6/6_3_causal_masking.ipynb), which measures a loss against an
+#   {term}`entropy rate`.
+# - **Matrix products, gradients, and (for 2.5 and 2.8) a linear differential equation
+#   $\dot v = Av$ and its matrix exponential** — a linear-algebra and an ODE course; the symbols of
+#   all the papers side by side are in [Appendix A](../partA_appendix/A_notation_and_environment.ipynb).
+#
+# ## The route through this part
+#
+# - [2.1 Tokenisation: byte-pair encoding and the embedding φ](01_tokenisation_bpe.ipynb) — how is a
+#   text cut into tokens, and how does each token become a vector?
+# - [2.2 Next-token prediction and the KL objective](02_objective_kl.ipynb) — why does predicting
+#   one token at a time, scored by cross-entropy, fit a model of whole texts?
+# - [2.3 Fine-tuning and KL-regularised reinforcement learning](03_finetuning_and_rl.ipynb) — how is
+#   a trained model adapted to new data or to a reward without drifting too far?
+# - [2.4 The attention block and the set transformer](04_attention_block_set_transformer.ipynb) —
+#   what function does the network compute, and what does it ignore when it has no positions?
+# - [2.5 Temporal structure](05_temporal_structure.ipynb) — how are word order and the cost of long
+#   texts put back: positional encodings, causal and sparse attention, state-space models?
+# - [2.6 Sequence generation](06_sequence_generation.ipynb) — how is text produced from next-token
+#   probabilities, and does the greedy choice find the most likely text?
+# - [2.7 Evaluation](07_evaluation.ipynb) — how do we score a model: perplexity, distances between
+#   samples, scores against one correct answer?
+# - [2.8 Discrete diffusion](08_discrete_diffusion.ipynb) — can a model write a whole text at once
+#   by learning to undo a random corruption of it?
+# - [2.9 The remaining examples and appendices](09_examples_appendix.ipynb) — do the paper's other
+#   examples (images as sequences, classification, batch normalisation, derivatives) check out?
+#
+# The pages follow the order of the paper's sections; the figure shows how they fit together.
+
+# %%
+fig, ax = plt.subplots(figsize=(11, 3.6))
+draw_part2_route(ax=ax)
+plt.show()
+
+# %% [markdown]
+# **Figure 2.0.1.** The formulation as a pipeline. Top row: a text becomes tokens and vectors (2.1),
+# passes through attention blocks (2.4) that are given a sense of order (2.5), and comes out as a
+# probability for the next token, which training fits to data (2.2). Bottom row: what is done with
+# that distribution — adapted further (2.3), generated from (2.6) and scored (2.7); discrete
+# diffusion (2.8) is the alternative to generating one token at a time. Page
+# [2.9](09_examples_appendix.ipynb) checks the examples that fit none of the boxes.
+#
+# ## What the book found
+#
+# Every formula the part uses is recomputed; where a printed one fails its check, the page shows
+# the failure, uses a corrected form, and the [errata](../ERRATA.md) ledger records it (rows of
+# source "Formulation — Baptista, Stuart, Tran", named below by their location).
+#
+# - **Remark 2.5 measured** ([2.1](01_tokenisation_bpe.ipynb)): on tiny Shakespeare, more BPE merges
+#   shorten a text with quickly diminishing returns, close to a power law with a small exponent;
+#   Example 3.2's "several pages" for a 4096-token window holds.
+# - **The shared-prefix objective is not biased** ([2.2](02_objective_kl.ipynb); errata row
+#   "§10 … and Eq. (4.5)"): the paper calls its empirical objective a biased approximation; it is
+#   unbiased, and sharing prefixes changes only its variance.
+# - **The attention block** ([2.4](04_attention_block_set_transformer.ipynb)): layer normalisation
+#   written with sums instead of averages is neither centred nor shift invariant (row "§5.1, Example
+#   5.2, Eq. (5.4)"); mean pooling divides by the wrong count (row "§5.2, Example 5.4"); Appendix B's
+#   measure form adds the block's input where (5.3) adds the current value (row "Appendix B, Eq.
+#   (B.4c)").
+# - **Temporal structure** ([2.5](05_temporal_structure.ipynb)): the printed wavelengths of
+#   Example 5.8 leave no coarse scale (row "§5.3.1, Example 5.8"); the RoFormer inner product drops
+#   the rotation's cross-terms (row "§5.3.2"); multiplying a score by 0 does not mask it (row "§5.3.3,
+#   causal attention"); the state-space solution formulas of Appendix C hold only when $A$ and $B$
+#   commute (rows "Appendix C, Eq. (C.3a)" and "(C.4a)"); (5.9a) reads an input that does not exist
+#   (row "§5.3.4, Eq. (5.9a)").
+# - **Generation** ([2.6](06_sequence_generation.ipynb)): Example 6.1's windowed search is a
+#   different algorithm from beam search (row "§6.2, Example 6.1").
+# - **Evaluation** ([2.7](07_evaluation.ipynb)): the exponentiated log-likelihood of a whole
+#   sequence is not the perplexity used in practice, which is per token (row "§8.1, Example 8.1").
+# - **Discrete diffusion** ([2.8](08_discrete_diffusion.ipynb)): the printed rate matrices of
+#   Examples 9.2 and 9.3 have rows that do not sum to zero, (9.1) conserves probability only with
+#   the transposed generator, and the reverse process samples the data at time 0, not at $T$ (rows
+#   "§9, Eq. (9.1)", "§9, Example 9.2", "§9, Example 9.3", "§9, paragraph after Eq. (9.4)" and the
+#   others of §9 and Appendix D).
