@@ -5,4 +5,6 @@
 ``attention``   figures of 6.2–6.4 (q/k/v through one head, the causal mask as a matrix, heads split
                 and concatenated)
 ``positions``   figures of 6.5–6.7 (positional encodings, rotations, the decoder block)
+``generation``  figures of Part 2, pages 2.6 and 2.8 (the search tree of greedy, exhaustive and beam
+                decoding; a sequence masked and unmasked by discrete diffusion)
 """
