@@ -594,8 +594,9 @@ assert np.isclose(denoising_score_entropy_loss(s_rand, p0, P_abs, Q_abs),
 #    ```{dropdown} Answer
 #    With $\dot p=pQ$, the total probability changes at rate $p\,Q\mathbf 1$, which is 0 for every
 #    $p$ exactly when every row sums to 0. The printed matrix's rows sum to 1, so
-#    $\frac{d}{dt}\sum_ip_i=\sum_ip_i=1$: total "probability" grows like $e^t$. It is the one-step
-#    transition matrix $I+Q$, not a rate matrix.
+#    $\frac{d}{dt}\sum_ip_i=\sum_ip_i$: total "probability" grows like $e^t$. (What that matrix is,
+#    if not a rate matrix, is part of Exercise 02 of Part 2,
+#    `exercises/part2_formulation/ex02_ctmc_generators.ipynb`.)
 #    ```
 #
 # 3. τ-leaping with 20 steps had a total-variation error of about 0.017 on the masked sequences.
