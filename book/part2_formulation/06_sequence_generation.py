@@ -113,8 +113,9 @@ assert sum(reply_probability.values()) == 1
 greedy_first = max(tokens, key=first.get)
 greedy_reply = greedy_first + max(tokens, key=second[greedy_first].get)
 best_reply = max(reply_probability, key=reply_probability.get)
-print(f"greedy: {greedy_reply} ({reply_probability[greedy_reply]}); "
-      f"most likely: {best_reply} ({reply_probability[best_reply]}); "
+print(f"greedy: {greedy_reply} ({reply_probability[greedy_reply]} = "
+      f"{float(reply_probability[greedy_reply]):.2f}); most likely: {best_reply} "
+      f"({reply_probability[best_reply]} = {float(reply_probability[best_reply]):.2f}); "
       f"greedy loses a factor {reply_probability[greedy_reply] / reply_probability[best_reply]}")
 
 beam = sorted(tokens, key=first.get, reverse=True)[:2]  # width 2: keep the two best first tokens
@@ -515,8 +516,8 @@ print(f"character model, 12 characters after 'KING HENRY':\n"
 #
 #    ```{dropdown} Answer
 #    $50\,000^{10}\approx10^{47}$ replies — hopeless. A beam of width 5 calls the model at most
-#    $1+5\cdot9=46$ times (one call per kept partial reply per step), each call returning the 50,000
-#    scores that are then ranked.
+#    $1+5\cdot9=46$ times (one call per kept partial reply per step), each call returning the
+#    $50\,000$ scores that are then ranked.
 #    ```
 #
 # 3. Why does sampling at temperature $10^{-3}$ return the greedy reply every time, while sampling

@@ -552,9 +552,9 @@ for yv in (0.1, 0.5, 0.9):
 #    and perplexity on "a a b c", and its KL divergence from the truth?
 #
 #    ```{dropdown} Answer
-#    Every token costs $\log_2 3\approx1.585$ bits, so the cross-entropy is 1.585 bits and the
-#    perplexity exactly 3. KL = cross-entropy − entropy $=\log_2 3-1.5\approx0.085$ bits: closer to
-#    the truth than model B (0.25 bits).
+#    Every token costs $\log_2 3$ bits, so the cross-entropy is $\log_2 3$ bits and the perplexity
+#    exactly 3. KL = cross-entropy − entropy $=\log_2 3-\tfrac32$ bits, less than model B's
+#    $\tfrac14$ bit because $\log_2 3<\tfrac74$ (since $3^4=81<2^7=128$): C is closer to the truth.
 #    ```
 #
 # 2. You can sample from a chatbot but not read its probabilities. Which of this page's measures can
@@ -577,8 +577,8 @@ for yv in (0.1, 0.5, 0.9):
 #
 # ## Reproducibility
 #
-# The page runs on the CPU in well under a minute. `FULL=1` doubles the held-out set (40,000 tokens)
-# and the number of lines per sample (120); the checks are the same. Numbers estimated from random
+# The page runs on the CPU in well under a minute. `FULL=1` doubles the held-out set and the
+# number of lines per sample; the checks are the same. Numbers estimated from random
 # samples are shown through `produced()` (compared as `<produced>` by nbval); their claims are
 # asserted where they are printed.
 

@@ -28,8 +28,9 @@
 # ```
 #
 # **Builds on:** [2.6 Sequence generation](06_sequence_generation.ipynb) (generation left to right,
-# the alternative this page replaces) · [2.2 Next-token prediction and the KL
-# objective](02_objective_kl.ipynb) (a data distribution over sequences) · the exponential
+# the alternative this page replaces) ·
+# [2.2 Next-token prediction and the KL objective](02_objective_kl.ipynb) (a data distribution
+# over sequences) · the exponential
 # distribution, the matrix exponential $e^{tQ}$ and a first-order differential equation
 # $\dot p = pQ$. **Reading time:** about 40 minutes.
 #
@@ -581,9 +582,9 @@ assert np.isclose(denoising_score_entropy_loss(s_rand, p0, P_abs, Q_abs),
 #    time. What happens to the total unmasking rate as $t$ grows?
 #
 #    ```{dropdown} Answer
-#    $e^{-t}=\tfrac14$, so $p=(0.15,\,0.1,\,0.75)$. Reverse rates: to `cat`
-#    $1\cdot0.15/0.75=0.2$, to `dog` $0.1/0.75\approx0.133$, total $e^{-t}/(1-e^{-t})=\tfrac13$,
-#    still in the data's proportion 0.6 : 0.4. The total rate falls as $t$ grows: far in the past
+#    $e^{-t}=\tfrac14$, so $p=(\tfrac{3}{20},\,\tfrac{1}{10},\,\tfrac34)$. Reverse rates: to `cat`
+#    $1\cdot\tfrac{3}{20}/\tfrac34=\tfrac15$, to `dog` $\tfrac{1}{10}/\tfrac34=\tfrac{2}{15}$, total
+#    $e^{-t}/(1-e^{-t})=\tfrac13$, still in the data's proportion 3 : 2. The total rate falls as $t$ grows: far in the past
 #    of the reverse chain (large $t$) few tokens were still unmasked, so unmasking is rare; near
 #    $t=0$ it grows like $1/t$, so every token is revealed by the end.
 #    ```
@@ -600,11 +601,11 @@ assert np.isclose(denoising_score_entropy_loss(s_rand, p0, P_abs, Q_abs),
 #    ```
 #
 # 3. τ-leaping with 20 steps had a total-variation error of about 0.017 on the masked sequences.
-#    About how many steps would bring it to about 0.004, and why?
+#    About how many steps would bring it to a quarter of that, and why?
 #
 #    ```{dropdown} Answer
-#    About 80: the error is first order in the step τ (measured slope close to 1), so dividing the
-#    error by 4 needs a 4 times smaller step, i.e. 4 times as many steps.
+#    About $4\cdot20$: the error is first order in the step τ (measured slope close to 1), so
+#    dividing the error by 4 needs a 4 times smaller step, i.e. 4 times as many steps.
 #    ```
 #
 # ## Reproducibility

@@ -26,9 +26,9 @@
 # ```
 #
 # **Builds on:** [2.1 Tokenisation](01_tokenisation_bpe.ipynb) (sequences of tokens and the
-# embedding table φ) · [2.4 The attention block and the set
-# transformer](04_attention_block_set_transformer.ipynb) (the set transformer $\mathbf T$ and the
-# output map $\mathbf B$) · the chain rule, the softmax and its derivative, convolution as a
+# embedding table φ) ·
+# [2.4 The attention block and the set transformer](04_attention_block_set_transformer.ipynb) (the
+# set transformer $\mathbf T$ and the output map $\mathbf B$) · the chain rule, the softmax and its derivative, convolution as a
 # sliding weighted sum. **Reading time:** about 40 minutes.
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation" —
@@ -499,8 +499,8 @@ assert calm.status == 0 and np.abs(calm.y).max() <= 1.0 + 1e-9 and gap_calm < 1e
 # ## Key takeaways
 #
 # - An image becomes a sequence by cutting it into patches and applying one linear map to each — a
-#   convolution whose stride is its kernel size; CLIP trades a 1024 times shorter sequence for
-#   256 times wider elements.
+#   convolution whose stride is its kernel size; CLIP trades a $1024$ times shorter sequence for
+#   $256$ times wider elements.
 # - A contrastive loss aligns two encoders by making each item most similar to its own partner in a
 #   batch; a classifier maps into the probability simplex through a softmax.
 # - The gradient with respect to an embedding table adds up the position gradients of every
@@ -513,13 +513,13 @@ assert calm.status == 0 and np.abs(calm.y).max() <= 1.0 + 1e-9 and gap_calm < 1e
 # ## Check your understanding
 #
 # 1. A $64\times64$ RGB image is cut into $8\times8$ patches and each patch mapped to a vector of
-#    width 512. How long is the sequence, how wide each element, and how many weights does the map
+#    width $512$. How long is the sequence, how wide each element, and how many weights does the map
 #    have (no bias)?
 #
 #    ```{dropdown} Answer
-#    $(64/8)^2=64$ elements of width 512 (the image had $64^2=4096$ pixels of width 3); the map
+#    $(64/8)^2=64$ elements of width $512$ (the image had $64^2=4096$ pixels of width 3); the map
 #    multiplies each flattened patch of $8\cdot8\cdot3=192$ numbers by a $192\times512$ matrix:
-#    98,304 weights.
+#    $98\,304$ weights.
 #    ```
 #
 # 2. In the Lemma A.1 check, the text is tokens (2, 0, 2, 4). Which rows of the embedding table get
