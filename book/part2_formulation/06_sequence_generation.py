@@ -1,20 +1,37 @@
 # %% [markdown]
-# # 2.6 Sequence generation: greedy, exhaustive, beam, sampling
+# # 2.6 Sequence generation: from next-word probabilities to text
+#
+# **The question.** A trained language model only ever answers one question: given the text so
+# far, how likely is each possible next token? How do we turn that answer into a whole reply — and
+# do the different ways of doing it (always take the favourite, keep a few candidates, roll dice)
+# give the same text?
+#
+# They do not. Taking the favourite token at every step can miss the most likely reply altogether;
+# searching all replies is exact but its cost grows exponentially with their length; rolling dice
+# gives varied text whose character a single number, the {term}`temperature <softmax temperature>`,
+# controls. Every chatbot answer you have read came out of one of these procedures, called
+# {term}`decoding`. This page works them out on a three-token example by hand, then measures them on
+# a real character model of Shakespeare.
+#
+# ```{admonition} Learning goals
+# :class: tip
+# After this page you can
+# - compute by hand, on a small tree of continuations, what greedy decoding, exhaustive search and
+#   beam search return, and explain why greedy can miss the most likely sequence;
+# - count the cost of each deterministic decoder in model calls;
+# - explain why sampling one token at a time draws exactly from the model, and predict what lowering
+#   the temperature towards 0 does to the samples;
+# - explain what the end-of-sequence and padding tokens do to a sequence's probability.
+# ```
+#
+# **Builds on:** [2.2 Next-token prediction and the KL objective](02_objective_kl.ipynb) (a model of
+# sequences is the product of its next-token probabilities, the chain rule) ·
+# [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb) (a model generates text one
+# token at a time, each step seeing only the past) · the softmax and its temperature
+# ([6.2](../part1_chapter6/6_2_attention_mechanism.ipynb)). **Reading time:** about 35 minutes.
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §6
 # (Eqs. 6.1–6.4, Example 6.1, Remarks 6.2–6.3).*
-#
-# A trained model gives next-token conditionals $\pi_m(\cdot\mid f_{1:m-1})$; §6 turns them into
-# text. Deterministic decoders look for the most likely continuation (6.3) — exactly by enumeration,
-# greedily (6.4), or with a beam (Example 6.1); stochastic decoders sample, possibly at a changed
-# temperature (Remark 6.2) or only for the first few tokens (§6.4). §6.1 adds EOS and PAD.
-#
-# The model: a character 4-gram (`nextword.decoding.ngram.NGramLM`, add-0.05 smoothing) fitted on the training
-# split of tiny Shakespeare — a real trained model with $|\mathbf V|=66$ whose probabilities are cheap
-# enough to enumerate three characters ahead ($66^3\approx2.9\times10^5$ continuations). The decoders
-# are those of `nextword.decoding`, which accept any `next_logits(prefix)` callable (a
-# `nextword.torch.models.lm.TinyLM` plugs in through `next_logits_fn`). Default run: 6 prompts for the
-# exhaustive comparison; `FULL=1` uses 20.
 
 # %% tags=["parameters"]
 import os
@@ -25,23 +42,121 @@ N_SAMPLES = 4000 if FULL else 1500  # draws for the exactness check of §6.3
 N_RUNS = 100 if FULL else 50  # decodes per temperature / per L'
 
 # %%
+from fractions import Fraction
+
 import matplotlib.pyplot as plt
 import numpy as np
 import sympy as sp
+from IPython.display import Math, display
 from scipy import stats
 
+from nextword.booktools.display import produced
+from nextword.booktools.plotting import use_book_style
+from nextword.booktools.schematics.generation import draw_search_tree
 from nextword.data import load_corpus
 from nextword.decoding import (
-    apply_temperature, beam_search, exhaustive_search, greedy, log_softmax, lookahead_search, mixed,
-    pad_to_length, sample, sequence_log_prob,
+    NGramLM, apply_temperature, beam_search, exhaustive_search, greedy, log_softmax,
+    lookahead_search, mixed, pad_to_length, random_table_model, sample, sequence_log_prob,
+    table_model,
 )
 from nextword.evaluation import cross_entropy
-from nextword.decoding import NGramLM, random_table_model, table_model
-from nextword.booktools.plotting import use_book_style
 from nextword.tokenizers import CharTokenizer
 
 use_book_style()
 rng = np.random.default_rng(0)
+
+# %% [markdown]
+# ## A tiny example by hand
+#
+# A model over three tokens, `a`, `b` and `c`, asked for two more tokens after a {term}`prompt`
+# (the text we start from). Its next-token probabilities:
+#
+# | after | `a` | `b` | `c` |
+# |---|---|---|---|
+# | the prompt | 1/2 | 2/5 | 1/10 |
+# | prompt, `a` | 2/5 | 3/10 | 3/10 |
+# | prompt, `b` | 1/20 | 9/10 | 1/20 |
+# | prompt, `c` | 1/3 | 1/3 | 1/3 |
+#
+# By the chain rule ([2.2](02_objective_kl.ipynb)) the probability of a two-token reply is the
+# product of its two next-token probabilities — Eq. (6.1a) of the paper, written
+# $\pi(f_1,f_2)=\pi(f_1)\,\pi(f_2\mid f_1)$. With pencil and paper, all nine replies:
+
+# %%
+tokens = ["a", "b", "c"]
+first = {"a": Fraction(1, 2), "b": Fraction(2, 5), "c": Fraction(1, 10)}
+second = {
+    "a": {"a": Fraction(2, 5), "b": Fraction(3, 10), "c": Fraction(3, 10)},
+    "b": {"a": Fraction(1, 20), "b": Fraction(9, 10), "c": Fraction(1, 20)},
+    "c": {"a": Fraction(1, 3), "b": Fraction(1, 3), "c": Fraction(1, 3)},
+}
+reply_probability = {}
+for t1 in tokens:
+    for t2 in tokens:
+        reply_probability[t1 + t2] = first[t1] * second[t1][t2]
+        print(f"{t1}{t2}: {first[t1]} x {second[t1][t2]} = {reply_probability[t1 + t2]}")
+assert sum(reply_probability.values()) == 1
+
+# %% [markdown]
+# Three ways to choose a reply:
+#
+# - **{term}`Greedy decoding`** (Eq. 6.4) takes the most likely token at each step and never looks
+#   back: first `a` (1/2), then, after `a`, `a` again (2/5). Probability $\tfrac12\cdot\tfrac25=\tfrac15$.
+# - **{term}`Exhaustive search`** (Eq. 6.3) scores every reply and keeps the best: `bb`, with
+#   $\tfrac25\cdot\tfrac9{10}=\tfrac9{25}$ — almost twice greedy's. Greedy lost because the first
+#   step's favourite `a` leads to a flat next step, while `b`, slightly less likely, is followed by an
+#   almost certain token.
+# - **{term}`Beam search`** with width 2 keeps the 2 best partial replies at every step: after step
+#   1, `a` (1/2) and `b` (2/5); after step 2, the 2 best of their 6 extensions.
+
+# %%
+greedy_first = max(tokens, key=first.get)
+greedy_reply = greedy_first + max(tokens, key=second[greedy_first].get)
+best_reply = max(reply_probability, key=reply_probability.get)
+print(f"greedy: {greedy_reply} ({reply_probability[greedy_reply]} = "
+      f"{float(reply_probability[greedy_reply]):.2f}); most likely: {best_reply} "
+      f"({reply_probability[best_reply]} = {float(reply_probability[best_reply]):.2f}); "
+      f"greedy loses a factor {reply_probability[greedy_reply] / reply_probability[best_reply]}")
+
+beam = sorted(tokens, key=first.get, reverse=True)[:2]  # width 2: keep the two best first tokens
+extensions = {t1 + t2: reply_probability[t1 + t2] for t1 in beam for t2 in tokens}
+beam = sorted(extensions, key=extensions.get, reverse=True)[:2]
+print(f"beam of width 2 after step 1: {sorted(tokens, key=first.get, reverse=True)[:2]}, "
+      f"after step 2: {beam} -> returns {beam[0]}")
+assert (greedy_reply, best_reply, beam[0]) == ("aa", "bb", "bb")
+
+# %% [markdown]
+# The library's decoders work from any function `next_logits(prefix)` that returns the model's
+# next-token scores (log-probabilities up to a constant); the same table as such a model (tokens
+# are numbered 0, 1, 2 for `a`, `b`, `c`):
+
+# %%
+toy = table_model(3, 2, {(): np.log([.5, .4, .1]), (0,): np.log([.4, .3, .3]),
+                         (1,): np.log([.05, .9, .05])})
+assert greedy(toy.next_logits, [], 2) == [0, 0]
+assert exhaustive_search(toy.next_logits, [], 2) == [1, 1]
+assert beam_search(toy.next_logits, [], 2, 2) == [1, 1]
+fig, ax = plt.subplots(figsize=(9, 3.8))
+draw_search_tree(toy.next_logits, tokens, depth=2, ax=ax,
+                 highlight={"greedy": greedy(toy.next_logits, [], 2),
+                            "most likely = beam of width 2": beam_search(toy.next_logits, [], 2, 2)})
+plt.show()
+
+# %% [markdown]
+# **Figure 2.6.1.** Every two-token reply of the tiny model as a tree: each branch carries the
+# model's next-token probability, each leaf the product along its path. Greedy decoding (red)
+# follows the largest branch at each step and ends at 0.20; the most likely reply (blue, 0.36) starts
+# with the second-best first token. A beam of width 2 keeps both first tokens alive and finds it.
+#
+# ## From a table to a real model: a character 4-gram
+#
+# A real model has far too many replies to draw. Ours is a character {term}`n-gram model` of order 4:
+# it predicts the next character from the 3 before it, with probabilities counted on the training
+# part of tiny Shakespeare (add-0.05 smoothing, so that unseen combinations keep a little
+# probability). It has $|\mathbf V|=66$ characters, and it is cheap enough to enumerate every
+# 3-character reply ($66^3\approx2.9\times10^5$). Any model with a `next_logits(prefix)` function
+# plugs into the same decoders — a `nextword.torch.models.lm.TinyLM` does so through
+# `next_logits_fn`. To count a decoder's cost we wrap the model in a counter of calls.
 
 # %%
 corpus = load_corpus("shakespeare")
@@ -62,207 +177,184 @@ class Counted:
 
 
 held = tok.encode_array(corpus.val[:5_000])
-lp = np.array([lm.next_logits(held[max(0, t - 3):t])[held[t]] for t in range(3, len(held))])
-print(f"|V| = {V}; held-out cross-entropy of the 4-gram: {cross_entropy(lp):.3f} nats/char")
+held_log_probs = np.array([lm.next_logits(held[max(0, t - 3):t])[held[t]]
+                           for t in range(3, len(held))])
+print(f"|V| = {V}; held-out cross-entropy of the 4-gram: {cross_entropy(held_log_probs):.3f} nats/char")
 
 
 def show(ids, start):
+    """The text of ids[start:] (the generated part), quoted."""
     return repr(tok.decode(ids[start:]))
 
 
 # %% [markdown]
-# ## 1. Greedy decoding (6.4) is not the most likely sequence (6.3)
+# ## Greedy, exhaustive and beam search on the real model (6.3)–(6.4)
 #
-# Greedy commits to the most likely next token and never revisits it. The smallest counterexample,
-# in exact arithmetic: first token $a$ with probability $\tfrac12$ or $b$ with $\tfrac25$; after $a$
-# the best second token has $\tfrac25$, after $b$ it has $\tfrac9{10}$.
+# Greedy decoding from a speaker's name falls into a loop: the most likely next character, taken
+# again and again, cycles through a few frequent words.
 
 # %%
-pa, pb, pa2, pb2 = sp.Rational(1, 2), sp.Rational(2, 5), sp.Rational(2, 5), sp.Rational(9, 10)
-print(f"greedy path a->: {pa * pa2}, best path b->: {pb * pb2}; greedy loses a factor {sp.nsimplify(pa * pa2 / (pb * pb2))}")
-toy = table_model(3, 2, {(): np.log([.5, .4, .1]), (0,): np.log([.4, .3, .3]), (1,): np.log([.05, .9, .05])})
-assert greedy(toy.next_logits, [], 2) == [0, 0] and exhaustive_search(toy.next_logits, [], 2) == [1, 1]
+greedy_long = greedy(lm.next_logits, tok.encode("ROMEO:\n"), 60)
+print(show(greedy_long, 7))
 
 # %% [markdown]
-# On the character model, greedy decoding from a speaker's name falls into a loop — the most likely
-# next character, repeated, cycles through a few frequent words:
-
-# %%
-g_long = greedy(lm.next_logits, tok.encode("ROMEO:\n"), 60)
-print(show(g_long, 7))
-
-# %% [markdown]
-# ## 2. Greedy vs exhaustive (6.3) vs beam search, three characters ahead
-#
-# For each prompt (a random 12-character window of held-out text) we decode $L-\ell_{\rm prompt}=3$
-# characters with greedy, exhaustive search over all $66^3$ continuations, and beam search of widths
-# 1–16, and compare $\log\pi(f_{\ell+1:\ell+3}\mid f_{1:\ell})$. Costs are counted in model
-# evaluations: greedy needs 3, beam $\le 1+k+k$, exhaustive $1+66+66^2=4423$. For the first prompt the
-# exhaustive answer is cross-checked against a brute-force log-probability tensor $(66,66,66)$.
+# Now the comparison of the tiny example at scale. For each prompt (a random 12-character window of
+# held-out text) we decode 3 characters with greedy, exhaustive search over all $66^3$ replies, and
+# beam search of widths 1 to 16, and compare the log-probability of each reply,
+# $\log\pi(f_{\ell+1:\ell+3}\mid f_{1:\ell})$ ($\ell$ the prompt's length). Cost is counted in model
+# calls: greedy needs 3, a beam of width $k$ at most $1+k+k$, exhaustive search
+# $1+66+66^2=4423$.
 
 # %%
 starts = rng.integers(0, len(corpus.val) - 12, N_PROMPTS)
 prompts = [tok.encode(corpus.val[s:s + 12]) for s in starts]
 widths = [1, 2, 4, 8, 16]
 n_new = 3
-rows = []
-for i, p in enumerate(prompts):
-    f = Counted(lm.next_logits)
-    g = greedy(f, p, n_new)
-    c_g, f.calls = f.calls, 0
-    e = exhaustive_search(f, p, n_new)
-    c_e, f.calls = f.calls, 0
-    score = lambda s: sequence_log_prob(lm.next_logits, s, len(p))  # noqa: E731
-    beams, c_b = [], []
-    for w in widths:
-        beams.append(beam_search(f, p, n_new, w))
-        c_b.append(f.calls)
-        f.calls = 0
-    rows.append((score(g), score(e), [score(b) for b in beams]))
-    assert beams[0] == g  # width 1 is greedy
-    assert all(score(b) <= score(e) + 1e-12 for b in beams + [g])  # (6.3) is the maximum
-    if i == 0:  # brute force: the full log-probability tensor of 3 more characters
-        l1 = lm.next_logits(p)  # (V,)
-        l2 = np.stack([lm.next_logits(p + [a]) for a in range(V)])  # (V, V)
-        l3 = np.stack([[lm.next_logits(p + [a, b]) for b in range(V)] for a in range(V)])  # (V, V, V)
-        total = l1[:, None, None] + l2[:, :, None] + l3
-        assert list(np.unravel_index(np.argmax(total), total.shape)) == e[len(p):]
-    print(f"{tok.decode(p)!r:16s} greedy {show(g, len(p)):7s} {score(g):7.3f} | exhaustive {show(e, len(p)):7s} "
-          f"{score(e):7.3f} | beam k=4 {show(beams[2], len(p)):7s} {score(beams[2]):7.3f}")
-print(f"model calls: greedy {c_g}, beam k={widths} -> {c_b}, exhaustive {c_e}")
-rows_g = np.array([r[0] for r in rows])
-rows_e = np.array([r[1] for r in rows])
-rows_b = np.array([r[2] for r in rows])  # (prompts, widths)
-print(f"greedy optimal for {np.sum(np.isclose(rows_g, rows_e))}/{len(prompts)} prompts; "
-      f"beam k=4 for {np.sum(np.isclose(rows_b[:, 2], rows_e))}/{len(prompts)}")
 
-# %% [markdown]
-# Greedy is often already optimal for such a short horizon, but not always; a beam of a few
-# candidates closes the gap at a small multiple of greedy's cost, while exhaustive search is
-# $|\mathbf V|^{n-1}$ times more expensive — the reason (6.3) is intractable beyond toy sizes.
-#
-# ## 3. Example 6.1: the windowed look-ahead is not beam search
-#
-# Example 6.1 describes "beam search" as: at each step maximise $\pi_{m:m+1}(v,v'\mid f_{1:m-1})$
-# over pairs with $v$ among the $k$ greedy favourites, commit $f_m=v$, slide by one. That is a
-# sliding two-token look-ahead (`lookahead_search`); beam search keeps the $k$ best *partial
-# sequences* and never commits early (`beam_search`). The ledger already records the naming
-# (`book/ERRATA.md`, §6.2 row); here is the evidence on random peaked Markov models ($|\mathbf V|=4$,
-# 4 new tokens, $k=2$) and on the character model.
+
+def decode_three_ways(prompt):
+    """Greedy, exhaustive and beam (every width) replies of n_new tokens, and their call counts."""
+    counted = Counted(lm.next_logits)
+    replies, calls = {}, {}
+    for name, decode in [("greedy", lambda f: greedy(f, prompt, n_new)),
+                         ("exhaustive", lambda f: exhaustive_search(f, prompt, n_new))]:
+        counted.calls = 0
+        replies[name], calls[name] = decode(counted), counted.calls
+    for width in widths:
+        counted.calls = 0
+        replies[width], calls[width] = beam_search(counted, prompt, n_new, width), counted.calls
+    return replies, calls
+
 
 # %%
-wins = {"same": 0, "look-ahead better": 0, "beam better": 0, "tie, different": 0}
-for seed in range(200):
-    m = random_table_model(4, 2, np.random.default_rng(seed), temperature=0.5)
-    a, b = lookahead_search(m.next_logits, [0], 4, 2, 2), beam_search(m.next_logits, [0], 4, 2)
-    la, lb = sequence_log_prob(m.next_logits, a, 1), sequence_log_prob(m.next_logits, b, 1)
-    key = "same" if a == b else ("look-ahead better" if la > lb + 1e-12 else "beam better" if lb > la + 1e-12 else "tie, different")
-    wins[key] += 1
-print("200 random models:", wins)
-assert wins["look-ahead better"] > 0 and wins["beam better"] > 0
-
-f_la, f_bs = Counted(lm.next_logits), Counted(lm.next_logits)
-p = tok.encode("KING HENRY")
-la_out = lookahead_search(f_la, p, 12, 2, 4)
-bs_out = beam_search(f_bs, p, 12, 4)
-print(f"character model, 12 characters after 'KING HENRY': look-ahead {show(la_out, len(p))} "
-      f"({sequence_log_prob(lm.next_logits, la_out, len(p)):.3f}, {f_la.calls} calls); "
-      f"beam {show(bs_out, len(p))} ({sequence_log_prob(lm.next_logits, bs_out, len(p)):.3f}, {f_bs.calls} calls)")
-
-# %% [markdown]
-# The two disagree on a sizeable fraction of random models and neither dominates: each is sometimes
-# the more likely. On the character model they happen to agree for this prompt, at different costs.
-# Example 6.1's cost $k|\mathbf V|$ per step is the look-ahead's (each of the $k$
-# first tokens needs one more model call, each returning $|\mathbf V|$ scores); beam search also
-# costs about $k$ calls per step.
-#
-# ## 4. Temperature and the limit τ → 0 (Remark 6.2)
-#
-# Decoding at temperature $\tau$ samples from $\sigma(z/\tau)$. As $\tau\to0^+$ this tends to the
-# point mass on $\arg\max z$ (when the maximum is unique), so sampling becomes greedy decoding.
-# Sympy for two logits $a>b$:
+rows, exhaustive_replies = [], []
+for p in prompts:
+    replies, calls = decode_three_ways(p)
+    score = {name: sequence_log_prob(lm.next_logits, reply, len(p)) for name, reply in replies.items()}
+    assert replies[1] == replies["greedy"]  # width 1 is greedy
+    assert all(s <= score["exhaustive"] + 1e-12 for s in score.values())  # (6.3) is the maximum
+    rows.append((score["greedy"], score["exhaustive"], [score[w] for w in widths]))
+    exhaustive_replies.append(replies["exhaustive"])
+    print(f"{tok.decode(p)!r:16s} greedy {show(replies['greedy'], len(p)):7s} {score['greedy']:7.3f}"
+          f" | exhaustive {show(replies['exhaustive'], len(p)):7s} {score['exhaustive']:7.3f}"
+          f" | beam k=4 {show(replies[4], len(p)):7s} {score[4]:7.3f}")
+print(f"model calls: greedy {calls['greedy']}, beam k={widths} -> {[calls[w] for w in widths]}, "
+      f"exhaustive {calls['exhaustive']}")
 
 # %%
-a_, b_ = sp.symbols("a b", real=True)
+greedy_scores = np.array([r[0] for r in rows])
+exhaustive_scores = np.array([r[1] for r in rows])
+beam_scores = np.array([r[2] for r in rows])  # (prompts, widths)
+print(f"greedy optimal for {np.sum(np.isclose(greedy_scores, exhaustive_scores))}/{len(prompts)} "
+      f"prompts; beam k=4 for {np.sum(np.isclose(beam_scores[:, 2], exhaustive_scores))}/{len(prompts)}")
+
+# %% [markdown]
+# Greedy is often already optimal for such a short reply, but not always; a beam of a few
+# candidates closes most of the gap at a small multiple of greedy's cost, while exhaustive search
+# costs $|\mathbf V|^{n-1}$ times more for $n$ new tokens — the reason the paper calls (6.3)
+# intractable beyond toy sizes.
+#
+# ## Sampling: one token at a time draws exactly from the model (§6.3)
+#
+# Instead of searching for the most likely reply we can draw a random one: draw $f_m$ from
+# $\pi_m(\cdot\mid f_{1:m-1})$, append it, repeat. The chain rule read forwards says that this
+# draws a reply *exactly* from the model's distribution over replies. We test it on 2-character
+# replies, whose exact probabilities we can compute (a $66\times66$ table): the frequencies of the 10
+# most likely pairs, and of "all others", in `N_SAMPLES` draws, against the exact probabilities, with
+# a chi-square test (a large p-value means the counts are what exact sampling would give).
+
+# %%
+p = tok.encode("First Citizen:\n")
+joint = np.exp(lm.next_logits(p)[:, None]
+               + np.stack([lm.next_logits(p + [a]) for a in range(V)]))  # (V, V) exact
+assert abs(joint.sum() - 1) < 1e-12
+sample_rng = np.random.default_rng(2)
+draws = np.array([sample(lm.next_logits, p, 2, rng=sample_rng)[-2:] for _ in range(N_SAMPLES)])
+counts = np.zeros((V, V))
+np.add.at(counts, (draws[:, 0], draws[:, 1]), 1)
+top = np.argsort(-joint.ravel())[:10]
+observed = np.append(counts.ravel()[top], N_SAMPLES - counts.ravel()[top].sum())
+expected = N_SAMPLES * np.append(joint.ravel()[top], 1 - joint.ravel()[top].sum())
+chi = stats.chisquare(observed, expected)
+for k in top[:5]:
+    print(f"  {tok.decode(list(np.unravel_index(k, (V, V))))!r}: exact {joint.ravel()[k]:.4f}, "
+          f"empirical {produced(counts.ravel()[k] / N_SAMPLES, '.4f')}")
+print(f"chi-square over the top 10 pairs + rest: p-value {produced(chi.pvalue, '.3f')}")
+assert chi.pvalue > 1e-3
+
+# %% [markdown]
+# ## Temperature: from sampling to greedy (Remark 6.2)
+#
+# Decoding at temperature $\tau$ samples from $\mathrm{softmax}(z/\tau)$, $z$ the model's scores
+# (see {term}`softmax temperature`). Dividing by a small $\tau$ stretches the gaps between scores, so
+# the largest one takes almost all the probability; as $\tau\to0^+$ the distribution becomes a point
+# mass on the top token (when it is unique) and sampling *becomes* greedy decoding. A large $\tau$
+# flattens the distribution towards uniform. For two scores $1$ and $0$, the probability of the top
+# one and its two limits:
+
+# %%
 tau = sp.Symbol("tau", positive=True)
-p_top = 1 / (1 + sp.exp((b_ - a_) / tau))  # softmax((a, b)/tau)[0]
-print("lim_{tau->0+} p_top =", sp.limit(p_top.subs({a_: 1, b_: 0}), tau, 0, "+"),
-      "; lim_{tau->oo} p_top =", sp.limit(p_top.subs({a_: 1, b_: 0}), tau, sp.oo))
+p_top = 1 / (1 + sp.exp(-1 / tau))  # softmax((1, 0) / tau)[0]
+display(Math(r"p_{\rm top}(\tau) = " + sp.latex(p_top)
+             + r",\quad \lim_{\tau\to0^+} p_{\rm top} = " + sp.latex(sp.limit(p_top, tau, 0, "+"))
+             + r",\quad \lim_{\tau\to\infty} p_{\rm top} = " + sp.latex(sp.limit(p_top, tau, sp.oo))))
+assert sp.limit(p_top, tau, 0, "+") == 1 and sp.limit(p_top, tau, sp.oo) == sp.Rational(1, 2)
 
 # %% [markdown]
-# Numerically: for each $\tau$ we draw `N_RUNS` continuations of 20 characters and record how often the
-# sample *is* the greedy continuation, how many distinct continuations appear, and the average
-# per-character log-probability under the model at $\tau=1$. At $\tau=10^{-3}$ every sample equals
-# greedy.
+# On the character model: for each $\tau$ we draw `N_RUNS` replies of 20 characters after
+# "ROMEO:" and record how often the sample *is* the greedy reply, how many distinct replies appear,
+# and their average log-probability per character under the model at $\tau=1$.
 
 # %%
 taus = [2.0, 1.0, 0.7, 0.5, 0.3, 0.1, 0.03, 1e-3]
 prompt = tok.encode("ROMEO:\n")
-g20 = greedy(lm.next_logits, prompt, 20)
+greedy_20 = greedy(lm.next_logits, prompt, 20)
 frac_greedy, distinct, mean_lp = [], [], []
 for t in taus:
-    r = np.random.default_rng(1)
-    outs = [sample(lm.next_logits, prompt, 20, temperature=t, rng=r) for _ in range(N_RUNS)]
-    frac_greedy.append(np.mean([o == g20 for o in outs]))
+    temperature_rng = np.random.default_rng(1)
+    outs = [sample(lm.next_logits, prompt, 20, temperature=t, rng=temperature_rng)
+            for _ in range(N_RUNS)]
+    frac_greedy.append(np.mean([o == greedy_20 for o in outs]))
     distinct.append(len({tuple(o) for o in outs}))
     mean_lp.append(np.mean([sequence_log_prob(lm.next_logits, o, len(prompt)) for o in outs]) / 20)
-    print(f"tau = {t:6.3f}: P(sample == greedy) = {frac_greedy[-1]:.2f}, distinct = {distinct[-1]:3d}/{N_RUNS}, "
-          f"mean log pi per char = {mean_lp[-1]:.3f}")
+    print(f"tau = {t:6.3f}: P(sample == greedy) = {produced(frac_greedy[-1], '.2f')}, "
+          f"distinct = {produced(distinct[-1], '3d')}/{N_RUNS}, "
+          f"mean log pi per char = {produced(mean_lp[-1], '.3f')}")
 assert frac_greedy[-1] == 1.0 and distinct[-1] == 1
 z = lm.next_logits(prompt)
-assert np.allclose(np.exp(log_softmax(apply_temperature(z, 1e-4))), np.eye(V)[np.argmax(z)], atol=1e-12)
+assert np.allclose(np.exp(log_softmax(apply_temperature(z, 1e-4))), np.eye(V)[np.argmax(z)],
+                   atol=1e-12)
 
 # %% [markdown]
-# ## 5. Stochastic generation is exact (§6.3)
+# At $\tau=10^{-3}$ every sample equals the greedy reply; at $\tau\ge0.3$ no two of the 50 are the
+# same. Lower temperature buys likelihood (less negative log-probability) with diversity.
 #
-# Drawing $f_m\sim\pi_m(\cdot\mid f_{1:m-1})$ one position at a time samples *exactly* from
-# $\pi_{1:L}$ conditioned on the prompt (the set (6.2)) — the chain rule (6.1a) read forwards. We
-# check it on two-character continuations: the empirical frequencies of the 10 most likely pairs (and
-# of "all others") against the exact joint probabilities, with a chi-square test.
-
-# %%
-p = tok.encode("First Citizen:\n")
-l1 = lm.next_logits(p)
-joint = np.exp(l1[:, None] + np.stack([lm.next_logits(p + [a]) for a in range(V)]))  # (V, V)
-assert abs(joint.sum() - 1) < 1e-12
-r = np.random.default_rng(2)
-draws = np.array([sample(lm.next_logits, p, 2, rng=r)[-2:] for _ in range(N_SAMPLES)])  # (N, 2)
-counts = np.zeros((V, V))
-np.add.at(counts, (draws[:, 0], draws[:, 1]), 1)
-top = np.argsort(-joint.ravel())[:10]
-obs = np.append(counts.ravel()[top], N_SAMPLES - counts.ravel()[top].sum())
-exp_ = N_SAMPLES * np.append(joint.ravel()[top], 1 - joint.ravel()[top].sum())
-chi = stats.chisquare(obs, exp_)
-for k in top[:5]:
-    print(f"  {tok.decode(list(np.unravel_index(k, (V, V))))!r}: exact {joint.ravel()[k]:.4f}, "
-          f"empirical {counts.ravel()[k] / N_SAMPLES:.4f}")
-print(f"chi-square over the top 10 pairs + rest: p-value {chi.pvalue:.3f}")
-assert chi.pvalue > 1e-3
-
-# %% [markdown]
-# ## 6. Mixing deterministic and stochastic generation (§6.4, Remark 6.3)
+# ## Mixing: sample first, then greedy (§6.4, Remark 6.3)
 #
-# Sample the first $L'$ new tokens, then continue greedily. With $L'=1$ (the chain-of-thought use of
-# Remark 6.3) the outputs differ only through the first token, so there are at most $|\mathbf V|$ of
-# them; as $L'$ grows, diversity rises towards full sampling and the average log-probability drops.
+# A compromise: sample the first $L'$ new tokens, then continue greedily. With $L'=1$ (the use in
+# Remark 6.3: a random first step, then a deterministic line of reasoning) the replies can differ
+# only through their first token, so there are at most $|\mathbf V|$ of them; as $L'$ grows,
+# diversity rises towards full sampling and the average log-probability drops.
 
 # %%
 n_gen, runs = 20, N_RUNS
-Lps = [0, 1, 2, 5, 10, 20]
+sampled_lengths = [0, 1, 2, 5, 10, 20]  # L'
 mix_distinct, mix_lp = [], []
-for Lp in Lps:
-    r = np.random.default_rng(3)
-    outs = [mixed(lm.next_logits, prompt, Lp, n_gen, rng=r if Lp else None) for _ in range(runs)]
+for n_sampled in sampled_lengths:
+    mix_rng = np.random.default_rng(3)
+    outs = [mixed(lm.next_logits, prompt, n_sampled, n_gen, rng=mix_rng if n_sampled else None)
+            for _ in range(runs)]
     mix_distinct.append(len({tuple(o) for o in outs}))
     mix_lp.append(np.mean([sequence_log_prob(lm.next_logits, o, len(prompt)) for o in outs]) / n_gen)
-    print(f"L' = {Lp:2d}: distinct {mix_distinct[-1]:3d}/{runs}, mean log pi per char {mix_lp[-1]:.3f}")
+    print(f"L' = {n_sampled:2d}: distinct {produced(mix_distinct[-1], '3d')}/{runs}, "
+          f"mean log pi per char {produced(mix_lp[-1], '.3f')}")
 assert mix_distinct[0] == 1 and mix_distinct[1] <= V
 assert mix_distinct[1] < mix_distinct[-1] and mix_lp[0] > mix_lp[-1]
 assert mixed(lm.next_logits, prompt, 0, n_gen) == greedy(lm.next_logits, prompt, n_gen)
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(14, 4), layout="constrained")
-axes[0].plot(widths, (rows_b - rows_e[:, None]).T, "o-", alpha=0.7)
+axes[0].plot(widths, (beam_scores - exhaustive_scores[:, None]).T, "o-", alpha=0.7)
 axes[0].axhline(0, color="k", lw=0.8)
 axes[0].set_xscale("log", base=2)
 axes[0].set_xlabel("beam width k")
@@ -273,56 +365,178 @@ axes[1].semilogx(taus, np.array(distinct) / N_RUNS, "s-", label="distinct / runs
 axes[1].set_xlabel(r"temperature $\tau$")
 axes[1].legend()
 axes[1].set_title("Remark 6.2")
-ax2 = axes[2]
-ax2.plot(Lps, np.array(mix_distinct) / runs, "o-", label="distinct / runs")
-ax2.set_xlabel("sampled prefix length L'")
-ax2.set_ylabel("diversity")
-ax3 = ax2.twinx()
-ax3.plot(Lps, mix_lp, "s--", color="C1", label="mean log pi per char")
-ax3.set_ylabel(r"mean $\log\pi$ per character", color="C1")
-ax2.set_title("§6.4: sample L' tokens, then greedy")
+axes[2].plot(sampled_lengths, np.array(mix_distinct) / runs, "o-", label="distinct / runs")
+axes[2].set_xlabel("sampled prefix length L'")
+axes[2].set_ylabel("diversity")
+likelihood_axis = axes[2].twinx()
+likelihood_axis.plot(sampled_lengths, mix_lp, "s--", color="C1", label="mean log pi per char")
+likelihood_axis.set_ylabel(r"mean $\log\pi$ per character", color="C1")
+axes[2].set_title("§6.4: sample L' tokens, then greedy")
 plt.show()
 
 # %% [markdown]
-# **Figure 6.1.** Left: beam search (Example 6.1, standard form) against the exact maximiser of (6.3)
-# for three-character continuations; width 1 is greedy (6.4); a gap of 0 means optimal. Middle:
-# Remark 6.2 — as $\tau\to0$ sampling collapses onto the greedy continuation. Right: §6.4's mixed
+# **Figure 2.6.2.** Left: beam search against the exact maximiser of (6.3) for three-character
+# replies, one line per prompt; width 1 is greedy (6.4); a gap of 0 means optimal. Middle:
+# Remark 6.2 — as $\tau\to0$ sampling collapses onto the greedy reply. Right: §6.4's mixed
 # decoding — diversity and likelihood trade off as the sampled prefix $L'$ grows ($L'=0$ is greedy,
 # $L'=20$ full sampling).
 #
-# ## 7. EOS and PAD (§6.1)
+# ## Starting and stopping: EOS and PAD (§6.1)
 #
-# We make the newline character the EOS token: a response is one line (greedy decoding loops and never
-# ends its line here, so we sample at $\tau=0.7$). Generation stops when EOS is
-# produced; the paper instead fills the remaining positions up to $L$ with PAD, whose transition
-# probability is a Dirac mass once EOS has appeared. Each PAD then contributes $\log1=0$, so the
-# padded and the stopped sequence have the same probability — and any non-PAD token after EOS has
-# probability 0. (PAD is the unknown-character id 0 here.)
+# A reply must end. Models reserve a token for it, the {term}`EOS token` (end of sequence): once it
+# is generated, the reply is complete. Here the newline character plays EOS, so a reply is one line
+# (greedy decoding loops and never ends its line, so we sample at $\tau=0.7$). Our decoders stop
+# at EOS; the paper instead fills the remaining positions up to a fixed length $L$ with a
+# {term}`PAD token` (padding), whose probability is 1 once an EOS has appeared. Each PAD then adds
+# $\log 1=0$, so the padded and the stopped reply have the same probability — and any other token
+# after EOS has probability 0. (PAD is the unknown-character id 0 here.)
 
 # %%
 EOS, PAD, L_total = tok.encode("\n")[0], 0, 60
 p = tok.encode("KING RICHARD II:\n")
-out = sample(lm.next_logits, p, L_total - len(p), temperature=0.7, rng=np.random.default_rng(5), eos_id=EOS)
+out = sample(lm.next_logits, p, L_total - len(p), temperature=0.7, rng=np.random.default_rng(5),
+             eos_id=EOS)
 padded = pad_to_length(out, L_total, PAD)
 lp_stop = sequence_log_prob(lm.next_logits, out, len(p), eos_id=EOS)
 lp_pad = sequence_log_prob(lm.next_logits, padded, len(p), eos_id=EOS, pad_id=PAD)
-bad = padded[:-1] + [tok.encode("x")[0]]
-print(f"sampled (tau = 0.7) to EOS: {show(out, len(p))} ({len(out) - len(p)} tokens), padded to L = {len(padded)}")
-print(f"log pi stopped {lp_stop:.6f}, padded {lp_pad:.6f}, a non-PAD token after EOS: "
-      f"{sequence_log_prob(lm.next_logits, bad, len(p), eos_id=EOS, pad_id=PAD)}")
+after_eos = padded[:-1] + [tok.encode("x")[0]]  # an 'x' where the last PAD should be
+lp_after_eos = sequence_log_prob(lm.next_logits, after_eos, len(p), eos_id=EOS, pad_id=PAD)
+print(f"sampled (tau = 0.7) to EOS: {produced(show(out, len(p)))} "
+      f"({produced(len(out) - len(p), 'd')} tokens), padded to L = {len(padded)}")
+print(f"log pi stopped {produced(lp_stop, '.6f')}, padded {produced(lp_pad, '.6f')}, "
+      f"equal: {lp_stop == lp_pad}; a non-PAD token after EOS: {lp_after_eos}")
 assert out[-1] == EOS and lp_stop == lp_pad
-assert sequence_log_prob(lm.next_logits, bad, len(p), eos_id=EOS, pad_id=PAD) == -np.inf
+assert lp_after_eos == -np.inf
 
 # %% [markdown]
-# EOS changes what "most likely" means: a finished sequence stops paying probability, so (6.3)
-# favours short responses. After "JULIET: Ay, my lord" the exact maximiser over up to 3 more
-# characters is to end the line after a full stop, whereas beam search with a length penalty (scores
-# divided by $n^{\alpha}$, here $\alpha=1$) keeps going:
+# EOS changes what "most likely" means: a finished reply stops paying probability, so (6.3)
+# favours short replies. After "JULIET: Ay, my lord" the exact maximiser over up to 3 more
+# characters ends the line after a full stop, whereas beam search with a length penalty (scores
+# divided by $n^{\alpha}$ for a reply of $n$ tokens, here $\alpha=1$) keeps going:
 
 # %%
 p = tok.encode("JULIET:\nAy, my lord")
 ex = exhaustive_search(lm.next_logits, p, 3, eos_id=EOS)
 long_beam = beam_search(lm.next_logits, p, 3, 8, eos_id=EOS, length_penalty=1.0)
-print(f"exhaustive with EOS: {show(ex, len(p))} (log pi {sequence_log_prob(lm.next_logits, ex, len(p), eos_id=EOS):.3f}); "
+print(f"exhaustive with EOS: {show(ex, len(p))} "
+      f"(log pi {sequence_log_prob(lm.next_logits, ex, len(p), eos_id=EOS):.3f}); "
       f"beam k=8, length penalty 1: {show(long_beam, len(p))}")
 assert ex[-1] == EOS and len(ex) < len(long_beam) and long_beam[-1] != EOS
+
+# %% [markdown]
+# ## Checking the paper
+#
+# **Exhaustive search is exact.** For the first prompt of the comparison above, the full
+# log-probability tensor of all $66^3$ three-character replies, built directly from the chain
+# rule, has its maximum at the reply `exhaustive_search` returned.
+
+# %%
+p = prompts[0]
+log_p1 = lm.next_logits(p)  # (V,)
+log_p2 = np.stack([lm.next_logits(p + [a]) for a in range(V)])  # (V, V)
+log_p3 = np.stack([[lm.next_logits(p + [a, b]) for b in range(V)] for a in range(V)])  # (V, V, V)
+total = log_p1[:, None, None] + log_p2[:, :, None] + log_p3
+brute_force_best = list(np.unravel_index(np.argmax(total), total.shape))
+print(f"brute force: {tok.decode(brute_force_best)!r}, "
+      f"exhaustive_search: {show(exhaustive_replies[0], len(p))}")
+assert brute_force_best == exhaustive_replies[0][len(p):]
+
+# %% [markdown]
+# **Example 6.1: the windowed look-ahead is not beam search.** Example 6.1 describes "beam search"
+# as: at each step maximise $\pi_{m:m+1}(v,v'\mid f_{1:m-1})$ over pairs whose first token $v$ is
+# among the $k$ greedy favourites, commit $f_m=v$, slide by one. That is a sliding two-token
+# look-ahead (`lookahead_search`); beam search keeps the $k$ best *partial sequences* and never
+# commits early (`beam_search`). The ledger records the naming (`book/ERRATA.md`, §6.2 row); the
+# evidence, on 200 random peaked Markov models ($|\mathbf V|=4$, 4 new tokens, $k=2$) and on the
+# character model:
+
+# %%
+outcomes = {"same": 0, "look-ahead better": 0, "beam better": 0, "tie, different": 0}
+for seed in range(200):
+    m = random_table_model(4, 2, np.random.default_rng(seed), temperature=0.5)
+    ahead, beamed = lookahead_search(m.next_logits, [0], 4, 2, 2), beam_search(m.next_logits, [0], 4, 2)
+    lp_ahead = sequence_log_prob(m.next_logits, ahead, 1)
+    lp_beam = sequence_log_prob(m.next_logits, beamed, 1)
+    if ahead == beamed:
+        outcomes["same"] += 1
+    elif lp_ahead > lp_beam + 1e-12:
+        outcomes["look-ahead better"] += 1
+    elif lp_beam > lp_ahead + 1e-12:
+        outcomes["beam better"] += 1
+    else:
+        outcomes["tie, different"] += 1
+print("200 random models:", outcomes)
+assert outcomes["look-ahead better"] > 0 and outcomes["beam better"] > 0
+
+# %%
+f_la, f_bs = Counted(lm.next_logits), Counted(lm.next_logits)
+p = tok.encode("KING HENRY")
+la_out = lookahead_search(f_la, p, 12, 2, 4)
+bs_out = beam_search(f_bs, p, 12, 4)
+print(f"character model, 12 characters after 'KING HENRY':\n"
+      f"  look-ahead {show(la_out, len(p))} ({sequence_log_prob(lm.next_logits, la_out, len(p)):.3f}, "
+      f"{f_la.calls} calls)\n"
+      f"  beam       {show(bs_out, len(p))} ({sequence_log_prob(lm.next_logits, bs_out, len(p)):.3f}, "
+      f"{f_bs.calls} calls)")
+
+# %% [markdown]
+# The two disagree on a sizeable fraction of random models and neither dominates: each is sometimes
+# the more likely. On the character model they happen to agree for this prompt, at different costs.
+# Example 6.1's cost $k|\mathbf V|$ per step is the look-ahead's (each of the $k$ first tokens needs
+# one more model call, each returning $|\mathbf V|$ scores); beam search also costs about $k$ calls
+# per step.
+#
+# ## Key takeaways
+#
+# - A model gives next-token probabilities; a reply's probability is their product along the reply
+#   (the chain rule), so the replies form a tree whose leaves are scored by products.
+# - Greedy decoding follows the largest branch and can miss the most likely reply; exhaustive search
+#   finds it at a cost of $|\mathbf V|^{n}$ replies; beam search keeps $k$ partial replies and costs
+#   about $k$ times greedy.
+# - Sampling one token at a time from the model's conditionals draws exactly from its distribution
+#   over replies; the temperature trades diversity for likelihood, and $\tau\to0$ gives greedy.
+# - EOS ends a reply; padding after it has probability 1 and changes nothing, but EOS makes the most
+#   likely reply a short one.
+# - The procedure Example 6.1 calls beam search is a sliding look-ahead, a different algorithm.
+#
+# ## Check your understanding
+#
+# 1. In the tiny example, change the probability of `b` after `b` from 9/10 to 2/5 (and of `a`, `c`
+#    after `b` to 3/10 each). Which reply does exhaustive search now return, and does greedy agree?
+#
+#    ```{dropdown} Answer
+#    The reply `bb` now has $\tfrac25\cdot\tfrac25=\tfrac4{25}$, less than greedy's
+#    `aa` with $\tfrac12\cdot\tfrac25=\tfrac15$. The best reply starting with `b` is at most
+#    $\tfrac25\cdot\tfrac25$, the replies starting with `c` at most $\tfrac1{10}\cdot\tfrac13$, so
+#    `aa` is the most likely and greedy finds it.
+#    ```
+#
+# 2. A model has $|\mathbf V|=50\,000$ tokens. How many replies of 10 tokens must exhaustive search
+#    score, and how many model calls does a beam of width 5 need?
+#
+#    ```{dropdown} Answer
+#    $50\,000^{10}\approx10^{47}$ replies — hopeless. A beam of width 5 calls the model at most
+#    $1+5\cdot9=46$ times (one call per kept partial reply per step), each call returning the
+#    $50\,000$ scores that are then ranked.
+#    ```
+#
+# 3. Why does sampling at temperature $10^{-3}$ return the greedy reply every time, while sampling
+#    at temperature 1 almost never does?
+#
+#    ```{dropdown} Answer
+#    Dividing the scores by $\tau=10^{-3}$ multiplies every gap between the top score and the others
+#    by 1000, so the top token gets probability $\approx1$ at each step: each draw is the argmax,
+#    which is greedy decoding (Remark 6.2). At $\tau=1$ the draw follows the model's own
+#    probabilities, and a 20-character reply that takes the top character at every step is itself
+#    only one of very many likely replies.
+#    ```
+#
+# ## Reproducibility
+#
+# The page runs on the CPU in well under a minute. `FULL=1` enlarges the comparison (20 prompts),
+# the sampling check (4000 draws) and the runs per temperature (100); the checks are the same.
+# Sampled numbers and texts are shown through `produced()` (compared as `<produced>` by nbval);
+# their claims are asserted where they are printed.
+
+# %% tags=["hide-cell"]
+print(f"FULL = {FULL}: {N_PROMPTS} prompts, {N_SAMPLES} draws, {N_RUNS} runs per setting")

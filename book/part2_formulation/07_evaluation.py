@@ -1,54 +1,143 @@
 # %% [markdown]
-# # 2.7 Evaluating language models
+# # 2.7 Evaluating language models: scoring by probabilities, by samples, by answers
+#
+# **The question.** A language model is a probability distribution over text. How do we measure
+# how close it is to real language — and what can we measure when we can read the model's
+# probabilities, when we can only draw samples from it, or when a question has one right answer?
+#
+# Every claim that one model is "better" than another rests on such a measurement, and each
+# measurement needs different access to the model and answers a different question. The paper
+# (§8.1) frames all of them as a {term}`divergence` between the true distribution of replies to a
+# prompt and the model's. This page computes the main choices on models whose truth we know, so
+# that we can see what each number means: {term}`cross-entropy` and {term}`perplexity` (from the
+# model's probabilities), the energy distance and MMD (from samples only), the CRPS (one right
+# answer), precision and recall (a retrieved set), and calibration.
+#
+# ```{admonition} Learning goals
+# :class: tip
+# After this page you can
+# - compute cross-entropy, perplexity and their gap to the entropy by hand for a small model, and
+#   explain why no model scores below the entropy rate of the text;
+# - explain which evaluation needs the model's probabilities and which needs only its samples, and
+#   read a permutation-test p-value for a sample-based divergence;
+# - compute the CRPS of a forecast against one answer and precision and recall of a retrieved set;
+# - recognise over- and under-confidence in a reliability diagram.
+# ```
+#
+# **Builds on:** [2.2 Next-token prediction and the KL objective](02_objective_kl.ipynb) (the KL
+# divergence, and why next-token cross-entropy is the training loss) ·
+# [2.6 Sequence generation](06_sequence_generation.ipynb) (sampling replies, the decoding
+# temperature) · {term}`entropy` and the {term}`entropy rate` of a source
+# ([6.3](../part1_chapter6/6_3_causal_masking.ipynb)). **Reading time:** about 40 minutes.
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §8.1
 # (Eqs. 8.1–8.4, Examples 8.1–8.2, footnote 6).*
-#
-# §8.1 measures a model by a divergence $\mathbf D$ between the true law of responses and the
-# model's, given a prompt (8.3), averaged over prompts (8.4). Each choice of $\mathbf D$ needs
-# different information: the KL route (Example 8.1) needs the model's log-probabilities of real text
-# — cross-entropy and perplexity; the energy distance and MMD (Example 8.2) need only samples; a
-# scoring rule such as the CRPS compares a predictive distribution with one correct answer; precision
-# and recall score a retrieved set. We compute each with `nextword.evaluation` on models we can
-# check: count-based n-grams on a synthetic Markov source whose entropy rate is known
-# (`nextword.data.synthetic`), and on tiny Shakespeare. Calibration (ECE) is added as a standard summary
-# the section does not define.
-#
-# Default run: held-out sets of 20k tokens and 60 generated lines per model; `FULL=1` doubles them.
 
 # %% tags=["parameters"]
 import os
 
 FULL = os.environ.get("FULL", "0") == "1"
 N_HELD = 40_000 if FULL else 20_000  # held-out tokens for cross-entropy
-N_LINES = 120 if FULL else 60  # generated / real lines per sample in §3
+N_LINES = 120 if FULL else 60  # generated / real lines per sample in the energy-distance section
 
 # %%
+import math
 import re
 from collections import Counter
+from fractions import Fraction
 
 import matplotlib.pyplot as plt
 import numpy as np
 import scipy.integrate
 import scipy.stats
 import sympy as sp
+from IPython.display import Math, display
 
-from nextword.data import load_corpus
-from nextword.decoding import sample
+from nextword.booktools.display import produced
+from nextword.booktools.plotting import use_book_style
+from nextword.data import load_corpus, markov_source
+from nextword.decoding import NGramLM, sample
 from nextword.evaluation import (
     bits_per_token, calibration_bins, crps_gaussian, crps_sample, cross_entropy, energy_distance,
-    expected_calibration_error, median_heuristic_bandwidth, mmd_squared, perplexity, precision_recall_f1,
+    expected_calibration_error, median_heuristic_bandwidth, mmd_squared, permutation_test,
+    perplexity, precision_recall_f1,
 )
-from nextword.decoding import NGramLM
-from nextword.booktools.plotting import use_book_style
-from nextword.data import markov_source
 from nextword.tokenizers import CharTokenizer
-from nextword.evaluation import permutation_test
 
 use_book_style()
 rng = np.random.default_rng(0)
 
+# %% [markdown]
+# ## A tiny example by hand
+#
+# **Scoring by probabilities.** The true next token is `a` with probability 1/2, `b` and `c` with
+# 1/4 each. Model A knows this; model B swaps `a` and `b`. The held-out text is "a a b c" (the
+# true frequencies). A model's {term}`cross-entropy` on it is its average surprise,
+# $-\frac1n\sum_t\log_2 q(\text{token}_t)$ bits, and its {term}`perplexity` is $2^{\text{cross-entropy}}$:
+# the number of equally likely choices that would be as surprising.
 
+# %%
+text = ["a", "a", "b", "c"]
+truth = {"a": Fraction(1, 2), "b": Fraction(1, 4), "c": Fraction(1, 4)}
+model_b = {"a": Fraction(1, 4), "b": Fraction(1, 2), "c": Fraction(1, 4)}
+for name, model in [("A (= truth)", truth), ("B (a, b swapped)", model_b)]:
+    surprises = [-math.log2(model[token]) for token in text]  # bits per token
+    ce_bits = sum(surprises) / len(text)
+    print(f"model {name:17s}: surprises {surprises} -> cross-entropy {ce_bits} bits, "
+          f"perplexity 2^{ce_bits} = {2**ce_bits:.3f}")
+entropy_bits = -sum(p * math.log2(p) for p in truth.values())
+kl_bits = sum(p * math.log2(p / model_b[t]) for t, p in truth.items())
+print(f"entropy H(p) = {entropy_bits} bits; KL(p || B) = {kl_bits} bits; H + KL = {entropy_bits + kl_bits}")
+assert entropy_bits == 1.5 and kl_bits == 0.25
+
+# %% [markdown]
+# Model A scores the entropy, 1.5 bits (perplexity $2^{1.5}\approx2.83$); model B scores 1.75 bits,
+# and the excess, 0.25 bits, is exactly the KL divergence from the truth to B. That is Example 8.1
+# in miniature: cross-entropy = entropy + KL, so a lower cross-entropy means a model closer to the
+# truth, and nothing scores below the entropy.
+#
+# **Scoring a retrieved set.** Asked "who speaks in this scene?", a model returns {Romeo, Juliet,
+# Nurse}; the truth is {Romeo, Tybalt}. One true positive (Romeo), two false positives, one false
+# negative (Tybalt): {term}`precision` = correct among returned = 1/3, {term}`recall` = found among
+# true = 1/2.
+
+# %%
+returned, true_set = {"Romeo", "Juliet", "Nurse"}, {"Romeo", "Tybalt"}
+scores = precision_recall_f1(returned, true_set)
+print(f"precision {Fraction(len(returned & true_set), len(returned))} = {scores.precision:.3f}, "
+      f"recall {Fraction(len(returned & true_set), len(true_set))} = {scores.recall:.3f}")
+assert np.isclose(scores.precision, 1 / 3) and np.isclose(scores.recall, 1 / 2)
+
+# %% [markdown]
+# ## Cross-entropy and perplexity: scoring a model by its probabilities (Example 8.1)
+#
+# §8.1 measures a model, for one prompt, by a divergence $\mathbf D$ between the true law of replies
+# and the model's (8.3), and averages over prompts (8.4). With $\mathbf D=\mathrm{KL}$ this is a
+# constant minus the expected log-likelihood of the model on real text, so models are compared by
+# their cross-entropy on held-out text. For one position the identity behind it is
+# $-\sum_v p_v\log q_v=H(p)+\mathrm{KL}(p\,\|\,q)$, the tiny example's, for any three-outcome $p$
+# and $q$ (sympy):
+
+# %%
+p_s = sp.symbols("p1:4", positive=True)
+q_s = sp.symbols("q1:4", positive=True)
+ce_expr = -sum(p * sp.log(q) for p, q in zip(p_s, q_s))
+h_plus_kl = -sum(p * sp.log(p) for p in p_s) + sum(p * sp.log(p / q) for p, q in zip(p_s, q_s))
+identity_gap = sp.simplify(sp.expand_log(ce_expr - h_plus_kl, force=True))
+display(Math(r"-\sum_v p_v\log q_v - \Big[H(p) + \mathrm{KL}(p\,\|\,q)\Big] = " + sp.latex(identity_gap)))
+assert identity_gap == 0
+
+# %% [markdown]
+# For a stationary source the per-token version is the entropy rate $H$ plus an average KL, so
+# **no model's expected cross-entropy is below $H$**, and perplexity $e^{\rm CE}$ (in nats) is at
+# least $e^H$. To see the floor we need a source whose $H$ we know: a random order-3 Markov chain on
+# 6 symbols (each next symbol depends on the 3 before it; rows drawn from a Dirichlet(0.3), so some
+# contexts are quite predictable). The models: uniform, and {term}`n-gram models <n-gram model>` of
+# orders 1–5 (add-0.1 smoothing) fitted on training samples of increasing length; the true source
+# itself is the reference. A helper scores a model on every position of a sequence:
+
+
+# %%
 def held_out_log_probs(lm, seq):
     """log pi(f_t | f_{<t}) for every position of ``seq`` (n-gram: cache by context)."""
     cache, out = {}, np.empty(len(seq))
@@ -61,40 +150,22 @@ def held_out_log_probs(lm, seq):
     return out
 
 
-# %% [markdown]
-# ## 1. Cross-entropy and perplexity against a known entropy rate (Example 8.1)
-#
-# With $\mathbf D=\mathrm{KL}$, (8.3) is a constant minus the expected log-likelihood of the model, so
-# models are compared by their cross-entropy on held-out text. For one position the identity behind
-# it is $-\sum_v p_v\log q_v=H(p)+\mathrm{KL}(p\,\|\,q)$ — sympy:
-
-# %%
-p_s = sp.symbols("p1:4", positive=True)
-q_s = sp.symbols("q1:4", positive=True)
-ce_expr = -sum(p * sp.log(q) for p, q in zip(p_s, q_s))
-h_plus_kl = -sum(p * sp.log(p) for p in p_s) + sum(p * sp.log(p / q) for p, q in zip(p_s, q_s))
-print("cross-entropy - [H(p) + KL(p||q)] =", sp.simplify(sp.expand_log(ce_expr - h_plus_kl, force=True)))
-
-# %% [markdown]
-# For a stationary source the per-token version is the entropy rate $H$ plus an average KL, so
-# **no model's expected cross-entropy is below $H$**, and perplexity $e^{\rm CE}$ is at least $e^H$.
-# The source: a random order-3 Markov chain on 6 symbols (Dirichlet(0.3) rows, so some contexts are
-# quite predictable). The models: uniform, and n-grams of orders 1–5 (add-0.1 smoothing) fitted on
-# training samples of increasing length; the true source itself is the reference.
-
 # %%
 src = markov_source(6, 3, rng, concentration=0.3)
 H = src.entropy_rate()
 test_seq = src.sample(N_HELD, rng).tolist()
-true_lp = np.array([np.log(src.transition[tuple(test_seq[t - 3:t])][test_seq[t]]) for t in range(3, N_HELD)])
-se = true_lp.std() / np.sqrt(len(true_lp))  # i.i.d. standard error (a rough scale: the terms are dependent)
-print(f"entropy rate H = {H:.4f} nats/token; true model on held-out: {cross_entropy(true_lp):.4f} (± {se:.4f})")
+true_lp = np.array([np.log(src.transition[tuple(test_seq[t - 3:t])][test_seq[t]])
+                    for t in range(3, N_HELD)])
+se = true_lp.std() / np.sqrt(len(true_lp))  # i.i.d. standard error (rough: the terms are dependent)
+print(f"entropy rate H = {H:.4f} nats/token; true model on held-out: "
+      f"{produced(cross_entropy(true_lp), '.4f')} (± {produced(se, '.4f')})")
 assert abs(cross_entropy(true_lp) - H) < 5 * se
 
 uniform = NGramLM(6, 1, k=0.0)  # no counts: every context uniform
 u_lp = held_out_log_probs(uniform, test_seq)
 assert abs(perplexity(u_lp) - 6) < 1e-12  # uniform over V: perplexity exactly |V|
 
+# %%
 train_sizes = [300, 1000, 3000, 10_000, 30_000, 100_000]
 orders = [1, 2, 3, 4, 5]
 ce_table = np.zeros((len(orders), len(train_sizes)))
@@ -102,17 +173,18 @@ train_seq = src.sample(max(train_sizes), rng)
 for j, n in enumerate(train_sizes):
     for i, o in enumerate(orders):
         lm = NGramLM(6, o, k=0.1).fit(train_seq[:n])
-        ce_table[i, j] = cross_entropy(held_out_log_probs(lm, test_seq)[3:])  # same positions as true_lp
+        ce_table[i, j] = cross_entropy(held_out_log_probs(lm, test_seq)[3:])  # positions of true_lp
 print("held-out cross-entropy (nats/token); columns = training length", train_sizes)
 for o, row in zip(orders, ce_table):
-    print(f"  order {o}: " + "  ".join(f"{x:.4f}" for x in row))
+    print(f"  order {o}: " + "  ".join(produced(x, ".4f") for x in row))
 print(f"uniform: {cross_entropy(u_lp):.4f} = log 6; entropy rate {H:.4f}; "
-      f"best perplexity {np.exp(ce_table.min()):.3f} vs bound e^H = {np.exp(H):.3f}")
+      f"best perplexity {produced(np.exp(ce_table.min()), '.3f')} vs bound e^H = {np.exp(H):.3f}")
 assert ce_table.min() > H - 5 * se  # nobody beats the entropy rate (up to sampling noise)
-assert np.argmin(ce_table[:, -1]) == orders.index(4)  # with most data, the true order-3 context (n = 4) wins
-assert ce_table[orders.index(5), 0] > ce_table[orders.index(4), 0] + 0.1  # with little data, a longer context overfits
+assert np.argmin(ce_table[:, -1]) == orders.index(4)  # most data: the true context length wins
+assert ce_table[orders.index(5), 0] > ce_table[orders.index(4), 0] + 0.1  # little data: 5 overfits
 gap = ce_table[orders.index(4), -1] - cross_entropy(true_lp)
-print(f"4-gram at 100k tokens: {gap:.4f} nats/token above the true model on the same held-out positions")
+print(f"4-gram at 100k tokens: {produced(gap, '.4f')} nats/token above the true model "
+      "on the same held-out positions")
 assert 0 < gap < 0.02
 
 # %%
@@ -127,34 +199,20 @@ ax.legend(ncol=2, fontsize=8)
 plt.show()
 
 # %% [markdown]
+# **Figure 2.7.1.** Example 8.1 on a source with a known floor: held-out cross-entropy of n-gram
+# models against training length, for a random order-3 Markov source on 6 symbols. The dashed line
+# is the entropy rate $H$, the lower bound of every curve; the 4-gram (context 3, the true order)
+# approaches it as data grows, shorter contexts stall above it, longer ones pay for their extra
+# parameters when data is scarce.
+#
 # The floor holds up to sampling noise: on this finite held-out sample even the true model scores
 # slightly below $H$, so the fair comparison is with the true model's score on the same positions —
 # the excess of a fitted model over it estimates the average KL of (8.3).
 #
-# **Figure 7.1.** Example 8.1 on a source with a known floor. Held-out cross-entropy of n-gram models
-# against training length, for a random order-3 Markov source on 6 symbols. The dashed line is the
-# entropy rate $H$, the lower bound of every curve; the 4-gram (context 3, the true order) approaches it
-# as data grows, shorter contexts stall above it, longer ones pay for their extra parameters when data
-# is scarce.
-#
-# **Per token or per sequence?** Example 8.1 calls the exponentiated negative log-likelihood *of a
-# single sequence* its perplexity. That number grows exponentially with the length, so it cannot
-# compare texts of different lengths; the per-token normalisation used by `perplexity` (and everywhere
-# in practice) is its geometric-mean version: $\mathrm{PPL}_{\rm token}=\mathrm{PPL}_{\rm seq}^{1/T}$.
-# Recorded in `book/ERRATA.md`.
-
-# %%
-lm4 = NGramLM(6, 4, k=0.1).fit(train_seq)
-lp4 = held_out_log_probs(lm4, test_seq)
-for T in (10, 100, 1000):
-    print(f"T = {T:4d}: sequence perplexity exp(NLL) = 10^{-lp4[:T].sum() / np.log(10):.1f}, per token {perplexity(lp4[:T]):.3f}")
-assert np.isclose(np.exp(-lp4[:100].sum()) ** (1 / 100), perplexity(lp4[:100]))
-
-# %% [markdown]
-# ## 2. The same on real text: tiny Shakespeare characters
+# ## The same on real text: tiny Shakespeare characters
 #
 # On real text there is no known floor, but the ranking works the same way. n-grams of orders 1–6
-# on the 1M training characters, evaluated on held-out characters (bits per character):
+# on the 1M training characters, evaluated on held-out characters, in bits per character:
 
 # %%
 corpus = load_corpus("shakespeare")
@@ -163,28 +221,30 @@ V = tok.vocab_size
 train_ids = tok.encode_array(corpus.train)
 val_ids = tok.encode_array(corpus.val[:N_HELD]).tolist()
 char_models = {o: NGramLM(V, o, k=0.01).fit(train_ids) for o in (1, 2, 3, 4, 5, 6)}
-bpc = {}
-for o, m in char_models.items():
-    bpc[o] = bits_per_token(held_out_log_probs(m, val_ids))
+bpc = {o: bits_per_token(held_out_log_probs(m, val_ids)) for o, m in char_models.items()}
 print(f"uniform over {V} ids: {np.log2(V):.3f} bits/char")
 print("  ".join(f"order {o}: {b:.3f}" for o, b in bpc.items()))
 best_char = min(bpc, key=bpc.get)
 assert bpc[1] < np.log2(V) and best_char in (4, 5) and bpc[6] > bpc[best_char]
 
 # %% [markdown]
-# ## 3. Energy distance and MMD from samples only (Example 8.2)
+# ## Energy distance and MMD: scoring a model by its samples (Example 8.2)
 #
-# Both divergences are estimated from two sets of samples, so they apply to a model we can only
-# sample from. Example 8.2 suggests projecting variable-length outputs "into a common space" first;
-# we map each line of text to three numbers — its length in characters, its fraction of vowels
-# among letters and its mean word length — and compare real held-out lines with lines generated by
-# the 2-gram and the 5-gram character models (EOS = newline; each generated line continues a random
-# training line, so the model starts from a real context). For sampling we refit the two models with
-# lighter smoothing ($k=10^{-4}$) and use nucleus filtering (`top_p=0.95`): with $k=0.01$ and 66
-# symbols, a context seen once gives the unseen characters a third of its mass, one such character
-# sends a high-order model into a context it never saw (where it is uniform), and the line dissolves
-# into noise — smoothing that is harmless for cross-entropy is harmful for generation. First, an independent check of the
-# estimator: in one dimension the (biased) energy distance equals $2\int(F_n-G_m)^2$, the square of
+# Often we can only *sample* from a model. The {term}`energy distance` and the MMD (maximum mean
+# discrepancy) compare two distributions through two sets of samples alone: roughly, they ask
+# whether points of the two sets are farther from each other than points within each set. Example
+# 8.2 suggests projecting variable-length replies "into a common space" first; we map each line of
+# text to three numbers — its length in characters, its fraction of vowels among letters and its
+# mean word length — and compare real held-out lines with lines generated by the 2-gram and the
+# 5-gram character models (EOS = newline; each generated line continues a random training line, so
+# the model starts from a real context).
+#
+# For sampling we refit the two models with lighter smoothing ($k=10^{-4}$) and use nucleus
+# filtering (`top_p=0.95`): with $k=0.01$ and 66 symbols, a context seen once gives the unseen
+# characters a third of its mass, one such character sends a high-order model into a context it
+# never saw (where it is uniform), and the line dissolves into noise — smoothing that is harmless
+# for cross-entropy is harmful for generation. First, an independent check of the estimator: in
+# one dimension the (biased) energy distance equals $2\int(F_n-G_m)^2$, the square of
 # `scipy.stats.energy_distance` (which is defined as the square root of that integral).
 
 # %%
@@ -194,6 +254,7 @@ print(f"1-D check: V-statistic {ed_v:.6f}, scipy.stats.energy_distance squared {
 assert np.isclose(ed_v, ed_scipy**2, rtol=1e-12)
 
 
+# %%
 def features(lines):
     """(n, 3): characters, vowel fraction among letters, mean word length."""
     out = []
@@ -210,13 +271,11 @@ pick = rng.permutation(len(real_lines))
 real_a = [real_lines[i] for i in pick[:N_LINES]]
 real_b = [real_lines[i] for i in pick[N_LINES:2 * N_LINES]]
 EOS = tok.encode("\n")[0]
-
-
 train_lines = [ln for ln in corpus.train.splitlines() if len(ln) > 20]
 
 
 def generate_lines(model, n, seed):
-    """n generated lines, each continuing a random training line + newline (so the context is real)."""
+    """n generated lines, each continuing a random training line + newline (a real context)."""
     r = np.random.default_rng(seed)
     lines = []
     while len(lines) < n:
@@ -228,21 +287,39 @@ def generate_lines(model, n, seed):
     return lines
 
 
-gen_models = {o: NGramLM(V, o, k=1e-4).fit(train_ids) for o in (2, 5)}  # lighter smoothing for sampling
+# %% [markdown]
+# A raw divergence value has no scale, so each is turned into a test: re-splitting the pooled
+# samples at random gives the divergence's distribution when both samples share a law
+# (`permutation_test`), and the p-value is the share of re-splits at least as divergent as the real
+# split. A small p-value says "these two sets do not come from the same law".
+
+# %%
+gen_models = {o: NGramLM(V, o, k=1e-4).fit(train_ids) for o in (2, 5)}  # light smoothing
 gen = {o: generate_lines(gen_models[o], N_LINES, o) for o in (2, 5)}
 X = {"real (second half)": features(real_b), "2-gram": features(gen[2]), "5-gram": features(gen[5])}
 ref = features(real_a)
 mu, sd = ref.mean(0), ref.std(0)
-z = lambda F: (F - mu) / sd  # noqa: E731  (standardise with the reference sample's scale)
-h_bw = median_heuristic_bandwidth(z(ref), z(X["2-gram"]))
+
+
+def standardise(F):
+    """Features on the reference sample's scale (mean 0, standard deviation 1 per feature)."""
+    return (F - mu) / sd
+
+
+h_bw = median_heuristic_bandwidth(standardise(ref), standardise(X["2-gram"]))
+
+# %%
 results = {}
 for name, F in X.items():
-    ed = permutation_test(z(ref), z(F), energy_distance, n_permutations=199, rng=np.random.default_rng(1))
-    mm = permutation_test(z(ref), z(F), lambda a, b: mmd_squared(a, b, h_bw), n_permutations=199, rng=np.random.default_rng(2))
+    ed = permutation_test(standardise(ref), standardise(F), energy_distance, n_permutations=199,
+                          rng=np.random.default_rng(1))
+    mm = permutation_test(standardise(ref), standardise(F), lambda a, b: mmd_squared(a, b, h_bw),
+                          n_permutations=199, rng=np.random.default_rng(2))
     results[name] = (ed, mm)
-    print(f"real vs {name:18s}: energy distance {ed.statistic:7.4f} (p = {ed.p_value:.3f}), "
-          f"MMD^2 {mm.statistic:7.4f} (p = {mm.p_value:.3f})")
-print("example 5-gram lines:", [s[:40] for s in gen[5][:3]])
+    print(f"real vs {name:18s}: energy distance {produced(ed.statistic, '7.4f')} "
+          f"(p = {produced(ed.p_value, '.3f')}), MMD^2 {produced(mm.statistic, '7.4f')} "
+          f"(p = {produced(mm.p_value, '.3f')})")
+print("example 5-gram lines:", produced(str([s[:40] for s in gen[5][:3]])))
 assert results["real (second half)"][0].p_value > 0.05
 assert results["2-gram"][0].p_value < 0.01 and results["2-gram"][1].p_value < 0.01
 assert results["5-gram"][0].statistic < results["2-gram"][0].statistic
@@ -250,49 +327,52 @@ assert results["5-gram"][0].statistic < results["2-gram"][0].statistic
 # %% [markdown]
 # Two halves of the real text are indistinguishable (large p-value: their divergence is within the
 # permutation null), the 2-gram's lines are clearly not like Shakespeare's (its words are too short
-# and its lines too irregular), and the 5-gram is much closer. The p-values come from
-# `nextword.evaluation.two_sample.permutation_test`: re-splitting the pooled sample gives the divergence's
-# distribution when both samples share a law, which is the yardstick a raw divergence value lacks.
+# and its lines too irregular), and the 5-gram is much closer.
 #
-# ## 4. CRPS: a distribution scored against one correct answer (footnote 6)
+# ## CRPS: scoring a distribution against one correct answer (footnote 6)
 #
-# For a numerical question with a single correct answer $y$, footnote 6 scores the model's predictive
-# distribution $F$ by $\mathrm{CRPS}(F,y)=\int(F(z)-\mathbf 1\{z\ge y\})^2dz$. Sympy for a uniform
-# forecast on $[0,1]$ and $y\in[0,1]$:
-
-# %%
-zz, yy = sp.symbols("z y", real=True)
-crps_uniform = sp.simplify(sp.integrate(zz**2, (zz, 0, yy)) + sp.integrate((zz - 1) ** 2, (zz, yy, 1)))
-print("CRPS(U[0,1], y) =", sp.factor(crps_uniform), "=", sp.expand(crps_uniform))
-grid = (np.arange(20_000) + 0.5) / 20_000  # a dense uniform sample
-for yv in (0.1, 0.5, 0.9):
-    assert abs(crps_sample(grid, yv) - float(crps_uniform.subs(yy, yv))) < 1e-6
-
-# %% [markdown]
-# The library computes it from samples through $\mathbb E|X-y|-\tfrac12\mathbb E|X-X'|$; we check
-# that against the integral definition by quadrature, and against the closed form for a Gaussian.
-# Then the use case: an "LLM" answers *"how many lines does this speech have?"* with a distribution of
-# numbers; three forecasters — sharp and right, sharp and wrong, vague — are scored.
+# For a numerical question with a single correct answer $y$, footnote 6 scores the model's
+# predictive distribution, with cumulative distribution function $F$, by the {term}`CRPS`
+# (continuous ranked probability score)
+# $\mathrm{CRPS}(F,y)=\int(F(z)-\mathbf 1\{z\ge y\})^2\,dz$: the squared area between the forecast's
+# CDF and the step of the true answer. Lower is better; a forecast that puts all its mass on $y$
+# scores 0. The library computes it from samples through $\mathbb E|X-y|-\tfrac12\mathbb E|X-X'|$;
+# we check that against the integral definition by quadrature, and against the closed form for a
+# Gaussian.
 
 # %%
 draws = rng.normal(2.0, 1.5, 400)
 y_obs = 3.1
-ecdf = lambda t: np.searchsorted(np.sort(draws), t, side="right") / len(draws)  # noqa: E731
+
+
+def ecdf(t):
+    """Empirical CDF of the 400 draws."""
+    return np.searchsorted(np.sort(draws), t, side="right") / len(draws)
+
+
 lo, hi = draws.min() - 1, draws.max() + 1
 breaks = np.unique(np.concatenate([np.sort(draws), [y_obs]]))
 integral = sum(scipy.integrate.quad(lambda t: (ecdf(t) - (t >= y_obs)) ** 2, a, b)[0]
                for a, b in zip(np.concatenate([[lo], breaks]), np.concatenate([breaks, [hi]])))
-print(f"CRPS of 400 draws at y = {y_obs}: sample formula {crps_sample(draws, y_obs):.6f}, "
-      f"integral of footnote 6 {integral:.6f}, Gaussian closed form {crps_gaussian(2.0, 1.5, y_obs):.6f}")
+print(f"CRPS of 400 draws at y = {y_obs}: sample formula {produced(crps_sample(draws, y_obs), '.6f')}, "
+      f"integral of footnote 6 {produced(integral, '.6f')}, "
+      f"Gaussian closed form {crps_gaussian(2.0, 1.5, y_obs):.6f}")
 assert abs(crps_sample(draws, y_obs) - integral) < 1e-6
 assert abs(crps_gaussian(2.0, 1.5, y_obs) - crps_sample(rng.normal(2.0, 1.5, 200_000), y_obs)) < 0.01
 
-truth = 7
+# %% [markdown]
+# The use case: an "LLM" answers *"how many lines does this speech have?"* (true answer 7) with a
+# distribution of numbers; three forecasters — sharp and right, sharp and wrong, vague — are scored.
+
+# %%
+truth_count = 7
 forecasters = {"sharp, right": rng.poisson(7, 500), "sharp, wrong": rng.poisson(12, 500),
                "vague": rng.integers(1, 30, 500)}
+crps_of = {name: crps_sample(s.astype(float), truth_count) for name, s in forecasters.items()}
 for name, s in forecasters.items():
-    print(f"  {name:13s}: CRPS {crps_sample(s.astype(float), truth):.3f}, "
-          f"|mode - truth| = {abs(np.bincount(s).argmax() - truth)}")
+    print(f"  {name:13s}: CRPS {produced(crps_of[name], '.3f')}, "
+          f"|mode - truth| = {produced(abs(np.bincount(s).argmax() - truth_count), 'd')}")
+assert crps_of["sharp, right"] < crps_of["sharp, wrong"] < crps_of["vague"]
 
 # %% [markdown]
 # The CRPS is a *proper* scoring rule: when the answer is itself random, $y\sim G$, the expected score
@@ -305,17 +385,19 @@ y_draws = rng.normal(0, 1, 20_000)
 mus, sigmas = np.linspace(-1, 1, 41), np.linspace(0.3, 2.0, 35)
 score = np.array([[np.mean(crps_gaussian(m_, s_, y_draws)) for s_ in sigmas] for m_ in mus])
 i_best, j_best = np.unravel_index(np.argmin(score), score.shape)
-print(f"expected CRPS over {y_draws.size:,} draws of y minimised at mu = {mus[i_best]:.2f}, sigma = {sigmas[j_best]:.2f}")
+print(f"expected CRPS over {y_draws.size:,} draws of y minimised at "
+      f"mu = {produced(mus[i_best], '.2f')}, sigma = {produced(sigmas[j_best], '.2f')}")
 assert abs(mus[i_best]) <= 0.05 and abs(sigmas[j_best] - 1) <= 0.1
 
 # %% [markdown]
-# ## 5. Precision and recall for retrieval-style outputs
+# ## Precision and recall for a retrieved set
 #
 # End of §8.1: when the model returns a set, count true positives, false positives and false
-# negatives against the ground truth. The task: given the *speech text* of a passage of held-out
-# Shakespeare (40 consecutive blocks, speaker tags removed), retrieve the set of characters who speak
-# in it. The "model": rank all speakers of the training text by how often their name is mentioned in
-# the passage (ties broken by their training frequency) and return the top $k$.
+# negatives against the ground truth, as in the tiny example. The task: given the *speech text* of
+# a passage of held-out Shakespeare (40 consecutive blocks, speaker tags removed), retrieve the set
+# of characters who speak in it. The "model": rank all speakers of the training text by how often
+# their name is mentioned in the passage (ties broken by their training frequency) and return the
+# top $k$.
 
 # %%
 speakers = Counter(re.findall(r"^([A-Z][A-Za-z ]+):$", corpus.train, flags=re.M))
@@ -324,6 +406,7 @@ blocks = corpus.val.split("\n\n")
 
 
 def passage(i):
+    """The speakers (truth) and the speech text of blocks i .. i + 39 of the held-out text."""
     chunk = blocks[i:i + 40]
     truth = {b.split("\n")[0][:-1] for b in chunk if b.split("\n")[0].endswith(":")}
     text = "\n".join("\n".join(b.split("\n")[1:]) for b in chunk)
@@ -331,11 +414,13 @@ def passage(i):
 
 
 def retrieve(text, k):
+    """The k speakers whose last name word is mentioned most often in text."""
     words = Counter(re.findall(r"[A-Za-z]+", text.lower()))
     score = {s: words[s.split()[-1].lower()] + 1e-4 * speakers[s] for s in candidates}
     return set(sorted(candidates, key=lambda s: -score[s])[:k])
 
 
+# %%
 ks = [1, 2, 3, 5, 8, 12, 20]
 pr = np.zeros((len(ks), 2))
 starts = range(0, 600, 40)
@@ -356,13 +441,15 @@ assert pr[0, 0] > pr[-1, 0] and pr[-1, 1] > pr[0, 1]  # the precision/recall tra
 # Returning more names raises recall and lowers precision — the two numbers measure different
 # failures (claims that are wrong, truths that are missed), which is why §8.1 reports both.
 #
-# ## 6. Calibration (not in §8): does the model's confidence match its accuracy?
+# ## Calibration (not in §8): does the model's confidence match its accuracy?
 #
-# Expected calibration error (Guo et al., 2017) bins predictions by the model's probability of its own
-# top answer and averages $|\text{accuracy}-\text{confidence}|$. We take next-character prediction on
-# held-out text with the 5-gram, at decoding temperatures $\tau$ (Remark 6.2): $\tau<1$ makes the
-# model over-confident, $\tau>1$ under-confident. First a sanity check: a forecaster that is right with
-# exactly its stated probability has ECE near 0.
+# A model is {term}`calibrated <calibration>` when, among the predictions it makes with confidence
+# 70 %, about 70 % are right. The expected calibration error (ECE; Guo et al., 2017) bins
+# predictions by the model's probability of its own top answer and averages
+# $|\text{accuracy}-\text{confidence}|$ over the bins. We take next-character prediction on held-out
+# text with the 5-gram, at decoding temperatures $\tau$ ([2.6](06_sequence_generation.ipynb)):
+# $\tau<1$ makes the model over-confident, $\tau>1$ under-confident. First a sanity check: a
+# forecaster that is right with exactly its stated probability has ECE near 0.
 
 # %%
 conf_syn = rng.uniform(0.2, 1.0, 20_000)
@@ -371,6 +458,8 @@ m5 = char_models[5]
 ctxs = [tuple(val_ids[max(0, t - 4):t]) for t in range(len(val_ids))]
 logits = np.stack([m5.next_logits(list(c_)) for c_ in ctxs])  # (T, V) log-probs
 targets = np.array(val_ids)
+
+# %%
 taus = [0.5, 0.7, 1.0, 1.4, 2.0]
 eces, bins_at = [], {}
 for t in taus:
@@ -380,7 +469,8 @@ for t in taus:
     conf, correct = prob.max(1), prob.argmax(1) == targets
     eces.append(expected_calibration_error(conf, correct, 15))
     bins_at[t] = calibration_bins(conf, correct, 15)
-    print(f"tau = {t:.1f}: accuracy {correct.mean():.3f}, mean confidence {conf.mean():.3f}, ECE {eces[-1]:.4f}")
+    print(f"tau = {t:.1f}: accuracy {correct.mean():.3f}, mean confidence {conf.mean():.3f}, "
+          f"ECE {eces[-1]:.4f}")
 assert np.argmin(eces) == taus.index(1.0)
 
 # %%
@@ -400,7 +490,97 @@ axes[1].legend()
 plt.show()
 
 # %% [markdown]
-# **Figure 7.2.** Left: reliability diagram of the character 5-gram's next-character predictions on
-# held-out text; the diagonal is perfect calibration; lowering $\tau$ pushes the curve below it
+# **Figure 2.7.2.** Left: reliability diagram of the character 5-gram's next-character predictions
+# on held-out text; the diagonal is perfect calibration; lowering $\tau$ pushes the curve below it
 # (over-confidence), raising it pushes above. Right: §8.1's precision and recall for the
 # speaker-retrieval task as the number of returned names grows.
+#
+# ## Checking the paper
+#
+# **Per token or per sequence?** Example 8.1 calls the exponentiated negative log-likelihood *of a
+# single sequence* its perplexity. That number grows exponentially with the length, so it cannot
+# compare texts of different lengths; the per-token normalisation used by `perplexity` (and
+# everywhere in practice) is its geometric-mean version:
+# $\mathrm{PPL}_{\rm token}=\mathrm{PPL}_{\rm seq}^{1/T}$. Recorded in `book/ERRATA.md`. The 4-gram of
+# the Markov source, on the first $T$ held-out tokens:
+
+# %%
+lm4 = NGramLM(6, 4, k=0.1).fit(train_seq)
+lp4 = held_out_log_probs(lm4, test_seq)
+for T in (10, 100, 1000):
+    print(f"T = {T:4d}: sequence perplexity exp(NLL) = 10^{produced(-lp4[:T].sum() / np.log(10), '.1f')}"
+          f", per token {produced(perplexity(lp4[:T]), '.3f')}")
+assert np.isclose(np.exp(-lp4[:100].sum()) ** (1 / 100), perplexity(lp4[:100]))
+
+# %% [markdown]
+# **Footnote 6's CRPS, in closed form.** For a uniform forecast on $[0,1]$ and an answer
+# $y\in[0,1]$ the integral of footnote 6 can be done by hand; sympy, and the library's sample
+# formula on a dense uniform sample against it:
+
+# %%
+zz, yy = sp.symbols("z y", real=True)
+crps_uniform = sp.simplify(sp.integrate(zz**2, (zz, 0, yy)) + sp.integrate((zz - 1) ** 2, (zz, yy, 1)))
+display(Math(r"\mathrm{CRPS}(U[0,1], y) = " + sp.latex(sp.factor(crps_uniform)) + " = "
+             + sp.latex(sp.expand(crps_uniform))))
+grid = (np.arange(20_000) + 0.5) / 20_000  # a dense uniform sample
+for yv in (0.1, 0.5, 0.9):
+    assert abs(crps_sample(grid, yv) - float(crps_uniform.subs(yy, yv))) < 1e-6
+
+# %% [markdown]
+# The other claims of §8.1 hold as checked above: cross-entropy = entropy + KL, so the KL route of
+# Example 8.1 ranks models by held-out cross-entropy, with the entropy rate as floor; the energy
+# distance and MMD of Example 8.2 work from samples only, after a projection to a common space; the
+# CRPS is minimised by the true distribution (proper); precision and recall trade off.
+#
+# ## Key takeaways
+#
+# - Cross-entropy on held-out text is entropy + KL: lower is closer to the truth, and no model
+#   scores below the entropy rate; perplexity is its exponential, per token.
+# - When only samples are available, the energy distance and MMD compare a model's replies with
+#   real ones, after mapping both to a common space; a permutation test turns the value into a
+#   p-value.
+# - For a question with one right answer, the CRPS scores the whole predictive distribution: sharp
+#   and right beats sharp and wrong beats vague, and the true distribution scores best on average.
+# - Precision (right among returned) and recall (found among true) measure different failures and
+#   trade off as a model returns more.
+# - Calibration asks whether confidence matches accuracy; changing the temperature moves a model
+#   from over- to under-confident.
+#
+# ## Check your understanding
+#
+# 1. In the tiny example, a model C predicts `a`, `b`, `c` with 1/3 each. What are its cross-entropy
+#    and perplexity on "a a b c", and its KL divergence from the truth?
+#
+#    ```{dropdown} Answer
+#    Every token costs $\log_2 3$ bits, so the cross-entropy is $\log_2 3$ bits and the perplexity
+#    exactly 3. KL = cross-entropy − entropy $=\log_2 3-\tfrac32$ bits, less than model B's
+#    $\tfrac14$ bit because $\log_2 3<\tfrac74$ (since $3^4=81<2^7=128$): C is closer to the truth.
+#    ```
+#
+# 2. You can sample from a chatbot but not read its probabilities. Which of this page's measures can
+#    you compute, and which not?
+#
+#    ```{dropdown} Answer
+#    Energy distance and MMD (samples only, after projecting replies to a common space), the CRPS of
+#    its numerical answers (from samples of the answer), precision and recall of returned sets. Not
+#    cross-entropy or perplexity, which need the probability the model gives to real text; and
+#    calibration only if it reports a confidence.
+#    ```
+#
+# 3. A model returns every character of the play for every passage. What are its recall and,
+#    roughly, its precision?
+#
+#    ```{dropdown} Answer
+#    Recall 1 (every true speaker is returned) and precision tiny (the few true speakers divided by
+#    all the characters): the trade-off at its extreme, which is why one number alone is not enough.
+#    ```
+#
+# ## Reproducibility
+#
+# The page runs on the CPU in well under a minute. `FULL=1` doubles the held-out set and the
+# number of lines per sample; the checks are the same. Numbers estimated from random
+# samples are shown through `produced()` (compared as `<produced>` by nbval); their claims are
+# asserted where they are printed.
+
+# %% tags=["hide-cell"]
+print(f"FULL = {FULL}: {N_HELD} held-out tokens, {N_LINES} lines per sample")

@@ -1,21 +1,41 @@
 # %% [markdown]
-# # 2.8 Discrete diffusion: a CTMC that masks text, and the process that unmasks it
+# # 2.8 Discrete diffusion: generating text by undoing random masking
+#
+# **The question.** Every model so far writes a sentence left to right, one token after another
+# ([2.6](06_sequence_generation.ipynb)). Could a model instead start from a sentence whose every
+# word is hidden behind a mask and reveal the words in any order? What random process hides the
+# words so that it can be run backwards, and what would a network have to learn to run it backwards?
+#
+# This is the idea of a {term}`discrete diffusion` model, the text version of the diffusion models
+# that generate images: a *forward* process destroys a sentence bit by bit at random times, and a
+# *reverse* process, run from the fully destroyed state, rebuilds sentences with the statistics of
+# real text. The forward process is a {term}`continuous-time Markov chain`, and its mathematics is
+# short but easy to get wrong — the rate matrices printed in the paper's own examples are not rate
+# matrices, and a student who copies them gets "probabilities" that do not add up to 1. This page
+# builds the chain by hand for one token, simulates it for short sentences, runs it backwards, and
+# checks what the network must learn.
+#
+# ```{admonition} Learning goals
+# :class: tip
+# After this page you can
+# - write the {term}`rate matrix` of the masking chain, check that it is one (off-diagonal entries
+#   $\ge 0$, rows summing to 0), and compute a token's probabilities at time $t$ by hand;
+# - simulate the chain exactly (Gillespie) and approximately (τ-leaping), and say how the
+#   approximation's error shrinks;
+# - compute the reverse rates $\bar Q_{ij}=Q_{ji}\,p(j,t)/p(i,t)$ and explain why running them
+#   backwards from time $T$ recovers the data;
+# - explain why the score-entropy loss is minimised at the probability ratios the reverse rates need.
+# ```
+#
+# **Builds on:** [2.6 Sequence generation](06_sequence_generation.ipynb) (generation left to right,
+# the alternative this page replaces) ·
+# [2.2 Next-token prediction and the KL objective](02_objective_kl.ipynb) (a data distribution
+# over sequences) · the exponential
+# distribution, the matrix exponential $e^{tQ}$ and a first-order differential equation
+# $\dot p = pQ$. **Reading time:** about 40 minutes.
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §9
 # (Eqs. 9.1–9.5, Examples 9.2–9.3, Remark 9.1) and Appendix D (Theorem D.1).*
-#
-# Instead of writing a sentence left to right, a discrete diffusion model corrupts a whole sequence
-# by a continuous-time Markov chain (CTMC) — tokens are resampled uniformly, or replaced by a mask
-# token — and learns to run that chain backwards. This notebook builds the forward chain, simulates
-# it two ways (Gillespie and τ-leaping) against the matrix exponential, verifies the reverse-time
-# construction of Theorem D.1, and checks that the score-entropy loss is minimised at the
-# probability ratio. **Before using the paper's rate matrices we test them against the paper's own
-# requirement (zero row sums); they fail, and we use corrected forms.**
-#
-# **Convention.** A generator $Q$ has $Q_{ij}\ge 0$ for $i\ne j$ (rate of the jump $i\to j$) and
-# rows summing to zero. Laws are *row* vectors and evolve by $\dot p = pQ$ (i.e. $\dot p = Q^\top p$
-# for columns), so $p(t)=p(0)\,e^{tQ}$. This is the convention of the proof of Theorem D.1;
-# §2 below explains why the printed (9.1) needs it.
 
 # %% tags=["parameters"]
 import os
@@ -24,11 +44,17 @@ FULL = os.environ.get("FULL", "0") == "1"  # larger Monte Carlo samples; the che
 N_CHAINS = 40_000 if FULL else 8_000
 
 # %%
+from fractions import Fraction
+
 import matplotlib.pyplot as plt
 import numpy as np
+import scipy.optimize
 import sympy as sp
+from IPython.display import Math, display
 
+from nextword.booktools.display import produced
 from nextword.booktools.plotting import use_book_style
+from nextword.booktools.schematics.generation import draw_masking_chain
 from nextword.theory.formulation import (
     absorbing_generator, denoising_score_entropy_loss, euler_transition_matrix, forward_marginal,
     generator_violations, gillespie, probability_ratios, reverse_generator, reverse_marginals,
@@ -40,121 +66,164 @@ use_book_style()
 rng = np.random.default_rng(0)
 
 # %% [markdown]
-# ## 1. Check the rate matrices of Examples 9.2 and 9.3 first
+# ## A tiny example by hand
 #
-# The paper requires $\sum_j Q_{ij}=0$ for every row (text after (9.1)) and claims that each example
-# "has any constant vector in its null-space". As printed, Example 9.2 has diagonal
-# $1-\frac{|V|-1}{|V|}\beta$ and off-diagonal $\beta/|V|$; Example 9.3 has $Q_{mm}=1$, $Q_{im}=\beta$
-# and $Q_{ij}=1-\beta$ for all $i,j\ne m$ (diagonal included). Sympy computes the row sums.
+# One token, three possible values: `cat`, `dog` and the mask `M`. At time 0 the token is `cat`
+# with probability 0.6 and `dog` with 0.4 (our "data"). The forward process: an unmasked token is
+# replaced by `M` at a random time, with {term}`rate <rate matrix>` $\beta=1$ — in a short interval
+# $h$ it flips with probability about $\beta h$ — and `M` stays `M` for ever. A rate matrix $Q$
+# lists these rates: $Q_{ij}\ge0$ is the rate of the jump $i\to j$, and each diagonal entry is minus
+# the total rate of leaving, so every row sums to 0:
+#
+# $$Q=\begin{pmatrix}-1&0&1\\0&-1&1\\0&0&0\end{pmatrix}\quad(\text{rows and columns: cat, dog, M}).$$
+#
+# A token that is unmasked at time 0 is still unmasked at time $t$ with probability $e^{-\beta t}$
+# (the waiting time to a jump is exponential). So
+# $p(t)=\big(0.6\,e^{-t},\ 0.4\,e^{-t},\ 1-e^{-t}\big)$. At $t=\ln 2$, where $e^{-t}=\tfrac12$:
 
 # %%
-V_, beta = sp.symbols("V beta", positive=True)
-row_uniform = (1 - (V_ - 1) / V_ * beta) + (V_ - 1) * beta / V_
-print("Example 9.2 as printed, every row sums to:", sp.simplify(row_uniform))
-print("Example 9.3 as printed, mask row sums to: 1; other rows sum to beta + (V-1)(1-beta) =",
-      sp.expand(beta + (V_ - 1) * (1 - beta)))
-row_uniform_fixed = -(V_ - 1) / V_ * beta + (V_ - 1) * beta / V_
-print("corrected uniform generator, row sum:", sp.simplify(row_uniform_fixed),
-      "| corrected absorbing generator, row sum (i != m):", sp.simplify(beta - beta))
+labels = ["cat", "dog", "M"]
+p_data = {"cat": Fraction(3, 5), "dog": Fraction(2, 5), "M": Fraction(0)}
+still_unmasked = Fraction(1, 2)  # e^{-beta t} at t = ln 2, beta = 1
+p_at_ln2 = {"cat": p_data["cat"] * still_unmasked, "dog": p_data["dog"] * still_unmasked,
+            "M": 1 - still_unmasked}
+print("p(ln 2) by hand:", {word: str(prob) for word, prob in p_at_ln2.items()})
+
+Q_tiny = absorbing_generator(3, 2, 1.0)  # the library's masking generator: mask id 2, rate 1
+print("Q =\n", Q_tiny)
+p_expm = forward_marginal(np.array([0.6, 0.4, 0.0]), Q_tiny, np.log(2))  # p(0) e^{tQ}
+print("p(0) expm(t Q) at t = ln 2:", np.round(p_expm, 12))
+assert np.allclose(p_expm, [float(p_at_ln2[w]) for w in labels], atol=1e-12)
 
 # %% [markdown]
-# The same check numerically, with the library's `generator_violations`, for $|V|=4$, $\beta=0.5$.
-# The printed uniform matrix is a *stochastic* matrix (rows sum to 1): it is exactly $I+Q$ for the
-# generator $Q=\beta(\mathbf 1\mathbf 1^\top/|V|-I)$ — a one-step transition matrix written in place of
-# a rate matrix. For the absorbing example the corrected generator sends every non-mask state to the
-# mask at rate $\beta$ ($Q_{im}=\beta$, $Q_{ii}=-\beta$) and leaves the mask row zero.
+# Now run it backwards. A masked token at time $t$ must have been `cat` or `dog` before; the reverse
+# chain unmasks it. Its rates are (Eq. 9.4, Theorem D.1)
+#
+# $$\bar Q_{ij}(t)=Q_{ji}\,\frac{p(j,t)}{p(i,t)}:$$
+#
+# the forward rate of the opposite jump, times how much more likely the target is than the source.
+# From `M` to `cat` at $t=\ln 2$: $\bar Q_{M,\mathrm{cat}}=Q_{\mathrm{cat},M}\cdot
+# \frac{0.3}{0.5}=0.6$; to `dog`: $1\cdot\frac{0.2}{0.5}=0.4$. The reverse chain unmasks at total
+# rate 1 and picks `cat` against `dog` in the proportion 0.6 : 0.4 — exactly the data's. It cannot
+# turn `cat` into anything (a forward jump into `cat` never happens).
+
+# %%
+forward_rate_to_mask = Fraction(1)  # Q[cat, M] = Q[dog, M] = beta = 1
+assert np.allclose(Q_tiny[:2, 2], float(forward_rate_to_mask))
+Q_bar_by_hand = {word: forward_rate_to_mask * p_at_ln2[word] / p_at_ln2["M"]
+                 for word in ["cat", "dog"]}
+print("reverse rates out of M at t = ln 2:", {w: str(r) for w, r in Q_bar_by_hand.items()})
+Q_bar = reverse_generator(Q_tiny, p_expm)
+print("library's reverse generator:\n", np.round(Q_bar, 12) + 0.0)  # + 0.0: no "-0."
+assert np.allclose(Q_bar[2, :2], [0.6, 0.4], atol=1e-12)
+assert np.allclose(Q_bar[:2], 0, atol=1e-12)  # an unmasked token stays as it is, backwards too
+
+# %% [markdown]
+# A sentence is a row of such tokens, each masked at its own random time. One path of the forward
+# chain for a four-word sentence (each word's masking time drawn from the exponential law with
+# rate $\beta=1$), shown just after each masking; the reverse chain reads the picture from the
+# bottom up:
+
+# %%
+sentence = ["the", "cat", "sat", "down"]
+vocab_words, mask_id = sentence + ["M"], len(sentence)
+mask_times = np.random.default_rng(4).exponential(1.0, size=len(sentence))  # rate beta = 1
+snapshot_times = [0.0] + [float(np.ceil(t * 100) / 100) for t in np.sort(mask_times)]  # after each
+states = np.array([[mask_id if mask_times[i] <= t else i for i in range(len(sentence))]
+                   for t in snapshot_times])
+fig, ax = plt.subplots(figsize=(7, 4))
+draw_masking_chain(states, vocab_words, mask_id, snapshot_times, ax=ax)
+plt.show()
+
+# %% [markdown]
+# **Figure 2.8.1.** One path of the masking chain on a four-word sentence: each word is replaced by
+# the mask `M` (grey) at its own exponential time and stays masked. Generation runs the picture
+# upwards: from an all-mask row, the reverse chain reveals words one at a time, in an order that is
+# not left to right.
+#
+# ## The forward process: a continuous-time Markov chain (9.1)–(9.3)
+#
+# For $|\mathbf V|$ values a rate matrix (also called a generator) is $|\mathbf V|\times|\mathbf V|$
+# with $Q_{ij}\ge0$ off the diagonal and rows summing to 0. We write probability laws as **row**
+# vectors: they evolve by $\dot p=pQ$, so $p(t)=p(0)\,e^{tQ}$, and $e^{tQ}$ is the matrix of
+# probabilities of being at $j$ at time $t$ having started at $i$. (The paper prints (9.1) as
+# $\partial_t p=Qp$; with rows summing to 0 that needs $Q^\top$ — see
+# [Checking the paper](#checking-the-paper).)
+#
+# The two standard choices of §9: **uniform noise** (a token jumps to a uniformly random token,
+# rate $\beta$: $Q=\beta(\mathbf 1\mathbf 1^\top/|\mathbf V|-I)$), which forgets the data towards the
+# uniform law; and **masking** (absorbing: a token jumps to the mask $m$ at rate $\beta$,
+# $Q_{im}=\beta$, $Q_{ii}=-\beta$ for $i\ne m$, mask row 0), which forgets it towards "all masked".
+# These are the corrected forms of Examples 9.2 and 9.3 (the printed ones fail the row-sum test;
+# [Checking the paper](#checking-the-paper)). For $|\mathbf V|=4$, mask id 3, $\beta=0.5$:
 
 # %%
 V, b, mask = 4, 0.5, 3
-printed_uniform = np.full((V, V), b / V)
-np.fill_diagonal(printed_uniform, 1 - (V - 1) * b / V)
-printed_absorbing = np.zeros((V, V))
-printed_absorbing[mask, mask] = 1.0
-printed_absorbing[:mask, mask] = b
-printed_absorbing[:mask, :mask] = 1 - b
 Q_uni, Q_abs = uniform_generator(V, b), absorbing_generator(V, mask, b)
-for name, M in [("Example 9.2 as printed", printed_uniform), ("Example 9.3 as printed", printed_absorbing),
-                ("uniform, corrected", Q_uni), ("absorbing, corrected", Q_abs)]:
-    problems = generator_violations(M)
-    print(f"{name:24s}: {'a generator' if not problems else '; '.join(problems)}")
-assert generator_violations(printed_uniform) and generator_violations(printed_absorbing)
-assert np.allclose(printed_uniform, np.eye(V) + Q_uni)
+display(Math(r"Q_{\rm uniform} = " + sp.latex(sp.Matrix(Q_uni).applyfunc(sp.nsimplify))
+             + r",\qquad Q_{\rm mask} = " + sp.latex(sp.Matrix(Q_abs).applyfunc(sp.nsimplify))))
 assert not generator_violations(Q_uni) and not generator_violations(Q_abs)
 
 # %% [markdown]
-# ## 2. Which way does $Q$ act? (9.1) versus the proof of Theorem D.1
-#
-# (9.1) writes $\partial_t p = Qp$ with zero **row** sums. For a column vector that conserves total
-# mass only if the **column** sums vanish: $\frac{d}{dt}\mathbf 1^\top p=\mathbf 1^\top Qp$. The proof in
-# Appendix D uses $\dot p(i)=\sum_k Q_{ki}p(k)$, i.e. $\dot p = Q^\top p$, which does conserve mass.
-# Integrating both with a non-symmetric generator (the absorbing one) shows the difference.
+# **A noise schedule (9.2)–(9.3).** Practice often speeds the noise up or down over time:
+# $Q(t)=\sigma^2(t)Q^0$. All the $Q(t)$ are multiples of one matrix, so they commute, and the
+# process is the constant-rate one run on a new clock $g(t)=\int_0^t\sigma^2$:
+# $p(t)=p(0)\,e^{g(t)Q^0}$. With $\sigma^2(t)=2t$ (so $g=t^2$) we integrate (9.2) step by step
+# with the classical Runge–Kutta method and compare with the closed form.
 
 # %%
 p0 = np.array([0.5, 0.3, 0.2, 0.0])
 
 
 def rk4(f, y, t_end, n=400):
+    """Classical 4th-order Runge-Kutta for dy/dt = f(y, t) on [0, t_end], n steps."""
     h = t_end / n
-    for _ in range(n):
-        k1 = f(y); k2 = f(y + h / 2 * k1); k3 = f(y + h / 2 * k2); k4 = f(y + h * k3)
+    for k in range(n):
+        t = k * h
+        k1 = f(y, t)
+        k2 = f(y + h / 2 * k1, t + h / 2)
+        k3 = f(y + h / 2 * k2, t + h / 2)
+        k4 = f(y + h * k3, t + h)
         y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
     return y
 
 
-as_printed = rk4(lambda p: Q_abs @ p, p0, 2.0)
-transposed = rk4(lambda p: Q_abs.T @ p, p0, 2.0)
-print(f"total mass at t=2 with dp/dt = Q p  : {as_printed.sum():.6f}")
-print(f"total mass at t=2 with dp/dt = Q^T p: {transposed.sum():.6f}")
-assert abs(as_printed.sum() - 1) > 0.1
-assert np.allclose(transposed, forward_marginal(p0, Q_abs, 2.0), atol=1e-10)
-
-# %% [markdown]
-# ## 3. Time change (9.2)–(9.3)
-#
-# With $Q(t)=\sigma^2(t)Q^0$ all the $Q(t)$ commute, so $p(t)=p(0)e^{g(t)Q^0}$ with
-# $g(t)=\int_0^t\sigma^2$. We take $\sigma^2(t)=2t$ (so $g=t^2$), integrate (9.2) directly and
-# compare.
-
-# %%
 t_end = 1.3
-y, n = p0.copy(), 2000
-h = t_end / n
-f = lambda p, t: 2 * t * (p @ Q_uni)  # noqa: E731  (row convention: dp/dt = sigma^2(t) p Q0)
-for k in range(n):
-    t = k * h
-    k1 = f(y, t); k2 = f(y + h / 2 * k1, t + h / 2); k3 = f(y + h / 2 * k2, t + h / 2); k4 = f(y + h * k3, t + h)
-    y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-err = np.abs(y - forward_marginal(p0, Q_uni, t_end**2)).max()
+scheduled = rk4(lambda p, t: 2 * t * (p @ Q_uni), p0.copy(), t_end, n=2000)  # dp/dt = sigma^2 p Q0
+err = np.abs(scheduled - forward_marginal(p0, Q_uni, t_end**2)).max()
 assert err < 1e-10
 print("max |p(t) - p0 expm(g(t) Q0)| < 1e-10:", err < 1e-10)
 
 # %% [markdown]
-# ## 4. Sequences: a sparse generator on $V^L$ (Remark 9.1)
+# ## Sequences: one token changes per jump (Remark 9.1)
 #
-# Corrupting each of the $L$ tokens independently with the same $Q$ gives the Kronecker sum
-# $Q\oplus\dots\oplus Q$ on the $|V|^L$ sequences: one token changes per jump, so each row has at most
-# $L(|V|-1)+1$ non-zeros instead of $|V|^L$, and the transition matrix factorises,
-# $e^{t(Q\oplus Q)}=e^{tQ}\otimes e^{tQ}$ — the reason practical samplers update positions
+# A sequence of $L$ tokens has $|\mathbf V|^L$ possible values — far too many for a dense matrix
+# (Remark 9.1). But if each token is corrupted independently by the same $Q$, the chain on sequences
+# is the "Kronecker sum" $Q\oplus\dots\oplus Q$: only one token changes per jump, so each row has at
+# most $L(|\mathbf V|-1)+1$ non-zero entries, and the transition matrix factorises,
+# $e^{t(Q\oplus Q)}=e^{tQ}\otimes e^{tQ}$ — the reason practical samplers treat positions
 # independently.
 
 # %%
 L = 3
 Q_seq = sequence_generator(Q_abs, L)
 nnz_per_row = (Q_seq != 0).sum(axis=1).max()
-print(f"|V|^L = {V**L} states; at most {nnz_per_row} non-zeros per row (bound L(|V|-1)+1 = {L * (V - 1) + 1})")
+print(f"|V|^L = {V**L} states; at most {nnz_per_row} non-zeros per row "
+      f"(bound L(|V|-1)+1 = {L * (V - 1) + 1})")
 P1 = transition_matrix(Q_abs, 0.8)
 assert np.allclose(transition_matrix(Q_seq, 0.8), np.kron(np.kron(P1, P1), P1), atol=1e-12)
 assert not generator_violations(Q_seq, atol=1e-12)
 
 # %% [markdown]
-# ## 5. Simulating the forward chain: Gillespie, τ-leaping, matrix exponential
+# ## Simulating the chain: Gillespie and τ-leaping
 #
-# **Gillespie** draws an exponential holding time in state $i$ with rate $-Q_{ii}$ (the paper says
-# "rate parameter $Q_{ii}$", which is $\le 0$; the rate is $-Q_{ii}$), then jumps to $j$ with
-# probability $Q_{ij}/(-Q_{ii})$ — exact. **τ-leaping** freezes the rates over a step of length
-# $\tau$ and moves every position at once with the one-step matrix $I+\tau Q$; its law after $n$
-# leaps is exactly $p_0(I+\tau Q)^n=p_0e^{tQ}+O(\tau)$. We simulate sequences of $L=3$ tokens that
-# start from a small "data set" of three sentences, first with the absorbing (mask) generator.
+# **Gillespie's algorithm** simulates the chain exactly: in state $i$ wait an exponential time with
+# rate $-Q_{ii}$ (the total rate of leaving), then jump to $j$ with probability $Q_{ij}/(-Q_{ii})$.
+# **τ-leaping** freezes the rates over a step of length $\tau$ and moves every position at once
+# with the one-step matrix $I+\tau Q$ (here τ is a time step, not a temperature); its law after $n$
+# leaps is $p_0(I+\tau Q)^n=p_0e^{tQ}+O(\tau)$. We simulate sequences of $L=3$ tokens that start
+# from a small "data set" of three sentences, with the masking generator, and compare the
+# histograms with the exact law, in {term}`total variation distance`.
 
 # %%
 data_seqs = np.array([[0, 1, 2], [2, 1, 0], [1, 1, 1]])  # three "sentences" over {0, 1, 2}; 3 = mask
@@ -165,22 +234,29 @@ p0_seq[flat] = data_w
 t_obs = 1.0
 exact_seq = forward_marginal(p0_seq, Q_seq, t_obs)
 
+
+def tv(a, c):
+    """Total variation distance between two probability vectors."""
+    return 0.5 * np.abs(a - c).sum()
+
+
+# %%
 start = rng.choice(flat, size=N_CHAINS, p=data_w)
 x_gil, n_jumps = gillespie(Q_seq, start, t_obs, rng)
 freq_gil = np.bincount(x_gil, minlength=V**L) / N_CHAINS
 x_tau = tau_leaping(Q_abs, np.array(np.unravel_index(start, (V,) * L)).T, t_obs, 20, rng)
 freq_tau = np.bincount(np.ravel_multi_index(x_tau.T, (V,) * L), minlength=V**L) / N_CHAINS
 law_tau = p0_seq @ np.linalg.matrix_power(euler_transition_matrix(Q_seq, t_obs / 20), 20)
-
-tv = lambda a, c: 0.5 * np.abs(a - c).sum()  # noqa: E731
-print(f"TV(Gillespie histogram, expm)      = {tv(freq_gil, exact_seq):.3f}")
-print(f"TV(tau-leap histogram, its law)    = {tv(freq_tau, law_tau):.3f}")
+print(f"TV(Gillespie histogram, expm)      = {produced(tv(freq_gil, exact_seq), '.3f')}")
+print(f"TV(tau-leap histogram, its law)    = {produced(tv(freq_tau, law_tau), '.3f')}")
 print(f"TV(tau-leap law (20 leaps), expm)  = {tv(law_tau, exact_seq):.4f}")
-print(f"mean number of jumps per chain     = {n_jumps.mean():.2f} (exact: {L * (1 - np.exp(-b * t_obs)):.2f})")
+print(f"mean number of jumps per chain     = {produced(n_jumps.mean(), '.2f')} "
+      f"(exact: {L * (1 - np.exp(-b * t_obs)):.2f})")
 assert tv(freq_gil, exact_seq) < 0.05 and tv(freq_tau, law_tau) < 0.05
-# holding times: P(no jump by t | start) = exp(Q_ii t) with rate -Q_ii = L*b for a fully unmasked sequence
+# holding times: P(no jump by t) = exp(Q_ii t), rate -Q_ii = L*b for a fully unmasked sequence
 no_jump = np.mean(n_jumps == 0)
-print(f"P(no jump by t): simulated {no_jump:.3f}, exp(-L b t) = {np.exp(-L * b * t_obs):.3f}")
+print(f"P(no jump by t): simulated {produced(no_jump, '.3f')}, "
+      f"exp(-L b t) = {np.exp(-L * b * t_obs):.3f}")
 assert abs(no_jump - np.exp(-L * b * t_obs)) < 4 * np.sqrt(no_jump * (1 - no_jump) / N_CHAINS)
 
 # %% [markdown]
@@ -200,90 +276,85 @@ freq_gil_u3 = np.bincount(gillespie(Q_u3_seq, start3, t_obs, rng)[0], minlength=
 x_tau_u3 = tau_leaping(Q_u3, np.array(np.unravel_index(start3, (3,) * L)).T, t_obs, 20, rng)
 freq_tau_u3 = np.bincount(np.ravel_multi_index(x_tau_u3.T, (3,) * L), minlength=3**L) / N_CHAINS
 law_tau_u3 = p0_u3 @ np.linalg.matrix_power(euler_transition_matrix(Q_u3_seq, t_obs / 20), 20)
-print(f"uniform: TV(Gillespie, expm) = {tv(freq_gil_u3, exact_u3):.3f};  TV(tau-leap, its law) = "
-      f"{tv(freq_tau_u3, law_tau_u3):.3f};  TV(tau-leap law, expm) = {tv(law_tau_u3, exact_u3):.4f}")
+print(f"uniform: TV(Gillespie, expm) = {produced(tv(freq_gil_u3, exact_u3), '.3f')};  "
+      f"TV(tau-leap, its law) = {produced(tv(freq_tau_u3, law_tau_u3), '.3f')};  "
+      f"TV(tau-leap law, expm) = {tv(law_tau_u3, exact_u3):.4f}")
 assert tv(freq_gil_u3, exact_u3) < 0.05 and tv(freq_tau_u3, law_tau_u3) < 0.05
 
 # %% [markdown]
-# The τ-leaping error shrinks linearly in τ (absorbing case):
+# How fast does τ-leaping's error shrink with the step? Its law is exact matrix arithmetic, so we
+# can measure the error against the matrix exponential for ever smaller steps (masking case):
 
 # %%
-taus, errs = [], []
+leap_sizes, leap_errors = [], []
 for n_leaps in [2, 4, 8, 16, 32, 64, 128]:
     law = p0_seq @ np.linalg.matrix_power(euler_transition_matrix(Q_seq, t_obs / n_leaps), n_leaps)
-    taus.append(t_obs / n_leaps)
-    errs.append(tv(law, exact_seq))
-slope = np.polyfit(np.log(taus), np.log(errs), 1)[0]
+    leap_sizes.append(t_obs / n_leaps)
+    leap_errors.append(tv(law, exact_seq))
+slope = np.polyfit(np.log(leap_sizes), np.log(leap_errors), 1)[0]
 print(f"log-log slope of TV error against tau: {slope:.2f}")
 assert 0.9 < slope < 1.1
 
+# %%
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
 order = np.argsort(-exact_seq)[:10]
-labels = ["".join("abcM"[d] for d in np.unravel_index(s, (V,) * L)) for s in order]
+seq_labels = ["".join("abcM"[d] for d in np.unravel_index(s, (V,) * L)) for s in order]
 xs = np.arange(order.size)
 axes[0].bar(xs - 0.25, exact_seq[order], 0.25, label="expm")
 axes[0].bar(xs, freq_gil[order], 0.25, label="Gillespie")
 axes[0].bar(xs + 0.25, freq_tau[order], 0.25, label="τ-leaping (20 leaps)")
-axes[0].set_xticks(xs, labels, rotation=45)
+axes[0].set_xticks(xs, seq_labels, rotation=45)
 axes[0].set_ylabel("probability at t = 1")
 axes[0].legend()
-axes[1].loglog(taus, errs, "o-")
+axes[1].loglog(leap_sizes, leap_errors, "o-")
 axes[1].set_xlabel("τ")
 axes[1].set_ylabel("TV(τ-leap law, expm)")
 axes[1].set_title(f"first order: slope {slope:.2f}")
 plt.show()
 
 # %% [markdown]
-# **Figure 8.1.** Left: the ten most likely sequences at $t=1$ under the absorbing forward process
-# (M = mask), exact (matrix exponential of the Kronecker-sum generator, (9.1) with $Q^\top$) and two
-# samplers. Right: the τ-leaping law converges to the exact one at first order in τ.
-
-# %% [markdown]
-# ## 6. The reverse process (9.4) and Theorem D.1
+# **Figure 2.8.2.** Left: the ten most likely sequences at $t=1$ under the masking forward process
+# (M = mask), exact (matrix exponential of the sequence generator) and from the two samplers.
+# Right: the τ-leaping law converges to the exact one at first order in τ (slope 1 on log-log axes).
 #
-# The reverse rates are $\bar Q_{ij}(t)=Q_{ji}\,p(j,t)/p(i,t)$ (D.1). Two algebraic facts carry the
-# proof: $\bar Q$ is again a generator, and $p\bar Q=-pQ$ — the reverse flow exactly undoes the
-# forward flow at every time. Sympy checks the second for a generic $3\times3$ generator.
+# ## Running the chain backwards (9.4) and Theorem D.1
+#
+# The tiny example's reverse rates, in general (D.1): $\bar Q_{ij}(t)=Q_{ji}\,p(j,t)/p(i,t)$. Two
+# algebraic facts carry Theorem D.1: $\bar Q$ is again a rate matrix, and $p\bar Q=-pQ$ — the
+# reverse flow exactly undoes the forward flow at every time, so a chain run backwards with
+# $\bar Q$ from $p(T)$ passes through $p(t)$ for every $t$ and ends at the data law $p(0)$. Sympy
+# checks $p\bar Q+pQ=0$ for a generic $3\times3$ rate matrix with symbols $q_{ij}$ as its
+# off-diagonal rates and $p_i$ as the probabilities:
 
 # %%
 S = 3
 q = sp.Matrix(S, S, lambda i, j: sp.Symbol(f"q{i}{j}", positive=True) if i != j else 0)
-Qs = q - sp.diag(*[sum(q[i, :]) for i in range(S)])
+Qs = q - sp.diag(*[sum(q[i, :]) for i in range(S)])  # rows sum to 0
 ps = sp.Matrix([[sp.Symbol(f"p{i}", positive=True) for i in range(S)]])
 Qbar = sp.Matrix(S, S, lambda i, j: Qs[j, i] * ps[j] / ps[i] if i != j else 0)
 Qbar = Qbar - sp.diag(*[sum(Qbar[i, :]) for i in range(S)])
-print("p Qbar + p Q =", sp.simplify(ps * Qbar + ps * Qs))
+display(Math(r"p\,\bar Q + p\,Q = " + sp.latex(sp.simplify(ps * Qbar + ps * Qs))))
+assert sp.simplify(ps * Qbar + ps * Qs) == sp.zeros(1, S)
 
 # %% [markdown]
-# The last display of the proof of Theorem D.1 ends with $-\sum_{\ell\ne i}Q_{\ell i}\,p(\ell,t)$; the
-# line before it equals $-\sum_{\ell}Q_{\ell i}p(\ell,t)$ (the $\ell=i$ term is $-Q_{ii}p(i,t)$), which
-# is minus the forward right-hand side — the sum must include $\ell=i$. Sympy:
-
-# %%
-i = 0
-line_before = -Qs[i, i] * ps[i] - sum(Qs[l, i] * ps[l] for l in range(S) if l != i)
-printed_last = -sum(Qs[l, i] * ps[l] for l in range(S) if l != i)
-forward_rhs = (ps * Qs)[i]
-print("line before + forward rhs       =", sp.simplify(line_before + forward_rhs))
-print("printed last line + forward rhs =", sp.simplify(printed_last + forward_rhs))
-
-# %% [markdown]
-# Numerically: start the reverse master equation at $p(T)$ and integrate it down towards $t=0$ with
-# the exact reverse rates (`reverse_marginals`, RK4 with a geometric grid near 0, where the rates out
-# of states with $p_0=0$ blow up like $1/t$). Theorem D.1 says it retraces the forward marginals,
-# whose closed forms for rate $\beta$ are $p_i(t)=p_{0,i}e^{-\beta t}$, $p_m(t)=1-e^{-\beta t}(1-p_{0,m})$
-# (absorbing) and $1/|V|+(p_0-1/|V|)e^{-\beta t}$ (uniform). Then we *sample* the reverse chain from
-# $x(T)\sim p(T)$ with τ-leaping (`sample_reverse`) and recover the data law at $t=0$.
+# Numerically: start the reverse equation at $p(T)$ and integrate it down towards $t=0$ with the
+# exact reverse rates (`reverse_marginals`: Runge–Kutta on a grid that becomes geometric near 0,
+# where the rates out of states with $p_0=0$ grow like $1/t$). Theorem D.1 says it retraces the
+# forward marginals, whose closed forms for rate $\beta$ are $p_i(t)=p_{0,i}e^{-\beta t}$,
+# $p_m(t)=1-e^{-\beta t}(1-p_{0,m})$ (masking) and $1/|\mathbf V|+(p_0-1/|\mathbf V|)e^{-\beta t}$
+# (uniform). Then we *sample* the reverse chain from $x(T)\sim p(T)$ with τ-leaping
+# (`sample_reverse`) and recover the data law at $t=0$.
 
 # %%
 T = 4.0
 times = np.concatenate([np.linspace(T, 0.1, 120), np.geomspace(0.1, 1e-4, 60)[1:]])
 closed = {
-    "absorbing": lambda t: np.where(np.arange(V) == mask, 1 - np.exp(-b * t) * (1 - p0[mask]), p0 * np.exp(-b * t)),
+    "absorbing": lambda t: np.where(np.arange(V) == mask, 1 - np.exp(-b * t) * (1 - p0[mask]),
+                                    p0 * np.exp(-b * t)),
     "uniform": lambda t: 1 / V + (p0 - 1 / V) * np.exp(-b * t),
 }
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
-for ax, (name, Q) in zip(axes, [("absorbing", Q_abs), ("uniform", Q_uni)]):
+reverse_runs = {}
+for name, Q in [("absorbing", Q_abs), ("uniform", Q_uni)]:
     R = reverse_generator(Q, forward_marginal(p0, Q, 1.0))
     assert not generator_violations(R, atol=1e-12)
     pb = reverse_marginals(p0, Q, times)
@@ -292,11 +363,17 @@ for ax, (name, Q) in zip(axes, [("absorbing", Q_abs), ("uniform", Q_uni)]):
     x0 = sample_reverse(p0, Q, T, 400, N_CHAINS, rng)
     freq0 = np.bincount(x0, minlength=V) / N_CHAINS
     print(f"{name:9s}: max |p_bar(t) - p(t)| on the grid < 1e-6: {err < 1e-6};  "
-          f"reverse samples at t=0: {np.array2string(freq0, precision=3)} (data {p0})")
+          f"reverse samples at t=0: {produced(np.array2string(freq0, precision=3))} (data {p0})")
     assert err < 1e-6 and tv(freq0, p0) < 0.03
+    reverse_runs[name] = (pb, exact)
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+for ax, (name, (pb, exact)) in zip(axes, reverse_runs.items()):
     for k in range(V):
         ax.plot(times, exact[:, k], color=f"C{k}", lw=3, alpha=0.35)
-        ax.plot(times[::8], pb[::8, k], "o", color=f"C{k}", ms=3, label=f"state {k}" + (" (mask)" if k == mask else ""))
+        ax.plot(times[::8], pb[::8, k], "o", color=f"C{k}", ms=3,
+                label=f"state {k}" + (" (mask)" if k == mask else ""))
     ax.set_xlabel("t")
     ax.set_title(name)
 axes[0].set_ylabel("probability")
@@ -304,76 +381,54 @@ axes[0].legend()
 plt.show()
 
 # %% [markdown]
-# **Figure 8.2.** Forward marginals (thick lines, closed form) and the solution of the reverse
-# equation (9.4) started from $p(T)$ and run from $t=T$ down to $t\approx 0$ (dots): they coincide, as
-# Theorem D.1 states. (The paper's sentence "sample from the data distribution by sampling
-# $\bar p(\cdot,T)$" should read $\bar p(\cdot,0)$: the reverse chain ends at $t=0$. Recorded in
-# `book/ERRATA.md`.)
+# **Figure 2.8.3.** Forward marginals (thick lines, closed form) and the solution of the reverse
+# equation (9.4) started from $p(T)$ and run from $t=T$ down to $t\approx 0$ (dots): they coincide,
+# as Theorem D.1 states, for masking (left) and uniform noise (right).
 #
-# In practice the reverse chain starts from $p_{\rm ref}$, not $p(T)$. The resulting error at $t=0$ is
-# the total variation between $p(T)$ and $p_{\rm ref}$ (it cannot grow under a Markov kernel), which
-# decays like $e^{-\beta T}$:
+# In practice the reverse chain starts from the reference law $p_{\rm ref}$ (all masked), not from
+# $p(T)$, which is unknown. The resulting error at $t=0$ is at most the total variation between
+# $p(T)$ and $p_{\rm ref}$ (a Markov kernel cannot increase it), which decays like $e^{-\beta T}$:
 
 # %%
-for T_ in [1.0, 2.0, 4.0, 8.0]:
-    gap = tv(forward_marginal(p0, Q_abs, T_), np.eye(V)[mask])
-    print(f"T = {T_:3.0f}: TV(p(T), delta_mask) = {gap:.4f}   (1 - p0_m) e^(-beta T) = {(1 - p0[mask]) * np.exp(-b * T_):.4f}")
+for T_end in [1.0, 2.0, 4.0, 8.0]:
+    gap = tv(forward_marginal(p0, Q_abs, T_end), np.eye(V)[mask])
+    bound = (1 - p0[mask]) * np.exp(-b * T_end)
+    print(f"T = {T_end:3.0f}: TV(p(T), delta_mask) = {gap:.4f}   (1 - p0_m) e^(-beta T) = {bound:.4f}")
+    assert np.isclose(gap, bound, atol=1e-12)
 
 # %% [markdown]
-# ## 7. The score-entropy loss and its tower-rule form
+# ## Learning the reverse rates: the score-entropy loss (9.5)
 #
-# A network $s(i,t)_j$ is trained to approximate the ratio $p(j,t)/p(i,t)$ by minimising
+# The reverse rates need the ratios $p(j,t)/p(i,t)$, which are unknown for real text. A network
+# $s(i,t)_j$ is trained to approximate them by minimising the {term}`score-entropy loss`
 # $\mathbb E_{i\sim p}\sum_{j\ne i}\big(s_j-\tfrac{p(j)}{p(i)}\log s_j\big)$ (first display after
-# (9.4)); since $s\mapsto s-\alpha\log s$ is minimised at $s=\alpha$, the minimiser is the ratio.
-# We minimise over all $S(S-1)$ entries at a fixed time with BFGS and compare.
+# (9.4)). Each term has the form $s-\alpha\log s$, which is smallest at $s=\alpha$ (its derivative
+# $1-\alpha/s$ vanishes there), so the minimiser is the ratio itself. We minimise over all
+# $|\mathbf V|(|\mathbf V|-1)$ entries at a fixed time with BFGS (a quasi-Newton optimiser) and
+# compare.
 
 # %%
-import scipy.optimize  # noqa: E402
-
 t_fix = 0.7
 pt = forward_marginal(p0, Q_uni, t_fix)
 off = ~np.eye(V, dtype=bool)
 
 
-def se(z, p, Q=None):
+def se(log_s, p, weights=None):
+    """Score-entropy loss of the ratio table s = exp(log_s) (off-diagonal entries) at the law p."""
     s = np.ones((V, V))
-    s[off] = np.exp(z)
-    return score_entropy_loss(s, p, Q)
+    s[off] = np.exp(log_s)
+    return score_entropy_loss(s, p, weights)
 
 
-res = scipy.optimize.minimize(se, np.zeros(off.sum()), args=(pt,), method="BFGS", options={"gtol": 1e-10})
+res = scipy.optimize.minimize(se, np.zeros(off.sum()), args=(pt,), method="BFGS",
+                              options={"gtol": 1e-10})
 err = np.abs(np.exp(res.x) - probability_ratios(pt)[off]).max()
 assert err < 1e-5
 print("max |argmin s - p(j)/p(i)| < 1e-5:", err < 1e-5)
 
 # %% [markdown]
-# The second display rewrites the loss with the known conditionals $p(\cdot,t\mid k)$ of the
-# forward process ("by the tower rule"). The rewrite needs, for every data point $k$ and every pair
-# $(i,j)$ that the loss uses, $p(i,t\mid k)>0$ whenever $p(j,t\mid k)>0$. With uniform noise every
-# conditional has full support for $t>0$ and the two losses agree for **any** $s$. With the absorbing
-# generator a clean token $i$ can only have come from $k=i$, so the pairs ($i$ clean, $j\ne i$) are
-# weighted differently and the two losses differ. Weighting each term by the forward rate
-# $Q_{ji}$ — the factor that multiplies $s_j$ in (9.5), as in the score-entropy paper [63] — removes
-# exactly those pairs and restores the identity.
-
-# %%
-s_rand = np.exp(rng.normal(size=(V, V)))
-for name, Q in [("uniform", Q_uni), ("absorbing", Q_abs)]:
-    P = transition_matrix(Q, t_fix)
-    pt_ = p0 @ P
-    for label, W in [("unweighted (as printed)", None), ("weighted by Q_ji", Q)]:
-        marginal_form = score_entropy_loss(s_rand, pt_, W)
-        tower_form = denoising_score_entropy_loss(s_rand, p0, P, W)
-        gap = tower_form - marginal_form
-        gap = 0.0 if abs(gap) < 1e-12 else gap
-        print(f"{name:9s} {label:24s}: marginal {marginal_form:9.5f}  tower-rule {tower_form:9.5f}  gap {gap:+.6f}")
-P_abs = transition_matrix(Q_abs, t_fix)
-assert abs(denoising_score_entropy_loss(s_rand, p0, P_abs) - score_entropy_loss(s_rand, p0 @ P_abs)) > 1e-3
-assert np.isclose(denoising_score_entropy_loss(s_rand, p0, P_abs, Q_abs), score_entropy_loss(s_rand, p0 @ P_abs, Q_abs))
-
-# %% [markdown]
-# Finally (9.5): plugging the exact ratio into $\bar Q_{ij}=Q_{ji}\,s(i,t)_j$ reproduces the reverse
-# generator of (D.1), so a well-trained ratio network is all the reverse sampler needs.
+# Then (9.5): plugging the exact ratio into $\bar Q_{ij}=Q_{ji}\,s(i,t)_j$ reproduces the reverse
+# rate matrix of (D.1), so a well-trained ratio network is all the reverse sampler needs.
 
 # %%
 for Q in (Q_uni, Q_abs):
@@ -385,17 +440,180 @@ for Q in (Q_uni, Q_abs):
 print("(9.5) with the exact ratios equals (D.1) for both generators")
 
 # %% [markdown]
-# ## Summary
+# ## Checking the paper
 #
-# * The matrices printed in Examples 9.2 and 9.3 are not rate matrices (their rows sum to 1 and to
+# **The rate matrices of Examples 9.2 and 9.3, as printed.** The paper requires $\sum_jQ_{ij}=0$
+# for every row (text after (9.1)) and says each example "has any constant vector in its
+# null-space". As printed, Example 9.2 has diagonal $1-\frac{|V|-1}{|V|}\beta$ and off-diagonal
+# $\beta/|V|$; Example 9.3 has $Q_{mm}=1$, $Q_{im}=\beta$ and $Q_{ij}=1-\beta$ for all $i,j\ne m$
+# (diagonal included). Sympy computes the row sums:
+
+# %%
+V_, beta = sp.symbols("V beta", positive=True)
+row_uniform = (1 - (V_ - 1) / V_ * beta) + (V_ - 1) * beta / V_
+row_absorbing = beta + (V_ - 1) * (1 - beta)
+row_uniform_fixed = -(V_ - 1) / V_ * beta + (V_ - 1) * beta / V_
+display(Math(r"\text{Example 9.2 as printed, every row: } " + sp.latex(sp.simplify(row_uniform))
+             + r";\quad\text{Example 9.3 as printed, mask row: } 1,\ \text{other rows: } "
+             + sp.latex(sp.expand(row_absorbing))))
+display(Math(r"\text{corrected uniform, row sum: } " + sp.latex(sp.simplify(row_uniform_fixed))
+             + r";\quad\text{corrected masking, row sum } (i\ne m)\text{: } "
+             + sp.latex(sp.simplify(beta - beta))))
+assert sp.simplify(row_uniform) == 1 and sp.simplify(row_uniform_fixed) == 0
+
+# %% [markdown]
+# The same check numerically, with the library's `generator_violations`, for $|V|=4$, $\beta=0.5$.
+# The printed uniform matrix is a *stochastic* matrix (rows sum to 1): it is exactly $I+Q$ for the
+# generator $Q=\beta(\mathbf 1\mathbf 1^\top/|V|-I)$ — a one-step transition matrix written in place
+# of a rate matrix. For the masking example the corrected generator sends every non-mask state to
+# the mask at rate $\beta$ ($Q_{im}=\beta$, $Q_{ii}=-\beta$) and leaves the mask row zero.
+
+# %%
+printed_uniform = np.full((V, V), b / V)
+np.fill_diagonal(printed_uniform, 1 - (V - 1) * b / V)
+printed_absorbing = np.zeros((V, V))
+printed_absorbing[mask, mask] = 1.0
+printed_absorbing[:mask, mask] = b
+printed_absorbing[:mask, :mask] = 1 - b
+for name, M in [("Example 9.2 as printed", printed_uniform),
+                ("Example 9.3 as printed", printed_absorbing),
+                ("uniform, corrected", Q_uni), ("absorbing, corrected", Q_abs)]:
+    problems = generator_violations(M)
+    print(f"{name:24s}: {'a generator' if not problems else '; '.join(problems)}")
+assert generator_violations(printed_uniform) and generator_violations(printed_absorbing)
+assert np.allclose(printed_uniform, np.eye(V) + Q_uni)
+assert not generator_violations(Q_uni) and not generator_violations(Q_abs)
+
+# %% [markdown]
+# **Which way does $Q$ act? (9.1) versus the proof of Theorem D.1.** (9.1) writes
+# $\partial_t p = Qp$ with zero **row** sums. For a column vector that conserves total mass only if
+# the **column** sums vanish: $\frac{d}{dt}\mathbf 1^\top p=\mathbf 1^\top Qp$. The proof in
+# Appendix D uses $\dot p(i)=\sum_k Q_{ki}p(k)$, i.e. $\dot p = Q^\top p$, which does conserve mass.
+# Integrating both with a non-symmetric generator (the masking one) shows the difference.
+
+# %%
+as_printed = rk4(lambda p, t: Q_abs @ p, p0, 2.0)
+transposed = rk4(lambda p, t: Q_abs.T @ p, p0, 2.0)
+print(f"total mass at t=2 with dp/dt = Q p  : {as_printed.sum():.6f}")
+print(f"total mass at t=2 with dp/dt = Q^T p: {transposed.sum():.6f}")
+assert abs(as_printed.sum() - 1) > 0.1
+assert np.allclose(transposed, forward_marginal(p0, Q_abs, 2.0), atol=1e-10)
+
+# %% [markdown]
+# **The proof's last line.** The last display of the proof of Theorem D.1 ends with
+# $-\sum_{\ell\ne i}Q_{\ell i}\,p(\ell,t)$; the line before it equals $-\sum_{\ell}Q_{\ell i}p(\ell,t)$
+# (the $\ell=i$ term is $-Q_{ii}p(i,t)$), which is minus the forward right-hand side — the sum must
+# include $\ell=i$. Sympy, for $i=0$:
+
+# %%
+i = 0
+line_before = -Qs[i, i] * ps[i] - sum(Qs[l, i] * ps[l] for l in range(S) if l != i)
+printed_last = -sum(Qs[l, i] * ps[l] for l in range(S) if l != i)
+forward_rhs = (ps * Qs)[i]
+display(Math(r"\text{line before} + \text{forward rhs} = "
+             + sp.latex(sp.simplify(line_before + forward_rhs))
+             + r",\qquad \text{printed last line} + \text{forward rhs} = "
+             + sp.latex(sp.simplify(printed_last + forward_rhs))))
+assert sp.simplify(line_before + forward_rhs) == 0
+assert sp.simplify(printed_last + forward_rhs) != 0
+
+# %% [markdown]
+# **Where the reverse chain ends.** The paper's sentence "sample from the data distribution by
+# sampling $\bar p(\cdot,T)$" should read $\bar p(\cdot,0)$: the reverse chain starts at the noise
+# end $T$ and ends at $t=0$, where Figure 2.8.3 and the samples above recover the data law.
+#
+# **The tower-rule form of the loss.** The second display after (9.4) rewrites the loss with the
+# known conditionals $p(\cdot,t\mid k)$ of the forward process ("by the tower rule"). The rewrite
+# needs, for every data point $k$ and every pair $(i,j)$ that the loss uses, $p(i,t\mid k)>0$
+# whenever $p(j,t\mid k)>0$. With uniform noise every conditional has full support for $t>0$ and the
+# two losses agree for **any** $s$. With the masking generator a clean token $i$ can only have come
+# from $k=i$, so the pairs ($i$ clean, $j\ne i$) are weighted differently and the two losses
+# differ. Weighting each term by the forward rate $Q_{ji}$ — the factor that multiplies $s_j$ in
+# (9.5), as in the score-entropy paper [63] — removes exactly those pairs and restores the identity.
+
+# %%
+s_rand = np.exp(rng.normal(size=(V, V)))
+for name, Q in [("uniform", Q_uni), ("absorbing", Q_abs)]:
+    P = transition_matrix(Q, t_fix)
+    pt_ = p0 @ P
+    for label, W in [("unweighted (as printed)", None), ("weighted by Q_ji", Q)]:
+        marginal_form = score_entropy_loss(s_rand, pt_, W)
+        tower_form = denoising_score_entropy_loss(s_rand, p0, P, W)
+        gap = tower_form - marginal_form
+        gap = 0.0 if abs(gap) < 1e-12 else gap
+        print(f"{name:9s} {label:24s}: marginal {marginal_form:9.5f}  "
+              f"tower-rule {tower_form:9.5f}  gap {gap:+.6f}")
+P_abs = transition_matrix(Q_abs, t_fix)
+assert abs(denoising_score_entropy_loss(s_rand, p0, P_abs)
+           - score_entropy_loss(s_rand, p0 @ P_abs)) > 1e-3
+assert np.isclose(denoising_score_entropy_loss(s_rand, p0, P_abs, Q_abs),
+                  score_entropy_loss(s_rand, p0 @ P_abs, Q_abs))
+
+# %% [markdown]
+# **What the checks found** (all recorded in `book/ERRATA.md`):
+#
+# - The matrices printed in Examples 9.2 and 9.3 are not rate matrices (their rows sum to 1 and to
 #   $\beta+(|V|-1)(1-\beta)$); Example 9.2's is the one-step matrix $I+Q$. Corrected generators:
 #   $Q=\beta(\mathbf 1\mathbf 1^\top/|V|-I)$ and $Q_{im}=\beta,\ Q_{ii}=-\beta\ (i\ne m)$.
-# * (9.1) must read $\dot p=Q^\top p$ (or $\dot p = pQ$ for row vectors) with zero row sums; the
-#   holding-time rate is $-Q_{ii}$.
-# * Gillespie matches the matrix exponential; τ-leaping is first order in τ.
-# * Theorem D.1 holds (its proof's last line should sum over all $\ell$); the reverse sampler
-#   recovers the data law.
-# * The score-entropy loss is minimised at the ratio; its tower-rule form equals it for uniform
+# - (9.1) must read $\dot p=Q^\top p$ (or $\dot p = pQ$ for row vectors) with zero row sums; the
+#   holding-time rate is $-Q_{ii}$, not $Q_{ii}$.
+# - Gillespie matches the matrix exponential; τ-leaping is first order in τ.
+# - Theorem D.1 holds (its proof's last line should sum over all $\ell$); the reverse sampler
+#   recovers the data law, at $t=0$ (not $T$).
+# - The score-entropy loss is minimised at the ratio; its tower-rule form equals it for uniform
 #   noise, and for masking only when weighted by $Q_{ji}$.
 #
-# All of these are recorded in `book/ERRATA.md`.
+# ## Key takeaways
+#
+# - A rate matrix has non-negative off-diagonal rates and rows summing to 0; laws evolve as
+#   $p(t)=p(0)e^{tQ}$ (row vectors). Masking sends each token to `M` at rate $\beta$, so it survives
+#   unmasked with probability $e^{-\beta t}$.
+# - On sequences, tokens are corrupted independently: one token changes per jump, and the
+#   transition matrix is a Kronecker product of one-token matrices.
+# - Gillespie simulates the chain exactly; τ-leaping moves all positions per step and is accurate to
+#   first order in the step.
+# - Running the chain backwards with $\bar Q_{ij}=Q_{ji}p(j,t)/p(i,t)$ from $p(T)$ recovers the
+#   data at $t=0$; generation only needs the ratios $p(j,t)/p(i,t)$, which the score-entropy loss
+#   is minimised at.
+#
+# ## Check your understanding
+#
+# 1. In the tiny example, compute $p(t)$ at $t=\ln 4$ and the reverse rates out of `M` at that
+#    time. What happens to the total unmasking rate as $t$ grows?
+#
+#    ```{dropdown} Answer
+#    $e^{-t}=\tfrac14$, so $p=(\tfrac{3}{20},\,\tfrac{1}{10},\,\tfrac34)$. Reverse rates: to `cat`
+#    $1\cdot\tfrac{3}{20}/\tfrac34=\tfrac15$, to `dog` $\tfrac{1}{10}/\tfrac34=\tfrac{2}{15}$, total
+#    $e^{-t}/(1-e^{-t})=\tfrac13$, still in the data's proportion 3 : 2. The total rate falls as $t$ grows: far in the past
+#    of the reverse chain (large $t$) few tokens were still unmasked, so unmasking is rare; near
+#    $t=0$ it grows like $1/t$, so every token is revealed by the end.
+#    ```
+#
+# 2. Why are the rows of a rate matrix required to sum to 0, and what goes wrong with the matrix
+#    printed in Example 9.2?
+#
+#    ```{dropdown} Answer
+#    With $\dot p=pQ$, the total probability changes at rate $p\,Q\mathbf 1$, which is 0 for every
+#    $p$ exactly when every row sums to 0. The printed matrix's rows sum to 1, so
+#    $\frac{d}{dt}\sum_ip_i=\sum_ip_i$: total "probability" grows like $e^t$. (What that matrix is,
+#    if not a rate matrix, is part of Exercise 02 of Part 2,
+#    `exercises/part2_formulation/ex02_ctmc_generators.ipynb`.)
+#    ```
+#
+# 3. τ-leaping with 20 steps had a total-variation error of about 0.017 on the masked sequences.
+#    About how many steps would bring it to a quarter of that, and why?
+#
+#    ```{dropdown} Answer
+#    About $4\cdot20$: the error is first order in the step τ (measured slope close to 1), so
+#    dividing the error by 4 needs a 4 times smaller step, i.e. 4 times as many steps.
+#    ```
+#
+# ## Reproducibility
+#
+# The page runs on the CPU in well under a minute. `FULL=1` raises the number of simulated chains
+# from 8,000 to 40,000; the checks are the same. Monte Carlo numbers are shown through `produced()`
+# (compared as `<produced>` by nbval); their claims are asserted with tolerances of a few standard
+# errors where they are printed.
+
+# %% tags=["hide-cell"]
+print(f"FULL = {FULL}: {N_CHAINS} chains per simulation")

@@ -7,4 +7,6 @@
 ``positions``   figures of 6.5–6.7 (positional encodings, rotations, the decoder block)
 ``formulation`` figures of Part 2 (BPE merges as trees of pairs, the route through the formulation,
                 the KL objective as the gap between two distributions)
+``generation``  figures of Part 2, pages 2.6 and 2.8 (the search tree of greedy, exhaustive and beam
+                decoding; a sequence masked and unmasked by discrete diffusion)
 """
