@@ -1,0 +1,49 @@
+"""The barrier schematic draws the function it names, and refuses input it cannot draw."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from nextword.booktools.schematics.barrier import draw_barrier_landscape, log_barrier  # noqa: E402
+
+
+def test_log_barrier_is_minus_log_of_the_absolute_margin():
+    margins = np.array([0.5, 1.0, 2.0, -2.0])
+    assert np.allclose(log_barrier(margins), [np.log(2), 0.0, -np.log(2), -np.log(2)], atol=1e-15)
+    assert log_barrier(1e-12) > 27  # grows without bound towards the wall
+
+
+@pytest.mark.parametrize("bad", [0.0, np.inf, np.nan])
+def test_log_barrier_refuses_the_wall_and_non_finite_margins(bad):
+    with pytest.raises(ValueError, match="margins"):
+        log_barrier([1.0, bad])
+
+
+def test_landscape_curves_are_the_penalty_and_the_marks_sit_on_it():
+    ax_wall, ax_far = draw_barrier_landscape(reached={"margin arm": 22.7, "CE arm": 0.01})
+    m, penalty = ax_wall.lines[0].get_data()
+    assert np.allclose(penalty, -np.log(m), atol=1e-12)
+    assert m.min() > 0 and penalty.max() > 3  # the curve rises towards the wall m -> 0
+    log_m, far_penalty = ax_far.lines[0].get_data()
+    assert np.allclose(far_penalty, -log_m, atol=1e-12)
+    marks = {line.get_label().split(":")[0]: line.get_data() for line in ax_far.lines[2:]}
+    assert np.allclose(marks["margin arm"], ([22.7], [-22.7]))
+    assert ax_far.get_xlim()[1] > 22.7  # the mark is inside the panel
+    plt.close("all")
+
+
+def test_landscape_refuses_bad_arguments():
+    with pytest.raises(ValueError, match="margin_max"):
+        draw_barrier_landscape(margin_max=1.0)
+    with pytest.raises(ValueError, match="reached"):
+        draw_barrier_landscape(reached={"diverged": float("inf")})
+    fig, ax = plt.subplots()
+    with pytest.raises(ValueError, match="two axes"):
+        draw_barrier_landscape([ax])
+    plt.close("all")
