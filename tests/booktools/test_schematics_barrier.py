@@ -10,7 +10,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from nextword.booktools.schematics.barrier import draw_barrier_landscape, log_barrier  # noqa: E402
+from nextword.booktools.schematics.barrier import (  # noqa: E402
+    draw_barrier_landscape,
+    draw_noise_and_scale,
+    log_barrier,
+)
 
 
 def test_log_barrier_is_minus_log_of_the_absolute_margin():
@@ -47,3 +51,24 @@ def test_landscape_refuses_bad_arguments():
     with pytest.raises(ValueError, match="two axes"):
         draw_barrier_landscape([ax])
     plt.close("all")
+
+
+def test_noise_and_scale_keeps_the_circles_and_scales_the_points():
+    points = np.array([[0.1, 0.0], [-0.1, 0.0], [0.0, 0.1]])
+    axes = draw_noise_and_scale(points, 0.05, scales=(1.0, 2.0))
+    for ax, scale in zip(axes, (1.0, 2.0)):
+        centres = np.array([patch.center for patch in ax.patches])
+        assert np.allclose(centres, scale * points, atol=1e-15)
+        assert all(patch.radius == 0.05 for patch in ax.patches)
+    # the nearest gap in units of sigma doubles with the scale: sqrt(2) * 0.1 / 0.05 = 2.8, then 5.7
+    assert axes[0].get_title().endswith("2.8 sigma") and axes[1].get_title().endswith("5.7 sigma")
+    plt.close("all")
+
+
+def test_noise_and_scale_refuses_bad_arguments():
+    with pytest.raises(ValueError, match="points"):
+        draw_noise_and_scale(np.zeros((3, 3)), 0.1)
+    with pytest.raises(ValueError, match="sigma"):
+        draw_noise_and_scale(np.eye(2), 0.0)
+    with pytest.raises(ValueError, match="scales"):
+        draw_noise_and_scale(np.eye(2), 0.1, scales=(1.0, -1.0))

@@ -8,7 +8,9 @@ that function evaluated, not drawn by hand.
 * :func:`draw_barrier_landscape` — two panels: (a) the penalty against the margin near the wall
   ``m = 0``, with the side a positive and a negative coupling put the margin on; (b) the same penalty
   against ``log|m|``, with the places trained models reached marked, so that their distance from the
-  wall (``log|m| → −∞``) can be read off.
+  wall (``log|m| → −∞``) can be read off;
+* :func:`draw_noise_and_scale` — the same noise ball around a few embeddings at two scales of the
+  embeddings (page 4.8): a fixed absolute noise σ is a smaller perturbation of larger embeddings.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.patches import Circle
 
-__all__ = ["log_barrier", "draw_barrier_landscape"]
+__all__ = ["log_barrier", "draw_barrier_landscape", "draw_noise_and_scale"]
 
 
 def log_barrier(margins: object) -> np.ndarray:
@@ -52,6 +55,7 @@ def draw_barrier_landscape(
     *,
     reached: Mapping[str, float] | None = None,
     margin_max: float = 3.0,
+    marks_title: str = "where training took the margin",
 ) -> Sequence[Axes]:
     """Draw the landscape of the log-barrier penalty in two panels and return the two axes.
 
@@ -133,7 +137,54 @@ def draw_barrier_landscape(
         xlim=(-4.0, right),
         xlabel=r"$\log|m|$ (nats)",
         ylabel="penalty (nats)",
-        title="(b) where training took the margin",
+        title=f"(b) {marks_title}",
     )
     ax_far.legend(fontsize=7, loc="upper right")
+    return axes
+
+
+def draw_noise_and_scale(
+    points: object,
+    sigma: float,
+    *,
+    scales: Sequence[float] = (1.0, 2.0),
+    axes: Sequence[Axes] | None = None,
+) -> Sequence[Axes]:
+    """Embeddings ``points (n, 2)`` multiplied by each of ``scales``, one panel per scale, each point
+    with a circle of radius ``sigma`` (one standard deviation of the noise added to every coordinate)
+    and, at the same limits in every panel, the distance to its nearest neighbour in units of
+    ``sigma`` as the panel's subtitle (the smallest over the points).
+
+    A fixed absolute ``sigma`` is a smaller perturbation of larger embeddings: the circles stay the
+    same size while the points move apart. Returns the axes. Raises ValueError for ``points`` that
+    are not ``(n, 2)`` with ``n >= 2``, a ``sigma`` that is not positive, or a scale that is not
+    positive.
+    """
+    pts = np.asarray(points, dtype=float)
+    if pts.ndim != 2 or pts.shape[1] != 2 or pts.shape[0] < 2:
+        raise ValueError(f"points must have shape (n, 2) with n >= 2, got {pts.shape}")
+    if not sigma > 0:
+        raise ValueError(f"sigma must be positive, got {sigma}")
+    if any(not scale > 0 for scale in scales):
+        raise ValueError(f"scales must be positive, got {list(scales)}")
+    if axes is None:
+        _, axes = plt.subplots(1, len(scales), figsize=(4.2 * len(scales), 4))
+    if len(axes) != len(scales):
+        raise ValueError(f"axes must be one per scale ({len(scales)}), got {len(axes)}")
+    limit = max(scales) * float(np.abs(pts).max()) + 2 * sigma
+    for ax, scale in zip(axes, scales):
+        scaled = scale * pts
+        gaps = np.linalg.norm(scaled[:, None] - scaled[None], axis=-1)
+        np.fill_diagonal(gaps, np.inf)
+        for n, (x, y) in enumerate(scaled):
+            ax.add_patch(Circle((x, y), sigma, color=f"C{n % 8}", alpha=0.25))
+            ax.plot([x], [y], "o", color=f"C{n % 8}")
+        ax.set(
+            xlim=(-limit, limit),
+            ylim=(-limit, limit),
+            aspect="equal",
+            xlabel="embedding coordinate 1",
+            ylabel="embedding coordinate 2",
+            title=f"embeddings x {scale:g}: nearest gap = {gaps.min() / sigma:.1f} sigma",
+        )
     return axes
