@@ -97,7 +97,7 @@ for coupling in (0.0, 0.5, -0.5):
     print(f"a = {coupling:+.1f}: weights {np.round(weights, 3)}, Var_3 = {variance:.3f}, "
           f"margin = {margin:.3f}, penalty = {penalty:+.2f}")
     assert abs(margin - scalar_margin(embeddings, a=coupling)[2]) < 1e-12
-    assert (penalty > 0) == (coupling > 0)       # below 1 on the a > 0 side, above on the a < 0 side
+    assert (penalty > 0) == (coupling > 0)   # m < 1 on the a > 0 side, m > 1 on the a < 0 side
 
 # %% [markdown]
 # The penalty is lower on the negative side. Its slope at $a=0$ says which way training goes: the
@@ -121,7 +121,8 @@ slope = (penalty_at(step) - penalty_at(-step)) / (2 * step)
 print(f"slope of the penalty at a = 0: {slope:.4f} (= Var_3 = 1)")
 assert abs(slope - 1.0) < 1e-6
 after_one_step = 0.0 - 0.5 * slope
-print(f"one step with eta = 0.5: a = {after_one_step:+.3f}, penalty {penalty_at(after_one_step):+.2f}")
+print(f"one step with eta = 0.5: a = {after_one_step:+.3f}, "
+      f"penalty {penalty_at(after_one_step):+.2f}")
 assert penalty_at(after_one_step) < penalty_at(0.0) == 0.0
 
 # %% [markdown]
@@ -147,11 +148,12 @@ assert penalty_at(after_one_step) < penalty_at(0.0) == 0.0
 for margin in (0.01, 0.1, 1.0, 10.0, 100.0):
     print(f"m = {margin:6.2f}: penalty -log m = {float(log_barrier(margin)) + 0.0:+.2f} nats, "
           f"slope -1/m = {-1 / margin:+.2f}")
-assert abs(log_barrier(0.1) + log_barrier(10.0)) < 1e-12   # as far above 0 as below, either side of m = 1
+assert abs(log_barrier(0.1) + log_barrier(10.0)) < 1e-12   # as far above 0 as below it
 assert log_barrier(0.1) > 0
 
 # %%
-tiny_marks = {f"a = {c:+.1f}": float(np.log(scalar_margin(embeddings, a=c)[2])) for c in (0.5, -0.5)}
+tiny_marks = {f"a = {c:+.1f}": float(np.log(scalar_margin(embeddings, a=c)[2]))
+              for c in (0.5, -0.5)}
 draw_barrier_landscape(reached=tiny_marks, marks_title="the tiny example's two couplings")
 plt.tight_layout()
 plt.show()
@@ -271,7 +273,8 @@ for method in METHODS[1:]:
         assert torch.allclose(grad, grad_direct, rtol=1e-8, atol=1e-10)
 
 numpy_margin = np.mean([
-    -matrix_margins(embedding_table[tokens[b]].numpy(), np.eye(d), W_random.numpy()).logabsdet[1:].mean()
+    -matrix_margins(embedding_table[tokens[b]].numpy(), np.eye(d), W_random.numpy())
+    .logabsdet[1:].mean()
     for b in range(batch)
 ])
 print(f"numpy theory module:  L_margin = {numpy_margin:.10f}")
@@ -293,7 +296,7 @@ assert abs(numpy_margin - values["direct"]) < 1e-10
 config_ce = experiment_config(FULL, lambda_margin=0.0)
 config_margin = experiment_config(FULL, lambda_margin=0.05)
 root = runs_dir(FULL)
-run_ce = train_or_load(config_ce, lambda_dir(root, 0.0), progress=False)   # the CLI shows progress bars
+run_ce = train_or_load(config_ce, lambda_dir(root, 0.0), progress=False)  # the CLI shows bars
 run_margin = train_or_load(config_margin, lambda_dir(root, 0.05), progress=False)
 
 
@@ -342,9 +345,11 @@ def plot_arms(curves_by_arm: dict, title: str | None = None) -> None:
         axes[1].plot(curve["epoch"], curve["val_bpc"], "o-", color=color, label=label)
     margin_curve = curves_by_arm["margin"]
     axes[2].plot(margin_curve["epoch"], margin_curve["train_margin"], "o-", color="C2")
-    axes[0].set(title="(a) training BPC (mean over each period)", xlabel="epoch", ylabel="bits / char")
+    axes[0].set(title="(a) training BPC (mean over each period)", xlabel="epoch",
+                ylabel="bits / char")
     axes[1].set(title="(b) validation BPC", xlabel="epoch")
-    axes[2].set(title=r"(c) $\mathcal{L}_{\rm margin}$ in the margin arm", xlabel="epoch", ylabel="nats")
+    axes[2].set(title=r"(c) $\mathcal{L}_{\rm margin}$ in the margin arm", xlabel="epoch",
+                ylabel="nats")
     axes[0].legend()
     if title:
         fig.suptitle(title, y=1.02)
@@ -354,7 +359,8 @@ def plot_arms(curves_by_arm: dict, title: str | None = None) -> None:
 
 def curves_of(history: list) -> dict:
     """The learning curves of a run trained here, in the layout of a saved run's curves."""
-    return {key: [h[key] for h in history] for key in ("epoch", "train_bpc", "val_bpc", "train_margin")}
+    keys = ("epoch", "train_bpc", "val_bpc", "train_margin")
+    return {key: [h[key] for h in history] for key in keys}
 
 
 plot_arms({"ce": curves_of(history_ce), "margin": curves_of(history_margin)})
@@ -453,7 +459,8 @@ if SAVED:
     weighted_penalty = saved["margin"]["config"]["lambda_margin"] * final_penalty
     print(f"validation gap (margin - CE): {saved_gap:+.3f} BPC")
     print(f"margin arm at the end: L_margin = {final_penalty:+.2f} nats, so lambda_m * L_margin = "
-          f"{weighted_penalty:+.2f} nats of its training loss {trained_margin['final_train_loss']:.2f}")
+          f"{weighted_penalty:+.2f} nats of its training loss "
+          f"{trained_margin['final_train_loss']:.2f}")
     assert all(v == 0.0 for v in curves["ce"]["train_margin"])
     assert curves["margin"]["train_margin"][-1] < curves["margin"]["train_margin"][0]
 
@@ -486,7 +493,7 @@ TARGET_BPC = 2.4          # what the cpu tier's CE arm was required to reach (is
 paper_gap = PAPER_FIG74["margin"]["val_bpc"] - PAPER_FIG74["ce"]["val_bpc"]
 SAVED_SEED1 = SAVED and all_saved("barrier_ce_seed1", "barrier_margin_seed1")
 if SAVED_SEED1:
-    pair_seed1 = {"ce": load_result("barrier_ce_seed1"), "margin": load_result("barrier_margin_seed1")}
+    pair_seed1 = {arm: load_result(f"barrier_{arm}_seed1") for arm in ("ce", "margin")}
     data_seed1 = {arm: result["data"] for arm, result in pair_seed1.items()}
     print_arms(data_seed1)
     penalty_seed1 = load_curves("barrier_margin_seed1")["train_margin"]
@@ -494,7 +501,8 @@ if SAVED_SEED1:
     diag_seed1 = data_seed1["margin"]["diagnostics"]
     print(f"seed 1: validation gap (margin - CE) {gap_seed1:+.3f} BPC; final penalty "
           f"{penalty_seed1[-1]:+.2f} nats; margin arm tr(Sigma_t A) = "
-          f"{diag_seed1['trace_sigma_A']:+.1f}, share |det| > 1 = {diag_seed1['frac_det_above_one']:.3f}")
+          f"{diag_seed1['trace_sigma_A']:+.1f}, "
+          f"share |det| > 1 = {diag_seed1['frac_det_above_one']:.3f}")
 
 
 # %%
@@ -540,11 +548,13 @@ gpu_pair = {
     "seed 0, again": {arm: load_result(f"gpu_barrier_{arm}_rerun") for arm in ("ce", "margin")},
     "seed 1": {arm: load_result(f"gpu_barrier_{arm}_seed1") for arm in ("ce", "margin")},
 }
-print(f"{'run':14s} {'device':12s} {'CE arm':>7s} {'margin':>7s} {'gap':>6s} {'tr(Sigma A), margin':>20s}")
+print(f"{'run':14s} {'device':12s} {'CE arm':>7s} {'margin':>7s} {'gap':>6s} "
+      f"{'tr(Sigma A), margin':>20s}")
 for run, arms in gpu_pair.items():
     ce, mg = (arms[arm]["data"] for arm in ("ce", "margin"))
     gpu_gap = mg["final_val_bpc"] - ce["final_val_bpc"]
-    print(f"{run:14s} {mg['gpu']['name']:12s} {ce['final_val_bpc']:7.3f} {mg['final_val_bpc']:7.3f} "
+    print(f"{run:14s} {mg['gpu']['name']:12s} {ce['final_val_bpc']:7.3f} "
+          f"{mg['final_val_bpc']:7.3f} "
           f"{gpu_gap:6.3f} {mg['diagnostics']['trace_sigma_A']:20.1f}")
 cpu_ce_bpc = load_result("barrier_ce")["data"]["final_val_bpc"]
 print(f"(validation bits per character after {ce['steps']} steps; the CPU pair, lr 3e-3, k = 16: "
@@ -571,9 +581,11 @@ for run, arms in gpu_pair.items():
     assert mg["diagnostics"]["trace_sigma_A"] < -10, run                  # coupling driven negative
     assert abs(ce["diagnostics"]["trace_sigma_A"]) < 0.1, run             # CE arm's prior: W ~ 0
 rerun_gap = max(abs(gpu_pair["seed 0"][arm]["data"]["final_val_bpc"]
-                    - gpu_pair["seed 0, again"][arm]["data"]["final_val_bpc"]) for arm in ("ce", "margin"))
+                    - gpu_pair["seed 0, again"][arm]["data"]["final_val_bpc"])
+                for arm in ("ce", "margin"))
 assert 0 < rerun_gap < 0.02
-print(f"seed 0 trained twice on the GPU: the final validation BPC differ by at most {rerun_gap:.4f}")
+print(f"seed 0 trained twice on the GPU: the final validation BPC differ by at most "
+      f"{rerun_gap:.4f}")
 
 # %% [markdown]
 # ## Checking the paper
@@ -610,14 +622,17 @@ if SAVED:
     model_setup = setup["model"]
     print(f"cpu tier: d_model={model_setup['d_model']}, num_heads={model_setup['num_heads']}, "
           f"num_layers={model_setup['num_layers']}, T={model_setup['max_len']}, "
-          f"batch {setup['batch_size']}, {setup['epochs']} epochs = {trained_ce['total_steps']} steps, "
+          f"batch {setup['batch_size']}, {setup['epochs']} epochs = "
+          f"{trained_ce['total_steps']} steps, "
           f"lr {setup['lr']:g} (cosine), weight decay {setup['weight_decay']:g}, "
           f"clip {setup['grad_clip']:g}, margin on k={setup['margin_positions']} positions per "
           f"sequence, data {setup['data']}")
     print(f"paper (§7.1): d_model={paper_setup['d_model']}, num_heads={paper_setup['n_head']}, "
           f"num_layers={paper_setup['n_layer']}, T={paper_setup['block_size']}, "
-          f"batch {paper_setup['batch_size']}, {paper_setup['epochs']} epochs, data {paper_setup['data']}")
-    print(f"|V| = {trained_ce['data']['vocab_size']}, {trained_ce['data']['train_chars']:,} training "
+          f"batch {paper_setup['batch_size']}, {paper_setup['epochs']} epochs, "
+          f"data {paper_setup['data']}")
+    corpus = trained_ce["data"]
+    print(f"|V| = {corpus['vocab_size']}, {corpus['train_chars']:,} training "
           f"characters, {trained_ce['steps'] / trained_ce['steps_per_epoch']:.1f} epochs")
 
 # %%
@@ -644,7 +659,8 @@ if SAVED:
 # %%
 ce74, m74 = PAPER_FIG74["ce"]["val_bpc"], PAPER_FIG74["margin"]["val_bpc"]
 gap74 = m74 - ce74
-print(f"Fig. 7.4: gap {gap74:.3f} BPC, {100 * gap74 / ce74:.2f}% of the CE arm   (printed: 0.036, 1.7%)")
+print(f"Fig. 7.4: gap {gap74:.3f} BPC, {100 * gap74 / ce74:.2f}% of the CE arm   "
+      "(printed: 0.036, 1.7%)")
 assert round(gap74, 3) == 0.036 and round(100 * gap74 / ce74, 1) == 1.7
 for arm, row in PAPER_FIG75.items():
     ratio = row["bpc_sigma_0.5"] / row["clean"]
@@ -652,7 +668,7 @@ for arm, row in PAPER_FIG75.items():
           f"(printed {row['degradation']})")
     assert round(ratio, 2) == row["degradation"] and row["clean"] == PAPER_FIG74[arm]["val_bpc"]
 for lam_p, bpc_p, bpcs_p, deg_p, *_ in PAPER_TABLE1:
-    assert round(bpcs_p / bpc_p, 2) == deg_p, lam_p           # every Deg of Table 1 is BPC_sigma / BPC
+    assert round(bpcs_p / bpc_p, 2) == deg_p, lam_p   # every Deg of Table 1 is BPC_sigma / BPC
 
 # %%
 table1 = {row[0]: row for row in PAPER_TABLE1}
@@ -662,12 +678,14 @@ shares = {"noisy gain at 0.02": 1 - best[2] / base[2], "clean cost at 0.02": bes
 print("Table 1 percentages:", {k: f"{100 * v:.1f}%" for k, v in shares.items()},
       "  (printed: 8.9, 2.2, 3, 11)")
 assert [round(100 * v) for v in shares.values()] == [9, 2, 3, 11]
-print(f"CE-only clean validation BPC: Fig. 7.4 / §7.3 table {ce74}, Table 1 (lambda_m = 0) {base[1]}; "
+print(f"CE-only clean validation BPC: Fig. 7.4 / §7.3 table {ce74}, "
+      f"Table 1 (lambda_m = 0) {base[1]}; "
       f"margin-only (lambda_m = 0.05): {m74} and {table1[0.05][1]}")
 assert table1[0.05][1] == m74 and base[1] != ce74
 print(f"against the Fig. 7.4 baseline the clean cost at lambda_m = 0.02 is "
       f"{100 * (best[1] / ce74 - 1):.1f}% (not {100 * shares['clean cost at 0.02']:.1f}%), and the "
-      f"whole path spans {100 * (table1[0.2][1] / ce74 - 1):.1f}% (not {100 * shares['clean range']:.1f}%)")
+      f"whole path spans {100 * (table1[0.2][1] / ce74 - 1):.1f}% "
+      f"(not {100 * shares['clean range']:.1f}%)")
 
 # %% [markdown]
 # So the baseline of §7.4 is not the baseline of §7.2–7.3 (2.109 against 2.122 BPC), although the
@@ -744,28 +762,33 @@ model = config_ce.model
 print(f"default run: d_model={model.d_model}, num_heads={model.num_heads}, "
       f"num_layers={model.num_layers}, T={model.max_len}, batch {config_ce.batch_size}, "
       f"{config_ce.steps} steps, lr {config_ce.lr:g}, margin on k={config_ce.margin_positions} "
-      f"positions per sequence, corpus {config_ce.data} ({config_ce.max_chars or 'all'} characters)")
+      f"positions per sequence, corpus {config_ce.data} "
+      f"({config_ce.max_chars or 'all'} characters)")
 counts_default = run_ce["model_params"]
 print(f"data: {run_ce['data']['name']}, |V| = {run_ce['data']['vocab_size']}, "
       f"{run_ce['data']['train_chars']:,} train chars; steps: {run_ce['steps']}")
 print(f"parameters: transformer {counts_default['transformer']:,}, "
-      f"token embedding {counts_default['embedding']:,}, positions {counts_default['positions']:,}   "
+      f"token embedding {counts_default['embedding']:,}, "
+      f"positions {counts_default['positions']:,}   "
       f"(paper: {PAPER_SETUP['params']})")
 
 # %% tags=["hide-cell"]
 if SAVED:
     for arm, result in saved.items():
         machine = result["machine"]
-        print(f"saved run ({arm}): produced by `{result['command']}` at `{result['commit'][:12]}` on "
+        print(f"saved run ({arm}): produced by `{result['command']}` "
+              f"at `{result['commit'][:12]}` on "
               f"{result['created'][:10]} ({machine['cpu']}, {machine['cpus']} CPUs, "
               f"torch {machine['torch']}, {machine['torch_threads']} thread)")
-        print(f"    {result['data']['steps']} steps, wall time {result['wall_time_s'] / 60:.0f} min "
-              f"({result['data']['steps_per_second']:.2f} steps/s on a machine shared with other jobs)")
+        run_data = result["data"]
+        print(f"    {run_data['steps']} steps, wall time {result['wall_time_s'] / 60:.0f} min "
+              f"({run_data['steps_per_second']:.2f} steps/s on a machine shared with other jobs)")
     idle_step = load_result("bench_margin_cpu")["data"]["results"]["k16"]["times"]
     print(f"target of the cpu tier: CE arm at <= {TARGET_BPC} validation BPC; reached "
           f"{trained_ce['final_val_bpc']:.2f} -> "
           f"{'met' if trained_ce['final_val_bpc'] <= TARGET_BPC else 'NOT met'}")
-    print(f"a margin-arm step took {1 / trained_margin['steps_per_second']:.2f} s here; the benchmark "
+    step_seconds = 1 / trained_margin["steps_per_second"]
+    print(f"a margin-arm step took {step_seconds:.2f} s here; the benchmark "
           f"timed it at {min(idle_step):.2f} s on one thread (on a busier machine)")
 
 # %% tags=["hide-cell"]
@@ -773,14 +796,16 @@ if SAVED:
     def without_lambda(config):
         return {k: v for k, v in config.items() if k != "lambda_margin"}
     assert without_lambda(saved["ce"]["config"]) == without_lambda(saved["margin"]["config"])
-    assert saved["ce"]["config"]["lambda_margin"] == 0 and saved["margin"]["config"]["lambda_margin"] > 0
+    assert saved["ce"]["config"]["lambda_margin"] == 0
+    assert saved["margin"]["config"]["lambda_margin"] > 0
     assert trained_ce["steps"] == trained_ce["total_steps"]
     assert trained_margin["steps"] == trained_margin["total_steps"]
 
 # %% tags=["hide-cell"]
 if SAVED_SEED1:
     for arm, result in pair_seed1.items():
-        print(f"saved run ({arm}, seed {result['config']['seed']}): produced by `{result['command']}` "
+        print(f"saved run ({arm}, seed {result['config']['seed']}): "
+              f"produced by `{result['command']}` "
               f"at `{result['commit'][:12]}` on {result['created'][:10]}, "
               f"wall time {result['wall_time_s'] / 60:.0f} min")
 
@@ -797,7 +822,8 @@ if SAVED_SEED1:
 bench_run = load_result("bench_margin_cpu")
 bench = bench_run["data"]
 if bench:
-    print(f"`{bench_run['command']}` at commit {bench_run['commit'][:10]} on {bench_run['machine']['cpu']}")
+    print(f"`{bench_run['command']}` at commit {bench_run['commit'][:10]} "
+          f"on {bench_run['machine']['cpu']}")
     print(f"{bench['date']}, {bench['cpus']} CPUs, {bench['args']['threads']} thread(s), "
           f"median of {bench['args']['repeats']} steps")
     for mode, label in (("ce", "CE only"), ("exact", "exact penalty, all positions (Sylvester)"),

@@ -197,7 +197,8 @@ for lam in models:
 rho = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
 relative = {lam: noise_curve(models[lam], val_inputs, val_targets,
                              sigmas=[r * embedding_rms[lam] for r in rho],
-                             draws=config[lam].noise_draws, seed=config[lam].seed) for lam in models}
+                             draws=config[lam].noise_draws, seed=config[lam].seed)
+            for lam in models}
 print(f"{'rho':>4s} | {'deg CE':>6s} {'deg margin':>10s}")
 for i, r in enumerate(rho):
     print(f"{r:4.1f} | {produced(relative[0.0]['degradation'][i], '6.3f')} "
@@ -262,7 +263,8 @@ if SAVED:
 
 # %%
 if SAVED:
-    print(f"{'sigma':>6s} | {'BPC CE':>7s} {'BPC margin':>10s} | {'deg CE':>6s} {'deg margin':>10s} | "
+    print(f"{'sigma':>6s} | {'BPC CE':>7s} {'BPC margin':>10s} | "
+          f"{'deg CE':>6s} {'deg margin':>10s} | "
           f"{'deg margin, equal relative noise':>32s}")
     for i, sigma in enumerate(absolute["barrier_ce"]["sigmas"]):
         print(f"{sigma:6.2f} | {absolute['barrier_ce']['bpc_mean'][i]:7.3f} "
@@ -297,12 +299,15 @@ if SAVED:
 
 # %%
 if SAVED:
-    saved_abs = absolute["barrier_ce"]["degradation"][-1] - absolute["barrier_margin"]["degradation"][-1]
-    saved_rel = rescaled["barrier_ce"]["degradation"][-1] - rescaled["barrier_margin"]["degradation"][-1]
-    saved_spread = max(absolute[a]["bpc_std"][-1] for a in arms) / absolute["barrier_ce"]["bpc_mean"][0]
+    margin_deg = absolute["barrier_margin"]["degradation"]
+    ce_deg = absolute["barrier_ce"]["degradation"]
+    saved_abs = ce_deg[-1] - margin_deg[-1]
+    saved_rel = (rescaled["barrier_ce"]["degradation"][-1]
+                 - rescaled["barrier_margin"]["degradation"][-1])
+    clean_ce = absolute["barrier_ce"]["bpc_mean"][0]
+    saved_spread = max(absolute[a]["bpc_std"][-1] for a in arms) / clean_ce
     print(f"degradation(CE) - degradation(margin) at the largest sigma: {saved_abs:+.3f} absolute, "
           f"{saved_rel:+.3f} at equal relative noise; draw-to-draw spread {saved_spread:.3f}")
-    margin_deg, ce_deg = absolute["barrier_margin"]["degradation"], absolute["barrier_ce"]["degradation"]
     assert all(m < c for m, c in zip(margin_deg[1:], ce_deg[1:]))   # less at every sigma > 0
     assert saved_abs > 0.05 and abs(saved_rel) < saved_abs / 4
 
@@ -331,7 +336,8 @@ gpu_absolute, gpu_rescaled = gpu_robustness["absolute"], gpu_robustness["relativ
 print(f"device: {gpu_robustness['gpu']['name']}; embedding RMS: "
       f"CE {gpu_robustness['embedding_rms']['ce']:.4f}, "
       f"margin {gpu_robustness['embedding_rms']['margin']:.4f}")
-print(f"{'sigma':>6s} | {'deg CE':>6s} {'deg margin':>10s} | {'deg margin, equal relative noise':>32s}")
+print(f"{'sigma':>6s} | {'deg CE':>6s} {'deg margin':>10s} | "
+      f"{'deg margin, equal relative noise':>32s}")
 for i, sigma in enumerate(gpu_absolute["gpu_barrier_ce"]["sigmas"]):
     print(f"{sigma:6.2f} | {gpu_absolute['gpu_barrier_ce']['degradation'][i]:6.3f} "
           f"{gpu_absolute['gpu_barrier_margin']['degradation'][i]:10.3f} | "
@@ -385,7 +391,8 @@ print("asserted on the saved GPU numbers: the margin arm degrades less for 0 < s
 paper_difference = PAPER_FIG75["ce"]["degradation"] - PAPER_FIG75["margin"]["degradation"]
 print(f"paper at sigma = 0.5: BPC CE {PAPER_FIG75['ce']['bpc_sigma_0.5']:.3f}, "
       f"margin {PAPER_FIG75['margin']['bpc_sigma_0.5']:.3f}; degradation CE "
-      f"{PAPER_FIG75['ce']['degradation']:.2f}x, margin {PAPER_FIG75['margin']['degradation']:.2f}x")
+      f"{PAPER_FIG75['ce']['degradation']:.2f}x, "
+      f"margin {PAPER_FIG75['margin']['degradation']:.2f}x")
 print(f"degradation(CE) - degradation(margin) at sigma = 0.5: paper {paper_difference:+.2f}; "
       f"miniature {produced(miniature_abs, '+.3f')}")
 if SAVED:
@@ -458,7 +465,8 @@ print(f"default run: {config[0.0].steps} steps, d_model={config[0.0].model.d_mod
 if SAVED:
     print(f"saved run: produced by `{robustness['command']}` at `{robustness['commit'][:12]}` on "
           f"{robustness['created'][:10]} (wall time {robustness['wall_time_s'] / 60:.0f} min)")
-    print(f"{len(robustness['config']['sigmas'])} sigmas x {robustness['config']['draws']} draws on "
-          f"{robustness['config']['eval_windows']} validation windows of the trained models "
+    grid = robustness["config"]
+    print(f"{len(grid['sigmas'])} sigmas x {grid['draws']} draws on "
+          f"{grid['eval_windows']} validation windows of the trained models "
           f"(from `{load_result('barrier_ce')['command']}` and "
           f"`{load_result('barrier_margin')['command']}`)")
