@@ -13,7 +13,9 @@ import pytest  # noqa: E402
 from nextword.booktools.schematics.barrier import (  # noqa: E402
     draw_barrier_landscape,
     draw_noise_and_scale,
+    draw_penalised_objective,
     log_barrier,
+    path_minimiser,
 )
 
 
@@ -72,3 +74,26 @@ def test_noise_and_scale_refuses_bad_arguments():
         draw_noise_and_scale(np.eye(2), 0.0)
     with pytest.raises(ValueError, match="scales"):
         draw_noise_and_scale(np.eye(2), 0.1, scales=(1.0, -1.0))
+
+
+def test_path_minimiser_solves_the_first_order_condition():
+    for weight, variance, tau in [(0.0, 1.0, 1.0), (0.75, 1.0, 1.0), (0.3, 2.0, 0.5)]:
+        a = path_minimiser(weight, variance=variance, tau=tau)
+        assert abs(weight * variance / (1 - a * variance) + a / tau) < 1e-12
+        assert 1 - a * variance > 0 and a <= 0  # admissible side, negative coupling
+    assert path_minimiser(2.0) < path_minimiser(0.75) < path_minimiser(0.0)  # moves left with λ
+    with pytest.raises(ValueError, match="weight"):
+        path_minimiser(-1.0)
+    with pytest.raises(ValueError, match="variance and tau"):
+        path_minimiser(1.0, tau=0.0)
+
+
+def test_penalised_objective_marks_each_minimiser_and_the_wall():
+    ax = draw_penalised_objective((0.0, 2.0))
+    marks = [line.get_data() for line in ax.lines if line.get_marker() == "o"]
+    assert np.allclose([m[0][0] for m in marks], [0.0, -1.0], atol=1e-12)
+    assert np.allclose(marks[1][1][0], -2 * np.log(2) + 0.5, atol=1e-12)  # f(a*) at λ = 2
+    assert any(np.allclose(line.get_xdata(), 1.0) for line in ax.lines)  # the wall a = 1/V
+    plt.close("all")
+    with pytest.raises(ValueError, match="weights"):
+        draw_penalised_objective(())

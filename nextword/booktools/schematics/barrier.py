@@ -10,7 +10,10 @@ that function evaluated, not drawn by hand.
   against ``log|m|``, with the places trained models reached marked, so that their distance from the
   wall (``log|m| → −∞``) can be read off;
 * :func:`draw_noise_and_scale` — the same noise ball around a few embeddings at two scales of the
-  embeddings (page 4.8): a fixed absolute noise σ is a smaller perturbation of larger embeddings.
+  embeddings (page 4.8): a fixed absolute noise σ is a smaller perturbation of larger embeddings;
+* :func:`path_minimiser` and :func:`draw_penalised_objective` — the one-dimensional regularisation
+  path (page 4.9): ``−λ log(1 − aV) + a²/(2τ)`` and its minimiser, which moves away from the
+  barrier ``a = 1/V`` as λ grows.
 """
 
 from __future__ import annotations
@@ -22,7 +25,13 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.patches import Circle
 
-__all__ = ["log_barrier", "draw_barrier_landscape", "draw_noise_and_scale"]
+__all__ = [
+    "log_barrier",
+    "draw_barrier_landscape",
+    "draw_noise_and_scale",
+    "path_minimiser",
+    "draw_penalised_objective",
+]
 
 
 def log_barrier(margins: object) -> np.ndarray:
@@ -188,3 +197,69 @@ def draw_noise_and_scale(
             title=f"embeddings x {scale:g}: nearest gap = {gaps.min() / sigma:.1f} sigma",
         )
     return axes
+
+
+def path_minimiser(weight: float, *, variance: float = 1.0, tau: float = 1.0) -> float:
+    """The admissible minimiser ``a* = (1 − sqrt(1 + 4 V² λ τ)) / (2V)`` of
+    ``f(a) = −λ log(1 − aV) + a²/(2τ)`` on ``1 − aV > 0`` (the one-dimensional regularisation path).
+
+    Raises ValueError for a negative ``weight`` or a non-positive ``variance`` or ``tau``.
+
+    >>> path_minimiser(0.75), path_minimiser(2.0)
+    (-0.5, -1.0)
+    """
+    if weight < 0:
+        raise ValueError(f"weight must be >= 0, got {weight}")
+    if not (variance > 0 and tau > 0):
+        raise ValueError(f"variance and tau must be positive, got {variance}, {tau}")
+    return float((1 - np.sqrt(1 + 4 * variance**2 * weight * tau)) / (2 * variance))
+
+
+def draw_penalised_objective(
+    weights: Sequence[float] = (0.0, 0.75, 2.0),
+    *,
+    variance: float = 1.0,
+    tau: float = 1.0,
+    ax: Axes | None = None,
+) -> Axes:
+    """``f(a) = −λ log(1 − aV) + a²/(2τ)`` against the coupling ``a`` for each weight λ in ``weights``,
+    with its minimiser :func:`path_minimiser` marked and the barrier ``a = 1/V`` drawn as a wall.
+
+    The minimisers move left (more negative coupling) as λ grows: away from the wall, not along a
+    margin to it. Returns the axes; raises ValueError as :func:`path_minimiser` does, or for no weights.
+    """
+    if len(weights) == 0:
+        raise ValueError("weights must name at least one penalty weight")
+    minimisers = [path_minimiser(w, variance=variance, tau=tau) for w in weights]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.5, 4))
+    wall = 1 / variance
+    left = min(minimisers) - 1.5 / variance
+    couplings = np.linspace(left, wall - 0.02 / variance, 400)
+    lowest = min(w * float(log_barrier(1 - m * variance)) + m**2 / (2 * tau) for w, m in zip(weights, minimisers))
+    bottom = min(-0.5, lowest - 0.6)
+    for n, (weight, minimiser) in enumerate(zip(weights, minimisers)):
+        objective = weight * log_barrier(1 - couplings * variance) + couplings**2 / (2 * tau)
+        at_minimiser = weight * float(log_barrier(1 - minimiser * variance)) + minimiser**2 / (2 * tau)
+        ax.plot(couplings, objective, color=f"C{n}", lw=2, label=f"$\\lambda={weight:g}$")
+        ax.plot([minimiser], [at_minimiser], "o", color=f"C{n}", ms=8)
+        ax.annotate(
+            f"$a^*={minimiser:+.2f}$",
+            (minimiser, at_minimiser),
+            (minimiser - 0.2, at_minimiser + 0.9),
+            fontsize=8,
+            color=f"C{n}",
+            arrowprops={"arrowstyle": "->", "color": f"C{n}"},
+        )
+    ax.axvline(wall, color="C3", lw=3)
+    ax.text(wall - 0.05, bottom + 0.2, "barrier\n$a=1/V$", ha="right", va="bottom", fontsize=8, color="C3")
+    ax.axvline(0, color="0.5", lw=0.8)
+    ax.set(
+        xlim=(left, wall + 0.1 / variance),
+        ylim=(bottom, 4.0),
+        xlabel="coupling $a$",
+        ylabel="$f(a)$",
+        title=r"$f(a)=-\lambda\log(1-aV)+a^2/(2\tau)$ and its minimiser",
+    )
+    ax.legend(fontsize=8, loc="upper center")
+    return ax
