@@ -9,8 +9,8 @@
 # causal attention layer gives its embeddings: $-\log\lvert\det(I-\Sigma_tA)\rvert$. It grows without
 # bound as the layer approaches a degenerate configuration, one where the layer's map stops being
 # invertible and small perturbations can have disproportionate effects. The paper's §7 adds this
-# term to training as a {term}`margin penalty`, expecting a model that keeps a safety
-# margin from that boundary at a small price in accuracy.
+# term to training as a {term}`margin penalty`, expecting a model that keeps a safety margin from
+# that boundary at a small price in accuracy.
 #
 # This page trains the two models — with and without the penalty — and looks at where training
 # actually took them. The finding: the penalty's own gradient pushes the prior's coupling
