@@ -17,6 +17,8 @@ from nextword.booktools.schematics.dynamics import (  # noqa: E402
     draw_feedback_loop,
     draw_gradient_flow,
     draw_page_route,
+    draw_protocols,
+    protocol_updates,
 )
 
 
@@ -52,4 +54,16 @@ def test_feedback_loop_and_page_route_check_their_input():
     assert [t.get_text() for t in ax.texts if t.get_text()] == ["3.1\none", "3.2\ntwo"]
     with pytest.raises(ValueError, match="pages"):
         draw_page_route([])
+    plt.close("all")
+
+
+def test_protocols_differ_only_in_the_value_step():
+    updates = protocol_updates(1.0, 5.0)
+    assert updates["SGD"][0] == updates["EM-like"][0] and updates["SGD"][2] == updates["EM-like"][2]
+    assert updates["SGD"][1] != updates["EM-like"][1] and "5" in updates["EM-like"][1]
+    ax = draw_protocols(1.0, 5.0)
+    texts = [t.get_text() for t in ax.texts]
+    assert texts.count(updates["EM-like"][1]) == 1
+    with pytest.raises(ValueError, match="value_lr"):
+        protocol_updates(1.0, 0.0)
     plt.close("all")

@@ -6,6 +6,7 @@
   through the scores). The arrows are the data :data:`BACKWARD_SIGNALS`, and :func:`backward_route`
   reads off which quantities a gradient passes through on its way from the loss to a node.
 * :func:`draw_feedback_loop` — the routing/content loop of §4.4 as a cycle of four boxes (page 3.2).
+* :func:`draw_protocols` — what one training step of SGD and of the EM-like schedule updates (page 3.3).
 * :func:`draw_page_route` — the pages of a part as boxes joined by arrows (the part overview).
 
 Every function takes an optional matplotlib ``Axes`` and returns the one it drew on.
@@ -28,6 +29,8 @@ __all__ = [
     "draw_feedback_loop",
     "draw_gradient_flow",
     "draw_page_route",
+    "draw_protocols",
+    "protocol_updates",
 ]
 
 #: The quantities of one head: name -> (centre (x, y), label, colour role of ``core.COLOURS``).
@@ -162,12 +165,12 @@ def draw_feedback_loop(ax: Axes | None = None, steps: Sequence[str] = FEEDBACK_S
     ax = _axes(ax, (7.5, 5.6))
     n = len(steps)
     angles = np.pi / 2 - 2 * np.pi * np.arange(n) / n
-    centres = [(3.2 * np.cos(a), 2.2 * np.sin(a)) for a in angles]
+    centres = [(3.2 * np.cos(a), 2.8 * np.sin(a)) for a in angles]
     for centre, label in zip(centres, steps):
         box(ax, centre, label, width=3.3, height=1.0, colour=COLOURS["state"], fontsize=8.5)
     for i in range(n):
-        arrow(ax, centres[i], centres[(i + 1) % n], rad=-0.25, shrink=38.0, width=1.3, colour=COLOURS["highlight"])
-    blank(ax, (-5.2, 5.2), (-3.0, 3.0))
+        arrow(ax, centres[i], centres[(i + 1) % n], rad=-0.25, shrink=50.0, width=1.3, colour=COLOURS["highlight"])
+    blank(ax, (-5.2, 5.2), (-3.5, 3.5))
     return ax
 
 
@@ -186,4 +189,55 @@ def draw_page_route(pages: Sequence[tuple[str, str]], ax: Axes | None = None) ->
         if i:
             arrow(ax, ((i - 1) * spacing + 1.1, 0.0), (i * spacing - 1.1, 0.0), shrink=2.0, width=1.2)
     blank(ax, (-1.3, spacing * (len(pages) - 1) + 1.3), (-0.75, 0.75))
+    return ax
+
+
+#: The parameter groups of one head, in the order :func:`draw_protocols` draws them.
+PARAMETER_GROUPS: tuple[str, ...] = ("routing\n$W_Q$, $W_K$", "values\n$v_j = x_j W_V$", "read-out\n$W_O$, $b$")
+
+
+def protocol_updates(lr: float, value_lr: float) -> dict[str, tuple[str, ...]]:
+    """What one step of each protocol of §5.3/§7.2 does to each of :data:`PARAMETER_GROUPS`.
+
+    SGD: a gradient step with rate ``lr`` on everything. EM-like: the same gradient step on routing and
+    read-out, and on the values the closed-form step (33), ``Δv_j = -value_lr Σ_i α_ij u_i``, carried to
+    ``W_V`` by least squares (``nextword.theory.dynamics.sticky``).
+
+    >>> updates = protocol_updates(1.0, 5.0)
+    >>> [a == b for a, b in zip(updates["SGD"], updates["EM-like"])]
+    [True, False, True]
+    """
+    for name, rate in (("lr", lr), ("value_lr", value_lr)):
+        if not (isinstance(rate, (int, float)) and rate > 0):
+            raise ValueError(f"{name} must be a positive number, got {rate!r}")
+    gradient = f"gradient step\nrate {lr:g}"
+    value_step = f"closed-form step (33)\n$\\Delta v_j = -{value_lr:g}\\sum_i \\alpha_{{ij}} u_i$"
+    return {"SGD": (gradient, gradient, gradient), "EM-like": (gradient, value_step, gradient)}
+
+
+def draw_protocols(lr: float, value_lr: float, ax: Axes | None = None) -> Axes:
+    """The two training schedules as a table of boxes: one row per protocol, one column per parameter
+    group (:data:`PARAMETER_GROUPS`); the cells where the protocols differ are highlighted."""
+    updates = protocol_updates(lr, value_lr)
+    ax = _axes(ax, (9.0, 3.2))
+    col_x = [2.4 + 2.9 * c for c in range(len(PARAMETER_GROUPS))]
+    for x, group in zip(col_x, PARAMETER_GROUPS):
+        box(ax, (x, 2.2), group, width=2.6, height=0.75, colour=COLOURS["input"], fontsize=8.5)
+    for r, (protocol, cells) in enumerate(updates.items()):
+        y = 1.1 - 1.05 * r
+        ax.text(0.1, y, protocol, ha="left", va="center", fontsize=10, fontweight="bold")
+        for c, (x, text) in enumerate(zip(col_x, cells)):
+            differs = text != updates["SGD"][c]
+            colour = COLOURS["highlight"] if differs else COLOURS["edge"]
+            box(
+                ax,
+                (x, y),
+                text,
+                width=2.6,
+                height=0.85,
+                colour=COLOURS["state"] if differs else "#ffffff",
+                edge=colour,
+                fontsize=8.5,
+            )
+    blank(ax, (0.0, col_x[-1] + 1.45), (-0.5, 2.7))
     return ax
