@@ -3,8 +3,8 @@
 #
 # **The question.** When different groups of queries need different positions, the gradient pushes
 # their keys apart — but how far: to right angles, as the paper says, or further? And the paper
-# recommends two knobs, LayerNorm on the values and attention dropout, for what they should do to
-# the routing/content feedback loop: do they?
+# recommends two knobs — LayerNorm on the values and attention dropout — for their effect on the
+# feedback loop between routing and content: do they have that effect?
 #
 # Papers often turn a gradient formula into design advice without measuring it. This page measures
 # three such statements of the paper on a toy in which we know which positions each query should
