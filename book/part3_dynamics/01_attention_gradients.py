@@ -641,6 +641,9 @@ assert abs((loss_of(params.sgd(g, eta), X, y, False) - g.loss) / (-eta * sq) - 1
 #
 # ## Check your understanding
 #
+# (Exercise 01, `exercises/part3_dynamics/ex01_advantage_routing.ipynb`, asks you to implement the
+# score gradient and the advantage and to show that the advantages of one query average to zero.)
+#
 # 1. In the tiny example, suppose the target were class B instead of A. Without running code, which
 #    scores would gradient descent raise and which lower?
 #
@@ -651,12 +654,14 @@ assert abs((loss_of(params.sgd(g, eta), X, y, False) - g.loss) / (-eta * sq) - 1
 #    weight is twice as large.
 #    ```
 #
-# 2. Why do the score gradients of one query always add up to zero?
+# 2. Suppose every position offers the same value vector. What are the score gradients, and what
+#    does that say about what attention can learn?
 #
 #    ```{dropdown} Answer
-#    $\sum_k \alpha_{ik}(b_{ik} - \mathbb E_{\alpha_i}[b]) = \mathbb E_{\alpha_i}[b] -
-#    \mathbb E_{\alpha_i}[b] = 0$. Equivalently: adding the same number to all of a query's scores
-#    leaves its softmax weights unchanged, so the loss cannot change along that direction.
+#    All compatibilities of a query are equal, $b_{ij} = u_i^\top v$, so each equals its mean and
+#    every $\partial L/\partial s_{ij}$ is 0: when all positions offer the same thing there is
+#    nothing to prefer, and the scores do not move. Attention learns only from *differences*
+#    between what the positions offer.
 #    ```
 #
 # 3. A position has a hugely positive advantage but the query gives it weight $10^{-6}$. Will its

@@ -663,6 +663,10 @@ assert np.all(rho1_all < 0.5)
 #
 # ## Check your understanding
 #
+# (Exercise 02, `exercises/part3_dynamics/ex02_value_update_loss_change.ipynb`, asks you to
+# implement Eqs. (41) and (43), build a configuration in which a query loses, and explain why the
+# total still falls.)
+#
 # 1. In the tiny example, change query 2's error to $u_2 = (1, 1)$. Does query 2 still lose?
 #
 #    ```{dropdown} Answer
@@ -671,13 +675,13 @@ assert np.all(rho1_all < 0.5)
 #    roughly the same way, so the shared value can help both.
 #    ```
 #
-# 2. Why does the sum of the first-order loss changes over all queries equal
-#    $-\eta\Vert\bar u_j\Vert^2$?
+# 2. In the tiny example, why is query 1's first-order gain ($0.048$) smaller than the
+#    dominant-query approximation's ($0.064$)?
 #
 #    ```{dropdown} Answer
-#    $\sum_i\Delta L_i = \sum_i u_i^\top(\alpha_{ij}\Delta v_j) = (\sum_i\alpha_{ij}u_i)^\top\Delta v_j
-#    = \bar u_j^\top(-\eta\bar u_j)$. It is the usual "a gradient step decreases the loss by
-#    $\eta$ times the squared gradient", because $\bar u_j$ is the gradient with respect to $v_j$.
+#    The approximation pretends query 1 is the value's only user, $\bar u = 0.8\,u_1$. The real
+#    $\bar u$ also contains $0.2\,u_2$, which points partly against $u_1$, so $v$ moves less far
+#    along $-u_1$ than the approximation assumes, and query 1 gains less.
 #    ```
 #
 # 3. In the feedback loop, the compatibility $b_{ij}$ of the helpful pair *falls*. Why is that good

@@ -359,6 +359,9 @@ assert err < 1e-8
 #
 # ## Check your understanding
 #
+# (Exercise 05, `exercises/part3_dynamics/ex05_key_geometry.ipynb`, asks you to implement the key
+# gradient and the simplex cosine for any number of groups.)
+#
 # 1. In the tiny example, what would one step do to the keys if both positions were equally
 #    helpful ($b = (-1, -1)$)?
 #
@@ -367,12 +370,14 @@ assert err < 1e-8
 #    and both key gradients vanish. Keys are pushed apart only by *differences* in advantage.
 #    ```
 #
-# 2. Four groups of queries share one head and are interchangeable. At what cosine do you expect
-#    their keys to settle, and at what angle?
+# 2. Why does attention dropout raise the *training* loss of the toy, although it makes the head
+#    use its carriers more evenly?
 #
 #    ```{dropdown} Answer
-#    $\cos = -1/(4-1) = -1/3$, an angle of about 109.5° — the angle between the lines from the
-#    centre of a regular tetrahedron to its corners.
+#    With dropout the head cannot count on the reliable carrier (it is dropped 30% of the time), so
+#    it learns to spread its attention over the less reliable ones too. Evaluated without dropout,
+#    that hedged attention mixes in noisier evidence than a head that trusts carrier 1, so its loss
+#    is higher at the same number of steps (measured in every seed).
 #    ```
 #
 # 3. Why does LayerNorm on the values leave the key geometry unchanged?

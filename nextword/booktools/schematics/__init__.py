@@ -5,4 +5,6 @@
 ``attention``   figures of 6.2–6.4 (q/k/v through one head, the causal mask as a matrix, heads split
                 and concatenated)
 ``positions``   figures of 6.5–6.7 (positional encodings, rotations, the decoder block)
+``dynamics``    figures of Part 3 (the gradient flow through one head, the routing/content feedback loop,
+                the two training protocols, the route through a part)
 """
