@@ -9,4 +9,6 @@
                 the KL objective as the gap between two distributions)
 ``generation``  figures of Part 2, pages 2.6 and 2.8 (the search tree of greedy, exhaustive and beam
                 decoding; a sequence masked and unmasked by discrete diffusion)
+``dynamics``    figures of Part 3 (the gradient flow through one head, the routing/content feedback loop,
+                the two training protocols, the route through a part)
 """

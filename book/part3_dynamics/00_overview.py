@@ -1,0 +1,123 @@
+# %% [markdown]
+# # Part 3 — The gradient dynamics of attention: overview
+#
+# **The question.** How does plain training — gradient descent on the next-token loss — teach an
+# attention head *where* to look and *what* to hand over? Part 1 showed what a trained head does;
+# this part asks how it got there, by following the error signal backwards through one head and
+# watching what the resulting updates do over many steps. A student who can read these gradients
+# can predict which attention weights will grow, why a head specialises, and why attention often
+# settles long before the loss stops improving.
+#
+# ```{admonition} Learning goals
+# :class: tip
+# After this part you can
+# - derive the gradients of one attention head and say which quantities each one reaches;
+# - predict from the sign of the advantage which attention scores gradient descent raises;
+# - explain the feedback loop between routing (the weights) and content (the values), and its
+#   reading as an EM-like algorithm;
+# - judge a paper's training comparison by reproducing it with a known optimum and several seeds.
+# ```
+#
+# **Builds on:** [6.2 The attention mechanism](../part1_chapter6/6_2_attention_mechanism.ipynb)
+# (queries, keys, values, softmax weights) and [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb)
+# (a position reads only the past, as the head of 3.3 does) · the chain rule, the softmax and the
+# cross-entropy loss of a classifier. **Reading time:** about 8 minutes.
+#
+# *Source: N. Aggarwal, S. R. Dalal, V. Misra, "Gradient Dynamics of Attention: How Cross-Entropy
+# Sculpts Bayesian Manifolds", §2–8 (the derivations of §2–3, the dynamics of §4–6, the experiments
+# of §7, the diagnostics and design advice of §8).*
+
+# %%
+import matplotlib.pyplot as plt
+
+from nextword.booktools.plotting import use_book_style
+from nextword.booktools.schematics.dynamics import draw_page_route
+
+use_book_style()
+
+# %% [markdown]
+# ## What the paper claims, in plain words
+#
+# The paper studies the smallest setting with the whole story in it: one attention head, a linear
+# read-out, a softmax over classes, trained with cross-entropy.
+#
+# - **Scores learn by comparison with the average.** The gradient of a score is the
+#   {term}`attention weight` times "how much worse than the current mixture this position is"; the
+#   paper names the better-than-average part the {term}`advantage`. Descent raises the scores of positions that would
+#   lower the loss more than what the query reads now.
+# - **Values learn from the errors of the queries that use them.** Each {term}`value` is pushed in
+#   the direction that would fix the errors of its users (their {term}`upstream gradient`), weighted by how much each user attends to it.
+# - **The two feed each other.** A position that helps gets more attention; more attention makes
+#   its value adapt more to that query; the value then helps more. Heads *specialise* this way.
+# - **This looks like EM.** The attention weights play the role of EM's soft assignments
+#   (responsibilities), the values the role of cluster centres; the paper argues attention settles
+#   first and values keep refining, and that an EM-like training schedule learns faster than SGD.
+# - **Design advice follows.** Keys are pushed apart by different groups of queries; LayerNorm on
+#   values and attention dropout act on the feedback loop in predictable ways.
+#
+# ## What you need first
+#
+# - **Attention itself** — queries, keys, values, scores, the softmax and the weighted average:
+#   [6.2 The attention mechanism](../part1_chapter6/6_2_attention_mechanism.ipynb).
+# - **The causal mask** (page 3.3 trains a head that may read only the past):
+#   [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb).
+# - **The chain rule for vectors and matrices** — a gradient passed backwards through a product
+#   $y = xW$ becomes $\partial L/\partial x = (\partial L/\partial y)W^\top$; any calculus text's
+#   chapter on partial derivatives. Page 3.1 works it for one query by hand first. The notation
+#   table of [Appendix A](../partA_appendix/A_notation_and_environment.ipynb) maps the paper's
+#   symbols to the book's.
+# - **Softmax and cross-entropy** — the gradient of $-\log\operatorname{softmax}(\ell)_y$ with
+#   respect to the logits is $p - e_y$; page 3.1 re-derives it with sympy.
+# - **Gradient descent** and, for page 3.3, the idea of a **Markov chain** (the next symbol depends
+#   only on the current one) and of the **EM algorithm** for a mixture of Gaussians (alternate soft
+#   assignments and weighted means); page 3.2 recalls what is needed.
+#
+# ## The route through this part
+
+# %%
+ax = draw_page_route([("3.1", "Attention\ngradients"), ("3.2", "Routing and\nspecialisation"),
+                      ("3.3", "Sticky chain:\nEM vs SGD"), ("3.4", "Design\nchoices")])
+plt.show()
+
+# %% [markdown]
+# **Figure 3.0.1.** The reading order of Part 3: the gradients of one step first, then what they
+# do over many steps, then the paper's main experiment, then what they imply for the keys and for
+# two design options. Each page links back to the ones it needs.
+#
+# - [3.1 Attention gradients](01_attention_gradients.ipynb) — when a head contributes to a wrong
+#   prediction, which way does each of its numbers move, and why is the score's gradient an
+#   "advantage"?
+# - [3.2 Routing and specialisation](02_routing_and_specialisation.ipynb) — what do the gradients
+#   do over many steps: how does one value update change the loss, and does the feedback loop make a
+#   head specialise?
+# - [3.3 The sticky Markov chain](03_sticky_chain_em_vs_sgd.ipynb) — does the EM-like schedule
+#   really train faster than SGD on the paper's task, and how close do both get to the best possible
+#   prediction?
+# - [3.4 Design choices](04_design_choices.ipynb) — do the keys of competing hypotheses become
+#   orthogonal as the paper says, and what do LayerNorm on the values and attention dropout do?
+#
+# ## What the book found
+#
+# Every formula of §3 holds (sympy, finite differences, autograd; [3.1](01_attention_gradients.ipynb)).
+# Where the paper's words or numbers did not survive a check, the [errata](../ERRATA.md) ledger has a
+# row (cited here by its source and location):
+#
+# - **The direction of the advantage is stated backwards in the prose** (§3.4 after Eq. (23),
+#   contribution (2), abstract, §5.1, §11): attention moves towards values whose compatibility is
+#   *below* the mean, as the equations say. [errata](../ERRATA.md) row "Dynamics — Aggarwal, Dalal,
+#   Misra, §3.4 sentence after Eq. (23)"; shown in [3.1](01_attention_gradients.ipynb).
+# - **The feedback loop's sign** (§4.4, §4.5, Fig. 1): a value moves towards $-u_i$, so its
+#   compatibility *falls*; the loop holds with the sign corrected. [errata](../ERRATA.md) row
+#   "§4.4 steps (2)–(3)"; shown in [3.2](02_routing_and_specialisation.ipynb).
+# - **Keys are pushed apart, but to a simplex, not to orthogonality** (§6.2): two competing
+#   hypotheses end nearly opposite, three at about 120°. [errata](../ERRATA.md) row "§6.2 (hypothesis
+#   frames and key orthogonality)"; shown in [3.4](04_design_choices.ipynb).
+# - **The sticky chain's transition rule** (§7.2) is garbled in the text; only one reading gives the
+#   printed 1.8833. [errata](../ERRATA.md) row "§7.2 task statement (transition rule)"; shown in
+#   [3.3](03_sticky_chain_em_vs_sgd.ipynb).
+# - **The noise's effect on the best possible entropy** is set by the distance between the symbol
+#   means, not by the input dimension. [errata](../ERRATA.md) row "§7.2, Table 1 caption"; shown in
+#   [3.3](03_sticky_chain_em_vs_sgd.ipynb).
+# - **EM-like versus SGD (Table 1) is not reproduced**: with our reading the two schedules end within
+#   noise of each other over several seeds, and the saved paper-sized run agrees. [errata](../ERRATA.md)
+#   row "§7.2 Table 1, Results, Takeaways"; shown in [3.3](03_sticky_chain_em_vs_sgd.ipynb).
