@@ -5,4 +5,6 @@
 ``attention``   figures of 6.2–6.4 (q/k/v through one head, the causal mask as a matrix, heads split
                 and concatenated)
 ``positions``   figures of 6.5–6.7 (positional encodings, rotations, the decoder block)
+``sphere``      figures of Part 5 (RMSNorm onto a sphere, the tangent plane, retraction against the
+                exponential map, the von Mises–Fisher density on a circle)
 """
