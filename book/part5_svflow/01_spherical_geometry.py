@@ -75,9 +75,11 @@ for state in ([3.0, 4.0], [0.3, 0.4], [-1.0, 2.0]):
     mean_of_squares = np.mean(state**2)
     root_mean_square = np.sqrt(mean_of_squares)
     normalised = state / root_mean_square
+    on_unit_circle = normalised / np.sqrt(2)
     print(f"state {state}: mean of squares {mean_of_squares:g}, rms {root_mean_square:.3f} "
           f"-> {np.round(normalised, 3)}, "
-          f"length {np.linalg.norm(normalised):.3f}; on the unit circle {np.round(normalised / np.sqrt(2), 3)}")
+          f"length {np.linalg.norm(normalised):.3f}; "
+          f"on the unit circle {np.round(on_unit_circle, 3)}")
     assert np.allclose(normalised, rms_norm(state, eps=0.0), atol=1e-12)  # the library's RMSNorm
 
 # %% [markdown]
@@ -100,8 +102,10 @@ by_retraction = (x + v) / np.linalg.norm(x + v)
 by_exp_map = np.cos(0.5) * x + np.sin(0.5) * along
 angle = lambda point: np.arccos(np.clip(point @ x, -1, 1))  # noqa: E731  (angle turned from x)
 print(f"direction along the circle {along}; x . v = 0 (v is tangent): {abs(x @ v) < 1e-15}")
-print(f"x + v = {x + v}, squared length {np.sum((x + v) ** 2):.2f}, length {np.linalg.norm(x + v):.3f}")
-print(f"retraction:      {np.round(by_retraction, 3)}, turned by {angle(by_retraction):.3f} = arctan(0.5)")
+print(f"x + v = {x + v}, squared length {np.sum((x + v) ** 2):.2f}, "
+      f"length {np.linalg.norm(x + v):.3f}")
+print(f"retraction:      {np.round(by_retraction, 3)}, "
+      f"turned by {angle(by_retraction):.3f} = arctan(0.5)")
 print(f"exponential map: {np.round(by_exp_map, 3)}, turned by {angle(by_exp_map):.3f}")
 gap = np.linalg.norm(by_retraction - by_exp_map)
 print(f"gap between the two landing points: {gap:.4f};  0.5**3 / 3 = {0.5**3 / 3:.4f}")
@@ -168,7 +172,7 @@ ax3d = fig.add_subplot(projection="3d")
 landing = draw_tangent_plane(ax3d, step_length=1.0)
 plt.show()
 assert abs(landing["x"] @ landing["v"]) == 0.0
-assert np.linalg.norm(landing["retraction"] - landing["exp_map"]) > 0.1  # a step of length 1: visibly apart
+assert np.linalg.norm(landing["retraction"] - landing["exp_map"]) > 0.1  # length-1 step: far apart
 
 # %% [markdown]
 # **Figure 5.1.2.** The unit sphere (grey mesh), the tangent plane at the point $x$ at its top
@@ -245,7 +249,8 @@ for name, total in (("x + u", x + update), ("x + tangent part", x + tangent_part
     print(f"{name:17s} = {np.round(total, 3)}, length {np.linalg.norm(total):.3f}")
 print(f"RMSNorm(x + u)                    = {np.round(after_norm, 3)}")
 print(f"R_x(tangent part)                 = {np.round(retraction(x, tangent_part), 3)}")
-print(f"R_x(tangent part / (1 + a))       = {np.round(retraction(x, tangent_part / (1 + along_x)), 3)}")
+rescaled_step = tangent_part / (1 + along_x)
+print(f"R_x(tangent part / (1 + a))       = {np.round(retraction(x, rescaled_step), 3)}")
 assert np.allclose(after_norm, retraction(x, tangent_part / (1 + along_x)), atol=1e-12)
 
 # %% [markdown]
@@ -260,7 +265,8 @@ relaxed = sp.Matrix([1 + a, s]) / sp.sqrt((1 + a) ** 2 + s**2)  # x = e1, u = a 
 projected = sp.Matrix([1, s]) / sp.sqrt(1 + s**2)
 eps = sp.symbols("epsilon", positive=True)
 gap = (relaxed - projected).subs({a: eps * a, s: eps * s})
-gap_to_second_order = gap.applyfunc(lambda entry: sp.simplify(sp.series(entry, eps, 0, 3).removeO()))
+gap_to_second_order = gap.applyfunc(
+    lambda entry: sp.simplify(sp.series(entry, eps, 0, 3).removeO()))
 display(Math(r"\mathrm{RMSNorm}(x+u)-R_x\big((I-xx^\top)u\big)=" + sp.latex(gap_to_second_order.T)))
 assert sp.simplify(gap_to_second_order[1] + a * s * eps**2) == 0
 
@@ -275,7 +281,8 @@ d = 16
 states = rng.standard_normal((4, d))
 states /= np.linalg.norm(states, axis=1, keepdims=True)
 updates = rng.standard_normal((4, d))
-gap_unit = np.max(np.abs(rms_norm(states + updates, eps=0.0, unit=True) - retraction(states, updates)))
+gap_unit = np.max(np.abs(rms_norm(states + updates, eps=0.0, unit=True)
+                         - retraction(states, updates)))
 gap_radius = np.max(np.abs(rms_norm(np.sqrt(d) * states + updates, eps=0.0) / np.sqrt(d)
                            - retraction(states, updates / np.sqrt(d))))
 print("max |RMSNorm_unit(x + u) - R_x(u)| < 1e-14:", gap_unit < 1e-14)
@@ -333,7 +340,8 @@ display(Math(r"\int_{\mathbb S^2}e^{\kappa\mu^\top x}\,d\sigma(x)=" + sp.latex(i
 paper_c3 = kappa ** sp.Rational(1, 2) / ((2 * sp.pi) ** sp.Rational(3, 2)
                                          * sp.besseli(sp.Rational(1, 2), kappa))
 product = sp.simplify((paper_c3 * integral_d3).rewrite(sp.sinh))
-display(Math(r"C_3(\kappa)\cdot\int_{\mathbb S^2}e^{\kappa\mu^\top x}\,d\sigma=" + sp.latex(product)))
+display(Math(r"C_3(\kappa)\cdot\int_{\mathbb S^2}e^{\kappa\mu^\top x}\,d\sigma="
+             + sp.latex(product)))
 assert product == 1
 
 # %% [markdown]
@@ -353,7 +361,7 @@ point = rng.standard_normal(dim_small)
 
 
 def extended_log_density(z):
-    """log C_d(kappa) + kappa mu . z, for any z in R^d (the vMF log-density extended off the sphere)."""
+    """log C_d(kappa) + kappa mu . z for any z in R^d: the vMF log-density, off the sphere too."""
     return vmf_log_normalizer(kappa_small, dim_small) + kappa_small * z @ mu
 
 
@@ -379,7 +387,8 @@ print(f"|mean of the samples| = {produced(np.linalg.norm(sample_mean), '.4f')}, 
 assert np.allclose(sample_mean, mean_length * mu, atol=0.01)
 uniform_points = rng.standard_normal((200_000, dim_small))
 uniform_points /= np.linalg.norm(uniform_points, axis=1, keepdims=True)
-total_mass = np.mean(np.exp(vmf_log_density(uniform_points, mu, kappa_small) + sphere_log_area(dim_small)))
+total_mass = np.mean(np.exp(vmf_log_density(uniform_points, mu, kappa_small)
+                            + sphere_log_area(dim_small)))
 print(f"integral of p_vMF over the sphere (Monte Carlo) = {produced(total_mass, '.3f')}")
 assert abs(total_mass - 1) < 0.03
 
@@ -428,9 +437,10 @@ step_lengths = np.logspace(-3, -0.5, 12)
 error_retraction = np.array([np.linalg.norm(retraction(point, s * tangent_direction)
                                             - exp_map(point, s * tangent_direction))
                              for s in step_lengths])
-error_relaxed = np.array([np.linalg.norm(rms_norm(point + s * update_direction, eps=0.0, unit=True)
-                                         - retraction(point, tangent_projection(point, s * update_direction)))
-                          for s in step_lengths])
+error_relaxed = np.array([
+    np.linalg.norm(rms_norm(point + s * update_direction, eps=0.0, unit=True)
+                   - retraction(point, tangent_projection(point, s * update_direction)))
+    for s in step_lengths])
 
 # %%
 small = step_lengths < 0.05
@@ -483,8 +493,10 @@ for kappa_value in (0.5, 5.0, 50.0, 5000.0):
     assert abs(vmf_log_normalizer(kappa_value, 3) - log_c3) < 1e-10 * max(1, abs(log_c3))
     # d = 2: 1/C_2 = integral of exp(kappa cos theta) over the circle, by quadrature
     angles = np.linspace(0, 2 * np.pi, 40001)
-    log_integral = kappa_value + np.log(np.trapezoid(np.exp(kappa_value * (np.cos(angles) - 1)), angles))
-    assert abs(-vmf_log_normalizer(kappa_value, 2) - log_integral) < 1e-8 * max(1, abs(log_integral))
+    scaled_integrand = np.exp(kappa_value * (np.cos(angles) - 1))  # exp(kappa cos) / exp(kappa)
+    log_integral = kappa_value + np.log(np.trapezoid(scaled_integrand, angles))
+    assert (abs(-vmf_log_normalizer(kappa_value, 2) - log_integral)
+            < 1e-8 * max(1, abs(log_integral)))
 print("log C_d matches the closed form (d=3) and quadrature (d=2) for kappa in {0.5, 5, 50, 5000}")
 
 # %%
@@ -518,8 +530,8 @@ for width in (3, 64, 1024):
 fig, ax = plt.subplots()
 kappa_grid = np.logspace(-2, 5, 200)
 for width in (3, 64, 896, 2048):
-    ax.semilogx(kappa_grid, (vmf_log_normalizer(kappa_grid, width) + sphere_log_area(width)) / width,
-                label=f"d = {width}")
+    per_dimension = (vmf_log_normalizer(kappa_grid, width) + sphere_log_area(width)) / width
+    ax.semilogx(kappa_grid, per_dimension, label=f"d = {width}")
 ax.axvline(713, color="grey", ls=":", lw=1)
 ax.text(800, 0.1, "iv overflows", fontsize=8, color="grey")
 ax.set_xlabel(r"$\kappa$")
@@ -551,7 +563,8 @@ plt.show()
 x_1d, mean_1d = sp.symbols("x m", real=True)
 sd_1d = sp.symbols("s", positive=True)
 gaussian = sp.exp(-(x_1d - mean_1d) ** 2 / (2 * sd_1d**2)) / sp.sqrt(2 * sp.pi * sd_1d**2)
-mean_score = sp.simplify(sp.integrate(sp.diff(sp.log(gaussian), x_1d) * gaussian, (x_1d, -sp.oo, sp.oo)))
+mean_score = sp.simplify(sp.integrate(sp.diff(sp.log(gaussian), x_1d) * gaussian,
+                                      (x_1d, -sp.oo, sp.oo)))
 display(Math(r"\text{Gaussian, } d=1:\quad \mathbb E\Big[\tfrac{d}{dx}\log p(x\mid z)\Big]="
              + sp.latex(mean_score)))
 assert mean_score == 0
@@ -571,12 +584,14 @@ assert np.all(np.abs(z_scores) < 4)
 mu_z = rng_zero_mean.standard_normal(dim_z)
 mu_z /= np.linalg.norm(mu_z)
 vmf_samples = vmf_sample(mu_z, kappa_z, n_samples, rng_zero_mean)  # (n, d) on the sphere
-riemannian_scores = kappa_z * (mu_z - (vmf_samples @ mu_z)[:, None] * vmf_samples)  # (I - x x^T) kappa mu
+# the Riemannian score (I - x x^T) kappa mu of every sample, (n, d)
+riemannian_scores = kappa_z * (mu_z - (vmf_samples @ mu_z)[:, None] * vmf_samples)
 mean_riemannian = riemannian_scores.mean(axis=0)
 predicted = (dim_z - 1) * vmf_mean_resultant_length(kappa_z, dim_z) * mu_z
 standard_errors = riemannian_scores.std(axis=0) / np.sqrt(n_samples)
 print(f"vMF on S^{dim_z - 1}, kappa = {kappa_z:g}: |E[Riemannian score]| = "
-      f"{produced(np.linalg.norm(mean_riemannian), '.2f')}, (d-1) A_d(kappa) = {np.linalg.norm(predicted):.2f};"
+      f"{produced(np.linalg.norm(mean_riemannian), '.2f')}, "
+      f"(d-1) A_d(kappa) = {np.linalg.norm(predicted):.2f};"
       f"  Euclidean score kappa mu has norm {kappa_z:g}")
 assert np.all(np.abs(mean_riemannian - predicted) < 4 * standard_errors)
 assert np.linalg.norm(predicted) > 1.0
@@ -608,7 +623,7 @@ assert abs(mean_sin2 - float(vmf_mean_resultant_length(kappa_z, 2))) < 1e-8
 
 # %%
 time, a11, a12, a22 = sp.symbols("t a11 a12 a22", real=True)
-A_linear = sp.Matrix([[a11, a12], [0, a22]])  # triangular: sympy's matrix exponential is closed form
+A_linear = sp.Matrix([[a11, a12], [0, a22]])  # triangular: a closed-form matrix exponential
 jacobi = sp.simplify((A_linear * time).exp().det() - sp.exp(time * A_linear.trace()))
 display(Math(r"\det e^{At}-e^{t\,\mathrm{tr}A}=" + sp.latex(jacobi)
              + r"\quad(A\text{ upper triangular})"))
@@ -643,7 +658,8 @@ def flow_map(x):
 
 # %%
 x_start = np.array([1.6, 0.5])
-_, divergence_integral = rk4_flow_with_divergence(x_start, field, field_divergence, t_end=1.5, n_steps=300)
+_, divergence_integral = rk4_flow_with_divergence(x_start, field, field_divergence,
+                                                  t_end=1.5, n_steps=300)
 flow_jacobian = central_difference(flow_map, x_start, h=1e-5)  # (2, 2)
 log_det_flow = np.linalg.slogdet(flow_jacobian)[1]
 print(f"log|det D phi_t| (finite differences) = {produced(log_det_flow, '.5f')};  "

@@ -71,11 +71,18 @@ scores = -(x - centres)  # d/dx log p(x | z)
 true_posterior = np.exp(log_lik) / np.exp(log_lik).sum()  # prior 1/2 cancels
 wrong_weights = np.array([0.5, 0.5])
 print(f"-(x - m)^2 / 2: {-0.5 * (x - centres) ** 2};  pulls (scores): {scores}")
-print(f"true posterior p(z | x): {np.round(true_posterior, 3)};  1 / (1 + e) = {1 / (1 + np.e):.3f}")
+print(f"true posterior p(z | x): {np.round(true_posterior, 3)};  "
+      f"1 / (1 + e) = {1 / (1 + np.e):.3f}")
 print(f"averaged pull with the true posterior: {true_posterior @ scores:.3f}")
 print(f"averaged pull with q = (1/2, 1/2):     {wrong_weights @ scores:.3f}")
+
+
 # the slope of log p(x) itself, by a central difference: the mixture density is exact here
-log_marginal = lambda y: np.log(0.5 * np.exp(-0.5 * (y - centres) ** 2).sum()) - 0.5 * np.log(2 * np.pi)  # noqa: E731
+def log_marginal(y):
+    """log p(y) of the two-component mixture, exactly."""
+    return np.log(0.5 * np.exp(-0.5 * (y - centres) ** 2).sum()) - 0.5 * np.log(2 * np.pi)
+
+
 slope = (log_marginal(x + 1e-6) - log_marginal(x - 1e-6)) / 2e-6
 print(f"slope of log p(x) at x = 0.5 (central difference): {slope:.3f}")
 assert abs(true_posterior @ scores - slope) < 1e-8
@@ -143,7 +150,8 @@ epsilon = sum(qz * sp.log(pz / qz) * sp.diff(sp.log(qz), x_sym)
 # %%
 residual_prop32 = sp.simplify(sp.expand_log(log_p - ELBO - KL_q_post, force=True))  # Eq. (10)
 residual_thm33 = sp.simplify(sp.expand_log(sp.diff(ELBO, x_sym) - velocity - epsilon, force=True))
-display(Math(r"\log p(x)-\mathcal L(x)-\mathrm{KL}(q\,\|\,p(z\mid x))=" + sp.latex(residual_prop32)))
+display(Math(r"\log p(x)-\mathcal L(x)-\mathrm{KL}(q\,\|\,p(z\mid x))="
+             + sp.latex(residual_prop32)))
 display(Math(r"\tfrac{d}{dx}\mathcal L(x)-v(x)-\epsilon(x)=" + sp.latex(residual_thm33)))
 assert residual_prop32 == 0
 assert residual_thm33 == 0
@@ -178,7 +186,8 @@ grid = np.stack([grid_x, grid_y], axis=-1)  # (41, 41, 2)
 fig, axes = plt.subplots(1, 3, figsize=(12, 3.9), sharey=True)
 every_4th = (slice(None, None, 4), slice(None, None, 4))
 panels = [("SVFlow field $v$ (Eq. 9)", flow.field(grid)),
-          (r"$\nabla_x\mathcal{L}=v+\epsilon$ (ELBO gradient)", flow.field(grid) + flow.epsilon(grid)),
+          (r"$\nabla_x\mathcal{L}=v+\epsilon$ (ELBO gradient)",
+           flow.field(grid) + flow.epsilon(grid)),
           (r"variational error $\epsilon$ (Eq. 12)", flow.epsilon(grid))]
 for ax, (title, vectors) in zip(axes, panels):
     ax.contourf(grid_x, grid_y, flow.elbo(grid), levels=25, cmap="viridis")
@@ -212,7 +221,8 @@ ideal = GaussianSVFlow(p_means, p_log_vars, p_means, p_log_vars)
 grad_log_p = central_difference(ideal.log_marginal, grid, h=1e-5, batched=True)  # (41, 41, 2)
 print(f"ideal: max |epsilon| < 1e-12: {np.max(np.abs(ideal.epsilon(grid))) < 1e-12}, "
       f"max KL(q||p) < 1e-12: {ideal.kl_gap(grid).max() < 1e-12}")
-print(f"ideal: v equals FD grad log p(x) within 1e-6: {np.allclose(ideal.field(grid), grad_log_p, atol=1e-6)}")
+print(f"ideal: v equals FD grad log p(x) within 1e-6: "
+      f"{np.allclose(ideal.field(grid), grad_log_p, atol=1e-6)}")
 assert np.max(np.abs(ideal.epsilon(grid))) < 1e-12
 assert np.allclose(ideal.field(grid), grad_log_p, atol=1e-6)
 
@@ -224,7 +234,8 @@ paths = {name: euler_flow(starts, lambda x, t, f=f: f.field(x), n_steps, dt)
 for (name, path), f in zip(paths.items(), (ideal, flow)):
     log_p_along = f.log_marginal(path)  # (n_steps + 1, 200)
     fraction_up = np.mean(np.diff(log_p_along, axis=0) >= -1e-12)
-    print(f"{name:>13}: fraction of Euler steps that increase log p = {produced(fraction_up, '.3f')}; "
+    print(f"{name:>13}: fraction of Euler steps that increase log p = "
+          f"{produced(fraction_up, '.3f')}; "
           f"mean log p: {log_p_along[0].mean():.3f} -> {produced(log_p_along[-1].mean(), '.3f')}")
 log_p_ideal = ideal.log_marginal(paths["ideal q = p"])
 assert np.all(np.diff(log_p_ideal, axis=0) >= -1e-12)
