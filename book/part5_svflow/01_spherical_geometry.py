@@ -1,192 +1,537 @@
 # %% [markdown]
-# # 5.1 Spherical geometry: exponential map, retraction, RMSNorm and the von Mises–Fisher distribution
+# # 5.1 Spherical geometry: why a transformer's states live on a sphere, and how to move on one
 #
-# **Source:** Liao, *Transformer as an Euler Discretization of Score-based Variational Flow*, §2.2
-# (Eqs. 2–3), §2.3 (Eqs. 7–8), §4.1 (Eqs. 17–18) and App. C.2.3 (numerical stability).
+# **The question.** Every layer of a modern transformer ends with a normalisation that rescales
+# each token's state to the same length. All states therefore lie on a sphere. How do you take a
+# step on a sphere without falling off it, and what does a "bell curve" on a sphere look like?
 #
-# The paper places every hidden state of a Transformer on the unit sphere $\mathbb S^{d-1}$. Three
-# geometric facts carry the argument:
+# Part 5 reads a whole transformer as a flow: a state that moves a little at every layer, pushed by
+# the layer's output ([the overview](00_overview.ipynb) tells the story). On a flat space a step is
+# just "add the update". On a sphere, adding an update takes the state off the sphere, and something
+# must bring it back. This page shows that the residual addition followed by RMSNorm is exactly such
+# a rule — a *retraction* — and compares it with the ideal rule, the *exponential map*, that walks
+# along the sphere. It also introduces the von Mises–Fisher distribution, the sphere's version of a
+# Gaussian, which [5.3 Attention as a vMF posterior](03_attention_as_vmf_posterior.ipynb) and the
+# pages after it use to read attention as probability.
 #
-# 1. the retraction $R_x(v)=(x+v)/\lVert x+v\rVert$ (Eq. 3) approximates the exponential map
-#    $\exp_x(v)=\cos\lVert v\rVert\,x+\sin\lVert v\rVert\,v/\lVert v\rVert$ (Eq. 2) with error
-#    $\mathcal O(\lVert v\rVert^2)$;
-# 2. residual + RMSNorm, $\mathrm{RMSNorm}(x+v)$, equals the retraction of the *projected* update
-#    $R_x((I-xx^\top)v)$ up to $\mathcal O(\lVert v\rVert^2)$ (Eq. 17) — a "relaxed retraction";
-# 3. the von Mises–Fisher (vMF) density $C_d(\kappa)\exp(\kappa\mu^\top x)$ (Eq. 18) has the Euclidean
-#    score $\kappa\mu$, constant in $x$.
+# ```{admonition} Learning goals
+# :class: tip
+# After this page you can
+# - explain why RMSNorm puts every token's state on a sphere of radius $\sqrt d$, and compute it by
+#   hand for a 2-d state;
+# - compute, for one step on a circle, where the exponential map and the retraction land, and predict
+#   their gap ($\tfrac13\lVert v\rVert^3$ for a small tangent step $v$);
+# - explain why "residual + RMSNorm" is a retraction of the update's tangent part (Eq. 17), and what
+#   the part of the update along the state does;
+# - describe the von Mises–Fisher density in words (mean direction, concentration) and recognise its
+#   Euclidean score $\kappa\mu$.
+# ```
 #
-# We derive each statement symbolically, measure the error orders, and evaluate the vMF normaliser in
-# log space, which removes the overflow the paper reports for large $\kappa$ (App. C.2.3).
+# **Builds on:** [6.6 Context representation](../part1_chapter6/6_6_context_representation.ipynb)
+# (the decoder block: residual additions and a normalisation layer around each sub-layer) · vectors,
+# dot products and lengths; sine, cosine and a Taylor series; a probability density.
+# **Reading time:** about 40 minutes.
+#
+# *Source: Liao, Transformer as an Euler Discretization of Score-based Variational Flow, §2.1–2.3
+# (Eqs. 1–3, 7–8), §4.1 (Eqs. 17–18), §4.3 (the zero-mean property) and App. C.2.3.*
 
 # %%
+import matplotlib.pyplot as plt
 import numpy as np
 import sympy as sp
-import matplotlib.pyplot as plt
+from IPython.display import Math, display
+from scipy.integrate import quad
+from scipy.linalg import expm
 
+from nextword.booktools.display import produced
+from nextword.booktools.plotting import use_book_style
+from nextword.booktools.schematics.sphere import (draw_retraction_vs_exp, draw_rmsnorm_projection,
+                                                   draw_tangent_plane, draw_vmf_on_circle)
 from nextword.decoder import rms_norm
 from nextword.numerics import central_difference
-from nextword.booktools.plotting import use_book_style
 from nextword.theory.svflow import (
-    exp_map, retraction, sphere_log_area, tangent_projection,
+    exp_map, retraction, rk4_flow_with_divergence, sphere_log_area, tangent_projection,
     vmf_log_density, vmf_log_normalizer, vmf_log_normalizer_naive, vmf_mean_resultant_length,
     vmf_sample, vmf_score,
 )
 
 use_book_style()
-sp.init_printing(use_latex="mathjax")
 rng = np.random.default_rng(0)
 
 # %% [markdown]
-# ## 1. Retraction versus exponential map (Eqs. 2–3)
+# ## A tiny example by hand
 #
-# By rotational symmetry it suffices to take $x=e_1$ and $v=t\,e_2$ with $t=\lVert v\rVert$. Then
-# $\exp_x(v)=(\cos t,\sin t)$ and $R_x(v)=(1,t)/\sqrt{1+t^2}$. Sympy expands the difference:
+# Take states of width $d=2$, so that the sphere is a circle and everything can be drawn on paper.
+#
+# **RMSNorm.** RMSNorm divides a state by its root mean square, $\sqrt{(x_1^2+\dots+x_d^2)/d}$.
+# For the state $(3,4)$: the mean of the squares is $(9+16)/2=12.5$, its root is $3.536$, and
+# $(3,4)/3.536=(0.849, 1.131)$, a vector of length $\sqrt2=1.414$. The state $(0.3, 0.4)$, ten times
+# shorter, gives the *same* result: only the direction survives. Dividing by $\sqrt d$ once more puts
+# the state on the circle of radius 1: $(0.6, 0.8)$.
+
+# %%
+for state in ([3.0, 4.0], [0.3, 0.4], [-1.0, 2.0]):
+    state = np.array(state)
+    mean_of_squares = np.mean(state**2)
+    root_mean_square = np.sqrt(mean_of_squares)
+    normalised = state / root_mean_square
+    on_unit_circle = normalised / np.sqrt(2)
+    print(f"state {state}: mean of squares {mean_of_squares:g}, rms {root_mean_square:.3f} "
+          f"-> {np.round(normalised, 3)}, "
+          f"length {np.linalg.norm(normalised):.3f}; "
+          f"on the unit circle {np.round(on_unit_circle, 3)}")
+    assert np.allclose(normalised, rms_norm(state, eps=0.0), atol=1e-12)  # the library's RMSNorm
+
+# %% [markdown]
+# **One step on the circle.** Stand at $x=(0.6, 0.8)$ on the unit circle. The direction that runs
+# *along* the circle there is $(-0.8, 0.6)$ (its dot product with $x$ is $0.6\cdot(-0.8)+0.8\cdot0.6=0$). Take a step
+# of length $0.5$ in that direction: $v=(-0.4, 0.3)$. Two ways to land back on the circle:
+#
+# - *retraction*: add, then rescale to length 1. $x+v=(0.2, 1.1)$ has length $\sqrt{1.25}=1.118$, so
+#   we land at $(0.179, 0.984)$;
+# - *exponential map*: walk $0.5$ along the circle itself, i.e. turn by the angle $0.5$ radians:
+#   $\cos(0.5)\,x+\sin(0.5)\,(-0.8, 0.6)=(0.143, 0.990)$.
+#
+# The retraction turned by $\arctan(0.5)=0.464$ radians instead of $0.5$: it falls a little short.
+
+# %%
+x = np.array([0.6, 0.8])
+along = np.array([-0.8, 0.6])  # unit vector along the circle at x
+v = 0.5 * along
+by_retraction = (x + v) / np.linalg.norm(x + v)
+by_exp_map = np.cos(0.5) * x + np.sin(0.5) * along
+angle = lambda point: np.arccos(np.clip(point @ x, -1, 1))  # noqa: E731  (angle turned from x)
+print(f"direction along the circle {along}; x . v = 0 (v is tangent): {abs(x @ v) < 1e-15}")
+print(f"x + v = {x + v}, squared length {np.sum((x + v) ** 2):.2f}, "
+      f"length {np.linalg.norm(x + v):.3f}")
+print(f"retraction:      {np.round(by_retraction, 3)}, "
+      f"turned by {angle(by_retraction):.3f} = arctan(0.5)")
+print(f"exponential map: {np.round(by_exp_map, 3)}, turned by {angle(by_exp_map):.3f}")
+gap = np.linalg.norm(by_retraction - by_exp_map)
+print(f"gap between the two landing points: {gap:.4f};  0.5**3 / 3 = {0.5**3 / 3:.4f}")
+assert np.allclose(by_retraction, retraction(x, v), atol=1e-12)
+assert np.allclose(by_exp_map, exp_map(x, v), atol=1e-12)
+assert abs(angle(by_retraction) - np.arctan(0.5)) < 1e-12
+
+# %% [markdown]
+# Since $\arctan t=t-t^3/3+\dots$, the retraction misses the exponential map's angle by about $t^3/3$
+# for a step of length $t$: $0.042$ for $t=0.5$, the same size as the measured gap $0.036$ (the
+# higher terms of the series account for the rest). The rest of the page makes these two
+# observations general and checks the paper's statements about them.
+#
+# ## Why a transformer's state lives on a sphere
+#
+# A transformer adds the output of each sub-layer to its input (the {term}`residual stream`, 6.6) and
+# normalises the sum. Modern models normalise with {term}`RMSNorm` (root-mean-square normalisation):
+#
+# $$\mathrm{RMSNorm}(x)=\frac{x}{\sqrt{\tfrac1d\sum_i x_i^2}}=\sqrt d\,\frac{x}{\lVert x\rVert}
+# \qquad\text{(Eq. 7, without the learned gain)},$$
+#
+# so that one layer is $x^{\ell+1}=\mathrm{RMSNorm}\big(x^\ell+f_\ell(x^\ell)\big)$ (Eq. 8), with
+# $f_\ell$ the attention or feed-forward sub-layer of layer $\ell$. Whatever the length of the sum,
+# its image has length $\sqrt d$: every state after the norm lies on the sphere of radius $\sqrt d$.
+# Dividing every state by $\sqrt d$ changes nothing else, so the paper (and this page) works on the
+# {term}`unit sphere` $\mathbb S^{d-1}=\{x\in\mathbb R^d:\lVert x\rVert=1\}$ (the "$d-1$" counts the
+# directions one can move in on it: a circle in the plane is $\mathbb S^1$). The learned gain of a
+# real RMSNorm and the mean subtraction of LayerNorm bend this picture a little (an ellipsoid, a
+# sphere inside a subspace); the paper, and Part 5, leave them aside.
+
+# %%
+token_states = np.array([[3.0, 4.0], [0.3, 0.4], [-1.0, 2.0], [-0.6, -0.2], [1.5, -2.5]])
+fig, ax = plt.subplots(figsize=(5, 5))
+images = draw_rmsnorm_projection(ax, token_states)
+ax.set_title("RMSNorm keeps each state's direction and sets its length to $\\sqrt{d}$")
+plt.show()
+assert np.allclose(np.linalg.norm(images, axis=1), np.sqrt(2), atol=1e-12)
+
+# %% [markdown]
+# **Figure 5.1.1.** Five 2-d token states (faint arrows, of very different lengths) and their
+# RMSNorm images (dots with a black rim): each is moved along its own direction (dotted) onto the
+# circle of radius $\sqrt d=\sqrt2$. The states $(3,4)$ and $(0.3,0.4)$ land on the same point. After
+# the norm, a state is nothing but a direction — a point of a sphere.
+
+# %% [markdown]
+# ## Moving on a sphere: tangent plane, exponential map and retraction
+#
+# At a point $x$ of the sphere, the directions in which one can move *along* the sphere are those
+# perpendicular to $x$. Together they form the {term}`tangent space` $T_x\mathbb S^{d-1}=\{v:x^\top
+# v=0\}$, a flat plane that touches the sphere at $x$ (Figure 5.1.2). Any vector $u$ splits into a
+# part along $x$ and a tangent part, $(I-xx^\top)u$ (the library's `tangent_projection`).
+#
+# A step $v$ in the tangent plane leaves the sphere: $x+v$ is longer than 1. Two rules bring it back:
+#
+# - the {term}`exponential map` walks the distance $\lVert v\rVert$ along the {term}`great circle`
+#   that leaves $x$ in the direction of $v$ (the sphere's straight line, like a meridian on a globe);
+# - a {term}`retraction` takes a cheaper route with the same first-order effect; the one the paper
+#   uses adds the step and rescales, i.e. it pulls $x+v$ back to the sphere along the ray from the
+#   centre.
+
+# %%
+fig = plt.figure(figsize=(6, 5))
+ax3d = fig.add_subplot(projection="3d")
+landing = draw_tangent_plane(ax3d, step_length=1.0)
+plt.show()
+assert abs(landing["x"] @ landing["v"]) == 0.0
+assert np.linalg.norm(landing["retraction"] - landing["exp_map"]) > 0.1  # length-1 step: far apart
+
+# %% [markdown]
+# **Figure 5.1.2.** The unit sphere (grey mesh), the tangent plane at the point $x$ at its top
+# (shaded), and a tangent step $v$ of length 1 (black arrow) ending at $x+v$, off the sphere. The
+# retraction (blue) follows the dashed ray from the centre through $x+v$ back to the sphere; the
+# exponential map (red) walks an arc of length 1 along the great circle in the direction of $v$. The
+# two landing points are different, and the retraction lands short.
+#
+# In the plane that holds $x$ and $v$ the sphere is a circle, and the comparison can be read off
+# exactly (Figure 5.1.3): the retraction turns by $\arctan\lVert v\rVert$, the exponential map by
+# $\lVert v\rVert$. In formulas (Eqs. 2 and 3 of the paper), for a tangent $v\ne0$,
+#
+# $$\exp_x(v)=\cos(\lVert v\rVert)\,x+\sin(\lVert v\rVert)\,\frac{v}{\lVert v\rVert},\qquad
+# R_x(v)=\frac{x+v}{\lVert x+v\rVert}.$$
+
+# %%
+fig, ax = plt.subplots(figsize=(6, 5))
+in_plane = draw_retraction_vs_exp(ax, step_length=1.0)
+ax.set_title("one tangent step of length 1, in the plane of x and v")
+plt.show()
+turned_by_retraction = np.arctan2(in_plane["retraction"][0], in_plane["retraction"][1])
+assert abs(turned_by_retraction - np.arctan(1.0)) < 1e-12
+
+# %% [markdown]
+# **Figure 5.1.3.** The same step in the plane of $x$ and $v$: the circle is a great circle of the
+# sphere and the dash-dotted line is the tangent line at $x$. The retraction (blue) lands at the
+# angle $\arctan 1=45°$ from $x$, the exponential map (red) at the angle of 1 radian, about $57°$. For a
+# small step the two angles $\arctan t$ and $t$ agree to within $t^3/3$.
+#
+# Sympy expands the difference of the two landing points in powers of the step length $t$ (by
+# symmetry, $x=e_1$ and $v=t\,e_2$ show every case):
 
 # %%
 t = sp.symbols("t", positive=True)
-exp_v = sp.Matrix([sp.cos(t), sp.sin(t)])
-ret_v = sp.Matrix([1, t]) / sp.sqrt(1 + t**2)
-diff_series = (ret_v - exp_v).applyfunc(lambda e: sp.series(e, t, 0, 6).removeO())
-print("R_x(v) - exp_x(v) =", [sp.simplify(c) for c in diff_series])
-norm_series = sp.series(sp.sqrt(sum(c**2 for c in (ret_v - exp_v))), t, 0, 5)
-print("||R_x(v) - exp_x(v)|| =", norm_series)
+exp_point = sp.Matrix([sp.cos(t), sp.sin(t)])
+retraction_point = sp.Matrix([1, t]) / sp.sqrt(1 + t**2)
+difference_series = (retraction_point - exp_point).applyfunc(
+    lambda entry: sp.simplify(sp.series(entry, t, 0, 6).removeO()))
+gap_series = sp.series(sp.sqrt(sum(c**2 for c in (retraction_point - exp_point))), t, 0, 5)
+display(Math(r"R_x(v)-\exp_x(v)=" + sp.latex(difference_series.T)))
+display(Math(r"\lVert R_x(v)-\exp_x(v)\rVert=" + sp.latex(gap_series)))
+assert sp.simplify(gap_series.removeO() - t**3 / 3) == 0
 
 # %% [markdown]
-# The first-order and second-order terms cancel: the difference starts at $-t^3/3$ along $v$. So the
-# paper's $\mathcal O(\lVert v\rVert^2)$ is true but not sharp — the projective retraction is a
-# *second-order* retraction, with error $\tfrac13\lVert v\rVert^3$. (Not an erratum: a big-O bound that
-# holds with one order to spare.) Numerically, in $d=16$ with random $x$ and tangent directions:
+# The terms of order $t$ and $t^2$ cancel: both rules leave $x$ in the same direction and at the same
+# speed, and the retraction even curves the same way to second order. They part only at third
+# order, by $\tfrac13\lVert v\rVert^3$ (along $v$). A retraction with this property is called
+# *second-order*; the paper states the weaker $\mathcal O(\lVert v\rVert^2)$, which is true (measured in
+# *Checking the paper*, below).
+#
+# ## What residual + RMSNorm does: a relaxed retraction (Eq. 17)
+#
+# A transformer layer does not project its update onto the tangent plane: it adds the whole update
+# $u=f_\ell(x)$ and normalises, $\mathrm{RMSNorm}(x+u)$ — on the unit sphere, $R_x(u)$ with a
+# non-tangent $u$. The paper calls this a *relaxed retraction* and states (Eq. 17)
+#
+# $$\mathrm{RMSNorm}(x+u)=R_x\big((I-xx^\top)u\big)+\mathcal O(\lVert u\rVert^2).$$
+#
+# By hand, with $x=(0.6, 0.8)$ and $u=(0.2, 0.6)$: the part along $x$ is $a=x^\top u=0.6\cdot0.2+0.8\cdot0.6=0.6$
+# and the tangent part is $u-0.6\,x=(-0.16, 0.12)$. The normalised sum is $(0.8,1.4)/1.612=(0.496,
+# 0.868)$; the retraction of the tangent part alone is $(0.44, 0.92)/1.020=(0.431, 0.902)$. They
+# differ because the part along $x$ only makes $x+u$ longer — the norm then shrinks the *whole* sum,
+# tangent part included, by the factor $1/(1+a)$. Indeed $R_x\big((-0.16, 0.12)/1.6\big)=(0.496,
+# 0.868)$ exactly.
+
+# %%
+x = np.array([0.6, 0.8])
+update = np.array([0.2, 0.6])
+along_x = x @ update
+tangent_part = tangent_projection(x, update)
+after_norm = rms_norm(x + update, eps=0.0, unit=True)  # unit-sphere RMSNorm of the residual sum
+print(f"a = x . u = {along_x:.3f}; tangent part {np.round(tangent_part, 3)}")
+for name, total in (("x + u", x + update), ("x + tangent part", x + tangent_part)):
+    print(f"{name:17s} = {np.round(total, 3)}, length {np.linalg.norm(total):.3f}")
+print(f"RMSNorm(x + u)                    = {np.round(after_norm, 3)}")
+print(f"R_x(tangent part)                 = {np.round(retraction(x, tangent_part), 3)}")
+rescaled_step = tangent_part / (1 + along_x)
+print(f"R_x(tangent part / (1 + a))       = {np.round(retraction(x, rescaled_step), 3)}")
+assert np.allclose(after_norm, retraction(x, tangent_part / (1 + along_x)), atol=1e-12)
+
+# %% [markdown]
+# In general: write $u=a\,x+w$ with $a=x^\top u$ and $w\perp x$. Then $x+u=(1+a)x+w$, and rescaling
+# gives $R_x\big(w/(1+a)\big)$ *exactly*. The relaxed retraction is the retraction of a rescaled
+# tangent step. Since $1/(1+a)=1-a+\dots$ differs from 1 at first order, the gap to $R_x(w)$ is of
+# second order; sympy finds it (with $x=e_1$, $u=a\,e_1+s\,e_2$, both scaled by a small $\varepsilon$):
+
+# %%
+a, s = sp.symbols("a s", real=True)
+relaxed = sp.Matrix([1 + a, s]) / sp.sqrt((1 + a) ** 2 + s**2)  # x = e1, u = a e1 + s e2
+projected = sp.Matrix([1, s]) / sp.sqrt(1 + s**2)
+eps = sp.symbols("epsilon", positive=True)
+gap = (relaxed - projected).subs({a: eps * a, s: eps * s})
+gap_to_second_order = gap.applyfunc(
+    lambda entry: sp.simplify(sp.series(entry, eps, 0, 3).removeO()))
+display(Math(r"\mathrm{RMSNorm}(x+u)-R_x\big((I-xx^\top)u\big)=" + sp.latex(gap_to_second_order.T)))
+assert sp.simplify(gap_to_second_order[1] + a * s * eps**2) == 0
+
+# %% [markdown]
+# The tangent component of the gap is $-a\,s$: the product of the update's part along $x$ and its
+# tangent part. It vanishes when the update is tangent ($a=0$), the case of Eq. (3). And the
+# library's unit-sphere RMSNorm of a residual sum *is* the retraction formula applied to the raw
+# update, both on the unit sphere and on the radius-$\sqrt d$ sphere of Eq. (7) after rescaling:
 
 # %%
 d = 16
-x = rng.standard_normal(d)
-x /= np.linalg.norm(x)
-u = tangent_projection(x, rng.standard_normal(d))
-u /= np.linalg.norm(u)
-w = rng.standard_normal(d)
-w /= np.linalg.norm(w)                      # a generic (non-tangent) update direction for Eq. (17)
-ts = np.logspace(-3, -0.5, 12)
+states = rng.standard_normal((4, d))
+states /= np.linalg.norm(states, axis=1, keepdims=True)
+updates = rng.standard_normal((4, d))
+gap_unit = np.max(np.abs(rms_norm(states + updates, eps=0.0, unit=True)
+                         - retraction(states, updates)))
+gap_radius = np.max(np.abs(rms_norm(np.sqrt(d) * states + updates, eps=0.0) / np.sqrt(d)
+                           - retraction(states, updates / np.sqrt(d))))
+print("max |RMSNorm_unit(x + u) - R_x(u)| < 1e-14:", gap_unit < 1e-14)
+print("radius-sqrt(d) RMSNorm (Eq. 7), state rescaled, same bound:", gap_radius < 1e-14)
+assert gap_unit < 1e-14
+assert gap_radius < 1e-14
 
-err_ret = np.array([np.linalg.norm(retraction(x, s * u) - exp_map(x, s * u)) for s in ts])
-# Eq. (17): RMSNorm(x + v) on the unit sphere (the library's rms_norm with unit=True, eps=0)
-err_17 = np.array([np.linalg.norm(rms_norm(x + s * w, eps=0.0, unit=True)
-                                  - retraction(x, tangent_projection(x, s * w))) for s in ts])
-small = ts < 0.05
-slope_ret = np.polyfit(np.log(ts[small]), np.log(err_ret[small]), 1)[0]
-slope_17 = np.polyfit(np.log(ts[small]), np.log(err_17[small]), 1)[0]
-print(f"fitted slope, ||R_x(v) - exp_x(v)||              : {slope_ret:.3f}")
-print(f"fitted slope, ||RMSNorm(x+v) - R_x((I-xx^T)v)||   : {slope_17:.3f}")
-print(f"error / ||v||^3 at ||v|| = 1e-3                   : {err_ret[0] / ts[0]**3:.6f}  (sympy: 1/3)")
-assert abs(slope_ret - 3.0) < 0.02 and abs(err_ret[0] / ts[0] ** 3 - 1 / 3) < 1e-3
-assert abs(slope_17 - 2.0) < 0.02
+# %% [markdown]
+# So a transformer layer takes a Euclidean step and lets the norm retract it: the step's tangent
+# part moves the state along the sphere, its part along the state only shortens that move.
+# [5.3](03_attention_as_vmf_posterior.ipynb)
+# shows that the attention update $f_\ell$ is a flow's velocity; this page's result is what turns
+# "velocity plus norm" into one step of that flow on the sphere.
+#
+# ## The von Mises–Fisher distribution: a bell curve on the sphere
+#
+# To read attention as probability ([5.3](03_attention_as_vmf_posterior.ipynb)) the paper needs a
+# probability distribution *on the
+# sphere*. A Gaussian lives on flat space; on the sphere its natural replacement is the
+# {term}`von Mises–Fisher distribution` (vMF). It has a *mean direction* $\mu$ (a point of the sphere,
+# where the density is largest) and a {term}`concentration` $\kappa\ge0$: at $\kappa=0$ the density is
+# the same everywhere (uniform); as $\kappa$ grows the mass gathers into a bump around $\mu$ that
+# narrows like a Gaussian of variance $1/\kappa$. Figure 5.1.4 draws it on the circle.
 
 # %%
+fig, ax = plt.subplots(figsize=(5.5, 5.5))
+densities_on_circle = draw_vmf_on_circle(ax, concentrations=(0.0, 1.0, 4.0, 16.0))
+ax.set_title("von Mises–Fisher density on the circle (d = 2)")
+plt.show()
+mass_on_circle = densities_on_circle[:, :-1].sum(axis=1) * np.radians(1.0)
+assert np.allclose(mass_on_circle, 1.0, atol=1e-10)
+
+# %% [markdown]
+# **Figure 5.1.4.** The vMF density on the unit circle (grey), drawn as a curve at height
+# proportional to the density above the circle, for concentrations $\kappa=0,1,4,16$ around the mean
+# direction $\mu$ (red arrow, 60°). At $\kappa=0$ the curve is a circle (uniform density); larger
+# $\kappa$ gives a taller, narrower bump around $\mu$. Each density integrates to 1 over the circle
+# (checked).
+#
+# The density is an exponential of the dot product with the mean direction (Eq. 18):
+#
+# $$p_{\mathrm{vMF}}(x;\mu,\kappa)=C_d(\kappa)\,\exp(\kappa\,\mu^\top x),\qquad
+# C_d(\kappa)=\frac{\kappa^{d/2-1}}{(2\pi)^{d/2}\,I_{d/2-1}(\kappa)},$$
+#
+# where $\mu^\top x$ is the cosine of the angle between $x$ and $\mu$ and $C_d(\kappa)$ is the
+# number that makes the density integrate to 1 over the sphere ($I_\nu$ is a modified Bessel
+# function, a special function that scipy evaluates). For $d=3$ sympy does the integral over the
+# sphere (area element $\sin\theta\,d\theta\,d\phi$) and confirms the paper's constant:
+
+# %%
+kappa, theta = sp.symbols("kappa theta", positive=True)
+integral_d3 = sp.simplify(2 * sp.pi * sp.integrate(sp.exp(kappa * sp.cos(theta)) * sp.sin(theta),
+                                                   (theta, 0, sp.pi)))
+display(Math(r"\int_{\mathbb S^2}e^{\kappa\mu^\top x}\,d\sigma(x)=" + sp.latex(integral_d3)))
+paper_c3 = kappa ** sp.Rational(1, 2) / ((2 * sp.pi) ** sp.Rational(3, 2)
+                                         * sp.besseli(sp.Rational(1, 2), kappa))
+product = sp.simplify((paper_c3 * integral_d3).rewrite(sp.sinh))
+display(Math(r"C_3(\kappa)\cdot\int_{\mathbb S^2}e^{\kappa\mu^\top x}\,d\sigma="
+             + sp.latex(product)))
+assert product == 1
+
+# %% [markdown]
+# The {term}`score function` of a density is the gradient of its logarithm: the direction in which
+# the density grows fastest. Extended off the sphere to all of $\mathbb R^d$,
+# $\log p_{\mathrm{vMF}}(x)=\log C_d(\kappa)+\kappa\mu^\top x$ is linear in $x$, so its score is
+# the constant vector $\kappa\mu$ — the same at every point. That is what
+# [5.3](03_attention_as_vmf_posterior.ipynb) needs: the value
+# vectors of attention are constant in the query, exactly like this score. (On the sphere itself the
+# score is the tangent part $(I-xx^\top)\kappa\mu$.) A finite-difference check at a random point:
+
+# %%
+dim_small, kappa_small = 5, 6.0
+mu = rng.standard_normal(dim_small)
+mu /= np.linalg.norm(mu)
+point = rng.standard_normal(dim_small)
+
+
+def extended_log_density(z):
+    """log C_d(kappa) + kappa mu . z for any z in R^d: the vMF log-density, off the sphere too."""
+    return vmf_log_normalizer(kappa_small, dim_small) + kappa_small * z @ mu
+
+
+numerical_score = central_difference(extended_log_density, point, h=1e-6)  # (d,)
+print("finite-difference score matches kappa mu to 1e-6:",
+      bool(np.allclose(numerical_score, vmf_score(mu, kappa_small), atol=1e-6)))
+assert np.allclose(numerical_score, vmf_score(mu, kappa_small), atol=1e-6)
+
+# %% [markdown]
+# Samples make the density concrete. Wood's sampler (the library's `vmf_sample`) draws the cosine
+# $t=\mu^\top x$ from its density $\propto e^{\kappa t}(1-t^2)^{(d-3)/2}$ and then a uniform direction
+# for the rest. Two checks: the average sample is $A_d(\kappa)\,\mu$ with
+# $A_d=I_{d/2}/I_{d/2-1}$ (the {term}`mean resultant length`, between 0 and 1: how far the average
+# of the samples is from the centre), and the density integrates to 1 (by averaging it over uniform
+# points of the sphere and multiplying by the sphere's area).
+
+# %%
+samples = vmf_sample(mu, kappa_small, 50_000, rng)  # (50000, 5), unit rows
+sample_mean = samples.mean(axis=0)
+mean_length = vmf_mean_resultant_length(kappa_small, dim_small)
+print(f"|mean of the samples| = {produced(np.linalg.norm(sample_mean), '.4f')}, "
+      f"A_d(kappa) = {mean_length:.4f}")
+assert np.allclose(sample_mean, mean_length * mu, atol=0.01)
+uniform_points = rng.standard_normal((200_000, dim_small))
+uniform_points /= np.linalg.norm(uniform_points, axis=1, keepdims=True)
+total_mass = np.mean(np.exp(vmf_log_density(uniform_points, mu, kappa_small)
+                            + sphere_log_area(dim_small)))
+print(f"integral of p_vMF over the sphere (Monte Carlo) = {produced(total_mass, '.3f')}")
+assert abs(total_mass - 1) < 0.03
+
+# %%
+cosines = np.linspace(-1, 1, 400)
+log_density_of_cosine = (vmf_log_normalizer(kappa_small, dim_small) + sphere_log_area(dim_small - 1)
+                         + kappa_small * cosines
+                         + 0.5 * (dim_small - 3) * np.log(np.clip(1 - cosines**2, 1e-300, None)))
 fig, ax = plt.subplots()
-ax.loglog(ts, err_ret, "o-", label=r"$\|R_x(v)-\exp_x(v)\|$ (Eq. 3 vs 2)")
-ax.loglog(ts, err_17, "s-", label=r"$\|\mathrm{RMSNorm}(x+v)-R_x((I-xx^\top)v)\|$ (Eq. 17)")
-ax.loglog(ts, ts**2, "k--", lw=1, label=r"$\|v\|^2$ (the paper's bound)")
-ax.loglog(ts, ts**3 / 3, "k:", lw=1, label=r"$\|v\|^3/3$")
-ax.set_xlabel(r"$\|v\|$")
-ax.set_ylabel("error")
-ax.set_title(f"slopes: retraction {slope_ret:.2f}, relaxed retraction {slope_17:.2f}")
+ax.hist(samples @ mu, bins=60, density=True, alpha=0.5, label="Wood sampler")
+ax.plot(cosines, np.exp(log_density_of_cosine), "k", lw=1.5,
+        label=r"$C_d(\kappa)|\mathbb{S}^{d-2}|e^{\kappa t}(1-t^2)^{(d-3)/2}$")
+ax.set_xlabel(r"$t=\mu^\top x$ (cosine to the mean direction)")
+ax.set_ylabel("density")
+ax.set_title(fr"vMF on $\mathbb{{S}}^{{{dim_small - 1}}}$, $\kappa={kappa_small:g}$")
 ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
-# **Figure 1.1.** Error of the retraction (Eq. 3) against the exponential map (Eq. 2), and of
+# **Figure 5.1.5.** The cosine $\mu^\top x$ of 50 000 vMF samples ($d=5$, $\kappa=6$) against the
+# density that Eq. (18) implies for it: the histogram follows the curve, so $C_d$ normalises the
+# density. Most samples sit at cosines above 0.5, within about 60° of $\mu$.
+#
+# ## Checking the paper
+#
+# The ideas above are what the rest of Part 5 uses. This section holds the line-by-line checks of
+# the paper's statements behind them: the orders of the two approximations (Eqs. 2–3, 17), the vMF
+# normaliser at the sizes of real models (App. C.2.3), the zero-mean property of §4.3, and the
+# change of variables of §2.1.
+#
+# ### Retraction versus exponential map (Eqs. 2–3) and the relaxed retraction (Eq. 17), measured
+#
+# In $d=16$, with a random point, a random tangent direction and a random (non-tangent) update
+# direction, the two errors are measured over step lengths from $10^{-3}$ to $0.3$ and their slopes
+# on log–log axes fitted. (Exercise 01, `exercises/part5_svflow/ex01_retraction_order.ipynb`,
+# asks you to build both maps and measure this slope yourself; try it before reading on.)
+
+# %%
+point = rng.standard_normal(d)
+point /= np.linalg.norm(point)
+tangent_direction = tangent_projection(point, rng.standard_normal(d))
+tangent_direction /= np.linalg.norm(tangent_direction)
+update_direction = rng.standard_normal(d)
+update_direction /= np.linalg.norm(update_direction)  # a generic, non-tangent update for Eq. (17)
+step_lengths = np.logspace(-3, -0.5, 12)
+error_retraction = np.array([np.linalg.norm(retraction(point, s * tangent_direction)
+                                            - exp_map(point, s * tangent_direction))
+                             for s in step_lengths])
+error_relaxed = np.array([
+    np.linalg.norm(rms_norm(point + s * update_direction, eps=0.0, unit=True)
+                   - retraction(point, tangent_projection(point, s * update_direction)))
+    for s in step_lengths])
+
+# %%
+small = step_lengths < 0.05
+slope_retraction = np.polyfit(np.log(step_lengths[small]), np.log(error_retraction[small]), 1)[0]
+slope_relaxed = np.polyfit(np.log(step_lengths[small]), np.log(error_relaxed[small]), 1)[0]
+print(f"fitted slope, ||R_x(v) - exp_x(v)||              : {slope_retraction:.3f}")
+print(f"fitted slope, ||RMSNorm(x+u) - R_x((I-xx^T)u)||   : {slope_relaxed:.3f}")
+print(f"error / ||v||^3 at ||v|| = 1e-3                   : "
+      f"{error_retraction[0] / step_lengths[0]**3:.6f}  (sympy: 1/3)")
+assert abs(slope_retraction - 3.0) < 0.02
+assert abs(error_retraction[0] / step_lengths[0] ** 3 - 1 / 3) < 1e-3
+assert abs(slope_relaxed - 2.0) < 0.02
+
+# %%
+fig, ax = plt.subplots()
+ax.loglog(step_lengths, error_retraction, "o-", label=r"$\|R_x(v)-\exp_x(v)\|$ (Eq. 3 vs 2)")
+ax.loglog(step_lengths, error_relaxed, "s-",
+          label=r"$\|\mathrm{RMSNorm}(x+u)-R_x((I-xx^\top)u)\|$ (Eq. 17)")
+ax.loglog(step_lengths, step_lengths**2, "k--", lw=1, label=r"$\|v\|^2$ (the paper's bound)")
+ax.loglog(step_lengths, step_lengths**3 / 3, "k:", lw=1, label=r"$\|v\|^3/3$")
+ax.set_xlabel(r"step length $\|v\|$ (or $\|u\|$)")
+ax.set_ylabel("error")
+ax.set_title(f"slopes: retraction {slope_retraction:.2f}, relaxed retraction {slope_relaxed:.2f}")
+ax.legend(fontsize=8)
+plt.show()
+
+# %% [markdown]
+# **Figure 5.1.6.** Error of the retraction (Eq. 3) against the exponential map (Eq. 2), and of
 # residual + unit-sphere RMSNorm against the retraction of the projected update (Eq. 17), on log–log
-# axes. The retraction error has slope 3 (second-order retraction, sharper than the stated
-# $\mathcal O(\lVert v\rVert^2)$); the relaxed retraction has slope 2, as Eq. (17) states.
+# axes. The retraction error has slope 3 (a second-order retraction, sharper than the stated
+# $\mathcal O(\lVert v\rVert^2)$); the relaxed retraction has slope 2, as Eq. (17) states. The paper's
+# bound for Eq. (3) holds with one order to spare — not an erratum.
 #
-# ## 2. Why Eq. (17) is only first-order accurate
+# ### App. C.2.3: the vMF normaliser in log space
 #
-# Split $v=a\,x+w$ with $a=x^\top v$ and $w\perp x$. Then
-# $(x+v)/\lVert x+v\rVert=\big((1+a)x+w\big)/\lVert\cdot\rVert=R_x\!\big(w/(1+a)\big)$ exactly, so the
-# relaxed retraction is the retraction of a *rescaled* tangent step. The rescaling $1/(1+a)$ differs from
-# 1 at first order in $a$, which puts the discrepancy at second order:
-
-# %%
-a, s = sp.symbols("a s", real=True)
-relaxed = sp.Matrix([1 + a, s]) / sp.sqrt((1 + a) ** 2 + s**2)   # x = e1, v = a e1 + s e2
-proj = sp.Matrix([1, s]) / sp.sqrt(1 + s**2)
-eps = sp.symbols("epsilon", positive=True)
-gap = (relaxed - proj).subs({a: eps * a, s: eps * s})
-gap2 = gap.applyfunc(lambda e: sp.simplify(sp.series(e, eps, 0, 3).removeO()))
-print("RMSNorm(x+v) - R_x((I-xx^T)v) to second order:", list(gap2))
-assert sp.simplify(gap2[1] + a * s * eps**2) == 0
-
-# %% [markdown]
-# The tangent component of the gap is $-a\,s$: the product of the normal and tangential parts of the
-# update. It vanishes when the update is tangent ($a=0$) — which is the case Eq. (3) covers — and the
-# numbers below confirm the library's `rms_norm(..., unit=True)` is exactly $R_x(v)$ applied to the raw
-# update (the residual stream followed by RMSNorm is the retraction formula, Eq. 8 on the unit sphere):
-
-# %%
-X = rng.standard_normal((4, d))
-X /= np.linalg.norm(X, axis=1, keepdims=True)
-V = rng.standard_normal((4, d))
-gap_rms = np.max(np.abs(rms_norm(X + V, eps=0.0, unit=True) - retraction(X, V)))
-gap_radius = np.max(np.abs(rms_norm(np.sqrt(d) * X + V, eps=0.0) / np.sqrt(d) - retraction(X, V / np.sqrt(d))))
-print(f"max |RMSNorm_unit(x+v) - R_x(v)|                        = {gap_rms:.2e}")
-print(f"radius-sqrt(d) RMSNorm (Eq. 7) after rescaling the state = {gap_radius:.2e}")
-assert gap_rms < 1e-14 and gap_radius < 1e-14
-
-# %% [markdown]
-# ## 3. The vMF normaliser in log space (Eq. 18)
-#
-# $C_d(\kappa)=\kappa^{d/2-1}/\big((2\pi)^{d/2}I_{d/2-1}(\kappa)\big)$. In float64, $I_\nu(\kappa)$
-# overflows near $\kappa\approx 713$, and $(2\pi)^{d/2}$ overflows for $d\gtrsim 770$ — so for the
-# widths of the paper's models ($d=896$–$2048$) the direct formula fails at *every* $\kappa$, not only at
-# the large $\kappa$ App. C.2.3 mentions. In log space,
+# In float64, $I_\nu(\kappa)$ overflows near $\kappa\approx713$, and $(2\pi)^{d/2}$ overflows for
+# $d\gtrsim770$ — so for the widths of the paper's models ($d=896$–$2048$) the direct formula for
+# $C_d$ fails at *every* $\kappa$, not only at the large $\kappa$ App. C.2.3 mentions. In log space,
 # $\log C_d=(d/2-1)\log\kappa-\tfrac d2\log 2\pi-\log I_{d/2-1}(\kappa)$ with
 # $\log I_\nu(\kappa)=\log\mathrm{ive}_\nu(\kappa)+\kappa$ (scipy's exponentially scaled Bessel
-# function) and, where even `ive` underflows (order in the thousands, small $\kappa$), the Debye uniform
-# expansion or the power series. First the checks against closed forms:
+# function) and, where even `ive` underflows (order in the thousands, small $\kappa$), the Debye
+# uniform expansion or the power series. (Exercise 02, `exercises/part5_svflow/ex02_vmf_normaliser.ipynb`,
+# asks you to write such a normaliser yourself.) First the checks against closed forms:
 
 # %%
-kap = sp.symbols("kappa", positive=True)
-theta = sp.symbols("theta")
-# d = 3: integrate exp(kappa cos theta) over the sphere (area element sin theta dtheta dphi)
-Z3 = sp.simplify(2 * sp.pi * sp.integrate(sp.exp(kap * sp.cos(theta)) * sp.sin(theta), (theta, 0, sp.pi)))
-print("d=3:  1/C_3(kappa) =", Z3)
-C3_paper = kap ** sp.Rational(1, 2) / ((2 * sp.pi) ** sp.Rational(3, 2) * sp.besseli(sp.Rational(1, 2), kap))
-print("      paper's C_3 * integral, simplified =", sp.simplify((C3_paper * Z3).rewrite(sp.sinh)))
-
-for kv in (0.5, 5.0, 50.0, 5000.0):
-    log_c3 = np.log(kv) - np.log(2 * np.pi) - (kv + np.log1p(-np.exp(-2 * kv)))   # log(kappa/(4 pi sinh kappa))
-    assert abs(vmf_log_normalizer(kv, 3) - log_c3) < 1e-10 * max(1, abs(log_c3))
-    thetas = np.linspace(0, 2 * np.pi, 40001)                # d = 2: 1/C_2 = int exp(k cos) dtheta
-    log_int = kv + np.log(np.trapezoid(np.exp(kv * (np.cos(thetas) - 1)), thetas))
-    assert abs(-vmf_log_normalizer(kv, 2) - log_int) < 1e-8 * max(1, abs(log_int))
+for kappa_value in (0.5, 5.0, 50.0, 5000.0):
+    # d = 3: log(kappa / (4 pi sinh kappa)), written so that it does not overflow
+    log_c3 = (np.log(kappa_value) - np.log(2 * np.pi)
+              - (kappa_value + np.log1p(-np.exp(-2 * kappa_value))))
+    assert abs(vmf_log_normalizer(kappa_value, 3) - log_c3) < 1e-10 * max(1, abs(log_c3))
+    # d = 2: 1/C_2 = integral of exp(kappa cos theta) over the circle, by quadrature
+    angles = np.linspace(0, 2 * np.pi, 40001)
+    scaled_integrand = np.exp(kappa_value * (np.cos(angles) - 1))  # exp(kappa cos) / exp(kappa)
+    log_integral = kappa_value + np.log(np.trapezoid(scaled_integrand, angles))
+    assert (abs(-vmf_log_normalizer(kappa_value, 2) - log_integral)
+            < 1e-8 * max(1, abs(log_integral)))
 print("log C_d matches the closed form (d=3) and quadrature (d=2) for kappa in {0.5, 5, 50, 5000}")
 
 # %%
 kappas = np.array([1.0, 100.0, 700.0, 720.0, 1e3, 1e4, 1e5])
-print(f"{'kappa':>8} | {'naive d=3':>12} | {'log-space d=3':>14} | {'naive d=1024':>12} | {'log-space d=1024':>16}")
-for kv in kappas:
-    print(f"{kv:8.0f} | {vmf_log_normalizer_naive(kv, 3):12.4f} | {vmf_log_normalizer(kv, 3):14.4f} | "
-          f"{vmf_log_normalizer_naive(kv, 1024):12.4f} | {vmf_log_normalizer(kv, 1024):16.4f}")
+print(f"{'kappa':>8} | {'naive d=3':>12} | {'log-space d=3':>14} | {'naive d=1024':>12} | "
+      f"{'log-space d=1024':>16}")
+for kappa_value in kappas:
+    print(f"{kappa_value:8.0f} | {vmf_log_normalizer_naive(kappa_value, 3):12.4f} | "
+          f"{vmf_log_normalizer(kappa_value, 3):14.4f} | "
+          f"{vmf_log_normalizer_naive(kappa_value, 1024):12.4f} | "
+          f"{vmf_log_normalizer(kappa_value, 1024):16.4f}")
 assert np.all(np.isfinite(vmf_log_normalizer(kappas, 1024)))
 assert not np.isfinite(vmf_log_normalizer_naive(1e3, 3))
 
 # %% [markdown]
 # For $\kappa\to\infty$ the vMF approaches a Gaussian of variance $1/\kappa$ on the tangent plane, so
 # $\log C_d(\kappa)=\tfrac{d-1}{2}\log\tfrac{\kappa}{2\pi}-\kappa+\mathcal O(1/\kappa)$. This gives an
-# independent check of the log-space value deep in the overflow region, and below the check the
+# independent check of the log-space value deep in the overflow region; below the check the
 # normaliser is plotted for several widths.
 
 # %%
-for dd in (3, 64, 1024):
-    kk = np.array([1e6, 1e7])
-    asym = 0.5 * (dd - 1) * np.log(kk / (2 * np.pi)) - kk
-    rel = np.abs(vmf_log_normalizer(kk, dd) - asym) / np.abs(asym)
-    print(f"d={dd:5d}: relative gap to the large-kappa asymptote at kappa=1e6, 1e7: {rel[0]:.1e}, {rel[1]:.1e}")
-    assert np.all(rel < 1e-3)
+for width in (3, 64, 1024):
+    large_kappas = np.array([1e6, 1e7])
+    asymptote = 0.5 * (width - 1) * np.log(large_kappas / (2 * np.pi)) - large_kappas
+    relative_gap = np.abs(vmf_log_normalizer(large_kappas, width) - asymptote) / np.abs(asymptote)
+    print(f"d={width:5d}: relative gap to the large-kappa asymptote at kappa=1e6, 1e7: "
+          f"{relative_gap[0]:.1e}, {relative_gap[1]:.1e}")
+    assert np.all(relative_gap < 1e-3)
 
+# %%
 fig, ax = plt.subplots()
-kgrid = np.logspace(-2, 5, 200)
-for dd in (3, 64, 896, 2048):
-    ax.semilogx(kgrid, (vmf_log_normalizer(kgrid, dd) + sphere_log_area(dd)) / dd, label=f"d = {dd}")
+kappa_grid = np.logspace(-2, 5, 200)
+for width in (3, 64, 896, 2048):
+    per_dimension = (vmf_log_normalizer(kappa_grid, width) + sphere_log_area(width)) / width
+    ax.semilogx(kappa_grid, per_dimension, label=f"d = {width}")
 ax.axvline(713, color="grey", ls=":", lw=1)
 ax.text(800, 0.1, "iv overflows", fontsize=8, color="grey")
 ax.set_xlabel(r"$\kappa$")
@@ -196,179 +541,191 @@ ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
-# **Figure 1.2.** $\log C_d(\kappa)$ relative to the uniform density $1/|\mathbb S^{d-1}|$, per dimension
-# (the unit the paper's Tables 1–2 use for $-\log p_t$). The curves are finite across the whole range,
-# including $\kappa\sim10^5$ (the Qwen3 layers of App. C.2.3) and $d=896$/$2048$ (Qwen2.5 / Llama3.2
-# widths). At $\kappa=0$ every curve starts at 0: the vMF is then uniform.
+# **Figure 5.1.7.** $\log C_d(\kappa)$ relative to the uniform density $1/|\mathbb S^{d-1}|$, per
+# dimension (the unit the paper's Tables 1–2 use for $-\log p_t$). The curves are finite across the
+# whole range, including $\kappa\sim10^5$ (the Qwen3 layers of App. C.2.3) and $d=896$/$2048$
+# (Qwen2.5 / Llama3.2 widths). At $\kappa=0$ every curve starts at 0: the vMF is then uniform. The
+# overflow of App. C.2.3 is an implementation artefact, not a limit of the metric.
 #
-# ## 4. The Euclidean score $\kappa\mu$ and a sampler check
-#
-# Extended to $\mathbb R^d$, $\log p_{\text{vMF}}(x)=\log C_d(\kappa)+\kappa\mu^\top x$ has gradient
-# $\kappa\mu$ — the constant score that lets the value–output projection play the conditional score in
-# §4.2. (On the sphere itself the Riemannian score is its tangent part $(I-xx^\top)\kappa\mu$.) We check
-# it by finite differences and check the normaliser once more through sampling: Wood's sampler draws
-# $t=\mu^\top x$ with density $\propto e^{\kappa t}(1-t^2)^{(d-3)/2}$ and $\mathbb E[x]=A_d(\kappa)\mu$,
-# $A_d=I_{d/2}/I_{d/2-1}$.
-
-# %%
-dd, kv = 5, 6.0
-mu = rng.standard_normal(dd)
-mu /= np.linalg.norm(mu)
-y = rng.standard_normal(dd)
-h = 1e-6
-f_ext = lambda z: vmf_log_normalizer(kv, dd) + kv * z @ mu        # noqa: E731
-fd = central_difference(f_ext, y, h=h)  # (dd,)
-print("finite-difference score matches kappa mu to 1e-6:", bool(np.allclose(fd, vmf_score(mu, kv), atol=1e-6)))
-assert np.allclose(fd, vmf_score(mu, kv), atol=1e-6)
-
-samples = vmf_sample(mu, kv, 50_000, rng)
-emp_mean = samples.mean(axis=0)
-print(f"|E[x]| Monte Carlo = {np.linalg.norm(emp_mean):.4f}, A_d(kappa) = {vmf_mean_resultant_length(kv, dd):.4f}")
-assert np.allclose(emp_mean, vmf_mean_resultant_length(kv, dd) * mu, atol=0.01)
-# the density integrates to one: E_uniform[p_vMF] * |S^{d-1}| = 1 by importance sampling
-unif = rng.standard_normal((200_000, dd))
-unif /= np.linalg.norm(unif, axis=1, keepdims=True)
-mass = np.mean(np.exp(vmf_log_density(unif, mu, kv) + sphere_log_area(dd)))
-print(f"integral of p_vMF over the sphere (Monte Carlo) = {mass:.3f}")
-assert abs(mass - 1) < 0.03
-
-# %%
-tgrid = np.linspace(-1, 1, 400)
-log_dens_t = (vmf_log_normalizer(kv, dd) + sphere_log_area(dd - 1) + kv * tgrid
-              + 0.5 * (dd - 3) * np.log(np.clip(1 - tgrid**2, 1e-300, None)))
-fig, ax = plt.subplots()
-ax.hist(samples @ mu, bins=60, density=True, alpha=0.5, label="Wood sampler")
-ax.plot(tgrid, np.exp(log_dens_t), "k", lw=1.5, label=r"$C_d(\kappa)|\mathbb{S}^{d-2}|e^{\kappa t}(1-t^2)^{(d-3)/2}$")
-ax.set_xlabel(r"$t=\mu^\top x$")
-ax.set_ylabel("density")
-ax.set_title(fr"vMF on $\mathbb{{S}}^{{{dd - 1}}}$, $\kappa={kv:g}$")
-ax.legend(fontsize=8)
-plt.show()
-
-# %% [markdown]
-# **Figure 1.3.** Distribution of $\mu^\top x$ for vMF samples ($d=5$, $\kappa=6$) against the density
-# implied by Eq. (18) with the log-space normaliser: the histogram and the curve agree, so $C_d$ normalises
-# the density.
-#
-# ## 5. §4.3: the zero-mean property of conditional scores — on $\mathbb R^d$ and on the sphere
+# ### §4.3: the zero-mean property of conditional scores — on $\mathbb R^d$ and on the sphere
 #
 # §4.3 says that in a strict SVFlow the conditional scores have mean zero,
 # $\mathbb E_{p(x\mid z)}[\nabla_x\log p(x\mid z)]=0$ "under mild regularity conditions", and that MoE
 # experts, which do not enforce it, make a relaxed SVFlow. On $\mathbb R^d$ this is
-# $\int\nabla p\,dx=0$ for a density that vanishes at infinity. On the sphere — where §4.1–4.2 place the
-# attention components — the divergence theorem gives instead
-# $\int_{\mathbb S^{d-1}}\nabla_{\mathbb S}p\,d\sigma=(d-1)\int x\,p\,d\sigma$, so the Riemannian score of a
-# vMF component has mean $(d-1)A_d(\kappa)\mu$, and its Euclidean score $\kappa\mu$ is constant. We check
-# the Gaussian case exactly (sympy) and by Monte Carlo, and the vMF case by Monte Carlo and quadrature.
+# $\int\nabla p\,dx=0$ for a density that vanishes at infinity. On the sphere — where §4.1–4.2 place
+# the attention components — the divergence theorem gives instead
+# $\int_{\mathbb S^{d-1}}\nabla_{\mathbb S}p\,d\sigma=(d-1)\int x\,p\,d\sigma$, so the Riemannian
+# score of a vMF component has mean $(d-1)A_d(\kappa)\mu$, and its Euclidean score $\kappa\mu$ is
+# constant. We check the Gaussian case exactly (sympy) and by Monte Carlo, and the vMF case by Monte
+# Carlo and quadrature.
 
 # %%
-xg, m_g = sp.symbols("x m", real=True)
-s_g = sp.symbols("s", positive=True)
-gauss = sp.exp(-(xg - m_g) ** 2 / (2 * s_g**2)) / sp.sqrt(2 * sp.pi * s_g**2)
-mean_score = sp.simplify(sp.integrate(sp.diff(sp.log(gauss), xg) * gauss, (xg, -sp.oo, sp.oo)))
-print("Gaussian, d = 1: E[d/dx log p(x|z)] =", mean_score)
+x_1d, mean_1d = sp.symbols("x m", real=True)
+sd_1d = sp.symbols("s", positive=True)
+gaussian = sp.exp(-(x_1d - mean_1d) ** 2 / (2 * sd_1d**2)) / sp.sqrt(2 * sp.pi * sd_1d**2)
+mean_score = sp.simplify(sp.integrate(sp.diff(sp.log(gaussian), x_1d) * gaussian,
+                                      (x_1d, -sp.oo, sp.oo)))
+display(Math(r"\text{Gaussian, } d=1:\quad \mathbb E\Big[\tfrac{d}{dx}\log p(x\mid z)\Big]="
+             + sp.latex(mean_score)))
 assert mean_score == 0
 
-dz, kz, n_mc = 5, 6.0, 200_000
-rng5 = np.random.default_rng(11)
-m_z = rng5.standard_normal(dz)
-xs_gauss = m_z + rng5.standard_normal((n_mc, dz))
-score_gauss = -(xs_gauss - m_z)                                             # grad log N(x; m_z, I)
-z_gauss = score_gauss.mean(axis=0) / (score_gauss.std(axis=0) / np.sqrt(n_mc))
-print(f"Gaussian, d = {dz}: Monte Carlo mean score within 4 standard errors of 0: {np.all(np.abs(z_gauss) < 4)}")
-assert np.all(np.abs(z_gauss) < 4)
-
-mu_z = rng5.standard_normal(dz)
-mu_z /= np.linalg.norm(mu_z)
-xs_vmf = vmf_sample(mu_z, kz, n_mc, rng5)                                     # (n, d) on the sphere
-riem = kz * (mu_z - (xs_vmf @ mu_z)[:, None] * xs_vmf)                        # (I - x x^T) kappa mu
-riem_mean = riem.mean(axis=0)
-predicted = (dz - 1) * vmf_mean_resultant_length(kz, dz) * mu_z
-se_riem = riem.std(axis=0) / np.sqrt(n_mc)
-print(f"vMF on S^{dz - 1}, kappa = {kz:g}: |E[Riemannian score]| = {np.linalg.norm(riem_mean):.2f}, "
-      f"(d-1) A_d(kappa) = {np.linalg.norm(predicted):.2f};  Euclidean score kappa mu has norm {kz:g}")
-assert np.all(np.abs(riem_mean - predicted) < 4 * se_riem) and np.linalg.norm(predicted) > 1.0
-
-# the circle (d = 2) by quadrature: E[kappa sin^2 theta] = E[cos theta] = A_2(kappa) != 0
-from scipy.integrate import quad  # noqa: E402
-
-Z_c = quad(lambda th: np.exp(kz * np.cos(th)), -np.pi, np.pi)[0]
-e_sin2 = quad(lambda th: kz * np.sin(th) ** 2 * np.exp(kz * np.cos(th)), -np.pi, np.pi)[0] / Z_c
-print(f"circle: E[kappa sin^2 theta] = {e_sin2:.6f}, A_2(kappa) = {float(vmf_mean_resultant_length(kz, 2)):.6f}")
-assert abs(e_sin2 - float(vmf_mean_resultant_length(kz, 2))) < 1e-8
-
-# %% [markdown]
-# So the zero-mean property holds for components on $\mathbb R^d$ (the Gaussian SVFlow of §3.3) but not
-# for the vMF components of the attention reading: neither the Euclidean score $\kappa\mu$ nor its
-# tangent part averages to zero under the component ($|\mathbb E|=(d-1)A_d(\kappa)$, printed above).
-# On the sphere the "strict" SVFlow is therefore not zero-mean either, and MoE experts are not relaxed
-# relative to attention in this respect. Recorded in `book/ERRATA.md`.
-#
-# ## 6. §2.1: the instantaneous change of variables along a flow
-#
-# §2.1 (Eq. 1) moves samples by $\dot\varphi_t=v_t(\varphi_t)$ and tracks $\log p_t(x_t)$ along the path
-# with the instantaneous change of variables, $\frac{d}{dt}\log p_t(x_t)=-\nabla\!\cdot v_t(x_t)$, i.e.
-# $\log|\det D\varphi_t(x_0)|=\int_0^t\nabla\!\cdot v(x_s)\,ds$. Sympy checks the linear case (Jacobi's
-# formula $\det e^{At}=e^{t\,\mathrm{tr}A}$); numerically we integrate a nonlinear 2-D field with RK4 and
-# compare the divergence integral with the log-determinant of the flow map's Jacobian by finite
-# differences of whole trajectories.
+# %%
+dim_z, kappa_z, n_samples = 5, 6.0, 200_000
+rng_zero_mean = np.random.default_rng(11)
+gaussian_mean = rng_zero_mean.standard_normal(dim_z)
+gaussian_samples = gaussian_mean + rng_zero_mean.standard_normal((n_samples, dim_z))
+gaussian_scores = -(gaussian_samples - gaussian_mean)  # grad log N(x; m, I)
+z_scores = gaussian_scores.mean(axis=0) / (gaussian_scores.std(axis=0) / np.sqrt(n_samples))
+print(f"Gaussian, d = {dim_z}: Monte Carlo mean score within 4 standard errors of 0: "
+      f"{np.all(np.abs(z_scores) < 4)}")
+assert np.all(np.abs(z_scores) < 4)
 
 # %%
-ts, a11, a12, a22 = sp.symbols("t a11 a12 a22", real=True)
-A_lin = sp.Matrix([[a11, a12], [0, a22]])                                     # triangular: sympy's expm is closed form
-jacobi = sp.simplify((A_lin * ts).exp().det() - sp.exp(ts * A_lin.trace()))
-print("det exp(A t) - exp(t tr A), A upper triangular =", jacobi)
-assert jacobi == 0
-from scipy.linalg import expm  # noqa: E402
+mu_z = rng_zero_mean.standard_normal(dim_z)
+mu_z /= np.linalg.norm(mu_z)
+vmf_samples = vmf_sample(mu_z, kappa_z, n_samples, rng_zero_mean)  # (n, d) on the sphere
+# the Riemannian score (I - x x^T) kappa mu of every sample, (n, d)
+riemannian_scores = kappa_z * (mu_z - (vmf_samples @ mu_z)[:, None] * vmf_samples)
+mean_riemannian = riemannian_scores.mean(axis=0)
+predicted = (dim_z - 1) * vmf_mean_resultant_length(kappa_z, dim_z) * mu_z
+standard_errors = riemannian_scores.std(axis=0) / np.sqrt(n_samples)
+print(f"vMF on S^{dim_z - 1}, kappa = {kappa_z:g}: |E[Riemannian score]| = "
+      f"{produced(np.linalg.norm(mean_riemannian), '.2f')}, "
+      f"(d-1) A_d(kappa) = {np.linalg.norm(predicted):.2f};"
+      f"  Euclidean score kappa mu has norm {kappa_z:g}")
+assert np.all(np.abs(mean_riemannian - predicted) < 4 * standard_errors)
+assert np.linalg.norm(predicted) > 1.0
 
-A_num = np.random.default_rng(3).normal(size=(3, 3))                          # a general matrix, numerically
-assert abs(np.linalg.det(expm(1.7 * A_num)) - np.exp(1.7 * np.trace(A_num))) < 1e-10 * np.exp(1.7 * np.trace(A_num))
+# %%
+# the circle (d = 2) by quadrature: E[kappa sin^2 theta] = E[cos theta] = A_2(kappa) != 0
+circle_normaliser = quad(lambda th: np.exp(kappa_z * np.cos(th)), -np.pi, np.pi)[0]
+mean_sin2 = quad(lambda th: kappa_z * np.sin(th) ** 2 * np.exp(kappa_z * np.cos(th)),
+                 -np.pi, np.pi)[0] / circle_normaliser
+print(f"circle: E[kappa sin^2 theta] = {mean_sin2:.6f}, "
+      f"A_2(kappa) = {float(vmf_mean_resultant_length(kappa_z, 2)):.6f}")
+assert abs(mean_sin2 - float(vmf_mean_resultant_length(kappa_z, 2))) < 1e-8
+
+# %% [markdown]
+# So the zero-mean property holds for components on $\mathbb R^d$ (the Gaussian SVFlow of §3.3) but
+# not for the vMF components of the attention reading: neither the Euclidean score $\kappa\mu$ nor
+# its tangent part averages to zero under the component ($|\mathbb E|=(d-1)A_d(\kappa)$, printed
+# above). On the sphere the "strict" SVFlow is therefore not zero-mean either, and MoE experts are not
+# relaxed relative to attention in this respect. Recorded in [the errata](../ERRATA.md) (row "SVFlow —
+# Liao | §4.3, Relaxed Implementation").
+#
+# ### §2.1: the instantaneous change of variables along a flow
+#
+# §2.1 (Eq. 1) moves samples by $\dot\varphi_t=v_t(\varphi_t)$ and tracks $\log p_t(x_t)$ along the
+# path with the instantaneous change of variables, $\frac{d}{dt}\log p_t(x_t)=-\nabla\!\cdot v_t(x_t)$,
+# i.e. $\log|\det D\varphi_t(x_0)|=\int_0^t\nabla\!\cdot v(x_s)\,ds$ (the flow stretches volume at
+# the rate of the field's divergence, so density falls at that rate). Sympy checks the linear case
+# (Jacobi's formula $\det e^{At}=e^{t\,\mathrm{tr}A}$):
+
+# %%
+time, a11, a12, a22 = sp.symbols("t a11 a12 a22", real=True)
+A_linear = sp.Matrix([[a11, a12], [0, a22]])  # triangular: a closed-form matrix exponential
+jacobi = sp.simplify((A_linear * time).exp().det() - sp.exp(time * A_linear.trace()))
+display(Math(r"\det e^{At}-e^{t\,\mathrm{tr}A}=" + sp.latex(jacobi)
+             + r"\quad(A\text{ upper triangular})"))
+assert jacobi == 0
+A_random = np.random.default_rng(3).normal(size=(3, 3))  # a general matrix, numerically
+exact_det = np.exp(1.7 * np.trace(A_random))
+assert abs(np.linalg.det(expm(1.7 * A_random)) - exact_det) < 1e-10 * exact_det
 print("det expm(1.7 A) = exp(1.7 tr A) for a random 3x3 A (relative error < 1e-10): True")
 
+# %% [markdown]
+# Numerically, a nonlinear 2-d field is integrated with the classical Runge–Kutta method (the
+# library's `rk4_flow_with_divergence`, which carries the divergence integral along with the state),
+# and the integral is compared with the log-determinant of the flow map's Jacobian, obtained by
+# finite differences of whole trajectories.
 
-def v_field(x):
+# %%
+def field(x):
     """A nonlinear field on R^2, x (..., 2) -> (..., 2)."""
     return np.stack([np.sin(x[..., 1]) + 0.3 * x[..., 0] - 0.1 * x[..., 0] ** 3,
                      x[..., 0] - 0.2 * x[..., 1] + 0.1 * np.sin(x[..., 1])], axis=-1)
 
 
-def div_v(x):
-    return 0.3 - 0.3 * x[..., 0] ** 2 - 0.2 + 0.1 * np.cos(x[..., 1])        # d/dx1 of v1 + d/dx2 of v2
+def field_divergence(x):
+    """d v1 / d x1 + d v2 / d x2 of `field`, x (..., 2) -> (...)."""
+    return 0.3 - 0.3 * x[..., 0] ** 2 - 0.2 + 0.1 * np.cos(x[..., 1])
 
 
-def rk4_flow(x, t_end=1.5, n=300):
-    """RK4 on the augmented state (x, l) with dl/dt = div v(x): the end point and l = integral of div v."""
-    dt, integral = t_end / n, 0.0
-    for _ in range(n):
-        k1 = v_field(x)
-        x2 = x + 0.5 * dt * k1
-        k2 = v_field(x2)
-        x3 = x + 0.5 * dt * k2
-        k3 = v_field(x3)
-        x4 = x + dt * k3
-        k4 = v_field(x4)
-        integral = integral + dt * (div_v(x) + 2 * div_v(x2) + 2 * div_v(x3) + div_v(x4)) / 6
-        x = x + dt * (k1 + 2 * k2 + 2 * k3 + k4) / 6
-    return x, integral
+def flow_map(x):
+    """The end point of the flow from x after time 1.5 (300 RK4 steps)."""
+    return rk4_flow_with_divergence(x, field, field_divergence, t_end=1.5, n_steps=300)[0]
 
 
+# %%
 x_start = np.array([1.6, 0.5])
-_, div_integral = rk4_flow(x_start)
-hh = 1e-5
-D_flow = np.stack([(rk4_flow(x_start + hh * e)[0] - rk4_flow(x_start - hh * e)[0]) / (2 * hh) for e in np.eye(2)], axis=1)
-logdet_flow = np.linalg.slogdet(D_flow)[1]
-print(f"log|det D phi_t| (finite differences) = {logdet_flow:.5f};  integral of div v = {float(div_integral):.5f}")
-assert abs(logdet_flow - float(div_integral)) < 1e-6
+_, divergence_integral = rk4_flow_with_divergence(x_start, field, field_divergence,
+                                                  t_end=1.5, n_steps=300)
+flow_jacobian = central_difference(flow_map, x_start, h=1e-5)  # (2, 2)
+log_det_flow = np.linalg.slogdet(flow_jacobian)[1]
+print(f"log|det D phi_t| (finite differences) = {produced(log_det_flow, '.5f')};  "
+      f"integral of div v = {produced(float(divergence_integral), '.5f')}")
+assert abs(log_det_flow - float(divergence_integral)) < 1e-6
 
 # %% [markdown]
 # The divergence of this field varies along the path, and its integral matches the finite-difference
-# log-determinant of the flow map to $10^{-6}$: $\log p_t(x_t)=\log p_0(x_0)-\int_0^t\nabla\!\cdot v$. The score-flow claim
-# of §2.1 (with $v_t=\nabla\log p_t$ the flow ascends $\log p_t$) is checked for the Gaussian-mixture
-# SVFlow in notebook 5.2, §3 (Corollary 3.4).
+# log-determinant of the flow map to $10^{-6}$:
+# $\log p_t(x_t)=\log p_0(x_0)-\int_0^t\nabla\!\cdot v$. The score-flow claim of §2.1 (with
+# $v_t=\nabla\log p_t$ the flow ascends $\log p_t$) is checked for the Gaussian-mixture SVFlow in
+# [5.2](02_svflow_properties.ipynb), §3 (Corollary 3.4).
 #
-# **Summary.** The retraction approximates the exponential map with error $\tfrac13\lVert v\rVert^3$
-# (the paper's $\mathcal O(\lVert v\rVert^2)$ holds with room to spare). Residual + RMSNorm is the relaxed
-# retraction of Eq. (17), accurate to first order, with the second-order gap $-a\,s$ coming from the normal
-# part of the update. The vMF normaliser is computed stably in log space for all $\kappa$ and $d$, so the
-# overflow caveat of App. C.2.3 is an implementation artefact, not a limit of the metric. The zero-mean
-# property of §4.3 holds for Gaussian components on $\mathbb R^d$ and fails for vMF components on the sphere.
+# ## Key takeaways
+#
+# - RMSNorm rescales every state to length $\sqrt d$, so after each layer a transformer's state is a
+#   point of a sphere; only its direction carries information.
+# - On a sphere one moves along the tangent plane and comes back: the exponential map walks the great
+#   circle, the retraction $R_x(v)=(x+v)/\lVert x+v\rVert$ rescales; they agree to within
+#   $\tfrac13\lVert v\rVert^3$ (sharper than the paper's $\mathcal O(\lVert v\rVert^2)$).
+# - Residual + RMSNorm is the retraction of the update's tangent part shrunk by $1/(1+a)$, where $a$
+#   is the update's part along the state — a relaxed retraction, accurate to first order (Eq. 17).
+# - The von Mises–Fisher density $C_d(\kappa)e^{\kappa\mu^\top x}$ is a bump around the mean direction
+#   $\mu$, narrower for larger concentration $\kappa$; its Euclidean score is the constant $\kappa\mu$.
+# - Its normaliser must be computed in log space at the sizes of real models; computed so, it is
+#   finite for every $\kappa$ and $d$.
+#
+# ## Check your understanding
+#
+# 1. A state $x=(0, 1)$ on the unit circle receives the tangent update $v=(1, 0)$. By how many
+#    degrees does the state turn under the retraction, and under the exponential map?
+#
+#    ```{dropdown} Answer
+#    The retraction lands at $(1,1)/\sqrt2$: it turns by $\arctan 1=45°$. The exponential map walks an
+#    arc of length 1, i.e. turns by 1 radian, about $57°$ (Figure 5.1.3). The retraction always turns by
+#    $\arctan\lVert v\rVert<\lVert v\rVert$: it falls short, and can never turn by a right angle or more.
+#    ```
+#
+# 2. An update points exactly along the state, $u=a\,x$ with $a>-1$. What does residual + RMSNorm do
+#    to the state, and what does that say about the part of an update along the state?
+#
+#    ```{dropdown} Answer
+#    $x+u=(1+a)x$, and the norm gives back $x$: the state does not move. The part of an update along
+#    the state is invisible after the norm except through its effect on the tangent part, which it
+#    shrinks by $1/(1+a)$ (or stretches, for $a<0$).
+#    ```
+#
+# 3. Why is the zero-mean property $\mathbb E_{p(x\mid z)}[\nabla_x\log p(x\mid z)]=0$ true for a
+#    Gaussian on $\mathbb R^d$ but not for a vMF on the sphere?
+#
+#    ```{dropdown} Answer
+#    On $\mathbb R^d$ the mean score is $\int\nabla p\,dx$, which is zero because $p$ vanishes at
+#    infinity. The vMF's Euclidean score is the constant $\kappa\mu$, whose mean is $\kappa\mu\ne0$;
+#    and on the sphere, which has no "infinity" for the mass to escape to, the divergence theorem adds
+#    a curvature term, giving the mean $(d-1)A_d(\kappa)\mu$ for the tangent score.
+#    ```
+#
+# ## Reproducibility
+#
+# Everything on this page is computed from closed forms, sympy, quadrature and seeded random numbers
+# (seeds 0, 3 and 11); there is no training and no saved run. Library: `nextword.theory.svflow`
+# (sphere geometry, vMF, `rk4_flow_with_divergence`), `nextword.decoder.rms_norm`,
+# `nextword.numerics.central_difference`; Figures 5.1.1–5.1.4 from
+# `nextword.booktools.schematics.sphere`.
+
+# %% tags=["hide-cell", "nbval-ignore-output"]
+import scipy  # noqa: E402
+
+print(f"numpy {np.__version__}, scipy {scipy.__version__}, sympy {sp.__version__}")

@@ -1,176 +1,356 @@
 # %% [markdown]
-# # 5.2 SVFlow: definition, the ELBO identity and the gradient decomposition
+# # 5.2 SVFlow: a flow that averages pulls, its lower bound, and the gap between them
 #
-# **Source:** Liao, §3.1–3.2 (Definition 3.1, Eq. 9; Proposition 3.2, Eqs. 10–11; Theorem 3.3, Eq. 12;
-# Corollary 3.4, Eq. 13) and App. A (proofs, Eqs. 23–34).
+# **The question.** A score-based variational flow moves a state by averaging "pulls", one per
+# hidden component, each weighted by how responsible that component is believed to be. When does
+# this averaged pull point straight uphill on the data's log-density, and what measures how far off
+# it is when the weights are wrong?
 #
-# A score-based variational flow moves a state $x$ with the posterior-weighted average of conditional
-# scores (Eq. 9),
-# $$v_t(x)=\mathbb E_{q_t(z\mid x)}\big[\nabla_x\log p_t(x\mid z)\big].$$
-# The paper proves that (i) $\log p_t(x)=\mathcal L_t(x)+\mathrm{KL}(q_t(z\mid x)\,\|\,p_t(z\mid x))$ with
-# the ELBO $\mathcal L_t$ of Eq. (11); (ii) $\nabla_x\mathcal L_t=v_t+\epsilon_t$ with
-# $\epsilon_t=\mathbb E_q[\log\frac{p_t(z\mid x)}{q_t(z\mid x)}\nabla_x\log q_t(z\mid x)]$ (Eq. 12), and
-# that $\epsilon_t$ "vanishes if and only if $q_t=p_t$"; (iii) in the ideal case $q=p$ the flow follows
-# $\nabla_x\log p_t(x)$ (Eq. 13). We derive (ii) symbolically for arbitrary functions, verify all three
-# numerically on a 2-D Gaussian mixture with 8 components, and show that the "only if" half of
-# Theorem 3.3 fails.
+# This is the engine of Part 5: page [5.3](03_attention_as_vmf_posterior.ipynb) shows that an
+# attention layer computes exactly such an average, with the attention weights as the "beliefs".
+# If the beliefs are right, every layer moves a token's state the steepest way up a probability
+# landscape; if they are wrong, the move is biased. The paper measures the bias with a classical
+# tool of statistics, the evidence lower bound, and this page builds it from a two-component example
+# you can do by hand, derives the paper's identities, and finds one statement that is too strong.
+#
+# ```{admonition} Learning goals
+# :class: tip
+# After this page you can
+# - compute by hand the SVFlow velocity, the posterior, the ELBO and the gap $\log p-\text{ELBO}$
+#   for a two-component mixture at one point;
+# - state the ELBO identity (Proposition 3.2) and the gradient decomposition (Theorem 3.3) in words,
+#   and explain why the velocity equals $\nabla\log p$ when the weights are the true posterior;
+# - recognise a case where the error term $\epsilon$ is zero although the weights are wrong.
+# ```
+#
+# **Builds on:** [5.1 Spherical geometry](01_spherical_geometry.ipynb) (the score function: the
+# gradient of a log-density) · [the Part 5 overview](00_overview.ipynb) (the flow picture) · mixtures
+# of densities and Bayes' rule, the Kullback–Leibler divergence, gradients, Euler's method.
+# **Reading time:** about 30 minutes.
+#
+# *Source: Liao, Transformer as an Euler Discretization of Score-based Variational Flow, §3.1–3.2
+# (Definition 3.1, Eq. 9; Proposition 3.2, Eqs. 10–11; Theorem 3.3, Eq. 12; Corollary 3.4, Eq. 13)
+# and App. A (proofs, Eqs. 23–34).*
 
 # %%
+import matplotlib.pyplot as plt
 import numpy as np
 import sympy as sp
-import matplotlib.pyplot as plt
+from IPython.display import Math, display
 
-from nextword.numerics import central_difference
+from nextword.booktools.display import produced
 from nextword.booktools.plotting import use_book_style
+from nextword.numerics import central_difference
 from nextword.theory.svflow import GaussianSVFlow, euler_flow
 
 use_book_style()
-sp.init_printing(use_latex="mathjax")
 rng = np.random.default_rng(0)
 
 # %% [markdown]
-# ## 1. Symbolic derivation of Theorem 3.3 (two components, arbitrary functions)
+# ## A tiny example by hand
 #
-# Take any logits $g_1(x),g_2(x)$ for $q(z\mid x)=\mathrm{softmax}(g)$, any conditional log-likelihoods
-# $\ell_1(x),\ell_2(x)$ and a uniform prior. Sympy differentiates the ELBO and subtracts $v+\epsilon$:
+# One number $x$, two hidden components $z=1,2$, each a Gaussian of variance 1: $p(x\mid 1)$ centred
+# at $-1$, $p(x\mid 2)$ at $+1$, each chosen with probability $\tfrac12$. Stand at $x=0.5$.
+#
+# - **The pulls.** The score of a Gaussian centred at $m$ is $-(x-m)$: it points back to the centre.
+#   At $x=0.5$ component 1 pulls with $-1.5$ (left), component 2 with $+0.5$ (right).
+# - **Who is responsible.** $\log p(x\mid z)$ is $-\tfrac12(x-m)^2$ plus a constant: $-1.125$ and
+#   $-0.125$, one apart. By Bayes' rule the true posterior is $p(1\mid x)=1/(1+e)=0.269$ and
+#   $p(2\mid x)=0.731$.
+# - **The averaged pull.** With the true posterior as weights: $0.269\cdot(-1.5)+0.731\cdot0.5=-0.038$
+#   — a gentle pull to the left, towards the middle of the two bumps, where $\log p(x)$ climbs.
+#
+# Now use wrong weights, $q=(\tfrac12,\tfrac12)$ whatever $x$ is. The averaged pull becomes
+# $\tfrac12(-1.5)+\tfrac12(0.5)=-0.5$, thirteen times too strong.
 
 # %%
-xs = sp.symbols("x", real=True)
-g1, g2, l1, l2 = (sp.Function(n)(xs) for n in ("g1", "g2", "l1", "l2"))
-Zq = sp.exp(g1) + sp.exp(g2)
-q = [sp.exp(g1) / Zq, sp.exp(g2) / Zq]
-ll = [l1, l2]
-prior = sp.Rational(1, 2)
-logp_x = sp.log(prior * sp.exp(l1) + prior * sp.exp(l2))
-post = [prior * sp.exp(l) / sp.exp(logp_x) for l in ll]
-ELBO = sum(qi * (li + sp.log(prior) - sp.log(qi)) for qi, li in zip(q, ll))           # Eq. (11)
-KL_qp = sum(qi * sp.log(qi / pi) for qi, pi in zip(q, post))
-v = sum(qi * sp.diff(li, xs) for qi, li in zip(q, ll))                                  # Eq. (9)
-eps = sum(qi * sp.log(pi / qi) * sp.diff(sp.log(qi), xs) for qi, pi in zip(q, post))   # Eq. (12)
-residual_prop32 = sp.simplify(sp.expand_log(logp_x - ELBO - KL_qp, force=True))          # Prop. 3.2, Eq. (10)
-residual_thm33 = sp.simplify(sp.expand_log(sp.diff(ELBO, xs) - v - eps, force=True))    # Thm. 3.3, Eq. (12)
-print("log p(x) - ELBO - KL(q||p)   =", residual_prop32)
-print("dELBO/dx - v - epsilon       =", residual_thm33)
-assert residual_prop32 == 0 and residual_thm33 == 0
+x = 0.5
+centres = np.array([-1.0, 1.0])
+log_lik = -0.5 * (x - centres) ** 2 - 0.5 * np.log(2 * np.pi)  # log p(x | z), z = 1, 2
+scores = -(x - centres)  # d/dx log p(x | z)
+true_posterior = np.exp(log_lik) / np.exp(log_lik).sum()  # prior 1/2 cancels
+wrong_weights = np.array([0.5, 0.5])
+print(f"-(x - m)^2 / 2: {-0.5 * (x - centres) ** 2};  pulls (scores): {scores}")
+print(f"true posterior p(z | x): {np.round(true_posterior, 3)};  "
+      f"1 / (1 + e) = {1 / (1 + np.e):.3f}")
+print(f"averaged pull with the true posterior: {true_posterior @ scores:.3f}")
+print(f"averaged pull with q = (1/2, 1/2):     {wrong_weights @ scores:.3f}")
+
+
+# the slope of log p(x) itself, by a central difference: the mixture density is exact here
+def log_marginal(y):
+    """log p(y) of the two-component mixture, exactly."""
+    return np.log(0.5 * np.exp(-0.5 * (y - centres) ** 2).sum()) - 0.5 * np.log(2 * np.pi)
+
+
+slope = (log_marginal(x + 1e-6) - log_marginal(x - 1e-6)) / 2e-6
+print(f"slope of log p(x) at x = 0.5 (central difference): {slope:.3f}")
+assert abs(true_posterior @ scores - slope) < 1e-8
 
 # %% [markdown]
-# Both differences simplify to 0 (asserted): Proposition 3.2 and Theorem 3.3 hold for any differentiable logits and
-# likelihoods (the proof in App. A needs only $\sum_z\nabla_x q(z\mid x)=0$).
-#
-# ## 2. Numerical check on a 2-D Gaussian SVFlow with 8 components
-#
-# One time slice of the Gaussian SVFlow of §3.3: $q(z\mid x)=\mathrm{softmax}_z\log q(x\mid z)$ and
-# $p(x\mid z)$ are diagonal Gaussians (`nextword.theory.svflow.GaussianSVFlow`); the $q$-components are
-# deliberately misaligned with the $p$-components. On a grid we check Eq. (10) and compare the gradient
-# of the ELBO by central finite differences with $v+\epsilon$ (closed form).
+# With the true posterior the averaged pull *is* the slope of $\log p(x)$; with wrong weights it is
+# not. How wrong? The **ELBO** (evidence lower bound) scores the weights $q$:
+# $\mathcal L=\mathbb E_q[\log p(x\mid z)]-\mathrm{KL}(q\,\|\,\text{prior})$, where the
+# Kullback–Leibler divergence $\mathrm{KL}(a\,\|\,b)=\sum_z a_z\log(a_z/b_z)$ measures, in nats, how
+# far the distribution $a$ is from $b$ (0 only when they are equal). Here $q$ equals the prior, so
+# $\mathcal L=\tfrac12(-2.044)+\tfrac12(-1.044)=-1.544$, below $\log p(x)=-1.424$ by $0.120$ — exactly
+# $\mathrm{KL}(q\,\|\,p(z\mid x))$:
 
 # %%
-Z, d = 8, 2
-angles = 2 * np.pi * np.arange(Z) / Z
+log_p_x = np.log(0.5 * np.exp(log_lik).sum())
+elbo = wrong_weights @ (log_lik + np.log(0.5) - np.log(wrong_weights))
+kl_to_true_posterior = wrong_weights @ np.log(wrong_weights / true_posterior)
+print(f"log p(x, z) terms: {np.round(log_lik, 3)};  log p(x) = {log_p_x:.3f},  ELBO = {elbo:.3f}")
+print(f"log p(x) - ELBO = {log_p_x - elbo:.3f};  KL(q || p(z|x)) = {kl_to_true_posterior:.3f}")
+assert abs((log_p_x - elbo) - kl_to_true_posterior) < 1e-12
+
+# %% [markdown]
+# Keep one more fact from this example for later: these weights $q=(\tfrac12,\tfrac12)$ do not
+# depend on $x$. The paper's error term $\epsilon$ (below) is built from the slope of $\log q$, which
+# is then zero — so $\epsilon=0$ here although $q$ is wrong and the pull is thirteen times too strong.
+#
+# ## The flow and its lower bound (Definition 3.1, Proposition 3.2, Theorem 3.3)
+#
+# In general a {term}`SVFlow` (score-based variational flow) moves a state $x_t$ with the velocity
+#
+# $$\frac{dx_t}{dt}=v_t(x_t)=\mathbb E_{q_t(z\mid x)}\big[\nabla_x\log p_t(x\mid z)\big]
+# \qquad\text{(Eq. 9)},$$
+#
+# the average of the components' {term}`score functions <score function>` weighted by a
+# {term}`variational posterior` $q_t(z\mid x)$ — a stand-in, computed by the model, for the true
+# posterior $p_t(z\mid x)$ of Bayes' rule. The {term}`evidence lower bound` (ELBO) of Eq. (11),
+# $\mathcal L_t(x)=\mathbb E_q[\log p_t(x\mid z)]-\mathrm{KL}(q_t(z\mid x)\,\|\,p_t(z))$, scores the
+# weights, and two identities tie everything together:
+#
+# - **Proposition 3.2:** $\log p_t(x)=\mathcal L_t(x)+\mathrm{KL}\big(q_t(z\mid x)\,\|\,p_t(z\mid x)\big)$
+#   — the bound is below $\log p$ by exactly the divergence of the weights from the true posterior;
+# - **Theorem 3.3:** $\nabla_x\mathcal L_t=v_t+\epsilon_t$ with
+#   $\epsilon_t=\mathbb E_q\big[\log\frac{p_t(z\mid x)}{q_t(z\mid x)}\,\nabla_x\log q_t(z\mid x)\big]$ —
+#   the velocity is the ELBO's gradient up to an error term that comes from the weights moving with $x$.
+#
+# Sympy proves both for two components with *arbitrary* logits $g_1(x),g_2(x)$ for
+# $q=\mathrm{softmax}(g)$ and arbitrary log-likelihoods $\ell_1(x),\ell_2(x)$, uniform prior. The cell
+# builds each quantity of Eqs. (9)–(12) from these four functions, then subtracts the two sides:
+
+# %%
+x_sym = sp.symbols("x", real=True)
+g1, g2, l1, l2 = (sp.Function(name)(x_sym) for name in ("g1", "g2", "l1", "l2"))
+q_normaliser = sp.exp(g1) + sp.exp(g2)
+q = [sp.exp(g1) / q_normaliser, sp.exp(g2) / q_normaliser]  # q(z | x) = softmax(g)
+log_liks = [l1, l2]  # log p(x | z)
+prior = sp.Rational(1, 2)
+log_p = sp.log(prior * sp.exp(l1) + prior * sp.exp(l2))  # log p(x)
+posterior = [prior * sp.exp(l) / sp.exp(log_p) for l in log_liks]  # p(z | x), Bayes
+ELBO = sum(qz * (lz + sp.log(prior) - sp.log(qz)) for qz, lz in zip(q, log_liks))  # Eq. (11)
+KL_q_post = sum(qz * sp.log(qz / pz) for qz, pz in zip(q, posterior))
+velocity = sum(qz * sp.diff(lz, x_sym) for qz, lz in zip(q, log_liks))  # Eq. (9)
+epsilon = sum(qz * sp.log(pz / qz) * sp.diff(sp.log(qz), x_sym)
+              for qz, pz in zip(q, posterior))  # Eq. (12)
+
+# %%
+residual_prop32 = sp.simplify(sp.expand_log(log_p - ELBO - KL_q_post, force=True))  # Eq. (10)
+residual_thm33 = sp.simplify(sp.expand_log(sp.diff(ELBO, x_sym) - velocity - epsilon, force=True))
+display(Math(r"\log p(x)-\mathcal L(x)-\mathrm{KL}(q\,\|\,p(z\mid x))="
+             + sp.latex(residual_prop32)))
+display(Math(r"\tfrac{d}{dx}\mathcal L(x)-v(x)-\epsilon(x)=" + sp.latex(residual_thm33)))
+assert residual_prop32 == 0
+assert residual_thm33 == 0
+
+# %% [markdown]
+# Both differences simplify to 0 (asserted): Proposition 3.2 and Theorem 3.3 hold for any
+# differentiable logits and likelihoods (the proof in App. A needs only
+# $\sum_z\nabla_x q(z\mid x)=0$: the weights always add up to 1).
+#
+# ## The picture on a 2-D mixture with 8 components
+#
+# One time slice of the Gaussian SVFlow of §3.3 (`nextword.theory.svflow.GaussianSVFlow`): $p(x\mid
+# z)$ are 8 round Gaussians on a ring, and the weights are $q(z\mid x)=\mathrm{softmax}_z\log q(x\mid
+# z)$ for 8 other Gaussians, deliberately rotated and widened so that $q$ is wrong. Figure 5.2.1
+# shows the velocity, the ELBO gradient and the error term between them.
+
+# %%
+n_components, d = 8, 2
+angles = 2 * np.pi * np.arange(n_components) / n_components
 p_means = 1.5 * np.c_[np.cos(angles), np.sin(angles)]
-p_log_vars = np.log(0.25) * np.ones((Z, d))
-q_means = p_means @ np.array([[np.cos(0.5), -np.sin(0.5)], [np.sin(0.5), np.cos(0.5)]]) * 1.2   # rotated
-q_log_vars = np.log(0.6) * np.ones((Z, d))
+p_log_vars = np.log(0.25) * np.ones((n_components, d))
+rotation = np.array([[np.cos(0.5), -np.sin(0.5)], [np.sin(0.5), np.cos(0.5)]])
+q_means = p_means @ rotation * 1.2  # rotated by 0.5 rad and pushed out: q is misaligned
+q_log_vars = np.log(0.6) * np.ones((n_components, d))
 flow = GaussianSVFlow(q_means, q_log_vars, p_means, p_log_vars)
 
-g = np.linspace(-2.5, 2.5, 41)
-GX, GY = np.meshgrid(g, g)
-grid = np.stack([GX, GY], axis=-1)                       # (41, 41, 2)
-gap_prop32 = np.max(np.abs(flow.log_marginal(grid) - flow.elbo(grid) - flow.kl_gap(grid)))
-h = 1e-5
-fd = central_difference(flow.elbo, grid, h=h, batched=True)  # (N, d): the gradient at every grid point
-gap_thm33 = np.max(np.abs(fd - (flow.field(grid) + flow.epsilon(grid))))
-scale = np.max(np.abs(fd))
-print(f"Prop. 3.2: max |log p - ELBO - KL| on the grid          < 1e-12: {gap_prop32 < 1e-12}")
-print(f"Thm. 3.3 : max |FD grad ELBO - (v + eps)| / max|grad|   < 1e-6 : {gap_thm33 / scale < 1e-6}")
-print(f"KL(q||p) on the grid: min >= -1e-12: {flow.kl_gap(grid).min() >= -1e-12}, max = {flow.kl_gap(grid).max():.4f}")
-assert gap_prop32 < 1e-12 and gap_thm33 / scale < 1e-6 and flow.kl_gap(grid).min() >= -1e-12
+axis_values = np.linspace(-2.5, 2.5, 41)
+grid_x, grid_y = np.meshgrid(axis_values, axis_values)
+grid = np.stack([grid_x, grid_y], axis=-1)  # (41, 41, 2)
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(12, 3.9), sharey=True)
-sub = (slice(None, None, 4), slice(None, None, 4))
-for ax, (title, vec) in zip(axes, [("SVFlow field $v$ (Eq. 9)", flow.field(grid)),
-                                   (r"$\nabla_x\mathcal{L}$ (ELBO gradient)", fd),
-                                   (r"variational error $\epsilon$ (Eq. 12)", flow.epsilon(grid))]):
-    ax.contourf(GX, GY, flow.elbo(grid), levels=25, cmap="viridis")
-    ax.quiver(GX[sub], GY[sub], vec[sub][..., 0], vec[sub][..., 1], color="white")
+every_4th = (slice(None, None, 4), slice(None, None, 4))
+panels = [("SVFlow field $v$ (Eq. 9)", flow.field(grid)),
+          (r"$\nabla_x\mathcal{L}=v+\epsilon$ (ELBO gradient)",
+           flow.field(grid) + flow.epsilon(grid)),
+          (r"variational error $\epsilon$ (Eq. 12)", flow.epsilon(grid))]
+for ax, (title, vectors) in zip(axes, panels):
+    ax.contourf(grid_x, grid_y, flow.elbo(grid), levels=25, cmap="viridis")
+    ax.quiver(grid_x[every_4th], grid_y[every_4th], vectors[every_4th][..., 0],
+              vectors[every_4th][..., 1], color="white")
     ax.scatter(*p_means.T, c="red", marker="*", s=60, label="p means")
     ax.scatter(*q_means.T, c="orange", marker="x", s=30, label="q means")
     ax.set_title(title)
+    ax.set_xlabel("$x_1$")
     ax.set_aspect("equal")
+axes[0].set_ylabel("$x_2$")
 axes[0].legend(fontsize=7, loc="lower left")
 plt.show()
 
 # %% [markdown]
-# **Figure 2.1.** ELBO (background) of a misaligned 8-component Gaussian SVFlow with three vector fields:
-# the SVFlow field $v$, the ELBO gradient, and their difference $\epsilon$ (Theorem 3.3). Where $q$ and
-# $p$ disagree (between the rotated means), $\epsilon$ is large and $v$ is not the steepest-ascent
-# direction of the ELBO.
+# **Figure 5.2.1.** ELBO (background, brighter is higher) of a misaligned 8-component Gaussian
+# SVFlow with three vector fields: the SVFlow field $v$, the ELBO gradient, and their difference
+# $\epsilon$ (Theorem 3.3). Where $q$ and $p$ disagree (between the rotated means), $\epsilon$ is
+# large and $v$ is not the steepest-ascent direction of the ELBO.
 #
-# ## 3. Corollary 3.4: the ideal case $q=p$
+# ## The ideal case: with the right weights the flow climbs $\log p$ (Corollary 3.4)
 #
-# With the $q$-components equal to the $p$-components, $q(z\mid x)=p(z\mid x)$ everywhere, $\epsilon=0$
-# and $v=\nabla_x\log p(x)$ (Fisher's identity). Integrating the flow by forward Euler, $\log p$ then
-# increases along every trajectory (steepest ascent, for a small enough step).
+# With the $q$-components equal to the $p$-components, $q(z\mid x)=p(z\mid x)$ everywhere, so the KL
+# term and $\epsilon$ vanish and $v=\nabla_x\mathcal L=\nabla_x\log p(x)$ (Fisher's identity: the
+# posterior-weighted average of the components' scores is the mixture's score — the tiny example's
+# $-0.038$). Integrating the flow by forward Euler, $\log p$ then increases along every trajectory
+# (steepest ascent, for a small enough step).
 
 # %%
 ideal = GaussianSVFlow(p_means, p_log_vars, p_means, p_log_vars)
-fd_logp = central_difference(ideal.log_marginal, grid, h=h, batched=True)  # (N, d)
+grad_log_p = central_difference(ideal.log_marginal, grid, h=1e-5, batched=True)  # (41, 41, 2)
 print(f"ideal: max |epsilon| < 1e-12: {np.max(np.abs(ideal.epsilon(grid))) < 1e-12}, "
       f"max KL(q||p) < 1e-12: {ideal.kl_gap(grid).max() < 1e-12}")
-print(f"ideal: v equals FD grad log p(x) within 1e-6: {np.allclose(ideal.field(grid), fd_logp, atol=1e-6)}")
-assert np.max(np.abs(ideal.epsilon(grid))) < 1e-12 and np.allclose(ideal.field(grid), fd_logp, atol=1e-6)
+print(f"ideal: v equals FD grad log p(x) within 1e-6: "
+      f"{np.allclose(ideal.field(grid), grad_log_p, atol=1e-6)}")
+assert np.max(np.abs(ideal.epsilon(grid))) < 1e-12
+assert np.allclose(ideal.field(grid), grad_log_p, atol=1e-6)
 
-x0 = rng.uniform(-2.2, 2.2, size=(200, d))
+# %%
+starts = rng.uniform(-2.2, 2.2, size=(200, d))
 dt, n_steps = 0.01, 100
-paths = {name: euler_flow(x0, lambda x, t, f=f: f.field(x), n_steps, dt) for name, f in
-         [("ideal q = p", ideal), ("misaligned q", flow)]}
-for name, path in paths.items():
-    logp = (ideal if name.startswith("ideal") else flow).log_marginal(path)   # (n_steps+1, N)
-    frac_up = np.mean(np.diff(logp, axis=0) >= -1e-12)
-    print(f"{name:>13}: fraction of Euler steps that increase log p = {frac_up:.3f}; "
-          f"mean log p: {logp[0].mean():.3f} -> {logp[-1].mean():.3f}")
-logp_ideal = ideal.log_marginal(paths["ideal q = p"])
-assert np.all(np.diff(logp_ideal, axis=0) >= -1e-12)
+paths = {name: euler_flow(starts, lambda x, t, f=f: f.field(x), n_steps, dt)
+         for name, f in [("ideal q = p", ideal), ("misaligned q", flow)]}
+for (name, path), f in zip(paths.items(), (ideal, flow)):
+    log_p_along = f.log_marginal(path)  # (n_steps + 1, 200)
+    fraction_up = np.mean(np.diff(log_p_along, axis=0) >= -1e-12)
+    print(f"{name:>13}: fraction of Euler steps that increase log p = "
+          f"{produced(fraction_up, '.3f')}; "
+          f"mean log p: {log_p_along[0].mean():.3f} -> {produced(log_p_along[-1].mean(), '.3f')}")
+log_p_ideal = ideal.log_marginal(paths["ideal q = p"])
+assert np.all(np.diff(log_p_ideal, axis=0) >= -1e-12)
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(10, 4.4), sharey=True)
 for ax, (name, path), f in zip(axes, paths.items(), (ideal, flow)):
-    ax.contourf(GX, GY, f.log_marginal(grid), levels=25, cmap="viridis")
+    ax.contourf(grid_x, grid_y, f.log_marginal(grid), levels=25, cmap="viridis")
     ax.plot(path[:, :60, 0], path[:, :60, 1], color="white", lw=0.7)
     ax.scatter(path[-1, :, 0], path[-1, :, 1], s=6, c="red")
     ax.set_title(f"{name}: Euler paths on log p")
+    ax.set_xlabel("$x_1$")
     ax.set_aspect("equal")
+axes[0].set_ylabel("$x_2$")
 plt.show()
 
 # %% [markdown]
-# **Figure 2.2.** Euler trajectories ($\Delta t=0.01$, 100 steps) of the ideal SVFlow (left, Corollary 3.4)
-# and of the misaligned one (right) over $\log p(x)$. The ideal flow climbs $\log p$ at every step and
-# converges to the mixture modes; the misaligned flow is pulled by $q$'s rotated partition.
+# **Figure 5.2.2.** Euler trajectories ($\Delta t=0.01$, 100 steps; white, 60 of the 200 shown; end
+# points red) of the ideal SVFlow (left, Corollary 3.4) and of the misaligned one (right) over
+# $\log p(x)$. The ideal flow climbs $\log p$ at every step and converges to the mixture modes; the
+# misaligned flow is pulled by $q$'s rotated partition.
 #
-# ## 4. "$\epsilon_t$ vanishes if and only if $q_t=p_t$": the *only if* part fails
+# ## Checking the paper
 #
-# $\epsilon_t=\mathbb E_q[\log\frac pq\,\nabla_x\log q]$ is zero whenever $\nabla_x\log q(z\mid x)=0$, i.e.
-# whenever the variational posterior does not depend on $x$ — whatever $p(z\mid x)$ is. Give every
-# $q$-component the same mean and variance: then $q(z\mid x)=1/8$ for all $x$, $\epsilon\equiv0$, but
-# $\mathrm{KL}(q\,\|\,p)>0$ and $\nabla\mathcal L=v\neq\nabla\log p$.
+# ### Proposition 3.2 and Theorem 3.3 on the 2-D mixture, to finite-difference precision
+#
+# On the 41 × 41 grid of the misaligned flow: Eq. (10) to round-off, and the ELBO gradient by central
+# finite differences against $v+\epsilon$ (closed form).
 
 # %%
-flat = GaussianSVFlow(np.zeros((Z, d)), np.zeros((Z, d)), p_means, p_log_vars)
-eps_flat = flat.epsilon(grid)
-fd_flat = central_difference(flat.elbo, grid, h=h, batched=True)  # (N, d)
-print(f"x-independent q: max |epsilon| < 1e-12: {np.max(np.abs(eps_flat)) < 1e-12}")
-print(f"                 mean KL(q||p) on the grid = {flat.kl_gap(grid).mean():.4f}")
-print(f"                 grad ELBO == v (FD, 1e-6): {np.allclose(fd_flat, flat.field(grid), atol=1e-6)}")
-print(f"                 max |v - grad log p| = {np.max(np.abs(flat.field(grid) - flat.marginal_score(grid))):.3f}")
-assert np.max(np.abs(eps_flat)) < 1e-12 and flat.kl_gap(grid).mean() > 0.1
+gap_prop32 = np.max(np.abs(flow.log_marginal(grid) - flow.elbo(grid) - flow.kl_gap(grid)))
+grad_elbo = central_difference(flow.elbo, grid, h=1e-5, batched=True)  # (41, 41, 2)
+gap_thm33 = np.max(np.abs(grad_elbo - (flow.field(grid) + flow.epsilon(grid))))
+gradient_scale = np.max(np.abs(grad_elbo))
+print(f"Prop. 3.2: max |log p - ELBO - KL| on the grid          < 1e-12: {gap_prop32 < 1e-12}")
+print(f"Thm. 3.3 : max |FD grad ELBO - (v + eps)| / max|grad|   < 1e-6 : "
+      f"{gap_thm33 / gradient_scale < 1e-6}")
+print(f"KL(q||p) on the grid: min >= -1e-12: {flow.kl_gap(grid).min() >= -1e-12}, "
+      f"max = {flow.kl_gap(grid).max():.4f}")
+assert gap_prop32 < 1e-12
+assert gap_thm33 / gradient_scale < 1e-6
+assert flow.kl_gap(grid).min() >= -1e-12
 
 # %% [markdown]
-# So $\epsilon_t=0$ does **not** imply $q_t=p_t$ (nor that the flow follows $\nabla\log p_t$). The correct
-# statement is one-directional: $q_t(\cdot\mid x)=p_t(\cdot\mid x)\Rightarrow\epsilon_t(x)=0$. Proposition
-# 3.2's "equality iff $q=p$" is fine (it is about the KL, which is zero only at $q=p$). Recorded in
-# `book/ERRATA.md`.
+# ### "$\epsilon_t$ vanishes if and only if $q_t=p_t$": the *only if* part fails
 #
-# **Summary.** Prop. 3.2 and Thm. 3.3 hold exactly (symbolically for arbitrary logits/likelihoods and
-# numerically to finite-difference precision); Corollary 3.4 holds (the ideal flow ascends $\log p$); the
-# "only if" in Theorem 3.3 is false — an $x$-independent posterior gives $\epsilon\equiv0$ with $q\ne p$.
+# $\epsilon_t=\mathbb E_q[\log\frac pq\,\nabla_x\log q]$ is zero whenever $\nabla_x\log q(z\mid x)=0$,
+# i.e. whenever the variational posterior does not depend on $x$ — whatever $p(z\mid x)$ is (the
+# tiny example's $q=(\tfrac12,\tfrac12)$). Give every $q$-component the same mean and variance: then
+# $q(z\mid x)=1/8$ for all $x$, $\epsilon\equiv0$, but $\mathrm{KL}(q\,\|\,p)>0$ and
+# $\nabla\mathcal L=v\neq\nabla\log p$.
+
+# %%
+flat = GaussianSVFlow(np.zeros((n_components, d)), np.zeros((n_components, d)), p_means, p_log_vars)
+epsilon_flat = flat.epsilon(grid)
+grad_elbo_flat = central_difference(flat.elbo, grid, h=1e-5, batched=True)  # (41, 41, 2)
+print(f"x-independent q: max |epsilon| < 1e-12: {np.max(np.abs(epsilon_flat)) < 1e-12}")
+print(f"                 mean KL(q||p) on the grid = {flat.kl_gap(grid).mean():.4f}")
+print(f"                 grad ELBO == v (FD, 1e-6): "
+      f"{np.allclose(grad_elbo_flat, flat.field(grid), atol=1e-6)}")
+print(f"                 max |v - grad log p| = "
+      f"{np.max(np.abs(flat.field(grid) - flat.marginal_score(grid))):.3f}")
+assert np.max(np.abs(epsilon_flat)) < 1e-12
+assert flat.kl_gap(grid).mean() > 0.1
+
+# %% [markdown]
+# So $\epsilon_t=0$ does **not** imply $q_t=p_t$ (nor that the flow follows $\nabla\log p_t$). The
+# correct statement is one-directional: $q_t(\cdot\mid x)=p_t(\cdot\mid x)\Rightarrow\epsilon_t(x)=0$.
+# Proposition 3.2's "equality iff $q=p$" is fine (it is about the KL, which is zero only at $q=p$).
+# Recorded in [the errata](../ERRATA.md) (row "SVFlow — Liao, Theorem 3.3 (Eq. 12)").
+#
+# ## Key takeaways
+#
+# - An SVFlow's velocity is the average of the components' pulls (scores), weighted by a variational
+#   posterior $q(z\mid x)$; an attention layer will turn out to compute exactly this average.
+# - $\log p(x)$ = ELBO + KL$(q\,\|\,p(z\mid x))$: the bound is below the log-density by exactly how
+#   wrong the weights are (Proposition 3.2).
+# - The ELBO's gradient is the velocity plus an error term $\epsilon$ built from how the weights move
+#   with $x$ (Theorem 3.3); with the true posterior the velocity is $\nabla\log p$ and the flow climbs
+#   $\log p$ (Corollary 3.4).
+# - $\epsilon=0$ does not mean the weights are right: weights that ignore $x$ give $\epsilon=0$ with
+#   any error — the "only if" of Theorem 3.3 is false.
+#
+# ## Check your understanding
+#
+# 1. In the tiny example, move to $x=0$. What are the true posterior, the averaged pull, and the
+#    gap $\log p-\text{ELBO}$ for $q=(\tfrac12,\tfrac12)$?
+#
+#    ```{dropdown} Answer
+#    At $x=0$ both components are equally likely, so $p(z\mid x)=(\tfrac12,\tfrac12)=q$: the gap
+#    (the KL) is 0. The pulls are $-1$ and $+1$ and average to 0, which is the slope of $\log p$ at
+#    the symmetric point. Wrong-looking weights can be right at some points.
+#    ```
+#
+# 2. Why does the velocity equal $\nabla\log p(x)$ when $q$ is the true posterior?
+#
+#    ```{dropdown} Answer
+#    $\nabla\log p(x)=\nabla p(x)/p(x)=\sum_z p(z)\nabla p(x\mid z)/p(x)
+#    =\sum_z \frac{p(z)p(x\mid z)}{p(x)}\nabla\log p(x\mid z)=\sum_z p(z\mid x)\nabla\log p(x\mid z)$:
+#    the posterior-weighted average of the scores (Fisher's identity).
+#    ```
+#
+# 3. Theorem 3.3 says $\epsilon$ "vanishes if and only if $q=p$". Give the simplest counterexample.
+#
+#    ```{dropdown} Answer
+#    Any $q$ that does not depend on $x$ — e.g. uniform weights — has $\nabla_x\log q=0$ and hence
+#    $\epsilon=0$, while $q$ differs from the true posterior wherever the components are not equally
+#    likely (the tiny example at $x=0.5$: KL $=0.120$).
+#    ```
+#
+# ## Reproducibility
+#
+# Everything on this page is exact (sympy) or deterministic numerics on fixed grids; the only
+# random draw is the 200 Euler start points (seed 0). Library: `nextword.theory.svflow`
+# (`GaussianSVFlow`, `euler_flow`), `nextword.numerics.central_difference`.
+
+# %% tags=["hide-cell", "nbval-ignore-output"]
+print(f"numpy {np.__version__}, sympy {sp.__version__}")

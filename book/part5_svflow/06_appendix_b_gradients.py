@@ -1,54 +1,143 @@
 # %% [markdown]
 # # 5.6 Appendix B: the gradients of the hybrid objective, walked through
 #
-# **Source:** Liao, Appendix B.1–B.4 (Eqs. 35–66); the main-text claims they support are in §3.3 and §4.3.
-# **Library:** `nextword.theory.svflow.gradients`.
+# **The question.** When a flow is trained on the hybrid objective of
+# [5.4](04_hybrid_training_2d.ipynb), which way does the gradient push each layer's beliefs $q$ —
+# towards the true posterior or away from it? And does anything in the gradients make a
+# mixture-of-experts layer collapse onto a few experts while attention stays balanced?
 #
-# Appendix B differentiates the hybrid objective of a discrete-time SVFlow (Eq. 35–36),
-# $$x^{\ell+1}=x^\ell+\sum_z q_{\phi_\ell}(z\mid x^\ell)\,s_{\theta_\ell}(x^\ell,z),\qquad
-# \mathcal J=-\log p(y\mid x^L)+\beta\sum_{\ell}\mathrm{KL}\big(q_{\phi_\ell}(\cdot\mid x^\ell)\,\|\,p_{\theta_\ell}(\cdot\mid x^\ell)\big),$$
-# and writes the gradients in "advantage" form: for the posterior parameters (Eqs. 52–53)
-# $$\frac{\partial\mathcal J}{\partial\phi_\ell}=\sum_z q_{\phi_\ell}(z\mid x^\ell)\,\eta_\ell(z)\,\frac{\partial g_{\phi_\ell}(x^\ell)_z}{\partial\phi_\ell},\quad
-# \eta_\ell=(A_\ell-\mathbb E_qA_\ell)+\beta(R_\ell-\mathbb E_qR_\ell)+\beta\sum_{k>\ell}(B_{k,\ell}-\mathbb E_qB_{k,\ell}),$$
-# with the task advantage $A_\ell(z)=\delta_{\ell+1}^\top s_{\theta_\ell}(x^\ell,z)$ (Eq. 41), the future
-# variational advantage $B_{k,\ell}(z)=\gamma_{k,\ell+1}^\top s_{\theta_\ell}(x^\ell,z)$ (Eq. 42) and the self
-# variational advantage $R_\ell(z)=\log q/p$ (Eq. 45); for the score parameters (Eq. 65)
-# $$\frac{\partial\mathcal J}{\partial\theta_\ell}=\sum_z q(z\mid x^\ell)\Big(\delta_{\ell+1}+\beta\sum_{k>\ell}\gamma_{k,\ell+1}\Big)^{\!\top}\frac{\partial s_{\theta_\ell}(x^\ell,z)}{\partial\theta_\ell}
-# +\beta\sum_z\big[p_{\theta_\ell}(z\mid x^\ell)-q_{\phi_\ell}(z\mid x^\ell)\big]\frac{\partial\log p_{\theta_\ell}(x^\ell\mid z)}{\partial\theta_\ell}.$$
+# Appendix B is where the paper grounds two of its main claims: that training on the consistency term
+# alone drives a winner-takes-all collapse, and that attention needs no balancing loss because each
+# token plays three roles (query, key, value) at once. Both are claims about the *sign* and the
+# *route* of gradients, so they can be tested exactly. This page derives the paper's gradient
+# formulas, checks every one against finite differences, and then tests the two readings built on
+# them: the first is reversed, the second is not visible in the model we can build.
 #
-# We (1) derive the two algebraic steps with sympy, (2) evaluate the closed forms on a three-layer
-# Gaussian SVFlow and check every parameter's gradient against central finite differences, (3) look
-# at $\eta_\ell(z)$ and its centring, (4) test the first claim of B.4 — that the centred self
-# advantage $R$ creates a positive, winner-takes-all feedback loop — and (5) test its last claim — that
-# MoE gating needs a balancing loss while attention, whose tokens are keys, queries and values at once,
-# does not — on a four-expert MoE and on a one-layer attention model whose roles can be coupled or not.
+# ```{admonition} Learning goals
+# :class: tip
+# After this page you can
+# - compute by hand the gradient of a softmax-weighted average with respect to the logits, and
+#   explain why it is "centred" ($q_z(A_z-\mathbb E_qA)$, summing to zero);
+# - name the three advantages of Eq. (53) — task, self, future — and say what each measures;
+# - predict the sign of the self term's gradient for an over-weighted component, and what one
+#   descent step does to $q$;
+# - state what the experiments on this page found about MoE load and attention's three roles.
+# ```
+#
+# **Builds on:** [5.2 SVFlow](02_svflow_properties.ipynb) (the KL gap between $q$ and the true
+# posterior) · [5.4 Hybrid training](04_hybrid_training_2d.ipynb) (the objective
+# $\mathcal J_{\text{align}}+\beta\,\mathcal J_{\text{var}}$) ·
+# [3.1 Attention gradients](../part3_dynamics/01_attention_gradients.ipynb) (the gradient of a
+# softmax in "advantage" form) · back-propagation through a chain of layers.
+# **Reading time:** about 45 minutes.
+#
+# *Source: Liao, Transformer as an Euler Discretization of Score-based Variational Flow, Appendix
+# B.1–B.4 (Eqs. 35–66); the main-text claims they support are in §3.3 and §4.3.*
 
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
 import sympy as sp
+from IPython.display import Math, display
 
 from nextword.booktools.display import produced
 from nextword.booktools.plotting import use_book_style
 from nextword.perturbation import nudge
 from nextword.theory.svflow import entropy
 from nextword.theory.svflow.gradients import (
-    GaussianFlowLayer, flatten_params, hybrid_forward, hybrid_gradients, random_gaussian_layer, unflatten_params,
+    GaussianFlowLayer, attention_role_gradients, flatten_params, hybrid_forward, hybrid_gradients,
+    moe_forward_backward, random_gaussian_layer, unflatten_params,
 )
 
 use_book_style()
 rng = np.random.default_rng(0)
 
 # %% [markdown]
-# ## 1. The two algebraic steps in sympy
+# ## A tiny example by hand
 #
-# **Eqs. (46)–(51).** For a softmax posterior $q=\mathrm{softmax}(g)$ and any weights $A(z)$,
-# $\sum_z A(z)\,\partial q_z/\partial g_{z'}=q_{z'}\big(A(z')-\mathbb E_q[A]\big)$ — the centring that turns
-# each advantage into a redistribution of mass. **Eqs. (43)–(45) and (57)–(64).** For
-# $\mathrm{KL}(q\,\|\,p)$ with $p(z\mid x)\propto p(x\mid z)$, the derivative in the posterior logits is
-# $q_{z'}(R(z')-\mathbb E_qR)$, and in a likelihood parameter $\theta$ it is
-# $\sum_z(p_z-q_z)\,\partial_\theta\log p(x\mid z)$. We check both for three components, with arbitrary
-# functions $\ell_z(\theta)=\log p(x\mid z)$:
+# Three components with logits $g=(0, 0, \ln 2)$, so the beliefs are $q=\mathrm{softmax}(g)=(0.25,
+# 0.25, 0.5)$. Give each component an "advantage" $A=(1, 0, -1)$ — how much the loss grows when the
+# belief in $z$ grows — and look at the loss $\sum_z q_zA_z$.
+#
+# - **The centred gradient.** The average advantage is $\mathbb E_qA=0.25-0.5=-0.25$. The gradient in
+#   the logit of $z$ is $q_z(A_z-\mathbb E_qA)$: $0.25\cdot1.25=0.3125$, $0.25\cdot0.25=0.0625$ and
+#   $0.5\cdot(-0.75)=-0.375$. They add up to 0: raising every logit by the same amount changes nothing,
+#   so a gradient step only moves belief from some components to others.
+# - **The self advantage.** Suppose the true posterior is $p=(0.5, 0.25, 0.25)$. The KL gap
+#   $\mathrm{KL}(q\,\|\,p)=\sum_zq_z\log(q_z/p_z)$ has the advantage $R_z=\log(q_z/p_z)=(-0.693, 0,
+#   0.693)$: positive for component 3, which is *over*-weighted ($q_3=0.5>p_3=0.25$). With
+#   $\mathbb E_qR=0.173$, the gradient is $q_z(R_z-\mathbb E_qR)=(-0.217, -0.043, 0.26)$. A descent step
+#   (subtract the gradient) *lowers* the logit of the over-weighted component: $q$ moves towards $p$.
+
+# %%
+logits = np.array([0.0, 0.0, np.log(2)])
+beliefs = np.exp(logits) / np.exp(logits).sum()
+advantages = np.array([1.0, 0.0, -1.0])
+centred_gradient = beliefs * (advantages - beliefs @ advantages)
+loss = lambda g: (np.exp(g) / np.exp(g).sum()) @ advantages  # noqa: E731
+numerical = np.array([(loss(logits + 1e-6 * e) - loss(logits - 1e-6 * e)) / 2e-6
+                      for e in np.eye(3)])
+print(f"q = {beliefs}, E_q A = {beliefs @ advantages:.2f}, A - E_q A = {advantages - beliefs @ advantages}")
+print(f"centred gradient {centred_gradient}, sum {abs(centred_gradient.sum()):.0f}")
+assert np.allclose(numerical, centred_gradient, atol=1e-9)
+
+true_posterior = np.array([0.5, 0.25, 0.25])
+self_advantage = np.log(beliefs / true_posterior)
+kl_gradient = beliefs * (self_advantage - beliefs @ self_advantage)
+stepped = logits - 0.5 * kl_gradient  # one descent step of size 0.5
+new_beliefs = np.exp(stepped) / np.exp(stepped).sum()
+kl = lambda b: b @ np.log(b / true_posterior)  # noqa: E731
+print(f"p = {true_posterior}; R = {np.round(self_advantage, 3)}, E_q R = {beliefs @ self_advantage:.3f}; "
+      f"gradient {np.round(kl_gradient, 3)}")
+print(f"after one step: q = {np.round(new_beliefs, 3)};  "
+      f"KL(q || p) {kl(beliefs):.4f} -> {kl(new_beliefs):.4f}")
+assert new_beliefs[2] < beliefs[2]
+assert kl(new_beliefs) < kl(beliefs)
+
+# %% [markdown]
+# Keep the second half in mind: the paper reads the same formula as a force that makes over-weighted
+# components *more* favoured. The sign says the opposite, and *Checking the paper* below tests it on
+# whole flows.
+#
+# ## The gradients in advantage form (Eqs. 35–53, 65)
+#
+# Appendix B differentiates the hybrid objective of a discrete-time SVFlow (Eqs. 35–36), a stack of
+# Euler steps with per-layer beliefs $q_{\phi_\ell}$ and pulls $s_{\theta_\ell}$:
+#
+# $$x^{\ell+1}=x^\ell+\sum_z q_{\phi_\ell}(z\mid x^\ell)\,s_{\theta_\ell}(x^\ell,z),\qquad
+# \mathcal J=-\log p(y\mid x^L)+\beta\sum_{\ell}\mathrm{KL}\big(q_{\phi_\ell}(\cdot\mid x^\ell)\,\|\,
+# p_{\theta_\ell}(\cdot\mid x^\ell)\big).$$
+#
+# Its gradient in the belief parameters $\phi_\ell$ has the tiny example's centred form (Eqs. 52–53),
+#
+# $$\frac{\partial\mathcal J}{\partial\phi_\ell}=\sum_z q_{\phi_\ell}(z\mid x^\ell)\,\eta_\ell(z)\,
+# \frac{\partial g_{\phi_\ell}(x^\ell)_z}{\partial\phi_\ell},\qquad
+# \eta_\ell=(A_\ell-\mathbb E_qA_\ell)+\beta(R_\ell-\mathbb E_qR_\ell)
+# +\beta\sum_{k>\ell}(B_{k,\ell}-\mathbb E_qB_{k,\ell}),$$
+#
+# with three advantages of component $z$ at layer $\ell$:
+#
+# - the **task** advantage $A_\ell(z)=\delta_{\ell+1}^\top s_{\theta_\ell}(x^\ell,z)$ (Eq. 41), where
+#   $\delta_{\ell+1}$ is the gradient of the task loss at the next state: how much $z$'s pull hurts the
+#   task;
+# - the **self** advantage $R_\ell(z)=\log q/p$ (Eq. 45): how over-weighted $z$ is at this layer;
+# - the **future** advantage $B_{k,\ell}(z)=\gamma_{k,\ell+1}^\top s_{\theta_\ell}(x^\ell,z)$ (Eq. 42), with
+#   $\gamma_{k,\ell+1}$ the gradient of layer $k$'s KL at the next state: how $z$'s pull changes the
+#   beliefs' error further down.
+#
+# For the pull parameters $\theta_\ell$ (Eq. 65):
+#
+# $$\frac{\partial\mathcal J}{\partial\theta_\ell}=\sum_z q(z\mid x^\ell)\Big(\delta_{\ell+1}
+# +\beta\sum_{k>\ell}\gamma_{k,\ell+1}\Big)^{\!\top}\frac{\partial s_{\theta_\ell}(x^\ell,z)}{\partial\theta_\ell}
+# +\beta\sum_z\big[p_{\theta_\ell}(z\mid x^\ell)-q_{\phi_\ell}(z\mid x^\ell)\big]
+# \frac{\partial\log p_{\theta_\ell}(x^\ell\mid z)}{\partial\theta_\ell}.$$
+#
+# Two algebraic steps carry all of this. **Eqs. (46)–(51):** for $q=\mathrm{softmax}(g)$ and any
+# weights $A(z)$, $\sum_z A(z)\,\partial q_z/\partial g_{z'}=q_{z'}\big(A(z')-\mathbb E_q[A]\big)$ (the
+# tiny example). **Eqs. (43)–(45) and (57)–(64):** for $\mathrm{KL}(q\,\|\,p)$ with
+# $p(z\mid x)\propto p(x\mid z)$, the derivative in the logits is $q_{z'}(R(z')-\mathbb E_qR)$, and in a
+# likelihood parameter $\theta$ it is $\sum_z(p_z-q_z)\,\partial_\theta\log p(x\mid z)$. Sympy checks
+# both for three components, with arbitrary functions $\ell_z(\theta)=\log p(x\mid z)$:
 
 # %%
 Zs = 3
@@ -58,58 +147,44 @@ theta = sp.symbols("theta", real=True)
 ell = [sp.Function(f"ell{z + 1}")(theta) for z in range(Zs)]
 q = [sp.exp(gi) / sum(sp.exp(gj) for gj in g) for gi in g]
 EA = sum(qz * Az for qz, Az in zip(q, A))
-centring = [sp.simplify(sum(A[z] * sp.diff(q[z], g[zp]) for z in range(Zs)) - q[zp] * (A[zp] - EA))
-            for zp in range(Zs)]
+centring = [sp.simplify(sum(A[z] * sp.diff(q[z], g[zp]) for z in range(Zs))
+                        - q[zp] * (A[zp] - EA)) for zp in range(Zs)]
 p = [sp.exp(lz) / sum(sp.exp(lw) for lw in ell) for lz in ell]      # uniform prior cancels
 KL = sum(qz * (sp.log(qz) - sp.log(pz)) for qz, pz in zip(q, p))
 R = [sp.log(qz) - sp.log(pz) for qz, pz in zip(q, p)]
 ER = sum(qz * Rz for qz, Rz in zip(q, R))
-kl_logits = [sp.simplify(sp.expand_log(sp.diff(KL, g[zp]) - q[zp] * (R[zp] - ER), force=True)) for zp in range(Zs)]
-kl_theta = sp.simplify(sp.expand_log(sp.diff(KL, theta)
-                                     - sum((pz - qz) * sp.diff(lz, theta) for pz, qz, lz in zip(p, q, ell)), force=True))
-print("Eq. (51): sum_z A(z) dq_z/dg_z' - q_z'(A(z') - E_q A)    =", centring)
-print("Eq. (45)+(51): dKL/dg_z' - q_z'(R(z') - E_q R)            =", kl_logits)
-print("Eq. (64): dKL/dtheta - sum_z (p_z - q_z) d log p(x|z)/dtheta =", kl_theta)
-assert all(c == 0 for c in centring) and all(c == 0 for c in kl_logits) and kl_theta == 0
+kl_logits = [sp.simplify(sp.expand_log(sp.diff(KL, g[zp]) - q[zp] * (R[zp] - ER), force=True))
+             for zp in range(Zs)]
+likelihood_form = sum((pz - qz) * sp.diff(lz, theta) for pz, qz, lz in zip(p, q, ell))
+kl_theta = sp.simplify(sp.expand_log(sp.diff(KL, theta) - likelihood_form, force=True))
+
+# %%
+display(Math(r"\text{Eq. (51): }\sum_z A(z)\,\frac{\partial q_z}{\partial g_{z'}}"
+             r"-q_{z'}(A(z')-\mathbb E_qA)=" + sp.latex(sp.Matrix(centring).T)))
+display(Math(r"\text{Eqs. (45), (51): }\frac{\partial\,\mathrm{KL}}{\partial g_{z'}}"
+             r"-q_{z'}(R(z')-\mathbb E_qR)=" + sp.latex(sp.Matrix(kl_logits).T)))
+display(Math(r"\text{Eq. (64): }\frac{\partial\,\mathrm{KL}}{\partial\theta}"
+             r"-\sum_z(p_z-q_z)\,\partial_\theta\log p(x\mid z)=" + sp.latex(kl_theta)))
+assert all(c == 0 for c in centring)
+assert all(c == 0 for c in kl_logits)
+assert kl_theta == 0
 
 # %% [markdown]
-# ## 2. The closed forms against finite differences (Eqs. 52–53, 65)
+# ## The total advantage $\eta_\ell(z)$ (Eq. 53)
 #
 # A three-layer flow in $d=2$ with $Z=4$ isotropic Gaussian components per layer: logits
-# $g_\ell(x)=W_gx+b_g$ ($\phi_\ell$), likelihoods $\mathcal N(x;\mu_z,\sigma_z^2I)$ ($\theta_\ell$), score
-# $s(x,z)=-(x-\mu_z)/\sigma_z^2$, and a linear classifier on $x^L$. `hybrid_gradients` computes
-# $\delta_\ell$ and $\gamma_{k,\ell}$ by back-propagating through the step Jacobians and then assembles
-# the paper's formulas; the finite differences see only the objective.
+# $g_\ell(x)=W_gx+b_g$ ($\phi_\ell$), likelihoods $\mathcal N(x;\mu_z,\sigma_z^2I)$ ($\theta_\ell$), pull
+# $s(x,z)=-(x-\mu_z)/\sigma_z^2$, and a linear classifier on $x^L$ (`random_gaussian_layer`). The
+# library's `hybrid_gradients` computes $\delta_\ell$ and $\gamma_{k,\ell}$ by back-propagating through
+# the step Jacobians and assembles the advantages. Below, the three centred forces of Eq. (53),
+# layer by layer, for $\beta=0.5$. Each bar group is one
+# component $z$; the weighted sum $\sum_zq(z)\eta_\ell(z)$ is zero at every layer, so the update only
+# moves probability between components (a common shift of all logits gets no gradient).
 
 # %%
 d, Z, L, C = 2, 4, 3, 2
 layers = [random_gaussian_layer(d, Z, rng, scale=0.8) for _ in range(L)]
 W_cls, x0, y = rng.normal(size=(d, C)), rng.normal(size=d), 1
-params = flatten_params(layers)
-h = 1e-6
-print(f"{'beta':>5s} {'J':>9s} {'max |closed form - FD|':>24s} {'max |grad|':>11s}")
-for beta in (0.0, 0.5, 5.0):
-    grads = hybrid_gradients(x0, layers, W_cls, y, beta)
-    closed = np.concatenate([np.concatenate([grads.grad_W_g[i].ravel(), grads.grad_b_g[i],
-                                             grads.grad_means[i].ravel(), grads.grad_log_vars[i]]) for i in range(L)])
-    fd = np.array([(hybrid_forward(x0, unflatten_params(params + h * e, layers), W_cls, y, beta).J
-                    - hybrid_forward(x0, unflatten_params(params - h * e, layers), W_cls, y, beta).J) / (2 * h)
-                   for e in np.eye(params.size)])
-    err = np.max(np.abs(closed - fd))
-    print(f"{beta:5.1f} {grads.forward.J:9.4f} {'< 1e-7' if err < 1e-7 else f'{err:.2e}':>24s} {np.max(np.abs(fd)):11.4f}")
-    assert err < 1e-7 * max(1.0, np.max(np.abs(fd)))
-print(f"checked {params.size} parameters ({L} layers x (W_g, b_g, means, log-variances))")
-
-# %% [markdown]
-# Eqs. (52)–(53) and (65) hold for every parameter of every layer, with and without the variational
-# term. (The test file `tests/test_svflow_gradients.py` repeats the check against torch autograd to
-# $10^{-12}$.)
-#
-# ## 3. The total advantage $\eta_\ell(z)$
-#
-# The three centred forces of Eq. (53), layer by layer, for $\beta=0.5$. Each bar group is one
-# component $z$; the weighted sum $\sum_zq(z)\eta_\ell(z)$ is zero at every layer, so the update only
-# moves probability between components (a common shift of all logits gets no gradient).
 
 # %%
 beta = 0.5
@@ -117,9 +192,10 @@ grads = hybrid_gradients(x0, layers, W_cls, y, beta)
 fig, axes = plt.subplots(1, L, figsize=(12, 3.2), sharey=True)
 for i, ax in enumerate(axes):
     qi = grads.forward.q[i]
+    future = beta * (grads.B[i] - (grads.B[i] @ qi)[:, None]).sum(axis=0)
     parts = {"task  A - E_q A": grads.A[i] - qi @ grads.A[i],
              "self  beta (R - E_q R)": beta * (grads.R[i] - qi @ grads.R[i]),
-             "future  beta sum_k (B - E_q B)": beta * (grads.B[i] - (grads.B[i] @ qi)[:, None]).sum(axis=0)}
+             "future  beta sum_k (B - E_q B)": future}
     assert np.allclose(sum(parts.values()), grads.eta[i], atol=1e-12)
     for j, (name, val) in enumerate(parts.items()):
         ax.bar(np.arange(Z) + 0.25 * (j - 1), val, width=0.25, label=name)
@@ -135,10 +211,47 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# *Figure 5.6.1 — the decomposition of Eq. (53) for one sample. The last layer has no future term
-# ($B_{k,L-1}$ would need a layer $k>L-1$).*
+# **Figure 5.6.1.** The decomposition of Eq. (53) for one sample, per component $z$ (bars: the task,
+# self and future advantages, each centred; black: their sum $\eta$). The last layer has no future
+# term ($B_{k,L-1}$ would need a layer $k>L-1$).
 #
-# ## 4. B.4: does the centred self advantage create a positive feedback loop?
+# ## Checking the paper
+#
+# The formulas above are what the paper derives; this section checks them against finite
+# differences and then tests the two readings Appendix B builds on them.
+#
+# ### The closed forms against finite differences (Eqs. 52–53, 65)
+#
+# The three-layer flow of the last section, in $d=2$ with $Z=4$ isotropic Gaussian components per layer: logits
+# $g_\ell(x)=W_gx+b_g$ ($\phi_\ell$), likelihoods $\mathcal N(x;\mu_z,\sigma_z^2I)$ ($\theta_\ell$), score
+# $s(x,z)=-(x-\mu_z)/\sigma_z^2$, and a linear classifier on $x^L$. `hybrid_gradients` computes
+# $\delta_\ell$ and $\gamma_{k,\ell}$ by back-propagating through the step Jacobians and then assembles
+# the paper's formulas; the finite differences see only the objective.
+
+# %%
+params = flatten_params(layers)
+h = 1e-6
+print(f"{'beta':>5s} {'J':>9s} {'max |closed form - FD|':>24s} {'max |grad|':>11s}")
+for beta in (0.0, 0.5, 5.0):
+    grads = hybrid_gradients(x0, layers, W_cls, y, beta)
+    closed = np.concatenate([np.concatenate([grads.grad_W_g[i].ravel(), grads.grad_b_g[i],
+                                             grads.grad_means[i].ravel(), grads.grad_log_vars[i]])
+                             for i in range(L)])
+    objective = lambda flat: hybrid_forward(x0, unflatten_params(flat, layers), W_cls, y, beta).J  # noqa: E731
+    fd = np.array([(objective(params + h * e) - objective(params - h * e)) / (2 * h)
+                   for e in np.eye(params.size)])
+    err = np.max(np.abs(closed - fd))
+    shown = "< 1e-7" if err < 1e-7 else f"{err:.2e}"
+    print(f"{beta:5.1f} {grads.forward.J:9.4f} {shown:>24s} {np.max(np.abs(fd)):11.4f}")
+    assert err < 1e-7 * max(1.0, np.max(np.abs(fd)))
+print(f"checked {params.size} parameters ({L} layers x (W_g, b_g, means, log-variances))")
+
+# %% [markdown]
+# Eqs. (52)–(53) and (65) hold for every parameter of every layer, with and without the variational
+# term. (The test file `tests/theory/svflow/test_gradients.py` repeats the check against torch autograd to
+# $10^{-12}$.)
+#
+# ### B.4: does the centred self advantage create a positive feedback loop?
 #
 # B.4 says that under pure variational consistency ($\beta\to\infty$) "components with above-average
 # advantage $R_\ell(z)>\mathbb E_q[R_\ell]$ receive positive updates and become even more favored",
@@ -166,7 +279,9 @@ for _ in range(n_trials):
 print(f"sign of dJ/dg_z = sign of R(z) - E_q R        : {sign_ok}/{n_trials}")
 print(f"one descent step lowers KL(q || p)             : {kl_down}/{n_trials}")
 print(f"every above-average-R component loses log-odds\n  against every below-average one  : {top_down}/{n_trials}")
-assert sign_ok == kl_down == top_down == n_trials
+assert sign_ok == n_trials
+assert kl_down == n_trials
+assert top_down == n_trials
 
 # %% [markdown]
 # The feedback from the self term is **negative**: every component with above-average $R$ loses
@@ -208,7 +323,8 @@ for seed in seeds:
     (H0, J0), (H1, J1) = history[0], history[-1]
     print(f"seed {seed}: sum_l KL(q_l || p_l) {produced(J0, '.2f')} -> {produced(J1, '.2f')};  mean posterior "
           f"entropy per layer [{produced(H0.tolist(), '.2f')}] -> [{produced(H1.tolist(), '.2f')}]")
-    assert J1 < 0.5 * J0 and H1.min() > 0.5 * np.log(8)
+    assert J1 < 0.5 * J0
+    assert H1.min() > 0.5 * np.log(8)
 print(f"(uniform over 8 components: log 8 = {np.log(8):.2f}; a collapse onto one component: 0)")
 
 # %%
@@ -228,10 +344,10 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# *Figure 5.6.2 — training on $\mathcal J_{\text{var}}$ alone: the variational gap falls while the
-# posteriors stay spread over many components (printed above), in every layer.*
+# **Figure 5.6.2.** Training on $\mathcal J_{\text{var}}$ alone, three seeds: the variational gap falls
+# (left) while the posteriors stay spread over many components (right; dashed: uniform, $\log 8$).
 #
-# ## 5. B.4's second claim: MoE gating without a balancing loss
+# ### B.4's second claim: MoE gating without a balancing loss
 #
 # B.4 (and §4.4) argue that an expert whose gate is small receives a gradient scaled by that gate —
 # $\partial L/\partial A_e=\frac1N\sum_n g_e(x_n)\,r_nx_n^\top$ for a linear expert $A_e$ — so rarely chosen
@@ -243,8 +359,6 @@ plt.show()
 # five seeds each.
 
 # %%
-from nextword.theory.svflow.gradients import moe_forward_backward  # noqa: E402
-
 rng_m = np.random.default_rng(0)
 Xm, Ym = rng_m.normal(size=(7, 3)), rng_m.normal(size=(7, 2))
 Wm, bm, Am = rng_m.normal(size=(4, 3)), rng_m.normal(size=4), rng_m.normal(size=(4, 2, 3))
@@ -259,7 +373,7 @@ for top1 in (False, True):
     assert np.max(np.abs(fd_m - st.grad_experts)) < 1e-8
 print("MoE expert gradients = finite differences (soft and top-1 routing): True")
 
-shares, moe_mass, moe_grad = {}, {}, {}      # the last two (soft routing) are used again in §6
+shares, moe_mass, moe_grad = {}, {}, {}      # the last two (soft routing): used again below
 for top1 in (False, True):
     for seed in range(5):
         rs = np.random.default_rng(seed)
@@ -283,7 +397,8 @@ print("soft routing: busiest expert takes more than the ideal 0.25 but less than
 print("top-1 routing: busiest expert takes at least 0.4 of the inputs, every seed:", bool(np.all(busiest[True] >= 0.4)))
 print("top-1 routing loads its busiest expert more than soft routing, in every seed:",
       bool(np.all(busiest[True] > busiest[False])))
-assert np.all(busiest[True] > busiest[False]) and np.all(busiest[True] >= 0.4)
+assert np.all(busiest[True] > busiest[False])
+assert np.all(busiest[True] >= 0.4)
 assert np.all((busiest[False] > 0.25) & (busiest[False] < 0.45))
 
 # %%
@@ -300,14 +415,14 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# *Figure 5.6.3 — the load of each expert after 1000 steps without a balancing loss (dashed: balanced).*
+# **Figure 5.6.3.** The load of each expert after 1000 steps without a balancing loss (dashed: balanced).
 #
 # Without a balancing loss the load is uneven (the ideal share is 0.25), and more so with top-1
 # routing, where an unchosen expert gets exactly zero gradient from that input. At this scale, in
 # these five seeds, no expert dies outright (every expert keeps a few per cent of the inputs in the figure): the imbalance B.4 predicts is there, the collapse is
 # partial. B.4's contrast is with attention, which we build next.
 #
-# ## 6. B.4's attention side: one representation in three roles
+# ### B.4's attention side: one representation in three roles
 #
 # B.4 ends: "even if a key has low attention weight … its corresponding token representation can still
 # receive strong gradients from other roles: as a query attending to other keys, or as a value for other
@@ -335,8 +450,6 @@ plt.show()
 # only route by which a key can move. First, the role split against finite differences:
 
 # %%
-from nextword.theory.svflow.gradients import attention_role_gradients  # noqa: E402
-
 rng_a = np.random.default_rng(0)
 ids_c, y_c = rng_a.integers(0, 6, size=(3, 5)), rng_a.integers(0, 2, size=(3, 5)).astype(float)
 E_c, W_c, w_c = rng_a.normal(size=(6, 4)), [rng_a.normal(size=(4, 3)) for _ in range(3)], rng_a.normal(size=3)
@@ -426,7 +539,9 @@ slopes = {name: loglog_slope(x_att, yy) for name, yy in role_ratio.items()}
 slopes["MoE expert"] = loglog_slope(x_moe, y_moe)
 print("slope of log(gradient / mean) against log(load / fair), 5 seeds pooled:",
       ", ".join(f"{k} {v:.2f}" for k, v in slopes.items()))
-assert min(q_ratio) > 0.5 and abs(slopes["query"]) < 0.3 and min(slopes["key"], slopes["value"]) > 0.3
+assert min(q_ratio) > 0.5
+assert abs(slopes["query"]) < 0.3
+assert min(slopes["key"], slopes["value"]) > 0.3
 
 print("\n(iii) final load per key type, coupled (c) against decoupled (d), same seed and initial values")
 print("projections   seed  loss c / d        acc c / d     busiest/fair c / d   least/fair c / d   max |c - d|")
@@ -445,8 +560,16 @@ for trained in (True, False):
     print(f"projections {'trained' if trained else 'frozen'}: the coupled model keeps its least-used key type busier "
           f"than the decoupled one in {least_higher[trained]}/5 seeds; largest |c - d| = {max_diff[trained]:.3f} "
           f"(fair share {fair:.3f})")
-pair_share = {(s, c, when): (lambda L: float(np.mean(L.reshape(-1, 2).max(axis=1) / L.reshape(-1, 2).sum(axis=1))))(
-    runs[s, c, True][when]) for s in range(5) for c in (True, False) for when in ("load0", "load")}
+
+
+def larger_member_share(load):
+    """Mean over the four pairs of the larger member's share of its pair's load."""
+    pairs = load.reshape(-1, 2)
+    return float(np.mean(pairs.max(axis=1) / pairs.sum(axis=1)))
+
+
+pair_share = {(s, c, when): larger_member_share(runs[s, c, True][when])
+              for s in range(5) for c in (True, False) for when in ("load0", "load")}
 for c in (True, False):
     print(f"{'coupled' if c else 'decoupled'}: larger member's share of its pair, mean over pairs, start -> end: "
           + ", ".join(f"{pair_share[s, c, 'load0']:.2f} -> {pair_share[s, c, 'load']:.2f}" for s in range(5)))
@@ -458,7 +581,8 @@ print(f"least-used key type, all 20 attention runs: {min(least_att):.2f}-{max(le
       f"least-used expert (soft MoE, gate mass): {moe_final.min(axis=1).min() * 4:.2f}-"
       f"{moe_final.min(axis=1).max() * 4:.2f} of its fair share")
 assert all(runs[s, c, True]["acc"] > 0.99 for s in range(5) for c in (True, False))
-assert max(max_diff.values()) < 0.06 and min(least_att) > 0.15
+assert max(max_diff.values()) < 0.06
+assert min(least_att) > 0.15
 assert all(pair_share[s, c, "load"] > pair_share[s, c, "load0"] for s in range(5) for c in (True, False))
 
 # %%
@@ -497,11 +621,11 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# *Figure 5.6.4 — B.4's attention side. Left: the final load of every key type in the coupled model
+# **Figure 5.6.4.** B.4's attention side. Left: the final load of every key type in the coupled model
 # against the decoupled one (five seeds, eight types each; dashed: equal). Middle: the final loads of
-# the soft MoE of §5 and of the coupled attention model, sorted, relative to a fair share (dashed).
+# the soft MoE above and of the coupled attention model, sorted, relative to a fair share (dashed).
 # Right: the gradient summed over training that reaches each component, against the load it received —
-# an MoE expert's own matrix, and a token type's representation split by role (coupled model).*
+# an MoE expert's own matrix, and a token type's representation split by role (coupled model).
 #
 # **What we found.** Claim (ii) holds: the least-attended key type of each seed (0.35–0.50 of a fair
 # share, averaged over training) keeps receiving gradient through its query role at about the average
@@ -516,10 +640,10 @@ plt.show()
 # 5/5). Without any regulariser the attention load drifts apart in both: the mean share of the more-read
 # member of a pair rises in every seed and both variants (to 0.60–0.71), and with trained projections
 # the least-used key type ends at 0.28–0.36 of its fair share — further from even than the soft MoE of
-# §5 (least-used expert 0.43–0.80), though on a different task. Nothing dies on either side. Most of the
+# above (least-used expert 0.43–0.80), though on a different task. Nothing dies on either side. Most of the
 # keys' learning signal goes to the shared projection (summed over training, $\|\partial L/\partial W_K\|$
 # is 2.6–3.6 times $\|\partial L/\partial E_K\|$), which the decoupled model shares too. The gradient
-# through other roles is there; the implicit regularisation attributed to it is not visible in this model. Recorded in `book/ERRATA.md`. (One layer, one head, one task: a deep network, where a
+# through other roles is there; the implicit regularisation attributed to it is not visible in this model. Recorded in [the errata](../ERRATA.md). (One layer, one head, one task: a deep network, where a
 # token's representation is also the input of the next layer, has couplings this model lacks.)
 #
 # **What this shows.** The gradient formulas of Appendix B are right (sympy for the two algebraic
@@ -527,10 +651,63 @@ plt.show()
 # gradient descent, $R$ pulls $q$ toward $p$ (negative feedback), and on this flow pure variational
 # training reduces the gap without collapsing the posterior (three seeds). The collapse that §3.3 and
 # Fig. 1(b) report — every trajectory ending at one point — is a property of the flow's end states,
-# examined in notebook 5.4 §6; it is not explained by a winner-takes-all force in $\eta_\ell$. Recorded in
-# `book/ERRATA.md`. MoE gating without a balancing loss becomes unbalanced, more so under top-1
-# routing (§5). On the attention side (§6) the mechanism B.4 names is real — a rarely attended token's
+# examined in [5.4](04_hybrid_training_2d.ipynb) (*Checking the paper*); it is not
+# explained by a winner-takes-all force in $\eta_\ell$. Recorded in [the errata](../ERRATA.md). MoE gating without a balancing loss becomes unbalanced, more so under top-1
+# routing. On the attention side the mechanism B.4 names is real — a rarely attended token's
 # representation keeps receiving gradient as a query — but decoupling the roles does not make the
 # attention load less even: in a one-layer model, attention without a regulariser is as uneven with
-# the coupling as without it, and the coupling is not what keeps its key types alive. Recorded in
-# `book/ERRATA.md`.
+# the coupling as without it, and the coupling is not what keeps its key types alive. Recorded in [the errata](../ERRATA.md).
+#
+# ## Key takeaways
+#
+# - The gradient of a softmax-weighted quantity in the logits is centred, $q_z(A_z-\mathbb E_qA)$: it
+#   only moves belief between components.
+# - Appendix B's formulas (Eqs. 52–53, 65) are right: every parameter's gradient matches finite
+#   differences, with and without the variational term.
+# - The self advantage $R=\log q/p$ makes gradient descent *lower* the over-weighted components: the
+#   feedback is negative, and training on $\mathcal J_{\text{var}}$ alone closes the gap without
+#   collapsing the posterior — B.4's winner-takes-all reading is reversed.
+# - Without a balancing loss an MoE router's load becomes uneven (more so with top-1 routing); in a
+#   one-layer attention model a rarely attended token keeps receiving gradient as a query, but coupling
+#   its three roles did not make the attention load more even.
+#
+# ## Check your understanding
+#
+# 1. In the tiny example, why do the three components of the centred gradient add up to zero, and
+#    what would a gradient that did not add up to zero mean?
+#
+#    ```{dropdown} Answer
+#    $\sum_zq_z(A_z-\mathbb E_qA)=\mathbb E_qA-\mathbb E_qA=0$. A softmax does not change when every
+#    logit is raised by the same amount, so the loss cannot depend on that direction and its gradient
+#    has no component along it. A non-zero sum would be an error in the derivation.
+#    ```
+#
+# 2. Component $z$ has $q_z>p_z$ (it is over-weighted). What is the sign of its self advantage
+#    relative to the average, and which way does one descent step move $q_z$?
+#
+#    ```{dropdown} Answer
+#    $R_z=\log(q_z/p_z)$ is large, typically above $\mathbb E_qR$ (which is the KL, $\ge0$), so the
+#    gradient $\beta q_z(R_z-\mathbb E_qR)$ is positive and descent lowers the logit of $z$: $q_z$ moves
+#    down towards $p_z$. This is negative feedback, not the positive loop B.4 describes.
+#    ```
+#
+# 3. Why does the attention experiment compare a *coupled* model with a *decoupled* copy started
+#    from the same values, rather than just measuring the gradients of the coupled one?
+#
+#    ```{dropdown} Answer
+#    The claim is causal: that pooling a token's three role gradients into one representation keeps
+#    the attention load balanced. Seeing gradient arrive through the query role (claim ii) shows the
+#    route exists; only removing the coupling while keeping everything else equal shows whether it
+#    changes the load (claim iii) — and here it did not.
+#    ```
+#
+# ## Reproducibility
+#
+# Everything is computed in the page from seeded generators (seed 0 for the layers and the 200 random
+# trials, seeds 1–3 for the $\mathcal J_{\text{var}}$ training, 0–4 for the MoE and attention runs);
+# the trainings start from `nudge(...)`, a no-op unless `NEXTWORD_PERTURB` is set, so the perturbed
+# notebook pass reaches them. No saved run. Library: `nextword.theory.svflow.gradients`
+# (`hybrid_forward`, `hybrid_gradients`, `moe_forward_backward`, `attention_role_gradients`).
+
+# %% tags=["hide-cell", "nbval-ignore-output"]
+print(f"numpy {np.__version__}, sympy {sp.__version__}")

@@ -11,4 +11,6 @@
                 decoding; a sequence masked and unmasked by discrete diffusion)
 ``dynamics``    figures of Part 3 (the gradient flow through one head, the routing/content feedback loop,
                 the two training protocols, the route through a part)
+``sphere``      figures of Part 5 (RMSNorm onto a sphere, the tangent plane, retraction against the
+                exponential map, the von Mises–Fisher density on a circle)
 """

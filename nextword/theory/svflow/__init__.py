@@ -18,6 +18,7 @@ from nextword.theory.svflow.flow import (
     GaussianSVFlow,
     euler_flow,
     spherical_euler_flow,
+    rk4_flow_with_divergence,
 )
 from nextword.theory.svflow.sphere import (
     tangent_projection,
@@ -62,6 +63,7 @@ __all__ = [
     "GaussianSVFlow",
     "euler_flow",
     "spherical_euler_flow",
+    "rk4_flow_with_divergence",
     "tangent_projection",
     "exp_map",
     "retraction",
