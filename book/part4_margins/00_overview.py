@@ -102,8 +102,9 @@
 # %% [markdown]
 # ## What the book found
 #
-# Every exact identity of §2–3 and Appendix B checks out (sympy, finite differences, autograd), as do
-# Kolmogorov consistency in the cases the book can compute and the depth localisation of §6. Where a
+# The identities of §2–3 and Appendix B hold in the setting their proofs use (values equal to the
+# embeddings, $W_V=I$), checked with sympy, finite differences and autograd; so do Kolmogorov
+# consistency in the cases the book can compute and the depth localisation of §6. Where a
 # statement did not survive a check, the [errata](../ERRATA.md) ledger has a row (cited here by its
 # source and location, "Margins — Agarwal et al." followed by the location):
 #
