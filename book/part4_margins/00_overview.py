@@ -60,23 +60,26 @@
 # - **Causal attention** — queries, keys, values, the softmax weights and the weighted average of
 #   the past: [6.2 The attention mechanism](../part1_chapter6/6_2_attention_mechanism.ipynb) and
 #   [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb). Part 4 uses the paper's
-#   column-vector notation ($q_t=W_Qx_t$); page 4.1 has a table that translates it.
+#   column-vector notation ($q_t=W_Qx_t$); [the latent-noise page](01_latent_noise_view.ipynb) has
+#   a table that translates it.
 # - **Derivatives, the chain rule and the Jacobian** (the matrix of partial derivatives of a
-#   vector function): any calculus text; page 4.2 works the one-dimensional case by hand.
+#   vector function): any calculus text; [the scalar-margin page](02_scalar_margin.ipynb) works the
+#   one-dimensional case by hand.
 # - **Determinants** — the determinant of a triangular matrix is the product of its diagonal, and
 #   $\lvert\det\rvert$ measures how much a linear map stretches volume: a linear-algebra text's
 #   chapter on determinants.
 # - **The change-of-variables rule for densities** — if $y=f(x)$ with $f$ invertible, then
 #   $p_X(x)=p_Y(f(x))\,\lvert\det\partial f/\partial x\rvert$; a probability text's chapter on
-#   transformations of random variables. Page 4.1 checks it numerically.
-# - **For pages 4.6–4.9:** training a language model with cross-entropy and reading its loss in bits
+#   transformations of random variables. [The latent-noise page](01_latent_noise_view.ipynb) checks it numerically.
+# - **For the four experiment pages:** training a language model with cross-entropy and reading its loss in bits
 #   per character; [6.7 Layers](../part1_chapter6/6_7_layers_and_figure_6_24.ipynb) for the decoder
 #   block.
 
 # %% [markdown]
 # ## The route through this part
 #
-# The theory (4.1–4.5) builds one page on the last; the experiments (4.6–4.9) can be read after 4.3.
+# The five theory pages build one on the last; the four experiment pages can be read after
+# [4.3](03_matrix_margin.ipynb).
 #
 # - [4.1 The latent-noise view](01_latent_noise_view.ipynb) — how does a causal attention layer
 #   define a density of its embeddings, and why does its log-determinant split into one term per

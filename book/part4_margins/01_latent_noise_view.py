@@ -109,6 +109,10 @@ def residual(t, tokens, coupling=coupling):
     return current - mean
 
 
+scores_3 = [coupling * tokens[2] * token for token in tokens[:2]]
+weights_3 = np.exp(scores_3) / np.exp(scores_3).sum()
+print(f"position 3: scores {scores_3}, weights {np.round(weights_3, 3).tolist()}, "
+      f"mean {weights_3 @ tokens[:2]:.3f}")
 residuals = [residual(t, tokens) for t in (1, 2, 3)]
 for t, e in enumerate(residuals, start=1):
     print(f"position {t}: residual e_{t} = {e:+.4f}")

@@ -159,7 +159,8 @@ assert residual_at_position_3(0.5, 1.5) < residual_at_position_3(-0.5, 1.5)  # r
 #
 # ## Why a zero margin breaks the density
 #
-# With the past fixed, the density that 4.1's change of variables gives the last token is
+# With the past fixed, the density that the change of variables of [4.1](01_latent_noise_view.ipynb)
+# gives the last token is
 #
 # $$p(x_3\mid x_1,x_2)=\mathcal N\bigl(e_3(x_3);\,0,\sigma^2\bigr)\,\lvert m_3(x_3)\rvert ,$$
 #
@@ -203,15 +204,17 @@ def conditional_density(coupling, sigma=1.0, x3_values=x3_grid):
     return np.exp(log_density[:, 2])
 
 
+print(f"grid step {grid_step:.3f} on [{x3_grid[0]:.0f}, {x3_grid[-1]:.0f}]")
 for a in (0.5, 1.5):
-    print(f"a = {a}: integral of p(x_3 | x_1, x_2) over x_3 = "
-          f"{conditional_density(a).sum() * grid_step:.4f}")
+    integral = conditional_density(a).sum() * grid_step
+    print(f"a = {a}: integral of p(x_3 | x_1, x_2) over x_3 = {integral:.4f}")
+print(f"excess probability at a = 1.5: {integral - 1:.1%}")
 assert abs(conditional_density(0.5).sum() * grid_step - 1) < 1e-8
 assert conditional_density(1.5).sum() * grid_step > 1.01
 
 # %% [markdown]
 # With a positive margin everywhere the formula is a density (integral 1 to eight digits); with a
-# fold it is not (about 13% too much probability). That is why the margin matters: **while every
+# fold it is not (about 13% too much probability, as printed). That is why the margin matters: **while every
 # margin is positive, the layer defines a proper probability model of its embeddings; at a zero
 # margin the map stops being invertible, and past it the model is no longer a density.** A margin
 # close to 0 also means a tiny change of noise moves the token a lot (the inverse map's slope is

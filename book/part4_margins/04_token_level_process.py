@@ -1,8 +1,8 @@
 # %% [markdown]
 # # 4.4 The token-level process: do texts of different lengths get consistent probabilities?
 #
-# **The question.** Put a next-token head on top of the embedding model of 4.1–4.3 and integrate the
-# embeddings out: every text of length $n$ gets a probability $P_n$. Do these probabilities fit
+# **The question.** Put a next-token head on top of the embedding model of the previous pages and
+# integrate the embeddings out: every text of length $n$ gets a probability $P_n$. Do these probabilities fit
 # together — is the probability of a two-token prefix the same whether we ask the length-2 model or
 # sum the length-3 model over all third tokens?
 #

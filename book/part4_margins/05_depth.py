@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 4.5 Depth: which layers add a stability term?
 #
-# **The question.** Pages 4.1–4.4 treated one attention layer. A real transformer stacks many, each
+# **The question.** The previous pages treated one attention layer. A real transformer stacks many, each
 # adding its own noise in the latent-noise view. Does every layer then contribute a margin (a
 # log-determinant term) to the likelihood, or only some of them?
 #
