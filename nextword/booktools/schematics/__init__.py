@@ -11,6 +11,10 @@
                 decoding; a sequence masked and unmasked by discrete diffusion)
 ``dynamics``    figures of Part 3 (the gradient flow through one head, the routing/content feedback loop,
                 the two training protocols, the route through a part)
+``margins``     figures of 4.1–4.5 (the margin m = 1 − a·Var as regions of the plane with their boundary,
+                the residual map folding back where the margin is negative)
+``barrier``     figures of 4.7–4.9 (the log-barrier's landscape, noise against the embeddings' scale,
+                the penalised objective along the regularisation path)
 ``sphere``      figures of Part 5 (RMSNorm onto a sphere, the tangent plane, retraction against the
                 exponential map, the von Mises–Fisher density on a circle)
 """
