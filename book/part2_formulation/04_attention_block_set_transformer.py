@@ -458,6 +458,28 @@ def literal_pool(seq):
 
 literal_change = np.abs(literal_pool(hh) - literal_pool(h)).max()
 print(f"literal (1/m) pooling: |P(h,h) - P(h)| = {literal_change:.4f} (not length independent)")
+assert literal_change > 1e-3
+assert np.allclose(mean_pool(hh), mean_pool(h))  # with 1/(m-1) the length does not matter
+
+# %% [markdown]
+# **Example B.2: max pooling is not of the form (B.5).** Example B.2 says max pooling is (B.5),
+# $\mathfrak P(p)=\int\mathfrak f(h)\,dp(h)$, with the "elementwise operation"
+# $\mathfrak f(h)_j=\max((h)_j)$. A maximum of the single number $(h)_j$ is $(h)_j$, so that choice
+# gives the mean again; and no pointwise $\mathfrak f$ can work, because (B.5) is linear in $p$ while
+# the maximum is not: for $p_1=\delta_0$, $p_2=\delta_1$ on $\mathbb R$, every (B.5) satisfies
+# $\mathfrak P(\tfrac12p_1+\tfrac12p_2)=\tfrac12\mathfrak P(p_1)+\tfrac12\mathfrak P(p_2)$, but the
+# maximum of the mixture is $1\ne\tfrac12(0+1)$. The example's second formula, the limit of
+# $\frac1\beta\log\int e^{\beta h_j}dp(h)$ (a nonlinear functional), is the right one (Figure 2.4.2):
+
+# %%
+two_points = np.array([[0.0], [1.0]])
+p1_max, p2_max = max_pool(two_points[:1]), max_pool(two_points[1:])
+mix_max = max_pool(two_points)  # the mixture 1/2 delta_0 + 1/2 delta_1
+print(f"max of the mixture: {mix_max[0]:.1f}; average of the two maxima (what any (B.5) gives): "
+      f"{(p1_max[0] + p2_max[0]) / 2:.1f}; f(h) = max((h)_j) = h_j gives the mean "
+      f"{mean_pool(two_points)[0]:.1f}")
+assert mix_max[0] != (p1_max[0] + p2_max[0]) / 2
+assert np.isclose(soft_max_pool(two_points, 1e4)[0], mix_max[0], atol=1e-3)
 
 # %% [markdown]
 # **Appendix B, (B.4c).** Appendix B states that evaluating (B.4a–d) at each $h_k$ gives back the

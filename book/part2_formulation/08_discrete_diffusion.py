@@ -500,6 +500,35 @@ assert abs(as_printed.sum() - 1) > 0.1
 assert np.allclose(transposed, forward_marginal(p0, Q_abs, 2.0), atol=1e-10)
 
 # %% [markdown]
+# **The same orientation in (9.2), (9.3) and (9.4).** The paper prints $Q^0$ and $\bar Q$ acting on
+# the column $p$ again: $\partial_t p=\sigma^2(t)Q^0p$ (9.2), $\partial_\tau p'=Q^0p'$ (9.3) and
+# $\partial_t\bar p=\bar Q\bar p$ (9.4). For the uniform generator, which is symmetric, $Q^0p=Q^{0\top}p$
+# and nothing changes; for the masking generator the printed (9.2) and (9.3) lose mass like (9.1).
+# For (9.4) the proof of Theorem D.1 itself writes $\frac{d}{dt}\bar p(i)=\sum_k\bar Q_{ki}\bar p(k)$,
+# i.e. $\bar Q^\top\bar p$: on the reversed clock $s=T-t$ the forward marginal satisfies
+# $\frac{dp}{ds}=-Q^\top p=\bar Q^\top p$, and it does **not** satisfy $\frac{dp}{ds}=\bar Q p$ — for
+# either generator, because $\bar Q$ is not symmetric even when $Q$ is. The residuals at $t=0.7$, and
+# the total mass at $\tau=g(1.3)=1.69$ of the printed (9.2)/(9.3) ($\sigma^2(t)=2t$):
+
+# %%
+for name, Q in [("uniform", Q_uni), ("absorbing", Q_abs)]:
+    sched_printed = rk4(lambda p, t: 2 * t * (Q @ p), p0.copy(), t_end, n=2000)  # (9.2) as printed
+    tau_printed = rk4(lambda p, t: Q @ p, p0.copy(), t_end**2, n=2000)  # (9.3) as printed
+    pt_ = forward_marginal(p0, Q, 0.7)
+    Qbar_num = reverse_generator(Q, pt_)
+    res_T = np.abs(Qbar_num.T @ pt_ + Q.T @ pt_).max()  # dp/ds = Qbar^T p  (s = T - t)
+    res_printed = np.abs(Qbar_num @ pt_ + Q.T @ pt_).max()  # dp/ds = Qbar p   (9.4) as printed
+    print(f"{name:9s}: mass of printed (9.2) at t=1.3: {sched_printed.sum():.6f}, of printed (9.3) "
+          f"at tau=1.69: {tau_printed.sum():.6f};  (9.4) residual with Qbar^T < 1e-12: "
+          f"{res_T < 1e-12}, with Qbar as printed: {res_printed:.6f}")
+    assert res_T < 1e-12 and res_printed > 1e-2
+    assert np.allclose(sched_printed, tau_printed, atol=1e-9)  # (9.3) is (9.2) on the clock g
+    if name == "uniform":
+        assert np.allclose(sched_printed, forward_marginal(p0, Q, t_end**2), atol=1e-10)
+    else:
+        assert abs(sched_printed.sum() - 1) > 0.1
+
+# %% [markdown]
 # **The proof's last line.** The last display of the proof of Theorem D.1 ends with
 # $-\sum_{\ell\ne i}Q_{\ell i}\,p(\ell,t)$; the line before it equals $-\sum_{\ell}Q_{\ell i}p(\ell,t)$
 # (the $\ell=i$ term is $-Q_{ii}p(i,t)$), which is minus the forward right-hand side — the sum must
@@ -555,7 +584,9 @@ assert np.isclose(denoising_score_entropy_loss(s_rand, p0, P_abs, Q_abs),
 # - The matrices printed in Examples 9.2 and 9.3 are not rate matrices (their rows sum to 1 and to
 #   $\beta+(|V|-1)(1-\beta)$); Example 9.2's is the one-step matrix $I+Q$. Corrected generators:
 #   $Q=\beta(\mathbf 1\mathbf 1^\top/|V|-I)$ and $Q_{im}=\beta,\ Q_{ii}=-\beta\ (i\ne m)$.
-# - (9.1) must read $\dot p=Q^\top p$ (or $\dot p = pQ$ for row vectors) with zero row sums; the
+# - (9.1) must read $\dot p=Q^\top p$ (or $\dot p = pQ$ for row vectors) with zero row sums, and so
+#   must (9.2)–(9.3) ($\sigma^2(t)Q^{0\top}p$; harmless only for the symmetric uniform generator) and
+#   (9.4) ($\bar Q^\top\bar p$ on the reversed clock, as the proof of Theorem D.1 uses); the
 #   holding-time rate is $-Q_{ii}$, not $Q_{ii}$.
 # - Gillespie matches the matrix exponential; τ-leaping is first order in τ.
 # - Theorem D.1 holds (its proof's last line should sum over all $\ell$); the reverse sampler

@@ -487,14 +487,29 @@ assert calm.status == 0 and np.abs(calm.y).max() <= 1.0 + 1e-9 and gap_calm < 1e
 # bounded. What the paper attributes to fine-tuning (a better example) is one draw of each model and
 # is not checkable without them.
 #
+# **Example B.1: the weight of the batch measure.** The example prints the batch measure as
+# $\pi=\frac1{\ell n}\sum_{k=1}^{\ell}\sum_{n=1}^{N}\delta_{h_k^{(n)}}$, with the summation index $n$
+# in the weight. Read literally the weights $\frac1{\ell n}$ sum to $1+\frac12+\dots+\frac1N$, not 1,
+# and favour the first sequences of the batch; the measure meant (and the one `batch_norm` uses in
+# the section above) gives every token of the batch the weight $\frac1{\ell N}$:
+
+# %%
+n_seq, ell = batch.shape[:2]
+literal_mass = sum(ell / (ell * n) for n in range(1, n_seq + 1))
+print(f"total weight of the printed pi for N = {n_seq}: {literal_mass:.4f} "
+      f"(= H_N); with 1/(ell N): {ell * n_seq / (ell * n_seq):.0f}")
+assert abs(literal_mass - 1) > 0.5
+assert np.allclose(out.reshape(-1, d_e).mean(0), 0, atol=1e-12)  # batch_norm centres under 1/(ell N)
+
 # **What the checks found.** Example 2.10's convolution-and-flatten is exactly patch extraction
 # followed by a matrix product, and its sequence/width trade-off is as stated; the CLIP-style loss
 # has the gradients we use and aligns two synthetic modalities. Remark 2.11's discrete images enter
 # as reals with an error bounded by the rounding. Example 3.3's classifier maps into the simplex.
 # Lemma A.1 and Appendix A.2's chain rule through $\mathbf B\circ\mathbf T$ match central
 # differences. Example B.1's batch normalisation couples the sequences of a batch, which is why it
-# is a map of the batch measure. The printed arithmetic of App. E.3 and the two differential
-# equations of E.4 are as the paper says; the model's E.1 explanation contains a false step.
+# is a map of the batch measure (whose weight is $1/(\ell N)$, not the printed $1/(\ell n)$). The
+# printed arithmetic of App. E.3 and the two differential equations of E.4 are as the paper says;
+# the model's E.1 explanation contains a false step.
 #
 # ## Key takeaways
 #
