@@ -10,7 +10,8 @@ the numbers, the exact command, the commit of the code that determines them, the
 the seeds, the wall time and the machine, plus ``curves.npz`` and, where a notebook analyses the
 trained model, a weights-only ``model.pt`` of at most 2 MB). An experiment is skipped when
 :func:`nextword.provenance.is_current` says its saved result has the same configuration and was
-produced by the current, clean commit of its code.
+produced by code that still computes the same thing (file by file; modules that only moved, listed in
+:data:`~nextword.torch.runs.moved.MOVED`, count as unchanged).
 
 Wall time is the sum over the training sessions recorded in ``runs/<name>/wall.json``: on a shared
 machine it measures the machine's load as much as the work, so the saved result also holds the
@@ -29,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nextword.torch.runs.moved import MOVED
+
 __all__ = [
     "Experiment",
     "Saved",
@@ -44,7 +47,7 @@ __all__ = [
 
 _REPO = Path(__file__).resolve().parents[3]
 
-#: Files whose content determines the barrier runs' numbers (their last commit is the recorded ``commit``).
+#: Files whose content determines the barrier runs' numbers (recorded as ``code_paths`` and digested as ``code``).
 BARRIER_CODE = tuple(
     f"nextword/torch/{m}.py"
     for m in (
@@ -398,7 +401,7 @@ def run_experiment(exp: Experiment, *, force: bool = False, results_dir: str | o
     from nextword.provenance import is_current, results_root, save_result
 
     config = exp.config()
-    if not force and is_current(exp.name, config, results_dir):
+    if not force and is_current(exp.name, config, results_dir, code_paths=exp.code_paths, renames=MOVED):
         return "current"
     workdir = runs_root() / exp.name
     exp.train(workdir)
