@@ -50,6 +50,9 @@ __all__ = [
     "is_current",
 ]
 
+#: Largest file :func:`save_result` copies beside a result (a weights-only ``model.pt``: 2 MiB).
+MAX_FILE_BYTES = 2 * 1024 * 1024
+
 #: Fields every ``result.json`` carries besides ``data``.
 PROVENANCE_FIELDS = ("command", "commit", "dirty", "config", "seeds", "wall_time_s", "machine", "created")
 
@@ -291,8 +294,12 @@ def save_result(
     curves: Mapping[str, np.ndarray] | None = None,
     code_paths: Sequence[str | os.PathLike] = ("nextword",),
     results_dir: str | os.PathLike | None = None,
+    files: Mapping[str, str | os.PathLike] | None = None,
 ) -> Path:
     """Write ``<results>/<name>/result.json`` (and ``curves.npz`` if ``curves``); return the JSON path.
+
+    ``files`` (name in the folder -> source path) are copied beside it, each at most
+    :data:`MAX_FILE_BYTES` (a ValueError naming the file otherwise, raised before anything is written).
 
     The file is strict JSON: a non-finite number (NaN, ±inf) is written as ``null``.
     ``config`` may be a mapping or a dataclass; ``code_paths`` (relative to the repository) name the code that
@@ -301,6 +308,9 @@ def save_result(
     """
     if not isinstance(name, str) or not name.strip("/") or ".." in Path(name).parts:
         raise ValueError(f"name must be a folder name under the results directory, got {name!r}")
+    for target, source in (files or {}).items():
+        if Path(source).stat().st_size > MAX_FILE_BYTES:
+            raise ValueError(f"files[{target!r}] = {source} is larger than {MAX_FILE_BYTES} bytes; not saved")
     folder = results_root(results_dir) / name
     folder.mkdir(parents=True, exist_ok=True)
     commit, dirty = git_commit(code_paths)
@@ -323,6 +333,8 @@ def save_result(
     tmp.replace(path)  # atomic: an interrupted write never leaves half a file
     if curves:
         np.savez_compressed(folder / "curves.npz", **{k: np.asarray(v) for k, v in curves.items()})
+    for target, source in (files or {}).items():
+        (folder / target).write_bytes(Path(source).read_bytes())
     return path
 
 

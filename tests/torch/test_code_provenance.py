@@ -145,3 +145,15 @@ def test_every_path_a_saved_run_records_exists_or_is_in_the_move_table():
     for name in NAMES:
         for p in provenance.load_result(name).get("code_paths", ()):
             assert (root / REGISTRY_MOVED.get(p, p)).exists(), f"{name} records {p}, which is neither here nor moved"
+
+
+def test_save_result_copies_files_and_refuses_large_ones(tmp_path):
+    small, big = tmp_path / "small.pt", tmp_path / "big.pt"
+    small.write_bytes(b"x" * 10)
+    big.write_bytes(b"x" * (provenance.MAX_FILE_BYTES + 1))
+    kw = dict(command="c", config={}, seeds=[0], wall_time_s=1.0, code_paths=(), results_dir=tmp_path / "r")
+    path = provenance.save_result("ok", {}, files={"model.pt": small}, **kw)
+    assert (path.parent / "model.pt").read_bytes() == small.read_bytes()
+    with pytest.raises(ValueError, match=r"files\['model.pt'\].*larger than"):
+        provenance.save_result("too_big", {}, files={"model.pt": big}, **kw)
+    assert not (tmp_path / "r" / "too_big").exists()  # nothing written
