@@ -34,7 +34,6 @@ Tiny worked example::
 from __future__ import annotations
 
 import contextlib
-import math
 from dataclasses import dataclass, fields
 from typing import Callable, Iterator, Sequence
 
@@ -44,6 +43,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from nextword.decoder import DecoderConfig
+from nextword.torch.models.block import BlockSpec, RowBlock
 from nextword.positions import rope_frequencies, sinusoidal_encoding
 from nextword.perturbation import nudge_module_
 
@@ -70,17 +70,36 @@ class LMConfig(DecoderConfig):
     post-norm block ``u = LN(h + MHA(h))``, ``h' = LN(u + FFN(u))``). ``init_std`` is the std of every
     weight matrix and embedding of :class:`TinyLM` at initialisation; ``emb_std`` and ``dtype`` only
     describe the numpy twin made by :func:`to_numpy_decoder` (TinyLM computes in float32).
+    ``attention`` is ``"explicit"`` (weights returned, the default) or ``"fused"`` (PyTorch's fused kernel,
+    no weights; see :mod:`nextword.torch.models.block`).
 
     >>> LMConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=4).to_decoder_config().d_model
     8
     """
 
     init_std: float = 0.02
+    attention: str = "explicit"
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not self.init_std > 0:
             raise ValueError(f"init_std must be > 0, got {self.init_std}")
+        self.block_spec()  # validates ``attention``
+
+    def block_spec(self) -> BlockSpec:
+        """The :class:`~nextword.torch.models.block.BlockSpec` of every block of this model."""
+        return BlockSpec(
+            d_model=self.d_model,
+            num_heads=self.num_heads,
+            ff_dim=self.ff_dim,
+            norm=self.norm,
+            eps=self.eps,
+            activation=self.activation,
+            pre_norm=self.pre_norm,
+            residual=self.residual,
+            causal=self.causal,
+            attention=self.attention,
+        )
 
     def to_decoder_config(self, dtype: str | None = None) -> DecoderConfig:
         """The matching :class:`nextword.decoder.DecoderConfig` (for :func:`to_numpy_decoder`)."""
@@ -90,71 +109,15 @@ class LMConfig(DecoderConfig):
         return DecoderConfig(**kw)
 
 
-def _rope(x: torch.Tensor, freqs: torch.Tensor) -> torch.Tensor:
-    """Rotate consecutive pairs of ``x (B, h, T, dh)`` by ``t ω_i`` (``freqs (dh/2,)``), positions ``0..T-1``."""
-    T = x.shape[-2]
-    ang = torch.arange(T, dtype=freqs.dtype, device=x.device)[:, None] * freqs  # (T, dh/2)
-    cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
-    xe, xo = x[..., 0::2], x[..., 1::2]  # (B, h, T, dh/2) each
-    out = torch.stack((xe * cos - xo * sin, xe * sin + xo * cos), dim=-1)  # (B, h, T, dh/2, 2)
-    return out.flatten(-2)  # (B, h, T, dh), pairs interleaved back
-
-
-class Block(nn.Module):
-    """One decoder block (attention + FFN); the formulas of :class:`nextword.decoder.layers.TransformerBlock`."""
+class Block(RowBlock):
+    """TinyLM's block: the one :class:`~nextword.torch.models.block.Block` in Chapter 6's layout, configured
+    by an :class:`LMConfig` (``Block(config, generator)``, the name the Chapter 6 pages use)."""
 
     def __init__(self, c: LMConfig, gen: torch.Generator) -> None:
-        super().__init__()
-        d, std = c.d_model, c.init_std
+        if not isinstance(c, LMConfig):
+            raise TypeError(f"c must be an LMConfig, got {type(c).__name__}")
+        super().__init__(c.block_spec(), gen, init_std=c.init_std)
         self.c = c
-        self.W_qkv = nn.Parameter(std * torch.randn(d, 3 * d, generator=gen))  # (d, 3d) = [W_q | W_k | W_v]
-        self.W_o = nn.Parameter(std * torch.randn(d, d, generator=gen))
-        self.W1 = nn.Parameter(std * torch.randn(d, c.ff_dim, generator=gen))
-        self.b1 = nn.Parameter(torch.zeros(c.ff_dim))
-        self.W2 = nn.Parameter(std * torch.randn(c.ff_dim, d, generator=gen))
-        self.b2 = nn.Parameter(torch.zeros(d))
-        make = (lambda: nn.LayerNorm(d, eps=c.eps)) if c.norm == "layer" else (lambda: nn.RMSNorm(d, eps=c.eps))
-        self.norm1, self.norm2 = make(), make()
-
-    def attention(
-        self, x: torch.Tensor, rope_freqs: torch.Tensor | None, head_mask: torch.Tensor | None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``x (B, T, d)`` → output ``(B, T, d)`` and weights ``(B, h, T, T)`` (Eq. 6.x: softmax(QKᵀ/√d_h + M)V)."""
-        B, T, d = x.shape
-        h = self.c.num_heads
-        dh = d // h
-        qkv = (x @ self.W_qkv).view(B, T, 3, h, dh)  # (B, T, 3, h, dh)
-        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, h, T, dh)
-        if rope_freqs is not None:
-            q, k = _rope(q, rope_freqs), _rope(k, rope_freqs)
-        scores = q @ k.transpose(-1, -2) / math.sqrt(dh)  # (B, h, T, T)
-        if self.c.causal:
-            future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)  # True above diagonal
-            scores = scores.masked_fill(future, float("-inf"))
-        w = scores.softmax(dim=-1)  # (B, h, T, T)
-        ctx = w @ v  # (B, h, T, dh)
-        if head_mask is not None:
-            ctx = ctx * head_mask.to(ctx.dtype)[:, None, None]
-        ctx = ctx.transpose(1, 2).reshape(B, T, d)  # (B, T, h*dh)
-        return ctx @ self.W_o, w
-
-    def ffn(self, x: torch.Tensor) -> torch.Tensor:
-        z = x @ self.W1 + self.b1
-        act = self.c.activation
-        z = F.relu(z) if act == "relu" else F.gelu(z, approximate="tanh" if act == "gelu_tanh" else "none")
-        return z @ self.W2 + self.b2
-
-    def forward(
-        self, x: torch.Tensor, rope_freqs: torch.Tensor | None = None, head_mask: torch.Tensor | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        skip = 1.0 if self.c.residual else 0.0
-        if self.c.pre_norm:  # u = h + MHA(N(h)), h' = u + FFN(N(u))
-            a, w = self.attention(self.norm1(x), rope_freqs, head_mask)
-            u = skip * x + a
-            return skip * u + self.ffn(self.norm2(u)), w
-        a, w = self.attention(x, rope_freqs, head_mask)  # Chapter 6: u = N(h + MHA(h)), h' = N(u + FFN(u))
-        u = self.norm1(skip * x + a)
-        return self.norm2(skip * u + self.ffn(u)), w
 
 
 class TinyLM(nn.Module):
@@ -212,6 +175,8 @@ class TinyLM(nn.Module):
             raise ValueError(
                 f"ids must be an integer tensor of shape (B, T) with T >= 1, got {tuple(ids.shape)} {ids.dtype}"
             )
+        if return_attention and c.attention == "fused":
+            raise ValueError("return_attention=True needs attention='explicit' (the fused kernel returns no weights)")
         if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= c.vocab_size):
             raise ValueError(
                 f"ids must lie in [0, vocab_size={c.vocab_size}), got range [{int(ids.min())}, {int(ids.max())}]"
