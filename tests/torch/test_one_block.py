@@ -121,13 +121,12 @@ def test_explicit_and_fused_attention_compute_the_same_block():
     torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)  # float64: the same function
 
 
-def test_tinylm_fused_attention_option():
-    c = L.LMConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=8, attention="fused")
-    m = L.TinyLM(c, seed=0)
-    explicit = L.TinyLM(L.LMConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=8), seed=0)
-    ids = torch.tensor([[0, 1, 2, 3, 4]])
-    torch.testing.assert_close(m(ids), explicit(ids), rtol=1e-5, atol=1e-6)
-    with pytest.raises(ValueError, match="return_attention=True needs attention='explicit'"):
-        m(ids, return_attention=True)
+def test_tinylm_config_gives_the_block_spec_and_the_spec_validates():
+    c = L.LMConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=8, norm="rms", pre_norm=False)
+    spec = c.block_spec()
+    assert (spec.attention, spec.norm, spec.pre_norm, spec.ff_dim) == ("explicit", "rms", False, 32)
+    assert c.block_spec("fused").attention == "fused"
     with pytest.raises(ValueError, match="attention must be one of"):
-        L.LMConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=8, attention="flash")
+        c.block_spec("flash")
+    with pytest.raises(ValueError, match="divisible by num_heads"):
+        BlockSpec(d_model=8, num_heads=3, ff_dim=8)

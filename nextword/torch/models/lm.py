@@ -45,7 +45,6 @@ import torch.nn.functional as F
 from nextword.decoder import DecoderConfig
 from nextword.torch.models.block import BlockSpec, RowBlock
 from nextword.positions import rope_frequencies, sinusoidal_encoding
-from nextword.perturbation import nudge_module_
 
 __all__ = [
     "LMConfig",
@@ -70,24 +69,24 @@ class LMConfig(DecoderConfig):
     post-norm block ``u = LN(h + MHA(h))``, ``h' = LN(u + FFN(u))``). ``init_std`` is the std of every
     weight matrix and embedding of :class:`TinyLM` at initialisation; ``emb_std`` and ``dtype`` only
     describe the numpy twin made by :func:`to_numpy_decoder` (TinyLM computes in float32).
-    ``attention`` is ``"explicit"`` (weights returned, the default) or ``"fused"`` (PyTorch's fused kernel,
-    no weights; see :mod:`nextword.torch.models.block`).
 
     >>> LMConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=4).to_decoder_config().d_model
     8
     """
 
     init_std: float = 0.02
-    attention: str = "explicit"
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not self.init_std > 0:
             raise ValueError(f"init_std must be > 0, got {self.init_std}")
-        self.block_spec()  # validates ``attention``
 
-    def block_spec(self) -> BlockSpec:
-        """The :class:`~nextword.torch.models.block.BlockSpec` of every block of this model."""
+    def block_spec(self, attention: str = "explicit") -> BlockSpec:
+        """The :class:`~nextword.torch.models.block.BlockSpec` of every block of this model.
+
+        TinyLM's blocks use ``"explicit"`` attention (the weights are what Chapter 6 shows and probes);
+        ``"fused"`` gives the same block on PyTorch's fused kernel (no weights).
+        """
         return BlockSpec(
             d_model=self.d_model,
             num_heads=self.num_heads,
@@ -98,7 +97,7 @@ class LMConfig(DecoderConfig):
             pre_norm=self.pre_norm,
             residual=self.residual,
             causal=self.causal,
-            attention=self.attention,
+            attention=attention,
         )
 
     def to_decoder_config(self, dtype: str | None = None) -> DecoderConfig:
@@ -175,8 +174,6 @@ class TinyLM(nn.Module):
             raise ValueError(
                 f"ids must be an integer tensor of shape (B, T) with T >= 1, got {tuple(ids.shape)} {ids.dtype}"
             )
-        if return_attention and c.attention == "fused":
-            raise ValueError("return_attention=True needs attention='explicit' (the fused kernel returns no weights)")
         if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= c.vocab_size):
             raise ValueError(
                 f"ids must lie in [0, vocab_size={c.vocab_size}), got range [{int(ids.min())}, {int(ids.max())}]"
@@ -283,6 +280,8 @@ def train_lm(
     grad_clip: float | None = 1.0,
     progress: bool = True,
     num_threads: int | None = 1,
+    out_dir: str | None = None,
+    resume: bool = False,
 ) -> list[float]:
     """Train ``model`` with AdamW on next-token cross-entropy; return the loss of every step (nats).
 
@@ -291,45 +290,33 @@ def train_lm(
     rows, inputs ``row[:-1]``, targets ``row[1:]`` (then ``block_size`` is ``L - 1`` or None).
     ``loss_mask (num_seqs, L-1)`` (2-D data only) selects the target positions that count, e.g. the
     answer half of a copy task. Randomness comes from ``rng`` or ``seed`` (one of them).
-    ``progress`` shows a tqdm bar; ``num_threads`` see :func:`torch_threads`.
+    ``progress`` shows a tqdm bar; ``num_threads`` see :func:`torch_threads`. ``out_dir`` checkpoints the
+    run there and ``resume=True`` continues it.
+
+    A thin wrapper: the work is the one training loop's
+    (:func:`nextword.torch.training.token_lm.train_tokens` on :func:`nextword.torch.training.engine.fit`).
     """
+    # the one loop lives above the models (nextword.torch.training); this name is the one the pages import
+    from nextword.torch.training.token_lm import train_tokens
+
     if (rng is None) == (seed is None):
         raise TypeError("pass exactly one of seed= (an int) or rng= (a np.random.Generator)")
-    rng = np.random.default_rng(seed) if rng is None else rng
-    data = _as_ids(data, model.config.vocab_size)
-    block = _check_block(data, block_size, model.config.max_len)
-    mask = None
-    if loss_mask is not None:
-        mask = np.asarray(loss_mask, dtype=bool)
-        if data.ndim != 2 or mask.shape != (data.shape[0], data.shape[1] - 1):
-            raise ValueError(
-                f"loss_mask must have shape (num_seqs, L-1) = "
-                f"{(data.shape[0], data.shape[1] - 1) if data.ndim == 2 else '(2-D data only)'}"
-            )
-    n_rows = data.size - block if data.ndim == 1 else data.shape[0]
-    nudge_module_(model, "train_lm")  # NEXTWORD_PERTURB (the perturbation pass); a no-op by default
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-    model.train()
-    losses: list[float] = []
-    it = range(int(steps))
-    if progress:
-        from tqdm.auto import tqdm
-
-        it = tqdm(it, desc="train", leave=False)
-    with torch_threads(num_threads):
-        for _ in it:
-            x, y, m = _batch(data, mask, rng.integers(0, n_rows, size=batch_size), block)
-            loss = _loss(model(x), y, m)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if grad_clip is not None:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-            opt.step()
-            losses.append(loss.item())
-            if progress and len(losses) % 10 == 0:
-                it.set_postfix(loss=f"{losses[-1]:.3f}")
-    model.eval()
-    return losses
+    return train_tokens(
+        model,
+        data,
+        steps=steps,
+        batch_size=batch_size,
+        block_size=block_size,
+        lr=lr,
+        rng=np.random.default_rng(seed) if rng is None else rng,
+        loss_mask=loss_mask,
+        weight_decay=weight_decay,
+        grad_clip=grad_clip,
+        progress=progress,
+        num_threads=num_threads,
+        out_dir=out_dir,
+        resume=resume,
+    )
 
 
 @torch.no_grad()
