@@ -52,9 +52,11 @@ BARRIER_CODE = tuple(
     f"nextword/torch/{m}.py"
     for m in (
         "models/gpt",
+        "models/block",
         "barrier/prior",
         "training/config",
         "training/loop",
+        "training/engine",
         "training/data",
         "barrier/robustness",
         "training/checkpoint",

@@ -120,6 +120,9 @@ def _fig628(name: str, cfg: Any, seeds: tuple[int, ...]) -> Experiment:
         (
             "nextword/torch/probes/fig628.py",
             "nextword/torch/models/lm.py",
+            "nextword/torch/models/block.py",
+            "nextword/torch/training/token_lm.py",
+            "nextword/torch/training/engine.py",
             "nextword/torch/probes/ablation.py",
             "nextword/data/synthetic.py",
             "nextword/positions.py",
@@ -233,6 +236,9 @@ def _svflow_lm() -> Experiment:
         (
             "nextword/torch/svflow/lm.py",
             "nextword/torch/models/lm.py",
+            "nextword/torch/models/block.py",
+            "nextword/torch/training/token_lm.py",
+            "nextword/torch/training/engine.py",
             "nextword/torch/svflow/probe.py",
             "nextword/theory/svflow/flow.py",
             "nextword/torch/training/data.py",
