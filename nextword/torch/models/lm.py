@@ -55,6 +55,9 @@ __all__ = [
     "to_numpy_decoder",
     "next_logits_fn",
     "torch_threads",
+    "token_ids",
+    "token_batch",
+    "check_block_size",
 ]
 
 
@@ -221,7 +224,8 @@ def torch_threads(n: int | None) -> Iterator[None]:
         torch.set_num_threads(old)
 
 
-def _as_ids(data: object, vocab_size: int) -> np.ndarray:
+def token_ids(data: object, vocab_size: int) -> np.ndarray:
+    """``data`` as int64 token ids, a stream ``(N,)`` or sequences ``(num_seqs, L)``, each in ``[0, vocab_size)``."""
     arr = np.asarray(data)
     if arr.dtype.kind not in "iu" or arr.ndim not in (1, 2):
         raise ValueError(
@@ -233,7 +237,7 @@ def _as_ids(data: object, vocab_size: int) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-def _batch(
+def token_batch(
     data: np.ndarray, mask: np.ndarray | None, rows: np.ndarray, block_size: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Inputs/targets ``(B, block_size)`` from a stream (``rows`` = window starts) or a 2-D set."""
@@ -246,15 +250,8 @@ def _batch(
     return torch.from_numpy(win[:, :-1]), torch.from_numpy(win[:, 1:]), m
 
 
-def _loss(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none")
-    if mask is None:
-        return nll.mean()
-    m = mask.reshape(-1).to(nll.dtype)
-    return (nll * m).sum() / m.sum().clamp_min(1.0)
-
-
-def _check_block(data: np.ndarray, block_size: int | None, max_len: int) -> int:
+def check_block_size(data: np.ndarray, block_size: int | None, max_len: int) -> int:
+    """The window length of ``data``: ``block_size`` for a stream (validated), ``L - 1`` for sequences ``(n, L)``."""
     if data.ndim == 2:
         L = data.shape[1] - 1
         if block_size not in (None, L):
@@ -335,8 +332,8 @@ def evaluate_loss(
     (every target predicted once, with a fresh context at each window start); 2-D data
     ``(num_seqs, L)`` is scored row by row, with an optional ``loss_mask (num_seqs, L-1)``.
     """
-    data = _as_ids(data, model.config.vocab_size)
-    block = _check_block(data, block_size, model.config.max_len)
+    data = token_ids(data, model.config.vocab_size)
+    block = check_block_size(data, block_size, model.config.max_len)
     was_training = model.training
     model.eval()
     if data.ndim == 1:
@@ -349,7 +346,7 @@ def evaluate_loss(
     total, count = 0.0, 0.0
     with torch_threads(num_threads):
         for i in range(0, starts.size, batch_size):
-            x, y, m = _batch(data, mask, starts[i : i + batch_size], block)
+            x, y, m = token_batch(data, mask, starts[i : i + batch_size], block)
             nll = F.cross_entropy(model(x).reshape(-1, model.config.vocab_size), y.reshape(-1), reduction="none")
             w = torch.ones_like(nll) if m is None else m.reshape(-1).to(nll.dtype)
             total += float((nll * w).sum())

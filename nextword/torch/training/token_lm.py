@@ -30,13 +30,22 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from nextword.perturbation import nudge_module_
-from nextword.torch.models.lm import TinyLM, _as_ids, _batch, _check_block, _loss, torch_threads
+from nextword.torch.models.lm import TinyLM, check_block_size, token_batch, token_ids, torch_threads
 from nextword.torch.training.checkpoint import CKPT, PREV_CKPT, CheckpointError, read_checkpoint, save_checkpoint
 from nextword.torch.training.engine import fit, optimiser_step
 
 __all__ = ["train_tokens"]
+
+
+def _loss(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none")
+    if mask is None:
+        return nll.mean()
+    m = mask.reshape(-1).to(nll.dtype)
+    return (nll * m).sum() / m.sum().clamp_min(1.0)
 
 
 def train_tokens(
@@ -72,8 +81,8 @@ def train_tokens(
         raise ValueError(f"steps must be >= 0 and batch_size >= 1, got steps={steps}, batch_size={batch_size}")
     if (resume or stop_after is not None) and out_dir is None:
         raise ValueError("resume and stop_after need out_dir (where the checkpoints are)")
-    data = _as_ids(data, model.config.vocab_size)
-    block = _check_block(data, block_size, model.config.max_len)
+    data = token_ids(data, model.config.vocab_size)
+    block = check_block_size(data, block_size, model.config.max_len)
     mask = None
     if loss_mask is not None:
         mask = np.asarray(loss_mask, dtype=bool)
@@ -108,7 +117,7 @@ def train_tokens(
         losses = list(ck["losses"])
 
     def step(_: int) -> dict[str, float]:
-        x, y, m = _batch(data, mask, rng.integers(0, n_rows, size=batch_size), block)
+        x, y, m = token_batch(data, mask, rng.integers(0, n_rows, size=batch_size), block)
         loss = _loss(model(x), y, m)
         optimiser_step(opt, loss, params, grad_clip)
         losses.append(loss.item())
