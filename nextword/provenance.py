@@ -134,7 +134,7 @@ def _apply_renames(text: str, renames: Mapping[str, str]) -> str:
 
 
 def _python_digest(source: str) -> str:
-    r"""SHA-256 of the tokens that compute: comments, blank and continuation lines and docstrings dropped.
+    r"""SHA-256 (first 16 hex digits) of the tokens that compute: comments, blank and continuation lines and docstrings dropped.
 
     So a file that only moved (its imports renamed by :func:`_apply_renames`), was reformatted or had
     its prose edited keeps its digest; any change to a statement, a name or a number changes it.
@@ -152,7 +152,7 @@ def _python_digest(source: str) -> str:
             if t.type not in (tokenize.COMMENT, tokenize.NL, tokenize.ENCODING)
         ]
     except (tokenize.TokenError, SyntaxError):  # not Python after all: its text counts
-        return hashlib.sha256(source.encode()).hexdigest()
+        return hashlib.sha256(source.encode()).hexdigest()[:16]
     kept: list[str] = []
     at_statement_start, skip_newline = True, False
     for i, tok in enumerate(tokens):
@@ -166,7 +166,7 @@ def _python_digest(source: str) -> str:
         names = {tokenize.NEWLINE: "<newline>", tokenize.INDENT: "<indent>", tokenize.DEDENT: "<dedent>"}
         kept.append(names.get(tok.type, tok.string))
         at_statement_start = tok.type in names
-    return hashlib.sha256("\x00".join(kept).encode()).hexdigest()
+    return hashlib.sha256("\x00".join(kept).encode()).hexdigest()[:16]
 
 
 def _git(args: Sequence[str], repo: Path) -> str:
@@ -221,7 +221,7 @@ def code_digests(
                 raise FileNotFoundError(f"cannot read {f!r} at commit {rev}: {err}") from err
         text = _apply_renames(text, renames)
         key = renames.get(f, f)
-        out[key] = _python_digest(text) if f.endswith(".py") else hashlib.sha256(text.encode()).hexdigest()
+        out[key] = _python_digest(text) if f.endswith(".py") else hashlib.sha256(text.encode()).hexdigest()[:16]
     return out
 
 
