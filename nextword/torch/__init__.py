@@ -3,12 +3,14 @@
 Import torch-dependent modules explicitly (``from nextword.torch.models import gpt``); the numpy
 library never imports torch. The subpackages, bottom to top (``.importlinter`` checks the order):
 
-``models``    the models: ``gpt`` (SmallGPT of §7.1, device selection, bf16 autocast), ``lm`` (the
-              Chapter 6 TinyLM, its export to the numpy decoder), ``rnn`` (the recurrent baseline)
+``models``    the models: ``block`` (the one transformer Block both LMs stack), ``gpt`` (SmallGPT of
+              §7.1, device selection, bf16 autocast), ``lm`` (the Chapter 6 TinyLM, its export to the
+              numpy decoder), ``rnn`` (the recurrent baseline)
 ``barrier``   the §7 objective and its measurements: ``prior`` (EmbeddingPrior and the margin penalty
               −log|det(I − Σ_t Wᵀ)|, Theorem 1), ``robustness`` (bits per character, BPC under
               embedding noise §7.3, prior diagnostics §7.4)
-``training``  one loop with checkpoints, exact resume, devices, AMP and DDP: ``config`` (TrainConfig,
+``training``  one loop with checkpoints, exact resume, devices, AMP and DDP: ``engine`` (``fit``, the
+              loop every run uses), ``token_lm`` (TinyLM's training, behind ``train_lm``), ``config`` (TrainConfig,
               presets paper | cpu | quick | tiny), ``data`` (character batching), ``checkpoint``,
               ``distributed``, ``loop`` (CE + λ·margin), ``fetch`` (WikiText-2 download), ``gpu_check``
 ``svflow``    SVFlow's torch parts (Part 5): ``hybrid`` training, its measurements ``hybrid_runs``,

@@ -11,10 +11,10 @@ torch = pytest.importorskip("torch")
 
 from nextword.decoding import greedy  # noqa: E402
 from nextword.positions import apply_rope, rope_frequencies, sinusoidal_encoding  # noqa: E402
+from nextword.torch.models.block import apply_rope as torch_rope  # noqa: E402
 from nextword.torch.models.lm import (  # noqa: E402
     LMConfig,
     TinyLM,
-    _rope,
     evaluate_loss,
     next_logits_fn,
     to_numpy_decoder,
@@ -54,7 +54,7 @@ def test_rope_equals_numpy_apply_rope():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((2, 3, 9, 6))  # (B, h, T, dh)
     freqs = torch.tensor(rope_frequencies(6))
-    np.testing.assert_allclose(_rope(torch.tensor(x), freqs).numpy(), apply_rope(x), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(torch_rope(torch.tensor(x), freqs).numpy(), apply_rope(x), rtol=1e-12, atol=1e-12)
 
 
 # ---------------------------------------------------------------- export to numpy

@@ -21,7 +21,7 @@ import torch.distributed as dist
 from nextword.torch.models.gpt import SmallGPT, autocast_context
 from nextword.torch.barrier.prior import EmbeddingPrior, prior_diagnostics
 
-__all__ = ["evaluate_bpc", "noise_curve", "evaluate_diagnostics", "LN2"]
+__all__ = ["evaluate_bpc", "noise_curve", "noise_row", "embedding_rms", "evaluate_diagnostics", "LN2"]
 
 LN2 = math.log(2.0)
 
@@ -117,6 +117,29 @@ def noise_curve(
         "draws": draws,
         "clean_bpc": clean,
     }
+
+
+def noise_row(lam: float, curve: dict, sigma: float) -> dict:
+    """One row of the §7.4 table from a :func:`noise_curve`: clean BPC, BPC and degradation at ``sigma``.
+
+    ``{"lambda", "bpc", "bpc_sigma", "bpc_sigma_std", "degradation", "sigma"}``; the σ entries are
+    ``None`` when ``curve`` was not measured at ``sigma``.
+    """
+    i = curve["sigmas"].index(sigma) if sigma in curve["sigmas"] else None
+    at = (lambda key: curve[key][i]) if i is not None else (lambda key: None)
+    return {
+        "lambda": float(lam),
+        "bpc": curve["bpc_mean"][0],
+        "bpc_sigma": at("bpc_mean"),
+        "bpc_sigma_std": at("bpc_std"),
+        "degradation": at("degradation"),
+        "sigma": sigma,
+    }
+
+
+def embedding_rms(model: SmallGPT) -> float:
+    """RMS of the token embedding matrix, sqrt(mean(E²)) (the scale the relative-noise probe divides by)."""
+    return float(model.wte.weight.detach().pow(2).mean().sqrt())
 
 
 @torch.no_grad()

@@ -2,7 +2,10 @@
 
 Architecture (nanoGPT-like, pre-norm): token embedding ``wte`` (|V|, d) + learned positions ``wpe``
 (T, d) → ``num_layers`` blocks ``x + MHA(LN(x))``, ``x + MLP(LN(x))`` (the schematic Eqs. (41)–(42) of
-the paper) → final LayerNorm → linear head tied to ``wte``. Row-vector convention as in Chapter 6:
+the paper) → final LayerNorm → linear head tied to ``wte``. The blocks are the one
+:class:`~nextword.torch.models.block.Block` of the torch models (the Chapter 6 TinyLM's too), in its
+``nn.Linear`` layout (:class:`~nextword.torch.models.block.LinearBlock`, the names of the saved
+checkpoints) with fused attention: :meth:`SmallGPTConfig.block_spec`. Row-vector convention as in Chapter 6:
 a sequence of embeddings is a ``(B, T, d)`` tensor whose rows are ``x_t``.
 
 The paper's size is ``d_model=128, num_heads=4, num_layers=2, max_len=256`` (:meth:`SmallGPTConfig.paper`). With a 4×
@@ -28,6 +31,8 @@ from dataclasses import asdict, dataclass
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from nextword.torch.models.block import BlockSpec, LinearBlock
 
 __all__ = ["SmallGPTConfig", "SmallGPT", "select_device", "autocast_context"]
 
@@ -78,47 +83,21 @@ class SmallGPTConfig:
     def to_dict(self) -> dict:
         return asdict(self)
 
-
-class CausalSelfAttention(nn.Module):
-    """Multi-head causal self-attention (s ≤ t), fused QKV projection, ``(B, T, d) -> (B, T, d)``."""
-
-    def __init__(self, cfg: SmallGPTConfig) -> None:
-        super().__init__()
-        self.num_heads = cfg.num_heads
-        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
-        self.proj = nn.Linear(cfg.d_model, cfg.d_model)
-        self.dropout = cfg.dropout
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        B, T, d = x.shape
-        q, k, v = self.qkv(x).split(d, dim=-1)  # 3 × (B, T, d)
-        # (B, T, d) -> (B, num_heads, T, d / num_heads)
-        q, k, v = (z.view(B, T, self.num_heads, d // self.num_heads).transpose(1, 2) for z in (q, k, v))
-        y = F.scaled_dot_product_attention(
-            q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0
-        )  # (B, num_heads, T, d / num_heads)
-        y = y.transpose(1, 2).reshape(B, T, d)  # (B, T, d)
-        return self.proj(y)
-
-
-class Block(nn.Module):
-    """Pre-norm transformer block, Eqs. (41)–(42): ``u = x + MHA(LN x)``, ``x' = u + MLP(LN u)``."""
-
-    def __init__(self, cfg: SmallGPTConfig) -> None:
-        super().__init__()
-        self.ln1 = nn.LayerNorm(cfg.d_model)
-        self.attn = CausalSelfAttention(cfg)
-        self.ln2 = nn.LayerNorm(cfg.d_model)
-        self.mlp = nn.Sequential(
-            nn.Linear(cfg.d_model, cfg.ff_dim),
-            nn.GELU(),
-            nn.Linear(cfg.ff_dim, cfg.d_model),
-            nn.Dropout(cfg.dropout),
+    def block_spec(self) -> BlockSpec:
+        """The :class:`~nextword.torch.models.block.BlockSpec` of SmallGPT's blocks: pre-norm, LayerNorm,
+        exact GELU, causal, fused attention (Eqs. (41)–(42))."""
+        return BlockSpec(
+            d_model=self.d_model,
+            num_heads=self.num_heads,
+            ff_dim=self.ff_dim,
+            norm="layer",
+            activation="gelu",
+            pre_norm=True,
+            residual=True,
+            causal=True,
+            attention="fused",
+            dropout=self.dropout,
         )
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.ln1(x))
-        return x + self.mlp(self.ln2(x))
 
 
 class SmallGPT(nn.Module):
@@ -139,7 +118,7 @@ class SmallGPT(nn.Module):
         self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.wpe = nn.Embedding(cfg.max_len, cfg.d_model)
         self.drop = nn.Dropout(cfg.dropout)
-        self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.num_layers)])
+        self.blocks = nn.ModuleList([LinearBlock(cfg.block_spec()) for _ in range(cfg.num_layers)])
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.head.weight = self.wte.weight  # weight tying
@@ -202,7 +181,7 @@ class SmallGPT(nn.Module):
         pos = torch.arange(T, device=idx.device)
         x = self.drop(x + self.wpe(pos))  # (B, T, d)
         for block in self.blocks:
-            x = block(x)
+            x, _ = block(x)
         logits = self.head(self.ln_f(x))  # (B, T, |V|)
         loss = None
         if targets is not None:

@@ -34,7 +34,6 @@ Tiny worked example::
 from __future__ import annotations
 
 import contextlib
-import math
 from dataclasses import dataclass, fields
 from typing import Callable, Iterator, Sequence
 
@@ -44,8 +43,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from nextword.decoder import DecoderConfig
+from nextword.torch.models.block import BlockSpec, RowBlock
 from nextword.positions import rope_frequencies, sinusoidal_encoding
-from nextword.perturbation import nudge_module_
 
 __all__ = [
     "LMConfig",
@@ -56,6 +55,9 @@ __all__ = [
     "to_numpy_decoder",
     "next_logits_fn",
     "torch_threads",
+    "token_ids",
+    "token_batch",
+    "check_block_size",
 ]
 
 
@@ -82,6 +84,25 @@ class LMConfig(DecoderConfig):
         if not self.init_std > 0:
             raise ValueError(f"init_std must be > 0, got {self.init_std}")
 
+    def block_spec(self, attention: str = "explicit") -> BlockSpec:
+        """The :class:`~nextword.torch.models.block.BlockSpec` of every block of this model.
+
+        TinyLM's blocks use ``"explicit"`` attention (the weights are what Chapter 6 shows and probes);
+        ``"fused"`` gives the same block on PyTorch's fused kernel (no weights).
+        """
+        return BlockSpec(
+            d_model=self.d_model,
+            num_heads=self.num_heads,
+            ff_dim=self.ff_dim,
+            norm=self.norm,
+            eps=self.eps,
+            activation=self.activation,
+            pre_norm=self.pre_norm,
+            residual=self.residual,
+            causal=self.causal,
+            attention=attention,
+        )
+
     def to_decoder_config(self, dtype: str | None = None) -> DecoderConfig:
         """The matching :class:`nextword.decoder.DecoderConfig` (for :func:`to_numpy_decoder`)."""
         kw = {f.name: getattr(self, f.name) for f in fields(DecoderConfig)}
@@ -90,71 +111,15 @@ class LMConfig(DecoderConfig):
         return DecoderConfig(**kw)
 
 
-def _rope(x: torch.Tensor, freqs: torch.Tensor) -> torch.Tensor:
-    """Rotate consecutive pairs of ``x (B, h, T, dh)`` by ``t ω_i`` (``freqs (dh/2,)``), positions ``0..T-1``."""
-    T = x.shape[-2]
-    ang = torch.arange(T, dtype=freqs.dtype, device=x.device)[:, None] * freqs  # (T, dh/2)
-    cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
-    xe, xo = x[..., 0::2], x[..., 1::2]  # (B, h, T, dh/2) each
-    out = torch.stack((xe * cos - xo * sin, xe * sin + xo * cos), dim=-1)  # (B, h, T, dh/2, 2)
-    return out.flatten(-2)  # (B, h, T, dh), pairs interleaved back
-
-
-class Block(nn.Module):
-    """One decoder block (attention + FFN); the formulas of :class:`nextword.decoder.layers.TransformerBlock`."""
+class Block(RowBlock):
+    """TinyLM's block: the one :class:`~nextword.torch.models.block.Block` in Chapter 6's layout, configured
+    by an :class:`LMConfig` (``Block(config, generator)``, the name the Chapter 6 pages use)."""
 
     def __init__(self, c: LMConfig, gen: torch.Generator) -> None:
-        super().__init__()
-        d, std = c.d_model, c.init_std
+        if not isinstance(c, LMConfig):
+            raise TypeError(f"c must be an LMConfig, got {type(c).__name__}")
+        super().__init__(c.block_spec(), gen, init_std=c.init_std)
         self.c = c
-        self.W_qkv = nn.Parameter(std * torch.randn(d, 3 * d, generator=gen))  # (d, 3d) = [W_q | W_k | W_v]
-        self.W_o = nn.Parameter(std * torch.randn(d, d, generator=gen))
-        self.W1 = nn.Parameter(std * torch.randn(d, c.ff_dim, generator=gen))
-        self.b1 = nn.Parameter(torch.zeros(c.ff_dim))
-        self.W2 = nn.Parameter(std * torch.randn(c.ff_dim, d, generator=gen))
-        self.b2 = nn.Parameter(torch.zeros(d))
-        make = (lambda: nn.LayerNorm(d, eps=c.eps)) if c.norm == "layer" else (lambda: nn.RMSNorm(d, eps=c.eps))
-        self.norm1, self.norm2 = make(), make()
-
-    def attention(
-        self, x: torch.Tensor, rope_freqs: torch.Tensor | None, head_mask: torch.Tensor | None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``x (B, T, d)`` → output ``(B, T, d)`` and weights ``(B, h, T, T)`` (Eq. 6.x: softmax(QKᵀ/√d_h + M)V)."""
-        B, T, d = x.shape
-        h = self.c.num_heads
-        dh = d // h
-        qkv = (x @ self.W_qkv).view(B, T, 3, h, dh)  # (B, T, 3, h, dh)
-        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, h, T, dh)
-        if rope_freqs is not None:
-            q, k = _rope(q, rope_freqs), _rope(k, rope_freqs)
-        scores = q @ k.transpose(-1, -2) / math.sqrt(dh)  # (B, h, T, T)
-        if self.c.causal:
-            future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)  # True above diagonal
-            scores = scores.masked_fill(future, float("-inf"))
-        w = scores.softmax(dim=-1)  # (B, h, T, T)
-        ctx = w @ v  # (B, h, T, dh)
-        if head_mask is not None:
-            ctx = ctx * head_mask.to(ctx.dtype)[:, None, None]
-        ctx = ctx.transpose(1, 2).reshape(B, T, d)  # (B, T, h*dh)
-        return ctx @ self.W_o, w
-
-    def ffn(self, x: torch.Tensor) -> torch.Tensor:
-        z = x @ self.W1 + self.b1
-        act = self.c.activation
-        z = F.relu(z) if act == "relu" else F.gelu(z, approximate="tanh" if act == "gelu_tanh" else "none")
-        return z @ self.W2 + self.b2
-
-    def forward(
-        self, x: torch.Tensor, rope_freqs: torch.Tensor | None = None, head_mask: torch.Tensor | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        skip = 1.0 if self.c.residual else 0.0
-        if self.c.pre_norm:  # u = h + MHA(N(h)), h' = u + FFN(N(u))
-            a, w = self.attention(self.norm1(x), rope_freqs, head_mask)
-            u = skip * x + a
-            return skip * u + self.ffn(self.norm2(u)), w
-        a, w = self.attention(x, rope_freqs, head_mask)  # Chapter 6: u = N(h + MHA(h)), h' = N(u + FFN(u))
-        u = self.norm1(skip * x + a)
-        return self.norm2(skip * u + self.ffn(u)), w
 
 
 class TinyLM(nn.Module):
@@ -259,7 +224,8 @@ def torch_threads(n: int | None) -> Iterator[None]:
         torch.set_num_threads(old)
 
 
-def _as_ids(data: object, vocab_size: int) -> np.ndarray:
+def token_ids(data: object, vocab_size: int) -> np.ndarray:
+    """``data`` as int64 token ids, a stream ``(N,)`` or sequences ``(num_seqs, L)``, each in ``[0, vocab_size)``."""
     arr = np.asarray(data)
     if arr.dtype.kind not in "iu" or arr.ndim not in (1, 2):
         raise ValueError(
@@ -271,7 +237,7 @@ def _as_ids(data: object, vocab_size: int) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-def _batch(
+def token_batch(
     data: np.ndarray, mask: np.ndarray | None, rows: np.ndarray, block_size: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Inputs/targets ``(B, block_size)`` from a stream (``rows`` = window starts) or a 2-D set."""
@@ -284,15 +250,8 @@ def _batch(
     return torch.from_numpy(win[:, :-1]), torch.from_numpy(win[:, 1:]), m
 
 
-def _loss(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none")
-    if mask is None:
-        return nll.mean()
-    m = mask.reshape(-1).to(nll.dtype)
-    return (nll * m).sum() / m.sum().clamp_min(1.0)
-
-
-def _check_block(data: np.ndarray, block_size: int | None, max_len: int) -> int:
+def check_block_size(data: np.ndarray, block_size: int | None, max_len: int) -> int:
+    """The window length of ``data``: ``block_size`` for a stream (validated), ``L - 1`` for sequences ``(n, L)``."""
     if data.ndim == 2:
         L = data.shape[1] - 1
         if block_size not in (None, L):
@@ -318,6 +277,8 @@ def train_lm(
     grad_clip: float | None = 1.0,
     progress: bool = True,
     num_threads: int | None = 1,
+    out_dir: str | None = None,
+    resume: bool = False,
 ) -> list[float]:
     """Train ``model`` with AdamW on next-token cross-entropy; return the loss of every step (nats).
 
@@ -326,45 +287,33 @@ def train_lm(
     rows, inputs ``row[:-1]``, targets ``row[1:]`` (then ``block_size`` is ``L - 1`` or None).
     ``loss_mask (num_seqs, L-1)`` (2-D data only) selects the target positions that count, e.g. the
     answer half of a copy task. Randomness comes from ``rng`` or ``seed`` (one of them).
-    ``progress`` shows a tqdm bar; ``num_threads`` see :func:`torch_threads`.
+    ``progress`` shows a tqdm bar; ``num_threads`` see :func:`torch_threads`. ``out_dir`` checkpoints the
+    run there and ``resume=True`` continues it.
+
+    A thin wrapper: the work is the one training loop's
+    (:func:`nextword.torch.training.token_lm.train_tokens` on :func:`nextword.torch.training.engine.fit`).
     """
+    # the one loop lives above the models (nextword.torch.training); this name is the one the pages import
+    from nextword.torch.training.token_lm import train_tokens
+
     if (rng is None) == (seed is None):
         raise TypeError("pass exactly one of seed= (an int) or rng= (a np.random.Generator)")
-    rng = np.random.default_rng(seed) if rng is None else rng
-    data = _as_ids(data, model.config.vocab_size)
-    block = _check_block(data, block_size, model.config.max_len)
-    mask = None
-    if loss_mask is not None:
-        mask = np.asarray(loss_mask, dtype=bool)
-        if data.ndim != 2 or mask.shape != (data.shape[0], data.shape[1] - 1):
-            raise ValueError(
-                f"loss_mask must have shape (num_seqs, L-1) = "
-                f"{(data.shape[0], data.shape[1] - 1) if data.ndim == 2 else '(2-D data only)'}"
-            )
-    n_rows = data.size - block if data.ndim == 1 else data.shape[0]
-    nudge_module_(model, "train_lm")  # NEXTWORD_PERTURB (the perturbation pass); a no-op by default
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-    model.train()
-    losses: list[float] = []
-    it = range(int(steps))
-    if progress:
-        from tqdm.auto import tqdm
-
-        it = tqdm(it, desc="train", leave=False)
-    with torch_threads(num_threads):
-        for _ in it:
-            x, y, m = _batch(data, mask, rng.integers(0, n_rows, size=batch_size), block)
-            loss = _loss(model(x), y, m)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if grad_clip is not None:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-            opt.step()
-            losses.append(loss.item())
-            if progress and len(losses) % 10 == 0:
-                it.set_postfix(loss=f"{losses[-1]:.3f}")
-    model.eval()
-    return losses
+    return train_tokens(
+        model,
+        data,
+        steps=steps,
+        batch_size=batch_size,
+        block_size=block_size,
+        lr=lr,
+        rng=np.random.default_rng(seed) if rng is None else rng,
+        loss_mask=loss_mask,
+        weight_decay=weight_decay,
+        grad_clip=grad_clip,
+        progress=progress,
+        num_threads=num_threads,
+        out_dir=out_dir,
+        resume=resume,
+    )
 
 
 @torch.no_grad()
@@ -383,8 +332,8 @@ def evaluate_loss(
     (every target predicted once, with a fresh context at each window start); 2-D data
     ``(num_seqs, L)`` is scored row by row, with an optional ``loss_mask (num_seqs, L-1)``.
     """
-    data = _as_ids(data, model.config.vocab_size)
-    block = _check_block(data, block_size, model.config.max_len)
+    data = token_ids(data, model.config.vocab_size)
+    block = check_block_size(data, block_size, model.config.max_len)
     was_training = model.training
     model.eval()
     if data.ndim == 1:
@@ -397,7 +346,7 @@ def evaluate_loss(
     total, count = 0.0, 0.0
     with torch_threads(num_threads):
         for i in range(0, starts.size, batch_size):
-            x, y, m = _batch(data, mask, starts[i : i + batch_size], block)
+            x, y, m = token_batch(data, mask, starts[i : i + batch_size], block)
             nll = F.cross_entropy(model(x).reshape(-1, model.config.vocab_size), y.reshape(-1), reduction="none")
             w = torch.ones_like(nll) if m is None else m.reshape(-1).to(nll.dtype)
             total += float((nll * w).sum())

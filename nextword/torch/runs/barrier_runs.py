@@ -10,7 +10,8 @@ the numbers, the exact command, the commit of the code that determines them, the
 the seeds, the wall time and the machine, plus ``curves.npz`` and, where a notebook analyses the
 trained model, a weights-only ``model.pt`` of at most 2 MB). An experiment is skipped when
 :func:`nextword.provenance.is_current` says its saved result has the same configuration and was
-produced by the current, clean commit of its code.
+produced by code that still computes the same thing (file by file; modules that only moved, listed in
+:data:`~nextword.torch.runs.moved.MOVED`, count as unchanged).
 
 Wall time is the sum over the training sessions recorded in ``runs/<name>/wall.json``: on a shared
 machine it measures the machine's load as much as the work, so the saved result also holds the
@@ -29,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nextword.torch.runs.moved import MOVED
+
 __all__ = [
     "Experiment",
     "Saved",
@@ -44,14 +47,16 @@ __all__ = [
 
 _REPO = Path(__file__).resolve().parents[3]
 
-#: Files whose content determines the barrier runs' numbers (their last commit is the recorded ``commit``).
+#: Files whose content determines the barrier runs' numbers (recorded as ``code_paths`` and digested as ``code``).
 BARRIER_CODE = tuple(
     f"nextword/torch/{m}.py"
     for m in (
         "models/gpt",
+        "models/block",
         "barrier/prior",
         "training/config",
         "training/loop",
+        "training/engine",
         "training/data",
         "barrier/robustness",
         "training/checkpoint",
@@ -147,20 +152,6 @@ def _train_arm(lam: float, seed: int = 0) -> Callable[[Path], None]:
     return run
 
 
-def _export_model(workdir: Path) -> Path:
-    """A weights-only state dict of the trained GPT and prior (``{"model", "prior", "config", "vocab_size"}``)."""
-    import torch
-
-    from nextword.torch.training.checkpoint import read_checkpoint
-
-    ck, _ = read_checkpoint(workdir)
-    path = workdir / "model.pt"
-    torch.save(
-        {"model": ck["model"], "prior": ck["prior"], "config": ck["config"], "vocab_size": ck["vocab_size"]}, path
-    )
-    return path
-
-
 def _save_arm(workdir: Path) -> Saved:
     res = json.loads((workdir / "results.json").read_text())
     if not res.get("finished"):
@@ -184,7 +175,9 @@ def _save_arm(workdir: Path) -> Saved:
     }
     data["steps_per_second"] = res["steps"] / wall if wall == wall and wall > 0 else None
     curves = {k: [h[k] for h in hist] for k in ("step", "epoch", "train_bpc", "val_bpc", "train_margin")}
-    return Saved(data, curves, {"model.pt": _export_model(workdir)})
+    from nextword.torch.training.checkpoint import export_weights
+
+    return Saved(data, curves, {"model.pt": export_weights(workdir)})
 
 
 def _save_arm_numbers(workdir: Path) -> Saved:
@@ -206,10 +199,6 @@ def _robustness_config() -> dict:
     }
 
 
-def _embedding_rms(gpt) -> float:
-    return float(gpt.wte.weight.detach().pow(2).mean().sqrt())
-
-
 def _train_robustness(workdir: Path) -> None:
     """Fig. 7.5's probe on the trained pair, at absolute σ and at σ rescaled to each arm's embedding RMS.
 
@@ -221,11 +210,11 @@ def _train_robustness(workdir: Path) -> None:
         from nextword.torch.training.data import eval_windows, load_char_data
         from nextword.torch.training.checkpoint import save_json
         from nextword.torch.training.loop import load_checkpoint
-        from nextword.torch.barrier.robustness import noise_curve
+        from nextword.torch.barrier.robustness import embedding_rms, noise_curve
 
         cfg = _robustness_config()
         models = {arm: load_checkpoint(runs_root() / arm) for arm in ("barrier_ce", "barrier_margin")}
-        rms = {arm: _embedding_rms(m[0]) for arm, m in models.items()}
+        rms = {arm: embedding_rms(m[0]) for arm, m in models.items()}
         out: dict[str, Any] = {"finished": True, "embedding_rms": rms, "absolute": {}, "relative": {}}
         for arm, (gpt, _, tc, _) in models.items():
             data = load_char_data(tc.data, max_chars=tc.max_chars)
@@ -395,10 +384,10 @@ EXPERIMENTS: dict[str, Experiment] = {
 # --------------------------------------------------------------------------- driver
 def run_experiment(exp: Experiment, *, force: bool = False, results_dir: str | os.PathLike | None = None) -> str:
     """Train (resumably) and save one experiment unless it is current; returns what happened."""
-    from nextword.provenance import is_current, results_root, save_result
+    from nextword.provenance import is_current, save_result
 
     config = exp.config()
-    if not force and is_current(exp.name, config, results_dir):
+    if not force and is_current(exp.name, config, results_dir, code_paths=exp.code_paths, renames=MOVED):
         return "current"
     workdir = runs_root() / exp.name
     exp.train(workdir)
@@ -413,12 +402,8 @@ def run_experiment(exp: Experiment, *, force: bool = False, results_dir: str | o
         curves=saved.curves,
         code_paths=exp.code_paths,
         results_dir=results_dir,
+        files=saved.files,
     )
-    for name, src in saved.files.items():
-        dst = results_root(results_dir) / exp.name / name
-        if Path(src).stat().st_size > 2 * 1024 * 1024:
-            raise ValueError(f"{src} is larger than 2 MB; not copied into {dst.parent}")
-        dst.write_bytes(Path(src).read_bytes())
     return f"saved {path}"
 
 

@@ -6,8 +6,10 @@
     nextword results run NAME --force              # again, even if its saved result is current
 
 ``make results`` runs ``nextword results run``. A saved result is *current* when it holds the
-registry's configuration and was produced by the current, clean commit of its code
-(:func:`nextword.provenance.is_current`); ``run`` skips those. Entries come in two kinds:
+registry's configuration and was produced by code that still computes the same thing, compared file by
+file (:func:`nextword.provenance.is_current`: comments, docstrings and moves do not count; a module that
+moved is listed in :data:`~nextword.torch.runs.moved.MOVED`); ``run`` skips those, and ``list`` names
+the files that changed for the others. Entries come in two kinds:
 
 - **trained runs** (:mod:`~nextword.torch.runs.barrier_runs`, the §7 pair, its second seed, the
   noise curve and the λ path): the long training is checkpointed in ``runs/<name>/`` and resumes
@@ -27,8 +29,9 @@ import time
 from collections.abc import Sequence
 
 from nextword.torch.runs import barrier_runs, seeded_runs
+from nextword.torch.runs.moved import MOVED
 
-__all__ = ["NAMES", "kind", "is_current", "describe", "run", "add_arguments", "execute", "main"]
+__all__ = ["NAMES", "kind", "is_current", "status", "describe", "run", "add_arguments", "execute", "main"]
 
 #: every saved run, the trained ones first (in the order their dependencies need)
 NAMES: tuple[str, ...] = (*barrier_runs.in_order(list(barrier_runs.EXPERIMENTS)), *sorted(seeded_runs.EXPERIMENTS))
@@ -46,12 +49,38 @@ def kind(name: str) -> str:
 
 
 def is_current(name: str) -> bool:
-    """Whether ``book/results/<name>/`` is saved with the registry's configuration by the current clean code."""
+    """Whether ``book/results/<name>/`` is saved with the registry's configuration by code that computes the same."""
     from nextword import provenance
 
     if kind(name) == "trained":
-        return provenance.is_current(name, barrier_runs.EXPERIMENTS[name].config())
+        exp = barrier_runs.EXPERIMENTS[name]
+        return provenance.is_current(name, exp.config(), code_paths=exp.code_paths, renames=MOVED)
     return seeded_runs.is_saved_current(name)
+
+
+def code_paths(name: str) -> tuple[str, ...]:
+    """Where the code that determines ``name``'s numbers lives now."""
+    if kind(name) == "trained":
+        return tuple(barrier_runs.EXPERIMENTS[name].code_paths)
+    return tuple(seeded_runs.EXPERIMENTS[name]().code_paths)
+
+
+def status(name: str) -> tuple[str, str]:
+    """``("current", "")`` or ``("to run", why)``: not saved, another configuration, or the files that changed."""
+    from nextword import provenance
+
+    try:
+        saved = provenance.load_result(name)
+    except FileNotFoundError:
+        return "to run", "not saved"
+    if is_current(name):
+        return "current", ""
+    changed = provenance.changed_code(saved, code_paths(name), MOVED)
+    if changed is None:
+        return "to run", "the commit of its code cannot be read"
+    if changed:
+        return "to run", f"code changed: {', '.join(changed)}"
+    return "to run", "another configuration, or seeds missing"
 
 
 def describe(name: str) -> str:
@@ -122,8 +151,8 @@ def execute(args: argparse.Namespace) -> int:
     """Carry out parsed ``list`` / ``run`` arguments; ValueError for a bad name or option."""
     if args.results_cmd == "list":
         for n in NAMES:
-            state = "current" if is_current(n) else "to run"
-            print(f"{n:22s} {kind(n):8s} {state:8s} {describe(n)}")
+            state, why = status(n)
+            print(f"{n:22s} {kind(n):8s} {state:8s} {describe(n)}" + (f" [{why}]" if why else ""))
         return 0
     run(
         args.names,

@@ -5,7 +5,8 @@ finished seed is written at once to ``<results>/<name>/partial/seed<k>.json`` (+
 interruption loses at most the seed in progress; when every seed is there, the seeds are gathered
 into ``<results>/<name>/result.json`` (+ ``curves.npz``) with :func:`nextword.provenance.save_result`
 (command, commit of the code, config, seeds, wall time, machine) and the partial files are removed.
-A result that is current (same config, same clean commit of its code) is skipped.
+A result that is current (same config, code that computes the same thing: :func:`nextword.provenance.is_current`)
+is skipped.
 
 Command line: the registry's (:mod:`nextword.torch.runs.registry`)::
 
@@ -37,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from nextword.provenance import git_commit, is_current, load_result, results_root, save_result
+from nextword.torch.runs.moved import MOVED
 
 __all__ = ["Experiment", "EXPERIMENTS", "run_experiment", "is_saved_current"]
 
@@ -118,6 +120,9 @@ def _fig628(name: str, cfg: Any, seeds: tuple[int, ...]) -> Experiment:
         (
             "nextword/torch/probes/fig628.py",
             "nextword/torch/models/lm.py",
+            "nextword/torch/models/block.py",
+            "nextword/torch/training/token_lm.py",
+            "nextword/torch/training/engine.py",
             "nextword/torch/probes/ablation.py",
             "nextword/data/synthetic.py",
             "nextword/positions.py",
@@ -231,6 +236,9 @@ def _svflow_lm() -> Experiment:
         (
             "nextword/torch/svflow/lm.py",
             "nextword/torch/models/lm.py",
+            "nextword/torch/models/block.py",
+            "nextword/torch/training/token_lm.py",
+            "nextword/torch/training/engine.py",
             "nextword/torch/svflow/probe.py",
             "nextword/theory/svflow/flow.py",
             "nextword/torch/training/data.py",
@@ -313,9 +321,11 @@ def _complete(name: str, results_dir: str | os.PathLike | None) -> bool:
 
 
 def is_saved_current(name: str, results_dir: str | os.PathLike | None = None) -> bool:
-    """True when ``name``'s saved result has every seed, its configuration, and the current clean code."""
+    """True when ``name``'s saved result has every seed, its configuration, and code that computes the same."""
     exp = EXPERIMENTS[name]()
-    return _complete(name, results_dir) and is_current(name, _jsonable(exp.config), results_dir)
+    return _complete(name, results_dir) and is_current(
+        name, _jsonable(exp.config), results_dir, code_paths=exp.code_paths, renames=MOVED
+    )
 
 
 def run_experiment(

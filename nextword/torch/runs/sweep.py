@@ -21,7 +21,7 @@ from nextword.torch.training.checkpoint import save_json
 from nextword.torch.training.config import TrainConfig
 from nextword.torch.training.distributed import dist_info
 from nextword.torch.training.loop import load_checkpoint, train_or_load
-from nextword.torch.barrier.robustness import noise_curve
+from nextword.torch.barrier.robustness import noise_curve, noise_row
 
 __all__ = ["PAPER_LAMBDAS", "run_sweep", "lambda_dir"]
 
@@ -67,15 +67,7 @@ def run_sweep(
         if cached.get("key") != key:
             gpt, _, _, _ = load_checkpoint(run_dir, device="cpu" if device == "auto" else device)
             curve = noise_curve(gpt, vx, vy, sigmas=[0.0, sigma], draws=cfg.noise_draws, seed=cfg.seed)
-            row = {
-                "lambda": float(lam),
-                "bpc": curve["bpc_mean"][0],
-                "bpc_sigma": curve["bpc_mean"][1],
-                "bpc_sigma_std": curve["bpc_std"][1],
-                "degradation": curve["degradation"][1],
-                "sigma": sigma,
-                **res.get("diagnostics", {}),
-            }
+            row = {**noise_row(lam, curve, sigma), **res.get("diagnostics", {})}
             save_json({"key": key, "row": row}, row_file)
     if world > 1:
         dist.barrier()

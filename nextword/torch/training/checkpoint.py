@@ -40,6 +40,7 @@ __all__ = [
     "save_checkpoint",
     "read_checkpoint",
     "save_json",
+    "export_weights",
 ]
 
 CKPT = "ckpt.pt"
@@ -112,3 +113,19 @@ def save_json(obj: Any, path: str | Path) -> None:
     tmp = _tmp(path)
     tmp.write_text(json.dumps(obj, indent=1, sort_keys=False) + "\n")
     os.replace(tmp, path)
+
+
+#: What a weights-only export of a run holds (what :func:`nextword.torch.training.loop.load_checkpoint` reads).
+WEIGHTS_KEYS = ("model", "prior", "config", "vocab_size")
+
+
+def export_weights(run_dir: str | Path, path: str | Path | None = None) -> Path:
+    """Write the trained GPT and prior of ``run_dir``'s checkpoint, without optimiser state, to ``path``.
+
+    ``{"model", "prior", "config", "vocab_size"}`` (``path`` default: ``run_dir/model.pt``), the file a
+    saved run keeps beside its ``result.json`` for the notebooks that analyse the trained model.
+    """
+    ck, _ = read_checkpoint(run_dir)
+    path = Path(run_dir) / "model.pt" if path is None else Path(path)
+    torch.save({k: ck[k] for k in WEIGHTS_KEYS}, path)
+    return path

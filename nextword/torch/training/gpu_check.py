@@ -78,8 +78,6 @@ def _float32_exact() -> None:
 
 
 def _save(name: str, data: dict, cfg: Any, seeds, wall: float, out: Path, files: dict | None = None) -> None:
-    import shutil
-
     from nextword.provenance import save_result
 
     path = save_result(
@@ -93,9 +91,8 @@ def _save(name: str, data: dict, cfg: Any, seeds, wall: float, out: Path, files:
         wall_time_s=max(wall, 1e-3),
         code_paths=_CODE,
         results_dir=out / "results",
+        files=files,
     )
-    for target, source in (files or {}).items():
-        shutil.copyfile(source, path.parent / target)
     print(f"saved {path}", flush=True)
 
 
@@ -215,7 +212,7 @@ def _child(args) -> int:
     from nextword.torch.training.checkpoint import save_json
     from nextword.torch.training.config import TrainConfig
     from nextword.torch.training.loop import train_or_load
-    from nextword.torch.barrier.robustness import noise_curve
+    from nextword.torch.barrier.robustness import embedding_rms, noise_curve
 
     torch.set_num_threads(1)
     _float32_exact()
@@ -227,7 +224,7 @@ def _child(args) -> int:
     data = load_char_data(cfg.data, max_chars=cfg.max_chars)
     vx, vy = eval_windows(data.val, block_size=cfg.block_size, max_windows=cfg.eval_windows)
     res["noise_absolute"] = noise_curve(gpt, vx, vy, sigmas=cfg.noise_sigmas, draws=cfg.noise_draws, seed=cfg.seed)
-    res["embedding_rms"] = float(gpt.wte.weight.detach().pow(2).mean().sqrt())
+    res["embedding_rms"] = embedding_rms(gpt)
     res["wall_s"] = time.time() - t0
     save_json(res, run_dir / "results.json")
     return 0
@@ -288,10 +285,8 @@ def _save_training(
     out: Path, gpu: dict, device: str, pair_suffix: str = "", sweep_name: str = "gpu_barrier_sweep"
 ) -> list[str]:
     """Save what stage 4 finished: the pair (with weights and the relative-noise probe) and the sweep."""
-    import torch
-
-    from nextword.torch.training.checkpoint import read_checkpoint
-    from nextword.torch.barrier.robustness import noise_curve
+    from nextword.torch.training.checkpoint import export_weights
+    from nextword.torch.barrier.robustness import noise_curve, noise_row
 
     saved = []
     runs_dir = out / "runs"
@@ -299,9 +294,7 @@ def _save_training(
     for arm, res in pair.items():
         if res is None:
             continue
-        ck, _ = read_checkpoint(runs_dir / f"pair_{arm}", "cpu")
-        weights = runs_dir / f"pair_{arm}" / "model.pt"
-        torch.save({k: ck[k] for k in ("model", "prior", "config", "vocab_size")}, weights)
+        weights = export_weights(runs_dir / f"pair_{arm}")
         data = {**_arm_data(res), "gpu": gpu}
         name = f"gpu_barrier_{arm}{pair_suffix}"  # weights for seed 0 only (what the notebooks analyse)
         files = {} if pair_suffix else {"model.pt": weights}
@@ -332,15 +325,9 @@ def _save_training(
         res = _finished(runs_dir / f"sweep_{lam:g}")
         if res is None:
             continue
-        nc = res["noise_absolute"]
-        i = nc["sigmas"].index(0.3) if 0.3 in nc["sigmas"] else None
         rows.append(
             {
-                "lambda": lam,
-                "bpc": nc["bpc_mean"][0],
-                "bpc_sigma": nc["bpc_mean"][i] if i is not None else None,
-                "degradation": nc["degradation"][i] if i is not None else None,
-                "sigma": 0.3,
+                **noise_row(lam, res["noise_absolute"], 0.3),
                 "final_val_bpc": res["final_val_bpc"],
                 "embedding_rms": res["embedding_rms"],
                 **res.get("diagnostics", {}),

@@ -1,4 +1,8 @@
-"""Barrier (margin) training of §7: CE + λ_m · L_margin, with exact resume.
+"""Barrier (margin) training of §7 on the one loop: CE + λ_m · L_margin, with exact resume.
+
+Every torch model the book trains runs on :func:`~nextword.torch.training.engine.fit` (re-exported here):
+these §7 barrier runs (:func:`train`) and the Chapter 6 TinyLM runs
+(:func:`nextword.torch.training.token_lm.train_tokens`, behind :func:`nextword.torch.models.lm.train_lm`).
 
 ``train(cfg, out_dir)`` trains a :class:`~nextword.torch.models.gpt.SmallGPT` together with an
 :class:`~nextword.torch.barrier.prior.EmbeddingPrior` on the GPT's token embeddings, minimising
@@ -50,11 +54,14 @@ from nextword.torch.training.checkpoint import (
 )
 from nextword.torch.training.config import TrainConfig
 from nextword.torch.training.distributed import DistContext, barrier, mean_over_ranks, setup, wrap
+from nextword.torch.training.engine import fit, optimiser_step
 from nextword.torch.models.gpt import SmallGPT, autocast_context
 from nextword.torch.barrier.prior import EmbeddingPrior, margin_loss_tokens, sample_positions
 from nextword.torch.barrier.robustness import LN2, evaluate_bpc, evaluate_diagnostics, noise_curve
 
 __all__ = [
+    "fit",
+    "optimiser_step",
     "BarrierLM",
     "Run",
     "build",
@@ -194,11 +201,7 @@ def train_step(run: Run, model: nn.Module, params: list[torch.Tensor], spe: int,
         group["lr"] = lr_at(cfg, step, total)
     ce, margin = model(x, y, positions, with_margin=use_margin, amp=cfg.amp)
     loss = ce + cfg.lambda_margin * margin
-    run.opt.zero_grad(set_to_none=True)
-    loss.backward()
-    if cfg.grad_clip:
-        torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-    run.opt.step()
+    optimiser_step(run.opt, loss, params, cfg.grad_clip)
     stats = torch.tensor([float(ce.detach()), float(margin.detach()), float(loss.detach())], dtype=torch.float64)
     return mean_over_ranks(stats, ctx)
 
@@ -261,28 +264,29 @@ def train(
     )
     st = run.state
     stop = total if max_steps_this_run is None else min(total, st["step"] + max_steps_this_run)
-    bar = None
-    if progress and ctx.is_main:
-        from tqdm import tqdm
 
-        bar = tqdm(total=total, initial=st["step"], desc=f"train λ={cfg.lambda_margin:g}")
-    model.train()
-    while st["step"] < stop:
+    def step(_: int) -> dict[str, float]:
         stats = train_step(run, model, params, spe, total)
         st["ep_ce"] += float(stats[0])
         st["ep_margin"] += float(stats[1])
         st["ep_n"] += 1
         st["last_loss"] = float(stats[2])
         st["step"] += 1
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix(ce=f"{float(stats[0]):.3f}", margin=f"{float(stats[1]):.3f}")
         if st["step"] % eval_every == 0 or st["step"] == total:
             _record_epoch(run, vx, vy, spe, total)
-        if st["step"] % cfg.checkpoint_every == 0 or st["step"] == stop:
-            run.checkpoint(out)
-    if bar is not None:
-        bar.close()
+        return {"ce": float(stats[0]), "margin": float(stats[1])}
+
+    model.train()
+    fit(
+        step,
+        start=st["step"],
+        stop=stop,
+        total=total,
+        checkpoint=lambda _: run.checkpoint(out),
+        checkpoint_every=cfg.checkpoint_every,
+        progress=progress and ctx.is_main,
+        desc=f"train λ={cfg.lambda_margin:g}",
+    )
     results = _results(run, total, spe)
     if results["finished"]:
         if ctx.is_main:

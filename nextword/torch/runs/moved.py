@@ -1,0 +1,46 @@
+"""Where the torch code of the saved runs moved: old path -> new path (the torch house, issue #27).
+
+A saved run records the paths of the code that produced it (``code_paths`` in ``result.json``).
+When a module only moves, the run stays current: :func:`nextword.provenance.changed_code` reads the
+recorded files at the recorded commit, keys each by its new path, rewrites the moved modules' paths
+and dotted names in their text, and compares what each file computes with the working tree. A file
+whose statements changed beyond the move still makes the run stale. Add a row here when a module
+that a saved run records moves again (``git log --diff-filter=R --name-status`` lists the renames).
+
+>>> MOVED["nextword/torch/lm.py"]
+'nextword/torch/models/lm.py'
+"""
+
+from __future__ import annotations
+
+__all__ = ["MOVED"]
+
+#: old path -> new path of every module of nextword/torch that moved into the subpackages
+#: (commits df47d89 "torch house", 89b24c9 "one registry" and a2d36cf "gpu-check in the house")
+MOVED: dict[str, str] = {
+    "nextword/torch/model.py": "nextword/torch/models/gpt.py",
+    "nextword/torch/lm.py": "nextword/torch/models/lm.py",
+    "nextword/torch/rnn.py": "nextword/torch/models/rnn.py",
+    "nextword/torch/prior.py": "nextword/torch/barrier/prior.py",
+    "nextword/torch/robustness.py": "nextword/torch/barrier/robustness.py",
+    "nextword/torch/ablation.py": "nextword/torch/probes/ablation.py",
+    "nextword/torch/fig628.py": "nextword/torch/probes/fig628.py",
+    "nextword/torch/layer_probe.py": "nextword/torch/probes/layer_probe.py",
+    "nextword/torch/book.py": "nextword/torch/runs/book.py",
+    "nextword/torch/results.py": "nextword/torch/runs/barrier_runs.py",
+    "nextword/torch/runs/results.py": "nextword/torch/runs/barrier_runs.py",
+    "nextword/torch/saved_runs.py": "nextword/torch/runs/seeded_runs.py",
+    "nextword/torch/runs/saved_runs.py": "nextword/torch/runs/seeded_runs.py",
+    "nextword/torch/sweep.py": "nextword/torch/runs/sweep.py",
+    "nextword/torch/svflow_hybrid.py": "nextword/torch/svflow/hybrid.py",
+    "nextword/torch/hybrid_runs.py": "nextword/torch/svflow/hybrid_runs.py",
+    "nextword/torch/svflow_lm.py": "nextword/torch/svflow/lm.py",
+    "nextword/torch/svflow_probe.py": "nextword/torch/svflow/probe.py",
+    "nextword/torch/checkpoint.py": "nextword/torch/training/checkpoint.py",
+    "nextword/torch/config.py": "nextword/torch/training/config.py",
+    "nextword/torch/batching.py": "nextword/torch/training/data.py",
+    "nextword/torch/distributed.py": "nextword/torch/training/distributed.py",
+    "nextword/torch/fetch.py": "nextword/torch/training/fetch.py",
+    "nextword/torch/loop.py": "nextword/torch/training/loop.py",
+    "nextword/torch/gpu_check.py": "nextword/torch/training/gpu_check.py",
+}

@@ -1,0 +1,79 @@
+"""One training loop: engine.fit drives both the §7 barrier runs and TinyLM's train_lm, and train_lm can
+checkpoint and resume with exactly the losses of an uninterrupted run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from nextword.torch.models.lm import LMConfig, TinyLM, train_lm  # noqa: E402
+from nextword.torch.training import engine, loop, token_lm  # noqa: E402
+from nextword.torch.training.checkpoint import CheckpointError  # noqa: E402
+
+CFG = LMConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=16)
+IDS = np.tile(np.arange(5), 40)
+
+
+def test_fit_runs_each_step_once_and_checkpoints_on_the_cadence_and_at_the_end():
+    seen, saved = [], []
+    assert engine.fit(seen.append, start=0, stop=5, checkpoint=saved.append, checkpoint_every=2) == 5
+    assert seen == [0, 1, 2, 3, 4] and saved == [2, 4, 5]
+    assert engine.fit(seen.append, start=5, stop=5) == 5 and len(seen) == 5  # nothing left to do
+    with pytest.raises(ValueError, match="stop must be >= start"):
+        engine.fit(seen.append, start=3, stop=2)
+
+
+def test_train_lm_and_the_barrier_loop_step_through_fit(monkeypatch, tmp_path):
+    calls = []
+    real = engine.fit
+
+    def spy(step, **kw):
+        calls.append(kw["stop"] - kw["start"])
+        return real(step, **kw)
+
+    monkeypatch.setattr(token_lm, "fit", spy)
+    monkeypatch.setattr(loop, "fit", spy)
+    train_lm(TinyLM(CFG, seed=0), IDS, steps=3, batch_size=2, block_size=8, seed=0, progress=False)
+    from nextword.torch.training.config import preset
+
+    loop.train(preset("tiny", steps=2, eval_every=2), tmp_path, progress=False, device="cpu")
+    assert calls == [3, 2]
+
+
+def test_train_lm_resumes_exactly(tmp_path):
+    whole = train_lm(TinyLM(CFG, seed=0), IDS, steps=7, batch_size=4, block_size=8, seed=1, progress=False)
+    rng = np.random.default_rng(1)
+    first = token_lm.train_tokens(
+        TinyLM(CFG, seed=0), IDS, steps=7, batch_size=4, block_size=8, rng=rng, out_dir=tmp_path, stop_after=3
+    )
+    model = TinyLM(CFG, seed=0)  # a fresh process: new model, new generator, same seed
+    rest = train_lm(
+        model, IDS, steps=7, batch_size=4, block_size=8, seed=1, progress=False, out_dir=tmp_path, resume=True
+    )
+    assert len(first) == 3 and rest == whole  # bit for bit
+    with pytest.raises(CheckpointError, match="other settings"):
+        train_lm(
+            TinyLM(CFG, seed=0),
+            IDS,
+            steps=7,
+            batch_size=4,
+            block_size=8,
+            lr=1e-2,
+            seed=1,
+            progress=False,
+            out_dir=tmp_path,
+            resume=True,
+        )
+
+
+def test_train_lm_rejects_bad_options():
+    with pytest.raises(TypeError, match="exactly one of seed"):
+        train_lm(TinyLM(CFG), IDS, steps=1, batch_size=2, block_size=4)
+    with pytest.raises(ValueError, match="resume and stop_after need out_dir"):
+        token_lm.train_tokens(
+            TinyLM(CFG), IDS, steps=1, batch_size=2, block_size=4, rng=np.random.default_rng(0), resume=True
+        )
+    with pytest.raises(TypeError, match="rng must be a np.random.Generator"):
+        token_lm.train_tokens(TinyLM(CFG), IDS, steps=1, batch_size=2, block_size=4, rng=0)
