@@ -501,6 +501,7 @@ print(f"total weight of the printed pi for N = {n_seq}: {literal_mass:.4f} "
 assert abs(literal_mass - 1) > 0.5
 assert np.allclose(out.reshape(-1, d_e).mean(0), 0, atol=1e-12)  # batch_norm centres under 1/(ell N)
 
+# %% [markdown]
 # **What the checks found.** Example 2.10's convolution-and-flatten is exactly patch extraction
 # followed by a matrix product, and its sequence/width trade-off is as stated; the CLIP-style loss
 # has the gradients we use and aligns two synthetic modalities. Remark 2.11's discrete images enter

@@ -78,7 +78,7 @@ probs = np.exp(context) / np.exp(context).sum()
 print("context g =", context, "  p =", probs.round(4), "  loss = -log p_A =", round(-np.log(probs[0]), 4))
 
 # %% [markdown]
-# The model gives the right class only 38% — it leans towards B. Which way should $g$ move? The
+# The model gives the right class a probability of only 0.38 — it leans towards B. Which way should $g$ move? The
 # gradient of the loss with respect to the logits is $p - e_y$ (this is the classifier fact the
 # page builds on); with the identity read-out it is also the gradient with respect to $g$. Call it
 # the {term}`upstream gradient` $u$: the error signal that arrives at the head from above. Moving
@@ -670,7 +670,7 @@ assert abs((loss_of(params.sgd(g, eta), X, y, False) - g.loss) / (-eta * sq) - 1
 #    ```{dropdown} Answer
 #    No: $\partial L/\partial s_{ij} = -\alpha_{ij}A_{ij}$ carries the factor $\alpha_{ij}$, so a
 #    position the query barely looks at barely learns — a helpful position that is ignored at the
-#    start can stay ignored for a long time. (Page 3.2 follows this rich-get-richer effect.)
+#    start can stay ignored for a long time. (The next page, 3.2, follows this rich-get-richer effect.)
 #    ```
 #
 # 4. The paper's sentence after (23) says scores rise where compatibility *exceeds* the mean. What

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 3.2 Routing and specialisation: how a head's attention and values learn together
 #
-# **The question.** Page 3.1 worked out the gradients of one step. What do they do over many steps?
+# **The question.** The previous page, 3.1, worked out the gradients of one step. What do they do over many steps?
 # When a value is updated, whose loss falls and whose can rise — and why does a head end up with
 # values that each serve particular queries, and attention that concentrates on them?
 #
@@ -76,7 +76,7 @@ rng = np.random.default_rng(0)
 # in which each query's context should *not* move — are typed in:
 # $u_1 = (1, 0)$, $u_2 = (-1, 1)$.
 #
-# Page 3.1 gave the value's gradient: $\partial L/\partial v = \sum_i\alpha_i u_i$, the paper's
+# The previous page, 3.1, gave the value's gradient: $\partial L/\partial v = \sum_i\alpha_i u_i$, the paper's
 # {term}`responsibility-weighted signal` $\bar u$ (Eq. (37)): the users' errors, each weighted by how
 # much that user attends to $v$. A gradient step with learning rate $\eta = 0.1$ moves $v$ by
 # $\Delta v = -\eta\,\bar u$.

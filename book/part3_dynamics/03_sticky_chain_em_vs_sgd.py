@@ -88,11 +88,15 @@ row = {"stay": 0.5, "move to one other": 0.25, "move to the other": 0.25}
 predictors = {"the true row": (0.5, 0.25, 0.25),
               "uniform (ignores the past)": (1 / 3, 1 / 3, 1 / 3),
               "overconfident stay": (0.9, 0.05, 0.05)}
+expected_losses = {}
 for name, predicted in predictors.items():
     expected_loss = 0.0
     for p_true, q in zip(row.values(), predicted):   # average of -log q over what happens
         expected_loss += p_true * -np.log(q)
     print(f"{name:28s} expected loss {expected_loss:.4f} nats")
+    expected_losses[name] = expected_loss
+ignoring_cost = expected_losses["uniform (ignores the past)"] - expected_losses["the true row"]
+print(f"ignoring the past costs {ignoring_cost:.4f} nats per symbol")
 entropy_rate_3 = -sum(p * np.log(p) for p in row.values())
 assert abs(entropy_rate_3 - 1.0397) < 1e-4
 
@@ -616,9 +620,9 @@ plt.show()
 #    predictor have?
 #
 #    ```{dropdown} Answer
-#    $H = -(0.4\ln 0.4 + 3\cdot 0.2\ln 0.2) = 0.3665 + 0.9657 \approx 1.332$ nats (every row is the
-#    same up to order, so the stationary law does not matter); the uniform predictor has
-#    $\ln 4 \approx 1.386$ nats.
+#    $H = -(0.4\ln 0.4 + 3\cdot 0.2\ln 0.2)$ nats, the entropy of one row (every row is the same up
+#    to order, so the stationary law does not matter); the uniform predictor has $\ln 4$ nats. Work
+#    them out: the uniform predictor is worse by about a twentieth of a nat per symbol.
 #    ```
 #
 # 2. Why can a trained head's held-out loss come out slightly *below* the Bayes filter's, and what

@@ -374,7 +374,7 @@ assert err < 1e-8
 #    use its carriers more evenly?
 #
 #    ```{dropdown} Answer
-#    With dropout the head cannot count on the reliable carrier (it is dropped 30% of the time), so
+#    With dropout the head cannot count on the reliable carrier (each weight is dropped with probability 0.3), so
 #    it learns to spread its attention over the less reliable ones too. Evaluated without dropout,
 #    that hedged attention mixes in noisier evidence than a head that trusts carrier 1, so its loss
 #    is higher at the same number of steps (measured in every seed).

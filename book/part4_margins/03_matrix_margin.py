@@ -581,6 +581,7 @@ print(f"share at the last 4 positions: {produced(share_last_4, '{:.1%}')}; "
 assert counts[:2].sum() == 0  # positions 1-2 have Sigma_t = 0 and log|det| = 0
 assert 0.4 < share_last_4 < 0.6 and share_past > 0.85
 
+# %% [markdown]
 # What comes out, and where it departs from the schematic:
 #
 # - **One support token, but not by a wide gap.** Token 8 ($\mu_1=0.967$) has $\log|\det|=-3.691$; token 5

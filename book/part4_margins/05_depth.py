@@ -2,13 +2,14 @@
 # # 4.5 Depth: which layers add a stability term?
 #
 # **The question.** The previous pages treated one attention layer. A real transformer stacks many, each
-# adding its own noise in the latent-noise view. Does every layer then contribute a margin (a
-# log-determinant term) to the likelihood, or only some of them?
+# adding its own noise in the latent-noise view. Does every layer then contribute a
+# {term}`stability margin` (a log-determinant term) to the likelihood, or only some of them?
 #
 # The answer decides how the paper's training penalty can be used at all. If every layer added a
 # barrier term, a faithful penalty would need the Jacobian of every layer; the paper argues that in
 # the standard architecture only the first token-dependent layer does, so a single embedding-level
-# "attention prior" captures the whole stability term — and that is the penalty trained in
+# "attention prior" captures the whole stability term — and that is the {term}`log-barrier` penalty
+# trained in
 # [4.7](barrier_training.ipynb). The reason is one line of calculus: a layer adds a margin only if
 # its attention weights depend on the very variable it generates.
 #
