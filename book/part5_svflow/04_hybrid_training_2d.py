@@ -1,8 +1,9 @@
 # %% [markdown]
 # # 5.4 Hybrid training of a 2-D Gaussian SVFlow: semantic alignment versus variational consistency
 #
-# **The question.** A flow trained only to classify its end points may move with wrong beliefs
-# (the error term of [5.2](02_svflow_properties.ipynb) is then not zero); a flow trained only to
+# **The question.** A flow ({term}`SVFlow`) trained only to classify its end points may move with
+# wrong beliefs, a wrong {term}`variational posterior` (the error term of
+# [5.2](02_svflow_properties.ipynb) is then not zero); a flow trained only to
 # make its beliefs right has no reason to keep the classes apart. What does a mixture of the two
 # objectives do — does a small weight $\beta$ on the consistency term give both?
 #
