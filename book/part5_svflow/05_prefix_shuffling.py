@@ -8,7 +8,8 @@
 #
 # This is the paper's experimental test of its reading (§6): it shuffles a growing fraction of the
 # context of three pre-trained language models and reports, per layer, the flow's log-density and
-# the divergences between $q$, $p$ and the uniform distribution, next to perplexity and calibration.
+# the divergences between $q$, $p$ and the uniform distribution, next to {term}`perplexity` and
+# {term}`calibration`.
 # We cannot load those models, so this page runs the same *protocol* on a small character-level
 # model of our own — the numbers are about our model; what transfers is the method and the checks of
 # the paper's formulas — and recomputes the paper's correlations from its own table.

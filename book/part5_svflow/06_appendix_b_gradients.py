@@ -2,14 +2,14 @@
 # # 5.6 Appendix B: the gradients of the hybrid objective, walked through
 #
 # **The question.** When a flow is trained on the hybrid objective of
-# [5.4](04_hybrid_training_2d.ipynb), which way does the gradient push each layer's beliefs $q$ —
-# towards the true posterior or away from it? And does anything in the gradients make a
+# [5.4](04_hybrid_training_2d.ipynb), which way does the gradient push each layer's beliefs $q$ (its
+# {term}`variational posterior`) — towards the true posterior or away from it? And does anything in the gradients make a
 # mixture-of-experts layer collapse onto a few experts while attention stays balanced?
 #
 # Appendix B is where the paper grounds two of its main claims: that training on the consistency term
 # alone drives a winner-takes-all collapse, and that attention needs no balancing loss because each
 # token plays three roles (query, key, value) at once. Both are claims about the *sign* and the
-# *route* of gradients, so they can be tested exactly. This page derives the paper's gradient
+# *route* of gradients (the {term}`advantage` form of page 3.1 again), so they can be tested exactly. This page derives the paper's gradient
 # formulas, checks every one against finite differences, and then tests the two readings built on
 # them: the first is reversed, the second is not visible in the model we can build.
 #
