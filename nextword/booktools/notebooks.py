@@ -388,6 +388,27 @@ def _route_map(root: Path) -> str:
     return routemap.route_map_svg(minutes)
 
 
+#: The back matter of book/ as the rendered book names it: ``book/ERRATA.md`` is the page ``errata``, etc.
+_BACK_MATTER = {
+    "ERRATA.md": "errata.md",
+    "BIBLIOGRAPHY.md": "bibliography.md",
+    "glossary.md": "glossary.md",
+    "course_pack.md": "course_pack.md",
+}
+_BACK_MATTER_LINK = re.compile(r"\]\((?:\.\./)+(?:book/)?(" + "|".join(map(re.escape, _BACK_MATTER)) + r")(#[^)]*)?\)")
+
+
+def _staged_back_matter_links(text: str) -> str:
+    """A page's links to the back matter of book/ (``[errata](../ERRATA.md)`` from a page of a part, as a reader of
+    the repository follows them) pointed at the rendered book's pages, which sit at the root of the staged tree
+    beside ``book/``, ``exercises/`` and ``solutions/`` (two folders up from every notebook page).
+
+    >>> _staged_back_matter_links("see the [errata](../ERRATA.md) and [terms](../../book/glossary.md#t)")
+    'see the [errata](../../errata.md) and [terms](../../glossary.md#t)'
+    """
+    return _BACK_MATTER_LINK.sub(lambda m: f"](../../{_BACK_MATTER[m[1]]}{m[2] or ''})", text)
+
+
 def stage_book(stage: Path = STAGE_DIR, root: Path = REPO_ROOT) -> list[str]:
     """Lay out the Sphinx source tree of the book in ``stage`` and return every docname it contains.
 
@@ -467,7 +488,14 @@ def stage_book(stage: Path = STAGE_DIR, root: Path = REPO_ROOT) -> list[str]:
     wanted[stage / "bibliography.md"] = (root / "book" / "BIBLIOGRAPHY.md").read_text(encoding="utf-8")
 
     for path, what in wanted.items():
-        if isinstance(what, Path):
+        if isinstance(what, Path) and what.suffix == ".ipynb":
+            text = what.read_text(encoding="utf-8")
+            staged = _staged_back_matter_links(text)
+            if staged == text:
+                _copy_if_changed(what, path)
+            else:
+                _write_if_changed(path, staged)
+        elif isinstance(what, Path):
             _copy_if_changed(what, path)
         else:
             _write_if_changed(path, what)

@@ -172,3 +172,15 @@ def test_errata_ledger_rows_have_five_columns_and_evidence():
         for path in re.findall(r"((?:book|tests|solutions)/[\w./-]+?)(?:\.ipynb|\.py)?(?=[\s;,:)§]|::|$)", cells[4]):
             root = BOOK.parent
             assert any((root / f"{path}{ext}").exists() for ext in ("", ".ipynb", ".py")), f"no such evidence: {path}"
+
+
+def test_links_to_the_back_matter_land_on_its_pages(stage):
+    """A page links the ledger as the repository has it (``../ERRATA.md``); in the rendered book the ledger is the
+    page ``errata`` at the root, so the staged copies point there and every such link resolves to a staged file."""
+    link = re.compile(r"\]\(((?:\.\./)+[\w/]*(?:ERRATA|BIBLIOGRAPHY|glossary|course_pack|errata|bibliography)\.md)")
+    checked = 0
+    for page in stage.rglob("*.ipynb"):
+        for target in link.findall(page.read_text(encoding="utf-8")):
+            assert (page.parent / target).resolve().is_file(), f"{page.relative_to(stage)} links {target}"
+            checked += 1
+    assert checked > 0
