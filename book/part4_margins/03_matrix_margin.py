@@ -605,7 +605,9 @@ assert 0.4 < share_last_4 < 0.6 and share_past > 0.85
 #   support tokens only if every later token has $|\det|\ge1$. Over 2000 more sequences the support token
 #   is never at positions 1–2 and is at one of the last four positions in 49.8% of them: margins shrink
 #   as the context grows. The "token 1" of the caption of Fig. 1.1 is a
-#   label, not what this layer produces.
+#   label, not what this layer produces: with $A\succeq0$ every later token on the stable side has
+#   $0<\det(I-\Sigma_tA)\le1$ and distance $1-\rho\le1$, so token 1 ($\det=1$, distance 1) is never
+#   strictly the closest to instability. Recorded in `book/ERRATA.md`.
 # - **The trajectory crosses the boundary.** Token 12 has $\mu_1=1.689$, so $\det(I-\Sigma_tA)<0$. Its
 #   distance (0.689) and $|\det|$ look comfortable, so the log-determinant form of Eq. (25) — the one the
 #   likelihood selects — ranks it safe, whereas the signed margins ($\det$, or $1-\rho=-0.689$) make it the
