@@ -286,6 +286,8 @@ map21 = minimize(lambda z: f(z) - np.log(m3(z)) if m3(z) > 0 else np.inf, np.arr
 print(f"Eq. (21) (tau = 1, delta = 0): z = ({produced(map21.x[0], '.4f')}, "
       f"{produced(map21.x[1], '.4f')}), m_3 = {produced(m3(map21.x), '.4f')}")
 assert 0.3 < m3(map21.x) < 0.6  # inside the stable region, as the caption says (about 0.47)
+assert m3(map21.x) < delta  # ... but below delta: (21) does not enforce the constraint of (22)
+assert m3(ref.x) - m3(map21.x) > 0.02  # so its minimiser is not (22)'s optimum (m_3 = delta there)
 
 # %%
 x2_grid, x3_grid = np.meshgrid(np.linspace(-0.5, 4.0, 181), np.linspace(-2.5, 2.5, 181),
@@ -316,6 +318,12 @@ plt.show()
 # paper's MAP objective (21) is the $\tau=1,\ \delta=0$ member of this family: it keeps the solution
 # inside the stable region $m_3>0$ (here $m_3\approx0.47$) without any explicit $\delta$, trading
 # data fit for margin.
+#
+# The paper calls (21) "the classical interior-point relaxation of (22)" for any margin level
+# $\delta>0$. It is a single member of the family, with weight $\tau=1$ and the barrier at $0$, not at
+# $\delta$: here its minimiser has $m_3<\delta=0.5$ (asserted above), so it violates the constraint of
+# (22), and it is not (22)'s optimum. Only the family $-\tau\log(m_t-\delta)$ with $\tau\to0$ relaxes
+# (22). Recorded in `book/ERRATA.md`.
 
 # %% [markdown]
 # ## Fig. 1.1, drawn from computed quantities
@@ -492,7 +500,12 @@ for name, W_V in W_Vs.items():
 # %% [markdown]
 # The exact block agrees with autograd to machine precision and with finite differences to $10^{-7}$ for
 # every $W_V$; the paper's (14) with "covariance of attended values" is exact only for $W_V=I$. For
-# $W_V=cI$ the exact block is $I-cC_tA$ while (14) gives $I-c^2C_tA$. Recorded in `book/ERRATA.md`.
+# $W_V=cI$ the exact block is $I-cC_tA$ while (14) gives $I-c^2C_tA$. The paper substitutes the same
+# block in Corollary 3.1 (Eq. 16, next check), in §4 (Eqs. 20, 23, 24) and in the proof's last step
+# (Eq. 66, "absorbed into $\Sigma_t$"); its Eq. (65) just before is the exact block $W_VC_tA$. Lemma
+# B.4's certificate $\rho(\Sigma_tA)<1$ inherits it: in $d=1$ with $w_V=\tfrac12$ and
+# $a\,\mathrm{Var}_t(x)=2$, $\Sigma_tA=0.5<1$ while the exact block $1-a\,w_V\mathrm{Var}_t(x)$ is 0.
+# Recorded in `book/ERRATA.md`.
 #
 # ### Corollary 3.1: the log-density with the exact and with the printed block
 
@@ -593,7 +606,9 @@ assert 0.4 < share_last_4 < 0.6 and share_past > 0.85
 #   support tokens only if every later token has $|\det|\ge1$. Over 2000 more sequences the support token
 #   is never at positions 1–2 and is at one of the last four positions in 49.8% of them: margins shrink
 #   as the context grows. The "token 1" of the caption of Fig. 1.1 is a
-#   label, not what this layer produces.
+#   label, not what this layer produces: with $A\succeq0$ every later token on the stable side has
+#   $0<\det(I-\Sigma_tA)\le1$ and distance $1-\rho\le1$, so token 1 ($\det=1$, distance 1) is never
+#   strictly the closest to instability. Recorded in `book/ERRATA.md`.
 # - **The trajectory crosses the boundary.** Token 12 has $\mu_1=1.689$, so $\det(I-\Sigma_tA)<0$. Its
 #   distance (0.689) and $|\det|$ look comfortable, so the log-determinant form of Eq. (25) — the one the
 #   likelihood selects — ranks it safe, whereas the signed margins ($\det$, or $1-\rho=-0.689$) make it the
