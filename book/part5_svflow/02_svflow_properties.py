@@ -306,6 +306,31 @@ assert flat.kl_gap(grid).mean() > 0.1
 # correct statement is one-directional: $q_t(\cdot\mid x)=p_t(\cdot\mid x)\Rightarrow\epsilon_t(x)=0$.
 # Proposition 3.2's "equality iff $q=p$" is fine (it is about the KL, which is zero only at $q=p$).
 # Recorded in [the errata](../ERRATA.md) (row "SVFlow — Liao, Theorem 3.3 (Eq. 12)").
+
+# %% [markdown]
+# ### App. A.2, Eq. (34): the cancelled term has $\nabla_x q$, not $\nabla_x\log q$
+#
+# The proof of Theorem 3.3 cancels $\int\log p_t(x)\,\nabla_x q_t(z\mid x)\,dz$ in Eq. (31), and Eq. (34)
+# justifies it, but with the integrand written $\log p_t(x)\,\nabla_x\log q_t(z\mid x)$. That term is not
+# zero: $\int\nabla_x\log q\,dz=\int\nabla_x q/q\,dz$ is not $\nabla_x\int q\,dz$. With the two-component
+# $q=\mathrm{softmax}(g)$ of the sympy cell above, the sum over $z$ of the printed integrand against the
+# intended one:
+
+# %%
+eq34_printed = sp.simplify(sum(log_p * sp.diff(sp.log(qz), x_sym) for qz in q))
+eq34_intended = sp.simplify(sum(log_p * sp.diff(qz, x_sym) for qz in q))
+display(Math(r"\sum_z\log p(x)\,\partial_x\log q(z\mid x)=" + sp.latex(eq34_printed)))
+display(Math(r"\sum_z\log p(x)\,\partial_x q(z\mid x)=" + sp.latex(eq34_intended)))
+assert eq34_intended == 0
+assert eq34_printed != 0
+at_point = eq34_printed.subs({g1: x_sym, g2: 0, l1: 1, l2: 1}).doit().subs(x_sym, 1)
+print(f"printed form at g = (x, 0), l = (1, 1) (so log p = 1), x = 1: {sp.simplify(at_point)} = {float(at_point):.4f}")
+assert abs(float(at_point)) > 0.1
+
+# %% [markdown]
+# The identity the proof needs, with $\nabla_x q$, holds (it is the same fact as Eq. (33)); as printed,
+# Eq. (34)'s first equality fails, so Theorem 3.3 stands but this line of its proof needs $\nabla_x q$.
+# Recorded in [the errata](../ERRATA.md) (row "SVFlow — Liao, App. A.2, Eq. (34)").
 #
 # ## Key takeaways
 #

@@ -400,8 +400,8 @@ assert abs(P_toy[0] - 0.375) < 1e-6
 # near-tied gates let them disagree. In practice (Switch Transformer) $f$ is not differentiated and
 # the loss is used as a penalty next to the task loss, where it does tend to spread the load; the
 # clean statement is "$\mathcal J_{\text{bal}}=1/E$ when $f$ or $P$ is uniform", not "minimising it makes
-# the marginal uniform". Recorded in [the errata](../ERRATA.md) (row "SVFlow — Liao, §4.3, after
-# Eq. (22)").
+# the marginal uniform". §5 (Related Work) repeats the claim, attributed to its reference [27]. Recorded
+# in [the errata](../ERRATA.md) (row "SVFlow — Liao, §4.3, after Eq. (22); §5 (Related Work, on [27])").
 #
 # Below: a toy linear router on 2-D inputs, trained by gradient descent on $\mathcal J_{\text{bal}}$ with
 # $f$ held fixed per step (the practical recipe), tracked with $\mathrm{KL}(P\,\|\,U)$ as the

@@ -250,7 +250,44 @@ print(f"checked {params.size} parameters ({L} layers x (W_g, b_g, means, log-var
 # Eqs. (52)–(53) and (65) hold for every parameter of every layer, with and without the variational
 # term. (The test file `tests/theory/svflow/test_gradients.py` repeats the check against torch autograd to
 # $10^{-12}$.)
+
+# %% [markdown]
+# ### B.1's definition of $\gamma_{k,\ell}$ leaves out the term Eqs. (38) and (55) need
 #
+# B.1 defines the variational error signal $\gamma_{k,\ell}=\partial\mathcal J^k_{\text{var}}/\partial x^\ell$
+# "for downstream layers $k>\ell$", but Eqs. (38), (42), (55) and (65) use $\gamma_{k,\ell+1}$ for every
+# $k$ from $\ell+1$, so the first term is $\gamma_{\ell+1,\ell+1}$, which the definition excludes. It is
+# the local gradient of layer $\ell+1$'s KL, and it is needed: `hybrid_gradients` keeps it
+# (`gamma[k, k]`), and dropping the $k=\ell+1$ term from layer 0's future advantage breaks the agreement
+# with finite differences in the logit biases $b_g$ of layer 0 ($\partial g_z/\partial b_{g,z}=1$, so the
+# closed form is $q\odot\eta$).
+
+# %%
+beta = 0.5
+grads = hybrid_gradients(x0, layers, W_cls, y, beta)
+objective = lambda flat: hybrid_forward(x0, unflatten_params(flat, layers), W_cls, y, beta).J  # noqa: E731
+n_W = layers[0].W_g.size  # flat order per layer: W_g, b_g, means, log_vars
+fd_b0 = np.array([(objective(params + h * e) - objective(params - h * e)) / (2 * h)
+                  for e in np.eye(params.size)[n_W:n_W + Z]])
+q0, B0 = grads.forward.q[0], grads.B[0]
+B_k_gt = B0.copy()
+B_k_gt[1] = 0.0  # keep only k > l + 1: the literal reading of "k > l" for gamma_{k, l+1}
+eta_k_gt = ((grads.A[0] - q0 @ grads.A[0]) + beta * (grads.R[0] - q0 @ grads.R[0])
+            + beta * (B_k_gt - (B_k_gt @ q0)[:, None]).sum(axis=0))
+err_all = np.max(np.abs(q0 * grads.eta[0] - fd_b0))
+err_k_gt = np.max(np.abs(q0 * eta_k_gt - fd_b0))
+print(f"layer 0, d J / d b_g: with gamma_(1,1): max |closed form - FD| < 1e-7: {err_all < 1e-7}")
+print(f"                      without it:       max |closed form - FD| = {err_k_gt:.3f}"
+      f"  (max |grad| = {np.max(np.abs(fd_b0)):.3f})")
+assert err_all < 1e-7
+assert err_k_gt > 1e-3
+
+# %% [markdown]
+# The definition should read $k\ge\ell$ (a layer's own KL depends on its input state); with it, B.2–B.3
+# are right as printed, and that is the form the library implements. Recorded in
+# [the errata](../ERRATA.md) (row "SVFlow — Liao, App. B.1 (definition of γ_{k,ℓ})").
+
+# %% [markdown]
 # ### B.4: does the centred self advantage create a positive feedback loop?
 #
 # B.4 says that under pure variational consistency ($\beta\to\infty$) "components with above-average
