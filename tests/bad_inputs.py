@@ -1069,6 +1069,11 @@ def _has_nan(value: object, depth: int = 0) -> bool:
     return False
 
 
+def names_one_of(message: str, names: tuple[str, ...]) -> bool:
+    """An error message is ``named`` when it names one of ``names`` and speaks no numpy internals."""
+    return any(n in message for n in names) and not any(s in message for s in INTERNALS)
+
+
 def classify(fn: Callable[[], Any], arg: str, ok: bool, names: str = "") -> tuple[str, str]:
     """Run ``fn`` once and classify it (see the module docstring)."""
     old = signal.signal(signal.SIGALRM, _alarm)
@@ -1082,7 +1087,7 @@ def classify(fn: Callable[[], Any], arg: str, ok: bool, names: str = "") -> tupl
         msg = str(exc)
         if time.perf_counter() - t0 > LIMIT_S:
             return "hang", f"{time.perf_counter() - t0:.1f} s then {type(exc).__name__}: {msg[:80]}"
-        named = (names or arg) in msg and not any(s in msg for s in INTERNALS)
+        named = names_one_of(msg, (names or arg,))
         return ("named" if named else "raw"), f"{type(exc).__name__}: {msg[:160]}"
     except Exception as exc:  # noqa: BLE001 -- the point is to see every kind
         return "raw", f"{type(exc).__name__}: {str(exc)[:160]}"
@@ -1123,27 +1128,39 @@ def sweep(tmp: Path) -> list[Outcome]:
     return [run_case(s, a, b) for s, a, b in cases(tmp)]
 
 
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-    import resource
-    import tempfile
-
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--list", action="store_true", help="print every case that is not a named error")
-    args = ap.parse_args(argv)
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, hard))  # a runaway allocation fails, not swaps
-    with tempfile.TemporaryDirectory() as d:
-        outs = sweep(Path(d))
-    counts = Counter(o.kind for o in outs)
-    n_callables = len({o.spec for o in outs})
-    if args.list:
+def report(outs: list[Outcome], header: str, list_all: bool) -> None:
+    """Print a sweep's counts per kind under ``header`` (``list_all``: every case that is not named, first)."""
+    if list_all:
         for o in outs:
             if o.kind != "named":
                 print(f"{o.kind:10s} {o.spec}({o.arg}={o.value}): {o.detail}")
-    print(f"{len(outs)} bad inputs against {n_callables} public callables:")
+    counts = Counter(o.kind for o in outs)
+    print(header)
     for k in ("named", "raw", "silent", "documented", "hang"):
         print(f"  {k:10s} {counts.get(k, 0)}")
+
+
+def command_line(argv: list[str] | None, description: str) -> bool:
+    """The sweeps' shared command line: parse ``--list`` (returned) and cap the address space at 4 GiB,
+    so that a runaway allocation fails instead of swapping."""
+    import argparse
+    import resource
+
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--list", action="store_true", help="print every case that is not a named error")
+    args = ap.parse_args(argv)
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, hard))
+    return args.list
+
+
+def main(argv: list[str] | None = None) -> int:
+    import tempfile
+
+    list_all = command_line(argv, __doc__.splitlines()[0])
+    with tempfile.TemporaryDirectory() as d:
+        outs = sweep(Path(d))
+    report(outs, f"{len(outs)} bad inputs against {len({o.spec for o in outs})} public callables:", list_all)
     return 0
 
 

@@ -30,12 +30,11 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
-from collections import Counter
 from typing import Any, Callable
 
 import numpy as np
 
-from tests.bad_inputs import INTERNALS, Outcome, classify
+from tests.bad_inputs import Outcome, classify, command_line, names_one_of, report
 
 PACKAGES = (
     "nextword.attention",
@@ -137,9 +136,8 @@ def run_case(name: str, fn: Callable[..., Any], cls: str) -> Outcome:
     if kind == "silent" and cls == "overflow" and name.endswith(OVERFLOW_BY_DESIGN):
         kind, detail = "documented", "non-finite by design (a naive formula)"
     if kind in ("named", "raw") and detail.startswith(("ValueError", "TypeError")):
-        msg = detail.split(": ", 1)[-1]
-        named = any(p in msg for p in params) and not any(s in msg for s in INTERNALS)
-        kind = "named" if named else "raw"
+        # every required parameter got the bad value: naming any one of them will do
+        kind = "named" if names_one_of(detail.split(": ", 1)[-1], tuple(params)) else "raw"
     return Outcome(name, ",".join(pos + kw) or "-", cls, kind, detail)
 
 
@@ -149,27 +147,18 @@ def sweep() -> list[Outcome]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-    import resource
     import warnings
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--list", action="store_true", help="print every case that is not a named error")
-    args = ap.parse_args(argv)
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, hard))
+    list_all = command_line(argv, __doc__.splitlines()[0])
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         outs = sweep()
     fns, left = public_callables()
-    counts = Counter(o.kind for o in outs)
-    if args.list:
-        for o in outs:
-            if o.kind != "named":
-                print(f"{o.kind:10s} {o.spec}({o.arg}={o.value}): {o.detail}")
-    print(f"{len(outs)} bad inputs against {len(fns)} public callables ({len(left)} constants/records left out):")
-    for k in ("named", "raw", "silent", "documented", "hang"):
-        print(f"  {k:10s} {counts.get(k, 0)}")
+    report(
+        outs,
+        f"{len(outs)} bad inputs against {len(fns)} public callables ({len(left)} constants/records left out):",
+        list_all,
+    )
     return 0
 
 

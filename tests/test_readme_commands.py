@@ -7,7 +7,11 @@ unseen (``make bench`` once stopped at its second benchmark, reading a gzip as t
   or an inline code span that starts like a command), as the README writes it, maps to the cheap
   commands that exercise it — the same program with tiny sizes, a dry run of a ``make`` target
   (``make -n``: the target and its prerequisites exist), or its ``--help`` where the real thing
-  needs a GPU or the internet. ``{py}`` is this Python, ``{tmp}`` a fresh folder.
+  needs a GPU or the internet. ``{py}`` is this Python, ``{tmp}`` the session's folder of cheap forms.
+* A row is a list of steps (shell lines). A step that several rows share (the tiny notebook's build,
+  the tiny runs that ``robustness`` and ``report`` read) is written once and **runs once per test
+  session**, across xdist workers (:func:`_run_step`: a lock and a record of its result per step); a
+  row that needs it fails if it failed. A step that would change a shared output works on its own copy.
 * :func:`test_every_readme_command_has_a_cheap_form` fails when a README shows a command that the
   table does not list (add a row when you add a command to a README), or the table lists one that
   no README shows any more.
@@ -19,6 +23,8 @@ The commands run in the repository root, with ``PYTHONPATH`` set to it (what ``m
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shlex
@@ -42,9 +48,15 @@ BENCH_QUICK = {
 _TINY_TRAIN = "--config tiny --steps 2 --max-chars 20000 --eval-windows 2 --no-progress"
 _CLI = "{py} -m nextword"
 _TINY_NOTEBOOK = (
-    "printf '# %%%%\\nx = sum(range(4))\\nprint(x)\\nassert x == 6\\n' > {tmp}/tiny.py && "
-    "{py} -m nextword.booktools.notebooks build {tmp}/tiny.py && test -s {tmp}/tiny.ipynb"
+    "mkdir -p {tmp}/tiny && printf '# %%%%\\nx = sum(range(4))\\nprint(x)\\nassert x == 6\\n' > {tmp}/tiny/tiny.py && "
+    "{py} -m nextword.booktools.notebooks build {tmp}/tiny/tiny.py && test -s {tmp}/tiny/tiny.ipynb"
 )
+#: the tiny runs that several rows read (each trained once per session)
+_TRAIN_CE = f"{_CLI} train {_TINY_TRAIN} --lambda-margin 0 --out {{tmp}}/ce && test -s {{tmp}}/ce/results.json"
+_TRAIN_MARGIN = (
+    f"{_CLI} train {_TINY_TRAIN} --lambda-margin 0.05 --out {{tmp}}/margin && test -s {{tmp}}/margin/results.json"
+)
+_SWEEP = f"{_CLI} sweep {_TINY_TRAIN} --lambdas 0,0.05 --out {{tmp}}/sweep"
 
 #: THE TABLE: README command (as written, see :func:`_normalise`) -> cheap commands that exercise it
 CHEAP_FORMS: dict[str, list[str]] = {
@@ -55,7 +67,12 @@ CHEAP_FORMS: dict[str, list[str]] = {
     "make lint": ["make -n lint"],
     "make book-html": ["make -n book-html"],
     "make lab": ["make -n lab", "{py} -m jupyterlab --version"],
-    "make sync": ["make -n sync", _TINY_NOTEBOOK + " && {py} -m nextword.booktools.notebooks sync {tmp}/tiny.py"],
+    "make sync": [
+        "make -n sync",
+        _TINY_NOTEBOOK,
+        "mkdir -p {tmp}/sync && cp {tmp}/tiny/tiny.py {tmp}/tiny/tiny.ipynb {tmp}/sync/ && "
+        "{py} -m nextword.booktools.notebooks sync {tmp}/sync/tiny.py",
+    ],
     "make exercises": ["make -n exercises", "{py} -m nextword.booktools.exercises check"],
     "make bench": ["make -n bench"] + [f"{{py}} benchmarks/{b} {a}" for b, a in BENCH_QUICK.items()],
     "make results": [
@@ -69,8 +86,9 @@ CHEAP_FORMS: dict[str, list[str]] = {
         "{py} -m pytest -q -p no:cacheprovider --doctest-modules nextword/perturbation.py"
     ],
     "pytest --nbval": [
-        _TINY_NOTEBOOK + " && {py} -m pytest -q -p no:cacheprovider --nbval --nbval-current-env "
-        "--nbval-sanitize-with book/nbval_sanitize.cfg {tmp}/tiny.ipynb"
+        _TINY_NOTEBOOK,
+        "{py} -m pytest -q -p no:cacheprovider --nbval --nbval-current-env "
+        "--nbval-sanitize-with book/nbval_sanitize.cfg {tmp}/tiny/tiny.ipynb",
     ],
     # --- notebooks ---------------------------------------------------------------------------------
     "FULL=1 python -m nextword.booktools.notebooks build book/part4_margins/barrier_training.py": [
@@ -80,24 +98,19 @@ CHEAP_FORMS: dict[str, list[str]] = {
     "python -m nextword.booktools.notebooks build book/<part>/<name>.py": [_TINY_NOTEBOOK],
     "python -m nextword.booktools.notebooks build …": [_TINY_NOTEBOOK],
     # --- the barrier CLI: the tiny preset, two steps ------------------------------------------------
-    "nextword train --config quick --lambda-margin 0.05 --out runs/margin": [
-        f"{_CLI} train {_TINY_TRAIN} --lambda-margin 0.05 --out {{tmp}}/margin && test -s {{tmp}}/margin/results.json"
+    "nextword train --config quick --lambda-margin 0.05 --out runs/margin": [_TRAIN_MARGIN],
+    "nextword train --config quick --lambda-margin 0 --out runs/ce": [_TRAIN_CE],
+    "nextword robustness --out runs/margin": [  # on a copy: report reads the run too
+        _TRAIN_MARGIN,
+        f"rm -rf {{tmp}}/robust && cp -r {{tmp}}/margin {{tmp}}/robust && "
+        f"{_CLI} robustness --out {{tmp}}/robust --sigmas 0,0.1 --draws 1",
     ],
-    "nextword train --config quick --lambda-margin 0 --out runs/ce": [
-        f"{_CLI} train {_TINY_TRAIN} --lambda-margin 0 --out {{tmp}}/ce && test -s {{tmp}}/ce/results.json"
-    ],
-    "nextword robustness --out runs/margin": [
-        f"{_CLI} train {_TINY_TRAIN} --lambda-margin 0.05 --out {{tmp}}/margin && "
-        f"{_CLI} robustness --out {{tmp}}/margin --sigmas 0,0.1 --draws 1"
-    ],
-    "nextword sweep --config quick --out runs/sweep": [
-        f"{_CLI} sweep {_TINY_TRAIN} --lambdas 0,0.05 --out {{tmp}}/sweep"
-    ],
+    "nextword sweep --config quick --out runs/sweep": [_SWEEP],
     "nextword report runs/ce runs/margin runs/sweep": [
-        f"{_CLI} train {_TINY_TRAIN} --lambda-margin 0 --out {{tmp}}/ce && "
-        f"{_CLI} train {_TINY_TRAIN} --lambda-margin 0.05 --out {{tmp}}/margin && "
-        f"{_CLI} sweep {_TINY_TRAIN} --lambdas 0,0.05 --out {{tmp}}/sweep && "
-        f"{_CLI} report {{tmp}}/ce {{tmp}}/margin {{tmp}}/sweep"
+        _TRAIN_CE,
+        _TRAIN_MARGIN,
+        _SWEEP,
+        f"{_CLI} report {{tmp}}/ce {{tmp}}/margin {{tmp}}/sweep",
     ],
     # a GPU job and a download: the arguments parse (the GPU path is checked on a device, issue #16)
     "nextword train --config paper --data wikitext2 --device cuda --amp --out runs/paper": [
@@ -211,12 +224,31 @@ def test_the_parser_finds_blocks_and_inline_commands():
     assert all(not c.startswith(".venv") and "#" not in c for c in shown)
 
 
-@pytest.mark.parametrize("command", sorted(CHEAP_FORMS))
-def test_readme_command_runs_in_a_cheap_form(command, tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), FULL="0")
-    env.pop("NEXTWORD_PERTURB", None)
-    for cheap in CHEAP_FORMS[command]:
-        line = cheap.format(py=shlex.quote(sys.executable), tmp=shlex.quote(str(tmp_path)))
+@pytest.fixture(scope="session")
+def steps_dir(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
+    """The session's folder of cheap forms (``{tmp}``), the same for every xdist worker of the session."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if hasattr(request.config, "workerinput") else base) / "readme-commands"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def _run_step(line: str, folder: Path) -> tuple[int, str]:
+    """Run one step (a shell line) once per session: the first caller runs it, holding its lock, and
+    records ``(returncode, output)``; later callers (other rows, other workers) read that record."""
+    key = hashlib.sha256(line.encode()).hexdigest()[:16]
+    record = folder / f"step-{key}.json"
+    with open(folder / f"step-{key}.lock", "w") as lock:
+        try:
+            import fcntl
+
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        except ImportError:  # Windows: no lock; run the tests without xdist there
+            pass
+        if record.exists():
+            return tuple(json.loads(record.read_text(encoding="utf-8")))
+        env = dict(os.environ, PYTHONPATH=str(ROOT), FULL="0")
+        env.pop("NEXTWORD_PERTURB", None)
         r = subprocess.run(
             ["bash", "-c", f"set -o pipefail; {line}"],
             cwd=ROOT,
@@ -225,6 +257,14 @@ def test_readme_command_runs_in_a_cheap_form(command, tmp_path):
             text=True,
             timeout=900,
         )
-        assert r.returncode == 0, (
-            f"{command!r}: cheap form {line!r} failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
-        )
+        result = (r.returncode, f"{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+        record.write_text(json.dumps(result), encoding="utf-8")
+    return result
+
+
+@pytest.mark.parametrize("command", sorted(CHEAP_FORMS))
+def test_readme_command_runs_in_a_cheap_form(command: str, steps_dir: Path):
+    for cheap in CHEAP_FORMS[command]:
+        line = cheap.format(py=shlex.quote(sys.executable), tmp=shlex.quote(str(steps_dir)))
+        returncode, output = _run_step(line, steps_dir)
+        assert returncode == 0, f"{command!r}: cheap form {line!r} failed ({returncode}):\n{output}"

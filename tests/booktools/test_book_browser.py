@@ -1,6 +1,7 @@
 """The rendered book (``make book-html``) as a reader sees it: opened in headless Chromium.
 
-The book is built once: ``make test`` runs ``make book-html`` first and the fixture below only asks
+The book is built once: ``make test`` runs ``make book-html`` first and the fixture ``html_dir``
+(tests/booktools/conftest.py, with ``server`` and ``browser``: once per session) only asks
 Sphinx for an incremental build (a no-op when nothing changed). The HTML is served on 127.0.0.1 by a
 thread of this test; the browser is the system Chromium (Debian package ``chromium``) driven by
 playwright through ``executable_path``: no browser is downloaded. Without Chromium the browser tests
@@ -13,11 +14,8 @@ from __future__ import annotations
 
 import functools
 import html.parser
-import http.server
 import os
 import re
-import shutil
-import threading
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
@@ -26,34 +24,10 @@ import pytest
 from nextword.booktools import notebooks
 
 ROOT = Path(notebooks.REPO_ROOT)
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-dev-shm-usage",
-]
 SCREENSHOTS = ("contents.png", "math_page.png", "search_support_tokens.png")
 
 
 # --- the built book -----------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def html_dir() -> Path:
-    """``_build/html``, brought up to date (incremental Sphinx build; serialised across xdist workers)."""
-    lock_path = ROOT / "_build" / ".book-html.lock"
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "w") as lock:
-        try:
-            import fcntl
-
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        except ImportError:  # Windows: no lock; run the tests without xdist there
-            pass
-        index = notebooks.render_book(notebooks.HTML_DIR)
-    return index.parent
 
 
 def _notebook_pages() -> list[str]:
@@ -211,55 +185,6 @@ def test_errata_evidence_links_go_to_rendered_notebooks(html_dir):
 
 
 # --- in the browser ------------------------------------------------------------------------------------
-
-
-def _chromium() -> str | None:
-    for candidate in (
-        os.environ.get("CHROMIUM"),
-        "/usr/bin/chromium",
-        shutil.which("chromium"),
-        shutil.which("chromium-browser"),
-    ):
-        if candidate and Path(candidate).exists():
-            return candidate
-    return None
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 (the base class's name)
-        pass
-
-
-@pytest.fixture(scope="module")
-def server(html_dir):
-    """The built book over HTTP on 127.0.0.1 (an ephemeral port), for as long as the module runs."""
-    handler = functools.partial(_QuietHandler, directory=str(html_dir))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_port}/"
-    httpd.shutdown()
-    httpd.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    executable = _chromium()
-    reason = None
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        reason = "playwright is not installed (pip install -e '.[dev]')"
-    if reason is None and executable is None:
-        reason = "no Chromium found (Debian: apt-get install chromium): the browser test needs the system browser"
-    if reason is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the browser test: {reason}")
-        pytest.skip(reason)
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 class Visit:

@@ -12,8 +12,8 @@ from nextword.booktools import teaching
 from tests.booktools import test_book_browser as base
 from tests.booktools.test_teaching_shape import BOOK, LESSONS
 
-# The fixtures of the browser test, shared by name (the book is built and served once per module).
-html_dir, server, browser, visit = base.html_dir, base.server, base.browser, base.visit
+# html_dir, server and browser come from tests/booktools/conftest.py (once per session); visit by name.
+visit = base.visit
 _parse, _screenshot = base._parse, base._screenshot
 
 
