@@ -450,6 +450,16 @@ assert -0.2 < relative["Llama3.2"] < -0.15 and relative["Qwen2.5"] > 0.3 and rel
 # 17.6 % drop, of the same size as the other two models' relative *rises* (+31.6 % and +26.1 %): what is
 # distinctive is its sign, not its size. Qwen3's "much larger" KL(p‖U) than KL(q‖U) is 4.606 against
 # 3.003 nats, a factor 1.53.
+#
+# Which layers are "deep"? Table 1 aggregates "the deepest third of layers", and App. C.2.3 names them:
+# the last 8 of Qwen2.5's 24 layers, the last 9 of Qwen3's 28 and the last 5 of Llama3.2's 16 (layer
+# counts from App. C.2.1). A third, rounded down:
+
+# %%
+layer_counts = {"Qwen2.5": 24, "Qwen3": 28, "Llama3.2": 16}  # App. C.2.1
+deepest_third = {model: n_layers // 3 for model, n_layers in layer_counts.items()}
+print("the deepest third, rounded down:", deepest_third)
+assert deepest_third == {"Qwen2.5": 8, "Qwen3": 9, "Llama3.2": 5}  # App. C.2.3's counts
 
 # %% [markdown]
 # ### §6.2 on our checkpoints: Spearman over 3 checkpoints × 4 bins

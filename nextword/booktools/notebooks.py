@@ -64,6 +64,7 @@ __all__ = [
     "toc_order",
     "book_structure",
     "stage_book",
+    "staged_back_matter_links",
     "render_book",
 ]
 
@@ -398,12 +399,12 @@ _BACK_MATTER = {
 _BACK_MATTER_LINK = re.compile(r"\]\((?:\.\./)+(?:book/)?(" + "|".join(map(re.escape, _BACK_MATTER)) + r")(#[^)]*)?\)")
 
 
-def _staged_back_matter_links(text: str) -> str:
+def staged_back_matter_links(text: str) -> str:
     """A page's links to the back matter of book/ (``[errata](../ERRATA.md)`` from a page of a part, as a reader of
     the repository follows them) pointed at the rendered book's pages, which sit at the root of the staged tree
     beside ``book/``, ``exercises/`` and ``solutions/`` (two folders up from every notebook page).
 
-    >>> _staged_back_matter_links("see the [errata](../ERRATA.md) and [terms](../../book/glossary.md#t)")
+    >>> staged_back_matter_links("see the [errata](../ERRATA.md) and [terms](../../book/glossary.md#t)")
     'see the [errata](../../errata.md) and [terms](../../glossary.md#t)'
     """
     return _BACK_MATTER_LINK.sub(lambda m: f"](../../{_BACK_MATTER[m[1]]}{m[2] or ''})", text)
@@ -490,7 +491,7 @@ def stage_book(stage: Path = STAGE_DIR, root: Path = REPO_ROOT) -> list[str]:
     for path, what in wanted.items():
         if isinstance(what, Path) and what.suffix == ".ipynb":
             text = what.read_text(encoding="utf-8")
-            staged = _staged_back_matter_links(text)
+            staged = staged_back_matter_links(text)
             if staged == text:
                 _copy_if_changed(what, path)
             else:
