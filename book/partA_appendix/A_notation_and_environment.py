@@ -41,6 +41,9 @@ print("all required packages import")
 # | width | $d_{\text{model}}$, $d_k=d_{\text{model}}/h$ | $d_e$, $c$ (key width) | $d_x,d_k,d_v$ | $d$ | $d$ | `d_model`, `d_head` |
 # | heads | $h$ | — | single head | single head | $H$, index $h$ | `num_heads` |
 # | concentration / temperature | $\sqrt{d_{\text{model}}}$ | $\tau$ (§6 decoding) | — | $\sigma$ (latent-noise scale) | $\kappa$ (vMF), $\sigma$ (score scale) | `scale`, `temperature` |
+# | which scores training raises | — | — | advantage $A_{ij}=-(b_{ij}-\mathbb E_{\alpha_i}[b])$ (§3.4) | — | advantage $\eta_\ell(z)$ (App. B) | `advantage_matrix` |
+# | distance from non-invertibility | — | — | — | margin $m_t=1-a\,\mathrm{Var}_t$ (9), block $I-\Sigma_tA$ (14) | — | `scalar_margin`, `matrix_margins` |
+# | a step that stays on the sphere | — | — | — | — | retraction $R_x(v)$ (3), exponential map $\exp_x(v)$ (2) | `retraction`, `exp_map` |
 #
 # **Vector conventions.** Chapter 6 and `nextword`'s public functions use **row vectors**: a sequence is
 # an array `X` of shape `(..., T, d)` and projections multiply on the right, `q[i] = e[i] W^Q`. The
