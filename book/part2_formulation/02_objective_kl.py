@@ -128,7 +128,8 @@ plt.show()
 # %%
 def kl(p, q):
     """KL divergence between two distributions given as dicts over the same tokens."""
-    return sum(p[x] * np.log(p[x] / q[x]) for x in p if p[x] > 0)
+    tokens = list(p)
+    return kl_divergence([p[x] for x in tokens], [q[x] for x in tokens])
 
 
 position_1 = kl(p_first, pi_first)

@@ -55,6 +55,7 @@ from IPython.display import Math, display
 from nextword.booktools.display import produced
 from nextword.booktools.plotting import use_book_style
 from nextword.booktools.schematics.generation import draw_masking_chain
+from nextword.numerics import rk4
 from nextword.theory.formulation import (
     absorbing_generator, denoising_score_entropy_loss, euler_transition_matrix, forward_marginal,
     generator_violations, gillespie, probability_ratios, reverse_generator, reverse_marginals,
@@ -173,19 +174,6 @@ assert not generator_violations(Q_uni) and not generator_violations(Q_abs)
 
 # %%
 p0 = np.array([0.5, 0.3, 0.2, 0.0])
-
-
-def rk4(f, y, t_end, n=400):
-    """Classical 4th-order Runge-Kutta for dy/dt = f(y, t) on [0, t_end], n steps."""
-    h = t_end / n
-    for k in range(n):
-        t = k * h
-        k1 = f(y, t)
-        k2 = f(y + h / 2 * k1, t + h / 2)
-        k3 = f(y + h / 2 * k2, t + h / 2)
-        k4 = f(y + h * k3, t + h)
-        y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-    return y
 
 
 t_end = 1.3
