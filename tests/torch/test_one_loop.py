@@ -77,3 +77,33 @@ def test_train_lm_rejects_bad_options():
         )
     with pytest.raises(TypeError, match="rng must be a np.random.Generator"):
         token_lm.train_tokens(TinyLM(CFG), IDS, steps=1, batch_size=2, block_size=4, rng=0)
+
+
+def test_hybrid_svflow_training_steps_through_fit_and_resumes_exactly(monkeypatch, tmp_path):
+    """Page 5.4's hybrid SVFlow runs on the same loop: a run stopped after 3 of 6 steps and resumed in a
+    fresh model returns the log and weights of an uninterrupted run, bit for bit."""
+    from nextword.torch.svflow import hybrid
+    from nextword.torch.svflow.hybrid import HybridConfig, make_moons, train_hybrid
+
+    calls = []
+    real = engine.fit
+    monkeypatch.setattr(hybrid, "fit", lambda step, **kw: calls.append(kw["stop"] - kw["start"]) or real(step, **kw))
+    X, y = make_moons(64, 0.1, np.random.default_rng(0))
+    cfg = HybridConfig(betas=(0.5, None), steps=6, batch_size=16, dt=0.1)
+    whole, log = train_hybrid(cfg, X, y)
+    _, first = train_hybrid(cfg, X, y, out_dir=tmp_path, stop_after=3, checkpoint_every=2)
+    rest, log2 = train_hybrid(cfg, X, y, out_dir=tmp_path, resume=True)
+    assert calls == [6, 3, 3] and first.shape == (3, 2, 3) and log.shape == (6, 2, 3)
+    assert np.array_equal(log2, log)
+    for (name, a), b in zip(whole.state_dict().items(), rest.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+    with pytest.raises(CheckpointError, match="other settings"):
+        train_hybrid(
+            HybridConfig(betas=(0.5, None), steps=6, batch_size=16, dt=0.1, lr=0.02),
+            X,
+            y,
+            out_dir=tmp_path,
+            resume=True,
+        )
+    with pytest.raises(ValueError, match="resume and stop_after need out_dir"):
+        train_hybrid(cfg, X, y, resume=True)

@@ -18,8 +18,11 @@ This module imports torch (CPU is enough); the numpy library never imports it. A
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -28,6 +31,8 @@ from torch import nn
 from nextword._validate import check_positive_int
 from nextword.perturbation import nudge_module_
 from nextword.theory.svflow.flow import GaussianSVFlow
+from nextword.torch.training.checkpoint import CKPT, PREV_CKPT, CheckpointError, read_checkpoint, save_checkpoint
+from nextword.torch.training.engine import fit
 
 __all__ = ["make_moons", "HybridConfig", "HybridSVFlow", "train_hybrid", "LOG_VAR_RANGE"]
 
@@ -187,33 +192,90 @@ class HybridSVFlow(nn.Module):
         return path.double().numpy(), torch.softmax(logits, -1).double().numpy()
 
 
-def train_hybrid(cfg: HybridConfig, X: np.ndarray, y: np.ndarray) -> tuple[HybridSVFlow, np.ndarray]:
+def train_hybrid(
+    cfg: HybridConfig,
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    out_dir: str | os.PathLike | None = None,
+    checkpoint_every: int = 500,
+    resume: bool = False,
+    stop_after: int | None = None,
+    progress: bool = False,
+) -> tuple[HybridSVFlow, np.ndarray]:
     """Adam (lr ``cfg.lr``, betas (0.9, 0.999), no weight decay) on ``J_align + beta J_var`` for every
     run of ``cfg.betas`` (``J_var`` alone for ``None``); mini-batches of ``cfg.batch_size`` drawn from
     ``(X, y)`` with a generator seeded by ``cfg.seed``. Each run's gradient is clipped to norm
     ``cfg.grad_clip`` (not in App. C.1; without it the 100-step Euler unroll occasionally blows up
     at lr 0.01); ``grad_clip=None`` switches clipping off.
 
-    Returns the model and the log ``(steps, M, 3)`` of ``[J_hybrid, J_align, J_var]`` per step and run.
+    The steps run on the book's one loop, :func:`nextword.torch.training.engine.fit`. Given ``out_dir`` it
+    checkpoints every ``checkpoint_every`` steps (model, optimiser, the batch generator's state, the log so
+    far) and ``resume=True`` continues from there, returning exactly what an uninterrupted run returns;
+    ``stop_after`` stops after that many steps (with a checkpoint), e.g. to test ``resume``.
+
+    Returns the model and the log ``(steps, M, 3)`` of ``[J_hybrid, J_align, J_var]`` per step and run (its
+    first ``stop_after`` rows when stopped early).
     """
     check_positive_int(cfg.steps, "cfg.steps")
+    if (resume or stop_after is not None) and out_dir is None:
+        raise ValueError("resume and stop_after need out_dir (where the checkpoints are)")
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     model = HybridSVFlow(cfg)
     nudge_module_(model, "train_hybrid")  # NEXTWORD_PERTURB (the perturbation pass); a no-op by default
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=(0.9, 0.999), weight_decay=0.0)
+    params = list(model.parameters())
+    opt = torch.optim.Adam(params, lr=cfg.lr, betas=(0.9, 0.999), weight_decay=0.0)
     Xt, yt = torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(y, dtype=torch.long)
     log = np.zeros((cfg.steps, model.M, 3))
-    for step in range(cfg.steps):
+    settings = json.dumps({"config": repr(cfg), "data": [list(Xt.shape), float(Xt.double().sum()), int(yt.sum())]})
+    out = None if out_dir is None else Path(out_dir)
+    done = 0
+    if resume and any((out / name).exists() for name in (CKPT, PREV_CKPT)):
+        ck, used = read_checkpoint(out)
+        if ck.get("settings") != settings:
+            raise CheckpointError(f"resume: {used} was written by a run with other settings")
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["optimizer"])
+        rng.bit_generator.state = json.loads(ck["rng"])
+        done = int(ck["done"])
+        log[:done] = ck["log"].numpy()
+
+    def step(i: int) -> dict[str, float]:
         idx = torch.as_tensor(rng.integers(0, len(X), size=cfg.batch_size))
         j_h, j_a, j_v = model.losses(Xt[idx], yt[idx])
         opt.zero_grad()
         j_h.sum().backward()
         if cfg.grad_clip is not None:  # per run: each run's parameters are slice [m] of every tensor
-            norms = torch.sqrt(sum((p.grad.flatten(1) ** 2).sum(1) for p in model.parameters()))  # (M,)
+            norms = torch.sqrt(sum((p.grad.flatten(1) ** 2).sum(1) for p in params))  # (M,)
             scale = torch.clamp(cfg.grad_clip / (norms + 1e-12), max=1.0)
-            for p in model.parameters():
+            for p in params:
                 p.grad.mul_(scale.view(-1, *([1] * (p.grad.dim() - 1))))
         opt.step()
-        log[step] = torch.stack([j_h, j_a, j_v], 1).detach().numpy()
-    return model, log
+        log[i] = torch.stack([j_h, j_a, j_v], 1).detach().numpy()
+        return {"J_hybrid": float(log[i, :, 0].mean())}
+
+    def checkpoint(n: int) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        state = {
+            "model": model.state_dict(),
+            "optimizer": opt.state_dict(),
+            "rng": json.dumps(rng.bit_generator.state),
+            "done": n,
+            "log": torch.from_numpy(log[:n].copy()),
+            "settings": settings,
+        }
+        save_checkpoint(state, out)
+
+    stop = cfg.steps if stop_after is None else min(cfg.steps, int(stop_after))
+    fit(
+        step,
+        start=done,
+        stop=max(stop, done),
+        total=cfg.steps,
+        checkpoint=checkpoint if out is not None else None,
+        checkpoint_every=checkpoint_every,
+        progress=progress,
+        desc="hybrid SVFlow",
+    )
+    return model, log[: max(stop, done)]
