@@ -20,17 +20,20 @@ NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with book/nbval_sanitize.
 # 1 + 1e-3 u (u uniform in [-1, 1], a fixed pattern; nextword/perturbation.py). A stored output that
 # changes under it was produced, not exact: print it through nextword.booktools.display.produced and
 # assert its claim (README, "Adding or editing a notebook"). Stored outputs must survive both passes.
+# OMP_WAIT_POLICY=PASSIVE: two notebooks of two threads each share two cores, so an idle OpenMP thread
+# sleeps instead of spinning on the core the other notebook needs (a scheduling choice; no number changes).
 KERNELS := OPENBLAS_CORETYPE=Sandybridge ATEN_CPU_CAPABILITY=default \
 	NPY_DISABLE_CPU_FEATURES="AVX512F AVX512CD AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX2 FMA3" \
-	NEXTWORD_THREADS=2 NEXTWORD_PERTURB=1
+	NEXTWORD_THREADS=2 NEXTWORD_PERTURB=1 OMP_WAIT_POLICY=PASSIVE
 
-.PHONY: help env lint test test-lib test-notebooks test-notebooks-kernels book book-html render lab sync exercises bench results gpu-check test-instructor clean
+.PHONY: help env lint test test-lib test-seeds test-notebooks test-notebooks-kernels book book-html render lab sync exercises bench results gpu-check test-instructor clean
 
 help:
 	@echo "make book   - set up, execute every notebook in book/, render _build/html/index.html"
 	@echo "make book-html - render the committed executed notebooks to _build/html (no execution; incremental)"
 	@echo "make test   - set up, lint, library tests + doctests, browser test of the book, pytest --nbval on book/ and solutions/"
 	@echo "              (twice: as built, and with other CPU kernels, 2 threads and perturbed training: test-notebooks-kernels)"
+	@echo "make test-seeds - rerun the pages that train with seeds 1 and 2 (their asserted claims must hold; CI runs it)"
 	@echo "make lint   - ruff check and the import-linter contracts (.importlinter)"
 	@echo "make lab    - open JupyterLab on book/"
 	@echo "make sync   - regenerate every .ipynb from its .py (jupytext pairing, keeps outputs)"
@@ -58,7 +61,13 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 test-lib: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) --doctest-modules nextword tests -m "not instructor"
+	$(BIN)/python -m pytest -n $(JOBS) --doctest-modules nextword tests -m "not instructor and not seeds"
+
+# The pages that train rerun as scripts with seeds 1 and 2 (tests/test_notebook_seeds.py): every claim
+# they assert must hold for other seeds too. Minutes of CPU, a property of the pages rather than of your
+# machine: outside make test's time budget, run by .ci/run after it on every change.
+test-seeds: $(STAMP)
+	$(BIN)/python -m pytest -p no:cacheprovider -n $(JOBS) -m seeds tests/test_notebook_seeds.py
 
 # The instructors' export graded end to end by otter-grader and nbgrader (the `instructor` extra; minutes):
 # outside make test's time budget, run by .ci/run after it.

@@ -128,6 +128,10 @@ def _in_process(target, *a):
     return out
 
 
+def _mib(peak: float | None) -> str:
+    return "-" if peak is None else f"{peak:.0f}"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--threads", type=int, default=1)
@@ -138,6 +142,9 @@ def main(argv=None) -> int:
     ap.add_argument("-d", type=int, default=128)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--all", action="store_true", help="also time the dense |V|×|V| form")
+    ap.add_argument(
+        "--no-memory", action="store_true", help="skip the peak-memory processes (one per mode; a quick check)"
+    )
     ap.add_argument("--json", default=None, help="write the measurements to this file")
     ap.add_argument("--save", default=None, help="save as book/results/SAVE/result.json, with provenance")
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -146,7 +153,11 @@ def main(argv=None) -> int:
     modes = MODES + (("dense",) if args["all"] else ())
     timing = _in_process(_time_interleaved, modes, args)
     results = {
-        m: {"times": timing["times"][m], "peak_mib": _in_process(_peak_memory, m, args), "device": timing["device"]}
+        m: {
+            "times": timing["times"][m],
+            "peak_mib": None if args["no_memory"] else _in_process(_peak_memory, m, args),
+            "device": timing["device"],
+        }
         for m in modes
     }
     base = statistics.median(results["ce"]["times"])
@@ -158,7 +169,7 @@ def main(argv=None) -> int:
     for mode in modes:
         t = results[mode]["times"]
         med = statistics.median(t)
-        print(f"{mode:10s} {med:9.3f} {med / base:7.2f} {min(t):7.3f} {results[mode]['peak_mib']:9.0f}")
+        print(f"{mode:10s} {med:9.3f} {med / base:7.2f} {min(t):7.3f} {_mib(results[mode]['peak_mib']):>9s}")
     import datetime
     import os
     import platform

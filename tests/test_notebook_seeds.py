@@ -5,6 +5,9 @@ The executed notebooks show one training run (seed 0). Pages that train models r
 ``py:percent`` file is Python), with seeds 1 and 2. Every ``assert`` on the page must hold again: an
 effect that only one trajectory shows is not a result. (Pages that are cheap enough check their seeds
 inside the notebook instead, e.g. 6.4.)
+
+The reruns are marked ``seeds``: ``make test-seeds`` runs them (``.ci/run`` does, after ``make test``), and
+``make test`` leaves them out of its time budget; the check that each listed page reads the seed stays in it.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ def test_seeded_pages_read_the_seed():
         assert 'os.environ.get("NEXTWORD_SEED", "0")' in (ROOT / page).read_text(encoding="utf-8"), page
 
 
+@pytest.mark.seeds
 @pytest.mark.parametrize("seed", [1, 2])
 @pytest.mark.parametrize("page", SEEDED_PAGES)
 def test_page_asserts_hold_for_other_seeds(page: str, seed: int, tmp_path: Path):

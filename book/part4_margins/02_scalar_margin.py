@@ -552,14 +552,14 @@ for a in (0.2, -0.2):
 assert results[-0.2][3].sum() == 0
 
 # %% [markdown]
-# The exclusion probability from $4\cdot10^6$ sequences (20 independent batches of $2\cdot10^5$); one
-# batch alone has a standard error of $8\cdot10^{-4}$, too coarse to pin the expected count to a few
+# The exclusion probability from $10^6$ sequences (5 independent batches of $2\cdot10^5$, a standard error of about
+# $4\cdot10^{-4}$); one batch alone has a standard error of $8\cdot10^{-4}$, too coarse to pin the expected count to a few
 # sequences:
 
 # %%
 rng_big = np.random.default_rng(1)
 n_excluded, n_drawn = 0, 0
-for _ in range(20):
+for _ in range(5):
     batch = rng_big.normal(0.0, 2.0, size=(200_000, 5))
     n_excluded += int((scalar_margin(batch, a=0.2).min(axis=1) <= 0).sum())
     n_drawn += batch.shape[0]
