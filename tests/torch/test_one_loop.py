@@ -107,3 +107,27 @@ def test_hybrid_svflow_training_steps_through_fit_and_resumes_exactly(monkeypatc
         )
     with pytest.raises(ValueError, match="resume and stop_after need out_dir"):
         train_hybrid(cfg, X, y, resume=True)
+
+
+def test_multi_tensor_optimisers_take_bitwise_the_same_steps(monkeypatch):
+    """train_tokens and train_hybrid build their optimisers with ``foreach=True`` (one call per step, faster);
+    a run with torch's per-parameter loop instead gives the same losses and weights, bit for bit."""
+    from nextword.torch.svflow import hybrid
+    from nextword.torch.svflow.hybrid import HybridConfig, make_moons, train_hybrid
+
+    X, y = make_moons(64, 0.1, np.random.default_rng(0))
+    hcfg = HybridConfig(betas=(0.5, None), steps=8, batch_size=16, dt=0.1)
+
+    def runs():
+        model = TinyLM(CFG, seed=0)
+        losses = token_lm.train_tokens(model, IDS, steps=12, batch_size=4, block_size=8, rng=np.random.default_rng(0))
+        hmodel, log = train_hybrid(hcfg, X, y)
+        return losses, log, [p.detach().clone() for p in (*model.parameters(), *hmodel.parameters())]
+
+    multi = runs()
+    for module, name in ((token_lm.torch.optim, "AdamW"), (hybrid.torch.optim, "Adam")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda params, _real=real, **kw: _real(params, **{**kw, "foreach": False}))
+    single = runs()
+    assert multi[0] == single[0] and np.array_equal(multi[1], single[1])
+    assert all(torch.equal(a, b) for a, b in zip(multi[2], single[2], strict=True))

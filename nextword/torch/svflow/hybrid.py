@@ -225,7 +225,8 @@ def train_hybrid(
     model = HybridSVFlow(cfg)
     nudge_module_(model, "train_hybrid")  # NEXTWORD_PERTURB (the perturbation pass); a no-op by default
     params = list(model.parameters())
-    opt = torch.optim.Adam(params, lr=cfg.lr, betas=(0.9, 0.999), weight_decay=0.0)
+    # foreach: the multi-tensor Adam, bitwise the same steps as the per-parameter loop (tested), faster
+    opt = torch.optim.Adam(params, lr=cfg.lr, betas=(0.9, 0.999), weight_decay=0.0, foreach=True)
     Xt, yt = torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(y, dtype=torch.long)
     log = np.zeros((cfg.steps, model.M, 3))
     settings = json.dumps({"config": repr(cfg), "data": [list(Xt.shape), float(Xt.double().sum()), int(yt.sum())]})

@@ -94,7 +94,9 @@ def train_tokens(
     n_rows = data.size - block if data.ndim == 1 else data.shape[0]
     nudge_module_(model, "train_lm")  # NEXTWORD_PERTURB (the perturbation pass); a no-op by default
     params = list(model.parameters())
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    # foreach: torch's multi-tensor AdamW, the same arithmetic (bitwise-identical losses and weights, tested)
+    # in one call per step instead of one per parameter: about a fifth faster for the book's small models
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, foreach=True)
     losses: list[float] = []
     settings = {  # what a checkpoint must agree with to be resumed
         "config": repr(model.config),
