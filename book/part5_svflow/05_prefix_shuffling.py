@@ -56,8 +56,8 @@ from nextword.torch.training.data import load_char_data
 use_book_style()
 
 # %% tags=["parameters"]
-D_MODEL, LAYERS, SEQ_LEN, N_SEQS = 48, 4, 64, 8
-STEPS_PER_CHECKPOINT, BATCH, LR = 50, 32, 1e-2
+D_MODEL, LAYERS, SEQ_LEN, N_SEQS = 48, 4, 64, 16
+STEPS_PER_CHECKPOINT, BATCH, LR = 80, 32, 1e-2
 PS = (0.2, 0.4, 0.6, 0.8, 0.95)
 DEEP = max(1, LAYERS // 3)  # "deepest third of layers" (8 of 24, 9 of 28, 5 of 16 in the paper)
 
