@@ -64,6 +64,8 @@ CHEAP_FORMS: dict[str, list[str]] = {
     "make book": ["make -n book", _TINY_NOTEBOOK],
     "make test": ["make -n test"],
     "make test-notebooks-kernels": ["make -n test-notebooks-kernels"],
+    "make test-lib": ["make -n test-lib"],
+    "make test-notebooks": ["make -n test-notebooks"],
     "make lint": ["make -n lint"],
     "make book-html": ["make -n book-html"],
     "make lab": ["make -n lab", "{py} -m jupyterlab --version"],
