@@ -565,6 +565,7 @@ for _ in range(5):
     n_drawn += batch.shape[0]
 p_excluded = n_excluded / n_drawn
 standard_error = np.sqrt(p_excluded * (1 - p_excluded) / n_drawn)
+assert 3e-4 < standard_error < 4.5e-4 and 4000 * standard_error < 2  # the prose: about 4e-4, about one sequence
 count_mean = 4000 * p_excluded
 count_half_width = 1.96 * np.sqrt(4000 * p_excluded * (1 - p_excluded))
 ours_seed_0 = results[0.2][3].sum()
