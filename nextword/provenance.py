@@ -23,6 +23,7 @@ Every result the book draws a conclusion from lives under ``book/results/<experi
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 import io
 import json
@@ -133,6 +134,7 @@ def _apply_renames(text: str, renames: Mapping[str, str]) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=1024)  # a pure function of the text; `results list` digests each shared file once
 def _python_digest(source: str) -> str:
     r"""SHA-256 (first 16 hex digits) of the tokens that compute: comments, blank and continuation lines and docstrings dropped.
 
