@@ -156,3 +156,16 @@ def test_an_overview_page_has_its_own_shape_and_links_every_page_of_its_part():
     assert "sections out of order" in " ".join(teaching.overview_problems_of_text(swapped, ["01_first"]))
     lesson_problems = teaching.shape_problems_of_text(_OVERVIEW)
     assert "no section ## A tiny example..." in lesson_problems  # a lesson would need what an overview does not
+
+
+def test_every_glossary_entry_is_set_off_by_a_blank_line():
+    """docutils reads a term glued to the previous definition with a warning ("glossary term must be preceded
+    by empty line"); five such entries once built with warnings. Each term line follows a blank line."""
+    text = (BOOK / "glossary.md").read_text(encoding="utf-8")
+    block = text.split("```{glossary}\n", 1)[1].split("\n```", 1)[0].splitlines()
+    glued = [
+        line
+        for before, line in zip(block, block[1:])
+        if line[:1].isalpha() and before.strip() and not before.startswith(":")
+    ]
+    assert not glued, f"no blank line before these glossary terms: {glued}"
