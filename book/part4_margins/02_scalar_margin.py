@@ -566,6 +566,7 @@ for _ in range(5):
 p_excluded = n_excluded / n_drawn
 standard_error = np.sqrt(p_excluded * (1 - p_excluded) / n_drawn)
 assert 3e-4 < standard_error < 4.5e-4 and 4000 * standard_error < 2  # the prose: about 4e-4, about one sequence
+assert 7e-4 < np.sqrt(5) * standard_error < 9e-4  # one batch of 2e5 alone: about 8e-4 (the prose)
 count_mean = 4000 * p_excluded
 count_half_width = 1.96 * np.sqrt(4000 * p_excluded * (1 - p_excluded))
 ours_seed_0 = results[0.2][3].sum()
@@ -704,7 +705,7 @@ plt.show()
 # densities from `nextword.theory.barrier` (`scalar_margin`, `scalar_attention_variance`,
 # `embedding_log_density`, `causal_residual`), the schematics of
 # `nextword.booktools.schematics.margins`, and the Figure 3.3 populations drawn with
-# `numpy.random.default_rng` seeds 0 (the 4000 sequences), 1 (the $4\cdot10^6$ sequences) and 2 (the
+# `numpy.random.default_rng` seeds 0 (the 4000 sequences), 1 (the $10^6$ sequences) and 2 (the
 # 100 replicate sets). The page runs in well under a minute on one CPU core.
 
 # %% tags=["hide-cell", "nbval-ignore-output"]
