@@ -23,8 +23,8 @@ NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with book/nbval_sanitize.
 # OMP_WAIT_POLICY=PASSIVE: two notebooks of two threads each share two cores, so an idle OpenMP thread
 # sleeps instead of spinning on the core the other notebook needs (a scheduling choice; no number changes).
 # OPENBLAS_THREAD_TIMEOUT=4 does the same for numpy's OpenBLAS threads (they spin 2^4 cycles, not 2^28,
-# before sleeping): without it, a page of many small LAPACK calls (4.6's log-determinants) took 38 s instead
-# of 12 s in this pass, its two BLAS threads spinning for cores the other notebook held.
+# before sleeping): without it, 4.6's cell of many small LAPACK calls (its log-determinants) took 38 s in this
+# pass against 2 s in the first, its two BLAS threads spinning for cores the other notebook held.
 KERNELS := OPENBLAS_CORETYPE=Sandybridge ATEN_CPU_CAPABILITY=default \
 	NPY_DISABLE_CPU_FEATURES="AVX512F AVX512CD AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX2 FMA3" \
 	NEXTWORD_THREADS=2 NEXTWORD_PERTURB=1 OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4
