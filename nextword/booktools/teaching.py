@@ -226,7 +226,9 @@ def estimated_minutes(py_path: Path) -> int:
 def glossary_terms(glossary: Path = GLOSSARY) -> dict[str, str]:
     """``{term (lower case): its definition}`` of the ``{glossary}`` block of ``book/glossary.md``.
 
-    Raises ValueError when the file has no glossary block or an entry has no definition.
+    Raises ValueError when the file has no glossary block, an entry has no definition, or a term follows
+    the previous definition without a blank line (docutils then warns "glossary term must be preceded by
+    empty line").
     """
     text = Path(glossary).read_text(encoding="utf-8")
     block = re.search(r"```\{glossary\}\n(.*?)\n```", text, re.S)
@@ -234,7 +236,8 @@ def glossary_terms(glossary: Path = GLOSSARY) -> dict[str, str]:
         raise ValueError(f"glossary: {glossary} has no ```{{glossary}} block")
     terms: dict[str, str] = {}
     current = None
-    for line in block[1].splitlines():
+    lines = block[1].splitlines()
+    for before, line in zip([""] + lines, lines):
         if not line.strip() or line.startswith(":"):
             continue
         if line[0].isspace():
@@ -242,6 +245,8 @@ def glossary_terms(glossary: Path = GLOSSARY) -> dict[str, str]:
                 raise ValueError(f"glossary: definition text before any term: {line.strip()!r}")
             terms[current] = (terms[current] + " " + line.strip()).strip()
         else:
+            if before.strip() and not before.startswith(":"):
+                raise ValueError(f"glossary: no blank line before the term {line.strip()!r}")
             current = line.strip().lower()
             terms[current] = ""
     empty = [t for t, definition in terms.items() if not definition]
