@@ -41,6 +41,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from nextword.booktools.display import produced
 from nextword.booktools.plotting import use_book_style
 from nextword.provenance import load_result
 from nextword.theory.barrier import diagonal_blocks, matrix_margins, scalar_margin, support_tokens
@@ -116,13 +117,13 @@ else:
     config = preset("quick", steps=150, eval_every=150, eval_windows=8, max_chars=60_000,
                     d_model=32, max_len=32, margin_positions=8, lambda_margin=0.05)
 
-# %% tags=["nbval-ignore-output"]
+# %%
 workdir = tempfile.TemporaryDirectory()
 results = train(config, workdir.name, device="cpu", progress=False)
 gpt, prior, _, _ = load_checkpoint(workdir.name)
 print(f"validation bits per character after {results['steps']} steps: "
-      f"{results['final_val_bpc']:.3f}")
-print("prior diagnostics:", {k: round(v, 4) for k, v in results["diagnostics"].items()})
+      f"{produced(results['final_val_bpc'], '.3f')}")
+print("prior diagnostics:", ", ".join(f"{k} {produced(v, '.4f')}" for k, v in results["diagnostics"].items()))
 
 # %% [markdown]
 # ## Margins on a passage of real text (the miniature)
@@ -153,16 +154,16 @@ assert np.allclose(blocks_numpy, blocks_torch, atol=1e-10)
 assert margins_mini.logabsdet[0] == 0.0                 # position 1: no context
 assert abs(margins_mini.logabsdet[1]) < 1e-12          # position 2: a one-point context
 
-# %% tags=["nbval-ignore-output"]
+# %%
 logm = margins_mini.logabsdet
 support_all = support_tokens(logm, atol=1e-9)
 support_late = 2 + support_tokens(logm[2:])  # among positions whose context has at least 2 tokens
-print(f"sign of every det(I - Σ_t A): {sorted(set(margins_mini.sign.astype(int).tolist()))}")
-print(f"log-margins: min {logm.min():+.4f}, max {logm.max():+.4f}; "
-      f"spectral margin min {margins_mini.spectral.min():+.4f}")
-print(f"support tokens (Def. 3.1, all positions, 0-based): {support_all.tolist()}")
-print(f"support token among positions t >= 3: position {support_late[0] + 1} "
-      f"(0-based {support_late[0]}), character {text[support_late[0]]!r}")
+print(f"sign of every det(I - Σ_t A): {produced(str(sorted(set(margins_mini.sign.astype(int).tolist()))))}")
+print(f"log-margins: min {produced(logm.min(), '+.4f')}, max {produced(logm.max(), '+.4f')}; "
+      f"spectral margin min {produced(margins_mini.spectral.min(), '+.4f')}")
+print(f"support tokens (Def. 3.1, all positions, 0-based): {produced(str(support_all.tolist()))}")
+print(f"support token among positions t >= 3: position {produced(support_late[0] + 1, 'd')} "
+      f"(0-based {produced(support_late[0], 'd')}), character {produced(repr(text[support_late[0]]))}")
 
 
 # %%

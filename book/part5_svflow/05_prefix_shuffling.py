@@ -41,6 +41,7 @@ import sympy as sp
 import torch
 from IPython.display import Math, display
 
+from nextword.booktools.display import produced
 from nextword.booktools.plotting import use_book_style
 from nextword.evaluation import spearman
 from nextword.provenance import load_curves, load_result, results_root
@@ -149,7 +150,7 @@ cfg = LMConfig(vocab_size=V, d_model=D_MODEL, num_heads=4, num_layers=LAYERS, ma
 print(f"vocabulary {V} characters; {N_SEQS} evaluation sequences of N = {SEQ_LEN + 1}; "
       f"model {cfg.num_layers} layers, d = {cfg.d_model}, {cfg.num_heads} heads")
 
-# %% tags=["nbval-ignore-output"]
+# %%
 model = TinyLM(cfg, seed=0)
 checkpoints, losses = [], []
 for c in range(3):
@@ -157,7 +158,7 @@ for c in range(3):
                        block_size=SEQ_LEN, lr=LR, seed=c, progress=False)
     checkpoints.append({k: v.detach().clone() for k, v in model.state_dict().items()})
     print(f"checkpoint {c + 1}: step {len(losses)}, "
-          f"mean training loss of the last 20 steps {np.mean(losses[-20:]):.3f} nats")
+          f"mean training loss of the last 20 steps {produced(np.mean(losses[-20:]), '.3f')} nats")
 
 # %% [markdown]
 # ## The probe reproduces the model
@@ -179,7 +180,7 @@ assert np.all(np.isfinite(probe.metrics["neg_log_p_per_dim"]))
 # %% [markdown]
 # ## The experiment on the default model, per checkpoint
 
-# %% tags=["nbval-ignore-output"]
+# %%
 BINS = ["0.00-0.25", "0.25-0.50", "0.50-0.75", "0.75-1.00"]
 NAMES = [("neg_log_p_per_dim", "-log p_t"), ("kl_q_p", "KL(q||p)"), ("kl_q_u", "KL(q||U)"), ("kl_p_u", "KL(p||U)")]
 
@@ -190,9 +191,11 @@ def print_table(t: dict, which: str, title: str) -> None:
     print(f"{'rate':>9} | " + " | ".join(f"{lab:>19}" for _, lab in NAMES) + f" | {'ECE %':>13} | {'logPPL':>13}")
     print(f"{'':>9} | " + " | ".join(f"{'base':>9} {'Δ':>9}" for _ in NAMES) + f" | {'base':>6} {'Δ':>6} | {'base':>6} {'Δ':>6}")
     for b in range(4):
-        cells = [f"{t[which][k]['base'][b]:9.4f} {t[which][k]['delta'][b]:9.2e}" for k, _ in NAMES]
-        print(f"{BINS[b]:>9} | " + " | ".join(cells) + f" | {t['ece_base'][b]:6.2f} {t['ece_delta'][b]:6.2f}"
-              f" | {t['logppl_base'][b]:6.3f} {t['logppl_delta'][b]:6.3f}")
+        cells = [f"{produced(t[which][k]['base'][b], '9.4f')} {produced(t[which][k]['delta'][b], '9.2e')}"
+                 for k, _ in NAMES]
+        print(f"{BINS[b]:>9} | " + " | ".join(cells) + f" | {produced(t['ece_base'][b], '6.2f')} "
+              f"{produced(t['ece_delta'][b], '6.2f')} | {produced(t['logppl_base'][b], '6.3f')} "
+              f"{produced(t['logppl_delta'][b], '6.3f')}")
 
 
 tables = []
@@ -466,7 +469,7 @@ assert deepest_third == {"Qwen2.5": 8, "Qwen3": 9, "Llama3.2": 5}  # App. C.2.3'
 #
 # The paper's 12 points are 3 models × 4 bins; ours are 3 checkpoints of the default run × 4 bins.
 
-# %% tags=["nbval-ignore-output"]
+# %%
 def checkpoint_spearman(tabs: list[dict]) -> tuple:
     """Spearman of deep-layer baseline -log p_t against logPPL and ECE over (checkpoints x 4 bins)."""
     nlp = np.concatenate([t["table1"]["neg_log_p_per_dim"]["base"] for t in tabs])
@@ -476,10 +479,13 @@ def checkpoint_spearman(tabs: list[dict]) -> tuple:
 
 r_ppl, r_ece = checkpoint_spearman([t for _, t in tables])
 for c, (_, t) in enumerate(tables):
-    print(f"checkpoint {c + 1}: baseline -log p_t (deep) per bin {np.round(t['table1']['neg_log_p_per_dim']['base'], 4)}, "
-          f"logPPL {np.round(t['logppl_base'], 3)}, ECE % {np.round(t['ece_base'], 2)}")
-print(f"Spearman(-log p_t, logPPL) over 12 points: rho = {r_ppl.rho:.3f}, p = {r_ppl.p_value:.2g}   (paper: 0.87, 2e-4)")
-print(f"Spearman(-log p_t, ECE)    over 12 points: rho = {r_ece.rho:.3f}, p = {r_ece.p_value:.2g}   (paper: 0.86, 4e-4)")
+    print(f"checkpoint {c + 1}: baseline -log p_t (deep) per bin "
+          f"{produced(str(np.round(t['table1']['neg_log_p_per_dim']['base'], 4)))}, "
+          f"logPPL {produced(str(np.round(t['logppl_base'], 3)))}, ECE % {produced(str(np.round(t['ece_base'], 2)))}")
+print(f"Spearman(-log p_t, logPPL) over 12 points: rho = {produced(r_ppl.rho, '.3f')}, "
+      f"p = {produced(r_ppl.p_value, '.2g')}   (paper: 0.87, 2e-4)")
+print(f"Spearman(-log p_t, ECE)    over 12 points: rho = {produced(r_ece.rho, '.3f')}, "
+      f"p = {produced(r_ece.p_value, '.2g')}   (paper: 0.86, 4e-4)")
 
 # %%
 assert np.isfinite(r_ppl.rho)
@@ -598,7 +604,8 @@ assert all(checks.values()), checks
 # ## Reproducibility
 #
 # The default run trains in the page (seed 0 for the model, seeds 0–2 for the three training stages,
-# seed 0 for the shuffles); its numbers are in cells that nbval does not compare. The saved run:
+# seed 0 for the shuffles); its numbers are printed as produced numbers, shown but not compared as text by
+# nbval. The saved run:
 
 # %% tags=["hide-cell"]
 print(f"saved run: produced by `{saved['command']}` at commit {saved['commit'][:10]}"
