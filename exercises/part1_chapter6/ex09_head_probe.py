@@ -55,6 +55,33 @@ def ablation_effect(nll_fn, num_heads: int, group: np.ndarray) -> np.ndarray:
     raise NotImplementedError("return an array (H,): the increase of the mean loss over `group` when each head alone is switched off (stuck? hint('p1_09', 1))")
 
 
+# %% [markdown]
+# **Try both functions on an example you can check by hand** before the training below. One sentence of
+# three tokens and two heads; the subject is token 0 and only query 2 is a marker. From that query head 0
+# puts weight 1/2 on the subject and head 1 puts 1/10, so `subject_attention` should give `[0.5, 0.1]`.
+# A made-up loss: every token costs 1 nat, and switching off head 1 adds 2 nats (head 0 adds nothing),
+# so `ablation_effect` over all three positions should give `[0, 2]`.
+
+# %%
+weights_by_hand = np.zeros((1, 2, 3, 3))  # (N, H, T, T)
+weights_by_hand[0, 0, 2] = [0.5, 0.25, 0.25]
+weights_by_hand[0, 1, 2] = [0.1, 0.1, 0.8]
+marker_by_hand = np.array([[False, False, True]])  # (N, T): query 2 is the marker
+got = subject_attention(weights_by_hand, np.array([0]), marker_by_hand)
+print("subject_attention:", got, "(by hand: [0.5 0.1]):",
+      "right" if got is not None and np.allclose(got, [0.5, 0.1]) else "not yet")
+
+
+def loss_by_hand(head_mask):
+    """Per-token losses (1, 3): 1 nat each, plus 2 nats when head 1 is switched off."""
+    off = np.zeros(2) if head_mask is None else 1.0 - np.asarray(head_mask)[0]
+    return np.full((1, 3), 1.0 + 2.0 * off[1])
+
+
+got = ablation_effect(loss_by_hand, 2, np.ones((1, 3), dtype=bool))
+print("ablation_effect:", got, "(by hand: [0. 2.]):",
+      "right" if got is not None and np.allclose(got, [0.0, 2.0]) else "not yet")
+
 # %%
 model = TinyLM(LMConfig(vocab_size=task.vocab_size, d_model=32, num_heads=4, num_layers=1, max_len=task.length),
                seed=0)

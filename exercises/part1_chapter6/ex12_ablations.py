@@ -55,6 +55,24 @@ def honest_loss(model: TinyLM, ids: np.ndarray) -> np.ndarray:
     raise NotImplementedError("return per-token losses of shape (N, L-1), each token predicted from its prefix alone (stuck? hint('p1_12', 1))")
 
 
+# %% [markdown]
+# **Try `honest_loss` on a tiny untrained model** before the training below (a few seconds). For a causal
+# model the prefix-only losses must equal the teacher-forced ones (`token_nll`, one pass): position $t$
+# never sees beyond $t$ anyway. For the same weights without the mask they must differ — that difference is
+# what the exercise measures.
+
+# %%
+ids_by_hand = np.random.default_rng(0).integers(0, 5, size=(2, 6))  # (N, L): two sequences of 6 tokens
+for causal in (True, False):
+    tiny = TinyLM(LMConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=2, max_len=6, causal=causal,
+                           init_std=0.3), seed=0)
+    got = honest_loss(tiny, ids_by_hand)
+    gap = None if got is None else float(np.max(np.abs(np.asarray(got) - token_nll(tiny, ids_by_hand))))
+    expected = "equal" if causal else "differ"
+    right = gap is not None and np.shape(got) == (2, 5) and ((gap < 1e-5) if causal else (gap > 1e-3))
+    print(f"{'causal' if causal else 'no mask'}: honest and teacher-forced losses should {expected}: "
+          f"{'right' if right else 'not yet'}")
+
 # %%
 cfg = LMConfig(vocab_size=task.vocab_size, d_model=32, num_heads=4, num_layers=2, max_len=task.length)
 baseline = TinyLM(cfg, seed=0)
