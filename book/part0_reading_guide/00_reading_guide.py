@@ -161,6 +161,7 @@ assert abs(share_of_word_1 - weights[0]) < 0.01
 # [Appendix A](../partA_appendix/A_notation_and_environment.ipynb)).
 
 # %% tags=["hide-cell", "nbval-ignore-output"]
+# nbval-ignore-output: the environment report (what this machine has installed)
 from nextword.booktools.check_env import run_checks
 
 results = run_checks()

@@ -432,5 +432,6 @@ plt.show()
 # ```
 
 # %% tags=["hide-cell", "nbval-ignore-output"]
+# nbval-ignore-output: package versions
 print(f"FULL = {FULL}; copy lengths {copy_lengths}, {steps} training steps; "
       f"torch {torch.__version__}, {torch.get_num_threads()} thread(s)")

@@ -692,6 +692,7 @@ assert abs((loss_of(params.sgd(g, eta), X, y, False) - g.loss) / (-eta * sq) - 1
 # `nextword.booktools.schematics.dynamics.draw_gradient_flow`.
 
 # %% tags=["hide-cell", "nbval-ignore-output"]
+# nbval-ignore-output: package versions
 import platform  # noqa: E402
 
 print(f"numpy {np.__version__}, sympy {sp.__version__}, torch {torch.__version__ if torch else 'absent'}, "

@@ -371,4 +371,5 @@ assert set(sp.solve(gap, w)) == {0, 1}
 # The page runs in a few seconds.
 
 # %% tags=["hide-cell", "nbval-ignore-output"]
+# nbval-ignore-output: package versions
 print(f"numpy {np.__version__}, sympy {sp.__version__}")

@@ -709,4 +709,5 @@ plt.show()
 # 100 replicate sets). The page runs in well under a minute on one CPU core.
 
 # %% tags=["hide-cell", "nbval-ignore-output"]
+# nbval-ignore-output: package versions
 print(f"numpy {np.__version__}, sympy {sp.__version__}")

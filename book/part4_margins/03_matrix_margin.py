@@ -673,4 +673,5 @@ assert 0.4 < share_last_4 < 0.6 and share_past > 0.85
 # once, not tuned). The page runs in well under a minute.
 
 # %% tags=["hide-cell", "nbval-ignore-output"]
+# nbval-ignore-output: package versions
 print(f"numpy {np.__version__}, sympy {sp.__version__}, torch {torch.__version__}")

@@ -352,4 +352,5 @@ assert np.abs(zf).max() < 4
 # embeddings of Lemma C.1). Sampled $z$-scores are printed through `produced()` and asserted below 4.
 
 # %% tags=["hide-cell", "nbval-ignore-output"]
+# nbval-ignore-output: package versions
 print(f"numpy {np.__version__}")

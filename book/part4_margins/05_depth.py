@@ -374,4 +374,5 @@ assert counts["embedding"] == vocab * d_model
 # and `(4)` (the standard-block stack).
 
 # %% tags=["hide-cell", "nbval-ignore-output"]
+# nbval-ignore-output: package versions
 print(f"numpy {np.__version__}, sympy {sp.__version__}")

@@ -726,6 +726,7 @@ assert abs(log_det_flow - float(divergence_integral)) < 1e-6
 # `nextword.booktools.schematics.sphere`.
 
 # %% tags=["hide-cell", "nbval-ignore-output"]
+# nbval-ignore-output: package versions
 import scipy  # noqa: E402
 
 print(f"numpy {np.__version__}, scipy {scipy.__version__}, sympy {sp.__version__}")

@@ -378,4 +378,5 @@ assert abs(float(at_point)) > 0.1
 # (`GaussianSVFlow`, `euler_flow`), `nextword.numerics.central_difference`.
 
 # %% tags=["hide-cell", "nbval-ignore-output"]
+# nbval-ignore-output: package versions
 print(f"numpy {np.__version__}, sympy {sp.__version__}")

@@ -531,4 +531,5 @@ plt.show()
 # `load_balancing_loss`, `spherical_euler_flow`), `nextword.attention`, `nextword.decoder.rms_norm`.
 
 # %% tags=["hide-cell", "nbval-ignore-output"]
+# nbval-ignore-output: package versions
 print(f"numpy {np.__version__}, sympy {sp.__version__}")

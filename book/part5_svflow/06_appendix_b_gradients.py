@@ -747,4 +747,5 @@ plt.show()
 # (`hybrid_forward`, `hybrid_gradients`, `moe_forward_backward`, `attention_role_gradients`).
 
 # %% tags=["hide-cell", "nbval-ignore-output"]
+# nbval-ignore-output: package versions
 print(f"numpy {np.__version__}, sympy {sp.__version__}")

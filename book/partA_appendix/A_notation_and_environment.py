@@ -11,6 +11,7 @@
 # Paste this report into any bug report (it is the output of `nextword check-env`).
 
 # %% tags=["nbval-ignore-output"]
+# nbval-ignore-output: the environment report (what this machine has installed)
 from nextword.booktools.check_env import format_report, run_checks
 
 results = run_checks()

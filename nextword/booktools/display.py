@@ -24,7 +24,7 @@ True
 
 from __future__ import annotations
 
-__all__ = ["MARK", "produced", "strip_marks"]
+__all__ = ["MARK", "IGNORE_OUTPUT_REASONS", "produced", "strip_marks", "unexplained_ignored_outputs"]
 
 #: U+2063 INVISIBLE SEPARATOR: zero-width in the rendered book, and found nowhere else in the outputs.
 MARK = "\u2063"
@@ -56,3 +56,47 @@ def strip_marks(text: str) -> str:
     '2.0'
     """
     return text.replace(MARK, "")
+
+
+#: The only reasons a cell may carry nbval's ``nbval-ignore-output`` tag, which hides its *whole* output from
+#: the comparison: what it prints varies by machine for one of these reasons. Its first line says which
+#: (``# nbval-ignore-output: timings``). A trained or sampled number is not among them: it goes through
+#: :func:`produced`, so the rest of its line is still compared.
+IGNORE_OUTPUT_REASONS = (
+    "timings",
+    "progress bars",
+    "package versions",
+    "the environment report (what this machine has installed)",
+)
+
+
+def unexplained_ignored_outputs(notebooks) -> list[str]:
+    r"""``"path, cell n"`` for each code cell of the ``.ipynb`` files ``notebooks`` tagged ``nbval-ignore-output``
+    whose first line is not ``# nbval-ignore-output: <reason>`` with a reason of :data:`IGNORE_OUTPUT_REASONS`.
+
+    >>> import json, pathlib, tempfile
+    >>> cell = {"cell_type": "code", "metadata": {"tags": ["nbval-ignore-output"]}, "source": "print(loss)"}
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "page.ipynb"
+    >>> _ = path.write_text(json.dumps({"cells": [cell]}))
+    >>> [p.split("/")[-1] for p in unexplained_ignored_outputs([path])]
+    ['page.ipynb, code cell 0: print(loss)']
+    >>> cell["source"] = "# nbval-ignore-output: timings\nprint(seconds)"
+    >>> _ = path.write_text(json.dumps({"cells": [cell]}))
+    >>> unexplained_ignored_outputs([path])
+    []
+    """
+    import json
+    from pathlib import Path
+
+    allowed = {f"# nbval-ignore-output: {r}" for r in IGNORE_OUTPUT_REASONS}
+    problems = []
+    for path in notebooks:
+        cells = [c for c in json.loads(Path(path).read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
+        for n, cell in enumerate(cells):
+            if "nbval-ignore-output" not in cell.get("metadata", {}).get("tags", []):
+                continue
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            first = source.splitlines()[0].strip() if source.strip() else ""
+            if first not in allowed:
+                problems.append(f"{path}, code cell {n}: {first[:60]}")
+    return problems
