@@ -3,6 +3,12 @@
 Prints one ``[OK]``/``[FAIL]`` line per requirement (Python, each dependency with its version,
 torch's device, the data directory). Paste its output into bug reports. Exit status 1 when a
 required item fails; optional items (torch, the data) print ``[--]`` when missing.
+
+The required packages and torch are imported (a broken install shows as "not importable"); the optional
+tools of the notebook pipeline (:data:`TOOLS`: jupytext, nbval, …) are looked up in the installed
+distributions' metadata instead of imported: importing them costs seconds (jupytext alone about 2 s,
+most of it a URI grammar that ``jsonschema`` builds at import), and the report runs in two pages of the
+book, so in both notebook passes of ``make test``.
 """
 
 from __future__ import annotations
@@ -12,10 +18,12 @@ import platform
 import sys
 from dataclasses import dataclass
 
-__all__ = ["CheckResult", "REQUIRED", "OPTIONAL", "run_checks", "format_report", "main"]
+__all__ = ["CheckResult", "REQUIRED", "OPTIONAL", "TOOLS", "run_checks", "format_report", "main"]
 
 REQUIRED = ("numpy", "scipy", "matplotlib", "sympy", "tqdm")
 OPTIONAL = ("torch", "jupytext", "nbval", "nbconvert", "ipykernel", "pytest", "hypothesis")
+#: the optional items whose installed version is read from their distribution's metadata (not imported)
+TOOLS = ("jupytext", "nbval", "nbconvert", "ipykernel", "pytest", "hypothesis")
 
 
 @dataclass(frozen=True)
@@ -31,6 +39,13 @@ class CheckResult:
 
 
 def _module_version(name: str) -> str:
+    if name in TOOLS:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            raise ImportError(f"No distribution named {name!r} is installed") from None
     module = importlib.import_module(name)
     return str(getattr(module, "__version__", "unknown version"))
 

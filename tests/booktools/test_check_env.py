@@ -51,3 +51,16 @@ def test_command_line_prints_ok_lines_and_exits_zero():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[0].startswith("[OK] python")
     assert proc.stdout.strip().endswith("environment OK")
+
+
+def test_a_tool_is_looked_up_not_imported_and_a_missing_one_is_optional(monkeypatch):
+    import sys
+
+    monkeypatch.setattr(check_env, "OPTIONAL", check_env.OPTIONAL + ("no_such_tool_nextword",))
+    monkeypatch.setattr(check_env, "TOOLS", check_env.TOOLS + ("no_such_tool_nextword",))
+    monkeypatch.delitem(sys.modules, "jupytext", raising=False)
+    results = {r.name: r for r in check_env.run_checks()}
+    assert "jupytext" not in sys.modules  # its version came from the metadata
+    assert results["jupytext"].status == "OK" and results["jupytext"].detail[0].isdigit()
+    assert results["no_such_tool_nextword"].status == "--"
+    assert "not importable" in results["no_such_tool_nextword"].detail
