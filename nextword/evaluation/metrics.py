@@ -37,7 +37,7 @@ from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special, stats
+from scipy import special
 
 from nextword._validate import as_float_array, check_positive_int, check_real, check_size
 
@@ -445,5 +445,7 @@ def spearman(x: ArrayLike, y: ArrayLike) -> SpearmanResult:
         raise ValueError(f"x and y must be 1-D of equal length, got shapes {a.shape} and {b.shape}")
     if np.all(a == a[0]) or np.all(b == b[0]):
         raise ValueError("spearman is undefined when x or y is constant")
+    from scipy import stats  # here, not at the top: importing scipy.stats takes about a second
+
     res = stats.spearmanr(a, b)
     return SpearmanResult(float(res.statistic), float(res.pvalue))

@@ -32,7 +32,6 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-import scipy.linalg
 
 from nextword._validate import as_float_array, as_index_array, check_positive_int
 
@@ -157,6 +156,8 @@ def transition_matrix(Q: object, t: float) -> np.ndarray:
     """
     Q = check_generator(Q, atol=1e-9)
     t = _check_nonneg_float(t, "t")
+    import scipy.linalg  # imported where used (about half a second)
+
     P = scipy.linalg.expm(t * Q)
     return np.clip(P, 0.0, None)
 

@@ -31,8 +31,6 @@ import numbers
 from collections.abc import Callable
 
 import numpy as np
-import scipy.integrate
-import scipy.linalg
 
 from nextword._validate import as_float_array, check_positive_int
 
@@ -81,6 +79,8 @@ def discretize_zoh(A: object, B: object, dt: float) -> tuple[np.ndarray, np.ndar
     M = np.zeros((s + d, s + d))
     M[:s, :s] = A
     M[:s, s:] = B
+    import scipy.linalg  # imported where used: scipy.linalg and scipy.integrate take about a second to import
+
     E = scipy.linalg.expm(M * dt)  # (s + d, s + d)
     return E[:s, :s], E[:s, s:]
 
@@ -184,6 +184,8 @@ def ssm_exact_state(
     times = as_float_array(times, "times", ndim=1).astype(np.float64)
     if times.size and times.min() < 0:
         raise ValueError("times must be >= 0")
+    import scipy.integrate
+
     expA = _expm_path(A)
     out = np.empty((times.size, A.shape[0]))
     for n, t in enumerate(times):
@@ -200,4 +202,6 @@ def _expm_path(A: np.ndarray) -> Callable[[float], np.ndarray]:
     if np.linalg.cond(R) < 1e8:
         Rinv = np.linalg.inv(R)
         return lambda t: ((R * np.exp(lam * t)) @ Rinv).real
+    import scipy.linalg  # pragma: no cover
+
     return lambda t: scipy.linalg.expm(A * t)  # pragma: no cover
