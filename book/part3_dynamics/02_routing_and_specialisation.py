@@ -431,7 +431,7 @@ ax.set_xlabel(f"PC1 ({pca.explained_variance_ratio[0]:.0%})")
 ax.set_ylabel(f"PC2 ({pca.explained_variance_ratio[1]:.0%})")
 ax.legend(fontsize=8)
 plt.show()
-print(f"explained variance of PC1: {pca.explained_variance_ratio[0]:.3f}")
+print(f"explained variance of PC1: {produced(pca.explained_variance_ratio[0], '.3f')}")  # of trained values
 
 # %% [markdown]
 # **Figure 3.2.6** (the paper's Fig. 5). Value trajectories in the PCA frame (circles: start,
@@ -622,8 +622,8 @@ for seed in (0, 1, 2):
 
 # %%
 for (seed, proto, what), (ev1, rho1, rho_max) in manifold.items():
-    print(f"seed {seed}, {proto:7s}, {what:11s}: PC1 variance share {ev1:.1f}; "
-          f"|rank corr. with posterior entropy| PC1 {rho1:.1f}, best of PC1-3 {rho_max:.1f}")
+    print(f"seed {seed}, {proto:7s}, {what:11s}: PC1 variance share {produced(ev1, '.1f')}; "
+          f"|rank corr. with posterior entropy| PC1 {produced(rho1, '.1f')}, best of PC1-3 {produced(rho_max, '.1f')}")
 ev1_all = np.array([v[0] for v in manifold.values()])
 rho1_all = np.array([v[1] for v in manifold.values()])
 print(f"PC1 carries less than 60% of the variance in all {len(ev1_all)} cases: "

@@ -424,7 +424,7 @@ for V_final, name in ((Vem, "EM-like"), (Vsgd, "SGD")):
     lengths = np.linalg.norm(displacement, axis=1)
     coherence = np.linalg.norm((displacement / lengths[:, None]).mean(axis=0))
     stats[name] = (lengths.mean(), coherence)
-    print(f"{name:8s}: mean displacement {lengths.mean():.3f}, coherence {coherence:.3f}")
+    print(f"{name:8s}: mean displacement {produced(lengths.mean(), '.3f')}, coherence {produced(coherence, '.3f')}")
 
 # %% [markdown]
 # **Figure 3.3.3** (the paper's Fig. 9). Displacement of 200 sampled values $v_j=x_jW_V$ of the
