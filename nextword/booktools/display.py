@@ -71,32 +71,29 @@ IGNORE_OUTPUT_REASONS = (
 
 
 def unexplained_ignored_outputs(notebooks) -> list[str]:
-    r"""``"path, cell n"`` for each code cell of the ``.ipynb`` files ``notebooks`` tagged ``nbval-ignore-output``
-    whose first line is not ``# nbval-ignore-output: <reason>`` with a reason of :data:`IGNORE_OUTPUT_REASONS`.
+    r"""``"path, code cell n: first line"`` for each code cell of the ``.ipynb`` files ``notebooks`` tagged
+    ``nbval-ignore-output`` whose first line is not ``# nbval-ignore-output: <reason>`` with a reason of
+    :data:`IGNORE_OUTPUT_REASONS`.
 
-    >>> import json, pathlib, tempfile
-    >>> cell = {"cell_type": "code", "metadata": {"tags": ["nbval-ignore-output"]}, "source": "print(loss)"}
+    >>> import nbformat, pathlib, tempfile
+    >>> cell = nbformat.v4.new_code_cell("print(loss)", metadata={"tags": ["nbval-ignore-output"]})
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "page.ipynb"
-    >>> _ = path.write_text(json.dumps({"cells": [cell]}))
+    >>> nbformat.write(nbformat.v4.new_notebook(cells=[cell]), path)
     >>> [p.split("/")[-1] for p in unexplained_ignored_outputs([path])]
     ['page.ipynb, code cell 0: print(loss)']
-    >>> cell["source"] = "# nbval-ignore-output: timings\nprint(seconds)"
-    >>> _ = path.write_text(json.dumps({"cells": [cell]}))
+    >>> cell.source = "# nbval-ignore-output: timings\nprint(seconds)"
+    >>> nbformat.write(nbformat.v4.new_notebook(cells=[cell]), path)
     >>> unexplained_ignored_outputs([path])
     []
     """
-    import json
-    from pathlib import Path
+    import nbformat
 
     allowed = {f"# nbval-ignore-output: {r}" for r in IGNORE_OUTPUT_REASONS}
     problems = []
     for path in notebooks:
-        cells = [c for c in json.loads(Path(path).read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
-        for n, cell in enumerate(cells):
-            if "nbval-ignore-output" not in cell.get("metadata", {}).get("tags", []):
-                continue
-            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-            first = source.splitlines()[0].strip() if source.strip() else ""
-            if first not in allowed:
+        code = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+        for n, cell in enumerate(code):
+            first = (cell.source.splitlines() or [""])[0].strip()
+            if "nbval-ignore-output" in cell.metadata.get("tags", []) and first not in allowed:
                 problems.append(f"{path}, code cell {n}: {first[:60]}")
     return problems

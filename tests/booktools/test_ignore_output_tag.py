@@ -3,14 +3,14 @@ first line, and the reason is one of :data:`nextword.booktools.display.IGNORE_OU
 progress bars, package versions, the environment report). Trained or sampled numbers go through
 ``produced()`` instead (README, "Adding or editing a notebook")."""
 
-import json
+import nbformat
 
 from nextword.booktools.display import IGNORE_OUTPUT_REASONS, unexplained_ignored_outputs
-from nextword.booktools.notebooks import REPO_ROOT
+from nextword.booktools.notebooks import notebook_sources
 
 
 def _notebooks():
-    return sorted(p for d in ("book", "solutions", "exercises") for p in (REPO_ROOT / d).glob("*/*.ipynb"))
+    return [py.with_suffix(".ipynb") for py in notebook_sources()]
 
 
 def test_every_tagged_cell_in_the_book_says_why_its_output_varies():
@@ -23,23 +23,17 @@ def test_every_tagged_cell_in_the_book_says_why_its_output_varies():
 
 
 def test_a_tagged_training_cell_is_caught(tmp_path):
+    v4 = nbformat.v4
+    tagged = {"tags": ["nbval-ignore-output"]}
     cells = [
-        {"cell_type": "markdown", "metadata": {}, "source": "# nbval-ignore-output: timings"},
-        {
-            "cell_type": "code",
-            "metadata": {"tags": ["nbval-ignore-output"]},
-            "source": ["# nbval-ignore-output: timings\n", "t"],
-        },
-        {
-            "cell_type": "code",
-            "metadata": {"tags": ["nbval-ignore-output"]},
-            "source": ["# nbval-ignore-output: losses\n", "l"],
-        },
-        {"cell_type": "code", "metadata": {"tags": ["hide-cell", "nbval-ignore-output"]}, "source": "print(loss)"},
-        {"cell_type": "code", "metadata": {}, "source": "print(1)"},
+        v4.new_markdown_cell("# nbval-ignore-output: timings"),
+        v4.new_code_cell("# nbval-ignore-output: timings\nt", metadata=tagged),
+        v4.new_code_cell("# nbval-ignore-output: losses\nl", metadata=tagged),
+        v4.new_code_cell("print(loss)", metadata={"tags": ["hide-cell", "nbval-ignore-output"]}),
+        v4.new_code_cell("print(1)"),
     ]
     path = tmp_path / "page.ipynb"
-    path.write_text(json.dumps({"cells": cells}))
+    nbformat.write(v4.new_notebook(cells=cells), path)
     assert unexplained_ignored_outputs([path]) == [
         f"{path}, code cell 1: # nbval-ignore-output: losses",
         f"{path}, code cell 2: print(loss)",
