@@ -682,7 +682,7 @@ plt.show()
 #
 # **Default run:** one 2-layer, 4-head `TinyLM` (width 32) trained for 600 steps on `AgreementTask`,
 # ablated at test time, plus two ablated models retrained the same way (no mask, no positions), and
-# three 2-layer width-16 models on the running example — about 30 s on 2 CPU cores. `FULL=1` trains the
+# three 2-layer width-16 models on the running example — about 40 s on 2 CPU cores. `FULL=1` trains the
 # ablation models for 1500 steps and also retrains the single-head model (once as long as the baseline and
 # once twice as long) and the no-residual model. `NEXTWORD_SEED` sets the seed of the ablation models
 # (`tests/test_notebook_seeds.py` runs the page with seeds 1 and 2). Library: `nextword.decoder`,
