@@ -12,7 +12,10 @@ comma  := ,
 JOBS   ?= 2
 # nbval needs matplotlib's inline backend (Agg drops the figure's text output) and the default run.
 NBENV  := env -u MPLBACKEND FULL=0
-NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with book/nbval_sanitize.cfg -p no:cacheprovider
+# -p no:hypothesispytest: the notebook passes use no hypothesis, and its pytest plugin imports all of it
+# (3 s in every pytest process: the main one and each worker, in both passes).
+NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with book/nbval_sanitize.cfg -p no:cacheprovider \
+	-p no:hypothesispytest
 # The portability pass: the same notebooks with other CPU kernels selected (OpenBLAS's Sandybridge
 # kernels, torch's non-vectorised ATen kernels, numpy without AVX2/FMA/AVX-512 loops), two BLAS/OpenMP
 # threads instead of one (conftest.py reads NEXTWORD_THREADS), and every training run perturbed:
@@ -29,13 +32,14 @@ KERNELS := OPENBLAS_CORETYPE=Sandybridge ATEN_CPU_CAPABILITY=default \
 	NPY_DISABLE_CPU_FEATURES="AVX512F AVX512CD AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX2 FMA3" \
 	NEXTWORD_THREADS=2 NEXTWORD_PERTURB=1 OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4
 
-.PHONY: help env lint test test-lib test-seeds test-notebooks test-notebooks-kernels book book-html render lab sync exercises bench results gpu-check test-instructor clean
+.PHONY: help env lint test test-lib test-seeds test-exercises test-notebooks test-notebooks-kernels book book-html render lab sync exercises bench results gpu-check test-instructor clean
 
 help:
 	@echo "make book   - set up, execute every notebook in book/, render _build/html/index.html"
 	@echo "make book-html - render the committed executed notebooks to _build/html (no execution; incremental)"
 	@echo "make test   - set up, lint, library tests + doctests, browser test of the book, pytest --nbval on book/ and solutions/"
 	@echo "              (twice: as built, and with other CPU kernels, 2 threads and perturbed training: test-notebooks-kernels)"
+	@echo "make test-exercises - execute every generated exercise until its first stub (CI runs it)"
 	@echo "make test-seeds - rerun the pages that train with seeds 1 and 2 (their asserted claims must hold; CI runs it)"
 	@echo "make lint   - ruff check and the import-linter contracts (.importlinter)"
 	@echo "make lab    - open JupyterLab on book/"
@@ -64,13 +68,21 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 test-lib: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) --doctest-modules nextword tests -m "not instructor and not seeds"
+	$(BIN)/python -m pytest -n $(JOBS) --doctest-modules nextword tests -m "not instructor and not seeds and not exercises"
 
 # The pages that train rerun as scripts with seeds 1 and 2 (tests/test_notebook_seeds.py): every claim
 # they assert must hold for other seeds too. Minutes of CPU, a property of the pages rather than of your
 # machine: outside make test's time budget, run by .ci/run after it on every change.
 test-seeds: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -n $(JOBS) -m seeds tests/test_notebook_seeds.py
+
+# Every generated student notebook (exercises/) executed until its first stub (tests/booktools/
+# test_exercise_builder.py; make test executes one): a property of the generator and the committed files,
+# the same on every machine; before its first stub each runs its solution's cells (a test in make test
+# checks that, word for word), which make test checks under nbval. Thirty kernels, about a minute of
+# CPU: outside make test's time budget, run by .ci/run.
+test-exercises: $(STAMP)
+	$(BIN)/python -m pytest -p no:cacheprovider -n $(JOBS) -m exercises tests/booktools/test_exercise_builder.py
 
 # The instructors' export graded end to end by otter-grader and nbgrader (the `instructor` extra; minutes):
 # outside make test's time budget, run by .ci/run after it.

@@ -51,7 +51,29 @@ def test_stale_and_orphan_exercises_are_detected(tmp_path):
     assert any("has no solution" in p for p in builder.stale_exercises(tmp_path))
 
 
-@pytest.mark.parametrize("solution", builder.solution_sources(), ids=lambda p: p.stem)
+#: the one generated notebook that ``make test`` executes; ``make test-exercises`` (CI) executes them all
+IN_MAKE_TEST = "ex01_attention_weights"
+
+
+def _generated(solutions):
+    """One parameter per solution; all but :data:`IN_MAKE_TEST` marked ``exercises``.
+
+    Why not all of them in ``make test``: before its first stub a generated notebook runs the solution's
+    own cells (``build`` changes only the regions between the solution markers), and ``make test`` runs
+    every solution under nbval, twice, on your machine. What executing the generated copies adds is a
+    property of the generator and of the committed files, the same on every machine: thirty kernels, about
+    a minute of CPU, checked by ``make test-exercises`` on every change (``.ci/run``).
+    """
+    return [
+        pytest.param(s, id=s.stem, marks=() if s.stem == IN_MAKE_TEST else pytest.mark.exercises) for s in solutions
+    ]
+
+
+def test_one_generated_notebook_runs_in_make_test():
+    assert IN_MAKE_TEST in [s.stem for s in builder.solution_sources()]
+
+
+@pytest.mark.parametrize("solution", _generated(builder.solution_sources()))
 def test_generated_exercise_runs_until_its_first_stub(solution):
     """Executed as generated, a student notebook stops with NotImplementedError at its first stub."""
     import nbformat
@@ -80,3 +102,22 @@ def test_readme_lists_title_difficulty_and_book_notebook(tmp_path):
         "| [Exercise 04 — Counting parameters](part1_chapter6/ex04_params.py) | ★ | `book/part1_chapter6/6_4_multi_head` |"
         in text
     )
+
+
+@pytest.mark.parametrize("solution", builder.solution_sources(), ids=lambda p: p.stem)
+def test_before_its_first_stub_a_generated_notebook_is_its_solution(solution):
+    """After the header cell that ``build`` puts first (the ``hint, reveal`` import, the same in every
+    exercise), the code cells before the first one that ``build`` changed are the solution's, word for
+    word, and that first changed cell holds a stub: so ``make test``'s nbval run of the solution covers
+    them on your machine (why ``make test`` executes only one generated notebook)."""
+    import nbformat
+
+    def code(path):
+        return [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+
+    sol, ex = code(solution.with_suffix(".ipynb")), code(builder.exercise_path(solution).with_suffix(".ipynb"))
+    assert ex[0].startswith("from nextword.booktools.exercises import hint, reveal"), ex[0]
+    ex = ex[1:]
+    changed = next((i for i, (a, b) in enumerate(zip(sol, ex)) if a != b), None)
+    assert changed is not None, f"{solution.stem}: no code cell changed (no stub to stop at)"
+    assert "raise NotImplementedError" in ex[changed], f"{solution.stem}: code cell {changed} changed without a stub"
