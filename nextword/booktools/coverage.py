@@ -33,7 +33,10 @@ def load_map(root: Path) -> dict:
     """``book/coverage.yaml`` as ``{"sources": {key: name}, "items": [row, …]}``."""
     import yaml
 
-    data = yaml.safe_load((Path(root) / "book" / "coverage.yaml").read_text(encoding="utf-8"))
+    # libyaml's safe loader where PyYAML has it (its wheels do): the same documents, 10x faster on this
+    # 230 kB map (0.54 s -> 0.05 s), read each time the book is staged
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    data = yaml.load((Path(root) / "book" / "coverage.yaml").read_text(encoding="utf-8"), Loader=loader)
     if (
         not isinstance(data, dict)
         or not isinstance(data.get("items"), list)
