@@ -32,13 +32,14 @@ KERNELS := OPENBLAS_CORETYPE=Sandybridge ATEN_CPU_CAPABILITY=default \
 	NPY_DISABLE_CPU_FEATURES="AVX512F AVX512CD AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX2 FMA3" \
 	NEXTWORD_THREADS=2 NEXTWORD_PERTURB=1 OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4
 
-.PHONY: help env lint test test-lib test-seeds test-exercises test-notebooks test-notebooks-kernels book book-html render lab sync exercises bench results gpu-check test-instructor clean
+.PHONY: help env lint test test-lib test-browser test-seeds test-exercises test-notebooks test-notebooks-kernels book book-html render lab sync exercises bench results gpu-check test-instructor clean
 
 help:
 	@echo "make book   - set up, execute every notebook in book/, render _build/html/index.html"
 	@echo "make book-html - render the committed executed notebooks to _build/html (no execution; incremental)"
-	@echo "make test   - set up, lint, library tests + doctests, browser test of the book, pytest --nbval on book/ and solutions/"
+	@echo "make test   - set up, lint, render the book, library tests + doctests, pytest --nbval on book/ and solutions/"
 	@echo "              (twice: as built, and with other CPU kernels, 2 threads and perturbed training: test-notebooks-kernels)"
+	@echo "make test-browser - open the rendered book in headless Chromium (axe-core after make axe; CI runs it)"
 	@echo "make test-exercises - execute every generated exercise until its first stub (CI runs it)"
 	@echo "make test-seeds - rerun the pages that train with seeds 1 and 2 (their asserted claims must hold; CI runs it)"
 	@echo "make lint   - ruff check and the import-linter contracts (.importlinter)"
@@ -58,7 +59,7 @@ $(STAMP): pyproject.toml
 
 env: $(STAMP)
 
-# The book is rendered once (book-html); the browser test in tests/ reuses _build/html.
+# The book is rendered once (book-html); the tests of its HTML files in tests/booktools reuse _build/html.
 test: $(STAMP) lint book-html test-lib test-notebooks test-notebooks-kernels
 
 # the rules of the house: ruff's lint rules (pyproject.toml) and the import contracts (.importlinter)
@@ -68,7 +69,14 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 test-lib: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) --doctest-modules nextword tests -m "not instructor and not seeds and not exercises"
+	$(BIN)/python -m pytest -n $(JOBS) --doctest-modules nextword tests \
+		-m "not instructor and not seeds and not exercises and not browser"
+
+# The rendered book opened in headless Chromium (tests marked browser, tests/booktools/conftest.py):
+# what the committed book looks like to a reader, not your machine's numbers; a few minutes of CPU
+# with the browser's. Outside make test's time budget, run by .ci/run (with make axe) after it.
+test-browser: $(STAMP)
+	$(BIN)/python -m pytest -p no:cacheprovider -n $(JOBS) -m browser tests/booktools
 
 # The pages that train rerun as scripts with seeds 1 and 2 (tests/test_notebook_seeds.py): every claim
 # they assert must hold for other seeds too. Minutes of CPU, a property of the pages rather than of your
@@ -133,7 +141,7 @@ clean:
 
 # --- accessibility and the PDF edition (issue #31) ---------------------------------------------------------
 # axe-core (npm, MPL-2.0) for the browser test's accessibility check, into _build/axe (read by
-# tests/booktools/test_book_browser.py; without it that check skips, except in CI).
+# tests/booktools/test_book_browser.py in make test-browser; without it that check skips, except in CI).
 AXE := _build/axe/node_modules/axe-core/axe.min.js
 TEX_PACKAGES := latexmk texlive-xetex texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended \
 	fonts-freefont-otf tex-gyre texlive-lang-greek lmodern poppler-utils

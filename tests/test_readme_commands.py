@@ -138,6 +138,7 @@ CHEAP_FORMS: dict[str, list[str]] = {
     "make test-instructor": ["make -n test-instructor"],
     "make test-seeds": ["make -n test-seeds"],
     "make test-exercises": ["make -n test-exercises"],
+    "make test-browser": ["make -n test-browser"],
     "make axe": ["make -n axe"],
     "python -m nextword.booktools.teaching book/<part>/<name>.py": [
         "{py} -m nextword.booktools.teaching book/part1_chapter6/6_1_parallel_attention.py"

@@ -2,6 +2,12 @@
 
 They are session-scoped: the book is brought up to date (an incremental Sphinx build), served and
 opened in Chromium once per test process, not once per module that reads it.
+
+Every test that opens the book in Chromium (it uses the ``browser`` fixture, directly or through
+``visit``) is marked ``browser`` here: ``make test-browser`` runs them (``.ci/run`` does, with axe-core),
+``make test`` does not. They check the committed book as Chromium renders it, not your machine's
+numbers, and they take a few minutes of CPU (the browser's own included); the structural checks that
+read the HTML files stay in ``make test``.
 """
 
 from __future__ import annotations
@@ -59,6 +65,12 @@ def _chromium() -> str | None:
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format, *args):  # noqa: A002 (the base class's name)
         pass
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
 
 
 @pytest.fixture(scope="session")

@@ -4,10 +4,11 @@ The book is built once: ``make test`` runs ``make book-html`` first and the fixt
 (tests/booktools/conftest.py, with ``server`` and ``browser``: once per session) only asks
 Sphinx for an incremental build (a no-op when nothing changed). The HTML is served on 127.0.0.1 by a
 thread of this test; the browser is the system Chromium (Debian package ``chromium``) driven by
-playwright through ``executable_path``: no browser is downloaded. Without Chromium the browser tests
-skip (a student's laptop); in CI (``CI`` set) they fail instead, since ``.ci/run`` installs it.
-The structural checks (links, downloads, exercise/solution pairs, errata links) read the HTML files
-and run everywhere. Screenshots go to the test's temporary directory.
+playwright through ``executable_path``: no browser is downloaded. The tests that open Chromium are
+marked ``browser`` (tests/booktools/conftest.py) and run in ``make test-browser``, not ``make test``;
+without Chromium they skip (a student's laptop); in CI (``CI`` set) they fail instead, since
+``.ci/run`` installs it. The structural checks (links, downloads, exercise/solution pairs, errata
+links, figure descriptions, TeX left unrendered) read the HTML files and run in ``make test``. Screenshots go to the test's temporary directory.
 """
 
 from __future__ import annotations
