@@ -11,6 +11,9 @@ the tests and the notebooks.
   then nudges its initial weights by a relative 1e-3 (a fixed pattern; :mod:`nextword.perturbation`), so a
   stored output that a trained or iterated number produced, and that is not printed through
   :func:`nextword.booktools.display.produced`, fails this pass on any machine, not only on a rare CPU.
+* Warm kernels: with ``NEXTWORD_WARM_KERNELS=1`` (the Makefile's notebook passes) on Linux, nbval's kernels
+  are forked from a parent that has imported torch & co. once (:mod:`nextword.booktools.warm_kernel`).
+  A kernel whose start fails in a known, harmless way is started again (below).
 * Doctests see ``np`` (numpy) in their namespace, as the docstrings' examples assume.
 * Modules that import torch at module level (``nextword/torch/``) are not collected when torch is
   missing, so the numpy library's doctests still run on a machine without it.
@@ -91,9 +94,36 @@ def _retrying(start_new_kernel):
     return start
 
 
+# --- nbval: warm kernels (NEXTWORD_WARM_KERNELS=1, set by the Makefile's notebook passes; Linux) -----------
+# Each notebook still gets a new kernel process, forked from a parent that has imported torch, matplotlib,
+# sympy and scipy once (nextword/booktools/warm_kernel.py says what the child does to be the kernel a new
+# process would be, and tests/booktools/test_warm_kernel.py compares the two).
+_WARM_PARENT = None
+
+
+def _warm_or_cold(start_new_kernel):
+    import functools
+
+    from nextword.booktools import warm_kernel
+
+    @functools.wraps(start_new_kernel)
+    def start(startup_timeout=60, kernel_name="python", **kwargs):
+        global _WARM_PARENT
+        if kernel_name != _nbval_kernel.CURRENT_ENV_KERNEL_NAME or not warm_kernel.enabled():
+            return start_new_kernel(startup_timeout=startup_timeout, kernel_name=kernel_name, **kwargs)
+        if _WARM_PARENT is None:
+            import atexit
+
+            _WARM_PARENT = warm_kernel.WarmParent()
+            atexit.register(_WARM_PARENT.stop)
+        return warm_kernel.start_new_kernel(_WARM_PARENT, startup_timeout=startup_timeout, **kwargs)
+
+    return start
+
+
 try:
     import nbval.kernel as _nbval_kernel
 except ImportError:  # nbval is only needed for the notebook passes
     _nbval_kernel = None
 if _nbval_kernel is not None and not getattr(_nbval_kernel.start_new_kernel, "retries_kernel_start", False):
-    _nbval_kernel.start_new_kernel = _retrying(_nbval_kernel.start_new_kernel)
+    _nbval_kernel.start_new_kernel = _retrying(_warm_or_cold(_nbval_kernel.start_new_kernel))

@@ -5,6 +5,7 @@
 ``check_env``   the environment report: ``nextword check-env``
 ``display``     the display rule for produced numbers (``produced``)
 ``teaching``    the teaching shape of a page, checked: ``python -m nextword.booktools.teaching book/...py``
+``warm_kernel`` notebook kernels forked from a parent that has imported torch & co. once (make test's passes)
 ``routemap``    the landing page's route map: which pages build on which, drawn from the declared graph
 ``schematics``  schematic figures drawn from code (``core``, ``attention``, ``positions``)
 ``exercises``   student notebooks generated from ``solutions/`` (``python -m nextword.booktools.exercises
