@@ -12,8 +12,9 @@ right after being imported (:data:`WARM_IMPORTS`; nothing of the library's own c
 Three programs, one per role:
 
 * ``serve`` — the warm parent (:func:`serve`): imports :data:`WARM_IMPORTS`, then answers requests on
-  a Unix socket, one ``fork`` per request, and reports each child's exit status. It runs single-threaded,
-  so no lock can be held by another thread at the moment it forks.
+  a Unix socket, one ``fork`` per request, and reports each child's exit status. Its Python code runs in
+  one thread, so no Python lock is held by another thread when it forks (the two-thread pass's OpenBLAS
+  worker threads are stopped and restarted around ``fork`` by OpenBLAS's own fork handlers).
 * ``launch`` — the kernel command that jupyter_client runs (:func:`launch`, in the kernel spec that
   :func:`kernel_spec` writes). It asks the parent for a kernel, hands over its stdin, stdout and stderr,
   forwards the signals jupyter_client sends it (interrupt, terminate) to the child and exits with the
@@ -37,6 +38,7 @@ whenever ``NEXTWORD_WARM_KERNELS`` is not ``1`` (the Makefile's notebook passes 
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -177,6 +179,10 @@ def serve(path: str) -> None:
     # what the imports themselves put in os.environ (torch's compiler sets TORCHINDUCTOR_CACHE_DIR): a kernel
     # that imported them would have it too
     set_by_imports = {k: v for k, v in os.environ.items() if environ.get(k) != v}
+    # the imported objects go to the collector's permanent generation: a child's garbage collections then
+    # skip them instead of writing to (and so copying) every page of memory the child shares with the parent
+    gc.collect()
+    gc.freeze()
     parent_cwd, parent_pid = os.getcwd(), os.getppid()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)

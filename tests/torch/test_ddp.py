@@ -32,7 +32,7 @@ def test_torchrun_two_processes_matches_single_process(tmp_path):
         "--standalone",
         "--nproc_per_node=2",
         "-m",
-        "nextword.torch.cli",
+        "nextword",  # as the README writes it: torchrun --nproc_per_node=N -m nextword train ...
         *args,
         "--out",
         str(tmp_path / "ddp"),
