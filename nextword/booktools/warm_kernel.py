@@ -95,15 +95,15 @@ def _differences(kernel_env: dict, parent_env: dict) -> list[str]:
 # --- the warm parent -------------------------------------------------------------------------------------
 
 
-def _warm_up() -> None:
-    """Import :data:`WARM_IMPORTS` as a new kernel's notebook would (matplotlib under the inline backend)."""
+def _warm_up(imports: tuple[str, ...]) -> None:
+    """Import ``imports`` as a new kernel's notebook would (matplotlib under the inline backend)."""
     import importlib
 
     set_backend = not os.environ.get("MPLBACKEND")
     if set_backend:  # ipykernel sets it before any notebook code imports matplotlib; unset again below
         os.environ["MPLBACKEND"] = _INLINE_BACKEND
     try:
-        for name in WARM_IMPORTS:
+        for name in imports:
             try:
                 importlib.import_module(name)
             except ImportError:  # e.g. torch not installed: its notebooks are skipped anyway
@@ -163,8 +163,8 @@ def _become_kernel(request: dict, fds: list[int], parents_fds: list[int], parent
             os._exit(code)
 
 
-def serve(path: str) -> None:
-    """Run the warm parent: import :data:`WARM_IMPORTS`, then fork a kernel for each request on ``path``.
+def serve(path: str, imports: tuple[str, ...] = WARM_IMPORTS) -> None:
+    """Run the warm parent: import ``imports``, then fork a kernel for each request on ``path``.
 
     A request (one ``SOCK_SEQPACKET`` message from :func:`launch`) carries the kernel's argv, cwd and
     environment, with its stdin, stdout and stderr as file descriptors. The answer is ``{"pid": ...}``, or
@@ -175,7 +175,7 @@ def serve(path: str) -> None:
     import selectors
 
     environ = dict(os.environ)  # the kernels' environment, before the imports
-    _warm_up()
+    _warm_up(imports)
     # what the imports themselves put in os.environ (torch's compiler sets TORCHINDUCTOR_CACHE_DIR): a kernel
     # that imported them would have it too
     set_by_imports = {k: v for k, v in os.environ.items() if environ.get(k) != v}
@@ -327,8 +327,9 @@ def launch(path: str, argv: list[str]) -> None:
 class WarmParent:
     """The warm parent of one pytest process: started on the first :meth:`ensure`, stopped by :meth:`stop`."""
 
-    def __init__(self, env: dict | None = None) -> None:
+    def __init__(self, env: dict | None = None, imports: tuple[str, ...] = WARM_IMPORTS) -> None:
         self.env = env  # the parent's environment: the kernels' (None: this process's when it starts)
+        self.imports = tuple(imports)  # what it imports before it forks
         self.process = None
         self.folder = ""  # the temporary folder of its socket and log, made by ensure()
         self.path = ""
@@ -348,7 +349,7 @@ class WarmParent:
         self.path = os.path.join(self.folder, "kernels.sock")
         with open(os.path.join(self.folder, "parent.log"), "w") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "nextword.booktools.warm_kernel", "serve", self.path],
+                [sys.executable, "-m", "nextword.booktools.warm_kernel", "serve", self.path, *self.imports],
                 env=self.env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -426,12 +427,14 @@ def start_new_kernel(parent: WarmParent | None, startup_timeout: float = 60, **k
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["serve"] and len(argv) == 2:
-        serve(argv[1])
+    if argv[:1] == ["serve"] and len(argv) >= 2:
+        serve(argv[1], tuple(argv[2:]))
     elif argv[:1] == ["launch"] and len(argv) >= 2:
         launch(argv[1], argv[2:])
     else:
-        sys.exit("usage: python -m nextword.booktools.warm_kernel serve SOCKET | launch SOCKET -f CONNECTION_FILE")
+        sys.exit(
+            "usage: python -m nextword.booktools.warm_kernel serve SOCKET [MODULE ...] | launch SOCKET -f CONNECTION_FILE"
+        )
 
 
 if __name__ == "__main__":

@@ -174,10 +174,11 @@ def test_the_makefile_notebook_passes_ask_for_them():
 
 
 def test_the_parent_stops_its_kernels_when_it_stops():
-    p = warm_kernel.WarmParent(env=ENV)
+    p = warm_kernel.WarmParent(env=ENV, imports=("ipykernel.kernelapp",))  # a parent of its own: light
     assert p.ensure()
     km, kc = _kernel(p)
     try:
+        assert _run(kc, "import os; print(os.getppid())") == [("stdout", f"{p.process.pid}\n")]  # forked by p
         pid = int(_run(kc, "import os; print(os.getpid())")[0][1])
         p.stop()
         deadline = time.monotonic() + 10
