@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from queue import Empty
 
 import pytest
 
@@ -61,7 +62,26 @@ def _run(kc, code: str, timeout: float = 60) -> list[tuple]:
         elif kind == "error":
             rest.append(("error", content["ename"]))
         elif kind == "status" and content["execution_state"] == "idle":
-            return sorted(out.items()) + rest
+            break
+    # ipykernel's output thread may publish a stream after the idle status: collect what comes within 0.3 s
+    try:
+        while True:
+            msg = kc.get_iopub_msg(timeout=0.3)
+            if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
+                name = msg["content"]["name"]
+                out[name] = out.get(name, "") + msg["content"]["text"]
+    except Empty:
+        pass
+    return sorted(out.items()) + rest
+
+
+def _evaluate(kc, expression: str) -> str:
+    """``repr`` of ``expression`` evaluated in the kernel, read from the shell reply (no output stream)."""
+    msg_id = kc.execute("", user_expressions={"value": expression})
+    while True:
+        reply = kc.get_shell_msg(timeout=60)
+        if reply["parent_header"].get("msg_id") == msg_id:
+            return reply["content"]["user_expressions"]["value"]["data"]["text/plain"]
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +105,7 @@ def _stop(km, kc) -> None:
 
 def _is_warm(kc) -> bool:
     """A warm kernel has torch imported before any cell imports it."""
-    return _run(kc, "import sys; print('torch' in sys.modules)") == [("stdout", "True\n")]
+    return _evaluate(kc, "'torch' in __import__('sys').modules") == "True"
 
 
 def test_a_warm_kernel_prints_what_a_cold_kernel_prints(parent):
@@ -125,7 +145,7 @@ def test_a_warm_kernel_is_interrupted_and_killed(parent):
     km, kc = _kernel(parent)
     try:
         assert _is_warm(kc)
-        pid = int(_run(kc, "import os; print(os.getpid())")[0][1])
+        pid = int(_evaluate(kc, "__import__('os').getpid()"))
         assert pid != km.provisioner.process.pid  # the launcher stands in for the forked kernel
         msg_id = kc.execute("import time; time.sleep(60)")
         time.sleep(0.5)
@@ -135,7 +155,7 @@ def test_a_warm_kernel_is_interrupted_and_killed(parent):
             if reply["parent_header"].get("msg_id") == msg_id:
                 break
         assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "KeyboardInterrupt"
-        assert _run(kc, "print(6 * 7)") == [("stdout", "42\n")]  # the kernel lives on after the interrupt
+        assert _evaluate(kc, "6 * 7") == "42"  # the kernel lives on after the interrupt
     finally:
         _stop(km, kc)  # now=True: jupyter_client kills the launcher; the parent then kills the kernel
     deadline = time.monotonic() + 10
@@ -178,8 +198,8 @@ def test_the_parent_stops_its_kernels_when_it_stops():
     assert p.ensure()
     km, kc = _kernel(p)
     try:
-        assert _run(kc, "import os; print(os.getppid())") == [("stdout", f"{p.process.pid}\n")]  # forked by p
-        pid = int(_run(kc, "import os; print(os.getpid())")[0][1])
+        assert _evaluate(kc, "__import__('os').getppid()") == str(p.process.pid)  # forked by p
+        pid = int(_evaluate(kc, "__import__('os').getpid()"))
         p.stop()
         deadline = time.monotonic() + 10
         while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
