@@ -76,12 +76,23 @@ def _run(kc, code: str, timeout: float = 60) -> list[tuple]:
 
 
 def _evaluate(kc, expression: str) -> str:
-    """``repr`` of ``expression`` evaluated in the kernel, read from the shell reply (no output stream)."""
-    msg_id = kc.execute("", user_expressions={"value": expression})
-    while True:
-        reply = kc.get_shell_msg(timeout=60)
-        if reply["parent_header"].get("msg_id") == msg_id:
-            return reply["content"]["user_expressions"]["value"]["data"]["text/plain"]
+    """``repr`` of ``expression`` evaluated in the kernel, read from the shell reply (no output stream).
+
+    After a cell's error (an interrupt included) ipykernel aborts the requests queued behind it until a
+    "stop aborting" message that its shell-channel thread posts a moment later: a request sent right
+    after the error's reply can race it and come back ``aborted`` (seen under load, in cold kernels as
+    in warm ones). Such a request is sent again; any other status fails."""
+    for _ in range(5):
+        msg_id = kc.execute("", user_expressions={"value": expression})
+        while True:
+            reply = kc.get_shell_msg(timeout=60)
+            if reply["parent_header"].get("msg_id") == msg_id:
+                break
+        if reply["content"]["status"] != "aborted":
+            break
+        time.sleep(0.1)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    return reply["content"]["user_expressions"]["value"]["data"]["text/plain"]
 
 
 @pytest.fixture(scope="module")
