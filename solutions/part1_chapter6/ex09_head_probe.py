@@ -8,7 +8,8 @@
 #
 # We answer with an experiment on `AgreementTask` (see the book notebook): fillers from an order-2 chain,
 # one subject `S1`–`S4` among the first four tokens, and markers `V` whose next token must be the agreement
-# form `A1`–`A4` of the subject. A 1-layer, 4-head `TinyLM` is trained below, after your functions (about 10 s).
+# form `A1`–`A4` of the subject. A 1-layer, 4-head `TinyLM` is trained below, after your functions (about 10 s;
+# longer if the first seed does not learn the agreement).
 #
 # 1. Implement `subject_attention(weights, subject_pos, marker_mask)`: for attention weights
 #    `(N, H, T, T)`, the mean weight that the marker queries put on their sentence's subject, per head `(H,)`.
@@ -85,23 +86,31 @@ print("ablation_effect:", got, "(by hand: [0. 2.]):",
       "right" if got is not None and np.allclose(got, [0.0, 2.0]) else "not yet")
 
 # %%
-model = TinyLM(LMConfig(vocab_size=task.vocab_size, d_model=32, num_heads=4, num_layers=1, max_len=task.length),
-               seed=0)
-train_lm(model, train.ids, steps=750, batch_size=32, lr=1e-2, seed=0, progress=False)
+marker = probe.marker_mask[:, :-1]  # queries whose next token is the agreement form
+# training does not always find the agreement (from some seeds, on some CPUs, the loss at the markers stays
+# on a plateau): train from seed 0 upwards and keep the first model that has learned it
+for seed in range(8):
+    model = TinyLM(LMConfig(vocab_size=task.vocab_size, d_model=32, num_heads=4, num_layers=1,
+                            max_len=task.length), seed=seed)
+    train_lm(model, train.ids, steps=1500, batch_size=32, lr=1e-2, seed=seed, progress=False)
+    if token_nll(model, probe.ids)[marker].mean() < 0.05:  # nats; chance is ln 4 = 1.39
+        break
+print("seeds tried:", produced(seed + 1, "d"))
 with torch.no_grad():
     _, attn = model(torch.from_numpy(probe.ids[:, :-1]), return_attention=True)
 weights = attn[0].double().numpy()  # (N, 4, 23, 23)
-marker = probe.marker_mask[:, :-1]  # queries whose next token is the agreement form
 scores = subject_attention(weights, probe.subject_pos, marker)
 effects = ablation_effect(lambda m: token_nll(model, probe.ids, head_mask=m), 4, marker)
 filler = ~marker & (np.arange(23) >= task.subject_window)
 control = ablation_effect(lambda m: token_nll(model, probe.ids, head_mask=m), 4, filler)
 # BEGIN SOLUTION hint="set subject_head to the index (an int) of the head that carries agreement"
-subject_head = int(np.argmax(scores))
+subject_head = int(np.argmax(effects))  # the causal test decides; its attention to the subject confirms it
 # END SOLUTION
 # a trained model's digits (and which head specialises) change with the seed and the CPU: they are shown
-# through produced() (not compared by nbval); check_ex_p1_09 below asserts the claim (the head with the most
-# attention to the subject is also the one whose removal costs most at the markers, more than 0.5 nat)
+# through produced() (not compared by nbval); check_ex_p1_09 below asserts the claim (the head whose removal
+# costs most at the markers, more than 0.5 nat, and it puts more than 0.4 of the marker queries' weight on
+# the subject; the head with the most attention is not always that head: two heads can look at the subject
+# while only one is used)
 for h in range(4):
     print(f"head {h}: attention to the subject {produced(scores[h], '.2f')}; removing it costs "
           f"{produced(effects[h], '.2f')} nat at the markers, {produced(control[h], '.2f')} nat on fillers")

@@ -66,9 +66,11 @@ def test_p1_08():
         check_ex_p1_08(lambda T, d: d, lambda T, d: T * d, lambda f, d: f + 1)
 
 
-def _agreement_model():
+def _agreement_model(decoy: bool = False):
     """A hand-built 1-layer TinyLM for AgreementTask: head 0 looks from the marker to the subject and
-    copies it to the output; heads 1-3 are zero. (Trained models take too long for a unit test.)"""
+    copies it to the output; heads 1-3 are zero. ``decoy``: head 1 also looks from the marker to the
+    subject, more sharply than head 0, but its value is zero (it looks and is not used).
+    (Trained models take too long for a unit test.)"""
     torch = pytest.importorskip("torch")
     from nextword.chapter6 import AgreementTask
     from nextword.torch.models.lm import LMConfig, TinyLM
@@ -84,6 +86,9 @@ def _agreement_model():
     W = sd["blocks.0.W_qkv"]  # (d, 3d): head 0 uses columns 0..7 of each block
     W[task.marker, 0] = 3.0  # query of the marker
     W[m : m + S, d + 0] = 3.0  # keys of the subjects
+    if decoy:  # head 1 (columns 8..15): a sharper query and key, no value
+        W[task.marker, 8] = 5.0
+        W[m : m + S, d + 8] = 5.0
     for s in range(S):
         W[m + s, 2 * d + s] = 1.0  # value: which subject
         sd["blocks.0.W_o"][s, 20 + s] = 10.0  # into stream dims 20..23
@@ -115,6 +120,18 @@ def test_p1_09():
         return out
 
     assert check_ex_p1_09(subject_attention_loops, ablation_effect, model, batch, 0)
+
+    # a head that looks at the subject more than any other need not be the one used: the ablation decides
+    import torch
+
+    decoy, decoy_batch = _agreement_model(decoy=True)
+    with torch.no_grad():
+        _, attn = decoy(torch.from_numpy(decoy_batch.ids[:, :-1]), return_attention=True)
+    scores = attention_to_keys(attn[0].double().numpy(), decoy_batch.subject_pos, decoy_batch.marker_mask[:, :-1])
+    assert scores[1] > scores[0] > 0.4  # the decoy looks at the subject more than the head that is used
+    assert check_ex_p1_09(subject_attention, ablation_effect, decoy, decoy_batch, 0)
+    with pytest.raises(ExerciseCheckError, match="weaker evidence than what breaks"):
+        check_ex_p1_09(subject_attention, ablation_effect, decoy, decoy_batch, 1)
     with pytest.raises(ExerciseCheckError, match="subject's row .* not its column"):
         check_ex_p1_09(
             lambda w, k, q: (w[np.arange(len(k)), :, k, :] * q[:, None, :]).sum(axis=(0, 2)) / q.sum(),
