@@ -44,7 +44,7 @@ help:
 	@echo "              (twice: as built, and with other CPU kernels, 2 threads and perturbed training: test-notebooks-kernels)"
 	@echo "make test-browser - open the rendered book in headless Chromium (axe-core after make axe; CI runs it)"
 	@echo "make test-exercises - execute every generated exercise until its first stub (CI runs it)"
-	@echo "make test-seeds - rerun the pages that train with seeds 1 and 2 (their asserted claims must hold; CI runs it)"
+	@echo "make test-seeds - rerun the pages that train with seeds 1 and 2 and perturbation patterns 2 and 3 (their asserted claims must hold; CI runs it)"
 	@echo "make lint   - ruff check and the import-linter contracts (.importlinter)"
 	@echo "make lab    - open JupyterLab on book/"
 	@echo "make sync   - regenerate every .ipynb from its .py (jupytext pairing, keeps outputs)"
@@ -84,8 +84,9 @@ test-lib: $(STAMP)
 test-browser: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -n $(JOBS) -m browser tests/booktools
 
-# The pages that train rerun as scripts with seeds 1 and 2 (tests/test_notebook_seeds.py): every claim
-# they assert must hold for other seeds too. Minutes of CPU, a property of the pages rather than of your
+# The pages that train rerun as scripts with seeds 1 and 2, and every page that shows produced numbers with
+# NEXTWORD_PERTURB=2 and =3 (tests/test_notebook_seeds.py): every claim they assert must hold for other seeds
+# and other trajectories too. Minutes of CPU, a property of the pages rather than of your
 # machine: outside make test's time budget, run by .ci/run after it on every change.
 test-seeds: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -n $(JOBS) -m seeds tests/test_notebook_seeds.py
