@@ -38,6 +38,14 @@ def test_seeded_pages_read_the_seed():
         assert 'os.environ.get("NEXTWORD_SEED", "0")' in (ROOT / page).read_text(encoding="utf-8"), page
 
 
+#: runs a page as ``python PAGE`` would, except that the source is read as UTF-8 whatever its first lines say:
+#: Python takes "# # 6.5 Positional encoding: telling …" for an encoding declaration (PEP 263)
+_RUN_AS_SCRIPT = (
+    "import sys; page = sys.argv[1]; sys.argv = [page]; sys.path.insert(0, page.rsplit('/', 1)[0]); "
+    "exec(compile(open(page, encoding='utf-8').read(), page, 'exec'), {'__name__': '__main__', '__file__': page})"
+)
+
+
 def _run_page(page: str, cwd: Path, **variables: str) -> None:
     """Run ``page`` (a py:percent file) as a script, one thread, the Agg backend, with ``variables`` set."""
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
@@ -51,7 +59,12 @@ def _run_page(page: str, cwd: Path, **variables: str) -> None:
         **variables,
     )
     proc = subprocess.run(
-        [sys.executable, str(ROOT / page)], cwd=cwd, env=env, capture_output=True, text=True, timeout=900
+        [sys.executable, "-c", _RUN_AS_SCRIPT, str(ROOT / page)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert proc.returncode == 0, f"{page} with {variables}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
 
