@@ -433,8 +433,9 @@ assert hits / total > 0.8
 # For the first marker of one test sentence, each head's weights over the context. The chapter's
 # Fig. 6.21 shows two heads attending to different words of the running example; here the heads'
 # different choices are measured. The subject head does not look at the subject from every marker
-# (its average weight there is in the probe above), so we draw the first test sentence in which it
-# puts more than half its weight on the subject from the first marker.
+# (on average over the marker queries it puts more than 0.4 of its weight there, as asserted above),
+# so we draw the first test sentence in which it puts more than half its weight on the subject from
+# the first marker.
 
 # %%
 first_marker = marker.argmax(axis=1)  # (N,): position of each sentence's first marker query
@@ -557,9 +558,9 @@ assert all(worse_member.values())
 # A 1-layer, 4-head `TinyLM` of width 32 (sinusoidal positions) trained for 1500 steps on 4000
 # sentences of `AgreementTask` from seeds 0, 1, 2, … until three models have learned the agreement
 # (at most six seeds; `NEXTWORD_SEED=k` starts from seed k, as `make test-seeds` does); about a
-# minute on 2 CPU cores. `FULL=1` trains for 3000 steps. The chapter's Fig. 6.19 is an illustration of a large model on English; ours is a
-# measurement on a toy language whose dependencies we know, so each head's role can be checked
-# rather than guessed. Library: `nextword.attention` (`MultiHeadAttention`),
+# minute on 2 CPU cores. `FULL=1` trains for 3000 steps. The chapter's Fig. 6.19 is an illustration
+# of a large model on English; ours is a measurement on a toy language whose dependencies we know,
+# so each head's role can be checked rather than guessed. Library: `nextword.attention` (`MultiHeadAttention`),
 # `nextword.chapter6.probing`, `nextword.torch.probes.ablation`, `nextword.torch.models.lm`.
 
 # %% tags=["hide-cell"]
@@ -575,5 +576,5 @@ print(f"steps per seed: {steps} (FULL={int(FULL)}); seeds tried: {produced(tried
 # - training does not always find the agreement, so the page keeps the first three seeds that do;
 #   in each of them the head whose removal breaks agreement looks at the subject, and the fillers
 #   rely most on a head that looks one step back (asserted); the counterfactual subjects confirm the
-#   agreement (first model kept); a diffuse head, and heads that ignore the subject costing little,
-#   appear in most seeds (counted, not asserted).
+#   agreement (first model kept); in most seeds a head is diffuse and the heads that ignore the
+#   subject cost little at the markers (both counted, not asserted).
