@@ -12,7 +12,8 @@ comma  := ,
 JOBS   ?= 2
 # The notebook passes run one worker more than JOBS: a notebook's kernel spends part of its life starting,
 # waiting on the pytest worker and stopping, and a third notebook fills those gaps (measured on 2 cores:
-# each pass about 5 % shorter with 3 workers than with 2, alternating runs).
+# each pass 3-13 % shorter with 3 workers than with 2 in four alternating pairs; whole make test runs half
+# an hour apart drift by more than that).
 NBJOBS ?= $(shell expr $(JOBS) + 1)
 # nbval needs matplotlib's inline backend (Agg drops the figure's text output) and the default run.
 # NEXTWORD_WARM_KERNELS=1: on Linux each notebook's new kernel is forked from a parent that has imported
