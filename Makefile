@@ -12,7 +12,7 @@ comma  := ,
 JOBS   ?= 2
 # The notebook passes run one worker more than JOBS: a notebook's kernel spends part of its life starting,
 # waiting on the pytest worker and stopping, and a third notebook fills those gaps (measured on 2 cores:
-# each pass 3-13 % shorter with 3 workers than with 2 in four alternating pairs; whole make test runs half
+# each pass 3-14 % shorter with 3 workers than with 2 in four alternating pairs; whole make test runs half
 # an hour apart drift by more than that).
 NBJOBS ?= $(shell expr $(JOBS) + 1)
 # nbval needs matplotlib's inline backend (Agg drops the figure's text output) and the default run.
