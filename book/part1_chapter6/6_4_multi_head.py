@@ -514,7 +514,8 @@ assert all(worse_member.values())
 # - Where a head looks is weak evidence of what it does; switching it off, split by the kind of
 #   position, and changing the input it should follow are the stronger tests.
 # - Which head takes which job depends on the initialisation, so a claim about trained heads is
-#   checked across seeds, not read off one run.
+#   checked across seeds, not read off one run; and since training itself can fail (some seeds never
+#   find the agreement), count the seeds tried and make claims about the models that learned.
 #
 # ## Check your understanding
 #
