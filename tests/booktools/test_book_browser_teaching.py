@@ -42,7 +42,7 @@ def test_lesson_pages_carry_folded_answers_and_folded_reproducibility_code(html_
 
 _FOLDED = re.compile(
     r'<section class="nextword-folded" id="([\w-]+)">\s*<details class="nextword-fold"><summary><h2>(.*?)</h2>'
-    r'.*?</summary>',
+    r".*?</summary>",
     re.S,
 )
 
