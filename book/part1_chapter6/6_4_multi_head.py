@@ -785,7 +785,7 @@ assert np.allclose(np.round(doubled_weights, 3), [0.011, 0.795, 0.193])
 # leaves a variance of $d_{\text{head}}/d_{\text{model}}=1/n_{\text{heads}}$, not 1. The original
 # transformer divides by $\sqrt{d_k}=\sqrt{d_{\text{head}}}$, and so does the library:
 
-# %%
+# %% tags=["hide-cell"]
 rng = np.random.default_rng(5)
 q_coords = rng.standard_normal((200_000, 64))  # d_head = 64 coordinates of variance 1
 k_coords = rng.standard_normal((200_000, 64))
