@@ -40,6 +40,7 @@
 # | $h$ | head number, $h=1,\dots,n_{\text{heads}}$ (in code the index `h` is head `h + 1`) | integer |
 # | $E$ | the word vectors of the sentence, one row per word | $(T, d_{\text{model}})$ |
 # | $W^Q, W^K, W^V$ | the layer's query, key and value matrices | $(d_{\text{model}}, d_{\text{model}})$ |
+# | $Q, K, V$ | the layer's queries $EW^Q$, keys $EW^K$ and values $EW^V$, one row per word | $(T, d_{\text{model}})$ |
 # | $W^Q_h, W^K_h, W^V_h$ | head $h$'s block of $d_{\text{head}}$ columns of them | $(d_{\text{model}}, d_{\text{head}})$ |
 # | $W^O$ | the output matrix that mixes the heads | $(d_{\text{model}}, d_{\text{model}})$ |
 # | $q_h[i]$, $k_h[j]$, $v_h[j]$ | query of word $i$, key and value of word $j$ in head $h$ (row vectors) | $(d_{\text{head}},)$ |

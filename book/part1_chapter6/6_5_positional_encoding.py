@@ -35,6 +35,7 @@
 # | $e_j$ | vector of word $j$ in the tiny example | $(2,)$ |
 # | $p(t)$ | position vector added at position $t$ in the tiny example | $(2,)$ |
 # | $\alpha_j$ | attention weight on word $j$ in the tiny example | scalar |
+# | $X$ | the input of an attention layer, one row per token | $(T, d_{\text{model}})$ |
 # | $P$ | a permutation matrix: it reorders the rows it multiplies | $(T, T)$ |
 # | $d_{\text{model}}$, $d_{\text{head}}$ | width of a word's vector; width of one attention head | scalars |
 # | $\mathrm{PE}(t)$ | sinusoidal encoding of position $t$; $\mathrm{PE}(t, n)$ is its coordinate $n$ | $(d_{\text{model}},)$ |
@@ -110,8 +111,9 @@ def small(x: float) -> str:
 # \alpha_j=\frac{\exp(e_{\text{bites}}\cdot e_j)}{\sum_{l} \exp(e_{\text{bites}}\cdot e_l)},$$
 #
 # a sum over the three words $j$. With pencil and paper: the scores are $0, 1, 1$ (dog, bites, man),
-# the {term}`attention weights <attention weight>` are $1/(1+2e)$, $e/(1+2e)$, $e/(1+2e)$ (here $e$ is
-# Euler's number), and the output is $\big((1+e),\,2e\big)/(1+2e)\approx(0.5777, 0.8446)$ — **in either
+# the {term}`attention weights <attention weight>` are $1/(1+2\mathrm{e})$, $\mathrm{e}/(1+2\mathrm{e})$,
+# $\mathrm{e}/(1+2\mathrm{e})$ (with $\mathrm{e}\approx2.718$ the base of the natural logarithm), and the
+# output is $\big((1+\mathrm{e}),\,2\mathrm{e}\big)/(1+2\mathrm{e})\approx(0.5777, 0.8446)$ — **in either
 # sentence**, because swapping dog and man only swaps two terms of the sum. A loop does the same sum:
 
 # %%

@@ -37,11 +37,14 @@
 # | $h$ | the stream: one position's vector (in the tiny example), or all positions' vectors | $(d,)$ or $(T, d)$ |
 # | $h^{(\ell)}$ | the stream entering block $\ell$ | $(T, d)$ |
 # | $a$ | what the attention sub-layer adds to one position's stream | $(d,)$ |
-# | $u$ | the stream after the attention sub-layer | $(T, d)$ |
+# | $u$, $h'$ | the stream after the attention sub-layer, and after the whole block | $(T, d)$ |
 # | $\mathrm{LN}$ | layer normalisation (mean 0, variance 1 over one position's coordinates) | map |
 # | $\epsilon$ | the small number LN adds to the variance, $10^{-5}$ | scalar |
 # | $\mathrm{MHA}$, $\mathrm{FFN}$ | the attention and feed-forward sub-layers | maps |
 # | $W_1, b_1, W_2, b_2$ | the FFN's weights and biases | $(d, d_{ff})$, $(d_{ff},)$, $(d_{ff}, d)$, $(d,)$ |
+# | $X$; $W_q, W_k, W_v, W_o$ | the input of an attention sub-layer; its four matrices | $(T, d)$; $(d, d)$ |
+# | $Q$, $K$ | the queries $XW_q$ and keys $XW_k$ | $(T, d)$ |
+# | $m, n, p$ | the sizes of two matrices multiplied, $(m\times n)(n\times p)$ | integers |
 # | $e[t]$, $\mathrm{PE}(t)$ | token embedding and positional encoding of position $t$ | $(d,)$ |
 # | $x[t]$, $h[t]$ | an RNN's input and state at step $t$; $W_x$, $W_h$ its matrices | $(d,)$; $(d, d)$ |
 # | $I(\text{word}_j;\text{blank})$ | mutual information between word $j$ of the running example and the blank | nats |
@@ -111,7 +114,7 @@ assert stream_after == [1.5, 3.0, 5.0, 6.5]
 # What $h$ carried is still there, nudged by what attention found. This running vector is the
 # {term}`residual stream`; every sub-layer reads it and writes a correction into it. The second
 # sub-layer, the {term}`feed-forward network` (FFN), is a small two-layer network applied to each
-# position on its own, $\mathrm{FFN}(x)=\max(0, xW_1+b_1)\,W_2+b_2$: attention mixes positions, the
+# position on its own, $\mathrm{FFN}(h)=\max(0, hW_1+b_1)\,W_2+b_2$: attention mixes positions, the
 # FFN mixes the coordinates of one position.
 #
 # Where the normalisation sits is a design choice. In a **{term}`pre-norm`** block each sub-layer reads a
