@@ -222,7 +222,8 @@ print("weights of both heads at once, shape", all_weights.shape, "\n", np.round(
 assert np.allclose(all_weights[0, 2], code_weights[0]) and np.allclose(all_weights[1, 2], code_weights[1])
 
 # %% [markdown]
-# Row 3 of each $3\times3$ block is the loop's "word 3" line. In general, with $n_{\text{heads}}$
+# Row 3 of each $3\times3$ block is the loop's "word 3" line. (The chapter's Fig. 6.18 draws the heads side
+# by side, and Fig. 6.20 their concatenation.) In general, with $n_{\text{heads}}$
 # heads of width $d_{\text{head}}=d_{\text{model}}/n_{\text{heads}}$, head $h$ has its own
 # $d_{\text{model}}\times d_{\text{head}}$ matrices $W^Q_h, W^K_h, W^V_h$ (the column blocks above),
 # and

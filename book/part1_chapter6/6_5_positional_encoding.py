@@ -365,7 +365,9 @@ print("sinusoidal_encoding(11, 128)[10, :4] equals the closed form to rtol 1e-12
 #
 # Instead of a formula, a {term}`learned position embedding` is a table with one trainable row per
 # position, $T_{\max}$ rows of $d_{\text{model}}$ numbers, trained with the rest of the model. It can
-# learn whatever suits the data, but it has no row beyond $T_{\max}$:
+# learn whatever suits the data, but it has no row beyond $T_{\max}$. (The table beside Fig. 6.28 lists it
+# as the one trainable scheme, with memory growing with the length; the sinusoidal table and RoPE are
+# formulas of the position, with nothing to store or train.)
 
 # %%
 table = LearnedPositionalEmbedding(512, 64, rng=np.random.default_rng(0))
@@ -401,7 +403,8 @@ assert np.allclose(np.diff(angles), 0.6, atol=1e-12)  # the angle grows by θ pe
 # dot product of two turned arrows depends only on the angle *between* them, i.e. on how far apart
 # their positions are.
 #
-# That last sentence is the point of RoPE, and it follows from one identity: rotations compose by adding
+# That last sentence is the point of RoPE — the table beside Fig. 6.28 calls it a *relative* encoding,
+# the sinusoidal and learned ones *absolute* — and it follows from one identity: rotations compose by adding
 # angles, so $R(i\theta)^\top R(j\theta)=R\big((j-i)\theta\big)$. The score of a query at $i$ and a key at
 # $j$ is then $(R(i\theta)q)^\top(R(j\theta)k)=q^\top R\big((j-i)\theta\big)\,k$: a function of the offset
 # only. [Exercise 6](../../exercises/part1_chapter6/ex06_rope_relative.ipynb) asks you to show it by hand;
