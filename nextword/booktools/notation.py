@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from nextword.booktools.checks.texsymbols import Symbol, symbols
+from nextword.booktools.texsymbols import Symbol, symbols
 from nextword.booktools.pages import BOOK
 
 __all__ = [
@@ -45,7 +45,7 @@ _FIELDS = ("symbol", "meaning", "shape", "used")
 
 def load_notation(path: Path = NOTATION) -> list[dict[str, str]]:
     """The entries of the notation table, in order; raises ValueError on a missing field or a symbol that
-    is not one symbol (:mod:`nextword.booktools.checks.texsymbols`) or is listed twice."""
+    is not one symbol (:mod:`nextword.booktools.texsymbols`) or is listed twice."""
     data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     entries = data.get("symbols") if isinstance(data, dict) else None
     if not isinstance(entries, list) or not entries:

@@ -7,8 +7,8 @@ import pytest
 
 from nextword.booktools import notation
 from nextword.booktools.checks import symbols
-from nextword.booktools.checks.texsymbols import math_spans
-from nextword.booktools.checks.texsymbols import symbols as read
+from nextword.booktools.texsymbols import math_spans
+from nextword.booktools.texsymbols import symbols as read
 
 _PAGE = """# %% [markdown]
 # # 9.1 A page

@@ -16,7 +16,7 @@ declares every symbol in its maths (a paper's own names, given once). ``book/not
 
 The check reads the maths of every markdown cell of the page (``$…$``, ``$$…$$``, amsmath environments,
 ```` ```{math} ```` blocks; folded sections too; the box's meaning and shape columns too) and counts a symbol
-as :mod:`nextword.booktools.checks.texsymbols` defines it (a letter with its decorations, subscript and name
+as :mod:`nextword.booktools.texsymbols` defines it (a letter with its decorations, subscript and name
 superscript). A declared symbol covers a use when it is the same decorated letter and its subscript and
 superscript, where it has them, agree (a declared ``q`` covers ``q_i``; a declared ``W^Q`` covers only ``W^Q``).
 It reports, once per undeclared letter, the first line that uses it; a row of the box that gives a symbol
@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from nextword.booktools.checks.texsymbols import Symbol, math_spans, symbols
+from nextword.booktools.texsymbols import Symbol, math_spans, symbols
 from nextword.booktools.pages import Block, Page, Problem
 
 __all__ = ["BOX_TITLE", "PAPER_BOX_TITLE", "box_declarations", "check", "paper_declarations", "undeclared"]
