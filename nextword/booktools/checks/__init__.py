@@ -19,7 +19,13 @@ def _load() -> dict[str, tuple[Callable[[Page], list[Problem]], str]]:
     import importlib
 
     table = {}
-    for name, module in (("jargon", "jargon"), ("symbols", "symbols"), ("surfaces", "surfaces")):
+    for name, module in (
+        ("jargon", "jargon"),
+        ("symbols", "symbols"),
+        ("surfaces", "surfaces"),
+        ("characters", "characters"),
+        ("tex", "tex"),
+    ):
         mod = importlib.import_module(f"nextword.booktools.checks.{module}")
         table[name] = (mod.check, mod.__doc__.strip().split("\n")[0])
     return table
