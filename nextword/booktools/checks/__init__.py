@@ -12,15 +12,19 @@ from collections.abc import Callable
 
 from nextword.booktools.pages import Page, Problem
 
-__all__ = ["CHECKS"]
+__all__ = ["CHECKS", "MODULES"]
+
+
+#: The check modules in the order the command runs them (each module's name is its check's name).
+MODULES = ("jargon", "symbols", "surfaces", "characters", "tex", "captions", "answers")
 
 
 def _load() -> dict[str, tuple[Callable[[Page], list[Problem]], str]]:
     import importlib
 
     table = {}
-    for name, module in (("jargon", "jargon"), ("symbols", "symbols"), ("surfaces", "surfaces")):
-        mod = importlib.import_module(f"nextword.booktools.checks.{module}")
+    for name in MODULES:
+        mod = importlib.import_module(f"nextword.booktools.checks.{name}")
         table[name] = (mod.check, mod.__doc__.strip().split("\n")[0])
     return table
 
