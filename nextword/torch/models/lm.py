@@ -39,6 +39,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from nextword.decoder import DecoderConfig
 from nextword.torch.models.block import BlockSpec, RowBlock
@@ -177,7 +178,8 @@ class TinyLM(nn.Module):
                     f"head_mask must have shape (num_layers, num_heads) = "
                     f"{(c.num_layers, c.num_heads)}, got {tuple(hm.shape)}"
                 )
-        x = self._add_positions(self.tok_emb[ids.long()])  # (B, T, d)
+        # F.embedding: a backward that is bitwise the same at any thread count (indexing's is not)
+        x = self._add_positions(F.embedding(ids.long(), self.tok_emb))  # (B, T, d)
         freqs = self.rope_freqs if c.positional == "rope" else None
         weights = []
         for i, blk in enumerate(self.blocks):
