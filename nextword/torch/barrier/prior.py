@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 __all__ = [
     "EmbeddingPrior",
@@ -306,7 +307,9 @@ def margin_loss_tokens(
         raise TypeError("tokens must be an int64 tensor of shape (B, T)")
     if embedding.ndim != 2:
         raise ValueError(f"embedding must have shape (|V|, d), got {tuple(embedding.shape)}")
-    x = embedding[tokens]  # (B, T, d)
+    # F.embedding, not embedding[tokens]: its backward sums each row's gradient in one thread, in token
+    # order (bitwise the same at any thread count); indexing's backward adds with atomics across threads
+    x = F.embedding(tokens, embedding)  # (B, T, d)
     if method in ("direct", "second_moment"):
         return margin_loss(x, W, positions=positions, method=method)
     alpha = attention_rows(x, W, positions)  # (B, P, T)
