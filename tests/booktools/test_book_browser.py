@@ -433,3 +433,48 @@ def test_pages_pass_axe_core_and_their_code_fits(visit):
     assert not violations, "axe-core violations:\n" + "\n".join(violations)
     assert not overflow, f"{len(overflow)} code cells wider than their box:\n" + "\n".join(overflow[:20])
     assert not visit.errors, visit.errors
+
+
+# --- TeX that MathJax cannot typeset (issue 45): a parse error or an undefined command on any page ------------
+
+_MATHJAX_ERRORS = """() => {
+    const posted = (window.MathJax && MathJax.Hub && MathJax.Hub.signal.posted) || [];
+    const signals = posted.filter(m => Array.isArray(m) && /^TeX Jax - /.test(String(m[0])))
+                          .map(m => m[0] + ': ' + String(m[1]));
+    const boxes = [...document.querySelectorAll('.noError, .MathJax_Error, merror')]
+                  .map(e => 'error box: ' + e.textContent.slice(0, 80));
+    return signals.concat(boxes); }"""
+
+
+def _mathjax_errors(visit: Visit) -> list[str]:
+    """What MathJax reported while typesetting the open page: its TeX parse errors and undefined commands
+    (MathJax 2 posts both on ``MathJax.Hub.signal``, which keeps them; the book's configuration renders the
+    first as the source text and the second in red, so neither shows as an error to the eye), and any error box."""
+    visit.typeset()
+    return visit.page.evaluate(_MATHJAX_ERRORS)
+
+
+def test_the_mathjax_error_detector_sees_a_parse_error_and_an_undefined_command(visit):
+    visit.open("notation.html")
+    assert _mathjax_errors(visit) == []
+    visit.page.evaluate("""() => { const p = document.createElement('p');
+        p.innerHTML = '<span class="math notranslate nohighlight">\\\\(\\\\frac{1}{2\\\\)</span> and ' +
+                      '<span class="math notranslate nohighlight">\\\\(\\\\bm x\\\\)</span>';
+        document.querySelector('article').appendChild(p);
+        return new Promise(r => MathJax.Hub.Queue(['Typeset', MathJax.Hub, p], r)); }""")
+    errors = _mathjax_errors(visit)
+    assert any("parse error" in e for e in errors) and any("undefined control sequence: \\bm" in e for e in errors), (
+        errors
+    )
+
+
+def test_no_page_has_a_mathjax_error(visit):
+    """Every page of the book, the glossary, the notation page, the errata and the coverage map typeset
+    without a TeX error (``nextword.booktools.checks.tex`` catches the usual causes before rendering)."""
+    pages = [f"{d}.html" for _, docs in notebooks.book_structure() for d in docs]
+    pages += ["glossary.html", "notation.html", "errata.html", "coverage.html"]
+    errors = []
+    for page in pages:
+        visit.open(page)
+        errors += [f"{page}: {e}" for e in _mathjax_errors(visit)]
+    assert not errors, "MathJax could not typeset:\n" + "\n".join(errors)

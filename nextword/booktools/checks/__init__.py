@@ -16,7 +16,7 @@ __all__ = ["CHECKS", "MODULES"]
 
 
 #: The check modules in the order the command runs them (each module's name is its check's name).
-MODULES = ("jargon", "symbols", "surfaces", "characters", "tex", "captions", "answers")
+MODULES = ("jargon", "symbols", "surfaces", "characters", "tex", "captions", "answers", "numbers")
 
 
 def _load() -> dict[str, tuple[Callable[[Page], list[Problem]], str]]:
