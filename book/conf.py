@@ -199,17 +199,19 @@ latex_elements = {
 
 
 def _drop_produced_marks(app, doctree, docname: str) -> None:
-    """For LaTeX, remove the U+2063 markers that wrap produced numbers (nextword.booktools.display): they are
-    zero-width in HTML but a missing glyph in the PDF's fonts. The HTML keeps them (copy-paste shows none)."""
+    """For LaTeX, replace the U+2063 markers that wrap produced numbers (nextword.booktools.display) by a visible
+    dagger after the number (a missing glyph in the PDF's fonts otherwise); the HTML marks them with a dotted
+    underline (nextword.booktools.rendering.mark_produced)."""
     from docutils import nodes
 
-    from nextword.booktools.display import MARK, strip_marks
+    from nextword.booktools.display import MARK
+    from nextword.booktools.rendering import produced_for_print
 
     if app.builder.format != "latex":
         return
     for text in list(doctree.findall(nodes.Text)):
         if MARK in text:
-            text.parent.replace(text, nodes.Text(strip_marks(str(text))))
+            text.parent.replace(text, nodes.Text(produced_for_print(str(text))))
 
 
 def _visit_hidden_cell(self, node) -> None:
@@ -240,4 +242,7 @@ def setup(app):
     from nextword.booktools.rendering import fold_audit_sections
 
     app.connect("doctree-resolved", fold_audit_sections)   # Checking the paper, Reproducibility: <details>
+    from nextword.booktools.rendering import mark_produced_numbers
+
+    app.connect("html-page-context", mark_produced_numbers, priority=700)   # produced numbers: underlined
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -478,3 +478,38 @@ def test_no_page_has_a_mathjax_error(visit):
         visit.open(page)
         errors += [f"{page}: {e}" for e in _mathjax_errors(visit)]
     assert not errors, "MathJax could not typeset:\n" + "\n".join(errors)
+
+
+# --- produced numbers, visible (issue 44 §5) ------------------------------------------------------------------
+
+
+def test_every_produced_number_is_marked_in_the_html(html_dir):
+    """Each text a notebook printed through ``produced()`` is a ``span.nextword-produced`` in the page (no U+2063
+    left in it), and a page with such spans carries the description they point to."""
+    from nextword.booktools.display import MARK
+
+    marked_pages = 0
+    for ipynb in sorted((ROOT / "book").glob("*/*.ipynb")):
+        text = ipynb.read_text(encoding="utf-8")
+        stored = MARK in text or "\\u2063" in text  # the notebook's outputs hold a produced number
+        page = (html_dir / ipynb.relative_to(ROOT)).with_suffix(".html").read_text(encoding="utf-8")
+        spans = page.count('<span class="nextword-produced"')
+        assert MARK not in page, f"{ipynb.name}: a produced number left unmarked in the HTML"
+        if stored:
+            assert spans >= 1 and page.count('id="nextword-produced-note"') == 1, f"{ipynb.name}: {spans} marked"
+            marked_pages += 1
+    assert marked_pages >= 10
+
+
+def test_produced_numbers_are_styled_and_explained(visit):
+    visit.open("book/part1_chapter6/6_2_attention_mechanism.html")
+    span = visit.page.locator("span.nextword-produced").first
+    style = visit.page.evaluate(
+        """e => { const s = getComputedStyle(e);
+                  return [s.textDecorationLine, s.textDecorationStyle, e.title,
+                          document.getElementById(e.getAttribute('aria-describedby')).textContent]; }""",
+        span.element_handle(),
+    )
+    assert style[0] == "underline" and style[1] == "dotted", style
+    assert "training or sampling" in style[2] and "training or sampling" in style[3], style
+    assert not visit.errors, visit.errors
