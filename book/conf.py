@@ -34,6 +34,9 @@ math_numfig = True
 mathjax_path = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"
 mathjax2_config = {
     # MyST-NB marks each notebook section tex2jax_ignore; Sphinx's math spans/divs carry class "math".
+    # \* is a plain * (the notebooks write z^\*, as the PDF's preamble below reads it); nextword.booktools.checks.tex
+    # knows the macros defined here (BOOK_MACROS)
+    "TeX": {"Macros": {"*": "*"}},
     "tex2jax": {"inlineMath": [["\\(", "\\)"]], "displayMath": [["\\[", "\\]"]], "processEscapes": True,
                 "ignoreClass": "tex2jax_ignore|mathjax_ignore", "processClass": "math"},
     "HTML-CSS": {"availableFonts": ["STIX-Web"], "preferredFont": "STIX-Web", "webFont": "STIX-Web",
