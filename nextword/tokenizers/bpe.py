@@ -48,6 +48,7 @@ SPLIT_PATTERNS: dict[str, str] = {
 _SHIFT = 21
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CACHE_LIMIT = 1 << 18
+_PAD = 16  # bytes per row of the padded decoding table (tokens up to this long take the fast path)
 # A space whose previous character is not whitespace: with the GPT-2/GPT-4 patterns every piece
 # holds a space only at its start or inside a whitespace run, and the patterns have no
 # look-behind, so such a position is always a piece boundary and the text on either side splits
@@ -171,6 +172,20 @@ class BPETokenizer:
             self._table = table
             self._slot = np.full(size, -1, dtype=np.int64)  # (size,) id -> index into _ids
             self._slot[self._ids] = np.arange(len(known))
+            # for arrays: every token's bytes in a row of _PAD bytes (zero-padded), and its length
+            # (255 for an unknown id or a token longer than a row): decoding is two gathers and a
+            # compress (see decode_bytes)
+            col = np.arange(_PAD)  # (_PAD,)
+            fits = self._lens <= _PAD  # (V,)
+            rows = np.where(
+                col < self._lens[:, None], self._buf[np.minimum(self._offs[:, None] + col, self._buf.size - 1)], 0
+            )
+            self._rows = np.zeros((size, _PAD), dtype=np.uint8)  # (size, _PAD)
+            self._rows[self._ids[fits]] = rows[fits]
+            self._rows_v = self._rows.view(f"V{_PAD}")[:, 0]  # (size,) one opaque item per row
+            self._row_len = np.full(size, 255, dtype=np.uint8)  # (size,)
+            self._row_len[self._ids[fits]] = self._lens[fits]
+            self._row_mask_v = (col < self._row_len[:, None]).view(f"V{_PAD}")[:, 0]  # (size,) which bytes count
         self._cache: dict[str, list[int]] = {}
         # per-word cache (text between word boundaries, see _WORD_BOUNDARY): only for the named
         # patterns, whose pieces never cross such a boundary
@@ -465,19 +480,23 @@ class BPETokenizer:
         A list or tuple is decoded by a C-level gather from a table indexed by id (unknown ids,
         negative ids and non-integers fail the gather and are then reported by the array path),
         in blocks of 2,048 ids: ``bytes.join`` keeps a buffer record per item, and a block's
-        records stay in the CPU cache (1.5x faster on 300,000 ids than one gather); arrays and
-        other iterables go through a numpy gather.
+        records stay in the CPU cache. A bool (``True`` would index id 1) can only have produced
+        the bytes 0x00 or 0x01, so the list is searched for one only if the output holds either.
+        An integer array whose tokens are all at most 16 bytes long is decoded by gathering their
+        zero-padded 16-byte rows and dropping the padding (one boolean compress); other arrays and
+        iterables go through a numpy gather of the bytes themselves.
         """
         if isinstance(ids, (str, bytes)) or ids is None or not isinstance(ids, (Iterable, np.ndarray)):
             raise TypeError(f"ids must be a 1-D sequence of integer token ids, got {type(ids).__name__}")
         if isinstance(ids, np.ndarray) and ids.dtype == np.bool_:
             raise TypeError("ids must be integer token ids, got dtype bool")
         table = self._table
-        if table is not None and isinstance(ids, (list, tuple)) and bool not in set(map(type, ids)):
+        if table is not None and isinstance(ids, (list, tuple)):
+            out = None
             try:
                 if len(ids) > 1:
                     step = 2048
-                    return b"".join(
+                    out = b"".join(
                         [
                             b"".join(itemgetter(*block)(table)) if len(block) > 1 else table[block[0]]
                             for block in map(
@@ -486,12 +505,14 @@ class BPETokenizer:
                             )
                         ]
                     )
-                if len(ids) == 1 and table[ids[0]] is not None:  # type: ignore[index]
-                    return table[ids[0]]  # type: ignore[index,return-value]
-                if not ids:
+                elif len(ids) == 1:
+                    out = table[ids[0]]  # type: ignore[index]
+                else:
                     return b""
             except (TypeError, IndexError):
                 pass  # an unknown id or a non-integer: the array path names it
+            if out is not None and not ((b"\x00" in out or b"\x01" in out) and bool in set(map(type, ids))):
+                return out
         if not isinstance(ids, np.ndarray):
             seq = ids if isinstance(ids, (list, tuple)) else list(ids)
             for t in seq:
@@ -505,6 +526,11 @@ class BPETokenizer:
             return b""
         if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
             raise ValueError(f"ids must be a 1-D sequence of ints, got shape {ids.shape} dtype {ids.dtype}")
+        if table is not None and ids.min() >= 0 and ids.max() < len(self._row_len):
+            lens = self._row_len[ids]  # (T,) bytes per token; 255: unknown id or a long token
+            if lens.max() <= _PAD:
+                rows = np.take(self._rows_v, ids).view(np.uint8)  # (T·_PAD,) padded bytes
+                return np.compress(np.take(self._row_mask_v, ids).view(np.bool_), rows).tobytes()
         if self._slot is not None:  # dense ids: direct lookup
             bad = (ids < 0) | (ids >= len(self._slot))
             slot = self._slot[np.where(bad, 0, ids)]  # (T,) index into _ids
