@@ -158,13 +158,15 @@ def test_prefix_masses_equal_the_attention_rows_summed_by_token():
 )
 def test_token_path_matches_the_frozen_reference(B, T, V, d, scale, seed, subsample, chunk):
     """The prefix-count path against the implementation it replaced (tests/torch/margin_reference.py):
-    value and gradients in float64 to 1e-9 (relative), in float32 to 2e-4 of the largest entry."""
+    value and gradients to 1e-9 of the largest entry in float64, 2e-4 in float32, plus an absolute
+    1e-13 / 1e-7 for values that are zero up to rounding (one distinct token: C_t = 0 exactly here,
+    β = 1 − ε in the old sum of attention rows)."""
     from tests.torch.margin_reference import margin_loss_tokens_reference
 
     pos = None
     if subsample:
         pos = P.sample_positions(B, T, max(1, (T - 1) // 3), torch.Generator().manual_seed(seed))
-    for dtype, rtol in ((F64, 1e-9), (torch.float32, 2e-4)):
+    for dtype, rtol, atol in ((F64, 1e-9, 1e-13), (torch.float32, 2e-4, 1e-7)):
         tok, E, W = _setup(B, T, V, d, scale=scale, seed=seed)
         E, W = E.to(dtype), W.to(dtype)
         out = []
@@ -173,8 +175,7 @@ def test_token_path_matches_the_frozen_reference(B, T, V, d, scale, seed, subsam
             L = f(tok, Er, Wr, positions=pos, chunk=chunk)
             out.append((L.detach(), *torch.autograd.grad(L, (Er, Wr))))
         for new, old in zip(out[1], out[0]):
-            scale_ = old.abs().max().clamp_min(1e-6)
-            assert float((new - old).abs().max() / scale_) < rtol, (dtype, new, old)
+            assert float((new - old).abs().max()) <= rtol * float(old.abs().max()) + atol, (dtype, new, old)
 
 
 def test_sylvester_per_position_matches_dense_slogdet():
