@@ -69,7 +69,8 @@ __all__ = [
 ]
 
 METHODS = ("direct", "second_moment", "sylvester", "sylvester_dense")
-_CHUNK = 1024  # positions per batched LU in the Sylvester path (memory ≈ CHUNK · r² floats)
+_CHUNK = 1024  # positions per batched LU in the Sylvester path on a CPU (memory ≈ CHUNK · r² floats)
+_CHUNK_ELEMENTS = 1 << 26  # elsewhere (a GPU): as many positions as fit 2**26 entries of an r×r batch
 
 
 # --------------------------------------------------------------------------------------- checks
@@ -348,13 +349,15 @@ def margin_loss_tokens(
     *,
     positions: torch.Tensor | None = None,
     method: str = "sylvester",
-    chunk: int = _CHUNK,
+    chunk: int | None = None,
 ) -> torch.Tensor:
     """Margin loss when the prior sees token embeddings ``x_s = E[y_s]``; scalar.
 
     ``tokens`` (B, T) int64, ``embedding`` E (|V|, d), ``W`` (d, d). ``method`` is one of
     :data:`METHODS`; ``"sylvester"`` is the fast exact path (cost per position ∝ r_t³ with r_t the
-    number of distinct tokens before t), the others are exact references.
+    number of distinct tokens before t), the others are exact references. ``chunk``: positions per
+    batched factorisation (``None``: 1024 on a CPU, where small batches keep LAPACK's work in cache;
+    on other devices as many as fit 2**26 matrix entries, so that a step launches few kernels).
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -377,6 +380,8 @@ def margin_loss_tokens(
     beta, _, G_local, r = prefix_masses(tokens, G, positions)  # (B, P, K), (B, K, K), (B, P)
     B, P, K = beta.shape
     seq = torch.arange(B, device=tokens.device).repeat_interleave(P)  # (B·P,)
+    if chunk is None:
+        chunk = _CHUNK if tokens.device.type == "cpu" else max(1, _CHUNK_ELEMENTS // (K * K))
     return _SylvesterMargin.apply(beta.reshape(B * P, K), G_local, seq, r.reshape(-1), chunk)
 
 
