@@ -86,9 +86,10 @@ from nextword.positions import (
     sinusoidal_shift_matrix,
 )
 from nextword.provenance import load_result
-from nextword.torch.models.lm import LMConfig, TinyLM, train_lm
+from nextword.torch.models.lm import LMConfig, TinyLM
 from nextword.torch.probes.ablation import token_nll
 from nextword.torch.probes.fig628 import DEFAULT_FIG628, VARIANTS, Fig628Config, fig628_seed, fig628_source
+from nextword.torch.training.token_lm import train_lm
 
 use_book_style()
 torch.set_num_threads(1)  # tiny models: one thread is fastest on a shared 2-core machine

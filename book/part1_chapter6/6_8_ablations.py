@@ -50,8 +50,9 @@ import torch.nn.functional as F
 from nextword.booktools.display import produced
 from nextword.booktools.plotting import use_book_style
 from nextword.chapter6 import AgreementTask
-from nextword.torch.models.lm import LMConfig, TinyLM, train_lm
+from nextword.torch.models.lm import LMConfig, TinyLM
 from nextword.torch.probes.ablation import ABLATIONS, ablated_config, prefix_nll, token_nll, with_config
+from nextword.torch.training.token_lm import train_lm
 
 use_book_style()
 torch.set_num_threads(1)  # tiny models: one thread is fastest on a shared 2-core machine

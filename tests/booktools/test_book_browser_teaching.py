@@ -108,7 +108,7 @@ def test_answers_open_on_click(visit, tmp_path):
 
 
 def test_an_audit_section_opens_on_click_on_the_keyboard_and_by_a_link(visit):
-    page = "book/part2_formulation/02_objective_kl.html"  # has Checking the paper and Reproducibility
+    page = "book/part3_dynamics/01_attention_gradients.html"  # Checking the paper (with subsections), Reproducibility
     visit.open(page)
     section = visit.page.locator("section#checking-the-paper")
     heading = section.locator("summary h2")
