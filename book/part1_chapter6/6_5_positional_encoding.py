@@ -31,16 +31,16 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $t$ | position of a word, counted from 0 (as the tables and the code count) | integer |
+# | $t$ | position of a word, counted from 0 (as the tables and the code count); $\mathrm{PE}(t)$ is its sinusoidal encoding, $(d_{\text{model}},)$, and $\mathrm{PE}(t, n)$ coordinate $n$ of it | integer |
 # | $e_j$ | vector of word $j$ in the tiny example | $(2,)$ |
 # | $p(t)$ | position vector added at position $t$ in the tiny example | $(2,)$ |
 # | $\alpha_j$ | attention weight on word $j$ in the tiny example | scalar |
+# | $l$ | the index of the sum over the words in the tiny example | integer |
 # | $X$ | the input of an attention layer, one row per token | $(T, d_{\text{model}})$ |
 # | $P$ | a permutation matrix: it reorders the rows it multiplies | $(T, T)$ |
 # | $d_{\text{model}}$, $d_{\text{head}}$ | width of a word's vector; width of one attention head | scalars |
-# | $\mathrm{PE}(t)$ | sinusoidal encoding of position $t$; $\mathrm{PE}(t, n)$ is its coordinate $n$ | $(d_{\text{model}},)$ |
 # | $m$ | index of a coordinate pair (coordinates $2m$ and $2m+1$), $m=0,\dots,d_{\text{model}}/2-1$ | integer |
-# | $\omega_m$ | frequency of pair $m$ of the sinusoidal table, $10000^{-2m/d_{\text{model}}}$ | scalar |
+# | $\omega$, $\omega_m$ | a frequency (turns per position, in radians); that of pair $m$ of the sinusoidal table is $10000^{-2m/d_{\text{model}}}$ | scalar |
 # | $\Delta$ | a shift, in positions | integer |
 # | $M(\Delta)$ | the $2\times2$ rotation that moves one sinusoidal pair from $t$ to $t+\Delta$ | $(2,2)$ |
 # | $R_\Delta$ | all pairs' $M(\Delta)$ on the diagonal of one matrix | $(d_{\text{model}}, d_{\text{model}})$ |
@@ -295,14 +295,14 @@ rel_err = max(abs(measured[m] / formula[m] - 1) for m in measured)
 print(f"{len(measured)} pairs turn at least twice in {T_long:,} positions; measured wavelengths within "
       f"{'1%' if rel_err < 0.01 else f'{rel_err:.1%}'} of the formula; they grow with m: "
       f"{bool(np.all(np.diff(list(measured.values())) > 0))}")
-assert rel_err < 0.01 and np.all(np.diff(list(measured.values())) > 0)
+assert rel_err < 0.01  # Figure 6.5.3: the measured wavelengths follow the formula
+assert np.all(np.diff(list(measured.values())) > 0)  # Figure 6.5.2: the wavelength grows with the coordinate
 
 # %% [markdown]
 # **Figure 6.5.3** (what Fig. 6.25 shows as a surface). The wavelength of each pair on a logarithmic
 # axis: the line is the formula, the dots are measured from the table. See the straight line: each pair
 # turns slower than the one before by the same factor, from $2\pi$ for pair 0 upwards. (Fig. 6.25's
-# caption says that the wavelength *decreases* with the dimension: a slip,
-# [checked below](#checking-the-paper).)
+# caption states the opposite direction: a slip, [checked below](#checking-the-paper).)
 #
 # ### PE(t+Δ) is a rotation of PE(t)
 #
@@ -589,7 +589,7 @@ def fig628_findings(inside: dict, beyond: dict) -> dict[str, bool]:
     return {
         "encodings use the context in distribution":
             all(x < H_marginal - 0.3 for x in inside_encodings),
-        "encodings alike in distribution (spread < 0.3)": spread_inside < 0.3,
+        "encodings alike in distribution (spread < 0.3)": spread_inside < 0.3,  # Figure 6.5.6: close to
         "beyond L_train every encoding is worse than no context":
             all(x > H_marginal for x in beyond_encodings),
         "RoPE not the better extrapolator (rope > sinusoidal - 0.1)":
@@ -602,6 +602,7 @@ def fig628_findings(inside: dict, beyond: dict) -> dict[str, bool]:
 findings = fig628_findings(inside, beyond)
 for claim, holds in findings.items():
     print(f"{claim}: {holds}")
+# Figure 6.5.6: every statement of the caption (encodings close to each other inside, above H(x_t) beyond)
 assert all(findings.values()), findings
 
 # %% [markdown]
