@@ -37,16 +37,15 @@
 # | $d_{\text{model}}$ | width of a word's vector, and of the layer's output | scalar |
 # | $n_{\text{heads}}$ | number of heads in the layer | scalar |
 # | $d_{\text{head}}$ | width of one head, $d_{\text{model}}/n_{\text{heads}}$ | scalar |
-# | $h$ | head number, $h=1,\dots,n_{\text{heads}}$ (in code the index `h` is head `h + 1`) | integer |
+# | $h$ | head number, $h=1,\dots,n_{\text{heads}}$ (in code the index `h` is head `h + 1`); $\mathrm{head}_h$ is head $h$'s output, $(T, d_{\text{head}})$ | integer |
 # | $E$ | the word vectors of the sentence, one row per word | $(T, d_{\text{model}})$ |
 # | $W^Q, W^K, W^V$ | the layer's query, key and value matrices | $(d_{\text{model}}, d_{\text{model}})$ |
 # | $Q, K, V$ | the layer's queries $EW^Q$, keys $EW^K$ and values $EW^V$, one row per word | $(T, d_{\text{model}})$ |
 # | $W^Q_h, W^K_h, W^V_h$ | head $h$'s block of $d_{\text{head}}$ columns of them | $(d_{\text{model}}, d_{\text{head}})$ |
 # | $W^O$ | the output matrix that mixes the heads | $(d_{\text{model}}, d_{\text{model}})$ |
 # | $q_h[i]$, $k_h[j]$, $v_h[j]$ | query of word $i$, key and value of word $j$ in head $h$ (row vectors) | $(d_{\text{head}},)$ |
-# | $s_h[i,j]$ | attention score, $q_h[i]\cdot k_h[j]/\sqrt{d_{\text{head}}}$ | scalar |
+# | $s$, $s_h[i,j]$ | attention score of head $h$ (head 2's: $s_2$), $q_h[i]\cdot k_h[j]/\sqrt{d_{\text{head}}}$ | scalar |
 # | $\alpha_h[i,j]$ | attention weight: the softmax of row $i$ of the scores over $j\le i$ | scalar in $[0,1]$ |
-# | $\mathrm{head}_h$ | head $h$'s output, one row per word | $(T, d_{\text{head}})$ |
 # ```
 #
 # *Source: Chapter 6, §6.4 (the multi-head formulas, Figs. 6.18–6.22, Exercises 4 and 9).*

@@ -34,19 +34,18 @@
 # | $d_{ff}$ | width of the feed-forward network's hidden layer | integer |
 # | $L$ | number of decoder blocks in the stack | integer |
 # | $V$ | vocabulary size | integer |
-# | $h$ | the stream: one position's vector (in the tiny example), or all positions' vectors | $(d,)$ or $(T, d)$ |
-# | $h^{(\ell)}$ | the stream entering block $\ell$ | $(T, d)$ |
+# | $t$ | a position (for an RNN, a step) | integer |
+# | $h$, $h^{(\ell)}$, $h'$ | the residual stream: one position's vector in the tiny example, all positions' in a block; $h^{(\ell)}$ enters block $\ell$, $h'$ leaves the block | $(d,)$ or $(T, d)$ |
 # | $a$ | what the attention sub-layer adds to one position's stream | $(d,)$ |
-# | $u$, $h'$ | the stream after the attention sub-layer, and after the whole block | $(T, d)$ |
-# | $\mathrm{LN}$ | layer normalisation (mean 0, variance 1 over one position's coordinates) | map |
-# | $\epsilon$ | the small number LN adds to the variance, $10^{-5}$ | scalar |
-# | $\mathrm{MHA}$, $\mathrm{FFN}$ | the attention and feed-forward sub-layers | maps |
+# | $u$ | the stream after the attention sub-layer | $(T, d)$ |
+# | $\epsilon$ | the small number layer normalisation ($\mathrm{LN}$) adds to the variance, $10^{-5}$ | scalar |
 # | $W_1, b_1, W_2, b_2$ | the FFN's weights and biases | $(d, d_{ff})$, $(d_{ff},)$, $(d_{ff}, d)$, $(d,)$ |
 # | $X$; $W_q, W_k, W_v, W_o$ | the input of an attention sub-layer; its four matrices | $(T, d)$; $(d, d)$ |
 # | $Q$, $K$ | the queries $XW_q$ and keys $XW_k$ | $(T, d)$ |
 # | $m, n, p$ | the sizes of two matrices multiplied, $(m\times n)(n\times p)$ | integers |
-# | $e[t]$, $\mathrm{PE}(t)$ | token embedding and positional encoding of position $t$ | $(d,)$ |
-# | $x[t]$, $h[t]$ | an RNN's input and state at step $t$; $W_x$, $W_h$ its matrices | $(d,)$; $(d, d)$ |
+# | $e[t]$ | token embedding of position $t$ (added to its positional encoding $\mathrm{PE}(t)$) | $(d,)$ |
+# | $x[t]$, $s[t]$ | an RNN's input and state at step $t$ (the state is often written $h[t]$; here $h$ is the stream) | $(d,)$ |
+# | $W_x$, $W_s$ | the RNN's input and state matrices | $(d, d)$ |
 # | $I(\text{word}_j;\text{blank})$ | mutual information between word $j$ of the running example and the blank | nats |
 # ```
 #
@@ -214,8 +213,8 @@ def rnn_floats(T, d):
     """Numbers an RNN of width d carries forward after T steps."""
     rng = np.random.default_rng(0)
     inputs = rng.standard_normal((T, d))
-    W_x, W_h = rng.standard_normal((d, d)) / d, rng.standard_normal((d, d)) / d
-    states = rnn_states(inputs, W_x, W_h)  # (T, d)
+    W_x, W_s = rng.standard_normal((d, d)) / d, rng.standard_normal((d, d)) / d
+    states = rnn_states(inputs, W_x, W_s)  # (T, d): s[1..T]
     return states[-1].size  # only the last state is carried forward
 
 
@@ -268,7 +267,7 @@ for layer_block in grid_model.blocks:
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
 heatmap(rnn_trajectory, ax=axes[0], cmap="RdBu_r", colorbar=False,
-        title="RNN: states h[1..T]; only the boxed h[T] is kept")
+        title="RNN: states s[1..T]; only the boxed s[T] is kept")
 axes[0].add_patch(Rectangle((-0.5, T_grid - 1.5), d_grid, 1, fill=False, edgecolor="black", lw=2.5,
                            clip_on=False))
 heatmap(representations, ax=axes[1], cmap="RdBu_r", colorbar=False,
@@ -288,7 +287,7 @@ assert kept["transformer"] == T_grid * kept["RNN"]
 # %% [markdown]
 # **Figure 6.6.2** (Fig. 6.31 rebuilt as heatmaps, random weights; red positive, blue negative). Left:
 # the hidden states of a tanh RNN over 20 steps, one row per step — all of them are computed along the
-# way, but only the last row $h[T]$, boxed in black, is carried into the prediction. Right: the
+# way, but only the last row $s[T]$, boxed in black, is carried into the prediction. Right: the
 # final-layer vectors of a 2-layer decoder, one row per position, all of which stay readable by
 # attention: every row of the right panel is kept, one row of the left.
 #
@@ -304,7 +303,7 @@ assert kept["transformer"] == T_grid * kept["RNN"]
 #   together; the mask does not save work when the full $T\times T$ matrix is computed).
 #
 # So attention costs $8Td^2+4T^2d$ FLOPs ($4Td^2+2T^2d$ multiply-adds) with sequential depth 1, and the
-# $T^2$ term takes over beyond $T=2d$. A recurrent layer ($h[t]=\tanh(x[t]W_x+h[t-1]W_h)$) costs about
+# $T^2$ term takes over beyond $T=2d$. A recurrent layer ($s[t]=\tanh(x[t]W_x+s[t-1]W_s)$) costs about
 # $4Td^2$ FLOPs, two $d\times d$ products per step, but in $T$ steps one after another.
 # [Exercise 11](../../exercises/part1_chapter6/ex11_complexity.ipynb) asks for the exact counts, forward
 # and backward. Here torch's FLOP counter counts the operations of the library's torch attention
@@ -665,5 +664,6 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# **Figure 6.6.5.** Measured forward time of one attention layer against the FLOP count, scaled to meet at
-# the shortest length; see the measured curve steepen towards the count's slope as $T$ grows past $2d$.
+# **Figure 6.6.5.** Measured forward time of one attention layer (this machine, this run) beside the FLOP
+# count, scaled to meet at the shortest length; compare the slopes of the two curves at long lengths (the
+# printed log-log slopes). Timings are not checked.
