@@ -28,10 +28,9 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $t$ | position in a sequence, counted from 0 | integer |
+# | $t$ | position in a sequence, counted from 0; $\mathrm{PE}(t)$ is the sinusoidal encoding of position $t$, $(d_{\text{model}},)$ | integer |
 # | $e$, $e[t]$ | a word's vector; the token embedding at position $t$ | $(d_{\text{model}},)$ |
 # | $p(t)$ | position vector of position $t$ in the tiny example | $(2,)$ |
-# | $\mathrm{PE}(t)$ | sinusoidal encoding of position $t$ | $(d_{\text{model}},)$ |
 # | $x[t]$ | what enters the first block at position $t$: $e[t]+\mathrm{PE}(t)$ | $(d_{\text{model}},)$ |
 # | $d_{\text{model}}$ | width of the vectors (24 here) | integer |
 # | $T_{\text{ctx}}$ | length of the sequences probed (24 here) | integer |
