@@ -255,13 +255,14 @@ assert abs(base["tf filler"] - base["filler"]) < 1e-4
 assert train_loss["no mask (retrained)"] < 0.3
 assert no_mask["tf filler"] < 0.3
 assert train_loss["baseline"] > 1
-assert no_mask["filler"] > uniform_loss
+assert no_mask["filler"] > uniform_loss  # Figure 6.8.1: the retrained no-mask bar rises above the uniform guess
 # (b) no positions, retrained: the order-2 fillers suffer
 assert no_positions["filler"] > base["filler"] + 0.1
 # test-time removals of positions, heads or residuals hurt; without residuals the model collapses
 for name in ("no positions", "single head", "no residual"):
     assert results[f"{name} (test time)"]["filler"] > base["filler"] + 0.1, name
-assert results["no residual (test time)"]["filler"] > uniform_loss  # worse than uniform guessing
+# Figure 6.8.1: the no-residual bar rises above the uniform-guess line
+assert results["no residual (test time)"]["filler"] > uniform_loss
 if learned:  # the agreement: lost without the mask or at test time, kept without positions
     assert no_mask["agree"] > base["agree"] + 0.1
     assert no_positions["agree"] < 0.1  # finding the subject is a lookup by content
@@ -354,7 +355,8 @@ plt.show()
 
 # %% tags=["hide-cell"]
 # Question 1: the cheater with probability 0.99
-print(f"Q1: teacher-forced {-np.log(0.99):.3f} nats, honest {np.log(3):.3f} nats")
+print(f"Q1: the cheater gives the visible next token p = 0.99: teacher-forced {-np.log(0.99):.3f} nats, "
+      f"honest {np.log(3):.3f} nats")
 assert round(-np.log(0.99), 3) == 0.010 and round(np.log(3), 3) == 1.099
 
 # %% [markdown]
