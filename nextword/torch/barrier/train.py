@@ -31,7 +31,6 @@ Distributed runs: :mod:`~nextword.torch.training.distributed`. Configuration: :m
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import math
 import platform
@@ -43,6 +42,7 @@ import torch
 import torch.nn as nn
 
 from nextword.perturbation import nudge_module_, perturbation
+from nextword.provenance import closure_digest
 from nextword.torch.training.data import CharData, epoch_batch, eval_windows, load_char_data, steps_per_epoch
 from nextword.torch.training.checkpoint import (
     CKPT,
@@ -67,6 +67,7 @@ __all__ = [
     "Run",
     "build",
     "fresh_state",
+    "setup_run",
     "lr_at",
     "load_checkpoint",
     "train",
@@ -178,6 +179,26 @@ def _restore(run: Run, out: Path) -> None:
     run.state = {k: ck["state"][k] for k in fresh_state()}
 
 
+def setup_run(
+    cfg: TrainConfig, ctx: DistContext, data: CharData
+) -> tuple[Run, BarrierLM, list[torch.Tensor], int, int]:
+    """The pieces of a fresh run: ``(run, lm, params, steps per epoch, total steps)``.
+
+    The GPT and prior (:func:`build`, then ``NEXTWORD_PERTURB``'s nudge, a no-op by default), the
+    :class:`BarrierLM` that computes the objective, its trainable parameters and AdamW; what
+    :func:`train` resumes into and what ``nextword gpu-check`` times.
+    """
+    spe = steps_per_epoch(data.train.numel(), cfg.block_size, cfg.batch_size)
+    total = cfg.steps or cfg.epochs * spe
+    gpt, prior = build(cfg, data.vocab.vocab_size, ctx.device)
+    nudge_module_(gpt, "train.gpt")  # NEXTWORD_PERTURB (the perturbation pass); a no-op by default
+    nudge_module_(prior, "train.prior")
+    lm = BarrierLM(gpt, prior, cfg.margin_method)
+    params = [p for p in lm.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    return Run(cfg, ctx, data, gpt, prior, opt, fresh_state()), lm, params, spe, total
+
+
 def train_step(run: Run, model: nn.Module, params: list[torch.Tensor], spe: int, total: int) -> torch.Tensor:
     """One optimiser step at ``run.state["step"]``; returns ``[ce, margin, loss]`` averaged over ranks."""
     cfg, ctx, step = run.cfg, run.ctx, run.state["step"]
@@ -247,16 +268,9 @@ def train(
     if ctx.is_main:
         out.mkdir(parents=True, exist_ok=True)
     data = data or load_char_data(cfg.data, max_chars=cfg.max_chars)
-    spe = steps_per_epoch(data.train.numel(), cfg.block_size, cfg.batch_size)
-    total = cfg.steps or cfg.epochs * spe
+    run, lm, params, spe, total = setup_run(cfg, ctx, data)
+    gpt, prior = run.gpt, run.prior
     eval_every = cfg.eval_every or spe
-    gpt, prior = build(cfg, data.vocab.vocab_size, ctx.device)
-    nudge_module_(gpt, "train.gpt")  # NEXTWORD_PERTURB (the perturbation pass); a no-op by default
-    nudge_module_(prior, "train.prior")
-    lm = BarrierLM(gpt, prior, cfg.margin_method)
-    params = [p for p in lm.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    run = Run(cfg, ctx, data, gpt, prior, opt, fresh_state())
     if resume and any((out / name).exists() for name in (CKPT, "ckpt.prev.pt")):
         _restore(run, out)
     model = wrap(lm, ctx)
@@ -342,18 +356,13 @@ def _results(run: Run, total: int, spe: int) -> dict[str, Any]:
 
 
 def code_hash() -> str:
-    """SHA-256 (first 16 hex digits) of the sources that determine a run's numbers.
+    """Digest of the code that determines a run's numbers: the import closure of this module.
 
-    Stored in ``results.json``; :func:`train_or_load` reuses a cached run only if it matches, so a
-    code change never serves stale results.
+    :func:`nextword.provenance.closure_digest` of ``nextword.torch.barrier.train`` (the one rule the
+    saved runs use too). Stored in ``results.json``; :func:`train_or_load` reuses a cached run only if it
+    matches, so a code change that can change a statement's result never serves a stale run.
     """
-    torch_dir = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for name in ("models/gpt.py", "barrier/prior.py", "barrier/config.py", "barrier/train.py", "training/data.py"):
-        h.update((torch_dir / name).read_bytes())
-    h.update((torch_dir / "barrier" / "robustness.py").read_bytes())
-    h.update((torch_dir.parent / "data" / "__init__.py").read_bytes())
-    return h.hexdigest()[:16]
+    return closure_digest((__name__,))
 
 
 def _hardware(dev: torch.device) -> str:
