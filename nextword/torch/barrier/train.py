@@ -1,13 +1,14 @@
 """Barrier (margin) training of §7 on the one loop: CE + λ_m · L_margin, with exact resume.
 
-Every torch model the book trains runs on :func:`~nextword.torch.training.engine.fit` (re-exported here):
-these §7 barrier runs (:func:`train`) and the Chapter 6 TinyLM runs
-(:func:`nextword.torch.training.token_lm.train_lm`).
+Every torch model the book trains runs on :func:`~nextword.torch.training.engine.fit`: these §7
+barrier runs (:func:`train`) and the Chapter 6 TinyLM runs (:func:`nextword.torch.training.token_lm.train_lm`).
 
 ``train(cfg, out_dir)`` trains a :class:`~nextword.torch.models.gpt.SmallGPT` together with an
 :class:`~nextword.torch.barrier.prior.EmbeddingPrior` on the GPT's token embeddings, minimising
 
     L = CE + λ_m · mean_t[−log|det(I_d − Σ_t Wᵀ)|]          (§7.1; quadratic residual term dropped)
+
+(the penalty terms are named in :data:`PENALTIES`, each with its weight's field of the configuration)
 
 with AdamW, a cosine learning-rate schedule (a pure function of the step, :func:`lr_at`) and
 gradient clipping. Both arms of a comparison share the GPT initialisation: the GPT is built right
@@ -17,7 +18,8 @@ after ``torch.manual_seed(seed)`` and the prior from its own generator. With λ_
 ``resume=True`` restarts from the run directory's checkpoint (:mod:`~nextword.torch.training.checkpoint`,
 with its fallback to the previous good one): data order, position subsampling and the learning rate
 are functions of ``(seed, step)``, and the checkpoint holds model, prior, optimiser, RNG state and the
-running epoch sums, so a resumed CPU run ends with exactly the same loss as an uninterrupted one.
+running epoch sums, so a resumed CPU run ends with exactly the same loss as an uninterrupted one (at a
+fixed thread count: two runs on two threads agree bit for bit, ``tests/torch/test_determinism.py``).
 Distributed runs: :mod:`~nextword.torch.training.distributed`. Configuration: :mod:`~nextword.torch.barrier.config`.
 
 >>> import tempfile
@@ -47,8 +49,8 @@ from nextword.torch.training.data import CharData, epoch_batch, eval_windows, lo
 from nextword.torch.training.checkpoint import (
     CKPT,
     RESULTS,
-    CheckpointError,
     read_checkpoint,
+    resume_from,
     save_checkpoint,
     save_json,
 )
@@ -61,8 +63,6 @@ from nextword.torch.barrier.prior import EmbeddingPrior, margin_loss_tokens, sam
 from nextword.torch.barrier.robustness import LN2, evaluate_bpc, evaluate_diagnostics, noise_curve
 
 __all__ = [
-    "fit",
-    "optimiser_step",
     "BarrierLM",
     "Run",
     "build",
@@ -74,7 +74,21 @@ __all__ = [
     "train_step",
     "train_or_load",
     "code_hash",
+    "PENALTIES",
+    "PRIOR_SEED_OFFSET",
+    "POSITIONS_SEED_STRIDE",
+    "DIAGNOSTIC_WINDOWS",
 ]
+
+
+#: The prior's generator is seeded with ``cfg.seed + PRIOR_SEED_OFFSET`` (apart from the GPT's, torch's global one).
+PRIOR_SEED_OFFSET = 7919
+#: Step ``t``'s margin positions are drawn from a generator seeded ``cfg.seed · POSITIONS_SEED_STRIDE + t``.
+POSITIONS_SEED_STRIDE = 7919
+#: Validation windows of the §7.4 prior diagnostics at the end of a run.
+DIAGNOSTIC_WINDOWS = 64
+#: The objective's penalty terms, ``(name, its weight's field in TrainConfig)``: L = CE + Σ weight · term.
+PENALTIES = (("margin", "lambda_margin"),)
 
 
 def lr_at(cfg: TrainConfig, step: int, total: int) -> float:
@@ -117,7 +131,9 @@ def build(cfg: TrainConfig, vocab_size: int, device: torch.device) -> tuple[Smal
     torch.manual_seed(cfg.seed)
     gpt = SmallGPT(replace(cfg.model, vocab_size=vocab_size))
     prior = EmbeddingPrior(
-        cfg.model.d_model, init_std=cfg.prior_init_std, generator=torch.Generator().manual_seed(cfg.seed + 7919)
+        cfg.model.d_model,
+        init_std=cfg.prior_init_std,
+        generator=torch.Generator().manual_seed(cfg.seed + PRIOR_SEED_OFFSET),
     )
     if cfg.lambda_margin == 0:
         prior.W.requires_grad_(False)
@@ -167,16 +183,19 @@ def fresh_state() -> dict[str, Any]:
     return {"step": 0, "ep_ce": 0.0, "ep_margin": 0.0, "ep_n": 0, "history": [], "last_loss": None}
 
 
-def _restore(run: Run, out: Path) -> None:
-    """Load model, prior, optimiser, RNG and counters from ``out``'s checkpoint (with fallback)."""
-    ck, used = read_checkpoint(out, run.ctx.device)
-    if TrainConfig.from_dict(ck["config"]) != run.cfg:
-        raise CheckpointError(f"--resume: the checkpoint {used} was written with a different configuration")
-    run.gpt.load_state_dict(ck["model"])
-    run.prior.load_state_dict(ck["prior"])
-    run.opt.load_state_dict(ck["optimizer"])
+def _restore(run: Run, out: Path) -> bool:
+    """Load model, prior, optimiser, RNG and counters from ``out``'s checkpoint (with fallback); False if none."""
+    ck = resume_from(
+        out,
+        lambda c: TrainConfig.from_dict(c["config"]) == run.cfg,
+        {"model": run.gpt, "prior": run.prior, "optimizer": run.opt},
+        device=run.ctx.device,
+    )
+    if ck is None:
+        return False
     torch.set_rng_state(ck["rng"].cpu())
     run.state = {k: ck["state"][k] for k in fresh_state()}
+    return True
 
 
 def setup_run(
@@ -217,12 +236,13 @@ def train_step(run: Run, model: nn.Module, params: list[torch.Tensor], spe: int,
     use_margin = cfg.lambda_margin > 0
     positions = None
     if use_margin and cfg.margin_positions:
-        g = torch.Generator().manual_seed(cfg.seed * 7_919 + step)
+        g = torch.Generator().manual_seed(cfg.seed * POSITIONS_SEED_STRIDE + step)
         positions = sample_positions(x.shape[0], cfg.block_size, cfg.margin_positions, g, device=ctx.device)
     for group in run.opt.param_groups:
         group["lr"] = lr_at(cfg, step, total)
     ce, margin = model(x, y, positions, with_margin=use_margin, amp=cfg.amp)
-    loss = ce + cfg.lambda_margin * margin
+    terms = {"margin": margin}
+    loss = sum((getattr(cfg, weight) * terms[name] for name, weight in PENALTIES), ce)  # CE + Σ λ · term
     optimiser_step(run.opt, loss, params, cfg.grad_clip)
     stats = torch.tensor([float(ce.detach()), float(margin.detach()), float(loss.detach())], dtype=torch.float64)
     return mean_over_ranks(stats, ctx)
@@ -271,7 +291,7 @@ def train(
     run, lm, params, spe, total = setup_run(cfg, ctx, data)
     gpt, prior = run.gpt, run.prior
     eval_every = cfg.eval_every or spe
-    if resume and any((out / name).exists() for name in (CKPT, "ckpt.prev.pt")):
+    if resume:
         _restore(run, out)
     model = wrap(lm, ctx)
     vx, vy = eval_windows(
@@ -305,7 +325,7 @@ def train(
     results = _results(run, total, spe)
     if results["finished"]:
         if ctx.is_main:
-            results["diagnostics"] = evaluate_diagnostics(gpt, prior, vx[:64])
+            results["diagnostics"] = evaluate_diagnostics(gpt, prior, vx[:DIAGNOSTIC_WINDOWS])
         if robustness:
             results["noise_curve"] = noise_curve(
                 gpt,

@@ -31,6 +31,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from nextword.torch.barrier.config import PAPER_LAMBDA
+from nextword.torch.barrier.config import TABLE1_SIGMA as ROBUSTNESS_SIGMA
+from nextword.torch.barrier.sweep import PAPER_LAMBDAS as TABLE1_LAMBDAS
 from nextword.torch.runs.experiment import Experiment, Saved, wall_time
 
 __all__ = [
@@ -45,14 +48,8 @@ __all__ = [
     "GPU_TIER_ENV",
 ]
 
-#: λ_m of the margin arm: §7.1's value.
-PAPER_LAMBDA = 0.05
-#: σ of Table 1's noisy column (§7.4).
-ROBUSTNESS_SIGMA = 0.3
-#: λ values of the §7.4 path at the CPU tier (Table 1 of the paper uses :data:`TABLE1_LAMBDAS`).
+#: λ values of the §7.4 path at the CPU tier (Table 1 of the paper, the GPU tier's path: :data:`TABLE1_LAMBDAS`).
 SWEEP_LAMBDAS = (0.0, 0.01, 0.05, 0.1, 0.2)
-#: Table 1's seven λ values, the GPU tier's path.
-TABLE1_LAMBDAS = (0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 #: Validation windows of the §7.3 noise probe of a trained pair.
 ROBUSTNESS_WINDOWS = 128
 #: Optimiser steps a fingerprint replays (:mod:`nextword.torch.runs.fingerprint`).

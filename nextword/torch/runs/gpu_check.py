@@ -1,4 +1,5 @@
-"""The GPU tier in one command: ``nextword gpu-check --out DIR`` (``make gpu-check``).
+"""The GPU sessions of the registry: what ``nextword gpu-check --out DIR`` (``make gpu-check``,
+:mod:`~nextword.torch.runs.gpu_command`) runs on a GPU.
 
 A GPU session is a registry experiment (:func:`experiments`) whose training does, within ``--budget``
 seconds:
@@ -27,7 +28,6 @@ suite runs).
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -39,17 +39,16 @@ from pathlib import Path
 from typing import Any
 
 from nextword.torch.runs.barrier_runs import GPU_TIER_ENV, PAPER_LAMBDA
-from nextword.torch.runs.experiment import Experiment, Saved, runs_root
+from nextword.torch.runs.experiment import Experiment, Saved
 
-__all__ = ["main", "PARITY_TOL_BPC", "steps_per_second", "experiments", "session_runs", "BUDGET_ENV"]
+__all__ = ["PARITY_TOL_BPC", "steps_per_second", "experiments", "session_runs", "BUDGET_ENV", "DEFAULT_BUDGET"]
 
 #: Largest |Δ validation BPC| between the CPU and CUDA float32 runs of the quick configuration that counts
 #: as "the same loss curve" (float32 summation orders differ; 200 steps of AdamW amplify them a little).
 PARITY_TOL_BPC = 1e-3
 #: Seconds a session may take (``--budget``), read by the session's training.
 BUDGET_ENV = "NEXTWORD_GPU_BUDGET"
-_DEFAULT_BUDGET = 480.0
-_COMMAND = "nextword gpu-check"
+DEFAULT_BUDGET = 480.0
 
 
 def _dry_run() -> bool:
@@ -205,7 +204,7 @@ def _session(checks: bool, sweep: str, seed: int):
         if not dry and not torch.cuda.is_available():
             raise RuntimeError("a GPU session needs a CUDA GPU (torch.cuda.is_available() is False here)")
         start = time.time()
-        deadline = start + float(os.environ.get(BUDGET_ENV, _DEFAULT_BUDGET))
+        deadline = start + float(os.environ.get(BUDGET_ENV, DEFAULT_BUDGET))
         device = "cpu" if dry else "cuda"
         _float32_exact()
         report: dict[str, Any] = {"gpu": gpu_info(), "dry_run": dry}
@@ -294,57 +293,3 @@ def experiments() -> list[Experiment]:
         )
     )
     return out
-
-
-# --------------------------------------------------------------------------------------------- main
-def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog=_COMMAND, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--out", default="runs/gpu-check", help="output folder (results/ and runs/ inside)")
-    ap.add_argument("--budget", type=float, default=_DEFAULT_BUDGET, help="seconds for the session (default 480)")
-    ap.add_argument("--dry-run", action="store_true", help="every stage on the CPU at the tiny size (seconds)")
-    ap.add_argument("--speed-only", action="store_true", help="stage 3 only, on --device cpu (gpu_check_cpu_speed)")
-    ap.add_argument("--device", default="cpu", choices=["cpu"], help="device of --speed-only")
-    ap.add_argument("--train-only", action="store_true", help="stage 4 only (no speed, parity or AMP stage)")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the stage-4 runs (0 or 1)")
-    ap.add_argument("--sweep-config", default="cpu", choices=["cpu", "paper"], help="preset of the seven-λ sweep")
-    return ap
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run one GPU session (or the CPU speed stage) through the registry into ``--out``; exit 2 on bad input."""
-    ap = build_parser()
-    args = ap.parse_args(sys.argv[1:] if argv is None else argv)
-    import torch
-
-    from nextword.torch.runs import registry
-
-    out = Path(args.out).resolve()
-    if args.dry_run:
-        os.environ[GPU_TIER_ENV] = "tiny"
-    if args.speed_only:
-        names = ["gpu_check_cpu_speed"]
-    else:
-        if not args.dry_run and not torch.cuda.is_available():
-            ap.exit(2, f"{ap.prog}: error: no CUDA GPU here (torch.cuda.is_available() is False); use --dry-run\n")
-        if args.train_only and args.sweep_config == "paper" and args.seed in (0, 1):
-            session = f"gpu_check_train{'_seed1' if args.seed else ''}_paper"
-        elif not args.train_only and args.sweep_config == "cpu" and args.seed == 0:
-            session = "gpu_check"
-        else:
-            ap.exit(2, f"{ap.prog}: error: no saved session for these options (see --help)\n")
-        names = [session]
-    os.environ[BUDGET_ENV] = str(args.budget)
-    os.environ["NEXTWORD_RUNS_DIR"] = str(out / "runs")
-    registry.run(names, results_dir=out / "results", force=True)
-    if args.speed_only:
-        return 0
-    report = json.loads((runs_root() / names[0] / "results.json").read_text())
-    finished = report["finished"]
-    saved = list(finished)
-    if {"gpu_barrier_ce", "gpu_barrier_margin"} <= set(finished):
-        saved.append("gpu_barrier_robustness")
-    registry.run(saved, results_dir=out / "results", force=True)
-    print(f"saved {', '.join([*names, *saved])} under {out / 'results'}", flush=True)
-    return 0
