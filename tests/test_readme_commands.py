@@ -127,6 +127,7 @@ CHEAP_FORMS: dict[str, list[str]] = {
     # --- saved runs: what exists (running them is make results: hours) --------------------------------
     "nextword results list": ["{py} -m nextword results list"],
     "nextword results run": ["{py} -m nextword results run --help"],
+    "nextword results verify": ["{py} -m nextword results verify --help"],
     "nextword results run dynamics_table1 --jobs 2": ["{py} -m nextword results run --help"],
     "nextword results run barrier_ce --train-only": ["{py} -m nextword results run --help | grep -q -- --train-only"],
     # --- the GPU check: its dry run is tests/torch/test_gpu_check.py; here the command and target exist -------
