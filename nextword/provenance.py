@@ -27,12 +27,14 @@ import ast
 import datetime as _dt
 import functools
 import hashlib
+import importlib.metadata
 import io
 import json
 import os
 import platform
 import re
 import subprocess
+import sys
 import tokenize
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -91,14 +93,16 @@ def machine_info() -> dict[str, Any]:
         "numpy": np.__version__,
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
     }
-    try:  # torch is optional; record it when present
-        import torch
-
+    torch = sys.modules.get("torch")  # recorded when the run imported it; this module never imports torch
+    if torch is not None:
         info["torch"] = torch.__version__
         info["torch_threads"] = torch.get_num_threads()
         info["cuda"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-    except ImportError:
-        info["torch"] = None
+    else:
+        try:
+            info["torch"] = importlib.metadata.version("torch")
+        except importlib.metadata.PackageNotFoundError:
+            info["torch"] = None
     return info
 
 
