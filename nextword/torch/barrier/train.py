@@ -19,7 +19,7 @@ after ``torch.manual_seed(seed)`` and the prior from its own generator. With λ_
 with its fallback to the previous good one): data order, position subsampling and the learning rate
 are functions of ``(seed, step)``, and the checkpoint holds model, prior, optimiser, RNG state and the
 running epoch sums, so a resumed CPU run ends with exactly the same loss as an uninterrupted one (at a
-fixed thread count: two runs on two threads agree bit for bit, ``tests/torch/test_determinism.py``).
+fixed thread count: two runs on two threads agree bit for bit, ``tests/torch/training/test_determinism.py``).
 Distributed runs: :mod:`~nextword.torch.training.distributed`. Configuration: :mod:`~nextword.torch.barrier.config`.
 
 >>> import tempfile
