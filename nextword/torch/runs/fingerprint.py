@@ -18,6 +18,8 @@ PARAMS``, with ``PYTHONPATH`` at the copy), so it imports ``nextword`` only insi
 (True, 0.0)
 >>> compare({"a": [1.0, 2.0]}, {"a": [1.0, 2.5]})
 (False, 0.2)
+>>> compare({"a": 1e-9}, {"a": 2e-9})                  # below 1 the difference counts as it is
+(False, 1e-09)
 """
 
 from __future__ import annotations
@@ -253,8 +255,9 @@ def _numbers(value: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def compare(then: dict[str, Any], now: dict[str, Any]) -> tuple[bool, float | None]:
-    """``(bitwise, deviation)``: whether two fingerprints are the same values, and the largest relative
-    difference of their numbers (``|a − b| / max(|a|, |b|)``; None when their layouts differ)."""
+    """``(bitwise, deviation)``: whether two fingerprints are the same values, and the largest difference of
+    their numbers relative to their size, ``|a − b| / max(1, |a|, |b|)`` (a sum of weights near zero is not
+    blown up; None when their layouts differ)."""
     if then == now:
         return True, 0.0
     a, b = _numbers(then), _numbers(now)
@@ -271,7 +274,7 @@ def compare(then: dict[str, Any], now: dict[str, Any]) -> tuple[bool, float | No
         ):
             continue  # a digest: its numbers are compared one by one beside it
         if x != y:
-            worst = max(worst, abs(x - y) / max(abs(x), abs(y)))
+            worst = max(worst, abs(x - y) / max(1.0, abs(x), abs(y)))
     return False, worst
 
 

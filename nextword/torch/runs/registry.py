@@ -22,9 +22,10 @@ sessions) and :mod:`~nextword.torch.runs.bench_runs` (benchmarks). A run's statu
 - **verified to X** — (GPU-tier runs only, which cannot be rerun here) the replays differ in the last bits,
   by at most the relative amount X;
 - **to verify** — the code changed and the run has a fingerprint: ``nextword results verify`` decides;
-- **to run** — not saved, another configuration, seeds missing, a fingerprint that differs, or changed
-  code and no fingerprint (timings: a replay cannot vouch for them); the reason is printed beside it,
-  "needs a CUDA GPU" for the GPU tier on a machine without one.
+- **to run** — not saved, another configuration, seeds missing, a saved run it reads (``depends``) saved
+  again since, a fingerprint that differs, or changed code and no fingerprint (timings: a replay cannot
+  vouch for them); the reason is printed beside it, "needs a CUDA GPU" for the GPU tier on a machine
+  without one.
 """
 
 from __future__ import annotations
@@ -93,6 +94,13 @@ def _cuda() -> bool:
 
 
 # ------------------------------------------------------------------------------------------ status
+def _created(name: str, results_dir) -> str:
+    try:
+        return provenance.load_result(name, results_dir).get("created", "")
+    except FileNotFoundError:
+        return ""
+
+
 def _complete(saved: dict[str, Any]) -> bool:
     return saved.get("data", {}).get("complete", True) is not False
 
@@ -110,6 +118,9 @@ def status(name: str, results_dir: str | os.PathLike | None = None) -> tuple[str
         return "to run", "another configuration" + needs
     if not _complete(saved):
         return "to run", "seeds missing" + needs
+    newer = [d for d in exp.depends if _created(d, results_dir) > saved.get("created", "")]
+    if newer:
+        return "to run", f"it reads {', '.join(newer)}, saved again since" + needs
     changed = provenance.changed_code(saved, exp.entry, MOVED)
     if changed == []:
         return "current", ""
@@ -361,6 +372,19 @@ def _params(exp: Experiment, results_dir) -> dict[str, Any]:
     if "models" in params:
         params["models"] = [str(provenance.results_root(results_dir) / m / "model.pt") for m in params["models"]]
     return params
+
+
+def _spec(exp: Experiment, results_dir) -> dict[str, Any]:
+    """What a fingerprint is a fingerprint of: its procedure and parameters, and the saved models it reads
+    (their SHA-256: a model saved again is another input)."""
+    import hashlib
+
+    procedure, params = exp.fingerprint
+    spec: dict[str, Any] = {"procedure": procedure, "params": jsonable(params)}
+    for m in params.get("models", ()):
+        path = provenance.results_root(results_dir) / m / "model.pt"
+        spec.setdefault("inputs", {})[m] = hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+    return spec
 
 
 def fingerprint(exp: Experiment, tree: Path, results_dir=None) -> dict[str, Any]:
