@@ -129,11 +129,10 @@ def status(name: str, results_dir: str | os.PathLike | None = None) -> tuple[str
     v = saved.get("verification")
     if v and v.get("code") == _code_digest(exp):
         if v["result"] == "bitwise":
-            return "verified", f"code changed; first {v['steps']} steps replay bit for bit ({v['date']})"
+            return "verified", f"code changed; {_replayed(v['steps'])} bit for bit ({v['date']})"
         if v["result"] == "deviation" and exp.device == "cuda":
             return f"verified to {v['deviation']:.0e}", (
-                f"replays of the first {v['steps']} steps differ by at most {v['deviation']:.1e} (relative); "
-                "a bitwise rerun needs a GPU"
+                f"{_replayed(v['steps'])} within {v['deviation']:.1e} (relative); a bitwise rerun needs a GPU"
             )
         return "to run", f"its fingerprint replays differently ({v['summary']})" + needs
     files = ", ".join(sorted({c.split(":")[0] for c in changed}))
@@ -141,6 +140,10 @@ def status(name: str, results_dir: str | os.PathLike | None = None) -> tuple[str
         return "to verify", f"code changed: {files}"
     why = "timings" if exp.timing else "no fingerprint"
     return "to run", f"code changed ({why}): {files}" + needs
+
+
+def _replayed(steps: int) -> str:
+    return f"its first {steps} steps replay" if steps else "its measurements replay"
 
 
 def _code_digest(exp: Experiment) -> str:
@@ -486,7 +489,7 @@ def verify(
         }
         _write(name, results_dir, record)
         out[name] = status(name, results_dir)[0]
-        log(f"{name}: {summary} over the first {steps} steps -> {out[name]} ({time.perf_counter() - t0:.0f} s)")
+        log(f"{name}: {_replayed(steps)}: {summary} -> {out[name]} ({time.perf_counter() - t0:.0f} s)")
     return out
 
 
