@@ -33,10 +33,10 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $N$ | length of a sequence (tokens) | scalar |
-# | $f$ | shuffle fraction: the first $\lfloor fN\rfloor$ tokens are permuted | scalar in $[0,1]$ |
-# | $n$ | position of a token, counted from 1 | integer |
-# | $r$ | prefix shuffle rate of the token at position $n$: $\lfloor fN\rfloor/n$ | scalar in $(0,1)$ |
+# | $T$ | length of a sequence (tokens) | scalar |
+# | $f$ | shuffle fraction: the first $\lfloor fT\rfloor$ tokens are permuted | scalar in $[0,1]$ |
+# | $i$ | position of a token (the query), counted from 1 | integer |
+# | $r$ | prefix shuffle rate of the token at position $i$: $\lfloor fT\rfloor/i$ | scalar in $(0,1)$ |
 # | $d$ | width of the model (the sphere is $\mathbb S^{d-1}$) | integer |
 # | $x$ | query state of a head: its attention input, rescaled to the unit sphere | $(d,)$ |
 # | $z$ | a context token the head can attend to (a latent component) | index |
@@ -44,9 +44,9 @@
 # | $q(z\mid x)$ | the head's attention weights: the variational posterior | $(\lvert\mathcal Z\rvert,)$ |
 # | $o_z$ | value–output vector of token $z$, $o_z=\kappa'_z\mu'_z$ | $(d,)$ |
 # | $\kappa'_z$ | its length: the concentration of the vMF component $p(x\mid z)$ | scalar |
-# | $p(x\mid z)$ | vMF density on the sphere with natural parameter $o_z$ | scalar |
+# | $C_d$ | the vMF normaliser ([5.1](01_spherical_geometry.ipynb)) | scalar |
+# | $p$ | $p(x\mid z)$: the vMF density on the sphere with natural parameter $o_z$; $p(z\mid x)$: the true posterior over tokens under these components | scalar; $(\lvert\mathcal Z\rvert,)$ |
 # | $p_t(x)$ | the flow's marginal density $\frac1{\lvert\mathcal Z\rvert}\sum_zp(x\mid z)$ | scalar |
-# | $p(z\mid x)$ | the true posterior over tokens under those components | $(\lvert\mathcal Z\rvert,)$ |
 # | $\mathcal L_t$ | the ELBO of $q$ (5.2): $\log p_t=\mathcal L_t+\mathrm{KL}(q\|p)$ | scalar |
 # | $U$ | the uniform distribution over $\mathcal Z$ | $(\lvert\mathcal Z\rvert,)$ |
 # | $H(q)$, $H(q,p)$ | entropy of $q$; cross-entropy of $p$ under $q$ | scalars |
@@ -57,7 +57,9 @@
 #
 # ```{admonition} In the paper's notation
 # :class: seealso
-# The paper writes $p$ for the shuffle fraction (here $f$) and calls $\mathrm{KL}(q\|U)$ and
+# The paper writes $N$ for the length of a sequence and $n$ for a position (here $T$ and $i$, as in the
+# rest of the book); the subscript $t$ of its $p_t$, $q_t$, $\mathcal L_t$ is the flow's time, i.e. the
+# layer. It writes $p$ for the shuffle fraction (here $f$) and calls $\mathrm{KL}(q\|U)$ and
 # $\mathrm{KL}(p\|U)$ the *variational* and *true concentrations*. This page calls them the *sharpness*
 # of $q$ and of $p$ (how far each is from uniform) and keeps *concentration* for the vMF parameter
 # $\kappa'$, as in [5.1](01_spherical_geometry.ipynb).
@@ -99,9 +101,9 @@ DEEP = max(1, LAYERS // 3)  # "deepest third of layers" (8 of 24, 9 of 28, 5 of 
 # ## A tiny example by hand
 #
 # **Shuffling.** Ten tokens `a b c d e f g h i j` and the shuffle fraction $f=0.4$. The first
-# $\lfloor fN\rfloor=4$ tokens are permuted at random; the last six are kept and analysed. The token at
-# position $n$ has a prefix of $n$ tokens, of which 4 were shuffled, so its *prefix shuffle rate* is
-# $r=4/n$: $4/5=0.8$ for `e`, then $0.667, 0.571, 0.5, 0.444, 0.4$ for `f` … `j`. The rates are binned
+# $\lfloor fT\rfloor=4$ tokens are permuted at random; the last six are kept and analysed. The token at
+# position $i$ has a prefix of $i$ tokens, of which 4 were shuffled, so its *prefix shuffle rate* is
+# $r=4/i$: $4/5=0.8$ for `e`, then $0.667, 0.571, 0.5, 0.444, 0.4$ for `f` … `j`. The rates are binned
 # into $(0,.25], (.25,.5], (.5,.75], (.75,1)$: `e` falls in the last bin, `f` and `g` in the third, `h`,
 # `i` and `j` in the second. A token in a high bin has most of its context scrambled; a token in a low
 # bin keeps most of it.
@@ -124,8 +126,8 @@ assert list(bins[kept] + 1) == [4, 3, 3, 2, 2, 2]
 # under the head's value vectors (made precise below) is $p=(0.1, 0.1, 0.8)$. Three numbers summarise the
 # pair, each in nats:
 #
-# - the **sharpness** of $q$, $\mathrm{KL}(q\|U)=\sum_zq_z\log(3q_z)$: $0.7\log2.1+0.2\log0.6+0.1\log0.3
-#   =0.297$ — how far $q$ is from spreading evenly;
+# - the **sharpness** of $q$, $\mathrm{KL}(q\|U)=\sum_zq_z\log(3q_z)$:
+#   $0.7\log2.1+0.2\log0.6+0.1\log0.3=0.297$ — how far $q$ is from spreading evenly;
 # - the sharpness of $p$, $\mathrm{KL}(p\|U)=0.460$;
 # - the **divergence** $\mathrm{KL}(q\|p)=\sum_zq_z\log(q_z/p_z)=0.7\log7+0.2\log2+0.1\log0.125=1.293$ —
 #   how wrong the beliefs are. Here it is large because $q$ puts its weight on the first token and $p$ on
@@ -145,8 +147,8 @@ assert abs(divergence - categorical_kl(np.log(q_hand), np.log(p_hand))) < 1e-12
 # %% [markdown]
 # ## What the probe measures: the SVFlow metrics of one head (App. C.2.2–C.2.4)
 #
-# **The protocol.** For each sequence of length $N$ and each shuffle fraction $f\in\{0.2,0.4,0.6,0.8,0.95\}$,
-# shuffle as in the tiny example and keep the tokens at positions $n>\lfloor fN\rfloor$, binned by their
+# **The protocol.** For each sequence of length $T$ and each shuffle fraction $f\in\{0.2,0.4,0.6,0.8,0.95\}$,
+# shuffle as in the tiny example and keep the tokens at positions $i>\lfloor fT\rfloor$, binned by their
 # rate $r$. The unshuffled sequence is the baseline; $\Delta$ is the shuffled value minus the baseline
 # value at the same positions.
 #
@@ -214,7 +216,7 @@ val = data.val.numpy()
 seqs = val[: N_SEQS * (SEQ_LEN + 1)].reshape(N_SEQS, SEQ_LEN + 1)  # held-out windows, (16, 65)
 cfg = LMConfig(vocab_size=V, d_model=D_MODEL, num_heads=4, num_layers=LAYERS, max_len=SEQ_LEN,
                positional="rope", norm="rms", pre_norm=True)
-print(f"vocabulary {V} characters; {N_SEQS} held-out windows of N = {SEQ_LEN + 1} characters; "
+print(f"vocabulary {V} characters; {N_SEQS} held-out windows of T = {SEQ_LEN + 1} characters; "
       f"model {cfg.num_layers} layers, d = {cfg.d_model}, {cfg.num_heads} heads")
 
 # %%
@@ -502,7 +504,7 @@ assert np.ptp(deep_nlp, axis=0).max() < 1e-3 and np.all(np.diff(logppl, axis=0) 
 #
 # ## Key takeaways
 #
-# - Prefix shuffling scrambles the first $\lfloor fN\rfloor$ tokens and analyses each later token by the
+# - Prefix shuffling scrambles the first $\lfloor fT\rfloor$ tokens and analyses each later token by the
 #   fraction $r$ of its prefix that was scrambled.
 # - Per head, the probe measures the flow's log-density $-\log p_t$, the divergence $\mathrm{KL}(q\|p)$ and
 #   the sharpnesses $\mathrm{KL}(q\|U)$, $\mathrm{KL}(p\|U)$; entropies tie them together
@@ -515,7 +517,7 @@ assert np.ptp(deep_nlp, axis=0).max() < 1e-3 and np.all(np.diff(logppl, axis=0) 
 #
 # ## Check your understanding
 #
-# 1. With $N=20$ tokens and $f=0.6$, how many tokens are shuffled, which positions are analysed, and in
+# 1. With $T=20$ tokens and $f=0.6$, how many tokens are shuffled, which positions are analysed, and in
 #    which bin does the token at position 13 fall?
 #
 #    ```{dropdown} Answer
@@ -551,7 +553,7 @@ assert np.ptp(deep_nlp, axis=0).max() < 1e-3 and np.all(np.diff(logppl, axis=0) 
 # the numbers of the answers above
 rates_20, kept_20 = prefix_shuffle_rates(20, 0.6)
 analysed = np.flatnonzero(kept_20) + 1
-print(f"1. N = 20, f = 0.6: {int(np.floor(0.6 * 20))} shuffled; positions {analysed[0]}-{analysed[-1]} "
+print(f"1. T = 20, f = 0.6: {int(np.floor(0.6 * 20))} shuffled; positions {analysed[0]}-{analysed[-1]} "
       f"analysed; position 13: r = {rates_20[12]:.3f}, bin {shuffle_rate_bins(rates_20)[12] + 1} of 4")
 assert int(np.floor(0.6 * 20)) == 12 and list(analysed) == list(range(13, 21))
 assert shuffle_rate_bins(rates_20)[12] == 3
