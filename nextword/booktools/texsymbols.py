@@ -216,7 +216,7 @@ def _read(tokens: list[tuple[int, str]]) -> list[Symbol]:
 
 _MATH = re.compile(
     r"\$\$(?P<display>.+?)\$\$"
-    r"|(?<![\\$])\$(?P<inline>[^$\n]+?)(?<!\\)\$"
+    r"|(?<![\\$])\$(?P<inline>(?:[^$\n]|\n(?![ \t]*\n))+?)(?<!\\)\$"
     r"|(?P<env>\\begin\{(?P<name>equation|align|gather|multline|eqnarray)\*?\}.*?\\end\{(?P=name)\*?\})"
     r"|```\{math\}[^\n]*\n(?P<fenced>.*?)```",
     re.S,

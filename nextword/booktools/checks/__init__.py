@@ -12,14 +12,28 @@ from collections.abc import Callable
 
 from nextword.booktools.pages import Page, Problem
 
-__all__ = ["CHECKS"]
+__all__ = ["CHECKS", "MODULES"]
+
+
+#: ``(check name, module)`` in the order the command runs them.
+MODULES = (
+    ("jargon", "jargon"),
+    ("symbols", "symbols"),
+    ("surfaces", "surfaces"),
+    ("characters", "characters"),
+    ("tex", "tex"),
+    ("captions", "captions"),
+    ("answers", "answers"),
+    ("numbers", "prose"),
+    ("claims", "claims"),
+)
 
 
 def _load() -> dict[str, tuple[Callable[[Page], list[Problem]], str]]:
     import importlib
 
     table = {}
-    for name, module in (("jargon", "jargon"), ("symbols", "symbols"), ("surfaces", "surfaces")):
+    for name, module in MODULES:
         mod = importlib.import_module(f"nextword.booktools.checks.{module}")
         table[name] = (mod.check, mod.__doc__.strip().split("\n")[0])
     return table
