@@ -80,6 +80,8 @@ path = draw_layers_as_flow(ax, n_layers=6)
 ax.set_title("six layers as six Euler steps on the circle")
 plt.show()
 assert np.allclose(np.linalg.norm(path, axis=1), 1.0, atol=1e-12)
+mu = np.array([np.cos(np.radians(60)), np.sin(np.radians(60))])  # the schematic's mean direction
+assert np.all(np.diff(path @ mu) > 0)  # Figure 5.0.1: layer by layer the state turns towards mu
 
 # %% [markdown]
 # **Figure 5.0.1.** The paper's picture of a transformer, in two dimensions. A token's state (blue,

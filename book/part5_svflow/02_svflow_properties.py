@@ -282,7 +282,7 @@ def distance_to_nearest_mode(points):
 ideal_path = paths["ideal q = p"]
 before, after = distance_to_nearest_mode(ideal_path[0]).mean(), distance_to_nearest_mode(ideal_path[-1]).mean()
 print(f"ideal flow: mean distance to the nearest mode {before:.2f} -> {after:.2f}")
-assert after < before / 4
+assert after < before / 4  # Figure 5.2.2: the mean distance to the nearest mode falls more than fourfold
 
 # %% [markdown]
 # **Figure 5.2.2.** Euler trajectories ($\Delta t=0.01$, 100 steps; white, 60 of the 200 shown; end

@@ -247,7 +247,7 @@ same_as_library = np.allclose(block_stack(16), library_16, atol=1e-12)
 print(f"block stack == spherical_euler_flow at L = 16: {same_as_library}")
 print(f"convergence slope vs L: relaxed retraction {slope_block:.2f}, "
       f"geodesic Euler {slope_geodesic:.2f}")
-assert abs(slope_block + 1) < 0.15
+assert abs(slope_block + 1) < 0.15  # Figure 5.3.1: both converge at first order (slope -1)
 assert abs(slope_geodesic + 1) < 0.15
 
 # %%
@@ -536,7 +536,7 @@ print(f"step {n_steps}: mean KL(q(.|x)||U) between 0.15 and 0.35 in {softened}/{
 assert np.all(start[:, 1] > 0.9)
 assert np.all(start[:, 2] > 1.1)
 assert np.all(end[:, 0] < 0.35)
-assert np.all(end[:, 1] < 0.06)
+assert np.all(end[:, 1] < 0.06)  # Figure 5.3.2: KL(P||U) falls below 0.06, near uniform
 assert np.all((end[:, 2] > 0.15) & (end[:, 2] < 0.35))
 assert np.all(end[:, 2] > 3 * end[:, 1])
 

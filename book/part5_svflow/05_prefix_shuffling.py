@@ -167,7 +167,7 @@ assert abs(divergence - categorical_kl(np.log(q_hand), np.log(p_hand))) < 1e-12
 #
 # These are averaged over heads. Next to them the probe reads the task: the log-perplexity (logPPL,
 # the mean negative log-probability of the next token) and the {term}`expected calibration error`
-# (ECE, in %, 15 bins) of the next-token prediction, per bin.
+# (ECE, in %, with 15 confidence bins as in App. C.2.3) of the next-token prediction, per bin.
 #
 # Two identities tie the divergence to the sharpnesses (App. C.2.4, Eqs. 71–73): for distributions on a
 # finite $\mathcal Z$, $\mathrm{KL}(q\|U)=\log|\mathcal Z|-H(q)$ and $\mathrm{KL}(q\|p)=H(q,p)-H(q)$, with
@@ -373,7 +373,8 @@ def plot_per_layer(a: dict, n_layers: int, title: str) -> None:
 
 plot_per_layer(tables[-1][0], LAYERS, "our small model, final checkpoint")
 small = tables[-1][0]
-assert np.all(small["layer_curves_base.kappa_mean"] < D_MODEL)  # the caption's reading of (c) and (b)
+# Figure 5.5.1: kappa' stays below d, so p stays close to uniform and KL(p||U) below KL(q||U)
+assert np.all(small["layer_curves_base.kappa_mean"] < D_MODEL)
 assert np.all(small["layer_curves_base.kl_p_u"] < small["layer_curves_base.kl_q_u"])
 
 # %% [markdown]
@@ -461,6 +462,7 @@ checks = {
 }
 for k, v in checks.items():
     print(f"{k}: {v}")
+# Figure 5.5.2: the deep layer's change grows with r, (b) KL(q||p) close to KL(q||U), (d) the last bin grows with depth
 assert all(checks.values()), checks
 
 # %% [markdown]
