@@ -46,8 +46,7 @@ from nextword.booktools.plotting import use_book_style
 from nextword.provenance import load_result
 from nextword.theory.barrier import diagonal_blocks, matrix_margins, scalar_margin, support_tokens
 from nextword.torch.barrier.prior import covariances
-from nextword.torch.runs.barrier_runs import load_saved_model
-from nextword.torch.runs.book import all_saved
+from nextword.torch.runs.book import all_saved, load_saved_model
 from nextword.torch.barrier.config import preset
 from nextword.torch.training.data import load_char_data
 from nextword.torch.barrier.train import load_checkpoint, train
