@@ -24,10 +24,12 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $s_i$ | the score of word $i$ ($i = 1, 2, 3$, counted from 1) | number |
-# | $w_i$ | the softmax weight of word $i$ | number in $(0, 1)$ |
+# | $s_1$, $s_2$, $s_3$, $s_i$ | the score of word 1, 2, 3, of word $i$ (counted from 1) | number |
+# | $w_1$, $w_2$, $w_3$, $w_i$ | the softmax weight of word 1, 2, 3, of word $i$ | number in $(0, 1)$ |
+# | $i$ | a word's position, counted from 1 | integer |
 # | $e$ | the base of the natural logarithm, about 2.718 | number |
 # | $c$ | a number added to every score (question 2) | number |
+# | $q[i]$, $W_Q$, $x_t$ | a query as Chapter 6 writes it; a query matrix and an input as one of the papers writes them | vectors, matrix |
 # ```
 #
 # Every page opens with a box like this one: the symbols the page uses, each with one meaning.
@@ -184,7 +186,8 @@ shifted = softmax(np.array(scores) + 5.0)
 print("Q2: scores + 5 give the same weights:", np.round(shifted, 4))
 assert np.allclose(q1, [0.25, 0.25, 0.5], atol=1e-12)
 assert np.allclose(shifted, weights, atol=1e-12)
-#
+
+# %% [markdown]
 # ## Reproducibility
 #
 # The environment this page ran in (the full report is in
