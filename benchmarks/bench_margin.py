@@ -46,7 +46,8 @@ def _setup(args: dict):
     import torch
 
     from nextword.torch.training.data import load_char_data
-    from nextword.torch.models.gpt import SmallGPT, SmallGPTConfig, select_device
+    from nextword.torch.models.gpt import SmallGPT, SmallGPTConfig
+    from nextword.torch.training.device import select_device
     from nextword.torch.barrier.prior import EmbeddingPrior
 
     torch.set_num_threads(args["threads"])

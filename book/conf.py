@@ -51,6 +51,7 @@ html_theme = "sphinx_book_theme"
 html_title = "nextword: the book"
 html_static_path = ["_static"]
 html_css_files = ["nextword.css"]
+html_js_files = ["nextword.js"]
 html_favicon = "_static/favicon.svg"
 html_context = {"default_mode": "light"}
 # The hash of this file and of _static makes Sphinx re-read and rebuild every page when the hooks below
@@ -236,4 +237,7 @@ def setup(app):
     app.connect("doctree-read", add_figure_alt_text)
     app.connect("html-page-context", _named_expanders, priority=600)   # after the theme's toctree functions
     app.connect("doctree-resolved", _drop_produced_marks)
+    from nextword.booktools.rendering import fold_audit_sections
+
+    app.connect("doctree-resolved", fold_audit_sections)   # Checking the paper, Reproducibility: <details>
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -140,9 +140,10 @@ CHEAP_FORMS: dict[str, list[str]] = {
     "make test-exercises": ["make -n test-exercises"],
     "make test-browser": ["make -n test-browser"],
     "make axe": ["make -n axe"],
-    "python -m nextword.booktools.teaching book/<part>/<name>.py": [
-        "{py} -m nextword.booktools.teaching book/part1_chapter6/6_1_parallel_attention.py"
+    "python -m nextword.booktools.pagecheck book/<part>/<name>.py": [
+        "{py} -m nextword.booktools.pagecheck --only teaching,jargon book/part0_reading_guide/00_reading_guide.py"
     ],
+    "python -m nextword.booktools.notation --write": ["{py} -m nextword.booktools.notation"],  # the check, no write
     "python -m nextword.booktools.teaching book/<part>/<page>.py": [
         "{py} -m nextword.booktools.teaching book/part0_reading_guide/00_reading_guide.py"
     ],

@@ -36,8 +36,8 @@ LM_CONFIGS = {
 
 
 def _compute() -> dict[str, np.ndarray]:
-    from nextword.torch.training.config import preset
-    from nextword.torch.training.loop import train
+    from nextword.torch.barrier.config import preset
+    from nextword.torch.barrier.train import train
 
     out: dict[str, np.ndarray] = {}
     torch.manual_seed(0)

@@ -9,7 +9,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from nextword.torch.models.lm import LMConfig, TinyLM, train_lm  # noqa: E402
-from nextword.torch.training import engine, loop, token_lm  # noqa: E402
+from nextword.torch.barrier import train as loop  # noqa: E402
+from nextword.torch.training import engine, token_lm  # noqa: E402
 from nextword.torch.training.checkpoint import CheckpointError  # noqa: E402
 
 CFG = LMConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=16)
@@ -36,7 +37,7 @@ def test_train_lm_and_the_barrier_loop_step_through_fit(monkeypatch, tmp_path):
     monkeypatch.setattr(token_lm, "fit", spy)
     monkeypatch.setattr(loop, "fit", spy)
     train_lm(TinyLM(CFG, seed=0), IDS, steps=3, batch_size=2, block_size=8, seed=0, progress=False)
-    from nextword.torch.training.config import preset
+    from nextword.torch.barrier.config import preset
 
     loop.train(preset("tiny", steps=2, eval_every=2), tmp_path, progress=False, device="cpu")
     assert calls == [3, 2]

@@ -1,0 +1,33 @@
+"""The static page checks that :mod:`nextword.booktools.pagecheck` runs, one module each.
+
+Each module has a ``check(page) -> list[Problem]`` (:class:`nextword.booktools.pages.Page`,
+:class:`nextword.booktools.pages.Problem`) and states in its docstring what it checks, what it counts and
+why. :data:`CHECKS` lists them in the order the command runs them (``teaching`` comes first, from
+:mod:`nextword.booktools.pagecheck`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from nextword.booktools.pages import Page, Problem
+
+__all__ = ["CHECKS", "MODULES"]
+
+
+#: The check modules in the order the command runs them (each module's name is its check's name).
+MODULES = ("jargon", "symbols", "surfaces", "characters", "tex", "captions", "answers")
+
+
+def _load() -> dict[str, tuple[Callable[[Page], list[Problem]], str]]:
+    import importlib
+
+    table = {}
+    for name in MODULES:
+        mod = importlib.import_module(f"nextword.booktools.checks.{name}")
+        table[name] = (mod.check, mod.__doc__.strip().split("\n")[0])
+    return table
+
+
+#: ``{name: (check, first line of its module's docstring)}``.
+CHECKS = _load()
