@@ -113,10 +113,11 @@ except AssertionError as error:
 # training, random sampling or an iterative method: the last digits can differ between two computers
 # (another processor rounds differently, another seed draws differently), so the page asserts the claim
 # about them with a tolerance instead of the digits, and marks them. In the rendered book a produced
-# number is drawn with a dotted underline; point at it (or follow its small marker) and it says that it
-# was *produced by training or sampling and varies with seed and CPU*. An exact number has no such
-# mark. Below, a Monte Carlo estimate of the first weight: draw words with the softmax's probabilities
-# and count how often word 1 comes up. The exact weight is printed plainly, the estimate is marked.
+# number has a dotted underline; point at it and a note says that it was *produced by training or
+# sampling: it varies with the seed and the CPU, and the page asserts its claim* (screen readers read
+# the note too; in the PDF the number carries a dagger, †). An exact number has no such mark. Below, a
+# Monte Carlo estimate of the first weight: draw words with the softmax's probabilities and count how
+# often word 1 comes up. The exact weight is printed plainly, the estimate is marked.
 
 # %%
 rng = np.random.default_rng(0)
