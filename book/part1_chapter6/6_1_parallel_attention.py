@@ -207,6 +207,7 @@ assert attention_hops == 1
 lengths_T = np.arange(1, 65)
 depth_rnn = [sequential_depth(rnn_graph(T)) for T in lengths_T]
 depth_attention = [sequential_depth(attention_graph(T)) for T in lengths_T]
+# Figure 6.1.2: the RNN's sequential depth grows as T, attention's stays 1
 assert depth_rnn == list(lengths_T)
 assert set(depth_attention) == {1}
 print("sequential depth for T = 1..64: RNN = T every time, attention = 1 every time")
@@ -288,6 +289,7 @@ def rnn_gradient_norm(s, nonlinearity):
 linear_norms = np.array([rnn_gradient_norm(T - k, "linear") for k in distance])
 tanh_norms = np.array([rnn_gradient_norm(T - k, "tanh") for k in distance])
 np.testing.assert_allclose(linear_norms, lam_val**distance, rtol=1e-10)
+# Figure 6.1.3: the tanh RNN falls at least as fast as the linear one
 assert all(g <= lam_val**k * (1 + 1e-12) for g, k in zip(tanh_norms, distance))
 print(f"distance 20: linear RNN {linear_norms[20]:.4f} (= 0.9^20), tanh RNN {tanh_norms[20]:.2e}")
 
@@ -323,7 +325,8 @@ print(f"one attention layer, mean over 100 random layers: distance 1: {attention
       f"distance 20: {attention_mean[20]:.3f}")
 print(f"trend of log(norm) per word of distance: attention {slope:+.4f}, linear RNN log 0.9 = "
       f"{np.log(0.9):+.4f}")
-assert abs(slope) < 0.01  # no trend: 10 times flatter than the linear RNN's decay
+# Figure 6.1.3: attention has no trend with distance (10 times flatter than the linear RNN, which falls as 0.9^k)
+assert abs(slope) < 0.01
 assert linear_norms[20] < attention_mean[20] < 3 * linear_norms[20]  # the same size 20 words back...
 assert attention_mean[20] > 1000 * tanh_norms[20]  # ...and far above the tanh RNN
 
@@ -453,11 +456,14 @@ for L in lengths:
     print(f"L = {L:2d}: fixed state recalls {produced(recall_state[L].mean(), '.3f')} of the symbols, "
           f"attention {produced(recall_attention[L].mean(), '.3f')}")
 assert all(recall_state[L].min() == 1.0 for L in lengths if L * (V - 1) <= d_state)
-assert recall_state[6].mean() > 0.95  # just past the limit, little is lost...
+# Figure 6.1.4: just past the limit the state loses little...
+assert recall_state[6].mean() > 0.95
 assert recall_state[64].mean() < 0.35  # ...far past it, most is
+# claim "then falling towards chance": recall falls at every length from L = 6 on (Figure 6.1.4)
 assert all(a > b for a, b in zip([recall_state[L].mean() for L in lengths[3:]],
-                                 [recall_state[L].mean() for L in lengths[4:]]))  # falling from L = 6
-assert all(recall_state[L][-4:].mean() > recall_state[L][:4].mean() + 0.3 for L in (16, 32))  # recent kept
+                                 [recall_state[L].mean() for L in lengths[4:]]))
+# Figure 6.1.4: the state keeps the recent symbols and loses the old ones
+assert all(recall_state[L][-4:].mean() > recall_state[L][:4].mean() + 0.3 for L in (16, 32))
 assert all(recall_attention[L].min() == 1.0 for L in lengths)
 
 # %%
@@ -576,7 +582,8 @@ L = 16
 gru, transformer = recall[("GRU (state 32)", L)], recall[("transformer (d 32)", L)]
 assert transformer.mean() > 0.95
 assert 1.5 / V < gru.mean() < 0.6  # well above chance, far below the transformer
-assert abs(gru[: L // 2].mean() - gru[L // 2:].mean()) < 0.1  # flat: no position is favoured
+# Figure 6.1.5 and claim "flat recall well below 1 at every position": no half of the positions is favoured
+assert abs(gru[: L // 2].mean() - gru[L // 2:].mean()) < 0.1
 
 # %%
 plt.figure(figsize=(6.4, 3.6))

@@ -47,8 +47,6 @@
 # | $r$, $s$ | indices of the components of a query or a key, $1,\dots,d_k$ | integers |
 # | $\mu_q$, $\mu_k$, $\sigma_q^2$, $\sigma_k^2$, $\sigma^2$ | the mean and variance of each component of a random query, key (both: $\sigma^2$) | numbers |
 # | $z$, $p$, $J$ | a vector of scores, its softmax, and the softmax's Jacobian $\partial p/\partial z$ | $(n,)$, $(n,)$, $(n, n)$ |
-# | $z_b$, $p_a$ | entries $b$ and $a$ of $z$ and of $p$ | numbers |
-# | $F$ | the Frobenius norm $\lVert J\rVert_F$: the root of the sum of the squared entries | subscript |
 # | $w$ | a possible next word (the blank) | a word |
 # | $P$, $\hat P$ | the true probability of the next word given the context; a model's prediction of it | numbers |
 # | $H(\cdot)$, $H(\cdot\mid\cdot)$ | entropy and conditional entropy, in nats | number |
@@ -235,6 +233,7 @@ dist_to_best = [np.linalg.norm(out - rand_values[best - 1]) for out in lookup_ou
 print(f"best-matching key: k[{best}]; |output - v[{best}]| at beta = 0.01: {dist_to_best[0]:.3f}, "
       f"at beta = 100: {dist_to_best[-1]:.2e}")
 assert best == 3
+# claim "soft → hard lookup as the scale grows": the output reaches the best key's value
 assert dist_to_best[-1] < 1e-6
 assert np.all(np.diff(dist_to_best)[20:] <= 1e-12)  # shrinking once beta > 1
 
@@ -499,8 +498,10 @@ print("queries from word 2 on with a head below 0.3 nats:",
       produced([f"{RUNNING_EXAMPLE[i - 1]} ({i})" for i in np.flatnonzero(focused[1:] < 0.3) + 2]))
 near_uniform = np.mean(row_entropy[:, 1:] > uniform[1:] - 0.3)  # rows 2..21 of both heads
 print(f"rows within 0.3 nats of equal weights: {produced(near_uniform, '.0%')} (asserted > 70%)")
-assert focused[18 - 1] < 0.3 and focused[21 - 1] < 0.3  # 'the' and 'would' pick one word
-assert near_uniform > 0.7  # most rows spread their weight almost evenly
+# Figure 6.2.5: the rows of 'the' (18) and 'would' (21) are near zero: they pick one word
+assert focused[18 - 1] < 0.3 and focused[21 - 1] < 0.3
+# Figure 6.2.5: most rows are near the line of equal weights
+assert near_uniform > 0.7
 
 # %% [markdown]
 # **Figure 6.2.5** (the chapter's Fig. 6.11, measured: the chapter draws the matrix as a surface; a
@@ -610,17 +611,19 @@ for width in dims:
     print(f"d_k = {width:4d}: Var(q.k) = {produced(var_raw, '.1f')} "
           f"(d_k sigma^4 = {width * sig**4:6.0f}), "
           f"Var(q.k/sqrt d_k) = {produced(var_scaled, '.3f')}")
+    # claim "simulation to 5% up to": Var(q.k) grows like d_k, scaled it stays at sigma^4
     assert abs(var_raw / (width * sig**4) - 1) < 0.05
     assert abs(var_scaled - 1) < 0.05
 
 # %% [markdown]
-# **Saturation.** Why are huge scores bad? The softmax's derivative (its Jacobian, the matrix of
-# $\partial p_a/\partial z_b$ for $p=\mathrm{softmax}(z)$) is $J=\mathrm{diag}(p)-pp^\top$. When one
-# score dominates, $p$ is nearly one-hot and *every* entry of $J$ — the diagonal ones $p_a(1-p_a)$
-# included — goes to zero: almost no gradient reaches the scores, and the queries and keys stop
-# learning. We check the formula against torch's automatic differentiation, then measure $\|J\|_F$
-# (the Frobenius norm: root of the sum of squared entries), the largest weight and the entropy of
-# the weights over 21 random keys, with and without the scale, as $d_k$ grows.
+# **Saturation.** Why are huge scores bad? The softmax's derivative (its Jacobian: how much each
+# weight of $p=\mathrm{softmax}(z)$ moves per unit change of each score) is
+# $J=\mathrm{diag}(p)-pp^\top$. When one score dominates, $p$ is nearly one-hot and *every* entry of
+# $J$ — the diagonal ones, each weight times one minus itself, included — goes to zero: almost no
+# gradient reaches the scores, and the queries and keys stop learning. We check the formula against
+# torch's automatic differentiation, then measure $\|J\|$ (its Frobenius norm: the root of the sum of
+# its squared entries), the largest weight and the entropy of the weights over 21 random keys, with and
+# without the scale, as $d_k$ grows.
 
 # %%
 def softmax_jacobian(p):
@@ -652,8 +655,10 @@ for width in dims:
 scaled_norms = [saturation[("scaled", width)][0] for width in dims]
 unscaled_norms = [saturation[("unscaled", width)][0] for width in dims]
 assert unscaled_norms[-1] < 0.25 * scaled_norms[-1]  # 5x smaller at d_k = 1024
-assert max(scaled_norms) / min(scaled_norms) < 1.2  # scaled: the same regime at every d_k
-assert all(a > b for a, b in zip(unscaled_norms, unscaled_norms[1:]))  # unscaled: falls with d_k
+# claim "is flat scaled": the same regime at every d_k (Figure 6.2.7: with scaling it stays level)
+assert max(scaled_norms) / min(scaled_norms) < 1.2
+# claim "falls with $d_k$ unscaled" (Figure 6.2.7: without scaling it falls steadily, the gradient vanishes)
+assert all(a > b for a, b in zip(unscaled_norms, unscaled_norms[1:]))
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
@@ -826,6 +831,7 @@ print(f"one head of width {head_width} in a {d_model_num}-wide model: Var(q.k / 
       f"{produced(var_by_d_k, '.3f')}")
 print(f"entropy of the weights over {n_keys} keys: {produced(entropy_d_model, '.2f')} nats with "
       f"sqrt(d_model), {produced(entropy_d_k, '.2f')} with sqrt(d_k); log {n_keys} = {np.log(n_keys):.2f}")
+# claim "only for one head": the chapter's scale gives 1/h, not near 1
 assert abs(var_by_d_model / (1 / n_heads) - 1) < 0.05
 assert abs(var_by_d_k - 1) < 0.05
 assert entropy_d_model > entropy_d_k + 0.2  # closer to equal weights: a softer softmax
@@ -896,7 +902,7 @@ for dist_name in ("Normal", "Uniform"):
 # | $\operatorname{Var}(q\cdot k)=d_k\sigma^4$ (Exercise 10; the chapter writes $d_{\text{model}}$) | sympy for symbolic $d_k$ (any zero-mean i.i.d. entries), cross-checked from the densities for $d_k=1,2$ (Gaussian, uniform), simulation to 5% up to $d_k=1024$ |
 # | dividing by $\sqrt{d_{\text{model}}}$ keeps the variance near 1 (§6.2, with §6.4's heads) | only for one head: $\sigma^4/h$ with $h$ heads (sympy; simulated at $d_{\text{model}}=512$, $h=8$); $\sqrt{d_k}$ gives $\sigma^4$ (erratum) |
 # | $\lvert q\cdot k\rvert\ge10$ at $d_k=512$ | probability > 0.99 over 21 keys (unit variance) |
-# | without scaling the softmax saturates and gradients vanish (Fig. 6.12) | $\Vert J\Vert_F$ falls with $d_k$ unscaled, is flat scaled |
+# | without scaling the softmax saturates and gradients vanish (Fig. 6.12) | $\Vert J\Vert$ falls with $d_k$ unscaled, is flat scaled |
 # | $3d_{\text{model}}^2$ projection parameters | `MultiHeadAttention` ($4d_{\text{model}}^2$ with $W^O$) |
 #
 # ## Reproducibility

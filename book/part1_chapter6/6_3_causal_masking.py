@@ -220,7 +220,8 @@ for causal, (tf, gen) in results.items():
           f"generation-style loss {produced(gen, '.3f')}")
 tf_c, gen_c = results[True]
 tf_n, gen_n = results[False]
-assert tf_n < 0.25 * H  # below the entropy rate: impossible without seeing the answer
+# Figure 6.3.1: without the mask the training loss falls far below the entropy rate (impossible without the answer)
+assert tf_n < 0.25 * H
 assert gen_n > np.log(8)  # worse than guessing uniformly when the future is not there
 assert abs(tf_c - gen_c) < 0.02  # the masked model: the same loss both ways...
 assert tf_c > H - 0.01  # ...and never below the floor
