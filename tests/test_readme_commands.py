@@ -76,7 +76,9 @@ CHEAP_FORMS: dict[str, list[str]] = {
         "{py} -m nextword.booktools.notebooks sync {tmp}/sync/tiny.py",
     ],
     "make exercises": ["make -n exercises", "{py} -m nextword.booktools.exercises check"],
-    "make bench": ["make -n bench"] + [f"{{py}} benchmarks/{b} {a}" for b, a in BENCH_QUICK.items()],
+    "make bench": ["make -n bench"]
+    + [f"{{py}} benchmarks/{b} {a} --targets {{tmp}}/bench-goals.jsonl" for b, a in BENCH_QUICK.items()]
+    + ["{py} benchmarks/targets.py {tmp}/bench-goals.jsonl"],
     "make results": [
         "make -n results",
         "{py} -m nextword results list",

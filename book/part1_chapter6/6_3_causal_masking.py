@@ -68,8 +68,8 @@ from nextword.booktools.schematics.attention import draw_causal_mask
 from nextword.chapter6 import RUNNING_EXAMPLE
 from nextword.data import markov_source
 from nextword.decoding import sample
-from nextword.torch.models.lm import (Block, LMConfig, TinyLM, evaluate_loss, next_logits_fn,
-                               to_numpy_decoder, train_lm)
+from nextword.torch.models.lm import Block, LMConfig, TinyLM, next_logits_fn, to_numpy_decoder
+from nextword.torch.training.token_lm import evaluate_loss, train_lm
 
 use_book_style()
 torch.set_num_threads(1)  # tiny models: one thread is fastest on a shared 2-core machine
@@ -318,6 +318,7 @@ def tv_distance(seq, n):
 
 real_text = test_stream[:3000]
 shuffled_text = np.random.default_rng(4).permutation(real_text)
+print(f"cells of each law: {laws[1].size} single symbols, {laws[2].size} pairs, {laws[3].size} triples")
 print("TV from the source's law of:  single symbols   pairs   triples")
 for name, seq in (("real text", real_text), ("the same symbols shuffled", shuffled_text)):
     print(f"{name:26s}       {tv_distance(seq, 1):.3f}      {tv_distance(seq, 2):.3f}     "
@@ -402,7 +403,7 @@ assert np.allclose(W.sum(1), 1)  # each row is still a distribution
 for size in range(1, 65):
     assert causal_mask(size).sum() == size * (size + 1) // 2
 print(f"n = {n}: {int(allowed.sum())} allowed entries = n(n+1)/2 = {n * (n + 1) // 2}; "
-      "checked for n = 1..64")
+      "checked for every n from 1 to 64")
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))

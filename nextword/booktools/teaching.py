@@ -269,8 +269,9 @@ def estimated_minutes(py_path: Path) -> int:
 def glossary_terms(glossary: Path = GLOSSARY) -> dict[str, str]:
     """``{term (lower case): its definition}`` of the ``{glossary}`` block of ``book/glossary.md``.
 
-    Raises ValueError when the file has no glossary block, an entry has no definition, or a term follows
-    the previous definition without a blank line (docutils then warns "glossary term must be preceded by
+    Several terms on consecutive lines share the definition under them (``rotary position embedding`` and
+    ``RoPE``). Raises ValueError when the file has no glossary block, an entry has no definition, or a term
+    follows the previous definition without a blank line (docutils then warns "glossary term must be preceded by
     empty line").
     """
     text = Path(glossary).read_text(encoding="utf-8")
@@ -278,20 +279,24 @@ def glossary_terms(glossary: Path = GLOSSARY) -> dict[str, str]:
     if block is None:
         raise ValueError(f"glossary: {glossary} has no ```{{glossary}} block")
     terms: dict[str, str] = {}
-    current = None
+    group: list[str] = []  # the terms of the entry being read (several terms may share one definition)
     lines = block[1].splitlines()
     for before, line in zip([""] + lines, lines):
         if not line.strip() or line.startswith(":"):
             continue
         if line[0].isspace():
-            if current is None:
+            if not group:
                 raise ValueError(f"glossary: definition text before any term: {line.strip()!r}")
-            terms[current] = (terms[current] + " " + line.strip()).strip()
+            for term in group:
+                terms[term] = (terms[term] + " " + line.strip()).strip()
         else:
-            if before.strip() and not before.startswith(":"):
+            after_term = before.strip() and not before[0].isspace() and not before.startswith(":")
+            if before.strip() and not before.startswith(":") and not after_term:
                 raise ValueError(f"glossary: no blank line before the term {line.strip()!r}")
-            current = line.strip().lower()
-            terms[current] = ""
+            if not after_term:
+                group = []
+            group.append(line.strip().lower())
+            terms[group[-1]] = ""
     empty = [t for t, definition in terms.items() if not definition]
     if empty:
         raise ValueError(f"glossary: terms without a definition: {empty}")

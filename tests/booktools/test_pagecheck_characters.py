@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 from nextword.booktools.checks import characters, tex
@@ -84,3 +85,15 @@ def test_maths_that_mathjax_cannot_typeset_is_caught():
         "MathJax does not define \\cancel (in $\\mathcal{L} = \\cancel{x}$)"
     ]
     assert "int" in tex.mathjax_commands() and "bm" not in tex.mathjax_commands()
+
+
+def test_control_symbols_mathjax_lacks_are_caught_and_the_books_macros_are_known():
+    """4.3 wrote ``z^\\*`` (for the Markdown of another renderer): MathJax 2 has no ``\\*``, so the browser test
+    found three red ``\\*`` on the page; book/conf.py now defines it, as the PDF's preamble does."""
+    assert [m for _, m in tex.maths_problems("$z^\\- + a\\,b\\;c\\{d\\}$")] == [
+        "MathJax does not define \\- (in $z^\\- + a\\,b\\;c\\{d\\}$)"
+    ]
+    assert tex.maths_problems("$z^\\*$") == []
+    conf = (BOOK / "conf.py").read_text(encoding="utf-8")
+    macros = re.search(r'"TeX": \{"Macros": (\{[^}]*\})\}', conf)[1]
+    assert set(json.loads(macros)) == tex.BOOK_MACROS

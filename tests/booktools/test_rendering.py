@@ -55,3 +55,22 @@ def test_the_pdf_stays_unfolded():
     doc = _doc()
     rendering.fold_audit_sections(_app("latex"), doc, "page")
     assert not list(doc.findall(lambda n: n.tagname == "raw"))
+
+
+def test_produced_numbers_are_wrapped_in_a_styled_explained_span_and_only_in_text():
+    from nextword.booktools.display import MARK, produced
+
+    html = f'<pre>loss {produced(0.6613, ".2f")} and {produced(["a", "b"])}</pre><img alt="{MARK}x{MARK}">'
+    out = rendering.mark_produced(html)
+    assert out.count('<span class="nextword-produced"') == 2
+    assert f'alt="{MARK}x{MARK}"' in out  # an attribute is left alone
+    assert out.count('id="nextword-produced-note"') == 1 and rendering.PRODUCED_NOTE in out
+    assert 'aria-describedby="nextword-produced-note">0.66</span>' in out
+    assert rendering.mark_produced("<p>plain</p>") == "<p>plain</p>"
+
+
+def test_the_pdf_shows_a_dagger_after_a_produced_number():
+    from nextword.booktools.display import MARK, produced
+
+    assert rendering.produced_for_print(f"loss {produced(0.6613, '.2f')} nats") == "loss 0.66\u2020 nats"
+    assert MARK not in rendering.produced_for_print(f"stray {MARK}")

@@ -15,16 +15,26 @@ from nextword.booktools.pages import Page, Problem
 __all__ = ["CHECKS", "MODULES"]
 
 
-#: The check modules in the order the command runs them (each module's name is its check's name).
-MODULES = ("jargon", "symbols", "surfaces", "characters", "tex", "captions", "answers")
+#: ``(check name, module)`` in the order the command runs them.
+MODULES = (
+    ("jargon", "jargon"),
+    ("symbols", "symbols"),
+    ("surfaces", "surfaces"),
+    ("characters", "characters"),
+    ("tex", "tex"),
+    ("captions", "captions"),
+    ("answers", "answers"),
+    ("numbers", "prose"),
+    ("claims", "claims"),
+)
 
 
 def _load() -> dict[str, tuple[Callable[[Page], list[Problem]], str]]:
     import importlib
 
     table = {}
-    for name in MODULES:
-        mod = importlib.import_module(f"nextword.booktools.checks.{name}")
+    for name, module in MODULES:
+        mod = importlib.import_module(f"nextword.booktools.checks.{module}")
         table[name] = (mod.check, mod.__doc__.strip().split("\n")[0])
     return table
 

@@ -29,7 +29,15 @@ from pathlib import Path
 from nextword.booktools.pages import Page, Problem
 from nextword.booktools.texsymbols import GREEK, math_spans
 
-__all__ = ["ESCAPED_COMMANDS", "check", "mathjax_commands", "maths_problems", "string_problems"]
+__all__ = [
+    "BOOK_MACROS",
+    "CONTROL_SYMBOLS",
+    "ESCAPED_COMMANDS",
+    "check",
+    "mathjax_commands",
+    "maths_problems",
+    "string_problems",
+]
 
 #: TeX commands that start with a Python escape letter (``\a \b \f \n \r \t \v``).
 ESCAPED_COMMANDS = frozenset(
@@ -90,7 +98,11 @@ def mathjax_commands() -> frozenset[str]:
     return frozenset(names)
 
 
-_COMMAND = re.compile(r"\\([A-Za-z]+)")
+_COMMAND = re.compile(r"\\([A-Za-z]+|[^A-Za-z\s])")
+#: The control symbols MathJax defines (a backslash and one character that is not a letter).
+CONTROL_SYMBOLS = frozenset(",:;>! {}|#$%&_\\")
+#: Macros the book's MathJax configuration adds (``mathjax2_config["TeX"]["Macros"]`` in ``book/conf.py``).
+BOOK_MACROS = frozenset({"*"})
 
 
 def _balance(tex: str) -> int:
@@ -125,8 +137,10 @@ def maths_problems(markdown: str) -> list[tuple[int, str]]:
         if known:
             defined = set(re.findall(r"\\(?:newcommand|renewcommand|def)\{?\\([A-Za-z]+)", tex))
             for m in _COMMAND.finditer(tex):
-                if m[1] not in known and m[1] not in defined:
-                    found.append((offset + m.start(), f"MathJax does not define \\{m[1]} (in {shown})"))
+                name = m[1]
+                ok = name in known if name[0].isalpha() else name in CONTROL_SYMBOLS
+                if not (ok or name in BOOK_MACROS or name in defined):
+                    found.append((offset + m.start(), f"MathJax does not define \\{name} (in {shown})"))
     for line_start, line in _lines(markdown):
         if line.lstrip().startswith("|"):
             for offset, tex in math_spans(line):

@@ -2,7 +2,7 @@
 
 Every torch model the book trains runs on :func:`~nextword.torch.training.engine.fit` (re-exported here):
 these §7 barrier runs (:func:`train`) and the Chapter 6 TinyLM runs
-(:func:`nextword.torch.training.token_lm.train_tokens`, behind :func:`nextword.torch.models.lm.train_lm`).
+(:func:`nextword.torch.training.token_lm.train_lm`).
 
 ``train(cfg, out_dir)`` trains a :class:`~nextword.torch.models.gpt.SmallGPT` together with an
 :class:`~nextword.torch.barrier.prior.EmbeddingPrior` on the GPT's token embeddings, minimising
