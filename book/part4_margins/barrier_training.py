@@ -100,7 +100,7 @@ use_book_style()
 #
 # One dimension and three tokens, as on [4.2 The scalar margin](02_scalar_margin.ipynb): scalar embeddings
 # $x_1=0$, $x_2=2$, $x_3=1$. Position 3 attends to the two earlier tokens with scores
-# $a\,x_3x_s=(0,\,2a)$, where $a$ is the **coupling** (the product of the query and key weights).
+# $a\,x_3x_s=(0,\,2a)$, where $a$ is the {term}`coupling` (the product of the query and key weights).
 # Recall from that page: the margin of position 3 is $m=1-a\,\mathrm{Var}_3$, with $\mathrm{Var}_3$ the
 # attention-weighted variance of $x_1,x_2$. The penalty is $-\log\lvert m\rvert$.
 #
@@ -203,7 +203,7 @@ plt.show()
 # row of its embedding table $E$. Page [4.1](01_latent_noise_view.ipynb) read one causal attention
 # layer as a machine that *generates* such embeddings from noise, and found the log-probability it
 # gives them: a prediction-error term plus $\sum_t\log\lvert\det(I-\Sigma_tA)\rvert$. §7 of the paper
-# uses that probability as a *prior* — a statement, made before any text is predicted, of which
+# uses that probability as a {term}`prior` — a statement, made before any text is predicted, of which
 # arrangements of the embeddings are plausible — and trains the language model to fit the text
 # *and* keep its embeddings plausible under the prior (maximum a posteriori training). A model whose
 # embeddings sit close to the degeneracy boundary gets a very low prior probability, so the prior
