@@ -31,6 +31,26 @@
 # eigenvalues and determinants of a $2\times2$ matrix, a covariance matrix.
 # **Reading time:** about 40 minutes.
 #
+# ```{admonition} Symbols on this page
+# :class: note
+# | symbol | meaning | shape |
+# |---|---|---|
+# | $x_t$ | embedding of position $t$ (a column vector; positions counted from 1) | $(d,)$ |
+# | $d$, $d_k$, $L$ | width of an embedding, of a query or key, length of the sequence | numbers |
+# | $W_Q,W_K,W_V$ | query, key and value matrices (column-vector maps, $q_t=W_Qx_t$) | $(d_k,d)$, $(d_k,d)$, $(d,d)$ |
+# | $A$ | $W_K^\top W_Q$: the score of $x_s$ seen from $x_t$ is $x_s^\top Ax_t$ | $(d,d)$ |
+# | $\alpha_{ts}$ | attention weight of position $t$ on an earlier position $s$ | number |
+# | $\bar x_t$, $\bar v_t$ | attention-weighted means of the earlier embeddings and values | $(d,)$ |
+# | $C_t$ | attention-weighted covariance of the earlier embeddings | $(d,d)$ |
+# | $\Sigma_t$ | the same for the values, $W_VC_tW_V^\top$ (equal to $C_t$ when $W_V=I$) | $(d,d)$ |
+# | $e_t$ | residual $x_t-\mu_t(x)$; $\partial e_t/\partial x_t$ is its diagonal Jacobian block | $(d,)$; $(d,d)$ |
+# | $\rho(M)$ | spectral radius: the largest absolute eigenvalue of $M$ | number |
+# | $\mu_1\ge\mu_2$ | the eigenvalues of $\Sigma_tA$ when they are real ($d=2$) | numbers |
+# | $m$, $\delta$, $\tau$ | a margin, the margin level of the constrained problem (22), the barrier's weight | numbers |
+# | $z$, $z^*$, $f$ | the toy's free embeddings $(x_2,x_3)$, the point the data pull them to, its objective | $(2,)$, $(2,)$, function |
+# | $c$ | the spread of the tiny example, or the scale of a sequence (Figure 4.3.2) | number |
+# ```
+#
 # *Source: Agarwal et al., "Support Tokens, Stability Margins, and a New Foundation for Robust LLMs",
 # §3.5 (Theorem 1, Eqs. 13–15; Corollary 3.1, Eq. 16), §4 (Eqs. 17–25), Figure 1.1, Appendix A
 # (Eqs. 44–56) and Appendix B.4–B.6 (Lemma B.4).*
@@ -312,18 +332,16 @@ ax.legend(fontsize=7, loc="lower left")
 plt.show()
 
 # %% [markdown]
-# **Figure 4.3.3.** Eq. (22) and its log-barrier relaxation. Shaded: $m_3<\delta$ (orange dashed:
-# $m_3=\delta$; red: the degeneracy boundary $m_3=0$). The barrier minimisers (blue) approach the
-# constrained optimum (green) as $\tau\to0$ with the $f-f^\star\le\tau$ guarantee verified above. The
-# paper's MAP objective (21) is the $\tau=1,\ \delta=0$ member of this family: it keeps the solution
+# **Figure 4.3.3.** Eq. (22) and its log-barrier relaxation. Thin contours: the objective $f$;
+# shaded orange: the region $m_3<\delta$, bounded by the dashed vermilion curve $m_3=\delta$; the
+# solid orange curve is the degeneracy boundary $m_3=0$. Look at the blue barrier path: as
+# $\tau\to0$ its points approach the constrained optimum (green square), with the
+# $f-f^\star\le\tau$ guarantee verified above. The reddish-purple triangle is the minimiser of the
+# paper's MAP objective (21), the $\tau=1,\ \delta=0$ member of this family: it keeps the solution
 # inside the stable region $m_3>0$ (here $m_3\approx0.47$) without any explicit $\delta$, trading
-# data fit for margin.
-#
-# The paper calls (21) "the classical interior-point relaxation of (22)" for any margin level
-# $\delta>0$. It is a single member of the family, with weight $\tau=1$ and the barrier at $0$, not at
-# $\delta$: here its minimiser has $m_3<\delta=0.5$ (asserted above), so it violates the constraint of
-# (22), and it is not (22)'s optimum. Only the family $-\tau\log(m_t-\delta)$ with $\tau\to0$ relaxes
-# (22). Recorded in `book/ERRATA.md`.
+# data fit for margin — but it does not keep $m_3\ge\delta$. The paper calls (21) the
+# interior-point relaxation of (22); it is one member of the family, not the relaxation
+# ([checked below](#checking-the-paper)).
 
 # %% [markdown]
 # ## Fig. 1.1, drawn from computed quantities
@@ -337,7 +355,7 @@ plt.show()
 # $\det(I-\Sigma_tA)=(1-\mu_1)(1-\mu_2)=0$ is the pair of lines $\mu_i=1$. Two margins come from the same
 # point: the Euclidean **distance** to the boundary, $\min_i|1-\mu_i|$ (the spectral margin $1-\rho$ of
 # Eq. (25) on the stable side), and the likelihood's **log-determinant** $\log|\det|=\sum_i\log|1-\mu_i|$
-# (Eq. 24, the margin `support_tokens` is given below).
+# (Eq. 24; the margin that `support_tokens` is given below).
 #
 # The sequence: 12 unit-normal tokens and a Xavier-scaled $W$ (entries $\mathcal N(0,1/d)$), seed 11,
 # chosen once and not tuned. $\Sigma_t$ is recomputed by hand from Eq. (13); its eigenvalues must give
@@ -452,171 +470,11 @@ plt.show()
 
 # %% [markdown]
 # **Figure 4.3.4.** Fig. 1.1 of the paper, computed. Left: the $(\mu_1,\mu_2)$ plane of $\Sigma_tA$, shaded by
-# $\log|\det(I-\Sigma_tA)|$ (white wedge: $\mu_2>\mu_1$, excluded by the ordering); red lines: the boundary
-# $\det=0$; blue: the 12 tokens in order, each with its distance to the boundary (dotted); ringed, with the
-# arrow: the support token of Definition 3.1 under the log-determinant margin; red dot: a token past the
-# boundary. Right: both margins of Eq. (25) per position (log-determinant and $1-\rho$).
-
-# %% [markdown]
-# ## Checking the paper
-#
-# The idea above stands on its own; this section compares the paper's statements with exact
-# computations. Each finding is recorded in `book/ERRATA.md`.
-#
-# ### Theorem 1 against finite differences and torch autograd
-#
-# Random $W_Q,W_K\in\mathbb R^{2\times3}$ and three choices of $W_V$: the identity, a multiple of it,
-# and a random matrix.
-
-# %%
-def torch_blocks(X, W_Q, W_K, W_V, include_current=False):
-    """Diagonal blocks of the autograd Jacobian of the residual map (independent reference)."""
-    Wq, Wk, Wv = (torch.tensor(m) for m in (W_Q, W_K, W_V))
-    allowed = torch.tril(torch.ones(L, L, dtype=torch.bool), diagonal=0 if include_current else -1)
-
-    def residual(Z):
-        s = ((Z @ Wq.T) @ (Z @ Wk.T).T).masked_fill(~allowed, float("-inf"))
-        return Z - torch.nan_to_num(torch.softmax(s, dim=-1)) @ (Z @ Wv.T)
-
-    J = torch.autograd.functional.jacobian(residual, torch.tensor(X)).numpy()
-    return np.stack([J[t, :, t, :] for t in range(L)])
-
-
-W_Vs = {"W_V = I": np.eye(d), "W_V = 0.5 I": 0.5 * np.eye(d), "W_V random": rng.normal(size=(d, d))}
-print(f"{'':12s} {'exact vs autograd':>18s} {'exact vs FD':>12s} {'(14) vs exact':>14s}")
-for name, W_V in W_Vs.items():
-    exact = np.stack([jacobian_diagonal_block(X, t, W_Q=W_Q, W_K=W_K, W_V=W_V) for t in range(L)])
-    J_fd = central_difference(lambda Z: causal_residual(Z, W_Q, W_K, W_V), X)
-    fd = np.stack([J_fd[t, :, t, :] for t in range(L)])
-    auto = torch_blocks(X, W_Q, W_K, W_V)
-    gap14 = np.abs(paper_diagonal_block(X, W_Q, W_K, W_V) - exact).max()
-    print(f"{name:12s} {'agree' if np.allclose(exact, auto, atol=1e-12) else 'DIFFER':>18s} "
-          f"{'agree' if np.allclose(exact, fd, atol=1e-7) else 'DIFFER':>12s} {gap14:14.4f}")
-    assert np.allclose(exact, auto, atol=1e-12) and np.allclose(exact, fd, atol=1e-7)
-    st = attention_stats(X, W_Q, W_K, W_V)
-    assert np.allclose(exact, np.eye(d) - W_V @ st.C @ A, atol=1e-13)
-    assert (gap14 < 1e-12) == (name == "W_V = I")
-
-# %% [markdown]
-# The exact block agrees with autograd to machine precision and with finite differences to $10^{-7}$ for
-# every $W_V$; the paper's (14) with "covariance of attended values" is exact only for $W_V=I$. For
-# $W_V=cI$ the exact block is $I-cC_tA$ while (14) gives $I-c^2C_tA$. The paper substitutes the same
-# block in Corollary 3.1 (Eq. 16, next check), in §4 (Eqs. 20, 23, 24) and in the proof's last step
-# (Eq. 66, "absorbed into $\Sigma_t$"); its Eq. (65) just before is the exact block $W_VC_tA$. Lemma
-# B.4's certificate $\rho(\Sigma_tA)<1$ inherits it: in $d=1$ with $w_V=\tfrac12$ and
-# $a\,\mathrm{Var}_t(x)=2$, $\Sigma_tA=0.5<1$ while the exact block $1-a\,w_V\mathrm{Var}_t(x)$ is 0.
-# Recorded in `book/ERRATA.md`.
-#
-# ### Corollary 3.1: the log-density with the exact and with the printed block
-
-# %%
-sigma = 0.8
-W_V = W_Vs["W_V random"]
-Jfull = central_difference(lambda Z: causal_residual(Z, W_Q, W_K, W_V), X).reshape(L * d, L * d)
-e = causal_residual(X, W_Q, W_K, W_V)
-reference = (-0.5 * np.sum(e**2) / sigma**2 - 0.5 * L * d * np.log(2 * np.pi * sigma**2)
-             + np.linalg.slogdet(Jfull)[1])
-ours = embedding_log_density(X, W_Q, W_K, W_V, sigma=sigma)
-with_14 = (ours - matrix_margins(X, W_Q, W_K, W_V).logabsdet.sum()
-           + np.linalg.slogdet(paper_diagonal_block(X, W_Q, W_K, W_V))[1].sum())
-print(f"Eq. (5), numerical Jacobian : {reference:.6f}")
-print(f"Eq. (16), exact blocks      : {ours:.6f}")
-print(f"Eq. (16), blocks from (14)  : {with_14:.6f}")
-assert np.isclose(ours, reference, atol=1e-6) and not np.isclose(with_14, reference, atol=1e-2)
-
-# %% [markdown]
-# ### Appendix A: including the current token ($s\le t$)
-#
-# With $s\le t$ the current token enters $\mu_t$ three times: as a value ($\alpha_{tt}W_V$, Eq. 49),
-# through the query (Eq. 50), **and through its own key** $k_t=W_Kx_t$ in the logit
-# $\ell_{tt}=q_t^\top k_t$. Eq. (48) differentiates with respect to $q_t$ only, so (53) misses the
-# key-path term $\alpha_{tt}(v_t-\bar v_t)\,q_t^\top W_K$. In $d=1$ with $w_V=1$, sympy:
-
-# %%
-xt, a = sp.symbols("x_t a", real=True)
-past = sp.symbols("x1:3", real=True)
-nodes = list(past) + [xt]
-Zs = sum(sp.exp(a * xt * x) for x in nodes)
-al = [sp.exp(a * xt * x) / Zs for x in nodes]
-mu = sum(w_ * x for w_, x in zip(al, nodes))
-xbar = mu
-var = sum(w_ * (x - xbar) ** 2 for w_, x in zip(al, nodes))
-exact_de = 1 - sp.diff(mu, xt)
-eq54 = (1 - al[-1]) - a * var
-missing = sp.simplify(eq54 - exact_de)
-ratio = sp.simplify(missing / (al[-1] * xt * (xt - xbar)))
-display(Math(r"\text{(54)}-\frac{\partial e_t}{\partial x_t}=" + sp.latex(ratio)
-             + r"\cdot\alpha_{tt}\,x_t\,(x_t-\bar x_t)"))
-assert sp.simplify(missing - a * al[-1] * xt * (xt - xbar)) == 0
-
-# %%
-print(f"{'':12s} {'exact vs autograd':>18s} {'(53) vs exact':>14s}")
-for name, W_V in W_Vs.items():
-    exact = np.stack([jacobian_diagonal_block(X, t, W_Q=W_Q, W_K=W_K, W_V=W_V, include_current=True)
-                      for t in range(L)])
-    auto = torch_blocks(X, W_Q, W_K, W_V, include_current=True)
-    gap53 = np.abs(paper_diagonal_block(X, W_Q, W_K, W_V, include_current=True) - exact).max()
-    verdict = "agree" if np.allclose(exact, auto, atol=1e-12) else "DIFFER"
-    print(f"{name:12s} {verdict:>18s} {gap53:14.4f}")
-    assert np.allclose(exact, auto, atol=1e-12)
-    assert gap53 > 1e-3
-# (53) is recovered when the key-path term is added back (W_V = I)
-st = attention_stats(X, W_Q, W_K, None, context="inclusive")
-a_tt = np.diagonal(st.alpha)[:, None, None]
-key_term = a_tt * (st.v - st.v_bar)[:, :, None] * (st.q @ W_K)[:, None, :]
-repaired = paper_diagonal_block(X, W_Q, W_K, None, include_current=True) - key_term
-assert np.allclose(repaired, diagonal_blocks(X, W_Q, W_K, None, context="inclusive"), atol=1e-13)
-print("(53) + key-path term = exact block (W_V = I):", True)
-
-# %% [markdown]
-# So (53)/(54) hold only where $\alpha_{tt}(v_t-\bar v_t)q_t^\top W_K=0$ (e.g. $x_t=\bar x_t$ or
-# $W_K^\top W_Q x_t=0$) **and** $W_V=I$. The qualitative conclusion of Appendix A — including $s=t$
-# does not remove the barrier — is unaffected. Recorded in `book/ERRATA.md`.
-
-# %% [markdown]
-# ### Fig. 1.1 against the computed picture
-#
-# Is one token typically clearly closest, and where does it sit? The same parameters on more random
-# sequences:
-
-# %%
-Xs = rng11.normal(size=(2000, L11, d11))  # 2000 more sequences, same parameters
-ms = matrix_margins(Xs, W11, W11)
-pos = np.argmin(ms.logabsdet, axis=1)
-assert all(pos[i] in support_tokens(ms.logabsdet[i]) for i in range(20))
-counts = np.bincount(pos, minlength=L11)
-print("support-token position (1-based) over 2000 sequences:")
-print("  " + "  ".join(f"{t + 1}:{produced(int(c), 'd')}" for t, c in enumerate(counts)))
-share_last_4 = counts[-4:].sum() / len(pos)
-share_past = np.mean((ms.spectral < 0).any(axis=1))
-print(f"share at the last 4 positions: {produced(share_last_4, '{:.1%}')}; "
-      f"sequences with a token past rho = 1: {produced(share_past, '{:.1%}')}")
-assert counts[:2].sum() == 0  # positions 1-2 have Sigma_t = 0 and log|det| = 0
-assert 0.4 < share_last_4 < 0.6 and share_past > 0.85
-
-# %% [markdown]
-# What comes out, and where it departs from the schematic:
-#
-# - **One support token, but not by a wide gap.** Token 8 ($\mu_1=0.967$) has $\log|\det|=-3.691$; token 5
-#   ($\mu_1=0.936$) follows at $-2.819$, a gap of 0.873 nats. Distance and log-determinant choose the same
-#   support token and order all but 3 of 65 pairs of tokens alike: the distance sees only the nearer
-#   eigenvalue, the determinant also pays for the other one (tokens 7 and 10 swap).
-# - **Under strict causal attention token 1 is the least likely support token.** Tokens 1 and 2 always have
-#   $\Sigma_t=0$ (no context, or one attended token) and sit at the origin with $\log|\det|=0$; they can be
-#   support tokens only if every later token has $|\det|\ge1$. Over 2000 more sequences the support token
-#   is never at positions 1–2 and is at one of the last four positions in 49.8% of them: margins shrink
-#   as the context grows. The "token 1" of the caption of Fig. 1.1 is a
-#   label, not what this layer produces: with $A\succeq0$ every later token on the stable side has
-#   $0<\det(I-\Sigma_tA)\le1$ and distance $1-\rho\le1$, so token 1 ($\det=1$, distance 1) is never
-#   strictly the closest to instability. Recorded in `book/ERRATA.md`.
-# - **The trajectory crosses the boundary.** Token 12 has $\mu_1=1.689$, so $\det(I-\Sigma_tA)<0$. Its
-#   distance (0.689) and $|\det|$ look comfortable, so the log-determinant form of Eq. (25) — the one the
-#   likelihood selects — ranks it safe, whereas the signed margins ($\det$, or $1-\rho=-0.689$) make it the
-#   minimum (the other two swapped pairs involve it). Definition 3.1 is stated for the signed scalar
-#   $m_t=1-a\mathrm{Var}_t$ of Eq. (9), whose matrix analogue would name token 12; with $|\det|$ it is
-#   token 8. The schematic draws every dot on one side of the curve; with these untrained (Xavier-scale)
-#   parameters 94.4% of random sequences have a token past $\rho=1$. Keeping configurations on the stable
-#   side is the job of the barrier in Eq. (24), not something random parameters do.
+# $\log|\det(I-\Sigma_tA)|$ (white wedge: $\mu_2>\mu_1$, excluded by the ordering); orange lines: the
+# boundary $\det=0$; blue: the 12 tokens in order, each with its distance to the boundary (dotted); ringed
+# in vermilion, with the arrow: the support token of Definition 3.1 under the log-determinant margin;
+# orange dot: a token past the boundary. Right: both margins of Eq. (25) per position, the
+# log-determinant (blue) and $1-\rho$ (vermilion). Look at which token each margin makes the smallest.
 
 # %% [markdown]
 # ## Key takeaways
@@ -661,7 +519,192 @@ assert 0.4 < share_last_4 < 0.6 and share_past > 0.85
 #    $+\infty$) below: any path from inside to outside must cross an infinite wall. A smaller $\tau$
 #    makes the wall thinner, so the minimiser can come closer to $m=\delta$, but never reach it.
 #    ```
+
+
+# %% tags=["hide-cell"]
+# The numbers the answers state: question 1 (c = 1, A = 2I) and question 2 (eigenvalues 1.5 and 0.2).
+tokens_q1 = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+_, sigma_q1, block_q1 = block_at_last_position(tokens_q1, 2 * np.eye(2))
+eigenvalues_q2 = np.array([1.5, 0.2])
+print(f"question 1: Sigma_3 = {sigma_q1.tolist()}, det(I - Sigma_3 A) = {np.linalg.det(block_q1):.2f}")
+print(f"question 2: det = {np.prod(1 - eigenvalues_q2):+.1f}, 1 - rho = {1 - eigenvalues_q2.max():+.1f}, "
+      f"log|det| = log {abs(np.prod(1 - eigenvalues_q2)):.1f}")
+assert np.isclose(np.linalg.det(block_q1), 0.5) and np.allclose(sigma_q1, np.diag([0.25, 0.0]))
+assert np.isclose(np.prod(1 - eigenvalues_q2), -0.4) and np.isclose(1 - eigenvalues_q2.max(), -0.5)
+
+# %% [markdown]
+# ## Checking the paper
 #
+# The idea above stands on its own; this section compares the paper's statements with exact
+# computations. Each finding is recorded in `book/ERRATA.md`.
+#
+# ### Eq. (21) as "the" relaxation of (22)
+#
+# The paper calls (21) "the classical interior-point relaxation of (22)" for any margin level
+# $\delta>0$. It is a single member of the barrier family, with weight $\tau=1$ and the barrier at $0$,
+# not at $\delta$: in the toy above its minimiser has $m_3<\delta=0.5$ (asserted in the cell that
+# computes it), so it violates the constraint of (22), and it is not (22)'s optimum. Only the family
+# $-\tau\log(m_t-\delta)$ with $\tau\to0$ relaxes (22). Recorded in `book/ERRATA.md` (row "§4,
+# sentence after Eq. (22)").
+#
+# ### Theorem 1 against finite differences and torch autograd
+#
+# Random $W_Q,W_K\in\mathbb R^{2\times3}$ and three choices of $W_V$: the identity, a multiple of it,
+# and a random matrix.
+
+# %% tags=["hide-cell"]
+def torch_blocks(X, W_Q, W_K, W_V, include_current=False):
+    """Diagonal blocks of the autograd Jacobian of the residual map (independent reference)."""
+    Wq, Wk, Wv = (torch.tensor(m) for m in (W_Q, W_K, W_V))
+    allowed = torch.tril(torch.ones(L, L, dtype=torch.bool), diagonal=0 if include_current else -1)
+
+    def residual(Z):
+        s = ((Z @ Wq.T) @ (Z @ Wk.T).T).masked_fill(~allowed, float("-inf"))
+        return Z - torch.nan_to_num(torch.softmax(s, dim=-1)) @ (Z @ Wv.T)
+
+    J = torch.autograd.functional.jacobian(residual, torch.tensor(X)).numpy()
+    return np.stack([J[t, :, t, :] for t in range(L)])
+
+
+W_Vs = {"W_V = I": np.eye(d), "W_V = 0.5 I": 0.5 * np.eye(d), "W_V random": rng.normal(size=(d, d))}
+print(f"{'':12s} {'exact vs autograd':>18s} {'exact vs FD':>12s} {'(14) vs exact':>14s}")
+for name, W_V in W_Vs.items():
+    exact = np.stack([jacobian_diagonal_block(X, t, W_Q=W_Q, W_K=W_K, W_V=W_V) for t in range(L)])
+    J_fd = central_difference(lambda Z: causal_residual(Z, W_Q, W_K, W_V), X)
+    fd = np.stack([J_fd[t, :, t, :] for t in range(L)])
+    auto = torch_blocks(X, W_Q, W_K, W_V)
+    gap14 = np.abs(paper_diagonal_block(X, W_Q, W_K, W_V) - exact).max()
+    print(f"{name:12s} {'agree' if np.allclose(exact, auto, atol=1e-12) else 'DIFFER':>18s} "
+          f"{'agree' if np.allclose(exact, fd, atol=1e-7) else 'DIFFER':>12s} {gap14:14.4f}")
+    assert np.allclose(exact, auto, atol=1e-12) and np.allclose(exact, fd, atol=1e-7)
+    st = attention_stats(X, W_Q, W_K, W_V)
+    assert np.allclose(exact, np.eye(d) - W_V @ st.C @ A, atol=1e-13)
+    assert (gap14 < 1e-12) == (name == "W_V = I")
+
+# %% [markdown]
+# The exact block agrees with autograd to machine precision and with finite differences to $10^{-7}$ for
+# every $W_V$; the paper's (14) with "covariance of attended values" is exact only for $W_V=I$. For
+# $W_V=cI$ the exact block is $I-cC_tA$ while (14) gives $I-c^2C_tA$. The paper substitutes the same
+# block in Corollary 3.1 (Eq. 16, next check), in §4 (Eqs. 20, 23, 24) and in the proof's last step
+# (Eq. 66, "absorbed into $\Sigma_t$"); its Eq. (65) just before is the exact block $W_VC_tA$. Lemma
+# B.4's certificate $\rho(\Sigma_tA)<1$ inherits it: in $d=1$ with $w_V=\tfrac12$ and
+# $a\,\mathrm{Var}_t(x)=2$, $\Sigma_tA=0.5<1$ while the exact block $1-a\,w_V\mathrm{Var}_t(x)$ is 0.
+# Recorded in `book/ERRATA.md`.
+#
+# ### Corollary 3.1: the log-density with the exact and with the printed block
+
+# %% tags=["hide-cell"]
+sigma = 0.8
+W_V = W_Vs["W_V random"]
+Jfull = central_difference(lambda Z: causal_residual(Z, W_Q, W_K, W_V), X).reshape(L * d, L * d)
+e = causal_residual(X, W_Q, W_K, W_V)
+reference = (-0.5 * np.sum(e**2) / sigma**2 - 0.5 * L * d * np.log(2 * np.pi * sigma**2)
+             + np.linalg.slogdet(Jfull)[1])
+ours = embedding_log_density(X, W_Q, W_K, W_V, sigma=sigma)
+with_14 = (ours - matrix_margins(X, W_Q, W_K, W_V).logabsdet.sum()
+           + np.linalg.slogdet(paper_diagonal_block(X, W_Q, W_K, W_V))[1].sum())
+print(f"Eq. (5), numerical Jacobian : {reference:.6f}")
+print(f"Eq. (16), exact blocks      : {ours:.6f}")
+print(f"Eq. (16), blocks from (14)  : {with_14:.6f}")
+assert np.isclose(ours, reference, atol=1e-6) and not np.isclose(with_14, reference, atol=1e-2)
+
+# %% [markdown]
+# ### Appendix A: including the current token ($s\le t$)
+#
+# With $s\le t$ the current token enters $\mu_t$ three times: as a value ($\alpha_{tt}W_V$, Eq. 49),
+# through the query (Eq. 50), **and through its own key** $k_t=W_Kx_t$ in the logit
+# $\ell_{tt}=q_t^\top k_t$. Eq. (48) differentiates with respect to $q_t$ only, so (53) misses the
+# key-path term $\alpha_{tt}(v_t-\bar v_t)\,q_t^\top W_K$. In $d=1$ with $w_V=1$, sympy:
+
+# %% tags=["hide-cell"]
+xt, a = sp.symbols("x_t a", real=True)
+past = sp.symbols("x1:3", real=True)
+nodes = list(past) + [xt]
+Zs = sum(sp.exp(a * xt * x) for x in nodes)
+al = [sp.exp(a * xt * x) / Zs for x in nodes]
+mu = sum(w_ * x for w_, x in zip(al, nodes))
+xbar = mu
+var = sum(w_ * (x - xbar) ** 2 for w_, x in zip(al, nodes))
+exact_de = 1 - sp.diff(mu, xt)
+eq54 = (1 - al[-1]) - a * var
+missing = sp.simplify(eq54 - exact_de)
+ratio = sp.simplify(missing / (al[-1] * xt * (xt - xbar)))
+display(Math(r"\text{(54)}-\frac{\partial e_t}{\partial x_t}=" + sp.latex(ratio)
+             + r"\cdot\alpha_{tt}\,x_t\,(x_t-\bar x_t)"))
+assert sp.simplify(missing - a * al[-1] * xt * (xt - xbar)) == 0
+
+# %% tags=["hide-cell"]
+print(f"{'':12s} {'exact vs autograd':>18s} {'(53) vs exact':>14s}")
+for name, W_V in W_Vs.items():
+    exact = np.stack([jacobian_diagonal_block(X, t, W_Q=W_Q, W_K=W_K, W_V=W_V, include_current=True)
+                      for t in range(L)])
+    auto = torch_blocks(X, W_Q, W_K, W_V, include_current=True)
+    gap53 = np.abs(paper_diagonal_block(X, W_Q, W_K, W_V, include_current=True) - exact).max()
+    verdict = "agree" if np.allclose(exact, auto, atol=1e-12) else "DIFFER"
+    print(f"{name:12s} {verdict:>18s} {gap53:14.4f}")
+    assert np.allclose(exact, auto, atol=1e-12)
+    assert gap53 > 1e-3
+# (53) is recovered when the key-path term is added back (W_V = I)
+st = attention_stats(X, W_Q, W_K, None, context="inclusive")
+a_tt = np.diagonal(st.alpha)[:, None, None]
+key_term = a_tt * (st.v - st.v_bar)[:, :, None] * (st.q @ W_K)[:, None, :]
+repaired = paper_diagonal_block(X, W_Q, W_K, None, include_current=True) - key_term
+assert np.allclose(repaired, diagonal_blocks(X, W_Q, W_K, None, context="inclusive"), atol=1e-13)
+print("(53) + key-path term = exact block (W_V = I):", True)
+
+# %% [markdown]
+# So (53)/(54) hold only where $\alpha_{tt}(v_t-\bar v_t)q_t^\top W_K=0$ (e.g. $x_t=\bar x_t$ or
+# $W_K^\top W_Q x_t=0$) **and** $W_V=I$. The qualitative conclusion of Appendix A — including $s=t$
+# does not remove the barrier — is unaffected. Recorded in `book/ERRATA.md`.
+
+# %% [markdown]
+# ### Fig. 1.1 against the computed picture
+#
+# Is one token typically clearly closest, and where does it sit? The same parameters on more random
+# sequences:
+
+# %% tags=["hide-cell"]
+Xs = rng11.normal(size=(2000, L11, d11))  # 2000 more sequences, same parameters
+ms = matrix_margins(Xs, W11, W11)
+pos = np.argmin(ms.logabsdet, axis=1)
+assert all(pos[i] in support_tokens(ms.logabsdet[i]) for i in range(20))
+counts = np.bincount(pos, minlength=L11)
+print("support-token position (1-based) over 2000 sequences:")
+print("  " + "  ".join(f"{t + 1}:{produced(int(c), 'd')}" for t, c in enumerate(counts)))
+share_last_4 = counts[-4:].sum() / len(pos)
+share_past = np.mean((ms.spectral < 0).any(axis=1))
+print(f"share at the last 4 positions: {produced(share_last_4, '{:.1%}')}; "
+      f"sequences with a token past rho = 1: {produced(share_past, '{:.1%}')}")
+assert counts[:2].sum() == 0  # positions 1-2 have Sigma_t = 0 and log|det| = 0
+assert 0.4 < share_last_4 < 0.6 and share_past > 0.85
+
+# %% [markdown]
+# What comes out, and where it departs from the schematic:
+#
+# - **One support token, but not by a wide gap.** Token 8 ($\mu_1=0.967$) has $\log|\det|=-3.691$; token 5
+#   ($\mu_1=0.936$) follows at $-2.819$, a gap of 0.873 nats. Distance and log-determinant choose the same
+#   support token and order all but 3 of 65 pairs of tokens alike: the distance sees only the nearer
+#   eigenvalue, the determinant also pays for the other one (tokens 7 and 10 swap).
+# - **Under strict causal attention token 1 is the least likely support token.** Tokens 1 and 2 always have
+#   $\Sigma_t=0$ (no context, or one attended token) and sit at the origin with $\log|\det|=0$; they can be
+#   support tokens only if every later token has $|\det|\ge1$. Over 2000 more sequences the support token
+#   is never at positions 1–2 and is at one of the last four positions in 49.8% of them: margins shrink
+#   as the context grows. The "token 1" of the caption of Fig. 1.1 is a
+#   label, not what this layer produces: with $A\succeq0$ every later token on the stable side has
+#   $0<\det(I-\Sigma_tA)\le1$ and distance $1-\rho\le1$, so token 1 ($\det=1$, distance 1) is never
+#   strictly the closest to instability. Recorded in `book/ERRATA.md`.
+# - **The trajectory crosses the boundary.** Token 12 has $\mu_1=1.689$, so $\det(I-\Sigma_tA)<0$. Its
+#   distance (0.689) and $|\det|$ look comfortable, so the log-determinant form of Eq. (25) — the one the
+#   likelihood selects — ranks it safe, whereas the signed margins ($\det$, or $1-\rho=-0.689$) make it the
+#   minimum (the other two swapped pairs involve it). Definition 3.1 is stated for the signed scalar
+#   $m_t=1-a\mathrm{Var}_t$ of Eq. (9), whose matrix analogue would name token 12; with $|\det|$ it is
+#   token 8. The schematic draws every dot on one side of the curve; with these untrained (Xavier-scale)
+#   parameters 94.4% of random sequences have a token past $\rho=1$. Keeping configurations on the stable
+#   side is the job of the barrier in Eq. (24), not something random parameters do.
+
+# %% [markdown]
+
+# %% [markdown]
 # ## Reproducibility
 #
 # Exact results: sympy (Appendix A), the library's closed forms in `nextword.theory.barrier`

@@ -370,13 +370,13 @@ if SAVED:
 # %% [markdown]
 # ## The finding: Table 1 at full size has no optimum
 #
-# The sweeps so far are smaller than the trained pair of 4.7. Table 1's seven values of
-# $\lambda_m$ were also trained at that size ($d=128$, 4 heads, 2 blocks, $T=256$, batch 64, 1220
-# steps on tiny Shakespeare), three times over:
+# The sweeps so far are smaller than the trained pair of [4.7](barrier_training.ipynb). Table 1's
+# seven values of $\lambda_m$ were also trained at that size ($d=128$, 4 heads, 2 blocks, $T=256$,
+# batch 64, 1220 steps on tiny Shakespeare), three times over:
 #
 # * **the paper's settings** (learning rate $10^{-3}$, exact penalty on all positions), seeds 0 and 1;
 # * **faster settings** (learning rate $3\cdot10^{-3}$, penalty on 16 sampled positions per window;
-#   seed 0) — the settings of 4.7's trained pair.
+#   seed 0) — the settings of the trained pair of [4.7](barrier_training.ipynb).
 #
 # Each model's noise curve was saved at several $\sigma$, so the degradation can also be read at
 # equal relative noise: $\sigma_{\lambda_m}=0.2\cdot\mathrm{RMS}(E_{\lambda_m})/\mathrm{RMS}(E_0)$,

@@ -9,9 +9,9 @@
 # less under embedding noise. But [4.7 Barrier training](barrier_training.ipynb) found that the
 # barrier never engaged, so any robustness must come from somewhere else. A probe that adds noise
 # of a fixed size has a blind spot: a model with larger embeddings looks more robust to it, without
-# being any different. This page runs the paper's probe on the two trained models of 4.7, then again
-# with the noise scaled to each model's embeddings. At the scaled noise most of the advantage is
-# gone: the penalty had doubled the embeddings.
+# being any different. This page runs the paper's probe on the two trained models of
+# [4.7](barrier_training.ipynb), then again with the noise scaled to each model's embeddings. At the
+# scaled noise most of the advantage is gone: the penalty had doubled the embeddings.
 #
 # ```{admonition} Learning goals
 # :class: tip
