@@ -65,9 +65,9 @@ from nextword.provenance import load_result
 from nextword.torch.barrier.robustness import evaluate_bpc, noise_curve
 from nextword.torch.runs.barrier_runs import load_saved_model
 from nextword.torch.runs.book import PAPER_FIG75, PAPER_TABLE1, all_saved, experiment_config, runs_dir
-from nextword.torch.runs.sweep import lambda_dir
+from nextword.torch.barrier.sweep import lambda_dir
 from nextword.torch.training.data import eval_windows, load_char_data
-from nextword.torch.training.loop import load_checkpoint, train_or_load
+from nextword.torch.barrier.train import load_checkpoint, train_or_load
 
 FULL = os.environ.get("FULL", "0") == "1"
 torch.set_num_threads(1)
@@ -637,5 +637,5 @@ print(f"paper's optimiser: produced by `{gpu_run['command']}` at `{gpu_run['comm
       f"{gpu_run['created'][:10]}; {gpu_run['data']['gpu']['name']}, torch {gpu_run['data']['gpu']['torch']}")
 print(f"absolute curves: eval_windows = {gpu_run['config']['arms'][0]['eval_windows']} (all "
       f"{len(inputs_all)} windows); the margin model's relative curve: 128 windows "
-      f"(nextword/torch/training/gpu_check.py); {gpu_run['config']['arms'][0]['noise_draws']} draws")
+      f"(nextword/torch/runs/gpu_check.py); {gpu_run['config']['arms'][0]['noise_draws']} draws")
 assert gpu_run["config"]["arms"][0]["eval_windows"] is None
