@@ -28,6 +28,16 @@
 # the normal distribution and the density of a transformed random variable.
 # **Reading time:** about 8 minutes.
 #
+# ```{admonition} Symbols on this page
+# :class: note
+# | symbol | meaning | shape |
+# |---|---|---|
+# | $x_t$ | the embedding of position $t$ (a column vector in Part 4) | $(d,)$ |
+# | $W_Q,W_K,W_V$ | query, key and value matrices: $q_t=W_Q x_t$ | $(d_k,d)$, $(d_k,d)$, $(d,d)$ |
+# | $f$, $y$ | an invertible map and its value, $y=f(x)$, in the change-of-variables rule | function, vector |
+# | $\lambda_m$ | the weight of the margin penalty in training | number |
+# ```
+#
 # *Source: D. Agarwal, D. D. Mavani, S. Gupta, K. Sethuraman, T. Dharamsi, "Support Tokens, Stability
 # Margins, and a New Foundation for Robust LLMs", §2–7 with Appendices A–D (the latent-noise view of
 # §2, the margins of §3–4, the token-level process of §5, depth in §6, the experiments of §7).*
@@ -60,7 +70,7 @@
 # - **Causal attention** — queries, keys, values, the softmax weights and the weighted average of
 #   the past: [6.2 The attention mechanism](../part1_chapter6/6_2_attention_mechanism.ipynb) and
 #   [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb). Part 4 uses the paper's
-#   column-vector notation ($q_t=W_Qx_t$); [the latent-noise page](01_latent_noise_view.ipynb) has
+#   column-vector notation ($q_t=W_Q x_t$); [the latent-noise page](01_latent_noise_view.ipynb) has
 #   a table that translates it.
 # - **Derivatives, the chain rule and the Jacobian** (the matrix of partial derivatives of a
 #   vector function): any calculus text; [the scalar-margin page](02_scalar_margin.ipynb) works the

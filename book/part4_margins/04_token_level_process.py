@@ -38,16 +38,18 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $y_t$, $y_{1:n}$ | the token at position $t$ (an element of $V=\{0,1,2\}$), a text of length $n$ | number, $n$ numbers |
+# | $y$, $y_{1:n}$ | a token ($y_t$: the one at position $t$, an element of $V=\{0,1,2\}$), a text of length $n$ | number, $n$ numbers |
 # | $x_t$, $x_{1:n}$ | the embedding of position $t$ ($d=1$ here), and of a whole text | number, $n$ numbers |
 # | $p_\sigma(x_{1:n})$ | the embedding prior's density (4.1), noise standard deviation $\sigma$ | function |
-# | $P(y_t\mid x_t)$ | the token head: $\mathrm{softmax}_k(w_kx_t+b_k)$ | $(3,)$ |
+# | $P(y_t \mid x_t)$ | the token head: $\mathrm{softmax}_k(w_k x_t+b_k)$ | $(3,)$ |
 # | $w_k$, $b_k$ | the head's weight and bias for token $k$ | numbers |
 # | $P_n(y_{1:n})$ | probability of a text of length $n$, with the embeddings integrated out | number |
 # | $a$, $w_V$ | the prior's coupling and value weight | numbers |
-# | $\mu_t$, $e_t$, $\varepsilon_t$ | the prior's prediction, residual and noise at position $t$ | numbers |
+# | $\mu_t$, $e_t$, $\varepsilon$ | the prior's prediction, residual and noise ($\varepsilon_t$) at position $t$ | numbers |
+# | $s$ | a position attended to | number |
+# | $z$ | a $z$-score: (estimate $-$ exact value) / standard error | number |
 # | $f$ | a test function of $(x_1,x_2)$ (Lemma C.2) | function |
-# | $W$ | the $2\times2$ matrix $\begin{pmatrix}0&w_V\\w_V&0\end{pmatrix}$ of the unmasked linear example | $(2,2)$ |
+# | $W$ | the $2\times2$ matrix $\begin{pmatrix}0&w_V \\w_V&0\end{pmatrix}$ of the unmasked linear example | $(2,2)$ |
 # ```
 #
 # *Source: Agarwal et al., "Support Tokens, Stability Margins, and a New Foundation for Robust LLMs",
@@ -55,14 +57,14 @@
 # C.1–C.2, Eqs. 68–75).*
 #
 # **The model.** Combine the embedding prior $p_\sigma(x_{1:n})$ with a causal categorical head
-# $P(y_{1:n}\mid x_{1:n})=\prod_tP(y_t\mid y_{<t},x_{\le t})$ (Eq. 28) and integrate the embeddings
+# $P(y_{1:n}\mid x_{1:n})=\prod_t P(y_t \mid y_{<t},x_{\le t})$ (Eq. 28) and integrate the embeddings
 # out (Eq. 31): $P_n(y_{1:n})=\int P(y_{1:n}\mid x_{1:n})\,p_\sigma(x_{1:n})\,dx_{1:n}$. **Theorem 2**
 # says the family is projectively consistent, $\sum_{y_n}P_n(y_{1:n})=P_{n-1}(y_{1:n-1})$ (Eq. 32),
 # under strict causality.
 #
 # **Set-up used below.** Vocabulary $V=\{0,1,2\}$, embeddings of dimension $d=1$, head
-# $P(y_t=k\mid x_t)=\mathrm{softmax}_k(w_kx_t+b_k)$; prior with $a=-0.6$, $w_V=0.8$, $\sigma=1$. With
-# $a\,w_V<0$ every margin is $\ge1$, so each $x_t\mapsto e_t$ is an increasing bijection of
+# $P(y_t=k\mid x_t)=\mathrm{softmax}_k(w_k x_t+b_k)$; prior with $a=-0.6$, $w_V=0.8$, $\sigma=1$. With
+# $a\,w_V<0$ every margin is $\ge1$, so each $x_t \mapsto e_t$ is an increasing bijection of
 # $\mathbb R$: this is what makes the one-step conditional integrate to 1 (Eq. 72, Assumption A2)
 # *for every context*. (For $a\,w_V>0$ a wide enough context folds the map — see
 # [4.2](02_scalar_margin.ipynb) — and A2 fails there.)
@@ -104,7 +106,7 @@ assert np.allclose(length_2.sum(axis=1), first_token)
 
 # %% [markdown]
 # **The prior's half.** The embeddings are random, so $P_2$ also averages over $x_2$ given $x_1$.
-# Summing out $y_2$ leaves $P_1$ only if $\int p(x_2\mid x_1)\,dx_2=1$: the one-step conditional must
+# Summing out $y_2$ leaves $P_1$ only if $\int p(x_2 \mid x_1)\,dx_2=1$: the one-step conditional must
 # be a density — [4.2](02_scalar_margin.ipynb) showed it is when the margin stays positive. Under
 # strict causality $x_1$'s own law never depends on later positions, so both halves hold.
 #
@@ -152,7 +154,7 @@ assert all(abs(mass[n] - 1) < 1e-6 for n in mass)
 #
 # An independent route: sample $x_{1:3}$ ancestrally from the generative rule
 # $x_t=\mu_t(x)+\varepsilon_t$ (the library solves the implicit equation in $x_t$ by bisection) and
-# average $\prod_tP(y_t\mid x_t)$. If the change-of-variables density is right, the quadrature values
+# average $\prod_t P(y_t \mid x_t)$. If the change-of-variables density is right, the quadrature values
 # must sit within the Monte Carlo error bars.
 
 # %%
@@ -233,9 +235,9 @@ assert abs(rhs_c2) > 0.01  # the test function is not trivially zero
 #
 # The tiny example worked the paper's abstract counterexample (Eq. 75) by hand.
 # **An actual attention layer.** Let every position attend to all *other* positions ($s\ne t$, no
-# mask). For $n=1$ nothing is attended: $x_1\sim\mathcal N(0,\sigma^2)$. For $n=2$ each position sees
-# only the other, with weight 1, so $e=(x_1-w_V x_2,\ x_2-w_Vx_1)$ is linear and
-# $x=(I-W)^{-1}\varepsilon$ with $W=\begin{pmatrix}0&w_V\\w_V&0\end{pmatrix}$: the variance of $x_1$ is
+# mask). For $n=1$ nothing is attended: $x_1 \sim\mathcal N(0,\sigma^2)$. For $n=2$ each position sees
+# only the other, with weight 1, so $e=(x_1-w_V x_2,\ x_2-w_V x_1)$ is linear and
+# $x=(I-W)^{-1}\varepsilon$ with $W=\begin{pmatrix}0&w_V \\w_V&0\end{pmatrix}$: the variance of $x_1$ is
 # $\sigma^2(1+w_V^2)/(1-w_V^2)^2$. Appending a token changes the law of the first one.
 
 # %%
@@ -337,7 +339,7 @@ assert np.abs(zf).max() < 4
 # 2. Why does a negative coupling ($a\,w_V<0$) make the prior's half hold for every context?
 #
 #    ```{dropdown} Answer
-#    Every margin is then $1-a\,w_V\mathrm{Var}_t\ge1$, so each $x_t\mapsto e_t$ is increasing and
+#    Every margin is then $1-a\,w_V \mathrm{Var}_t \ge1$, so each $x_t \mapsto e_t$ is increasing and
 #    onto; the change of variables then gives a one-step conditional that integrates to 1, whatever
 #    the past.
 #    ```

@@ -8,7 +8,7 @@
 # In a support vector machine the support vectors are the training points closest to the decision
 # boundary; they alone fix the margin. The paper carries the picture over to attention: the
 # {term}`support tokens <support token>` of a sequence are its positions with the smallest margin
-# $\lvert\det(I-\Sigma_tA)\rvert$, the ones closest to the degenerate boundary $\det=0$, and they
+# $\lvert\det(I-\Sigma_t A)\rvert$, the ones closest to the degenerate boundary $\det=0$, and they
 # dominate the log-barrier. This page computes them on a passage of real text for a trained prior.
 # The finding: no position is anywhere near the boundary — every margin is at least 1 — and the
 # "support tokens" are the positions whose context has no spread at all, not bottlenecks.
@@ -24,7 +24,7 @@
 # ```
 #
 # **Builds on:** [4.2 The scalar margin](02_scalar_margin.ipynb) (the margin $m_t=1-a\,\mathrm{Var}_t$
-# and Definition 3.1) · [4.3 The matrix margin](03_matrix_margin.ipynb) ($\det(I-\Sigma_tA)$ and
+# and Definition 3.1) · [4.3 The matrix margin](03_matrix_margin.ipynb) ($\det(I-\Sigma_t A)$ and
 # Theorem 1 with $W_V=I$) · the trained prior of [4.7 Barrier training](barrier_training.ipynb),
 # read here before that page explains its training: a small GPT trained with the margin penalty,
 # whose prior ends with a negative coupling. **Reading time:** about 20 minutes.
@@ -34,8 +34,8 @@
 # | symbol | meaning | shape |
 # |---|---|---|
 # | $x_t$ | embedding of the character at position $t$ (positions counted from 1) | $(d,)$, a number in the tiny example |
-# | $a$ | coupling in one dimension: the score of $x_s$ seen from $x_t$ is $a\,x_tx_s$ | number |
-# | $\mathrm{Var}_t$, $m_t$ | attention-weighted variance of the tokens before $t$; the margin $1-a\,\mathrm{Var}_t$ | numbers |
+# | $a$ | coupling in one dimension: the score of $x_s$ seen from $x_t$ is $a\,x_t x_s$ | number |
+# | $m$, $m_t$ | the margin of position $t$, $1-a\,\mathrm{Var}_t$, with $\mathrm{Var}_t$ the attention-weighted variance of the tokens before $t$ | number |
 # | $A$ | the prior's matrix: the score of $x_s$ seen from $x_t$ is $x_s^\top Ax_t$ | $(d,d)$ |
 # | $\Sigma_t$ | attention-weighted covariance of the embeddings before $t$ | $(d,d)$ |
 # | $E$, $y_t$ | the language model's embedding table; the character at position $t$, so $x_t=E[y_t]$ | $(\lvert V\rvert,d)$; an id |
@@ -123,7 +123,7 @@ assert support_tokens(np.log(scalar_margin(tokens_1d, a=-0.5)), atol=1e-12).toli
 # $v_s=x_s$. In the column convention of the numpy library `nextword.theory.barrier` this is the
 # layer with $W_Q=A$, $W_K=I$, $W_V=I$, so that $W_K^\top W_Q=A$. With $W_V=I$ Theorem 1's form (14) is
 # exact ([4.3 The matrix margin](03_matrix_margin.ipynb)), so the two libraries must give the same
-# blocks $I-\Sigma_tA$.
+# blocks $I-\Sigma_t A$.
 #
 # First a miniature, trained here in seconds to show the mechanics ($d=32$, 150 steps on the start
 # of tiny Shakespeare, with the margin penalty; its configuration is printed in Reproducibility;
@@ -224,8 +224,8 @@ plt.show()
 # (orange: the support token). Under strict masking positions 1 and 2 have a zero-variance context
 # ($\Sigma_t=0$, margin exactly $\log1=0$).
 #
-# In our runs the learned coupling is negative in the sense of §3.4 ($\operatorname{tr}(\Sigma_tA)<0$
-# and nearly every $\lvert\det(I-\Sigma_tA)\rvert>1$): minimising the penalty $-\log\lvert\det\rvert$ drives the
+# In our runs the learned coupling is negative in the sense of §3.4 ($\operatorname{tr}(\Sigma_t A)<0$
+# and nearly every $\lvert\det(I-\Sigma_t A)\rvert>1$): minimising the penalty $-\log\lvert\det\rvert$ drives the
 # prior into the *dispersion-promoting* regime, where no position is near the degeneracy boundary.
 # Definition 3.1 then selects the positions with the least dispersed context — the first two,
 # trivially — as in the tiny example.
@@ -298,7 +298,7 @@ if SAVED:
 #
 # The cell below asserts, on the saved trained prior, what the diagnostics of
 # [4.7 Barrier training](barrier_training.ipynb) check on the whole validation set: every
-# $\det(I-\Sigma_tA)$ on the passage is positive and at least 1 (log-margin $\ge 0$ up to
+# $\det(I-\Sigma_t A)$ on the passage is positive and at least 1 (log-margin $\ge 0$ up to
 # round-off).
 #
 # It equals 1 where the prior's attention puts all its weight on one context token, so that
@@ -324,7 +324,7 @@ if SAVED:
 # ## Key takeaways
 #
 # - The support tokens of Definition 3.1 are the positions with the smallest margin
-#   $\lvert\det(I-\Sigma_tA)\rvert$; what they mean depends on the sign of the coupling.
+#   $\lvert\det(I-\Sigma_t A)\rvert$; what they mean depends on the sign of the coupling.
 # - With a positive coupling the smallest margin is the position nearest the degenerate boundary —
 #   the bottleneck of the paper's analogy with support vectors.
 # - With a negative coupling every margin is at least 1, and the smallest belongs to the least
@@ -346,10 +346,10 @@ if SAVED:
 #
 #    ```{dropdown} Answer
 #    Position 1 attends to nothing and position 2 to a single token, so the attention-weighted
-#    covariance $\Sigma_t$ of their context is zero, and $\det(I-\Sigma_tA)=\det I=1$ for any $A$.
+#    covariance $\Sigma_t$ of their context is zero, and $\det(I-\Sigma_t A)=\det I=1$ for any $A$.
 #    ```
 #
-# 3. A trained prior's support tokens all have $\Sigma_t\approx0$. What does that tell you about
+# 3. A trained prior's support tokens all have $\Sigma_t \approx0$. What does that tell you about
 #    its coupling, and about the barrier?
 #
 #    ```{dropdown} Answer

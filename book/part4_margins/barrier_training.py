@@ -6,7 +6,7 @@
 #
 # Pages [4.2 The scalar margin](02_scalar_margin.ipynb) and
 # [4.3 The matrix margin](03_matrix_margin.ipynb) found a hidden term in the probability that a
-# causal attention layer gives its embeddings, one per position: $\log\lvert\det(I-\Sigma_tA)\rvert$,
+# causal attention layer gives its embeddings, one per position: $\log\lvert\det(I-\Sigma_t A)\rvert$,
 # the log of the position's {term}`margin <stability margin>`. It falls to $-\infty$ as the layer
 # approaches a configuration where its map stops being invertible, the
 # {term}`degeneracy boundary`. §7 of the paper turns the negative of this term into a training
@@ -22,14 +22,14 @@
 #   $m\to0$ and as $m$ grows past 1;
 # - explain why a language model gets a prior on its embeddings, and why that prior's penalty,
 #   from its slope at $A=0$, pushes the coupling negative;
-# - read a trained prior's two diagnostics (the sign of $\operatorname{tr}(\Sigma_tA)$, the share
+# - read a trained prior's two diagnostics (the sign of $\operatorname{tr}(\Sigma_t A)$, the share
 #   of positions with $\lvert\det\rvert>1$) and decide whether the barrier engaged;
 # - say what the penalty cost in bits per character, here and in the paper.
 # ```
 #
 # **Builds on:** [4.2 The scalar margin](02_scalar_margin.ipynb) (the margin $m_t=1-a\,\mathrm{Var}_t$
 # and the two signs of the coupling $a$) · [4.3 The matrix margin](03_matrix_margin.ipynb)
-# ($\det(I-\Sigma_tA)$ and the log-barrier) · cross-entropy training of a next-character model,
+# ($\det(I-\Sigma_t A)$ and the log-barrier) · cross-entropy training of a next-character model,
 # gradient descent. **Reading time:** about 35 minutes.
 #
 # ```{admonition} Symbols on this page
@@ -41,24 +41,27 @@
 # | $E$ | embedding table of the language model, one row per character | $(\lvert V\rvert,d)$ |
 # | $\lvert V\rvert$ | number of distinct characters (the vocabulary size) | number |
 # | $T$ | length of a training window (the context) | number |
-# | $a$ | coupling, in one dimension: the score of $x_s$ seen from $x_t$ is $a\,x_tx_s$ | number |
+# | $a$ | coupling, in one dimension: the score of $x_s$ seen from $x_t$ is $a\,x_t x_s$ | number |
 # | $\mathrm{Var}_t$ | attention-weighted variance of the embeddings before position $t$ ($d=1$) | number |
 # | $A$ | the prior's matrix: the score of $x_s$ seen from $x_t$ is $\ell_{ts}=x_s^\top Ax_t$ | $(d,d)$ |
 # | $\ell_{ts}$, $\alpha_{ts}$ | score and attention weight of position $t$ on an earlier position $s$ | numbers |
+# | $s$ | an earlier position, $s<t$ | number |
+# | $y$ | a character; $y_t$ is the one at position $t$, so that $x_t=E[y_t]$ | an id |
 # | $\bar x_t$ | attention-weighted mean of the embeddings before $t$, $\sum_{s<t}\alpha_{ts}x_s$ | $(d,)$ |
 # | $\Sigma_t$ | attention-weighted covariance of the embeddings before $t$ | $(d,d)$ |
-# | $m$, $m_t$ | margin of a position: $1-a\,\mathrm{Var}_t$ in $d=1$, $\lvert\det(I-\Sigma_tA)\rvert$ in $d$ | number |
+# | $m$, $m_t$ | margin of a position: $1-a\,\mathrm{Var}_t$ in $d=1$, $\lvert\det(I-\Sigma_t A)\rvert$ in $d$ | number |
 # | $\mathcal L_{\rm CE}$ | the language model's cross-entropy loss (nats per character) | number |
-# | $\mathcal L_{\rm margin}$ | the margin penalty, the mean over positions of $-\log\lvert\det(I-\Sigma_tA)\rvert$ | number |
+# | $\mathcal L_{\rm margin}$ | the margin penalty, the mean over positions of $-\log\lvert\det(I-\Sigma_t A)\rvert$ | number |
 # | $\lambda_m$ | the weight of the margin penalty in the training loss | number |
 # | $\eta$ | step size of a gradient-descent step | number |
+# | $\beta_t$, $C_t$, $r_t$, $M$ | used only in Reproducibility's exact computation of the penalty: the attention mass on each vocabulary item, $\operatorname{diag}\beta_t-\beta_t\beta_t^\top$, the number of distinct earlier tokens, the compact matrix whose determinant is taken | — |
 # ```
 #
 # ```{admonition} In the paper's notation
 # :class: seealso
 # §7.1 of the paper names the prior's learnable matrix $W$ and writes the penalty as
-# $-\log\lvert\det(I_d-\Sigma_tW^\top)\rvert$; Theorem 1 (Eq. 15) writes $A=W_K^\top W_Q$ for the
-# matrix in $\det(I-\Sigma_tA)$. They are one matrix, $W=A^\top$: this page writes $A$ everywhere.
+# $-\log\lvert\det(I_d-\Sigma_t W^\top)\rvert$; Theorem 1 (Eq. 15) writes $A=W_K^\top W_Q$ for the
+# matrix in $\det(I-\Sigma_t A)$. They are one matrix, $W=A^\top$: this page writes $A$ everywhere.
 # The code follows §7.1 — `prior.W` holds $A^\top$ and `prior.A` returns $A$.
 # ```
 #
@@ -100,7 +103,7 @@ use_book_style()
 #
 # One dimension and three tokens, as on [4.2 The scalar margin](02_scalar_margin.ipynb): scalar embeddings
 # $x_1=0$, $x_2=2$, $x_3=1$. Position 3 attends to the two earlier tokens with scores
-# $a\,x_3x_s=(0,\,2a)$, where $a$ is the {term}`coupling` (the product of the query and key weights).
+# $a\,x_3 x_s=(0,\,2a)$, where $a$ is the {term}`coupling` (the product of the query and key weights).
 # Recall from that page: the margin of position 3 is $m=1-a\,\mathrm{Var}_3$, with $\mathrm{Var}_3$ the
 # attention-weighted variance of $x_1,x_2$. The penalty is $-\log\lvert m\rvert$.
 #
@@ -163,7 +166,7 @@ assert penalty_at(after_one_step) < penalty_at(0.0) == 0.0
 # ## The landscape of the barrier
 #
 # Put the penalty of one position, $-\log\lvert m\rvert$, against the margin $m$ (in $d$ dimensions
-# $m$ is $\lvert\det(I-\Sigma_tA)\rvert$). Two facts are enough to predict what training will do:
+# $m$ is $\lvert\det(I-\Sigma_t A)\rvert$). Two facts are enough to predict what training will do:
 #
 # * as $m\to0$ the penalty goes to $+\infty$ — this is the **barrier**, a wall that a descent
 #   method cannot cross;
@@ -187,6 +190,9 @@ tiny_marks = {f"a = {c:+.1f}": float(np.log(scalar_margin(embeddings, a=c)[2]))
 draw_barrier_landscape(reached=tiny_marks, marks_title="the tiny example's two couplings")
 plt.tight_layout()
 plt.show()
+# Figure 4.7.1: the penalty rises without bound as m -> 0 and is 0 at m = 1
+assert log_barrier(1e-9) > log_barrier(1e-3) > log_barrier(0.5) > log_barrier(1.0) == 0
+assert tiny_marks["a = +0.5"] < 0 < tiny_marks["a = -0.5"]   # Figure 4.7.1: the two sides of 0
 
 # %% [markdown]
 # **Figure 4.7.1** (schematic, drawn from $-\log m$). (a) The penalty against the margin $m$. It
@@ -202,7 +208,7 @@ plt.show()
 # A language model first turns each character $y_t$ of its input into an embedding $x_t=E[y_t]$, a
 # row of its embedding table $E$. Page [4.1](01_latent_noise_view.ipynb) read one causal attention
 # layer as a machine that *generates* such embeddings from noise, and found the log-probability it
-# gives them: a prediction-error term plus $\sum_t\log\lvert\det(I-\Sigma_tA)\rvert$. §7 of the paper
+# gives them: a prediction-error term plus $\sum_t \log\lvert\det(I-\Sigma_t A)\rvert$. §7 of the paper
 # uses that probability as a {term}`prior` — a statement, made before any text is predicted, of which
 # arrangements of the embeddings are plausible — and trains the language model to fit the text
 # *and* keep its embeddings plausible under the prior (maximum a posteriori training). A model whose
@@ -221,13 +227,13 @@ plt.show()
 # the weights, the weighted mean of the earlier embeddings, and their weighted covariance $\Sigma_t$:
 # how spread out the earlier embeddings are, in the proportions that position $t$ attends to them.
 # In one dimension $A$ is the coupling $a$, $\Sigma_t$ is $\mathrm{Var}_t$, and
-# $\det(I-\Sigma_tA)=1-a\,\mathrm{Var}_t$ is the tiny example's margin.
+# $\det(I-\Sigma_t A)=1-a\,\mathrm{Var}_t$ is the tiny example's margin.
 #
 # §7.1 drops the prediction-error term of the prior and keeps the log-determinant, weighted by
 # $\lambda_m$. The training loss is
 #
 # $$\mathcal L = \mathcal L_{\rm CE} + \lambda_m\,\mathcal L_{\rm margin},\qquad
-#   \mathcal L_{\rm margin} = \operatorname*{mean}_{t=2,\dots,T}\big[-\log\lvert\det(I-\Sigma_tA)\rvert\big],$$
+#   \mathcal L_{\rm margin} = \operatorname*{mean}_{t=2,\dots,T}\big[-\log\lvert\det(I-\Sigma_t A)\rvert\big],$$
 #
 # the cross-entropy $\mathcal L_{\rm CE}$ of the language model plus the {term}`margin penalty`
 # $\mathcal L_{\rm margin}$ ($t=1$ has nothing to attend to). Quality is measured in
@@ -256,10 +262,10 @@ assert sp.simplify(penalty_slope.subs(a, 0) - var) == 0
 # The matrix version holds too. At $A=0$ every score is 0, so the attention is uniform, and the
 # change of $\Sigma_t$ with $A$ is multiplied by $A=0$. So
 #
-# $$\frac{\partial\mathcal L_{\rm margin}}{\partial A}\Big|_{A=0}=\operatorname{mean}_t\Sigma_t ,$$
+# $$\frac{\partial\mathcal L_{\rm margin}}{\partial A}\Big|_{A=0}=\operatorname{mean}_t \Sigma_t ,$$
 #
 # an average of covariance matrices, which is positive semi-definite whatever the data: the first
-# step lowers $\operatorname{tr}(\Sigma_tA)$, the sum of the diagonal of $\Sigma_tA$ — the matrix
+# step lowers $\operatorname{tr}(\Sigma_t A)$, the sum of the diagonal of $\Sigma_t A$ — the matrix
 # counterpart of $a\,\mathrm{Var}_t$, and exactly it when $d=1$. Autograd agrees, on random
 # embeddings ($\lvert V\rvert=9$ characters, $d=6$, one sequence of 12):
 
@@ -322,7 +328,7 @@ assert coupling_trace < 0                          # ... by making the coupling 
 
 # %% [markdown]
 # The cross-entropy falls as the model learns; the penalty falls too, and the prior's
-# $\operatorname{tr}(\Sigma_tA)$ is already negative: the gradient of the first step has set the
+# $\operatorname{tr}(\Sigma_t A)$ is already negative: the gradient of the first step has set the
 # direction. From here on the library's `train_or_load` runs these lines for every step, and adds
 # what a real run needs: a cosine learning-rate schedule, gradient clipping, the penalty on a random
 # sample of positions per window when asked (an unbiased estimate of the mean over positions), an
@@ -378,6 +384,11 @@ assert abs(history_ce[0]["train_bpc"] - history_margin[0]["train_bpc"]) < 0.1  #
 assert history_margin[-1]["train_margin"] < history_margin[0]["train_margin"] < 0.05
 assert abs(gap) < 0.1
 assert all(h["train_margin"] == 0.0 for h in history_ce)
+# Figure 4.7.2: the two BPC curves lie on top of each other (within 0.1 BPC at every evaluation)
+assert max(abs(c["val_bpc"] - m["val_bpc"]) for c, m in zip(history_ce, history_margin)) < 0.1
+# Figure 4.7.2: the penalty starts near zero (its first period's mean is under a quarter of its last)
+assert abs(history_margin[0]["train_margin"]) < 0.25 * abs(history_margin[-1]["train_margin"])
+assert history_margin[-1]["train_margin"] < 0                     # Figure 4.7.2: ... and goes negative
 
 
 # %%
@@ -416,13 +427,13 @@ plot_arms({"ce": curves_of(history_ce), "margin": curves_of(history_margin)},
 # **Figure 4.7.2** (the miniature, mechanics). (a, b) Training and validation bits per character of
 # the CE arm (blue) and the margin arm (green); (c) the margin penalty during training. Look at how
 # the two BPC curves lie on top of each other, while the penalty, which starts near zero (small
-# embeddings, small $A$), goes **negative**: $\lvert\det(I-\Sigma_tA)\rvert>1$, the right-hand side of
+# embeddings, small $A$), goes **negative**: $\lvert\det(I-\Sigma_t A)\rvert>1$, the right-hand side of
 # Figure 4.7.1.
 #
 # Two numbers, computed at the end of each run on 64 validation windows, say which side of the wall
-# the prior is on: the mean of $\operatorname{tr}(\Sigma_tA)$ over positions — its sign is the sign
+# the prior is on: the mean of $\operatorname{tr}(\Sigma_t A)$ over positions — its sign is the sign
 # of the coupling in the one-dimensional picture — and the share of positions with
-# $\lvert\det(I-\Sigma_tA)\rvert>1$, where the penalty is negative.
+# $\lvert\det(I-\Sigma_t A)\rvert>1$, where the penalty is negative.
 
 # %%
 def print_diagnostics(label: str, diagnostics: dict, trained_here: bool = False) -> None:
@@ -463,8 +474,8 @@ if SAVED:
     assert trained["min_logabsdet"] >= -1e-6
 
 # %% [markdown]
-# The trained prior sits in the **negative-coupling regime**: $\operatorname{tr}(\Sigma_tA)$ is far
-# below zero, and $\lvert\det(I-\Sigma_tA)\rvert>1$ at essentially every position (asserted, for the
+# The trained prior sits in the **negative-coupling regime**: $\operatorname{tr}(\Sigma_t A)$ is far
+# below zero, and $\lvert\det(I-\Sigma_t A)\rvert>1$ at essentially every position (asserted, for the
 # miniature and for the trained model).
 #
 # The smallest $\log\lvert\det\rvert$ over all positions is 0 to rounding: the closest any position
@@ -486,7 +497,7 @@ if SAVED:
 
 # %% [markdown]
 # **Figure 4.7.3** (where training took the margin; the landscape of Figure 4.7.1 with the trained
-# pair). Panel (b) marks each trained prior at its mean $\log\lvert\det(I-\Sigma_tA)\rvert$ over
+# pair). Panel (b) marks each trained prior at its mean $\log\lvert\det(I-\Sigma_t A)\rvert$ over
 # positions, which is its final penalty with the sign changed. The CE arm's prior (blue), which no
 # loss term moves, stays at $A\approx0$, $\lvert\det\rvert\approx1$. The margin arm's prior
 # (vermilion) went about 23 nats to the right, down the slope: the side without a wall.
@@ -518,8 +529,10 @@ if SAVED:
     print(f"fall of the penalty per period: first half {steps_down[:9].mean():.2f} nats on average, "
           f"last three periods {steps_down[-3:].mean():.2f}")
     assert all(v == 0.0 for v in curves["ce"]["train_margin"])
+    # Figure 4.7.4: (c) keeps falling, and flattens only in the last periods
     assert curves["margin"]["train_margin"][-1] < curves["margin"]["train_margin"][0]
-    assert steps_down[-3:].mean() < 0.1 * steps_down[:9].mean()   # (c) flattens at the end
+    assert np.all(steps_down[:9] > 0)
+    assert steps_down[-3:].mean() < 0.1 * steps_down[:9].mean()
 
 # %% [markdown]
 # **Figure 4.7.4** (cf. the paper's Fig. 7.4; the trained pair). (a, b) Training and validation
@@ -532,7 +545,7 @@ if SAVED:
 #
 # At the end the weighted penalty is a large share of the training loss: the optimiser found it
 # cheaper to earn penalty than to fit characters. Nothing bounds
-# $\mathcal L_{\rm margin}=\operatorname{mean}_t\big[-\log\lvert\det(I-\Sigma_tA)\rvert\big]$ from
+# $\mathcal L_{\rm margin}=\operatorname{mean}_t \big[-\log\lvert\det(I-\Sigma_t A)\rvert\big]$ from
 # below once the coupling is negative — making $\lvert\det\rvert$ larger always lowers it (Figure
 # 4.7.1). With $\lambda_m=0.05$, the optimiser buys penalty with predictive quality. The paper reports
 # a gap of 0.036 BPC; the pair here pays several times that ([checked below](#checking-the-paper)).
@@ -544,10 +557,10 @@ if SAVED:
 # - The margin penalty $-\log\lvert m\rvert$ is a wall only near $m=0$; past $m=1$ it is a slope
 #   that keeps falling as the margin grows, with no floor.
 # - The prior on the embeddings is one causal attention layer with matrix $A$; its penalty is the
-#   mean of $-\log\lvert\det(I-\Sigma_tA)\rvert$, and at an untrained prior ($A=0$) its gradient is
-#   $\operatorname{mean}_t\Sigma_t$, so the first step already makes the coupling negative — the side
+#   mean of $-\log\lvert\det(I-\Sigma_t A)\rvert$, and at an untrained prior ($A=0$) its gradient is
+#   $\operatorname{mean}_t \Sigma_t$, so the first step already makes the coupling negative — the side
 #   with no degenerate boundary.
-# - Trained with $\lambda_m=0.05$, the prior ends with $\lvert\det(I-\Sigma_tA)\rvert>1$ at
+# - Trained with $\lambda_m=0.05$, the prior ends with $\lvert\det(I-\Sigma_t A)\rvert>1$ at
 #   essentially every position and $\log\lvert\det\rvert\approx23$ nats on average: the barrier never
 #   engaged.
 # - The price is several times the paper's: about 0.3 BPC for the trained pair here, against the
@@ -569,12 +582,12 @@ if SAVED:
 #
 #    ```{dropdown} Answer
 #    At $A=0$ the gradient of $\mathcal L_{\rm margin}$ with respect to $A$ is
-#    $\operatorname{mean}_t\Sigma_t$, an average of covariance matrices, which is positive
-#    semi-definite for any data. A descent step subtracts it, so $\operatorname{tr}(\Sigma_tA)$ —
+#    $\operatorname{mean}_t \Sigma_t$, an average of covariance matrices, which is positive
+#    semi-definite for any data. A descent step subtracts it, so $\operatorname{tr}(\Sigma_t A)$ —
 #    the matrix counterpart of $a\,\mathrm{Var}_t$ — becomes negative.
 #    ```
 #
-# 3. A trained prior has $\operatorname{tr}(\Sigma_tA)>0$ and $\lvert\det\rvert<1$ at most positions.
+# 3. A trained prior has $\operatorname{tr}(\Sigma_t A)>0$ and $\lvert\det\rvert<1$ at most positions.
 #    What would that tell you, and how does it differ from what this page found?
 #
 #    ```{dropdown} Answer
@@ -608,10 +621,10 @@ if SAVED:
 # ### The regime of the §7 experiments
 #
 # §3.4's last paragraph says the MAP training experiments of §7 "focus on the $a>0$ regime", and
-# §7.4 reads the penalty as pushing $\det(I-\Sigma_tA)$ "away from zero (larger margin)". With the
+# §7.4 reads the penalty as pushing $\det(I-\Sigma_t A)$ "away from zero (larger margin)". With the
 # quadratic residual term dropped (§7.1), the penalty's gradient at $A=0$ is
-# $\operatorname{mean}_t\Sigma_t\succeq0$ (the autograd check above), so training moves the coupling
-# to $a<0$ from the first step, and the trained margin arms end with $\operatorname{tr}(\Sigma_tA)<0$
+# $\operatorname{mean}_t \Sigma_t \succeq0$ (the autograd check above), so training moves the coupling
+# to $a<0$ from the first step, and the trained margin arms end with $\operatorname{tr}(\Sigma_t A)<0$
 # and $\lvert\det\rvert>1$ almost everywhere (the miniature, the trained pair, and in Reproducibility
 # a second seed and the paper's own optimiser). Nothing in the §7 objective selects the $a>0$
 # regime. Recorded in `book/ERRATA.md` (row "§3.4 last paragraph and §7.1/§7.4 (margin-only MAP
@@ -861,7 +874,7 @@ print(f"(validation bits per character after {ce['steps']} steps; the CPU pair, 
 
 # %% [markdown]
 # The statements do not depend on the device, the learning rate or the sampled penalty. With the
-# exact penalty and the paper's optimiser, the coupling $\operatorname{tr}(\Sigma_tA)$ of the margin
+# exact penalty and the paper's optimiser, the coupling $\operatorname{tr}(\Sigma_t A)$ of the margin
 # arm ends far below zero in both seeds: the penalty was lowered by dispersing attention, not by
 # engaging the barrier. The margin arm again pays in clean bits per character, about three times
 # the paper's gap of 0.036.
@@ -907,7 +920,7 @@ for run, arms in gpu_pair.items():
 # the paper's size (batch 64 × context 256, $d=128$, Shakespeare characters) with and without the
 # penalty, all modes interleaved in one process, on the book's build machine (shared with other
 # jobs, so the individual times vary a lot; the ratios are medians). The compact form of the
-# penalty (below) factorises an $r_t\times r_t$ matrix per position instead of a $128\times128$ one,
+# penalty (below) factorises an $r_t \times r_t$ matrix per position instead of a $128\times128$ one,
 # and its backward pass reuses $(I-M)^{-\top}$ without storing any per-position matrix. Sampling 16
 # positions per window is unbiased (checked by enumeration in `tests/test_torch_prior.py`).
 
@@ -967,10 +980,10 @@ print(f"CPU vs CUDA, float32, quick config: max |difference of validation BPC| =
 #
 # A $d\times d$ determinant at every position of every window is expensive. The library uses an
 # identity to make it small. When the prior sees token embeddings $x_s=E[y_s]$,
-# $\Sigma_t=E^\top C_tE$ with $C_t=\operatorname{diag}\beta_t-\beta_t\beta_t^\top$, where $\beta_t[v]$
+# $\Sigma_t=E^\top C_t E$ with $C_t=\operatorname{diag}\beta_t-\beta_t \beta_t^\top$, where $\beta_t[v]$
 # is the attention mass on vocabulary item $v$. Sylvester's identity, $\det(I-PQ)=\det(I-QP)$, then
-# gives $\det(I_d-E^\top C_tEA)=\det(I_{\lvert V\rvert}-C_tEAE^\top)$. The rows of $C_t$ vanish for
-# items absent from the prefix, so only an $r_t\times r_t$ block survives, with $r_t$ the number of
+# gives $\det(I_d-E^\top C_t EA)=\det(I_{\lvert V\rvert}-C_t EAE^\top)$. The rows of $C_t$ vanish for
+# items absent from the prefix, so only an $r_t \times r_t$ block survives, with $r_t$ the number of
 # distinct tokens before $t$. A symbolic check of the identity on a $2\times3$ example:
 
 # %% tags=["hide-cell"]

@@ -6,18 +6,19 @@
 # accuracy, as the paper's Table 1 reports at $\lambda_m=0.02$?
 #
 # Choosing $\lambda_m$ is the practical decision a user of the penalty faces. §7.4 answers it the
-# way one picks the penalty of a Lasso regression or the $C$ of a support vector machine: train
+# way one picks the penalty of a Lasso regression or the regularisation constant of a support vector
+# machine: train
 # one model per value, trace the {term}`regularisation path`, and take the value where the noisy
 # loss is lowest. It reports a U-shaped curve with its bottom at $0.02$, and reads it as the penalty
-# moving the model "away from degeneracy": keeping the determinant $\det(I-\Sigma_tA)$ of the
+# moving the model "away from degeneracy": keeping the determinant $\det(I-\Sigma_t A)$ of the
 # {term}`embedding prior` (one causal attention layer that gives the model's embeddings a
 # probability, with a matrix $A$ and the attention-weighted covariance $\Sigma_t$ of the earlier
 # embeddings at each position $t$) far from 0, where the prior stops being invertible.
 #
 # [4.7 Barrier training](barrier_training.ipynb) found what the penalty actually does to the
 # prior: it makes its {term}`coupling` negative. The coupling's sign is the sign of
-# $\operatorname{tr}(\Sigma_tA)$, the sum of the diagonal of $\Sigma_tA$ (in one dimension it is
-# $a\,\mathrm{Var}_t$), and with a negative coupling $\lvert\det(I-\Sigma_tA)\rvert$ is *above* 1.
+# $\operatorname{tr}(\Sigma_t A)$, the sum of the diagonal of $\Sigma_t A$ (in one dimension it is
+# $a\,\mathrm{Var}_t$), and with a negative coupling $\lvert\det(I-\Sigma_t A)\rvert$ is *above* 1.
 # An untrained prior ($A=0$) has $\det=1$ exactly. So there are two different ways for the
 # determinant to move "away": up from a small value towards 1, away from the wall at 0 (what a
 # barrier does), or up from 1 to ever larger values, where there is no wall at all. This page
@@ -51,12 +52,12 @@
 # | $\lambda$ | weight of the penalty in the toy | number |
 # | $\tau$ | the toy's quadratic term is $a^2/(2\tau)$: a larger $\tau$ holds $a$ less | number |
 # | $f(a)$ | the toy objective | function |
-# | $A$ | the embedding prior's matrix (4.7) | $(d,d)$ |
+# | $A$ | the embedding prior's matrix ([4.7](barrier_training.ipynb)) | $(d,d)$ |
 # | $\Sigma_t$ | attention-weighted covariance of the embeddings before position $t$ | $(d,d)$ |
 # | $x_t$, $\mu_t$, $e_t$ | embedding at position $t$, the prior's weighted mean of the past, the residual $x_t-\mu_t$ | $(d,)$ |
-# | $\alpha_{ts}$, $H_t$ | the prior's attention weights at position $t$ and their entropy | numbers |
-# | $\sigma$ | standard deviation of the noise added to the embeddings in the probe | number |
-# | $\mathrm{BPC}$, $\mathrm{BPC}_\sigma$ | validation bits per character, clean and with noise $\sigma$ | numbers |
+# | $\alpha_{ts}$, $H_t$ | the prior's attention weights at position $t$ on earlier positions $s$, and their entropy | numbers |
+# | $s$ | an earlier position, $s<t$ | number |
+# | $\sigma$ | standard deviation of the noise added to the embeddings in the probe; $\mathrm{BPC}$ and $\mathrm{BPC}_\sigma$ are the validation bits per character, clean and with that noise | number |
 # | $E_{\lambda_m}$, $\mathrm{RMS}(E_{\lambda_m})$ | embedding table of the model trained with $\lambda_m$, and its root mean square | $(\lvert V\rvert,d)$, number |
 # | $\sigma_{\lambda_m}$ | noise for that model at the baseline's relative level | number |
 # ```
@@ -126,6 +127,7 @@ for weight in (0.0, 0.75, 2.0):
 draw_penalised_objective((0.0, 0.75, 2.0))
 plt.tight_layout()
 plt.show()
+assert path_minimiser(2.0) < path_minimiser(0.75) < path_minimiser(0.0)  # Figure 4.9.1: moves left
 
 # %% [markdown]
 # **Figure 4.9.1** (schematic, drawn from $f$). The objective $f(a)$ for the three weights of the
@@ -167,7 +169,7 @@ for vals in [(0.01, 1, 1), (0.2, 3, 0.5), (1, 0.1, 10)]:
 #
 # ## The miniature sweep: the path's mechanics
 #
-# §7.4 trains seven models that differ only in $\lambda_m\in\{0,0.005,0.01,0.02,0.05,0.1,0.2\}$
+# §7.4 trains seven models that differ only in $\lambda_m \in\{0,0.005,0.01,0.02,0.05,0.1,0.2\}$
 # and reports, on the validation set, the columns of Table 1:
 #
 # * clean BPC, and BPC under embedding noise $\sigma=0.3$ ("BPC.3");
@@ -180,8 +182,8 @@ for vals in [(0.01, 1, 1), (0.2, 3, 0.5), (1, 0.1, 10)]:
 #
 # `run_sweep` trains one model per $\lambda_m$ — each with the training step shown on
 # [4.7](barrier_training.ipynb) — and adds two columns that locate the prior relative to the
-# barrier: the mean $\operatorname{tr}(\Sigma_tA)$ (the sign of the coupling) and the final
-# penalty, the mean of $-\log\lvert\det(I-\Sigma_tA)\rvert$ (negative when $\lvert\det\rvert>1$).
+# barrier: the mean $\operatorname{tr}(\Sigma_t A)$ (the sign of the coupling) and the final
+# penalty, the mean of $-\log\lvert\det(I-\Sigma_t A)\rvert$ (negative when $\lvert\det\rvert>1$).
 # First the seven weights on the miniature of [4.7 Barrier training](barrier_training.ipynb) (its
 # $\lambda_m=0$ and $0.05$ runs are shared with that page): the mechanics.
 
@@ -200,7 +202,7 @@ for r in rows:  # trained on this page: every number but lambda goes through pro
 # %% [markdown]
 # **Checks.** What we assert is what this sweep shows: (i) the baseline's prior is untouched by
 # training ($A$ gets no gradient at $\lambda_m=0$), so its coupling stays at its tiny initial value;
-# (ii) for every $\lambda_m>0$ the trained coupling is negative, $\operatorname{tr}(\Sigma_tA)<0$, and
+# (ii) for every $\lambda_m>0$ the trained coupling is negative, $\operatorname{tr}(\Sigma_t A)<0$, and
 # the penalty is negative ($\lvert\det\rvert>1$); (iii) both get monotonically more negative as
 # $\lambda_m$ grows — the direction the one-dimensional picture predicts; (iv) the clean BPC moves
 # by less than 0.1 BPC across the whole path.
@@ -213,7 +215,7 @@ bpc = [r["bpc"] for r in rows]
 assert lams == list(PAPER_LAMBDAS)
 assert abs(tr_sa[0]) < 0.01 and abs(pen[0]) < 0.01
 assert all(t < 0 for t in tr_sa[1:]) and all(p < 0 for p in pen[1:])
-assert all(np.diff(tr_sa[1:]) < 0) and all(np.diff(pen[1:]) < 0)
+assert all(np.diff(tr_sa[1:]) < 0) and all(np.diff(pen[1:]) < 0)  # Figure 4.9.2: (c) falls steadily
 assert max(bpc) - min(bpc) < 0.1
 print(f"clean BPC range over the path: {produced(max(bpc) - min(bpc), '.3f')} BPC")
 
@@ -287,14 +289,14 @@ plot_path(lams, bpc, [r["bpc_sigma"] for r in rows], [r["degradation"] for r in 
 # **Figure 4.9.2** (the miniature, mechanics). (a) Clean and noisy validation BPC along the path
 # (equally spaced $\lambda_m$ values on the axis); (b) the degradation ratio at $\sigma=0.3$ and at
 # equal relative noise, with error bars of one standard deviation over the noise draws; (c) the
-# coupling $\operatorname{tr}(\Sigma_tA)$ and the penalty of the trained priors. Look at (c): both
+# coupling $\operatorname{tr}(\Sigma_t A)$ and the penalty of the trained priors. Look at (c): both
 # fall steadily as $\lambda_m$ grows. In (b) the two curves part by a few hundredths at most, the
 # order of their error bars: the miniature cannot say which way robustness goes. Panel (c) has
 # no counterpart in the paper; it is the quantity the margin reading is about.
 #
 # **Reading the miniature path.** Asserted above: increasing $\lambda_m$ drives
-# $\operatorname{tr}(\Sigma_tA)$ and the penalty monotonically *down*, as the one-dimensional
-# picture predicts. The priors end with a negative coupling, where $\lvert\det(I-\Sigma_tA)\rvert>1$
+# $\operatorname{tr}(\Sigma_t A)$ and the penalty monotonically *down*, as the one-dimensional
+# picture predicts. The priors end with a negative coupling, where $\lvert\det(I-\Sigma_t A)\rvert>1$
 # and no degeneracy boundary exists, and the larger $\lambda_m$, the further the determinant rises
 # above the untrained value 1. It does move away from 0, as §7.4 says, but only because it starts
 # at 1 and goes up: no position was ever near the wall. The clean BPC barely moves.
@@ -341,7 +343,7 @@ if SAVED:
 # **Figure 4.9.3** (the larger sweep). The three panels of Figure 4.9.2: (a) clean and noisy
 # validation BPC along the path, (b) the degradation ratio (error bars on the $\sigma=0.3$ curve: one
 # standard deviation over the noise draws, smaller than the dots; the relative curve's spread was not
-# saved), (c) the coupling $\operatorname{tr}(\Sigma_tA)$ and the penalty of the trained priors. Look
+# saved), (c) the coupling $\operatorname{tr}(\Sigma_t A)$ and the penalty of the trained priors. Look
 # at (b): the two degradation curves go opposite ways.
 #
 # As $\lambda_m$ grows, the clean bits per character rise a little, the coupling is driven further
@@ -488,7 +490,7 @@ print("asserted on the saved numbers: at the paper's settings (both seeds) clean
 # regularisation path does not reproduce Table 1's reading. There is no optimum near
 # $\lambda_m=0.02$ with an 11 % robustness gain, and the clean quality falls four times faster than
 # Table 1's 3 %. As for the trained pair, the penalty is lowered by driving the coupling
-# $\operatorname{tr}(\Sigma_tA)$ negative and growing the embeddings, not by engaging the barrier.
+# $\operatorname{tr}(\Sigma_t A)$ negative and growing the embeddings, not by engaging the barrier.
 # With the faster settings the degradation ratio does fall with $\lambda_m$, but only while the
 # clean model gets much worse. The corpus differs from the paper's (WikiText-2), so this is a finding
 # about the method on this corpus ([checked below](#checking-the-paper)).
@@ -500,8 +502,8 @@ print("asserted on the saved numbers: at the paper's settings (both seeds) clean
 # - In one dimension the minimiser of $-\lambda\log(1-aV)+a^2/(2\tau)$ is negative and moves further
 #   from zero as $\lambda$ grows: a larger weight pushes the coupling away from the barrier's side,
 #   not along a margin to it.
-# - Trained sweeps agree: $\operatorname{tr}(\Sigma_tA)$ falls and the embeddings grow monotonically
-#   with $\lambda_m$, so $\lvert\det(I-\Sigma_tA)\rvert$ rises further above 1.
+# - Trained sweeps agree: $\operatorname{tr}(\Sigma_t A)$ falls and the embeddings grow monotonically
+#   with $\lambda_m$, so $\lvert\det(I-\Sigma_t A)\rvert$ rises further above 1.
 # - At the paper's size and optimiser there is no optimum: the degradation is flat to
 #   $\lambda_m=0.02$ and then rises, while clean BPC rises far more than Table 1's 3 %; where the
 #   degradation falls, the clean model got much worse and the embeddings grew.

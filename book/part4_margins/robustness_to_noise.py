@@ -31,16 +31,14 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $\sigma$ | standard deviation of the noise added to every coordinate of every embedding | number |
+# | $\sigma$ | standard deviation of the noise added to every coordinate of every embedding; $\mathrm{BPC}(\sigma)$ is the validation bits per character with that noise, $\mathrm{BPC}(0)$ the clean value | number |
 # | $z$ | a standard-normal draw, $\mathcal N(0,1)$ per coordinate | number or $(d,)$ |
 # | $\Phi$ | the standard normal distribution function, $\Phi(u)=P(z<u)$ | function |
 # | $\pm c$ | the two one-dimensional embeddings of the tiny example | numbers |
 # | $x$, $x_i$ | an embedding (a row of $E$) and its $i$-th coordinate | $(d,)$, number |
 # | $d$ | width of an embedding | number |
-# | $E$ | a model's embedding table, one row per character | $(\lvert V\rvert,d)$ |
-# | $\mathrm{RMS}(E)$ | root mean square of the entries of $E$: the typical size of a coordinate | number |
+# | $E$ | a model's embedding table, one row per character; $\mathrm{RMS}(E)$ is the root mean square of its entries, the typical size of a coordinate | $(\lvert V\rvert,d)$ |
 # | $\rho$ | relative noise level, $\sigma/\mathrm{RMS}(E)$ | number |
-# | $\mathrm{BPC}(\sigma)$ | validation bits per character with noise $\sigma$; $\mathrm{BPC}(0)$ is the clean value | number |
 # | $\lambda_m$ | weight of the margin penalty in training (0: the CE model; 0.05: the margin model) | number |
 # ```
 #
