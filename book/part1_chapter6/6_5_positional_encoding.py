@@ -31,13 +31,13 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $t$ | position of a word, counted from 0 (as the tables and the code count); $\mathrm{PE}(t)$ is its sinusoidal encoding, $(d_{\text{model}},)$, and $\mathrm{PE}(t, n)$ coordinate $n$ of it | integer |
+# | $t$ | position of a word, counted from 0 as the encoding tables and the code count (most pages count words from 1: word $t+1$ sits at position $t$); $\mathrm{PE}(t)$ is its sinusoidal encoding, $(d_{\text{model}},)$, and $\mathrm{PE}(t, n)$ coordinate $n$ of it | integer |
 # | $e_j$ | vector of word $j$ in the tiny example | $(2,)$ |
-# | $p(t)$ | position vector added at position $t$ in the tiny example | $(2,)$ |
+# | $p(t)$ | position vector added at position $t$ in the tiny example (not a probability here) | $(2,)$ |
 # | $\alpha_j$ | attention weight on word $j$ in the tiny example | scalar |
 # | $l$ | the index of the sum over the words in the tiny example | integer |
 # | $X$ | the input of an attention layer, one row per token | $(T, d_{\text{model}})$ |
-# | $P$ | a permutation matrix: it reorders the rows it multiplies | $(T, T)$ |
+# | $P$ | a permutation matrix: it reorders the rows it multiplies (elsewhere the book's $P$ is a probability, which this page does not need) | $(T, T)$ |
 # | $d_{\text{model}}$, $d_{\text{head}}$ | width of a word's vector; width of one attention head | scalars |
 # | $m$ | index of a coordinate pair (coordinates $2m$ and $2m+1$), $m=0,\dots,d_{\text{model}}/2-1$ | integer |
 # | $\omega$, $\omega_m$ | a frequency (turns per position, in radians); that of pair $m$ of the sinusoidal table is $10000^{-2m/d_{\text{model}}}$ | scalar |
@@ -515,8 +515,8 @@ print("the first 40 test symbols:", " ".join(map(str, test_stream[:40])))
 # %% [markdown]
 # A model that ignores the context entirely can reach $H(x_t)$; one that reads the previous symbol,
 # $H(x_t\mid x_{t-1})$; one that reads the previous two, the entropy rate. Each model is trained on
-# windows of $L_{\text{train}}=32$ tokens and evaluated on windows of 128: every position after the first
-# 32 (0-based rows 32–127) is in the extrapolation region. The learned model gets a 128-row table whose
+# windows of $L_{\text{train}}=32$ tokens and evaluated on windows of 128: positions $t=32,\dots,127$
+# (counted from 0) are beyond the training length. The learned model gets a 128-row table whose
 # rows 32–127 are never trained (they keep their initial values): with a 32-row table the longer windows
 # could not even be run (as above). The whole experiment is these lines — for each kind of position
 # information, a 2-layer model, trained, then scored position by position:
@@ -554,12 +554,12 @@ beyond = {v: c[L_train:].mean() for v, c in curves.items()}  # mean loss beyond 
 
 fig, ax = plt.subplots(figsize=(7.5, 4.0))
 for v in VARIANTS:
-    ax.plot(np.arange(1, L_test + 1), curves[v], label=v, lw=1.3)
-ax.axvspan(L_train + 0.5, L_test, color="gray", alpha=0.12, label="beyond the training length")
+    ax.plot(np.arange(L_test), curves[v], label=v, lw=1.3)  # position t predicts token t + 1
+ax.axvspan(L_train - 0.5, L_test - 1, color="gray", alpha=0.12, label="beyond the training length")
 for level, name in [(H_rate, "entropy rate"), (H_marginal, "H(x_t): no context")]:
     ax.axhline(level, color="k", ls=":" if name == "entropy rate" else "--", lw=1)
-    ax.text(L_test, level + 0.02, name, ha="right", fontsize=8)
-ax.set_xlabel("position in the window (number of context tokens)")
+    ax.text(L_test - 1, level + 0.02, name, ha="right", fontsize=8)
+ax.set_xlabel("position t in the window (it has read t + 1 tokens)")
 ax.set_ylabel("loss (nats/token)")
 ax.set_title(f"trained on {L_train} tokens, tested on {L_test}")
 ax.legend(loc="upper left", fontsize=8)
@@ -734,14 +734,17 @@ plt.show()
 #    ```
 #
 # 2. A model has one attention layer, a causal mask and no positional encoding. Can its prediction
-#    after "the man bit the dog" differ from its prediction after "the dog bit the man"? What changes
-#    with two layers?
+#    after "dog bit the man ." differ from its prediction after "man bit the dog ."? What changes
+#    with two layers? And why would the question be unfair for "dog bit the man" against "man bit the
+#    dog", without the full stop?
 #
 #    ```{dropdown} Answer
-#    With one layer, no: the last position's query is its own word, and the earlier words enter only
-#    through a sum that does not depend on their order (the printed gap is below 1e-12). With two
-#    layers, yes: the layer-1 output at position $j$ averages over the $j+1$ words up to $j$, which
-#    depends on which words come first, and layer 2 reads those outputs.
+#    With one layer, no: the last position's query is its own word — the full stop in both sentences —
+#    and the earlier words enter only through a sum that does not depend on their order (the printed gap
+#    is below 1e-12). With two layers, yes: the layer-1 output at position $j$ averages over the $j+1$
+#    words up to $j$, which depends on which words come first, and layer 2 reads those outputs. Without
+#    the full stop the last words differ ("man" against "dog"), so even one layer gives two different
+#    queries and two different predictions: that says nothing about order.
 #    ```
 #
 # 3. The wavelength of pair $m$ is $2\pi\cdot 10000^{2m/d_{\text{model}}}$. For $d_{\text{model}}=128$,
@@ -774,6 +777,14 @@ for sentence in ("dog bites man", "man bites dog"):
                                             for w, o in every_output[sentence].items()))
 first_order, second_order = every_output.values()
 assert all(np.abs(first_order[w] - second_order[w]).max() > 0.05 for w in first_order)  # every output changes
+# Question 2: one layer, no positions; with the full stop the same prediction, without it two different ones
+one_layer = DecoderLM(DecoderConfig(vocab_size=5, d_model=16, num_heads=2, num_layers=1, max_len=16,
+                                    positional="none"), rng=np.random.default_rng(2))
+gap_without_stop = np.max(np.abs(one_layer.logits(dog_first[:, :-1])[0, -1]
+                                 - one_layer.logits(man_first[:, :-1])[0, -1]))
+print(f"Q2: one layer, no positions: gap between the last logits with the full stop {small(one_layer_no_positions[2])}; "
+      f"without it (last words 'man' and 'dog') {'> 1e-3' if gap_without_stop > 1e-3 else small(gap_without_stop)}")
+assert one_layer_no_positions[2] < 1e-12 and gap_without_stop > 1e-3
 # Question 3: the slowest pair of a 128-wide table
 slowest = 10000 ** (126 / 128)
 print(f"Q3: 10000^(126/128) = {slowest:.0f}; wavelength 2π·{slowest:.0f} = {2 * np.pi * slowest:,.0f} positions")
