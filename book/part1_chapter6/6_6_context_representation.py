@@ -33,9 +33,8 @@
 # | $d$, $d_{\text{model}}$ | width of the vector of each position ($d$ for short in the counts) | integer |
 # | $d_{ff}$ | width of the feed-forward network's hidden layer | integer |
 # | $L$ | number of decoder blocks in the stack | integer |
-# | $V$ | vocabulary size | integer |
 # | $t$ | a position (for an RNN, a step) | integer |
-# | $h$, $h^{(\ell)}$, $h'$ | the residual stream: one position's vector in the tiny example, all positions' in a block; $h^{(\ell)}$ enters block $\ell$, $h'$ leaves the block | $(d,)$ or $(T, d)$ |
+# | $h$, $h^{(\ell)}$, $h'$ | the residual stream: one position's vector in the tiny example, all positions' in a block; $h^{(\ell)}$ enters block $\ell$, $h'$ leaves the block (the chapter's $h^{(\ell)}$; elsewhere the book's $h$ counts heads, which this page does not need) | $(d,)$ or $(T, d)$ |
 # | $a$ | what the attention sub-layer adds to one position's stream | $(d,)$ |
 # | $u$ | the stream after the attention sub-layer | $(T, d)$ |
 # | $\epsilon$ | the small number layer normalisation ($\mathrm{LN}$) adds to the variance, $10^{-5}$ | scalar |
@@ -134,9 +133,9 @@ assert pre_stages[:3] == ["LayerNorm", "masked multi-head attention", "add"]
 assert post_stages[:3] == ["masked multi-head attention", "add", "LayerNorm"]
 
 # %% [markdown]
-# **Figure 6.6.1.** One decoder block, pre-norm (left) and post-norm (right). Follow the thick blue line:
-# it is the residual stream, and in the pre-norm block nothing on it is ever replaced — the attention
-# and FFN branches only add to it. In the post-norm block the LayerNorm boxes sit on the stream itself.
+# **Figure 6.6.1.** One decoder block, pre-norm (left) and post-norm (right). Follow the thick pale-blue
+# line: it is the residual stream, and in the pre-norm block nothing on it is ever replaced — the
+# attention and FFN branches only add to it. In the post-norm block the LayerNorm boxes sit on the stream itself.
 # The library's `TransformerBlock` computes exactly these two formulas; the next cell checks both on
 # random weights (5 positions, $d_{\text{model}}=16$, $d_{ff}=64$).
 
@@ -171,9 +170,9 @@ for pre_norm in (True, False):
 # A decoder-only language model is: the token embedding $e[t]$ plus the positional encoding
 # $\mathrm{PE}(t)$, then $L$ decoder blocks, then a final linear map to the vocabulary and a softmax. We
 # compose the library's pieces by hand and compare with `DecoderLM` (post-norm, as in the chapter), then
-# count the parameters, writing $d$ for $d_{\text{model}}$ and $V$ for the vocabulary size: $Vd$
-# (embedding) $+\,L(4d^2+2d\,d_{ff}+d_{ff}+d+4d)$ (attention, FFN with biases, two LayerNorms)
-# $+\,dV$ (output layer).
+# count the parameters, writing $d$ for $d_{\text{model}}$ and $\lvert\mathcal V\rvert$ for the vocabulary
+# size: $\lvert\mathcal V\rvert d$ (embedding) $+\,L(4d^2+2d\,d_{ff}+d_{ff}+d+4d)$ (attention, FFN with
+# biases, two LayerNorms) $+\,d\lvert\mathcal V\rvert$ (output layer).
 
 # %%
 cfg = DecoderConfig(vocab_size=11, d_model=16, num_heads=2, num_layers=3, max_len=32,
@@ -185,12 +184,12 @@ for block in lm.blocks:
     x = block(x)  # h^(l+1) from h^(l)
 probs = softmax(x @ lm.W_U)  # (T, V): P(w[t+1] | w[1..t])
 stack_gap = np.max(np.abs(probs - softmax(lm.logits(ids))))
-V, d, L, d_ff_sym = sp.symbols("V d L d_ff", positive=True)
+V, d, L, d_ff_sym = sp.symbols(r"\lvert\mathcal{V}\rvert d L d_ff", positive=True)  # V: vocabulary size
 count = V * d + L * (4 * d**2 + 2 * d * d_ff_sym + d_ff_sym + d + 4 * d) + d * V
 expected = int(count.subs({V: 11, d: 16, L: 3, d_ff_sym: 64}))
 print("hand-built stack vs DecoderLM:", "< 1e-12" if stack_gap < 1e-12 else f"{stack_gap:.1e}")
 display(Math(r"\text{parameters} = " + sp.latex(sp.expand(count)) + f" = {expected}"
-             + r"\quad (V=11,\ d=16,\ L=3,\ d_{ff}=64)"))
+             + r"\quad (\lvert\mathcal V\rvert=11,\ d=16,\ L=3,\ d_{ff}=64)"))
 print(f"DecoderLM.num_parameters() = {lm.num_parameters()}")
 assert stack_gap < 1e-12
 assert np.allclose(probs.sum(-1), 1)
@@ -506,7 +505,8 @@ plt.show()
 #    does the answer depend on which?
 #
 #    ```{dropdown} Answer
-#    From $T=2d=1024$ on ($4T^2d > 8Td^2$ exactly when $T>2d$). The formulas are FLOP counts; in
+#    Beyond $T=2d=1024$: $4T^2d > 8Td^2$ exactly when $T>2d$, so from $T=1025$ on (at $T=1024$ the two
+#    are equal; the cell below finds 1025). The formulas are FLOP counts; in
 #    multiply-adds both terms halve, so the crossover is the same — but the absolute numbers differ by a
 #    factor 2, which is why a count must say its unit.
 #    ```
