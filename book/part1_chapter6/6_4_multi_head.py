@@ -35,17 +35,25 @@
 # | $T$ | number of words (positions) in the sentence | scalar |
 # | $i$, $j$ | position of a query word and of a key word, counted from 1; $j\le i$ | integers |
 # | $d_{\text{model}}$ | width of a word's vector, and of the layer's output | scalar |
-# | $n_{\text{heads}}$ | number of heads in the layer | scalar |
-# | $d_{\text{head}}$ | width of one head, $d_{\text{model}}/n_{\text{heads}}$ | scalar |
-# | $h$ | head number, $h=1,\dots,n_{\text{heads}}$ (in code the index `h` is head `h + 1`); $\mathrm{head}_h$ is head $h$'s output, $(T, d_{\text{head}})$ | integer |
-# | $E$ | the word vectors of the sentence, one row per word | $(T, d_{\text{model}})$ |
+# | $h$ | number of heads in the layer (`n_heads` in code) | scalar |
+# | $d_k$ | width of one head's queries, keys and values, $d_{\text{model}}/h$ (`d_head` in code) | scalar |
+# | $m$ | head number, $m=1,\dots,h$ (in code the index `m` is head `m + 1`); $\mathrm{head}_m$ is head $m$'s output, $(T, d_k)$ | integer |
+# | $X$ | the word vectors of the sentence, one row per word | $(T, d_{\text{model}})$ |
 # | $W^Q, W^K, W^V$ | the layer's query, key and value matrices | $(d_{\text{model}}, d_{\text{model}})$ |
-# | $Q, K, V$ | the layer's queries $EW^Q$, keys $EW^K$ and values $EW^V$, one row per word | $(T, d_{\text{model}})$ |
-# | $W^Q_h, W^K_h, W^V_h$ | head $h$'s block of $d_{\text{head}}$ columns of them | $(d_{\text{model}}, d_{\text{head}})$ |
+# | $Q, K, V$ | the layer's queries $XW^Q$, keys $XW^K$ and values $XW^V$, one row per word | $(T, d_{\text{model}})$ |
+# | $W^Q_m, W^K_m, W^V_m$ | head $m$'s block of $d_k$ columns of them | $(d_{\text{model}}, d_k)$ |
 # | $W^O$ | the output matrix that mixes the heads | $(d_{\text{model}}, d_{\text{model}})$ |
-# | $q_h[i]$, $k_h[j]$, $v_h[j]$ | query of word $i$, key and value of word $j$ in head $h$ (row vectors) | $(d_{\text{head}},)$ |
-# | $s$, $s_h[i,j]$ | attention score of head $h$ (head 2's: $s_2$), $q_h[i]\cdot k_h[j]/\sqrt{d_{\text{head}}}$ | scalar |
-# | $\alpha_h[i,j]$ | attention weight: the softmax of row $i$ of the scores over $j\le i$ | scalar in $[0,1]$ |
+# | $q_m[i]$, $k_m[j]$, $v_m[j]$ | query of word $i$, key and value of word $j$ in head $m$ (row vectors) | $(d_k,)$ |
+# | $s$, $s_m[i,j]$ | attention score of head $m$ (head 2's: $s_2$), $q_m[i]\cdot k_m[j]/\sqrt{d_k}$ | scalar |
+# | $\alpha_m[i,j]$ | attention weight: the softmax of row $i$ of the scores over $j\le i$ | scalar in $[0,1]$ |
+# ```
+#
+# ```{admonition} In the paper's notation
+# :class: seealso
+# The chapter writes $n_{\text{heads}}$ for the number of heads, $d_{\text{head}}$ for their width,
+# $h$ for a head ($\mathrm{head}_h$, $W^Q_h$) and $\mathbf e$ for the stacked word vectors
+# ($\mathbf eW^Q_h$). This page follows the book's notation, as [6.2](6_2_attention_mechanism.ipynb)
+# does: $h$ heads of width $d_k$, a head $m$, the inputs $X$.
 # ```
 #
 # *Source: Chapter 6, §6.4 (the multi-head formulas, Figs. 6.18–6.22, Exercises 4 and 9).*
@@ -80,11 +88,11 @@ FULL = os.environ.get("FULL", "0") == "1"
 # ## A tiny example by hand
 #
 # Three words again, "engineer submitted code", now with word vectors of width $d_{\text{model}}=4$,
-# and $n_{\text{heads}}=2$ {term}`heads <attention head>` of width
-# $d_{\text{head}}=d_{\text{model}}/ n_{\text{heads}}=2$. The matrices $W^Q, W^K, W^V$ are
+# and $h=2$ {term}`heads <attention head>` of width
+# $d_k=d_{\text{model}}/h=2$. The matrices $W^Q, W^K, W^V$ are
 # $4\times4$; head 1 owns their first two columns, head 2 the last two. Each head is exactly the
 # attention of §6.2 (with the causal mask of §6.3) on its own columns. First the queries, keys and
-# values of the whole layer, $Q=EW^Q$, $K=EW^K$, $V=EW^V$:
+# values of the whole layer, $Q=XW^Q$, $K=XW^K$, $V=XW^V$:
 
 # %%
 words = ["engineer", "submitted", "code"]
@@ -107,7 +115,7 @@ for name, matrix in (("Q", queries), ("K", keys), ("V", values)):
 # **Head 2, from word 3 ("code"), with pencil and paper.** Head 2 reads columns 3 and 4. The query of
 # "code" is $q_2[3]=(1, 1)$; the keys it may see are $k_2[1]=(-1,-1)$, $k_2[2]=(0,1)$, $k_2[3]=(-1,1)$.
 # The {term}`attention scores <attention score>` are the dot products divided by
-# $\sqrt{d_{\text{head}}}=\sqrt2$:
+# $\sqrt{d_k}=\sqrt2$:
 #
 # $$s_2[3,1]=\tfrac{-2}{\sqrt2}\approx-1.41,\qquad s_2[3,2]=\tfrac{1}{\sqrt2}\approx0.71,\qquad
 # s_2[3,3]=\tfrac{0}{\sqrt2}=0.$$
@@ -139,21 +147,21 @@ assert np.allclose(np.round(output, 2), [0.07, -0.93])
 
 # %% [markdown]
 # Now every head and every word: one loop over the heads, and inside it the loop of §6.2 over the
-# words. (Python counts from 0: the index `h` is head $h+1$ and the index `i` is word $i+1$; the text
+# words. (Python counts from 0: the index `m` is head $m+1$ and the index `i` is word $i+1$; the text
 # and the printed lines count from 1.)
 
 # %%
 head_outputs = []
 code_weights = []  # each head's weights for word 3 ("code")
-for h in range(n_heads):
-    cols = slice(h * d_head, (h + 1) * d_head)  # this head's columns
+for m in range(n_heads):
+    cols = slice(m * d_head, (m + 1) * d_head)  # this head's columns
     q, k, v = queries[:, cols], keys[:, cols], values[:, cols]  # (3, 2) each
     out = np.zeros((3, d_head))
     for i in range(3):
         scores = np.array([q[i] @ k[j] / np.sqrt(d_head) for j in range(i + 1)])  # keys j <= i
         weights = np.exp(scores) / np.exp(scores).sum()
         out[i] = weights @ v[: i + 1]
-        print(f"head {h + 1}, word {i + 1} ({words[i]:9s}): weights {np.round(weights, 3)}")
+        print(f"head {m + 1}, word {i + 1} ({words[i]:9s}): weights {np.round(weights, 3)}")
     head_outputs.append(out)
     code_weights.append(weights)
 
@@ -201,13 +209,13 @@ assert outline == ["#0072b2", "#d55e00"]
 # ## Shapes (Fig. 6.18)
 #
 # The loop over heads is how to think about it; the code of a real model has no such loop. It
-# reshapes the $T\times d_{\text{model}}$ queries into $n_{\text{heads}}$ stacked $T\times
-# d_{\text{head}}$ blocks — a new first axis, one entry per head — and computes the scores of all
+# reshapes the $T\times d_{\text{model}}$ queries into $h$ stacked $T\times
+# d_k$ blocks — a new first axis, one entry per head — and computes the scores of all
 # heads in one batched matrix product. On the tiny example, $(3, 4)\to(2, 3, 2)$:
 
 # %%
 def split_heads(M: np.ndarray, n_heads: int) -> np.ndarray:
-    """(T, d_model) -> (n_heads, T, d_head): head h's columns become slice [h] of a new first axis."""
+    """(T, d_model) -> (n_heads, T, d_head): head m's columns become slice [m] of a new first axis."""
     T, width = M.shape
     return M.reshape(T, n_heads, width // n_heads).transpose(1, 0, 2)
 
@@ -223,17 +231,16 @@ assert np.allclose(all_weights[0, 2], code_weights[0]) and np.allclose(all_weigh
 
 # %% [markdown]
 # Row 3 of each $3\times3$ block is the loop's "word 3" line. (The chapter's Fig. 6.18 draws the heads side
-# by side, and Fig. 6.20 their concatenation.) In general, with $n_{\text{heads}}$
-# heads of width $d_{\text{head}}=d_{\text{model}}/n_{\text{heads}}$, head $h$ has its own
-# $d_{\text{model}}\times d_{\text{head}}$ matrices $W^Q_h, W^K_h, W^V_h$ (the column blocks above),
-# and
+# by side, and Fig. 6.20 their concatenation.) In general, with $h$ heads of width
+# $d_k=d_{\text{model}}/h$, head $m$ has its own $d_{\text{model}}\times d_k$ matrices
+# $W^Q_m, W^K_m, W^V_m$ (the column blocks above), and
 #
-# $$\mathrm{head}_h=\mathrm{Attention}(EW^Q_h,\,EW^K_h,\,EW^V_h),\qquad
-# \mathrm{MHA}(E)=\mathrm{Concat}(\mathrm{head}_1,\dots,\mathrm{head}_{n_{\text{heads}}})\,W^O.$$
+# $$\mathrm{head}_m=\mathrm{Attention}(XW^Q_m,\,XW^K_m,\,XW^V_m),\qquad
+# \mathrm{MHA}(X)=\mathrm{Concat}(\mathrm{head}_1,\dots,\mathrm{head}_h)\,W^O.$$
 #
 # This is {term}`multi-head attention`. Inside each head, the scores are divided by
-# $\sqrt{d_{\text{head}}}$ — the $\sqrt{d_k}$ of §6.2 with $d_k=d_{\text{head}}$, since one head's
-# dot product adds up $d_{\text{head}}$ products (the chapter's choice differs:
+# $\sqrt{d_k}$ — the $\sqrt{d_k}$ of §6.2, where $d_k$ is now one head's width, since one head's
+# dot product adds up $d_k$ products (the chapter's choice differs:
 # [checked below](#checking-the-paper)). The same rebuild at a realistic size: $T=10$ words through
 # an 8-head layer of width 512.
 
@@ -242,20 +249,20 @@ T, d_model, n_heads = 10, 512, 8
 d_head = d_model // n_heads
 rng = np.random.default_rng(0)
 mha = MultiHeadAttention(d_model, n_heads, rng=rng)
-E = rng.standard_normal((T, d_model))  # rows = positions
-out, weights = mha(E, return_weights=True)
+X = rng.standard_normal((T, d_model))  # rows = positions
+out, weights = mha(X, return_weights=True)
 heads = []
-for h in range(n_heads):
-    cols = slice(h * d_head, (h + 1) * d_head)  # head h+1's block of columns
-    q, k, v = E @ mha.W_q[:, cols], E @ mha.W_k[:, cols], E @ mha.W_v[:, cols]  # each (T, d_head)
+for m in range(n_heads):
+    cols = slice(m * d_head, (m + 1) * d_head)  # head m+1's block of columns
+    q, k, v = X @ mha.W_q[:, cols], X @ mha.W_k[:, cols], X @ mha.W_v[:, cols]  # each (T, d_head)
     heads.append(scaled_dot_product_attention(q, k, v, causal=True))  # (T, d_head)
-concat = np.concatenate(heads, axis=-1)  # (T, n_heads * d_head) = (T, d_model)
+concat = np.concatenate(heads, axis=-1)  # (T, h d_k) = (T, d_model)
 rebuilt = concat @ mha.W_o
-print(f"E {E.shape} -> per-head q, k, v {q.shape} -> weights {weights.shape} "
+print(f"X {X.shape} -> per-head q, k, v {q.shape} -> weights {weights.shape} "
       f"-> heads {heads[0].shape} "
       f"each -> concat {concat.shape} -> MHA output {out.shape}")
 err = np.max(np.abs(rebuilt - out))
-print("max |Concat(heads) W^O - MHA(E)|:", "< 1e-10" if err < 1e-10 else f"{err:.1e}")
+print("max |Concat(heads) W^O - MHA(X)|:", "< 1e-10" if err < 1e-10 else f"{err:.1e}")
 assert out.shape == (T, d_model)
 assert weights.shape == (n_heads, T, T)
 assert err < 1e-10
@@ -266,16 +273,15 @@ assert err < 1e-10
 # [Exercise 4](../../exercises/part1_chapter6/ex04_mha_parameters.ipynb) asks for this count; try it
 # before reading on.
 #
-# Per layer: $W^Q_h, W^K_h, W^V_h$ are $d_{\text{model}}\times d_{\text{head}}$ for each of the
-# $n_{\text{heads}}$ heads, and $W^O$ is $d_{\text{model}}\times d_{\text{model}}$. sympy does the
+# Per layer: $W^Q_m, W^K_m, W^V_m$ are $d_{\text{model}}\times d_k$ for each of the
+# $h$ heads, and $W^O$ is $d_{\text{model}}\times d_{\text{model}}$. sympy does the
 # algebra; `MultiHeadAttention.num_parameters` counts the arrays.
 
 # %%
-dm, nh, nl = sp.symbols(r"d_{\text{model}} n_{\text{heads}} n_{\text{layers}}", positive=True,
-                        integer=True)
+dm, nh, nl = sp.symbols(r"d_{\text{model}} h L", positive=True, integer=True)  # width, heads, layers
 per_layer = sp.simplify(3 * nh * dm * (dm / nh) + dm * dm)
 total = per_layer * nl
-display(Math(r"\text{per layer: } 3\,n_{\text{heads}}\,d_{\text{model}}\,d_{\text{head}}"
+display(Math(r"\text{per layer: } 3\,h\,d_{\text{model}}\,d_k"
              r" + d_{\text{model}}^2 = " + sp.latex(per_layer)
              + r",\qquad \text{all layers: } " + sp.latex(total)))
 value = int(total.subs({dm: 512, nh: 8, nl: 12}))
@@ -387,8 +393,8 @@ for seed in range(first_seed, first_seed + 6):  # at most six seeds for three mo
 SEEDS = tuple(models)
 assert len(SEEDS) == 3, f"only {len(SEEDS)} of {len(tried)} seeds learned the agreement"
 model = models[SEEDS[0]]  # the model drawn in the figures
-# per-token losses, each (N, 23): token t+1 predicted from tokens 0..t
-nlls = {seed: token_nll(m, test.ids) for seed, m in models.items()}
+# per-token losses, each (N, 23): column c is the loss on token c + 2, predicted from tokens 1..c+1
+nlls = {seed: token_nll(lm, test.ids) for seed, lm in models.items()}
 # a lower bound for the filler loss (subjects and markers interrupt the chain):
 H_filler = task.filler.entropy_rate()
 near_floor = {seed: v[filler].mean() < H_filler + 0.5 for seed, v in nlls.items()}
@@ -405,21 +411,21 @@ assert all(near_floor.values())  # the fillers are predicted close to their floo
 # %%
 with torch.no_grad():
     _, attn = model(torch.from_numpy(test.ids[:, :-1]), return_attention=True)
-A = attn[0].double().numpy()  # (N, heads, 23, 23): α_h[i, j] of the single layer, every test sentence
+A = attn[0].double().numpy()  # (N, heads, 23, 23): α_m[i, j] of the single layer, every test sentence
 ex = 0  # one test sentence to draw
 labels = [names[t] for t in test.ids[ex, :-1]]
 fig, axes = plt.subplots(1, 4, figsize=(13, 3.6))
-for h in range(4):
-    heatmap(A[ex, h], ax=axes[h], row_labels=labels if h == 0 else None, col_labels=labels, vmin=0,
-            vmax=1, colorbar=h == 3, title=f"head {h + 1}")
-    axes[h].tick_params(labelsize=6)
-    axes[h].set_xlabel("key word j", fontsize=8)
+for m in range(4):
+    heatmap(A[ex, m], ax=axes[m], row_labels=labels if m == 0 else None, col_labels=labels, vmin=0,
+            vmax=1, colorbar=m == 3, title=f"head {m + 1}")
+    axes[m].tick_params(labelsize=6)
+    axes[m].set_xlabel("key word j", fontsize=8)
 axes[0].set_ylabel("query word i", fontsize=8)
 plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# **Figure 6.4.2** (the chapter's Fig. 6.19, measured). Attention weights $\alpha_h[i,j]$ (rows:
+# **Figure 6.4.2** (the chapter's Fig. 6.19, measured). Attention weights $\alpha_m[i,j]$ (rows:
 # query words $i$, columns: key words $j$) of the four heads on one test sentence. Look for three
 # patterns: weight just below the diagonal ($j=i-1$, the previous word), a vertical line at the
 # subject from the rows of the markers `V`, and a broad spread (about $1/i$ on each of the $i$ words
@@ -448,7 +454,7 @@ by_role = {"from the markers": weight_by_role(A, test.subject_pos, marker),
            "from the fillers": weight_by_role(A, test.subject_pos, filler)}
 fig, axes = plt.subplots(1, 2, figsize=(10.5, 3.4), sharey=True)
 for ax, (title, table) in zip(axes, by_role.items()):
-    heatmap(table, ax=ax, row_labels=[f"head {h + 1}" for h in range(4)], col_labels=list(ROLES),
+    heatmap(table, ax=ax, row_labels=[f"head {m + 1}" for m in range(4)], col_labels=list(ROLES),
             annotate=True, vmin=0, vmax=1, colorbar=False, title=f"mean weight {title}")
     ax.set_xlabel("where the key word stands")
     ax.tick_params(axis="x", labelsize=8)
@@ -489,13 +495,13 @@ n, i = np.nonzero(marker)  # every (sentence, query position) at a marker
 on_subject = A[n, :, i, test.subject_pos[n]].mean(axis=0)  # (4,): mean weight on the subject, per head
 full = token_nll(model, test.ids)[marker].mean()  # the model's loss at the markers, all heads on
 cost_at_markers = np.zeros(4)
-for h in range(4):
+for m in range(4):
     keep = np.ones((1, 4))
-    keep[0, h] = 0.0  # head h+1 switched off
-    cost_at_markers[h] = token_nll(model, test.ids, head_mask=keep)[marker].mean() - full
-for h in range(4):
-    print(f"head {h + 1}: weight on the subject {produced(on_subject[h], '.2f')}; "
-          f"loss at the markers rises by {produced(cost_at_markers[h], '.2f')} nats without it")
+    keep[0, m] = 0.0  # head m+1 switched off
+    cost_at_markers[m] = token_nll(model, test.ids, head_mask=keep)[marker].mean() - full
+for m in range(4):
+    print(f"head {m + 1}: weight on the subject {produced(on_subject[m], '.2f')}; "
+          f"loss at the markers rises by {produced(cost_at_markers[m], '.2f')} nats without it")
 
 # %% [markdown]
 # The library's `head_profile` and `head_ablation_effects` compute these same numbers (and the
@@ -504,13 +510,13 @@ for h in range(4):
 # (1 = uniform over the words it may see).
 
 # %%
-def probe(m: TinyLM) -> dict[str, np.ndarray]:
+def probe(lm: TinyLM) -> dict[str, np.ndarray]:
     """The measurements per head, each (4,): attention weights, spread, and the two ablation costs."""
     with torch.no_grad():
-        _, att = m(torch.from_numpy(test.ids[:, :-1]), return_attention=True)
+        _, att = lm(torch.from_numpy(test.ids[:, :-1]), return_attention=True)
     W = att[0].double().numpy()  # (N, heads, 23, 23)
     prof = head_profile(W, test.subject_pos, marker)  # "target": marker queries -> subject key
-    eff = head_ablation_effects(lambda hm: token_nll(m, test.ids, head_mask=hm), 1, 4,
+    eff = head_ablation_effects(lambda hm: token_nll(lm, test.ids, head_mask=hm), 1, 4,
                                 {"agreement": marker, "filler": filler})
     return {"subject": prof["target"],
             "previous": attention_to_offset(W, 1, filler),  # fillers' weight on j = i-1
@@ -519,7 +525,7 @@ def probe(m: TinyLM) -> dict[str, np.ndarray]:
             "Δ filler": eff["filler"][0]}
 
 
-probes = {seed: probe(m) for seed, m in models.items()}
+probes = {seed: probe(lm) for seed, lm in models.items()}
 first = probes[SEEDS[0]]
 assert np.allclose(first["subject"], on_subject, atol=1e-12)
 assert np.allclose(first["Δ agreement"], cost_at_markers, atol=1e-12)
@@ -544,29 +550,29 @@ def claims(p: dict[str, np.ndarray]) -> dict[str, bool]:
     }
 
 
-def head_roles(p: dict[str, np.ndarray], h: int) -> str:
-    """One line on head h+1 of a probe: its roles and the two ablation costs, in bins."""
-    tests = (("subject", p["subject"][h] > 0.5), ("previous-word", p["previous"][h] > 0.4),
-             ("diffuse", p["entropy"][h] > 0.9))
+def head_roles(p: dict[str, np.ndarray], m: int) -> str:
+    """One line on head m+1 of a probe: its roles and the two ablation costs, in bins."""
+    tests = (("subject", p["subject"][m] > 0.5), ("previous-word", p["previous"][m] > 0.4),
+             ("diffuse", p["entropy"][m] > 0.9))
     roles = [role for role, holds_for_head in tests if holds_for_head]
-    cost = p["Δ agreement"][h]
+    cost = p["Δ agreement"][m]
     agree = "> 1 nat" if cost > 1 else "< 0.2 nat" if cost < 0.2 else "0.2-1 nat"
-    fill = "most" if p["Δ filler"][h] >= p["Δ filler"].max() - 0.05 else "less"
+    fill = "most" if p["Δ filler"][m] >= p["Δ filler"].max() - 0.05 else "less"
     return f"{', '.join(roles) or 'no clear role'}; removing it costs {agree} at the markers; " \
            f"fillers rely on it {fill}"
 
 
 holds = {seed: claims(p) for seed, p in probes.items()}
 print("first model kept, head by head (subject > 0.5, previous-word > 0.4, diffuse: spread > 0.9):")
-for h in range(4):
-    print(f"  head {h + 1}: {produced(head_roles(first, h))}")
+for m in range(4):
+    print(f"  head {m + 1}: {produced(head_roles(first, m))}")
 subject_head = int(np.argmax(first["Δ agreement"]))  # index of the head that carries the agreement
 print("claim (kept models where it holds):")
 for claim in holds[SEEDS[0]]:
-    count = sum(h[claim] for h in holds.values())
+    count = sum(c[claim] for c in holds.values())
     print(f"  {produced(count, 'd')}/{len(SEEDS)}  {claim}")
 for claim in list(holds[SEEDS[0]])[:3]:  # these three hold for every model that learned the agreement
-    assert all(h[claim] for h in holds.values()), claim
+    assert all(c[claim] for c in holds.values()), claim
 
 # %% [markdown]
 # In every model kept, the causal test and the attention weights agree in one direction: the head
@@ -592,7 +598,7 @@ for claim in list(holds[SEEDS[0]])[:3]:  # these three hold for every model that
 # agreement form — for each of the three models.
 
 # %%
-def follows_new_subject(m: TinyLM) -> float:
+def follows_new_subject(lm: TinyLM) -> float:
     """Fraction of marker queries whose top prediction is the agreement form of a swapped-in subject."""
     rows = np.arange(len(test.ids))
     subj = test.ids[rows, test.subject_pos] - task.filler.num_symbols  # subject index 0..3
@@ -602,14 +608,14 @@ def follows_new_subject(m: TinyLM) -> float:
         new_subj = (subj + shift) % task.num_subjects
         counterfactual[rows, test.subject_pos] = task.filler.num_symbols + new_subj
         with torch.no_grad():
-            pred = m(torch.from_numpy(counterfactual[:, :-1])).argmax(-1).numpy()  # (N, 23)
+            pred = lm(torch.from_numpy(counterfactual[:, :-1])).argmax(-1).numpy()  # (N, 23)
         r, q = np.nonzero(marker)
         hits += int(np.sum(pred[r, q] == task.marker + 1 + new_subj[r]))
         total += r.size
     return hits / total
 
 
-followed = {seed: follows_new_subject(m) for seed, m in models.items()}
+followed = {seed: follows_new_subject(lm) for seed, lm in models.items()}
 print(f"counterfactual subjects: in each of the {len(SEEDS)} models the prediction after the marker "
       f"follows the new subject in more than 80% of the {3 * int(marker.sum())} cases "
       "(a model blind to the subject: 25%)")
@@ -634,10 +640,10 @@ drawn_labels = [names[t] for t in test.ids[drawn, :-1]]
 q_pos = int(first_marker[drawn])
 print(f"the subject head of the model drawn: head {produced(subject_head + 1, 'd')}")
 fig, axes = plt.subplots(4, 1, figsize=(8.5, 6.0), sharex=True)
-for h in range(4):
-    axes[h].bar(np.arange(q_pos + 1), A[drawn, h, q_pos, :q_pos + 1], color=HEAD_COLOURS[h])
-    axes[h].set_ylabel(f"head {h + 1}\nweight", fontsize=8)
-    axes[h].set_ylim(0, 1)
+for m in range(4):
+    axes[m].bar(np.arange(q_pos + 1), A[drawn, m, q_pos, :q_pos + 1], color=HEAD_COLOURS[m])
+    axes[m].set_ylabel(f"head {m + 1}\nweight", fontsize=8)
+    axes[m].set_ylim(0, 1)
 key_labels = [f"{t + 1} {token}" for t, token in enumerate(drawn_labels[:q_pos + 1])]
 axes[-1].set_xticks(np.arange(q_pos + 1), labels=key_labels, fontsize=7)
 axes[-1].set_xlabel("key word j and its token")
@@ -659,23 +665,23 @@ plt.show()
 # 4 heads would be exactly twice the mean over the 4 single heads (each head is in 3 of the 6 pairs).
 
 # %%
-def removal_costs(m: TinyLM) -> tuple[dict, dict]:
+def removal_costs(lm: TinyLM) -> tuple[dict, dict]:
     """Δ mean test loss with each head, and each pair of heads, switched off."""
-    base = token_nll(m, test.ids).mean()
+    base = token_nll(lm, test.ids).mean()
     single = {}
-    for h in range(4):
+    for m in range(4):
         keep = np.ones((1, 4))
-        keep[0, h] = 0
-        single[(h,)] = token_nll(m, test.ids, head_mask=keep).mean() - base
+        keep[0, m] = 0
+        single[(m,)] = token_nll(lm, test.ids, head_mask=keep).mean() - base
     pairs = {}
     for a, b in combinations(range(4), 2):
         keep = np.ones((1, 4))
         keep[0, [a, b]] = 0
-        pairs[(a, b)] = token_nll(m, test.ids, head_mask=keep).mean() - base
+        pairs[(a, b)] = token_nll(lm, test.ids, head_mask=keep).mean() - base
     return single, pairs
 
 
-costs = {seed: removal_costs(m) for seed, m in models.items()}
+costs = {seed: removal_costs(lm) for seed, lm in models.items()}
 more = {seed: np.mean(list(pr.values())) > 1.25 * np.mean(list(sg.values()))
         for seed, (sg, pr) in costs.items()}
 worse_member = {seed: all(pr[(a, b)] >= max(sg[(a,)], sg[(b,)]) - 0.1 for a, b in pr)
@@ -699,8 +705,8 @@ assert all(worse_member.values())
 #
 # ## Key takeaways
 #
-# - Multi-head attention splits the query, key and value columns into $n_{\text{heads}}$ blocks of
-#   width $d_{\text{head}}=d_{\text{model}}/n_{\text{heads}}$, runs the attention of §6.2 on each
+# - Multi-head attention splits the query, key and value columns into $h$ blocks of
+#   width $d_k=d_{\text{model}}/h$, runs the attention of §6.2 on each
 #   block, concatenates the results and mixes them with $W^O$.
 # - A layer costs $4d_{\text{model}}^2$ attention parameters whatever the number of heads.
 # - Different heads can look at different words for the same query: one layer, several dependencies.
@@ -712,11 +718,11 @@ assert all(worse_member.values())
 #
 # ## Check your understanding
 #
-# 1. A layer has $d_{\text{model}}=12$ and 3 heads. What is $d_{\text{head}}$, what is the shape of
+# 1. A layer has $d_{\text{model}}=12$ and 3 heads. What is $d_k$, what is the shape of
 #    one head's output for $T=5$ words, and of the concatenation?
 #
 #    ```{dropdown} Answer
-#    $d_{\text{head}}=4$; one head's output is $5\times4$; the concatenation is $5\times12$, the
+#    $d_k=4$; one head's output is $5\times4$; the concatenation is $5\times12$, the
 #    same shape as the input, so the layer's output can be added back to it (computed in the cell
 #    below).
 #    ```
@@ -755,7 +761,7 @@ small_layer = MultiHeadAttention(12, 3, rng=np.random.default_rng(0))
 X5 = np.random.default_rng(1).standard_normal((5, 12))
 one_head = scaled_dot_product_attention(X5 @ small_layer.W_q[:, :4], X5 @ small_layer.W_k[:, :4],
                                         X5 @ small_layer.W_v[:, :4], causal=True)
-print("Q1: d_head =", 12 // 3, "; one head's output", one_head.shape, "; concatenation and output",
+print("Q1: d_k =", 12 // 3, "; one head's output", one_head.shape, "; concatenation and output",
       small_layer(X5).shape)
 assert 12 // 3 == 4 and one_head.shape == (5, 4) and small_layer(X5).shape == (5, 12)
 # Question 2: head 2's query of "code" doubled
@@ -782,26 +788,26 @@ assert np.allclose(np.round(doubled_weights, 3), [0.011, 0.795, 0.193])
 #
 # **The scaling inside each head.** §6.4's heads compute "attention as defined in Section 6.2", and
 # §6.2 divides the scores by $\sqrt{d_{\text{model}}}$ (see [6.2's check](6_2_attention_mechanism.ipynb)).
-# Inside one head, a score is a dot product of $d_{\text{head}}$ coordinates, so with query and key
-# coordinates of variance 1 its variance is $d_{\text{head}}$: dividing by $\sqrt{d_{\text{model}}}$
-# leaves a variance of $d_{\text{head}}/d_{\text{model}}=1/n_{\text{heads}}$, not 1. The original
-# transformer divides by $\sqrt{d_k}=\sqrt{d_{\text{head}}}$, and so does the library:
+# Inside one head, a score is a dot product of $d_k$ coordinates, so with query and key
+# coordinates of variance 1 its variance is $d_k$: dividing by $\sqrt{d_{\text{model}}}$
+# leaves a variance of $d_k/d_{\text{model}}=1/h$, not 1. The original
+# transformer divides by $\sqrt{d_k}$, one head's width, and so does the library:
 
 # %% tags=["hide-cell"]
 rng = np.random.default_rng(5)
-q_coords = rng.standard_normal((200_000, 64))  # d_head = 64 coordinates of variance 1
+q_coords = rng.standard_normal((200_000, 64))  # d_k = 64 coordinates of variance 1
 k_coords = rng.standard_normal((200_000, 64))
 dots = (q_coords * k_coords).sum(axis=1)  # one head's q·k, 200,000 times
 print(f"d_model = 512, 8 heads of 64: variance of q·k/sqrt(d_model) {np.var(dots / np.sqrt(512)):.3f} "
-      f"(1/n_heads = {1 / 8:.3f}); of q·k/sqrt(d_head) {np.var(dots / np.sqrt(64)):.2f}")
+      f"(1/h = {1 / 8:.3f}); of q·k/sqrt(d_k) {np.var(dots / np.sqrt(64)):.2f}")
 assert abs(np.var(dots / np.sqrt(512)) - 1 / 8) < 0.01 and abs(np.var(dots / np.sqrt(64)) - 1) < 0.02
 layer = MultiHeadAttention(16, 4, rng=np.random.default_rng(0))
 X = np.random.default_rng(1).standard_normal((6, 16))
 _, w_lib = layer(X, return_weights=True)
-s0 = (X @ layer.W_q[:, :4]) @ (X @ layer.W_k[:, :4]).T / np.sqrt(4)  # head 1, divided by sqrt(d_head)
+s0 = (X @ layer.W_q[:, :4]) @ (X @ layer.W_k[:, :4]).T / np.sqrt(4)  # head 1, divided by sqrt(d_k)
 s0[np.triu_indices(6, 1)] = -np.inf
 assert np.allclose(w_lib[0], np.exp(s0) / np.exp(s0).sum(axis=1, keepdims=True), atol=1e-12)
-print("the library's heads divide by sqrt(d_head): head 1's weights recomputed to < 1e-12")
+print("the library's heads divide by sqrt(d_k): head 1's weights recomputed to < 1e-12")
 
 # %% [markdown]
 # **Fig. 6.22** is a three-dimensional picture of the weights of four heads. Figure 6.4.3 shows the
@@ -824,7 +830,7 @@ print("the library's heads divide by sqrt(d_head): head 1's weights recomputed t
 # A 1-layer, 4-head `TinyLM` of width 32 (sinusoidal positions) trained for 1500 steps (batch 32,
 # learning rate $10^{-2}$, AdamW without weight decay, gradients clipped to length 1) on 4000 sentences of
 # `AgreementTask`, from seeds 0, 1, 2, … until three models have learned the agreement (at most six
-# seeds); about a minute on 2 CPU cores. `NEXTWORD_SEED=k` starts the search from seed k (the seeds test
+# seeds); a few minutes on 2 CPU cores. `NEXTWORD_SEED=k` starts the search from seed k (the seeds test
 # reruns the page from seeds 1 and 2) and `FULL=1` trains for 3000 steps. Whether a given seed learns
 # the agreement within 1500 steps, and which head takes which job, can change with the CPU: the rounding
 # of every sum differs between machines, and training amplifies it. That is why the page asserts only
