@@ -31,7 +31,10 @@ def _pages() -> list[str]:
     return sorted(f"{p.parent.name}/{p.stem}" for p in notebooks.notebook_sources(dirs=("book",)))
 
 
-LESSONS = [page for page in _pages() if page not in EXEMPT | REFERENCE]
+#: A part's companion audit pages (``checking_the_paper.py``): reference pages too, with their own small shape.
+COMPANIONS = frozenset(page for page in _pages() if page_kind(BOOK / f"{page}.py") == "companion")
+
+LESSONS = [page for page in _pages() if page not in EXEMPT | REFERENCE | COMPANIONS]
 
 
 def test_the_exempt_and_reference_lists_name_existing_pages():
