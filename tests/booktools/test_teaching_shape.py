@@ -185,6 +185,19 @@ def test_an_overview_page_has_its_own_shape_and_links_every_page_of_its_part():
     assert "no section ## A tiny example..." in lesson_problems  # a lesson would need what an overview does not
 
 
+def test_an_overviews_route_need_not_link_the_parts_companion_audit_page(tmp_path):
+    part = tmp_path / "part9_example"
+    part.mkdir()
+    (part / "00_overview.py").write_text(_OVERVIEW, encoding="utf-8")
+    (part / "01_first.py").write_text("# %% [markdown]\n# # 9.1 First\n", encoding="utf-8")
+    (part / "checking_the_paper.py").write_text("# %% [markdown]\n# # Checks\n", encoding="utf-8")
+    assert teaching.shape_problems(part / "00_overview.py") == []
+    (part / "02_second.py").write_text("# %% [markdown]\n# # 9.2 Second\n", encoding="utf-8")
+    assert teaching.shape_problems(part / "00_overview.py") == [
+        "## The route through this part: no link to ['02_second']"
+    ]
+
+
 def test_a_glossary_term_glued_to_the_previous_definition_is_an_error(tmp_path):
     """docutils reads such a term with a warning ("glossary term must be preceded by empty line"); five entries
     of book/glossary.md once built so. The one glossary parser refuses it, so the book's own file is checked
