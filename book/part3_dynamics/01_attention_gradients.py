@@ -22,7 +22,7 @@
 #   sign of the advantage which scores gradient descent raises;
 # - trace which quantities the loss gradient reaches and through what: values directly, scores
 #   through the advantage, queries and keys only through the scores;
-# - check a hand-derived gradient with sympy, finite differences and autograd.
+# - check a hand-derived gradient by nudging one number (a finite difference) and with sympy.
 # ```
 #
 # **Builds on:** [6.2 The attention mechanism](../part1_chapter6/6_2_attention_mechanism.ipynb)
@@ -732,7 +732,7 @@ assert abs(slope_large - 2) < 0.1
 # %% [markdown]
 # **Figure 3.1.3.** Central-difference error of $\partial\mathcal L/\partial W^K$ (Eqs. (27), (30))
 # against the closed form. Read it from the right: slope 2 for large steps, then a minimum (its
-# value and step are printed above the figure: a few times $10^{-10}$), then round-off growing as
+# value and step are printed under the figure: a few times $10^{-10}$), then round-off growing as
 # the step shrinks. The minimum is well below the $10^{-6}$ relative agreement asserted above.
 #
 # ### Eqs. (18)–(22), one step at a time
@@ -816,7 +816,7 @@ for _ in range(heads_14):
     gram = head.W_O.T @ head.W_O                                         # (C, C): w_c . w_c'
     formula = gram[y_h, y_h] - (p_h * gram[y_h]).sum(axis=1)             # the display above
     assert np.allclose(rate_logit, formula, atol=1e-12)
-    assert np.all(-(U_h * U_h).sum(axis=1) <= 0)                          # the loss half
+    assert np.all(-(U_h * U_h).sum(axis=1) < 0)                           # the loss half: it falls
     logit_falls += int((rate_logit < 0).sum())
     positions_14 += toy.T
 print(f"{heads_14} random heads, {positions_14} positions: the correct logit falls along -u_i at "
@@ -869,7 +869,7 @@ assert abs(ratios[1e-3] - 1) < abs(ratios[1e-2] - 1) / 5 and abs(ratios[1e-4] - 
 # (`numpy.random.default_rng(3)` for the random head of Figure 3.1.2, `default_rng(0)` for the
 # numerical checks, `default_rng(14)` for the heads of the Eq. (14) count); no training run.
 # Library: `nextword.theory.dynamics` (`head_forward`, `head_gradients` and the §3 helpers),
-# `nextword.attention.core.attention_backward`, `nextword.numerics.central_difference`; the
+# `nextword.attention.gradients.attention_backward`, `nextword.numerics.central_difference`; the
 # schematic from `nextword.booktools.schematics.dynamics.draw_gradient_flow`. The library keeps the
 # paper's names for some helpers (`compatibility_matrix` returns $u_i\cdot v_j = -a_{ij}$,
 # `advantage_matrix` our $A_{ij}$; the read-out is the field `W_O`).
