@@ -236,8 +236,9 @@ plt.show()
 # as the upstream gradient $u_i = (p_i - \operatorname{onehot}(y_i))\,(W^{\text{out}})^\top$. From
 # there it splits: the **values** get the upstream signals directly, weighted by attention; the
 # **weights** get $u_i\cdot v_j = -a_{ij}$; the **scores** get $-\alpha_{ij}A_{ij}$; the **queries and
-# keys** get theirs only through the scores, and the projection matrices from those by one more matrix
-# product. The numbers in brackets are the paper's equation numbers.
+# keys** get theirs only through the scores. (Not drawn: the projection matrices $W^Q$, $W^K$, $W^V$
+# get theirs from those of the queries, keys and values by one more matrix product.) The numbers in
+# brackets are the paper's equation numbers.
 #
 # In matrix form, with the upstream gradients stacked as rows of $U$, the per-position gradients
 # are (code names on the right; `HeadGradients` is what `head_gradients` returns):
