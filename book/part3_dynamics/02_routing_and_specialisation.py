@@ -237,7 +237,7 @@ assert shares[-1] > 0.99 and gap[-1] < 1e-3
 # %%
 fig, ax = plt.subplots(figsize=(5.5, 3.6))
 ax.semilogy(shares, gap, "o-")
-ax.set_xlabel("dominance $\\alpha_{i_0j_0}/\\sum_r\\alpha_{rj_0}$")
+ax.set_xlabel("dominance $\\alpha_{i_0j_0}/\\sum_{i'}\\alpha_{i'j_0}$")
 ax.set_ylabel("relative gap, dominant-query vs first order")
 plt.show()
 
@@ -426,6 +426,7 @@ assert 1 < gaps[0] and gaps[-1] < 0.1 * gaps[0]   # the table below: the gap fal
 # %%
 toy_config = ToyConfig()          # T=5, d_x=3, d_k=2, d_v=2, C=3, 100 steps, lr=0.08, init_scale=0.5
 run = simulate_toy(toy_config, rng=np.random.default_rng(2))   # draws the head, X, y; records every step
+print("inputs X, one row x_j per position:\n", run.X.round(2), "\ntarget classes y:", run.y)
 
 head = run.initial                                     # the initial weights W^Q, W^K, W^V, W^out, b
 for step in range(toy_config.steps):
