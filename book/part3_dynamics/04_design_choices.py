@@ -346,8 +346,9 @@ plt.show()
 # - The key gradient is the score gradient passed back through $s_{ij} = q_i\cdot k_j/\sqrt{d_k}$:
 #   each key moves towards the queries that find its position better than average and away from
 #   the others.
-# - Keys used by $G$ interchangeable groups of queries end up as a regular simplex,
-#   $\cos = -1/(G-1)$: opposite for two groups, 120° for three; orthogonal only for many groups.
+# - Keys used by $G$ interchangeable groups of queries head for a regular simplex,
+#   $\cos = -1/(G-1)$: 120° apart for three groups, about 104° for five, and towards opposite for
+#   two; orthogonal only for many groups.
 #   (The paper expects orthogonal keys; [checked below](#checking-the-paper).)
 # - LayerNorm on the values fixes their norms at $\sqrt{d_v}$ and leaves the routing geometry as it
 #   was; it does not stop a head from specialising.
