@@ -46,7 +46,7 @@
 # | $g_i$ | the head's output (context) at position $i$, $\sum_j\alpha_{ij}v_j$ | $(d_v,)$ |
 # | $W^{\text{out}}$ | the read-out matrix, from a context to the $C$ logits (plus a bias $b$) | $(d_v, C)$ |
 # | $p_i$, $e_y$ | the head's predicted distribution at position $i$; the one-hot vector of symbol $y$ | $(C,)$ |
-# | $u_i$ | the upstream gradient $\partial\mathcal L/\partial g_i=(p_i-e_{y_i})(W^{\text{out}})^\top$ | $(d_v,)$ |
+# | $u_i$ | the upstream gradient of position $i$'s own loss $-\log p_i(y_i)$ with respect to $g_i$: $(p_i-e_{y_i})(W^{\text{out}})^\top$ | $(d_v,)$ |
 # | $U$ | the $u_i$ of a batch, stacked as rows | $(N, d_v)$ |
 # | $\Delta V$, $\Delta W^V$ | the change one training step makes to the values $V=XW^V$ and to $W^V$ | $(N, d_v)$, $(d_x, d_v)$ |
 # | $\eta$, $\eta_v$ | the rate of the gradient steps; the rate of the EM-like value step | scalar |
@@ -209,10 +209,14 @@ for sigma in (0.0, 1.0, 2.0, 3.0):
           f"{mean_cross_entropy(lp, task.targets):.4f} nats")
 print(f"(same path with y_(t-1) known: {floor0:.4f}; entropy rate {chain.entropy_rate():.4f})")
 assert 0 < floor1 - floor0 < 0.05
+mean_distances = np.linalg.norm(means[:, None] - means[None], axis=-1)[np.triu_indices(n, 1)]
+print(f"distances between the 8 means: median {np.median(mean_distances):.2f}, "
+      f"smallest {mean_distances.min():.2f}")
 
 # %% [markdown]
-# For $\sigma=1$ and means about $\sqrt{40}$ apart the increase is small (1.8924 against 1.8748 on
-# the same path with the previous symbol known): the inputs nearly identify the previous symbol.
+# For $\sigma=1$ and means about five noise standard deviations apart (distances printed above) the
+# increase is small (1.8924 against 1.8748 on the same path with the previous symbol known): the
+# inputs nearly identify the previous symbol.
 # What sets the increase is the distance between the means compared with $\sigma$, not the input
 # width (the paper's table credits the width: [checked below](#checking-the-paper)).
 #
@@ -320,8 +324,8 @@ print(f"first step, ten fresh starts: ||Delta V (EM-like)|| / ||Delta V (SGD)|| 
 assert np.all(ratios > 1) and round(ratios.min(), 1) == 1.0 and round(ratios.max(), 1) == 1.8
 
 # %% [markdown]
-# So on the first step the EM-like schedule moves the values further than SGD does (about 1.4 times as far on
-# average, from 1.0 to 1.8 times over ten fresh starts), in a different direction, and everything else identically.
+# So on the first step the EM-like schedule moves the values further than SGD does (about 1.4 times
+# as far on average, from 1.0 to 1.8 times over ten fresh starts), and everything else identically.
 #
 # ## Training both, and the curves
 #
@@ -459,10 +463,10 @@ if not FULL:
           f"{produced(masses[:, 1:].max(), '.2f')}")
 
 # %% [markdown]
-# Both schedules move attention towards the right keys, by similar amounts, and after 300 steps
-# both heads still put only about a third to a half of it there: the head is far from perfect
-# routing, and the two schedules route alike. A faster value step does not change where the head
-# looks. (This is a description of the short runs, not a full explanation: at the paper's sizes
+# Both schedules move attention towards the right keys, and after 300 steps both heads still put
+# only about a third to a half of it there: both are far from perfect routing, and a larger value
+# step does not change where the head looks — the routing weights get the same kind of step in both
+# schedules. (This is a description of the short runs, not a full explanation: at the paper's sizes
 # the right-key mass *falls* during training in most seeds while the two schedules still end level;
 # [checked below](#checking-the-paper).)
 #
@@ -506,8 +510,8 @@ if not FULL:
 #    ```{dropdown} Answer
 #    The two schedules share everything except the value step: the same data, the same initial
 #    weights and identical gradient steps on routing ($W^Q$, $W^K$) and read-out. A larger step on
-#    the values alone does not change where the head looks, and both heads end with similar
-#    attention on the right keys (about a third to a half of it in the short runs). Measured, the
+#    the values alone does not change where the head looks: in the short runs both heads end with
+#    only about a third to a half of their attention on the right keys. Measured, the
 #    final losses differ by less than 0.01 nats in every seed, inside the paired sampling error. The page does not
 #    claim that routing is the whole reason: at the paper's sizes the right-key mass falls in most
 #    seeds, and the schedules still end level.
@@ -580,8 +584,9 @@ assert abs(float(H_exact) - rates["inverse_circular_distance"]) < 1e-12
 # is "averaged over $d_x$ dimensions" (a central-limit argument). That is not why. The filter
 # depends on $x_t$ only through its projection on the span of the means, so coordinates outside it
 # are ignored however many there are; what sets the increase is the distance between the means
-# relative to $\sigma$. Means $\mathcal N(0,I_{20})$ are about $\sqrt{40}$ apart, which is why
-# $\sigma=1$ costs little. With the means held fixed and $d_x$ grown, the floor does not come down;
+# relative to $\sigma$. Means drawn $\mathcal N(0,I_{20})$ are about five noise standard deviations
+# apart (their root-mean-square distance is $\sqrt{40}\approx 6.3$; ours have median 5.31), which is
+# why $\sigma=1$ costs little. With the means held fixed and $d_x$ grown, the floor does not come down;
 # with $d_x=20$ and the means moved closer, it goes up:
 
 # %% tags=["hide-cell"]
