@@ -193,7 +193,11 @@ def draw_page_route(pages: Sequence[tuple[str, str]], ax: Axes | None = None) ->
 
 
 #: The parameter groups of one head, in the order :func:`draw_protocols` draws them.
-PARAMETER_GROUPS: tuple[str, ...] = ("routing\n$W_Q$, $W_K$", "values\n$v_j = x_j W_V$", "read-out\n$W_O$, $b$")
+PARAMETER_GROUPS: tuple[str, ...] = (
+    "routing\n$W^Q$, $W^K$",
+    "values\n$v_j = x_j W^V$",
+    "read-out\n$W^{\\mathrm{out}}$, $b$",
+)
 
 
 def protocol_updates(lr: float, value_lr: float) -> dict[str, tuple[str, ...]]:
