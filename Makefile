@@ -54,7 +54,7 @@ help:
 	@echo "make lab    - open JupyterLab on book/"
 	@echo "make sync   - regenerate every .ipynb from its .py (jupytext pairing, keeps outputs)"
 	@echo "make exercises - regenerate exercises/ from solutions/"
-	@echo "make bench  - run the benchmarks in benchmarks/"
+	@echo "make bench  - run the benchmarks in benchmarks/ and print their goals, met or not (ratios measured in the run)"
 	@echo "make results - train (resumably) and save the runs under book/results/ that are not current (long)"
 	@echo "make gpu-check - on a CUDA GPU (~8 min): CUDA vs CPU, bf16 AMP, steps/s, the §7 pair (nextword gpu-check)"
 
@@ -135,8 +135,16 @@ sync: $(STAMP)
 exercises: $(STAMP)
 	$(BIN)/python -m nextword.booktools.exercises build
 
+# Each benchmark appends its goals' rows to one file; benchmarks/targets.py prints them as a table
+# (ratios measured in this run; NO = goal not met). The margin step is also timed on a CUDA GPU if
+# there is one.
 bench: $(STAMP)
-	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+	@t=$$(mktemp) && trap 'rm -f $$t' EXIT && \
+	for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b --targets $$t || exit 1; done && \
+	if $(BIN)/python -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then \
+	  echo "== benchmarks/bench_margin.py --device cuda"; \
+	  $(BIN)/python benchmarks/bench_margin.py --device cuda --no-memory --targets $$t || exit 1; fi && \
+	$(BIN)/python benchmarks/targets.py $$t
 
 # Not part of `make test`: hours of CPU. Resumable (runs/ keeps checkpoints); skips saved results
 # whose configuration and code commit are current. One torch thread per run, niced.

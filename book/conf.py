@@ -34,6 +34,9 @@ math_numfig = True
 mathjax_path = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"
 mathjax2_config = {
     # MyST-NB marks each notebook section tex2jax_ignore; Sphinx's math spans/divs carry class "math".
+    # \* is a plain * (the notebooks write z^\*, as the PDF's preamble below reads it); nextword.booktools.checks.tex
+    # knows the macros defined here (BOOK_MACROS)
+    "TeX": {"Macros": {"*": "*"}},
     "tex2jax": {"inlineMath": [["\\(", "\\)"]], "displayMath": [["\\[", "\\]"]], "processEscapes": True,
                 "ignoreClass": "tex2jax_ignore|mathjax_ignore", "processClass": "math"},
     "HTML-CSS": {"availableFonts": ["STIX-Web"], "preferredFont": "STIX-Web", "webFont": "STIX-Web",
@@ -51,6 +54,7 @@ html_theme = "sphinx_book_theme"
 html_title = "nextword: the book"
 html_static_path = ["_static"]
 html_css_files = ["nextword.css"]
+html_js_files = ["nextword.js"]
 html_favicon = "_static/favicon.svg"
 html_context = {"default_mode": "light"}
 # The hash of this file and of _static makes Sphinx re-read and rebuild every page when the hooks below
@@ -198,17 +202,19 @@ latex_elements = {
 
 
 def _drop_produced_marks(app, doctree, docname: str) -> None:
-    """For LaTeX, remove the U+2063 markers that wrap produced numbers (nextword.booktools.display): they are
-    zero-width in HTML but a missing glyph in the PDF's fonts. The HTML keeps them (copy-paste shows none)."""
+    """For LaTeX, replace the U+2063 markers that wrap produced numbers (nextword.booktools.display) by a visible
+    dagger after the number (a missing glyph in the PDF's fonts otherwise); the HTML marks them with a dotted
+    underline (nextword.booktools.rendering.mark_produced)."""
     from docutils import nodes
 
-    from nextword.booktools.display import MARK, strip_marks
+    from nextword.booktools.display import MARK
+    from nextword.booktools.rendering import produced_for_print
 
     if app.builder.format != "latex":
         return
     for text in list(doctree.findall(nodes.Text)):
         if MARK in text:
-            text.parent.replace(text, nodes.Text(strip_marks(str(text))))
+            text.parent.replace(text, nodes.Text(produced_for_print(str(text))))
 
 
 def _visit_hidden_cell(self, node) -> None:
@@ -236,4 +242,10 @@ def setup(app):
     app.connect("doctree-read", add_figure_alt_text)
     app.connect("html-page-context", _named_expanders, priority=600)   # after the theme's toctree functions
     app.connect("doctree-resolved", _drop_produced_marks)
+    from nextword.booktools.rendering import fold_audit_sections
+
+    app.connect("doctree-resolved", fold_audit_sections)   # Checking the paper, Reproducibility: <details>
+    from nextword.booktools.rendering import mark_produced_numbers
+
+    app.connect("html-page-context", mark_produced_numbers, priority=700)   # produced numbers: underlined
     return {"parallel_read_safe": True, "parallel_write_safe": True}

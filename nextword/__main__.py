@@ -62,7 +62,7 @@ def _exercises(name: str, argv: list[str]) -> int:
 
 
 def _gpu_check(name: str, argv: list[str]) -> int:
-    from nextword.torch.training.gpu_check import main as gpu_check_main
+    from nextword.torch.runs.gpu_check import main as gpu_check_main
 
     return gpu_check_main(argv)
 

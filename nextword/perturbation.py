@@ -13,7 +13,7 @@ made exact), with its claim asserted with a tolerance that holds across seeds an
 
 ``NEXTWORD_PERTURB`` unset, empty or ``0``: no perturbation (the default; every function here
 returns its input unchanged). Any other non-negative integer ``k`` selects the pattern. Entry
-points: :func:`nextword.torch.models.lm.train_lm`, :func:`nextword.torch.training.loop.train`, the other torch
+points: :func:`nextword.torch.training.token_lm.train_lm`, :func:`nextword.torch.barrier.train.train`, the other torch
 trainers (recurrent LM, the SVFlow hybrid) and the numpy iterative trainers of
 :mod:`nextword.chapter6` and :mod:`nextword.theory`; each calls :func:`nudge` (numpy arrays) or
 :func:`nudge_module_` (a torch module's parameters, in place) once on its initial weights.

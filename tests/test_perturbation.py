@@ -61,7 +61,8 @@ def test_numpy_trainers_read_it(monkeypatch):
 
 def test_torch_trainer_reads_it(monkeypatch):
     pytest.importorskip("torch")
-    from nextword.torch.models.lm import LMConfig, TinyLM, train_lm
+    from nextword.torch.models.lm import LMConfig, TinyLM
+    from nextword.torch.training.token_lm import train_lm
 
     cfg = LMConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=8)
     data = np.random.default_rng(0).integers(0, 5, size=200)

@@ -76,7 +76,9 @@ CHEAP_FORMS: dict[str, list[str]] = {
         "{py} -m nextword.booktools.notebooks sync {tmp}/sync/tiny.py",
     ],
     "make exercises": ["make -n exercises", "{py} -m nextword.booktools.exercises check"],
-    "make bench": ["make -n bench"] + [f"{{py}} benchmarks/{b} {a}" for b, a in BENCH_QUICK.items()],
+    "make bench": ["make -n bench"]
+    + [f"{{py}} benchmarks/{b} {a} --targets {{tmp}}/bench-goals.jsonl" for b, a in BENCH_QUICK.items()]
+    + ["{py} benchmarks/targets.py {tmp}/bench-goals.jsonl"],
     "make results": [
         "make -n results",
         "{py} -m nextword results list",
@@ -140,9 +142,10 @@ CHEAP_FORMS: dict[str, list[str]] = {
     "make test-exercises": ["make -n test-exercises"],
     "make test-browser": ["make -n test-browser"],
     "make axe": ["make -n axe"],
-    "python -m nextword.booktools.teaching book/<part>/<name>.py": [
-        "{py} -m nextword.booktools.teaching book/part1_chapter6/6_1_parallel_attention.py"
+    "python -m nextword.booktools.pagecheck book/<part>/<name>.py": [
+        "{py} -m nextword.booktools.pagecheck --only teaching,jargon book/part0_reading_guide/00_reading_guide.py"
     ],
+    "python -m nextword.booktools.notation --write": ["{py} -m nextword.booktools.notation"],  # the check, no write
     "python -m nextword.booktools.teaching book/<part>/<page>.py": [
         "{py} -m nextword.booktools.teaching book/part0_reading_guide/00_reading_guide.py"
     ],

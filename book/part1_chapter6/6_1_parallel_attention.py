@@ -43,7 +43,8 @@ from nextword.booktools.schematics.core import recurrence_vs_attention
 from nextword.chapter6 import (RUNNING_EXAMPLE, attention_graph, attention_recall, copy_task,
                                linear_state_recall, path_lengths, rnn_graph, rnn_state_jacobian,
                                sequential_depth)
-from nextword.torch.models.lm import LMConfig, TinyLM, torch_threads, train_lm
+from nextword.torch.models.lm import LMConfig, TinyLM
+from nextword.torch.training.token_lm import torch_threads, train_lm
 from nextword.torch.models.rnn import RecurrentConfig, RecurrentLM
 
 use_book_style()

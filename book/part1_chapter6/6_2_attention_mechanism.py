@@ -48,7 +48,8 @@ from nextword.booktools.schematics.attention import draw_one_head
 from nextword.chapter6 import RUNNING_EXAMPLE, RunningExampleSource
 from nextword.data.synthetic import entropy
 from nextword.decoder import layer_norm
-from nextword.torch.models.lm import LMConfig, TinyLM, evaluate_loss, to_numpy_decoder, train_lm
+from nextword.torch.models.lm import LMConfig, TinyLM, to_numpy_decoder
+from nextword.torch.training.token_lm import evaluate_loss, train_lm
 
 use_book_style()
 torch.set_num_threads(1)  # tiny model: one thread is fastest on a shared 2-core machine

@@ -46,8 +46,8 @@ from nextword.booktools.schematics.attention import draw_causal_mask
 from nextword.chapter6 import RUNNING_EXAMPLE
 from nextword.data import markov_source
 from nextword.decoding import sample
-from nextword.torch.models.lm import (Block, LMConfig, TinyLM, evaluate_loss, next_logits_fn,
-                               to_numpy_decoder, train_lm)
+from nextword.torch.models.lm import Block, LMConfig, TinyLM, next_logits_fn, to_numpy_decoder
+from nextword.torch.training.token_lm import evaluate_loss, train_lm
 
 use_book_style()
 torch.set_num_threads(1)  # tiny models: one thread is fastest on a shared 2-core machine

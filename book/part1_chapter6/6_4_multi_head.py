@@ -48,7 +48,8 @@ from nextword.booktools.schematics.attention import draw_heads_split_concat
 from nextword.chapter6 import (AgreementTask, attention_to_offset, head_ablation_effects,
                                head_profile)
 from nextword.torch.probes.ablation import token_nll
-from nextword.torch.models.lm import LMConfig, TinyLM, train_lm
+from nextword.torch.models.lm import LMConfig, TinyLM
+from nextword.torch.training.token_lm import train_lm
 
 use_book_style()
 torch.set_num_threads(1)  # tiny model: one thread is fastest on a shared 2-core machine

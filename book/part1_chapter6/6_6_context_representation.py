@@ -47,7 +47,8 @@ from nextword.chapter6 import RUNNING_EXAMPLE, AgreementTask, RunningExampleSour
 from nextword.decoder import DecoderConfig, DecoderLM, TransformerBlock, feed_forward, layer_norm
 from nextword.positions import sinusoidal_encoding
 from nextword.torch.probes.ablation import ABLATIONS, ablated_config, prefix_nll, token_nll, with_config
-from nextword.torch.models.lm import LMConfig, TinyLM, train_lm
+from nextword.torch.models.lm import LMConfig, TinyLM
+from nextword.torch.training.token_lm import train_lm
 
 use_book_style()
 torch.set_num_threads(1)  # tiny models: one thread is fastest on a shared 2-core machine

@@ -37,7 +37,8 @@ import torch
 from nextword.booktools.display import produced
 from nextword.booktools.plotting import heatmap, use_book_style
 from nextword.torch.probes.layer_probe import hidden_states, probe_accuracy, topic_markov_source
-from nextword.torch.models.lm import LMConfig, TinyLM, train_lm
+from nextword.torch.models.lm import LMConfig, TinyLM
+from nextword.torch.training.token_lm import train_lm
 
 use_book_style()
 torch.set_num_threads(1)

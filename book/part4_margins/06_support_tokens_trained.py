@@ -48,9 +48,9 @@ from nextword.theory.barrier import diagonal_blocks, matrix_margins, scalar_marg
 from nextword.torch.barrier.prior import covariances
 from nextword.torch.runs.barrier_runs import load_saved_model
 from nextword.torch.runs.book import all_saved
-from nextword.torch.training.config import preset
+from nextword.torch.barrier.config import preset
 from nextword.torch.training.data import load_char_data
-from nextword.torch.training.loop import load_checkpoint, train
+from nextword.torch.barrier.train import load_checkpoint, train
 
 use_book_style()
 torch.set_num_threads(1)

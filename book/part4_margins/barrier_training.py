@@ -58,8 +58,8 @@ from nextword.torch.barrier.prior import METHODS, covariances, margin_loss, marg
 from nextword.torch.runs.book import (
     PAPER_FIG74, PAPER_FIG75, PAPER_SETUP, PAPER_TABLE1, all_saved, experiment_config, runs_dir,
 )
-from nextword.torch.runs.sweep import lambda_dir
-from nextword.torch.training.loop import train_or_load
+from nextword.torch.barrier.sweep import lambda_dir
+from nextword.torch.barrier.train import train_or_load
 
 FULL = os.environ.get("FULL", "0") == "1"
 torch.set_num_threads(1)          # small tensors: one thread is fastest on a shared CPU

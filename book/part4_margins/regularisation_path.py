@@ -49,9 +49,9 @@ from nextword.evaluation import spearman
 from nextword.provenance import load_curves, load_result
 from nextword.torch.barrier.robustness import noise_curve
 from nextword.torch.runs.book import PAPER_TABLE1, all_saved, experiment_config, runs_dir
-from nextword.torch.runs.sweep import PAPER_LAMBDAS, lambda_dir, run_sweep
+from nextword.torch.barrier.sweep import PAPER_LAMBDAS, lambda_dir, run_sweep
 from nextword.torch.training.data import eval_windows, load_char_data
-from nextword.torch.training.loop import load_checkpoint
+from nextword.torch.barrier.train import load_checkpoint
 
 FULL = os.environ.get("FULL", "0") == "1"
 torch.set_num_threads(1)
@@ -533,7 +533,7 @@ assert abs(entropy_trend.rho) < 0.3 and table_entropy[5] > table_entropy[0]
 #
 # ## Reproducibility
 #
-# The miniature sweep is trained on this page by `nextword.torch.runs.sweep.run_sweep` (the CLI:
+# The miniature sweep is trained on this page by `nextword.torch.barrier.sweep.run_sweep` (the CLI:
 # `nextword sweep --config quick`), a few minutes on one CPU core the first time, seconds when the
 # runs are cached. The saved CPU sweep was trained once by `make results`
 # (`nextword results run barrier_sweep`), the GPU sweeps by `nextword gpu-check`. The cells below

@@ -48,9 +48,9 @@ from nextword.booktools.schematics.barrier import draw_noise_and_scale
 from nextword.provenance import load_result
 from nextword.torch.barrier.robustness import evaluate_bpc, noise_curve
 from nextword.torch.runs.book import PAPER_FIG75, all_saved, experiment_config, runs_dir
-from nextword.torch.runs.sweep import lambda_dir
+from nextword.torch.barrier.sweep import lambda_dir
 from nextword.torch.training.data import eval_windows, load_char_data
-from nextword.torch.training.loop import load_checkpoint, train_or_load
+from nextword.torch.barrier.train import load_checkpoint, train_or_load
 
 FULL = os.environ.get("FULL", "0") == "1"
 torch.set_num_threads(1)

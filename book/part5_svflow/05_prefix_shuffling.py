@@ -47,7 +47,8 @@ from nextword.evaluation import spearman
 from nextword.provenance import load_curves, load_result, results_root
 from nextword.theory.svflow import (categorical_kl, entropy, kl_to_uniform, prefix_shuffle,
                                     prefix_shuffle_rates, shuffle_rate_bins)
-from nextword.torch.models.lm import LMConfig, TinyLM, evaluate_loss, train_lm
+from nextword.torch.models.lm import LMConfig, TinyLM
+from nextword.torch.training.token_lm import evaluate_loss, train_lm
 from nextword.torch.svflow.lm import (
     SVFlowLMConfig, deep_and_full_tables, load_checkpoint, lm_config, shuffle_table_arrays,
 )

@@ -33,7 +33,8 @@ import torch.nn.functional as F
 
 from nextword.booktools.display import produced
 from nextword.data import markov_source
-from nextword.torch.models.lm import LMConfig, TinyLM, evaluate_loss, train_lm
+from nextword.torch.models.lm import LMConfig, TinyLM
+from nextword.torch.training.token_lm import evaluate_loss, train_lm
 
 torch.set_num_threads(1)
 source = markov_source(8, 2, np.random.default_rng(0), concentration=0.3)

@@ -29,6 +29,7 @@ Worked example (Chapter 6, Exercise 1, position ``i = 3`` attending to keys 1..3
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -196,9 +197,24 @@ def causal_alignment(causal: object) -> str | None:
     raise ValueError(f"causal must be False, True (= 'bottom_right'), 'bottom_right' or 'top_left', got {causal!r}")
 
 
+@functools.lru_cache(maxsize=16)
 def _neg_triangle(n: int, dtype: np.dtype) -> np.ndarray:
-    """``(n, n)`` additive mask: 0 on and below the diagonal, ``-inf`` above."""
-    return np.where(np.tri(n, dtype=bool), 0.0, -np.inf).astype(dtype)
+    """``(n, n)`` additive mask: 0 on and below the diagonal, ``-inf`` above (cached, read-only)."""
+    tri = np.where(np.tri(n, dtype=bool), 0.0, -np.inf).astype(dtype)
+    tri.flags.writeable = False
+    return tri
+
+
+def _cannot_overflow(qs: np.ndarray, k: np.ndarray) -> bool:
+    """Whether no score ``qs_i · k_j`` can overflow: |qs_i · k_j| ≤ ‖qs_i‖ ‖k_j‖ (Cauchy–Schwarz, and
+    every partial sum of the dot product obeys the same bound), so the largest row norms bound
+    every score; ``False`` for non-finite inputs. Costs two passes over q and k instead of one
+    over every block of scores."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        bound = float(np.sqrt(np.max(np.einsum("...i,...i->...", qs, qs), initial=0.0))) * float(
+            np.sqrt(np.max(np.einsum("...i,...i->...", k, k), initial=0.0))
+        )
+    return bound < 1e-8 * float(np.finfo(qs.dtype).max)  # (an ample margin for rounding)
 
 
 def combine_masks(a: np.ndarray | None, b: np.ndarray | None, dtype: np.dtype) -> np.ndarray | None:
@@ -256,12 +272,13 @@ def attend(
         # triangle at the end is the only part to mask. Roughly halves the work of T x T.
         batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
         out = np.empty(batch + (Tq, v.shape[-1]), dtype=dtype)  # (..., Tq, dv)
+        check = not _cannot_overflow(qs, k)
         for a in range(0, Tq, _BLOCK):
             b = min(a + _BLOCK, Tq)
             kend = offset + b
             with np.errstate(over="ignore", invalid="ignore"):
                 s = qs[..., a:b, :] @ kT[..., :kend]  # (..., b-a, kend)
-                if not np.isfinite(s.sum()):  # overflow: the general path handles it
+                if check and not np.isfinite(s.sum()):  # overflow: the general path handles it
                     break
             s[..., kend - (b - a) :] += _neg_triangle(b - a, s.dtype)  # mask the diagonal block
             s -= s.max(axis=-1, keepdims=True)

@@ -185,3 +185,120 @@ if __name__ == "__main__":
         print(key, dict(c))
     for p in problems(REPO_ROOT):
         print(p)
+
+
+# --- does the anchor land on the section that checks the item? ---------------------------------------------
+_KINDS = {
+    "Eq": r"Eqs?\.|Equations?",
+    "Figure": r"Figs?\.|Figures?",
+    "Fig": r"Figs?\.|Figures?",
+    "Table": r"Tables?",
+    "§": r"§+|Sections?|Sec\.",
+    "App": r"App\.|Appendix|Appendices",
+    "Remark": r"Remarks?",
+    "Example": r"Examples?",
+    "Exercise": r"Exercises?|Ex\.",
+    "Theorem": r"Theorems?|Thm\.",
+    "Lemma": r"Lemmas?",
+    "Proposition": r"Propositions?|Prop\.",
+    "Corollary": r"Corollar(?:y|ies)",
+    "Definition": r"Definitions?|Defs?\.",
+    "Assumption": r"Assumptions?",
+    "Data Assumption": r"(?:Data )?Assumptions?",
+}
+_ITEM = re.compile(
+    r"^(?P<kind>Data Assumption|Eq|Figure|Fig|Table|§|App|Remark|Example|Exercise|Theorem|Lemma|Proposition|"
+    r"Corollary|Definition|Assumption)s?\.?\s*\(?(?P<label>[A-Z]?\d+(?:\.\d+)*[a-z]?|[A-Z]\d*(?:\.\d+)*)\)?"
+)
+
+
+def item_reference(location: str) -> tuple[str, str] | None:
+    """``(kind, label)`` of the item a coverage row's ``location`` names first, or None (a free description).
+
+    >>> item_reference("Eq. (23) (§3.4 ...)"), item_reference("Figure 1.1 (1 Introduction)"), item_reference("§7.1, size")
+    (('Eq', '23'), ('Figure', '1.1'), ('§', '7.1'))
+    >>> item_reference("Lemma B.3"), item_reference("Remark in §2.1")
+    (('Lemma', 'B.3'), None)
+    """
+    hit = _ITEM.match(location.strip())
+    return (hit["kind"], hit["label"]) if hit else None
+
+
+def names_item(text: str, kind: str, label: str) -> bool:
+    """Does ``text`` refer to item ``kind label``: by name ("Eq. (23)", "Fig. 1.1", "Lemma B.3"), in a list or
+    range of such names ("Eqs. (21)–(24)", "Figs. 6.5, 6.6 and 6.8"), or, for an equation, by its number in
+    parentheses alone ("(23)")?
+
+    >>> names_item("the barrier (Eqs. 21–24) on a toy", "Eq", "22"), names_item("Fig. 1.10", "Figure", "1.1")
+    (True, False)
+    """
+    alias = _KINDS.get(kind, re.escape(kind))
+    label_re = re.escape(label)
+    if re.search(rf"(?:{alias})\s*\(?{label_re}\)?(?![\w.]\d|\d|\w)", text):
+        return True
+    if kind == "Eq" and re.search(rf"\({label_re}[a-z]?(?:[–-][a-z])?\)", text):
+        return True
+    item = r"\(?[A-Z]?\.?\d[\w.]*\)?"
+    for chain in re.finditer(rf"(?:{alias})\s*({item}(?:\s*(?:,|and|or|to|–|-|—)\s*{item})*)", text):
+        parts = re.findall(r"[A-Z]?\d[\w.]*", chain[1])
+        if label in parts or any(p.rstrip(".") == label for p in parts):
+            return True
+        for low, high in re.findall(r"\(?([A-Z]?\d+(?:\.\d+)*)\)?\s*[–-]\s*\(?([A-Z]?\d+(?:\.\d+)*)\)?", chain[1]):
+            if _in_range(label, low, high):
+                return True
+    return False
+
+
+def _in_range(label: str, low: str, high: str) -> bool:
+    """``6.6`` in ``6.5–6.8``, ``22`` in ``21–24``, ``B.2`` in ``B.1–B.3`` (the same prefix, the last part between)."""
+    parts = [re.split(r"\.", x) for x in (label, low, high)]
+    if len({len(p) for p in parts}) != 1 or len({tuple(p[:-1]) for p in parts}) != 1:
+        return False
+    last = [p[-1] for p in parts]
+    if not all(x.isdigit() for x in last):
+        return False
+    return int(last[1]) <= int(last[0]) <= int(last[2])
+
+
+def _section_text(page_py: Path, anchor: str) -> str | None:
+    """The text (markdown and code) of the section a heading opens, down to the next heading of its level or
+    above; None when the page has no such heading."""
+    from nextword.booktools.pages import read_page
+
+    page = read_page(page_py)
+    lines: list[str] = []
+    for cell in page.cells:
+        lines += [("#" if cell.kind == "markdown" else "") + "\0" + line for line in cell.text.split("\n")]
+    level = len(anchor) - len(anchor.lstrip("#"))
+    start = next((i for i, ln in enumerate(lines) if ln.startswith("#\0") and ln[2:].strip() == anchor.strip()), None)
+    if start is None:
+        return None
+    out = [lines[start][2:]]
+    for line in lines[start + 1 :]:
+        text = line.split("\0", 1)[1]
+        heading = re.match(r"(#+)\s", text) if line.startswith("#\0") else None
+        if heading and len(heading[1]) <= level:
+            break
+        out.append(text)
+    return "\n".join(out)
+
+
+def anchor_problems(root: Path) -> list[tuple[str, str]]:
+    """``(row key, problem)`` for every row with a ``page`` and an ``anchor`` whose section does not name the
+    row's item (:func:`item_reference`; rows whose location names no item are not judged). The row key is
+    ``"<source> | <location>"``."""
+    root = Path(root)
+    bad = []
+    for row in load_map(root)["items"]:
+        page, anchor = row.get("page"), row.get("anchor")
+        ref = item_reference(str(row.get("location", "")))
+        if not (page and anchor and ref):
+            continue
+        key = f"{row['source']} | {row['location']}"
+        py = (root / page).with_suffix(".py")
+        text = _section_text(py, anchor) if py.is_file() else None
+        if text is None:
+            bad.append((key, f"{page} has no heading {anchor!r}"))
+        elif not names_item(text, *ref):
+            bad.append((key, f"the section {anchor!r} of {page} does not name {ref[0]} {ref[1]}"))
+    return bad

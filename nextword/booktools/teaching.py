@@ -3,9 +3,13 @@
 A lesson is a jupytext notebook (``book/<part>/<name>.py``) whose first markdown cell holds, in order,
 an H1 title, a paragraph starting with ``**The question.**``, a ``Learning goals`` admonition with 2 to
 4 bullets, ``**Builds on:**`` and ``**Reading time:** about NN minutes``. Its ``##`` sections include
-``A tiny example...`` and then, in this order and at the end, ``Key takeaways`` (3 to 5 bullets),
-``Check your understanding`` (2 to 4 numbered questions, each followed by a ``{dropdown}`` answer) and
-``Reproducibility``, whose code cells carry the ``hide-cell`` tag (folded in the rendered book).
+``A tiny example...`` and end, in this order, with ``Key takeaways`` (3 to 5 bullets), ``Check your
+understanding`` (2 to 4 numbered questions, each followed by a ``{dropdown}`` answer), optionally
+``Checking the paper``, and ``Reproducibility`` (last). Nothing else follows ``Key takeaways``. The last two
+are the audit, folded in the rendered book (``book/conf.py``); their code cells carry the ``hide-cell`` tag.
+
+A part's companion audit page (``checking_the_paper.py``, :func:`nextword.booktools.pages.page_kind`) is
+folded as a whole: it needs only an H1 title and a link to a page of its part in its first cell.
 
 A part's overview page (``book/<part>/00_overview.py``) opens the same way, then has the sections
 ``What the paper claims``, ``What you need first``, ``The route through this part`` (a link to every
@@ -26,6 +30,8 @@ import re
 import sys
 from pathlib import Path
 
+from nextword.booktools.pages import parse_page, page_kind
+
 __all__ = [
     "GLOSSARY",
     "OVERVIEW_SECTIONS",
@@ -40,7 +46,7 @@ __all__ = [
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GLOSSARY = REPO_ROOT / "book" / "glossary.md"
 
-_SECTION = re.compile(r"^## +(.+?)\s*$", re.M)
+_SECTION = re.compile(r"^## +(.+?)[ \t]*$", re.M)
 _BULLET = re.compile(r"^[-*] +\S", re.M)
 _QUESTION = re.compile(r"^\d+\. +\S", re.M)
 _ADMONITION = re.compile(r"```\{admonition\} *Learning goals\n(.*?)```", re.S)
@@ -51,10 +57,7 @@ _TERM = re.compile(r"\{term\}`(?:[^`<]*<([^`>]+)>|([^`]+))`")
 
 def _cells(text: str) -> list[tuple[str, str, list[str]]]:
     """``[(cell_type, source, tags), ...]`` of a jupytext py:percent text (markdown comment marks removed)."""
-    import jupytext
-
-    nb = jupytext.reads(text, fmt="py:percent")
-    return [(c.cell_type, c.source, list(c.metadata.get("tags", []))) for c in nb.cells]
+    return [(c.kind, c.text, list(c.tags)) for c in parse_page(text).cells]
 
 
 def _sections(cells: list[tuple[str, str, list[str]]]) -> list[tuple[str, str, list[list[str]]]]:
@@ -110,8 +113,15 @@ def shape_problems_of_text(text: str) -> list[str]:
     def find(prefix: str) -> int | None:
         return next((i for i, h in enumerate(headings) if h.startswith(prefix)), None)
 
-    tiny, takeaways, check, repro = (
-        find(p) for p in ("A tiny example", "Key takeaways", "Check your understanding", "Reproducibility")
+    tiny, takeaways, check, audit, repro = (
+        find(p)
+        for p in (
+            "A tiny example",
+            "Key takeaways",
+            "Check your understanding",
+            "Checking the paper",
+            "Reproducibility",
+        )
     )
     for name, at in (
         ("## A tiny example...", tiny),
@@ -123,9 +133,20 @@ def shape_problems_of_text(text: str) -> list[str]:
             problems.append(f"no section {name}")
     if repro is not None and repro != len(headings) - 1:
         problems.append("## Reproducibility is not the last section")
-    present = [at for at in (tiny, takeaways, check, repro) if at is not None]
+    present = [at for at in (tiny, takeaways, check, audit, repro) if at is not None]
     if present != sorted(present):
-        problems.append("sections out of order: tiny example, ..., key takeaways, check, reproducibility")
+        problems.append(
+            "sections out of order: tiny example, ..., key takeaways, check your understanding, "
+            "checking the paper (optional), reproducibility"
+        )
+    if takeaways is not None:
+        ending = {at for at in (takeaways, check, audit, repro) if at is not None}
+        strays = [h for i, h in enumerate(headings) if i > takeaways and i not in ending]
+        if strays:
+            problems.append(
+                f"sections after ## Key takeaways other than Check your understanding, Checking the paper and "
+                f"Reproducibility: {strays}"
+            )
     if takeaways is not None:
         n = len(_BULLET.findall(sections[takeaways][1]))
         if not 3 <= n <= 5:
@@ -140,10 +161,11 @@ def shape_problems_of_text(text: str) -> list[str]:
         unanswered = [i + 1 for i in range(len(questions)) if not any(bounds[i] < a < bounds[i + 1] for a in answers)]
         if unanswered:
             problems.append(f"## Check your understanding: question(s) {unanswered} have no {{dropdown}} Answer")
-    if repro is not None:
-        bare = sum("hide-cell" not in tags for tags in sections[repro][2])
-        if bare:
-            problems.append(f"## Reproducibility: {bare} code cell(s) without the hide-cell tag")
+    for name, at in (("Checking the paper", audit), ("Reproducibility", repro)):
+        if at is not None:
+            bare = sum("hide-cell" not in tags for tags in sections[at][2])
+            if bare:
+                problems.append(f"## {name}: {bare} code cell(s) without the hide-cell tag")
     return problems
 
 
@@ -186,11 +208,32 @@ def overview_problems_of_text(text: str, pages: list[str] = ()) -> list[str]:
     return problems
 
 
+def companion_problems_of_text(text: str) -> list[str]:
+    """Every way a part's companion audit page departs from its (small) shape: an H1 title and a link to a
+    page of its part (``(<stem>.ipynb)``) in the first cell.
+
+    >>> companion_problems_of_text("# %% [markdown]\\n# # Part 9: checking the paper\\n")
+    ['first cell: no link to a page of the part ((name.ipynb))']
+    """
+    cells = _cells(text)
+    if not cells or cells[0][0] != "markdown":
+        return ["the page does not open with a markdown cell"]
+    problems = []
+    first = cells[0][1].strip()
+    if not re.match(r"# +\S", first):
+        problems.append("first cell: does not open with an H1 title")
+    if not re.search(r"\]\([\w.-]+\.ipynb(#[\w-]*)?\)", first):
+        problems.append("first cell: no link to a page of the part ((name.ipynb))")
+    return problems
+
+
 def shape_problems(py_path: Path) -> list[str]:
     """:func:`shape_problems_of_text` of a jupytext source file (for a part's ``00_overview.py``,
     :func:`overview_problems_of_text` with the part's other pages)."""
     py_path = Path(py_path)
     text = py_path.read_text(encoding="utf-8")
+    if page_kind(py_path) == "companion":
+        return companion_problems_of_text(text)
     if py_path.stem == "00_overview":
         others = sorted(p.stem for p in py_path.parent.glob("*.py") if p.stem != py_path.stem)
         return overview_problems_of_text(text, others)
@@ -226,8 +269,9 @@ def estimated_minutes(py_path: Path) -> int:
 def glossary_terms(glossary: Path = GLOSSARY) -> dict[str, str]:
     """``{term (lower case): its definition}`` of the ``{glossary}`` block of ``book/glossary.md``.
 
-    Raises ValueError when the file has no glossary block, an entry has no definition, or a term follows
-    the previous definition without a blank line (docutils then warns "glossary term must be preceded by
+    Several terms on consecutive lines share the definition under them (``rotary position embedding`` and
+    ``RoPE``). Raises ValueError when the file has no glossary block, an entry has no definition, or a term
+    follows the previous definition without a blank line (docutils then warns "glossary term must be preceded by
     empty line").
     """
     text = Path(glossary).read_text(encoding="utf-8")
@@ -235,20 +279,24 @@ def glossary_terms(glossary: Path = GLOSSARY) -> dict[str, str]:
     if block is None:
         raise ValueError(f"glossary: {glossary} has no ```{{glossary}} block")
     terms: dict[str, str] = {}
-    current = None
+    group: list[str] = []  # the terms of the entry being read (several terms may share one definition)
     lines = block[1].splitlines()
     for before, line in zip([""] + lines, lines):
         if not line.strip() or line.startswith(":"):
             continue
         if line[0].isspace():
-            if current is None:
+            if not group:
                 raise ValueError(f"glossary: definition text before any term: {line.strip()!r}")
-            terms[current] = (terms[current] + " " + line.strip()).strip()
+            for term in group:
+                terms[term] = (terms[term] + " " + line.strip()).strip()
         else:
-            if before.strip() and not before.startswith(":"):
+            after_term = before.strip() and not before[0].isspace() and not before.startswith(":")
+            if before.strip() and not before.startswith(":") and not after_term:
                 raise ValueError(f"glossary: no blank line before the term {line.strip()!r}")
-            current = line.strip().lower()
-            terms[current] = ""
+            if not after_term:
+                group = []
+            group.append(line.strip().lower())
+            terms[group[-1]] = ""
     empty = [t for t, definition in terms.items() if not definition]
     if empty:
         raise ValueError(f"glossary: terms without a definition: {empty}")

@@ -48,6 +48,7 @@ SPLIT_PATTERNS: dict[str, str] = {
 _SHIFT = 21
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CACHE_LIMIT = 1 << 18
+_PAD = 16  # bytes per row of the padded decoding table (tokens up to this long take the fast path)
 # A space whose previous character is not whitespace: with the GPT-2/GPT-4 patterns every piece
 # holds a space only at its start or inside a whitespace run, and the patterns have no
 # look-behind, so such a position is always a piece boundary and the text on either side splits
@@ -56,7 +57,38 @@ _CACHE_LIMIT = 1 << 18
 _WORD_BOUNDARY = re.compile(r" (?<=\S )")
 
 
-def _compile(pattern: str | None) -> Any:
+# The named patterns restricted to ASCII text, for Python's ``re`` (about twice as fast as the
+# ``regex`` module on them): on ASCII characters \p{L} is [A-Za-z], \p{N} is [0-9] and the regex
+# module's \s is [\t\n\x0b\x0c\r ] (``re``'s own \s would add \x1c-\x1f, so it is spelled out).
+_S = r"\t\n\x0b\x0c\r "
+_ASCII_PATTERNS: dict[str, str] = {
+    SPLIT_PATTERNS["gpt2"]: (
+        rf"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]+| ?[0-9]+| ?[^{_S}A-Za-z0-9]+|[{_S}]+(?![^{_S}])|[{_S}]+"""
+    ),
+    SPLIT_PATTERNS["gpt4"]: (
+        rf"""'(?i:[sdmt]|ll|ve|re)|[^\r\nA-Za-z0-9]?+[A-Za-z]+|[0-9]{{1,3}}| ?[^{_S}A-Za-z0-9]++[\r\n]*"""
+        rf"""|[{_S}]*[\r\n]|[{_S}]+(?![^{_S}])|[{_S}]+"""
+    ),
+}
+
+
+class _Splitter:
+    """``findall`` of a split pattern: the ``regex`` module's, or for ASCII text and a named pattern
+    the same split by ``re`` (``str.isascii`` is a flag lookup, so the test costs nothing)."""
+
+    __slots__ = ("_full", "_ascii")
+
+    def __init__(self, full: Any, ascii_pattern: str | None) -> None:
+        self._full = full
+        self._ascii = re.compile(ascii_pattern) if ascii_pattern is not None else None
+
+    def findall(self, text: str) -> list[str]:
+        if self._ascii is not None and text.isascii():
+            return self._ascii.findall(text)
+        return self._full.findall(text)
+
+
+def _compile(pattern: str | None) -> _Splitter | None:
     """Compile a split pattern (name or regex) with the ``regex`` module; ``None`` → no split."""
     if pattern is None:
         return None
@@ -66,8 +98,9 @@ def _compile(pattern: str | None) -> Any:
         import regex
     except ImportError as exc:  # pragma: no cover - regex ships with the dev environment
         raise ImportError("split patterns need the 'regex' package (pip install regex)") from exc
+    full = SPLIT_PATTERNS.get(pattern, pattern)
     try:
-        return regex.compile(SPLIT_PATTERNS.get(pattern, pattern))
+        return _Splitter(regex.compile(full), _ASCII_PATTERNS.get(full))
     except regex.error as exc:
         raise ValueError(f"pattern {pattern!r} is not a valid regex: {exc}") from None
 
@@ -171,7 +204,22 @@ class BPETokenizer:
             self._table = table
             self._slot = np.full(size, -1, dtype=np.int64)  # (size,) id -> index into _ids
             self._slot[self._ids] = np.arange(len(known))
+            # for arrays: every token's bytes in a row of _PAD bytes (zero-padded), and its length
+            # (255 for an unknown id or a token longer than a row): decoding is two gathers and a
+            # compress (see decode_bytes)
+            col = np.arange(_PAD)  # (_PAD,)
+            fits = self._lens <= _PAD  # (V,)
+            rows = np.where(
+                col < self._lens[:, None], self._buf[np.minimum(self._offs[:, None] + col, self._buf.size - 1)], 0
+            )
+            self._rows = np.zeros((size, _PAD), dtype=np.uint8)  # (size, _PAD)
+            self._rows[self._ids[fits]] = rows[fits]
+            self._rows_v = self._rows.view(f"V{_PAD}")[:, 0]  # (size,) one opaque item per row
+            self._row_len = np.full(size, 255, dtype=np.uint8)  # (size,)
+            self._row_len[self._ids[fits]] = self._lens[fits]
+            self._row_mask_v = (col < self._row_len[:, None]).view(f"V{_PAD}")[:, 0]  # (size,) which bytes count
         self._cache: dict[str, list[int]] = {}
+        self._merge_table: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         # per-word cache (text between word boundaries, see _WORD_BOUNDARY): only for the named
         # patterns, whose pieces never cross such a boundary
         self._words: dict[str, bytes] | None = (
@@ -335,6 +383,73 @@ class BPETokenizer:
                         buckets.setdefault(rr[0], []).append(p)
         return [t for t in tok if t >= 0]
 
+    def _merge_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The merges as arrays for vectorised lookup, built on first use: pair codes sorted (M,),
+        their ranks (M,), the new id of each rank (M,), and the rank of every byte pair (65536,)
+        (``len(merges)`` where a pair is not a merge)."""
+        if self._merge_table is None:
+            codes = np.fromiter(self._rank_of, np.int64, len(self._rank_of))  # (M,) pair codes
+            ranks = np.fromiter(self._rank_of.values(), np.int64, len(self._rank_of))  # (M,)
+            order = np.argsort(codes)
+            codes, ranks = codes[order], ranks[order]
+            left, right = codes >> _SHIFT, codes & ((1 << _SHIFT) - 1)
+            byte_pairs = np.full(1 << 16, len(codes), dtype=np.int64)  # (65536,)
+            both = (left < 256) & (right < 256)
+            byte_pairs[(left[both] << 8) | right[both]] = ranks[both]
+            self._merge_table = (codes, ranks, np.asarray(self._new_ids, dtype=np.int64), byte_pairs)
+        return self._merge_table
+
+    def _merge_many(self, data: bytes, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_encode_bytes` of many short pieces at once, vectorised over the pieces: ``data``
+        holds the pieces' bytes back to back, ``n`` (P,) their lengths (each at least 1); returns the
+        ids of all pieces concatenated (N,) and the number of ids of each piece (P,).
+
+        Each piece is a row of an (P, L) id array (padded with −1) with the ranks of its adjacent
+        pairs beside it (P, L−1). Every round merges, in every row that still has a mergeable pair,
+        the lowest-rank pair at its leftmost position (``argmin`` returns the first minimum), deletes
+        the right half, and looks up only the two pairs the new token forms — the same merges, in the
+        same order, as the per-piece loop. Rows with nothing left to merge leave the working set, and
+        since every round shortens each remaining row by one, round i needs only L − i columns.
+        """
+        codes, ranks, new_ids, byte_pairs = self._merge_arrays()
+        none = len(new_ids)  # larger than every rank
+
+        def rank(left: np.ndarray, right: np.ndarray) -> np.ndarray:  # (n,), (n,) → (n,); −1 ids miss
+            code = (left << _SHIFT) | right
+            i = np.minimum(np.searchsorted(codes, code), max(len(codes) - 1, 0))
+            return (
+                np.where((left >= 0) & (right >= 0) & (codes[i] == code), ranks[i], none)
+                if codes.size
+                else code * 0 + none
+            )
+
+        L = int(n.max())
+        col = np.arange(L)
+        ids = np.full((len(n), L), -1, dtype=np.int64)  # (P, L)
+        ids[col < n[:, None]] = np.frombuffer(data, dtype=np.uint8)
+        R = byte_pairs[(ids[:, :-1] << 8) | ids[:, 1:]]  # (P, L−1) ranks of the byte pairs
+        R[ids[:, 1:] < 0] = none  # pairs that reach into the padding
+        rows = np.flatnonzero(R.min(1, initial=none) < none)  # (A,) rows with a merge left
+        w = L  # columns still in use
+        while rows.size:
+            sub, Rs = ids[rows, :w], R[rows, : w - 1]  # (A, w), (A, w−1)
+            k = Rs.argmin(1)  # (A,) leftmost lowest-rank pair
+            a = np.arange(rows.size)
+            x = new_ids[Rs[a, k]]  # (A,) the merged token
+            sub[a, k] = x
+            sub[:, 1:-1] = np.where(col[1 : w - 1] > k[:, None], sub[:, 2:], sub[:, 1:-1])  # delete position k + 1
+            sub[:, -1] = -1
+            Rs[:, :-1] = np.where(col[: w - 2] >= k[:, None], Rs[:, 1:], Rs[:, :-1])  # delete pair k
+            Rs[:, -1] = none
+            km = np.maximum(k - 1, 0)
+            Rs[a, km] = np.where(k > 0, rank(np.where(k > 0, sub[a, km], -1), x), Rs[a, km])
+            Rs[a, k] = rank(x, sub[a, np.minimum(k + 1, w - 1)])
+            ids[rows, :w], R[rows, : w - 1] = sub, Rs
+            rows = rows[Rs.min(1) < none]
+            w -= 1
+        keep = ids >= 0  # (P, L)
+        return ids[keep], keep.sum(1)
+
     def encode_ordinary(self, text: str, *, errors: str = "strict") -> list[int]:
         """Encode ``text`` ignoring special tokens (their text is encoded as ordinary bytes)."""
         if not isinstance(text, str):
@@ -350,17 +465,19 @@ class BPETokenizer:
         return self._encode_pieces(text, errors)
 
     def _encode_pieces(self, text: str, errors: str = "strict") -> list[int]:
-        """Split ``text`` with the pattern and encode each piece (per-piece cache)."""
-        cache = self._cache if errors != "surrogatepass" else {}
+        """Split ``text`` with the pattern and encode each piece (per-piece cache; the pieces not
+        yet cached are merged all at once by :meth:`_learn_pieces`)."""
+        pieces = self._split.findall(text)
+        if errors == "surrogatepass":  # bytes no other call produces: an uncached, per-piece path
+            encoded: dict[str, list[int]] = {}
+            for ch in set(pieces):
+                encoded[ch] = self._encode_bytes(_utf8(ch, errors))
+            return list(chain.from_iterable(map(encoded.__getitem__, pieces)))
+        cache = self._cache
         if len(cache) > _CACHE_LIMIT:
             cache.clear()
-        out: list[int] = []
-        for ch in self._split.findall(text):
-            ids = cache.get(ch)
-            if ids is None:
-                ids = cache[ch] = self._encode_bytes(_utf8(ch, errors))
-            out.extend(ids)
-        return out
+        self._learn_pieces(list(set(pieces).difference(cache)))
+        return list(chain.from_iterable(map(cache.__getitem__, pieces)))
 
     def _encode_words(self, text: str) -> list[int]:
         """Fast path for the named patterns: cut ``text`` at word boundaries (a C-speed split),
@@ -395,8 +512,7 @@ class BPETokenizer:
         cache = self._cache
         if len(cache) > _CACHE_LIMIT:
             cache.clear()
-        for p in set(pieces).difference(cache):
-            cache[p] = self._encode_bytes(_utf8(p, "strict"))
+        self._learn_pieces(list(set(pieces).difference(cache)))
         encs = list(map(cache.__getitem__, pieces))  # (P,) id lists
         buf = array.array("i", chain.from_iterable(encs)).tobytes()  # all ids, int32
         char_end = np.cumsum(np.fromiter(map(len, pieces), np.int64, len(pieces)))  # (P,)
@@ -407,6 +523,31 @@ class BPETokenizer:
         id_end = 4 * np.cumsum(np.fromiter(map(len, encs), np.int64, len(encs)))[k]  # (W,) byte offsets
         id_start = np.concatenate([[0], id_end[:-1]])  # (W,)
         self._words.update(zip(new, map(buf.__getitem__, map(slice, id_start.tolist(), id_end.tolist()))))
+
+    def _learn_pieces(self, new: list[str]) -> None:
+        """Add the ids of pieces not yet cached to the piece cache: pieces up to 64 bytes long all at
+        once (:meth:`_merge_many`), longer ones one by one (:meth:`_encode_bytes`)."""
+        if not new:
+            return
+        joined = "".join(new)
+        if joined.isascii():  # one byte per character: encode the concatenation once
+            data, n = joined.encode("ascii"), np.fromiter(map(len, new), np.int64, len(new))
+        else:
+            raw = [_utf8(p, "strict") for p in new]
+            data, n = b"".join(raw), np.fromiter(map(len, raw), np.int64, len(raw))
+        end = np.cumsum(n)  # (P,)
+        short = n <= 64
+        if not short.all():  # the few long pieces: the linked-list merge, and out of the batch
+            for i in np.flatnonzero(~short).tolist():
+                self._cache[new[i]] = self._encode_bytes(data[end[i] - n[i] : end[i]])
+            data = b"".join(data[e - k : e] for e, k in zip(end[short].tolist(), n[short].tolist()))
+            new = [p for p, keep in zip(new, short.tolist()) if keep]
+            n = n[short]
+            if not new:
+                return
+        flat, counts = self._merge_many(data, n)
+        ids, stop = flat.tolist(), np.cumsum(counts).tolist()
+        self._cache.update(zip(new, map(ids.__getitem__, map(slice, [0, *stop[:-1]], stop))))
 
     def encode(
         self, text: str, *, allowed_special: str | Collection[str] = "none_raise", errors: str = "strict"
@@ -465,19 +606,23 @@ class BPETokenizer:
         A list or tuple is decoded by a C-level gather from a table indexed by id (unknown ids,
         negative ids and non-integers fail the gather and are then reported by the array path),
         in blocks of 2,048 ids: ``bytes.join`` keeps a buffer record per item, and a block's
-        records stay in the CPU cache (1.5x faster on 300,000 ids than one gather); arrays and
-        other iterables go through a numpy gather.
+        records stay in the CPU cache. A bool (``True`` would index id 1) can only have produced
+        the bytes 0x00 or 0x01, so the list is searched for one only if the output holds either.
+        An integer array whose tokens are all at most 16 bytes long is decoded by gathering their
+        zero-padded 16-byte rows and dropping the padding (one boolean compress); other arrays and
+        iterables go through a numpy gather of the bytes themselves.
         """
         if isinstance(ids, (str, bytes)) or ids is None or not isinstance(ids, (Iterable, np.ndarray)):
             raise TypeError(f"ids must be a 1-D sequence of integer token ids, got {type(ids).__name__}")
         if isinstance(ids, np.ndarray) and ids.dtype == np.bool_:
             raise TypeError("ids must be integer token ids, got dtype bool")
         table = self._table
-        if table is not None and isinstance(ids, (list, tuple)) and bool not in set(map(type, ids)):
+        if table is not None and isinstance(ids, (list, tuple)):
+            out = None
             try:
                 if len(ids) > 1:
                     step = 2048
-                    return b"".join(
+                    out = b"".join(
                         [
                             b"".join(itemgetter(*block)(table)) if len(block) > 1 else table[block[0]]
                             for block in map(
@@ -486,12 +631,14 @@ class BPETokenizer:
                             )
                         ]
                     )
-                if len(ids) == 1 and table[ids[0]] is not None:  # type: ignore[index]
-                    return table[ids[0]]  # type: ignore[index,return-value]
-                if not ids:
+                elif len(ids) == 1:
+                    out = table[ids[0]]  # type: ignore[index]
+                else:
                     return b""
             except (TypeError, IndexError):
                 pass  # an unknown id or a non-integer: the array path names it
+            if out is not None and not ((b"\x00" in out or b"\x01" in out) and bool in set(map(type, ids))):
+                return out
         if not isinstance(ids, np.ndarray):
             seq = ids if isinstance(ids, (list, tuple)) else list(ids)
             for t in seq:
@@ -505,6 +652,11 @@ class BPETokenizer:
             return b""
         if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
             raise ValueError(f"ids must be a 1-D sequence of ints, got shape {ids.shape} dtype {ids.dtype}")
+        if table is not None and ids.min() >= 0 and ids.max() < len(self._row_len):
+            lens = self._row_len[ids]  # (T,) bytes per token; 255: unknown id or a long token
+            if lens.max() <= _PAD:
+                rows = np.take(self._rows_v, ids).view(np.uint8)  # (T·_PAD,) padded bytes
+                return np.compress(np.take(self._row_mask_v, ids).view(np.bool_), rows).tobytes()
         if self._slot is not None:  # dense ids: direct lookup
             bad = (ids < 0) | (ids >= len(self._slot))
             slot = self._slot[np.where(bad, 0, ids)]  # (T,) index into _ids

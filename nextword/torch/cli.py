@@ -126,12 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace):
-    """The :class:`~nextword.torch.training.config.TrainConfig` of a ``train``/``sweep`` command line.
+    """The :class:`~nextword.torch.barrier.config.TrainConfig` of a ``train``/``sweep`` command line.
 
     Options left out keep the preset's values; ``--epochs`` without ``--steps`` trains for that many
     epochs (it drops a preset's ``steps``).
     """
-    from nextword.torch.training.config import preset
+    from nextword.torch.barrier.config import preset
 
     overrides = _overrides(args)
     if args.steps is not None:
@@ -158,7 +158,7 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 
 def _report(paths: list[str]) -> str:
-    from nextword.torch.training.config import TrainConfig
+    from nextword.torch.barrier.config import TrainConfig
 
     lines = []
     for p in map(Path, paths):
@@ -200,7 +200,7 @@ def _report(paths: list[str]) -> str:
 
 
 def _train(args) -> int:
-    from nextword.torch.training.loop import train
+    from nextword.torch.barrier.train import train
 
     res = train(
         config_from_args(args),
@@ -223,8 +223,8 @@ def _train(args) -> int:
 def _robustness(args) -> int:
     from nextword.torch.training.data import eval_windows, load_char_data
     from nextword.torch.training.checkpoint import RESULTS, save_json
-    from nextword.torch.training.loop import load_checkpoint
-    from nextword.torch.models.gpt import select_device
+    from nextword.torch.barrier.train import load_checkpoint
+    from nextword.torch.training.device import select_device
     from nextword.torch.barrier.robustness import noise_curve
 
     out = Path(args.out)
@@ -253,7 +253,7 @@ def _robustness(args) -> int:
 
 
 def _sweep(args) -> int:
-    from nextword.torch.runs.sweep import PAPER_LAMBDAS, run_sweep
+    from nextword.torch.barrier.sweep import PAPER_LAMBDAS, run_sweep
 
     table = run_sweep(
         config_from_args(args),

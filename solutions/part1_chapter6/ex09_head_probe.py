@@ -27,7 +27,8 @@ import torch
 from nextword.booktools.display import produced
 from nextword.torch.probes.ablation import token_nll
 from nextword.chapter6 import AgreementTask
-from nextword.torch.models.lm import LMConfig, TinyLM, train_lm
+from nextword.torch.models.lm import LMConfig, TinyLM
+from nextword.torch.training.token_lm import train_lm
 
 torch.set_num_threads(1)
 task = AgreementTask.make(np.random.default_rng(0))

@@ -433,3 +433,83 @@ def test_pages_pass_axe_core_and_their_code_fits(visit):
     assert not violations, "axe-core violations:\n" + "\n".join(violations)
     assert not overflow, f"{len(overflow)} code cells wider than their box:\n" + "\n".join(overflow[:20])
     assert not visit.errors, visit.errors
+
+
+# --- TeX that MathJax cannot typeset (issue 45): a parse error or an undefined command on any page ------------
+
+_MATHJAX_ERRORS = """() => {
+    const posted = (window.MathJax && MathJax.Hub && MathJax.Hub.signal.posted) || [];
+    const signals = posted.filter(m => Array.isArray(m) && /^TeX Jax - /.test(String(m[0])))
+                          .map(m => m[0] + ': ' + String(m[1]));
+    const boxes = [...document.querySelectorAll('.noError, .MathJax_Error, merror')]
+                  .map(e => 'error box: ' + e.textContent.slice(0, 80));
+    return signals.concat(boxes); }"""
+
+
+def _mathjax_errors(visit: Visit) -> list[str]:
+    """What MathJax reported while typesetting the open page: its TeX parse errors and undefined commands
+    (MathJax 2 posts both on ``MathJax.Hub.signal``, which keeps them; the book's configuration renders the
+    first as the source text and the second in red, so neither shows as an error to the eye), and any error box."""
+    visit.typeset()
+    return visit.page.evaluate(_MATHJAX_ERRORS)
+
+
+def test_the_mathjax_error_detector_sees_a_parse_error_and_an_undefined_command(visit):
+    visit.open("notation.html")
+    assert _mathjax_errors(visit) == []
+    visit.page.evaluate("""() => { const p = document.createElement('p');
+        p.innerHTML = '<span class="math notranslate nohighlight">\\\\(\\\\frac{1}{2\\\\)</span> and ' +
+                      '<span class="math notranslate nohighlight">\\\\(\\\\bm x\\\\)</span>';
+        document.querySelector('article').appendChild(p);
+        return new Promise(r => MathJax.Hub.Queue(['Typeset', MathJax.Hub, p], r)); }""")
+    errors = _mathjax_errors(visit)
+    assert any("parse error" in e for e in errors) and any("undefined control sequence: \\bm" in e for e in errors), (
+        errors
+    )
+
+
+def test_no_page_has_a_mathjax_error(visit):
+    """Every page of the book, the glossary, the notation page, the errata and the coverage map typeset
+    without a TeX error (``nextword.booktools.checks.tex`` catches the usual causes before rendering)."""
+    pages = [f"{d}.html" for _, docs in notebooks.book_structure() for d in docs]
+    pages += ["glossary.html", "notation.html", "errata.html", "coverage.html"]
+    errors = []
+    for page in pages:
+        visit.open(page)
+        errors += [f"{page}: {e}" for e in _mathjax_errors(visit)]
+    assert not errors, "MathJax could not typeset:\n" + "\n".join(errors)
+
+
+# --- produced numbers, visible (issue 44 §5) ------------------------------------------------------------------
+
+
+def test_every_produced_number_is_marked_in_the_html(html_dir):
+    """Each text a notebook printed through ``produced()`` is a ``span.nextword-produced`` in the page (no U+2063
+    left in it), and a page with such spans carries the description they point to."""
+    from nextword.booktools.display import MARK
+
+    marked_pages = 0
+    for ipynb in sorted((ROOT / "book").glob("*/*.ipynb")):
+        text = ipynb.read_text(encoding="utf-8")
+        stored = MARK in text or "\\u2063" in text  # the notebook's outputs hold a produced number
+        page = (html_dir / ipynb.relative_to(ROOT)).with_suffix(".html").read_text(encoding="utf-8")
+        spans = page.count('<span class="nextword-produced"')
+        assert MARK not in page, f"{ipynb.name}: a produced number left unmarked in the HTML"
+        if stored:
+            assert spans >= 1 and page.count('id="nextword-produced-note"') == 1, f"{ipynb.name}: {spans} marked"
+            marked_pages += 1
+    assert marked_pages >= 10
+
+
+def test_produced_numbers_are_styled_and_explained(visit):
+    visit.open("book/part1_chapter6/6_2_attention_mechanism.html")
+    span = visit.page.locator("span.nextword-produced").first
+    style = visit.page.evaluate(
+        """e => { const s = getComputedStyle(e);
+                  return [s.textDecorationLine, s.textDecorationStyle, e.title,
+                          document.getElementById(e.getAttribute('aria-describedby')).textContent]; }""",
+        span.element_handle(),
+    )
+    assert style[0] == "underline" and style[1] == "dotted", style
+    assert "training or sampling" in style[2] and "training or sampling" in style[3], style
+    assert not visit.errors, visit.errors

@@ -61,7 +61,8 @@ def test_ex02():
 def test_ex03():
     torch = pytest.importorskip("torch")
     from nextword.data import markov_source
-    from nextword.torch.models.lm import LMConfig, TinyLM, torch_threads, train_lm
+    from nextword.torch.models.lm import LMConfig, TinyLM
+    from nextword.torch.training.token_lm import torch_threads, train_lm
 
     F = torch.nn.functional
     src = markov_source(4, 1, np.random.default_rng(0), concentration=0.5)

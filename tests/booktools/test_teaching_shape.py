@@ -3,8 +3,10 @@ opens on the question it answers, with learning goals, what it builds on and a r
 tiny example by hand; it ends with key takeaways, questions with folded answers, and a Reproducibility
 section whose code is folded. Every ``{term}`` a page links has an entry in book/glossary.md.
 
-Pages that do not have the shape yet are listed in EXEMPT, and a test keeps that list honest: a page
-that gains the shape must leave it, so the list only shrinks.
+Every page is checked by ``tests/booktools/test_pagecheck.py`` (the ``teaching`` check of
+``python -m nextword.booktools.pagecheck``); pages that do not have the shape yet are listed under
+``[teaching]`` in ``page_exemptions.toml``, and that test keeps the list honest. This module checks the
+checker, the glossary and what the shape asks beyond the check (reading times, term links).
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from nextword.booktools import notebooks, teaching
+from nextword.booktools import notebooks, pagecheck, teaching
+from nextword.booktools.pages import page_kind
 
 ROOT = Path(notebooks.REPO_ROOT)
 BOOK = ROOT / "book"
 
-#: Pages still without the teaching shape: none since issue #29 (a new page may wait here while it is written).
-EXEMPT: frozenset[str] = frozenset()
+#: Pages still without the teaching shape (``[teaching]`` of page_exemptions.toml).
+EXEMPT: frozenset[str] = frozenset(pagecheck.exemptions().get("teaching", {}))
 #: Reference pages, not lessons: they have no question to answer and no shape to keep.
 REFERENCE = frozenset({"partA_appendix/A_notation_and_environment"})
 
@@ -35,6 +38,7 @@ def test_the_exempt_and_reference_lists_name_existing_pages():
     missing = sorted((EXEMPT | REFERENCE) - set(_pages()))
     assert not missing, f"listed pages that do not exist (renamed?): {missing}"
     assert not EXEMPT & REFERENCE
+    assert {page for page in _pages() if page_kind(BOOK / f"{page}.py") == "reference"} == REFERENCE
 
 
 def test_parts_0_and_1_are_lessons_or_waiting_for_their_shape():
@@ -42,19 +46,6 @@ def test_parts_0_and_1_are_lessons_or_waiting_for_their_shape():
     assert "part0_reading_guide/00_reading_guide" in LESSONS
     assert "part1_chapter6/6_1_parallel_attention" in LESSONS
     assert set(early) <= set(LESSONS) | EXEMPT
-
-
-@pytest.mark.parametrize("page", LESSONS)
-def test_lesson_has_the_teaching_shape(page):
-    problems = teaching.shape_problems(BOOK / f"{page}.py")
-    assert not problems, f"book/{page}.py lacks the teaching shape:\n  " + "\n  ".join(problems)
-
-
-def test_exempt_pages_really_lack_the_shape():
-    shaped = [page for page in sorted(EXEMPT) if not teaching.shape_problems(BOOK / f"{page}.py")]
-    assert not shaped, (
-        f"these pages have the teaching shape now: remove them from EXEMPT in {Path(__file__).name}: {shaped}"
-    )
 
 
 def test_reading_time_is_a_plausible_number_of_minutes():
@@ -106,6 +97,39 @@ def test_the_checker_finds_what_a_page_misses():
     assert any("Learning goals: 6 bullets" in p for p in teaching.shape_problems_of_text(six_goals))
     repro_not_last = page + "\n# %% [markdown]\n# ## Afterword\n"
     assert any("not the last section" in p for p in teaching.shape_problems_of_text(repro_not_last))
+
+
+_AUDIT = '# %% [markdown]\n# ## Checking the paper\n# Eq. (3) holds.\n\n# %% tags=["hide-cell"]\nassert True\n\n'
+
+
+def test_the_audit_ends_the_page_after_the_questions():
+    """Key takeaways, Check your understanding, then (optional) Checking the paper, then Reproducibility, last;
+    the audit's code folded too."""
+    page = (BOOK / "part0_reading_guide" / "00_reading_guide.py").read_text(encoding="utf-8")
+    page = page.replace("# ## Key takeaways", "# %% [markdown]\n# ## Key takeaways")  # cells of their own
+    page = page.replace("# ## Reproducibility", "# %% [markdown]\n# ## Reproducibility")
+    repro = page.index("# %% [markdown]\n# ## Reproducibility")
+    takeaways = page.index("# %% [markdown]\n# ## Key takeaways")
+    in_place = page[:repro] + _AUDIT + page[repro:]
+    assert teaching.shape_problems_of_text(in_place) == []
+    too_early = page[:takeaways] + _AUDIT + page[takeaways:]
+    assert any("sections out of order" in p for p in teaching.shape_problems_of_text(too_early))
+    bare = page[:repro] + _AUDIT.replace(' tags=["hide-cell"]', "") + page[repro:]
+    assert "## Checking the paper: 1 code cell(s) without the hide-cell tag" in teaching.shape_problems_of_text(bare)
+    stray = page[:repro] + "# %% [markdown]\n# ## More about the mechanism\n\n" + page[repro:]
+    assert any("other than Check your understanding" in p for p in teaching.shape_problems_of_text(stray))
+
+
+def test_a_companion_audit_page_is_recognised_by_its_name_and_has_a_small_shape(tmp_path):
+    companion = tmp_path / "part9_example" / "checking_the_paper.py"
+    companion.parent.mkdir()
+    companion.write_text("# %% [markdown]\n# # Part 9: checking the paper\n", encoding="utf-8")
+    assert page_kind(companion) == "companion"
+    assert teaching.shape_problems(companion) == ["first cell: no link to a page of the part ((name.ipynb))"]
+    companion.write_text(
+        "# %% [markdown]\n# # Part 9: checking the paper\n#\n# The checks of [9.1](01_first.ipynb).\n", encoding="utf-8"
+    )
+    assert teaching.shape_problems(companion) == []
 
 
 def test_glossary_rejects_a_term_without_definition(tmp_path):

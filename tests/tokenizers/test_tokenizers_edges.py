@@ -44,6 +44,51 @@ def test_word_cache_gives_the_ids_of_the_whole_text_split(toks, text, pattern):
     assert fresh.decode(expect) == text
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60), st.sampled_from(["gpt2", "gpt4"]))
+def test_ascii_split_is_the_regex_modules_split(text, pattern):
+    """On ASCII text the named patterns are split by ``re`` with [A-Za-z], [0-9] and the regex
+    module's whitespace spelled out: the pieces must be exactly the ``regex`` module's."""
+    import regex
+
+    from nextword.tokenizers.bpe import SPLIT_PATTERNS, _compile
+
+    assert _compile(pattern).findall(text) == regex.findall(SPLIT_PATTERNS[pattern], text)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.one_of(st.text(alphabet=ALPHABET, max_size=60), st.text(alphabet="abc d'\nxyz0", max_size=200)),
+    st.sampled_from(["gpt2", "gpt4"]),
+)
+def test_merging_many_pieces_at_once_equals_the_per_piece_loop(toks, text, pattern):
+    """A fresh tokenizer merges all new pieces in one vectorised batch; the oracle is the regex
+    module's split and the per-piece merge loop (``_encode_bytes``), piece by piece."""
+    import regex
+
+    from nextword.tokenizers.bpe import SPLIT_PATTERNS
+
+    tok = toks[pattern]
+    expect = [i for ch in regex.findall(SPLIT_PATTERNS[pattern], text) for i in tok._encode_bytes(ch.encode())]
+    assert BPETokenizer(tok.merge_list(), pattern=pattern).encode(text) == expect
+    assert BPETokenizer(tok.merge_list(), pattern=pattern)._encode_pieces(text) == expect
+
+
+def test_pieces_longer_than_the_batch_limit(toks):
+    """Pieces over 64 bytes leave the batch for the linked-list merge; the result is the same."""
+    import regex
+
+    from nextword.tokenizers.bpe import SPLIT_PATTERNS
+
+    text = "x" * 150 + " abc " + "ab" * 40 + "\n" * 80 + " é" * 3 + "é" * 70
+    for pattern, tok in toks.items():
+        expect = [i for ch in regex.findall(SPLIT_PATTERNS[pattern], text) for i in tok._encode_bytes(ch.encode())]
+        assert BPETokenizer(tok.merge_list(), pattern=pattern).encode(text) == expect
+        assert BPETokenizer(tok.merge_list(), pattern=pattern)._encode_pieces("x" * 100) == tok._encode_bytes(
+            b"x" * 100
+        )
+
+
 def test_word_cache_on_a_corpus_and_a_custom_pattern(toks):
     for tok in toks.values():
         assert tok.encode(SAMPLE) == tok._encode_pieces(SAMPLE)

@@ -15,7 +15,8 @@ from nextword.torch.probes.ablation import (  # noqa: E402
     token_nll,
     with_config,
 )
-from nextword.torch.models.lm import LMConfig, TinyLM, evaluate_loss  # noqa: E402
+from nextword.torch.models.lm import LMConfig, TinyLM  # noqa: E402
+from nextword.torch.training.token_lm import evaluate_loss  # noqa: E402
 
 
 def _model(**kw):

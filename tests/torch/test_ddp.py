@@ -13,8 +13,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from nextword.torch.training.checkpoint import CKPT  # noqa: E402
-from nextword.torch.training.config import preset  # noqa: E402
-from nextword.torch.training.loop import train  # noqa: E402
+from nextword.torch.barrier.config import preset  # noqa: E402
+from nextword.torch.barrier.train import train  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 

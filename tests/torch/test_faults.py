@@ -20,8 +20,8 @@ from nextword.torch.training.checkpoint import (  # noqa: E402
     CheckpointFallbackWarning,
     read_checkpoint,
 )
-from nextword.torch.training.config import PRESETS, preset  # noqa: E402
-from nextword.torch.training.loop import train  # noqa: E402
+from nextword.torch.barrier.config import PRESETS, preset  # noqa: E402
+from nextword.torch.barrier.train import train  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 

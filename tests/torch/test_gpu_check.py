@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 
 from nextword import provenance  # noqa: E402
 from nextword.__main__ import main  # noqa: E402
-from nextword.torch.training import gpu_check  # noqa: E402
+from nextword.torch.runs import gpu_check  # noqa: E402
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU: the real check would run")

@@ -12,15 +12,8 @@ torch = pytest.importorskip("torch")
 from nextword.decoding import greedy  # noqa: E402
 from nextword.positions import apply_rope, rope_frequencies, sinusoidal_encoding  # noqa: E402
 from nextword.torch.models.block import apply_rope as torch_rope  # noqa: E402
-from nextword.torch.models.lm import (  # noqa: E402
-    LMConfig,
-    TinyLM,
-    evaluate_loss,
-    next_logits_fn,
-    to_numpy_decoder,
-    torch_threads,
-    train_lm,
-)
+from nextword.torch.models.lm import LMConfig, TinyLM, next_logits_fn, to_numpy_decoder  # noqa: E402
+from nextword.torch.training.token_lm import evaluate_loss, torch_threads, train_lm  # noqa: E402
 
 
 def _cfg(**kw):

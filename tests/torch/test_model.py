@@ -9,6 +9,7 @@ torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
 
 from nextword.torch.models import gpt as M  # noqa: E402
+from nextword.torch.training import device as D  # noqa: E402
 
 
 def _model(**kw):
@@ -72,15 +73,15 @@ def test_tok_emb_argument_equals_lookup():
 
 
 def test_select_device_and_autocast():
-    dev = M.select_device("auto")
+    dev = D.select_device("auto")
     expected = (
         "cuda"
         if torch.cuda.is_available()
         else ("mps" if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available() else "cpu")
     )
     assert dev.type == expected
-    assert M.select_device("cpu").type == "cpu"
-    with M.autocast_context(torch.device("cpu"), amp=True):
+    assert D.select_device("cpu").type == "cpu"
+    with D.autocast_context(torch.device("cpu"), amp=True):
         assert torch.ones(2, 2).dtype == torch.float32
 
 

@@ -22,6 +22,7 @@ torch = pytest.importorskip("torch")
 
 from nextword.torch.models import gpt as G  # noqa: E402
 from nextword.torch.models import lm as L  # noqa: E402
+from nextword.torch.training import token_lm as T  # noqa: E402
 from nextword.torch.models.block import Block, BlockSpec, LinearBlock, RowBlock  # noqa: E402
 
 REF = Path(__file__).parent / "data" / "one_block_reference.npz"
@@ -36,8 +37,8 @@ LM_CONFIGS = {
 
 
 def _compute() -> dict[str, np.ndarray]:
-    from nextword.torch.training.config import preset
-    from nextword.torch.training.loop import train
+    from nextword.torch.barrier.config import preset
+    from nextword.torch.barrier.train import train
 
     out: dict[str, np.ndarray] = {}
     torch.manual_seed(0)
@@ -61,11 +62,11 @@ def _compute() -> dict[str, np.ndarray]:
         c = L.LMConfig(vocab_size=7, d_model=12, num_heads=3, num_layers=2, max_len=16, **kw)
         lm = L.TinyLM(c, seed=3)
         ids = np.tile(np.arange(7), 30)
-        losses = L.train_lm(lm, ids, steps=15, batch_size=4, block_size=9, lr=1e-2, seed=0, progress=False)
+        losses = T.train_lm(lm, ids, steps=15, batch_size=4, block_size=9, lr=1e-2, seed=0, progress=False)
         out[f"lm_{name}_losses"] = np.array(losses)
         lg, ws = lm(torch.as_tensor(ids[:10][None]), return_attention=True)
         out[f"lm_{name}_logits"], out[f"lm_{name}_w0"] = lg.detach().numpy(), ws[0].detach().numpy()
-        out[f"lm_{name}_eval"] = np.array(L.evaluate_loss(lm, ids, 9))
+        out[f"lm_{name}_eval"] = np.array(T.evaluate_loss(lm, ids, 9))
     return out
 
 

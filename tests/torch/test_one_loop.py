@@ -8,8 +8,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from nextword.torch.models.lm import LMConfig, TinyLM, train_lm  # noqa: E402
-from nextword.torch.training import engine, loop, token_lm  # noqa: E402
+from nextword.torch.models.lm import LMConfig, TinyLM  # noqa: E402
+from nextword.torch.training.token_lm import train_lm  # noqa: E402
+from nextword.torch.barrier import train as loop  # noqa: E402
+from nextword.torch.training import engine, token_lm  # noqa: E402
 from nextword.torch.training.checkpoint import CheckpointError  # noqa: E402
 
 CFG = LMConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=16)
@@ -36,7 +38,7 @@ def test_train_lm_and_the_barrier_loop_step_through_fit(monkeypatch, tmp_path):
     monkeypatch.setattr(token_lm, "fit", spy)
     monkeypatch.setattr(loop, "fit", spy)
     train_lm(TinyLM(CFG, seed=0), IDS, steps=3, batch_size=2, block_size=8, seed=0, progress=False)
-    from nextword.torch.training.config import preset
+    from nextword.torch.barrier.config import preset
 
     loop.train(preset("tiny", steps=2, eval_every=2), tmp_path, progress=False, device="cpu")
     assert calls == [3, 2]
@@ -45,7 +47,7 @@ def test_train_lm_and_the_barrier_loop_step_through_fit(monkeypatch, tmp_path):
 def test_train_lm_resumes_exactly(tmp_path):
     whole = train_lm(TinyLM(CFG, seed=0), IDS, steps=7, batch_size=4, block_size=8, seed=1, progress=False)
     rng = np.random.default_rng(1)
-    first = token_lm.train_tokens(
+    first = token_lm.train_lm(
         TinyLM(CFG, seed=0), IDS, steps=7, batch_size=4, block_size=8, rng=rng, out_dir=tmp_path, stop_after=3
     )
     model = TinyLM(CFG, seed=0)  # a fresh process: new model, new generator, same seed
@@ -72,11 +74,11 @@ def test_train_lm_rejects_bad_options():
     with pytest.raises(TypeError, match="exactly one of seed"):
         train_lm(TinyLM(CFG), IDS, steps=1, batch_size=2, block_size=4)
     with pytest.raises(ValueError, match="resume and stop_after need out_dir"):
-        token_lm.train_tokens(
+        token_lm.train_lm(
             TinyLM(CFG), IDS, steps=1, batch_size=2, block_size=4, rng=np.random.default_rng(0), resume=True
         )
     with pytest.raises(TypeError, match="rng must be a np.random.Generator"):
-        token_lm.train_tokens(TinyLM(CFG), IDS, steps=1, batch_size=2, block_size=4, rng=0)
+        token_lm.train_lm(TinyLM(CFG), IDS, steps=1, batch_size=2, block_size=4, rng=0)
 
 
 def test_hybrid_svflow_training_steps_through_fit_and_resumes_exactly(monkeypatch, tmp_path):
@@ -110,7 +112,7 @@ def test_hybrid_svflow_training_steps_through_fit_and_resumes_exactly(monkeypatc
 
 
 def test_multi_tensor_optimisers_take_bitwise_the_same_steps(monkeypatch):
-    """train_tokens and train_hybrid build their optimisers with ``foreach=True`` (one call per step, faster);
+    """train_lm and train_hybrid build their optimisers with ``foreach=True`` (one call per step, faster);
     a run with torch's per-parameter loop instead gives the same losses and weights, bit for bit."""
     from nextword.torch.svflow import hybrid
     from nextword.torch.svflow.hybrid import HybridConfig, make_moons, train_hybrid
@@ -120,7 +122,7 @@ def test_multi_tensor_optimisers_take_bitwise_the_same_steps(monkeypatch):
 
     def runs():
         model = TinyLM(CFG, seed=0)
-        losses = token_lm.train_tokens(model, IDS, steps=12, batch_size=4, block_size=8, rng=np.random.default_rng(0))
+        losses = token_lm.train_lm(model, IDS, steps=12, batch_size=4, block_size=8, rng=np.random.default_rng(0))
         hmodel, log = train_hybrid(hcfg, X, y)
         return losses, log, [p.detach().clone() for p in (*model.parameters(), *hmodel.parameters())]
 

@@ -105,13 +105,77 @@ def test_margin_loss_general_embeddings_paths_agree():
 
 
 def test_custom_backward_gradcheck():
-    """The closed-form gradients of the Sylvester Function against finite differences."""
+    """The closed-form gradients of the Sylvester Function against finite differences.
+
+    Rows have supports of 1, 2 and 3 items (a prefix; entries beyond it are 0) from two sequences,
+    and chunks of 2 rows, so that rows of different support share a padded chunk.
+    """
     g = torch.Generator().manual_seed(5)
-    N, K, V = 4, 3, 5
-    beta = (torch.rand(N, K, generator=g, dtype=F64) + 0.1).requires_grad_()
-    vids = torch.tensor([[0, 2, 4], [1, 2, 3], [4, 0, 1], [3, 1, 2]])
-    G = (0.5 * torch.randn(V, V, generator=g, dtype=F64)).requires_grad_()
-    assert torch.autograd.gradcheck(lambda b, G_: P._SylvesterMargin.apply(b, vids, G_, 2), (beta, G))
+    N, K, B = 5, 3, 2
+    r = torch.tensor([3, 1, 2, 3, 2])
+    seq = torch.tensor([0, 1, 1, 0, 0])
+    support = torch.arange(K) < r[:, None]  # (N, K); entries beyond it are structural zeros
+    free = (torch.rand(int(support.sum()), generator=g, dtype=F64) + 0.1).requires_grad_()
+    G_local = (0.5 * torch.randn(B, K, K, generator=g, dtype=F64)).requires_grad_()
+
+    def margin(f, G_):
+        beta = torch.zeros(N, K, dtype=F64).masked_scatter(support, f)
+        return P._SylvesterMargin.apply(beta, G_, seq, r, 2)
+
+    assert torch.autograd.gradcheck(margin, (free, G_local))
+
+
+def test_prefix_masses_equal_the_attention_rows_summed_by_token():
+    """β from prefix counts (one softmax over items) = α from the (P × T) attention rows, summed by token,
+    and items are numbered in order of first appearance (so the items before t are the first r_t)."""
+    tok, E, W = _setup(B=3, T=12, V=5, d=4, seed=6)
+    pos = P.sample_positions(3, 12, 5, torch.Generator().manual_seed(1))
+    for positions in (None, pos):
+        alpha = P.attention_rows(E[tok], W, positions)  # (B, P, T)
+        beta, vids, G_local, r = P.prefix_masses(tok, E @ W.T @ E.T, positions)
+        for b in range(3):
+            seen = list(dict.fromkeys(tok[b].tolist()))  # ids in order of first appearance
+            assert vids[b, : len(seen)].tolist() == seen
+            for p in range(beta.shape[1]):
+                t = int(positions[b, p]) if positions is not None else p + 1
+                assert int(r[b, p]) == len(set(tok[b, :t].tolist()))
+                want = torch.stack([alpha[b, p][tok[b] == v].sum() for v in seen])
+                torch.testing.assert_close(beta[b, p, : len(seen)], want, rtol=1e-12, atol=1e-14)
+                assert torch.all(beta[b, p, int(r[b, p]) :] == 0)
+        torch.testing.assert_close(G_local, (E @ W.T @ E.T)[vids[:, :, None], vids[:, None, :]])
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    B=st.integers(1, 3),
+    T=st.integers(2, 40),
+    V=st.integers(1, 12),
+    d=st.integers(1, 6),
+    scale=st.sampled_from([0.1, 0.5, 2.0]),
+    seed=st.integers(0, 10_000),
+    subsample=st.booleans(),
+    chunk=st.sampled_from([1, 3, 1024]),
+)
+def test_token_path_matches_the_frozen_reference(B, T, V, d, scale, seed, subsample, chunk):
+    """The prefix-count path against the implementation it replaced (tests/torch/margin_reference.py):
+    value and gradients to 1e-9 of the largest entry in float64, 2e-4 in float32, plus an absolute
+    1e-13 / 1e-7 for values that are zero up to rounding (one distinct token: C_t = 0 exactly here,
+    β = 1 − ε in the old sum of attention rows)."""
+    from tests.torch.margin_reference import margin_loss_tokens_reference
+
+    pos = None
+    if subsample:
+        pos = P.sample_positions(B, T, max(1, (T - 1) // 3), torch.Generator().manual_seed(seed))
+    for dtype, rtol, atol in ((F64, 1e-9, 1e-13), (torch.float32, 2e-4, 1e-7)):
+        tok, E, W = _setup(B, T, V, d, scale=scale, seed=seed)
+        E, W = E.to(dtype), W.to(dtype)
+        out = []
+        for f in (margin_loss_tokens_reference, P.margin_loss_tokens):
+            Er, Wr = E.clone().requires_grad_(), W.clone().requires_grad_()
+            L = f(tok, Er, Wr, positions=pos, chunk=chunk)
+            out.append((L.detach(), *torch.autograd.grad(L, (Er, Wr))))
+        for new, old in zip(out[1], out[0]):
+            assert float((new - old).abs().max()) <= rtol * float(old.abs().max()) + atol, (dtype, new, old)
 
 
 def test_sylvester_per_position_matches_dense_slogdet():

@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 
 from nextword import provenance  # noqa: E402
 from nextword.torch.runs import barrier_runs as R  # noqa: E402
-from nextword.torch.training.config import preset  # noqa: E402
+from nextword.torch.barrier.config import preset  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = [
@@ -65,7 +65,7 @@ def test_unfinished_run_is_not_saved(tiny_registry, monkeypatch):
     monkeypatch.setattr(
         R, "_cpu_arm", lambda lam, seed=0: preset("tiny", lambda_margin=lam, seed=seed, steps=4, eval_every=2)
     )
-    from nextword.torch.training.loop import train
+    from nextword.torch.barrier.train import train
 
     train(R._cpu_arm(0.0), R.runs_root() / exp.name, progress=False, max_steps_this_run=2)
     with pytest.raises(RuntimeError, match="not finished"):

@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from nextword.chapter6 import copy_task  # noqa: E402
-from nextword.torch.models.lm import evaluate_loss, torch_threads, train_lm  # noqa: E402
+from nextword.torch.training.token_lm import evaluate_loss, torch_threads, train_lm  # noqa: E402
 from nextword.torch.models.rnn import RecurrentConfig, RecurrentLM  # noqa: E402
 
 

@@ -11,8 +11,8 @@ torch = pytest.importorskip("torch")
 from nextword.torch import cli  # noqa: E402
 from nextword.torch.training.data import load_char_data  # noqa: E402
 from nextword.torch.training.checkpoint import CKPT, RESULTS, save_json  # noqa: E402
-from nextword.torch.training.config import PRESETS, preset  # noqa: E402
-from nextword.torch.training.loop import build, code_hash, load_checkpoint, lr_at, train, train_or_load  # noqa: E402
+from nextword.torch.barrier.config import PRESETS, preset  # noqa: E402
+from nextword.torch.barrier.train import build, code_hash, load_checkpoint, lr_at, train, train_or_load  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,7 @@ def test_cli_train_resume_robustness_report(tmp_path, capsys):
 
 def test_sweep_writes_one_row_per_lambda_and_reuses_runs(tmp_path):
     cfg = preset("tiny", steps=2, eval_every=2)
-    from nextword.torch.runs.sweep import run_sweep
+    from nextword.torch.barrier.sweep import run_sweep
 
     table = run_sweep(cfg, (0.0, 0.5), tmp_path, progress=False)
     assert [r["lambda"] for r in table["rows"]] == [0.0, 0.5]

@@ -27,6 +27,9 @@ Three exact evaluation paths
                     determinant equals the r_t×r_t determinant on the r_t items that *are* present
                     (block-triangular structure); we evaluate that one, batched and bucketed by r_t,
                     with a custom backward that uses (I − M)^{-T} and keeps no per-position matrices.
+                    β_t itself comes from prefix counts (:func:`prefix_masses`): the logit x_t W x_sᵀ
+                    = G[y_s, y_t] depends on s only through its token, so β_t is one softmax over
+                    the items seen so far, never a (T × T) attention matrix.
 ``"sylvester_dense"`` the literal |V|×|V| form with autograd (a reference for tests).
 
 Position subsampling: ``positions`` (B, k) restricts the mean to k positions per sequence; drawn
@@ -50,6 +53,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 __all__ = [
     "EmbeddingPrior",
@@ -60,12 +64,14 @@ __all__ = [
     "sample_positions",
     "vocab_masses",
     "sylvester_logabsdet",
+    "prefix_masses",
     "prior_diagnostics",
     "METHODS",
 ]
 
 METHODS = ("direct", "second_moment", "sylvester", "sylvester_dense")
-_CHUNK = 1024  # positions per batched LU in the Sylvester path (memory ≈ CHUNK · r² floats)
+_CHUNK = 1024  # positions per batched LU in the Sylvester path on a CPU (memory ≈ CHUNK · r² floats)
+_CHUNK_ELEMENTS = 1 << 26  # elsewhere (a GPU): as many positions as fit 2**26 entries of an r×r batch
 
 
 # --------------------------------------------------------------------------------------- checks
@@ -204,28 +210,73 @@ def _compact(beta: torch.Tensor, vids: torch.Tensor, G: torch.Tensor, rows: torc
 
 
 def _chunk_logabsdet(bc: torch.Tensor, Gc: torch.Tensor, need_inverse: bool):
-    """log|det(I − C G)| on the compact support, with (I − C G)^{-1} when ``need_inverse``."""
+    """log|det(I − C G)| on the compact support, C = diag β − ββᵀ; bc (n, r), Gc (n, r, r).
+
+    Returns ``logabs`` (n,), ``Hneg`` (n, r, r) = 1uᵀ − G with uᵀ = βᵀG (so that I − C G =
+    I + diag(β) Hneg) and, when ``need_inverse``, ``Z = (I − C G)^{-T}`` (n, r, r). The LU factors
+    Aᵀ, which for a row-major A is already the column-major layout LAPACK works in (no copy), and
+    Z = (Aᵀ)^{-1} comes from the same factors.
+    """
     n, r = bc.shape
-    u = torch.einsum("ni,nij->nj", bc, Gc)  # (n, r): uᵀ = βᵀ G
-    M = bc[:, :, None] * (Gc - u[:, None, :])  # (n, r, r): (diag β − ββᵀ) G
-    A = torch.eye(r, dtype=bc.dtype, device=bc.device) - M
-    LU, piv, _ = torch.linalg.lu_factor_ex(A)
+    u = (bc[:, None, :] @ Gc)[:, 0]  # (n, r): uᵀ = βᵀ G
+    Hneg = u[:, None, :] - Gc  # (n, r, r)
+    eye = torch.eye(r, dtype=bc.dtype, device=bc.device)
+    A = torch.addcmul(eye, bc[:, :, None], Hneg)  # (n, r, r): I − (diag β − ββᵀ) G
+    LU, piv, _ = torch.linalg.lu_factor_ex(A.mT)
     logabs = LU.diagonal(dim1=-2, dim2=-1).abs().log().sum(-1)  # (n,)
-    Ainv = None
-    if need_inverse:
-        # A^{-1} = U^{-1} L^{-1} Pᵀ from the packed factors (two batched triangular solves; on CPU
-        # this is several times faster than lu_solve/inv_ex for many small matrices)
-        P, _, _ = torch.lu_unpack(LU, piv, unpack_data=False)  # (n, r, r)
-        X = torch.linalg.solve_triangular(LU, P.mT, upper=False, unitriangular=True)
-        Ainv = torch.linalg.solve_triangular(LU, X, upper=True)  # (n, r, r)
-    return logabs, u, Ainv
+    Z = torch.linalg.lu_solve(LU, piv, eye.expand(n, r, r)) if need_inverse else None
+    return logabs, Hneg, Z
+
+
+def prefix_masses(
+    tokens: torch.Tensor, G: torch.Tensor, positions: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Attention mass per vocabulary item from prefix counts, without the (P × T) attention rows.
+
+    For token embeddings the logit ``x_t W x_sᵀ = G[y_s, y_t]`` (``G = E Wᵀ Eᵀ``) depends on the key
+    ``s`` only through its token, so with ``n_t[k]`` the number of copies of item ``k`` before ``t``
+
+        β_t[k] = Σ_{s<t, y_s=k} α_ts = n_t[k] e^{G[k, y_t]} / Σ_j n_t[j] e^{G[j, y_t]}
+               = softmax_k(G[k, y_t] + log n_t[k]),
+
+    O(P·K) per sequence instead of O(P·T·d). Items are numbered per sequence in order of first
+    appearance, so the items present before ``t`` are exactly the first ``r_t`` (the support is a
+    prefix). ``tokens`` (B, T) int64, ``G`` (|V|, |V|) → ``beta`` (B, P, K) (equal to
+    :func:`vocab_masses` up to that renumbering), ``vocab_ids`` (B, K) (padded with the sequence's
+    first id), ``G_local`` (B, K, K) ``= G[vocab_ids][:, :, vocab_ids]`` and ``r`` (B, P), the
+    number of distinct items before each position. Differentiable in ``G``.
+    """
+    B, T = tokens.shape
+    pos = _check_positions(positions, B, T, tokens.device)  # (B, P)
+    ar = torch.arange(T, device=tokens.device)
+    ys, perm = tokens.sort(dim=1, stable=True)  # (B, T); equal ids keep position order
+    start = torch.ones_like(ys, dtype=torch.bool)
+    start[:, 1:] = ys[:, 1:] != ys[:, :-1]
+    head = torch.where(start, ar, 0).cummax(1).values  # (B, T) sorted index of each run's start
+    first = torch.empty_like(tokens).scatter_(1, perm, perm.gather(1, head))  # (B, T) first position of y_s
+    distinct = (first == ar).cumsum(1)  # (B, T) distinct items in y_0..y_s
+    local = distinct.gather(1, first) - 1  # (B, T) item number in order of first appearance
+    K = int(distinct[:, -1].max())
+    vids = tokens[:, :1].expand(B, K).clone()
+    vids.scatter_(1, local, tokens)  # (B, K)
+    G_local = G[vids[:, :, None], vids[:, None, :]]  # (B, K, K)
+    onehot = torch.nn.functional.one_hot(local, K).to(G.dtype)  # (B, T, K)
+    counts = onehot.cumsum(1) - onehot  # (B, T, K) n_t: copies strictly before t
+    n = counts.gather(1, pos[..., None].expand(-1, -1, K))  # (B, P, K)
+    query = local.gather(1, pos)  # (B, P) item of y_t
+    logits = G_local.transpose(1, 2).gather(1, query[..., None].expand(-1, -1, K))  # (B, P, K): G[k, y_t]
+    beta = torch.softmax(logits + n.log(), dim=-1)  # log 0 = −inf: absent items get β = 0
+    r = distinct.gather(1, pos - 1)  # (B, P)
+    return beta, vids, G_local, r
 
 
 class _SylvesterMargin(torch.autograd.Function):
-    """mean_n −log|det(I − C_n G_n)| with C_n = diag β_n − β_n β_nᵀ, G_n = G[ids_n][:, ids_n].
+    """mean_n −log|det(I − C_n G_n)| with C_n = diag β_n − β_n β_nᵀ on the support {0, …, r_n − 1}.
 
+    Inputs: ``beta`` (N, K) with the support of row n a prefix of length ``r[n]`` (entries beyond it
+    are 0), ``G_local`` (B, K, K), ``seq`` (N,) the sequence of each row: G_n = G_local[seq[n]][:r, :r].
     Forward computes the value and, when gradients are needed, the gradients with respect to β
-    (N, K) and G (V, V) in closed form from Z = (I − M)^{-T}:
+    (N, K) and G_local (B, K, K) in closed form from Z = (I − M)^{-T}:
 
         ∂/∂M (−log|det(I − M)|) = Z,
         ∂/∂β_i = Σ_j Z_ij G_ij − (Z u)_i − (G Zᵀβ)_i,   u = Gᵀβ,
@@ -233,40 +284,47 @@ class _SylvesterMargin(torch.autograd.Function):
 
     so backward only rescales two small saved tensors. Entries with β = 0 get zero gradient: they
     are structurally zero (the token is absent from the prefix, or its softmax weight underflowed,
-    in which case the softmax backward multiplies by α = 0 anyway).
+    in which case the softmax backward multiplies by β = 0 anyway). Positions are processed in
+    chunks of similar support size, each padded to its largest r (padding rows of I − M are rows of
+    the identity, which change neither the determinant nor the gradients).
     """
 
     @staticmethod
-    def forward(ctx, beta, vids, G, chunk):  # noqa: D401 - autograd signature
-        N, K = beta.shape
-        V = G.shape[0]
-        need = ctx.needs_input_grad[0] or ctx.needs_input_grad[2]
+    def forward(ctx, beta, G_local, seq, r, chunk):  # noqa: D401 - autograd signature
+        N = beta.shape[0]
+        need = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
         total = beta.new_zeros(())
         g_beta = torch.zeros_like(beta) if need else None
-        g_G = torch.zeros(V * V, dtype=G.dtype, device=G.device) if need else None
-        for rows, rmax in _chunks_by_support(beta, chunk):
+        g_G = torch.zeros_like(G_local) if need else None
+        order = torch.argsort(r, stable=True)
+        r_sorted = r[order].tolist()
+        for start in range(0, N, chunk):
+            rows = order[start : start + chunk]  # (n,)
+            rmax = r_sorted[min(start + chunk, N) - 1]
             if rmax == 0:
                 continue
-            bc, ids, Gc, order, mask = _compact(beta, vids, G, rows, rmax)
-            logabs, u, Ainv = _chunk_logabsdet(bc, Gc, need)
+            s = seq[rows]
+            bc = beta[rows, :rmax]  # (n, r)
+            Gc = G_local[:, :rmax, :rmax].index_select(0, s)  # (n, r, r)
+            logabs, Hneg, Z = _chunk_logabsdet(bc, Gc, need)
             total = total - logabs.sum()
             if need:
-                Z = Ainv.transpose(1, 2)  # (n, r, r)
-                w = Ainv @ bc[:, :, None]  # (n, r, 1): Zᵀβ = A^{-1}β
-                gb = (Z * Gc).sum(-1) - (Z @ u[:, :, None])[..., 0] - (Gc @ w)[..., 0]
-                gb = gb * mask  # (n, r)
-                g_beta[rows] = torch.zeros_like(beta[rows]).scatter(1, order, gb)
-                gG = bc[:, :, None] * (Z - w.transpose(1, 2))  # (n, r, r): (diag β − ββᵀ) Z
-                flat = ids[:, :, None] * V + ids[:, None, :]  # (n, r, r) into V·V
-                g_G.index_add_(0, flat.reshape(-1), gG.reshape(-1))
+                Z = Z.contiguous()  # LAPACK returns it column-major; the products below run along rows
+                w = (bc[:, None, :] @ Z)[:, 0]  # (n, r): wᵀ = βᵀZ, i.e. w = A^{-1}β
+                # ∂/∂β_i = Σ_j Z_ij (G_ij − u_j) − (G w)_i
+                gb = -(Z * Hneg).sum(-1) - (Gc @ w[:, :, None])[..., 0]  # (n, r)
+                g_beta[rows, :rmax] = gb * (bc > 0)
+                gG = bc[:, :, None] * (Z - w[:, None, :])  # (n, r, r): (diag β − ββᵀ) Z
+                per_seq = torch.zeros(g_G.shape[0], rmax, rmax, dtype=gG.dtype, device=gG.device)
+                g_G[:, :rmax, :rmax] += per_seq.index_add_(0, s, gG)  # sum over each sequence's rows
         if need:
-            ctx.save_for_backward(g_beta / N, g_G.view(V, V) / N)
+            ctx.save_for_backward(g_beta / N, g_G / N)
         return total / N
 
     @staticmethod
     def backward(ctx, grad_out):
         g_beta, g_G = ctx.saved_tensors
-        return grad_out * g_beta, None, grad_out * g_G, None
+        return grad_out * g_beta, grad_out * g_G, None, None, None
 
 
 def sylvester_logabsdet(
@@ -292,13 +350,15 @@ def margin_loss_tokens(
     *,
     positions: torch.Tensor | None = None,
     method: str = "sylvester",
-    chunk: int = _CHUNK,
+    chunk: int | None = None,
 ) -> torch.Tensor:
     """Margin loss when the prior sees token embeddings ``x_s = E[y_s]``; scalar.
 
     ``tokens`` (B, T) int64, ``embedding`` E (|V|, d), ``W`` (d, d). ``method`` is one of
     :data:`METHODS`; ``"sylvester"`` is the fast exact path (cost per position ∝ r_t³ with r_t the
-    number of distinct tokens before t), the others are exact references.
+    number of distinct tokens before t), the others are exact references. ``chunk``: positions per
+    batched factorisation (``None``: 1024 on a CPU, where small batches keep LAPACK's work in cache;
+    on other devices as many as fit 2**26 matrix entries, so that a step launches few kernels).
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -306,22 +366,27 @@ def margin_loss_tokens(
         raise TypeError("tokens must be an int64 tensor of shape (B, T)")
     if embedding.ndim != 2:
         raise ValueError(f"embedding must have shape (|V|, d), got {tuple(embedding.shape)}")
-    x = embedding[tokens]  # (B, T, d)
+    # F.embedding, not embedding[tokens], wherever x = E[tokens] is built: its backward sums each row's
+    # gradient in one thread, in token order (bitwise the same at any thread count); indexing's backward
+    # adds with atomics across threads
     if method in ("direct", "second_moment"):
-        return margin_loss(x, W, positions=positions, method=method)
-    alpha = attention_rows(x, W, positions)  # (B, P, T)
+        return margin_loss(F.embedding(tokens, embedding), W, positions=positions, method=method)
+    _check_x(embedding[:1][tokens[:, :2] * 0], W)  # shapes of x = E[tokens] without building it
     G = embedding @ W.T @ embedding.T  # (|V|, |V|) = E Wᵀ Eᵀ
     if method == "sylvester_dense":
+        alpha = attention_rows(F.embedding(tokens, embedding), W, positions)  # (B, P, T)
         V = embedding.shape[0]
         beta = torch.zeros(*alpha.shape[:2], V, dtype=alpha.dtype, device=alpha.device)
         beta = beta.scatter_add(2, tokens[:, None, :].expand(-1, alpha.shape[1], -1), alpha)
         C = torch.diag_embed(beta) - beta[..., :, None] * beta[..., None, :]  # (B, P, V, V)
         _, logabs = torch.linalg.slogdet(torch.eye(V, dtype=G.dtype, device=G.device) - C @ G)
         return -logabs.mean()
-    beta, vids = vocab_masses(tokens, alpha)  # (B, P, K), (B, K)
-    P = beta.shape[1]
-    vids_n = vids[:, None, :].expand(-1, P, -1).reshape(-1, vids.shape[1])  # (B·P, K)
-    return _SylvesterMargin.apply(beta.reshape(-1, beta.shape[-1]), vids_n, G, chunk)
+    beta, _, G_local, r = prefix_masses(tokens, G, positions)  # (B, P, K), (B, K, K), (B, P)
+    B, P, K = beta.shape
+    seq = torch.arange(B, device=tokens.device).repeat_interleave(P)  # (B·P,)
+    if chunk is None:
+        chunk = _CHUNK if tokens.device.type == "cpu" else max(1, _CHUNK_ELEMENTS // (K * K))
+    return _SylvesterMargin.apply(beta.reshape(B * P, K), G_local, seq, r.reshape(-1), chunk)
 
 
 # ------------------------------------------------------------------------------- the module

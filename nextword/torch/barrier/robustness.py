@@ -18,7 +18,8 @@ import math
 import torch
 import torch.distributed as dist
 
-from nextword.torch.models.gpt import SmallGPT, autocast_context
+from nextword.torch.models.gpt import SmallGPT
+from nextword.torch.training.device import autocast_context
 from nextword.torch.barrier.prior import EmbeddingPrior, prior_diagnostics
 
 __all__ = ["evaluate_bpc", "noise_curve", "noise_row", "embedding_rms", "evaluate_diagnostics", "LN2"]

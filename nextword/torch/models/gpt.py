@@ -34,7 +34,7 @@ import torch.nn.functional as F
 
 from nextword.torch.models.block import BlockSpec, LinearBlock
 
-__all__ = ["SmallGPTConfig", "SmallGPT", "select_device", "autocast_context"]
+__all__ = ["SmallGPTConfig", "SmallGPT"]
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class SmallGPTConfig:
     """Hyper-parameters of :class:`SmallGPT`, named as in :class:`nextword.decoder.DecoderConfig`.
 
     ``vocab_size`` may be left ``None`` in a training configuration (the corpus decides it; see
-    :func:`nextword.torch.training.loop.build`), but :class:`SmallGPT` needs it set. ``d_ff`` is the
+    :func:`nextword.torch.barrier.train.build`), but :class:`SmallGPT` needs it set. ``d_ff`` is the
     feed-forward width (``None``: ``4 · d_model``). All plain values, so they round-trip through JSON.
 
     >>> SmallGPTConfig(d_model=8, num_heads=2).ff_dim
@@ -192,25 +192,3 @@ class SmallGPT(nn.Module):
                 flat = flat.float()
             loss = F.cross_entropy(flat, targets.reshape(B * T))
         return logits, loss
-
-
-def select_device(preference: str = "auto") -> torch.device:
-    """``"auto"`` → cuda if available, else mps, else cpu; otherwise the named device (validated)."""
-    if preference == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        mps = getattr(torch.backends, "mps", None)
-        if mps is not None and mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-    dev = torch.device(preference)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={preference!r} requested but CUDA is not available")
-    return dev
-
-
-def autocast_context(device: torch.device, amp: bool):
-    """bfloat16 autocast on CUDA when ``amp`` is set; a no-op context elsewhere."""
-    if amp and device.type == "cuda":
-        return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
-    return torch.autocast(device_type=device.type, enabled=False)

@@ -18,24 +18,23 @@ Positional encodings are not re-derived: the sinusoidal table is
 RoPE uses :func:`nextword.positions.rope_frequencies` (consecutive pairs, as
 :func:`~nextword.positions.apply_rope`; the tests check equality).
 
+Training and evaluation live one floor up, in :mod:`nextword.torch.training.token_lm` (``train_lm``,
+``evaluate_loss``): a model knows no loop.
+
 Tiny worked example::
 
     >>> cfg = LMConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=16)
     >>> model = TinyLM(cfg, seed=0)
-    >>> ids = np.tile(np.arange(5), 40)                   # 0 1 2 3 4 0 1 ... (deterministic)
-    >>> losses = train_lm(model, ids, steps=60, batch_size=8, block_size=8, lr=1e-2, seed=0,
-    ...                   progress=False)
-    >>> losses[-1] < 0.1 < losses[0]                      # it learns the cycle
-    True
+    >>> tuple(model(torch.zeros(2, 3, dtype=torch.long)).shape)   # ids (B, T) -> logits (B, T, V)
+    (2, 3, 5)
     >>> to_numpy_decoder(model).logits([0, 1, 2]).shape
     (3, 5)
 """
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, fields
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -46,19 +45,7 @@ from nextword.decoder import DecoderConfig
 from nextword.torch.models.block import BlockSpec, RowBlock
 from nextword.positions import rope_frequencies, sinusoidal_encoding
 
-__all__ = [
-    "LMConfig",
-    "TinyLM",
-    "Block",
-    "train_lm",
-    "evaluate_loss",
-    "to_numpy_decoder",
-    "next_logits_fn",
-    "torch_threads",
-    "token_ids",
-    "token_batch",
-    "check_block_size",
-]
+__all__ = ["LMConfig", "TinyLM", "Block", "to_numpy_decoder", "next_logits_fn"]
 
 
 @dataclass(frozen=True)
@@ -191,7 +178,8 @@ class TinyLM(nn.Module):
                     f"head_mask must have shape (num_layers, num_heads) = "
                     f"{(c.num_layers, c.num_heads)}, got {tuple(hm.shape)}"
                 )
-        x = self._add_positions(self.tok_emb[ids.long()])  # (B, T, d)
+        # F.embedding: a backward that is bitwise the same at any thread count (indexing's is not)
+        x = self._add_positions(F.embedding(ids.long(), self.tok_emb))  # (B, T, d)
         freqs = self.rope_freqs if c.positional == "rope" else None
         weights = []
         for i, blk in enumerate(self.blocks):
@@ -204,157 +192,6 @@ class TinyLM(nn.Module):
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
-
-
-# ---- data, training, evaluation ---------------------------------------------------------------
-@contextlib.contextmanager
-def torch_threads(n: int | None) -> Iterator[None]:
-    """Temporarily run torch on ``n`` intra-op threads (None: leave as is), restoring the old value.
-
-    Tiny models gain nothing from threads, and on a busy 2-core machine a multi-threaded matmul
-    of a few hundred numbers can be ~30x slower than a single-threaded one (measured here), so
-    :func:`train_lm` and :func:`evaluate_loss` default to one thread.
-    """
-    old = torch.get_num_threads()
-    if n is not None:
-        torch.set_num_threads(int(n))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
-
-
-def token_ids(data: object, vocab_size: int) -> np.ndarray:
-    """``data`` as int64 token ids, a stream ``(N,)`` or sequences ``(num_seqs, L)``, each in ``[0, vocab_size)``."""
-    arr = np.asarray(data)
-    if arr.dtype.kind not in "iu" or arr.ndim not in (1, 2):
-        raise ValueError(
-            f"data must be integer token ids of shape (N,) (a stream) or (num_seqs, L) "
-            f"(separate sequences), got {arr.shape} {arr.dtype}"
-        )
-    if arr.size and (arr.min() < 0 or arr.max() >= vocab_size):
-        raise ValueError(f"token ids must lie in [0, vocab_size={vocab_size})")
-    return arr.astype(np.int64)
-
-
-def token_batch(
-    data: np.ndarray, mask: np.ndarray | None, rows: np.ndarray, block_size: int
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """Inputs/targets ``(B, block_size)`` from a stream (``rows`` = window starts) or a 2-D set."""
-    if data.ndim == 1:
-        win = data[rows[:, None] + np.arange(block_size + 1)]  # (B, block_size+1)
-        m = None
-    else:
-        win = data[rows]  # (B, L)
-        m = None if mask is None else torch.from_numpy(mask[rows])  # (B, L-1)
-    return torch.from_numpy(win[:, :-1]), torch.from_numpy(win[:, 1:]), m
-
-
-def check_block_size(data: np.ndarray, block_size: int | None, max_len: int) -> int:
-    """The window length of ``data``: ``block_size`` for a stream (validated), ``L - 1`` for sequences ``(n, L)``."""
-    if data.ndim == 2:
-        L = data.shape[1] - 1
-        if block_size not in (None, L):
-            raise ValueError(f"for 2-D data of shape {data.shape}, block_size must be None or L-1 = {L}")
-        return L
-    if block_size is None or block_size < 1 or block_size >= data.size:
-        raise ValueError(f"block_size must be an int in [1, len(data)) = [1, {data.size}), got {block_size}")
-    return block_size
-
-
-def train_lm(
-    model: TinyLM,
-    data: object,
-    *,
-    steps: int,
-    batch_size: int,
-    block_size: int | None = None,
-    lr: float = 3e-3,
-    seed: int | None = None,
-    rng: np.random.Generator | None = None,
-    loss_mask: object = None,
-    weight_decay: float = 0.0,
-    grad_clip: float | None = 1.0,
-    progress: bool = True,
-    num_threads: int | None = 1,
-    out_dir: str | None = None,
-    resume: bool = False,
-) -> list[float]:
-    """Train ``model`` with AdamW on next-token cross-entropy; return the loss of every step (nats).
-
-    ``data``: a token stream ``(N,)`` — each batch takes ``batch_size`` random windows of
-    ``block_size + 1`` tokens — or separate sequences ``(num_seqs, L)`` — each batch takes random
-    rows, inputs ``row[:-1]``, targets ``row[1:]`` (then ``block_size`` is ``L - 1`` or None).
-    ``loss_mask (num_seqs, L-1)`` (2-D data only) selects the target positions that count, e.g. the
-    answer half of a copy task. Randomness comes from ``rng`` or ``seed`` (one of them).
-    ``progress`` shows a tqdm bar; ``num_threads`` see :func:`torch_threads`. ``out_dir`` checkpoints the
-    run there and ``resume=True`` continues it.
-
-    A thin wrapper: the work is the one training loop's
-    (:func:`nextword.torch.training.token_lm.train_tokens` on :func:`nextword.torch.training.engine.fit`).
-    """
-    # the one loop lives above the models (nextword.torch.training); this name is the one the pages import
-    from nextword.torch.training.token_lm import train_tokens
-
-    if (rng is None) == (seed is None):
-        raise TypeError("pass exactly one of seed= (an int) or rng= (a np.random.Generator)")
-    return train_tokens(
-        model,
-        data,
-        steps=steps,
-        batch_size=batch_size,
-        block_size=block_size,
-        lr=lr,
-        rng=np.random.default_rng(seed) if rng is None else rng,
-        loss_mask=loss_mask,
-        weight_decay=weight_decay,
-        grad_clip=grad_clip,
-        progress=progress,
-        num_threads=num_threads,
-        out_dir=out_dir,
-        resume=resume,
-    )
-
-
-@torch.no_grad()
-def evaluate_loss(
-    model: TinyLM,
-    data: object,
-    block_size: int | None = None,
-    *,
-    loss_mask: object = None,
-    batch_size: int = 64,
-    num_threads: int | None = 1,
-) -> float:
-    """Mean next-token cross-entropy (nats per predicted token) of ``model`` on ``data``.
-
-    A stream ``(N,)`` is cut into consecutive non-overlapping windows of ``block_size + 1`` tokens
-    (every target predicted once, with a fresh context at each window start); 2-D data
-    ``(num_seqs, L)`` is scored row by row, with an optional ``loss_mask (num_seqs, L-1)``.
-    """
-    data = token_ids(data, model.config.vocab_size)
-    block = check_block_size(data, block_size, model.config.max_len)
-    was_training = model.training
-    model.eval()
-    if data.ndim == 1:
-        n = (data.size - 1) // block
-        starts = np.arange(n) * block
-        mask = None
-    else:
-        starts = np.arange(data.shape[0])
-        mask = None if loss_mask is None else np.asarray(loss_mask, dtype=bool)
-    total, count = 0.0, 0.0
-    with torch_threads(num_threads):
-        for i in range(0, starts.size, batch_size):
-            x, y, m = token_batch(data, mask, starts[i : i + batch_size], block)
-            nll = F.cross_entropy(model(x).reshape(-1, model.config.vocab_size), y.reshape(-1), reduction="none")
-            w = torch.ones_like(nll) if m is None else m.reshape(-1).to(nll.dtype)
-            total += float((nll * w).sum())
-            count += float(w.sum())
-    model.train(was_training)
-    if count == 0:
-        raise ValueError("no target positions to score (empty data or an all-False loss_mask)")
-    return total / count
 
 
 def next_logits_fn(model: TinyLM) -> Callable[[Sequence[int]], np.ndarray]:

@@ -2,8 +2,8 @@
 
 ``ids (B, T)`` → embedding → one GRU (or tanh RNN) layer with state ``(B, hidden_size)`` → linear
 head → logits ``(B, T, vocab_size)``. It exposes ``config.vocab_size`` / ``config.max_len`` and the
-same call signature as :class:`nextword.torch.models.lm.TinyLM`, so :func:`nextword.torch.models.lm.train_lm` and
-:func:`~nextword.torch.models.lm.evaluate_loss` train and score both the same way (the copy-task
+same call signature as :class:`nextword.torch.models.lm.TinyLM`, so :func:`nextword.torch.training.token_lm.train_lm` and
+:func:`~nextword.torch.training.token_lm.evaluate_loss` train and score both the same way (the copy-task
 comparison of the information bottleneck, Fig. 6.2).
 
 >>> import numpy as np

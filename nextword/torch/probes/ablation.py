@@ -92,7 +92,7 @@ def token_nll(model: "TinyLM", ids: object, *, head_mask: object = None, batch_s
     import torch
     import torch.nn.functional as F
 
-    from nextword.torch.models.lm import torch_threads
+    from nextword.torch.training.token_lm import torch_threads
 
     x = _ids(ids)
     batch_size = check_positive_int(batch_size, "batch_size")
@@ -116,7 +116,7 @@ def prefix_nll(model: "TinyLM", ids: object, *, batch_size: int = 128) -> np.nda
     import torch
     import torch.nn.functional as F
 
-    from nextword.torch.models.lm import torch_threads
+    from nextword.torch.training.token_lm import torch_threads
 
     x = _ids(ids)
     batch_size = check_positive_int(batch_size, "batch_size")

@@ -1,2 +1,2 @@
-"""The saved runs behind the book (``book/results/``): the registry, the §7.4 λ ``sweep``, and the
+"""The saved runs behind the book (``book/results/``): the registry, the GPU tier (``gpu_check``), and the
 Part 4 notebooks' plumbing (``book``)."""

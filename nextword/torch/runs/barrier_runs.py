@@ -54,14 +54,14 @@ BARRIER_CODE = tuple(
         "models/gpt",
         "models/block",
         "barrier/prior",
-        "training/config",
-        "training/loop",
+        "barrier/config",
+        "barrier/train",
         "training/engine",
         "training/data",
         "barrier/robustness",
         "training/checkpoint",
         "training/distributed",
-        "runs/sweep",
+        "barrier/sweep",
     )
 ) + ("nextword/data/__init__.py",)
 
@@ -138,14 +138,14 @@ def wall_time(workdir: Path) -> float:
 
 # --------------------------------------------------------------------------- §7 barrier experiments
 def _cpu_arm(lam: float, seed: int = 0):
-    from nextword.torch.training.config import preset
+    from nextword.torch.barrier.config import preset
 
     return preset("cpu", lambda_margin=lam, seed=seed)
 
 
 def _train_arm(lam: float, seed: int = 0) -> Callable[[Path], None]:
     def run(workdir: Path) -> None:
-        from nextword.torch.training.loop import train_or_load
+        from nextword.torch.barrier.train import train_or_load
 
         _timed(workdir, lambda: train_or_load(_cpu_arm(lam, seed), workdir, resume=True, progress=False))
 
@@ -187,7 +187,7 @@ def _save_arm_numbers(workdir: Path) -> Saved:
 
 
 def _robustness_config() -> dict:
-    from nextword.torch.training.config import preset
+    from nextword.torch.barrier.config import preset
 
     cfg = preset("cpu")
     return {
@@ -209,7 +209,7 @@ def _train_robustness(workdir: Path) -> None:
     def run() -> None:
         from nextword.torch.training.data import eval_windows, load_char_data
         from nextword.torch.training.checkpoint import save_json
-        from nextword.torch.training.loop import load_checkpoint
+        from nextword.torch.barrier.train import load_checkpoint
         from nextword.torch.barrier.robustness import embedding_rms, noise_curve
 
         cfg = _robustness_config()
@@ -249,7 +249,7 @@ def _save_robustness(workdir: Path) -> Saved:
 def _sweep_config():
     """The λ path at the CPU tier: a smaller, shorter schedule than the two arms (five times the arms' cost
     does not fit the shared machine): d_model=64, T=128, batch 32, 250 steps, one evaluation at the end."""
-    from nextword.torch.training.config import preset
+    from nextword.torch.barrier.config import preset
     from nextword.torch.models.gpt import SmallGPTConfig
 
     return preset(
@@ -265,7 +265,7 @@ def _sweep_config():
 
 
 def _train_sweep(workdir: Path) -> None:
-    from nextword.torch.runs.sweep import run_sweep
+    from nextword.torch.barrier.sweep import run_sweep
 
     _timed(workdir, lambda: run_sweep(_sweep_config(), SWEEP_LAMBDAS, workdir, sigma=0.3, device="cpu", progress=False))
 
@@ -273,9 +273,9 @@ def _train_sweep(workdir: Path) -> None:
 def _save_sweep(workdir: Path) -> Saved:
     """The sweep table, plus each λ's degradation at σ = 0.3 rescaled to its embedding RMS (vs. λ = 0)."""
     from nextword.torch.training.data import eval_windows, load_char_data
-    from nextword.torch.training.loop import load_checkpoint
+    from nextword.torch.barrier.train import load_checkpoint
     from nextword.torch.barrier.robustness import noise_curve
-    from nextword.torch.runs.sweep import lambda_dir
+    from nextword.torch.barrier.sweep import lambda_dir
 
     table = json.loads((workdir / "sweep.json").read_text())
     rows, sigma = table["rows"], table["sigma"]
@@ -320,8 +320,8 @@ def load_saved_model(name: str, results_dir: str | os.PathLike | None = None):
 
     from nextword.provenance import results_root
 
-    from nextword.torch.training.config import TrainConfig
-    from nextword.torch.training.loop import build
+    from nextword.torch.barrier.config import TrainConfig
+    from nextword.torch.barrier.train import build
 
     ck = torch.load(results_root(results_dir) / name / "model.pt", map_location="cpu", weights_only=True)
     cfg = TrainConfig.from_dict(ck["config"])

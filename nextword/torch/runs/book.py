@@ -4,7 +4,7 @@
   configuration on WikiText-2 (``BARRIER_DATA`` overrides the corpus);
 - :func:`runs_dir` — where the notebooks cache their runs so that all three share them
   (``$NEXTWORD_RUNS`` or ``<tmp>/nextword_runs``; a cached run is reused only if its whole
-  configuration matches, see :func:`nextword.torch.training.loop.train_or_load`);
+  configuration matches, see :func:`nextword.torch.barrier.train.train_or_load`);
 - :func:`saved_results` — JSON of a full run saved under ``book/results/`` (``None`` if absent);
 - :func:`saved_run` — a result saved with provenance by ``make results`` (``None`` if not saved yet);
 - ``PAPER_*`` — the numbers *reported in the paper* (§7.2–7.4), for side-by-side display only.
@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from nextword.perturbation import perturbation
-from nextword.torch.training.config import TrainConfig, preset
+from nextword.torch.barrier.config import TrainConfig, preset
 
 __all__ = [
     "experiment_config",

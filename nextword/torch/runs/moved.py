@@ -16,7 +16,8 @@ from __future__ import annotations
 __all__ = ["MOVED"]
 
 #: old path -> new path of every module of nextword/torch that moved into the subpackages
-#: (commits df47d89 "torch house", 89b24c9 "one registry" and a2d36cf "gpu-check in the house")
+#: (commits df47d89 "torch house", 89b24c9 "one registry" and a2d36cf "gpu-check in the house"), then
+#: the barrier experiment's own room (issue 47)
 MOVED: dict[str, str] = {
     "nextword/torch/model.py": "nextword/torch/models/gpt.py",
     "nextword/torch/lm.py": "nextword/torch/models/lm.py",
@@ -31,16 +32,20 @@ MOVED: dict[str, str] = {
     "nextword/torch/runs/results.py": "nextword/torch/runs/barrier_runs.py",
     "nextword/torch/saved_runs.py": "nextword/torch/runs/seeded_runs.py",
     "nextword/torch/runs/saved_runs.py": "nextword/torch/runs/seeded_runs.py",
-    "nextword/torch/sweep.py": "nextword/torch/runs/sweep.py",
+    "nextword/torch/sweep.py": "nextword/torch/barrier/sweep.py",
     "nextword/torch/svflow_hybrid.py": "nextword/torch/svflow/hybrid.py",
     "nextword/torch/hybrid_runs.py": "nextword/torch/svflow/hybrid_runs.py",
     "nextword/torch/svflow_lm.py": "nextword/torch/svflow/lm.py",
     "nextword/torch/svflow_probe.py": "nextword/torch/svflow/probe.py",
     "nextword/torch/checkpoint.py": "nextword/torch/training/checkpoint.py",
-    "nextword/torch/config.py": "nextword/torch/training/config.py",
+    "nextword/torch/config.py": "nextword/torch/barrier/config.py",
     "nextword/torch/batching.py": "nextword/torch/training/data.py",
     "nextword/torch/distributed.py": "nextword/torch/training/distributed.py",
     "nextword/torch/fetch.py": "nextword/torch/training/fetch.py",
-    "nextword/torch/loop.py": "nextword/torch/training/loop.py",
-    "nextword/torch/gpu_check.py": "nextword/torch/training/gpu_check.py",
+    "nextword/torch/loop.py": "nextword/torch/barrier/train.py",
+    "nextword/torch/gpu_check.py": "nextword/torch/runs/gpu_check.py",
+    "nextword/torch/training/loop.py": "nextword/torch/barrier/train.py",
+    "nextword/torch/training/config.py": "nextword/torch/barrier/config.py",
+    "nextword/torch/runs/sweep.py": "nextword/torch/barrier/sweep.py",
+    "nextword/torch/training/gpu_check.py": "nextword/torch/runs/gpu_check.py",
 }

@@ -35,7 +35,8 @@ import numpy as np
 import torch
 
 from nextword._validate import check_positive_int
-from nextword.torch.models.lm import LMConfig, TinyLM, evaluate_loss, train_lm
+from nextword.torch.models.lm import LMConfig, TinyLM
+from nextword.torch.training.token_lm import evaluate_loss, train_lm
 
 __all__ = [
     "SVFlowLMConfig",

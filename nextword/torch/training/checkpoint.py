@@ -115,7 +115,7 @@ def save_json(obj: Any, path: str | Path) -> None:
     os.replace(tmp, path)
 
 
-#: What a weights-only export of a run holds (what :func:`nextword.torch.training.loop.load_checkpoint` reads).
+#: What a weights-only export of a run holds (what :func:`nextword.torch.barrier.train.load_checkpoint` reads).
 WEIGHTS_KEYS = ("model", "prior", "config", "vocab_size")
 
 

@@ -18,7 +18,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from nextword.torch.models.gpt import select_device
+from nextword.torch.training.device import select_device
 
 __all__ = ["DistContext", "dist_info", "setup", "wrap", "mean_over_ranks", "barrier"]
 

@@ -1,8 +1,8 @@
 """The one training loop of the torch path: :func:`fit` runs the steps, :func:`optimiser_step` is each update.
 
 Every torch model the book trains goes through :func:`fit`: the §7 barrier runs
-(:func:`nextword.torch.training.loop.train`) and the Chapter 6 TinyLM runs
-(:func:`nextword.torch.training.token_lm.train_tokens`, behind :func:`nextword.torch.models.lm.train_lm`).
+(:func:`nextword.torch.barrier.train.train`) and the Chapter 6 TinyLM runs
+(:func:`nextword.torch.training.token_lm.train_lm`).
 :func:`fit` runs steps ``start … stop - 1``, shows one progress bar and calls a checkpoint every
 ``checkpoint_every`` steps and after the last, so any run stops and resumes; what a step and a
 checkpoint hold is the caller's (model, optimiser, the sampler's random state, running sums).

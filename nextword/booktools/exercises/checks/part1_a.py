@@ -130,7 +130,8 @@ def check_ex_p1_03(generation_style_loss, model, windows, entropy_rate: float) -
     rate, generation-style loss well above it.
     """
     from nextword.attention import log_softmax
-    from nextword.torch.models.lm import TinyLM, evaluate_loss, to_numpy_decoder
+    from nextword.torch.models.lm import TinyLM, to_numpy_decoder
+    from nextword.torch.training.token_lm import evaluate_loss
 
     r = Report("Exercise 1.03")
     with r.check("the model is a TinyLM trained without the mask"):

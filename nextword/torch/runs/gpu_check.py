@@ -98,8 +98,8 @@ def _save(name: str, data: dict, cfg: Any, seeds, wall: float, out: Path, files:
 
 # ----------------------------------------------------------------------------------------- stages 1–3
 def _parity(size: str, device: str, out: Path) -> dict:
-    from nextword.torch.training.config import preset
-    from nextword.torch.training.loop import train
+    from nextword.torch.barrier.config import preset
+    from nextword.torch.barrier.train import train
 
     cfg = preset(size, checkpoint_every=10_000)
     runs = {}
@@ -136,13 +136,13 @@ def _parity(size: str, device: str, out: Path) -> dict:
 
 
 def steps_per_second(cfg, device: str, *, steps: int = 20, warmup: int = 5) -> float:
-    """Optimiser steps per second of the training step :func:`~nextword.torch.training.loop.train` runs for ``cfg``
+    """Optimiser steps per second of the training step :func:`~nextword.torch.barrier.train.train` runs for ``cfg``
     (median of ``steps`` timed steps after ``warmup``; CUDA synchronised around each)."""
     import torch
 
     from nextword.torch.training.data import load_char_data, steps_per_epoch
     from nextword.torch.training.distributed import setup, wrap
-    from nextword.torch.training.loop import BarrierLM, Run, build, fresh_state, train_step
+    from nextword.torch.barrier.train import BarrierLM, Run, build, fresh_state, train_step
 
     ctx = setup(device, False)
     data = load_char_data(cfg.data, max_chars=cfg.max_chars)
@@ -167,7 +167,7 @@ def steps_per_second(cfg, device: str, *, steps: int = 20, warmup: int = 5) -> f
 
 
 def _speed(size: str, device: str, steps: int) -> dict:
-    from nextword.torch.training.config import preset
+    from nextword.torch.barrier.config import preset
 
     base = preset(size)
     cases = {
@@ -190,7 +190,7 @@ def _shape(cfg) -> dict:
 # --------------------------------------------------------------------------------------- stage 4
 def _train_runs(pair_size: str, sweep_size: str, dry: bool, seed: int = 0) -> dict[str, Any]:
     """Run name → TrainConfig of the training stage (the paper preset's margin is exact: all T − 1 positions)."""
-    from nextword.torch.training.config import preset
+    from nextword.torch.barrier.config import preset
 
     extra = {"steps": 6, "eval_every": 3} if dry else {}
     exact = {"margin_positions": 0} if pair_size == "paper" else {}
@@ -210,8 +210,8 @@ def _child(args) -> int:
 
     from nextword.torch.training.data import eval_windows, load_char_data
     from nextword.torch.training.checkpoint import save_json
-    from nextword.torch.training.config import TrainConfig
-    from nextword.torch.training.loop import train_or_load
+    from nextword.torch.barrier.config import TrainConfig
+    from nextword.torch.barrier.train import train_or_load
     from nextword.torch.barrier.robustness import embedding_rms, noise_curve
 
     torch.set_num_threads(1)
@@ -231,7 +231,7 @@ def _child(args) -> int:
 
 
 def _load_gpt(run_dir: Path, device: str):
-    from nextword.torch.training.loop import load_checkpoint
+    from nextword.torch.barrier.train import load_checkpoint
 
     return load_checkpoint(run_dir, device=device)[0].eval()
 
@@ -240,7 +240,7 @@ def _stage_train(runs: dict, device: str, out: Path, deadline: float) -> dict:
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     procs = {}
     for name, cfg in runs.items():
-        cmd = [sys.executable, "-m", "nextword.torch.training.gpu_check", "_child", "--device", device]
+        cmd = [sys.executable, "-m", "nextword.torch.runs.gpu_check", "_child", "--device", device]
         cmd += ["--run-dir", str(out / "runs" / name), "--config", json.dumps(cfg.to_dict())]
         log = open(out / f"{name}.log", "w")  # noqa: SIM115 (closed when the process ends)
         procs[name] = (subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT), log, time.time())
@@ -302,7 +302,7 @@ def _save_training(
         saved.append(name)
     if all(pair.values()) and not pair_suffix:  # Fig. 7.5 at equal noise relative to each arm's embedding scale
         from nextword.torch.training.data import eval_windows, load_char_data
-        from nextword.torch.training.config import TrainConfig
+        from nextword.torch.barrier.config import TrainConfig
 
         t0 = time.time()
         cfg = TrainConfig.from_dict(pair["margin"]["config"])

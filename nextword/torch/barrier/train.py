@@ -2,7 +2,7 @@
 
 Every torch model the book trains runs on :func:`~nextword.torch.training.engine.fit` (re-exported here):
 these §7 barrier runs (:func:`train`) and the Chapter 6 TinyLM runs
-(:func:`nextword.torch.training.token_lm.train_tokens`, behind :func:`nextword.torch.models.lm.train_lm`).
+(:func:`nextword.torch.training.token_lm.train_lm`).
 
 ``train(cfg, out_dir)`` trains a :class:`~nextword.torch.models.gpt.SmallGPT` together with an
 :class:`~nextword.torch.barrier.prior.EmbeddingPrior` on the GPT's token embeddings, minimising
@@ -18,10 +18,10 @@ after ``torch.manual_seed(seed)`` and the prior from its own generator. With λ_
 with its fallback to the previous good one): data order, position subsampling and the learning rate
 are functions of ``(seed, step)``, and the checkpoint holds model, prior, optimiser, RNG state and the
 running epoch sums, so a resumed CPU run ends with exactly the same loss as an uninterrupted one.
-Distributed runs: :mod:`~nextword.torch.training.distributed`. Configuration: :mod:`~nextword.torch.training.config`.
+Distributed runs: :mod:`~nextword.torch.training.distributed`. Configuration: :mod:`~nextword.torch.barrier.config`.
 
 >>> import tempfile
->>> from nextword.torch.training.config import preset
+>>> from nextword.torch.barrier.config import preset
 >>> with tempfile.TemporaryDirectory() as tmp:                         # doctest: +SKIP
 ...     res = train(preset("tiny"), tmp, progress=False)
 >>> res["finished"], res["steps"]                                      # doctest: +SKIP
@@ -52,10 +52,11 @@ from nextword.torch.training.checkpoint import (
     save_checkpoint,
     save_json,
 )
-from nextword.torch.training.config import TrainConfig
+from nextword.torch.barrier.config import TrainConfig
 from nextword.torch.training.distributed import DistContext, barrier, mean_over_ranks, setup, wrap
 from nextword.torch.training.engine import fit, optimiser_step
-from nextword.torch.models.gpt import SmallGPT, autocast_context
+from nextword.torch.models.gpt import SmallGPT
+from nextword.torch.training.device import autocast_context
 from nextword.torch.barrier.prior import EmbeddingPrior, margin_loss_tokens, sample_positions
 from nextword.torch.barrier.robustness import LN2, evaluate_bpc, evaluate_diagnostics, noise_curve
 
@@ -78,7 +79,7 @@ __all__ = [
 def lr_at(cfg: TrainConfig, step: int, total: int) -> float:
     """Cosine schedule from ``lr`` to ``min_lr_ratio · lr`` over ``total`` steps.
 
-    >>> from nextword.torch.training.config import preset
+    >>> from nextword.torch.barrier.config import preset
     >>> lr_at(preset("tiny", lr=1.0), 5, 10)
     0.5
     """
@@ -348,7 +349,7 @@ def code_hash() -> str:
     """
     torch_dir = Path(__file__).resolve().parents[1]
     h = hashlib.sha256()
-    for name in ("models/gpt.py", "barrier/prior.py", "training/config.py", "training/loop.py", "training/data.py"):
+    for name in ("models/gpt.py", "barrier/prior.py", "barrier/config.py", "barrier/train.py", "training/data.py"):
         h.update((torch_dir / name).read_bytes())
     h.update((torch_dir / "barrier" / "robustness.py").read_bytes())
     h.update((torch_dir.parent / "data" / "__init__.py").read_bytes())

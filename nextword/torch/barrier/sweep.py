@@ -18,9 +18,9 @@ import torch.distributed as dist
 
 from nextword.torch.training.data import eval_windows, load_char_data
 from nextword.torch.training.checkpoint import save_json
-from nextword.torch.training.config import TrainConfig
+from nextword.torch.barrier.config import TrainConfig
 from nextword.torch.training.distributed import dist_info
-from nextword.torch.training.loop import load_checkpoint, train_or_load
+from nextword.torch.barrier.train import load_checkpoint, train_or_load
 from nextword.torch.barrier.robustness import noise_curve, noise_row
 
 __all__ = ["PAPER_LAMBDAS", "run_sweep", "lambda_dir"]

@@ -1,0 +1,76 @@
+"""The rendering hooks of book/conf.py (``nextword.booktools.rendering``) on small documents."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from docutils.core import publish_doctree
+
+from nextword.booktools import rendering
+
+_RST = """Title
+=====
+
+Lesson
+------
+
+text
+
+Checking the paper
+------------------
+
+Eq. 3 holds.
+
+Sub-check
+~~~~~~~~~
+
+more
+
+Reproducibility notes
+---------------------
+
+seed 0
+"""
+
+
+def _doc():
+    return publish_doctree(_RST, settings_overrides={"doctitle_xform": False, "report_level": 5})
+
+
+def _app(fmt: str):
+    return SimpleNamespace(builder=SimpleNamespace(format=fmt))
+
+
+def test_the_audit_sections_are_folded_in_html_and_only_they():
+    doc = _doc()
+    rendering.fold_audit_sections(_app("html"), doc, "page")
+    raw = [n.astext() for n in doc.findall(lambda n: n.tagname == "raw")]
+    assert raw == [rendering.FOLD_OPEN, rendering.FOLD_SUMMARY_END, rendering.FOLD_CLOSE] * 2
+    lesson, audit, repro = doc[0][1:]
+    assert "nextword-folded" not in lesson["classes"] and audit["classes"] == repro["classes"] == ["nextword-folded"]
+    assert [n.tagname for n in audit[:3]] == ["raw", "title", "raw"] and audit[-1].tagname == "raw"
+
+
+def test_the_pdf_stays_unfolded():
+    doc = _doc()
+    rendering.fold_audit_sections(_app("latex"), doc, "page")
+    assert not list(doc.findall(lambda n: n.tagname == "raw"))
+
+
+def test_produced_numbers_are_wrapped_in_a_styled_explained_span_and_only_in_text():
+    from nextword.booktools.display import MARK, produced
+
+    html = f'<pre>loss {produced(0.6613, ".2f")} and {produced(["a", "b"])}</pre><img alt="{MARK}x{MARK}">'
+    out = rendering.mark_produced(html)
+    assert out.count('<span class="nextword-produced"') == 2
+    assert f'alt="{MARK}x{MARK}"' in out  # an attribute is left alone
+    assert out.count('id="nextword-produced-note"') == 1 and rendering.PRODUCED_NOTE in out
+    assert 'aria-describedby="nextword-produced-note">0.66</span>' in out
+    assert rendering.mark_produced("<p>plain</p>") == "<p>plain</p>"
+
+
+def test_the_pdf_shows_a_dagger_after_a_produced_number():
+    from nextword.booktools.display import MARK, produced
+
+    assert rendering.produced_for_print(f"loss {produced(0.6613, '.2f')} nats") == "loss 0.66\u2020 nats"
+    assert MARK not in rendering.produced_for_print(f"stray {MARK}")
