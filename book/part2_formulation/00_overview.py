@@ -35,6 +35,8 @@
 # | $p(x,y)$, $p(y\mid x)$ | a joint probability and a conditional probability | numbers |
 # | $v$, $\dot v$ | the state of a linear differential equation and its time derivative | vectors |
 # | $A$, $B$ | the matrices of a state-space model, $\dot v=Av+Bh$ ([2.5](05_temporal_structure.ipynb)) | matrices |
+# | $h$ | the input of a state-space model | vector |
+# | $x$, $y$ | two random quantities | |
 # ```
 #
 # *Source: R. Baptista, A. Stuart, S. Tran, "Large Language Models: A Mathematical Formulation",

@@ -33,19 +33,21 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $\mathbf V_0$, $\mathbf V_1$, …, $\mathbf V$ | the initial alphabet (letters or bytes), the vocabulary after one merge, …, after the last | sets |
-# | $\lvert\mathbf V\rvert$ | the vocabulary size | integer |
-# | $f^{(0)}$, $f^{(1)}$, … | a text over the initial alphabet, the same text after one merge, … | symbols |
-# | $f$, $f_m$ | a tokenised text; its token at position $m$ | tokens |
+# | $\mathcal V$ | the vocabulary after the merges; $\lvert\mathcal V\rvert$ is its size | set |
+# | $\mathcal V_0$, $\mathcal V_1$ | the initial alphabet (letters or bytes); the vocabulary after one merge | sets |
+# | $a$, $b$, $c$, $d$, $e$ | the symbols of the tiny example's alphabet and its merges (letters, not numbers) | symbols |
+# | $f$, $f_m$ | a text (over the initial alphabet $f^{(0)}$, after one merge $f^{(1)}$, …); its token at position $m$ | tokens |
+# | $m$ | a position in a text | integer |
 # | $M$ | the length of a text in tokens | integer |
-# | $\kappa$, $\gamma$ | scale and exponent of the fitted power law $M\approx\kappa\lvert\mathbf V\rvert^{-\gamma}$ | numbers |
+# | $\kappa$, $\gamma$ | scale and exponent of the fitted power law $M\approx\kappa\lvert\mathcal V\rvert^{-\gamma}$ | numbers |
 # | $\lambda_{\text{att}}$, $\lambda_{\text{out}}$ | weights of the attention cost and of the output-layer cost in the toy cost | numbers |
-# | $C(\lvert\mathbf V\rvert)$, $\lvert\mathbf V\rvert^*$ | the toy cost per sequence; the vocabulary size that minimises it | number; number |
+# | $C$ | the toy cost per sequence, smallest at the vocabulary size $\lvert\mathcal V\rvert^*$ | number |
 # | $d_e$ | the embedding width | integer |
-# | $\phi$ | the embedding map: token $\mapsto$ vector | $\mathbf V\to\mathbb R^{d_e}$ |
-# | $\varphi$, $\varphi_v$ | the embedding table (the paper's layout: one column per token); the column of token $v$ | $(d_e,\lvert\mathbf V\rvert)$, $(d_e,)$ |
-# | $E=\varphi^\top$ | the same table as the library stores it, one row per token | $(\lvert\mathbf V\rvert,d_e)$ |
-# | $e_v$ | the one-hot vector of token $v$ | $(\lvert\mathbf V\rvert,)$ |
+# | $\phi$ | the embedding map: token $\mapsto$ vector | $\mathcal V\to\mathbb R^{d_e}$ |
+# | $\varphi$, $\varphi_v$ | the embedding table (the paper's layout: one column per token); the column of token $v$ | $(d_e,\lvert\mathcal V\rvert)$, $(d_e,)$ |
+# | $E=\varphi^\top$ | the same table as the library stores it, one row per token | $(\lvert\mathcal V\rvert,d_e)$ |
+# | $e_v$ | the one-hot vector of token $v$ | $(\lvert\mathcal V\rvert,)$ |
+# | $G$ | the gradient of a loss with respect to the embedded text | $(M,d_e)$ |
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §2.1–2.3
@@ -83,7 +85,7 @@ MAX_MERGES = 3840  # vocabulary 256 + 3840 = 4096 at the end of the curve
 #
 # A {term}`token` is one piece of text as the model sees it: a letter, part of a word, a whole word.
 # The {term}`vocabulary` is the finite set of all tokens the model knows. The paper's first example
-# starts from the three-letter alphabet $\mathbf V_0=\{a,b,c\}$ and the text
+# starts from the three-letter alphabet $\mathcal V_0=\{a,b,c\}$ and the text
 # $f^{(0)}=abcababc$ (8 symbols). One round of {term}`byte-pair encoding`:
 #
 # 1. count every pair of neighbouring symbols (overlapping: `abc` has the pairs `ab` and `bc`);
@@ -164,7 +166,7 @@ plt.show()
 #
 # Reading the leaves of the trees is decoding: replace each new symbol by its pair until only letters
 # are left. No information is lost, so encoding is a one-to-one map (a bijection) between texts over
-# $\mathbf V_0$ and texts over $\mathbf V$:
+# $\mathcal V_0$ and texts over $\mathcal V$:
 
 # %%
 pair_of = {"d": "ab", "e": "dc"}
@@ -237,7 +239,7 @@ bytes_per_token = n_bytes / lengths
 for size, n_tokens, ratio in zip(vocab, lengths, bytes_per_token):
     print(f"|V| = {size:5d}: held-out text = {n_tokens:7d} tokens, {ratio:.3f} bytes/token")
 assert lengths[0] == n_bytes  # no merges: one token per byte
-assert np.all(np.diff(lengths) < 0)  # more merges, strictly shorter
+assert np.all(np.diff(lengths) < 0)  # Figure 2.1.2: more merges, strictly shorter; bytes per token grows
 first_cut = 1 - lengths[5] / lengths[0]  # the first 256 merges (|V| 256 -> 512)
 last_cut = 1 - lengths[-1] / lengths[-2]  # the last merges (|V| 2304 -> 4096)
 print(f"the first 256 merges shorten the text by {100 * first_cut:.0f}%, "
@@ -247,7 +249,7 @@ assert first_cut > 5 * last_cut  # diminishing returns
 # %% [markdown]
 # Diminishing returns: the first 256 merges cut the length by 45%, the last 1792 (from a vocabulary
 # of 2304 to 4096) by 6%. Over the upper part of the curve the length $M$ is close to a power law
-# $M(|\mathbf V|)\approx\kappa|\mathbf V|^{-\gamma}$ with a small exponent $\gamma$; we fit $\kappa$
+# $M(|\mathcal V|)\approx\kappa|\mathcal V|^{-\gamma}$ with a small exponent $\gamma$; we fit $\kappa$
 # and $\gamma$ by least squares on the logarithms.
 
 # %%
@@ -261,14 +263,14 @@ assert 0.1 < b_fit < 0.25  # a small exponent
 # **What the trade-off costs, in a toy model.** The paper leaves open where the balance lies. A crude
 # cost per sequence, per unit of model width, has two terms: attention compares every pair of the
 # $M$ positions (cost $\propto M^2$, Example 3.2), and the output layer scores every one of the
-# $|\mathbf V|$ tokens at every position (cost $\propto M|\mathbf V|$; it is the output map of the
+# $|\mathcal V|$ tokens at every position (cost $\propto M|\mathcal V|$; it is the output map of the
 # paper's Eq. (5.7), met in [2.4](04_attention_block_set_transformer.ipynb)). With weights
 # $\lambda_{\text{att}}$, $\lambda_{\text{out}}$ for the two terms, the toy cost is
-# $C(|\mathbf V|)=\lambda_{\text{att}}M^2+\lambda_{\text{out}}M|\mathbf V|$ with
-# $M=\kappa|\mathbf V|^{-\gamma}$, and sympy finds where it stops falling:
+# $C(|\mathcal V|)=\lambda_{\text{att}}M^2+\lambda_{\text{out}}M|\mathcal V|$ with
+# $M=\kappa|\mathcal V|^{-\gamma}$, and sympy finds where it stops falling:
 
 # %%
-V = sp.Symbol(r"\lvert\mathbf{V}\rvert", positive=True)  # the vocabulary size |V|
+V = sp.Symbol(r"\lvert\mathcal{V}\rvert", positive=True)  # the vocabulary size |V|
 kappa, gamma = sp.symbols("kappa gamma", positive=True)  # M = kappa |V|^(-gamma)
 lam_att, lam_out = sp.symbols("lambda_att lambda_out", positive=True)  # weights of the two costs
 length_of_V = kappa * V ** (-gamma)
@@ -276,8 +278,8 @@ cost = lam_att * length_of_V**2 + lam_out * length_of_V * V  # per unit of model
 stationary = sp.solve(sp.Eq(sp.diff(cost, V), 0), V)
 assert len(stationary) == 1
 closed_form = (2 * kappa * gamma * lam_att / ((1 - gamma) * lam_out)) ** (1 / (1 + gamma))
-display(Math(r"C = " + sp.latex(sp.powsimp(cost)) + r",\qquad \frac{dC}{d\lvert\mathbf V\rvert}=0"
-             r" \text{ at } \lvert\mathbf V\rvert^* = " + sp.latex(closed_form)))
+display(Math(r"C = " + sp.latex(sp.powsimp(cost)) + r",\qquad \frac{dC}{d\lvert\mathcal V\rvert}=0"
+             r" \text{ at } \lvert\mathcal V\rvert^* = " + sp.latex(closed_form)))
 
 # %% [markdown]
 # Two checks of sympy's root against the closed form, at arbitrary values, and that it is a minimum
@@ -308,6 +310,9 @@ cost_fn = sp.lambdify(V, cost.subs(fitted))
 grid = np.geomspace(256, 65536, 20000)
 grid_best = grid[np.argmin(cost_fn(grid))]
 assert abs(grid_best - V_star) / V_star < 0.01  # the stationary point is the grid minimum
+attention_term, output_term = (lengths * scale) ** 2, lengths * scale * vocab
+# Figure 2.1.2: the attention term falls all the way; the output term rises from |V| = 512 on
+assert np.all(np.diff(attention_term) < 0) and np.all(np.diff(output_term[fit_mask]) > 0)
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(14, 4), layout="constrained")
@@ -338,16 +343,16 @@ plt.show()
 # relative to raw bytes as the vocabulary grows from 256 to 4096 (nested prefixes of one run's
 # merges); the dashed black line is the power-law fit. Middle: the same as bytes per token — see how
 # it flattens. Right: the toy cost with equal weights for a 10,000-character text, its attention
-# term $M^2$ (blue circles), its output term $M|\mathbf V|$ (vermilion squares) and their sum (black
-# triangles); the dotted grey line is the sympy optimum $|\mathbf V|^*$, near the bottom of the sum,
-# where the falling attention term and the rising output term balance.
+# term $M^2$ (blue circles), its output term $M|\mathcal V|$ (vermilion squares) and their sum (black
+# triangles); the dotted grey line is the sympy optimum $|\mathcal V|^*$, near the bottom of the sum,
+# where the falling attention term and the output term, rising from $|\mathcal V|=512$ on, balance.
 #
 # ## The embedding φ: a lookup is a matrix product (Definitions 2.6–2.7, Remarks 2.8–2.9)
 #
-# After tokenisation a text is a list of integers, the tokens' labels $1,\dots,|\mathbf V|$
+# After tokenisation a text is a list of integers, the tokens' labels $1,\dots,|\mathcal V|$
 # (Example 2.3 relabels $\{a,b,c,d,e\}$ as $\{1,\dots,5\}$). The model needs vectors. The
 # {term}`embedding` $\phi$ gives each token $v$ a learned vector $\varphi_v$ of $d_e$ numbers: the
-# columns of one matrix $\varphi\in\mathbb R^{d_e\times|\mathbf V|}$, so $\phi(v)=\varphi_v$. A text
+# columns of one matrix $\varphi\in\mathbb R^{d_e\times|\mathcal V|}$, so $\phi(v)=\varphi_v$. A text
 # is embedded token by token: $(\phi\circ f)_m=\phi(f_m)$ for each position $m$.
 #
 # A {term}`one-hot vector` $e_v$ has a 1 in place $v$ and 0 elsewhere. Multiplying $\varphi$ by
@@ -365,7 +370,7 @@ display(Math(sp.latex(phi_sym) + sp.latex(e_2) + "=" + sp.latex(phi_sym * e_2)))
 # %% [markdown]
 # The library stores the transpose, $E=\varphi^\top$, one row per token (the row-vector convention of
 # Chapter 6), and labels tokens from 0. We embed one held-out line and check three things: the lookup
-# equals one-hot rows times the table and equals the paper's columns; the table has $d_e|\mathbf V|$
+# equals one-hot rows times the table and equals the paper's columns; the table has $d_e|\mathcal V|$
 # parameters whatever the length $M$ of the text (Remark 2.8: the same $\varphi$ serves every length);
 # and the gradient of a loss with respect to the table is the one-hot matrix transposed times the
 # gradient with respect to the vectors, so a token used twice collects the sum of its two gradients.
@@ -428,7 +433,7 @@ print(f"{len(unused_rows)} of {big.vocab_size} rows get zero gradient from this 
 #
 #    ```{dropdown} Answer
 #    The same table $\varphi$ is applied to each position separately: position $m$ gets column
-#    $\varphi_{f_m}$. So the table has $d_e|\mathbf V|$ numbers whatever $M$ is, and one trained model
+#    $\varphi_{f_m}$. So the table has $d_e|\mathcal V|$ numbers whatever $M$ is, and one trained model
 #    can read a text of any length (up to what the later layers allow) — Remark 2.8.
 #    ```
 #
@@ -458,7 +463,7 @@ assert len(q1.trace[0]) == 11 and len(q1.sequence) == 5
 # ## Checking the paper
 #
 # **Example 2.1, stopped early, and Example 2.3.** The paper notes BPE may stop after one level,
-# giving $\mathbf V_1=\{a,b,c,d\}$ and $f^{(1)}=dcddc$; Example 2.3 relabels $\mathbf V$ as
+# giving $\mathcal V_1=\{a,b,c,d\}$ and $f^{(1)}=dcddc$; Example 2.3 relabels $\mathcal V$ as
 # $\{1,\dots,5\}$.
 
 # %% tags=["hide-cell"]
@@ -470,8 +475,8 @@ print("stopped after one merge:", "".join(early.sequence), early.vocab)
 print("relabelled (Example 2.3):", [labels[s] for s in result.sequence])
 
 # %% [markdown]
-# **Example 2.2's orders of magnitude.** The example quotes $|\mathbf V_0|=\mathcal O(10^2)$ (tiny
-# Shakespeare has 65 characters, above), $|\mathbf V|=\mathcal O(10^4)$ for web-scale corpora (ours:
+# **Example 2.2's orders of magnitude.** The example quotes $|\mathcal V_0|=\mathcal O(10^2)$ (tiny
+# Shakespeare has 65 characters, above), $|\mathcal V|=\mathcal O(10^4)$ for web-scale corpora (ours:
 # 4096), and texts of several paragraphs as $M=\mathcal O(10^2)$ tokens. Taking the speeches of the
 # held-out text as paragraphs, one is about a hundred tokens, so several are a few hundred:
 # $\mathcal O(10^2)$ holds.

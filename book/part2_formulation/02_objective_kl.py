@@ -35,18 +35,20 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $\mathbf V$, $\lvert\mathbf V\rvert$ | the vocabulary (a finite set of tokens) and its size | set, integer |
+# | $\mathcal V$, $\lvert\mathcal V\rvert$ | the vocabulary (a finite set of tokens) and its size | set, integer |
+# | $A$, $B$ | the two tokens of the tiny example (numbered 0 and 1 in code) | tokens |
 # | $f$, $f_\ell$, $f_{1:\ell}$ | a text; its token at position $\ell$; its first $\ell$ tokens | tokens |
 # | $L$ | the length of the texts (the number of positions) | integer |
 # | $\ell$, $m$ | positions, $1,\dots,L$ ($\ell$ when summed over, $m$ for one chosen position) | integers |
 # | $\mathbf p$, $\mathbf p_{1:L}$ | the data's distribution over texts (of $L$ tokens) | probabilities |
-# | $\mathbf p_\ell(\cdot\mid f_{1:\ell-1})$ | the data's next-token distribution at position $\ell$ | $(\lvert\mathbf V\rvert,)$ |
+# | $\mathbf p_\ell(\cdot\mid f_{1:\ell-1})$ | the data's next-token distribution at position $\ell$ | $(\lvert\mathcal V\rvert,)$ |
 # | $\pi$, $\pi_\ell(\cdot\mid f_{1:\ell-1};\theta)$ | the model's distribution over texts; its next-token distribution | as for $\mathbf p$ |
 # | $\theta$ | all of the model's parameters | vector |
+# | $\phi$, $\varphi$, $\vartheta$ | the embedding map of [2.1](01_tokenisation_bpe.ipynb) and its table; the network's other parameters, $\theta=(\vartheta,\varphi)$ | |
+# | $\mathbf q_m$ | the network's next-token distribution, as a function of the embedded prefix (3.4) | $(\lvert\mathcal V\rvert,)$ |
 # | $D_{\mathrm{KL}}(\mathbf p\Vert\pi)$ | the Kullback–Leibler divergence from $\mathbf p$ to $\pi$ | number (nats) |
 # | $J(\theta)$ | the training objective: $D_{\mathrm{KL}}(\mathbf p_{1:L}\Vert\pi_{1:L}(\cdot;\theta))$ | number |
 # | $\mathcal L(\theta)$ | the summed next-token cross-entropy, (4.3a) | number |
-# | $\mathbb E$, $\mathrm{Var}$, $\mathrm{Cov}$ | expectation, variance, covariance over the data | |
 # | $a$, $b_x$ / $\hat a$, $\hat b_x$ | the data's / the model's probability of token 1 first, and of token 1 second after $x$ | numbers |
 # | $N$ | the number of sample texts in a data set | integer |
 # | $X_\ell$ | the loss $-\log\pi_\ell(f_\ell\mid f_{1:\ell-1})$ at position $\ell$ of a random text | number |
@@ -274,7 +276,7 @@ assert rest == 0
 # ## A source whose law we know (3.1), and a model to score
 #
 # To check these identities on more than two tokens we need a data distribution we know exactly.
-# The data source is a random order-2 Markov chain on $|\mathbf V|=3$ tokens (each token depends on
+# The data source is a random order-2 Markov chain on $|\mathcal V|=3$ tokens (each token depends on
 # the two before it), started from its stationary law, so $\mathbf p_{1:L}$ is known. The model
 # $\pi$ is a bigram count model (it looks at one previous token) fitted to 20 short samples, so it
 # is wrong in two ways: too short a context, and too little data. `sequence_distribution` builds
@@ -358,7 +360,7 @@ print("positions 3-6, bigram 800 tokens:", np.round(dec.per_position[2:], 4),
 assert np.all(dec2.per_position[:2] < 0.2 * dec2.per_position[2:].min())
 assert np.ptp(dec2.per_position[2:]) < 0.05 * dec2.per_position[2:].min()
 assert dec2.per_position[2:].min() > 0.8 * dec.per_position[2:].min()
-assert np.all(dec3.per_position < 0.1 * dec2.per_position[2:].min())
+assert np.all(dec3.per_position < 0.1 * dec2.per_position[2:].min())  # Figure 2.2.2: trigram close to zero
 
 # %%
 fig, ax = plt.subplots()
@@ -394,8 +396,8 @@ plt.show()
 # quantity it estimates. Both are (the paper's closing section calls the shared-prefix estimate
 # biased; [checked below](#checking-the-paper)): each term of the shared-prefix sum has the right expectation,
 # whatever the correlation between the terms of one text. What sharing changes is the variance,
-# $\mathrm{Var}_{\rm shared}=\tfrac1N\mathrm{Var}(\sum_\ell X_\ell)$ against
-# $\mathrm{Var}_{\rm indep}=\tfrac1N\sum_\ell\mathrm{Var}(X_\ell)$, where $X_\ell$ is the loss at
+# $\mathrm{Var}_{\mathrm{shared}}=\tfrac1N\mathrm{Var}(\sum_\ell X_\ell)$ against
+# $\mathrm{Var}_{\mathrm{indep}}=\tfrac1N\sum_\ell\mathrm{Var}(X_\ell)$, where $X_\ell$ is the loss at
 # position $\ell$; the difference is $\tfrac2N\sum_{\ell<\ell'}\mathrm{Cov}(X_\ell,X_{\ell'})$. We
 # compute both variances exactly by listing the texts, then simulate.
 
@@ -509,6 +511,7 @@ assert var_shared_exact / budget_factor < var_indep_exact
 
 # %% tags=["hide-cell"]
 # The numbers the answers state. Question 1: the model now uses the context at position 2.
+print(f"pi(A) = {pi_first['A']}, pi(B) = {pi_first['B']}; p(A) = p(B) = {p_first['A']}")
 pi_second_q1 = {"A": {"A": 0.9, "B": 0.1}, "B": {"A": 0.2, "B": 0.8}}
 kl_q1 = sum(p_text[t] * np.log(p_text[t] / (pi_first[t[0]] * pi_second_q1[t[0]][t[1]])) for t in texts)
 print(f"Q1: KL over whole texts = {kl_q1:.4f} nats = position-1 term {position_1:.4f}")

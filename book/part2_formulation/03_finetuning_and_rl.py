@@ -20,7 +20,7 @@
 #   what the strength $\beta$ of the penalty does;
 # - explain why fine-tuning from a pre-trained model beats training from scratch on scarce data, and
 #   why a low-rank update of the right rank helps further;
-# - derive the closed-form optimum $\pi^*\propto\pi_{\rm ref}e^{r/\beta}$ of (4.7) and recognise
+# - derive the closed-form optimum $\pi^*\propto\pi_{\mathrm{ref}}e^{r/\beta}$ of (4.7) and recognise
 #   when a restricted model cannot reach it;
 # - explain why the sampled objective (4.8) is an unbiased estimate but its naive gradient is wrong.
 # ```
@@ -34,25 +34,29 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $f$, $L$ | an answer or text (a sequence of tokens) and its length | tokens, integer |
-# | $\pi$, $\pi_\theta$ | a model's distribution over answers (its *policy*), with parameters $\theta$ | probabilities |
-# | $\pi_{\rm ref}$ | the reference model: the pre-trained (or fine-tuned) model RL starts from | probabilities |
+# | $f$ | an answer or text (a sequence of tokens); $f^{(n)}$ is the $n$-th sample of a batch | tokens |
+# | $L$ | the length of an answer | integer |
+# | $a$, $b$ | a token and the token after it | tokens |
+# | $\pi$, $\pi_\theta$ | a model's distribution over answers (its *policy*), with parameters $\theta$; $\pi^*$ is the optimum of (4.7) | probabilities |
+# | $\pi_{\mathrm{ref}}$ | the reference model: the pre-trained (or fine-tuned) model RL starts from | probabilities |
 # | $r(f)$ | the reward of answer $f$ | number |
 # | $\beta$ | the strength of the KL penalty | number $>0$ |
-# | $\mathcal L^{\rm RL}(\pi)$ | the KL-regularised RL objective (4.7) | number |
-# | $D_{\rm KL}$ | the Kullback–Leibler divergence | number (nats) |
-# | $\pi^*$, $Z$ | the optimum of (4.7), $\pi_{\rm ref}e^{r/\beta}/Z$, and its normaliser $Z=\sum_f\pi_{\rm ref}(f)e^{r(f)/\beta}$ | probabilities, number |
-# | $\mathbf V$, $\lvert\mathbf V\rvert$ | the vocabulary and its size | set, integer |
+# | $\mathcal L^{\mathrm{RL}}(\pi)$ | the KL-regularised RL objective (4.7) | number |
+# | $D_{\mathrm{KL}}$ | the Kullback–Leibler divergence | number (nats) |
+# | $Z$ | the normaliser of the optimum $\pi^*=\pi_{\mathrm{ref}}e^{r/\beta}/Z$: $Z=\sum_f\pi_{\mathrm{ref}}(f)e^{r(f)/\beta}$ | number |
+# | $\mathcal V$, $\lvert\mathcal V\rvert$ | the vocabulary and its size | set, integer |
 # | $\mathbf p$, $\mathbf p'$ | the pre-training source and the shifted fine-tuning source | Markov chains |
-# | $P$, $P'$ | their transition matrices, $P_{ab}$ = probability of token $b$ after $a$ | $(\lvert\mathbf V\rvert,\lvert\mathbf V\rvert)$ |
-# | $U_1$, $U_2$ | the factors of the rank-2 shift of the logits, $0.8\,U_1U_2$ | $(\lvert\mathbf V\rvert,2)$, $(2,\lvert\mathbf V\rvert)$ |
-# | $W$, $W_{\rm pre}$ | a model's table of next-token logits, $\pi(b\mid a)=\mathrm{softmax}(W_a)_b$; the pre-trained table | $(\lvert\mathbf V\rvert,\lvert\mathbf V\rvert)$ |
-# | $A$, $B$, $k$ | the LoRA factors, $W=W_{\rm pre}+AB$, and their rank | $(\lvert\mathbf V\rvert,k)$, $(k,\lvert\mathbf V\rvert)$, integer |
-# | $N_{\rm fine}$, $N$ | the number of fine-tuning sequences; the number of samples in an RL batch | integers |
+# | $P$, $P'$ | their transition matrices, $P_{ab}$ = probability of token $b$ after $a$ | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
+# | $U_1$, $U_2$ | the factors of the rank-2 shift of the logits, $0.8\,U_1U_2$ | $(\lvert\mathcal V\rvert,2)$, $(2,\lvert\mathcal V\rvert)$ |
+# | $W$, $W_{\mathrm{pre}}$ | a model's table of next-token logits, $\pi(b\mid a)=\mathrm{softmax}(W_a)_b$; the pre-trained table | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
+# | $A$, $B$, $k$ | the LoRA factors, $W=W_{\mathrm{pre}}+AB$, and their rank | $(\lvert\mathcal V\rvert,k)$, $(k,\lvert\mathcal V\rvert)$, integer |
+# | $G$ | the gradient of the loss with respect to the table $W$ | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
+# | $n_{ab}$, $n_a$, $n$ | the count of transitions $a\to b$ in the data; of $a$ as a context; of all transitions | integers |
+# | $N_{\mathrm{fine}}$, $N$ | the number of fine-tuning sequences; the number of samples in an RL batch | integers |
 # | $z$ | the logits of a policy over all sequences, $\pi=\mathrm{softmax}(z)$ | one per sequence |
-# | $g(f)$ | $-r(f)+\beta\log(\pi(f)/\pi_{\rm ref}(f))$, the per-answer term of (4.7) | number |
+# | $g(f)$ | $-r(f)+\beta\log(\pi(f)/\pi_{\mathrm{ref}}(f))$, the per-answer term of (4.7) | number |
 # | $e_f$ | the one-hot vector of sequence $f$ | one per sequence |
-# | $f^{(n)}$, $\bar g$ | the $n$-th sample of a batch; the batch mean of $g$ | sequence, number |
+# | $\bar g$ | the mean of $g$ over a batch | number |
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §4.3–4.5
@@ -94,7 +98,7 @@ BATCHES = 2000 if FULL else 400
 # $r(\text{polite})=1$, $r(\text{rude})=0$. The reinforcement-learning objective (4.7) for a new
 # policy $\pi$ (the model's distribution over answers) is
 #
-# $$\mathcal L^{\rm RL}(\pi)=-\mathbb E_\pi r+\beta\,D_{\rm KL}(\pi\,\Vert\,\pi_{\rm ref}):$$
+# $$\mathcal L^{\mathrm{RL}}(\pi)=-\mathbb E_\pi r+\beta\,D_{\mathrm{KL}}(\pi\,\Vert\,\pi_{\mathrm{ref}}):$$
 #
 # expected reward to gain, a penalty for moving away from the reference. Without the penalty the
 # answer is obvious: always polite. With it, the best $\pi$ tilts the reference towards high reward
@@ -120,7 +124,7 @@ for beta_tiny in (0.1, 1.0, 10.0):
 # %% [markdown]
 # A small $\beta$ (a weak penalty) lets the policy chase the reward (polite with probability
 # 0.99995 at $\beta=0.1$); a large $\beta$ keeps it near the reference (0.52498 at $\beta=10$). The
-# minimum value is $-\beta\log Z$ with $Z=\sum\pi_{\rm ref}e^{r/\beta}$, here
+# minimum value is $-\beta\log Z$ with $Z=\sum\pi_{\mathrm{ref}}e^{r/\beta}$, here
 # $-\log\tfrac{e+1}{2}$:
 
 # %%
@@ -134,7 +138,7 @@ assert np.isclose(rl_objective(pi_star_tiny, ref_tiny, reward_tiny, 1.0), min_ti
 # ## Pre-training, then a shifted source
 #
 # The models are small enough to check exactly. A model is a table of next-token scores: with
-# $|\mathbf V|=10$ tokens, $\pi(b\mid a)=\mathrm{softmax}(W_a)_b$ for a $10\times10$ matrix $W$ —
+# $|\mathcal V|=10$ tokens, $\pi(b\mid a)=\mathrm{softmax}(W_a)_b$ for a $10\times10$ matrix $W$ —
 # a bigram model — trained by Adam on the next-token cross-entropy (4.5)/(4.6). The sources are
 # Markov chains, so the population KL from a source to a model is computable.
 #
@@ -184,10 +188,10 @@ assert kl_pre_old < 0.01 and kl_pre_new > 0.3
 # %% [markdown]
 # ## Fine-tuning (4.6): full update versus LoRA (Remark 4.9)
 #
-# With $N_{\rm fine}=10$ short sequences from $\mathbf p'$ we compare: training from scratch on them;
-# full fine-tuning of all $|\mathbf V|^2$ logits starting at $W_{\rm pre}$; and LoRA,
-# $W=W_{\rm pre}+AB$ with $A\in\mathbb R^{|\mathbf V|\times k}$, $B\in\mathbb R^{k\times|\mathbf V|}$
-# ($2|\mathbf V|k$ trainable numbers; $B=0$ at the start so the model starts at the pre-trained
+# With $N_{\mathrm{fine}}=10$ short sequences from $\mathbf p'$ we compare: training from scratch on them;
+# full fine-tuning of all $|\mathcal V|^2$ logits starting at $W_{\mathrm{pre}}$; and LoRA,
+# $W=W_{\mathrm{pre}}+AB$ with $A\in\mathbb R^{|\mathcal V|\times k}$, $B\in\mathbb R^{k\times|\mathcal V|}$
+# ($2|\mathcal V|k$ trainable numbers; $B=0$ at the start so the model starts at the pre-trained
 # one, and the loop above runs on $A$ and $B$ with the chain rule $\partial/\partial A=GB^\top$,
 # $\partial/\partial B=A^\top G$ for the table gradient $G$). The score is the population KL to $\mathbf p'$
 # (averaged over the stationary law), computed exactly, averaged over several fine-tuning data
@@ -225,7 +229,7 @@ best = {name: min(c) for name, c in curves.items()}
 assert best["LoRA rank 2"] < min(best["full fine-tune"], best["from scratch"], best["LoRA rank 4"])
 assert best["LoRA rank 2"] < best["LoRA rank 1"]
 for name in ("from scratch", "full fine-tune", "LoRA rank 4"):  # the flexible updates over-fit
-    assert curves[name][-1] > 1.2 * best[name]
+    assert curves[name][-1] > 1.2 * best[name]  # Figure 2.3.1: their KL rises again
 
 fig, ax = plt.subplots()
 for name, c in curves.items():
@@ -272,15 +276,15 @@ for big_V in (1000, 50_000):
 
 # %% [markdown]
 # The residual KL of the rank-2 fit is no larger than that of the exact shift applied to
-# $W_{\rm pre}$: it is the pre-training error of the frozen weights, which LoRA inherits — the update
-# corrects the shift, not the imperfections of $W_{\rm pre}$.
+# $W_{\mathrm{pre}}$: it is the pre-training error of the frozen weights, which LoRA inherits — the update
+# corrects the shift, not the imperfections of $W_{\mathrm{pre}}$.
 #
 # ## KL-regularised RL (4.7): the closed-form optimum
 #
-# For sequences $f\in\mathbf V^L$, (4.7) is $\mathcal L^{\rm RL}(\pi)=-\mathbb E_\pi r+\beta D_{\rm KL}(\pi\|\pi_{\rm ref})$.
+# For sequences $f\in\mathcal V^L$, (4.7) is $\mathcal L^{\mathrm{RL}}(\pi)=-\mathbb E_\pi r+\beta D_{\mathrm{KL}}(\pi\|\pi_{\mathrm{ref}})$.
 # Completing the KL gives the Gibbs variational identity
-# $\mathcal L^{\rm RL}(\pi)=\beta D_{\rm KL}(\pi\|\pi^*)-\beta\log Z$ with
-# $\pi^*=\pi_{\rm ref}e^{r/\beta}/Z$, so $\pi^*$ is the unique minimiser over all laws and the minimum is
+# $\mathcal L^{\mathrm{RL}}(\pi)=\beta D_{\mathrm{KL}}(\pi\|\pi^*)-\beta\log Z$ with
+# $\pi^*=\pi_{\mathrm{ref}}e^{r/\beta}/Z$, so $\pi^*$ is the unique minimiser over all laws and the minimum is
 # $-\beta\log Z$. Sympy checks the identity on a two-point space:
 
 # %%
@@ -298,11 +302,11 @@ display(Math(r"\mathcal L^{\rm RL}(\pi)-\big(\beta D_{\rm KL}(\pi\Vert\pi^*)-\be
 assert gibbs_gap == 0
 
 # %% [markdown]
-# Now sequences: $L=4$ tokens over $\{0,1,2\}$, $\pi_{\rm ref}$ a random Markov chain (the "reference
+# Now sequences: $L=4$ tokens over $\{0,1,2\}$, $\pi_{\mathrm{ref}}$ a random Markov chain (the "reference
 # model"), and a sequence-level reward: $+1$ for each token 2, and $+2$ if the sequence ends with the
 # token it starts with (a long-range preference that no single next-token factor can see). We
 # minimise (4.7) numerically (L-BFGS) over *all* laws on the 81 sequences (softmax logits $z$;
-# $\nabla_z\mathcal L^{\rm RL}=\pi\odot(g-\pi\cdot g)$ with $g=-r+\beta\log(\pi/\pi_{\rm ref})$ — a full
+# $\nabla_z\mathcal L^{\mathrm{RL}}=\pi\odot(g-\pi\cdot g)$ with $g=-r+\beta\log(\pi/\pi_{\mathrm{ref}})$ — a full
 # autoregressive table can represent any such law) and compare with the closed form.
 
 # %%
@@ -342,7 +346,7 @@ print("TV(pi from the optimiser, closed-form pi*) < 1e-3:",
 
 # %% [markdown]
 # **β's effect.** Small β lets the policy chase reward (π* concentrates on the best sequences);
-# large β keeps it at the reference model, with $\mathbb E_{\pi^*}r=\mathbb E_{\rm ref}r+\mathrm{Var}_{\rm ref}(r)/\beta+O(\beta^{-2})$.
+# large β keeps it at the reference model, with $\mathbb E_{\pi^*}r=\mathbb E_{\mathrm{ref}}r+\mathrm{Var}_{\mathrm{ref}}(r)/\beta+\mathcal O(\beta^{-2})$.
 # The curve below traces expected reward against the KL paid for it as β varies; both limits are
 # checked.
 
@@ -363,6 +367,7 @@ expansion = pi_ref @ reward + var_ref / betas[-1]
 print(f"large-beta expansion E_ref r + Var_ref(r)/beta at beta = 100: {expansion:.3f}")
 assert exp_reward[0] > reward.max() - 1e-3  # small beta: the best reward
 assert abs(exp_reward[-1] - expansion) < 1e-3  # large beta: the expansion
+# Figure 2.3.2: expected reward and KL both monotone (falling) in beta
 assert np.all(np.diff(exp_reward) <= 1e-12) and np.all(np.diff(kl_paid) <= 1e-12)
 
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
@@ -383,7 +388,7 @@ plt.show()
 # reward always costs more distance from the reference. Both curves are monotone in $\beta$.
 #
 # **The policy class matters.** $\pi^*$ is generally not a (time-homogeneous) Markov chain even when
-# $\pi_{\rm ref}$ is: the "ends as it starts" reward couples the first and last tokens. Minimising
+# $\pi_{\mathrm{ref}}$ is: the "ends as it starts" reward couples the first and last tokens. Minimising
 # (4.7) over Markov policies only (first-token logits + a $3\times3$ transition table) leaves a gap
 # above $-\beta\log Z$.
 
@@ -418,8 +423,8 @@ assert np.isclose(gap, beta * kl_divergence(markov_policy(res.x), pi_star), rtol
 # unbiased estimate of (4.7). But the samples depend on θ: differentiating (4.8) with the samples
 # held fixed gives $\frac{\beta}{N}\sum_n\nabla\log\pi_\theta(f^{(n)})$, whose expectation is **zero**
 # — the reward drops out entirely. The gradient of (4.7) needs the score-function (REINFORCE) form
-# $\frac1N\sum_n\big(g(f^{(n)})-\bar g\big)\nabla\log\pi_\theta(f^{(n)})$, $g=-r+\beta\log(\pi_\theta/\pi_{\rm ref})$.
-# With the joint logits $z$, $\nabla_z\log\pi(f)=e_f-\pi$. Averaging many batches at $\pi_\theta=\pi_{\rm ref}$:
+# $\frac1N\sum_n\big(g(f^{(n)})-\bar g\big)\nabla\log\pi_\theta(f^{(n)})$, $g=-r+\beta\log(\pi_\theta/\pi_{\mathrm{ref}})$.
+# With the joint logits $z$, $\nabla_z\log\pi(f)=e_f-\pi$. Averaging many batches at $\pi_\theta=\pi_{\mathrm{ref}}$:
 
 # %%
 def cos(a, c):
@@ -455,7 +460,7 @@ assert np.linalg.norm(naive) < 0.1 * np.linalg.norm(exact_grad)  # the reward dr
 assert cos(reinforce, exact_grad) > 0.97  # the score-function estimator points the right way
 
 # %% [markdown]
-# (The $N-1$ makes the baseline-subtracted estimator unbiased.) At $\pi_\theta=\pi_{\rm ref}$ the KL term
+# (The $N-1$ makes the baseline-subtracted estimator unbiased.) At $\pi_\theta=\pi_{\mathrm{ref}}$ the KL term
 # is zero, so the naive gradient's expectation is exactly zero; away from it, the naive gradient
 # still ignores the reward. Remark 4.10's point — RL needs samples from the model during training —
 # shows up here a second time: the gradient itself must account for where the samples came from.
@@ -465,12 +470,12 @@ assert cos(reinforce, exact_grad) > 0.97  # the score-function estimator points 
 #
 # - Fine-tuning is the same next-token training on a small task-specific data set (4.6), started
 #   from the pre-trained weights; with scarce data that start beats training from scratch.
-# - A low-rank update (LoRA) trains $2|\mathbf V|k$ numbers instead of $|\mathbf V|^2$; when its rank
+# - A low-rank update (LoRA) trains $2|\mathcal V|k$ numbers instead of $|\mathcal V|^2$; when its rank
 #   matches the true change it also over-fits less (Remark 4.9).
 # - KL-regularised RL (4.7) has a closed-form optimum: the reference model tilted by
 #   $e^{r/\beta}$; $\beta$ trades reward against distance from the reference.
 # - A model class that cannot represent the tilted distribution (here a Markov policy facing a
-#   long-range reward) stays a fixed gap $\beta D_{\rm KL}(\pi\Vert\pi^*)$ above the optimum.
+#   long-range reward) stays a fixed gap $\beta D_{\mathrm{KL}}(\pi\Vert\pi^*)$ above the optimum.
 # - The sampled objective (4.8) estimates (4.7) without bias, but its gradient must account for the
 #   samples' dependence on the model (the score-function form), or the reward drops out.
 
@@ -481,7 +486,7 @@ assert cos(reinforce, exact_grad) > 0.97  # the score-function estimator points 
 #    $\beta\to0$? Why?
 #
 #    ```{dropdown} Answer
-#    As $\beta\to\infty$ the penalty dominates and $\pi^*\to\pi_{\rm ref}$, so $\tfrac12$; as
+#    As $\beta\to\infty$ the penalty dominates and $\pi^*\to\pi_{\mathrm{ref}}$, so $\tfrac12$; as
 #    $\beta\to0$ only the reward counts and $\pi^*(\text{polite})\to1$. The formula
 #    $\tfrac12e^{1/\beta}/(\tfrac12e^{1/\beta}+\tfrac12)$ shows both limits.
 #    ```
@@ -500,7 +505,7 @@ assert cos(reinforce, exact_grad) > 0.97  # the score-function estimator points 
 #    ```{dropdown} Answer
 #    The reward pays for ending with the token the sequence started with, so $\pi^*$ couples the
 #    first and last tokens. A Markov policy's next token depends only on the previous one, so it
-#    cannot represent $\pi^*$; by the Gibbs identity its objective is $\beta D_{\rm KL}(\pi\Vert\pi^*)$
+#    cannot represent $\pi^*$; by the Gibbs identity its objective is $\beta D_{\mathrm{KL}}(\pi\Vert\pi^*)$
 #    above the minimum, and that KL is positive for every Markov $\pi$.
 #    ```
 
@@ -518,21 +523,21 @@ assert V * V == 100 and 2 * V * 2 == 40
 #
 # The paper states the objectives (4.6)–(4.8) and two remarks; the page checks each claim it can:
 #
-# - **Remark 4.9, low-rank updates are cheaper and regularise.** Cheaper: $2|\mathbf V|k$ trainable
-#   numbers against $|\mathbf V|^2$ (the counts printed after Figure 2.3.1). Regularise: on 290
+# - **Remark 4.9, low-rank updates are cheaper and regularise.** Cheaper: $2|\mathcal V|k$ trainable
+#   numbers against $|\mathcal V|^2$ (the counts printed after Figure 2.3.1). Regularise: on 290
 #   fine-tuning tokens the rank-2 update reaches a lower KL than the full update and than training
 #   from scratch (asserted with Figure 2.3.1).
 # - **(4.7) is minimised starting from the reference model.** The L-BFGS run above starts at
-#   $\pi_{\rm ref}$ and reaches the closed form $-\beta\log Z$ (which the paper does not state; the
+#   $\pi_{\mathrm{ref}}$ and reaches the closed form $-\beta\log Z$ (which the paper does not state; the
 #   page derives it).
 # - **Remark 4.10, RL needs samples from the model.** True of the objective, and of its gradient: the
-#   naive gradient of (4.8) with the samples held fixed has expectation zero at $\pi_{\rm ref}$.
-# - **(4.8) averages over its $N_{\rm RL}$ samples** (the $1/N_{\rm RL}$ that (4.5) and (4.6) lack), so
+#   naive gradient of (4.8) with the samples held fixed has expectation zero at $\pi_{\mathrm{ref}}$.
+# - **(4.8) averages over its $N_{\mathrm{RL}}$ samples** (the $1/N_{\mathrm{RL}}$ that (4.5) and (4.6) lack), so
 #   as a number it estimates (4.7) without bias: the batch average above is within four standard
 #   errors of the exact value.
 #
 # One more check of the rank argument: the exact rank-2 shift, applied to $\log P$ itself, reaches
-# the target with no error, so the residual KL of the rank-2 fit is inherited from $W_{\rm pre}$:
+# the target with no error, so the residual KL of the rank-2 fit is inherited from $W_{\mathrm{pre}}$:
 
 # %% tags=["hide-cell"]
 print("the exact rank-2 shift applied to log P gives KL < 1e-12:", floor < 1e-12)

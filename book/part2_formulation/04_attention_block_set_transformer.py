@@ -38,22 +38,21 @@
 # |---|---|---|
 # | $m$ | the position whose token is predicted; the prefix is $h_1,\dots,h_{m-1}$ | integer |
 # | $\ell$ | the number of vectors in a sequence (for a prefix, $\ell=m-1$) | integer |
-# | $h_k$, $h$ | the vector of token $k$ (column vectors, as in the paper); the whole sequence | $(d_e,)$; $\ell$ vectors |
+# | $k$, $l$ | positions in the sequence (of a query and of a key) | integers |
+# | $h_k$, $h$ | the vector of token $k$ (column vectors, as in the paper); the whole sequence. $\mathrm{ATT}(h)_k$ is the output of the attention map (5.2) at token $k$; $\mathrm{N}$ and $\mathrm{NN}$ are the normalisation and the feed-forward network, applied to one vector at a time | $(d_e,)$; $\ell$ vectors |
 # | $d_e$, $c$, $c'$ | the embedding width; the width of queries and keys; the hidden width of the feed-forward network | integers |
 # | $Q$, $K$, $V$ | the query, key and value matrices of (5.2) | $(c,d_e)$, $(c,d_e)$, $(d_e,d_e)$ |
-# | $\langle\cdot,\cdot\rangle$ | the inner product of $\mathbb R^c$ | number |
 # | $\alpha_{kl}$ | the {term}`attention weight` of token $k$ on token $l$ | number in $[0,1]$ |
-# | $\mathrm{ATT}(h)_k$ | the output of the attention map (5.2) at token $k$ | $(d_e,)$ |
-# | $\mathrm N$, $\mathrm{NN}$ | normalisation and the feed-forward network, each applied to one vector | $\mathbb R^{d_e}\to\mathbb R^{d_e}$ |
 # | $\mathbf A$, $\mathbf A_1,\mathbf A_2$ | an attention block (5.3a–d); the blocks of the stack | sequence $\to$ sequence |
 # | $n_b$ | the number of blocks in the stack | integer |
 # | $\mathbf T$ | the set transformer (5.6): blocks, then pooling | sequence $\to\mathbb R^{d_e}$ |
-# | $B$ | the linear map from a vector to one score per token (5.7) | $(\lvert\mathbf V\rvert,d_e)$ |
+# | $B$ | the linear map from a vector to one score per token (5.7) | $(\lvert\mathcal V\rvert,d_e)$ |
 # | $\sigma$, $\tau$ | the softmax and its temperature | |
-# | $\mathbf V$, $\lvert\mathbf V\rvert$ | the vocabulary and its size | set, integer |
-# | $\mathbf q_m$ | the next-token distribution at position $m$ | $(\lvert\mathbf V\rvert,)$ |
+# | $\mathcal V$, $\lvert\mathcal V\rvert$ | the vocabulary and its size | set, integer |
+# | $\mathbf q_m$ | the next-token distribution at position $m$ | $(\lvert\mathcal V\rvert,)$ |
 # | $\rho$, $h_\rho$ | a reordering (permutation) of the positions; the sequence in that order | |
-# | $p$, $\delta_{h}$ | the {term}`empirical measure` $\frac1\ell\sum_k\delta_{h_k}$ of a sequence; the unit mass at the vector $h$ | measure |
+# | $p$ | the {term}`empirical measure` $\frac1\ell\sum_k\delta_{h_k}$ of a sequence | measure |
+# | $\delta$ | $\delta_{h}$ is the unit mass at the vector $h$ | measure |
 # | $s$, $u$ | a point of $\mathbb R^{d_e}$ that attention moves; a point the measure weighs | $(d_e,)$ |
 # | $\pi(\cdot;s)$ | the measure $p$ reweighted by the scores of the query $s$ (Appendix B) | measure |
 # | $\mathfrak A(s;p)$, $\mathfrak P$, $\mathfrak f$, $\mathfrak{NN}$ | Appendix B's attention map, pooling, pooling integrand and network, written for measures | |
@@ -170,7 +169,7 @@ plt.show()
 # block $\mathbf A_1$, drawn open: the attention map (the top box, shaded apart from the rest: the
 # only step that lets positions exchange information), then normalisation, the feed-forward network
 # with its residual, and normalisation again (5.3a–d). Block $\mathbf A_2$ repeats the steps with its
-# own parameters. Pooling turns the sequence into one vector, $B$ into $|\mathbf V|$ scores, the
+# own parameters. Pooling turns the sequence into one vector, $B$ into $|\mathcal V|$ scores, the
 # softmax $\sigma$ into $\mathbf q_m$ (5.6)–(5.7).
 #
 # ## The attention map (5.2) and its residual

@@ -40,14 +40,14 @@
 # | $h_k$ | the vector at position $k$ | $(d_e,)$ |
 # | $Q$, $K$, $V$ | the query, key and value matrices of (5.2) | $(c,d_e)$, $(c,d_e)$, $(d_e,d_e)$ |
 # | $d_e$, $c$ | the embedding width; the width of queries and keys | integers |
-# | $\mathbb 1_{l\le k}$ | 1 when $l\le k$, else 0 | number |
 # | $w$ | the half-width of a band: position $k$ sees the positions $l$ with $\lvert k-l\rvert\le w$ | integer |
-# | $r_k$, $\lambda_j$ | the absolute positional encoding of position $k$; the $j$-th wavelength divided by $2\pi$ | $(d_e,)$, number |
-# | $\mathbf q$, $\mathbf k$ | a query and a key vector | $(c,)$ |
-# | $R_k$, $\psi_j$ | the rotation RoPE applies at position $k$; the angle per position of coordinate pair $j$ | $(c,c)$, number |
-# | $z_{q,j}$, $z_{k,j}$ | pair $j$ of the query / key as a complex number $x_{2j}+ix_{2j+1}$ | complex |
+# | $r$, $\lambda$ | $r_k$ is the absolute positional encoding of position $k$; $\lambda_j$ the $j$-th wavelength divided by $2\pi$ | $(d_e,)$, number |
+# | $\mathbf x$, $\mathbf y$ | a query vector and a key vector (RoPE section) | $(c,)$ |
+# | $R$, $\psi_j$ | $R_k$ is the rotation RoPE applies at position $k$; $\psi_j$ the angle per position of coordinate pair $j$ | $(c,c)$, number |
+# | $z$ | a pair of coordinates as one complex number, $z=x_{2j}+ix_{2j+1}$; $z_{x,j}$, $z_{y,j}$: pair $j$ of the query / the key | complex |
+# | $\theta$ | an angle | number |
 # | $a$, $b$, $v_k$ | the tiny recurrence's two weights and its state after $k$ inputs | numbers |
-# | $v$, $s$ | the state of a state-space model and its dimension | $(s,)$ |
+# | $v$, $\dot v$, $s$ | the state of a state-space model, its time derivative, and its dimension | $(s,)$ |
 # | $A$, $B$, $C$, $D$ | the state-space model's matrices: $\dot v=Av+Bh$, read-out $u=Cv+Dh$ | $(s,s)$, $(s,d_e)$, $(d_e,s)$, $(d_e,d_e)$ |
 # | $h(t)$, $u$ | the input (continuous time) and the read-out | $(d_e,)$ |
 # | $t$, $t'$, $\Delta t$, $t_k$ | time, an integration variable, the step length, the time $k\Delta t$ | numbers |
@@ -60,7 +60,7 @@
 # :class: note
 # The paper writes the band's half-width as $r$ and the positional encoding of position $m$ as
 # $r_m$; the book writes $w$ and $r_k$. Its RoFormer formula writes the key vector as $Kh_l$ (the
-# book: $\mathbf k$) and the angles as $\psi_j$. Appendix C writes the integration variable as $s$
+# book: a key vector $\mathbf y$, a query vector $\mathbf x$) and the angles as $\psi_j$. Appendix C writes the integration variable as $s$
 # (the book keeps $s$ for the state dimension and writes $t'$) and the sparse pattern as an
 # adjacency matrix $A$ (not used here: $A$ is the state-space matrix).
 # ```
@@ -176,7 +176,7 @@ for name, kern in [("as printed (base 2)", k_printed), ("base 10000", k_usual)]:
           f"mean |similarity| over offsets 10..511 = {np.abs(kern[10:]).mean():.3f}")
 assert np.argmax(k_printed < 0.5) <= 3  # as printed: similarity falls at once
 assert np.abs(k_printed[10:]).mean() < 0.1  # ... and stays near 0
-assert np.argmax(k_usual < 0.5) > 20
+assert np.argmax(k_usual < 0.5) > 20  # Figure 2.5.1: base 10000 decaying gradually
 
 # %% [markdown]
 # With base 2 the wavelengths span only a factor of 2 (about 6.4 to 12.6 positions), so the
@@ -220,14 +220,14 @@ plt.show()
 # RoPE rotates each consecutive pair of query/key coordinates by an angle proportional to the
 # position (`apply_rope`): at position $k$, pair $j$ turns by $k\psi_j$. Writing a pair as a complex
 # number $z=x_{2j}+ix_{2j+1}$, a rotation is a multiplication by $e^{ik\psi_j}$, so the score of a
-# query $\mathbf q$ at position $k$ with a key $\mathbf k$ at position $l$ is
-# $\langle R_k\mathbf q,R_l\mathbf k\rangle=\mathrm{Re}\sum_{j=1}^{c/2}z_{q,j}\,\overline{z_{k,j}}\,
+# query vector $\mathbf x$ at position $k$ with a key vector $\mathbf y$ at position $l$ is
+# $\langle R_k\mathbf x,R_l\mathbf y\rangle=\mathrm{Re}\sum_{j=1}^{c/2}z_{x,j}\,\overline{z_{y,j}}\,
 # e^{i(k-l)\psi_j}$: it depends on the positions only through the offset $k-l$. (The paper's
 # formula sums over the $c$ real coordinates instead and loses the sine terms of the rotation;
 # [checked below](#checking-the-paper).) Sympy for one pair, then numbers:
 
 # %%
-q1, q2, k1, k2, phi = sp.symbols("q1 q2 k1 k2 psi", real=True)
+q1, q2, k1, k2, phi = sp.symbols("x1 x2 y1 y2 psi", real=True)
 
 
 def rot(angle):
@@ -240,7 +240,7 @@ rope = (rot(kk * phi) * sp.Matrix([q1, q2])).dot(rot(ll * phi) * sp.Matrix([k1, 
 pair_product = (q1 + sp.I * q2) * (k1 - sp.I * k2) * sp.exp(sp.I * (kk - ll) * phi)
 complex_form = sp.re(sp.expand(pair_product))
 rope_vs_complex = sp.simplify(sp.expand_trig(rope - complex_form))
-display(Math(r"\langle R_k\mathbf q,R_l\mathbf k\rangle-\mathrm{Re}\big[z_q\overline{z_k}e^{i(k-l)\psi}\big]="
+display(Math(r"\langle R_k\mathbf x,R_l\mathbf y\rangle-\mathrm{Re}\big[z_x\overline{z_y}e^{i(k-l)\psi}\big]="
              + sp.latex(rope_vs_complex)))
 assert rope_vs_complex == 0
 
@@ -316,7 +316,7 @@ counts = {
     f"causal band (window {r + 1})": np.array([band_mask(m, r, causal=True).sum() for m in ms]),
 }
 assert np.all(counts["causal"] == ms * (ms + 1) // 2)
-assert np.all(counts[f"band |k-l|<={r}"] == ms * (2 * r + 1) - r * (r + 1))
+assert np.all(counts[f"band |k-l|<={r}"] == ms * (2 * r + 1) - r * (r + 1))  # Figure 2.5.2: grow linearly
 assert np.all(counts[f"causal band (window {r + 1})"] == ms * (r + 1) - r * (r + 1) // 2)
 for name, cnt in counts.items():
     print(f"{name:24s}: " + "  ".join(f"{c:7d}" for c in cnt))
@@ -440,7 +440,7 @@ for name, e in errors.items():
     slope = np.polyfit(np.log(T_end / steps), np.log(e), 1)[0]
     print(f"{name:16s}: error at dt = {T_end / steps[-1]:.4f} is {e[-1]:.2e}; "
           f"observed order {slope:.2f}")
-    assert 0.9 < slope < 1.1
+    assert 0.9 < slope < 1.1  # Figure 2.5.3: the errors fall at first order
 
 fig, ax = plt.subplots()
 for name, e in errors.items():
@@ -548,15 +548,15 @@ assert bumped_states[3, 0] - tiny_states[3, 0] == a_tiny**2 * b_tiny == 0.25
 # factor 7499. Recorded in `book/ERRATA.md`, row "§5.3.1, Example 5.8".
 #
 # **§5.3.2, the RoFormer inner product.** The paper sums over the $c$ *real* coordinates
-# $\mathbf q_j$, $\mathbf k_j$ of the query and the key,
-# $\mathrm{Re}\sum_j \mathbf q_j\mathbf k_je^{i(k-l)\psi_j}=\sum_j \mathbf q_j\mathbf k_j\cos((k-l)\psi_j)$,
+# $\mathbf x_j$, $\mathbf y_j$ of the query and the key,
+# $\mathrm{Re}\sum_j \mathbf x_j\mathbf y_je^{i(k-l)\psi_j}=\sum_j \mathbf x_j\mathbf y_j\cos((k-l)\psi_j)$,
 # which drops the sine cross-terms of a rotation. Sympy for one pair (recorded in `book/ERRATA.md`,
 # row "§5.3.2"):
 
 # %% tags=["hide-cell"]
 printed_pair = (q1 * k1 + q2 * k2) * sp.cos((kk - ll) * phi)
 rope_vs_printed = sp.simplify(sp.expand_trig(rope - printed_pair))
-display(Math(r"\langle R_kq,R_lk\rangle-\text{printed form}=" + sp.latex(rope_vs_printed)))
+display(Math(r"\langle R_k\mathbf x,R_l\mathbf y\rangle-\text{printed form}=" + sp.latex(rope_vs_printed)))
 assert rope_vs_printed != 0
 
 # %% [markdown]

@@ -40,10 +40,10 @@
 # | $\ell$ | the length of the prompt | integer |
 # | $n$ | the number of new tokens decoded | integer |
 # | $L$, $L'$ | the total length a reply is padded to; the number of tokens sampled before greedy takes over (§6.4) | integers |
-# | $\mathbf V$, $\lvert\mathbf V\rvert$ | the vocabulary and its size | set, integer |
+# | $\mathcal V$, $\lvert\mathcal V\rvert$ | the vocabulary and its size | set, integer |
 # | $k$ | the width of a beam (the number of partial replies kept) | integer |
-# | $z$, $\tau$ | the model's next-token scores; the temperature they are divided by | $(\lvert\mathbf V\rvert,)$, number |
-# | $p_{\rm top}(\tau)$ | the probability of the larger of two scores at temperature $\tau$ | number |
+# | $z$, $\tau$ | the model's next-token scores; the temperature they are divided by | $(\lvert\mathcal V\rvert,)$, number |
+# | $p_{\mathrm{top}}(\tau)$ | the probability of the larger of two scores at temperature $\tau$ | number |
 # | $\lambda$ | the exponent of the length penalty of beam search | number |
 # | $v$, $v'$ | candidate tokens for two consecutive positions (Example 6.1) | tokens |
 # ```
@@ -52,7 +52,7 @@
 # :class: note
 # The paper writes the prompt's length as $\ell_{\text{prompt}}$, and a reply is the part of
 # $f_{1:L}$ after it, so exhaustive search over $n=L-\ell_{\text{prompt}}$ new tokens scores
-# $|\mathbf V|^{L-\ell_{\text{prompt}}}$ replies.
+# $|\mathcal V|^{L-\ell_{\text{prompt}}}$ replies.
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §6
@@ -179,7 +179,7 @@ plt.show()
 # A real model has far too many replies to draw. Ours is a character {term}`n-gram model` of order 4:
 # it predicts the next character from the 3 before it, with probabilities counted on the training
 # part of tiny Shakespeare (add-0.05 smoothing, so that unseen combinations keep a little
-# probability). It has $|\mathbf V|=66$ characters, and it is cheap enough to enumerate every
+# probability). It has $|\mathcal V|=66$ characters, and it is cheap enough to enumerate every
 # 3-character reply ($66^3\approx2.9\times10^5$). Any model with a `next_logits(prefix)` function
 # plugs into the same decoders — a `nextword.torch.models.lm.TinyLM` does so through
 # `next_logits_fn`. To count a decoder's cost we wrap the model in a counter of calls.
@@ -275,11 +275,13 @@ n_greedy_opt = int(np.sum(np.isclose(greedy_scores, exhaustive_scores)))
 n_beam4_opt = int(np.sum(np.isclose(beam_scores[:, 2], exhaustive_scores)))
 print(f"greedy optimal for {n_greedy_opt}/{len(prompts)} prompts; beam k=4 for {n_beam4_opt}/{len(prompts)}")
 assert 0 < n_greedy_opt < len(prompts) and n_beam4_opt > n_greedy_opt  # greedy: often, not always
+# Figure 2.6.2: every beam of width 8 is optimal for these 3-character replies
+assert np.allclose(beam_scores[:, widths.index(8)], exhaustive_scores)
 
 # %% [markdown]
 # Greedy is often already optimal for such a short reply, but not always; a beam of a few
 # candidates closes most of the gap at a small multiple of greedy's cost, while exhaustive search
-# needs about $|\mathbf V|^{n-1}$ model calls for $n$ new tokens (greedy needs $n$) — the reason the
+# needs about $|\mathcal V|^{n-1}$ model calls for $n$ new tokens (greedy needs $n$) — the reason the
 # paper calls (6.3) intractable beyond toy sizes.
 #
 # ## Sampling: one token at a time draws exactly from the model (§6.3)
@@ -348,7 +350,7 @@ for t in taus:
     print(f"tau = {t:6.3f}: P(sample == greedy) = {produced(frac_greedy[-1], '.2f')}, "
           f"distinct = {produced(distinct[-1], '3d')}/{N_RUNS}, "
           f"mean log pi per char = {produced(mean_lp[-1], '.3f')}")
-assert frac_greedy[-1] == 1.0 and distinct[-1] == 1
+assert frac_greedy[-1] == 1.0 and distinct[-1] == 1  # Figure 2.6.2: P(sample = greedy) rises to 1 as tau falls
 hot = [i for i, t in enumerate(taus) if t >= 0.3]
 assert all(distinct[i] >= 0.9 * N_RUNS and frac_greedy[i] == 0 for i in hot)  # almost all different
 assert mean_lp[-1] > mean_lp[taus.index(1.0)]  # low temperature: more likely replies
@@ -365,7 +367,7 @@ assert np.allclose(np.exp(log_softmax(apply_temperature(z, 1e-4))), np.eye(V)[np
 #
 # A compromise: sample the first $L'$ new tokens, then continue greedily. With $L'=1$ (the use in
 # Remark 6.3: a random first step, then a deterministic line of reasoning) the replies can differ
-# only through their first token, so there are at most $|\mathbf V|$ of them; as $L'$ grows,
+# only through their first token, so there are at most $|\mathcal V|$ of them; as $L'$ grows,
 # diversity rises towards full sampling and the average log-probability drops.
 
 # %%
@@ -381,7 +383,7 @@ for n_sampled in sampled_lengths:
     print(f"L' = {n_sampled:2d}: distinct {produced(mix_distinct[-1], '3d')}/{runs}, "
           f"mean log pi per char {produced(mix_lp[-1], '.3f')}")
 assert mix_distinct[0] == 1 and mix_distinct[1] <= V
-assert mix_distinct[1] < mix_distinct[-1] and mix_lp[0] > mix_lp[-1]
+assert mix_distinct[1] < mix_distinct[-1] and mix_lp[0] > mix_lp[-1]  # Figure 2.6.2: diversity grows, log pi falls
 assert mixed(lm.next_logits, prompt, 0, n_gen) == greedy(lm.next_logits, prompt, n_gen)
 
 # %%
@@ -463,7 +465,7 @@ assert ex[-1] == EOS and len(ex) < len(long_beam) and long_beam[-1] != EOS
 # - A model gives next-token probabilities; a reply's probability is their product along the reply
 #   (the chain rule), so the replies form a tree whose leaves are scored by products.
 # - Greedy decoding follows the largest branch and can miss the most likely reply; exhaustive search
-#   finds it at a cost of $|\mathbf V|^{n}$ replies; beam search keeps $k$ partial replies and costs
+#   finds it at a cost of $|\mathcal V|^{n}$ replies; beam search keeps $k$ partial replies and costs
 #   about $k$ times greedy.
 # - Sampling one token at a time from the model's conditionals draws exactly from its distribution
 #   over replies; the temperature trades diversity for likelihood, and $\tau\to0$ gives greedy.
@@ -484,7 +486,7 @@ assert ex[-1] == EOS and len(ex) < len(long_beam) and long_beam[-1] != EOS
 #    `aa` is the most likely and greedy finds it.
 #    ```
 #
-# 2. A model has $|\mathbf V|=50\,000$ tokens. How many replies of 10 tokens must exhaustive search
+# 2. A model has $|\mathcal V|=50\,000$ tokens. How many replies of 10 tokens must exhaustive search
 #    score, and how many model calls does a beam of width 5 need?
 #
 #    ```{dropdown} Answer
@@ -511,6 +513,8 @@ replies_q1 = {t1 + t2: first[t1] * second_q1[t1][t2] for t1 in tokens for t2 in 
 best_q1 = max(replies_q1, key=replies_q1.get)
 print(f"Q1: bb {replies_q1['bb']}, aa {replies_q1['aa']}; most likely {best_q1}")
 assert replies_q1["bb"] == Fraction(4, 25) and replies_q1["aa"] == Fraction(1, 5) and best_q1 == "aa"
+# Question 3: at tau = 1e-3 every gap between scores is multiplied by 1 / tau
+print(f"Q3: 1 / tau = {1 / 1e-3:.0f}")
 # Question 2: 50 000^10 replies; a beam of width 5 over 10 tokens calls the model at most 1 + 5 * 9 times
 print(f"Q2: 50000^10 = {50_000**10:.3e} replies; beam calls at most {1 + 5 * 9}")
 big_model = Counted(random_table_model(50, 1, np.random.default_rng(0)).next_logits)
@@ -542,7 +546,7 @@ assert brute_force_best == exhaustive_replies[0][len(p):]
 # among the $k$ greedy favourites, commit $f_m=v$, slide by one. That is a sliding two-token
 # look-ahead (`lookahead_search`); beam search keeps the $k$ best *partial sequences* and never
 # commits early (`beam_search`). `book/ERRATA.md` records the naming (row "§6.2, Example 6.1"); the
-# evidence, on 200 random peaked Markov models ($|\mathbf V|=4$, 4 new tokens, $k=2$) and on the
+# evidence, on 200 random peaked Markov models ($|\mathcal V|=4$, 4 new tokens, $k=2$) and on the
 # character model:
 
 # %% tags=["hide-cell"]
@@ -577,8 +581,8 @@ print(f"character model, 12 characters after 'KING HENRY':\n"
 # %% [markdown]
 # The two disagree on a minority of random models (16 of 200) and neither dominates: each is
 # sometimes the more likely. On the character model they agree for this prompt, at different costs.
-# Example 6.1's cost $k|\mathbf V|$ per step is the look-ahead's (each of the $k$ first tokens needs
-# one more model call, each returning $|\mathbf V|$ scores); beam search also costs about $k$ calls
+# Example 6.1's cost $k|\mathcal V|$ per step is the look-ahead's (each of the $k$ first tokens needs
+# one more model call, each returning $|\mathcal V|$ scores); beam search also costs about $k$ calls
 # per step.
 
 # %% [markdown]

@@ -39,19 +39,17 @@
 # | $q$, $q_v$ | a model's distribution of the next token; its probability of $v$ | probabilities |
 # | $n$ | the number of tokens of a held-out text | integer |
 # | $H(p)$, $H$ | the entropy of $p$; the entropy rate of a source (nats or bits per token) | number |
-# | $\mathrm{KL}(p\,\|\,q)$ | the Kullback–Leibler divergence from $p$ to $q$ | number |
 # | $\mathbf D$ | a divergence between the true and the model's distribution of replies (8.3) | number |
 # | $F$, $G$ | cumulative distribution functions (a forecast's; the answer's law) | functions |
 # | $F_n$, $G_m$ | the empirical cumulative distribution functions of two samples of sizes $n$, $m$ | functions |
 # | $y$ | the one correct answer of a numerical question | number |
-# | $z$ | the variable the CRPS integrates over | number |
+# | $z$ | the variable the CRPS integrates over; $\mathbf 1\{z\ge y\}$ is 1 when $z\ge y$, else 0 (the CDF of a point mass at $y$) | number |
 # | $X$, $X'$ | two independent draws from the forecast | numbers |
-# | $\mathbf 1\{z\ge y\}$ | 1 when $z\ge y$, else 0: the CDF of a point mass at $y$ | number |
 # | $\mathcal N(\mu,\sigma^2)$ | a Gaussian forecast with mean $\mu$ and standard deviation $\sigma$ | |
 # | $U[0,1]$ | the uniform distribution on $[0,1]$ | |
 # | $k$ | the number of names a retrieval returns | integer |
 # | $\tau$ | the temperature the model's scores are divided by | number |
-# | $T$, $\mathrm{PPL}_{\rm seq}$, $\mathrm{PPL}_{\rm token}$ | a text's length; its perplexity as one sequence and per token | integer, numbers |
+# | $T$, $\mathrm{PPL}_{\mathrm{seq}}$, $\mathrm{PPL}_{\mathrm{token}}$ | a text's length; its perplexity as one sequence and per token | integer, numbers |
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §8.1
@@ -153,7 +151,7 @@ assert identity_gap == 0
 
 # %% [markdown]
 # For a stationary source the per-token version is the entropy rate $H$ plus an average KL, so
-# **no model's expected cross-entropy is below $H$**, and perplexity $e^{\rm CE}$ (in nats) is at
+# **no model's expected cross-entropy is below $H$**, and perplexity $e^{\mathrm{CE}}$ (in nats) is at
 # least $e^H$. To see the floor we need a source whose $H$ we know: a random order-3 Markov chain on
 # 6 symbols (each next symbol depends on the 3 before it; rows drawn from a Dirichlet(0.3), so some
 # contexts are quite predictable). The models: uniform, and {term}`n-gram models <n-gram model>` of
@@ -204,7 +202,7 @@ for o, row in zip(orders, ce_table):
 print(f"uniform: {cross_entropy(u_lp):.4f} = log 6; entropy rate {H:.4f}; "
       f"best perplexity {produced(np.exp(ce_table.min()), '.3f')} vs bound e^H = {np.exp(H):.3f}")
 assert ce_table.min() > H - 5 * se  # nobody beats the entropy rate (up to sampling noise)
-assert np.argmin(ce_table[:, -1]) == orders.index(4)  # most data: the true context length wins
+assert np.argmin(ce_table[:, -1]) == orders.index(4)  # Figure 2.7.1: as data grows, the true context length wins
 assert ce_table[orders.index(5), 0] > ce_table[orders.index(4), 0] + 0.1  # little data: 5 overfits
 assert np.all(ce_table[:3, -1] > H + 0.5)  # contexts shorter than the source's stall far above H
 gap = ce_table[orders.index(4), -1] - cross_entropy(true_lp)
@@ -475,7 +473,7 @@ pr /= len(starts)
 for k, (p_, r_) in zip(ks, pr):
     print(f"top-{k:2d}: mean precision {p_:.3f}, mean recall {r_:.3f}")
 assert pr[0, 0] > pr[-1, 0] and pr[-1, 1] > pr[0, 1]  # the precision/recall trade-off
-assert np.all(np.diff(pr[:, 1]) >= 0)  # recall never falls: the top-k sets are nested
+assert np.all(np.diff(pr[:, 1]) >= 0)  # Figure 2.7.2: recall grows (never falls: the top-k sets are nested)
 assert np.all(np.diff(pr[1:, 0]) < 0)  # from two names on, precision falls with every step
 
 # %% [markdown]
@@ -608,7 +606,7 @@ assert abs(kl_c - (math.log2(3) - 1.5)) < 1e-12 and kl_c < kl_bits and 3**4 < 2*
 # single sequence* its perplexity. That number grows exponentially with the length, so it cannot
 # compare texts of different lengths; the per-token normalisation used by `perplexity` (and
 # everywhere in practice) is its geometric-mean version:
-# $\mathrm{PPL}_{\rm token}=\mathrm{PPL}_{\rm seq}^{1/T}$. Recorded in `book/ERRATA.md` (row "§8.1,
+# $\mathrm{PPL}_{\mathrm{token}}=\mathrm{PPL}_{\mathrm{seq}}^{1/T}$. Recorded in `book/ERRATA.md` (row "§8.1,
 # Example 8.1 (last sentence)"). The 4-gram of
 # the Markov source, on the first $T$ held-out tokens:
 

@@ -39,26 +39,25 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $\mathbf V$, $\lvert\mathbf V\rvert$ | the values a token can take (the mask included) and their number | set, integer |
+# | $\mathcal V$, $\lvert\mathcal V\rvert$ | the values a token can take (the mask included) and their number | set, integer |
 # | $i$, $j$, $k$, $\ell$ | values of a token (states of the chain) | integers |
 # | $m$ | the mask value | integer |
-# | $Q$, $Q_{ij}$ | a rate matrix (generator); the rate of the jump $i\to j$ | $(\lvert\mathbf V\rvert,\lvert\mathbf V\rvert)$ |
-# | $Q^0$, $\sigma^2(t)$, $g(t)$ | a fixed generator; the noise schedule that scales it, $Q(t)=\sigma^2(t)Q^0$; the new clock $g(t)=\int_0^t\sigma^2$ | |
+# | $Q$, $Q_{ij}$ | a rate matrix (generator); the rate of the jump $i\to j$. $Q^0$ is a fixed one that a noise schedule scales, $Q(t)=\sigma^2(t)Q^0$ | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
+# | $\sigma^2(t)$, $g(t)$ | the noise schedule; the new clock $g(t)=\int_0^t\sigma^2$ | numbers |
 # | $\beta$ | the rate of masking (or of uniform jumps) | number |
 # | $h$ | a short time interval | number |
-# | $p(t)$, $p(i,t)$, $p_i(t)$ | the law of the token at time $t$ (a row vector); its probability of value $i$ | $(\lvert\mathbf V\rvert,)$ |
-# | $p_0$, $p_{0,i}$ | the data's law at time 0 | $(\lvert\mathbf V\rvert,)$ |
+# | $p(t)$, $p(i,t)$, $p_i(t)$ | the law of the token at time $t$ (a row vector); its probability of value $i$ | $(\lvert\mathcal V\rvert,)$ |
+# | $p_0$, $p_{0,i}$ | the data's law at time 0 | $(\lvert\mathcal V\rvert,)$ |
 # | $t$, $T$ | time; the end of the forward process | numbers |
 # | $\bar Q(t)$, $\bar p$ | the reverse chain's rate matrix; its law | as $Q$, $p$ |
 # | $I$, $\mathbf 1$ | the identity matrix; the vector of ones | |
 # | $L$ | the number of tokens in a sequence | integer |
-# | $\oplus$, $\otimes$ | the Kronecker sum and product of matrices | |
 # | $\tau$ | the length of one step of τ-leaping | number |
 # | $x(T)$ | the state of the chain at time $T$ | token(s) |
-# | $p_{\rm ref}$ | the law the reverse chain starts from in practice (all masked) | $(\lvert\mathbf V\rvert,)$ |
+# | $p_{\mathrm{ref}}$ | the law the reverse chain starts from in practice (all masked) | $(\lvert\mathcal V\rvert,)$ |
 # | $s(i,t)_j$, $s_j$ | the network's estimate of the ratio $p(j,t)/p(i,t)$ | numbers |
 # | $c$ | a positive constant (the minimiser of $s-c\log s$ is $s=c$) | number |
-# | $q_{ij}$, $p_i$ | in the symbolic check: the free rates and probabilities | symbols |
+# | $q_{ij}$ | in the symbolic check: the free rates (the probabilities there are the $p_i$) | symbols |
 # | $r$ | the reversed clock $T-t$ | number |
 # ```
 #
@@ -181,7 +180,7 @@ plt.show()
 #
 # ## The forward process: a continuous-time Markov chain (9.1)–(9.3)
 #
-# For $|\mathbf V|$ values a rate matrix (also called a generator) is $|\mathbf V|\times|\mathbf V|$
+# For $|\mathcal V|$ values a rate matrix (also called a generator) is $|\mathcal V|\times|\mathcal V|$
 # with $Q_{ij}\ge0$ off the diagonal and rows summing to 0. We write probability laws as **row**
 # vectors: they evolve by $\dot p=pQ$, so $p(t)=p(0)\,e^{tQ}$, and $e^{tQ}$ is the matrix of
 # probabilities of being at $j$ at time $t$ having started at $i$. (The paper prints (9.1) as
@@ -189,11 +188,11 @@ plt.show()
 # [Checking the paper](#checking-the-paper).)
 #
 # The two standard choices of §9: **uniform noise** (a token jumps to a uniformly random token,
-# rate $\beta$: $Q=\beta(\mathbf 1\mathbf 1^\top/|\mathbf V|-I)$), which forgets the data towards the
+# rate $\beta$: $Q=\beta(\mathbf 1\mathbf 1^\top/|\mathcal V|-I)$), which forgets the data towards the
 # uniform law; and **masking** (absorbing: a token jumps to the mask $m$ at rate $\beta$,
 # $Q_{im}=\beta$, $Q_{ii}=-\beta$ for $i\ne m$, mask row 0), which forgets it towards "all masked".
 # These are the corrected forms of Examples 9.2 and 9.3 (the printed ones fail the row-sum test;
-# [Checking the paper](#checking-the-paper)). For $|\mathbf V|=4$, mask id 3, $\beta=0.5$:
+# [Checking the paper](#checking-the-paper)). For $|\mathcal V|=4$, mask id 3, $\beta=0.5$:
 
 # %%
 V, b, mask = 4, 0.5, 3
@@ -222,10 +221,10 @@ print("max |p(t) - p0 expm(g(t) Q0)| < 1e-10:", err < 1e-10)
 # %% [markdown]
 # ## Sequences: one token changes per jump (Remark 9.1)
 #
-# A sequence of $L$ tokens has $|\mathbf V|^L$ possible values — far too many for a dense matrix
+# A sequence of $L$ tokens has $|\mathcal V|^L$ possible values — far too many for a dense matrix
 # (Remark 9.1). But if each token is corrupted independently by the same $Q$, the chain on sequences
 # is the "Kronecker sum" $Q\oplus\dots\oplus Q$: only one token changes per jump, so each row has at
-# most $L(|\mathbf V|-1)+1$ non-zero entries, and the transition matrix factorises,
+# most $L(|\mathcal V|-1)+1$ non-zero entries, and the transition matrix factorises,
 # $e^{t(Q\oplus Q)}=e^{tQ}\otimes e^{tQ}$ — the reason practical samplers treat positions
 # independently.
 
@@ -246,7 +245,7 @@ assert not generator_violations(Q_seq, atol=1e-12)
 # rate $-Q_{ii}$ (the total rate of leaving), then jump to $j$ with probability $Q_{ij}/(-Q_{ii})$.
 # **τ-leaping** freezes the rates over a step of length $\tau$ and moves every position at once
 # with the one-step matrix $I+\tau Q$ (here τ is a time step, not a temperature); its law after $n$
-# leaps is $p_0(I+\tau Q)^n=p_0e^{tQ}+O(\tau)$. We simulate sequences of $L=3$ tokens that start
+# leaps is $p_0(I+\tau Q)^n=p_0e^{tQ}+\mathcal O(\tau)$. We simulate sequences of $L=3$ tokens that start
 # from a small "data set" of three sentences, with the masking generator, and compare the
 # histograms with the exact law, in {term}`total variation distance`.
 
@@ -369,7 +368,7 @@ assert sp.simplify(ps * Qbar + ps * Qs) == sp.zeros(1, S)
 # exact reverse rates (`reverse_marginals`: Runge–Kutta on a grid that becomes geometric near 0,
 # where the rates out of states with $p_0=0$ grow like $1/t$). Theorem D.1 says it retraces the
 # forward marginals, whose closed forms for rate $\beta$ are $p_i(t)=p_{0,i}e^{-\beta t}$,
-# $p_m(t)=1-e^{-\beta t}(1-p_{0,m})$ (masking) and $1/|\mathbf V|+(p_0-1/|\mathbf V|)e^{-\beta t}$
+# $p_m(t)=1-e^{-\beta t}(1-p_{0,m})$ (masking) and $1/|\mathcal V|+(p_0-1/|\mathcal V|)e^{-\beta t}$
 # (uniform). Then we *sample* the reverse chain from $x(T)\sim p(T)$ with τ-leaping
 # (`sample_reverse`) and recover the data law at $t=0$.
 
@@ -414,9 +413,9 @@ plt.show()
 # colour per state (state 3 is the mask in the left panel and an ordinary value in the right one):
 # the dots sit on the lines, as Theorem D.1 states, for masking (left) and uniform noise (right).
 #
-# In practice the reverse chain starts from the reference law $p_{\rm ref}$ (all masked), not from
+# In practice the reverse chain starts from the reference law $p_{\mathrm{ref}}$ (all masked), not from
 # $p(T)$, which is unknown. The resulting error at $t=0$ is at most the total variation between
-# $p(T)$ and $p_{\rm ref}$ (a Markov kernel cannot increase it), which decays like $e^{-\beta T}$:
+# $p(T)$ and $p_{\mathrm{ref}}$ (a Markov kernel cannot increase it), which decays like $e^{-\beta T}$:
 
 # %%
 for T_end in [1.0, 2.0, 4.0, 8.0]:
@@ -433,7 +432,7 @@ for T_end in [1.0, 2.0, 4.0, 8.0]:
 # $\mathbb E_{i\sim p}\sum_{j\ne i}\big(s_j-\tfrac{p(j)}{p(i)}\log s_j\big)$ (first display after
 # (9.4)). Each term has the form $s-c\log s$ with $c>0$, which is smallest at $s=c$ (its derivative
 # $1-c/s$ vanishes there), so the minimiser is the ratio itself. We minimise over all
-# $|\mathbf V|(|\mathbf V|-1)$ entries at a fixed time with BFGS (a quasi-Newton optimiser) and
+# $|\mathcal V|(|\mathcal V|-1)$ entries at a fixed time with BFGS (a quasi-Newton optimiser) and
 # compare.
 
 # %%

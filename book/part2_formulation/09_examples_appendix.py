@@ -45,25 +45,28 @@
 # | $\mu_{\text{batch}}$ | the batch measure: weight $1/(\ell N)$ on every token of every sequence of the batch | measure |
 # | $\ell$ | the length of each sequence of a batch | integer |
 # | $\mathbb E_{\mu}$, $\mathbb V_{\mu}$ | mean and variance (per coordinate) under the measure $\mu$ | $(d_e,)$ |
+# | $u$ | a vector to be normalised | $(d_e,)$ |
 # | $\mathfrak N(u;\mu)$ | batch normalisation of the vector $u$ with the statistics of $\mu$ | $(d_e,)$ |
+# | $\delta$ | $\delta_h$ puts weight 1 on the vector $h$ | measure |
 # | $\Gamma$, $\beta$, $\varepsilon$ | the normalisation's learned scale and shift, and its small stabilising constant | $(d_e,d_e)$, $(d_e,)$, number |
 # | $d_e$ | the embedding width | integer |
-# | $\varphi$, $\varphi_k$ | the embedding table; its vector for token $k$ | $(\lvert\mathbf V\rvert,d_e)$, $(d_e,)$ |
+# | $\varphi$, $\varphi_k$ | the embedding table; its vector for token $k$ | $(\lvert\mathcal V\rvert,d_e)$, $(d_e,)$ |
 # | $f$, $f_m$, $M$ | a text; its token at position $m$; its length | tokens |
+# | $m$, $k$ | a position in the text; a token of the vocabulary | integers |
 # | $h$, $h_m$ | the embedded text $\varphi_{f_1},\dots,\varphi_{f_M}$; its vector at position $m$ | $(M,d_e)$ |
-# | $\mathbf G$, $\mathbf H$ | a map of the embedded text into $\mathbb R^{\lvert\mathbf V\rvert}$; the same map as a function of the table, $\mathbf H(\varphi,f)=\mathbf G(h)$ | |
-# | $D_m\mathbf G$ | the derivative of $\mathbf G$ with respect to $h_m$ | $(\lvert\mathbf V\rvert,d_e)$ |
+# | $\mathbf G$, $\mathbf H$ | a map of the embedded text into $\mathbb R^{\lvert\mathcal V\rvert}$; the same map as a function of the table, $\mathbf H(\varphi,f)=\mathbf G(h)$ | |
+# | $D_m\mathbf G$ | the derivative of $\mathbf G$ with respect to $h_m$ | $(\lvert\mathcal V\rvert,d_e)$ |
 # | $\delta_{k,f_m}$ | 1 if position $m$ holds token $k$, else 0 | number |
-# | $\mathbf T$, $\mathbf B$ | the set transformer (a vector out of a sequence) and the output map to scores | $\mathbb R^{d_e}$, $(\lvert\mathbf V\rvert,d_e)$ |
+# | $\mathbf T$, $\mathbf B$ | the set transformer (a vector out of a sequence) and the output map to scores | $\mathbb R^{d_e}$, $(\lvert\mathcal V\rvert,d_e)$ |
 # | $\tau$ | the softmax temperature | number |
-# | $z$, $q$ | the scores $\mathbf B\,\mathbf T(h)/\tau$ and the next-token probabilities $\sigma(z)$ | $(\lvert\mathbf V\rvert,)$ |
-# | $\sigma$, $\sigma'(z)$ | the softmax and its Jacobian $\mathrm{diag}(q)-qq^\top$ | $(\lvert\mathbf V\rvert,\lvert\mathbf V\rvert)$ |
-# | $\vartheta=(\theta^{(b)},\theta^{(t)})$ | the network's parameters: those of $\mathbf B$ and those of $\mathbf T$ | vectors |
+# | $z$, $q$ | the scores $\mathbf B\,\mathbf T(h)/\tau$ and the next-token probabilities $\sigma(z)$ | $(\lvert\mathcal V\rvert,)$ |
+# | $\sigma$, $\sigma'(z)$ | the softmax and its Jacobian $\mathrm{diag}(q)-qq^\top$ | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
+# | $\vartheta$, $\theta$ | the network's parameters, $\vartheta=(\theta^{(b)},\theta^{(t)})$: those of $\mathbf B$ and those of $\mathbf T$ | vectors |
 # | $t$ | time (hours of the day in E.1, the ODE's time in E.4) | number |
 # | $s_{\text{Mon}}(t)$, $s_{\text{Tue}}(t)$, $\Delta(t)$ | where the traveller is along the route (0 = New York, 1 = Philadelphia) on each day; their difference | numbers |
 # | $y_1$, $y_2$ | the state of the first program's ODE ($y_2=y_1'$) | numbers |
 # | $w$ | $y_2^2$ written as a function of $y_1$ (a first integral) | number |
-# | $T^*$ | the time at which the first program's solution blows up | number |
+# | $t_{\text{blow}}$ | the time at which the first program's solution blows up | number |
 # | $y$ | the solution of the second program's ODE | number |
 # ```
 #
@@ -71,7 +74,7 @@
 # :class: note
 # The paper writes the batch measure as $\pi$ (the book keeps $\pi$ for the model's distribution,
 # [2.2](02_objective_kl.ipynb)) and the normalisation's scale and shift as $D$, $b$. Its embedding
-# table is $\varphi\in\mathbb R^{d_e\times|\mathbf V|}$ with one *column* per token, called
+# table is $\varphi\in\mathbb R^{d_e\times|\mathcal V|}$ with one *column* per token, called
 # $\varphi_v$ in Definition 2.6 and $\theta_v$ in Appendix A.1; the library, as the row-vector
 # convention of Chapter 6, stores one *row* per token. The model's answer in E.1 calls the two
 # positions $f(t)$, $g(t)$ and their difference $h(t)$.
@@ -566,7 +569,7 @@ assert met == 1000
 # $y_1<1$. So $y_2=-\sqrt w$ never returns to 0, $y_1$ decreases from 1 for ever, and the time to
 # reach $y_1=-\infty$ is
 #
-# $$T^*=\int_{-\infty}^{1}\frac{dy_1}{\sqrt{w(y_1)}},$$
+# $$t_{\text{blow}}=\int_{-\infty}^{1}\frac{dy_1}{\sqrt{w(y_1)}},$$
 #
 # finite because $w$ grows like $e^{-2y_1}$. An adaptive RK45 stops just there.
 
@@ -579,7 +582,7 @@ with np.errstate(over="ignore"):  # w(1 - u) overflows to inf for large u, where
     t_star = quad(lambda u: 1 / np.sqrt(w_fn(1 - u)), 0, np.inf, limit=200)[0]  # u = 1 - y_1
 blow = solve_ivp(lambda t, y: [y[1], -y[0] - y[1] ** 2], (0, 10), [1.0, 0.0], method="RK45",
                  rtol=1e-10, atol=1e-12)
-print(f"blow-up time from the first integral: T* = {t_star:.4f}; RK45 gives up at t = "
+print(f"blow-up time from the first integral: t_blow = {t_star:.4f}; RK45 gives up at t = "
       f"{produced(blow.t[-1], '.4f')} with |y| > 1e10: "
       f"{blow.status == -1 and np.abs(blow.y[:, -1]).max() > 1e10}")
 assert blow.status == -1 and abs(blow.t[-1] - t_star) < 1e-3 and t_star < 10
@@ -600,8 +603,8 @@ print(f"fine-tuned model's ODE: max |y| on [0, 10] = {np.abs(calm.y).max():.4f};
 assert calm.status == 0 and np.abs(calm.y).max() <= 1.0 + 1e-9 and gap_calm < 1e-8
 
 # %% [markdown]
-# The first solution blows up at $T^*\approx1.78$, well inside $[0,10]$, so a plot of it can only
-# show the part before; the second stays below 1 in size. Whether the programs run in MATLAB, and
+# The first solution blows up at $t_{\text{blow}}\approx1.78$, well inside $[0,10]$, so a plot of it
+# can only show the part before; the second stays below 1 in size. Whether the programs run in MATLAB, and
 # what else the paper says about them, is [checked below](#checking-the-paper).
 #
 # ## Key takeaways
@@ -672,7 +675,7 @@ assert rows_used == [0, 2, 4] and positions_of_2 == [1, 3]
 #
 # | claim (where) | verdict | how |
 # |---|---|---|
-# | the first program's solution "blows up in the selected time range" (§7.4; E.4, Fig. 1) | holds | first integral: $T^*\approx1.78<10$; RK45 stops there, also at MATLAB's default tolerances (below) |
+# | the first program's solution "blows up in the selected time range" (§7.4; E.4, Fig. 1) | holds | first integral: $t_{\text{blow}}\approx1.78<10$; RK45 stops there, also at MATLAB's default tolerances (below) |
 # | with fine-tuning "this issue is not present": a bounded solution (E.4, Fig. 2) | holds for the program shown | closed form $y=\tfrac32e^{-t}+\tfrac12(\sin t-\cos t)$, $\lvert y\rvert\le1$ on $[0,10]$ |
 # | "both examples produce an ODE that is integrated using RK45" (§7.4) | holds | both programs call `ode45`, a Runge–Kutta 4(5) pair (read from the printed code) |
 # | "neither code is general purpose …; instead, a specific example in two dimensions is given" (§7.4) | first program only | the first system is two-dimensional (a second-order ODE for $y_1$); the second is one-dimensional and first order (`y0 = [1]`) (below) |
@@ -705,7 +708,7 @@ assert sp.hessian(-y1_s - y2v**2, [y1_s, y2v]) != sp.zeros(2, 2)  # the first on
 blow_default = solve_ivp(lambda t, y: [y[1], -y[0] - y[1] ** 2], (0, 10), [1.0, 0.0], method="RK45",
                          rtol=1e-3, atol=1e-6)
 print(f"RK45 at MATLAB's default tolerances gives up at t = {produced(blow_default.t[-1], '.3f')} "
-      f"(T* = {t_star:.3f})")
+      f"(t_blow = {t_star:.3f})")
 assert blow_default.status == -1 and abs(blow_default.t[-1] - t_star) < 1e-2
 
 # %% [markdown]
