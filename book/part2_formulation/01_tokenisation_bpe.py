@@ -50,6 +50,12 @@
 # | $G$ | the gradient of a loss with respect to the embedded text | $(M,d_e)$ |
 # ```
 #
+# ```{admonition} In the paper's notation
+# :class: note
+# The paper writes the vocabularies in bold, $\mathbf V_0$ and $\mathbf V$; the book writes
+# $\mathcal V_0$ and $\mathcal V$. It labels tokens $1,\dots,\lvert\mathbf V\rvert$; the library labels them from 0.
+# ```
+#
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §2.1–2.3
 # (Examples 2.1–2.3, Remarks 2.4–2.5, Definitions 2.6–2.7, Remarks 2.8–2.9; Example 3.2).*
 

@@ -54,6 +54,12 @@
 # | $X_\ell$ | the loss $-\log\pi_\ell(f_\ell\mid f_{1:\ell-1})$ at position $\ell$ of a random text | number |
 # ```
 #
+# ```{admonition} In the paper's notation
+# :class: note
+# The paper writes the vocabulary in bold, $\mathbf V$ (the book: $\mathcal V$), and a general
+# divergence as $\mathcal D$. Its $\pi$ — kept here — is the model's distribution, not the number $\pi$.
+# ```
+#
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §3
 # (Eqs. 3.1–3.4, Remark 3.1) and §4.1–4.2 (Eqs. 4.1–4.5, Optimisation Problem 4.4, Remarks 4.5–4.7),
 # and the claim about (4.5) in §10.*

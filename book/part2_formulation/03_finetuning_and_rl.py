@@ -59,6 +59,12 @@
 # | $\bar g$ | the mean of $g$ over a batch | number |
 # ```
 #
+# ```{admonition} In the paper's notation
+# :class: note
+# The paper writes the vocabulary in bold, $\mathbf V$ (the book: $\mathcal V$), and the reward in
+# bold, $\mathbf r$. Its $\pi$ — kept here — is a model's distribution, not the number $\pi$.
+# ```
+#
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §4.3–4.5
 # (Eqs. 4.6–4.8, Data Assumption 4.8, Remarks 4.9–4.10).*
 

@@ -68,6 +68,7 @@
 # Chapter 6 ([6.2](../part1_chapter6/6_2_attention_mechanism.ipynb)) uses row vectors and writes
 # the query of word $i$ as $\mathbf q[i]=\mathbf e[i]W^Q$; the paper's $Qh_k$ is the same thing with
 # $Q=(W^Q)^\top$.
+# The paper writes the vocabulary in bold, $\mathbf V$; the book writes $\mathcal V$.
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §5.1–5.2

@@ -53,6 +53,8 @@
 # The paper writes the prompt's length as $\ell_{\text{prompt}}$, and a reply is the part of
 # $f_{1:L}$ after it, so exhaustive search over $n=L-\ell_{\text{prompt}}$ new tokens scores
 # $|\mathcal V|^{L-\ell_{\text{prompt}}}$ replies.
+# It writes the vocabulary in bold, $\mathbf V$ (the book: $\mathcal V$); its $\pi$ —
+# kept here — is the model's distribution, not the number $\pi$.
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §6

@@ -52,6 +52,12 @@
 # | $T$, $\mathrm{PPL}_{\mathrm{seq}}$, $\mathrm{PPL}_{\mathrm{token}}$ | a text's length; its perplexity as one sequence and per token | integer, numbers |
 # ```
 #
+# ```{admonition} In the paper's notation
+# :class: note
+# The paper writes the model's distribution as $\pi$ and a divergence as $\mathbf D$; this page
+# writes a model's next-token distribution as $q$ and the true one as $p$.
+# ```
+#
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §8.1
 # (Eqs. 8.1–8.4, Examples 8.1–8.2, footnote 6).*
 

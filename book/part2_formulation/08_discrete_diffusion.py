@@ -67,6 +67,7 @@
 # [Checking the paper](#checking-the-paper) for why the book uses rows, $\dot p=pQ$). It writes the
 # new clock of (9.3) as $\tau$ (the book's $g$; the book keeps $\tau$ for the leap of τ-leaping) and
 # the reversed clock as $s$ (the book: $r$, since $s$ is the ratio network).
+# It writes the set of values in bold, $\mathbf V$ (the book: $\mathcal V$).
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §9

@@ -78,6 +78,7 @@
 # $\varphi_v$ in Definition 2.6 and $\theta_v$ in Appendix A.1; the library, as the row-vector
 # convention of Chapter 6, stores one *row* per token. The model's answer in E.1 calls the two
 # positions $f(t)$, $g(t)$ and their difference $h(t)$.
+# It writes the vocabulary in bold, $\mathbf V$ (the book: $\mathcal V$).
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation" —
