@@ -102,7 +102,7 @@ REPS = 8000 if FULL else 2000
 # $\pi(A\mid\cdot)=0.5$.
 #
 # **Step 1: a text's probability is a product of next-token probabilities** (the paper's (3.1) for
-# the data, (3.3) for the model; {term}`autoregressive` factorisation). For the text $AA$:
+# the data — (3.2) for its first $\ell$ tokens — and (3.3) for the model; {term}`autoregressive` factorisation). For the text $AA$:
 # $\mathbf p(AA)=\mathbf p(A)\,\mathbf p(A\mid A)=0.5\times0.9=0.45$ and
 # $\pi(AA)=0.6\times0.5=0.3$.
 
@@ -225,10 +225,12 @@ assert np.allclose(tiny.per_position, [position_1, position_2], atol=1e-12)
 #
 # The paper's training problem (Optimisation Problem 4.4) is to choose the model's parameters
 # $\theta$ to minimise $J(\theta)=D_{\mathrm{KL}}(\mathbf p_{1:L}\Vert\pi_{1:L}(\cdot;\theta))$, the
-# gap between the data's and the model's distributions over texts of $L$ tokens. Its derivation
-# (4.2a)–(4.2d) is three steps: the log of a product is a sum of logs; a term about position $\ell$
-# only needs the first $\ell$ tokens; and the data's own log-probabilities do not depend on
-# $\theta$. Sympy checks it for $L=2$ binary tokens (numbered 0 and 1) with every probability a free
+# gap between the data's and the model's distributions over texts of $L$ tokens. Its derivation from
+# (4.2a) is three steps: the log of a product is a sum of logs, (4.2b); a term about position $\ell$
+# only needs the first $\ell$ tokens, (4.2c); and the data's own log-probabilities do not depend on
+# $\theta$, (4.2d). (Remarks 4.2 and 4.3, on where real training text comes from and how its
+# curation breaks the independence of the samples, are about practice and are not checked here.)
+# Sympy checks it for $L=2$ binary tokens (numbered 0 and 1) with every probability a free
 # symbol: the data picks token 1 first with probability $a$, and token 1 second, after a first token
 # $x$, with probability $b_x$; the model's probabilities are $\hat a$ and $\hat b_x$.
 
@@ -310,12 +312,14 @@ assert tv < 0.08
 
 # %% [markdown]
 # The {term}`total variation distance` between the two is small: what (3.1) computes is what the
-# source produces.
+# source produces. (Remark 3.1 takes the data's law to be all the text there is; a chain we wrote
+# down is what makes exact checks possible.)
 #
 # ## The decomposition, numerically (4.2a–d, 4.4b, Remark 4.6)
 #
 # `kl_decomposition` returns the joint KL (4.2a), the expected next-token KL at each position
-# (4.4b), the cross-entropy terms of (4.3a) and the entropy terms (the constant of 4.2d), all by
+# (4.4b) (its inner expectation written out is (4.4a)), the cross-entropy terms of (4.3a) (in the
+# network's notation, (4.3b)) and the entropy terms (the constant of 4.2d), all by
 # listing the $3^6=729$ texts. The identities of the tiny example hold to round-off, and the joint KL
 # bounds every position's term (Remark 4.6).
 
@@ -390,7 +394,8 @@ plt.show()
 #
 # ## Estimating the objective from data: shared prefixes (4.5, Remark 4.7)
 #
-# In practice $\mathbf p$ is unknown; we have $N$ sample texts. The population objective
+# In practice $\mathbf p$ is unknown; we have $N$ independent sample texts (Data Assumption 4.1). The
+# population objective
 # $\mathcal L(\theta)=\sum_\ell \mathbb E[-\log\pi_\ell]$ can be estimated in two ways:
 #
 # * **independently**: for each $\ell$ draw $N$ fresh texts of length $\ell$ and average the

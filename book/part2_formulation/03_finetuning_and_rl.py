@@ -149,7 +149,8 @@ assert np.isclose(rl_objective(pi_star_tiny, ref_tiny, reward_tiny, 1.0), min_ti
 # Markov chains, so the population KL from a source to a model is computable.
 #
 # Source $\mathbf p$ is a random first-order chain on 10 tokens. The fine-tuning source $\mathbf p'$
-# changes its next-token logits by a **rank-2** matrix, $\log P'=\log P+0.8\,U_1U_2$ (rows
+# (its samples are the fine-tuning data of Data Assumption 4.8) changes its next-token logits by a
+# **rank-2** matrix, $\log P'=\log P+0.8\,U_1U_2$ (rows
 # renormalised), so the right update really is low-rank. Pre-training uses 100 sequences of 100
 # tokens from $\mathbf p$. The data enter only through the counts $n_{ab}$ of each transition
 # $a\to b$, and the training loop is a dozen lines — Adam on the mean next-token loss, whose
@@ -551,7 +552,7 @@ assert floor < 1e-12
 
 # %% [markdown]
 # And the helper `markov_policy` used for the restricted policy class agrees with the library's
-# autoregressive product (3.3) on a test chain:
+# autoregressive product (3.3), restated in §5 as (5.1a), on a test chain:
 
 # %% tags=["hide-cell"]
 def next_check(prefix):

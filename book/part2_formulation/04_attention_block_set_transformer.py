@@ -157,7 +157,11 @@ assert np.allclose(out_1212, np.tile(out_12, 2), atol=1e-12)  # duplicated: the 
 # transformer** (5.6) stacks $n_b$ blocks with their own parameters, then **pools** the sequence
 # into one vector — the mean (or the coordinate-wise maximum) over positions (Example 5.4). A linear
 # map $B$ gives one score per token of the vocabulary, and a softmax with temperature $\tau$ turns
-# the scores into the next-token distribution $\mathbf q_m$ (5.7). Only ATT mixes positions; every
+# the scores into the next-token distribution $\mathbf q_m$ (5.7); the model's next-token probability
+# is this $\mathbf q_m$ applied to the embedded prefix (5.1b). (Remark 5.6: $B$ could be folded into
+# $\mathbf T$; the paper keeps them apart because $\mathbf T$ alone serves other tasks. Remark 5.7:
+# the parameters are those of all blocks and of $B$, while $\tau$ is chosen by hand.) Only ATT mixes
+# positions; every
 # other step acts on each position alone.
 
 # %%
@@ -178,7 +182,8 @@ plt.show()
 # We check the library's `att` against (5.2) written out term by term, in $d_e=4$ dimensions with
 # $c=3$ (the width of queries and keys), and the structural fact behind everything below:
 # $\mathrm{ATT}(h)_k-h_k$ is a {term}`convex combination` of the values $Vh_l$, an average under a
-# probability vector over the tokens.
+# probability vector over the tokens. The same $Q$, $K$, $V$ serve every length $m$ (Remark 5.1):
+# `att` takes a sequence of any length with one set of parameters.
 
 # %%
 d_e, c, c_ff, m = 4, 3, 16, 6
@@ -202,8 +207,8 @@ print("max |ATT(h) - (5.2) term by term| < 1e-12 (round-off); rows of alpha sum 
 # %% [markdown]
 # ## The attention block (5.3a–d) is Chapter 6's post-norm block
 #
-# ATT → N → $h+\mathrm{NN}(h)$ → N is the {term}`post-norm` block of Chapter 6 with one head and no
-# output projection. With $c=d_e$ it is exactly `nextword.decoder.layers.TransformerBlock(pre_norm=False)`
+# ATT (5.3a) → N (5.3b) → $h+\mathrm{NN}(h)$ (5.3c) → N (5.3d) is the {term}`post-norm` block of
+# Chapter 6 with one head and no output projection, NN being the two-layer network of Example 5.3. With $c=d_e$ it is exactly `nextword.decoder.layers.TransformerBlock(pre_norm=False)`
 # once that block's $1/\sqrt{d}$ scale is folded into its query matrix and its output matrix is the
 # identity:
 
@@ -228,7 +233,8 @@ print("(5.3a-d) vs post-norm TransformerBlock: max |difference| < 1e-12 (round-o
 # Permuting the tokens permutes the output of ATT (the softmax weights move with the keys, the
 # residual with the query), and N and NN act token by token, so every block is *equivariant*:
 # $\mathbf A(h_{\rho})=\mathbf A(h)_{\rho}$ for every reordering $\rho$. Mean and max pooling
-# forget the order, so $\mathbf T$ and $\mathbf q_m$ in (5.6)–(5.7) are *invariant*. Checked for
+# forget the order, so $\mathbf T$ and $\mathbf q_m$ in (5.6)–(5.7) — the softmax $\sigma$ of
+# Definition 5.5 applied to $B\mathbf T$ — are *invariant*. Checked for
 # every one of the $6!=720$ orders of a 6-token sequence through two blocks:
 
 # %%
@@ -266,7 +272,9 @@ print("q(. | dog bites man) == q(. | man bites dog):", bool(np.allclose(q1, q2, 
 #
 # Pooling turns the whole sequence into one vector. The mean over positions and the coordinate-wise
 # maximum both ignore order and give the same answer when every token is repeated, so they depend
-# on the sequence only through which vectors occur and how often. Appendix B's continuum version of
+# on the sequence only through which vectors occur and how often; Appendix B's linear form (B.5),
+# $\mathfrak P(p)=\int\mathfrak f\,dp$, gives mean pooling with $\mathfrak f(h)=h$. Appendix B's
+# continuum version of
 # max pooling is a log-sum-exp, $\frac1\beta\log\int e^{\beta (h)_j}\,dp(h)$ for coordinate $j$ —
 # a soft maximum — which tends to the coordinate-wise maximum as $\beta\to\infty$ (the gap is at
 # most $\log(1/p_{\min})/\beta$, here $\log 6/\beta$ for 6 tokens of weight $\frac16$) and to
@@ -288,7 +296,8 @@ print(f"soft-max pooling gap to max: beta=1: {gaps[np.argmin(abs(betas - 1))]:.4
 # ## Attention as a map on distributions (Appendix B)
 #
 # The tiny example showed that duplicating every token changes nothing. Appendix B makes that the
-# definition: (B.1) encodes a sequence as its {term}`empirical measure`
+# definition: (B.1) encodes a sequence as its {term}`empirical measure` ((B.2) for a prefix; (B.3)
+# writes the set transformer as pooling after blocks that act on measures)
 # $p=\frac1\ell\sum_k\delta_{h_k}$ — "each of the $\ell$ vectors, with weight $1/\ell$" — and (B.4a)
 # defines attention as the map $s\mapsto s+V\,\mathbb E_{u\sim\pi(\cdot;s)}[u]$ with
 # $\pi(u;s)\propto e^{\langle Qs,Ku\rangle}p(u)$. Everything depends on the sequence only through

@@ -218,7 +218,8 @@ plt.show()
 # ## The RoFormer inner product (§5.3.2) equals RoPE on complex pairs
 #
 # RoPE rotates each consecutive pair of query/key coordinates by an angle proportional to the
-# position (`apply_rope`): at position $k$, pair $j$ turns by $k\psi_j$. Writing a pair as a complex
+# position (`apply_rope`), in place of the plain score (5.8), $\langle Qh_k,Kh_l\rangle$: at
+# position $k$, pair $j$ turns by $k\psi_j$. Writing a pair as a complex
 # number $z=x_{2j}+ix_{2j+1}$, a rotation is a multiplication by $e^{ik\psi_j}$, so the score of a
 # query vector $\mathbf x$ at position $k$ with a key vector $\mathbf y$ at position $l$ is
 # $\langle R_k\mathbf x,R_l\mathbf y\rangle=\mathrm{Re}\sum_{j=1}^{c/2}z_{x,j}\,\overline{z_{y,j}}\,
@@ -356,8 +357,10 @@ plt.show()
 #
 # ## State-space models (§5.3.4, Appendix C)
 #
-# A linear SSM evolves a hidden state $v\in\mathbb R^s$ by $\dot v=Av+Bh$ and reads out $u=Cv+Dh$
-# (C.1–C.2). Variation of constants gives the exact state
+# A continuous-time SSM evolves a hidden state $v\in\mathbb R^s$ driven by an input $h(t)$, (C.1a), and
+# reads out $u$ from $v$ and $h$, (C.1b); the linear choice is $\dot v=Av+Bh$, (C.2a), and $u=Cv+Dh$,
+# (C.2b). (Remark C.1 discretises it in time to take the place of attention.) Variation of
+# constants gives the exact state
 #
 # $$v(t)=e^{At}v_0+\int_0^t e^{A(t-t')}Bh(t')\,dt' .\qquad\text{(C.3a, corrected)}$$
 #
@@ -458,7 +461,7 @@ plt.show()
 # ## The SSM as a causal, linear-cost sequence map (5.9)
 #
 # With linear $\mathbf f,\mathbf g$ the recurrence (5.9) is $v_{k+1}=\bar Av_k+\bar Bh_k$,
-# $u_k=Cv_k+Dh_k$: one pass over the sequence, $\mathcal O(m)$. Unrolled it is a causal convolution
+# $u_k=Cv_k+Dh_k$ (the read-out (5.9b)): one pass over the sequence, $\mathcal O(m)$. Unrolled it is a causal convolution
 # with kernel $\kappa_j=C\bar A^{j-1}\bar B$, the other way S4-type models evaluate it. (Our
 # recurrence indexes the inputs from 0, so $u_k$ depends on $h_0,\dots,h_k$; the paper's indexing of
 # (5.9a) is [checked below](#checking-the-paper).)

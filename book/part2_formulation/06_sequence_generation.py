@@ -289,8 +289,9 @@ assert np.allclose(beam_scores[:, widths.index(8)], exhaustive_scores)
 # ## Sampling: one token at a time draws exactly from the model (§6.3)
 #
 # Instead of searching for the most likely reply we can draw a random one: draw $f_m$ from
-# $\pi_m(\cdot\mid f_{1:m-1})$, append it, repeat. The chain rule read forwards says that this
-# draws a reply *exactly* from the model's distribution over replies. We test it on 2-character
+# $\pi_m(\cdot\mid f_{1:m-1})$, append it, repeat. The chain rule (6.1a), read forwards, says that this
+# draws a reply *exactly* from the model's distribution over the replies that start with the prompt
+# (the set (6.2)). We test it on 2-character
 # replies, whose exact probabilities we can compute (a $66\times66$ table): the frequencies of the 10
 # most likely pairs, and of "all others", in `N_SAMPLES` draws, against the exact probabilities, with
 # a chi-square test (a large p-value means the counts are what exact sampling would give).
@@ -425,7 +426,8 @@ plt.show()
 # is generated, the reply is complete. Here the newline character plays EOS, so a reply is one line
 # (greedy decoding loops and never ends its line, so we sample at $\tau=0.7$). Our decoders stop
 # at EOS; the paper instead fills the remaining positions up to a fixed length $L$ with a
-# {term}`PAD token` (padding), whose probability is 1 once an EOS has appeared. Each PAD then adds
+# {term}`PAD token` (padding), whose probability is 1 once an EOS has appeared (a change of the
+# next-token model (6.1b)); among the texts that start with the prompt (the set (6.2)), each PAD adds
 # $\log 1=0$, so the padded and the stopped reply have the same probability — and any other token
 # after EOS has probability 0. (PAD is the unknown-character id 0 here.)
 

@@ -140,7 +140,7 @@ assert np.isclose(scores.precision, 1 / 3) and np.isclose(scores.recall, 1 / 2)
 # ## Cross-entropy and perplexity: scoring a model by its probabilities (Example 8.1)
 #
 # §8.1 measures a model, for one prompt, by a divergence $\mathbf D$ between the true law of replies
-# and the model's (8.3), and averages over prompts (8.4). With $\mathbf D=\mathrm{KL}$ this is a
+# (8.1) and the model's law (8.2), written (8.3), and averages over prompts (8.4). With $\mathbf D=\mathrm{KL}$ this is a
 # constant minus the expected log-likelihood of the model on real text, so models are compared by
 # their cross-entropy on held-out text. For one position the identity behind it is
 # $-\sum_v p_v\log q_v=H(p)+\mathrm{KL}(p\,\|\,q)$, the tiny example's, for any three-outcome $p$

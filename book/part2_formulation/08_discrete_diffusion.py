@@ -643,11 +643,11 @@ assert sp.simplify(line_before + forward_rhs) == 0
 assert sp.simplify(printed_last + forward_rhs) != 0
 
 # %% [markdown]
-# **Where the reverse chain ends.** The paper's sentence "sample from the data distribution by
+# **Where the reverse chain ends (§9, after (9.4)).** The paper's sentence "sample from the data distribution by
 # sampling $\bar p(\cdot,T)$" should read $\bar p(\cdot,0)$: the reverse chain starts at the noise
 # end $T$ and ends at $t=0$, where Figure 2.8.3 and the samples above recover the data law.
 #
-# **The tower-rule form of the loss.** The second display after (9.4) rewrites the loss with the
+# **The tower-rule form of the loss (§9).** The second display after (9.4) rewrites the loss with the
 # known conditionals $p(\cdot,t\mid k)$ of the forward process ("by the tower rule"). The rewrite
 # needs, for every data point $k$ and every pair $(i,j)$ that the loss uses, $p(i,t\mid k)>0$
 # whenever $p(j,t\mid k)>0$. With uniform noise every conditional has full support for $t>0$ and the
