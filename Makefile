@@ -152,7 +152,7 @@ results: $(STAMP)
 	OMP_NUM_THREADS=1 nice -n 10 $(BIN)/python -m nextword results run
 
 # Not part of `make test`: needs one CUDA GPU (without one it says so and exits 2); results in runs/gpu-check/.
-# `nextword gpu-check --dry-run` rehearses it on the CPU in seconds (tests/torch/test_gpu_check.py).
+# `nextword gpu-check --dry-run` rehearses it on the CPU in seconds (tests/torch/runs/test_gpu_check.py).
 gpu-check: $(STAMP)
 	$(BIN)/python -m nextword gpu-check
 

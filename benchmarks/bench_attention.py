@@ -101,7 +101,7 @@ def main() -> None:
     X = rng.standard_normal((B, T, d)).astype(np.float32)
 
     ref = torch.nn.MultiheadAttention(d, h, bias=False, batch_first=True).eval()
-    ref.load_state_dict(mha.to_torch_state_dict())
+    ref.load_state_dict({k: torch.from_numpy(v) for k, v in mha.torch_state_arrays().items()})
     tX = torch.from_numpy(X)
     tmask = torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
 

@@ -221,7 +221,7 @@ def main(argv=None) -> int:
             config={k: v for k, v in args.items() if k not in ("json", "save")},
             seeds=[0],
             wall_time_s=time.perf_counter() - start,
-            code_paths=("nextword", "benchmarks/bench_margin.py"),
+            entries=("benchmarks.bench_margin",),
         )
         print(f"saved {path}")
     return 0

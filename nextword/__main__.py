@@ -4,7 +4,7 @@
     nextword robustness --out runs/margin                                  # §7.3: BPC under embedding noise
     nextword sweep --config quick --out runs/sweep                         # §7.4: the λ path
     nextword report runs/ce runs/margin runs/sweep                         # tables from run directories
-    nextword results list | run [NAME ...]                                 # the saved runs of book/results/
+    nextword results list | run | verify [NAME ...]                        # the saved runs of book/results/
     nextword fetch                                                         # WikiText-2 (needs internet)
     nextword check-env                                                     # what the environment holds
     nextword grade [PART]                                                  # your exercise notebooks: ✓ / ✗
@@ -62,7 +62,7 @@ def _exercises(name: str, argv: list[str]) -> int:
 
 
 def _gpu_check(name: str, argv: list[str]) -> int:
-    from nextword.torch.runs.gpu_check import main as gpu_check_main
+    from nextword.torch.runs.gpu_command import main as gpu_check_main
 
     return gpu_check_main(argv)
 
@@ -73,7 +73,10 @@ COMMANDS: dict[str, tuple[str, Callable[[str, list[str]], int]]] = {
     "robustness": ("BPC under Gaussian embedding noise of a trained run (§7.3, Fig. 7.5)", _torch_cli),
     "sweep": ("the λ regularisation path (§7.4, Table 1 / Fig. 7.6)", _torch_cli),
     "report": ("print tables from run or sweep directories or their JSON files", _torch_cli),
-    "results": ("the saved runs of book/results/: list, or run (resumable) what is not current", _results),
+    "results": (
+        "the saved runs of book/results/: list, verify (replay) or run (resumable) what is not current",
+        _results,
+    ),
     "fetch": ("download raw WikiText-2 once (checksum-verified; needs internet)", _torch_cli),
     "check-env": ("report the Python environment: packages, versions, threads, devices", _check_env),
     "grade": ("run your filled-in exercise notebooks and show ✓ / ✗ / not started", _grade),

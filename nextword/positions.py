@@ -31,6 +31,7 @@ from nextword._validate import (
 )
 
 __all__ = [
+    "ENCODINGS",
     "sinusoidal_encoding",
     "sinusoidal_shift_matrix",
     "LearnedPositionalEmbedding",
@@ -38,6 +39,12 @@ __all__ = [
     "apply_rope",
     "rope_rotation_matrix",
 ]
+
+
+#: The positional encodings of §6.5, the one list the numpy decoder, the torch TinyLM and the Fig. 6.28
+#: probe share: name -> how the position enters the model ("added" to the token embeddings before the
+#: first block, "rotated" into queries and keys inside attention, or "none": no position at all).
+ENCODINGS: dict[str, str] = {"sinusoidal": "added", "learned": "added", "rope": "rotated", "none": "none"}
 
 
 def _check_base(base: float) -> float:

@@ -18,7 +18,7 @@ Run it as ``python -m tests.bad_inputs_theory`` (``--list`` prints every non-nam
 
 Counts (issue #33): 1701 bad inputs against the 243 public callables of the numpy library (every
 callable in the ``__all__`` of its 15 packages, re-exports counted once; 37 names left out:
-``mask_to_torch``, which needs torch, and 36 constants, type aliases, exceptions and result
+``mask_to_torch``, a converter into torch's conventions, and 36 constants, type aliases, exceptions and result
 records). Before the fixes of issue #33 (commit 54991ff): named 1333, raw 219, silent 5,
 documented 144, hang 0; after: named 1567, raw 0, silent 0, documented 134, hang 0. Of the 243,
 64 also have a hand-written baseline and per-argument bad values in :mod:`tests.bad_inputs`
@@ -69,8 +69,8 @@ CLASSES: dict[str, tuple[Any, bool]] = {
 #: functions whose docstring promises a non-finite result where the float computation overflows
 #: (the naive formulas, kept to show the overflow that the stable ones avoid)
 OVERFLOW_BY_DESIGN = ("log_bessel_iv_naive", "vmf_log_normalizer_naive")
-#: converters to torch tensors: they import torch, which this sweep does not load (the torch path
-#: has its own tests); listed apart with the records
+#: converters into torch's conventions, for comparisons with torch's own modules (the torch path has
+#: its own tests); listed apart with the records
 NEEDS_TORCH = ("attention.mask_to_torch",)
 #: functions whose docstring reads ``None`` as a value (not the parameter's default)
 NONE_DOCUMENTED = ("attention.causal_alignment",)

@@ -122,16 +122,17 @@ CHEAP_FORMS: dict[str, list[str]] = {
         f"{_CLI} train --help | grep -q -- --amp"
     ],
     "nextword fetch": [f"{_CLI} fetch --help"],
-    # torchrun itself, two processes of `-m nextword train`, is tests/torch/test_ddp.py: here the program exists
+    # torchrun itself, two processes of `-m nextword train`, is tests/torch/training/test_distributed.py: here the program exists
     "torchrun --nproc_per_node=N -m nextword train ...": [
         '{py} -m torch.distributed.run --help | grep -q -- --nproc-per-node && test -x "$(dirname {py})/torchrun"'
     ],
     # --- saved runs: what exists (running them is make results: hours) --------------------------------
     "nextword results list": ["{py} -m nextword results list"],
     "nextword results run": ["{py} -m nextword results run --help"],
+    "nextword results verify": ["{py} -m nextword results verify --help"],
     "nextword results run dynamics_table1 --jobs 2": ["{py} -m nextword results run --help"],
     "nextword results run barrier_ce --train-only": ["{py} -m nextword results run --help | grep -q -- --train-only"],
-    # --- the GPU check: its dry run is tests/torch/test_gpu_check.py; here the command and target exist -------
+    # --- the GPU check: its dry run is tests/torch/runs/test_gpu_check.py; here the command and target exist -------
     "make gpu-check": ["make -n gpu-check"],
     "nextword gpu-check": ["{py} -m nextword gpu-check --help"],
     "nextword gpu-check --dry-run": ["{py} -m nextword gpu-check --help | grep -q -- --dry-run"],

@@ -18,7 +18,23 @@
 # ```
 #
 # **Builds on:** Python and numpy (arrays and `@`), the exponential function, and basic probability (a
-# distribution adds up to 1). **Reading time:** about 10 minutes.
+# distribution adds up to 1). **Reading time:** about 12 minutes.
+#
+# ```{admonition} Symbols on this page
+# :class: note
+# | symbol | meaning | shape |
+# |---|---|---|
+# | $s_1$, $s_2$, $s_3$, $s_i$ | the score of word 1, 2, 3, of word $i$ (counted from 1) | number |
+# | $w_1$, $w_2$, $w_3$, $w_i$ | the softmax weight of word 1, 2, 3, of word $i$ | number in $(0, 1)$ |
+# | $i$ | a word's position, counted from 1 | integer |
+# | $e$ | the base of the natural logarithm, about 2.718 | number |
+# | $c$ | a number added to every score (question 2) | number |
+# | $q[i]$, $W_Q$, $x_t$ | a query as Chapter 6 writes it; a query matrix and an input as one of the papers writes them | vectors, matrix |
+# ```
+#
+# Every page opens with a box like this one: the symbols the page uses, each with one meaning.
+# Words and positions count from 1, as in the chapter; Python counts from 0, so in the code word $i$ is
+# `scores[i - 1]`.
 #
 # *Source: none; this page introduces the book's method. The book follows Chapter 6 of* Predicting the
 # Next Word *and four papers (see the [landing page](../../index.md)).*
@@ -40,8 +56,8 @@ from nextword.attention import softmax
 #
 # $$w_i = \frac{e^{s_i}}{e^{s_1} + e^{s_2} + e^{s_3}}.$$
 #
-# By hand: raise $e$ (about 2.718) to each score, add the three powers, and divide each power by the
-# sum. A loop does exactly that, one word at a time; follow it with a calculator:
+# By hand: raise $e$ to each score, add the three powers, and divide each power by the sum. A loop
+# does exactly that, one word at a time; follow it with a calculator:
 
 # %%
 print(f"e = {np.e:.3f}")
@@ -52,8 +68,8 @@ for score in scores:
     print(f"e^{score:.0f} = {np.exp(score):.2f}")
 print(f"sum of the powers: {total:.2f}")
 weights_by_loop = [np.exp(score) / total for score in scores]
-for word, weight in enumerate(weights_by_loop, start=1):
-    print(f"word {word}: score {scores[word - 1]:.0f}, weight {weight:.4f}")
+for i in (1, 2, 3):
+    print(f"word {i}: score {scores[i - 1]:.0f}, weight {weights_by_loop[i - 1]:.4f}")
 print(f"sum of the weights: {sum(weights_by_loop):.4f}")
 
 # %% [markdown]
@@ -94,17 +110,21 @@ except AssertionError as error:
 #
 # Two kinds of numbers appear on the pages. **Exact** numbers come from a formula, a count or sympy:
 # they are the same on every computer and are printed as they are. **Produced** numbers come out of
-# training, random sampling or an iterative method: the last digits can differ between two computers, so
-# the page shows them (through `produced`) and asserts the claim about them with a tolerance instead of
-# the digits. Below, a Monte Carlo estimate of the first weight: draw words with the softmax's
-# probabilities and count how often word 1 comes up.
+# training, random sampling or an iterative method: the last digits can differ between two computers
+# (another processor rounds differently, another seed draws differently), so the page asserts the claim
+# about them with a tolerance instead of the digits, and marks them. In the rendered book a produced
+# number has a dotted underline; point at it and a note says that it was *produced by training or
+# sampling: it varies with the seed and the CPU, and the page asserts its claim* (screen readers read
+# the note too; in the PDF the number carries a dagger, †). An exact number has no such mark. Below, a
+# Monte Carlo estimate of the first weight: draw words with the softmax's probabilities and count how
+# often word 1 comes up. The exact weight is printed plainly, the estimate is marked.
 
 # %%
 rng = np.random.default_rng(0)
 draws = rng.choice(3, size=20_000, p=weights)
 share_of_word_1 = np.mean(draws == 0)
 print(f"exact weight of word 1: {weights[0]:.4f}; share in 20,000 draws: {produced(share_of_word_1, '.4f')}")
-assert abs(share_of_word_1 - weights[0]) < 0.01
+assert abs(share_of_word_1 - weights[0]) < 0.01  # the claim about the estimate, with a tolerance
 
 # %% [markdown]
 # ## Finding your way
@@ -120,22 +140,27 @@ assert abs(share_of_word_1 - weights[0]) < 0.01
 #   has one table to move between them, and the report on your Python environment.
 # - **Size.** Long, paper-sized runs are behind the `FULL=1` environment variable; a page's default run is
 #   a smaller, faithful version that finishes in about a minute on a laptop.
-# - **Honesty.** When a source's claim fails a check, the page shows it and the errata list records it.
+# - **The end of a page.** After the questions, two folded sections (click a heading to open it):
+#   *Checking the paper* recomputes the numbers the source prints and says what the book found, and
+#   *Reproducibility* says how the page's runs were made. The lesson reads without them.
+# - **Honesty.** When a source's claim fails a check, the page says so in one sentence with a link to its
+#   *Checking the paper* section, and the errata list records it.
 #
 # ## Key takeaways
 #
 # - A softmax turns scores into positive weights that add up to 1; a larger score gets a larger share.
 # - Every page works a tiny example by hand, computes it with `nextword`, and asserts that they agree.
 # - A page that runs to the end has checked each of its claims on your machine; a false claim stops it.
-# - Exact numbers are printed as they are; produced numbers (training, sampling) are shown, and their
-#   claims are checked with a tolerance.
+# - Exact numbers are printed as they are; produced numbers (training, sampling) are marked with a
+#   dotted underline, and their claims are checked with a tolerance.
 #
 # ## Check your understanding
 #
 # 1. Scores 0, 0 and $\ln 2$ go through a softmax. What are the three weights?
 #
 #    ```{dropdown} Answer
-#    $e^0 = 1$, $e^0 = 1$ and $e^{\ln 2} = 2$ add up to 4, so the weights are $1/4$, $1/4$ and $1/2$.
+#    $e^0 = 1$, $e^0 = 1$ and $e^{\ln 2} = 2$ add up to 4, so the weights are $1/4$, $1/4$ and $1/2$
+#    (printed below).
 #    ```
 #
 # 2. Adding the same number $c$ to every score: does it change the softmax weights?
@@ -150,11 +175,20 @@ assert abs(share_of_word_1 - weights[0]) < 0.01
 #    something wrong?
 #
 #    ```{dropdown} Answer
-#    Not by itself: a loss after training is a produced number, and its last digits depend on the
-#    machine. What must hold is the page's assert about it (for example "the loss is below the target");
-#    if that assert passed, the claim held on your machine.
+#    Not by itself: a loss after training is a produced number (it carries the dotted underline), and
+#    its last digits depend on the machine. What must hold is the page's assert about it (for example
+#    "the loss is below the target"); if that assert passed, the claim held on your machine.
 #    ```
-#
+
+# %% tags=["hide-cell"]
+q1 = softmax(np.array([0.0, 0.0, np.log(2)]))
+print("Q1: weights of the scores 0, 0, ln 2:", np.round(q1, 4))
+shifted = softmax(np.array(scores) + 5.0)
+print("Q2: scores + 5 give the same weights:", np.round(shifted, 4))
+assert np.allclose(q1, [0.25, 0.25, 0.5], atol=1e-12)
+assert np.allclose(shifted, weights, atol=1e-12)
+
+# %% [markdown]
 # ## Reproducibility
 #
 # The environment this page ran in (the full report is in

@@ -24,8 +24,31 @@
 # ```
 #
 # **Builds on:** [6.2 The attention mechanism](6_2_attention_mechanism.ipynb) (queries, keys, scores
-# and softmax weights) · the cross-entropy loss of a next-word model and the idea of an entropy from
-# probability. **Reading time:** about 35 minutes.
+# and softmax weights; the conditional entropy as the lowest loss) · the cross-entropy loss of a
+# next-word model and the idea of an entropy from probability. **Reading time:** about 35 minutes.
+#
+# ```{admonition} Symbols on this page
+# :class: note
+# | symbol | meaning | shape |
+# |---|---|---|
+# | $n$ | the number of words (or positions) | integer |
+# | $i$ | the word that is looking: the query's position, counted from 1 | integer |
+# | $j$, $m$ | a word looked at (a key's position); $m$ runs over the positions word $i$ may see | integers |
+# | $q[i]$, $k[j]$, $v[j]$ | the query of word $i$; the key and the value of word $j$ (row vectors) | $(d_k,)$ |
+# | $d_k$ | the width of a query and of a key | integer |
+# | $\alpha[i,j]$ | the attention weight word $i$ gives word $j$ | number in $[0, 1]$ |
+# | $t$ | a position in a sequence of symbols, counted from 1 | integer |
+# | $w[t]$, $w[1..t]$ | the symbol at position $t$; the symbols at positions $1,\dots,t$ | symbols |
+# | $H$ | the entropy rate of the source, in nats | number |
+# | $a$, $b$ | two consecutive symbols (a pair) | symbols |
+# | $P$ | the source's probabilities: of the next symbol given the past, $P(w[t+1]\mid w[1..t])$, and of a pair, $P(a,b)$ | numbers |
+# | $\hat P$ | the frequency of a pair in a text, $\hat P(a,b)$ | numbers |
+# | $x[j]$ | the input vector of a transformer block at position $j$ | vector |
+# | $e$ | the base of the natural logarithm | number |
+# ```
+#
+# Words and positions count from 1, as in the chapter. Python counts from 0, so in the code position
+# $t$ of a window is `window[t - 1]`, and `window[:t]` holds positions $1,\dots,t$.
 #
 # *Source: Chapter 6, §6.3 (the masked attention formula, Figs. 6.13–6.17, Exercise 3).*
 
@@ -36,7 +59,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 import torch.nn.functional as F
-from mpl_toolkits.mplot3d import Axes3D  # noqa: F401  (registers the 3-D projection)
 
 from nextword.attention import (attention_backward, causal_mask, scaled_dot_product_attention,
                                 softmax)
@@ -60,32 +82,30 @@ SEED = int(os.environ.get("NEXTWORD_SEED", "0"))
 # ## A tiny example by hand
 #
 # The three words of 6.2's tiny example, "engineer submitted code", with the same queries, keys and
-# values. This time every word may look at every word, the future included. One loop, word by word
-# (Python counts from 0, so word $i$ is `i + 1`):
+# values. This time every word may look at every word, the future included. One loop, word by word:
 
 # %%
-words = ["engineer", "submitted", "code"]
-queries = np.array([[1.0, 0.0], [1.0, 1.0], [2.0, 1.0]])
-keys = np.array([[1.0, 1.0], [0.0, 1.0], [1.0, 2.0]])
-values = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 2.0]])
+words = {1: "engineer", 2: "submitted", 3: "code"}
+q = {1: np.array([1.0, 0.0]), 2: np.array([1.0, 1.0]), 3: np.array([2.0, 1.0])}  # q[i], i = 1..3
+k = {1: np.array([1.0, 1.0]), 2: np.array([0.0, 1.0]), 3: np.array([1.0, 2.0])}  # k[j]
+v = {1: np.array([1.0, 0.0]), 2: np.array([0.0, 2.0]), 3: np.array([1.0, 2.0])}  # v[j]
 d_k = 2
 
 
-def attend_by_loop(queries, keys, values, may_see):
+def attend_by_loop(q, k, v, may_see):
     """Each word's output: softmax over the keys j with may_see(i, j), then the weighted values."""
-    outputs = np.zeros_like(values)
-    for i in range(len(queries)):
-        visible = [j for j in range(len(keys)) if may_see(i, j)]
-        scores = np.array([queries[i] @ keys[j] / np.sqrt(d_k) for j in visible])
-        weights = np.exp(scores) / np.exp(scores).sum()
-        outputs[i] = weights @ values[visible]
-        print(f"  word {i + 1} ({words[i]:9s}) sees words {[j + 1 for j in visible]}: "
-              f"weights {np.round(weights, 3)}")
+    outputs = {}
+    for i in q:  # words 1, 2, 3
+        visible = [j for j in k if may_see(i, j)]
+        scores = np.array([q[i] @ k[j] / np.sqrt(d_k) for j in visible])
+        weights = np.exp(scores) / np.exp(scores).sum()  # alpha[i, j] for the visible j
+        outputs[i] = sum(a * v[j] for a, j in zip(weights, visible))
+        print(f"  word {i} ({words[i]:9s}) sees words {visible}: weights {np.round(weights, 3)}")
     return outputs
 
 
 print("no mask:")
-unmasked_out = attend_by_loop(queries, keys, values, lambda i, j: True)
+unmasked_out = attend_by_loop(q, k, v, lambda i, j: True)
 
 # %% [markdown]
 # Word 1 ("engineer") puts as much weight on "code", a word that comes *after* it, as on itself, and
@@ -93,11 +113,11 @@ unmasked_out = attend_by_loop(queries, keys, values, lambda i, j: True)
 # "code" (its key and value) and see whether the earlier words' outputs move.
 
 # %%
-changed_keys, changed_values = keys.copy(), values.copy()
-changed_keys[2], changed_values[2] = [-1.0, 0.0], [5.0, -5.0]  # a different word 3
+changed_k = {**k, 3: np.array([-1.0, 0.0])}  # a different word 3: new key...
+changed_v = {**v, 3: np.array([5.0, -5.0])}  # ...and new value
 print("no mask, word 3 changed:")
-changed_out = attend_by_loop(queries, changed_keys, changed_values, lambda i, j: True)
-leak = np.abs(changed_out[:2] - unmasked_out[:2]).max()
+changed_out = attend_by_loop(q, changed_k, changed_v, lambda i, j: True)
+leak = max(np.abs(changed_out[i] - unmasked_out[i]).max() for i in (1, 2))
 print(f"largest change of the outputs of words 1 and 2: {leak:.3f}")
 assert leak > 1  # the past's outputs depend on the future
 
@@ -107,12 +127,13 @@ assert leak > 1  # the past's outputs depend on the future
 
 # %%
 print("with the mask:")
-masked_out = attend_by_loop(queries, keys, values, lambda i, j: j <= i)
+masked_out = attend_by_loop(q, k, v, lambda i, j: j <= i)
 print("with the mask, word 3 changed:")
-masked_changed = attend_by_loop(queries, changed_keys, changed_values, lambda i, j: j <= i)
-assert np.array_equal(masked_out[:2], masked_changed[:2])  # words 1 and 2 no longer see word 3
+masked_changed = attend_by_loop(q, changed_k, changed_v, lambda i, j: j <= i)
+assert all(np.array_equal(masked_out[i], masked_changed[i]) for i in (1, 2))  # blind to word 3 now
+queries, keys, values = (np.stack([d[i] for i in (1, 2, 3)]) for d in (q, k, v))  # (3, 2): row i - 1
 library_out = scaled_dot_product_attention(queries, keys, values, causal=True)
-np.testing.assert_allclose(masked_out, library_out, atol=1e-12)
+np.testing.assert_allclose(np.stack([masked_out[i] for i in (1, 2, 3)]), library_out, atol=1e-12)
 
 # %% [markdown]
 # In matrix form the rule is an extra matrix added to the scores before the softmax: 0 where
@@ -123,14 +144,16 @@ np.testing.assert_allclose(masked_out, library_out, atol=1e-12)
 # k[m]/\sqrt{d_k})} & j\le i,\\[2mm] 0 & j>i,\end{cases}$$
 #
 # with $i$ the query's position, $j$ the key's, $m$ running over the positions word $i$ may see, and
-# $d_k$ the width of a query and a key (the chapter's $d$).
+# $d_k$ the width of a query and a key. (The chapter divides by $\sqrt{d_{\text{model}}}$; see
+# [6.2](6_2_attention_mechanism.ipynb) for why $\sqrt{d_k}$ is the width that belongs there.) Row $i$
+# of the matrices below is word $i$, column $j$ is word $j$:
 
 # %%
 mask_matrix = np.where(causal_mask(3), 0.0, -np.inf)  # (3, 3): 0 allowed, -inf blocked
 weights = softmax(queries @ keys.T / np.sqrt(d_k) + mask_matrix)
 print("mask added to the scores:\n", mask_matrix)
 print("weights:\n", np.round(weights, 3))
-np.testing.assert_allclose(weights @ values, masked_out, atol=1e-12)
+np.testing.assert_allclose(weights @ values, np.stack([masked_out[i] for i in (1, 2, 3)]), atol=1e-12)
 
 # %% [markdown]
 # ## Why the mask is needed: training without it (Exercise 3)
@@ -149,9 +172,12 @@ np.testing.assert_allclose(weights @ values, masked_out, atol=1e-12)
 # every position predicting the next true symbol. Then we score each model two ways:
 #
 # * the **training-style loss**: exactly as in training, one pass over the whole window;
-# * the **generation-style loss**: each symbol predicted from the symbols before it alone (a forward
-#   pass over $w[1..t]$, prediction at its last position) — the only thing a text generator can do,
-#   because the next symbol does not exist yet.
+# * the **generation-style loss**: each symbol $w[t+1]$ predicted from the symbols before it alone
+#   (a forward pass over $w[1..t]$, prediction at its last position) — the only thing a text
+#   generator can do, because the next symbol does not exist yet.
+#
+# Both models are trained with the loop of [6.2](6_2_attention_mechanism.ipynb) (the library's
+# `train_lm`), on random windows of 33 symbols: 32 inputs and, shifted by one, 32 targets.
 
 # %%
 source = markov_source(8, 2, np.random.default_rng(0), concentration=0.3)
@@ -166,16 +192,19 @@ for causal in (True, False):
     models[causal] = TinyLM(config, seed=SEED)
     curves[causal] = train_lm(models[causal], train_stream, steps=250, batch_size=32,
                               block_size=block_size, lr=3e-3, seed=SEED, progress=False)
+print("the first 40 training symbols:", "".join(map(str, train_stream[:40])))
+print(f"training stream: {len(train_stream):,} symbols; each step: 32 random windows of {block_size + 1} "
+      f"symbols ({block_size} inputs, the same shifted by one as targets); 250 steps")
 
 
 # %%
 @torch.no_grad()
 def generation_style_loss(model, windows):
-    """Mean NLL of w[t+1] from a forward pass over w[1..t] only (last position), t = 1..L-1."""
+    """Mean NLL of w[t+1] from a forward pass over w[1..t] only (its last position), t = 1..31."""
     nll = []
     for t in range(1, windows.shape[1]):
-        prefix_logits = model(torch.from_numpy(windows[:, :t]))[:, -1]  # (n_windows, 8)
-        nll.append(F.cross_entropy(prefix_logits, torch.from_numpy(windows[:, t])))
+        prefix_logits = model(torch.from_numpy(windows[:, :t]))[:, -1]  # (n_windows, 8): after w[t]
+        nll.append(F.cross_entropy(prefix_logits, torch.from_numpy(windows[:, t])))  # column t: w[t+1]
     return float(torch.stack(nll).mean())
 
 
@@ -191,7 +220,8 @@ for causal, (tf, gen) in results.items():
           f"generation-style loss {produced(gen, '.3f')}")
 tf_c, gen_c = results[True]
 tf_n, gen_n = results[False]
-assert tf_n < 0.25 * H  # below the entropy rate: impossible without seeing the answer
+# Figure 6.3.1: without the mask the training loss falls far below the entropy rate (impossible without the answer)
+assert tf_n < 0.25 * H
 assert gen_n > np.log(8)  # worse than guessing uniformly when the future is not there
 assert abs(tf_c - gen_c) < 0.02  # the masked model: the same loss both ways...
 assert tf_c > H - 0.01  # ...and never below the floor
@@ -233,16 +263,18 @@ with torch.no_grad():
     _, attention_masked = models[True](torch.from_numpy(windows[:1, :12]), return_attention=True)
 weights_unmasked = attention_unmasked[0][0].numpy()  # (heads, 12, 12), first window
 weights_masked = attention_masked[0][0].numpy()
-ahead = max(np.mean([weights_unmasked[h, i, i + 1] for i in range(11)]) for h in range(2))
+# alpha[i, i+1], the weight the query of position i gives position i + 1, for i = 1..11:
+# row i - 1 and column i of a 0-based array
+ahead = max(np.mean([weights_unmasked[head, i - 1, i] for i in range(1, 12)]) for head in range(2))
 print(f"unmasked model: mean weight on the next position (best head) = {produced(ahead, '.2f')}")
 assert ahead > 0.5
 
 fig, axes = plt.subplots(1, 2, figsize=(10, 4))
 positions_12 = [str(t) for t in range(1, 13)]
 heatmap(weights_unmasked.max(0), ax=axes[0], row_labels=positions_12, col_labels=positions_12,
-        vmin=0, vmax=1, title="without mask (max over heads)")
+        vmin=0, vmax=1, title="without mask (larger of the two heads)")
 heatmap(weights_masked.max(0), ax=axes[1], row_labels=positions_12, col_labels=positions_12,
-        vmin=0, vmax=1, title="with mask (max over heads)")
+        vmin=0, vmax=1, title="with mask (larger of the two heads)")
 for ax in axes:
     ax.set(xlabel="key position j", ylabel="query position i")
 plt.tight_layout()
@@ -255,24 +287,51 @@ plt.show()
 #
 # ### Generated text
 #
-# The final test is to let each model write. We sample 3000 symbols from each (temperature 1,
-# restarting from a 2-symbol prompt every 30 symbols, the length it was trained on) and compare the
-# generated text's statistics with the source's exact law: the {term}`total variation distance`
-# between the true and the empirical distribution of pairs of consecutive symbols (0 = identical).
-# (Scoring each symbol's surprise under the source would be a poor test here: the source has many
-# near-zero transitions, so any smoothing by a model is heavily punished.)
+# The final test is to let each model write: 3000 symbols from each (temperature 1, restarting from a
+# 2-symbol prompt every 30 symbols, so that it never runs past the 32 positions it was trained on).
+# How do we compare a text with the source? A next-symbol model is a rule for which symbol follows
+# which, so we compare how often each symbol follows each other symbol: the frequencies
+# $\hat P(a,b)$ of the 64 pairs of consecutive symbols $(a,b)$ in the text, against the source's exact
+# pair law $P(a,b)$. The {term}`total variation distance`
+# $\mathrm{TV}=\tfrac12\sum_{a,b}\lvert\hat P(a,b)-P(a,b)\rvert$ is 0 for identical laws and 1 for
+# laws with no pair in common; it is the largest difference in probability the two give to any set of
+# pairs. (Scoring each generated symbol's surprise under the source would be a poor test here: the
+# source has many near-zero transitions, so any smoothing by a model is heavily punished.)
+#
+# Why pairs, and not single symbols? Two texts that are certainly not the model's show it: 3000
+# symbols of real text from the source, and the same symbols shuffled into a random order. (The table
+# also has triples of consecutive symbols, which see even more of the order.)
 
 # %%
 pair_law = source.stationary_distribution()  # (8, 8): exact law of two consecutive symbols
+laws = {1: pair_law.sum(1),  # single symbols
+        2: pair_law,  # pairs (a, b)
+        3: pair_law[:, :, None] * source.transition}  # triples: P(a, b) P(c | a, b)
 
 
-def pair_tv(seq):
-    """Total variation distance between the pair frequencies of seq and the source's pair law."""
-    counts = np.zeros((8, 8))
-    np.add.at(counts, (seq[:-1], seq[1:]), 1)
-    return 0.5 * np.abs(counts / counts.sum() - pair_law).sum()
+def tv_distance(seq, n):
+    """Total variation distance between the frequencies of n consecutive symbols in seq and the law."""
+    counts = np.zeros((8,) * n)
+    np.add.at(counts, tuple(seq[i:len(seq) - n + 1 + i] for i in range(n)), 1)
+    return 0.5 * np.abs(counts / counts.sum() - laws[n]).sum()
 
 
+real_text = test_stream[:3000]
+shuffled_text = np.random.default_rng(4).permutation(real_text)
+print(f"cells of each law: {laws[1].size} single symbols, {laws[2].size} pairs, {laws[3].size} triples")
+print("TV from the source's law of:  single symbols   pairs   triples")
+for name, seq in (("real text", real_text), ("the same symbols shuffled", shuffled_text)):
+    print(f"{name:26s}       {tv_distance(seq, 1):.3f}      {tv_distance(seq, 2):.3f}     "
+          f"{tv_distance(seq, 3):.3f}")
+assert tv_distance(shuffled_text, 1) == tv_distance(real_text, 1)  # same symbols, same counts
+assert tv_distance(shuffled_text, 2) > 3 * tv_distance(real_text, 2)  # pairs see the order
+
+# %% [markdown]
+# Single symbols cannot tell the two apart — same symbols, same counts — while pairs can: they are
+# the shortest statistic that sees order. The distance of real text (not zero: 3000 symbols are a
+# sample) is the noise level to compare with. Now the two models' texts:
+
+# %%
 def generate(model, n, seed):
     """n symbols sampled from model, restarting the window every block_size symbols."""
     next_logits = next_logits_fn(model)
@@ -284,22 +343,30 @@ def generate(model, n, seed):
     return np.array(out[:n])
 
 
-# %%
 generated = {causal: generate(model, 3000, 0) for causal, model in models.items()}
-tv = {causal: pair_tv(seq) for causal, seq in generated.items()}
-tv_real = pair_tv(test_stream[:3000])
+print(f"each window: a 2-symbol prompt and {block_size - 2} sampled symbols")
+tv = {causal: tv_distance(seq, 2) for causal, seq in generated.items()}
+tv_triples = {causal: tv_distance(seq, 3) for causal, seq in generated.items()}
+tv_real = tv_distance(real_text, 2)
 for causal, seq in generated.items():
     name = "with mask   " if causal else "without mask"
-    print(f"{name}: {produced(''.join(map(str, seq[:40])))}...  "
-          f"TV(pairs, source) = {produced(tv[causal], '.3f')}")
-print(f"real text from the source:                          TV(pairs, source) = "
-      f"{tv_real:.3f} (sampling noise)")
+    print(f"{name}: {produced(''.join(map(str, seq[:40])))}...  TV pairs {produced(tv[causal], '.3f')}, "
+          f"triples {produced(tv_triples[causal], '.3f')}")
+print(f"real text from the source:                          TV pairs {tv_real:.3f}, "
+      f"triples {tv_distance(real_text, 3):.3f} (sampling noise)")
+repeats = np.mean(generated[False][1:] == generated[False][:-1])
+print(f"without mask: the next symbol repeats the last one {produced(repeats, '.1%')} of the time; "
+      f"in the source {np.trace(pair_law):.0%}")
 assert tv[True] < 3 * tv_real  # close to the source, up to sampling noise
-assert tv[False] > 0.5  # far from it
+assert tv[False] > 0.5  # far from it...
+assert tv_triples[False] > 0.5 and tv_triples[True] < tv_triples[False] / 2  # ...triples agree
+assert repeats > 2 * np.trace(pair_law)  # degenerate: the same symbol again and again
 
 # %% [markdown]
 # The masked model's text has the source's pair statistics up to a few times the sampling noise of
-# real text; the unmasked model's text is dominated by a few repeated symbols.
+# real text; the unmasked model's text is dominated by runs of one repeated symbol. Triples tell the
+# same story, and show what the masked model has not learned yet: its triples are further from the
+# law than its pairs, as its loss, still above the entropy rate after 250 steps, says too.
 #
 # ## The mask and its count (Figs. 6.13–6.14)
 #
@@ -323,26 +390,27 @@ plt.show()
 
 # %%
 rng = np.random.default_rng(0)
-T = 8  # number of positions
-allowed = causal_mask(T)  # True = may attend
-q, k, v = rng.standard_normal((3, T, 4))
-out, W = scaled_dot_product_attention(q, k, v, causal=True, return_weights=True)
-torch_out = F.scaled_dot_product_attention(*(torch.tensor(a) for a in (q, k, v)), is_causal=True)
+n = 8  # number of positions
+allowed = causal_mask(n)  # (n, n), True = may attend: entry [i - 1, j - 1] for query i, key j
+Q_rand, K_rand, V_rand = rng.standard_normal((3, n, 4))  # random queries, keys, values: row i - 1 is word i
+out, W = scaled_dot_product_attention(Q_rand, K_rand, V_rand, causal=True, return_weights=True)
+torch_out = F.scaled_dot_product_attention(*(torch.tensor(a) for a in (Q_rand, K_rand, V_rand)),
+                                           is_causal=True)
 np.testing.assert_allclose(out, torch_out.numpy(), atol=1e-12)
 assert np.all(W[~allowed] == 0)  # the future gets nothing
 assert np.all(W[allowed] > 0)  # the past and present all get something
 assert np.allclose(W.sum(1), 1)  # each row is still a distribution
-for n in range(1, 65):
-    assert causal_mask(n).sum() == n * (n + 1) // 2
-print(f"T = {T}: {int(allowed.sum())} allowed entries = T(T+1)/2 = {T * (T + 1) // 2}; "
-      "checked for T = 1..64")
+for size in range(1, 65):
+    assert causal_mask(size).sum() == size * (size + 1) // 2
+print(f"n = {n}: {int(allowed.sum())} allowed entries = n(n+1)/2 = {n * (n + 1) // 2}; "
+      "checked for every n from 1 to 64")
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-ticks = [str(t) for t in range(1, T + 1)]
+ticks = [str(t) for t in range(1, n + 1)]
 heatmap(allowed.astype(float), ax=axes[0], row_labels=ticks, col_labels=ticks, cmap="gray",
         colorbar=False, title="causal mask (white: allowed)")
-unmasked_weights = scaled_dot_product_attention(q, k, v, return_weights=True)[1]
+unmasked_weights = scaled_dot_product_attention(Q_rand, K_rand, V_rand, return_weights=True)[1]
 heatmap(unmasked_weights, ax=axes[1], row_labels=ticks, col_labels=ticks, vmin=0, vmax=1,
         title="no mask")
 heatmap(W, ax=axes[2], row_labels=ticks, col_labels=ticks, vmin=0, vmax=1, title="with the mask")
@@ -352,7 +420,7 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# **Figure 6.3.4** (the chapter's Figs. 6.13 and 6.14, computed). Left: the mask for $T=8$
+# **Figure 6.3.4** (the chapter's Figs. 6.13 and 6.14, computed). Left: the mask for $n=8$
 # positions. Middle and right: the attention weights of the same random queries and keys without and
 # with it. With the mask the upper triangle is exactly zero and every row is a distribution over
 # positions $1..i$ — row 1 puts all its weight on itself.
@@ -362,12 +430,13 @@ plt.show()
 # %%
 words_and_blank = list(RUNNING_EXAMPLE) + ["___"]
 n_words = len(words_and_blank)  # 22: 21 context words + the blank
-row = causal_mask(n_words)[n_words - 2]  # the query at word 21 predicts word 22
+i = 21  # the query of word 21 ("would") predicts word 22
+row = causal_mask(n_words)[i - 1]  # (22,): which words query 21 may see
 fig, ax = plt.subplots(figsize=(11, 1.8))
-for t, (word, visible) in enumerate(zip(words_and_blank, row)):
-    ax.text(t, 0, word, rotation=60, ha="center", va="bottom", fontsize=9,
+for j, (word, visible) in enumerate(zip(words_and_blank, row), start=1):
+    ax.text(j, 0, word, rotation=60, ha="center", va="bottom", fontsize=9,
             color="C0" if visible else "0.7")
-ax.set_xlim(-1, n_words)
+ax.set_xlim(0, n_words + 1)
 ax.set_ylim(-0.2, 1.2)
 ax.axis("off")
 ax.set_title("visible (blue) to the query that predicts the blank; masked (grey)")
@@ -377,9 +446,8 @@ assert not row[-1]  # the blank itself is hidden
 
 # %% [markdown]
 # **Figure 6.3.5** (the chapter's Fig. 6.15, computed). Row 21 of the $22\times22$ mask: the query
-# at "would" sees the 21 context words (itself included) and not the blank it must predict.
-# (The chapter calls this position 23 with 22 context words; the sentence has 21 — see
-# [6.1](6_1_parallel_attention.ipynb).)
+# at "would" sees the 21 context words (itself included) and not the blank it must predict. (Fig. 6.15
+# counts 22 context words and puts the blank at position 23; [checked below](#checking-the-paper).)
 #
 # ## Masked entries get exactly zero gradient
 #
@@ -389,9 +457,9 @@ assert not row[-1]  # the blank itself is hidden
 # gradient `attention_backward`): the gradient with respect to every masked *score* is exactly 0.
 
 # %%
-scores = torch.tensor(rng.standard_normal((T, T)), requires_grad=True)
-value_rows = torch.tensor(rng.standard_normal((T, 3)))
-upstream = torch.tensor(rng.standard_normal((T, 3)))  # an arbitrary loss: sum(upstream * output)
+scores = torch.tensor(rng.standard_normal((n, n)), requires_grad=True)
+value_rows = torch.tensor(rng.standard_normal((n, 3)))
+upstream = torch.tensor(rng.standard_normal((n, 3)))  # an arbitrary loss: sum(upstream * output)
 masked_weights = torch.softmax(scores.masked_fill(~torch.tensor(allowed), float("-inf")), dim=-1)
 ((masked_weights @ value_rows) * upstream).sum().backward()
 score_grad = scores.grad.numpy()
@@ -400,9 +468,9 @@ print(f"max |dL/dscore| over masked entries: {np.abs(score_grad[~allowed]).max()
 assert np.all(score_grad[~allowed] == 0.0)
 assert np.abs(score_grad[allowed]).max() > 0
 
-X = rng.standard_normal((T, 4))
+X = rng.standard_normal((n, 4))
 Wq, Wk, Wv = rng.standard_normal((3, 4, 4))
-grads = attention_backward(X, Wq, Wk, Wv, rng.standard_normal((T, 4)), causal=True)
+grads = attention_backward(X, Wq, Wk, Wv, rng.standard_normal((n, 4)), causal=True)
 assert np.all(grads.scores[~allowed] == 0.0)
 
 # %% [markdown]
@@ -412,12 +480,12 @@ assert np.all(grads.scores[~allowed] == 0.0)
 # future.
 
 # %%
-cfg_blk = LMConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=T, init_std=0.5)
+cfg_blk = LMConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=n, init_std=0.5)
 block = Block(cfg_blk, torch.Generator().manual_seed(0)).double()
-Xt = torch.tensor(rng.standard_normal((1, T, 8)))
+Xt = torch.tensor(rng.standard_normal((1, n, 8)))
 Jb = torch.autograd.functional.jacobian(lambda x: block(x)[0], Xt)[0, :, :, 0].numpy()
-# Jb: (T, 8, T, 8), d out[i, a] / d x[j, b]
-future = np.abs(Jb).max(axis=(1, 3))  # (T, T): largest entry of each block d out[i] / d x[j]
+# Jb: (n, 8, n, 8), d out[i, a] / d x[j, b] at [i - 1, a, j - 1, b]
+future = np.abs(Jb).max(axis=(1, 3))  # (n, n): largest entry of each block d out[i] / d x[j]
 print(f"largest |d out[i] / d x[j]| for j > i: {future[~allowed].max():.1f}; "
       f"for j <= i: {future[allowed].min():.2e} (smallest block)")
 assert np.all(future[~allowed] == 0.0)
@@ -436,17 +504,18 @@ assert np.all(future[allowed] > 0)
 # position but the last.
 
 # %%
-seq = windows[0]
+seq = windows[0]  # one window: seq[t - 1] is w[t], t = 1..32
 diffs = {}
 for causal, model in models.items():
     with torch.no_grad():
         full = model(torch.from_numpy(seq[None]))[0].numpy()  # (32, 8): one pass, all positions
-        prefix = np.stack([model(torch.from_numpy(seq[None, : t + 1]))[0, -1].numpy()
-                           for t in range(block_size)])  # (32, 8): one pass per prefix
+        prefix = np.stack([model(torch.from_numpy(seq[None, :t]))[0, -1].numpy()
+                           for t in range(1, block_size + 1)])  # (32, 8): the pass over w[1..t], its end
     diffs[causal] = np.abs(full - prefix).max(1)
 lm = to_numpy_decoder(models[True])
 cache = lm.new_cache()
-cached = np.concatenate([lm.logits_cached(seq[t:t + 1], cache) for t in range(block_size)])
+cached = np.concatenate([lm.logits_cached(seq[t - 1:t], cache)  # feed w[t] alone; the cache has w[1..t-1]
+                         for t in range(1, block_size + 1)])
 assert diffs[True].max() < 1e-5  # float32 round-off
 assert np.abs(cached - lm.logits(seq)).max() < 1e-10  # float64 round-off
 assert diffs[False][:-1].min() > 1e-2
@@ -457,22 +526,20 @@ print(f"without mask: max |full - prefix| = {produced(diffs[False].max(), '.0f')
       "(> 1e-2 at every position but the last, where it is round-off, < 1e-5)")
 
 # %%
-fig = plt.figure(figsize=(12, 4))
-ax = fig.add_subplot(1, 2, 1)
+fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1.3, 1]})
 positions = np.arange(1, block_size + 1)
-ax.semilogy(positions, np.maximum(diffs[True], 1e-12), "o-", ms=3, label="with mask")
-ax.semilogy(positions, np.maximum(diffs[False], 1e-12), "s-", ms=3, label="without mask")
-ax.set(xlabel="position t", ylabel="max |logits(full) − logits(prefix)|",
-       title="train vs generate (Fig. 6.17)")
-ax.legend()
-ax3 = fig.add_subplot(1, 2, 2, projection="3d")
+axes[0].semilogy(positions, np.maximum(diffs[True], 1e-12), "o-", ms=3, label="with mask")
+axes[0].semilogy(positions, np.maximum(diffs[False], 1e-12), "s-", ms=3, label="without mask")
+axes[0].set(xlabel="position t", ylabel="max |logits(full) − logits(prefix)|",
+            title="train vs generate (Fig. 6.17)")
+axes[0].legend()
 with torch.no_grad():
     _, att = models[True](torch.from_numpy(seq[None, :16]), return_attention=True)
-head_weights = att[0][0, 0].numpy()  # (16, 16): first head of the masked model
-query_grid, key_grid = np.meshgrid(np.arange(1, 17), np.arange(1, 17), indexing="ij")
-ax3.plot_surface(key_grid, query_grid, head_weights, cmap="viridis", linewidth=0)
-ax3.set(xlabel="key j", ylabel="query i", zlabel="α[i, j]", title="masked attention (Fig. 6.16)")
-ax3.view_init(elev=35, azim=-60)
+head_weights = att[0][0, 0].numpy()  # (16, 16): head 1 of the masked model, the first 16 positions
+ticks_16 = [str(t) for t in range(1, 17)]
+heatmap(head_weights, ax=axes[1], row_labels=ticks_16, col_labels=ticks_16, vmin=0, vmax=1,
+        title="masked attention α[i, j], head 1 (Fig. 6.16)")
+axes[1].set(xlabel="key position j", ylabel="query position i")
 plt.tight_layout()
 plt.show()
 assert np.all(np.triu(head_weights, 1) == 0)
@@ -483,8 +550,9 @@ assert np.all(np.triu(head_weights, 1) == 0)
 # $t$ in one training-style pass and in a generation-style pass over $w[1..t]$. With the mask it is
 # float rounding ($<10^{-5}$) at every position — what the model learned in training is exactly what
 # it does when generating. Without the mask the two agree only at the last position, where there
-# happens to be no future. Right: one head of the masked model as a surface; the flat region beyond
-# the diagonal is the mask (the "stepped pyramid" of Fig. 6.16: row $i$ has $i$ entries).
+# happens to be no future. Right: one head of the masked model; see the zero triangle above the
+# diagonal — the mask — and the staircase edge of the allowed region, where row $i$ has $i$ entries
+# (Fig. 6.16's "stepped pyramid", drawn there as a surface).
 #
 # ## Key takeaways
 #
@@ -517,9 +585,10 @@ assert np.all(np.triu(head_weights, 1) == 0)
 # 3. Instead of $-\infty$, someone adds $-5$ to the blocked scores. What goes wrong?
 #
 #    ```{dropdown} Answer
-#    $e^{-5}\approx0.007$ is small but not zero: future positions still get some weight and some
-#    gradient, so a little information leaks, training can learn to amplify it, and the training
-#    pass and the generation pass no longer agree exactly.
+#    $e^{-5}\approx0.007$ is small but not zero: later positions still get some weight and some
+#    gradient. In the tiny example, changing word 3 then moves the outputs of words 1 and 2 by 0.02
+#    (printed below) instead of exactly 0; the training pass and the generation pass no longer agree,
+#    and a trained model can make the score of the next position large enough to overcome the $-5$.
 #    ```
 #
 # 4. During generation with a KV cache, which vectors are computed for the new word at step $t$, and
@@ -530,6 +599,65 @@ assert np.all(np.triu(head_weights, 1) == 0)
 #    reused from the cache. This is safe only because of the mask: earlier positions never look at
 #    later ones, so their keys and values never change.
 #    ```
+
+# %% tags=["hide-cell"]
+print(f"Q1: n = 5: {int(causal_mask(5).sum())} allowed entries = 5*6/2 = {5 * 6 // 2}; "
+      f"row 1's weight on position 1: {scaled_dot_product_attention(Q_rand[:5], K_rand[:5], V_rand[:5], causal=True, return_weights=True)[1][0, 0]:.1f}")
+soft_mask = {(i, j): 0.0 if j <= i else -5.0 for i in (1, 2, 3) for j in (1, 2, 3)}
+
+
+def attend_soft(k, v):
+    """Outputs of words 1..3 when blocked scores get -5 instead of -infinity."""
+    out = {}
+    for i in (1, 2, 3):
+        scores = np.array([q[i] @ k[j] / np.sqrt(d_k) + soft_mask[(i, j)] for j in (1, 2, 3)])
+        out[i] = softmax(scores) @ np.stack([v[j] for j in (1, 2, 3)])
+    return out
+
+
+q, k, v = ({i: m[i - 1] for i in (1, 2, 3)} for m in (queries, keys, values))  # the tiny example again
+soft_leak = max(np.abs(attend_soft(changed_k, changed_v)[i] - attend_soft(k, v)[i]).max() for i in (1, 2))
+print(f"Q3: e^-5 = {np.exp(-5):.4f}; with -5 instead of -inf, changing word 3 moves the outputs of "
+      f"words 1 and 2 by up to {soft_leak:.2f}")
+assert causal_mask(5).sum() == 15
+assert 0.01 < soft_leak < 0.05
+
+# %% [markdown]
+# ## Checking the paper
+#
+# ### The running example under the mask: 21 context words (Fig. 6.15)
+#
+# Fig. 6.15 and the text around it speak of 22 context words and a prediction at position 23. The
+# sentence as printed has 21 words ([6.1](6_1_parallel_attention.ipynb) counts them): the query that
+# predicts the blank is word 21, it sees 21 words, and the mask is $22\times22$ once the blank is
+# included. The figure's point — the blank's query sees every earlier word and not the blank — holds
+# (asserted above); only the count is off by one. Recorded in the errata, with the count of
+# [6.1](6_1_parallel_attention.ipynb).
+
+# %% tags=["hide-cell"]
+print(f"context words: {len(RUNNING_EXAMPLE)}; the blank is word {len(RUNNING_EXAMPLE) + 1}; "
+      f"the query of word 21 sees {int(causal_mask(n_words)[21 - 1].sum())} words")
+assert len(RUNNING_EXAMPLE) == 21
+
+# %% [markdown]
+# ### Exercise 3 and the other claims of §6.3
+#
+# Exercise 3 asks what goes wrong without the mask; the chapter's answer is that the model learns to
+# copy the next word and the training loss falls towards zero. Measured above: the unmasked model's
+# training-style loss falls far below the entropy rate (the floor for any honest predictor), its
+# attention looks one position ahead, and it is worse than a uniform guess when it has to generate.
+# The chapter writes the masked formula with $\sqrt{d_{\text{model}}}$, like §6.2; with several heads
+# the width that keeps the scores' variance fixed is $d_k$ ([6.2](6_2_attention_mechanism.ipynb),
+# Checking the paper).
+#
+# | claim (§6.3) | measured here |
+# |---|---|
+# | lower-triangular weights, $n(n+1)/2$ nonzeros, rows sum to 1 (Figs. 6.13–6.14) | exact for $n\le64$; numpy = torch SDPA |
+# | masked entries get exactly zero gradient | autograd and closed form: exactly 0.0; block Jacobian $\partial\,\text{out}[i]/\partial x[j]=0$ for $j>i$ |
+# | without the mask the training loss goes to ~0 by copying (Exercise 3) | training loss far below the entropy rate, attention on $j=i+1$ |
+# | …and this does not survive generation | prefix-only loss worse than uniform; generated text degenerate (pair and triple statistics far from the source) |
+# | the running example under the mask (Fig. 6.15) | the blank's query sees every earlier word and not the blank; 21 context words, not 22 (erratum) |
+# | training and generation are consistent with the mask (Figs. 6.16–6.17) | full pass = prefix pass to $10^{-5}$, = KV cache to $10^{-10}$; the weights are zero above the diagonal |
 #
 # ## Reproducibility
 #
@@ -544,12 +672,3 @@ assert np.all(np.triu(head_weights, 1) == 0)
 print(f"training seed: {SEED}; torch threads: {torch.get_num_threads()}")
 for causal, model in models.items():
     print(f"{'with mask   ' if causal else 'without mask'}: {model.config}")
-
-# %% [markdown]
-# | claim (§6.3) | measured here |
-# |---|---|
-# | lower-triangular weights, $T(T+1)/2$ nonzeros, rows sum to 1 | exact for $T\le64$; numpy = torch SDPA |
-# | masked entries get exactly zero gradient | autograd and closed form: exactly 0.0; block Jacobian $\partial\,\text{out}[i]/\partial x[j]=0$ for $j>i$ |
-# | without the mask the training loss goes to ~0 by copying (Exercise 3) | training loss far below the entropy rate, attention on $j=i+1$ |
-# | …and this does not survive generation | prefix-only loss worse than uniform; generated text degenerate (pair statistics far from the source) |
-# | training and generation are consistent with the mask (Fig. 6.17) | full pass = prefix pass to $10^{-5}$, = KV cache to $10^{-10}$ |

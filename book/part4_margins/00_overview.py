@@ -28,6 +28,16 @@
 # the normal distribution and the density of a transformed random variable.
 # **Reading time:** about 8 minutes.
 #
+# ```{admonition} Symbols on this page
+# :class: note
+# | symbol | meaning | shape |
+# |---|---|---|
+# | $x_t$ | the embedding of position $t$ (a column vector in Part 4) | $(d,)$ |
+# | $W_Q,W_K,W_V$ | query, key and value matrices: $q_t=W_Q x_t$ | $(d_k,d)$, $(d_k,d)$, $(d,d)$ |
+# | $f$, $y$ | an invertible map and its value, $y=f(x)$, in the change-of-variables rule | function, vector |
+# | $\lambda_m$ | the weight of the margin penalty in training | number |
+# ```
+#
 # *Source: D. Agarwal, D. D. Mavani, S. Gupta, K. Sethuraman, T. Dharamsi, "Support Tokens, Stability
 # Margins, and a New Foundation for Robust LLMs", §2–7 with Appendices A–D (the latent-noise view of
 # §2, the margins of §3–4, the token-level process of §5, depth in §6, the experiments of §7).*
@@ -60,7 +70,7 @@
 # - **Causal attention** — queries, keys, values, the softmax weights and the weighted average of
 #   the past: [6.2 The attention mechanism](../part1_chapter6/6_2_attention_mechanism.ipynb) and
 #   [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb). Part 4 uses the paper's
-#   column-vector notation ($q_t=W_Qx_t$); [the latent-noise page](01_latent_noise_view.ipynb) has
+#   column-vector notation ($q_t=W_Q x_t$); [the latent-noise page](01_latent_noise_view.ipynb) has
 #   a table that translates it.
 # - **Derivatives, the chain rule and the Jacobian** (the matrix of partial derivatives of a
 #   vector function): any calculus text; [the scalar-margin page](02_scalar_margin.ipynb) works the
@@ -107,31 +117,31 @@
 #
 # The identities of §2–3 and Appendix B hold in the setting their proofs use (values equal to the
 # embeddings, $W_V=I$), checked with sympy, finite differences and autograd; so do Kolmogorov
-# consistency in the cases the book can compute and the depth localisation of §6. Where a
-# statement did not survive a check, the [errata](../ERRATA.md) ledger has a row (cited here by its
-# source and location, "Margins — Agarwal et al." followed by the location):
+# consistency in the cases the book can compute and the depth localisation of §6. Where a statement
+# did not survive a check, the page named below shows the check in its folded section "Checking the
+# paper", and the [errata](../ERRATA.md) list it under "Margins — Agarwal et al." and the location given
+# here:
 #
-# - **The margin formula holds only when values equal the embeddings.** Proposition 1 and Theorem 1
-#   use the covariance of the *values*; the exact slope uses the embeddings, and the two agree for
-#   $W_V=I$ but not in general. [errata](../ERRATA.md) row "Prop. 1 (Eq. 8), Thm. 1 (Eq. 14)";
-#   shown in [4.2](02_scalar_margin.ipynb) and [4.3](03_matrix_margin.ipynb).
-# - **Including the current token** (Appendix A) also changes the key, a path the paper's derivative
-#   leaves out. [errata](../ERRATA.md) row "App. A, Eqs. (48)–(54)"; shown in
+# - **The margin formula holds only when values equal the embeddings** (Prop. 1, Eq. 8; Thm. 1,
+#   Eq. 14). The paper uses the covariance of the *values*; the exact slope uses the embeddings, and
+#   the two agree for $W_V=I$ but not in general. Shown in [4.2](02_scalar_margin.ipynb) and
 #   [4.3](03_matrix_margin.ipynb).
+# - **Including the current token** (App. A, Eqs. 48–54) also changes the key, a path the paper's
+#   derivative leaves out. Shown in [4.3](03_matrix_margin.ipynb).
 # - **Figure 3.2's peak heights** cannot all be reproduced by any one noise scale; the margin factors
-#   and Figure 3.3's exclusion count are confirmed. [errata](../ERRATA.md) row "Fig. 3.2 caption and
-#   §3.4 text"; shown in [4.2](02_scalar_margin.ipynb).
-# - **Local invertibility is not enough for a density.** Past a fold the one-step conditional
-#   integrates to more than 1, so Theorem 2 needs a globally invertible layer. [errata](../ERRATA.md)
-#   row "§5.1 (after Eq. 29), Theorem 2 / Assumption A2"; shown in [4.2](02_scalar_margin.ipynb).
-# - **The trained penalty goes the other way.** Margin-only training drives the coupling negative,
-#   where there is no boundary and the term rewards dispersion. [errata](../ERRATA.md) row "§3.4 last
-#   paragraph and §7.1/§7.4 (margin-only MAP loss)"; shown in [4.7](barrier_training.ipynb).
-# - **The robustness gain is mostly a change of scale**, and at the paper's own settings it reverses
-#   for large noise; the regularisation path shows no U-shaped optimum. [errata](../ERRATA.md) rows
-#   "§7.3, Fig. 7.5 and its table" and "§7.4, Table 1 and Fig. 7.6"; shown in
-#   [4.8](robustness_to_noise.ipynb) and [4.9](regularisation_path.ipynb).
-# - **Two smaller slips in §7**: the stated model size does not match the stated architecture, and
-#   the $\lambda_m=0$ model gets two different clean scores. [errata](../ERRATA.md) rows "§7.1,
-#   SmallGPT size" and "§7.4 Table 1 (λ_m = 0 row) against §7.2 Fig. 7.4 and the §7.3 table"; shown
-#   in [4.5](05_depth.ipynb), [4.7](barrier_training.ipynb).
+#   and Figure 3.3's exclusion count are confirmed. Shown in [4.2](02_scalar_margin.ipynb).
+# - **Local invertibility is not enough for a density** (§5.1, Theorem 2, Assumption A2). Past a fold
+#   the one-step conditional integrates to more than 1, so Theorem 2 needs a globally invertible
+#   layer. Shown in [4.2](02_scalar_margin.ipynb).
+# - **The trained penalty goes the other way** (§3.4, §7.1, §7.4). Training with the margin penalty
+#   drives the coupling negative, where there is no boundary and the term rewards dispersion. Shown in
+#   [4.7](barrier_training.ipynb).
+# - **The robustness gain is mostly a change of scale** (§7.3, Fig. 7.5), and at the paper's own
+#   settings it reverses for large noise; the paper's own tables show the gap between the two models
+#   narrowing from $\sigma=0.3$ to $\sigma=0.5$, where Fig. 7.5's caption says it widens. Shown in
+#   [4.8](robustness_to_noise.ipynb).
+# - **The regularisation path shows no U-shaped optimum** (§7.4, Table 1, Fig. 7.6) at the paper's
+#   model size and optimiser. Shown in [4.9](regularisation_path.ipynb).
+# - **Two smaller slips in §7**: the stated model size does not match the stated architecture
+#   (§7.1), and the $\lambda_m=0$ model gets two different clean scores (Table 1 against Fig. 7.4).
+#   Shown in [4.5](05_depth.ipynb) and [4.7](barrier_training.ipynb).

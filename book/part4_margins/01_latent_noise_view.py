@@ -31,10 +31,31 @@
 # (a position reads only its past) · partial derivatives and the Jacobian, the determinant of a
 # triangular matrix, the normal density. **Reading time:** about 30 minutes.
 #
+# ```{admonition} Symbols on this page
+# :class: note
+# | symbol | meaning | shape |
+# |---|---|---|
+# | $x_t$ | embedding of position $t$ (a column vector; positions counted from 1) | $(d,)$ |
+# | $x_{1:L}$, $X$ | the whole sequence; $X$ stacks the $x_t$ as rows | $L$ vectors; $(L,d)$ |
+# | $L$, $d$ | length of the sequence, width of an embedding | numbers |
+# | $\varepsilon$, $\sigma$ | Gaussian noise ($\varepsilon_t$ at position $t$), and its standard deviation | $(d,)$, number |
+# | $q_t,k_s,v_s$ | query of $x_t$, key and value of $x_s$: $W_Q x_t$, $W_K x_s$, $W_V x_s$ | $(d_k,)$, $(d_k,)$, $(d,)$ |
+# | $W_Q,W_K,W_V$ | query, key and value matrices | $(d_k,d)$, $(d_k,d)$, $(d,d)$ |
+# | $\ell_{ts}$, $\alpha_{ts}$ | score and attention weight of position $t$ on an earlier position $s$ | numbers |
+# | $s$, $u$ | positions: $s$ an earlier one, $u$ any one (in $\partial e_t/\partial x_u$) | numbers |
+# | $\mu_t(x)$ | attention summary of the positions before $t$, $\sum_{s<t}\alpha_{ts}v_s$ | $(d,)$ |
+# | $e_t(x)$ | residual $x_t-\mu_t(x)$: the noise position $t$ must have come from | $(d,)$ |
+# | $J$, $J_{x\mapsto\varepsilon}$ | Jacobian of the residual map, $\partial e_t[i]/\partial x_u[j]$ | $(Ld,Ld)$ |
+# | $f$ | an invertible map, $\varepsilon=f(x)$, in the change of variables | function |
+# | $a$ | coupling in one dimension: the score of $x_s$ seen from $x_t$ is $a\,x_t x_s$, $a=w_K w_Q$ | number |
+# | $w_Q,w_K,w_V$ | the three projections when $d=1$ (numbers); with them, $\mathrm{Var}_\alpha(x)$ is the attention-weighted variance of the attended embeddings and $\mathrm{Var}_\alpha(v)=w_V^2\,\mathrm{Var}_\alpha(x)$ that of the values | numbers |
+# | $A$ | the matrix of the scores, $\ell_{ts}=x_s^\top Ax_t$, $A=W_K^\top W_Q$ | $(d,d)$ |
+# ```
+#
 # *Source: Agarwal et al., "Support Tokens, Stability Margins, and a New Foundation for Robust LLMs",
 # §2 (Eqs. 1–5), Corollary 3.1 (Eq. 16) and Appendix B.2 (Lemma B.3, Eq. 59).*
 #
-# **The model.** Gaussian noise $\varepsilon_t\sim\mathcal N(0,\sigma^2 I_d)$ (Eq. 1) is pushed
+# **The model.** Gaussian noise $\varepsilon_t \sim\mathcal N(0,\sigma^2 I_d)$ (Eq. 1) is pushed
 # through $x_t=\mu_t(x)+\varepsilon_t$ (Eq. 3), where $\mu_t(x)=\sum_{s<t}\alpha_{ts}(x)\,v_s$ is the
 # attention summary of the strictly earlier positions (Eq. 2). Read backwards, this is the residual
 # map $\varepsilon_t=e_t(x)=x_t-\mu_t(x)$ (Eq. 4), and the change of variables (Eq. 5) gives the exact
@@ -44,18 +65,18 @@
 #
 # The change of variables in one line: if $\varepsilon=f(x)$ with $f$ invertible, probability is
 # conserved, so $p(x)\,dx=p(\varepsilon)\,d\varepsilon$ and $p(x)=p(f(x))\,\lvert\det\partial f/\partial x\rvert$:
-# the determinant says how much $f$ stretches a small volume.
+# the determinant says how much $f$ stretches a small volume. Position $t=1$ has nothing to attend
+# to under the strict mask, so $\mu_1=0$ and $e_1=x_1$.
 #
-# **Notation and conventions used in all of Part 4** (the paper's, which differ from Chapter 6):
-#
+# ```{admonition} Conventions of all of Part 4 (the paper's, which differ from Chapter 6)
+# :class: seealso
 # | symbol | meaning | code |
 # |---|---|---|
 # | $X\in\mathbb R^{L\times d}$ | rows are the embeddings $x_t$ | `X[t]` (0-based $t$) |
-# | $q_t=W_Qx_t,\ k_s=W_Kx_s,\ v_s=W_Vx_s$ | **column-vector** maps, $W_Q,W_K\in\mathbb R^{d_k\times d}$, $W_V\in\mathbb R^{d\times d}$ | `X @ W_Q.T` |
-# | $\ell_{ts}=q_t^\top k_s=x_s^\top A x_t$ | logits without $1/\sqrt{d_k}$ | $A=W_K^\top W_Q$ (Eq. 15) |
+# | $q_t=W_Q x_t,\ k_s=W_K x_s,\ v_s=W_V x_s$ | **column-vector** maps | `X @ W_Q.T` |
+# | $\ell_{ts}=q_t^\top k_s=x_s^\top A x_t$ | scores without $1/\sqrt{d_k}$ | $A=W_K^\top W_Q$ (Eq. 15) |
 # | strict / inclusive | $s<t$ (Eq. 2) / $s\le t$ (App. A) | `include_current=False/True` |
-#
-# Position $t=1$ has nothing to attend to under the strict mask, so $\mu_1=0$ and $e_1=x_1$.
+# ```
 
 # %%
 import math
@@ -83,14 +104,14 @@ rng = np.random.default_rng(0)
 # ## A tiny example by hand
 #
 # One-dimensional embeddings ($d=1$), so the projections are numbers and the score of the current
-# token on a past one is $a\,x_tx_s$ with one coupling $a=w_Kw_Q$; take $a=0.5$, values equal to the
+# token on a past one is $a\,x_t x_s$ with one coupling $a=w_K w_Q$; take $a=0.5$, values equal to the
 # tokens ($w_V=1$) and three tokens $x=(0.5,\,1.5,\,1.0)$. Going backwards, one position at a time:
 #
 # - $t=1$: no past, $\mu_1=0$, so $e_1=x_1=0.5$.
 # - $t=2$: one past token, weight 1, $\mu_2=x_1=0.5$, so $e_2=1.5-0.5=1.0$.
 # - $t=3$: scores $0.5\cdot1.0\cdot0.5=0.25$ and $0.5\cdot1.0\cdot1.5=0.75$, weights
-#   $\mathrm{softmax}(0.25,0.75)\approx(0.378,0.622)$, $\mu_3\approx0.378\cdot0.5+0.622\cdot1.5=1.122$,
-#   so $e_3\approx-0.122$.
+#   $\mathrm{softmax}(0.25,0.75)\approx(0.378,0.622)$, $\mu_3 \approx0.378\cdot0.5+0.622\cdot1.5=1.122$,
+#   so $e_3 \approx-0.122$.
 #
 # The same loop in code (positions from 1 in the printout, from 0 in the list):
 
@@ -155,14 +176,14 @@ assert abs(noise_part + math.log(slope_3) - exact) < 1e-3
 # %% [markdown]
 # ## The Jacobian is block lower-triangular (Lemma B.3), symbolically
 #
-# With $d=1$, $L=3$ and $v_s=w\,x_s$, the residuals are $e_1=x_1$, $e_2=x_2-w x_1$ (one key, weight 1)
-# and $e_3=x_3-\frac{e^{a x_3x_1}wx_1+e^{a x_3 x_2}wx_2}{e^{a x_3x_1}+e^{a x_3x_2}}$. Sympy builds the
+# With $d=1$, $L=3$ and $v_s=w_V \,x_s$, the residuals are $e_1=x_1$, $e_2=x_2-w_V x_1$ (one key, weight
+# 1) and $e_3=x_3-\frac{e^{a x_3 x_1}w_V x_1+e^{a x_3 x_2}w_V x_2}{e^{a x_3 x_1}+e^{a x_3 x_2}}$. Sympy builds the
 # $3\times3$ Jacobian: every entry above the diagonal is zero because $e_t$ never looks at $x_{s>t}$;
 # the diagonal is $(1,\,1,\,\partial e_3/\partial x_3)$, and only the last entry depends on the
 # current token through the query.
 
 # %%
-x1, x2, x3, a, w = sp.symbols("x1 x2 x3 a w", real=True)
+x1, x2, x3, a, w = sp.symbols("x1 x2 x3 a w_V", real=True)
 z1, z2 = sp.exp(a * x3 * x1), sp.exp(a * x3 * x2)  # unnormalised weights of x1, x2 seen from x3
 residuals_sym = sp.Matrix([x1, x2 - w * x1, x3 - (z1 * w * x1 + z2 * w * x2) / (z1 + z2)])
 J_sym = residuals_sym.jacobian([x1, x2, x3]).applyfunc(sp.simplify)
@@ -183,11 +204,15 @@ assert sp.simplify(J_sym.det() - J_sym[2, 2]) == 0  # det J = the product of the
 alpha = z1 / (z1 + z2)
 variance_tokens = sp.simplify(alpha * (1 - alpha) * (x1 - x2) ** 2)
 difference = sp.simplify(J_sym[2, 2] - (1 - a * w * variance_tokens))
-display(Math(r"\frac{\partial e_3}{\partial x_3}-\bigl(1-a\,w\,\mathrm{Var}_\alpha(x)\bigr)="
+display(Math(r"\frac{\partial e_3}{\partial x_3}-\bigl(1-a\,w_V\,\mathrm{Var}_\alpha(x)\bigr)="
              + sp.latex(difference)))
 assert difference == 0
 
 # %% [markdown]
+# With values equal to the embeddings ($w_V=1$) this is $1-a\,\mathrm{Var}_\alpha(x)$. The paper writes
+# the margin with the variance of the values instead; the two agree only when $w_V$ is 0 or 1
+# ([checked below](#checking-the-paper)).
+#
 # ## The same structure numerically, for $d=2$
 #
 # The library's `residual_jacobian` returns the exact $(L,d,L,d)$ Jacobian
@@ -225,6 +250,8 @@ heatmap(np.abs(J_bidirectional.reshape(L * d, L * d)), ax=axes[1], title="bidire
 for ax in axes:
     ax.tick_params(axis="x", rotation=90, labelsize=7)
     ax.tick_params(axis="y", labelsize=7)
+    ax.set_xlabel("derivative with respect to x_u[j]")
+    ax.set_ylabel("of e_t[i] (same order)")
 plt.tight_layout()
 plt.show()
 
@@ -236,10 +263,10 @@ plt.show()
 #
 # ## Determinant factorisation (Eq. 59) and the log-density decomposition (Eq. 16)
 #
-# Because of the triangular structure, $\log|\det J|=\sum_t\log|\det\partial e_t/\partial x_t|$.
-# The log-density then splits into the **noise energy** $\sum_t\log\mathcal N(e_t;0,\sigma^2I)$ (how
+# Because of the triangular structure, $\log|\det J|=\sum_t \log|\det\partial e_t/\partial x_t|$.
+# The log-density then splits into the **noise energy** $\sum_t \log\mathcal N(e_t;0,\sigma^2I)$ (how
 # well the layer predicts each embedding) and the {term}`log-barrier`
-# $\sum_t\log|\det\partial e_t/\partial x_t|$ (how much the map squeezes volume at each position).
+# $\sum_t \log|\det\partial e_t/\partial x_t|$ (how much the map squeezes volume at each position).
 
 # %%
 sigma = 0.5
@@ -281,8 +308,8 @@ plt.show()
 # ## The density is normalised: a 2-D quadrature check
 #
 # The change of variables only yields a probability density if $x\mapsto\varepsilon$ is a bijection.
-# In $d=1$ with negative coupling ($a\,w<0$) every diagonal derivative is $\ge 1$, so each
-# $x_t\mapsto e_t$ is increasing and onto, and $\int p(x_1,x_2,x_3)\,dx=1$. We integrate $x_3$ and $x_2$
+# In $d=1$ with negative coupling ($a\,w_V<0$) every diagonal derivative is $\ge 1$, so each
+# $x_t \mapsto e_t$ is increasing and onto, and $\int p(x_1,x_2,x_3)\,dx=1$. We integrate $x_3$ and $x_2$
 # on a grid for a fixed $x_1$ (conditional density) — the integral must be 1.
 
 # %%
@@ -302,25 +329,6 @@ assert abs(integral - 1) < 1e-8
 # With a negative coupling the margins are all at least 1, the residual map is increasing and onto,
 # and the density integrates to 1 to ten digits. With a strong positive coupling the map can fold,
 # and then the same formula is not a density: [4.2](02_scalar_margin.ipynb) shows where and why.
-#
-# ## Checking the paper
-#
-# ### Proposition 1: the variance of the embeddings or of the values?
-#
-# The symbolic diagonal entry above was $1-a\,w\,\mathrm{Var}_\alpha(x)$: the variance of the
-# attended **embeddings**, times $w$. The paper's Proposition 1 writes $1-a\,\mathrm{Var}_t$ with the
-# variance of the **values** $v_s=wx_s$, i.e. $1-a\,w^2\mathrm{Var}_\alpha(x)$. The two differ by
-
-# %%
-paper_form = 1 - a * w**2 * variance_tokens
-gap = sp.factor(sp.simplify(J_sym[2, 2] - paper_form) / variance_tokens)
-display(Math(r"\frac{\partial e_3}{\partial x_3}-\bigl(1-a\,\mathrm{Var}_\alpha(v)\bigr)="
-             + sp.latex(gap) + r"\cdot\mathrm{Var}_\alpha(x)"))
-assert set(sp.solve(gap, w)) == {0, 1}
-
-# %% [markdown]
-# so they agree only for $w\in\{0,1\}$. Page [4.2](02_scalar_margin.ipynb) checks this with finite
-# differences; it is recorded in `book/ERRATA.md` (row "Prop. 1 (Eq. 8), Thm. 1 (Eq. 14)").
 #
 # ## Key takeaways
 #
@@ -361,7 +369,29 @@ assert set(sp.solve(gap, w)) == {0, 1}
 #    $\log\lvert\det\rvert=0$ at every position, and the log-density would be the noise energy
 #    alone: a plain prediction-error model.
 #    ```
+
+# %% [markdown]
+# ## Checking the paper
 #
+# ### Proposition 1: the variance of the embeddings or of the values?
+#
+# The symbolic diagonal entry above was $1-a\,w_V \,\mathrm{Var}_\alpha(x)$: the variance of the
+# attended **embeddings**, times $w_V$. The paper's Proposition 1 writes the margin with the
+# variance of the **values** $v_s=w_V x_s$, i.e. $1-a\,\mathrm{Var}_\alpha(v)=1-a\,w_V^2\mathrm{Var}_\alpha(x)$.
+# The two differ by
+
+# %% tags=["hide-cell"]
+paper_form = 1 - a * w**2 * variance_tokens
+gap = sp.factor(sp.simplify(J_sym[2, 2] - paper_form) / variance_tokens)
+display(Math(r"\frac{\partial e_3}{\partial x_3}-\bigl(1-a\,\mathrm{Var}_\alpha(v)\bigr)="
+             + sp.latex(gap) + r"\cdot\mathrm{Var}_\alpha(x)"))
+assert set(sp.solve(gap, w)) == {0, 1}
+
+# %% [markdown]
+# so they agree only for $w_V \in\{0,1\}$. Page [4.2](02_scalar_margin.ipynb) checks this with finite
+# differences; it is recorded in `book/ERRATA.md` (row "Prop. 1 (Eq. 8), Thm. 1 (Eq. 14)").
+
+# %% [markdown]
 # ## Reproducibility
 #
 # All numbers on this page are exact (sympy) or closed-form evaluations of

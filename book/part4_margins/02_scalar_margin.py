@@ -39,6 +39,25 @@
 # and variance, the softmax ([6.2](../part1_chapter6/6_2_attention_mechanism.ipynb)).
 # **Reading time:** about 35 minutes.
 #
+# ```{admonition} Symbols on this page
+# :class: note
+# | symbol | meaning | shape |
+# |---|---|---|
+# | $x_t$ | the token (a one-dimensional embedding) at position $t$, counted from 1 | number |
+# | $w_Q,w_K,w_V$ | query, key and value weights (numbers, since $d=1$) | numbers |
+# | $a$ | the coupling $w_K w_Q$: the score of $x_s$ seen from $x_t$ is $a\,x_t x_s$ | number |
+# | $\alpha_{ts}$ | attention weight of position $t$ on an earlier position $s$ | number |
+# | $s$ | an earlier position, $s<t$ | number |
+# | $\mu_t$ | what the layer predicts at $t$: the weighted mean of the earlier values | number |
+# | $\bar x$ | the weighted mean of the earlier tokens, $\sum_s \alpha_{ts}x_s$ | number |
+# | $e_t$ | residual $x_t-\mu_t$, the noise position $t$ must have come from | number |
+# | $m_t$, $m(x)$ | margin of position $t$ (the slope $\partial e_t/\partial x_t$), $1-a\,\mathrm{Var}_t$ with $\mathrm{Var}_t=\sum_{s<t}\alpha_{ts}(x_s-\bar x)^2$ the attention-weighted variance of the earlier tokens ($\mathrm{Var}_t(v)=w_V^2\,\mathrm{Var}_t$: that of the values); sequence margin $m(x)=\min_t m_t$ | numbers |
+# | $\varepsilon$, $\sigma$ | a noise value, and the noise's standard deviation | numbers |
+# | $\ell_s$, $\delta_{ij}$ | scores (logits) of a softmax; 1 if $i=j$, else 0 | numbers |
+# | $u_s$, $\bar u$ | any numbers attached to the earlier positions (Lemma B.2), and their weighted mean | numbers |
+# | $h$ | a small change of the noise (question 4) | number |
+# ```
+#
 # *Source: Agarwal et al., "Support Tokens, Stability Margins, and a New Foundation for Robust LLMs",
 # §3.1–3.4 (Proposition 1, Eqs. 7–12, Definition 3.1, Figures 3.2–3.3) and Appendix B.1–B.3 (Lemmas
 # B.1–B.2, the proof of Proposition 1).*
@@ -71,8 +90,8 @@ use_book_style()
 #
 # Take one-dimensional embeddings ($d=1$): every token is a single number, and the query, key and
 # value projections are single numbers $w_Q,w_K,w_V$. The attention score of the current token $x_t$
-# on a past token $x_s$ is then $w_Qx_t\cdot w_Kx_s=a\,x_tx_s$, with one number $a=w_Kw_Q$, the
-# **coupling**. Take $a=0.5$, values equal to the tokens ($w_V=1$), and the three tokens
+# on a past token $x_s$ is then $w_Q x_t \cdot w_K x_s=a\,x_t x_s$, with one number $a=w_K w_Q$, the
+# {term}`coupling`. Take $a=0.5$, values equal to the tokens ($w_V=1$), and the three tokens
 # $x=(0,\,2,\,0)$. For each position: the weights on the past, their weighted mean $\mu_t$ (what the
 # layer predicts), the residual $e_t=x_t-\mu_t$ (the noise this token must have come from), and the
 # weighted variance of the past, $\mathrm{Var}_t=\sum_{s<t}\alpha_{ts}(x_s-\mu_t)^2$.
@@ -162,7 +181,7 @@ assert residual_at_position_3(0.5, 1.5) < residual_at_position_3(-0.5, 1.5)  # r
 # With the past fixed, the density that the change of variables of [4.1](01_latent_noise_view.ipynb)
 # gives the last token is
 #
-# $$p(x_3\mid x_1,x_2)=\mathcal N\bigl(e_3(x_3);\,0,\sigma^2\bigr)\,\lvert m_3(x_3)\rvert ,$$
+# $$p(x_3 \mid x_1,x_2)=\mathcal N\bigl(e_3(x_3);\,0,\sigma^2\bigr)\,\lvert m_3(x_3)\rvert ,$$
 #
 # the noise density at the token's residual, times the slope. The slope factor is the bookkeeping of
 # stretching: where the map squeezes many tokens into a little noise (small margin), each token gets
@@ -178,13 +197,18 @@ plt.show()
 for a, found in preimages.items():
     print(f"a = {a}: tokens x_3 with e_3(x_3) = -1: " + ", ".join(f"{x:+.3f}" for x in found))
 assert preimages[0.5].size == 1 and preimages[1.5].size == 3
+x3_drawn = np.linspace(-2.0, 3.0, 2001)                              # the figure's range of x_3
+drawn = np.stack([np.zeros_like(x3_drawn), np.full_like(x3_drawn, 2.0), x3_drawn], axis=-1)
+assert scalar_margin(drawn, a=0.5)[:, 2].min() > 0     # Figure 4.2.1: with a = 0.5 it rises everywhere
+assert scalar_margin(drawn, a=1.5)[:, 2].min() < 0     # Figure 4.2.1: with a = 1.5 it runs backwards
 
 # %% [markdown]
-# **Figure 4.2.1.** The residual map $x_3\mapsto e_3=x_3-\mu_3$ of the last position, past tokens
+# **Figure 4.2.1.** The residual map $x_3 \mapsto e_3=x_3-\mu_3$ of the last position, past tokens
 # $x_1=0$, $x_2=2$, values equal to tokens. With $a=0.5$ (blue) it rises everywhere: one token per
-# noise value. With $a=1.5$ (orange) the margin is negative on the thick red stretch, the curve runs
-# backwards there, and the noise value $-1$ (dashed) comes from three tokens. At the two ends of the
-# red stretch the slope is exactly 0: the {term}`degeneracy boundary` $m_3=0$.
+# noise value. With $a=1.5$ (vermilion) the margin is negative where the curve runs over the thick
+# reddish-purple band: the curve runs backwards there, and the noise value $-1$ (dashed) comes from
+# three tokens (the dots). At the two ends of the band the slope is exactly 0: the
+# {term}`degeneracy boundary` $m_3=0$.
 #
 # So the density formula counts the noise near $\varepsilon=-1$ three times. Integrating it over all
 # $x_3$ shows the damage (a grid sum with step 0.005 on $[-14,16]$, where the tails are negligible):
@@ -225,14 +249,14 @@ assert conditional_density(1.5).sum() * grid_step > 1.01
 # The tiny example found slope $=1-a\,\mathrm{Var}_3$ for one sequence. Proposition 1 says this holds
 # for every position of every sequence. The derivation is three steps of calculus, here with three
 # past tokens $x_1,x_2,x_3$, a current token $x_t$ and, to see where it matters, values
-# $v_s=w\,x_s$ with any $w=w_V$ (the tiny example had $w=1$).
+# $v_s=w_V \,x_s$ with any $w_V$ (the tiny example had $w_V=1$).
 #
 # **Step 1: the softmax Jacobian (Lemma B.1).** If $\alpha=\mathrm{softmax}(\ell)$, then
 # $\partial\alpha_i/\partial\ell_j=\alpha_i(\delta_{ij}-\alpha_j)$ (with $\delta_{ij}=1$ if $i=j$, else
 # 0). Sympy checks all nine entries:
 
 # %%
-current_token, coupling_sym, value_scale = sp.symbols("x_t a w", real=True)
+current_token, coupling_sym, value_scale = sp.symbols("x_t a w_V", real=True)
 past_syms = sp.symbols("x1:4", real=True)
 
 score_syms = sp.symbols("l1:4", real=True)
@@ -247,8 +271,8 @@ assert lemma_b1
 
 # %% [markdown]
 # **Step 2: how the weights move with the query (Eq. 60).** The scores are
-# $\ell_s=a\,x_tx_s$, so $\partial\ell_s/\partial x_t=a\,x_s$, and the chain rule with Step 1 gives
-# $\partial\alpha_s/\partial x_t=a\,\alpha_s(x_s-\bar x)$, with $\bar x=\sum_s\alpha_sx_s$: moving
+# $\ell_s=a\,x_t x_s$, so $\partial\ell_s/\partial x_t=a\,x_s$, and the chain rule with Step 1 gives
+# $\partial\alpha_s/\partial x_t=a\,\alpha_s(x_s-\bar x)$, with $\bar x=\sum_s \alpha_s x_s$: moving
 # the query shifts weight towards the tokens above the weighted mean (for $a>0$).
 
 # %%
@@ -264,9 +288,10 @@ print("Eq. (60) holds:", eq_60)
 assert eq_60
 
 # %% [markdown]
-# **Step 3: the slope of the residual.** The mean of the values is $\mu_t=\sum_s\alpha_s\,w\,x_s$;
-# by Step 2 its derivative is $a\,w\sum_s\alpha_sx_s(x_s-\bar x)$, and that sum is the weighted
-# variance of the tokens (Lemma B.2: $\sum_s\alpha_s v_s(v_s-\bar v)=\sum_s\alpha_s(v_s-\bar v)^2$).
+# **Step 3: the slope of the residual.** The mean of the values is $\mu_t=\sum_s \alpha_s \,w_V \,x_s$;
+# by Step 2 its derivative is $a\,w_V \sum_s \alpha_s x_s(x_s-\bar x)$, and that sum is the weighted
+# variance of the tokens, $\mathrm{Var}_t$ (Lemma B.2: for any numbers $u_s$ with weighted mean
+# $\bar u$, $\sum_s \alpha_s u_s(u_s-\bar u)=\sum_s \alpha_s(u_s-\bar u)^2$).
 # So $\partial e_t/\partial x_t=1-\partial\mu_t/\partial x_t$ is:
 
 # %%
@@ -281,19 +306,19 @@ assert lemma_b2
 residual_slope = sp.simplify(1 - sp.diff(mean_value, current_token))
 variance_tokens = sp.simplify(variance_values / value_scale**2)  # weighted variance of the tokens
 difference = sp.simplify(residual_slope - (1 - coupling_sym * value_scale * variance_tokens))
-display(Math(r"\frac{\partial e_t}{\partial x_t}-\bigl(1-a\,w\,\mathrm{Var}_t(x)\bigr)="
+display(Math(r"\frac{\partial e_t}{\partial x_t}-\bigl(1-a\,w_V\,\mathrm{Var}_t\bigr)="
              + sp.latex(difference)))
 assert difference == 0
 
 # %% [markdown]
 # So for every position,
 #
-# $$\frac{\partial e_t}{\partial x_t}=1-a\,w_V\,\mathrm{Var}_t(x),$$
+# $$\frac{\partial e_t}{\partial x_t}=1-a\,w_V \,\mathrm{Var}_t,$$
 #
 # and with values equal to the tokens ($w_V=1$, the case the paper's figures use and this page uses
-# from here on) this is the paper's Eq. (8), $1-a\,\mathrm{Var}_t$. (For $w_V\ne1$ the paper writes
-# the variance of the *values* instead, which is not the same; see "Checking the paper" below.) The
-# paper names the pieces:
+# from here on) this is the paper's Eq. (8), $1-a\,\mathrm{Var}_t$. (For $w_V \ne1$ the paper writes
+# the variance of the *values*, $\mathrm{Var}_t(v)$, instead, which is not the same:
+# [checked below](#checking-the-paper).) The paper names the pieces:
 #
 # - the **margin** of position $t$, $m_t(x)=1-a\,\mathrm{Var}_t(x)$ (Eq. 9): the slope of the residual
 #   map, 1 when the token does not steer its own weights, 0 at the degeneracy boundary;
@@ -303,7 +328,7 @@ assert difference == 0
 #   support vectors that set the margin of a support vector machine.
 #
 # Where the margins are positive, the log-density of the embeddings (Eqs. 11–12) is a prediction-error
-# term plus $\sum_t\log m_t(x)$. That second sum is a {term}`log-barrier`: it is 0 when every margin
+# term plus $\sum_t \log m_t(x)$. That second sum is a {term}`log-barrier`: it is 0 when every margin
 # is 1 and falls to $-\infty$ as any margin approaches 0, so the model itself gives configurations
 # near the boundary almost no probability.
 #
@@ -325,13 +350,14 @@ for name, sequence in example_sequences.items():
     margins = scalar_margin(sequence, a=example_coupling)
     print(f"{name:13s} margins {np.array2string(margins, precision=3)}")
     print(f"{'':13s} support tokens (from 1): {(support_tokens(margins) + 1).tolist()}")
+assert scalar_margin(example_sequences["calm"], a=example_coupling).min() > 0.95  # Figure 4.2.2: near 1
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(11, 3.2), sharey=True)
 for ax, (name, sequence) in zip(axes, example_sequences.items()):
     margins = scalar_margin(sequence, a=example_coupling)
     support = support_tokens(margins)
-    colours = ["#c0392b" if t in support else "C0" for t in range(len(sequence))]
+    colours = ["C1" if t in support else "C0" for t in range(len(sequence))]
     ax.bar(np.arange(1, len(sequence) + 1), margins, color=colours)
     ax.set_title(f"{name}: m(x) = {sequence_margin(margins):.3f}")
     ax.axhline(0, color="k", lw=0.8)
@@ -342,20 +368,21 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# **Figure 4.2.2.** Margins of three sequences ($a=0.5$, $w_V=1$); red bars are the support tokens.
+# **Figure 4.2.2.** Margins of three sequences ($a=0.5$, $w_V=1$); the vermilion bars are the support
+# tokens, the blue bars the other positions.
 # A calm sequence keeps every margin near 1. One outlier lowers the margin of every later position
 # whose query still attends to both the outlier and the rest. Two alternating clusters give the
 # smallest margins, at the query $x_5=0$, which scores both clusters equally and so splits its
-# attention evenly across the largest dispersion ($\mathrm{Var}_5\approx2.25$). There the margin is
+# attention evenly across the largest dispersion ($\mathrm{Var}_5 \approx2.25$). There the margin is
 # even negative, $1-0.5\cdot2.25<0$: this sequence lies past the degeneracy boundary, in the folded
 # region of Figure 4.2.1.
 #
 # ## The sign of the coupling: a barrier for $a>0$, none for $a<0$
 #
-# The margin $1-a\,\mathrm{Var}_t$ depends on the sequence only through $\mathrm{Var}_t\ge0$, so the
+# The margin $1-a\,\mathrm{Var}_t$ depends on the sequence only through $\mathrm{Var}_t \ge0$, so the
 # whole story fits in one plane (Figure 4.2.3). For $a>0$ the margin falls as the variance grows and
 # reaches 0 on the curve $a\,\mathrm{Var}_t=1$: a real boundary, with the log-barrier in front of it.
-# For $a<0$ the margin is $1+\lvert a\rvert\mathrm{Var}_t\ge1$: no boundary at all, and the same
+# For $a<0$ the margin is $1+\lvert a\rvert\mathrm{Var}_t \ge1$: no boundary at all, and the same
 # log term now *rewards* dispersion instead of penalising it. The dots are the tiny example's last
 # position ($\mathrm{Var}_3=1$) at the three couplings we tried.
 
@@ -393,11 +420,19 @@ for a in (-0.55, -0.35, 0.0, 0.35, 0.55):
 axes[0].set_title(r"(a) $p(x_3\mid x_1=0,\ x_2=2)$")
 axes[1].set_title(r"(b) margin $m_3 = 1 - a\,\mathrm{Var}_3$")
 axes[2].set_title("(c) sweep over the coupling a")
+axes[0].set_ylabel("density")
+axes[1].set_ylabel("margin factor")
+axes[2].set_ylabel("density")
 for ax in axes:
     ax.set_xlabel(r"$x_3$")
     ax.legend(fontsize=7)
 plt.tight_layout()
 plt.show()
+peak_heights = {a: conditional_density(a, x3_values=x3_window).max() for a in (0.25, 0.0, -0.25)}
+# Figure 4.2.4: positive coupling lowers the peak, negative coupling sharpens it
+assert peak_heights[0.25] < peak_heights[0.0] < peak_heights[-0.25]
+factor_drawn = scalar_margin(window_sequences, a=0.25)[:, 2]
+assert abs(x3_window[np.argmax(np.abs(factor_drawn - 1))]) < 0.01   # Figure 4.2.4: furthest from 1 at x_3 = 0
 
 # %% [markdown]
 # **Figure 4.2.4.** Our rebuild of the paper's Figure 3.2 ($\sigma=1$, $w_V=1$). Positive coupling
@@ -405,6 +440,70 @@ plt.show()
 # negative coupling sharpens it (factor up to $1.25$ for $a=-0.25$). The factor is furthest from 1
 # at $x_3=0$, where the weights on $x_1$ and $x_2$ are equal and the variance is largest.
 #
+# ## Key takeaways
+#
+# - In $d=1$ the residual map's slope at position $t$ is the margin $m_t=1-a\,\mathrm{Var}_t$: the
+#   current token steers its own attention weights, so its residual moves less (for $a>0$) than the
+#   token itself.
+# - The embeddings have a density only while the residual map is invertible; a zero margin is where
+#   it stops, and a negative one folds the map so that the density formula no longer integrates to 1.
+# - A margin shrinks when the past is dispersed *and* attention is split across it; the positions
+#   with the smallest margin are the support tokens, and they set the sequence margin.
+# - For $a>0$ the boundary $a\,\mathrm{Var}_t=1$ is real and $\sum_t \log m_t$ acts as a log-barrier
+#   in front of it; for $a<0$ there is no boundary and the same term rewards dispersion.
+# - Proposition 1 is exact when values equal the tokens ($w_V=1$); in general the slope is
+#   $1-a\,w_V \,\mathrm{Var}_t$, not $1-a\,\mathrm{Var}_t(v)$.
+#
+# ## Check your understanding
+#
+# 1. With $a=0.5$ and tokens $(1,\,-1,\,0)$, what are the three margins, and which position is the
+#    support token?
+#
+#    ```{dropdown} Answer
+#    Positions 1 and 2 have margin 1 (no past; one past token with weight 1). At position 3 the query
+#    is $x_3=0$, so both scores are 0, the weights are $(\tfrac12,\tfrac12)$, the mean is 0 and the
+#    variance $\tfrac12\cdot1+\tfrac12\cdot1=1$: $m_3=1-0.5\cdot1=0.5$. Position 3 is the support
+#    token, and the sequence margin is 0.5.
+#    ```
+#
+# 2. A past with a huge spread (tokens $-10$ and $+10$) but a current token that puts almost all its
+#    weight on one of them: is its margin small?
+#
+#    ```{dropdown} Answer
+#    No. $\mathrm{Var}_t$ is the *weighted* variance: with weights close to $(1,0)$ it is close to 0,
+#    so the margin is close to 1 whatever the spread. The margin is small only when the past is
+#    dispersed and the attention is split across it.
+#    ```
+#
+# 3. Why can no sequence reach the degeneracy boundary when $a<0$?
+#
+#    ```{dropdown} Answer
+#    The variance is never negative, so $m_t=1-a\,\mathrm{Var}_t=1+\lvert a\rvert\,\mathrm{Var}_t \ge1$.
+#    The slope of the residual map is at least 1 everywhere, so the map is increasing and onto: no
+#    fold, no boundary, and the log term $\log m_t \ge0$ adds to the density.
+#    ```
+#
+# 4. The margin at some position is $0.01$. What does a small change $h$ of the noise do to the
+#    token there, and why does the log-barrier care?
+#
+#    ```{dropdown} Answer
+#    The token moves by about $h/m_t=100\,h$: the inverse map is a hundred times more
+#    sensitive than the noise, so the layer is close to unstable. The log-barrier term
+#    $\log m_t=\log0.01\approx-4.6$ nats marks such configurations as improbable, and it falls to
+#    $-\infty$ as the margin reaches 0.
+#    ```
+
+
+# %% tags=["hide-cell"]
+# The numbers the answers state: question 1 (tokens 1, -1, 0; a = 0.5) and question 4 (m = 0.01).
+margins_q1 = scalar_margin(np.array([1.0, -1.0, 0.0]), a=0.5)
+print(f"question 1: margins {margins_q1.tolist()}, support token(s) {(support_tokens(margins_q1) + 1).tolist()}, "
+      f"sequence margin {float(sequence_margin(margins_q1))}")
+print(f"question 4: 1 / 0.01 = {1 / 0.01:.0f}, log 0.01 = {math.log(0.01):.1f}")
+assert margins_q1.tolist() == [1.0, 1.0, 0.5] and support_tokens(margins_q1).tolist() == [2]
+assert round(math.log(0.01), 1) == -4.6
+
+# %% [markdown]
 # ## Checking the paper
 #
 # The idea above stands on its own; this section compares the paper's own statements and printed
@@ -413,25 +512,25 @@ plt.show()
 # ### Proposition 1 when $w_V\neq1$
 #
 # Eq. (8) writes the slope as $1-a\,\mathrm{Var}_t(v)$ with the variance of the **values**
-# $v_s=w_Vx_s$. Our Step 3 found $1-a\,w_V\,\mathrm{Var}_t(x)=1-\frac{a}{w_V}\mathrm{Var}_t(v)$. The
+# $v_s=w_V x_s$. Our Step 3 found $1-a\,w_V \,\mathrm{Var}_t=1-\frac{a}{w_V}\mathrm{Var}_t(v)$. The
 # difference between Eq. (8) and the exact slope, factored:
 
-# %%
+# %% tags=["hide-cell"]
 eq8_error = sp.factor(sp.simplify(residual_slope - (1 - coupling_sym * variance_values))
                       / variance_tokens)
 display(Math(r"\frac{\partial e_t}{\partial x_t}-\bigl(1-a\,\mathrm{Var}_t(v)\bigr)="
-             + sp.latex(eq8_error) + r"\cdot\mathrm{Var}_t(x)"))
+             + sp.latex(eq8_error) + r"\cdot\mathrm{Var}_t"))
 print("it vanishes only for w in", sp.solve(sp.Eq(eq8_error, 0), value_scale))
 assert sp.solve(sp.Eq(eq8_error, 0), value_scale) == [0, 1]
 
 # %% [markdown]
 # So Eq. (8) is exact only for $w_V=1$ (the proof in Appendix B.3 "identifies $x_s$ with $v_s$ in the
 # logit coupling") or the trivial $w_V=0$. For $w_V=\tfrac12$ it halves the true deviation from 1,
-# and the degeneracy boundary sits at $\mathrm{Var}_t(x)=1/(a\,w_V)$, i.e.
+# and the degeneracy boundary sits at $\mathrm{Var}_t=1/(a\,w_V)$, i.e.
 # $\mathrm{Var}_t(v)=w_V/a$, not at $\mathrm{Var}_t(v)=1/a$. The library's `scalar_margin` is the
 # exact slope; finite differences of the residual map agree with it and not with Eq. (8):
 
-# %%
+# %% tags=["hide-cell"]
 tokens_6 = np.array([0.4, -1.2, 2.0, 0.3, 1.1, -0.5])
 coupling_6, half_value_scale = 0.6, 0.5
 margin_exact = scalar_margin(tokens_6, a=coupling_6, w_v=half_value_scale)
@@ -454,7 +553,7 @@ assert np.allclose(scalar_margin(tokens_6, a=coupling_6),
 # The paper does not state $\sigma$; Figure 4.2.4 took $\sigma=1$ (the margin factor in panel (b)
 # does not depend on it). The numbers printed in the paper's caption and text, against ours:
 
-# %%
+# %% tags=["hide-cell"]
 peaks = {a: conditional_density(a, x3_values=x3_window).max() for a in (0.0, 0.25, -0.25)}
 factor_min = scalar_margin(window_sequences, a=0.25)[:, 2].min()
 factor_max = scalar_margin(window_sequences, a=-0.25)[:, 2].max()
@@ -472,7 +571,7 @@ assert np.isclose(factor_max, 1.25, atol=1e-6)
 # Can one $\sigma$ explain all three printed peaks? Fit $\sigma$ to the paper's baseline 0.38 and
 # recompute the other two:
 
-# %%
+# %% tags=["hide-cell"]
 sigma_fit = 1 / (0.38 * np.sqrt(2 * np.pi))
 print(f"sigma matching the baseline 0.38: {sigma_fit:.4f}; peaks then "
       + ", ".join(f"a={a:+.2f}: {conditional_density(a, sigma_fit, x3_window).max():.3f}"
@@ -488,11 +587,11 @@ print(f"sigma matching the baseline 0.38: {sigma_fit:.4f}; peaks then "
 #
 # ### Does the induced conditional density integrate to 1?
 #
-# It does whenever $x_3\mapsto e_3$ is a bijection. Here $\mathrm{Var}_3\le1$, so for $\lvert a\rvert<1$
+# It does whenever $x_3 \mapsto e_3$ is a bijection. Here $\mathrm{Var}_3 \le1$, so for $\lvert a\rvert<1$
 # the margin stays positive and each density integrates to 1. For $a=1.5$ the factor
 # $1-a\mathrm{Var}_3$ dips to $-0.5$: the map folds (Figure 4.2.1), some noise values have three
-# preimages, and the formula with $\lvert m_3\rvert$ integrates to more than 1. Dropping the
-# configurations with $m_3\le 0$ (the "hard exclusion" of Figure 3.3) does not repair it: the two
+# preimages, and the formula with $\lvert m_3 \rvert$ integrates to more than 1. Dropping the
+# configurations with $m_3 \le 0$ (the "hard exclusion" of Figure 3.3) does not repair it: the two
 # increasing branches on either side of the fold still cover an overlapping range of noise values, so
 # the remaining integral also exceeds 1. In the folded regime Eq. (16) is not a normalised density,
 # and the generative rule $x_t=\mu_t(x)+\varepsilon_t$ has no unique solution — the "Jacobian
@@ -505,16 +604,16 @@ print(f"sigma matching the baseline 0.38: {sigma_fit:.4f}; peaks then "
 # Eq. (72): each one-step conditional integrates to 1. At $a=1.5$ the margin is non-zero almost
 # everywhere (it vanishes only at isolated points), yet the conditional integrates to more than 1 —
 # so local non-degeneracy does not deliver A2, and Theorem 2's conclusion is unsupported there. What
-# A2 needs is that $x_t\mapsto e_t$ is a global bijection for each fixed past, e.g. $m_t>0$
+# A2 needs is that $x_t \mapsto e_t$ is a global bijection for each fixed past, e.g. $m_t>0$
 # everywhere (here: $a\,\sup\mathrm{Var}_3<1$). Recorded in `book/ERRATA.md`.
 
-# %%
+# %% tags=["hide-cell"]
 for a in (-0.55, -0.35, -0.25, 0.0, 0.25, 0.35, 0.55):
     integral = conditional_density(a).sum() * grid_step
     print(f"a = {a:+.2f}: ∫ p(x3 | x1, x2) dx3 = {integral:.8f}")
     assert abs(integral - 1) < 1e-8
 
-# %%
+# %% tags=["hide-cell"]
 density_folded = conditional_density(1.5)
 grid_sequences = np.stack([np.zeros_like(x3_grid), np.full_like(x3_grid, 2.0), x3_grid], axis=-1)
 margin_folded = scalar_margin(grid_sequences, a=1.5)[:, 2]
@@ -529,12 +628,12 @@ assert integral_kept > 1.01
 # ### Figure 3.3: 4000 random length-5 sequences, $a=\pm0.2$
 #
 # Entries are drawn independently from $\mathcal N(0,4)$ (standard deviation 2). A sequence is
-# *excluded* when some position has $m_t\le0$. The paper reports 613/4000 excluded for $a=+0.2$ and
+# *excluded* when some position has $m_t \le0$. The paper reports 613/4000 excluded for $a=+0.2$ and
 # none for $a=-0.2$; its random seed is unknown, so we compare with the exclusion probability
 # estimated from many more sequences. These are sampled numbers: the page prints them, and asserts
 # what they must satisfy.
 
-# %%
+# %% tags=["hide-cell"]
 rng = np.random.default_rng(0)
 population = rng.normal(0.0, 2.0, size=(4000, 5))
 results = {}
@@ -556,7 +655,7 @@ assert results[-0.2][3].sum() == 0
 # $4\cdot10^{-4}$); one batch alone has a standard error of $8\cdot10^{-4}$, too coarse to pin the expected count to a few
 # sequences:
 
-# %%
+# %% tags=["hide-cell"]
 rng_big = np.random.default_rng(1)
 n_excluded, n_drawn = 0, 0
 for _ in range(5):
@@ -584,7 +683,7 @@ assert abs(ours_seed_0 - count_mean) < count_half_width
 # For $a=-0.2$ every margin is $1+0.2\,\mathrm{Var}_t$, so its logarithm — the change-of-variables
 # term — is a gain, and the paper quotes it at $\mathrm{Var}_t=16$:
 
-# %%
+# %% tags=["hide-cell"]
 margins_negative, variances_negative = results[-0.2][0], results[-0.2][1]
 assert np.allclose(np.log(margins_negative), np.log1p(0.2 * variances_negative))
 print(f"a = -0.2: log(1 - a Var_t) at Var_t = 16 = log({1 + 0.2 * 16:.1f}) = "
@@ -594,7 +693,7 @@ print(f"a = -0.2: log(1 - a Var_t) at Var_t = 16 = log({1 + 0.2 * 16:.1f}) = "
 # How far does $\mathrm{Var}_t$ reach for $a=-0.2$? The spread of the maximum over 100 independent
 # sets of 4000:
 
-# %%
+# %% tags=["hide-cell"]
 replicates = np.random.default_rng(2).normal(0.0, 2.0, size=(100, 4000, 5))
 variances_replicates = scalar_attention_variance(replicates, a=-0.2)
 for label, largest in (("all positions", variances_replicates.max(axis=(1, 2))),
@@ -607,7 +706,7 @@ for label, largest in (("all positions", variances_replicates.max(axis=(1, 2))),
     else:
         assert median > 20 and low > 17  # over all positions the maximum is rarely below 18
 
-# %%
+# %% tags=["hide-cell"]
 fig, axes = plt.subplots(2, 2, figsize=(10, 6.5))
 for row, a in enumerate((0.2, -0.2)):
     margins, variances, log_density, excluded = results[a]
@@ -632,8 +731,8 @@ plt.show()
 
 # %% [markdown]
 # **Figure 4.2.5.** Rebuild of the paper's Figure 3.3 (seed 0). Panels (a), (c): every position of
-# every sequence lies on the line $1-a\,\mathrm{Var}_t$. Panel (b): the excluded sequences (red,
-# drawn at the bottom edge) all have some $\mathrm{Var}_t\ge5=1/a$. Panel (d): no exclusion for
+# every sequence lies on the line $1-a\,\mathrm{Var}_t$. Panel (b): the excluded sequences (orange,
+# drawn at the bottom edge) all have some $\mathrm{Var}_t \ge5=1/a$. Panel (d): no exclusion for
 # $a<0$.
 #
 # What survives: the exclusion count (612 with seed 0; the expected count and the 95% range of a
@@ -645,60 +744,8 @@ plt.show()
 # variance is plotted, and that the excluded configurations get log-density $-\infty$ although Eq.
 # (16) with $\lvert\det\rvert$ gives them a finite value — we follow the figure and mark them instead
 # of plotting their value.
-#
-# ## Key takeaways
-#
-# - In $d=1$ the residual map's slope at position $t$ is the margin $m_t=1-a\,\mathrm{Var}_t$: the
-#   current token steers its own attention weights, so its residual moves less (for $a>0$) than the
-#   token itself.
-# - The embeddings have a density only while the residual map is invertible; a zero margin is where
-#   it stops, and a negative one folds the map so that the density formula no longer integrates to 1.
-# - A margin shrinks when the past is dispersed *and* attention is split across it; the positions
-#   with the smallest margin are the support tokens, and they set the sequence margin.
-# - For $a>0$ the boundary $a\,\mathrm{Var}_t=1$ is real and $\sum_t\log m_t$ acts as a log-barrier
-#   in front of it; for $a<0$ there is no boundary and the same term rewards dispersion.
-# - Proposition 1 is exact when values equal the tokens ($w_V=1$); in general the slope is
-#   $1-a\,w_V\,\mathrm{Var}_t(x)$, not $1-a\,\mathrm{Var}_t(v)$.
-#
-# ## Check your understanding
-#
-# 1. With $a=0.5$ and tokens $(1,\,-1,\,0)$, what are the three margins, and which position is the
-#    support token?
-#
-#    ```{dropdown} Answer
-#    Positions 1 and 2 have margin 1 (no past; one past token with weight 1). At position 3 the query
-#    is $x_3=0$, so both scores are 0, the weights are $(\tfrac12,\tfrac12)$, the mean is 0 and the
-#    variance $\tfrac12\cdot1+\tfrac12\cdot1=1$: $m_3=1-0.5\cdot1=0.5$. Position 3 is the support
-#    token, and the sequence margin is 0.5.
-#    ```
-#
-# 2. A past with a huge spread (tokens $-10$ and $+10$) but a current token that puts almost all its
-#    weight on one of them: is its margin small?
-#
-#    ```{dropdown} Answer
-#    No. $\mathrm{Var}_t$ is the *weighted* variance: with weights close to $(1,0)$ it is close to 0,
-#    so the margin is close to 1 whatever the spread. The margin is small only when the past is
-#    dispersed and the attention is split across it.
-#    ```
-#
-# 3. Why can no sequence reach the degeneracy boundary when $a<0$?
-#
-#    ```{dropdown} Answer
-#    The variance is never negative, so $m_t=1-a\,\mathrm{Var}_t=1+\lvert a\rvert\,\mathrm{Var}_t\ge1$.
-#    The slope of the residual map is at least 1 everywhere, so the map is increasing and onto: no
-#    fold, no boundary, and the log term $\log m_t\ge0$ adds to the density.
-#    ```
-#
-# 4. The margin at some position is $0.01$. What does a small change $\delta$ of the noise do to the
-#    token there, and why does the log-barrier care?
-#
-#    ```{dropdown} Answer
-#    The token moves by about $\delta/m_t=100\,\delta$: the inverse map is a hundred times more
-#    sensitive than the noise, so the layer is close to unstable. The log-barrier term
-#    $\log m_t=\log0.01\approx-4.6$ nats marks such configurations as improbable, and it falls to
-#    $-\infty$ as the margin reaches 0.
-#    ```
-#
+
+# %% [markdown]
 # ## Reproducibility
 #
 # Everything on this page is exact or seeded: the sympy derivation, closed-form margins and

@@ -8,7 +8,7 @@
 # matrix is "the margin", and what do support tokens and the log-barrier look like now?
 #
 # Real embeddings are vectors, and the training penalty of [4.7](barrier_training.ipynb) is built
-# from exactly this matrix: $-\log\lvert\det(I-\Sigma_tA)\rvert$. A student who can compute the block
+# from exactly this matrix: $-\log\lvert\det(I-\Sigma_t A)\rvert$. A student who can compute the block
 # by hand can tell when a position is close to the boundary, why two reasonable definitions of the
 # margin can disagree about which token is the {term}`support token` (the position closest to the
 # boundary), and what a log-barrier does to an optimisation problem.
@@ -16,9 +16,9 @@
 # ```{admonition} Learning goals
 # :class: tip
 # After this page you can
-# - compute the attention-weighted covariance $\Sigma_t$ and the diagonal block $I-\Sigma_tA$ of a
+# - compute the attention-weighted covariance $\Sigma_t$ and the diagonal block $I-\Sigma_t A$ of a
 #   short $d=2$ sequence by hand, and its determinant;
-# - explain the two margins of Eq. (25), $\lvert\det(I-\Sigma_tA)\rvert$ and $1-\rho(\Sigma_tA)$, and why
+# - explain the two margins of Eq. (25), $\lvert\det(I-\Sigma_t A)\rvert$ and $1-\rho(\Sigma_t A)$, and why
 #   $\rho<1$ is sufficient for invertibility but not necessary;
 # - explain how a log-barrier turns the constraint "keep the margin above $\delta$" into a penalty;
 # - read the paper's Figure 1.1 as computed: tokens as points, the boundary, the support token.
@@ -27,9 +27,32 @@
 # **Builds on:** [4.2 The scalar margin](02_scalar_margin.ipynb) (the margin is the slope of the
 # residual map; at zero the map stops being invertible; support tokens have the smallest margin) and
 # [4.1 The latent-noise view](01_latent_noise_view.ipynb) (the Jacobian is block lower-triangular,
-# so the log-density is the noise energy plus $\sum_t\log\lvert\det\partial e_t/\partial x_t\rvert$) ·
+# so the log-density is the noise energy plus $\sum_t \log\lvert\det\partial e_t/\partial x_t \rvert$) ·
 # eigenvalues and determinants of a $2\times2$ matrix, a covariance matrix.
 # **Reading time:** about 40 minutes.
+#
+# ```{admonition} Symbols on this page
+# :class: note
+# | symbol | meaning | shape |
+# |---|---|---|
+# | $x_t$ | embedding of position $t$ (a column vector; positions counted from 1) | $(d,)$ |
+# | $d$, $d_k$, $L$ | width of an embedding, of a query or key, length of the sequence | numbers |
+# | $W_Q,W_K,W_V$ | query, key and value matrices (column-vector maps, $q_t=W_Q x_t$) | $(d_k,d)$, $(d_k,d)$, $(d,d)$ |
+# | $A$ | $W_K^\top W_Q$: the score of $x_s$ seen from $x_t$ is $x_s^\top Ax_t$ | $(d,d)$ |
+# | $a$ | the coupling of [4.2](02_scalar_margin.ipynb), along one axis | number |
+# | $W$ | the one matrix of Figure 4.3.4's layer, $W_Q=W_K=W$ | $(2,2)$ |
+# | $\alpha_{ts}$, $s$ | attention weight of position $t$ on an earlier position $s$ | number, index |
+# | $\bar x$, $\bar v$ | attention-weighted means of the earlier embeddings and values ($\bar x_t$, $\bar v_t$ at position $t$) | $(d,)$ |
+# | $C_t$ | attention-weighted covariance of the earlier embeddings | $(d,d)$ |
+# | $\Sigma$, $\Sigma_t$ | the same for the values, $\Sigma_t=W_V C_t W_V^\top$ (equal to $C_t$ when $W_V=I$) | $(d,d)$ |
+# | $e_t$ | residual $x_t-\mu_t(x)$; $\partial e_t/\partial x_t$ is its diagonal Jacobian block | $(d,)$; $(d,d)$ |
+# | $\rho(M)$ | spectral radius: the largest absolute eigenvalue of $M$ | number |
+# | $\mu_1$, $\mu_2$ | the eigenvalues of $\Sigma_t A$ when they are real ($d=2$), $\mu_1\ge\mu_2$ | numbers |
+# | $m$, $\delta$, $\tau$ | a margin, the margin level of the constrained problem (22), the barrier's weight | numbers |
+# | $\lambda$ | the weight of the toy's data term, $\tfrac\lambda2\lVert z-z^*\rVert^2$ | number |
+# | $z$, $z^*$, $f$ | the toy's free embeddings $(x_2,x_3)$, the point the data pull them to, its objective | $(2,)$, $(2,)$, function |
+# | $c$ | the spread of the tiny example, or the scale of a sequence (Figure 4.3.2) | number |
+# ```
 #
 # *Source: Agarwal et al., "Support Tokens, Stability Margins, and a New Foundation for Robust LLMs",
 # §3.5 (Theorem 1, Eqs. 13–15; Corollary 3.1, Eq. 16), §4 (Eqs. 17–25), Figure 1.1, Appendix A
@@ -71,10 +94,10 @@ rng = np.random.default_rng(0)
 #
 # - both scores are $x_s^\top x_3=0$, so the weights are $(\tfrac12,\tfrac12)$ and the mean is
 #   $\bar x_3=(c/2,\,0)$;
-# - the weighted covariance $\Sigma_3=\sum_s\alpha_{3s}(x_s-\bar x_3)(x_s-\bar x_3)^\top$ has
+# - the weighted covariance $\Sigma_3=\sum_s \alpha_{3s}(x_s-\bar x_3)(x_s-\bar x_3)^\top$ has
 #   $\tfrac12(c/2)^2+\tfrac12(c/2)^2=c^2/4$ in the top-left corner and zeros elsewhere (the past
 #   does not vary in the second coordinate);
-# - the diagonal block is $I-\Sigma_3A=\begin{pmatrix}1-c^2/4&0\\0&1\end{pmatrix}$, with determinant
+# - the diagonal block is $I-\Sigma_3 A=\begin{pmatrix}1-c^2/4&0\\0&1\end{pmatrix}$, with determinant
 #   $1-c^2/4$.
 #
 # So $c=1$ gives determinant $0.75$, $c=2$ puts position 3 exactly on the boundary, and $c=3$ gives
@@ -116,29 +139,30 @@ boundary = draw_margin_regions(ax, variance_max=3.0, coupling_max=2.0, points=po
                                ylabel=r"coupling along it, $a = 1$")
 plt.show()
 assert np.allclose(boundary[:, 0] * boundary[:, 1], 1.0)
+assert np.all(np.diff([variance for variance, _ in points]) > 0)  # Figure 4.3.1: the variance grows as c^2/4
 
 # %% [markdown]
 # **Figure 4.3.1.** The tiny example's first axis in the margin plane of
 # [4.2](02_scalar_margin.ipynb): the variance along that axis grows as $c^2/4$ while the coupling
 # stays 1, so the point slides to the right along $a=1$, reaches the boundary $a\cdot\mathrm{Var}=1$
-# at $c=2$, and is past it (red) at $c=3$. When $\Sigma_t$ and $A$ share their axes the matrix margin
-# is a product of such scalar margins; in general they do not, and the eigenvalues of $\Sigma_tA$ take
+# at $c=2$, and is past it (in the red of the colour scale) at $c=3$. When $\Sigma_t$ and $A$ share their axes the matrix margin
+# is a product of such scalar margins; in general they do not, and the eigenvalues of $\Sigma_t A$ take
 # their place.
 #
 # ## The diagonal block in general: Theorem 1
 #
-# For any $d$, differentiating $\mu_t=\sum_{s<t}\alpha_{ts}W_Vx_s$ through the logits
+# For any $d$, differentiating $\mu_t=\sum_{s<t}\alpha_{ts}W_V x_s$ through the logits
 # $\ell_{ts}=x_s^\top A x_t$ (with $A=W_K^\top W_Q$) gives, for **any** $W_V$,
 #
 # $$\frac{\partial e_t}{\partial x_t}=I_d-\sum_{s<t}\alpha_{ts}(v_s-\bar v_t)(x_s-\bar x_t)^\top A
 #   =I_d-W_V\,C_t\,A,\qquad C_t=\sum_{s<t}\alpha_{ts}(x_s-\bar x_t)(x_s-\bar x_t)^\top ,$$
 #
 # where $C_t$ is the attention-weighted covariance of the attended embeddings. The paper's Theorem 1
-# (Eq. 14) writes $I_d-\Sigma_tA$ with $\Sigma_t$ the covariance of the attended *values*,
-# $\Sigma_t=W_VC_tW_V^\top$ (Eq. 13). The two agree when $W_V=I$, the setting of the proof in
+# (Eq. 14) writes $I_d-\Sigma_t A$ with $\Sigma_t$ the covariance of the attended *values*,
+# $\Sigma_t=W_V C_t W_V^\top$ (Eq. 13). The two agree when $W_V=I$, the setting of the proof in
 # Appendix B.4 and of the tiny example; for other $W_V$ they agree only when
-# $W_VC_t(W_V^\top-I)A=0$, generically not ("Checking the paper" below). The scalar margin of 4.2 is
-# the case $d=1$: $1-a\,w_V\mathrm{Var}_t(x)$. On a random $d=3$ sequence with $W_V=I$:
+# $W_V C_t(W_V^\top-I)A=0$, generically not ("Checking the paper" below). The scalar margin of 4.2 is
+# the case $d=1$: $1-a\,w_V \mathrm{Var}_t(x)$. On a random $d=3$ sequence with $W_V=I$:
 
 # %%
 L, d, dk = 6, 3, 2
@@ -155,19 +179,19 @@ assert np.allclose(blocks, np.eye(d) - stats.Sigma @ A, atol=1e-13)
 assert np.allclose(blocks, blocks_finite_diff, atol=1e-7)
 
 # %% [markdown]
-# A position's block is invertible exactly when $\det(I-\Sigma_tA)\ne0$, and its contribution to the
-# log-density (Corollary 3.1, Eq. 16) is $\log\lvert\det(I-\Sigma_tA)\rvert$: the matrix
+# A position's block is invertible exactly when $\det(I-\Sigma_t A)\ne0$, and its contribution to the
+# log-density (Corollary 3.1, Eq. 16) is $\log\lvert\det(I-\Sigma_t A)\rvert$: the matrix
 # {term}`log-barrier`. Two numbers summarise "how far from singular" (the paper's Eq. 25): the
-# determinant itself, and the **spectral margin** $1-\rho(\Sigma_tA)$, where $\rho$ is the largest
+# determinant itself, and the **spectral margin** $1-\rho(\Sigma_t A)$, where $\rho$ is the largest
 # absolute eigenvalue. The next section shows how they differ.
 
 # %% [markdown]
 # ## The spectral condition is sufficient, not necessary (Lemma B.4)
 #
-# Lemma B.4: $\rho(\Sigma_tA)<1$ for all $t$ implies every block is invertible. Take $W_Q=W_K=I_2$ and
-# $W_V=I$, so $A=I$ and $\Sigma_tA=C_t$ is symmetric PSD with eigenvalues $\lambda_1\ge\lambda_2\ge0$:
-# $\det(I-C_t)=(1-\lambda_1)(1-\lambda_2)$ vanishes only when an eigenvalue **equals** 1. Scaling a
-# sequence by $c$ spreads the context; past the point where $\lambda_1=1$ the spectral margin
+# Lemma B.4: $\rho(\Sigma_t A)<1$ for all $t$ implies every block is invertible. Take $W_Q=W_K=I_2$ and
+# $W_V=I$, so $A=I$ and $\Sigma_t A=C_t$ is symmetric PSD with eigenvalues $\mu_1 \ge\mu_2 \ge0$:
+# $\det(I-C_t)=(1-\mu_1)(1-\mu_2)$ vanishes only when an eigenvalue **equals** 1. Scaling a
+# sequence by $c$ spreads the context; past the point where $\mu_1=1$ the spectral margin
 # $1-\rho$ is negative, yet the determinant is nonzero again.
 
 # %%
@@ -200,8 +224,8 @@ plt.show()
 
 # %% [markdown]
 # **Figure 4.3.2.** Lemma B.4 and its converse failing. The determinant margin of (25) crosses 0 each time
-# an eigenvalue of $\Sigma_tA$ passes through 1 and is nonzero in between; the spectral margin only
-# certifies the first interval. With non-symmetric $\Sigma_tA$ (general $W_Q\ne W_K$) the eigenvalues
+# an eigenvalue of $\Sigma_t A$ passes through 1 and is nonzero in between; the spectral margin only
+# certifies the first interval. With non-symmetric $\Sigma_t A$ (general $W_Q \ne W_K$) the eigenvalues
 # can also be complex, and then $\rho\ge1$ says even less about $\det$. For the log-density only
 # $\lvert\det\rvert$ matters; the spectral margin is a convenient certificate, not the boundary.
 #
@@ -218,7 +242,7 @@ plt.show()
 # A toy where everything can be drawn: $d=1$, $a=0.5$, $x_1=0$ fixed and two free embeddings $z=(x_2,x_3)$. A data term pulls $z$ toward
 # $z^\*=(3,0)$, where the query $x_3=0$ spreads its attention evenly over $\{0,3\}$ and
 # $m_3=1-0.5\cdot2.25<0$. We solve the constrained problem (22),
-# $\min f(z)=\tfrac12\sum_te_t^2+\tfrac\lambda2\|z-z^\*\|^2$ s.t. $m_3(z)\ge\delta$, directly (SLSQP) and
+# $\min f(z)=\tfrac12\sum_t e_t^2+\tfrac\lambda2\|z-z^\*\|^2$ s.t. $m_3(z)\ge\delta$, directly (SLSQP) and
 # through the barrier problems $\min f(z)-\tau\log(m_3(z)-\delta)$ for $\tau\to0$. The classical bound
 # for one constraint is $f(z_\tau)-f^\star\le\tau$.
 
@@ -312,18 +336,16 @@ ax.legend(fontsize=7, loc="lower left")
 plt.show()
 
 # %% [markdown]
-# **Figure 4.3.3.** Eq. (22) and its log-barrier relaxation. Shaded: $m_3<\delta$ (orange dashed:
-# $m_3=\delta$; red: the degeneracy boundary $m_3=0$). The barrier minimisers (blue) approach the
-# constrained optimum (green) as $\tau\to0$ with the $f-f^\star\le\tau$ guarantee verified above. The
-# paper's MAP objective (21) is the $\tau=1,\ \delta=0$ member of this family: it keeps the solution
-# inside the stable region $m_3>0$ (here $m_3\approx0.47$) without any explicit $\delta$, trading
-# data fit for margin.
-#
-# The paper calls (21) "the classical interior-point relaxation of (22)" for any margin level
-# $\delta>0$. It is a single member of the family, with weight $\tau=1$ and the barrier at $0$, not at
-# $\delta$: here its minimiser has $m_3<\delta=0.5$ (asserted above), so it violates the constraint of
-# (22), and it is not (22)'s optimum. Only the family $-\tau\log(m_t-\delta)$ with $\tau\to0$ relaxes
-# (22). Recorded in `book/ERRATA.md`.
+# **Figure 4.3.3.** Eq. (22) and its log-barrier relaxation. Thin contours: the objective $f$;
+# shaded orange: the region $m_3<\delta$, bounded by the dashed vermilion curve $m_3=\delta$; the
+# solid orange curve is the degeneracy boundary $m_3=0$. Look at the blue barrier path: as
+# $\tau\to0$ its points approach the constrained optimum (green square), with the
+# $f-f^\star\le\tau$ guarantee verified above. The reddish-purple triangle is the minimiser of the
+# paper's MAP objective (21), the $\tau=1,\ \delta=0$ member of this family: it keeps the solution
+# inside the stable region $m_3>0$ (here $m_3 \approx0.47$) without any explicit $\delta$, trading
+# data fit for margin — but it does not keep $m_3 \ge\delta$. The paper calls (21) the
+# interior-point relaxation of (22); it is one member of the family, not the relaxation
+# ([checked below](#checking-the-paper)).
 
 # %% [markdown]
 # ## Fig. 1.1, drawn from computed quantities
@@ -332,12 +354,12 @@ plt.show()
 # instability boundary (a curve), each token's margin as its distance to the boundary (an arrow), and
 # "token 1" as the support token. Here every element is computed. Take $d=2$, $W_V=I$ (where Theorem 1
 # is exact) and $W_Q=W_K=W$, so $A=W^\top W$ is symmetric positive definite — the $a>0$ regime of §3.4 —
-# and $\Sigma_tA$ is similar to $A^{1/2}\Sigma_tA^{1/2}\succeq0$: its eigenvalues $\mu_1\ge\mu_2\ge0$
+# and $\Sigma_t A$ is similar to $A^{1/2}\Sigma_t A^{1/2}\succeq0$: its eigenvalues $\mu_1 \ge\mu_2 \ge0$
 # are real. The point $(\mu_1,\mu_2)$ is the token's configuration; the boundary
-# $\det(I-\Sigma_tA)=(1-\mu_1)(1-\mu_2)=0$ is the pair of lines $\mu_i=1$. Two margins come from the same
+# $\det(I-\Sigma_t A)=(1-\mu_1)(1-\mu_2)=0$ is the pair of lines $\mu_i=1$. Two margins come from the same
 # point: the Euclidean **distance** to the boundary, $\min_i|1-\mu_i|$ (the spectral margin $1-\rho$ of
-# Eq. (25) on the stable side), and the likelihood's **log-determinant** $\log|\det|=\sum_i\log|1-\mu_i|$
-# (Eq. 24, the margin `support_tokens` is given below).
+# Eq. (25) on the stable side), and the likelihood's **log-determinant** $\log|\det|=\sum_i \log|1-\mu_i|$
+# (Eq. 24; the margin that `support_tokens` is given below).
 #
 # The sequence: 12 unit-normal tokens and a Xavier-scaled $W$ (entries $\mathcal N(0,1/d)$), seed 11,
 # chosen once and not tuned. $\Sigma_t$ is recomputed by hand from Eq. (13); its eigenvalues must give
@@ -451,11 +473,68 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# **Figure 4.3.4.** Fig. 1.1 of the paper, computed. Left: the $(\mu_1,\mu_2)$ plane of $\Sigma_tA$, shaded by
-# $\log|\det(I-\Sigma_tA)|$ (white wedge: $\mu_2>\mu_1$, excluded by the ordering); red lines: the boundary
-# $\det=0$; blue: the 12 tokens in order, each with its distance to the boundary (dotted); ringed, with the
-# arrow: the support token of Definition 3.1 under the log-determinant margin; red dot: a token past the
-# boundary. Right: both margins of Eq. (25) per position (log-determinant and $1-\rho$).
+# **Figure 4.3.4.** Fig. 1.1 of the paper, computed. Left: the $(\mu_1,\mu_2)$ plane of $\Sigma_t A$, shaded by
+# $\log|\det(I-\Sigma_t A)|$ (white wedge: $\mu_2>\mu_1$, excluded by the ordering); orange lines: the
+# boundary $\det=0$; blue: the 12 tokens in order, each with its distance to the boundary (dotted); ringed
+# in vermilion, with the arrow: the support token of Definition 3.1 under the log-determinant margin;
+# orange dot: a token past the boundary. Right: both margins of Eq. (25) per position, the
+# log-determinant (blue) and $1-\rho$ (vermilion). Look at which token each margin makes the smallest.
+
+# %% [markdown]
+# ## Key takeaways
+#
+# - In $d$ dimensions the margin of a position is the diagonal block $I-\Sigma_t A$ of the residual
+#   map's Jacobian; the position is on the degeneracy boundary when its determinant is 0.
+# - The block is $I-W_V C_t A$ for any value map; the paper's $I-\Sigma_t A$ (covariance of the values)
+#   is exact for $W_V=I$, and the scalar margin of 4.2 is its $d=1$ case.
+# - Two margins summarise the block: $\lvert\det\rvert$ (what the log-density uses) and the spectral
+#   margin $1-\rho$; $\rho<1$ guarantees invertibility but a block with $\rho>1$ can still be invertible.
+# - A log-barrier $-\tau\log(m-\delta)$ keeps an optimiser strictly inside $m>\delta$ and reaches
+#   the constrained optimum as $\tau\to0$; the model's own barrier is $\tau=1$, $\delta=0$.
+# - Computed, Figure 1.1 has a support token near the end of the sequence, not at token 1, and a
+#   token can sit past the boundary while $\lvert\det\rvert$ calls it safe.
+#
+# ## Check your understanding
+#
+# 1. In the tiny example, take $c=1$ but queries and keys scaled so that $A=2I$. What is
+#    $\det(I-\Sigma_3 A)$?
+#
+#    ```{dropdown} Answer
+#    The scores $x_s^\top A x_3$ are still 0 (the first coordinate of $x_3$ is 0), so the weights,
+#    the mean and $\Sigma_3=\mathrm{diag}(1/4,0)$ do not change. Then
+#    $I-\Sigma_3 A=\mathrm{diag}(1-2\cdot\tfrac14,\,1)$ and the determinant is $0.5$.
+#    ```
+#
+# 2. A block has eigenvalues of $\Sigma_t A$ equal to $1.5$ and $0.2$. Is the position invertible? What
+#    do the two margins of Eq. (25) say?
+#
+#    ```{dropdown} Answer
+#    Invertible: $\det(I-\Sigma_t A)=(1-1.5)(1-0.2)=-0.4\ne0$. The spectral margin is
+#    $1-\rho=1-1.5=-0.5<0$, so it cannot certify invertibility, and the signed determinant says the
+#    position is past the boundary (one eigenvalue crossed 1), although $\log\lvert\det\rvert=\log0.4$
+#    is finite.
+#    ```
+#
+# 3. Why does the log-barrier problem $\min f(z)-\tau\log(m(z)-\delta)$ never return a point with
+#    $m(z)\le\delta$, even for a tiny $\tau$?
+#
+#    ```{dropdown} Answer
+#    Because $-\tau\log(m-\delta)\to+\infty$ as $m\to\delta$ from above, and it is undefined (here:
+#    $+\infty$) below: any path from inside to outside must cross an infinite wall. A smaller $\tau$
+#    makes the wall thinner, so the minimiser can come closer to $m=\delta$, but never reach it.
+#    ```
+
+
+# %% tags=["hide-cell"]
+# The numbers the answers state: question 1 (c = 1, A = 2I) and question 2 (eigenvalues 1.5 and 0.2).
+tokens_q1 = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+_, sigma_q1, block_q1 = block_at_last_position(tokens_q1, 2 * np.eye(2))
+eigenvalues_q2 = np.array([1.5, 0.2])
+print(f"question 1: Sigma_3 = {sigma_q1.tolist()}, det(I - Sigma_3 A) = {np.linalg.det(block_q1):.2f}")
+print(f"question 2: det = {np.prod(1 - eigenvalues_q2):+.1f}, 1 - rho = {1 - eigenvalues_q2.max():+.1f}, "
+      f"log|det| = log {abs(np.prod(1 - eigenvalues_q2)):.1f}")
+assert np.isclose(np.linalg.det(block_q1), 0.5) and np.allclose(sigma_q1, np.diag([0.25, 0.0]))
+assert np.isclose(np.prod(1 - eigenvalues_q2), -0.4) and np.isclose(1 - eigenvalues_q2.max(), -0.5)
 
 # %% [markdown]
 # ## Checking the paper
@@ -463,12 +542,21 @@ plt.show()
 # The idea above stands on its own; this section compares the paper's statements with exact
 # computations. Each finding is recorded in `book/ERRATA.md`.
 #
+# ### Eq. (21) as "the" relaxation of (22)
+#
+# The paper calls (21) "the classical interior-point relaxation of (22)" for any margin level
+# $\delta>0$. It is a single member of the barrier family, with weight $\tau=1$ and the barrier at $0$,
+# not at $\delta$: in the toy above its minimiser has $m_3<\delta=0.5$ (asserted in the cell that
+# computes it), so it violates the constraint of (22), and it is not (22)'s optimum. Only the family
+# $-\tau\log(m_t-\delta)$ with $\tau\to0$ relaxes (22). Recorded in `book/ERRATA.md` (row "§4,
+# sentence after Eq. (22)").
+#
 # ### Theorem 1 against finite differences and torch autograd
 #
-# Random $W_Q,W_K\in\mathbb R^{2\times3}$ and three choices of $W_V$: the identity, a multiple of it,
+# Random $W_Q,W_K \in\mathbb R^{2\times3}$ and three choices of $W_V$: the identity, a multiple of it,
 # and a random matrix.
 
-# %%
+# %% tags=["hide-cell"]
 def torch_blocks(X, W_Q, W_K, W_V, include_current=False):
     """Diagonal blocks of the autograd Jacobian of the residual map (independent reference)."""
     Wq, Wk, Wv = (torch.tensor(m) for m in (W_Q, W_K, W_V))
@@ -500,16 +588,16 @@ for name, W_V in W_Vs.items():
 # %% [markdown]
 # The exact block agrees with autograd to machine precision and with finite differences to $10^{-7}$ for
 # every $W_V$; the paper's (14) with "covariance of attended values" is exact only for $W_V=I$. For
-# $W_V=cI$ the exact block is $I-cC_tA$ while (14) gives $I-c^2C_tA$. The paper substitutes the same
+# $W_V=cI$ the exact block is $I-cC_t A$ while (14) gives $I-c^2C_t A$. The paper substitutes the same
 # block in Corollary 3.1 (Eq. 16, next check), in §4 (Eqs. 20, 23, 24) and in the proof's last step
-# (Eq. 66, "absorbed into $\Sigma_t$"); its Eq. (65) just before is the exact block $W_VC_tA$. Lemma
-# B.4's certificate $\rho(\Sigma_tA)<1$ inherits it: in $d=1$ with $w_V=\tfrac12$ and
-# $a\,\mathrm{Var}_t(x)=2$, $\Sigma_tA=0.5<1$ while the exact block $1-a\,w_V\mathrm{Var}_t(x)$ is 0.
+# (Eq. 66, "absorbed into $\Sigma_t$"); its Eq. (65) just before is the exact block $W_V C_t A$. Lemma
+# B.4's certificate $\rho(\Sigma_t A)<1$ inherits it: in $d=1$ with $w_V=\tfrac12$ and
+# $a\,\mathrm{Var}_t(x)=2$, $\Sigma_t A=0.5<1$ while the exact block $1-a\,w_V \mathrm{Var}_t(x)$ is 0.
 # Recorded in `book/ERRATA.md`.
 #
 # ### Corollary 3.1: the log-density with the exact and with the printed block
 
-# %%
+# %% tags=["hide-cell"]
 sigma = 0.8
 W_V = W_Vs["W_V random"]
 Jfull = central_difference(lambda Z: causal_residual(Z, W_Q, W_K, W_V), X).reshape(L * d, L * d)
@@ -528,11 +616,11 @@ assert np.isclose(ours, reference, atol=1e-6) and not np.isclose(with_14, refere
 # ### Appendix A: including the current token ($s\le t$)
 #
 # With $s\le t$ the current token enters $\mu_t$ three times: as a value ($\alpha_{tt}W_V$, Eq. 49),
-# through the query (Eq. 50), **and through its own key** $k_t=W_Kx_t$ in the logit
+# through the query (Eq. 50), **and through its own key** $k_t=W_K x_t$ in the logit
 # $\ell_{tt}=q_t^\top k_t$. Eq. (48) differentiates with respect to $q_t$ only, so (53) misses the
 # key-path term $\alpha_{tt}(v_t-\bar v_t)\,q_t^\top W_K$. In $d=1$ with $w_V=1$, sympy:
 
-# %%
+# %% tags=["hide-cell"]
 xt, a = sp.symbols("x_t a", real=True)
 past = sp.symbols("x1:3", real=True)
 nodes = list(past) + [xt]
@@ -549,7 +637,7 @@ display(Math(r"\text{(54)}-\frac{\partial e_t}{\partial x_t}=" + sp.latex(ratio)
              + r"\cdot\alpha_{tt}\,x_t\,(x_t-\bar x_t)"))
 assert sp.simplify(missing - a * al[-1] * xt * (xt - xbar)) == 0
 
-# %%
+# %% tags=["hide-cell"]
 print(f"{'':12s} {'exact vs autograd':>18s} {'(53) vs exact':>14s}")
 for name, W_V in W_Vs.items():
     exact = np.stack([jacobian_diagonal_block(X, t, W_Q=W_Q, W_K=W_K, W_V=W_V, include_current=True)
@@ -579,7 +667,7 @@ print("(53) + key-path term = exact block (W_V = I):", True)
 # Is one token typically clearly closest, and where does it sit? The same parameters on more random
 # sequences:
 
-# %%
+# %% tags=["hide-cell"]
 Xs = rng11.normal(size=(2000, L11, d11))  # 2000 more sequences, same parameters
 ms = matrix_margins(Xs, W11, W11)
 pos = np.argmin(ms.logabsdet, axis=1)
@@ -607,9 +695,9 @@ assert 0.4 < share_last_4 < 0.6 and share_past > 0.85
 #   is never at positions 1–2 and is at one of the last four positions in 49.8% of them: margins shrink
 #   as the context grows. The "token 1" of the caption of Fig. 1.1 is a
 #   label, not what this layer produces: with $A\succeq0$ every later token on the stable side has
-#   $0<\det(I-\Sigma_tA)\le1$ and distance $1-\rho\le1$, so token 1 ($\det=1$, distance 1) is never
+#   $0<\det(I-\Sigma_t A)\le1$ and distance $1-\rho\le1$, so token 1 ($\det=1$, distance 1) is never
 #   strictly the closest to instability. Recorded in `book/ERRATA.md`.
-# - **The trajectory crosses the boundary.** Token 12 has $\mu_1=1.689$, so $\det(I-\Sigma_tA)<0$. Its
+# - **The trajectory crosses the boundary.** Token 12 has $\mu_1=1.689$, so $\det(I-\Sigma_t A)<0$. Its
 #   distance (0.689) and $|\det|$ look comfortable, so the log-determinant form of Eq. (25) — the one the
 #   likelihood selects — ranks it safe, whereas the signed margins ($\det$, or $1-\rho=-0.689$) make it the
 #   minimum (the other two swapped pairs involve it). Definition 3.1 is stated for the signed scalar
@@ -619,49 +707,8 @@ assert 0.4 < share_last_4 < 0.6 and share_past > 0.85
 #   side is the job of the barrier in Eq. (24), not something random parameters do.
 
 # %% [markdown]
-# ## Key takeaways
-#
-# - In $d$ dimensions the margin of a position is the diagonal block $I-\Sigma_tA$ of the residual
-#   map's Jacobian; the position is on the degeneracy boundary when its determinant is 0.
-# - The block is $I-W_VC_tA$ for any value map; the paper's $I-\Sigma_tA$ (covariance of the values)
-#   is exact for $W_V=I$, and the scalar margin of 4.2 is its $d=1$ case.
-# - Two margins summarise the block: $\lvert\det\rvert$ (what the log-density uses) and the spectral
-#   margin $1-\rho$; $\rho<1$ guarantees invertibility but a block with $\rho>1$ can still be invertible.
-# - A log-barrier $-\tau\log(m-\delta)$ keeps an optimiser strictly inside $m>\delta$ and reaches
-#   the constrained optimum as $\tau\to0$; the model's own barrier is $\tau=1$, $\delta=0$.
-# - Computed, Figure 1.1 has a support token near the end of the sequence, not at token 1, and a
-#   token can sit past the boundary while $\lvert\det\rvert$ calls it safe.
-#
-# ## Check your understanding
-#
-# 1. In the tiny example, take $c=1$ but queries and keys scaled so that $A=2I$. What is
-#    $\det(I-\Sigma_3A)$?
-#
-#    ```{dropdown} Answer
-#    The scores $x_s^\top A x_3$ are still 0 (the first coordinate of $x_3$ is 0), so the weights,
-#    the mean and $\Sigma_3=\mathrm{diag}(1/4,0)$ do not change. Then
-#    $I-\Sigma_3A=\mathrm{diag}(1-2\cdot\tfrac14,\,1)$ and the determinant is $0.5$.
-#    ```
-#
-# 2. A block has eigenvalues of $\Sigma_tA$ equal to $1.5$ and $0.2$. Is the position invertible? What
-#    do the two margins of Eq. (25) say?
-#
-#    ```{dropdown} Answer
-#    Invertible: $\det(I-\Sigma_tA)=(1-1.5)(1-0.2)=-0.4\ne0$. The spectral margin is
-#    $1-\rho=1-1.5=-0.5<0$, so it cannot certify invertibility, and the signed determinant says the
-#    position is past the boundary (one eigenvalue crossed 1), although $\log\lvert\det\rvert=\log0.4$
-#    is finite.
-#    ```
-#
-# 3. Why does the log-barrier problem $\min f(z)-\tau\log(m(z)-\delta)$ never return a point with
-#    $m(z)\le\delta$, even for a tiny $\tau$?
-#
-#    ```{dropdown} Answer
-#    Because $-\tau\log(m-\delta)\to+\infty$ as $m\to\delta$ from above, and it is undefined (here:
-#    $+\infty$) below: any path from inside to outside must cross an infinite wall. A smaller $\tau$
-#    makes the wall thinner, so the minimiser can come closer to $m=\delta$, but never reach it.
-#    ```
-#
+
+# %% [markdown]
 # ## Reproducibility
 #
 # Exact results: sympy (Appendix A), the library's closed forms in `nextword.theory.barrier`

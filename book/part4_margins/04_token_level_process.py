@@ -34,19 +34,37 @@
 # probabilities, sums and integrals over a grid, the standard error of a Monte Carlo mean.
 # **Reading time:** about 30 minutes.
 #
+# ```{admonition} Symbols on this page
+# :class: note
+# | symbol | meaning | shape |
+# |---|---|---|
+# | $y$, $y_{1:n}$ | a token ($y_t$: the one at position $t$, an element of $V=\{0,1,2\}$), a text of length $n$ | number, $n$ numbers |
+# | $x_t$, $x_{1:n}$ | the embedding of position $t$ ($d=1$ here), and of a whole text | number, $n$ numbers |
+# | $p_\sigma(x_{1:n})$ | the embedding prior's density (4.1), noise standard deviation $\sigma$ | function |
+# | $P(y_t \mid x_t)$ | the token head: $\mathrm{softmax}_k(w_k x_t+b_k)$ | $(3,)$ |
+# | $w_k$, $b_k$ | the head's weight and bias for token $k$ | numbers |
+# | $P_n(y_{1:n})$ | probability of a text of length $n$, with the embeddings integrated out | number |
+# | $a$, $w_V$ | the prior's coupling and value weight | numbers |
+# | $\mu_t$, $e_t$, $\varepsilon$ | the prior's prediction, residual and noise ($\varepsilon_t$) at position $t$ | numbers |
+# | $s$ | a position attended to | number |
+# | $z$ | a $z$-score: (estimate $-$ exact value) / standard error | number |
+# | $f$ | a test function of $(x_1,x_2)$ (Lemma C.2) | function |
+# | $W$ | the $2\times2$ matrix $\begin{pmatrix}0&w_V \\w_V&0\end{pmatrix}$ of the unmasked linear example | $(2,2)$ |
+# ```
+#
 # *Source: Agarwal et al., "Support Tokens, Stability Margins, and a New Foundation for Robust LLMs",
 # §4.1 and §5 (Eqs. 26–34; Theorems 2–3, Proposition 2) and Appendix C (Assumptions A1–A2, Lemmas
 # C.1–C.2, Eqs. 68–75).*
 #
 # **The model.** Combine the embedding prior $p_\sigma(x_{1:n})$ with a causal categorical head
-# $P(y_{1:n}\mid x_{1:n})=\prod_tP(y_t\mid y_{<t},x_{\le t})$ (Eq. 28) and integrate the embeddings
+# $P(y_{1:n}\mid x_{1:n})=\prod_t P(y_t \mid y_{<t},x_{\le t})$ (Eq. 28) and integrate the embeddings
 # out (Eq. 31): $P_n(y_{1:n})=\int P(y_{1:n}\mid x_{1:n})\,p_\sigma(x_{1:n})\,dx_{1:n}$. **Theorem 2**
 # says the family is projectively consistent, $\sum_{y_n}P_n(y_{1:n})=P_{n-1}(y_{1:n-1})$ (Eq. 32),
 # under strict causality.
 #
 # **Set-up used below.** Vocabulary $V=\{0,1,2\}$, embeddings of dimension $d=1$, head
-# $P(y_t=k\mid x_t)=\mathrm{softmax}_k(w_kx_t+b_k)$; prior with $a=-0.6$, $w_V=0.8$, $\sigma=1$. With
-# $a\,w_V<0$ every margin is $\ge1$, so each $x_t\mapsto e_t$ is an increasing bijection of
+# $P(y_t=k\mid x_t)=\mathrm{softmax}_k(w_k x_t+b_k)$; prior with $a=-0.6$, $w_V=0.8$, $\sigma=1$. With
+# $a\,w_V<0$ every margin is $\ge1$, so each $x_t \mapsto e_t$ is an increasing bijection of
 # $\mathbb R$: this is what makes the one-step conditional integrate to 1 (Eq. 72, Assumption A2)
 # *for every context*. (For $a\,w_V>0$ a wide enough context folds the map — see
 # [4.2](02_scalar_margin.ipynb) — and A2 fails there.)
@@ -88,7 +106,7 @@ assert np.allclose(length_2.sum(axis=1), first_token)
 
 # %% [markdown]
 # **The prior's half.** The embeddings are random, so $P_2$ also averages over $x_2$ given $x_1$.
-# Summing out $y_2$ leaves $P_1$ only if $\int p(x_2\mid x_1)\,dx_2=1$: the one-step conditional must
+# Summing out $y_2$ leaves $P_1$ only if $\int p(x_2 \mid x_1)\,dx_2=1$: the one-step conditional must
 # be a density — [4.2](02_scalar_margin.ipynb) showed it is when the margin stays positive. Under
 # strict causality $x_1$'s own law never depends on later positions, so both halves hold.
 #
@@ -136,7 +154,7 @@ assert all(abs(mass[n] - 1) < 1e-6 for n in mass)
 #
 # An independent route: sample $x_{1:3}$ ancestrally from the generative rule
 # $x_t=\mu_t(x)+\varepsilon_t$ (the library solves the implicit equation in $x_t$ by bisection) and
-# average $\prod_tP(y_t\mid x_t)$. If the change-of-variables density is right, the quadrature values
+# average $\prod_t P(y_t \mid x_t)$. If the change-of-variables density is right, the quadrature values
 # must sit within the Monte Carlo error bars.
 
 # %%
@@ -168,9 +186,10 @@ ax.legend(fontsize=7)
 plt.show()
 
 # %% [markdown]
-# **Figure 4.4.1.** Theorem 2, Eq. (32), for $n=3$: the length-2 law computed on its own (blue) equals the
-# length-3 law with the last token summed out (orange) to within the quadrature error, and both agree
-# with ancestral sampling (red, 20 000 sequences).
+# **Figure 4.4.1.** Theorem 2, Eq. (32), for $n=3$: the length-2 law computed on its own (blue bars) equals
+# the length-3 law with the last token summed out (vermilion bars) to within the quadrature error, and
+# both agree with ancestral sampling (orange dots with two-standard-error bars, 20 000 sequences). Look
+# at each pair of bars: they are equal to the eye, and every orange bar covers them.
 
 # %% [markdown]
 # ## Lemmas C.1 and C.2, one at a time
@@ -216,9 +235,10 @@ assert abs(rhs_c2) > 0.01  # the test function is not trivially zero
 #
 # The tiny example worked the paper's abstract counterexample (Eq. 75) by hand.
 # **An actual attention layer.** Let every position attend to all *other* positions ($s\ne t$, no
-# mask). For $n=1$ nothing is attended: $x_1\sim\mathcal N(0,\sigma^2)$. For $n=2$ each position sees
-# only the other, so $e=(x_1-w x_2,\ x_2-wx_1)$ is linear and $x=(I-W)^{-1}\varepsilon$:
-# $\mathrm{Var}(x_1)=\sigma^2(1+w^2)/(1-w^2)^2$. Appending a token changes the law of the first one.
+# mask). For $n=1$ nothing is attended: $x_1 \sim\mathcal N(0,\sigma^2)$. For $n=2$ each position sees
+# only the other, with weight 1, so $e=(x_1-w_V x_2,\ x_2-w_V x_1)$ is linear and
+# $x=(I-W)^{-1}\varepsilon$ with $W=\begin{pmatrix}0&w_V \\w_V&0\end{pmatrix}$: the variance of $x_1$ is
+# $\sigma^2(1+w_V^2)/(1-w_V^2)^2$. Appending a token changes the law of the first one.
 
 # %%
 w_nc = 0.5
@@ -231,7 +251,7 @@ P2_nc, m2_nc = token_law_quadrature(2, grid=g2, **NC, **HEAD)
 G = np.linspace(-15, 15, 3001)
 dens = np.exp(-G**2 / (2 * var_exact)) / np.sqrt(2 * np.pi * var_exact)
 closed = (emission_probs(G[:, None], **HEAD)[:, 0, :] * dens[:, None]).sum(axis=0) * (G[1] - G[0])
-print(f"Var(x_1): n = 1 -> 1.0000, n = 2 -> {var_exact:.4f} (closed form)")
+print(f"variance of x_1: n = 1 -> 1.0000, n = 2 -> {var_exact:.4f} (closed form)")
 print("P_1(y1)              :", np.array2string(P1_nc, precision=4))
 print("Σ_y2 P_2(y1, y2)     :", np.array2string(P2_nc.sum(axis=1), precision=4))
 print("closed form (n = 2)  :", np.array2string(closed, precision=4))
@@ -294,17 +314,6 @@ print("length-2 prefixes of length-6 samples vs P_2: max |z| =", produced(np.abs
 assert np.abs(zf).max() < 4
 
 # %% [markdown]
-# ## Checking the paper
-#
-# Every statement of §5 that this page tests holds in the causal setting: Eq. (32) to the
-# quadrature error, Lemmas C.1 and C.2 separately, Proposition 2 with an actual unmasked layer, and
-# Theorem 3 through the prefixes of long samples. One hypothesis needs more than the paper states:
-# Assumption A2 (each one-step conditional integrates to 1) does not follow from the local
-# non-degeneracy of §3; it needs the residual map to be a global bijection for each fixed past. The
-# set-up here has $a\,w_V<0$, where that holds; [4.2](02_scalar_margin.ipynb) ("Does the induced
-# conditional density integrate to 1?") shows a folded layer where it fails, and `book/ERRATA.md`
-# records it (row "§5.1 (after Eq. 29), Theorem 2 / Assumption A2").
-#
 # ## Key takeaways
 #
 # - Putting a token head on the embedding model and integrating the embeddings out gives a law $P_n$
@@ -330,7 +339,7 @@ assert np.abs(zf).max() < 4
 # 2. Why does a negative coupling ($a\,w_V<0$) make the prior's half hold for every context?
 #
 #    ```{dropdown} Answer
-#    Every margin is then $1-a\,w_V\mathrm{Var}_t\ge1$, so each $x_t\mapsto e_t$ is increasing and
+#    Every margin is then $1-a\,w_V \mathrm{Var}_t \ge1$, so each $x_t \mapsto e_t$ is increasing and
 #    onto; the change of variables then gives a one-step conditional that integrates to 1, whatever
 #    the past.
 #    ```
@@ -342,7 +351,29 @@ assert np.abs(zf).max() < 4
 #    on them: with two positions $x=(I-W)^{-1}\varepsilon$ gives $x_1$ a larger variance than the
 #    $\mathcal N(0,\sigma^2)$ it has alone.
 #    ```
+
+
+# %% tags=["hide-cell"]
+# The number question 1's answer states: the second token's probabilities (0.6, 0.1, 0.2) sum to 0.9.
+wrong_second = np.array([0.6, 0.1, 0.2])
+print(f"question 1: sum {wrong_second.sum():.1f}; summed over y2: "
+      f"{np.outer(first_token, wrong_second).sum(axis=1).round(3).tolist()} = 0.9 x {first_token.tolist()}")
+assert np.isclose(wrong_second.sum(), 0.9)
+assert np.allclose(np.outer(first_token, wrong_second).sum(axis=1), 0.9 * first_token)
+
+# %% [markdown]
+# ## Checking the paper
 #
+# Every statement of §5 that this page tests holds in the causal setting: Eq. (32) to the
+# quadrature error, Lemmas C.1 and C.2 separately, Proposition 2 with an actual unmasked layer, and
+# Theorem 3 through the prefixes of long samples. One hypothesis needs more than the paper states:
+# Assumption A2 (each one-step conditional integrates to 1) does not follow from the local
+# non-degeneracy of §3; it needs the residual map to be a global bijection for each fixed past. The
+# set-up here has $a\,w_V<0$, where that holds; [4.2](02_scalar_margin.ipynb) ("Does the induced
+# conditional density integrate to 1?") shows a folded layer where it fails, and `book/ERRATA.md`
+# records it (row "§5.1 (after Eq. 29), Theorem 2 / Assumption A2").
+
+# %% [markdown]
 # ## Reproducibility
 #
 # Quadrature and closed forms come from `nextword.theory.barrier` (`token_law_quadrature`,

@@ -26,9 +26,28 @@
 #
 # **Builds on:** [4.1 The latent-noise view](01_latent_noise_view.ipynb) (block-triangular Jacobian,
 # log-density = noise energy + log-determinant) and [4.3 The matrix margin](03_matrix_margin.ipynb)
-# (the diagonal block $I-W_VC_tA$ and its log-determinant) ·
+# (the diagonal block $I-W_V C_t A$ and its log-determinant) ·
 # [6.7 Layers](../part1_chapter6/6_7_layers_and_figure_6_24.ipynb) (a decoder block: layer norm,
 # attention, MLP, residual paths). **Reading time:** about 30 minutes.
+#
+# ```{admonition} Symbols on this page
+# :class: note
+# | symbol | meaning | shape |
+# |---|---|---|
+# | $x^{(\ell)}_t$ | the variable of layer (stage) $\ell$ at position $t$ | $(d,)$ |
+# | $g$, $g^{(\ell)}_t$ | what layer $\ell$ computes at $t$ from the layer below | $(d,)$ |
+# | $\varepsilon$, $\sigma_\ell$ | the noise layer $\ell$ adds ($\varepsilon^{(\ell)}_t$ at position $t$), and its standard deviation | $(d,)$, number |
+# | $\Sigma$ | the covariance of all the stages' noise together (Eq. 78) | matrix |
+# | $s$ | a position attended to | number |
+# | $e^{(\ell)}_t$ | residual $x^{(\ell)}_t-g^{(\ell)}_t$ | $(d,)$ |
+# | $E(x)$, $J$ | the residual map of the whole stack, and its Jacobian | all $e^{(\ell)}_t$; matrix |
+# | $y$ | the new variable of layer 2 in the tiny example | number |
+# | $a$, $w_V$ | coupling and value weight when $d=1$ | numbers |
+# | $\alpha_s$, $\mathrm{Var}_\alpha$ | attention weights on the past tokens and their weighted variance | numbers |
+# | $W_Q,W_K,W_V$, $A$ | a layer's query, key and value matrices; $A=W_K^\top W_Q$ | $(d,d)$ |
+# | $C_t$ | attention-weighted covariance of the attended variables | $(d,d)$ |
+# | $T$, $d$, $L$ | positions, width, number of stages | numbers |
+# ```
 #
 # *Source: Agarwal et al., "Support Tokens, Stability Margins, and a New Foundation for Robust LLMs",
 # §6 (Eqs. 35–43; Proposition 3, Corollary 6.1), Appendix D (Lemma D.1, Corollary D.1, Lemma D.2)
@@ -36,7 +55,7 @@
 #
 # **The model.** Stack layers as conditional priors: $x^{(\ell)}_t=g^{(\ell)}_t(x^{(\ell-1)}_{1:t})+\varepsilon^{(\ell)}_t$
 # (Eq. 35). Ordering all variables by (layer, position), the global residual map
-# $E(x)=\{x^{(\ell)}_t-g^{(\ell)}_t\}$ has a block lower-triangular Jacobian (Lemma D.1), so
+# $E(x)=\{x^{(\ell)}_t-g^{(\ell)}_t \}$ has a block lower-triangular Jacobian (Lemma D.1), so
 # $\log|\det J|=\sum_{\ell,t}\log|\det\partial e^{(\ell)}_t/\partial x^{(\ell)}_t|$ (Eq. 39).
 # **Proposition 3:** if layer $\ell$'s attention is computed from the previous layer, its residual is
 # affine in $x^{(\ell)}_t$ and the diagonal block is $I$ — no stability term. **Corollary 6.1:** with an
@@ -45,7 +64,7 @@
 #
 # Our model (`nextword.theory.barrier.depth`, column-vector maps as in the rest of Part 4): stage 1 is
 # the strict-causal attention prior on $x^{(1)}$; each deeper layer is
-# $g_t=x^{(\ell-1)}_t+\sum_{s\le t}\alpha_{ts}W_Vx^{(\ell-1)}_s$ with keys and values from the previous
+# $g_t=x^{(\ell-1)}_t+\sum_{s\le t}\alpha_{ts}W_V x^{(\ell-1)}_s$ with keys and values from the previous
 # layer and queries from the previous layer (`"previous"`, the standard convention) or from the
 # variable being generated (`"current"`, the self-conditioned variant of §6.4's closing remark).
 
@@ -74,16 +93,16 @@ rng = np.random.default_rng(0)
 # %% [markdown]
 # ## A tiny example by hand
 #
-# Two layers, $d=1$, coupling $a=0.5$, value weight $w=1$. Layer 1 holds the tokens
+# Two layers, $d=1$, coupling $a=0.5$, value weight $w_V=1$. Layer 1 holds the tokens
 # $x^{(1)}=(0,\,2,\,0)$; layer 2 generates a new variable $y$ at position 3 as
-# $y=g+\varepsilon$, where $g=x^{(1)}_3+\sum_{s<3}\alpha_s\,w\,x^{(1)}_s$ (a residual path plus
+# $y=g+\varepsilon$, where $g=x^{(1)}_3+\sum_{s<3}\alpha_s \,w_V \,x^{(1)}_s$ (a residual path plus
 # attention over the previous layer). The residual is $e=y-g$. Its slope $\partial e/\partial y$
 # depends on where the query comes from:
 #
 # - **standard convention** (query from the previous layer, $x^{(1)}_3=0$): the weights do not depend
 #   on $y$, so $g$ is a constant and the slope is exactly 1;
 # - **self-conditioned** (query from $y$ itself): moving $y$ tilts the weights towards $x_2=2$, and the
-#   slope is $1-a\,w\,\mathrm{Var}$, the margin of [4.2](02_scalar_margin.ipynb).
+#   slope is $1-a\,w_V \,\mathrm{Var}_\alpha$, the margin of [4.2](02_scalar_margin.ipynb).
 #
 # Nudge $y$ around $y=0$ and measure:
 
@@ -106,7 +125,7 @@ slope_previous = ((step - layer_2_mean(query_previous))
                   - (-step - layer_2_mean(query_previous))) / (2 * step)
 slope_self = ((step - layer_2_mean(step)) - (-step - layer_2_mean(-step))) / (2 * step)
 print(f"query from the previous layer: de/dy = {slope_previous:.4f}")
-print(f"query from y itself:           de/dy = {slope_self:.4f}  (1 - a w Var = {1 - 0.5 * 1:.4f})")
+print(f"query from y itself:           de/dy = {slope_self:.4f}  (1 - a w_V Var = {1 - 0.5 * 1:.4f})")
 assert abs(slope_previous - 1.0) < 1e-9  # round-off only: g does not depend on y
 assert abs(slope_self - 0.5) < 1e-6
 
@@ -119,10 +138,10 @@ assert abs(slope_self - 0.5) < 1e-6
 #
 # $d=1$, two tokens in the previous layer. With previous-layer queries the residual of the current
 # variable $y$ is $y-g(x_1,x_2,x_t)$, whose derivative is 1; with the query taken from $y$ itself it is
-# $1-a\,w\,\mathrm{Var}_\alpha$ — the §3 margin again.
+# $1-a\,w_V \,\mathrm{Var}_\alpha$ — the §3 margin again.
 
 # %%
-y, x1, x2, xt, a, w = sp.symbols("y x1 x2 x_t a w", real=True)
+y, x1, x2, xt, a, w = sp.symbols("y x1 x2 x_t a w_V", real=True)
 
 
 def g(query):
@@ -137,7 +156,7 @@ margin_gap = sp.simplify(d_cur - (1 - a * w * al * (1 - al) * (x1 - x2) ** 2))
 display(Math(r"\text{queries from the previous layer: }\frac{\partial e}{\partial y}="
              + sp.latex(d_prev)))
 display(Math(r"\text{queries from the current variable: }\frac{\partial e}{\partial y}"
-             r"-\bigl(1-a\,w\,\mathrm{Var}_\alpha\bigr)=" + sp.latex(margin_gap)))
+             r"-\bigl(1-a\,w_V\,\mathrm{Var}_\alpha\bigr)=" + sp.latex(margin_gap)))
 assert d_prev == 1
 assert margin_gap == 0
 
@@ -190,6 +209,8 @@ for k in range(1, S):
     ax.axhline(k * T * d - 0.5, color="w", lw=0.8)
     ax.axvline(k * T * d - 0.5, color="w", lw=0.8)
 ax.tick_params(labelsize=7)
+ax.set_xlabel("derivative with respect to the variable of (layer, position)")
+ax.set_ylabel("residual of (layer, position)")
 plt.show()
 
 # %% [markdown]
@@ -230,12 +251,16 @@ ax.set_xlabel("scale of W_Q in the self-conditioned layer")
 ax.set_ylabel("det(∂e_t/∂x_t)")
 ax.legend(fontsize=8)
 plt.show()
+assert np.allclose(rows[0], 1.0)                    # Figure 4.5.2: at scale 0 every determinant is 1
+assert np.all(rows[:, 1:].min(axis=0) < 0)         # Figure 4.5.2: positions 2-4 cross the boundary 0
+assert np.allclose(rows[:, 0], 1.0)                # Figure 4.5.2: position 1 has no context: always 1
 
 # %% [markdown]
 # **Figure 4.5.2.** The margin of a layer whose queries come from its own output. At scale 0 the attention
-# ignores the current variable and every determinant is 1 (Proposition 3's situation); as the query
-# weight grows the determinants move away from 1 and can reach the degeneracy boundary 0 — the same
-# margin-to-degeneracy geometry as the first stage, now at depth.
+# ignores the current variable and every determinant is 1 (Proposition 3's situation). Look at the
+# curves of positions 2–4: as the query weight grows their determinants move away from 1 and cross the
+# degeneracy boundary 0 (position 1, with no context, stays at 1) — the same margin-to-degeneracy
+# geometry as the first stage, now at depth.
 #
 # ## Corollary D.1 in full, and Lemma D.2 with LayerNorm, an MLP and multi-head attention
 #
@@ -248,7 +273,7 @@ plt.show()
 # log-determinant: with stage noise scales $\sigma_\ell$, the change-of-variables log-density
 # $\log\mathcal N(E(x);0,\Sigma)+\log|\det\partial E/\partial x|$ (full Jacobian by finite differences)
 # must equal
-# $-\sum_{\ell,t}\|e^{(\ell)}_t\|^2/2\sigma_\ell^2-\sum_{\ell,t}d\log\sigma_\ell+\sum_{\ell,t}\log|\det\partial e^{(\ell)}_t/\partial x^{(\ell)}_t|-\tfrac{LTd}2\log2\pi$.
+# $-\sum_{\ell,t}\|e^{(\ell)}_t \|^2/2\sigma_\ell^2-\sum_{\ell,t}d\log\sigma_\ell+\sum_{\ell,t}\log|\det\partial e^{(\ell)}_t/\partial x^{(\ell)}_t|-\tfrac{LTd}2\log2\pi$.
 
 # %%
 d4, T4 = 4, 3
@@ -298,34 +323,6 @@ assert np.isclose(block_logdets[0], matrix_margins(xs4[0], *prior4).logabsdet.su
 # same block breaks it as soon as its queries are computed from the current stage (notebook section
 # above, Figure 4.5.2).
 #
-# ## Checking the paper
-#
-# ### The size of §7.1's two-block model
-#
-# §7.1 trains a "SmallGPT" with $d=128$, 4 heads, 2 pre-norm blocks, context $T=256$ and a
-# 1013-symbol vocabulary, and states "~150K transformer parameters plus ~130K embedding parameters".
-# Depth is where the parameters live, so we count them for this stack: once from the formula (per
-# block $4d^2+4d$ for $W^{Q,K,V,O}$ with biases, $8d^2+5d$ for a $4\times$ MLP, $4d$ for two LayerNorms;
-# $2d$ for the final norm) and once from the torch model that the barrier-training notebooks use.
-
-# %%
-d_model, n_blocks, vocab = 128, 2, 1013
-# attention W^{Q,K,V,O} with biases + 4x MLP + two LayerNorms = 12 d^2 + 13 d
-per_block = (4 * d_model**2 + 4 * d_model) + (8 * d_model**2 + 5 * d_model) + 4 * d_model
-formula = n_blocks * per_block + 2 * d_model
-counts = SmallGPT(SmallGPTConfig.paper(vocab)).num_parameters()
-print(f"formula 2·(12d²+13d)+2d at d = {d_model}: {formula:,}")
-print(f"SmallGPT.paper({vocab}): transformer {counts['transformer']:,}, "
-      f"token embedding {counts['embedding']:,}, positions {counts['positions']:,}")
-print(f"attention projections alone (2 blocks · 4d²): {n_blocks * 4 * d_model**2:,}")
-assert counts["transformer"] == formula
-assert counts["embedding"] == vocab * d_model
-
-# %% [markdown]
-# The embedding count agrees with the paper's ~130K; the transformer count printed above is far from
-# ~150K — the attention projections alone exceed it. This is the number quoted in `book/ERRATA.md`.
-
-# %% [markdown]
 # ## Key takeaways
 #
 # - Ordered by layer and then position, the residual map of a whole causal stack has a block
@@ -364,7 +361,49 @@ assert counts["embedding"] == vocab * d_model
 #    on the previous layer. Listing all of layer $\ell-1$ before layer $\ell$, and positions in order
 #    inside a layer, puts every dependence below the diagonal.
 #    ```
+
+
+# %% tags=["hide-cell"]
+# The number question 1's answer states: the self-conditioned slope with the past (0, 4) at y = 0.
+past_q1 = np.array([0.0, 4.0])
+weights_q1 = np.full(2, 0.5)                                     # both scores a * 0 * x_s = 0
+variance_q1 = weights_q1 @ (past_q1 - weights_q1 @ past_q1) ** 2
+print(f"question 1: mean {weights_q1 @ past_q1:.0f}, variance {variance_q1:.0f}, "
+      f"slope 1 - a w_V Var = {1 - coupling * value_weight * variance_q1:+.0f}")
+assert variance_q1 == 4.0 and 1 - coupling * value_weight * variance_q1 == -1.0
+
+# %% [markdown]
+# ## Checking the paper
 #
+# ### The size of §7.1's two-block model
+#
+# §7.1 trains a "SmallGPT" with $d=128$, 4 heads, 2 pre-norm blocks, context $T=256$ and a
+# 1013-symbol vocabulary, and states "~150K transformer parameters plus ~130K embedding parameters".
+# Depth is where the parameters live, so we count them for this stack: once from the formula (per
+# block $4d^2+4d$ for the query, key, value and output matrices with biases, $8d^2+5d$ for a
+# $4\times$ MLP, $4d$ for two LayerNorms; $2d$ for the final norm) and once from the torch model that
+# the barrier-training notebooks use.
+
+# %% tags=["hide-cell"]
+d_model, n_blocks, vocab = 128, 2, 1013
+# attention W^{Q,K,V,O} with biases + 4x MLP + two LayerNorms = 12 d^2 + 13 d
+per_block = (4 * d_model**2 + 4 * d_model) + (8 * d_model**2 + 5 * d_model) + 4 * d_model
+formula = n_blocks * per_block + 2 * d_model
+counts = SmallGPT(SmallGPTConfig.paper(vocab)).num_parameters()
+print(f"formula 2·(12d²+13d)+2d at d = {d_model}: {formula:,}")
+print(f"SmallGPT.paper({vocab}): transformer {counts['transformer']:,}, "
+      f"token embedding {counts['embedding']:,}, positions {counts['positions']:,}")
+print(f"attention projections alone (2 blocks · 4d²): {n_blocks * 4 * d_model**2:,}")
+assert counts["transformer"] == formula
+assert counts["embedding"] == vocab * d_model
+
+# %% [markdown]
+# The embedding count agrees with the paper's ~130K; the transformer count printed above is far from
+# ~150K — the attention projections alone exceed it. This is the number quoted in `book/ERRATA.md`.
+
+# %% [markdown]
+
+# %% [markdown]
 # ## Reproducibility
 #
 # All checks are exact (sympy) or closed-form library evaluations (`nextword.theory.barrier.depth`,

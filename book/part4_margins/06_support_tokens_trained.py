@@ -8,7 +8,7 @@
 # In a support vector machine the support vectors are the training points closest to the decision
 # boundary; they alone fix the margin. The paper carries the picture over to attention: the
 # {term}`support tokens <support token>` of a sequence are its positions with the smallest margin
-# $\lvert\det(I-\Sigma_tA)\rvert$, the ones closest to the degenerate boundary $\det=0$, and they
+# $\lvert\det(I-\Sigma_t A)\rvert$, the ones closest to the degenerate boundary $\det=0$, and they
 # dominate the log-barrier. This page computes them on a passage of real text for a trained prior.
 # The finding: no position is anywhere near the boundary — every margin is at least 1 — and the
 # "support tokens" are the positions whose context has no spread at all, not bottlenecks.
@@ -24,10 +24,30 @@
 # ```
 #
 # **Builds on:** [4.2 The scalar margin](02_scalar_margin.ipynb) (the margin $m_t=1-a\,\mathrm{Var}_t$
-# and Definition 3.1) · [4.3 The matrix margin](03_matrix_margin.ipynb) ($\det(I-\Sigma_tA)$ and
+# and Definition 3.1) · [4.3 The matrix margin](03_matrix_margin.ipynb) ($\det(I-\Sigma_t A)$ and
 # Theorem 1 with $W_V=I$) · the trained prior of [4.7 Barrier training](barrier_training.ipynb),
 # read here before that page explains its training: a small GPT trained with the margin penalty,
 # whose prior ends with a negative coupling. **Reading time:** about 20 minutes.
+#
+# ```{admonition} Symbols on this page
+# :class: note
+# | symbol | meaning | shape |
+# |---|---|---|
+# | $x_t$ | embedding of the character at position $t$ (positions counted from 1) | $(d,)$, a number in the tiny example |
+# | $a$ | coupling in one dimension: the score of $x_s$ seen from $x_t$ is $a\,x_t x_s$ | number |
+# | $m$, $m_t$ | the margin of position $t$, $1-a\,\mathrm{Var}_t$, with $\mathrm{Var}_t$ the attention-weighted variance of the tokens before $t$ | number |
+# | $A$ | the prior's matrix: the score of $x_s$ seen from $x_t$ is $x_s^\top Ax_t$ | $(d,d)$ |
+# | $\Sigma_t$ | attention-weighted covariance of the embeddings before $t$ | $(d,d)$ |
+# | $E$, $y_t$ | the language model's embedding table; the character at position $t$, so $x_t=E[y_t]$ | $(\lvert V\rvert,d)$; an id |
+# | $W_Q,W_K,W_V$ | query, key and value matrices of the numpy library's layer ($A=W_K^\top W_Q$) | $(d,d)$ |
+# | $\rho$ | spectral radius (largest absolute eigenvalue) | number |
+# ```
+#
+# ```{admonition} In the paper's notation
+# :class: seealso
+# §7.1 names the prior's matrix $W$, with $W=A^\top$; the code follows it (`prior.W` holds $A^\top$,
+# `prior.A` returns $A$). This page writes $A$.
+# ```
 #
 # *Source: Agarwal et al., "Support Tokens, Stability Margins, and a New Foundation for Robust
 # LLMs", Definition 3.1 (support tokens), Eqs. (24)–(25) (matrix margin), §7.1 (the
@@ -46,8 +66,7 @@ from nextword.booktools.plotting import use_book_style
 from nextword.provenance import load_result
 from nextword.theory.barrier import diagonal_blocks, matrix_margins, scalar_margin, support_tokens
 from nextword.torch.barrier.prior import covariances
-from nextword.torch.runs.barrier_runs import load_saved_model
-from nextword.torch.runs.book import all_saved
+from nextword.torch.runs.book import all_saved, load_saved_model
 from nextword.torch.barrier.config import preset
 from nextword.torch.training.data import load_char_data
 from nextword.torch.barrier.train import load_checkpoint, train
@@ -99,10 +118,11 @@ assert support_tokens(np.log(scalar_margin(tokens_1d, a=-0.5)), atol=1e-12).toli
 #
 # ## From the torch prior to the numpy theory
 #
-# The torch prior uses Chapter 6's row form: logits $x_tWx_s^\top$ with values $v_s=x_s$, so
-# $A=W^\top$ (its docstring). In the column convention of `nextword.theory.barrier` this is
-# $W_Q=W^\top$, $W_K=I$, $W_V=I$, so $A=W_K^\top W_Q=W^\top$. With $W_V=I$ Theorem 1's form (14) is
-# exact ([4.3 The matrix margin](03_matrix_margin.ipynb)).
+# The torch prior scores an earlier embedding $x_s$ seen from $x_t$ by $x_s^\top Ax_t$, with values
+# $v_s=x_s$. In the column convention of the numpy library `nextword.theory.barrier` this is the
+# layer with $W_Q=A$, $W_K=I$, $W_V=I$, so that $W_K^\top W_Q=A$. With $W_V=I$ Theorem 1's form (14) is
+# exact ([4.3 The matrix margin](03_matrix_margin.ipynb)), so the two libraries must give the same
+# blocks $I-\Sigma_t A$.
 #
 # First a miniature, trained here in seconds to show the mechanics ($d=32$, 150 steps on the start
 # of tiny Shakespeare, with the margin penalty; its configuration is printed in Reproducibility;
@@ -138,17 +158,17 @@ newline = data.vocab.encode("\n")[0]
 start = int((data.val == newline).nonzero()[0, 0]) + 1  # begin the window at a line start
 ids = data.val[start: start + config.block_size]  # one validation window (T,)
 text = data.vocab.decode(ids.numpy())
-W = prior.W.detach().double().numpy()  # (d, d)
+A = prior.A.detach().double().numpy()  # (d, d); the torch prior stores Aᵀ as prior.W
 E = gpt.wte.weight.detach().double().numpy()  # (|V|, d)
 X = E[ids.numpy()]  # (T, d): rows x_t
-W_Q, W_K = W.T, np.eye(W.shape[0])  # column convention: ℓ_ts = (W_Q x_t)ᵀ (W_K x_s) = x_tᵀ W x_s
+W_Q, W_K = A, np.eye(A.shape[0])  # column convention: ℓ_ts = (W_Q x_t)ᵀ (W_K x_s) = x_sᵀ A x_t
 
 # %%
 margins_mini = matrix_margins(X, W_Q, W_K)  # log-margins, T positions
-sigma_torch = covariances(torch.tensor(X)[None], torch.tensor(W))[0].numpy()  # (T-1, d, d)
-blocks_torch = np.eye(W.shape[0]) - sigma_torch @ W.T  # I − Σ_t Wᵀ
+sigma_torch = covariances(torch.tensor(X)[None], torch.tensor(A.T))[0].numpy()  # (T-1, d, d)
+blocks_torch = np.eye(A.shape[0]) - sigma_torch @ A  # I − Σ_t A
 blocks_numpy = diagonal_blocks(X, W_Q, W_K)[1:]
-print("numpy blocks = torch prior's I - Σ_t Wᵀ:",
+print("numpy blocks = torch prior's I - Σ_t A:",
       bool(np.allclose(blocks_numpy, blocks_torch, atol=1e-10)))
 assert np.allclose(blocks_numpy, blocks_torch, atol=1e-10)
 assert margins_mini.logabsdet[0] == 0.0                 # position 1: no context
@@ -168,7 +188,7 @@ print(f"support token among positions t >= 3: position {produced(support_late[0]
 
 # %%
 def show_margins(text, logm, support, ax):
-    """Each character coloured by its log-margin; support tokens boxed in red."""
+    """Each character coloured by its log-margin; support tokens boxed in orange."""
     cmap = plt.get_cmap("viridis")
     lo, hi = np.min(logm), np.max(logm)
     per_row = 32
@@ -188,7 +208,7 @@ def show_margins(text, logm, support, ax):
 fig, axes = plt.subplots(2, 1, figsize=(11, 3.6), gridspec_kw={"height_ratios": [1, 1.4]})
 show_margins(text, logm, set(support_late.tolist()), axes[0])
 axes[0].set_title("log|det(I − Σ_t A)| per character (dark = small margin); "
-                  "red box: support token (t ≥ 3)")
+                  "orange box: support token (t ≥ 3)")
 axes[1].bar(np.arange(1, len(logm) + 1), logm,
             color=["C3" if t in support_late else "C0" for t in range(len(logm))])
 axes[1].set_xlabel("position t")
@@ -198,11 +218,13 @@ plt.show()
 
 # %% [markdown]
 # **Figure 4.6.1** (the miniature). Margins per position on a validation passage for the trained
-# prior (Eq. 25, log-det form; Definition 3.1). Under strict masking positions 1 and 2 have a
-# zero-variance context ($\Sigma_t=0$, margin exactly $\log1=0$).
+# prior (Eq. 25, log-det form; Definition 3.1): each character shaded by its log-margin (dark: small),
+# the support token among positions $t\ge3$ boxed in orange; below, the same log-margins as bars
+# (orange: the support token). Under strict masking positions 1 and 2 have a zero-variance context
+# ($\Sigma_t=0$, margin exactly $\log1=0$).
 #
-# In our runs the learned coupling is negative in the sense of §3.4 (`trace_sigma_A` < 0 and nearly
-# every $\lvert\det(I-\Sigma_tA)\rvert>1$): minimising the penalty $-\log\lvert\det\rvert$ drives the
+# In our runs the learned coupling is negative in the sense of §3.4 ($\operatorname{tr}(\Sigma_t A)<0$
+# and nearly every $\lvert\det(I-\Sigma_t A)\rvert>1$): minimising the penalty $-\log\lvert\det\rvert$ drives the
 # prior into the *dispersion-promoting* regime, where no position is near the degeneracy boundary.
 # Definition 3.1 then selects the positions with the least dispersed context — the first two,
 # trivially — as in the tiny example.
@@ -221,10 +243,9 @@ workdir.cleanup()
 # %% [markdown]
 # ## The finding: the support tokens of the trained prior
 #
-# The same analysis on the margin arm of [4.7 Barrier training](barrier_training.ipynb), trained at
-# the `cpu` tier ($d=128$, 2 blocks, 20 epochs). Its weights are read from
-# `book/results/` (a weights-only state dict); the passage is the first 96 characters of a
-# validation line.
+# The same analysis on the margin arm of [4.7 Barrier training](barrier_training.ipynb), the trained
+# model with the penalty ($d=128$, 2 blocks, 20 epochs on tiny Shakespeare). Its weights are read from
+# disk; the passage is the first 96 characters of a validation line.
 
 # %%
 SAVED = all_saved("barrier_margin")
@@ -236,20 +257,20 @@ if SAVED:
     start_saved = int((data_saved.val == newline_saved).nonzero()[0, 0]) + 1
     ids_saved = data_saved.val[start_saved: start_saved + 96]
     text_saved = data_saved.vocab.decode(ids_saved.numpy())
-    W_saved = prior_saved.W.detach().double().numpy()                          # (d, d)
+    A_saved = prior_saved.A.detach().double().numpy()                          # (d, d)
     X_saved = gpt_saved.wte.weight.detach().double().numpy()[ids_saved.numpy()]  # (96, d)
 
 # %%
 if SAVED:
-    identity = np.eye(W_saved.shape[0])
-    margins_saved = matrix_margins(X_saved, W_saved.T, identity)
+    identity = np.eye(A_saved.shape[0])
+    margins_saved = matrix_margins(X_saved, A_saved, identity)
     logm_saved = margins_saved.logabsdet
-    sigma_saved = covariances(torch.tensor(X_saved)[None], torch.tensor(W_saved))[0].numpy()
+    sigma_saved = covariances(torch.tensor(X_saved)[None], torch.tensor(A_saved.T))[0].numpy()
     # sigma_saved: (95, d, d), the context covariances of positions 2..96
-    assert np.allclose(diagonal_blocks(X_saved, W_saved.T, identity)[1:],
-                       identity - sigma_saved @ W_saved.T, atol=1e-10)
+    assert np.allclose(diagonal_blocks(X_saved, A_saved, identity)[1:],
+                       identity - sigma_saved @ A_saved, atol=1e-10)
     support_saved = 2 + support_tokens(logm_saved[2:])
-    print(f"d_model = {W_saved.shape[0]}; sign of every det(I - Σ_t A): "
+    print(f"d_model = {A_saved.shape[0]}; sign of every det(I - Σ_t A): "
           f"{sorted(set(margins_saved.sign.astype(int).tolist()))}")
     print(f"log-margins: min over t >= 3 {logm_saved[2:].min():+.3f}, max {logm_saved.max():+.3f}; "
           f"share of positions with |det| > 1: {np.mean(logm_saved[1:] > 0):.2f}")
@@ -260,8 +281,8 @@ if SAVED:
 if SAVED:
     fig, axes = plt.subplots(2, 1, figsize=(11, 4.2), gridspec_kw={"height_ratios": [1.3, 1]})
     show_margins(text_saved, logm_saved, set(support_saved.tolist()), axes[0])
-    axes[0].set_title("saved run (cpu tier, margin arm): log|det(I − Σ_t A)| per character; "
-                      "red box: support token (t ≥ 3)")
+    axes[0].set_title("trained margin model: log|det(I − Σ_t A)| per character; "
+                      "orange box: support token (t ≥ 3)")
     axes[1].bar(np.arange(1, len(logm_saved) + 1), logm_saved,
                 color=["C3" if t in support_saved else "C0" for t in range(len(logm_saved))])
     axes[1].set_xlabel("position t")
@@ -270,12 +291,13 @@ if SAVED:
     plt.show()
 
 # %% [markdown]
-# **Figure 4.6.2** (the trained prior). The same picture for the prior of the saved run: every bar
-# is at or above 0, i.e. every $\lvert\det\rvert\ge1$.
+# **Figure 4.6.2** (the trained prior). The same picture for the prior of the trained margin model
+# (orange: the support token among positions $t\ge3$). Look at the bars: every one is at or above 0,
+# i.e. every $\lvert\det\rvert\ge1$.
 #
 # The cell below asserts, on the saved trained prior, what the diagnostics of
 # [4.7 Barrier training](barrier_training.ipynb) check on the whole validation set: every
-# $\det(I-\Sigma_tA)$ on the passage is positive and at least 1 (log-margin $\ge 0$ up to
+# $\det(I-\Sigma_t A)$ on the passage is positive and at least 1 (log-margin $\ge 0$ up to
 # round-off).
 #
 # It equals 1 where the prior's attention puts all its weight on one context token, so that
@@ -301,7 +323,7 @@ if SAVED:
 # ## Key takeaways
 #
 # - The support tokens of Definition 3.1 are the positions with the smallest margin
-#   $\lvert\det(I-\Sigma_tA)\rvert$; what they mean depends on the sign of the coupling.
+#   $\lvert\det(I-\Sigma_t A)\rvert$; what they mean depends on the sign of the coupling.
 # - With a positive coupling the smallest margin is the position nearest the degenerate boundary —
 #   the bottleneck of the paper's analogy with support vectors.
 # - With a negative coupling every margin is at least 1, and the smallest belongs to the least
@@ -323,10 +345,10 @@ if SAVED:
 #
 #    ```{dropdown} Answer
 #    Position 1 attends to nothing and position 2 to a single token, so the attention-weighted
-#    covariance $\Sigma_t$ of their context is zero, and $\det(I-\Sigma_tA)=\det I=1$ for any $A$.
+#    covariance $\Sigma_t$ of their context is zero, and $\det(I-\Sigma_t A)=\det I=1$ for any $A$.
 #    ```
 #
-# 3. A trained prior's support tokens all have $\Sigma_t\approx0$. What does that tell you about
+# 3. A trained prior's support tokens all have $\Sigma_t \approx0$. What does that tell you about
 #    its coupling, and about the barrier?
 #
 #    ```{dropdown} Answer
@@ -338,8 +360,9 @@ if SAVED:
 # ## Reproducibility
 #
 # The miniature is trained on this page (a few seconds; its training log is excluded from output
-# comparison). The saved prior is the margin arm of the `cpu`-tier pair, trained once by
-# `make results` (`nextword results run barrier_margin`); its weights are
+# comparison). The saved prior is the margin arm of the trained pair of [4.7](barrier_training.ipynb)
+# (the `cpu` preset), trained
+# once by `make results` (`nextword results run barrier_margin`); its weights are
 # `book/results/barrier_margin/model.pt`.
 
 # %% tags=["hide-cell"]

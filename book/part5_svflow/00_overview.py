@@ -25,6 +25,20 @@
 # (the decoder block: residual additions and normalisation) · gradients, a probability density, the
 # Kullback–Leibler divergence. **Reading time:** about 8 minutes.
 #
+# ```{admonition} Symbols on this page
+# :class: note
+# | symbol | meaning | shape |
+# |---|---|---|
+# | $x$ | a token's state (on the unit sphere, in the transformer reading) | $(d,)$ |
+# | $z$ | a hidden component: a key, or an expert | index |
+# | $q(z\mid x)$, $p(z\mid x)$ | the flow's beliefs about $z$, and the true posterior | distributions over $z$ |
+# | $\beta$ | weight of the consistency term in training | scalar $\ge0$ |
+# | $\mu$ | mean direction of a von Mises–Fisher component | $(d,)$, unit |
+# | $v(x)$, $\Delta t$ | a flow's velocity and an Euler step's size | $(d,)$, scalar |
+# | $x_t$ | the state at time $t$ | $(d,)$ |
+# | $\gamma_{k,\ell}$ | App. B's gradient of layer $k$'s divergence at the state of layer $\ell$ | $(d,)$ |
+# ```
+#
 # *Source: Liao, Transformer as an Euler Discretization of Score-based Variational Flow
 # (arXiv 2604.23740), §2–4, §6 and Appendices A–C.*
 
@@ -53,9 +67,10 @@ use_book_style()
 #   Too much of the second collapses everything onto one point (§3.3, Fig. 1).
 # - **A transformer is such a flow, discretised.** RMSNorm keeps states on a sphere; attention
 #   weights are the posterior over keys of von Mises–Fisher components, value vectors are the pulls,
-#   and residual + RMSNorm is one Euler step followed by a retraction back to the sphere (§4).
-#   Mixture-of-experts layers fit the same pattern more loosely, which the paper says is why they
-#   need balancing losses and attention does not (§4.3, App. B.4).
+#   and residual + RMSNorm is one Euler step followed by a retraction back to the sphere (§4; the paper
+#   writes the post-norm layout, and 5.1 shows what holds for the pre-norm one).
+#   {term}`Mixture-of-experts <mixture of experts>` layers fit the same pattern more loosely, which the
+#   paper says is why they need balancing losses and attention does not (§4.3, App. B.4).
 # - **The reading gives measurements.** Shuffling the start of a text and watching the flow's
 #   log-density and divergences per layer tracks how a pre-trained model's predictions degrade (§6).
 
@@ -65,11 +80,13 @@ path = draw_layers_as_flow(ax, n_layers=6)
 ax.set_title("six layers as six Euler steps on the circle")
 plt.show()
 assert np.allclose(np.linalg.norm(path, axis=1), 1.0, atol=1e-12)
+mu = np.array([np.cos(np.radians(60)), np.sin(np.radians(60))])  # the schematic's mean direction
+assert np.all(np.diff(path @ mu) > 0)  # Figure 5.0.1: layer by layer the state turns towards mu
 
 # %% [markdown]
 # **Figure 5.0.1.** The paper's picture of a transformer, in two dimensions. A token's state (blue,
 # numbered by layer) sits on the unit circle. Each layer adds an update — here the constant pull
-# towards a mean direction $\mu$ (red) that a von Mises–Fisher component exerts — which takes the
+# towards a mean direction $\mu$ (vermilion arrow) that a von Mises–Fisher component exerts — which takes the
 # state off the circle (grey arrow); the normalisation brings it back along the ray from the centre
 # (dotted). Layer by layer the state turns towards $\mu$: a flow, taken in Euler steps.
 #
@@ -111,14 +128,16 @@ assert np.allclose(np.linalg.norm(path, axis=1), 1.0, atol=1e-12)
 #
 # - The retraction agrees with the exponential map to third order in the step, one order better than
 #   the paper states; residual + RMSNorm is exactly a retraction of a rescaled tangent step, accurate
-#   to first order as stated; the vMF normaliser that App. C.2.3 reports overflowing is finite when
-#   computed in log space ([5.1](01_spherical_geometry.ipynb)).
+#   to first order as stated (and, in a pre-norm block, the same rule moves the stream's direction); the
+#   vMF normaliser that App. C.2.3 reports overflowing is finite when computed in log space
+#   ([5.1](01_spherical_geometry.ipynb)).
 # - The zero-mean property of conditional scores (§4.3) holds for Gaussians on flat space but fails
 #   for the vMF components that the attention reading uses ([5.1](01_spherical_geometry.ipynb);
 #   errata row "§4.3, Relaxed Implementation").
 # - The ELBO identity and the gradient decomposition hold, but the error term can vanish while the
-#   posterior is wrong: only the "if" of Theorem 3.3's "if and only if" holds
-#   ([5.2](02_svflow_properties.ipynb); errata row "Theorem 3.3 (Eq. 12)").
+#   posterior is wrong: only the "if" of Theorem 3.3's "if and only if" holds; and one line of its
+#   proof, Eq. (34), needs $\nabla_xq$ where it prints $\nabla_x\log q$ ([5.2](02_svflow_properties.ipynb);
+#   errata rows "Theorem 3.3 (Eq. 12)" and "App. A.2, Eq. (34)").
 # - Softmax attention is exactly the posterior of Eq. (19); the head weighting of Eq. (21) is off by
 #   the number of heads, and the balancing loss of Eq. (22) is not minimised by a uniform expert
 #   marginal ([5.3](03_attention_as_vmf_posterior.ipynb); errata rows "§4.2, Eq. (21)" and "§4.3,
@@ -126,9 +145,15 @@ assert np.allclose(np.linalg.norm(path, axis=1), 1.0, atol=1e-12)
 # - On two moons, class separation under hybrid training depends on the seed more than on $\beta$;
 #   the monotone trade-off of Fig. 1(c) is one draw ([5.4](04_hybrid_training_2d.ipynb); errata row
 #   "§3.3, Fig. 1(c)").
-# - Low concentrations do not bound the divergence KL(q‖p), contrary to App. C.2.4
-#   ([5.5](05_prefix_shuffling.ipynb); errata row "App. C.2.4").
-# - The gradient formulas of Appendix B hold, but the centred self advantage pushes the posterior
-#   *towards* its target, not into a winner-takes-all loop; and coupling a token's key, query and
-#   value roles did not regularise attention in our test ([5.6](06_appendix_b_gradients.ipynb);
-#   errata rows "App. B.4" and "§4.3 (Why MHA Does Not Require Explicit Regularization)").
+# - Distributions close to uniform (the paper's "low concentrations") do not bound the divergence
+#   KL(q‖p), contrary to App. C.2.4; and Tables 1 and 2 do not support App. C.2.5's reading that the
+#   shallow layers contribute little change: they carry about as much of it as the deep ones
+#   ([5.5](05_prefix_shuffling.ipynb); errata rows "App. C.2.4" and "App. C.2.5").
+# - On our own small language models the flow's log-density reacts to shuffling in the direction of the
+#   paper's Fig. 2 but does not track the prediction's quality across training
+#   ([5.5](05_prefix_shuffling.ipynb)).
+# - The gradient formulas of Appendix B hold once B.1's definition of $\gamma_{k,\ell}$ includes $k=\ell$,
+#   but the centred self advantage pushes the posterior *towards* its target, not into a
+#   winner-takes-all loop; and coupling a token's key, query and value roles did not regularise
+#   attention in our test ([5.6](06_appendix_b_gradients.ipynb); errata rows "App. B.1", "App. B.4"
+#   and "§4.3 (Why MHA Does Not Require Explicit Regularization)").

@@ -1,28 +1,37 @@
 # %% [markdown]
 # # 5.1 Spherical geometry: why a transformer's states live on a sphere, and how to move on one
 #
-# **The question.** Every layer of a modern transformer ends with a normalisation that rescales
-# each token's state to the same length. All states therefore lie on a sphere. How do you take a
-# step on a sphere without falling off it, and what does a "bell curve" on a sphere look like?
+# **The question.** A transformer keeps rescaling its token states to one fixed length: RMSNorm
+# divides each state by its root mean square. Wherever it does, the states lie on a sphere. How do you
+# take a step on a sphere without falling off it, and what does a "bell curve" on a sphere look like?
 #
 # Part 5 reads a whole transformer as a flow: a state that moves a little at every layer, pushed by
-# the layer's output ([the overview](00_overview.ipynb) tells the story). On a flat space a step is
-# just "add the update". On a sphere, adding an update takes the state off the sphere, and something
-# must bring it back. This page shows that the residual addition followed by RMSNorm is exactly such
-# a rule — a *retraction* — and compares it with the ideal rule, the *exponential map*, that walks
-# along the sphere. It also introduces the von Mises–Fisher distribution, the sphere's version of a
-# Gaussian, which [5.3 Attention as a vMF posterior](03_attention_as_vmf_posterior.ipynb) and the
-# pages after it use to read attention as probability.
+# the layer's output. Liao calls it a {term}`score-based variational flow <SVFlow>` (SVFlow), a flow
+# whose velocity is an average of "pulls" towards several components ([the overview](00_overview.ipynb)
+# tells the story; [5.2](02_svflow_properties.ipynb) defines it). On a flat space a step is just "add the
+# update". On a sphere, adding an update takes the state off the sphere, and something must bring it
+# back. This page shows that the residual addition followed by RMSNorm is exactly such a rule — a
+# *retraction* — and compares it with the ideal rule, the *exponential map*, that walks along the
+# sphere. It also introduces the von Mises–Fisher distribution, the sphere's version of a Gaussian,
+# which [5.3 Attention as a vMF posterior](03_attention_as_vmf_posterior.ipynb) and the pages after it
+# use to read attention as probability.
+#
+# Where the normalisation sits matters. In a {term}`post-norm` block (the original transformer) every
+# residual sum is normalised, so the residual stream itself lies on a sphere: that is the paper's picture.
+# In the {term}`pre-norm` block of [6.6](../part1_chapter6/6_6_context_representation.ipynb), which most
+# modern models and this book's own models use, the stream is not normalised; each sub-layer reads a
+# normalised copy. The picture then holds for the *direction* of the stream, with steps that shrink as
+# the stream grows ([below](#pre-norm-blocks-the-same-step-for-the-direction)).
 #
 # ```{admonition} Learning goals
 # :class: tip
 # After this page you can
-# - explain why RMSNorm puts every token's state on a sphere of radius $\sqrt d$, and compute it by
-#   hand for a 2-d state;
+# - explain why RMSNorm puts a state on a sphere of radius $\sqrt d$, and compute it by hand for a 2-d
+#   state;
 # - compute, for one step on a circle, where the exponential map and the retraction land, and predict
-#   their gap ($\tfrac13\lVert v\rVert^3$ for a small tangent step $v$);
-# - explain why "residual + RMSNorm" is a retraction of the update's tangent part (Eq. 17), and what
-#   the part of the update along the state does;
+#   their gap ($\tfrac13s^3$ for a tangent step of small length $s$);
+# - explain why "residual + RMSNorm" is a retraction of the update's tangent part (Eq. 17) — for the state
+#   in a post-norm block, for its direction in a pre-norm block;
 # - describe the von Mises–Fisher density in words (mean direction, concentration) and recognise its
 #   Euclidean score $\kappa\mu$.
 # ```
@@ -31,6 +40,36 @@
 # (the decoder block: residual additions and a normalisation layer around each sub-layer) · vectors,
 # dot products and lengths; sine, cosine and a Taylor series; a probability density.
 # **Reading time:** about 40 minutes.
+#
+# ```{admonition} Symbols on this page
+# :class: note
+# | symbol | meaning | shape |
+# |---|---|---|
+# | $d$ | width of a state; the unit sphere in $\mathbb R^d$ is $\mathbb S^{d-1}$ | integer |
+# | $x$, $x^\ell$ | a state (from the second section on, a point of the unit sphere); $x^\ell$: after layer $\ell$ | $(d,)$ |
+# | $f_\ell$ | the sub-layer (attention or feed-forward) of layer $\ell$ | a map |
+# | $\hat x$ | the direction $x/\lVert x\rVert$ of a pre-norm stream $x$ | $(d,)$ |
+# | $u$ | an update added to the state (not necessarily tangent) | $(d,)$ |
+# | $a$, $w$ | the parts of $u$ along $x$ and tangent to the sphere: $u=a\,x+w$ | scalar, $(d,)$ |
+# | $v$ | a tangent step, $x^\top v=0$ | $(d,)$ |
+# | $s$ | the length $\lVert v\rVert$ of a step | scalar |
+# | $w_2$ | the tangent part of an update when $x=e_1$ and the update lies in the plane of $e_1,e_2$: $w=w_2e_2$ | scalar |
+# | $e_1,e_2$ | the first two unit coordinate vectors | $(d,)$ |
+# | $\varepsilon$ | a small scale factor in a series expansion | scalar |
+# | $T_x\mathbb S^{d-1}$ | the tangent space at $x$: all $v$ with $x^\top v=0$ | — |
+# | $R$ | the retraction $R_x(v)$ of a step $v$ at $x$ (the exponential map is written $\exp_x(v)$) | $(d,)$ |
+# | $\mu$ | the mean direction of a von Mises–Fisher distribution | $(d,)$, unit |
+# | $\kappa$ | its concentration | scalar $\ge0$ |
+# | $C_d(\kappa)$, $I_\nu$, $\nu$ | its normaliser; in it, $I_\nu$ is the modified Bessel function of order $\nu$ | scalar |
+# | $A_d(\kappa)$ | mean resultant length $I_{d/2}(\kappa)/I_{d/2-1}(\kappa)$ | scalar in $[0,1)$ |
+# | $c$ | the cosine $\mu^\top x$ of a sample $x$ to the mean direction | scalar in $[-1,1]$ |
+# | $\theta,\phi$ | angles on the sphere (polar, around) | scalars |
+# | $\omega$ | area on the sphere ($d\omega$ its element) | — |
+# | $z$, $p(x\mid z)$ | a component of a mixture, and its density | index, scalar |
+# | $t$ | time along a flow | scalar |
+# | $\varphi_t$, $\dot\varphi_t$, $D\varphi_t$, $v_t$, $p_t$ | at time $t$: the flow map, its time derivative and Jacobian, the velocity field, the density of the moved states | maps |
+# | $B$ | a square matrix (Jacobi's formula) | $(2,2)$ or $(3,3)$ |
+# ```
 #
 # *Source: Liao, Transformer as an Euler Discretization of Score-based Variational Flow, §2.1–2.3
 # (Eqs. 1–3, 7–8), §4.1 (Eqs. 17–18), §4.3 (the zero-mean property) and App. C.2.3.*
@@ -85,7 +124,7 @@ for state in ([3.0, 4.0], [0.3, 0.4], [-1.0, 2.0]):
 # %% [markdown]
 # **One step on the circle.** Stand at $x=(0.6, 0.8)$ on the unit circle. The direction that runs
 # *along* the circle there is $(-0.8, 0.6)$ (its dot product with $x$ is $0.6\cdot(-0.8)+0.8\cdot0.6=0$). Take a step
-# of length $0.5$ in that direction: $v=(-0.4, 0.3)$. Two ways to land back on the circle:
+# of length $s=0.5$ in that direction: $v=(-0.4, 0.3)$. Two ways to land back on the circle:
 #
 # - *retraction*: add, then rescale to length 1. $x+v=(0.2, 1.1)$ has length $\sqrt{1.25}=1.118$, so
 #   we land at $(0.179, 0.984)$;
@@ -114,21 +153,22 @@ assert np.allclose(by_exp_map, exp_map(x, v), atol=1e-12)
 assert abs(angle(by_retraction) - np.arctan(0.5)) < 1e-12
 
 # %% [markdown]
-# Since $\arctan t=t-t^3/3+\dots$, the retraction misses the exponential map's angle by about $t^3/3$
-# for a step of length $t$: $0.042$ for $t=0.5$, the same size as the measured gap $0.036$ (the
+# Since $\arctan s=s-s^3/3+\dots$, the retraction misses the exponential map's angle by about $s^3/3$
+# for a step of length $s$: $0.042$ for $s=0.5$, the same size as the measured gap $0.036$ (the
 # higher terms of the series account for the rest). The rest of the page makes these two
 # observations general and checks the paper's statements about them.
 #
 # ## Why a transformer's state lives on a sphere
 #
-# A transformer adds the output of each sub-layer to its input (the {term}`residual stream`, 6.6) and
-# normalises the sum. Modern models normalise with {term}`RMSNorm` (root-mean-square normalisation):
+# A transformer adds the output of each sub-layer to its input (the {term}`residual stream`), and
+# normalises. Modern models normalise with {term}`RMSNorm` (root-mean-square normalisation):
 #
 # $$\mathrm{RMSNorm}(x)=\frac{x}{\sqrt{\tfrac1d\sum_i x_i^2}}=\sqrt d\,\frac{x}{\lVert x\rVert}
 # \qquad\text{(Eq. 7, without the learned gain)},$$
 #
-# so that one layer is $x^{\ell+1}=\mathrm{RMSNorm}\big(x^\ell+f_\ell(x^\ell)\big)$ (Eq. 8), with
-# $f_\ell$ the attention or feed-forward sub-layer of layer $\ell$. Whatever the length of the sum,
+# and the paper writes one layer as $x^{\ell+1}=\mathrm{RMSNorm}\big(x^\ell+f_\ell(x^\ell)\big)$ (Eq. 8), with
+# $f_\ell$ the attention or feed-forward sub-layer of layer $\ell$: the post-norm layout, in which the
+# norm comes after the residual addition. Whatever the length of the sum,
 # its image has length $\sqrt d$: every state after the norm lies on the sphere of radius $\sqrt d$.
 # Dividing every state by $\sqrt d$ changes nothing else, so the paper (and this page) works on the
 # {term}`unit sphere` $\mathbb S^{d-1}=\{x\in\mathbb R^d:\lVert x\rVert=1\}$ (the "$d-1$" counts the
@@ -154,8 +194,8 @@ assert np.allclose(np.linalg.norm(images, axis=1), np.sqrt(2), atol=1e-12)
 # ## Moving on a sphere: tangent plane, exponential map and retraction
 #
 # At a point $x$ of the sphere, the directions in which one can move *along* the sphere are those
-# perpendicular to $x$. Together they form the {term}`tangent space` $T_x\mathbb S^{d-1}=\{v:x^\top
-# v=0\}$, a flat plane that touches the sphere at $x$ (Figure 5.1.2). Any vector $u$ splits into a
+# perpendicular to $x$. Together they form the {term}`tangent space`
+# $T_x\mathbb S^{d-1}=\{v:x^\top v=0\}$, a flat plane that touches the sphere at $x$ (Figure 5.1.2). Any vector $u$ splits into a
 # part along $x$ and a tangent part, $(I-xx^\top)u$ (the library's `tangent_projection`).
 #
 # A step $v$ in the tangent plane leaves the sphere: $x+v$ is longer than 1. Two rules bring it back:
@@ -178,11 +218,11 @@ assert np.linalg.norm(landing["retraction"] - landing["exp_map"]) > 0.1  # lengt
 # **Figure 5.1.2.** The unit sphere (grey mesh), the tangent plane at the point $x$ at its top
 # (shaded), and a tangent step $v$ of length 1 (black arrow) ending at $x+v$, off the sphere. The
 # retraction (blue) follows the dashed ray from the centre through $x+v$ back to the sphere; the
-# exponential map (red) walks an arc of length 1 along the great circle in the direction of $v$. The
-# two landing points are different, and the retraction lands short.
+# exponential map (vermilion) walks an arc of length 1 along the great circle in the direction of $v$.
+# The two landing points are different, and the retraction lands short.
 #
-# In the plane that holds $x$ and $v$ the sphere is a circle, and the comparison can be read off
-# exactly (Figure 5.1.3): the retraction turns by $\arctan\lVert v\rVert$, the exponential map by
+# In the plane that holds $x$ and $v$ the sphere is a circle (a great circle), and the comparison can be
+# read off exactly (Figure 5.1.3): the retraction turns by $\arctan\lVert v\rVert$, the exponential map by
 # $\lVert v\rVert$. In formulas (Eqs. 2 and 3 of the paper), for a tangent $v\ne0$,
 #
 # $$\exp_x(v)=\cos(\lVert v\rVert)\,x+\sin(\lVert v\rVert)\,\frac{v}{\lVert v\rVert},\qquad
@@ -198,26 +238,26 @@ assert abs(turned_by_retraction - np.arctan(1.0)) < 1e-12
 
 # %% [markdown]
 # **Figure 5.1.3.** The same step in the plane of $x$ and $v$: the circle is a great circle of the
-# sphere and the dash-dotted line is the tangent line at $x$. The retraction (blue) lands at the
-# angle $\arctan 1=45°$ from $x$, the exponential map (red) at the angle of 1 radian, about $57°$. For a
-# small step the two angles $\arctan t$ and $t$ agree to within $t^3/3$.
+# sphere and the dash-dotted line is the tangent line at $x$. The retraction (blue) lands at the angle
+# $\arctan 1=45°$ from $x$, the exponential map (vermilion) at the angle of 1 radian, about $57°$. For a
+# small step the two angles $\arctan s$ and $s$ agree to within $s^3/3$.
 #
-# Sympy expands the difference of the two landing points in powers of the step length $t$ (by
-# symmetry, $x=e_1$ and $v=t\,e_2$ show every case):
+# Sympy expands the difference of the two landing points in powers of the step length $s$ (by
+# symmetry, $x=e_1$ and $v=s\,e_2$ show every case):
 
 # %%
-t = sp.symbols("t", positive=True)
-exp_point = sp.Matrix([sp.cos(t), sp.sin(t)])
-retraction_point = sp.Matrix([1, t]) / sp.sqrt(1 + t**2)
+s = sp.symbols("s", positive=True)  # the step length ||v||
+exp_point = sp.Matrix([sp.cos(s), sp.sin(s)])
+retraction_point = sp.Matrix([1, s]) / sp.sqrt(1 + s**2)
 difference_series = (retraction_point - exp_point).applyfunc(
-    lambda entry: sp.simplify(sp.series(entry, t, 0, 6).removeO()))
-gap_series = sp.series(sp.sqrt(sum(c**2 for c in (retraction_point - exp_point))), t, 0, 5)
+    lambda entry: sp.simplify(sp.series(entry, s, 0, 6).removeO()))
+gap_series = sp.series(sp.sqrt(sum(c**2 for c in (retraction_point - exp_point))), s, 0, 5)
 display(Math(r"R_x(v)-\exp_x(v)=" + sp.latex(difference_series.T)))
 display(Math(r"\lVert R_x(v)-\exp_x(v)\rVert=" + sp.latex(gap_series)))
-assert sp.simplify(gap_series.removeO() - t**3 / 3) == 0
+assert sp.simplify(gap_series.removeO() - s**3 / 3) == 0
 
 # %% [markdown]
-# The terms of order $t$ and $t^2$ cancel: both rules leave $x$ in the same direction and at the same
+# The terms of order $s$ and $s^2$ cancel: both rules leave $x$ in the same direction and at the same
 # speed, and the retraction even curves the same way to second order. They part only at third
 # order, by $\tfrac13\lVert v\rVert^3$ (along $v$). A retraction with this property is called
 # *second-order*; the paper states the weaker $\mathcal O(\lVert v\rVert^2)$, which is true (measured in
@@ -232,11 +272,11 @@ assert sp.simplify(gap_series.removeO() - t**3 / 3) == 0
 # $$\mathrm{RMSNorm}(x+u)=R_x\big((I-xx^\top)u\big)+\mathcal O(\lVert u\rVert^2).$$
 #
 # By hand, with $x=(0.6, 0.8)$ and $u=(0.2, 0.6)$: the part along $x$ is $a=x^\top u=0.6\cdot0.2+0.8\cdot0.6=0.6$
-# and the tangent part is $u-0.6\,x=(-0.16, 0.12)$. The normalised sum is $(0.8,1.4)/1.612=(0.496,
-# 0.868)$; the retraction of the tangent part alone is $(0.44, 0.92)/1.020=(0.431, 0.902)$. They
+# and the tangent part is $u-0.6\,x=(-0.16, 0.12)$. The normalised sum is
+# $(0.8,1.4)/1.612=(0.496, 0.868)$; the retraction of the tangent part alone is $(0.44, 0.92)/1.020=(0.431, 0.902)$. They
 # differ because the part along $x$ only makes $x+u$ longer — the norm then shrinks the *whole* sum,
-# tangent part included, by the factor $1/(1+a)$. Indeed $R_x\big((-0.16, 0.12)/1.6\big)=(0.496,
-# 0.868)$ exactly.
+# tangent part included, by the factor $1/(1+a)$. Indeed
+# $R_x\big((-0.16, 0.12)/1.6\big)=(0.496, 0.868)$ exactly.
 
 # %%
 x = np.array([0.6, 0.8])
@@ -257,21 +297,21 @@ assert np.allclose(after_norm, retraction(x, tangent_part / (1 + along_x)), atol
 # In general: write $u=a\,x+w$ with $a=x^\top u$ and $w\perp x$. Then $x+u=(1+a)x+w$, and rescaling
 # gives $R_x\big(w/(1+a)\big)$ *exactly*. The relaxed retraction is the retraction of a rescaled
 # tangent step. Since $1/(1+a)=1-a+\dots$ differs from 1 at first order, the gap to $R_x(w)$ is of
-# second order; sympy finds it (with $x=e_1$, $u=a\,e_1+s\,e_2$, both scaled by a small $\varepsilon$):
+# second order; sympy finds it (with $x=e_1$, $u=a\,e_1+w_2\,e_2$, both scaled by a small $\varepsilon$):
 
 # %%
-a, s = sp.symbols("a s", real=True)
-relaxed = sp.Matrix([1 + a, s]) / sp.sqrt((1 + a) ** 2 + s**2)  # x = e1, u = a e1 + s e2
-projected = sp.Matrix([1, s]) / sp.sqrt(1 + s**2)
-eps = sp.symbols("epsilon", positive=True)
-gap = (relaxed - projected).subs({a: eps * a, s: eps * s})
+a, w2 = sp.symbols("a w_2", real=True)
+relaxed = sp.Matrix([1 + a, w2]) / sp.sqrt((1 + a) ** 2 + w2**2)  # x = e1, u = a e1 + w2 e2
+projected = sp.Matrix([1, w2]) / sp.sqrt(1 + w2**2)
+eps = sp.symbols("varepsilon", positive=True)
+gap = (relaxed - projected).subs({a: eps * a, w2: eps * w2})
 gap_to_second_order = gap.applyfunc(
     lambda entry: sp.simplify(sp.series(entry, eps, 0, 3).removeO()))
 display(Math(r"\mathrm{RMSNorm}(x+u)-R_x\big((I-xx^\top)u\big)=" + sp.latex(gap_to_second_order.T)))
-assert sp.simplify(gap_to_second_order[1] + a * s * eps**2) == 0
+assert sp.simplify(gap_to_second_order[1] + a * w2 * eps**2) == 0
 
 # %% [markdown]
-# The tangent component of the gap is $-a\,s$: the product of the update's part along $x$ and its
+# The tangent component of the gap is $-a\,w_2\,\varepsilon^2$: the product of the update's part along $x$ and its
 # tangent part. It vanishes when the update is tangent ($a=0$), the case of Eq. (3). And the
 # library's unit-sphere RMSNorm of a residual sum *is* the retraction formula applied to the raw
 # update, both on the unit sphere and on the radius-$\sqrt d$ sphere of Eq. (7) after rescaling:
@@ -297,6 +337,48 @@ assert gap_radius < 1e-14
 # shows that the attention update $f_\ell$ is a flow's velocity; this page's result is what turns
 # "velocity plus norm" into one step of that flow on the sphere.
 #
+# ## Pre-norm blocks: the same step, for the direction
+#
+# In a pre-norm block ([6.6](../part1_chapter6/6_6_context_representation.ipynb)) the stream itself is
+# never normalised: a sub-layer adds $u=f_\ell\big(\mathrm{RMSNorm}(x^\ell)\big)$ to it,
+# $x^{\ell+1}=x^\ell+u$, and the stream's length changes from layer to layer (it usually grows). What
+# lies on the sphere is what each sub-layer *reads*: the direction $x^\ell/\lVert x^\ell\rVert$ (times
+# $\sqrt d$). Write the stream as its length times its direction, $x=\lVert x\rVert\,\hat x$. Then
+# $x+u=\lVert x\rVert\big(\hat x+u/\lVert x\rVert\big)$, and the direction the next sub-layer reads is
+#
+# $$\hat x^{\ell+1}=R_{\hat x^\ell}\big(u/\lVert x^\ell\rVert\big):$$
+#
+# the same relaxed retraction as above, applied to the direction, with the update divided by the
+# stream's length. Everything on this page holds for the direction of a pre-norm stream, and the longer
+# the stream, the shorter its steps on the sphere. By hand: the stream $x=(3,4)$ has length 5 and
+# direction $(0.6, 0.8)$; the update $u=(1,3)$ is five times the update of the example above. The new
+# stream $(4,7)$ has direction $(0.496, 0.868)$ — the point that the update $u/5=(0.2, 0.6)$ reached above.
+
+# %%
+stream, update = np.array([3.0, 4.0]), np.array([1.0, 3.0])
+new_direction = (stream + update) / np.linalg.norm(stream + update)
+direction = stream / np.linalg.norm(stream)
+print(f"direction of x + u = {np.round(new_direction, 3)};  "
+      f"R_(x/|x|)(u/|x|) = {np.round(retraction(direction, update / np.linalg.norm(stream)), 3)}")
+assert np.allclose(new_direction, retraction(direction, update / np.linalg.norm(stream)), atol=1e-12)
+streams = rng.standard_normal((4, d)) * np.array([[1.0], [4.0], [16.0], [64.0]])  # four lengths, d = 16
+one_update = rng.standard_normal(d)
+turned = []
+for stream_row in streams:
+    length = np.linalg.norm(stream_row)
+    read_before = rms_norm(stream_row, eps=0.0, unit=True)  # what the sub-layer reads, on the unit sphere
+    read_after = rms_norm(stream_row + one_update, eps=0.0, unit=True)  # what the next one reads
+    assert np.allclose(read_after, retraction(read_before, one_update / length), atol=1e-12)
+    turned.append(np.degrees(np.arccos(np.clip(read_before @ read_after, -1, 1))))
+    print(f"stream length {length:6.2f}: the direction read by the next sub-layer turns by {turned[-1]:5.2f} degrees")
+assert np.all(np.diff([np.linalg.norm(r) for r in streams]) > 0) and np.all(np.diff(turned) < 0)
+
+# %% [markdown]
+# The same update turns a long stream's direction less: in a pre-norm model the steps on the sphere
+# are the updates divided by the stream's length. (The paper's Eq. 8 is the post-norm layout; the
+# pre-norm reading above is this book's. The models of [5.5](05_prefix_shuffling.ipynb) are pre-norm, and
+# the probe there takes each head's normalised input as the state on the sphere.)
+#
 # ## The von Mises–Fisher distribution: a bell curve on the sphere
 #
 # To read attention as probability ([5.3](03_attention_as_vmf_posterior.ipynb)) the paper needs a
@@ -318,7 +400,7 @@ assert np.allclose(mass_on_circle, 1.0, atol=1e-10)
 # %% [markdown]
 # **Figure 5.1.4.** The vMF density on the unit circle (grey), drawn as a curve at height
 # proportional to the density above the circle, for concentrations $\kappa=0,1,4,16$ around the mean
-# direction $\mu$ (red arrow, 60°). At $\kappa=0$ the curve is a circle (uniform density); larger
+# direction $\mu$ (vermilion arrow, 60°). At $\kappa=0$ the curve is a circle (uniform density); larger
 # $\kappa$ gives a taller, narrower bump around $\mu$. Each density integrates to 1 over the circle
 # (checked).
 #
@@ -336,11 +418,11 @@ assert np.allclose(mass_on_circle, 1.0, atol=1e-10)
 kappa, theta = sp.symbols("kappa theta", positive=True)
 integral_d3 = sp.simplify(2 * sp.pi * sp.integrate(sp.exp(kappa * sp.cos(theta)) * sp.sin(theta),
                                                    (theta, 0, sp.pi)))
-display(Math(r"\int_{\mathbb S^2}e^{\kappa\mu^\top x}\,d\sigma(x)=" + sp.latex(integral_d3)))
+display(Math(r"\int_{\mathbb S^2}e^{\kappa\mu^\top x}\,d\omega(x)=" + sp.latex(integral_d3)))
 paper_c3 = kappa ** sp.Rational(1, 2) / ((2 * sp.pi) ** sp.Rational(3, 2)
                                          * sp.besseli(sp.Rational(1, 2), kappa))
 product = sp.simplify((paper_c3 * integral_d3).rewrite(sp.sinh))
-display(Math(r"C_3(\kappa)\cdot\int_{\mathbb S^2}e^{\kappa\mu^\top x}\,d\sigma="
+display(Math(r"C_3(\kappa)\cdot\int_{\mathbb S^2}e^{\kappa\mu^\top x}\,d\omega="
              + sp.latex(product)))
 assert product == 1
 
@@ -372,7 +454,7 @@ assert np.allclose(numerical_score, vmf_score(mu, kappa_small), atol=1e-6)
 
 # %% [markdown]
 # Samples make the density concrete. Wood's sampler (the library's `vmf_sample`) draws the cosine
-# $t=\mu^\top x$ from its density $\propto e^{\kappa t}(1-t^2)^{(d-3)/2}$ and then a uniform direction
+# $c=\mu^\top x$ from its density $\propto e^{\kappa c}(1-c^2)^{(d-3)/2}$ and then a uniform direction
 # for the rest. Two checks: the average sample is $A_d(\kappa)\,\mu$ with
 # $A_d=I_{d/2}/I_{d/2-1}$ (the {term}`mean resultant length`, between 0 and 1: how far the average
 # of the samples is from the centre), and the density integrates to 1 (by averaging it over uniform
@@ -400,18 +482,99 @@ log_density_of_cosine = (vmf_log_normalizer(kappa_small, dim_small) + sphere_log
 fig, ax = plt.subplots()
 ax.hist(samples @ mu, bins=60, density=True, alpha=0.5, label="Wood sampler")
 ax.plot(cosines, np.exp(log_density_of_cosine), "k", lw=1.5,
-        label=r"$C_d(\kappa)|\mathbb{S}^{d-2}|e^{\kappa t}(1-t^2)^{(d-3)/2}$")
-ax.set_xlabel(r"$t=\mu^\top x$ (cosine to the mean direction)")
+        label=r"$C_d(\kappa)|\mathbb{S}^{d-2}|e^{\kappa c}(1-c^2)^{(d-3)/2}$")
+ax.set_xlabel(r"$c=\mu^\top x$ (cosine to the mean direction)")
 ax.set_ylabel("density")
 ax.set_title(fr"vMF on $\mathbb{{S}}^{{{dim_small - 1}}}$, $\kappa={kappa_small:g}$")
 ax.legend(fontsize=8)
 plt.show()
+histogram, edges = np.histogram(samples @ mu, bins=40, range=(-1, 1), density=True)
+centres = (edges[:-1] + edges[1:]) / 2
+curve_at_centres = np.exp(np.interp(centres, cosines, log_density_of_cosine))
+above_half = np.mean(samples @ mu > 0.5)
+print(f"largest gap between histogram and curve (40 bins): {produced(np.max(np.abs(histogram - curve_at_centres)), '.3f')}; "
+      f"share of samples with c > 0.5: {produced(above_half, '.3f')}")
+assert np.max(np.abs(histogram - curve_at_centres)) < 0.1
+assert above_half > 0.5
 
 # %% [markdown]
-# **Figure 5.1.5.** The cosine $\mu^\top x$ of 50 000 vMF samples ($d=5$, $\kappa=6$) against the
-# density that Eq. (18) implies for it: the histogram follows the curve, so $C_d$ normalises the
-# density. Most samples sit at cosines above 0.5, within about 60° of $\mu$.
+# **Figure 5.1.5.** The cosine $c=\mu^\top x$ of 50 000 vMF samples ($d=5$, $\kappa=6$) against the
+# density that Eq. (18) implies for it: the histogram follows the curve (within the gap printed above),
+# so $C_d$ normalises the density. Most samples sit at cosines above 0.5, within 60° of $\mu$.
 #
+# ## Key takeaways
+#
+# - RMSNorm rescales a state to length $\sqrt d$, so only its direction carries information: in a
+#   post-norm block the state after each layer, in a pre-norm block the input of each sub-layer, is a
+#   point of a sphere.
+# - On a sphere one moves along the tangent plane and comes back: the exponential map walks the great
+#   circle, the retraction $R_x(v)=(x+v)/\lVert x+v\rVert$ rescales; they agree to within
+#   $\tfrac13\lVert v\rVert^3$ (sharper than the paper's $\mathcal O(\lVert v\rVert^2)$).
+# - Residual + RMSNorm is the retraction of the update's tangent part shrunk by $1/(1+a)$, where $a$
+#   is the update's part along the state — a relaxed retraction, accurate to first order (Eq. 17). In a
+#   pre-norm block the stream's direction moves by the same rule, with the update divided by the
+#   stream's length.
+# - The von Mises–Fisher density $C_d(\kappa)e^{\kappa\mu^\top x}$ is a bump around the mean direction
+#   $\mu$, narrower for larger concentration $\kappa$; its Euclidean score is the constant $\kappa\mu$.
+# - Its normaliser $C_d(\kappa)$ overflows when computed directly at the sizes of real models; computed
+#   in log space it is finite for every $\kappa$ and $d$ ([checked below](#checking-the-paper)).
+#
+# ## Check your understanding
+#
+# 1. A state $x=(0, 1)$ on the unit circle receives the tangent update $v=(1, 0)$. By how many
+#    degrees does the state turn under the retraction, and under the exponential map?
+#
+#    ```{dropdown} Answer
+#    The retraction lands at $(1,1)/\sqrt2$: it turns by $\arctan 1=45°$. The exponential map walks an
+#    arc of length 1, i.e. turns by 1 radian, about $57°$ (Figure 5.1.3). The retraction always turns by
+#    $\arctan\lVert v\rVert<\lVert v\rVert$: it falls short, and can never turn by a right angle or more.
+#    ```
+#
+# 2. An update points exactly along the state, $u=a\,x$ with $a>-1$. What does residual + RMSNorm do
+#    to the state, and what does that say about the part of an update along the state?
+#
+#    ```{dropdown} Answer
+#    $x+u=(1+a)x$, and the norm gives back $x$: the state does not move. The part of an update along
+#    the state is invisible after the norm except through its effect on the tangent part, which it
+#    shrinks by $1/(1+a)$ (or stretches, for $a<0$).
+#    ```
+#
+# 3. In a pre-norm model the residual stream has length 20 at some layer, and a sub-layer adds an
+#    update of length 0.5 perpendicular to it. By how many degrees does the direction that the next
+#    sub-layer reads turn?
+#
+#    ```{dropdown} Answer
+#    The direction moves by the retraction of $u/\lVert x\rVert$, a tangent step of length
+#    $0.5/20=0.025$, so it turns by $\arctan0.025\approx1.43°$. The same update would turn a stream of
+#    length 1 by $\arctan0.5\approx26.6°$.
+#    ```
+#
+# 4. Why is the zero-mean property $\mathbb E_{p(x\mid z)}[\nabla_x\log p(x\mid z)]=0$ true for a
+#    Gaussian on $\mathbb R^d$ but not for a vMF on the sphere?
+#
+#    ```{dropdown} Answer
+#    On $\mathbb R^d$ the mean score is $\int\nabla p\,dx$, which is zero because $p$ vanishes at
+#    infinity. The vMF's Euclidean score is the constant $\kappa\mu$, whose mean is $\kappa\mu\ne0$;
+#    and on the sphere, which has no "infinity" for the mass to escape to, the divergence theorem adds
+#    a curvature term, giving the mean $(d-1)A_d(\kappa)\mu$ for the tangent score (*Checking the paper*,
+#    below).
+#    ```
+
+# %% tags=["hide-cell"]
+# the numbers of the answers above
+x_q1, v_q1 = np.array([0.0, 1.0]), np.array([1.0, 0.0])
+turn = lambda new_point, old_point: np.degrees(np.arccos(np.clip(new_point @ old_point, -1, 1)))  # noqa: E731
+print(f"1. retraction turns by {turn(retraction(x_q1, v_q1), x_q1):.1f} degrees, "
+      f"exponential map by {turn(exp_map(x_q1, v_q1), x_q1):.1f} degrees")
+assert abs(turn(retraction(x_q1, v_q1), x_q1) - 45) < 1e-9 and abs(turn(exp_map(x_q1, v_q1), x_q1) - 57.3) < 0.05
+stream_q3 = 20 * x_q1
+for length, stream_now in ((20, stream_q3), (1, x_q1)):
+    after = (stream_now + 0.5 * v_q1) / np.linalg.norm(stream_now + 0.5 * v_q1)
+    print(f"3. stream of length {length}: tangent step 0.5 / {length} = {0.5 / length:.3f}; the direction "
+          f"turns by {turn(after, x_q1):.2f} degrees (arctan(0.5 / {length}) = {np.degrees(np.arctan(0.5 / length)):.2f})")
+    assert abs(turn(after, x_q1) - np.degrees(np.arctan(0.5 / length))) < 1e-9
+
+# %% [markdown]
 # ## Checking the paper
 #
 # The ideas above are what the rest of Part 5 uses. This section holds the line-by-line checks of
@@ -426,7 +589,7 @@ plt.show()
 # on log–log axes fitted. (Exercise 01, `exercises/part5_svflow/ex01_retraction_order.ipynb`,
 # asks you to build both maps and measure this slope yourself; try it before reading on.)
 
-# %%
+# %% tags=["hide-cell"]
 point = rng.standard_normal(d)
 point /= np.linalg.norm(point)
 tangent_direction = tangent_projection(point, rng.standard_normal(d))
@@ -442,7 +605,7 @@ error_relaxed = np.array([
                    - retraction(point, tangent_projection(point, s * update_direction)))
     for s in step_lengths])
 
-# %%
+# %% tags=["hide-cell"]
 small = step_lengths < 0.05
 slope_retraction = np.polyfit(np.log(step_lengths[small]), np.log(error_retraction[small]), 1)[0]
 slope_relaxed = np.polyfit(np.log(step_lengths[small]), np.log(error_relaxed[small]), 1)[0]
@@ -450,11 +613,11 @@ print(f"fitted slope, ||R_x(v) - exp_x(v)||              : {slope_retraction:.3f
 print(f"fitted slope, ||RMSNorm(x+u) - R_x((I-xx^T)u)||   : {slope_relaxed:.3f}")
 print(f"error / ||v||^3 at ||v|| = 1e-3                   : "
       f"{error_retraction[0] / step_lengths[0]**3:.6f}  (sympy: 1/3)")
-assert abs(slope_retraction - 3.0) < 0.02
+assert abs(slope_retraction - 3.0) < 0.02  # Figure 5.1.6: slope 3, sharper than the stated order 2
 assert abs(error_retraction[0] / step_lengths[0] ** 3 - 1 / 3) < 1e-3
-assert abs(slope_relaxed - 2.0) < 0.02
+assert abs(slope_relaxed - 2.0) < 0.02  # Figure 5.1.6: the relaxed retraction has slope 2
 
-# %%
+# %% tags=["hide-cell"]
 fig, ax = plt.subplots()
 ax.loglog(step_lengths, error_retraction, "o-", label=r"$\|R_x(v)-\exp_x(v)\|$ (Eq. 3 vs 2)")
 ax.loglog(step_lengths, error_relaxed, "s-",
@@ -485,7 +648,7 @@ plt.show()
 # uniform expansion or the power series. (Exercise 02, `exercises/part5_svflow/ex02_vmf_normaliser.ipynb`,
 # asks you to write such a normaliser yourself.) First the checks against closed forms:
 
-# %%
+# %% tags=["hide-cell"]
 for kappa_value in (0.5, 5.0, 50.0, 5000.0):
     # d = 3: log(kappa / (4 pi sinh kappa)), written so that it does not overflow
     log_c3 = (np.log(kappa_value) - np.log(2 * np.pi)
@@ -499,7 +662,7 @@ for kappa_value in (0.5, 5.0, 50.0, 5000.0):
             < 1e-8 * max(1, abs(log_integral)))
 print("log C_d matches the closed form (d=3) and quadrature (d=2) for kappa in {0.5, 5, 50, 5000}")
 
-# %%
+# %% tags=["hide-cell"]
 kappas = np.array([1.0, 100.0, 700.0, 720.0, 1e3, 1e4, 1e5])
 print(f"{'kappa':>8} | {'naive d=3':>12} | {'log-space d=3':>14} | {'naive d=1024':>12} | "
       f"{'log-space d=1024':>16}")
@@ -517,7 +680,7 @@ assert not np.isfinite(vmf_log_normalizer_naive(1e3, 3))
 # independent check of the log-space value deep in the overflow region; below the check the
 # normaliser is plotted for several widths.
 
-# %%
+# %% tags=["hide-cell"]
 for width in (3, 64, 1024):
     large_kappas = np.array([1e6, 1e7])
     asymptote = 0.5 * (width - 1) * np.log(large_kappas / (2 * np.pi)) - large_kappas
@@ -526,40 +689,66 @@ for width in (3, 64, 1024):
           f"{relative_gap[0]:.1e}, {relative_gap[1]:.1e}")
     assert np.all(relative_gap < 1e-3)
 
-# %%
+# %% tags=["hide-cell"]
+import warnings  # noqa: E402  (the direct formula overflows on purpose below)
+
 fig, ax = plt.subplots()
 kappa_grid = np.logspace(-2, 5, 200)
-for width in (3, 64, 896, 2048):
-    per_dimension = (vmf_log_normalizer(kappa_grid, width) + sphere_log_area(width)) / width
-    ax.semilogx(kappa_grid, per_dimension, label=f"d = {width}")
-ax.axvline(713, color="grey", ls=":", lw=1)
-ax.text(800, 0.1, "iv overflows", fontsize=8, color="grey")
-ax.set_xlabel(r"$\kappa$")
-ax.set_ylabel(r"$(\log C_d(\kappa) + \log|\mathbb{S}^{d-1}|)/d$")
-ax.set_title("vMF normaliser relative to the uniform density, per dimension")
-ax.legend(fontsize=8)
+peak_per_dimension, direct_finite_up_to = {}, {}
+for width, colour in zip((3, 64, 896, 2048), ("#0072B2", "#D55E00", "#009E73", "#E69F00")):
+    # log of (density at the mean direction / uniform density), per dimension: log space, then the direct formula
+    peak = (vmf_log_normalizer(kappa_grid, width) + kappa_grid + sphere_log_area(width)) / width
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        direct = np.array([(vmf_log_normalizer_naive(k, width) + k + sphere_log_area(width)) / width
+                           for k in kappa_grid])
+    finite = np.isfinite(direct)
+    peak_per_dimension[width] = peak
+    direct_finite_up_to[width] = kappa_grid[finite].max() if finite.any() else None
+    ax.semilogx(kappa_grid, peak, color=colour, lw=2.5, alpha=0.6, label=f"d = {width}, log space")
+    ax.semilogx(kappa_grid[finite], direct[finite], "--", color=colour, lw=1.2,
+                label=f"d = {width}, direct formula" if finite.any() else None)
+ax.set_xlabel(r"concentration $\kappa$")
+ax.set_ylabel(r"$\log(C_d(\kappa)\,e^{\kappa}\,|\mathbb{S}^{d-1}|)\,/\,d$ (nats per dimension)")
+ax.set_title("how far the vMF density at its mean exceeds the uniform density")
+ax.legend(fontsize=7)
 plt.show()
+for width, up_to in direct_finite_up_to.items():
+    print(f"d = {width:4d}: the direct formula is finite "
+          + (f"up to kappa = {up_to:.0f}" if up_to is not None else "nowhere on the grid")
+          + f"; the log-space value is finite everywhere: {bool(np.all(np.isfinite(peak_per_dimension[width])))}")
+    # Figure 5.1.7: finite everywhere, and the density at the mean exceeds uniform more and more (rises with kappa)
+    assert np.all(np.isfinite(peak_per_dimension[width])) and np.all(np.diff(peak_per_dimension[width]) > 0)
+    assert peak_per_dimension[width][0] < 0.01  # kappa = 0.01: nearly uniform
+assert direct_finite_up_to[896] is None and direct_finite_up_to[2048] is None
+assert 500 < direct_finite_up_to[3] < 713
+at_100 = [peak_per_dimension[w][np.searchsorted(kappa_grid, 100.0)] for w in (3, 64, 896, 2048)]
+assert np.all(np.diff(at_100) < 0)  # at the same kappa, the wider the sphere the flatter the density
 
 # %% [markdown]
-# **Figure 5.1.7.** $\log C_d(\kappa)$ relative to the uniform density $1/|\mathbb S^{d-1}|$, per
-# dimension (the unit the paper's Tables 1–2 use for $-\log p_t$). The curves are finite across the
-# whole range, including $\kappa\sim10^5$ (the Qwen3 layers of App. C.2.3) and $d=896$/$2048$
-# (Qwen2.5 / Llama3.2 widths). At $\kappa=0$ every curve starts at 0: the vMF is then uniform. The
-# overflow of App. C.2.3 is an implementation artefact, not a limit of the metric.
+# **Figure 5.1.7.** The vMF normaliser at work: the logarithm of how many times the density at the
+# mean direction exceeds the uniform density, per dimension, computed in log space (wide, pale lines) and
+# with the direct formula (dashed, same colour). Each curve starts at 0 (at small $\kappa$ the vMF is
+# nearly uniform) and rises once $\kappa$ is comparable with the width $d$: at the same $\kappa$ a
+# wider sphere's vMF is flatter. The direct formula follows its curve until $I_\nu(\kappa)$ overflows
+# (printed above) and, for the widths of the paper's models ($d=896$, $2048$), gives no finite value at
+# all; the overflow App. C.2.3 reports is a property of the formula, not of the metric.
 #
 # ### §4.3: the zero-mean property of conditional scores — on $\mathbb R^d$ and on the sphere
 #
 # §4.3 says that in a strict SVFlow the conditional scores have mean zero,
-# $\mathbb E_{p(x\mid z)}[\nabla_x\log p(x\mid z)]=0$ "under mild regularity conditions", and that MoE
-# experts, which do not enforce it, make a relaxed SVFlow. On $\mathbb R^d$ this is
+# $\mathbb E_{p(x\mid z)}[\nabla_x\log p(x\mid z)]=0$ "under mild regularity conditions", and that the
+# experts of a {term}`mixture-of-experts <mixture of experts>` (MoE) layer — several feed-forward networks
+# whose outputs a gate mixes, token by token ([5.3](03_attention_as_vmf_posterior.ipynb)) — do not
+# enforce it and so make a relaxed SVFlow. On $\mathbb R^d$ this is
 # $\int\nabla p\,dx=0$ for a density that vanishes at infinity. On the sphere — where §4.1–4.2 place
 # the attention components — the divergence theorem gives instead
-# $\int_{\mathbb S^{d-1}}\nabla_{\mathbb S}p\,d\sigma=(d-1)\int x\,p\,d\sigma$, so the Riemannian
+# $\int_{\mathbb S^{d-1}}\nabla_{\mathbb S}p\,d\omega=(d-1)\int x\,p\,d\omega$, so the Riemannian
 # score of a vMF component has mean $(d-1)A_d(\kappa)\mu$, and its Euclidean score $\kappa\mu$ is
 # constant. We check the Gaussian case exactly (sympy) and by Monte Carlo, and the vMF case by Monte
 # Carlo and quadrature.
 
-# %%
+# %% tags=["hide-cell"]
 x_1d, mean_1d = sp.symbols("x m", real=True)
 sd_1d = sp.symbols("s", positive=True)
 gaussian = sp.exp(-(x_1d - mean_1d) ** 2 / (2 * sd_1d**2)) / sp.sqrt(2 * sp.pi * sd_1d**2)
@@ -569,7 +758,7 @@ display(Math(r"\text{Gaussian, } d=1:\quad \mathbb E\Big[\tfrac{d}{dx}\log p(x\m
              + sp.latex(mean_score)))
 assert mean_score == 0
 
-# %%
+# %% tags=["hide-cell"]
 dim_z, kappa_z, n_samples = 5, 6.0, 200_000
 rng_zero_mean = np.random.default_rng(11)
 gaussian_mean = rng_zero_mean.standard_normal(dim_z)
@@ -580,7 +769,7 @@ print(f"Gaussian, d = {dim_z}: Monte Carlo mean score within 4 standard errors o
       f"{np.all(np.abs(z_scores) < 4)}")
 assert np.all(np.abs(z_scores) < 4)
 
-# %%
+# %% tags=["hide-cell"]
 mu_z = rng_zero_mean.standard_normal(dim_z)
 mu_z /= np.linalg.norm(mu_z)
 vmf_samples = vmf_sample(mu_z, kappa_z, n_samples, rng_zero_mean)  # (n, d) on the sphere
@@ -596,7 +785,7 @@ print(f"vMF on S^{dim_z - 1}, kappa = {kappa_z:g}: |E[Riemannian score]| = "
 assert np.all(np.abs(mean_riemannian - predicted) < 4 * standard_errors)
 assert np.linalg.norm(predicted) > 1.0
 
-# %%
+# %% tags=["hide-cell"]
 # the circle (d = 2) by quadrature: E[kappa sin^2 theta] = E[cos theta] = A_2(kappa) != 0
 circle_normaliser = quad(lambda th: np.exp(kappa_z * np.cos(th)), -np.pi, np.pi)[0]
 mean_sin2 = quad(lambda th: kappa_z * np.sin(th) ** 2 * np.exp(kappa_z * np.cos(th)),
@@ -619,19 +808,19 @@ assert abs(mean_sin2 - float(vmf_mean_resultant_length(kappa_z, 2))) < 1e-8
 # path with the instantaneous change of variables, $\frac{d}{dt}\log p_t(x_t)=-\nabla\!\cdot v_t(x_t)$,
 # i.e. $\log|\det D\varphi_t(x_0)|=\int_0^t\nabla\!\cdot v(x_s)\,ds$ (the flow stretches volume at
 # the rate of the field's divergence, so density falls at that rate). Sympy checks the linear case
-# (Jacobi's formula $\det e^{At}=e^{t\,\mathrm{tr}A}$):
+# (Jacobi's formula $\det e^{Bt}=e^{t\,\mathrm{tr}B}$):
 
-# %%
+# %% tags=["hide-cell"]
 time, a11, a12, a22 = sp.symbols("t a11 a12 a22", real=True)
 A_linear = sp.Matrix([[a11, a12], [0, a22]])  # triangular: a closed-form matrix exponential
 jacobi = sp.simplify((A_linear * time).exp().det() - sp.exp(time * A_linear.trace()))
-display(Math(r"\det e^{At}-e^{t\,\mathrm{tr}A}=" + sp.latex(jacobi)
-             + r"\quad(A\text{ upper triangular})"))
+display(Math(r"\det e^{Bt}-e^{t\,\mathrm{tr}B}=" + sp.latex(jacobi)
+             + r"\quad(B\text{ upper triangular})"))
 assert jacobi == 0
 A_random = np.random.default_rng(3).normal(size=(3, 3))  # a general matrix, numerically
 exact_det = np.exp(1.7 * np.trace(A_random))
 assert abs(np.linalg.det(expm(1.7 * A_random)) - exact_det) < 1e-10 * exact_det
-print("det expm(1.7 A) = exp(1.7 tr A) for a random 3x3 A (relative error < 1e-10): True")
+print("det expm(1.7 B) = exp(1.7 tr B) for a random 3x3 B (relative error < 1e-10): True")
 
 # %% [markdown]
 # Numerically, a nonlinear 2-d field is integrated with the classical Runge–Kutta method (the
@@ -639,7 +828,7 @@ print("det expm(1.7 A) = exp(1.7 tr A) for a random 3x3 A (relative error < 1e-1
 # and the integral is compared with the log-determinant of the flow map's Jacobian, obtained by
 # finite differences of whole trajectories.
 
-# %%
+# %% tags=["hide-cell"]
 def field(x):
     """A nonlinear field on R^2, x (..., 2) -> (..., 2)."""
     return np.stack([np.sin(x[..., 1]) + 0.3 * x[..., 0] - 0.1 * x[..., 0] ** 3,
@@ -656,7 +845,7 @@ def flow_map(x):
     return rk4_flow_with_divergence(x, field, field_divergence, t_end=1.5, n_steps=300)[0]
 
 
-# %%
+# %% tags=["hide-cell"]
 x_start = np.array([1.6, 0.5])
 _, divergence_integral = rk4_flow_with_divergence(x_start, field, field_divergence,
                                                   t_end=1.5, n_steps=300)
@@ -672,51 +861,8 @@ assert abs(log_det_flow - float(divergence_integral)) < 1e-6
 # $\log p_t(x_t)=\log p_0(x_0)-\int_0^t\nabla\!\cdot v$. The score-flow claim of §2.1 (with
 # $v_t=\nabla\log p_t$ the flow ascends $\log p_t$) is checked for the Gaussian-mixture SVFlow in
 # [5.2](02_svflow_properties.ipynb), §3 (Corollary 3.4).
-#
-# ## Key takeaways
-#
-# - RMSNorm rescales every state to length $\sqrt d$, so after each layer a transformer's state is a
-#   point of a sphere; only its direction carries information.
-# - On a sphere one moves along the tangent plane and comes back: the exponential map walks the great
-#   circle, the retraction $R_x(v)=(x+v)/\lVert x+v\rVert$ rescales; they agree to within
-#   $\tfrac13\lVert v\rVert^3$ (sharper than the paper's $\mathcal O(\lVert v\rVert^2)$).
-# - Residual + RMSNorm is the retraction of the update's tangent part shrunk by $1/(1+a)$, where $a$
-#   is the update's part along the state — a relaxed retraction, accurate to first order (Eq. 17).
-# - The von Mises–Fisher density $C_d(\kappa)e^{\kappa\mu^\top x}$ is a bump around the mean direction
-#   $\mu$, narrower for larger concentration $\kappa$; its Euclidean score is the constant $\kappa\mu$.
-# - Its normaliser must be computed in log space at the sizes of real models; computed so, it is
-#   finite for every $\kappa$ and $d$.
-#
-# ## Check your understanding
-#
-# 1. A state $x=(0, 1)$ on the unit circle receives the tangent update $v=(1, 0)$. By how many
-#    degrees does the state turn under the retraction, and under the exponential map?
-#
-#    ```{dropdown} Answer
-#    The retraction lands at $(1,1)/\sqrt2$: it turns by $\arctan 1=45°$. The exponential map walks an
-#    arc of length 1, i.e. turns by 1 radian, about $57°$ (Figure 5.1.3). The retraction always turns by
-#    $\arctan\lVert v\rVert<\lVert v\rVert$: it falls short, and can never turn by a right angle or more.
-#    ```
-#
-# 2. An update points exactly along the state, $u=a\,x$ with $a>-1$. What does residual + RMSNorm do
-#    to the state, and what does that say about the part of an update along the state?
-#
-#    ```{dropdown} Answer
-#    $x+u=(1+a)x$, and the norm gives back $x$: the state does not move. The part of an update along
-#    the state is invisible after the norm except through its effect on the tangent part, which it
-#    shrinks by $1/(1+a)$ (or stretches, for $a<0$).
-#    ```
-#
-# 3. Why is the zero-mean property $\mathbb E_{p(x\mid z)}[\nabla_x\log p(x\mid z)]=0$ true for a
-#    Gaussian on $\mathbb R^d$ but not for a vMF on the sphere?
-#
-#    ```{dropdown} Answer
-#    On $\mathbb R^d$ the mean score is $\int\nabla p\,dx$, which is zero because $p$ vanishes at
-#    infinity. The vMF's Euclidean score is the constant $\kappa\mu$, whose mean is $\kappa\mu\ne0$;
-#    and on the sphere, which has no "infinity" for the mass to escape to, the divergence theorem adds
-#    a curvature term, giving the mean $(d-1)A_d(\kappa)\mu$ for the tangent score.
-#    ```
-#
+
+# %% [markdown]
 # ## Reproducibility
 #
 # Everything on this page is computed from closed forms, sympy, quadrature and seeded random numbers

@@ -28,6 +28,26 @@
 # of densities and Bayes' rule, the Kullback–Leibler divergence, gradients, Euler's method.
 # **Reading time:** about 30 minutes.
 #
+# ```{admonition} Symbols on this page
+# :class: note
+# | symbol | meaning | shape |
+# |---|---|---|
+# | $x$ | the state the flow moves (a number in the tiny example, a point of the plane later) | scalar or $(d,)$ |
+# | $d$ | dimension of the state | integer |
+# | $z$ | a hidden component of the mixture | index |
+# | $m$ | the centre of a Gaussian component (tiny example) | scalar |
+# | $p$ | the mixture: $p(z)$ the prior probability of component $z$, $p(x\mid z)$ its density, $p(x)$ the mixture density, $p(z\mid x)$ the true posterior by Bayes' rule | scalars; a distribution over $z$ |
+# | $q(z\mid x)$ | the variational posterior: the flow's beliefs (weights) about $z$ | distribution over $z$ |
+# | $g$, $g_z(x)$ | the logits of $q$: $q=\mathrm{softmax}(g)$ | scalars |
+# | $\ell_z(x)$ | the log-likelihood $\log p(x\mid z)$ as a function (sympy) | scalar |
+# | $v_t(x)$ | the flow's velocity (Eq. 9) | like $x$ |
+# | $\mathcal L$, $\mathcal L_t(x)$ | the evidence lower bound (ELBO), to be *maximised* (not a loss, on this page) | scalar |
+# | $\epsilon$, $\epsilon_t(x)$ | the error term between $\nabla_x\mathcal L_t$ and $v_t$ (Eq. 12) | like $x$ |
+# | $t$, $\Delta t$ | time along the flow (a subscript on everything that may change with it), Euler step | scalars |
+# | $\mathrm{KL}(a\,\|\,b)$ | Kullback–Leibler divergence of $a$ from $b$ | scalar |
+# | $x_1,x_2$ | the coordinates of a point of the plane | scalars |
+# ```
+#
 # *Source: Liao, Transformer as an Euler Discretization of Score-based Variational Flow, §3.1–3.2
 # (Definition 3.1, Eq. 9; Proposition 3.2, Eqs. 10–11; Theorem 3.3, Eq. 12; Corollary 3.4, Eq. 13)
 # and App. A (proofs, Eqs. 23–34).*
@@ -100,7 +120,7 @@ assert abs(true_posterior @ scores - slope) < 1e-8
 log_p_x = np.log(0.5 * np.exp(log_lik).sum())
 elbo = wrong_weights @ (log_lik + np.log(0.5) - np.log(wrong_weights))
 kl_to_true_posterior = wrong_weights @ np.log(wrong_weights / true_posterior)
-print(f"log p(x, z) terms: {np.round(log_lik, 3)};  log p(x) = {log_p_x:.3f},  ELBO = {elbo:.3f}")
+print(f"log p(x | z): {np.round(log_lik, 3)};  log p(x) = {log_p_x:.3f},  ELBO = {elbo:.3f}")
 print(f"log p(x) - ELBO = {log_p_x - elbo:.3f};  KL(q || p(z|x)) = {kl_to_true_posterior:.3f}")
 assert abs((log_p_x - elbo) - kl_to_true_posterior) < 1e-12
 
@@ -163,9 +183,9 @@ assert residual_thm33 == 0
 #
 # ## The picture on a 2-D mixture with 8 components
 #
-# One time slice of the Gaussian SVFlow of §3.3 (`nextword.theory.svflow.GaussianSVFlow`): $p(x\mid
-# z)$ are 8 round Gaussians on a ring, and the weights are $q(z\mid x)=\mathrm{softmax}_z\log q(x\mid
-# z)$ for 8 other Gaussians, deliberately rotated and widened so that $q$ is wrong. Figure 5.2.1
+# One time slice of the Gaussian SVFlow of §3.3 (`nextword.theory.svflow.GaussianSVFlow`):
+# $p(x\mid z)$ are 8 round Gaussians on a ring, and the weights are
+# $q(z\mid x)=\mathrm{softmax}_z\log q(x\mid z)$ for 8 other Gaussians, deliberately rotated and widened so that $q$ is wrong. Figure 5.2.1
 # shows the velocity, the ELBO gradient and the error term between them.
 
 # %%
@@ -193,8 +213,8 @@ for ax, (title, vectors) in zip(axes, panels):
     ax.contourf(grid_x, grid_y, flow.elbo(grid), levels=25, cmap="viridis")
     ax.quiver(grid_x[every_4th], grid_y[every_4th], vectors[every_4th][..., 0],
               vectors[every_4th][..., 1], color="white")
-    ax.scatter(*p_means.T, c="red", marker="*", s=60, label="p means")
-    ax.scatter(*q_means.T, c="orange", marker="x", s=30, label="q means")
+    ax.scatter(*p_means.T, c="#D55E00", marker="*", s=70, label="p means")
+    ax.scatter(*q_means.T, c="k", marker="x", s=30, label="q means")
     ax.set_title(title)
     ax.set_xlabel("$x_1$")
     ax.set_aspect("equal")
@@ -204,7 +224,8 @@ plt.show()
 
 # %% [markdown]
 # **Figure 5.2.1.** ELBO (background, brighter is higher) of a misaligned 8-component Gaussian
-# SVFlow with three vector fields: the SVFlow field $v$, the ELBO gradient, and their difference
+# SVFlow, with the means of $p$ (vermilion stars) and of $q$ (black crosses), and three vector fields
+# (white arrows): the SVFlow field $v$, the ELBO gradient, and their difference
 # $\epsilon$ (Theorem 3.3). Where $q$ and $p$ disagree (between the rotated means), $\epsilon$ is
 # large and $v$ is not the steepest-ascent direction of the ELBO.
 #
@@ -245,92 +266,30 @@ fig, axes = plt.subplots(1, 2, figsize=(10, 4.4), sharey=True)
 for ax, (name, path), f in zip(axes, paths.items(), (ideal, flow)):
     ax.contourf(grid_x, grid_y, f.log_marginal(grid), levels=25, cmap="viridis")
     ax.plot(path[:, :60, 0], path[:, :60, 1], color="white", lw=0.7)
-    ax.scatter(path[-1, :, 0], path[-1, :, 1], s=6, c="red")
+    ax.scatter(path[-1, :, 0], path[-1, :, 1], s=6, c="#D55E00")
     ax.set_title(f"{name}: Euler paths on log p")
     ax.set_xlabel("$x_1$")
     ax.set_aspect("equal")
 axes[0].set_ylabel("$x_2$")
 plt.show()
 
+
+def distance_to_nearest_mode(points):
+    """Distance of each point (n, 2) to the nearest p-mean, (n,)."""
+    return np.min(np.linalg.norm(points[:, None, :] - p_means[None], axis=-1), axis=1)
+
+
+ideal_path = paths["ideal q = p"]
+before, after = distance_to_nearest_mode(ideal_path[0]).mean(), distance_to_nearest_mode(ideal_path[-1]).mean()
+print(f"ideal flow: mean distance to the nearest mode {before:.2f} -> {after:.2f}")
+assert after < before / 4  # Figure 5.2.2: the mean distance to the nearest mode falls more than fourfold
+
 # %% [markdown]
 # **Figure 5.2.2.** Euler trajectories ($\Delta t=0.01$, 100 steps; white, 60 of the 200 shown; end
-# points red) of the ideal SVFlow (left, Corollary 3.4) and of the misaligned one (right) over
-# $\log p(x)$. The ideal flow climbs $\log p$ at every step and converges to the mixture modes; the
-# misaligned flow is pulled by $q$'s rotated partition.
-#
-# ## Checking the paper
-#
-# ### Proposition 3.2 and Theorem 3.3 on the 2-D mixture, to finite-difference precision
-#
-# On the 41 × 41 grid of the misaligned flow: Eq. (10) to round-off, and the ELBO gradient by central
-# finite differences against $v+\epsilon$ (closed form).
-
-# %%
-gap_prop32 = np.max(np.abs(flow.log_marginal(grid) - flow.elbo(grid) - flow.kl_gap(grid)))
-grad_elbo = central_difference(flow.elbo, grid, h=1e-5, batched=True)  # (41, 41, 2)
-gap_thm33 = np.max(np.abs(grad_elbo - (flow.field(grid) + flow.epsilon(grid))))
-gradient_scale = np.max(np.abs(grad_elbo))
-print(f"Prop. 3.2: max |log p - ELBO - KL| on the grid          < 1e-12: {gap_prop32 < 1e-12}")
-print(f"Thm. 3.3 : max |FD grad ELBO - (v + eps)| / max|grad|   < 1e-6 : "
-      f"{gap_thm33 / gradient_scale < 1e-6}")
-print(f"KL(q||p) on the grid: min >= -1e-12: {flow.kl_gap(grid).min() >= -1e-12}, "
-      f"max = {flow.kl_gap(grid).max():.4f}")
-assert gap_prop32 < 1e-12
-assert gap_thm33 / gradient_scale < 1e-6
-assert flow.kl_gap(grid).min() >= -1e-12
-
-# %% [markdown]
-# ### "$\epsilon_t$ vanishes if and only if $q_t=p_t$": the *only if* part fails
-#
-# $\epsilon_t=\mathbb E_q[\log\frac pq\,\nabla_x\log q]$ is zero whenever $\nabla_x\log q(z\mid x)=0$,
-# i.e. whenever the variational posterior does not depend on $x$ — whatever $p(z\mid x)$ is (the
-# tiny example's $q=(\tfrac12,\tfrac12)$). Give every $q$-component the same mean and variance: then
-# $q(z\mid x)=1/8$ for all $x$, $\epsilon\equiv0$, but $\mathrm{KL}(q\,\|\,p)>0$ and
-# $\nabla\mathcal L=v\neq\nabla\log p$.
-
-# %%
-flat = GaussianSVFlow(np.zeros((n_components, d)), np.zeros((n_components, d)), p_means, p_log_vars)
-epsilon_flat = flat.epsilon(grid)
-grad_elbo_flat = central_difference(flat.elbo, grid, h=1e-5, batched=True)  # (41, 41, 2)
-print(f"x-independent q: max |epsilon| < 1e-12: {np.max(np.abs(epsilon_flat)) < 1e-12}")
-print(f"                 mean KL(q||p) on the grid = {flat.kl_gap(grid).mean():.4f}")
-print(f"                 grad ELBO == v (FD, 1e-6): "
-      f"{np.allclose(grad_elbo_flat, flat.field(grid), atol=1e-6)}")
-print(f"                 max |v - grad log p| = "
-      f"{np.max(np.abs(flat.field(grid) - flat.marginal_score(grid))):.3f}")
-assert np.max(np.abs(epsilon_flat)) < 1e-12
-assert flat.kl_gap(grid).mean() > 0.1
-
-# %% [markdown]
-# So $\epsilon_t=0$ does **not** imply $q_t=p_t$ (nor that the flow follows $\nabla\log p_t$). The
-# correct statement is one-directional: $q_t(\cdot\mid x)=p_t(\cdot\mid x)\Rightarrow\epsilon_t(x)=0$.
-# Proposition 3.2's "equality iff $q=p$" is fine (it is about the KL, which is zero only at $q=p$).
-# Recorded in [the errata](../ERRATA.md) (row "SVFlow — Liao, Theorem 3.3 (Eq. 12)").
-
-# %% [markdown]
-# ### App. A.2, Eq. (34): the cancelled term has $\nabla_x q$, not $\nabla_x\log q$
-#
-# The proof of Theorem 3.3 cancels $\int\log p_t(x)\,\nabla_x q_t(z\mid x)\,dz$ in Eq. (31), and Eq. (34)
-# justifies it, but with the integrand written $\log p_t(x)\,\nabla_x\log q_t(z\mid x)$. That term is not
-# zero: $\int\nabla_x\log q\,dz=\int\nabla_x q/q\,dz$ is not $\nabla_x\int q\,dz$. With the two-component
-# $q=\mathrm{softmax}(g)$ of the sympy cell above, the sum over $z$ of the printed integrand against the
-# intended one:
-
-# %%
-eq34_printed = sp.simplify(sum(log_p * sp.diff(sp.log(qz), x_sym) for qz in q))
-eq34_intended = sp.simplify(sum(log_p * sp.diff(qz, x_sym) for qz in q))
-display(Math(r"\sum_z\log p(x)\,\partial_x\log q(z\mid x)=" + sp.latex(eq34_printed)))
-display(Math(r"\sum_z\log p(x)\,\partial_x q(z\mid x)=" + sp.latex(eq34_intended)))
-assert eq34_intended == 0
-assert eq34_printed != 0
-at_point = eq34_printed.subs({g1: x_sym, g2: 0, l1: 1, l2: 1}).doit().subs(x_sym, 1)
-print(f"printed form at g = (x, 0), l = (1, 1) (so log p = 1), x = 1: {sp.simplify(at_point)} = {float(at_point):.4f}")
-assert abs(float(at_point)) > 0.1
-
-# %% [markdown]
-# The identity the proof needs, with $\nabla_x q$, holds (it is the same fact as Eq. (33)); as printed,
-# Eq. (34)'s first equality fails, so Theorem 3.3 stands but this line of its proof needs $\nabla_x q$.
-# Recorded in [the errata](../ERRATA.md) (row "SVFlow — Liao, App. A.2, Eq. (34)").
+# points vermilion) of the ideal SVFlow (left, Corollary 3.4) and of the misaligned one (right) over
+# $\log p(x)$. The ideal flow climbs $\log p$ at every step and gathers at the mixture modes (the mean
+# distance to the nearest mode, printed above, falls more than fourfold); the misaligned flow is pulled
+# by $q$'s rotated partition.
 #
 # ## Key takeaways
 #
@@ -358,8 +317,7 @@ assert abs(float(at_point)) > 0.1
 # 2. Why does the velocity equal $\nabla\log p(x)$ when $q$ is the true posterior?
 #
 #    ```{dropdown} Answer
-#    $\nabla\log p(x)=\nabla p(x)/p(x)=\sum_z p(z)\nabla p(x\mid z)/p(x)
-#    =\sum_z \frac{p(z)p(x\mid z)}{p(x)}\nabla\log p(x\mid z)=\sum_z p(z\mid x)\nabla\log p(x\mid z)$:
+#    $\nabla\log p(x)=\nabla p(x)/p(x)=\sum_z p(z)\nabla p(x\mid z)/p(x)=\sum_z \frac{p(z)p(x\mid z)}{p(x)}\nabla\log p(x\mid z)=\sum_z p(z\mid x)\nabla\log p(x\mid z)$:
 #    the posterior-weighted average of the scores (Fisher's identity).
 #    ```
 #
@@ -370,7 +328,95 @@ assert abs(float(at_point)) > 0.1
 #    $\epsilon=0$, while $q$ differs from the true posterior wherever the components are not equally
 #    likely (the tiny example at $x=0.5$: KL $=0.120$).
 #    ```
+
+# %% tags=["hide-cell"]
+# the numbers of the answers above
+x_q1 = 0.0
+log_lik_q1 = -0.5 * (x_q1 - centres) ** 2 - 0.5 * np.log(2 * np.pi)
+posterior_q1 = np.exp(log_lik_q1) / np.exp(log_lik_q1).sum()
+pulls_q1 = -(x_q1 - centres)
+gap_q1 = wrong_weights @ np.log(wrong_weights / posterior_q1)
+print(f"1. x = 0: posterior {posterior_q1}, pulls {pulls_q1}, averaged pull {posterior_q1 @ pulls_q1:.3f}, "
+      f"log p - ELBO = KL = {abs(gap_q1):.3f}")
+assert np.allclose(posterior_q1, 0.5) and abs(posterior_q1 @ pulls_q1) < 1e-15 and abs(gap_q1) < 1e-15
+print(f"3. uniform q at x = 0.5: KL(q || p(z|x)) = {kl_to_true_posterior:.3f}, epsilon = 0 (q does not depend on x)")
+
+# %% [markdown]
+# ## Checking the paper
 #
+# ### Proposition 3.2 and Theorem 3.3 on the 2-D mixture, to finite-difference precision
+#
+# On the 41 × 41 grid of the misaligned flow: Eq. (10) to round-off, and the ELBO gradient by central
+# finite differences against $v+\epsilon$ (closed form).
+
+# %% tags=["hide-cell"]
+gap_prop32 = np.max(np.abs(flow.log_marginal(grid) - flow.elbo(grid) - flow.kl_gap(grid)))
+grad_elbo = central_difference(flow.elbo, grid, h=1e-5, batched=True)  # (41, 41, 2)
+gap_thm33 = np.max(np.abs(grad_elbo - (flow.field(grid) + flow.epsilon(grid))))
+gradient_scale = np.max(np.abs(grad_elbo))
+print(f"Prop. 3.2: max |log p - ELBO - KL| on the grid          < 1e-12: {gap_prop32 < 1e-12}")
+print(f"Thm. 3.3 : max |FD grad ELBO - (v + eps)| / max|grad|   < 1e-6 : "
+      f"{gap_thm33 / gradient_scale < 1e-6}")
+print(f"KL(q||p) on the grid: min >= -1e-12: {flow.kl_gap(grid).min() >= -1e-12}, "
+      f"max = {flow.kl_gap(grid).max():.4f}")
+assert gap_prop32 < 1e-12
+assert gap_thm33 / gradient_scale < 1e-6
+assert flow.kl_gap(grid).min() >= -1e-12
+
+# %% [markdown]
+# ### "$\epsilon_t$ vanishes if and only if $q_t=p_t$": the *only if* part fails
+#
+# $\epsilon_t=\mathbb E_q[\log\frac pq\,\nabla_x\log q]$ is zero whenever $\nabla_x\log q(z\mid x)=0$,
+# i.e. whenever the variational posterior does not depend on $x$ — whatever $p(z\mid x)$ is (the
+# tiny example's $q=(\tfrac12,\tfrac12)$). Give every $q$-component the same mean and variance: then
+# $q(z\mid x)=1/8$ for all $x$, $\epsilon\equiv0$, but $\mathrm{KL}(q\,\|\,p)>0$ and
+# $\nabla\mathcal L=v\neq\nabla\log p$.
+
+# %% tags=["hide-cell"]
+flat = GaussianSVFlow(np.zeros((n_components, d)), np.zeros((n_components, d)), p_means, p_log_vars)
+epsilon_flat = flat.epsilon(grid)
+grad_elbo_flat = central_difference(flat.elbo, grid, h=1e-5, batched=True)  # (41, 41, 2)
+print(f"x-independent q: max |epsilon| < 1e-12: {np.max(np.abs(epsilon_flat)) < 1e-12}")
+print(f"                 mean KL(q||p) on the grid = {flat.kl_gap(grid).mean():.4f}")
+print(f"                 grad ELBO == v (FD, 1e-6): "
+      f"{np.allclose(grad_elbo_flat, flat.field(grid), atol=1e-6)}")
+print(f"                 max |v - grad log p| = "
+      f"{np.max(np.abs(flat.field(grid) - flat.marginal_score(grid))):.3f}")
+assert np.max(np.abs(epsilon_flat)) < 1e-12
+assert flat.kl_gap(grid).mean() > 0.1
+
+# %% [markdown]
+# So $\epsilon_t=0$ does **not** imply $q_t=p_t$ (nor that the flow follows $\nabla\log p_t$). The
+# correct statement is one-directional: $q_t(\cdot\mid x)=p_t(\cdot\mid x)\Rightarrow\epsilon_t(x)=0$.
+# Proposition 3.2's "equality iff $q=p$" is fine (it is about the KL, which is zero only at $q=p$).
+# Recorded in [the errata](../ERRATA.md) (row "SVFlow — Liao, Theorem 3.3 (Eq. 12)").
+
+# %% [markdown]
+# ### App. A.2, Eq. (34): the cancelled term has $\nabla_x q$, not $\nabla_x\log q$
+#
+# The proof of Theorem 3.3 cancels $\int\log p_t(x)\,\nabla_x q_t(z\mid x)\,dz$ in Eq. (31), and Eq. (34)
+# justifies it, but with the integrand written $\log p_t(x)\,\nabla_x\log q_t(z\mid x)$. That term is not
+# zero: $\int\nabla_x\log q\,dz=\int\nabla_x q/q\,dz$ is not $\nabla_x\int q\,dz$. With the two-component
+# $q=\mathrm{softmax}(g)$ of the sympy cell above, the sum over $z$ of the printed integrand against the
+# intended one:
+
+# %% tags=["hide-cell"]
+eq34_printed = sp.simplify(sum(log_p * sp.diff(sp.log(qz), x_sym) for qz in q))
+eq34_intended = sp.simplify(sum(log_p * sp.diff(qz, x_sym) for qz in q))
+display(Math(r"\sum_z\log p(x)\,\partial_x\log q(z\mid x)=" + sp.latex(eq34_printed)))
+display(Math(r"\sum_z\log p(x)\,\partial_x q(z\mid x)=" + sp.latex(eq34_intended)))
+assert eq34_intended == 0
+assert eq34_printed != 0
+at_point = eq34_printed.subs({g1: x_sym, g2: 0, l1: 1, l2: 1}).doit().subs(x_sym, 1)
+print(f"printed form at g = (x, 0), l = (1, 1) (so log p = 1), x = 1: {sp.simplify(at_point)} = {float(at_point):.4f}")
+assert abs(float(at_point)) > 0.1
+
+# %% [markdown]
+# The identity the proof needs, with $\nabla_x q$, holds (it is the same fact as Eq. (33)); as printed,
+# Eq. (34)'s first equality fails, so Theorem 3.3 stands but this line of its proof needs $\nabla_x q$.
+# Recorded in [the errata](../ERRATA.md) (row "SVFlow — Liao, App. A.2, Eq. (34)").
+
+# %% [markdown]
 # ## Reproducibility
 #
 # Everything on this page is exact (sympy) or deterministic numerics on fixed grids; the only

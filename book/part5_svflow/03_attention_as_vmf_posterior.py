@@ -30,6 +30,38 @@
 # [6.4 Multi-head attention](../part1_chapter6/6_4_multi_head.ipynb) (heads, $W_q,W_k,W_v,W_o$).
 # **Reading time:** about 40 minutes.
 #
+# ```{admonition} Symbols on this page
+# :class: note
+# | symbol | meaning | shape |
+# |---|---|---|
+# | $d$, $d_{\text{head}}$ | width of the states; width of one head | integers |
+# | $x$ ($x_q$ in Eq. 19) | the query token's state, on the unit sphere | $(d,)$ |
+# | $z$, $\mathcal Z$ | an earlier token, read as a latent component (an expert, in an MoE layer); $\mathcal Z$: all of them | index, set |
+# | $k_z$, $v_z$ | key and value vector of token $z$ | $(d,)$ |
+# | $u$, $u_z$ | value–output vector of token $z$ in the tiny example, $W_o W_v^\top v_z$ | $(d,)$ |
+# | $W$, $W_q,W_k,W_v,W_o$ | a head's query, key, value and output matrices (Chapter 6's $W^Q,\dots$); $W_{q,m}$ those of head $m$ | $(d,d_{\text{head}})$, $(d_{\text{head}},d)$ |
+# | $\kappa$, $\kappa_z$, $\mu_z$, $\kappa'_z$, $\mu'_z$ | a vMF concentration; those of key $z$'s bump, $\kappa_z\mu_z=W_q W_k^\top k_z$; primed, of the value–output vector of token $z$ | scalar, $(d,)$ |
+# | $C_d(\kappa)$, $I_\nu$, $\Gamma$ | the vMF normaliser; the modified Bessel and the gamma function in it | scalars |
+# | $q$ | $q(z\mid x)$: the attention weights, read as a posterior over tokens; $q(m\mid x)$: a weight per head | $(\lvert\mathcal Z\rvert,)$ |
+# | $f_{\text{Attn}}(x)$ | the output of attention at $x$ (heads summed, Eq. 4) | $(d,)$ |
+# | $h$, $m$ | the number of heads; a head (its weight in Eq. 21 is written $q(m\mid x)$) | integer, index |
+# | $L$, $\Delta t$ | number of weight-shared blocks; the step $1/L$ | integer, scalar |
+# | $\dot x$ | the velocity of a state along the flow | $(d,)$ |
+# | $X^L$, $X(1)$ | all token states after $L$ blocks; the flow's states at time 1 | $(n, d)$ |
+# | $g_z(x)$, $e_z(x)$ | the gate of expert $z$ (experts are the components $z$ of an MoE layer, $\lvert\mathcal Z\rvert$ of them); its output | scalar, $(d,)$ |
+# | $f$, $f_z$, $P$, $P_z$ | share of inputs whose largest gate is $z$; mean gate of $z$ ($f$, $P$: all of them) | scalars |
+# | $\mathcal J_{\text{bal}}$ | the load-balancing loss $\sum_zf_z P_z$ (Eq. 22) | scalar |
+# | $r$, $\delta$ | share of inputs routed with near-tied gates $(\tfrac12+\delta,\tfrac12-\delta)$ | scalars |
+# | $U$ | the uniform distribution | — |
+# | $N$, $a$, $\psi$, $p_{\text{key}}$ | number of random keys; the score vector $W_k W_q^\top x$; the kernel; the keys' density | integer, $(d,)$, function, density |
+# ```
+#
+# ```{admonition} In the paper's notation
+# :class: seealso
+# The paper writes $H$ for the number of heads and $h$ for a head (here $h$ and $m$, as in Chapter 6),
+# $E$ for the number of experts (here $\lvert\mathcal Z\rvert$), and $x_q$ for the query state.
+# ```
+#
 # *Source: Liao, Transformer as an Euler Discretization of Score-based Variational Flow, §2.3
 # (Eqs. 4–6), §4.2 (Eqs. 19–21), §4.3 (Eq. 22), §4.4, App. B.4 (kernel-smoothing limit, Eqs. 67–70).*
 
@@ -58,7 +90,7 @@ rng = np.random.default_rng(0)
 #
 # One head in $d=2$. The query token's state is $x=(1,0)$ on the unit circle; three earlier tokens
 # have keys $k_1=(1,0)$, $k_2=(0,1)$, $k_3=(-1,0)$, and the head's matrices are chosen so that
-# $W_qW_k^\top=2I$ (so the score of key $z$ is $2\,k_z^\top x$) and $W_oW_v^\top=I$ (so token $z$'s
+# $W_q W_k^\top=2I$ (so the score of key $z$ is $2\,k_z^\top x$) and $W_o W_v^\top=I$ (so token $z$'s
 # value vector $u_z$ passes unchanged): $u_1=(0,1)$, $u_2=(1,0)$, $u_3=(0,-1)$.
 #
 # - **Scores → weights.** The scores are $2, 0, -2$; the softmax gives $e^2:1:e^{-2}$, i.e. weights
@@ -70,7 +102,7 @@ rng = np.random.default_rng(0)
 #   the posterior "which bump produced $x$?" is the same $0.867, 0.117, 0.016$.
 # - **Values → the pull.** The head's output is $0.867\,u_1+0.117\,u_2+0.016\,u_3=(0.117, 0.851)$: the
 #   posterior-weighted average of the values — an SVFlow velocity, if each value is a pull (a score).
-# - **One block.** Residual addition and RMSNorm: $x+f=(1.117, 0.851)$, length $1.404$, so the next
+# - **One block.** Residual addition and RMSNorm: $x+f_{\text{Attn}}(x)=(1.117, 0.851)$, length $1.404$, so the next
 #   state is $(0.796, 0.606)$ — one Euler step of the flow, retracted to the circle.
 
 # %%
@@ -85,7 +117,7 @@ head = weights @ values
 next_state = (x + head) / np.linalg.norm(x + head)
 print(f"scores {scores}; softmax weights {np.round(weights, 3)}; "
       f"Bayes posterior {np.round(bayes_posterior, 3)}")
-print(f"head output {np.round(head, 3)}; x + f = {np.round(x + head, 3)}, "
+print(f"head output {np.round(head, 3)}; x + f_Attn(x) = {np.round(x + head, 3)}, "
       f"length {np.linalg.norm(x + head):.3f}; next state {np.round(next_state, 3)}")
 assert np.allclose(weights, bayes_posterior, atol=1e-15)
 
@@ -105,9 +137,9 @@ print("head_output and rms_norm reproduce the hand computation (to 1e-12)")
 # %% [markdown]
 # ## Attention weights are a posterior over keys (Eq. 19)
 #
-# In general the score of key $k_z$ for the query state $x_q$ is $k_z^\top W_kW_q^\top x_q$ (Eq. 5). It
+# In general the score of key $k_z$ for the query state $x_q$ is $k_z^\top W_k W_q^\top x_q$ (Eq. 5). It
 # is linear in $x_q$, so it can be written as $\kappa_z\mu_z^\top x_q$ with the natural parameter
-# $\kappa_z\mu_z=W_qW_k^\top k_z$: a concentration $\kappa_z$ (its length) and a mean direction $\mu_z$
+# $\kappa_z\mu_z=W_q W_k^\top k_z$: a concentration $\kappa_z$ (its length) and a mean direction $\mu_z$
 # on the sphere. With a uniform prior over the keys, Bayes' rule over the *unnormalised* bumps
 # $\exp(\kappa_z\mu_z^\top x)$ is a softmax over the same scores — the attention weights are a
 # {term}`variational posterior` over keys. (The paper's Eq. 5 has no $1/\sqrt{d_{\text{head}}}$: we fold
@@ -138,10 +170,10 @@ assert np.allclose(posterior, attention_weights[0], atol=1e-14)
 #
 # ## Value vectors are pulls: a head's output is an SVFlow velocity (Eq. 20)
 #
-# The value–output vector of token $z$, $W_oW_v^\top v_z$, does not depend on the query state $x$ —
+# The value–output vector of token $z$, $W_o W_v^\top v_z$, does not depend on the query state $x$ —
 # exactly like the Euclidean score $\kappa'_z\mu'_z$ of a vMF bump ([5.1](01_spherical_geometry.ipynb)).
 # Read that way, the head's
-# output $\sum_z q(z\mid x)\,W_oW_v^\top v_z$ is the posterior-weighted average of scores: the SVFlow
+# output $\sum_z q(z\mid x)\,W_o W_v^\top v_z$ is the posterior-weighted average of scores: the SVFlow
 # velocity of Eq. (9) for this head (Eq. 20). The library's `MultiHeadAttention` (Eq. 4, heads summed)
 # equals the sum of the per-head velocities (row convention: head $h$ uses column block $h$ of
 # $W_q,W_k,W_v$ and row block $h$ of $W_o$):
@@ -215,7 +247,7 @@ same_as_library = np.allclose(block_stack(16), library_16, atol=1e-12)
 print(f"block stack == spherical_euler_flow at L = 16: {same_as_library}")
 print(f"convergence slope vs L: relaxed retraction {slope_block:.2f}, "
       f"geodesic Euler {slope_geodesic:.2f}")
-assert abs(slope_block + 1) < 0.15
+assert abs(slope_block + 1) < 0.15  # Figure 5.3.1: both converge at first order (slope -1)
 assert abs(slope_geodesic + 1) < 0.15
 
 # %%
@@ -239,15 +271,15 @@ plt.show()
 #
 # ## Mixture-of-experts gates read the same way (Eq. 6, Eq. 22)
 #
-# A mixture-of-experts (MoE) layer computes $\sum_z g_z(x)\,e_z(x)$ (Eq. 6): a gate network gives
+# A {term}`mixture-of-experts <mixture of experts>` (MoE) layer computes $\sum_z g_z(x)\,e_z(x)$ (Eq. 6): a gate network gives
 # weights $g_z(x)\ge0$ that add up to 1, and expert network $z$ gives a vector $e_z(x)$. In the SVFlow
 # reading the gates are the posterior $q(z\mid x)$ over experts and each expert approximates a pull
 # $\nabla_x\log p(x\mid z)$; a plain feed-forward network is the case of one expert. MoE training is
 # known to collapse onto a few experts unless a load-balancing loss is added (Eq. 22),
-# $\mathcal J_{\text{bal}}=\sum_z f_zP_z$, where $f_z$ is the fraction of inputs
+# $\mathcal J_{\text{bal}}=\sum_z f_z P_z$, where $f_z$ is the fraction of inputs
 # whose largest gate is expert $z$ and $P_z$ is the average gate of expert $z$. The paper reads it as a
 # coarse version of the consistency term of 5.2: it pushes the *population* of gates towards using
-# every expert equally. With $E=2$ experts and 4 inputs, by hand:
+# every expert equally. With two experts and 4 inputs, by hand:
 
 # %%
 gates_by_hand = np.array([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.3, 0.7]])  # (inputs, experts)
@@ -261,6 +293,58 @@ assert abs(J_by_hand - (0.75 * 0.65 + 0.25 * 0.35)) < 1e-12
 # gives 1. Whether uniform use is really the *minimum*, as the paper states, is checked below — it is
 # not.
 #
+# ## Key takeaways
+#
+# - Attention weights are Bayes' rule over keys: each key $k_z$ stands for an unnormalised vMF bump
+#   with natural parameter $W_q W_k^\top k_z$, and the softmax is the posterior under a uniform prior.
+# - A value–output vector does not depend on the query, like the vMF score $\kappa\mu$; the head's
+#   output is the posterior-weighted average of these pulls — an SVFlow velocity (Eq. 20).
+# - Residual + RMSNorm blocks with step $1/L$ converge to the flow on the sphere at first order: a
+#   transformer is a (time-dependent) Euler discretisation of a spherical SVFlow.
+# - Two formulas need fixing: Eq. (21)'s uniform head weights give $f_{\text{Attn}}/h$, and the
+#   load-balancing loss (22) is not minimised by a uniform expert marginal
+#   ([checked below](#checking-the-paper)).
+#
+# ## Check your understanding
+#
+# 1. In the tiny example, double the concentration ($W_q W_k^\top=4I$). What happens to the weights,
+#    and what does that mean for the vMF bumps?
+#
+#    ```{dropdown} Answer
+#    The scores become $4, 0, -4$ and the weights are in the ratio $e^4:1:e^{-4}$, i.e.
+#    $0.982, 0.018, 0.0003$ — nearly all of the weight on key 1: the bumps are narrower (larger $\kappa$), so the
+#    posterior is more certain that the bump centred on $x$'s own direction produced it. Sharper attention
+#    is higher concentration.
+#    ```
+#
+# 2. Why must the vMF components of Eq. (19) be *unnormalised* for the posterior to equal the
+#    attention weights exactly?
+#
+#    ```{dropdown} Answer
+#    A normalised vMF density carries the factor $C_d(\kappa_z)$, which depends on the key through
+#    $\kappa_z=\lVert W_q W_k^\top k_z\rVert$. In the posterior it adds $\log C_d(\kappa_z)$ to key $z$'s
+#    score — a bias attention does not have. Only if all keys had the same $\kappa$ would it cancel.
+#    ```
+#
+# 3. A stack of $L=32$ weight-shared blocks misses the flow's time-1 position by some distance. About
+#    how far off would $L=64$ be, and why?
+#
+#    ```{dropdown} Answer
+#    About half as far: forward Euler is first-order, so the error is proportional to the step
+#    $1/L$ (Figure 5.3.1, slope $-1$; measured, the ratio of the two distances is 0.49). The relaxed
+#    retraction changes the constant, not the order.
+#    ```
+
+# %% tags=["hide-cell"]
+# the numbers of the answers above
+sharper = np.exp(4 * keys @ x) / np.exp(4 * keys @ x).sum()
+print(f"1. scores {4 * keys @ x}: weights {np.round(sharper, 4)} (kappa = 2: {np.round(weights, 3)})")
+assert sharper[0] > 0.98 and sharper[0] > weights[0]
+ratio_64_32 = error_block[layer_counts == 64][0] / error_block[layer_counts == 32][0]
+print(f"3. distance at L = 64 / distance at L = 32 = {ratio_64_32:.2f}")
+assert abs(ratio_64_32 - 0.5) < 0.05
+
+# %% [markdown]
 # ## Checking the paper
 #
 # ### Eq. (19) needs the components unnormalised
@@ -272,7 +356,7 @@ assert abs(J_by_hand - (0.75 * 0.65 + 0.25 * 0.35)) < 1e-12
 # components with a 10% spread of $\kappa$ around $\kappa_0$ (the paper's Fig. 4 reports $\kappa\sim10^2$,
 # $10^3$ and $10^5$ for its three models), and the KL divergence between the two posteriors:
 
-# %%
+# %% tags=["hide-cell"]
 kappa_centres = np.array([10.0, 1e2, 1e3, 1e4, 1e5])
 widths = (16, 64, 896)
 print(f"{'kappa_0':>8} | " + " | ".join(f"KL d={width:<4}" for width in widths))
@@ -293,7 +377,7 @@ for kappa_centre in kappa_centres:
     print(f"{kappa_centre:8.0f} | " + " | ".join(f"{value:9.4f}" for value in row))
 table = np.array(table)
 
-# %%
+# %% tags=["hide-cell"]
 equal_concentrations = np.full(n_tokens, 50.0)
 gap_equal = float(categorical_kl(
     vmf_attention_log_posterior(point, equal_concentrations, directions),
@@ -312,31 +396,31 @@ assert table[2, 2] > 10 * table[0, 2]
 #
 # ### Eq. (21): the head weighting is off by the number of heads
 
-# %%
+# %% tags=["hide-cell"]
 expectation = multihead_as_expectation(states, every_query_sees_all, every_query_sees_all,
                                        heads)  # uniform head weights q(h|x) = 1/H
 ratio = np.linalg.norm(mha_output) / np.linalg.norm(expectation)
-print(f"Eq. (21) with q(h|x) = 1/H: ||f_Attn|| / ||E_q(h) q(z|h)[score]|| = {ratio:.6f}  "
-      f"(H = {n_heads})")
+print(f"Eq. (21) with q(m|x) = 1/h: ||f_Attn|| / ||E_q(m) q(z|m)[score]|| = {ratio:.6f}  "
+      f"(h = {n_heads} heads)")
 assert np.allclose(expectation * n_heads, mha_output, atol=1e-12)
 
 # %% [markdown]
 # Eq. (4) **sums** the heads; the expectation of Eq. (21) with the "standard" uniform weighting
-# $q(h\mid x)=1/H$ **averages** them, so it equals $f_{\text{Attn}}/H$. For Eq. (21) to reproduce Eq. (4)
-# either the conditional scores must be $\nabla_x\log p(x\mid z,h)=H\,W_{o,h}W_{v,h}^\top v_z$ (vMF
-# concentrations scaled by $H$), or the head "weights" must be 1 rather than a distribution. A factor,
+# $q(m\mid x)=1/h$ **averages** them, so it equals $f_{\text{Attn}}/h$. For Eq. (21) to reproduce Eq. (4)
+# either the conditional scores must be $\nabla_x\log p(x\mid z,m)=h\,W_{o,m}W_{v,m}^\top v_z$ (vMF
+# concentrations scaled by $h$), or the head "weights" must be 1 rather than a distribution. A factor,
 # but it matters when the metrics of §6 read $\kappa'$ off the value–output vectors. Recorded in
 # [the errata](../ERRATA.md) (row "SVFlow — Liao, §4.2, Eq. (21)").
 #
 # ### The kernel-smoothing limit (App. B.4, Eqs. 67–70)
 #
 # With keys drawn independently from $p_{\text{key}}=\mathcal N(0,I_d)$ and kernel
-# $\psi(x,k)=\exp(a^\top k)$, $a=W_kW_q^\top x$ (column form), the continuous posterior (70) is
+# $\psi(x,k)=\exp(a^\top k)$, $a=W_k W_q^\top x$ (column form), the continuous posterior (70) is
 # $q(k\mid x)\propto e^{a^\top k}\mathcal N(k;0,I)=\mathcal N(k;a,I)$, so the smoothed mean of the keys
 # is exactly $a$. The attention-weighted mean $\sum_z q(z\mid x)k_z$ should converge to it as the
 # number of keys $N$ grows.
 
-# %%
+# %% tags=["hide-cell"]
 W_q_small, W_k_small = W_q / 2, W_k / 2
 a_column = W_k_small @ (W_q_small.T @ x_q)  # k . a is the score of key k
 key_counts = np.array([10, 100, 1000, 10_000, 100_000])
@@ -364,24 +448,24 @@ assert abs(slope_keys + 0.5) < 0.1
 # ### Eq. (22) is not minimised by a uniform expert marginal
 #
 # The paper: "minimizing $\mathcal J_{\text{bal}}$ matches the marginal expert distribution to a
-# uniform prior". A uniform router gives $\mathcal J_{\text{bal}}=1/E$, and a collapsed one gives 1.
-# But $1/E$ is not the minimum. With $E=2$, route a fraction $a$ of the inputs with gates
+# uniform prior". With $\lvert\mathcal Z\rvert$ experts a uniform router gives $\mathcal J_{\text{bal}}=1/\lvert\mathcal Z\rvert$, and a collapsed one gives 1.
+# But $1/\lvert\mathcal Z\rvert$ is not the minimum. With two experts, route a share $r$ of the inputs with gates
 # $(\tfrac12+\delta,\tfrac12-\delta)$ (largest gate: expert 1) and the rest with gates $(0,1)$; sympy
-# writes $\mathcal J_{\text{bal}}$ and minimises it over $a$ as $\delta\to0$:
+# writes $\mathcal J_{\text{bal}}$ and minimises it over $r$ as $\delta\to0$:
 
-# %%
-share, delta = sp.symbols("a delta", nonnegative=True)
+# %% tags=["hide-cell"]
+share, delta = sp.symbols("r delta", nonnegative=True)
 f_1, P_1 = share, share * (sp.Rational(1, 2) + delta)
 J_bal = sp.expand(f_1 * P_1 + (1 - f_1) * (1 - P_1))
 J_tied = J_bal.subs(delta, 0)
 best_share = sp.solve(sp.diff(J_tied, share), share)[0]
-display(Math(r"\mathcal J_{\mathrm{bal}}(a,\delta)=" + sp.latex(J_bal)))
-display(Math(r"\delta\to0:\ \mathcal J_{\mathrm{bal}}(a)=" + sp.latex(J_tied)
-             + r",\quad a^*=" + sp.latex(best_share)
-             + r",\quad \mathcal J_{\mathrm{bal}}(a^*)=" + sp.latex(J_tied.subs(share, best_share))
-             + r",\quad P_1(a^*)=" + sp.latex(P_1.subs({share: best_share, delta: 0}))))
+display(Math(r"\mathcal J_{\mathrm{bal}}(r,\delta)=" + sp.latex(J_bal)))
+display(Math(r"\delta\to0:\ \mathcal J_{\mathrm{bal}}(r)=" + sp.latex(J_tied)
+             + r",\quad r^*=" + sp.latex(best_share)
+             + r",\quad \mathcal J_{\mathrm{bal}}(r^*)=" + sp.latex(J_tied.subs(share, best_share))
+             + r",\quad P_1(r^*)=" + sp.latex(P_1.subs({share: best_share, delta: 0}))))
 
-# %%
+# %% tags=["hide-cell"]
 n_inputs = 400
 gates = np.array([[0.5 + 1e-9, 0.5 - 1e-9]] * int(0.75 * n_inputs)
                  + [[0.0, 1.0]] * int(0.25 * n_inputs))  # (400, 2)
@@ -399,7 +483,7 @@ assert abs(P_toy[0] - 0.375) < 1e-6
 # different marginals — the hard-assignment fractions $f$ and the soft probabilities $P$ — down, and
 # near-tied gates let them disagree. In practice (Switch Transformer) $f$ is not differentiated and
 # the loss is used as a penalty next to the task loss, where it does tend to spread the load; the
-# clean statement is "$\mathcal J_{\text{bal}}=1/E$ when $f$ or $P$ is uniform", not "minimising it makes
+# clean statement is "$\mathcal J_{\text{bal}}=1/\lvert\mathcal Z\rvert$ when $f$ or $P$ is uniform", not "minimising it makes
 # the marginal uniform". §5 (Related Work) repeats the claim, attributed to its reference [27]. Recorded
 # in [the errata](../ERRATA.md) (row "SVFlow — Liao, §4.3, after Eq. (22); §5 (Related Work, on [27])").
 #
@@ -412,7 +496,7 @@ assert abs(P_toy[0] - 0.375) < 1e-6
 # 3000 steps — a step small enough that the curves are resolved) and state only what all five agree
 # on, with margins.
 
-# %%
+# %% tags=["hide-cell"]
 n_experts, n_points, n_steps, learning_rate = 4, 2000, 3000, 2.0
 W_start = np.array([[3.0, 0.0, -1.0, 0.0],
                     [0.0, 1.0, 0.0, -1.0]])  # starts almost collapsed on expert 0
@@ -434,7 +518,7 @@ def train_router(points: np.ndarray) -> np.ndarray:
     return np.array(history)
 
 
-# %%
+# %% tags=["hide-cell"]
 seeds = range(5)
 histories = np.stack([train_router(np.random.default_rng(s).standard_normal((n_points, 2))
                                    + np.array([2.0, 0.0]))
@@ -452,11 +536,11 @@ print(f"step {n_steps}: mean KL(q(.|x)||U) between 0.15 and 0.35 in {softened}/{
 assert np.all(start[:, 1] > 0.9)
 assert np.all(start[:, 2] > 1.1)
 assert np.all(end[:, 0] < 0.35)
-assert np.all(end[:, 1] < 0.06)
+assert np.all(end[:, 1] < 0.06)  # Figure 5.3.2: KL(P||U) falls below 0.06, near uniform
 assert np.all((end[:, 2] > 0.15) & (end[:, 2] < 0.35))
 assert np.all(end[:, 2] > 3 * end[:, 1])
 
-# %%
+# %% tags=["hide-cell"]
 fig, ax = plt.subplots()
 for i, history in enumerate(histories):
     ax.plot(history[:, 0], color="C0", lw=1, alpha=0.7,
@@ -479,49 +563,11 @@ plt.show()
 # stay far from uniform: their mean KL to uniform stays several times the marginal's (the counts
 # above). The loss constrains the population marginal much more than each $q(\cdot\mid x)$ — the
 # "coarse-grained" reading of §4.3 — even though its global minimiser is not the uniform marginal
-# (cell above). The dotted line is $1/E$. (With a step too large to resolve the curves, the per-input
+# (cell above). The dotted line is $1/\lvert\mathcal Z\rvert$. (With a step too large to resolve the curves, the per-input
 # KL stays near its starting value instead, and by how much changes from one CPU to another: an
 # artefact of the step, not a property of the loss.)
-#
-# ## Key takeaways
-#
-# - Attention weights are Bayes' rule over keys: each key $k_z$ stands for an unnormalised vMF bump
-#   with natural parameter $W_qW_k^\top k_z$, and the softmax is the posterior under a uniform prior.
-# - A value–output vector does not depend on the query, like the vMF score $\kappa\mu$; the head's
-#   output is the posterior-weighted average of these pulls — an SVFlow velocity (Eq. 20).
-# - Residual + RMSNorm blocks with step $1/L$ converge to the flow on the sphere at first order: a
-#   transformer is a (time-dependent) Euler discretisation of a spherical SVFlow.
-# - Two formulas need fixing: Eq. (21)'s uniform head weights give $f_{\text{Attn}}/H$, and the
-#   load-balancing loss (22) is not minimised by a uniform expert marginal.
-#
-# ## Check your understanding
-#
-# 1. In the tiny example, double the concentration ($W_qW_k^\top=4I$). What happens to the weights,
-#    and what does that mean for the vMF bumps?
-#
-#    ```{dropdown} Answer
-#    The scores become $4, 0, -4$ and the weights are in the ratio $e^4:1:e^{-4}$ — nearly all of
-#    the weight on key 1: the bumps are narrower (larger $\kappa$), so the posterior is more certain that the bump centred on
-#    $x$'s own direction produced it. Sharper attention is higher concentration.
-#    ```
-#
-# 2. Why must the vMF components of Eq. (19) be *unnormalised* for the posterior to equal the
-#    attention weights exactly?
-#
-#    ```{dropdown} Answer
-#    A normalised vMF density carries the factor $C_d(\kappa_z)$, which depends on the key through
-#    $\kappa_z=\lVert W_qW_k^\top k_z\rVert$. In the posterior it adds $\log C_d(\kappa_z)$ to key $z$'s
-#    score — a bias attention does not have. Only if all keys had the same $\kappa$ would it cancel.
-#    ```
-#
-# 3. A stack of $L=32$ weight-shared blocks misses the flow's time-1 position by some distance. About
-#    how far off would $L=64$ be, and why?
-#
-#    ```{dropdown} Answer
-#    About half as far: forward Euler is first-order, so the error is proportional to the step
-#    $1/L$ (Figure 5.3.1, slope $-1$). The relaxed retraction changes the constant, not the order.
-#    ```
-#
+
+# %% [markdown]
 # ## Reproducibility
 #
 # Random weights, states and keys are seeded (generator seeds 0–3, 100·repeat + log10 N for the key

@@ -12,7 +12,7 @@ of full width (Chapter 6, Exercise 4).
 
 Compared with ``torch.nn.MultiheadAttention`` (``batch_first=True``), which computes ``x A^T + b``,
 ``W_q = in_proj_weight[:d].T`` and ``W_o = out_proj.weight.T``;
-:meth:`MultiHeadAttention.from_torch_state_dict` / :meth:`~MultiHeadAttention.to_torch_state_dict`
+:meth:`MultiHeadAttention.from_torch_state_dict` / :meth:`~MultiHeadAttention.torch_state_arrays`
 do the conversion.
 
 **Mask polarity.** Here a boolean mask is True where a query *may attend* (as torch's
@@ -295,19 +295,18 @@ class MultiHeadAttention:
             mha.b_o[...] = b_out
         return mha
 
-    def to_torch_state_dict(self) -> dict[str, Any]:
-        """State dict (torch tensors) for ``torch.nn.MultiheadAttention(d_model, num_heads,
-        bias=self.bias, batch_first=True)``. Masks do not travel with it: give the torch module
+    def torch_state_arrays(self) -> dict[str, np.ndarray]:
+        """The state of ``torch.nn.MultiheadAttention(d_model, num_heads, bias=self.bias, batch_first=True)``
+        as numpy arrays under torch's names (``{k: torch.from_numpy(v) for k, v in ...items()}`` is its
+        ``state_dict``; this module never imports torch). Masks do not travel with it: give the torch module
         ``mask_to_torch(mask)`` (its boolean masks mean "blocked", ours "may attend")."""
-        import torch
-
         sd = {
-            "in_proj_weight": torch.from_numpy(np.ascontiguousarray(self.W_qkv.T)),
-            "out_proj.weight": torch.from_numpy(np.ascontiguousarray(self.W_o.T)),
+            "in_proj_weight": np.ascontiguousarray(self.W_qkv.T),
+            "out_proj.weight": np.ascontiguousarray(self.W_o.T),
         }
         if self.bias:
-            sd["in_proj_bias"] = torch.from_numpy(self.b_qkv.copy())
-            sd["out_proj.bias"] = torch.from_numpy(self.b_o.copy())
+            sd["in_proj_bias"] = self.b_qkv.copy()
+            sd["out_proj.bias"] = self.b_o.copy()
         return sd
 
 
@@ -358,13 +357,12 @@ def key_mask_from_torch(key_padding_mask: Any) -> np.ndarray:
     return ~m if m.dtype == np.bool_ else m
 
 
-def mask_to_torch(mask: object) -> Any:
-    """Our mask (bool: True = may attend; float: additive) as a ``torch.nn.MultiheadAttention``
-    ``attn_mask`` tensor (bool: True = blocked; float unchanged). A per-head mask
-    ``(B, num_heads, T, T_keys)`` becomes torch's ``(B * num_heads, T, T_keys)``."""
-    import torch
-
+def mask_to_torch(mask: object) -> np.ndarray:
+    """Our mask (bool: True = may attend; float: additive) in ``torch.nn.MultiheadAttention``'s ``attn_mask``
+    convention (bool: True = blocked; float unchanged), as a contiguous array (``torch.from_numpy`` of it is
+    the tensor; this module never imports torch). A per-head mask ``(B, num_heads, T, T_keys)`` becomes
+    torch's ``(B * num_heads, T, T_keys)``."""
     m = np.asarray(mask)
     if m.ndim == 4:
         m = m.reshape((m.shape[0] * m.shape[1],) + m.shape[2:])  # (B * h, T, T_keys)
-    return torch.from_numpy(np.ascontiguousarray(~m if m.dtype == np.bool_ else m))
+    return np.ascontiguousarray(~m if m.dtype == np.bool_ else m)

@@ -40,7 +40,7 @@ from nextword._validate import (
 from nextword.embedding import embed
 from nextword.attention.kv_cache import KVCache
 from nextword.decoder.layers import TransformerBlock, layer_norm, rms_norm
-from nextword.positions import sinusoidal_encoding
+from nextword.positions import ENCODINGS, sinusoidal_encoding
 
 __all__ = ["DecoderConfig", "DecoderLM"]
 
@@ -75,7 +75,7 @@ class DecoderConfig:
         if self.d_model % self.num_heads:
             raise ValueError(f"num_heads={self.num_heads} must divide d_model={self.d_model}")
         choices = {
-            "positional": ("sinusoidal", "learned", "rope", "none"),
+            "positional": tuple(ENCODINGS),
             "norm": ("layer", "rms"),
             "activation": ("gelu", "gelu_tanh", "relu"),
             "dtype": ("float64", "float32"),

@@ -70,6 +70,12 @@ def _corpus(text: str) -> str:
     )
 
 
+def _margin_methods() -> tuple[str, ...]:
+    from nextword.torch.barrier.prior import METHODS
+
+    return METHODS
+
+
 def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--config",
@@ -89,7 +95,7 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
         default=None,
         help="k positions per sequence for the margin term (0: all, exact)",
     )
-    p.add_argument("--margin-method", default=None, choices=["sylvester", "direct", "second_moment"])
+    p.add_argument("--margin-method", default=None, choices=_margin_methods())
     p.add_argument("--eval-windows", type=_positive_int, default=None, help="validation windows per evaluation")
     p.add_argument("--max-chars", type=_positive_int, default=None, help="truncate the corpus (quick runs)")
     p.add_argument("--checkpoint-every", type=_positive_int, default=None)
@@ -117,7 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("sweep", help="λ regularisation path (Table 1 / Fig. 7.6)")
     _add_run_args(s)
     s.add_argument("--lambdas", type=_floats, default=None, help="comma-separated λ values")
-    s.add_argument("--sigma", type=_nonnegative_float, default=0.3)
+    s.add_argument(
+        "--sigma", type=_nonnegative_float, default=None, help="σ of the noisy column (default: Table 1's, 0.3)"
+    )
     rep = sub.add_parser("report", help="print tables from run / sweep directories or JSON files")
     rep.add_argument("paths", nargs="+")
     f = sub.add_parser("fetch", help="download WikiText-2 raw (checksum-verified)")
@@ -253,13 +261,14 @@ def _robustness(args) -> int:
 
 
 def _sweep(args) -> int:
+    from nextword.torch.barrier.config import TABLE1_SIGMA
     from nextword.torch.barrier.sweep import PAPER_LAMBDAS, run_sweep
 
     table = run_sweep(
         config_from_args(args),
         args.lambdas or PAPER_LAMBDAS,
         args.out,
-        sigma=args.sigma,
+        sigma=TABLE1_SIGMA if args.sigma is None else args.sigma,
         device=args.device,
         progress=not args.no_progress,
     )

@@ -175,7 +175,7 @@ def test_sdpa_bad_inputs():
 # --------------------------------------------------------------------------- multi-head attention
 def _torch_mha(mha: MultiHeadAttention) -> "torch.nn.MultiheadAttention":
     ref = torch.nn.MultiheadAttention(mha.d_model, mha.num_heads, bias=mha.bias, batch_first=True, dtype=torch.float64)
-    ref.load_state_dict(mha.to_torch_state_dict())
+    ref.load_state_dict({k: torch.from_numpy(v) for k, v in mha.torch_state_arrays().items()})
     return ref.eval()
 
 

@@ -157,7 +157,7 @@ def test_mha_differential_against_torch_module(case):
     np.testing.assert_allclose(y[~rows], np.broadcast_to(b_o, y[~rows].shape), atol=1e-12)
     # the way back: our mask -> torch polarity
     if mask is not None and kind in ("shared", "per_head", "float"):
-        np.testing.assert_array_equal(mask_to_torch(mask).numpy(), blocked.numpy())
+        np.testing.assert_array_equal(mask_to_torch(mask), blocked.numpy())
 
 
 def test_per_example_mask_is_not_taken_for_a_head_mask():

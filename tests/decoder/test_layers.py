@@ -88,7 +88,7 @@ def _torch_block(blk: TransformerBlock, X: np.ndarray) -> np.ndarray:
     """An independent torch forward of the same block (nn.MultiheadAttention + F.layer_norm/rms_norm)."""
     d = X.shape[-1]
     mha = torch.nn.MultiheadAttention(d, blk.attn.num_heads, bias=False, batch_first=True, dtype=torch.float64)
-    mha.load_state_dict(blk.attn.to_torch_state_dict())
+    mha.load_state_dict({k: torch.from_numpy(v) for k, v in blk.attn.torch_state_arrays().items()})
     T = X.shape[-2]
     mask = torch.triu(torch.ones(T, T, dtype=torch.bool), 1) if blk.causal else None
 

@@ -69,7 +69,7 @@ def draw_barrier_landscape(
     """Draw the landscape of the log-barrier penalty in two panels and return the two axes.
 
     (a) ``−log m`` for ``m ∈ (0, margin_max]``: the wall as ``m → 0``, zero at ``m = 1`` (an untrained
-    prior, ``W = 0``), the region ``m < 1`` that a positive coupling ``a > 0`` produces
+    prior, ``A = 0``), the region ``m < 1`` that a positive coupling ``a > 0`` produces
     (``m = 1 − a Var_t``) and the region ``m > 1`` of a negative coupling (``m = 1 + |a| Var_t``); an
     arrow shows that gradient descent on the penalty increases ``m`` everywhere (its slope ``−1/m`` is
     negative), so it never turns back towards the wall.
@@ -96,7 +96,7 @@ def draw_barrier_landscape(
     ax_wall.axhline(0, color="0.5", lw=0.8)
     ax_wall.plot([1], [0], "o", color="k")
     ax_wall.annotate(
-        "untrained prior\n($W=0$, $m=1$)",
+        "untrained prior\n($A=0$, $m=1$)",
         (1, 0),
         (1.25, 1.6),
         fontsize=8,

@@ -2,8 +2,7 @@
 
 The pieces take a matplotlib ``Axes`` in data coordinates (the caller sets limits and hides the axes
 with :func:`blank`): :func:`box` (a labelled rounded box), :func:`arrow` (an arrow between two points),
-:func:`token_row` (a row of word boxes, one per position) and :func:`matrix_cells` (a matrix as a grid
-of coloured cells, diverging colours centred on zero). :func:`recurrence_vs_attention` draws the
+:func:`token_row` (a row of word boxes, one per position). :func:`recurrence_vs_attention` draws the
 dependency graphs of §6.1 from :func:`nextword.chapter6.rnn_graph` and
 :func:`nextword.chapter6.attention_graph`, so the picture has exactly the library's edges.
 
@@ -18,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["COLOURS", "arrow", "blank", "box", "matrix_cells", "recurrence_vs_attention", "token_row"]
+__all__ = ["COLOURS", "arrow", "blank", "box", "recurrence_vs_attention", "token_row"]
 
 #: One colour per role, the same in every schematic: inputs, states/outputs, queries, keys, values, highlight.
 COLOURS = {
@@ -110,35 +109,6 @@ def token_row(
     for centre, label in zip(centres, labels):
         box(ax, centre, label, width=width, colour=colour, fontsize=fontsize)
     return centres
-
-
-def matrix_cells(
-    ax,
-    values,
-    *,
-    row_labels: Sequence[str] = (),
-    col_labels: Sequence[str] = (),
-    fmt: str = "{:.2f}",
-    cmap: str = "RdBu_r",
-    limit: float | None = None,
-):
-    """A matrix as a grid of cells with its numbers written in; colours diverge from white at zero.
-
-    ``values`` has shape (rows, cols); ``limit`` is the colour scale's half-range (default: max |value|).
-    NaN cells (e.g. masked positions) are drawn grey and labelled "—". Returns the image.
-    """
-    values = np.asarray(values, dtype=float)
-    if values.ndim != 2:
-        raise ValueError(f"values must be a matrix (rows, cols), got shape {values.shape}")
-    finite = values[np.isfinite(values)]
-    m = limit if limit is not None else (float(np.abs(finite).max()) if finite.size else 1.0) or 1.0
-    image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=-m, vmax=m)
-    image.cmap.set_bad("#d9d9d9")
-    for (i, j), v in np.ndenumerate(values):
-        ax.text(j, i, "—" if not np.isfinite(v) else fmt.format(v), ha="center", va="center", fontsize=8)
-    ax.set_xticks(range(values.shape[1]), list(col_labels) or range(1, values.shape[1] + 1))
-    ax.set_yticks(range(values.shape[0]), list(row_labels) or range(1, values.shape[0] + 1))
-    return image
 
 
 def _shortest_path(adjacency: np.ndarray, source: int, target: int) -> list[tuple[int, int]]:

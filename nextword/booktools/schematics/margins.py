@@ -142,8 +142,8 @@ def draw_residual_fold(
 ) -> dict[float, np.ndarray]:
     """Plot ``x_t ↦ e_t`` for fixed ``past`` tokens, one curve per coupling ``a`` (``d = 1``, ``w_V = 1``).
 
-    Where the margin ``∂e_t/∂x_t`` is negative the curve is drawn thick and red: there the map runs
-    backwards and is not one-to-one. When ``noise`` is given, a horizontal line marks that noise value
+    Where the margin ``∂e_t/∂x_t`` is negative the curve runs over a thick reddish-purple band: there the
+    map runs backwards and is not one-to-one. When ``noise`` is given, a horizontal line marks that noise value
     and dots mark every ``x_t`` with ``e_t(x_t) = noise`` (found as sign changes on the grid).
 
     Returns ``{a: preimages}``: the ``x_t`` values (sorted) that the map sends to ``noise`` for each
@@ -163,7 +163,7 @@ def draw_residual_fold(
         colour = f"C{i}"
         ax.plot(grid, residuals, color=colour, lw=1.5, label=f"a = {a:g}")
         folded = np.where(margins < 0, residuals, np.nan)
-        ax.plot(grid, folded, color="#c0392b", lw=4, alpha=0.6)
+        ax.plot(grid, folded, color="#CC79A7", lw=5, zorder=1)  # reddish purple, under the curve
         found = np.array([])
         if noise is not None:
             gap = residuals - float(noise)
@@ -176,7 +176,7 @@ def draw_residual_fold(
         preimages[float(a)] = found
     if noise is not None:
         ax.axhline(float(noise), color="0.3", lw=0.8, ls="--", label=f"noise value ε = {noise:g}")
-    ax.plot([], [], color="#c0392b", lw=4, alpha=0.6, label="margin < 0 (folded)")
+    ax.plot([], [], color="#CC79A7", lw=5, label="margin < 0 (folded)")
     ax.set_xlabel(r"current token $x_t$")
     ax.set_ylabel(r"residual $e_t = x_t - \mu_t(x)$")
     ax.legend(fontsize=8, loc="upper left")

@@ -36,8 +36,9 @@ __all__ = [
     "draw_layers_as_flow",
 ]
 
-_RETRACTION = "#1f5fa8"  # blue: the retraction, in every figure of this module
-_EXP_MAP = COLOURS["highlight"]  # red: the exponential map
+# the book's palette (nextword.booktools.plotting.BOOK_COLORS), so that captions can name what is drawn
+_RETRACTION = "#0072B2"  # blue: the retraction, in every figure of this module
+_EXP_MAP = "#D55E00"  # vermilion: the exponential map, and a vMF's mean direction
 
 
 def draw_rmsnorm_projection(ax: plt.Axes, states: Sequence[Sequence[float]]) -> np.ndarray:
@@ -91,7 +92,7 @@ def draw_tangent_plane(ax, step_length: float = 1.0, *, elevation: float = 18.0,
     with ``s = step_length > 0``, tangent at ``x`` because ``x . v = 0``. Drawn: the tip ``x + v`` (in
     the plane, off the sphere), the retraction ``R_x(v) = (x + v)/||x + v||`` (the ray from the centre
     through the tip, blue) and the exponential map ``exp_x(v)`` (the great-circle arc of length ``s``
-    from ``x``, red). Returns the dict of those points (keys ``x, v, tip, retraction, exp_map``),
+    from ``x``, vermilion). Returns the dict of those points (keys ``x, v, tip, retraction, exp_map``),
     each shape ``(3,)``.
     """
     if not (np.isfinite(step_length) and step_length > 0):
@@ -131,7 +132,7 @@ def draw_retraction_vs_exp(ax: plt.Axes, step_length: float = 1.0) -> dict[str, 
     ``x = (0, 1)`` (the top of the circle), ``v = (s, 0)`` with ``s = step_length > 0``. The tangent line
     at ``x`` is ``y = 1``; the retraction pulls the tip ``x + v`` back to the circle along the ray from the
     centre (blue), landing at the angle ``arctan(s)`` from ``x``; the exponential map walks the arc of
-    length ``s`` (red), landing at the angle ``s``. The gap between the two landing points is about
+    length ``s`` (vermilion), landing at the angle ``s``. The gap between the two landing points is about
     ``s^3/3`` for a small step. Returns the dict of the drawn points (keys ``x, v, tip, retraction,
     exp_map``), each shape ``(2,)``.
     """
@@ -191,9 +192,9 @@ def draw_vmf_on_circle(
         radius = 1 + scale * density
         ax.plot(radius * on_circle[:, 0], radius * on_circle[:, 1], color=colour, lw=1.8, label=rf"$\kappa={kappa:g}$")
     ax.annotate(
-        "", xy=mean_direction, xytext=(0, 0), arrowprops=dict(arrowstyle="-|>", color=COLOURS["highlight"], lw=1.6)
+        "", xy=mean_direction, xytext=(0, 0), arrowprops=dict(arrowstyle="-|>", color=_EXP_MAP, lw=1.6)
     )
-    ax.text(*(0.55 * mean_direction + [0.08, -0.08]), r"$\mu$", color=COLOURS["highlight"], fontsize=12)
+    ax.text(*(0.55 * mean_direction + [0.08, -0.08]), r"$\mu$", color=_EXP_MAP, fontsize=12)
     lim = 1 + scale * float(densities.max()) + 0.1
     ax.set_xlim(-lim, lim)
     ax.set_ylim(-lim, lim)
@@ -231,9 +232,9 @@ def draw_layers_as_flow(
     circle = np.linspace(0, 2 * np.pi, 300)
     ax.plot(np.cos(circle), np.sin(circle), color="0.6", lw=1.0)
     ax.annotate(
-        "", xy=mean_direction, xytext=(0, 0), arrowprops=dict(arrowstyle="-|>", color=COLOURS["highlight"], lw=1.4)
+        "", xy=mean_direction, xytext=(0, 0), arrowprops=dict(arrowstyle="-|>", color=_EXP_MAP, lw=1.4)
     )
-    ax.text(*(0.5 * mean_direction + [0.1, -0.05]), r"$\mu$", color=COLOURS["highlight"], fontsize=12)
+    ax.text(*(0.5 * mean_direction + [0.1, -0.05]), r"$\mu$", color=_EXP_MAP, fontsize=12)
     for layer, (before, after) in enumerate(zip(path[:-1], path[1:])):
         moved = before + step * strength * mean_direction  # the residual sum, off the circle
         ax.annotate("", xy=moved, xytext=before, arrowprops=dict(arrowstyle="-|>", color="0.35", lw=1.1))

@@ -1,6 +1,7 @@
 """What defines a barrier-training run: :class:`TrainConfig` (holding its :class:`SmallGPTConfig`) and the presets.
 
-Three sizes of the §7 experiment (DESIGN.md, "Three sizes of every experiment") plus one for tests:
+Three sizes of the §7 experiment — a miniature for the pages, a size a CPU affords, the paper's — plus one
+for tests:
 
 - ``quick`` — the notebooks' default: a faithful miniature (d_model=64, 200 steps) in well under a minute;
 - ``cpu``   — §7.1's model and AdamW on tiny Shakespeare (characters) with a schedule a shared 2-core CPU
@@ -20,9 +21,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from nextword.torch.barrier.prior import METHODS
 from nextword.torch.models.gpt import SmallGPTConfig
 
-__all__ = ["TrainConfig", "PRESETS", "preset", "with_overrides", "MODEL_FIELDS"]
+__all__ = ["TrainConfig", "PRESETS", "preset", "with_overrides", "MODEL_FIELDS", "PAPER_LAMBDA", "TABLE1_SIGMA"]
+
+#: λ_m of the margin arm in §7.1 (and of every preset).
+PAPER_LAMBDA = 0.05
+#: σ of the noisy column of Table 1 (§7.4): BPC and degradation under N(0, σ² I) on the embeddings.
+TABLE1_SIGMA = 0.3
 
 #: Field names of :class:`SmallGPTConfig` (a flat override with one of these names goes to ``model``).
 MODEL_FIELDS = tuple(f.name for f in fields(SmallGPTConfig))
@@ -49,7 +56,7 @@ class TrainConfig:
     data: str = "shakespeare"
     model: SmallGPTConfig = SmallGPTConfig()
     max_chars: int | None = None
-    lambda_margin: float = 0.05
+    lambda_margin: float = PAPER_LAMBDA
     margin_method: str = "sylvester"
     margin_positions: int = 0
     prior_init_std: float = 0.02
@@ -73,8 +80,8 @@ class TrainConfig:
             raise TypeError(f"model must be a SmallGPTConfig, got {type(self.model).__name__}")
         if not self.lambda_margin >= 0:
             raise ValueError(f"lambda_margin must be >= 0, got {self.lambda_margin}")
-        if self.margin_method not in ("sylvester", "direct", "second_moment"):
-            raise ValueError(f"margin_method must be sylvester|direct|second_moment, got {self.margin_method!r}")
+        if self.margin_method not in METHODS:
+            raise ValueError(f"margin_method must be one of {METHODS}, got {self.margin_method!r}")
         if not 0 <= self.margin_positions < self.block_size:
             raise ValueError(
                 f"margin_positions must be in [0, block_size={self.block_size}), got {self.margin_positions}"
@@ -144,7 +151,13 @@ _PAPER_MODEL = SmallGPTConfig.paper()
 PRESETS: dict[str, TrainConfig] = {
     # §7.1 exactly (use with data="wikitext2" for the paper's corpus); a GPU job
     "paper": TrainConfig(
-        model=_PAPER_MODEL, batch_size=64, epochs=20, lr=1e-3, weight_decay=1e-4, grad_clip=1.0, lambda_margin=0.05
+        model=_PAPER_MODEL,
+        batch_size=64,
+        epochs=20,
+        lr=1e-3,
+        weight_decay=1e-4,
+        grad_clip=1.0,
+        lambda_margin=PAPER_LAMBDA,
     ),
     # the CPU tier: §7.1's model, batch, AdamW, weight decay, clipping and 20 epochs (1220 steps) on tiny
     # Shakespeare; two changes, both for speed on a 2-core machine: lr 3e-3 instead of 1e-3 (it leaves the
@@ -158,7 +171,7 @@ PRESETS: dict[str, TrainConfig] = {
         lr=3e-3,
         weight_decay=1e-4,
         grad_clip=1.0,
-        lambda_margin=0.05,
+        lambda_margin=PAPER_LAMBDA,
         margin_positions=16,
         checkpoint_every=25,
         noise_sigmas=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5),

@@ -259,7 +259,10 @@ def prefix_masses(
     K = int(distinct[:, -1].max())
     vids = tokens[:, :1].expand(B, K).clone()
     vids.scatter_(1, local, tokens)  # (B, K)
-    G_local = G[vids[:, :, None], vids[:, None, :]]  # (B, K, K)
+    # G_local = G[vids[:, :, None], vids[:, None, :]], by F.embedding on G's entries: indexing's backward adds
+    # with atomics across threads (different bits from run to run on two threads), F.embedding's does not
+    V = G.shape[-1]
+    G_local = torch.nn.functional.embedding(vids[:, :, None] * V + vids[:, None, :], G.reshape(-1, 1))[..., 0]
     onehot = torch.nn.functional.one_hot(local, K).to(G.dtype)  # (B, T, K)
     counts = onehot.cumsum(1) - onehot  # (B, T, K) n_t: copies strictly before t
     n = counts.gather(1, pos[..., None].expand(-1, -1, K))  # (B, P, K)

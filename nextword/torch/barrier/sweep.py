@@ -18,13 +18,14 @@ import torch.distributed as dist
 
 from nextword.torch.training.data import eval_windows, load_char_data
 from nextword.torch.training.checkpoint import save_json
-from nextword.torch.barrier.config import TrainConfig
+from nextword.torch.barrier.config import TABLE1_SIGMA, TrainConfig
 from nextword.torch.training.distributed import dist_info
 from nextword.torch.barrier.train import load_checkpoint, train_or_load
 from nextword.torch.barrier.robustness import noise_curve, noise_row
 
 __all__ = ["PAPER_LAMBDAS", "run_sweep", "lambda_dir"]
 
+#: Table 1's seven λ_m (§7.4).
 PAPER_LAMBDAS = (0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 
 
@@ -37,7 +38,7 @@ def run_sweep(
     lambdas=PAPER_LAMBDAS,
     out_dir: str | Path = "runs/sweep",
     *,
-    sigma: float = 0.3,
+    sigma: float = TABLE1_SIGMA,
     device: str = "auto",
     progress: bool = True,
 ) -> dict:

@@ -1,13 +1,14 @@
 """Barrier (margin) training of §7 on the one loop: CE + λ_m · L_margin, with exact resume.
 
-Every torch model the book trains runs on :func:`~nextword.torch.training.engine.fit` (re-exported here):
-these §7 barrier runs (:func:`train`) and the Chapter 6 TinyLM runs
-(:func:`nextword.torch.training.token_lm.train_lm`).
+Every torch model the book trains runs on :func:`~nextword.torch.training.engine.fit`: these §7
+barrier runs (:func:`train`) and the Chapter 6 TinyLM runs (:func:`nextword.torch.training.token_lm.train_lm`).
 
 ``train(cfg, out_dir)`` trains a :class:`~nextword.torch.models.gpt.SmallGPT` together with an
 :class:`~nextword.torch.barrier.prior.EmbeddingPrior` on the GPT's token embeddings, minimising
 
     L = CE + λ_m · mean_t[−log|det(I_d − Σ_t Wᵀ)|]          (§7.1; quadratic residual term dropped)
+
+(the penalty terms are named in :data:`PENALTIES`, each with its weight's field of the configuration)
 
 with AdamW, a cosine learning-rate schedule (a pure function of the step, :func:`lr_at`) and
 gradient clipping. Both arms of a comparison share the GPT initialisation: the GPT is built right
@@ -17,7 +18,8 @@ after ``torch.manual_seed(seed)`` and the prior from its own generator. With λ_
 ``resume=True`` restarts from the run directory's checkpoint (:mod:`~nextword.torch.training.checkpoint`,
 with its fallback to the previous good one): data order, position subsampling and the learning rate
 are functions of ``(seed, step)``, and the checkpoint holds model, prior, optimiser, RNG state and the
-running epoch sums, so a resumed CPU run ends with exactly the same loss as an uninterrupted one.
+running epoch sums, so a resumed CPU run ends with exactly the same loss as an uninterrupted one (at a
+fixed thread count: two runs on two threads agree bit for bit, ``tests/torch/training/test_determinism.py``).
 Distributed runs: :mod:`~nextword.torch.training.distributed`. Configuration: :mod:`~nextword.torch.barrier.config`.
 
 >>> import tempfile
@@ -31,7 +33,6 @@ Distributed runs: :mod:`~nextword.torch.training.distributed`. Configuration: :m
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import math
 import platform
@@ -43,12 +44,13 @@ import torch
 import torch.nn as nn
 
 from nextword.perturbation import nudge_module_, perturbation
+from nextword.provenance import closure_digest
 from nextword.torch.training.data import CharData, epoch_batch, eval_windows, load_char_data, steps_per_epoch
 from nextword.torch.training.checkpoint import (
     CKPT,
     RESULTS,
-    CheckpointError,
     read_checkpoint,
+    resume_from,
     save_checkpoint,
     save_json,
 )
@@ -61,19 +63,32 @@ from nextword.torch.barrier.prior import EmbeddingPrior, margin_loss_tokens, sam
 from nextword.torch.barrier.robustness import LN2, evaluate_bpc, evaluate_diagnostics, noise_curve
 
 __all__ = [
-    "fit",
-    "optimiser_step",
     "BarrierLM",
     "Run",
     "build",
     "fresh_state",
+    "setup_run",
     "lr_at",
     "load_checkpoint",
     "train",
     "train_step",
     "train_or_load",
     "code_hash",
+    "PENALTIES",
+    "PRIOR_SEED_OFFSET",
+    "POSITIONS_SEED_STRIDE",
+    "DIAGNOSTIC_WINDOWS",
 ]
+
+
+#: The prior's generator is seeded with ``cfg.seed + PRIOR_SEED_OFFSET`` (apart from the GPT's, torch's global one).
+PRIOR_SEED_OFFSET = 7919
+#: Step ``t``'s margin positions are drawn from a generator seeded ``cfg.seed · POSITIONS_SEED_STRIDE + t``.
+POSITIONS_SEED_STRIDE = 7919
+#: Validation windows of the §7.4 prior diagnostics at the end of a run.
+DIAGNOSTIC_WINDOWS = 64
+#: The objective's penalty terms, ``(name, its weight's field in TrainConfig)``: L = CE + Σ weight · term.
+PENALTIES = (("margin", "lambda_margin"),)
 
 
 def lr_at(cfg: TrainConfig, step: int, total: int) -> float:
@@ -116,7 +131,9 @@ def build(cfg: TrainConfig, vocab_size: int, device: torch.device) -> tuple[Smal
     torch.manual_seed(cfg.seed)
     gpt = SmallGPT(replace(cfg.model, vocab_size=vocab_size))
     prior = EmbeddingPrior(
-        cfg.model.d_model, init_std=cfg.prior_init_std, generator=torch.Generator().manual_seed(cfg.seed + 7919)
+        cfg.model.d_model,
+        init_std=cfg.prior_init_std,
+        generator=torch.Generator().manual_seed(cfg.seed + PRIOR_SEED_OFFSET),
     )
     if cfg.lambda_margin == 0:
         prior.W.requires_grad_(False)
@@ -166,16 +183,39 @@ def fresh_state() -> dict[str, Any]:
     return {"step": 0, "ep_ce": 0.0, "ep_margin": 0.0, "ep_n": 0, "history": [], "last_loss": None}
 
 
-def _restore(run: Run, out: Path) -> None:
-    """Load model, prior, optimiser, RNG and counters from ``out``'s checkpoint (with fallback)."""
-    ck, used = read_checkpoint(out, run.ctx.device)
-    if TrainConfig.from_dict(ck["config"]) != run.cfg:
-        raise CheckpointError(f"--resume: the checkpoint {used} was written with a different configuration")
-    run.gpt.load_state_dict(ck["model"])
-    run.prior.load_state_dict(ck["prior"])
-    run.opt.load_state_dict(ck["optimizer"])
+def _restore(run: Run, out: Path) -> bool:
+    """Load model, prior, optimiser, RNG and counters from ``out``'s checkpoint (with fallback); False if none."""
+    ck = resume_from(
+        out,
+        lambda c: TrainConfig.from_dict(c["config"]) == run.cfg,
+        {"model": run.gpt, "prior": run.prior, "optimizer": run.opt},
+        device=run.ctx.device,
+    )
+    if ck is None:
+        return False
     torch.set_rng_state(ck["rng"].cpu())
     run.state = {k: ck["state"][k] for k in fresh_state()}
+    return True
+
+
+def setup_run(
+    cfg: TrainConfig, ctx: DistContext, data: CharData
+) -> tuple[Run, BarrierLM, list[torch.Tensor], int, int]:
+    """The pieces of a fresh run: ``(run, lm, params, steps per epoch, total steps)``.
+
+    The GPT and prior (:func:`build`, then ``NEXTWORD_PERTURB``'s nudge, a no-op by default), the
+    :class:`BarrierLM` that computes the objective, its trainable parameters and AdamW; what
+    :func:`train` resumes into and what ``nextword gpu-check`` times.
+    """
+    spe = steps_per_epoch(data.train.numel(), cfg.block_size, cfg.batch_size)
+    total = cfg.steps or cfg.epochs * spe
+    gpt, prior = build(cfg, data.vocab.vocab_size, ctx.device)
+    nudge_module_(gpt, "train.gpt")  # NEXTWORD_PERTURB (the perturbation pass); a no-op by default
+    nudge_module_(prior, "train.prior")
+    lm = BarrierLM(gpt, prior, cfg.margin_method)
+    params = [p for p in lm.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    return Run(cfg, ctx, data, gpt, prior, opt, fresh_state()), lm, params, spe, total
 
 
 def train_step(run: Run, model: nn.Module, params: list[torch.Tensor], spe: int, total: int) -> torch.Tensor:
@@ -196,12 +236,13 @@ def train_step(run: Run, model: nn.Module, params: list[torch.Tensor], spe: int,
     use_margin = cfg.lambda_margin > 0
     positions = None
     if use_margin and cfg.margin_positions:
-        g = torch.Generator().manual_seed(cfg.seed * 7_919 + step)
+        g = torch.Generator().manual_seed(cfg.seed * POSITIONS_SEED_STRIDE + step)
         positions = sample_positions(x.shape[0], cfg.block_size, cfg.margin_positions, g, device=ctx.device)
     for group in run.opt.param_groups:
         group["lr"] = lr_at(cfg, step, total)
     ce, margin = model(x, y, positions, with_margin=use_margin, amp=cfg.amp)
-    loss = ce + cfg.lambda_margin * margin
+    terms = {"margin": margin}
+    loss = sum((getattr(cfg, weight) * terms[name] for name, weight in PENALTIES), ce)  # CE + Σ λ · term
     optimiser_step(run.opt, loss, params, cfg.grad_clip)
     stats = torch.tensor([float(ce.detach()), float(margin.detach()), float(loss.detach())], dtype=torch.float64)
     return mean_over_ranks(stats, ctx)
@@ -247,17 +288,10 @@ def train(
     if ctx.is_main:
         out.mkdir(parents=True, exist_ok=True)
     data = data or load_char_data(cfg.data, max_chars=cfg.max_chars)
-    spe = steps_per_epoch(data.train.numel(), cfg.block_size, cfg.batch_size)
-    total = cfg.steps or cfg.epochs * spe
+    run, lm, params, spe, total = setup_run(cfg, ctx, data)
+    gpt, prior = run.gpt, run.prior
     eval_every = cfg.eval_every or spe
-    gpt, prior = build(cfg, data.vocab.vocab_size, ctx.device)
-    nudge_module_(gpt, "train.gpt")  # NEXTWORD_PERTURB (the perturbation pass); a no-op by default
-    nudge_module_(prior, "train.prior")
-    lm = BarrierLM(gpt, prior, cfg.margin_method)
-    params = [p for p in lm.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    run = Run(cfg, ctx, data, gpt, prior, opt, fresh_state())
-    if resume and any((out / name).exists() for name in (CKPT, "ckpt.prev.pt")):
+    if resume:
         _restore(run, out)
     model = wrap(lm, ctx)
     vx, vy = eval_windows(
@@ -291,7 +325,7 @@ def train(
     results = _results(run, total, spe)
     if results["finished"]:
         if ctx.is_main:
-            results["diagnostics"] = evaluate_diagnostics(gpt, prior, vx[:64])
+            results["diagnostics"] = evaluate_diagnostics(gpt, prior, vx[:DIAGNOSTIC_WINDOWS])
         if robustness:
             results["noise_curve"] = noise_curve(
                 gpt,
@@ -342,18 +376,13 @@ def _results(run: Run, total: int, spe: int) -> dict[str, Any]:
 
 
 def code_hash() -> str:
-    """SHA-256 (first 16 hex digits) of the sources that determine a run's numbers.
+    """Digest of the code that determines a run's numbers: the import closure of this module.
 
-    Stored in ``results.json``; :func:`train_or_load` reuses a cached run only if it matches, so a
-    code change never serves stale results.
+    :func:`nextword.provenance.closure_digest` of ``nextword.torch.barrier.train`` (the one rule the
+    saved runs use too). Stored in ``results.json``; :func:`train_or_load` reuses a cached run only if it
+    matches, so a code change that can change a statement's result never serves a stale run.
     """
-    torch_dir = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for name in ("models/gpt.py", "barrier/prior.py", "barrier/config.py", "barrier/train.py", "training/data.py"):
-        h.update((torch_dir / name).read_bytes())
-    h.update((torch_dir / "barrier" / "robustness.py").read_bytes())
-    h.update((torch_dir.parent / "data" / "__init__.py").read_bytes())
-    return h.hexdigest()[:16]
+    return closure_digest((__name__,))
 
 
 def _hardware(dev: torch.device) -> str:

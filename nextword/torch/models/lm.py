@@ -43,7 +43,7 @@ import torch.nn.functional as F
 
 from nextword.decoder import DecoderConfig
 from nextword.torch.models.block import BlockSpec, RowBlock
-from nextword.positions import rope_frequencies, sinusoidal_encoding
+from nextword.positions import ENCODINGS, rope_frequencies, sinusoidal_encoding
 
 __all__ = ["LMConfig", "TinyLM", "Block", "to_numpy_decoder", "next_logits_fn"]
 
@@ -144,7 +144,12 @@ class TinyLM(nn.Module):
         self.register_buffer("rope_freqs", torch.tensor(freqs, dtype=torch.float64), persistent=False)
 
     def _add_positions(self, x: torch.Tensor) -> torch.Tensor:
+        """``x (B, T, d)`` plus the added encoding; unchanged for the ones that are not added (RoPE, none)."""
         T, c = x.shape[1], self.config
+        if ENCODINGS.get(c.positional) != "added":
+            if c.positional not in ENCODINGS:  # the config validates the name; a new one must be implemented here
+                raise ValueError(f"positional={c.positional!r} is not one of {tuple(ENCODINGS)}")
+            return x
         if c.positional == "learned":
             if T > c.max_len:
                 raise ValueError(f"sequence length {T} exceeds max_len={c.max_len} of the learned position table")
@@ -153,7 +158,7 @@ class TinyLM(nn.Module):
             if T > self.pe_table.shape[0]:  # nothing is learned, so longer inputs just extend the table
                 self.pe_table = sinusoidal_encoding(T, c.d_model)
             return x + torch.from_numpy(self.pe_table[:T]).to(dtype=x.dtype, device=x.device)  # (T, d)
-        return x
+        raise ValueError(f"TinyLM adds no positional encoding named {c.positional!r}")
 
     def forward(
         self, ids: torch.Tensor, *, return_attention: bool = False, head_mask: torch.Tensor | np.ndarray | None = None

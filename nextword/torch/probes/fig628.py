@@ -24,12 +24,14 @@ from nextword._validate import check_positive_int
 
 from nextword.torch.probes.ablation import position_losses
 from nextword.data.synthetic import MarkovSource, markov_source
+from nextword.positions import ENCODINGS
 from nextword.torch.models.lm import LMConfig, TinyLM
 from nextword.torch.training.token_lm import train_lm
 
 __all__ = ["VARIANTS", "Fig628Config", "DEFAULT_FIG628", "Fig628Run", "fig628_source", "fig628_seed"]
 
-VARIANTS = ("sinusoidal", "learned", "rope", "none")
+#: The four encodings of §6.5 (:data:`nextword.positions.ENCODINGS`), in the figure's order.
+VARIANTS = tuple(ENCODINGS)
 
 
 @dataclass(frozen=True)

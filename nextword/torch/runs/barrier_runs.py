@@ -1,183 +1,180 @@
-"""The §7 barrier runs of the registry (:mod:`nextword.torch.runs.registry`, ``nextword results``).
+"""The §7 barrier experiments of the registry, at two tiers: the CPU tier here, the GPU tier on a CUDA GPU.
 
     nextword results run barrier_ce           # one experiment (and what it depends on)
     nextword results run --train-only NAME    # only the resumable training part
 
-Each :class:`Experiment` has two parts: ``train`` (the long, resumable work, in ``runs/<name>/``,
-checkpointed, so an interruption costs at most one checkpoint interval) and ``save`` (cheap: reads
-the finished run and writes ``book/results/<name>/`` with :func:`nextword.provenance.save_result`:
-the numbers, the exact command, the commit of the code that determines them, the configuration,
-the seeds, the wall time and the machine, plus ``curves.npz`` and, where a notebook analyses the
-trained model, a weights-only ``model.pt`` of at most 2 MB). An experiment is skipped when
-:func:`nextword.provenance.is_current` says its saved result has the same configuration and was
-produced by code that still computes the same thing (file by file; modules that only moved, listed in
-:data:`~nextword.torch.runs.moved.MOVED`, count as unchanged).
+Each experiment trains (resumably, in ``runs/<name>/``, checkpointed, so an interruption costs at most
+one checkpoint interval) and then saves ``book/results/<name>/``: the numbers, ``curves.npz`` and, where a
+notebook analyses the trained model, a weights-only ``model.pt`` of at most 2 MB. The tier is a parameter
+of the same experiments (:func:`arm_config`):
 
-Wall time is the sum over the training sessions recorded in ``runs/<name>/wall.json``: on a shared
-machine it measures the machine's load as much as the work, so the saved result also holds the
-steps per second of the run.
+- **cpu** — §7.1's model and AdamW on tiny Shakespeare with a schedule a shared 2-core CPU affords
+  (the ``cpu`` preset: lr 3e-3, the margin on k = 16 sampled positions): ``barrier_ce``,
+  ``barrier_margin``, their seed-1 twins, the noise curve ``barrier_robustness`` and the λ path
+  ``barrier_sweep`` (a smaller, shorter schedule);
+- **gpu** — §7.1 itself (the ``paper`` preset: lr 1e-3, the exact margin on all T − 1 positions) on tiny
+  Shakespeare, trained on a CUDA GPU (``nextword gpu-check`` runs them side by side on one GPU):
+  ``gpu_barrier_ce``, ``gpu_barrier_margin``, seed 0 trained a second time (``*_rerun``: GPU training
+  is not bitwise reproducible), seed 1, their noise curves, and Table 1's seven λ at the ``cpu`` preset's
+  and at the ``paper`` preset's schedule.
 
-To add a trained experiment of this kind, add one entry to :data:`EXPERIMENTS`; the registry lists it.
+Wall time is the sum over the training sessions the registry records in ``runs/<name>/wall.json``: on a
+shared machine it measures the machine's load as much as the work, so the saved result also holds the
+steps per second of the run. To add an experiment, add it to :func:`experiments`; the registry lists it.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nextword.torch.runs.moved import MOVED
+from nextword.torch.barrier.config import PAPER_LAMBDA
+from nextword.torch.barrier.config import TABLE1_SIGMA as ROBUSTNESS_SIGMA
+from nextword.torch.barrier.sweep import PAPER_LAMBDAS as TABLE1_LAMBDAS
+from nextword.torch.runs.experiment import Experiment, Saved, wall_time
 
 __all__ = [
-    "Experiment",
-    "Saved",
-    "EXPERIMENTS",
-    "BARRIER_CODE",
-    "runs_root",
-    "run_experiment",
-    "wall_time",
+    "experiments",
+    "arm_config",
+    "sweep_config",
     "SWEEP_LAMBDAS",
-    "load_saved_model",
-    "in_order",
+    "TABLE1_LAMBDAS",
+    "PAPER_LAMBDA",
+    "ROBUSTNESS_SIGMA",
+    "FINGERPRINT_STEPS",
+    "GPU_TIER_ENV",
 ]
 
-_REPO = Path(__file__).resolve().parents[3]
-
-#: Files whose content determines the barrier runs' numbers (recorded as ``code_paths`` and digested as ``code``).
-BARRIER_CODE = tuple(
-    f"nextword/torch/{m}.py"
-    for m in (
-        "models/gpt",
-        "models/block",
-        "barrier/prior",
-        "barrier/config",
-        "barrier/train",
-        "training/engine",
-        "training/data",
-        "barrier/robustness",
-        "training/checkpoint",
-        "training/distributed",
-        "barrier/sweep",
-    )
-) + ("nextword/data/__init__.py",)
-
-#: λ values of the §7.4 path at the CPU tier (Table 1 of the paper uses 0, .005, .01, .02, .05, .1, .2).
+#: λ values of the §7.4 path at the CPU tier (Table 1 of the paper, the GPU tier's path: :data:`TABLE1_LAMBDAS`).
 SWEEP_LAMBDAS = (0.0, 0.01, 0.05, 0.1, 0.2)
+#: Validation windows of the §7.3 noise probe of a trained pair.
+ROBUSTNESS_WINDOWS = 128
+#: Optimiser steps a fingerprint replays (:mod:`nextword.torch.runs.fingerprint`).
+FINGERPRINT_STEPS = 3
+#: ``tiny`` in this variable shrinks the GPU tier to the ``tiny`` preset on the CPU: ``gpu-check --dry-run``.
+GPU_TIER_ENV = "NEXTWORD_GPU_TIER"
 
 
-def runs_root() -> Path:
-    """Working directory of the long runs: ``$NEXTWORD_RUNS_DIR`` or ``<repo>/runs`` (git-ignored)."""
-    return Path(os.environ.get("NEXTWORD_RUNS_DIR", _REPO / "runs"))
+def _dry_run() -> bool:
+    return os.environ.get(GPU_TIER_ENV) == "tiny"
 
 
-@dataclass(frozen=True)
-class Saved:
-    """What an experiment's ``save`` returns: the numbers, small arrays, and files to copy beside them."""
-
-    data: Mapping[str, Any]
-    curves: Mapping[str, Any] = field(default_factory=dict)
-    files: Mapping[str, Path] = field(default_factory=dict)  # name in book/results/<name>/ -> source
-
-
-@dataclass(frozen=True)
-class Experiment:
-    """One saved result: ``train(workdir)`` (resumable, may be long) then ``save(workdir) -> Saved``."""
-
-    name: str
-    description: str
-    config: Callable[[], Mapping[str, Any]]
-    train: Callable[[Path], None]
-    save: Callable[[Path], Saved]
-    seeds: Sequence[int] = (0,)
-    depends: Sequence[str] = ()
-    code_paths: Sequence[str] = BARRIER_CODE
-
-    @property
-    def command(self) -> str:
-        return f"nextword results run {self.name}"
-
-
-# --------------------------------------------------------------------------- wall time bookkeeping
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def _timed(workdir: Path, fn: Callable[[], None]) -> None:
-    """Run ``fn`` and append ``{"start", "end"}`` to ``workdir/wall.json`` (an open session if it dies)."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    path = workdir / "wall.json"
-    sessions = json.loads(path.read_text())["sessions"] if path.exists() else []
-    sessions.append({"start": _now(), "end": None})
-    path.write_text(json.dumps({"sessions": sessions}, indent=1))
-    fn()
-    sessions[-1]["end"] = _now()
-    path.write_text(json.dumps({"sessions": sessions}, indent=1))
-
-
-def wall_time(workdir: Path) -> float:
-    """Seconds summed over the recorded sessions; a session without an end stops at ``results.json``'s mtime."""
-    path = workdir / "wall.json"
-    if not path.exists():
-        return float("nan")
-    total = 0.0
-    res = workdir / "results.json"
-    for s in json.loads(path.read_text())["sessions"]:
-        start = _dt.datetime.fromisoformat(s["start"]).timestamp()
-        end = (
-            _dt.datetime.fromisoformat(s["end"]).timestamp()
-            if s["end"]
-            else (res.stat().st_mtime if res.exists() else start)
-        )
-        total += max(end - start, 0.0)
-    return total
-
-
-# --------------------------------------------------------------------------- §7 barrier experiments
-def _cpu_arm(lam: float, seed: int = 0):
+# --------------------------------------------------------------------------- configurations
+def arm_config(tier: str, lam: float, seed: int = 0):
+    """The :class:`~nextword.torch.barrier.config.TrainConfig` of one arm: ``tier`` ``"cpu"`` or ``"gpu"``."""
     from nextword.torch.barrier.config import preset
 
-    return preset("cpu", lambda_margin=lam, seed=seed)
+    if tier == "cpu":
+        return preset("cpu", lambda_margin=lam, seed=seed)
+    if tier != "gpu":
+        raise ValueError(f"tier must be 'cpu' or 'gpu', got {tier!r}")
+    if _dry_run():
+        return preset("tiny", data="shakespeare", lambda_margin=lam, seed=seed)
+    return preset("paper", data="shakespeare", lambda_margin=lam, seed=seed, margin_positions=0)
 
 
-def _train_arm(lam: float, seed: int = 0) -> Callable[[Path], None]:
+def sweep_config(tier: str, schedule: str = "cpu", lam: float = PAPER_LAMBDA, seed: int = 0):
+    """One λ of a §7.4 path. CPU tier: a smaller, shorter schedule than the two arms (five times the arms'
+    cost does not fit the shared machine): d_model=64, T=128, batch 32, 250 steps, one evaluation at the
+    end. GPU tier: the ``cpu`` preset's schedule (beside the CPU pair) or the ``paper`` preset's (exact)."""
+    from nextword.torch.barrier.config import preset
+    from nextword.torch.models.gpt import SmallGPTConfig
+
+    if tier == "cpu":
+        return preset(
+            "cpu",
+            model=SmallGPTConfig(max_len=128, num_layers=2, num_heads=4, d_model=64),
+            batch_size=32,
+            steps=250,
+            eval_every=250,
+            lr=3e-3,
+            margin_positions=16,
+            checkpoint_every=50,
+            lambda_margin=lam,
+            seed=seed,
+        )
+    if _dry_run():
+        return preset("tiny", data="shakespeare", lambda_margin=lam, seed=seed)
+    exact = {"margin_positions": 0} if schedule == "paper" else {}
+    return preset(schedule, data="shakespeare", lambda_margin=lam, seed=seed, **exact)
+
+
+def _lambdas(tier: str) -> tuple[float, ...]:
+    if tier == "cpu":
+        return SWEEP_LAMBDAS
+    return (0.0, PAPER_LAMBDA) if _dry_run() else TABLE1_LAMBDAS
+
+
+# --------------------------------------------------------------------------- the two arms
+def _device(tier: str) -> str:
+    """The device of a tier's training; the GPU tier refuses to run without CUDA (except in a dry run)."""
+    if tier == "cpu" or _dry_run():
+        return "cpu"
+    import torch
+
+    if not torch.cuda.is_available():
+        raise RuntimeError("the GPU tier needs a CUDA GPU (torch.cuda.is_available() is False here)")
+    return "cuda"
+
+
+def _train_one(cfg, workdir: Path, tier: str) -> dict[str, Any]:
+    """Train (or resume, or reuse) one run; the GPU tier adds its noise curve and embedding RMS."""
+    from nextword.torch.barrier.train import train_or_load
+
+    device = _device(tier)
+    res = train_or_load(cfg, workdir, device=device, resume=True, progress=False)
+    if tier == "gpu" and "noise_absolute" not in res:
+        from nextword.torch.barrier.robustness import embedding_rms, noise_curve
+        from nextword.torch.barrier.train import load_checkpoint
+        from nextword.torch.training.checkpoint import RESULTS, save_json
+        from nextword.torch.training.data import eval_windows, load_char_data
+
+        gpt = load_checkpoint(workdir, device=device)[0].eval()
+        data = load_char_data(cfg.data, max_chars=cfg.max_chars)
+        vx, vy = eval_windows(data.val, block_size=cfg.block_size, max_windows=cfg.eval_windows)
+        res["noise_absolute"] = noise_curve(gpt, vx, vy, sigmas=cfg.noise_sigmas, draws=cfg.noise_draws, seed=cfg.seed)
+        res["embedding_rms"] = embedding_rms(gpt)
+        save_json(res, workdir / RESULTS)
+    return res
+
+
+def _train_arm(tier: str, lam: float, seed: int = 0) -> Callable[[Path], None]:
     def run(workdir: Path) -> None:
-        from nextword.torch.barrier.train import train_or_load
-
-        _timed(workdir, lambda: train_or_load(_cpu_arm(lam, seed), workdir, resume=True, progress=False))
+        _train_one(arm_config(tier, lam, seed), workdir, tier)
 
     return run
 
 
-def _save_arm(workdir: Path) -> Saved:
+def _finished(workdir: Path) -> dict[str, Any]:
     res = json.loads((workdir / "results.json").read_text())
     if not res.get("finished"):
         raise RuntimeError(f"{workdir} is not finished ({res.get('steps')}/{res.get('total_steps')} steps)")
-    hist = res["history"]
+    return res
+
+
+def _arm_numbers(res: dict[str, Any], workdir: Path) -> dict[str, Any]:
+    """The numbers of a finished arm (both tiers; the GPU tier adds its noise curve and the GPU's name)."""
+    keys = ("final_val_bpc", "final_train_bpc", "final_train_loss", "steps", "total_steps", "steps_per_epoch")
+    data = {k: res[k] for k in (*keys, "data", "model_params", "diagnostics", "history") if k in res}
     wall = wall_time(workdir)
-    data = {
-        k: res[k]
-        for k in (
-            "final_val_bpc",
-            "final_train_bpc",
-            "final_train_loss",
-            "steps",
-            "total_steps",
-            "steps_per_epoch",
-            "data",
-            "model_params",
-            "diagnostics",
-            "history",
-        )
-    }
     data["steps_per_second"] = res["steps"] / wall if wall == wall and wall > 0 else None
-    curves = {k: [h[k] for h in hist] for k in ("step", "epoch", "train_bpc", "val_bpc", "train_margin")}
+    if "noise_absolute" in res:
+        from nextword.torch.training.device import gpu_info
+
+        data.update(embedding_rms=res["embedding_rms"], noise_absolute=res["noise_absolute"], device=res["device"])
+        data["gpu"] = gpu_info()
+    return data
+
+
+def _save_arm(workdir: Path) -> Saved:
     from nextword.torch.training.checkpoint import export_weights
 
-    return Saved(data, curves, {"model.pt": export_weights(workdir)})
+    res = _finished(workdir)
+    curves = {k: [h[k] for h in res["history"]] for k in ("step", "epoch", "train_bpc", "val_bpc", "train_margin")}
+    return Saved(_arm_numbers(res, workdir), curves, {"model.pt": export_weights(workdir)})
 
 
 def _save_arm_numbers(workdir: Path) -> Saved:
@@ -186,34 +183,35 @@ def _save_arm_numbers(workdir: Path) -> Saved:
     return Saved(saved.data, saved.curves)
 
 
-def _robustness_config() -> dict:
-    from nextword.torch.barrier.config import preset
-
-    cfg = preset("cpu")
+# --------------------------------------------------------------------------- §7.3: the noise probe
+def _robustness_config(tier: str) -> dict[str, Any]:
+    ce, margin = arm_config(tier, 0.0), arm_config(tier, PAPER_LAMBDA)
+    if tier == "gpu":
+        return {"arms": [ce.to_dict(), margin.to_dict()]}
     return {
-        "arms": {"barrier_ce": _cpu_arm(0.0).to_dict(), "barrier_margin": _cpu_arm(0.05).to_dict()},
-        "sigmas": list(cfg.noise_sigmas),
-        "draws": cfg.noise_draws,
-        "seed": cfg.seed,
-        "eval_windows": 128,
+        "arms": {"barrier_ce": ce.to_dict(), "barrier_margin": margin.to_dict()},
+        "sigmas": list(margin.noise_sigmas),
+        "draws": margin.noise_draws,
+        "seed": margin.seed,
+        "eval_windows": ROBUSTNESS_WINDOWS,
     }
 
 
 def _train_robustness(workdir: Path) -> None:
-    """Fig. 7.5's probe on the trained pair, at absolute σ and at σ rescaled to each arm's embedding RMS.
+    """Fig. 7.5's probe on the trained CPU pair, at absolute σ and at σ rescaled to each arm's embedding RMS.
 
     ``relative`` uses σ · RMS(E_arm) / RMS(E_ce): equal noise relative to the embedding scale, equal to
     the absolute grid for the CE arm (a penalty that grows the embeddings otherwise looks robust).
     """
 
     def run() -> None:
-        from nextword.torch.training.data import eval_windows, load_char_data
-        from nextword.torch.training.checkpoint import save_json
-        from nextword.torch.barrier.train import load_checkpoint
         from nextword.torch.barrier.robustness import embedding_rms, noise_curve
+        from nextword.torch.barrier.train import load_checkpoint
+        from nextword.torch.training.checkpoint import save_json
+        from nextword.torch.training.data import eval_windows, load_char_data
 
-        cfg = _robustness_config()
-        models = {arm: load_checkpoint(runs_root() / arm) for arm in ("barrier_ce", "barrier_margin")}
+        cfg = _robustness_config("cpu")
+        models = {arm: load_checkpoint(workdir.parent / arm) for arm in ("barrier_ce", "barrier_margin")}
         rms = {arm: embedding_rms(m[0]) for arm, m in models.items()}
         out: dict[str, Any] = {"finished": True, "embedding_rms": rms, "absolute": {}, "relative": {}}
         for arm, (gpt, _, tc, _) in models.items():
@@ -223,8 +221,7 @@ def _train_robustness(workdir: Path) -> None:
             scale = rms[arm] / rms["barrier_ce"]
             out["relative"][arm] = (
                 out["absolute"][arm]
-                if arm == "barrier_ce"
-                # the same σ for the CE arm
+                if arm == "barrier_ce"  # the same σ for the CE arm
                 else noise_curve(
                     gpt, vx, vy, sigmas=[s * scale for s in cfg["sigmas"]], draws=cfg["draws"], seed=cfg["seed"]
                 )
@@ -232,13 +229,42 @@ def _train_robustness(workdir: Path) -> None:
         save_json(out, workdir / "results.json")
 
     if not (workdir / "results.json").exists():
-        _timed(workdir, run)
+        run()
+
+
+def _train_gpu_robustness(workdir: Path) -> None:
+    """The GPU pair's probe: each arm's absolute curve (all validation windows, from its training run) and
+    the margin arm at σ rescaled to its embedding RMS on 128 windows (what ``nextword gpu-check`` saved)."""
+
+    def run() -> None:
+        from nextword.torch.barrier.robustness import noise_curve
+        from nextword.torch.barrier.train import load_checkpoint
+        from nextword.torch.training.checkpoint import save_json
+        from nextword.torch.training.data import eval_windows, load_char_data
+
+        pair = {arm: _finished(workdir.parent / f"gpu_barrier_{arm}") for arm in ("ce", "margin")}
+        gpt, _, cfg, _ = load_checkpoint(workdir.parent / "gpu_barrier_margin", device=_device("gpu"))
+        data = load_char_data(cfg.data, max_chars=cfg.max_chars)
+        vx, vy = eval_windows(data.val, block_size=cfg.block_size, max_windows=ROBUSTNESS_WINDOWS)
+        scale = pair["margin"]["embedding_rms"] / pair["ce"]["embedding_rms"]
+        sigmas = [s * scale for s in cfg.noise_sigmas]
+        rel = noise_curve(gpt.eval(), vx, vy, sigmas=sigmas, draws=cfg.noise_draws, seed=cfg.seed)
+        out = {
+            "finished": True,
+            "embedding_rms": {a: pair[a]["embedding_rms"] for a in pair},
+            "absolute": {f"gpu_barrier_{a}": pair[a]["noise_absolute"] for a in pair},
+            "relative": {"gpu_barrier_ce": pair["ce"]["noise_absolute"], "gpu_barrier_margin": rel},
+        }
+        save_json(out, workdir / "results.json")
+
+    if not (workdir / "results.json").exists():
+        run()
 
 
 def _save_robustness(workdir: Path) -> Saved:
     res = json.loads((workdir / "results.json").read_text())
     data = {k: res[k] for k in ("embedding_rms", "absolute", "relative")}
-    curves = {"sigmas": res["absolute"]["barrier_ce"]["sigmas"]}
+    curves = {"sigmas": next(iter(res["absolute"].values()))["sigmas"]}
     for kind in ("absolute", "relative"):
         for arm, c in res[kind].items():
             curves[f"{kind}_{arm}_bpc_mean"] = c["bpc_mean"]
@@ -246,40 +272,46 @@ def _save_robustness(workdir: Path) -> Saved:
     return Saved(data, curves)
 
 
-def _sweep_config():
-    """The λ path at the CPU tier: a smaller, shorter schedule than the two arms (five times the arms' cost
-    does not fit the shared machine): d_model=64, T=128, batch 32, 250 steps, one evaluation at the end."""
-    from nextword.torch.barrier.config import preset
-    from nextword.torch.models.gpt import SmallGPTConfig
+def _save_gpu_robustness(workdir: Path) -> Saved:
+    from nextword.torch.training.device import gpu_info
 
-    return preset(
-        "cpu",
-        model=SmallGPTConfig(max_len=128, num_layers=2, num_heads=4, d_model=64),
-        batch_size=32,
-        steps=250,
-        eval_every=250,
-        lr=3e-3,
-        margin_positions=16,
-        checkpoint_every=50,
-    )
+    res = json.loads((workdir / "results.json").read_text())
+    return Saved({**{k: res[k] for k in ("embedding_rms", "absolute", "relative")}, "gpu": gpu_info()})
 
 
-def _train_sweep(workdir: Path) -> None:
-    from nextword.torch.barrier.sweep import run_sweep
+# --------------------------------------------------------------------------- §7.4: the λ path
+def _sweep_configs(tier: str, schedule: str, seed: int) -> list:
+    return [sweep_config(tier, schedule, lam, seed) for lam in _lambdas(tier)]
 
-    _timed(workdir, lambda: run_sweep(_sweep_config(), SWEEP_LAMBDAS, workdir, sigma=0.3, device="cpu", progress=False))
+
+def _lambda_dir(workdir: Path, lam: float) -> Path:
+    return workdir / f"lambda_{lam:g}"
+
+
+def _train_sweep(tier: str, schedule: str = "cpu", seed: int = 0) -> Callable[[Path], None]:
+    def run(workdir: Path) -> None:
+        if tier == "cpu":
+            from nextword.torch.barrier.sweep import run_sweep
+
+            cfg = sweep_config("cpu")
+            run_sweep(cfg, SWEEP_LAMBDAS, workdir, sigma=ROBUSTNESS_SIGMA, device="cpu", progress=False)
+            return
+        for cfg in _sweep_configs(tier, schedule, seed):
+            _train_one(cfg, _lambda_dir(workdir, cfg.lambda_margin), tier)
+
+    return run
 
 
 def _save_sweep(workdir: Path) -> Saved:
-    """The sweep table, plus each λ's degradation at σ = 0.3 rescaled to its embedding RMS (vs. λ = 0)."""
-    from nextword.torch.training.data import eval_windows, load_char_data
-    from nextword.torch.barrier.train import load_checkpoint
+    """The CPU tier's sweep table, plus each λ's degradation at σ = 0.3 rescaled to its embedding RMS."""
     from nextword.torch.barrier.robustness import noise_curve
     from nextword.torch.barrier.sweep import lambda_dir
+    from nextword.torch.barrier.train import load_checkpoint
+    from nextword.torch.training.data import eval_windows, load_char_data
 
     table = json.loads((workdir / "sweep.json").read_text())
     rows, sigma = table["rows"], table["sigma"]
-    cfg = _sweep_config()
+    cfg = sweep_config("cpu")
     data = load_char_data(cfg.data, max_chars=cfg.max_chars)
     vx, vy = eval_windows(data.val, block_size=cfg.block_size, max_windows=cfg.eval_windows)
     rms0 = rows[0]["embedding_rms"]
@@ -289,13 +321,9 @@ def _save_sweep(workdir: Path) -> Saved:
         r["relative_degradation"] = noise_curve(
             gpt, vx, vy, sigmas=[0.0, r["relative_sigma"]], draws=cfg.noise_draws, seed=cfg.seed
         )["degradation"][1]
-    data_out = {
-        "sigma": sigma,
-        "rows": rows,
-        "histories": {
-            f"{r['lambda']:g}": json.loads((lambda_dir(workdir, r["lambda"]) / "results.json").read_text())["history"]
-            for r in rows
-        },
+    histories = {
+        f"{r['lambda']:g}": json.loads((lambda_dir(workdir, r["lambda"]) / "results.json").read_text())["history"]
+        for r in rows
     }
     keys = (
         "lambda",
@@ -311,114 +339,152 @@ def _save_sweep(workdir: Path) -> Saved:
         "embedding_rms",
     )
     curves = {k: [r.get(k, float("nan")) for r in rows] for k in keys}
-    return Saved(data_out, curves)
+    return Saved({"sigma": sigma, "rows": rows, "histories": histories}, curves)
 
 
-def load_saved_model(name: str, results_dir: str | os.PathLike | None = None):
-    """``(gpt, prior, cfg)`` of a saved run's ``model.pt`` under ``book/results/<name>/`` (weights-only load)."""
-    import torch
+def _save_gpu_sweep(workdir: Path) -> Saved:
+    """The GPU tier's path: one row per λ (clean BPC, BPC and degradation at σ = 0.3, diagnostics)."""
+    from nextword.torch.barrier.robustness import noise_row
+    from nextword.torch.training.device import gpu_info
 
-    from nextword.provenance import results_root
+    rows, histories = [], {}
+    for sub in sorted(workdir.glob("lambda_*"), key=lambda p: float(p.name.split("_")[1])):
+        res = _finished(sub)
+        lam = res["config"]["lambda_margin"]
+        rows.append(
+            {
+                **noise_row(lam, res["noise_absolute"], ROBUSTNESS_SIGMA),
+                "final_val_bpc": res["final_val_bpc"],
+                "embedding_rms": res["embedding_rms"],
+                **res.get("diagnostics", {}),
+            }
+        )
+        histories[f"{lam:g}"] = res["history"]
+    data = {
+        "sigma": ROBUSTNESS_SIGMA,
+        "rows": rows,
+        "histories": histories,
+        "gpu": gpu_info(),
+        "lambdas_asked": [r["lambda"] for r in rows],
+    }
+    return Saved(data)
 
-    from nextword.torch.barrier.config import TrainConfig
-    from nextword.torch.barrier.train import build
 
-    ck = torch.load(results_root(results_dir) / name / "model.pt", map_location="cpu", weights_only=True)
-    cfg = TrainConfig.from_dict(ck["config"])
-    gpt, prior = build(cfg, ck["vocab_size"], torch.device("cpu"))
-    gpt.load_state_dict(ck["model"])
-    prior.load_state_dict(ck["prior"])
-    return gpt.eval(), prior, cfg
+# --------------------------------------------------------------------------- the table
+_ARM_ENTRY = "nextword.torch.runs.barrier_runs:arm_config,_train_arm,_save_arm,_save_arm_numbers"
+_ROBUSTNESS_ENTRY = "nextword.torch.runs.barrier_runs:_robustness_config,_train_robustness,_save_robustness"
+_GPU_ROBUSTNESS_ENTRY = "nextword.torch.runs.barrier_runs:_robustness_config,_train_gpu_robustness,_save_gpu_robustness"
+_SWEEP_ENTRY = "nextword.torch.runs.barrier_runs:sweep_config,_train_sweep,_save_sweep,_save_gpu_sweep"
 
 
-EXPERIMENTS: dict[str, Experiment] = {
-    e.name: e
-    for e in (
-        Experiment(
-            "barrier_ce",
-            "§7.2 / Fig. 7.4: the cross-entropy arm (λ_m = 0) at the cpu tier",
-            lambda: _cpu_arm(0.0).to_dict(),
-            _train_arm(0.0),
-            _save_arm,
-        ),
-        Experiment(
-            "barrier_margin",
-            "§7.2 / Fig. 7.4: the margin arm (λ_m = 0.05) at the cpu tier",
-            lambda: _cpu_arm(0.05).to_dict(),
-            _train_arm(0.05),
-            _save_arm,
-        ),
-        Experiment(
-            "barrier_ce_seed1",
-            "§7.2 / Fig. 7.4: the cross-entropy arm again, seed 1 (do the §7 findings hold across seeds?)",
-            lambda: _cpu_arm(0.0, seed=1).to_dict(),
-            _train_arm(0.0, seed=1),
-            _save_arm_numbers,
-        ),
-        Experiment(
-            "barrier_margin_seed1",
-            "§7.2 / Fig. 7.4: the margin arm again, seed 1",
-            lambda: _cpu_arm(0.05, seed=1).to_dict(),
-            _train_arm(0.05, seed=1),
-            _save_arm_numbers,
-        ),
+def _arm(tier: str, name: str, what: str, lam: float, seed: int, save, reader: str) -> Experiment:
+    return Experiment(
+        name,
+        what,
+        reader,
+        lambda: arm_config(tier, lam, seed).to_dict(),
+        (_ARM_ENTRY,),
+        train=_train_arm(tier, lam, seed),
+        save=save,
+        seeds=(seed,),
+        device="cpu" if tier == "cpu" else "cuda",
+        fingerprint=("barrier_train", {"config": arm_config(tier, lam, seed).to_dict(), "steps": FINGERPRINT_STEPS}),
+    )
+
+
+def experiments() -> list[Experiment]:
+    """Every §7 experiment of the registry, CPU tier first (each after what it depends on)."""
+    p4 = "book/part4_margins/"
+    out = []
+    for name, lam, seed, save, what in (
+        ("barrier_ce", 0.0, 0, _save_arm, "§7.2 / Fig. 7.4: the cross-entropy arm (λ_m = 0), CPU tier"),
+        ("barrier_margin", PAPER_LAMBDA, 0, _save_arm, "§7.2 / Fig. 7.4: the margin arm (λ_m = 0.05), CPU tier"),
+        ("barrier_ce_seed1", 0.0, 1, _save_arm_numbers, "§7.2: the cross-entropy arm again, seed 1, CPU tier"),
+        ("barrier_margin_seed1", PAPER_LAMBDA, 1, _save_arm_numbers, "§7.2: the margin arm again, seed 1, CPU tier"),
+    ):
+        out.append(_arm("cpu", name, what, lam, seed, save, p4 + "barrier_training.py"))
+    robustness_fp = {
+        "models": ["barrier_ce", "barrier_margin"],
+        "sigmas": [0.0, ROBUSTNESS_SIGMA],
+        "windows": 4,
+    }
+    out.append(
         Experiment(
             "barrier_robustness",
-            "§7.3 / Fig. 7.5: BPC under embedding noise of the trained pair",
-            _robustness_config,
-            _train_robustness,
-            _save_robustness,
+            "§7.3 / Fig. 7.5: BPC under embedding noise of the trained pair, CPU tier",
+            p4 + "robustness_to_noise.py",
+            lambda: _robustness_config("cpu"),
+            (_ROBUSTNESS_ENTRY,),
+            train=_train_robustness,
+            save=_save_robustness,
             depends=("barrier_ce", "barrier_margin"),
-        ),
+            fingerprint=("barrier_noise", robustness_fp),
+        )
+    )
+    out.append(
         Experiment(
             "barrier_sweep",
-            "§7.4 / Table 1 / Fig. 7.6: the λ path (smaller, shorter schedule)",
-            lambda: {**_sweep_config().to_dict(), "lambdas": list(SWEEP_LAMBDAS), "sigma": 0.3},
-            _train_sweep,
-            _save_sweep,
-        ),
+            "§7.4 / Table 1 / Fig. 7.6: the λ path (smaller, shorter schedule), CPU tier",
+            p4 + "regularisation_path.py",
+            lambda: {**sweep_config("cpu").to_dict(), "lambdas": list(SWEEP_LAMBDAS), "sigma": ROBUSTNESS_SIGMA},
+            (_SWEEP_ENTRY,),
+            train=_train_sweep("cpu"),
+            save=_save_sweep,
+            fingerprint=(
+                "barrier_sweep",
+                {
+                    "configs": [sweep_config("cpu", lam=lam).to_dict() for lam in SWEEP_LAMBDAS],
+                    "steps": FINGERPRINT_STEPS,
+                    "sigma": ROBUSTNESS_SIGMA,
+                },
+            ),
+        )
     )
-}
-
-
-# --------------------------------------------------------------------------- driver
-def run_experiment(exp: Experiment, *, force: bool = False, results_dir: str | os.PathLike | None = None) -> str:
-    """Train (resumably) and save one experiment unless it is current; returns what happened."""
-    from nextword.provenance import is_current, save_result
-
-    config = exp.config()
-    if not force and is_current(exp.name, config, results_dir, code_paths=exp.code_paths, renames=MOVED):
-        return "current"
-    workdir = runs_root() / exp.name
-    exp.train(workdir)
-    saved = exp.save(workdir)
-    path = save_result(
-        exp.name,
-        saved.data,
-        command=exp.command,
-        config=config,
-        seeds=exp.seeds,
-        wall_time_s=wall_time(workdir),
-        curves=saved.curves,
-        code_paths=exp.code_paths,
-        results_dir=results_dir,
-        files=saved.files,
+    gpu = "§7.1 on a GPU (paper preset: lr 1e-3, exact margin)"
+    for name, lam, seed, save, what in (
+        ("gpu_barrier_ce", 0.0, 0, _save_arm, f"§7.2: the cross-entropy arm, {gpu}"),
+        ("gpu_barrier_margin", PAPER_LAMBDA, 0, _save_arm, f"§7.2: the margin arm, {gpu}"),
+        ("gpu_barrier_ce_rerun", 0.0, 0, _save_arm_numbers, "gpu_barrier_ce trained a second time (not bitwise)"),
+        ("gpu_barrier_margin_rerun", PAPER_LAMBDA, 0, _save_arm_numbers, "gpu_barrier_margin trained again"),
+        ("gpu_barrier_ce_seed1", 0.0, 1, _save_arm_numbers, f"§7.2: the cross-entropy arm, seed 1, {gpu}"),
+        ("gpu_barrier_margin_seed1", PAPER_LAMBDA, 1, _save_arm_numbers, f"§7.2: the margin arm, seed 1, {gpu}"),
+    ):
+        out.append(_arm("gpu", name, what, lam, seed, save, p4 + "barrier_training.py"))
+    out.append(
+        Experiment(
+            "gpu_barrier_robustness",
+            f"§7.3 / Fig. 7.5: BPC under embedding noise of the pair, {gpu}",
+            p4 + "robustness_to_noise.py",
+            lambda: _robustness_config("gpu"),
+            (_GPU_ROBUSTNESS_ENTRY,),
+            train=_train_gpu_robustness,
+            save=_save_gpu_robustness,
+            depends=("gpu_barrier_ce", "gpu_barrier_margin"),
+            device="cuda",
+            fingerprint=("barrier_noise", {**robustness_fp, "models": ["gpu_barrier_ce", "gpu_barrier_margin"]}),
+        )
     )
-    return f"saved {path}"
-
-
-def in_order(names: Sequence[str]) -> list[str]:
-    """``names`` with what each depends on first (KeyError for an unknown name)."""
-    out: list[str] = []
-
-    def visit(n: str) -> None:
-        if n not in EXPERIMENTS:
-            raise KeyError(n)
-        for d in EXPERIMENTS[n].depends:
-            visit(d)
-        if n not in out:
-            out.append(n)
-
-    for n in names:
-        visit(n)
+    for name, schedule, seed in (
+        ("gpu_barrier_sweep", "cpu", 0),
+        ("gpu_barrier_sweep_paper", "paper", 0),
+        ("gpu_barrier_sweep_paper_seed1", "paper", 1),
+    ):
+        configs = [c.to_dict() for c in _sweep_configs("gpu", schedule, seed)]
+        out.append(
+            Experiment(
+                name,
+                f"§7.4 / Table 1: the seven λ on a GPU, the {schedule} preset's schedule, seed {seed}",
+                p4 + "regularisation_path.py",
+                lambda configs=configs: {"runs": configs},
+                (_SWEEP_ENTRY,),
+                train=_train_sweep("gpu", schedule, seed),
+                save=_save_gpu_sweep,
+                seeds=(seed,),
+                device="cuda",
+                fingerprint=(
+                    "barrier_sweep",
+                    {"configs": configs, "steps": FINGERPRINT_STEPS, "sigma": ROBUSTNESS_SIGMA},
+                ),
+            )
+        )
     return out

@@ -5,15 +5,14 @@
 - :func:`runs_dir` — where the notebooks cache their runs so that all three share them
   (``$NEXTWORD_RUNS`` or ``<tmp>/nextword_runs``; a cached run is reused only if its whole
   configuration matches, see :func:`nextword.torch.barrier.train.train_or_load`);
-- :func:`saved_results` — JSON of a full run saved under ``book/results/`` (``None`` if absent);
-- :func:`saved_run` — a result saved with provenance by ``make results`` (``None`` if not saved yet);
+- :func:`saved_run` — a result saved with provenance by ``make results`` (``None`` if not saved yet),
+  :func:`all_saved` — whether all the named ones are, :func:`load_saved_model` — a saved run's trained model;
 - ``PAPER_*`` — the numbers *reported in the paper* (§7.2–7.4), for side-by-side display only.
   They are quotations, never expected values of a test.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path
@@ -24,17 +23,14 @@ from nextword.torch.barrier.config import TrainConfig, preset
 __all__ = [
     "experiment_config",
     "runs_dir",
-    "saved_results",
     "saved_run",
     "all_saved",
-    "RESULTS_DIR",
+    "load_saved_model",
     "PAPER_FIG74",
     "PAPER_FIG75",
     "PAPER_TABLE1",
     "PAPER_SETUP",
 ]
-
-RESULTS_DIR = Path(__file__).resolve().parents[3] / "book" / "results"
 
 #: §7.1 as reported (WikiText-2, character level).
 PAPER_SETUP = {
@@ -95,12 +91,6 @@ def runs_dir(full: bool = False) -> Path:
     return path
 
 
-def saved_results(name: str) -> dict | None:
-    """``book/results/<name>.json`` if a full run was saved there, else ``None``."""
-    path = RESULTS_DIR / f"{name}.json"
-    return json.loads(path.read_text()) if path.exists() else None
-
-
 def saved_run(name: str) -> dict | None:
     """``book/results/<name>/result.json`` written by ``make results`` (:mod:`nextword.torch.runs.barrier_runs`), or ``None``.
 
@@ -127,3 +117,19 @@ def all_saved(*names: str) -> bool:
             f"shared CPU);\nthe cells that read them are skipped until they exist."
         )
     return not missing
+
+
+def load_saved_model(name: str, results_dir: str | os.PathLike | None = None):
+    """``(gpt, prior, cfg)`` of a saved run's ``model.pt`` under ``book/results/<name>/`` (weights-only load)."""
+    import torch
+
+    from nextword.provenance import results_root
+    from nextword.torch.barrier.config import TrainConfig
+    from nextword.torch.barrier.train import build
+
+    ck = torch.load(results_root(results_dir) / name / "model.pt", map_location="cpu", weights_only=True)
+    cfg = TrainConfig.from_dict(ck["config"])
+    gpt, prior = build(cfg, ck["vocab_size"], torch.device("cpu"))
+    gpt.load_state_dict(ck["model"])
+    prior.load_state_dict(ck["prior"])
+    return gpt.eval(), prior, cfg

@@ -1,11 +1,12 @@
-"""Where the torch code of the saved runs moved: old path -> new path (the torch house, issue #27).
+"""Where the torch code of the saved runs moved: old path -> new path (the torch house, issues #27 and #47).
 
-A saved run records the paths of the code that produced it (``code_paths`` in ``result.json``).
-When a module only moves, the run stays current: :func:`nextword.provenance.changed_code` reads the
-recorded files at the recorded commit, keys each by its new path, rewrites the moved modules' paths
-and dotted names in their text, and compares what each file computes with the working tree. A file
-whose statements changed beyond the move still makes the run stale. Add a row here when a module
-that a saved run records moves again (``git log --diff-filter=R --name-status`` lists the renames).
+A saved run records the commit of the code that produced it. When a module only moves, the run stays
+current: :func:`nextword.provenance.changed_code` reads the run's import closure at that commit, keys
+each file by its new path, rewrites the moved modules' paths and dotted names in their text, and
+compares what each file computes with the working tree. A file whose statements changed beyond the move
+makes the run stale. Add a row here when a module of the package moves again
+(``git log --diff-filter=R --name-status`` lists the renames), and to :data:`MOVED_NAMES` when a
+function or class moves to another module.
 
 >>> MOVED["nextword/torch/lm.py"]
 'nextword/torch/models/lm.py'
@@ -13,7 +14,7 @@ that a saved run records moves again (``git log --diff-filter=R --name-status`` 
 
 from __future__ import annotations
 
-__all__ = ["MOVED"]
+__all__ = ["MOVED", "MOVED_NAMES"]
 
 #: old path -> new path of every module of nextword/torch that moved into the subpackages
 #: (commits df47d89 "torch house", 89b24c9 "one registry" and a2d36cf "gpu-check in the house"), then
@@ -48,4 +49,16 @@ MOVED: dict[str, str] = {
     "nextword/torch/training/config.py": "nextword/torch/barrier/config.py",
     "nextword/torch/runs/sweep.py": "nextword/torch/barrier/sweep.py",
     "nextword/torch/training/gpu_check.py": "nextword/torch/runs/gpu_check.py",
+}
+
+#: old dotted name -> new dotted name of every function or class that moved to another module (issue 47):
+#: a fingerprint replayed at an older commit (:mod:`nextword.torch.runs.fingerprint`) finds them there
+MOVED_NAMES: dict[str, str] = {
+    **{
+        f"nextword.torch.models.lm.{n}": f"nextword.torch.training.token_lm.{n}"
+        for n in ("train_lm", "evaluate_loss", "torch_threads", "token_ids", "token_batch", "check_block_size")
+    },
+    "nextword.torch.models.gpt.select_device": "nextword.torch.training.device.select_device",
+    "nextword.torch.models.gpt.autocast_context": "nextword.torch.training.device.autocast_context",
+    "nextword.torch.runs.gpu_check.gpu_info": "nextword.torch.training.device.gpu_info",
 }

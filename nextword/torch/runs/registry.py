@@ -1,94 +1,314 @@
 """One registry of the book's saved runs (``book/results/<name>/``) and its command, ``nextword results``.
 
-    nextword results list                          # every saved run: current or to run, and what it is
+    nextword results list                          # every saved run, its status, and what it is
     nextword results run                           # every run that is not current (resumable; hours)
-    nextword results run barrier_ce hybrid_long    # some (each with what it depends on)
+    nextword results run barrier_ce hybrid_long    # some (each after what it depends on)
     nextword results run NAME --force              # again, even if its saved result is current
+    nextword results verify [NAME ...]             # replay fingerprints of runs whose code changed
 
-``make results`` runs ``nextword results run``. A saved result is *current* when it holds the
-registry's configuration and was produced by code that still computes the same thing, compared file by
-file (:func:`nextword.provenance.is_current`: comments, docstrings and moves do not count; a module that
-moved is listed in :data:`~nextword.torch.runs.moved.MOVED`); ``run`` skips those, and ``list`` names
-the files that changed for the others. Entries come in two kinds:
+``make results`` runs ``nextword results run``. The experiments (:class:`~nextword.torch.runs.experiment.Experiment`)
+come from :mod:`~nextword.torch.runs.barrier_runs` (§7 at the CPU and GPU tiers),
+:mod:`~nextword.torch.runs.seeded_runs` (per-seed runs), :mod:`~nextword.torch.runs.gpu_check` (the GPU
+sessions) and :mod:`~nextword.torch.runs.bench_runs` (benchmarks). A run's status (:func:`status`):
 
-- **trained runs** (:mod:`~nextword.torch.runs.barrier_runs`, the §7 pair, its second seed, the
-  noise curve and the λ path): the long training is checkpointed in ``runs/<name>/`` and resumes
-  after an interruption; the save reads the finished run (``--train-only`` stops before it);
-- **per-seed runs** (:mod:`~nextword.torch.runs.seeded_runs`, Part 3 Table 1, Fig. 6.28, the
-  hybrid SVFlows, the SVFlow LM): every finished seed is written at once to ``partial/``, and the
-  seeds are gathered when all are there (``--seeds``, ``--jobs``, ``--threads``, ``--partial-ok``).
-
->>> "barrier_ce" in NAMES and "dynamics_table1" in NAMES
-True
+- **current** — saved with the registry's configuration (and every seed) by code that computes what the
+  code here computes: the import closure of the run's entry functions (:func:`nextword.provenance.code_closure`),
+  file by file and function by function, at the run's commit and here, moves (:data:`~nextword.torch.runs.moved.MOVED`),
+  comments and docstrings aside, is the same;
+- **verified** — the code changed since the run, and ``nextword results verify`` replayed the run's
+  fingerprint (its first steps on one CPU thread, :mod:`~nextword.torch.runs.fingerprint`) with the code of
+  the run's own commit and with this code, and got the same bits; the result records that verdict and
+  the code it was reached with, and stays verified until that code changes;
+- **verified to X** — (GPU-tier runs only, which cannot be rerun here) the replays differ in the last bits,
+  by at most the relative amount X;
+- **to verify** — the code changed and the run has a fingerprint: ``nextword results verify`` decides;
+- **to run** — not saved, another configuration, seeds missing, a saved run it reads (``depends``) saved
+  again since, a fingerprint that differs, or changed code and no fingerprint (timings: a replay cannot
+  vouch for them); the reason is printed beside it, "needs a CUDA GPU" for the GPU tier on a machine
+  without one.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
 
-from nextword.torch.runs import barrier_runs, seeded_runs
-from nextword.torch.runs.moved import MOVED
+import numpy as np
 
-__all__ = ["NAMES", "kind", "is_current", "status", "describe", "run", "add_arguments", "execute", "main"]
+from nextword import provenance
+from nextword.torch.runs import barrier_runs, bench_runs, gpu_check, seeded_runs
+from nextword.torch.runs.experiment import REPO, Experiment, jsonable, ordered, runs_root, timed, wall_time
+from nextword.torch.runs.moved import MOVED, MOVED_NAMES
 
-#: every saved run, the trained ones first (in the order their dependencies need)
-NAMES: tuple[str, ...] = (*barrier_runs.in_order(list(barrier_runs.EXPERIMENTS)), *sorted(seeded_runs.EXPERIMENTS))
-if len(set(NAMES)) != len(NAMES):  # pragma: no cover - a registry bug, caught by the tests too
-    raise RuntimeError("a saved run's name appears in both kinds of entry")
+__all__ = [
+    "EXPERIMENTS",
+    "NAMES",
+    "STATES",
+    "status",
+    "describe",
+    "run",
+    "verify",
+    "fingerprint",
+    "add_arguments",
+    "execute",
+    "main",
+]
+
+#: every saved run, in the order ``run`` makes them (what a run reads comes before it)
+EXPERIMENTS: dict[str, Experiment] = {
+    e.name: e
+    for e in (
+        *barrier_runs.experiments(),
+        *seeded_runs.experiments(),
+        *gpu_check.experiments(),
+        *bench_runs.experiments(),
+    )
+}
+NAMES: tuple[str, ...] = tuple(ordered(list(EXPERIMENTS), {n: e.depends for n, e in EXPERIMENTS.items()}))
+#: the statuses of :func:`status`, best first
+STATES = ("current", "verified", "verified to", "to verify", "to run")
+#: largest relative difference of a GPU-tier run's replays that still counts as "verified to" (not bitwise)
+GPU_REPLAY_TOLERANCE = 1e-6
 
 
-def kind(name: str) -> str:
-    """``"trained"`` or ``"seeded"``; ValueError naming the registry for an unknown ``name``."""
-    if name in barrier_runs.EXPERIMENTS:
-        return "trained"
-    if name in seeded_runs.EXPERIMENTS:
-        return "seeded"
-    raise ValueError(f"name must be a saved run, one of {sorted(NAMES)}; got {name!r}")
+def _experiment(name: str) -> Experiment:
+    if name not in EXPERIMENTS:
+        raise ValueError(f"name must be a saved run, one of {sorted(EXPERIMENTS)}; got {name!r}")
+    return EXPERIMENTS[name]
 
 
-def is_current(name: str) -> bool:
-    """Whether ``book/results/<name>/`` is saved with the registry's configuration by code that computes the same."""
-    from nextword import provenance
+def _cuda() -> bool:
+    import torch
 
-    if kind(name) == "trained":
-        exp = barrier_runs.EXPERIMENTS[name]
-        return provenance.is_current(name, exp.config(), code_paths=exp.code_paths, renames=MOVED)
-    return seeded_runs.is_saved_current(name)
+    return torch.cuda.is_available()
 
 
-def code_paths(name: str) -> tuple[str, ...]:
-    """Where the code that determines ``name``'s numbers lives now."""
-    if kind(name) == "trained":
-        return tuple(barrier_runs.EXPERIMENTS[name].code_paths)
-    return tuple(seeded_runs.EXPERIMENTS[name]().code_paths)
-
-
-def status(name: str) -> tuple[str, str]:
-    """``("current", "")`` or ``("to run", why)``: not saved, another configuration, or the files that changed."""
-    from nextword import provenance
-
+# ------------------------------------------------------------------------------------------ status
+def _created(name: str, results_dir) -> str:
     try:
-        saved = provenance.load_result(name)
+        return provenance.load_result(name, results_dir).get("created", "")
     except FileNotFoundError:
-        return "to run", "not saved"
-    if is_current(name):
+        return ""
+
+
+def _complete(saved: dict[str, Any]) -> bool:
+    return saved.get("data", {}).get("complete", True) is not False
+
+
+def status(name: str, results_dir: str | os.PathLike | None = None) -> tuple[str, str]:
+    """``(state, why)``: one of :data:`STATES` and the reason (empty when current)."""
+    exp = _experiment(name)
+    gpu = exp.device == "cuda" and not _cuda()
+    needs = " (needs a CUDA GPU)" if gpu else ""
+    try:
+        saved = provenance.load_result(name, results_dir)
+    except FileNotFoundError:
+        return "to run", "not saved" + needs
+    if saved.get("config") != provenance._jsonable(exp.config()):
+        return "to run", "another configuration" + needs
+    if not _complete(saved):
+        return "to run", "seeds missing" + needs
+    newer = [d for d in exp.depends if _created(d, results_dir) > saved.get("created", "")]
+    if newer:
+        return "to run", f"it reads {', '.join(newer)}, saved again since" + needs
+    changed = provenance.changed_code(saved, exp.entry, MOVED)
+    if changed == []:
         return "current", ""
-    changed = provenance.changed_code(saved, code_paths(name), MOVED)
     if changed is None:
-        return "to run", "the commit of its code cannot be read"
-    if changed:
-        return "to run", f"code changed: {', '.join(changed)}"
-    return "to run", "another configuration, or seeds missing"
+        return "to run", "the code that produced it cannot be read (an uncommitted tree)" + needs
+    v = saved.get("verification")
+    if v and v.get("code") == _code_digest(exp):
+        if v["result"] == "bitwise":
+            return "verified", f"code changed; {_replayed(v['steps'])} bit for bit ({v['date']})"
+        if v["result"] == "deviation" and exp.device == "cuda":
+            return f"verified to {v['deviation']:.0e}", (
+                f"{_replayed(v['steps'])} within {v['deviation']:.1e} (relative); a bitwise rerun needs a GPU"
+            )
+        return "to run", f"its fingerprint replays differently ({v['summary']})" + needs
+    files = ", ".join(sorted({c.split(":")[0] for c in changed}))
+    if exp.fingerprint is not None:
+        return "to verify", f"code changed: {files}"
+    why = "timings" if exp.timing else "no fingerprint"
+    return "to run", f"code changed ({why}): {files}" + needs
+
+
+def _replayed(steps: int) -> str:
+    return f"its first {steps} steps replay" if steps else "its measurements replay"
+
+
+def _code_digest(exp: Experiment) -> str:
+    """The code a verdict was reached with: a digest of the import closure of ``exp``'s entries, here."""
+    return provenance.closure_digest(tuple(exp.entry))
 
 
 def describe(name: str) -> str:
-    """One line: what the run is (trained runs) or which notebook reads it and its seeds (per-seed runs)."""
-    if kind(name) == "trained":
-        return barrier_runs.EXPERIMENTS[name].description
-    exp = seeded_runs.EXPERIMENTS[name]()
-    return f"seeds {list(exp.seeds)} ({exp.notebook})"
+    """One line: what the run is and the page that reads it."""
+    exp = _experiment(name)
+    return f"{exp.description} ({exp.reader})"
+
+
+# ------------------------------------------------------------------------------------------ run
+def _save(exp: Experiment, data, *, curves, seeds, wall, results_dir, files=None) -> Path:
+    extra = {}
+    try:
+        old = provenance.load_result(exp.name, results_dir)
+        if "fingerprint" in old and old.get("commit") == provenance.git_commit()[0]:
+            extra["fingerprint"] = old["fingerprint"]
+    except FileNotFoundError:
+        pass
+    return provenance.save_result(
+        exp.name,
+        data,
+        command=exp.command,
+        config=exp.config(),
+        seeds=seeds,
+        wall_time_s=max(float(wall), 1e-3) if wall == wall else 1e-3,
+        curves=curves,
+        entries=exp.entry,
+        results_dir=results_dir,
+        files=files,
+        extra=extra,
+    )
+
+
+def _settled(name: str, results_dir) -> bool:
+    """Whether ``name`` needs no run: current or verified (a run "to verify" is replayed first, in seconds)."""
+    state = status(name, results_dir)[0]
+    if state == "to verify":
+        state = verify([name], results_dir=results_dir)[name]
+    return state == "current" or state.startswith("verified")
+
+
+def _run_trained(exp: Experiment, *, force: bool, train_only: bool, results_dir) -> str:
+    if not train_only and not force and _settled(exp.name, results_dir):
+        return "current"
+    workdir = runs_root() / exp.name
+    timed(workdir, lambda: exp.train(workdir))  # the wall time of every session, in workdir/wall.json
+    if train_only:
+        return "trained"
+    saved = exp.save(workdir)
+    path = _save(
+        exp,
+        saved.data,
+        curves=saved.curves,
+        seeds=exp.seeds,
+        wall=wall_time(workdir),
+        results_dir=results_dir,
+        files=saved.files,
+    )
+    return f"saved {path}"
+
+
+# ---- per-seed runs: every finished seed kept at once in <results>/<name>/partial/
+def _partial_dir(name: str, results_dir) -> Path:
+    return provenance.results_root(results_dir) / name / "partial"
+
+
+def _load_partial(exp: Experiment, seed: int, results_dir) -> tuple[dict, dict] | None:
+    folder = _partial_dir(exp.name, results_dir)
+    js, npz = folder / f"seed{seed}.json", folder / f"seed{seed}.npz"
+    if not js.is_file():
+        return None
+    try:
+        saved = json.loads(js.read_text())
+        if saved.get("config") != jsonable(exp.config()):
+            return None
+        with np.load(npz, allow_pickle=False) as f:
+            curves = {k: f[k] for k in f.files}
+    except (OSError, ValueError, json.JSONDecodeError):
+        return None  # unreadable partial file: run the seed again
+    return saved["row"], curves
+
+
+def _run_one(name: str, seed: int, results_dir: str | None, threads: int) -> int:
+    """Run one seed of ``name`` and write its partial files (in a worker process too)."""
+    import torch
+
+    torch.set_num_threads(threads)
+    exp = EXPERIMENTS[name]
+    t0 = time.perf_counter()
+    row, curves = exp.run_seed(seed)
+    folder = _partial_dir(name, results_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for fname, source in row.pop("files", {}).items():  # files kept beside the result (a checkpoint)
+        kept = folder / f"seed{seed}.{fname}"
+        shutil.copyfile(source, kept)
+        files[fname] = kept.name
+    row = dict(row, wall_time_s=time.perf_counter() - t0)
+    np.savez_compressed(folder / f"seed{seed}.tmp.npz", **curves)
+    os.replace(folder / f"seed{seed}.tmp.npz", folder / f"seed{seed}.npz")
+    tmp = folder / f"seed{seed}.json.tmp"
+    record = {"config": jsonable(exp.config()), "seed": seed, "row": jsonable(row), "files": files}
+    tmp.write_text(json.dumps(record) + "\n")
+    os.replace(tmp, folder / f"seed{seed}.json")  # the json last: it marks the seed as done
+    print(f"[{name}] seed {seed} done in {row['wall_time_s']:.0f} s", flush=True)
+    return seed
+
+
+def _run_seeded(
+    exp: Experiment, *, seeds, jobs: int, threads: int, force: bool, partial_ok: bool, results_dir
+) -> Path | None:
+    """Run the missing seeds of ``exp`` (``jobs`` processes of ``threads`` torch threads each) and save.
+
+    Returns the path of ``result.json`` once every seed is done (None while some are missing).
+    ``partial_ok`` saves the seeds finished so far (at least one), marked ``data["complete"] = False``.
+    """
+    if not force and _settled(exp.name, results_dir):
+        print(f"[{exp.name}] saved result is current; skipped (--force reruns it)")
+        return provenance.results_root(results_dir) / exp.name / "result.json"
+    wanted = exp.seeds if seeds is None else tuple(int(s) for s in seeds)
+    unknown = set(wanted) - set(exp.seeds)
+    if unknown:
+        raise ValueError(f"seeds must be among {list(exp.seeds)}, got {sorted(unknown)}")
+    todo = [s for s in wanted if force or _load_partial(exp, s, results_dir) is None]
+    rd = None if results_dir is None else str(results_dir)
+    if jobs > 1 and len(todo) > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            list(pool.map(_run_one, [exp.name] * len(todo), todo, [rd] * len(todo), [threads] * len(todo)))
+    else:
+        for s in todo:
+            _run_one(exp.name, s, rd, threads)
+    done = {s: _load_partial(exp, s, results_dir) for s in exp.seeds}
+    missing = [s for s, v in done.items() if v is None]
+    finished = tuple(s for s in exp.seeds if done[s] is not None)
+    if missing and not (partial_ok and finished):
+        print(f"[{exp.name}] seeds {missing} still to run; partial results kept")
+        return None
+    rows = [dict(done[s][0], seed=s) for s in finished]
+    curves = {k: np.stack([done[s][1][k] for s in finished]) for k in done[finished[0]][1]}  # (seeds, ...)
+    data: dict[str, Any] = {"complete": not missing, "seeds_planned": list(exp.seeds), "per_seed": rows}
+    if exp.summarise is not None:
+        data["summary"] = exp.summarise(rows)
+    folder = _partial_dir(exp.name, results_dir)
+    files = {}
+    for s in finished:
+        kept = json.loads((folder / f"seed{s}.json").read_text()).get("files", {})
+        for fname, stored in kept.items():
+            files[fname if len(finished) == 1 else f"seed{s}_{fname}"] = folder / stored
+    path = _save(
+        exp,
+        data,
+        curves=curves,
+        seeds=finished,
+        wall=sum(r["wall_time_s"] for r in rows),
+        results_dir=results_dir,
+        files=files,
+    )
+    if not missing:
+        shutil.rmtree(folder, ignore_errors=True)
+    print(f"[{exp.name}] saved {path}" + (f" with {len(finished)} of {len(exp.seeds)} seeds" if missing else ""))
+    return path
 
 
 def run(
@@ -100,43 +320,184 @@ def run(
     jobs: int = 1,
     threads: int = 1,
     partial_ok: bool = False,
+    results_dir: str | os.PathLike | None = None,
 ) -> None:
-    """Run (resume) and save ``names`` (all when empty), each trained run after what it depends on.
+    """Run (resume) and save ``names`` (all that are not current when empty), each after what it depends on.
 
     ``train_only`` applies to trained runs, ``seeds``/``jobs``/``threads``/``partial_ok`` to per-seed
-    runs; asking for one on the other kind is a ValueError naming the option.
+    runs; asking for one on the other kind is a ValueError naming the option. With no names, runs that
+    need a CUDA GPU are left out on a machine without one.
     """
     for n in names:
-        kind(n)
+        _experiment(n)
     if jobs < 1 or threads < 1:
         raise ValueError(f"jobs and threads must be >= 1, got jobs={jobs}, threads={threads}")
-    wanted = list(names) or list(NAMES)
-    trained = barrier_runs.in_order([n for n in wanted if kind(n) == "trained"])
-    seeded = [n for n in wanted if kind(n) == "seeded"]
+    wanted = list(names) or [n for n in NAMES if EXPERIMENTS[n].device == "cpu" or _cuda()]
+    todo = ordered(wanted, {n: e.depends for n, e in EXPERIMENTS.items()})
+    trained = [n for n in todo if EXPERIMENTS[n].kind == "trained"]
+    seeded = [n for n in todo if EXPERIMENTS[n].kind == "seeded"]
     per_seed = seeds is not None or jobs != 1 or threads != 1 or partial_ok
     if names and trained and per_seed:
         raise ValueError(f"--seeds, --jobs, --threads and --partial-ok apply to per-seed runs, not to {trained}")
     if names and seeded and train_only:
         raise ValueError(f"--train-only applies to trained runs, not to {seeded}")
-    for n in trained:
+    for n in todo:
+        exp = EXPERIMENTS[n]
         t0 = time.perf_counter()
-        exp = barrier_runs.EXPERIMENTS[n]
-        if train_only:
-            exp.train(barrier_runs.runs_root() / n)
-            status = "trained"
+        if exp.kind == "trained":
+            what = _run_trained(exp, force=force, train_only=train_only, results_dir=results_dir)
+            print(f"{n}: {what} ({time.perf_counter() - t0:.0f} s)", flush=True)
+        elif not train_only:
+            _run_seeded(
+                exp,
+                seeds=seeds,
+                jobs=jobs,
+                threads=threads,
+                force=force,
+                partial_ok=partial_ok,
+                results_dir=results_dir,
+            )
+
+
+# ------------------------------------------------------------------------------------------ verify
+_SCRIPT = Path(__file__).with_name("fingerprint.py")
+
+
+def _machine() -> dict[str, Any]:
+    info = provenance.machine_info()
+    return {k: info.get(k) for k in ("cpu", "arch", "torch", "numpy", "python")}
+
+
+def _params(exp: Experiment, results_dir) -> dict[str, Any]:
+    """The fingerprint's parameters, with the saved models it reads as paths under ``results_dir``."""
+    procedure, params = exp.fingerprint
+    params = dict(params)
+    if "models" in params:
+        params["models"] = [str(provenance.results_root(results_dir) / m / "model.pt") for m in params["models"]]
+    return params
+
+
+def _spec(exp: Experiment, results_dir) -> dict[str, Any]:
+    """What a fingerprint is a fingerprint of: its procedure and parameters, and the saved models it reads
+    (their SHA-256: a model saved again is another input)."""
+    import hashlib
+
+    procedure, params = exp.fingerprint
+    spec: dict[str, Any] = {"procedure": procedure, "params": jsonable(params)}
+    for m in params.get("models", ()):
+        path = provenance.results_root(results_dir) / m / "model.pt"
+        spec.setdefault("inputs", {})[m] = hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+    return spec
+
+
+def fingerprint(exp: Experiment, tree: Path, results_dir=None) -> dict[str, Any]:
+    """The fingerprint of ``exp`` computed by the copy of the package in ``tree`` (one thread, a subprocess)."""
+    procedure, _ = exp.fingerprint
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEXTWORD_PERTURB")}
+    env.update(
+        PYTHONPATH=str(tree),
+        OMP_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+        NEXTWORD_MOVED=json.dumps({"modules": MOVED, "names": MOVED_NAMES}),
+    )
+    with tempfile.TemporaryDirectory() as cwd:
+        out = subprocess.run(
+            [sys.executable, str(_SCRIPT), procedure, json.dumps(_params(exp, results_dir))],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+    if out.returncode:
+        raise RuntimeError(f"the fingerprint of {exp.name} failed in {tree}:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _at_commit(commit: str) -> tempfile.TemporaryDirectory:
+    """A temporary copy of the package as it was at ``commit`` (``git archive``; the repository is untouched)."""
+    tmp = tempfile.TemporaryDirectory(prefix=f"nextword-{commit[:10]}-")
+    archive = subprocess.run(["git", "archive", commit, "nextword"], cwd=REPO, check=True, capture_output=True)
+    subprocess.run(["tar", "-x", "-C", tmp.name], input=archive.stdout, check=True)
+    return tmp
+
+
+def _write(name: str, results_dir, record: dict[str, Any]) -> None:
+    path = provenance.results_root(results_dir) / name / "result.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record, indent=1, sort_keys=False, allow_nan=False) + "\n")
+    tmp.replace(path)
+
+
+def verify(
+    names: Sequence[str] = (), *, results_dir: str | os.PathLike | None = None, log: Callable[[str], None] = print
+) -> dict[str, str]:
+    """Replay the fingerprints of ``names`` (default: every run "to verify") and record the verdicts.
+
+    For each run: its fingerprint at its own commit (kept in ``result.json`` as ``fingerprint``, computed
+    once per machine and torch version from a ``git archive`` of that commit) and at the working tree;
+    the verdict goes to ``verification`` with a digest of the code it was reached with (``code``,
+    :func:`nextword.provenance.closure_digest`): ``bitwise``, ``deviation``
+    (the largest relative difference) or ``differs``. Returns ``{name: state}`` afterwards.
+    """
+    wanted = list(names) or [n for n in NAMES if status(n, results_dir)[0] == "to verify"]
+    out = {}
+    for name in wanted:
+        exp = _experiment(name)
+        state, why = status(name, results_dir)
+        if exp.fingerprint is None or state in ("current",) or why.startswith(("not saved", "another", "seeds")):
+            log(f"{name}: {state}{f' ({why})' if why else ''}; nothing to replay")
+            out[name] = state
+            continue
+        record = provenance.load_result(name, results_dir)
+        t0 = time.perf_counter()
+        machine = _machine()
+        then = record.get("fingerprint")
+        if not then or then.get("machine") != machine or then.get("spec") != jsonable(_params(exp, results_dir)):
+            with _at_commit(record["commit"]) as old:
+                values = fingerprint(exp, Path(old), results_dir)
+            then = {
+                "commit": record["commit"],
+                "machine": machine,
+                "spec": jsonable(_params(exp, results_dir)),
+                "values": values,
+            }
+            record["fingerprint"] = then
+        now = fingerprint(exp, REPO, results_dir)
+        from nextword.torch.runs.fingerprint import compare
+
+        same, deviation = compare(then["values"], now)
+        steps = exp.fingerprint[1].get("steps", 0)
+        if same:
+            result, summary = "bitwise", "the same bits"
+        elif deviation is not None and exp.device == "cuda" and deviation <= GPU_REPLAY_TOLERANCE:
+            result, summary = "deviation", f"relative difference {deviation:.1e}"
         else:
-            status = barrier_runs.run_experiment(exp, force=force)
-        print(f"{n}: {status} ({time.perf_counter() - t0:.0f} s)", flush=True)
-    if train_only:
-        return
-    for n in seeded:
-        seeded_runs.run_experiment(n, seeds=seeds, jobs=jobs, threads=threads, force=force, partial_ok=partial_ok)
+            result = "differs"
+            summary = "different layout" if deviation is None else f"relative difference up to {deviation:.1e}"
+        commit, dirty = provenance.git_commit()
+        record["verification"] = {
+            "result": result,
+            "summary": summary,
+            "deviation": deviation,
+            "steps": steps,
+            "commit": commit,
+            "dirty": dirty,
+            "date": time.strftime("%Y-%m-%d"),
+            "machine": machine,
+            "code": _code_digest(exp),
+            "command": f"nextword results verify {name}",
+        }
+        _write(name, results_dir, record)
+        out[name] = status(name, results_dir)[0]
+        log(f"{name}: {_replayed(steps)}: {summary} -> {out[name]} ({time.perf_counter() - t0:.0f} s)")
+    return out
 
 
+# ------------------------------------------------------------------------------------------ command line
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``list`` and ``run`` subcommands (shared by ``nextword results`` and this module's ``main``)."""
-    sub = parser.add_subparsers(dest="results_cmd", required=True, metavar="{list,run}")
-    sub.add_parser("list", help="every saved run and whether it is current")
+    """The ``list``, ``run`` and ``verify`` subcommands (shared by ``nextword results`` and :func:`main`)."""
+    sub = parser.add_subparsers(dest="results_cmd", required=True, metavar="{list,run,verify}")
+    sub.add_parser("list", help="every saved run and its status (current, verified, to verify, to run)")
     r = sub.add_parser("run", help="run (resume) and save the runs named, or every one that is not current")
     r.add_argument("names", nargs="*", metavar="NAME", help=f"saved runs (default: all): {', '.join(NAMES)}")
     r.add_argument("--force", action="store_true", help="run and save again even if current")
@@ -145,14 +506,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--jobs", type=int, default=1, help="per-seed runs: seeds run in parallel processes (default 1)")
     r.add_argument("--threads", type=int, default=1, help="per-seed runs: torch threads per process (default 1)")
     r.add_argument("--partial-ok", action="store_true", help="per-seed runs: save the seeds finished so far")
+    v = sub.add_parser("verify", help="replay the fingerprints of runs whose code changed (seconds to minutes each)")
+    v.add_argument("names", nargs="*", metavar="NAME", help="saved runs (default: every one 'to verify')")
 
 
 def execute(args: argparse.Namespace) -> int:
-    """Carry out parsed ``list`` / ``run`` arguments; ValueError for a bad name or option."""
+    """Carry out parsed ``list`` / ``run`` / ``verify`` arguments; ValueError for a bad name or option."""
     if args.results_cmd == "list":
         for n in NAMES:
             state, why = status(n)
-            print(f"{n:22s} {kind(n):8s} {state:8s} {describe(n)}" + (f" [{why}]" if why else ""))
+            print(f"{n:30s} {state:16s} {describe(n)}" + (f" [{why}]" if why else ""))
+        return 0
+    if args.results_cmd == "verify":
+        for n in args.names:
+            _experiment(n)
+        verify(args.names)
         return 0
     run(
         args.names,
@@ -167,7 +535,7 @@ def execute(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``nextword results …`` on its own (the ``nextword`` command dispatches here); exit 2 on bad input."""
+    """``nextword results …`` (the ``nextword`` command dispatches here); exit 2 on bad input."""
     parser = argparse.ArgumentParser(prog="nextword results", description=__doc__.split("\n")[0])
     add_arguments(parser)
     args = parser.parse_args(argv)
@@ -175,7 +543,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return execute(args)
     except ValueError as err:
         parser.error(str(err))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

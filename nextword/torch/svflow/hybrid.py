@@ -31,7 +31,7 @@ from torch import nn
 from nextword._validate import check_positive_int
 from nextword.perturbation import nudge_module_
 from nextword.theory.svflow.flow import GaussianSVFlow
-from nextword.torch.training.checkpoint import CKPT, PREV_CKPT, CheckpointError, read_checkpoint, save_checkpoint
+from nextword.torch.training.checkpoint import resume_from, save_checkpoint
 from nextword.torch.training.engine import fit
 
 __all__ = ["make_moons", "HybridConfig", "HybridSVFlow", "train_hybrid", "LOG_VAR_RANGE"]
@@ -232,12 +232,12 @@ def train_hybrid(
     settings = json.dumps({"config": repr(cfg), "data": [list(Xt.shape), float(Xt.double().sum()), int(yt.sum())]})
     out = None if out_dir is None else Path(out_dir)
     done = 0
-    if resume and any((out / name).exists() for name in (CKPT, PREV_CKPT)):
-        ck, used = read_checkpoint(out)
-        if ck.get("settings") != settings:
-            raise CheckpointError(f"resume: {used} was written by a run with other settings")
-        model.load_state_dict(ck["model"])
-        opt.load_state_dict(ck["optimizer"])
+    ck = (
+        resume_from(out, lambda c: c.get("settings") == settings, {"model": model, "optimizer": opt})
+        if resume
+        else None
+    )
+    if ck is not None:
         rng.bit_generator.state = json.loads(ck["rng"])
         done = int(ck["done"])
         log[:done] = ck["log"].numpy()

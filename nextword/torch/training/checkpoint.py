@@ -1,4 +1,4 @@
-"""Checkpoints of a barrier-training run: atomic writes, weights-only reads, and a fallback.
+"""Checkpoints of a training run: atomic writes, weights-only reads, a fallback, and the one way to resume.
 
 A run directory holds ``ckpt.pt`` (the newest checkpoint), ``ckpt.prev.pt`` (the one before it) and
 ``results.json``. Every write goes to a temporary file that is renamed with ``os.replace``, and the
@@ -6,6 +6,7 @@ previous good checkpoint is kept, so a checkpoint damaged on disk after the fact
 full disk, a killed ``rsync``) costs at most ``checkpoint_every`` steps: :func:`read_checkpoint`
 falls back to ``ckpt.prev.pt`` and says so (a :class:`CheckpointFallbackWarning`). Reads use
 ``torch.load(..., weights_only=True)``: nothing is unpickled beyond tensors and plain containers.
+:func:`resume_from` is how every trainer continues a run (the §7 loop, TinyLM's, the hybrid SVFlow's).
 
 >>> import tempfile, pathlib, warnings
 >>> with tempfile.TemporaryDirectory() as tmp:
@@ -26,6 +27,7 @@ import json
 import os
 import pickle
 import warnings
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,7 @@ __all__ = [
     "read_checkpoint",
     "save_json",
     "export_weights",
+    "resume_from",
 ]
 
 CKPT = "ckpt.pt"
@@ -129,3 +132,27 @@ def export_weights(run_dir: str | Path, path: str | Path | None = None) -> Path:
     path = Path(run_dir) / "model.pt" if path is None else Path(path)
     torch.save({k: ck[k] for k in WEIGHTS_KEYS}, path)
     return path
+
+
+def resume_from(
+    out_dir: str | Path,
+    matches: Callable[[dict[str, Any]], bool],
+    restore: Mapping[str, Any],
+    *,
+    device: str | torch.device = "cpu",
+) -> dict[str, Any] | None:
+    """Continue a run from ``out_dir``'s checkpoint; the checkpoint, or None when there is none to resume.
+
+    ``matches(checkpoint)`` says whether it was written by a run with the same settings (a
+    :class:`CheckpointError` naming the file otherwise); then every object of ``restore`` (checkpoint key
+    -> a module or optimiser) loads its state, and the caller restores the rest (random state, counters).
+    """
+    out = Path(out_dir)
+    if not any((out / name).exists() for name in (CKPT, PREV_CKPT)):
+        return None
+    ck, used = read_checkpoint(out, device)
+    if not matches(ck):
+        raise CheckpointError(f"resume: {used} was written by a run with other settings")
+    for key, obj in restore.items():
+        obj.load_state_dict(ck[key])
+    return ck

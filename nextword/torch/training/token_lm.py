@@ -47,7 +47,7 @@ import torch.nn.functional as F
 
 from nextword.perturbation import nudge_module_
 from nextword.torch.models.lm import TinyLM
-from nextword.torch.training.checkpoint import CKPT, PREV_CKPT, CheckpointError, read_checkpoint, save_checkpoint
+from nextword.torch.training.checkpoint import resume_from, save_checkpoint
 from nextword.torch.training.engine import fit, optimiser_step
 
 __all__ = ["train_lm", "evaluate_loss", "torch_threads", "token_ids", "token_batch", "check_block_size"]
@@ -186,12 +186,10 @@ def train_lm(
         "data": [list(data.shape), int(data.sum())],
     }
     out = None if out_dir is None else Path(out_dir)
-    if resume and any((out / name).exists() for name in (CKPT, PREV_CKPT)):
-        ck, used = read_checkpoint(out)
-        if ck.get("settings") != json.dumps(settings):
-            raise CheckpointError(f"resume: {used} was written by a run with other settings")
-        model.load_state_dict(ck["model"])
-        opt.load_state_dict(ck["optimizer"])
+    ck = None
+    if resume:
+        ck = resume_from(out, lambda c: c.get("settings") == json.dumps(settings), {"model": model, "optimizer": opt})
+    if ck is not None:
         rng.bit_generator.state = json.loads(ck["rng"])
         losses = list(ck["losses"])
 

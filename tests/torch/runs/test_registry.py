@@ -1,13 +1,14 @@
-"""The saved-run machinery: per-seed partial files, resume, partial results, provenance."""
+"""The registry: one list of every saved run, per-seed partial files and resume, statuses, and the command."""
 
 import json
 
 import numpy as np
 import pytest
 
+from nextword import provenance
 from nextword.provenance import PROVENANCE_FIELDS
-from nextword.torch.runs import registry, seeded_runs
-from nextword.torch.runs.seeded_runs import Experiment, run_experiment
+from nextword.torch.runs import registry
+from nextword.torch.runs.experiment import Experiment
 
 
 @pytest.fixture
@@ -21,20 +22,26 @@ def toy(monkeypatch):
 
     exp = Experiment(
         "toy_run",
+        "a toy",
         "book/none.py",
-        {"steps": 3},
-        (0, 1, 2),
-        run_seed,
-        ("nextword/torch/runs/seeded_runs.py",),
-        lambda rows: {"n": len(rows)},
+        lambda: {"steps": 3},
+        ("nextword.positions:sinusoidal_encoding",),
+        run_seed=run_seed,
+        summarise=lambda rows: {"n": len(rows)},
+        seeds=(0, 1, 2),
     )
-    monkeypatch.setitem(seeded_runs.EXPERIMENTS, "toy_run", lambda: exp)
+    monkeypatch.setitem(registry.EXPERIMENTS, "toy_run", exp)
     return calls
 
 
+def _run(tmp_path, **kw):
+    registry.run(["toy_run"], results_dir=tmp_path, **kw)
+    path = tmp_path / "toy_run" / "result.json"
+    return path if path.exists() else None
+
+
 def test_run_saves_every_seed_with_provenance(toy, tmp_path):
-    path = run_experiment("toy_run", results_dir=tmp_path)
-    record = json.loads(path.read_text())
+    record = json.loads(_run(tmp_path).read_text())
     assert set(PROVENANCE_FIELDS) <= set(record) and record["command"] == "nextword results run toy_run"
     assert record["seeds"] == [0, 1, 2] and record["data"]["complete"] and record["data"]["summary"] == {"n": 3}
     assert [r["seed"] for r in record["data"]["per_seed"]] == [0, 1, 2]
@@ -42,43 +49,72 @@ def test_run_saves_every_seed_with_provenance(toy, tmp_path):
     with np.load(tmp_path / "toy_run" / "curves.npz") as f:
         assert f["curve"].shape == (3, 4)
     assert not (tmp_path / "toy_run" / "partial").exists()
+    assert registry.status("toy_run", tmp_path) == ("current", "")
+    _run(tmp_path)
+    assert toy == [0, 1, 2]  # current: nothing ran again
 
 
 def test_resume_runs_only_missing_seeds_and_partial_results_are_labelled(toy, tmp_path):
-    assert run_experiment("toy_run", seeds=[0, 2], results_dir=tmp_path) is None  # seed 1 missing: no result
+    assert _run(tmp_path, seeds=[0, 2]) is None  # seed 1 missing: no result
     assert toy == [0, 2] and (tmp_path / "toy_run" / "partial" / "seed0.json").is_file()
-    path = run_experiment("toy_run", seeds=[0], partial_ok=True, results_dir=tmp_path)  # nothing new to run
+    path = _run(tmp_path, seeds=[0], partial_ok=True)  # nothing new to run
     record = json.loads(path.read_text())
     assert toy == [0, 2] and record["seeds"] == [0, 2] and record["data"]["complete"] is False
     assert record["data"]["seeds_planned"] == [0, 1, 2]
-    run_experiment("toy_run", results_dir=tmp_path)  # resume: only seed 1 runs
+    assert registry.status("toy_run", tmp_path) == ("to run", "seeds missing")
+    _run(tmp_path)  # resume: only seed 1 runs
     assert toy == [0, 2, 1]
     assert json.loads(path.read_text())["data"]["complete"] is True
 
 
 def test_unreadable_partial_file_reruns_that_seed(toy, tmp_path):
-    run_experiment("toy_run", seeds=[0], results_dir=tmp_path)
+    _run(tmp_path, seeds=[0])
     (tmp_path / "toy_run" / "partial" / "seed0.json").write_text("{truncated")
-    run_experiment("toy_run", seeds=[0], results_dir=tmp_path)
+    _run(tmp_path, seeds=[0])
     assert toy == [0, 0]
 
 
+def test_files_a_seed_keeps_are_saved_beside_its_result(monkeypatch, tmp_path):
+    """A per-seed run that writes a file (the SVFlow LM's checkpoint) has it copied into the results folder
+    it is given, not into the book's (issue 47 §3)."""
+    src = tmp_path / "made" / "ckpt.pth"
+    src.parent.mkdir()
+    src.write_bytes(b"weights")
+    exp = Experiment(
+        "toy_files",
+        "a toy",
+        "book/none.py",
+        lambda: {},
+        ("nextword.positions",),
+        run_seed=lambda seed: ({"files": {"ckpt.pth": str(src)}, "x": 1}, {"c": np.zeros(2)}),
+    )
+    monkeypatch.setitem(registry.EXPERIMENTS, "toy_files", exp)
+    registry.run(["toy_files"], results_dir=tmp_path / "results")
+    assert (tmp_path / "results" / "toy_files" / "ckpt.pth").read_bytes() == b"weights"
+    record = provenance.load_result("toy_files", tmp_path / "results")
+    assert "files" not in record["data"]["per_seed"][0]
+
+
 def test_bad_names_and_seeds_are_rejected(toy, tmp_path):
-    with pytest.raises(ValueError, match="name must be one of"):
-        run_experiment("nope", results_dir=tmp_path)
+    with pytest.raises(ValueError, match="must be a saved run"):
+        registry.run(["nope"], results_dir=tmp_path)
     with pytest.raises(ValueError, match="seeds must be among"):
-        run_experiment("toy_run", seeds=[7], results_dir=tmp_path)
+        registry.run(["toy_run"], seeds=[7], results_dir=tmp_path)
 
 
-def test_one_registry_holds_both_kinds_and_one_command_lists_them(capsys):
-    assert set(registry.NAMES) == set(seeded_runs.EXPERIMENTS) | {
-        n for n in registry.NAMES if registry.kind(n) == "trained"
-    }
-    assert len(registry.NAMES) == len(set(registry.NAMES)) >= 10
+def test_one_registry_lists_every_saved_run_and_every_saved_run_is_in_it(capsys):
+    saved = {p.parent.name for p in provenance.results_root().glob("*/result.json")}
+    assert saved <= set(registry.NAMES), saved - set(registry.NAMES)
+    assert len(registry.NAMES) == len(set(registry.NAMES)) == 26  # 11 CPU runs, 14 GPU ones, a benchmark
+    assert sum(registry.EXPERIMENTS[n].device == "cuda" for n in registry.NAMES) == 13  # + gpu_check_cpu_speed
+
+
+def test_list_prints_one_line_per_run_with_its_status(capsys, monkeypatch):
+    monkeypatch.setattr(registry, "status", lambda name, results_dir=None: ("to run", "not saved"))
     assert registry.main(["list"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in out] == list(registry.NAMES)
-    assert {line.split()[1] for line in out} == {"trained", "seeded"}
+    assert all("to run" in line and "[not saved]" in line for line in out)
 
 
 @pytest.mark.parametrize(
@@ -88,6 +124,7 @@ def test_one_registry_holds_both_kinds_and_one_command_lists_them(capsys):
         (["run", "barrier_ce", "--jobs", "2"], "apply to per-seed runs"),
         (["run", "hybrid_long", "--train-only"], "applies to trained runs"),
         (["run", "hybrid_long", "--jobs", "0"], "must be >= 1"),
+        (["verify", "no_such_run"], "must be a saved run"),
     ],
 )
 def test_registry_rejects_bad_names_and_options_in_one_line(argv, message, capsys):
@@ -97,11 +134,19 @@ def test_registry_rejects_bad_names_and_options_in_one_line(argv, message, capsy
     assert message in capsys.readouterr().err
 
 
+def test_another_configuration_is_to_run(toy, tmp_path, monkeypatch):
+    _run(tmp_path)
+    exp = registry.EXPERIMENTS["toy_run"]
+    monkeypatch.setitem(registry.EXPERIMENTS, "toy_run", Experiment(**{**exp.__dict__, "config": lambda: {"steps": 4}}))
+    assert registry.status("toy_run", tmp_path) == ("to run", "another configuration")
+
+
 @pytest.mark.parametrize(
     "module",
     [
-        "nextword.torch.runs.registry",
+        "nextword.torch.runs.experiment",
         "nextword.torch.runs.seeded_runs",
+        "nextword.torch.runs.fingerprint",
         "nextword.theory.dynamics.table1",
         "nextword.torch.probes.fig628",
         "nextword.torch.svflow.hybrid_runs",
@@ -135,6 +180,8 @@ def test_experiment_inputs_are_checked():
         SVFlowLMConfig(ps=(0.5, 1.0))
     with pytest.raises(TypeError, match="d_model"):
         SVFlowLMConfig(d_model=64.0)
+    with pytest.raises(ValueError, match="train and save"):
+        Experiment("x", "x", "x", dict, ("nextword",))
 
 
 def test_checkpoint_round_trip_is_the_float16_model(tmp_path):

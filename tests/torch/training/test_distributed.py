@@ -16,7 +16,7 @@ from nextword.torch.training.checkpoint import CKPT  # noqa: E402
 from nextword.torch.barrier.config import preset  # noqa: E402
 from nextword.torch.barrier.train import train  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.slow

@@ -40,8 +40,12 @@ def test_margin_gradient_is_bitwise_the_same_on_two_threads():
     with torch_threads(2):
         first = _margin_grads(E, W, tokens, pos)
         assert all(torch.equal(first, _margin_grads(E, W, tokens, pos)) for _ in range(4))
+    # (not the same bits as one thread: the batched LU and the matrix products split their work by thread
+    # count; the promise is bitwise reproducibility at a fixed thread count)
     with torch_threads(1):
-        assert torch.equal(first, _margin_grads(E, W, tokens, pos))  # and the same bits as one thread
+        one = _margin_grads(E, W, tokens, pos)
+        assert all(torch.equal(one, _margin_grads(E, W, tokens, pos)) for _ in range(2))
+    torch.testing.assert_close(one, first, rtol=1e-5, atol=1e-7)
 
 
 def test_barrier_training_twice_on_two_threads_gives_the_same_bits(tmp_path):

@@ -192,3 +192,22 @@ def test_bad_inputs_raise_clear_errors():
         train_lm(model, np.arange(20) % 7, steps=1, batch_size=1, block_size=40, seed=0, progress=False)
     with pytest.raises(ValueError, match="integer token ids"):
         evaluate_loss(model, np.ones(10), 4)
+
+
+def test_one_list_of_positional_encodings_and_tinylm_refuses_one_it_does_not_implement():
+    """positions.ENCODINGS is the one list: the numpy decoder's config accepts exactly its names, the
+    Fig. 6.28 probe trains each of them, and TinyLM raises on a name it has no code for (it used to pass
+    the input through unchanged)."""
+    from nextword.decoder import DecoderConfig
+    from nextword.positions import ENCODINGS
+    from nextword.torch.probes.fig628 import VARIANTS
+
+    assert VARIANTS == tuple(ENCODINGS) == ("sinusoidal", "learned", "rope", "none")
+    for name in ENCODINGS:
+        DecoderConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=4, positional=name)
+    with pytest.raises(ValueError):
+        DecoderConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, max_len=4, positional="alibi")
+    model = TinyLM(_cfg(), seed=0)
+    object.__setattr__(model.config, "positional", "alibi")  # past the validation, as a new name would be
+    with pytest.raises(ValueError, match="alibi"):
+        model(torch.zeros(1, 3, dtype=torch.long))

@@ -1,5 +1,6 @@
-"""``nextword gpu-check``: its CPU dry-run rehearses every stage and saves each result with provenance;
-without a CUDA GPU the real command says so in one line and exits 2."""
+"""``nextword gpu-check``: its CPU dry-run rehearses every stage and saves, through the registry, the session
+and every GPU-tier run it trained, with provenance; without a CUDA GPU the real command says so in one line
+and exits 2."""
 
 from __future__ import annotations
 
@@ -21,22 +22,24 @@ def test_without_a_gpu_it_says_so_in_one_line_and_exits_2(tmp_path, capsys):
     assert len(err) == 1 and err[0].startswith("nextword gpu-check: error: no CUDA GPU here")
 
 
-def test_dry_run_rehearses_every_stage_on_the_cpu(tmp_path):
-    assert main(["gpu-check", "--dry-run", "--out", str(tmp_path), "--budget", "600"]) == 0
+def test_dry_run_rehearses_every_stage_on_the_cpu(tmp_path, monkeypatch):
+    for var in ("NEXTWORD_GPU_TIER", "NEXTWORD_RUNS_DIR", "NEXTWORD_GPU_BUDGET"):
+        monkeypatch.delenv(var, raising=False)  # restored after the test: the command sets them for its session
+    assert main(["gpu-check", "--dry-run", "--out", str(tmp_path), "--budget", "900"]) == 0
     results = tmp_path / "results"
     check = provenance.load_result("gpu_check", results_dir=results)
-    assert set(provenance.PROVENANCE_FIELDS) <= set(check) and check["command"].startswith("nextword gpu-check")
+    assert set(provenance.PROVENANCE_FIELDS) <= set(check) and check["command"] == "nextword results run gpu_check"
     data = check["data"]
     assert data["dry_run"] and data["gpu"]["torch"] == torch.__version__
     # stage 1: the CPU run against the same run on the (here: CPU) device, float32: identical curves
     assert data["parity"]["parity"] and data["parity"]["max_abs_val_bpc_diff"] == 0.0
     # stage 3: steps per second of the three training steps, all positive
     assert all(data["speed"][k] > 0 for k in ("ce", "margin_exact", "margin_k16"))
-    # stage 4: every run finished and was saved with provenance, the margin arm with its weights
+    # stage 4: every run finished and was saved through the registry, the margin arm with its weights
     assert all(s["returncode"] == 0 for s in data["train"].values()), data["train"]
-    assert set(data["saved"]) == {"gpu_barrier_ce", "gpu_barrier_margin", "gpu_barrier_robustness", "gpu_barrier_sweep"}
-    for name in data["saved"]:
-        assert set(provenance.PROVENANCE_FIELDS) <= set(provenance.load_result(name, results_dir=results))
+    for name in gpu_check.session_runs("cpu", 0):
+        saved = provenance.load_result(name, results_dir=results)
+        assert set(provenance.PROVENANCE_FIELDS) <= set(saved) and saved["command"] == f"nextword results run {name}"
     ck = torch.load(results / "gpu_barrier_margin" / "model.pt", weights_only=True)
     assert set(ck) == {"model", "prior", "config", "vocab_size"}
     sweep = provenance.load_result("gpu_barrier_sweep", results_dir=results)["data"]

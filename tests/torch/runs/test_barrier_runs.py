@@ -1,5 +1,5 @@
-"""The saved barrier runs: the registry end to end (tiny configs), provenance fields, skipping what is
-current, small weights-only checkpoints, and the files the Part 4 notebooks read."""
+"""The §7 experiments of the registry end to end (tiny configs): provenance fields, skipping what is current,
+small weights-only checkpoints, and the files the Part 4 notebooks read."""
 
 from __future__ import annotations
 
@@ -12,36 +12,53 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from nextword import provenance  # noqa: E402
-from nextword.torch.runs import barrier_runs as R  # noqa: E402
 from nextword.torch.barrier.config import preset  # noqa: E402
+from nextword.torch.runs import barrier_runs as B  # noqa: E402
+from nextword.torch.runs import registry as R  # noqa: E402
+from nextword.torch.runs.experiment import runs_root  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 NOTEBOOKS = [
     REPO / "book" / "part4_margins" / f"{n}.py"
     for n in ("barrier_training", "robustness_to_noise", "regularisation_path", "06_support_tokens_trained")
 ]
+CPU_TIER = (
+    "barrier_ce",
+    "barrier_margin",
+    "barrier_ce_seed1",
+    "barrier_margin_seed1",
+    "barrier_robustness",
+    "barrier_sweep",
+)
 
 
 @pytest.fixture
 def tiny_registry(tmp_path, monkeypatch):
-    """The real registry, with every configuration shrunk to the ``tiny`` preset."""
+    """The real CPU-tier experiments, with every configuration shrunk to the ``tiny`` preset."""
     monkeypatch.setenv("NEXTWORD_RUNS_DIR", str(tmp_path / "runs"))
-    monkeypatch.setattr(
-        R, "_cpu_arm", lambda lam, seed=0: preset("tiny", lambda_margin=lam, seed=seed, steps=4, eval_every=2)
-    )
-    monkeypatch.setattr(R, "_sweep_config", lambda: preset("tiny", steps=2, eval_every=2))
-    monkeypatch.setattr(R, "SWEEP_LAMBDAS", (0.0, 0.5))
+
+    def arm(tier, lam, seed=0):
+        return preset("tiny", lambda_margin=lam, seed=seed, steps=4, eval_every=2)
+
+    def sweep(tier, schedule="cpu", lam=B.PAPER_LAMBDA, seed=0):
+        return preset("tiny", steps=2, eval_every=2, lambda_margin=lam, seed=seed)
+
+    monkeypatch.setattr(B, "arm_config", arm)
+    monkeypatch.setattr(B, "sweep_config", sweep)
+    monkeypatch.setattr(B, "SWEEP_LAMBDAS", (0.0, 0.5))
+    tiny = {e.name: e for e in B.experiments()}
+    monkeypatch.setattr(R, "EXPERIMENTS", {**R.EXPERIMENTS, **tiny})
     return tmp_path / "results"
 
 
-def test_registry_runs_saves_with_provenance_and_skips_current(tiny_registry):
+def test_registry_runs_saves_with_provenance_and_skips_current(tiny_registry, capsys):
     out = tiny_registry
-    for name in R.in_order(list(R.EXPERIMENTS)):
-        assert R.run_experiment(R.EXPERIMENTS[name], results_dir=out).startswith("saved")
-    for name in R.EXPERIMENTS:
+    R.run(list(CPU_TIER), results_dir=out)
+    for name in CPU_TIER:
         saved = provenance.load_result(name, results_dir=out)
         assert set(provenance.PROVENANCE_FIELDS) <= set(saved)
         assert saved["command"] == f"nextword results run {name}"
+        assert saved["code_entry"] == list(R.EXPERIMENTS[name].entry)
         assert saved["wall_time_s"] >= 0 and saved["machine"]["torch"] == torch.__version__
         assert provenance.load_curves(name, results_dir=out)
     ce = provenance.load_result("barrier_ce", results_dir=out)["data"]
@@ -56,44 +73,33 @@ def test_registry_runs_saves_with_provenance_and_skips_current(tiny_registry):
     assert [r["lambda"] for r in sweep["rows"]] == [0.0, 0.5]
     assert all("relative_degradation" in r for r in sweep["rows"])
     # the code that produced it is the code here (committed or not): the next run skips it
-    assert R.run_experiment(R.EXPERIMENTS["barrier_ce"], results_dir=out) == "current"
-    assert provenance.load_result("barrier_ce", results_dir=out)["code"].keys() == set(R.BARRIER_CODE)
+    assert R.status("barrier_ce", out) == ("current", "")
+    capsys.readouterr()
+    R.run(["barrier_ce"], results_dir=out)
+    assert "barrier_ce: current" in capsys.readouterr().out
+    closure = provenance.load_result("barrier_ce", results_dir=out)["code"]
+    assert "nextword/torch/barrier/train.py" in closure and "nextword/torch/barrier/prior.py" in closure
+    assert "nextword/torch/runs/barrier_runs.py:_train_arm" in closure  # the experiment's own function
+    assert "nextword/torch/runs/barrier_runs.py:_save_sweep" not in closure  # another experiment's
 
 
-def test_unfinished_run_is_not_saved(tiny_registry, monkeypatch):
+def test_unfinished_run_is_not_saved(tiny_registry):
     exp = R.EXPERIMENTS["barrier_ce"]
-    monkeypatch.setattr(
-        R, "_cpu_arm", lambda lam, seed=0: preset("tiny", lambda_margin=lam, seed=seed, steps=4, eval_every=2)
-    )
     from nextword.torch.barrier.train import train
 
-    train(R._cpu_arm(0.0), R.runs_root() / exp.name, progress=False, max_steps_this_run=2)
+    train(B.arm_config("cpu", 0.0), runs_root() / exp.name, progress=False, max_steps_this_run=2)
     with pytest.raises(RuntimeError, match="not finished"):
-        exp.save(R.runs_root() / exp.name)
+        exp.save(runs_root() / exp.name)
 
 
-def test_wall_time_sums_sessions(tmp_path):
-    (tmp_path / "wall.json").write_text(
-        json.dumps(
-            {
-                "sessions": [
-                    {"start": "2026-01-01T00:00:00+00:00", "end": "2026-01-01T00:01:00+00:00"},
-                    {"start": "2026-01-01T01:00:00+00:00", "end": "2026-01-01T01:00:30+00:00"},
-                ]
-            }
-        )
-    )
-    assert R.wall_time(tmp_path) == 90.0
-
-
-def test_cli_lists_and_rejects_unknown_names(capsys):
-    from nextword.torch.runs import registry
-
-    assert registry.main(["list"]) == 0
-    assert "barrier_ce" in capsys.readouterr().out
-    with pytest.raises(SystemExit) as e:
-        registry.main(["run", "no_such_experiment"])
-    assert e.value.code == 2
+def test_the_gpu_tier_is_the_same_experiment_on_another_preset():
+    cpu, gpu = B.arm_config("cpu", B.PAPER_LAMBDA), B.arm_config("gpu", B.PAPER_LAMBDA)
+    assert cpu.model == gpu.model and (cpu.lr, gpu.lr) == (3e-3, 1e-3)
+    assert (cpu.margin_positions, gpu.margin_positions) == (16, 0)  # the GPU tier's margin is exact
+    gpu_names = [e.name for e in B.experiments() if e.device == "cuda"]
+    assert len(gpu_names) == 10 and all(n.startswith("gpu_barrier_") for n in gpu_names)
+    for name in gpu_names:  # every GPU result saved in the book has the registry's configuration
+        assert provenance.load_result(name)["config"] == provenance._jsonable(R.EXPERIMENTS[name].config()), name
 
 
 def test_saved_barrier_results_have_provenance_and_the_notebooks_find_them():
@@ -103,7 +109,7 @@ def test_saved_barrier_results_have_provenance_and_the_notebooks_find_them():
     read = {}
     for nb in NOTEBOOKS:
         text = nb.read_text()
-        for name in re.findall(r"""load_(?:result|curves|saved_model)\(f?["'](barrier_[\w{}]+)["']""", text):
+        for name in re.findall(r"""load_(?:result|curves|saved_model)\(f?["']((?:gpu_)?barrier_[\w{}]+)["']""", text):
             names = [name.replace("{arm}", arm) for arm in ("ce", "margin")] if "{arm}" in name else [name]
             for n in names:
                 read.setdefault(n, set()).add(nb)
@@ -118,7 +124,5 @@ def test_saved_barrier_results_have_provenance_and_the_notebooks_find_them():
             continue
         assert set(provenance.PROVENANCE_FIELDS) <= set(saved), name
         assert saved["commit"] != "unknown" and not saved["dirty"], name
-        # the command that produced it: the registry's, or the one it had before the torch house moved
-        assert saved["command"] in (R.EXPERIMENTS[name].command, f"python -m nextword.torch.results run {name}")
+        assert saved["command"] == R.EXPERIMENTS[name].command, name
         assert saved["config"] == json.loads(json.dumps(R.EXPERIMENTS[name].config())), name
-    assert R.EXPERIMENTS["barrier_ce"].command == "nextword results run barrier_ce"

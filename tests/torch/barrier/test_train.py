@@ -67,7 +67,7 @@ def test_lambda_zero_leaves_prior_untouched_and_margin_moves_W(tmp_path, data):
 
 def test_resume_refuses_a_different_config(tmp_path, data):
     train(preset("tiny", steps=2), tmp_path, progress=False, data=data)
-    with pytest.raises(ValueError, match="different configuration"):
+    with pytest.raises(ValueError, match="other settings"):
         train(preset("tiny", steps=3), tmp_path, progress=False, data=data, resume=True)
 
 
