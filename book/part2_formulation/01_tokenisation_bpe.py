@@ -447,9 +447,10 @@ print(f"{len(unused_rows)} of {big.vocab_size} rows get zero gradient from this 
 #    and is one token. Will their embeddings be close?
 #
 #    ```{dropdown} Answer
-#    Nothing makes them close. The rare word is three vectors, the frequent one a single vector, so
-#    they do not even live in the same space as whole words, and the pieces of the rare word get few
-#    gradient updates (a token that never occurs gets none). This is Remark 2.9's point.
+#    Nothing makes them close. The rare word enters the model as three vectors (a point of
+#    $\mathbb R^{3d_e}$), the frequent one as a single vector (a point of $\mathbb R^{d_e}$), so there
+#    is not even one pair of vectors to compare; and the pieces of the rare word get few gradient
+#    updates (a token that never occurs gets none). This is Remark 2.9's point.
 #    ```
 
 # %% tags=["hide-cell"]
