@@ -394,17 +394,19 @@ fig, axes = plt.subplots(1, 3, figsize=(14, 4), layout="constrained")
 axes[0].plot(widths, (beam_scores - exhaustive_scores[:, None]).T, "o-", alpha=0.7)
 axes[0].axhline(0, color="k", lw=0.8)
 axes[0].set_xscale("log", base=2)
+axes[0].set_xticks(widths, [str(w) for w in widths])
 axes[0].set_xlabel("beam width k")
 axes[0].set_ylabel(r"$\log\pi$(beam) $-$ $\log\pi$(exhaustive)")
 axes[0].set_title("one line per prompt, 3 characters")
 axes[1].semilogx(taus, frac_greedy, "o-", label="P(sample = greedy)")
 axes[1].semilogx(taus, np.array(distinct) / N_RUNS, "s-", label="distinct / runs")
 axes[1].set_xlabel(r"temperature $\tau$")
+axes[1].set_ylabel(f"share of the {N_RUNS} samples")
 axes[1].legend()
 axes[1].set_title("Remark 6.2")
 axes[2].plot(sampled_lengths, np.array(mix_distinct) / runs, "o-", label="distinct / runs")
 axes[2].set_xlabel("sampled prefix length L'")
-axes[2].set_ylabel("diversity")
+axes[2].set_ylabel(f"distinct replies / {runs}")
 likelihood_axis = axes[2].twinx()
 likelihood_axis.plot(sampled_lengths, mix_lp, "s--", color="C1", label="mean log pi per char")
 likelihood_axis.set_ylabel(r"mean $\log\pi$ per character", color="C1")
@@ -414,7 +416,8 @@ plt.show()
 # %% [markdown]
 # **Figure 2.6.2.** Left: beam search against the exact maximiser of (6.3) for three-character
 # replies, one line per prompt; width 1 is greedy (6.4); a gap of 0 means optimal — look at how
-# every line reaches 0 by width 8. Middle: Remark 6.2 — as $\tau\to0$ the share of samples equal to
+# every line reaches 0 by width 8 (the prompts for which greedy is already optimal lie on the black
+# zero line from width 1 on, hidden under it). Middle: Remark 6.2 — as $\tau\to0$ the share of samples equal to
 # the greedy reply (blue circles) rises to 1 and the share of distinct replies (vermilion squares)
 # falls to one reply in 50. Right: §6.4's mixed decoding — as the sampled prefix $L'$ grows
 # ($L'=0$ is greedy, $L'=20$ full sampling) diversity rises (blue circles, left axis) and the mean
@@ -581,6 +584,7 @@ print(f"character model, 12 characters after 'KING HENRY':\n"
       f"{f_la.calls} calls)\n"
       f"  beam       {show(bs_out, len(p))} ({sequence_log_prob(lm.next_logits, bs_out, len(p)):.3f}, "
       f"{f_bs.calls} calls)")
+assert la_out == bs_out and f_la.calls != f_bs.calls  # "they agree for this prompt, at different costs"
 
 # %% [markdown]
 # The two disagree on a minority of random models (16 of 200) and neither dominates: each is
