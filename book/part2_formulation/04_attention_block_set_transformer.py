@@ -360,6 +360,12 @@ grid_scores = grid @ att2.Q.T @ (cloud @ att2.K.T).T  # (G, n) scores <Qs, Ku>
 field = softmax(grid_scores) @ (cloud @ att2.V.T)  # V E_{pi(.;s)}[u]
 field_at_tokens = softmax(cloud @ att2.Q.T @ (cloud @ att2.K.T).T) @ (cloud @ att2.V.T)
 assert np.allclose(moved_cloud - cloud, field_at_tokens, atol=1e-12)  # each token follows the field
+far = np.linalg.norm(grid - cloud.mean(axis=0), axis=1) > 2.5  # grid points far from the cloud
+step_tokens = np.linalg.norm(field_at_tokens, axis=1).mean()
+step_far = np.linalg.norm(field[far], axis=1).mean()
+print(f"mean length of the displacement: at the tokens {step_tokens:.3f}, "
+      f"at grid points more than 2.5 from the cloud's centre {step_far:.3f}")
+assert step_tokens < 0.25 * step_far  # Figure 2.4.2: the field is weak in the cloud, strong far from it
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), layout="constrained")
@@ -386,8 +392,10 @@ plt.show()
 # **Figure 2.4.2.** Left: attention (5.2)/(B.4a) on a 2-D empirical measure of 12 tokens (blue
 # dots). The grey arrows are the displacement $V\mathbb E_{\pi(\cdot;s)}[u]$ the measure induces at
 # points $s$ of a grid (a vector field that depends on $p$ only; drawn at two thirds of their
-# length); the orange arrows and crosses show where each token goes, $\mathrm{ATT}(h)_k$ — each
-# token follows the field at its own place. Right: Example B.2 — the gap between max pooling and the
+# length); the orange crosses show where each token goes, $\mathrm{ATT}(h)_k$, joined to its dot
+# by a thin orange arrow — each token follows the field at its own place. Look at the middle of the
+# cloud: there the field is weak (the values average out), so most crosses sit almost on their dots;
+# the field is strong only at points far from the cloud. Right: Example B.2 — the gap between max pooling and the
 # log-sum-exp pooling (blue) stays under the bound $\log 6/\beta$ (dashed black) and follows it for
 # large $\beta$.
 #
