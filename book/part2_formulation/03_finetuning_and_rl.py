@@ -235,6 +235,7 @@ for name, c in curves.items():
 best = {name: min(c) for name, c in curves.items()}
 assert best["LoRA rank 2"] < min(best["full fine-tune"], best["from scratch"], best["LoRA rank 4"])
 assert best["LoRA rank 2"] < best["LoRA rank 1"]
+assert best["full fine-tune"] < best["from scratch"]  # starting from W_pre beats starting from zero
 for name in ("from scratch", "full fine-tune", "LoRA rank 4"):  # the flexible updates over-fit
     assert curves[name][-1] > 1.2 * best[name]  # Figure 2.3.1: their KL rises again
 
@@ -476,7 +477,8 @@ assert cos(reinforce, exact_grad) > 0.97  # the score-function estimator points 
 # ## Key takeaways
 #
 # - Fine-tuning is the same next-token training on a small task-specific data set (4.6), started
-#   from the pre-trained weights; with scarce data that start beats training from scratch.
+#   from the pre-trained weights; with scarce data that start reaches a lower KL than training from
+#   scratch (each compared at its best number of steps).
 # - A low-rank update (LoRA) trains $2|\mathcal V|k$ numbers instead of $|\mathcal V|^2$; when its rank
 #   matches the true change it also over-fits less (Remark 4.9).
 # - KL-regularised RL (4.7) has a closed-form optimum: the reference model tilted by
@@ -541,7 +543,9 @@ assert V * V == 100 and 2 * V * 2 == 40
 #   naive gradient of (4.8) with the samples held fixed has expectation zero at $\pi_{\mathrm{ref}}$.
 # - **(4.8) averages over its $N_{\mathrm{RL}}$ samples** (the $1/N_{\mathrm{RL}}$ that (4.5) and (4.6) lack), so
 #   as a number it estimates (4.7) without bias: the batch average above is within four standard
-#   errors of the exact value.
+#   errors of the exact value. (As printed, (4.8) has no brackets around its summand, so the
+#   $\beta\log$ term reads as outside the sum; it carries the sample index $n$, so both terms belong
+#   inside, which is how the page and `rl_empirical_objective` read it.)
 #
 # One more check of the rank argument: the exact rank-2 shift, applied to $\log P$ itself, reaches
 # the target with no error, so the residual KL of the rank-2 fit is inherited from $W_{\mathrm{pre}}$:
