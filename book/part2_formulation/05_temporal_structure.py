@@ -21,7 +21,7 @@
 #   complex pairs whose score depends only on the offset;
 # - count the inner products of full, causal and banded attention, and compute a windowed layer;
 # - run a linear state-space recurrence by hand, and explain why its exact discretisation needs
-#   $e^{A(t-r)}B$ in that order.
+#   $e^{A(t-t')}B$ in that order.
 # ```
 #
 # **Builds on:** [2.4 The attention block](04_attention_block_set_transformer.ipynb) (the attention
@@ -111,10 +111,10 @@ assert minus_inf[1] == 0.0
 
 # %% [markdown]
 # **A state-space recurrence.** Instead of attention, read the sequence once, keeping a running
-# state: $v_{k+1}=a\,v_k+b\,h_k$. With $a=\tfrac12$, $b=1$, $v_0=0$ and inputs $h=(1,2,3)$:
-# $v_1=1$, $v_2=\tfrac12\cdot1+2=2.5$, $v_3=\tfrac12\cdot2.5+3=4.25$. Each step costs one
-# multiply-add per state entry, so the whole sequence costs time linear in its length, and $v_k$
-# depends only on the inputs before it: causal by construction.
+# state: $v_k=a\,v_{k-1}+b\,h_k$. With $a=\tfrac12$, $b=1$, $v_0=0$ and inputs
+# $(h_1,h_2,h_3)=(1,2,3)$: $v_1=1$, $v_2=\tfrac12\cdot1+2=2.5$, $v_3=\tfrac12\cdot2.5+3=4.25$. Each
+# step costs one multiply-add per state entry, so the whole sequence costs time linear in its
+# length, and $v_k$ depends only on the inputs up to $h_k$: causal by construction.
 
 # %%
 a_tiny, b_tiny, state = 0.5, 1.0, 0.0
@@ -177,6 +177,8 @@ for name, kern in [("as printed (base 2)", k_printed), ("base 10000", k_usual)]:
 assert np.argmax(k_printed < 0.5) <= 3  # as printed: similarity falls at once
 assert np.abs(k_printed[10:]).mean() < 0.1  # ... and stays near 0
 assert np.argmax(k_usual < 0.5) > 20  # Figure 2.5.1: base 10000 decaying gradually
+print(f"as printed: most negative similarity {k_printed.min():.2f}, at offset {np.argmin(k_printed)}")
+assert np.argmin(k_printed) == 4 and k_printed.min() < -0.75  # Figure 2.5.1: the dark stripes
 
 # %% [markdown]
 # With base 2 the wavelengths span only a factor of 2 (about 6.4 to 12.6 positions), so the
@@ -210,7 +212,8 @@ plt.show()
 # **Figure 2.5.1.** Cosine similarity $\langle r_k,r_l\rangle/|r|^2$ of the encodings of the first
 # 128 positions (left and middle, one heatmap each), and as a function of the offset $k-l$ (right:
 # blue as printed, vermilion base 10000). Left: Example 5.8 with $\lambda_j=2^{2j/d_e}$ — only
-# immediate neighbours are similar, a thin bright diagonal. Middle: the usual base 10000 — a broad
+# immediate neighbours are similar, a thin bright diagonal flanked by dark stripes: positions 4
+# apart have nearly opposite encodings (similarity about $-0.8$). Middle: the usual base 10000 — a broad
 # diagonal band, similarity decaying gradually with $|k-l|$. We read "2" as a slip (or an extraction
 # loss) for 10000 and $j$ for $j-1$ ([checked below](#checking-the-paper)) and use base 10000
 # elsewhere.
@@ -345,7 +348,9 @@ print(f"windowed computation: {products} inner products instead of {T * T}; outp
 fig, ax = plt.subplots()
 for name, cnt in counts.items():
     ax.loglog(ms, cnt, "o-", label=name)
-ax.set_xlabel("sequence length m - 1")
+ax.minorticks_off()
+ax.set_xticks(ms, [str(x) for x in ms])
+ax.set_xlabel("sequence length n = m - 1")
 ax.set_ylabel("inner products per layer")
 ax.legend()
 plt.show()
@@ -620,8 +625,9 @@ assert err_printed_comm < 1e-7
 # **§5.3.4, the index of (5.9a).** As printed, (5.9a) runs $k=0,\dots,m-2$ with input $h_k$, so it
 # reads an $h_0$ that the sequence $h_{1:m-1}$ does not have; our recurrence indexes the inputs
 # from 0, and $u_k$ depends on $h_0,\dots,h_k$ (row "§5.3.4, Eq. (5.9a)"). (The paper's next sentence,
-# "$v_{k+1}$ depends only on $h_{1:k}$", fits neither reading: with inputs from 0 it is
-# $h_{0:k}$, with (5.9a) reading $h_{k+1}$ it would be $h_{1:k+1}$.)
+# "$v_{k+1}$ depends only on $h_{1:k}$", holds for the printed iteration once its first step is
+# read without the missing $h_0$, $v_1=\mathbf f(v_0)$; with the inputs indexed from 0 it is
+# $h_{0:k}$, and with (5.9a) reading $h_{k+1}$ it would be $h_{1:k+1}$.)
 
 # %% [markdown]
 # ## Reproducibility
