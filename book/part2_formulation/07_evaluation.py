@@ -37,7 +37,6 @@
 # |---|---|---|
 # | $p$, $p_v$ | the true distribution of the next token; its probability of token $v$ | probabilities |
 # | $q$, $q_v$ | a model's distribution of the next token; its probability of $v$ | probabilities |
-# | $n$ | the number of tokens of a held-out text | integer |
 # | $H(p)$, $H$ | the entropy of $p$; the entropy rate of a source (nats or bits per token) | number |
 # | $\mathbf D$ | a divergence between the true and the model's distribution of replies (8.3) | number |
 # | $F$, $G$ | cumulative distribution functions (a forecast's; the answer's law) | functions |
@@ -101,7 +100,7 @@ rng = np.random.default_rng(0)
 # **Scoring by probabilities.** The true next token is `a` with probability 1/2, `b` and `c` with
 # 1/4 each. Model A knows this; model B swaps `a` and `b`. The held-out text is "a a b c" (the
 # true frequencies). A model's {term}`cross-entropy` on it is its average surprise,
-# $-\frac1n\sum_t\log_2 q(\text{token}_t)$ bits, and its {term}`perplexity` is $2^{\text{cross-entropy}}$:
+# $-\frac1T\sum_t\log_2 q(\text{token}_t)$ bits over its $T$ tokens, and its {term}`perplexity` is $2^{\text{cross-entropy}}$:
 # the number of equally likely choices that would be as surprising.
 
 # %%
@@ -230,8 +229,9 @@ plt.show()
 # %% [markdown]
 # **Figure 2.7.1.** Example 8.1 on a source with a known floor: held-out cross-entropy of n-gram
 # models against training length, for a random order-3 Markov source on 6 symbols. The dashed black
-# line is the entropy rate $H$, the lower bound of every curve, and the dotted grey line the uniform
-# model; the solid lines are the n-gram orders (1-gram blue, 2-gram vermilion, 3-gram bluish green,
+# line is the entropy rate $H$, the lower bound of every model's *expected* cross-entropy (on a
+# finite held-out sample a curve can come out a hair below it: sampling noise, explained below), and
+# the dotted grey line the uniform model; the solid lines are the n-gram orders (1-gram blue, 2-gram vermilion, 3-gram bluish green,
 # 4-gram orange, 5-gram reddish purple). Look at the 4-gram (context 3, the true order): it
 # approaches $H$ as data grows; shorter contexts stall far above it, and the 5-gram pays for its
 # extra parameters when data is scarce.
@@ -357,6 +357,7 @@ print("example 5-gram lines:", produced(str([s[:40] for s in gen[5][:3]])))
 assert results["real (second half)"][0].p_value > 0.05
 assert results["2-gram"][0].p_value < 0.01 and results["2-gram"][1].p_value < 0.01
 assert results["5-gram"][0].statistic < results["2-gram"][0].statistic
+assert results["5-gram"][0].p_value < 0.05  # ... yet the test still tells the 5-gram's lines apart
 real_f = features(real_a + real_b)
 for name, lines in [("real", real_a + real_b), ("2-gram", gen[2]), ("5-gram", gen[5])]:
     f_ = features(lines)
