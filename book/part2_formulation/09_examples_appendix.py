@@ -165,7 +165,8 @@ print(f"sequence {K_img**2 // K_seq**2}x shorter, each element {d_l // 3}x wider
 # %% [markdown]
 # The trade is the one the example describes: a sequence $1024$ times shorter whose elements are
 # $256$ times wider (printed above) — the same move as byte-pair encoding makes for text, paid here
-# in convolution weights.
+# in convolution weights. (The example also says that CLIP chooses $d_l$ equal to its text width
+# $d_e$; the released model does not, [checked below](#checking-the-paper).)
 #
 # **Remark 2.11: 8-bit images are treated as continuous.** An 8-bit image is an integer tensor in
 # $\{0,\dots,255\}^{K'\times K'\times3}$; encoders take it as a real array (here scaled by $1/255$).
@@ -737,6 +738,32 @@ print("digits of every pair:", sorted({(len(str(a)), len(str(b))) for a, b in ev
 assert all(len(str(a)) == 3 and len(str(b)) == 2 for a, b in every_pair)
 
 # %% [markdown]
+# **Example 2.10: CLIP's widths.** The example gives $K'=224$, $K=7$, $d_l=768$ and adds that $d_l$
+# "is indeed chosen to coincide with the text embedding dimension $d_e$", so that the image sequence
+# lies in the text model's embedding space. $K'/K=32$ pixels per patch identifies the model:
+# CLIP ViT-B/32. Its published configuration (Radford et al. 2021, Table 20, and the released
+# `openai/clip-vit-base-patch32` configuration, quoted below as data) has image width 768, as the
+# example says, but text width 512: the two towers do not share a width. Each tower's pooled output
+# is mapped by its own learned linear projection into a joint 512-dimensional space, and the
+# contrastive loss compares vectors there, never the image sequence with the text sequence (recorded
+# in `book/ERRATA.md`, row "Example 2.10, CLIP's widths"). No released CLIP model has equal widths
+# (ViT-L/14: 1024 for images, 768 for text).
+
+# %% tags=["hide-cell"]
+# Quoted from CLIP's Table 20 / the released configuration of ViT-B/32 (data, not computed here)
+CLIP_B32 = {"image_resolution": 224, "vision_patch_size": 32, "vision_width": 768,
+            "text_width": 512, "embed_dim": 512, "context_length": 77, "vocab_size": 49_408}
+patches_per_side = CLIP_B32["image_resolution"] // CLIP_B32["vision_patch_size"]
+print(f"K'/K = {K_img}/{K_seq} = {K_img // K_seq} = ViT-B/32's patch side; {patches_per_side}^2 = "
+      f"{patches_per_side**2} patches; image width {CLIP_B32['vision_width']}, text width "
+      f"{CLIP_B32['text_width']}, joint space {CLIP_B32['embed_dim']}")
+assert K_img // K_seq == CLIP_B32["vision_patch_size"] and patches_per_side == K_seq
+assert d_l == CLIP_B32["vision_width"] and d_l != CLIP_B32["text_width"]  # d_l is not d_e
+CLIP_L14 = {"vision_width": 1024, "text_width": 768}  # quoted likewise: the largest CLIP of the paper
+print(f"ViT-L/14: image width {CLIP_L14['vision_width']}, text width {CLIP_L14['text_width']}")
+assert CLIP_L14["vision_width"] != CLIP_L14["text_width"]
+
+# %% [markdown]
 # **Lemma A.1 and Appendix A.2** agree with central differences (the lesson's cells). **Example
 # B.1: the weight of the batch measure.** The example prints the batch measure as
 # $\pi=\frac1{\ell n}\sum_{k=1}^{\ell}\sum_{n=1}^{N}\delta_{h_k^{(n)}}$, with the summation index $n$
@@ -755,7 +782,8 @@ assert np.allclose(out.reshape(-1, d_e).mean(0), 0, atol=1e-12)  # batch_norm ce
 
 # %% [markdown]
 # **What the checks found.** Example 2.10's convolution-and-flatten is exactly patch extraction
-# followed by a matrix product, and its sequence/width trade-off is as stated; Remark 2.11's
+# followed by a matrix product, and its sequence/width trade-off is as stated, but CLIP's image width
+# (768) is not its text width (512); Remark 2.11's
 # discrete images enter as reals with an error bounded by the rounding; Example 3.3's classifier maps
 # into the simplex. Lemma A.1 and Appendix A.2's chain rule through $\mathbf B\circ\mathbf T$ match
 # central differences. Example B.1's batch normalisation couples the sequences of a batch, as a map
