@@ -155,8 +155,9 @@ plt.show()
 #   the transposed generator, and the reverse process samples the data at time 0, not at the end
 #   time of the forward process ("§9, Eq. (9.1)", "§9, Example 9.2", "§9, Example 9.3", "§9,
 #   paragraph after Eq. (9.4)" and the others of §9 and Appendix D).
-# - **The remaining examples** ([2.9](09_examples_appendix.ipynb)): Example B.1's batch measure has
-#   the wrong weight ("Appendix B, Example B.1"); of §7.4's claims about the two generated programs,
+# - **The remaining examples** ([2.9](09_examples_appendix.ipynb)): Example 2.10's CLIP does not give
+#   its image sequence the text model's width (768 against 512; "Example 2.10, CLIP's widths");
+#   Example B.1's batch measure has the wrong weight ("Appendix B, Example B.1"); of §7.4's claims about the two generated programs,
 #   the blow-up and the bounded solution hold, but "a specific example in two dimensions" fits only
 #   the first, and the fine-tuned model's ODE is linear although a nonlinear one was asked for
 #   ("§7.4 (Coding), the two programs of App. E.4"); the arithmetic of Appendix E.3 checks out.
