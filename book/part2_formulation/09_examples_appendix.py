@@ -240,6 +240,7 @@ for seed in (0, 1, 2):
     print(f"seed {seed}: held-out retrieval accuracy among 64 pairs {produced(before, '.2f')} -> "
           f"{produced(acc[seed][1], '.2f')} (chance {1 / 64:.3f})")
 assert all(after > 0.3 and after > before + 0.25 for before, after in acc.values())
+assert all(0.35 < after < 0.7 for _, after in acc.values())  # Figure 2.9.1: about one pair in two
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
