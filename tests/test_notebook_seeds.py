@@ -29,6 +29,7 @@ SEEDED_PAGES = [
     "book/part1_chapter6/6_3_causal_masking.py",
     "book/part1_chapter6/6_4_multi_head.py",
     "book/part1_chapter6/6_6_context_representation.py",
+    "book/part1_chapter6/6_8_ablations.py",
 ]
 pytestmark = pytest.mark.slow
 

@@ -4,32 +4,67 @@
 # **The question.** Why does the position of a word matter at all to attention, and how do we hand a
 # transformer the positions it cannot see?
 # "dog bites man" and "man bites dog" contain the same three words and mean opposite things. Attention
-# ([§6.2](6_2_attention_mechanism.ipynb)) builds each word's new representation from a weighted average of the other words' vectors, and a
-# weighted average does not care in which order its terms come: on its own, attention reads a sentence as
-# a bag of words. This page shows that failure on three typed vectors, then the three standard cures —
-# sinusoidal encodings, learned position tables and rotary position embeddings — and finally measures what
-# the chapter claims about them on sequences longer than those seen in training (Fig. 6.28).
+# ([§6.2](6_2_attention_mechanism.ipynb)) builds each word's new representation from a weighted average
+# of the other words' vectors, and a weighted average does not care in which order its terms come: on
+# its own, attention reads a sentence as a bag of words. This page shows that failure on three typed
+# vectors, then the three standard cures — sinusoidal encodings, learned position tables and rotary
+# position embeddings — and finally measures what the chapter claims about them on sequences longer
+# than those seen in training (Fig. 6.28).
 #
 # ```{admonition} Learning goals
 # :class: tip
 # After this page you can
 # - explain, with a three-word example, why attention without positions cannot tell word order, and why
 #   a stack of two causal layers nevertheless leaks some order;
-# - compute a sinusoidal encoding by hand and explain why $\mathrm{PE}(t+k)$ is a rotation of $\mathrm{PE}(t)$;
+# - compute a sinusoidal encoding by hand and explain why $\mathrm{PE}(t+\Delta)$ is a rotation of
+#   $\mathrm{PE}(t)$;
 # - explain why a rotary position embedding makes attention scores depend only on the offset $i-j$;
-# - predict what happens to each encoding beyond the training length, and say why the chapter's
-#   Fig. 6.28 is not reproduced here.
+# - predict what happens to each encoding beyond the training length, and test the chapter's Fig. 6.28
+#   against a measurement.
 # ```
 #
 # **Builds on:** [§6.2 The attention mechanism](6_2_attention_mechanism.ipynb) (scores, softmax weights,
 # weighted sums of values) · [§6.3 Causal masking](6_3_causal_masking.ipynb) (a position sees only the
-# past) · sine, cosine and the $2\times 2$ rotation matrix. **Reading time:** about 30 minutes.
+# past) · sine, cosine and the $2\times 2$ rotation matrix. **Reading time:** about 35 minutes.
+#
+# ```{admonition} Symbols on this page
+# :class: note
+# | symbol | meaning | shape |
+# |---|---|---|
+# | $t$ | position of a word, counted from 0 as the encoding tables and the code count (most pages count words from 1: word $t+1$ sits at position $t$); $\mathrm{PE}(t)$ is its sinusoidal encoding, $(d_{\text{model}},)$, and $\mathrm{PE}(t, n)$ coordinate $n$ of it | integer |
+# | $e_j$ | vector of word $j$ in the tiny example | $(2,)$ |
+# | $p(t)$ | position vector added at position $t$ in the tiny example (not a probability here) | $(2,)$ |
+# | $\alpha_j$ | attention weight on word $j$ in the tiny example | scalar |
+# | $l$ | the index of the sum over the words in the tiny example | integer |
+# | $X$ | the input of an attention layer, one row per token | $(T, d_{\text{model}})$ |
+# | $P$ | a permutation matrix: it reorders the rows it multiplies (elsewhere the book's $P$ is a probability, which this page does not need) | $(T, T)$ |
+# | $d_{\text{model}}$, $d_{\text{head}}$ | width of a word's vector; width of one attention head | scalars |
+# | $m$ | index of a coordinate pair (coordinates $2m$ and $2m+1$), $m=0,\dots,d_{\text{model}}/2-1$ | integer |
+# | $\omega$, $\omega_m$ | a frequency (turns per position, in radians); that of pair $m$ of the sinusoidal table is $10000^{-2m/d_{\text{model}}}$ | scalar |
+# | $\Delta$ | a shift, in positions | integer |
+# | $M(\Delta)$ | the $2\times2$ rotation that moves one sinusoidal pair from $t$ to $t+\Delta$ | $(2,2)$ |
+# | $R_\Delta$ | all pairs' $M(\Delta)$ on the diagonal of one matrix | $(d_{\text{model}}, d_{\text{model}})$ |
+# | $R(\phi)$ | the rotation of the plane by the angle $\phi$ | $(2,2)$ |
+# | $\theta$, $\theta_m$ | angle per position by which RoPE turns a pair (pair $m$: $10000^{-2m/d_{\text{head}}}$) | scalars |
+# | $i$, $j$ | positions of a query and of a key | integers |
+# | $q$, $k$ | a query's and a key's content, before RoPE turns them | $(d_{\text{head}},)$ |
+# | $S[i,j]$ | score of the query at $i$ with the key at $j$, after RoPE | scalar |
+# | $T_{\max}$ | number of rows of a learned position table | integer |
+# | $L_{\text{train}}$ | length of the training windows | integer |
+# | $x_t$ | the symbol at position $t$ of the Markov source | token |
+# | $H(\cdot)$ | entropy, in nats | scalar |
+# ```
+#
+# ```{admonition} In the paper's notation
+# :class: seealso
+# The chapter writes the pair index of the sinusoidal formula and of RoPE as $d$ (Vaswani et al. write
+# $i$), and RoPE's frequencies as $\theta_d$. This page writes $m$, so that $d$ stays a width and $i$ a
+# position.
+# ```
 #
 # *Source: Chapter 6, §6.5 (the sinusoidal formula, Figs. 6.23 and 6.25–6.28, Exercises 5 and 6).*
 
 # %%
-import os
-
 import matplotlib.pyplot as plt
 import numpy as np
 import sympy as sp
@@ -51,11 +86,13 @@ from nextword.positions import (
     sinusoidal_shift_matrix,
 )
 from nextword.provenance import load_result
-from nextword.torch.probes.fig628 import DEFAULT_FIG628, VARIANTS, fig628_seed, fig628_source
+from nextword.torch.models.lm import LMConfig, TinyLM
+from nextword.torch.probes.ablation import token_nll
+from nextword.torch.probes.fig628 import DEFAULT_FIG628, VARIANTS, Fig628Config, fig628_seed, fig628_source
+from nextword.torch.training.token_lm import train_lm
 
 use_book_style()
 torch.set_num_threads(1)  # tiny models: one thread is fastest on a shared 2-core machine
-FULL = os.environ.get("FULL", "0") == "1"
 
 
 # %%
@@ -67,16 +104,18 @@ def small(x: float) -> str:
 # %% [markdown]
 # ## A tiny example by hand: "dog bites man" and "man bites dog"
 #
-# Give each word a 2-dimensional vector: dog $=(1,0)$, bites $=(0,1)$, man $=(1,1)$. Take the simplest
-# self-attention there is: every word is its own query, key and value (no projections, no mask). The
-# new vector of "bites" is
+# Give each word a 2-dimensional vector: $e_{\text{dog}}=(1,0)$, $e_{\text{bites}}=(0,1)$,
+# $e_{\text{man}}=(1,1)$. Take the simplest self-attention there is: every word is its own query, key
+# and value (no projections, no mask). The new vector of "bites" is
 #
-# $$\text{out}(\text{bites})=\sum_{j} a_j\,x_j,\qquad a_j=\frac{e^{x_{\text{bites}}\cdot x_j}}{\sum_{l} e^{x_{\text{bites}}\cdot x_l}},$$
+# $$\text{out}(\text{bites})=\sum_{j} \alpha_j\,e_j,\qquad
+# \alpha_j=\frac{\exp(e_{\text{bites}}\cdot e_j)}{\sum_{l} \exp(e_{\text{bites}}\cdot e_l)},$$
 #
 # a sum over the three words $j$. With pencil and paper: the scores are $0, 1, 1$ (dog, bites, man),
-# the {term}`attention weights <attention weight>` are $1/(1+2e)$, $e/(1+2e)$, $e/(1+2e)$, and the
-# output is $\big((1+e),\,2e\big)/(1+2e)\approx(0.5777, 0.8446)$ — **in either sentence**, because
-# swapping dog and man only swaps two terms of the sum. A loop does the same sum:
+# the {term}`attention weights <attention weight>` are $1/(1+2\mathrm{e})$, $\mathrm{e}/(1+2\mathrm{e})$,
+# $\mathrm{e}/(1+2\mathrm{e})$ (with $\mathrm{e}\approx2.718$ the base of the natural logarithm), and the
+# output is $\big((1+\mathrm{e}),\,2\mathrm{e}\big)/(1+2\mathrm{e})\approx(0.5777, 0.8446)$ — **in either
+# sentence**, because swapping dog and man only swaps two terms of the sum. A loop does the same sum:
 
 # %%
 embedding = {"dog": np.array([1.0, 0.0]),
@@ -96,23 +135,23 @@ def attend(query: np.ndarray, vectors: list[np.ndarray]) -> np.ndarray:
 
 for sentence in ("dog bites man", "man bites dog"):
     vectors = [embedding[w] for w in sentence.split()]
-    out_bites = attend(vectors[1], vectors)  # word 2 is "bites" in both sentences
+    out_bites = attend(vectors[1], vectors)  # position 1 holds "bites" in both sentences
     print(f"{sentence!r:16s}: out(bites) = ({out_bites[0]:.4f}, {out_bites[1]:.4f})")
 assert np.allclose(out_bites, [(1 + np.e) / (1 + 2 * np.e), 2 * np.e / (1 + 2 * np.e)], atol=1e-12)
 
 # %% [markdown]
-# Now add a **position vector** $p(t)$ to the word vector at position $t$ (counting words from 1):
-# $p(1)=(0.5, 0)$, $p(2)=(0,0)$, $p(3)=(-0.5, 0)$. This is the whole idea of a
+# Now add a **position vector** $p(t)$ to the word vector at position $t$ (counting from 0):
+# $p(0)=(0.5, 0)$, $p(1)=(0,0)$, $p(2)=(-0.5, 0)$. This is the whole idea of a
 # {term}`positional encoding`: the vector that enters attention is *word + position*, so the same word
 # at another place is a different vector. In "dog bites man", dog becomes $(1.5, 0)$ and man
 # $(0.5, 1)$; in "man bites dog", man becomes $(1.5, 1)$ and dog $(0.5, 0)$. The scores of "bites"
 # change and so does its output:
 
 # %%
-position = {1: np.array([0.5, 0.0]), 2: np.array([0.0, 0.0]), 3: np.array([-0.5, 0.0])}
+position = {0: np.array([0.5, 0.0]), 1: np.array([0.0, 0.0]), 2: np.array([-0.5, 0.0])}
 outputs = {}
 for sentence in ("dog bites man", "man bites dog"):
-    vectors = [embedding[w] + position[t] for t, w in enumerate(sentence.split(), start=1)]
+    vectors = [embedding[w] + position[t] for t, w in enumerate(sentence.split())]
     outputs[sentence] = attend(vectors[1], vectors)
     first, second = outputs[sentence]
     print(f"{sentence!r:16s}: out(bites) = ({first:.4f}, {second:.4f})")
@@ -125,8 +164,8 @@ assert order_gap > 0.05  # with positions, the two orders give different represe
 #
 # The tiny example generalises. Without positions, self-attention without a mask is
 # {term}`permutation-equivariant`: shuffling the input rows shuffles the output rows in the same way and
-# changes nothing else. We check it on a random multi-head layer (6 tokens, width 8): $P$ is a
-# permutation matrix, and the two sides agree to round-off.
+# changes nothing else. We check it on a random multi-head layer (6 tokens, width 8): with $P$ a
+# permutation matrix, $\mathrm{MHA}(PX)=P\,\mathrm{MHA}(X)$ to round-off.
 
 # %%
 rng = np.random.default_rng(0)
@@ -138,18 +177,19 @@ print(f"no mask, no positions: max |MHA(PX) - P MHA(X)| {small(equiv_err)}")
 assert equiv_err < 1e-12
 
 # %% [markdown]
-# A language model uses the causal mask of 6.3, and that changes the story in a way worth predicting
-# before reading on. In a **one-layer** model the prediction at the last position is made by its own
-# query, reading the earlier words as a bag: "dog bit the man ." and "man bit the dog ." get *exactly*
-# the same prediction after the full stop. From **two layers** on, this breaks even without positions:
-# a layer-1 output at position $j$ averages over the $j$ words it may see, so its value depends on how
-# many (and which) words come before $j$ — the causal mask itself leaks order into layer 2. We measure
-# both effects on random (untrained) decoders: the gap between the two sentences' last logits, and the
-# largest change of the last logits when the context before it is shuffled.
+# A language model uses the causal mask of [§6.3](6_3_causal_masking.ipynb), and that changes the story
+# in a way worth predicting before reading on. In a **one-layer** model the prediction at the last
+# position is made by its own query, reading the earlier words as a bag: "dog bit the man ." and "man bit
+# the dog ." get *exactly* the same prediction after the full stop. From **two layers** on, this breaks
+# even without positions: a layer-1 output at position $j$ averages over the $j+1$ words it may see, so
+# its value depends on how many (and which) words come before $j$ — the causal mask itself leaks order
+# into layer 2. We measure both effects on random (untrained) decoders: the gap between the two
+# sentences' last logits, and the largest change of the last logits when the context before it is
+# shuffled.
 
 # %%
 words = ["dog", "bit", "the", "man", "."]
-vocab = {w: i for i, w in enumerate(words)}
+vocab = {w: n for n, w in enumerate(words)}
 dog_first = np.array([[vocab[w] for w in "dog bit the man .".split()]])
 man_first = np.array([[vocab[w] for w in "man bit the dog .".split()]])
 random_ids = np.random.default_rng(1).integers(0, 5, size=(4, 9))
@@ -172,24 +212,24 @@ assert one_layer_no_positions[3] < 1e-12  # any shuffle of the context: the same
 assert all(r[3] > 1e-3 for r in rows[1:])  # the mask (≥ 2 layers) or positions break the symmetry
 
 # %% [markdown]
-# So "the attention mechanism is permutation-invariant" (§6.5, first paragraph) is exact for a single
-# attention layer; a decoder *stack* without positional encoding is not blind to order, though it can
-# learn order only indirectly. The length study at the end of this page trains such a model ("none")
-# beside the three encodings.
+# So a single attention layer is blind to the order of the words it reads, exactly; a decoder *stack*
+# without positional encoding is not, though it can learn order only indirectly (the chapter's wording
+# is [checked below](#checking-the-paper)). The length study at the end of this page trains such a model
+# ("none") beside the three encodings.
 #
 # ## Sinusoidal encodings (Figs. 6.23 and 6.25)
 #
-# The original transformer adds a fixed table, the {term}`sinusoidal encoding`: position $t$ (0-based in
-# code) gets a vector of $d_{\text{model}}$ numbers, arranged in pairs $i=0,\dots,d_{\text{model}}/2-1$,
+# The original transformer adds a fixed table, the {term}`sinusoidal encoding`: position $t$ gets a
+# vector of $d_{\text{model}}$ numbers, arranged in pairs $m=0,\dots,d_{\text{model}}/2-1$,
 #
-# $$\mathrm{PE}(t,2i)=\sin\!\big(t\,\omega_i\big),\qquad \mathrm{PE}(t,2i+1)=\cos\!\big(t\,\omega_i\big),
-# \qquad \omega_i = 10000^{-2i/d_{\text{model}}}$$
+# $$\mathrm{PE}(t,2m)=\sin\!\big(t\,\omega_m\big),\qquad \mathrm{PE}(t,2m+1)=\cos\!\big(t\,\omega_m\big),
+# \qquad \omega_m = 10000^{-2m/d_{\text{model}}}.$$
 #
-# (the chapter writes the pair index as $d$). Think of a clock with many hands, or of the binary digits
-# of a counter: pair 0 turns fast (one full turn every $2\pi\approx 6.3$ positions), each next pair turns
-# $10000^{2/d_{\text{model}}}$ times slower. The fast pairs tell neighbouring positions apart; the slow
-# ones tell near from far. The **wavelength** of pair $i$ — the number of positions per full turn — is
-# $2\pi/\omega_i = 2\pi\cdot 10000^{2i/d_{\text{model}}}$.
+# Think of a clock with many hands, or of the digits of a counter: pair 0 turns fast (one full turn
+# every $2\pi\approx 6.3$ positions), each next pair turns $10000^{2/d_{\text{model}}}$ times slower. The
+# fast pairs tell neighbouring positions apart; the slow ones tell near from far. The **wavelength** of
+# pair $m$ — the number of positions per full turn — is
+# $2\pi/\omega_m = 2\pi\cdot 10000^{2m/d_{\text{model}}}$.
 
 # %%
 fig, ax = plt.subplots(figsize=(8.0, 4.2))
@@ -221,45 +261,60 @@ assert min_distance > 0.5  # every row is distinct
 
 fig, ax = plt.subplots(figsize=(7.0, 3.8))
 heatmap(PE, ax=ax, cmap="RdBu_r", vmin=-1, vmax=1)
-ax.set_xlabel("dimension")
+ax.set_xlabel("coordinate n of PE(t, n)")
 ax.set_ylabel("position t")
-ax.set_title("sinusoidal PE(t, ·), d_model = 128")
+ax.set_title("sinusoidal PE(t, n), d_model = 128")
 plt.show()
 
 # %% [markdown]
 # **Figure 6.5.2** (Fig. 6.23 rebuilt). Each row is one position's encoding (red $+1$, blue $-1$,
-# white 0). The first dimensions flip sign every few positions; the last ones hardly change over 50
-# positions — the wavelength grows with the dimension (the caption of Fig. 6.25 says the opposite, an
-# erratum already in the ledger).
+# white 0). See the first coordinates flip sign every few positions while the last ones hardly change
+# over 50 positions: the wavelength grows with the coordinate. How fast it grows, measured from the
+# table itself — the positions between two sign changes of a pair's sine coordinate are half a turn:
 
 # %%
-positions_grid, dims_grid = np.meshgrid(np.arange(T_fig), np.arange(0, 64))
-fig = plt.figure(figsize=(7.0, 4.6))
-ax = fig.add_subplot(projection="3d")
-ax.plot_surface(positions_grid, dims_grid, PE[:, :64].T, cmap="RdBu_r", vmin=-1, vmax=1,
-                linewidth=0, antialiased=True)
-ax.set_xlabel("position t")
-ax.set_ylabel("dimension")
-ax.set_zlabel("PE")
-ax.set_title("sinusoidal encodings as a surface (first 64 dimensions)")
-ax.view_init(elev=35, azim=-60)
+T_long = 20_000
+PE_long_table = sinusoidal_encoding(T_long, d_fig)  # (20000, 128)
+measured = {}
+for m in range(d_fig // 2):
+    sine = PE_long_table[:, 2 * m]
+    changes = np.flatnonzero(np.sign(sine[1:]) != np.sign(sine[:-1]))  # sign changes between t, t+1
+    if len(changes) >= 4:  # at least two full turns inside the 20,000 positions
+        measured[m] = 2 * (changes[-1] - changes[0]) / (len(changes) - 1)  # positions per full turn
+formula = 2 * np.pi * 10000 ** (2 * np.arange(d_fig // 2) / d_fig)  # (64,)
+pairs_measured = np.array(list(measured))
+fig, ax = plt.subplots(figsize=(7.0, 3.8))
+ax.semilogy(np.arange(d_fig // 2), formula, "-", label=r"$2\pi\cdot 10000^{2m/d_{\mathrm{model}}}$")
+ax.semilogy(pairs_measured, list(measured.values()), "o", ms=3, label="measured from sign changes")
+ax.set_xlabel("pair m (coordinates 2m and 2m+1)")
+ax.set_ylabel("wavelength (positions per turn)")
+ax.set_title("d_model = 128: the wavelength grows with the pair index")
+ax.legend()
 plt.show()
+rel_err = max(abs(measured[m] / formula[m] - 1) for m in measured)
+print(f"{len(measured)} pairs turn at least twice in {T_long:,} positions; measured wavelengths within "
+      f"{'1%' if rel_err < 0.01 else f'{rel_err:.1%}'} of the formula; they grow with m: "
+      f"{bool(np.all(np.diff(list(measured.values())) > 0))}")
+assert rel_err < 0.01  # Figure 6.5.3: the measured wavelengths follow the formula
+assert np.all(np.diff(list(measured.values())) > 0)  # Figure 6.5.2: the wavelength grows with the coordinate
 
 # %% [markdown]
-# **Figure 6.5.3** (Fig. 6.25 rebuilt). The same values as a height field: fast ripples along the
-# position axis for low dimensions, slow swells for high ones.
+# **Figure 6.5.3** (what Fig. 6.25 shows as a surface). The wavelength of each pair on a logarithmic
+# axis: the line is the formula, the dots are measured from the table. See the straight line: each pair
+# turns slower than the one before by the same factor, from $2\pi$ for pair 0 upwards. (Fig. 6.25's
+# caption states the opposite direction: a slip, [checked below](#checking-the-paper).)
 #
-# ### PE(t+k) is a rotation of PE(t)
+# ### PE(t+Δ) is a rotation of PE(t)
 #
 # Why sines *and* cosines? For one frequency $\omega$, the pair $(\sin t\omega, \cos t\omega)$ is a point
-# on the unit circle at angle $t\omega$. Moving $k$ positions on means turning by $k\omega$ — a
-# $2\times 2$ matrix $M(k)$ that depends on the offset $k$ but **not** on $t$. So "$k$ words back" is the
-# same linear map at every position, which a model can learn once. The angle-addition formulas give
-# $M(k)$; sympy checks that it moves $\mathrm{PE}(t)$ to $\mathrm{PE}(t+k)$ and that it is a rotation
-# ($M^\top M = I$, $\det M = 1$):
+# on the unit circle at angle $t\omega$. Moving $\Delta$ positions on means turning by $\Delta\omega$ — a
+# $2\times 2$ matrix $M(\Delta)$ that depends on the shift $\Delta$ but **not** on $t$. So "$\Delta$ words
+# back" is the same linear map at every position, which a model can learn once. The angle-addition
+# formulas give $M(\Delta)$; sympy checks that it moves $\mathrm{PE}(t)$ to $\mathrm{PE}(t+\Delta)$ and
+# that it is a rotation ($M^\top M = I$, $\det M = 1$):
 
 # %%
-t, k, w = sp.symbols("t k omega", real=True)
+t, shift, w = sp.symbols("t Delta omega", real=True)
 
 
 def pair(s):
@@ -267,10 +322,10 @@ def pair(s):
     return sp.Matrix([sp.sin(s * w), sp.cos(s * w)])
 
 
-M = sp.Matrix([[sp.cos(k * w), sp.sin(k * w)], [-sp.sin(k * w), sp.cos(k * w)]])
-residual = sp.simplify(sp.expand_trig(M * pair(t) - pair(t + k)))
-display(Math(r"M(k) = " + sp.latex(M)))
-display(Math(r"M(k)\,\mathrm{PE}_{\text{pair}}(t) - \mathrm{PE}_{\text{pair}}(t+k) = "
+M = sp.Matrix([[sp.cos(shift * w), sp.sin(shift * w)], [-sp.sin(shift * w), sp.cos(shift * w)]])
+residual = sp.simplify(sp.expand_trig(M * pair(t) - pair(t + shift)))
+display(Math(r"M(\Delta) = " + sp.latex(M)))
+display(Math(r"M(\Delta)\,\mathrm{PE}_{\text{pair}}(t) - \mathrm{PE}_{\text{pair}}(t+\Delta) = "
              + sp.latex(residual)))
 display(Math(r"M^\top M = " + sp.latex(sp.simplify(M.T * M))
              + r",\qquad \det M = " + sp.latex(sp.simplify(M.det()))))
@@ -278,14 +333,14 @@ assert residual == sp.zeros(2, 1)
 assert sp.simplify(M.T * M) == sp.eye(2)
 
 # %% [markdown]
-# For all 64 pairs at once, the library's `sinusoidal_shift_matrix(k, d_model)` stacks one $M(k)$ per
-# frequency on the diagonal of a $128\times128$ matrix $R_k$; shifting by $k=5$:
+# For all 64 pairs at once, the library's `sinusoidal_shift_matrix(Δ, d_model)` stacks one $M(\Delta)$
+# per frequency on the diagonal of a $128\times128$ matrix $R_\Delta$; shifting by $\Delta=5$:
 
 # %%
 R5 = sinusoidal_shift_matrix(5, d_fig)  # (d_model, d_model), block-diagonal
-PE_long = sinusoidal_encoding(T_fig + 5, d_fig)
-shift_err = np.max(np.abs(PE_long[:T_fig] @ R5.T - PE_long[5:]))
-print(f"all 128 dimensions, k = 5: max |R_5 PE(t) - PE(t+5)| over t = 0..50 {small(shift_err)}")
+PE_more = sinusoidal_encoding(T_fig + 5, d_fig)
+shift_err = np.max(np.abs(PE_more[:T_fig] @ R5.T - PE_more[5:]))
+print(f"all 128 dimensions, shift 5: max |R_5 PE(t) - PE(t+5)| over t = 0..50 {small(shift_err)}")
 assert shift_err < 1e-12
 
 # %% [markdown]
@@ -311,7 +366,9 @@ print("sinusoidal_encoding(11, 128)[10, :4] equals the closed form to rtol 1e-12
 #
 # Instead of a formula, a {term}`learned position embedding` is a table with one trainable row per
 # position, $T_{\max}$ rows of $d_{\text{model}}$ numbers, trained with the rest of the model. It can
-# learn whatever suits the data, but it has no row beyond $T_{\max}$:
+# learn whatever suits the data, but it has no row beyond $T_{\max}$. (The table beside Fig. 6.28 lists it
+# as the one trainable scheme, with memory growing with the length; the sinusoidal table and RoPE are
+# formulas of the position, with nothing to store or train.)
 
 # %%
 table = LearnedPositionalEmbedding(512, 64, rng=np.random.default_rng(0))
@@ -327,9 +384,9 @@ except ValueError as err:
 #
 # The {term}`rotary position embedding` (RoPE) adds nothing to the word vectors. It acts inside
 # attention: it cuts each query and each key into consecutive pairs of coordinates and **turns** pair
-# $i$ of the vector at position $t$ by the angle $t\,\theta_i$ (with $\theta_i=10000^{-2i/d_{\text{head}}}$,
-# the same frequencies as the sinusoidal table). Below, one pair turned by $\theta=0.6$ rad per
-# position: its length never changes, only its direction.
+# $m$ of the vector at position $t$ by the angle $t\,\theta_m$ (with
+# $\theta_m=10000^{-2m/d_{\text{head}}}$, the same frequencies as the sinusoidal table). Below, one pair
+# turned by $\theta=0.6$ rad per position: its length never changes, only its direction.
 
 # %%
 fig, ax = plt.subplots(figsize=(4.6, 4.6))
@@ -343,11 +400,12 @@ assert np.allclose(np.diff(angles), 0.6, atol=1e-12)  # the angle grows by θ pe
 
 # %% [markdown]
 # **Figure 6.5.4.** A rotation as RoPE applies it, to one coordinate pair at positions $t=0,\dots,5$.
-# See that the arrow keeps its length and turns by the same angle $\theta$ (red arc) per position; the
+# See that the arrow keeps its length and turns by the same angle $\theta$ (orange arc) per position; the
 # dot product of two turned arrows depends only on the angle *between* them, i.e. on how far apart
 # their positions are.
 #
-# That last sentence is the point of RoPE, and it follows from one identity: rotations compose by adding
+# That last sentence is the point of RoPE — the table beside Fig. 6.28 calls it a *relative* encoding,
+# the sinusoidal and learned ones *absolute* — and it follows from one identity: rotations compose by adding
 # angles, so $R(i\theta)^\top R(j\theta)=R\big((j-i)\theta\big)$. The score of a query at $i$ and a key at
 # $j$ is then $(R(i\theta)q)^\top(R(j\theta)k)=q^\top R\big((j-i)\theta\big)\,k$: a function of the offset
 # only. [Exercise 6](../../exercises/part1_chapter6/ex06_rope_relative.ipynb) asks you to show it by hand;
@@ -365,14 +423,13 @@ def rotation(angle):
 
 query, key = sp.Matrix([q1, q2]), sp.Matrix([k1, k2])
 score = sp.trigsimp(sp.expand_trig((rotation(i_pos * th) * query).dot(rotation(j_pos * th) * key)))
-offset = sp.symbols("Delta", real=True)
-relative = (query.T * rotation(offset * th) * key)[0]  # q^T R(Δθ) k with Δ = j - i
+relative = (query.T * rotation((j_pos - i_pos) * th) * key)[0]  # q^T R((j - i)θ) k
 display(Math(r"R(i\theta)^\top R(j\theta) = " + sp.latex(sp.simplify(rotation(i_pos * th).T
                                                                       * rotation(j_pos * th)))))
 display(Math(r"(R(i\theta)q)\cdot(R(j\theta)k) = " + sp.latex(score)))
 composed = rotation(i_pos * th).T * rotation(j_pos * th)
 assert sp.simplify(composed - rotation((j_pos - i_pos) * th)) == sp.zeros(2, 2)
-assert sp.simplify(sp.expand_trig(score - relative.subs(offset, j_pos - i_pos))) == 0
+assert sp.simplify(sp.expand_trig(score - relative)) == 0
 
 # %% [markdown]
 # Numerically, for all 32 pairs of a 64-dimensional head: place the *same* query content and the
@@ -408,23 +465,29 @@ axes[0].set_ylim(-1.3, 1.3)
 axes[0].set_aspect("equal")
 axes[0].set_xlabel("coordinate 0")
 axes[0].set_ylabel("coordinate 1")
-axes[0].set_title("pair 0 of q rotated by t·θ₀, t = 0..7")
+axes[0].set_title("pair 0 of q turned by t·θ₀, t = 0..7")
 offsets = np.arange(0, 30)
-for start in (0, 20, 50):
-    axes[1].plot(offsets, [S[start + o, start] for o in offsets], lw=1.5 if start == 0 else 0,
-                 marker="o" if start else None, ms=3, label=f"key at position {start}")
+styles = {0: dict(ls="-", lw=1.5), 20: dict(ls="none", marker="o", ms=7, mfc="none"),
+          50: dict(ls="none", marker="x", ms=4)}
+for start, style in styles.items():
+    axes[1].plot(offsets, [S[start + o, start] for o in offsets], label=f"key at position {start}",
+                 **style)
 axes[1].set_xlabel("offset i - j")
-axes[1].set_ylabel("score (R_i q)·(R_j k)")
+axes[1].set_ylabel("score S[i, j]")
 axes[1].legend()
 axes[1].set_title("RoPE score depends on i - j only")
 plt.tight_layout()
 plt.show()
+curve_gap = max(abs(S[start + o, start] - S[o, 0]) for start in (20, 50) for o in offsets)
+print("largest difference between the three curves:", "< 1e-10" if curve_gap < 1e-10 else f"{curve_gap:.1e}")
+assert curve_gap < 1e-10
 
 # %% [markdown]
 # **Figure 6.5.5** (Fig. 6.27 rebuilt). Left: RoPE turns the first coordinate pair of a query by one
-# radian per position ($\theta_0 = 1$; the complex-plane view of the chapter). Right: the score between
-# the same query and key contents as a function of the offset, for keys at positions 0, 20 and 50 —
-# see that the three curves lie on top of each other.
+# radian per position ($\theta_0 = 1$; the chapter draws the same turn in the complex plane). Right: the
+# score between the same query and key contents as a function of the offset, for keys at positions 0
+# (line), 20 (open circles) and 50 (crosses). See every circle and every cross sit on the line: the
+# score does not depend on where the pair stands, only on how far apart its two words are.
 #
 # ## Fig. 6.28 measured: training at one length, testing at longer ones
 #
@@ -434,12 +497,9 @@ plt.show()
 # RoPE, no positions) will do best on positions it never saw?
 #
 # We test it on a source where the best predictor is purely **relative**: an order-2 Markov chain on 8
-# symbols (the next symbol depends on the previous two). Its {term}`entropy rate` — the average surprise
-# per symbol of the best possible predictor, in nats — is the lowest loss any model can reach at *every*
-# position. Each model is trained on windows of $L_{\text{train}}=32$ tokens and evaluated on windows of
-# 128: every position after the first 32 (0-based rows 32–127) is in the extrapolation region. The learned model gets a 128-row
-# table whose rows 32–127 are never trained (they keep their initial values): with a 32-row table the
-# longer windows could not even be run (as above). Three reference levels:
+# symbols (the next symbol $x_t$ depends on the previous two). Its {term}`entropy rate` — the average
+# surprise per symbol of the best possible predictor, in nats — is the lowest loss any model can reach at
+# *every* position. Three reference levels:
 
 # %%
 src, test_stream = fig628_source()  # the order-2 source and 128 windows of 129 test tokens
@@ -450,30 +510,56 @@ H_order1 = entropy(pair_law.ravel()) - entropy(pair_law.sum(1))  # H(x[t] | x[t-
 H_marginal = float(entropy(pair_law.sum(0)))  # H(x[t]): ignoring the context
 print(f"entropy rate (floor) {H_rate:.3f} nats; H(x_t | x_t-1) = {H_order1:.3f}; "
       f"H(x_t) = {H_marginal:.3f}; uniform = {np.log(8):.3f}")
+print("the first 40 test symbols:", " ".join(map(str, test_stream[:40])))
+
+# %% [markdown]
+# A model that ignores the context entirely can reach $H(x_t)$; one that reads the previous symbol,
+# $H(x_t\mid x_{t-1})$; one that reads the previous two, the entropy rate. Each model is trained on
+# windows of $L_{\text{train}}=32$ tokens and evaluated on windows of 128: positions $t=32,\dots,127$
+# (counted from 0) are beyond the training length. The learned model gets a 128-row table whose
+# rows 32–127 are never trained (they keep their initial values): with a 32-row table the longer windows
+# could not even be run (as above). The whole experiment is these lines — for each kind of position
+# information, a 2-layer model, trained, then scored position by position:
 
 # %%
 FIG = DEFAULT_FIG628
 L_train, L_test, width = FIG.L_train, FIG.L_test, FIG.width
-seeds = (0, 1, 2, 3) if FULL else (0,)
-variants = list(VARIANTS)
-runs = [fig628_seed(FIG, seed) for seed in seeds]  # per seed: 4 models trained, scored per position
-models = runs[0].models
-curves = {v: np.mean([r.curves[v] for r in runs], axis=0) for v in variants}  # (L_test,) each
-print(f"{len(variants)} models per seed, width {width}, {FIG.steps} steps on windows of {L_train}; "
-      f"seeds {list(seeds)}")
+
+
+def train_and_score(fig: Fig628Config, seed: int) -> tuple[dict, dict]:
+    """The four models trained from `seed`; per model, the mean test loss at each position (L_test,)."""
+    train_stream = src.sample(fig.n_train, np.random.default_rng(1))  # 30,000 training tokens
+    windows = test_stream[: fig.num_windows * (fig.L_test + 1)].reshape(fig.num_windows, -1)  # (128, 129)
+    curves, trained = {}, {}
+    for v in VARIANTS:  # "sinusoidal", "learned", "rope", "none"
+        config = LMConfig(vocab_size=8, d_model=fig.width, num_heads=2, num_layers=2, positional=v,
+                          max_len=fig.L_test if v == "learned" else fig.L_train)
+        trained[v] = TinyLM(config, seed=seed)
+        train_lm(trained[v], train_stream, steps=fig.steps, batch_size=fig.batch,
+                 block_size=fig.L_train, lr=fig.lr, seed=seed, progress=False)  # windows of L_train
+        curves[v] = token_nll(trained[v], windows).mean(axis=0)  # (L_test,): loss at each position
+    return curves, trained
+
+
+curves, models = train_and_score(FIG, 0)
+tiny = Fig628Config(width=8, steps=3, num_windows=2)  # the library's fig628_seed runs the same lines:
+library = fig628_seed(tiny, 0).curves
+assert all(np.allclose(library[v], train_and_score(tiny, 0)[0][v], atol=1e-12) for v in VARIANTS)
+print(f"{len(VARIANTS)} models, width {width}, {FIG.steps} steps on windows of {L_train}, seed 0; "
+      "fig628_seed (used for the other seeds below) gives the same curves as train_and_score")
 
 # %%
 inside = {v: c[:L_train].mean() for v, c in curves.items()}  # mean loss within the training length
 beyond = {v: c[L_train:].mean() for v, c in curves.items()}  # mean loss beyond it
 
 fig, ax = plt.subplots(figsize=(7.5, 4.0))
-for v in variants:
-    ax.plot(np.arange(1, L_test + 1), curves[v], label=v, lw=1.3)
-ax.axvspan(L_train + 0.5, L_test, color="gray", alpha=0.12, label="beyond the training length")
+for v in VARIANTS:
+    ax.plot(np.arange(L_test), curves[v], label=v, lw=1.3)  # position t predicts token t + 1
+ax.axvspan(L_train - 0.5, L_test - 1, color="gray", alpha=0.12, label="beyond the training length")
 for level, name in [(H_rate, "entropy rate"), (H_marginal, "H(x_t): no context")]:
     ax.axhline(level, color="k", ls=":" if name == "entropy rate" else "--", lw=1)
-    ax.text(L_test, level + 0.02, name, ha="right", fontsize=8)
-ax.set_xlabel("position in the window (number of context tokens)")
+    ax.text(L_test - 1, level + 0.02, name, ha="right", fontsize=8)
+ax.set_xlabel("position t in the window (it has read t + 1 tokens)")
 ax.set_ylabel("loss (nats/token)")
 ax.set_title(f"trained on {L_train} tokens, tested on {L_test}")
 ax.legend(loc="upper left", fontsize=8)
@@ -488,17 +574,8 @@ plt.show()
 # $H(x_t)$ — they predict worse than a model that ignores its context. RoPE does **not** extrapolate
 # better than the sinusoidal encoding here, and the model without positions degrades least.
 #
-# Why RoPE fails although the task only needs offsets 1 and 2: its scores depend on $i-j$, but at a
-# position $t$ beyond 32 a query also scores keys at offsets from 32 to $t$ that never occurred in
-# training, with rotation angles of its slow frequencies it has never seen; some of those scores come out
-# large and pull attention away from the two keys that matter. The sinusoidal model meets absolute
-# positions it never saw. This agrees with published length-extrapolation studies of small models (e.g.
-# the ALiBi paper, Press et al. 2022), where both sinusoidal and rotary models degrade soon after the
-# training length unless the attention is restricted or the positions are interpolated.
-#
 # Each statement of this caption is checked below from the two mean losses per model (inside and beyond
-# the training length). The losses of one training run move in the second decimal between CPUs (600
-# steps of Adam amplify round-off), so the checks use margins of 0.1 nats or more.
+# the training length), with margins of 0.1 nats or more.
 
 # %%
 ENCODINGS = ("sinusoidal", "learned", "rope")
@@ -512,7 +589,7 @@ def fig628_findings(inside: dict, beyond: dict) -> dict[str, bool]:
     return {
         "encodings use the context in distribution":
             all(x < H_marginal - 0.3 for x in inside_encodings),
-        "encodings alike in distribution (spread < 0.3)": spread_inside < 0.3,
+        "encodings alike in distribution (spread < 0.3)": spread_inside < 0.3,  # Figure 6.5.6: close to
         "beyond L_train every encoding is worse than no context":
             all(x > H_marginal for x in beyond_encodings),
         "RoPE not the better extrapolator (rope > sinusoidal - 0.1)":
@@ -525,43 +602,79 @@ def fig628_findings(inside: dict, beyond: dict) -> dict[str, bool]:
 findings = fig628_findings(inside, beyond)
 for claim, holds in findings.items():
     print(f"{claim}: {holds}")
+# Figure 6.5.6: every statement of the caption (encodings close to each other inside, above H(x_t) beyond)
 assert all(findings.values()), findings
 
 # %% [markdown]
-# ### The same measurement over four seeds (saved run)
+# Why does RoPE fail, although the task only needs offsets 1 and 2? Its scores depend on $i-j$, but a
+# query at a position $i$ beyond 32 also scores keys at offsets from 32 to $i$ that never occurred in
+# training, with rotation angles of its slow frequencies it has never seen. If some of those scores come
+# out large, they pull the attention away from the nearby words that matter. We can look: the weight
+# that the first layer's queries put on the last three words (offsets 0, 1, 2), averaged over heads and
+# test windows, inside and beyond the training length.
+
+# %%
+def weight_on_last_three(m: TinyLM) -> tuple[float, float]:
+    """Layer 1's mean weight on keys j = i-2..i, over queries 2..31 (inside) and 32..127 (beyond)."""
+    windows = test_stream[: 128 * 129].reshape(128, 129)
+    with torch.no_grad():
+        _, att = m(torch.from_numpy(windows[:, :-1]), return_attention=True)
+    a = att[0].double().numpy().mean(axis=(0, 1))  # (128, 128): layer 1, averaged over windows and heads
+    near = np.array([a[i, i - 2:i + 1].sum() for i in range(2, L_test)])  # queries i = 2..127
+    return near[:L_train - 2].mean(), near[L_train - 2:].mean()
+
+
+rope_near = weight_on_last_three(models["rope"])
+print(f"RoPE model, layer 1: weight on the last three words {produced(rope_near[0], '.1f')} inside the "
+      f"training length, {produced(rope_near[1], '.1f')} beyond it")
+assert rope_near[0] > 0.5 and rope_near[1] < 0.25
+
+# %% [markdown]
+# Inside the training length the RoPE model's first layer looks mostly at the last three words; beyond
+# it, most of that weight has moved to words further back, where nothing useful is. The sinusoidal model
+# meets absolute positions it never saw instead. This agrees with published length-extrapolation studies
+# of small models (e.g. the ALiBi paper, Press et al. 2022), where both sinusoidal and rotary models
+# degrade soon after the training length unless the attention is restricted or the positions are
+# interpolated.
 #
-# One seed could be luck. A saved run trains the four models with seeds 0–3 (the settings above; how it
-# was produced is under Reproducibility) and stores the mean losses. We read them and check every
-# statement above on every seed.
+# ### The same measurement over four seeds
+#
+# One seed could be luck. The four models were also trained with seeds 0–3 (the settings above, by
+# `fig628_seed`; a saved run, see Reproducibility), and the two mean losses per model stored. We read
+# them and check every statement above on every seed.
 
 # %%
 saved = load_result("positions_fig628")
-print(f"{'seed':>4s} " + " ".join(f"{v + ' in / beyond':>24s}" for v in variants))
+print(f"{'seed':>4s} " + " ".join(f"{v + ' in / beyond':>24s}" for v in VARIANTS))
 holds_count = {claim: 0 for claim in findings}
 for r in saved["data"]["per_seed"]:
-    seed_inside = {v: r["inside_" + v] for v in variants}
-    seed_beyond = {v: r["beyond_" + v] for v in variants}
-    columns = [f"{seed_inside[v]:>15.2f} / {seed_beyond[v]:.2f}" for v in variants]
+    seed_inside = {v: r["inside_" + v] for v in VARIANTS}
+    seed_beyond = {v: r["beyond_" + v] for v in VARIANTS}
+    columns = [f"{seed_inside[v]:>15.2f} / {seed_beyond[v]:.2f}" for v in VARIANTS]
     print(f"{r['seed']:>4d} " + " ".join(columns))
     seed_findings = fig628_findings(seed_inside, seed_beyond)
     holds_count = {claim: holds_count[claim] + seed_findings[claim] for claim in holds_count}
 n_saved = len(saved["data"]["per_seed"])
 for claim, n in holds_count.items():
     print(f"{claim}: holds in {n} of {n_saved} seeds")
+beyond_range = {v: np.ptp([r["beyond_" + v] for r in saved["data"]["per_seed"]]) for v in ENCODINGS}
+print("range of the beyond-length loss over the seeds:",
+      ", ".join(f"{v} {x:.2f}" for v, x in beyond_range.items()))
 assert n_saved >= 3
 assert all(n == n_saved for n in holds_count.values())
+assert max(beyond_range, key=beyond_range.get) == "sinusoidal"
 
 # %% [markdown]
-# Every statement holds in every saved seed: inside the training length the three encodings use the
-# context and are close to each other, beyond it each of them is worse than ignoring the context, RoPE is
-# never the better extrapolator, and the model without positions degrades least while being the worst
-# inside. The seeds differ in how badly the encodings fail beyond position 32 (the sinusoidal model varies
-# most), not in the picture. This saved run is the evidence behind the ledger row on Fig. 6.28.
+# Every statement holds in every seed: inside the training length the three encodings use the context
+# and are close to each other, beyond it each of them is worse than ignoring the context, RoPE is never
+# the better extrapolator, and the model without positions degrades least while being the worst inside.
+# The seeds differ in how badly the encodings fail beyond position 32 (the sinusoidal model varies most),
+# not in the picture.
 #
 # ### What the learned table learned
 #
 # The learned table of Fig. 6.26, read off the trained model next to the sinusoidal table of the same
-# size: rows 0–31 (positions 1–32) have been shaped by training, rows 32–127 are still the small random
+# size: rows 0–31 (positions 0–31) have been shaped by training, rows 32–127 are still the small random
 # initial values — "no embeddings exist for the new positions" in the sense that nothing was learned for
 # them.
 
@@ -581,17 +694,17 @@ limit = np.abs(learned_table).max()
 heatmap(learned_table, ax=axes[1], cmap="RdBu_r", vmin=-limit, vmax=limit,
         title="learned (after training)")
 for a in axes:
-    a.set_xlabel("dimension")
-    a.set_ylabel("position (0-based)")
+    a.set_xlabel("coordinate")
+    a.set_ylabel("position t")
 axes[1].axhline(L_train - 0.5, color="k", lw=1)
 plt.tight_layout()
 plt.show()
 
 # %% [markdown]
 # **Figure 6.5.7** (Fig. 6.26 rebuilt from trained weights). Left: the sinusoidal table (the same for
-# every model). Right: the learned table of the model above, on a colour scale centred on zero; the black
-# line marks the training length. See the strong colours above the line and the pale rows below it: the
-# rows the model never trained on are still almost zero.
+# every model). Right: the learned table of the model above, on a colour scale centred on zero (red
+# positive, blue negative); the black line marks the training length. See the strong colours above the
+# line and the pale rows below it: the rows the model never trained on are still almost zero.
 #
 # ## Key takeaways
 #
@@ -601,44 +714,48 @@ plt.show()
 # - A positional encoding makes the same word at different places a different vector; the sinusoidal
 #   table does it with pairs of sines and cosines whose wavelengths grow from $2\pi$ to nearly
 #   $10000\cdot 2\pi$.
-# - Moving $k$ positions on rotates each sinusoidal pair by an angle that depends on $k$ only, which is
-#   why relative offsets are easy to read from it.
+# - Moving $\Delta$ positions on rotates each sinusoidal pair by an angle that depends on $\Delta$ only,
+#   which is why relative offsets are easy to read from it.
 # - RoPE rotates queries and keys instead of adding a vector, so an attention score depends only on the
 #   offset $i-j$ between query and key.
 # - Measured on a controlled source, none of the encodings extrapolates beyond the training length, and
-#   RoPE is not better than sinusoidal there: Fig. 6.28's claim is not reproduced (ledger row).
+#   RoPE is not better than sinusoidal there: the chapter's Fig. 6.28 is not reproduced.
 #
 # ## Check your understanding
 #
 # 1. In the tiny example, which output would change if we swapped "dog" and "man" but kept the word
-#    "bites" at position 2, without positions? And with positions?
+#    "bites" in the middle, without positions? And with positions?
 #
 #    ```{dropdown} Answer
 #    Without positions, none: the output of "bites" is a weighted average over the same three vectors,
 #    only listed in another order, and the outputs of dog and man swap places. With positions, every
-#    output changes, because dog at position 1 and dog at position 3 are different vectors.
+#    output changes, because dog at position 0 and dog at position 2 are different vectors (the cell
+#    below prints all three).
 #    ```
 #
 # 2. A model has one attention layer, a causal mask and no positional encoding. Can its prediction
-#    after "the man bit the dog" differ from its prediction after "the dog bit the man"? What changes
-#    with two layers?
+#    after "dog bit the man ." differ from its prediction after "man bit the dog ."? What changes
+#    with two layers? And why would the question be unfair for "dog bit the man" against "man bit the
+#    dog", without the full stop?
 #
 #    ```{dropdown} Answer
-#    With one layer, no: the last position's query is its own word, and the earlier words enter only
-#    through a sum that does not depend on their order (the printed gap is below 1e-12). With two
-#    layers, yes: the layer-1 output at position $j$ averages over the $j$ words up to $j$, which
-#    depends on which words come first, and layer 2 reads those outputs.
+#    With one layer, no: the last position's query is its own word — the full stop in both sentences —
+#    and the earlier words enter only through a sum that does not depend on their order (the printed gap
+#    is below 1e-12). With two layers, yes: the layer-1 output at position $j$ averages over the $j+1$
+#    words up to $j$, which depends on which words come first, and layer 2 reads those outputs. Without
+#    the full stop the last words differ ("man" against "dog"), so even one layer gives two different
+#    queries and two different predictions: that says nothing about order.
 #    ```
 #
-# 3. The wavelength of pair $i$ is $2\pi\cdot 10000^{2i/d_{\text{model}}}$. For $d_{\text{model}}=128$,
+# 3. The wavelength of pair $m$ is $2\pi\cdot 10000^{2m/d_{\text{model}}}$. For $d_{\text{model}}=128$,
 #    roughly how many positions does the slowest pair need for one full turn, and why does the largest
 #    wavelength never quite reach $10000\cdot2\pi$?
 #
 #    ```{dropdown} Answer
-#    The slowest pair is $i=63$, with wavelength $2\pi\cdot 10000^{126/128}\approx 2\pi\cdot 8700$, that is
-#    $\approx 55\,000$ positions. The exponent $2i/d_{\text{model}}$ stops at $(d_{\text{model}}-2)/d_{\text{model}}<1$,
-#    so $10000\cdot 2\pi$ is only reached as $d_{\text{model}}\to\infty$ (a second ledger row corrects
-#    the chapter's "from $2\pi$ to $10000\cdot2\pi$").
+#    The slowest pair is $m=63$, with wavelength $2\pi\cdot 10000^{126/128}\approx 2\pi\cdot 8660$, that
+#    is about $54\,400$ positions. The exponent $2m/d_{\text{model}}$ stops at
+#    $(d_{\text{model}}-2)/d_{\text{model}}<1$, so $10000\cdot 2\pi$ is only reached as
+#    $d_{\text{model}}\to\infty$ (the cell below computes both numbers).
 #    ```
 #
 # 4. Why does a learned position table fail beyond the training length in a different way from RoPE?
@@ -646,31 +763,75 @@ plt.show()
 #    ```{dropdown} Answer
 #    Its rows beyond the training length were never trained (Figure 6.5.7): the model receives
 #    position vectors it has never seen, close to zero. RoPE has no table; it fails because queries meet
-#    keys at offsets (and slow-frequency angles) that never occurred in training.
+#    keys at offsets (and slow-frequency angles) that never occurred in training, and its attention
+#    drifts away from the nearby words (measured above).
 #    ```
+
+# %% tags=["hide-cell"]
+# Question 1: every output of the tiny example, both orders, with positions
+every_output = {}
+for sentence in ("dog bites man", "man bites dog"):
+    vectors = [embedding[w] + position[t] for t, w in enumerate(sentence.split())]
+    every_output[sentence] = {w: attend(vectors[n], vectors) for n, w in enumerate(sentence.split())}
+    print(f"{sentence!r:16s}: " + ", ".join(f"out({w}) = {np.round(o, 4)}"
+                                            for w, o in every_output[sentence].items()))
+first_order, second_order = every_output.values()
+assert all(np.abs(first_order[w] - second_order[w]).max() > 0.05 for w in first_order)  # every output changes
+# Question 2: one layer, no positions; with the full stop the same prediction, without it two different ones
+one_layer = DecoderLM(DecoderConfig(vocab_size=5, d_model=16, num_heads=2, num_layers=1, max_len=16,
+                                    positional="none"), rng=np.random.default_rng(2))
+gap_without_stop = np.max(np.abs(one_layer.logits(dog_first[:, :-1])[0, -1]
+                                 - one_layer.logits(man_first[:, :-1])[0, -1]))
+print(f"Q2: one layer, no positions: gap between the last logits with the full stop {small(one_layer_no_positions[2])}; "
+      f"without it (last words 'man' and 'dog') {'> 1e-3' if gap_without_stop > 1e-3 else small(gap_without_stop)}")
+assert one_layer_no_positions[2] < 1e-12 and gap_without_stop > 1e-3
+# Question 3: the slowest pair of a 128-wide table
+slowest = 10000 ** (126 / 128)
+print(f"Q3: 10000^(126/128) = {slowest:.0f}; wavelength 2π·{slowest:.0f} = {2 * np.pi * slowest:,.0f} positions")
+assert round(slowest, -1) == 8660 and round(2 * np.pi * slowest, -2) == 54_400
+
+# %% [markdown]
+# ## Checking the paper
+#
+# **"The attention mechanism is permutation-invariant"** (§6.5, first paragraph). Exact for a single
+# attention layer without a mask (equivariant: the outputs are permuted with the inputs) and for the
+# last position of a one-layer causal model; a causal *stack* without positions is not blind to order
+# (measured above on random decoders).
+#
+# **The caption of Fig. 6.25** says the wavelength decreases as the dimension increases. For
+# $\mathrm{PE}(t,2m)=\sin(t/10000^{2m/d_{\text{model}}})$ it increases (Figure 6.5.3 measures it from
+# the table); the chapter's own text and the caption of Fig. 6.23 say so. `book/ERRATA.md` records the
+# slip.
+#
+# **"Wavelengths from $2\pi$ to $10000\cdot2\pi$"** (§6.5, after the formula). The largest wavelength is
+# $2\pi\cdot 10000^{(d_{\text{model}}-2)/d_{\text{model}}}$, about $2\pi\cdot 8660$ for
+# $d_{\text{model}}=128$ (question 3's cell); $10000\cdot 2\pi$ is only the limit of large
+# $d_{\text{model}}$. Recorded in `book/ERRATA.md` as well.
+#
+# **Fig. 6.28** (and the table beside it) claims that sinusoidal encodings "maintain reasonable
+# performance" beyond the training length and that RoPE "generalizes better". Not reproduced: on a
+# source whose best predictor needs only the last two symbols, every encoding is worse than ignoring the
+# context beyond the training length, in every one of four seeds, and RoPE is never the better
+# extrapolator. The chapter's figure reports large language models we cannot rerun; ours is a small
+# controlled measurement whose floor (the entropy rate) is known exactly, so it shows that the claimed
+# extrapolation is not a property of the encodings themselves. `book/ERRATA.md` has the row; the saved
+# run `positions_fig628` is its evidence.
 #
 # ## Reproducibility
 #
 # **Default run:** 2-layer `TinyLM`s of width 16 trained for 600 steps on windows of 32 tokens of an
-# order-2 Markov source, seed 0 — about 30 s on 2 CPU cores in total. `FULL=1` trains all four seeds here.
-# Library: `nextword.positions`, `nextword.chapter6.probing`, `nextword.torch.probes.fig628`, `nextword.torch.models.lm`.
-# The chapter's Fig. 6.28 reports large language models; ours is a small controlled measurement whose
-# in-distribution floor (the entropy rate) is known exactly.
+# order-2 Markov source, seed 0 — about 30 s on 2 CPU cores in total. The losses of one training run
+# move in the second decimal between CPUs (600 steps of Adam amplify round-off), which is why the
+# claims use margins of 0.1 nats or more. The four seeds come from the saved run below. Library: `nextword.positions`, `nextword.chapter6.probing`, `nextword.torch.probes.fig628`,
+# `nextword.torch.models.lm`.
 #
-# **Saved run** `positions_fig628` (seeds 0–3): produced by
-# `nextword results run positions_fig628`, which calls the same `fig628_seed`; the files
-# are in `book/results/positions_fig628/`. The cell below checks that its settings are this page's and
-# prints where and when it was made.
+# **Saved run** `positions_fig628` (seeds 0–3): produced by `nextword results run positions_fig628`,
+# which calls `fig628_seed` (the lines of `train_and_score` above) for each seed; the files are in
+# `book/results/positions_fig628/`. The cell below checks that its settings are this page's and prints
+# where and when it was made.
 
 # %% tags=["hide-cell"]
 assert saved["config"] == {key: getattr(FIG, key) for key in saved["config"]}  # this page's config
 dirty = " (uncommitted changes)" if saved["dirty"] else ""
 print(f"saved run: produced by `{saved['command']}` at commit {saved['commit'][:10]}{dirty} "
       f"on {saved['created'][:10]}; seeds {saved['seeds']}")
-
-# %% [markdown]
-# **Summary of the checks:** one attention layer without positions is exactly permutation-invariant
-# over the context, two or more layers are not (random models); $\mathrm{PE}(t+k)=R_k\,\mathrm{PE}(t)$ with
-# a rotation $R_k$ independent of $t$ (sympy and numerics); the library's table equals the closed form at
-# Exercise 5's point; RoPE scores depend only on $i-j$ (sympy and all 32 pairs numerically); Fig. 6.28
-# is not reproduced on any of four seeds (recorded in `book/ERRATA.md`).

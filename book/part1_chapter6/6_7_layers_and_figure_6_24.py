@@ -21,9 +21,23 @@
 # ```
 #
 # **Builds on:** [§6.5 Positional encoding](6_5_positional_encoding.ipynb) (the sinusoidal table) ·
-# [§6.6 Context representation](6_6_context_representation.ipynb) (the decoder block and its residual
-# stream) · a linear classifier (logistic regression) and a train/test split.
-# **Reading time:** about 20 minutes.
+# [§6.6 The decoder block](6_6_context_representation.ipynb) (the block and its residual stream) ·
+# least squares and a train/test split. **Reading time:** about 25 minutes.
+#
+# ```{admonition} Symbols on this page
+# :class: note
+# | symbol | meaning | shape |
+# |---|---|---|
+# | $t$ | position in a sequence, counted from 0 as in [6.5](6_5_positional_encoding.ipynb) (most pages count words from 1); $\mathrm{PE}(t)$ is the sinusoidal encoding of position $t$, $(d_{\text{model}},)$ | integer |
+# | $e$, $e[t]$ | a word's vector; the token embedding at position $t$ | $(d_{\text{model}},)$ |
+# | $p(t)$ | position vector of position $t$ in the tiny example (not a probability here) | $(2,)$ |
+# | $x[t]$ | what enters the first block at position $t$: $e[t]+\mathrm{PE}(t)$ | $(d_{\text{model}},)$ |
+# | $d_{\text{model}}$ | width of the vectors (24 here) | integer |
+# | $T_{\text{ctx}}$ | length of the sequences probed (24 here) | integer |
+# | $\ell$ | depth: 0 is the embedding $x[t]$, $\ell\ge1$ the residual stream after block $\ell$ | integer |
+# | $F$, $Y$, $W$ | a probe's inputs (one vector per row, $n$ rows), its one-hot labels ($C$ classes), its weights | $(n, d_{\text{model}}+1)$, $(n, C)$, $(d_{\text{model}}+1, C)$ |
+# | $\lambda$ | the probe's small ridge penalty, $10^{-3}$ | scalar |
+# ```
 #
 # *Source: Chapter 6, §6.5 (Fig. 6.24: adding positional encodings to token embeddings) and §6.6
 # (Fig. 6.30: the layer stack, "lower layers … surface-level patterns … higher layers … more abstract
@@ -46,18 +60,18 @@ torch.set_num_threads(1)
 # %% [markdown]
 # ## A tiny example by hand: can a sum keep two things?
 #
-# Two words, a $=(1,0)$ and b $=(0,1)$, and two positions with vectors $p(1)=(0.5, 0.5)$ and
-# $p(2)=(-0.5, 0.5)$ (positions counted from 1). The four possible inputs $x=e+p$ are a@1 $=(1.5, 0.5)$,
-# b@1 $=(0.5, 1.5)$, a@2 $=(0.5, 0.5)$ and b@2 $=(-0.5, 1.5)$: all different, so from $x$ alone we can
-# tell both the word and the position — the sum lost nothing. Now choose $p(1)=(0,0)$, $p(2)=(1,-1)$:
-# b@2 $=(1,0)=$ a@1, and no reader of $x$ can tell "a at position 1" from "b at position 2". A loop
-# checks both choices:
+# Two words, a $=(1,0)$ and b $=(0,1)$, and two positions with vectors $p(0)=(0.5, 0.5)$ and
+# $p(1)=(-0.5, 0.5)$ (positions counted from 0). The four possible inputs $e+p(t)$ are a@0 $=(1.5, 0.5)$,
+# b@0 $=(0.5, 1.5)$, a@1 $=(0.5, 0.5)$ and b@1 $=(-0.5, 1.5)$: all different, so from the sum alone we
+# can tell both the word and the position — the sum lost nothing. Now choose $p(0)=(0,0)$,
+# $p(1)=(1,-1)$: b@1 $=(1,0)=$ a@0, and no reader of the sum can tell "a at position 0" from "b at
+# position 1". A loop checks both choices:
 
 # %%
 words = {"a": np.array([1.0, 0.0]), "b": np.array([0.0, 1.0])}
 choices = {
-    "p(1) = (0.5, 0.5), p(2) = (-0.5, 0.5)": {1: np.array([0.5, 0.5]), 2: np.array([-0.5, 0.5])},
-    "p(1) = (0, 0),     p(2) = (1, -1)": {1: np.array([0.0, 0.0]), 2: np.array([1.0, -1.0])},
+    "p(0) = (0.5, 0.5), p(1) = (-0.5, 0.5)": {0: np.array([0.5, 0.5]), 1: np.array([-0.5, 0.5])},
+    "p(0) = (0, 0),     p(1) = (1, -1)": {0: np.array([0.0, 0.0]), 1: np.array([1.0, -1.0])},
 }
 distinct = {}
 for name, positions in choices.items():
@@ -76,13 +90,47 @@ assert list(distinct.values()) == [True, False]
 # on. High held-out accuracy means the property is linearly readable there; chance accuracy means it is
 # not (for a linear reader).
 #
+# Our probe is the simplest one: stack the vectors as rows of $F$ (with a column of ones), write each
+# label as a one-hot row of $Y$ (one column per class), fit $W$ by least squares on half of the rows,
+# $W=\arg\min_W \lVert FW-Y\rVert^2+\lambda\lVert W\rVert^2$, and on the other half predict the class
+# whose column of $FW$ is largest. Written out, on the tiny example's first choice (each (word, position)
+# seen 40 times with a little noise), reading the position:
+
+# %%
+def probe_by_hand(features: np.ndarray, labels: np.ndarray) -> float:
+    """Held-out accuracy of a least-squares probe: fit on the first half of the rows, score the second."""
+    classes = np.unique(labels)
+    Y = (labels[:, None] == classes[None, :]).astype(float)  # (n, classes): one-hot labels
+    F = np.c_[features, np.ones(len(features))]  # (n, d + 1): a column of ones for the offsets
+    half = len(labels) // 2
+    W = np.linalg.solve(F[:half].T @ F[:half] + 1e-3 * np.eye(F.shape[1]), F[:half].T @ Y[:half])
+    predicted = classes[np.argmax(F[half:] @ W, axis=1)]  # the largest column wins
+    return float(np.mean(predicted == labels[half:]))
+
+
+noise = np.random.default_rng(0)
+pairs = [(w, t) for w in words for t in (0, 1)] * 40  # 160 (word, position) pairs
+noise.shuffle(pairs)
+sums = np.array([words[w] + choices["p(0) = (0.5, 0.5), p(1) = (-0.5, 0.5)"][t] for w, t in pairs])
+sums += 0.05 * noise.standard_normal(sums.shape)
+positions_seen = np.array([t for _, t in pairs])
+by_hand = probe_by_hand(sums, positions_seen)
+print(f"reading the position from the sum: held-out accuracy {by_hand:.2f} (chance 0.5); "
+      f"the library's probe_accuracy gives {probe_accuracy(sums, positions_seen):.2f}")
+assert by_hand == probe_accuracy(sums, positions_seen) and by_hand > 0.95
+
+# %% [markdown]
+# (The library's `probe_accuracy`, used from here on, runs these lines.)
+#
 # ## The language and the models
 #
 # To know what "surface" and "meaning" are, we use a source where both are defined: each sequence draws
 # a hidden *topic* (one of 3), then its tokens from that topic's Markov chain over a shared 12-token
 # vocabulary (`topic_markov_source`). The current and the previous token are surface features; the topic
-# is a property of the whole context (no single token reveals it). We train a 3-layer, 2-head `TinyLM`
-# (width 24, sinusoidal positions, 250 AdamW steps) for three seeds.
+# is a property of the whole context (no single token reveals it for certain). We train a 3-layer, 2-head
+# `TinyLM` (width 24, sinusoidal positions, 250 AdamW steps with `train_lm`, the loop written out in
+# [6.4](6_4_multi_head.ipynb)) for three seeds, each with its own random source; the first sequences of
+# the first source, with their topics:
 
 # %%
 T_ctx, seeds, runs = 24, (0, 1, 2), {}
@@ -96,6 +144,9 @@ for seed in seeds:
                       progress=False)
     test_ids, test_topics = source.sample(400, T_ctx, rng=rng)
     runs[seed] = (model, losses, test_ids, test_topics, rng.permutation(400))
+    if seed == 0:
+        for row, topic in zip(test_ids[:3], test_topics[:3]):
+            print(f"topic {topic}: " + " ".join(map(str, row)))
     first, last = np.mean(losses[:10]), np.mean(losses[-20:])
     print(f"seed {seed}: training loss {produced(first, '.1f')} -> {produced(last, '.1f')} nats")
     assert last < first  # the model learned something
@@ -147,7 +198,7 @@ plt.show()
 #
 # ## Fig. 6.30's claim: surface low, meaning high
 #
-# For every layer $\ell=0$ (the embedding, $x[t]$) … 3 (the output of block 3) we probe the last
+# For every depth $\ell=0$ (the embedding, $x[t]$) … 3 (the output of block 3) we probe the last
 # position's state for the current token, the previous token (surface) and the topic (meaning), training
 # on half of the held-out sequences and scoring on the other half. The vector we probe is the
 # {term}`residual stream` after each block.
@@ -169,11 +220,19 @@ for layer in range(4):
 # %%
 topic_gain = accuracy[:, 3, 2] - accuracy[:, 0, 2]  # (seeds,): top layer minus embedding
 topic_rises = bool(np.all(topic_gain > 0.2))
+topic_top = bool(np.all(accuracy[:, 3, 2] > 0.7))
 token_kept = bool(np.all(accuracy[:, :, 0] > 0.9))
+previous_weak = bool(np.all(accuracy[:, :, 1] < 0.5))
+previous_not_lower = bool(np.all(accuracy[:, 0, 1] < accuracy[:, 3, 1] + 0.1))  # not better low than high
+step_by_step = int(np.sum(np.all(np.diff(accuracy[:, :, 2], axis=1) > 0, axis=1)))
 print("topic: top layer above the embedding by more than 0.2 in every seed:", topic_rises)
+print("topic: above 0.7 at the top layer in every seed:", topic_top)
+print(f"topic: rising at every block, seeds: {produced(step_by_step, 'd')} of {len(seeds)}")
 print("current token: decodable (> 0.9) at every layer in every seed:", token_kept)
-assert topic_rises
-assert token_kept
+print("previous token: below 0.5 at every layer in every seed (chance 1/12):", previous_weak)
+print("previous token: no better (by 0.1) from the embedding than from block 3, in every seed:", previous_not_lower)
+assert topic_rises and topic_top
+assert token_kept and previous_weak and previous_not_lower
 
 # %%
 fig, ax = plt.subplots(figsize=(6.4, 3.6))
@@ -186,22 +245,24 @@ ax.axhline(1 / 12, color="C0", ls=":", lw=0.8, label="chance, token (1/12)")
 ax.set_xticks(range(4), ["embedding", "block 1", "block 2", "block 3"])
 ax.set_xlabel("depth: the residual stream after …")
 ax.set_ylabel("held-out probe accuracy")
-ax.legend(fontsize=8)
+ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
 plt.show()
 
 # %% [markdown]
 # **Figure 6.7.2** (Fig. 6.30 measured). Linear-probe accuracy of three features at each depth, one line
-# per seed (dotted: chance for the topic, 1/3, and for a token, 1/12). See the green topic lines climb
-# from the embedding to block 3, while the blue current-token lines stay at the top all the way.
+# per seed (dotted: chance for the topic, 1/3, and for a token, 1/12). See the bluish-green topic lines
+# climb from the embedding to block 3 (not always at every step), while the blue current-token lines
+# stay at the top all the way and the vermilion previous-token lines stay low.
 #
 # **What holds and what does not.** The *meaning* half of the claim holds on this language: the topic,
-# which no single token reveals, becomes more decodable block by block and is best at the top, in every
-# seed. The *surface* half holds only in the weak sense that surface features are available low: the
-# current token stays perfectly decodable through all three blocks (the residual stream keeps it —
-# nothing forces the upper layers to drop it), and the previous token is only weakly decodable at any
-# depth in a model this small. So the stack adds abstraction on top of the surface information rather
-# than replacing it; a probe cannot show "lower layers learn surface patterns, higher layers semantics"
-# as a division of labour here.
+# which no single token reveals for certain, is far more decodable after the blocks than at the
+# embedding, in every seed — though not necessarily rising at every block (the count above). The
+# *surface* half holds only in the weak sense that surface features are available low: the current token
+# stays decodable (above 0.9) through all three blocks (the residual stream keeps it — nothing forces the
+# upper layers to drop it), and the previous token is only weakly decodable (below 0.5) at any depth in a
+# model this small. So the stack adds abstraction on top of the surface information rather than
+# replacing it; a probe cannot show "lower layers learn surface patterns, higher layers semantics" as a
+# division of labour here.
 #
 # ## Key takeaways
 #
@@ -210,29 +271,33 @@ plt.show()
 #   lets a linear probe read both the token and the position.
 # - A linear probe tests whether a property is *linearly readable* from hidden vectors; its held-out
 #   accuracy must be compared with chance.
-# - On a language with a hidden topic, the topic becomes more readable layer by layer: higher layers do
-#   build context-wide information.
+# - On a language with a hidden topic, the topic is far more readable after the blocks than in the
+#   embedding (though not always rising at every block): the blocks do build context-wide information.
 # - The current token stays readable at every depth, because the residual stream carries it upward:
 #   upper layers add to the lower layers' information rather than replacing it.
 #
 # ## Check your understanding
 #
-# 1. With a $=(1,0)$, b $=(0,1)$ and $p(1)=(0,0)$, find a $p(2)$ other than $(1,-1)$ that makes two
+# 1. With a $=(1,0)$, b $=(0,1)$ and $p(0)=(0,0)$, find a $p(1)$ other than $(1,-1)$ that makes two
 #    (word, position) pairs collide.
 #
 #    ```{dropdown} Answer
-#    A collision needs $e + p(2) = e' + p(1)$ for some words, i.e. $p(2)$ equal to a difference of two
-#    word vectors: $p(2) = (-1, 1)$ (a@2 = b@1) works, and so does $p(2)=(0,0)$ (every word collides
-#    with itself at the other position).
+#    A collision needs $e + p(1) = e' + p(0)$ for some words, i.e. $p(1)$ equal to a difference of two
+#    word vectors: $p(1) = (-1, 1)$ (a@1 = b@0) works, and so does $p(1)=(0,0)$ (every word collides
+#    with itself at the other position); the cell below checks both.
 #    ```
 #
-# 2. With 3 topics, a probe reads the topic from block 3 nearly always right, and from the embedding
-#    only a little better than chance. What does each result tell you, and what does it not tell you?
+# 2. With 3 topics, a probe reads the topic from block 3 right most of the time (above 0.7 in every
+#    seed), and from the embedding of the last token about half of the time. What does each result tell
+#    you, and what does it not tell you?
 #
 #    ```{dropdown} Answer
-#    Chance is $1/3$: near it, the last token's embedding says little about the topic. Near-perfect
-#    accuracy says the topic is linearly readable from block 3's stream. Neither says the model *uses*
-#    that information for its prediction, nor that a non-linear reader could not find it lower down.
+#    Chance is $1/3$. About 0.5 from the embedding (clearly above chance and clearly below block 3 in
+#    every seed, the cell below) says that the last token alone already hints at the topic — the topics' chains use the tokens with
+#    different frequencies — but no more than a hint. Above 0.7 from block 3 says that the blocks have
+#    gathered the topic from the whole context into the last position's stream, where it is linearly
+#    readable. Neither says the model *uses* that information for its prediction, nor that a non-linear
+#    reader could not find it lower down.
 #    ```
 #
 # 3. Why can the current token stay decodable at every depth even if no layer "needs" it up there?
@@ -241,12 +306,43 @@ plt.show()
 #    Each block adds its outputs to the residual stream instead of replacing it, so the embedding's
 #    information is carried upward unless a layer actively cancels it.
 #    ```
+
+# %% tags=["hide-cell"]
+# Question 1: both other choices of p(1) make two (word, position) pairs collide
+for p1 in (np.array([-1.0, 1.0]), np.array([0.0, 0.0])):
+    sums_q1 = [tuple(e + p) for e in words.values() for p in (np.zeros(2), p1)]
+    print(f"Q1: p(1) = {tuple(p1.tolist())}: {len(set(sums_q1))} different sums for 4 (word, position) pairs")
+    assert len(set(sums_q1)) < 4
+# Question 2: the topic from the embedding (a hint, above chance 1/3) and from block 3 (above 0.7)
+topic_embedding, topic_block3 = accuracy[:, 0, 2], accuracy[:, 3, 2]
+print(f"Q2: topic from the embedding {produced(np.array2string(topic_embedding, precision=1))}, "
+      f"from block 3 {produced(np.array2string(topic_block3, precision=1))} (three seeds; chance 1/3)")
+assert np.all((topic_embedding > 1 / 3 + 0.05) & (topic_embedding < 0.7)) and np.all(topic_block3 > 0.7)
+
+# %% [markdown]
+# ## Checking the paper
+#
+# **Fig. 6.24** ("the resulting vector contains both content and position information"): holds for a
+# trained model's input $x[t]=e[t]+\mathrm{PE}(t)$ — a linear probe reads both the token and the
+# position from it on held-out data (printed above). As the tiny example shows, this is a property of
+# the particular vectors, not of addition: a sum can lose information when two (word, position) pairs
+# collide.
+#
+# **Fig. 6.30 and §6.6** ("lower layers … surface-level patterns …, higher layers … more abstract
+# patterns"; probing studies find "lower layers better for syntactic tasks"): half holds on a language
+# where both kinds of information are defined. The topic, a property of the whole context, becomes far
+# more readable after the blocks (asserted in every seed); but the surface features do not move out of
+# the upper layers — the current token stays readable at every depth and the previous token is weakly
+# readable at every depth, no better low than high (asserted). The stack adds abstraction on top of the surface
+# information; a division of labour between low and high layers is not what a probe shows here. The
+# chapter's claim is about large models on English, which we cannot rerun; this measurement shows what
+# the mechanism alone produces.
 #
 # ## Reproducibility
 #
 # **Default run:** three 3-layer, 2-head `TinyLM`s (width 24, sinusoidal positions) trained for 250 AdamW
-# steps (batch 32, learning rate 6e-3) on 1000 sequences of $T_{\text{ctx}}+1$ tokens each, seeds 0, 1, 2; probed on 400
-# held-out sequences of 24 tokens. Library: `nextword.torch.models.lm` (the model and its training loop),
+# steps (batch 32, learning rate 6e-3) on 1000 sequences of $T_{\text{ctx}}+1=25$ tokens each, seeds 0, 1,
+# 2; probed on 400 held-out sequences of $T_{\text{ctx}}=24$ tokens. Library: `nextword.torch.models.lm` (the model and its training loop),
 # `nextword.torch.probes.layer_probe` (the topic source, the hidden states and the probe). The probe accuracies
 # come from trained models and are shown to one decimal; the asserts use margins that hold across seeds
 # and CPUs.

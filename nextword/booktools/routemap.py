@@ -40,7 +40,7 @@ NODES: tuple[Node, ...] = (
     Node(_CH6 + "6_5_positional_encoding", "6.5 Positional encoding", (_CH6 + "6_3_causal_masking",)),
     Node(
         _CH6 + "6_6_context_representation",
-        "6.6 The decoder stack",
+        "6.6 The decoder block",
         (_CH6 + "6_4_multi_head", _CH6 + "6_5_positional_encoding"),
     ),
     Node(
@@ -48,6 +48,7 @@ NODES: tuple[Node, ...] = (
         "6.7 What layers carry",
         (_CH6 + "6_5_positional_encoding", _CH6 + "6_6_context_representation"),
     ),
+    Node(_CH6 + "6_8_ablations", "6.8 Ablations", (_CH6 + "6_6_context_representation",)),
     Node("part2_formulation", "Part 2: LLMs formulated", (_CH6 + "6_6_context_representation",)),
     Node("part3_dynamics", "Part 3: gradients", (_CH6 + "6_3_causal_masking",)),
     Node("part4_margins", "Part 4: margins", (_CH6 + "6_6_context_representation", "part3_dynamics")),

@@ -19,6 +19,9 @@
 #    head, or None for the full model.
 # 3. Use both to name the head that carries agreement, and describe your diagnostic in words
 #    (inputs, measurements, controls).
+#
+# Heads are numbered from 1, as in the book: head 1 is index 0 of the arrays your functions return,
+# and `subject_head` is such an index (0 to 3); the printed lines show both.
 
 # %%
 import numpy as np
@@ -61,23 +64,24 @@ def ablation_effect(nll_fn, num_heads: int, group: np.ndarray) -> np.ndarray:
 
 # %% [markdown]
 # **Try both functions on an example you can check by hand** before the training below. One sentence of
-# three tokens and two heads; the subject is token 0 and only query 2 is a marker. From that query head 0
-# puts weight 1/2 on the subject and head 1 puts 1/10, so `subject_attention` should give `[0.5, 0.1]`.
-# A made-up loss: every token costs 1 nat, and switching off head 1 adds 2 nats (head 0 adds nothing),
-# so `ablation_effect` over all three positions should give `[0, 2]`.
+# three tokens and two heads; the subject is the first token (index 0) and only the third query (index 2)
+# is a marker. From that query head 1 puts weight 1/2 on the subject and head 2 puts 1/10, so
+# `subject_attention` should give `[0.5, 0.1]`. A made-up loss: every token costs 1 nat, and switching off
+# head 2 adds 2 nats (head 1 adds nothing), so `ablation_effect` over all three positions should give
+# `[0, 2]`.
 
 # %%
 weights_by_hand = np.zeros((1, 2, 3, 3))  # (N, H, T, T)
-weights_by_hand[0, 0, 2] = [0.5, 0.25, 0.25]
-weights_by_hand[0, 1, 2] = [0.1, 0.1, 0.8]
-marker_by_hand = np.array([[False, False, True]])  # (N, T): query 2 is the marker
+weights_by_hand[0, 0, 2] = [0.5, 0.25, 0.25]  # head 1 (index 0), the marker query (index 2)
+weights_by_hand[0, 1, 2] = [0.1, 0.1, 0.8]  # head 2 (index 1)
+marker_by_hand = np.array([[False, False, True]])  # (N, T): the third query is the marker
 got = subject_attention(weights_by_hand, np.array([0]), marker_by_hand)
 print("subject_attention:", got, "(by hand: [0.5 0.1]):",
       "right" if got is not None and np.allclose(got, [0.5, 0.1]) else "not yet")
 
 
 def loss_by_hand(head_mask):
-    """Per-token losses (1, 3): 1 nat each, plus 2 nats when head 1 is switched off."""
+    """Per-token losses (1, 3): 1 nat each, plus 2 nats when head 2 (index 1) is switched off."""
     off = np.zeros(2) if head_mask is None else 1.0 - np.asarray(head_mask)[0]
     return np.full((1, 3), 1.0 + 2.0 * off[1])
 
@@ -100,7 +104,7 @@ print("seeds tried:", produced(seed + 1, "d"))
 with torch.no_grad():
     _, attn = model(torch.from_numpy(probe.ids[:, :-1]), return_attention=True)
 weights = attn[0].double().numpy()  # (N, 4, 23, 23)
-scores = subject_attention(weights, probe.subject_pos, marker)
+on_subject = subject_attention(weights, probe.subject_pos, marker)  # attention weights, not scores
 effects = ablation_effect(lambda m: token_nll(model, probe.ids, head_mask=m), 4, marker)
 filler = ~marker & (np.arange(23) >= task.subject_window)
 control = ablation_effect(lambda m: token_nll(model, probe.ids, head_mask=m), 4, filler)
@@ -113,9 +117,11 @@ subject_head = int(np.argmax(effects))  # the causal test decides; its attention
 # the subject; the head with the most attention is not always that head: two heads can look at the subject
 # while only one is used)
 for h in range(4):
-    print(f"head {h}: attention to the subject {produced(scores[h], '.2f')}; removing it costs "
-          f"{produced(effects[h], '.2f')} nat at the markers, {produced(control[h], '.2f')} nat on fillers")
-print("head carrying agreement:", produced(subject_head))
+    print(f"head {h + 1} (index {h}): attention weight on the subject {produced(on_subject[h], '.2f')}; "
+          f"removing it costs {produced(effects[h], '.2f')} nat at the markers, "
+          f"{produced(control[h], '.2f')} nat on fillers")
+print(f"head carrying agreement: head {produced(subject_head + 1, 'd')} "
+      f"(subject_head = index {produced(subject_head, 'd')})")
 
 # %% [markdown]
 # **The diagnostic in words.**

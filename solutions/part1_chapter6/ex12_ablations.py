@@ -1,6 +1,6 @@
 # %% [markdown]
 # # Exercise 12 — Ablating a trained transformer
-# **Part:** 1 · **Difficulty:** ★★★ · **Book notebook:** book/part1_chapter6/6_6_context_representation
+# **Part:** 1 · **Difficulty:** ★★★ · **Book notebook:** book/part1_chapter6/6_8_ablations
 #
 # Chapter 6, Exercise 12. Remove from a trained transformer (a) the causal mask, (b) the positional
 # encoding, (c) multi-head attention (single head instead), or (d) the residual connections. Predict the

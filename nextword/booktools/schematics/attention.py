@@ -189,7 +189,7 @@ def draw_heads_split_concat(
 ) -> Axes:
     """Multi-head attention on ``embeddings (T, d_model)``: split, attend per head, concatenate, W^O.
 
-    Head ``h`` owns columns ``h*d_head:(h+1)*d_head`` of ``Q = E W^Q`` (and of K, V); each head's
+    Head ``h`` owns columns ``h*d_head:(h+1)*d_head`` of ``Q = X W^Q`` (and of K, V); each head's
     causal attention gives a ``(T, d_head)`` block; the blocks side by side are ``(T, d_model)``, and
     ``W^O`` mixes them (Chapter 6, Fig. 6.18). Checked against ``mha(embeddings)`` before it is drawn.
     """
@@ -208,7 +208,7 @@ def draw_heads_split_concat(
     if not np.allclose(output, mha(E), atol=1e-10):
         raise AssertionError("the schematic's output differs from MultiHeadAttention")
     ax = _axes(ax, (13.0, 4.8))
-    _matrix(ax, Q, 0, 0, rf"queries $Q = EW^Q$ ({T} × {d_model}; keys, values alike)", annotate=annotate)
+    _matrix(ax, Q, 0, 0, rf"queries $Q = XW^Q$ ({T} × {d_model}; keys, values alike)", annotate=annotate)
     x_heads = [d_model + 1.5 + h * (d_head + 1.5) for h in range(n_heads)]
     y_heads = -T - 2.2
     x_concat = x_heads[-1] + d_head + 2.0

@@ -62,9 +62,9 @@ def draw_rope_rotation(
 def draw_sinusoid_wavelengths(
     ax: plt.Axes, d_model: int = 16, pairs: Sequence[int] = (0, 1, 2, 3), num_positions: int = 64
 ) -> np.ndarray:
-    """Draw ``PE(t, 2i) = sin(t / 10000^{2i/d_model})`` against ``t`` for each pair index ``i`` in ``pairs``.
+    """Draw ``PE(t, 2m) = sin(t / 10000^{2m/d_model})`` against ``t`` for each pair index ``m`` in ``pairs``.
 
-    Each curve is labelled with its wavelength ``2π·10000^{2i/d_model}`` (positions per full turn)
+    Each curve is labelled with its wavelength ``2π·10000^{2m/d_model}`` (positions per full turn)
     and offset vertically so they do not overlap. Returns the wavelengths, shape ``(len(pairs),)``.
     """
     pairs = list(pairs)
@@ -85,10 +85,10 @@ def draw_sinusoid_wavelengths(
             va="center",
             color=f"C{row}",
         )
-    ax.set_yticks([-2.5 * row for row in range(len(pairs))], [f"sin, pair i={i}" for i in pairs])
+    ax.set_yticks([-2.5 * row for row in range(len(pairs))], [f"sin, pair m={m}" for m in pairs])
     ax.set_xlim(0, num_positions * 1.28)
     ax.set_xlabel("position t (0-based in code)")
-    ax.set_ylabel("PE(t, 2i), one curve per pair")
+    ax.set_ylabel("PE(t, 2m), one curve per pair")
     return wavelengths
 
 

@@ -227,16 +227,17 @@ def check_ex_p1_09(subject_attention: Callable, ablation_effect: Callable, model
         # carry the same information), but the head whose removal breaks agreement must look at it
         check_true(head == int(np.argmax(effects)),
                    f"subject_head = {head} is not the head whose removal costs most at the markers (Δloss per "
-                   f"head {describe(effects, precision=2)}; attention to the subject per head "
-                   f"{describe(scores, precision=2)}): where a head looks is weaker evidence than what breaks "
-                   "when it is switched off")
+                   f"head {describe(effects, precision=2)}; attention weight on the subject per head "
+                   f"{describe(scores, precision=2)}, heads by index): where a head looks is weaker evidence "
+                   "than what breaks when it is switched off")
         check_true(effects[head] > 0.5 and scores[head] > 0.4,
                    f"the model has not learned the agreement: switching subject_head off costs "
                    f"{effects[head]:.2f} nat at the markers and it puts {scores[head]:.2f} of the marker queries' "
                    "weight on the subject (expected > 0.5 nat and > 0.4) — train longer?")
     if r.failures:
         return r.done("")
-    return r.done(f"probe and causal test implemented correctly; head {produced(head, 'd')} carries the agreement "
+    return r.done(f"probe and causal test implemented correctly; head {produced(head + 1, 'd')} (index "
+                  f"{produced(head, 'd')}) carries the agreement "
                   "(the largest loss at the markers when removed, and it looks at the subject)")
 
 
