@@ -965,8 +965,8 @@ for step_kind in ("ce", "margin_exact", "margin_k16"):
 print(f"GPU: `{gpu_check['command']}`; CPU: `{cpu_check['command']}` on "
       f"{cpu_check['machine']['cpu']}, {cpu_check['machine']['cpus']} CPUs, "
       f"{cpu_threads} torch thread, load average {cpu_speed['load_average']:.1f}")
-assert cpu_threads == 1 and cpu_speed["device"] == "cpu" and "--speed-only" in cpu_check["command"]
-assert gpu_speed["device"] == "cuda" and "--speed-only" not in gpu_check["command"]
+assert cpu_threads == 1 and cpu_speed["device"] == "cpu" and cpu_check["command"].endswith("gpu_check_cpu_speed")
+assert gpu_speed["device"] == "cuda" and gpu_check["command"].endswith("run gpu_check")
 assert gpu_speed["shape"] == cpu_speed["shape"] == {"B": 64, "T": 256, "d": 128, "heads": 4, "layers": 2}
 assert gpu_speed["margin_exact"] < gpu_speed["margin_k16"] < gpu_speed["ce"]
 parity = gpu_check["data"]["parity"]
