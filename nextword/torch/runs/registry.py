@@ -145,7 +145,9 @@ def _status(exp: Experiment, results_dir) -> tuple[str, str]:
                 f"code changed; {_replayed(v['steps'])} on one CPU thread within {v['deviation']:.1e} "
                 f"(relative), not bit for bit ({v['date']}); a bitwise rerun needs a GPU"
             )
-        return "to run", f"its fingerprint replays differently ({v['summary']}, {v['date']})"
+        return "to run", (
+            f"code changed; {_replayed(v['steps'])} differently on one CPU thread ({v['summary']}, {v['date']})"
+        )
     files = sorted({c.split(":")[0] for c in changed})
     since = f"{len(files)} file{'s' if len(files) > 1 else ''} of its code changed since: {', '.join(files)}"
     if exp.fingerprint is not None:
