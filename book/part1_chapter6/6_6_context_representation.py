@@ -407,7 +407,7 @@ checks = {
         [max(a[18] for a in pl) > 0.4 for _, pl in runs.values()],
     f"word 3 '{RUNNING_EXAMPLE[2]}': weight < 0.1 in both layers (uniform would be 1/21)":
         [max(a[2] for a in pl) < 0.1 for _, pl in runs.values()],
-    f"word 19 read in layer 1 already (weight > 0.3)": [pl[0][18] > 0.3 for _, pl in runs.values()],
+    "word 19 read in layer 1 already (weight > 0.3)": [pl[0][18] > 0.3 for _, pl in runs.values()],
     f"word 16 '{word16}': weight > 0.2 in layer 1 or layer 2": [max(a[15] for a in pl) > 0.2 for _, pl in runs.values()],
 }
 # which seeds satisfy a claim depends on training: the counts are produced numbers
