@@ -19,6 +19,7 @@ commands of the book's tooling never import torch.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -85,12 +86,37 @@ COMMANDS: dict[str, tuple[str, Callable[[str, list[str]], int]]] = {
 }
 
 
+def _version() -> str:
+    """The installed distribution's version and, in a git checkout, the commit."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        text = version("nextword")
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree without installing
+        text = "(not installed)"
+    from nextword.provenance import git_commit
+
+    commit, dirty = git_commit()
+    return text if commit == "unknown" else f"{text} (commit {commit[:12]}{', modified' if dirty else ''})"
+
+
+class _Version(argparse.Action):
+    """``--version``: computed only when asked (it runs git)."""
+
+    def __init__(self, option_strings, dest, **kw):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kw)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.exit(0, f"nextword {_version()}\n")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nextword",
         description="The nextword command: the book's experiments, saved runs and tools.",
         epilog="`nextword COMMAND --help` describes a command.",
     )
+    parser.add_argument("--version", action=_Version, help="print the version (and git commit) and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (help_text, _) in COMMANDS.items():
         sub.add_parser(name, help=help_text, add_help=False)
@@ -98,13 +124,29 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``nextword COMMAND ...``; the exit status of the command (2 for a mistake in it)."""
+    """Run ``nextword COMMAND ...``; the exit status of the command (2 for a mistake in it).
+
+    A mistake the command could not catch while parsing (a file it cannot write, no network, no GPU, a
+    library ValueError naming a bad argument) still ends in one ``nextword COMMAND: error: …`` line and exit
+    status 2 (:func:`nextword._cli.user_errors`); ``NEXTWORD_TRACEBACK=1`` shows the traceback instead.
+    """
+    from nextword._cli import fail, one_line, user_errors
+
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] not in COMMANDS:
-        _parser().parse_args(args[:1])  # --help prints the commands; anything else is one error line, exit 2
+        _parser().parse_args(args[:1])  # --help/--version print; anything else is one error line, exit 2
         return 2  # pragma: no cover - parse_args exits
     name = args[0]
-    return COMMANDS[name][1](name, args[1:])
+    # idle OpenMP threads sleep instead of spinning on a core another process needs (set before torch loads)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    try:
+        return COMMANDS[name][1](name, args[1:])
+    except KeyboardInterrupt:
+        return fail(f"nextword {name}", "interrupted")
+    except user_errors() as exc:
+        if os.environ.get("NEXTWORD_TRACEBACK"):
+            raise
+        return fail(f"nextword {name}", one_line(exc))
 
 
 if __name__ == "__main__":

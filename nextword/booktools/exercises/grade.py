@@ -153,12 +153,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``grade [part] [--dir DIR] [--timeout S]``: print the table; exit 0 (the table is the result)."""
     import argparse
 
+    from nextword._cli import existing_dir, positive_int
+
     parser = argparse.ArgumentParser(
         prog="nextword grade", description="Run your filled-in exercise notebooks and show ✓ / ✗ / not started."
     )
     parser.add_argument("part", nargs="?", help="1..5, part1 or part1_chapter6 (default: every part)")
-    parser.add_argument("--dir", type=Path, default=None, help="folder holding part*/ex*.ipynb (default: exercises/)")
-    parser.add_argument("--timeout", type=int, default=600, help="seconds allowed per cell (default 600)")
+    parser.add_argument(
+        "--dir", type=existing_dir, default=None, help="folder holding part*/ex*.ipynb (default: exercises/)"
+    )
+    parser.add_argument("--timeout", type=positive_int, default=600, help="seconds allowed per cell (default 600)")
     args = parser.parse_args(list(sys.argv[2:] if argv is None else argv))
     try:
         grades = grade_all(args.part, directory=args.dir, timeout=args.timeout)

@@ -38,6 +38,7 @@ import math
 import platform
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -183,6 +184,14 @@ def fresh_state() -> dict[str, Any]:
     return {"step": 0, "ep_ce": 0.0, "ep_margin": 0.0, "ep_n": 0, "history": [], "last_loss": None}
 
 
+def config_differences(old: TrainConfig, new: TrainConfig) -> list[str]:
+    """``["name: old -> new", ...]`` for every setting (model settings by their own names) that differs."""
+    a, b = old.to_dict(), new.to_dict()
+    flat_a = {**{k: v for k, v in a.items() if k != "model"}, **a.get("model", {})}
+    flat_b = {**{k: v for k, v in b.items() if k != "model"}, **b.get("model", {})}
+    return [f"{k}: {flat_a.get(k)!r} -> {flat_b.get(k)!r}" for k in flat_b | flat_a if flat_a.get(k) != flat_b.get(k)]
+
+
 def _restore(run: Run, out: Path) -> bool:
     """Load model, prior, optimiser, RNG and counters from ``out``'s checkpoint (with fallback); False if none."""
     ck = resume_from(
@@ -190,6 +199,7 @@ def _restore(run: Run, out: Path) -> bool:
         lambda c: TrainConfig.from_dict(c["config"]) == run.cfg,
         {"model": run.gpt, "prior": run.prior, "optimizer": run.opt},
         device=run.ctx.device,
+        differences=lambda c: ", ".join(config_differences(TrainConfig.from_dict(c["config"]), run.cfg)),
     )
     if ck is None:
         return False
@@ -276,12 +286,14 @@ def train(
     distributed: bool | None = None,
     data: CharData | None = None,
     robustness: bool = False,
+    say: Callable[[str], None] | None = None,
 ) -> dict:
     """Train (or resume) one run; returns the results dictionary also written to ``results.json``.
 
     ``max_steps_this_run`` stops after that many steps (a checkpoint is written), e.g. to test
     ``resume``; ``resume=True`` with no checkpoint in ``out_dir`` starts from step 0.
-    ``robustness=True`` appends the §7.3 noise curve to the results.
+    ``robustness=True`` appends the §7.3 noise curve to the results. ``say`` (e.g. ``print``) is told
+    where a resumed run starts ("resuming from step N" or "no checkpoint in OUT: starting at step 0").
     """
     ctx = setup(device, distributed)
     out = Path(out_dir)
@@ -292,7 +304,10 @@ def train(
     gpt, prior = run.gpt, run.prior
     eval_every = cfg.eval_every or spe
     if resume:
-        _restore(run, out)
+        restored = _restore(run, out)
+        if say is not None and ctx.is_main:
+            step0 = run.state["step"]
+            say(f"resuming from step {step0} in {out}" if restored else f"no checkpoint in {out}: starting at step 0")
     model = wrap(lm, ctx)
     vx, vy = eval_windows(
         data.val, block_size=cfg.block_size, max_windows=cfg.eval_windows, rank=ctx.rank, world_size=ctx.world_size
