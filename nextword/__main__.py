@@ -7,7 +7,8 @@
     nextword results list | run | verify [NAME ...]                        # the saved runs of book/results/
     nextword fetch                                                         # WikiText-2 (needs internet)
     nextword check-env                                                     # what the environment holds
-    nextword grade [PART]                                                  # your exercise notebooks: ✓ / ✗
+    nextword exercises copy DIR                                            # the exercises, to work on in DIR
+    nextword grade [PART] --dir DIR                                        # your exercise notebooks: ✓ / ✗
     nextword exercises export --otter DIR | --nbgrader DIR                 # instructors: graded assignments
     nextword gpu-check [--dry-run]                                         # the torch path on a GPU
 
@@ -52,14 +53,36 @@ def _grade(name: str, argv: list[str]) -> int:
     return grade_main(argv)
 
 
+#: ``nextword exercises ACTION``: action -> one-line help
+EXERCISE_ACTIONS = {
+    "copy": "copy the exercises to a folder of your own to work in (then: nextword grade --dir DIR)",
+    "build": "authors: regenerate exercises/ from solutions/",
+    "check": "authors: fail when exercises/ differs from what build would write",
+    "export": "instructors: write an otter-grader assignment or an nbgrader source tree",
+}
+
+
 def _exercises(name: str, argv: list[str]) -> int:
+    from nextword.booktools.exercises.build import copy_main
+    from nextword.booktools.exercises.build import main as build_main
     from nextword.booktools.exercises.export import export_main
 
-    if argv[:1] != ["export"]:
-        parser = argparse.ArgumentParser(prog="nextword exercises", description=COMMANDS[name][0])
-        parser.add_argument("action", choices=["export"])
+    if not argv or argv[0] not in EXERCISE_ACTIONS:
+        parser = argparse.ArgumentParser(
+            prog="nextword exercises",
+            description=COMMANDS[name][0],
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            epilog="\n".join(f"  {a:7s} {text}" for a, text in EXERCISE_ACTIONS.items()),
+        )
+        parser.add_argument("action", choices=list(EXERCISE_ACTIONS))
         parser.parse_args(argv[:1])
-    return export_main(argv[1:])
+        return 2  # pragma: no cover - parse_args exits
+    action, rest = argv[0], argv[1:]
+    if action == "copy":
+        return copy_main(rest)
+    if action == "export":
+        return export_main(rest)
+    return build_main([action, *rest])
 
 
 def _gpu_check(name: str, argv: list[str]) -> int:
@@ -81,7 +104,10 @@ COMMANDS: dict[str, tuple[str, Callable[[str, list[str]], int]]] = {
     "fetch": ("download raw WikiText-2 once (checksum-verified; needs internet)", _torch_cli),
     "check-env": ("report the Python environment: packages, versions, threads, devices", _check_env),
     "grade": ("run your filled-in exercise notebooks and show ✓ / ✗ / not started", _grade),
-    "exercises": ("instructors: export the exercises to otter-grader or nbgrader (hidden tests, points)", _exercises),
+    "exercises": (
+        "copy the exercises to your folder; build, check or export them (otter-grader, nbgrader)",
+        _exercises,
+    ),
     "gpu-check": ("check the torch path on a GPU (CUDA against CPU, bf16 AMP, speed, the §7 pair)", _gpu_check),
 }
 

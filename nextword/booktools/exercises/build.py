@@ -20,6 +20,7 @@ raise NotImplementedError("add one")
 from __future__ import annotations
 
 import re
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -258,9 +259,65 @@ def stale_exercises(root: Path = REPO_ROOT) -> list[str]:
     return problems
 
 
+def copy_exercises(dest: Path, parts: Sequence[str] | None = None, root: Path = REPO_ROOT) -> list[tuple[Path, bool]]:
+    """Copy the exercise notebooks (``.py`` and ``.ipynb``) of ``parts`` (all if None) to ``dest/<part>/``.
+
+    A file already in ``dest`` is kept (it is the student's work): ``[(path, copied?)]``. The copies are the
+    student's to edit; ``nextword grade --dir DEST`` grades them, and ``make exercises`` or a pull changes
+    only the generated ``exercises/``.
+    """
+    from .grade import part_matches
+
+    dest = Path(dest)
+    done = []
+    for solution in solution_sources(root):
+        part = solution.parent.name
+        if parts and not any(part_matches(part, p) for p in parts):
+            continue
+        source = exercise_path(solution, root)
+        for suffix in (".py", ".ipynb"):
+            src, dst = source.with_suffix(suffix), dest / part / source.with_suffix(suffix).name
+            if not src.exists():
+                continue
+            if dst.exists():
+                done.append((dst, False))
+                continue
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)  # keeps the time stamps: grade compares the pair's
+            done.append((dst, True))
+    if parts and not done:
+        raise ValueError(f"no exercises for part {', '.join(parts)!r} (try 1, 2, 3, 4 or 5)")
+    return done
+
+
+def copy_main(argv: Sequence[str]) -> int:
+    """``nextword exercises copy DIR [--part N ...]``."""
+    import argparse
+
+    from nextword._cli import output_dir
+
+    parser = argparse.ArgumentParser(
+        prog="nextword exercises copy",
+        description="Copy the exercise notebooks to a folder of your own, to work on and grade there "
+        "(`nextword grade --dir DIR`). Files already there are kept.",
+    )
+    parser.add_argument("dir", type=output_dir, help="your folder (created if missing)")
+    parser.add_argument("--part", action="append", help="1..5, part4 or part4_margins (repeatable; default: all)")
+    args = parser.parse_args(list(argv))
+    done = copy_exercises(args.dir, args.part)
+    copied = [p for p, new in done if new]
+    kept = [p for p, new in done if not new]
+    print(f"copied {len(copied)} files to {args.dir}" + (f"; kept {len(kept)} already there" if kept else ""))
+    print(f"next: jupyter lab {args.dir}   # then: nextword grade --dir {args.dir}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     command = args[0] if args else "build"
+    if len(args) > 1 and command in ("build", "check"):
+        print(f"nextword exercises {command}: error: unrecognized arguments: {' '.join(args[1:])}", file=sys.stderr)
+        return 2
     if command == "build":
         for path in build():
             print(f"wrote {path.relative_to(REPO_ROOT)}")
@@ -271,5 +328,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"[stale] {p}")
         print(f"{len(solution_sources()) - len(problems)} of {len(solution_sources())} exercises in sync")
         return 1 if problems else 0
-    print("usage: python -m nextword.booktools.exercises [build|check|grade [part]]", file=sys.stderr)
+    print("usage: nextword exercises [build|check|copy DIR|export ...]", file=sys.stderr)
     return 2

@@ -468,6 +468,9 @@ def export_main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(list(sys.argv[2:] if argv is None else argv))
     if not args.otter and not args.nbgrader:
         parser.error("give --otter DIR or --nbgrader DIR (or both)")
+    for target in (args.otter, args.nbgrader):  # an unwritable target fails now, not after the export's work
+        if target:
+            target.mkdir(parents=True, exist_ok=True)
     try:
         if args.otter:
             for path in export_otter(args.otter, args.part):

@@ -127,6 +127,11 @@ def grade_all(
         grades.append(grade_notebook(target.with_suffix(".ipynb"), solution, timeout=timeout))
     if part and not grades:
         raise ValueError(f"no exercises for part {part!r} (try 1, 2, 3, 4 or 5)")
+    if directory is not None and grades and all(g.detail == "no notebook" for g in grades):
+        raise ValueError(
+            f"no exercise notebooks in {directory} (expected part*/ex*.ipynb there; "
+            f"`nextword exercises copy {directory}` copies them)"
+        )
     return grades
 
 
