@@ -274,4 +274,4 @@ def test_the_installed_command_ends_in_one_line(argv):
         [sys.executable, "-m", "nextword", *argv], capture_output=True, text=True, cwd=REPO, timeout=120
     )
     assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
-    assert res.stderr.strip().splitlines()[-1].startswith(f"nextword {argv[0]}: error: ")
+    assert res.stderr.strip().splitlines()[-1].startswith(f"nextword {argv[0]}") and ": error: " in res.stderr
