@@ -139,3 +139,15 @@ def test_fuzz_one_argument(spec: Spec, data: st.DataObject, memory_cap: None) ->
     arg = data.draw(st.sampled_from(args), label="argument")
     value = data.draw(bad_values, label="value")
     _call(spec, arg, value)
+
+
+def test_torch_sweep_models_prior_config_and_checkpoints(tmp_path: Path, memory_cap: None) -> None:
+    """The torch path's public API (issue 48): the model, the prior and its margin, the training
+    configuration, and checkpoint loading (truncated, foreign, wrong-version, other-vocabulary files)."""
+    pytest.importorskip("torch")
+    from tests import bad_inputs_torch
+
+    outs = bad_inputs_torch.sweep(tmp_path)
+    assert len(outs) > 200 and len({o.spec for o in outs}) >= 12
+    wrong = [f"{o.kind} {o.spec}({o.arg}={o.value}): {o.detail}" for o in outs if o.kind not in ("named", "documented")]
+    assert not wrong, "\n".join(wrong)

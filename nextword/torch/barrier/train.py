@@ -35,6 +35,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import os
 import platform
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,8 @@ from nextword.torch.training.data import CharData, epoch_batch, eval_windows, lo
 from nextword.torch.training.checkpoint import (
     CKPT,
     RESULTS,
+    WEIGHTS_KEYS,
+    CheckpointError,
     read_checkpoint,
     resume_from,
     save_checkpoint,
@@ -143,11 +146,25 @@ def build(cfg: TrainConfig, vocab_size: int, device: torch.device) -> tuple[Smal
 
 def load_checkpoint(path: str | Path, device: str | torch.device = "cpu"):
     """``(gpt, prior, cfg, ckpt)`` from a run directory or checkpoint file (weights-only, with fallback)."""
-    ckpt, _ = read_checkpoint(path, device)
-    cfg = TrainConfig.from_dict(ckpt["config"])
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a run folder or a checkpoint file (str or os.PathLike), got {path!r}")
+    ckpt, used = read_checkpoint(path, device)
+    missing = [k for k in WEIGHTS_KEYS if not isinstance(ckpt, dict) or k not in ckpt]
+    if missing:
+        raise CheckpointError(f"{used} is not a checkpoint of a §7 run: it lacks {', '.join(missing)}")
+    try:
+        cfg = TrainConfig.from_dict(ckpt["config"])
+    except (TypeError, ValueError) as exc:  # a configuration of another version of nextword
+        raise CheckpointError(f"{used}: its configuration does not fit this version of nextword ({exc})") from None
     gpt, prior = build(cfg, ckpt["vocab_size"], torch.device(device))
-    gpt.load_state_dict(ckpt["model"])
-    prior.load_state_dict(ckpt["prior"])
+    try:
+        gpt.load_state_dict(ckpt["model"])
+        prior.load_state_dict(ckpt["prior"])
+    except RuntimeError as exc:  # other shapes: another vocabulary or model size
+        first = str(exc).splitlines()[1].strip() if len(str(exc).splitlines()) > 1 else str(exc)
+        raise CheckpointError(
+            f"{used}: its weights do not fit its configuration (vocab_size={ckpt['vocab_size']}): {first}"
+        ) from None
     return gpt, prior, cfg, ckpt
 
 

@@ -86,6 +86,8 @@ def read_checkpoint(where: str | Path, device: str | torch.device = "cpu") -> tu
     :class:`CheckpointFallbackWarning` naming both; raises :class:`CheckpointError` (one line, no
     traceback needed) when neither can be read or none exists.
     """
+    if not isinstance(where, (str, os.PathLike)):
+        raise TypeError(f"where must be a run folder or a checkpoint file (str or os.PathLike), got {where!r}")
     where = Path(where)
     path = where if where.suffix == ".pt" else where / CKPT
     candidates = [path] + ([path.with_name(PREV_CKPT)] if path.name == CKPT else [])
