@@ -7,6 +7,7 @@
     nextword results list | run | verify [NAME ...]                        # the saved runs of book/results/
     nextword fetch                                                         # WikiText-2 (needs internet)
     nextword check-env                                                     # what the environment holds
+    nextword book build PAGE.py | sync | check | render | pdf              # authors: the book's notebooks
     nextword exercises copy DIR                                            # the exercises, to work on in DIR
     nextword grade [PART] --dir DIR                                        # your exercise notebooks: ✓ / ✗
     nextword exercises export --otter DIR | --nbgrader DIR                 # instructors: graded assignments
@@ -85,6 +86,36 @@ def _exercises(name: str, argv: list[str]) -> int:
     return build_main([action, *rest])
 
 
+#: ``nextword book ACTION``: action -> one-line help
+BOOK_ACTIONS = {
+    "build": "execute pages: py -> ipynb with outputs (PATHS, or --all)",
+    "sync": "py -> ipynb without executing (keeps outputs)",
+    "check": "fail if a .py/.ipynb pair has drifted",
+    "render": "render the executed book to _build/html (Sphinx, incremental)",
+    "pdf": "the whole book as one PDF, _build/nextword.pdf (needs TeX)",
+}
+
+
+def _book(name: str, argv: list[str]) -> int:
+    if not argv or argv[0] not in BOOK_ACTIONS:
+        parser = argparse.ArgumentParser(
+            prog="nextword book",
+            description=COMMANDS[name][0],
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            epilog="\n".join(f"  {a:7s} {text}" for a, text in BOOK_ACTIONS.items()),
+        )
+        parser.add_argument("action", choices=list(BOOK_ACTIONS))
+        parser.parse_args(argv[:1])
+        return 2  # pragma: no cover - parse_args exits
+    if argv[0] == "pdf":
+        from nextword.booktools.pdf import main as pdf_main
+
+        return pdf_main(argv[1:])
+    from nextword.booktools.notebooks import main as notebooks_main
+
+    return notebooks_main(argv)
+
+
 def _gpu_check(name: str, argv: list[str]) -> int:
     from nextword.torch.runs.gpu_command import main as gpu_check_main
 
@@ -103,6 +134,7 @@ COMMANDS: dict[str, tuple[str, Callable[[str, list[str]], int]]] = {
     ),
     "fetch": ("download raw WikiText-2 once (checksum-verified; needs internet)", _torch_cli),
     "check-env": ("report the Python environment: packages, versions, threads, devices", _check_env),
+    "book": ("build, sync, check or render the book's notebooks, or make its PDF (authors)", _book),
     "grade": ("run your filled-in exercise notebooks and show ✓ / ✗ / not started", _grade),
     "exercises": (
         "copy the exercises to your folder; build, check or export them (otter-grader, nbgrader)",

@@ -26,6 +26,7 @@ __all__ = [
     "positive_float",
     "nonnegative_float",
     "output_dir",
+    "output_file",
     "existing_dir",
     "existing_path",
     "usable_cpus",
@@ -77,6 +78,15 @@ def output_dir(text: str) -> Path:
         raise argparse.ArgumentTypeError(f"{text!r}: {str(parent)!r} is a file, not a folder")
     if parent.exists() and not os.access(parent, os.W_OK | os.X_OK):
         raise argparse.ArgumentTypeError(f"{text!r}: cannot write in {str(parent)!r}")
+    return path
+
+
+def output_file(text: str) -> Path:
+    """An argparse ``type`` for a file the command writes: not a folder, in a folder it can write in."""
+    path = Path(text).expanduser()
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a folder, not a file")
+    output_dir(str(path.parent))
     return path
 
 

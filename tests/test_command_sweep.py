@@ -58,6 +58,10 @@ OPTIONS: dict[str, dict[str, str]] = {
     "grade": {"part": "name", "--dir": "in", "--timeout": "int"},
     "exercises export": {"--otter": "out", "--nbgrader": "out", "--part": "name"},
     "exercises copy": {"dir": "out", "--part": "name"},
+    "book build": {"paths": "path", "--jobs": "int"},
+    "book sync": {"paths": "path"},
+    "book render": {"--out": "out", "--jobs": "int"},
+    "book pdf": {"--out": "outfile"},
     "gpu-check": {
         "--out": "out",
         "--budget": "float",
@@ -84,6 +88,10 @@ BASE = {
     "exercises export": [],
     "exercises copy": [],
     "gpu-check": ["--dry-run"],
+    "book build": [],
+    "book sync": [],
+    "book render": [],
+    "book pdf": [],
 }
 
 
@@ -121,6 +129,7 @@ def _bad_values(kind: str, p: dict[str, str]) -> list[tuple[str, str]]:
         "data": [("missing", p["missing"]), ("empty file", p["empty"]), ("folder for file", p["folder"])],
         "out": [("file for folder", p["file"]), ("under a file", p["under_file"]), ("unwritable", p["unwritable"])],
         "in": [("missing", p["missing"]), ("file for folder", p["file"])],
+        "outfile": [("folder for file", p["folder"]), ("under a file", p["under_file"] + "/x.pdf")],
         "path": [("missing", p["missing"]), ("folder for file", p["folder"]), ("foreign file", p["file"])],
         "name": [("unknown name", "no_such_thing"), ("negative", "-5")],
     }[kind]
@@ -158,6 +167,8 @@ def _cases(p: dict[str, str]) -> list[tuple[str, list[str]]]:
         ("exercises unknown action", ["exercises", "bogus"]),
         ("exercises export without a target", ["exercises", "export"]),
         ("exercises copy without a folder", ["exercises", "copy"]),
+        ("book without action", ["book"]),
+        ("book unknown action", ["book", "bogus"]),
         ("grade unknown part", ["grade", "9"]),
         ("grade folder without exercises", ["grade", "--dir", p["folder"]]),
         ("report a folder without results", ["report", p["folder"]]),
@@ -210,6 +221,7 @@ def test_every_value_option_is_swept(capsys):
             pass
         usage = capsys.readouterr().out
         usage = usage[: usage.find("\n\n", usage.find("usage:"))]  # the usage block
+        usage = re.sub(r"\[-[a-z] ([A-Z_]+)\]", lambda m: f"[--{m.group(1).lower()} {m.group(1)}]", usage)  # -j JOBS
         takes_value = set(re.findall(r"\[(--[a-z-]+)[ =](?:[A-Z_]+|\{[^}]*\})", usage))
         takes_value |= set(re.findall(r"\s(--[a-z-]+) (?:[A-Z_]+|\{[^}]*\})", usage))  # required options
         missing += [f"{command} {o}" for o in sorted(takes_value - set(options))]

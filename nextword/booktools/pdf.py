@@ -89,8 +89,10 @@ def render_pdf(out: Path = PDF_PATH, *, stage: Path = PDF_STAGE, latex_dir: Path
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m nextword.booktools.pdf", description=__doc__)
-    parser.add_argument("--out", default=str(PDF_PATH))
+    from nextword._cli import output_file
+
+    parser = argparse.ArgumentParser(prog="nextword book pdf", description=__doc__)
+    parser.add_argument("--out", type=output_file, default=PDF_PATH, help="the PDF to write (default %(default)s)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     pdf = render_pdf(Path(args.out))
