@@ -99,7 +99,3 @@ def main() -> int:
     results = run_checks()
     print(format_report(results))
     return 1 if any(r.status == "FAIL" for r in results) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

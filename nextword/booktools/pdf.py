@@ -1,6 +1,6 @@
 """The PDF edition of the book (``make pdf``): Sphinx's LaTeX builder, xelatex and latexmk.
 
-``python -m nextword.booktools.pdf`` lays out the same source tree as the HTML book (:func:`stage_pdf`, from
+``nextword book pdf`` lays out the same source tree as the HTML book (:func:`stage_pdf`, from
 ``notebooks.stage_book``) with the PDF's own root document: each part of ``book/README.md`` as a LaTeX
 ``\\part``, its pages as chapters, then the appendices (the exercises, the errata ledger, the sources). The
 solution notebooks and the notation page (a copy of the reading guide's section) are left out. Pages are
@@ -98,7 +98,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     pdf = render_pdf(Path(args.out))
     print(f"wrote {pdf} ({pdf.stat().st_size / 1e6:.1f} MB) in {time.perf_counter() - start:.0f} s")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

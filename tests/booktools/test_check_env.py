@@ -45,9 +45,7 @@ def test_missing_data_is_reported_not_fatal(monkeypatch, tmp_path):
 
 
 def test_command_line_prints_ok_lines_and_exits_zero():
-    proc = subprocess.run(
-        [sys.executable, "-m", "nextword.booktools.check_env"], capture_output=True, text=True, timeout=120
-    )
+    proc = subprocess.run([sys.executable, "-m", "nextword", "check-env"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[0].startswith("[OK] python")
     assert proc.stdout.strip().endswith("environment OK")

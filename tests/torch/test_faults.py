@@ -60,7 +60,7 @@ def test_no_readable_checkpoint_is_a_clear_error(tmp_path):
 
 def _run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "nextword.torch.cli", *args],
+        [sys.executable, "-m", "nextword", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
