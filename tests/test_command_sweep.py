@@ -287,3 +287,23 @@ def test_the_installed_command_ends_in_one_line(argv):
     )
     assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
     assert res.stderr.strip().splitlines()[-1].startswith(f"nextword {argv[0]}") and ": error: " in res.stderr
+
+
+def test_help_is_plain_text_and_every_value_option_states_its_default(capsys):
+    """issue 48: every option that takes a value says its default in --help; no Sphinx markup in any help."""
+    undocumented, markup = [], []
+    for command, options in OPTIONS.items():
+        try:
+            main([*command.split(), "--help"])
+        except SystemExit:
+            pass
+        text = capsys.readouterr().out
+        if re.search(r"``|:(mod|func|class|data):", text):
+            markup.append(command)
+        listing = text[text.rfind("options:") :]  # the options list, after usage and description
+        entries = re.split(r"\n  (?=-)", listing)  # one entry per option ("  -j JOBS, --jobs JOBS  help…")
+        for option in (o for o in options if o.startswith("--")):
+            entry = next((e for e in entries if re.search(rf"(^|, ){option}\b", e)), "")
+            if not re.search(r"default|required", " ".join(entry.split())):
+                undocumented.append(f"{command} {option}")
+    assert not markup and not undocumented, (markup, undocumented)

@@ -91,7 +91,11 @@ def render_pdf(out: Path = PDF_PATH, *, stage: Path = PDF_STAGE, latex_dir: Path
 def main(argv: Sequence[str] | None = None) -> int:
     from nextword._cli import output_file
 
-    parser = argparse.ArgumentParser(prog="nextword book pdf", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="nextword book pdf",
+        description="The whole book as one PDF: Sphinx's LaTeX builder on the executed notebooks, then xelatex "
+        "(needs TeX: make tex).",
+    )
     parser.add_argument("--out", type=output_file, default=PDF_PATH, help="the PDF to write (default %(default)s)")
     args = parser.parse_args(argv)
     start = time.perf_counter()

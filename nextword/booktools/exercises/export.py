@@ -456,13 +456,13 @@ def export_main(argv: Sequence[str] | None = None) -> int:
         "(public and hidden tests, points per test; see exercises/README.md, 'For instructors').",
     )
     parser.add_argument(
-        "--otter", type=output_dir, metavar="DIR", help="write otter master notebooks DIR/<part>/<part>.ipynb"
+        "--otter", type=output_dir, metavar="DIR", help="write otter master notebooks DIR/<part>/<part>.ipynb (default: none)"
     )
     parser.add_argument(
         "--nbgrader",
         type=output_dir,
         metavar="DIR",
-        help="write an nbgrader course folder DIR (nbgrader_config.py, source/<part>/)",
+        help="write an nbgrader course folder DIR: nbgrader_config.py, source/<part>/ (default: none)",
     )
     parser.add_argument("--part", action="append", help="1..5, part4 or part4_margins (repeatable; default: all)")
     args = parser.parse_args(list(sys.argv[2:] if argv is None else argv))

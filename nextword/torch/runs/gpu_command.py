@@ -26,11 +26,21 @@ from nextword.torch.runs.gpu_check import BUDGET_ENV, DEFAULT_BUDGET
 __all__ = ["main", "build_parser"]
 
 _COMMAND = "nextword gpu-check"
+#: ``--help``'s text (plain, unlike the module docstring, which Sphinx reads)
+_DESCRIPTION = """Check the torch path on one CUDA GPU: CUDA against the CPU, bfloat16 autocast, steps per
+second, and the §7 pair of runs, within --budget seconds. Results go to OUT/results (copy them into
+book/results/), checkpoints to OUT/runs. Without a CUDA GPU it says so and exits 2.
+
+  nextword gpu-check --out DIR [--budget S]                        the session gpu_check: stages 1-4
+  nextword gpu-check --train-only --sweep-config paper [--seed 1]  only the training stage, paper sweep
+  nextword gpu-check --speed-only --device cpu                     the speed stage on the CPU
+  nextword gpu-check --dry-run                                     every stage on the CPU at the tiny size:
+                                                                   a rehearsal of the code, not a measurement"""
 
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
-        prog=_COMMAND, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=_COMMAND, description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument(
         "--out",
@@ -43,10 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--dry-run", action="store_true", help="every stage on the CPU at the tiny size (seconds)")
     ap.add_argument("--speed-only", action="store_true", help="stage 3 only, on --device cpu (gpu_check_cpu_speed)")
-    ap.add_argument("--device", default="cpu", choices=["cpu"], help="device of --speed-only")
+    ap.add_argument("--device", default="cpu", choices=["cpu"], help="device of --speed-only (default cpu)")
     ap.add_argument("--train-only", action="store_true", help="stage 4 only (no speed, parity or AMP stage)")
     ap.add_argument("--seed", type=int, default=0, choices=[0, 1], help="seed of the stage-4 runs (default 0)")
-    ap.add_argument("--sweep-config", default="cpu", choices=["cpu", "paper"], help="preset of the seven-λ sweep")
+    ap.add_argument(
+        "--sweep-config", default="cpu", choices=["cpu", "paper"], help="preset of the seven-λ sweep (default cpu)"
+    )
     return ap
 
 
