@@ -36,6 +36,8 @@ class Grade:
     path: Path
     status: str
     detail: str = ""
+    likely: str = ""  #: the checker's "likely mistake: …" line of a failed check, if it named one
+    checks: tuple[str, ...] = ()  #: every check's ✓ / ✗ line (shown by ``grade -v``)
 
 
 def _code_cells(nb) -> list[str]:
@@ -97,7 +99,9 @@ def grade_notebook(notebook_path: Path, solution: Path, *, timeout: int = 600) -
             lines = [ln.strip() for ln in re.sub(r"\x1b\[[0-9;]*m", "", err.evalue).splitlines() if ln.strip()]
             head = re.sub(r"^✗\s*(Exercise [\d.]+: )?", "", lines[0]) if lines else ""
             first_fail = next((ln for ln in lines[1:] if ln.startswith("✗")), "")
-            return Grade(ex, graded, "✗", f"{head}; {first_fail}" if first_fail else head)
+            likely = next((ln for ln in lines if ln.startswith("likely")), "")  # kept whole in the table
+            detail = f"{head}; {first_fail}" if first_fail else head
+            return Grade(ex, graded, "✗", detail, likely=likely, checks=tuple(lines[1:]))
         return Grade(ex, graded, "✗", f"{err.ename} in {where}: {_first_line(err.evalue)}")
     texts = [o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "stream"]
     ticks = [ln for t in texts for ln in t.splitlines() if ln.startswith("✓")]
@@ -135,7 +139,7 @@ def grade_all(
     return grades
 
 
-def format_table(grades: Sequence[Grade], *, width: int = 160) -> str:
+def format_table(grades: Sequence[Grade], *, width: int = 160, verbose: bool = False) -> str:
     """The table printed by ``grade``: one row per exercise, then the counts.
 
     >>> print(format_table([Grade("p1_01", Path("x"), "✓", "all good"), Grade("p1_02", Path("y"), "not started")]))
@@ -148,6 +152,10 @@ def format_table(grades: Sequence[Grade], *, width: int = 160) -> str:
     for g in grades:
         detail = g.detail if len(g.detail) <= width else g.detail[: width - 1] + "…"
         rows.append(f"{g.exercise:<9} {g.status:<12} {detail}".rstrip())
+        if g.likely and g.likely not in detail:
+            rows.append(f"{'':<22} {g.likely}")  # never cut: it is the most useful line of a ✗
+        if verbose:
+            rows += [f"{'':<22} {line}" for line in g.checks if line != g.likely]
     n_ok = sum(g.status == "✓" for g in grades)
     n_bad = sum(g.status == "✗" for g in grades)
     rows.append(f"{n_ok} ✓ · {n_bad} ✗ · {len(grades) - n_ok - n_bad} not started (of {len(grades)})")
@@ -168,11 +176,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--dir", type=existing_dir, default=None, help="folder holding part*/ex*.ipynb (default: exercises/)"
     )
     parser.add_argument("--timeout", type=positive_int, default=600, help="seconds allowed per cell (default 600)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show every check of a ✗ (default: the first)")
     args = parser.parse_args(list(sys.argv[2:] if argv is None else argv))
     try:
         grades = grade_all(args.part, directory=args.dir, timeout=args.timeout)
     except ValueError as exc:
         print(f"nextword grade: error: {exc}", file=sys.stderr)
         return 2
-    print(format_table(grades))
+    print(format_table(grades, verbose=args.verbose))
     return 0
