@@ -165,7 +165,8 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kw)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        parser.exit(0, f"nextword {_version()}\n")
+        print(f"nextword {_version()}")  # on stdout, as argparse's own version action
+        parser.exit(0)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -307,3 +307,14 @@ def test_help_is_plain_text_and_every_value_option_states_its_default(capsys):
             if not re.search(r"default|required", " ".join(entry.split())):
                 undocumented.append(f"{command} {option}")
     assert not markup and not undocumented, (markup, undocumented)
+
+
+def test_version_and_the_presets_in_train_help(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.startswith("nextword ")
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for preset in ("tiny:", "quick:", "cpu:", "paper:"):  # one line each in --config's help
+        assert preset in text, preset
