@@ -1,9 +1,13 @@
-"""``python -m nextword.booktools.exercises ...``: the older spelling of ``nextword exercises ...`` (the
-generated exercises' headers print it), kept working; ``grade`` is ``nextword grade``."""
+"""``python -m nextword.booktools.exercises [build|check|copy DIR|export …|grade …]``: the older spelling of
+``nextword exercises …`` (the generated exercises' headers print it), kept working."""
 
 import sys
 
-from nextword.__main__ import main
+from nextword.booktools.exercises.build import copy_main
+from nextword.booktools.exercises.build import main as build_main
+from nextword.booktools.exercises.export import export_main
+from nextword.booktools.exercises.grade import main as grade_main
 
-args = sys.argv[1:] or ["build"]
-sys.exit(main(args if args[0] == "grade" else ["exercises", *args]))
+args = sys.argv[1:]
+commands = {"grade": grade_main, "export": export_main, "copy": copy_main}
+sys.exit(commands[args[0]](args[1:]) if args[:1] and args[0] in commands else build_main(args))

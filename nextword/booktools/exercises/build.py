@@ -271,6 +271,14 @@ def stale_exercises(root: Path = REPO_ROOT) -> list[str]:
     return problems
 
 
+def part_matches(part_dir: str, part: str | None) -> bool:
+    """Whether the folder ``part_dir`` (``part4_margins``) is the ``part`` asked for (``4``, ``part4``, …)."""
+    if not part:
+        return True
+    wanted = part if part.startswith("part") else f"part{part}"
+    return part_dir == wanted or part_dir.startswith(wanted + "_")
+
+
 def copy_exercises(dest: Path, parts: Sequence[str] | None = None, root: Path = REPO_ROOT) -> list[tuple[Path, bool]]:
     """Copy the exercise notebooks (``.py`` and ``.ipynb``) of ``parts`` (all if None) to ``dest/<part>/``.
 
@@ -278,8 +286,6 @@ def copy_exercises(dest: Path, parts: Sequence[str] | None = None, root: Path = 
     student's to edit; ``nextword grade --dir DEST`` grades them, and ``make exercises`` or a pull changes
     only the generated ``exercises/``.
     """
-    from .grade import part_matches
-
     dest = Path(dest)
     done = []
     for solution in solution_sources(root):

@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from .build import REPO_ROOT, expected_exercise, exercise_path, solution_sources
+from .build import REPO_ROOT, expected_exercise, exercise_path, part_matches, solution_sources
 from .hints import exercise_id
 
 __all__ = ["Grade", "grade_notebook", "grade_all", "format_table", "main"]
@@ -108,13 +108,6 @@ def grade_notebook(notebook_path: Path, solution: Path, *, timeout: int = 600) -
     if not ticks:
         return Grade(ex, graded, "✗", "ran to the end but no self-check printed ✓ (was the check cell removed?)")
     return Grade(ex, graded, "✓", ticks[-1].removeprefix("✓").strip())
-
-
-def part_matches(part_dir: str, part: str | None) -> bool:
-    if not part:
-        return True
-    wanted = part if part.startswith("part") else f"part{part}"
-    return part_dir == wanted or part_dir.startswith(wanted + "_")
 
 
 def grade_all(
