@@ -51,7 +51,7 @@ help:
 	@echo "make test-exercises - execute every generated exercise until its first stub (CI runs it)"
 	@echo "make test-seeds - rerun the pages that train with seeds 1 and 2 and perturbation patterns 2 and 3 (their asserted claims must hold; CI runs it)"
 	@echo "make lint   - ruff check and the import-linter contracts (.importlinter)"
-	@echo "make lab    - open JupyterLab on book/"
+	@echo "make lab    - open JupyterLab on book/ (to work on the exercises: nextword exercises copy DIR)"
 	@echo "make sync   - regenerate every .ipynb from its .py (jupytext pairing, keeps outputs)"
 	@echo "make exercises - regenerate exercises/ from solutions/"
 	@echo "make bench  - run the benchmarks in benchmarks/ and print their goals, met or not (ratios measured in the run)"
@@ -116,12 +116,12 @@ test-notebooks-kernels: $(STAMP)
 	$(NBENV) $(KERNELS) $(BIN)/python -m pytest -n $(NBJOBS) --dist loadfile $(NBVAL) book solutions
 
 book: $(STAMP)
-	$(NBENV) $(BIN)/python -m nextword.booktools.notebooks build -j $(JOBS) book/*/*.py
+	$(NBENV) $(BIN)/nextword book build -j $(JOBS) book/*/*.py
 	$(MAKE) book-html
 
 # Sphinx + MyST-NB (book/conf.py) renders the committed, executed .ipynb files: what nbval checks.
 book-html: $(STAMP)
-	$(BIN)/python -m nextword.booktools.notebooks render -j $(JOBS)
+	$(BIN)/nextword book render -j $(JOBS)
 	@echo "open _build/html/index.html"
 
 render: book-html
@@ -130,10 +130,10 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab book/
 
 sync: $(STAMP)
-	$(BIN)/python -m nextword.booktools.notebooks sync --all
+	$(BIN)/nextword book sync --all
 
 exercises: $(STAMP)
-	$(BIN)/python -m nextword.booktools.exercises build
+	$(BIN)/nextword exercises build
 
 # Each benchmark appends its goals' rows to one file; benchmarks/targets.py prints them as a table
 # (ratios measured in this run; NO = goal not met). The margin step is also timed on a CUDA GPU if
@@ -149,12 +149,12 @@ bench: $(STAMP)
 # Not part of `make test`: hours of CPU. Resumable (runs/ keeps checkpoints); skips saved results
 # whose configuration and code commit are current. One torch thread per run, niced.
 results: $(STAMP)
-	OMP_NUM_THREADS=1 nice -n 10 $(BIN)/python -m nextword results run
+	nice -n 10 $(BIN)/nextword results run --threads 1
 
 # Not part of `make test`: needs one CUDA GPU (without one it says so and exits 2); results in runs/gpu-check/.
 # `nextword gpu-check --dry-run` rehearses it on the CPU in seconds (tests/torch/runs/test_gpu_check.py).
 gpu-check: $(STAMP)
-	$(BIN)/python -m nextword gpu-check
+	$(BIN)/nextword gpu-check
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis
@@ -182,7 +182,7 @@ tex:
 # The whole book as one PDF (_build/nextword.pdf): Sphinx's LaTeX builder on the executed notebooks, xelatex.
 # Slow (minutes): not part of `make test`; .ci/run builds it once and runs its test (test-pdf).
 pdf: $(STAMP) tex
-	$(BIN)/python -m nextword.booktools.pdf
+	$(BIN)/nextword book pdf
 
 test-pdf: $(STAMP)
 	NEXTWORD_PDF_REQUIRED=1 $(BIN)/python -m pytest -p no:cacheprovider tests/booktools/test_book_pdf.py

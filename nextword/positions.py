@@ -203,6 +203,12 @@ def apply_rope(x: ArrayLike, positions: ArrayLike | None = None, base: float = 1
     if d == 0 or d % 2:
         raise ValueError(f"the last dimension d of x must be even for RoPE, got x.shape={x.shape}")
     ang = _rope_angles(T, d, positions, base)  # (..., T, d/2)
+    try:
+        np.broadcast_shapes(x.shape[:-1], ang.shape[:-1])
+    except ValueError:
+        raise ValueError(
+            f"positions of shape {ang.shape[:-1]} do not match x's leading axes {x.shape[:-1]} (the batch must agree)"
+        ) from None
     cos, sin = np.cos(ang).astype(x.dtype), np.sin(ang).astype(x.dtype)
     x_even, x_odd = x[..., 0::2], x[..., 1::2]  # (..., T, d/2) each
     out = np.empty(np.broadcast_shapes(x.shape, ang.shape[:-1] + (d,)), dtype=x.dtype)

@@ -139,3 +139,50 @@ def test_fuzz_one_argument(spec: Spec, data: st.DataObject, memory_cap: None) ->
     arg = data.draw(st.sampled_from(args), label="argument")
     value = data.draw(bad_values, label="value")
     _call(spec, arg, value)
+
+
+def test_torch_sweep_models_prior_config_and_checkpoints(tmp_path: Path, memory_cap: None) -> None:
+    """The torch path's public API (issue 48): the model, the prior and its margin, the training
+    configuration, and checkpoint loading (truncated, foreign, wrong-version, other-vocabulary files)."""
+    pytest.importorskip("torch")
+    from tests import bad_inputs_torch
+
+    outs = bad_inputs_torch.sweep(tmp_path)
+    assert len(outs) > 200 and len({o.spec for o in outs}) >= 12
+    wrong = [f"{o.kind} {o.spec}({o.arg}={o.value}): {o.detail}" for o in outs if o.kind not in ("named", "documented")]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_combinations_the_one_argument_sweeps_miss() -> None:
+    """issue 48: a tokenizer's special tokens given bytes or None, an unknown error-handler name, a position
+    array whose batch does not match, values near overflow in 2-D inputs (a named error or a NaN-free result)."""
+    from nextword import attention, positions
+    from nextword.tokenizers import BPETokenizer
+
+    def tok(**kw: Any) -> BPETokenizer:
+        return BPETokenizer([(97, 98, 256)], **kw)
+
+    x = np.random.default_rng(0).normal(size=(2, 4, 8))
+    huge = np.full((3, 4), 1e308)
+    cases = [
+        ("special_tokens", False, lambda: tok(special_tokens={b"<s>": 300})),
+        ("special_tokens", False, lambda: tok(special_tokens={None: 300})),
+        ("special_tokens", False, lambda: tok(special_tokens={"<s>": None})),
+        ("allowed_special", False, lambda: tok(special_tokens={"<s>": 300}).encode("ab<s>", allowed_special=None)),
+        ("allowed_special", False, lambda: tok(special_tokens={"<s>": 300}).encode("ab<s>", allowed_special=b"<s>")),
+        ("errors", False, lambda: tok().decode([255, 254], errors="bogus")),
+        ("errors", False, lambda: tok().decode([97], errors="bogus")),
+        ("errors", False, lambda: tok().decode([97], errors=None)),
+        ("errors", False, lambda: tok().encode("ab", errors="bogus")),
+        ("positions", False, lambda: positions.apply_rope(x, positions=np.zeros((3, 4), dtype=int))),
+        ("positions", False, lambda: positions.apply_rope(x, positions=np.zeros((2, 5), dtype=int))),
+        ("x", True, lambda: positions.apply_rope(huge)),
+        ("x", True, lambda: attention.softmax(huge)),
+        ("q", True, lambda: attention.scaled_dot_product_attention(huge, huge, np.ones((3, 4)))),
+    ]
+    wrong = []
+    for arg, ok, call in cases:
+        kind, detail = bad_inputs.classify(call, arg, ok)
+        if kind not in ("named", "documented"):
+            wrong.append(f"{kind} {arg}: {detail}")
+    assert not wrong, "\n".join(wrong)

@@ -18,6 +18,7 @@ SUBCOMMANDS = (
     "results",
     "fetch",
     "check-env",
+    "book",
     "grade",
     "exercises",
     "gpu-check",

@@ -49,13 +49,14 @@ _TINY_TRAIN = "--config tiny --steps 2 --max-chars 20000 --eval-windows 2 --no-p
 _CLI = "{py} -m nextword"
 _TINY_NOTEBOOK = (
     "mkdir -p {tmp}/tiny && printf '# %%%%\\nx = sum(range(4))\\nprint(x)\\nassert x == 6\\n' > {tmp}/tiny/tiny.py && "
-    "{py} -m nextword.booktools.notebooks build {tmp}/tiny/tiny.py && test -s {tmp}/tiny/tiny.ipynb"
+    "{py} -m nextword book build {tmp}/tiny/tiny.py && test -s {tmp}/tiny/tiny.ipynb"
 )
 #: the tiny runs that several rows read (each trained once per session)
 _TRAIN_CE = f"{_CLI} train {_TINY_TRAIN} --lambda-margin 0 --out {{tmp}}/ce && test -s {{tmp}}/ce/results.json"
 _TRAIN_MARGIN = (
     f"{_CLI} train {_TINY_TRAIN} --lambda-margin 0.05 --out {{tmp}}/margin && test -s {{tmp}}/margin/results.json"
 )
+_COPY = "{py} -m nextword exercises copy {tmp}/my-exercises --part 4 && test -s {tmp}/my-exercises/part4_margins/ex01_scalar_margin.ipynb"
 _SWEEP = f"{_CLI} sweep {_TINY_TRAIN} --lambdas 0,0.05 --out {{tmp}}/sweep"
 
 #: THE TABLE: README command (as written, see :func:`_normalise`) -> cheap commands that exercise it
@@ -73,9 +74,9 @@ CHEAP_FORMS: dict[str, list[str]] = {
         "make -n sync",
         _TINY_NOTEBOOK,
         "mkdir -p {tmp}/sync && cp {tmp}/tiny/tiny.py {tmp}/tiny/tiny.ipynb {tmp}/sync/ && "
-        "{py} -m nextword.booktools.notebooks sync {tmp}/sync/tiny.py",
+        "{py} -m nextword book sync {tmp}/sync/tiny.py",
     ],
-    "make exercises": ["make -n exercises", "{py} -m nextword.booktools.exercises check"],
+    "make exercises": ["make -n exercises", "{py} -m nextword exercises check"],
     "make bench": ["make -n bench"]
     + [f"{{py}} benchmarks/{b} {a} --targets {{tmp}}/bench-goals.jsonl" for b, a in BENCH_QUICK.items()]
     + ["{py} benchmarks/targets.py {tmp}/bench-goals.jsonl"],
@@ -96,12 +97,27 @@ CHEAP_FORMS: dict[str, list[str]] = {
         "--nbval-sanitize-with book/nbval_sanitize.cfg {tmp}/tiny/tiny.ipynb",
     ],
     # --- notebooks ---------------------------------------------------------------------------------
-    "FULL=1 python -m nextword.booktools.notebooks build book/part4_margins/barrier_training.py": [
-        "{py} -m nextword.booktools.notebooks build --help",
+    "FULL=1 nextword book build book/part4_margins/barrier_training.py": [
+        "{py} -m nextword book build --help",
         _TINY_NOTEBOOK,
     ],
-    "python -m nextword.booktools.notebooks build book/<part>/<name>.py": [_TINY_NOTEBOOK],
-    "python -m nextword.booktools.notebooks build …": [_TINY_NOTEBOOK],
+    "nextword book build book/<part>/<name>.py": [_TINY_NOTEBOOK],
+    "nextword book build …": [_TINY_NOTEBOOK],
+    # --- the light install (README, first section) -------------------------------------------------------
+    "python -m venv .venv": ["{py} -m venv --without-pip {tmp}/venv && test -x {tmp}/venv/bin/python"],
+    # the README's torch pin is pyproject's (the CPU wheel index itself needs the internet)
+    "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu": [
+        "grep -q 'torch = \\[\"torch==2.13.0\"\\]' pyproject.toml"
+    ],
+    "pip install -e '.[student]'": [  # the extra exists and its packages are what this environment has
+        "grep -q '^student = \\[' pyproject.toml && {py} -c 'import torch, jupyterlab, jupytext, ipykernel, nbclient'"
+    ],
+    "nextword exercises copy ~/my-exercises": [_COPY],
+    "nextword exercises copy DIR": [_COPY],
+    "jupyter lab ~/my-exercises": ['test -x "$(dirname {py})/jupyter-lab"'],
+    "jupyter lab book": ['test -x "$(dirname {py})/jupyter-lab"'],
+    "nextword grade --dir ~/my-exercises": [_COPY, "{py} -m nextword grade 4 --dir {tmp}/my-exercises"],
+    "nextword --help": ["{py} -m nextword --help"],
     # --- the barrier CLI: the tiny preset, two steps ------------------------------------------------
     "nextword train --config quick --lambda-margin 0.05 --out runs/margin": [_TRAIN_MARGIN],
     "nextword train --config quick --lambda-margin 0 --out runs/ce": [_TRAIN_CE],
@@ -152,16 +168,17 @@ CHEAP_FORMS: dict[str, list[str]] = {
         "{py} -m nextword.booktools.teaching book/part0_reading_guide/00_reading_guide.py"
     ],
     # --- instructors: the export runs end to end in tests/booktools/test_exercise_export.py ---------------
-    "python -m nextword.booktools.exercises export --otter course/otter --part 4": [
+    "pip install -e '.[instructor]'": ["grep -q '^instructor = \\[' pyproject.toml"],
+    "nextword exercises export --otter course/otter --part 4": [
         "{py} -m nextword exercises export --help | grep -q -- --otter"
     ],
-    "python -m nextword.booktools.exercises export --nbgrader course/nbgrader --part 4": [
+    "nextword exercises export --nbgrader course/nbgrader --part 4": [
         "{py} -m nextword exercises export --help | grep -q -- --nbgrader"
     ],
     "cd course/otter/part4_margins && otter assign part4_margins.ipynb dist": [
         "command -v otter >/dev/null || exit 0; otter assign --help >/dev/null"  # the instructor extra
     ],
-    "otter run -a dist/autograder/part4_margins-autograder_*.zip -o out submission.ipynb": [
+    "mkdir -p out && otter run -a dist/autograder/part4_margins-autograder_*.zip -o out submission.ipynb": [
         "command -v otter >/dev/null || exit 0; otter run --help >/dev/null"
     ],
     "cd course/nbgrader && nbgrader generate_assignment part4_margins": [
@@ -172,10 +189,9 @@ CHEAP_FORMS: dict[str, list[str]] = {
     ],
     # --- environment report and grader ---------------------------------------------------------------
     "nextword check-env": ["{py} -m nextword check-env"],
-    "nextword grade": ["{py} -m nextword grade 5"],
-    "nextword grade 4": ["{py} -m nextword grade 4"],
     "nextword grade 4 --dir ~/my-exercises --timeout 300": [
-        "cp -r exercises {tmp}/ex && {py} -m nextword.booktools.exercises grade 4 --dir {tmp}/ex --timeout 300"
+        _COPY,
+        "{py} -m nextword grade 4 --dir {tmp}/my-exercises --timeout 300",
     ],
 }
 
@@ -231,7 +247,7 @@ def test_every_benchmark_has_a_quick_form():
 def test_the_parser_finds_blocks_and_inline_commands():
     shown = readme_commands()
     assert "make test" in shown and "nextword check-env" in shown
-    assert "nextword grade 4" in shown  # a bash block of exercises/README.md
+    assert "nextword grade 4 --dir ~/my-exercises --timeout 300" in shown  # a bash block of exercises/README.md
     assert all(not c.startswith(".venv") and "#" not in c for c in shown)
 
 

@@ -1,7 +1,9 @@
 """Environment report: ``nextword check-env``.
 
-Prints one ``[OK]``/``[FAIL]`` line per requirement (Python, each dependency with its version,
-torch's device, the data directory). Paste its output into bug reports. Exit status 1 when a
+Prints one ``[OK]``/``[FAIL]`` line per requirement (Python; each dependency with its version, against
+pyproject.toml's specifier; torch's device; the data directory), one line per optional extra (torch,
+book, dev, instructor, student: installed, or what is missing), and what a bug report needs besides:
+nextword's commit, the OS, the CPU and the thread settings. Paste its output into bug reports. Exit status 1 when a
 required item fails; optional items (torch, the data) print ``[--]`` when missing.
 
 The required packages and torch are imported (a broken install shows as "not importable"); the optional
@@ -14,8 +16,10 @@ book, so in both notebook passes of ``make test``.
 from __future__ import annotations
 
 import importlib
+import os
 import platform
 import sys
+from pathlib import Path
 from dataclasses import dataclass
 
 __all__ = ["CheckResult", "REQUIRED", "OPTIONAL", "TOOLS", "run_checks", "format_report", "main"]
@@ -61,17 +65,106 @@ def _torch_device() -> str:
     return "cpu"
 
 
+def requirements() -> dict[str, list[str]]:
+    """``{"": core requirements, extra: its requirements}`` as pyproject.toml states them (the checkout's file
+    when there is one, else the installed distribution's metadata)."""
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    try:
+        import tomllib
+
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+        return {"": list(project["dependencies"]), **project.get("optional-dependencies", {})}
+    except (ImportError, OSError, KeyError):  # Python 3.10, or an installed copy without the file
+        from importlib.metadata import PackageNotFoundError, requires
+
+        out: dict[str, list[str]] = {"": []}
+        try:
+            reqs = requires("nextword") or []
+        except PackageNotFoundError:
+            return out
+        for req in reqs:
+            spec, _, marker = req.partition(";")
+            extra = marker.split("==")[-1].strip().strip("'\"") if "extra" in marker else ""
+            out.setdefault(extra, []).append(spec.strip())
+        return out
+
+
+def _requirement_check(text: str) -> tuple[str, str, bool]:
+    """``(name, detail, satisfied)`` for one requirement string such as ``numpy>=2,<3``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from packaging.requirements import Requirement
+
+    req = Requirement(text)
+    try:
+        have = version(req.name)
+    except PackageNotFoundError:
+        return req.name, f"not installed (need {req.specifier or 'any version'})", False
+    ok = not req.specifier or req.specifier.contains(have, prereleases=True)
+    return req.name, f"{have} (need {req.specifier})" if req.specifier else have, ok
+
+
+def _extras(reqs: dict[str, list[str]]) -> list[CheckResult]:
+    """One line per optional extra: installed and within its specifiers, or what is missing."""
+    out = []
+    for extra, texts in reqs.items():
+        if not extra or extra == "all":
+            continue
+        bad = []
+        for text in texts:
+            if text.startswith("nextword["):
+                continue
+            name, detail, ok = _requirement_check(text)
+            if not ok:
+                bad.append(f"{name} {detail}")
+        detail = "installed" if not bad else "; ".join(bad) + f" (pip install -e '.[{extra}]')"
+        out.append(CheckResult(f"extra {extra}", "OK" if not bad else "--", detail))
+    return out
+
+
+def _system() -> list[CheckResult]:
+    """The lines a bug report needs besides the packages: nextword's commit, OS, CPU, threads."""
+    from nextword._cli import default_threads, usable_cpus
+    from nextword.provenance import _cpu_model, git_commit
+
+    commit, dirty = git_commit()
+    threads = f"{usable_cpus()} usable CPUs; nextword train's default --threads {default_threads()}"
+    if "torch" in sys.modules:
+        threads += f"; torch now {sys.modules['torch'].get_num_threads()}"
+    env = [f"{k}={os.environ[k]}" for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "MKL_NUM_THREADS") if k in os.environ]
+    return [
+        CheckResult("nextword", "OK", f"commit {commit[:12]}{' (modified)' if dirty else ''}"),
+        CheckResult("os", "OK", platform.platform()),
+        CheckResult("cpu", "OK", f"{_cpu_model()} ({platform.machine()})"),
+        CheckResult("threads", "OK", threads + (f"; {', '.join(env)}" if env else "")),
+    ]
+
+
 def run_checks() -> list[CheckResult]:
     """Run every check and return the results (no printing)."""
     results = []
     ok_python = sys.version_info >= (3, 10)
     results.append(CheckResult("python", "OK" if ok_python else "FAIL", f"{platform.python_version()} (need >= 3.10)"))
+    reqs = requirements()
+    core = {}
+    for text in reqs.get("", []):
+        name, detail, ok = _requirement_check(text)
+        core[name] = (detail, ok)
     for name in REQUIRED + OPTIONAL:
         try:
-            results.append(CheckResult(name, "OK", _module_version(name)))
+            found = _module_version(name)
         except Exception as exc:  # ImportError or a broken install
             status = "FAIL" if name in REQUIRED else "--"
             results.append(CheckResult(name, status, f"not importable ({type(exc).__name__}: {exc})"))
+            core.pop(name, None)
+            continue
+        if name in core:  # against pyproject.toml's specifier
+            detail, ok = core.pop(name)
+            results.append(CheckResult(name, "OK" if ok else "FAIL", detail))
+        else:
+            results.append(CheckResult(name, "OK", found))
+    for name, (detail, ok) in core.items():  # the rest of the core requirements (regex, …)
+        results.append(CheckResult(name, "OK" if ok else "FAIL", detail))
     try:
         results.append(CheckResult("torch device", "OK", _torch_device()))
     except Exception as exc:
@@ -84,6 +177,8 @@ def run_checks() -> list[CheckResult]:
         results.append(
             CheckResult("data: tiny Shakespeare", "--", str(exc).splitlines()[0] + " (set NEXTWORD_DATA_DIR)")
         )
+    results += _extras(reqs)
+    results += _system()
     return results
 
 
@@ -99,7 +194,3 @@ def main() -> int:
     results = run_checks()
     print(format_report(results))
     return 1 if any(r.status == "FAIL" for r in results) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

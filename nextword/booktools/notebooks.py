@@ -556,33 +556,45 @@ def _expand(paths: Sequence[str], use_all: bool, dirs: Sequence[str]) -> list[Pa
         path = Path(p)
         if path.suffix == ".ipynb":
             path = path.with_suffix(".py")
-        if not path.exists():
-            raise SystemExit(f"no such notebook source: {path}")
+        if path.suffix != ".py":
+            raise ValueError(f"{p}: a notebook source is a .py (or its .ipynb) file")
+        if not path.is_file():
+            raise ValueError(f"no such notebook source: {path}")
         out.append(path)
     return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m nextword.booktools.notebooks",
+        prog="nextword book",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    from nextword._cli import output_dir, positive_int
+
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="convert py -> ipynb and execute")
     b.add_argument("paths", nargs="*")
     b.add_argument("--all", action="store_true", help="every notebook in book/ and solutions/")
-    b.add_argument("-j", "--jobs", type=int, default=1, help="notebooks executed in parallel (one kernel each)")
+    b.add_argument(
+        "-j", "--jobs", type=positive_int, default=1, help="notebooks executed in parallel, one kernel each (default 1)"
+    )
     s = sub.add_parser("sync", help="convert py -> ipynb without executing")
     s.add_argument("paths", nargs="*")
     s.add_argument("--all", action="store_true")
     sub.add_parser("check", help="fail if any .py/.ipynb pair has drifted")
     r = sub.add_parser("render", help="render the executed book to _build/html (Sphinx, incremental)")
-    r.add_argument("--out", default=str(HTML_DIR))
-    r.add_argument("-j", "--jobs", type=int, default=1, help="Sphinx worker processes")
+    r.add_argument("--out", type=output_dir, default=HTML_DIR, help="output folder (default %(default)s)")
+    r.add_argument("-j", "--jobs", type=positive_int, default=1, help="Sphinx worker processes (default 1)")
     args = parser.parse_args(argv)
     apply_notebook_env()
+    try:
+        return _run(args)
+    except ValueError as exc:  # a path that is not a notebook source
+        parser.error(str(exc))
 
+
+def _run(args: argparse.Namespace) -> int:
     if args.command == "build":
         paths = _expand(args.paths, args.all, EXECUTED_DIRS)
         failed = []
@@ -607,6 +619,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{n - len({p.path for p in problems})} of {n} notebook pairs in sync")
         return 1 if problems else 0
     if args.command == "render":
+        Path(args.out).mkdir(parents=True, exist_ok=True)  # an unwritable --out fails now, not after Sphinx
         index = render_book(Path(args.out), jobs=args.jobs)
         print(f"wrote {index}")
         return 0

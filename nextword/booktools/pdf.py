@@ -1,6 +1,6 @@
 """The PDF edition of the book (``make pdf``): Sphinx's LaTeX builder, xelatex and latexmk.
 
-``python -m nextword.booktools.pdf`` lays out the same source tree as the HTML book (:func:`stage_pdf`, from
+``nextword book pdf`` lays out the same source tree as the HTML book (:func:`stage_pdf`, from
 ``notebooks.stage_book``) with the PDF's own root document: each part of ``book/README.md`` as a LaTeX
 ``\\part``, its pages as chapters, then the appendices (the exercises, the errata ledger, the sources). The
 solution notebooks and the notation page (a copy of the reading guide's section) are left out. Pages are
@@ -89,14 +89,16 @@ def render_pdf(out: Path = PDF_PATH, *, stage: Path = PDF_STAGE, latex_dir: Path
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m nextword.booktools.pdf", description=__doc__)
-    parser.add_argument("--out", default=str(PDF_PATH))
+    from nextword._cli import output_file
+
+    parser = argparse.ArgumentParser(
+        prog="nextword book pdf",
+        description="The whole book as one PDF: Sphinx's LaTeX builder on the executed notebooks, then xelatex "
+        "(needs TeX: make tex).",
+    )
+    parser.add_argument("--out", type=output_file, default=PDF_PATH, help="the PDF to write (default %(default)s)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     pdf = render_pdf(Path(args.out))
     print(f"wrote {pdf} ({pdf.stat().st_size / 1e6:.1f} MB) in {time.perf_counter() - start:.0f} s")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -168,7 +168,7 @@ class BPETokenizer:
         self.special_tokens: dict[str, int] = {}
         for s, i in (special_tokens or {}).items():
             if not isinstance(s, str) or not s:
-                raise ValueError(f"special tokens must be non-empty strings, got {s!r}")
+                raise ValueError(f"special_tokens: each special token must be a non-empty str, got {s!r}")
             i = check_positive_int(i, f"special_tokens: the id of special token {s!r}", minimum=0)  # "300" refused
             if not i < 1 << 24:
                 raise ValueError(f"special token {s!r}: id {i} out of range [0, 2**24)")
@@ -579,6 +579,10 @@ class BPETokenizer:
             allowed = set(self.special_tokens)
         elif isinstance(allowed_special, str):
             raise ValueError(f"allowed_special must be 'all', 'none', 'none_raise' or a set, got {allowed_special!r}")
+        elif isinstance(allowed_special, (bytes, bytearray)) or not isinstance(allowed_special, Collection):
+            raise TypeError(
+                f"allowed_special must be 'all', 'none', 'none_raise' or a set of str, got {allowed_special!r}"
+            )
         else:
             allowed = set(allowed_special)
             unknown = allowed - set(self.special_tokens)
@@ -673,7 +677,18 @@ class BPETokenizer:
         return self._buf[idx].tobytes()
 
     def decode(self, ids: Iterable[int] | np.ndarray, *, errors: str = "replace") -> str:
-        """Text of ``ids``; invalid UTF-8 (e.g. a cut multi-byte character) handled per ``errors``."""
+        """Text of ``ids``; invalid UTF-8 (e.g. a cut multi-byte character) handled per ``errors`` (a codec
+        error handler: ``"replace"``, ``"strict"``, ``"ignore"``, ``"backslashreplace"``, …)."""
+        import codecs
+
+        try:
+            if not isinstance(errors, str):
+                raise LookupError
+            codecs.lookup_error(errors)  # checked before decoding: Python looks it up only at a bad byte
+        except LookupError:
+            raise ValueError(
+                f"errors must be a codec error handler such as 'replace' or 'strict', got {errors!r}"
+            ) from None
         return self.decode_bytes(ids).decode("utf-8", errors=errors)
 
     # ------------------------------------------------------------------ files

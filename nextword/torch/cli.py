@@ -24,12 +24,33 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
+
+from nextword._cli import (
+    default_threads,
+    one_line,
+    existing_dir,
+    existing_path,
+    nonnegative_float as _nonnegative_float,
+    nonnegative_int as _nonnegative_int,
+    output_dir,
+    positive_int as _positive_int,
+)
 
 __all__ = ["main", "build_parser", "config_from_args"]
 
 _CORPORA = ("shakespeare", "tinyshakespeare", "wikitext2", "wikitext-2")
+
+#: ``--config``'s presets (nextword.torch.barrier.config.PRESETS), one line each for ``--help``
+PRESETS = {
+    "tiny": "a few steps of a 1-layer d=16 model (tests, seconds)",
+    "quick": "2 layers, d=64, 200 steps on 200k characters of tiny Shakespeare (the notebooks' miniature, a minute)",
+    "cpu": "§7.1's model and optimiser, 20 epochs on tiny Shakespeare (what `nextword results run` trains, ~30 min)",
+    "paper": "§7.1 exactly (use --data wikitext2 --device cuda --amp; a GPU job)",
+}
+THREADS_HELP = "torch threads (default: " + "one per two usable cores, at least 1 and at most 4)"
 
 
 def _floats(text: str) -> list[float]:
@@ -37,37 +58,41 @@ def _floats(text: str) -> list[float]:
         values = [float(t) for t in text.split(",") if t.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
-    if not values or any(not v >= 0 for v in values):
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers >= 0, got {text!r}")
+    if not values or any(not (math.isfinite(v) and v >= 0) for v in values):
+        raise argparse.ArgumentTypeError(f"expected comma-separated finite numbers >= 0, got {text!r}")
     return values
 
 
-def _bounded(kind: type, low: float, name: str):
-    """An argparse ``type`` that parses ``kind`` (int or float) and rejects values below ``low``."""
-
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {name}, got {text!r}") from None
-        if not value >= low:  # also rejects NaN
-            raise argparse.ArgumentTypeError(f"must be >= {low:g}, got {text}")
-        return value
-
-    return parse
-
-
-_nonnegative_float = _bounded(float, 0, "a number >= 0")
-_positive_int = _bounded(int, 1, "a positive integer")
-_nonnegative_int = _bounded(int, 0, "an integer >= 0")
-
-
 def _corpus(text: str) -> str:
-    if text in _CORPORA or Path(text).expanduser().exists():
+    if text in _CORPORA:
+        return text
+    path = Path(text).expanduser()
+    if path.is_file() and path.stat().st_size == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is an empty file")
+    if path.exists():
         return text
     raise argparse.ArgumentTypeError(
         f"{text!r} is neither {' | '.join(_CORPORA[::2])} nor an existing file or WikiText-2 directory"
     )
+
+
+def _device(text: str) -> str:
+    """``auto | cpu | cuda | cuda:N | mps``, and a GPU named must be present (checked before any work)."""
+    kind = text.split(":")[0]
+    if text != "auto" and kind not in ("cpu", "cuda", "mps"):
+        raise argparse.ArgumentTypeError(f"expected auto, cpu, cuda, cuda:N or mps, got {text!r}")
+    if kind in ("cuda", "mps"):
+        import torch
+
+        from nextword.torch.training.device import select_device
+
+        try:
+            select_device(text)
+        except (ValueError, RuntimeError) as exc:
+            raise argparse.ArgumentTypeError(str(exc).splitlines()[0]) from None
+        if kind == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+            raise argparse.ArgumentTypeError(f"device={text!r} requested but MPS is not available")
+    return text
 
 
 def _margin_methods() -> tuple[str, ...]:
@@ -80,29 +105,51 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--config",
         default="quick",
-        choices=["quick", "cpu", "paper", "tiny"],
-        help="preset size (quick: miniature; cpu: §7.1 on tiny Shakespeare, ≤ 30 min; paper: §7.1)",
+        choices=list(PRESETS),
+        help="preset size (default quick): " + "; ".join(f"{name}: {text}" for name, text in PRESETS.items()),
     )
-    p.add_argument("--data", type=_corpus, default=None, help="shakespeare | wikitext2 | PATH (file or wikitext dir)")
-    p.add_argument("--lambda-margin", type=_nonnegative_float, default=None, help="λ_m >= 0 (paper: 0.05)")
-    p.add_argument("--steps", type=_positive_int, default=None, help="total optimiser steps (overrides --epochs)")
-    p.add_argument("--epochs", type=_positive_int, default=None)
-    p.add_argument("--batch-size", type=_positive_int, default=None)
-    p.add_argument("--seed", type=_nonnegative_int, default=None)
+    p.add_argument(
+        "--data",
+        type=_corpus,
+        default=None,
+        help="shakespeare | wikitext2 | PATH (a text file or a WikiText-2 folder) (default: the preset's)",
+    )
+    p.add_argument(
+        "--lambda-margin", type=_nonnegative_float, default=None, help="λ_m >= 0 (default: the preset's; paper 0.05)"
+    )
+    p.add_argument(
+        "--steps", type=_positive_int, default=None, help="total optimiser steps, overrides --epochs (default: preset)"
+    )
+    p.add_argument(
+        "--epochs", type=_positive_int, default=None, help="epochs when --steps is not given (default: preset)"
+    )
+    p.add_argument("--batch-size", type=_positive_int, default=None, help="sequences per step (default: preset)")
+    p.add_argument("--seed", type=_nonnegative_int, default=None, help="random seed (default: preset, 0)")
     p.add_argument(
         "--margin-positions",
         type=_nonnegative_int,
         default=None,
-        help="k positions per sequence for the margin term (0: all, exact)",
+        help="k positions per sequence for the margin term, 0: all, exact (default: preset)",
     )
-    p.add_argument("--margin-method", default=None, choices=_margin_methods())
-    p.add_argument("--eval-windows", type=_positive_int, default=None, help="validation windows per evaluation")
-    p.add_argument("--max-chars", type=_positive_int, default=None, help="truncate the corpus (quick runs)")
-    p.add_argument("--checkpoint-every", type=_positive_int, default=None)
-    p.add_argument("--device", default="auto", help="auto (cuda → mps → cpu) | cpu | cuda | mps")
-    p.add_argument("--amp", action="store_true", help="bfloat16 autocast on CUDA")
-    p.add_argument("--out", default="runs/barrier", help="output directory")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument(
+        "--margin-method", default=None, choices=_margin_methods(), help="how the margin is computed (default: preset)"
+    )
+    p.add_argument(
+        "--eval-windows", type=_positive_int, default=None, help="validation windows per evaluation (default: preset)"
+    )
+    p.add_argument(
+        "--max-chars", type=_positive_int, default=None, help="truncate the corpus, quick runs (default: preset)"
+    )
+    p.add_argument(
+        "--checkpoint-every", type=_positive_int, default=None, help="steps between checkpoints (default: preset)"
+    )
+    p.add_argument(
+        "--device", type=_device, default="auto", help="auto (cuda → mps → cpu) | cpu | cuda | mps (default auto)"
+    )
+    p.add_argument("--amp", action="store_true", help="bfloat16 autocast on CUDA (default off)")
+    p.add_argument("--out", type=output_dir, default=Path("runs/barrier"), help="output folder (default runs/barrier)")
+    p.add_argument("--threads", type=_positive_int, default=None, help=THREADS_HELP)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (default: shown)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -112,24 +159,28 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("train", help="train one model (CE + λ·margin)")
     _add_run_args(t)
-    t.add_argument("--resume", action="store_true", help="continue from OUT/ckpt.pt")
-    t.add_argument("--max-steps-this-run", type=_positive_int, default=None, help="stop after N steps (checkpointed)")
-    t.add_argument("--robustness", action="store_true", help="also compute the noise curve at the end")
+    t.add_argument("--resume", action="store_true", help="continue from OUT/ckpt.pt (default: start at step 0)")
+    t.add_argument("--overwrite", action="store_true", help="start afresh in an OUT that holds a run (default: refuse)")
+    t.add_argument(
+        "--max-steps-this-run", type=_positive_int, default=None, help="stop after N steps, checkpointed (default: all)"
+    )
+    t.add_argument("--robustness", action="store_true", help="also compute the noise curve at the end (default off)")
     r = sub.add_parser("robustness", help="BPC under Gaussian embedding noise for a trained run (Fig. 7.5)")
-    r.add_argument("--out", required=True, help="run directory (holding ckpt.pt)")
+    r.add_argument("--out", type=existing_dir, required=True, help="run folder holding ckpt.pt (required)")
     r.add_argument("--sigmas", type=_floats, default=None, help="comma-separated σ (default: the run's)")
-    r.add_argument("--draws", type=_positive_int, default=None)
-    r.add_argument("--device", default="auto")
+    r.add_argument("--draws", type=_positive_int, default=None, help="noise draws per σ (default: the run's)")
+    r.add_argument("--device", type=_device, default="auto", help="auto | cpu | cuda | mps (default auto)")
+    r.add_argument("--threads", type=_positive_int, default=None, help=THREADS_HELP)
     s = sub.add_parser("sweep", help="λ regularisation path (Table 1 / Fig. 7.6)")
     _add_run_args(s)
-    s.add_argument("--lambdas", type=_floats, default=None, help="comma-separated λ values")
+    s.add_argument("--lambdas", type=_floats, default=None, help="comma-separated λ values (default: Table 1's)")
     s.add_argument(
         "--sigma", type=_nonnegative_float, default=None, help="σ of the noisy column (default: Table 1's, 0.3)"
     )
     rep = sub.add_parser("report", help="print tables from run / sweep directories or JSON files")
-    rep.add_argument("paths", nargs="+")
+    rep.add_argument("paths", nargs="+", type=existing_path, help="run or sweep folders, or their JSON files")
     f = sub.add_parser("fetch", help="download WikiText-2 raw (checksum-verified)")
-    f.add_argument("--target", default=None, help="data directory (default: $NEXTWORD_DATA_DIR or cache)")
+    f.add_argument("--target", type=output_dir, default=None, help="data folder (default: $NEXTWORD_DATA_DIR or cache)")
     return ap
 
 
@@ -166,45 +217,54 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 
 def _report(paths: list[str]) -> str:
-    from nextword.torch.barrier.config import TrainConfig
-
     lines = []
     for p in map(Path, paths):
         f = p / "sweep.json" if (p / "sweep.json").exists() else (p / "results.json" if p.is_dir() else p)
-        res = json.loads(f.read_text())
-        if "rows" in res:
-            lines.append(f"## sweep {f}  (σ = {res['sigma']})")
-            lines.append("| λ_m | BPC | BPC_σ | Deg | H (nats) | SNR | trΣ/RMS² | margin | emb RMS |")
-            lines.append("|---|---|---|---|---|---|---|---|---|")
-            for r in res["rows"]:
-                lines.append(
-                    f"| {r['lambda']:.3f} | {r['bpc']:.3f} | {r['bpc_sigma']:.3f} | {r['degradation']:.2f} | "
-                    f"{r.get('entropy', float('nan')):.2f} | {r.get('snr', float('nan')):.3f} | "
-                    f"{r.get('normalised_var', float('nan')):.1f} | {r.get('margin', float('nan')) + 0.0:.4f} | "
-                    f"{r.get('embedding_rms', float('nan')):.3f} |"
-                )
-        else:
-            c = TrainConfig.from_dict(res["config"])
-            lines.append(
-                f"## run {f}  λ_m={c.lambda_margin:g}, {res['steps']}/{res['total_steps']} steps, "
-                f"{res['data']['name']}, d_model={c.d_model}, T={c.block_size}, B={c.batch_size}, "
-                f"{res['device']}"
-            )
-            lines.append("| step | epoch | train BPC | val BPC | margin |")
-            lines.append("|---|---|---|---|---|")
-            for h in res["history"]:
-                lines.append(
-                    f"| {h['step']} | {h['epoch']:.2f} | {h['train_bpc']:.3f} | {h['val_bpc']:.3f} | "
-                    f"{h['train_margin'] + 0.0:.4f} |"
-                )
-            if "noise_curve" in res:
-                nc = res["noise_curve"]
-                lines.append("| σ | BPC | degradation |")
-                lines.append("|---|---|---|")
-                for s, m, d in zip(nc["sigmas"], nc["bpc_mean"], nc["degradation"]):
-                    lines.append(f"| {s:.2f} | {m:.3f} | {d:.2f} |")
+        try:
+            res = json.loads(f.read_text())
+            lines += _report_one(f, res)
+        except (KeyError, TypeError, AttributeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{f} is not a run's results.json or a sweep's sweep.json ({one_line(exc)})") from None
         lines.append("")
     return "\n".join(lines)
+
+
+def _report_one(f: Path, res: dict) -> list[str]:
+    from nextword.torch.barrier.config import TrainConfig
+
+    lines = []
+    if "rows" in res:
+        lines.append(f"## sweep {f}  (σ = {res['sigma']})")
+        lines.append("| λ_m | BPC | BPC_σ | Deg | H (nats) | SNR | trΣ/RMS² | margin | emb RMS |")
+        lines.append("|---|---|---|---|---|---|---|---|---|")
+        for r in res["rows"]:
+            lines.append(
+                f"| {r['lambda']:.3f} | {r['bpc']:.3f} | {r['bpc_sigma']:.3f} | {r['degradation']:.2f} | "
+                f"{r.get('entropy', float('nan')):.2f} | {r.get('snr', float('nan')):.3f} | "
+                f"{r.get('normalised_var', float('nan')):.1f} | {r.get('margin', float('nan')) + 0.0:.4f} | "
+                f"{r.get('embedding_rms', float('nan')):.3f} |"
+            )
+    else:
+        c = TrainConfig.from_dict(res["config"])
+        lines.append(
+            f"## run {f}  λ_m={c.lambda_margin:g}, {res['steps']}/{res['total_steps']} steps, "
+            f"{res['data']['name']}, d_model={c.d_model}, T={c.block_size}, B={c.batch_size}, "
+            f"{res['device']}"
+        )
+        lines.append("| step | epoch | train BPC | val BPC | margin |")
+        lines.append("|---|---|---|---|---|")
+        for h in res["history"]:
+            lines.append(
+                f"| {h['step']} | {h['epoch']:.2f} | {h['train_bpc']:.3f} | {h['val_bpc']:.3f} | "
+                f"{h['train_margin'] + 0.0:.4f} |"
+            )
+        if "noise_curve" in res:
+            nc = res["noise_curve"]
+            lines.append("| σ | BPC | degradation |")
+            lines.append("|---|---|---|")
+            for s, m, d in zip(nc["sigmas"], nc["bpc_mean"], nc["degradation"]):
+                lines.append(f"| {s:.2f} | {m:.3f} | {d:.2f} |")
+    return lines
 
 
 def _train(args) -> int:
@@ -218,6 +278,7 @@ def _train(args) -> int:
         max_steps_this_run=args.max_steps_this_run,
         progress=not args.no_progress,
         robustness=args.robustness,
+        say=lambda text: print(text, file=sys.stderr, flush=True),
     )
     if res.get("history"):
         h = res["history"][-1]
@@ -290,11 +351,21 @@ def _fetch(args) -> int:
 
 def _user_errors() -> tuple[type[BaseException], ...]:
     """Exceptions that mean "the command or its files are wrong", not "the code is wrong"."""
-    from nextword.data import DataNotFoundError
+    from nextword._cli import user_errors
 
-    from nextword.torch.training.checkpoint import CheckpointError
+    return user_errors()  # DataNotFoundError, CheckpointError, JSONDecodeError, … are OSError or ValueError
 
-    return (DataNotFoundError, CheckpointError, FileNotFoundError, NotADirectoryError, json.JSONDecodeError)
+
+def _refuse_overwrite(args: argparse.Namespace) -> str | None:
+    """Why ``train`` must not start afresh in ``--out`` (it holds a run), or None."""
+    from nextword.torch.training.checkpoint import CKPT, PREV_CKPT, RESULTS
+
+    if args.resume or args.overwrite:
+        return None
+    held = [name for name in (RESULTS, CKPT, PREV_CKPT) if (Path(args.out) / name).exists()]
+    if held:
+        return f"{args.out} holds a run ({', '.join(held)}): add --resume to continue it or --overwrite to replace it"
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -308,10 +379,12 @@ def main(argv: list[str] | None = None) -> int:
                 config_from_args(args)
             except (ValueError, TypeError) as e:  # an inconsistent combination of options
                 parser.error(str(e))
+        if args.cmd == "train" and (why := _refuse_overwrite(args)):
+            parser.exit(2, f"{parser.prog} {args.cmd}: error: {why}\n")
+        if args.cmd in ("train", "sweep", "robustness"):
+            import torch
+
+            torch.set_num_threads(args.threads or default_threads())
         return commands[args.cmd](args)
     except _user_errors() as e:
-        parser.exit(2, f"{parser.prog} {args.cmd}: error: {e}\n")
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        parser.exit(2, f"{parser.prog} {args.cmd}: error: {one_line(e)}\n")

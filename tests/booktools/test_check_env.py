@@ -45,9 +45,7 @@ def test_missing_data_is_reported_not_fatal(monkeypatch, tmp_path):
 
 
 def test_command_line_prints_ok_lines_and_exits_zero():
-    proc = subprocess.run(
-        [sys.executable, "-m", "nextword.booktools.check_env"], capture_output=True, text=True, timeout=120
-    )
+    proc = subprocess.run([sys.executable, "-m", "nextword", "check-env"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[0].startswith("[OK] python")
     assert proc.stdout.strip().endswith("environment OK")
@@ -64,3 +62,16 @@ def test_a_tool_is_looked_up_not_imported_and_a_missing_one_is_optional(monkeypa
     assert results["jupytext"].status == "OK" and results["jupytext"].detail[0].isdigit()
     assert results["no_such_tool_nextword"].status == "--"
     assert "not importable" in results["no_such_tool_nextword"].detail
+
+
+def test_versions_are_checked_against_pyproject_and_extras_and_system_are_reported(monkeypatch):
+    """issue 48: [FAIL] for a version outside pyproject.toml's specifier; the extras, commit, OS, CPU, threads."""
+    results = {r.name: r for r in check_env.run_checks()}
+    assert "need" in results["numpy"].detail  # the specifier is shown beside the version
+    for name in ("extra torch", "extra book", "extra instructor", "extra student", "nextword", "os", "cpu", "threads"):
+        assert name in results, name
+    assert "usable CPUs" in results["threads"].detail and "commit" in results["nextword"].detail
+    monkeypatch.setattr(check_env, "requirements", lambda: {"": ["numpy>=99"], "x": ["no-such-dist-nextword>=1"]})
+    results = {r.name: r for r in check_env.run_checks()}
+    assert results["numpy"].status == "FAIL" and "need >=99" in results["numpy"].detail
+    assert results["extra x"].status == "--" and "not installed" in results["extra x"].detail

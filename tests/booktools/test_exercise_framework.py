@@ -162,8 +162,11 @@ def student_dir(tmp_path):
 def test_grader_prints_done_failed_and_not_started(student_dir, capsys):
     from nextword.booktools.exercises.grade import main
 
-    assert main(["4", "--dir", str(student_dir), "--timeout", "120"]) == 0
+    assert main(["4", "--dir", str(student_dir), "--timeout", "120", "-v"]) == 0
     out = capsys.readouterr().out
+    # issue 48: the likely-mistake line is kept whole, and -v lists every check of a ✗ (✓ ones too)
+    assert any(ln.strip().startswith("likely mistake:") and "ties" in ln for ln in out.splitlines()), out
+    assert any(ln.strip().startswith("✓ ") for ln in out.splitlines()), out
     rows = {ln.split()[0]: ln for ln in out.splitlines() if ln.startswith("p4_")}
     assert "✓" in rows["p4_01"] and "Definition 3.1" in rows["p4_01"]
     assert "✗" in rows["p4_02"] and "1 of 2 checks passed" in rows["p4_02"]

@@ -60,7 +60,7 @@ def test_no_readable_checkpoint_is_a_clear_error(tmp_path):
 
 def _run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "nextword.torch.cli", *args],
+        [sys.executable, "-m", "nextword", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -72,7 +72,7 @@ def _run_cli(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize(
     "args, needle",
     [
-        (["train", "--lambda-margin", "-1"], "--lambda-margin: must be >= 0"),
+        (["train", "--lambda-margin", "-1"], "--lambda-margin: expected a finite number >= 0"),
         (["train", "--data", "/no/such/corpus.txt"], "--data"),
         (["train", "--config", "tiny", "--margin-positions", "99"], "margin_positions"),
         (["sweep", "--lambdas", "0,x"], "--lambdas"),

@@ -20,6 +20,7 @@ raise NotImplementedError("add one")
 from __future__ import annotations
 
 import re
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -130,13 +131,20 @@ def exercises_readme(root: Path = REPO_ROOT) -> str:
     lines = [
         "# Exercises",
         "",
-        "Student notebooks, generated from `solutions/` by `make exercises` (do not edit them here: edit the",
-        "solution and regenerate). Difficulty: ★ direct, ★★ a few steps, ★★★ open-ended.",
+        "Student notebooks, generated from `solutions/` by `make exercises`. Difficulty: ★ direct, ★★ a few",
+        "steps, ★★★ open-ended.",
         "",
         "## How to work on an exercise",
         "",
-        "1. Open one in JupyterLab (`make lab`, then `exercises/…`). Each `NotImplementedError` stub says what",
-        "   to return — not how.",
+        "Work in a folder of your own, not here: `make exercises` and a `git pull` rewrite this folder.",
+        "",
+        "```bash",
+        ".venv/bin/nextword exercises copy ~/my-exercises      # the notebooks, by part (files already there are kept)",
+        ".venv/bin/jupyter lab ~/my-exercises",
+        ".venv/bin/nextword grade --dir ~/my-exercises",
+        "```",
+        "",
+        "1. Open an exercise in JupyterLab. Each `NotImplementedError` stub says what to return — not how.",
         "2. Run the self-check cell at the end. It runs **every** check of the exercise and lists them, ✓ or ✗",
         "   (partial credit: `3 of 4 checks passed`). A ✗ names the input it failed on, shows what you got",
         "   and what was expected on the smallest failing case, and where it recognises one, the likely",
@@ -152,9 +160,8 @@ def exercises_readme(root: Path = REPO_ROOT) -> str:
         "## Where you stand: the grader",
         "",
         "```bash",
-        ".venv/bin/nextword grade        # every part",
-        ".venv/bin/nextword grade 4      # Part 4 only (also: part4, part4_margins)",
-        ".venv/bin/nextword grade 4 --dir ~/my-exercises --timeout 300",
+        ".venv/bin/nextword grade --dir ~/my-exercises                 # every part",
+        ".venv/bin/nextword grade 4 --dir ~/my-exercises --timeout 300   # Part 4 only (also: part4, part4_margins)",
         "```",
         "",
         "It runs your filled-in notebooks (in memory, with nbclient; your files are not changed) and prints",
@@ -179,21 +186,27 @@ def exercises_readme(root: Path = REPO_ROOT) -> str:
         "sub-check of an exercise's checker is one test worth one point: the first is public (students can",
         "run it), the others are hidden (only the grader has them); each written answer is a manually graded",
         "question worth one point. The student notebooks of both builds import neither the checkers nor",
-        "`hint`/`reveal`. Install the tools with `pip install -e '.[instructor]'` (otter-grader 7, nbgrader 0.9.6).",
+        "`hint`/`reveal`. Install the tools with `.venv/bin/pip install -e '.[instructor]'` (otter-grader 7,",
+        "nbgrader 0.9.6), then `source .venv/bin/activate`: `otter` and `nbgrader` are on the PATH only then.",
         "",
         "```bash",
-        ".venv/bin/python -m nextword.booktools.exercises export --otter course/otter --part 4",
+        ".venv/bin/nextword exercises export --otter course/otter --part 4",
         "cd course/otter/part4_margins && otter assign part4_margins.ipynb dist     # dist/student, dist/autograder",
-        "otter run -a dist/autograder/part4_margins-autograder_*.zip -o out submission.ipynb   # out/results.json",
+        "mkdir -p out && otter run -a dist/autograder/part4_margins-autograder_*.zip -o out submission.ipynb",
         "",
-        ".venv/bin/python -m nextword.booktools.exercises export --nbgrader course/nbgrader --part 4",
+        ".venv/bin/nextword exercises export --nbgrader course/nbgrader --part 4",
         "cd course/nbgrader && nbgrader generate_assignment part4_margins        # release/part4_margins/",
-        "nbgrader autograde part4_margins          # submitted/<student>/part4_margins/*.ipynb → gradebook.db",
+        "nbgrader autograde part4_margins          # reads submitted/<student>/part4_margins/*.ipynb",
         "```",
+        "",
+        "`otter run` writes `out/results.json` into a folder that must exist. `nbgrader autograde` grades the",
+        "submissions it finds under `submitted/<student>/part4_margins/` (one folder per student, the",
+        "notebooks inside with the names of `release/part4_margins/`); scores go to `gradebook.db`.",
         "",
         "Neither needs Docker or a server. Students need `nextword` installed to run the notebooks; the checkers",
         "ship inside it, so the hidden tests' inputs are readable by a student who goes looking (see the course",
-        "pack page of the book). `tests/booktools/test_exercise_export.py` grades Part 4 with both tools.",
+        "pack page of the book). `tests/booktools/test_exercise_export.py` grades Part 4 with both tools",
+        "(`make test-instructor`).",
         "",
         "## For authors",
         "",
@@ -203,7 +216,7 @@ def exercises_readme(root: Path = REPO_ROOT) -> str:
         "that `reveal` shows). Add three hint tiers to `HINTS` in `nextword/exercises/hints.py` and a checker",
         "`check_ex_p<part>_<NN>` in `nextword/exercises/checks/` that runs its sub-checks in a `Report`",
         "(smallest case first, `check_close(..., mistakes={message: value of that mistake})`). Then",
-        "`make exercises`, and execute the solution notebook (`python -m nextword.booktools.notebooks build …`).",
+        "`make exercises`, and execute the solution notebook (`nextword book build …`).",
         "",
     ]
     by_part: dict[str, list[Path]] = {}
@@ -258,9 +271,71 @@ def stale_exercises(root: Path = REPO_ROOT) -> list[str]:
     return problems
 
 
+def part_matches(part_dir: str, part: str | None) -> bool:
+    """Whether the folder ``part_dir`` (``part4_margins``) is the ``part`` asked for (``4``, ``part4``, …)."""
+    if not part:
+        return True
+    wanted = part if part.startswith("part") else f"part{part}"
+    return part_dir == wanted or part_dir.startswith(wanted + "_")
+
+
+def copy_exercises(dest: Path, parts: Sequence[str] | None = None, root: Path = REPO_ROOT) -> list[tuple[Path, bool]]:
+    """Copy the exercise notebooks (``.py`` and ``.ipynb``) of ``parts`` (all if None) to ``dest/<part>/``.
+
+    A file already in ``dest`` is kept (it is the student's work): ``[(path, copied?)]``. The copies are the
+    student's to edit; ``nextword grade --dir DEST`` grades them, and ``make exercises`` or a pull changes
+    only the generated ``exercises/``.
+    """
+    dest = Path(dest)
+    done = []
+    for solution in solution_sources(root):
+        part = solution.parent.name
+        if parts and not any(part_matches(part, p) for p in parts):
+            continue
+        source = exercise_path(solution, root)
+        for suffix in (".py", ".ipynb"):
+            src, dst = source.with_suffix(suffix), dest / part / source.with_suffix(suffix).name
+            if not src.exists():
+                continue
+            if dst.exists():
+                done.append((dst, False))
+                continue
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)  # keeps the time stamps: grade compares the pair's
+            done.append((dst, True))
+    if parts and not done:
+        raise ValueError(f"no exercises for part {', '.join(parts)!r} (try 1, 2, 3, 4 or 5)")
+    return done
+
+
+def copy_main(argv: Sequence[str]) -> int:
+    """``nextword exercises copy DIR [--part N ...]``."""
+    import argparse
+
+    from nextword._cli import output_dir
+
+    parser = argparse.ArgumentParser(
+        prog="nextword exercises copy",
+        description="Copy the exercise notebooks to a folder of your own, to work on and grade there "
+        "(`nextword grade --dir DIR`). Files already there are kept.",
+    )
+    parser.add_argument("dir", type=output_dir, help="your folder (created if missing)")
+    parser.add_argument("--part", action="append", help="1..5, part4 or part4_margins (repeatable; default: all)")
+    args = parser.parse_args(list(argv))
+    done = copy_exercises(args.dir, args.part)
+    copied = [p for p, new in done if new]
+    kept = [p for p, new in done if not new]
+    print(f"copied {len(copied)} files to {args.dir}" + (f"; kept {len(kept)} already there" if kept else ""))
+    print(f"next: jupyter lab {args.dir}   # then: nextword grade --dir {args.dir}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     command = args[0] if args else "build"
+    if len(args) > 1 and command in ("build", "check"):
+        print(f"nextword exercises {command}: error: unrecognized arguments: {' '.join(args[1:])}", file=sys.stderr)
+        return 2
     if command == "build":
         for path in build():
             print(f"wrote {path.relative_to(REPO_ROOT)}")
@@ -271,5 +346,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"[stale] {p}")
         print(f"{len(solution_sources()) - len(problems)} of {len(solution_sources())} exercises in sync")
         return 1 if problems else 0
-    print("usage: python -m nextword.booktools.exercises [build|check|grade [part]]", file=sys.stderr)
+    print("usage: nextword exercises [build|check|copy DIR|export ...]", file=sys.stderr)
     return 2

@@ -448,24 +448,29 @@ def export_main(argv: Sequence[str] | None = None) -> int:
     """``export (--otter DIR | --nbgrader DIR) [--part N ...]``: write the instructor's builds."""
     import argparse
 
+    from nextword._cli import output_dir
+
     parser = argparse.ArgumentParser(
-        prog="python -m nextword.booktools.exercises export",
+        prog="nextword exercises export",
         description="Write the exercises as an otter-grader assignment or an nbgrader source tree "
         "(public and hidden tests, points per test; see exercises/README.md, 'For instructors').",
     )
     parser.add_argument(
-        "--otter", type=Path, metavar="DIR", help="write otter master notebooks DIR/<part>/<part>.ipynb"
+        "--otter", type=output_dir, metavar="DIR", help="write otter master notebooks DIR/<part>/<part>.ipynb (default: none)"
     )
     parser.add_argument(
         "--nbgrader",
-        type=Path,
+        type=output_dir,
         metavar="DIR",
-        help="write an nbgrader course folder DIR (nbgrader_config.py, source/<part>/)",
+        help="write an nbgrader course folder DIR: nbgrader_config.py, source/<part>/ (default: none)",
     )
     parser.add_argument("--part", action="append", help="1..5, part4 or part4_margins (repeatable; default: all)")
     args = parser.parse_args(list(sys.argv[2:] if argv is None else argv))
     if not args.otter and not args.nbgrader:
         parser.error("give --otter DIR or --nbgrader DIR (or both)")
+    for target in (args.otter, args.nbgrader):  # an unwritable target fails now, not after the export's work
+        if target:
+            target.mkdir(parents=True, exist_ok=True)
     try:
         if args.otter:
             for path in export_otter(args.otter, args.part):
@@ -479,6 +484,6 @@ def export_main(argv: Sequence[str] | None = None) -> int:
                 print(f"wrote {path}")
             print(f"  next: cd {args.nbgrader} && nbgrader generate_assignment <part> && nbgrader autograde <part>")
     except ValueError as exc:
-        print(exc, file=sys.stderr)
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2
     return 0

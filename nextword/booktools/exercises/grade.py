@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from .build import REPO_ROOT, expected_exercise, exercise_path, solution_sources
+from .build import REPO_ROOT, expected_exercise, exercise_path, part_matches, solution_sources
 from .hints import exercise_id
 
 __all__ = ["Grade", "grade_notebook", "grade_all", "format_table", "main"]
@@ -36,6 +36,8 @@ class Grade:
     path: Path
     status: str
     detail: str = ""
+    likely: str = ""  #: the checker's "likely mistake: …" line of a failed check, if it named one
+    checks: tuple[str, ...] = ()  #: every check's ✓ / ✗ line (shown by ``grade -v``)
 
 
 def _code_cells(nb) -> list[str]:
@@ -97,20 +99,15 @@ def grade_notebook(notebook_path: Path, solution: Path, *, timeout: int = 600) -
             lines = [ln.strip() for ln in re.sub(r"\x1b\[[0-9;]*m", "", err.evalue).splitlines() if ln.strip()]
             head = re.sub(r"^✗\s*(Exercise [\d.]+: )?", "", lines[0]) if lines else ""
             first_fail = next((ln for ln in lines[1:] if ln.startswith("✗")), "")
-            return Grade(ex, graded, "✗", f"{head}; {first_fail}" if first_fail else head)
+            likely = next((ln for ln in lines if ln.startswith("likely")), "")  # kept whole in the table
+            detail = f"{head}; {first_fail}" if first_fail else head
+            return Grade(ex, graded, "✗", detail, likely=likely, checks=tuple(lines[1:]))
         return Grade(ex, graded, "✗", f"{err.ename} in {where}: {_first_line(err.evalue)}")
     texts = [o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "stream"]
     ticks = [ln for t in texts for ln in t.splitlines() if ln.startswith("✓")]
     if not ticks:
         return Grade(ex, graded, "✗", "ran to the end but no self-check printed ✓ (was the check cell removed?)")
     return Grade(ex, graded, "✓", ticks[-1].removeprefix("✓").strip())
-
-
-def part_matches(part_dir: str, part: str | None) -> bool:
-    if not part:
-        return True
-    wanted = part if part.startswith("part") else f"part{part}"
-    return part_dir == wanted or part_dir.startswith(wanted + "_")
 
 
 def grade_all(
@@ -127,10 +124,15 @@ def grade_all(
         grades.append(grade_notebook(target.with_suffix(".ipynb"), solution, timeout=timeout))
     if part and not grades:
         raise ValueError(f"no exercises for part {part!r} (try 1, 2, 3, 4 or 5)")
+    if directory is not None and grades and all(g.detail == "no notebook" for g in grades):
+        raise ValueError(
+            f"no exercise notebooks in {directory} (expected part*/ex*.ipynb there; "
+            f"`nextword exercises copy {directory}` copies them)"
+        )
     return grades
 
 
-def format_table(grades: Sequence[Grade], *, width: int = 160) -> str:
+def format_table(grades: Sequence[Grade], *, width: int = 160, verbose: bool = False) -> str:
     """The table printed by ``grade``: one row per exercise, then the counts.
 
     >>> print(format_table([Grade("p1_01", Path("x"), "✓", "all good"), Grade("p1_02", Path("y"), "not started")]))
@@ -143,6 +145,10 @@ def format_table(grades: Sequence[Grade], *, width: int = 160) -> str:
     for g in grades:
         detail = g.detail if len(g.detail) <= width else g.detail[: width - 1] + "…"
         rows.append(f"{g.exercise:<9} {g.status:<12} {detail}".rstrip())
+        if g.likely and g.likely not in detail:
+            rows.append(f"{'':<22} {g.likely}")  # never cut: it is the most useful line of a ✗
+        if verbose:
+            rows += [f"{'':<22} {line}" for line in g.checks if line != g.likely]
     n_ok = sum(g.status == "✓" for g in grades)
     n_bad = sum(g.status == "✗" for g in grades)
     rows.append(f"{n_ok} ✓ · {n_bad} ✗ · {len(grades) - n_ok - n_bad} not started (of {len(grades)})")
@@ -153,17 +159,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``grade [part] [--dir DIR] [--timeout S]``: print the table; exit 0 (the table is the result)."""
     import argparse
 
+    from nextword._cli import existing_dir, positive_int
+
     parser = argparse.ArgumentParser(
         prog="nextword grade", description="Run your filled-in exercise notebooks and show ✓ / ✗ / not started."
     )
     parser.add_argument("part", nargs="?", help="1..5, part1 or part1_chapter6 (default: every part)")
-    parser.add_argument("--dir", type=Path, default=None, help="folder holding part*/ex*.ipynb (default: exercises/)")
-    parser.add_argument("--timeout", type=int, default=600, help="seconds allowed per cell (default 600)")
+    parser.add_argument(
+        "--dir", type=existing_dir, default=None, help="folder holding part*/ex*.ipynb (default: exercises/)"
+    )
+    parser.add_argument("--timeout", type=positive_int, default=600, help="seconds allowed per cell (default 600)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show every check of a ✗ (default: the first)")
     args = parser.parse_args(list(sys.argv[2:] if argv is None else argv))
     try:
         grades = grade_all(args.part, directory=args.dir, timeout=args.timeout)
     except ValueError as exc:
         print(f"nextword grade: error: {exc}", file=sys.stderr)
         return 2
-    print(format_table(grades))
+    print(format_table(grades, verbose=args.verbose))
     return 0

@@ -18,6 +18,8 @@ True
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
@@ -78,6 +80,27 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.model, SmallGPTConfig):
             raise TypeError(f"model must be a SmallGPTConfig, got {type(self.model).__name__}")
+        optional_ints = ("max_chars", "steps", "eval_every", "eval_windows")
+        for name in (
+            "margin_positions",
+            "batch_size",
+            "epochs",
+            "checkpoint_every",
+            "seed",
+            "noise_draws",
+            *optional_ints,
+        ):
+            value = getattr(self, name)
+            if (value is not None or name not in optional_ints) and (
+                isinstance(value, bool) or not isinstance(value, numbers.Integral)
+            ):
+                raise TypeError(f"{name} must be an int, got {value!r}")
+        for name in ("lambda_margin", "prior_init_std", "lr", "min_lr_ratio", "weight_decay", "grad_clip"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value!r}")
+        if not isinstance(self.amp, bool):
+            raise TypeError(f"amp must be True or False, got {self.amp!r}")
         if not self.lambda_margin >= 0:
             raise ValueError(f"lambda_margin must be >= 0, got {self.lambda_margin}")
         if self.margin_method not in METHODS:
@@ -208,8 +231,8 @@ PRESETS: dict[str, TrainConfig] = {
 
 def preset(name: str, **overrides: Any) -> TrainConfig:
     """The named preset (``paper`` | ``cpu`` | ``quick`` | ``tiny``) with ``overrides`` (see :func:`with_overrides`)."""
-    if name not in PRESETS:
-        raise ValueError(f"unknown config {name!r}; choose one of {sorted(PRESETS)}")
+    if not isinstance(name, str) or name not in PRESETS:
+        raise ValueError(f"name must be a preset, one of {sorted(PRESETS)}; got {name!r}")
     cfg = PRESETS[name]
     if "steps" in overrides and overrides["steps"] is None:  # explicit None: train for ``epochs``
         cfg = replace(cfg, steps=None)

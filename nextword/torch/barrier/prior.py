@@ -75,16 +75,42 @@ _CHUNK_ELEMENTS = 1 << 26  # elsewhere (a GPU): as many positions as fit 2**26 e
 
 
 # --------------------------------------------------------------------------------------- checks
-def _check_x(x: torch.Tensor, W: torch.Tensor) -> None:
-    if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.ndim != 3:
+def _check_float_tensor(value: object, name: str, shape: str, ndim: int) -> torch.Tensor:
+    """``value`` must be a floating tensor with ``ndim`` axes and finite entries (``shape`` names them)."""
+    if not isinstance(value, torch.Tensor) or not value.is_floating_point() or value.ndim != ndim:
         raise TypeError(
-            f"x must be a floating tensor of shape (B, T, d), got "
-            f"{getattr(x, 'dtype', type(x))} {tuple(getattr(x, 'shape', ()))}"
+            f"{name} must be a floating tensor of shape {shape}, got "
+            f"{getattr(value, 'dtype', type(value).__name__)} {tuple(getattr(value, 'shape', ()))}"
         )
+    if not bool(torch.isfinite(value.detach()).all()):
+        raise ValueError(f"{name} must be finite (it holds NaN or inf)")
+    return value
+
+
+def _check_x(x: torch.Tensor, W: torch.Tensor, x_name: str = "x") -> None:
+    _check_float_tensor(x, x_name, "(B, T, d)", 3)
+    _check_float_tensor(W, "W", "(d, d)", 2)
     if W.shape != (x.shape[-1], x.shape[-1]):
         raise ValueError(f"W must have shape (d, d) = {(x.shape[-1],) * 2}, got {tuple(W.shape)}")
+    if W.dtype != x.dtype:
+        raise TypeError(f"W must have the dtype of {x_name} ({x.dtype}), got {W.dtype}")
+    if x.shape[0] < 1:
+        raise ValueError(f"{x_name} needs B >= 1 sequences, got an empty batch")
     if x.shape[1] < 2:
-        raise ValueError(f"x needs T >= 2 positions (t = 0 has no past), got T={x.shape[1]}")
+        raise ValueError(f"{x_name} needs T >= 2 positions (t = 0 has no past), got T={x.shape[1]}")
+
+
+def _finite_result(value: torch.Tensor, what: str) -> torch.Tensor:
+    """``value``, or a ValueError when it is not finite (inputs so large that the logits overflow)."""
+    if not bool(torch.isfinite(value.detach()).all()):
+        raise ValueError(f"{what} is not finite: x (or embedding) and W are too large (x_t W x_s overflows)")
+    return value
+
+
+def _check_count(value: object, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    return value
 
 
 def _check_positions(positions: torch.Tensor | None, B: int, T: int, device) -> torch.Tensor:
@@ -108,6 +134,9 @@ def sample_positions(
     The mean of any per-position quantity over these positions is an unbiased estimate of its mean
     over all T−1 positions (each position is included with probability k / (T−1)).
     """
+    _check_count(B, "B", 1)
+    _check_count(T, "T", 2)
+    _check_count(k, "k", 1)
     if not 1 <= k <= T - 1:
         raise ValueError(f"k must be in [1, T-1] = [1, {T - 1}], got {k}")
     scores = torch.rand(B, T - 1, generator=generator)  # (B, T-1) on CPU: reproducible
@@ -126,10 +155,10 @@ def attention_rows(x: torch.Tensor, W: torch.Tensor, positions: torch.Tensor | N
     B, T, d = x.shape
     pos = _check_positions(positions, B, T, x.device)  # (B, P)
     q = torch.gather(x, 1, pos[..., None].expand(-1, -1, d))  # (B, P, d) query rows x_t
-    logits = (q @ W) @ x.transpose(1, 2)  # (B, P, T)
+    logits = _finite_result((q @ W) @ x.transpose(1, 2), "attention_rows' logits")  # (B, P, T)
     past = torch.arange(T, device=x.device)[None, None, :] < pos[..., None]  # (B, P, T): s < t
     logits = logits.masked_fill(~past, float("-inf"))
-    return torch.softmax(logits, dim=-1)
+    return _finite_result(torch.softmax(logits, dim=-1), "attention_rows")
 
 
 # --------------------------------------------------------------------------- d×d (direct) paths
@@ -159,10 +188,12 @@ def margin_loss(
 
     ``x`` (B, T, d) → scalar. Differentiable by autograd (d×d determinants per position).
     """
+    if method not in ("direct", "second_moment"):
+        raise ValueError(f"method must be 'direct' or 'second_moment' for margin_loss, got {method!r}")
     sigma = covariances(x, W, positions, method=method)  # (B, P, d, d)
     eye = torch.eye(x.shape[-1], dtype=x.dtype, device=x.device)
     _, logabs = torch.linalg.slogdet(eye - sigma @ W.T)  # (B, P)
-    return -logabs.mean()
+    return _finite_result(-logabs.mean(), "margin_loss")
 
 
 # --------------------------------------------------------------------------- Sylvester path
@@ -363,12 +394,16 @@ def margin_loss_tokens(
     batched factorisation (``None``: 1024 on a CPU, where small batches keep LAPACK's work in cache;
     on other devices as many as fit 2**26 matrix entries, so that a step launches few kernels).
     """
-    if method not in METHODS:
+    if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.long or tokens.ndim != 2:
         raise TypeError("tokens must be an int64 tensor of shape (B, T)")
-    if embedding.ndim != 2:
-        raise ValueError(f"embedding must have shape (|V|, d), got {tuple(embedding.shape)}")
+    _check_float_tensor(embedding, "embedding", "(|V|, d)", 2)
+    if embedding.shape[0] < 1:
+        raise ValueError("embedding must have at least one row (|V| >= 1)")
+    if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= embedding.shape[0]):
+        raise ValueError(f"tokens must lie in [0, |V|) = [0, {embedding.shape[0]}) (the rows of embedding)")
+    _check_x(embedding[:1][tokens[:, :2] * 0], W, "embedding")
     # F.embedding, not embedding[tokens], wherever x = E[tokens] is built: its backward sums each row's
     # gradient in one thread, in token order (bitwise the same at any thread count); indexing's backward
     # adds with atomics across threads
@@ -383,13 +418,14 @@ def margin_loss_tokens(
         beta = beta.scatter_add(2, tokens[:, None, :].expand(-1, alpha.shape[1], -1), alpha)
         C = torch.diag_embed(beta) - beta[..., :, None] * beta[..., None, :]  # (B, P, V, V)
         _, logabs = torch.linalg.slogdet(torch.eye(V, dtype=G.dtype, device=G.device) - C @ G)
-        return -logabs.mean()
+        return _finite_result(-logabs.mean(), "margin_loss_tokens")
     beta, _, G_local, r = prefix_masses(tokens, G, positions)  # (B, P, K), (B, K, K), (B, P)
     B, P, K = beta.shape
     seq = torch.arange(B, device=tokens.device).repeat_interleave(P)  # (B·P,)
     if chunk is None:
         chunk = _CHUNK if tokens.device.type == "cpu" else max(1, _CHUNK_ELEMENTS // (K * K))
-    return _SylvesterMargin.apply(beta.reshape(B * P, K), G_local, seq, r.reshape(-1), chunk)
+    loss = _SylvesterMargin.apply(beta.reshape(B * P, K), G_local, seq, r.reshape(-1), chunk)
+    return _finite_result(loss, "margin_loss_tokens")
 
 
 # ------------------------------------------------------------------------------- the module
@@ -403,6 +439,8 @@ class EmbeddingPrior(nn.Module):
         super().__init__()
         if isinstance(d, bool) or not isinstance(d, int) or d < 1:
             raise ValueError(f"d must be a positive int, got {d!r}")
+        if isinstance(init_std, bool) or not isinstance(init_std, (int, float)) or not 0 <= init_std < float("inf"):
+            raise ValueError(f"init_std must be a finite number >= 0, got {init_std!r}")
         self.W = nn.Parameter(torch.randn(d, d, generator=generator) * init_std)
 
     @property

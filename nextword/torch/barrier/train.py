@@ -35,9 +35,11 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import os
 import platform
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -49,6 +51,8 @@ from nextword.torch.training.data import CharData, epoch_batch, eval_windows, lo
 from nextword.torch.training.checkpoint import (
     CKPT,
     RESULTS,
+    WEIGHTS_KEYS,
+    CheckpointError,
     read_checkpoint,
     resume_from,
     save_checkpoint,
@@ -142,11 +146,25 @@ def build(cfg: TrainConfig, vocab_size: int, device: torch.device) -> tuple[Smal
 
 def load_checkpoint(path: str | Path, device: str | torch.device = "cpu"):
     """``(gpt, prior, cfg, ckpt)`` from a run directory or checkpoint file (weights-only, with fallback)."""
-    ckpt, _ = read_checkpoint(path, device)
-    cfg = TrainConfig.from_dict(ckpt["config"])
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a run folder or a checkpoint file (str or os.PathLike), got {path!r}")
+    ckpt, used = read_checkpoint(path, device)
+    missing = [k for k in WEIGHTS_KEYS if not isinstance(ckpt, dict) or k not in ckpt]
+    if missing:
+        raise CheckpointError(f"{used} is not a checkpoint of a §7 run: it lacks {', '.join(missing)}")
+    try:
+        cfg = TrainConfig.from_dict(ckpt["config"])
+    except (TypeError, ValueError) as exc:  # a configuration of another version of nextword
+        raise CheckpointError(f"{used}: its configuration does not fit this version of nextword ({exc})") from None
     gpt, prior = build(cfg, ckpt["vocab_size"], torch.device(device))
-    gpt.load_state_dict(ckpt["model"])
-    prior.load_state_dict(ckpt["prior"])
+    try:
+        gpt.load_state_dict(ckpt["model"])
+        prior.load_state_dict(ckpt["prior"])
+    except RuntimeError as exc:  # other shapes: another vocabulary or model size
+        first = str(exc).splitlines()[1].strip() if len(str(exc).splitlines()) > 1 else str(exc)
+        raise CheckpointError(
+            f"{used}: its weights do not fit its configuration (vocab_size={ckpt['vocab_size']}): {first}"
+        ) from None
     return gpt, prior, cfg, ckpt
 
 
@@ -183,6 +201,14 @@ def fresh_state() -> dict[str, Any]:
     return {"step": 0, "ep_ce": 0.0, "ep_margin": 0.0, "ep_n": 0, "history": [], "last_loss": None}
 
 
+def config_differences(old: TrainConfig, new: TrainConfig) -> list[str]:
+    """``["name: old -> new", ...]`` for every setting (model settings by their own names) that differs."""
+    a, b = old.to_dict(), new.to_dict()
+    flat_a = {**{k: v for k, v in a.items() if k != "model"}, **a.get("model", {})}
+    flat_b = {**{k: v for k, v in b.items() if k != "model"}, **b.get("model", {})}
+    return [f"{k}: {flat_a.get(k)!r} -> {flat_b.get(k)!r}" for k in flat_b | flat_a if flat_a.get(k) != flat_b.get(k)]
+
+
 def _restore(run: Run, out: Path) -> bool:
     """Load model, prior, optimiser, RNG and counters from ``out``'s checkpoint (with fallback); False if none."""
     ck = resume_from(
@@ -190,6 +216,7 @@ def _restore(run: Run, out: Path) -> bool:
         lambda c: TrainConfig.from_dict(c["config"]) == run.cfg,
         {"model": run.gpt, "prior": run.prior, "optimizer": run.opt},
         device=run.ctx.device,
+        differences=lambda c: ", ".join(config_differences(TrainConfig.from_dict(c["config"]), run.cfg)),
     )
     if ck is None:
         return False
@@ -276,12 +303,14 @@ def train(
     distributed: bool | None = None,
     data: CharData | None = None,
     robustness: bool = False,
+    say: Callable[[str], None] | None = None,
 ) -> dict:
     """Train (or resume) one run; returns the results dictionary also written to ``results.json``.
 
     ``max_steps_this_run`` stops after that many steps (a checkpoint is written), e.g. to test
     ``resume``; ``resume=True`` with no checkpoint in ``out_dir`` starts from step 0.
-    ``robustness=True`` appends the §7.3 noise curve to the results.
+    ``robustness=True`` appends the §7.3 noise curve to the results. ``say`` (e.g. ``print``) is told
+    where a resumed run starts ("resuming from step N" or "no checkpoint in OUT: starting at step 0").
     """
     ctx = setup(device, distributed)
     out = Path(out_dir)
@@ -292,7 +321,10 @@ def train(
     gpt, prior = run.gpt, run.prior
     eval_every = cfg.eval_every or spe
     if resume:
-        _restore(run, out)
+        restored = _restore(run, out)
+        if say is not None and ctx.is_main:
+            step0 = run.state["step"]
+            say(f"resuming from step {step0} in {out}" if restored else f"no checkpoint in {out}: starting at step 0")
     model = wrap(lm, ctx)
     vx, vy = eval_windows(
         data.val, block_size=cfg.block_size, max_windows=cfg.eval_windows, rank=ctx.rank, world_size=ctx.world_size

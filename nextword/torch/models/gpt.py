@@ -67,8 +67,14 @@ class SmallGPTConfig:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if self.d_model % self.num_heads:
             raise ValueError(f"d_model={self.d_model} must be divisible by num_heads={self.num_heads}")
+        for name in ("dropout", "init_std"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+                raise ValueError(f"{name} must be a number, got {value!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if not 0.0 <= self.init_std < float("inf"):
+            raise ValueError(f"init_std must be a finite number >= 0, got {self.init_std}")
 
     @property
     def ff_dim(self) -> int:
@@ -155,6 +161,9 @@ class SmallGPT(nn.Module):
             )
         if idx.shape[1] > self.cfg.max_len:
             raise ValueError(f"idx has T={idx.shape[1]} > max_len={self.cfg.max_len}")
+        V = self.wte.num_embeddings
+        if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= V):
+            raise ValueError(f"idx must hold token ids in [0, vocab_size) = [0, {V})")
 
     def forward(
         self,
@@ -185,8 +194,13 @@ class SmallGPT(nn.Module):
         logits = self.head(self.ln_f(x))  # (B, T, |V|)
         loss = None
         if targets is not None:
+            if not isinstance(targets, torch.Tensor) or targets.dtype != torch.long:
+                raise TypeError(f"targets must be an int64 tensor, got {getattr(targets, 'dtype', type(targets))}")
             if targets.shape != idx.shape:
                 raise ValueError(f"targets must have shape {tuple(idx.shape)}, got {tuple(targets.shape)}")
+            V = logits.shape[-1]
+            if targets.numel() and (int(targets.min()) < 0 or int(targets.max()) >= V):
+                raise ValueError(f"targets must hold token ids in [0, vocab_size) = [0, {V})")
             flat = logits.reshape(B * T, -1)  # (B·T, |V|)
             if flat.dtype not in (torch.float32, torch.float64):  # bf16 under autocast
                 flat = flat.float()

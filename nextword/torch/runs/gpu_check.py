@@ -224,6 +224,11 @@ def _session(checks: bool, sweep: str, seed: int):
                 report["parity"] = _parity("tiny" if dry else "quick", device, workdir)
             except Exception as e:  # noqa: BLE001 - recorded, and the training stage goes on
                 report["parity"] = {"error": repr(e)}
+            if dry:
+                print(
+                    "parity: a rehearsal of the code path (CPU float32 against itself), not a parity measurement",
+                    flush=True,
+                )
         stage4.join()
         report["train"] = box
         report["finished"] = [n for n in trained if box.get(n, {}).get("returncode") == 0]

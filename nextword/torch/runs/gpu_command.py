@@ -18,6 +18,7 @@ import os
 import sys
 from pathlib import Path
 
+from nextword._cli import output_dir, positive_float
 from nextword.torch.runs.barrier_runs import GPU_TIER_ENV
 from nextword.torch.runs.experiment import runs_root
 from nextword.torch.runs.gpu_check import BUDGET_ENV, DEFAULT_BUDGET
@@ -25,20 +26,39 @@ from nextword.torch.runs.gpu_check import BUDGET_ENV, DEFAULT_BUDGET
 __all__ = ["main", "build_parser"]
 
 _COMMAND = "nextword gpu-check"
+#: ``--help``'s text (plain, unlike the module docstring, which Sphinx reads)
+_DESCRIPTION = """Check the torch path on one CUDA GPU: CUDA against the CPU, bfloat16 autocast, steps per
+second, and the §7 pair of runs, within --budget seconds. Results go to OUT/results (copy them into
+book/results/), checkpoints to OUT/runs. Without a CUDA GPU it says so and exits 2.
+
+  nextword gpu-check --out DIR [--budget S]                        the session gpu_check: stages 1-4
+  nextword gpu-check --train-only --sweep-config paper [--seed 1]  only the training stage, paper sweep
+  nextword gpu-check --speed-only --device cpu                     the speed stage on the CPU
+  nextword gpu-check --dry-run                                     every stage on the CPU at the tiny size:
+                                                                   a rehearsal of the code, not a measurement"""
 
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
-        prog=_COMMAND, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=_COMMAND, description=_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--out", default="runs/gpu-check", help="output folder (results/ and runs/ inside)")
-    ap.add_argument("--budget", type=float, default=DEFAULT_BUDGET, help="seconds for the session (default 480)")
+    ap.add_argument(
+        "--out",
+        type=output_dir,
+        default="runs/gpu-check",
+        help="output folder, results/ and runs/ inside (default %(default)s)",
+    )
+    ap.add_argument(
+        "--budget", type=positive_float, default=DEFAULT_BUDGET, help="seconds for the session (default %(default)g)"
+    )
     ap.add_argument("--dry-run", action="store_true", help="every stage on the CPU at the tiny size (seconds)")
     ap.add_argument("--speed-only", action="store_true", help="stage 3 only, on --device cpu (gpu_check_cpu_speed)")
-    ap.add_argument("--device", default="cpu", choices=["cpu"], help="device of --speed-only")
+    ap.add_argument("--device", default="cpu", choices=["cpu"], help="device of --speed-only (default cpu)")
     ap.add_argument("--train-only", action="store_true", help="stage 4 only (no speed, parity or AMP stage)")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the stage-4 runs (0 or 1)")
-    ap.add_argument("--sweep-config", default="cpu", choices=["cpu", "paper"], help="preset of the seven-λ sweep")
+    ap.add_argument("--seed", type=int, default=0, choices=[0, 1], help="seed of the stage-4 runs (default 0)")
+    ap.add_argument(
+        "--sweep-config", default="cpu", choices=["cpu", "paper"], help="preset of the seven-λ sweep (default cpu)"
+    )
     return ap
 
 

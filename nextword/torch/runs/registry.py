@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from nextword import provenance
+from nextword._cli import nonnegative_int, positive_int
 from nextword.torch.runs import barrier_runs, bench_runs, gpu_check, seeded_runs
 from nextword.torch.runs.experiment import REPO, Experiment, jsonable, ordered, runs_root, timed, wall_time
 from nextword.torch.runs.moved import MOVED, MOVED_NAMES
@@ -339,8 +340,8 @@ def run(
 ) -> None:
     """Run (resume) and save ``names`` (all that are not current when empty), each after what it depends on.
 
-    ``train_only`` applies to trained runs, ``seeds``/``jobs``/``threads``/``partial_ok`` to per-seed
-    runs; asking for one on the other kind is a ValueError naming the option. With no names, runs that
+    ``threads`` torch threads run each trained run and each seed's process; ``train_only`` applies to
+    trained runs, ``seeds``/``jobs``/``partial_ok`` to per-seed runs; asking for one on the other kind is a ValueError naming the option. With no names, runs that
     need a CUDA GPU are left out on a machine without one.
     """
     for n in names:
@@ -351,15 +352,18 @@ def run(
     todo = ordered(wanted, {n: e.depends for n, e in EXPERIMENTS.items()})
     trained = [n for n in todo if EXPERIMENTS[n].kind == "trained"]
     seeded = [n for n in todo if EXPERIMENTS[n].kind == "seeded"]
-    per_seed = seeds is not None or jobs != 1 or threads != 1 or partial_ok
+    per_seed = seeds is not None or jobs != 1 or partial_ok
     if names and trained and per_seed:
-        raise ValueError(f"--seeds, --jobs, --threads and --partial-ok apply to per-seed runs, not to {trained}")
+        raise ValueError(f"--seeds, --jobs and --partial-ok apply to per-seed runs, not to {trained}")
     if names and seeded and train_only:
         raise ValueError(f"--train-only applies to trained runs, not to {seeded}")
     for n in todo:
         exp = EXPERIMENTS[n]
         t0 = time.perf_counter()
         if exp.kind == "trained":
+            import torch
+
+            torch.set_num_threads(threads)
             what = _run_trained(exp, force=force, train_only=train_only, results_dir=results_dir)
             print(f"{n}: {what} ({time.perf_counter() - t0:.0f} s)", flush=True)
         elif not train_only:
@@ -517,9 +521,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("names", nargs="*", metavar="NAME", help=f"saved runs (default: all): {', '.join(NAMES)}")
     r.add_argument("--force", action="store_true", help="run and save again even if current")
     r.add_argument("--train-only", action="store_true", help="trained runs: only the resumable training, no save")
-    r.add_argument("--seeds", type=int, nargs="+", default=None, help="per-seed runs: a subset of the seeds")
-    r.add_argument("--jobs", type=int, default=1, help="per-seed runs: seeds run in parallel processes (default 1)")
-    r.add_argument("--threads", type=int, default=1, help="per-seed runs: torch threads per process (default 1)")
+    r.add_argument(
+        "--seeds",
+        type=nonnegative_int,
+        nargs="+",
+        default=None,
+        help="per-seed runs: a subset of the seeds (default all)",
+    )
+    r.add_argument(
+        "--jobs", type=positive_int, default=1, help="per-seed runs: seeds run in parallel processes (default 1)"
+    )
+    r.add_argument(
+        "--threads",
+        type=positive_int,
+        default=1,
+        help="torch threads per run or per seed's process (default 1, as the saved runs were trained)",
+    )
     r.add_argument("--partial-ok", action="store_true", help="per-seed runs: save the seeds finished so far")
     v = sub.add_parser("verify", help="replay the fingerprints of runs whose code changed (seconds to minutes each)")
     v.add_argument("names", nargs="*", metavar="NAME", help="saved runs (default: every one 'to verify')")

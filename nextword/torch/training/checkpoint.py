@@ -86,6 +86,8 @@ def read_checkpoint(where: str | Path, device: str | torch.device = "cpu") -> tu
     :class:`CheckpointFallbackWarning` naming both; raises :class:`CheckpointError` (one line, no
     traceback needed) when neither can be read or none exists.
     """
+    if not isinstance(where, (str, os.PathLike)):
+        raise TypeError(f"where must be a run folder or a checkpoint file (str or os.PathLike), got {where!r}")
     where = Path(where)
     path = where if where.suffix == ".pt" else where / CKPT
     candidates = [path] + ([path.with_name(PREV_CKPT)] if path.name == CKPT else [])
@@ -140,19 +142,24 @@ def resume_from(
     restore: Mapping[str, Any],
     *,
     device: str | torch.device = "cpu",
+    differences: Callable[[dict[str, Any]], str] | None = None,
 ) -> dict[str, Any] | None:
     """Continue a run from ``out_dir``'s checkpoint; the checkpoint, or None when there is none to resume.
 
     ``matches(checkpoint)`` says whether it was written by a run with the same settings (a
-    :class:`CheckpointError` naming the file otherwise); then every object of ``restore`` (checkpoint key
-    -> a module or optimiser) loads its state, and the caller restores the rest (random state, counters).
+    :class:`CheckpointError` naming the file, and the settings that differ when ``differences(checkpoint)``
+    names them, otherwise); then every object of ``restore`` (checkpoint key -> a module or optimiser)
+    loads its state, and the caller restores the rest (random state, counters).
     """
     out = Path(out_dir)
     if not any((out / name).exists() for name in (CKPT, PREV_CKPT)):
         return None
     ck, used = read_checkpoint(out, device)
     if not matches(ck):
-        raise CheckpointError(f"resume: {used} was written by a run with other settings")
+        differ = differences(ck) if differences is not None else ""
+        raise CheckpointError(
+            f"resume: {used} was written by a run with other settings" + (f" ({differ})" if differ else "")
+        )
     for key, obj in restore.items():
         obj.load_state_dict(ck[key])
     return ck

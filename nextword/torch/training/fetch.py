@@ -20,7 +20,7 @@ from pathlib import Path
 
 from nextword.data import candidate_data_dirs
 
-__all__ = ["WIKITEXT2_URLS", "WIKITEXT2_SHA256", "WIKITEXT2_BYTES", "fetch_wikitext2", "sha256_of"]
+__all__ = ["WIKITEXT2_URLS", "WIKITEXT2_SHA256", "WIKITEXT2_BYTES", "fetch_wikitext2", "FetchError", "sha256_of"]
 
 WIKITEXT2_URLS = (
     "https://huggingface.co/datasets/ggml-org/ci/resolve/927b3642933080f1b0e811e2f916e14c292992f9/"
@@ -46,13 +46,17 @@ def default_target() -> Path:
     return Path(env).expanduser() if env else candidate_data_dirs()[-1]
 
 
+class FetchError(ConnectionError):
+    """No URL gave the file with the expected checksum (offline, or the file changed)."""
+
+
 def fetch_wikitext2(
     target: str | Path | None = None, *, urls=WIKITEXT2_URLS, sha256: str = WIKITEXT2_SHA256, timeout: float = 60.0
 ) -> Path:
     """Download, verify (SHA-256) and unpack WikiText-2 raw into ``target/wikitext-2-raw/``.
 
     Returns the directory holding ``wiki.{train,valid,test}.raw``. Already-present files are kept.
-    Raises ``RuntimeError`` if no URL yields a file with the expected checksum.
+    Raises :class:`FetchError` (an ``OSError``) if no URL yields a file with the expected checksum.
     """
     target = Path(target).expanduser() if target is not None else default_target()
     out = target / "wikitext-2-raw"
@@ -80,4 +84,4 @@ def fetch_wikitext2(
             for name in ("wiki.train.raw", "wiki.valid.raw", "wiki.test.raw"):
                 os.replace(unpacked / name, out / name)
             return out
-    raise RuntimeError("could not fetch WikiText-2:\n  " + "\n  ".join(errors))
+    raise FetchError("could not fetch WikiText-2 (no network?): " + "; ".join(errors))

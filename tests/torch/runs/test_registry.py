@@ -123,7 +123,7 @@ def test_list_prints_one_line_per_run_with_its_status(capsys, monkeypatch):
         (["run", "no_such_run"], "must be a saved run"),
         (["run", "barrier_ce", "--jobs", "2"], "apply to per-seed runs"),
         (["run", "hybrid_long", "--train-only"], "applies to trained runs"),
-        (["run", "hybrid_long", "--jobs", "0"], "must be >= 1"),
+        (["run", "hybrid_long", "--jobs", "0"], "expected an integer >= 1"),
         (["verify", "no_such_run"], "must be a saved run"),
     ],
 )

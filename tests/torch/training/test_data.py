@@ -99,7 +99,7 @@ def test_fetch_checks_sha256_with_local_archive(tmp_path):
             z.write(f, f"wikitext-2-raw/{f.name}")
     digest = hashlib.sha256(archive.read_bytes()).hexdigest()
     assert fetch.sha256_of(archive) == digest
-    with pytest.raises(RuntimeError, match="sha256"):
+    with pytest.raises(fetch.FetchError, match="sha256"):
         fetch.fetch_wikitext2(tmp_path / "bad", urls=(archive.as_uri(),), sha256="0" * 64)
     out = fetch.fetch_wikitext2(tmp_path / "good", urls=(archive.as_uri(),), sha256=digest)
     assert sorted(p.name for p in out.iterdir()) == ["wiki.test.raw", "wiki.train.raw", "wiki.valid.raw"]

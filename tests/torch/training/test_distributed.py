@@ -61,7 +61,7 @@ def test_torchrun_sweep_fans_out_one_lambda_per_process(tmp_path):
         "--standalone",
         "--nproc_per_node=2",
         "-m",
-        "nextword.torch.cli",
+        "nextword",
         "sweep",
         "--config",
         "tiny",
