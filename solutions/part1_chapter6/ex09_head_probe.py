@@ -8,8 +8,9 @@
 #
 # We answer with an experiment on `AgreementTask` (see the book notebook): fillers from an order-2 chain,
 # one subject `S1`–`S4` among the first four tokens, and markers `V` whose next token must be the agreement
-# form `A1`–`A4` of the subject. A 1-layer, 4-head `TinyLM` is trained below, after your functions (about 10 s;
-# longer if the first seed does not learn the agreement).
+# form `A1`–`A4` of the subject. A 1-layer, 4-head `TinyLM` is trained below, after your functions (about 20 s
+# of computing on one core, longer on a busy machine, and again as long for every seed that does not learn
+# the agreement).
 #
 # 1. Implement `subject_attention(weights, subject_pos, marker_mask)`: for attention weights
 #    `(N, H, T, T)`, the mean weight that the marker queries put on their sentence's subject, per head `(H,)`.
