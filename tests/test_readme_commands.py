@@ -129,6 +129,7 @@ CHEAP_FORMS: dict[str, list[str]] = {
     # --- saved runs: what exists (running them is make results: hours) --------------------------------
     "nextword results list": ["{py} -m nextword results list"],
     "nextword results run": ["{py} -m nextword results run --help"],
+    "nextword results run NAME": ["{py} -m nextword results run --help"],
     "nextword results verify": ["{py} -m nextword results verify --help"],
     "nextword results run dynamics_table1 --jobs 2": ["{py} -m nextword results run --help"],
     "nextword results run barrier_ce --train-only": ["{py} -m nextword results run --help | grep -q -- --train-only"],

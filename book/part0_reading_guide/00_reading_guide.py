@@ -149,7 +149,8 @@ assert abs(share_of_word_1 - weights[0]) < 0.01  # the claim about the estimate,
 # ## Key takeaways
 #
 # - A softmax turns scores into positive weights that add up to 1; a larger score gets a larger share.
-# - Every page works a tiny example by hand, computes it with `nextword`, and asserts that they agree.
+# - Every lesson page works a tiny example by hand, computes it with `nextword`, and asserts that they
+#   agree.
 # - A page that runs to the end has checked each of its claims on your machine; a false claim stops it.
 # - Exact numbers are printed as they are; produced numbers (training, sampling) are marked with a
 #   dotted underline, and their claims are checked with a tolerance.

@@ -424,7 +424,7 @@ print(f"L = 16: recall by the loop above {produced(by_hand.mean(), '.3f')}, "
 assert np.abs(by_hand - library).max() <= 0.01  # the same computation (the library sums the loop)
 
 # %% [markdown]
-# While $L\cdot(V-1)\le d$, that is $L\le4$ here, the state is an invertible linear image of the
+# While $L\cdot(V-1)\le d$, that is $L\le4$ here, the state is a one-to-one linear image of the
 # one-hot inputs (each position has $V-1$ free directions), so some linear read-out reproduces every
 # symbol exactly. Beyond that, the positions have to share directions of the state.
 #
@@ -600,10 +600,10 @@ plt.show()
 
 # %% [markdown]
 # **Figure 6.1.5** (the chapter's Fig. 6.2 with trained models). Per-position recall on held-out copy
-# sequences. In a copy task every symbol is needed $L+1$ steps after it was read, so the GRU must hold
+# sequences. In a copy task every symbol is needed $L$ steps after it was read, so the GRU must hold
 # all $L$ symbols in its 32 numbers at once: see its recall flat across positions, well above chance
 # ($1/8$) and well below 1 — no position is kept whole. The transformer keeps one vector per position,
-# attends back a fixed distance and copies everything.
+# so it can attend back to the symbol it must copy, and it copies everything.
 #
 # ## Key takeaways
 #
@@ -643,7 +643,7 @@ plt.show()
 #    reproduce every symbol of a sequence of $L=4$? Of $L=5$? What did the page measure at $L=5$?
 #
 #    ```{dropdown} Answer
-#    $L=4$: yes, $4\cdot 7 = 28 \le 32$: the state is an invertible image of the inputs, and the page
+#    $L=4$: yes, $4\cdot 7 = 28 \le 32$: the state is a one-to-one linear image of the inputs, and the page
 #    measures recall 1.000. $L=5$: $5\cdot 7 = 35 > 32$, so no linear read-out reproduces the one-hot
 #    symbols exactly any more; but its largest entry can still name the right symbol, and the measured
 #    recall is still above 0.99 (printed below; 0.988 at $L=6$). Past the limit, recall is lost

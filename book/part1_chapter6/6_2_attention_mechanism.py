@@ -52,7 +52,7 @@
 # | $P$, $\hat P$ | the true probability of the next word given the context; a model's prediction of it | numbers |
 # | $H(\cdot)$, $H(\cdot\mid\cdot)$ | entropy and conditional entropy, in nats | number |
 # | $I(\cdot\,;\cdot)$ | mutual information, in nats | number |
-# | $h$ | the number of attention heads (Checking the paper) | integer |
+# | $h$ | the number of attention heads ([6.4](6_4_multi_head.ipynb)) | integer |
 # ```
 #
 # Words count from 1, as in the chapter. Python counts from 0, so in the code word $i$ of a sentence
@@ -441,6 +441,7 @@ heatmap(np.vstack([contributions, output[None]]), ax=axes[1, 1], row_labels=labe
         cmap="RdBu_r", vmin=-contrib_scale, vmax=contrib_scale,
         title="α[21, j] v[j] and their sum (Fig. 6.8)")
 axes[1, 1].set(xlabel="value component", ylabel="word j")
+axes[1, 1].set_xticks(range(0, d_k, 3), labels=range(1, d_k + 1, 3))  # components count from 1
 for ax in axes[0, 1], axes[1, 0]:
     ax.set_xticks(range(1, 22), labels=RUNNING_EXAMPLE, rotation=70, fontsize=7)
 plt.tight_layout()
@@ -474,7 +475,8 @@ assert trained_weights[:, 18 - 1, 2 - 1].max() > 0.9
 # **Figure 6.2.4** (the chapter's Fig. 6.9, measured). The two heads' attention matrices for the
 # chapter's sentence, one row per query. Rows add up to one; the upper triangle is zero (the
 # {term}`causal mask`: no word sees a later word, [6.3](6_3_causal_masking.ipynb)). Most rows are
-# diffuse — their next words are fixed, so there is nothing to look for — while rows that have
+# diffuse — their next words are fixed, or drawn independently of every earlier word, so there is
+# nothing to look for — while rows that have
 # something to predict pick the word that tells them: "the" at 18, which precedes the noun, looks back
 # at "software".
 #

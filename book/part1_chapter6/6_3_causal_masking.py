@@ -428,7 +428,7 @@ plt.show()
 # ## The running example under the mask (Fig. 6.15)
 
 # %%
-words_and_blank = list(RUNNING_EXAMPLE) + ["___"]
+words_and_blank = list(RUNNING_EXAMPLE) + ["(blank)"]
 n_words = len(words_and_blank)  # 22: 21 context words + the blank
 i = 21  # the query of word 21 ("would") predicts word 22
 row = causal_mask(n_words)[i - 1]  # (22,): which words query 21 may see
@@ -548,8 +548,8 @@ assert np.all(np.triu(head_weights, 1) == 0)
 # **Figure 6.3.6** (the chapter's Figs. 6.17 and 6.16, measured). Left: the largest difference
 # between the logits (the scores before the final softmax over the vocabulary) computed for position
 # $t$ in one training-style pass and in a generation-style pass over $w[1..t]$. With the mask it is
-# float rounding ($<10^{-5}$) at every position — what the model learned in training is exactly what
-# it does when generating. Without the mask the two agree only at the last position, where there
+# float rounding ($<10^{-5}$) at every position, or exactly 0 (drawn at $10^{-12}$, the bottom of
+# the axis) — what the model learned in training is exactly what it does when generating. Without the mask the two agree only at the last position, where there
 # happens to be no future. Right: one head of the masked model; see the zero triangle above the
 # diagonal — the mask — and the staircase edge of the allowed region, where row $i$ has $i$ entries
 # (Fig. 6.16's "stepped pyramid", drawn there as a surface).

@@ -28,6 +28,17 @@
 # block) · probability distributions and conditional probability; logarithms; matrix products; a
 # gradient. **Reading time:** about 8 minutes.
 #
+# ```{admonition} Symbols on this page
+# :class: note
+# | symbol | meaning | shape |
+# |---|---|---|
+# | $p(x,y)$, $p(y\mid x)$ | a joint probability and a conditional probability | numbers |
+# | $v$, $\dot v$ | the state of a linear differential equation and its time derivative | vectors |
+# | $A$, $B$ | the matrices of a state-space model, $\dot v=Av+Bh$ ([2.5](05_temporal_structure.ipynb)) | matrices |
+# | $h$ | the input of a state-space model | vector |
+# | $x$, $y$ | two random quantities | |
+# ```
+#
 # *Source: R. Baptista, A. Stuart, S. Tran, "Large Language Models: A Mathematical Formulation",
 # §2–6, §8–9 and Appendices A–D (§7, the applications with a 3-billion-parameter model, is not rebuilt).*
 
@@ -112,32 +123,41 @@ plt.show()
 # ## What the book found
 #
 # Every formula the part uses is recomputed; where a printed one fails its check, the page shows
-# the failure, uses a corrected form, and the [errata](../ERRATA.md) ledger records it (rows of
-# source "Formulation — Baptista, Stuart, Tran", named below by their location).
+# the failure (in its folded section *Checking the paper*), uses a corrected form, and the book's
+# [errata list](../ERRATA.md) records it, under the source "Formulation — Baptista, Stuart, Tran"
+# and the location named below.
 #
 # - **Remark 2.5 measured** ([2.1](01_tokenisation_bpe.ipynb)): on tiny Shakespeare, more BPE merges
 #   shorten a text with quickly diminishing returns, close to a power law with a small exponent;
-#   Example 3.2's "several pages" for a 4096-token window holds.
-# - **The shared-prefix objective is not biased** ([2.2](02_objective_kl.ipynb); errata row
-#   "§10 … and Eq. (4.5)"): the paper calls its empirical objective a biased approximation; it is
-#   unbiased, and sharing prefixes changes only its variance.
+#   Example 3.2's "several pages" for a 4096-token window holds, but CLIP's 77 tokens hold at most 77
+#   words, less than one paragraph, not "several paragraphs" ("Example 3.2, CLIP's context
+#   window").
+# - **The shared-prefix objective is not biased** ([2.2](02_objective_kl.ipynb); "§10 … and
+#   Eq. (4.5)"): the paper calls its empirical objective a biased approximation; it is unbiased, and
+#   sharing prefixes changes only its variance.
 # - **The attention block** ([2.4](04_attention_block_set_transformer.ipynb)): layer normalisation
-#   written with sums instead of averages is neither centred nor shift invariant (row "§5.1, Example
-#   5.2, Eq. (5.4)"); mean pooling divides by the wrong count (row "§5.2, Example 5.4"); Appendix B's
-#   measure form adds the block's input where (5.3) adds the current value (row "Appendix B, Eq.
-#   (B.4c)").
+#   written with sums instead of averages is neither centred nor shift invariant ("§5.1, Example
+#   5.2, Eq. (5.4)"); mean pooling divides by the wrong count ("§5.2, Example 5.4"); Appendix B's
+#   measure form adds the block's input where (5.3) adds the current value ("Appendix B, Eq.
+#   (B.4c)"); max pooling is not of the linear form (B.5) ("Appendix B, Example B.2").
 # - **Temporal structure** ([2.5](05_temporal_structure.ipynb)): the printed wavelengths of
-#   Example 5.8 leave no coarse scale (row "§5.3.1, Example 5.8"); the RoFormer inner product drops
-#   the rotation's cross-terms (row "§5.3.2"); multiplying a score by 0 does not mask it (row "§5.3.3,
-#   causal attention"); the state-space solution formulas of Appendix C hold only when $A$ and $B$
-#   commute (rows "Appendix C, Eq. (C.3a)" and "(C.4a)"); (5.9a) reads an input that does not exist
-#   (row "§5.3.4, Eq. (5.9a)").
+#   Example 5.8 leave no coarse scale ("§5.3.1, Example 5.8"); the RoFormer inner product drops the
+#   rotation's cross-terms ("§5.3.2"); multiplying a score by 0 does not mask it ("§5.3.3, causal
+#   attention"); the state-space solution formulas of Appendix C hold only when $A$ and $B$ commute
+#   ("Appendix C, Eq. (C.3a)" and "(C.4a)"); (5.9a) reads an input that does not exist ("§5.3.4,
+#   Eq. (5.9a)").
 # - **Generation** ([2.6](06_sequence_generation.ipynb)): Example 6.1's windowed search is a
-#   different algorithm from beam search (row "§6.2, Example 6.1").
+#   different algorithm from beam search ("§6.2, Example 6.1").
 # - **Evaluation** ([2.7](07_evaluation.ipynb)): the exponentiated log-likelihood of a whole
-#   sequence is not the perplexity used in practice, which is per token (row "§8.1, Example 8.1").
+#   sequence is not the perplexity used in practice, which is per token ("§8.1, Example 8.1").
 # - **Discrete diffusion** ([2.8](08_discrete_diffusion.ipynb)): the printed rate matrices of
 #   Examples 9.2 and 9.3 have rows that do not sum to zero, (9.1) conserves probability only with
-#   the transposed generator, and the reverse process samples the data at time 0, not at $T$ (rows
-#   "§9, Eq. (9.1)", "§9, Example 9.2", "§9, Example 9.3", "§9, paragraph after Eq. (9.4)" and the
-#   others of §9 and Appendix D).
+#   the transposed generator, and the reverse process samples the data at time 0, not at the end
+#   time of the forward process ("§9, Eq. (9.1)", "§9, Example 9.2", "§9, Example 9.3", "§9,
+#   paragraph after Eq. (9.4)" and the others of §9 and Appendix D).
+# - **The remaining examples** ([2.9](09_examples_appendix.ipynb)): Example 2.10's CLIP does not give
+#   its image sequence the text model's width (768 against 512; "Example 2.10, CLIP's widths");
+#   Example B.1's batch measure has the wrong weight ("Appendix B, Example B.1"); of §7.4's claims about the two generated programs,
+#   the blow-up and the bounded solution hold, but "a specific example in two dimensions" fits only
+#   the first, and the fine-tuned model's ODE is linear although a nonlinear one was asked for
+#   ("§7.4 (Coding), the two programs of App. E.4"); the arithmetic of Appendix E.3 checks out.

@@ -29,6 +29,33 @@
 # vector comes from) · counting with Python dictionaries; a matrix times a vector; a derivative as a
 # limit of difference quotients. **Reading time:** about 30 minutes.
 #
+# ```{admonition} Symbols on this page
+# :class: note
+# | symbol | meaning | shape |
+# |---|---|---|
+# | $\mathcal V$ | the vocabulary after the merges; $\lvert\mathcal V\rvert$ is its size | set |
+# | $\mathcal V_0$, $\mathcal V_1$ | the initial alphabet (letters or bytes); the vocabulary after one merge | sets |
+# | $a$, $b$, $c$, $d$, $e$ | the symbols of the tiny example's alphabet and its merges (letters, not numbers) | symbols |
+# | $f$, $f_m$ | a text (over the initial alphabet $f^{(0)}$, after one merge $f^{(1)}$, …); its token at position $m$ | tokens |
+# | $m$ | a position in a text | integer |
+# | $M$ | the length of a text in tokens | integer |
+# | $\kappa$, $\gamma$ | scale and exponent of the fitted power law $M\approx\kappa\lvert\mathcal V\rvert^{-\gamma}$ | numbers |
+# | $\lambda_{\text{att}}$, $\lambda_{\text{out}}$ | weights of the attention cost and of the output-layer cost in the toy cost | numbers |
+# | $C$ | the toy cost per sequence, smallest at the vocabulary size $\lvert\mathcal V\rvert^*$ | number |
+# | $d_e$ | the embedding width | integer |
+# | $\phi$ | the embedding map: token $\mapsto$ vector | $\mathcal V\to\mathbb R^{d_e}$ |
+# | $\varphi$, $\varphi_v$ | the embedding table (the paper's layout: one column per token); the column of token $v$ | $(d_e,\lvert\mathcal V\rvert)$, $(d_e,)$ |
+# | $E=\varphi^\top$ | the same table as the library stores it, one row per token | $(\lvert\mathcal V\rvert,d_e)$ |
+# | $e_v$ | the one-hot vector of token $v$ | $(\lvert\mathcal V\rvert,)$ |
+# | $G$ | the gradient of a loss with respect to the embedded text | $(M,d_e)$ |
+# ```
+#
+# ```{admonition} In the paper's notation
+# :class: note
+# The paper writes the vocabularies in bold, $\mathbf V_0$ and $\mathbf V$; the book writes
+# $\mathcal V_0$ and $\mathcal V$. It labels tokens $1,\dots,\lvert\mathbf V\rvert$; the library labels them from 0.
+# ```
+#
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §2.1–2.3
 # (Examples 2.1–2.3, Remarks 2.4–2.5, Definitions 2.6–2.7, Remarks 2.8–2.9; Example 3.2).*
 
@@ -64,7 +91,7 @@ MAX_MERGES = 3840  # vocabulary 256 + 3840 = 4096 at the end of the curve
 #
 # A {term}`token` is one piece of text as the model sees it: a letter, part of a word, a whole word.
 # The {term}`vocabulary` is the finite set of all tokens the model knows. The paper's first example
-# starts from the three-letter alphabet $\mathbf V_0=\{a,b,c\}$ and the text
+# starts from the three-letter alphabet $\mathcal V_0=\{a,b,c\}$ and the text
 # $f^{(0)}=abcababc$ (8 symbols). One round of {term}`byte-pair encoding`:
 #
 # 1. count every pair of neighbouring symbols (overlapping: `abc` has the pairs `ab` and `bc`);
@@ -139,12 +166,13 @@ plt.show()
 # %% [markdown]
 # **Figure 2.1.1.** Byte-pair encoding of $abcababc$ as trees of pairs. The bottom row is the input,
 # one box per letter; each box above joins the two boxes under it, at the level of the merge that
-# created it (left: the merges in order). The orange tops, read left to right, are the encoded text
-# $ede$; the leaves under each top spell the letters it stands for.
+# created it (left: the merges in order). The top box of each tree (shaded apart from the others),
+# read left to right, is the encoded text $ede$; the leaves under each top spell the letters it
+# stands for.
 #
 # Reading the leaves of the trees is decoding: replace each new symbol by its pair until only letters
 # are left. No information is lost, so encoding is a one-to-one map (a bijection) between texts over
-# $\mathbf V_0$ and texts over $\mathbf V$:
+# $\mathcal V_0$ and texts over $\mathcal V$:
 
 # %%
 pair_of = {"d": "ab", "e": "dc"}
@@ -193,7 +221,7 @@ print(f"{len(single)} of the 100 most frequent held-out words are one token "
 assert len(single) >= 90
 
 # %% [markdown]
-# The exceptions are capitalised words, which in verse mostly start a line ("And", "That"): a
+# The exceptions are capitalised words, most of which start a line of verse ("And", "That"): a
 # capital letter makes a different byte, so "And" is counted apart from "and" and gathers fewer
 # merges.
 #
@@ -217,7 +245,7 @@ bytes_per_token = n_bytes / lengths
 for size, n_tokens, ratio in zip(vocab, lengths, bytes_per_token):
     print(f"|V| = {size:5d}: held-out text = {n_tokens:7d} tokens, {ratio:.3f} bytes/token")
 assert lengths[0] == n_bytes  # no merges: one token per byte
-assert np.all(np.diff(lengths) < 0)  # more merges, strictly shorter
+assert np.all(np.diff(lengths) < 0)  # Figure 2.1.2: more merges, strictly shorter; bytes per token grows
 first_cut = 1 - lengths[5] / lengths[0]  # the first 256 merges (|V| 256 -> 512)
 last_cut = 1 - lengths[-1] / lengths[-2]  # the last merges (|V| 2304 -> 4096)
 print(f"the first 256 merges shorten the text by {100 * first_cut:.0f}%, "
@@ -227,68 +255,76 @@ assert first_cut > 5 * last_cut  # diminishing returns
 # %% [markdown]
 # Diminishing returns: the first 256 merges cut the length by 45%, the last 1792 (from a vocabulary
 # of 2304 to 4096) by 6%. Over the upper part of the curve the length $M$ is close to a power law
-# $M(|\mathbf V|)\approx a|\mathbf V|^{-b}$ with a small exponent $b$; we fit $a$ and $b$ by least
-# squares on the logarithms.
+# $M(|\mathcal V|)\approx\kappa|\mathcal V|^{-\gamma}$ with a small exponent $\gamma$; we fit $\kappa$
+# and $\gamma$ by least squares on the logarithms.
 
 # %%
 fit_mask = vocab >= 512
 slope, log_a = np.polyfit(np.log(vocab[fit_mask]), np.log(lengths[fit_mask]), 1)
 a_fit, b_fit = np.exp(log_a), -slope
-print(f"fit over |V| >= 512: M ≈ {a_fit:.4g} |V|^(-{b_fit:.3f})")
+print(f"fit over |V| >= 512: M ≈ {a_fit:.4g} |V|^(-{b_fit:.3f})  (kappa = {a_fit:.4g}, gamma = {b_fit:.3f})")
 assert 0.1 < b_fit < 0.25  # a small exponent
 
 # %% [markdown]
 # **What the trade-off costs, in a toy model.** The paper leaves open where the balance lies. A crude
 # cost per sequence, per unit of model width, has two terms: attention compares every pair of the
 # $M$ positions (cost $\propto M^2$, Example 3.2), and the output layer scores every one of the
-# $|\mathbf V|$ tokens at every position (cost $\propto M|\mathbf V|$; it is the matrix $B$ of the
-# paper's Eq. (5.7), met in [2.4](04_attention_block_set_transformer.ipynb)). With weights $c_1$,
-# $c_2$ for the two terms, sympy finds where the cost stops falling:
+# $|\mathcal V|$ tokens at every position (cost $\propto M|\mathcal V|$; it is the output map of the
+# paper's Eq. (5.7), met in [2.4](04_attention_block_set_transformer.ipynb)). With weights
+# $\lambda_{\text{att}}$, $\lambda_{\text{out}}$ for the two terms, the toy cost is
+# $C(|\mathcal V|)=\lambda_{\text{att}}M^2+\lambda_{\text{out}}M|\mathcal V|$ with
+# $M=\kappa|\mathcal V|^{-\gamma}$, and sympy finds where it stops falling:
 
 # %%
-V, a, b, c_1, c_2 = sp.symbols("V a b c_1 c_2", positive=True)
-length_of_V = a * V ** (-b)
-cost = c_1 * length_of_V**2 + c_2 * length_of_V * V  # per unit width d
+V = sp.Symbol(r"\lvert\mathcal{V}\rvert", positive=True)  # the vocabulary size |V|
+kappa, gamma = sp.symbols("kappa gamma", positive=True)  # M = kappa |V|^(-gamma)
+lam_att, lam_out = sp.symbols("lambda_att lambda_out", positive=True)  # weights of the two costs
+length_of_V = kappa * V ** (-gamma)
+cost = lam_att * length_of_V**2 + lam_out * length_of_V * V  # per unit of model width
 stationary = sp.solve(sp.Eq(sp.diff(cost, V), 0), V)
 assert len(stationary) == 1
-closed_form = (2 * a * b * c_1 / ((1 - b) * c_2)) ** (1 / (1 + b))
-display(Math(r"C(V) = " + sp.latex(sp.powsimp(cost)) + r",\qquad \frac{dC}{dV}=0 \text{ at } V^* = "
-             + sp.latex(closed_form)))
+closed_form = (2 * kappa * gamma * lam_att / ((1 - gamma) * lam_out)) ** (1 / (1 + gamma))
+display(Math(r"C = " + sp.latex(sp.powsimp(cost)) + r",\qquad \frac{dC}{d\lvert\mathcal V\rvert}=0"
+             r" \text{ at } \lvert\mathcal V\rvert^* = " + sp.latex(closed_form)))
 
 # %% [markdown]
 # Two checks of sympy's root against the closed form, at arbitrary values, and that it is a minimum
-# (the second derivative is positive when $b<1$):
+# (the second derivative is positive when $\gamma<1$):
 
 # %%
-for values in ({a: 3.0, b: 0.2, c_1: 1.0, c_2: 2.0}, {a: 50.0, b: 0.5, c_1: 0.3, c_2: 1.0}):
+for values in ({kappa: 3.0, gamma: 0.2, lam_att: 1.0, lam_out: 2.0},
+               {kappa: 50.0, gamma: 0.5, lam_att: 0.3, lam_out: 1.0}):
     v_star = float(stationary[0].subs(values))
     assert abs(v_star - float(closed_form.subs(values))) < 1e-9 * v_star
-    assert float(sp.diff(cost, V, 2).subs(values).subs(V, v_star)) > 0  # a minimum (b < 1)
+    assert float(sp.diff(cost, V, 2).subs(values).subs(V, v_star)) > 0  # a minimum (gamma < 1)
 print("sympy's root equals the closed form and is a minimum at both test points")
 
 # %% [markdown]
-# With the measured $b\approx0.17$ the optimum grows with the length scale $a$ of the text and with
-# the weight $c_1$ of attention. The model ignores memory, training-data efficiency and what a model
-# can learn, but it makes Remark 2.5 concrete: where the balance lies depends on how much long
+# With the measured $\gamma\approx0.17$ the optimum grows with the length scale $\kappa$ of the text
+# and with the weight $\lambda_{\text{att}}$ of attention. The model ignores memory, training-data
+# efficiency and what a model can learn, but it makes Remark 2.5 concrete: where the balance lies depends on how much long
 # sequences cost against large vocabularies, that is, on the architecture and the task. For a
-# 10,000-character text (a few pages) with $c_1=c_2$:
+# 10,000-character text (a few pages) with $\lambda_{\text{att}}=\lambda_{\text{out}}$:
 
 # %%
 text_chars = 10_000
 scale = text_chars / len(held_out)  # the fit is for the whole held-out text
-fitted = {a: a_fit * scale, b: b_fit, c_1: 1, c_2: 1}
+fitted = {kappa: a_fit * scale, gamma: b_fit, lam_att: 1, lam_out: 1}
 V_star = float(stationary[0].subs(fitted))
-print(f"toy optimum for a {text_chars}-character text with c1 = c2: |V|* ≈ {V_star:.0f}")
+print(f"toy optimum for a {text_chars}-character text with equal weights: |V|* ≈ {V_star:.0f}")
 cost_fn = sp.lambdify(V, cost.subs(fitted))
 grid = np.geomspace(256, 65536, 20000)
 grid_best = grid[np.argmin(cost_fn(grid))]
 assert abs(grid_best - V_star) / V_star < 0.01  # the stationary point is the grid minimum
+attention_term, output_term = (lengths * scale) ** 2, lengths * scale * vocab
+# Figure 2.1.2: the attention term falls all the way; the output term rises from |V| = 512 on
+assert np.all(np.diff(attention_term) < 0) and np.all(np.diff(output_term[fit_mask]) > 0)
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(14, 4), layout="constrained")
 axes[0].plot(vocab, lengths / lengths[0], "o-")
 axes[0].plot(vocab[fit_mask], a_fit * vocab[fit_mask] ** (-b_fit) / lengths[0], "k--",
-             label=f"fit $\\propto|V|^{{-{b_fit:.2f}}}$")
+             label=f"power-law fit $\\propto|V|^{{-{b_fit:.2f}}}$")
 axes[0].set_ylabel("tokens / bytes (held-out text)")
 axes[0].legend()
 axes[1].plot(vocab, bytes_per_token, "o-")
@@ -297,28 +333,32 @@ tokens_per_text = lengths * scale
 axes[2].plot(vocab, tokens_per_text**2, "o-", label="attention $\\propto M^2$")
 axes[2].plot(vocab, tokens_per_text * vocab, "s-", label="output layer $\\propto M|V|$")
 axes[2].plot(vocab, tokens_per_text**2 + tokens_per_text * vocab, "k^-", label="sum")
-axes[2].axvline(V_star, color="grey", ls=":", label="sympy optimum $V^*$")
+axes[2].axvline(V_star, color="grey", ls=":", label="sympy optimum $|V|^*$")
 axes[2].set_yscale("log")
-axes[2].set_ylabel("cost per 10,000 characters (units of d)")
+axes[2].set_ylabel("toy cost per 10,000 characters")
 axes[2].legend(fontsize=8)
 for axis in axes:
     axis.set_xscale("log")
+    axis.set_xticks([256, 512, 1024, 2048, 4096], ["256", "512", "1024", "2048", "4096"])
+    axis.minorticks_off()
     axis.set_xlabel("vocabulary size |V|")
 plt.show()
 
 # %% [markdown]
 # **Figure 2.1.2.** Remark 2.5 measured on held-out tiny Shakespeare. Left: length in tokens
 # relative to raw bytes as the vocabulary grows from 256 to 4096 (nested prefixes of one run's
-# merges); the dashed line is the power-law fit. Middle: the same as bytes per token — see how it
-# flattens. Right: the toy cost $M^2+M|\mathbf V|$ for a 10,000-character text; the dotted line is
-# the sympy optimum $V^*$, where the falling attention term meets the rising output term.
+# merges); the dashed black line is the power-law fit. Middle: the same as bytes per token — see how
+# it flattens. Right: the toy cost with equal weights for a 10,000-character text, its attention
+# term $M^2$ (blue circles), its output term $M|\mathcal V|$ (vermilion squares) and their sum (black
+# triangles); the dotted grey line is the sympy optimum $|\mathcal V|^*$, near the bottom of the sum,
+# where the falling attention term and the output term, rising from $|\mathcal V|=512$ on, balance.
 #
 # ## The embedding φ: a lookup is a matrix product (Definitions 2.6–2.7, Remarks 2.8–2.9)
 #
-# After tokenisation a text is a list of integers, the tokens' labels $1,\dots,|\mathbf V|$
+# After tokenisation a text is a list of integers, the tokens' labels $1,\dots,|\mathcal V|$
 # (Example 2.3 relabels $\{a,b,c,d,e\}$ as $\{1,\dots,5\}$). The model needs vectors. The
 # {term}`embedding` $\phi$ gives each token $v$ a learned vector $\varphi_v$ of $d_e$ numbers: the
-# columns of one matrix $\varphi\in\mathbb R^{d_e\times|\mathbf V|}$, so $\phi(v)=\varphi_v$. A text
+# columns of one matrix $\varphi\in\mathbb R^{d_e\times|\mathcal V|}$, so $\phi(v)=\varphi_v$. A text
 # is embedded token by token: $(\phi\circ f)_m=\phi(f_m)$ for each position $m$.
 #
 # A {term}`one-hot vector` $e_v$ has a 1 in place $v$ and 0 elsewhere. Multiplying $\varphi$ by
@@ -336,7 +376,7 @@ display(Math(sp.latex(phi_sym) + sp.latex(e_2) + "=" + sp.latex(phi_sym * e_2)))
 # %% [markdown]
 # The library stores the transpose, $E=\varphi^\top$, one row per token (the row-vector convention of
 # Chapter 6), and labels tokens from 0. We embed one held-out line and check three things: the lookup
-# equals one-hot rows times the table and equals the paper's columns; the table has $d_e|\mathbf V|$
+# equals one-hot rows times the table and equals the paper's columns; the table has $d_e|\mathcal V|$
 # parameters whatever the length $M$ of the text (Remark 2.8: the same $\varphi$ serves every length);
 # and the gradient of a loss with respect to the table is the one-hot matrix transposed times the
 # gradient with respect to the vectors, so a token used twice collects the sum of its two gradients.
@@ -367,83 +407,6 @@ print(f"{len(unused_rows)} of {big.vocab_size} rows get zero gradient from this 
 # gets zero gradient, so its row never moves. And nothing in $\phi$ ties synonyms together: a rare
 # word split into several tokens is embedded as several vectors, a frequent synonym as one. Learning
 # the table is the job of the training objective of [2.2](02_objective_kl.ipynb).
-#
-# ## Checking the paper
-#
-# **Example 2.1, stopped early, and Example 2.3.** The paper notes BPE may stop after one level,
-# giving $\mathbf V_1=\{a,b,c,d\}$ and $f^{(1)}=dcddc$; Example 2.3 relabels $\mathbf V$ as
-# $\{1,\dots,5\}$.
-
-# %%
-early = learn_bpe("abcababc", 1, names="d")
-assert early.vocab == ("a", "b", "c", "d")
-assert "".join(early.sequence) == "dcddc"
-labels = {s: i + 1 for i, s in enumerate(result.vocab)}
-print("stopped after one merge:", "".join(early.sequence), early.vocab)
-print("relabelled (Example 2.3):", [labels[s] for s in result.sequence])
-
-# %% [markdown]
-# **Example 2.2's orders of magnitude.** The example quotes $|\mathbf V_0|=\mathcal O(10^2)$ (tiny
-# Shakespeare has 65 characters, above), $|\mathbf V|=\mathcal O(10^4)$ for web-scale corpora (ours:
-# 4096), and texts of several paragraphs as $M=\mathcal O(10^2)$ tokens. The speeches of the held-out
-# text:
-
-# %%
-paragraphs = [p for p in held_out.split("\n\n") if len(p) > 200][:50]
-toks_per_par = np.array([len(big.encode(p)) for p in paragraphs])
-chars_per_par = np.array([len(p) for p in paragraphs])
-print(f"speeches longer than 200 characters: median {np.median(chars_per_par):.0f} characters "
-      f"-> median {np.median(toks_per_par):.0f} tokens")
-
-# %% [markdown]
-# **BPE's merges are nested.** The curve above took prefixes of one merge list; retraining with 500
-# merges gives exactly the first 500.
-
-# %%
-small = BPETokenizer.train(train_text, 256 + 500, pattern="gpt2")
-assert small.merge_list() == merges[:500]  # nesting: the prefix *is* the smaller tokenizer
-print("the 500-merge tokenizer is the first 500 merges of the 3840-merge one")
-
-# %% [markdown]
-# **Example 3.2, the context windows in text.** The example says LLaMA-2's $L=4096$ tokens are "up to
-# several pages" and CLIP's $L=77$ "up to several paragraphs". From the measured curve: words per
-# token at each tokenizer's size, times $L$. LLaMA-2's vocabulary (32,000) and CLIP's (49,408) are
-# beyond our largest tokenizer, so those two rows extrapolate the power-law fit. Pages and paragraphs
-# use the common conventions of 500 and 100 words; tiny Shakespeare is verse, not web text, so the
-# numbers are indicative.
-
-# %%
-n_words = len(held_out.split())
-print(f"held-out text: {n_words:,} words, {n_bytes:,} bytes")
-windows = ((f"our BPE, |V| = {vocab[-1]}", vocab[-1], 4096),
-           ("LLaMA-2 (|V| = 32,000)", 32_000, 4096),
-           ("CLIP text (|V| = 49,408)", 49_408, 77))
-for name, model_vocab, context in windows:
-    # tokens for the held-out text: measured at our size, extrapolated beyond it
-    n_tokens = lengths[-1] if model_vocab == vocab[-1] else a_fit * model_vocab ** (-b_fit)
-    words_in_window = context * n_words / n_tokens
-    print(f"{name:26s} L = {context:4d}: about {words_in_window:,.0f} words "
-          f"= {words_in_window / 500:.1f} pages = {words_in_window / 100:.1f} paragraphs")
-words_4096 = 4096 * n_words / (a_fit * 32_000 ** (-b_fit))
-words_77 = 77 * n_words / (a_fit * 49_408 ** (-b_fit))
-assert 2 < words_4096 / 500 < 20  # "several pages"
-assert 0.3 < words_77 / 100 < 3  # "up to several paragraphs"
-
-# %% [markdown]
-# A 4096-token window holds several pages of this text, as the example says; CLIP's 77 tokens hold
-# well under one 100-word paragraph of verse, so "up to several paragraphs" is generous at this
-# vocabulary size. The quadratic attention cost of the example is the $M^2$ term of the toy cost.
-#
-# **The embedding's gradient by finite difference.** The scatter-add gradient above, against a
-# difference quotient on one entry of the table:
-
-# %%
-eps, (v0, j0) = 1e-6, (int(ids[0]), 3)
-bumped = emb.table.copy()
-bumped[v0, j0] += eps
-fd = (np.sum(G * embed(bumped, ids)) - np.sum(G * H)) / eps
-assert abs(fd - grad[v0, j0]) < 1e-6
-print(f"dL/dE[{v0},{j0}]: scatter-add {grad[v0, j0]:.6f}, finite difference {fd:.6f}")
 
 # %% [markdown]
 # ## Key takeaways
@@ -456,7 +419,8 @@ print(f"dL/dE[{v0},{j0}]: scatter-add {grad[v0, j0]:.6f}, finite difference {fd:
 #   against attention), so the best size depends on the model and the task (Remark 2.5).
 # - The embedding is a table of one learned vector per token; a lookup is a one-hot vector times the
 #   table, and the same table serves texts of every length.
-#
+
+# %% [markdown]
 # ## Check your understanding
 #
 # 1. Run BPE by hand on `aaabdaaabac` (stop when no pair occurs twice). Which merges do you make, and
@@ -475,7 +439,7 @@ print(f"dL/dE[{v0},{j0}]: scatter-add {grad[v0, j0]:.6f}, finite difference {fd:
 #
 #    ```{dropdown} Answer
 #    The same table $\varphi$ is applied to each position separately: position $m$ gets column
-#    $\varphi_{f_m}$. So the table has $d_e|\mathbf V|$ numbers whatever $M$ is, and one trained model
+#    $\varphi_{f_m}$. So the table has $d_e|\mathcal V|$ numbers whatever $M$ is, and one trained model
 #    can read a text of any length (up to what the later layers allow) — Remark 2.8.
 #    ```
 #
@@ -483,16 +447,121 @@ print(f"dL/dE[{v0},{j0}]: scatter-add {grad[v0, j0]:.6f}, finite difference {fd:
 #    and is one token. Will their embeddings be close?
 #
 #    ```{dropdown} Answer
-#    Nothing makes them close. The rare word is three vectors, the frequent one a single vector, so
-#    they do not even live in the same space as whole words, and the pieces of the rare word get few
-#    gradient updates (a token that never occurs gets none). This is Remark 2.9's point.
+#    Nothing makes them close. The rare word enters the model as three vectors (a point of
+#    $\mathbb R^{3d_e}$), the frequent one as a single vector (a point of $\mathbb R^{d_e}$), so there
+#    is not even one pair of vectors to compare; and the pieces of the rare word get few gradient
+#    updates (a token that never occurs gets none). This is Remark 2.9's point.
 #    ```
+
+# %% tags=["hide-cell"]
+# The numbers the answers state. Question 1: BPE by hand on aaabdaaabac, with the loop of the tiny example.
+q1_text = list("aaabdaaabac")
+q1_counts = count_pairs(q1_text)
+print("Q1: pair counts", {left + right: n for (left, right), n in q1_counts.items()})
+assert q1_counts[("a", "a")] == 4 and max(q1_counts.values()) == 4
+q1 = learn_bpe("aaabdaaabac", names="ZYX")
+print("Q1: merges", [(left + right, new) for (left, right), new in q1.merges], "trace",
+      ["".join(step) for step in q1.trace], f"length {len(q1.trace[0])} -> {len(q1.sequence)}")
+assert ["".join(step) for step in q1.trace] == ["aaabdaaabac", "ZabdZabac", "YbdYbac", "XdXac"]
+assert [(left + right, new) for (left, right), new in q1.merges] == [("aa", "Z"), ("Za", "Y"), ("Yb", "X")]
+assert len(q1.trace[0]) == 11 and len(q1.sequence) == 5
+
+# %% [markdown]
+# ## Checking the paper
 #
+# **Example 2.1, stopped early, and Example 2.3.** The paper notes BPE may stop after one level,
+# giving $\mathcal V_1=\{a,b,c,d\}$ and $f^{(1)}=dcddc$; Example 2.3 relabels $\mathcal V$ as
+# $\{1,\dots,5\}$.
+
+# %% tags=["hide-cell"]
+early = learn_bpe("abcababc", 1, names="d")
+assert early.vocab == ("a", "b", "c", "d")
+assert "".join(early.sequence) == "dcddc"
+labels = {s: i + 1 for i, s in enumerate(result.vocab)}
+print("stopped after one merge:", "".join(early.sequence), early.vocab)
+print("relabelled (Example 2.3):", [labels[s] for s in result.sequence])
+
+# %% [markdown]
+# **Example 2.2's orders of magnitude.** The example quotes $|\mathcal V_0|=\mathcal O(10^2)$ (tiny
+# Shakespeare has 65 characters, above), $|\mathcal V|=\mathcal O(10^4)$ for web-scale corpora (ours:
+# 4096), and texts of several paragraphs as $M=\mathcal O(10^2)$ tokens. Taking the speeches of the
+# held-out text as paragraphs, one is about a hundred tokens, so several are a few hundred:
+# $\mathcal O(10^2)$ holds.
+
+# %% tags=["hide-cell"]
+paragraphs = [p for p in held_out.split("\n\n") if len(p) > 200][:50]
+toks_per_par = np.array([len(big.encode(p)) for p in paragraphs])
+chars_per_par = np.array([len(p) for p in paragraphs])
+print(f"speeches longer than 200 characters: median {np.median(chars_per_par):.0f} characters "
+      f"-> median {np.median(toks_per_par):.0f} tokens")
+assert 50 <= np.median(toks_per_par) <= 300  # a paragraph is O(10^2) tokens
+
+# %% [markdown]
+# **BPE's merges are nested.** The curve above took prefixes of one merge list; retraining with 500
+# merges gives exactly the first 500.
+
+# %% tags=["hide-cell"]
+small = BPETokenizer.train(train_text, 256 + 500, pattern="gpt2")
+assert small.merge_list() == merges[:500]  # nesting: the prefix *is* the smaller tokenizer
+print("the 500-merge tokenizer is the first 500 merges of the 3840-merge one")
+
+# %% [markdown]
+# **Example 3.2, the context windows in text.** The example says LLaMA-2's $L=4096$ tokens are "up to
+# several pages" and CLIP's $L=77$ "up to several paragraphs". From the measured curve: words per
+# token at each tokenizer's size, times $L$. LLaMA-2's vocabulary (32,000) and CLIP's (49,408) are
+# beyond our largest tokenizer, so those two rows extrapolate the power-law fit. Pages and paragraphs
+# use the common conventions of 500 and 100 words; tiny Shakespeare is verse, not web text, so the
+# numbers are indicative. A bound needs no extrapolation: our tokenizer, like CLIP's and GPT-2's,
+# first splits the text into words and punctuation and never merges across them, so a text has at
+# least as many tokens as words, and a window of $L$ tokens holds at most $L$ words.
+
+# %% tags=["hide-cell"]
+n_words = len(held_out.split())
+print(f"held-out text: {n_words:,} words, {n_bytes:,} bytes")
+windows = ((f"our BPE, |V| = {vocab[-1]}", vocab[-1], 4096),
+           ("LLaMA-2 (|V| = 32,000)", 32_000, 4096),
+           ("CLIP text (|V| = 49,408)", 49_408, 77))
+for name, model_vocab, context in windows:
+    # tokens for the held-out text: measured at our size, extrapolated beyond it
+    n_tokens = lengths[-1] if model_vocab == vocab[-1] else a_fit * model_vocab ** (-b_fit)
+    words_in_window = context * n_words / n_tokens
+    print(f"{name:26s} L = {context:4d}: about {words_in_window:,.0f} words "
+          f"= {words_in_window / 500:.1f} pages = {words_in_window / 100:.1f} paragraphs")
+words_4096 = 4096 * n_words / (a_fit * 32_000 ** (-b_fit))
+words_77 = 77 * n_words / (a_fit * 49_408 ** (-b_fit))
+assert 2 < words_4096 / 500 < 20  # LLaMA-2: "several pages" holds
+toks_held_out = len(big.encode(held_out))
+words_per_speech = np.array([len(par.split()) for par in paragraphs])
+assert toks_held_out >= n_words and np.all(toks_per_par >= words_per_speech)  # at least a token per word
+print(f"tokens >= words: held-out text {toks_held_out:,} >= {n_words:,}, and in each of the "
+      f"{len(paragraphs)} speeches; so 77 tokens hold at most 77 words = {77 / 100:.2f} paragraphs")
+assert words_77 < 77 < 100  # CLIP: less than one 100-word paragraph, not "several"
+
+# %% [markdown]
+# A 4096-token window holds several pages of this text, as the example says. CLIP's 77 tokens hold
+# about 57 words of this verse by the extrapolation, and at most 77 words of any text by the bound:
+# less than one 100-word paragraph, not "up to several paragraphs" (row "Example 3.2, CLIP's
+# context window" of `book/ERRATA.md`). The quadratic attention cost of the example is the $M^2$
+# term of the toy cost.
+#
+# **The embedding's gradient by finite difference.** The scatter-add gradient above, against a
+# difference quotient on one entry of the table:
+
+# %% tags=["hide-cell"]
+eps, (v0, j0) = 1e-6, (int(ids[0]), 3)
+bumped = emb.table.copy()
+bumped[v0, j0] += eps
+fd = (np.sum(G * embed(bumped, ids)) - np.sum(G * H)) / eps
+assert abs(fd - grad[v0, j0]) < 1e-6
+print(f"dL/dE[{v0},{j0}]: scatter-add {grad[v0, j0]:.6f}, finite difference {fd:.6f}")
+
+# %% [markdown]
 # ## Reproducibility
 #
 # The merges are learned on the first `TRAIN_CHARS` = 200,000 characters of tiny Shakespeare's
 # training split (about a second); `FULL=1` learns them on the whole million-character split, and the
-# curves barely move. Nothing on this page is random except the embedding table, seeded with 0.
+# curves barely move. Nothing on this page is random except the embedding table and the test
+# gradient $G$, drawn from the generator seeded with 0.
 # Library: `nextword.tokenizers` (`learn_bpe`, `BPETokenizer`), `nextword.embedding`.
 
 # %% tags=["hide-cell"]

@@ -5,13 +5,14 @@
 # before it. Why does that make it a good model of *whole texts* — and what quantity is training
 # actually pushing down?
 #
-# Every large language model is trained on the same loss: the average of $-\log$ (the probability
-# it gave to the token that actually came next), the next-token {term}`cross-entropy`. This page
-# shows where that loss comes from. Measure how far the model's distribution over whole texts is
-# from the data's with the {term}`Kullback–Leibler divergence`; because both distributions are
-# products of next-token probabilities, the divergence splits into one term per position, and the
-# only part training can change is exactly the next-token cross-entropy. A bonus of the split: a
-# small total forces every position's error to be small.
+# Every large language model is trained on the same loss: $-\log$ of the probability it gave to the
+# token that actually came next, added up (or averaged) over the positions of the training texts —
+# the next-token {term}`cross-entropy`. This page shows where that loss comes from. Measure how far
+# the model's distribution over whole texts is from the data's with the
+# {term}`Kullback–Leibler divergence`; because both distributions are products of next-token
+# probabilities, the divergence splits into one term per position, and the only part training can
+# change is exactly the next-token cross-entropy. A bonus of the split: a small total forces every
+# position's error to be small.
 #
 # ```{admonition} Learning goals
 # :class: tip
@@ -19,7 +20,7 @@
 # - compute the probability of a short text as a product of next-token probabilities, and the KL
 #   divergence between two small distributions, by hand;
 # - show that the KL divergence between whole-text distributions is the sum over positions of
-#   expected next-token KL divergences, and equals the cross-entropy loss minus a constant;
+#   expected next-token KL divergences, and equals the summed cross-entropy loss minus a constant;
 # - explain why the training objective, with every position of every training text used at once,
 #   is an unbiased estimate, and what sharing the texts changes (the variance).
 # ```
@@ -28,7 +29,36 @@
 # a finite vocabulary) · [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb) (a model
 # trained on whole sentences, every position predicting the next token; losses in {term}`nats`; the
 # {term}`entropy rate` as the lowest loss any predictor can reach) · conditional probability,
-# expectations and logarithms. **Reading time:** about 35 minutes.
+# expectations, variance and covariance, logarithms. **Reading time:** about 35 minutes.
+#
+# ```{admonition} Symbols on this page
+# :class: note
+# | symbol | meaning | shape |
+# |---|---|---|
+# | $\mathcal V$, $\lvert\mathcal V\rvert$ | the vocabulary (a finite set of tokens) and its size | set, integer |
+# | $A$, $B$ | the two tokens of the tiny example (numbered 0 and 1 in code) | tokens |
+# | $f$, $f_\ell$, $f_{1:\ell}$ | a text; its token at position $\ell$; its first $\ell$ tokens | tokens |
+# | $L$ | the length of the texts (the number of positions) | integer |
+# | $\ell$, $m$ | positions, $1,\dots,L$ ($\ell$ when summed over, $m$ for one chosen position) | integers |
+# | $\mathbf p$, $\mathbf p_{1:L}$ | the data's distribution over texts (of $L$ tokens) | probabilities |
+# | $\mathbf p_\ell(\cdot\mid f_{1:\ell-1})$ | the data's next-token distribution at position $\ell$ | $(\lvert\mathcal V\rvert,)$ |
+# | $\pi$, $\pi_\ell(\cdot\mid f_{1:\ell-1};\theta)$ | the model's distribution over texts; its next-token distribution | as for $\mathbf p$ |
+# | $\theta$ | all of the model's parameters | vector |
+# | $\phi$, $\varphi$, $\vartheta$ | the embedding map of [2.1](01_tokenisation_bpe.ipynb) and its table; the network's other parameters, $\theta=(\vartheta,\varphi)$ | |
+# | $\mathbf q_m$ | the network's next-token distribution, as a function of the embedded prefix (3.4) | $(\lvert\mathcal V\rvert,)$ |
+# | $D_{\mathrm{KL}}(\mathbf p\Vert\pi)$ | the Kullback–Leibler divergence from $\mathbf p$ to $\pi$ | number (nats) |
+# | $J(\theta)$ | the training objective: $D_{\mathrm{KL}}(\mathbf p_{1:L}\Vert\pi_{1:L}(\cdot;\theta))$ | number |
+# | $\mathcal L(\theta)$ | the summed next-token cross-entropy, (4.3a) | number |
+# | $a$, $b_x$ / $\hat a$, $\hat b_x$ | the data's / the model's probability of token 1 first, and of token 1 second after $x$ | numbers |
+# | $N$ | the number of sample texts in a data set | integer |
+# | $X_\ell$ | the loss $-\log\pi_\ell(f_\ell\mid f_{1:\ell-1})$ at position $\ell$ of a random text | number |
+# ```
+#
+# ```{admonition} In the paper's notation
+# :class: note
+# The paper writes the vocabulary in bold, $\mathbf V$ (the book: $\mathcal V$), and a general
+# divergence as $\mathcal D$. Its $\pi$ — kept here — is the model's distribution, not the number $\pi$.
+# ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §3
 # (Eqs. 3.1–3.4, Remark 3.1) and §4.1–4.2 (Eqs. 4.1–4.5, Optimisation Problem 4.4, Remarks 4.5–4.7),
@@ -56,7 +86,7 @@ use_book_style()
 rng = np.random.default_rng(0)
 
 # %% [markdown]
-# The Monte Carlo study at the end repeats a small experiment `REPS` times (see Reproducibility).
+# The simulation at the end repeats a small random experiment `REPS` times.
 
 # %% tags=["parameters"]
 FULL = os.environ.get("FULL", "0") == "1"  # more Monte Carlo repetitions; same checks
@@ -72,7 +102,7 @@ REPS = 8000 if FULL else 2000
 # $\pi(A\mid\cdot)=0.5$.
 #
 # **Step 1: a text's probability is a product of next-token probabilities** (the paper's (3.1) for
-# the data, (3.3) for the model; {term}`autoregressive` factorisation). For the text $AA$:
+# the data — (3.2) for its first $\ell$ tokens — and (3.3) for the model; {term}`autoregressive` factorisation). For the text $AA$:
 # $\mathbf p(AA)=\mathbf p(A)\,\mathbf p(A\mid A)=0.5\times0.9=0.45$ and
 # $\pi(AA)=0.6\times0.5=0.3$.
 
@@ -107,7 +137,9 @@ for t in texts:
     joint_kl += term
     print(f"text {t}: p log(p/pi) = {term:+.4f}")
 print(f"KL(p || pi) over whole texts = {joint_kl:.4f} nats")
+print(f"the model makes AB {pi_text['AB'] / p_text['AB']:.1f} times too likely")
 assert np.isclose(joint_kl, kl_divergence(list(p_text.values()), list(pi_text.values())))
+assert np.isclose(pi_text["AB"] / p_text["AB"], 6.0)
 
 # %%
 fig, ax = plt.subplots(figsize=(6, 3.6))
@@ -115,11 +147,12 @@ draw_kl_gap(list(p_text.values()), list(pi_text.values()), texts, model_symbol="
 plt.show()
 
 # %% [markdown]
-# **Figure 2.2.1.** The data's distribution over the four texts (grey) and the model's (blue). Under
-# each text, its term $\mathbf p\log(\mathbf p/\pi)$ of the KL divergence, red where the model gives
-# the text too little probability and blue where it gives too much; the title adds them up. The
-# model's worst mistake is $AB$, which it makes six times too likely, yet the largest terms are the
-# likely texts $AA$ and $BB$ it makes too rare: the data's own probabilities weight the terms.
+# **Figure 2.2.1.** The data's distribution over the four texts (grey bars) and the model's (blue
+# bars). Under each text, its term $\mathbf p\log(\mathbf p/\pi)$ of the KL divergence: positive
+# where the model gives the text too little probability, negative where it gives too much (the
+# shading of the label deepens with the size of the term); the title adds them up. Look at $AB$: it
+# is the model's worst mistake (six times too likely), yet the largest terms are the likely texts
+# $AA$ and $BB$ that it makes too rare — the data's own probabilities weight the terms.
 #
 # **Step 3: the same number, position by position.** Position 1: how far $\pi(\cdot)$ is from
 # $\mathbf p(\cdot)$. Position 2: for each first token, how far $\pi(\cdot\mid\text{first})$ is from
@@ -147,15 +180,23 @@ assert abs(position_1 + position_2 - joint_kl) < 1e-12
 #
 # **Step 4: what training can change.** Split the log of a ratio into two logs:
 # $\sum\mathbf p\log(\mathbf p/\pi)=\sum\mathbf p\,(-\log\pi)-\sum\mathbf p\,(-\log\mathbf p)$. The
-# first sum is the cross-entropy — the average next-token loss of the model on data texts. The
-# second is the {term}`entropy` of the data, which no model changes. So lowering the cross-entropy
-# lowers the KL divergence by exactly the same amount.
+# first sum is the cross-entropy of the model on data texts. Because $-\log\pi(f)$ of a text is the
+# sum of its next-token losses, $-\log\pi(f_1)-\log\pi(f_2\mid f_1)$, the cross-entropy is the
+# *expected total* next-token loss: the sum over the two positions of the average loss at that
+# position (an average over positions would be half of it). The second sum is the {term}`entropy` of
+# the data, which no model changes. So lowering the cross-entropy lowers the KL divergence by
+# exactly the same amount.
 
 # %%
 cross_entropy = sum(p_text[t] * -np.log(pi_text[t]) for t in texts)
 data_entropy = sum(p_text[t] * -np.log(p_text[t]) for t in texts)
+loss_at_1 = sum(p_text[t] * -np.log(pi_first[t[0]]) for t in texts)  # average loss, position 1
+loss_at_2 = sum(p_text[t] * -np.log(pi_second[t[0]][t[1]]) for t in texts)  # position 2
+print(f"average next-token loss: position 1 {loss_at_1:.4f}, position 2 {loss_at_2:.4f}; "
+      f"sum {loss_at_1 + loss_at_2:.4f}")
 print(f"cross-entropy {cross_entropy:.4f} - data entropy {data_entropy:.4f} "
       f"= {cross_entropy - data_entropy:.4f} = KL")
+assert abs(cross_entropy - (loss_at_1 + loss_at_2)) < 1e-12  # the cross-entropy is the summed loss
 assert abs(cross_entropy - data_entropy - joint_kl) < 1e-12
 
 # %% [markdown]
@@ -184,19 +225,21 @@ assert np.allclose(tiny.per_position, [position_1, position_2], atol=1e-12)
 #
 # The paper's training problem (Optimisation Problem 4.4) is to choose the model's parameters
 # $\theta$ to minimise $J(\theta)=D_{\mathrm{KL}}(\mathbf p_{1:L}\Vert\pi_{1:L}(\cdot;\theta))$, the
-# gap between the data's and the model's distributions over texts of $L$ tokens. Its derivation
-# (4.2a)–(4.2d) is three steps: the log of a product is a sum of logs; a term about position $\ell$
-# only needs the first $\ell$ tokens; and the data's own log-probabilities do not depend on
-# $\theta$. Sympy checks it for $L=2$ binary tokens with every probability a free symbol: $a$,
-# $b_x$ for the data's first and second token (given the first is $x$), $\alpha$, $\beta_x$ for the
-# model's.
+# gap between the data's and the model's distributions over texts of $L$ tokens. Its derivation from
+# (4.2a) is three steps: the log of a product is a sum of logs, (4.2b); a term about position $\ell$
+# only needs the first $\ell$ tokens, (4.2c); and the data's own log-probabilities do not depend on
+# $\theta$, (4.2d). (Remarks 4.2 and 4.3, on where real training text comes from and how its
+# curation breaks the independence of the samples, are about practice and are not checked here.)
+# Sympy checks it for $L=2$ binary tokens (numbered 0 and 1) with every probability a free
+# symbol: the data picks token 1 first with probability $a$, and token 1 second, after a first token
+# $x$, with probability $b_x$; the model's probabilities are $\hat a$ and $\hat b_x$.
 
 # %%
-a, b0, b1, al, be0, be1 = sp.symbols("a b0 b1 alpha beta0 beta1", positive=True)
+a, b0, b1, a_hat, b0_hat, b1_hat = sp.symbols("a b_0 b_1 ahat bhat_0 bhat_1", positive=True)
 p1 = {0: 1 - a, 1: a}
 p2 = {(0, 0): 1 - b0, (0, 1): b0, (1, 0): 1 - b1, (1, 1): b1}  # p(f2 | f1) keyed by (f1, f2)
-q1 = {0: 1 - al, 1: al}
-q2 = {(0, 0): 1 - be0, (0, 1): be0, (1, 0): 1 - be1, (1, 1): be1}
+q1 = {0: 1 - a_hat, 1: a_hat}
+q2 = {(0, 0): 1 - b0_hat, (0, 1): b0_hat, (1, 0): 1 - b1_hat, (1, 1): b1_hat}
 pairs = [(x, y) for x in (0, 1) for y in (0, 1)]
 # (4.2a): the joint KL over the four texts
 J_joint = sum(p1[x] * p2[x, y] * sp.log(p1[x] * p2[x, y] / (q1[x] * q2[x, y])) for x, y in pairs)
@@ -241,7 +284,7 @@ assert rest == 0
 # ## A source whose law we know (3.1), and a model to score
 #
 # To check these identities on more than two tokens we need a data distribution we know exactly.
-# The data source is a random order-2 Markov chain on $|\mathbf V|=3$ tokens (each token depends on
+# The data source is a random order-2 Markov chain on $|\mathcal V|=3$ tokens (each token depends on
 # the two before it), started from its stationary law, so $\mathbf p_{1:L}$ is known. The model
 # $\pi$ is a bigram count model (it looks at one previous token) fitted to 20 short samples, so it
 # is wrong in two ways: too short a context, and too little data. `sequence_distribution` builds
@@ -269,12 +312,14 @@ assert tv < 0.08
 
 # %% [markdown]
 # The {term}`total variation distance` between the two is small: what (3.1) computes is what the
-# source produces.
+# source produces. (Remark 3.1 takes the data's law to be all the text there is; a chain we wrote
+# down is what makes exact checks possible.)
 #
 # ## The decomposition, numerically (4.2a–d, 4.4b, Remark 4.6)
 #
 # `kl_decomposition` returns the joint KL (4.2a), the expected next-token KL at each position
-# (4.4b), the cross-entropy terms of (4.3a) and the entropy terms (the constant of 4.2d), all by
+# (4.4b) (its inner expectation written out is (4.4a)), the cross-entropy terms of (4.3a) (in the
+# network's notation, (4.3b)) and the entropy terms (the constant of 4.2d), all by
 # listing the $3^6=729$ texts. The identities of the tiny example hold to round-off, and the joint KL
 # bounds every position's term (Remark 4.6).
 
@@ -317,6 +362,15 @@ dec2 = kl_decomposition(p_next, bigram_big.next_probs, V, L)
 print(f"joint KL, order-2-context model, 40k tokens: {dec3.joint:.4f}")
 print(f"joint KL, order-1-context model, 40k tokens: {dec2.joint:.4f}")
 assert dec3.joint < 0.1 * dec2.joint
+# what Figure 2.2.2 shows: positions 1-2 are within a bigram's reach (small with enough data);
+# from position 3 on its terms stay at one level that 50 times more data barely moves,
+# while the trigram's are all far below it
+print("positions 3-6, bigram 800 tokens:", np.round(dec.per_position[2:], 4),
+      " bigram 40k:", np.round(dec2.per_position[2:], 4), " trigram 40k:", np.round(dec3.per_position[2:], 4))
+assert np.all(dec2.per_position[:2] < 0.2 * dec2.per_position[2:].min())
+assert np.ptp(dec2.per_position[2:]) < 0.05 * dec2.per_position[2:].min()
+assert dec2.per_position[2:].min() > 0.8 * dec.per_position[2:].min()
+assert np.all(dec3.per_position < 0.1 * dec2.per_position[2:].min())  # Figure 2.2.2: trigram close to zero
 
 # %%
 fig, ax = plt.subplots()
@@ -326,18 +380,22 @@ for offset, (name, d) in zip([-0.27, 0.0, 0.27], models):
     ax.bar(positions + offset, d.per_position, 0.27, label=f"{name}: J = {d.joint:.3f}")
 ax.set_xlabel("position m")
 ax.set_ylabel(r"$E_{f_{1:m-1}}\, KL(p_m \| \pi_m)$")
-ax.legend(loc="center left")
+ax.set_ylim(0, 1.4 * max(d.per_position.max() for _, d in models))
+ax.legend(loc="upper left")
 plt.show()
 
 # %% [markdown]
-# **Figure 2.2.2.** The joint KL of Optimisation Problem 4.4 split into its next-token terms (4.4b)
-# for three models of the same order-2 source. Positions 1 (no context) and 2 (one token) are
-# learnable by a bigram model; from position 3 on, the bigram's missing context costs a fixed amount
-# per token that more data does not remove, while the trigram's terms all shrink.
+# **Figure 2.2.2.** The whole-text KL divergence $J$ split into its next-token terms (4.4b) for
+# three models of the same order-2 source (the legend gives each model's $J$). Look at positions 3
+# to 6: the two bigram models' bars stand at the same height — the cost of the missing second token
+# of context, which 50 times more data does not remove — while the trigram's bars are close to
+# zero at every position. Positions 1 (no context) and 2 (one token of context) are within a
+# bigram's reach, and its bars there are small.
 #
 # ## Estimating the objective from data: shared prefixes (4.5, Remark 4.7)
 #
-# In practice $\mathbf p$ is unknown; we have $N$ sample texts. The population objective
+# In practice $\mathbf p$ is unknown; we have $N$ independent sample texts (Data Assumption 4.1). The
+# population objective
 # $\mathcal L(\theta)=\sum_\ell \mathbb E[-\log\pi_\ell]$ can be estimated in two ways:
 #
 # * **independently**: for each $\ell$ draw $N$ fresh texts of length $\ell$ and average the
@@ -346,10 +404,11 @@ plt.show()
 #   $L$ and use every position of each ($NL$ tokens).
 #
 # An estimator is {term}`unbiased <unbiased estimator>` if its average over many data sets is the
-# quantity it estimates. Both are: each term of the shared-prefix sum has the right expectation,
+# quantity it estimates. Both are (the paper's closing section calls the shared-prefix estimate
+# biased; [checked below](#checking-the-paper)): each term of the shared-prefix sum has the right expectation,
 # whatever the correlation between the terms of one text. What sharing changes is the variance,
-# $\mathrm{Var}_{\rm shared}=\tfrac1N\mathrm{Var}(\sum_\ell X_\ell)$ against
-# $\mathrm{Var}_{\rm indep}=\tfrac1N\sum_\ell\mathrm{Var}(X_\ell)$, where $X_\ell$ is the loss at
+# $\mathrm{Var}_{\mathrm{shared}}=\tfrac1N\mathrm{Var}(\sum_\ell X_\ell)$ against
+# $\mathrm{Var}_{\mathrm{indep}}=\tfrac1N\sum_\ell\mathrm{Var}(X_\ell)$, where $X_\ell$ is the loss at
 # position $\ell$; the difference is $\tfrac2N\sum_{\ell<\ell'}\mathrm{Cov}(X_\ell,X_{\ell'})$. We
 # compute both variances exactly by listing the texts, then simulate.
 
@@ -386,17 +445,20 @@ for name, est, v in [("shared prefixes (4.5)", shared, var_shared_exact),
 # %%
 fig, ax = plt.subplots()
 bins = np.linspace(min(shared.min(), indep.min()), max(shared.max(), indep.max()), 40)
-ax.hist(shared, bins, alpha=0.6, label=f"shared prefixes, N={N}")
-ax.hist(indep, bins, alpha=0.6, label=f"independent per position, N={N}")
+ax.hist(shared, bins, histtype="step", lw=1.5, label=f"shared prefixes, N={N}")
+ax.hist(indep, bins, histtype="step", lw=1.5, label=f"independent per position, N={N}")
 ax.axvline(L_true, color="k", lw=1, label=r"$\mathcal{L}(\theta)$")
 ax.set_xlabel("estimate of the objective (nats)")
 ax.set_ylabel("data sets")
-ax.legend()
+ax.set_ylim(0, 1.35 * ax.get_ylim()[1])
+ax.legend(loc="upper left", fontsize=8)
 plt.show()
 
 # %% [markdown]
-# **Figure 2.2.3.** Sampling distributions of the two estimators of Remark 4.7 over repeated data
-# sets: both are centred on the exact objective (no bias). Their spreads differ by the
+# **Figure 2.2.3.** The two estimators of Remark 4.7, each computed on `REPS` independent data sets
+# of $N$ texts: a histogram of their values (shared prefixes blue, independent draws vermilion), and
+# the exact objective $\mathcal L(\theta)$ as a black line. Look at the centres: both histograms sit
+# on the line (no bias). Their spreads differ by the
 # cross-position covariance term; for this source and model the position losses are positively
 # correlated, so sharing prefixes costs some variance per text — but it uses $(L+1)/2$ times
 # fewer tokens. At an equal token budget the shared-prefix estimator has variance
@@ -411,30 +473,9 @@ print(f"tokens per sequence: shared prefix {L}, independent draws {L * (L + 1) /
       f"({budget_factor:g} times more)")
 print(f"equal-budget variance: shared {var_shared_exact / budget_factor:.5f} "
       f"vs independent {var_indep_exact:.5f}")
+assert offdiag > 0  # positively correlated position losses: sharing costs variance per text
+assert var_shared_exact > var_indep_exact
 assert var_shared_exact / budget_factor < var_indep_exact
-
-# %% [markdown]
-# ## Checking the paper
-#
-# **§10 on (4.5): "biased"?** The paper's closing section says the population objective is
-# typically "approximated in a biased way, using correlated data samples", meaning the
-# shared-prefix objective (4.5). The simulation above says otherwise: over 2000 data sets the
-# shared-prefix mean is within a few standard errors of the exact objective, like the independent
-# one; the correlation changes only the variance, and at an equal token budget the shared estimator
-# is the *better* one. Recorded in `book/ERRATA.md` (row "§10 … and Eq. (4.5)").
-#
-# **(4.5) has no $1/N$.** The paper writes (4.5) as a sum over the $N$ texts without the $1/N$ of
-# the empirical measure $\mathbf p^N_{1:\ell}$ it defines just before. The estimators above divide
-# by $N$; the factor does not move the minimiser. The library's `shared_prefix_estimate` is the
-# averaged form; one line checks it against the simulation's last data set (the `assert` after the
-# loop above).
-#
-# **Remark 4.6's bound, position by position.** The bound $J\ge$ each expected next-token KL was
-# asserted on the order-2 source; on the tiny example it reads:
-
-# %%
-print(f"tiny example: J = {tiny.joint:.4f} >= position terms {np.round(tiny.per_position, 4)}")
-assert np.all(tiny.joint >= tiny.per_position)
 
 # %% [markdown]
 # ## Key takeaways
@@ -443,8 +484,9 @@ assert np.all(tiny.joint >= tiny.per_position)
 #   ever has to predict the next token.
 # - The KL divergence between the data's and the model's distributions over texts splits exactly
 #   into one expected next-token KL per position (4.4b).
-# - The KL divergence is the next-token cross-entropy minus the data's entropy, a constant: training
-#   on the cross-entropy loss minimises the gap between the two distributions.
+# - The KL divergence is the summed next-token cross-entropy minus the data's entropy, a constant:
+#   training on the cross-entropy loss minimises the gap between the two distributions (dividing
+#   the loss by the number of tokens, as training code does, changes its scale, not its minimiser).
 # - Because every position's term is non-negative, a small total bounds the next-token error at
 #   every position (Remark 4.6); a model with too short a context keeps a floor that more data does
 #   not remove.
@@ -477,11 +519,48 @@ assert np.all(tiny.joint >= tiny.per_position)
 #    It is at most 0.05 nats: the total is the sum of the six non-negative position terms, so no
 #    single term can exceed it (Remark 4.6).
 #    ```
+
+# %% tags=["hide-cell"]
+# The numbers the answers state. Question 1: the model now uses the context at position 2.
+print(f"pi(A) = {pi_first['A']}, pi(B) = {pi_first['B']}; p(A) = p(B) = {p_first['A']}")
+pi_second_q1 = {"A": {"A": 0.9, "B": 0.1}, "B": {"A": 0.2, "B": 0.8}}
+kl_q1 = sum(p_text[t] * np.log(p_text[t] / (pi_first[t[0]] * pi_second_q1[t[0]][t[1]])) for t in texts)
+print(f"Q1: KL over whole texts = {kl_q1:.4f} nats = position-1 term {position_1:.4f}")
+assert abs(kl_q1 - position_1) < 1e-12 and round(kl_q1, 4) == 0.0204
+# Question 3: the total is a sum of non-negative position terms, so it bounds each of them.
+assert np.all(dec.per_position >= 0) and np.all(dec.per_position <= dec.joint)
+
+# %% [markdown]
+# ## Checking the paper
 #
+# **§10 on (4.5): "biased"?** The paper's closing section says the population objective is
+# typically "approximated in a biased way, using correlated data samples", meaning the
+# shared-prefix objective (4.5). (Remark 4.7 itself only contrasts it with the unbiased
+# independent estimator.) The simulation of the lesson says otherwise: over `REPS` data sets the
+# shared-prefix mean is within four standard errors of the exact objective, like the independent
+# one (asserted in the simulation cell); the correlation changes only the variance, and at an equal
+# token budget the shared estimator is the *better* one. Recorded in `book/ERRATA.md` (row "§10 …
+# and Eq. (4.5)"), with the numbers the simulation cell prints.
+#
+# **(4.5) has no $1/N$.** The paper writes (4.5) as a sum over the $N$ texts without the $1/N$ of
+# the empirical measure $\mathbf p^N_{1:\ell}$ it defines just before. The estimators above divide
+# by $N$; the factor does not move the minimiser. The library's `shared_prefix_estimate` is the
+# averaged form; one line checks it against the simulation's last data set (the `assert` after the
+# loop above).
+#
+# **Remark 4.6's bound, position by position.** The bound $J\ge$ each expected next-token KL was
+# asserted on the order-2 source; on the tiny example it reads:
+
+# %% tags=["hide-cell"]
+print(f"tiny example: J = {tiny.joint:.4f} >= position terms {np.round(tiny.per_position, 4)}")
+assert np.all(tiny.joint >= tiny.per_position)
+
+# %% [markdown]
 # ## Reproducibility
 #
 # Everything on this page is exact (enumeration of all texts, sympy) except the sampling check of
-# (3.1) and the Monte Carlo study of Remark 4.7, which use the seeded generator `rng` (seed 0) and
+# (3.1), the texts the n-gram models are fitted to, and the Monte Carlo study of Remark 4.7 (a random
+# experiment repeated many times), which use the seeded generator `rng` (seed 0) and
 # `REPS` repetitions; `FULL=1` raises `REPS` from 2000 to 8000, with the same checks. Library:
 # `nextword.theory.formulation` (`kl_decomposition`, `sequence_distribution`, `position_losses`,
 # `shared_prefix_estimate`), `nextword.decoding.NGramLM`, `nextword.data.markov_source`.

@@ -20,7 +20,7 @@
 #   what the strength $\beta$ of the penalty does;
 # - explain why fine-tuning from a pre-trained model beats training from scratch on scarce data, and
 #   why a low-rank update of the right rank helps further;
-# - derive the closed-form optimum $\pi^*\propto\pi_{\rm ref}e^{r/\beta}$ of (4.7) and recognise
+# - derive the closed-form optimum $\pi^*\propto\pi_{\mathrm{ref}}e^{r/\beta}$ of (4.7) and recognise
 #   when a restricted model cannot reach it;
 # - explain why the sampled objective (4.8) is an unbiased estimate but its naive gradient is wrong.
 # ```
@@ -29,6 +29,41 @@
 # {term}`Kullback–Leibler divergence`; texts as products of next-token probabilities; an
 # {term}`unbiased estimator`) · matrices and their rank; gradients and gradient descent;
 # expectations. **Reading time:** about 40 minutes.
+#
+# ```{admonition} Symbols on this page
+# :class: note
+# | symbol | meaning | shape |
+# |---|---|---|
+# | $f$ | an answer or text (a sequence of tokens); $f^{(n)}$ is the $n$-th sample of a batch | tokens |
+# | $L$ | the length of an answer | integer |
+# | $a$, $b$ | a token and the token after it | tokens |
+# | $\pi$, $\pi_\theta$ | a model's distribution over answers (its *policy*), with parameters $\theta$; $\pi^*$ is the optimum of (4.7) | probabilities |
+# | $\pi_{\mathrm{ref}}$ | the reference model: the pre-trained (or fine-tuned) model RL starts from | probabilities |
+# | $r(f)$ | the reward of answer $f$ | number |
+# | $\beta$ | the strength of the KL penalty | number $>0$ |
+# | $\mathcal L^{\mathrm{RL}}(\pi)$ | the KL-regularised RL objective (4.7) | number |
+# | $D_{\mathrm{KL}}$ | the Kullback–Leibler divergence | number (nats) |
+# | $Z$ | the normaliser of the optimum $\pi^*=\pi_{\mathrm{ref}}e^{r/\beta}/Z$: $Z=\sum_f\pi_{\mathrm{ref}}(f)e^{r(f)/\beta}$ | number |
+# | $\mathcal V$, $\lvert\mathcal V\rvert$ | the vocabulary and its size | set, integer |
+# | $\mathbf p$, $\mathbf p'$ | the pre-training source and the shifted fine-tuning source | Markov chains |
+# | $P$, $P'$ | their transition matrices, $P_{ab}$ = probability of token $b$ after $a$ | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
+# | $U_1$, $U_2$ | the factors of the rank-2 shift of the logits, $0.8\,U_1U_2$ | $(\lvert\mathcal V\rvert,2)$, $(2,\lvert\mathcal V\rvert)$ |
+# | $W$, $W_{\mathrm{pre}}$ | a model's table of next-token logits, $\pi(b\mid a)=\mathrm{softmax}(W_a)_b$; the pre-trained table | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
+# | $A$, $B$, $k$ | the LoRA factors, $W=W_{\mathrm{pre}}+AB$, and their rank | $(\lvert\mathcal V\rvert,k)$, $(k,\lvert\mathcal V\rvert)$, integer |
+# | $G$ | the gradient of the loss with respect to the table $W$ | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
+# | $n_{ab}$, $n_a$, $n$ | the count of transitions $a\to b$ in the data; of $a$ as a context; of all transitions | integers |
+# | $N_{\mathrm{fine}}$, $N$ | the number of fine-tuning sequences; the number of samples in an RL batch | integers |
+# | $z$ | the logits of a policy over all sequences, $\pi=\mathrm{softmax}(z)$ | one per sequence |
+# | $g(f)$ | $-r(f)+\beta\log(\pi(f)/\pi_{\mathrm{ref}}(f))$, the per-answer term of (4.7) | number |
+# | $e_f$ | the one-hot vector of sequence $f$ | one per sequence |
+# | $\bar g$ | the mean of $g$ over a batch | number |
+# ```
+#
+# ```{admonition} In the paper's notation
+# :class: note
+# The paper writes the vocabulary in bold, $\mathbf V$ (the book: $\mathcal V$), and the reward in
+# bold, $\mathbf r$. Its $\pi$ — kept here — is a model's distribution, not the number $\pi$.
+# ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §4.3–4.5
 # (Eqs. 4.6–4.8, Data Assumption 4.8, Remarks 4.9–4.10).*
@@ -54,8 +89,7 @@ use_book_style()
 rng = np.random.default_rng(0)
 
 # %% [markdown]
-# How many fine-tuning data sets and Monte Carlo batches the page averages over (see
-# Reproducibility):
+# How many fine-tuning data sets and random sample batches the page averages over:
 
 # %% tags=["parameters"]
 FULL = os.environ.get("FULL", "0") == "1"  # more data seeds / Monte Carlo batches; same checks
@@ -70,7 +104,7 @@ BATCHES = 2000 if FULL else 400
 # $r(\text{polite})=1$, $r(\text{rude})=0$. The reinforcement-learning objective (4.7) for a new
 # policy $\pi$ (the model's distribution over answers) is
 #
-# $$\mathcal L^{\rm RL}(\pi)=-\mathbb E_\pi r+\beta\,D_{\rm KL}(\pi\,\Vert\,\pi_{\rm ref}):$$
+# $$\mathcal L^{\mathrm{RL}}(\pi)=-\mathbb E_\pi r+\beta\,D_{\mathrm{KL}}(\pi\,\Vert\,\pi_{\mathrm{ref}}):$$
 #
 # expected reward to gain, a penalty for moving away from the reference. Without the penalty the
 # answer is obvious: always polite. With it, the best $\pi$ tilts the reference towards high reward
@@ -96,7 +130,7 @@ for beta_tiny in (0.1, 1.0, 10.0):
 # %% [markdown]
 # A small $\beta$ (a weak penalty) lets the policy chase the reward (polite with probability
 # 0.99995 at $\beta=0.1$); a large $\beta$ keeps it near the reference (0.52498 at $\beta=10$). The
-# minimum value is $-\beta\log Z$ with $Z=\sum\pi_{\rm ref}e^{r/\beta}$, here
+# minimum value is $-\beta\log Z$ with $Z=\sum\pi_{\mathrm{ref}}e^{r/\beta}$, here
 # $-\log\tfrac{e+1}{2}$:
 
 # %%
@@ -110,28 +144,49 @@ assert np.isclose(rl_objective(pi_star_tiny, ref_tiny, reward_tiny, 1.0), min_ti
 # ## Pre-training, then a shifted source
 #
 # The models are small enough to check exactly. A model is a table of next-token scores: with
-# $|\mathbf V|=10$ tokens, $\pi(b\mid a)=\mathrm{softmax}(W_a)_b$ for a $10\times10$ matrix $W$ —
+# $|\mathcal V|=10$ tokens, $\pi(b\mid a)=\mathrm{softmax}(W_a)_b$ for a $10\times10$ matrix $W$ —
 # a bigram model — trained by Adam on the next-token cross-entropy (4.5)/(4.6). The sources are
 # Markov chains, so the population KL from a source to a model is computable.
 #
 # Source $\mathbf p$ is a random first-order chain on 10 tokens. The fine-tuning source $\mathbf p'$
-# changes its next-token logits by a **rank-2** matrix, $\log P'=\log P+0.8\,UW^\top$ (rows
+# (its samples are the fine-tuning data of Data Assumption 4.8) changes its next-token logits by a
+# **rank-2** matrix, $\log P'=\log P+0.8\,U_1U_2$ (rows
 # renormalised), so the right update really is low-rank. Pre-training uses 100 sequences of 100
-# tokens from $\mathbf p$.
+# tokens from $\mathbf p$. The data enter only through the counts $n_{ab}$ of each transition
+# $a\to b$, and the training loop is a dozen lines — Adam on the mean next-token loss, whose
+# gradient for row $a$ is $(n_a\,\mathrm{softmax}(W_a)-n_{a\cdot})/n$ ($n_a$ the count of $a$ as a
+# context, $n$ all transitions):
 
 # %%
 V = 10
 src = markov_source(V, 1, rng, concentration=0.5)
 P = src.transition
-U, W_ = rng.normal(size=(V, 2)), rng.normal(size=(2, V))
-logits_new = np.log(P) + 0.8 * U @ W_
+U1, U2 = rng.normal(size=(V, 2)), rng.normal(size=(2, V))
+logits_new = np.log(P) + 0.8 * U1 @ U2
 P_new = np.exp(logits_new - logits_new.max(axis=1, keepdims=True))
 P_new /= P_new.sum(axis=1, keepdims=True)
 src_new = MarkovSource(P_new, "rank-2 logit shift of the pre-training chain")
 w_old, w_new = src.stationary_distribution(), src_new.stationary_distribution()
 
-counts_pre = bigram_counts([src.sample(100, rng) for _ in range(100)], V)
-W_pre, hist_pre = fit_table(np.zeros((V, V)), counts_pre, steps=600, lr=0.1)
+counts_pre = bigram_counts([src.sample(100, rng) for _ in range(100)], V)  # n_ab, (V, V)
+
+
+def train_table(W, counts, steps, lr):
+    """Adam on the mean next-token cross-entropy of the table model: what `fit_table` runs."""
+    W, m, v = W.copy(), np.zeros_like(W), np.zeros_like(W)
+    n = counts.sum()
+    for t in range(1, steps + 1):
+        probs = np.exp(W - W.max(axis=1, keepdims=True))
+        probs /= probs.sum(axis=1, keepdims=True)
+        grad = (counts.sum(axis=1, keepdims=True) * probs - counts) / n
+        m, v = 0.9 * m + 0.1 * grad, 0.999 * v + 0.001 * grad**2
+        W -= lr * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-12)
+    return W
+
+
+W_loop = train_table(np.zeros((V, V)), counts_pre, steps=600, lr=0.1)
+W_pre, hist_pre = fit_table(np.zeros((V, V)), counts_pre, steps=600, lr=0.1)  # the same, from the library
+assert np.allclose(W_loop, W_pre, atol=1e-10)
 kl_pre_old, kl_pre_new = table_kl(P, W_pre, w_old), table_kl(P_new, W_pre, w_new)
 print(f"pre-trained model: KL to p = {produced(kl_pre_old, '.4f')}, "
       f"KL to p' = {produced(kl_pre_new, '.4f')} nats/token")
@@ -140,19 +195,21 @@ assert kl_pre_old < 0.01 and kl_pre_new > 0.3
 # %% [markdown]
 # ## Fine-tuning (4.6): full update versus LoRA (Remark 4.9)
 #
-# With $N_{\rm fine}$ short sequences from $\mathbf p'$ we compare: training from scratch on them;
-# full fine-tuning of all $|V|^2$ logits starting at $W_{\rm pre}$; and LoRA, $W=W_{\rm pre}+AB$ with
-# $A\in\mathbb R^{|V|\times r}$, $B\in\mathbb R^{r\times|V|}$ ($2|V|r$ trainable numbers; $B=0$ at the
-# start so the model starts at the pre-trained one). The score is the population KL to $\mathbf p'$
+# With $N_{\mathrm{fine}}=10$ short sequences from $\mathbf p'$ we compare: training from scratch on them;
+# full fine-tuning of all $|\mathcal V|^2$ logits starting at $W_{\mathrm{pre}}$; and LoRA,
+# $W=W_{\mathrm{pre}}+AB$ with $A\in\mathbb R^{|\mathcal V|\times k}$, $B\in\mathbb R^{k\times|\mathcal V|}$
+# ($2|\mathcal V|k$ trainable numbers; $B=0$ at the start so the model starts at the pre-trained
+# one, and the loop above runs on $A$ and $B$ with the chain rule $\partial/\partial A=GB^\top$,
+# $\partial/\partial B=A^\top G$ for the table gradient $G$). The score is the population KL to $\mathbf p'$
 # (averaged over the stationary law), computed exactly, averaged over several fine-tuning data
 # sets. Every method runs the same number of Adam steps.
 
 
 # %%
 def finetune_scores(n_seq, steps, seed):
+    """Population KL to p' of each fine-tuning method, on one data set of n_seq sequences."""
     data_rng = np.random.default_rng(seed)
     counts = bigram_counts([src_new.sample(30, data_rng) for _ in range(n_seq)], V)
-    """Population KL to p' of each fine-tuning method, on one data set of n_seq sequences."""
     scratch = fit_table(np.zeros((V, V)), counts, steps=steps, lr=0.1)[0]
     full = fit_table(W_pre, counts, steps=steps, lr=0.05)[0]
     out = {"from scratch": table_kl(P_new, scratch, w_new),
@@ -160,7 +217,7 @@ def finetune_scores(n_seq, steps, seed):
     for r in (1, 2, 4):
         lora_rng = np.random.default_rng(seed + 100)
         A, B, _ = fit_lora(W_pre, counts, r, lora_rng, steps=steps, lr=0.05)
-        out[f"LoRA r={r}"] = table_kl(P_new, W_pre + A @ B, w_new)
+        out[f"LoRA rank {r}"] = table_kl(P_new, W_pre + A @ B, w_new)
     return out
 
 
@@ -176,8 +233,11 @@ print("steps          :" + "".join(f"{s:8d}" for s in step_grid))
 for name, c in curves.items():
     print(f"{name:15s}:" + "".join(produced(x, "8.3f") for x in c))  # Adam's output
 best = {name: min(c) for name, c in curves.items()}
-assert best["LoRA r=2"] < best["full fine-tune"] and best["LoRA r=2"] < best["from scratch"]
-assert best["LoRA r=2"] < best["LoRA r=1"]
+assert best["LoRA rank 2"] < min(best["full fine-tune"], best["from scratch"], best["LoRA rank 4"])
+assert best["LoRA rank 2"] < best["LoRA rank 1"]
+assert best["full fine-tune"] < best["from scratch"]  # starting from W_pre beats starting from zero
+for name in ("from scratch", "full fine-tune", "LoRA rank 4"):  # the flexible updates over-fit
+    assert curves[name][-1] > 1.2 * best[name]  # Figure 2.3.1: their KL rises again
 
 fig, ax = plt.subplots()
 for name, c in curves.items():
@@ -188,45 +248,51 @@ ax.minorticks_off()
 ax.set_xticks(step_grid, [str(x) for x in step_grid])
 ax.set_xlabel("Adam steps on the fine-tuning data")
 ax.set_ylabel("KL(p' || model), nats/token")
-ax.legend(ncol=2)
+ax.legend(ncol=2, loc="center right")
 plt.show()
 
 # %% [markdown]
-# **Figure 2.3.1.** Fine-tuning on 290 tokens from the shifted source. The flexible updates (full,
-# from scratch, LoRA $r=4$) over-fit the small data set — their KL rises with more steps — while LoRA
-# with the rank of the true shift ($r=2$) reaches the lowest KL: restricting the update to rank $r$ is the implicit
-# regularisation Remark 4.9 mentions. Rank 1 cannot express the shift; rank 4 has more freedom to
-# fit noise. Starting from the pre-trained model beats training from scratch when data is scarce.
+# **Figure 2.3.1.** Fine-tuning on 290 tokens from the shifted source: the KL from $\mathbf p'$ to
+# each model, averaged over `SEEDS` data sets, against the number of Adam steps; the dotted black
+# line is the pre-trained model before any update. Look at where each curve bottoms out. The flexible
+# updates (full, from scratch, LoRA rank 4) over-fit the small data set — their KL rises again with
+# more steps — while LoRA with the rank of the true shift (rank 2) reaches the lowest KL:
+# restricting the update to rank $k$ is the implicit regularisation Remark 4.9 mentions. Rank 1
+# cannot express the shift; rank 4 has more freedom to fit noise.
 #
 # At the population level (expected counts instead of samples, so no noise) the rank statement is
-# sharp: LoRA with $r\ge 2$ reaches the target, $r=1$ cannot.
+# sharp: LoRA with $k\ge 2$ reaches the target, $k=1$ cannot.
 
 # %%
 pop_counts = w_new[:, None] * P_new  # expected transition frequencies under p'
 for r in (1, 2):
     A, B, _ = fit_lora(W_pre, pop_counts, r, np.random.default_rng(7), steps=3000, lr=0.05)
     kl_lora = table_kl(P_new, W_pre + A @ B, w_new)
-    print(f"LoRA r={r}, population data: KL to p' = {produced(kl_lora, '.4f')}, "
+    print(f"LoRA rank {r}, population data: KL to p' = {produced(kl_lora, '.4f')}, "
           f"rank of the update = {np.linalg.matrix_rank(A @ B, tol=1e-8)}")
     if r == 1:
         kl_r1 = table_kl(P_new, W_pre + A @ B, w_new)
     else:
         kl_r2 = table_kl(P_new, W_pre + A @ B, w_new)
-floor = table_kl(P_new, np.log(P) + 0.8 * U @ W_, w_new)  # the exact shift, applied to log P
+floor = table_kl(P_new, np.log(P) + 0.8 * U1 @ U2, w_new)  # the exact shift, applied to log P
+inherited = table_kl(P_new, W_pre + 0.8 * U1 @ U2, w_new)  # the exact shift, applied to W_pre
+print(f"the exact rank-2 shift applied to W_pre: KL to p' = {produced(inherited, '.4f')}")
 assert kl_r2 < 0.01 < kl_r1
+assert kl_r2 <= inherited + 1e-4  # the rank-2 fit is as good as the exact shift on W_pre
 for big_V in (1000, 50_000):
-    print(f"|V| = {big_V:6d}: full update {big_V**2:>13,d} numbers; LoRA r=8: {2 * big_V * 8:>9,d}")
+    print(f"|V| = {big_V:6d}: full update {big_V**2:>13,d} numbers; LoRA rank 8: {2 * big_V * 8:>9,d}")
 
 # %% [markdown]
-# (The residual KL of the rank-2 fit is the pre-training error of $W_{\rm pre}$ itself, which LoRA
-# inherits: the update corrects the shift, not the imperfections of the frozen weights.)
+# The residual KL of the rank-2 fit is no larger than that of the exact shift applied to
+# $W_{\mathrm{pre}}$: it is the pre-training error of the frozen weights, which LoRA inherits — the update
+# corrects the shift, not the imperfections of $W_{\mathrm{pre}}$.
 #
 # ## KL-regularised RL (4.7): the closed-form optimum
 #
-# For sequences $f\in V^L$, (4.7) is $\mathcal L^{\rm RL}(\pi)=-\mathbb E_\pi r+\beta D_{\rm KL}(\pi\|\pi_{\rm ref})$.
+# For sequences $f\in\mathcal V^L$, (4.7) is $\mathcal L^{\mathrm{RL}}(\pi)=-\mathbb E_\pi r+\beta D_{\mathrm{KL}}(\pi\|\pi_{\mathrm{ref}})$.
 # Completing the KL gives the Gibbs variational identity
-# $\mathcal L^{\rm RL}(\pi)=\beta D_{\rm KL}(\pi\|\pi^*)-\beta\log Z$ with
-# $\pi^*=\pi_{\rm ref}e^{r/\beta}/Z$, so $\pi^*$ is the unique minimiser over all laws and the minimum is
+# $\mathcal L^{\mathrm{RL}}(\pi)=\beta D_{\mathrm{KL}}(\pi\|\pi^*)-\beta\log Z$ with
+# $\pi^*=\pi_{\mathrm{ref}}e^{r/\beta}/Z$, so $\pi^*$ is the unique minimiser over all laws and the minimum is
 # $-\beta\log Z$. Sympy checks the identity on a two-point space:
 
 # %%
@@ -244,11 +310,11 @@ display(Math(r"\mathcal L^{\rm RL}(\pi)-\big(\beta D_{\rm KL}(\pi\Vert\pi^*)-\be
 assert gibbs_gap == 0
 
 # %% [markdown]
-# Now sequences: $L=4$ tokens over $\{0,1,2\}$, $\pi_{\rm ref}$ a random Markov chain (the "reference
+# Now sequences: $L=4$ tokens over $\{0,1,2\}$, $\pi_{\mathrm{ref}}$ a random Markov chain (the "reference
 # model"), and a sequence-level reward: $+1$ for each token 2, and $+2$ if the sequence ends with the
 # token it starts with (a long-range preference that no single next-token factor can see). We
 # minimise (4.7) numerically (L-BFGS) over *all* laws on the 81 sequences (softmax logits $z$;
-# $\nabla_z\mathcal L^{\rm RL}=\pi\odot(g-\pi\cdot g)$ with $g=-r+\beta\log(\pi/\pi_{\rm ref})$ — a full
+# $\nabla_z\mathcal L^{\mathrm{RL}}=\pi\odot(g-\pi\cdot g)$ with $g=-r+\beta\log(\pi/\pi_{\mathrm{ref}})$ — a full
 # autoregressive table can represent any such law) and compare with the closed form.
 
 # %%
@@ -288,7 +354,7 @@ print("TV(pi from the optimiser, closed-form pi*) < 1e-3:",
 
 # %% [markdown]
 # **β's effect.** Small β lets the policy chase reward (π* concentrates on the best sequences);
-# large β keeps it at the reference model, with $\mathbb E_{\pi^*}r=\mathbb E_{\rm ref}r+\mathrm{Var}_{\rm ref}(r)/\beta+O(\beta^{-2})$.
+# large β keeps it at the reference model, with $\mathbb E_{\pi^*}r=\mathbb E_{\mathrm{ref}}r+\mathrm{Var}_{\mathrm{ref}}(r)/\beta+\mathcal O(\beta^{-2})$.
 # The curve below traces expected reward against the KL paid for it as β varies; both limits are
 # checked.
 
@@ -309,6 +375,7 @@ expansion = pi_ref @ reward + var_ref / betas[-1]
 print(f"large-beta expansion E_ref r + Var_ref(r)/beta at beta = 100: {expansion:.3f}")
 assert exp_reward[0] > reward.max() - 1e-3  # small beta: the best reward
 assert abs(exp_reward[-1] - expansion) < 1e-3  # large beta: the expansion
+# Figure 2.3.2: expected reward and KL both monotone (falling) in beta
 assert np.all(np.diff(exp_reward) <= 1e-12) and np.all(np.diff(kl_paid) <= 1e-12)
 
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
@@ -323,11 +390,13 @@ axes[1].set_ylabel(r"$E_{\pi^*}\, r$")
 plt.show()
 
 # %% [markdown]
-# **Figure 2.3.2.** The KL-regularised optimum of (4.7) as β varies: expected reward (left) and the
-# reward–KL trade-off (right). Both are monotone in β.
+# **Figure 2.3.2.** The KL-regularised optimum of (4.7) as $\beta$ varies. Left: its expected reward
+# against $\beta$, falling from the best reward, 6, to the reference model's (dotted black line).
+# Right: the same optima as reward against the KL paid for it — each point is one $\beta$, and more
+# reward always costs more distance from the reference. Both curves are monotone in $\beta$.
 #
 # **The policy class matters.** $\pi^*$ is generally not a (time-homogeneous) Markov chain even when
-# $\pi_{\rm ref}$ is: the "ends as it starts" reward couples the first and last tokens. Minimising
+# $\pi_{\mathrm{ref}}$ is: the "ends as it starts" reward couples the first and last tokens. Minimising
 # (4.7) over Markov policies only (first-token logits + a $3\times3$ transition table) leaves a gap
 # above $-\beta\log Z$.
 
@@ -362,8 +431,8 @@ assert np.isclose(gap, beta * kl_divergence(markov_policy(res.x), pi_star), rtol
 # unbiased estimate of (4.7). But the samples depend on θ: differentiating (4.8) with the samples
 # held fixed gives $\frac{\beta}{N}\sum_n\nabla\log\pi_\theta(f^{(n)})$, whose expectation is **zero**
 # — the reward drops out entirely. The gradient of (4.7) needs the score-function (REINFORCE) form
-# $\frac1N\sum_n\big(g(f^{(n)})-\bar g\big)\nabla\log\pi_\theta(f^{(n)})$, $g=-r+\beta\log(\pi_\theta/\pi_{\rm ref})$.
-# With the joint logits $z$, $\nabla_z\log\pi(f)=e_f-\pi$. Averaging many batches at $\pi_\theta=\pi_{\rm ref}$:
+# $\frac1N\sum_n\big(g(f^{(n)})-\bar g\big)\nabla\log\pi_\theta(f^{(n)})$, $g=-r+\beta\log(\pi_\theta/\pi_{\mathrm{ref}})$.
+# With the joint logits $z$, $\nabla_z\log\pi(f)=e_f-\pi$. Averaging many batches at $\pi_\theta=\pi_{\mathrm{ref}}$:
 
 # %%
 def cos(a, c):
@@ -399,70 +468,34 @@ assert np.linalg.norm(naive) < 0.1 * np.linalg.norm(exact_grad)  # the reward dr
 assert cos(reinforce, exact_grad) > 0.97  # the score-function estimator points the right way
 
 # %% [markdown]
-# (The $N-1$ makes the baseline-subtracted estimator unbiased.) At $\pi_\theta=\pi_{\rm ref}$ the KL term
+# (The $N-1$ makes the baseline-subtracted estimator unbiased.) At $\pi_\theta=\pi_{\mathrm{ref}}$ the KL term
 # is zero, so the naive gradient's expectation is exactly zero; away from it, the naive gradient
 # still ignores the reward. Remark 4.10's point — RL needs samples from the model during training —
 # shows up here a second time: the gradient itself must account for where the samples came from.
-#
-# ## Checking the paper
-#
-# The paper states the objectives (4.6)–(4.8) and two remarks; the page checks each claim it can:
-#
-# - **Remark 4.9, low-rank updates are cheaper and regularise.** Cheaper: $2|\mathbf V|r$ trainable
-#   numbers against $|\mathbf V|^2$ (the counts printed after Figure 2.3.1). Regularise: on 290
-#   fine-tuning tokens the rank-2 update reaches a lower KL than the full update and than training
-#   from scratch (asserted with Figure 2.3.1).
-# - **(4.7) is minimised starting from the reference model.** The L-BFGS run above starts at
-#   $\pi_{\rm ref}$ and reaches the closed form $-\beta\log Z$ (which the paper does not state; the
-#   page derives it).
-# - **Remark 4.10, RL needs samples from the model.** True of the objective, and of its gradient: the
-#   naive gradient of (4.8) with the samples held fixed has expectation zero at $\pi_{\rm ref}$.
-#
-# One more check of the rank argument: the exact rank-2 shift, applied to $\log P$ itself, reaches
-# the target with no error, so the residual KL of the rank-2 fit is inherited from $W_{\rm pre}$:
-
-# %%
-print("the exact rank-2 shift applied to log P gives KL < 1e-12:", floor < 1e-12)
-assert floor < 1e-12
-
-# %% [markdown]
-# And the helper `markov_policy` used for the restricted policy class agrees with the library's
-# autoregressive product (3.3) on a test chain:
-
-# %%
-def next_check(prefix):
-    """A test chain: uniform first token, then a preference for the next token in the cycle."""
-    if not prefix:
-        return np.full(Vr, 1 / Vr)
-    return np.eye(Vr)[(prefix[-1] + 1) % Vr] * 0.5 + 0.5 / Vr
-
-
-transitions_check = np.eye(Vr)[(np.arange(Vr) + 1) % Vr] * 0.5 + 0.5 / Vr
-theta_check = np.concatenate([np.zeros(Vr), np.log(transitions_check).ravel()])
-assert np.allclose(markov_policy(theta_check), sequence_distribution(next_check, Vr, Lr)[0])
-print("markov_policy equals the product (3.3) of the test chain's next-token probabilities")
 
 # %% [markdown]
 # ## Key takeaways
 #
 # - Fine-tuning is the same next-token training on a small task-specific data set (4.6), started
-#   from the pre-trained weights; with scarce data that start beats training from scratch.
-# - A low-rank update (LoRA) trains $2|\mathbf V|r$ numbers instead of $|\mathbf V|^2$; when its rank
+#   from the pre-trained weights; with scarce data that start reaches a lower KL than training from
+#   scratch (each compared at its best number of steps).
+# - A low-rank update (LoRA) trains $2|\mathcal V|k$ numbers instead of $|\mathcal V|^2$; when its rank
 #   matches the true change it also over-fits less (Remark 4.9).
 # - KL-regularised RL (4.7) has a closed-form optimum: the reference model tilted by
 #   $e^{r/\beta}$; $\beta$ trades reward against distance from the reference.
 # - A model class that cannot represent the tilted distribution (here a Markov policy facing a
-#   long-range reward) stays a fixed gap $\beta D_{\rm KL}(\pi\Vert\pi^*)$ above the optimum.
+#   long-range reward) stays a fixed gap $\beta D_{\mathrm{KL}}(\pi\Vert\pi^*)$ above the optimum.
 # - The sampled objective (4.8) estimates (4.7) without bias, but its gradient must account for the
 #   samples' dependence on the model (the score-function form), or the reward drops out.
-#
+
+# %% [markdown]
 # ## Check your understanding
 #
 # 1. In the tiny example, what is $\pi^*(\text{polite})$ when $\beta\to\infty$, and when
 #    $\beta\to0$? Why?
 #
 #    ```{dropdown} Answer
-#    As $\beta\to\infty$ the penalty dominates and $\pi^*\to\pi_{\rm ref}$, so $\tfrac12$; as
+#    As $\beta\to\infty$ the penalty dominates and $\pi^*\to\pi_{\mathrm{ref}}$, so $\tfrac12$; as
 #    $\beta\to0$ only the reward counts and $\pi^*(\text{polite})\to1$. The formula
 #    $\tfrac12e^{1/\beta}/(\tfrac12e^{1/\beta}+\tfrac12)$ shows both limits.
 #    ```
@@ -481,15 +514,69 @@ print("markov_policy equals the product (3.3) of the test chain's next-token pro
 #    ```{dropdown} Answer
 #    The reward pays for ending with the token the sequence started with, so $\pi^*$ couples the
 #    first and last tokens. A Markov policy's next token depends only on the previous one, so it
-#    cannot represent $\pi^*$; by the Gibbs identity its objective is $\beta D_{\rm KL}(\pi\Vert\pi^*)$
+#    cannot represent $\pi^*$; by the Gibbs identity its objective is $\beta D_{\mathrm{KL}}(\pi\Vert\pi^*)$
 #    above the minimum, and that KL is positive for every Markov $\pi$.
 #    ```
+
+# %% tags=["hide-cell"]
+# The numbers the answers state. Question 1: the two limits of pi*(polite) = e^(1/beta) / (e^(1/beta) + 1).
+limits = [kl_regularised_optimum(ref_tiny, reward_tiny, b)[0][0] for b in (1e-3, 1e3)]
+print(f"Q1: pi*(polite) at beta = 0.001: {limits[0]:.6f}; at beta = 1000: {limits[1]:.6f}")
+assert limits[0] > 1 - 1e-9 and abs(limits[1] - 0.5) < 1e-3
+# Question 2: trainable numbers of the full update and of a rank-2 LoRA update, |V| = 10
+print(f"Q2: full update {V * V} numbers; rank-2 LoRA {2 * V * 2} numbers")
+assert V * V == 100 and 2 * V * 2 == 40
+
+# %% [markdown]
+# ## Checking the paper
 #
+# The paper states the objectives (4.6)–(4.8) and two remarks; the page checks each claim it can:
+#
+# - **Remark 4.9, low-rank updates are cheaper and regularise.** Cheaper: $2|\mathcal V|k$ trainable
+#   numbers against $|\mathcal V|^2$ (the counts printed after Figure 2.3.1). Regularise: on 290
+#   fine-tuning tokens the rank-2 update reaches a lower KL than the full update and than training
+#   from scratch (asserted with Figure 2.3.1).
+# - **(4.7) is minimised starting from the reference model.** The L-BFGS run above starts at
+#   $\pi_{\mathrm{ref}}$ and reaches the closed form $-\beta\log Z$ (which the paper does not state; the
+#   page derives it).
+# - **Remark 4.10, RL needs samples from the model.** True of the objective, and of its gradient: the
+#   naive gradient of (4.8) with the samples held fixed has expectation zero at $\pi_{\mathrm{ref}}$.
+# - **(4.8) averages over its $N_{\mathrm{RL}}$ samples** (the $1/N_{\mathrm{RL}}$ that (4.5) and (4.6) lack), so
+#   as a number it estimates (4.7) without bias: the batch average above is within four standard
+#   errors of the exact value. (As printed, (4.8) has no brackets around its summand, so the
+#   $\beta\log$ term reads as outside the sum; it carries the sample index $n$, so both terms belong
+#   inside, which is how the page and `rl_empirical_objective` read it.)
+#
+# One more check of the rank argument: the exact rank-2 shift, applied to $\log P$ itself, reaches
+# the target with no error, so the residual KL of the rank-2 fit is inherited from $W_{\mathrm{pre}}$:
+
+# %% tags=["hide-cell"]
+print("the exact rank-2 shift applied to log P gives KL < 1e-12:", floor < 1e-12)
+assert floor < 1e-12
+
+# %% [markdown]
+# And the helper `markov_policy` used for the restricted policy class agrees with the library's
+# autoregressive product (3.3), restated in §5 as (5.1a), on a test chain:
+
+# %% tags=["hide-cell"]
+def next_check(prefix):
+    """A test chain: uniform first token, then a preference for the next token in the cycle."""
+    if not prefix:
+        return np.full(Vr, 1 / Vr)
+    return np.eye(Vr)[(prefix[-1] + 1) % Vr] * 0.5 + 0.5 / Vr
+
+
+transitions_check = np.eye(Vr)[(np.arange(Vr) + 1) % Vr] * 0.5 + 0.5 / Vr
+theta_check = np.concatenate([np.zeros(Vr), np.log(transitions_check).ravel()])
+assert np.allclose(markov_policy(theta_check), sequence_distribution(next_check, Vr, Lr)[0])
+print("markov_policy equals the product (3.3) of the test chain's next-token probabilities")
+
+# %% [markdown]
 # ## Reproducibility
 #
 # The fine-tuning curves average `SEEDS` data sets (4 by default, 12 with `FULL=1`) and the
 # gradient study `BATCHES` Monte Carlo batches (400, or 2000); every generator is seeded, and the
-# numbers Adam or sampling produced are shown through `produced()` with their claims asserted.
+# numbers Adam or sampling produced are shown as produced numbers, with their claims asserted.
 # Library: `nextword.theory.formulation` (`fit_table`, `fit_lora`, `table_kl`,
 # `kl_regularised_optimum`, `rl_objective`, `rl_empirical_objective`).
 

@@ -32,6 +32,45 @@
 # {term}`feed-forward network`) · [2.2 The KL objective](02_objective_kl.ipynb) (the next-token
 # distribution $\mathbf q_m$ that training fits). **Reading time:** about 40 minutes.
 #
+# ```{admonition} Symbols on this page
+# :class: note
+# | symbol | meaning | shape |
+# |---|---|---|
+# | $m$ | the position whose token is predicted; the prefix is $h_1,\dots,h_{m-1}$ | integer |
+# | $\ell$ | the number of vectors in a sequence (for a prefix, $\ell=m-1$) | integer |
+# | $k$, $l$ | positions in the sequence (of a query and of a key) | integers |
+# | $h_k$, $h$ | the vector of token $k$ (column vectors, as in the paper); the whole sequence. $\mathrm{ATT}(h)_k$ is the output of the attention map (5.2) at token $k$; $\mathrm{N}$ and $\mathrm{NN}$ are the normalisation and the feed-forward network, applied to one vector at a time | $(d_e,)$; $\ell$ vectors |
+# | $d_e$, $c$, $c'$ | the embedding width; the width of queries and keys; the hidden width of the feed-forward network | integers |
+# | $Q$, $K$, $V$ | the query, key and value matrices of (5.2) | $(c,d_e)$, $(c,d_e)$, $(d_e,d_e)$ |
+# | $\alpha_{kl}$ | the {term}`attention weight` of token $k$ on token $l$ | number in $[0,1]$ |
+# | $\mathbf A$, $\mathbf A_1,\mathbf A_2$ | an attention block (5.3a–d); the blocks of the stack | sequence $\to$ sequence |
+# | $n_b$ | the number of blocks in the stack | integer |
+# | $\mathbf T$ | the set transformer (5.6): blocks, then pooling | sequence $\to\mathbb R^{d_e}$ |
+# | $B$ | the linear map from a vector to one score per token (5.7) | $(\lvert\mathcal V\rvert,d_e)$ |
+# | $\sigma$, $\tau$ | the softmax and its temperature | |
+# | $\mathcal V$, $\lvert\mathcal V\rvert$ | the vocabulary and its size | set, integer |
+# | $\mathbf q_m$ | the next-token distribution at position $m$ | $(\lvert\mathcal V\rvert,)$ |
+# | $\rho$, $h_\rho$ | a reordering (permutation) of the positions; the sequence in that order | |
+# | $p$ | the {term}`empirical measure` $\frac1\ell\sum_k\delta_{h_k}$ of a sequence | measure |
+# | $\delta$ | $\delta_{h}$ is the unit mass at the vector $h$ | measure |
+# | $s$, $u$ | a point of $\mathbb R^{d_e}$ that attention moves; a point the measure weighs | $(d_e,)$ |
+# | $\pi(\cdot;s)$ | the measure $p$ reweighted by the scores of the query $s$ (Appendix B) | measure |
+# | $\mathfrak A(s;p)$, $\mathfrak P$, $\mathfrak f$, $\mathfrak{NN}$ | Appendix B's attention map, pooling, pooling integrand and network, written for measures | |
+# | $\beta$, $p_{\min}$ | the sharpness of the soft maximum (Example B.2); the smallest weight of the measure | number |
+# | $D$, $b$, $\varepsilon$ | the normalisation's learned scale and shift, and its small stabilising constant (Example 5.2) | $(d_e,d_e)$, $(d_e,)$, number |
+# ```
+#
+# ```{admonition} In the paper's notation
+# :class: note
+# The paper writes the number of blocks as $K$, the same letter as the key matrix; the book writes
+# $n_b$. In Example 5.2 the paper writes $m(u)$ and $\sigma^2(u)$ for the mean and the variance of
+# the coordinates of a vector $u$ (these $m$ and $\sigma$ are not the position and the softmax).
+# Chapter 6 ([6.2](../part1_chapter6/6_2_attention_mechanism.ipynb)) uses row vectors and writes
+# the query of word $i$ as $\mathbf q[i]=\mathbf e[i]W^Q$; the paper's $Qh_k$ is the same thing with
+# $Q=(W^Q)^\top$.
+# The paper writes the vocabulary in bold, $\mathbf V$; the book writes $\mathcal V$.
+# ```
+#
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §5.1–5.2
 # (Eqs. 5.2–5.7, Examples 5.2–5.4, Remarks 5.1, 5.6–5.7) and Appendix B (Eqs. B.1–B.5, Example B.2).*
 
@@ -59,15 +98,15 @@ rng = np.random.default_rng(0)
 # %% [markdown]
 # ## A tiny example by hand
 #
-# The paper's attention map (5.2) sends a sequence of vectors $h_1,\dots,h_{m-1}$ to a sequence of
-# the same length:
+# The paper's attention map (5.2) sends a sequence of vectors $h_1,\dots,h_\ell$ (for a prefix,
+# $\ell=m-1$) to a sequence of the same length:
 #
 # $$\mathrm{ATT}(h)_k=h_k+\sum_{l}\alpha_{kl}\,Vh_l,\qquad
 # \alpha_{kl}=\frac{\exp\langle Qh_k,Kh_l\rangle}{\sum_j\exp\langle Qh_k,Kh_j\rangle}.$$
 #
 # It is Chapter 6's attention with two differences of bookkeeping: the input $h_k$ is added back (a
-# residual connection), and the score is the plain inner product, with no division by
-# $\sqrt{d_k}$. Take two tokens in one dimension, $h=(1,2)$, and $Q=K=V=1$. The score of token $k$
+# residual connection), and the score is the plain inner product, with no division by the square
+# root of the key width. Take two tokens in one dimension, $h=(1,2)$, and $Q=K=V=1$. The score of token $k$
 # with token $l$ is $h_kh_l$:
 #
 # - token 1: scores $(1\cdot1, 1\cdot2)=(1,2)$, weights $(e^1,e^2)/(e^1+e^2)=(0.2689, 0.7311)$,
@@ -115,10 +154,14 @@ assert np.allclose(out_1212, np.tile(out_12, 2), atol=1e-12)  # duplicated: the 
 # The paper builds its next-token model from this map in two stages. The **attention block**
 # (5.3a–d) applies ATT, normalises each vector (N), adds a small {term}`feed-forward network`
 # applied to each vector separately (NN, with its residual), and normalises again. The **set
-# transformer** (5.6) stacks $K$ blocks with their own parameters, then **pools** the sequence
+# transformer** (5.6) stacks $n_b$ blocks with their own parameters, then **pools** the sequence
 # into one vector — the mean (or the coordinate-wise maximum) over positions (Example 5.4). A linear
 # map $B$ gives one score per token of the vocabulary, and a softmax with temperature $\tau$ turns
-# the scores into the next-token distribution $\mathbf q_m$ (5.7). Only ATT mixes positions; every
+# the scores into the next-token distribution $\mathbf q_m$ (5.7); the model's next-token probability
+# is this $\mathbf q_m$ applied to the embedded prefix (5.1b). (Remark 5.6: $B$ could be folded into
+# $\mathbf T$; the paper keeps them apart because $\mathbf T$ alone serves other tasks. Remark 5.7:
+# the parameters are those of all blocks and of $B$, while $\tau$ is chosen by hand.) Only ATT mixes
+# positions; every
 # other step acts on each position alone.
 
 # %%
@@ -127,18 +170,20 @@ draw_set_transformer(2, pooling="mean", ax=ax)
 plt.show()
 
 # %% [markdown]
-# **Figure 2.4.1.** The set transformer of §5.1–5.2 with $K=2$ blocks. The prefix's vectors enter
-# block $A_1$, drawn open: the attention map (green, the only step that lets positions exchange
-# information), then normalisation, the feed-forward network with its residual, and normalisation
-# again (5.3a–d). Block $A_2$ repeats the steps with its own parameters. Pooling turns the sequence
-# into one vector, $B$ into $|\mathbf V|$ scores, the softmax into $\mathbf q_m$ (5.6)–(5.7).
+# **Figure 2.4.1.** The set transformer of §5.1–5.2 with $n_b=2$ blocks. The prefix's vectors enter
+# block $\mathbf A_1$, drawn open: the attention map (the top box, shaded apart from the rest: the
+# only step that lets positions exchange information), then normalisation, the feed-forward network
+# with its residual, and normalisation again (5.3a–d). Block $\mathbf A_2$ repeats the steps with its
+# own parameters. Pooling turns the sequence into one vector, $B$ into $|\mathcal V|$ scores, the
+# softmax $\sigma$ into $\mathbf q_m$ (5.6)–(5.7).
 #
 # ## The attention map (5.2) and its residual
 #
 # We check the library's `att` against (5.2) written out term by term, in $d_e=4$ dimensions with
 # $c=3$ (the width of queries and keys), and the structural fact behind everything below:
 # $\mathrm{ATT}(h)_k-h_k$ is a {term}`convex combination` of the values $Vh_l$, an average under a
-# probability vector over the tokens.
+# probability vector over the tokens. The same $Q$, $K$, $V$ serve every length $m$ (Remark 5.1):
+# `att` takes a sequence of any length with one set of parameters.
 
 # %%
 d_e, c, c_ff, m = 4, 3, 16, 6
@@ -162,8 +207,8 @@ print("max |ATT(h) - (5.2) term by term| < 1e-12 (round-off); rows of alpha sum 
 # %% [markdown]
 # ## The attention block (5.3a–d) is Chapter 6's post-norm block
 #
-# ATT → N → $h+\mathrm{NN}(h)$ → N is the {term}`post-norm` block of Chapter 6 with one head and no
-# output projection. With $c=d_e$ it is exactly `nextword.decoder.layers.TransformerBlock(pre_norm=False)`
+# ATT (5.3a) → N (5.3b) → $h+\mathrm{NN}(h)$ (5.3c) → N (5.3d) is the {term}`post-norm` block of
+# Chapter 6 with one head and no output projection, NN being the two-layer network of Example 5.3. With $c=d_e$ it is exactly `nextword.decoder.layers.TransformerBlock(pre_norm=False)`
 # once that block's $1/\sqrt{d}$ scale is folded into its query matrix and its output matrix is the
 # identity:
 
@@ -181,14 +226,15 @@ print("(5.3a-d) vs post-norm TransformerBlock: max |difference| < 1e-12 (round-o
 # %% [markdown]
 # The normalisation N is layer normalisation: subtract the mean of the vector's coordinates,
 # divide by their standard deviation, then rescale and shift. (Example 5.2 prints it with sums
-# where averages are meant; see Checking the paper at the end of the page.)
+# where averages are meant; [checked below](#checking-the-paper).)
 #
 # ## The set transformer cannot see order
 #
 # Permuting the tokens permutes the output of ATT (the softmax weights move with the keys, the
 # residual with the query), and N and NN act token by token, so every block is *equivariant*:
-# $\mathbf A(h_{\sigma})=\mathbf A(h)_{\sigma}$ for every reordering $\sigma$. Mean and max pooling
-# forget the order, so $\mathbf T$ and $\mathbf q_m$ in (5.6)–(5.7) are *invariant*. Checked for
+# $\mathbf A(h_{\rho})=\mathbf A(h)_{\rho}$ for every reordering $\rho$. Mean and max pooling
+# forget the order, so $\mathbf T$ and $\mathbf q_m$ in (5.6)–(5.7) — the softmax $\sigma$ of
+# Definition 5.5 applied to $B\mathbf T$ — are *invariant*. Checked for
 # every one of the $6!=720$ orders of a 6-token sequence through two blocks:
 
 # %%
@@ -226,10 +272,13 @@ print("q(. | dog bites man) == q(. | man bites dog):", bool(np.allclose(q1, q2, 
 #
 # Pooling turns the whole sequence into one vector. The mean over positions and the coordinate-wise
 # maximum both ignore order and give the same answer when every token is repeated, so they depend
-# on the sequence only through which vectors occur and how often. Appendix B's continuum version of
-# max pooling is a log-sum-exp, $\frac1\beta\log\int e^{\beta h_j}\,dp(h)$ — a soft maximum — which
-# tends to the coordinate-wise maximum as $\beta\to\infty$ (the gap is at most
-# $\log(1/p_{\min})/\beta$, here $\log m/\beta$) and to the mean as $\beta\to0$.
+# on the sequence only through which vectors occur and how often; Appendix B's linear form (B.5),
+# $\mathfrak P(p)=\int\mathfrak f\,dp$, gives mean pooling with $\mathfrak f(h)=h$. Appendix B's
+# continuum version of
+# max pooling is a log-sum-exp, $\frac1\beta\log\int e^{\beta (h)_j}\,dp(h)$ for coordinate $j$ —
+# a soft maximum — which tends to the coordinate-wise maximum as $\beta\to\infty$ (the gap is at
+# most $\log(1/p_{\min})/\beta$, here $\log 6/\beta$ for 6 tokens of weight $\frac16$) and to
+# the mean as $\beta\to0$.
 
 # %%
 hh = np.concatenate([h, h])  # every token twice: the same empirical measure
@@ -247,7 +296,8 @@ print(f"soft-max pooling gap to max: beta=1: {gaps[np.argmin(abs(betas - 1))]:.4
 # ## Attention as a map on distributions (Appendix B)
 #
 # The tiny example showed that duplicating every token changes nothing. Appendix B makes that the
-# definition: (B.1) encodes a sequence as its {term}`empirical measure`
+# definition: (B.1) encodes a sequence as its {term}`empirical measure` ((B.2) for a prefix; (B.3)
+# writes the set transformer as pooling after blocks that act on measures)
 # $p=\frac1\ell\sum_k\delta_{h_k}$ — "each of the $\ell$ vectors, with weight $1/\ell$" — and (B.4a)
 # defines attention as the map $s\mapsto s+V\,\mathbb E_{u\sim\pi(\cdot;s)}[u]$ with
 # $\pi(u;s)\propto e^{\langle Qs,Ku\rangle}p(u)$. Everything depends on the sequence only through
@@ -308,6 +358,14 @@ fine = np.linspace(-3, 3, 15)
 grid = np.array([[x_, y_] for x_ in fine for y_ in fine])  # test points s, pushed by A(.; p)
 grid_scores = grid @ att2.Q.T @ (cloud @ att2.K.T).T  # (G, n) scores <Qs, Ku>
 field = softmax(grid_scores) @ (cloud @ att2.V.T)  # V E_{pi(.;s)}[u]
+field_at_tokens = softmax(cloud @ att2.Q.T @ (cloud @ att2.K.T).T) @ (cloud @ att2.V.T)
+assert np.allclose(moved_cloud - cloud, field_at_tokens, atol=1e-12)  # each token follows the field
+far = np.linalg.norm(grid - cloud.mean(axis=0), axis=1) > 2.5  # grid points far from the cloud
+step_tokens = np.linalg.norm(field_at_tokens, axis=1).mean()
+step_far = np.linalg.norm(field[far], axis=1).mean()
+print(f"mean length of the displacement: at the tokens {step_tokens:.3f}, "
+      f"at grid points more than 2.5 from the cloud's centre {step_far:.3f}")
+assert step_tokens < 0.25 * step_far  # Figure 2.4.2: the field is weak in the cloud, strong far from it
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), layout="constrained")
@@ -321,28 +379,33 @@ axes[0].set_xlim(-3, 3)
 axes[0].set_ylim(-3, 3)
 axes[0].set_xlabel("coordinate 1")
 axes[0].set_ylabel("coordinate 2")
-axes[0].set_title("(B.4a): s -> s + V E[u], u ~ pi(.; s)")
+axes[0].set_title(r"(B.4a): $s \mapsto s + V\,E_{u\sim\pi(\cdot;s)}[u]$")
 axes[0].legend(loc="lower left", fontsize=8)
 axes[1].loglog(betas, gaps, "o-", ms=3, label="max pool - soft-max pool")
-axes[1].loglog(betas, np.log(m) / betas, "k--", label=r"bound $\log m/\beta$")
+axes[1].loglog(betas, np.log(m) / betas, "k--", label=r"bound $\log 6/\beta$")
 axes[1].set_xlabel(r"$\beta$")
 axes[1].set_ylabel("largest coordinate gap")
 axes[1].legend()
 plt.show()
 
 # %% [markdown]
-# **Figure 2.4.2.** Left: attention (5.2)/(B.4a) on a 2-D empirical measure of 12 tokens. Grey: the
-# displacement $V\mathbb E_{\pi(\cdot;s)}[u]$ the measure induces at any point $s$ (a vector field that
-# depends on $p$ only); red: where each token goes. Right: Example B.2 — the log-sum-exp pooling
-# approaches max pooling at rate $\le\log m/\beta$.
+# **Figure 2.4.2.** Left: attention (5.2)/(B.4a) on a 2-D empirical measure of 12 tokens (blue
+# dots). The grey arrows are the displacement $V\mathbb E_{\pi(\cdot;s)}[u]$ the measure induces at
+# points $s$ of a grid (a vector field that depends on $p$ only; drawn at two thirds of their
+# length); the orange crosses show where each token goes, $\mathrm{ATT}(h)_k$, joined to its dot
+# by a thin orange arrow — each token follows the field at its own place. Look at the middle of the
+# cloud: there the field is weak (the values average out), so most crosses sit almost on their dots;
+# the field is strong only at points far from the cloud. Right: Example B.2 — the gap between max pooling and the
+# log-sum-exp pooling (blue) stays under the bound $\log 6/\beta$ (dashed black) and follows it for
+# large $\beta$.
 #
 # ## What survives a causal mask or positions
 #
 # Everything above used (5.2) as printed: every token attends to every token and nothing encodes
 # order. A decoder uses a {term}`causal mask` (§5.3.3) and
-# {term}`positional encodings <positional encoding>` (§5.3.1). We test the three properties in all four settings (positions = sinusoidal
-# encodings added to the embeddings after the permutation: a position belongs to the slot, not to
-# the token).
+# {term}`positional encodings <positional encoding>` (§5.3.1). We test the three properties in all
+# four settings (positions = sinusoidal encodings added to the embeddings after the permutation: a
+# position belongs to the slot, not to the token).
 
 # %%
 pe = sinusoidal_encoding(2 * m, d_e)
@@ -388,123 +451,6 @@ print(f"causal, no positions, (h, h): first copy reproduces h's outputs {first_o
       f"second copy {second_ok}")
 
 # %% [markdown]
-# ## Checking the paper
-#
-# **Example 5.2: layer normalisation with sums.** Example 5.2 defines layer normalisation with
-# $m(u)=\sum_i u_i$ and $\sigma^2(u)=\sum_i(u_i-m(u))^2$ — sums, where layer normalisation (Ba et
-# al.; `layer_norm`) uses averages $\frac1{d_e}\sum_i$. Taken literally, the printed map does not
-# centre its output and is not invariant to adding a constant to every coordinate, which is the
-# point of the mean shift. Sympy on a generic $u\in\mathbb R^3$:
-
-# %%
-u = sp.Matrix(sp.symbols("u1:4", real=True))
-t = sp.Symbol("t", real=True)
-
-
-def ln_printed(v):
-    """(5.4) as printed, without D, b and epsilon: m(u) and sigma^2(u) are sums."""
-    mu = sum(v)
-    return (v - mu * sp.ones(3, 1)) / sp.sqrt(sum((x - mu) ** 2 for x in v))
-
-
-def ln_mean(v):
-    """(5.4) with averages: the layer normalisation of the library."""
-    mu = sum(v) / 3
-    return (v - mu * sp.ones(3, 1)) / sp.sqrt(sum((x - mu) ** 2 for x in v) / 3)
-
-
-display(Math(r"\text{sum of outputs, (5.4) as printed: }"
-             + sp.latex(sp.factor(sp.simplify(sum(ln_printed(u)))))))
-display(Math(r"\text{sum of outputs, with averages: }" + sp.latex(sp.simplify(sum(ln_mean(u))))))
-shift = sp.simplify(ln_mean(u + t * sp.ones(3, 1)) - ln_mean(u))
-assert shift == sp.zeros(3, 1)
-
-# %%
-num = {s_: v_ for s_, v_ in zip(u, (1, 2, 3))}
-printed_val = np.array(ln_printed(u).subs(num), dtype=float).ravel()
-shifted_val = np.array(ln_printed(u + 10 * sp.ones(3, 1)).subs(num), dtype=float).ravel()
-print(f"printed (5.4) at u = (1,2,3): {np.round(printed_val, 4)}; "
-      f"at u + 10: {np.round(shifted_val, 4)}")
-assert np.allclose(np.array(ln_mean(u).subs(num), dtype=float).ravel(),
-                   layer_norm(np.array([1.0, 2, 3]), eps=0.0))
-assert not np.allclose(printed_val, shifted_val)
-
-# %% [markdown]
-# With averages, the output has zero mean, is shift invariant, and equals `layer_norm`. We use that
-# reading (recorded in `book/ERRATA.md`). The same convention decides (5.5): with sums, setting
-# $m=0$, $b=0$, $\varepsilon=0$, $D=I$ gives $u/\Vert u\Vert_2$ (the unit sphere, as printed); with
-# averages it gives $u/\sqrt{\tfrac1{d_e}\sum u_i^2}=\sqrt{d_e}\,u/\Vert u\Vert_2$, which is what
-# RMSNorm usually denotes (radius $\sqrt{d_e}$). `rms_norm` offers both:
-
-# %%
-x = rng.standard_normal(d_e)
-assert np.allclose(rms_norm(x, eps=0.0, unit=True), x / np.linalg.norm(x))
-assert np.allclose(rms_norm(x, eps=0.0), np.sqrt(d_e) * x / np.linalg.norm(x))
-print(f"|rms_norm(x, unit=True)| = {np.linalg.norm(rms_norm(x, eps=0.0, unit=True)):.6f}, "
-      f"|rms_norm(x)| = {np.linalg.norm(rms_norm(x, eps=0.0)):.6f} = sqrt(d_e)")
-
-# %% [markdown]
-# **Example 5.4: the index of mean pooling.** Example 5.4 writes mean pooling of $h_{1:m-1}$ as
-# $\frac1m\sum_{k=1}^m h_k$; the sequence has $m-1$ elements, so the sum must stop at $m-1$ and the
-# factor is $\frac1{m-1}$ (an index slip). Read literally, "$\frac1m$ times the sum of the $m-1$
-# tokens" is $(m-1)/m$ times the mean and depends on the length, which breaks the length
-# independence the example asks for:
-
-# %%
-def literal_pool(seq):
-    """Example 5.4 read literally: (1/m) times the sum of the m - 1 tokens."""
-    return seq.sum(0) / (len(seq) + 1)
-
-
-literal_change = np.abs(literal_pool(hh) - literal_pool(h)).max()
-print(f"literal (1/m) pooling: |P(h,h) - P(h)| = {literal_change:.4f} (not length independent)")
-assert literal_change > 1e-3
-assert np.allclose(mean_pool(hh), mean_pool(h))  # with 1/(m-1) the length does not matter
-
-# %% [markdown]
-# **Example B.2: max pooling is not of the form (B.5).** Example B.2 says max pooling is (B.5),
-# $\mathfrak P(p)=\int\mathfrak f(h)\,dp(h)$, with the "elementwise operation"
-# $\mathfrak f(h)_j=\max((h)_j)$. A maximum of the single number $(h)_j$ is $(h)_j$, so that choice
-# gives the mean again; and no pointwise $\mathfrak f$ can work, because (B.5) is linear in $p$ while
-# the maximum is not: for $p_1=\delta_0$, $p_2=\delta_1$ on $\mathbb R$, every (B.5) satisfies
-# $\mathfrak P(\tfrac12p_1+\tfrac12p_2)=\tfrac12\mathfrak P(p_1)+\tfrac12\mathfrak P(p_2)$, but the
-# maximum of the mixture is $1\ne\tfrac12(0+1)$. The example's second formula, the limit of
-# $\frac1\beta\log\int e^{\beta h_j}dp(h)$ (a nonlinear functional), is the right one (Figure 2.4.2):
-
-# %%
-two_points = np.array([[0.0], [1.0]])
-p1_max, p2_max = max_pool(two_points[:1]), max_pool(two_points[1:])
-mix_max = max_pool(two_points)  # the mixture 1/2 delta_0 + 1/2 delta_1
-print(f"max of the mixture: {mix_max[0]:.1f}; average of the two maxima (what any (B.5) gives): "
-      f"{(p1_max[0] + p2_max[0]) / 2:.1f}; f(h) = max((h)_j) = h_j gives the mean "
-      f"{mean_pool(two_points)[0]:.1f}")
-assert mix_max[0] != (p1_max[0] + p2_max[0]) / 2
-assert np.isclose(soft_max_pool(two_points, 1e4)[0], mix_max[0], atol=1e-3)
-
-# %% [markdown]
-# **Appendix B, (B.4c).** Appendix B states that evaluating (B.4a–d) at each $h_k$ gives back the
-# block (5.3). Steps (a), (b) and (d) do, but (B.4c) reads
-# $\mathfrak A(s;p)\leftarrow s+\mathfrak{NN}(\mathfrak A(s;p))$: the residual adds the *input*
-# $s$, whereas (5.3c) adds the current value, $h\leftarrow h+\mathrm{NN}(h)$. The two differ:
-
-# %%
-def appendix_b_literal(seq, p):
-    """(B.4a-d) as printed: the residual of (B.4c) adds the block input s."""
-    a = layer_norm(att(seq, p.att), eps=p.eps)  # (B.4a), (B.4b)
-    a = seq + feed_forward(a, p.W1.T, p.b1, p.W2.T, p.b2, activation="relu")  # (B.4c) as printed
-    return layer_norm(a, eps=p.eps)  # (B.4d)
-
-
-gap_b4c = np.abs(appendix_b_literal(h, block) - A_h).max()
-assert gap_b4c > 0.1
-print(f"(B.4c) as printed vs (5.3): max difference {gap_b4c:.3f}")
-
-# %% [markdown]
-# Both versions are permutation equivariant and duplication invariant, so nothing in Appendix B's
-# argument depends on the choice; we read (B.4c) as
-# $\mathfrak A\leftarrow\mathfrak A+\mathfrak{NN}(\mathfrak A)$ so that the appendix matches (5.3)
-# (ledger row in `book/ERRATA.md`).
-#
 # ## Key takeaways
 #
 # - The paper's attention map (5.2) is Chapter 6's attention plus a residual, with unscaled scores;
@@ -516,7 +462,8 @@ print(f"(B.4c) as printed vs (5.3): max difference {gap_b4c:.3f}")
 # - Even more, the model sees a sequence only as its empirical measure: repeating every token
 #   changes nothing, repeating one token does. A causal mask or positional encodings break all
 #   three symmetries, which is what a language model needs.
-#
+
+# %% [markdown]
 # ## Check your understanding
 #
 # 1. In the tiny example with $h=(1,2)$ and $Q=K=V=1$, what is $\mathrm{ATT}(h)_1$ if $V=0$?
@@ -546,7 +493,135 @@ print(f"(B.4c) as printed vs (5.3): max difference {gap_b4c:.3f}")
 #    distribution: the model cannot count. Only the proportions of the vectors matter (the
 #    empirical measure), not how many there are.
 #    ```
+
+# %% tags=["hide-cell"]
+# The numbers the answers state. Question 1: ATT(h)_1 for h = (1, 2) with V = 0, then with Q = 0.
+ones = np.ones((1, 1))
+tokens_12 = np.array([[1.0], [2.0]])
+v_zero = att(tokens_12, AttentionParams(ones, ones, 0 * ones))[0, 0]
+q_zero = att(tokens_12, AttentionParams(0 * ones, ones, ones))[0, 0]
+print(f"Q1: V = 0 gives ATT(h)_1 = {v_zero:.4f}; Q = 0 gives {q_zero:.4f}")
+assert v_zero == 1.0 and abs(q_zero - 2.5) < 1e-12
+
+# %% [markdown]
+# ## Checking the paper
 #
+# **Example 5.2: layer normalisation with sums.** Example 5.2 defines layer normalisation with
+# $m(u)=\sum_i u_i$ and $\sigma^2(u)=\sum_i(u_i-m(u))^2$ — sums, where layer normalisation (Ba et
+# al.; `layer_norm`) uses averages $\frac1{d_e}\sum_i$. Taken literally, the printed map does not
+# centre its output and is not invariant to adding a constant to every coordinate, which is the
+# point of the mean shift. Sympy on a generic $u\in\mathbb R^3$:
+
+# %% tags=["hide-cell"]
+u = sp.Matrix(sp.symbols("u1:4", real=True))
+t = sp.Symbol("t", real=True)
+
+
+def ln_printed(v):
+    """(5.4) as printed, without D, b and epsilon: m(u) and sigma^2(u) are sums."""
+    mu = sum(v)
+    return (v - mu * sp.ones(3, 1)) / sp.sqrt(sum((x - mu) ** 2 for x in v))
+
+
+def ln_mean(v):
+    """(5.4) with averages: the layer normalisation of the library."""
+    mu = sum(v) / 3
+    return (v - mu * sp.ones(3, 1)) / sp.sqrt(sum((x - mu) ** 2 for x in v) / 3)
+
+
+display(Math(r"\text{sum of outputs, (5.4) as printed: }"
+             + sp.latex(sp.factor(sp.simplify(sum(ln_printed(u)))))))
+display(Math(r"\text{sum of outputs, with averages: }" + sp.latex(sp.simplify(sum(ln_mean(u))))))
+shift = sp.simplify(ln_mean(u + t * sp.ones(3, 1)) - ln_mean(u))
+assert shift == sp.zeros(3, 1)
+
+# %% tags=["hide-cell"]
+num = {s_: v_ for s_, v_ in zip(u, (1, 2, 3))}
+printed_val = np.array(ln_printed(u).subs(num), dtype=float).ravel()
+shifted_val = np.array(ln_printed(u + 10 * sp.ones(3, 1)).subs(num), dtype=float).ravel()
+print(f"printed (5.4) at u = (1,2,3): {np.round(printed_val, 4)}; "
+      f"at u + 10: {np.round(shifted_val, 4)}")
+assert np.allclose(np.array(ln_mean(u).subs(num), dtype=float).ravel(),
+                   layer_norm(np.array([1.0, 2, 3]), eps=0.0))
+assert not np.allclose(printed_val, shifted_val)
+
+# %% [markdown]
+# With averages, the output has zero mean, is shift invariant, and equals `layer_norm`. We use that
+# reading (recorded in `book/ERRATA.md`). The same convention decides (5.5): with sums, setting
+# $m=0$, $b=0$, $\varepsilon=0$, $D=I$ gives $u/\Vert u\Vert_2$ (the unit sphere, as printed); with
+# averages it gives $u/\sqrt{\tfrac1{d_e}\sum u_i^2}=\sqrt{d_e}\,u/\Vert u\Vert_2$, which is what
+# RMSNorm usually denotes (radius $\sqrt{d_e}$). `rms_norm` offers both:
+
+# %% tags=["hide-cell"]
+x = rng.standard_normal(d_e)
+assert np.allclose(rms_norm(x, eps=0.0, unit=True), x / np.linalg.norm(x))
+assert np.allclose(rms_norm(x, eps=0.0), np.sqrt(d_e) * x / np.linalg.norm(x))
+print(f"|rms_norm(x, unit=True)| = {np.linalg.norm(rms_norm(x, eps=0.0, unit=True)):.6f}, "
+      f"|rms_norm(x)| = {np.linalg.norm(rms_norm(x, eps=0.0)):.6f} = sqrt(d_e)")
+
+# %% [markdown]
+# **Example 5.4: the index of mean pooling.** Example 5.4 writes mean pooling of $h_{1:m-1}$ as
+# $\frac1m\sum_{k=1}^m h_k$; the sequence has $m-1$ elements, so the sum must stop at $m-1$ and the
+# factor is $\frac1{m-1}$ (an index slip). Read literally, "$\frac1m$ times the sum of the $m-1$
+# tokens" is $(m-1)/m$ times the mean and depends on the length, which breaks the length
+# independence the example asks for:
+
+# %% tags=["hide-cell"]
+def literal_pool(seq):
+    """Example 5.4 read literally: (1/m) times the sum of the m - 1 tokens."""
+    return seq.sum(0) / (len(seq) + 1)
+
+
+literal_change = np.abs(literal_pool(hh) - literal_pool(h)).max()
+print(f"literal (1/m) pooling: |P(h,h) - P(h)| = {literal_change:.4f} (not length independent)")
+assert literal_change > 1e-3
+assert np.allclose(mean_pool(hh), mean_pool(h))  # with 1/(m-1) the length does not matter
+
+# %% [markdown]
+# **Example B.2: max pooling is not of the form (B.5).** Example B.2 says max pooling is (B.5),
+# $\mathfrak P(p)=\int\mathfrak f(h)\,dp(h)$, with the "elementwise operation"
+# $\mathfrak f(h)_j=\max((h)_j)$. A maximum of the single number $(h)_j$ is $(h)_j$, so that choice
+# gives the mean again; and no pointwise $\mathfrak f$ can work, because (B.5) is linear in $p$ while
+# the maximum is not: for $p_1=\delta_0$, $p_2=\delta_1$ on $\mathbb R$, every (B.5) satisfies
+# $\mathfrak P(\tfrac12p_1+\tfrac12p_2)=\tfrac12\mathfrak P(p_1)+\tfrac12\mathfrak P(p_2)$, but the
+# maximum of the mixture is $1\ne\tfrac12(0+1)$. The example's second formula, the limit of
+# $\frac1\beta\log\int e^{\beta h_j}dp(h)$ (a nonlinear functional), is the right one (Figure 2.4.2):
+
+# %% tags=["hide-cell"]
+two_points = np.array([[0.0], [1.0]])
+p1_max, p2_max = max_pool(two_points[:1]), max_pool(two_points[1:])
+mix_max = max_pool(two_points)  # the mixture 1/2 delta_0 + 1/2 delta_1
+print(f"max of the mixture: {mix_max[0]:.1f}; average of the two maxima (what any (B.5) gives): "
+      f"{(p1_max[0] + p2_max[0]) / 2:.1f}; f(h) = max((h)_j) = h_j gives the mean "
+      f"{mean_pool(two_points)[0]:.1f}")
+assert mix_max[0] != (p1_max[0] + p2_max[0]) / 2
+assert np.isclose(soft_max_pool(two_points, 1e4)[0], mix_max[0], atol=1e-3)
+
+# %% [markdown]
+# **Appendix B, (B.4c).** Appendix B states that evaluating (B.4a–d) at each $h_k$ gives back the
+# block (5.3). Steps (a), (b) and (d) do, but (B.4c) reads
+# $\mathfrak A(s;p)\leftarrow s+\mathfrak{NN}(\mathfrak A(s;p))$: the residual adds the *input*
+# $s$, whereas (5.3c) adds the current value, $h\leftarrow h+\mathrm{NN}(h)$. The two differ:
+
+# %% tags=["hide-cell"]
+def appendix_b_literal(seq, p):
+    """(B.4a-d) as printed: the residual of (B.4c) adds the block input s."""
+    a = layer_norm(att(seq, p.att), eps=p.eps)  # (B.4a), (B.4b)
+    a = seq + feed_forward(a, p.W1.T, p.b1, p.W2.T, p.b2, activation="relu")  # (B.4c) as printed
+    return layer_norm(a, eps=p.eps)  # (B.4d)
+
+
+gap_b4c = np.abs(appendix_b_literal(h, block) - A_h).max()
+assert gap_b4c > 0.1
+print(f"(B.4c) as printed vs (5.3): max difference {gap_b4c:.3f}")
+
+# %% [markdown]
+# Both versions are permutation equivariant and duplication invariant, so nothing in Appendix B's
+# argument depends on the choice; we read (B.4c) as
+# $\mathfrak A\leftarrow\mathfrak A+\mathfrak{NN}(\mathfrak A)$ so that the appendix matches (5.3)
+# (ledger row in `book/ERRATA.md`).
+
+# %% [markdown]
 # ## Reproducibility
 #
 # Everything on this page is exact or a round-off bound: random parameters and inputs come from the

@@ -21,7 +21,7 @@
 #   complex pairs whose score depends only on the offset;
 # - count the inner products of full, causal and banded attention, and compute a windowed layer;
 # - run a linear state-space recurrence by hand, and explain why its exact discretisation needs
-#   $e^{A(t-r)}B$ in that order.
+#   $e^{A(t-t')}B$ in that order.
 # ```
 #
 # **Builds on:** [2.4 The attention block](04_attention_block_set_transformer.ipynb) (the attention
@@ -30,6 +30,40 @@
 # scores) · [6.5 Positional encoding](../part1_chapter6/6_5_positional_encoding.ipynb) (sinusoidal
 # encodings and RoPE) · complex numbers $e^{i\theta}$; a linear ODE $\dot v=Av$ and the matrix
 # exponential. **Reading time:** about 45 minutes.
+#
+# ```{admonition} Symbols on this page
+# :class: note
+# | symbol | meaning | shape |
+# |---|---|---|
+# | $k$, $l$ | positions of a query and of a key in the sequence (counted from 1) | integers |
+# | $m$ | the position being predicted; the sequence $h_1,\dots,h_{m-1}$ has $n=m-1$ vectors | integers |
+# | $h_k$ | the vector at position $k$ | $(d_e,)$ |
+# | $Q$, $K$, $V$ | the query, key and value matrices of (5.2) | $(c,d_e)$, $(c,d_e)$, $(d_e,d_e)$ |
+# | $d_e$, $c$ | the embedding width; the width of queries and keys | integers |
+# | $w$ | the half-width of a band: position $k$ sees the positions $l$ with $\lvert k-l\rvert\le w$ | integer |
+# | $r$, $\lambda$ | $r_k$ is the absolute positional encoding of position $k$; $\lambda_j$ the $j$-th wavelength divided by $2\pi$ | $(d_e,)$, number |
+# | $\mathbf x$, $\mathbf y$ | a query vector and a key vector (RoPE section) | $(c,)$ |
+# | $R$, $\psi_j$ | $R_k$ is the rotation RoPE applies at position $k$; $\psi_j$ the angle per position of coordinate pair $j$ | $(c,c)$, number |
+# | $z$ | a pair of coordinates as one complex number, $z=x_{2j}+ix_{2j+1}$; $z_{x,j}$, $z_{y,j}$: pair $j$ of the query / the key | complex |
+# | $\theta$ | an angle | number |
+# | $a$, $b$, $v_k$ | the tiny recurrence's two weights and its state after $k$ inputs | numbers |
+# | $v$, $\dot v$, $s$ | the state of a state-space model, its time derivative, and its dimension | $(s,)$ |
+# | $A$, $B$, $C$, $D$ | the state-space model's matrices: $\dot v=Av+Bh$, read-out $u=Cv+Dh$ | $(s,s)$, $(s,d_e)$, $(d_e,s)$, $(d_e,d_e)$ |
+# | $h(t)$, $u$ | the input (continuous time) and the read-out | $(d_e,)$ |
+# | $t$, $t'$, $\Delta t$, $t_k$ | time, an integration variable, the step length, the time $k\Delta t$ | numbers |
+# | $\bar A$, $\bar B$ | the discretised matrices of the recurrence $v_{k+1}=\bar Av_k+\bar Bh_k$ | $(s,s)$, $(s,d_e)$ |
+# | $\kappa_j$ | the convolution kernel $C\bar A^{j-1}\bar B$ of the unrolled recurrence | $(d_e,d_e)$ |
+# | $\mathbf f$, $\mathbf g$ | the state update and the read-out of (5.9) | maps |
+# ```
+#
+# ```{admonition} In the paper's notation
+# :class: note
+# The paper writes the band's half-width as $r$ and the positional encoding of position $m$ as
+# $r_m$; the book writes $w$ and $r_k$. Its RoFormer formula writes the key vector as $Kh_l$ (the
+# book: a key vector $\mathbf y$, a query vector $\mathbf x$) and the angles as $\psi_j$. Appendix C writes the integration variable as $s$
+# (the book keeps $s$ for the state dimension and writes $t'$) and the sparse pattern as an
+# adjacency matrix $A$ (not used here: $A$ is the state-space matrix).
+# ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §5.3
 # (Example 5.8, Eqs. 5.8–5.9) and Appendix C (Eqs. C.1–C.4).*
@@ -59,8 +93,8 @@ rng = np.random.default_rng(0)
 # %% [markdown]
 # ## A tiny example by hand
 #
-# **Masking.** Two one-dimensional tokens $h=(1,2)$ with $Q=K=V=1$, as in [2.4](04_attention_block_set_transformer.ipynb): token 1's scores
-# with tokens 1 and 2 are $(1,2)$. Causal attention must give token 2, the future, weight 0. The
+# **Masking.** Two one-dimensional tokens $h=(1,2)$ with $Q=K=V=1$, as in
+# [2.4](04_attention_block_set_transformer.ipynb): token 1's scores with tokens 1 and 2 are $(1,2)$. Causal attention must give token 2, the future, weight 0. The
 # paper writes the masked score as $\mathbb 1_{l\le k}\langle Qh_k,Kh_l\rangle$: token 1's scores
 # become $(1, 0)$ — but $e^0=1$, so token 2 still gets weight $1/(e+1)=0.2689$. Setting the masked
 # score to $-\infty$ instead gives $e^{-\infty}=0$:
@@ -77,10 +111,10 @@ assert minus_inf[1] == 0.0
 
 # %% [markdown]
 # **A state-space recurrence.** Instead of attention, read the sequence once, keeping a running
-# state: $v_{k+1}=a\,v_k+b\,h_k$. With $a=\tfrac12$, $b=1$, $v_0=0$ and inputs $h=(1,2,3)$:
-# $v_1=1$, $v_2=\tfrac12\cdot1+2=2.5$, $v_3=\tfrac12\cdot2.5+3=4.25$. Each step costs one
-# multiply-add per state entry, so the whole sequence costs time linear in its length, and $v_k$
-# depends only on the inputs before it: causal by construction.
+# state: $v_k=a\,v_{k-1}+b\,h_k$. With $a=\tfrac12$, $b=1$, $v_0=0$ and inputs
+# $(h_1,h_2,h_3)=(1,2,3)$: $v_1=1$, $v_2=\tfrac12\cdot1+2=2.5$, $v_3=\tfrac12\cdot2.5+3=4.25$. Each
+# step costs one multiply-add per state entry, so the whole sequence costs time linear in its
+# length, and $v_k$ depends only on the inputs up to $h_k$: causal by construction.
 
 # %%
 a_tiny, b_tiny, state = 0.5, 1.0, 0.0
@@ -98,7 +132,7 @@ assert np.array_equal(tiny_states.ravel(), [0.0, 1.0, 2.5, 4.25])
 # ## Absolute encodings: Example 5.8 as printed versus base 10000
 #
 # Example 5.8 sets $\lambda_j=2^{2j/d_e}$ for $j=1,\dots,d_e/2$ and
-# $r_m=(\sin(m/\lambda_1),\cos(m/\lambda_1),\dots)$. The trigonometric encoding of Vaswani et al.
+# $r_k=(\sin(k/\lambda_1),\cos(k/\lambda_1),\dots)$ for position $k$. The trigonometric encoding of Vaswani et al.
 # (and Chapter 6, `sinusoidal_encoding`) uses $\lambda_j=10000^{2(j-1)/d_e}$. We write the formula
 # once with a free base and starting index, check that base 10000 with $j-1$ reproduces the library,
 # and then look at what base 2 does.
@@ -106,7 +140,7 @@ assert np.array_equal(tiny_states.ravel(), [0.0, 1.0, 2.5, 4.25])
 
 # %%
 def trig_encoding(positions, d, base, first_j):
-    """r_m of Example 5.8 with lambda_j = base^(2 j / d), j = first_j .. first_j + d/2 - 1."""
+    """r_k of Example 5.8 with lambda_j = base^(2 j / d), j = first_j .. first_j + d/2 - 1."""
     lam = base ** (2 * np.arange(first_j, first_j + d // 2) / d)  # (d/2,)
     ang = np.asarray(positions, dtype=float)[:, None] / lam[None, :]  # (M, d/2)
     r = np.empty((len(positions), d))
@@ -128,7 +162,7 @@ print(f"base 10000: wavelengths range over [{2 * np.pi * lam_u.min():.2f}, "
 
 # %%
 def similarity_kernel(lam, offsets):
-    """<r_m, r_{m+D}> / |r|^2 = mean_j cos(D / lambda_j): it depends on the offset D only."""
+    """<r_k, r_{k+D}> / |r|^2 = mean_j cos(D / lambda_j): it depends on the offset D only."""
     return np.cos(np.asarray(offsets, dtype=float)[:, None] / lam[None, :]).mean(axis=1)
 
 
@@ -142,48 +176,62 @@ for name, kern in [("as printed (base 2)", k_printed), ("base 10000", k_usual)]:
           f"mean |similarity| over offsets 10..511 = {np.abs(kern[10:]).mean():.3f}")
 assert np.argmax(k_printed < 0.5) <= 3  # as printed: similarity falls at once
 assert np.abs(k_printed[10:]).mean() < 0.1  # ... and stays near 0
-assert np.argmax(k_usual < 0.5) > 20
+assert np.argmax(k_usual < 0.5) > 20  # Figure 2.5.1: base 10000 decaying gradually
+print(f"as printed: most negative similarity {k_printed.min():.2f}, at offset {np.argmin(k_printed)}")
+assert np.argmin(k_printed) == 4 and k_printed.min() < -0.75  # Figure 2.5.1: the dark stripes
 
 # %% [markdown]
 # With base 2 the wavelengths span only a factor of 2 (about 6.4 to 12.6 positions), so the
 # encoding has no coarse scale: positions more than a few steps apart look unrelated, and "how far
 # apart" is not encoded smoothly. Base 10000 spans four orders of magnitude, and similarity decays
 # gradually with the offset — the multi-scale property the usual encoding is chosen for. (The
-# encodings stay distinct in both cases.)
+# encodings of the 512 positions stay distinct in both cases:)
+
+# %%
+for name, r_enc in [("as printed (base 2)", printed), ("base 10000", usual)]:
+    dists = np.linalg.norm(r_enc[:, None, :] - r_enc[None, :, :], axis=-1)
+    closest = dists[~np.eye(M, dtype=bool)].min()
+    print(f"{name:20s}: smallest distance between the encodings of two positions {closest:.3f}")
+    assert closest > 0.1
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(14, 4), layout="constrained")
 panels = [("Example 5.8 as printed (base 2)", printed), ("base 10000", usual)]
 for ax, (name, r) in zip(axes[:2], panels):
     heatmap(r[:128] @ r[:128].T / (d / 2), ax=ax, title=name, vmin=-1, vmax=1)
-    ax.set_xlabel("position n")
-    ax.set_ylabel("position m")
+    ax.set_xlabel("position l")
+    ax.set_ylabel("position k")
 axes[2].plot(offsets[:200], k_printed[:200], label="as printed (base 2)")
 axes[2].plot(offsets[:200], k_usual[:200], label="base 10000")
-axes[2].set_xlabel("offset m - n")
+axes[2].set_xlabel("offset k - l")
 axes[2].set_ylabel("cosine similarity")
 axes[2].legend()
 plt.show()
 
 # %% [markdown]
-# **Figure 2.5.1.** Cosine similarity $\langle r_m,r_n\rangle/|r|^2$ of the encodings of the first 128
-# positions, and as a function of the offset. Left: Example 5.8 with $\lambda_j=2^{2j/d_e}$ — only
-# immediate neighbours are similar. Middle/right: the usual base 10000 — similarity decays
-# gradually with $|m-n|$. We read "2" as a slip (or an extraction loss) for 10000 and $j$ for $j-1$
-# (recorded in `book/ERRATA.md`) and use base 10000 elsewhere.
+# **Figure 2.5.1.** Cosine similarity $\langle r_k,r_l\rangle/|r|^2$ of the encodings of the first
+# 128 positions (left and middle, one heatmap each), and as a function of the offset $k-l$ (right:
+# blue as printed, vermilion base 10000). Left: Example 5.8 with $\lambda_j=2^{2j/d_e}$ — only
+# immediate neighbours are similar, a thin bright diagonal flanked by dark stripes: positions 4
+# apart have nearly opposite encodings (similarity about $-0.8$). Middle: the usual base 10000 — a broad
+# diagonal band, similarity decaying gradually with $|k-l|$. We read "2" as a slip (or an extraction
+# loss) for 10000 and $j$ for $j-1$ ([checked below](#checking-the-paper)) and use base 10000
+# elsewhere.
 #
 # ## The RoFormer inner product (§5.3.2) equals RoPE on complex pairs
 #
 # RoPE rotates each consecutive pair of query/key coordinates by an angle proportional to the
-# position (`apply_rope`). Writing a pair as a complex number $z=x_{2j}+ix_{2j+1}$, a rotation is a
-# multiplication by $e^{ik\psi_j}$, so
-# $\langle R_kq,R_lk\rangle=\mathrm{Re}\sum_{j=1}^{c/2}z_{q,j}\,\overline{z_{k,j}}\,e^{i(k-l)\psi_j}$.
-# The printed formula sums over the $c$ *real* coordinates, $\mathrm{Re}\sum_j q_jk_je^{i(k-l)\psi_j}=
-# \sum_j q_jk_j\cos((k-l)\psi_j)$, which drops the sine cross-terms (an erratum another notebook's
-# tests already recorded). Sympy for one pair, then numbers:
+# position (`apply_rope`), in place of the plain score (5.8), $\langle Qh_k,Kh_l\rangle$: at
+# position $k$, pair $j$ turns by $k\psi_j$. Writing a pair as a complex
+# number $z=x_{2j}+ix_{2j+1}$, a rotation is a multiplication by $e^{ik\psi_j}$, so the score of a
+# query vector $\mathbf x$ at position $k$ with a key vector $\mathbf y$ at position $l$ is
+# $\langle R_k\mathbf x,R_l\mathbf y\rangle=\mathrm{Re}\sum_{j=1}^{c/2}z_{x,j}\,\overline{z_{y,j}}\,
+# e^{i(k-l)\psi_j}$: it depends on the positions only through the offset $k-l$. (The paper's
+# formula sums over the $c$ real coordinates instead and loses the sine terms of the rotation;
+# [checked below](#checking-the-paper).) Sympy for one pair, then numbers:
 
 # %%
-q1, q2, k1, k2, phi = sp.symbols("q1 q2 k1 k2 phi", real=True)
+q1, q2, k1, k2, phi = sp.symbols("x1 x2 y1 y2 psi", real=True)
 
 
 def rot(angle):
@@ -196,7 +244,7 @@ rope = (rot(kk * phi) * sp.Matrix([q1, q2])).dot(rot(ll * phi) * sp.Matrix([k1, 
 pair_product = (q1 + sp.I * q2) * (k1 - sp.I * k2) * sp.exp(sp.I * (kk - ll) * phi)
 complex_form = sp.re(sp.expand(pair_product))
 rope_vs_complex = sp.simplify(sp.expand_trig(rope - complex_form))
-display(Math(r"\langle R_kq,R_lk\rangle-\mathrm{Re}\big[z_q\overline{z_k}e^{i(k-l)\varphi}\big]="
+display(Math(r"\langle R_k\mathbf x,R_l\mathbf y\rangle-\mathrm{Re}\big[z_x\overline{z_y}e^{i(k-l)\psi}\big]="
              + sp.latex(rope_vs_complex)))
 assert rope_vs_complex == 0
 
@@ -250,13 +298,14 @@ assert leak_printed > 1e-2  # the printed form leaks the future
 assert leak_masked == 0.0  # the -inf mask does not
 
 # %% [markdown]
-# **Counting inner products.** With $l\le k$ (a position sees itself, as in (5.2)) a causal layer
-# needs $(m-1)m/2$ inner products, not the printed $(m-1)(m-2)/2$ — that is the count for $l<k$. A
-# banded mask $|k-l|\le r$ needs $(m-1)(2r+1)-r(r+1)$ (linear in $m$), a causal band $0\le k-l\le r$
-# needs $(m-1)(r+1)-r(r+1)/2$. Sympy sums the indicators; the library's masks agree.
+# **Counting inner products.** On $n=m-1$ positions full attention needs $n^2$ inner products. With
+# $l\le k$ (a position sees itself, as in (5.2)) a causal layer needs $n(n+1)/2$ (the paper prints
+# $(m-1)(m-2)/2$, the count for $l<k$; [checked below](#checking-the-paper)). A banded mask
+# $|k-l|\le w$ needs $n(2w+1)-w(w+1)$ (linear in $n$), a causal band $0\le k-l\le w$ needs
+# $n(w+1)-w(w+1)/2$. Sympy sums the indicators; the library's masks agree.
 
 # %%
-n, r_, k_, l_ = sp.symbols("n r k l", integer=True, positive=True)  # n = m - 1 positions
+n, k_, l_ = sp.symbols("n k l", integer=True, positive=True)  # n = m - 1 positions
 causal_count = sp.summation(sp.summation(1, (l_, 1, k_)), (k_, 1, n))
 display(Math(r"\sum_{k=1}^{n}\sum_{l=1}^{k}1=" + sp.latex(sp.factor(causal_count))))
 assert sp.simplify(causal_count - n * (n + 1) / 2) == 0
@@ -267,17 +316,17 @@ r = 8
 counts = {
     "full": ms**2,
     "causal": np.array([causal_mask(m).sum() for m in ms]),
-    f"band |k-l|<={r}": np.array([band_mask(m, r).sum() for m in ms]),
+    f"band |k-l|<={r}": np.array([band_mask(m, r).sum() for m in ms]),  # w = r
     f"causal band (window {r + 1})": np.array([band_mask(m, r, causal=True).sum() for m in ms]),
 }
 assert np.all(counts["causal"] == ms * (ms + 1) // 2)
-assert np.all(counts[f"band |k-l|<={r}"] == ms * (2 * r + 1) - r * (r + 1))
+assert np.all(counts[f"band |k-l|<={r}"] == ms * (2 * r + 1) - r * (r + 1))  # Figure 2.5.2: grow linearly
 assert np.all(counts[f"causal band (window {r + 1})"] == ms * (r + 1) - r * (r + 1) // 2)
 for name, cnt in counts.items():
     print(f"{name:24s}: " + "  ".join(f"{c:7d}" for c in cnt))
 
 # %% [markdown]
-# A banded layer only ever needs those inner products: computing each row's $2r+1$ scores directly
+# A banded layer only ever needs those inner products: computing each row's $2w+1$ scores directly
 # (a loop over the window) gives the same output as the full masked softmax.
 
 # %%
@@ -299,26 +348,30 @@ print(f"windowed computation: {products} inner products instead of {T * T}; outp
 fig, ax = plt.subplots()
 for name, cnt in counts.items():
     ax.loglog(ms, cnt, "o-", label=name)
-ax.set_xlabel("sequence length m - 1")
+ax.minorticks_off()
+ax.set_xticks(ms, [str(x) for x in ms])
+ax.set_xlabel("sequence length n = m - 1")
 ax.set_ylabel("inner products per layer")
 ax.legend()
 plt.show()
 
 # %% [markdown]
-# **Figure 2.5.2.** Inner products needed by one attention layer (§5.3.3): full and causal grow as
-# $m^2$ (causal halves it), the banded masks grow linearly, $\mathcal O(r(m-1))$.
+# **Figure 2.5.2.** Inner products needed by one attention layer (§5.3.3) against the length $n=m-1$,
+# on log–log axes, for half-width $w=8$: full and causal attention grow as $n^2$ (slope 2; causal
+# needs about half), the banded masks grow linearly (slope 1), $\mathcal O(wn)$.
 #
 # ## State-space models (§5.3.4, Appendix C)
 #
-# A linear SSM evolves a hidden state $v\in\mathbb R^s$ by $\dot v=Av+Bh$ and reads out $u=Cv+Dh$
-# (C.1–C.2). Variation of constants gives the exact state
+# A continuous-time SSM evolves a hidden state $v\in\mathbb R^s$ driven by an input $h(t)$, (C.1a), and
+# reads out $u$ from $v$ and $h$, (C.1b); the linear choice is $\dot v=Av+Bh$, (C.2a), and $u=Cv+Dh$,
+# (C.2b). (Remark C.1 discretises it in time to take the place of attention.) Variation of
+# constants gives the exact state
 #
-# $$v(t)=e^{At}v_0+\int_0^t e^{A(t-r)}Bh(r)\,dr .\qquad\text{(C.3a, corrected)}$$
+# $$v(t)=e^{At}v_0+\int_0^t e^{A(t-t')}Bh(t')\,dt' .\qquad\text{(C.3a, corrected)}$$
 #
-# The printed (C.3a) has $e^{At}Be^{-Ar}$: $B$ is $s\times d_e$ and $e^{-Ar}$ is $s\times s$, so the
-# product does not exist unless $s=d_e$, and even then it is only right when $A$ and $B$ commute.
-# Sympy with $2\times2$ matrices that do not commute: the corrected formula satisfies the ODE (the
-# printed one does not: see Checking the paper).
+# The order matters: the paper prints $e^{At}Be^{-At'}$, which is the same only when $A$ and $B$
+# commute ([checked below](#checking-the-paper)). Sympy with $2\times2$ matrices that do not commute:
+# the corrected formula satisfies the ODE.
 
 # %%
 t_, r_s = sp.symbols("t r", real=True)
@@ -334,8 +387,8 @@ assert residual_corr == sp.zeros(2, 1)
 # %% [markdown]
 # **Discretisation (C.4).** Holding $h$ constant on each step of length $\Delta t$ ("zero-order
 # hold") makes the corrected recurrence exact:
-# $v_{k+1}=e^{A\Delta t}v_k+\big(\int_0^{\Delta t}e^{Az}dz\big)Bh_k$ (`discretize_zoh`). The printed
-# (C.4a) inherits the ordering problem of (C.3a) (see Checking the paper). We test the zero-order
+# $v_{k+1}=e^{A\Delta t}v_k+\big(\int_0^{\Delta t}e^{At'}dt'\big)Bh_k$ (`discretize_zoh`). The printed
+# (C.4a) inherits the ordering problem of (C.3a) ([checked below](#checking-the-paper)). We test the zero-order
 # hold against the exact solution (an accurate ODE solve) for a piecewise-constant input.
 
 # %%
@@ -395,7 +448,7 @@ for name, e in errors.items():
     slope = np.polyfit(np.log(T_end / steps), np.log(e), 1)[0]
     print(f"{name:16s}: error at dt = {T_end / steps[-1]:.4f} is {e[-1]:.2e}; "
           f"observed order {slope:.2f}")
-    assert 0.9 < slope < 1.1
+    assert 0.9 < slope < 1.1  # Figure 2.5.3: the errors fall at first order
 
 fig, ax = plt.subplots()
 for name, e in errors.items():
@@ -406,17 +459,17 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# **Figure 2.5.3.** Error of the discretised SSM state at $T=2$ against the exact solution (C.3,
-# corrected) for a smooth input: both discretisations are first order in $\Delta t$.
+# **Figure 2.5.3.** Error of the discretised state at time 2 against the exact solution (C.3a,
+# corrected) for a smooth input, on log–log axes: both discretisations (blue: zero-order hold,
+# vermilion: forward Euler) fall along lines of slope 1 — first order in $\Delta t$.
 #
 # ## The SSM as a causal, linear-cost sequence map (5.9)
 #
 # With linear $\mathbf f,\mathbf g$ the recurrence (5.9) is $v_{k+1}=\bar Av_k+\bar Bh_k$,
-# $u_k=Cv_k+Dh_k$: one pass over the sequence, $\mathcal O(m)$. Unrolled it is a causal convolution
-# with kernel $K_j=C\bar A^{j-1}\bar B$, the other way S4-type models evaluate it. (Indexing note:
-# as printed, (5.9a) runs $k=0,\dots,m-2$ with input $h_k$, so it reads an $h_0$ that the sequence
-# $h_{1:m-1}$ does not have; our recurrence indexes the inputs from 0, and $u_k$ depends on
-# $h_{0..k}$.)
+# $u_k=Cv_k+Dh_k$ (the read-out (5.9b)): one pass over the sequence, $\mathcal O(m)$. Unrolled it is a causal convolution
+# with kernel $\kappa_j=C\bar A^{j-1}\bar B$, the other way S4-type models evaluate it. (Our
+# recurrence indexes the inputs from 0, so $u_k$ depends on $h_0,\dots,h_k$; the paper's indexing of
+# (5.9a) is [checked below](#checking-the-paper).)
 
 # %%
 Ab, Bb = discretize_zoh(A, B, 0.1)
@@ -439,25 +492,89 @@ print(f"multiply-adds per position: {per_step}, so {T * per_step} for length {T}
       f"full attention needs {T * T} inner products of length c (quadratic in T)")
 
 # %% [markdown]
+# ## Key takeaways
+#
+# - Order enters attention either through the vectors (a positional encoding added to each
+#   embedding; base 10000 gives wavelengths over four orders of magnitude) or through the score
+#   (RoPE: rotate each pair of coordinates by an angle proportional to the position, so the score
+#   depends on the offset only).
+# - A mask must remove the masked terms — a score of $-\infty$, weight exactly 0 — not multiply the
+#   score by 0, which still gives the masked positions weight.
+# - Full and causal attention cost a number of inner products quadratic in the length; a band of
+#   half-width $w$ costs $\mathcal O(wm)$ and can be computed window by window.
+# - A state-space model replaces attention by a recurrence: causal by construction and linear in the
+#   length. Its exact discretisation is the zero-order hold, built from $e^{A(t-t')}B$ in that order.
+
+# %% [markdown]
+# ## Check your understanding
+#
+# 1. In the tiny example, what weight does the printed form (indicator times score) give to the
+#    future token if token 1's own score is 0 as well?
+#
+#    ```{dropdown} Answer
+#    Both scores are then 0, so the weights are $(\tfrac12,\tfrac12)$: the future gets half the
+#    weight. Multiplying by 0 is not masking; only $-\infty$ (dropping the term) is.
+#    ```
+#
+# 2. A causal band of window $w+1$ (a position sees itself and the $w$ before it) on a sequence of
+#    $n$ positions: roughly how many inner products, and why is it linear in $n$?
+#
+#    ```{dropdown} Answer
+#    Each position computes at most $w+1$ scores, so about $(w+1)n$ in all (exactly
+#    $n(w+1)-w(w+1)/2$, the count asserted above: 4572 for $n=512$, $w=8$). The window does not
+#    grow with $n$, so the total is linear in $n$.
+#    ```
+#
+# 3. In the tiny state-space example, how does $v_3$ change if $h_1$ changes by 1? Does any $v_k$
+#    depend on a later input?
+#
+#    ```{dropdown} Answer
+#    $v_3=a^2bh_1+abh_2+bh_3$, so it changes by $a^2b=\tfrac14$. No: $v_k$ is built from
+#    $h_1,\dots,h_k$ only, so the recurrence is causal without any mask.
+#    ```
+
+# %% tags=["hide-cell"]
+# The numbers the answers state. Question 1: both scores 0 under the printed form.
+q1_weights = softmax(np.array([0.0, 2.0]) * allowed)
+print(f"Q1: weights {q1_weights}")
+assert np.allclose(q1_weights, [0.5, 0.5])
+# Question 2: the causal band of window 9 on 512 positions
+print(f"Q2: causal band, n = {ms[-1]}, w = 8: {band_mask(ms[-1], 8, causal=True).sum()} inner products")
+assert band_mask(512, 8, causal=True).sum() == 512 * 9 - 8 * 9 // 2 == 4572
+# Question 3: the change of v_3 when h_1 changes by 1 is a^2 b
+bumped_states, _ = ssm_scan(np.array([[a_tiny]]), np.array([[b_tiny]]), np.eye(1), np.zeros((1, 1)),
+                            inputs + np.array([[1.0], [0.0], [0.0], [0.0]]), np.zeros(1))
+print(f"Q3: v_3 changes by {bumped_states[3, 0] - tiny_states[3, 0]} = a^2 b = {a_tiny**2 * b_tiny}")
+assert bumped_states[3, 0] - tiny_states[3, 0] == a_tiny**2 * b_tiny == 0.25
+
+# %% [markdown]
 # ## Checking the paper
 #
-# **§5.3.2, the RoFormer inner product.** The paper sums over the $c$ *real* coordinates,
-# $\mathrm{Re}\sum_j q_jk_je^{i(k-l)\psi_j}=\sum_j q_jk_j\cos((k-l)\psi_j)$, which drops the sine
-# cross-terms of a rotation. Sympy for one pair (recorded in `book/ERRATA.md`, row "§5.3.2"):
+# **Example 5.8, the wavelengths.** As printed, $\lambda_j=2^{2j/d_e}$ gives wavelengths between 6.42
+# and 12.57 positions for $d_e=64$ (a factor 1.96), and the similarity of two encodings falls below
+# 0.5 at offset 2 — the lesson's Figure 2.5.1 and the cells before it. The usual base 10000 spans a
+# factor 7499. Recorded in `book/ERRATA.md`, row "§5.3.1, Example 5.8".
+#
+# **§5.3.2, the RoFormer inner product.** The paper sums over the $c$ *real* coordinates
+# $\mathbf x_j$, $\mathbf y_j$ of the query and the key,
+# $\mathrm{Re}\sum_j \mathbf x_j\mathbf y_je^{i(k-l)\psi_j}=\sum_j \mathbf x_j\mathbf y_j\cos((k-l)\psi_j)$,
+# which drops the sine cross-terms of a rotation. Sympy for one pair (recorded in `book/ERRATA.md`,
+# row "§5.3.2"):
 
-# %%
+# %% tags=["hide-cell"]
 printed_pair = (q1 * k1 + q2 * k2) * sp.cos((kk - ll) * phi)
 rope_vs_printed = sp.simplify(sp.expand_trig(rope - printed_pair))
-display(Math(r"\langle R_kq,R_lk\rangle-\text{printed form}=" + sp.latex(rope_vs_printed)))
+display(Math(r"\langle R_k\mathbf x,R_l\mathbf y\rangle-\text{printed form}=" + sp.latex(rope_vs_printed)))
 assert rope_vs_printed != 0
 
 # %% [markdown]
 # **§5.3.3, the count of a causal layer.** The paper says causal attention needs $(m-1)(m-2)/2$
 # inner products. That counts the pairs $l<k$; with $l\le k$ (a position sees itself, as in (5.2))
 # the count is the $n(n+1)/2$ above, $n=m-1$. And the indicator must remove the masked terms, not
-# zero their score (the tiny example; row "§5.3.3, causal attention").
+# zero their score: in the tiny example the future keeps weight 0.2689, and on a random sequence
+# changing only the last token moves earlier outputs by 3.613 (row "§5.3.3, causal attention").
 
-# %%
+# %% tags=["hide-cell"]
 printed_count = n * (n - 1) / 2
 display(Math(r"\text{printed: }" + sp.latex(sp.factor(printed_count))
              + r",\qquad \text{difference from } l\le k: " + sp.latex(sp.factor(causal_count
@@ -465,11 +582,11 @@ display(Math(r"\text{printed: }" + sp.latex(sp.factor(printed_count))
 assert sp.simplify(causal_count - printed_count - n) == 0
 
 # %% [markdown]
-# **Appendix C, (C.3a) as printed.** The printed solution has $e^{At}Be^{-Ar}$: $B$ is $s\times d_e$
-# and $e^{-Ar}$ is $s\times s$, so the product exists only when $s=d_e$, and even then it solves the
-# ODE only when $A$ and $B$ commute. With the non-commuting $2\times2$ pair above:
+# **Appendix C, (C.3a) as printed.** The printed solution has $e^{At}Be^{-At'}$: $B$ is $s\times d_e$
+# and $e^{-At'}$ is $s\times s$, so the product exists only when $s=d_e$, and even then it solves
+# the ODE only when $A$ and $B$ commute. With the non-commuting $2\times2$ pair above:
 
-# %%
+# %% tags=["hide-cell"]
 v_printed = ((A2 * t_).exp() * B2 * (-A2 * r_s).exp() * h_const).integrate((r_s, 0, t_))
 residual_printed = sp.simplify(v_printed.diff(t_) - A2 * v_printed - B2 * h_const)
 display(Math(r"\text{printed (C.3a): } \dot v - Av - Bh = " + sp.latex(residual_printed.T)))
@@ -477,10 +594,10 @@ assert residual_printed != sp.zeros(2, 1)
 
 # %% [markdown]
 # **Appendix C, (C.4a) as printed.** The printed recurrence,
-# $v_{k+1}=e^{A\Delta t}v_k+e^{At_{k+1}}\big(\int_0^{\Delta t}Be^{-Az}dz\big)e^{-At_k}h_k$, on the
+# $v_{k+1}=e^{A\Delta t}v_k+e^{At_{k+1}}\big(\int_0^{\Delta t}Be^{-At'}dt'\big)e^{-At_k}h_k$, on the
 # piecewise-constant test above (non-commuting $A$, $B$ with $s=d_e$), and on a commuting pair:
 
-# %%
+# %% tags=["hide-cell"]
 def printed_c4(A, B, dt, hs, v0):
     """(C.4a) as printed (it needs s = d_e for the products to exist)."""
     v, out = v0, [v0]
@@ -507,48 +624,12 @@ assert err_printed_comm < 1e-7
 # %% [markdown]
 # **§5.3.4, the index of (5.9a).** As printed, (5.9a) runs $k=0,\dots,m-2$ with input $h_k$, so it
 # reads an $h_0$ that the sequence $h_{1:m-1}$ does not have; our recurrence indexes the inputs
-# from 0, and $u_k$ depends on $h_{0..k}$ (row "§5.3.4, Eq. (5.9a)").
-#
-# ## Key takeaways
-#
-# - Order enters attention either through the vectors (a positional encoding added to each
-#   embedding; base 10000 gives wavelengths over four orders of magnitude) or through the score
-#   (RoPE: rotate each pair of coordinates by an angle proportional to the position, so the score
-#   depends on the offset only).
-# - A mask must remove the masked terms — a score of $-\infty$, weight exactly 0 — not multiply the
-#   score by 0, which still gives the masked positions weight.
-# - Full and causal attention cost a number of inner products quadratic in the length; a band of
-#   width $r$ costs $\mathcal O(rm)$ and can be computed window by window.
-# - A state-space model replaces attention by a recurrence: causal by construction and linear in the
-#   length. Its exact discretisation is the zero-order hold, built from $e^{A(t-r)}B$ in that order.
-#
-# ## Check your understanding
-#
-# 1. In the tiny example, what weight does the printed form (indicator times score) give to the
-#    future token if token 1's own score is 0 as well?
-#
-#    ```{dropdown} Answer
-#    Both scores are then 0, so the weights are $(\tfrac12,\tfrac12)$: the future gets half the
-#    weight. Multiplying by 0 is not masking; only $-\infty$ (dropping the term) is.
-#    ```
-#
-# 2. A causal band of window $r+1$ (a position sees itself and the $r$ before it) on a sequence of
-#    $m$ positions: roughly how many inner products, and why is it linear in $m$?
-#
-#    ```{dropdown} Answer
-#    Each position computes at most $r+1$ scores, so about $(r+1)m$ in all (exactly
-#    $m(r+1)-r(r+1)/2$, the count asserted above). The window does not grow with $m$, so the total
-#    is linear in $m$.
-#    ```
-#
-# 3. In the tiny state-space example, how does $v_3$ change if $h_1$ changes by 1? Does any $v_k$
-#    depend on a later input?
-#
-#    ```{dropdown} Answer
-#    $v_3=a^2bh_1+abh_2+bh_3$, so it changes by $a^2b=\tfrac14$. No: $v_k$ is built from
-#    $h_1,\dots,h_k$ only, so the recurrence is causal without any mask.
-#    ```
-#
+# from 0, and $u_k$ depends on $h_0,\dots,h_k$ (row "§5.3.4, Eq. (5.9a)"). (The paper's next sentence,
+# "$v_{k+1}$ depends only on $h_{1:k}$", holds for the printed iteration once its first step is
+# read without the missing $h_0$, $v_1=\mathbf f(v_0)$; with the inputs indexed from 0 it is
+# $h_{0:k}$, and with (5.9a) reading $h_{k+1}$ it would be $h_{1:k+1}$.)
+
+# %% [markdown]
 # ## Reproducibility
 #
 # Everything on this page is exact, a round-off bound, or an accurate ODE solve with its tolerance

@@ -11,7 +11,8 @@
 # *reverse* process, run from the fully destroyed state, rebuilds sentences with the statistics of
 # real text. The forward process is a {term}`continuous-time Markov chain`, and its mathematics is
 # short but easy to get wrong — the rate matrices printed in the paper's own examples are not rate
-# matrices, and a student who copies them gets "probabilities" that do not add up to 1. This page
+# matrices, and a student who copies them gets "probabilities" that do not add up to 1
+# ([checked below](#checking-the-paper)). This page
 # builds the chain by hand for one token, simulates it for short sentences, runs it backwards, and
 # checks what the network must learn.
 #
@@ -33,6 +34,41 @@
 # over sequences) · the exponential
 # distribution, the matrix exponential $e^{tQ}$ and a first-order differential equation
 # $\dot p = pQ$. **Reading time:** about 40 minutes.
+#
+# ```{admonition} Symbols on this page
+# :class: note
+# | symbol | meaning | shape |
+# |---|---|---|
+# | $\mathcal V$, $\lvert\mathcal V\rvert$ | the values a token can take (the mask included) and their number | set, integer |
+# | $i$, $j$, $k$, $\ell$ | values of a token (states of the chain) | integers |
+# | $m$ | the mask value | integer |
+# | $Q$, $Q_{ij}$ | a rate matrix (generator); the rate of the jump $i\to j$. $Q^0$ is a fixed one that a noise schedule scales, $Q(t)=\sigma^2(t)Q^0$ | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
+# | $\sigma^2(t)$, $g(t)$ | the noise schedule; the new clock $g(t)=\int_0^t\sigma^2$ | numbers |
+# | $\beta$ | the rate of masking (or of uniform jumps) | number |
+# | $h$ | a short time interval | number |
+# | $p(t)$, $p(i,t)$, $p_i(t)$ | the law of the token at time $t$ (a row vector); its probability of value $i$ | $(\lvert\mathcal V\rvert,)$ |
+# | $p_0$, $p_{0,i}$ | the data's law at time 0 | $(\lvert\mathcal V\rvert,)$ |
+# | $t$, $T$ | time; the end of the forward process | numbers |
+# | $\bar Q(t)$, $\bar p$ | the reverse chain's rate matrix; its law | as $Q$, $p$ |
+# | $I$, $\mathbf 1$ | the identity matrix; the vector of ones | |
+# | $L$ | the number of tokens in a sequence | integer |
+# | $\tau$ | the length of one step of τ-leaping | number |
+# | $x(T)$ | the state of the chain at time $T$ | token(s) |
+# | $p_{\mathrm{ref}}$ | the law the reverse chain starts from in practice (all masked) | $(\lvert\mathcal V\rvert,)$ |
+# | $s(i,t)_j$, $s_j$ | the network's estimate of the ratio $p(j,t)/p(i,t)$ | numbers |
+# | $c$ | a positive constant (the minimiser of $s-c\log s$ is $s=c$) | number |
+# | $q_{ij}$ | in the symbolic check: the free rates (the probabilities there are the $p_i$) | symbols |
+# | $r$ | the reversed clock $T-t$ | number |
+# ```
+#
+# ```{admonition} In the paper's notation
+# :class: note
+# The paper writes laws as **column** vectors, $\partial_t p=Qp$ (see
+# [Checking the paper](#checking-the-paper) for why the book uses rows, $\dot p=pQ$). It writes the
+# new clock of (9.3) as $\tau$ (the book's $g$; the book keeps $\tau$ for the leap of τ-leaping) and
+# the reversed clock as $s$ (the book: $r$, since $s$ is the ratio network).
+# It writes the set of values in bold, $\mathbf V$ (the book: $\mathcal V$).
+# ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §9
 # (Eqs. 9.1–9.5, Examples 9.2–9.3, Remark 9.1) and Appendix D (Theorem D.1).*
@@ -137,14 +173,15 @@ draw_masking_chain(states, vocab_words, mask_id, snapshot_times, ax=ax)
 plt.show()
 
 # %% [markdown]
-# **Figure 2.8.1.** One path of the masking chain on a four-word sentence: each word is replaced by
-# the mask `M` (grey) at its own exponential time and stays masked. Generation runs the picture
+# **Figure 2.8.1.** One path of the masking chain on a four-word sentence, one row per time (the
+# moment just after each masking): each word is replaced by the mask `M` (grey boxes) at its own
+# exponential time and stays masked. Generation runs the picture
 # upwards: from an all-mask row, the reverse chain reveals words one at a time, in an order that is
 # not left to right.
 #
 # ## The forward process: a continuous-time Markov chain (9.1)–(9.3)
 #
-# For $|\mathbf V|$ values a rate matrix (also called a generator) is $|\mathbf V|\times|\mathbf V|$
+# For $|\mathcal V|$ values a rate matrix (also called a generator) is $|\mathcal V|\times|\mathcal V|$
 # with $Q_{ij}\ge0$ off the diagonal and rows summing to 0. We write probability laws as **row**
 # vectors: they evolve by $\dot p=pQ$, so $p(t)=p(0)\,e^{tQ}$, and $e^{tQ}$ is the matrix of
 # probabilities of being at $j$ at time $t$ having started at $i$. (The paper prints (9.1) as
@@ -152,11 +189,11 @@ plt.show()
 # [Checking the paper](#checking-the-paper).)
 #
 # The two standard choices of §9: **uniform noise** (a token jumps to a uniformly random token,
-# rate $\beta$: $Q=\beta(\mathbf 1\mathbf 1^\top/|\mathbf V|-I)$), which forgets the data towards the
+# rate $\beta$: $Q=\beta(\mathbf 1\mathbf 1^\top/|\mathcal V|-I)$), which forgets the data towards the
 # uniform law; and **masking** (absorbing: a token jumps to the mask $m$ at rate $\beta$,
 # $Q_{im}=\beta$, $Q_{ii}=-\beta$ for $i\ne m$, mask row 0), which forgets it towards "all masked".
 # These are the corrected forms of Examples 9.2 and 9.3 (the printed ones fail the row-sum test;
-# [Checking the paper](#checking-the-paper)). For $|\mathbf V|=4$, mask id 3, $\beta=0.5$:
+# [Checking the paper](#checking-the-paper)). For $|\mathcal V|=4$, mask id 3, $\beta=0.5$:
 
 # %%
 V, b, mask = 4, 0.5, 3
@@ -185,10 +222,10 @@ print("max |p(t) - p0 expm(g(t) Q0)| < 1e-10:", err < 1e-10)
 # %% [markdown]
 # ## Sequences: one token changes per jump (Remark 9.1)
 #
-# A sequence of $L$ tokens has $|\mathbf V|^L$ possible values — far too many for a dense matrix
+# A sequence of $L$ tokens has $|\mathcal V|^L$ possible values — far too many for a dense matrix
 # (Remark 9.1). But if each token is corrupted independently by the same $Q$, the chain on sequences
 # is the "Kronecker sum" $Q\oplus\dots\oplus Q$: only one token changes per jump, so each row has at
-# most $L(|\mathbf V|-1)+1$ non-zero entries, and the transition matrix factorises,
+# most $L(|\mathcal V|-1)+1$ non-zero entries, and the transition matrix factorises,
 # $e^{t(Q\oplus Q)}=e^{tQ}\otimes e^{tQ}$ — the reason practical samplers treat positions
 # independently.
 
@@ -209,7 +246,7 @@ assert not generator_violations(Q_seq, atol=1e-12)
 # rate $-Q_{ii}$ (the total rate of leaving), then jump to $j$ with probability $Q_{ij}/(-Q_{ii})$.
 # **τ-leaping** freezes the rates over a step of length $\tau$ and moves every position at once
 # with the one-step matrix $I+\tau Q$ (here τ is a time step, not a temperature); its law after $n$
-# leaps is $p_0(I+\tau Q)^n=p_0e^{tQ}+O(\tau)$. We simulate sequences of $L=3$ tokens that start
+# leaps is $p_0(I+\tau Q)^n=p_0e^{tQ}+\mathcal O(\tau)$. We simulate sequences of $L=3$ tokens that start
 # from a small "data set" of three sentences, with the masking generator, and compare the
 # histograms with the exact law, in {term}`total variation distance`.
 
@@ -293,6 +330,7 @@ axes[0].bar(xs, freq_gil[order], 0.25, label="Gillespie")
 axes[0].bar(xs + 0.25, freq_tau[order], 0.25, label="τ-leaping (20 leaps)")
 axes[0].set_xticks(xs, seq_labels, rotation=45)
 axes[0].set_ylabel("probability at t = 1")
+axes[0].set_xlabel("sequence (a, b, c = tokens 0, 1, 2; M = mask)")
 axes[0].legend()
 axes[1].loglog(leap_sizes, leap_errors, "o-")
 axes[1].set_xlabel("τ")
@@ -302,8 +340,11 @@ plt.show()
 
 # %% [markdown]
 # **Figure 2.8.2.** Left: the ten most likely sequences at $t=1$ under the masking forward process
-# (M = mask), exact (matrix exponential of the sequence generator) and from the two samplers.
-# Right: the τ-leaping law converges to the exact one at first order in τ (slope 1 on log-log axes).
+# (tokens 0, 1, 2 written a, b, c; M = mask): exact (matrix exponential of the sequence generator,
+# blue), and the frequencies from Gillespie (vermilion) and τ-leaping (bluish green). Look at how
+# each triple of bars agrees to within sampling noise. Right: the total variation between the
+# τ-leaping law and the exact one against the step τ — a straight line of slope 1 on log–log axes,
+# first order in τ.
 #
 # ## Running the chain backwards (9.4) and Theorem D.1
 #
@@ -329,7 +370,7 @@ assert sp.simplify(ps * Qbar + ps * Qs) == sp.zeros(1, S)
 # exact reverse rates (`reverse_marginals`: Runge–Kutta on a grid that becomes geometric near 0,
 # where the rates out of states with $p_0=0$ grow like $1/t$). Theorem D.1 says it retraces the
 # forward marginals, whose closed forms for rate $\beta$ are $p_i(t)=p_{0,i}e^{-\beta t}$,
-# $p_m(t)=1-e^{-\beta t}(1-p_{0,m})$ (masking) and $1/|\mathbf V|+(p_0-1/|\mathbf V|)e^{-\beta t}$
+# $p_m(t)=1-e^{-\beta t}(1-p_{0,m})$ (masking) and $1/|\mathcal V|+(p_0-1/|\mathcal V|)e^{-\beta t}$
 # (uniform). Then we *sample* the reverse chain from $x(T)\sim p(T)$ with τ-leaping
 # (`sample_reverse`) and recover the data law at $t=0$.
 
@@ -369,13 +410,14 @@ axes[0].legend()
 plt.show()
 
 # %% [markdown]
-# **Figure 2.8.3.** Forward marginals (thick lines, closed form) and the solution of the reverse
-# equation (9.4) started from $p(T)$ and run from $t=T$ down to $t\approx 0$ (dots): they coincide,
-# as Theorem D.1 states, for masking (left) and uniform noise (right).
+# **Figure 2.8.3.** Forward marginals (thick pale lines, closed form) and the solution of the
+# reverse equation (9.4) started from $p(T)$ and run from $t=T$ down to $t\approx 0$ (dots), one
+# colour per state (state 3 is the mask in the left panel and an ordinary value in the right one):
+# the dots sit on the lines, as Theorem D.1 states, for masking (left) and uniform noise (right).
 #
-# In practice the reverse chain starts from the reference law $p_{\rm ref}$ (all masked), not from
+# In practice the reverse chain starts from the reference law $p_{\mathrm{ref}}$ (all masked), not from
 # $p(T)$, which is unknown. The resulting error at $t=0$ is at most the total variation between
-# $p(T)$ and $p_{\rm ref}$ (a Markov kernel cannot increase it), which decays like $e^{-\beta T}$:
+# $p(T)$ and $p_{\mathrm{ref}}$ (a Markov kernel cannot increase it), which decays like $e^{-\beta T}$:
 
 # %%
 for T_end in [1.0, 2.0, 4.0, 8.0]:
@@ -390,9 +432,9 @@ for T_end in [1.0, 2.0, 4.0, 8.0]:
 # The reverse rates need the ratios $p(j,t)/p(i,t)$, which are unknown for real text. A network
 # $s(i,t)_j$ is trained to approximate them by minimising the {term}`score-entropy loss`
 # $\mathbb E_{i\sim p}\sum_{j\ne i}\big(s_j-\tfrac{p(j)}{p(i)}\log s_j\big)$ (first display after
-# (9.4)). Each term has the form $s-\alpha\log s$, which is smallest at $s=\alpha$ (its derivative
-# $1-\alpha/s$ vanishes there), so the minimiser is the ratio itself. We minimise over all
-# $|\mathbf V|(|\mathbf V|-1)$ entries at a fixed time with BFGS (a quasi-Newton optimiser) and
+# (9.4)). Each term has the form $s-c\log s$ with $c>0$, which is smallest at $s=c$ (its derivative
+# $1-c/s$ vanishes there), so the minimiser is the ratio itself. We minimise over all
+# $|\mathcal V|(|\mathcal V|-1)$ entries at a fixed time with BFGS (a quasi-Newton optimiser) and
 # compare.
 
 # %%
@@ -428,6 +470,72 @@ for Q in (Q_uni, Q_abs):
 print("(9.5) with the exact ratios equals (D.1) for both generators")
 
 # %% [markdown]
+# ## Key takeaways
+#
+# - A rate matrix has non-negative off-diagonal rates and rows summing to 0; laws evolve as
+#   $p(t)=p(0)e^{tQ}$ (row vectors). Masking sends each token to `M` at rate $\beta$, so it survives
+#   unmasked with probability $e^{-\beta t}$.
+# - On sequences, tokens are corrupted independently: one token changes per jump, and the
+#   transition matrix is a Kronecker product of one-token matrices.
+# - Gillespie simulates the chain exactly; τ-leaping moves all positions per step and is accurate to
+#   first order in the step.
+# - Running the chain backwards with $\bar Q_{ij}=Q_{ji}p(j,t)/p(i,t)$ from $p(T)$ recovers the
+#   data at $t=0$; generation only needs the ratios $p(j,t)/p(i,t)$, which the score-entropy loss
+#   is minimised at.
+
+# %% [markdown]
+# ## Check your understanding
+#
+# 1. In the tiny example, compute $p(t)$ at $t=\ln 4$ and the reverse rates out of `M` at that
+#    time. What happens to the total unmasking rate as $t$ grows?
+#
+#    ```{dropdown} Answer
+#    $e^{-t}=\tfrac14$, so $p=(\tfrac{3}{20},\,\tfrac{1}{10},\,\tfrac34)$. Reverse rates: to `cat`
+#    $1\cdot\tfrac{3}{20}/\tfrac34=\tfrac15$, to `dog` $\tfrac{1}{10}/\tfrac34=\tfrac{2}{15}$, total
+#    $e^{-t}/(1-e^{-t})=\tfrac13$, still in the data's proportion 3 : 2. The total rate falls as $t$
+#    grows: far in the past
+#    of the reverse chain (large $t$) few tokens were still unmasked, so unmasking is rare; near
+#    $t=0$ it grows like $1/t$, so every token is revealed by the end.
+#    ```
+#
+# 2. Why are the rows of a rate matrix required to sum to 0, and what goes wrong with the matrix
+#    printed in Example 9.2?
+#
+#    ```{dropdown} Answer
+#    With $\dot p=pQ$, the total probability changes at rate $p\,Q\mathbf 1$, which is 0 for every
+#    $p$ exactly when every row sums to 0. The printed matrix's rows sum to 1, so
+#    $\frac{d}{dt}\sum_ip_i=\sum_ip_i$: total "probability" grows like $e^t$. (What that matrix is,
+#    if not a rate matrix, is part of Exercise 02 of Part 2,
+#    `exercises/part2_formulation/ex02_ctmc_generators.ipynb`.)
+#    ```
+#
+# 3. τ-leaping with 20 steps had a total-variation error of about 0.017 on the masked sequences.
+#    About how many steps would bring it to a quarter of that, and why?
+#
+#    ```{dropdown} Answer
+#    About $4\cdot20$: the error is first order in the step τ (measured slope close to 1), so
+#    dividing the error by 4 needs a 4 times smaller step, i.e. 4 times as many steps.
+#    ```
+
+# %% tags=["hide-cell"]
+# The numbers the answers state. Question 1: the tiny example at t = ln 4 (e^{-t} = 1/4).
+quarter = Fraction(1, 4)
+p_ln4 = {"cat": p_data["cat"] * quarter, "dog": p_data["dog"] * quarter, "M": 1 - quarter}
+rates_ln4 = {w: forward_rate_to_mask * p_ln4[w] / p_ln4["M"] for w in ["cat", "dog"]}
+print("Q1: p(ln 4) =", {w: str(v) for w, v in p_ln4.items()}, " reverse rates out of M:",
+      {w: str(v) for w, v in rates_ln4.items()}, " total", sum(rates_ln4.values()))
+assert p_ln4 == {"cat": Fraction(3, 20), "dog": Fraction(1, 10), "M": Fraction(3, 4)}
+assert rates_ln4 == {"cat": Fraction(1, 5), "dog": Fraction(2, 15)} and sum(rates_ln4.values()) == Fraction(1, 3)
+assert np.allclose(reverse_generator(Q_tiny, forward_marginal(np.array([0.6, 0.4, 0.0]), Q_tiny, np.log(4)))[2, :2],
+                   [0.2, 2 / 15], atol=1e-12)
+# Question 3: 80 leaps instead of 20 divide the error by about 4
+law_80 = p0_seq @ np.linalg.matrix_power(euler_transition_matrix(Q_seq, t_obs / 80), 80)
+ratio_80 = tv(law_tau, exact_seq) / tv(law_80, exact_seq)
+print(f"Q3: TV with 20 leaps {tv(law_tau, exact_seq):.4f}, with 80 leaps {tv(law_80, exact_seq):.4f}: "
+      f"ratio {ratio_80:.2f}")
+assert 3.5 < ratio_80 < 4.5
+
+# %% [markdown]
 # ## Checking the paper
 #
 # **The rate matrices of Examples 9.2 and 9.3, as printed.** The paper requires $\sum_jQ_{ij}=0$
@@ -436,7 +544,7 @@ print("(9.5) with the exact ratios equals (D.1) for both generators")
 # $\beta/|V|$; Example 9.3 has $Q_{mm}=1$, $Q_{im}=\beta$ and $Q_{ij}=1-\beta$ for all $i,j\ne m$
 # (diagonal included). Sympy computes the row sums:
 
-# %%
+# %% tags=["hide-cell"]
 V_, beta = sp.symbols("V beta", positive=True)
 row_uniform = (1 - (V_ - 1) / V_ * beta) + (V_ - 1) * beta / V_
 row_absorbing = beta + (V_ - 1) * (1 - beta)
@@ -456,7 +564,7 @@ assert sp.simplify(row_uniform) == 1 and sp.simplify(row_uniform_fixed) == 0
 # of a rate matrix. For the masking example the corrected generator sends every non-mask state to
 # the mask at rate $\beta$ ($Q_{im}=\beta$, $Q_{ii}=-\beta$) and leaves the mask row zero.
 
-# %%
+# %% tags=["hide-cell"]
 printed_uniform = np.full((V, V), b / V)
 np.fill_diagonal(printed_uniform, 1 - (V - 1) * b / V)
 printed_absorbing = np.zeros((V, V))
@@ -479,7 +587,7 @@ assert not generator_violations(Q_uni) and not generator_violations(Q_abs)
 # Appendix D uses $\dot p(i)=\sum_k Q_{ki}p(k)$, i.e. $\dot p = Q^\top p$, which does conserve mass.
 # Integrating both with a non-symmetric generator (the masking one) shows the difference.
 
-# %%
+# %% tags=["hide-cell"]
 as_printed = rk4(lambda p, t: Q_abs @ p, p0, 2.0)
 transposed = rk4(lambda p, t: Q_abs.T @ p, p0, 2.0)
 print(f"total mass at t=2 with dp/dt = Q p  : {as_printed.sum():.6f}")
@@ -493,21 +601,22 @@ assert np.allclose(transposed, forward_marginal(p0, Q_abs, 2.0), atol=1e-10)
 # $\partial_t\bar p=\bar Q\bar p$ (9.4). For the uniform generator, which is symmetric, $Q^0p=Q^{0\top}p$
 # and nothing changes; for the masking generator the printed (9.2) and (9.3) lose mass like (9.1).
 # For (9.4) the proof of Theorem D.1 itself writes $\frac{d}{dt}\bar p(i)=\sum_k\bar Q_{ki}\bar p(k)$,
-# i.e. $\bar Q^\top\bar p$: on the reversed clock $s=T-t$ the forward marginal satisfies
-# $\frac{dp}{ds}=-Q^\top p=\bar Q^\top p$, and it does **not** satisfy $\frac{dp}{ds}=\bar Q p$ — for
+# i.e. $\bar Q^\top\bar p$: on the reversed clock $r=T-t$ the forward marginal satisfies
+# $\frac{dp}{dr}=-Q^\top p=\bar Q^\top p$, and it does **not** satisfy $\frac{dp}{dr}=\bar Q p$ — for
 # either generator, because $\bar Q$ is not symmetric even when $Q$ is. The residuals at $t=0.7$, and
-# the total mass at $\tau=g(1.3)=1.69$ of the printed (9.2)/(9.3) ($\sigma^2(t)=2t$):
+# the total mass of the printed (9.2) at $t=1.3$ and of the printed (9.3) at the corresponding time
+# $g(1.3)=1.69$ of its clock ($\sigma^2(t)=2t$):
 
-# %%
+# %% tags=["hide-cell"]
 for name, Q in [("uniform", Q_uni), ("absorbing", Q_abs)]:
     sched_printed = rk4(lambda p, t: 2 * t * (Q @ p), p0.copy(), t_end, n=2000)  # (9.2) as printed
     tau_printed = rk4(lambda p, t: Q @ p, p0.copy(), t_end**2, n=2000)  # (9.3) as printed
     pt_ = forward_marginal(p0, Q, 0.7)
     Qbar_num = reverse_generator(Q, pt_)
-    res_T = np.abs(Qbar_num.T @ pt_ + Q.T @ pt_).max()  # dp/ds = Qbar^T p  (s = T - t)
-    res_printed = np.abs(Qbar_num @ pt_ + Q.T @ pt_).max()  # dp/ds = Qbar p   (9.4) as printed
+    res_T = np.abs(Qbar_num.T @ pt_ + Q.T @ pt_).max()  # dp/dr = Qbar^T p  (r = T - t)
+    res_printed = np.abs(Qbar_num @ pt_ + Q.T @ pt_).max()  # dp/dr = Qbar p   (9.4) as printed
     print(f"{name:9s}: mass of printed (9.2) at t=1.3: {sched_printed.sum():.6f}, of printed (9.3) "
-          f"at tau=1.69: {tau_printed.sum():.6f};  (9.4) residual with Qbar^T < 1e-12: "
+          f"at g=1.69: {tau_printed.sum():.6f};  (9.4) residual with Qbar^T < 1e-12: "
           f"{res_T < 1e-12}, with Qbar as printed: {res_printed:.6f}")
     assert res_T < 1e-12 and res_printed > 1e-2
     assert np.allclose(sched_printed, tau_printed, atol=1e-9)  # (9.3) is (9.2) on the clock g
@@ -522,7 +631,7 @@ for name, Q in [("uniform", Q_uni), ("absorbing", Q_abs)]:
 # (the $\ell=i$ term is $-Q_{ii}p(i,t)$), which is minus the forward right-hand side — the sum must
 # include $\ell=i$. Sympy, for $i=0$:
 
-# %%
+# %% tags=["hide-cell"]
 i = 0
 line_before = -Qs[i, i] * ps[i] - sum(Qs[l, i] * ps[l] for l in range(S) if l != i)
 printed_last = -sum(Qs[l, i] * ps[l] for l in range(S) if l != i)
@@ -535,11 +644,11 @@ assert sp.simplify(line_before + forward_rhs) == 0
 assert sp.simplify(printed_last + forward_rhs) != 0
 
 # %% [markdown]
-# **Where the reverse chain ends.** The paper's sentence "sample from the data distribution by
+# **Where the reverse chain ends (§9, after (9.4)).** The paper's sentence "sample from the data distribution by
 # sampling $\bar p(\cdot,T)$" should read $\bar p(\cdot,0)$: the reverse chain starts at the noise
 # end $T$ and ends at $t=0$, where Figure 2.8.3 and the samples above recover the data law.
 #
-# **The tower-rule form of the loss.** The second display after (9.4) rewrites the loss with the
+# **The tower-rule form of the loss (§9).** The second display after (9.4) rewrites the loss with the
 # known conditionals $p(\cdot,t\mid k)$ of the forward process ("by the tower rule"). The rewrite
 # needs, for every data point $k$ and every pair $(i,j)$ that the loss uses, $p(i,t\mid k)>0$
 # whenever $p(j,t\mid k)>0$. With uniform noise every conditional has full support for $t>0$ and the
@@ -548,7 +657,7 @@ assert sp.simplify(printed_last + forward_rhs) != 0
 # differ. Weighting each term by the forward rate $Q_{ji}$ — the factor that multiplies $s_j$ in
 # (9.5), as in the score-entropy paper [63] — removes exactly those pairs and restores the identity.
 
-# %%
+# %% tags=["hide-cell"]
 s_rand = np.exp(rng.normal(size=(V, V)))
 for name, Q in [("uniform", Q_uni), ("absorbing", Q_abs)]:
     P = transition_matrix(Q, t_fix)
@@ -581,58 +690,14 @@ assert np.isclose(denoising_score_entropy_loss(s_rand, p0, P_abs, Q_abs),
 #   recovers the data law, at $t=0$ (not $T$).
 # - The score-entropy loss is minimised at the ratio; its tower-rule form equals it for uniform
 #   noise, and for masking only when weighted by $Q_{ji}$.
-#
-# ## Key takeaways
-#
-# - A rate matrix has non-negative off-diagonal rates and rows summing to 0; laws evolve as
-#   $p(t)=p(0)e^{tQ}$ (row vectors). Masking sends each token to `M` at rate $\beta$, so it survives
-#   unmasked with probability $e^{-\beta t}$.
-# - On sequences, tokens are corrupted independently: one token changes per jump, and the
-#   transition matrix is a Kronecker product of one-token matrices.
-# - Gillespie simulates the chain exactly; τ-leaping moves all positions per step and is accurate to
-#   first order in the step.
-# - Running the chain backwards with $\bar Q_{ij}=Q_{ji}p(j,t)/p(i,t)$ from $p(T)$ recovers the
-#   data at $t=0$; generation only needs the ratios $p(j,t)/p(i,t)$, which the score-entropy loss
-#   is minimised at.
-#
-# ## Check your understanding
-#
-# 1. In the tiny example, compute $p(t)$ at $t=\ln 4$ and the reverse rates out of `M` at that
-#    time. What happens to the total unmasking rate as $t$ grows?
-#
-#    ```{dropdown} Answer
-#    $e^{-t}=\tfrac14$, so $p=(\tfrac{3}{20},\,\tfrac{1}{10},\,\tfrac34)$. Reverse rates: to `cat`
-#    $1\cdot\tfrac{3}{20}/\tfrac34=\tfrac15$, to `dog` $\tfrac{1}{10}/\tfrac34=\tfrac{2}{15}$, total
-#    $e^{-t}/(1-e^{-t})=\tfrac13$, still in the data's proportion 3 : 2. The total rate falls as $t$ grows: far in the past
-#    of the reverse chain (large $t$) few tokens were still unmasked, so unmasking is rare; near
-#    $t=0$ it grows like $1/t$, so every token is revealed by the end.
-#    ```
-#
-# 2. Why are the rows of a rate matrix required to sum to 0, and what goes wrong with the matrix
-#    printed in Example 9.2?
-#
-#    ```{dropdown} Answer
-#    With $\dot p=pQ$, the total probability changes at rate $p\,Q\mathbf 1$, which is 0 for every
-#    $p$ exactly when every row sums to 0. The printed matrix's rows sum to 1, so
-#    $\frac{d}{dt}\sum_ip_i=\sum_ip_i$: total "probability" grows like $e^t$. (What that matrix is,
-#    if not a rate matrix, is part of Exercise 02 of Part 2,
-#    `exercises/part2_formulation/ex02_ctmc_generators.ipynb`.)
-#    ```
-#
-# 3. τ-leaping with 20 steps had a total-variation error of about 0.017 on the masked sequences.
-#    About how many steps would bring it to a quarter of that, and why?
-#
-#    ```{dropdown} Answer
-#    About $4\cdot20$: the error is first order in the step τ (measured slope close to 1), so
-#    dividing the error by 4 needs a 4 times smaller step, i.e. 4 times as many steps.
-#    ```
-#
+
+# %% [markdown]
 # ## Reproducibility
 #
 # The page runs on the CPU in well under a minute. `FULL=1` raises the number of simulated chains
-# from 8,000 to 40,000; the checks are the same. Monte Carlo numbers are shown through `produced()`
-# (compared as `<produced>` by nbval); their claims are asserted with tolerances of a few standard
-# errors where they are printed.
+# from 8,000 to 40,000; the checks are the same. Monte Carlo numbers are shown as produced numbers
+# (excluded from nbval's text comparison); their claims are asserted with tolerances of a few
+# standard errors where they are printed.
 
 # %% tags=["hide-cell"]
 print(f"FULL = {FULL}: {N_CHAINS} chains per simulation")

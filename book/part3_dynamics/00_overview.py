@@ -62,12 +62,14 @@ use_book_style()
 # - **The causal mask** (page 3.3 trains a head that may read only the past):
 #   [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb).
 # - **The chain rule for vectors and matrices** — a gradient passed backwards through a product
-#   $y = xW$ becomes $\partial L/\partial x = (\partial L/\partial y)W^\top$; any calculus text's
+#   of a row vector and a matrix, $v = x\,W^V$, comes back multiplied by the transpose:
+#   $\partial\mathcal L/\partial x = (\partial\mathcal L/\partial v)\,(W^V)^\top$; any calculus text's
 #   chapter on partial derivatives. Page 3.1 works it for one query by hand first. The notation
 #   table of [Appendix A](../partA_appendix/A_notation_and_environment.ipynb) maps the paper's
 #   symbols to the book's.
-# - **Softmax and cross-entropy** — the gradient of $-\log\operatorname{softmax}(\ell)_y$ with
-#   respect to the logits is $p - e_y$; page 3.1 re-derives it with sympy.
+# - **Softmax and cross-entropy** — the gradient of the cross-entropy loss of a softmax classifier
+#   with respect to its logits is the predicted probabilities minus the one-hot target; page 3.1
+#   re-derives it with sympy.
 # - **Gradient descent** and, for page 3.3, the idea of a **Markov chain** (the next symbol depends
 #   only on the current one) and of the **EM algorithm** for a mixture of Gaussians (alternate soft
 #   assignments and weighted means); page 3.2 recalls what is needed.
@@ -98,26 +100,27 @@ plt.show()
 #
 # ## What the book found
 #
-# Every formula of §3 holds (sympy, finite differences, autograd; [3.1](01_attention_gradients.ipynb)).
-# Where the paper's words or numbers did not survive a check, the [errata](../ERRATA.md) ledger has a
-# row (cited here by its source and location):
+# Every formula of the paper's §3 holds: [3.1](01_attention_gradients.ipynb) derives each with sympy
+# and checks it numerically. Some of the paper's sentences and numbers did not survive a check; each
+# page shows its check in its folded *Checking the paper* section, and the book's
+# [errata](../ERRATA.md) list collects them:
 #
 # - **The direction of the advantage is stated backwards in the prose** (§3.4 after Eq. (23),
-#   contribution (2), abstract, §5.1, §11): attention moves towards values whose compatibility is
-#   *below* the mean, as the equations say. [errata](../ERRATA.md) row "Dynamics — Aggarwal, Dalal,
-#   Misra, §3.4 sentence after Eq. (23)"; shown in [3.1](01_attention_gradients.ipynb).
-# - **The feedback loop's sign** (§4.4, §4.5, Fig. 1): a value moves towards $-u_i$, so its
-#   compatibility *falls*; the loop holds with the sign corrected. [errata](../ERRATA.md) row
-#   "§4.4 steps (2)–(3)"; shown in [3.2](02_routing_and_specialisation.ipynb).
-# - **Keys are pushed apart, but to a simplex, not to orthogonality** (§6.2): two competing
-#   hypotheses end nearly opposite, three at about 120°. [errata](../ERRATA.md) row "§6.2 (hypothesis
-#   frames and key orthogonality)"; shown in [3.4](04_design_choices.ipynb).
-# - **The sticky chain's transition rule** (§7.2) is garbled in the text; only one reading gives the
-#   printed 1.8833. [errata](../ERRATA.md) row "§7.2 task statement (transition rule)"; shown in
-#   [3.3](03_sticky_chain_em_vs_sgd.ipynb).
+#   contribution (2), the abstract, §5.1, §11): attention moves towards values whose compatibility
+#   is *below* the mean, as the equations say — [3.1](01_attention_gradients.ipynb).
+# - **What the descent direction does to the correct logit** (§3.1 after Eq. (14)): it always lowers
+#   the loss, but it does not always raise the correct token's logit —
+#   [3.1](01_attention_gradients.ipynb).
+# - **The feedback loop's sign** (§4.4, §4.5, Fig. 1): a value moves against its users' error
+#   signal, so its compatibility *falls*; the loop holds with the sign corrected —
+#   [3.2](02_routing_and_specialisation.ipynb).
+# - **Keys are pushed apart, but to a simplex, not to orthogonality** (§6.2): the keys of two
+#   competing hypotheses end nearly opposite, those of three at equal angles, as far apart as a plane
+#   allows — [3.4](04_design_choices.ipynb).
+# - **The sticky chain's transition rule** (§7.2) is garbled in the text, and only one reading of it
+#   gives the best possible entropy of 1.8833 that §7.2 prints — [3.3](03_sticky_chain_em_vs_sgd.ipynb).
 # - **The noise's effect on the best possible entropy** is set by the distance between the symbol
-#   means, not by the input dimension. [errata](../ERRATA.md) row "§7.2, Table 1 caption"; shown in
-#   [3.3](03_sticky_chain_em_vs_sgd.ipynb).
+#   means, not by the input dimension (§7.2, Table 1 caption) — [3.3](03_sticky_chain_em_vs_sgd.ipynb).
 # - **EM-like versus SGD (Table 1) is not reproduced**: with our reading the two schedules end within
-#   noise of each other over several seeds, and the saved paper-sized run agrees. [errata](../ERRATA.md)
-#   row "§7.2 Table 1, Results, Takeaways"; shown in [3.3](03_sticky_chain_em_vs_sgd.ipynb).
+#   noise of each other over several seeds, and a paper-sized run agrees —
+#   [3.3](03_sticky_chain_em_vs_sgd.ipynb).

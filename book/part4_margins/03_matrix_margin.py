@@ -491,7 +491,7 @@ plt.show()
 #   margin $1-\rho$; $\rho<1$ guarantees invertibility but a block with $\rho>1$ can still be invertible.
 # - A log-barrier $-\tau\log(m-\delta)$ keeps an optimiser strictly inside $m>\delta$ and reaches
 #   the constrained optimum as $\tau\to0$; the model's own barrier is $\tau=1$, $\delta=0$.
-# - Computed, Figure 1.1 has a support token near the end of the sequence, not at token 1, and a
+# - Computed, Figure 1.1 has its support token late in the sequence (token 8 of 12), not at token 1, and a
 #   token can sit past the boundary while $\lvert\det\rvert$ calls it safe.
 #
 # ## Check your understanding
@@ -705,8 +705,6 @@ assert 0.4 < share_last_4 < 0.6 and share_past > 0.85
 #   token 8. The schematic draws every dot on one side of the curve; with these untrained (Xavier-scale)
 #   parameters 94.4% of random sequences have a token past $\rho=1$. Keeping configurations on the stable
 #   side is the job of the barrier in Eq. (24), not something random parameters do.
-
-# %% [markdown]
 
 # %% [markdown]
 # ## Reproducibility

@@ -61,8 +61,8 @@ from nextword.booktools.plotting import use_book_style
 from nextword.booktools.schematics.barrier import draw_noise_and_scale
 from nextword.provenance import load_result
 from nextword.torch.barrier.robustness import evaluate_bpc, noise_curve
-from nextword.torch.runs.barrier_runs import load_saved_model
-from nextword.torch.runs.book import PAPER_FIG75, PAPER_TABLE1, all_saved, experiment_config, runs_dir
+from nextword.torch.runs.book import (PAPER_FIG75, PAPER_TABLE1, all_saved, experiment_config, load_saved_model,
+                                      runs_dir)
 from nextword.torch.barrier.sweep import lambda_dir
 from nextword.torch.training.data import eval_windows, load_char_data
 from nextword.torch.barrier.train import load_checkpoint, train_or_load

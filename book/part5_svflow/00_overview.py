@@ -149,9 +149,9 @@ assert np.all(np.diff(path @ mu) > 0)  # Figure 5.0.1: layer by layer the state 
 #   KL(q‖p), contrary to App. C.2.4; and Tables 1 and 2 do not support App. C.2.5's reading that the
 #   shallow layers contribute little change: they carry about as much of it as the deep ones
 #   ([5.5](05_prefix_shuffling.ipynb); errata rows "App. C.2.4" and "App. C.2.5").
-# - On our own small language models the flow's log-density reacts to shuffling in the direction of the
-#   paper's Fig. 2 but does not track the prediction's quality across training
-#   ([5.5](05_prefix_shuffling.ipynb)).
+# - On the larger of our two small character models (the saved one) the deep layer's log-density
+#   reacts to shuffling, slightly, in the direction of the paper's Fig. 2, and across training it does
+#   not track the prediction's quality ([5.5](05_prefix_shuffling.ipynb)).
 # - The gradient formulas of Appendix B hold once B.1's definition of $\gamma_{k,\ell}$ includes $k=\ell$,
 #   but the centred self advantage pushes the posterior *towards* its target, not into a
 #   winner-takes-all loop; and coupling a token's key, query and value roles did not regularise

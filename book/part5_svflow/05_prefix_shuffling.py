@@ -385,12 +385,12 @@ assert np.all(small["layer_curves_base.kl_p_u"] < small["layer_curves_base.kl_q_
 # concentration $\kappa'$ of the value–output vectors. (d) The change of the log-perplexity read after
 # each layer (logit lens), which shows from which layer on the shuffled context matters for the
 # prediction. Look at (c) against the width $d=48$: while $\kappa'$ stays below $d$, the vMF components are
-# broad, $p(z\mid x)$ stays close to uniform ([5.3](03_attention_as_vmf_posterior.ipynb)), and
-# $\mathrm{KL}(p\|U)$ stays below $\mathrm{KL}(q\|U)$ in (b).
+# broad, so $p(z\mid x)$ is flatter than the attention weights $q$
+# ([5.3](03_attention_as_vmf_posterior.ipynb)): $\mathrm{KL}(p\|U)$ stays below $\mathrm{KL}(q\|U)$ in (b).
 #
 # ## A larger model, trained longer
 #
-# Our default model trains for a few seconds; its changes under shuffling are tiny. A saved run trains
+# Our default model trains for only 240 steps; its changes under shuffling are tiny. A saved run trains
 # the same architecture wider ($d=64$) and longer, in three stages, and runs the whole protocol above on
 # more held-out windows after each stage. We load its record and its final weights.
 
@@ -514,9 +514,9 @@ assert np.ptp(deep_nlp, axis=0).max() < 1e-3 and np.all(np.diff(logppl, axis=0) 
 #   ($\mathrm{KL}(q\|U)=\log|\mathcal Z|-H(q)$, $\mathrm{KL}(q\|p)=H(q,p)-H(q)$).
 # - Two distributions close to uniform can still be far apart: what bounds $\mathrm{KL}(q\|p)$ is the
 #   smallest probability of $p$, not how far $p$ is from uniform in KL.
-# - On our character model shuffling changes the prediction mostly in the last bin, the deep layer's
-#   $-\log p_t$ rises slightly with $r$, and across checkpoints $-\log p_t$ does not track logPPL; the
-#   paper's 12-point correlation mostly ranks its three models.
+# - On our larger character model shuffling changes the prediction mostly in the last bin, the deep
+#   layer's $-\log p_t$ rises slightly with $r$, and across checkpoints $-\log p_t$ does not track
+#   logPPL; the paper's 12-point correlation mostly ranks its three models.
 #
 # ## Check your understanding
 #

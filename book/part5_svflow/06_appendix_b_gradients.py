@@ -146,7 +146,7 @@ assert kl(new_beliefs) < kl(beliefs)
 #
 # $$\frac{\partial\mathcal J}{\partial\phi_\ell}=\sum_z q_{\phi_\ell}(z\mid x^\ell)\,S_\ell(z)\,
 # \frac{\partial g_{\phi_\ell}(x^\ell)_z}{\partial\phi_\ell},\qquad
-# \eta_\ell=(A_\ell-\mathbb E_qA_\ell)+\beta(R_\ell-\mathbb E_qR_\ell)
+# S_\ell=(A_\ell-\mathbb E_qA_\ell)+\beta(R_\ell-\mathbb E_qR_\ell)
 # +\beta\sum_{k>\ell}(B_{k,\ell}-\mathbb E_qB_{k,\ell}),$$
 #
 # with three advantages of component $z$ at layer $\ell$:

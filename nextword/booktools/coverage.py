@@ -5,11 +5,13 @@
 - ``source``: the source key (``"000"`` … ``"004"``, named in the file's ``sources`` table);
 - ``location``: the item (``Eq. (23)``, ``Theorem 1``, ``Table 1, row …``) and the section it sits in;
 - ``claim``: the claim in a few words;
-- ``verdict``: ``checked`` (a page checks it and it holds), ``slip`` (it fails a check; ``why`` gives the
-  right form and ``ledger`` names the row of ``book/ERRATA.md``), ``not-checkable`` or ``out-of-scope``
-  (``why`` says why), or ``open`` (not yet read against the book; the map says so instead of guessing);
+- ``verdict``: ``checked`` (a page checks it and it holds), ``partly-checked`` (a page checks a part of it
+  and that part holds; ``why`` says which part and what is not checked, and why), ``slip`` (it fails a check;
+  ``why`` gives the right form and ``ledger`` names the row of ``book/ERRATA.md``), ``not-checkable`` or
+  ``out-of-scope`` (``why`` says why), or ``open`` (not yet read against the book; the map says so instead of
+  guessing);
 - ``page`` and ``anchor``: the executed notebook and the markdown heading (a line of one of its markdown
-  cells) of the section that checks it; required for ``checked``, optional otherwise;
+  cells) of the section that checks it; required for ``checked`` and ``partly-checked``, optional otherwise;
 - ``ledger``: the *location* column of the ledger row, verbatim, for a ``slip``;
 - ``basis``: ``read`` (the row was written by reading the item against the page) or ``citation`` (the row
   was drafted from the page's citation of the item in a section that asserts something, not yet re-read).
@@ -25,7 +27,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-VERDICTS = ("checked", "slip", "not-checkable", "out-of-scope", "open")
+VERDICTS = ("checked", "partly-checked", "slip", "not-checkable", "out-of-scope", "open")
 _LEDGER_SPLIT = re.compile(r"(?<!\\)\|")
 
 
@@ -68,9 +70,9 @@ def markdown_headings(notebook: Path) -> set[str]:
 
 
 def problems(root: Path) -> list[str]:
-    """Rows that break the map's rules: unknown verdict or source, a ``checked`` row whose page or heading
-    does not exist, a ``slip`` without its ledger row or right form, a ``not-checkable``/``out-of-scope``
-    row without a reason."""
+    """Rows that break the map's rules: unknown verdict or source, a ``checked`` or ``partly-checked`` row whose
+    page or heading does not exist, a ``slip`` without its ledger row or right form, a ``partly-checked``,
+    ``not-checkable`` or ``out-of-scope`` row without a reason (for ``partly-checked``: what is not checked)."""
     root = Path(root)
     data = load_map(root)
     ledger = ledger_locations(root)
@@ -86,8 +88,8 @@ def problems(root: Path) -> list[str]:
         if not row.get("location") or not row.get("claim"):
             bad.append(f"{tag}: location and claim are required")
         page, anchor = row.get("page"), row.get("anchor")
-        if verdict == "checked" and not (page and anchor):
-            bad.append(f"{tag}: a checked row names its page and anchor")
+        if verdict in ("checked", "partly-checked") and not (page and anchor):
+            bad.append(f"{tag}: a {verdict} row names its page and anchor")
         if page:
             path = root / page
             if not path.exists() or path.suffix != ".ipynb":
@@ -102,7 +104,7 @@ def problems(root: Path) -> list[str]:
                 bad.append(f"{tag}: slip without a ledger row (source {name!r}, location {row.get('ledger')!r})")
             if not row.get("why"):
                 bad.append(f"{tag}: a slip row gives the right form in 'why'")
-        if verdict in ("not-checkable", "out-of-scope", "open") and not row.get("why"):
+        if verdict in ("partly-checked", "not-checkable", "out-of-scope", "open") and not row.get("why"):
             bad.append(f"{tag}: a {verdict} row says why")
     return bad
 
@@ -138,7 +140,8 @@ def coverage_page(root: Path) -> str:
         "Every numbered item of the five sources (definitions with a formula, theorems, propositions, lemmas,",
         "corollaries, equations that state a result, examples, exercises, tables, figures with data or a claim,",
         "numbers printed in experiment sections), with its verdict and the section of the book that checks it.",
-        "*slip* rows point at the [errata ledger](errata.md); *open* rows have not yet been read against the",
+        "*slip* rows point at the [errata ledger](errata.md); *partly-checked* rows say which part of the item a",
+        "page checks and what is left unchecked, and why; *open* rows have not yet been read against the",
         "book. The basis column says whether a row was written by reading the item against the page (*read*)",
         "or drafted from the page's citation of it (a section that cites it and asserts something, or whose heading",
         "names it) and not yet re-read (*citation*): a *checked* row of basis *citation* says where the check is,",

@@ -235,7 +235,11 @@ def shape_problems(py_path: Path) -> list[str]:
     if page_kind(py_path) == "companion":
         return companion_problems_of_text(text)
     if py_path.stem == "00_overview":
-        others = sorted(p.stem for p in py_path.parent.glob("*.py") if p.stem != py_path.stem)
+        # the route links the part's lessons; a companion audit page (a reference, folded) is reached from the
+        # book's contents, the ledger and the coverage map instead
+        others = sorted(
+            p.stem for p in py_path.parent.glob("*.py") if p.stem != py_path.stem and page_kind(p) != "companion"
+        )
         return overview_problems_of_text(text, others)
     return shape_problems_of_text(text)
 

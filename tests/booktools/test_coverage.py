@@ -37,9 +37,15 @@ def test_problems_flags_a_missing_heading_and_a_slip_without_ledger(tmp_path):
         "- {source: '000', location: c, claim: c, verdict: slip, why: w, ledger: '§1'}\n"
         "- {source: '000', location: d, claim: c, verdict: slip, why: w, ledger: '§2'}\n"
         "- {source: '000', location: e, claim: c, verdict: out-of-scope}\n"
+        "- {source: '000', location: f, claim: c, verdict: partly-checked, page: book/p/n.ipynb, anchor: '## Here'}\n"
+        "- {source: '000', location: g, claim: c, verdict: partly-checked, why: the printed part only}\n"
+        "- {source: '000', location: h, claim: c, verdict: partly-checked, why: w, page: book/p/n.ipynb,"
+        " anchor: '## Here'}\n"
     )
     bad = coverage.problems(tmp_path)
-    assert len(bad) == 3 and "'## Gone'" in bad[0] and "§2" in bad[1] and "says why" in bad[2]
+    assert len(bad) == 5 and "'## Gone'" in bad[0] and "§2" in bad[1] and "says why" in bad[2], bad
+    assert "row 5" in bad[3] and "says why" in bad[3]  # a partly-checked row says what is not checked
+    assert "row 6" in bad[4] and "names its page and anchor" in bad[4]
 
 
 def test_coverage_page_is_staged_next_to_the_errata(tmp_path):

@@ -31,7 +31,10 @@ def _pages() -> list[str]:
     return sorted(f"{p.parent.name}/{p.stem}" for p in notebooks.notebook_sources(dirs=("book",)))
 
 
-LESSONS = [page for page in _pages() if page not in EXEMPT | REFERENCE]
+#: A part's companion audit pages (``checking_the_paper.py``): reference pages too, with their own small shape.
+COMPANIONS = frozenset(page for page in _pages() if page_kind(BOOK / f"{page}.py") == "companion")
+
+LESSONS = [page for page in _pages() if page not in EXEMPT | REFERENCE | COMPANIONS]
 
 
 def test_the_exempt_and_reference_lists_name_existing_pages():
@@ -45,7 +48,7 @@ def test_parts_0_and_1_are_lessons_or_waiting_for_their_shape():
     early = [p for p in _pages() if p.startswith(("part0", "part1"))]
     assert "part0_reading_guide/00_reading_guide" in LESSONS
     assert "part1_chapter6/6_1_parallel_attention" in LESSONS
-    assert set(early) <= set(LESSONS) | EXEMPT
+    assert set(early) <= set(LESSONS) | EXEMPT | COMPANIONS
 
 
 def test_reading_time_is_a_plausible_number_of_minutes():
@@ -180,6 +183,19 @@ def test_an_overview_page_has_its_own_shape_and_links_every_page_of_its_part():
     assert "sections out of order" in " ".join(teaching.overview_problems_of_text(swapped, ["01_first"]))
     lesson_problems = teaching.shape_problems_of_text(_OVERVIEW)
     assert "no section ## A tiny example..." in lesson_problems  # a lesson would need what an overview does not
+
+
+def test_an_overviews_route_need_not_link_the_parts_companion_audit_page(tmp_path):
+    part = tmp_path / "part9_example"
+    part.mkdir()
+    (part / "00_overview.py").write_text(_OVERVIEW, encoding="utf-8")
+    (part / "01_first.py").write_text("# %% [markdown]\n# # 9.1 First\n", encoding="utf-8")
+    (part / "checking_the_paper.py").write_text("# %% [markdown]\n# # Checks\n", encoding="utf-8")
+    assert teaching.shape_problems(part / "00_overview.py") == []
+    (part / "02_second.py").write_text("# %% [markdown]\n# # 9.2 Second\n", encoding="utf-8")
+    assert teaching.shape_problems(part / "00_overview.py") == [
+        "## The route through this part: no link to ['02_second']"
+    ]
 
 
 def test_a_glossary_term_glued_to_the_previous_definition_is_an_error(tmp_path):

@@ -36,14 +36,14 @@ __all__ = [
 #: The quantities of one head: name -> (centre (x, y), label, colour role of ``core.COLOURS``).
 FLOW_NODES: dict[str, tuple[tuple[float, float], str, str]] = {
     "x": ((0.0, 2.0), "inputs\n$x_j$", "input"),
-    "q": ((2.4, 3.6), "queries\n$q_i = W_Q x_i$", "query"),
-    "k": ((2.4, 2.0), "keys\n$k_j = W_K x_j$", "key"),
-    "v": ((2.4, 0.0), "values\n$v_j = W_V x_j$", "value"),
+    "q": ((2.4, 3.6), "queries\n$q_i = x_i W^Q$", "query"),
+    "k": ((2.4, 2.0), "keys\n$k_j = x_j W^K$", "key"),
+    "v": ((2.4, 0.0), "values\n$v_j = x_j W^V$", "value"),
     "s": ((5.0, 2.8), "scores\n$s_{ij}$", "query"),
     "alpha": ((7.4, 2.8), "weights\n$\\alpha_{ij}$", "state"),
     "g": ((9.8, 1.4), "context\n$g_i$", "state"),
-    "logits": ((12.2, 1.4), "logits $\\ell_i$,\nprobs $p_i$", "state"),
-    "L": ((14.4, 1.4), "loss\n$L$", "input"),
+    "logits": ((12.2, 1.4), "logits $z_i$,\nprobs $p_i$", "state"),
+    "L": ((14.4, 1.4), "loss\n$\\mathcal{L}$", "input"),
 }
 
 #: The forward pass: (from, to) — what is computed from what (Eqs. (1)–(9) of the paper).
@@ -63,13 +63,13 @@ FORWARD_EDGES: tuple[tuple[str, str], ...] = (
 #: The backward pass: (from, to, the gradient that arrives at ``to``, the paper's equation). Each is the
 #: reverse of a forward edge; ``to`` receives the derivative of the loss with respect to itself.
 BACKWARD_SIGNALS: tuple[tuple[str, str, str, str], ...] = (
-    ("L", "logits", "$p_i - e_{y_i}$", "(13)"),
-    ("logits", "g", "$u_i = W_O^\\top(p_i - e_{y_i})$", "(14)"),
+    ("L", "logits", "$p_i - \\mathrm{onehot}(y_i)$", "(13)"),
+    ("logits", "g", "$u_i = \\partial \\mathcal{L}/\\partial g_i$", "(14)"),
     ("g", "v", "$\\sum_i \\alpha_{ij}\\, u_i$", "(16)"),
-    ("g", "alpha", "$b_{ij} = u_i^\\top v_j$", "(17)"),
-    ("alpha", "s", "$\\alpha_{ij}(b_{ij} - \\mathbb{E}_{\\alpha_i}[b]) = -\\alpha_{ij}A_{ij}$", "(23)"),
-    ("s", "q", "$\\sum_j (\\partial L/\\partial s_{ij})\\, k_j/\\sqrt{d_k}$", "(25)"),
-    ("s", "k", "$\\sum_i (\\partial L/\\partial s_{ij})\\, q_i/\\sqrt{d_k}$", "(27)"),
+    ("g", "alpha", "$u_i \\cdot v_j = -a_{ij}$", "(17)"),
+    ("alpha", "s", "$-\\alpha_{ij}A_{ij}$", "(23)"),
+    ("s", "q", "$\\sum_j (\\partial \\mathcal{L}/\\partial s_{ij})\\, k_j/\\sqrt{d_k}$", "(25)"),
+    ("s", "k", "$\\sum_i (\\partial \\mathcal{L}/\\partial s_{ij})\\, q_i/\\sqrt{d_k}$", "(27)"),
 )
 
 # Which side of its forward edge each red arrow runs on (+1: left of the backward direction, -1: right)
@@ -147,8 +147,8 @@ def draw_gradient_flow(ax: Axes | None = None, *, show_equations: bool = True) -
 FEEDBACK_STEPS: tuple[str, ...] = (
     "position $j$ helps query $i$:\nadvantage $A_{ij} > 0$",
     "score $s_{ij}$ rises,\nso weight $\\alpha_{ij}$ grows",
-    "$u_i$ weighs more in $\\bar u_j = \\sum_r \\alpha_{rj} u_r$:\n$v_j$ moves further along $-u_i$",
-    "$b_{ij} = u_i^\\top v_j$ falls\nbelow the mean: $A_{ij}$ grows",
+    "$u_i$ weighs more in $\\bar u_j = \\sum_{i'} \\alpha_{i'j} u_{i'}$:\n$v_j$ moves further along $-u_i$",
+    "alignment $a_{ij} = -u_i \\cdot v_j$ rises\nabove the mean: $A_{ij}$ grows",
 )
 
 
@@ -193,7 +193,11 @@ def draw_page_route(pages: Sequence[tuple[str, str]], ax: Axes | None = None) ->
 
 
 #: The parameter groups of one head, in the order :func:`draw_protocols` draws them.
-PARAMETER_GROUPS: tuple[str, ...] = ("routing\n$W_Q$, $W_K$", "values\n$v_j = x_j W_V$", "read-out\n$W_O$, $b$")
+PARAMETER_GROUPS: tuple[str, ...] = (
+    "routing\n$W^Q$, $W^K$",
+    "values\n$v_j = x_j W^V$",
+    "read-out\n$W^{\\mathrm{out}}$, $b$",
+)
 
 
 def protocol_updates(lr: float, value_lr: float) -> dict[str, tuple[str, ...]]:

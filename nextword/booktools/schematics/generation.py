@@ -29,7 +29,7 @@ from nextword.booktools.schematics.core import COLOURS, arrow, blank, box
 __all__ = ["PATH_COLOURS", "draw_masking_chain", "draw_search_tree"]
 
 #: Colours of highlighted paths, in the order the ``highlight`` mapping lists them.
-PATH_COLOURS = ("#c0392b", "#1f77b4", "#2ca02c", "#9467bd")
+PATH_COLOURS = ("#D55E00", "#0072B2", "#009E73", "#CC79A7")  # Okabe–Ito: vermilion, blue, bluish green, reddish purple
 
 
 def _probabilities(next_logits: Callable[[list[int]], np.ndarray], prefix: list[int]) -> np.ndarray:

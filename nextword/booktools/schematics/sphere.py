@@ -191,9 +191,7 @@ def draw_vmf_on_circle(
         colour = cmap(n / max(len(concentrations) - 1, 1) * 0.85)
         radius = 1 + scale * density
         ax.plot(radius * on_circle[:, 0], radius * on_circle[:, 1], color=colour, lw=1.8, label=rf"$\kappa={kappa:g}$")
-    ax.annotate(
-        "", xy=mean_direction, xytext=(0, 0), arrowprops=dict(arrowstyle="-|>", color=_EXP_MAP, lw=1.6)
-    )
+    ax.annotate("", xy=mean_direction, xytext=(0, 0), arrowprops=dict(arrowstyle="-|>", color=_EXP_MAP, lw=1.6))
     ax.text(*(0.55 * mean_direction + [0.08, -0.08]), r"$\mu$", color=_EXP_MAP, fontsize=12)
     lim = 1 + scale * float(densities.max()) + 0.1
     ax.set_xlim(-lim, lim)
@@ -231,9 +229,7 @@ def draw_layers_as_flow(
     path = spherical_euler_flow(start, lambda x, t: strength * mean_direction, n_layers, step)  # (L+1, 2)
     circle = np.linspace(0, 2 * np.pi, 300)
     ax.plot(np.cos(circle), np.sin(circle), color="0.6", lw=1.0)
-    ax.annotate(
-        "", xy=mean_direction, xytext=(0, 0), arrowprops=dict(arrowstyle="-|>", color=_EXP_MAP, lw=1.4)
-    )
+    ax.annotate("", xy=mean_direction, xytext=(0, 0), arrowprops=dict(arrowstyle="-|>", color=_EXP_MAP, lw=1.4))
     ax.text(*(0.5 * mean_direction + [0.1, -0.05]), r"$\mu$", color=_EXP_MAP, fontsize=12)
     for layer, (before, after) in enumerate(zip(path[:-1], path[1:])):
         moved = before + step * strength * mean_direction  # the residual sum, off the circle

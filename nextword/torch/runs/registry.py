@@ -20,12 +20,14 @@ sessions) and :mod:`~nextword.torch.runs.bench_runs` (benchmarks). A run's statu
   the run's own commit and with this code, and got the same bits; the result records that verdict and
   the code it was reached with, and stays verified until that code changes;
 - **verified to X** — (GPU-tier runs only, which cannot be rerun here) the replays differ in the last bits,
-  by at most the relative amount X;
+  by at most the relative amount X (at most :data:`GPU_REPLAY_TOLERANCE`);
 - **to verify** — the code changed and the run has a fingerprint: ``nextword results verify`` decides;
 - **to run** — not saved, another configuration, seeds missing, a saved run it reads (``depends``) saved
   again since, a fingerprint that differs, or changed code and no fingerprint (timings: a replay cannot
-  vouch for them); the reason is printed beside it, "needs a CUDA GPU" for the GPU tier on a machine
-  without one.
+  vouch for them); the reason is printed beside it;
+- **needs a GPU** — what would be "to run" (the reason is printed beside it) for a run of the GPU tier
+  (``device="cuda"``) on a machine without a CUDA GPU: its saved numbers are what the code of its own
+  commit measured on a GPU, and only a rerun on a CUDA GPU can replace them.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ EXPERIMENTS: dict[str, Experiment] = {
 }
 NAMES: tuple[str, ...] = tuple(ordered(list(EXPERIMENTS), {n: e.depends for n, e in EXPERIMENTS.items()}))
 #: the statuses of :func:`status`, best first
-STATES = ("current", "verified", "verified to", "to verify", "to run")
+STATES = ("current", "verified", "verified to", "to verify", "to run", "needs a GPU")
 #: largest relative difference of a GPU-tier run's replays that still counts as "verified to" (not bitwise)
 GPU_REPLAY_TOLERANCE = 1e-6
 
@@ -106,40 +108,53 @@ def _complete(saved: dict[str, Any]) -> bool:
 
 
 def status(name: str, results_dir: str | os.PathLike | None = None) -> tuple[str, str]:
-    """``(state, why)``: one of :data:`STATES` and the reason (empty when current)."""
+    """``(state, why)``: one of :data:`STATES` and the reason (empty when current).
+
+    A run that would be "to run" but needs a CUDA GPU this machine lacks is "needs a GPU" instead.
+    """
     exp = _experiment(name)
-    gpu = exp.device == "cuda" and not _cuda()
-    needs = " (needs a CUDA GPU)" if gpu else ""
+    state, why = _status(exp, results_dir)
+    if state == "to run" and exp.device == "cuda" and not _cuda():
+        return "needs a GPU", f"{why}; a rerun needs a CUDA GPU, which this machine lacks"
+    return state, why
+
+
+def _status(exp: Experiment, results_dir) -> tuple[str, str]:
     try:
-        saved = provenance.load_result(name, results_dir)
+        saved = provenance.load_result(exp.name, results_dir)
     except FileNotFoundError:
-        return "to run", "not saved" + needs
+        return "to run", "not saved"
     if saved.get("config") != provenance._jsonable(exp.config()):
-        return "to run", "another configuration" + needs
+        return "to run", "another configuration"
     if not _complete(saved):
-        return "to run", "seeds missing" + needs
+        return "to run", "seeds missing"
     newer = [d for d in exp.depends if _created(d, results_dir) > saved.get("created", "")]
     if newer:
-        return "to run", f"it reads {', '.join(newer)}, saved again since" + needs
+        return "to run", f"it reads {', '.join(newer)}, saved again since"
     changed = provenance.changed_code(saved, exp.entry, MOVED)
     if changed == []:
         return "current", ""
     if changed is None:
-        return "to run", "the code that produced it cannot be read (an uncommitted tree)" + needs
+        return "to run", "the code that produced it cannot be read (an uncommitted tree)"
     v = saved.get("verification")
     if v and v.get("code") == _code_digest(exp):
         if v["result"] == "bitwise":
             return "verified", f"code changed; {_replayed(v['steps'])} bit for bit ({v['date']})"
         if v["result"] == "deviation" and exp.device == "cuda":
             return f"verified to {v['deviation']:.0e}", (
-                f"{_replayed(v['steps'])} within {v['deviation']:.1e} (relative); a bitwise rerun needs a GPU"
+                f"code changed; {_replayed(v['steps'])} on one CPU thread within {v['deviation']:.1e} "
+                f"(relative), not bit for bit ({v['date']}); a bitwise rerun needs a GPU"
             )
-        return "to run", f"its fingerprint replays differently ({v['summary']})" + needs
-    files = ", ".join(sorted({c.split(":")[0] for c in changed}))
+        return "to run", (
+            f"code changed; {_replayed(v['steps'])} differently on one CPU thread ({v['summary']}, {v['date']})"
+        )
+    files = sorted({c.split(":")[0] for c in changed})
+    since = f"{len(files)} file{'s' if len(files) > 1 else ''} of its code changed since: {', '.join(files)}"
     if exp.fingerprint is not None:
-        return "to verify", f"code changed: {files}"
-    why = "timings" if exp.timing else "no fingerprint"
-    return "to run", f"code changed ({why}): {files}" + needs
+        return "to verify", since
+    if exp.timing:
+        return "to run", f"a timing, which no replay can vouch for; {since}"
+    return "to run", f"no fingerprint; {since}"
 
 
 def _replayed(steps: int) -> str:
@@ -515,7 +530,7 @@ def execute(args: argparse.Namespace) -> int:
     if args.results_cmd == "list":
         for n in NAMES:
             state, why = status(n)
-            print(f"{n:30s} {state:16s} {describe(n)}" + (f" [{why}]" if why else ""))
+            print(f"{n:30s} {state:17s} {describe(n)}" + (f" [{why}]" if why else ""))
         return 0
     if args.results_cmd == "verify":
         for n in args.names:

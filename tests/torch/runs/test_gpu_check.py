@@ -45,3 +45,26 @@ def test_dry_run_rehearses_every_stage_on_the_cpu(tmp_path, monkeypatch):
     sweep = provenance.load_result("gpu_barrier_sweep", results_dir=results)["data"]
     assert [r["lambda"] for r in sweep["rows"]] == [0.0, 0.05]
     assert gpu_check.PARITY_TOL_BPC == 1e-3
+
+
+def test_the_speed_stage_times_the_training_step_itself(monkeypatch):
+    """``steps_per_second`` sets a run up with barrier training's own ``setup_run`` and times its
+    ``train_step`` (no copy of the step): every timed and warm-up step is a call of that function."""
+    from nextword.torch.barrier import train as barrier_train
+    from nextword.torch.barrier.config import preset
+
+    calls = {"setup_run": 0, "train_step": 0}
+    setup_run, train_step = barrier_train.setup_run, barrier_train.train_step
+
+    def counted_setup(*args, **kwargs):
+        calls["setup_run"] += 1
+        return setup_run(*args, **kwargs)
+
+    def counted_step(*args, **kwargs):
+        calls["train_step"] += 1
+        return train_step(*args, **kwargs)
+
+    monkeypatch.setattr(barrier_train, "setup_run", counted_setup)
+    monkeypatch.setattr(barrier_train, "train_step", counted_step)
+    rate = gpu_check.steps_per_second(preset("tiny", lambda_margin=0.05), "cpu", steps=3, warmup=2)
+    assert rate > 0 and calls == {"setup_run": 1, "train_step": 5}

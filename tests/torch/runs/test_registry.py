@@ -198,3 +198,14 @@ def test_checkpoint_round_trip_is_the_float16_model(tmp_path):
         assert torch.equal(loaded(ids), rounded_copy(model)(ids))  # the saved model is the rounded one
     with pytest.raises(TypeError, match="config"):
         load_checkpoint(tmp_path / "m.pth", {"d_model": 8})
+
+
+def test_a_gpu_run_that_would_be_to_run_needs_a_gpu_on_a_machine_without_one(toy, tmp_path, monkeypatch):
+    exp = registry.EXPERIMENTS["toy_run"]
+    monkeypatch.setitem(registry.EXPERIMENTS, "toy_run", Experiment(**{**exp.__dict__, "device": "cuda"}))
+    monkeypatch.setattr(registry, "_cuda", lambda: False)
+    state, why = registry.status("toy_run", tmp_path)
+    assert state == "needs a GPU" and state in registry.STATES
+    assert why == "not saved; a rerun needs a CUDA GPU, which this machine lacks"
+    monkeypatch.setattr(registry, "_cuda", lambda: True)
+    assert registry.status("toy_run", tmp_path) == ("to run", "not saved")
