@@ -287,6 +287,7 @@ ax.bar(xs - 0.2, [results[n]["agree"] for n in names], 0.4, label="agreement pos
 ax.bar(xs + 0.2, [results[n]["filler"] for n in names], 0.4, label="filler positions")
 ax.axhline(np.log(task.vocab_size), color="k", ls="--", lw=1, label="uniform guess")
 ax.set_xticks(xs, labels=names, rotation=25, ha="right", fontsize=8)
+ax.set_xlabel("model: the part removed, and how (from the trained weights, or retrained without it)")
 ax.set_ylabel("honest test loss (nats)")
 ax.set_title("ablations of a trained 2-layer transformer")
 ax.legend(fontsize=8)
