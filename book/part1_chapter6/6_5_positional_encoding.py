@@ -564,7 +564,7 @@ for level, name in [(H_rate, "entropy rate"), (H_marginal, "H(x_t): no context")
 ax.set_xlabel("position t in the window (it has read t + 1 tokens)")
 ax.set_ylabel("loss (nats/token)")
 ax.set_title(f"trained on {L_train} tokens, tested on {L_test}")
-ax.legend(loc="upper left", fontsize=8)
+ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)  # outside: the curves fill the axes
 plt.show()
 
 # %% [markdown]
