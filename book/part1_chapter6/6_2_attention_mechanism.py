@@ -36,6 +36,7 @@
 # | $j$, $m$ | words looked at: a key's position ($j\le i$); $m$ runs over all the positions word $i$ may see | integers |
 # | $e[i]$ | the embedding of word $i$ (a row vector) | $(d_{\text{model}},)$ |
 # | $d_{\text{model}}$ | the width of an embedding | integer |
+# | $X$ | the embeddings $e[1],\dots,e[n]$ stacked as rows | $(n, d_{\text{model}})$ |
 # | $d_k$ | the width of a query and of a key (here also of a value) | integer |
 # | $W^Q$, $W^K$, $W^V$ | the learned query, key and value matrices | $(d_{\text{model}}, d_k)$ |
 # | $q[i]$, $k[j]$, $v[j]$ | the query of word $i$; the key and the value of word $j$ (row vectors) | $(d_k,)$ |
@@ -199,8 +200,8 @@ plt.show()
 
 # %% [markdown]
 # **Figure 6.2.1.** One attention head on "engineer submitted code". Follow the arrows: each
-# embedding (left) is multiplied by $W^Q$, $W^K$, $W^V$; every query meets every key in the score
-# matrix (grey cells, $-\infty$, are the later words a query may not see); the softmax turns each row
+# embedding (left; stacked as rows they form $X$) is multiplied by $W^Q$, $W^K$, $W^V$; every query
+# meets every key in the score matrix (grey cells, $-\infty$, are the later words a query may not see); the softmax turns each row
 # into weights that add up to 1; output row $i$ is the weights of row $i$ times the values. Shades of
 # red are positive entries (darker for larger), white is zero; shades of green are weights.
 #

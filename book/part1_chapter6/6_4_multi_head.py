@@ -419,6 +419,8 @@ for m in range(4):
     heatmap(A[ex, m], ax=axes[m], row_labels=labels if m == 0 else None, col_labels=labels, vmin=0,
             vmax=1, colorbar=m == 3, title=f"head {m + 1}")
     axes[m].tick_params(labelsize=6)
+    if m > 0:  # the rows are the words of the first panel's labels
+        axes[m].tick_params(labelleft=False)
     axes[m].set_xlabel("key word j", fontsize=8)
 axes[0].set_ylabel("query word i", fontsize=8)
 plt.tight_layout()
@@ -500,8 +502,9 @@ for m in range(4):
     keep[0, m] = 0.0  # head m+1 switched off
     cost_at_markers[m] = token_nll(model, test.ids, head_mask=keep)[marker].mean() - full
 for m in range(4):
+    cost = cost_at_markers[m] if abs(cost_at_markers[m]) >= 0.005 else 0.0  # 0.00, not -0.00
     print(f"head {m + 1}: weight on the subject {produced(on_subject[m], '.2f')}; "
-          f"loss at the markers rises by {produced(cost_at_markers[m], '.2f')} nats without it")
+          f"loss at the markers rises by {produced(cost, '.2f')} nats without it")
 
 # %% [markdown]
 # The library's `head_profile` and `head_ablation_effects` compute these same numbers (and the

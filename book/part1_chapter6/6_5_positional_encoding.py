@@ -38,16 +38,16 @@
 # | $l$ | the index of the sum over the words in the tiny example | integer |
 # | $X$ | the input of an attention layer, one row per token | $(T, d_{\text{model}})$ |
 # | $P$ | a permutation matrix: it reorders the rows it multiplies (elsewhere the book's $P$ is a probability, which this page does not need) | $(T, T)$ |
-# | $d_{\text{model}}$, $d_{\text{head}}$ | width of a word's vector; width of one attention head | scalars |
+# | $d_{\text{model}}$, $d_k$ | width of a word's vector; width of one attention head's queries and keys, as in [6.4](6_4_multi_head.ipynb) | scalars |
 # | $m$ | index of a coordinate pair (coordinates $2m$ and $2m+1$), $m=0,\dots,d_{\text{model}}/2-1$ | integer |
 # | $\omega$, $\omega_m$ | a frequency (turns per position, in radians); that of pair $m$ of the sinusoidal table is $10000^{-2m/d_{\text{model}}}$ | scalar |
 # | $\Delta$ | a shift, in positions | integer |
 # | $M(\Delta)$ | the $2\times2$ rotation that moves one sinusoidal pair from $t$ to $t+\Delta$ | $(2,2)$ |
 # | $R_\Delta$ | all pairs' $M(\Delta)$ on the diagonal of one matrix | $(d_{\text{model}}, d_{\text{model}})$ |
 # | $R(\phi)$ | the rotation of the plane by the angle $\phi$ | $(2,2)$ |
-# | $\theta$, $\theta_m$ | angle per position by which RoPE turns a pair (pair $m$: $10000^{-2m/d_{\text{head}}}$) | scalars |
+# | $\theta$, $\theta_m$ | angle per position by which RoPE turns a pair (pair $m$: $10000^{-2m/d_k}$) | scalars |
 # | $i$, $j$ | positions of a query and of a key | integers |
-# | $q$, $k$ | a query's and a key's content, before RoPE turns them | $(d_{\text{head}},)$ |
+# | $q$, $k$ | a query's and a key's content, before RoPE turns them | $(d_k,)$ |
 # | $S[i,j]$ | score of the query at $i$ with the key at $j$, after RoPE | scalar |
 # | $T_{\max}$ | number of rows of a learned position table | integer |
 # | $L_{\text{train}}$ | length of the training windows | integer |
@@ -58,8 +58,9 @@
 # ```{admonition} In the paper's notation
 # :class: seealso
 # The chapter writes the pair index of the sinusoidal formula and of RoPE as $d$ (Vaswani et al. write
-# $i$), and RoPE's frequencies as $\theta_d$. This page writes $m$, so that $d$ stays a width and $i$ a
-# position.
+# $i$), RoPE's frequencies as $\theta_d$, and a head's width as $d_{\text{head}}$. This page writes $m$ for
+# the pair, so that $d$ stays a width and $i$ a position, and $d_k$ for the head's width, as
+# [6.4](6_4_multi_head.ipynb) does.
 # ```
 #
 # *Source: Chapter 6, §6.5 (the sinusoidal formula, Figs. 6.23 and 6.25–6.28, Exercises 5 and 6).*
@@ -385,8 +386,9 @@ except ValueError as err:
 # The {term}`rotary position embedding` (RoPE) adds nothing to the word vectors. It acts inside
 # attention: it cuts each query and each key into consecutive pairs of coordinates and **turns** pair
 # $m$ of the vector at position $t$ by the angle $t\,\theta_m$ (with
-# $\theta_m=10000^{-2m/d_{\text{head}}}$, the same frequencies as the sinusoidal table). Below, one pair
-# turned by $\theta=0.6$ rad per position: its length never changes, only its direction.
+# $\theta_m=10000^{-2m/d_k}$, the sinusoidal table's frequencies with the head's width $d_k$ in place of
+# $d_{\text{model}}$). Below, one pair turned by $\theta=0.6$ rad per position: its length never
+# changes, only its direction.
 
 # %%
 fig, ax = plt.subplots(figsize=(4.6, 4.6))
@@ -438,10 +440,10 @@ assert sp.simplify(sp.expand_trig(score - relative)) == 0
 
 # %%
 rng = np.random.default_rng(4)
-d_head = 64
-query_content, key_content = rng.standard_normal(d_head), rng.standard_normal(d_head)
+d_k = 64  # one head's width
+query_content, key_content = rng.standard_normal(d_k), rng.standard_normal(d_k)
 T_rope = 80
-Q = apply_rope(np.tile(query_content, (T_rope, 1)))  # (T, d_head): the same content everywhere
+Q = apply_rope(np.tile(query_content, (T_rope, 1)))  # (T, d_k): the same content everywhere
 K = apply_rope(np.tile(key_content, (T_rope, 1)))
 S = Q @ K.T  # (T, T): S[i, j] = (R_i q)·(R_j k)
 diagonals = [np.diagonal(S, -offset) for offset in range(40)]  # S[i, i - offset] for each i
@@ -450,7 +452,7 @@ bound = "< 1e-10 (round-off; the scores are ~10)"
 print("max change of the score along each diagonal i - j = const:",
       bound if diagonal_change < 1e-10 else f"{diagonal_change:.1e}")
 assert diagonal_change < 1e-10
-relative_score = query_content @ rope_rotation_matrix(3 - 10, d_head) @ key_content  # q^T R(j-i) k
+relative_score = query_content @ rope_rotation_matrix(3 - 10, d_k) @ key_content  # q^T R(j-i) k
 np.testing.assert_allclose(S[10, 3], relative_score, rtol=1e-10)
 
 # %%
@@ -562,7 +564,7 @@ for level, name in [(H_rate, "entropy rate"), (H_marginal, "H(x_t): no context")
 ax.set_xlabel("position t in the window (it has read t + 1 tokens)")
 ax.set_ylabel("loss (nats/token)")
 ax.set_title(f"trained on {L_train} tokens, tested on {L_test}")
-ax.legend(loc="upper left", fontsize=8)
+ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)  # outside: the curves fill the axes
 plt.show()
 
 # %% [markdown]

@@ -257,7 +257,7 @@ assert train_loss["no mask (retrained)"] < 0.3
 assert no_mask["tf filler"] < 0.3
 assert train_loss["baseline"] > 1
 assert no_mask["filler"] > uniform_loss  # Figure 6.8.1: the retrained no-mask bar rises above the uniform guess
-# (b) no positions, retrained: the order-2 fillers suffer; the model reads the current filler, not the order
+# (b) no positions, retrained: the order-2 fillers suffer; no better than the current filler alone allows
 pair_law = np.einsum("ab,abc->bc", task.filler.stationary_distribution(), task.filler.transition)
 H_order1 = entropy(pair_law.ravel()) - entropy(pair_law.sum(1))  # H(next filler | current filler)
 print(f"honest filler loss: baseline {produced(base['filler'], '.2f')}, retrained without positions "
@@ -287,6 +287,7 @@ ax.bar(xs - 0.2, [results[n]["agree"] for n in names], 0.4, label="agreement pos
 ax.bar(xs + 0.2, [results[n]["filler"] for n in names], 0.4, label="filler positions")
 ax.axhline(np.log(task.vocab_size), color="k", ls="--", lw=1, label="uniform guess")
 ax.set_xticks(xs, labels=names, rotation=25, ha="right", fontsize=8)
+ax.set_xlabel("model: the part removed, and how (from the trained weights, or retrained without it)")
 ax.set_ylabel("honest test loss (nats)")
 ax.set_title("ablations of a trained 2-layer transformer")
 ax.legend(fontsize=8)
@@ -311,9 +312,9 @@ plt.show()
 #   asserted.
 # - **(b) positional encoding.** Removing it from the trained model is severe (the weights expect the
 #   encoding). Retrained without it, the model still learns the agreement — finding the subject is a
-#   lookup by content, order-free — but the fillers suffer: their loss (printed above the figure) is
-#   about what the current filler alone allows, the conditional entropy of the filler chain given one
-#   symbol, and not clearly below it (asserted), far from what the last two symbols allow. A stack
+#   lookup by content, order-free — but the fillers suffer: their loss (printed above the figure) is not
+#   clearly below what the current filler alone allows, the conditional entropy of the filler chain given
+#   one symbol (asserted), and far from what the last two symbols allow. A stack
 #   *could* read order through the causal mask ([6.5](6_5_positional_encoding.ipynb) shows the leak on
 #   random models), but within its training this model does not: on the fillers it predicts like the
 #   bag of words the chapter expects.

@@ -18,8 +18,9 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 #
 # We answer with an experiment on `AgreementTask` (see the book notebook): fillers from an order-2 chain,
 # one subject `S1`–`S4` among the first four tokens, and markers `V` whose next token must be the agreement
-# form `A1`–`A4` of the subject. A 1-layer, 4-head `TinyLM` is trained below, after your functions (about 10 s;
-# longer if the first seed does not learn the agreement).
+# form `A1`–`A4` of the subject. A 1-layer, 4-head `TinyLM` is trained below, after your functions (about 20 s
+# of computing on one core, longer on a busy machine, and again as long for every seed that does not learn
+# the agreement).
 #
 # 1. Implement `subject_attention(weights, subject_pos, marker_mask)`: for attention weights
 #    `(N, H, T, T)`, the mean weight that the marker queries put on their sentence's subject, per head `(H,)`.
@@ -112,9 +113,10 @@ raise NotImplementedError("set subject_head to the index (an int) of the head th
 # costs most at the markers, more than 0.5 nat, and it puts more than 0.4 of the marker queries' weight on
 # the subject; the head with the most attention is not always that head: two heads can look at the subject
 # while only one is used)
+shown = np.where(np.abs(effects) < 0.005, 0.0, effects)  # a change below 0.005 prints as 0.00, not -0.00
 for h in range(4):
     print(f"head {h + 1} (index {h}): attention weight on the subject {produced(on_subject[h], '.2f')}; "
-          f"removing it costs {produced(effects[h], '.2f')} nat at the markers, "
+          f"removing it costs {produced(shown[h], '.2f')} nat at the markers, "
           f"{produced(control[h], '.2f')} nat on fillers")
 print(f"head carrying agreement: head {produced(subject_head + 1, 'd')} "
       f"(subject_head = index {produced(subject_head, 'd')})")

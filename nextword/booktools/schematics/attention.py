@@ -94,7 +94,7 @@ def draw_one_head(
 ) -> Axes:
     """One attention head on a short sequence, every intermediate array drawn with its numbers.
 
-    ``embeddings (T, d_model)``, ``W_q, W_k, W_v (d_model, d_k)``: queries ``Q = E W_q``, keys, values;
+    ``embeddings (T, d_model)``, ``W_q, W_k, W_v (d_model, d_k)``: queries ``Q = X W_q`` (``X``: the embeddings stacked as rows), keys, values;
     scores ``Q K^T / sqrt(d_k)`` (blocked above the diagonal when ``causal``), weights = row-wise softmax,
     output ``weights @ V (T, d_k)`` (Chapter 6, Figs. 6.5-6.8). The output is checked against
     :func:`nextword.attention.scaled_dot_product_attention` before it is drawn.
@@ -119,9 +119,9 @@ def draw_one_head(
     x_weights = x_scores + T + 2.6
     x_out = x_weights + T + 2.6
     top = 0.0
-    e_box = _matrix(ax, E, 0, top - (T + gap), r"embeddings $E$", row_labels=words)
+    e_box = _matrix(ax, E, 0, top - (T + gap), r"embeddings $X$", row_labels=words)
     boxes = {}
-    titles = {"Q": r"queries $Q = EW^Q$", "K": r"keys $K = EW^K$", "V": r"values $V = EW^V$"}
+    titles = {"Q": r"queries $Q = XW^Q$", "K": r"keys $K = XW^K$", "V": r"values $V = XW^V$"}
     for n, (name, M) in enumerate((("Q", Q), ("K", K), ("V", V))):
         boxes[name] = _matrix(ax, M, x_qkv, top - n * (T + gap), titles[name])
     mid_e = (e_box[1] + 0.1, (e_box[2] + e_box[3]) / 2)
