@@ -122,5 +122,6 @@ plt.show()
 # - **The noise's effect on the best possible entropy** is set by the distance between the symbol
 #   means, not by the input dimension (§7.2, Table 1 caption) — [3.3](03_sticky_chain_em_vs_sgd.ipynb).
 # - **EM-like versus SGD (Table 1) is not reproduced**: with our reading the two schedules end within
-#   noise of each other over several seeds, and a paper-sized run agrees —
+#   noise of each other over several seeds, and a paper-sized run finds no EM-like advantage either
+#   (in the one seed where the difference exceeds the noise, SGD is ahead) —
 #   [3.3](03_sticky_chain_em_vs_sgd.ipynb).
