@@ -5,8 +5,8 @@
 # attention head *where* to look and *what* to hand over? Part 1 showed what a trained head does;
 # this part asks how it got there, by following the error signal backwards through one head and
 # watching what the resulting updates do over many steps. A student who can read these gradients
-# can predict which attention weights will grow, why a head specialises, and why attention often
-# settles long before the loss stops improving.
+# can predict which attention weights will grow and why a head specialises, and can test the
+# paper's claim that attention settles before the values do.
 #
 # ```{admonition} Learning goals
 # :class: tip
@@ -43,7 +43,7 @@ use_book_style()
 #
 # - **Scores learn by comparison with the average.** The gradient of a score is the
 #   {term}`attention weight` times "how much worse than the current mixture this position is"; the
-#   paper names the better-than-average part the {term}`advantage`. Descent raises the scores of positions that would
+#   paper names its negative, how much *better* than the mixture the position is, the {term}`advantage`. Descent raises the scores of positions that would
 #   lower the loss more than what the query reads now.
 # - **Values learn from the errors of the queries that use them.** Each {term}`value` is pushed in
 #   the direction that would fix the errors of its users (their {term}`upstream gradient`), weighted by how much each user attends to it.
@@ -122,5 +122,6 @@ plt.show()
 # - **The noise's effect on the best possible entropy** is set by the distance between the symbol
 #   means, not by the input dimension (§7.2, Table 1 caption) — [3.3](03_sticky_chain_em_vs_sgd.ipynb).
 # - **EM-like versus SGD (Table 1) is not reproduced**: with our reading the two schedules end within
-#   noise of each other over several seeds, and a paper-sized run agrees —
+#   noise of each other over several seeds, and a paper-sized run finds no EM-like advantage either
+#   (in the one seed where the difference exceeds the noise, SGD is ahead) —
 #   [3.3](03_sticky_chain_em_vs_sgd.ipynb).

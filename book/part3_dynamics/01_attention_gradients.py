@@ -6,7 +6,7 @@
 # tell each query which earlier positions to attend to more and which less?
 #
 # Everything Part 3 says about how attention *learns* — heads that specialise, attention that
-# settles early while the values keep improving, the comparison with the EM algorithm — rests on a
+# tends to settle before the values do, the comparison with the EM algorithm — rests on a
 # handful of derivatives of the loss. This page works them out, first for one query and three
 # positions by hand, then for a whole head, and checks each one. Along the way it meets the central
 # formula of the gradient-dynamics paper: a score rises when its position is *better than the
@@ -231,7 +231,8 @@ use_book_style()
 ax = draw_gradient_flow()
 plt.show()
 
-# %% [markdown] **Figure 3.1.1.** One head, forward (grey) and backward (red). Follow the red arrows
+# %% [markdown]
+# **Figure 3.1.1.** One head, forward (grey) and backward (red). Follow the red arrows
 # from the loss: the gradient reaches the logits as $p_i - \operatorname{onehot}(y_i)$ and the context
 # as the upstream gradient $u_i = (p_i - \operatorname{onehot}(y_i))\,(W^{\text{out}})^\top$. From
 # there it splits: the **values** get the upstream signals directly, weighted by attention; the
@@ -733,7 +734,7 @@ assert abs(slope_large - 2) < 0.1
 # %% [markdown]
 # **Figure 3.1.3.** Central-difference error of $\partial\mathcal L/\partial W^K$ (Eqs. (27), (30))
 # against the closed form. Read it from the right: slope 2 for large steps, then a minimum (its
-# value and step are printed under the figure: a few times $10^{-10}$), then round-off growing as
+# value and step are printed under the figure; it lies between $10^{-11}$ and $10^{-8}$), then round-off growing as
 # the step shrinks. The minimum is well below the $10^{-6}$ relative agreement asserted above.
 #
 # ### Eqs. (18)–(22), one step at a time

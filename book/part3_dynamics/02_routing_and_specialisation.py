@@ -408,8 +408,9 @@ assert 1 < gaps[0] and gaps[-1] < 0.1 * gaps[0]   # the table below: the gap fal
 # | M-step $\mu_j=\sum_i\gamma_{ij}o_i/N_j$ | value step with step size $1/N_j$ | identical for hard attention; the gap falls from 1.8 at $\beta=0.5$ to 0.047 at $\beta=32$ (not at every step) |
 # | data point $o_i$ | residual $u_i=g_i-o_i$ (for cross-entropy: $u_i=(p_i-\operatorname{onehot}(y_i))(W^{\text{out}})^\top$) | the residual is the mixture's, not the centre's |
 #
-# So the analogy is exact in the hard-attention limit and approximate otherwise; the difference is
-# the term $\sum_i\alpha_{ij}(g_i-v_j)$, which couples the values through the mixture.
+# So the analogy is exact in the hard-attention limit and approximate otherwise; the value step
+# minus the M-step is $\tfrac{1}{N_j}\sum_i\alpha_{ij}(v_j-g_i)$, a term that couples the values
+# through the mixture.
 # Page [3.3](03_sticky_chain_em_vs_sgd.ipynb) tests the paper's practical claim built on this
 # analogy: that an EM-like training schedule beats plain SGD.
 #
@@ -488,7 +489,9 @@ plt.show()
 # For the paper's Fig. 5 we fit one {term}`PCA <principal component analysis>` (the directions along
 # which a cloud of points varies most) to all values at all steps and draw each $v_j$'s path. With
 # $d_v=2$ the projection is only a rotation of the value plane: what to see is that the paths are
-# smooth curves, most of them drifting the same way.
+# smooth curves and that the values move apart along the first component, in both directions.
+# (The first component carries almost all the variance, printed under the figure, so the second
+# axis magnifies small wiggles.)
 
 
 # %%

@@ -251,7 +251,7 @@ plt.show()
 # %% [markdown]
 # **Figure 3.3.1.** One training step of each schedule, per group of parameters. Look at the
 # highlighted cell: it is the only place where the two differ — how the values move. Routing and
-# read-out get the same gradient steps in both.
+# read-out are updated by the same gradient-step rule in both.
 #
 # The values of a head are not free numbers: $V=XW^V$ is computed from the inputs. So the M-like
 # step's $\Delta V$ is carried to $W^V$ by least squares, $\Delta W^V=(X^\top X)^{-1}X^\top\Delta V$,
@@ -437,8 +437,9 @@ for e in results:                                  # nobody beats the floor beyo
 # reproduce either, also at the paper's own sizes — [checked below](#checking-the-paper).)
 #
 # Why can a larger value step change so little? The two schedules share everything but the value
-# step: the same data, the same initial weights and the same gradient steps on routing ($W^Q$,
-# $W^K$) and read-out. What the head must learn here is where to look: query $t$ should attend to
+# step: the same data, the same initial weights and the same gradient-step rule on routing ($W^Q$,
+# $W^K$) and read-out (the same rule, not the same steps: the steps use the current values, which
+# differ once the value steps differ). What the head must learn here is where to look: query $t$ should attend to
 # the keys whose input carries the same previous symbol, $y_{j-1}=y_{t-1}$. We measure the attention
 # mass on those keys on the held-out sequence, at the start and at the end of training.
 
@@ -464,9 +465,9 @@ if not FULL:
 
 # %% [markdown]
 # Both schedules move attention towards the right keys, and after 300 steps both heads still put
-# only about a third to a half of it there: both are far from perfect routing, and a larger value
-# step does not change where the head looks — the routing weights get the same kind of step in both
-# schedules. (This is a description of the short runs, not a full explanation: at the paper's sizes
+# only about a third to a half of it there: both are far from perfect routing, and the larger value
+# step does not give clearly better routing: the two schedules' right-key masses lie in the same
+# range (printed above). (This is a description of the short runs, not a full explanation: at the paper's sizes
 # the right-key mass *falls* during training in most seeds while the two schedules still end level;
 # [checked below](#checking-the-paper).)
 #
@@ -475,8 +476,8 @@ if not FULL:
 # - The entropy rate of a chain (1.8833 nats for the paper's sticky chain) is the floor for a
 #   predictor that knows the previous symbol; with noisy inputs the exact floor is the Bayes
 #   filter's loss, a little higher.
-# - The EM-like schedule differs from SGD only in how the values move; routing and read-out get the
-#   same gradient steps.
+# - The EM-like schedule differs from SGD only in how the values move; routing and read-out are
+#   updated by the same gradient-step rule.
 # - On this task both schedules approach the floor from above and end level: their difference is a
 #   few thousandths of a nat, inside its paired sampling error, in every seed.
 # - A claim that one training method beats another needs the floor, every open choice stated, and
@@ -509,9 +510,10 @@ if not FULL:
 #
 #    ```{dropdown} Answer
 #    The two schedules share everything except the value step: the same data, the same initial
-#    weights and identical gradient steps on routing ($W^Q$, $W^K$) and read-out. A larger step on
-#    the values alone does not change where the head looks: in the short runs both heads end with
-#    only about a third to a half of their attention on the right keys. Measured, the
+#    weights and the same gradient-step rule on routing ($W^Q$, $W^K$) and read-out. A larger step on
+#    the values does not make the head route better: in the short runs both heads end with
+#    only about a third to a half of their attention on the right keys, in the same range for both
+#    schedules. Measured, the
 #    final losses differ by less than 0.01 nats in every seed, inside the paired sampling error. The page does not
 #    claim that routing is the whole reason: at the paper's sizes the right-key mass falls in most
 #    seeds, and the schedules still end level.

@@ -34,7 +34,7 @@
 # |---|---|---|
 # | $q_i$, $k_j$, $v_j$ | the query of position $i$, the key and the value of position $j$ (row vectors) | $(d_k,)$, $(d_k,)$, $(d_v,)$ |
 # | $s$, $s_{ij}$ | the score (of query $i$ on key $j$), $q_i\cdot k_j/\sqrt{d_k}$ | scalar |
-# | $u$, $u_i$ | the upstream gradient of query $i$: $\partial\mathcal L/\partial g_i$, $g_i$ the head's output at $i$ | $(d_v,)$ |
+# | $u$, $u_i$ | the upstream gradient of query $i$: the gradient of the loss with respect to the head's output at $i$ (on this page $g$ is a group) | $(d_v,)$ |
 # | $a$, $a_{ij}$ | the alignment of value $v_j$ with query $i$'s descent direction, $-u_i\cdot v_j$ (large = helpful) | scalar |
 # | $A$, $A_{ij}$ | the advantage: $a_{ij}$ minus its attention-weighted mean $\sum_{j'}\alpha_{ij'}a_{ij'}$ | scalar |
 # | $G$ | the number of groups of queries (and of group keys) | scalar |
@@ -459,7 +459,9 @@ assert err < 1e-8
 # - **§8.2, attention dropout** ("limiting over-specialization and encouraging more evenly used
 #   values"). Holds on this toy: attention spreads over redundant carriers, at a cost in training
 #   loss. Neither §8.2 statement is measured in the paper itself; §8.2's third item (smaller
-#   learning rates make the first-order picture more accurate) is not measured on this page.
+#   learning rates make the first-order picture more accurate) is not measured on this page; page
+#   [3.2](02_routing_and_specialisation.ipynb) measures it for one value step (its first-order
+#   error shrinks in proportion to the learning rate).
 #
 # ## Reproducibility
 #

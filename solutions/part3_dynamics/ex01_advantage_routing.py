@@ -5,6 +5,10 @@
 # A head with attention weights $\alpha\in\mathbb R^{T\times T}$ (rows sum to 1), values
 # $V\in\mathbb R^{T\times d_v}$ and upstream errors $U\in\mathbb R^{T\times d_v}$ (row $i$ is
 # $u_i=\partial L/\partial g_i$, Eq. 10) has compatibilities $b_{ij}=u_i^\top v_j$ (Eq. 11).
+# This exercise keeps the paper's notation: $b_{ij}$ is good when *small*. Page 3.1 teaches the same
+# quantities with the alignment $a_{ij}=-u_i\cdot v_j=-b_{ij}$ (good when large): there the
+# advantage is $A_{ij}=a_{ij}-\sum_{j'}\alpha_{ij'}a_{ij'}$, the same number as below, and
+# $\partial L/\partial s_{ij}=-\alpha_{ij}A_{ij}$.
 #
 # 1. Implement `score_gradient(alpha, U, V)` returning $\partial L/\partial s_{ij}=\alpha_{ij}(b_{ij}-
 #    \mathbb E_{\alpha_i}[b])$ (Eq. 23) without loops, and `advantage(alpha, U, V)` returning
@@ -50,11 +54,11 @@ print("every alpha-weighted row sum of A is 0:", bool(np.allclose((alpha_demo * 
 # <!-- BEGIN SOLUTION -->
 # $\sum_j\alpha_{ij}A_{ij}=-\sum_j\alpha_{ij}b_{ij}+\mathbb E_{\alpha_i}[b]\sum_j\alpha_{ij}
 # =-\mathbb E_{\alpha_i}[b]+\mathbb E_{\alpha_i}[b]=0$ because the row sums to one. A descent step
-# moves the scores by $\Delta s_{ij}=\eta\,\alpha_{ij}A_{ij}$, so the attention-weighted mean score
-# change is zero: attention is *reallocated* within the row, never created — some keys must lose
+# moves the scores by $\Delta s_{ij}=\eta\,\alpha_{ij}A_{ij}$, so the score changes of a row add up to
+# zero, $\sum_j\Delta s_{ij}=\eta\sum_j\alpha_{ij}A_{ij}=0$: attention is *reallocated* within the row, never created — some keys must lose
 # what others gain (to first order, $\Delta\alpha_{ij}=\alpha_{ij}(\Delta s_{ij}-\sum_k\alpha_{ik}
 # \Delta s_{ik})$ and $\sum_j\Delta\alpha_{ij}=0$). A key whose compatibility is above the mean has
-# $A_{ij}<0$: its score *falls*. High $b_{ij}=u_i^\top v_j$ means $v_j$ points along the error $u_i$,
+# $A_{ij}<0$ (its alignment $a_{ij}$ is below the mean): its score *falls*. High $b_{ij}=u_i^\top v_j$ means $v_j$ points along the error $u_i$,
 # i.e. attending to it would increase the loss; the helpful values are those with $b_{ij}$ below
 # the mean (the errata notes that the paper's prose says the opposite).
 # <!-- END SOLUTION -->
