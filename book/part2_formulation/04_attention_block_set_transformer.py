@@ -272,7 +272,8 @@ print("q(. | dog bites man) == q(. | man bites dog):", bool(np.allclose(q1, q2, 
 #
 # Pooling turns the whole sequence into one vector. The mean over positions and the coordinate-wise
 # maximum both ignore order and give the same answer when every token is repeated, so they depend
-# on the sequence only through which vectors occur and how often; Appendix B's linear form (B.5),
+# on the sequence only through which vectors occur and in what proportions (the maximum, only
+# through which occur); Appendix B's linear form (B.5),
 # $\mathfrak P(p)=\int\mathfrak f\,dp$, gives mean pooling with $\mathfrak f(h)=h$. Appendix B's
 # continuum version of
 # max pooling is a log-sum-exp, $\frac1\beta\log\int e^{\beta (h)_j}\,dp(h)$ for coordinate $j$ —
