@@ -273,7 +273,7 @@ assert bpc[1] < np.log2(V) and best_char in (4, 5) and bpc[6] > bpc[best_char]
 #
 # For sampling we refit the two models with lighter smoothing ($k=10^{-4}$) and use nucleus
 # filtering (`top_p=0.95`): with $k=0.01$ and 66 symbols, a context seen once gives the unseen
-# characters a third of its mass, one such character sends a high-order model into a context it
+# characters more than a third of its mass, one such character sends a high-order model into a context it
 # never saw (where it is uniform), and the line dissolves into noise — smoothing that is harmless
 # for cross-entropy is harmful for generation. First, an independent check of the estimator: in
 # one dimension the (biased) energy distance equals $2\int(F_n-G_m)^2$, the square of
@@ -592,8 +592,10 @@ plt.show()
 #    roughly, its precision?
 #
 #    ```{dropdown} Answer
-#    Recall 1 (every true speaker is returned) and precision tiny (the few true speakers divided by
-#    all the characters): the trade-off at its extreme, which is why one number alone is not enough.
+#    Recall as high as it can go — every true speaker the model knows of is returned (in this page's
+#    task only a speaker missing from the training text's list would stay unfound) — and precision
+#    tiny (the few true speakers divided by all the characters): the trade-off at its extreme, which
+#    is why one number alone is not enough.
 #    ```
 
 # %% tags=["hide-cell"]
