@@ -284,8 +284,9 @@ for big_V in (1000, 50_000):
 
 # %% [markdown]
 # The residual KL of the rank-2 fit is no larger than that of the exact shift applied to
-# $W_{\mathrm{pre}}$: it is the pre-training error of the frozen weights, which LoRA inherits — the update
-# corrects the shift, not the imperfections of $W_{\mathrm{pre}}$.
+# $W_{\mathrm{pre}}$: what remains is the pre-training error of the frozen weights, which LoRA
+# inherits — a rank-2 update corrects the shift, and of the imperfections of $W_{\mathrm{pre}}$ only
+# the part that also has rank 2 (which is why the fit can come out a little below the exact shift).
 #
 # ## KL-regularised RL (4.7): the closed-form optimum
 #
