@@ -405,6 +405,10 @@ assert abs(crps_sample(draws, y_obs) - integral) < 1e-6
 assert abs(crps_gaussian(2.0, 1.5, y_obs) - crps_sample(rng.normal(2.0, 1.5, 200_000), y_obs)) < 0.01
 
 # %% [markdown]
+# The sample formula and the integral agree to round-off on the same 400 draws. The Gaussian closed
+# form differs from them: 400 draws are only an estimate of the forecast they come from; the last
+# line of the cell compares the closed form with the sample formula on many more draws.
+#
 # The use case: an "LLM" answers *"how many lines does this speech have?"* (true answer 7) with a
 # distribution of numbers; three forecasters — sharp and right, sharp and wrong, vague — are scored.
 
