@@ -68,7 +68,9 @@
 # Chapter 6 ([6.2](../part1_chapter6/6_2_attention_mechanism.ipynb)) uses row vectors and writes
 # the query of word $i$ as $\mathbf q[i]=\mathbf e[i]W^Q$; the paper's $Qh_k$ is the same thing with
 # $Q=(W^Q)^\top$.
-# The paper writes the vocabulary in bold, $\mathbf V$; the book writes $\mathcal V$.
+# The paper writes the vocabulary in bold, $\mathbf V$; the book writes $\mathcal V$. Appendix B's
+# $\pi(\cdot;s)$ — kept here — is a reweighted measure, neither the number $\pi$ nor the model's
+# distribution $\pi$ of [2.2](02_objective_kl.ipynb).
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §5.1–5.2
