@@ -40,7 +40,8 @@
 # ```
 #
 # *Source: R. Baptista, A. Stuart, S. Tran, "Large Language Models: A Mathematical Formulation",
-# §2–6, §8–9 and Appendices A–D (§7, the applications with a 3-billion-parameter model, is not rebuilt).*
+# §2–6, §8–9 and Appendices A–D; of §7 and Appendix E (the applications with a 3-billion-parameter
+# model) the model is not run, but its printed answers are checked in [2.9](09_examples_appendix.ipynb).*
 
 # %%
 import matplotlib.pyplot as plt

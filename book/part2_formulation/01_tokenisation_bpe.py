@@ -351,7 +351,8 @@ plt.show()
 # it flattens. Right: the toy cost with equal weights for a 10,000-character text, its attention
 # term $M^2$ (blue circles), its output term $M|\mathcal V|$ (vermilion squares) and their sum (black
 # triangles); the dotted grey line is the sympy optimum $|\mathcal V|^*$, near the bottom of the sum,
-# where the falling attention term and the output term, rising from $|\mathcal V|=512$ on, balance.
+# where the fall of the attention term and the rise of the output term (from $|\mathcal V|=512$ on)
+# cancel — their rates of change balance there, not their sizes.
 #
 # ## The embedding φ: a lookup is a matrix product (Definitions 2.6–2.7, Remarks 2.8–2.9)
 #

@@ -150,7 +150,8 @@ plt.show()
 # **Figure 2.2.1.** The data's distribution over the four texts (grey bars) and the model's (blue
 # bars). Under each text, its term $\mathbf p\log(\mathbf p/\pi)$ of the KL divergence: positive
 # where the model gives the text too little probability, negative where it gives too much (the
-# shading of the label deepens with the size of the term); the title adds them up. Look at $AB$: it
+# label is shaded red for a positive term, blue for a negative one, deeper for a larger size); the
+# title adds them up. Look at $AB$: it
 # is the model's worst mistake (six times too likely), yet the largest terms are the likely texts
 # $AA$ and $BB$ that it makes too rare — the data's own probabilities weight the terms.
 #

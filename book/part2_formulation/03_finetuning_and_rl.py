@@ -284,8 +284,9 @@ for big_V in (1000, 50_000):
 
 # %% [markdown]
 # The residual KL of the rank-2 fit is no larger than that of the exact shift applied to
-# $W_{\mathrm{pre}}$: it is the pre-training error of the frozen weights, which LoRA inherits — the update
-# corrects the shift, not the imperfections of $W_{\mathrm{pre}}$.
+# $W_{\mathrm{pre}}$: what remains is the pre-training error of the frozen weights, which LoRA
+# inherits — a rank-2 update corrects the shift, and of the imperfections of $W_{\mathrm{pre}}$ only
+# the part that also has rank 2 (which is why the fit can come out a little below the exact shift).
 #
 # ## KL-regularised RL (4.7): the closed-form optimum
 #
@@ -431,7 +432,7 @@ assert np.isclose(gap, beta * kl_divergence(markov_policy(res.x), pi_star), rtol
 # unbiased estimate of (4.7). But the samples depend on θ: differentiating (4.8) with the samples
 # held fixed gives $\frac{\beta}{N}\sum_n\nabla\log\pi_\theta(f^{(n)})$, whose expectation is **zero**
 # — the reward drops out entirely. The gradient of (4.7) needs the score-function (REINFORCE) form
-# $\frac1N\sum_n\big(g(f^{(n)})-\bar g\big)\nabla\log\pi_\theta(f^{(n)})$, $g=-r+\beta\log(\pi_\theta/\pi_{\mathrm{ref}})$.
+# $\frac1{N-1}\sum_n\big(g(f^{(n)})-\bar g\big)\nabla\log\pi_\theta(f^{(n)})$, $g=-r+\beta\log(\pi_\theta/\pi_{\mathrm{ref}})$.
 # With the joint logits $z$, $\nabla_z\log\pi(f)=e_f-\pi$. Averaging many batches at $\pi_\theta=\pi_{\mathrm{ref}}$:
 
 # %%
@@ -468,7 +469,8 @@ assert np.linalg.norm(naive) < 0.1 * np.linalg.norm(exact_grad)  # the reward dr
 assert cos(reinforce, exact_grad) > 0.97  # the score-function estimator points the right way
 
 # %% [markdown]
-# (The $N-1$ makes the baseline-subtracted estimator unbiased.) At $\pi_\theta=\pi_{\mathrm{ref}}$ the KL term
+# (Dividing by $N-1$, not $N$, makes the baseline-subtracted estimator unbiased: $\bar g$ is
+# estimated from the same batch.) At $\pi_\theta=\pi_{\mathrm{ref}}$ the KL term
 # is zero, so the naive gradient's expectation is exactly zero; away from it, the naive gradient
 # still ignores the reward. Remark 4.10's point — RL needs samples from the model during training —
 # shows up here a second time: the gradient itself must account for where the samples came from.
@@ -541,7 +543,7 @@ assert V * V == 100 and 2 * V * 2 == 40
 #   page derives it).
 # - **Remark 4.10, RL needs samples from the model.** True of the objective, and of its gradient: the
 #   naive gradient of (4.8) with the samples held fixed has expectation zero at $\pi_{\mathrm{ref}}$.
-# - **(4.8) averages over its $N_{\mathrm{RL}}$ samples** (the $1/N_{\mathrm{RL}}$ that (4.5) and (4.6) lack), so
+# - **(4.8) averages over its $N$ samples** (the $1/N$ that (4.5) and (4.6) lack), so
 #   as a number it estimates (4.7) without bias: the batch average above is within four standard
 #   errors of the exact value. (As printed, (4.8) has no brackets around its summand, so the
 #   $\beta\log$ term reads as outside the sum; it carries the sample index $n$, so both terms belong

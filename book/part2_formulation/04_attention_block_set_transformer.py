@@ -68,7 +68,9 @@
 # Chapter 6 ([6.2](../part1_chapter6/6_2_attention_mechanism.ipynb)) uses row vectors and writes
 # the query of word $i$ as $\mathbf q[i]=\mathbf e[i]W^Q$; the paper's $Qh_k$ is the same thing with
 # $Q=(W^Q)^\top$.
-# The paper writes the vocabulary in bold, $\mathbf V$; the book writes $\mathcal V$.
+# The paper writes the vocabulary in bold, $\mathbf V$; the book writes $\mathcal V$. Appendix B's
+# $\pi(\cdot;s)$ — kept here — is a reweighted measure, neither the number $\pi$ nor the model's
+# distribution $\pi$ of [2.2](02_objective_kl.ipynb).
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §5.1–5.2
@@ -272,7 +274,8 @@ print("q(. | dog bites man) == q(. | man bites dog):", bool(np.allclose(q1, q2, 
 #
 # Pooling turns the whole sequence into one vector. The mean over positions and the coordinate-wise
 # maximum both ignore order and give the same answer when every token is repeated, so they depend
-# on the sequence only through which vectors occur and how often; Appendix B's linear form (B.5),
+# on the sequence only through which vectors occur and in what proportions (the maximum, only
+# through which occur); Appendix B's linear form (B.5),
 # $\mathfrak P(p)=\int\mathfrak f\,dp$, gives mean pooling with $\mathfrak f(h)=h$. Appendix B's
 # continuum version of
 # max pooling is a log-sum-exp, $\frac1\beta\log\int e^{\beta (h)_j}\,dp(h)$ for coordinate $j$ —

@@ -478,7 +478,8 @@ assert ex[-1] == EOS and len(ex) < len(long_beam) and long_beam[-1] != EOS
 #   over replies; the temperature trades diversity for likelihood, and $\tau\to0$ gives greedy.
 # - EOS ends a reply; padding after it has probability 1 and changes nothing, but EOS makes the most
 #   likely reply a short one.
-# - The procedure Example 6.1 calls beam search is a sliding look-ahead, a different algorithm.
+# - The procedure the paper's Example 6.1 calls beam search is a sliding two-token look-ahead, a
+#   different algorithm ([checked below](#checking-the-paper)).
 
 # %% [markdown]
 # ## Check your understanding

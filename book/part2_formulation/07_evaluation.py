@@ -273,7 +273,7 @@ assert bpc[1] < np.log2(V) and best_char in (4, 5) and bpc[6] > bpc[best_char]
 #
 # For sampling we refit the two models with lighter smoothing ($k=10^{-4}$) and use nucleus
 # filtering (`top_p=0.95`): with $k=0.01$ and 66 symbols, a context seen once gives the unseen
-# characters a third of its mass, one such character sends a high-order model into a context it
+# characters more than a third of its mass, one such character sends a high-order model into a context it
 # never saw (where it is uniform), and the line dissolves into noise — smoothing that is harmless
 # for cross-entropy is harmful for generation. First, an independent check of the estimator: in
 # one dimension the (biased) energy distance equals $2\int(F_n-G_m)^2$, the square of
@@ -405,6 +405,10 @@ assert abs(crps_sample(draws, y_obs) - integral) < 1e-6
 assert abs(crps_gaussian(2.0, 1.5, y_obs) - crps_sample(rng.normal(2.0, 1.5, 200_000), y_obs)) < 0.01
 
 # %% [markdown]
+# The sample formula and the integral agree to round-off on the same 400 draws. The Gaussian closed
+# form differs from them: 400 draws are only an estimate of the forecast they come from; the last
+# line of the cell compares the closed form with the sample formula on many more draws.
+#
 # The use case: an "LLM" answers *"how many lines does this speech have?"* (true answer 7) with a
 # distribution of numbers; three forecasters — sharp and right, sharp and wrong, vague — are scored.
 
@@ -592,8 +596,10 @@ plt.show()
 #    roughly, its precision?
 #
 #    ```{dropdown} Answer
-#    Recall 1 (every true speaker is returned) and precision tiny (the few true speakers divided by
-#    all the characters): the trade-off at its extreme, which is why one number alone is not enough.
+#    Recall as high as it can go — every true speaker the model knows of is returned (in this page's
+#    task only a speaker missing from the training text's list would stay unfound) — and precision
+#    tiny (the few true speakers divided by all the characters): the trade-off at its extreme, which
+#    is why one number alone is not enough.
 #    ```
 
 # %% tags=["hide-cell"]

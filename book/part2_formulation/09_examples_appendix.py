@@ -50,7 +50,7 @@
 # | $\delta$ | $\delta_h$ puts weight 1 on the vector $h$ | measure |
 # | $\Gamma$, $\beta$, $\varepsilon$ | the normalisation's learned scale and shift, and its small stabilising constant | $(d_e,d_e)$, $(d_e,)$, number |
 # | $d_e$ | the embedding width | integer |
-# | $\varphi$, $\varphi_k$ | the embedding table; its vector for token $k$ | $(\lvert\mathcal V\rvert,d_e)$, $(d_e,)$ |
+# | $\varphi$, $\varphi_k$ | the embedding table of [2.1](01_tokenisation_bpe.ipynb), one column per token; its vector for token $k$ (row $k$ of the code's table $\varphi^\top$, the \"rows\" of this page) | $(d_e,\lvert\mathcal V\rvert)$, $(d_e,)$ |
 # | $f$, $f_m$, $M$ | a text; its token at position $m$; its length | tokens |
 # | $m$, $k$ | a position in the text; a token of the vocabulary | integers |
 # | $h$, $h_m$ | the embedded text $\varphi_{f_1},\dots,\varphi_{f_M}$; its vector at position $m$ | $(M,d_e)$ |
