@@ -89,8 +89,12 @@ assert stretch > 40
 
 # %% [markdown]
 # Both public configurations use rotary embeddings, and Llama 3.2's `rope_scaling` is the kind of
-# extension to longer contexts the chapter mentions (its factor 32 stretches 8,192 positions to 262,144).
+# extension to longer contexts the chapter mentions (type `llama3`, factor 32 over an original 8,192
+# positions). The line printed above multiplies the two; that product is not the model's context: the
+# `llama3` rule divides only the low frequencies by the factor, and the published configuration gives its
+# own maximum length in `max_position_embeddings`, which this page does not check.
 # Two details differ from the chapter's description: GPT-NeoX rotates only a quarter of each head's
-# coordinates (24 of 96; the scores still depend on the offset only, asserted above), and LLaMA 3.2 uses
-# a base of 500,000 instead of 10,000, which makes its longest wavelength 44.2 times longer. PaLM's use
-# of RoPE is stated in its paper but has no public configuration to check here.
+# coordinates (24 of 96; the scores still depend on the offset only, asserted above), and LLaMA 3.2 (the
+# chapter names no version; this is the one checked) uses a base of 500,000 instead of 10,000, which makes
+# its longest wavelength 44.2 times longer. PaLM's use of RoPE is stated in its paper but has no public
+# configuration to check here.
