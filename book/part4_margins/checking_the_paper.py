@@ -90,7 +90,10 @@ assert curves[0.0][1] > curves[0.0][0] and all(m < c for s, (c, m) in curves.ite
 # %% [markdown]
 # The printed points place the crossing between σ = 0 and σ = 0.3; that it happens before σ = 0.05 rests on
 # the figure's curves, which the paper does not print as numbers (nor does it print code or logs). The part
-# that the printed numbers can check holds.
+# that the printed numbers can check holds, with one caveat: the CE point at σ = 0.3 is Table 1's λ_m = 0
+# row, a separate run of the regularisation path. Unlike the λ_m = 0.05 row, its clean BPC is not the one
+# §7.2 prints for the CE model (Table 1 gives a lower one), so at σ = 0.3 the margin model is compared with
+# a second CE run, not with the model of the other two points.
 
 # %% [markdown]
 # ## Fig. 7.5 (a): "below across the entire noise range", σ = 0 included
