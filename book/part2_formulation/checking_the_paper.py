@@ -64,7 +64,7 @@ assert quoted["Llama 3"] == published["Llama 3"] and quoted["Llama 2"] == publis
 assert quoted["stock of human text (median)"] > 3 * stock_interval[1]
 
 # %% [markdown]
-# The two model sizes are as published. The stock of text is not: 3100 trillion tokens is 10.33 times the
-# cited estimate and 3.1 times the top of its 90% interval: an order of magnitude too large. The years
-# 2026–2032 are the cited ones. Recorded in the
-# ledger (row "Remark 4.2, the stock of human-generated text").
+# The two models' training-corpus sizes are as published. The stock of text is not: 3100 trillion tokens
+# is 10.33 times the cited estimate and 3.1 times the top of its 90% interval: an order of magnitude too
+# large. The years 2026–2032 are the cited ones. Recorded in the ledger (row "Remark 4.2, the stock of
+# human-generated text").
