@@ -206,9 +206,10 @@ for d in (64, 128):
 
 # %% [markdown]
 # The direct formula fails below κ = 10³ for both head widths (from κ = 656 for d = 64 and κ = 600 for
-# d = 128: the ratio κ^{d/2−1} / I_{d/2−1}(κ) leaves the range of double precision), so the caution holds
-# for Qwen3's deep layers — and equally for Qwen2.5, whose κ reaches the order 10³ (§6.3), which the caution
-# does not name. The failure is one of evaluating the formula directly, not of the quantity: computed in log
+# d = 128: as the formula is written, κ^{d/2−1} / ((2π)^{d/2} I_{d/2−1}(κ)), the product in its denominator
+# exceeds the largest double-precision number; the Bessel function alone overflows a little later, still
+# below κ = 10³), so the caution holds for Qwen3's deep layers — and equally for Qwen2.5, whose κ reaches
+# the order 10³ (§6.3), which the caution does not name. The failure is one of evaluating the formula directly, not of the quantity: computed in log
 # space (as the book's `vmf_log_normalizer` does, with the exponentially scaled Bessel function) log C_d(κ)
 # is finite and agrees with the direct value wherever that exists, up to κ = 10⁵. The values the appendix
 # calls "indicative of a trend" could have been computed exactly.
