@@ -25,8 +25,9 @@ print(PAPER_SETUP["data"])
 # shipped with this book, so the character counts and the vocabulary cannot be recounted here. What can be
 # checked is that the two sizes fit the corpus's published description. The dataset card of WikiText-2 on
 # Hugging Face (`Salesforce/wikitext`, configuration `wikitext-2-raw-v1`, the raw text with its Unicode
-# characters) gives the sizes of the splits in bytes of UTF-8 text; a character takes one byte or more, so
-# the number of characters can be at most the number of bytes, and close to it for mostly-English text.
+# characters) gives the sizes of the splits in bytes (`num_bytes`: the stored UTF-8 text plus a few bytes of
+# bookkeeping per line); a character takes one byte or more, so the number of characters can be at most the
+# number of bytes, and close to it for mostly-English text.
 
 # %%
 published_bytes = {"train": 11_061_717, "validation": 1_159_288}  # Salesforce/wikitext, wikitext-2-raw-v1
