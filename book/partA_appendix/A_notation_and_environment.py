@@ -111,7 +111,9 @@ print("all required packages import")
 # **Vector conventions.** Chapter 6 and `nextword`'s public functions use **row vectors**: a sequence is
 # an array `X` of shape `(..., T, d)` and projections multiply on the right, `q[i] = e[i] W^Q`. The
 # formulation, dynamics, margins and SVFlow papers use **column vectors**, `q_t = W_Q x_t`. The two agree
-# when $W_Q = (W^Q)^\top$; every docstring says which convention it uses. Two exceptions follow their
+# when $W_Q = (W^Q)^\top$; every docstring says which convention it uses. (Chapter 6 writes the score as
+# $\mathbf q[i]^\top\mathbf k[j]$, as copied in the table above, meaning the dot product; with row vectors
+# it is $\mathbf q[i]\,\mathbf k[j]^\top$.) Two exceptions follow their
 # paper on purpose: `nextword.theory.barrier` takes `X (L, d)` with rows $x_t$ but applies the maps as
 # columns, $q_t = W_Q x_t$ (Part 4's notation), and the torch margin prior `nextword.torch.barrier.prior` scores
 # $x_t W x_s^\top$ with one learnable $W = W_Q^\top W_K$, so Theorem 1's $A = W_K^\top W_Q$ is $W^\top$. The cell below checks that the
