@@ -6,7 +6,7 @@
 # reader's pass over what the chapter says about other sources: the published models it names and what it
 # attributes to the original transformer paper (Vaswani et al., 2017, §3.5). Each section names the item,
 # computes what can be computed and asserts it. A claim that fails is recorded in the
-# [errata ledger](../ERRATA.md); every verdict is in the [coverage map](../coverage.md).
+# [errata ledger](../ERRATA.md); every verdict is in the [coverage map](../coverage.yaml).
 
 # %%
 import numpy as np

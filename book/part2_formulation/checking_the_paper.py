@@ -6,7 +6,7 @@
 # pass over the numbers the paper quotes about published models and data: the model its §7 illustrations
 # use, and the sizes of training corpora in Remark 4.2. Each section names the item, computes what the
 # published sources allow and asserts it. A claim that fails is recorded in the
-# [errata ledger](../ERRATA.md); every verdict is in the [coverage map](../coverage.md).
+# [errata ledger](../ERRATA.md); every verdict is in the [coverage map](../coverage.yaml).
 
 # %%
 print("Part 2, second pass: sizes quoted in §7 and Remark 4.2")

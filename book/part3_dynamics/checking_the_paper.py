@@ -5,7 +5,7 @@
 # ([3.1](01_attention_gradients.ipynb) to [3.4](04_design_choices.ipynb)). There, the steps of §3.4 from the
 # chain rule to the boxed score gradient are checked through their end result, Eq. (23). This page checks
 # each step on its own. A claim that fails is recorded in the [errata ledger](../ERRATA.md); every verdict
-# is in the [coverage map](../coverage.md).
+# is in the [coverage map](../coverage.yaml).
 
 # %%
 import numpy as np

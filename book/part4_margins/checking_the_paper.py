@@ -7,7 +7,7 @@
 # items it had marked as checked on a special case only, and the sentences with which the paper reads its
 # own tables. Each section names the item, recomputes it from the numbers the paper prints (or from a
 # small model where the item is a formula) and asserts the result. A claim that fails is recorded in the
-# [errata ledger](../ERRATA.md); the verdict of every item is in the [coverage map](../coverage.md).
+# [errata ledger](../ERRATA.md); the verdict of every item is in the [coverage map](../coverage.yaml).
 
 # %%
 import numpy as np

@@ -9,7 +9,7 @@
 # Tables 1 and 2, and the appendix's remark on numerical stability. Each section names the item, recomputes
 # it from numbers the paper or a published model configuration prints, and asserts the result. A claim that
 # fails is recorded in the [errata ledger](../ERRATA.md); every verdict is in the
-# [coverage map](../coverage.md).
+# [coverage map](../coverage.yaml).
 
 # %%
 import itertools

@@ -125,7 +125,7 @@ def _extras(reqs: dict[str, list[str]]) -> list[CheckResult]:
 def _system() -> list[CheckResult]:
     """The lines a bug report needs besides the packages: nextword's commit, OS, CPU, threads."""
     from nextword._cli import default_threads, usable_cpus
-    from nextword.provenance import _cpu_model, git_commit
+    from nextword.provenance import git_commit, machine_info
 
     commit, dirty = git_commit()
     threads = f"{usable_cpus()} usable CPUs; nextword train's default --threads {default_threads()}"
@@ -135,7 +135,7 @@ def _system() -> list[CheckResult]:
     return [
         CheckResult("nextword", "OK", f"commit {commit[:12]}{' (modified)' if dirty else ''}"),
         CheckResult("os", "OK", platform.platform()),
-        CheckResult("cpu", "OK", f"{_cpu_model()} ({platform.machine()})"),
+        CheckResult("cpu", "OK", f"{machine_info()['cpu']} ({platform.machine()})"),
         CheckResult("threads", "OK", threads + (f"; {', '.join(env)}" if env else "")),
     ]
 

@@ -395,6 +395,7 @@ _BACK_MATTER = {
     "BIBLIOGRAPHY.md": "bibliography.md",
     "glossary.md": "glossary.md",
     "course_pack.md": "course_pack.md",
+    "coverage.yaml": "coverage.md",  # the coverage map, rendered from its YAML
 }
 _BACK_MATTER_LINK = re.compile(r"\]\((?:\.\./)+(?:book/)?(" + "|".join(map(re.escape, _BACK_MATTER)) + r")(#[^)]*)?\)")
 
