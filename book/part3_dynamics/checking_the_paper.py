@@ -4,7 +4,9 @@
 # A reference page, not a lesson. The lessons of this part check the paper where they teach it
 # ([3.1](01_attention_gradients.ipynb) to [3.4](04_design_choices.ipynb)). There, the steps of §3.4 from the
 # chain rule to the boxed score gradient are checked through their end result, Eq. (23). This page checks
-# each step on its own. A claim that fails is recorded in the [errata ledger](../ERRATA.md); every verdict
+# each step on its own; then the forward pass and the projection gradients exactly as printed, in the paper's
+# column form; then the §7.1 toy's observations over several seeds; and last the gradient argument §6.1 gives
+# for attention freezing while the values keep moving. A claim that fails is recorded in the [errata ledger](../ERRATA.md); every verdict
 # is in the [coverage map](../coverage.yaml).
 
 # %%
