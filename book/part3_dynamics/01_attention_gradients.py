@@ -605,6 +605,7 @@ print(f"weights {weights}, u = {upstream_1.round(4)}, a = {alignment_1.round(4)}
 assert np.allclose(upstream_1, [0.3775, -0.3775], atol=5e-5)
 assert abs(mean_1 - 0.1888) < 5e-5 and np.allclose(advantage_1, [-0.5663, 0.1888, 0.1888], atol=5e-5)
 assert score_grad_1[0] > 0 > score_grad_1[2] > score_grad_1[1]
+assert np.allclose(score_grad_1, [0.1416, -0.0944, -0.0472], atol=5e-5)   # the answer's dL/ds
 assert abs(score_grad_1[1] / score_grad_1[2] - 2) < 1e-12    # position 2 twice as fast as 3
 
 # %% [markdown]
