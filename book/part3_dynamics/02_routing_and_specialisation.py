@@ -438,7 +438,7 @@ toy_config = ToyConfig()          # T=5, d_x=3, d_k=2, d_v=2, C=3, 100 steps, lr
 run = simulate_toy(toy_config, rng=np.random.default_rng(2))   # draws the head, X, y; records every step
 print("inputs X, one row x_j per position:\n", run.X.round(2), "\ntarget classes y:", run.y)
 
-head = run.initial                                     # the initial weights W^Q, W^K, W^V, W^out, b
+head = run.initial                                     # the initial weights W^Q, W^K, W^V, W^out and the bias
 for step in range(toy_config.steps):
     grads = head_gradients(head, run.X, run.y)         # page 3.1's closed forms, all parameters
     head = head.sgd(grads, toy_config.lr)              # theta <- theta - lr * dL/dtheta, every parameter
