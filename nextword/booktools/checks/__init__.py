@@ -26,6 +26,7 @@ MODULES = (
     ("answers", "answers"),
     ("numbers", "prose"),
     ("claims", "claims"),
+    ("markdown", "markdown"),
 )
 
 
