@@ -27,6 +27,7 @@ MODULES = (
     ("numbers", "prose"),
     ("claims", "claims"),
     ("markdown", "markdown"),
+    ("provenance", "provenance"),
 )
 
 
