@@ -218,7 +218,7 @@ class BPETokenizer:
             self._row_len = np.full(size, 255, dtype=np.uint8)  # (size,)
             self._row_len[self._ids[fits]] = self._lens[fits]
             self._row_mask_v = (col < self._row_len[:, None]).view(f"V{_PAD}")[:, 0]  # (size,) which bytes count
-        self._cache: dict[str, list[int]] = {}
+        self._cache: dict[str, bytes] = {}  # piece → its ids as int32 bytes (a join is a memcpy)
         self._merge_table: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         # per-word cache (text between word boundaries, see _WORD_BOUNDARY): only for the named
         # patterns, whose pieces never cross such a boundary
@@ -404,49 +404,54 @@ class BPETokenizer:
         holds the pieces' bytes back to back, ``n`` (P,) their lengths (each at least 1); returns the
         ids of all pieces concatenated (N,) and the number of ids of each piece (P,).
 
-        Each piece is a row of an (P, L) id array (padded with −1) with the ranks of its adjacent
+        Each piece is a row of a (P, L) id array (padded with −1) with the ranks of its adjacent
         pairs beside it (P, L−1). Every round merges, in every row that still has a mergeable pair,
         the lowest-rank pair at its leftmost position (``argmin`` returns the first minimum), deletes
         the right half, and looks up only the two pairs the new token forms — the same merges, in the
-        same order, as the per-piece loop. Rows with nothing left to merge leave the working set, and
-        since every round shortens each remaining row by one, round i needs only L − i columns.
+        same order, as the per-piece loop. The rows still merging are kept apart in compact int32
+        arrays (``W``, ``Rw``): a row with nothing left to merge is written back and leaves them, and
+        their width is cut to the longest row left (every round shortens each row by one).
         """
         codes, ranks, new_ids, byte_pairs = self._merge_arrays()
         none = len(new_ids)  # larger than every rank
 
-        def rank(left: np.ndarray, right: np.ndarray) -> np.ndarray:  # (n,), (n,) → (n,); −1 ids miss
-            code = (left << _SHIFT) | right
+        def rank(left: np.ndarray, right: np.ndarray) -> np.ndarray:  # (m,), (m,) ids ≥ 0 → (m,) ranks
+            code = (left.astype(np.int64) << _SHIFT) | right
             i = np.minimum(np.searchsorted(codes, code), max(len(codes) - 1, 0))
-            return (
-                np.where((left >= 0) & (right >= 0) & (codes[i] == code), ranks[i], none)
-                if codes.size
-                else code * 0 + none
-            )
+            return np.where(codes[i] == code, ranks[i], none) if codes.size else np.full(len(code), none)
 
         L = int(n.max())
         col = np.arange(L)
-        ids = np.full((len(n), L), -1, dtype=np.int64)  # (P, L)
+        ids = np.full((len(n), L), -1, dtype=np.int32)  # (P, L) the result, rows written back when done
         ids[col < n[:, None]] = np.frombuffer(data, dtype=np.uint8)
-        R = byte_pairs[(ids[:, :-1] << 8) | ids[:, 1:]]  # (P, L−1) ranks of the byte pairs
+        R = byte_pairs[(ids[:, :-1] << 8) | ids[:, 1:]].astype(np.int32)  # (P, L−1) ranks of the byte pairs
         R[ids[:, 1:] < 0] = none  # pairs that reach into the padding
-        rows = np.flatnonzero(R.min(1, initial=none) < none)  # (A,) rows with a merge left
-        w = L  # columns still in use
-        while rows.size:
-            sub, Rs = ids[rows, :w], R[rows, : w - 1]  # (A, w), (A, w−1)
-            k = Rs.argmin(1)  # (A,) leftmost lowest-rank pair
-            a = np.arange(rows.size)
-            x = new_ids[Rs[a, k]]  # (A,) the merged token
-            sub[a, k] = x
-            sub[:, 1:-1] = np.where(col[1 : w - 1] > k[:, None], sub[:, 2:], sub[:, 1:-1])  # delete position k + 1
-            sub[:, -1] = -1
-            Rs[:, :-1] = np.where(col[: w - 2] >= k[:, None], Rs[:, 1:], Rs[:, :-1])  # delete pair k
-            Rs[:, -1] = none
-            km = np.maximum(k - 1, 0)
-            Rs[a, km] = np.where(k > 0, rank(np.where(k > 0, sub[a, km], -1), x), Rs[a, km])
-            Rs[a, k] = rank(x, sub[a, np.minimum(k + 1, w - 1)])
-            ids[rows, :w], R[rows, : w - 1] = sub, Rs
-            rows = rows[Rs.min(1) < none]
-            w -= 1
+        active = np.flatnonzero(R.min(1, initial=none) < none)  # (A,) rows with a merge left
+        W, Rw, left = ids[active], R[active], n[active]  # (A, w) ids, (A, w−1) ranks, (A,) ids per row
+        w = L
+        while active.size:
+            a = np.arange(active.size)
+            k = Rw.argmin(1)  # (A,) leftmost lowest-rank pair
+            x = new_ids[Rw[a, k]].astype(np.int32)  # (A,) the merged token
+            W[a, k] = x
+            np.copyto(W[:, 1:-1], W[:, 2:], where=col[1 : w - 1] > k[:, None])  # delete position k + 1
+            np.copyto(Rw[:, :-1], Rw[:, 1:], where=col[: w - 2] >= k[:, None])  # delete pair k
+            left -= 1
+            W[a, left] = -1  # the last id moved left by one
+            Rw[a, left - 1] = none
+            has = np.flatnonzero(k > 0)  # the pair (left neighbour, x)
+            Rw[has, k[has] - 1] = rank(W[has, k[has] - 1], x[has])
+            has = np.flatnonzero(k < left - 1)  # the pair (x, right neighbour)
+            Rw[has, k[has]] = rank(x[has], W[has, k[has] + 1])
+            done = Rw.min(1) >= none  # (A,)
+            w = int(left.max())
+            if done.any():
+                ids[active[done]] = -1
+                ids[active[done], :w] = W[done, :w]
+                keep = ~done
+                active, W, Rw, left = active[keep], W[keep, :w], Rw[keep, : w - 1], left[keep]
+            else:
+                W, Rw = W[:, :w], Rw[:, : w - 1]
         keep = ids >= 0  # (P, L)
         return ids[keep], keep.sum(1)
 
@@ -465,8 +470,8 @@ class BPETokenizer:
         return self._encode_pieces(text, errors)
 
     def _encode_pieces(self, text: str, errors: str = "strict") -> list[int]:
-        """Split ``text`` with the pattern and encode each piece (per-piece cache; the pieces not
-        yet cached are merged all at once by :meth:`_learn_pieces`)."""
+        """Split ``text`` with the pattern and encode each piece (per-piece cache of int32 bytes; the
+        pieces not yet cached are merged all at once by :meth:`_learn_pieces`)."""
         pieces = self._split.findall(text)
         if errors == "surrogatepass":  # bytes no other call produces: an uncached, per-piece path
             encoded: dict[str, list[int]] = {}
@@ -474,10 +479,14 @@ class BPETokenizer:
                 encoded[ch] = self._encode_bytes(_utf8(ch, errors))
             return list(chain.from_iterable(map(encoded.__getitem__, pieces)))
         cache = self._cache
-        if len(cache) > _CACHE_LIMIT:
-            cache.clear()
-        self._learn_pieces(list(set(pieces).difference(cache)))
-        return list(chain.from_iterable(map(cache.__getitem__, pieces)))
+        try:
+            joined = b"".join(map(cache.__getitem__, pieces))
+        except KeyError:  # some pieces not seen yet: merge each new one once
+            if len(cache) > _CACHE_LIMIT:
+                cache.clear()
+            self._learn_pieces(list(set(pieces).difference(cache)))
+            joined = b"".join(map(cache.__getitem__, pieces))
+        return np.frombuffer(joined, dtype=np.int32).tolist()
 
     def _encode_words(self, text: str) -> list[int]:
         """Fast path for the named patterns: cut ``text`` at word boundaries (a C-speed split),
@@ -513,14 +522,14 @@ class BPETokenizer:
         if len(cache) > _CACHE_LIMIT:
             cache.clear()
         self._learn_pieces(list(set(pieces).difference(cache)))
-        encs = list(map(cache.__getitem__, pieces))  # (P,) id lists
-        buf = array.array("i", chain.from_iterable(encs)).tobytes()  # all ids, int32
+        encs = list(map(cache.__getitem__, pieces))  # (P,) int32 bytes
+        buf = b"".join(encs)  # all ids, int32
         char_end = np.cumsum(np.fromiter(map(len, pieces), np.int64, len(pieces)))  # (P,)
         word_end = np.cumsum(np.fromiter(map(len, new), np.int64, len(new)) + 1)  # (W,), +1: the space
         k = np.searchsorted(char_end, word_end)  # (W,) index of each word's last piece
         if k[-1] >= len(pieces) or not np.array_equal(char_end[k], word_end):  # pragma: no cover
             raise AssertionError("a split-pattern piece crossed a word boundary")
-        id_end = 4 * np.cumsum(np.fromiter(map(len, encs), np.int64, len(encs)))[k]  # (W,) byte offsets
+        id_end = np.cumsum(np.fromiter(map(len, encs), np.int64, len(encs)))[k]  # (W,) byte offsets
         id_start = np.concatenate([[0], id_end[:-1]])  # (W,)
         self._words.update(zip(new, map(buf.__getitem__, map(slice, id_start.tolist(), id_end.tolist()))))
 
@@ -539,15 +548,16 @@ class BPETokenizer:
         short = n <= 64
         if not short.all():  # the few long pieces: the linked-list merge, and out of the batch
             for i in np.flatnonzero(~short).tolist():
-                self._cache[new[i]] = self._encode_bytes(data[end[i] - n[i] : end[i]])
+                ids = self._encode_bytes(data[end[i] - n[i] : end[i]])
+                self._cache[new[i]] = array.array("i", ids).tobytes()
             data = b"".join(data[e - k : e] for e, k in zip(end[short].tolist(), n[short].tolist()))
             new = [p for p, keep in zip(new, short.tolist()) if keep]
             n = n[short]
             if not new:
                 return
         flat, counts = self._merge_many(data, n)
-        ids, stop = flat.tolist(), np.cumsum(counts).tolist()
-        self._cache.update(zip(new, map(ids.__getitem__, map(slice, [0, *stop[:-1]], stop))))
+        buf, stop = flat.astype(np.int32).tobytes(), (4 * np.cumsum(counts)).tolist()
+        self._cache.update(zip(new, map(buf.__getitem__, map(slice, [0, *stop[:-1]], stop))))
 
     def encode(
         self, text: str, *, allowed_special: str | Collection[str] = "none_raise", errors: str = "strict"
