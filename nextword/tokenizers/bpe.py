@@ -49,12 +49,6 @@ _SHIFT = 21
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CACHE_LIMIT = 1 << 18
 _PAD = 16  # bytes per row of the padded decoding table (tokens up to this long take the fast path)
-# A space whose previous character is not whitespace: with the GPT-2/GPT-4 patterns every piece
-# holds a space only at its start or inside a whitespace run, and the patterns have no
-# look-behind, so such a position is always a piece boundary and the text on either side splits
-# the same way on its own. (``re``'s ``\S`` is narrower than the ``regex`` module's: whenever
-# ``re`` calls a character non-whitespace, so does the split pattern.)
-_WORD_BOUNDARY = re.compile(r" (?<=\S )")
 
 
 # The named patterns restricted to ASCII text, for Python's ``re`` (about twice as fast as the
@@ -220,11 +214,6 @@ class BPETokenizer:
             self._row_mask_v = (col < self._row_len[:, None]).view(f"V{_PAD}")[:, 0]  # (size,) which bytes count
         self._cache: dict[str, bytes] = {}  # piece → its ids as int32 bytes (a join is a memcpy)
         self._merge_table: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
-        # per-word cache (text between word boundaries, see _WORD_BOUNDARY): only for the named
-        # patterns, whose pieces never cross such a boundary
-        self._words: dict[str, bytes] | None = (
-            {} if self.pattern in (SPLIT_PATTERNS["gpt2"], SPLIT_PATTERNS["gpt4"]) else None
-        )
 
     # ------------------------------------------------------------------ training
     @classmethod
@@ -465,8 +454,6 @@ class BPETokenizer:
             return self._encode_bytes(_utf8(text, errors))
         if errors == "replace":
             text = _SURROGATE.sub("\ufffd", text)
-        if self._words is not None and errors != "surrogatepass":
-            return self._encode_words(text)
         return self._encode_pieces(text, errors)
 
     def _encode_pieces(self, text: str, errors: str = "strict") -> list[int]:
@@ -487,51 +474,6 @@ class BPETokenizer:
             self._learn_pieces(list(set(pieces).difference(cache)))
             joined = b"".join(map(cache.__getitem__, pieces))
         return np.frombuffer(joined, dtype=np.int32).tolist()
-
-    def _encode_words(self, text: str) -> list[int]:
-        """Fast path for the named patterns: cut ``text`` at word boundaries (a C-speed split),
-        encode each distinct word once, and join the cached ids (stored as int32 bytes, so the
-        join is a memcpy). Same ids as splitting the whole text (see ``_WORD_BOUNDARY``)."""
-        words = self._words
-        if len(words) > _CACHE_LIMIT:
-            words.clear()
-        parts = _WORD_BOUNDARY.split(text)  # parts[0], then " " + parts[i] for i >= 1
-        rest = parts[1:]
-        try:
-            joined = b"".join(map(words.__getitem__, rest))
-        except KeyError:  # some words not seen yet: encode each new one once
-            last = rest.pop()  # may end in whitespace: the only part not followed by a boundary
-            self._learn_words(set(rest).difference(words))
-            if last not in words:
-                words[last] = array.array("i", self._encode_pieces(" " + last)).tobytes()
-            rest.append(last)
-            joined = b"".join(map(words.__getitem__, rest))
-        out = self._encode_pieces(parts[0])
-        out.extend(np.frombuffer(joined, dtype=np.int32).tolist())
-        return out
-
-    def _learn_words(self, new: Iterable[str]) -> None:
-        """Encode words (each preceded by its space) with one split of their concatenation: each
-        word ends with a non-space character before a boundary, so no piece crosses two words.
-        The pieces' ids are concatenated once and each word gets its slice (as int32 bytes)."""
-        new = list(new)
-        if not new:
-            return
-        pieces = self._split.findall(" " + " ".join(new))  # (P,) pieces of all new words
-        cache = self._cache
-        if len(cache) > _CACHE_LIMIT:
-            cache.clear()
-        self._learn_pieces(list(set(pieces).difference(cache)))
-        encs = list(map(cache.__getitem__, pieces))  # (P,) int32 bytes
-        buf = b"".join(encs)  # all ids, int32
-        char_end = np.cumsum(np.fromiter(map(len, pieces), np.int64, len(pieces)))  # (P,)
-        word_end = np.cumsum(np.fromiter(map(len, new), np.int64, len(new)) + 1)  # (W,), +1: the space
-        k = np.searchsorted(char_end, word_end)  # (W,) index of each word's last piece
-        if k[-1] >= len(pieces) or not np.array_equal(char_end[k], word_end):  # pragma: no cover
-            raise AssertionError("a split-pattern piece crossed a word boundary")
-        id_end = np.cumsum(np.fromiter(map(len, encs), np.int64, len(encs)))[k]  # (W,) byte offsets
-        id_start = np.concatenate([[0], id_end[:-1]])  # (W,)
-        self._words.update(zip(new, map(buf.__getitem__, map(slice, id_start.tolist(), id_end.tolist()))))
 
     def _learn_pieces(self, new: list[str]) -> None:
         """Add the ids of pieces not yet cached to the piece cache: pieces up to 64 bytes long all at
