@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import array
 import re
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from itertools import chain
 from operator import itemgetter
@@ -143,9 +144,12 @@ class BPETokenizer:
         self._merges: dict[tuple[int, int], int] = {}
         self._ranks: dict[int, tuple[int, int]] = {}  # pair code → (rank, new id)
         for rank, m in enumerate(check_iterable(merges, "merges", "a sequence of (left, right, new_id) triples")):
-            if isinstance(m, (str, bytes)) or not isinstance(m, Sequence) or len(m) != 3:
+            if type(m) is tuple and len(m) == 3 and type(m[0]) is type(m[1]) is type(m[2]) is int and min(m) >= 0:
+                a, b, x = m  # train_merges' and merge_list's triples: nothing to convert
+            elif isinstance(m, (str, bytes)) or not isinstance(m, Sequence) or len(m) != 3:
                 raise ValueError(f"merges[{rank}] must be (left, right, new_id), got {m!r}")
-            a, b, x = (check_positive_int(v, f"merges[{rank}]", minimum=0) for v in m)  # 97.5 refused
+            else:
+                a, b, x = (check_positive_int(v, f"merges[{rank}]", minimum=0) for v in m)  # 97.5 refused
             if a not in vocab or b not in vocab:
                 raise ValueError(f"merge {rank} uses an unknown id: {(a, b)}")
             if (a, b) in self._merges:
@@ -254,13 +258,12 @@ class BPETokenizer:
                 f"got {vocab_size}"
             )
         split = _compile(pattern)
+        data = _utf8(text, "strict")  # a lone surrogate is refused here, at its index in the text
         if split is None:
-            chunks, weights = [_utf8(text, "strict")], None
+            chunks, weights = [data], None
         else:
-            counts: dict[str, int] = {}
-            for ch in split.findall(text):
-                counts[ch] = counts.get(ch, 0) + 1
-            chunks = [_utf8(ch, "strict") for ch in counts]
+            counts = Counter(split.findall(text))  # distinct chunks in order of first appearance
+            chunks = list(map(str.encode, counts))
             weights = list(counts.values())
         merges = train_merges(
             chunks, int(vocab_size) - 256 - len(specials), weights=weights, tie_break=tie_break, progress=progress
