@@ -46,6 +46,7 @@ __all__ = [
     "check_axis",
     "check_no_overflow",
     "as_array",
+    "check_callable",
 ]
 
 
@@ -419,3 +420,15 @@ def as_array(x: object, name: str) -> np.ndarray:
         return np.asarray(x)
     except (ValueError, TypeError, OverflowError):
         raise ValueError(f"{name} must be a rectangular array, got a ragged {type(x).__name__}") from None
+
+
+def check_callable(value: object, name: str, what: str = "a function") -> object:
+    """``value`` if it can be called; anything else (``None``, an array, a number) is a ``TypeError``
+    naming ``name`` instead of "'NoneType' object is not callable" deep inside.
+
+    >>> check_callable(len, "fn") is len
+    True
+    """
+    if not callable(value):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
+    return value

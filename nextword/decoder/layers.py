@@ -130,6 +130,7 @@ def rms_norm(x: object, weight: object = None, *, eps: float | None = 1e-6, unit
     >>> rms_norm(np.array([3.0, 4.0]), eps=0.0, unit=True)
     array([0.6, 0.8])
     """
+    unit = check_flag(unit, "unit")
     x = _check_width(as_float_array(x, "x", min_ndim=1))
     eps = float(np.finfo(x.dtype).eps) if eps is None else _check_eps(eps)
     d = x.shape[-1]

@@ -257,6 +257,7 @@ def lookahead_search(
     :func:`exhaustive_search`, more than ``MAX_EXHAUSTIVE`` is refused (a ``ValueError``
     naming ``window``) before any search.
     """
+    window = check_positive_int(window, "window")
     seq = _check_prompt(prompt)
     n = check_count(max_new_tokens, "max_new_tokens", 0)
     w = check_count(window, "window", 1)

@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from nextword._validate import as_float_array, as_index_array, check_positive_int, check_real
+from nextword._validate import as_float_array, as_index_array, check_flag, check_positive_int, check_real
 from nextword.attention.core import log_softmax, scaled_dot_product_attention
 from nextword.perturbation import nudge
 
@@ -192,6 +192,7 @@ def head_forward(params: HeadParams, X: object, *, causal: bool = False) -> Head
     >>> f.alpha.shape, float(f.alpha[0, 0])
     ((3, 3), 1.0)
     """
+    causal = check_flag(causal, "causal")
     if not isinstance(params, HeadParams):
         raise TypeError(f"params must be HeadParams, got {type(params).__name__}")
     X = _check_X(X, params.dims[0], batched=True)
@@ -273,6 +274,7 @@ def head_gradients(
     adds ``∇W_O = G^T (P - Y)``, ``∇b = Σ_i (p_i - e_{y_i})``. ``reduction="mean"`` divides every
     gradient (and the loss) by the number of positions.
     """
+    causal = check_flag(causal, "causal")
     from nextword.attention import attention_backward, cross_entropy_upstream
 
     if reduction not in _REDUCTIONS:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from nextword._validate import as_float_array, as_index_array, check_positive_int
+from nextword._validate import as_float_array, as_index_array, check_flag, check_positive_int
 from nextword.attention.core import log_softmax
 from nextword.theory.svflow.flow import categorical_kl, entropy
 from nextword.theory.svflow.sphere import vmf_log_normalizer
@@ -91,6 +91,7 @@ def vmf_attention_log_posterior(
     shifts the weights unless all ``kappa_z`` are equal. ``mask (..., Z)`` bool, True = allowed.
     Shapes: ``x_q (..., d)``, ``kappa (..., Z)``, ``mu (..., Z, d)`` -> ``(..., Z)``.
     """
+    normalised = check_flag(normalised, "normalised")
     x = as_float_array(x_q, "x_q", min_ndim=1).astype(np.float64)
     kappa = as_float_array(kappa, "kappa", min_ndim=1).astype(np.float64)
     mu = as_float_array(mu, "mu", min_ndim=2).astype(np.float64)

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
-from nextword._validate import as_float_array, check_positive_int
+from nextword._validate import as_float_array, check_callable, check_positive_int
 from nextword.attention.core import log_softmax
 
 __all__ = [
@@ -300,6 +300,7 @@ def euler_flow(x0: object, field: Field, n_steps: int, dt: float) -> np.ndarray:
     >>> path[:, 0]
     array([1.  , 0.5 , 0.25])
     """
+    check_callable(field, "field")
     x = as_float_array(x0, "x0", min_ndim=1).astype(np.float64)
     n_steps = check_positive_int(n_steps, "n_steps")
     if not (np.isfinite(dt) and dt > 0):
@@ -320,6 +321,7 @@ def spherical_euler_flow(x0: object, field: Field, n_steps: int, dt: float) -> n
     ``x_{l+1} = (x_l + dt v(x_l, t_l)) / ||x_l + dt v(x_l, t_l)||`` — the residual update followed
     by the relaxed retraction of Eq. (17). Shapes as :func:`euler_flow`; ``x0`` rows must be unit.
     """
+    check_callable(field, "field")
     from nextword.theory.svflow.sphere import retraction
 
     x = as_float_array(x0, "x0", min_ndim=1).astype(np.float64)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from nextword._validate import as_float_array, check_positive_int
+from nextword._validate import as_float_array, check_finite_scalar, check_positive_int
 
 __all__ = [
     "tangent_projection",
@@ -86,6 +86,7 @@ def exp_map(x: object, v: object, *, atol: float = 1e-8) -> np.ndarray:
     >>> np.round(exp_map(np.array([1.0, 0.0]), np.array([0.0, np.pi / 2])), 12)
     array([0., 1.])
     """
+    check_finite_scalar(atol, "atol")
     x, v = _pair(x, v)
     dots = np.sum(x * v, axis=-1)
     n = np.linalg.norm(v, axis=-1)
