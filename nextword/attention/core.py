@@ -146,7 +146,7 @@ def causal_mask(
     strict = check_flag(strict, "strict")
     T = check_positive_int(T, "T", minimum=0)
     Tk = T if num_keys is None else check_positive_int(num_keys, "num_keys", minimum=0)
-    if causal_alignment(align) is None or isinstance(align, bool):
+    if not isinstance(align, str) or causal_alignment(align) is None:
         raise ValueError(f"align must be 'bottom_right' or 'top_left', got {align!r}")
     offset = Tk - T if align == "bottom_right" else 0  # key position of query 0
     i = np.arange(T)[:, None] + offset  # (T, 1) absolute positions of the queries

@@ -212,6 +212,7 @@ def permutation_sensitivity(
     the token at ``position`` stays. A model whose output at ``position`` depends on its context
     only as a bag of tokens returns ~0 (a 1-layer causal model without positional encoding).
     """
+    check_positive_int(position, "position", minimum=0)
     check_callable(logits_fn, "logits_fn")
     num_perms = check_positive_int(num_perms, "num_perms")
     x = np.asarray(ids)
@@ -268,7 +269,7 @@ class AgreementTask:
     def __post_init__(self) -> None:
         if not isinstance(self.filler, MarkovSource):
             raise TypeError(f"filler must be a MarkovSource, got {type(self.filler).__name__}")
-        for name in ("num_subjects", "length", "subject_window", "num_markers"):
+        for name in ("num_subjects", "length", "subject_window", "num_markers", "min_marker"):
             check_positive_int(getattr(self, name), name)
         if self.min_marker < self.subject_window or self.min_marker + 2 * self.num_markers > self.length:
             raise ValueError(

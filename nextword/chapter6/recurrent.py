@@ -76,7 +76,7 @@ def rnn_states(
     >>> rnn_states(np.ones((3, 1)), np.ones((1, 1)), 0.5 * np.ones((1, 1)), nonlinearity="linear").ravel()
     array([1.  , 1.5 , 1.75])
     """
-    if nonlinearity not in ("tanh", "linear"):
+    if not isinstance(nonlinearity, str) or nonlinearity not in ("tanh", "linear"):
         raise ValueError(f"nonlinearity must be 'tanh' or 'linear', got {nonlinearity!r}")
     X, W_x, W_h, b, h = _check_rnn(X, W_x, W_h, b, h0)
     f = np.tanh if nonlinearity == "tanh" else (lambda a: a)
@@ -103,6 +103,8 @@ def rnn_state_jacobian(
 
     The product ``Π_{u=s+1..t} diag(f'(a[u])) W_h^T`` (later factors on the left).
     """
+    check_positive_int(s, "s", minimum=0)
+    check_positive_int(t, "t", minimum=0)
     X, W_x, W_h, b, h0 = _check_rnn(X, W_x, W_h, b, h0)
     T = X.shape[0]
     if not (0 <= s <= t < T):

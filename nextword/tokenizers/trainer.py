@@ -243,7 +243,7 @@ def train_merges(
     [(97, 98, 256), (256, 99, 257)]
     """
     progress = check_flag(progress, "progress")
-    if tie_break not in ("first", "hf"):
+    if not isinstance(tie_break, str) or tie_break not in ("first", "hf"):
         raise ValueError(f"tie_break must be 'first' or 'hf', got {tie_break!r}")
     num_merges = check_positive_int(num_merges, "num_merges", minimum=0)
     first_id = check_positive_int(first_id, "first_id", minimum=1)

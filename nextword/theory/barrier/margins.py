@@ -97,7 +97,7 @@ def _check_inputs(
 
 
 def _check_context(context: str) -> str:
-    if context not in CONTEXTS:
+    if not isinstance(context, str) or context not in CONTEXTS:
         raise ValueError(f"context must be one of {CONTEXTS}, got {context!r}")
     return context
 

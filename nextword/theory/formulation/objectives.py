@@ -35,6 +35,7 @@ import numpy as np
 from nextword._validate import (
     as_float_array,
     as_index_array,
+    check_axis,
     check_callable,
     check_finite_scalar,
     check_positive_int,
@@ -75,6 +76,7 @@ def kl_divergence(p: object, q: object, axis: int = -1) -> np.ndarray | float:
     >>> float(kl_divergence([0.5, 0.5], [0.25, 0.75]))  # doctest: +ELLIPSIS
     0.1438...
     """
+    check_axis(axis)
     p = as_float_array(p, "p", min_ndim=1).astype(np.float64)
     q = as_float_array(q, "q", min_ndim=1).astype(np.float64)
     if p.shape != q.shape:
@@ -200,6 +202,7 @@ def kl_decomposition(p_next: NextProbs, q_next: NextProbs, V: int, L: int) -> KL
 # ----------------------------------------------------------------------------- estimators (Remark 4.7)
 def position_losses(seqs: object, q_next: NextProbs, V: int) -> np.ndarray:
     """``-log π_l(f_l | f_{1:l-1})`` for each row of ``seqs (N, L)``, shape ``(N, L)``."""
+    check_positive_int(V, "V")
     check_callable(q_next, "q_next")
     seqs = as_index_array(seqs, "seqs", upper=V)
     if seqs.ndim != 2:
@@ -222,6 +225,7 @@ def shared_prefix_estimate(seqs: object, q_next: NextProbs, V: int) -> float:
     ``(1/N) sum_n sum_l -log π_l(f_l^(n) | f_{1:l-1}^(n))``. Unbiased for ``L(θ)`` of (4.3a); its
     terms at different ``l`` are correlated because they share prefixes.
     """
+    check_positive_int(V, "V")
     check_callable(q_next, "q_next")
     return float(position_losses(seqs, q_next, V).sum(axis=1).mean())
 

@@ -119,10 +119,11 @@ class BlockParams:
         b2 = as_float_array(self.b2, "b2", ndim=1)
         if b1.shape != (W1.shape[0],) or b2.shape != (d,):
             raise ValueError(f"b1 must have shape ({W1.shape[0]},) and b2 ({d},), got {b1.shape} and {b2.shape}")
-        if self.norm not in ("layer", "unit", "none"):
+        if not isinstance(self.norm, str) or self.norm not in ("layer", "unit", "none"):
             raise ValueError(f"norm must be 'layer', 'unit' or 'none', got {self.norm!r}")
-        if self.activation not in ("relu", "gelu"):
+        if not isinstance(self.activation, str) or self.activation not in ("relu", "gelu"):
             raise ValueError(f"activation must be 'relu' or 'gelu', got {self.activation!r}")
+        check_finite_scalar(self.eps, "eps", nonnegative=True)
         for name, val in (("W1", W1), ("W2", W2), ("b1", b1), ("b2", b2)):
             object.__setattr__(self, name, val)
 
@@ -247,6 +248,7 @@ def soft_max_pool(h: object, beta: float, weights: object = None) -> np.ndarray:
     ``(..., m, d_e) → (..., d_e)``; ``p`` uniform or ``weights`` normalised. The gap to the max is
     at most ``log(1/p_min) / β``.
     """
+    check_finite_scalar(beta, "beta")
     x = _seq(h)
     if not np.isfinite(beta) or beta <= 0:
         raise ValueError(f"beta must be finite and > 0, got {beta!r}")
@@ -262,7 +264,7 @@ def set_transformer(
 ) -> np.ndarray:
     """``T(h) = P ∘ A_K ∘ … ∘ A_1 (h)``, Eq. (5.6) / (B.3): ``(..., m, d_e) → (..., d_e)``."""
     causal = check_flag(causal, "causal")
-    if pool not in ("mean", "max"):
+    if not isinstance(pool, str) or pool not in ("mean", "max"):
         raise ValueError(f"pool must be 'mean' or 'max', got {pool!r}")
     x = _seq(h)
     for p in _check_blocks(blocks):

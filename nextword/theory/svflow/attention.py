@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from nextword._validate import as_float_array, as_index_array, check_flag, check_positive_int
+from nextword._validate import as_float_array, as_index_array, check_finite_scalar, check_flag, check_positive_int
 from nextword.attention.core import log_softmax
 from nextword.theory.svflow.flow import categorical_kl, entropy
 from nextword.theory.svflow.sphere import vmf_log_normalizer
@@ -142,7 +142,7 @@ def multihead_as_expectation(
         raise ValueError("heads must contain at least one (W_q, W_k, W_v, W_o) tuple")
     outs = np.stack([head_output(x_q, keys, values, *h)[1] for h in heads], axis=-2)  # (..., H, d)
     w = np.full(H, 1.0 / H) if head_weights is None else as_float_array(head_weights, "head_weights")
-    if w.shape[-1] != H:
+    if w.ndim == 0 or w.shape[-1] != H:
         raise ValueError(f"head_weights must have last axis H={H}, got {w.shape}")
     return np.einsum("...h,...hd->...d", w, outs)
 
@@ -175,6 +175,7 @@ def prefix_shuffle(tokens: object, p: float, rng: np.random.Generator) -> np.nda
 
     Shapes: ``tokens (N,)`` ints -> ``(N,)``. ``p`` in ``[0, 1]``.
     """
+    check_finite_scalar(p, "p")
     if not isinstance(rng, np.random.Generator):
         raise TypeError("rng must be a numpy.random.Generator")
     if not (0.0 <= p <= 1.0):
@@ -195,6 +196,7 @@ def prefix_shuffle_rates(N: int, p: float) -> tuple[np.ndarray, np.ndarray]:
     The text writes ``pN``; with ``floor(pN)`` shuffled tokens the fraction of a token's prefix
     that was shuffled is ``floor(pN)/n``, which is what is used here.
     """
+    check_finite_scalar(p, "p")
     N = check_positive_int(N, "N")
     if not (0.0 <= p <= 1.0):
         raise ValueError(f"p must lie in [0, 1], got {p}")

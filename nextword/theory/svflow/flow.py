@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
-from nextword._validate import as_float_array, check_callable, check_positive_int
+from nextword._validate import as_float_array, check_callable, check_finite_scalar, check_positive_int
 from nextword.attention.core import log_softmax
 
 __all__ = [
@@ -300,6 +300,7 @@ def euler_flow(x0: object, field: Field, n_steps: int, dt: float) -> np.ndarray:
     >>> path[:, 0]
     array([1.  , 0.5 , 0.25])
     """
+    check_finite_scalar(dt, "dt")
     check_callable(field, "field")
     x = as_float_array(x0, "x0", min_ndim=1).astype(np.float64)
     n_steps = check_positive_int(n_steps, "n_steps")
@@ -321,6 +322,7 @@ def spherical_euler_flow(x0: object, field: Field, n_steps: int, dt: float) -> n
     ``x_{l+1} = (x_l + dt v(x_l, t_l)) / ||x_l + dt v(x_l, t_l)||`` — the residual update followed
     by the relaxed retraction of Eq. (17). Shapes as :func:`euler_flow`; ``x0`` rows must be unit.
     """
+    check_finite_scalar(dt, "dt")
     check_callable(field, "field")
     from nextword.theory.svflow.sphere import retraction
 
@@ -361,6 +363,7 @@ def rk4_flow_with_divergence(
     >>> round(float(x_end[0]), 8), round(float(np.exp(-1.0)), 8), round(float(log_volume), 12)
     (0.36787944, 0.36787944, -1.0)
     """
+    check_finite_scalar(t_end, "t_end")
     x = as_float_array(x0, "x0", min_ndim=1).astype(np.float64)
     if not callable(field):
         raise TypeError(f"field must be a callable (..., d) -> (..., d), got {type(field).__name__}")

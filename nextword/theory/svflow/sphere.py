@@ -298,6 +298,7 @@ def vmf_sample(mu: object, kappa: float, n: int, rng: np.random.Generator) -> np
 
     Shapes: ``mu (d,)`` -> ``(n, d)``. ``rng`` is the only source of randomness.
     """
+    check_finite_scalar(kappa, "kappa")
     if not isinstance(rng, np.random.Generator):
         raise TypeError("rng must be a numpy.random.Generator (e.g. np.random.default_rng(0))")
     mu = as_float_array(mu, "mu", ndim=1).astype(np.float64)
