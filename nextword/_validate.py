@@ -47,6 +47,7 @@ __all__ = [
     "check_no_overflow",
     "as_array",
     "check_callable",
+    "check_broadcast",
 ]
 
 
@@ -432,3 +433,17 @@ def check_callable(value: object, name: str, what: str = "a function") -> object
     if not callable(value):
         raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
     return value
+
+
+def check_broadcast(**arrays: np.ndarray) -> tuple[int, ...]:
+    """The broadcast shape of the named arrays; a ``ValueError`` naming them and their shapes when they do not
+    broadcast (instead of numpy's "operands could not be broadcast together").
+
+    >>> check_broadcast(x=np.ones((2, 3)), v=np.ones(3))
+    (2, 3)
+    """
+    try:
+        return np.broadcast_shapes(*(np.shape(a) for a in arrays.values()))
+    except ValueError:
+        shapes = ", ".join(f"{name} {np.shape(a)}" for name, a in arrays.items())
+        raise ValueError(f"{' and '.join(arrays)} must have shapes that broadcast together, got {shapes}") from None

@@ -33,7 +33,15 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from nextword._validate import as_float_array, as_index_array, check_finite_scalar, check_flag, check_positive_int
+from nextword._validate import (
+    as_array,
+    as_float_array,
+    as_index_array,
+    check_broadcast,
+    check_finite_scalar,
+    check_flag,
+    check_positive_int,
+)
 from nextword.attention.core import log_softmax
 from nextword.theory.svflow.flow import categorical_kl, entropy
 from nextword.theory.svflow.sphere import vmf_log_normalizer
@@ -258,7 +266,14 @@ def svflow_metrics_from_loglik(
         raise ValueError(
             f"log_lik (..., Z) and attn (..., Z) must broadcast, got {log_lik.shape} and {q.shape}"
         ) from None
-    m = (q > 0) if mask is None else np.asarray(mask, dtype=bool)
+    if mask is None:
+        m = q > 0
+    else:
+        m = as_array(mask, "mask")
+        if m.dtype.kind not in "biuf":
+            raise TypeError(f"mask must be a boolean array (True = key allowed), got dtype {m.dtype}")
+        m = m.astype(bool)
+        check_broadcast(mask=m, **{"log_lik and attn": np.empty(np.broadcast_shapes(q.shape, log_lik.shape))})
     m = np.broadcast_to(m, np.broadcast_shapes(q.shape, log_lik.shape))
     log_lik = np.where(m, log_lik, -np.inf)
     n_allowed = m.sum(axis=-1)

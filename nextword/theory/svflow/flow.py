@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
-from nextword._validate import as_float_array, check_callable, check_finite_scalar, check_positive_int
+from nextword._validate import as_float_array, check_broadcast, check_callable, check_finite_scalar, check_positive_int
 from nextword.attention.core import log_softmax
 
 __all__ = [
@@ -139,6 +139,7 @@ def elbo(log_q: object, log_lik: object, log_prior: object | None = None) -> np.
     lq, ll = _logp(log_q, "log_q"), _logp(log_lik, "log_lik", prob=False)
     if lq.shape[-1] != ll.shape[-1]:
         raise ValueError(f"log_q and log_lik must share the last axis Z, got {lq.shape} and {ll.shape}")
+    check_broadcast(log_q=lq, log_lik=ll)
     q = np.exp(lq)
     expected = np.sum(np.where(q > 0, q * ll, 0.0), axis=-1)
     return expected - categorical_kl(lq, _prior(log_prior, ll.shape[-1]))
@@ -181,6 +182,7 @@ def variational_error(log_q: object, log_post: object, grad_log_q: object) -> np
     Components with ``q = 0`` contribute 0.
     """
     lq, lp = _logp(log_q, "log_q"), _logp(log_post, "log_post")
+    check_broadcast(log_q=lq, log_post=lp)
     q = np.exp(lq)
     with np.errstate(invalid="ignore"):
         w = np.where(q > 0, q * (lp - lq), 0.0)  # (..., Z)
@@ -198,6 +200,8 @@ def _gauss_args(x: object, means: object, log_vars: object) -> tuple[np.ndarray,
         raise ValueError(
             f"means and log_vars must be (..., Z, d) with d={x.shape[-1]} (from x), got {m.shape} and {lv.shape}"
         )
+    check_broadcast(means=m, log_vars=lv)
+    check_broadcast(x=x[..., None, :], means=m)
     return x, m, lv
 
 
