@@ -320,8 +320,8 @@ def code_closure(
     so the module's other experiments do not count). Every module they import — at any depth, inside
     functions too, but not under ``if TYPE_CHECKING:``; for an entry function, the module-level imports of
     the names it uses — is followed, whole files, with the ``__init__.py`` of every package on the way
-    (importing ``a.b.c`` runs them). Only modules of the entries' own top-level packages count (``nextword``, ``benchmarks``; torch,
-    numpy are versions recorded in ``machine``). Keys are file paths, and ``path:name`` for the functions
+    (importing ``a.b.c`` runs them). Only modules of ``nextword`` and of the entries' own top-level packages
+    (``benchmarks``) count (torch, numpy are versions recorded in ``machine``). Keys are file paths, and ``path:name`` for the functions
     of an entry module; digests are :func:`_python_digest` (comments, blank lines and docstrings do not
     count).
 
@@ -337,7 +337,7 @@ def code_closure(
     repo_path = Path(repo) if repo is not None else _REPO_ROOT
     tree = _Tree(repo_path, None) if rev is None else _tree_at(repo_path, rev)
     renames = dict(renames or {})
-    roots = {e.split(":")[0].split(".")[0] for e in entries}
+    roots = {e.split(":")[0].split(".")[0] for e in entries} | {"nextword"}  # a benchmark runs the library too
 
     def locate(module: str, entry: bool = False) -> str | None:
         """The file of ``module`` in ``tree``, also under its old path at ``rev`` (None: not followed)."""

@@ -156,6 +156,13 @@ def test_a_scratch_copy_of_the_package_goes_stale_only_through_its_closure(tmp_p
     assert provenance.changed_code(record, entry) == ["nextword/torch/svflow/hybrid.py"]
 
 
+def test_a_benchmark_entry_follows_its_imports_into_the_library():
+    """``bench_margin_cpu`` times the margin step: its closure holds the step (it was once ``benchmarks/`` only)."""
+    closure = provenance.code_closure(("benchmarks.bench_margin",))
+    assert "benchmarks/bench_margin.py" in closure
+    assert "nextword/torch/barrier/prior.py" in closure and "nextword/torch/models/gpt.py" in closure
+
+
 def test_the_registry_moves_point_at_modules_that_exist():
     from nextword.torch.runs.moved import MOVED
 
