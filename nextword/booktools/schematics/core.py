@@ -20,13 +20,15 @@ import numpy as np
 __all__ = ["COLOURS", "arrow", "blank", "box", "recurrence_vs_attention", "token_row"]
 
 #: One colour per role, the same in every schematic: inputs, states/outputs, queries, keys, values, highlight.
+#: The fills are light tints; the highlight (a path, an arrow, a cell to look at) is the Okabe–Ito vermilion of
+#: :data:`nextword.booktools.plotting.BOOK_COLORS`, so a caption can name it as the plots' colours are named.
 COLOURS = {
     "input": "#dbe9f6",
     "state": "#fde2c4",
     "query": "#cde8c8",
     "key": "#f6cfd5",
     "value": "#e0d5ef",
-    "highlight": "#c0392b",
+    "highlight": "#D55E00",  # vermilion
     "edge": "#7f7f7f",
 }
 
