@@ -140,7 +140,7 @@ def _graph_panel(
     """Inputs x[1..T] on the bottom row, states h[1..T] on the top row, one arrow per edge of the graph.
 
     Node numbering is the library's: nodes 0..T-1 are x[1..T], nodes T..2T-1 are h[1..T]. The edges of
-    ``path`` are drawn red and thick.
+    ``path`` are drawn vermilion and thick.
     """
     T = len(words)
     inputs = token_row(ax, [f"x[{t}]\n{w}" for t, w in enumerate(words, start=1)], 0.0, fontsize=8)
@@ -168,7 +168,7 @@ def _graph_panel(
 def recurrence_vs_attention(words: Sequence[str]):
     """Fig. 6.1 as two dependency graphs over ``words``: a recurrent network (x[t] → h[t] and
     h[t-1] → h[t]) beside one causal attention layer (x[s] → h[t] for every s ≤ t). A shortest path from
-    the first word x[1] to the prediction state h[T] is red. Edges and path lengths come from
+    the first word x[1] to the prediction state h[T] is vermilion. Edges and path lengths come from
     ``nextword.chapter6``."""
     import matplotlib.pyplot as plt
 
