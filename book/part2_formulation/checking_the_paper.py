@@ -4,12 +4,13 @@
 # A reference page, not a lesson. The lessons of this part check the paper's mathematics where they teach
 # it ([2.1](01_tokenisation_bpe.ipynb) to [2.9](09_examples_appendix.ipynb)). This page is a second reader's
 # pass over the numbers the paper quotes about published models and data: the model its §7 illustrations
-# use, and the sizes of training corpora in Remark 4.2. Each section names the item, computes what the
+# use, the sizes of training corpora in Remark 4.2 and of the diffusion chain in Remark 9.1, and, computed on
+# a small source, the average effectiveness of Eq. (8.4). Each section names the item, computes what the
 # published sources allow and asserts it. A claim that fails is recorded in the
 # [errata ledger](../ERRATA.md); every verdict is in the [coverage map](../coverage.yaml).
 
 # %%
-print("Part 2, second pass: sizes quoted in §7 and Remark 4.2")
+print("Part 2, second pass: sizes quoted in §7, Remark 4.2 and Remark 9.1; Eq. (8.4) computed")
 
 # %% [markdown]
 # ## §7: "the Qwen-2.5 model with 3B parameters", from its published configuration
@@ -68,3 +69,101 @@ assert quoted["stock of human text (median)"] > 3 * stock_interval[1]
 # is 10.33 times the cited estimate and 3.1 times the top of its 90% interval: an order of magnitude too
 # large. The years 2026–2032 are the cited ones. Recorded in the ledger (row "Remark 4.2, the stock of
 # human-generated text").
+
+# %% [markdown]
+# ## Remark 9.1: how large the sequence chain is, and what the structure buys
+#
+# Remark 9.1 identifies the sequences of length L with the integers 1, …, |V|^L, takes |V| = O(10⁴)
+# (Example 2.2) and L = O(10⁴) (Example 3.2), concludes that the chain's state space is enormous and that
+# Q(·) needs a sparse structure. Lesson [2.8](08_discrete_diffusion.ipynb) builds the structure the
+# practical samplers use (each token corrupted independently, one token changing per jump) at L = 3 and checks
+# its row bound and factorisation. Here are the sizes at the orders the remark quotes, with Example 3.2's
+# own L = 4096 (LLaMA-2) beside L = 10⁴: the number of decimal digits of |V|^L, the non-zeros of one row of
+# the structured generator, L(|V| − 1) + 1, and the entries of the one |V| × |V| generator that the
+# factorised chain needs.
+
+# %%
+import sys  # noqa: E402
+
+sys.set_int_max_str_digits(100_000)  # |V|^L is printed digit by digit below: exact, not estimated
+vocab = 10**4
+for length in (4096, 10**4):
+    digits = len(str(vocab**length))  # exact integer arithmetic
+    row_nonzeros = length * (vocab - 1) + 1
+    print(f"|V| = {vocab:,}, L = {length:,}: |V|^L has {digits:,} decimal digits; a row of the one-token-per-jump "
+          f"generator has {row_nonzeros:,} non-zeros; the per-token generator has {vocab**2:,} entries")
+    assert digits == length * 4 + 1
+    assert row_nonzeros < 10**9 and vocab**2 == 10**8
+
+# %% [markdown]
+# The remark holds: the chain has 10 to the power of tens of thousands of states, and no dense or even
+# row-by-row representation is possible. It also shows what "sparse" has to mean here: a row of the
+# one-token-per-jump generator still has tens of millions of non-zeros and there are |V|^L rows, so
+# sparsity alone does not make the chain tractable. What does is the independence across positions that
+# gives that sparsity: the transition matrix factorises into L copies of one |V| × |V| matrix (lesson 2.8
+# asserts e^{t(Q⊕Q⊕Q)} = e^{tQ}⊗e^{tQ}⊗e^{tQ}), so a sampler only ever needs the small generator.
+#
+# ## Eq. (8.4): the average effectiveness over prompts, computed
+#
+# Eq. (8.3) scores a model on one prompt by a divergence D between the true distribution of the response
+# and the model's, and Eq. (8.4) averages it over a distribution of prompts "typically over prompts of
+# different lengths". Example 8.1 takes D = KL and rewrites the average as a constant minus the expected
+# log-likelihood of the responses, the constant not depending on the model. Lesson
+# [2.7](07_evaluation.ipynb) checks that identity on unprompted text. Here (8.4) itself is computed by
+# enumeration: a source that is a Markov chain on 3 tokens, two models (other Markov chains), prompts of
+# lengths 1 and 2 drawn from the source, and responses that fill the sequence up to L = 4 tokens.
+
+# %%
+import itertools  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+rng_84 = np.random.default_rng(84)
+n_tokens, total_length = 3, 4
+start = rng_84.dirichlet(np.ones(n_tokens))
+chains = {name: rng_84.dirichlet(np.ones(n_tokens), size=n_tokens) for name in ("source", "model A", "model B")}
+
+
+def log_prob(chain, seq, given):
+    """log P(seq | the tokens `given` before it) for a Markov chain (given is never empty here)."""
+    prev, total = given[-1], 0.0
+    for tok in seq:
+        total, prev = total + np.log(chains[chain][prev, tok]), tok
+    return total
+
+
+prompts = [p for n in (1, 2) for p in itertools.product(range(n_tokens), repeat=n)]
+weight = {p: 0.5 * np.exp(np.log(start[p[0]]) + (log_prob("source", p[1:], p[:1]) if len(p) > 1 else 0.0))
+          for p in prompts}  # pi^prompt: length 1 or 2 with probability 1/2 each, then the source's law
+assert abs(sum(weight.values()) - 1) < 1e-12
+
+
+def effectiveness(model, prompt):
+    """Eq. (8.3) with D = KL(p || pi): over every response that fills the sequence up to L tokens."""
+    responses = itertools.product(range(n_tokens), repeat=total_length - len(prompt))
+    return sum(np.exp(log_prob("source", r, prompt)) * (log_prob("source", r, prompt) - log_prob(model, r, prompt))
+               for r in responses)
+
+
+def expected_log_likelihood(model, prompt):
+    """E over the true responses of log pi(response | prompt): Example 8.1's second term, for one prompt."""
+    responses = itertools.product(range(n_tokens), repeat=total_length - len(prompt))
+    return sum(np.exp(log_prob("source", r, prompt)) * log_prob(model, r, prompt) for r in responses)
+
+
+e = {m: sum(weight[p] * effectiveness(m, p) for p in prompts) for m in chains}                   # Eq. (8.4)
+second_term = {m: sum(weight[p] * expected_log_likelihood(m, p) for p in prompts) for m in chains}
+const = {m: e[m] + second_term[m] for m in chains}                                                # Example 8.1
+for m in chains:
+    print(f"{m:8s}: e = {e[m]:.6f} nats; e + E E log pi = {const[m]:.6f}")
+assert abs(e["source"]) < 1e-12 and e["model A"] > 0 and e["model B"] > 0
+assert abs(const["model A"] - const["model B"]) < 1e-12 and abs(const["model A"] - const["source"]) < 1e-12
+print(f"the constant is the same for the source and both models (to 1e-12), and equals minus the average "
+      f"entropy of the responses, {-const['source']:.6f} nats")
+
+# %% [markdown]
+# Eq. (8.4) is well defined over prompts of different lengths (each prompt's response fills the sequence to
+# the same L), is zero for the true source and positive for the two models, and with D = KL it is, as
+# Example 8.1 says, a constant (the same for every model: minus the average entropy of the true responses)
+# minus the average log-likelihood the model gives them. So comparing two models by their average
+# log-likelihood on true responses is the same as comparing them by (8.4).

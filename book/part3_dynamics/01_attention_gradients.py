@@ -45,7 +45,8 @@
 # | $S$ | the scores as a matrix, $S[i,j] = s_{ij}$ | $(T, T)$ |
 # | $g$, $g_i$ | the context: the head's output (at position $i$), $\sum_j\alpha_{ij}v_j$ | $(d_v,)$ |
 # | $W^{\text{out}}$ | the read-out matrix, from a context to the logits | $(d_v, C)$ |
-# | $z$, $z_i$ | the logits (of position $i$), $g_i\,W^{\text{out}} + b$ | $(C,)$ |
+# | $b^{\text{out}}$ | the read-out's bias, added to every position's logits | $(C,)$ |
+# | $z$, $z_i$ | the logits (of position $i$), $g_i\,W^{\text{out}} + b^{\text{out}}$ | $(C,)$ |
 # | $w_c$ | the read-out vector of class $c$: column $c$ of $W^{\text{out}}$ | $(d_v,)$ |
 # | $u$, $u_i$ | the upstream gradient $\partial\mathcal L/\partial g_i$; $-u_i$ is the descent direction | $(d_v,)$ |
 # | $U$ | the upstream gradients stacked as rows | $(T, d_v)$ |
@@ -179,11 +180,12 @@ print("dL/dv_j, one row per position:\n", value_grad.round(4))
 # %% [markdown]
 # ```{admonition} In the paper's notation
 # :class: seealso
-# The gradient-dynamics paper writes column vectors ($q_i = W_Qx_i$), the loss $L$, the logits $\ell_i
-# = W_Og_i + b$ with $W_O$ the transpose of our $W^{\text{out}}$, and the one-hot target $e_{y_i}$,
-# and writes $\delta_{jk}$ for 1 if $j = k$ and 0 otherwise. It works with the **compatibility**
-# $b_{ij} = u_i^\top v_j = -a_{ij}$, which is good when *small*, and writes the score gradient as
-# $\partial L/\partial s_{ij} = \alpha_{ij}(b_{ij} - \mathbb E_{\alpha_i}[b])$ with $\mathbb
+# The gradient-dynamics paper writes column vectors ($q_i = W_Qx_i$), the loss $L$, the logits $\ell_i$
+# (our $z_i$) as $W_Og_i$ plus the bias, with $W_O$ the transpose of our $W^{\text{out}}$, and the
+# one-hot target $e_{y_i}$, and writes $\delta_{jk}$ for 1 if $j = k$ and 0 otherwise. It works with
+# the **compatibility** $b_{ij} = u_i^\top v_j = -a_{ij}$ (a measure of how unhelpful a value is, not
+# a bias: this page writes the bias $b^{\text{out}}$), which is good when *small*, and writes the
+# score gradient as $\partial L/\partial s_{ij} = \alpha_{ij}(b_{ij} - \mathbb E_{\alpha_i}[b])$ with $\mathbb
 # E_{\alpha_i}[b] = \sum_j\alpha_{ij}b_{ij}$ (its Eq. (23)). Its advantage $A_{ij} := -(b_{ij} -
 # \mathbb E_{\alpha_i}[b])$ is ours. (In its Eq. (32) the letter $A$ also stands for the matrix of
 # attention weights, which this page calls $\alpha$.)
@@ -198,7 +200,7 @@ print("dL/dv_j, one row per position:\n", value_grad.round(4))
 # $$q_i = x_i\,W^Q,\quad k_j = x_j\,W^K,\quad v_j = x_j\,W^V,\quad
 #   s_{ij} = \frac{q_i\cdot k_j}{\sqrt{d_k}},\quad \alpha_{ij} = \frac{e^{s_{ij}}}{\sum_{j'} e^{s_{ij'}}},
 #   \quad g_i = \sum_j \alpha_{ij} v_j,$$
-# $$z_i = g_i\,W^{\text{out}} + b,\quad p_i = \operatorname{softmax}(z_i),\quad
+# $$z_i = g_i\,W^{\text{out}} + b^{\text{out}},\quad p_i = \operatorname{softmax}(z_i),\quad
 #   \mathcal L = -\sum_i \log p_{i, y_i}.$$
 #
 # Backpropagation runs this chain backwards. The tiny example was one row of it; Figure 3.1.1 shows
@@ -263,7 +265,7 @@ plt.show()
 #
 # **The read-out, Eqs. (13)–(14).** For one position with $C=3$ logits and target class 0, the
 # cross-entropy is $-\log\operatorname{softmax}(z)_0$. Sympy differentiates it and we compare with
-# $p-\operatorname{onehot}(y)$ (Eq. (13)); then we put a symbolic read-out $z = g\,W^{\text{out}} + b$ in
+# $p-\operatorname{onehot}(y)$ (Eq. (13)); then we put a symbolic read-out $z = g\,W^{\text{out}} + b^{\text{out}}$ in
 # front ($d_v = 2$) and compare $\partial\mathcal L/\partial g$ with
 # $(p-\operatorname{onehot}(y))(W^{\text{out}})^\top$ — the upstream gradient of Eq. (14), which is
 # also the paper's definition (10).
@@ -603,6 +605,7 @@ print(f"weights {weights}, u = {upstream_1.round(4)}, a = {alignment_1.round(4)}
 assert np.allclose(upstream_1, [0.3775, -0.3775], atol=5e-5)
 assert abs(mean_1 - 0.1888) < 5e-5 and np.allclose(advantage_1, [-0.5663, 0.1888, 0.1888], atol=5e-5)
 assert score_grad_1[0] > 0 > score_grad_1[2] > score_grad_1[1]
+assert np.allclose(score_grad_1, [0.1416, -0.0944, -0.0472], atol=5e-5)   # the answer's dL/ds
 assert abs(score_grad_1[1] / score_grad_1[2] - 2) < 1e-12    # position 2 twice as fast as 3
 
 # %% [markdown]
@@ -790,7 +793,7 @@ display(Math(r"\text{(20), } i = k = 0:\ " + sp.latex(step_forms[0, 0])))
 
 # %% tags=["hide-cell"]
 W_out_ex = np.array([[1.0, 3.0]])                 # (d_v, C) = (1, 2): the paper's W_O = (1, 3)^T
-p_ex = softmax(np.zeros(1) @ W_out_ex)            # g = 0, b = 0: p = (0.5, 0.5)
+p_ex = softmax(np.zeros(1) @ W_out_ex)            # g = 0, no bias: p = (0.5, 0.5)
 u_ex = (p_ex - np.eye(2)[0]) @ W_out_ex.T         # Eq. (14), target class 0
 rate_loss_ex = u_ex @ -u_ex                       # d(loss) along -u
 rate_logits_ex = -u_ex @ W_out_ex                 # d(logits) along -u, (C,)

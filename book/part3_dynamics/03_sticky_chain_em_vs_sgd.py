@@ -180,7 +180,7 @@ np.add.at(counts, (path[:-1], path[1:]), 1)
 P_hat = counts / counts.sum(axis=1, keepdims=True)
 H_hat = -(counts * np.log(P_hat)).sum() / counts.sum()
 print(f"empirical conditional entropy: {H_hat:.4f}  (entropy rate {chain.entropy_rate():.4f})")
-assert abs(H_hat - chain.entropy_rate()) < 0.01
+assert abs(H_hat - chain.entropy_rate()) < 0.005   # within a few thousandths
 
 # %% [markdown]
 # **The honest floor: a Bayes filter for the noisy inputs.** The model never sees $y_{t-1}$, only
@@ -367,14 +367,19 @@ for key in ("losses", "entropies"):
     print(f"{key:9s}: mean |EM-like - SGD| of the smoothed curves {produced(gap.mean(), '.4f')} nats")
     assert gap.mean() < 0.02                                            # Figure 3.3.2: on top
 for run in (exp.em, exp.sgd):
-    assert smooth(run.losses).min() > m["entropy_rate"]                 # Figure 3.3.2: above it
+    loss_curve = smooth(run.losses)                                     # from step 19 on
+    assert loss_curve.min() > m["entropy_rate"]                         # Figure 3.3.2: above it
+    assert smooth(run.entropies).min() > m["entropy_rate"]              # the entropy too
+    # Figure 3.3.2: the loss falls fast at the start (from step 0 to 100), then levels off (100 to 300)
+    assert run.losses[0] - loss_curve[100 - 19] > 10 * abs(loss_curve[100 - 19] - loss_curve[-1])
 
 # %% [markdown]
 # **Figure 3.3.2.** Loss, accuracy and predictive entropy per step for the EM-like schedule (blue)
 # and SGD (vermilion); faint: the raw per-batch values, solid: 20-step averages; dashed black: the
 # entropy rate (left, right) and the Bayes filter's accuracy on the held-out sequence (middle).
-# Look at how closely the two solid curves follow each other (their mean gap is printed above):
-# both fall fast at the start and then level off above the floor.
+# Look at how closely the two solid curves of each panel follow each other (their mean gap is
+# printed above). The loss falls fast over the first hundred steps and then levels off above the
+# dashed floor; the predictive entropy also stays above it.
 #
 # ## Does EM-like beat SGD? The comparison over seeds
 #
@@ -430,11 +435,12 @@ for e in results:                                  # nobody beats the floor beyo
     assert e.metrics["final_loss_sgd"] > e.metrics["bayes_loss"] - 0.05
 
 # %% [markdown]
-# In every seed the two final losses differ by a few thousandths of a nat at most, well inside
-# their paired sampling error, and the two smoothed curves reach "Bayes filter + 0.1" within a few
-# steps of each other. The EM-like schedule is not measurably better on this task. (The paper
-# reports a gap of 0.022 nats and a much faster convergence for the EM-like schedule; we do not
-# reproduce either, also at the paper's own sizes — [checked below](#checking-the-paper).)
+# In every seed the two final losses differ by less than a hundredth of a nat (the largest difference
+# is printed above), inside their paired sampling error, and the two smoothed curves reach "Bayes
+# filter + 0.1" at step counts within a fifth of each other (a few steps apart, printed above). The
+# EM-like schedule is not measurably better on this task. (The paper reports a gap of 0.022 nats and
+# a much faster convergence for the EM-like schedule; we do not reproduce either, also at the
+# paper's own sizes — [checked below](#checking-the-paper).)
 #
 # Why can a larger value step change so little? The two schedules share everything but the value
 # step: the same data, the same initial weights and the same gradient-step rule on routing ($W^Q$,
@@ -478,8 +484,8 @@ if not FULL:
 #   filter's loss, a little higher.
 # - The EM-like schedule differs from SGD only in how the values move; routing and read-out are
 #   updated by the same gradient-step rule.
-# - On this task both schedules approach the floor from above and end level: their difference is a
-#   few thousandths of a nat, inside its paired sampling error, in every seed.
+# - On this task both schedules approach the floor from above and end level: their difference is
+#   less than a hundredth of a nat, inside its paired sampling error, in every seed.
 # - A claim that one training method beats another needs the floor, every open choice stated, and
 #   several seeds with paired error bars; a single run is not evidence.
 #
@@ -682,9 +688,9 @@ for run in (exp.em, exp.sgd):
 #
 # The paper's Figs. 6–8 are the curves of Figure 3.3.2 (loss, accuracy, predictive entropy per
 # step), and its Results paragraph reads them as "EM converges much faster … while SGD progresses
-# more slowly". In the short runs the two smoothed loss curves reach "Bayes filter + 0.1" within a
-# few steps of each other in every seed (table of the comparison over seeds, asserted there), and
-# at the paper's sizes too (below). Not reproduced.
+# more slowly". In the short runs the two smoothed loss curves reach "Bayes filter + 0.1" at step
+# counts within a fifth of each other in every seed (table of the comparison over seeds, asserted
+# there), and at the paper's sizes within 10 steps of each other (below). Not reproduced.
 #
 # ### Value trajectories (Fig. 9)
 #
@@ -774,7 +780,7 @@ print(f"EM-like lower in {int((d_saved < 0).sum())} of {len(rows)} seeds; mean E
 # The claims this section makes about the paper-sized run. Checked on every saved seed (asserted):
 # neither schedule beats the Bayes filter by more than sampling noise; the two schedules' final
 # losses differ by less than Table 1's gap; the two heads predict far more alike than Table 1's KL
-# says; the steps to "Bayes filter + 0.1" differ by a few steps at most; the absolute losses are
+# says; the steps to "Bayes filter + 0.1" differ by at most 10; the absolute losses are
 # within 0.05 nats of Table 1's. Counted, because they do not hold in every seed: the difference
 # lies within three paired standard errors; both heads end with less attention on the same-symbol
 # keys than at the start.

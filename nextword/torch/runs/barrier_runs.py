@@ -31,6 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from nextword import provenance
 from nextword.torch.barrier.config import PAPER_LAMBDA
 from nextword.torch.barrier.config import TABLE1_SIGMA as ROBUSTNESS_SIGMA
 from nextword.torch.barrier.sweep import PAPER_LAMBDAS as TABLE1_LAMBDAS
@@ -211,7 +212,10 @@ def _train_robustness(workdir: Path) -> None:
         from nextword.torch.training.data import eval_windows, load_char_data
 
         cfg = _robustness_config("cpu")
-        models = {arm: load_checkpoint(workdir.parent / arm) for arm in ("barrier_ce", "barrier_margin")}
+        # the arms' saved weights (book/results/<arm>/model.pt, what the fingerprint hashes), not their
+        # training folders: a fresh clone has the former only
+        saved = provenance.results_root()
+        models = {arm: load_checkpoint(saved / arm / "model.pt") for arm in ("barrier_ce", "barrier_margin")}
         rms = {arm: embedding_rms(m[0]) for arm, m in models.items()}
         out: dict[str, Any] = {"finished": True, "embedding_rms": rms, "absolute": {}, "relative": {}}
         for arm, (gpt, _, tc, _) in models.items():

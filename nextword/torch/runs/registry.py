@@ -33,6 +33,7 @@ sessions) and :mod:`~nextword.torch.runs.bench_runs` (benchmarks). A run's statu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -205,11 +206,30 @@ def _settled(name: str, results_dir) -> bool:
     return state == "current" or state.startswith("verified")
 
 
+@contextlib.contextmanager
+def _reading_saved_runs_from(results_dir):
+    """An experiment that reads other saved runs (the noise probe reads the pair's ``model.pt``) finds them
+    through :func:`nextword.provenance.results_root`; point it at ``results_dir`` while it trains."""
+    if results_dir is None:
+        yield
+        return
+    old = os.environ.get("NEXTWORD_RESULTS_DIR")
+    os.environ["NEXTWORD_RESULTS_DIR"] = str(results_dir)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("NEXTWORD_RESULTS_DIR", None)
+        else:
+            os.environ["NEXTWORD_RESULTS_DIR"] = old
+
+
 def _run_trained(exp: Experiment, *, force: bool, train_only: bool, results_dir) -> str:
     if not train_only and not force and _settled(exp.name, results_dir):
         return "current"
     workdir = runs_root() / exp.name
-    timed(workdir, lambda: exp.train(workdir))  # the wall time of every session, in workdir/wall.json
+    with _reading_saved_runs_from(results_dir):
+        timed(workdir, lambda: exp.train(workdir))  # the wall time of every session, in workdir/wall.json
     if train_only:
         return "trained"
     saved = exp.save(workdir)

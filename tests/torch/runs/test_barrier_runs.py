@@ -83,6 +83,23 @@ def test_registry_runs_saves_with_provenance_and_skips_current(tiny_registry, ca
     assert "nextword/torch/runs/barrier_runs.py:_save_sweep" not in closure  # another experiment's
 
 
+def test_the_noise_probe_reads_the_saved_pair_not_their_training_folders(tiny_registry):
+    """A fresh clone has the pair's ``model.pt`` under book/results but no ``runs/`` folders: the probe runs."""
+    import shutil
+
+    out = tiny_registry
+    R.run(["barrier_ce", "barrier_margin"], results_dir=out)
+    for arm in ("barrier_ce", "barrier_margin"):
+        shutil.rmtree(runs_root() / arm)  # what a fresh clone lacks
+    R.run(["barrier_robustness"], results_dir=out)
+    data = provenance.load_result("barrier_robustness", results_dir=out)["data"]
+    saved_rms = {}
+    for arm in ("barrier_ce", "barrier_margin"):
+        ck = torch.load(out / arm / "model.pt", weights_only=True)
+        saved_rms[arm] = float(ck["model"]["wte.weight"].pow(2).mean().sqrt())
+    assert data["embedding_rms"] == pytest.approx(saved_rms, rel=1e-6)  # the saved weights were probed
+
+
 def test_unfinished_run_is_not_saved(tiny_registry):
     exp = R.EXPERIMENTS["barrier_ce"]
     from nextword.torch.barrier.train import train
