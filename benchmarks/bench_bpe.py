@@ -17,7 +17,7 @@ References (every one run here; no number is copied from elsewhere):
   must reproduce its merge list exactly (checked here on the whole corpus).
 * ``tiktoken`` built from our merges (Rust), if importable, for encode/decode speed.
 The last block ("goals") prints the ratios of ``benchmarks/targets.py``, all measured in this run:
-encode throughput / tiktoken's (GPT-4 split; warm = the word cache filled by an earlier call,
+encode throughput / tiktoken's (GPT-4 split; warm = the piece cache filled by an earlier call,
 cold = a fresh tokenizer's first call; building the tokenizer is timed apart, as tiktoken's is not
 timed), decode throughput from a Python list and from an int64 array / tiktoken's, and training
 speed / HF tokenizers' — ours and the references run interleaved (a, b, a, b, ...), medians, with
@@ -285,7 +285,7 @@ def main() -> None:
             "encode_cold",
             tt / med["encode cold"],
             what=f"BPE encode, GPT-4 split, fresh tokenizer ({size})",
-            detail=f"warm (words cached by an earlier call): {tt / med['encode warm']:.2f}x; building the "
+            detail=f"warm (pieces cached by an earlier call): {tt / med['encode warm']:.2f}x; building the "
             f"tokenizer from its merges: {t_build:.3f} s, not included",
         )
     else:

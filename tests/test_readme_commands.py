@@ -149,6 +149,8 @@ CHEAP_FORMS: dict[str, list[str]] = {
     "nextword results verify": ["{py} -m nextword results verify --help"],
     "nextword results run dynamics_table1 --jobs 2": ["{py} -m nextword results run --help"],
     "nextword results run barrier_ce --train-only": ["{py} -m nextword results run --help | grep -q -- --train-only"],
+    # what --force does (moves runs/NAME aside, starts afresh) is tests/torch/runs/test_registry.py::test_force_starts_afresh
+    "nextword results run barrier_ce --force": ["{py} -m nextword results run --help | grep -q -- '--force .*afresh'"],
     # --- the GPU check: its dry run is tests/torch/runs/test_gpu_check.py; here the command and target exist -------
     "make gpu-check": ["make -n gpu-check"],
     "nextword gpu-check": ["{py} -m nextword gpu-check --help"],

@@ -59,7 +59,7 @@ import torch.nn.functional as F
 from IPython.display import Math, display
 
 from nextword.attention import softmax
-from nextword.booktools.display import produced
+from nextword.booktools.display import loop_vs_library, produced
 from nextword.booktools.plotting import use_book_style
 from nextword.booktools.schematics.core import recurrence_vs_attention
 from nextword.chapter6 import (RUNNING_EXAMPLE, attention_graph, attention_recall, copy_task,
@@ -541,9 +541,7 @@ with torch_threads(1):
     losses_loop = train_copy(RecurrentLM(RecurrentConfig(V + 1, 32), seed=0), train_ids, copy_mask, 20)
 losses_library = train_lm(RecurrentLM(RecurrentConfig(V + 1, 32), seed=0), train_ids, steps=20,
                           batch_size=32, lr=3e-3, seed=0, loss_mask=copy_mask, progress=False)
-print(f"GRU, loss after 1 and 20 steps: loop above {produced(losses_loop[0], '.4f')}, "
-      f"{produced(losses_loop[-1], '.4f')}; train_lm {produced(losses_library[0], '.4f')}, "
-      f"{produced(losses_library[-1], '.4f')}")
+print("GRU, " + loop_vs_library(losses_loop, losses_library, ".4f"))
 assert np.allclose(losses_loop, losses_library, atol=1e-2)  # the same loop
 
 # %% [markdown]

@@ -73,7 +73,7 @@ from scipy.optimize import linprog
 from sympy import stats
 
 from nextword.attention import MultiHeadAttention, scaled_dot_product_attention, softmax
-from nextword.booktools.display import produced
+from nextword.booktools.display import loop_vs_library, produced
 from nextword.booktools.plotting import heatmap, use_book_style
 from nextword.booktools.schematics.attention import draw_one_head
 from nextword.chapter6 import RUNNING_EXAMPLE, RunningExampleSource
@@ -358,9 +358,7 @@ with torch_threads(1):
     losses_loop = train_next_word(TinyLM(cfg, seed=0), train_ids, steps=20)
 losses_library = train_lm(TinyLM(cfg, seed=0), train_ids, steps=20, batch_size=32, lr=3e-3, seed=0,
                           progress=False)
-print(f"loss after 1 and 20 steps: loop above {produced(losses_loop[0], '.3f')}, "
-      f"{produced(losses_loop[-1], '.3f')}; train_lm {produced(losses_library[0], '.3f')}, "
-      f"{produced(losses_library[-1], '.3f')}")
+print(loop_vs_library(losses_loop, losses_library, ".3f"))
 assert np.allclose(losses_loop, losses_library, atol=1e-2)  # the same loop
 
 # %% [markdown]

@@ -377,3 +377,5 @@ if SAVED:
     print(f"saved run: produced by `{saved_margin['command']}` at `{saved_margin['commit'][:12]}` "
           f"on {saved_margin['created'][:10]}; "
           f"final validation BPC {saved_margin['data']['final_val_bpc']:.3f}")
+    print(f"its model: d_model = {config_saved.model.d_model}, {config_saved.model.num_layers} blocks, "
+          f"{config_saved.epochs} epochs on {config_saved.data}")

@@ -7,7 +7,7 @@
 ``teaching``    the teaching shape of a page, checked: ``python -m nextword.booktools.teaching book/...py``
 ``pagecheck``   every static check of a page in one command: ``python -m nextword.booktools.pagecheck book/...py``;
                 the checks are the modules of ``checks`` (jargon, symbols, surfaces, characters, tex, captions,
-                answers, numbers, claims), reading a page through ``pages``
+                answers, numbers, claims, markdown, provenance), reading a page through ``pages``
 ``notation``    the book's notation table (``book/notation.yaml``) and Appendix A's copy of it; ``texsymbols``
                 says what a symbol of TeX maths is
 ``prose_numbers`` every number of the prose produced, printed or quoted (the rule of the prose and the ledger)

@@ -24,7 +24,14 @@ True
 
 from __future__ import annotations
 
-__all__ = ["MARK", "IGNORE_OUTPUT_REASONS", "produced", "strip_marks", "unexplained_ignored_outputs"]
+__all__ = [
+    "MARK",
+    "IGNORE_OUTPUT_REASONS",
+    "produced",
+    "loop_vs_library",
+    "strip_marks",
+    "unexplained_ignored_outputs",
+]
 
 #: U+2063 INVISIBLE SEPARATOR: zero-width in the rendered book, and found nowhere else in the outputs.
 MARK = "\u2063"
@@ -47,6 +54,17 @@ def produced(value, fmt: str = "", sep: str = ", ") -> str:
     if MARK in text:
         raise ValueError("produced(): the value's text already contains the marker U+2063")
     return f"{MARK}{text}{MARK}"
+
+
+def loop_vs_library(loop, library, fmt: str) -> str:
+    """The line a page prints after training one model with its own loop and one with the library's
+    ``train_lm`` from the same seed: the first and the last loss of each, as :func:`produced` numbers.
+
+    >>> strip_marks(loop_vs_library([2.0, 1.5], [2.0, 1.25], ".2f"))
+    'loss after 1 and 2 steps: loop above 2.00, 1.50; train_lm 2.00, 1.25'
+    """
+    first_last = [f"{produced(losses[0], fmt)}, {produced(losses[-1], fmt)}" for losses in (loop, library)]
+    return f"loss after 1 and {len(loop)} steps: loop above {first_last[0]}; train_lm {first_last[1]}"
 
 
 def strip_marks(text: str) -> str:

@@ -5,11 +5,15 @@ A number in a notebook's markdown, or in the "what the code found" column of ``b
 
 1. **printed** by a code cell of that notebook (its stored ``.ipynb`` outputs; for a ledger row, the
    outputs of its evidence notebooks), at the precision of the prose (``0.006`` matches a printed
-   ``0.0061``), or set in a code cell of that notebook (a configuration value the reader sees in code);
-2. **read from a saved result** the notebook loads (``load_result("name")``: any value in that
-   ``book/results/name/result.json``, at the prose's precision); or
+   ``0.0061``), or set in a code cell of that notebook (a configuration value the reader sees in code;
+   not a number in a comment, nor the bound of an ``assert``: :func:`set_in_code`);
+2. for a ledger row only, **read from a saved result** its evidence notebook loads (``load_result("name")``:
+   any value in that ``book/results/name/result.json``, at the prose's precision). A page's prose must
+   have its produced numbers printed on the page: the reader cannot see a value of a file; or
 3. **quoted from a source with its location**: the sentence names a place in a source (``Table 1``,
-   ``Fig. 6.28``, ``Eq. (33)``, ``§7.2``, ``App. C.1``, ``Theorem 2``, "the paper reports" …).
+   ``Fig. 6.28``, ``Eq. (33)``, ``§7.2``, ``App. C.1``, ``Theorem 2``, "the paper reports" …). The book's
+   own figures and tables, numbered by page ("Figure 4.7.2", "Table 3.3.1"), are not sources: a caption's
+   numbers are the book's results and must be printed.
 
 Allowed without evidence (the explicit allowlist): integers 0–10 (counts such as "2 layers" read the same
 as "two layers"); years 1900–2099; numbers that name something (after Eq./Fig./Table/§/Section/Exercise/
@@ -27,9 +31,12 @@ are checked); numbers inside inline code; digits that are part of a word or a fi
 
 from __future__ import annotations
 
+import ast
+import io
 import json
 import math
 import re
+import tokenize
 from functools import lru_cache
 from pathlib import Path
 
@@ -44,6 +51,7 @@ __all__ = [
     "output_text",
     "percent_cells",
     "prose_violations",
+    "set_in_code",
 ]
 
 ROOT = REPO_ROOT
@@ -127,8 +135,10 @@ def saved_results_read(py_text: str) -> list[str]:
 
 
 @lru_cache(maxsize=None)
-def evidence(py_rel: str) -> tuple[float, ...]:
-    """Every number printed by, set in the code of, or read from saved results by notebook ``py_rel``."""
+def evidence(py_rel: str, saved: bool = False) -> tuple[float, ...]:
+    """Every number printed by or set in the code of notebook ``py_rel`` (a test file: every number of it);
+    with ``saved``, also every value of the saved results it reads (the ledger's rule 2; a page's prose must
+    see its produced numbers printed, so the page check leaves them out)."""
     py = ROOT / py_rel
     if py.suffix == ".ipynb":
         py = py.with_suffix(".py")
@@ -138,21 +148,51 @@ def evidence(py_rel: str) -> tuple[float, ...]:
     if py.parent.name == "tests" or py_rel.startswith("tests/"):
         return tuple(_values(py.read_text(encoding="utf-8")))
     vals += _values(output_text(py.with_suffix(".ipynb")))
-    text = py.read_text(encoding="utf-8")
-    code = [re.sub(r"(?<=\d)_(?=\d)", "", body) for kind, body in percent_cells(py) if kind == "code"]  # 40_000
-    vals += [v for body in code for v in _values(body)]
-    for name in saved_results_read(text):
-        f = RESULTS / name / "result.json"
-        if f.is_file():
-            vals += _json_values(json.loads(f.read_text())["data"])
+    vals += [v for kind, body in percent_cells(py) if kind == "code" for v in _values(set_in_code(body))]
+    if saved:
+        for name in saved_results_read(py.read_text(encoding="utf-8")):
+            f = RESULTS / name / "result.json"
+            if f.is_file():
+                vals += _json_values(json.loads(f.read_text())["data"])
     return tuple(vals)
+
+
+def set_in_code(body: str) -> str:
+    r"""The values a code cell sets, as text: the cell without its comments and ``assert`` statements (a
+    number in an assert bounds a produced number, it does not set one; a comment sets nothing), with the
+    digit separators of ``40_000`` removed.
+
+    >>> set_in_code("steps = 40_000  # about 2.61 bits\nassert abs(bpc - 2.61) < 0.05\nprint(bpc)")
+    'steps = 40000\n\nprint ( bpc )'
+    """
+    lines = [re.sub(r"^\s*[%!].*", "", line) for line in body.split("\n")]  # IPython magics
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        tree = None
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.Assert):
+            for i in range(node.lineno - 1, node.end_lineno or node.lineno):
+                lines[i] = ""
+    kept = "\n".join(lines)
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(kept).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        kept = re.sub(r"#.*$", "", kept, flags=re.M)
+    else:
+        rows: dict[int, list[str]] = {}
+        for tok in tokens:
+            if tok.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.ENDMARKER):
+                rows.setdefault(tok.start[0], []).append(tok.string)
+        kept = "\n".join(" ".join(rows.get(n, [])) for n in range(1, len(lines) + 1))
+    return re.sub(r"(?<=\d)_(?=\d)", "", kept)
 
 
 # ---- the allowlist --------------------------------------------------------------------------------
 _NAMING_WORDS = (
     r"(?:Eqs?\.|Equations?|Figs?\.|Figures?|Tables?|§+|Sections?|Sec\.|Exercises?|Ex\.|Theorems?|Thm\.|"
     r"Propositions?|Prop\.|Corollar(?:y|ies)|Lemmas?|Examples?|Remarks?|Definitions?|Defs?\.|Assumptions?|Problems?|"
-    r"Appendix|App\.|Part|Chapters?|Ch\.|Algorithm|Step|notebook|Notebook|Figs?|cell|line|page|p\.|pp\.)"
+    r"Appendix|App\.|Part|Chapters?|Ch\.|Algorithm|Step|notebook|Notebook|Figs?|cell|line|page|p\.|pp\.|issues?)"
 )
 #: A number that names a place: right after a naming word ("Eq. (33)", "§7.2", "Theorem 2"), or continuing a
 #: list of places that starts with one ("Figs. 6.5, 6.6 and 6.8", "Eqs. (3)-(5)"). A number after a comma,
@@ -162,10 +202,13 @@ _NAMING = re.compile(
     rf"|{_NAMING_WORDS}\s*\(?[A-Z]?\.?\d[\w.]*\)?(?:\s*(?:,|and|or|to|–|-)\s*\(?[A-Z]?\.?\d[\w.]*\)?)*"
     r"\s*(?:,|and|or|to|–|-)\s*\(?[A-Z]?\.?$"
 )
+#: The book numbers its own figures and tables by page, "Figure 4.7.2", "Table 3.3.1": those are not sources
+#: (a caption's numbers are the book's own results), so a place counts only without a third level.
+_OWN = r"(?!\d*\.\d+\.\d)"
 _SOURCE_PLACE = re.compile(
-    r"(Eqs?\.\s*\(?\d|Fig(?:ure|s?\.)\s*\d|Tables?\s*\d|§\s*\d|Section\s*\d|App(?:endix|\.)\s*[A-Z]|"
+    rf"(Eqs?\.\s*\(?\d|Fig(?:ure|s?\.)\s*{_OWN}\d|Tables?\s*{_OWN}\d|§\s*\d|Section\s*\d|App(?:endix|\.)\s*[A-Z]|"
     r"Theorem\s*\d|Proposition\s*\d|Corollary\s*\d|Lemma\s*\d|Example\s*\d|Remark\s*\d|Exercise\s*\d|"
-    r"the paper(?![-\w])|the paper's|the chapter(?![-\w])|the chapter's|the source|caption|paper:|chapter:|"
+    r"the paper(?![-\w])|the paper's|the chapter(?![-\w])|the chapter's|the source|paper:|chapter:|"
     r"reports?|reported|quoted?|Vaswani|Press et al|et al\.)",
     re.I,
 )
@@ -291,5 +334,7 @@ def ledger_rows() -> list[tuple[str, str, list[str]]]:
 
 
 def ledger_violations(found: str, files: list[str]) -> list[str]:
-    vals = tuple(v for f in files for v in evidence(f))
+    """Numbers of a ledger row's ``found`` text that its evidence notebooks (``files``) do not print, set in
+    code or read from a saved result."""
+    vals = tuple(v for f in files for v in evidence(f, saved=True))
     return prose_violations(found, vals)

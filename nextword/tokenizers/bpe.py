@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import array
 import re
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from itertools import chain
 from operator import itemgetter
@@ -49,12 +50,6 @@ _SHIFT = 21
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CACHE_LIMIT = 1 << 18
 _PAD = 16  # bytes per row of the padded decoding table (tokens up to this long take the fast path)
-# A space whose previous character is not whitespace: with the GPT-2/GPT-4 patterns every piece
-# holds a space only at its start or inside a whitespace run, and the patterns have no
-# look-behind, so such a position is always a piece boundary and the text on either side splits
-# the same way on its own. (``re``'s ``\S`` is narrower than the ``regex`` module's: whenever
-# ``re`` calls a character non-whitespace, so does the split pattern.)
-_WORD_BOUNDARY = re.compile(r" (?<=\S )")
 
 
 # The named patterns restricted to ASCII text, for Python's ``re`` (about twice as fast as the
@@ -149,9 +144,12 @@ class BPETokenizer:
         self._merges: dict[tuple[int, int], int] = {}
         self._ranks: dict[int, tuple[int, int]] = {}  # pair code → (rank, new id)
         for rank, m in enumerate(check_iterable(merges, "merges", "a sequence of (left, right, new_id) triples")):
-            if isinstance(m, (str, bytes)) or not isinstance(m, Sequence) or len(m) != 3:
+            if type(m) is tuple and len(m) == 3 and type(m[0]) is type(m[1]) is type(m[2]) is int and min(m) >= 0:
+                a, b, x = m  # train_merges' and merge_list's triples: nothing to convert
+            elif isinstance(m, (str, bytes)) or not isinstance(m, Sequence) or len(m) != 3:
                 raise ValueError(f"merges[{rank}] must be (left, right, new_id), got {m!r}")
-            a, b, x = (check_positive_int(v, f"merges[{rank}]", minimum=0) for v in m)  # 97.5 refused
+            else:
+                a, b, x = (check_positive_int(v, f"merges[{rank}]", minimum=0) for v in m)  # 97.5 refused
             if a not in vocab or b not in vocab:
                 raise ValueError(f"merge {rank} uses an unknown id: {(a, b)}")
             if (a, b) in self._merges:
@@ -218,13 +216,8 @@ class BPETokenizer:
             self._row_len = np.full(size, 255, dtype=np.uint8)  # (size,)
             self._row_len[self._ids[fits]] = self._lens[fits]
             self._row_mask_v = (col < self._row_len[:, None]).view(f"V{_PAD}")[:, 0]  # (size,) which bytes count
-        self._cache: dict[str, list[int]] = {}
+        self._cache: dict[str, bytes] = {}  # piece → its ids as int32 bytes (a join is a memcpy)
         self._merge_table: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
-        # per-word cache (text between word boundaries, see _WORD_BOUNDARY): only for the named
-        # patterns, whose pieces never cross such a boundary
-        self._words: dict[str, bytes] | None = (
-            {} if self.pattern in (SPLIT_PATTERNS["gpt2"], SPLIT_PATTERNS["gpt4"]) else None
-        )
 
     # ------------------------------------------------------------------ training
     @classmethod
@@ -265,13 +258,12 @@ class BPETokenizer:
                 f"got {vocab_size}"
             )
         split = _compile(pattern)
+        data = _utf8(text, "strict")  # a lone surrogate is refused here, at its index in the text
         if split is None:
-            chunks, weights = [_utf8(text, "strict")], None
+            chunks, weights = [data], None
         else:
-            counts: dict[str, int] = {}
-            for ch in split.findall(text):
-                counts[ch] = counts.get(ch, 0) + 1
-            chunks = [_utf8(ch, "strict") for ch in counts]
+            counts = Counter(split.findall(text))  # distinct chunks in order of first appearance
+            chunks = list(map(str.encode, counts))
             weights = list(counts.values())
         merges = train_merges(
             chunks, int(vocab_size) - 256 - len(specials), weights=weights, tie_break=tie_break, progress=progress
@@ -404,49 +396,54 @@ class BPETokenizer:
         holds the pieces' bytes back to back, ``n`` (P,) their lengths (each at least 1); returns the
         ids of all pieces concatenated (N,) and the number of ids of each piece (P,).
 
-        Each piece is a row of an (P, L) id array (padded with −1) with the ranks of its adjacent
+        Each piece is a row of a (P, L) id array (padded with −1) with the ranks of its adjacent
         pairs beside it (P, L−1). Every round merges, in every row that still has a mergeable pair,
         the lowest-rank pair at its leftmost position (``argmin`` returns the first minimum), deletes
         the right half, and looks up only the two pairs the new token forms — the same merges, in the
-        same order, as the per-piece loop. Rows with nothing left to merge leave the working set, and
-        since every round shortens each remaining row by one, round i needs only L − i columns.
+        same order, as the per-piece loop. The rows still merging are kept apart in compact int32
+        arrays (``W``, ``Rw``): a row with nothing left to merge is written back and leaves them, and
+        their width is cut to the longest row left (every round shortens each row by one).
         """
         codes, ranks, new_ids, byte_pairs = self._merge_arrays()
         none = len(new_ids)  # larger than every rank
 
-        def rank(left: np.ndarray, right: np.ndarray) -> np.ndarray:  # (n,), (n,) → (n,); −1 ids miss
-            code = (left << _SHIFT) | right
+        def rank(left: np.ndarray, right: np.ndarray) -> np.ndarray:  # (m,), (m,) ids ≥ 0 → (m,) ranks
+            code = (left.astype(np.int64) << _SHIFT) | right
             i = np.minimum(np.searchsorted(codes, code), max(len(codes) - 1, 0))
-            return (
-                np.where((left >= 0) & (right >= 0) & (codes[i] == code), ranks[i], none)
-                if codes.size
-                else code * 0 + none
-            )
+            return np.where(codes[i] == code, ranks[i], none) if codes.size else np.full(len(code), none)
 
         L = int(n.max())
         col = np.arange(L)
-        ids = np.full((len(n), L), -1, dtype=np.int64)  # (P, L)
+        ids = np.full((len(n), L), -1, dtype=np.int32)  # (P, L) the result, rows written back when done
         ids[col < n[:, None]] = np.frombuffer(data, dtype=np.uint8)
-        R = byte_pairs[(ids[:, :-1] << 8) | ids[:, 1:]]  # (P, L−1) ranks of the byte pairs
+        R = byte_pairs[(ids[:, :-1] << 8) | ids[:, 1:]].astype(np.int32)  # (P, L−1) ranks of the byte pairs
         R[ids[:, 1:] < 0] = none  # pairs that reach into the padding
-        rows = np.flatnonzero(R.min(1, initial=none) < none)  # (A,) rows with a merge left
-        w = L  # columns still in use
-        while rows.size:
-            sub, Rs = ids[rows, :w], R[rows, : w - 1]  # (A, w), (A, w−1)
-            k = Rs.argmin(1)  # (A,) leftmost lowest-rank pair
-            a = np.arange(rows.size)
-            x = new_ids[Rs[a, k]]  # (A,) the merged token
-            sub[a, k] = x
-            sub[:, 1:-1] = np.where(col[1 : w - 1] > k[:, None], sub[:, 2:], sub[:, 1:-1])  # delete position k + 1
-            sub[:, -1] = -1
-            Rs[:, :-1] = np.where(col[: w - 2] >= k[:, None], Rs[:, 1:], Rs[:, :-1])  # delete pair k
-            Rs[:, -1] = none
-            km = np.maximum(k - 1, 0)
-            Rs[a, km] = np.where(k > 0, rank(np.where(k > 0, sub[a, km], -1), x), Rs[a, km])
-            Rs[a, k] = rank(x, sub[a, np.minimum(k + 1, w - 1)])
-            ids[rows, :w], R[rows, : w - 1] = sub, Rs
-            rows = rows[Rs.min(1) < none]
-            w -= 1
+        active = np.flatnonzero(R.min(1, initial=none) < none)  # (A,) rows with a merge left
+        W, Rw, left = ids[active], R[active], n[active]  # (A, w) ids, (A, w−1) ranks, (A,) ids per row
+        w = L
+        while active.size:
+            a = np.arange(active.size)
+            k = Rw.argmin(1)  # (A,) leftmost lowest-rank pair
+            x = new_ids[Rw[a, k]].astype(np.int32)  # (A,) the merged token
+            W[a, k] = x
+            np.copyto(W[:, 1:-1], W[:, 2:], where=col[1 : w - 1] > k[:, None])  # delete position k + 1
+            np.copyto(Rw[:, :-1], Rw[:, 1:], where=col[: w - 2] >= k[:, None])  # delete pair k
+            left -= 1
+            W[a, left] = -1  # the last id moved left by one
+            Rw[a, left - 1] = none
+            has = np.flatnonzero(k > 0)  # the pair (left neighbour, x)
+            Rw[has, k[has] - 1] = rank(W[has, k[has] - 1], x[has])
+            has = np.flatnonzero(k < left - 1)  # the pair (x, right neighbour)
+            Rw[has, k[has]] = rank(x[has], W[has, k[has] + 1])
+            done = Rw.min(1) >= none  # (A,)
+            w = int(left.max())
+            if done.any():
+                ids[active[done]] = -1
+                ids[active[done], :w] = W[done, :w]
+                keep = ~done
+                active, W, Rw, left = active[keep], W[keep, :w], Rw[keep, : w - 1], left[keep]
+            else:
+                W, Rw = W[:, :w], Rw[:, : w - 1]
         keep = ids >= 0  # (P, L)
         return ids[keep], keep.sum(1)
 
@@ -460,13 +457,11 @@ class BPETokenizer:
             return self._encode_bytes(_utf8(text, errors))
         if errors == "replace":
             text = _SURROGATE.sub("\ufffd", text)
-        if self._words is not None and errors != "surrogatepass":
-            return self._encode_words(text)
         return self._encode_pieces(text, errors)
 
     def _encode_pieces(self, text: str, errors: str = "strict") -> list[int]:
-        """Split ``text`` with the pattern and encode each piece (per-piece cache; the pieces not
-        yet cached are merged all at once by :meth:`_learn_pieces`)."""
+        """Split ``text`` with the pattern and encode each piece (per-piece cache of int32 bytes; the
+        pieces not yet cached are merged all at once by :meth:`_learn_pieces`)."""
         pieces = self._split.findall(text)
         if errors == "surrogatepass":  # bytes no other call produces: an uncached, per-piece path
             encoded: dict[str, list[int]] = {}
@@ -474,55 +469,14 @@ class BPETokenizer:
                 encoded[ch] = self._encode_bytes(_utf8(ch, errors))
             return list(chain.from_iterable(map(encoded.__getitem__, pieces)))
         cache = self._cache
-        if len(cache) > _CACHE_LIMIT:
-            cache.clear()
-        self._learn_pieces(list(set(pieces).difference(cache)))
-        return list(chain.from_iterable(map(cache.__getitem__, pieces)))
-
-    def _encode_words(self, text: str) -> list[int]:
-        """Fast path for the named patterns: cut ``text`` at word boundaries (a C-speed split),
-        encode each distinct word once, and join the cached ids (stored as int32 bytes, so the
-        join is a memcpy). Same ids as splitting the whole text (see ``_WORD_BOUNDARY``)."""
-        words = self._words
-        if len(words) > _CACHE_LIMIT:
-            words.clear()
-        parts = _WORD_BOUNDARY.split(text)  # parts[0], then " " + parts[i] for i >= 1
-        rest = parts[1:]
         try:
-            joined = b"".join(map(words.__getitem__, rest))
-        except KeyError:  # some words not seen yet: encode each new one once
-            last = rest.pop()  # may end in whitespace: the only part not followed by a boundary
-            self._learn_words(set(rest).difference(words))
-            if last not in words:
-                words[last] = array.array("i", self._encode_pieces(" " + last)).tobytes()
-            rest.append(last)
-            joined = b"".join(map(words.__getitem__, rest))
-        out = self._encode_pieces(parts[0])
-        out.extend(np.frombuffer(joined, dtype=np.int32).tolist())
-        return out
-
-    def _learn_words(self, new: Iterable[str]) -> None:
-        """Encode words (each preceded by its space) with one split of their concatenation: each
-        word ends with a non-space character before a boundary, so no piece crosses two words.
-        The pieces' ids are concatenated once and each word gets its slice (as int32 bytes)."""
-        new = list(new)
-        if not new:
-            return
-        pieces = self._split.findall(" " + " ".join(new))  # (P,) pieces of all new words
-        cache = self._cache
-        if len(cache) > _CACHE_LIMIT:
-            cache.clear()
-        self._learn_pieces(list(set(pieces).difference(cache)))
-        encs = list(map(cache.__getitem__, pieces))  # (P,) id lists
-        buf = array.array("i", chain.from_iterable(encs)).tobytes()  # all ids, int32
-        char_end = np.cumsum(np.fromiter(map(len, pieces), np.int64, len(pieces)))  # (P,)
-        word_end = np.cumsum(np.fromiter(map(len, new), np.int64, len(new)) + 1)  # (W,), +1: the space
-        k = np.searchsorted(char_end, word_end)  # (W,) index of each word's last piece
-        if k[-1] >= len(pieces) or not np.array_equal(char_end[k], word_end):  # pragma: no cover
-            raise AssertionError("a split-pattern piece crossed a word boundary")
-        id_end = 4 * np.cumsum(np.fromiter(map(len, encs), np.int64, len(encs)))[k]  # (W,) byte offsets
-        id_start = np.concatenate([[0], id_end[:-1]])  # (W,)
-        self._words.update(zip(new, map(buf.__getitem__, map(slice, id_start.tolist(), id_end.tolist()))))
+            joined = b"".join(map(cache.__getitem__, pieces))
+        except KeyError:  # some pieces not seen yet: merge each new one once
+            if len(cache) > _CACHE_LIMIT:
+                cache.clear()
+            self._learn_pieces(list(set(pieces).difference(cache)))
+            joined = b"".join(map(cache.__getitem__, pieces))
+        return np.frombuffer(joined, dtype=np.int32).tolist()
 
     def _learn_pieces(self, new: list[str]) -> None:
         """Add the ids of pieces not yet cached to the piece cache: pieces up to 64 bytes long all at
@@ -539,15 +493,16 @@ class BPETokenizer:
         short = n <= 64
         if not short.all():  # the few long pieces: the linked-list merge, and out of the batch
             for i in np.flatnonzero(~short).tolist():
-                self._cache[new[i]] = self._encode_bytes(data[end[i] - n[i] : end[i]])
+                ids = self._encode_bytes(data[end[i] - n[i] : end[i]])
+                self._cache[new[i]] = array.array("i", ids).tobytes()
             data = b"".join(data[e - k : e] for e, k in zip(end[short].tolist(), n[short].tolist()))
             new = [p for p, keep in zip(new, short.tolist()) if keep]
             n = n[short]
             if not new:
                 return
         flat, counts = self._merge_many(data, n)
-        ids, stop = flat.tolist(), np.cumsum(counts).tolist()
-        self._cache.update(zip(new, map(ids.__getitem__, map(slice, [0, *stop[:-1]], stop))))
+        buf, stop = flat.astype(np.int32).tobytes(), (4 * np.cumsum(counts)).tolist()
+        self._cache.update(zip(new, map(buf.__getitem__, map(slice, [0, *stop[:-1]], stop))))
 
     def encode(
         self, text: str, *, allowed_special: str | Collection[str] = "none_raise", errors: str = "strict"

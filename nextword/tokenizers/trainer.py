@@ -247,18 +247,22 @@ def train_merges(
     num_merges = check_positive_int(num_merges, "num_merges", minimum=0)
     first_id = check_positive_int(first_id, "first_id", minimum=1)
     chunks = check_iterable(chunks, "chunks", "a sequence of token-id sequences (or bytes)")
-    arrays = [check_int_sequence(c, f"chunks[{i}]") for i, c in enumerate(chunks)]  # 97.5 refused
-    arrays = [a for a in arrays if len(a) > 0]
-    if weights is None:
-        w_chunk = np.ones(len(arrays), dtype=np.int64)
+    if all(type(c) is bytes for c in chunks):  # BPETokenizer.train's chunks: one join, nothing to check
+        flat = np.frombuffer(b"".join(chunks), dtype=np.uint8).astype(np.int64)  # (n,)
+        lengths = np.fromiter(map(len, chunks), np.int64, len(chunks))  # (num_chunks,) empty ones too
     else:
-        full = check_int_sequence(weights, "weights", minimum=0)  # -1 and 1.5 refused
-        if full.shape[0] != len(chunks):
-            raise ValueError(f"weights must have one entry per chunk ({len(chunks)}), got {full.shape[0]}")
-        w_chunk = full[[i for i, c in enumerate(chunks) if len(c) > 0]]
-    if num_merges == 0 or not arrays:
+        arrays = [check_int_sequence(c, f"chunks[{i}]") for i, c in enumerate(chunks)]  # 97.5 refused
+        flat = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)  # (n,)
+        lengths = np.fromiter(map(len, arrays), np.int64, len(arrays))  # (num_chunks,) empty ones too
+    if weights is None:
+        w_chunk = np.ones(len(chunks), dtype=np.int64)
+    else:
+        w_chunk = check_int_sequence(weights, "weights", minimum=0)  # -1 and 1.5 refused
+        if w_chunk.shape[0] != len(chunks):
+            raise ValueError(f"weights must have one entry per chunk ({len(chunks)}), got {w_chunk.shape[0]}")
+    w_chunk, lengths = w_chunk[lengths > 0], lengths[lengths > 0]  # empty chunks hold no pair
+    if num_merges == 0 or not len(lengths):
         return []
-    flat = np.concatenate(arrays)  # (n,)
     n = flat.shape[0]
     if first_id + num_merges > _MASK:
         raise ValueError(
@@ -269,7 +273,6 @@ def train_merges(
             f"chunk ids must lie in [0, first_id) = [0, {first_id}), got values in "
             f"[{int(flat.min())}, {int(flat.max())}]"
         )
-    lengths = np.array([len(a) for a in arrays], dtype=np.int64)
     ends = np.cumsum(lengths)  # (num_chunks,) one past each chunk's last index
     starts = ends - lengths
     weight = np.repeat(w_chunk, lengths)  # (n,) weight of each position

@@ -114,35 +114,25 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
         default=None,
         help="shakespeare | wikitext2 | PATH (a text file or a WikiText-2 folder) (default: the preset's)",
     )
-    p.add_argument(
-        "--lambda-margin", type=_nonnegative_float, default=None, help="λ_m >= 0 (default: the preset's; paper 0.05)"
-    )
-    p.add_argument(
-        "--steps", type=_positive_int, default=None, help="total optimiser steps, overrides --epochs (default: preset)"
-    )
-    p.add_argument(
-        "--epochs", type=_positive_int, default=None, help="epochs when --steps is not given (default: preset)"
-    )
-    p.add_argument("--batch-size", type=_positive_int, default=None, help="sequences per step (default: preset)")
-    p.add_argument("--seed", type=_nonnegative_int, default=None, help="random seed (default: preset, 0)")
-    p.add_argument(
-        "--margin-positions",
-        type=_nonnegative_int,
-        default=None,
-        help="k positions per sequence for the margin term, 0: all, exact (default: preset)",
-    )
-    p.add_argument(
-        "--margin-method", default=None, choices=_margin_methods(), help="how the margin is computed (default: preset)"
-    )
-    p.add_argument(
-        "--eval-windows", type=_positive_int, default=None, help="validation windows per evaluation (default: preset)"
-    )
-    p.add_argument(
-        "--max-chars", type=_positive_int, default=None, help="truncate the corpus, quick runs (default: preset)"
-    )
-    p.add_argument(
-        "--checkpoint-every", type=_positive_int, default=None, help="steps between checkpoints (default: preset)"
-    )
+    # the flags that override one field of the preset (default None: the preset's): a type, or the choices
+    for flag, kind, text in (
+        ("--lambda-margin", _nonnegative_float, "λ_m >= 0 (default: the preset's; paper 0.05)"),
+        ("--steps", _positive_int, "total optimiser steps, overrides --epochs (default: preset)"),
+        ("--epochs", _positive_int, "epochs when --steps is not given (default: preset)"),
+        ("--batch-size", _positive_int, "sequences per step (default: preset)"),
+        ("--seed", _nonnegative_int, "random seed (default: preset, 0)"),
+        (
+            "--margin-positions",
+            _nonnegative_int,
+            "k positions per sequence for the margin term, 0: all, exact (default: preset)",
+        ),
+        ("--margin-method", _margin_methods(), "how the margin is computed (default: preset)"),
+        ("--eval-windows", _positive_int, "validation windows per evaluation (default: preset)"),
+        ("--max-chars", _positive_int, "truncate the corpus, quick runs (default: preset)"),
+        ("--checkpoint-every", _positive_int, "steps between checkpoints (default: preset)"),
+    ):
+        how = {"choices": kind} if isinstance(kind, tuple) else {"type": kind}
+        p.add_argument(flag, default=None, help=text, **how)
     p.add_argument(
         "--device", type=_device, default="auto", help="auto (cuda → mps → cpu) | cpu | cuda | mps (default auto)"
     )

@@ -4,11 +4,15 @@ A number in a notebook's markdown, or in the "what the code found" column of ``b
 
 1. **printed** by a code cell of that notebook (its stored ``.ipynb`` outputs; for a ledger row, the
    outputs of its evidence notebooks), at the precision of the prose (``0.006`` matches a printed
-   ``0.0061``), or set in a code cell of that notebook (a configuration value the reader sees in code);
-2. **read from a saved result** the notebook loads (``load_result("name")``: any value in that
-   ``book/results/name/result.json``, at the prose's precision); or
+   ``0.0061``), or set in a code cell of that notebook (a configuration value the reader sees in code;
+   not a number in a comment, nor the bound of an ``assert``: :func:`set_in_code`);
+2. for a ledger row only, **read from a saved result** its evidence notebook loads (``load_result("name")``:
+   any value in that ``book/results/name/result.json``, at the prose's precision). A page's prose must
+   have its produced numbers printed on the page: the reader cannot see a value of a file; or
 3. **quoted from a source with its location**: the sentence names a place in a source (``Table 1``,
-   ``Fig. 6.28``, ``Eq. (33)``, ``§7.2``, ``App. C.1``, ``Theorem 2``, "the paper reports" …).
+   ``Fig. 6.28``, ``Eq. (33)``, ``§7.2``, ``App. C.1``, ``Theorem 2``, "the paper reports" …). The book's
+   own figures and tables, numbered by page ("Figure 4.7.2", "Table 3.3.1"), are not sources: a caption's
+   numbers are the book's results and must be printed.
 
 Allowed without evidence (the explicit allowlist): integers 0–10 (counts such as "2 layers" read the same
 as "two layers"); years 1900–2099; numbers that name something (after Eq./Fig./Table/§/Section/Exercise/
@@ -25,6 +29,7 @@ prints every violation.
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -35,8 +40,10 @@ from nextword.booktools.prose_numbers import (
     evidence,
     ledger_rows,
     ledger_violations,
+    numbers,
     percent_cells,
     prose_violations,
+    set_in_code,
 )
 
 # The pages' prose is checked by the ``numbers`` page check (``nextword.booktools.checks.numbers``, run on every
@@ -92,6 +99,61 @@ def test_the_gaps_that_let_issue_45s_numbers_through_are_closed():
     # a page of the book is not a result; thousands with spaces and code's 40_000 are numbers
     assert prose_violations("the previous page, 3.1, and 6.2 show it", ()) == []
     assert prose_violations("with 20 000 sequences", (20000.0,)) == []
+
+
+def test_a_caption_or_the_books_own_figure_quotes_nothing():
+    """A caption's numbers are the book's own results: "**Figure 4.7.2.**" or "as Figure 4.7.2 shows" used to
+    count as a source place, and so did the word "caption", exempting every number of the clause."""
+    assert prose_violations("**Figure 4.7.2.** The loss drops to 2.61 bits.", ()) == ["2.61"]
+    assert prose_violations("The loss drops to 2.61 bits, as Figure 4.7.2 and Table 4.7.1 show.", ()) == ["2.61"]
+    assert prose_violations("the caption's loss drops to 2.61 bits", ()) == ["2.61"]
+    assert prose_violations("Fig. 6.28 of the chapter shows 2.61; Table 1 has 0.77", ()) == []
+    assert prose_violations("the slip was noted until issue 30 was filed", ()) == []
+
+
+_PAGE = """# %% [markdown]
+# # 9.1 A page
+#
+# **Figure 9.1.1.** The loss drops to 2.61 bits.
+
+# %%
+{code}
+"""
+
+
+def _numbers_problems(tmp_path, name: str, code: str, printed: str) -> list[str]:
+    from nextword.booktools.checks import prose
+    from nextword.booktools.pages import read_page
+
+    page = tmp_path / name / "page.py"  # one folder per case: evidence() is cached by path
+    page.parent.mkdir()
+    page.write_text(_PAGE.format(code=code), encoding="utf-8")
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": "..."},
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "source": code,
+            "execution_count": 1,
+            "outputs": [{"output_type": "stream", "name": "stdout", "text": printed}],
+        },
+    ]
+    nb = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    page.with_suffix(".ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    return [p.message.split(":")[0] for p in prose.check(read_page(page))]
+
+
+def test_a_produced_number_must_be_printed_not_asserted_or_commented(tmp_path):
+    """The caption states a produced 2.61: a comment or an assert's bound does not show it to the reader."""
+    code = "bpc = train()\nassert abs(bpc - 2.61) < 0.05  # about 2.61 bits\nprint(f'bpc {bpc:.3f}')"
+    assert _numbers_problems(tmp_path, "asserted", code, "bpc 2.702\n") == ["2.61"]
+    assert _numbers_problems(tmp_path, "printed", code, "bpc \u20632.613\u2063\n") == []
+    assert _numbers_problems(tmp_path, "set", "target = 2.61\nprint(target)", "") == []
+
+
+def test_set_in_code_drops_comments_and_asserts_only():
+    cell = 'STEPS = 40_000  # 2.61\nassert (x ==\n        0.75)\ntext = "# 3.5 in a string"\n%matplotlib inline'
+    assert [value for _, value, _ in numbers(set_in_code(cell))] == [40000.0, 3.5]
 
 
 def test_code_numbers_with_underscores_are_evidence():

@@ -148,7 +148,8 @@ def test_merges_match_reference(pattern, vector_min):
 )
 def test_train_merges_property(chunks, num):
     """Small alphabets: ties and overlapping runs everywhere; dedup with weights must not matter;
-    the numpy merge passes (every merge, or the first ones) give the list passes' merges."""
+    the numpy merge passes (every merge, or the first ones) give the list passes' merges; chunks
+    given as bytes or as lists of ints (empty ones among them) give the same merges."""
     import nextword.tokenizers.trainer as bpe_trainer
 
     data = [bytes(c) for c in chunks]
@@ -162,6 +163,9 @@ def test_train_merges_property(chunks, num):
             bpe_trainer._VECTOR_MIN = vector_min
             assert train_merges(data, num) == expect, vector_min
             assert train_merges(list(counts), num, weights=list(counts.values())) == expect, vector_min
+        # bytes chunks are joined at once, other sequences checked one by one: the same merges
+        assert train_merges([list(c) for c in data], num) == expect
+        assert train_merges([list(c) for c in counts], num, weights=list(counts.values())) == expect
     finally:
         bpe_trainer._VECTOR_MIN = saved
 

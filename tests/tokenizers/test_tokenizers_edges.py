@@ -1,5 +1,5 @@
-"""Tokenizer edges (issues #19 speed paths and #22 bad input): the per-word encode cache gives the
-same ids as splitting the whole text, the list-decoding gather refuses what the array path
+"""Tokenizer edges (issues #19 speed paths and #22 bad input): the piece cache gives the ids of the
+per-piece merge loop, cold and warm, the list-decoding gather refuses what the array path
 refuses, special-token ids are ints (and a large one costs no time), and a bare string is not a
 collection of special tokens."""
 
@@ -32,15 +32,24 @@ def toks() -> dict[str, BPETokenizer]:
 ALPHABET = "ab Z'sdtlv19 .,!(\n\r\t\u00a0\u2028\x1c\x0bé漢🙂"
 
 
+def per_piece(tok: BPETokenizer, text: str, pattern: str) -> list[int]:
+    """The oracle: the ``regex`` module's split and the per-piece merge loop (``_encode_bytes``)."""
+    import regex
+
+    from nextword.tokenizers.bpe import SPLIT_PATTERNS
+
+    return [i for ch in regex.findall(SPLIT_PATTERNS[pattern], text) for i in tok._encode_bytes(ch.encode())]
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.text(alphabet=ALPHABET, max_size=40), st.sampled_from(["gpt2", "gpt4"]))
-def test_word_cache_gives_the_ids_of_the_whole_text_split(toks, text, pattern):
+def test_piece_cache_cold_and_warm_gives_the_per_piece_ids(toks, text, pattern):
     tok = toks[pattern]
-    expect = tok._encode_pieces(text)  # split the whole text with the pattern, piece by piece
+    expect = per_piece(tok, text, pattern)
     fresh = BPETokenizer(tok.merge_list(), pattern=pattern)
-    assert fresh.encode(text) == expect  # cold: words learned from this text
-    assert fresh.encode(text) == expect  # warm: words from the cache
-    assert tok.encode(text + " " + text) == tok._encode_pieces(text + " " + text)
+    assert fresh.encode(text) == expect  # cold: pieces learned from this text
+    assert fresh.encode(text) == expect  # warm: pieces from the cache
+    assert fresh.encode(text + " " + text) == per_piece(tok, text + " " + text, pattern)  # some cached, some new
     assert fresh.decode(expect) == text
 
 
@@ -89,11 +98,10 @@ def test_pieces_longer_than_the_batch_limit(toks):
         )
 
 
-def test_word_cache_on_a_corpus_and_a_custom_pattern(toks):
-    for tok in toks.values():
-        assert tok.encode(SAMPLE) == tok._encode_pieces(SAMPLE)
+def test_piece_cache_on_a_corpus_and_a_custom_pattern(toks):
+    for pattern, tok in toks.items():
+        assert tok.encode(SAMPLE) == per_piece(tok, SAMPLE, pattern)
     custom = BPETokenizer(toks["gpt2"].merge_list(), pattern=r"\S+|\s+")
-    assert custom._words is None  # only the named patterns have the word cache
     assert custom.decode(custom.encode(SAMPLE)) == SAMPLE
 
 

@@ -26,6 +26,8 @@ MODULES = (
     ("answers", "answers"),
     ("numbers", "prose"),
     ("claims", "claims"),
+    ("markdown", "markdown"),
+    ("provenance", "provenance"),
 )
 
 

@@ -84,19 +84,10 @@ def sweep_config(tier: str, schedule: str = "cpu", lam: float = PAPER_LAMBDA, se
     from nextword.torch.barrier.config import preset
     from nextword.torch.models.gpt import SmallGPTConfig
 
-    if tier == "cpu":
-        return preset(
-            "cpu",
-            model=SmallGPTConfig(max_len=128, num_layers=2, num_heads=4, d_model=64),
-            batch_size=32,
-            steps=250,
-            eval_every=250,
-            lr=3e-3,
-            margin_positions=16,
-            checkpoint_every=50,
-            lambda_margin=lam,
-            seed=seed,
-        )
+    if tier == "cpu":  # the arms' lr and k = 16 margin positions, a smaller model and a shorter schedule
+        small = SmallGPTConfig(max_len=128, num_layers=2, num_heads=4, d_model=64)
+        schedule = {"batch_size": 32, "steps": 250, "eval_every": 250, "checkpoint_every": 50}
+        return preset("cpu", model=small, **schedule, lambda_margin=lam, seed=seed)
     if _dry_run():
         return preset("tiny", data="shakespeare", lambda_margin=lam, seed=seed)
     exact = {"margin_positions": 0} if schedule == "paper" else {}

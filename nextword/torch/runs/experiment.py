@@ -5,7 +5,8 @@ closure :func:`nextword.provenance.code_closure` reads from the code), its confi
 needs, and how it is made, one of two ways:
 
 - **trained** — ``train(workdir)`` does the long, resumable work in ``runs/<name>/`` (checkpointed, so
-  an interruption costs at most one checkpoint interval) and ``save(workdir) -> Saved`` reads the
+  an interruption costs at most one checkpoint interval; the registry continues a run there only when it
+  was made by the same code and configuration, see :mod:`~nextword.torch.runs.registry`) and ``save(workdir) -> Saved`` reads the
   finished run: the §7 barrier runs, the benchmarks, the GPU tier;
 - **per seed** — ``run_seed(seed) -> (row, curves)`` runs one seed; every finished seed is kept at once
   in ``<results>/<name>/partial/``, and the rows are gathered (``summarise``) when all seeds are there:

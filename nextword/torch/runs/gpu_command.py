@@ -99,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     saved = list(finished)
     if {"gpu_barrier_ce", "gpu_barrier_margin"} <= set(finished):
         saved.append("gpu_barrier_robustness")
-    registry.run(saved, results_dir=out / "results", force=True)
+    # not --force, which would start them afresh: each finished run in DIR/runs was made by this code and
+    # configuration, so the registry continues it (nothing left to train) and saves it
+    registry.run(saved, results_dir=out / "results")
     print(f"saved {', '.join([*names, *saved])} under {out / 'results'}", flush=True)
     return 0

@@ -3,7 +3,7 @@
     nextword results list                          # every saved run, its status, and what it is
     nextword results run                           # every run that is not current (resumable; hours)
     nextword results run barrier_ce hybrid_long    # some (each after what it depends on)
-    nextword results run NAME --force              # again, even if its saved result is current
+    nextword results run NAME --force              # again, afresh, even if its saved result is current
     nextword results verify [NAME ...]             # replay fingerprints of runs whose code changed
 
 ``make results`` runs ``nextword results run``. The experiments (:class:`~nextword.torch.runs.experiment.Experiment`)
@@ -28,6 +28,16 @@ sessions) and :mod:`~nextword.torch.runs.bench_runs` (benchmarks). A run's statu
 - **needs a GPU** — what would be "to run" (the reason is printed beside it) for a run of the GPU tier
   (``device="cuda"``) on a machine without a CUDA GPU: its saved numbers are what the code of its own
   commit measured on a GPU, and only a rerun on a CUDA GPU can replace them.
+
+**What resumes** (:func:`_workdir`). A trained run works in ``runs/<name>/`` (:func:`runs_root`), where
+``made_by.json`` (:data:`MADE_BY`) records what made it: the code digest of its entries (:func:`_code_digest`,
+the import closure in the working tree), its configuration, and the ``id`` of each run of ``runs/`` it reads
+(``depends``). ``run`` continues the run there only when all three are the same as now: an interrupted run
+resumes, and a run finished with ``--train-only`` is saved as it is. A run made by other code, with another
+configuration or from other input runs, and any run under ``--force``, is moved aside to
+``runs/superseded/<name>-<UTC time>/`` (one printed line) and the run starts afresh, so a rerun after a code
+change never saves the old checkpoint under the new code's provenance. A per-seed run's finished seed
+(``partial/``) is likewise kept only when made by the same code and configuration.
 """
 
 from __future__ import annotations
@@ -41,6 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -224,10 +235,74 @@ def _reading_saved_runs_from(results_dir):
             os.environ["NEXTWORD_RESULTS_DIR"] = old
 
 
+# ---- trained runs: the working directory runs/<name>/ and what made it
+#: the file in ``runs/<name>/`` that records what made the run there (:func:`_workdir`)
+MADE_BY = "made_by.json"
+#: where a working directory that cannot be continued is moved, under :func:`runs_root`
+SUPERSEDED = "superseded"
+
+
+def _made_by(exp: Experiment) -> dict[str, Any]:
+    """What a trained run in ``runs/<name>/`` is made by: the code digest of its entries (:func:`_code_digest`),
+    its configuration, and the runs in ``runs/`` it reads (``depends``, by the ``id`` of their own record)."""
+    return {
+        "code": _code_digest(exp),
+        "config": jsonable(exp.config()),
+        "inputs": {d: _run_id(runs_root() / d) for d in exp.depends},
+    }
+
+
+def _run_id(workdir: Path) -> str | None:
+    try:
+        return json.loads((workdir / MADE_BY).read_text()).get("id")
+    except (OSError, ValueError):
+        return None
+
+
+def _not_continuable(workdir: Path, made: dict[str, Any], force: bool) -> str:
+    """Why the run in ``workdir`` must not be continued (empty: continue it)."""
+    if not workdir.is_dir() or not any(workdir.iterdir()):
+        return ""
+    if force:
+        return "is set aside by --force"
+    try:
+        record = json.loads((workdir / MADE_BY).read_text())
+    except (OSError, ValueError):
+        return "has no record of the code that made it"
+    if record.get("code") != made["code"]:
+        return "was made by other code"
+    if record.get("config") != made["config"]:
+        return "was made with another configuration"
+    if record.get("inputs", {}) != made["inputs"]:
+        return f"was made from other runs of {', '.join(sorted(made['inputs']))}"
+    return ""
+
+
+def _workdir(exp: Experiment, *, force: bool) -> Path:
+    """``runs/<name>/``, ready for ``exp.train``: a run there is continued only when it was made by the same
+    code, configuration and input runs (:data:`MADE_BY`), and never under ``force``; any other run there is
+    moved aside to ``runs/superseded/<name>-<UTC time>/`` (said in one line) and the run starts afresh."""
+    workdir = runs_root() / exp.name
+    made = _made_by(exp)
+    why = _not_continuable(workdir, made, force)
+    if why:
+        aside = runs_root() / SUPERSEDED / f"{exp.name}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+        aside.parent.mkdir(parents=True, exist_ok=True)
+        while aside.exists():
+            aside = aside.with_name(aside.name + "+")
+        shutil.move(str(workdir), str(aside))
+        print(f"[{exp.name}] {workdir} {why}: moved aside to {aside}; starting afresh", flush=True)
+    if not (workdir / MADE_BY).is_file():
+        workdir.mkdir(parents=True, exist_ok=True)
+        record = {**made, "id": uuid.uuid4().hex, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        (workdir / MADE_BY).write_text(json.dumps(record, indent=1) + "\n")
+    return workdir
+
+
 def _run_trained(exp: Experiment, *, force: bool, train_only: bool, results_dir) -> str:
     if not train_only and not force and _settled(exp.name, results_dir):
         return "current"
-    workdir = runs_root() / exp.name
+    workdir = _workdir(exp, force=force)
     with _reading_saved_runs_from(results_dir):
         timed(workdir, lambda: exp.train(workdir))  # the wall time of every session, in workdir/wall.json
     if train_only:
@@ -257,8 +332,8 @@ def _load_partial(exp: Experiment, seed: int, results_dir) -> tuple[dict, dict] 
         return None
     try:
         saved = json.loads(js.read_text())
-        if saved.get("config") != jsonable(exp.config()):
-            return None
+        if saved.get("config") != jsonable(exp.config()) or saved.get("code") != _code_digest(exp):
+            return None  # another configuration, or made by other code: run the seed again
         with np.load(npz, allow_pickle=False) as f:
             curves = {k: f[k] for k in f.files}
     except (OSError, ValueError, json.JSONDecodeError):
@@ -285,7 +360,8 @@ def _run_one(name: str, seed: int, results_dir: str | None, threads: int) -> int
     np.savez_compressed(folder / f"seed{seed}.tmp.npz", **curves)
     os.replace(folder / f"seed{seed}.tmp.npz", folder / f"seed{seed}.npz")
     tmp = folder / f"seed{seed}.json.tmp"
-    record = {"config": jsonable(exp.config()), "seed": seed, "row": jsonable(row), "files": files}
+    record = {"config": jsonable(exp.config()), "code": _code_digest(exp), "seed": seed, "row": jsonable(row)}
+    record["files"] = files
     tmp.write_text(json.dumps(record) + "\n")
     os.replace(tmp, folder / f"seed{seed}.json")  # the json last: it marks the seed as done
     print(f"[{name}] seed {seed} done in {row['wall_time_s']:.0f} s", flush=True)
@@ -539,7 +615,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub.add_parser("list", help="every saved run and its status (current, verified, to verify, to run)")
     r = sub.add_parser("run", help="run (resume) and save the runs named, or every one that is not current")
     r.add_argument("names", nargs="*", metavar="NAME", help=f"saved runs (default: all): {', '.join(NAMES)}")
-    r.add_argument("--force", action="store_true", help="run and save again even if current")
+    r.add_argument("--force", action="store_true", help="run afresh and save again, even if current")
     r.add_argument("--train-only", action="store_true", help="trained runs: only the resumable training, no save")
     r.add_argument(
         "--seeds",

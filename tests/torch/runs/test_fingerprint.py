@@ -20,6 +20,20 @@ ROOT = Path(__file__).resolve().parents[3]
 TINY = preset("tiny", steps=4, eval_every=2).to_dict()
 
 
+def _toy(name: str) -> Experiment:
+    """A trained experiment at the ``tiny`` preset whose fingerprint replays 2 steps of barrier training."""
+    return Experiment(
+        name,
+        "toy",
+        "book/none.py",
+        lambda: TINY,
+        ("nextword.torch.barrier.train",),
+        train=lambda w: None,
+        save=lambda w: Saved({}),
+        fingerprint=("barrier_train", {"config": TINY, "steps": 2}),
+    )
+
+
 def test_load_follows_modules_and_names_that_moved(tmp_path, monkeypatch):
     (tmp_path / "oldpkg").mkdir()
     (tmp_path / "oldpkg" / "__init__.py").write_text("")
@@ -45,16 +59,7 @@ def test_a_barrier_fingerprint_is_the_same_bits_twice_and_sees_one_changed_numbe
 
 def test_the_script_runs_against_a_copy_of_the_package(tmp_path):
     """What ``verify`` does at a run's commit: the script with PYTHONPATH at a copy, printing one JSON line."""
-    exp = Experiment(
-        "toy",
-        "toy",
-        "book/none.py",
-        lambda: TINY,
-        ("nextword.torch.barrier.train",),
-        train=lambda w: None,
-        save=lambda w: Saved({}),
-        fingerprint=("barrier_train", {"config": TINY, "steps": 2}),
-    )
+    exp = _toy("toy")
     here = registry.fingerprint(exp, ROOT)
     torch.set_num_threads(1)
     assert here == json.loads(json.dumps(F.barrier_train({"config": TINY, "steps": 2})))
@@ -65,16 +70,7 @@ def test_the_script_runs_against_a_copy_of_the_package(tmp_path):
     reason="uncommitted changes to the package: HEAD and the working tree may compute differently",
 )
 def test_verify_replays_at_the_run_commit_and_here_and_records_the_verdict(tmp_path, monkeypatch):
-    exp = Experiment(
-        "toy_verify",
-        "toy",
-        "book/none.py",
-        lambda: TINY,
-        ("nextword.torch.barrier.train",),
-        train=lambda w: None,
-        save=lambda w: Saved({}),
-        fingerprint=("barrier_train", {"config": TINY, "steps": 2}),
-    )
+    exp = _toy("toy_verify")
     monkeypatch.setitem(registry.EXPERIMENTS, "toy_verify", exp)
     provenance.save_result(
         "toy_verify", {}, command="c", config=TINY, seeds=[0], wall_time_s=1.0, entries=exp.entry, results_dir=tmp_path

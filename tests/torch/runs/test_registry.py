@@ -1,6 +1,7 @@
 """The registry: one list of every saved run, per-seed partial files and resume, statuses, and the command."""
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -8,7 +9,7 @@ import pytest
 from nextword import provenance
 from nextword.provenance import PROVENANCE_FIELDS
 from nextword.torch.runs import registry
-from nextword.torch.runs.experiment import Experiment
+from nextword.torch.runs.experiment import Experiment, Saved
 
 
 @pytest.fixture
@@ -209,3 +210,135 @@ def test_a_gpu_run_that_would_be_to_run_needs_a_gpu_on_a_machine_without_one(toy
     assert why == "not saved; a rerun needs a CUDA GPU, which this machine lacks"
     monkeypatch.setattr(registry, "_cuda", lambda: True)
     assert registry.status("toy_run", tmp_path) == ("to run", "not saved")
+
+
+# ---- trained runs: runs/<name>/ is continued only when made by the same code, configuration and inputs
+class Interrupted(Exception):
+    """A run stopped midway (Ctrl-C, a killed process)."""
+
+
+@pytest.fixture
+def trained(monkeypatch, tmp_path):
+    """Two tiny trained experiments: ``toy_trained`` (4 steps, a checkpoint after each, interruptible) and
+    ``toy_reader``, which reads ``toy_trained``'s run once (like the noise probe of a trained pair)."""
+    monkeypatch.setenv("NEXTWORD_RUNS_DIR", str(tmp_path / "runs"))
+    log = {"steps": [], "stop_after": None, "reads": []}
+
+    def train(workdir):
+        ckpt = workdir / "ckpt.json"
+        step = json.loads(ckpt.read_text())["step"] if ckpt.exists() else 0
+        while step < 4:
+            if log["stop_after"] == len(log["steps"]):
+                log["stop_after"] = None
+                raise Interrupted
+            step += 1
+            log["steps"].append(step)
+            ckpt.write_text(json.dumps({"step": step, "made": registry._code_digest(exp)}))
+
+    def save(workdir):
+        return Saved(json.loads((workdir / "ckpt.json").read_text()))
+
+    def read(workdir):
+        if not (workdir / "read.json").exists():  # the probe's own reuse of a finished measurement
+            log["reads"].append(registry._run_id(workdir.parent / "toy_trained"))
+            (workdir / "read.json").write_text(json.dumps({"read": log["reads"][-1]}))
+
+    exp = Experiment("toy_trained", "a toy", "book/none.py", lambda: {"steps": 4}, (ENTRY,), train=train, save=save)
+    reader = Experiment(
+        "toy_reader",
+        "a toy reading toy_trained",
+        "book/none.py",
+        dict,
+        (ENTRY,),
+        train=read,
+        save=lambda workdir: Saved(json.loads((workdir / "read.json").read_text())),
+        depends=("toy_trained",),
+    )
+    monkeypatch.setitem(registry.EXPERIMENTS, "toy_trained", exp)
+    monkeypatch.setitem(registry.EXPERIMENTS, "toy_reader", reader)
+    return log
+
+
+ENTRY = "nextword.positions:sinusoidal_encoding"
+
+
+def _superseded(tmp_path):
+    return sorted(p.name.split("-")[0] for p in (tmp_path / "runs" / registry.SUPERSEDED).glob("*"))
+
+
+def test_an_interrupted_run_resumes_where_it_stopped(trained, tmp_path):
+    trained["stop_after"] = 2
+    with pytest.raises(Interrupted):
+        registry.run(["toy_trained"], results_dir=tmp_path / "results")
+    registry.run(["toy_trained"], results_dir=tmp_path / "results")
+    assert trained["steps"] == [1, 2, 3, 4]  # nothing lost, nothing trained twice
+    assert provenance.load_result("toy_trained", tmp_path / "results")["data"]["step"] == 4
+    made = json.loads((tmp_path / "runs" / "toy_trained" / registry.MADE_BY).read_text())
+    assert made["code"] == registry._code_digest(registry.EXPERIMENTS["toy_trained"])
+    assert made["config"] == {"steps": 4} and not _superseded(tmp_path)
+
+
+def test_a_run_made_by_other_code_starts_afresh_and_is_moved_aside(trained, tmp_path, monkeypatch, capsys):
+    trained["stop_after"] = 2
+    with pytest.raises(Interrupted):
+        registry.run(["toy_trained"], results_dir=tmp_path / "results")
+    monkeypatch.setattr(registry, "_code_digest", lambda exp: "0123456789abcdef")  # the code changed
+    registry.run(["toy_trained"], results_dir=tmp_path / "results")
+    assert trained["steps"] == [1, 2, 1, 2, 3, 4]  # the old checkpoint was not continued
+    assert provenance.load_result("toy_trained", tmp_path / "results")["data"]["made"] == "0123456789abcdef"
+    assert _superseded(tmp_path) == ["toy_trained"]
+    (aside,) = (tmp_path / "runs" / registry.SUPERSEDED).glob("toy_trained-*")
+    assert json.loads((aside / "ckpt.json").read_text())["step"] == 2  # kept, out of the way
+    said = [line for line in capsys.readouterr().out.splitlines() if "moved aside" in line]
+    assert len(said) == 1 and "was made by other code" in said[0] and str(aside) in said[0]
+
+
+def test_a_finished_run_made_by_other_code_or_configuration_is_not_saved_again(trained, tmp_path, monkeypatch):
+    registry.run(["toy_trained"], train_only=True)
+    monkeypatch.setattr(registry, "_code_digest", lambda exp: "0123456789abcdef")
+    registry.run(["toy_trained"], train_only=True)
+    assert trained["steps"] == [1, 2, 3, 4] * 2
+    exp = registry.EXPERIMENTS["toy_trained"]
+    monkeypatch.setitem(registry.EXPERIMENTS, "toy_trained", Experiment(**{**exp.__dict__, "config": lambda: {"s": 5}}))
+    registry.run(["toy_trained"], train_only=True)
+    assert trained["steps"] == [1, 2, 3, 4] * 3 and _superseded(tmp_path) == ["toy_trained"] * 2
+
+
+def test_force_starts_afresh(trained, tmp_path):
+    registry.run(["toy_trained"], results_dir=tmp_path / "results")
+    first = registry._run_id(tmp_path / "runs" / "toy_trained")
+    registry.run(["toy_trained"], results_dir=tmp_path / "results", force=True)
+    assert trained["steps"] == [1, 2, 3, 4, 1, 2, 3, 4]
+    assert _superseded(tmp_path) == ["toy_trained"] and registry._run_id(tmp_path / "runs" / "toy_trained") != first
+    registry.run(["toy_trained"], train_only=True, force=True)  # --train-only --force too
+    assert trained["steps"] == [1, 2, 3, 4] * 3
+
+
+def test_a_run_trained_alone_is_saved_later_without_training_again(trained, tmp_path):
+    """``--train-only`` then ``run`` (as ``nextword gpu-check`` does): the finished run, made by this code and
+    configuration, is saved as it is."""
+    registry.run(["toy_trained"], train_only=True)
+    assert not (tmp_path / "results").exists()
+    registry.run(["toy_trained"], results_dir=tmp_path / "results")
+    assert trained["steps"] == [1, 2, 3, 4] and not _superseded(tmp_path)
+    assert provenance.load_result("toy_trained", tmp_path / "results")["data"]["step"] == 4
+
+
+def test_a_run_that_reads_another_starts_afresh_when_that_run_is_made_again(trained, tmp_path):
+    out = tmp_path / "results"
+    registry.run(["toy_reader"], results_dir=out)  # toy_trained first: it depends on it
+    time.sleep(1.1)  # "created" is stamped to the second
+    registry.run(["toy_trained"], results_dir=out, force=True)
+    assert registry.status("toy_reader", out)[0] == "to run"
+    registry.run(["toy_reader"], results_dir=out)
+    ids = [registry._run_id(tmp_path / "runs" / "toy_trained")]
+    assert len(trained["reads"]) == 2 and trained["reads"][1] == ids[0] != trained["reads"][0]
+    assert provenance.load_result("toy_reader", out)["data"]["read"] == ids[0]
+    assert _superseded(tmp_path) == ["toy_reader", "toy_trained"]
+
+
+def test_a_partial_seed_made_by_other_code_is_run_again(toy, tmp_path, monkeypatch):
+    _run(tmp_path, seeds=[0])
+    monkeypatch.setattr(registry, "_code_digest", lambda exp: "0123456789abcdef")
+    _run(tmp_path)
+    assert toy == [0, 0, 1, 2]

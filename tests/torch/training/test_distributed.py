@@ -19,26 +19,22 @@ from nextword.torch.barrier.train import train  # noqa: E402
 REPO = Path(__file__).resolve().parents[3]
 
 
+def _torchrun(*args) -> None:
+    """``torchrun --standalone --nproc_per_node=2 -m nextword ARGS`` (as the README writes it), one thread
+    a process; fails the test with the end of stderr if it fails."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "nextword"]
+    proc = subprocess.run([*cmd, *map(str, args)], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
 @pytest.mark.slow
 def test_torchrun_two_processes_matches_single_process(tmp_path):
     if not torch.distributed.is_available():
         pytest.skip("torch.distributed unavailable")
-    args = ["train", "--config", "tiny", "--steps", "4", "--no-progress", "--device", "cpu"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node=2",
-        "-m",
-        "nextword",  # as the README writes it: torchrun --nproc_per_node=N -m nextword train ...
-        *args,
-        "--out",
-        str(tmp_path / "ddp"),
-    ]
-    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    _torchrun(
+        "train", "--config", "tiny", "--steps", "4", "--no-progress", "--device", "cpu", "--out", tmp_path / "ddp"
+    )
     ddp = json.loads((tmp_path / "ddp" / "results.json").read_text())
     assert ddp["world_size"] == 2 and ddp["finished"]
     single = train(preset("tiny", steps=4), tmp_path / "single", progress=False, device="cpu")
@@ -53,30 +49,10 @@ def test_torchrun_two_processes_matches_single_process(tmp_path):
 
 @pytest.mark.slow
 def test_torchrun_sweep_fans_out_one_lambda_per_process(tmp_path):
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node=2",
-        "-m",
-        "nextword",
-        "sweep",
-        "--config",
-        "tiny",
-        "--steps",
-        "2",
-        "--lambdas",
-        "0,0.5",
-        "--no-progress",
-        "--device",
-        "cpu",
-        "--out",
-        str(tmp_path),
-    ]
-    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    _torchrun(
+        "sweep", "--config", "tiny", "--steps", "2", "--lambdas", "0,0.5", "--no-progress", "--device", "cpu",
+        "--out", tmp_path,
+    )  # fmt: skip
     table = json.loads((tmp_path / "sweep.json").read_text())
     assert [r["lambda"] for r in table["rows"]] == [0.0, 0.5]
     # each λ was trained by exactly one process, as a plain single-process run
