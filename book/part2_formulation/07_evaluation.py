@@ -418,8 +418,10 @@ assert abs(crps_gaussian(2.0, 1.5, y_obs) - crps_sample(rng.normal(2.0, 1.5, 200
 
 # %%
 truth_count = 7
+lowest, highest = 1, 29  # the vague forecast: every whole number from 1 to 29 equally likely
 forecasters = {"sharp, right": rng.poisson(7, 500), "sharp, wrong": rng.poisson(12, 500),
-               "vague": rng.integers(1, 30, 500)}
+               "vague": rng.integers(lowest, highest + 1, 500)}
+print(f"vague: uniform on the whole numbers {lowest} to {highest}; 500 draws from each forecast")
 crps_of = {name: crps_sample(s.astype(float), truth_count) for name, s in forecasters.items()}
 for name, s in forecasters.items():
     print(f"  {name:13s}: CRPS {produced(crps_of[name], '.3f')}, "
