@@ -107,7 +107,8 @@ test-exercises: $(STAMP)
 # The instructors' export graded end to end by otter-grader and nbgrader (the `instructor` extra; minutes):
 # outside make test's time budget, run by .ci/run after it.
 test-instructor: $(STAMP)
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -p no:cacheprovider -m instructor tests/booktools/test_exercise_export.py
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -p no:cacheprovider -m instructor tests/booktools/test_exercise_export.py \
+		tests/booktools/test_instructor_commands.py
 
 test-notebooks: $(STAMP)
 	$(NBENV) $(BIN)/python -m pytest -n $(NBJOBS) --dist loadfile $(NBVAL) book solutions

@@ -46,6 +46,8 @@ __all__ = [
     "check_axis",
     "check_no_overflow",
     "as_array",
+    "check_callable",
+    "check_broadcast",
 ]
 
 
@@ -419,3 +421,29 @@ def as_array(x: object, name: str) -> np.ndarray:
         return np.asarray(x)
     except (ValueError, TypeError, OverflowError):
         raise ValueError(f"{name} must be a rectangular array, got a ragged {type(x).__name__}") from None
+
+
+def check_callable(value: object, name: str, what: str = "a function") -> object:
+    """``value`` if it can be called; anything else (``None``, an array, a number) is a ``TypeError``
+    naming ``name`` instead of "'NoneType' object is not callable" deep inside.
+
+    >>> check_callable(len, "fn") is len
+    True
+    """
+    if not callable(value):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
+    return value
+
+
+def check_broadcast(**arrays: np.ndarray) -> tuple[int, ...]:
+    """The broadcast shape of the named arrays; a ``ValueError`` naming them and their shapes when they do not
+    broadcast (instead of numpy's "operands could not be broadcast together").
+
+    >>> check_broadcast(x=np.ones((2, 3)), v=np.ones(3))
+    (2, 3)
+    """
+    try:
+        return np.broadcast_shapes(*(np.shape(a) for a in arrays.values()))
+    except ValueError:
+        shapes = ", ".join(f"{name} {np.shape(a)}" for name, a in arrays.items())
+        raise ValueError(f"{' and '.join(arrays)} must have shapes that broadcast together, got {shapes}") from None

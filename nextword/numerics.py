@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from nextword._validate import as_float_array, check_finite_scalar, check_positive_int
+from nextword._validate import as_float_array, check_callable, check_finite_scalar, check_flag, check_positive_int
 
 __all__ = ["central_difference", "rk4"]
 
@@ -44,6 +44,8 @@ def central_difference(
     array([[1., 0.],
            [0., 1.]])
     """
+    batched = check_flag(batched, "batched")
+    check_finite_scalar(h, "h")
     if not callable(fn):
         raise TypeError(f"fn must be a callable array -> array, got {type(fn).__name__}")
     x = as_float_array(x, "x").astype(np.float64)
@@ -81,6 +83,7 @@ def rk4(f: Callable[[np.ndarray, float], np.ndarray], y0: object, t_end: float, 
     >>> float(rk4(lambda y, t: -y, np.array(1.0), 1.0, n=100).round(9)) == round(float(np.exp(-1.0)), 9)
     True
     """
+    check_callable(f, "f")
     n = check_positive_int(n, "n")
     t_end = check_finite_scalar(t_end, "t_end")
     y = as_float_array(y0, "y0")

@@ -40,6 +40,7 @@ from nextword._validate import (
     as_float_array,
     check_axis,
     check_finite_scalar,
+    check_flag,
     check_positive_int,
     check_same_dtype,
 )
@@ -142,9 +143,10 @@ def causal_mask(
     array([[1, 0, 0],
            [1, 1, 0]])
     """
+    strict = check_flag(strict, "strict")
     T = check_positive_int(T, "T", minimum=0)
     Tk = T if num_keys is None else check_positive_int(num_keys, "num_keys", minimum=0)
-    if causal_alignment(align) is None or isinstance(align, bool):
+    if not isinstance(align, str) or causal_alignment(align) is None:
         raise ValueError(f"align must be 'bottom_right' or 'top_left', got {align!r}")
     offset = Tk - T if align == "bottom_right" else 0  # key position of query 0
     i = np.arange(T)[:, None] + offset  # (T, 1) absolute positions of the queries
@@ -166,6 +168,7 @@ def band_mask(T: int, radius: int, *, causal: bool = False) -> np.ndarray:
            [0, 1, 1, 0],
            [0, 0, 1, 1]])
     """
+    causal = check_flag(causal, "causal")
     T = check_positive_int(T, "T")
     if not isinstance(radius, (int, np.integer)) or isinstance(radius, bool) or radius < 0:
         raise ValueError(f"radius must be a non-negative int, got {radius!r}")
@@ -426,6 +429,7 @@ def scaled_dot_product_attention(
     >>> w[0].tolist()     # position 0 can only see itself
     [1.0, 0.0]
     """
+    return_weights = check_flag(return_weights, "return_weights")
     q = as_float_array(q, "q", min_ndim=2)
     k = as_float_array(k, "k", min_ndim=2)
     v = as_float_array(v, "v", min_ndim=2)

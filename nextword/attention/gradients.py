@@ -40,7 +40,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from nextword._validate import as_float_array, as_index_array, check_finite_scalar, check_same_dtype
+from nextword._validate import as_float_array, as_index_array, check_finite_scalar, check_flag, check_same_dtype
 from nextword.attention.core import attend, check_mask, log_softmax, softmax
 
 __all__ = ["AttentionGradients", "attention_backward", "CrossEntropyUpstream", "cross_entropy_upstream"]
@@ -106,6 +106,7 @@ def attention_backward(
         >>> g.scores.tolist(), g.v.tolist()
         ([[0.0]], [[3.0, -1.0]])
     """
+    causal = check_flag(causal, "causal")
     X = as_float_array(X, "X", min_ndim=2)
     W_Q = as_float_array(W_Q, "W_Q", ndim=2)
     W_K = as_float_array(W_K, "W_K", ndim=2)

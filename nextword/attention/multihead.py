@@ -30,7 +30,15 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from nextword._validate import as_array, as_float_array, check_float_dtype, check_positive_int, check_rng
+from nextword._validate import (
+    as_array,
+    as_float_array,
+    check_finite_scalar,
+    check_flag,
+    check_float_dtype,
+    check_positive_int,
+    check_rng,
+)
 from nextword.attention.core import attend, check_batch_axes, check_key_mask, check_mask, combine_masks
 from nextword.attention.kv_cache import LayerKVCache
 from nextword.positions import apply_rope
@@ -80,6 +88,9 @@ class MultiHeadAttention:
         if self.d_model % self.num_heads:
             raise ValueError(f"num_heads={num_heads} must divide d_model={d_model}")
         self.head_dim = self.d_model // self.num_heads
+        check_flag(bias, "bias")
+        if rope_base is not None:
+            check_finite_scalar(rope_base, "rope_base", positive=True)
         if rope_base is not None and self.head_dim % 2:
             raise ValueError(f"RoPE needs an even head dimension, got d_model/num_heads = {self.head_dim}")
         self.rope_base = rope_base
@@ -333,7 +344,11 @@ def mask_from_torch(attn_mask: Any, num_heads: int | None = None) -> np.ndarray:
     array([[1, 0],
            [1, 1]])
     """
+    if num_heads is not None:
+        check_positive_int(num_heads, "num_heads")
     m = np.asarray(attn_mask.detach().cpu().numpy() if _is_torch(attn_mask) else attn_mask)
+    if np.issubdtype(m.dtype, np.floating) and np.isnan(m).any():
+        raise ValueError("attn_mask contains NaN (an additive mask holds 0 or -inf)")
     if m.ndim not in (2, 3):
         raise ValueError(f"attn_mask must have shape (T, T_keys) or (B * num_heads, T, T_keys), got {m.shape}")
     if m.ndim == 3 and num_heads is not None:

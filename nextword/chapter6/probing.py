@@ -37,7 +37,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from nextword._validate import as_float_array, check_positive_int
+from nextword._validate import as_float_array, check_callable, check_flag, check_positive_int
 from nextword.data import MarkovSource, markov_source
 
 __all__ = [
@@ -130,6 +130,7 @@ def normalized_entropy(weights: object, *, causal: bool = True) -> np.ndarray:
     ``n_i = i + 1`` visible keys for a causal row (``T`` otherwise), so the uniform row ``1/(i+1)``
     scores 1 (Fig. 6.19's diffuse Head 4) and a one-hot row 0. Query 0 (one key) is skipped.
     """
+    causal = check_flag(causal, "causal")
     w = _weights(weights)
     T = w.shape[-1]
     if T < 2:
@@ -211,6 +212,9 @@ def permutation_sensitivity(
     the token at ``position`` stays. A model whose output at ``position`` depends on its context
     only as a bag of tokens returns ~0 (a 1-layer causal model without positional encoding).
     """
+    check_positive_int(position, "position", minimum=0)
+    check_callable(logits_fn, "logits_fn")
+    num_perms = check_positive_int(num_perms, "num_perms")
     x = np.asarray(ids)
     if x.ndim != 2 or x.dtype.kind not in "iu":
         raise ValueError(f"ids must be integer token ids of shape (N, T), got {x.shape} {x.dtype}")
@@ -265,7 +269,7 @@ class AgreementTask:
     def __post_init__(self) -> None:
         if not isinstance(self.filler, MarkovSource):
             raise TypeError(f"filler must be a MarkovSource, got {type(self.filler).__name__}")
-        for name in ("num_subjects", "length", "subject_window", "num_markers"):
+        for name in ("num_subjects", "length", "subject_window", "num_markers", "min_marker"):
             check_positive_int(getattr(self, name), name)
         if self.min_marker < self.subject_window or self.min_marker + 2 * self.num_markers > self.length:
             raise ValueError(

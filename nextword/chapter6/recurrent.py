@@ -27,7 +27,7 @@ from typing import Literal
 
 import numpy as np
 
-from nextword._validate import as_float_array, as_generator, check_positive_int
+from nextword._validate import as_float_array, as_generator, check_finite_scalar, check_flag, check_positive_int
 
 __all__ = [
     "rnn_states",
@@ -76,7 +76,7 @@ def rnn_states(
     >>> rnn_states(np.ones((3, 1)), np.ones((1, 1)), 0.5 * np.ones((1, 1)), nonlinearity="linear").ravel()
     array([1.  , 1.5 , 1.75])
     """
-    if nonlinearity not in ("tanh", "linear"):
+    if not isinstance(nonlinearity, str) or nonlinearity not in ("tanh", "linear"):
         raise ValueError(f"nonlinearity must be 'tanh' or 'linear', got {nonlinearity!r}")
     X, W_x, W_h, b, h = _check_rnn(X, W_x, W_h, b, h0)
     f = np.tanh if nonlinearity == "tanh" else (lambda a: a)
@@ -103,6 +103,8 @@ def rnn_state_jacobian(
 
     The product ``Π_{u=s+1..t} diag(f'(a[u])) W_h^T`` (later factors on the left).
     """
+    check_positive_int(s, "s", minimum=0)
+    check_positive_int(t, "t", minimum=0)
     X, W_x, W_h, b, h0 = _check_rnn(X, W_x, W_h, b, h0)
     T = X.shape[0]
     if not (0 <= s <= t < T):
@@ -129,6 +131,7 @@ def rnn_graph(T: int) -> np.ndarray:
 def attention_graph(T: int, *, causal: bool = True) -> np.ndarray:
     """Adjacency ``(2T, 2T)`` of one attention layer: ``x[s] → h[t]`` for every ``s <= t`` (all ``s``
     if not causal); no edges between outputs (Fig. 6.1, right)."""
+    causal = check_flag(causal, "causal")
     T = check_positive_int(T, "T")
     A = np.zeros((2 * T, 2 * T), dtype=bool)
     allowed = np.tri(T, dtype=bool).T if causal else np.ones((T, T), dtype=bool)  # [s, t]: s <= t
@@ -228,6 +231,9 @@ def linear_state_recall(
     ``1/vocab``. A state of dimension ``d`` is a linear image of the ``L·vocab`` one-hot inputs, so
     once ``L·(vocab − 1) > d`` some positions must be lost: the bottleneck of Fig. 6.2, measured.
     """
+    check_finite_scalar(decay, "decay")
+    num_test = check_positive_int(num_test, "num_test")
+    num_train = check_positive_int(num_train, "num_train")
     L, d, V = (check_positive_int(v, n) for v, n in ((length, "length"), (state_dim, "state_dim"), (vocab, "vocab")))
     rng = as_generator(rng, "rng", required=True)
     Q, _ = np.linalg.qr(rng.standard_normal((d, d)))
@@ -254,6 +260,9 @@ def attention_recall(
     position ``t`` is its own code times ``sharpness`` (a learned query would do the same);
     the read-out is the argmax of the attention output. Returns ``(L,)`` accuracies.
     """
+    d_pos = check_positive_int(d_pos, "d_pos")
+    num_test = check_positive_int(num_test, "num_test")
+    check_finite_scalar(sharpness, "sharpness")
     from nextword.attention.core import scaled_dot_product_attention
     from nextword.positions import sinusoidal_encoding
 

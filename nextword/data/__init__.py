@@ -186,6 +186,8 @@ def read_data_text(path: str | Path, *, sha256: str | None = None) -> str:
     """
     path = Path(check_path(path, "path"))
     raw = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
+    if sha256 is not None and not isinstance(sha256, str):
+        raise TypeError(f"sha256 must be a hex digest (str) or None, got {type(sha256).__name__}")
     if sha256 is not None:
         digest = hashlib.sha256(raw).hexdigest()
         if digest != sha256:

@@ -263,6 +263,8 @@ def sticky_markov_chain(
     >>> src.transition[0].round(4).tolist()
     [0.6667, 0.1667, 0.1667]
     """
+    if rng is not None:
+        as_generator(rng)  # a wrong type is named even where the rule does not use rng
     num_states = check_positive_int(num_states, "num_states", minimum=2)
     check_size((num_states, num_states), "sticky_markov_chain(num_states)")
     stay_prob = check_real(stay_prob, "stay_prob", lo=0.0, hi=1.0)

@@ -130,6 +130,7 @@ def rms_norm(x: object, weight: object = None, *, eps: float | None = 1e-6, unit
     >>> rms_norm(np.array([3.0, 4.0]), eps=0.0, unit=True)
     array([0.6, 0.8])
     """
+    unit = check_flag(unit, "unit")
     x = _check_width(as_float_array(x, "x", min_ndim=1))
     eps = float(np.finfo(x.dtype).eps) if eps is None else _check_eps(eps)
     d = x.shape[-1]
@@ -177,7 +178,7 @@ def feed_forward(
     ``x (..., T, d)``, ``W1 (d, d_ff)``, ``b1 (d_ff,)``, ``W2 (d_ff, d)``, ``b2 (d,)``; biases may be
     None. ``activation`` is ``"gelu"`` (exact, torch's default), ``"gelu_tanh"`` or ``"relu"``.
     """
-    if activation not in _ACTIVATIONS:
+    if not isinstance(activation, str) or activation not in _ACTIVATIONS:
         raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
     x = as_float_array(x, "x", min_ndim=1)
     W1 = _as_dtype_of_x(W1, "W1", x.dtype, ndim=2)
@@ -226,13 +227,15 @@ class TransformerBlock:
         eps: float = 1e-5,
         dtype: Any = np.float64,
     ) -> None:
-        if norm not in ("layer", "rms", "none"):
+        if not isinstance(norm, str) or norm not in ("layer", "rms", "none"):
             raise ValueError(f"norm must be 'layer', 'rms' or 'none', got {norm!r}")
-        if activation not in _ACTIVATIONS:
+        if not isinstance(activation, str) or activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
         rng = check_rng(rng)
         d = check_positive_int(d_model, "d_model")
         d_ff = check_positive_int(d_ff, "d_ff")
+        for flag, value in (("pre_norm", pre_norm), ("causal", causal), ("residual", residual)):
+            check_flag(value, flag)
         self.norm, self.pre_norm, self.causal, self.residual = norm, bool(pre_norm), bool(causal), bool(residual)
         self.activation, self.eps = activation, _check_eps(eps)
         self.attn = MultiHeadAttention(d, num_heads, rng=rng, dtype=dtype, rope_base=rope_base)

@@ -257,6 +257,7 @@ def lookahead_search(
     :func:`exhaustive_search`, more than ``MAX_EXHAUSTIVE`` is refused (a ``ValueError``
     naming ``window``) before any search.
     """
+    window = check_positive_int(window, "window")
     seq = _check_prompt(prompt)
     n = check_count(max_new_tokens, "max_new_tokens", 0)
     w = check_count(window, "window", 1)
@@ -405,6 +406,7 @@ def sample(
     argmax (see :func:`apply_temperature`). ``min_tokens_to_keep`` is passed to the
     filters (see :func:`filter_logits`). ``rng`` is required (a ``numpy.random.Generator``).
     """
+    eos_id = _check_id(eos_id, "eos_id")
     seq = _check_prompt(prompt)
     n = check_count(max_new_tokens, "max_new_tokens", 0)
     temperature = check_temperature(temperature)
@@ -439,6 +441,7 @@ def mixed(
     first-token-stochastic scheme of Remark 6.3. The sampling options apply to the
     sampled part only. ``rng`` is required when ``num_sampled > 0``.
     """
+    eos_id = _check_id(eos_id, "eos_id")
     n = check_count(max_new_tokens, "max_new_tokens", 0)
     n_s = check_count(num_sampled, "num_sampled", 0)
     if n_s > n:

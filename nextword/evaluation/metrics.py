@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from nextword._validate import as_float_array, check_positive_int, check_real, check_size
+from nextword._validate import as_float_array, check_flag, check_positive_int, check_real, check_size
 
 __all__ = [
     "token_log_probs",
@@ -218,6 +218,7 @@ def energy_distance(x: ArrayLike, y: ArrayLike, *, unbiased: bool = True) -> flo
     the V-statistic equals ``2 int (F_n - G_m)^2``, i.e. ``scipy.stats.energy_distance``
     squared. This is the squared distance; it is 0 iff the laws agree.
     """
+    unbiased = check_flag(unbiased, "unbiased")
     a, b = _pair(x, y, 2 if unbiased else 1)
     a, b, scale = _rescale(a, b)  # the distance is 1-homogeneous: |s x - s y| = s |x - y|
     n, m = len(a), len(b)
@@ -243,6 +244,7 @@ def mmd_squared(x: ArrayLike, y: ArrayLike, bandwidth: float, *, unbiased: bool 
     ``x``: ``(n,)``/``(n, d)``, ``y``: ``(m,)``/``(m, d)``; ``bandwidth`` is ``h > 0``
     (see :func:`median_heuristic_bandwidth`).
     """
+    unbiased = check_flag(unbiased, "unbiased")
     h = _check_bandwidth(bandwidth)
     a, b = _pair(x, y, 2 if unbiased else 1)
     n, m = len(a), len(b)
@@ -281,6 +283,7 @@ def crps_sample(samples: ArrayLike, observation: float, *, fair: bool = False) -
     every sample equals ``y``. Cost ``O(n log n)`` via the sorted-sample identity
     ``sum_{i,j} |x_i - x_j| = 2 sum_i (2i - n - 1) x_(i)``.
     """
+    fair = check_flag(fair, "fair")
     x = _finite_array(samples, "samples")
     if x.ndim != 1:
         raise ValueError(f"samples must be 1-D (n,), got shape {x.shape}")

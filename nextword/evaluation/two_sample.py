@@ -103,6 +103,8 @@ def permutation_test(
     n_splits = math.comb(n + m, n)
     if exact is None:
         exact = n_splits <= 5000
+    elif not isinstance(exact, (bool, np.bool_)):
+        raise TypeError(f"exact must be True, False or None, got {exact!r}")
     t_obs = _statistic(statistic, a, b)
     if exact:
         if n_splits > 1_000_000:

@@ -138,6 +138,8 @@ class BPETokenizer:
         pattern: str | None = None,
         special_tokens: Mapping[str, int] | None = None,
     ) -> None:
+        if pattern is not None and not isinstance(pattern, str):
+            raise TypeError(f"pattern must be None, 'gpt2', 'gpt4' or a regex string, got {type(pattern).__name__}")
         self.pattern: str | None = SPLIT_PATTERNS.get(pattern, pattern) if pattern else None
         self._split = _compile(self.pattern)
         vocab: dict[int, bytes] = {i: bytes([i]) for i in range(256)}

@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from nextword._validate import check_int_sequence, check_iterable, check_positive_int
+from nextword._validate import check_flag, check_int_sequence, check_iterable, check_positive_int
 
 __all__ = ["BPEResult", "learn_bpe", "train_merges", "hf_byte_rank", "bytes_to_unicode"]
 
@@ -242,7 +242,8 @@ def train_merges(
     >>> train_merges([b"abcababc"], 2)
     [(97, 98, 256), (256, 99, 257)]
     """
-    if tie_break not in ("first", "hf"):
+    progress = check_flag(progress, "progress")
+    if not isinstance(tie_break, str) or tie_break not in ("first", "hf"):
         raise ValueError(f"tie_break must be 'first' or 'hf', got {tie_break!r}")
     num_merges = check_positive_int(num_merges, "num_merges", minimum=0)
     first_id = check_positive_int(first_id, "first_id", minimum=1)

@@ -159,11 +159,13 @@ def student_dir(tmp_path):
     return tmp_path
 
 
-def test_grader_prints_done_failed_and_not_started(student_dir, capsys):
+def test_grader_prints_done_failed_and_not_started(student_dir, capfd):
     from nextword.booktools.exercises.grade import main
 
     assert main(["4", "--dir", str(student_dir), "--timeout", "120", "-v"]) == 0
-    out = capsys.readouterr().out
+    out, err = capfd.readouterr()  # capfd: the kernels' own stderr too
+    # issue 48: the kernel's "running over TCP without encryption" warning does not reach the student
+    assert "without encryption" not in err, err
     # issue 48: the likely-mistake line is kept whole, and -v lists every check of a ✗ (✓ ones too)
     assert any(ln.strip().startswith("likely mistake:") and "ties" in ln for ln in out.splitlines()), out
     assert any(ln.strip().startswith("✓ ") for ln in out.splitlines()), out

@@ -402,9 +402,13 @@ def nbgrader_notebook(exercise: Exercise):
 NBGRADER_CONFIG = """\
 # nbgrader configuration of the nextword course pack (written by
 # `python -m nextword.booktools.exercises export --nbgrader`). Run nbgrader from this folder.
+import os
+
 c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = "nextword"
-c.CourseDirectory.root = "."
+# the folder of this file, as an absolute path: nbgrader warns about a relative root, and "." would be the
+# folder nbgrader was started from, not the course
+c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}
 c.ExecutePreprocessor.timeout = 600
 """

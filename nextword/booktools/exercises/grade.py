@@ -82,7 +82,13 @@ def grade_notebook(notebook_path: Path, solution: Path, *, timeout: int = 600) -
     if _code_cells(nb) == _code_cells(_pristine(solution)):
         return Grade(ex, graded, "not started")
     client = NotebookClient(
-        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(graded.parent.resolve())}}
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(graded.parent.resolve())}},
+        # the kernel's own log (its "running over TCP without encryption" warning on every start) is not the
+        # student's business: only its errors reach the terminal
+        extra_arguments=["--IPKernelApp.log_level=ERROR"],
     )
     try:
         client.execute()

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nextword._validate import check_real
+from nextword._validate import check_flag, check_real
 
 from nextword.theory.barrier.margins import causal_residual, matrix_margins
 
@@ -48,6 +48,8 @@ def noise_log_density(
     Includes the constant ``−(d/2) log(2πσ²)`` per position, so that with :func:`log_barrier`
     it is a normalised density. ``(...)`` or, with ``per_position``, ``(..., L)``.
     """
+    include_current = check_flag(include_current, "include_current")
+    per_position = check_flag(per_position, "per_position")
     sigma = _check_sigma(sigma)
     e = causal_residual(X, W_Q, W_K, W_V, include_current=include_current)
     d = e.shape[-1]
@@ -65,6 +67,8 @@ def log_barrier(
     per_position: bool = False,
 ) -> np.ndarray:
     """Log-barrier ``Σ_t log|det ∂e_t/∂x_t|`` (Eq. 12 / second term of Eq. 16), exact for any ``W_V``."""
+    include_current = check_flag(include_current, "include_current")
+    per_position = check_flag(per_position, "per_position")
     mm = matrix_margins(X, W_Q, W_K, W_V, include_current=include_current)
     return mm.logabsdet if per_position else mm.logabsdet.sum(axis=-1)
 
@@ -86,6 +90,8 @@ def embedding_log_density(
     normalised density only where the map ``x ↦ e`` is a bijection (e.g. all margins positive and
     ``e_t → ±∞``); see ``book/part4_margins/02_scalar_margin``.
     """
+    include_current = check_flag(include_current, "include_current")
+    per_position = check_flag(per_position, "per_position")
     return noise_log_density(
         X, W_Q, W_K, W_V, sigma=sigma, include_current=include_current, per_position=per_position
     ) + log_barrier(X, W_Q, W_K, W_V, include_current=include_current, per_position=per_position)

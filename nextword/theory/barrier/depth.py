@@ -44,7 +44,7 @@ class DepthLayer:
     queries: str = "previous"
 
     def __post_init__(self) -> None:
-        if self.queries not in ("previous", "current"):
+        if not isinstance(self.queries, str) or self.queries not in ("previous", "current"):
             raise ValueError(f"queries must be 'previous' or 'current', got {self.queries!r}")
         W_Q, W_K, W_V = (as_float_array(w, n) for w, n in ((self.W_Q, "W_Q"), (self.W_K, "W_K"), (self.W_V, "W_V")))
         if W_Q.ndim != 2 or W_K.shape != W_Q.shape or W_V.shape != (W_Q.shape[1],) * 2:
@@ -117,6 +117,8 @@ def deep_residual(xs: object, prior: tuple[object, object, object], layers: Sequ
     ``xs[0]`` is ``x^(1)`` (the attention-prior stage with ``prior = (W_Q, W_K, W_V)``, strict
     causal), ``xs[ℓ]`` the output of ``layers[ℓ−1]``.
     """
+    if not isinstance(prior, (tuple, list)) or len(prior) != 3:
+        raise TypeError(f"prior must be a tuple (W_Q, W_K, W_V), got {type(prior).__name__}")
     layers = _check_layers(layers)
     xs = _stack(xs, 1 + len(layers))
     out = [causal_residual(xs[0], *prior)]
@@ -132,6 +134,8 @@ def deep_log_barrier(
 
     By Proposition 3 every ``"previous"`` layer contributes exactly 0 (Corollary 6.1).
     """
+    if not isinstance(prior, (tuple, list)) or len(prior) != 3:
+        raise TypeError(f"prior must be a tuple (W_Q, W_K, W_V), got {type(prior).__name__}")
     layers = _check_layers(layers)
     xs = _stack(xs, 1 + len(layers))
     shares = [float(matrix_margins(xs[0], *prior).logabsdet.sum())]

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nextword._validate import as_float_array, check_no_overflow, check_positive_int
+from nextword._validate import as_float_array, check_finite_scalar, check_flag, check_no_overflow, check_positive_int
 from nextword.attention.core import causal_mask, softmax
 
 __all__ = [
@@ -97,7 +97,7 @@ def _check_inputs(
 
 
 def _check_context(context: str) -> str:
-    if context not in CONTEXTS:
+    if not isinstance(context, str) or context not in CONTEXTS:
         raise ValueError(f"context must be one of {CONTEXTS}, got {context!r}")
     return context
 
@@ -190,6 +190,7 @@ def causal_residual(
     >>> causal_residual(np.array([[1.0], [3.0]]), [[1.0]], [[1.0]])[:, 0].tolist()
     [1.0, 2.0]
     """
+    include_current = check_flag(include_current, "include_current")
     return attention_residual(X, W_Q, W_K, W_V, context="inclusive" if include_current else "strict")
 
 
@@ -258,6 +259,7 @@ def jacobian_diagonal_block(
     with (8) when ``d = 1`` and ``w_V = 1``; (53)/(54) hold only when additionally
     ``α_tt (v_t − v̄_t) q_tᵀ W_K = 0`` and ``W_V = I``.
     """
+    include_current = check_flag(include_current, "include_current")
     X = as_float_array(X, "X", min_ndim=2)
     t = _check_t(t, X.shape[-2])
     context = "inclusive" if include_current else "strict"
@@ -273,6 +275,7 @@ def paper_diagonal_block(
     remark after Theorem 1 prescribes. Shape ``(..., L, d, d)``. For comparison only — use
     :func:`diagonal_blocks` for the exact block.
     """
+    include_current = check_flag(include_current, "include_current")
     X, W_Q, W_K, W_V = _check_inputs(X, W_Q, W_K, W_V)
     d = X.shape[-1]
     context = "inclusive" if include_current else "strict"
@@ -295,6 +298,8 @@ def scalar_attention_variance(x: object, *, a: float, w_v: float = 1.0, include_
 
     ``d = 1`` with logits ``ℓ_ts = a x_t x_s`` (``a = w_K w_Q``).
     """
+    include_current = check_flag(include_current, "include_current")
+    check_finite_scalar(w_v, "w_v")
     st = attention_stats(
         _scalar_X(x), [[float(a)]], [[1.0]], [[float(w_v)]], context="inclusive" if include_current else "strict"
     )
@@ -311,6 +316,8 @@ def scalar_margin(x: object, *, a: float, w_v: float = 1.0, include_current: boo
     >>> scalar_margin(np.array([0.0, 2.0, 1.0]), a=-1.0).round(3).tolist()
     [1.0, 1.0, 1.42]
     """
+    include_current = check_flag(include_current, "include_current")
+    check_finite_scalar(w_v, "w_v")
     blocks = diagonal_blocks(
         _scalar_X(x), [[float(a)]], [[1.0]], [[float(w_v)]], context="inclusive" if include_current else "strict"
     )
@@ -340,6 +347,7 @@ def matrix_margins(
     X: object, W_Q: object, W_K: object, W_V: object | None = None, *, include_current: bool = False
 ) -> MatrixMargins:
     """Log-determinant and spectral margins of every diagonal block (Eqs. 24–25, Lemma B.4)."""
+    include_current = check_flag(include_current, "include_current")
     X = as_float_array(X, "X", min_ndim=2)
     context = "inclusive" if include_current else "strict"
     D = diagonal_blocks(X, W_Q, W_K, W_V, context=context)  # (..., L, d, d)
@@ -366,6 +374,7 @@ def support_tokens(margins: object, *, atol: float = 1e-12) -> np.ndarray:
     >>> support_tokens(np.array([1.0, 0.4, 0.9, 0.4])).tolist()
     [1, 3]
     """
+    check_finite_scalar(atol, "atol")
     m = as_float_array(margins, "margins", ndim=1)
     if m.size == 0:
         raise ValueError("margins must have at least one position")

@@ -27,7 +27,7 @@ import itertools
 
 import numpy as np
 
-from nextword._validate import as_float_array, check_positive_int
+from nextword._validate import as_float_array, check_finite_scalar, check_positive_int
 from nextword.attention.core import softmax
 from nextword.theory.barrier.margins import attention_residual, residual_jacobian
 
@@ -77,6 +77,10 @@ def token_law_quadrature(
     Jacobian determinant of :func:`~nextword.theory.barrier.residual_jacobian`, so any ``context``
     works. ``grid`` must be uniform (rectangle rule = trapezoid for integrands vanishing at the ends).
     """
+    check_finite_scalar(a, "a")
+    check_finite_scalar(w_v, "w_v")
+    check_finite_scalar(sigma, "sigma")
+    chunk = check_positive_int(chunk, "chunk")
     n = check_positive_int(n, "n")
     g = as_float_array(grid, "grid", ndim=1).astype(np.float64)
     if g.size < 3 or not np.allclose(np.diff(g), g[1] - g[0]) or g[1] <= g[0]:
@@ -117,6 +121,10 @@ def sample_scalar_process(
     solution is unique when ``a·w_V ≤ 0`` (then ``m_t ≥ 1``); other couplings raise ``ValueError``.
     Returns ``(n_samples, L)``.
     """
+    check_finite_scalar(a, "a")
+    check_finite_scalar(w_v, "w_v")
+    check_finite_scalar(sigma, "sigma")
+    iters = check_positive_int(iters, "iters")
     n_samples = check_positive_int(n_samples, "n_samples")
     L = check_positive_int(L, "L")
     if not isinstance(rng, np.random.Generator):

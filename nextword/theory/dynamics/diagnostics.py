@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nextword._validate import as_float_array, check_positive_int
+from nextword._validate import as_float_array, check_flag, check_positive_int
 from nextword.theory.dynamics.gradients import (
     HeadParams,
     check_alpha,
@@ -62,6 +62,7 @@ class AttentionDiagnostics:
 
 def attention_diagnostics(params: HeadParams, X: object, y: object, *, causal: bool = False) -> AttentionDiagnostics:
     """Compute the §8.1 diagnostics of the head ``params`` on ``(X (T, d_x), y (T,))``."""
+    causal = check_flag(causal, "causal")
     f = head_forward(params, X, causal=causal)
     U = upstream_gradient(f.probs, y, params.W_O)
     B = compatibility_matrix(U, f.V)

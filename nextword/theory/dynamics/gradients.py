@@ -44,7 +44,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from nextword._validate import as_float_array, as_index_array, check_positive_int, check_real
+from nextword._validate import (
+    as_float_array,
+    as_index_array,
+    check_finite_scalar,
+    check_flag,
+    check_positive_int,
+    check_real,
+)
 from nextword.attention.core import log_softmax, scaled_dot_product_attention
 from nextword.perturbation import nudge
 
@@ -192,6 +199,7 @@ def head_forward(params: HeadParams, X: object, *, causal: bool = False) -> Head
     >>> f.alpha.shape, float(f.alpha[0, 0])
     ((3, 3), 1.0)
     """
+    causal = check_flag(causal, "causal")
     if not isinstance(params, HeadParams):
         raise TypeError(f"params must be HeadParams, got {type(params).__name__}")
     X = _check_X(X, params.dims[0], batched=True)
@@ -212,7 +220,7 @@ def per_position_loss(log_probs: object, y: object) -> np.ndarray:
 
 def cross_entropy(log_probs: object, y: object, *, reduction: str = "sum") -> float:
     """Eq. (9): ``L = -Σ_i log p_{i, y_i}`` (``reduction="mean"`` divides by ``T``)."""
-    if reduction not in _REDUCTIONS:
+    if not isinstance(reduction, str) or reduction not in _REDUCTIONS:
         raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}")
     losses = per_position_loss(log_probs, y)
     return float(losses.sum() if reduction == "sum" else losses.mean())
@@ -273,9 +281,10 @@ def head_gradients(
     adds ``∇W_O = G^T (P - Y)``, ``∇b = Σ_i (p_i - e_{y_i})``. ``reduction="mean"`` divides every
     gradient (and the loss) by the number of positions.
     """
+    causal = check_flag(causal, "causal")
     from nextword.attention import attention_backward, cross_entropy_upstream
 
-    if reduction not in _REDUCTIONS:
+    if not isinstance(reduction, str) or reduction not in _REDUCTIONS:
         raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}")
     if not isinstance(params, HeadParams):
         raise TypeError(f"params must be HeadParams, got {type(params).__name__}")
@@ -393,6 +402,7 @@ def first_order_loss_change(alpha: object, U: object, j: int, lr: float) -> np.n
 
     Returns the per-query changes, shape ``(T,)``; their sum is ``-η ||ū_j||^2 <= 0``.
     """
+    check_finite_scalar(lr, "lr")
     a, U = _check_alpha_U(alpha, U)
     j = _check_column(j, a.shape[0])
     ubar_j = a[:, j] @ U  # (d_v,), Eq. (37)
@@ -402,6 +412,7 @@ def first_order_loss_change(alpha: object, U: object, j: int, lr: float) -> np.n
 def dominant_query_loss_change(alpha: object, U: object, j: int, lr: float) -> np.ndarray:
     """Eq. (43): ``ΔL_i ≈ -η α_ij^2 ||u_i||^2``, shape ``(T,)`` — exact to first order only for
     the query that dominates column ``j`` (``α_ij ≫ α_rj``, ``r ≠ i``)."""
+    check_finite_scalar(lr, "lr")
     a, U = _check_alpha_U(alpha, U)
     j = _check_column(j, a.shape[0])
     return -lr * a[:, j] ** 2 * np.sum(U * U, axis=1)

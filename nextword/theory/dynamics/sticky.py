@@ -44,6 +44,7 @@ import numpy as np
 
 from nextword._validate import (
     as_float_array,
+    check_finite_scalar,
     as_generator,
     as_index_array,
     check_choice,
@@ -255,8 +256,8 @@ class ProtocolConfig:
     def __post_init__(self) -> None:
         check_positive_int(self.steps, "steps", minimum=0)
         for name in ("lr", "value_lr"):
-            v = getattr(self, name)
-            if not (np.isfinite(v) and v > 0):
+            v = check_finite_scalar(getattr(self, name), name)
+            if not v > 0:
                 raise ValueError(f"{name} must be a positive finite number, got {v}")
 
 
@@ -298,6 +299,10 @@ def train_protocol(
     ``probe`` (default: the fixed training sequence, required for online training) is the
     sequence whose values ``V = X W_V`` are recorded at the start and the end (Fig. 9).
     """
+    if not isinstance(config, ProtocolConfig):
+        raise TypeError(f"config must be a ProtocolConfig, got {type(config).__name__}")
+    if probe is not None and not isinstance(probe, StickyTask):
+        raise TypeError(f"probe must be a StickyTask or None, got {type(probe).__name__}")
     check_choice(protocol, "protocol", ("sgd", "em"))  # an array is named, not "truth value ... ambiguous"
     if not isinstance(params, HeadParams):
         raise TypeError(f"params must be HeadParams, got {type(params).__name__}")
@@ -407,6 +412,8 @@ def run_sticky_experiment(
     config: StickyExperimentConfig = StickyExperimentConfig(), *, rng: np.random.Generator
 ) -> StickyExperiment:
     """Run EM-like and SGD from the same initialisation on the same stream of sequences."""
+    if not isinstance(config, StickyExperimentConfig):
+        raise TypeError(f"config must be a StickyExperimentConfig, got {type(config).__name__}")
     from nextword.data import sticky_markov_chain
 
     if not isinstance(rng, np.random.Generator):

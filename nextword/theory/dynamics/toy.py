@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nextword._validate import as_float_array, check_positive_int
+from nextword._validate import as_float_array, check_finite_scalar, check_flag, check_positive_int
 from nextword.theory.dynamics.gradients import HeadParams, head_forward, head_gradients
 
 __all__ = ["ToyConfig", "ToyRun", "simulate_toy", "attention_entropy"]
@@ -46,9 +46,10 @@ class ToyConfig:
         for name in ("T", "d_x", "d_k", "d_v", "num_classes"):
             check_positive_int(getattr(self, name), name)
         check_positive_int(self.steps, "steps", minimum=0)
+        check_flag(self.causal, "causal")
         for name in ("lr", "init_scale"):
-            v = getattr(self, name)
-            if not (np.isfinite(v) and v > 0):
+            v = check_finite_scalar(getattr(self, name), name)
+            if not v > 0:
                 raise ValueError(f"{name} must be a positive finite number, got {v}")
 
 
@@ -80,6 +81,8 @@ def attention_entropy(alpha: np.ndarray) -> np.ndarray:
 def simulate_toy(config: ToyConfig = ToyConfig(), *, rng: np.random.Generator) -> ToyRun:
     """Run the §7.1 toy: draw ``W``'s, ``X`` and ``y`` from ``rng`` (in that order), then
     ``config.steps`` gradient-descent steps on all of ``W_Q, W_K, W_V, W_O, b``."""
+    if not isinstance(config, ToyConfig):
+        raise TypeError(f"config must be a ToyConfig, got {type(config).__name__}")
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
     c = config

@@ -33,7 +33,7 @@ import numbers
 
 import numpy as np
 
-from nextword._validate import as_float_array, as_index_array, check_positive_int
+from nextword._validate import as_float_array, as_generator, as_index_array, check_finite_scalar, check_positive_int
 
 __all__ = [
     "generator_violations",
@@ -70,6 +70,7 @@ def generator_violations(Q: object, *, atol: float = 1e-12) -> list[str]:
     Checks: square 2-D, off-diagonal entries ``>= 0``, every row sums to 0 (``Q @ 1 = 0``).
     Used in the book to test the rate matrices printed in Examples 9.2 and 9.3.
     """
+    check_finite_scalar(atol, "atol")
     Q = as_float_array(Q, "Q", ndim=2)
     if Q.shape[0] != Q.shape[1] or Q.shape[0] == 0:
         return [f"Q must be square with at least one state, got shape {Q.shape}"]
@@ -87,6 +88,7 @@ def generator_violations(Q: object, *, atol: float = 1e-12) -> list[str]:
 
 def check_generator(Q: object, *, atol: float = 1e-12) -> np.ndarray:
     """Return ``Q`` as float64 if it is a generator, else raise ``ValueError`` listing the problems."""
+    check_finite_scalar(atol, "atol")
     problems = generator_violations(Q, atol=atol)
     if problems:
         raise ValueError("Q is not a CTMC generator: " + "; ".join(problems))
@@ -245,6 +247,7 @@ def tau_leaping(Q: object, x0: object, t_end: float, n_steps: int, rng: np.rando
     ``p0 (I + τQ)^n`` per token, which converges to ``p0 expm(t Q)`` with error ``O(τ)``.
     Returns the states at ``t_end``, shape ``(n, L)``.
     """
+    rng = as_generator(rng, "rng", required=True)
     Q = check_generator(Q, atol=1e-9)
     x = as_index_array(x0, "x0", upper=Q.shape[0]).copy()
     n_steps = check_positive_int(n_steps, "n_steps")
@@ -262,6 +265,7 @@ def reverse_generator(Q: object, p: object, *, floor: float = 0.0) -> np.ndarray
     The diagonal is set so rows sum to zero. States with ``p[i] <= floor`` get a zero row (they are
     never visited). Shape ``(S, S)``.
     """
+    check_finite_scalar(floor, "floor")
     Q = check_generator(Q, atol=1e-9)
     p = _check_prob(p, "p")
     if p.shape != (Q.shape[0],):
@@ -347,6 +351,7 @@ def sample_reverse(
     the row renormalised).
     Returns samples at ``t = 0``, shape ``(n_samples,)``; their histogram should match ``p0``.
     """
+    rng = as_generator(rng, "rng", required=True)
     Q = check_generator(Q, atol=1e-9)
     p0 = _check_prob(p0, "p0")
     n_samples = check_positive_int(n_samples, "n_samples")

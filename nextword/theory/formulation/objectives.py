@@ -32,7 +32,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nextword._validate import as_float_array, as_index_array, check_positive_int, check_size
+from nextword._validate import (
+    as_float_array,
+    as_index_array,
+    check_axis,
+    check_callable,
+    check_finite_scalar,
+    check_positive_int,
+    check_size,
+)
 from nextword.perturbation import nudge
 
 __all__ = [
@@ -68,6 +76,7 @@ def kl_divergence(p: object, q: object, axis: int = -1) -> np.ndarray | float:
     >>> float(kl_divergence([0.5, 0.5], [0.25, 0.75]))  # doctest: +ELLIPSIS
     0.1438...
     """
+    check_axis(axis)
     p = as_float_array(p, "p", min_ndim=1).astype(np.float64)
     q = as_float_array(q, "q", min_ndim=1).astype(np.float64)
     if p.shape != q.shape:
@@ -193,6 +202,8 @@ def kl_decomposition(p_next: NextProbs, q_next: NextProbs, V: int, L: int) -> KL
 # ----------------------------------------------------------------------------- estimators (Remark 4.7)
 def position_losses(seqs: object, q_next: NextProbs, V: int) -> np.ndarray:
     """``-log π_l(f_l | f_{1:l-1})`` for each row of ``seqs (N, L)``, shape ``(N, L)``."""
+    check_positive_int(V, "V")
+    check_callable(q_next, "q_next")
     seqs = as_index_array(seqs, "seqs", upper=V)
     if seqs.ndim != 2:
         raise ValueError(f"seqs must have shape (N, L), got {seqs.shape}")
@@ -214,6 +225,8 @@ def shared_prefix_estimate(seqs: object, q_next: NextProbs, V: int) -> float:
     ``(1/N) sum_n sum_l -log π_l(f_l^(n) | f_{1:l-1}^(n))``. Unbiased for ``L(θ)`` of (4.3a); its
     terms at different ``l`` are correlated because they share prefixes.
     """
+    check_positive_int(V, "V")
+    check_callable(q_next, "q_next")
     return float(position_losses(seqs, q_next, V).sum(axis=1).mean())
 
 
@@ -337,6 +350,8 @@ def fit_table(
 
     Returns ``(W, history)`` with the loss before each step.
     """
+    check_finite_scalar(lr, "lr")
+    check_finite_scalar(weight_decay, "weight_decay")
     W = as_float_array(W0, "W0", ndim=2).astype(np.float64).copy()
     W = nudge(W, "fit_table.W")  # NEXTWORD_PERTURB (the perturbation pass); a no-op by default
     steps = check_positive_int(steps, "steps")
@@ -364,6 +379,8 @@ def fit_lora(
     parameters: ``2 V r`` instead of ``V²``. Gradients: ``∂/∂A = G B^T``, ``∂/∂B = A^T G`` with ``G``
     the table gradient. Returns ``(A, B, history)``.
     """
+    check_finite_scalar(init_scale, "init_scale")
+    check_finite_scalar(lr, "lr")
     W0 = as_float_array(W0, "W0", ndim=2).astype(np.float64)
     V = W0.shape[0]
     rank = check_positive_int(rank, "rank")

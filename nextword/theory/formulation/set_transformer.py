@@ -40,7 +40,7 @@ from typing import Literal
 
 import numpy as np
 
-from nextword._validate import as_float_array, check_positive_int
+from nextword._validate import as_float_array, check_finite_scalar, check_flag, check_positive_int
 from nextword.attention.core import causal_mask, log_softmax, softmax
 from nextword.decoder import feed_forward, layer_norm, rms_norm
 
@@ -119,10 +119,11 @@ class BlockParams:
         b2 = as_float_array(self.b2, "b2", ndim=1)
         if b1.shape != (W1.shape[0],) or b2.shape != (d,):
             raise ValueError(f"b1 must have shape ({W1.shape[0]},) and b2 ({d},), got {b1.shape} and {b2.shape}")
-        if self.norm not in ("layer", "unit", "none"):
+        if not isinstance(self.norm, str) or self.norm not in ("layer", "unit", "none"):
             raise ValueError(f"norm must be 'layer', 'unit' or 'none', got {self.norm!r}")
-        if self.activation not in ("relu", "gelu"):
+        if not isinstance(self.activation, str) or self.activation not in ("relu", "gelu"):
             raise ValueError(f"activation must be 'relu' or 'gelu', got {self.activation!r}")
+        check_finite_scalar(self.eps, "eps", nonnegative=True)
         for name, val in (("W1", W1), ("W2", W2), ("b1", b1), ("b2", b2)):
             object.__setattr__(self, name, val)
 
@@ -185,6 +186,7 @@ def att(h: object, params: AttentionParams, *, causal: bool = False, weights: ob
     ``causal=True`` restricts key ``l`` to ``l <= k`` by masking (weight 0, not score 0).
     ``weights (..., m)`` reads ``h`` as a weighted empirical measure, (B.4a).
     """
+    causal = check_flag(causal, "causal")
     _check_type(params, "params", AttentionParams)
     x = _seq(h, params.d_e)
     q = x @ params.Q.T  # (..., m, c): row k is Q h_k
@@ -214,6 +216,7 @@ def attention_block(h: object, params: BlockParams, *, causal: bool = False, wei
     Shapes ``(..., m, d_e) → (..., m, d_e)``; ``causal`` and ``weights`` as in :func:`att`. This is
     the post-norm block of Chapter 6 with one head, raw scores and no output projection.
     """
+    causal = check_flag(causal, "causal")
     _check_type(params, "params", BlockParams)
     x = _normalise(att(h, params.att, causal=causal, weights=weights), params)  # (5.3a-b)
     nn = feed_forward(x, params.W1.T, params.b1, params.W2.T, params.b2, activation=params.activation)
@@ -245,6 +248,7 @@ def soft_max_pool(h: object, beta: float, weights: object = None) -> np.ndarray:
     ``(..., m, d_e) → (..., d_e)``; ``p`` uniform or ``weights`` normalised. The gap to the max is
     at most ``log(1/p_min) / β``.
     """
+    check_finite_scalar(beta, "beta")
     x = _seq(h)
     if not np.isfinite(beta) or beta <= 0:
         raise ValueError(f"beta must be finite and > 0, got {beta!r}")
@@ -259,7 +263,8 @@ def set_transformer(
     h: object, blocks: Sequence[BlockParams], pool: Pool = "mean", *, causal: bool = False, weights: object = None
 ) -> np.ndarray:
     """``T(h) = P ∘ A_K ∘ … ∘ A_1 (h)``, Eq. (5.6) / (B.3): ``(..., m, d_e) → (..., d_e)``."""
-    if pool not in ("mean", "max"):
+    causal = check_flag(causal, "causal")
+    if not isinstance(pool, str) or pool not in ("mean", "max"):
         raise ValueError(f"pool must be 'mean' or 'max', got {pool!r}")
     x = _seq(h)
     for p in _check_blocks(blocks):
@@ -278,6 +283,8 @@ def next_token_distribution(
     weights: object = None,
 ) -> np.ndarray:
     """``q_m(· | h) = softmax(B T(h) / τ)``, Eq. (5.7): ``B (|V|, d_e)``; returns ``(..., |V|)``."""
+    causal = check_flag(causal, "causal")
+    check_finite_scalar(tau, "tau")
     Bm = as_float_array(B, "B", ndim=2)
     if not np.isfinite(tau) or tau <= 0:
         raise ValueError(f"tau must be finite and > 0, got {tau!r}")

@@ -32,7 +32,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from nextword._validate import as_float_array, check_positive_int
+from nextword._validate import as_float_array, check_callable, check_finite_scalar, check_positive_int
 
 __all__ = [
     "discretize_zoh",
@@ -177,6 +177,9 @@ def ssm_exact_state(
     adaptive quadrature (``scipy.integrate.quad_vec``). ``h`` maps a time to an array ``(d,)``;
     ``times`` is a 1-D array of times ``>= 0``. Returns states, shape ``(len(times), s)``.
     """
+    check_finite_scalar(epsabs, "epsabs")
+    check_finite_scalar(epsrel, "epsrel")
+    check_callable(h, "h")
     A, B = _check_AB(A, B)
     v0 = as_float_array(v0, "v0", ndim=1).astype(np.float64)
     if v0.shape != (A.shape[0],):

@@ -33,7 +33,15 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from nextword._validate import as_float_array, as_index_array, check_positive_int
+from nextword._validate import (
+    as_array,
+    as_float_array,
+    as_index_array,
+    check_broadcast,
+    check_finite_scalar,
+    check_flag,
+    check_positive_int,
+)
 from nextword.attention.core import log_softmax
 from nextword.theory.svflow.flow import categorical_kl, entropy
 from nextword.theory.svflow.sphere import vmf_log_normalizer
@@ -91,6 +99,7 @@ def vmf_attention_log_posterior(
     shifts the weights unless all ``kappa_z`` are equal. ``mask (..., Z)`` bool, True = allowed.
     Shapes: ``x_q (..., d)``, ``kappa (..., Z)``, ``mu (..., Z, d)`` -> ``(..., Z)``.
     """
+    normalised = check_flag(normalised, "normalised")
     x = as_float_array(x_q, "x_q", min_ndim=1).astype(np.float64)
     kappa = as_float_array(kappa, "kappa", min_ndim=1).astype(np.float64)
     mu = as_float_array(mu, "mu", min_ndim=2).astype(np.float64)
@@ -141,7 +150,7 @@ def multihead_as_expectation(
         raise ValueError("heads must contain at least one (W_q, W_k, W_v, W_o) tuple")
     outs = np.stack([head_output(x_q, keys, values, *h)[1] for h in heads], axis=-2)  # (..., H, d)
     w = np.full(H, 1.0 / H) if head_weights is None else as_float_array(head_weights, "head_weights")
-    if w.shape[-1] != H:
+    if w.ndim == 0 or w.shape[-1] != H:
         raise ValueError(f"head_weights must have last axis H={H}, got {w.shape}")
     return np.einsum("...h,...hd->...d", w, outs)
 
@@ -174,6 +183,7 @@ def prefix_shuffle(tokens: object, p: float, rng: np.random.Generator) -> np.nda
 
     Shapes: ``tokens (N,)`` ints -> ``(N,)``. ``p`` in ``[0, 1]``.
     """
+    check_finite_scalar(p, "p")
     if not isinstance(rng, np.random.Generator):
         raise TypeError("rng must be a numpy.random.Generator")
     if not (0.0 <= p <= 1.0):
@@ -194,6 +204,7 @@ def prefix_shuffle_rates(N: int, p: float) -> tuple[np.ndarray, np.ndarray]:
     The text writes ``pN``; with ``floor(pN)`` shuffled tokens the fraction of a token's prefix
     that was shuffled is ``floor(pN)/n``, which is what is used here.
     """
+    check_finite_scalar(p, "p")
     N = check_positive_int(N, "N")
     if not (0.0 <= p <= 1.0):
         raise ValueError(f"p must lie in [0, 1], got {p}")
@@ -255,7 +266,14 @@ def svflow_metrics_from_loglik(
         raise ValueError(
             f"log_lik (..., Z) and attn (..., Z) must broadcast, got {log_lik.shape} and {q.shape}"
         ) from None
-    m = (q > 0) if mask is None else np.asarray(mask, dtype=bool)
+    if mask is None:
+        m = q > 0
+    else:
+        m = as_array(mask, "mask")
+        if m.dtype.kind not in "biuf":
+            raise TypeError(f"mask must be a boolean array (True = key allowed), got dtype {m.dtype}")
+        m = m.astype(bool)
+        check_broadcast(mask=m, **{"log_lik and attn": np.empty(np.broadcast_shapes(q.shape, log_lik.shape))})
     m = np.broadcast_to(m, np.broadcast_shapes(q.shape, log_lik.shape))
     log_lik = np.where(m, log_lik, -np.inf)
     n_allowed = m.sum(axis=-1)

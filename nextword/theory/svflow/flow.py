@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
-from nextword._validate import as_float_array, check_positive_int
+from nextword._validate import as_float_array, check_broadcast, check_callable, check_finite_scalar, check_positive_int
 from nextword.attention.core import log_softmax
 
 __all__ = [
@@ -139,6 +139,7 @@ def elbo(log_q: object, log_lik: object, log_prior: object | None = None) -> np.
     lq, ll = _logp(log_q, "log_q"), _logp(log_lik, "log_lik", prob=False)
     if lq.shape[-1] != ll.shape[-1]:
         raise ValueError(f"log_q and log_lik must share the last axis Z, got {lq.shape} and {ll.shape}")
+    check_broadcast(log_q=lq, log_lik=ll)
     q = np.exp(lq)
     expected = np.sum(np.where(q > 0, q * ll, 0.0), axis=-1)
     return expected - categorical_kl(lq, _prior(log_prior, ll.shape[-1]))
@@ -181,6 +182,7 @@ def variational_error(log_q: object, log_post: object, grad_log_q: object) -> np
     Components with ``q = 0`` contribute 0.
     """
     lq, lp = _logp(log_q, "log_q"), _logp(log_post, "log_post")
+    check_broadcast(log_q=lq, log_post=lp)
     q = np.exp(lq)
     with np.errstate(invalid="ignore"):
         w = np.where(q > 0, q * (lp - lq), 0.0)  # (..., Z)
@@ -198,6 +200,8 @@ def _gauss_args(x: object, means: object, log_vars: object) -> tuple[np.ndarray,
         raise ValueError(
             f"means and log_vars must be (..., Z, d) with d={x.shape[-1]} (from x), got {m.shape} and {lv.shape}"
         )
+    check_broadcast(means=m, log_vars=lv)
+    check_broadcast(x=x[..., None, :], means=m)
     return x, m, lv
 
 
@@ -300,6 +304,8 @@ def euler_flow(x0: object, field: Field, n_steps: int, dt: float) -> np.ndarray:
     >>> path[:, 0]
     array([1.  , 0.5 , 0.25])
     """
+    check_finite_scalar(dt, "dt")
+    check_callable(field, "field")
     x = as_float_array(x0, "x0", min_ndim=1).astype(np.float64)
     n_steps = check_positive_int(n_steps, "n_steps")
     if not (np.isfinite(dt) and dt > 0):
@@ -320,6 +326,8 @@ def spherical_euler_flow(x0: object, field: Field, n_steps: int, dt: float) -> n
     ``x_{l+1} = (x_l + dt v(x_l, t_l)) / ||x_l + dt v(x_l, t_l)||`` — the residual update followed
     by the relaxed retraction of Eq. (17). Shapes as :func:`euler_flow`; ``x0`` rows must be unit.
     """
+    check_finite_scalar(dt, "dt")
+    check_callable(field, "field")
     from nextword.theory.svflow.sphere import retraction
 
     x = as_float_array(x0, "x0", min_ndim=1).astype(np.float64)
@@ -359,6 +367,7 @@ def rk4_flow_with_divergence(
     >>> round(float(x_end[0]), 8), round(float(np.exp(-1.0)), 8), round(float(log_volume), 12)
     (0.36787944, 0.36787944, -1.0)
     """
+    check_finite_scalar(t_end, "t_end")
     x = as_float_array(x0, "x0", min_ndim=1).astype(np.float64)
     if not callable(field):
         raise TypeError(f"field must be a callable (..., d) -> (..., d), got {type(field).__name__}")

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from nextword._validate import as_float_array, check_positive_int
+from nextword._validate import as_float_array, check_broadcast, check_finite_scalar, check_positive_int
 
 __all__ = [
     "tangent_projection",
@@ -61,6 +61,7 @@ def _pair(x: object, v: object) -> tuple[np.ndarray, np.ndarray]:
     v = as_float_array(v, "v", min_ndim=1).astype(np.float64)
     if x.shape[-1] != v.shape[-1]:
         raise ValueError(f"x and v must have the same last dimension d, got x {x.shape} and v {v.shape}")
+    check_broadcast(x=x, v=v)
     _unit_rows(x, "x")
     return x, v
 
@@ -86,6 +87,7 @@ def exp_map(x: object, v: object, *, atol: float = 1e-8) -> np.ndarray:
     >>> np.round(exp_map(np.array([1.0, 0.0]), np.array([0.0, np.pi / 2])), 12)
     array([0., 1.])
     """
+    check_finite_scalar(atol, "atol")
     x, v = _pair(x, v)
     dots = np.sum(x * v, axis=-1)
     n = np.linalg.norm(v, axis=-1)
@@ -166,6 +168,7 @@ def log_bessel_iv(nu: object, x: object) -> np.ndarray:
         raise ValueError("nu must be >= 0 (orders of the vMF normaliser are d/2 - 1 >= 0)")
     if np.any(x_a < 0):
         raise ValueError("x must be >= 0")
+    check_broadcast(nu=nu_a, x=x_a)
     nu_b, x_b = np.broadcast_arrays(nu_a, x_a)
     with np.errstate(divide="ignore", over="ignore", under="ignore", invalid="ignore"):
         scaled = special.ive(nu_b, x_b)
@@ -270,6 +273,7 @@ def vmf_log_density(x: object, mu: object, kappa: object) -> np.ndarray:
     _unit_rows(x, "x")
     _unit_rows(mu, "mu")
     k = _kappa(kappa)
+    check_broadcast(kappa=k, **{"x . mu": np.empty(np.broadcast_shapes(x.shape, mu.shape)[:-1])})
     d = x.shape[-1]
     return vmf_log_normalizer(k, d) + k * np.sum(x * mu, axis=-1)
 
@@ -283,6 +287,7 @@ def vmf_score(mu: object, kappa: object) -> np.ndarray:
     mu = as_float_array(mu, "mu", min_ndim=1).astype(np.float64)
     _unit_rows(mu, "mu")
     k = _kappa(kappa)
+    check_broadcast(kappa=k, **{"mu without its last axis": mu[..., 0]})
     return k[..., None] * mu
 
 
@@ -306,6 +311,7 @@ def vmf_sample(mu: object, kappa: float, n: int, rng: np.random.Generator) -> np
 
     Shapes: ``mu (d,)`` -> ``(n, d)``. ``rng`` is the only source of randomness.
     """
+    check_finite_scalar(kappa, "kappa")
     if not isinstance(rng, np.random.Generator):
         raise TypeError("rng must be a numpy.random.Generator (e.g. np.random.default_rng(0))")
     mu = as_float_array(mu, "mu", ndim=1).astype(np.float64)

@@ -40,10 +40,29 @@ class ExerciseCheckError(AssertionError):
         return str(self).splitlines()
 
 
+class Passed(int):
+    """What a passing check returns: true (``assert check_ex_…(…)`` holds, ``== True``), and shown as nothing
+    when it is a notebook cell's last value, so the ✓ line is not followed by an echoed ``True``.
+
+    >>> p = Passed()
+    >>> bool(p), p == True, repr(p)
+    (True, True, 'True')
+    """
+
+    def __new__(cls) -> "Passed":
+        return super().__new__(cls, 1)
+
+    def __repr__(self) -> str:
+        return "True"
+
+    def _ipython_display_(self) -> None:  # IPython's hook: display nothing (the ✓ line is the output)
+        return None
+
+
 def passed(message: str) -> bool:
-    """Print a success line for the student and return True."""
+    """Print a success line for the student and return :class:`Passed` (true, and silent in a notebook)."""
     print(f"✓ {message}")
-    return True
+    return Passed()
 
 
 def fail(message: str) -> None:
