@@ -139,16 +139,16 @@ assert abs(change_attention - alpha_4[1]) < 1e-9
 
 # %% [markdown]
 # The two graphs, drawn from the library's dependency graphs (`rnn_graph`, `attention_graph`), with a
-# shortest path from word 1 to the prediction state drawn thick:
+# shortest path from word 1 to the prediction state drawn thick, in vermilion:
 
 # %%
 fig = recurrence_vs_attention(["the", "engineer", "submitted", "code"])
 plt.show()
 
 # %% [markdown]
-# **Figure 6.1.1.** Left: a recurrent network; the only way from "the" to $h[4]$ goes through every
-# state (4 arrows). Right: one attention layer; every output reads every earlier word directly, so the
-# path has 1 arrow whatever the sentence's length (the layer's outputs, $y[t]$ in the text, are drawn
+# **Figure 6.1.1.** Follow the thick vermilion arrows. Left: a recurrent network; the only way from
+# "the" to $h[4]$ goes through every state (4 arrows). Right: one attention layer; every output reads
+# every earlier word directly, so the path has 1 arrow whatever the sentence's length (the layer's outputs, $y[t]$ in the text, are drawn
 # in the states' places). See also that the outputs have no arrows between them: they can all be
 # computed at the same time.
 #

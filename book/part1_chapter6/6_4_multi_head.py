@@ -560,9 +560,12 @@ def head_roles(p: dict[str, np.ndarray], m: int) -> str:
     roles = [role for role, holds_for_head in tests if holds_for_head]
     cost = p["Δ agreement"][m]
     agree = "> 1 nat" if cost > 1 else "< 0.2 nat" if cost < 0.2 else "0.2-1 nat"
-    fill = "most" if p["Δ filler"][m] >= p["Δ filler"].max() - 0.05 else "less"
-    return f"{', '.join(roles) or 'no clear role'}; removing it costs {agree} at the markers; " \
-           f"fillers rely on it {fill}"
+    top = int(np.argmax(p["Δ filler"]))  # the one head whose removal costs most on the fillers
+    fill = ("most" if m == top else "nearly as much (within 0.05 nat)"
+            if p["Δ filler"][top] - p["Δ filler"][m] <= 0.05 else "less")
+    on_fillers = p["Δ filler"][m] if abs(p["Δ filler"][m]) >= 0.005 else 0.0  # 0.00, not -0.00
+    return f"{', '.join(roles) or 'no clear role'}; removing it costs {agree} at the markers " \
+           f"and {on_fillers:.2f} nat on the fillers; fillers rely on it {fill}"
 
 
 holds = {seed: claims(p) for seed, p in probes.items()}

@@ -143,7 +143,8 @@ assert np.isclose(pi_text["AB"] / p_text["AB"], 6.0)
 
 # %%
 fig, ax = plt.subplots(figsize=(6, 3.6))
-draw_kl_gap(list(p_text.values()), list(pi_text.values()), texts, model_symbol="π", ax=ax)
+draw_kl_gap(list(p_text.values()), list(pi_text.values()), texts, model_symbol="π", outcome_name="text $f$",
+            ax=ax)
 plt.show()
 
 # %% [markdown]

@@ -79,6 +79,7 @@ import scipy.integrate
 import scipy.linalg
 import sympy as sp
 from IPython.display import Math, display
+from matplotlib.ticker import NullFormatter
 
 from nextword.attention import band_mask, causal_mask, scaled_dot_product_attention, softmax
 from nextword.booktools.plotting import heatmap, use_book_style
@@ -453,14 +454,17 @@ for name, e in errors.items():
 fig, ax = plt.subplots()
 for name, e in errors.items():
     ax.loglog(T_end / steps, e, "o-", label=name)
-ax.set_xlabel("Δt")
-ax.set_ylabel("max |v_K - v(T)|")
+ax.set_xticks(T_end / steps, [f"{d:g}" for d in T_end / steps])  # one label per step length tried
+ax.xaxis.set_minor_formatter(NullFormatter())  # no labels between them
+ax.set_xlabel("step length $\\Delta t$")
+ax.set_ylabel("error of the state at $t=2$\n(its largest coordinate)")
 ax.legend()
 plt.show()
 
 # %% [markdown]
 # **Figure 2.5.3.** Error of the discretised state at time 2 against the exact solution (C.3a,
-# corrected) for a smooth input, on log–log axes: both discretisations (blue: zero-order hold,
+# corrected) for a smooth input — the largest absolute coordinate of their difference — against the
+# step length $\Delta t$, on log–log axes: both discretisations (blue: zero-order hold,
 # vermilion: forward Euler) fall along lines of slope 1 — first order in $\Delta t$.
 #
 # ## The SSM as a causal, linear-cost sequence map (5.9)

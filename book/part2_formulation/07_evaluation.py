@@ -410,17 +410,27 @@ assert abs(crps_gaussian(2.0, 1.5, y_obs) - crps_sample(rng.normal(2.0, 1.5, 200
 # line of the cell compares the closed form with the sample formula on many more draws.
 #
 # The use case: an "LLM" answers *"how many lines does this speech have?"* (true answer 7) with a
-# distribution of numbers; three forecasters — sharp and right, sharp and wrong, vague — are scored.
+# distribution of numbers, given as 500 draws; three forecasters are scored: sharp and right
+# (Poisson with mean 7), sharp and wrong (Poisson with mean 12), and vague (every whole number from 1
+# to 29 equally likely). A uniform forecast has no single most likely answer, so each forecast is
+# described by where it is centred (its mean, minus the truth) and how wide it is (its standard
+# deviation); the CRPS penalises both.
 
 # %%
 truth_count = 7
+lowest, highest = 1, 29  # the vague forecast: every whole number from 1 to 29 equally likely
 forecasters = {"sharp, right": rng.poisson(7, 500), "sharp, wrong": rng.poisson(12, 500),
-               "vague": rng.integers(1, 30, 500)}
+               "vague": rng.integers(lowest, highest + 1, 500)}
+print(f"vague: uniform on the whole numbers {lowest} to {highest}; 500 draws from each forecast")
 crps_of = {name: crps_sample(s.astype(float), truth_count) for name, s in forecasters.items()}
 for name, s in forecasters.items():
     print(f"  {name:13s}: CRPS {produced(crps_of[name], '.3f')}, "
-          f"|mode - truth| = {produced(abs(np.bincount(s).argmax() - truth_count), 'd')}")
+          f"mean - truth = {produced(s.mean() - truth_count, '+.1f')}, "
+          f"standard deviation {produced(s.std(), '.1f')}")
 assert crps_of["sharp, right"] < crps_of["sharp, wrong"] < crps_of["vague"]
+# the laws the draws come from: means 7, 12, 15; standard deviations sqrt(7), sqrt(12), sqrt((29^2 - 1) / 12)
+for name, mean, sd in [("sharp, right", 7, 7**0.5), ("sharp, wrong", 12, 12**0.5), ("vague", 15, 70**0.5)]:
+    assert abs(forecasters[name].mean() - mean) < 5 * sd / 500**0.5 and abs(forecasters[name].std() / sd - 1) < 0.15
 
 # %% [markdown]
 # The CRPS is a *proper* scoring rule: when the answer is itself random, $y\sim G$, the expected score

@@ -175,9 +175,9 @@ plt.show()
 # %% [markdown]
 # **Figure 2.8.1.** One path of the masking chain on a four-word sentence, one row per time (the
 # moment just after each masking): each word is replaced by the mask `M` (grey boxes) at its own
-# exponential time and stays masked. Generation runs the picture
-# upwards: from an all-mask row, the reverse chain reveals words one at a time, in an order that is
-# not left to right.
+# exponential time and stays masked, which is the forward chain (the vermilion arrow, read
+# downwards). Generation runs the picture upwards (the blue arrow): from an all-mask row, the reverse
+# chain reveals words one at a time, in an order that is not left to right.
 #
 # ## The forward process: a continuous-time Markov chain (9.1)–(9.3)
 #

@@ -234,7 +234,7 @@ ax = draw_gradient_flow()
 plt.show()
 
 # %% [markdown]
-# **Figure 3.1.1.** One head, forward (grey) and backward (red). Follow the red arrows
+# **Figure 3.1.1.** One head, forward (grey) and backward (vermilion). Follow the vermilion arrows
 # from the loss: the gradient reaches the logits as $p_i - \operatorname{onehot}(y_i)$ and the context
 # as the upstream gradient $u_i = (p_i - \operatorname{onehot}(y_i))\,(W^{\text{out}})^\top$. From
 # there it splits: the **values** get the upstream signals directly, weighted by attention; the

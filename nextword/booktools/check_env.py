@@ -140,6 +140,18 @@ def _system() -> list[CheckResult]:
     ]
 
 
+def _shown_path(path: Path) -> str:
+    """``path`` relative to the checkout nextword is imported from when it lies inside it, else absolute.
+
+    The report is stored in the book's pages, so it must not name the directory of whoever built them.
+    """
+    checkout = Path(__file__).resolve().parents[2]
+    try:
+        return f"{Path(path).resolve().relative_to(checkout).as_posix()} (in nextword's checkout)"
+    except ValueError:
+        return str(path)
+
+
 def run_checks() -> list[CheckResult]:
     """Run every check and return the results (no printing)."""
     results = []
@@ -172,7 +184,7 @@ def run_checks() -> list[CheckResult]:
     from nextword.data import DataNotFoundError, find_data_file
 
     try:
-        results.append(CheckResult("data: tiny Shakespeare", "OK", str(find_data_file("tinyshakespeare/input.txt"))))
+        results.append(CheckResult("data: tiny Shakespeare", "OK", _shown_path(find_data_file("tinyshakespeare/input.txt"))))
     except DataNotFoundError as exc:
         results.append(
             CheckResult("data: tiny Shakespeare", "--", str(exc).splitlines()[0] + " (set NEXTWORD_DATA_DIR)")

@@ -44,6 +44,17 @@ def test_missing_data_is_reported_not_fatal(monkeypatch, tmp_path):
     assert "NEXTWORD_DATA_DIR" in results["data: tiny Shakespeare"].detail
 
 
+def test_data_inside_the_checkout_is_shown_relative_to_it(tmp_path):
+    from pathlib import Path
+
+    checkout = Path(check_env.__file__).resolve().parents[2]
+    inside = check_env._shown_path(checkout / "nextword" / "data" / "x.txt")
+    assert inside == "nextword/data/x.txt (in nextword's checkout)" and str(checkout) not in inside
+    assert check_env._shown_path(tmp_path / "x.txt") == str(tmp_path / "x.txt")  # elsewhere: as found
+    report = check_env.format_report(check_env.run_checks())
+    assert str(checkout) + "/" not in report  # the report stored in the book names no builder's directory
+
+
 def test_command_line_prints_ok_lines_and_exits_zero():
     proc = subprocess.run([sys.executable, "-m", "nextword", "check-env"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr

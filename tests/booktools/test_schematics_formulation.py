@@ -66,6 +66,9 @@ def test_kl_gap_title_is_the_sum_of_the_terms():
     expected = float(np.sum(p * np.log(p / q)))
     assert f"{expected:.3f} nats" in ax.get_title()
     assert "+0.000" in _texts(ax)  # equal probabilities contribute nothing
+    assert ax.get_xlabel().startswith("outcome") and "p log(p/q)" in ax.get_xlabel()
+    named = draw_kl_gap(p, q, ["a", "b", "c"], model_symbol="π", outcome_name="text $f$")
+    assert named.get_xlabel().startswith("text $f$") and "p log(p/π)" in named.get_xlabel()
     plt.close("all")
 
 

@@ -47,6 +47,22 @@ def test_masking_chain_draws_one_grey_box_per_masked_token():
     plt.close("all")
 
 
+def test_masking_chain_arrows_are_in_the_book_palette():
+    """The forward arrow is vermilion, the reverse one blue (the caption of Fig. 2.8.1 names them)."""
+    from matplotlib.colors import to_hex
+
+    from nextword.booktools.plotting import BOOK_COLORS
+    from nextword.booktools.schematics.core import COLOURS
+
+    ax = draw_masking_chain(np.array([[0, 1], [2, 2]]), ["a", "b", "M"], 2, [0.0, 1.0])
+    labels = {t.get_text(): to_hex(t.get_color()) for t in ax.texts}
+    assert labels["forward:\nmask"] == "#d55e00" and labels["reverse:\nunmask"] == "#0072b2"
+    arrows = {to_hex(t.arrow_patch.get_edgecolor()) for t in ax.texts if getattr(t, "arrow_patch", None)}
+    assert arrows == {"#d55e00", "#0072b2"}
+    assert COLOURS["highlight"] in BOOK_COLORS  # every schematic's highlight is a palette colour
+    plt.close("all")
+
+
 def test_masking_chain_needs_one_time_per_row():
     with pytest.raises(ValueError, match="one row per time"):
         draw_masking_chain(np.zeros((2, 3), dtype=int), ["a", "M"], 1, [0.0])

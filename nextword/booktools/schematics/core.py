@@ -20,13 +20,15 @@ import numpy as np
 __all__ = ["COLOURS", "arrow", "blank", "box", "recurrence_vs_attention", "token_row"]
 
 #: One colour per role, the same in every schematic: inputs, states/outputs, queries, keys, values, highlight.
+#: The fills are light tints; the highlight (a path, an arrow, a cell to look at) is the Okabe–Ito vermilion of
+#: :data:`nextword.booktools.plotting.BOOK_COLORS`, so a caption can name it as the plots' colours are named.
 COLOURS = {
     "input": "#dbe9f6",
     "state": "#fde2c4",
     "query": "#cde8c8",
     "key": "#f6cfd5",
     "value": "#e0d5ef",
-    "highlight": "#c0392b",
+    "highlight": "#D55E00",  # vermilion
     "edge": "#7f7f7f",
 }
 
@@ -138,7 +140,7 @@ def _graph_panel(
     """Inputs x[1..T] on the bottom row, states h[1..T] on the top row, one arrow per edge of the graph.
 
     Node numbering is the library's: nodes 0..T-1 are x[1..T], nodes T..2T-1 are h[1..T]. The edges of
-    ``path`` are drawn red and thick.
+    ``path`` are drawn vermilion and thick.
     """
     T = len(words)
     inputs = token_row(ax, [f"x[{t}]\n{w}" for t, w in enumerate(words, start=1)], 0.0, fontsize=8)
@@ -166,7 +168,7 @@ def _graph_panel(
 def recurrence_vs_attention(words: Sequence[str]):
     """Fig. 6.1 as two dependency graphs over ``words``: a recurrent network (x[t] → h[t] and
     h[t-1] → h[t]) beside one causal attention layer (x[s] → h[t] for every s ≤ t). A shortest path from
-    the first word x[1] to the prediction state h[T] is red. Edges and path lengths come from
+    the first word x[1] to the prediction state h[T] is vermilion. Edges and path lengths come from
     ``nextword.chapter6``."""
     import matplotlib.pyplot as plt
 

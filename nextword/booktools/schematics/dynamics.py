@@ -1,7 +1,7 @@
 """Schematic figures of Part 3 (the gradient dynamics of attention), drawn from code.
 
 * :func:`draw_gradient_flow` — one attention head with a read-out: the forward pass left to right and,
-  in red, the loss gradient flowing back; each red arrow carries the formula the paper derives for it
+  in vermilion, the loss gradient flowing back; each vermilion arrow carries the formula the paper derives for it
   (values get the upstream signal directly, scores an advantage-weighted signal, queries and keys only
   through the scores). The arrows are the data :data:`BACKWARD_SIGNALS`, and :func:`backward_route`
   reads off which quantities a gradient passes through on its way from the loss to a node.
@@ -72,7 +72,7 @@ BACKWARD_SIGNALS: tuple[tuple[str, str, str, str], ...] = (
     ("s", "k", "$\\sum_i (\\partial \\mathcal{L}/\\partial s_{ij})\\, q_i/\\sqrt{d_k}$", "(27)"),
 )
 
-# Which side of its forward edge each red arrow runs on (+1: left of the backward direction, -1: right)
+# Which side of its forward edge each vermilion arrow runs on (+1: left of the backward direction, -1: right)
 # and how far its label sits from the arrow, in data units; chosen for legibility.
 _SIDE = {
     "logits": (1, 0.45),
@@ -112,9 +112,9 @@ def _axes(ax: Axes | None, size: tuple[float, float]) -> Axes:
 
 
 def draw_gradient_flow(ax: Axes | None = None, *, show_equations: bool = True) -> Axes:
-    """One head with a read-out, forward (grey, left to right) and backward (red, right to left).
+    """One head with a read-out, forward (grey, left to right) and backward (vermilion, right to left).
 
-    Nodes are :data:`FLOW_NODES`, grey arrows :data:`FORWARD_EDGES`, red arrows
+    Nodes are :data:`FLOW_NODES`, grey arrows :data:`FORWARD_EDGES`, vermilion arrows
     :data:`BACKWARD_SIGNALS` labelled with the gradient each carries (and, if ``show_equations``, the
     paper's equation number). The values' arrow comes straight from the context: values receive the
     upstream signal ``u_i`` without passing through the softmax; queries and keys receive theirs only
@@ -139,7 +139,7 @@ def draw_gradient_flow(ax: Axes | None = None, *, show_equations: bool = True) -
         middle = ((x0 + x1) / 2 + (shift + distance) * nx, (y0 + y1) / 2 + (shift + distance) * ny)
         ax.text(*middle, text, ha="center", va="center", fontsize=8.5, color=COLOURS["highlight"])
     blank(ax, (-1.0, 15.4), (-1.1, 5.0))
-    ax.text(-0.9, 4.75, "grey: forward pass    red: the loss gradient flowing back", fontsize=8.5, va="top")
+    ax.text(-0.9, 4.75, "grey: forward pass    vermilion: the loss gradient flowing back", fontsize=8.5, va="top")
     return ax
 
 

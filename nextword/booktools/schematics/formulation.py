@@ -165,13 +165,23 @@ def _check_distribution(values, name: str) -> np.ndarray:
     return array
 
 
-def draw_kl_gap(p, q, labels: Sequence[str], *, model_symbol: str = "q", ax: Axes | None = None) -> Axes:
+def draw_kl_gap(
+    p,
+    q,
+    labels: Sequence[str],
+    *,
+    model_symbol: str = "q",
+    outcome_name: str = "outcome",
+    ax: Axes | None = None,
+) -> Axes:
     """Two distributions over the same outcomes and the gap between them, KL(p ‖ q) = Σ p log(p/q).
 
     Left bars: the data distribution ``p``; right bars: the model ``q``. Under each outcome its term
     p log(p/q) in nats, coloured on a diverging scale centred on zero (red: q too small there, blue: q too
     large). The title gives the sum. ``q`` must be positive wherever ``p`` is (else the gap is infinite).
     ``model_symbol`` names the model in the legend and the title (the formulation paper writes π).
+    ``outcome_name`` says what the outcomes are, in the page's symbols (e.g. ``"text $f$"``); the x-axis
+    label names it and the boxed terms under it.
     """
     p = _check_distribution(p, "p")
     q = _check_distribution(q, "q")
@@ -201,6 +211,7 @@ def draw_kl_gap(p, q, labels: Sequence[str], *, model_symbol: str = "q", ax: Axe
         )
     ax.set_xticks(x, list(labels))
     ax.tick_params(axis="x", pad=22)
+    ax.set_xlabel(f"{outcome_name} (boxed under each: its term p log(p/{model_symbol}), in nats)")
     ax.set_ylim(-0.02, max(p.max(), q.max()) * 1.2)
     ax.set_ylabel("probability")
     m = model_symbol

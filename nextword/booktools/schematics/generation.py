@@ -30,6 +30,8 @@ __all__ = ["PATH_COLOURS", "draw_masking_chain", "draw_search_tree"]
 
 #: Colours of highlighted paths, in the order the ``highlight`` mapping lists them.
 PATH_COLOURS = ("#D55E00", "#0072B2", "#009E73", "#CC79A7")  # Okabe–Ito: vermilion, blue, bluish green, reddish purple
+#: The masking chain's arrows: forward (masking) in the schematics' highlight, vermilion; reverse in Okabe–Ito blue.
+REVERSE_COLOUR = "#0072B2"
 
 
 def _probabilities(next_logits: Callable[[list[int]], np.ndarray], prefix: list[int]) -> np.ndarray:
@@ -130,8 +132,8 @@ def draw_masking_chain(
     """Draw a sequence as it is masked over time: one row of token boxes per time, mask in grey.
 
     ``states`` has shape (n_times, L): the token ids of one path of the chain at ``times`` (increasing);
-    ``vocab[mask_id]`` is the mask token. A downward arrow on the left says "forward: mask" and an
-    upward one on the right "reverse: unmask". Returns the axes. Raises ValueError when ``states``
+    ``vocab[mask_id]`` is the mask token. A downward vermilion arrow on the left says "forward: mask" and
+    an upward blue one on the right "reverse: unmask". Returns the axes. Raises ValueError when ``states``
     is not (n_times, L) with one time per row, when the times do not increase, or when an id is
     not in ``vocab``.
     """
@@ -166,6 +168,6 @@ def draw_masking_chain(
     arrow(ax, (-1.85, top), (-1.85, bottom), colour=COLOURS["highlight"], width=1.6, shrink=1.0)
     ax.text(-2.0, (top + bottom) / 2, "forward:\nmask", ha="right", va="center", fontsize=8, color=COLOURS["highlight"])
     right = 1.2 * (length - 1) + 0.75
-    arrow(ax, (right, bottom), (right, top), colour="#1f77b4", width=1.6, shrink=1.0)
-    ax.text(right + 0.15, (top + bottom) / 2, "reverse:\nunmask", ha="left", va="center", fontsize=8, color="#1f77b4")
+    arrow(ax, (right, bottom), (right, top), colour=REVERSE_COLOUR, width=1.6, shrink=1.0)
+    ax.text(right + 0.15, (top + bottom) / 2, "reverse:\nunmask", ha="left", va="center", fontsize=8, color=REVERSE_COLOUR)
     return ax

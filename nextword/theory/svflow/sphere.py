@@ -241,7 +241,16 @@ def vmf_log_normalizer(kappa: object, d: int) -> np.ndarray:
 
 
 def vmf_log_normalizer_naive(kappa: object, d: int) -> np.ndarray:
-    """The same formula with ``scipy.special.iv`` in linear space: ``-inf``/NaN once ``I`` overflows."""
+    """The same formula with ``scipy.special.iv`` in linear space, to show where it fails.
+
+    Evaluated as written, ``kappa^nu / ((2 pi)^{d/2} I_nu(kappa))`` with ``nu = d/2 - 1``, it fails once a
+    factor leaves the double-precision range, and the denominator goes first: their product
+    ``(2 pi)^{d/2} I_nu(kappa)`` overflows (the result is ``-inf``) before ``I_nu`` alone does (near
+    ``kappa = 713`` in any ``d``): from ``kappa = 656`` for ``d = 64``, ``kappa = 600`` for ``d = 128``.
+    In high dimension ``(2 pi)^{d/2}`` overflows by itself (``d >= 774``) and the result is NaN or
+    ``+-inf`` for every ``kappa``; for small ``kappa`` and large ``d``, ``I_nu`` underflows to 0 and the
+    result is ``+inf`` (e.g. ``kappa = 1``, ``d = 512``). :func:`vmf_log_normalizer` has none of these.
+    """
     k = as_float_array(kappa, "kappa").astype(np.float64)
     if (k < 0).any():
         raise ValueError("kappa must be >= 0")
