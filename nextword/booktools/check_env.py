@@ -184,7 +184,9 @@ def run_checks() -> list[CheckResult]:
     from nextword.data import DataNotFoundError, find_data_file
 
     try:
-        results.append(CheckResult("data: tiny Shakespeare", "OK", _shown_path(find_data_file("tinyshakespeare/input.txt"))))
+        results.append(
+            CheckResult("data: tiny Shakespeare", "OK", _shown_path(find_data_file("tinyshakespeare/input.txt")))
+        )
     except DataNotFoundError as exc:
         results.append(
             CheckResult("data: tiny Shakespeare", "--", str(exc).splitlines()[0] + " (set NEXTWORD_DATA_DIR)")

@@ -169,5 +169,7 @@ def draw_masking_chain(
     ax.text(-2.0, (top + bottom) / 2, "forward:\nmask", ha="right", va="center", fontsize=8, color=COLOURS["highlight"])
     right = 1.2 * (length - 1) + 0.75
     arrow(ax, (right, bottom), (right, top), colour=REVERSE_COLOUR, width=1.6, shrink=1.0)
-    ax.text(right + 0.15, (top + bottom) / 2, "reverse:\nunmask", ha="left", va="center", fontsize=8, color=REVERSE_COLOUR)
+    ax.text(
+        right + 0.15, (top + bottom) / 2, "reverse:\nunmask", ha="left", va="center", fontsize=8, color=REVERSE_COLOUR
+    )
     return ax
