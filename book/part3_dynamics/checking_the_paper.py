@@ -303,3 +303,43 @@ assert grow >= 5
 # dissociation the authors observe in their larger models; it shows that the dissociation is an empirical
 # property of some runs, not a consequence of the gradient formulas. Recorded in the errata ledger (row
 # "§6.1, value updates continue unless the loss is zero").
+
+# %% [markdown]
+# ## §8.2: do smaller learning rates make the first-order picture more accurate?
+#
+# §8.2 says that "smaller learning rates make the first-order picture more accurate". The first-order
+# picture of a value step is Eq. (41): when only $v_j$ moves by Eq. (33), the loss of query $i$ changes by
+# about $-\eta\,\alpha_{ij}\sum_r \alpha_{rj}\,u_i^\top u_r$. The exact change (attention held fixed, the
+# read-out recomputed) differs from it by terms of order $\eta^2$, so its relative error should shrink in
+# proportion to $\eta$. On the random head of the Eq. (20) section above, for the most used value column:
+
+# %%
+from nextword.theory.dynamics.gradients import exact_value_update_loss_change, first_order_loss_change
+
+alpha = np.exp(scores - scores.max(axis=1, keepdims=True))
+alpha /= alpha.sum(axis=1, keepdims=True)  # Eq. (5), row i = query i
+logits = (alpha @ V) @ params.W_O + params.b
+probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+probs /= probs.sum(axis=1, keepdims=True)
+U_rows = (probs - np.eye(C)[y]) @ params.W_O.T  # Eq. (10): row i is u_i
+j_used = int(alpha.sum(axis=0).argmax())
+rates = (1.0, 0.1, 0.01, 0.001, 0.0001)
+rel_errors = []
+for lr in rates:
+    exact = exact_value_update_loss_change(alpha, V, params.W_O, params.b, y, j_used, lr).sum()
+    first = first_order_loss_change(alpha, U_rows, j_used, lr).sum()
+    rel_errors.append(abs(exact - first) / abs(exact))
+    print(f"eta = {lr:<6g} exact change {exact:+.3e}, Eq. (41) {first:+.3e}, relative error {rel_errors[-1]:.1e}")
+shrink = [rel_errors[k] / rel_errors[k + 1] for k in range(len(rates) - 1)]
+print("the relative error falls with every smaller eta:", all(f > 1 for f in shrink))
+print("from eta = 0.01 on it falls tenfold with each tenfold smaller eta (within 20 %):",
+      all(8 < f < 12 for f in shrink[2:]))
+assert all(f > 1 for f in shrink) and all(8 < f < 12 for f in shrink[2:])
+
+# %% [markdown]
+# For the value step, the sentence holds, in the sense a Taylor expansion gives it. At $\eta = 1$ the
+# first-order prediction is several times the exact change; from there its relative error falls with every
+# smaller rate, and once the rate is small it is proportional to $\eta$ (each tenfold smaller rate makes it
+# about ten times smaller). The sentence's other half, that the rate "modulates the timescale separation between routing and
+# content", is a claim about whole training runs that this page does not measure; the verdict is
+# partly checked.
