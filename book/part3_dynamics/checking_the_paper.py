@@ -314,14 +314,15 @@ assert grow >= 5
 # proportion to $\eta$. On the random head of the Eq. (20) section above, for the most used value column:
 
 # %%
-from nextword.theory.dynamics.gradients import exact_value_update_loss_change, first_order_loss_change
+from nextword.attention import softmax
+from nextword.theory.dynamics.gradients import (
+    exact_value_update_loss_change,
+    first_order_loss_change,
+    upstream_gradient,
+)
 
-alpha = np.exp(scores - scores.max(axis=1, keepdims=True))
-alpha /= alpha.sum(axis=1, keepdims=True)  # Eq. (5), row i = query i
-logits = (alpha @ V) @ params.W_O + params.b
-probs = np.exp(logits - logits.max(axis=1, keepdims=True))
-probs /= probs.sum(axis=1, keepdims=True)
-U_rows = (probs - np.eye(C)[y]) @ params.W_O.T  # Eq. (10): row i is u_i
+alpha = softmax(scores)  # Eq. (5), row i = query i
+U_rows = upstream_gradient(softmax((alpha @ V) @ params.W_O + params.b), y, params.W_O)  # Eq. (10): row i is u_i
 j_used = int(alpha.sum(axis=0).argmax())
 rates = (1.0, 0.1, 0.01, 0.001, 0.0001)
 rel_errors = []
