@@ -96,7 +96,7 @@ for length in (4096, 10**4):
     assert row_nonzeros < 10**9 and vocab**2 == 10**8
 
 # %% [markdown]
-# The remark holds: the chain has 10 to the power of tens of thousands of states, and no dense or even
+# The remark holds: the number of the chain's states has more than sixteen thousand digits, and no dense or even
 # row-by-row representation is possible. It also shows what "sparse" has to mean here: a row of the
 # one-token-per-jump generator still has tens of millions of non-zeros and there are |V|^L rows, so
 # sparsity alone does not make the chain tractable. What does is the independence across positions that
@@ -158,8 +158,8 @@ for m in chains:
     print(f"{m:8s}: e = {e[m]:.6f} nats; e + E E log pi = {const[m]:.6f}")
 assert abs(e["source"]) < 1e-12 and e["model A"] > 0 and e["model B"] > 0
 assert abs(const["model A"] - const["model B"]) < 1e-12 and abs(const["model A"] - const["source"]) < 1e-12
-print(f"the constant is the same for the source and both models (to 1e-12), and equals minus the average "
-      f"entropy of the responses, {-const['source']:.6f} nats")
+print(f"the constant is the same for the source and both models (to 1e-12): minus the average entropy of "
+      f"the responses, whose value is {-const['source']:.6f} nats")
 
 # %% [markdown]
 # Eq. (8.4) is well defined over prompts of different lengths (each prompt's response fills the sequence to
