@@ -308,9 +308,9 @@ for it in range(30):
     V = V + value_update(alpha, U_now, 0.3) * (np.arange(T) == j0)[:, None]  # Delta v_j0 = -eta u_bar_j0, Eq. (33)
     S = S + 0.3 * alpha * A                                  # Delta s = -eta dL/ds = eta alpha A, Eq. (34)
 history = np.array(history)
-print(f"a_(i0,j0): {history[0, 0]:+.3f} -> {history[-1, 0]:+.3f};  "
-      f"A_(i0,j0): {history[0, 1]:+.3f} -> {history[-1, 1]:+.3f};  "
-      f"alpha_(i0,j0): {history[0, 2]:.3f} -> {history[-1, 2]:.3f}")
+print(f"a_(i0,j0): {produced(history[0, 0], '+.3f')} -> {produced(history[-1, 0], '+.3f')};  "
+      f"A_(i0,j0): {produced(history[0, 1], '+.3f')} -> {produced(history[-1, 1], '+.3f')};  "
+      f"alpha_(i0,j0): {produced(history[0, 2], '.3f')} -> {produced(history[-1, 2], '.3f')}")
 # Figure 3.2.3: the alignment grows, the advantage turns from negative to positive, the weight grows
 assert history[-1, 0] > history[0, 0]
 assert history[0, 1] < 0 < history[-1, 1]
@@ -320,8 +320,10 @@ assert history[:, 2].min() > history[0, 2] - 0.05 and int(np.argmin(history[:, 2
 # Figure 3.2.3: after a few iterations the alignment and the advantage peak and then relax (to less
 # than half of the advantage's peak), while the query's error |u_i0| shrinks
 peak, peak_A = int(np.argmax(history[:, 0])), int(np.argmax(history[:, 1]))
-print(f"peaks: a_(i0,j0) {history[peak, 0]:+.3f} at iteration {peak}, A_(i0,j0) {history[peak_A, 1]:+.3f} "
-      f"at iteration {peak_A};  |u_i0|: {history[0, 3]:.3f} -> {history[-1, 3]:.3f}")
+print(f"peaks: a_(i0,j0) {produced(history[peak, 0], '+.3f')} at iteration {produced(peak)}, A_(i0,j0) "
+      f"{produced(history[peak_A, 1], '+.3f')} at iteration {produced(peak_A)};  |u_i0|: "
+      f"{produced(history[0, 3], '.3f')} -> {produced(history[-1, 3], '.3f')};  alpha_(i0,j0) lowest "
+      f"{produced(history[:, 2].min(), '.3f')} at iteration {produced(int(np.argmin(history[:, 2])))}")
 for k in (peak, peak_A):
     assert 0 < k < 10 and np.all(np.diff(history[k:, 3]) < 0)
 assert history[-1, 0] < history[peak, 0] and history[-1, 1] < 0.5 * history[peak_A, 1]
@@ -341,8 +343,8 @@ plt.show()
 # **Figure 3.2.3.** The loop on one query/value pair. At the start $v_{j_0}$ is worse than average
 # for query $i_0$ (advantage below zero). Follow the three curves: the value steps, dominated by
 # this query, push $v_{j_0}$ along $-u_{i_0}$, so the alignment grows, the advantage crosses zero,
-# and the weight $\alpha_{i_0j_0}$, after a slight dip in the first iterations, grows (the start and
-# end values are printed above the figure). After a few iterations the alignment and the advantage
+# and the weight $\alpha_{i_0j_0}$, after at most a slight dip in the first iterations (its lowest value is
+# printed above), grows (the start and end values are printed above the figure). After a few iterations the alignment and the advantage
 # both peak and then relax (the peaks are printed above): the query's error $u_{i_0}$ shrinks as its
 # prediction improves, and with it every alignment of that query.
 #
@@ -560,7 +562,7 @@ usage_start, usage_end = diag_start.column_usage, diag_end.column_usage
 unused = np.flatnonzero(usage_end < 0.5)                  # values that receive less than half a query's worth
 print(f"column usage: spread {produced(np.ptp(usage_start), '.2f')} at the start; at the end the largest is "
       f"{produced(usage_end.max(), '.2f')}, and {produced(len(unused))} values receive less than 0.5 "
-      f"(values {(unused + 1).tolist()}, counted from 1)")
+      f"(values {produced((unused + 1).tolist())}, counted from 1)")
 # Figure 3.2.7: column usage goes from nearly even (spread below 0.5) to uneven: the largest is about two
 # queries' worth (1.75 to 2.25), and exactly two values are nearly unused (below 0.5)
 assert np.ptp(usage_start) < 0.5 and abs(usage_end.max() - 2.0) < 0.25 and len(unused) == 2
