@@ -105,6 +105,20 @@ def test_log_bessel_iv_recurrence_at_huge_argument(nu):
     np.testing.assert_allclose(lo + np.log1p(-np.exp(hi - lo)), np.log(2 * nu / x) + mid, rtol=1e-12)
 
 
+@pytest.mark.parametrize("nu", [0.0, 0.5, 1.0, 10.0, 511.0])
+def test_log_bessel_iv_up_to_the_float64_maximum(nu):
+    """Where scipy's ive gives NaN (x beyond about 1e9) and the Debye expansion cannot be used (nu = 0, or
+    (x / nu)^2 overflows), the large-argument expansion keeps log I_nu(x) finite and right: against mpmath."""
+    x = np.array([1e10, 1e17, 1e100, 1e160, 1e250, np.finfo(np.float64).max])
+    mp.mp.dps = 30
+    ref = np.array([float(mp.log(mp.besseli(nu, mp.mpf(float(v))))) for v in x])
+    got = sp.log_bessel_iv(nu, x)
+    np.testing.assert_allclose(got, ref, rtol=1e-15)
+    d = int(2 * nu + 2)  # the vMF functions of kappa that large: finite, the mean resultant length 1
+    assert np.all(np.isfinite(sp.vmf_log_normalizer(x, d)))
+    assert np.all(sp.vmf_mean_resultant_length(x[2:], d) == 1.0)
+
+
 def test_naive_bessel_overflows_where_log_space_does_not():
     assert not np.isfinite(sp.log_bessel_iv_naive(0.5, 1e3))
     assert np.isfinite(sp.log_bessel_iv(0.5, 1e3))
