@@ -290,7 +290,6 @@ BASELINES: dict[str, str] = {
     "theory.svflow.gaussian_log_density": "x=M means=M log_vars=M",
     "theory.svflow.gaussian_score": "x=M means=M log_vars=M",
     "theory.svflow.GaussianSVFlow": "q_means=M q_log_vars=M p_means=M p_log_vars=M",
-    "theory.svflow.rk4_flow_with_divergence": "x0=M field=ident divergence=ident t_end=0.5 n_steps=3",
     "theory.svflow.tangent_projection": "x=U v=v",
     "theory.svflow.retraction": "x=U v=v",
     "theory.svflow.log_bessel_iv": "nu=P x=P",
@@ -460,6 +459,9 @@ def custom_baselines(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
         "theory.svflow.euler_flow": lambda: dict(x0=M(), field=lambda x, t: -x, n_steps=2, dt=0.5),
         "theory.svflow.spherical_euler_flow": lambda: dict(
             x0=U(), field=lambda x, t: np.roll(x, 1, axis=-1), n_steps=2, dt=0.1
+        ),
+        "theory.svflow.rk4_flow_with_divergence": lambda: dict(  # v(x) = -x: div v = -d at every point
+            x0=M(), field=lambda x: -x, divergence=lambda x: np.full(x.shape[:-1], -float(x.shape[-1])), t_end=0.5, n_steps=3
         ),
         "theory.svflow.exp_map": lambda: dict(x=np.array([1.0, 0.0]), v=np.array([0.0, 0.5])),
         "theory.svflow.multihead_as_expectation": lambda: dict(

@@ -259,6 +259,14 @@ def test_rk4_flow_with_divergence_linear_field_and_fourth_order():
         sv.rk4_flow_with_divergence(np.zeros(2), lambda x: np.zeros(3), lambda x: 0.0, 1.0, 3)
     with pytest.raises(TypeError, match="divergence"):
         sv.rk4_flow_with_divergence(np.zeros(2), lambda x: x, 0.0, 1.0, 3)
+    with pytest.raises(ValueError, match=r"divergence returned shape \(3, 2\), expected \(3,\)"):
+        sv.rk4_flow_with_divergence(np.zeros((3, 2)), lambda x: x, lambda x: x, 1.0, 3)  # (..., d), not (...)
+    with pytest.raises(ValueError, match="x0 must have at least one coordinate"):
+        sv.rk4_flow_with_divergence(np.zeros((3, 0)), lambda x: x, lambda x: 0.0, 1.0, 3)
+    with pytest.raises(ValueError, match="the flow from x0 overflows"), np.errstate(over="ignore", invalid="ignore"):
+        sv.rk4_flow_with_divergence(np.full(2, 1e308), lambda x: x, lambda x: 2.0, 1.0, 3)
+    with pytest.raises(ValueError, match="x0 must lie on the unit sphere"):
+        sv.spherical_euler_flow(np.array([2.0, 0.0]), lambda x, t: x, 2, 0.1)
 
 
 def test_svflow_input_errors():
