@@ -308,8 +308,8 @@ BASELINES: dict[str, str] = {
     "theory.svflow.prefix_shuffle": "tokens=ids p=0.5 rng=rng",
     "theory.svflow.prefix_shuffle_rates": "N=3 p=0.5",
     "theory.svflow.shuffle_rate_bins": "r=M",
-    "theory.svflow.head_svflow_metrics": "x=M attn=M out_vectors=M",
-    "theory.svflow.svflow_metrics_from_loglik": "log_lik=M attn=M d=3",
+    "theory.svflow.head_svflow_metrics": "x=U attn=P out_vectors=M",
+    "theory.svflow.svflow_metrics_from_loglik": "log_lik=M attn=P d=3",
 }
 
 
@@ -461,7 +461,11 @@ def custom_baselines(tmp: Path) -> dict[str, Callable[[], dict[str, Any]]]:
             x0=U(), field=lambda x, t: np.roll(x, 1, axis=-1), n_steps=2, dt=0.1
         ),
         "theory.svflow.rk4_flow_with_divergence": lambda: dict(  # v(x) = -x: div v = -d at every point
-            x0=M(), field=lambda x: -x, divergence=lambda x: np.full(x.shape[:-1], -float(x.shape[-1])), t_end=0.5, n_steps=3
+            x0=M(),
+            field=lambda x: -x,
+            divergence=lambda x: np.full(x.shape[:-1], -float(x.shape[-1])),
+            t_end=0.5,
+            n_steps=3,
         ),
         "theory.svflow.exp_map": lambda: dict(x=np.array([1.0, 0.0]), v=np.array([0.0, 0.5])),
         "theory.svflow.multihead_as_expectation": lambda: dict(

@@ -394,7 +394,9 @@ def rk4_flow_with_divergence(
         if np.broadcast_shapes(div_shape, x.shape[:-1]) != x.shape[:-1]:
             raise ValueError
     except ValueError:
-        raise ValueError(f"divergence returned shape {div_shape}, expected {x.shape[:-1]} (one value per point)") from None
+        raise ValueError(
+            f"divergence returned shape {div_shape}, expected {x.shape[:-1]} (one value per point)"
+        ) from None
     dt = t_end / n_steps
     integral = np.zeros(x.shape[:-1])
     for _ in range(n_steps):

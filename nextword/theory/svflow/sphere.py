@@ -205,7 +205,8 @@ def log_bessel_iv(nu: object, x: object) -> np.ndarray:
         if np.any(~small):
             with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
                 fixed[~small] = _debye_log_iv(n[~small], xx[~small])
-        far = ~np.isfinite(fixed)  # nu = 0, or (x / nu)^2 overflows: x >> nu^2 there
+        with np.errstate(over="ignore"):  # nu = 0, or (x / nu)^2 overflows; the expansion needs x >> nu^2
+            far = ~np.isfinite(fixed) & (xx > 1e4 * np.maximum(1.0, 4.0 * n * n))
         if np.any(far):
             fixed[far] = _hankel_log_iv(n[far], xx[far])
         out = out.copy()
