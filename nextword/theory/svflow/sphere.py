@@ -155,6 +155,11 @@ def _hankel_log_iv(nu: np.ndarray, x: np.ndarray, terms: int = 4) -> np.ndarray:
     ``ive`` gives up (``x`` beyond about ``1e9``) and the Debye expansion cannot be used (``nu = 0``, or
     ``(x / nu)^2`` overflows). ``log(2 pi x)`` is split so that ``x`` up to the float64 maximum stays finite.
     """
+    return x - 0.5 * (np.log(2 * np.pi) + np.log(x)) + _hankel_log_sum(nu, x, terms)
+
+
+def _hankel_log_sum(nu: np.ndarray, x: np.ndarray, terms: int = 4) -> np.ndarray:
+    """``log sum_{k <= terms} a_k(nu) / (-x)^k`` of :func:`_hankel_log_iv` (the part that depends on ``nu``)."""
     mu = 4.0 * nu * nu
     term = np.ones_like(x)
     total = np.ones_like(x)
@@ -162,7 +167,13 @@ def _hankel_log_iv(nu: np.ndarray, x: np.ndarray, terms: int = 4) -> np.ndarray:
         for k in range(1, terms + 1):
             term = -term * (mu - (2 * k - 1) ** 2) / (k * 8.0 * x)
             total = total + term
-    return x - 0.5 * (np.log(2 * np.pi) + np.log(x)) + np.log(total)
+    return np.log(total)
+
+
+def _hankel_holds(nu: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Where the large-argument expansion is exact to float64 with 4 terms: ``x > 1e3 max(1, 4 nu^2)``."""
+    with np.errstate(over="ignore"):
+        return x > 1e3 * np.maximum(1.0, 4.0 * nu * nu)
 
 
 def log_bessel_iv(nu: object, x: object) -> np.ndarray:
@@ -205,8 +216,7 @@ def log_bessel_iv(nu: object, x: object) -> np.ndarray:
         if np.any(~small):
             with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
                 fixed[~small] = _debye_log_iv(n[~small], xx[~small])
-        with np.errstate(over="ignore"):  # nu = 0, or (x / nu)^2 overflows; the expansion needs x >> nu^2
-            far = ~np.isfinite(fixed) & (xx > 1e4 * np.maximum(1.0, 4.0 * n * n))
+        far = ~np.isfinite(fixed) & _hankel_holds(n, xx)  # nu = 0, or (x / nu)^2 overflows
         if np.any(far):
             fixed[far] = _hankel_log_iv(n[far], xx[far])
         out = out.copy()
@@ -322,6 +332,10 @@ def vmf_score(mu: object, kappa: object) -> np.ndarray:
 def vmf_mean_resultant_length(kappa: object, d: int) -> np.ndarray:
     """``A_d(kappa) = I_{d/2}(kappa) / I_{d/2-1}(kappa)``, so that ``E[x] = A_d(kappa) mu``.
 
+    ``exp(log I_{d/2} - log I_{d/2-1})``; from ``kappa = 2^30`` on, where scipy's scaled Bessel function
+    gives up and both logarithms (about ``kappa``) would cancel to a few ulps of ``kappa``, the ratio of the
+    two large-argument series instead (``1 - (d - 1) / (2 kappa) + ...``, exact to float64 there).
+
     >>> round(float(vmf_mean_resultant_length(1e4, 3)), 6)   # 1/tanh(k) - 1/k
     0.9999
     """
@@ -330,6 +344,9 @@ def vmf_mean_resultant_length(kappa: object, d: int) -> np.ndarray:
     nu = 0.5 * d - 1.0
     safe = np.where(k > 0, k, 1.0)
     val = np.exp(log_bessel_iv(nu + 1.0, safe) - log_bessel_iv(nu, safe))
+    far = (safe >= 2.0**30) & _hankel_holds(np.float64(nu + 1.0), safe)
+    if np.any(far):
+        val = np.where(far, np.exp(_hankel_log_sum(nu + 1.0, safe) - _hankel_log_sum(nu, safe)), val)
     val = np.where(k > 0, val, 0.0)
     return val[()] if np.ndim(val) == 0 else val
 

@@ -119,6 +119,20 @@ def test_log_bessel_iv_up_to_the_float64_maximum(nu):
     assert np.all(sp.vmf_mean_resultant_length(x[2:], d) == 1.0)
 
 
+@pytest.mark.parametrize("d", [2, 3, 64, 1024])
+def test_vmf_mean_resultant_length_at_huge_kappa(d):
+    """From kappa = 2^30 the two log-Bessel values (about kappa) would cancel to a few ulps of kappa (at
+    kappa = 1e16, d = 3 that gave 0.135); the ratio of the large-argument series is exact there: against mpmath."""
+    kappa = np.array([2.0**30, 1e10, 1e12, 1e16, 1e100, np.finfo(np.float64).max])
+    mp.mp.dps = 40
+    ref = np.array(
+        [float(mp.besseli(d / 2, mp.mpf(float(k))) / mp.besseli(d / 2 - 1, mp.mpf(float(k)))) for k in kappa]
+    )
+    got = sp.vmf_mean_resultant_length(kappa, d)
+    np.testing.assert_allclose(got, ref, rtol=5e-16)
+    assert np.all(got <= 1.0)
+
+
 def test_naive_bessel_overflows_where_log_space_does_not():
     assert not np.isfinite(sp.log_bessel_iv_naive(0.5, 1e3))
     assert np.isfinite(sp.log_bessel_iv(0.5, 1e3))
