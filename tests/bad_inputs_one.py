@@ -302,7 +302,7 @@ BASELINES: dict[str, str] = {
     "theory.svflow.vmf_mean_resultant_length": "kappa=P d=3",
     "theory.svflow.vmf_sample": "mu=u kappa=0.5 n=2 rng=rng",
     "theory.svflow.vmf_attention_params": "W_q=M W_k=M keys=M",
-    "theory.svflow.vmf_attention_log_posterior": "x_q=M kappa=M mu=M",
+    "theory.svflow.vmf_attention_log_posterior": "x_q=M kappa=P mu=M",  # a concentration: kappa >= 0
     "theory.svflow.head_output": "x_q=M keys=M values=M W_q=M W_k=M W_v=M W_o=M",
     "theory.svflow.load_balancing_loss": "gates=P",
     "theory.svflow.prefix_shuffle": "tokens=ids p=0.5 rng=rng",

@@ -114,6 +114,8 @@ def vmf_attention_log_posterior(
     normalised = check_flag(normalised, "normalised")
     x = as_float_array(x_q, "x_q", min_ndim=1).astype(np.float64)
     kappa = as_float_array(kappa, "kappa", min_ndim=1).astype(np.float64)
+    if np.any(kappa < 0):  # a concentration, normalised or not (the vMF kernel needs kappa >= 0)
+        raise ValueError("kappa must be >= 0 (a concentration)")
     mu = as_float_array(mu, "mu", min_ndim=2).astype(np.float64)
     if mu.shape[-1] != x.shape[-1] or mu.shape[-2] != kappa.shape[-1]:
         raise ValueError(f"mu must be (..., Z, d) with Z={kappa.shape[-1]}, d={x.shape[-1]}, got {mu.shape}")

@@ -491,3 +491,11 @@ def test_prefix_shuffling_experiment_bins_and_zero_delta_for_identity_shuffle():
     for k in tab0.base:
         np.testing.assert_allclose(tab0.delta(k), 0.0, atol=1e-12)
     np.testing.assert_allclose(tab0.logppl_pert, tab0.logppl_base, atol=1e-12)
+
+
+def test_the_posterior_refuses_a_negative_concentration_normalised_or_not():
+    x = np.array([1.0, 0.0])
+    mu = np.array([[1.0, 0.0], [0.0, 1.0]])
+    for normalised in (False, True):
+        with pytest.raises(ValueError, match="kappa must be >= 0"):
+            sa.vmf_attention_log_posterior(x, np.array([1.0, -1.0]), mu, normalised=normalised)
