@@ -47,7 +47,7 @@
 # | $\Sigma$, $\Sigma_t$ | the same for the values, $\Sigma_t=W_V C_t W_V^\top$ (equal to $C_t$ when $W_V=I$) | $(d,d)$ |
 # | $e_t$ | residual $x_t-\mu_t(x)$; $\partial e_t/\partial x_t$ is its diagonal Jacobian block | $(d,)$; $(d,d)$ |
 # | $\rho(M)$ | spectral radius: the largest absolute eigenvalue of $M$ | number |
-# | $\mu_1$, $\mu_2$ | the eigenvalues of $\Sigma_t A$ when they are real ($d=2$), $\mu_1\ge\mu_2$ | numbers |
+# | $\nu_1$, $\nu_2$; $\nu_i$ | the eigenvalues of $\Sigma_t A$ when they are real ($d=2$), $\nu_1\ge\nu_2$; $\nu_i$ either of them | numbers |
 # | $m$, $\delta$, $\tau$ | a margin, the margin level of the constrained problem (22), the barrier's weight | numbers |
 # | $\lambda$ | the weight of the toy's data term, $\tfrac\lambda2\lVert z-z^*\rVert^2$ | number |
 # | $z$, $z^*$, $f$ | the toy's free embeddings $(x_2,x_3)$, the point the data pull them to, its objective | $(2,)$, $(2,)$, function |
@@ -189,9 +189,9 @@ assert np.allclose(blocks, blocks_finite_diff, atol=1e-7)
 # ## The spectral condition is sufficient, not necessary (Lemma B.4)
 #
 # Lemma B.4: $\rho(\Sigma_t A)<1$ for all $t$ implies every block is invertible. Take $W_Q=W_K=I_2$ and
-# $W_V=I$, so $A=I$ and $\Sigma_t A=C_t$ is symmetric PSD with eigenvalues $\mu_1 \ge\mu_2 \ge0$:
-# $\det(I-C_t)=(1-\mu_1)(1-\mu_2)$ vanishes only when an eigenvalue **equals** 1. Scaling a
-# sequence by $c$ spreads the context; past the point where $\mu_1=1$ the spectral margin
+# $W_V=I$, so $A=I$ and $\Sigma_t A=C_t$ is symmetric PSD with eigenvalues $\nu_1 \ge\nu_2 \ge0$:
+# $\det(I-C_t)=(1-\nu_1)(1-\nu_2)$ vanishes only when an eigenvalue **equals** 1. Scaling a
+# sequence by $c$ spreads the context; past the point where $\nu_1=1$ the spectral margin
 # $1-\rho$ is negative, yet the determinant is nonzero again.
 
 # %%
@@ -354,11 +354,11 @@ plt.show()
 # instability boundary (a curve), each token's margin as its distance to the boundary (an arrow), and
 # "token 1" as the support token. Here every element is computed. Take $d=2$, $W_V=I$ (where Theorem 1
 # is exact) and $W_Q=W_K=W$, so $A=W^\top W$ is symmetric positive definite — the $a>0$ regime of §3.4 —
-# and $\Sigma_t A$ is similar to $A^{1/2}\Sigma_t A^{1/2}\succeq0$: its eigenvalues $\mu_1 \ge\mu_2 \ge0$
-# are real. The point $(\mu_1,\mu_2)$ is the token's configuration; the boundary
-# $\det(I-\Sigma_t A)=(1-\mu_1)(1-\mu_2)=0$ is the pair of lines $\mu_i=1$. Two margins come from the same
-# point: the Euclidean **distance** to the boundary, $\min_i|1-\mu_i|$ (the spectral margin $1-\rho$ of
-# Eq. (25) on the stable side), and the likelihood's **log-determinant** $\log|\det|=\sum_i \log|1-\mu_i|$
+# and $\Sigma_t A$ is similar to $A^{1/2}\Sigma_t A^{1/2}\succeq0$: its eigenvalues $\nu_1 \ge\nu_2 \ge0$
+# are real. The point $(\nu_1,\nu_2)$ is the token's configuration; the boundary
+# $\det(I-\Sigma_t A)=(1-\nu_1)(1-\nu_2)=0$ is the pair of lines $\nu_i=1$. Two margins come from the same
+# point: the Euclidean **distance** to the boundary, $\min_i|1-\nu_i|$ (the spectral margin $1-\rho$ of
+# Eq. (25) on the stable side), and the likelihood's **log-determinant** $\log|\det|=\sum_i \log|1-\nu_i|$
 # (Eq. 24; the margin that `support_tokens` is given below).
 #
 # The sequence: 12 unit-normal tokens and a Xavier-scaled $W$ (entries $\mathcal N(0,1/d)$), seed 11,
@@ -389,13 +389,13 @@ def sigma_t(X, A, t):
 ev = np.array([np.linalg.eigvals(sigma_t(X11, A11, t) @ A11) for t in range(L11)])
 assert np.abs(ev.imag).max() < 1e-12  # Σ_t A ~ A^½ Σ_t A^½ ⪰ 0: real eigenvalues ...
 assert ev.real.min() > -1e-12  # ... and none negative
-# (L, 2): μ1 ≥ μ2, each token's configuration as a point in the plane
-mu_pts = np.clip(-np.sort(-ev.real, axis=1), 0.0, None)
+# (L, 2): ν1 ≥ ν2, each token's configuration as a point in the plane
+nu_pts = np.clip(-np.sort(-ev.real, axis=1), 0.0, None)
 mm11 = matrix_margins(X11, W11, W11)  # library: slogdet of the exact blocks I - Σ_t A
-assert np.allclose(np.log(np.abs(np.prod(1 - mu_pts, axis=1))), mm11.logabsdet, atol=1e-10)
-assert np.array_equal(np.sign(np.prod(1 - mu_pts, axis=1)), mm11.sign)
+assert np.allclose(np.log(np.abs(np.prod(1 - nu_pts, axis=1))), mm11.logabsdet, atol=1e-10)
+assert np.array_equal(np.sign(np.prod(1 - nu_pts, axis=1)), mm11.sign)
 
-dist = np.abs(1 - mu_pts).min(axis=1)  # Euclidean distance of (μ1, μ2) to the lines μ1 = 1, μ2 = 1
+dist = np.abs(1 - nu_pts).min(axis=1)  # Euclidean distance of (ν1, ν2) to the lines ν1 = 1, ν2 = 1
 sup = support_tokens(mm11.logabsdet)  # Definition 3.1 with the log-likelihood's margin (Eq. 24)
 det_direct = np.array([np.linalg.det(np.eye(d11) - sigma_t(X11, A11, t) @ A11) for t in range(L11)])
 sup_det = np.flatnonzero(np.abs(det_direct) == np.abs(det_direct).min())  # brute force, no library
@@ -404,9 +404,9 @@ assert np.array_equal(sup, sup_det)  # library = brute force
 assert len(sup) == 1  # one support token
 
 print(f"eigenvalues of A: {np.linalg.eigvalsh(A11).round(3)}")
-print(f"{'token':>5s} {'mu1':>7s} {'mu2':>7s} {'distance':>9s} {'log|det|':>9s} {'sign':>5s}")
+print(f"{'token':>5s} {'nu1':>7s} {'nu2':>7s} {'distance':>9s} {'log|det|':>9s} {'sign':>5s}")
 for t in range(L11):
-    print(f"{t + 1:5d} {mu_pts[t, 0]:7.3f} {mu_pts[t, 1]:7.3f} {dist[t]:9.3f} "
+    print(f"{t + 1:5d} {nu_pts[t, 0]:7.3f} {nu_pts[t, 1]:7.3f} {dist[t]:9.3f} "
           f"{mm11.logabsdet[t]:9.3f} {int(mm11.sign[t]):+5d}")
 print(f"support token (log|det|, library): {sup + 1}; by distance in the plane: {sup_dist + 1}")
 pairs = [(i, j) for i in range(L11) for j in range(i + 1, L11) if dist[i] != dist[j]]
@@ -420,8 +420,8 @@ print(f"signed margins of (25): det = {mm11.det.round(3)}")
 print(f"                        1 - rho = {mm11.spectral.round(3)}")
 print(f"argmin of signed det: token {np.argmin(mm11.det) + 1}; "
       f"argmin of 1 - rho: token {np.argmin(mm11.spectral) + 1}")
-assert np.allclose(mm11.spectral, 1 - mu_pts[:, 0], atol=1e-12)  # ρ(Σ_t A) = μ1 here
-stable = mu_pts[:, 0] < 1
+assert np.allclose(mm11.spectral, 1 - nu_pts[:, 0], atol=1e-12)  # ρ(Σ_t A) = ν1 here
+stable = nu_pts[:, 0] < 1
 assert np.allclose(dist[stable], mm11.spectral[stable])  # distance = 1 - ρ on the stable side
 
 # %%
@@ -429,29 +429,29 @@ fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4.2), gridspec_kw={"width_ratios
 g1, g2 = np.meshgrid(np.linspace(-0.1, 1.9, 401), np.linspace(-0.1, 1.2, 261))
 with np.errstate(divide="ignore"):
     lg = np.log(np.abs((1 - g1) * (1 - g2)))
-lg[g2 > g1] = np.nan  # μ1 ≥ μ2 by convention: the upper-left wedge is not used
+lg[g2 > g1] = np.nan  # ν1 ≥ ν2 by convention: the upper-left wedge is not used
 cf = ax.contourf(g1, g2, np.clip(lg, -4, 0.6), levels=np.linspace(-4, 0.6, 24), cmap="Greys_r",
                  alpha=0.6)
-fig.colorbar(cf, ax=ax, label="log|det(I − Σ_t A)| = log|(1 − μ1)(1 − μ2)|")
+fig.colorbar(cf, ax=ax, label="log|det(I − Σ_t A)| = log|(1 − ν1)(1 − ν2)|")
 ax.plot([1, 1, 1.9], [-0.1, 1, 1], color="C3", lw=2, label="boundary det = 0")
 for t in range(L11):  # every token's distance to the boundary (dotted)
-    ax.plot([mu_pts[t, 0], 1.0], [mu_pts[t, 1], mu_pts[t, 1]], ":", color="0.4", lw=0.8)
-ax.plot(mu_pts[:, 0], mu_pts[:, 1], "-", color="C0", lw=0.9, zorder=2, label="trajectory t = 1 … L")
+    ax.plot([nu_pts[t, 0], 1.0], [nu_pts[t, 1], nu_pts[t, 1]], ":", color="0.4", lw=0.8)
+ax.plot(nu_pts[:, 0], nu_pts[:, 1], "-", color="C0", lw=0.9, zorder=2, label="trajectory t = 1 … L")
 past = mm11.sign < 0
-ax.scatter(mu_pts[~past, 0], mu_pts[~past, 1], color="C0", s=28, zorder=3)
-ax.scatter(mu_pts[past, 0], mu_pts[past, 1], color="C3", s=28, zorder=3,
+ax.scatter(nu_pts[~past, 0], nu_pts[~past, 1], color="C0", s=28, zorder=3)
+ax.scatter(nu_pts[past, 0], nu_pts[past, 1], color="C3", s=28, zorder=3,
            label="past the boundary (det < 0)")
 for t in range(1, L11):
-    ax.annotate("1,2" if t == 1 else str(t + 1), mu_pts[t], xytext=(-4, 5) if t % 2 else (4, -10),
+    ax.annotate("1,2" if t == 1 else str(t + 1), nu_pts[t], xytext=(-4, 5) if t % 2 else (4, -10),
                 textcoords="offset points", fontsize=8)
 for t in sup:
-    ax.scatter(*mu_pts[t], s=140, facecolors="none", edgecolors="C1", lw=1.8, zorder=4)
-    ax.annotate(f"support token {t + 1}", xy=(1.0, mu_pts[t, 1]), xytext=(1.15, 0.55), color="C1",
+    ax.scatter(*nu_pts[t], s=140, facecolors="none", edgecolors="C1", lw=1.8, zorder=4)
+    ax.annotate(f"support token {t + 1}", xy=(1.0, nu_pts[t, 1]), xytext=(1.15, 0.55), color="C1",
                 fontsize=9, arrowprops=dict(arrowstyle="->", color="C1", lw=1.4))
 ax.set_xlim(-0.1, 1.9)
 ax.set_ylim(-0.1, 1.2)
-ax.set_xlabel("μ1 (largest eigenvalue of Σ_t A)")
-ax.set_ylabel("μ2")
+ax.set_xlabel("ν1 (largest eigenvalue of Σ_t A)")
+ax.set_ylabel("ν2")
 ax.legend(fontsize=7, loc="upper left")
 pos1 = np.arange(1, L11 + 1)
 bx.bar(pos1 - 0.2, mm11.logabsdet, width=0.4, label="log|det(I − Σ_t A)| (Eq. 24, library)")
@@ -473,8 +473,8 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# **Figure 4.3.4.** Fig. 1.1 of the paper, computed. Left: the $(\mu_1,\mu_2)$ plane of $\Sigma_t A$, shaded by
-# $\log|\det(I-\Sigma_t A)|$ (white wedge: $\mu_2>\mu_1$, excluded by the ordering); orange lines: the
+# **Figure 4.3.4.** Fig. 1.1 of the paper, computed. Left: the $(\nu_1,\nu_2)$ plane of $\Sigma_t A$, shaded by
+# $\log|\det(I-\Sigma_t A)|$ (white wedge: $\nu_2>\nu_1$, excluded by the ordering); orange lines: the
 # boundary $\det=0$; blue: the 12 tokens in order, each with its distance to the boundary (dotted); ringed
 # in vermilion, with the arrow: the support token of Definition 3.1 under the log-determinant margin;
 # orange dot: a token past the boundary. Right: both margins of Eq. (25) per position, the
@@ -685,8 +685,8 @@ assert 0.4 < share_last_4 < 0.6 and share_past > 0.85
 # %% [markdown]
 # What comes out, and where it departs from the schematic:
 #
-# - **One support token, but not by a wide gap.** Token 8 ($\mu_1=0.967$) has $\log|\det|=-3.691$; token 5
-#   ($\mu_1=0.936$) follows at $-2.819$, a gap of 0.873 nats. Distance and log-determinant choose the same
+# - **One support token, but not by a wide gap.** Token 8 ($\nu_1=0.967$) has $\log|\det|=-3.691$; token 5
+#   ($\nu_1=0.936$) follows at $-2.819$, a gap of 0.873 nats. Distance and log-determinant choose the same
 #   support token and order all but 3 of 65 pairs of tokens alike: the distance sees only the nearer
 #   eigenvalue, the determinant also pays for the other one (tokens 7 and 10 swap).
 # - **Under strict causal attention token 1 is the least likely support token.** Tokens 1 and 2 always have
@@ -697,7 +697,7 @@ assert 0.4 < share_last_4 < 0.6 and share_past > 0.85
 #   label, not what this layer produces: with $A\succeq0$ every later token on the stable side has
 #   $0<\det(I-\Sigma_t A)\le1$ and distance $1-\rho\le1$, so token 1 ($\det=1$, distance 1) is never
 #   strictly the closest to instability. Recorded in `book/ERRATA.md`.
-# - **The trajectory crosses the boundary.** Token 12 has $\mu_1=1.689$, so $\det(I-\Sigma_t A)<0$. Its
+# - **The trajectory crosses the boundary.** Token 12 has $\nu_1=1.689$, so $\det(I-\Sigma_t A)<0$. Its
 #   distance (0.689) and $|\det|$ look comfortable, so the log-determinant form of Eq. (25) — the one the
 #   likelihood selects — ranks it safe, whereas the signed margins ($\det$, or $1-\rho=-0.689$) make it the
 #   minimum (the other two swapped pairs involve it). Definition 3.1 is stated for the signed scalar
