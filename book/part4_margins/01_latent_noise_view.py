@@ -45,7 +45,8 @@
 # | $s$, $u$ | positions: $s$ an earlier one, $u$ any one (in $\partial e_t/\partial x_u$) | numbers |
 # | $\mu_t(x)$ | attention summary of the positions before $t$, $\sum_{s<t}\alpha_{ts}v_s$ | $(d,)$ |
 # | $e_t(x)$ | residual $x_t-\mu_t(x)$: the noise position $t$ must have come from | $(d,)$ |
-# | $J$, $J_{x\mapsto\varepsilon}$ | Jacobian of the residual map, $\partial e_t[i]/\partial x_u[j]$ | $(Ld,Ld)$ |
+# | $J$, $J_{x\mapsto\varepsilon}$ | Jacobian of the residual map, $\partial e_t[r]/\partial x_u[r']$ | $(Ld,Ld)$ |
+# | $r$, $r'$ | components of a vector, counted from 1 (not positions) | indices |
 # | $f$ | an invertible map, $\varepsilon=f(x)$, in the change of variables | function |
 # | $a$ | coupling in one dimension: the score of $x_s$ seen from $x_t$ is $a\,x_t x_s$, $a=w_K w_Q$ | number |
 # | $w_Q,w_K,w_V$ | the three projections when $d=1$ (numbers); with them, $\mathrm{Var}_\alpha(x)$ is the attention-weighted variance of the attended embeddings and $\mathrm{Var}_\alpha(v)=w_V^2\,\mathrm{Var}_\alpha(x)$ that of the values | numbers |
@@ -76,6 +77,7 @@
 # | $q_t=W_Q x_t,\ k_s=W_K x_s,\ v_s=W_V x_s$ | **column-vector** maps | `X @ W_Q.T` |
 # | $\ell_{ts}=q_t^\top k_s=x_s^\top A x_t$ | scores without $1/\sqrt{d_k}$ | $A=W_K^\top W_Q$ (Eq. 15) |
 # | strict / inclusive | $s<t$ (Eq. 2) / $s\le t$ (App. A) | `include_current=False/True` |
+# | $L$, $\ell_{ts}$, $e_t$ | length of the sequence, a score, a residual (the book's table writes $T$ for the length; there $L$ counts layers, $\ell$ indexes them and $e[i]$ is an embedding) | `L`; `causal_residual` returns the $e_t$ |
 # ```
 
 # %%
@@ -216,7 +218,7 @@ assert difference == 0
 # ## The same structure numerically, for $d=2$
 #
 # The library's `residual_jacobian` returns the exact $(L,d,L,d)$ Jacobian
-# $J[t,i,u,j]=\partial e_t[i]/\partial x_u[j]$ for any $W_V$. We check it against central finite
+# $J[t,r,u,r']=\partial e_t[r]/\partial x_u[r']$ for any $W_V$. We check it against central finite
 # differences and draw $|J|$ as an $Ld\times Ld$ matrix, next to the Jacobian of a non-causal
 # (bidirectional) layer.
 
@@ -242,7 +244,7 @@ assert max(upper) == 0.0
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(10, 4.4))
-labels = [f"x{t + 1}[{i}]" for t in range(L) for i in range(d)]
+labels = [f"x{t + 1}[{r + 1}]" for t in range(L) for r in range(d)]
 heatmap(np.abs(J.reshape(L * d, L * d)), ax=axes[0], title="strict causal: |∂e/∂x|",
         row_labels=labels, col_labels=labels)
 heatmap(np.abs(J_bidirectional.reshape(L * d, L * d)), ax=axes[1], title="bidirectional: |∂e/∂x|",
@@ -250,8 +252,8 @@ heatmap(np.abs(J_bidirectional.reshape(L * d, L * d)), ax=axes[1], title="bidire
 for ax in axes:
     ax.tick_params(axis="x", rotation=90, labelsize=7)
     ax.tick_params(axis="y", labelsize=7)
-    ax.set_xlabel("derivative with respect to x_u[j]")
-    ax.set_ylabel("of e_t[i] (same order)")
+    ax.set_xlabel("derivative with respect to x_u[r′]")
+    ax.set_ylabel("of e_t[r] (same order)")
 plt.tight_layout()
 plt.show()
 
@@ -302,7 +304,8 @@ plt.show()
 
 # %% [markdown]
 # **Figure 4.1.2.** Corollary 3.1, Eq. (16), position by position for one random sequence ($d=2$,
-# $\sigma=0.5$, random $W_Q,W_K,W_V$). The barrier term is 0 at $t=1$ (no context) and is the only
+# $\sigma=0.5$, random $W_Q,W_K,W_V$). The barrier term is 0 at $t=1$ (no context) and at $t=2$ (one
+# attended position, whose weight is 1 whatever the query), and it is the only
 # place where the geometry of the attended context enters the likelihood.
 #
 # ## The density is normalised: a 2-D quadrature check
@@ -326,7 +329,7 @@ print(f"∫∫ p(x2, x3 | x1 = 0.7) dx2 dx3 = {integral:.10f}")
 assert abs(integral - 1) < 1e-8
 
 # %% [markdown]
-# With a negative coupling the margins are all at least 1, the residual map is increasing and onto,
+# With $a\,w_V<0$ the margins are all at least 1, the residual map is increasing and onto,
 # and the density integrates to 1 to ten digits. With a strong positive coupling the map can fold,
 # and then the same formula is not a density: [4.2](02_scalar_margin.ipynb) shows where and why.
 #
@@ -339,8 +342,8 @@ assert abs(integral - 1) < 1e-8
 #   lower-triangular, and its log-determinant is a sum of one term per position.
 # - The log-density is a noise energy (a prediction error) plus a log-barrier; the barrier is 0 at
 #   the first position and is where the current token's steering of its own attention shows up.
-# - The formula is a probability density only when the residual map is invertible — always for a
-#   negative coupling, not always for a positive one.
+# - The formula is a probability density only when the residual map is invertible — in $d=1$ always when
+#   $a\,w_V<0$ (a negative coupling, values a positive multiple of the tokens), not always when $a\,w_V>0$.
 #
 # ## Check your understanding
 #
