@@ -38,7 +38,7 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $y$, $y_{1:n}$ | a token ($y_t$: the one at position $t$, an element of $V=\{0,1,2\}$), a text of length $n$ | number, $n$ numbers |
+# | $y$, $y_{1:n}$ | a token ($y_t$: the one at position $t$, an element of the vocabulary $\mathcal V=\{0,1,2\}$), a text of length $n$ | number, $n$ numbers |
 # | $x_t$, $x_{1:n}$ | the embedding of position $t$ ($d=1$ here), and of a whole text | number, $n$ numbers |
 # | $p_\sigma(x_{1:n})$ | the embedding prior's density (4.1), noise standard deviation $\sigma$ | function |
 # | $P(y_t \mid x_t)$ | the token head: $\mathrm{softmax}_k(w_k x_t+b_k)$ | $(3,)$ |
@@ -62,7 +62,7 @@
 # says the family is projectively consistent, $\sum_{y_n}P_n(y_{1:n})=P_{n-1}(y_{1:n-1})$ (Eq. 32),
 # under strict causality.
 #
-# **Set-up used below.** Vocabulary $V=\{0,1,2\}$, embeddings of dimension $d=1$, head
+# **Set-up used below.** Vocabulary $\mathcal V=\{0,1,2\}$, embeddings of dimension $d=1$, head
 # $P(y_t=k\mid x_t)=\mathrm{softmax}_k(w_k x_t+b_k)$; prior with $a=-0.6$, $w_V=0.8$, $\sigma=1$. With
 # $a\,w_V<0$ every margin is $\ge1$, so each $x_t \mapsto e_t$ is an increasing bijection of
 # $\mathbb R$: this is what makes the one-step conditional integrate to 1 (Eq. 72, Assumption A2)
@@ -287,13 +287,16 @@ plt.show()
 
 # %% [markdown]
 # **Figure 4.4.2.** Proposition 2 with a real (unmasked) attention layer: the prefix law extracted from
-# the length-3 model differs from the length-2 model. Lemma C.1's prefix-stability clause fails because
-# the earlier positions' attention normalisation now includes the appended token.
+# the length-3 model differs from the length-2 model: look at each pair of bars, unequal now. The half that fails is the prior's (Lemma C.2): the earlier positions now attend to the
+# appended position, so the law of their embeddings changes. The head's half (Lemma C.1 for fixed
+# embeddings) still holds, because the head reads each $x_t$ alone; the paper's proof of Proposition 2
+# names the same failure "the prefix-stability clause required in Lemma C.1", a clause its Assumption A1
+# states for the whole model.
 #
 # ## Theorem 3: one process for all lengths
 #
 # Theorem 3 is Kolmogorov's extension theorem: a projectively consistent family of laws on the finite
-# sets $V^n$ extends to a unique law on $V^\infty$ whose length-$n$ marginals are the $P_n$ (Eq. 33).
+# sets $\mathcal V^n$ extends to a unique law on $\mathcal V^\infty$ whose length-$n$ marginals are the $P_n$ (Eq. 33).
 # Its only model-specific hypothesis is Eq. (32), which is what we checked. Concretely it means we can
 # sample long sequences once and read every shorter law off their prefixes: below, 20 000 sequences of
 # length 6 are sampled (embeddings ancestrally, tokens from the head) and the empirical frequency of
