@@ -40,7 +40,7 @@
 # | $\Sigma$ | the covariance of all the stages' noise together (Eq. 78) | matrix |
 # | $s$ | a position attended to | number |
 # | $e^{(\ell)}_t$ | residual $x^{(\ell)}_t-g^{(\ell)}_t$ | $(d,)$ |
-# | $E(x)$, $J$ | the residual map of the whole stack, and its Jacobian | all $e^{(\ell)}_t$; matrix |
+# | $R(x)$, $J$ | the residual map of the whole stack (the paper's $E(x)$; the book keeps $E$ for the embedding table), and its Jacobian | all $e^{(\ell)}_t$; matrix |
 # | $y$ | the new variable of layer 2 in the tiny example | number |
 # | $a$, $w_V$ | coupling and value weight when $d=1$ | numbers |
 # | $\alpha_s$, $\mathrm{Var}_\alpha$ | attention weights on the past tokens and their weighted variance | numbers |
@@ -55,7 +55,7 @@
 #
 # **The model.** Stack layers as conditional priors: $x^{(\ell)}_t=g^{(\ell)}_t(x^{(\ell-1)}_{1:t})+\varepsilon^{(\ell)}_t$
 # (Eq. 35). Ordering all variables by (layer, position), the global residual map
-# $E(x)=\{x^{(\ell)}_t-g^{(\ell)}_t \}$ has a block lower-triangular Jacobian (Lemma D.1), so
+# $R(x)=\{x^{(\ell)}_t-g^{(\ell)}_t \}$ has a block lower-triangular Jacobian (Lemma D.1), so
 # $\log|\det J|=\sum_{\ell,t}\log|\det\partial e^{(\ell)}_t/\partial x^{(\ell)}_t|$ (Eq. 39).
 # **Proposition 3:** if layer $\ell$'s attention is computed from the previous layer, its residual is
 # affine in $x^{(\ell)}_t$ and the diagonal block is $I$ — no stability term. **Corollary 6.1:** with an
@@ -96,12 +96,13 @@ rng = np.random.default_rng(0)
 # Two layers, $d=1$, coupling $a=0.5$, value weight $w_V=1$. Layer 1 holds the tokens
 # $x^{(1)}=(0,\,2,\,0)$; layer 2 generates a new variable $y$ at position 3 as
 # $y=g+\varepsilon$, where $g=x^{(1)}_3+\sum_{s<3}\alpha_s \,w_V \,x^{(1)}_s$ (a residual path plus
-# attention over the previous layer). The residual is $e=y-g$. Its slope $\partial e/\partial y$
+# attention over the previous layer's two earlier positions; the stacks below also attend to position
+# $t$ itself, $s\le t$, which changes the numbers but not the argument). The residual is $e=y-g$. Its slope $\partial e/\partial y$
 # depends on where the query comes from:
 #
 # - **standard convention** (query from the previous layer, $x^{(1)}_3=0$): the weights do not depend
 #   on $y$, so $g$ is a constant and the slope is exactly 1;
-# - **self-conditioned** (query from $y$ itself): moving $y$ tilts the weights towards $x_2=2$, and the
+# - **self-conditioned** (query from $y$ itself): moving $y$ tilts the weights towards $x^{(1)}_2=2$, and the
 #   slope is $1-a\,w_V \,\mathrm{Var}_\alpha$, the margin of [4.2](02_scalar_margin.ipynb).
 #
 # Nudge $y$ around $y=0$ and measure:
@@ -204,7 +205,7 @@ assert per_stage[1] == 0 and per_stage[2] == 0  # Proposition 3: standard layers
 fig, ax = plt.subplots(figsize=(6.4, 5.6))
 lab = [f"{l + 1}.{t + 1}" if i == 0 else "" for l in range(S) for t in range(T) for i in range(d)]
 heatmap(np.log10(np.abs(J.reshape(S * T * d, -1)) + 1e-12), ax=ax, row_labels=lab, col_labels=lab,
-        title="log10 |∂E/∂x|, ordered by (layer, position)", vmin=-4, vmax=1)
+        title="log10 |∂R/∂x|, ordered by (layer, position)", vmin=-4, vmax=1)
 for k in range(1, S):
     ax.axhline(k * T * d - 0.5, color="w", lw=0.8)
     ax.axvline(k * T * d - 0.5, color="w", lw=0.8)
@@ -222,8 +223,9 @@ plt.show()
 # ## Corollary 6.1 and what breaks it
 #
 # Without the self-conditioned layer the total log-determinant is exactly the first stage's barrier.
-# With it, that layer adds its own margin term. Scaling its query weights pushes it toward the
-# degeneracy boundary.
+# With it, that layer adds its own margin term. Scaling up its query weights first pushes that term
+# across the degeneracy boundary; scaled further, the attention settles on one position and the
+# term comes back towards 1.
 
 # %%
 std_layers = layers[:2]
@@ -241,6 +243,8 @@ for c in scales:
     rows.append(sign * np.exp(logdet))
 rows = np.array(rows)  # (scales, T)
 print("layer-4 det(∂e_t/∂x_t) at scale 1:", np.array2string(rows[20], precision=3))
+print("smallest over the scales 0 to 2:  ", np.array2string(rows.min(axis=0), precision=3))
+print("at scale 2:                       ", np.array2string(rows[-1], precision=3))
 
 # %%
 fig, ax = plt.subplots(figsize=(6.4, 3.4))
@@ -253,14 +257,17 @@ ax.legend(fontsize=8)
 plt.show()
 assert np.allclose(rows[0], 1.0)                    # Figure 4.5.2: at scale 0 every determinant is 1
 assert np.all(rows[:, 1:].min(axis=0) < 0)         # Figure 4.5.2: positions 2-4 cross the boundary 0
-assert np.allclose(rows[:, 0], 1.0)                # Figure 4.5.2: position 1 has no context: always 1
+assert np.allclose(rows[:, 0], 1.0)                # Figure 4.5.2: position 1 attends only to itself: always 1
+assert np.all(rows[-1, 1:] > 0.5)                  # Figure 4.5.2: at scale 2 positions 2-4 are back above 0.5
 
 # %% [markdown]
 # **Figure 4.5.2.** The margin of a layer whose queries come from its own output. At scale 0 the attention
 # ignores the current variable and every determinant is 1 (Proposition 3's situation). Look at the
-# curves of positions 2–4: as the query weight grows their determinants move away from 1 and cross the
-# degeneracy boundary 0 (position 1, with no context, stays at 1) — the same margin-to-degeneracy
-# geometry as the first stage, now at depth.
+# curves of positions 2–4: as the query weight grows their determinants fall from 1 and cross the
+# degeneracy boundary 0 (position 1, which attends only to itself, stays at 1) — the same
+# margin-to-degeneracy geometry as the first stage, now at depth. Larger weights make the attention
+# pick one position, the attended spread shrinks, and the determinants climb back (above 0.5 at
+# scale 2, printed above): a stronger query is not simply closer to the boundary.
 #
 # ## Corollary D.1 in full, and Lemma D.2 with LayerNorm, an MLP and multi-head attention
 #
@@ -271,7 +278,7 @@ assert np.allclose(rows[:, 0], 1.0)                # Figure 4.5.2: position 1 ha
 # library's numpy `TransformerBlock` (width $d=4$, 2 heads, GELU MLP of width 16, layer norm, causal)
 # on top of the attention prior, and check Corollary D.1's whole formula (Eq. 78), not only its
 # log-determinant: with stage noise scales $\sigma_\ell$, the change-of-variables log-density
-# $\log\mathcal N(E(x);0,\Sigma)+\log|\det\partial E/\partial x|$ (full Jacobian by finite differences)
+# $\log\mathcal N(R(x);0,\Sigma)+\log|\det\partial R/\partial x|$ (full Jacobian by finite differences)
 # must equal
 # $-\sum_{\ell,t}\|e^{(\ell)}_t \|^2/2\sigma_\ell^2-\sum_{\ell,t}d\log\sigma_\ell+\sum_{\ell,t}\log|\det\partial e^{(\ell)}_t/\partial x^{(\ell)}_t|-\tfrac{LTd}2\log2\pi$.
 
@@ -286,7 +293,7 @@ sigmas = np.array([1.0, 0.5, 2.0])  # sigma_l for the three stages
 
 
 def standard_stack_residual(z):
-    """E(x) for [attention prior, block, block]: z (3, T, d) -> (3, T, d)."""
+    """R(x) for [attention prior, block, block]: z (3, T, d) -> (3, T, d)."""
     out = [deep_residual(z[:1], prior4, [])[0]]
     for ell, blk in enumerate(blocks4, start=1):
         out.append(z[ell] - blk(z[ell - 1]))  # e = x^(l) - g(x^(l-1))
