@@ -38,8 +38,8 @@
 # |---|---|---|
 # | $x_t$ | embedding of the character at position $t$ (positions counted from 1) | $(d,)$ |
 # | $d$ | width of an embedding | number |
-# | $E$ | embedding table of the language model, one row per character | $(\lvert V\rvert,d)$ |
-# | $\lvert V\rvert$ | number of distinct characters (the vocabulary size) | number |
+# | $E$ | embedding table of the language model, one row per character | $(\lvert\mathcal V\rvert,d)$ |
+# | $\lvert\mathcal V\rvert$ | number of distinct characters (the vocabulary size) | number |
 # | $T$ | length of a training window (the context) | number |
 # | $a$ | coupling, in one dimension: the score of $x_s$ seen from $x_t$ is $a\,x_t x_s$ | number |
 # | $\mathrm{Var}_t$ | attention-weighted variance of the embeddings before position $t$ ($d=1$) | number |
@@ -267,7 +267,7 @@ assert sp.simplify(penalty_slope.subs(a, 0) - var) == 0
 # an average of covariance matrices, which is positive semi-definite whatever the data: the first
 # step lowers $\operatorname{tr}(\Sigma_t A)$, the sum of the diagonal of $\Sigma_t A$ — the matrix
 # counterpart of $a\,\mathrm{Var}_t$, and exactly it when $d=1$. Autograd agrees, on random
-# embeddings ($\lvert V\rvert=9$ characters, $d=6$, one sequence of 12):
+# embeddings ($\lvert\mathcal V\rvert=9$ characters, $d=6$, one sequence of 12):
 
 # %%
 generator = torch.Generator().manual_seed(0)
@@ -985,7 +985,7 @@ print(f"CPU vs CUDA, float32, quick config: max |difference of validation BPC| =
 # identity to make it small. When the prior sees token embeddings $x_s=E[y_s]$,
 # $\Sigma_t=E^\top C_t E$ with $C_t=\operatorname{diag}\beta_t-\beta_t \beta_t^\top$, where $\beta_t[v]$
 # is the attention mass on vocabulary item $v$. Sylvester's identity, $\det(I-PQ)=\det(I-QP)$, then
-# gives $\det(I_d-E^\top C_t EA)=\det(I_{\lvert V\rvert}-C_t EAE^\top)$. The rows of $C_t$ vanish for
+# gives $\det(I_d-E^\top C_t EA)=\det(I_{\lvert\mathcal V\rvert}-C_t EAE^\top)$. The rows of $C_t$ vanish for
 # items absent from the prefix, so only an $r_t \times r_t$ block survives, with $r_t$ the number of
 # distinct tokens before $t$. A symbolic check of the identity on a $2\times3$ example:
 
@@ -999,7 +999,7 @@ assert identity_gap == 0
 # %% [markdown]
 # `margin_loss_tokens` evaluates the penalty four ways: the direct $d\times d$ covariance, the
 # second-moment form (Lemma B.2), the compact Sylvester form (the training path, with a hand-written
-# backward pass through $(I-M)^{-\top}$) and the literal $\lvert V\rvert\times\lvert V\rvert$ form. In
+# backward pass through $(I-M)^{-\top}$) and the literal $\lvert\mathcal V\rvert\times\lvert\mathcal V\rvert$ form. In
 # float64 they must agree to rounding, values and gradients alike. The numpy implementation of
 # Theorem 1 (`nextword.theory.barrier`, with $W_Q=A$, $W_K=I$) gives an independent fifth value.
 
