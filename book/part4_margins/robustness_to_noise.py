@@ -35,9 +35,10 @@
 # | $z$ | a standard-normal draw, $\mathcal N(0,1)$ per coordinate | number or $(d,)$ |
 # | $\Phi$ | the standard normal distribution function, $\Phi(u)=P(z<u)$ | function |
 # | $\pm c$ | the two one-dimensional embeddings of the tiny example | numbers |
-# | $x$, $x_i$ | an embedding (a row of $E$) and its $i$-th coordinate | $(d,)$, number |
+# | $x$ | an embedding (a row of $E$) | $(d,)$ |
+# | $r$ | a coordinate of a vector, counted from 1 ($z_r$: the $r$-th coordinate of $z$) | index |
 # | $d$ | width of an embedding | number |
-# | $E$ | a model's embedding table, one row per character; $\mathrm{RMS}(E)$ is the root mean square of its entries, the typical size of a coordinate | $(\lvert V\rvert,d)$ |
+# | $E$ | a model's embedding table, one row per character; $\mathrm{RMS}(E)$ is the root mean square of its entries, the typical size of a coordinate | $(\lvert\mathcal V\rvert,d)$ |
 # | $\rho$ | relative noise level, $\sigma/\mathrm{RMS}(E)$ | number |
 # | $\lambda_m$ | weight of the margin penalty in training (0: the CE model; 0.05: the margin model) | number |
 # ```
@@ -111,7 +112,7 @@ assert confusion(0.1, 0.1) / confusion(0.2, 0.1) > 6         # same absolute noi
 #
 # For an embedding row $x$ and noise $\sigma z$, $z\sim\mathcal N(0,I_d)$, the
 # {term}`signal-to-noise ratio` per coordinate is the embedding's mean square,
-# $\mathrm{RMS}(x)^2$, over the noise's, $\mathbb E[(\sigma z_i)^2]$. Sympy computes the noise's
+# $\mathrm{RMS}(x)^2$, over the noise's, $\mathbb E[(\sigma z_r)^2]$. Sympy computes the noise's
 # power:
 
 # %%
