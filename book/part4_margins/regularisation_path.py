@@ -48,7 +48,7 @@
 # |---|---|---|
 # | $\lambda_m$ | weight of the margin penalty in training | number |
 # | $a$, $a^*$ | coupling in one dimension, and the value that minimises the toy objective | numbers |
-# | $V$ | attention-weighted variance in the toy ($\mathrm{Var}_t$ of [4.2](02_scalar_margin.ipynb)) | number |
+# | $V$ | attention-weighted variance in the toy ($\mathrm{Var}_t$ of [4.2](02_scalar_margin.ipynb); on this page only, not the stacked values of the notation table) | number |
 # | $\lambda$ | weight of the penalty in the toy | number |
 # | $\tau$ | the toy's quadratic term is $a^2/(2\tau)$: a larger $\tau$ holds $a$ less | number |
 # | $f(a)$ | the toy objective | function |
@@ -58,7 +58,7 @@
 # | $\alpha_{ts}$, $H_t$ | the prior's attention weights at position $t$ on earlier positions $s$, and their entropy | numbers |
 # | $s$ | an earlier position, $s<t$ | number |
 # | $\sigma$ | standard deviation of the noise added to the embeddings in the probe; $\mathrm{BPC}$ and $\mathrm{BPC}_\sigma$ are the validation bits per character, clean and with that noise | number |
-# | $E_{\lambda_m}$, $\mathrm{RMS}(E_{\lambda_m})$ | embedding table of the model trained with $\lambda_m$, and its root mean square | $(\lvert V\rvert,d)$, number |
+# | $E_{\lambda_m}$, $\mathrm{RMS}(E_{\lambda_m})$ | embedding table of the model trained with $\lambda_m$, and its root mean square | $(\lvert\mathcal V\rvert,d)$, number |
 # | $\sigma_{\lambda_m}$ | noise for that model at the baseline's relative level | number |
 # ```
 #
