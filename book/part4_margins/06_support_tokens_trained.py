@@ -143,7 +143,13 @@ results = train(config, workdir.name, device="cpu", progress=False)
 gpt, prior, _, _ = load_checkpoint(workdir.name)
 print(f"validation bits per character after {results['steps']} steps: "
       f"{produced(results['final_val_bpc'], '.3f')}")
-print("prior diagnostics:", ", ".join(f"{k} {produced(v, '.4f')}" for k, v in results["diagnostics"].items()))
+# the diagnostics' key "margin" holds the penalty, mean_t -log|det(I - Σ_t A)|, not a margin
+diagnostic_names = {"entropy": "attention entropy", "trace_sigma_A": "mean tr(Σ_t A)",
+                    "frac_det_above_one": "share |det| > 1", "snr": "SNR",
+                    "normalised_var": "tr(Σ_t)/RMS²", "margin": "penalty mean -log|det|",
+                    "min_logabsdet": "min log|det|", "embedding_rms": "embedding RMS"}
+print("prior diagnostics:", ", ".join(f"{diagnostic_names[k]} {produced(v, '.4f')}"
+                                      for k, v in results["diagnostics"].items()))
 
 # %% [markdown]
 # ## Margins on a passage of real text (the miniature)
