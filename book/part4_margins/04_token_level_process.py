@@ -29,8 +29,8 @@
 # **Builds on:** [4.1 The latent-noise view](01_latent_noise_view.ipynb) (the density
 # $p_\sigma(x_{1:n})$ of the embeddings, by the change of variables) and
 # [4.2 The scalar margin](02_scalar_margin.ipynb) (that density is a proper density — each one-step
-# conditional integrates to 1 — when every margin stays positive, which a negative coupling
-# guarantees) · [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb) · marginal
+# conditional integrates to 1 — when every margin stays positive, which $a\,w_V<0$ (a negative
+# coupling, with values a positive multiple of the embeddings) guarantees) · [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb) · marginal
 # probabilities, sums and integrals over a grid, the standard error of a Monte Carlo mean.
 # **Reading time:** about 30 minutes.
 #
