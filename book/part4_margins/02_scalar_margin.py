@@ -53,7 +53,7 @@
 # | $e_t$ | residual $x_t-\mu_t$, the noise position $t$ must have come from | number |
 # | $m_t$, $m(x)$ | margin of position $t$ (the slope $\partial e_t/\partial x_t$), $1-a\,\mathrm{Var}_t$ with $\mathrm{Var}_t=\sum_{s<t}\alpha_{ts}(x_s-\bar x)^2$ the attention-weighted variance of the earlier tokens ($\mathrm{Var}_t(v)=w_V^2\,\mathrm{Var}_t$: that of the values); sequence margin $m(x)=\min_t m_t$ | numbers |
 # | $\varepsilon$, $\sigma$ | a noise value, and the noise's standard deviation | numbers |
-# | $\ell_s$, $\delta_{ij}$ | scores (logits) of a softmax; 1 if $i=j$, else 0 | numbers |
+# | $\ell_s$, $\delta_{ss'}$ | scores (logits) of a softmax over the earlier positions $s$; 1 if $s=s'$, else 0 | numbers |
 # | $u_s$, $\bar u$ | any numbers attached to the earlier positions (Lemma B.2), and their weighted mean | numbers |
 # | $h$ | a small change of the noise (question 4) | number |
 # ```
@@ -252,7 +252,7 @@ assert conditional_density(1.5).sum() * grid_step > 1.01
 # $v_s=w_V \,x_s$ with any $w_V$ (the tiny example had $w_V=1$).
 #
 # **Step 1: the softmax Jacobian (Lemma B.1).** If $\alpha=\mathrm{softmax}(\ell)$, then
-# $\partial\alpha_i/\partial\ell_j=\alpha_i(\delta_{ij}-\alpha_j)$ (with $\delta_{ij}=1$ if $i=j$, else
+# $\partial\alpha_s/\partial\ell_{s'}=\alpha_s(\delta_{ss'}-\alpha_{s'})$ for two earlier positions $s$, $s'$ (with $\delta_{ss'}=1$ if $s=s'$, else
 # 0). Sympy checks all nine entries:
 
 # %%
