@@ -42,7 +42,7 @@
 # | $m$ | index of a coordinate pair (coordinates $2m$ and $2m+1$), $m=0,\dots,d_{\text{model}}/2-1$ | integer |
 # | $\omega$, $\omega_m$ | a frequency (turns per position, in radians); that of pair $m$ of the sinusoidal table is $10000^{-2m/d_{\text{model}}}$ | scalar |
 # | $\Delta$ | a shift, in positions | integer |
-# | $M(\Delta)$ | the $2\times2$ rotation that moves one sinusoidal pair from $t$ to $t+\Delta$ | $(2,2)$ |
+# | $M(\Delta)$ | the $2\times2$ rotation that moves one sinusoidal pair from $t$ to $t+\Delta$ (acting on the pair written as a column) | $(2,2)$ |
 # | $R_\Delta$ | all pairs' $M(\Delta)$ on the diagonal of one matrix | $(d_{\text{model}}, d_{\text{model}})$ |
 # | $R(\phi)$ | the rotation of the plane by the angle $\phi$ | $(2,2)$ |
 # | $\theta$, $\theta_m$ | angle per position by which RoPE turns a pair (pair $m$: $10000^{-2m/d_k}$) | scalars |
@@ -312,7 +312,10 @@ assert np.all(np.diff(list(measured.values())) > 0)  # Figure 6.5.2: the wavelen
 # $2\times 2$ matrix $M(\Delta)$ that depends on the shift $\Delta$ but **not** on $t$. So "$\Delta$ words
 # back" is the same linear map at every position, which a model can learn once. The angle-addition
 # formulas give $M(\Delta)$; sympy checks that it moves $\mathrm{PE}(t)$ to $\mathrm{PE}(t+\Delta)$ and
-# that it is a rotation ($M^\top M = I$, $\det M = 1$):
+# that it is a rotation ($M^\top M = I$, $\det M = 1$). (In this section and the RoPE one, a pair, a
+# query and a key are written as columns, $M(\Delta)\,\mathrm{PE}(t)$, as rotations usually are; in the
+# book's row-vector form the same step is $\mathrm{PE}(t+\Delta)=\mathrm{PE}(t)\,M(\Delta)^\top$, which is
+# what the code computes with `@ R.T`.)
 
 # %%
 t, shift, w = sp.symbols("t Delta omega", real=True)
