@@ -31,9 +31,9 @@
 # |---|---|---|
 # | $T$ | number of words before the prediction (the blank is word $T+1$) | integer |
 # | $t$, $s$, $u$ | word positions, counted from 1; $s\le t$, and $t-s$ is the distance between them | integers |
-# | $x[t]$ | the input vector of word $t$ (one number in the tiny example) | $(d,)$ |
-# | $h[t]$ | the recurrent network's hidden state after word $t$ | $(d,)$ |
-# | $W_x$, $W_h$ | the recurrent network's input and state matrices | $(d, d)$ |
+# | $x[t]$ | the input of word $t$: a vector; one number in the tiny example; from the bottleneck section on, a symbol $0,\dots,V-1$ that enters as a one-hot row | $(d,)$, a number, or a symbol |
+# | $h[t]$ | the recurrent network's hidden state after word $t$ (elsewhere the book's $h$ counts attention heads, which this page does not need) | $(d,)$ |
+# | $W_x$, $W_h$ | the recurrent network's input and state matrices | $(d, d)$; $W_x$ is $(V, d)$ for one-hot symbols |
 # | $f$, $f'$ | the nonlinearity (the identity or tanh) and its derivative | elementwise |
 # | $a[t]$ | the state before the nonlinearity, $x[t]W_x+h[t-1]W_h$ | $(d,)$ |
 # | $\lambda$ | the factor a linear recurrence multiplies its state by at each step | number |
@@ -41,7 +41,7 @@
 # | $d$ | the width of the state | integer |
 # | $y[t]$ | the output of one attention layer at word $t$ | $(d,)$ |
 # | $\alpha[t,s]$ | the weight word $t$'s output gives word $s$ (attention weights add up to 1) | number |
-# | $L$, $V$ | the length of a sequence of symbols and the number of different symbols | integers |
+# | $L$, $V$ | the length of a sequence of symbols and the number of different symbols (elsewhere the book's $L$ counts layers and $V$ stacks the values; this page needs neither) | integers |
 # ```
 #
 # Words count from 1, as in the chapter. Python counts from 0, so in the code word $t$ is `words[t - 1]`.
@@ -239,8 +239,8 @@ plt.show()
 # %% [markdown]
 # **Figure 6.1.2** (the chapter's Fig. 6.1, measured). Left: the path from each word of the running
 # example to the state that predicts the blank has $T-s+1$ arrows through the recurrence, always 1
-# through attention; see how "software" and "engineer", at the start of the sentence, are the
-# farthest. Right: the sequential depth of one layer grows with $T$ for the RNN and stays 1 for
+# through attention; see how "software" and "engineer", at the start of the sentence, are among the
+# farthest (only "The", word 1, is farther). Right: the sequential depth of one layer grows with $T$ for the RNN and stays 1 for
 # attention.
 #
 # ## The gradient over $t-s$ steps
@@ -340,13 +340,13 @@ plt.fill_between(distance, *np.percentile(attention_norms, [10, 90], axis=0), co
                  label="attention, middle 80% of layers")
 plt.xlabel("distance t − s (words)")
 plt.ylabel(r"$\|\partial h[t]/\partial h[s]\|_2$ or $\|\partial y[t]/\partial x[s]\|_2$")
-plt.title("gradient reaching the prediction from s words back")
+plt.title("gradient reaching the prediction from t − s words back")
 plt.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
 # **Figure 6.1.3** (the chapter's $\lambda^{t-s}$ remark, measured). Spectral norm of the Jacobian from
-# $s$ words back to the prediction, on a log scale. See the straight line of the linear RNN (it falls
+# word $s$, $t-s$ words back, to the prediction, on a log scale. See the straight line of the linear RNN (it falls
 # exactly as $0.9^{t-s}$), the tanh RNN falling faster below it, and attention with no trend: its mean
 # over random layers is as large 20 words back as 1 word back, and one layer's value (the band) is set
 # by the weight it gives the word, not by the distance. (At distance 0 attention is larger: word $t$
@@ -644,7 +644,7 @@ plt.show()
 #    $L=4$: yes, $4\cdot 7 = 28 \le 32$: the state is a one-to-one linear image of the inputs, and the page
 #    measures recall 1.000. $L=5$: $5\cdot 7 = 35 > 32$, so no linear read-out reproduces the one-hot
 #    symbols exactly any more; but its largest entry can still name the right symbol, and the measured
-#    recall is still above 0.99 (printed below; 0.988 at $L=6$). Past the limit, recall is lost
+#    recall is still above 0.99 (printed below; 0.988 at $L=6$, printed with the other lengths above). Past the limit, recall is lost
 #    gradually, not all at once.
 #    ```
 
