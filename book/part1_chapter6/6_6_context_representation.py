@@ -38,6 +38,7 @@
 # | $a$ | what the attention sub-layer adds to one position's stream | $(d,)$ |
 # | $u$ | the stream after the attention sub-layer | $(T, d)$ |
 # | $\epsilon$ | the small number layer normalisation ($\mathrm{LN}$) adds to the variance, $10^{-5}$ | scalar |
+# | $f$ | the FFN's nonlinearity, applied to each number (the GELU here; the ReLU, $\max(0,\cdot)$, in the original transformer) | elementwise |
 # | $W_1, b_1, W_2, b_2$ | the FFN's weights and biases | $(d, d_{ff})$, $(d_{ff},)$, $(d_{ff}, d)$, $(d,)$ |
 # | $X$; $W_q, W_k, W_v, W_o$ | the input of an attention sub-layer; its four matrices | $(T, d)$; $(d, d)$ |
 # | $Q$, $K$ | the queries $XW_q$ and keys $XW_k$ | $(T, d)$ |
@@ -113,8 +114,10 @@ assert stream_after == [1.5, 3.0, 5.0, 6.5]
 # What $h$ carried is still there, nudged by what attention found. This running vector is the
 # {term}`residual stream`; every sub-layer reads it and writes a correction into it. The second
 # sub-layer, the {term}`feed-forward network` (FFN), is a small two-layer network applied to each
-# position on its own, $\mathrm{FFN}(h)=\max(0, hW_1+b_1)\,W_2+b_2$: attention mixes positions, the
-# FFN mixes the coordinates of one position.
+# position on its own, $\mathrm{FFN}(h)=f(hW_1+b_1)\,W_2+b_2$, with a nonlinearity $f$ applied to each
+# number: the original transformer uses the ReLU, which keeps a number if it is positive and gives 0 otherwise; the chapter and the library's models
+# use the GELU, a smooth version of it that multiplies a number by the probability that a standard
+# normal variable is below it. Attention mixes positions, the FFN mixes the coordinates of one position.
 #
 # Where the normalisation sits is a design choice. In a **{term}`pre-norm`** block each sub-layer reads a
 # normalised *copy* of the stream, $u=h+\mathrm{MHA}(\mathrm{LN}(h))$, $h'=u+\mathrm{FFN}(\mathrm{LN}(u))$;
