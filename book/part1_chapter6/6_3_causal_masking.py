@@ -365,8 +365,11 @@ assert repeats > 2 * np.trace(pair_law)  # degenerate: the same symbol again and
 # %% [markdown]
 # The masked model's text has the source's pair statistics up to a few times the sampling noise of
 # real text; the unmasked model's text is dominated by runs of one repeated symbol. Triples tell the
-# same story, and show what the masked model has not learned yet: its triples are further from the
-# law than its pairs, as its loss, still above the entropy rate after 250 steps, says too.
+# same story. Read each triple distance against real text's, not against the pairs: every text is
+# further from the triple law than from the pair law, real text included: the pairs are a summary of
+# the triples, and summing cells can only bring two laws closer (and the same 3000 symbols are spread
+# over 512 cells instead of 64). (The masked model has not learned the source fully
+# yet: its loss is still above the entropy rate after 250 steps.)
 #
 # ## The mask and its count (Figs. 6.13–6.14)
 #
