@@ -582,8 +582,8 @@ for claim in list(holds[SEEDS[0]])[:3]:  # these three hold for every model that
 
 # %% [markdown]
 # In every model kept, the causal test and the attention weights agree in one direction: the head
-# whose removal destroys the agreement (the loss at the markers jumps: the model is then confidently
-# wrong — by how many nats depends on the run, which is why only a bound is printed) is a head that
+# whose removal destroys the agreement (the loss at the markers jumps by more than a nat — by how many
+# depends on the run, which is why only that bound is printed and asserted) is a head that
 # looks at the subject. Call it the **subject head**. The other direction is weaker: the fourth count
 # says whether the heads that ignore the subject also do not matter at the markers; it is not
 # guaranteed, and a head with almost no weight on the subject can still cost something there (it
