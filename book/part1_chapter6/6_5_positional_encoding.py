@@ -575,8 +575,9 @@ plt.show()
 # windows). Inside the training length the three encodings are close to each other and well below the
 # no-context level; the model without positional encoding is clearly worse there — with two layers it
 # can recover order only through the causal mask. **Beyond the training length every encoding breaks
-# down**: the loss of the sinusoidal, learned *and* RoPE models jumps above the no-context level
-# $H(x_t)$ — they predict worse than a model that ignores its context. RoPE does **not** extrapolate
+# down**: the loss of the sinusoidal, learned *and* RoPE models rises above the no-context level
+# $H(x_t)$, not at once for every model but on average over the unseen positions: there they predict
+# worse than a model that ignores its context. RoPE does **not** extrapolate
 # better than the sinusoidal encoding here, and the model without positions degrades least.
 #
 # Each statement of this caption is checked below from the two mean losses per model (inside and beyond
