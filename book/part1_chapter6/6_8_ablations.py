@@ -335,11 +335,12 @@ plt.show()
 #   hide a model that cannot generate.
 # - Removing a part from trained weights tests what the weights rely on; retraining without it tests
 #   what the architecture needs. The two answers differ: without positions the trained model is lost,
-#   a retrained one still finds the subject by its content.
+#   a retrained one still finds the subject by its content (in the runs whose baseline learned the
+#   agreement, the only runs where that is checked).
 # - Without the residual connections a trained model does worse than a uniform guess: its blocks were
 #   trained to add corrections to the stream, not to carry it.
-# - Reading four heads as one blurs their separate patterns, and both the local and the long-range
-#   predictions get worse.
+# - Reading four heads as one blurs their separate patterns, and the local predictions get worse (the
+#   long-range ones too, where the model had learned them).
 #
 # ## Check your understanding
 #
