@@ -44,7 +44,6 @@
 # | $P$ | the source's probabilities: of the next symbol given the past, $P(w[t+1]\mid w[1..t])$, and of a pair, $P(a,b)$ | numbers |
 # | $\hat P$ | the frequency of a pair in a text, $\hat P(a,b)$ | numbers |
 # | $x[j]$ | the input vector of a transformer block at position $j$ | vector |
-# | $e$ | the base of the natural logarithm | number |
 # ```
 #
 # Words and positions count from 1, as in the chapter. Python counts from 0, so in the code position
@@ -137,7 +136,7 @@ np.testing.assert_allclose(np.stack([masked_out[i] for i in (1, 2, 3)]), library
 
 # %% [markdown]
 # In matrix form the rule is an extra matrix added to the scores before the softmax: 0 where
-# $j\le i$, $-\infty$ where $j>i$. Since $e^{-\infty}=0$, a blocked word gets weight exactly 0, and
+# $j\le i$, $-\infty$ where $j>i$. Since $\exp(-\infty)=0$, a blocked word gets weight exactly 0, and
 # the other weights of the row still add up to 1:
 #
 # $$\alpha[i,j]=\begin{cases}\dfrac{\exp(q[i]\cdot k[j]/\sqrt{d_k})}{\sum_{m\le i}\exp(q[i]\cdot
@@ -588,7 +587,7 @@ assert np.all(np.triu(head_weights, 1) == 0)
 # 3. Instead of $-\infty$, someone adds $-5$ to the blocked scores. What goes wrong?
 #
 #    ```{dropdown} Answer
-#    $e^{-5}\approx0.007$ is small but not zero: later positions still get some weight and some
+#    $\exp(-5)\approx0.007$ is small but not zero: later positions still get some weight and some
 #    gradient. In the tiny example, changing word 3 then moves the outputs of words 1 and 2 by 0.02
 #    (printed below) instead of exactly 0; the training pass and the generation pass no longer agree,
 #    and a trained model can make the score of the next position large enough to overcome the $-5$.
