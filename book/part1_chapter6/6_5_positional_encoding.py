@@ -31,7 +31,7 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $t$ | position of a word, counted from 0 as the encoding tables and the code count (most pages count words from 1: word $t+1$ sits at position $t$); $\mathrm{PE}(t)$ is its sinusoidal encoding, $(d_{\text{model}},)$, and $\mathrm{PE}(t, n)$ coordinate $n$ of it | integer |
+# | $t$ | position of a word, counted from 0 as the encoding tables and the code count (most pages count words from 1: word $t+1$ sits at position $t$); $\mathrm{PE}(t)$ is its sinusoidal encoding, $(d_{\text{model}},)$, and $\mathrm{PE}(t, c)$ coordinate $c$ of it | integer |
 # | $e_j$ | vector of word $j$ in the tiny example | $(2,)$ |
 # | $p(t)$ | position vector added at position $t$ in the tiny example (not a probability here) | $(2,)$ |
 # | $\alpha_j$ | attention weight on word $j$ in the tiny example | scalar |
@@ -262,9 +262,9 @@ assert min_distance > 0.5  # every row is distinct
 
 fig, ax = plt.subplots(figsize=(7.0, 3.8))
 heatmap(PE, ax=ax, cmap="RdBu_r", vmin=-1, vmax=1)
-ax.set_xlabel("coordinate n of PE(t, n)")
+ax.set_xlabel("coordinate c of PE(t, c)")
 ax.set_ylabel("position t")
-ax.set_title("sinusoidal PE(t, n), d_model = 128")
+ax.set_title("sinusoidal PE(t, c), d_model = 128")
 plt.show()
 
 # %% [markdown]
