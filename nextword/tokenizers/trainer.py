@@ -34,17 +34,19 @@ right, and (ii) after its creation pass a pair's count only decreases and its fi
 increases; a lazy max-heap keyed ``(-count, first_position)`` whose stale entries are re-pushed on
 pop therefore always yields the exact winner.
 
-**Two phases, one state.** The first merges replace most of the corpus (no split: the first few
-hundred merges touch hundreds of thousands of occurrences each), so while a merge has at least
-``_VECTOR_MIN`` candidate positions the linked list lives in numpy arrays and the pass is
-vectorised (:func:`_merge_pass_np`: the same count changes, computed from the pair instances that
-lose a node and those that gain the new token); after that, Python lists and the per-occurrence
-loop (:func:`_merge_pass`), cheaper for small merges. The merges are identical either way (the
-tests run the trainer with the numpy phase off, on for every merge, and at the default switch).
+**One state, two kinds of pass.** The first merges replace most of the corpus (no split: the
+first few hundred merges touch hundreds of thousands of occurrences each), most later ones a
+handful. The linked list lives in ``array.array``s, which Python indexes as fast as lists, with
+numpy views of the same memory: a merge with at least ``_VECTOR_MIN`` candidate positions is applied
+by the vectorised pass (:func:`_merge_pass_np`: the same count changes, computed from the pair
+instances that lose a node and those that gain the new token), a smaller one by the per-occurrence
+loop (:func:`_merge_pass`), cheaper below a few hundred occurrences. The merges are identical either
+way (the tests run the trainer with the numpy pass off, for every merge, and mixed).
 """
 
 from __future__ import annotations
 
+import array
 import heapq
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
@@ -58,9 +60,9 @@ __all__ = ["BPEResult", "learn_bpe", "train_merges", "hf_byte_rank", "bytes_to_u
 
 _SHIFT = 21  # pair code = (left << _SHIFT) | right; ids below 2**21 (≈ 2 million)
 _MASK = (1 << _SHIFT) - 1
-#: train_merges vectorises a merge pass (numpy) while the merge has at least this many candidate
-#: positions; ``None`` turns the numpy phase off (the tests run both ways).
-_VECTOR_MIN: int | None = 16
+#: train_merges vectorises a merge pass (numpy) when the merge has at least this many candidate
+#: positions; ``None`` turns the numpy pass off (the tests run every way).
+_VECTOR_MIN: int | None = 256
 
 
 # --------------------------------------------------------------------------------------------
@@ -299,24 +301,24 @@ def train_merges(
     prv = np.arange(-1, n - 1, dtype=np.int64)  # (n,)
     prv[starts] = -1
     hf = tie_break == "hf"
-    # Two phases with the same state: while a merge replaces many occurrences ("first" rule), the
-    # linked list lives in numpy arrays and each pass is vectorised (_merge_pass_np); from the first
-    # merge with fewer than _VECTOR_MIN candidate positions on, Python lists and _merge_pass.
+    # One state, two kinds of pass ("first" rule): the linked list in ``array.array``s and numpy
+    # views of the same memory (see the module docstring). "hf": Python lists only.
     vector = not hf and _VECTOR_MIN is not None
-    tokens: Any = flat.copy() if vector else flat.tolist()
-    wt: Any = weight
-    if not vector:
-        nxt, prv, wt = nxt.tolist(), prv.tolist(), weight.tolist()
+    tokens: Any
+    if hf:
+        tokens, nxt, prv, wt = flat.tolist(), nxt.tolist(), prv.tolist(), weight.tolist()
+        views: tuple[np.ndarray, ...] = ()
+    else:
+        tokens, nxt, prv, wt = (array.array("q", v.astype(np.int64).tobytes()) for v in (flat, nxt, prv, weight))
+        views = tuple(np.frombuffer(v, dtype=np.int64) for v in (tokens, nxt, prv, wt))  # (n,) each, shared
 
     rank = hf_byte_rank().tolist() + list(range(256, first_id)) if hf else []
     pointer: dict[int, int] = {}
 
     def first_position(code: int) -> int:
         """Leftmost live occurrence of pair ``code`` (the pointer only moves right); -1 if none."""
-        if vector:
-            return _first_position_np(code, positions, pointer, tokens, nxt)
         lst = positions[code]
-        if type(lst) is not list:  # still a numpy array from the initial count or the numpy phase
+        if type(lst) is not list:  # still a numpy array from the initial count or a numpy pass
             lst = positions[code] = lst.tolist()
         p = pointer.get(code, 0)
         a, b = code >> _SHIFT, code & _MASK
@@ -383,17 +385,15 @@ def train_merges(
             next_id += 1
         merges.append((a, b, x))
         lst = positions.pop(code)
-        if vector and len(lst) < _VECTOR_MIN:  # few occurrences left: Python lists from now on
-            vector = False
-            tokens, nxt, prv, wt = tokens.tolist(), nxt.tolist(), prv.tolist(), wt.tolist()
-        if vector:
-            raised = _merge_pass_np(np.asarray(lst), a, b, x, tokens, nxt, prv, wt, counts, positions)
+        if vector and len(lst) >= _VECTOR_MIN:
+            raised = _merge_pass_np(np.asarray(lst), a, b, x, *views, counts, positions)
         else:
             if type(lst) is not list:
                 lst = lst.tolist()
             if a == b and hf:  # overlapping pairs must be merged left to right
                 lst = sorted(set(lst))
-            raised = _merge_pass(lst, a, b, x, code, tokens, nxt, prv, wt, counts, positions, x_is_new=not hf)
+            merge_pass = _merge_pass_reuse if hf else _merge_pass
+            raised = merge_pass(lst, a, b, x, tokens, nxt, prv, wt, counts, positions)
         counts.pop(code, None)
         pointer.pop(code, None)
         for new in raised:
@@ -412,23 +412,78 @@ def _merge_pass(
     a: int,
     b: int,
     x: int,
-    code: int,
+    tokens: Any,
+    nxt: Any,
+    prv: Any,
+    wt: Any,
+    counts: dict[int, int],
+    positions: dict[int, Any],
+) -> list[int]:
+    """Apply merge ``(a, b) -> x``, ``x`` a new id (rule "first"), at the live occurrences in ``lst``
+    (left to right), updating the linked list, the pair counts and the position lists; return the
+    codes whose count rose.
+
+    A pair holding ``x`` cannot exist before this pass, so the codes that rose are exactly those
+    whose position list is created here (``made``), and a created code's count starts at its first
+    weight. ``tokens``, ``nxt``, ``prv``, ``wt`` (n,) are lists or ``array.array``s.
+    """
+    xs, bs = x << _SHIFT, b << _SHIFT
+    made: dict[int, list[int]] = {}
+    get = made.get
+    for i in lst:
+        if tokens[i] != a:
+            continue
+        j = nxt[i]
+        if j < 0 or tokens[j] != b:
+            continue
+        w = wt[i]
+        p = prv[i]
+        q = nxt[j]
+        if p >= 0:
+            t = tokens[p] << _SHIFT
+            counts[t | a] -= w
+            new = t | x
+            plist = get(new)
+            if plist is None:
+                made[new] = [p]
+                counts[new] = w
+            else:
+                plist.append(p)
+                counts[new] += w
+        if q >= 0:
+            t = tokens[q]
+            counts[bs | t] -= w
+            new = xs | t
+            plist = get(new)
+            if plist is None:
+                made[new] = [i]
+                counts[new] = w
+            else:
+                plist.append(i)
+                counts[new] += w
+            prv[q] = i
+        tokens[i] = x  # (no counts[code] -= w: the caller drops the merged pair's count)
+        tokens[j] = -1
+        nxt[i] = q
+    positions.update(made)
+    return list(made)
+
+
+def _merge_pass_reuse(
+    lst: list[int],
+    a: int,
+    b: int,
+    x: int,
     tokens: list[int],
     nxt: list[int],
     prv: list[int],
     wt: list[int],
     counts: dict[int, int],
     positions: dict[int, list[int]],
-    *,
-    x_is_new: bool,
 ) -> list[int]:
-    """Apply merge ``(a, b) -> x`` at the live occurrences in ``lst`` (left to right), updating
-    the linked list, the pair counts and the position lists; return the codes whose count rose.
-
-    When ``x`` is a new id (``x_is_new``; always for ``tie_break="first"``), a pair holding ``x``
-    cannot exist before this pass, so a code rose exactly when its position list is created here
-    (no set of touched codes). Otherwise (HF reuses ids) every raised code is collected.
-    """
+    """:func:`_merge_pass` where ``x`` may be an id that already exists (rule "hf" reuses the id of
+    a merge with the same bytes): pairs holding ``x`` may have counts and position lists already, so
+    every code that rose is collected."""
     xs = x << _SHIFT
     raised: list[int] = []
     for i in lst:
@@ -448,12 +503,10 @@ def _merge_pass(
             if plist is None:
                 positions[new] = [p]
                 counts[new] = counts.get(new, 0) + w
-                raised.append(new)
             else:
                 plist.append(p)
                 counts[new] += w
-                if not x_is_new:
-                    raised.append(new)
+            raised.append(new)
         if q >= 0:
             t = tokens[q]
             counts[(b << _SHIFT) | t] -= w
@@ -462,41 +515,15 @@ def _merge_pass(
             if plist is None:
                 positions[new] = [i]
                 counts[new] = counts.get(new, 0) + w
-                raised.append(new)
             else:
                 plist.append(i)
                 counts[new] += w
-                if not x_is_new:
-                    raised.append(new)
+            raised.append(new)
             prv[q] = i
-        tokens[i] = x  # (no counts[code] -= w: the caller drops the merged pair's count)
+        tokens[i] = x
         tokens[j] = -1
         nxt[i] = q
-    return raised if x_is_new else list(dict.fromkeys(raised))
-
-
-def _first_position_np(
-    code: int, positions: dict[int, Any], pointer: dict[int, int], tokens: np.ndarray, nxt: np.ndarray
-) -> int:
-    """:func:`train_merges`' ``first_position`` on the numpy state: scan blocks of the position list."""
-    lst = positions[code]
-    if type(lst) is list:  # pragma: no cover - lists only appear after the numpy phase
-        lst = positions[code] = np.asarray(lst, dtype=np.int64)
-    p = pointer.get(code, 0)
-    a, b = code >> _SHIFT, code & _MASK
-    block = 64
-    while p < len(lst):
-        i = lst[p : p + block]  # (B,) candidate left nodes
-        j = nxt[i]  # (B,)
-        ok = (tokens[i] == a) & (j >= 0) & (tokens[j] == b)  # j = -1 reads the last node; masked
-        k = int(np.argmax(ok))
-        if ok[k]:
-            pointer[code] = p + k
-            return int(i[k])
-        p += len(i)
-        block *= 4
-    pointer[code] = p
-    return -1
+    return list(dict.fromkeys(raised))
 
 
 def _merge_pass_np(
