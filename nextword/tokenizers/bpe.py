@@ -266,7 +266,7 @@ class BPETokenizer:
         else:
             counts = Counter(split.findall(text))  # distinct chunks in order of first appearance
             chunks = list(map(str.encode, counts))
-            weights = list(counts.values())
+            weights = np.fromiter(counts.values(), np.int64, len(counts))  # (chunks,) nothing to check
         merges = train_merges(
             chunks, int(vocab_size) - 256 - len(specials), weights=weights, tie_break=tie_break, progress=progress
         )

@@ -284,13 +284,17 @@ def train_merges(
     inside = np.ones(max(n - 1, 0), dtype=bool)
     inside[ends[:-1] - 1] = False  # the last node of every chunk but the final one
     pos = np.nonzero(inside)[0]  # (m,)
-    codes = (flat[pos] << _SHIFT) | flat[pos + 1]  # (m,)
-    order = np.argsort(codes, kind="stable")  # positions grouped by pair, ascending within
-    codes_sorted, pos_sorted = codes[order], pos[order]
-    uniq, first_idx = np.unique(codes_sorted, return_index=True)
-    pair_w = np.bincount(np.searchsorted(uniq, codes_sorted), weights=weight[pos_sorted], minlength=len(uniq)).astype(
-        np.int64
-    )
+    dense = flat[pos] * first_id + flat[pos + 1]  # (m,) pair index, in the order of the pair codes
+    if first_id <= 256:
+        dense = dense.astype(np.uint16)  # numpy's stable sort of 16-bit ints is a radix sort
+    order = np.argsort(dense, kind="stable")  # positions grouped by pair, ascending within
+    dense_sorted, pos_sorted = dense[order], pos[order]
+    starts_of = np.ones(len(pos), dtype=bool)  # (m,) first entry of each pair's group
+    np.not_equal(dense_sorted[1:], dense_sorted[:-1], out=starts_of[1:])
+    first_idx = np.flatnonzero(starts_of)  # (pairs,)
+    first_pair = dense_sorted[first_idx].astype(np.int64)
+    uniq = ((first_pair // first_id) << _SHIFT) | (first_pair % first_id)  # (pairs,) ascending codes
+    pair_w = np.add.reduceat(weight[pos_sorted], first_idx) if len(pos) else np.zeros(0, dtype=np.int64)
     positions: dict[int, list[int]] = dict(zip(uniq.tolist(), np.split(pos_sorted, first_idx[1:])))
     if tie_break == "hf":  # its loop appends to existing lists; "first" converts on first use
         positions = {c: p.tolist() for c, p in positions.items()}
