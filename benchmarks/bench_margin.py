@@ -19,6 +19,7 @@ costs, whatever else the machine runs); otherwise wall seconds (CUDA synchronise
     python benchmarks/bench_margin.py                 # 1 intra-op thread (default; say so when quoting)
     python benchmarks/bench_margin.py --threads 2 --repeats 7 --all
     python -m benchmarks.bench_margin --repeats 7 --save bench_margin_cpu   # the run §7 of the book reads
+    python benchmarks/bench_margin.py --profile 3      # where the time of a ce and an exact step goes
 
 ``--save NAME`` writes ``book/results/NAME/result.json`` with the provenance of every saved result
 (:func:`nextword.provenance.save_result`: command, commit, config, seeds, wall time, machine).
@@ -74,17 +75,22 @@ def _step(mode, i, args, torch, dev, data, gpt, prior, opt) -> float:
         torch.cuda.synchronize()
     clock = _clock(args, dev)
     t0 = clock()
-    tok = gpt.wte(x)
-    _, loss = gpt(x, y, tok_emb=tok)
+    region = torch.profiler.record_function  # labels for --profile; no cost when no profiler runs
+    with region("model forward (CE)"):
+        tok = gpt.wte(x)
+        _, loss = gpt(x, y, tok_emb=tok)
     if mode != "ce":
         pos = None
         if mode in ("k16", "direct16"):
             pos = sample_positions(B, T, 16, torch.Generator().manual_seed(i), device=dev)
         method = {"exact": "sylvester", "k16": "sylvester", "direct16": "direct", "dense": "sylvester_dense"}[mode]
-        loss = loss + 0.05 * margin_loss_tokens(x, gpt.wte.weight, prior.W, positions=pos, method=method)
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    opt.step()
+        with region("margin penalty (value and closed-form gradient)"):
+            loss = loss + 0.05 * margin_loss_tokens(x, gpt.wte.weight, prior.W, positions=pos, method=method)
+    with region("backward"):
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+    with region("optimiser"):
+        opt.step()
     if dev.type == "cuda":
         torch.cuda.synchronize()
     return clock() - t0
@@ -105,6 +111,63 @@ def _time_interleaved(modes, args: dict, queue) -> None:
             if r >= args["warmup"]:
                 times[m].append(dt)
     queue.put({"times": times, "device": str(env[1])})
+
+
+def _profile(modes, args: dict, queue) -> None:
+    """``args["profile"]`` steps of each mode under ``torch.profiler``: time per labelled region and per operator.
+
+    Self times of the operators are summed over the steps (CPU time of the thread(s) that ran them); the
+    regions are the four labelled parts of :func:`_step`. Returns plain dicts for the parent to print.
+    """
+    env = _setup(args)
+    torch, dev = env[0], env[1]
+    for r in range(args["warmup"]):
+        for m in modes:
+            _step(m, r, args, *env)
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if dev.type == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    out = {}
+    for m in modes:
+        with torch.profiler.profile(activities=activities) as prof:
+            for r in range(args["profile"]):
+                _step(m, args["warmup"] + r, args, *env)
+        events = prof.key_averages()
+        attr = "self_device_time_total" if dev.type == "cuda" else "self_cpu_time_total"
+        regions = {e.key: e.cpu_time_total / 1e6 / args["profile"] for e in events if e.key in REGIONS}
+        ops = sorted(
+            (
+                (e.key, getattr(e, attr) / 1e6 / args["profile"], e.count // args["profile"])
+                for e in events
+                if e.key not in REGIONS and not e.key.startswith("ProfilerStep")
+            ),
+            key=lambda t: -t[1],
+        )
+        linalg = {name: t for name, t, _ in ops if name.startswith("aten::linalg_")}
+        out[m] = {"regions": regions, "ops": ops[:12], "ops_total": sum(t for _, t, _ in ops), "linalg": linalg}
+    queue.put(out)
+
+
+REGIONS = ("model forward (CE)", "margin penalty (value and closed-form gradient)", "backward", "optimiser")
+
+
+def _print_profile(prof: dict, args: dict) -> None:
+    print(
+        f"profile: {args['profile']} step(s) per mode after {args['warmup']} warm-up, torch.profiler, "
+        f"{args['threads']} thread(s); seconds per step"
+    )
+    for m, p in prof.items():
+        print(f"\n{m}: time per labelled part of the step")
+        for name in REGIONS:
+            if name in p["regions"]:
+                print(f"  {name:52s} {p['regions'][name]:7.3f}")
+        print(f"{m}: operators by self time (of {p['ops_total']:.3f} s in all operators)")
+        for name, t, n in p["ops"]:
+            print(f"  {name:52s} {t:7.3f}  {100 * t / p['ops_total']:5.1f} %  {n:5d} calls")
+        if p["linalg"]:
+            t = sum(p["linalg"].values())
+            names = ", ".join(sorted(p["linalg"]))
+            print(f"{m}: the factorisations and solves ({names}): {t:.3f} s, {100 * t / p['ops_total']:.1f} %")
 
 
 def _peak_memory(mode: str, args: dict, queue) -> None:
@@ -154,12 +217,25 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--no-memory", action="store_true", help="skip the peak-memory processes (one per mode; a quick check)"
     )
+    ap.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instead of timing, profile N steps of the ce and exact modes with torch.profiler and print where "
+        "the time goes (default 0: time, do not profile)",
+    )
     ap.add_argument("--json", default=None, help="write the measurements to this file")
     ap.add_argument("--targets", default=None, help="append the goal's row to this file (make bench)")
     ap.add_argument("--save", default=None, help="save as book/results/SAVE/result.json, with provenance")
     argv = sys.argv[1:] if argv is None else list(argv)
     args = vars(ap.parse_args(argv))
     start = time.perf_counter()
+    if args["profile"] < 0:
+        ap.error(f"--profile must be >= 0, got {args['profile']}")
+    if args["profile"]:
+        _print_profile(_in_process(_profile, ("ce", "exact"), args), args)
+        return 0
     modes = MODES + (("dense",) if args["all"] else ())
     timing = _in_process(_time_interleaved, modes, args)
     results = {

@@ -522,7 +522,7 @@ for (m, n), R, sums in worked:
     print(f"{m} x {n}: R = {R}, running sums {sums}: correct")
 # the two tau = 0.5 samples for 378 x 64: the first's partial products and sum are right, not the second
 assert 378 * 4 == 1512 and 378 * 60 == 22680 and 1512 + 22680 == 378 * 64 != 24048
-print(f"378 x 64: 378 x 4 = {378 * 4}, 378 x 60 = {378 * 60}, their sum {378 * 4 + 378 * 60} = {378 * 64}; "
+print(f"378 x 64: 378 x 4 = {378 * 4}, 378 x 60 = {378 * 60}, their sum {378 * 4 + 378 * 60} = 378 x 64 = {378 * 64}; "
       f"the second sample's 24048 is wrong")
 pairs = {(a, b) for a, b, *_ in E3}
 print(f"distinct task pairs shown: {len(pairs)}; with the context's example 184 x 67: "

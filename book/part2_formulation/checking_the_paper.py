@@ -118,6 +118,8 @@ import itertools  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from nextword.booktools.display import produced  # noqa: E402  (random chains: shown, not compared)
+
 rng_84 = np.random.default_rng(84)
 n_tokens, total_length = 3, 4
 start = rng_84.dirichlet(np.ones(n_tokens))
@@ -155,11 +157,11 @@ e = {m: sum(weight[p] * effectiveness(m, p) for p in prompts) for m in chains}  
 second_term = {m: sum(weight[p] * expected_log_likelihood(m, p) for p in prompts) for m in chains}
 const = {m: e[m] + second_term[m] for m in chains}                                                # Example 8.1
 for m in chains:
-    print(f"{m:8s}: e = {e[m]:.6f} nats; e + E E log pi = {const[m]:.6f}")
+    print(f"{m:8s}: e = {produced(e[m], '.6f')} nats; e + E E log pi = {produced(const[m], '.6f')}")
 assert abs(e["source"]) < 1e-12 and e["model A"] > 0 and e["model B"] > 0
 assert abs(const["model A"] - const["model B"]) < 1e-12 and abs(const["model A"] - const["source"]) < 1e-12
 print(f"the constant is the same for the source and both models (to 1e-12): minus the average entropy of "
-      f"the responses, whose value is {-const['source']:.6f} nats")
+      f"the responses, whose value is {produced(-const['source'], '.6f')} nats")
 
 # %% [markdown]
 # Eq. (8.4) is well defined over prompts of different lengths (each prompt's response fills the sequence to

@@ -209,7 +209,7 @@ _SOURCE_PLACE = re.compile(
     rf"(Eqs?\.\s*\(?\d|Fig(?:ure|s?\.)\s*{_OWN}\d|Tables?\s*{_OWN}\d|§\s*\d|Section\s*\d|App(?:endix|\.)\s*[A-Z]|"
     r"Theorem\s*\d|Proposition\s*\d|Corollary\s*\d|Lemma\s*\d|Example\s*\d|Remark\s*\d|Exercise\s*\d|"
     r"the paper(?![-\w])|the paper's|the chapter(?![-\w])|the chapter's|the source|paper:|chapter:|"
-    r"reports?|reported|quoted?|Vaswani|Press et al|et al\.)",
+    r"Vaswani|Press et al|et al\.)",
     re.I,
 )
 #: A quote exempts the numbers of its clause, not of its whole sentence: "the 613 exclusions of Fig. 3.3 are

@@ -143,11 +143,16 @@ def learn_bpe(
             hash(x)
         except TypeError:
             raise TypeError(f"symbols[{i}] must be hashable (a str, an int, a tuple), got {type(x).__name__}") from None
+        if x != x:  # NaN is not equal to itself: its occurrences could never be counted as one pair
+            raise ValueError(f"symbols[{i}] is NaN, which is not equal to itself and cannot be counted")
     if num_merges is not None and (
         isinstance(num_merges, (bool, np.bool_)) or not isinstance(num_merges, (int, np.integer)) or num_merges < 0
     ):
         raise ValueError(f"num_merges must be a non-negative int or None, got {num_merges!r}")
-    label_iter = iter(names) if names is not None else None
+    try:
+        label_iter = iter(names) if names is not None else None
+    except TypeError:
+        raise TypeError(f"names must be a sequence of labels (or None), got {type(names).__name__}") from None
     vocab: list[Any] = list(dict.fromkeys(seq))
     known = set(vocab)
     merges: list[tuple[tuple[Any, Any], Any]] = []

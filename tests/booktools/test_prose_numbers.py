@@ -99,6 +99,10 @@ def test_the_gaps_that_let_issue_45s_numbers_through_are_closed():
     # a page of the book is not a result; thousands with spaces and code's 40_000 are numbers
     assert prose_violations("the previous page, 3.1, and 6.2 show it", ()) == []
     assert prose_violations("with 20 000 sequences", (20000.0,)) == []
+    # "reported" or "quoted" without a place quotes nothing: the book's own run "reports" its numbers too
+    assert prose_violations("our run reports a loss of 1.9112", ()) == ["1.9112"]
+    assert prose_violations("the loss quoted above, 1.9112, is the last one", ()) == ["1.9112"]
+    assert prose_violations("Table 2 reports a loss of 1.9112", ()) == []
 
 
 def test_a_caption_or_the_books_own_figure_quotes_nothing():
