@@ -405,11 +405,18 @@ def check_axis(axis: object, name: str = "axis", *, ndim: int | None = None) -> 
     return axis
 
 
-def check_no_overflow(arr: np.ndarray, what: str) -> np.ndarray:
+def check_no_overflow(arr: np.ndarray, what: str, *, masked: bool = True) -> np.ndarray:
     """``arr`` if it has no NaN or ``+inf``; else a ``ValueError`` saying that ``what`` (an
     expression of the arguments, e.g. ``"the scores (X W_Q^T)(X W_K^T)^T"``) overflowed float64
-    for finite inputs (``-inf``, a masked entry, is allowed)."""
-    if np.isnan(arr).any() or np.isposinf(arr).any():
+    for finite inputs. ``-inf``, a masked entry, is allowed unless ``masked=False``. Meant for a
+    result or an intermediate the function computes anyway (a scalar or a small array): a check
+    after the work, so valid inputs pay one pass over what was computed and nothing else.
+
+    >>> check_no_overflow(np.array([1.0, -np.inf]), "the scores")
+    array([  1., -inf])
+    """
+    bad = (np.isnan(arr).any() or np.isposinf(arr).any()) if masked else not np.isfinite(arr).all()
+    if bad:
         raise ValueError(f"{what} overflows float64 (finite inputs too large); rescale the inputs")
     return arr
 

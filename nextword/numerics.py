@@ -26,7 +26,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from nextword._validate import as_float_array, check_callable, check_finite_scalar, check_flag, check_positive_int
+from nextword._validate import (
+    as_float_array,
+    check_callable,
+    check_finite_scalar,
+    check_flag,
+    check_no_overflow,
+    check_positive_int,
+)
 
 __all__ = ["central_difference", "rk4"]
 
@@ -95,4 +102,4 @@ def rk4(f: Callable[[np.ndarray, float], np.ndarray], y0: object, t_end: float, 
         k3 = f(y + h / 2 * k2, t + h / 2)
         k4 = f(y + h * k3, t + h)
         y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-    return y
+    return check_no_overflow(y, f"the solution from y0 at t_end = {t_end!r}", masked=False)

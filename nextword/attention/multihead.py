@@ -369,6 +369,8 @@ def key_mask_from_torch(key_padding_mask: Any) -> np.ndarray:
     m = np.asarray(key_padding_mask.detach().cpu().numpy() if _is_torch(key_padding_mask) else key_padding_mask)
     if m.ndim < 1:
         raise ValueError(f"key_padding_mask must have shape (B, T_keys), got {m.shape}")
+    if np.issubdtype(m.dtype, np.floating) and np.isnan(m).any():
+        raise ValueError("key_padding_mask contains NaN (an additive mask holds 0 or -inf)")
     return ~m if m.dtype == np.bool_ else m
 
 

@@ -145,11 +145,14 @@ def head_profile(weights: object, key_positions: object = None, query_mask: obje
     """All scores for attention maps ``(N, heads, T, T)`` of one layer: each value is ``(heads,)``.
 
     Keys: ``"diagonal"``, ``"previous"`` (offset 1), ``"entropy"`` (normalised) and, when
-    ``key_positions`` is given, ``"target"`` (:func:`attention_to_keys`).
+    ``key_positions`` is given, ``"target"`` (:func:`attention_to_keys`, with ``query_mask``; a
+    ``query_mask`` without ``key_positions`` is a ``ValueError``).
     """
     w = _weights(weights)
     if w.ndim != 4:
         raise ValueError(f"weights must have shape (N, heads, T, T), got {w.shape}")
+    if key_positions is None and query_mask is not None:
+        raise ValueError("query_mask selects the queries of the 'target' score, which needs key_positions; got None")
     out = {
         "diagonal": attention_to_offset(w, 0).mean(0),
         "previous": attention_to_offset(w, 1).mean(0),

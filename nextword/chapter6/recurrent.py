@@ -108,7 +108,7 @@ def rnn_state_jacobian(
     X, W_x, W_h, b, h0 = _check_rnn(X, W_x, W_h, b, h0)
     T = X.shape[0]
     if not (0 <= s <= t < T):
-        raise ValueError(f"need 0 <= s <= t < T = {T}, got s={s}, t={t}")
+        raise ValueError(f"need 0 <= s <= t < T, where T = {T} is the number of steps of X; got s={s}, t={t}")
     H = rnn_states(X, W_x, W_h, b, h0, nonlinearity=nonlinearity)  # (T, d)
     J = np.eye(W_h.shape[0])
     for u in range(s + 1, t + 1):

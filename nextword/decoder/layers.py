@@ -171,12 +171,14 @@ _ACTIVATIONS = {"gelu": _gelu, "gelu_tanh": lambda x: _gelu(x, approximate=True)
 
 
 def feed_forward(
-    x: object, W1: object, b1: object, W2: object, b2: object, *, activation: Activation = "gelu"
+    x: object, W1: object, b1: object | None, W2: object, b2: object | None, *, activation: Activation = "gelu"
 ) -> np.ndarray:
     """Position-wise FFN ``act(x W1 + b1) W2 + b2`` (Chapter 6, §6.6; ``d_ff`` typically ``4 d``).
 
-    ``x (..., T, d)``, ``W1 (d, d_ff)``, ``b1 (d_ff,)``, ``W2 (d_ff, d)``, ``b2 (d,)``; biases may be
-    None. ``activation`` is ``"gelu"`` (exact, torch's default), ``"gelu_tanh"`` or ``"relu"``.
+    ``x (..., T, d)``, ``W1 (d, d_ff)``, ``b1 (d_ff,)``, ``W2 (d_ff, d)``, ``b2 (d,)``; a bias that is
+    ``None`` is left out (a linear map without that bias, like torch's ``nn.Linear(bias=False)``:
+    the result equals the one with a zero bias). ``activation`` is ``"gelu"`` (exact, torch's
+    default), ``"gelu_tanh"`` or ``"relu"``.
     """
     if not isinstance(activation, str) or activation not in _ACTIVATIONS:
         raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")

@@ -287,7 +287,10 @@ def crps_sample(samples: ArrayLike, observation: float, *, fair: bool = False) -
     x = _finite_array(samples, "samples")
     if x.ndim != 1:
         raise ValueError(f"samples must be 1-D (n,), got shape {x.shape}")
-    y = float(_finite_array(observation, "observation"))
+    y_a = _finite_array(observation, "observation")
+    if y_a.size != 1:
+        raise ValueError(f"observation must be a single number (one observed value), got shape {y_a.shape}")
+    y = float(y_a.reshape(()))
     n = x.size
     if fair and n < 2:
         raise ValueError("fair=True needs at least 2 samples")
@@ -350,6 +353,9 @@ def precision_recall_f1(retrieved: Iterable, relevant: Iterable, *, zero_divisio
         r, g = set(retrieved), set(relevant)
     except TypeError as exc:
         raise TypeError(f"retrieved and relevant must hold hashable items: {exc}") from None
+    for name, items in (("retrieved", r), ("relevant", g)):
+        if any(x != x for x in items):  # NaN is not equal to itself: it would never count as a hit
+            raise ValueError(f"{name} holds NaN, which is not equal to itself and can never match an item")
     zero_division = check_real(zero_division, "zero_division", lo=0.0, hi=1.0)
     tp, fp, fn = len(r & g), len(r - g), len(g - r)
     prec = tp / (tp + fp) if tp + fp else float(zero_division)

@@ -36,6 +36,8 @@ class CharTokenizer:
             raise ValueError("chars must be single characters")
         if len(set(chars)) != len(chars):
             raise ValueError("chars must be distinct")
+        if not isinstance(unk_token, str):
+            raise TypeError(f"unk_token must be a string (what decode writes for the unknown id), got {unk_token!r}")
         self.chars = "".join(chars)
         self.unk_token = unk_token
         self._codes = np.array([ord(c) for c in chars], dtype=np.int64)

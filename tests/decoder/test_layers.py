@@ -83,6 +83,26 @@ def test_feed_forward_matches_torch(activation, ref_act):
         feed_forward(x, W2, b1, W2, b2)
 
 
+def test_feed_forward_none_bias_is_no_bias():
+    """Documented: a bias given as None is left out, which equals a zero bias (and a layer without it)."""
+    rng = np.random.default_rng(3)
+    x, W1, W2 = rng.standard_normal((2, 3, 4)), rng.standard_normal((4, 8)), rng.standard_normal((8, 4))
+    b1, b2 = rng.standard_normal(8), rng.standard_normal(4)
+    for activation in ("gelu", "relu"):
+        np.testing.assert_array_equal(
+            feed_forward(x, W1, None, W2, None, activation=activation),
+            feed_forward(x, W1, np.zeros(8), W2, np.zeros(4), activation=activation),
+        )
+        np.testing.assert_array_equal(
+            feed_forward(x, W1, None, W2, b2, activation=activation),
+            feed_forward(x, W1, np.zeros(8), W2, b2, activation=activation),
+        )
+        np.testing.assert_array_equal(
+            feed_forward(x, W1, b1, W2, None, activation=activation),
+            feed_forward(x, W1, b1, W2, np.zeros(4), activation=activation),
+        )
+
+
 # --------------------------------------------------------------------------- transformer block
 def _torch_block(blk: TransformerBlock, X: np.ndarray) -> np.ndarray:
     """An independent torch forward of the same block (nn.MultiheadAttention + F.layer_norm/rms_norm)."""

@@ -126,7 +126,7 @@ def test_learn_bpe_agrees_with_train_merges():
 # ---------------------------------------------------------------------------- trainer vs reference
 @pytest.fixture(params=[None, 1, 16], ids=["lists", "numpy", "both"])
 def vector_min(request, monkeypatch):
-    """Run the trainer with its numpy phase off, for every merge, and at the default switch."""
+    """Run the trainer with its numpy pass off, for every merge, and for merges of 16+ occurrences."""
     import nextword.tokenizers.trainer as bpe_trainer
 
     monkeypatch.setattr(bpe_trainer, "_VECTOR_MIN", request.param)
@@ -148,7 +148,7 @@ def test_merges_match_reference(pattern, vector_min):
 )
 def test_train_merges_property(chunks, num):
     """Small alphabets: ties and overlapping runs everywhere; dedup with weights must not matter;
-    the numpy merge passes (every merge, or the first ones) give the list passes' merges; chunks
+    the numpy merge passes (every merge, or the larger ones among Python passes) give the list passes' merges; chunks
     given as bytes or as lists of ints (empty ones among them) give the same merges."""
     import nextword.tokenizers.trainer as bpe_trainer
 

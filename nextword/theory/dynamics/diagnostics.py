@@ -19,9 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nextword._validate import as_float_array, check_flag, check_positive_int
+from nextword._validate import as_float_array, check_flag, check_no_overflow, check_positive_int
 from nextword.theory.dynamics.gradients import (
     HeadParams,
+    _check_targets,
     check_alpha,
     advantage_matrix,
     compatibility_matrix,
@@ -64,6 +65,7 @@ def attention_diagnostics(params: HeadParams, X: object, y: object, *, causal: b
     """Compute the §8.1 diagnostics of the head ``params`` on ``(X (T, d_x), y (T,))``."""
     causal = check_flag(causal, "causal")
     f = head_forward(params, X, causal=causal)
+    y = _check_targets(y, f.X.shape[:-1], params.dims[3], "X")
     U = upstream_gradient(f.probs, y, params.W_O)
     B = compatibility_matrix(U, f.V)
     return AttentionDiagnostics(
@@ -113,12 +115,12 @@ def pca_fit(points: object, n_components: int = 2) -> PCA:
     k = check_positive_int(n_components, "n_components")
     if k > min(flat.shape):
         raise ValueError(f"n_components must be <= min(n_points, d) = {min(flat.shape)}, got {k}")
-    mean = flat.mean(axis=0)
+    mean = check_no_overflow(flat.mean(axis=0), "the mean of points", masked=False)  # (d,)
     _, s, Vt = np.linalg.svd(flat - mean, full_matrices=False)
     comps = Vt[:k]  # (k, d)
     signs = np.sign(comps[np.arange(k), np.argmax(np.abs(comps), axis=1)])
     comps = comps * np.where(signs == 0, 1.0, signs)[:, None]
     var = s**2
-    total = var.sum()
+    total = check_no_overflow(var.sum(), "the total variance of points", masked=False)
     ratio = var[:k] / total if total > 0 else np.zeros(k)
     return PCA(mean=mean, components=comps, explained_variance_ratio=ratio)

@@ -183,7 +183,11 @@ def _check_prob(p: object, name: str) -> np.ndarray:
 
 
 def _check_states(x0: object, Q: np.ndarray) -> np.ndarray:
-    return as_index_array(x0, "x0", upper=Q.shape[0])
+    """``x0`` as a 1-D int array of states in ``[0, S)`` (one per chain)."""
+    x = as_index_array(x0, "x0", upper=Q.shape[0])
+    if x.ndim != 1:
+        raise ValueError(f"x0 must be a 1-D array of initial states (n,), one per chain, got shape {x.shape}")
+    return x
 
 
 def gillespie(Q: object, x0: object, t_end: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -224,6 +228,12 @@ def gillespie(Q: object, x0: object, t_end: float, rng: np.random.Generator) -> 
     return x, jumps
 
 
+def _check_leap(Q: np.ndarray, tau: float, what: str) -> None:
+    """A ``ValueError`` naming ``what`` unless ``tau max_i(-Q[i, i]) <= 1`` (``I + τQ`` stays stochastic)."""
+    if tau * np.max(-np.diag(Q)) > 1 + 1e-12:
+        raise ValueError(f"{what} = {tau} too large: need tau * max(-Q_ii) <= 1 (more steps or a shorter time)")
+
+
 def euler_transition_matrix(Q: object, tau: float) -> np.ndarray:
     """One τ-leap of a single categorical variable: ``I + τ Q``, shape ``(S, S)``.
 
@@ -232,8 +242,7 @@ def euler_transition_matrix(Q: object, tau: float) -> np.ndarray:
     """
     Q = check_generator(Q, atol=1e-9)
     tau = _check_nonneg_float(tau, "tau", positive=True)
-    if tau * np.max(-np.diag(Q)) > 1 + 1e-12:
-        raise ValueError(f"tau = {tau} too large: need tau * max(-Q_ii) <= 1")
+    _check_leap(Q, tau, "tau")
     return np.clip(np.eye(Q.shape[0]) + tau * Q, 0.0, None)
 
 
@@ -252,6 +261,7 @@ def tau_leaping(Q: object, x0: object, t_end: float, n_steps: int, rng: np.rando
     x = as_index_array(x0, "x0", upper=Q.shape[0]).copy()
     n_steps = check_positive_int(n_steps, "n_steps")
     t_end = _check_nonneg_float(t_end, "t_end", positive=True)
+    _check_leap(Q, t_end / n_steps, "the leap tau = t_end / n_steps")
     cum = np.cumsum(euler_transition_matrix(Q, t_end / n_steps), axis=1)  # (V, V)
     for _ in range(n_steps):
         u = rng.random(x.shape) * cum[x, -1]

@@ -81,7 +81,8 @@ def kl_divergence(p: object, q: object, axis: int = -1) -> np.ndarray | float:
     q = as_float_array(q, "q", min_ndim=1).astype(np.float64)
     if p.shape != q.shape:
         raise ValueError(f"p and q must have the same shape, got {p.shape} and {q.shape}")
-    if p.shape[axis if -p.ndim <= axis < p.ndim else -1] == 0:
+    check_axis(axis, ndim=p.ndim)
+    if p.shape[axis] == 0:
         raise ValueError(f"p and q must have a non-empty axis {axis} (probability vectors), got shape {p.shape}")
     if (p < 0).any() or (q < 0).any():
         raise ValueError("p and q must be non-negative")
@@ -383,6 +384,9 @@ def fit_lora(
     check_finite_scalar(lr, "lr")
     W0 = as_float_array(W0, "W0", ndim=2).astype(np.float64)
     V = W0.shape[0]
+    counts = as_float_array(counts, "counts", ndim=2)
+    if W0.shape != (V, V) or V == 0 or counts.shape != W0.shape:
+        raise ValueError(f"W0 and counts must both be square (V, V) with V >= 1, got {W0.shape} and {counts.shape}")
     rank = check_positive_int(rank, "rank")
     if not isinstance(rng, np.random.Generator):
         raise TypeError("rng must be a numpy.random.Generator")
@@ -402,4 +406,9 @@ def table_kl(P_true: object, W: object, weights: object) -> float:
     P_true = as_float_array(P_true, "P_true", ndim=2).astype(np.float64)
     W = as_float_array(W, "W", ndim=2).astype(np.float64)
     weights = as_float_array(weights, "weights", ndim=1).astype(np.float64)
+    if P_true.shape != W.shape or P_true.shape[1] == 0 or weights.shape != P_true.shape[:1]:
+        raise ValueError(
+            f"P_true and W must have one shape (V_ctx, V) with V >= 1 and weights (V_ctx,), "
+            f"got P_true {P_true.shape}, W {W.shape}, weights {weights.shape}"
+        )
     return float(weights @ kl_divergence(P_true, np.exp(_log_softmax_rows(W)), axis=1))

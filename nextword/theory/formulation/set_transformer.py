@@ -40,7 +40,7 @@ from typing import Literal
 
 import numpy as np
 
-from nextword._validate import as_float_array, check_finite_scalar, check_flag, check_positive_int
+from nextword._validate import as_float_array, check_finite_scalar, check_flag, check_no_overflow, check_positive_int
 from nextword.attention.core import causal_mask, log_softmax, softmax
 from nextword.decoder import feed_forward, layer_norm, rms_norm
 
@@ -196,6 +196,7 @@ def att(h: object, params: AttentionParams, *, causal: bool = False, weights: ob
     lw = _log_weights(weights, x)
     if lw is not None:
         scores = scores + lw[..., None, :]  # π(u; s) ∝ exp⟨Qs, Ku⟩ p(u)
+    check_no_overflow(scores, "the scores ⟨Q h_k, K h_l⟩ of h", masked=False)
     if causal:
         m = x.shape[-2]
         scores = np.where(causal_mask(m), scores, -np.inf)
@@ -229,7 +230,8 @@ def mean_pool(h: object, weights: object = None) -> np.ndarray:
     if weights is None:
         return x.mean(axis=-2)
     w = np.exp(_log_weights(weights, x))  # (..., m)
-    return np.sum(w[..., None] * x, axis=-2) / w.sum(axis=-1)[..., None]
+    total = check_no_overflow(w.sum(axis=-1), "the sum of weights", masked=False)  # (...,)
+    return np.sum(w[..., None] * x, axis=-2) / total[..., None]
 
 
 def max_pool(h: object, weights: object = None) -> np.ndarray:

@@ -135,6 +135,8 @@ def ssm_kernel(Abar: object, Bbar: object, C: object, T: int) -> np.ndarray:
     """
     Abar, Bbar = _check_AB(Abar, Bbar, ("Abar", "Bbar"))
     C = as_float_array(C, "C", ndim=2).astype(np.float64)
+    if C.shape[1] != Abar.shape[0]:
+        raise ValueError(f"C must have shape (d_out, {Abar.shape[0]}), got {C.shape}")
     T = check_positive_int(T, "T")
     K = np.zeros((T, C.shape[0], Bbar.shape[1]))
     M = Bbar.copy()  # Ā^{j-1} B̄

@@ -40,10 +40,11 @@ from nextword._validate import (
     check_broadcast,
     check_finite_scalar,
     check_flag,
+    check_no_overflow,
     check_positive_int,
 )
 from nextword.attention.core import log_softmax
-from nextword.theory.svflow.flow import categorical_kl, entropy
+from nextword.theory.svflow.flow import _logp, categorical_kl, entropy
 from nextword.theory.svflow.sphere import vmf_log_normalizer
 
 __all__ = [
@@ -63,11 +64,22 @@ __all__ = [
 RATE_BIN_EDGES = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
-def _mat(w: object, name: str, d: int | None = None) -> np.ndarray:
+def _mat(w: object, name: str, d: int, of: str) -> np.ndarray:
+    """A weight matrix ``(d, d')`` whose ``d`` is the width of the argument ``of``."""
     w = as_float_array(w, name, ndim=2).astype(np.float64)
-    if d is not None and w.shape[0] != d:
-        raise ValueError(f"{name} must have shape (d, d') with d={d}, got {w.shape}")
+    if w.shape[0] != d:
+        raise ValueError(f"{name} must have shape (d, d') with d = {d} (the width of {of}), got {w.shape}")
     return w
+
+
+def _mask(mask: object) -> np.ndarray:
+    """``mask`` (True or 1 = key allowed) as a bool array; strings, objects and numbers other than 0/1 are refused."""
+    m = as_array(mask, "mask")
+    if m.dtype.kind not in "biuf":
+        raise TypeError(f"mask must be a boolean array (True = key allowed), got dtype {m.dtype}")
+    if m.dtype.kind != "b" and not np.isin(m, (0, 1)).all():
+        raise ValueError("mask must hold True/False or 0/1 (True = key allowed), got other values")
+    return m.astype(bool)
 
 
 def vmf_attention_params(W_q: object, W_k: object, keys: object) -> tuple[np.ndarray, np.ndarray]:
@@ -78,11 +90,11 @@ def vmf_attention_params(W_q: object, W_k: object, keys: object) -> tuple[np.nda
     """
     keys = as_float_array(keys, "keys", min_ndim=2).astype(np.float64)
     d = keys.shape[-1]
-    W_q, W_k = _mat(W_q, "W_q", d), _mat(W_k, "W_k", d)
+    W_q, W_k = _mat(W_q, "W_q", d, "keys"), _mat(W_k, "W_k", d, "keys")
     if W_q.shape != W_k.shape:
         raise ValueError(f"W_q and W_k must have the same shape, got {W_q.shape} and {W_k.shape}")
     a = (keys @ W_k) @ W_q.T  # (..., Z, d') -> (..., Z, d): row form of W_q W_k^T k_z
-    kappa = np.linalg.norm(a, axis=-1)
+    kappa = check_no_overflow(np.linalg.norm(a, axis=-1), "the concentrations ||W_q W_k^T k_z|| of keys", masked=False)
     e1 = np.zeros(d)
     e1[0] = 1.0
     mu = np.where(kappa[..., None] > 0, a / np.where(kappa > 0, kappa, 1.0)[..., None], e1)
@@ -102,14 +114,19 @@ def vmf_attention_log_posterior(
     normalised = check_flag(normalised, "normalised")
     x = as_float_array(x_q, "x_q", min_ndim=1).astype(np.float64)
     kappa = as_float_array(kappa, "kappa", min_ndim=1).astype(np.float64)
+    if np.any(kappa < 0):  # a concentration, normalised or not (the vMF kernel needs kappa >= 0)
+        raise ValueError("kappa must be >= 0 (a concentration)")
     mu = as_float_array(mu, "mu", min_ndim=2).astype(np.float64)
     if mu.shape[-1] != x.shape[-1] or mu.shape[-2] != kappa.shape[-1]:
         raise ValueError(f"mu must be (..., Z, d) with Z={kappa.shape[-1]}, d={x.shape[-1]}, got {mu.shape}")
+    check_broadcast(**{"x_q[..., 0]": x[..., 0], "kappa[..., 0]": kappa[..., 0], "mu[..., 0, 0]": mu[..., 0, 0]})
     logits = kappa * np.einsum("...zd,...d->...z", mu, x)
     if normalised:
         logits = logits + vmf_log_normalizer(kappa, x.shape[-1])
     if mask is not None:
-        logits = np.where(np.asarray(mask, dtype=bool), logits, -np.inf)
+        m = _mask(mask)
+        check_broadcast(mask=m, **{"the logits (..., Z) of x_q, kappa and mu": logits})
+        logits = np.where(m, logits, -np.inf)
     return log_softmax(logits, axis=-1)
 
 
@@ -124,9 +141,16 @@ def head_output(
     x = as_float_array(x_q, "x_q", min_ndim=1).astype(np.float64)
     values = as_float_array(values, "values", min_ndim=2).astype(np.float64)
     d = x.shape[-1]
-    kappa, mu = vmf_attention_params(W_q, W_k, keys)
+    kappa, mu = vmf_attention_params(W_q, W_k, keys)  # (..., Z), (..., Z, d_keys)
+    if mu.shape[-1] != d:
+        raise ValueError(f"x_q (..., d) and keys (..., Z, d) must share d, got x_q {x.shape} and keys {mu.shape}")
+    if values.shape[-2:] != mu.shape[-2:]:
+        raise ValueError(f"values must have shape (..., Z, d) = (..., {mu.shape[-2]}, {d}) as keys, got {values.shape}")
+    check_broadcast(
+        **{"x_q[..., 0]": x[..., 0], "keys[..., 0, 0]": mu[..., 0, 0], "values[..., 0, 0]": values[..., 0, 0]}
+    )
     q = np.exp(vmf_attention_log_posterior(x, kappa, mu))
-    scores = (values @ _mat(W_v, "W_v", d)) @ _mat(W_o, "W_o", d).T  # (..., Z, d): kappa'_z mu'_z
+    scores = (values @ _mat(W_v, "W_v", d, "x_q")) @ _mat(W_o, "W_o", d, "x_q").T  # (..., Z, d): kappa'_z mu'_z
     return q, np.einsum("...z,...zd->...d", q, scores)
 
 
@@ -258,10 +282,12 @@ def svflow_metrics_from_loglik(
     the per-dimension unit), optional ``kappa (..., Z)`` for ``kappa_mean``, ``mask (..., Z)``.
     """
     q = as_float_array(attn, "attn", min_ndim=1).astype(np.float64)
-    log_lik = as_float_array(log_lik, "log_lik", min_ndim=1, finite=False).astype(np.float64)
+    if (q < 0).any():
+        raise ValueError("attn must be attention weights q(z|x) >= 0, got a negative entry")
+    log_lik = _logp(log_lik, "log_lik", prob=False)  # finite or -inf
     d = check_positive_int(d, "d")
     try:
-        np.broadcast_shapes(q.shape, log_lik.shape)
+        shape = np.broadcast_shapes(q.shape, log_lik.shape)
     except ValueError:
         raise ValueError(
             f"log_lik (..., Z) and attn (..., Z) must broadcast, got {log_lik.shape} and {q.shape}"
@@ -269,12 +295,9 @@ def svflow_metrics_from_loglik(
     if mask is None:
         m = q > 0
     else:
-        m = as_array(mask, "mask")
-        if m.dtype.kind not in "biuf":
-            raise TypeError(f"mask must be a boolean array (True = key allowed), got dtype {m.dtype}")
-        m = m.astype(bool)
-        check_broadcast(mask=m, **{"log_lik and attn": np.empty(np.broadcast_shapes(q.shape, log_lik.shape))})
-    m = np.broadcast_to(m, np.broadcast_shapes(q.shape, log_lik.shape))
+        m = _mask(mask)
+        check_broadcast(mask=m, **{"log_lik and attn": np.empty(shape)})
+    m = np.broadcast_to(m, shape)
     log_lik = np.where(m, log_lik, -np.inf)
     n_allowed = m.sum(axis=-1)
     log_px = logsumexp(log_lik, axis=-1) - np.log(n_allowed)  # uniform prior over allowed keys
@@ -290,6 +313,12 @@ def svflow_metrics_from_loglik(
         "kl_p_u": np.log(n_allowed) - entropy(log_p),
     }
     if kappa is not None:
-        k = np.broadcast_to(np.asarray(kappa, dtype=np.float64), m.shape)
+        k = as_float_array(kappa, "kappa").astype(np.float64)
+        try:
+            k = np.broadcast_to(k, m.shape)
+        except ValueError:
+            raise ValueError(
+                f"kappa must broadcast to {m.shape}, the shape of log_lik, attn and mask, got {k.shape}"
+            ) from None
         out["kappa_mean"] = np.sum(np.where(m, k, 0.0), axis=-1) / n_allowed
     return out

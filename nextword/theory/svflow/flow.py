@@ -45,7 +45,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
-from nextword._validate import as_float_array, check_broadcast, check_callable, check_finite_scalar, check_positive_int
+from nextword._validate import (
+    as_float_array,
+    check_broadcast,
+    check_callable,
+    check_finite_scalar,
+    check_no_overflow,
+    check_positive_int,
+)
 from nextword.attention.core import log_softmax
 
 __all__ = [
@@ -328,9 +335,10 @@ def spherical_euler_flow(x0: object, field: Field, n_steps: int, dt: float) -> n
     """
     check_finite_scalar(dt, "dt")
     check_callable(field, "field")
-    from nextword.theory.svflow.sphere import retraction
+    from nextword.theory.svflow.sphere import _unit_rows, retraction
 
     x = as_float_array(x0, "x0", min_ndim=1).astype(np.float64)
+    _unit_rows(x, "x0")
     n_steps = check_positive_int(n_steps, "n_steps")
     path = [x]
     for step in range(n_steps):
@@ -376,9 +384,19 @@ def rk4_flow_with_divergence(
     n_steps = check_positive_int(n_steps, "n_steps")
     if not (np.isfinite(t_end) and t_end > 0):
         raise ValueError(f"t_end must be a positive finite time, got {t_end}")
+    if x.shape[-1] == 0:
+        raise ValueError(f"x0 must have at least one coordinate (d >= 1), got shape {x.shape}")
     first = np.asarray(field(x), dtype=np.float64)
     if first.shape != x.shape:
         raise ValueError(f"field returned shape {first.shape}, expected {x.shape}")
+    div_shape = np.shape(divergence(x))
+    try:
+        if np.broadcast_shapes(div_shape, x.shape[:-1]) != x.shape[:-1]:
+            raise ValueError
+    except ValueError:
+        raise ValueError(
+            f"divergence returned shape {div_shape}, expected {x.shape[:-1]} (one value per point)"
+        ) from None
     dt = t_end / n_steps
     integral = np.zeros(x.shape[:-1])
     for _ in range(n_steps):
@@ -391,4 +409,5 @@ def rk4_flow_with_divergence(
         k4 = np.asarray(field(x4), dtype=np.float64)
         integral = integral + dt * (divergence(x) + 2 * divergence(x2) + 2 * divergence(x3) + divergence(x4)) / 6
         x = x + dt * (k1 + 2 * k2 + 2 * k3 + k4) / 6
-    return x, integral
+    check_no_overflow(x, "the flow from x0", masked=False)
+    return x, check_no_overflow(integral, "the divergence integral along the flow from x0", masked=False)

@@ -149,6 +149,33 @@ def _series_log_iv(nu: np.ndarray, x: np.ndarray, terms: int = 12) -> np.ndarray
     return nu * np.log(x / 2.0) - special.gammaln(nu + 1.0) + np.log(total)
 
 
+def _hankel_log_iv(nu: np.ndarray, x: np.ndarray, terms: int = 4) -> np.ndarray:
+    """Large-argument (Hankel) expansion ``log I_nu(x) = x - log(2 pi x)/2 + log sum_k a_k(nu) / (-x)^k``
+    (DLMF 10.40.1, ``a_k = prod_{j<=k} (4 nu^2 - (2j-1)^2) / (k! 8^k)``), for ``x >> nu^2``: where scipy's
+    ``ive`` gives up (``x`` beyond about ``1e9``) and the Debye expansion cannot be used (``nu = 0``, or
+    ``(x / nu)^2`` overflows). ``log(2 pi x)`` is split so that ``x`` up to the float64 maximum stays finite.
+    """
+    return x - 0.5 * (np.log(2 * np.pi) + np.log(x)) + _hankel_log_sum(nu, x, terms)
+
+
+def _hankel_log_sum(nu: np.ndarray, x: np.ndarray, terms: int = 4) -> np.ndarray:
+    """``log sum_{k <= terms} a_k(nu) / (-x)^k`` of :func:`_hankel_log_iv` (the part that depends on ``nu``)."""
+    mu = 4.0 * nu * nu
+    term = np.ones_like(x)
+    total = np.ones_like(x)
+    with np.errstate(over="ignore"):  # k 8 x is inf near the float64 maximum: the term is 0 there
+        for k in range(1, terms + 1):
+            term = -term * (mu - (2 * k - 1) ** 2) / (k * 8.0 * x)
+            total = total + term
+    return np.log(total)
+
+
+def _hankel_holds(nu: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Where the large-argument expansion is exact to float64 with 4 terms: ``x > 1e3 max(1, 4 nu^2)``."""
+    with np.errstate(over="ignore"):
+        return x > 1e3 * np.maximum(1.0, 4.0 * nu * nu)
+
+
 def log_bessel_iv(nu: object, x: object) -> np.ndarray:
     """``log I_nu(x)`` for ``nu >= 0``, ``x >= 0``, without overflow or underflow.
 
@@ -156,7 +183,9 @@ def log_bessel_iv(nu: object, x: object) -> np.ndarray:
     which is the overflow App. C.2.3 of the paper reports for ``kappa > 1e3``. Here the scaled
     ``scipy.special.ive(nu, x) = I_nu(x) e^{-x}`` is used, ``log I = log ive + x``; where ``ive``
     itself underflows (large order, small argument) the power series (small ``x``) or the Debye
-    uniform expansion (large ``nu``) takes over. ``log I_nu(0)`` is ``0`` for ``nu = 0`` and
+    uniform expansion (large ``nu``) takes over, and where ``ive`` gives up (``x`` beyond about
+    ``1e9``) and the Debye expansion cannot be used (``nu = 0``, or ``x / nu`` beyond ``1e154``) the
+    large-argument expansion does, so every finite ``x`` up to the float64 maximum has a finite value. ``log I_nu(0)`` is ``0`` for ``nu = 0`` and
     ``-inf`` otherwise. Broadcasts ``nu`` against ``x``.
 
     >>> float(log_bessel_iv(0.5, 1e5)) > 9.99e4    # iv(0.5, 1e5) is inf in float64
@@ -179,23 +208,31 @@ def log_bessel_iv(nu: object, x: object) -> np.ndarray:
     fix = bad & ~zero
     if np.any(fix):
         n, xx = nu_b[fix], x_b[fix]
-        small = xx * xx / 4.0 < 0.01 * (n + 1.0)
+        with np.errstate(over="ignore"):  # x * x is inf for x beyond 1e154: not small
+            small = xx * xx / 4.0 < 0.01 * (n + 1.0)
         fixed = np.empty_like(xx)
         if np.any(small):
             fixed[small] = _series_log_iv(n[small], xx[small])
         if np.any(~small):
-            fixed[~small] = _debye_log_iv(n[~small], xx[~small])
+            with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+                fixed[~small] = _debye_log_iv(n[~small], xx[~small])
+        far = ~np.isfinite(fixed) & _hankel_holds(n, xx)  # nu = 0, or (x / nu)^2 overflows
+        if np.any(far):
+            fixed[far] = _hankel_log_iv(n[far], xx[far])
         out = out.copy()
         out[fix] = fixed
     return out[()] if out.ndim == 0 else out
 
 
 def log_bessel_iv_naive(nu: object, x: object) -> np.ndarray:
-    """``log(scipy.special.iv(nu, x))`` — the direct evaluation that overflows (for comparison only)."""
+    """``log(scipy.special.iv(nu, x))`` — the direct evaluation that overflows (for comparison only):
+    ``+inf`` where ``I_nu(x)`` overflows (from ``x`` near 713), NaN where scipy's ``iv`` gives up
+    (``x`` near the float64 maximum). :func:`log_bessel_iv` is finite there."""
     nu_a = as_float_array(nu, "nu").astype(np.float64)
     x_a = as_float_array(x, "x").astype(np.float64)
     if (nu_a < 0).any() or (x_a < 0).any():
         raise ValueError("nu and x must be >= 0")
+    check_broadcast(nu=nu_a, x=x_a)
     with np.errstate(divide="ignore", over="ignore"):
         return np.log(special.iv(nu_a, x_a))  # +inf where I overflows: the point of the comparison
 
@@ -249,7 +286,8 @@ def vmf_log_normalizer_naive(kappa: object, d: int) -> np.ndarray:
     ``kappa = 713`` in any ``d``): from ``kappa = 656`` for ``d = 64``, ``kappa = 600`` for ``d = 128``.
     In high dimension ``(2 pi)^{d/2}`` overflows by itself (``d >= 774``) and the result is NaN or
     ``+-inf`` for every ``kappa``; for small ``kappa`` and large ``d``, ``I_nu`` underflows to 0 and the
-    result is ``+inf`` (e.g. ``kappa = 1``, ``d = 512``). :func:`vmf_log_normalizer` has none of these.
+    result is ``+inf`` (e.g. ``kappa = 1``, ``d = 512``); near the float64 maximum ``kappa^nu`` and
+    ``I_nu`` are both ``inf`` (or NaN) and so is the result. :func:`vmf_log_normalizer` has none of these.
     """
     k = as_float_array(kappa, "kappa").astype(np.float64)
     if (k < 0).any():
@@ -294,6 +332,10 @@ def vmf_score(mu: object, kappa: object) -> np.ndarray:
 def vmf_mean_resultant_length(kappa: object, d: int) -> np.ndarray:
     """``A_d(kappa) = I_{d/2}(kappa) / I_{d/2-1}(kappa)``, so that ``E[x] = A_d(kappa) mu``.
 
+    ``exp(log I_{d/2} - log I_{d/2-1})``; from ``kappa = 2^30`` on, where scipy's scaled Bessel function
+    gives up and both logarithms (about ``kappa``) would cancel to a few ulps of ``kappa``, the ratio of the
+    two large-argument series instead (``1 - (d - 1) / (2 kappa) + ...``, exact to float64 there).
+
     >>> round(float(vmf_mean_resultant_length(1e4, 3)), 6)   # 1/tanh(k) - 1/k
     0.9999
     """
@@ -302,6 +344,9 @@ def vmf_mean_resultant_length(kappa: object, d: int) -> np.ndarray:
     nu = 0.5 * d - 1.0
     safe = np.where(k > 0, k, 1.0)
     val = np.exp(log_bessel_iv(nu + 1.0, safe) - log_bessel_iv(nu, safe))
+    far = (safe >= 2.0**30) & _hankel_holds(np.float64(nu + 1.0), safe)
+    if np.any(far):
+        val = np.where(far, np.exp(_hankel_log_sum(nu + 1.0, safe) - _hankel_log_sum(nu, safe)), val)
     val = np.where(k > 0, val, 0.0)
     return val[()] if np.ndim(val) == 0 else val
 

@@ -105,6 +105,34 @@ def test_log_bessel_iv_recurrence_at_huge_argument(nu):
     np.testing.assert_allclose(lo + np.log1p(-np.exp(hi - lo)), np.log(2 * nu / x) + mid, rtol=1e-12)
 
 
+@pytest.mark.parametrize("nu", [0.0, 0.5, 1.0, 10.0, 511.0])
+def test_log_bessel_iv_up_to_the_float64_maximum(nu):
+    """Where scipy's ive gives NaN (x beyond about 1e9) and the Debye expansion cannot be used (nu = 0, or
+    (x / nu)^2 overflows), the large-argument expansion keeps log I_nu(x) finite and right: against mpmath."""
+    x = np.array([1e10, 1e17, 1e100, 1e160, 1e250, np.finfo(np.float64).max])
+    mp.mp.dps = 30
+    ref = np.array([float(mp.log(mp.besseli(nu, mp.mpf(float(v))))) for v in x])
+    got = sp.log_bessel_iv(nu, x)
+    np.testing.assert_allclose(got, ref, rtol=1e-15)
+    d = int(2 * nu + 2)  # the vMF functions of kappa that large: finite, the mean resultant length 1
+    assert np.all(np.isfinite(sp.vmf_log_normalizer(x, d)))
+    assert np.all(sp.vmf_mean_resultant_length(x[2:], d) == 1.0)
+
+
+@pytest.mark.parametrize("d", [2, 3, 64, 1024])
+def test_vmf_mean_resultant_length_at_huge_kappa(d):
+    """From kappa = 2^30 the two log-Bessel values (about kappa) would cancel to a few ulps of kappa (at
+    kappa = 1e16, d = 3 that gave 0.135); the ratio of the large-argument series is exact there: against mpmath."""
+    kappa = np.array([2.0**30, 1e10, 1e12, 1e16, 1e100, np.finfo(np.float64).max])
+    mp.mp.dps = 40
+    ref = np.array(
+        [float(mp.besseli(d / 2, mp.mpf(float(k))) / mp.besseli(d / 2 - 1, mp.mpf(float(k)))) for k in kappa]
+    )
+    got = sp.vmf_mean_resultant_length(kappa, d)
+    np.testing.assert_allclose(got, ref, rtol=5e-16)
+    assert np.all(got <= 1.0)
+
+
 def test_naive_bessel_overflows_where_log_space_does_not():
     assert not np.isfinite(sp.log_bessel_iv_naive(0.5, 1e3))
     assert np.isfinite(sp.log_bessel_iv(0.5, 1e3))
@@ -245,6 +273,14 @@ def test_rk4_flow_with_divergence_linear_field_and_fourth_order():
         sv.rk4_flow_with_divergence(np.zeros(2), lambda x: np.zeros(3), lambda x: 0.0, 1.0, 3)
     with pytest.raises(TypeError, match="divergence"):
         sv.rk4_flow_with_divergence(np.zeros(2), lambda x: x, 0.0, 1.0, 3)
+    with pytest.raises(ValueError, match=r"divergence returned shape \(3, 2\), expected \(3,\)"):
+        sv.rk4_flow_with_divergence(np.zeros((3, 2)), lambda x: x, lambda x: x, 1.0, 3)  # (..., d), not (...)
+    with pytest.raises(ValueError, match="x0 must have at least one coordinate"):
+        sv.rk4_flow_with_divergence(np.zeros((3, 0)), lambda x: x, lambda x: 0.0, 1.0, 3)
+    with pytest.raises(ValueError, match="the flow from x0 overflows"), np.errstate(over="ignore", invalid="ignore"):
+        sv.rk4_flow_with_divergence(np.full(2, 1e308), lambda x: x, lambda x: 2.0, 1.0, 3)
+    with pytest.raises(ValueError, match="x0 must lie on the unit sphere"):
+        sv.spherical_euler_flow(np.array([2.0, 0.0]), lambda x, t: x, 2, 0.1)
 
 
 def test_svflow_input_errors():
@@ -455,3 +491,11 @@ def test_prefix_shuffling_experiment_bins_and_zero_delta_for_identity_shuffle():
     for k in tab0.base:
         np.testing.assert_allclose(tab0.delta(k), 0.0, atol=1e-12)
     np.testing.assert_allclose(tab0.logppl_pert, tab0.logppl_base, atol=1e-12)
+
+
+def test_the_posterior_refuses_a_negative_concentration_normalised_or_not():
+    x = np.array([1.0, 0.0])
+    mu = np.array([[1.0, 0.0], [0.0, 1.0]])
+    for normalised in (False, True):
+        with pytest.raises(ValueError, match="kappa must be >= 0"):
+            sa.vmf_attention_log_posterior(x, np.array([1.0, -1.0]), mu, normalised=normalised)
