@@ -40,9 +40,9 @@
 # | $t$ | a position in a sequence of symbols, counted from 1 | integer |
 # | $w[t]$, $w[1..t]$ | the symbol at position $t$; the symbols at positions $1,\dots,t$ | symbols |
 # | $H$ | the entropy rate of the source, in nats | number |
-# | $a$, $b$ | two consecutive symbols (a pair) | symbols |
-# | $P$ | the source's probabilities: of the next symbol given the past, $P(w[t+1]\mid w[1..t])$, and of a pair, $P(a,b)$ | numbers |
-# | $\hat P$ | the frequency of a pair in a text, $\hat P(a,b)$ | numbers |
+# | $y$, $z$ | two consecutive symbols (a pair) | symbols |
+# | $P$ | the source's probabilities: of the next symbol given the past, $P(w[t+1]\mid w[1..t])$, and of a pair, $P(y,z)$ | numbers |
+# | $\hat P$ | the frequency of a pair in a text, $\hat P(y,z)$ | numbers |
 # | $x[j]$ | the input vector of a transformer block at position $j$ | vector |
 # ```
 #
@@ -290,9 +290,9 @@ plt.show()
 # 2-symbol prompt every 30 symbols, so that it never runs past the 32 positions it was trained on).
 # How do we compare a text with the source? A next-symbol model is a rule for which symbol follows
 # which, so we compare how often each symbol follows each other symbol: the frequencies
-# $\hat P(a,b)$ of the 64 pairs of consecutive symbols $(a,b)$ in the text, against the source's exact
-# pair law $P(a,b)$. The {term}`total variation distance`
-# $\mathrm{TV}=\tfrac12\sum_{a,b}\lvert\hat P(a,b)-P(a,b)\rvert$ is 0 for identical laws and 1 for
+# $\hat P(y,z)$ of the 64 pairs of consecutive symbols $(y,z)$ in the text, against the source's exact
+# pair law $P(y,z)$. The {term}`total variation distance`
+# $\mathrm{TV}=\tfrac12\sum_{y,z}\lvert\hat P(y,z)-P(y,z)\rvert$ is 0 for identical laws and 1 for
 # laws with no pair in common; it is the largest difference in probability the two give to any set of
 # pairs. (Scoring each generated symbol's surprise under the source would be a poor test here: the
 # source has many near-zero transitions, so any smoothing by a model is heavily punished.)
@@ -304,8 +304,8 @@ plt.show()
 # %%
 pair_law = source.stationary_distribution()  # (8, 8): exact law of two consecutive symbols
 laws = {1: pair_law.sum(1),  # single symbols
-        2: pair_law,  # pairs (a, b)
-        3: pair_law[:, :, None] * source.transition}  # triples: P(a, b) P(c | a, b)
+        2: pair_law,  # pairs (y, z)
+        3: pair_law[:, :, None] * source.transition}  # triples: P(y, z) P(next | y, z)
 
 
 def tv_distance(seq, n):
