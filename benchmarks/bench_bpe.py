@@ -9,8 +9,8 @@ Prints CPU seconds (``time.process_time``, all threads of this process; medians 
 ``--repeats`` runs) next to each reference and the ratio reference / ours, all from this one run.
 References (every one run here; no number is copied from elsewhere):
 
-* "minbpe-style": our own copy of minbpe's O(merges × n) trainer (recount every pair after each
-  merge; ``max`` over a dict) — minbpe is not on PyPI. It is run on a ``--prefix-kb`` prefix by
+* "minbpe-style": minbpe's O(merges × n) trainer (recount every pair after each merge; ``max`` over a
+  dict) as :func:`nextword.tokenizers.reference.reference_train` writes it — minbpe is not on PyPI. It is run on a ``--prefix-kb`` prefix by
   default (the full runs take ~10 min without split and ~30 min with the GPT-4 split), and ours
   is timed on the same prefix for the ratio. The merges of both are checked to be identical.
 * HF ``tokenizers`` (Rust, GPT-2 split, ByteLevel alphabet), if importable; our ``tie_break="hf"``
@@ -43,6 +43,7 @@ import numpy as np
 from nextword.tokenizers import bytes_to_unicode
 from nextword.data import SHA256, find_data_file, read_data_text
 from nextword.tokenizers import SPLIT_PATTERNS, BPETokenizer
+from nextword.tokenizers.reference import reference_train
 
 
 def cpu(fn: Callable[[], object], repeats: int) -> tuple[float, object]:
@@ -66,35 +67,6 @@ def interleaved(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str,
             fn()
             times[name].append(time.process_time() - t)
     return {name: statistics.median(ts) for name, ts in times.items()}
-
-
-def minbpe_style_train(chunks: list[bytes], num_merges: int) -> list[tuple[int, int, int]]:
-    """Own copy of minbpe's trainer (Basic: one chunk; Regex: many). O(merges × n). Labelled as such."""
-    ids = [list(c) for c in chunks]
-    merges = []
-    for k in range(num_merges):
-        stats: dict[tuple[int, int], int] = {}
-        for chunk in ids:
-            for pair in zip(chunk, chunk[1:]):
-                stats[pair] = stats.get(pair, 0) + 1
-        if not stats:
-            break
-        pair = max(stats, key=stats.get)
-        idx = 256 + k
-        merges.append((pair[0], pair[1], idx))
-        new_ids = []
-        for chunk in ids:
-            out, i = [], 0
-            while i < len(chunk):
-                if i < len(chunk) - 1 and chunk[i] == pair[0] and chunk[i + 1] == pair[1]:
-                    out.append(idx)
-                    i += 2
-                else:
-                    out.append(chunk[i])
-                    i += 1
-            new_ids.append(out)
-        ids = new_ids
-    return merges
 
 
 def hf_train(text: str, vocab_size: int):
@@ -163,13 +135,13 @@ def main() -> None:
     prefix = text.encode("utf-8")[:n].decode("utf-8", errors="ignore")
     if not args.quick:
         t_ours, tok_p = cpu(lambda: BPETokenizer.train(prefix, args.vocab), args.repeats)
-        t_ref, ref_merges = cpu(lambda: minbpe_style_train([prefix.encode()], merges), 1)
+        t_ref, ref_merges = cpu(lambda: reference_train([prefix.encode()], merges), 1)
         same = tok_p.merge_list() == ref_merges
         row(
             f"train, no split, first {n // 1000} KB",
             t_ours,
             t_ref,
-            "minbpe-style (own copy), measured",
+            "minbpe-style (nextword.tokenizers.reference), measured",
             f"[merges identical: {same}]",
         )
 
@@ -193,12 +165,12 @@ def main() -> None:
     if not args.quick:
         t_ours, tok_p = cpu(lambda: BPETokenizer.train(prefix, args.vocab, pattern="gpt4"), args.repeats)
         chunks = [c.encode() for c in regex.findall(SPLIT_PATTERNS["gpt4"], prefix)]
-        t_ref, ref_merges = cpu(lambda: minbpe_style_train(chunks, merges), 1)
+        t_ref, ref_merges = cpu(lambda: reference_train(chunks, merges), 1)
         row(
             f"train, GPT-4 split, first {n // 1000} KB",
             t_ours,
             t_ref,
-            "minbpe-style Regex (own copy), measured",
+            "minbpe-style Regex (nextword.tokenizers.reference), measured",
             f"[merges identical: {tok_p.merge_list() == ref_merges}]",
         )
 

@@ -454,3 +454,24 @@ def check_broadcast(**arrays: np.ndarray) -> tuple[int, ...]:
     except ValueError:
         shapes = ", ".join(f"{name} {np.shape(a)}" for name, a in arrays.items())
         raise ValueError(f"{' and '.join(arrays)} must have shapes that broadcast together, got {shapes}") from None
+
+
+def as_log_probs(x: object, name: str, *, prob: bool = True) -> np.ndarray:
+    """Log-probabilities ``(..., Z)`` (finite or ``-inf``; with ``prob`` also ``<= 0``: a value
+    above 0 is a probability above 1, and ``exp(1e308)`` would turn the sums into NaN)."""
+    arr = as_float_array(x, name, min_ndim=1, finite=False).astype(np.float64)
+    if np.isnan(arr).any() or np.isposinf(arr).any():
+        raise ValueError(f"{name} must be log-probabilities (finite or -inf), got NaN or +inf")
+    if prob and (arr > 1e-9).any():
+        raise ValueError(f"{name} must be log-probabilities (<= 0), got a value of {float(arr.max()):.3g}")
+    return arr
+
+
+def check_unit_rows(x: np.ndarray, name: str, atol: float = 1e-8) -> None:
+    """``x (..., d)`` must have rows of unit length (to ``atol``): a point on the sphere, named ``name``."""
+    norms = np.linalg.norm(x, axis=-1)
+    if not np.allclose(norms, 1.0, atol=atol):
+        worst = float(np.max(np.abs(norms - 1.0)))
+        raise ValueError(
+            f"{name} must lie on the unit sphere (||{name}|| = 1 along the last axis); largest deviation {worst:.3g}"
+        )

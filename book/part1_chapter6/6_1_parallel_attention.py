@@ -31,9 +31,9 @@
 # |---|---|---|
 # | $T$ | number of words before the prediction (the blank is word $T+1$) | integer |
 # | $t$, $s$, $u$ | word positions, counted from 1; $s\le t$, and $t-s$ is the distance between them | integers |
-# | $x[t]$ | the input vector of word $t$ (one number in the tiny example) | $(d,)$ |
-# | $h[t]$ | the recurrent network's hidden state after word $t$ | $(d,)$ |
-# | $W_x$, $W_h$ | the recurrent network's input and state matrices | $(d, d)$ |
+# | $x[t]$ | the input of word $t$: a vector; one number in the tiny example; from the bottleneck section on, a symbol $0,\dots,\lvert\mathcal V\rvert-1$ that enters as a one-hot row | $(d,)$, a number, or a symbol |
+# | $h[t]$ | the recurrent network's hidden state after word $t$ (elsewhere the book's $h$ counts attention heads, which this page does not need) | $(d,)$ |
+# | $W_x$, $W_h$ | the recurrent network's input and state matrices | $(d, d)$; $W_x$ is $(\lvert\mathcal V\rvert, d)$ for one-hot symbols |
 # | $f$, $f'$ | the nonlinearity (the identity or tanh) and its derivative | elementwise |
 # | $a[t]$ | the state before the nonlinearity, $x[t]W_x+h[t-1]W_h$ | $(d,)$ |
 # | $\lambda$ | the factor a linear recurrence multiplies its state by at each step | number |
@@ -41,7 +41,7 @@
 # | $d$ | the width of the state | integer |
 # | $y[t]$ | the output of one attention layer at word $t$ | $(d,)$ |
 # | $\alpha[t,s]$ | the weight word $t$'s output gives word $s$ (attention weights add up to 1) | number |
-# | $L$, $V$ | the length of a sequence of symbols and the number of different symbols | integers |
+# | $n$, $\lvert\mathcal V\rvert$ | the length of a sequence of symbols and the number of different symbols, the size of the copy task's vocabulary $\mathcal V$ (`L` and `V` in the code) | integers |
 # ```
 #
 # Words count from 1, as in the chapter. Python counts from 0, so in the code word $t$ is `words[t - 1]`.
@@ -239,8 +239,8 @@ plt.show()
 # %% [markdown]
 # **Figure 6.1.2** (the chapter's Fig. 6.1, measured). Left: the path from each word of the running
 # example to the state that predicts the blank has $T-s+1$ arrows through the recurrence, always 1
-# through attention; see how "software" and "engineer", at the start of the sentence, are the
-# farthest. Right: the sequential depth of one layer grows with $T$ for the RNN and stays 1 for
+# through attention; see how "software" and "engineer", at the start of the sentence, are among the
+# farthest (only "The", word 1, is farther). Right: the sequential depth of one layer grows with $T$ for the RNN and stays 1 for
 # attention.
 #
 # ## The gradient over $t-s$ steps
@@ -340,13 +340,13 @@ plt.fill_between(distance, *np.percentile(attention_norms, [10, 90], axis=0), co
                  label="attention, middle 80% of layers")
 plt.xlabel("distance t − s (words)")
 plt.ylabel(r"$\|\partial h[t]/\partial h[s]\|_2$ or $\|\partial y[t]/\partial x[s]\|_2$")
-plt.title("gradient reaching the prediction from s words back")
+plt.title("gradient reaching the prediction from t − s words back")
 plt.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
 # **Figure 6.1.3** (the chapter's $\lambda^{t-s}$ remark, measured). Spectral norm of the Jacobian from
-# $s$ words back to the prediction, on a log scale. See the straight line of the linear RNN (it falls
+# word $s$, $t-s$ words back, to the prediction, on a log scale. See the straight line of the linear RNN (it falls
 # exactly as $0.9^{t-s}$), the tanh RNN falling faster below it, and attention with no trend: its mean
 # over random layers is as large 20 words back as 1 word back, and one layer's value (the band) is set
 # by the weight it gives the word, not by the distance. (At distance 0 attention is larger: word $t$
@@ -392,7 +392,7 @@ assert read_back == symbols.tolist()
 # %% [markdown]
 # But reading digits needs exact arithmetic and a read-out no network learns; a trained network reads
 # its state smoothly. So we **measure** what a fixed-size state gives back to a linear read-out.
-# Sequences of $L$ symbols from an alphabet of $V=8$ are read by a linear recurrent network with a
+# Sequences of $n$ symbols from an alphabet of $\lvert\mathcal V\rvert=8$ are read by a linear recurrent network with a
 # 32-dimensional state. For every position, a linear read-out of the final state is fitted by least
 # squares to the one-hot symbol there (on 2000 sequences), and scored by how often its largest entry
 # names the right symbol (on 500 new sequences). The whole measurement, for one length:
@@ -419,16 +419,16 @@ def state_recall(L, d, V, rng, num_train=2000, num_test=500, lam=0.9):
 V, d_state = 8, 32
 by_hand = state_recall(16, d_state, V, np.random.default_rng(7))
 library = linear_state_recall(16, d_state, V, np.random.default_rng(7))
-print(f"L = 16: recall by the loop above {produced(by_hand.mean(), '.3f')}, "
+print(f"n = 16: recall by the loop above {produced(by_hand.mean(), '.3f')}, "
       f"by linear_state_recall {produced(library.mean(), '.3f')}")
 assert np.abs(by_hand - library).max() <= 0.01  # the same computation (the library sums the loop)
 
 # %% [markdown]
-# While $L\cdot(V-1)\le d$, that is $L\le4$ here, the state is a one-to-one linear image of the
-# one-hot inputs (each position has $V-1$ free directions), so some linear read-out reproduces every
+# While $n\cdot(\lvert\mathcal V\rvert-1)\le d$, that is $n\le4$ here, the state is a one-to-one linear image of the
+# one-hot inputs (each position has $\lvert\mathcal V\rvert-1$ free directions), so some linear read-out reproduces every
 # symbol exactly. Beyond that, the positions have to share directions of the state.
 #
-# Against it: attention over the $L$ kept inputs. Each position gets a fixed code vector (a key; the
+# Against it: attention over the $n$ kept inputs. Each position gets a fixed code vector (a key; the
 # codes are [6.5](6_5_positional_encoding.ipynb)'s, any distinct unit vectors would do), its symbol as
 # the value, and a query that asks for one position: that position's code, times 50. The attention
 # layer is given the right query here; whether a trained model finds it is the next experiment. In
@@ -439,7 +439,7 @@ L = 16
 codes = sinusoidal_encoding(L, 32)
 codes = codes / np.linalg.norm(codes, axis=1, keepdims=True)  # (L, 32) unit keys
 weights = softmax(50 * codes @ codes.T)  # (L queries, L keys): row t asks for position t
-print(f"L = {L}: smallest weight a query gives its own position: {weights.diagonal().min():.3f}")
+print(f"n = {L}: smallest weight a query gives its own position: {weights.diagonal().min():.3f}")
 assert weights.diagonal().min() > 0.5
 
 # %% [markdown]
@@ -454,13 +454,13 @@ rng = np.random.default_rng(1)
 recall_state = {L: linear_state_recall(L, d_state, V, rng) for L in lengths}
 recall_attention = {L: attention_recall(L, V, rng) for L in lengths}
 for L in lengths:
-    print(f"L = {L:2d}: fixed state recalls {produced(recall_state[L].mean(), '.3f')} of the symbols, "
+    print(f"n = {L:2d}: fixed state recalls {produced(recall_state[L].mean(), '.3f')} of the symbols, "
           f"attention {produced(recall_attention[L].mean(), '.3f')}")
 assert all(recall_state[L].min() == 1.0 for L in lengths if L * (V - 1) <= d_state)
 # Figure 6.1.4: just past the limit the state loses little...
 assert recall_state[6].mean() > 0.95
 assert recall_state[64].mean() < 0.35  # ...far past it, most is
-# claim "then falling towards chance": recall falls at every length from L = 6 on (Figure 6.1.4)
+# claim "then falling towards chance": recall falls at every length from n = 6 on (Figure 6.1.4)
 assert all(a > b for a, b in zip([recall_state[L].mean() for L in lengths[3:]],
                                  [recall_state[L].mean() for L in lengths[4:]]))
 # Figure 6.1.4: the state keeps the recent symbols and loses the old ones
@@ -471,13 +471,13 @@ assert all(recall_attention[L].min() == 1.0 for L in lengths)
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
 axes[0].plot(lengths, [recall_state[L].mean() for L in lengths], "o-", label=f"fixed {d_state}-dim state")
 axes[0].plot(lengths, [recall_attention[L].mean() for L in lengths], "s-",
-             label="attention over all L inputs")
+             label="attention over all n inputs")
 axes[0].axhline(1 / V, color="gray", ls=":", label="chance")
-axes[0].axvline(d_state / (V - 1), color="gray", ls="--", label=r"$L(V-1)=d$")
-axes[0].set(xlabel="sequence length L", ylabel="fraction of symbols recovered", title="recall vs length")
+axes[0].axvline(d_state / (V - 1), color="gray", ls="--", label=r"$n(|\mathcal{V}|-1)=d$")
+axes[0].set(xlabel="sequence length n", ylabel="fraction of symbols recovered", title="recall vs length")
 axes[0].legend(fontsize=8)
 for L in (8, 16, 32):
-    axes[1].plot(np.arange(1, L + 1), recall_state[L], label=f"L = {L}")
+    axes[1].plot(np.arange(1, L + 1), recall_state[L], label=f"n = {L}")
 axes[1].axhline(1 / V, color="gray", ls=":", label="chance")
 axes[1].set(xlabel="position in the sequence", ylabel="recall (fixed state)",
             title="what the state forgets")
@@ -486,7 +486,7 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# **Figure 6.1.4** (the chapter's Fig. 6.2, measured rather than drawn). Left: the share of the $L$
+# **Figure 6.1.4** (the chapter's Fig. 6.2, measured rather than drawn). Left: the share of the $n$
 # symbols a least-squares linear read-out recovers from one 32-dimensional state (circles) and
 # attention over the kept inputs (squares). See the state stay perfect up to the dashed line, lose
 # little just past it, and then fall towards chance, while attention recalls everything at every
@@ -498,14 +498,14 @@ plt.show()
 # The read-out above is linear. A trained nonlinear model might do better per dimension, so we also
 # train a {term}`GRU` language model (a gated recurrent network with a state of 32 numbers) and a
 # small transformer (`TinyLM`: 2 layers of the attention of [6.2](6_2_attention_mechanism.ipynb),
-# width 32) on a {term}`copy task`: the sequence $x[1],\dots,x[L]$, a separator, then $x[1],\dots,x[L]$
-# again, with the loss counted on the copied half only. Here is the data, for $L=16$:
+# width 32) on a {term}`copy task`: the sequence $x[1],\dots,x[n]$, a separator, then $x[1],\dots,x[n]$
+# again, with the loss counted on the copied half only. Here is the data, for $n=16$:
 
 # %%
 L = 16
 train_ids, copy_mask = copy_task(4000, L, V, np.random.default_rng(10 + L))
 test_ids, _ = copy_task(500, L, V, np.random.default_rng(20 + L))
-print(f"train_ids {train_ids.shape}: 4000 sequences of 2L + 1 = {2 * L + 1} symbols "
+print(f"train_ids {train_ids.shape}: 4000 sequences of 2n + 1 = {2 * L + 1} symbols "
       f"(the separator is {V}); copy_mask {copy_mask.shape}")
 print("one sequence:", " ".join(map(str, train_ids[0])))
 print(f"the loss counts the predictions of its last {copy_mask[0].sum()} symbols "
@@ -574,7 +574,7 @@ for L in copy_lengths:
 
 # %%
 for (name, L), r in recall.items():
-    print(f"L = {L:2d}  {name:20s} recall {produced(r.mean(), '.2f')}  "
+    print(f"n = {L:2d}  {name:20s} recall {produced(r.mean(), '.2f')}  "
           f"(first symbol {produced(r[0], '.2f')}, last {produced(r[-1], '.2f')}, "
           f"lowest {produced(r.min(), '.2f')}, highest {produced(r.max(), '.2f')})")
 L = 16
@@ -587,7 +587,7 @@ assert abs(gru[: L // 2].mean() - gru[L // 2:].mean()) < 0.1
 # %%
 plt.figure(figsize=(6.4, 3.6))
 for (name, L), r in recall.items():
-    plt.plot(np.arange(1, L + 1), r, "o-" if "GRU" in name else "s-", ms=3, label=f"{name}, L = {L}")
+    plt.plot(np.arange(1, L + 1), r, "o-" if "GRU" in name else "s-", ms=3, label=f"{name}, n = {L}")
 plt.axhline(1 / V, color="gray", ls=":", label="chance")
 plt.ylim(0, 1.05)
 plt.xlabel("position of the copied symbol")
@@ -598,8 +598,8 @@ plt.show()
 
 # %% [markdown]
 # **Figure 6.1.5** (the chapter's Fig. 6.2 with trained models). Per-position recall on held-out copy
-# sequences. In a copy task every symbol is needed $L$ steps after it was read, so the GRU must hold
-# all $L$ symbols in its 32 numbers at once: see its recall flat across positions, well above chance
+# sequences. In a copy task every symbol is needed $n$ steps after it was read, so the GRU must hold
+# all $n$ symbols in its 32 numbers at once: see its recall flat across positions, well above chance
 # ($1/8$) and well below 1 — no position is kept whole. The transformer keeps one vector per position,
 # so it can attend back to the symbol it must copy, and it copies everything.
 #
@@ -613,7 +613,7 @@ plt.show()
 #   $t-s$ steps), and tanh shrinks it further; attention's gradient is set by the weight a word gets,
 #   not by its distance.
 # - A fixed-size state gives back to a linear read-out only as much as its size allows (exactly while
-#   $L(V-1)\le d$); attention keeps a vector per word, so its memory grows with the context.
+#   $n(\lvert\mathcal V\rvert-1)\le d$); attention keeps a vector per word, so its memory grows with the context.
 #
 # ## Check your understanding
 #
@@ -633,25 +633,25 @@ plt.show()
 #    ```{dropdown} Answer
 #    A real number can hold many symbols (the base-8 state above holds 17 in one float64 number), so a
 #    count of numbers bounds nothing by itself. The page measures what a linear read-out gets back: every
-#    symbol while $L(V-1)\le d$, then less and less, towards chance, while attention recalls all of
+#    symbol while $n(\lvert\mathcal V\rvert-1)\le d$, then less and less, towards chance, while attention recalls all of
 #    them.
 #    ```
 #
-# 3. With the same 32-dimensional linear state and an alphabet of $V=8$, can a linear read-out
-#    reproduce every symbol of a sequence of $L=4$? Of $L=5$? What did the page measure at $L=5$?
+# 3. With the same 32-dimensional linear state and an alphabet of $\lvert\mathcal V\rvert=8$, can a linear read-out
+#    reproduce every symbol of a sequence of $n=4$? Of $n=5$? What did the page measure at $n=5$?
 #
 #    ```{dropdown} Answer
-#    $L=4$: yes, $4\cdot 7 = 28 \le 32$: the state is a one-to-one linear image of the inputs, and the page
-#    measures recall 1.000. $L=5$: $5\cdot 7 = 35 > 32$, so no linear read-out reproduces the one-hot
+#    $n=4$: yes, $4\cdot 7 = 28 \le 32$: the state is a one-to-one linear image of the inputs, and the page
+#    measures recall 1.000. $n=5$: $5\cdot 7 = 35 > 32$, so no linear read-out reproduces the one-hot
 #    symbols exactly any more; but its largest entry can still name the right symbol, and the measured
-#    recall is still above 0.99 (printed below; 0.988 at $L=6$). Past the limit, recall is lost
+#    recall is still above 0.99 (printed below; 0.988 at $n=6$, printed with the other lengths above). Past the limit, recall is lost
 #    gradually, not all at once.
 #    ```
 
 # %% tags=["hide-cell"]
 print(f"Q1: 0.5^10 = 1/{2**10} = {0.5**10:.4f}")
-print(f"Q3: L = 4: 4 * 7 = {4 * 7}, recall {produced(recall_state[4].mean(), '.3f')}; "
-      f"L = 5: 5 * 7 = {5 * 7}, recall {produced(recall_state[5].mean(), '.3f')} (above 0.99)")
+print(f"Q3: n = 4: 4 * 7 = {4 * 7}, recall {produced(recall_state[4].mean(), '.3f')}; "
+      f"n = 5: 5 * 7 = {5 * 7}, recall {produced(recall_state[5].mean(), '.3f')} (above 0.99)")
 assert abs(0.5**10 - 0.001) < 0.0001
 assert recall_state[4].mean() == 1.0
 assert recall_state[5].mean() > 0.99
@@ -702,13 +702,13 @@ assert token_bits < state_bits
 # | RNN sequential depth of order $T$, attention of order 1 (Fig. 6.1) | longest path $T$ vs 1 (asserted for $T\le64$) |
 # | path length 21 vs 1 on the running example | 20 state steps for the 21-word sentence as printed, 21 for the chapter's 22-word count; 1 for attention (the word count is an erratum) |
 # | gradient factor $\lambda^{21}$ | exact for a linear RNN with a rotation times $\lambda$ ($0.9^{20}$ for the sentence as printed), smaller with tanh; attention: no trend with distance (mean of 100 random layers) |
-# | a fixed-size state cannot keep a long context (Fig. 6.2) | linear state with a least-squares read-out: exact while $L(V-1)\le d$, then falling towards chance; trained GRU: flat recall well below 1 at every position; attention recalls all |
+# | a fixed-size state cannot keep a long context (Fig. 6.2) | linear state with a least-squares read-out: exact while $n(\lvert\mathcal V\rvert-1)\le d$, then falling towards chance; trained GRU: flat recall well below 1 at every position; attention recalls all |
 # | the count 25,600 vs 512 "necessarily discards information" | not as stated: a count of numbers bounds nothing (17 symbols in one float64 number); the loss holds for linear or trained read-outs (erratum) |
 #
 # ## Reproducibility
 #
-# The default run trains each copy-task model for 300 steps at $L=16$ (about 20 s on 2 CPU cores);
-# `FULL=1` repeats the comparison for $L\in\{4,8,16,32\}$ with 600 steps. The chapter reasons about a
+# The default run trains each copy-task model for 300 steps at $n=16$ (about 20 s on 2 CPU cores);
+# `FULL=1` repeats the comparison for $n\in\{4,8,16,32\}$ with 600 steps. The chapter reasons about a
 # 512-dimensional RNN on natural text; here states are 32-dimensional on a synthetic task. Library:
 # `nextword.chapter6.recurrent`, `nextword.chapter6.running_example`, `nextword.torch.models.lm`,
 # `nextword.torch.models.rnn`.

@@ -509,7 +509,7 @@ assert near_uniform > 0.7
 # **Figure 6.2.5** (the chapter's Fig. 6.11, measured: the chapter draws the matrix as a surface; a
 # row's entropy says what its peaks and valleys mean). See most rows of both heads near the dashed line
 # of equal weights — those queries blend many words — and the rows of "the" (18) and "would" (21) near
-# zero: those queries pick one word.
+# zero in at least one head (not always in both): those queries pick one word.
 #
 # Which words *should* the blank's query read? The data generator knows: the
 # {term}`mutual information` between word $j$ and the blank (how many nats knowing word $j$ saves
@@ -620,7 +620,8 @@ for width in dims:
 # %% [markdown]
 # **Saturation.** Why are huge scores bad? The softmax's derivative (its Jacobian: how much each
 # weight of $p=\mathrm{softmax}(z)$ moves per unit change of each score) is
-# $J=\mathrm{diag}(p)-pp^\top$. When one score dominates, $p$ is nearly one-hot and *every* entry of
+# $J=\mathrm{diag}(p)-p^\top p$ (with $p$ a row vector, as every vector in this book, $p^\top p$ is the
+# $n\times n$ matrix of the products of two weights). When one score dominates, $p$ is nearly one-hot and *every* entry of
 # $J$ — the diagonal ones, each weight times one minus itself, included — goes to zero: almost no
 # gradient reaches the scores, and the queries and keys stop learning. We check the formula against
 # torch's automatic differentiation, then measure $\|J\|$ (its Frobenius norm: the root of the sum of
@@ -629,7 +630,7 @@ for width in dims:
 
 # %%
 def softmax_jacobian(p):
-    """d softmax(z) / dz at p = softmax(z): diag(p) - p p^T, shape (n, n)."""
+    """d softmax(z) / dz at p = softmax(z): diag(p) - p^T p for a row vector p (np.outer), shape (n, n)."""
     return np.diag(p) - np.outer(p, p)
 
 

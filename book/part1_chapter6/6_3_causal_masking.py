@@ -40,11 +40,10 @@
 # | $t$ | a position in a sequence of symbols, counted from 1 | integer |
 # | $w[t]$, $w[1..t]$ | the symbol at position $t$; the symbols at positions $1,\dots,t$ | symbols |
 # | $H$ | the entropy rate of the source, in nats | number |
-# | $a$, $b$ | two consecutive symbols (a pair) | symbols |
-# | $P$ | the source's probabilities: of the next symbol given the past, $P(w[t+1]\mid w[1..t])$, and of a pair, $P(a,b)$ | numbers |
-# | $\hat P$ | the frequency of a pair in a text, $\hat P(a,b)$ | numbers |
+# | $y$, $z$ | two consecutive symbols (a pair) | symbols |
+# | $P$ | the source's probabilities: of the next symbol given the past, $P(w[t+1]\mid w[1..t])$, and of a pair, $P(y,z)$ | numbers |
+# | $\hat P$ | the frequency of a pair in a text, $\hat P(y,z)$ | numbers |
 # | $x[j]$ | the input vector of a transformer block at position $j$ | vector |
-# | $e$ | the base of the natural logarithm | number |
 # ```
 #
 # Words and positions count from 1, as in the chapter. Python counts from 0, so in the code position
@@ -137,7 +136,7 @@ np.testing.assert_allclose(np.stack([masked_out[i] for i in (1, 2, 3)]), library
 
 # %% [markdown]
 # In matrix form the rule is an extra matrix added to the scores before the softmax: 0 where
-# $j\le i$, $-\infty$ where $j>i$. Since $e^{-\infty}=0$, a blocked word gets weight exactly 0, and
+# $j\le i$, $-\infty$ where $j>i$. Since $\exp(-\infty)=0$, a blocked word gets weight exactly 0, and
 # the other weights of the row still add up to 1:
 #
 # $$\alpha[i,j]=\begin{cases}\dfrac{\exp(q[i]\cdot k[j]/\sqrt{d_k})}{\sum_{m\le i}\exp(q[i]\cdot
@@ -291,9 +290,9 @@ plt.show()
 # 2-symbol prompt every 30 symbols, so that it never runs past the 32 positions it was trained on).
 # How do we compare a text with the source? A next-symbol model is a rule for which symbol follows
 # which, so we compare how often each symbol follows each other symbol: the frequencies
-# $\hat P(a,b)$ of the 64 pairs of consecutive symbols $(a,b)$ in the text, against the source's exact
-# pair law $P(a,b)$. The {term}`total variation distance`
-# $\mathrm{TV}=\tfrac12\sum_{a,b}\lvert\hat P(a,b)-P(a,b)\rvert$ is 0 for identical laws and 1 for
+# $\hat P(y,z)$ of the 64 pairs of consecutive symbols $(y,z)$ in the text, against the source's exact
+# pair law $P(y,z)$. The {term}`total variation distance`
+# $\mathrm{TV}=\tfrac12\sum_{y,z}\lvert\hat P(y,z)-P(y,z)\rvert$ is 0 for identical laws and 1 for
 # laws with no pair in common; it is the largest difference in probability the two give to any set of
 # pairs. (Scoring each generated symbol's surprise under the source would be a poor test here: the
 # source has many near-zero transitions, so any smoothing by a model is heavily punished.)
@@ -305,8 +304,8 @@ plt.show()
 # %%
 pair_law = source.stationary_distribution()  # (8, 8): exact law of two consecutive symbols
 laws = {1: pair_law.sum(1),  # single symbols
-        2: pair_law,  # pairs (a, b)
-        3: pair_law[:, :, None] * source.transition}  # triples: P(a, b) P(c | a, b)
+        2: pair_law,  # pairs (y, z)
+        3: pair_law[:, :, None] * source.transition}  # triples: P(y, z) P(next | y, z)
 
 
 def tv_distance(seq, n):
@@ -365,8 +364,11 @@ assert repeats > 2 * np.trace(pair_law)  # degenerate: the same symbol again and
 # %% [markdown]
 # The masked model's text has the source's pair statistics up to a few times the sampling noise of
 # real text; the unmasked model's text is dominated by runs of one repeated symbol. Triples tell the
-# same story, and show what the masked model has not learned yet: its triples are further from the
-# law than its pairs, as its loss, still above the entropy rate after 250 steps, says too.
+# same story. Read each triple distance against real text's, not against the pairs: every text is
+# further from the triple law than from the pair law, real text included: the pairs are a summary of
+# the triples, and summing cells can only bring two laws closer (and the same 3000 symbols are spread
+# over 512 cells instead of 64). (The masked model has not learned the source fully
+# yet: its loss is still above the entropy rate after 250 steps.)
 #
 # ## The mask and its count (Figs. 6.13–6.14)
 #
@@ -585,7 +587,7 @@ assert np.all(np.triu(head_weights, 1) == 0)
 # 3. Instead of $-\infty$, someone adds $-5$ to the blocked scores. What goes wrong?
 #
 #    ```{dropdown} Answer
-#    $e^{-5}\approx0.007$ is small but not zero: later positions still get some weight and some
+#    $\exp(-5)\approx0.007$ is small but not zero: later positions still get some weight and some
 #    gradient. In the tiny example, changing word 3 then moves the outputs of words 1 and 2 by 0.02
 #    (printed below) instead of exactly 0; the training pass and the generation pass no longer agree,
 #    and a trained model can make the score of the next position large enough to overcome the $-5$.

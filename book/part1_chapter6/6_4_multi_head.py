@@ -325,8 +325,8 @@ print(f"{len(train.ids)} training and {len(test.ids)} test sentences of {task.le
 # agreement form. We train a single
 # attention layer with four heads (width 32, sinusoidal positions), so every head's contribution is
 # directly visible. Training is the loop you know from any neural network: take 32 random sentences,
-# predict every next token, measure the {term}`cross-entropy` loss, step the weights with Adam. Here
-# it is written out for 20 steps:
+# predict every next token, measure the {term}`cross-entropy` loss, step the weights with AdamW (the Adam
+# optimiser with a separate weight decay, 0 here). Here it is written out for 20 steps:
 
 # %%
 cfg = LMConfig(vocab_size=task.vocab_size, d_model=32, num_heads=4, num_layers=1,
@@ -582,8 +582,8 @@ for claim in list(holds[SEEDS[0]])[:3]:  # these three hold for every model that
 
 # %% [markdown]
 # In every model kept, the causal test and the attention weights agree in one direction: the head
-# whose removal destroys the agreement (the loss at the markers jumps: the model is then confidently
-# wrong — by how many nats depends on the run, which is why only a bound is printed) is a head that
+# whose removal destroys the agreement (the loss at the markers jumps by more than a nat — by how many
+# depends on the run, which is why only that bound is printed and asserted) is a head that
 # looks at the subject. Call it the **subject head**. The other direction is weaker: the fourth count
 # says whether the heads that ignore the subject also do not matter at the markers; it is not
 # guaranteed, and a head with almost no weight on the subject can still cost something there (it
@@ -784,7 +784,8 @@ assert np.allclose(np.round(doubled_weights, 3), [0.011, 0.795, 0.193])
 # line at the subject) and Head 4 (diffuse, close to $1/i$) are measured above on a toy language
 # whose dependencies we know, and checked on three trained models: the head that carries the
 # agreement looks at the subject, and the head the fillers rely on most looks one word back (both
-# asserted); a diffuse head appears in most models but not in all (counted, not asserted). There is
+# asserted); a diffuse head appears in some of the models (the count printed above; it changes with the seed,
+# so it is not asserted). There is
 # no "semantic similarity" head (Head 3): the toy language has no topic to track. The chapter's
 # figure is an illustration of a large model on English; ours is a measurement.
 #

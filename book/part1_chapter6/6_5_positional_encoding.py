@@ -31,7 +31,7 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $t$ | position of a word, counted from 0 as the encoding tables and the code count (most pages count words from 1: word $t+1$ sits at position $t$); $\mathrm{PE}(t)$ is its sinusoidal encoding, $(d_{\text{model}},)$, and $\mathrm{PE}(t, n)$ coordinate $n$ of it | integer |
+# | $t$ | position of a word, counted from 0 as the encoding tables and the code count (most pages count words from 1: word $t+1$ sits at position $t$); $\mathrm{PE}(t)$ is its sinusoidal encoding, $(d_{\text{model}},)$, and $\mathrm{PE}(t, c)$ coordinate $c$ of it | integer |
 # | $e_j$ | vector of word $j$ in the tiny example | $(2,)$ |
 # | $p(t)$ | position vector added at position $t$ in the tiny example (not a probability here) | $(2,)$ |
 # | $\alpha_j$ | attention weight on word $j$ in the tiny example | scalar |
@@ -42,7 +42,7 @@
 # | $m$ | index of a coordinate pair (coordinates $2m$ and $2m+1$), $m=0,\dots,d_{\text{model}}/2-1$ | integer |
 # | $\omega$, $\omega_m$ | a frequency (turns per position, in radians); that of pair $m$ of the sinusoidal table is $10000^{-2m/d_{\text{model}}}$ | scalar |
 # | $\Delta$ | a shift, in positions | integer |
-# | $M(\Delta)$ | the $2\times2$ rotation that moves one sinusoidal pair from $t$ to $t+\Delta$ | $(2,2)$ |
+# | $M(\Delta)$ | the $2\times2$ rotation that moves one sinusoidal pair from $t$ to $t+\Delta$ (acting on the pair written as a column) | $(2,2)$ |
 # | $R_\Delta$ | all pairs' $M(\Delta)$ on the diagonal of one matrix | $(d_{\text{model}}, d_{\text{model}})$ |
 # | $R(\phi)$ | the rotation of the plane by the angle $\phi$ | $(2,2)$ |
 # | $\theta$, $\theta_m$ | angle per position by which RoPE turns a pair (pair $m$: $10000^{-2m/d_k}$) | scalars |
@@ -262,9 +262,9 @@ assert min_distance > 0.5  # every row is distinct
 
 fig, ax = plt.subplots(figsize=(7.0, 3.8))
 heatmap(PE, ax=ax, cmap="RdBu_r", vmin=-1, vmax=1)
-ax.set_xlabel("coordinate n of PE(t, n)")
+ax.set_xlabel("coordinate c of PE(t, c)")
 ax.set_ylabel("position t")
-ax.set_title("sinusoidal PE(t, n), d_model = 128")
+ax.set_title("sinusoidal PE(t, c), d_model = 128")
 plt.show()
 
 # %% [markdown]
@@ -312,7 +312,10 @@ assert np.all(np.diff(list(measured.values())) > 0)  # Figure 6.5.2: the wavelen
 # $2\times 2$ matrix $M(\Delta)$ that depends on the shift $\Delta$ but **not** on $t$. So "$\Delta$ words
 # back" is the same linear map at every position, which a model can learn once. The angle-addition
 # formulas give $M(\Delta)$; sympy checks that it moves $\mathrm{PE}(t)$ to $\mathrm{PE}(t+\Delta)$ and
-# that it is a rotation ($M^\top M = I$, $\det M = 1$):
+# that it is a rotation ($M^\top M = I$, $\det M = 1$). (In this section and the RoPE one, a pair, a
+# query and a key are written as columns, $M(\Delta)\,\mathrm{PE}(t)$, as rotations usually are; in the
+# book's row-vector form the same step is $\mathrm{PE}(t+\Delta)=\mathrm{PE}(t)\,M(\Delta)^\top$, which is
+# what the code computes with `@ R.T`.)
 
 # %%
 t, shift, w = sp.symbols("t Delta omega", real=True)
@@ -572,8 +575,9 @@ plt.show()
 # windows). Inside the training length the three encodings are close to each other and well below the
 # no-context level; the model without positional encoding is clearly worse there — with two layers it
 # can recover order only through the causal mask. **Beyond the training length every encoding breaks
-# down**: the loss of the sinusoidal, learned *and* RoPE models jumps above the no-context level
-# $H(x_t)$ — they predict worse than a model that ignores its context. RoPE does **not** extrapolate
+# down**: the loss of the sinusoidal, learned *and* RoPE models rises above the no-context level
+# $H(x_t)$, not at once for every model but on average over the unseen positions: there they predict
+# worse than a model that ignores its context. RoPE does **not** extrapolate
 # better than the sinusoidal encoding here, and the model without positions degrades least.
 #
 # Each statement of this caption is checked below from the two mean losses per model (inside and beyond

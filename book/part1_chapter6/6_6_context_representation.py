@@ -38,9 +38,10 @@
 # | $a$ | what the attention sub-layer adds to one position's stream | $(d,)$ |
 # | $u$ | the stream after the attention sub-layer | $(T, d)$ |
 # | $\epsilon$ | the small number layer normalisation ($\mathrm{LN}$) adds to the variance, $10^{-5}$ | scalar |
+# | $f$ | the FFN's nonlinearity, applied to each number (the GELU here; the ReLU, $\max(0,\cdot)$, in the original transformer) | elementwise |
 # | $W_1, b_1, W_2, b_2$ | the FFN's weights and biases | $(d, d_{ff})$, $(d_{ff},)$, $(d_{ff}, d)$, $(d,)$ |
-# | $X$; $W_q, W_k, W_v, W_o$ | the input of an attention sub-layer; its four matrices | $(T, d)$; $(d, d)$ |
-# | $Q$, $K$ | the queries $XW_q$ and keys $XW_k$ | $(T, d)$ |
+# | $X$; $W^Q, W^K, W^V, W^O$ | the input of an attention sub-layer; its four matrices (all heads together, as in [6.4](6_4_multi_head.ipynb)) | $(T, d)$; $(d, d)$ |
+# | $Q$, $K$ | the queries $XW^Q$ and keys $XW^K$ | $(T, d)$ |
 # | $m, n, p$ | the sizes of two matrices multiplied, $(m\times n)(n\times p)$ | integers |
 # | $e[t]$ | token embedding of position $t$ (added to its positional encoding $\mathrm{PE}(t)$) | $(d,)$ |
 # | $x[t]$, $s[t]$ | an RNN's input and state at step $t$ (the state is often written $h[t]$; here $h$ is the stream) | $(d,)$ |
@@ -113,8 +114,10 @@ assert stream_after == [1.5, 3.0, 5.0, 6.5]
 # What $h$ carried is still there, nudged by what attention found. This running vector is the
 # {term}`residual stream`; every sub-layer reads it and writes a correction into it. The second
 # sub-layer, the {term}`feed-forward network` (FFN), is a small two-layer network applied to each
-# position on its own, $\mathrm{FFN}(h)=\max(0, hW_1+b_1)\,W_2+b_2$: attention mixes positions, the
-# FFN mixes the coordinates of one position.
+# position on its own, $\mathrm{FFN}(h)=f(hW_1+b_1)\,W_2+b_2$, with a nonlinearity $f$ applied to each
+# number: the original transformer uses the ReLU, which keeps a number if it is positive and gives 0 otherwise; the chapter and the library's models
+# use the GELU, a smooth version of it that multiplies a number by the probability that a standard
+# normal variable is below it. Attention mixes positions, the FFN mixes the coordinates of one position.
 #
 # Where the normalisation sits is a design choice. In a **{term}`pre-norm`** block each sub-layer reads a
 # normalised *copy* of the stream, $u=h+\mathrm{MHA}(\mathrm{LN}(h))$, $h'=u+\mathrm{FFN}(\mathrm{LN}(u))$;
@@ -297,7 +300,7 @@ assert kept["transformer"] == T_grid * kept["RNN"]
 # product of an $(m\times n)$ and an $(n\times p)$ matrix takes $mnp$ {term}`multiply-adds <multiply-add>`,
 # i.e. $2mnp$ FLOPs. One attention sub-layer on $T$ positions of width $d=d_{\text{model}}$:
 #
-# - the four projections $XW_q, XW_k, XW_v$ and the output $W_o$: $4\cdot 2Td^2 = 8Td^2$ FLOPs;
+# - the four projections $XW^Q, XW^K, XW^V$ and the output $W^O$: $4\cdot 2Td^2 = 8Td^2$ FLOPs;
 # - the scores $QK^\top$ and the weighted sum of values: $2\cdot 2T^2d = 4T^2d$ FLOPs (over all heads
 #   together; the mask does not save work when the full $T\times T$ matrix is computed).
 #

@@ -193,8 +193,9 @@ plt.show()
 # %% [markdown]
 # **Figure 6.7.1** (Fig. 6.24 rebuilt from the trained model, seed 0). One test sequence: the learned
 # token embeddings (see the rows repeat when a token repeats), the fixed sinusoidal table, and the sum
-# that enters the first block (red positive, blue negative, white zero). Neither piece is visible by eye
-# in the sum, yet the probes printed above recover both the token and the position from it.
+# that enters the first block (red positive, blue negative, white zero). By eye the sum cannot be split
+# into its pieces (only the table's slow columns still show through, on the right), yet the
+# probes printed above recover both the token and the position from it.
 #
 # ## Fig. 6.30's claim: surface low, meaning high
 #

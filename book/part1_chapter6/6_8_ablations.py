@@ -335,11 +335,12 @@ plt.show()
 #   hide a model that cannot generate.
 # - Removing a part from trained weights tests what the weights rely on; retraining without it tests
 #   what the architecture needs. The two answers differ: without positions the trained model is lost,
-#   a retrained one still finds the subject by its content.
+#   a retrained one still finds the subject by its content (in the runs whose baseline learned the
+#   agreement, the only runs where that is checked).
 # - Without the residual connections a trained model does worse than a uniform guess: its blocks were
 #   trained to add corrections to the stream, not to carry it.
-# - Reading four heads as one blurs their separate patterns, and both the local and the long-range
-#   predictions get worse.
+# - Reading four heads as one blurs their separate patterns, and the local predictions get worse (the
+#   long-range ones too, where the model had learned them).
 #
 # ## Check your understanding
 #
@@ -387,9 +388,11 @@ assert round(-np.log(0.99), 3) == 0.010 and round(np.log(3), 3) == 1.099
 #   its filler loss is worse than the baseline's and not clearly below what the current filler alone
 #   allows (asserted), although a stack could in principle read order through the causal mask.
 # - **Several heads** (§6.4): a model reading its four trained heads as one loses both patterns (asserted).
-#   Retrained with one head (`FULL=1`: twice the baseline's steps), the model can relearn the agreement at
-#   this small scale, but more slowly: in a default-size run where the baseline learned the agreement the
-#   single-head model did so with twice the baseline's 600 steps, and in another seed it had not yet.
+#   Retrained with one head (`FULL=1` trains it for twice the baseline's steps), the
+#   model can relearn the agreement at this small scale, but more slowly. This comes from two earlier runs
+#   at a setting this page does not offer (the baseline's default 600 steps, the single-head model twice as many):
+#   in the seed where the baseline learned the agreement the single-head model did too, and in another
+#   seed it had not yet.
 #   That suggests the benefit of several heads here is speed of learning, not what can be expressed; two
 #   runs are too few to say more, and it is not asserted.
 # - **Residual connections** (§6.6: they keep gradients from vanishing in deep networks): a statement

@@ -266,7 +266,7 @@ class BPETokenizer:
         else:
             counts = Counter(split.findall(text))  # distinct chunks in order of first appearance
             chunks = list(map(str.encode, counts))
-            weights = list(counts.values())
+            weights = np.fromiter(counts.values(), np.int64, len(counts))  # (chunks,) nothing to check
         merges = train_merges(
             chunks, int(vocab_size) - 256 - len(specials), weights=weights, tie_break=tie_break, progress=progress
         )
@@ -423,13 +423,14 @@ class BPETokenizer:
         active = np.flatnonzero(R.min(1, initial=none) < none)  # (A,) rows with a merge left
         W, Rw, left = ids[active], R[active], n[active]  # (A, w) ids, (A, w−1) ranks, (A,) ids per row
         w = L
+        k = Rw.argmin(1) if active.size else active  # (A,) leftmost lowest-rank pair of each row
         while active.size:
             a = np.arange(active.size)
-            k = Rw.argmin(1)  # (A,) leftmost lowest-rank pair
             x = new_ids[Rw[a, k]].astype(np.int32)  # (A,) the merged token
             W[a, k] = x
-            np.copyto(W[:, 1:-1], W[:, 2:], where=col[1 : w - 1] > k[:, None])  # delete position k + 1
-            np.copyto(Rw[:, :-1], Rw[:, 1:], where=col[: w - 2] >= k[:, None])  # delete pair k
+            after = col[: w - 2] >= k[:, None]  # (A, w−2) pairs from k on; ids from k + 1 on
+            np.copyto(W[:, 1:-1], W[:, 2:], where=after)  # delete position k + 1
+            np.copyto(Rw[:, :-1], Rw[:, 1:], where=after)  # delete pair k
             left -= 1
             W[a, left] = -1  # the last id moved left by one
             Rw[a, left - 1] = none
@@ -437,15 +438,18 @@ class BPETokenizer:
             Rw[has, k[has] - 1] = rank(W[has, k[has] - 1], x[has])
             has = np.flatnonzero(k < left - 1)  # the pair (x, right neighbour)
             Rw[has, k[has]] = rank(x[has], W[has, k[has] + 1])
-            done = Rw.min(1) >= none  # (A,)
             w = int(left.max())
+            W, Rw = W[:, :w], Rw[:, : w - 1]
+            if w > 1:
+                k = Rw.argmin(1)  # the next round's pairs
+                done = Rw[a, k] >= none  # (A,) nothing left to merge
+            else:
+                done = np.ones(active.size, dtype=bool)
             if done.any():
                 ids[active[done]] = -1
-                ids[active[done], :w] = W[done, :w]
+                ids[active[done], :w] = W[done]
                 keep = ~done
-                active, W, Rw, left = active[keep], W[keep, :w], Rw[keep, : w - 1], left[keep]
-            else:
-                W, Rw = W[:, :w], Rw[:, : w - 1]
+                active, W, Rw, left, k = active[keep], W[keep], Rw[keep], left[keep], k[keep]
         keep = ids >= 0  # (P, L)
         return ids[keep], keep.sum(1)
 

@@ -32,19 +32,22 @@ that pass walks left to right, so each pair's position list is sorted and an inv
 becomes valid again. Hence (i) the leftmost occurrence is found by a pointer that only moves
 right, and (ii) after its creation pass a pair's count only decreases and its first position only
 increases; a lazy max-heap keyed ``(-count, first_position)`` whose stale entries are re-pushed on
-pop therefore always yields the exact winner.
+pop therefore always yields the exact winner (each entry is that key and the pair code packed into
+one int, in the same order: ints compare faster than tuples).
 
-**Two phases, one state.** The first merges replace most of the corpus (no split: the first few
-hundred merges touch hundreds of thousands of occurrences each), so while a merge has at least
-``_VECTOR_MIN`` candidate positions the linked list lives in numpy arrays and the pass is
-vectorised (:func:`_merge_pass_np`: the same count changes, computed from the pair instances that
-lose a node and those that gain the new token); after that, Python lists and the per-occurrence
-loop (:func:`_merge_pass`), cheaper for small merges. The merges are identical either way (the
-tests run the trainer with the numpy phase off, on for every merge, and at the default switch).
+**One state, two kinds of pass.** The first merges replace most of the corpus (no split: the
+first few hundred merges touch hundreds of thousands of occurrences each), most later ones a
+handful. The linked list lives in ``array.array``s, which Python indexes as fast as lists, with
+numpy views of the same memory: a merge with at least ``_VECTOR_MIN`` candidate positions is applied
+by the vectorised pass (:func:`_merge_pass_np`: the same count changes, computed from the pair
+instances that lose a node and those that gain the new token), a smaller one by the per-occurrence
+loop (:func:`_merge_pass`), cheaper below a few hundred occurrences. The merges are identical either
+way (the tests run the trainer with the numpy pass off, for every merge, and mixed).
 """
 
 from __future__ import annotations
 
+import array
 import heapq
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
@@ -58,9 +61,9 @@ __all__ = ["BPEResult", "learn_bpe", "train_merges", "hf_byte_rank", "bytes_to_u
 
 _SHIFT = 21  # pair code = (left << _SHIFT) | right; ids below 2**21 (≈ 2 million)
 _MASK = (1 << _SHIFT) - 1
-#: train_merges vectorises a merge pass (numpy) while the merge has at least this many candidate
-#: positions; ``None`` turns the numpy phase off (the tests run both ways).
-_VECTOR_MIN: int | None = 16
+#: train_merges vectorises a merge pass (numpy) when the merge has at least this many candidate
+#: positions; ``None`` turns the numpy pass off (the tests run every way).
+_VECTOR_MIN: int | None = 256
 
 
 # --------------------------------------------------------------------------------------------
@@ -287,13 +290,17 @@ def train_merges(
     inside = np.ones(max(n - 1, 0), dtype=bool)
     inside[ends[:-1] - 1] = False  # the last node of every chunk but the final one
     pos = np.nonzero(inside)[0]  # (m,)
-    codes = (flat[pos] << _SHIFT) | flat[pos + 1]  # (m,)
-    order = np.argsort(codes, kind="stable")  # positions grouped by pair, ascending within
-    codes_sorted, pos_sorted = codes[order], pos[order]
-    uniq, first_idx = np.unique(codes_sorted, return_index=True)
-    pair_w = np.bincount(np.searchsorted(uniq, codes_sorted), weights=weight[pos_sorted], minlength=len(uniq)).astype(
-        np.int64
-    )
+    dense = flat[pos] * first_id + flat[pos + 1]  # (m,) pair index, in the order of the pair codes
+    if first_id <= 256:
+        dense = dense.astype(np.uint16)  # numpy's stable sort of 16-bit ints is a radix sort
+    order = np.argsort(dense, kind="stable")  # positions grouped by pair, ascending within
+    dense_sorted, pos_sorted = dense[order], pos[order]
+    starts_of = np.ones(len(pos), dtype=bool)  # (m,) first entry of each pair's group
+    np.not_equal(dense_sorted[1:], dense_sorted[:-1], out=starts_of[1:])
+    first_idx = np.flatnonzero(starts_of)  # (pairs,)
+    first_pair = dense_sorted[first_idx].astype(np.int64)
+    uniq = ((first_pair // first_id) << _SHIFT) | (first_pair % first_id)  # (pairs,) ascending codes
+    pair_w = np.add.reduceat(weight[pos_sorted], first_idx) if len(pos) else np.zeros(0, dtype=np.int64)
     positions: dict[int, list[int]] = dict(zip(uniq.tolist(), np.split(pos_sorted, first_idx[1:])))
     if tie_break == "hf":  # its loop appends to existing lists; "first" converts on first use
         positions = {c: p.tolist() for c, p in positions.items()}
@@ -304,24 +311,24 @@ def train_merges(
     prv = np.arange(-1, n - 1, dtype=np.int64)  # (n,)
     prv[starts] = -1
     hf = tie_break == "hf"
-    # Two phases with the same state: while a merge replaces many occurrences ("first" rule), the
-    # linked list lives in numpy arrays and each pass is vectorised (_merge_pass_np); from the first
-    # merge with fewer than _VECTOR_MIN candidate positions on, Python lists and _merge_pass.
+    # One state, two kinds of pass ("first" rule): the linked list in ``array.array``s and numpy
+    # views of the same memory (see the module docstring). "hf": Python lists only.
     vector = not hf and _VECTOR_MIN is not None
-    tokens: Any = flat.copy() if vector else flat.tolist()
-    wt: Any = weight
-    if not vector:
-        nxt, prv, wt = nxt.tolist(), prv.tolist(), weight.tolist()
+    tokens: Any
+    if hf:
+        tokens, nxt, prv, wt = flat.tolist(), nxt.tolist(), prv.tolist(), weight.tolist()
+        views: tuple[np.ndarray, ...] = ()
+    else:
+        tokens, nxt, prv, wt = (array.array("q", v.astype(np.int64).tobytes()) for v in (flat, nxt, prv, weight))
+        views = tuple(np.frombuffer(v, dtype=np.int64) for v in (tokens, nxt, prv, wt))  # (n,) each, shared
 
     rank = hf_byte_rank().tolist() + list(range(256, first_id)) if hf else []
     pointer: dict[int, int] = {}
 
     def first_position(code: int) -> int:
         """Leftmost live occurrence of pair ``code`` (the pointer only moves right); -1 if none."""
-        if vector:
-            return _first_position_np(code, positions, pointer, tokens, nxt)
         lst = positions[code]
-        if type(lst) is not list:  # still a numpy array from the initial count or the numpy phase
+        if type(lst) is not list:  # still a numpy array from the initial count or a numpy pass
             lst = positions[code] = lst.tolist()
         p = pointer.get(code, 0)
         a, b = code >> _SHIFT, code & _MASK
@@ -342,10 +349,20 @@ def train_merges(
             return ((rank[a] if a < first_id else a) << _SHIFT) | (rank[b] if b < first_id else b)
         return first_position(code)
 
+    # A heap entry is the int (-count, key, code) packed in bit fields, -count highest: ints compare
+    # faster than tuples, in the same order (the key is a position < n, or for "hf" a pair of ranks).
+    code_bits = 2 * _SHIFT  # a pair code (left << _SHIFT) | right
+    key_bits = 2 * _SHIFT if hf else max(n, 1).bit_length()
+    count_shift = key_bits + code_bits
+    code_mask, key_mask = (1 << code_bits) - 1, (1 << key_bits) - 1
     if hf:
-        heap = [(-c, key(code), code) for code, c in counts.items() if c > 0]
+        heap = [(-c << count_shift) | (key(code) << code_bits) | code for code, c in counts.items() if c > 0]
     else:  # every initial occurrence is live: the first position is the first in the list
-        heap = [(-c, i, code) for code, c, i in zip(counts, counts.values(), pos_sorted[first_idx].tolist()) if c > 0]
+        heap = [
+            (-c << count_shift) | (i << code_bits) | code
+            for code, c, i in zip(counts, counts.values(), pos_sorted[first_idx].tolist())
+            if c > 0
+        ]
     heapq.heapify(heap)
     merges: list[tuple[int, int, int]] = []
     by_bytes: dict[bytes, int] = {}
@@ -360,18 +377,19 @@ def train_merges(
         bar = tqdm(total=num_merges, desc="BPE merges")
 
     while next_id - first_id < num_merges and heap:  # = len(merges) unless 'hf' reused an id
-        neg, k, code = heap[0]
+        top = heap[0]
+        code = top & code_mask
         c = counts.get(code, 0)
         if c <= 0:
             heapq.heappop(heap)
             continue
-        if -neg != c:
-            heapq.heapreplace(heap, (-c, key(code), code))
+        if top >> count_shift != -c:
+            heapq.heapreplace(heap, (-c << count_shift) | (key(code) << code_bits) | code)
             continue
         if not hf:
             k2 = first_position(code)
-            if k2 != k:
-                heapq.heapreplace(heap, (-c, k2, code))
+            if k2 != (top >> code_bits) & key_mask:
+                heapq.heapreplace(heap, (-c << count_shift) | (k2 << code_bits) | code)
                 continue
         heapq.heappop(heap)
         a, b = code >> _SHIFT, code & _MASK
@@ -388,23 +406,22 @@ def train_merges(
             next_id += 1
         merges.append((a, b, x))
         lst = positions.pop(code)
-        if vector and len(lst) < _VECTOR_MIN:  # few occurrences left: Python lists from now on
-            vector = False
-            tokens, nxt, prv, wt = tokens.tolist(), nxt.tolist(), prv.tolist(), wt.tolist()
-        if vector:
-            raised = _merge_pass_np(np.asarray(lst), a, b, x, tokens, nxt, prv, wt, counts, positions)
+        if vector and len(lst) >= _VECTOR_MIN:
+            raised = _merge_pass_np(np.asarray(lst), a, b, x, *views, counts, positions)
         else:
             if type(lst) is not list:
                 lst = lst.tolist()
             if a == b and hf:  # overlapping pairs must be merged left to right
                 lst = sorted(set(lst))
-            raised = _merge_pass(lst, a, b, x, code, tokens, nxt, prv, wt, counts, positions, x_is_new=not hf)
+            merge_pass = _merge_pass_reuse if hf else _merge_pass
+            raised = merge_pass(lst, a, b, x, tokens, nxt, prv, wt, counts, positions)
         counts.pop(code, None)
         pointer.pop(code, None)
         for new in raised:
             c = counts[new]
             if c > 0:  # "first": a lower bound of the first position (the exact one is found on pop)
-                heapq.heappush(heap, (-c, key(new) if hf else int(positions[new][0]), new))
+                k = key(new) if hf else int(positions[new][0])
+                heapq.heappush(heap, (-c << count_shift) | (k << code_bits) | new)
         if bar is not None:
             bar.update(1)
     if bar is not None:
@@ -417,23 +434,78 @@ def _merge_pass(
     a: int,
     b: int,
     x: int,
-    code: int,
+    tokens: Any,
+    nxt: Any,
+    prv: Any,
+    wt: Any,
+    counts: dict[int, int],
+    positions: dict[int, Any],
+) -> list[int]:
+    """Apply merge ``(a, b) -> x``, ``x`` a new id (rule "first"), at the live occurrences in ``lst``
+    (left to right), updating the linked list, the pair counts and the position lists; return the
+    codes whose count rose.
+
+    A pair holding ``x`` cannot exist before this pass, so the codes that rose are exactly those
+    whose position list is created here (``made``), and a created code's count starts at its first
+    weight. ``tokens``, ``nxt``, ``prv``, ``wt`` (n,) are lists or ``array.array``s.
+    """
+    xs, bs = x << _SHIFT, b << _SHIFT
+    made: dict[int, list[int]] = {}
+    get = made.get
+    for i in lst:
+        if tokens[i] != a:
+            continue
+        j = nxt[i]
+        if j < 0 or tokens[j] != b:
+            continue
+        w = wt[i]
+        p = prv[i]
+        q = nxt[j]
+        if p >= 0:
+            t = tokens[p] << _SHIFT
+            counts[t | a] -= w
+            new = t | x
+            plist = get(new)
+            if plist is None:
+                made[new] = [p]
+                counts[new] = w
+            else:
+                plist.append(p)
+                counts[new] += w
+        if q >= 0:
+            t = tokens[q]
+            counts[bs | t] -= w
+            new = xs | t
+            plist = get(new)
+            if plist is None:
+                made[new] = [i]
+                counts[new] = w
+            else:
+                plist.append(i)
+                counts[new] += w
+            prv[q] = i
+        tokens[i] = x  # (no counts[code] -= w: the caller drops the merged pair's count)
+        tokens[j] = -1
+        nxt[i] = q
+    positions.update(made)
+    return list(made)
+
+
+def _merge_pass_reuse(
+    lst: list[int],
+    a: int,
+    b: int,
+    x: int,
     tokens: list[int],
     nxt: list[int],
     prv: list[int],
     wt: list[int],
     counts: dict[int, int],
     positions: dict[int, list[int]],
-    *,
-    x_is_new: bool,
 ) -> list[int]:
-    """Apply merge ``(a, b) -> x`` at the live occurrences in ``lst`` (left to right), updating
-    the linked list, the pair counts and the position lists; return the codes whose count rose.
-
-    When ``x`` is a new id (``x_is_new``; always for ``tie_break="first"``), a pair holding ``x``
-    cannot exist before this pass, so a code rose exactly when its position list is created here
-    (no set of touched codes). Otherwise (HF reuses ids) every raised code is collected.
-    """
+    """:func:`_merge_pass` where ``x`` may be an id that already exists (rule "hf" reuses the id of
+    a merge with the same bytes): pairs holding ``x`` may have counts and position lists already, so
+    every code that rose is collected."""
     xs = x << _SHIFT
     raised: list[int] = []
     for i in lst:
@@ -453,12 +525,10 @@ def _merge_pass(
             if plist is None:
                 positions[new] = [p]
                 counts[new] = counts.get(new, 0) + w
-                raised.append(new)
             else:
                 plist.append(p)
                 counts[new] += w
-                if not x_is_new:
-                    raised.append(new)
+            raised.append(new)
         if q >= 0:
             t = tokens[q]
             counts[(b << _SHIFT) | t] -= w
@@ -467,41 +537,15 @@ def _merge_pass(
             if plist is None:
                 positions[new] = [i]
                 counts[new] = counts.get(new, 0) + w
-                raised.append(new)
             else:
                 plist.append(i)
                 counts[new] += w
-                if not x_is_new:
-                    raised.append(new)
+            raised.append(new)
             prv[q] = i
-        tokens[i] = x  # (no counts[code] -= w: the caller drops the merged pair's count)
+        tokens[i] = x
         tokens[j] = -1
         nxt[i] = q
-    return raised if x_is_new else list(dict.fromkeys(raised))
-
-
-def _first_position_np(
-    code: int, positions: dict[int, Any], pointer: dict[int, int], tokens: np.ndarray, nxt: np.ndarray
-) -> int:
-    """:func:`train_merges`' ``first_position`` on the numpy state: scan blocks of the position list."""
-    lst = positions[code]
-    if type(lst) is list:  # pragma: no cover - lists only appear after the numpy phase
-        lst = positions[code] = np.asarray(lst, dtype=np.int64)
-    p = pointer.get(code, 0)
-    a, b = code >> _SHIFT, code & _MASK
-    block = 64
-    while p < len(lst):
-        i = lst[p : p + block]  # (B,) candidate left nodes
-        j = nxt[i]  # (B,)
-        ok = (tokens[i] == a) & (j >= 0) & (tokens[j] == b)  # j = -1 reads the last node; masked
-        k = int(np.argmax(ok))
-        if ok[k]:
-            pointer[code] = p + k
-            return int(i[k])
-        p += len(i)
-        block *= 4
-    pointer[code] = p
-    return -1
+    return list(dict.fromkeys(raised))
 
 
 def _merge_pass_np(

@@ -1,7 +1,8 @@
 """Tests for nextword.tokenizers (+ bpe_trainer, bpe_io).
 
-The fast trainer is checked against a straightforward O(merges × n) reference written here (the
-minbpe rule: recount every pair, ``max`` over a dict in scan order, merge left to right), against
+The fast trainer is checked against the straightforward O(merges × n) reference of
+:mod:`nextword.tokenizers.reference` (the minbpe rule: recount every pair, ``max`` over a dict in scan order,
+merge left to right), against
 Hugging Face ``tokenizers`` (tie_break="hf") and against a ``tiktoken.Encoding`` built from our
 own merges — the external oracles run only when those packages are importable.
 """
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 
 from nextword.tokenizers import bytes_to_unicode, learn_bpe, train_merges
 from nextword.tokenizers import SPLIT_PATTERNS, BPETokenizer, CharTokenizer
+from nextword.tokenizers.reference import reference_encode, reference_train
 
 pytest.importorskip("regex")
 import regex  # noqa: E402
@@ -34,57 +36,6 @@ TEXT = SAMPLE * 6  # about 4 KB: every pair count, tie and overlap the tests nee
 
 
 # ---------------------------------------------------------------------------- references
-def reference_train(chunks: list[bytes], num_merges: int) -> list[tuple[int, int, int]]:
-    """minbpe's trainer, verbatim in spirit: O(merges × n)."""
-    seqs = [list(c) for c in chunks]
-    merges = []
-    for k in range(num_merges):
-        stats: dict[tuple[int, int], int] = {}
-        for s in seqs:
-            for pair in zip(s, s[1:]):
-                stats[pair] = stats.get(pair, 0) + 1
-        if not stats:
-            break
-        pair = max(stats, key=stats.get)
-        new = 256 + k
-        merges.append((pair[0], pair[1], new))
-        out = []
-        for s in seqs:
-            t, i = [], 0
-            while i < len(s):
-                if i + 1 < len(s) and (s[i], s[i + 1]) == pair:
-                    t.append(new)
-                    i += 2
-                else:
-                    t.append(s[i])
-                    i += 1
-            out.append(t)
-        seqs = out
-    return merges
-
-
-def reference_encode(data: bytes, merges: list[tuple[int, int, int]]) -> list[int]:
-    """minbpe's encode: merge the lowest-rank pair present, everywhere, until none is left."""
-    rank = {(a, b): (r, x) for r, (a, b, x) in enumerate(merges)}
-    ids = list(data)
-    while len(ids) >= 2:
-        present = [rank[p] for p in zip(ids, ids[1:]) if p in rank]
-        if not present:
-            break
-        r, x = min(present)
-        a, b, _ = merges[r]
-        out, i = [], 0
-        while i < len(ids):
-            if i + 1 < len(ids) and ids[i] == a and ids[i + 1] == b:
-                out.append(x)
-                i += 2
-            else:
-                out.append(ids[i])
-                i += 1
-        ids = out
-    return ids
-
-
 @pytest.fixture(scope="module")
 def trained() -> dict[str, BPETokenizer]:
     return {
@@ -126,7 +77,7 @@ def test_learn_bpe_agrees_with_train_merges():
 # ---------------------------------------------------------------------------- trainer vs reference
 @pytest.fixture(params=[None, 1, 16], ids=["lists", "numpy", "both"])
 def vector_min(request, monkeypatch):
-    """Run the trainer with its numpy phase off, for every merge, and at the default switch."""
+    """Run the trainer with its numpy pass off, for every merge, and for merges of 16+ occurrences."""
     import nextword.tokenizers.trainer as bpe_trainer
 
     monkeypatch.setattr(bpe_trainer, "_VECTOR_MIN", request.param)
@@ -148,7 +99,7 @@ def test_merges_match_reference(pattern, vector_min):
 )
 def test_train_merges_property(chunks, num):
     """Small alphabets: ties and overlapping runs everywhere; dedup with weights must not matter;
-    the numpy merge passes (every merge, or the first ones) give the list passes' merges; chunks
+    the numpy merge passes (every merge, or the larger ones among Python passes) give the list passes' merges; chunks
     given as bytes or as lists of ints (empty ones among them) give the same merges."""
     import nextword.tokenizers.trainer as bpe_trainer
 

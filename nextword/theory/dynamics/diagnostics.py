@@ -22,7 +22,7 @@ import numpy as np
 from nextword._validate import as_float_array, check_flag, check_no_overflow, check_positive_int
 from nextword.theory.dynamics.gradients import (
     HeadParams,
-    _check_targets,
+    check_targets,
     check_alpha,
     advantage_matrix,
     compatibility_matrix,
@@ -65,7 +65,7 @@ def attention_diagnostics(params: HeadParams, X: object, y: object, *, causal: b
     """Compute the §8.1 diagnostics of the head ``params`` on ``(X (T, d_x), y (T,))``."""
     causal = check_flag(causal, "causal")
     f = head_forward(params, X, causal=causal)
-    y = _check_targets(y, f.X.shape[:-1], params.dims[3], "X")
+    y = check_targets(y, f.X.shape[:-1], params.dims[3], "X")
     U = upstream_gradient(f.probs, y, params.W_O)
     B = compatibility_matrix(U, f.V)
     return AttentionDiagnostics(

@@ -180,7 +180,7 @@ def _check_X(X: object, d_x: int, *, batched: bool = False) -> np.ndarray:
     return X
 
 
-def _check_targets(y: object, T: int | tuple[int, ...], C: int, of: str) -> np.ndarray:
+def check_targets(y: object, T: int | tuple[int, ...], C: int, of: str) -> np.ndarray:
     """``y`` as class indices in ``[0, C)``, one per position of ``T`` (the positions of the argument ``of``)."""
     if C == 0:
         raise ValueError(f"{of} must have at least one class column, got C = 0")
@@ -217,7 +217,7 @@ def head_forward(params: HeadParams, X: object, *, causal: bool = False) -> Head
 def per_position_loss(log_probs: object, y: object) -> np.ndarray:
     """``L_i = -log p_{i, y_i}``, shape ``(T,)`` (the terms of Eq. (9))."""
     lp = as_float_array(log_probs, "log_probs", ndim=2, finite=False)
-    y = _check_targets(y, lp.shape[0], lp.shape[1], "log_probs")
+    y = check_targets(y, lp.shape[0], lp.shape[1], "log_probs")
     losses = -lp[np.arange(lp.shape[0]), y]  # (T,)
     total = float(losses.sum())  # one scalar check: NaN, or -inf (a log-prob of +inf), reaches the sum
     if total != total or total == -np.inf:
@@ -243,7 +243,7 @@ def upstream_gradient(probs: object, y: object, W_O: object) -> np.ndarray:
     W_O = as_float_array(W_O, "W_O", ndim=2)
     if W_O.shape[1] != P.shape[1]:
         raise ValueError(f"W_O must have shape (d_v, C) with C = {P.shape[1]}, got {W_O.shape}")
-    y = _check_targets(y, P.shape[0], P.shape[1], "probs")
+    y = check_targets(y, P.shape[0], P.shape[1], "probs")
     delta = P.copy()
     delta[np.arange(P.shape[0]), y] -= 1.0  # (T, C): p_i - e_{y_i}, Eq. (13)
     return delta @ W_O.T
@@ -296,7 +296,7 @@ def head_gradients(
     if not isinstance(params, HeadParams):
         raise TypeError(f"params must be HeadParams, got {type(params).__name__}")
     X = _check_X(X, params.dims[0], batched=True)
-    y = _check_targets(y, X.shape[:-1], params.dims[3], "X")
+    y = check_targets(y, X.shape[:-1], params.dims[3], "X")
     w = 1.0 if reduction == "sum" else 1.0 / y.size
     G = scaled_dot_product_attention(X @ params.W_Q, X @ params.W_K, X @ params.W_V, causal=causal)
     ce = cross_entropy_upstream(G, params.W_O, params.b, y)  # Eqs. (7)-(9), (13)-(14)
@@ -443,7 +443,7 @@ def exact_value_update_loss_change(
             f"got V {V.shape}, W_O {W_O.shape}, b {b.shape}"
         )
     j = _check_column(j, a.shape[0])
-    y = _check_targets(y, a.shape[0], W_O.shape[1], "alpha")
+    y = check_targets(y, a.shape[0], W_O.shape[1], "alpha")
 
     def losses(values: np.ndarray) -> np.ndarray:
         return per_position_loss(log_softmax(a @ values @ W_O + b), y)

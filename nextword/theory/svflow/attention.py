@@ -35,6 +35,7 @@ from scipy.special import logsumexp
 
 from nextword._validate import (
     as_array,
+    as_log_probs,
     as_float_array,
     as_index_array,
     check_broadcast,
@@ -44,7 +45,7 @@ from nextword._validate import (
     check_positive_int,
 )
 from nextword.attention.core import log_softmax
-from nextword.theory.svflow.flow import _logp, categorical_kl, entropy
+from nextword.theory.svflow.flow import categorical_kl, entropy
 from nextword.theory.svflow.sphere import vmf_log_normalizer
 
 __all__ = [
@@ -284,7 +285,7 @@ def svflow_metrics_from_loglik(
     q = as_float_array(attn, "attn", min_ndim=1).astype(np.float64)
     if (q < 0).any():
         raise ValueError("attn must be attention weights q(z|x) >= 0, got a negative entry")
-    log_lik = _logp(log_lik, "log_lik", prob=False)  # finite or -inf
+    log_lik = as_log_probs(log_lik, "log_lik", prob=False)  # finite or -inf
     d = check_positive_int(d, "d")
     try:
         shape = np.broadcast_shapes(q.shape, log_lik.shape)

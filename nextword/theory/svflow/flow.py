@@ -47,8 +47,10 @@ from scipy.special import logsumexp
 
 from nextword._validate import (
     as_float_array,
+    as_log_probs,
     check_broadcast,
     check_callable,
+    check_unit_rows,
     check_finite_scalar,
     check_no_overflow,
     check_positive_int,
@@ -77,15 +79,6 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 # categorical helpers (log space, last axis = Z)
 # --------------------------------------------------------------------------------------------
-def _logp(x: object, name: str, *, prob: bool = True) -> np.ndarray:
-    """Log-probabilities ``(..., Z)`` (finite or ``-inf``; with ``prob`` also ``<= 0``: a value
-    above 0 is a probability above 1, and ``exp(1e308)`` would turn the sums into NaN)."""
-    arr = as_float_array(x, name, min_ndim=1, finite=False).astype(np.float64)
-    if np.isnan(arr).any() or np.isposinf(arr).any():
-        raise ValueError(f"{name} must be log-probabilities (finite or -inf), got NaN or +inf")
-    if prob and (arr > 1e-9).any():
-        raise ValueError(f"{name} must be log-probabilities (<= 0), got a value of {float(arr.max()):.3g}")
-    return arr
 
 
 def categorical_kl(log_q: object, log_p: object) -> np.ndarray:
@@ -97,7 +90,7 @@ def categorical_kl(log_q: object, log_p: object) -> np.ndarray:
     >>> float(categorical_kl(np.log([0.5, 0.5]), np.log([0.5, 0.5])))
     0.0
     """
-    lq, lp = _logp(log_q, "log_q"), _logp(log_p, "log_p")
+    lq, lp = as_log_probs(log_q, "log_q"), as_log_probs(log_p, "log_p")
     if lq.shape[-1] != lp.shape[-1]:
         raise ValueError(f"log_q and log_p must share the last axis Z, got {lq.shape} and {lp.shape}")
     q = np.exp(lq)
@@ -108,7 +101,7 @@ def categorical_kl(log_q: object, log_p: object) -> np.ndarray:
 
 def entropy(log_q: object) -> np.ndarray:
     """Shannon entropy ``H(q) = -sum_z q log q`` (nats) over the last axis. ``(..., Z) -> (...)``."""
-    lq = _logp(log_q, "log_q")
+    lq = as_log_probs(log_q, "log_q")
     q = np.exp(lq)
     with np.errstate(invalid="ignore"):  # 0 * -inf where q = 0; masked by the where
         return -np.sum(np.where(q > 0, q * lq, 0.0), axis=-1)
@@ -116,14 +109,14 @@ def entropy(log_q: object) -> np.ndarray:
 
 def kl_to_uniform(log_q: object) -> np.ndarray:
     """Concentration ``KL(q || U) = log |Z| - H(q)`` (App. C.2.4, Eq. 71). ``(..., Z) -> (...)``."""
-    lq = _logp(log_q, "log_q")
+    lq = as_log_probs(log_q, "log_q")
     return np.log(lq.shape[-1]) - entropy(lq)
 
 
 def _prior(log_prior: object | None, Z: int) -> np.ndarray:
     if log_prior is None:
         return np.full(Z, -np.log(Z))
-    lp = _logp(log_prior, "log_prior")
+    lp = as_log_probs(log_prior, "log_prior")
     if lp.shape[-1] != Z:
         raise ValueError(f"log_prior must have last axis Z={Z}, got shape {lp.shape}")
     return lp
@@ -131,19 +124,19 @@ def _prior(log_prior: object | None, Z: int) -> np.ndarray:
 
 def log_posterior(log_lik: object, log_prior: object | None = None) -> np.ndarray:
     """Bayes: ``log p(z|x) = log p(x|z) + log p(z) - log p(x)``. ``(..., Z) -> (..., Z)``."""
-    ll = _logp(log_lik, "log_lik", prob=False)
+    ll = as_log_probs(log_lik, "log_lik", prob=False)
     return log_softmax(ll + _prior(log_prior, ll.shape[-1]), axis=-1)
 
 
 def log_marginal(log_lik: object, log_prior: object | None = None) -> np.ndarray:
     """``log p(x) = logsumexp_z (log p(x|z) + log p(z))``. ``(..., Z) -> (...)``."""
-    ll = _logp(log_lik, "log_lik", prob=False)
+    ll = as_log_probs(log_lik, "log_lik", prob=False)
     return logsumexp(ll + _prior(log_prior, ll.shape[-1]), axis=-1)
 
 
 def elbo(log_q: object, log_lik: object, log_prior: object | None = None) -> np.ndarray:
     """Instantaneous ELBO, Eq. (11): ``E_q[log p(x|z)] - KL(q(z|x) || p(z))``. ``(..., Z) -> (...)``."""
-    lq, ll = _logp(log_q, "log_q"), _logp(log_lik, "log_lik", prob=False)
+    lq, ll = as_log_probs(log_q, "log_q"), as_log_probs(log_lik, "log_lik", prob=False)
     if lq.shape[-1] != ll.shape[-1]:
         raise ValueError(f"log_q and log_lik must share the last axis Z, got {lq.shape} and {ll.shape}")
     check_broadcast(log_q=lq, log_lik=ll)
@@ -188,7 +181,7 @@ def variational_error(log_q: object, log_post: object, grad_log_q: object) -> np
     Shapes: ``log_q (..., Z)``, ``log_post (..., Z)``, ``grad_log_q (..., Z, d)`` -> ``(..., d)``.
     Components with ``q = 0`` contribute 0.
     """
-    lq, lp = _logp(log_q, "log_q"), _logp(log_post, "log_post")
+    lq, lp = as_log_probs(log_q, "log_q"), as_log_probs(log_post, "log_post")
     check_broadcast(log_q=lq, log_post=lp)
     q = np.exp(lq)
     with np.errstate(invalid="ignore"):
@@ -335,10 +328,10 @@ def spherical_euler_flow(x0: object, field: Field, n_steps: int, dt: float) -> n
     """
     check_finite_scalar(dt, "dt")
     check_callable(field, "field")
-    from nextword.theory.svflow.sphere import _unit_rows, retraction
+    from nextword.theory.svflow.sphere import retraction
 
     x = as_float_array(x0, "x0", min_ndim=1).astype(np.float64)
-    _unit_rows(x, "x0")
+    check_unit_rows(x, "x0")
     n_steps = check_positive_int(n_steps, "n_steps")
     path = [x]
     for step in range(n_steps):

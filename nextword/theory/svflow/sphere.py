@@ -26,7 +26,13 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from nextword._validate import as_float_array, check_broadcast, check_finite_scalar, check_positive_int
+from nextword._validate import (
+    as_float_array,
+    check_broadcast,
+    check_finite_scalar,
+    check_positive_int,
+    check_unit_rows,
+)
 
 __all__ = [
     "tangent_projection",
@@ -47,13 +53,6 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 # geometry: tangent space, exponential map, retraction (Eqs. 2, 3, 17)
 # --------------------------------------------------------------------------------------------
-def _unit_rows(x: np.ndarray, name: str, atol: float = 1e-8) -> None:
-    norms = np.linalg.norm(x, axis=-1)
-    if not np.allclose(norms, 1.0, atol=atol):
-        worst = float(np.max(np.abs(norms - 1.0)))
-        raise ValueError(
-            f"{name} must lie on the unit sphere (||{name}|| = 1 along the last axis); largest deviation {worst:.3g}"
-        )
 
 
 def _pair(x: object, v: object) -> tuple[np.ndarray, np.ndarray]:
@@ -62,7 +61,7 @@ def _pair(x: object, v: object) -> tuple[np.ndarray, np.ndarray]:
     if x.shape[-1] != v.shape[-1]:
         raise ValueError(f"x and v must have the same last dimension d, got x {x.shape} and v {v.shape}")
     check_broadcast(x=x, v=v)
-    _unit_rows(x, "x")
+    check_unit_rows(x, "x")
     return x, v
 
 
@@ -308,8 +307,8 @@ def vmf_log_density(x: object, mu: object, kappa: object) -> np.ndarray:
     mu = as_float_array(mu, "mu", min_ndim=1).astype(np.float64)
     if x.shape[-1] != mu.shape[-1]:
         raise ValueError(f"x and mu must share the last dimension d, got {x.shape} and {mu.shape}")
-    _unit_rows(x, "x")
-    _unit_rows(mu, "mu")
+    check_unit_rows(x, "x")
+    check_unit_rows(mu, "mu")
     k = _kappa(kappa)
     check_broadcast(kappa=k, **{"x . mu": np.empty(np.broadcast_shapes(x.shape, mu.shape)[:-1])})
     d = x.shape[-1]
@@ -323,7 +322,7 @@ def vmf_score(mu: object, kappa: object) -> np.ndarray:
     Shapes: ``mu (..., d)``, ``kappa (...)`` -> ``(..., d)``.
     """
     mu = as_float_array(mu, "mu", min_ndim=1).astype(np.float64)
-    _unit_rows(mu, "mu")
+    check_unit_rows(mu, "mu")
     k = _kappa(kappa)
     check_broadcast(kappa=k, **{"mu without its last axis": mu[..., 0]})
     return k[..., None] * mu
@@ -360,7 +359,7 @@ def vmf_sample(mu: object, kappa: float, n: int, rng: np.random.Generator) -> np
     if not isinstance(rng, np.random.Generator):
         raise TypeError("rng must be a numpy.random.Generator (e.g. np.random.default_rng(0))")
     mu = as_float_array(mu, "mu", ndim=1).astype(np.float64)
-    _unit_rows(mu, "mu")
+    check_unit_rows(mu, "mu")
     n = check_positive_int(n, "n")
     k = float(_kappa(kappa))
     d = mu.shape[0]
