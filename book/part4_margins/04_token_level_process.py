@@ -289,9 +289,10 @@ plt.show()
 # **Figure 4.4.2.** Proposition 2 with a real (unmasked) attention layer: the prefix law extracted from
 # the length-3 model differs from the length-2 model: look at each pair of bars, unequal now. The half that fails is the prior's (Lemma C.2): the earlier positions now attend to the
 # appended position, so the law of their embeddings changes. The head's half (Lemma C.1 for fixed
-# embeddings) still holds, because the head reads each $x_t$ alone; the paper's proof of Proposition 2
-# names the same failure "the prefix-stability clause required in Lemma C.1", a clause its Assumption A1
-# states for the whole model.
+# embeddings) still holds, because the head reads each $x_t$ alone. (The paper's remark after Proposition 2
+# blames "the prefix-stability clause required in Lemma C.1", which its Assumption A1 states for the head's
+# factors; in this layer it is the prior's factorization, Eq. 71 of Assumption A2, that appending a token
+# breaks.)
 #
 # ## Theorem 3: one process for all lengths
 #
