@@ -253,7 +253,7 @@ workdir.cleanup()
 #
 # The same analysis on the margin arm of [4.7 Barrier training](barrier_training.ipynb), the trained
 # model with the penalty ($d=128$, 2 blocks, 20 epochs on tiny Shakespeare). Its weights are read from
-# disk; the passage is the first 96 characters of a validation line.
+# disk; the passage is 96 characters of the validation text, starting after its first line break (it spans several lines).
 
 # %%
 SAVED = all_saved("barrier_margin")
