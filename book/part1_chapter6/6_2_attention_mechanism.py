@@ -450,7 +450,7 @@ plt.show()
 # and values of head 1 for the 21 words (red positive, blue negative). Top right: the scaled dot
 # products of query 21 with every key. Bottom left: the softmax turns them into weights — see how
 # nearly all the weight lands on one word. Bottom right: each value scaled by its weight, and their
-# sum, the output; rows with no weight are white.
+# sum, the output; rows with no weight take the near-white middle of the colour scale (zero).
 #
 # ## The whole attention matrix (Figs. 6.9–6.11) and the weights at the blank (Fig. 6.10)
 
