@@ -279,12 +279,15 @@ if SAVED:
                        identity - sigma_saved @ A_saved, atol=1e-10)
     # Def. 3.1 "attaining (or nearly attaining)" the minimum: ties up to round-off (1e-6 in log-margin)
     support_saved = 2 + support_tokens(logm_saved[2:], atol=1e-6)
+    # everything below is computed from the trained prior: shown, not compared as text
     print(f"d_model = {A_saved.shape[0]}; sign of every det(I - Σ_t A): "
-          f"{sorted(set(margins_saved.sign.astype(int).tolist()))}")
-    print(f"log-margins: min over t >= 3 {logm_saved[2:].min():+.3f}, max {logm_saved.max():+.3f}; "
-          f"share of positions with |det| > 1: {np.mean(logm_saved[1:] > 0):.2f}")
+          f"{produced(str(sorted(set(margins_saved.sign.astype(int).tolist()))))}")
+    print(f"log-margins: min over t >= 3 {produced(logm_saved[2:].min(), '+.3f')}, "
+          f"max {produced(logm_saved.max(), '+.3f')}; "
+          f"share of positions with |det| > 1: {produced(np.mean(logm_saved[1:] > 0), '.2f')}")
     print(f"support tokens among positions t >= 3 (tied to within 1e-6): positions "
-          f"{(support_saved + 1).tolist()}, characters {[text_saved[t] for t in support_saved]}")
+          f"{produced(str((support_saved + 1).tolist()))}, "
+          f"characters {produced(str([text_saved[t] for t in support_saved]))}")
 
 # %%
 if SAVED:
@@ -321,10 +324,10 @@ if SAVED:
     assert np.all(np.isfinite(logm_saved)) and np.all(margins_saved.sign > 0)
     flat = np.abs(sigma_saved).max(axis=(1, 2)) < 1e-6         # (95,) contexts with Σ_t ≈ 0
     late_logm = logm_saved[2:]
-    print(f"positions t >= 3 with Σ_t ≈ 0 (largest entry < 1e-6): {int(flat[1:].sum())}, at "
-          f"{(2 + np.flatnonzero(flat[1:]) + 1).tolist()}; "
-          f"their largest |log-margin| {np.abs(late_logm[flat[1:]]).max():.1e}; "
-          f"smallest log-margin elsewhere {late_logm[~flat[1:]].min():+.3f}")
+    print(f"positions t >= 3 with Σ_t ≈ 0 (largest entry < 1e-6): {produced(int(flat[1:].sum()))}, at "
+          f"{produced(str((2 + np.flatnonzero(flat[1:]) + 1).tolist()))}; "
+          f"their largest |log-margin| {produced(np.abs(late_logm[flat[1:]]).max(), '.1e')}; "
+          f"smallest log-margin elsewhere {produced(late_logm[~flat[1:]].min(), '+.3f')}")
     assert late_logm.min() > -1e-6                              # |det| >= 1 up to round-off
     assert np.abs(late_logm[flat[1:]]).max() < 1e-6
     assert late_logm[~flat[1:]].min() > 0
