@@ -10,7 +10,7 @@ Prints CPU seconds (``time.process_time``, all threads of this process; medians 
 References (every one run here; no number is copied from elsewhere):
 
 * "minbpe-style": minbpe's O(merges × n) trainer (recount every pair after each merge; ``max`` over a
-  dict) as :func:`nextword.tokenizers.reference.reference_train` writes it — minbpe is not on PyPI. It is run on a ``--prefix-kb`` prefix by
+  dict) as :func:`nextword.tokenizers.trainer.reference_train` writes it — minbpe is not on PyPI. It is run on a ``--prefix-kb`` prefix by
   default (the full runs take ~10 min without split and ~30 min with the GPT-4 split), and ours
   is timed on the same prefix for the ratio. The merges of both are checked to be identical.
 * HF ``tokenizers`` (Rust, GPT-2 split, ByteLevel alphabet), if importable; our ``tie_break="hf"``
@@ -43,7 +43,7 @@ import numpy as np
 from nextword.tokenizers import bytes_to_unicode
 from nextword.data import SHA256, find_data_file, read_data_text
 from nextword.tokenizers import SPLIT_PATTERNS, BPETokenizer
-from nextword.tokenizers.reference import reference_train
+from nextword.tokenizers.trainer import reference_train
 
 
 def cpu(fn: Callable[[], object], repeats: int) -> tuple[float, object]:
@@ -141,7 +141,7 @@ def main() -> None:
             f"train, no split, first {n // 1000} KB",
             t_ours,
             t_ref,
-            "minbpe-style (nextword.tokenizers.reference), measured",
+            "minbpe-style (nextword.tokenizers.trainer.reference_train), measured",
             f"[merges identical: {same}]",
         )
 
@@ -170,7 +170,7 @@ def main() -> None:
             f"train, GPT-4 split, first {n // 1000} KB",
             t_ours,
             t_ref,
-            "minbpe-style Regex (nextword.tokenizers.reference), measured",
+            "minbpe-style Regex (nextword.tokenizers.trainer.reference_train), measured",
             f"[merges identical: {tok_p.merge_list() == ref_merges}]",
         )
 

@@ -57,7 +57,15 @@ import numpy as np
 
 from nextword._validate import check_flag, check_int_sequence, check_iterable, check_positive_int
 
-__all__ = ["BPEResult", "learn_bpe", "train_merges", "hf_byte_rank", "bytes_to_unicode"]
+__all__ = [
+    "BPEResult",
+    "learn_bpe",
+    "reference_train",
+    "reference_encode",
+    "train_merges",
+    "hf_byte_rank",
+    "bytes_to_unicode",
+]
 
 _SHIFT = 21  # pair code = (left << _SHIFT) | right; ids below 2**21 (≈ 2 million)
 _MASK = (1 << _SHIFT) - 1
@@ -181,6 +189,50 @@ def learn_bpe(
         seq = _merge(seq, pair, new)
         trace.append(tuple(seq))
     return BPEResult(tuple(merges), tuple(vocab), tuple(seq), tuple(trace))
+
+
+def reference_train(chunks: list[bytes], num_merges: int) -> list[tuple[int, int, int]]:
+    """minbpe's byte-level trainer over ``chunks`` (pairs never cross a chunk boundary), as plainly as possible:
+    recount every pair, take the most frequent (ties: the first seen in scan order), give it the next id 256,
+    257, …, replace it left to right everywhere; ``[(left, right, new id), …]``. O(merges × n).
+
+    Nothing in the library calls it: it is the yardstick that :func:`train_merges` must agree with
+    (``tests/tokenizers``) and is timed against (``benchmarks/bench_bpe.py``).
+
+    >>> reference_train([b"abab", b"ab"], 2)  # "ab" occurs 3 times, then "ab ab" once
+    [(97, 98, 256), (256, 256, 257)]
+    """
+    seqs = [list(c) for c in chunks]
+    merges: list[tuple[int, int, int]] = []
+    for k in range(num_merges):
+        stats: dict[tuple[Any, Any], int] = {}
+        for s in seqs:  # one dict in scan order over all chunks: max() breaks ties as minbpe does
+            for pair, n in _pair_counts(s).items():
+                stats[pair] = stats.get(pair, 0) + n
+        if not stats:
+            break
+        pair = max(stats, key=stats.__getitem__)
+        merges.append((pair[0], pair[1], 256 + k))
+        seqs = [_merge(s, pair, 256 + k) for s in seqs]
+    return merges
+
+
+def reference_encode(data: bytes, merges: list[tuple[int, int, int]]) -> list[int]:
+    """minbpe's encoder for one chunk: merge the lowest-rank pair present, everywhere, until none is left
+    (the yardstick of :class:`BPETokenizer`'s encode). O(n²).
+
+    >>> reference_encode(b"ababab", [(97, 98, 256), (256, 256, 257)])
+    [257, 256]
+    """
+    rank = {(a, b): r for r, (a, b, _) in enumerate(merges)}
+    ids = list(data)
+    while len(ids) >= 2:
+        present = [rank[p] for p in zip(ids, ids[1:]) if p in rank]
+        if not present:
+            break
+        a, b, new = merges[min(present)]
+        ids = _merge(ids, (a, b), new)
+    return ids
 
 
 # --------------------------------------------------------------------------------------------

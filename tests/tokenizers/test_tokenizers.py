@@ -1,10 +1,9 @@
 """Tests for nextword.tokenizers (+ bpe_trainer, bpe_io).
 
-The fast trainer is checked against the straightforward O(merges × n) reference of
-:mod:`nextword.tokenizers.reference` (the minbpe rule: recount every pair, ``max`` over a dict in scan order,
-merge left to right), against
-Hugging Face ``tokenizers`` (tie_break="hf") and against a ``tiktoken.Encoding`` built from our
-own merges — the external oracles run only when those packages are importable.
+The fast trainer is checked against the straightforward O(merges × n) references ``reference_train`` and
+``reference_encode`` of :mod:`nextword.tokenizers.trainer` (the minbpe rule: recount every pair, ``max`` over a
+dict in scan order, merge left to right), against Hugging Face ``tokenizers`` (tie_break="hf") and against a
+``tiktoken.Encoding`` built from our own merges — the external oracles run only when those packages are importable.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from hypothesis import strategies as st
 
 from nextword.tokenizers import bytes_to_unicode, learn_bpe, train_merges
 from nextword.tokenizers import SPLIT_PATTERNS, BPETokenizer, CharTokenizer
-from nextword.tokenizers.reference import reference_encode, reference_train
+from nextword.tokenizers.trainer import reference_encode, reference_train
 
 pytest.importorskip("regex")
 import regex  # noqa: E402
