@@ -363,8 +363,8 @@ assert losses_by_hand[-1] < losses_by_hand[0]
 
 # %% [markdown]
 # Which head ends up doing which job depends on the random initial weights, that is on the seed.
-# Training can also fail: from some seeds the model has not found the agreement after 1500 steps (its
-# loss at the markers stays on a plateau). So we train from seed 0 upwards and keep the first three
+# Training can also fail: nothing guarantees that a seed's model finds the agreement within 1500 steps
+# (its loss at the markers can stay on a plateau). So we train from seed 0 upwards and keep the first three
 # models that learned the agreement — a test loss below 0.05 nats at the markers, where chance is
 # $\ln 4$ — trying at most six seeds, and print how many we tried. The figures show the first model
 # kept, and every statement about what the trained heads do is checked on all three, with its count.
@@ -719,8 +719,8 @@ assert all(worse_member.values())
 # - Where a head looks is weak evidence of what it does; switching it off, split by the kind of
 #   position, and changing the input it should follow are the stronger tests.
 # - Which head takes which job depends on the initial weights, so a claim about trained heads is
-#   checked across seeds, not read off one run; and since training itself can fail (some seeds never
-#   find the agreement), count the seeds tried and make claims about the models that learned.
+#   checked across seeds, not read off one run; and since training itself can fail (nothing guarantees
+#   that a seed finds the agreement), count the seeds tried and make claims about the models that learned.
 #
 # ## Check your understanding
 #
