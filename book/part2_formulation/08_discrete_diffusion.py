@@ -50,7 +50,7 @@
 # | $p_0$, $p_{0,i}$ | the data's law at time 0 | $(\lvert\mathcal V\rvert,)$ |
 # | $t$, $T$ | time; the end of the forward process | numbers |
 # | $\bar Q(t)$, $\bar p$ | the reverse chain's rate matrix; its law | as $Q$, $p$ |
-# | $I$, $\mathbf 1$ | the identity matrix; the vector of ones | |
+# | $I$, $\mathbf 1$ | the identity matrix; the vector of ones, a **column** (the one column vector of the page: $\mathbf 1\mathbf 1^\top$ is the matrix of ones, and $pQ\mathbf 1$ adds up the entries of the row $pQ$) | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$, $(\lvert\mathcal V\rvert,1)$ |
 # | $L$ | the number of tokens in a sequence | integer |
 # | $\tau$ | the length of one step of τ-leaping | number |
 # | $x(T)$ | the state of the chain at time $T$ | token(s) |
@@ -66,7 +66,9 @@
 # The paper writes laws as **column** vectors, $\partial_t p=Qp$ (see
 # [Checking the paper](#checking-the-paper) for why the book uses rows, $\dot p=pQ$). It writes the
 # new clock of (9.3) as $\tau$ (the book's $g$; the book keeps $\tau$ for the leap of τ-leaping) and
-# the reversed clock as $s$ (the book: $r$, since $s$ is the ratio network).
+# has no name for a reversed clock: its (9.4) runs on $t$ itself, backwards from $T$ (the book's
+# checks use $r=T-t$; the paper's own $s$ is the variable of integration in $g(t)=\int_0^t\sigma^2(s)\,ds$,
+# and the book keeps $s$ for the ratio network, as the paper does too).
 # It writes the set of values in bold, $\mathbf V$ (the book: $\mathcal V$).
 # ```
 #
@@ -173,7 +175,7 @@ draw_masking_chain(states, vocab_words, mask_id, snapshot_times, ax=ax)
 plt.show()
 
 # %% [markdown]
-# **Figure 2.8.1.** One path of the masking chain on a four-word sentence, one row per time (the
+# **Figure 2.8.1.** One path of the masking chain on a four-word sentence, one row per time ($t=0$, then the
 # moment just after each masking): each word is replaced by the mask `M` (grey boxes) at its own
 # exponential time and stays masked, which is the forward chain (the vermilion arrow, read
 # downwards). Generation runs the picture upwards (the blue arrow): from an all-mask row, the reverse
@@ -342,7 +344,9 @@ plt.show()
 # **Figure 2.8.2.** Left: the ten most likely sequences at $t=1$ under the masking forward process
 # (tokens 0, 1, 2 written a, b, c; M = mask): exact (matrix exponential of the sequence generator,
 # blue), and the frequencies from Gillespie (vermilion) and τ-leaping (bluish green). Look at how
-# each triple of bars agrees to within sampling noise. Right: the total variation between the
+# each triple of bars agrees: Gillespie's bars differ from the exact ones by sampling noise only;
+# τ-leaping's by sampling noise plus its own step error, a total variation of 0.0167 between its law
+# and the exact one (printed above), the error the right panel measures. Right: the total variation between the
 # τ-leaping law and the exact one against the step τ — a straight line of slope 1 on log–log axes,
 # first order in τ.
 #
