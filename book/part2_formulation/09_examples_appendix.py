@@ -59,7 +59,7 @@
 # | $\delta_{k,f_m}$ | 1 if position $m$ holds token $k$, else 0 | number |
 # | $\mathbf T$, $\mathbf B$ | the set transformer (a vector out of a sequence) and the output map to scores | $\mathbb R^{d_e}$, $(\lvert\mathcal V\rvert,d_e)$ |
 # | $\tau$ | the softmax temperature | number |
-# | $z$, $q$ | the scores $\mathbf B\,\mathbf T(h)/\tau$ and the next-token probabilities $\sigma(z)$ | $(\lvert\mathcal V\rvert,)$ |
+# | $z$, $q$ | the scores $\mathbf B\,\mathbf T(h)/\tau$ and the next-token probabilities $\sigma(z)$, **columns** in this section (as in the paper) | $(\lvert\mathcal V\rvert,)$ |
 # | $\sigma$, $\sigma'(z)$ | the softmax and its Jacobian $\mathrm{diag}(q)-qq^\top$ | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
 # | $\vartheta$, $\theta$ | the network's parameters, $\vartheta=(\theta^{(b)},\theta^{(t)})$: those of $\mathbf B$ and those of $\mathbf T$ | vectors |
 # | $t$ | time (hours of the day in E.1, the ODE's time in E.4) | number |
@@ -345,7 +345,7 @@ print("batch norm of (1, 3) next to (1, 3):", batch_norm(tiny_other, eps=0.0)[0]
 assert not np.allclose(batch_norm(tiny_other, eps=0.0)[0], batch_norm(tiny_batch, eps=0.0)[0])
 
 # %% [markdown]
-# The same three facts on a batch of 5 sequences of 7 tokens in $\mathbb R^4$ (with $\Gamma=I$,
+# Three facts, checked on a batch of 5 sequences of 7 tokens in $\mathbb R^4$ (with $\Gamma=I$,
 # $\beta=0$): (i) the normalised tokens have mean 0 and variance $\mathbb V/(\mathbb V+\varepsilon)$
 # under $\mu_{\text{batch}}$ (per coordinate); (ii) reordering the sequences of the batch permutes
 # the outputs; (iii) a sequence's output depends on the *other* sequences — so a block that uses
@@ -420,8 +420,12 @@ assert err_a1 < 1e-8 and not fd[1].any() and not fd[3].any()
 # $\vartheta=(\theta^{(b)},\theta^{(t)})$ splits into the entries of $\mathbf B$ and the parameters of
 # $\mathbf T$. The chain rule gives $\partial q/\partial\mathbf B_{jk}=\sigma'(z)_{:,j}\,\mathbf
 # T(h)_k/\tau$ and $\partial q/\partial\theta^{(t)}=\sigma'(z)\,\mathbf B\,\partial_{\theta^{(t)}}\mathbf
-# T/\tau$, with $\sigma'(z)=\mathrm{diag}(q)-qq^\top$ the softmax's Jacobian. Sympy confirms that
-# Jacobian for three outputs:
+# T/\tau$, with $\sigma'(z)=\mathrm{diag}(q)-qq^\top$ the softmax's Jacobian. Here, as in the
+# paper, $z$ and $q$ are **columns** ($\mathbf B\,\mathbf T(h)$ is a matrix times a column), so
+# $qq^\top$ is the $|\mathcal V|\times|\mathcal V|$ matrix of products $q_iq_j$; with the book's row
+# vectors the same Jacobian is written $\mathrm{diag}(q)-q^\top q$
+# ([6.2](../part1_chapter6/6_2_attention_mechanism.ipynb)). Sympy confirms that Jacobian for three
+# outputs:
 
 # %%
 zs = sp.symbols("z1:4", real=True)
@@ -609,7 +613,7 @@ assert calm.status == 0 and np.abs(calm.y).max() <= 1.0 + 1e-9 and gap_calm < 1e
 
 # %% [markdown]
 # The first solution blows up at $t_{\text{blow}}\approx1.78$, well inside $[0,10]$, so a plot of it
-# can only show the part before; the second stays below 1 in size. Whether the programs run in MATLAB, and
+# can only show the part before; the second never exceeds 1 in size (it starts at $y(0)=1$). Whether the programs run in MATLAB, and
 # what else the paper says about them, is [checked below](#checking-the-paper).
 #
 # ## Key takeaways
