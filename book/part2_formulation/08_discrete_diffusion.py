@@ -520,8 +520,8 @@ print("(9.5) with the exact ratios equals (D.1) for both generators")
 #    With $\dot p=pQ$, the total probability changes at rate $p\,Q\mathbf 1$, which is 0 for every
 #    $p$ exactly when every row sums to 0. The printed matrix's rows sum to 1, so
 #    $\frac{d}{dt}\sum_ip_i=\sum_ip_i$: total "probability" grows like $e^t$. (What that matrix is,
-#    if not a rate matrix, is part of Exercise 02 of Part 2,
-#    `exercises/part2_formulation/ex02_ctmc_generators.ipynb`.)
+#    if not a rate matrix, is part of
+#    [Exercise 02 of Part 2](../../exercises/part2_formulation/ex02_ctmc_generators.ipynb).)
 #    ```
 #
 # 3. τ-leaping with 20 steps had a total-variation error of about 0.0055 on the masked sequences.
