@@ -40,7 +40,7 @@
 # | $d_l$ | width of each patch vector (the image's "embedding width") | integer |
 # | $i_{\text{original}}$, $i_{\text{convolved}}$ | the image, and the image after the strided convolution | $(K',K',3)$, $(K,K,d_l)$ |
 # | $\mathbf S^{K,K}$ | the grid of pixel (or patch) positions $\{1..K\}\times\{1..K\}$ | set |
-# | $N$ | the number of items in a batch (image–caption pairs, or sequences) | integer |
+# | $N$, $n$ | the number of items in a batch (image–caption pairs, or sequences); the index of a sequence in the batch, 1 to $N$ | integers |
 # | $x$, $W$, $b$ | a classifier's input, weight matrix and bias | $(784,)$, $(784,10)$, $(10,)$ |
 # | $\mu_{\text{batch}}$ | the batch measure: weight $1/(\ell N)$ on every token of every sequence of the batch | measure |
 # | $\ell$ | the length of each sequence of a batch | integer |
@@ -326,9 +326,10 @@ assert probs.min() >= 0 and np.max(np.abs(probs.sum(axis=1) - 1)) < 1e-12 and te
 #
 # $$\mathfrak N(u;\mu_{\text{batch}})=\Gamma\,\frac{u-\mathbb E_{\mu_{\text{batch}}}u}
 # {\sqrt{\mathbb V_{\mu_{\text{batch}}}u+\varepsilon}}+\beta,\qquad
-# \mu_{\text{batch}}=\frac1{\ell N}\sum_{n=1}^{N}\sum_{k=1}^{\ell}\delta_{h^{(n)}_k},$$
+# \mu_{\text{batch}}=\frac1{\ell N}\sum_{n=1}^{N}\sum_{m=1}^{\ell}\delta_{h^{(n)}_m},$$
 #
-# where $\delta_{h}$ puts weight 1 on the vector $h$, so $\mu_{\text{batch}}$ gives each of the
+# where $h^{(n)}_m$ is the vector at position $m$ of the $n$-th sequence and $\delta_{h}$ puts
+# weight 1 on the vector $h$, so $\mu_{\text{batch}}$ gives each of the
 # $\ell N$ tokens of the batch the weight $1/(\ell N)$. By hand, with $N=2$ sequences of $\ell=2$
 # one-number tokens, $(1,3)$ and $(5,7)$: the batch mean is $4$ and the variance $5$, so the first
 # sequence becomes $(-3,-1)/\sqrt5$ (taking $\Gamma=1$, $\beta=0$ and ignoring $\varepsilon$) — and
