@@ -285,8 +285,9 @@ for big_V in (1000, 50_000):
 # %% [markdown]
 # The residual KL of the rank-2 fit is no larger than that of the exact shift applied to
 # $W_{\mathrm{pre}}$: what remains is the pre-training error of the frozen weights, which LoRA
-# inherits — a rank-2 update corrects the shift, and of the imperfections of $W_{\mathrm{pre}}$ only
-# the part that also has rank 2 (which is why the fit can come out a little below the exact shift).
+# inherits. The fitted update is the rank-2 matrix that fits best, not necessarily the true shift,
+# so it can also offset a part of $W_{\mathrm{pre}}$'s error (which is why the fit can come out a
+# little below the exact shift) — but not all of it, with only two ranks to spend.
 #
 # ## KL-regularised RL (4.7): the closed-form optimum
 #
@@ -470,9 +471,12 @@ assert cos(reinforce, exact_grad) > 0.97  # the score-function estimator points 
 
 # %% [markdown]
 # (Dividing by $N-1$, not $N$, makes the baseline-subtracted estimator unbiased: $\bar g$ is
-# estimated from the same batch.) At $\pi_\theta=\pi_{\mathrm{ref}}$ the KL term
-# is zero, so the naive gradient's expectation is exactly zero; away from it, the naive gradient
-# still ignores the reward. Remark 4.10's point — RL needs samples from the model during training —
+# estimated from the same batch.) The naive gradient's expectation is zero at *every* θ, not only
+# at the reference model: the score $\nabla\log\pi_\theta(f)$ has mean zero under $\pi_\theta$
+# (its mean is $\sum_f\nabla\pi_\theta(f)=\nabla 1=0$), so what the batches average to is sampling
+# noise — a small fraction of the exact gradient's length, as printed. Here, at
+# $\pi_\theta=\pi_{\mathrm{ref}}$, the exact gradient is all reward (the KL term and its gradient
+# vanish at the reference), and the naive one misses it entirely. Remark 4.10's point — RL needs samples from the model during training —
 # shows up here a second time: the gradient itself must account for where the samples came from.
 
 # %% [markdown]
@@ -542,7 +546,8 @@ assert V * V == 100 and 2 * V * 2 == 40
 #   $\pi_{\mathrm{ref}}$ and reaches the closed form $-\beta\log Z$ (which the paper does not state; the
 #   page derives it).
 # - **Remark 4.10, RL needs samples from the model.** True of the objective, and of its gradient: the
-#   naive gradient of (4.8) with the samples held fixed has expectation zero at $\pi_{\mathrm{ref}}$.
+#   naive gradient of (4.8) with the samples held fixed has expectation zero at every θ (measured
+#   here at $\pi_{\mathrm{ref}}$).
 # - **(4.8) averages over its $N$ samples** (the $1/N$ that (4.5) and (4.6) lack), so
 #   as a number it estimates (4.7) without bias: the batch average above is within four standard
 #   errors of the exact value. (As printed, (4.8) has no brackets around its summand, so the
