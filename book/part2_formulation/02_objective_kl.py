@@ -58,6 +58,8 @@
 # :class: note
 # The paper writes the vocabulary in bold, $\mathbf V$ (the book: $\mathcal V$), and a general
 # divergence as $\mathcal D$. Its $\pi$ — kept here — is the model's distribution, not the number $\pi$.
+# Its $L$ (the length of the texts) and $\ell$ (a position) are kept too; elsewhere the book writes
+# a length as $T$ and keeps $L$ and $\ell$ for the number and the index of layers.
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §3

@@ -62,7 +62,9 @@
 # ```{admonition} In the paper's notation
 # :class: note
 # The paper writes the vocabulary in bold, $\mathbf V$ (the book: $\mathcal V$), and the reward in
-# bold, $\mathbf r$. Its $\pi$ — kept here — is a model's distribution, not the number $\pi$.
+# bold, $\mathbf r$. Its $\pi$ — kept here — is a model's distribution, not the number $\pi$. Its
+# $L$, the length of an answer, is kept too; elsewhere the book writes a length as $T$ and keeps $L$
+# for the number of layers.
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §4.3–4.5
