@@ -96,7 +96,8 @@ MAX_MERGES = 3840  # vocabulary 256 + 3840 = 4096 at the end of the curve
 #
 # 1. count every pair of neighbouring symbols (overlapping: `abc` has the pairs `ab` and `bc`);
 # 2. give the most frequent pair a new name and replace it everywhere, left to right;
-# 3. stop when no pair occurs twice (merging it would not shorten the text).
+# 3. stop when no pair occurs twice (a new token for a pair seen once would shorten the text by one
+#    symbol but add one to the vocabulary: nothing is compressed).
 #
 # With pencil and paper: the pairs of `abcababc` are `ab bc ca ab ba ab bc`, so `ab` occurs 3 times.
 # Call it `d`: the text becomes `dcddc`. Its pairs are `dc cd dd dc`, so `dc` occurs twice; call it
@@ -207,8 +208,8 @@ print("first 12 merges:", [big.token_bytes(x).decode() for _, _, x in merges[:12
 assert big.decode(big.encode(held_out)) == held_out  # lossless on unseen text
 
 # %% [markdown]
-# The first merges are the frequent pairs of English: " t", "he", then " the" (a space belongs to
-# the word after it). The paper's Remark 2.4 says that after enough merges the common words each
+# The first merges are the frequent pairs of English: " t", "he", and by the ninth merge " the" (a
+# space belongs to the word after it). The paper's Remark 2.4 says that after enough merges the common words each
 # become a single token. We test it on the held-out text: of its 100 most frequent words (with the
 # leading space they have mid-sentence), how many are one token?
 
