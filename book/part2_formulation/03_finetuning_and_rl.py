@@ -316,7 +316,8 @@ assert gibbs_gap == 0
 # %% [markdown]
 # Now sequences: $L=4$ tokens over $\{0,1,2\}$, $\pi_{\mathrm{ref}}$ a random Markov chain (the "reference
 # model"), and a sequence-level reward: $+1$ for each token 2, and $+2$ if the sequence ends with the
-# token it starts with (a long-range preference that no single next-token factor can see). We
+# token it starts with (a long-range preference: a Markov policy, whose next token sees only the
+# one before, cannot express it). We
 # minimise (4.7) numerically (L-BFGS) over *all* laws on the 81 sequences (softmax logits $z$;
 # $\nabla_z\mathcal L^{\mathrm{RL}}=\pi\odot(g-\pi\cdot g)$ with $g=-r+\beta\log(\pi/\pi_{\mathrm{ref}})$ — a full
 # autoregressive table can represent any such law) and compare with the closed form.
