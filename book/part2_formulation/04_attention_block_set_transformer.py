@@ -212,8 +212,9 @@ print("max |ATT(h) - (5.2) term by term| < 1e-12 (round-off); rows of alpha sum 
 # ## The attention block (5.3a–d) is Chapter 6's post-norm block
 #
 # ATT (5.3a) → N (5.3b) → $h+\mathrm{NN}(h)$ (5.3c) → N (5.3d) is the {term}`post-norm` block of
-# Chapter 6 with one head and no output projection, NN being the two-layer network of Example 5.3. With $c=d_e$ it is exactly `nextword.decoder.layers.TransformerBlock(pre_norm=False)`
-# once that block's $1/\sqrt{d}$ scale is folded into its query matrix and its output matrix is the
+# Chapter 6 with one head, no output projection and no causal mask, NN being the two-layer network
+# of Example 5.3. With $c=d_e$ it is exactly `nextword.decoder.layers.TransformerBlock(pre_norm=False,
+# causal=False)` once that block's $1/\sqrt{d}$ scale is folded into its query matrix and its output matrix is the
 # identity:
 
 # %%
@@ -459,7 +460,7 @@ print(f"causal, no positions, (h, h): first copy reproduces h's outputs {first_o
 # ## Key takeaways
 #
 # - The paper's attention map (5.2) is Chapter 6's attention plus a residual, with unscaled scores;
-#   the attention block (5.3) is the post-norm decoder block with one head.
+#   the attention block (5.3) is Chapter 6's post-norm block with one head and no mask.
 # - The set transformer is blocks, then pooling, then a linear map and a softmax (5.6)–(5.7); only
 #   the attention step lets positions exchange information.
 # - Without positions or a mask every block is permutation-equivariant and the pooled model is
