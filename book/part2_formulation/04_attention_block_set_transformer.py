@@ -282,9 +282,9 @@ print("q(. | dog bites man) == q(. | man bites dog):", bool(np.allclose(q1, q2, 
 # $\mathfrak P(p)=\int\mathfrak f\,dp$, gives mean pooling with $\mathfrak f(h)=h$. For max pooling
 # Appendix B takes the limit $\beta\to\infty$ of a log-sum-exp,
 # $\frac1\beta\log\int e^{\beta (h)_j}\,dp(h)$ for coordinate $j$. At a finite $\beta$ (the
-# page's `soft_max_pool`) this is a soft maximum, which tends to the coordinate-wise maximum as $\beta\to\infty$ (the gap is at
-# most $\log(1/p_{\min})/\beta$, here $\log 6/\beta$ for 6 tokens of weight $\frac16$) and to
-# the mean as $\beta\to0$.
+# library's `soft_max_pool`) this is a soft maximum, which tends to the coordinate-wise maximum as
+# $\beta\to\infty$ (the gap is at most $\log(1/p_{\min})/\beta$, here $\log 6/\beta$ for 6 tokens
+# of weight $\frac16$) and to the mean as $\beta\to0$.
 
 # %%
 hh = np.concatenate([h, h])  # every token twice: the same empirical measure
