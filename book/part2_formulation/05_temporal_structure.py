@@ -114,8 +114,9 @@ assert minus_inf[1] == 0.0
 # **A state-space recurrence.** Instead of attention, read the sequence once, keeping a running
 # state: $v_k=a\,v_{k-1}+b\,h_k$. With $a=\tfrac12$, $b=1$, $v_0=0$ and inputs
 # $(h_1,h_2,h_3)=(1,2,3)$: $v_1=1$, $v_2=\tfrac12\cdot1+2=2.5$, $v_3=\tfrac12\cdot2.5+3=4.25$. Each
-# step costs one multiply-add per state entry, so the whole sequence costs time linear in its
-# length, and $v_k$ depends only on the inputs up to $h_k$: causal by construction.
+# step costs the same fixed work (here two multiplications and an addition), so the whole sequence
+# costs time linear in its length, and $v_k$ depends only on the inputs up to $h_k$: causal by
+# construction.
 
 # %%
 a_tiny, b_tiny, state = 0.5, 1.0, 0.0
@@ -474,8 +475,9 @@ plt.show()
 # ## The SSM as a causal, linear-cost sequence map (5.9)
 #
 # With linear $\mathbf f,\mathbf g$ the recurrence (5.9) is $v_{k+1}=\bar Av_k+\bar Bh_k$,
-# $u_k=Cv_k+Dh_k$ (the read-out (5.9b)): one pass over the sequence, $\mathcal O(m)$. Unrolled it is a causal convolution
-# with kernel $\kappa_j=C\bar A^{j-1}\bar B$, the other way S4-type models evaluate it. (Our
+# $u_k=Cv_k+Dh_k$ (the read-out (5.9b)): one pass over the sequence, $\mathcal O(m)$. Unrolled it is
+# a causal convolution with kernel $\kappa_j=C\bar A^{j-1}\bar B$ (plus $Dh_k$ at lag 0 and the
+# fading effect of $v_0$), the other way structured state-space models such as S4 evaluate it. (Our
 # recurrence indexes the inputs from 0, so $u_k$ depends on $h_0,\dots,h_k$; the paper's indexing of
 # (5.9a) is [checked below](#checking-the-paper).)
 
