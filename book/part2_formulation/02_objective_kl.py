@@ -494,8 +494,9 @@ assert var_shared_exact / budget_factor < var_indep_exact
 # - Because every position's term is non-negative, a small total bounds the next-token error at
 #   every position (Remark 4.6); a model with too short a context keeps a floor that more data does
 #   not remove.
-# - Using every position of every training text (4.5) gives an unbiased estimate of the objective;
-#   sharing texts across positions changes only its variance, and saves tokens.
+# - Using every position of every training text ((4.5), divided by the number $N$ of texts) gives an
+#   unbiased estimate of the objective; sharing texts across positions changes only its variance,
+#   and saves tokens.
 #
 # ## Check your understanding
 #
