@@ -289,7 +289,8 @@ assert rest == 0
 #
 # To check these identities on more than two tokens we need a data distribution we know exactly.
 # The data source is a random order-2 Markov chain on $|\mathcal V|=3$ tokens (each token depends on
-# the two before it), started from its stationary law, so $\mathbf p_{1:L}$ is known. The model
+# the two before it), started from its stationary law (the distribution of pairs the chain settles
+# into, so that it holds at every position), so $\mathbf p_{1:L}$ is known. The model
 # $\pi$ is a bigram count model (it looks at one previous token) fitted to 20 short samples, so it
 # is wrong in two ways: too short a context, and too little data. `sequence_distribution` builds
 # the distribution of all texts of $L$ tokens from the next-token probabilities (3.1); we check it
