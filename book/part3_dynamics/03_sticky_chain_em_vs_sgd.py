@@ -382,9 +382,9 @@ for run in (exp.em, exp.sgd):
 # entropy rate (left, right) and the Bayes filter's accuracy on the held-out sequence (middle).
 # Look at how closely the two solid curves of each panel follow each other (their mean gaps in loss
 # and in entropy are printed above). The loss falls fast over the first hundred steps and then levels off above the
-# dashed floor; the smoothed predictive entropy stays above it too. (The faint raw entropy starts
-# below it: unlike a loss, a predictive entropy has no floor — a confidently wrong head, like the
-# untrained one, has a small entropy and a large loss.)
+# dashed floor; the smoothed predictive entropy stays above it too, although an entropy, unlike a
+# loss, has no floor (a confidently wrong head has a small entropy and a large loss), so the faint
+# per-batch values need not.
 #
 # ## Does EM-like beat SGD? The comparison over seeds
 #
