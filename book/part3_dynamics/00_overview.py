@@ -70,9 +70,9 @@ use_book_style()
 # - **Softmax and cross-entropy** — the gradient of the cross-entropy loss of a softmax classifier
 #   with respect to its logits is the predicted probabilities minus the one-hot target; page 3.1
 #   re-derives it with sympy.
-# - **Gradient descent** and, for page 3.3, the idea of a **Markov chain** (the next symbol depends
-#   only on the current one) and of the **EM algorithm** for a mixture of Gaussians (alternate soft
-#   assignments and weighted means); page 3.2 recalls what is needed.
+# - **Gradient descent**; the idea of the **EM algorithm** for a mixture of Gaussians (alternate soft
+#   assignments and weighted means), which page 3.2 recalls; and, for page 3.3, the idea of a
+#   **Markov chain** (the next symbol depends only on the current one), which page 3.3 recalls.
 #
 # ## The route through this part
 
