@@ -46,8 +46,8 @@
 # | $d_x$ | the width of an input | scalar |
 # | $g_i$ | the head's output (context) at position $i$, $\sum_j\alpha_{ij}v_j$ | $(d_v,)$ |
 # | $W^{\text{out}}$ | the read-out matrix, from a context to the $C$ logits (plus a bias $b$) | $(d_v, C)$ |
-# | $p_i$, $e_y$ | the head's predicted distribution at position $i$; the one-hot vector of symbol $y$ | $(C,)$ |
-# | $u_i$ | the upstream gradient of position $i$'s own loss $-\log p_i(y_i)$ with respect to $g_i$: $(p_i-e_{y_i})(W^{\text{out}})^\top$ | $(d_v,)$ |
+# | $p_i$ | the head's predicted distribution at position $i$ ($\operatorname{onehot}(y)$: the one-hot vector of symbol $y$) | $(C,)$ |
+# | $u_i$ | the upstream gradient of position $i$'s own loss $-\log p_i(y_i)$ with respect to $g_i$: $(p_i-\operatorname{onehot}(y_i))(W^{\text{out}})^\top$ | $(d_v,)$ |
 # | $U$ | the $u_i$ of a batch, stacked as rows | $(N, d_v)$ |
 # | $\Delta V$, $\Delta W^V$ | the change one training step makes to the values $V=XW^V$ and to $W^V$ | $(N, d_v)$, $(d_x, d_v)$ |
 # | $\mathcal L^{\text{EM}}_t$, $\mathcal L^{\text{SGD}}_t$ | the loss of each trained head on held-out token $t$ | scalar |
@@ -241,8 +241,8 @@ print(f"distances between the 8 means: median {np.median(mean_distances):.2f}, "
 # ```{admonition} In the paper's notation
 # :class: seealso
 # The paper writes column vectors and $W_Q, W_K, W_V, W_O$, with $W_O$ the transpose of our
-# $W^{\text{out}}$; its upstream gradient is $u_i=W_O^\top(p_i-e_{y_i})$, the same vector as ours,
-# and its value step is $\Delta v_j=-\eta\sum_i\alpha_{ij}u_i$ with a plain $\eta$ (our $\eta_v$).
+# $W^{\text{out}}$; its upstream gradient is $u_i=W_O^\top(p_i-e_{y_i})$, with $e_{y_i}$ our
+# $\operatorname{onehot}(y_i)$: the same vector as ours. Its value step is $\Delta v_j=-\eta\sum_i\alpha_{ij}u_i$ with a plain $\eta$ (our $\eta_v$).
 # Its "theoretical min entropy" is the entropy rate, and its "stay_prob" the probability 0.3 of
 # repeating a symbol.
 # ```
