@@ -196,7 +196,10 @@ assert np.allclose(np.linalg.norm(images, axis=1), np.sqrt(2), atol=1e-12)
 # At a point $x$ of the sphere, the directions in which one can move *along* the sphere are those
 # perpendicular to $x$. Together they form the {term}`tangent space`
 # $T_x\mathbb S^{d-1}=\{v:x^\top v=0\}$, a flat plane that touches the sphere at $x$ (Figure 5.1.2). Any vector $u$ splits into a
-# part along $x$ and a tangent part, $(I-xx^\top)u$ (the library's `tangent_projection`).
+# part along $x$ and a tangent part, $(I-xx^\top)u$ (the library's `tangent_projection`). (Like the
+# paper, Part 5 writes vectors as columns: $x^\top v$ is the dot product of $x$ and $v$, and $xx^\top$
+# is a $d\times d$ matrix. Chapter 6 writes vectors as rows, where the same two read $xv^\top$ and
+# $x^\top x$, and the projection $u(I-x^\top x)$.)
 #
 # A step $v$ in the tangent plane leaves the sphere: $x+v$ is longer than 1. Two rules bring it back:
 #
@@ -730,8 +733,9 @@ assert np.all(np.diff(at_100) < 0)  # at the same kappa, the wider the sphere th
 # mean direction exceeds the uniform density, per dimension, computed in log space (wide, pale lines) and
 # with the direct formula (dashed, same colour). Each curve starts at 0 (at small $\kappa$ the vMF is
 # nearly uniform) and rises once $\kappa$ is comparable with the width $d$: at the same $\kappa$ a
-# wider sphere's vMF is flatter. The direct formula follows its curve until $I_\nu(\kappa)$ overflows
-# (printed above) and, for the widths of the paper's models ($d=896$, $2048$), gives no finite value at
+# wider sphere's vMF is flatter. The direct formula follows its curve until its denominator
+# $(2\pi)^{d/2}I_{d/2-1}(\kappa)$ overflows (printed above: for $d=64$ this product overflows near
+# $\kappa\approx650$, before the Bessel function itself does, near $\kappa\approx713$) and, for the widths of the paper's models ($d=896$, $2048$), gives no finite value at
 # all; the overflow App. C.2.3 reports is a property of the formula, not of the metric.
 #
 # ### §4.3: the zero-mean property of conditional scores — on $\mathbb R^d$ and on the sphere
