@@ -37,9 +37,9 @@
 # | $d$, $d_{\text{head}}$ | width of the states; width of one head | integers |
 # | $x$ ($x_q$ in Eq. 19) | the query token's state, on the unit sphere | $(d,)$ |
 # | $z$, $\mathcal Z$ | an earlier token, read as a latent component (an expert, in an MoE layer); $\mathcal Z$: all of them | index, set |
-# | $k_z$, $v_z$ | key and value vector of token $z$ | $(d,)$ |
+# | $k_z$, $v_z$ | the key and value *inputs* of token $z$ (the paper's key–value pair, before the projections $W_k$, $W_v$; in self-attention both are token $z$'s state) — not Chapter 6's projected $k[j]=e[j]W^K$, $v[j]=e[j]W^V$ | $(d,)$ |
 # | $u$, $u_z$ | value–output vector of token $z$ in the tiny example, $W_o W_v^\top v_z$ | $(d,)$ |
-# | $W$, $W_q,W_k,W_v,W_o$ | a head's query, key, value and output matrices (Chapter 6's $W^Q,\dots$); $W_{q,m}$ those of head $m$ | $(d,d_{\text{head}})$, $(d_{\text{head}},d)$ |
+# | $W$, $W_q,W_k,W_v,W_o$ | a head's query, key, value and output matrices, all four $d\times d_{\text{head}}$ as in the paper: $W_q,W_k,W_v$ are head $m$'s column blocks of Chapter 6's $W^Q,W^K,W^V$, and $W_o$ is the *transpose* of head $m$'s row block of $W^O$; $W_{q,m}$ those of head $m$ | $(d,d_{\text{head}})$ |
 # | $\kappa$, $\kappa_z$, $\mu_z$, $\kappa'_z$, $\mu'_z$ | a vMF concentration; those of key $z$'s bump, $\kappa_z\mu_z=W_q W_k^\top k_z$; primed, of the value–output vector of token $z$ | scalar, $(d,)$ |
 # | $C_d(\kappa)$, $I_\nu$, $\Gamma$ | the vMF normaliser; the modified Bessel and the gamma function in it | scalars |
 # | $q$ | $q(z\mid x)$: the attention weights, read as a posterior over tokens; $q(m\mid x)$: a weight per head | $(\lvert\mathcal Z\rvert,)$ |
@@ -137,8 +137,9 @@ print("head_output and rms_norm reproduce the hand computation (to 1e-12)")
 # %% [markdown]
 # ## Attention weights are a posterior over keys (Eq. 19)
 #
-# In general the score of key $k_z$ for the query state $x_q$ is $k_z^\top W_k W_q^\top x_q$ (Eq. 5). It
-# is linear in $x_q$, so it can be written as $\kappa_z\mu_z^\top x_q$ with the natural parameter
+# In general the score of key $k_z$ for the query state $x_q$ is $k_z^\top W_k W_q^\top x_q$ (Eq. 5; the
+# paper, and Part 5, write vectors as columns — in Chapter 6's row form this is the familiar
+# $(x_qW_q)(k_zW_k)^\top$, the query times the key). It is linear in $x_q$, so it can be written as $\kappa_z\mu_z^\top x_q$ with the natural parameter
 # $\kappa_z\mu_z=W_q W_k^\top k_z$: a concentration $\kappa_z$ (its length) and a mean direction $\mu_z$
 # on the sphere. With a uniform prior over the keys, Bayes' rule over the *unnormalised* bumps
 # $\exp(\kappa_z\mu_z^\top x)$ is a softmax over the same scores — the attention weights are a
@@ -299,8 +300,10 @@ assert abs(J_by_hand - (0.75 * 0.65 + 0.25 * 0.35)) < 1e-12
 #   with natural parameter $W_q W_k^\top k_z$, and the softmax is the posterior under a uniform prior.
 # - A value–output vector does not depend on the query, like the vMF score $\kappa\mu$; the head's
 #   output is the posterior-weighted average of these pulls — an SVFlow velocity (Eq. 20).
-# - Residual + RMSNorm blocks with step $1/L$ converge to the flow on the sphere at first order: a
-#   transformer is a (time-dependent) Euler discretisation of a spherical SVFlow.
+# - Residual + RMSNorm blocks with step $1/L$ converge to the flow on the sphere at first order (shown
+#   here for weight-shared attention-only blocks). A real transformer, whose layers have their own
+#   weights and fold the step into them, is then *read* as a time-dependent Euler discretisation of a
+#   spherical SVFlow — the paper's reading, not something a convergence test on one model can prove.
 # - Two formulas need fixing: Eq. (21)'s uniform head weights give $f_{\text{Attn}}/h$, and the
 #   load-balancing loss (22) is not minimised by a uniform expert marginal
 #   ([checked below](#checking-the-paper)).
