@@ -67,7 +67,7 @@
 # | $\omega$ | area on the sphere ($d\omega$ its element) | — |
 # | $z$, $p(x\mid z)$ | a component of a mixture, and its density | index, scalar |
 # | $t$ | time along a flow | scalar |
-# | $\varphi_t$, $\dot\varphi_t$, $D\varphi_t$, $v_t$, $p_t$ | at time $t$: the flow map, its time derivative and Jacobian, the velocity field, the density of the moved states | maps |
+# | $\varphi_t$, $\dot\varphi_t$, $D\varphi_t$, $v_t$, $p_t$, $x_t$ | at time $t$: the flow map, its time derivative and Jacobian, the velocity field (not the tangent step $v$), the density of the moved states, the moved state $x_t=\varphi_t(x_0)$; $t'$ a time between 0 and $t$ | maps; $(d,)$ |
 # | $B$ | a square matrix (Jacobi's formula) | $(2,2)$ or $(3,3)$ |
 # ```
 #
@@ -810,7 +810,7 @@ assert abs(mean_sin2 - float(vmf_mean_resultant_length(kappa_z, 2))) < 1e-8
 #
 # §2.1 (Eq. 1) moves samples by $\dot\varphi_t=v_t(\varphi_t)$ and tracks $\log p_t(x_t)$ along the
 # path with the instantaneous change of variables, $\frac{d}{dt}\log p_t(x_t)=-\nabla\!\cdot v_t(x_t)$,
-# i.e. $\log|\det D\varphi_t(x_0)|=\int_0^t\nabla\!\cdot v(x_s)\,ds$ (the flow stretches volume at
+# i.e. $\log|\det D\varphi_t(x_0)|=\int_0^t\nabla\!\cdot v_{t'}(x_{t'})\,dt'$ (the flow stretches volume at
 # the rate of the field's divergence, so density falls at that rate). Sympy checks the linear case
 # (Jacobi's formula $\det e^{Bt}=e^{t\,\mathrm{tr}B}$):
 
