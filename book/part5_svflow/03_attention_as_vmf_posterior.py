@@ -554,7 +554,7 @@ for i, history in enumerate(histories):
             label=r"mean KL$(q(\cdot|x)\,\|\,U)$ — per input" if i == 0 else None)
 ax.axhline(1 / n_experts, color="grey", ls=":", lw=1)
 ax.set_xlabel("gradient step (f held fixed per step)")
-ax.set_ylabel("loss / divergence (nats)")
+ax.set_ylabel(r"$\mathcal{J}_{\mathrm{bal}}$ (a number); KL (nats)")
 ax.set_title(f"toy router trained on the load-balancing loss alone ({n_runs} data draws)")
 ax.legend(fontsize=8)
 plt.show()
@@ -563,7 +563,7 @@ plt.show()
 # **Figure 5.3.2.** A 4-expert linear router trained on $\mathcal J_{\text{bal}}$ alone (with $f$ held
 # fixed per step, as in practice), five data draws. In every run the marginal $P$ becomes nearly
 # uniform (KL$(P\|U)$ falls below the bound printed above), while the per-input posteriors soften but
-# stay far from uniform: their mean KL to uniform stays several times the marginal's (the counts
+# stay further from uniform: their mean KL to uniform stays several times the marginal's (the counts
 # above). The loss constrains the population marginal much more than each $q(\cdot\mid x)$ — the
 # "coarse-grained" reading of §4.3 — even though its global minimiser is not the uniform marginal
 # (cell above). The dotted line is $1/\lvert\mathcal Z\rvert$. (With a step too large to resolve the curves, the per-input
