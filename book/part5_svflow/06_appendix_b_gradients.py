@@ -9,7 +9,10 @@
 # Appendix B is where the paper grounds two of its main claims: that training on the consistency term
 # alone drives a winner-takes-all collapse, and that attention needs no balancing loss because each
 # token plays three roles (query, key, value) at once. Both are claims about the *sign* and the
-# *route* of gradients (the {term}`advantage` form of page 3.1 again), so they can be tested exactly. This page derives the paper's gradient
+# *route* of gradients (the centred {term}`advantage` form of page 3.1 again, but with the opposite sign:
+# in 3.1 an advantage says how much a choice *lowers* the loss, in the paper's Appendix B how much it
+# *raises* it, so here descent lowers the belief in components with above-average advantage), so they
+# can be tested exactly. This page derives the paper's gradient
 # formulas, checks every one against finite differences, and then tests the two readings built on
 # them: the first is reversed, the second is not visible in the model we can build.
 #
