@@ -188,8 +188,12 @@ assert spread < 0.02
 #
 # App. C.2.3 ("Numerical stability") warns that for large concentrations, "e.g., κ > 10³ in deep layers of
 # Qwen3", evaluating the vMF log-normaliser log C_d(κ) through the Bessel function I_{d/2−1}(κ) "can
-# overflow", so KL(p‖U) "may become unreliable in those layers". For the head widths of the configurations
-# above (d = 64 and d = 128), in double precision:
+# overflow", so KL(p‖U) "may become unreliable in those layers". Which width d the vMF has in the paper's
+# code is not stated. §4.2's formulas put the query state and the value–output vectors in the model's width
+# (896, 1024 and 2048 here), and there the direct formula has no finite value at any κ, since (2π)^{d/2}
+# alone overflows for d ≳ 770 ([5.1](01_spherical_geometry.ipynb), Checking the paper); values like the
+# ones the paper reports can only come from a per-head computation. We therefore take the head widths of the
+# configurations above (d = 64 and d = 128), in double precision:
 
 # %%
 grid = np.arange(100.0, 2001.0)  # kappa = 100, 101, ..., 2000
