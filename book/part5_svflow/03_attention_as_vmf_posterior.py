@@ -363,7 +363,7 @@ assert abs(ratio_64_32 - 0.5) < 0.05
 kappa_centres = np.array([10.0, 1e2, 1e3, 1e4, 1e5])
 widths = (16, 64, 896)
 print(f"{'kappa_0':>8} | " + " | ".join(f"KL d={width:<4}" for width in widths))
-table = []
+table, top_key = [], {}
 for kappa_centre in kappa_centres:
     row = []
     for width in widths:
@@ -373,9 +373,12 @@ for kappa_centre in kappa_centres:
         point = draw.standard_normal(width)
         point /= np.linalg.norm(point)
         concentrations = kappa_centre * np.exp(0.1 * draw.standard_normal(n_tokens))
-        row.append(float(categorical_kl(
-            vmf_attention_log_posterior(point, concentrations, directions),
-            vmf_attention_log_posterior(point, concentrations, directions, normalised=True))))
+        log_unnormalised = vmf_attention_log_posterior(point, concentrations, directions)
+        log_normalised = vmf_attention_log_posterior(point, concentrations, directions, normalised=True)
+        row.append(float(categorical_kl(log_unnormalised, log_normalised)))
+        # which key each posterior favours, and the smaller of the two largest weights
+        top_key[kappa_centre, width] = (int(np.argmax(log_unnormalised)) == int(np.argmax(log_normalised)),
+                                        float(min(np.exp(log_unnormalised.max()), np.exp(log_normalised.max()))))
     table.append(row)
     print(f"{kappa_centre:8.0f} | " + " | ".join(f"{value:9.4f}" for value in row))
 table = np.array(table)
@@ -386,6 +389,12 @@ gap_equal = float(categorical_kl(
     vmf_attention_log_posterior(point, equal_concentrations, directions),
     vmf_attention_log_posterior(point, equal_concentrations, directions, normalised=True)))
 print(f"equal kappa (d = 896): KL < 1e-12: {gap_equal < 1e-12}")
+large_16 = [top_key[k, 16] for k in kappa_centres if k >= 100]
+print(f"d = 16, kappa_0 >= 100: both posteriors favour the same key, with weight above 0.99: "
+      f"{all(same and weight > 0.99 for same, weight in large_16)}; "
+      f"d = 64, kappa_0 = 100: same key: {top_key[100.0, 64][0]}")
+assert all(same and weight > 0.99 for same, weight in large_16)
+assert not top_key[100.0, 64][0]
 assert gap_equal < 1e-12
 assert table[0, 2] < 1e-3
 assert table[2, 2] > 10 * table[0, 2]
@@ -393,7 +402,9 @@ assert table[2, 2] > 10 * table[0, 2]
 # %% [markdown]
 # With equal concentrations the two coincide, and at $\kappa\ll d$ they nearly do; at the
 # concentrations the paper reports for its deeper layers the normaliser bias is of the same order as
-# the scores. Keep this in mind for the prefix-shuffling metrics of
+# the scores. (The zeros of the $d=16$ column from $\kappa_0=100$ on are of another kind: in 16
+# dimensions these scores spread so widely that both posteriors put nearly all their weight on the same
+# key, bias or not; in $d=64$ the bias moves the weight to another key — printed above.) Keep this in mind for the prefix-shuffling metrics of
 # [5.5](05_prefix_shuffling.ipynb): there $p(z\mid x)$ *is* a normalised vMF posterior and $q$ is not,
 # so $\mathrm{KL}(q\,\|\,p)$ contains the normaliser bias as well as any "misalignment".
 #
