@@ -40,7 +40,7 @@
 # | $x_{\text{end}}$ | the end point of a path, at $t=1$ | $(2,)$ |
 # | $z$, $\mathcal Z$ | a Gaussian component, and the set of the 8 components | index, set |
 # | $m$, $\sigma^2$ | centre and variance of a component (tiny example) | scalars |
-# | $m_z$, $\sigma_z^2$ | centre and variance of component $z$ of $p$ | $(2,)$, scalar |
+# | $m_z$, $\sigma_z^2$ | centre and variances of component $z$ of $p$ (a diagonal Gaussian: one variance per coordinate, so $(m_z-x)/\sigma_z^2$ divides coordinate by coordinate) | $(2,)$, $(2,)$ |
 # | $q$, $\bar q$ | the flow's beliefs $q(z\mid x)=\mathrm{softmax}_z\log q(x\mid z)$, built from Gaussians $q(x\mid z)$; $\bar q$ their mean over the end points | distributions over $z$ |
 # | $p$ | the true posterior $p(z\mid x)$ of the Gaussians $p(x\mid z)$ the flow pulls towards | distribution over $z$ |
 # | $v(x)$ | the flow's velocity $\sum_zq(z\mid x)(m_z-x)/\sigma_z^2$ | $(2,)$ |
