@@ -165,8 +165,8 @@ for pre_norm in (True, False):
 
 # %% [markdown]
 # The chapter's displayed formula for one layer is neither of the two: its second skip connection adds
-# the block's input $h^{(\ell)}$ instead of $u$, which loses the attention output
-# ([checked below](#checking-the-paper)). This page follows Fig. 6.29.
+# the block's input $h^{(\ell)}$ instead of $u$, so the attention output stays off the
+# stream and reaches the next layer only through the FFN ([checked below](#checking-the-paper)). This page follows Fig. 6.29.
 #
 # ## The decoder-only stack
 #
@@ -498,9 +498,10 @@ plt.show()
 # 2. In a pre-norm block, what reaches the next block if both sub-layers output zero?
 #
 #    ```{dropdown} Answer
-#    $h'=h+0+0=h$: the stream passes unchanged. That is why deep pre-norm stacks train well — a block
-#    that has learned nothing yet does no harm. (In a post-norm block the stream is still normalised
-#    twice, $h'=\mathrm{LN}(\mathrm{LN}(h))=\mathrm{LN}(h)$.)
+#    $h'=h+0+0=h$: the stream passes unchanged. This is one reason given for why deep pre-norm stacks
+#    train well: a block whose sub-layers add little changes the stream little. (In a post-norm block the
+#    stream is still normalised twice, $h'=\mathrm{LN}(\mathrm{LN}(h))$, which is $\mathrm{LN}(h)$ again
+#    when the LayerNorms have gain 1 and bias 0 and $\epsilon$ is ignored: the block rescales the stream.)
 #    ```
 #
 # 3. For $d_{\text{model}}=512$, from which length on do the score and weighted-sum products of one
