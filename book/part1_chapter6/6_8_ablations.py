@@ -334,8 +334,8 @@ plt.show()
 #   prefix, as generation does. With the causal mask they are equal; without it, a low training loss can
 #   hide a model that cannot generate.
 # - Removing a part from trained weights tests what the weights rely on; retraining without it tests
-#   what the architecture needs. The two answers differ: without positions the trained model is lost,
-#   a retrained one still finds the subject by its content (in the runs whose baseline learned the
+#   what the architecture needs. The two answers differ: without positions the trained model's losses
+#   rise well above the baseline's, while a retrained one still finds the subject by its content (in the runs whose baseline learned the
 #   agreement, the only runs where that is checked).
 # - Without the residual connections a trained model does worse than a uniform guess: its blocks were
 #   trained to add corrections to the stream, not to carry it.
@@ -404,7 +404,8 @@ assert round(-np.log(0.99), 3) == 0.010 and round(np.log(3), 3) == 1.099
 # **Default run:** one 2-layer, 4-head `TinyLM` (width 32, sinusoidal positions) trained for 600 steps
 # (batch 32, learning rate 0.01) on `AgreementTask`, ablated at test time, plus two ablated models
 # retrained the same way (no mask, no positions) — a few minutes on 2 CPU cores. `FULL=1` trains for 1500
-# steps and also retrains the single-head model (for twice as many steps) and the no-residual model.
+# steps, retrains all four ablated models (the single-head and no-residual ones too), and trains the
+# single-head model once more for twice as many steps.
 # `NEXTWORD_SEED` sets the seed of every model (the seeds test reruns the page with seeds 1 and 2; the
 # perturbation pass nudges the initial weights as another CPU's rounding would). Within the default
 # training the baseline learns the agreement for some seeds and CPUs only — we saw runs of each kind — so
