@@ -2,7 +2,7 @@
 # # Part 1: checking the chapter, a second pass (Chapter 6)
 #
 # A reference page, not a lesson. The lessons of this part check the chapter where they teach it
-# ([6.1](6_1_parallel_attention.ipynb) to [6.7](6_7_layers_and_figure_6_24.ipynb)); this page is a second
+# ([6.1](6_1_parallel_attention.ipynb) to [6.8](6_8_ablations.ipynb)); this page is a second
 # reader's pass over what the chapter says about other sources: the published models it names and what it
 # attributes to the original transformer paper (Vaswani et al., 2017, §3.5). Each section names the item,
 # computes what can be computed and asserts it. A claim that fails is recorded in the
@@ -94,8 +94,10 @@ assert stretch > 40
 # positions). The line printed above multiplies the two; that product is not the model's context: the
 # `llama3` rule divides only the low frequencies by the factor, and the published configuration gives its
 # own maximum length in `max_position_embeddings`, which this page does not check.
-# Two details differ from the chapter's description: GPT-NeoX rotates only a quarter of each head's
-# coordinates (24 of 96; the scores still depend on the offset only, asserted above), and LLaMA 3.2 (the
-# chapter names no version; this is the one checked) uses a base of 500,000 instead of 10,000, which makes
-# its longest wavelength 44.2 times longer. PaLM's use of RoPE is stated in its paper but has no public
+# Two details go beyond the chapter's description. GPT-NeoX rotates only a quarter of each head's
+# coordinates (24 of 96), where the chapter describes the query and key vectors as rotated; for given
+# contents the scores still depend on the positions only through the offset (asserted above). LLaMA 3.2
+# (the chapter names no version; this is the one checked) uses a base of 500,000; the chapter gives RoPE
+# no base, and the book's `rope_frequencies` uses the sinusoidal table's 10,000 by default. The larger
+# base makes the longest wavelength 44.2 times longer. PaLM's use of RoPE is stated in its paper but has no public
 # configuration to check here.
