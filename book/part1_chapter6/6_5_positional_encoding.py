@@ -45,7 +45,7 @@
 # | $\Delta$ | a shift, in positions | integer |
 # | $M(\Delta)$ | the $2\times2$ rotation that moves one sinusoidal pair from $t$ to $t+\Delta$ (acting on the pair written as a column) | $(2,2)$ |
 # | $R_\Delta$ | all pairs' $M(\Delta)$ on the diagonal of one matrix | $(d_{\text{model}}, d_{\text{model}})$ |
-# | $R(\phi)$ | the rotation of the plane by the angle $\phi$ | $(2,2)$ |
+# | $R(\phi)$ | the counter-clockwise rotation of the plane by the angle $\phi$ (so $M(\Delta)=R(-\Delta\omega)$ for the pair $(\sin, \cos)$) | $(2,2)$ |
 # | $\theta$, $\theta_m$ | angle per position by which RoPE turns a pair (pair $m$: $10000^{-2m/d_k}$) | scalars |
 # | $i$, $j$ | positions of a query and of a key | integers |
 # | $q$, $k$ | a query's and a key's content, before RoPE turns them | $(d_k,)$ |
@@ -309,7 +309,8 @@ assert np.all(np.diff(list(measured.values())) > 0)  # Figure 6.5.2: the wavelen
 # ### PE(t+Δ) is a rotation of PE(t)
 #
 # Why sines *and* cosines? For one frequency $\omega$, the pair $(\sin t\omega, \cos t\omega)$ is a point
-# on the unit circle at angle $t\omega$. Moving $\Delta$ positions on means turning by $\Delta\omega$ — a
+# on the unit circle at angle $t\omega$, measured clockwise from the vertical axis (the sine comes first).
+# Moving $\Delta$ positions on means turning by $\Delta\omega$ clockwise — a
 # $2\times 2$ matrix $M(\Delta)$ that depends on the shift $\Delta$ but **not** on $t$. So "$\Delta$ words
 # back" is the same linear map at every position, which a model can learn once. The angle-addition
 # formulas give $M(\Delta)$; sympy checks that it moves $\mathrm{PE}(t)$ to $\mathrm{PE}(t+\Delta)$ and
