@@ -318,8 +318,9 @@ plt.show()
 #   *could* read order through the causal mask ([6.5](6_5_positional_encoding.ipynb) shows the leak on
 #   random models), but within its training this model does not: on the fillers it predicts like the
 #   bag of words the chapter expects.
-# - **(c) single head.** Reading the same projections as one full-width head (the sum of the four
-#   heads' scores, as in the tiny example) destroys the heads' separate patterns; both the agreement and
+# - **(c) single head.** Reading the same projections as one full-width head (its scores are the
+#   four heads' dot products summed and divided by $\sqrt{32}$, half the sum of the four heads' scores,
+#   as in the tiny example) destroys the heads' separate patterns; both the agreement and
 #   the fillers suffer. Whether a model *trained* with one head can do the job is another question,
 #   which the longer run of [Reproducibility](#reproducibility) adds (see Checking the paper).
 # - **(d) residual connections.** Removing them from the trained model is destructive: the model does
