@@ -614,7 +614,8 @@ block.W2[...], block.b2[...] = saved_W2, saved_b2
 # implementation we know) adds the attention output to the stream before the FFN and keeps it there.
 # The book uses the figure's form; `book/ERRATA.md` records the displayed formula.
 #
-# **Fig. 6.31** draws the two memories as surfaces; Figure 6.6.2 shows the same arrays as heatmaps. Its
+# **Fig. 6.31** draws the two memories as surfaces; Figure 6.6.2 shows the same two kinds of array, computed
+# here with random weights, as heatmaps. The chapter's
 # count — $T\,d_{\text{model}}$ numbers for the transformer against $d_{\text{model}}$ for the RNN — is
 # measured above; the KV cache that a decoder really keeps while generating holds twice as many per layer.
 #
