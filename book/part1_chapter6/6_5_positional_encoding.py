@@ -822,7 +822,8 @@ assert round(slowest, -1) == 8660 and round(2 * np.pi * slowest, -2) == 54_400
 # performance" beyond the training length and that RoPE "generalizes better". Not reproduced: on a
 # source whose best predictor needs only the last two symbols, every encoding is worse than ignoring the
 # context beyond the training length, in every one of four seeds, and RoPE is never the better
-# extrapolator. The chapter's figure reports large language models we cannot rerun; ours is a small
+# extrapolator. The chapter's figure reports a language-modelling comparison whose models and data it does
+# not name (it does not say they are large), so it cannot be rerun; ours is a small
 # controlled measurement whose floor (the entropy rate) is known exactly, so it shows that the claimed
 # extrapolation is not a property of the encodings themselves. `book/ERRATA.md` has the row; the saved
 # run `positions_fig628` is its evidence.
