@@ -29,13 +29,13 @@
 # | symbol | meaning | shape |
 # |---|---|---|
 # | $t$ | position in a sequence, counted from 0 as in [6.5](6_5_positional_encoding.ipynb) (most pages count words from 1); $\mathrm{PE}(t)$ is the sinusoidal encoding of position $t$, $(d_{\text{model}},)$ | integer |
-# | $e$, $e[t]$ | a word's vector; the token embedding at position $t$ | $(d_{\text{model}},)$ |
+# | $e$, $e[t]$ | a word's vector; the token embedding at position $t$ | $(d_{\text{model}},)$; $(2,)$ in the tiny example |
 # | $p(t)$ | position vector of position $t$ in the tiny example (not a probability here) | $(2,)$ |
 # | $x[t]$ | what enters the first block at position $t$: $e[t]+\mathrm{PE}(t)$ | $(d_{\text{model}},)$ |
 # | $d_{\text{model}}$ | width of the vectors (24 here) | integer |
 # | $T_{\text{ctx}}$ | length of the sequences probed (24 here) | integer |
 # | $\ell$ | depth: 0 is the embedding $x[t]$, $\ell\ge1$ the residual stream after block $\ell$ | integer |
-# | $F$, $Y$, $W$ | a probe's inputs (one vector per row, $n$ rows), its one-hot labels ($C$ classes), its weights | $(n, d_{\text{model}}+1)$, $(n, C)$, $(d_{\text{model}}+1, C)$ |
+# | $F$, $Y$, $W$ | a probe's inputs (one vector per row, $n$ rows), its one-hot labels ($C$ classes), its weights (the $+1$ is the column of ones) | $(n, d_{\text{model}}+1)$, $(n, C)$, $(d_{\text{model}}+1, C)$; $F$ is $(n, 3)$ in the tiny example |
 # | $\lambda$ | the probe's small ridge penalty, $10^{-3}$ | scalar |
 # ```
 #
@@ -340,8 +340,8 @@ assert np.all((topic_embedding > 1 / 3 + 0.05) & (topic_embedding < 0.7)) and np
 # the upper layers — the current token stays readable at every depth and the previous token is weakly
 # readable at every depth, no better low than high (asserted). The stack adds abstraction on top of the surface
 # information; a division of labour between low and high layers is not what a probe shows here. The
-# chapter's claim is about large models on English, which we cannot rerun; this measurement shows what
-# the mechanism alone produces.
+# chapter rests its claim on probing studies of trained language models that it does not name, so they
+# cannot be rerun; this measurement shows what the mechanism alone produces.
 #
 # ## Reproducibility
 #
