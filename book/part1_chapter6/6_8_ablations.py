@@ -313,7 +313,8 @@ plt.show()
 
 # %% [markdown]
 # **Figure 6.8.1** (Exercise 12, measured). Honest (generation-time) test loss per ablation, split into
-# the long-range agreement predictions and the local filler predictions. See which bars rise above the
+# the long-range agreement predictions and the local "filler" predictions (every other position after the
+# first four, where the subject stands: it predicts a filler, or a marker, which nothing announces). See which bars rise above the
 # dashed uniform-guess line: those models predict worse than a model that knows nothing.
 #
 # What the measurements say, next to the chapter's predictions. Whether the 2-layer baseline learns the
