@@ -46,7 +46,7 @@
 # | $x_t$ | the token (a one-dimensional embedding) at position $t$, counted from 1 | number |
 # | $w_Q,w_K,w_V$ | query, key and value weights (numbers, since $d=1$) | numbers |
 # | $a$ | the coupling $w_K w_Q$: the score of $x_s$ seen from $x_t$ is $a\,x_t x_s$ | number |
-# | $\alpha_{ts}$ | attention weight of position $t$ on an earlier position $s$ | number |
+# | $\alpha_{ts}$ | attention weight of position $t$ on an earlier position $s$ ($\alpha_s$ in the derivation below, where $t$ is fixed) | number |
 # | $s$ | an earlier position, $s<t$ | number |
 # | $\mu_t$ | what the layer predicts at $t$: the weighted mean of the earlier values | number |
 # | $\bar x$ | the weighted mean of the earlier tokens, $\sum_s \alpha_{ts}x_s$ | number |
