@@ -326,9 +326,10 @@ assert np.isclose(block_logdets[0], matrix_margins(xs4[0], *prior4).logabsdet.su
 
 # %% [markdown]
 # The standard block keeps the identity diagonal blocks, so Eq. (78)'s stability term is the first
-# stage's barrier alone. The conditioning assumption is what matters, not the block's internals: the
-# same block breaks it as soon as its queries are computed from the current stage (notebook section
-# above, Figure 4.5.2).
+# stage's barrier alone. The conditioning assumption is what matters, not the block's internals: a
+# layer breaks it as soon as its queries are computed from the current stage. This page shows that for the
+# simple self-conditioned attention layer (Figure 4.5.2), not for this full block; the paper states it for
+# any layer (remark in §6.5).
 #
 # ## Key takeaways
 #
