@@ -136,7 +136,7 @@ labels = [f"c = {spread:g}" for spread in (1.0, 2.0, 3.0)]
 boundary = draw_margin_regions(ax, variance_max=3.0, coupling_max=2.0, points=points,
                                point_labels=labels,
                                xlabel=r"variance along the first axis, $c^2/4$",
-                               ylabel=r"coupling along it, $a = 1$")
+                               ylabel=r"coupling along it, $a$ (the points: $a = 1$)")
 plt.show()
 assert np.allclose(boundary[:, 0] * boundary[:, 1], 1.0)
 assert np.all(np.diff([variance for variance, _ in points]) > 0)  # Figure 4.3.1: the variance grows as c^2/4
