@@ -243,7 +243,9 @@ plt.show()
 # $-\tau\log(m-\delta)$, small far from the boundary and infinite on it, so that the minimiser
 # always stays strictly inside. As the weight $\tau$ shrinks, the barrier problem's solution moves to
 # the constrained one (interior-point methods work this way). The model's own log-barrier
-# $-\log m_t$ is the member $\tau=1$, $\delta=0$ of this family (Eq. 21).
+# $-\log m_t$ is the member $\tau=1$, $\delta=0$ of this family (Eq. 21, with noise $\sigma=1$: (21) weighs
+# the fit by $1/2\sigma^2$, so against a fit $\tfrac12\sum_t e_t^2$ its barrier weight is $\tau=\sigma^2$; the toy
+# below takes $\sigma=1$).
 #
 # A toy where everything can be drawn: $d=1$, $a=0.5$, $x_1=0$ fixed and two free embeddings $z=(x_2,x_3)$. A data term pulls $z$ toward
 # $z^\*=(3,0)$, where the query $x_3=0$ spreads its attention evenly over $\{0,3\}$ and
