@@ -37,7 +37,7 @@
 # | $x^{(\ell)}_t$ | the variable of layer (stage) $\ell$ at position $t$ | $(d,)$ |
 # | $g$, $g^{(\ell)}_t$ | what layer $\ell$ computes at $t$ from the layer below | $(d,)$ |
 # | $\varepsilon$, $\sigma_\ell$ | the noise layer $\ell$ adds ($\varepsilon^{(\ell)}_t$ at position $t$), and its standard deviation | $(d,)$, number |
-# | $\Sigma$ | the covariance of all the stages' noise together (Eq. 78) | matrix |
+# | $\Sigma$ | the covariance of all the stages' noise together: block-diagonal, $\sigma_\ell^2 I$ for stage $\ell$ (the paper's Eq. 78 writes the stages' Gaussians separately) | matrix |
 # | $s$ | a position attended to | number |
 # | $e^{(\ell)}_t$ | residual $x^{(\ell)}_t-g^{(\ell)}_t$ | $(d,)$ |
 # | $R(x)$, $J$ | the residual map of the whole stack (the paper's $E(x)$; the book keeps $E$ for the embedding table), and its Jacobian | all $e^{(\ell)}_t$; matrix |
