@@ -24,13 +24,15 @@ NBENV  := env -u MPLBACKEND FULL=0 NEXTWORD_WARM_KERNELS=1
 # (3 s in every pytest process: the main one and each worker, in both passes).
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with book/nbval_sanitize.cfg -p no:cacheprovider \
 	-p no:hypothesispytest
-# The portability pass: the same notebooks with other CPU kernels selected (OpenBLAS's Sandybridge
+# The portability pass (make test-notebooks-kernels): the same notebooks with other CPU kernels selected (OpenBLAS's Sandybridge
 # kernels, torch's non-vectorised ATen kernels, numpy without AVX2/FMA/AVX-512 loops), two BLAS/OpenMP
 # threads instead of one (conftest.py reads NEXTWORD_THREADS), and every training run perturbed:
 # NEXTWORD_PERTURB=1 makes each training entry point of the library multiply its initial weights by
 # 1 + 1e-3 u (u uniform in [-1, 1], a fixed pattern; nextword/perturbation.py). A stored output that
 # changes under it was produced, not exact: print it through nextword.booktools.display.produced and
 # assert its claim (README, "Adding or editing a notebook"). Stored outputs must survive both passes.
+# Whether they do is a property of the committed pages, the same on every machine (like the seeds reruns):
+# outside make test's 15-minute budget on 2 cores, .ci/run runs it right after make test on every change.
 # OMP_WAIT_POLICY=PASSIVE: three notebooks of two threads each share two cores, so an idle OpenMP thread
 # sleeps instead of spinning on the core another notebook needs (a scheduling choice; no number changes).
 # OPENBLAS_THREAD_TIMEOUT=4 does the same for numpy's OpenBLAS threads (they spin 2^4 cycles, not 2^28,
@@ -46,7 +48,7 @@ help:
 	@echo "make book   - set up, execute every notebook in book/, render _build/html/index.html"
 	@echo "make book-html - render the committed executed notebooks to _build/html (no execution; incremental)"
 	@echo "make test   - set up, lint, render the book, library tests + doctests, pytest --nbval on book/ and solutions/"
-	@echo "              (twice: as built, and with other CPU kernels, 2 threads and perturbed training: test-notebooks-kernels)"
+	@echo "make test-notebooks-kernels - the notebooks again with other CPU kernels, 2 threads and perturbed training (CI runs it)"
 	@echo "make test-browser - open the rendered book in headless Chromium (axe-core after make axe; CI runs it)"
 	@echo "make test-exercises - execute every generated exercise until its first stub (CI runs it)"
 	@echo "make test-seeds - rerun the pages that train with seeds 1 and 2 and perturbation patterns 2 and 3 (their asserted claims must hold; CI runs it)"
@@ -71,7 +73,7 @@ env: $(STAMP)
 # (NEXTWORD_BOOK_HTML_FRESH=1, for test's prerequisites: their fixture skips its own incremental Sphinx
 # build, 12 s of a worker that make test has just spent; test-lib on its own still brings the HTML up to date).
 test: export NEXTWORD_BOOK_HTML_FRESH := 1
-test: $(STAMP) lint book-html test-lib test-notebooks test-notebooks-kernels
+test: $(STAMP) lint book-html test-lib test-notebooks
 
 # the rules of the house: ruff's lint rules (pyproject.toml) and the import contracts (.importlinter)
 lint: $(STAMP)

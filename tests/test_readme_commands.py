@@ -80,6 +80,9 @@ CHEAP_FORMS: dict[str, list[str]] = {
     "make bench": ["make -n bench"]
     + [f"{{py}} benchmarks/{b} {a} --targets {{tmp}}/bench-goals.jsonl" for b, a in BENCH_QUICK.items()]
     + ["{py} benchmarks/targets.py {tmp}/bench-goals.jsonl"],
+    "python benchmarks/bench_margin.py --profile 3": [
+        "{py} benchmarks/bench_margin.py --profile 1 --warmup 0 --batch 2 --block 32 -d 8"
+    ],
     "make results": [
         "make -n results",
         "{py} -m nextword results list",

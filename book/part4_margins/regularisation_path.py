@@ -48,7 +48,7 @@
 # |---|---|---|
 # | $\lambda_m$ | weight of the margin penalty in training | number |
 # | $a$, $a^*$ | coupling in one dimension, and the value that minimises the toy objective | numbers |
-# | $V$ | attention-weighted variance in the toy ($\mathrm{Var}_t$ of [4.2](02_scalar_margin.ipynb); on this page only, not the stacked values of the notation table) | number |
+# | $\mathrm{Var}_t$ | attention-weighted variance in the toy (as in [4.2](02_scalar_margin.ipynb)) | number |
 # | $\lambda$ | weight of the penalty in the toy | number |
 # | $\tau$ | the toy's quadratic term is $a^2/(2\tau)$: a larger $\tau$ holds $a$ less | number |
 # | $f(a)$ | the toy objective | function |
@@ -92,8 +92,8 @@ use_book_style()
 # %% [markdown]
 # ## A tiny example by hand
 #
-# One coupling $a$, one attention variance $V=1$, and the scalar penalty of Eq. (21),
-# $-\lambda\log(1-aV)$. On its own the penalty keeps falling as $a$ becomes more negative
+# One coupling $a$, one attention variance $\mathrm{Var}_t=1$, and the scalar penalty of Eq. (21),
+# $-\lambda\log(1-a\,\mathrm{Var}_t)$. On its own the penalty keeps falling as $a$ becomes more negative
 # (the previous pages show why), so add a quadratic $a^2/2$ standing in for whatever keeps the
 # coupling bounded in training (weight decay, the cross-entropy term):
 #
@@ -131,40 +131,41 @@ assert path_minimiser(2.0) < path_minimiser(0.75) < path_minimiser(0.0)  # Figur
 
 # %% [markdown]
 # **Figure 4.9.1** (schematic, drawn from $f$). The objective $f(a)$ for the three weights of the
-# table, each with its minimiser $a^*$ marked, and the barrier at $a=1$ (where $1-aV=0$) as a wall
+# table, each with its minimiser $a^*$ marked, and the barrier at $a=1$ (where $1-a\,\mathrm{Var}_t=0$ with $\mathrm{Var}_t=1$) as a wall
 # on the right. As the weight grows the minimiser moves *left*, to a more negative coupling: the
 # stronger penalty takes the coupling further from the wall, not along a margin to it.
 
 # %% [markdown]
 # ## The path in one dimension, in general
 #
-# The same with a general variance $V>0$ and a general strength $1/\tau$ of the quadratic term:
-# $f(a)=-\lambda\log(1-aV)+a^2/(2\tau)$. Sympy finds the stationary points, picks the one on the
-# admissible side $1-aV>0$, and differentiates it in $\lambda$:
+# The same with a general variance $\mathrm{Var}_t>0$ and a general strength $1/\tau$ of the quadratic term:
+# $f(a)=-\lambda\log(1-a\,\mathrm{Var}_t)+a^2/(2\tau)$. Sympy finds the stationary points, picks the one on the
+# admissible side $1-a\,\mathrm{Var}_t>0$, and differentiates it in $\lambda$:
 
 # %%
 a = sp.symbols("a", real=True)
-lam, tau, V = sp.symbols("lambda tau V", positive=True)
-f = -lam * sp.log(1 - a * V) + a**2 / (2 * tau)
+lam, tau = sp.symbols("lambda tau", positive=True)
+var_t = sp.Symbol(r"\mathrm{Var}_t", positive=True)  # the attention variance
+f = -lam * sp.log(1 - a * var_t) + a**2 / (2 * tau)
 roots = sp.solve(sp.diff(f, a), a)
-admissible = [r for r in roots if sp.simplify((1 - r * V).subs({lam: 1, tau: 1, V: 1})) > 0]
+admissible = [r for r in roots if sp.simplify((1 - r * var_t).subs({lam: 1, tau: 1, var_t: 1})) > 0]
 a_star = admissible[0]
 display(Math(r"\text{stationary points: } " + ",\\quad ".join(sp.latex(r) for r in roots)))
 display(Math(r"a^* = " + sp.latex(a_star) + r",\qquad \frac{\partial a^*}{\partial\lambda} = "
              + sp.latex(sp.simplify(sp.diff(a_star, lam)))))
-# a* < 0 and decreasing in lambda, for any positive lambda, tau, V (checked on a grid)
+# a* < 0 and decreasing in lambda, for any positive lambda, tau, Var_t (checked on a grid)
 for vals in [(0.01, 1, 1), (0.2, 3, 0.5), (1, 0.1, 10)]:
-    sub = dict(zip((lam, tau, V), vals))
+    sub = dict(zip((lam, tau, var_t), vals))
     assert float(a_star.subs(sub)) < 0 and float(sp.diff(a_star, lam).subs(sub)) < 0
     assert float(sp.diff(f, a, 2).subs(sub).subs(a, a_star.subs(sub))) > 0
 
 # %% [markdown]
 # The admissible minimiser is **negative** and moves further from zero as $\lambda$ grows
-# ($a^*\approx-\lambda\tau V$ for small $\lambda$). With $\tau\to\infty$ it runs off to $-\infty$: at
-# fixed $V$ the penalty alone is unbounded below.
+# ($a^*\approx-\lambda\tau\,\mathrm{Var}_t$ for small $\lambda$). With $\tau\to\infty$ it runs off to $-\infty$: at
+# fixed $\mathrm{Var}_t$ the penalty alone is unbounded below.
 #
-# In this picture increasing $\lambda_m$ does not widen a margin to the barrier $1-aV=0$ — the
-# barrier lies on the other side, at $a=1/V>0$. It pushes the coupling into the no-barrier regime
+# In this picture increasing $\lambda_m$ does not widen a margin to the barrier $1-a\,\mathrm{Var}_t=0$ — the
+# barrier lies on the other side, at $a=1/\mathrm{Var}_t>0$. It pushes the coupling into the no-barrier regime
 # of Fig. 3.3(c–d). The rest of the page checks whether trained models behave the same way.
 #
 # ## The miniature sweep: the path's mechanics
@@ -500,7 +501,7 @@ print("asserted on the saved numbers: at the paper's settings (both seeds) clean
 #
 # - A regularisation path trains one model per penalty weight and reads off how quality, robustness
 #   and the prior change along it; §7.4 reports a U-shaped optimum at $\lambda_m=0.02$.
-# - In one dimension the minimiser of $-\lambda\log(1-aV)+a^2/(2\tau)$ is negative and moves further
+# - In one dimension the minimiser of $-\lambda\log(1-a\,\mathrm{Var}_t)+a^2/(2\tau)$ is negative and moves further
 #   from zero as $\lambda$ grows: a larger weight pushes the coupling away from the barrier's side,
 #   not along a margin to it.
 # - Trained sweeps agree: $\operatorname{tr}(\Sigma_t A)$ falls and the embeddings grow monotonically

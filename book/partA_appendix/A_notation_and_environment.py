@@ -99,7 +99,7 @@ print("all required packages import")
 # | score | $\mathbf q[i]^\top\mathbf k[j]/\sqrt{d_{\text{model}}}$ | $\langle Qh_k,Kh_l\rangle_{\mathbb R^c}$ (5.2) | $s_{ij}=q_i^\top k_j/\sqrt{d_k}$ (4) | $q_t^\top k_s$ (no scaling) | $k_z^\top W_kW_q^\top x_q$ | `scores` |
 # | attention weight | $\alpha[i,j]$, $j\le i$ | $\exp(\cdot)/Z_k$ (5.2b) | $\alpha_{ij}$ | $\alpha_{ts}$, $s<t$ (strict) | $\sigma_{k_z,h}(x_q)=q(z\mid x_q,h)$ (vMF posterior) | `weights` |
 # | attention output | $\sum_j\alpha[i,j]\mathbf v[j]$ | $\mathrm{ATT}(h)_k-h_k$ | $g_i=\sum_j\alpha_{ij}v_j$ (6) | $\mu_t(x)=\sum_{s<t}\alpha_{ts}v_s$ (2) | $f_{\text{Attn}}(x_q)$ | `out` |
-# | bilinear form of scores | $W^Q {W^K}^\top$ | $Q^\top K$ | $W_Q^\top W_K$ | $A=W_K^\top W_Q$ (15) | $W_kW_q^\top$ | — |
+# | bilinear form of scores (the matrix between the query's input and the key's, query side first unless noted) | $W^Q {W^K}^\top$ | $Q^\top K$ | $W_Q^\top W_K$ | $A=W_K^\top W_Q$ (15), key side first: $q_t^\top k_s = x_s^\top A\,x_t$, so $A$ is the transpose of Part 3's $W_Q^\top W_K$ | $W_kW_q^\top$, key side first | — |
 # | upstream gradient / residual | — | — | $u_i=\partial L/\partial g_i$ (10), $b_{ij}=u_i^\top v_j$ (11) | $e_t=x_t-\mu_t(x)$ (4), $\Sigma_t$ (13) | score $\nabla\log p$ | `grad_out`, `residual` |
 # | width | $d_{\text{model}}$, $d_k=d_{\text{model}}/h$ | $d_e$, $c$ (key width) | $d_x,d_k,d_v$ | $d$ | $d$ | `d_model`, `d_head` |
 # | heads | $h$ | — | single head | single head | $H$, index $h$ | `num_heads` |

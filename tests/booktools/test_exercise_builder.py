@@ -60,7 +60,7 @@ def _generated(solutions):
 
     Why not all of them in ``make test``: before its first stub a generated notebook runs the solution's
     own cells (``build`` changes only the regions between the solution markers), and ``make test`` runs
-    every solution under nbval, twice, on your machine. What executing the generated copies adds is a
+    every solution under nbval on your machine. What executing the generated copies adds is a
     property of the generator and of the committed files, the same on every machine: thirty kernels, about
     a minute of CPU, checked by ``make test-exercises`` on every change (``.ci/run``).
     """

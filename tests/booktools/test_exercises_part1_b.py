@@ -45,6 +45,18 @@ def test_p1_05():
         check_ex_p1_05(lambda t, d, dims: _pe(t, d, dims, pair=False))
 
 
+def test_p1_05_names_the_dimension_index_mistake():
+    """Reading PE(t, 2i) with i the dimension (exponent 2·dim/d) is named, and the unit-circle check shows the sum."""
+    def doubled(t, d, dims):
+        dims = np.asarray(dims)
+        ang = t / 10000.0 ** (2 * dims / d)
+        return np.where(dims % 2 == 0, np.sin(ang), np.cos(ang))
+
+    with pytest.raises(ExerciseCheckError, match=r"(?s)likely mistake: the exponent uses 2·i with i the dimension"
+                                                 r".*PE\(10,0\)² \+ PE\(10,1\)² should be 1, got 0\.8\d+"):
+        check_ex_p1_05(doubled)
+
+
 def test_p1_06():
     def right(q, k, i, j):
         return float(apply_rope(q[None], positions=[i])[0] @ apply_rope(k[None], positions=[j])[0])

@@ -27,6 +27,42 @@ def test_p2_01_right_and_wrong():
         check_ex_p2_01(_not_implemented)
 
 
+def _weighted_terms(weight, first, second, V, L):
+    import itertools
+
+    from nextword.theory.formulation import kl_divergence
+
+    return np.array([sum(np.prod([weight(pre[:m])[pre[m]] for m in range(l)]) * kl_divergence(first(pre), second(pre))
+                         for pre in itertools.product(range(V), repeat=l)) for l in range(L)])
+
+
+def test_p2_01_names_the_mixed_up_laws():
+    """Prefixes weighted by the model, or the KL reversed at each prefix: each is named (they were not)."""
+    with pytest.raises(ExerciseCheckError, match="weighted by the model q"):
+        check_ex_p2_01(lambda p, q, V, L: _weighted_terms(q, p, q, V, L))
+    with pytest.raises(ExerciseCheckError, match=r"KL\(q ‖ p\) at each prefix"):
+        check_ex_p2_01(lambda p, q, V, L: _weighted_terms(p, q, p, V, L))
+
+
+def test_p2_02_names_the_rate_and_transpose_mistakes():
+    """Rate β/(V−1) to the other states was diagnosed as 'a factor 2 too large'; Q_ij p_j/p_i got no diagnosis."""
+    def others(V, beta):
+        return beta * (np.ones((V, V)) - V * np.eye(V)) / (V - 1)
+
+    with pytest.raises(ExerciseCheckError, match=r"rate β/\(V−1\) to each other state") as err:
+        check_ex_p2_02(others, dd.absorbing_generator, dd.reverse_generator)
+    assert "factor 2" not in str(err.value)
+
+    def no_transpose(Q, p):
+        R = Q * p[None, :] / p[:, None]
+        np.fill_diagonal(R, 0.0)
+        np.fill_diagonal(R, -R.sum(axis=1))
+        return R
+
+    with pytest.raises(ExerciseCheckError, match="uses the forward rate j → i"):
+        check_ex_p2_02(dd.uniform_generator, dd.absorbing_generator, no_transpose)
+
+
 def test_p2_02_right_and_wrong():
     right = (dd.uniform_generator, dd.absorbing_generator, dd.reverse_generator)
     assert check_ex_p2_02(*right)

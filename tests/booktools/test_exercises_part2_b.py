@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -44,6 +46,19 @@ def test_right_answer_passes():
 def test_wrong_filters_fail(wrong):
     with pytest.raises(ExerciseCheckError):
         check_ex_p2_04(wrong, _probs(top_p_filter))
+
+
+@pytest.mark.parametrize("wrong, named", [(_off_by_one, "include the token that crosses p"),
+                                          (_no_ties, "ties at the edge of the nucleus"),
+                                          (_least_likely, "sort descending|one token too many|crosses p|ties")])
+def test_wrong_filters_get_their_own_diagnosis(wrong, named):
+    """Each mistake is named as itself: dropping a tied token is not reported as dropping the crossing token."""
+    with pytest.raises(ExerciseCheckError) as err:
+        check_ex_p2_04(wrong, _probs(top_p_filter))
+    first = str(err.value).split("✗ nucleus_probs")[0]
+    assert re.search(f"likely mistake: .*({named})", first), first
+    if wrong is _no_ties:
+        assert "crosses p" not in first
 
 
 def test_wrong_probabilities_fail():

@@ -73,6 +73,9 @@ def check_ex_p1_05(pe_values: Callable) -> bool:
             check_close(f"pe_values(t={t}, d_model={d}, dims={dims})", got, expected, rtol=1e-9, atol=1e-12,
                         mistakes={"the exponent uses i, not 2⌊i/2⌋: both dimensions of a pair share one frequency":
                                   _pe_variant(t, d, dims, lambda i: i),
+                                  "the exponent uses 2·i with i the dimension: in PE(t, 2i) the i counts pairs, so "
+                                  "dimension i has exponent 2⌊i/2⌋ / d_model":
+                                  _pe_variant(t, d, dims, lambda i: 2 * i),
                                   "sine and cosine swapped: even dimensions take the sine":
                                   np.where(idx % 2 == 0, np.cos(t / 10000.0 ** (2 * (idx // 2) / d)),
                                            np.sin(t / 10000.0 ** (2 * (idx // 2) / d))),
@@ -82,8 +85,10 @@ def check_ex_p1_05(pe_values: Callable) -> bool:
                                       np.cos(np.deg2rad(t / 10000.0 ** (2 * (idx // 2) / d))))})
     with r.check("each sine/cosine pair lies on the unit circle: PE(10,0)² + PE(10,1)² = 1"):
         vals = as_array("pe_values(10, 128, [0, 1])", _call(pe_values, "pe_values(10, 128, [0, 1])", 10, 128, [0, 1]))
-        check_true(vals.shape == (2,) and abs(vals[0] ** 2 + vals[1] ** 2 - 1) < 1e-12,
-                   f"PE(10,0)² + PE(10,1)² should be 1, got {describe(vals)}")
+        check_true(vals.shape == (2,), f"pe_values(10, 128, [0, 1]) should have shape (2,), got {vals.shape}")
+        check_true(abs(vals[0] ** 2 + vals[1] ** 2 - 1) < 1e-12,
+                   f"PE(10,0)² + PE(10,1)² should be 1, got {vals[0] ** 2 + vals[1] ** 2:.10g} "
+                   f"(PE(10,0), PE(10,1) = {describe(vals)}): a pair must use one angle, sine and cosine")
     return r.done("PE(t, i) matches sinusoidal_encoding (Exercise 5's four values and two other cases); "
                   "PE(10,0)² + PE(10,1)² = 1")
 

@@ -32,6 +32,21 @@ def _random_model(rng: np.random.Generator, V: int, context: int | None):
     return next_probs
 
 
+def _terms(weight_next: Callable, first: Callable, second: Callable, V: int, L: int) -> np.ndarray:
+    """Σ over prefixes of length l-1 of P_weight(prefix) KL(first(prefix) ‖ second(prefix)), l = 1..L: the
+    per-position terms with a chosen weighting law and KL direction (to name the two ways of mixing p and q up)."""
+    import itertools
+
+    from nextword.theory.formulation.objectives import kl_divergence
+
+    out = np.zeros(L)
+    for l in range(L):
+        for prefix in itertools.product(range(V), repeat=l):
+            weight = float(np.prod([weight_next(prefix[:m])[prefix[m]] for m in range(l)]))
+            out[l] += weight * kl_divergence(first(prefix), second(prefix))
+    return out
+
+
 def check_ex_p2_01(per_position_kl: Callable) -> bool:
     """Exercise 01: ``per_position_kl(p_next, q_next, V, L) -> (L,)``, the terms of (4.4b).
 
@@ -61,6 +76,10 @@ def check_ex_p2_01(per_position_kl: Callable) -> bool:
             check_close(f"per_position_kl(p, q, V={V}, L={L})", got_all[V, L], expected, rtol=1e-8, atol=1e-10,
                         mistakes={"KL(q ‖ p) instead of KL(p ‖ q): the prefixes are weighted by p and p comes first":
                                   kl_decomposition(q_next, p_next, V, L).per_position,
+                                  "the prefixes are weighted by the model q: Eq. (4.4b) averages over prefixes drawn "
+                                  "from the data law p": _terms(q_next, p_next, q_next, V, L),
+                                  "KL(q ‖ p) at each prefix: the data law comes first, KL(p(·|prefix) ‖ q(·|prefix))":
+                                  _terms(p_next, q_next, p_next, V, L),
                                   "running totals: return each position's own term, not the cumulative sum":
                                   np.cumsum(expected)})
     with r.check("the terms add up to the joint KL (Eq. 4.2a)"):
@@ -91,7 +110,11 @@ def check_ex_p2_02(uniform_generator: Callable, absorbing_generator: Callable, r
             expected = dd.uniform_generator(V, beta)
             check_true(not problems, f"{label} is not a rate matrix: " + "; ".join(problems)
                        + f"\n    got {describe(Q)}\n    expected {describe(expected)}")
-            check_close(label, Q, expected, rtol=1e-10, atol=1e-12)
+            others = beta * (np.ones((V, V)) - V * np.eye(V)) / (V - 1)  # rate beta/(V-1) to each *other* state
+            check_close(label, Q, expected, rtol=1e-10, atol=1e-12,
+                        mistakes={"rate β/(V−1) to each other state: every state jumps to each of the V states "
+                                  "(itself included, which does nothing) at rate β/V, so to each other state at β/V":
+                                  others})
     with r.check("absorbing_generator(V, mask, beta) sends every state to the mask at rate beta"):
         for V, beta in ((2, 1.0), (4, 0.5), (6, 2.0)):
             for mask in (0, V - 1):
@@ -118,11 +141,16 @@ def check_ex_p2_02(uniform_generator: Callable, absorbing_generator: Callable, r
             flipped = Q.T * p[:, None] / p[None, :]
             np.fill_diagonal(flipped, 0.0)
             np.fill_diagonal(flipped, -flipped.sum(axis=1))
+            untransposed = Q * p[None, :] / p[:, None]  # Q_ij p_j / p_i: the forward rate i -> j, not j -> i
+            np.fill_diagonal(untransposed, 0.0)
+            np.fill_diagonal(untransposed, -untransposed.sum(axis=1))
             check_close(label, R, expected, rtol=1e-8, atol=1e-10,
                         mistakes={"the diagonal was not reset: after R_ij = Q_ji p_j / p_i, set R_ii = -Σ_(j≠i) R_ij":
                                   raw,
                                   "the probability ratio is upside down: R_ij = Q_ji p_j / p_i": flipped,
-                                  "Q itself, transposed: the reversal also reweights by p_j / p_i": Q.T})
+                                  "Q itself, transposed: the reversal also reweights by p_j / p_i": Q.T,
+                                  "Q_ij p_j / p_i, the forward rate of i → j: the reverse rate i → j uses the "
+                                  "forward rate j → i, Q_ji": untransposed})
     return r.done("both generators have zero row sums and the right rates; the reverse rates satisfy (D.1)")
 
 

@@ -54,11 +54,13 @@ def check_ex_p2_04(top_p_filter: Callable, nucleus_probs: Callable) -> bool:
                 n_got, n_exp = int(got_keep.sum()), int(keep.sum())
                 msg = (f"top_p_filter for {label} (logits {describe(z, precision=3)}, p = {p:.3g}) keeps positions "
                        f"{np.flatnonzero(got_keep).tolist()}, expected {np.flatnonzero(keep).tolist()}")
-                if n_got == n_exp - 1:
+                dropped, extra = keep & ~got_keep, got_keep & ~keep
+                if dropped.any() and not extra.any() and got_keep.any() and np.all(z[dropped] == z[got_keep].min()):
+                    # what is missing is as likely as the least likely token kept: a tie, not the crossing token
+                    msg += "\n    likely mistake: ties at the edge of the nucleus: keep every token as likely as the last kept one"
+                elif dropped.any() and not extra.any() and float(softmax(z)[got_keep].sum()) < p:
                     msg += ("\n    likely mistake: the nucleus is the shortest prefix whose mass reaches p — include "
                             "the token that crosses p")
-                elif n_got < n_exp and "tie" in label:
-                    msg += "\n    likely mistake: ties at the edge of the nucleus: keep every token as likely as the last kept one"
                 elif n_got == n_exp + 1:
                     msg += "\n    likely mistake: one token too many — stop as soon as the cumulative mass is >= p"
                 elif n_got == n_exp:
