@@ -36,7 +36,7 @@
 # | $\beta$ | weight of the consistency term in training | scalar $\ge0$ |
 # | $\mu$ | mean direction of a von Mises–Fisher component | $(d,)$, unit |
 # | $v(x)$, $\Delta t$ | a flow's velocity (not Chapter 6's value vector $v[j]$) and an Euler step's size | $(d,)$, scalar |
-# | $x_t$ | the state at time $t$ | $(d,)$ |
+# | $x_t$ | the state at time $t$ of the flow (here $t$ is a time, not a position in a sequence as elsewhere in the book) | $(d,)$ |
 # | $\gamma_{k,\ell}$ | App. B's gradient of layer $k$'s divergence at the state of layer $\ell$ | $(d,)$ |
 # ```
 #
