@@ -51,7 +51,7 @@
 # | $\hat x$ | the direction $x/\lVert x\rVert$ of a pre-norm stream $x$ | $(d,)$ |
 # | $u$ | an update added to the state (not necessarily tangent) | $(d,)$ |
 # | $a$, $w$ | the parts of $u$ along $x$ and tangent to the sphere: $u=a\,x+w$ | scalar, $(d,)$ |
-# | $v$ | a tangent step, $x^\top v=0$ | $(d,)$ |
+# | $v$ | a tangent step, $x^\top v=0$ (not Chapter 6's value vector $v[j]$) | $(d,)$ |
 # | $s$ | the length $\lVert v\rVert$ of a step | scalar |
 # | $w_2$ | the tangent part of an update when $x=e_1$ and the update lies in the plane of $e_1,e_2$: $w=w_2e_2$ | scalar |
 # | $e_1,e_2$ | the first two unit coordinate vectors | $(d,)$ |
@@ -66,7 +66,7 @@
 # | $\theta,\phi$ | angles on the sphere (polar, around) | scalars |
 # | $\omega$ | area on the sphere ($d\omega$ its element) | — |
 # | $z$, $p(x\mid z)$ | a component of a mixture, and its density | index, scalar |
-# | $t$ | time along a flow | scalar |
+# | $t$ | time along a flow (not a position in a sequence, as elsewhere in the book) | scalar |
 # | $\varphi_t$, $\dot\varphi_t$, $D\varphi_t$, $v_t$, $p_t$, $x_t$ | at time $t$: the flow map, its time derivative and Jacobian, the velocity field (not the tangent step $v$), the density of the moved states, the moved state $x_t=\varphi_t(x_0)$; $t'$ a time between 0 and $t$ | maps; $(d,)$ |
 # | $B$ | a square matrix (Jacobi's formula) | $(2,2)$ or $(3,3)$ |
 # ```
