@@ -646,7 +646,7 @@ plt.show()
 # $d\gtrsim770$ — so for the widths of the paper's models ($d=896$–$2048$) the direct formula for
 # $C_d$ fails at *every* $\kappa$, not only at the large $\kappa$ App. C.2.3 mentions — if the vMF lives in
 # the model's width, as §4.2's formulas put it. Computed per attention head ($d=64$ or $128$), it fails
-# from $\kappa\approx600$ instead ([Part 5's checking page](checking_the_paper.ipynb)); the paper does not
+# from $\kappa=656$ ($d=64$) or $600$ ($d=128$) instead ([Part 5's checking page](checking_the_paper.ipynb)); the paper does not
 # say which width its code uses. In log space,
 # $\log C_d=(d/2-1)\log\kappa-\tfrac d2\log 2\pi-\log I_{d/2-1}(\kappa)$ with
 # $\log I_\nu(\kappa)=\log\mathrm{ive}_\nu(\kappa)+\kappa$ (scipy's exponentially scaled Bessel
