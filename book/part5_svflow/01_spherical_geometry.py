@@ -737,8 +737,9 @@ assert np.all(np.diff(at_100) < 0)  # at the same kappa, the wider the sphere th
 # with the direct formula (dashed, same colour). Each curve starts at 0 (at small $\kappa$ the vMF is
 # nearly uniform) and rises once $\kappa$ is comparable with the width $d$: at the same $\kappa$ a
 # wider sphere's vMF is flatter. The direct formula follows its curve until its denominator
-# $(2\pi)^{d/2}I_{d/2-1}(\kappa)$ overflows (printed above: for $d=64$ this product overflows near
-# $\kappa=656$, before the Bessel function itself does, near $\kappa\approx713$) and, for the widths of the paper's models ($d=896$, $2048$), gives no finite value at
+# $(2\pi)^{d/2}I_{d/2-1}(\kappa)$ overflows (printed above, on the grid; for $d=64$ this product overflows
+# from $\kappa=656$, as [Part 5's checking page](checking_the_paper.ipynb) finds on a finer grid, before the Bessel function
+# itself does, near $\kappa\approx713$) and, for the widths of the paper's models ($d=896$, $2048$), gives no finite value at
 # all; the overflow App. C.2.3 reports is a property of the formula, not of the metric.
 #
 # ### §4.3: the zero-mean property of conditional scores — on $\mathbb R^d$ and on the sphere
