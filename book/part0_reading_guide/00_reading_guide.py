@@ -32,7 +32,7 @@
 # | $q[i]$, $\mathbf q[i]$, $W_Q$, $x_t$ | a query as the book writes it, and as Chapter 6 prints it (bold); a query matrix and an input as one of the papers writes them | vectors, matrix |
 # ```
 #
-# Every page opens with a box like this one: the symbols the page uses, each with one meaning.
+# Every lesson page opens with a box like this one: the symbols the page uses, each with one meaning.
 # Words and positions count from 1, as in the chapter; Python counts from 0, so in the code word $i$ is
 # `scores[i - 1]`.
 #

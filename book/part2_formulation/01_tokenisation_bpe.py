@@ -370,11 +370,11 @@ plt.show()
 
 # %%
 phi_sym = sp.Matrix(2, 3, lambda i, j: sp.Symbol(f"varphi_{i + 1}{j + 1}"))
-for v in range(3):
-    e_v = sp.Matrix([1 if j == v else 0 for j in range(3)])
-    assert phi_sym * e_v == phi_sym[:, v]
-e_2 = sp.Matrix([0, 1, 0])
-display(Math(sp.latex(phi_sym) + sp.latex(e_2) + "=" + sp.latex(phi_sym * e_2)))
+for v in range(3):  # the three tokens (counted from 0 here)
+    o_v = sp.Matrix([1 if j == v else 0 for j in range(3)])  # one-hot column
+    assert phi_sym * o_v == phi_sym[:, v]
+o_2 = sp.Matrix([0, 1, 0])  # the paper's token 2 (counted from 1)
+display(Math(sp.latex(phi_sym) + sp.latex(o_2) + "=" + sp.latex(phi_sym * o_2)))
 
 # %% [markdown]
 # The library stores the transpose, $E=\varphi^\top$, one row per token (the row-vector convention of

@@ -158,7 +158,8 @@ assert identity_gap == 0
 # For a stationary source the per-token version is the entropy rate $H$ plus an average KL, so
 # **no model's expected cross-entropy is below $H$**, and perplexity $e^{\mathrm{CE}}$ (in nats) is at
 # least $e^H$. To see the floor we need a source whose $H$ we know: a random order-3 Markov chain on
-# 6 symbols (each next symbol depends on the 3 before it; rows drawn from a Dirichlet(0.3), so some
+# 6 symbols (each next symbol depends on the 3 before it; rows drawn from a Dirichlet(0.3), a random
+# probability vector that, with a parameter below 1, puts most of its mass on a few symbols, so some
 # contexts are quite predictable). The models: uniform, and {term}`n-gram models <n-gram model>` of
 # orders 1–5 (add-0.1 smoothing) fitted on training samples of increasing length; the true source
 # itself is the reference. A helper scores a model on every position of a sequence:

@@ -226,7 +226,9 @@ print("max |p(t) - p0 expm(g(t) Q0)| < 1e-10:", err < 1e-10)
 #
 # A sequence of $L$ tokens has $|\mathcal V|^L$ possible values — far too many for a dense matrix
 # (Remark 9.1). But if each token is corrupted independently by the same $Q$, the chain on sequences
-# is the "Kronecker sum" $Q\oplus\dots\oplus Q$: only one token changes per jump, so each row has at
+# is the "Kronecker sum" $Q\oplus\dots\oplus Q$, for two tokens $Q\oplus Q=Q\otimes I+I\otimes Q$,
+# where $\otimes$ is the Kronecker product (numpy's `np.kron`: the block matrix whose block $(i,j)$
+# is entry $(i,j)$ of the left matrix times the whole right matrix). Only one token changes per jump, so each row has at
 # most $L(|\mathcal V|-1)+1$ non-zero entries, and the transition matrix factorises,
 # $e^{t(Q\oplus Q)}=e^{tQ}\otimes e^{tQ}$ — the reason practical samplers treat positions
 # independently.
