@@ -254,8 +254,9 @@ plt.show()
 # **Figure 6.2.2** (the chapter's Fig. 6.3, measured). Distance between the attention output and the
 # value of the best-matching key as the scores are sharpened. At the usual $\beta=1/\sqrt{d_k}$
 # (dashed) the lookup is soft, a blend of values; for large $\beta$ it becomes a dictionary lookup.
-# The soft version is the one a network can learn: a hard lookup gives no gradient to the keys it
-# did not pick.
+# The soft version is the one a network can learn: a hard lookup gives the scores, and so the queries
+# and keys, no gradient at all, not even the key it picked (a small change of a score changes nothing
+# until another key wins).
 #
 # ### The output stays inside the values' convex hull
 #
