@@ -158,6 +158,9 @@ np.testing.assert_allclose(softmax(np.array(scaled_3, dtype=float)), [float(a) f
 assert sp.simplify(sum(alpha_3) - 1) == 0  # the weights add up to exactly 1
 
 # %% [markdown]
+# Exercise 1 (`exercises/part1_chapter6/ex01_attention_weights.ipynb`) asks for the same steps —
+# scaled scores, exponentials, weights — for one query against three keys of width 4; try it.
+#
 # The loop is what the formula says; a computer does all words at once with matrices. Stack the
 # queries as rows of $Q$, the keys as rows of $K$: then $QK^\top$ holds every score, row $i$ for
 # query $i$ and column $j$ for key $j$. Blocking the entries with $j>i$ (set them to $-\infty$, so
