@@ -5,7 +5,7 @@
 # word at a time, to attention, which lets every word look directly at every earlier word?
 # Take the chapter's running example, "The software engineer who had been working remotely from the
 # mountain cabin for several months finally submitted the code that would ___". To fill the blank, a
-# model needs "code" and "software" from far back in the sentence. A
+# model needs "code", a few words back, and "software", from the start of the sentence. A
 # {term}`recurrent neural network` must carry them through one fixed-size {term}`hidden state`, step
 # after step: the steps cannot run in parallel, the training signal fades on the way back, and the
 # state can only hold so much. This page measures all three, and shows that one {term}`attention`
