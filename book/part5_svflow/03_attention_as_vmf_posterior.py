@@ -176,8 +176,8 @@ assert np.allclose(posterior, attention_weights[0], atol=1e-14)
 # Read that way, the head's
 # output $\sum_z q(z\mid x)\,W_o W_v^\top v_z$ is the posterior-weighted average of scores: the SVFlow
 # velocity of Eq. (9) for this head (Eq. 20). The library's `MultiHeadAttention` (Eq. 4, heads summed)
-# equals the sum of the per-head velocities (row convention: head $h$ uses column block $h$ of
-# $W_q,W_k,W_v$ and row block $h$ of $W_o$):
+# equals the sum of the per-head velocities (row convention: head $m$ uses column block $m$ of
+# Chapter 6's $W^Q,W^K,W^V$ as its $W_q,W_k,W_v$, and the transpose of row block $m$ of $W^O$ as its $W_o$):
 
 # %%
 n_heads = 4
