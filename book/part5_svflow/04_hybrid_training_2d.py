@@ -149,8 +149,11 @@ print(f"with log sigma^2 >= {LOG_VAR_RANGE[0]}: dt / sigma^2 <= "
       f"{0.01 / np.exp(LOG_VAR_RANGE[0]):.3f} at dt = 0.01")
 
 # %% [markdown]
-# The step is stable (and monotone) as long as $\Delta t<2\sigma^2$; the squashing of the
-# log-variances into $[-4,1]$ keeps $\Delta t/\sigma^2\le0.55$ at $\Delta t=0.01$.
+# The step is stable (the distance to the centre shrinks) as long as $\Delta t<2\sigma^2$. It is
+# also monotone (no overshoot: the factor lies between 0 and 1) only while $\Delta t<\sigma^2$; between
+# $\sigma^2$ and $2\sigma^2$ the point lands on alternate sides of the centre, ever closer (factor
+# $-0.667$ at $\sigma^2=0.006$, printed with question 1 below). The squashing of the log-variances into
+# $[-4,1]$ keeps $\Delta t/\sigma^2\le0.55$ at $\Delta t=0.01$, inside both bounds.
 #
 # **Setup (App. C.1):** two moons with noise 0.06 (generated here, no scikit-learn), $|\mathcal Z|=8$,
 # diagonal Gaussians $q(x\mid z)$ and $p(x\mid z)$ with $q(z\mid x)=\mathrm{softmax}_z\log q(x\mid z)$,
