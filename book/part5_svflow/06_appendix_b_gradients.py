@@ -52,7 +52,7 @@
 # | $s$, $s_{\theta_\ell}(x,z)$ | the pull (score) of component $z$ at layer $\ell$ | $(d,)$ |
 # | $\mu_z$, $\sigma_z^2$ | mean and variance of the Gaussian component $z$ | $(d,)$, scalar |
 # | $W_g$, $b_g$ | the logits' weights and biases, $g_\ell(x)=W_g x+b_g$ | $(Z,d)$, $(Z,)$ |
-# | $\ell_z(\theta)$ | $\log p(x\mid z)$ as a function of a likelihood parameter (sympy) | scalar |
+# | $\lambda_z(\theta)$ | $\log p(x\mid z)$ as a function of a likelihood parameter (sympy; not $\ell$, which counts layers on this page) | scalar |
 # | $\delta$, $\gamma$ | $\delta_\ell$, $\gamma_{k,\ell}$: gradients at the state $x^\ell$ of the task loss and of layer $k$'s divergence | $(d,)$ |
 # | $\mathcal J$, $\mathcal J_{\text{var}}$, $\beta$ | the hybrid objective, its consistency term, and the term's weight | scalars |
 # | $y$ | the class of the input | label |
@@ -174,7 +174,7 @@ assert kl(new_beliefs) < kl(beliefs)
 # tiny example). **Eqs. (43)–(45) and (57)–(64):** for $\mathrm{KL}(q\,\|\,p)$ with
 # $p(z\mid x)\propto p(x\mid z)$, the derivative in the logits is $q_{z'}(R(z')-\mathbb E_qR)$, and in a
 # likelihood parameter $\theta$ it is $\sum_z(p_z-q_z)\,\partial_\theta\log p(x\mid z)$. Sympy checks
-# both for three components, with arbitrary functions $\ell_z(\theta)=\log p(x\mid z)$:
+# both for three components, with arbitrary functions $\lambda_z(\theta)=\log p(x\mid z)$:
 
 # %%
 Zs = 3
