@@ -757,8 +757,9 @@ plt.show()
 
 # %% [markdown]
 # **Figure 5.6.4.** B.4's attention side. Left: the final load of every key type in the coupled model
-# against the decoupled one (five seeds, eight types each; dashed: equal). Middle: the final loads of
-# the soft MoE above and of the coupled attention model, sorted, relative to a fair share (dashed).
+# against the decoupled one, with the projections trained (filled dots) and frozen (open squares) (five
+# seeds, eight types each; dashed: equal). Middle: the final loads of the soft MoE above and of the coupled
+# attention model with trained projections, sorted, relative to a fair share (dashed).
 # Right: the gradient summed over training that reaches each component, against the load it received —
 # an MoE expert's own matrix, and a token type's representation split by role (coupled model).
 #
