@@ -330,7 +330,8 @@ assert coupling_trace < 0                          # ... by making the coupling 
 # The cross-entropy falls as the model learns; the penalty falls too, and the prior's
 # $\operatorname{tr}(\Sigma_t A)$ is already negative: the gradient of the first step has set the
 # direction. (The library starts $A$ not at exactly 0 but at small random entries, so the first
-# penalty is near 0 rather than 0; "untrained prior, $A=0$" on this page means this start.) From here on the library's `train_or_load` runs these lines for every step, and adds
+# penalty is near 0 rather than 0; "untrained prior, $A=0$" on this page means this start.) From
+# here on the library's `train_or_load` runs these lines for every step, and adds
 # what a real run needs: a cosine learning-rate schedule, gradient clipping, the penalty on a random
 # sample of positions per window when asked (an unbiased estimate of the mean over positions), an
 # evaluation of the validation BPC at the end of each period, and checkpoints.
@@ -525,7 +526,8 @@ if SAVED:
 # gradient points to $a<0$ from the very first step. The penalty acts as the *dispersion-promoting*
 # correction of Fig. 3.3(c–d): it rewards a larger spread $\Sigma_t$ of the attended embeddings, so
 # that $\lvert\det\rvert$ grows — a spread of the embeddings, not of the attention weights, which
-# became more concentrated (printed above). The same holds for a second pair trained from another seed, and for a pair
+# became more concentrated (printed above). The same holds for a second pair trained from another
+# seed, and for a pair
 # trained with the paper's own learning rate and the exact penalty on every position (both checked
 # in [Reproducibility](#reproducibility)). The paper expected the opposite regime:
 # [checked below](#checking-the-paper).
@@ -625,7 +627,8 @@ if SAVED:
 #    With a negative coupling the penalty has no lower bound: spreading the attended embeddings further
 #    apart (a larger $\Sigma_t$) keeps increasing $\lvert\det\rvert$. In the trained pair the
 #    embeddings became about twice as large, while the prior's attention became more concentrated,
-#    not more even (printed in "Where training took the coupling"). Weighted by $\lambda_m=0.05$ it is worth
+#    not more even (printed in "Where training took the coupling"). Weighted by $\lambda_m=0.05$ it
+#    is worth
 #    more than a nat of training loss (about $-1.1$ nats, printed in "What it cost"), so the
 #    optimiser trades predictive fit for it: the margin arm ends about 0.3 BPC behind the CE arm.
 #    ```
