@@ -14,8 +14,9 @@
 # After this part you can
 # - explain how one transformer layer is one forward Euler step of a flow on a sphere, and which
 #   part of the layer plays which role (velocity, step, retraction);
-# - compute an SVFlow's velocity, its evidence lower bound and the gap between them on a small
-#   Gaussian example, and read softmax attention as a posterior over keys;
+# - compute, on a small Gaussian example, an SVFlow's velocity, its evidence lower bound, how far the
+#   bound lies below the log-density, and how far the velocity is from the bound's gradient; and read
+#   softmax attention as a posterior over keys;
 # - say which of the paper's statements survived an executable check in this book and which did
 #   not, with the evidence for each.
 # ```
@@ -35,7 +36,7 @@
 # | $\beta$ | weight of the consistency term in training | scalar $\ge0$ |
 # | $\mu$ | mean direction of a von Mises–Fisher component | $(d,)$, unit |
 # | $v(x)$, $\Delta t$ | a flow's velocity (not Chapter 6's value vector $v[j]$) and an Euler step's size | $(d,)$, scalar |
-# | $x_t$ | the state at time $t$ | $(d,)$ |
+# | $x_t$ | the state at time $t$ of the flow (here $t$ is a time, not a position in a sequence as elsewhere in the book) | $(d,)$ |
 # | $\gamma_{k,\ell}$ | App. B's gradient of layer $k$'s divergence at the state of layer $\ell$ | $(d,)$ |
 # ```
 #

@@ -51,7 +51,7 @@
 # | $\hat x$ | the direction $x/\lVert x\rVert$ of a pre-norm stream $x$ | $(d,)$ |
 # | $u$ | an update added to the state (not necessarily tangent) | $(d,)$ |
 # | $a$, $w$ | the parts of $u$ along $x$ and tangent to the sphere: $u=a\,x+w$ | scalar, $(d,)$ |
-# | $v$ | a tangent step, $x^\top v=0$ | $(d,)$ |
+# | $v$ | a tangent step, $x^\top v=0$ (not Chapter 6's value vector $v[j]$) | $(d,)$ |
 # | $s$ | the length $\lVert v\rVert$ of a step | scalar |
 # | $w_2$ | the tangent part of an update when $x=e_1$ and the update lies in the plane of $e_1,e_2$: $w=w_2e_2$ | scalar |
 # | $e_1,e_2$ | the first two unit coordinate vectors | $(d,)$ |
@@ -66,7 +66,7 @@
 # | $\theta,\phi$ | angles on the sphere (polar, around) | scalars |
 # | $\omega$ | area on the sphere ($d\omega$ its element) | — |
 # | $z$, $p(x\mid z)$ | a component of a mixture, and its density | index, scalar |
-# | $t$ | time along a flow | scalar |
+# | $t$ | time along a flow (not a position in a sequence, as elsewhere in the book) | scalar |
 # | $\varphi_t$, $\dot\varphi_t$, $D\varphi_t$, $v_t$, $p_t$, $x_t$ | at time $t$: the flow map, its time derivative and Jacobian, the velocity field (not the tangent step $v$), the density of the moved states, the moved state $x_t=\varphi_t(x_0)$; $t'$ a time between 0 and $t$ | maps; $(d,)$ |
 # | $B$ | a square matrix (Jacobi's formula) | $(2,2)$ or $(3,3)$ |
 # ```
@@ -646,7 +646,7 @@ plt.show()
 # $d\gtrsim770$ — so for the widths of the paper's models ($d=896$–$2048$) the direct formula for
 # $C_d$ fails at *every* $\kappa$, not only at the large $\kappa$ App. C.2.3 mentions — if the vMF lives in
 # the model's width, as §4.2's formulas put it. Computed per attention head ($d=64$ or $128$), it fails
-# from $\kappa\approx600$ instead ([Part 5's checking page](checking_the_paper.ipynb)); the paper does not
+# from $\kappa=656$ ($d=64$) or $600$ ($d=128$) instead ([Part 5's checking page](checking_the_paper.ipynb)); the paper does not
 # say which width its code uses. In log space,
 # $\log C_d=(d/2-1)\log\kappa-\tfrac d2\log 2\pi-\log I_{d/2-1}(\kappa)$ with
 # $\log I_\nu(\kappa)=\log\mathrm{ive}_\nu(\kappa)+\kappa$ (scipy's exponentially scaled Bessel
@@ -737,8 +737,9 @@ assert np.all(np.diff(at_100) < 0)  # at the same kappa, the wider the sphere th
 # with the direct formula (dashed, same colour). Each curve starts at 0 (at small $\kappa$ the vMF is
 # nearly uniform) and rises once $\kappa$ is comparable with the width $d$: at the same $\kappa$ a
 # wider sphere's vMF is flatter. The direct formula follows its curve until its denominator
-# $(2\pi)^{d/2}I_{d/2-1}(\kappa)$ overflows (printed above: for $d=64$ this product overflows near
-# $\kappa\approx650$, before the Bessel function itself does, near $\kappa\approx713$) and, for the widths of the paper's models ($d=896$, $2048$), gives no finite value at
+# $(2\pi)^{d/2}I_{d/2-1}(\kappa)$ overflows (printed above, on the grid; for $d=64$ this product overflows
+# from $\kappa=656$, as [Part 5's checking page](checking_the_paper.ipynb) finds on a finer grid, before the Bessel function
+# itself does, near $\kappa\approx713$) and, for the widths of the paper's models ($d=896$, $2048$), gives no finite value at
 # all; the overflow App. C.2.3 reports is a property of the formula, not of the metric.
 #
 # ### §4.3: the zero-mean property of conditional scores — on $\mathbb R^d$ and on the sphere

@@ -43,7 +43,7 @@
 # | $v_t(x)$ | the flow's velocity (Eq. 9); not Chapter 6's value vector $v[j]$ | like $x$ |
 # | $\mathcal L$, $\mathcal L_t(x)$ | the evidence lower bound (ELBO), to be *maximised* (not a loss, on this page) | scalar |
 # | $\epsilon$, $\epsilon_t(x)$ | the error term between $\nabla_x\mathcal L_t$ and $v_t$ (Eq. 12) | like $x$ |
-# | $t$, $\Delta t$ | time along the flow (a subscript on everything that may change with it), Euler step | scalars |
+# | $t$, $\Delta t$ | time along the flow (a subscript on everything that may change with it; not a position in a sequence, as elsewhere in the book), Euler step | scalars |
 # | $\mathrm{KL}(a\,\|\,b)$ | Kullback–Leibler divergence of $a$ from $b$ | scalar |
 # | $x_1,x_2$ | the coordinates of a point of the plane | scalars |
 # ```

@@ -36,7 +36,7 @@
 # |---|---|---|
 # | $x$, $x_t$ | a point of the plane; the point at time $t$ of the flow | $(2,)$ |
 # | $x_1,x_2$ | the coordinates of a point | scalars |
-# | $t$, $\Delta t$ | time along the flow (from 0 to 1), the Euler step | scalars |
+# | $t$, $\Delta t$ | time along the flow (from 0 to 1; not a position in a sequence, as elsewhere in the book), the Euler step | scalars |
 # | $x_{\text{end}}$ | the end point of a path, at $t=1$ | $(2,)$ |
 # | $z$, $\mathcal Z$ | a Gaussian component, and the set of the 8 components | index, set |
 # | $m$, $\sigma^2$ | centre and variance of a component (tiny example) | scalars |

@@ -769,7 +769,8 @@ plt.show()
 # representation receives as a key and as a value does (slopes above 0.3), as an MoE expert's gradient
 # on its own matrix does. Claim (iii) does not follow, at this scale: pooling the three role gradients
 # into one row (coupled) or not (decoupled) leaves the final key loads within a few hundredths of each
-# other per type (below 0.06 in every seed), and the coupled model keeps its least-used key type busier
+# other per type (below 0.06 in every seed, in attention mass that sums to 1 over the eight types, so up
+# to about half of a fair share of 0.125; the left panel shows them in fair shares), and the coupled model keeps its least-used key type busier
 # than the decoupled one in at most 2 of 5 seeds, with trained projections and with frozen ones — where
 # the rows are the only route by which a key moves. Without any regulariser the attention load drifts
 # apart in both: the mean share of the more-read member of a pair rises in every seed and both
