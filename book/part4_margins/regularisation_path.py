@@ -295,8 +295,9 @@ plot_path(lams, bpc, [r["bpc_sigma"] for r in rows], [r["degradation"] for r in 
 # (equally spaced $\lambda_m$ values on the axis); (b) the degradation ratio at $\sigma=0.3$ and at
 # equal relative noise, with error bars of one standard deviation over the noise draws; (c) the
 # coupling $\operatorname{tr}(\Sigma_t A)$ and the penalty of the trained priors. Look at (c): both
-# fall steadily as $\lambda_m$ grows. In (b) the two curves part by a few hundredths at most, the
-# order of their error bars: the miniature cannot say which way robustness goes. Panel (c) has
+# fall steadily as $\lambda_m$ grows. In (b) the two curves part by a few hundredths at most, no
+# more than a few of their error bars: too little for the miniature to say which way robustness
+# goes. Panel (c) has
 # no counterpart in the paper; it is the quantity the margin reading is about.
 #
 # **Reading the miniature path.** Asserted above: increasing $\lambda_m$ drives
