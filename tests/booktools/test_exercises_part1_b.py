@@ -68,6 +68,23 @@ def test_p1_06():
         check_ex_p1_06(lambda q, k, i, j: float(apply_rope(q[None], positions=[i])[0] @ k))
 
 
+def test_p1_06_names_the_half_split_layout():
+    """Pairs (x_p, x_(p+d/2)) (a common library layout) failed with no diagnosis; it is named now."""
+    def half_split(q, k, i, j):
+        d = q.shape[0]
+        h = d // 2
+        theta = 10000.0 ** (-np.arange(0, d, 2) / d)
+
+        def rotate(x, pos):
+            c, s = np.cos(pos * theta), np.sin(pos * theta)
+            return np.concatenate([x[:h] * c - x[h:] * s, x[:h] * s + x[h:] * c])
+
+        return float(rotate(q, i) @ rotate(k, j))
+
+    with pytest.raises(ExerciseCheckError, match="rotate half"):
+        check_ex_p1_06(half_split)
+
+
 def test_p1_08():
     assert check_ex_p1_08(lambda T, d: d, lambda T, d: T * d, lambda f, d: f)
     with pytest.raises(ExerciseCheckError, match="transformer_memory"):  # the KV cache, 2Td

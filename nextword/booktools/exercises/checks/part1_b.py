@@ -94,6 +94,12 @@ def check_ex_p1_05(pe_values: Callable) -> bool:
 
 
 # ---- Exercise 6 -------------------------------------------------------------------------------
+def _halves_as_pairs(x: np.ndarray) -> np.ndarray:
+    """(x_0, x_h, x_1, x_(h+1), …), h = d/2: the half-split layout's pairs made consecutive."""
+    h = x.shape[-1] // 2
+    return np.stack([x[:h], x[h:]], axis=1).reshape(-1)
+
+
 def check_ex_p1_06(rope_score: Callable) -> bool:
     """Exercise 6: ``rope_score(q, k, i, j) -> float``: the dot product of q rotated to position i and
     k rotated to position j (consecutive pairs, base 10000), and its dependence on i − j only."""
@@ -112,7 +118,11 @@ def check_ex_p1_06(rope_score: Callable) -> bool:
                             f"k={describe(k, precision=3)}", got, expected, rtol=1e-9, atol=1e-10,
                             mistakes={"the plain q·k: rotate q to position i and k to position j first": q @ k,
                                       "i and j swapped (or the rotation's sign flipped): q goes to position i": float(
-                                          apply_rope(q[None], positions=[j])[0] @ apply_rope(k[None], positions=[i])[0])})
+                                          apply_rope(q[None], positions=[j])[0] @ apply_rope(k[None], positions=[i])[0]),
+                                      "pairs (x_p, x_(p+d/2)) (the 'rotate half' layout of some libraries): this "
+                                      "exercise pairs consecutive coordinates (x_2p, x_2p+1)": float(
+                                          apply_rope(_halves_as_pairs(q)[None], positions=[i])[0]
+                                          @ apply_rope(_halves_as_pairs(k)[None], positions=[j])[0])})
     with r.check("the score depends on i − j only (shifting both positions changes nothing)"):
         q, k = rng.standard_normal(8), rng.standard_normal(8)
         base = float(as_array("rope_score", _call(rope_score, "rope_score(q, k, 7, 3)", q, k, 7, 3)))
