@@ -85,6 +85,11 @@ def test_p1_06_names_the_half_split_layout():
         check_ex_p1_06(half_split)
 
 
+def test_p1_08_names_the_key_value_count():
+    with pytest.raises(ExerciseCheckError, match="a key and a value per position"):
+        check_ex_p1_08(lambda T, d: d, lambda T, d: 2 * T * d, lambda f, d: f)
+
+
 def test_p1_08():
     assert check_ex_p1_08(lambda T, d: d, lambda T, d: T * d, lambda f, d: f)
     with pytest.raises(ExerciseCheckError, match="transformer_memory"):  # the KV cache, 2Td

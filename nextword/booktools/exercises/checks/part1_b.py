@@ -157,16 +157,19 @@ def check_ex_p1_08(rnn_memory: Callable, transformer_memory: Callable, crossover
     r = Report("Exercise 1.08")
     sizes = ((1, 4), (5, 16), (50, 8), (22, 512))
     counts = (("rnn_memory", rnn_memory, _measured_rnn, "the size of the state an RNN carries forward",
-               lambda T, d: T * d, "an RNN keeps only its current state, not one state per position"),
+               ((lambda T, d: T * d, "an RNN keeps only its current state, not one state per position"),)),
               ("transformer_memory", transformer_memory, _measured_transformer,
                "the size of the per-position representations",
-               lambda T, d: T * T, "that is the attention matrix; count the d-vectors kept per position"))
-    for name, fn, measured, what, mistake, why in counts:
+               ((lambda T, d: T * T, "that is the attention matrix; count the d-vectors kept per position"),
+                (lambda T, d: 2 * T * d, "2Td counts a key and a value per position, the cache of question 3; "
+                                         "here one layer keeps one d-vector (its output) per position"))))
+    for name, fn, measured, what, mistakes in counts:
         with r.check(f"{name}(T, d) = {what}"):
             for T, d in sizes:
                 got = _int(f"{name}({T}, {d})", _call(fn, f"{name}({T}, {d})", T, d))
                 if got != measured(T, d):
-                    likely = f"\n    likely mistake: {why}" if got == mistake(T, d) else ""
+                    why = next((why for mistake, why in mistakes if got == mistake(T, d)), None)
+                    likely = f"\n    likely mistake: {why}" if why else ""
                     fail(f"{name}({T}, {d}): got {got}, expected {measured(T, d)}{likely}")
     with r.check("crossover_length(factor, d) = the smallest T with transformer ≥ factor × RNN"):
         for factor, d in ((3, 16), (10, 64), (10, 512), (25, 8)):
