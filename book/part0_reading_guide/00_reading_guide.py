@@ -29,10 +29,10 @@
 # | $i$ | a word's position, counted from 1 | integer |
 # | $e$ | the base of the natural logarithm, about 2.718 | number |
 # | $c$ | a number added to every score (question 2) | number |
-# | $q[i]$, $W_Q$, $x_t$ | a query as Chapter 6 writes it; a query matrix and an input as one of the papers writes them | vectors, matrix |
+# | $q[i]$, $\mathbf q[i]$, $W_Q$, $x_t$ | a query as the book writes it, and as Chapter 6 prints it (bold); a query matrix and an input as one of the papers writes them | vectors, matrix |
 # ```
 #
-# Every page opens with a box like this one: the symbols the page uses, each with one meaning.
+# Every lesson page opens with a box like this one: the symbols the page uses, each with one meaning.
 # Words and positions count from 1, as in the chapter; Python counts from 0, so in the code word $i$ is
 # `scores[i - 1]`.
 #
@@ -86,8 +86,9 @@ assert sp.simplify(sum(exact_weights) - 1) == 0
 #
 # A page never stops at the by-hand answer: it computes the same thing with the book's library,
 # `nextword`, and asserts that the two agree. An `assert` is a line of Python that stops the page with an
-# error when its claim is false. So a page that runs to the end has checked every claim it makes on
-# *your* machine.
+# error when its claim is false. So a page that runs to the end has checked, on *your* machine, every
+# claim it makes about what it computes. (A page says so when a sentence is not checked: a timing, or a
+# claim about a model it cannot run.)
 
 # %%
 weights = softmax(np.array(scores))
@@ -139,7 +140,8 @@ assert abs(share_of_word_1 - weights[0]) < 0.01  # the claim about the estimate,
 #   chapter and $W_Q x_t$ in a paper). [Appendix A](../partA_appendix/A_notation_and_environment.ipynb)
 #   has one table to move between them, and the report on your Python environment.
 # - **Size.** Long, paper-sized runs are behind the `FULL=1` environment variable; a page's default run is
-#   a smaller, faithful version that finishes in about a minute on a laptop.
+#   a smaller, faithful version that finishes in about a minute on a laptop, or in a few minutes on the
+#   pages that train models (each page's *Reproducibility* section gives its time).
 # - **The end of a page.** After the questions, two folded sections (click a heading to open it):
 #   *Checking the paper* recomputes the numbers the source prints and says what the book found, and
 #   *Reproducibility* says how the page's runs were made. The lesson reads without them.
@@ -151,7 +153,8 @@ assert abs(share_of_word_1 - weights[0]) < 0.01  # the claim about the estimate,
 # - A softmax turns scores into positive weights that add up to 1; a larger score gets a larger share.
 # - Every lesson page works a tiny example by hand, computes it with `nextword`, and asserts that they
 #   agree.
-# - A page that runs to the end has checked each of its claims on your machine; a false claim stops it.
+# - A page that runs to the end has checked its claims about what it computes on your machine; a false
+#   claim stops it.
 # - Exact numbers are printed as they are; produced numbers (training, sampling) are marked with a
 #   dotted underline, and their claims are checked with a tolerance.
 #

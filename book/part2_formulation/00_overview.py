@@ -24,8 +24,8 @@
 #
 # **Builds on:** [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb) (attention with
 # queries, keys, values and a causal mask; a next-word model trained on whole sentences) ·
-# [6.6 Context representation](../part1_chapter6/6_6_context_representation.ipynb) (the decoder
-# block) · probability distributions and conditional probability; logarithms; matrix products; a
+# [6.6 The decoder block](../part1_chapter6/6_6_context_representation.ipynb) (the residual
+# stream, layer normalisation, the feed-forward network) · probability distributions and conditional probability; logarithms; matrix products; a
 # gradient. **Reading time:** about 8 minutes.
 #
 # ```{admonition} Symbols on this page
@@ -61,8 +61,9 @@ use_book_style()
 #   tokens before it. Multiplying these probabilities gives the probability of a whole text.
 # - Training minimises the Kullback–Leibler divergence (a measure of the gap between two probability
 #   distributions) from the data to the model; because both factor token by token, this is the
-#   familiar next-token cross-entropy loss. Fine-tuning and reinforcement learning change the data or
-#   add a reward, with a penalty that keeps the model near where it started.
+#   familiar next-token cross-entropy loss. Fine-tuning continues that training on new, task-specific
+#   data; reinforcement learning adds a reward, with a penalty that keeps the model near where it
+#   started.
 # - The next-token model is a stack of attention blocks that, without positions, sees its input as
 #   a *set* (even as a probability distribution of vectors); word order is put back by positional
 #   encodings, masks, or a state-space model that replaces attention.

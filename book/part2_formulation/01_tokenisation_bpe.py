@@ -46,7 +46,7 @@
 # | $\phi$ | the embedding map: token $\mapsto$ vector | $\mathcal V\to\mathbb R^{d_e}$ |
 # | $\varphi$, $\varphi_v$ | the embedding table (the paper's layout: one column per token); the column of token $v$ | $(d_e,\lvert\mathcal V\rvert)$, $(d_e,)$ |
 # | $E=\varphi^\top$ | the same table as the library stores it, one row per token | $(\lvert\mathcal V\rvert,d_e)$ |
-# | $e_v$ | the one-hot vector of token $v$ | $(\lvert\mathcal V\rvert,)$ |
+# | $o_v$ | the one-hot vector of token $v$ | $(\lvert\mathcal V\rvert,)$ |
 # | $G$ | the gradient of a loss with respect to the embedded text | $(M,d_e)$ |
 # ```
 #
@@ -96,7 +96,8 @@ MAX_MERGES = 3840  # vocabulary 256 + 3840 = 4096 at the end of the curve
 #
 # 1. count every pair of neighbouring symbols (overlapping: `abc` has the pairs `ab` and `bc`);
 # 2. give the most frequent pair a new name and replace it everywhere, left to right;
-# 3. stop when no pair occurs twice (merging it would not shorten the text).
+# 3. stop when no pair occurs twice (a new token for a pair seen once would shorten the text by one
+#    symbol but add one to the vocabulary: nothing is compressed).
 #
 # With pencil and paper: the pairs of `abcababc` are `ab bc ca ab ba ab bc`, so `ab` occurs 3 times.
 # Call it `d`: the text becomes `dcddc`. Its pairs are `dc cd dd dc`, so `dc` occurs twice; call it
@@ -207,8 +208,8 @@ print("first 12 merges:", [big.token_bytes(x).decode() for _, _, x in merges[:12
 assert big.decode(big.encode(held_out)) == held_out  # lossless on unseen text
 
 # %% [markdown]
-# The first merges are the frequent pairs of English: " t", "he", then " the" (a space belongs to
-# the word after it). The paper's Remark 2.4 says that after enough merges the common words each
+# The first merges are the frequent pairs of English: " t", "he", and by the ninth merge " the" (a
+# space belongs to the word after it). The paper's Remark 2.4 says that after enough merges the common words each
 # become a single token. We test it on the held-out text: of its 100 most frequent words (with the
 # leading space they have mid-sentence), how many are one token?
 
@@ -351,8 +352,9 @@ plt.show()
 # it flattens. Right: the toy cost with equal weights for a 10,000-character text, its attention
 # term $M^2$ (blue circles), its output term $M|\mathcal V|$ (vermilion squares) and their sum (black
 # triangles); the dotted grey line is the sympy optimum $|\mathcal V|^*$, near the bottom of the sum,
-# where the fall of the attention term and the rise of the output term (from $|\mathcal V|=512$ on)
-# cancel — their rates of change balance there, not their sizes.
+# where the fall of the attention term and the rise of the output term cancel — their rates of
+# change balance there, not their sizes. (The output term dips over the first few merges, while the
+# text still shortens fast, and rises from then on.)
 #
 # ## The embedding φ: a lookup is a matrix product (Definitions 2.6–2.7, Remarks 2.8–2.9)
 #
@@ -362,17 +364,17 @@ plt.show()
 # columns of one matrix $\varphi\in\mathbb R^{d_e\times|\mathcal V|}$, so $\phi(v)=\varphi_v$. A text
 # is embedded token by token: $(\phi\circ f)_m=\phi(f_m)$ for each position $m$.
 #
-# A {term}`one-hot vector` $e_v$ has a 1 in place $v$ and 0 elsewhere. Multiplying $\varphi$ by
-# $e_v$ picks out column $v$, so a lookup is a matrix product, $\phi(v)=\varphi e_v$. With a
+# A {term}`one-hot vector` $o_v$ has a 1 in place $v$ and 0 elsewhere. Multiplying $\varphi$ by
+# $o_v$ picks out column $v$, so a lookup is a matrix product, $\phi(v)=\varphi o_v$. With a
 # symbolic $2\times3$ matrix:
 
 # %%
 phi_sym = sp.Matrix(2, 3, lambda i, j: sp.Symbol(f"varphi_{i + 1}{j + 1}"))
-for v in range(3):
-    e_v = sp.Matrix([1 if j == v else 0 for j in range(3)])
-    assert phi_sym * e_v == phi_sym[:, v]
-e_2 = sp.Matrix([0, 1, 0])
-display(Math(sp.latex(phi_sym) + sp.latex(e_2) + "=" + sp.latex(phi_sym * e_2)))
+for v in range(3):  # the three tokens (counted from 0 here)
+    o_v = sp.Matrix([1 if j == v else 0 for j in range(3)])  # one-hot column
+    assert phi_sym * o_v == phi_sym[:, v]
+o_2 = sp.Matrix([0, 1, 0])  # the paper's token 2 (counted from 1)
+display(Math(sp.latex(phi_sym) + sp.latex(o_2) + "=" + sp.latex(phi_sym * o_2)))
 
 # %% [markdown]
 # The library stores the transpose, $E=\varphi^\top$, one row per token (the row-vector convention of
@@ -450,8 +452,10 @@ print(f"{len(unused_rows)} of {big.vocab_size} rows get zero gradient from this 
 #    ```{dropdown} Answer
 #    Nothing makes them close. The rare word enters the model as three vectors (a point of
 #    $\mathbb R^{3d_e}$), the frequent one as a single vector (a point of $\mathbb R^{d_e}$), so there
-#    is not even one pair of vectors to compare; and the pieces of the rare word get few gradient
-#    updates (a token that never occurs gets none). This is Remark 2.9's point.
+#    is not even one pair of vectors to compare. Nor does training tie them together: each piece's
+#    vector is learned from every word the piece occurs in (a piece that is itself rare gets few
+#    gradient updates, one that never occurs gets none), and nothing in the loss asks the three
+#    vectors to say what the synonym's one vector says. This is Remark 2.9's point.
 #    ```
 
 # %% tags=["hide-cell"]

@@ -58,6 +58,8 @@
 # :class: note
 # The paper writes the vocabulary in bold, $\mathbf V$ (the book: $\mathcal V$), and a general
 # divergence as $\mathcal D$. Its $\pi$ — kept here — is the model's distribution, not the number $\pi$.
+# Its $L$ (the length of the texts) and $\ell$ (a position) are kept too; elsewhere the book writes
+# a length as $T$ and keeps $L$ and $\ell$ for the number and the index of layers.
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §3
@@ -287,7 +289,8 @@ assert rest == 0
 #
 # To check these identities on more than two tokens we need a data distribution we know exactly.
 # The data source is a random order-2 Markov chain on $|\mathcal V|=3$ tokens (each token depends on
-# the two before it), started from its stationary law, so $\mathbf p_{1:L}$ is known. The model
+# the two before it), started from its stationary law (the distribution of pairs the chain settles
+# into, so that it holds at every position), so $\mathbf p_{1:L}$ is known. The model
 # $\pi$ is a bigram count model (it looks at one previous token) fitted to 20 short samples, so it
 # is wrong in two ways: too short a context, and too little data. `sequence_distribution` builds
 # the distribution of all texts of $L$ tokens from the next-token probabilities (3.1); we check it
@@ -492,8 +495,9 @@ assert var_shared_exact / budget_factor < var_indep_exact
 # - Because every position's term is non-negative, a small total bounds the next-token error at
 #   every position (Remark 4.6); a model with too short a context keeps a floor that more data does
 #   not remove.
-# - Using every position of every training text (4.5) gives an unbiased estimate of the objective;
-#   sharing texts across positions changes only its variance, and saves tokens.
+# - Using every position of every training text ((4.5), divided by the number $N$ of texts) gives an
+#   unbiased estimate of the objective; sharing texts across positions changes only its variance,
+#   and saves tokens.
 #
 # ## Check your understanding
 #

@@ -55,14 +55,16 @@
 # | $N_{\mathrm{fine}}$, $N$ | the number of fine-tuning sequences; the number of samples in an RL batch | integers |
 # | $z$ | the logits of a policy over all sequences, $\pi=\mathrm{softmax}(z)$ | one per sequence |
 # | $g(f)$ | $-r(f)+\beta\log(\pi(f)/\pi_{\mathrm{ref}}(f))$, the per-answer term of (4.7) | number |
-# | $e_f$ | the one-hot vector of sequence $f$ | one per sequence |
+# | $o_f$ | the one-hot vector of sequence $f$ | one per sequence |
 # | $\bar g$ | the mean of $g$ over a batch | number |
 # ```
 #
 # ```{admonition} In the paper's notation
 # :class: note
 # The paper writes the vocabulary in bold, $\mathbf V$ (the book: $\mathcal V$), and the reward in
-# bold, $\mathbf r$. Its $\pi$ — kept here — is a model's distribution, not the number $\pi$.
+# bold, $\mathbf r$. Its $\pi$ — kept here — is a model's distribution, not the number $\pi$. Its
+# $L$, the length of an answer, is kept too; elsewhere the book writes a length as $T$ and keeps $L$
+# for the number of layers.
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §4.3–4.5
@@ -285,8 +287,9 @@ for big_V in (1000, 50_000):
 # %% [markdown]
 # The residual KL of the rank-2 fit is no larger than that of the exact shift applied to
 # $W_{\mathrm{pre}}$: what remains is the pre-training error of the frozen weights, which LoRA
-# inherits — a rank-2 update corrects the shift, and of the imperfections of $W_{\mathrm{pre}}$ only
-# the part that also has rank 2 (which is why the fit can come out a little below the exact shift).
+# inherits. The fitted update is the rank-2 matrix that fits best, not necessarily the true shift,
+# so it can also offset a part of $W_{\mathrm{pre}}$'s error (which is why the fit can come out a
+# little below the exact shift) — but not all of it, with only two ranks to spend.
 #
 # ## KL-regularised RL (4.7): the closed-form optimum
 #
@@ -313,7 +316,8 @@ assert gibbs_gap == 0
 # %% [markdown]
 # Now sequences: $L=4$ tokens over $\{0,1,2\}$, $\pi_{\mathrm{ref}}$ a random Markov chain (the "reference
 # model"), and a sequence-level reward: $+1$ for each token 2, and $+2$ if the sequence ends with the
-# token it starts with (a long-range preference that no single next-token factor can see). We
+# token it starts with (a long-range preference: a Markov policy, whose next token sees only the
+# one before, cannot express it). We
 # minimise (4.7) numerically (L-BFGS) over *all* laws on the 81 sequences (softmax logits $z$;
 # $\nabla_z\mathcal L^{\mathrm{RL}}=\pi\odot(g-\pi\cdot g)$ with $g=-r+\beta\log(\pi/\pi_{\mathrm{ref}})$ — a full
 # autoregressive table can represent any such law) and compare with the closed form.
@@ -431,9 +435,10 @@ assert np.isclose(gap, beta * kl_divergence(markov_policy(res.x), pi_star), rtol
 # (4.8) replaces the expectations by $N$ samples from $\pi_\theta$ itself. As a number it is an
 # unbiased estimate of (4.7). But the samples depend on θ: differentiating (4.8) with the samples
 # held fixed gives $\frac{\beta}{N}\sum_n\nabla\log\pi_\theta(f^{(n)})$, whose expectation is **zero**
-# — the reward drops out entirely. The gradient of (4.7) needs the score-function (REINFORCE) form
+# — the reward drops out entirely. The gradient of (4.7) needs the score-function (REINFORCE) form,
+# each sample's *score* $\nabla\log\pi_\theta(f^{(n)})$ weighted by its term minus the batch mean,
 # $\frac1{N-1}\sum_n\big(g(f^{(n)})-\bar g\big)\nabla\log\pi_\theta(f^{(n)})$, $g=-r+\beta\log(\pi_\theta/\pi_{\mathrm{ref}})$.
-# With the joint logits $z$, $\nabla_z\log\pi(f)=e_f-\pi$. Averaging many batches at $\pi_\theta=\pi_{\mathrm{ref}}$:
+# With the joint logits $z$, $\nabla_z\log\pi(f)=o_f-\pi$. Averaging many batches at $\pi_\theta=\pi_{\mathrm{ref}}$:
 
 # %%
 def cos(a, c):
@@ -470,9 +475,12 @@ assert cos(reinforce, exact_grad) > 0.97  # the score-function estimator points 
 
 # %% [markdown]
 # (Dividing by $N-1$, not $N$, makes the baseline-subtracted estimator unbiased: $\bar g$ is
-# estimated from the same batch.) At $\pi_\theta=\pi_{\mathrm{ref}}$ the KL term
-# is zero, so the naive gradient's expectation is exactly zero; away from it, the naive gradient
-# still ignores the reward. Remark 4.10's point — RL needs samples from the model during training —
+# estimated from the same batch.) The naive gradient's expectation is zero at *every* θ, not only
+# at the reference model: the score $\nabla\log\pi_\theta(f)$ has mean zero under $\pi_\theta$
+# (its mean is $\sum_f\nabla\pi_\theta(f)=\nabla 1=0$), so what the batches average to is sampling
+# noise — a small fraction of the exact gradient's length, as printed. Here, at
+# $\pi_\theta=\pi_{\mathrm{ref}}$, the exact gradient is all reward (the KL term and its gradient
+# vanish at the reference), and the naive one misses it entirely. Remark 4.10's point — RL needs samples from the model during training —
 # shows up here a second time: the gradient itself must account for where the samples came from.
 
 # %% [markdown]
@@ -542,7 +550,8 @@ assert V * V == 100 and 2 * V * 2 == 40
 #   $\pi_{\mathrm{ref}}$ and reaches the closed form $-\beta\log Z$ (which the paper does not state; the
 #   page derives it).
 # - **Remark 4.10, RL needs samples from the model.** True of the objective, and of its gradient: the
-#   naive gradient of (4.8) with the samples held fixed has expectation zero at $\pi_{\mathrm{ref}}$.
+#   naive gradient of (4.8) with the samples held fixed has expectation zero at every θ (measured
+#   here at $\pi_{\mathrm{ref}}$).
 # - **(4.8) averages over its $N$ samples** (the $1/N$ that (4.5) and (4.6) lack), so
 #   as a number it estimates (4.7) without bias: the batch average above is within four standard
 #   errors of the exact value. (As printed, (4.8) has no brackets around its summand, so the

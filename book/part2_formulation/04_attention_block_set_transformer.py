@@ -27,7 +27,7 @@
 #
 # **Builds on:** [6.2 The attention mechanism](../part1_chapter6/6_2_attention_mechanism.ipynb)
 # ({term}`queries <query>`, {term}`keys <key>`, {term}`values <value>`, scores and softmax weights) ·
-# [6.6 Context representation](../part1_chapter6/6_6_context_representation.ipynb) (the
+# [6.6 The decoder block](../part1_chapter6/6_6_context_representation.ipynb) (the
 # {term}`decoder block`: residual connections, {term}`layer normalisation`, the
 # {term}`feed-forward network`) · [2.2 The KL objective](02_objective_kl.ipynb) (the next-token
 # distribution $\mathbf q_m$ that training fits). **Reading time:** about 40 minutes.
@@ -65,6 +65,8 @@
 # The paper writes the number of blocks as $K$, the same letter as the key matrix; the book writes
 # $n_b$. In Example 5.2 the paper writes $m(u)$ and $\sigma^2(u)$ for the mean and the variance of
 # the coordinates of a vector $u$ (these $m$ and $\sigma$ are not the position and the softmax).
+# Its $\ell$, the number of vectors in a sequence, is kept; elsewhere the book keeps $\ell$ for the
+# index of a layer.
 # Chapter 6 ([6.2](../part1_chapter6/6_2_attention_mechanism.ipynb)) uses row vectors and writes
 # the query of word $i$ as $\mathbf q[i]=\mathbf e[i]W^Q$; the paper's $Qh_k$ is the same thing with
 # $Q=(W^Q)^\top$.
@@ -188,18 +190,18 @@ plt.show()
 # `att` takes a sequence of any length with one set of parameters.
 
 # %%
-d_e, c, c_ff, m = 4, 3, 16, 6
+d_e, c, c_ff, ell = 4, 3, 16, 6  # ell = 6 vectors in the sequence
 block = BlockParams.random(d_e, c, c_ff, rng)
 Q, K, V = block.att.Q, block.att.K, block.att.V
-h = rng.standard_normal((m, d_e))
+h = rng.standard_normal((ell, d_e))
 
 loop = np.empty_like(h)
-for k in range(m):
-    s = np.array([np.exp((Q @ h[k]) @ (K @ h[l])) for l in range(m)])  # exp<Qh_k, Kh_l>
-    loop[k] = h[k] + sum(s[l] * (V @ h[l]) for l in range(m)) / s.sum()  # (5.2a)-(5.2b)
+for k in range(ell):
+    s = np.array([np.exp((Q @ h[k]) @ (K @ h[l])) for l in range(ell)])  # exp<Qh_k, Kh_l>
+    loop[k] = h[k] + sum(s[l] * (V @ h[l]) for l in range(ell)) / s.sum()  # (5.2a)-(5.2b)
 out = att(h, block.att)
 assert np.allclose(out, loop, rtol=1e-12, atol=1e-12)
-alpha = softmax((h @ Q.T) @ (h @ K.T).T)  # (m, m)
+alpha = softmax((h @ Q.T) @ (h @ K.T).T)  # (ell, ell)
 assert np.allclose(alpha.sum(1), 1)
 assert (alpha > 0).all()
 assert np.allclose(out - h, alpha @ (h @ V.T))
@@ -210,8 +212,9 @@ print("max |ATT(h) - (5.2) term by term| < 1e-12 (round-off); rows of alpha sum 
 # ## The attention block (5.3a–d) is Chapter 6's post-norm block
 #
 # ATT (5.3a) → N (5.3b) → $h+\mathrm{NN}(h)$ (5.3c) → N (5.3d) is the {term}`post-norm` block of
-# Chapter 6 with one head and no output projection, NN being the two-layer network of Example 5.3. With $c=d_e$ it is exactly `nextword.decoder.layers.TransformerBlock(pre_norm=False)`
-# once that block's $1/\sqrt{d}$ scale is folded into its query matrix and its output matrix is the
+# Chapter 6 with one head, no output projection and no causal mask, NN being the two-layer network
+# of Example 5.3. With $c=d_e$ it is exactly `nextword.decoder.layers.TransformerBlock(pre_norm=False,
+# causal=False)` once that block's $1/\sqrt{d}$ scale is folded into its query matrix and its output matrix is the
 # identity:
 
 # %%
@@ -245,7 +248,7 @@ B = rng.standard_normal((10, d_e))  # the linear map B of (5.7), |V| = 10
 A_h = attention_block(h, block)
 T_mean, T_max = set_transformer(h, blocks, "mean"), set_transformer(h, blocks, "max")
 worst = 0.0
-for perm in itertools.permutations(range(m)):
+for perm in itertools.permutations(range(ell)):
     perm = list(perm)
     worst = max(worst, np.abs(attention_block(h[perm], block) - A_h[perm]).max(),
                 np.abs(set_transformer(h[perm], blocks, "mean") - T_mean).max(),
@@ -276,12 +279,12 @@ print("q(. | dog bites man) == q(. | man bites dog):", bool(np.allclose(q1, q2, 
 # maximum both ignore order and give the same answer when every token is repeated, so they depend
 # on the sequence only through which vectors occur and in what proportions (the maximum, only
 # through which occur); Appendix B's linear form (B.5),
-# $\mathfrak P(p)=\int\mathfrak f\,dp$, gives mean pooling with $\mathfrak f(h)=h$. Appendix B's
-# continuum version of
-# max pooling is a log-sum-exp, $\frac1\beta\log\int e^{\beta (h)_j}\,dp(h)$ for coordinate $j$ —
-# a soft maximum — which tends to the coordinate-wise maximum as $\beta\to\infty$ (the gap is at
-# most $\log(1/p_{\min})/\beta$, here $\log 6/\beta$ for 6 tokens of weight $\frac16$) and to
-# the mean as $\beta\to0$.
+# $\mathfrak P(p)=\int\mathfrak f\,dp$, gives mean pooling with $\mathfrak f(h)=h$. For max pooling
+# Appendix B takes the limit $\beta\to\infty$ of a log-sum-exp,
+# $\frac1\beta\log\int e^{\beta (h)_j}\,dp(h)$ for coordinate $j$. At a finite $\beta$ (the
+# library's `soft_max_pool`) this is a soft maximum, which tends to the coordinate-wise maximum as
+# $\beta\to\infty$ (the gap is at most $\log(1/p_{\min})/\beta$, here $\log 6/\beta$ for 6 tokens
+# of weight $\frac16$) and to the mean as $\beta\to0$.
 
 # %%
 hh = np.concatenate([h, h])  # every token twice: the same empirical measure
@@ -290,10 +293,10 @@ assert np.allclose(max_pool(hh), max_pool(h))
 betas = np.geomspace(0.01, 1000, 41)
 gaps = np.array([np.max(max_pool(h) - soft_max_pool(h, b)) for b in betas])
 assert np.all(gaps >= -1e-12)
-assert np.all(gaps <= np.log(m) / betas + 1e-12)
+assert np.all(gaps <= np.log(ell) / betas + 1e-12)
 assert np.allclose(soft_max_pool(h, 1e-6), mean_pool(h), atol=1e-5)
 print(f"soft-max pooling gap to max: beta=1: {gaps[np.argmin(abs(betas - 1))]:.4f}, "
-      f"beta=1000: {gaps[-1]:.2e} (bound log(m)/beta = {np.log(m) / 1000:.2e})")
+      f"beta=1000: {gaps[-1]:.2e} (bound log(ell)/beta = {np.log(ell) / 1000:.2e})")
 
 # %% [markdown]
 # ## Attention as a map on distributions (Appendix B)
@@ -332,17 +335,17 @@ assert one_twice != 0
 
 # %%
 reps = np.concatenate([h, h, h])
-assert np.allclose(attention_block(reps, block)[:m], A_h, atol=1e-12)
+assert np.allclose(attention_block(reps, block)[:ell], A_h, atol=1e-12)
 assert np.allclose(set_transformer(reps, blocks), T_mean, atol=1e-12)
 uneven = np.concatenate([h, h[:2]])  # tokens 0 and 1 twice: a different measure
 points, weights = empirical_measure(uneven)
 assert np.allclose(points, h)
 assert np.allclose(weights * len(uneven), [2, 2, 1, 1, 1, 1])
 via_measure = attention_block(points, block, weights=weights)
-assert np.allclose(via_measure, attention_block(uneven, block)[:m], atol=1e-12)
-moved = np.abs(attention_block(uneven, block)[:m] - A_h).max()
+assert np.allclose(via_measure, attention_block(uneven, block)[:ell], atol=1e-12)
+moved = np.abs(attention_block(uneven, block)[:ell] - A_h).max()
 assert moved > 1e-3
-assert np.abs(attention_block(reps, block)[:m] - A_h).max() < 1e-12
+assert np.abs(attention_block(reps, block)[:ell] - A_h).max() < 1e-12
 print("every token x3: max change < 1e-12 (round-off); "
       f"two tokens doubled: max change {moved:.3f}, reproduced by the weighted measure")
 
@@ -385,7 +388,7 @@ axes[0].set_ylabel("coordinate 2")
 axes[0].set_title(r"(B.4a): $s \mapsto s + V\,E_{u\sim\pi(\cdot;s)}[u]$")
 axes[0].legend(loc="lower left", fontsize=8)
 axes[1].loglog(betas, gaps, "o-", ms=3, label="max pool - soft-max pool")
-axes[1].loglog(betas, np.log(m) / betas, "k--", label=r"bound $\log 6/\beta$")
+axes[1].loglog(betas, np.log(ell) / betas, "k--", label=r"bound $\log 6/\beta$")
 axes[1].set_xlabel(r"$\beta$")
 axes[1].set_ylabel("largest coordinate gap")
 axes[1].legend()
@@ -411,7 +414,7 @@ plt.show()
 # position belongs to the slot, not to the token).
 
 # %%
-pe = sinusoidal_encoding(2 * m, d_e)
+pe = sinusoidal_encoding(2 * ell, d_e)
 perm = np.array([3, 0, 5, 1, 4, 2])
 
 
@@ -448,7 +451,7 @@ assert all(r[2:] == (False, False, False) for r in rows[1:])
 # %%
 doubled = attention_block(np.concatenate([h, h]), block, causal=True)
 causal_base = attention_block(h, block, causal=True)
-first_ok, second_ok = np.allclose(doubled[:m], causal_base), np.allclose(doubled[m:], causal_base)
+first_ok, second_ok = np.allclose(doubled[:ell], causal_base), np.allclose(doubled[ell:], causal_base)
 assert first_ok and not second_ok
 print(f"causal, no positions, (h, h): first copy reproduces h's outputs {first_ok}; "
       f"second copy {second_ok}")
@@ -457,7 +460,7 @@ print(f"causal, no positions, (h, h): first copy reproduces h's outputs {first_o
 # ## Key takeaways
 #
 # - The paper's attention map (5.2) is Chapter 6's attention plus a residual, with unscaled scores;
-#   the attention block (5.3) is the post-norm decoder block with one head.
+#   the attention block (5.3) is Chapter 6's post-norm block with one head and no mask.
 # - The set transformer is blocks, then pooling, then a linear map and a softmax (5.6)–(5.7); only
 #   the attention step lets positions exchange information.
 # - Without positions or a mask every block is permutation-equivariant and the pooled model is
@@ -485,7 +488,8 @@ print(f"causal, no positions, (h, h): first copy reproduces h's outputs {first_o
 #    Something must depend on position: add positional encodings to the inputs (then the same word in
 #    two slots is two different vectors), or use a causal mask in ATT (then each token sees a
 #    different prefix), or replace the pooling by a map that is not symmetric in the positions (e.g.
-#    read the last position). Any one of these breaks the invariance, as the last table shows.
+#    read the last position). Any one of these breaks the invariance; the table of the last
+#    section shows it for the first two.
 #    ```
 #
 # 3. Repeating every token of a prefix leaves the set transformer's output unchanged. Why is that a
@@ -565,9 +569,9 @@ print(f"|rms_norm(x, unit=True)| = {np.linalg.norm(rms_norm(x, eps=0.0, unit=Tru
 # %% [markdown]
 # **Example 5.4: the index of mean pooling.** Example 5.4 writes mean pooling of $h_{1:m-1}$ as
 # $\frac1m\sum_{k=1}^m h_k$; the sequence has $m-1$ elements, so the sum must stop at $m-1$ and the
-# factor is $\frac1{m-1}$ (an index slip). Read literally, "$\frac1m$ times the sum of the $m-1$
-# tokens" is $(m-1)/m$ times the mean and depends on the length, which breaks the length
-# independence the example asks for:
+# factor is $\frac1{m-1}$ (an index slip; its max-pooling formula runs to $h_m$ too). Read
+# literally, "$\frac1m$ times the sum of the $m-1$ tokens" is $(m-1)/m$ times the mean and depends
+# on the length, which breaks the length independence the example asks for:
 
 # %% tags=["hide-cell"]
 def literal_pool(seq):
@@ -633,4 +637,4 @@ print(f"(B.4c) as printed vs (5.3): max difference {gap_b4c:.3f}")
 # `empirical_measure`), `nextword.decoder` (`TransformerBlock`, `layer_norm`, `rms_norm`).
 
 # %% tags=["hide-cell"]
-print(f"d_e = {d_e}, c = {c}, c' = {c_ff}, m = {m}; blocks: {len(blocks)}; |V| = {B.shape[0]}")
+print(f"d_e = {d_e}, c = {c}, c' = {c_ff}, ell = {ell}; blocks: {len(blocks)}; |V| = {B.shape[0]}")

@@ -20,8 +20,8 @@
 # - explain what makes the base-10000 sinusoidal encoding multi-scale, and RoPE a rotation of
 #   complex pairs whose score depends only on the offset;
 # - count the inner products of full, causal and banded attention, and compute a windowed layer;
-# - run a linear state-space recurrence by hand, and explain why its exact discretisation needs
-#   $e^{A(t-t')}B$ in that order.
+# - run a linear state-space recurrence by hand, and explain why its discretisation (exact for an
+#   input held constant over each step) needs $e^{A(t-t')}B$ in that order.
 # ```
 #
 # **Builds on:** [2.4 The attention block](04_attention_block_set_transformer.ipynb) (the attention
@@ -44,7 +44,7 @@
 # | $r$, $\lambda$ | $r_k$ is the absolute positional encoding of position $k$; $\lambda_j$ the $j$-th wavelength divided by $2\pi$ | $(d_e,)$, number |
 # | $\mathbf x$, $\mathbf y$ | a query vector and a key vector (RoPE section) | $(c,)$ |
 # | $R$, $\psi_j$ | $R_k$ is the rotation RoPE applies at position $k$; $\psi_j$ the angle per position of coordinate pair $j$ | $(c,c)$, number |
-# | $z$ | a pair of coordinates as one complex number, $z=x_{2j}+ix_{2j+1}$; $z_{x,j}$, $z_{y,j}$: pair $j$ of the query / the key | complex |
+# | $z$ | a pair of coordinates as one complex number, $z=x_{2j-1}+ix_{2j}$ (coordinates counted from 1); $z_{x,j}$, $z_{y,j}$: pair $j$ of the query / the key, $j=1,\dots,c/2$ | complex |
 # | $\theta$ | an angle | number |
 # | $a$, $b$, $v_k$ | the tiny recurrence's two weights and its state after $k$ inputs | numbers |
 # | $v$, $\dot v$, $s$ | the state of a state-space model, its time derivative, and its dimension | $(s,)$ |
@@ -114,8 +114,9 @@ assert minus_inf[1] == 0.0
 # **A state-space recurrence.** Instead of attention, read the sequence once, keeping a running
 # state: $v_k=a\,v_{k-1}+b\,h_k$. With $a=\tfrac12$, $b=1$, $v_0=0$ and inputs
 # $(h_1,h_2,h_3)=(1,2,3)$: $v_1=1$, $v_2=\tfrac12\cdot1+2=2.5$, $v_3=\tfrac12\cdot2.5+3=4.25$. Each
-# step costs one multiply-add per state entry, so the whole sequence costs time linear in its
-# length, and $v_k$ depends only on the inputs up to $h_k$: causal by construction.
+# step costs the same fixed work (here two multiplications and an addition), so the whole sequence
+# costs time linear in its length, and $v_k$ depends only on the inputs up to $h_k$: causal by
+# construction.
 
 # %%
 a_tiny, b_tiny, state = 0.5, 1.0, 0.0
@@ -197,10 +198,13 @@ for name, r_enc in [("as printed (base 2)", printed), ("base 10000", usual)]:
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(14, 4), layout="constrained")
-panels = [("Example 5.8 as printed (base 2)", printed), ("base 10000", usual)]
-for ax, (name, r) in zip(axes[:2], panels):
+panels = [("Example 5.8 as printed (base 2)", printed, 1), ("base 10000", usual, 0)]
+for ax, (name, r, first) in zip(axes[:2], panels):  # printed: positions 1..128; usual: 0..127
     heatmap(r[:128] @ r[:128].T / (d / 2), ax=ax, title=name, vmin=-1, vmax=1)
-    ax.set_xlabel("position l")
+    ticks = [0, 31, 63, 95, 127]
+    ax.set_xticks(ticks, [str(t + first) for t in ticks])
+    ax.set_yticks(ticks, [str(t + first) for t in ticks])
+    ax.set_xlabel("position l" + (" (from 0, as the library counts)" if first == 0 else ""))
     ax.set_ylabel("position k")
 axes[2].plot(offsets[:200], k_printed[:200], label="as printed (base 2)")
 axes[2].plot(offsets[:200], k_usual[:200], label="base 10000")
@@ -211,7 +215,8 @@ plt.show()
 
 # %% [markdown]
 # **Figure 2.5.1.** Cosine similarity $\langle r_k,r_l\rangle/|r|^2$ of the encodings of the first
-# 128 positions (left and middle, one heatmap each), and as a function of the offset $k-l$ (right:
+# 128 positions (left and middle, one heatmap each: positions 1 to 128 as the example counts them,
+# 0 to 127 as the library does), and as a function of the offset $k-l$ (right:
 # blue as printed, vermilion base 10000). Left: Example 5.8 with $\lambda_j=2^{2j/d_e}$ — only
 # immediate neighbours are similar, a thin bright diagonal flanked by dark stripes: positions 4
 # apart have nearly opposite encodings (similarity about $-0.8$). Middle: the usual base 10000 — a broad
@@ -223,8 +228,8 @@ plt.show()
 #
 # RoPE rotates each consecutive pair of query/key coordinates by an angle proportional to the
 # position (`apply_rope`), in place of the plain score (5.8), $\langle Qh_k,Kh_l\rangle$: at
-# position $k$, pair $j$ turns by $k\psi_j$. Writing a pair as a complex
-# number $z=x_{2j}+ix_{2j+1}$, a rotation is a multiplication by $e^{ik\psi_j}$, so the score of a
+# position $k$, pair $j$ (coordinates $2j-1$ and $2j$, counted from 1) turns by $k\psi_j$. Writing
+# that pair as a complex number $z=x_{2j-1}+ix_{2j}$, a rotation is a multiplication by $e^{ik\psi_j}$, so the score of a
 # query vector $\mathbf x$ at position $k$ with a key vector $\mathbf y$ at position $l$ is
 # $\langle R_k\mathbf x,R_l\mathbf y\rangle=\mathrm{Re}\sum_{j=1}^{c/2}z_{x,j}\,\overline{z_{y,j}}\,
 # e^{i(k-l)\psi_j}$: it depends on the positions only through the offset $k-l$. (The paper's
@@ -470,8 +475,9 @@ plt.show()
 # ## The SSM as a causal, linear-cost sequence map (5.9)
 #
 # With linear $\mathbf f,\mathbf g$ the recurrence (5.9) is $v_{k+1}=\bar Av_k+\bar Bh_k$,
-# $u_k=Cv_k+Dh_k$ (the read-out (5.9b)): one pass over the sequence, $\mathcal O(m)$. Unrolled it is a causal convolution
-# with kernel $\kappa_j=C\bar A^{j-1}\bar B$, the other way S4-type models evaluate it. (Our
+# $u_k=Cv_k+Dh_k$ (the read-out (5.9b)): one pass over the sequence, $\mathcal O(m)$. Unrolled it is
+# a causal convolution with kernel $\kappa_j=C\bar A^{j-1}\bar B$ (plus $Dh_k$ at lag 0 and the
+# fading effect of $v_0$), the other way structured state-space models such as S4 evaluate it. (Our
 # recurrence indexes the inputs from 0, so $u_k$ depends on $h_0,\dots,h_k$; the paper's indexing of
 # (5.9a) is [checked below](#checking-the-paper).)
 
@@ -489,7 +495,7 @@ _, u_scan2 = ssm_scan(Ab, Bb, C, D, hs2, v0)
 assert np.array_equal(u_scan[:40], u_scan2[:40])
 kernel = ssm_kernel(Ab, Bb, C, T)
 print(f"scan == convolution: True; causal: outputs before position 40 unchanged; "
-      f"|K_j| decays from {np.abs(kernel[1]).max():.3f} to {np.abs(kernel[-1]).max():.1e} "
+      f"|kappa_j| decays from {np.abs(kernel[1]).max():.3f} to {np.abs(kernel[-1]).max():.1e} "
       f"over {T} steps")
 per_step = s_dim * s_dim + s_dim * d_in + d_in * s_dim + d_in * d_in
 print(f"multiply-adds per position: {per_step}, so {T * per_step} for length {T} (linear in T); "
@@ -507,7 +513,8 @@ print(f"multiply-adds per position: {per_step}, so {T * per_step} for length {T}
 # - Full and causal attention cost a number of inner products quadratic in the length; a band of
 #   half-width $w$ costs $\mathcal O(wm)$ and can be computed window by window.
 # - A state-space model replaces attention by a recurrence: causal by construction and linear in the
-#   length. Its exact discretisation is the zero-order hold, built from $e^{A(t-t')}B$ in that order.
+#   length. Its zero-order-hold discretisation, built from $e^{A(t-t')}B$ in that order, is exact
+#   for an input held constant over each step (for a smooth input it is first order in $\Delta t$).
 
 # %% [markdown]
 # ## Check your understanding

@@ -9,7 +9,8 @@
 # They do not. Taking the favourite token at every step can miss the most likely reply altogether;
 # searching all replies is exact but its cost grows exponentially with their length; rolling dice
 # gives varied text whose character a single number, the {term}`temperature <softmax temperature>`,
-# controls. Every chatbot answer you have read came out of one of these procedures, called
+# controls. Every chatbot answer you have read came out of one of these procedures (or a variant of
+# one, such as sampling only among the most likely tokens), called
 # {term}`decoding`. This page works them out on a three-token example by hand, then measures them on
 # a real character model of Shakespeare.
 #
@@ -39,7 +40,7 @@
 # | $f_1,f_2$ | in the tiny example: the two tokens of the reply | tokens |
 # | $\ell$ | the length of the prompt | integer |
 # | $n$ | the number of new tokens decoded | integer |
-# | $L$, $L'$ | the total length a reply is padded to; the number of tokens sampled before greedy takes over (§6.4) | integers |
+# | $L$, $L'$ | the total length (prompt and reply) a text is padded to; the number of tokens sampled before greedy takes over (§6.4) | integers |
 # | $\mathcal V$, $\lvert\mathcal V\rvert$ | the vocabulary and its size | set, integer |
 # | $k$ | the width of a beam (the number of partial replies kept) | integer |
 # | $z$, $\tau$ | the model's next-token scores; the temperature they are divided by | $(\lvert\mathcal V\rvert,)$, number |
@@ -510,8 +511,10 @@ assert ex[-1] == EOS and len(ex) < len(long_beam) and long_beam[-1] != EOS
 #    Dividing the scores by $\tau=10^{-3}$ multiplies every gap between the top score and the others
 #    by 1000, so the top token gets probability $\approx1$ at each step: each draw is the argmax,
 #    which is greedy decoding (Remark 6.2). At $\tau=1$ the draw follows the model's own
-#    probabilities, and a 20-character reply that takes the top character at every step is itself
-#    only one of very many likely replies.
+#    probabilities, and the reply that takes the top character at every step is only one of very
+#    many: under the model the greedy 20-character reply after "ROMEO:" has log-probability
+#    $-17.70$, a probability of about $2\times10^{-8}$ (printed below), so 50 draws hit it with a
+#    chance of about one in a million.
 #    ```
 
 # %% tags=["hide-cell"]
@@ -523,6 +526,10 @@ print(f"Q1: bb {replies_q1['bb']}, aa {replies_q1['aa']}; most likely {best_q1}"
 assert replies_q1["bb"] == Fraction(4, 25) and replies_q1["aa"] == Fraction(1, 5) and best_q1 == "aa"
 # Question 3: at tau = 1e-3 every gap between scores is multiplied by 1 / tau
 print(f"Q3: 1 / tau = {1 / 1e-3:.0f}")
+greedy_lp = sequence_log_prob(lm.next_logits, greedy_20, len(tok.encode("ROMEO:\n")))
+print(f"    the greedy reply after ROMEO: has log pi = {greedy_lp:.2f}, probability {np.exp(greedy_lp):.0e}; "
+      f"50 draws at tau = 1 hit it with probability {1 - (1 - np.exp(greedy_lp)) ** 50:.0e}")
+assert np.exp(greedy_lp) < 1e-7 and 1 - (1 - np.exp(greedy_lp)) ** 50 < 1e-5
 # Question 2: 50 000^10 replies; a beam of width 5 over 10 tokens calls the model at most 1 + 5 * 9 times
 print(f"Q2: 50000^10 = {50_000**10:.3e} replies; beam calls at most {1 + 5 * 9}")
 big_model = Counted(random_table_model(50, 1, np.random.default_rng(0)).next_logits)

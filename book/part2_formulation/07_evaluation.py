@@ -18,7 +18,7 @@
 # :class: tip
 # After this page you can
 # - compute cross-entropy, perplexity and their gap to the entropy by hand for a small model, and
-#   explain why no model scores below the entropy rate of the text;
+#   explain why no model's expected cross-entropy is below the entropy rate of the text;
 # - explain which evaluation needs the model's probabilities and which needs only its samples, and
 #   read a permutation-test p-value for a sample-based divergence;
 # - compute the CRPS of a forecast against one answer and precision and recall of a retrieved set;
@@ -158,7 +158,8 @@ assert identity_gap == 0
 # For a stationary source the per-token version is the entropy rate $H$ plus an average KL, so
 # **no model's expected cross-entropy is below $H$**, and perplexity $e^{\mathrm{CE}}$ (in nats) is at
 # least $e^H$. To see the floor we need a source whose $H$ we know: a random order-3 Markov chain on
-# 6 symbols (each next symbol depends on the 3 before it; rows drawn from a Dirichlet(0.3), so some
+# 6 symbols (each next symbol depends on the 3 before it; rows drawn from a Dirichlet(0.3), a random
+# probability vector that, with a parameter below 1, puts most of its mass on a few symbols, so some
 # contexts are quite predictable). The models: uniform, and {term}`n-gram models <n-gram model>` of
 # orders 1–5 (add-0.1 smoothing) fitted on training samples of increasing length; the true source
 # itself is the reference. A helper scores a model on every position of a sequence:
@@ -232,7 +233,8 @@ plt.show()
 # line is the entropy rate $H$, the lower bound of every model's *expected* cross-entropy (on a
 # finite held-out sample a curve can come out a hair below it: sampling noise, explained below), and
 # the dotted grey line the uniform model; the solid lines are the n-gram orders (1-gram blue, 2-gram vermilion, 3-gram bluish green,
-# 4-gram orange, 5-gram reddish purple). Look at the 4-gram (context 3, the true order): it
+# 4-gram orange, 5-gram reddish purple; the 1-gram's line runs along the dotted uniform one — compare
+# the table's first row with log 6 — because the source's six symbols are almost equally frequent). Look at the 4-gram (context 3, the true order): it
 # approaches $H$ as data grows; shorter contexts stall far above it, and the 5-gram pays for its
 # extra parameters when data is scarce.
 #
@@ -271,8 +273,9 @@ assert bpc[1] < np.log2(V) and best_char in (4, 5) and bpc[6] > bpc[best_char]
 # 5-gram character models (EOS = newline; each generated line continues a random training line, so
 # the model starts from a real context).
 #
-# For sampling we refit the two models with lighter smoothing ($k=10^{-4}$) and use nucleus
-# filtering (`top_p=0.95`): with $k=0.01$ and 66 symbols, a context seen once gives the unseen
+# For sampling we refit the two models with lighter smoothing (add-$10^{-4}$ instead of add-0.01)
+# and use nucleus filtering (`top_p=0.95`: each character is drawn only from the most likely
+# characters whose probabilities add up to 0.95): with add-0.01 smoothing and 66 symbols, a context seen once gives the unseen
 # characters more than a third of its mass, one such character sends a high-order model into a context it
 # never saw (where it is uniform), and the line dissolves into noise — smoothing that is harmless
 # for cross-entropy is harmful for generation. First, an independent check of the estimator: in
@@ -453,9 +456,9 @@ assert abs(mus[i_best]) <= 0.05 and abs(sigmas[j_best] - 1) <= 0.1
 # End of §8.1: when the model returns a set, count true positives, false positives and false
 # negatives against the ground truth, as in the tiny example. The task: given the *speech text* of
 # a passage of held-out Shakespeare (40 consecutive blocks, speaker tags removed), retrieve the set
-# of characters who speak in it. The "model": rank all speakers of the training text by how often
-# their name is mentioned in the passage (ties broken by their training frequency) and return the
-# top $k$.
+# of characters who speak in it. The "model": rank the speakers of the training text (those with at
+# least five speeches there) by how often the last word of their name is mentioned in the passage
+# (ties broken by their training frequency) and return the top $k$.
 
 # %%
 speakers = Counter(re.findall(r"^([A-Z][A-Za-z ]+):$", corpus.train, flags=re.M))
@@ -507,7 +510,8 @@ assert np.all(np.diff(pr[1:, 0]) < 0)  # from two names on, precision falls with
 # A model is {term}`calibrated <calibration>` when, among the predictions it makes with confidence
 # 70 %, about 70 % are right. The {term}`expected calibration error` (ECE; Guo et al., 2017) bins
 # predictions by the model's probability of its own top answer and averages
-# $|\text{accuracy}-\text{confidence}|$ over the bins. We take next-character prediction on held-out
+# $|\text{accuracy}-\text{confidence}|$ over the bins, each bin weighted by its share of the
+# predictions. We take next-character prediction on held-out
 # text with the 5-gram, at decoding temperatures $\tau$ ([2.6](06_sequence_generation.ipynb)):
 # $\tau<1$ makes the model over-confident, $\tau>1$ under-confident. First a sanity check: a
 # forecaster that is right with exactly its stated probability has ECE near 0.
@@ -568,8 +572,9 @@ plt.show()
 # %% [markdown]
 # ## Key takeaways
 #
-# - Cross-entropy on held-out text is entropy + KL: lower is closer to the truth, and no model
-#   scores below the entropy rate; perplexity is its exponential, per token.
+# - Cross-entropy on held-out text is entropy + KL: lower is closer to the truth, and no model's
+#   expected cross-entropy is below the entropy rate (a finite held-out text can land a hair below
+#   it); perplexity is its exponential, per token.
 # - When only samples are available, the energy distance and MMD compare a model's replies with
 #   real ones, after mapping both to a common space; a permutation test turns the value into a
 #   p-value.

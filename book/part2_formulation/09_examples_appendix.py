@@ -40,7 +40,7 @@
 # | $d_l$ | width of each patch vector (the image's "embedding width") | integer |
 # | $i_{\text{original}}$, $i_{\text{convolved}}$ | the image, and the image after the strided convolution | $(K',K',3)$, $(K,K,d_l)$ |
 # | $\mathbf S^{K,K}$ | the grid of pixel (or patch) positions $\{1..K\}\times\{1..K\}$ | set |
-# | $N$ | the number of items in a batch (image–caption pairs, or sequences) | integer |
+# | $N$, $n$ | the number of items in a batch (image–caption pairs, or sequences); the index of a sequence in the batch, 1 to $N$ | integers |
 # | $x$, $W$, $b$ | a classifier's input, weight matrix and bias | $(784,)$, $(784,10)$, $(10,)$ |
 # | $\mu_{\text{batch}}$ | the batch measure: weight $1/(\ell N)$ on every token of every sequence of the batch | measure |
 # | $\ell$ | the length of each sequence of a batch | integer |
@@ -59,7 +59,7 @@
 # | $\delta_{k,f_m}$ | 1 if position $m$ holds token $k$, else 0 | number |
 # | $\mathbf T$, $\mathbf B$ | the set transformer (a vector out of a sequence) and the output map to scores | $\mathbb R^{d_e}$, $(\lvert\mathcal V\rvert,d_e)$ |
 # | $\tau$ | the softmax temperature | number |
-# | $z$, $q$ | the scores $\mathbf B\,\mathbf T(h)/\tau$ and the next-token probabilities $\sigma(z)$ | $(\lvert\mathcal V\rvert,)$ |
+# | $z$, $q$ | the scores $\mathbf B\,\mathbf T(h)/\tau$ and the next-token probabilities $\sigma(z)$, **columns** in this section (as in the paper) | $(\lvert\mathcal V\rvert,)$ |
 # | $\sigma$, $\sigma'(z)$ | the softmax and its Jacobian $\mathrm{diag}(q)-qq^\top$ | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
 # | $\vartheta$, $\theta$ | the network's parameters, $\vartheta=(\theta^{(b)},\theta^{(t)})$: those of $\mathbf B$ and those of $\mathbf T$ | vectors |
 # | $t$ | time (hours of the day in E.1, the ODE's time in E.4) | number |
@@ -326,9 +326,10 @@ assert probs.min() >= 0 and np.max(np.abs(probs.sum(axis=1) - 1)) < 1e-12 and te
 #
 # $$\mathfrak N(u;\mu_{\text{batch}})=\Gamma\,\frac{u-\mathbb E_{\mu_{\text{batch}}}u}
 # {\sqrt{\mathbb V_{\mu_{\text{batch}}}u+\varepsilon}}+\beta,\qquad
-# \mu_{\text{batch}}=\frac1{\ell N}\sum_{n=1}^{N}\sum_{k=1}^{\ell}\delta_{h^{(n)}_k},$$
+# \mu_{\text{batch}}=\frac1{\ell N}\sum_{n=1}^{N}\sum_{m=1}^{\ell}\delta_{h^{(n)}_m},$$
 #
-# where $\delta_{h}$ puts weight 1 on the vector $h$, so $\mu_{\text{batch}}$ gives each of the
+# where $h^{(n)}_m$ is the vector at position $m$ of the $n$-th sequence and $\delta_{h}$ puts
+# weight 1 on the vector $h$, so $\mu_{\text{batch}}$ gives each of the
 # $\ell N$ tokens of the batch the weight $1/(\ell N)$. By hand, with $N=2$ sequences of $\ell=2$
 # one-number tokens, $(1,3)$ and $(5,7)$: the batch mean is $4$ and the variance $5$, so the first
 # sequence becomes $(-3,-1)/\sqrt5$ (taking $\Gamma=1$, $\beta=0$ and ignoring $\varepsilon$) — and
@@ -345,7 +346,7 @@ print("batch norm of (1, 3) next to (1, 3):", batch_norm(tiny_other, eps=0.0)[0]
 assert not np.allclose(batch_norm(tiny_other, eps=0.0)[0], batch_norm(tiny_batch, eps=0.0)[0])
 
 # %% [markdown]
-# The same three facts on a batch of 5 sequences of 7 tokens in $\mathbb R^4$ (with $\Gamma=I$,
+# Three facts, checked on a batch of 5 sequences of 7 tokens in $\mathbb R^4$ (with $\Gamma=I$,
 # $\beta=0$): (i) the normalised tokens have mean 0 and variance $\mathbb V/(\mathbb V+\varepsilon)$
 # under $\mu_{\text{batch}}$ (per coordinate); (ii) reordering the sequences of the batch permutes
 # the outputs; (iii) a sequence's output depends on the *other* sequences — so a block that uses
@@ -420,8 +421,12 @@ assert err_a1 < 1e-8 and not fd[1].any() and not fd[3].any()
 # $\vartheta=(\theta^{(b)},\theta^{(t)})$ splits into the entries of $\mathbf B$ and the parameters of
 # $\mathbf T$. The chain rule gives $\partial q/\partial\mathbf B_{jk}=\sigma'(z)_{:,j}\,\mathbf
 # T(h)_k/\tau$ and $\partial q/\partial\theta^{(t)}=\sigma'(z)\,\mathbf B\,\partial_{\theta^{(t)}}\mathbf
-# T/\tau$, with $\sigma'(z)=\mathrm{diag}(q)-qq^\top$ the softmax's Jacobian. Sympy confirms that
-# Jacobian for three outputs:
+# T/\tau$, with $\sigma'(z)=\mathrm{diag}(q)-qq^\top$ the softmax's Jacobian. Here, as in the
+# paper, $z$ and $q$ are **columns** ($\mathbf B\,\mathbf T(h)$ is a matrix times a column), so
+# $qq^\top$ is the $|\mathcal V|\times|\mathcal V|$ matrix of products $q_iq_j$; with the book's row
+# vectors the same Jacobian is written $\mathrm{diag}(q)-q^\top q$
+# ([6.2](../part1_chapter6/6_2_attention_mechanism.ipynb)). Sympy confirms that Jacobian for three
+# outputs:
 
 # %%
 zs = sp.symbols("z1:4", real=True)
@@ -609,7 +614,7 @@ assert calm.status == 0 and np.abs(calm.y).max() <= 1.0 + 1e-9 and gap_calm < 1e
 
 # %% [markdown]
 # The first solution blows up at $t_{\text{blow}}\approx1.78$, well inside $[0,10]$, so a plot of it
-# can only show the part before; the second stays below 1 in size. Whether the programs run in MATLAB, and
+# can only show the part before; the second never exceeds 1 in size (it starts at $y(0)=1$). Whether the programs run in MATLAB, and
 # what else the paper says about them, is [checked below](#checking-the-paper).
 #
 # ## Key takeaways

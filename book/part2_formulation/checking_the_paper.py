@@ -101,7 +101,46 @@ for length in (4096, 10**4):
 # one-token-per-jump generator still has tens of millions of non-zeros and there are |V|^L rows, so
 # sparsity alone does not make the chain tractable. What does is the independence across positions that
 # gives that sparsity: the transition matrix factorises into L copies of one |V| × |V| matrix (lesson 2.8
-# asserts e^{t(Q⊕Q⊕Q)} = e^{tQ}⊗e^{tQ}⊗e^{tQ}), so a sampler only ever needs the small generator.
+# asserts e^{t(Q⊕Q⊕Q)} = e^{tQ}⊗e^{tQ}⊗e^{tQ}), so simulating the *forward* process only ever needs the
+# small generator. Generation runs the *reverse* chain, and that one does not factorise. Its rates
+# Q̄_ij = Q_ji p(j, t)/p(i, t) (Eq. 9.4) keep the one-token-per-jump pattern (Q̄_ij is zero wherever Q_ji is),
+# but the ratio p(j, t)/p(i, t) depends on the whole sequence: the same jump of one position has different
+# rates in sequences that differ elsewhere. That is why the reverse rates are learned by a network s(i, t)
+# of the whole sequence, not assembled from one small matrix. On lesson 2.8's three sentences (L = 3,
+# tokens a, b, c, mask M, β = 0.5, t = 0.7), the rates of unmasking the first position to a:
+
+# %%
+import numpy as np  # noqa: E402
+
+from nextword.theory.formulation import (  # noqa: E402
+    absorbing_generator, forward_marginal, reverse_generator, sequence_generator,
+)
+
+V_seq, L_seq, mask_seq = 4, 3, 3
+Q_seq = sequence_generator(absorbing_generator(V_seq, mask_seq, 0.5), L_seq)  # (64, 64)
+sentences, sentence_weights = [(0, 1, 2), (2, 1, 0), (1, 1, 1)], [0.5, 0.3, 0.2]  # lesson 2.8's data
+p0_seq = np.zeros(V_seq**L_seq)  # the data law on the 64 sequences
+for sentence, w in zip(sentences, sentence_weights):
+    p0_seq[(sentence[0] * V_seq + sentence[1]) * V_seq + sentence[2]] = w
+Q_rev = reverse_generator(Q_seq, forward_marginal(p0_seq, Q_seq, 0.7))
+
+
+def state(text):
+    """The index of a three-letter sequence over a, b, c, M."""
+    return sum("abcM".index(ch) * V_seq ** (L_seq - 1 - n) for n, ch in enumerate(text))
+
+
+off_diagonal = ~np.eye(V_seq**L_seq, dtype=bool)
+same_pattern = bool(((Q_rev[off_diagonal] != 0) <= (Q_seq.T[off_diagonal] != 0)).all())
+rate_bc, rate_bb = Q_rev[state("Mbc"), state("abc")], Q_rev[state("Mbb"), state("abb")]
+print(f"reverse rates non-zero only where the forward jump back exists: {same_pattern}")
+print(f"unmask the first position to a: from Mbc {rate_bc:.4f}, from Mbb {rate_bb:.4f}")
+assert same_pattern and rate_bc > 0.5 and rate_bb < 1e-9  # "abb" has probability 0
+assert Q_seq[state("abc"), state("Mbc")] == Q_seq[state("abb"), state("Mbb")] == 0.5  # same forward rate
+
+# %% [markdown]
+# The forward rates of the two jumps are the same (β = 0.5); the reverse rates are not, because only "abc"
+# is a sentence of the data: the reverse chain must know the other positions.
 #
 # ## Eq. (8.4): the average effectiveness over prompts, computed
 #

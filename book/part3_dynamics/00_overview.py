@@ -70,9 +70,9 @@ use_book_style()
 # - **Softmax and cross-entropy** — the gradient of the cross-entropy loss of a softmax classifier
 #   with respect to its logits is the predicted probabilities minus the one-hot target; page 3.1
 #   re-derives it with sympy.
-# - **Gradient descent** and, for page 3.3, the idea of a **Markov chain** (the next symbol depends
-#   only on the current one) and of the **EM algorithm** for a mixture of Gaussians (alternate soft
-#   assignments and weighted means); page 3.2 recalls what is needed.
+# - **Gradient descent**; the idea of the **EM algorithm** for a mixture of Gaussians (alternate soft
+#   assignments and weighted means), which page 3.2 recalls; and, for page 3.3, the idea of a
+#   **Markov chain** (the next symbol depends only on the current one), which page 3.3 recalls.
 #
 # ## The route through this part
 
@@ -106,8 +106,9 @@ plt.show()
 # [errata](../ERRATA.md) list collects them:
 #
 # - **The direction of the advantage is stated backwards in the prose** (§3.4 after Eq. (23),
-#   contribution (2), the abstract, §5.1, §11): attention moves towards values whose compatibility
-#   is *below* the mean, as the equations say — [3.1](01_attention_gradients.ipynb).
+#   contribution (2), the abstract, §5.1, §11): attention moves towards values whose
+#   {term}`compatibility` (the paper's measure of how much a value would *raise* the loss) is *below*
+#   the mean, as the equations say — [3.1](01_attention_gradients.ipynb).
 # - **What the descent direction does to the correct logit** (§3.1 after Eq. (14)): it always lowers
 #   the loss, but it does not always raise the correct token's logit —
 #   [3.1](01_attention_gradients.ipynb).
@@ -115,13 +116,17 @@ plt.show()
 #   signal, so its compatibility *falls*; the loop holds with the sign corrected —
 #   [3.2](02_routing_and_specialisation.ipynb).
 # - **Keys are pushed apart, but to a simplex, not to orthogonality** (§6.2): the keys of two
-#   competing hypotheses end nearly opposite, those of three at equal angles, as far apart as a plane
-#   allows — [3.4](04_design_choices.ipynb).
-# - **The sticky chain's transition rule** (§7.2) is garbled in the text, and only one reading of it
-#   gives the best possible entropy of 1.8833 that §7.2 prints — [3.3](03_sticky_chain_em_vs_sgd.ipynb).
+#   competing hypotheses end far past a right angle, still moving towards opposite; those of three
+#   at equal angles, as far apart as a plane allows — [3.4](04_design_choices.ipynb).
+# - **The sticky chain's transition rule** (§7.2) is garbled in the text; of the six readings the
+#   book tries, only one gives the best possible entropy of 1.8833 that §7.2 prints —
+#   [3.3](03_sticky_chain_em_vs_sgd.ipynb).
 # - **The noise's effect on the best possible entropy** is set by the distance between the symbol
 #   means, not by the input dimension (§7.2, Table 1 caption) — [3.3](03_sticky_chain_em_vs_sgd.ipynb).
 # - **EM-like versus SGD (Table 1) is not reproduced**: with our reading the two schedules end within
 #   noise of each other over several seeds, and a paper-sized run finds no EM-like advantage either
-#   (in the one seed where the difference exceeds the noise, SGD is ahead) —
-#   [3.3](03_sticky_chain_em_vs_sgd.ipynb).
+#   (where the difference exceeds the noise, SGD is ahead) — [3.3](03_sticky_chain_em_vs_sgd.ipynb).
+# - **"Values keep learning after attention has frozen" does not follow from the gradients** (§6.1):
+#   the value step is a weighted sum of the error signals and vanishes at every stationary point,
+#   however large the loss; whether values keep moving is a property of a training run —
+#   [the second pass over the paper](checking_the_paper.ipynb).

@@ -549,7 +549,9 @@ assert red_below > 0   # Figure 3.1.2: a red cell on the left can still fall
 # ## Check your understanding
 #
 # (Exercise 01, `exercises/part3_dynamics/ex01_advantage_routing.ipynb`, asks you to implement the
-# score gradient and the advantage and to show that the advantages of one query average to zero.)
+# score gradient and the advantage and to show that the advantages of one query have an
+# attention-weighted average of zero, $\sum_j\alpha_{ij}A_{ij} = 0$ — not a plain average of zero: in
+# the tiny example they are $+0.9337$, $-0.3112$, $-0.3112$.)
 #
 # 1. In the tiny example, suppose the target were class 1 instead of class 0. Without running
 #    code, which scores would gradient descent raise and which lower?
@@ -803,7 +805,8 @@ assert rate_loss_ex < 0 and rate_logits_ex[0] < 0 and rate_logits_ex[1] < rate_l
 
 # %% [markdown]
 # How often does it happen? On random heads of the size of the paper's §7.1 toy ($T = 5$, $d_x = 3$,
-# $d_k = d_v = 2$, $C = 3$, Gaussian weights of the toy's scale, random inputs and targets), we count
+# $d_k = d_v = 2$, $C = 3$, Gaussian weights of standard deviation 0.5, the scale page 3.2 chooses
+# for the toy since the paper gives none; random inputs and targets), we count
 # the positions at which moving $g_i$ along $-u_i$ lowers the correct logit, and check the loss
 # half and the formula above at every position.
 

@@ -163,7 +163,7 @@ assert abs(dominant_gain + 0.064) < 1e-12
 # The gradient-dynamics paper writes the loss $L$, the read-out $W_O$ (the transpose of our
 # $W^{\text{out}}$) and the one-hot target $e_{y_i}$, and sums over a second query index $r$. It
 # works with the **compatibility** $b_{ij} = u_i^\top v_j = -a_{ij}$, which is good when *small*;
-# its advantage $A_{ij} = -(b_{ij} - \sum_j\alpha_{ij}b_{ij})$ is ours, while its §8.1 diagnostic
+# its advantage $A_{ij} = -(b_{ij} - \sum_{j'}\alpha_{ij'}b_{ij'})$ is ours, while its §8.1 diagnostic
 # "advantage matrix" $A^{\text{adv}}$ is $-A_{ij}$. Its equation numbers for this page: (33) the
 # value step, (34) the score step, (37) $\bar u_j$, (38) $\Delta v_j = -\eta\bar u_j$, (39)
 # $\Delta g_i$, (40)–(41) $\Delta\mathcal L_i$, (42)–(43) the dominant-query approximation.
@@ -283,9 +283,10 @@ ax = draw_feedback_loop()
 plt.show()
 
 # %% [markdown]
-# **Figure 3.2.2.** The routing/content loop, read clockwise from the top: each box is one step,
-# and each arrow one of page 3.1's gradients (advantage → score, weight → value step, value →
-# alignment). The signs are those the equations give; the paper's prose states two of them the
+# **Figure 3.2.2.** The routing/content loop, read clockwise from the top: each box is one step.
+# Three of the four arrows are page 3.1's gradients at work (advantage → score, weight → value step,
+# value step → alignment); the fourth, from the alignment back to the advantage, is the advantage's
+# definition (the alignment minus the query's mean alignment). The signs are those the equations give; the paper's prose states two of them the
 # other way round ([checked below](#checking-the-paper)).
 #
 # We run the loop on the pair $(i_0, j_0)$ of the previous section, starting from a moderately
@@ -357,7 +358,8 @@ plt.show()
 # $N_j=\sum_i\gamma_{ij}$. The paper (§5) reads attention the same way: the weights $\alpha_{ij}$
 # (rows summing to 1) are the responsibilities — its Eq. (44) writes $\alpha_{ij}$ as the probability
 # that a hidden assignment $Z_i$ of query $i$ is position $j$ — the values are the centres, and the
-# value step is the M-step (§5.4 tabulates it, with the residual errors in the role of the data). To make the
+# value step is the M-step (§5.2, tabulated in §5.4; §5.2 gives the residual errors the role of the
+# data). To make the
 # comparison exact, take a squared loss on the head output,
 # $\mathcal L=\tfrac12\sum_i\Vert g_i-o_i\Vert^2$ with $g_i=\sum_j\alpha_{ij}v_j$, so $u_i=g_i-o_i$.
 # Sympy first, in one dimension with three points: the M-step is the gradient step on EM's

@@ -16,7 +16,7 @@
 # After this page you can
 # - compute by hand how the key gradient moves two keys when one query finds one of them helpful;
 # - predict the angle at which $G$ interchangeable groups' keys settle (a regular simplex,
-#   $\cos = -1/(G-1)$) and explain why orthogonality is reached only for many groups;
+#   $\cos = -1/(G-1)$) and explain why that is near orthogonal only for many groups;
 # - describe what LayerNorm on the values and attention dropout do to value norms, key geometry and
 #   the spread of attention, and what dropout costs.
 # ```
@@ -24,7 +24,7 @@
 # **Builds on:** [3.1 Attention gradients](01_attention_gradients.ipynb) (the score gradient
 # $\partial\mathcal L/\partial s_{ij} = -\alpha_{ij}A_{ij}$ with the advantage $A_{ij}$, and the key
 # gradient (27), which passes it on to the keys) ·
-# [6.6 Context representation](../part1_chapter6/6_6_context_representation.ipynb) (layer
+# [6.6 The decoder block](../part1_chapter6/6_6_context_representation.ipynb) (layer
 # normalisation: rescaling a vector to mean 0 and variance 1) · the cosine of the angle between two
 # vectors; gradient descent. **Reading time:** about 25 minutes.
 #
@@ -117,8 +117,9 @@ assert new_keys[0] @ query > 0 > new_keys[1] @ query   # k_1 turned towards q, k
 # at once: equal angles and (by symmetry) a zero sum. For unit vectors with common cosine $c$,
 # $\lVert k_1 + \dots + k_G\rVert^2 = G + G(G-1)c$, which is zero when $c = -1/(G-1)$:
 # $-1$ for two groups (opposite), $-\tfrac12$ for three (120° apart), $-\tfrac14$ for five. Such an
-# arrangement is a {term}`regular simplex`. Orthogonal keys ($c = 0$) are *not* where the push ends
-# unless $G$ is large.
+# arrangement is a {term}`regular simplex` (it needs a key width $d_k \ge G-1$; the toy below has
+# $d_k = 6$). Orthogonal keys ($c = 0$) are *not* where the push ends: $-1/(G-1)$ only approaches 0
+# as $G$ grows.
 
 # %%
 for G in (2, 3, 5):
@@ -348,7 +349,7 @@ plt.show()
 #   the others.
 # - Keys used by $G$ interchangeable groups of queries head for a regular simplex,
 #   $\cos = -1/(G-1)$: 120° apart for three groups, about 104° for five, and towards opposite for
-#   two; orthogonal only for many groups.
+#   two; near orthogonal only for many groups.
 #   (The paper expects orthogonal keys; [checked below](#checking-the-paper).)
 # - LayerNorm on the values fixes their norms at $\sqrt{d_v}$ and leaves the routing geometry as it
 #   was; it does not stop a head from specialising.
@@ -448,8 +449,8 @@ assert err < 1e-8
 # The formula holds. What the paper concludes from it is where the measurements above part ways:
 #
 # - **§6.2, "approximate orthogonality of distinct hypothesis axes".** The keys are pushed apart,
-#   but to the regular simplex $\cos = -1/(G-1)$ (sympy), not to orthogonality: near $-1$ for
-#   $G=2$, near $-\tfrac12$ for $G=3$, near $-\tfrac14$ for $G=5$ in every seed (Figure 3.4.1,
+#   but towards the regular simplex $\cos = -1/(G-1)$ (sympy), not to orthogonality: below $-0.75$
+#   and still falling towards $-1$ for $G=2$, near $-\tfrac12$ for $G=3$, near $-\tfrac14$ for $G=5$ in every seed (Figure 3.4.1,
 #   asserted). The "approximate orthogonality" the paper cites from its wind-tunnel models therefore
 #   needs more than the mechanism of §6.2 (for instance many groups, or keys that must also serve
 #   other queries). Recorded in `book/ERRATA.md` (row "§6.2 (hypothesis frames and key

@@ -2,9 +2,10 @@
 # # Part 3: checking the paper, a second pass (Aggarwal, Dalal, Misra)
 #
 # A reference page, not a lesson. The lessons of this part check the paper where they teach it
-# ([3.1](01_attention_gradients.ipynb) to [3.4](04_design_choices.ipynb)). There, the steps of §3.4 from the
-# chain rule to the boxed score gradient are checked through their end result, Eq. (23). This page checks
-# each step on its own; then the forward pass and the projection gradients exactly as printed, in the paper's
+# ([3.1](01_attention_gradients.ipynb) to [3.4](04_design_choices.ipynb)); 3.1 checks the steps of §3.4 from
+# the chain rule to the boxed score gradient, Eqs. (18)–(22), one at a time with sympy. This page checks
+# each step again with free scores and compatibilities, and Eq. (20) on a real head against finite
+# differences; then the forward pass and the projection gradients exactly as printed, in the paper's
 # column form; then the §7.1 toy's observations over several seeds; then the gradient argument §6.1 gives
 # for attention freezing while the values keep moving; and last §8.2's sentence on learning rates and the
 # first-order picture. A claim that fails is recorded in the [errata ledger](../ERRATA.md); every verdict
@@ -231,7 +232,7 @@ assert (rows_08[:, 3] > 0).sum() >= 1 and (rows_02[:, 3] > 0).sum() == 0  # rise
 # What the runs show:
 #
 # - **(1), Figs. 2–3.** How much attention sharpens differs widely between seeds: strongly in some, by less
-#   than 0.2 in others, and not at all in one (the largest weights per seed are printed above); "mass concentrates on a few positions per query" describes some
+#   than 0.2 in others (the largest weights per seed are printed above); "mass concentrates on a few positions per query" describes some
 #   runs of this toy, not every run. The paper's single run cannot tell which it is, and its step size is
 #   not given.
 # - **(3), Fig. 4.** The loss falls in every run, by factors that differ several-fold between seeds. Whether

@@ -260,15 +260,18 @@ plt.show()
 # %% [markdown]
 # **Figure 4.1.1.** Lemma B.3 as a picture. Left: the Jacobian of the strict-causal residual map is block
 # lower-triangular ($\partial e_t/\partial x_u=0$ for $u>t$), with $2\times2$ diagonal blocks
-# $\partial e_t/\partial x_t$; the first is exactly $I$ ($\mu_1=0$). Right: a non-causal layer fills the
+# $\partial e_t/\partial x_t$; the first two are exactly $I$ ($\mu_1=0$, and $\mu_2=W_V x_1$ does not depend on
+# $x_2$: one attended position, whose weight is 1). Right: a non-causal layer fills the
 # upper triangle, so its determinant no longer factorises over positions.
 #
 # ## Determinant factorisation (Eq. 59) and the log-density decomposition (Eq. 16)
 #
 # Because of the triangular structure, $\log|\det J|=\sum_t \log|\det\partial e_t/\partial x_t|$.
-# The log-density then splits into the **noise energy** $\sum_t \log\mathcal N(e_t;0,\sigma^2I)$ (how
-# well the layer predicts each embedding) and the {term}`log-barrier`
-# $\sum_t \log|\det\partial e_t/\partial x_t|$ (how much the map squeezes volume at each position).
+# The log-density then splits into the **noise energy** $\sum_t \log\mathcal N(e_t;0,\sigma^2I)$ (the
+# paper's name for it; it is a log-density, $-\sum_t\lVert e_t\rVert^2/2\sigma^2$ plus a constant, so it is
+# largest when the layer predicts each embedding well) and the {term}`log-barrier`
+# $\sum_t \log|\det\partial e_t/\partial x_t|$ (how much the map changes volume at each position: negative
+# where it squeezes, positive where it stretches).
 
 # %%
 sigma = 0.5
@@ -305,8 +308,10 @@ plt.show()
 # %% [markdown]
 # **Figure 4.1.2.** Corollary 3.1, Eq. (16), position by position for one random sequence ($d=2$,
 # $\sigma=0.5$, random $W_Q,W_K,W_V$). The barrier term is 0 at $t=1$ (no context) and at $t=2$ (one
-# attended position, whose weight is 1 whatever the query), and it is the only
-# place where the geometry of the attended context enters the likelihood.
+# attended position, whose weight is 1 whatever the query). It is the only place where the *spread* of
+# the attended context enters the likelihood; the noise term sees the context only through its weighted
+# mean $\mu_t$. It can have either sign: negative where the map squeezes volume, positive where it
+# stretches it (here at $t=4$).
 #
 # ## The density is normalised: a 2-D quadrature check
 #
@@ -340,8 +345,8 @@ assert abs(integral - 1) < 1e-8
 #   density into an exact density of the embeddings.
 # - Because a position never sees later positions, the Jacobian of the residual map is block
 #   lower-triangular, and its log-determinant is a sum of one term per position.
-# - The log-density is a noise energy (a prediction error) plus a log-barrier; the barrier is 0 at
-#   the first position and is where the current token's steering of its own attention shows up.
+# - The log-density is a noise energy (minus a scaled squared prediction error, plus a constant) plus
+#   a log-barrier; the barrier is 0 at the first two positions and is where the current token's steering of its own attention shows up.
 # - The formula is a probability density only when the residual map is invertible — in $d=1$ always when
 #   $a\,w_V<0$ (a negative coupling, values a positive multiple of the tokens), not always when $a\,w_V>0$.
 #

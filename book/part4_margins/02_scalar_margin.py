@@ -438,7 +438,8 @@ assert abs(x3_window[np.argmax(np.abs(factor_drawn - 1))]) < 0.01   # Figure 4.2
 # **Figure 4.2.4.** Our rebuild of the paper's Figure 3.2 ($\sigma=1$, $w_V=1$). Positive coupling
 # lowers and broadens the peak (the margin factor in (b) is below 1, down to $0.75$ for $a=+0.25$);
 # negative coupling sharpens it (factor up to $1.25$ for $a=-0.25$). The factor is furthest from 1
-# at $x_3=0$, where the weights on $x_1$ and $x_2$ are equal and the variance is largest.
+# at $x_3=0$, where the weights on $x_1$ and $x_2$ are equal and the variance is largest. Panel (c)
+# draws the density of (a) for five couplings from $-0.55$ to $+0.55$.
 #
 # ## Key takeaways
 #

@@ -223,11 +223,17 @@ ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
-# **Figure 4.3.2.** Lemma B.4 and its converse failing. The determinant margin of (25) crosses 0 each time
-# an eigenvalue of $\Sigma_t A$ passes through 1 and is nonzero in between; the spectral margin only
-# certifies the first interval. With non-symmetric $\Sigma_t A$ (general $W_Q \ne W_K$) the eigenvalues
-# can also be complex, and then $\rho\ge1$ says even less about $\det$. For the log-density only
-# $\lvert\det\rvert$ matters; the spectral margin is a convenient certificate, not the boundary.
+# **Figure 4.3.2.** Lemma B.4 and its converse failing, at the last position $t=4$. Here the eigenvalues
+# of $\Sigma_t A=C_t$ are real and $\ge0$, so both margins cross 0 at the same scale, where $\nu_1$
+# passes 1 ($c\approx1.52$, printed above); in the range drawn $\nu_2$ stays below 1, so the determinant
+# crosses 0 only once. Look to the right of the crossing: $1-\rho<0$, so Lemma B.4 certifies nothing,
+# yet the determinant stays away from 0 ($-0.64$ at the dotted orange line $c=2.5$): the block is
+# invertible although $\rho>1$. Invertible is not the same as stable: the determinant is negative, so in
+# the signed form of (25) the position is past the degeneracy boundary (like token 12 of Figure 4.3.4
+# below). Had $\nu_2$ also passed 1, the determinant would have crossed 0 a second time and turned
+# positive. With non-symmetric $\Sigma_t A$ (general $W_Q \ne W_K$) the eigenvalues can also be complex,
+# and then $\rho\ge1$ says even less about $\det$. For the log-density only $\lvert\det\rvert$
+# matters; the spectral margin is a convenient certificate, not the boundary.
 #
 # ## The barrier as an interior-point relaxation (Eqs. 21–22) on a 2-D toy
 #
@@ -243,8 +249,10 @@ plt.show()
 # $z^\*=(3,0)$, where the query $x_3=0$ spreads its attention evenly over $\{0,3\}$ and
 # $m_3=1-0.5\cdot2.25<0$. We solve the constrained problem (22),
 # $\min f(z)=\tfrac12\sum_t e_t^2+\tfrac\lambda2\|z-z^\*\|^2$ s.t. $m_3(z)\ge\delta$, directly (SLSQP) and
-# through the barrier problems $\min f(z)-\tau\log(m_3(z)-\delta)$ for $\tau\to0$. The classical bound
-# for one constraint is $f(z_\tau)-f^\star\le\tau$.
+# through the barrier problems $\min f(z)-\tau\log(m_3(z)-\delta)$ for $\tau\to0$. For a *convex*
+# problem with one constraint, barrier theory bounds the gap: $f(z_\tau)-f^\star\le\tau$. This toy is not
+# convex (its feasible set $m_3\ge\delta$ is the outside of the shaded region of Figure 4.3.3), so here the
+# bound is no guarantee; the cell below checks it at every $\tau$.
 
 # %%
 a_toy, lam, delta, z_star = 0.5, 4.0, 0.5, np.array([3.0, 0.0])
@@ -340,7 +348,7 @@ plt.show()
 # shaded orange: the region $m_3<\delta$, bounded by the dashed vermilion curve $m_3=\delta$; the
 # solid orange curve is the degeneracy boundary $m_3=0$. Look at the blue barrier path: as
 # $\tau\to0$ its points approach the constrained optimum (green square), with the
-# $f-f^\star\le\tau$ guarantee verified above. The reddish-purple triangle is the minimiser of the
+# bound $f-f^\star\le\tau$ (a theorem for convex problems, only checked for this one) holding at every $\tau$. The reddish-purple triangle is the minimiser of the
 # paper's MAP objective (21), the $\tau=1,\ \delta=0$ member of this family: it keeps the solution
 # inside the stable region $m_3>0$ (here $m_3 \approx0.47$) without any explicit $\delta$, trading
 # data fit for margin — but it does not keep $m_3 \ge\delta$. The paper calls (21) the
@@ -359,7 +367,7 @@ plt.show()
 # $\det(I-\Sigma_t A)=(1-\nu_1)(1-\nu_2)=0$ is the pair of lines $\nu_i=1$. Two margins come from the same
 # point: the Euclidean **distance** to the boundary, $\min_i|1-\nu_i|$ (the spectral margin $1-\rho$ of
 # Eq. (25) on the stable side), and the likelihood's **log-determinant** $\log|\det|=\sum_i \log|1-\nu_i|$
-# (Eq. 24; the margin that `support_tokens` is given below).
+# (Eq. 24; the margin passed to `support_tokens` below).
 #
 # The sequence: 12 unit-normal tokens and a Xavier-scaled $W$ (entries $\mathcal N(0,1/d)$), seed 11,
 # chosen once and not tuned. $\Sigma_t$ is recomputed by hand from Eq. (13); its eigenvalues must give

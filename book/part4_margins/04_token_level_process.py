@@ -189,7 +189,8 @@ plt.show()
 # **Figure 4.4.1.** Theorem 2, Eq. (32), for $n=3$: the length-2 law computed on its own (blue bars) equals
 # the length-3 law with the last token summed out (vermilion bars) to within the quadrature error, and
 # both agree with ancestral sampling (orange dots with two-standard-error bars, 20 000 sequences). Look
-# at each pair of bars: they are equal to the eye, and every orange bar covers them.
+# at each pair of bars: they are equal to the eye, and every orange error bar, drawn beside its pair, spans
+# their height.
 
 # %% [markdown]
 # ## Lemmas C.1 and C.2, one at a time

@@ -14,8 +14,9 @@
 # After this part you can
 # - explain how one transformer layer is one forward Euler step of a flow on a sphere, and which
 #   part of the layer plays which role (velocity, step, retraction);
-# - compute an SVFlow's velocity, its evidence lower bound and the gap between them on a small
-#   Gaussian example, and read softmax attention as a posterior over keys;
+# - compute, on a small Gaussian example, an SVFlow's velocity, its evidence lower bound, how far the
+#   bound lies below the log-density, and how far the velocity is from the bound's gradient; and read
+#   softmax attention as a posterior over keys;
 # - say which of the paper's statements survived an executable check in this book and which did
 #   not, with the evidence for each.
 # ```
@@ -34,8 +35,8 @@
 # | $q(z\mid x)$, $p(z\mid x)$ | the flow's beliefs about $z$, and the true posterior | distributions over $z$ |
 # | $\beta$ | weight of the consistency term in training | scalar $\ge0$ |
 # | $\mu$ | mean direction of a von Mises–Fisher component | $(d,)$, unit |
-# | $v(x)$, $\Delta t$ | a flow's velocity and an Euler step's size | $(d,)$, scalar |
-# | $x_t$ | the state at time $t$ | $(d,)$ |
+# | $v(x)$, $\Delta t$ | a flow's velocity (not Chapter 6's value vector $v[j]$) and an Euler step's size | $(d,)$, scalar |
+# | $x_t$ | the state at time $t$ of the flow (here $t$ is a time, not a position in a sequence as elsewhere in the book) | $(d,)$ |
 # | $\gamma_{k,\ell}$ | App. B's gradient of layer $k$'s divergence at the state of layer $\ell$ | $(d,)$ |
 # ```
 #
@@ -93,7 +94,10 @@ assert np.all(np.diff(path @ mu) > 0)  # Figure 5.0.1: layer by layer the state 
 # ## What you need first
 #
 # - **Vectors, dot products, lengths; softmax attention** —
-#   [6.2 The attention mechanism](../part1_chapter6/6_2_attention_mechanism.ipynb).
+#   [6.2 The attention mechanism](../part1_chapter6/6_2_attention_mechanism.ipynb). Part 5 follows
+#   the paper and writes vectors as *columns*: $\mu^\top x$ is the dot product of $\mu$ and $x$, and
+#   $xx^\top$ is a $d\times d$ matrix. Chapter 6 writes the same vectors as rows, where these read
+#   $x\mu^\top$ and $x^\top x$ ([Appendix A, vector conventions](../partA_appendix/A_notation_and_environment.ipynb)).
 # - **The decoder block** (residual stream, normalisation before or after each sub-layer) —
 #   [6.6 Context representation](../part1_chapter6/6_6_context_representation.ipynb).
 # - **Probability**: Bayes' rule for a posterior, mixtures of densities, the Gaussian density, the
@@ -126,8 +130,8 @@ assert np.all(np.diff(path @ mu) > 0)  # Figure 5.0.1: layer by layer the state 
 # Each finding is shown on the page named, and every statement that failed its check has a row in
 # [the errata](../ERRATA.md) (the rows of source "SVFlow — Liao", named here by their location).
 #
-# - The retraction agrees with the exponential map to third order in the step, one order better than
-#   the paper states; residual + RMSNorm is exactly a retraction of a rescaled tangent step, accurate
+# - The retraction agrees with the exponential map to second order in the step and differs from it only
+#   at third order (by a third of the step length cubed), one order better than the paper states; residual + RMSNorm is exactly a retraction of a rescaled tangent step, accurate
 #   to first order as stated (and, in a pre-norm block, the same rule moves the stream's direction); the
 #   vMF normaliser that App. C.2.3 reports overflowing is finite when computed in log space
 #   ([5.1](01_spherical_geometry.ipynb)).

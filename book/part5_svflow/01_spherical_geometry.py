@@ -51,7 +51,7 @@
 # | $\hat x$ | the direction $x/\lVert x\rVert$ of a pre-norm stream $x$ | $(d,)$ |
 # | $u$ | an update added to the state (not necessarily tangent) | $(d,)$ |
 # | $a$, $w$ | the parts of $u$ along $x$ and tangent to the sphere: $u=a\,x+w$ | scalar, $(d,)$ |
-# | $v$ | a tangent step, $x^\top v=0$ | $(d,)$ |
+# | $v$ | a tangent step, $x^\top v=0$ (not Chapter 6's value vector $v[j]$) | $(d,)$ |
 # | $s$ | the length $\lVert v\rVert$ of a step | scalar |
 # | $w_2$ | the tangent part of an update when $x=e_1$ and the update lies in the plane of $e_1,e_2$: $w=w_2e_2$ | scalar |
 # | $e_1,e_2$ | the first two unit coordinate vectors | $(d,)$ |
@@ -66,8 +66,8 @@
 # | $\theta,\phi$ | angles on the sphere (polar, around) | scalars |
 # | $\omega$ | area on the sphere ($d\omega$ its element) | — |
 # | $z$, $p(x\mid z)$ | a component of a mixture, and its density | index, scalar |
-# | $t$ | time along a flow | scalar |
-# | $\varphi_t$, $\dot\varphi_t$, $D\varphi_t$, $v_t$, $p_t$ | at time $t$: the flow map, its time derivative and Jacobian, the velocity field, the density of the moved states | maps |
+# | $t$ | time along a flow (not a position in a sequence, as elsewhere in the book) | scalar |
+# | $\varphi_t$, $\dot\varphi_t$, $D\varphi_t$, $v_t$, $p_t$, $x_t$ | at time $t$: the flow map, its time derivative and Jacobian, the velocity field (not the tangent step $v$), the density of the moved states, the moved state $x_t=\varphi_t(x_0)$; $t'$ a time between 0 and $t$ | maps; $(d,)$ |
 # | $B$ | a square matrix (Jacobi's formula) | $(2,2)$ or $(3,3)$ |
 # ```
 #
@@ -196,7 +196,10 @@ assert np.allclose(np.linalg.norm(images, axis=1), np.sqrt(2), atol=1e-12)
 # At a point $x$ of the sphere, the directions in which one can move *along* the sphere are those
 # perpendicular to $x$. Together they form the {term}`tangent space`
 # $T_x\mathbb S^{d-1}=\{v:x^\top v=0\}$, a flat plane that touches the sphere at $x$ (Figure 5.1.2). Any vector $u$ splits into a
-# part along $x$ and a tangent part, $(I-xx^\top)u$ (the library's `tangent_projection`).
+# part along $x$ and a tangent part, $(I-xx^\top)u$ (the library's `tangent_projection`). (Like the
+# paper, Part 5 writes vectors as columns: $x^\top v$ is the dot product of $x$ and $v$, and $xx^\top$
+# is a $d\times d$ matrix. Chapter 6 writes vectors as rows, where the same two read $xv^\top$ and
+# $x^\top x$, and the projection $u(I-x^\top x)$.)
 #
 # A step $v$ in the tangent plane leaves the sphere: $x+v$ is longer than 1. Two rules bring it back:
 #
@@ -641,7 +644,10 @@ plt.show()
 #
 # In float64, $I_\nu(\kappa)$ overflows near $\kappa\approx713$, and $(2\pi)^{d/2}$ overflows for
 # $d\gtrsim770$ — so for the widths of the paper's models ($d=896$–$2048$) the direct formula for
-# $C_d$ fails at *every* $\kappa$, not only at the large $\kappa$ App. C.2.3 mentions. In log space,
+# $C_d$ fails at *every* $\kappa$, not only at the large $\kappa$ App. C.2.3 mentions — if the vMF lives in
+# the model's width, as §4.2's formulas put it. Computed per attention head ($d=64$ or $128$), it fails
+# from $\kappa=656$ ($d=64$) or $600$ ($d=128$) instead ([Part 5's checking page](checking_the_paper.ipynb)); the paper does not
+# say which width its code uses. In log space,
 # $\log C_d=(d/2-1)\log\kappa-\tfrac d2\log 2\pi-\log I_{d/2-1}(\kappa)$ with
 # $\log I_\nu(\kappa)=\log\mathrm{ive}_\nu(\kappa)+\kappa$ (scipy's exponentially scaled Bessel
 # function) and, where even `ive` underflows (order in the thousands, small $\kappa$), the Debye
@@ -730,8 +736,10 @@ assert np.all(np.diff(at_100) < 0)  # at the same kappa, the wider the sphere th
 # mean direction exceeds the uniform density, per dimension, computed in log space (wide, pale lines) and
 # with the direct formula (dashed, same colour). Each curve starts at 0 (at small $\kappa$ the vMF is
 # nearly uniform) and rises once $\kappa$ is comparable with the width $d$: at the same $\kappa$ a
-# wider sphere's vMF is flatter. The direct formula follows its curve until $I_\nu(\kappa)$ overflows
-# (printed above) and, for the widths of the paper's models ($d=896$, $2048$), gives no finite value at
+# wider sphere's vMF is flatter. The direct formula follows its curve until its denominator
+# $(2\pi)^{d/2}I_{d/2-1}(\kappa)$ overflows (printed above, on the grid; for $d=64$ this product overflows
+# from $\kappa=656$, as [Part 5's checking page](checking_the_paper.ipynb) finds on a finer grid, before the Bessel function
+# itself does, near $\kappa\approx713$) and, for the widths of the paper's models ($d=896$, $2048$), gives no finite value at
 # all; the overflow App. C.2.3 reports is a property of the formula, not of the metric.
 #
 # ### §4.3: the zero-mean property of conditional scores — on $\mathbb R^d$ and on the sphere
@@ -806,7 +814,7 @@ assert abs(mean_sin2 - float(vmf_mean_resultant_length(kappa_z, 2))) < 1e-8
 #
 # §2.1 (Eq. 1) moves samples by $\dot\varphi_t=v_t(\varphi_t)$ and tracks $\log p_t(x_t)$ along the
 # path with the instantaneous change of variables, $\frac{d}{dt}\log p_t(x_t)=-\nabla\!\cdot v_t(x_t)$,
-# i.e. $\log|\det D\varphi_t(x_0)|=\int_0^t\nabla\!\cdot v(x_s)\,ds$ (the flow stretches volume at
+# i.e. $\log|\det D\varphi_t(x_0)|=\int_0^t\nabla\!\cdot v_{t'}(x_{t'})\,dt'$ (the flow stretches volume at
 # the rate of the field's divergence, so density falls at that rate). Sympy checks the linear case
 # (Jacobi's formula $\det e^{Bt}=e^{t\,\mathrm{tr}B}$):
 

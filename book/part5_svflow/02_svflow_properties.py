@@ -37,13 +37,13 @@
 # | $z$ | a hidden component of the mixture | index |
 # | $m$ | the centre of a Gaussian component (tiny example) | scalar |
 # | $p$ | the mixture: $p(z)$ the prior probability of component $z$, $p(x\mid z)$ its density, $p(x)$ the mixture density, $p(z\mid x)$ the true posterior by Bayes' rule | scalars; a distribution over $z$ |
-# | $q(z\mid x)$ | the variational posterior: the flow's beliefs (weights) about $z$ | distribution over $z$ |
+# | $q(z\mid x)$, $q(x\mid z)$ | the variational posterior: the flow's beliefs (weights) about $z$; on the 2-D mixture it is built as $\mathrm{softmax}_z\log q(x\mid z)$ from 8 Gaussian densities $q(x\mid z)$ | distribution over $z$; scalar |
 # | $g$, $g_z(x)$ | the logits of $q$: $q=\mathrm{softmax}(g)$ | scalars |
 # | $\ell_z(x)$ | the log-likelihood $\log p(x\mid z)$ as a function (sympy) | scalar |
-# | $v_t(x)$ | the flow's velocity (Eq. 9) | like $x$ |
+# | $v_t(x)$ | the flow's velocity (Eq. 9); not Chapter 6's value vector $v[j]$ | like $x$ |
 # | $\mathcal L$, $\mathcal L_t(x)$ | the evidence lower bound (ELBO), to be *maximised* (not a loss, on this page) | scalar |
 # | $\epsilon$, $\epsilon_t(x)$ | the error term between $\nabla_x\mathcal L_t$ and $v_t$ (Eq. 12) | like $x$ |
-# | $t$, $\Delta t$ | time along the flow (a subscript on everything that may change with it), Euler step | scalars |
+# | $t$, $\Delta t$ | time along the flow (a subscript on everything that may change with it; not a position in a sequence, as elsewhere in the book), Euler step | scalars |
 # | $\mathrm{KL}(a\,\|\,b)$ | Kullback–Leibler divergence of $a$ from $b$ | scalar |
 # | $x_1,x_2$ | the coordinates of a point of the plane | scalars |
 # ```

@@ -37,9 +37,9 @@
 # | $d$, $d_{\text{head}}$ | width of the states; width of one head | integers |
 # | $x$ ($x_q$ in Eq. 19) | the query token's state, on the unit sphere | $(d,)$ |
 # | $z$, $\mathcal Z$ | an earlier token, read as a latent component (an expert, in an MoE layer); $\mathcal Z$: all of them | index, set |
-# | $k_z$, $v_z$ | key and value vector of token $z$ | $(d,)$ |
+# | $k_z$, $v_z$ | the key and value *inputs* of token $z$ (the paper's key–value pair, before the projections $W_k$, $W_v$; in self-attention both are token $z$'s state) — not Chapter 6's projected $k[j]=e[j]W^K$, $v[j]=e[j]W^V$ | $(d,)$ |
 # | $u$, $u_z$ | value–output vector of token $z$ in the tiny example, $W_o W_v^\top v_z$ | $(d,)$ |
-# | $W$, $W_q,W_k,W_v,W_o$ | a head's query, key, value and output matrices (Chapter 6's $W^Q,\dots$); $W_{q,m}$ those of head $m$ | $(d,d_{\text{head}})$, $(d_{\text{head}},d)$ |
+# | $W$, $W_q,W_k,W_v,W_o$ | a head's query, key, value and output matrices, all four $d\times d_{\text{head}}$ as in the paper: $W_q,W_k,W_v$ are head $m$'s column blocks of Chapter 6's $W^Q,W^K,W^V$, and $W_o$ is the *transpose* of head $m$'s row block of $W^O$; $W_{q,m}$ those of head $m$ | $(d,d_{\text{head}})$ |
 # | $\kappa$, $\kappa_z$, $\mu_z$, $\kappa'_z$, $\mu'_z$ | a vMF concentration; those of key $z$'s bump, $\kappa_z\mu_z=W_q W_k^\top k_z$; primed, of the value–output vector of token $z$ | scalar, $(d,)$ |
 # | $C_d(\kappa)$, $I_\nu$, $\Gamma$ | the vMF normaliser; the modified Bessel and the gamma function in it | scalars |
 # | $q$ | $q(z\mid x)$: the attention weights, read as a posterior over tokens; $q(m\mid x)$: a weight per head | $(\lvert\mathcal Z\rvert,)$ |
@@ -137,8 +137,9 @@ print("head_output and rms_norm reproduce the hand computation (to 1e-12)")
 # %% [markdown]
 # ## Attention weights are a posterior over keys (Eq. 19)
 #
-# In general the score of key $k_z$ for the query state $x_q$ is $k_z^\top W_k W_q^\top x_q$ (Eq. 5). It
-# is linear in $x_q$, so it can be written as $\kappa_z\mu_z^\top x_q$ with the natural parameter
+# In general the score of key $k_z$ for the query state $x_q$ is $k_z^\top W_k W_q^\top x_q$ (Eq. 5; the
+# paper, and Part 5, write vectors as columns — in Chapter 6's row form this is the familiar
+# $(x_qW_q)(k_zW_k)^\top$, the query times the key). It is linear in $x_q$, so it can be written as $\kappa_z\mu_z^\top x_q$ with the natural parameter
 # $\kappa_z\mu_z=W_q W_k^\top k_z$: a concentration $\kappa_z$ (its length) and a mean direction $\mu_z$
 # on the sphere. With a uniform prior over the keys, Bayes' rule over the *unnormalised* bumps
 # $\exp(\kappa_z\mu_z^\top x)$ is a softmax over the same scores — the attention weights are a
@@ -299,8 +300,10 @@ assert abs(J_by_hand - (0.75 * 0.65 + 0.25 * 0.35)) < 1e-12
 #   with natural parameter $W_q W_k^\top k_z$, and the softmax is the posterior under a uniform prior.
 # - A value–output vector does not depend on the query, like the vMF score $\kappa\mu$; the head's
 #   output is the posterior-weighted average of these pulls — an SVFlow velocity (Eq. 20).
-# - Residual + RMSNorm blocks with step $1/L$ converge to the flow on the sphere at first order: a
-#   transformer is a (time-dependent) Euler discretisation of a spherical SVFlow.
+# - Residual + RMSNorm blocks with step $1/L$ converge to the flow on the sphere at first order (shown
+#   here for weight-shared attention-only blocks). A real transformer, whose layers have their own
+#   weights and fold the step into them, is then *read* as a time-dependent Euler discretisation of a
+#   spherical SVFlow — the paper's reading, not something a convergence test on one model can prove.
 # - Two formulas need fixing: Eq. (21)'s uniform head weights give $f_{\text{Attn}}/h$, and the
 #   load-balancing loss (22) is not minimised by a uniform expert marginal
 #   ([checked below](#checking-the-paper)).
@@ -360,7 +363,7 @@ assert abs(ratio_64_32 - 0.5) < 0.05
 kappa_centres = np.array([10.0, 1e2, 1e3, 1e4, 1e5])
 widths = (16, 64, 896)
 print(f"{'kappa_0':>8} | " + " | ".join(f"KL d={width:<4}" for width in widths))
-table = []
+table, top_key = [], {}
 for kappa_centre in kappa_centres:
     row = []
     for width in widths:
@@ -370,9 +373,12 @@ for kappa_centre in kappa_centres:
         point = draw.standard_normal(width)
         point /= np.linalg.norm(point)
         concentrations = kappa_centre * np.exp(0.1 * draw.standard_normal(n_tokens))
-        row.append(float(categorical_kl(
-            vmf_attention_log_posterior(point, concentrations, directions),
-            vmf_attention_log_posterior(point, concentrations, directions, normalised=True))))
+        log_unnormalised = vmf_attention_log_posterior(point, concentrations, directions)
+        log_normalised = vmf_attention_log_posterior(point, concentrations, directions, normalised=True)
+        row.append(float(categorical_kl(log_unnormalised, log_normalised)))
+        # which key each posterior favours, and the smaller of the two largest weights
+        top_key[kappa_centre, width] = (int(np.argmax(log_unnormalised)) == int(np.argmax(log_normalised)),
+                                        float(min(np.exp(log_unnormalised.max()), np.exp(log_normalised.max()))))
     table.append(row)
     print(f"{kappa_centre:8.0f} | " + " | ".join(f"{value:9.4f}" for value in row))
 table = np.array(table)
@@ -383,6 +389,12 @@ gap_equal = float(categorical_kl(
     vmf_attention_log_posterior(point, equal_concentrations, directions),
     vmf_attention_log_posterior(point, equal_concentrations, directions, normalised=True)))
 print(f"equal kappa (d = 896): KL < 1e-12: {gap_equal < 1e-12}")
+large_16 = [top_key[k, 16] for k in kappa_centres if k >= 100]
+print(f"d = 16, kappa_0 >= 100: both posteriors favour the same key, with weight above 0.99: "
+      f"{all(same and weight > 0.99 for same, weight in large_16)}; "
+      f"d = 64, kappa_0 = 100: same key: {top_key[100.0, 64][0]}")
+assert all(same and weight > 0.99 for same, weight in large_16)
+assert not top_key[100.0, 64][0]
 assert gap_equal < 1e-12
 assert table[0, 2] < 1e-3
 assert table[2, 2] > 10 * table[0, 2]
@@ -390,7 +402,9 @@ assert table[2, 2] > 10 * table[0, 2]
 # %% [markdown]
 # With equal concentrations the two coincide, and at $\kappa\ll d$ they nearly do; at the
 # concentrations the paper reports for its deeper layers the normaliser bias is of the same order as
-# the scores. Keep this in mind for the prefix-shuffling metrics of
+# the scores. (The zeros of the $d=16$ column from $\kappa_0=100$ on are of another kind: in 16
+# dimensions these scores spread so widely that both posteriors put nearly all their weight on the same
+# key, bias or not; in $d=64$ the bias moves the weight to another key — printed above.) Keep this in mind for the prefix-shuffling metrics of
 # [5.5](05_prefix_shuffling.ipynb): there $p(z\mid x)$ *is* a normalised vMF posterior and $q$ is not,
 # so $\mathrm{KL}(q\,\|\,p)$ contains the normaliser bias as well as any "misalignment".
 #
@@ -551,7 +565,7 @@ for i, history in enumerate(histories):
             label=r"mean KL$(q(\cdot|x)\,\|\,U)$ — per input" if i == 0 else None)
 ax.axhline(1 / n_experts, color="grey", ls=":", lw=1)
 ax.set_xlabel("gradient step (f held fixed per step)")
-ax.set_ylabel("loss / divergence (nats)")
+ax.set_ylabel(r"$\mathcal{J}_{\mathrm{bal}}$ (a number); KL (nats)")
 ax.set_title(f"toy router trained on the load-balancing loss alone ({n_runs} data draws)")
 ax.legend(fontsize=8)
 plt.show()
@@ -560,7 +574,7 @@ plt.show()
 # **Figure 5.3.2.** A 4-expert linear router trained on $\mathcal J_{\text{bal}}$ alone (with $f$ held
 # fixed per step, as in practice), five data draws. In every run the marginal $P$ becomes nearly
 # uniform (KL$(P\|U)$ falls below the bound printed above), while the per-input posteriors soften but
-# stay far from uniform: their mean KL to uniform stays several times the marginal's (the counts
+# stay further from uniform: their mean KL to uniform stays several times the marginal's (the counts
 # above). The loss constrains the population marginal much more than each $q(\cdot\mid x)$ — the
 # "coarse-grained" reading of §4.3 — even though its global minimiser is not the uniform marginal
 # (cell above). The dotted line is $1/\lvert\mathcal Z\rvert$. (With a step too large to resolve the curves, the per-input

@@ -36,11 +36,11 @@
 # |---|---|---|
 # | $x$, $x_t$ | a point of the plane; the point at time $t$ of the flow | $(2,)$ |
 # | $x_1,x_2$ | the coordinates of a point | scalars |
-# | $t$, $\Delta t$ | time along the flow (from 0 to 1), the Euler step | scalars |
+# | $t$, $\Delta t$ | time along the flow (from 0 to 1; not a position in a sequence, as elsewhere in the book), the Euler step | scalars |
 # | $x_{\text{end}}$ | the end point of a path, at $t=1$ | $(2,)$ |
 # | $z$, $\mathcal Z$ | a Gaussian component, and the set of the 8 components | index, set |
 # | $m$, $\sigma^2$ | centre and variance of a component (tiny example) | scalars |
-# | $m_z$, $\sigma_z^2$ | centre and variance of component $z$ of $p$ | $(2,)$, scalar |
+# | $m_z$, $\sigma_z^2$ | centre and variances of component $z$ of $p$ (a diagonal Gaussian: one variance per coordinate, so $(m_z-x)/\sigma_z^2$ divides coordinate by coordinate) | $(2,)$, $(2,)$ |
 # | $q$, $\bar q$ | the flow's beliefs $q(z\mid x)=\mathrm{softmax}_z\log q(x\mid z)$, built from Gaussians $q(x\mid z)$; $\bar q$ their mean over the end points | distributions over $z$ |
 # | $p$ | the true posterior $p(z\mid x)$ of the Gaussians $p(x\mid z)$ the flow pulls towards | distribution over $z$ |
 # | $v(x)$ | the flow's velocity $\sum_zq(z\mid x)(m_z-x)/\sigma_z^2$ | $(2,)$ |
@@ -256,7 +256,8 @@ axes[1, 5].set_title("(b) J_var only, t = 1")
 plt.show()
 
 # %% [markdown]
-# **Figure 5.4.3** (cf. Fig. 1b–c). Trajectories of the test points under the trained flows, over the
+# **Figure 5.4.3** (cf. Fig. 1b–c). Where the trained flows have moved the test points by each time $t$
+# (the points themselves, not their paths), over the
 # ELBO of each time slice (brighter is higher), the test points coloured by class (blue, vermilion), the
 # ELBO's grid maximum as a black star. With $\mathcal J_{\text{var}}$ alone, all points end in one spot
 # (right). The hybrid runs of this seed separate the moons or not (compare the rows); whether they do is
@@ -439,7 +440,9 @@ print(f"3. beta = 0.5 separates in {fragile_n['beta = 0.5 separates the classes 
 # classes well, and raising β to 0.5 "gradually" reduces the separation while aligning the field with the
 # ELBO gradient. In the counts above this picture is fragile: β = 0 separated the moons in 1 of 3 seeds
 # at 300 steps and 2 of 3 at 2000; β = 0.5 in 2 of 3 and 1 of 3; even β = 0.1 failed in 1 of 3 at 2000
-# steps, and a failed run collapses its end states as the $\mathcal J_{\text{var}}$-only run does. What
+# steps. A failed run's end states often collapse as the $\mathcal J_{\text{var}}$-only run's do, but not
+# always: after 2000 steps, β = 0.5 of seed 1 misses the moons with its end states not collapsed to one spot (its
+# accuracy and spread are in the per-seed lines printed above). What
 # held in every seed of both schedules is the contrast at the ends (listed above). The monotone
 # trade-off of Fig. 1(c) is one draw, not a reproducible property of this setup. The book's
 # [errata](../ERRATA.md) records it (row "SVFlow — Liao, §3.3, Fig. 1(c)").

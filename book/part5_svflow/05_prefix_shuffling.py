@@ -62,7 +62,11 @@
 # layer. It writes $p$ for the shuffle fraction (here $f$) and calls $\mathrm{KL}(q\|U)$ and
 # $\mathrm{KL}(p\|U)$ the *variational* and *true concentrations*. This page calls them the *sharpness*
 # of $q$ and of $p$ (how far each is from uniform) and keeps *concentration* for the vMF parameter
-# $\kappa'$, as in [5.1](01_spherical_geometry.ipynb).
+# $\kappa'$, as in [5.1](01_spherical_geometry.ipynb). Its shuffle rate is $\min(1,pN/n)$ with $pN$ not
+# rounded down; this page uses $\lfloor fT\rfloor/i$, the share of the prefix actually shuffled. The two
+# differ only when $fT$ is not a whole number, and can then put a token at a bin edge into the
+# neighbouring bin (with $f=0.2$ and 64 tokens, the token at position 48 has $12/48=0.25$ here and
+# $12.8/48\approx0.27$ in the paper's form).
 # ```
 #
 # *Source: Liao, Transformer as an Euler Discretization of Score-based Variational Flow, §6 (Tables 1–2,

@@ -9,7 +9,10 @@
 # Appendix B is where the paper grounds two of its main claims: that training on the consistency term
 # alone drives a winner-takes-all collapse, and that attention needs no balancing loss because each
 # token plays three roles (query, key, value) at once. Both are claims about the *sign* and the
-# *route* of gradients (the {term}`advantage` form of page 3.1 again), so they can be tested exactly. This page derives the paper's gradient
+# *route* of gradients (the centred {term}`advantage` form of page 3.1 again, but with the opposite sign:
+# in 3.1 an advantage says how much a choice *lowers* the loss, in the paper's Appendix B how much it
+# *raises* it, so here descent lowers the belief in components with above-average advantage), so they
+# can be tested exactly. This page derives the paper's gradient
 # formulas, checks every one against finite differences, and then tests the two readings built on
 # them: the first is reversed, the second is not visible in the model we can build.
 #
@@ -43,7 +46,7 @@
 # | $R$, $R_\ell(z)$ | the self advantage $\log q/p$ (of layer $\ell$) | scalar |
 # | $B$, $B_{k,\ell}(z)$ | the future advantage: how $z$'s pull at layer $\ell$ changes layer $k$'s divergence | scalar |
 # | $S$, $S_\ell(z)$ | the total (centred) advantage of Eq. (53) | scalar |
-# | $x^\ell$, $L$ | the state entering layer $\ell$; the number of layers | $(d,)$, integer |
+# | $x^\ell$, $L$ | the state entering layer $\ell$; the number of layers. As in the paper, layers are counted from 0 here ($\ell=0,\dots,L-1$, and $x^L$ is the output), not from 1 as in the book's notation table | $(d,)$, integer |
 # | $d$ | the dimension of the state | integer |
 # | $\phi$, $\theta$ | parameters of the beliefs and of the pulls ($\phi_\ell$, $\theta_\ell$: of layer $\ell$) | — |
 # | $s$, $s_{\theta_\ell}(x,z)$ | the pull (score) of component $z$ at layer $\ell$ | $(d,)$ |
@@ -766,11 +769,12 @@ plt.show()
 # representation receives as a key and as a value does (slopes above 0.3), as an MoE expert's gradient
 # on its own matrix does. Claim (iii) does not follow, at this scale: pooling the three role gradients
 # into one row (coupled) or not (decoupled) leaves the final key loads within a few hundredths of each
-# other per type (below 0.06 in every seed), and the coupled model keeps its least-used key type busier
+# other per type (below 0.06 in every seed, in attention mass that sums to 1 over the eight types, so up
+# to about half of a fair share of 0.125; the left panel shows them in fair shares), and the coupled model keeps its least-used key type busier
 # than the decoupled one in at most 2 of 5 seeds, with trained projections and with frozen ones — where
 # the rows are the only route by which a key moves. Without any regulariser the attention load drifts
 # apart in both: the mean share of the more-read member of a pair rises in every seed and both
-# variants, and the least-used key type ends well below its fair share (printed above). Nothing dies on either side (every key type keeps
+# variants, and the least-used key type ends below its fair share, by an amount that varies from run to run (the range over the 20 runs is printed above). Nothing dies on either side (every key type keeps
 # more than 0.15 of a fair share). Most of the keys' learning signal goes to the shared projection
 # (summed over training, $\|\partial L/\partial W_K\|$ is more than 1.5 times $\|\partial L/\partial E_K\|$
 # in every seed), which the decoupled model shares too. The gradient through other roles is there; the

@@ -102,7 +102,7 @@ for target in ("logPPL", "ECE"):
     model_level_p[target] = np.mean(np.array(rhos) >= observed.rho - 1e-12)
     within = {m: spearman(TABLE1_BASE[m]["-log p_t"], TABLE1_BASE[m][target]).rho for m in MODELS}
     print(f"-log p_t vs {target}: rho = {observed.rho:.3f} (p-value as 12 independent points {observed.p_value:.1e}); "
-          f"rank among the 6 model assignments: {sorted(rhos, reverse=True).index(max(rhos)) + 1}, "
+          f"rank among the 6 model assignments: {1 + sum(r > observed.rho + 1e-12 for r in rhos)}, "
           f"model-level p = {model_level_p[target]:.3f}")
     print("   within each model:", {m: round(r, 3) for m, r in within.items()})
     assert abs(observed.rho - {"logPPL": 0.87, "ECE": 0.86}[target]) < 0.005  # the paper's rho reproduces
@@ -188,8 +188,12 @@ assert spread < 0.02
 #
 # App. C.2.3 ("Numerical stability") warns that for large concentrations, "e.g., κ > 10³ in deep layers of
 # Qwen3", evaluating the vMF log-normaliser log C_d(κ) through the Bessel function I_{d/2−1}(κ) "can
-# overflow", so KL(p‖U) "may become unreliable in those layers". For the head widths of the configurations
-# above (d = 64 and d = 128), in double precision:
+# overflow", so KL(p‖U) "may become unreliable in those layers". Which width d the vMF has in the paper's
+# code is not stated. §4.2's formulas put the query state and the value–output vectors in the model's width
+# (896, 1024 and 2048 here), and there the direct formula has no finite value at any κ, since (2π)^{d/2}
+# alone overflows for d ≳ 770 ([5.1](01_spherical_geometry.ipynb), Checking the paper); values like the
+# ones the paper reports can only come from a per-head computation. We therefore take the head widths of the
+# configurations above (d = 64 and d = 128), in double precision:
 
 # %%
 grid = np.arange(100.0, 2001.0)  # kappa = 100, 101, ..., 2000

@@ -45,14 +45,14 @@ print("all required packages import")
 # | $j$ | the position of a word that is looked at (a key), counted from 1 in the text | index | Ch. 6; all parts |
 # | $x[t]$ | the input vector of position $t$ (an embedding, or a recurrent network's input) | $(d,)$, a row vector | Ch. 6; Parts 1, 4 |
 # | $X$ | the input vectors of a sequence stacked as rows, $X[t] = x[t]$ | $(T, d)$ | Ch. 6; Parts 1, 4 |
-# | $e[i]$ | the embedding of word $i$: the row of $E$ of its token (plus its position's encoding, where added) | $(d_{\text{model}},)$, a row vector | Ch. 6; Parts 1, 3 |
+# | $e[i]$ | the embedding of word $i$: the row of $E$ of its token (plus its position's encoding, where added) | $(d_{\text{model}},)$, a row vector | Ch. 6; Part 1 |
 # | $E$ | the embedding table: one row per token of the vocabulary | $(\lvert\mathcal V\rvert, d_{\text{model}})$ | Ch. 6; Parts 1, 2, 4 |
 # | $q[i]$ | the query of word $i$, $q[i] = e[i]\,W^Q$: what word $i$ looks for | $(d_k,)$, a row vector | Ch. 6; all parts |
 # | $k[j]$ | the key of word $j$, $k[j] = e[j]\,W^K$: what word $j$ offers to be found by | $(d_k,)$, a row vector | Ch. 6; all parts |
 # | $v[j]$ | the value of word $j$, $v[j] = e[j]\,W^V$: what word $j$ hands over when looked at | $(d_v,)$, a row vector | Ch. 6; all parts |
-# | $Q$ | the queries of a sequence stacked as rows, $Q = X W^Q$ | $(T, d_k)$ | Ch. 6; Part 1 |
-# | $K$ | the keys of a sequence stacked as rows, $K = X W^K$ | $(T, d_k)$ | Ch. 6; Part 1 |
-# | $V$ | the values of a sequence stacked as rows, $V = X W^V$ (the vocabulary is $\mathcal V$) | $(T, d_v)$ | Ch. 6; Part 1 |
+# | $Q$ | the queries of a sequence stacked as rows, $Q = X W^Q$ | $(T, d_k)$ | Ch. 6; Parts 1, 3 |
+# | $K$ | the keys of a sequence stacked as rows, $K = X W^K$ | $(T, d_k)$ | Ch. 6; Parts 1, 3 |
+# | $V$ | the values of a sequence stacked as rows, $V = X W^V$ (the vocabulary is $\mathcal V$) | $(T, d_v)$ | Ch. 6; Parts 1, 3 |
 # | $W^Q$ | the query projection: a learned matrix, multiplied on the right of a row vector | $(d_{\text{model}}, d_k)$ | Ch. 6; all parts |
 # | $W^K$ | the key projection | $(d_{\text{model}}, d_k)$ | Ch. 6; all parts |
 # | $W^V$ | the value projection | $(d_{\text{model}}, d_v)$ | Ch. 6; all parts |
@@ -66,7 +66,7 @@ print("all required packages import")
 # | $d_{ff}$ | the hidden width of the feed-forward network (usually $4d_{\text{model}}$) | scalar | Ch. 6; Part 1 |
 # | $W_1$ | the first weight matrix of the feed-forward network | $(d_{\text{model}}, d_{ff})$ | Ch. 6; Part 1 |
 # | $W_2$ | the second weight matrix of the feed-forward network | $(d_{ff}, d_{\text{model}})$ | Ch. 6; Part 1 |
-# | $b$ | a bias vector, added after a matrix product ($b_1$, $b_2$ in the feed-forward network) | a row vector | Ch. 6; Part 1 |
+# | $b$ | a bias vector, added after a matrix product ($b_1$, $b_2$ in the feed-forward network) | a row vector | Ch. 6; Parts 1, 3 |
 # | $L$ | the number of layers (decoder blocks) of a stack | scalar | Ch. 6; Parts 1, 5 |
 # | $\ell$ | the index of a layer, from 1 to $L$ | index | Ch. 6; Parts 1, 5 |
 # | $P$ | a probability, as in $P(w[t+1]\mid w[1..t])$ | scalar | Ch. 6; all parts |
@@ -99,7 +99,7 @@ print("all required packages import")
 # | score | $\mathbf q[i]^\top\mathbf k[j]/\sqrt{d_{\text{model}}}$ | $\langle Qh_k,Kh_l\rangle_{\mathbb R^c}$ (5.2) | $s_{ij}=q_i^\top k_j/\sqrt{d_k}$ (4) | $q_t^\top k_s$ (no scaling) | $k_z^\top W_kW_q^\top x_q$ | `scores` |
 # | attention weight | $\alpha[i,j]$, $j\le i$ | $\exp(\cdot)/Z_k$ (5.2b) | $\alpha_{ij}$ | $\alpha_{ts}$, $s<t$ (strict) | $\sigma_{k_z,h}(x_q)=q(z\mid x_q,h)$ (vMF posterior) | `weights` |
 # | attention output | $\sum_j\alpha[i,j]\mathbf v[j]$ | $\mathrm{ATT}(h)_k-h_k$ | $g_i=\sum_j\alpha_{ij}v_j$ (6) | $\mu_t(x)=\sum_{s<t}\alpha_{ts}v_s$ (2) | $f_{\text{Attn}}(x_q)$ | `out` |
-# | bilinear form of scores | $W^Q {W^K}^\top$ | $Q^\top K$ | $W_Q^\top W_K$ | $A=W_K^\top W_Q$ (15) | $W_kW_q^\top$ | — |
+# | bilinear form of scores (the matrix between the query's input and the key's, query side first unless noted) | $W^Q {W^K}^\top$ | $Q^\top K$ | $W_Q^\top W_K$ | $A=W_K^\top W_Q$ (15), key side first: $q_t^\top k_s = x_s^\top A\,x_t$, so $A$ is the transpose of Part 3's $W_Q^\top W_K$ | $W_kW_q^\top$, key side first | — |
 # | upstream gradient / residual | — | — | $u_i=\partial L/\partial g_i$ (10), $b_{ij}=u_i^\top v_j$ (11) | $e_t=x_t-\mu_t(x)$ (4), $\Sigma_t$ (13) | score $\nabla\log p$ | `grad_out`, `residual` |
 # | width | $d_{\text{model}}$, $d_k=d_{\text{model}}/h$ | $d_e$, $c$ (key width) | $d_x,d_k,d_v$ | $d$ | $d$ | `d_model`, `d_head` |
 # | heads | $h$ | — | single head | single head | $H$, index $h$ | `num_heads` |
