@@ -142,6 +142,8 @@ def test_p1_09():
     assert check_ex_p1_09(subject_attention, ablation_effect, model, batch, 0)
     with pytest.raises(ExerciseCheckError, match="subject_head"):
         check_ex_p1_09(subject_attention, ablation_effect, model, batch, 2)
+    with pytest.raises(ExerciseCheckError, match="you gave the head's number"):  # head 1, not index 0
+        check_ex_p1_09(subject_attention, ablation_effect, model, batch, 1)
     with pytest.raises(ExerciseCheckError, match="subject_attention"):  # averages over all queries instead
         check_ex_p1_09(lambda w, k, q: attention_to_keys(w, k), ablation_effect, model, batch, 0)
 

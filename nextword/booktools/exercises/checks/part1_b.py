@@ -247,8 +247,10 @@ def check_ex_p1_09(subject_attention: Callable, ablation_effect: Callable, model
         check_true(head == int(np.argmax(effects)),
                    f"subject_head = {head} is not the head whose removal costs most at the markers (Δloss per "
                    f"head {describe(effects, precision=2)}; attention weight on the subject per head "
-                   f"{describe(scores, precision=2)}, heads by index): where a head looks is weaker evidence "
-                   "than what breaks when it is switched off")
+                   f"{describe(scores, precision=2)}, heads by index): "
+                   + ("likely mistake: subject_head is an index (head 1 is index 0): you gave the head's number"
+                      if head == int(np.argmax(effects)) + 1 and head != int(np.argmax(scores)) else
+                      "where a head looks is weaker evidence than what breaks when it is switched off"))
         check_true(effects[head] > 0.5 and scores[head] > 0.4,
                    f"the model has not learned the agreement: switching subject_head off costs "
                    f"{effects[head]:.2f} nat at the markers and it puts {scores[head]:.2f} of the marker queries' "
