@@ -52,7 +52,7 @@ def test_p1_05_names_the_dimension_index_mistake():
         ang = t / 10000.0 ** (2 * dims / d)
         return np.where(dims % 2 == 0, np.sin(ang), np.cos(ang))
 
-    with pytest.raises(ExerciseCheckError, match=r"(?s)likely mistake: the exponent uses 2·i with i the dimension"
+    with pytest.raises(ExerciseCheckError, match=r"(?s)likely mistake: the exponent uses 2·dim with dim the dimension"
                                                  r".*PE\(10,0\)² \+ PE\(10,1\)² should be 1, got 0\.8\d+"):
         check_ex_p1_05(doubled)
 

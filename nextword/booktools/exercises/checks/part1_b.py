@@ -74,8 +74,8 @@ def check_ex_p1_05(pe_values: Callable) -> bool:
             check_close(f"pe_values(t={t}, d_model={d}, dims={dims})", got, expected, rtol=1e-9, atol=1e-12,
                         mistakes={"the exponent uses i, not 2⌊i/2⌋: both dimensions of a pair share one frequency":
                                   _pe_variant(t, d, dims, lambda i: i),
-                                  "the exponent uses 2·i with i the dimension: in PE(t, 2i) the i counts pairs, so "
-                                  "dimension i has exponent 2⌊i/2⌋ / d_model":
+                                  "the exponent uses 2·dim with dim the dimension: in PE(t, 2i) the i counts "
+                                  "pairs, so dimension dim has exponent 2⌊dim/2⌋ / d_model":
                                   _pe_variant(t, d, dims, lambda i: 2 * i),
                                   "sine and cosine swapped: even dimensions take the sine":
                                   np.where(idx % 2 == 0, np.cos(t / 10000.0 ** (2 * (idx // 2) / d)),
