@@ -470,7 +470,7 @@ plt.show()
 # %% [markdown]
 # **Figure 5.6.2.** Training on $\mathcal J_{\text{var}}$ alone, three seeds: the variational gap falls
 # (left) while the posteriors stay spread over many components (right: the lowest of the three layers'
-# mean posterior entropy, above half of $\log 8$ in every seed as asserted; dashed: uniform, $\log 8$).
+# mean posterior entropy, which ends above half of $\log 8$ in every seed (asserted); dashed: uniform, $\log 8$).
 #
 # ### B.4's second claim: MoE gating without a balancing loss
 #
