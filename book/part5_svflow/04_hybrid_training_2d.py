@@ -55,7 +55,8 @@
 # :class: seealso
 # The paper writes the end time as $T$ ($T=1$), the end point as $x_T$ and the classifier as $p_T(y\mid x_T)$;
 # this page writes $x_{\text{end}}$ and $p_{\text{end}}$, keeping $T$ for the length of a sequence as in the
-# rest of the book.
+# rest of the book. Its consistency term (Eq. 14) multiplies the KL by a time-dependent weight of mean 1,
+# which App. C.1 does not specify; this page (and the library) use the constant weight 1.
 # ```
 #
 # *Source: Liao, Transformer as an Euler Discretization of Score-based Variational Flow, §3.3
