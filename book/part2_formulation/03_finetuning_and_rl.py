@@ -263,7 +263,8 @@ plt.show()
 # cannot express the shift; rank 4 has more freedom to fit noise.
 #
 # At the population level (expected counts instead of samples, so no noise) the rank statement is
-# sharp: LoRA with $k\ge 2$ reaches the target, $k=1$ cannot.
+# sharp: LoRA with $k=2$ comes within a small residual of the target (explained below), while
+# $k=1$ stays far from it.
 
 # %%
 pop_counts = w_new[:, None] * P_new  # expected transition frequencies under p'
