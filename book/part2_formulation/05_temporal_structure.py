@@ -584,6 +584,9 @@ assert rope_vs_printed != 0
 # the count is the $n(n+1)/2$ above, $n=m-1$. And the indicator must remove the masked terms, not
 # zero their score: in the tiny example the future keeps weight 0.2689, and on a random sequence
 # changing only the last token moves earlier outputs by 3.613 (row "§5.3.3, causal attention").
+# The sparse rule that follows also swaps its indices: the formula weights the score by $A_{lk}$,
+# the next sentence computes a term when $A_{kl}\neq0$. For a symmetric band the two agree; for a
+# pattern that is not symmetric, such as the causal one, they are each other's transpose.
 
 # %% tags=["hide-cell"]
 printed_count = n * (n - 1) / 2
