@@ -5,13 +5,14 @@
 # or towards answers people prefer. How do you change it enough to help, with little data, without
 # wrecking what it already knows?
 #
-# The paper describes the two tools every deployed model goes through. **Fine-tuning** runs the same
-# next-token training on a small, task-specific data set, starting from the pre-trained weights; the
-# update is often restricted to a low-rank matrix ({term}`low-rank adaptation`), which is cheaper
-# and over-fits less. **Reinforcement learning** instead maximises a reward (a number given to
-# each whole answer) while a Kullback–Leibler penalty keeps the model near where it started, so it
-# does not drift into strange text that happens to be rewarded. This page measures both on models
-# small enough to compute every quantity exactly.
+# The paper describes the two tools by which deployed models are adapted, one or both of them.
+# **Fine-tuning** runs the same next-token training on a small, task-specific data set, starting
+# from the pre-trained weights; the update is often restricted to a low-rank matrix
+# ({term}`low-rank adaptation`), which is cheaper and, at a rank that suits the change, over-fits
+# less. **Reinforcement learning** instead maximises a reward (a number given to each whole answer)
+# while a Kullback–Leibler penalty keeps the model near where it started, so it does not drift into
+# strange text that happens to be rewarded. This page measures both on models small enough to
+# compute every quantity exactly.
 #
 # ```{admonition} Learning goals
 # :class: tip
