@@ -6,12 +6,12 @@
 # see?
 #
 # The paper's answer is short: a stack of attention blocks, an average over positions, a linear
-# map and a softmax, the *set transformer*. It is worth knowing for two reasons. It is Chapter 6's
-# decoder block in the notation of mathematics, so everything you learned there carries over. And
-# written this way it shows its blind spot plainly: with no positions and no mask, the function
-# depends on the prefix only as a *set* of vectors — even only as a probability distribution over
-# vectors — so "dog bites man" and "man bites dog" get the same next-token probabilities. That is
-# why the next page ([2.5](05_temporal_structure.ipynb)) adds order back.
+# map and a softmax, the *set transformer*. It is worth knowing for two reasons. Its block is
+# Chapter 6's decoder block without the causal mask, in the notation of mathematics, so what you
+# learned there carries over. And written this way it shows its blind spot plainly: with no
+# positions and no mask, the function depends on the prefix only as a *set* of vectors — even only
+# as a probability distribution over vectors — so "dog bites man" and "man bites dog" get the same
+# next-token probabilities. That is why the next page ([2.5](05_temporal_structure.ipynb)) adds order back.
 #
 # ```{admonition} Learning goals
 # :class: tip
