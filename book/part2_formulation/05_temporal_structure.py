@@ -504,10 +504,11 @@ print(f"multiply-adds per position: {per_step}, so {T * per_step} for length {T}
 # %% [markdown]
 # ## Key takeaways
 #
-# - Order enters attention either through the vectors (a positional encoding added to each
-#   embedding; base 10000 gives wavelengths over four orders of magnitude) or through the score
-#   (RoPE: rotate each pair of coordinates by an angle proportional to the position, so the score
-#   depends on the offset only).
+# - Order enters attention through the vectors (a positional encoding added to each embedding;
+#   base 10000 gives wavelengths over four orders of magnitude) or through the score (RoPE: rotate
+#   each pair of coordinates by an angle proportional to the position, so the score depends on the
+#   offset only); a causal mask breaks the symmetry too, since each position sees a different
+#   prefix ([2.4](04_attention_block_set_transformer.ipynb)'s last table).
 # - A mask must remove the masked terms — a score of $-\infty$, weight exactly 0 — not multiply the
 #   score by 0, which still gives the masked positions weight.
 # - Full and causal attention cost a number of inner products quadratic in the length; a band of
