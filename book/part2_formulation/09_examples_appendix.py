@@ -44,7 +44,7 @@
 # | $x$, $W$, $b$ | a classifier's input, weight matrix and bias | $(784,)$, $(784,10)$, $(10,)$ |
 # | $\mu_{\text{batch}}$ | the batch measure: weight $1/(\ell N)$ on every token of every sequence of the batch | measure |
 # | $\ell$ | the length of each sequence of a batch | integer |
-# | $\mathbb E_{\mu}$, $\mathbb V_{\mu}$ | mean and variance (per coordinate) under the measure $\mu$ | $(d_e,)$ |
+# | $\mathbb E_{\mu}$, $\mathbb V_{\mu}$ | the mean and the variance (per coordinate) of the measure $\mu$, i.e. of a vector drawn from it | $(d_e,)$ |
 # | $u$ | a vector to be normalised | $(d_e,)$ |
 # | $\mathfrak N(u;\mu)$ | batch normalisation of the vector $u$ with the statistics of $\mu$ | $(d_e,)$ |
 # | $\delta$ | $\delta_h$ puts weight 1 on the vector $h$ | measure |
@@ -53,10 +53,10 @@
 # | $\varphi$, $\varphi_k$ | the embedding table of [2.1](01_tokenisation_bpe.ipynb), one column per token; its vector for token $k$ (row $k$ of the code's table $\varphi^\top$, the \"rows\" of this page) | $(d_e,\lvert\mathcal V\rvert)$, $(d_e,)$ |
 # | $f$, $f_m$, $M$ | a text; its token at position $m$; its length | tokens |
 # | $m$, $k$ | a position in the text; a token of the vocabulary | integers |
+# | $\delta_{k,f_m}$ | 1 if position $m$ holds token $k$, else 0 (a Kronecker delta: a number, not the point mass $\delta_h$) | number |
 # | $h$, $h_m$ | the embedded text $\varphi_{f_1},\dots,\varphi_{f_M}$; its vector at position $m$ | $(M,d_e)$ |
 # | $\mathbf G$, $\mathbf H$ | a map of the embedded text into $\mathbb R^{\lvert\mathcal V\rvert}$; the same map as a function of the table, $\mathbf H(\varphi,f)=\mathbf G(h)$ | |
 # | $D_m\mathbf G$ | the derivative of $\mathbf G$ with respect to $h_m$ | $(\lvert\mathcal V\rvert,d_e)$ |
-# | $\delta_{k,f_m}$ | 1 if position $m$ holds token $k$, else 0 | number |
 # | $\mathbf T$, $\mathbf B$ | the set transformer (a vector out of a sequence) and the output map to scores | $\mathbb R^{d_e}$, $(\lvert\mathcal V\rvert,d_e)$ |
 # | $\tau$ | the softmax temperature | number |
 # | $z$, $q$ | the scores $\mathbf B\,\mathbf T(h)/\tau$ and the next-token probabilities $\sigma(z)$, **columns** in this section (as in the paper) | $(\lvert\mathcal V\rvert,)$ |
@@ -73,7 +73,8 @@
 # ```{admonition} In the paper's notation
 # :class: note
 # The paper writes the batch measure as $\pi$ (the book keeps $\pi$ for the model's distribution,
-# [2.2](02_objective_kl.ipynb)) and the normalisation's scale and shift as $D$, $b$. Its embedding
+# [2.2](02_objective_kl.ipynb)), its mean as $\mathbb E_{u\sim\pi}[u]$ (reusing the letter $u$ of
+# the vector being normalised), and the normalisation's scale and shift as $D$, $b$. Its embedding
 # table is $\varphi\in\mathbb R^{d_e\times|\mathcal V|}$ with one *column* per token, called
 # $\varphi_v$ in Definition 2.6 and $\theta_v$ in Appendix A.1; the library, as the row-vector
 # convention of Chapter 6, stores one *row* per token. The model's answer in E.1 calls the two
@@ -324,8 +325,8 @@ assert probs.min() >= 0 and np.max(np.abs(probs.sum(axis=1) - 1)) < 1e-12 and te
 # the coordinates of one token. Example B.1's batch normalisation takes them, coordinate by
 # coordinate, over every token of every sequence in the batch:
 #
-# $$\mathfrak N(u;\mu_{\text{batch}})=\Gamma\,\frac{u-\mathbb E_{\mu_{\text{batch}}}u}
-# {\sqrt{\mathbb V_{\mu_{\text{batch}}}u+\varepsilon}}+\beta,\qquad
+# $$\mathfrak N(u;\mu_{\text{batch}})=\Gamma\,\frac{u-\mathbb E_{\mu_{\text{batch}}}}
+# {\sqrt{\mathbb V_{\mu_{\text{batch}}}+\varepsilon}}+\beta,\qquad
 # \mu_{\text{batch}}=\frac1{\ell N}\sum_{n=1}^{N}\sum_{m=1}^{\ell}\delta_{h^{(n)}_m},$$
 #
 # where $h^{(n)}_m$ is the vector at position $m$ of the $n$-th sequence and $\delta_{h}$ puts
