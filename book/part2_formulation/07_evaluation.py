@@ -584,8 +584,10 @@ plt.show()
 # - When only samples are available, the energy distance and MMD compare a model's replies with
 #   real ones, after mapping both to a common space; a permutation test turns the value into a
 #   p-value.
-# - For a question with one right answer, the CRPS scores the whole predictive distribution: sharp
-#   and right beats sharp and wrong beats vague, and the true distribution scores best on average.
+# - For a question with one right answer, the CRPS scores the whole predictive distribution, both
+#   where it is centred and how wide it is (on this page's question sharp and right beat sharp and
+#   wrong, which beat vague: the order of these three forecasts, not a rule), and the true
+#   distribution scores best on average.
 # - Precision (right among returned) and recall (found among true) measure different failures and
 #   trade off as a model returns more.
 # - Calibration asks whether confidence matches accuracy; changing the temperature moves a model
