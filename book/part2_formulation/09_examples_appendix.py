@@ -630,7 +630,9 @@ assert calm.status == 0 and np.abs(calm.y).max() <= 1.0 + 1e-9 and gap_calm < 1e
 # - Batch normalisation uses statistics of the whole batch, so one sequence's output depends on the
 #   others — layer normalisation does not.
 # - A model's printed answer can often be checked without the model: exact arithmetic, the
-#   intermediate value theorem and a first integral settle the answers of the paper's Appendix E.
+#   intermediate value theorem and a first integral settle the mathematics of the answers in the
+#   paper's Appendix E.1, E.3 and E.4 (what a model would print again, or whether a program runs in
+#   MATLAB, needs the model or MATLAB).
 #
 # ## Check your understanding
 #
