@@ -191,8 +191,8 @@ assert np.all(gap <= bound + 1e-12)
 # CLIP aligns the image sequence (pooled to one vector) with the text sequence by a *contrastive*
 # loss: in a batch of $N$ (image, caption) pairs, the $N\times N$ matrix of similarities (image
 # vector · caption vector, divided by a temperature) should be largest on its diagonal, so the loss
-# is the cross-entropy of picking each image's own caption among the $N$, plus that of picking each
-# caption's own image. `contrastive_loss` returns the loss and its gradients; we check them by
+# is the mean of two cross-entropies: that of picking each image's own caption among the $N$, and
+# that of picking each caption's own image. `contrastive_loss` returns the loss and its gradients; we check them by
 # central differences (`nextword.numerics.central_difference`).
 
 # %%
