@@ -375,7 +375,8 @@ two_f = features(gen[2])
 assert two_f[:, 0].std() > 2 * real_f[:, 0].std()  # the 2-gram's line lengths are far too irregular
 
 # %% [markdown]
-# Two halves of the real text are indistinguishable (large p-value: their divergence is within the
+# Two disjoint random samples of real held-out lines (the reference and the "second half" of the
+# shuffled lines) are indistinguishable (large p-value: their divergence is within the
 # permutation null), the 2-gram's lines are clearly not like Shakespeare's — mostly because their
 # lengths vary several times as much as real lines' (the last lines printed: its words and vowels are
 # about right) — and the 5-gram is much closer, though the test still tells its lines from real ones
