@@ -29,8 +29,8 @@
 # embedding table $\varphi$) ·
 # [2.4 The attention block and the set transformer](04_attention_block_set_transformer.ipynb) (the
 # set transformer $\mathbf T$ and the output map $\mathbf B$) · the chain rule, the softmax and its
-# derivative, convolution as a sliding weighted sum, the intermediate value theorem, separable
-# differential equations. **Reading time:** about 45 minutes.
+# derivative, convolution as a sliding weighted sum, the intermediate value theorem,
+# first-order linear differential equations (an integrating factor). **Reading time:** about 45 minutes.
 #
 # ```{admonition} Symbols on this page
 # :class: note
@@ -574,7 +574,9 @@ assert met == 1000
 # paper says the first solution blows up inside $[0,10]$ and the second stays bounded. Both can be
 # decided without a solver.
 #
-# *The first program.* Follow $w=y_2^2$ as a function of $y_1$ along the solution:
+# *The first program.* Follow $w=y_2^2$ as a function of $y_1$ along the solution (a relation
+# between the two coordinates that holds at every time of the solution, which is what a *first
+# integral* of an ODE gives):
 # $dw/dt=2y_2y_2'$ and $dy_1/dt=y_2$, so $dw/dy_1=2y_2'=-2y_1-2w$. This linear equation with $w(1)=0$ has the solution
 # $w(y_1)=\tfrac12e^{2(1-y_1)}-y_1+\tfrac12$ (checked by sympy below), which is positive for every
 # $y_1<1$. So $y_2=-\sqrt w$ never returns to 0, $y_1$ decreases from 1 for ever, and the time to
