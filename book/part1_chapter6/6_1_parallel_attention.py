@@ -5,7 +5,7 @@
 # word at a time, to attention, which lets every word look directly at every earlier word?
 # Take the chapter's running example, "The software engineer who had been working remotely from the
 # mountain cabin for several months finally submitted the code that would ___". To fill the blank, a
-# model needs "code" and "software" from far back in the sentence. A
+# model needs "code", a few words back, and "software", from the start of the sentence. A
 # {term}`recurrent neural network` must carry them through one fixed-size {term}`hidden state`, step
 # after step: the steps cannot run in parallel, the training signal fades on the way back, and the
 # state can only hold so much. This page measures all three, and shows that one {term}`attention`
@@ -39,7 +39,7 @@
 # | $\lambda$ | the factor a linear recurrence multiplies its state by at each step | number |
 # | $R$ | a random rotation (an orthogonal matrix: it changes no length); $W_h=\lambda R$ | $(d, d)$ |
 # | $d$ | the width of the state | integer |
-# | $y[t]$ | the output of one attention layer at word $t$ | $(d,)$ |
+# | $y[t]$ | the output of one attention layer at word $t$ | $(d,)$; a number in the tiny example |
 # | $\alpha[t,s]$ | the weight word $t$'s output gives word $s$ (attention weights add up to 1) | number |
 # | $n$, $\lvert\mathcal V\rvert$ | the length of a sequence of symbols and the number of different symbols, the size of the copy task's vocabulary $\mathcal V$ (`L` and `V` in the code) | integers |
 # ```
@@ -346,7 +346,8 @@ plt.show()
 
 # %% [markdown]
 # **Figure 6.1.3** (the chapter's $\lambda^{t-s}$ remark, measured). Spectral norm of the Jacobian from
-# word $s$, $t-s$ words back, to the prediction, on a log scale. See the straight line of the linear RNN (it falls
+# word $s$, $t-s$ words back, to the prediction, on a log scale: for the two RNNs from the state
+# $h[s]$ after word $s$ (the product above), for attention from the input $x[s]$ itself. See the straight line of the linear RNN (it falls
 # exactly as $0.9^{t-s}$), the tanh RNN falling faster below it, and attention with no trend: its mean
 # over random layers is as large 20 words back as 1 word back, and one layer's value (the band) is set
 # by the weight it gives the word, not by the distance. (At distance 0 attention is larger: word $t$
@@ -429,7 +430,8 @@ assert np.abs(by_hand - library).max() <= 0.01  # the same computation (the libr
 # symbol exactly. Beyond that, the positions have to share directions of the state.
 #
 # Against it: attention over the $n$ kept inputs. Each position gets a fixed code vector (a key; the
-# codes are [6.5](6_5_positional_encoding.ipynb)'s, any distinct unit vectors would do), its symbol as
+# codes are [6.5](6_5_positional_encoding.ipynb)'s; other distinct unit vectors would do, with a
+# larger factor than the 50 below if two of them point in nearly the same direction), its symbol as
 # the value, and a query that asks for one position: that position's code, times 50. The attention
 # layer is given the right query here; whether a trained model finds it is the next experiment. In
 # code, for all positions at once:
@@ -497,8 +499,9 @@ plt.show()
 #
 # The read-out above is linear. A trained nonlinear model might do better per dimension, so we also
 # train a {term}`GRU` language model (a gated recurrent network with a state of 32 numbers) and a
-# small transformer (`TinyLM`: 2 layers of the attention of [6.2](6_2_attention_mechanism.ipynb),
-# width 32) on a {term}`copy task`: the sequence $x[1],\dots,x[n]$, a separator, then $x[1],\dots,x[n]$
+# small transformer (`TinyLM`, width 32: 2 layers, each with the attention of
+# [6.2](6_2_attention_mechanism.ipynb) split into 2 heads ([6.4](6_4_multi_head.ipynb)) and a
+# feed-forward part ([6.6](6_6_context_representation.ipynb))) on a {term}`copy task`: the sequence $x[1],\dots,x[n]$, a separator, then $x[1],\dots,x[n]$
 # again, with the loss counted on the copied half only. Here is the data, for $n=16$:
 
 # %%

@@ -42,7 +42,7 @@
 # | $q[i]$, $k[j]$, $v[j]$ | the query of word $i$; the key and the value of word $j$ (row vectors) | $(d_k,)$ |
 # | $Q$, $K$, $V$ | all queries, keys, values stacked as rows | $(n, d_k)$ |
 # | $\alpha[i,j]$ | the attention weight word $i$ gives word $j$ | number in $[0, 1]$ |
-# | $\beta$ | a factor multiplying every score (an inverse temperature) | number |
+# | $\beta$ | a factor multiplying every dot product $q\cdot k$ in place of $1/\sqrt{d_k}$ (an inverse temperature) | number |
 # | $\lambda_j$ | the coefficients of a convex combination | numbers |
 # | $q_r$, $k_r$ | component $r$ of a query and of a key | numbers |
 # | $r$, $s$ | indices of the components of a query or a key, $1,\dots,d_k$ | integers |
@@ -158,6 +158,9 @@ np.testing.assert_allclose(softmax(np.array(scaled_3, dtype=float)), [float(a) f
 assert sp.simplify(sum(alpha_3) - 1) == 0  # the weights add up to exactly 1
 
 # %% [markdown]
+# Exercise 1 (`exercises/part1_chapter6/ex01_attention_weights.ipynb`) asks for the same steps —
+# scaled scores, exponentials, weights — for one query against three keys of width 4; try it.
+#
 # The loop is what the formula says; a computer does all words at once with matrices. Stack the
 # queries as rows of $Q$, the keys as rows of $K$: then $QK^\top$ holds every score, row $i$ for
 # query $i$ and column $j$ for key $j$. Blocking the entries with $j>i$ (set them to $-\infty$, so
@@ -213,7 +216,8 @@ plt.show()
 # inside the shape they span (Exercise 2, `exercises/part1_chapter6/ex02_convex_combination.ipynb`,
 # asks you to prove it).
 #
-# How soft? Multiply every score by a number $\beta$ before the softmax. $\beta$ is an inverse
+# How soft? Multiply every dot product $q\cdot k$ by a number $\beta$ before the softmax, in place of
+# $1/\sqrt{d_k}$ (so the usual scores are $\beta=1/\sqrt{d_k}$). $\beta$ is an inverse
 # {term}`softmax temperature`: a large $\beta$ (a low temperature) exaggerates the differences
 # between scores, and the largest score takes nearly all the weight. We take six random keys and
 # values, a query close to key 3, and watch the output as $\beta$ grows.
@@ -253,8 +257,9 @@ plt.show()
 # **Figure 6.2.2** (the chapter's Fig. 6.3, measured). Distance between the attention output and the
 # value of the best-matching key as the scores are sharpened. At the usual $\beta=1/\sqrt{d_k}$
 # (dashed) the lookup is soft, a blend of values; for large $\beta$ it becomes a dictionary lookup.
-# The soft version is the one a network can learn: a hard lookup gives no gradient to the keys it
-# did not pick.
+# The soft version is the one a network can learn: a hard lookup gives the scores, and so the queries
+# and keys, no gradient at all, not even the key it picked (a small change of a score changes nothing
+# until another key wins).
 #
 # ### The output stays inside the values' convex hull
 #
@@ -384,7 +389,8 @@ assert src.blank_entropy() - 0.05 < blank_loss < src.blank_entropy() + 0.2  # ne
 #
 # - **Position.** Attention by itself does not know word order, so the model adds to each word's
 #   embedding a learned vector for its position ([6.5](6_5_positional_encoding.ipynb) explains why).
-# - **Normalisation.** Before attention, each row is rescaled to mean 0 and variance 1 — a
+# - **Normalisation.** Before attention, each row is rescaled to mean 0 and variance 1, then
+#   multiplied and shifted by learned numbers (one per coordinate) — a
 #   {term}`layer normalisation` ([6.6](6_6_context_representation.ipynb)) — to keep the scores in a
 #   useful range.
 # - **Heads.** The model runs two copies of this page's mechanism side by side, each with its own
@@ -701,8 +707,10 @@ print(f"entropy at scale 0.01: {weight_entropy[0]:.4f} nats (log 3 = {np.log(3):
 
 # %% [markdown]
 # **Parameters.** $W^Q,W^K,W^V$ hold $3d_{\text{model}}^2$ numbers when $d_k=d_{\text{model}}$, as
-# the chapter says; the library's attention module also has the output matrix $W^O$ that mixes the
-# heads ([6.4](6_4_multi_head.ipynb)), hence $4d_{\text{model}}^2$.
+# the chapter says — and also when $h$ heads of width $d_k=d_{\text{model}}/h$ sit side by side, as in
+# the 8-head module counted below: together their columns are again $d_{\text{model}}$ wide
+# ([6.4](6_4_multi_head.ipynb)). The library's attention module also has the output matrix $W^O$ that
+# mixes the heads, hence $4d_{\text{model}}^2$.
 
 # %%
 for width in (32, 512):
@@ -901,7 +909,7 @@ for dist_name in ("Normal", "Uniform"):
 # | output is a convex combination; soft → hard lookup as the scale grows (Fig. 6.3) | LP hull test for every scale; distance to the selected value → 0 |
 # | projections, scores, softmax, weighted sum (Figs. 6.5–6.8) | by hand from a trained model = library weights to 1e-12 |
 # | the attention matrix and its surface (Figs. 6.9, 6.11) | rows are distributions, zero above the diagonal; entropy per row: most rows spread, the rows that predict something focused |
-# | weights concentrate on informative words (Fig. 6.10) | the blank's query reads words 16 and 19, the only words carrying information the query does not have; "engineer" (zero information) gets < 0.05; differs from Fig. 6.10's choice of words |
+# | weights concentrate on informative words (Fig. 6.10) | the blank's query reads words 16 and 19, which with the query's own word 21 carry all the information about the blank (word 2's reaches it only through word 19); "engineer" (zero information) gets < 0.05; differs from Fig. 6.10's choice of words |
 # | $\operatorname{Var}(q\cdot k)=d_k\sigma^4$ (Exercise 10; the chapter writes $d_{\text{model}}$) | sympy for symbolic $d_k$ (any zero-mean i.i.d. entries), cross-checked from the densities for $d_k=1,2$ (Gaussian, uniform), simulation to 5% up to $d_k=1024$ |
 # | dividing by $\sqrt{d_{\text{model}}}$ keeps the variance near 1 (§6.2, with §6.4's heads) | only for one head: $\sigma^4/h$ with $h$ heads (sympy; simulated at $d_{\text{model}}=512$, $h=8$); $\sqrt{d_k}$ gives $\sigma^4$ (erratum) |
 # | $\lvert q\cdot k\rvert\ge10$ at $d_k=512$ | probability > 0.99 over 21 keys (unit variance) |

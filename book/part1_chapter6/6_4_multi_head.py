@@ -322,9 +322,9 @@ print(f"{len(train.ids)} training and {len(test.ids)} test sentences of {task.le
 
 # %% [markdown]
 # In each, find the subject among the first four tokens and check that every `V` is followed by its
-# agreement form. We train a single
-# attention layer with four heads (width 32, sinusoidal positions), so every head's contribution is
-# directly visible. Training is the loop you know from any neural network: take 32 random sentences,
+# agreement form. We train a model with a single layer — one attention sublayer with four heads,
+# followed by the feed-forward part of [6.6](6_6_context_representation.ipynb) — (width 32,
+# sinusoidal positions), so no later layer stands between a head and the prediction. Training is the loop you know from any neural network: take 32 random sentences,
 # predict every next token, measure the {term}`cross-entropy` loss, step the weights with AdamW (the Adam
 # optimiser with a separate weight decay, 0 here). Here it is written out for 20 steps:
 
@@ -429,7 +429,8 @@ plt.show()
 # %% [markdown]
 # **Figure 6.4.2** (the chapter's Fig. 6.19, measured). Attention weights $\alpha_m[i,j]$ (rows:
 # query words $i$, columns: key words $j$) of the four heads on one test sentence. Look for three
-# patterns: weight just below the diagonal ($j=i-1$, the previous word), a vertical line at the
+# patterns: weight on and just below the diagonal ($j=i$, the query word itself, and $j=i-1$, the
+# previous word), a vertical line at the
 # subject from the rows of the markers `V`, and a broad spread (about $1/i$ on each of the $i$ words
 # a query may see). One sentence can mislead; the next figure averages over all 512 test sentences,
 # separately for the queries at the markers and at the fillers, and asks of each head: how much
@@ -704,8 +705,9 @@ assert all(worse_member.values())
 
 # %% [markdown]
 # Removing two heads costs on average clearly more than removing one, and a pair costs at least as
-# much as its worse member, in every model. Compare the ratios with the yardstick of 2: the damage
-# roughly adds up — in this small model "the diversity of the ensemble" is a few heads doing distinct
+# much as its worse member, in every model. Compare the ratios with the yardstick of 2: on average
+# over the pairs the damage roughly adds up (the ratio of means says nothing about any one pair,
+# which may cost more or less than its two heads together) — in this small model "the diversity of the ensemble" is a few heads doing distinct
 # jobs, not a redundant committee. (Which single head is cheapest to remove is not stable: near-ties
 # between heads flip from seed to seed.)
 #
@@ -822,9 +824,10 @@ print("the library's heads divide by sqrt(d_k): head 1's weights recomputed to <
 # where the heads' roles show.
 #
 # **"Removing random sets of heads degrades it much more severely"** (§6.4): in our models a pair of
-# heads costs about the sum of its two members (the ratio of the mean costs is close to the value 2
-# that added-up damage gives; printed above), not much more: we found no sign of heads that stand in
-# for one another.
+# heads costs, on average over the six pairs, about the sum of its two members (the ratio of the mean
+# costs is close to the value 2 that added-up damage gives; printed above), not much more. Only this
+# average is measured, not each pair's excess over its two members; on average, we found no sign of
+# heads that stand in for one another.
 #
 # **Fig. 6.21** attends from the running example's blank; our Figure 6.4.4 attends from a marker of the
 # toy language, where the word each head should read is known.

@@ -20,7 +20,7 @@
 # - compute by hand the residuals $e_t=x_t-\mu_t(x)$ of a short sequence, and say why the first
 #   position's residual is the token itself;
 # - explain why causality makes the Jacobian of the residual map block lower-triangular, so that its
-#   determinant is the product of one block per position;
+#   determinant is the product of the determinants of its diagonal blocks, one per position;
 # - compute the log-density of a sequence as noise energy plus log-barrier, and check it against the
 #   change-of-variables formula;
 # - explain why the formula is a probability density only when the residual map is invertible.

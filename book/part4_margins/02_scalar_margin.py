@@ -46,7 +46,7 @@
 # | $x_t$ | the token (a one-dimensional embedding) at position $t$, counted from 1 | number |
 # | $w_Q,w_K,w_V$ | query, key and value weights (numbers, since $d=1$) | numbers |
 # | $a$ | the coupling $w_K w_Q$: the score of $x_s$ seen from $x_t$ is $a\,x_t x_s$ | number |
-# | $\alpha_{ts}$ | attention weight of position $t$ on an earlier position $s$ | number |
+# | $\alpha_{ts}$ | attention weight of position $t$ on an earlier position $s$ ($\alpha_s$ in the derivation below, where $t$ is fixed) | number |
 # | $s$ | an earlier position, $s<t$ | number |
 # | $\mu_t$ | what the layer predicts at $t$: the weighted mean of the earlier values | number |
 # | $\bar x$ | the weighted mean of the earlier tokens, $\sum_s \alpha_{ts}x_s$ | number |
@@ -55,7 +55,7 @@
 # | $\varepsilon$, $\sigma$ | a noise value, and the noise's standard deviation | numbers |
 # | $\ell_s$, $\delta_{ss'}$ | scores (logits) of a softmax over the earlier positions $s$; 1 if $s=s'$, else 0 | numbers |
 # | $u_s$, $\bar u$ | any numbers attached to the earlier positions (Lemma B.2), and their weighted mean | numbers |
-# | $h$ | a small change of the noise (question 4) | number |
+# | $\Delta\varepsilon$, $\Delta x_t$ | a small change of the noise, and the change of the token it causes (question 4) | numbers |
 # ```
 #
 # *Source: Agarwal et al., "Support Tokens, Stability Margins, and a New Foundation for Robust LLMs",
@@ -484,11 +484,11 @@ assert abs(x3_window[np.argmax(np.abs(factor_drawn - 1))]) < 0.01   # Figure 4.2
 #    fold, no boundary, and the log term $\log m_t \ge0$ adds to the density.
 #    ```
 #
-# 4. The margin at some position is $0.01$. What does a small change $h$ of the noise do to the
+# 4. The margin at some position is $0.01$. What does a small change $\Delta\varepsilon$ of the noise do to the
 #    token there, and why does the log-barrier care?
 #
 #    ```{dropdown} Answer
-#    The token moves by about $h/m_t=100\,h$: the inverse map is a hundred times more
+#    The token moves by about $\Delta x_t\approx\Delta\varepsilon/m_t=100\,\Delta\varepsilon$: the inverse map is a hundred times more
 #    sensitive than the noise, so the layer is close to unstable. The log-barrier term
 #    $\log m_t=\log0.01\approx-4.6$ nats marks such configurations as improbable, and it falls to
 #    $-\infty$ as the margin reaches 0.

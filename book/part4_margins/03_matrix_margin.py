@@ -48,7 +48,7 @@
 # | $e_t$ | residual $x_t-\mu_t(x)$; $\partial e_t/\partial x_t$ is its diagonal Jacobian block | $(d,)$; $(d,d)$ |
 # | $\rho(M)$ | spectral radius: the largest absolute eigenvalue of $M$ | number |
 # | $\nu_1$, $\nu_2$; $\nu_i$ | the eigenvalues of $\Sigma_t A$ when they are real ($d=2$), $\nu_1\ge\nu_2$; $\nu_i$ either of them | numbers |
-# | $m$, $\delta$, $\tau$ | a margin, the margin level of the constrained problem (22), the barrier's weight | numbers |
+# | $m$, $\delta$, $\kappa$ | a margin, the margin level of the constrained problem (22), the barrier's weight (often $t$ or $\tau$ in optimisation texts; the book keeps $\tau$ for a temperature) | numbers |
 # | $\lambda$ | the weight of the toy's data term, $\tfrac\lambda2\lVert z-z^*\rVert^2$ | number |
 # | $z$, $z^*$, $f$ | the toy's free embeddings $(x_2,x_3)$, the point the data pull them to, its objective | $(2,)$, $(2,)$, function |
 # | $c$ | the spread of the tiny example, or the scale of a sequence (Figure 4.3.2) | number |
@@ -136,7 +136,7 @@ labels = [f"c = {spread:g}" for spread in (1.0, 2.0, 3.0)]
 boundary = draw_margin_regions(ax, variance_max=3.0, coupling_max=2.0, points=points,
                                point_labels=labels,
                                xlabel=r"variance along the first axis, $c^2/4$",
-                               ylabel=r"coupling along it, $a = 1$")
+                               ylabel=r"coupling along it, $a$ (the points: $a = 1$)")
 plt.show()
 assert np.allclose(boundary[:, 0] * boundary[:, 1], 1.0)
 assert np.all(np.diff([variance for variance, _ in points]) > 0)  # Figure 4.3.1: the variance grows as c^2/4
@@ -240,19 +240,21 @@ plt.show()
 # §4 of the paper reads the log-density as an optimisation problem: fit the data (the squared
 # residuals, Eqs. 17–20) while keeping every margin away from 0. A hard constraint "margin
 # $\ge\delta$" is awkward for gradient methods; a log-barrier replaces it by the penalty
-# $-\tau\log(m-\delta)$, small far from the boundary and infinite on it, so that the minimiser
-# always stays strictly inside. As the weight $\tau$ shrinks, the barrier problem's solution moves to
+# $-\kappa\log(m-\delta)$, small far from the boundary and infinite on it, so that the minimiser
+# always stays strictly inside. As the weight $\kappa$ shrinks, the barrier problem's solution moves to
 # the constrained one (interior-point methods work this way). The model's own log-barrier
-# $-\log m_t$ is the member $\tau=1$, $\delta=0$ of this family (Eq. 21).
+# $-\log m_t$ is the member $\kappa=1$, $\delta=0$ of this family (Eq. 21, with noise $\sigma=1$: (21) weighs
+# the fit by $1/2\sigma^2$, so against a fit $\tfrac12\sum_t e_t^2$ its barrier weight is $\kappa=\sigma^2$; the toy
+# below takes $\sigma=1$).
 #
 # A toy where everything can be drawn: $d=1$, $a=0.5$, $x_1=0$ fixed and two free embeddings $z=(x_2,x_3)$. A data term pulls $z$ toward
 # $z^\*=(3,0)$, where the query $x_3=0$ spreads its attention evenly over $\{0,3\}$ and
 # $m_3=1-0.5\cdot2.25<0$. We solve the constrained problem (22),
 # $\min f(z)=\tfrac12\sum_t e_t^2+\tfrac\lambda2\|z-z^\*\|^2$ s.t. $m_3(z)\ge\delta$, directly (SLSQP) and
-# through the barrier problems $\min f(z)-\tau\log(m_3(z)-\delta)$ for $\tau\to0$. For a *convex*
-# problem with one constraint, barrier theory bounds the gap: $f(z_\tau)-f^\star\le\tau$. This toy is not
+# through the barrier problems $\min f(z)-\kappa\log(m_3(z)-\delta)$ for $\kappa\to0$. For a *convex*
+# problem with one constraint, barrier theory bounds the gap: $f(z_\kappa)-f^\star\le\kappa$. This toy is not
 # convex (its feasible set $m_3\ge\delta$ is the outside of the shaded region of Figure 4.3.3), so here the
-# bound is no guarantee; the cell below checks it at every $\tau$.
+# bound is no guarantee; the cell below checks it at every $\kappa$.
 
 # %%
 a_toy, lam, delta, z_star = 0.5, 4.0, 0.5, np.array([3.0, 0.0])
@@ -271,9 +273,9 @@ def m3(z):
     return scalar_margin(seq(z), a=a_toy)[2]
 
 
-def barrier_obj(z, tau):
+def barrier_obj(z, kappa):
     gap = m3(z) - delta
-    return f(z) - tau * np.log(gap) if gap > 0 else np.inf
+    return f(z) - kappa * np.log(gap) if gap > 0 else np.inf
 
 
 # %% [markdown]
@@ -296,26 +298,26 @@ assert m3(free.x) < delta
 assert abs(m3(ref.x) - delta) < 1e-6
 
 # %% [markdown]
-# Now the barrier path: minimise $f(z)-\tau\log(m_3(z)-\delta)$ for a decreasing sequence of $\tau$,
+# Now the barrier path: minimise $f(z)-\kappa\log(m_3(z)-\delta)$ for a decreasing sequence of $\kappa$,
 # each started from the previous solution.
 
 # %%
 path, z0 = [], np.array([1.0, 1.0])
-for tau in (1.0, 0.3, 0.1, 0.03, 0.01, 0.003, 0.001):
-    sol = minimize(barrier_obj, z0, args=(tau,), method="Nelder-Mead",
+for kappa in (1.0, 0.3, 0.1, 0.03, 0.01, 0.003, 0.001):
+    sol = minimize(barrier_obj, z0, args=(kappa,), method="Nelder-Mead",
                    options={"xatol": 1e-10, "fatol": 1e-13, "maxiter": 4000})
     z0 = sol.x
     path.append(sol.x)
-    print(f"tau = {tau:6.3f}: z = ({produced(sol.x[0], '.4f')}, {produced(sol.x[1], '.4f')}), "
-          f"f - f* = {produced(f(sol.x) - f_star, '.5f')} (≤ tau), "
+    print(f"kappa = {kappa:6.3f}: z = ({produced(sol.x[0], '.4f')}, {produced(sol.x[1], '.4f')}), "
+          f"f - f* = {produced(f(sol.x) - f_star, '.5f')} (≤ kappa), "
           f"m_3 = {produced(m3(sol.x), '.4f')}")
-    assert -1e-6 <= f(sol.x) - f_star <= tau + 1e-6
+    assert -1e-6 <= f(sol.x) - f_star <= kappa + 1e-6
 assert np.linalg.norm(path[-1] - ref.x) < 1e-2
 path = np.array(path)
-# the paper's own MAP objective (21): tau = 1, delta = 0
+# the paper's own MAP objective (21): kappa = 1, delta = 0
 map21 = minimize(lambda z: f(z) - np.log(m3(z)) if m3(z) > 0 else np.inf, np.array([1.0, 1.0]),
                  method="Nelder-Mead", options={"xatol": 1e-10, "fatol": 1e-13})
-print(f"Eq. (21) (tau = 1, delta = 0): z = ({produced(map21.x[0], '.4f')}, "
+print(f"Eq. (21) (kappa = 1, delta = 0): z = ({produced(map21.x[0], '.4f')}, "
       f"{produced(map21.x[1], '.4f')}), m_3 = {produced(m3(map21.x), '.4f')}")
 assert 0.3 < m3(map21.x) < 0.6  # inside the stable region, as the caption says (about 0.47)
 assert m3(map21.x) < delta  # ... but below delta: (21) does not enforce the constraint of (22)
@@ -335,7 +337,7 @@ ax.contourf(x2_grid, x3_grid, margin_3 < delta, levels=[0.5, 1.5], colors=["C3"]
 ax.contour(x2_grid, x3_grid, margin_3, levels=[0.0, delta], colors=["C3", "C1"],
            linestyles=["-", "--"])
 ax.plot(*z_star, "k*", ms=10, label="z* (data optimum)")
-ax.plot(path[:, 0], path[:, 1], "o-", color="C0", ms=4, label="barrier path, τ → 0")
+ax.plot(path[:, 0], path[:, 1], "o-", color="C0", ms=4, label="barrier path, κ → 0")
 ax.plot(*ref.x, "s", color="C2", ms=7, label="constrained optimum (22)")
 ax.plot(*map21.x, "^", color="C4", ms=7, label="MAP of Eq. (21)")
 ax.set_xlabel("x2")
@@ -347,9 +349,9 @@ plt.show()
 # **Figure 4.3.3.** Eq. (22) and its log-barrier relaxation. Thin contours: the objective $f$;
 # shaded orange: the region $m_3<\delta$, bounded by the dashed vermilion curve $m_3=\delta$; the
 # solid orange curve is the degeneracy boundary $m_3=0$. Look at the blue barrier path: as
-# $\tau\to0$ its points approach the constrained optimum (green square), with the
-# bound $f-f^\star\le\tau$ (a theorem for convex problems, only checked for this one) holding at every $\tau$. The reddish-purple triangle is the minimiser of the
-# paper's MAP objective (21), the $\tau=1,\ \delta=0$ member of this family: it keeps the solution
+# $\kappa\to0$ its points approach the constrained optimum (green square), with the
+# bound $f-f^\star\le\kappa$ (a theorem for convex problems, only checked for this one) holding at every $\kappa$. The reddish-purple triangle is the minimiser of the
+# paper's MAP objective (21), the $\kappa=1,\ \delta=0$ member of this family: it keeps the solution
 # inside the stable region $m_3>0$ (here $m_3 \approx0.47$) without any explicit $\delta$, trading
 # data fit for margin — but it does not keep $m_3 \ge\delta$. The paper calls (21) the
 # interior-point relaxation of (22); it is one member of the family, not the relaxation
@@ -497,8 +499,8 @@ plt.show()
 #   is exact for $W_V=I$, and the scalar margin of 4.2 is its $d=1$ case.
 # - Two margins summarise the block: $\lvert\det\rvert$ (what the log-density uses) and the spectral
 #   margin $1-\rho$; $\rho<1$ guarantees invertibility but a block with $\rho>1$ can still be invertible.
-# - A log-barrier $-\tau\log(m-\delta)$ keeps an optimiser strictly inside $m>\delta$ and reaches
-#   the constrained optimum as $\tau\to0$; the model's own barrier is $\tau=1$, $\delta=0$.
+# - A log-barrier $-\kappa\log(m-\delta)$ keeps an optimiser strictly inside $m>\delta$ and reaches
+#   the constrained optimum as $\kappa\to0$; the model's own barrier is $\kappa=1$, $\delta=0$.
 # - Computed, Figure 1.1 has its support token late in the sequence (token 8 of 12), not at token 1, and a
 #   token can sit past the boundary while $\lvert\det\rvert$ calls it safe.
 #
@@ -523,12 +525,12 @@ plt.show()
 #    is finite.
 #    ```
 #
-# 3. Why does the log-barrier problem $\min f(z)-\tau\log(m(z)-\delta)$ never return a point with
-#    $m(z)\le\delta$, even for a tiny $\tau$?
+# 3. Why does the log-barrier problem $\min f(z)-\kappa\log(m(z)-\delta)$ never return a point with
+#    $m(z)\le\delta$, even for a tiny $\kappa$?
 #
 #    ```{dropdown} Answer
-#    Because $-\tau\log(m-\delta)\to+\infty$ as $m\to\delta$ from above, and it is undefined (here:
-#    $+\infty$) below: any path from inside to outside must cross an infinite wall. A smaller $\tau$
+#    Because $-\kappa\log(m-\delta)\to+\infty$ as $m\to\delta$ from above, and it is undefined (here:
+#    $+\infty$) below: any path from inside to outside must cross an infinite wall. A smaller $\kappa$
 #    makes the wall thinner, so the minimiser can come closer to $m=\delta$, but never reach it.
 #    ```
 
@@ -553,10 +555,10 @@ assert np.isclose(np.prod(1 - eigenvalues_q2), -0.4) and np.isclose(1 - eigenval
 # ### Eq. (21) as "the" relaxation of (22)
 #
 # The paper calls (21) "the classical interior-point relaxation of (22)" for any margin level
-# $\delta>0$. It is a single member of the barrier family, with weight $\tau=1$ and the barrier at $0$,
+# $\delta>0$. It is a single member of the barrier family, with weight $\kappa=1$ and the barrier at $0$,
 # not at $\delta$: in the toy above its minimiser has $m_3<\delta=0.5$ (asserted in the cell that
 # computes it), so it violates the constraint of (22), and it is not (22)'s optimum. Only the family
-# $-\tau\log(m_t-\delta)$ with $\tau\to0$ relaxes (22). Recorded in `book/ERRATA.md` (row "§4,
+# $-\kappa\log(m_t-\delta)$ with $\kappa\to0$ relaxes (22). Recorded in `book/ERRATA.md` (row "§4,
 # sentence after Eq. (22)").
 #
 # ### Theorem 1 against finite differences and torch autograd

@@ -57,8 +57,8 @@
 # C.1–C.2, Eqs. 68–75).*
 #
 # **The model.** Combine the embedding prior $p_\sigma(x_{1:n})$ with a causal categorical head
-# $P(y_{1:n}\mid x_{1:n})=\prod_t P(y_t \mid y_{<t},x_{\le t})$ (Eq. 28) and integrate the embeddings
-# out (Eq. 31): $P_n(y_{1:n})=\int P(y_{1:n}\mid x_{1:n})\,p_\sigma(x_{1:n})\,dx_{1:n}$. **Theorem 2**
+# $P(y_{1:n}\mid x_{1:n})=\prod_t P(y_t \mid y_{<t},x_{\le t})$ (Assumption A1, Eq. 70: position $t$'s
+# factor reads only $x_{\le t}$; the paper's Eq. 28 differs, [checked below](#checking-the-paper)) and integrate the embeddings out (Eq. 31): $P_n(y_{1:n})=\int P(y_{1:n}\mid x_{1:n})\,p_\sigma(x_{1:n})\,dx_{1:n}$. **Theorem 2**
 # says the family is projectively consistent, $\sum_{y_n}P_n(y_{1:n})=P_{n-1}(y_{1:n-1})$ (Eq. 32),
 # under strict causality.
 #
@@ -371,7 +371,10 @@ assert np.allclose(np.outer(first_token, wrong_second).sum(axis=1), 0.9 * first_
 #
 # Every statement of §5 that this page tests holds in the causal setting: Eq. (32) to the
 # quadrature error, Lemmas C.1 and C.2 separately, Proposition 2 with an actual unmasked layer, and
-# Theorem 3 through the prefixes of long samples. One hypothesis needs more than the paper states:
+# Theorem 3 through the prefixes of long samples. The head is implemented in the causal form of Assumption
+# A1 (Eq. 70), $P_n(y_t\mid y_{<t},x_{\le t})$; the paper's Eq. (28) writes the same factors conditioned on
+# all of $x_{1:n}$, which would let the head at $t$ read later embeddings: summed over $y_n$, such factors
+# need not give $P_{n-1}(y_{1:n-1}\mid x_{1:n-1})$, so the proof of Lemma C.1 needs A1's form, as it says. One hypothesis needs more than the paper states:
 # Assumption A2 (each one-step conditional integrates to 1) does not follow from the local
 # non-degeneracy of §3; it needs the residual map to be a global bijection for each fixed past. The
 # set-up here has $a\,w_V<0$, where that holds; [4.2](02_scalar_margin.ipynb) ("Does the induced

@@ -37,7 +37,7 @@
 # | $x^{(\ell)}_t$ | the variable of layer (stage) $\ell$ at position $t$ | $(d,)$ |
 # | $g$, $g^{(\ell)}_t$ | what layer $\ell$ computes at $t$ from the layer below | $(d,)$ |
 # | $\varepsilon$, $\sigma_\ell$ | the noise layer $\ell$ adds ($\varepsilon^{(\ell)}_t$ at position $t$), and its standard deviation | $(d,)$, number |
-# | $\Sigma$ | the covariance of all the stages' noise together (Eq. 78) | matrix |
+# | $\Sigma$ | the covariance of all the stages' noise together: block-diagonal, $\sigma_\ell^2 I$ for stage $\ell$ (the paper's Eq. 78 writes the stages' Gaussians separately) | matrix |
 # | $s$ | a position attended to | number |
 # | $e^{(\ell)}_t$ | residual $x^{(\ell)}_t-g^{(\ell)}_t$ | $(d,)$ |
 # | $R(x)$, $J$ | the residual map of the whole stack (the paper's $E(x)$; the book keeps $E$ for the embedding table), and its Jacobian | all $e^{(\ell)}_t$; matrix |
@@ -326,9 +326,10 @@ assert np.isclose(block_logdets[0], matrix_margins(xs4[0], *prior4).logabsdet.su
 
 # %% [markdown]
 # The standard block keeps the identity diagonal blocks, so Eq. (78)'s stability term is the first
-# stage's barrier alone. The conditioning assumption is what matters, not the block's internals: the
-# same block breaks it as soon as its queries are computed from the current stage (notebook section
-# above, Figure 4.5.2).
+# stage's barrier alone. The conditioning assumption is what matters, not the block's internals: a
+# layer breaks it as soon as its queries are computed from the current stage. This page shows that for the
+# simple self-conditioned attention layer (Figure 4.5.2), not for this full block; the paper states it for
+# any layer (remark in §6.5).
 #
 # ## Key takeaways
 #

@@ -35,12 +35,13 @@
 # |---|---|---|
 # | $x_t$ | embedding of the character at position $t$ (positions counted from 1) | $(d,)$, a number in the tiny example |
 # | $a$ | coupling in one dimension: the score of $x_s$ seen from $x_t$ is $a\,x_t x_s$ | number |
-# | $m$, $m_t$ | the margin of position $t$, $1-a\,\mathrm{Var}_t$, with $\mathrm{Var}_t$ the attention-weighted variance of the tokens before $t$ | number |
+# | $m$, $m_t$ | the margin of position $t$, $1-a\,\mathrm{Var}_t$, with $\mathrm{Var}_t$ the attention-weighted variance of the tokens before $t$; in $d$ dimensions $\lvert\det(I-\Sigma_t A)\rvert$, whose logarithm is the log-margin | number |
 # | $A$ | the prior's matrix: the score of $x_s$ seen from $x_t$ is $x_s^\top Ax_t$ | $(d,d)$ |
 # | $\Sigma_t$ | attention-weighted covariance of the embeddings before $t$ | $(d,d)$ |
 # | $E$, $y_t$ | the language model's embedding table; the character at position $t$, so $x_t=E[y_t]$ | $(\lvert\mathcal V\rvert,d)$; an id |
 # | $W_Q,W_K,W_V$ | query, key and value matrices of the numpy library's layer ($A=W_K^\top W_Q$) | $(d,d)$ |
 # | $\rho$ | spectral radius (largest absolute eigenvalue) | number |
+# | $\nu$ | an eigenvalue of $\Sigma_t A$ (the one that sets $\rho$, where the spectral margin $1-\rho$ is smallest) | number |
 # ```
 #
 # ```{admonition} In the paper's notation
@@ -190,6 +191,12 @@ print(f"log-margins: min {produced(logm.min(), '+.4f')}, max {produced(logm.max(
 print(f"support tokens (Def. 3.1, all positions): {produced(str((support_all + 1).tolist()))}")
 print(f"support token among positions t >= 3: position {produced(support_late[0] + 1, 'd')}, "
       f"character {produced(repr(text[support_late[0]]))}")
+t_spectral = int(np.argmin(margins_mini.spectral))  # where 1 - ρ(Σ_t A) is smallest (0-based)
+eigenvalues_spectral = np.linalg.eigvals(np.eye(A.shape[0]) - diagonal_blocks(X, W_Q, W_K)[t_spectral])
+nu_rho = eigenvalues_spectral[np.argmax(np.abs(eigenvalues_spectral))]  # the eigenvalue of Σ_t A that sets ρ
+print(f"smallest spectral margin at position {produced(t_spectral + 1, 'd')}: the eigenvalue of Σ_t A that "
+      f"sets ρ there is {produced(nu_rho.real, '+.4f')} (imaginary part {produced(abs(nu_rho.imag), '.1e')}), "
+      f"so its factor 1 - ν in det(I - Σ_t A) is {produced((1 - nu_rho).real, '.4f')}")
 
 
 # %%
@@ -227,11 +234,17 @@ plt.show()
 # prior (Eq. 25, log-det form; Definition 3.1): each character shaded by its log-margin (dark: small),
 # the support token among positions $t\ge3$ boxed in orange; below, the same log-margins as bars
 # (orange: the support token). Under strict masking positions 1 and 2 have a zero-variance context
-# ($\Sigma_t=0$, margin exactly $\log1=0$).
+# ($\Sigma_t=0$): their margin is exactly 1, so their log-margin is exactly 0.
 #
 # In our runs the learned coupling is negative in the sense of §3.4 ($\operatorname{tr}(\Sigma_t A)<0$
 # and nearly every $\lvert\det(I-\Sigma_t A)\rvert>1$): minimising the penalty $-\log\lvert\det\rvert$ drives the
 # prior into the *dispersion-promoting* regime, where no position is near the degeneracy boundary.
+# The printout's smallest spectral margin $1-\rho(\Sigma_t A)$ is nonetheless close to 0, which by the
+# reading of [4.3](03_matrix_margin.ipynb) would put that position at the boundary. It does not: $\rho$ is
+# the size of the largest eigenvalue, not its sign, and the eigenvalue $\nu$ of $\Sigma_t A$ that sets
+# $\rho$ there is negative (printed above), so its factor $1-\nu$ in $\det(I-\Sigma_t A)$ is close to 2,
+# far from 0. The spectral margin is a distance to the boundary only when the eigenvalues are real and
+# non-negative, as in Figure 4.3.4; with a negative coupling it says nothing about the boundary.
 # Definition 3.1 then selects the positions with the least dispersed context — the first two,
 # trivially — as in the tiny example.
 #
@@ -246,6 +259,10 @@ assert results["diagnostics"]["trace_sigma_A"] < 0 and results["diagnostics"]["f
 # the trivial positions 1 and 2 are minimal unless some det < 1
 assert set(support_all.tolist()) >= {0, 1} or logm.min() < 0
 assert logm[support_late[0]] == logm[2:].min()
+# the smallest spectral margin is close to 0, yet it comes from a negative eigenvalue whose factor 1 - ν
+# is close to 2 (the prose)
+assert abs(margins_mini.spectral.min()) < 0.05
+assert nu_rho.real < 0 and 1.9 < (1 - nu_rho).real < 2.1
 workdir.cleanup()
 
 # %% [markdown]
@@ -366,9 +383,14 @@ if SAVED:
 #    its coupling, and about the barrier?
 #
 #    ```{dropdown} Answer
-#    That spreading the context *raises* the margin, so the coupling is negative: every other
-#    position has $\lvert\det\rvert>1$. No position is near $\det=0$, so the barrier plays no role;
-#    the smallest margins are just the contexts with no spread.
+#    A context with $\Sigma_t\approx0$ has margin exactly 1, so if such positions are the smallest, every
+#    other position has $\lvert\det\rvert\ge1$. No position is near $\det=0$, so the barrier plays no
+#    role; the smallest margins are just the contexts with no spread. That is what a negative coupling
+#    gives (for a real eigenvalue $\nu\le0$ of $\Sigma_t A$ the factor $1-\nu$ is at least 1), but it does
+#    not prove one: a positive coupling so strong that the eigenvalues have passed 1 in pairs can also give
+#    $\lvert\det\rvert>1$ (Figure 4.3.2 of [4.3](03_matrix_margin.ipynb): after a second crossing the
+#    determinant is positive again). That is why the miniature's diagnostics also report the sign of
+#    $\operatorname{tr}(\Sigma_t A)$.
 #    ```
 #
 # ## Reproducibility
