@@ -210,7 +210,8 @@ print("held-out cross-entropy (nats/token); columns = training length", train_si
 for o, row in zip(orders, ce_table):
     print(f"  order {o}: " + "  ".join(produced(x, ".4f") for x in row))
 print(f"uniform: {cross_entropy(u_lp):.4f} = log 6; entropy rate {H:.4f}; "
-      f"best perplexity {produced(np.exp(ce_table.min()), '.3f')} vs bound e^H = {np.exp(H):.3f}")
+      f"best perplexity {produced(np.exp(ce_table.min()), '.3f')} vs e^H = {np.exp(H):.3f} "
+      "(the floor of the expected value; one finite sample can land below it)")
 assert ce_table.min() > H - 5 * se  # nobody beats the entropy rate (up to sampling noise)
 assert np.argmin(ce_table[:, -1]) == orders.index(4)  # Figure 2.7.1: as data grows, the true context length wins
 assert ce_table[orders.index(5), 0] > ce_table[orders.index(4), 0] + 0.1  # little data: 5 overfits
