@@ -61,14 +61,15 @@ use_book_style()
 #   tokens before it. Multiplying these probabilities gives the probability of a whole text.
 # - Training minimises the Kullback–Leibler divergence (a measure of the gap between two probability
 #   distributions) from the data to the model; because both factor token by token, this is the
-#   familiar next-token cross-entropy loss. Fine-tuning continues that training on new, task-specific
+#   familiar next-token cross-entropy loss, up to a constant the model cannot change. Fine-tuning continues that training on new, task-specific
 #   data; reinforcement learning adds a reward, with a penalty that keeps the model near where it
 #   started.
-# - The next-token model is a stack of attention blocks that, without positions, sees its input as
-#   a *set* (even as a probability distribution of vectors); word order is put back by positional
-#   encodings, masks, or a state-space model that replaces attention.
-# - Generation, evaluation and a newer alternative (discrete diffusion, which writes a whole text at
-#   once by undoing random corruption) are further maps on the same next-token probabilities.
+# - The next-token model is a stack of attention blocks that, without positions or a causal mask,
+#   sees its input as a *set* (even as a probability distribution of vectors); word order is put
+#   back by positional encodings, masks, or a state-space model that replaces attention.
+# - Generation and evaluation are further maps on the same next-token probabilities. Discrete
+#   diffusion, a newer alternative, does without them: it writes a whole text at once by undoing a
+#   random corruption.
 #
 # ## What you need first
 #

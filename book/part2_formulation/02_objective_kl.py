@@ -5,9 +5,9 @@
 # before it. Why does that make it a good model of *whole texts* — and what quantity is training
 # actually pushing down?
 #
-# Every large language model is trained on the same loss: $-\log$ of the probability it gave to the
-# token that actually came next, added up (or averaged) over the positions of the training texts —
-# the next-token {term}`cross-entropy`. This page shows where that loss comes from. Measure how far
+# A large language model that writes one token at a time is pre-trained on one loss: $-\log$ of the
+# probability it gave to the token that actually came next, added up (or averaged) over the
+# positions of the training texts — the next-token {term}`cross-entropy`. This page shows where that loss comes from. Measure how far
 # the model's distribution over whole texts is from the data's with the
 # {term}`Kullback–Leibler divergence`; because both distributions are products of next-token
 # probabilities, the divergence splits into one term per position, and the only part training can
@@ -353,8 +353,9 @@ assert np.allclose(dec.entropy[2:], source.entropy_rate(), atol=1e-12)
 # %% [markdown]
 # Remark 4.5: if each position had its own free model, the best choice for each term would be the
 # data's next-token distribution itself, and every term would vanish. A model whose context covers
-# the source's (an order-2 context) fitted on plenty of data (400 texts of 100 tokens; its first
-# two positions are learned from the 400 text starts only) brings every term close to zero, while
+# the source's (a trigram count model, which looks at the two previous tokens), fitted on plenty of
+# data (400 texts of 100 tokens; its first two positions are learned from the 400 text starts
+# only), brings every term close to zero, while
 # the bigram model cannot go below the KL caused by its missing context, whatever its data.
 
 # %%

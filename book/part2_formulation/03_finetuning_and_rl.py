@@ -5,13 +5,14 @@
 # or towards answers people prefer. How do you change it enough to help, with little data, without
 # wrecking what it already knows?
 #
-# The paper describes the two tools every deployed model goes through. **Fine-tuning** runs the same
-# next-token training on a small, task-specific data set, starting from the pre-trained weights; the
-# update is often restricted to a low-rank matrix ({term}`low-rank adaptation`), which is cheaper
-# and over-fits less. **Reinforcement learning** instead maximises a reward (a score of whole
-# answers) while a Kullback–Leibler penalty keeps the model near where it started, so it does not
-# drift into strange text that happens to score well. This page measures both on models small enough
-# to compute every quantity exactly.
+# The paper describes the two tools by which deployed models are adapted, one or both of them.
+# **Fine-tuning** runs the same next-token training on a small, task-specific data set, starting
+# from the pre-trained weights; the update is often restricted to a low-rank matrix
+# ({term}`low-rank adaptation`), which is cheaper and, at a rank that suits the change, over-fits
+# less. **Reinforcement learning** instead maximises a reward (a number given to each whole answer)
+# while a Kullback–Leibler penalty keeps the model near where it started, so it does not drift into
+# strange text that happens to be rewarded. This page measures both on models small enough to
+# compute every quantity exactly.
 #
 # ```{admonition} Learning goals
 # :class: tip
@@ -102,7 +103,7 @@ BATCHES = 2000 if FULL else 400
 # ## A tiny example by hand
 #
 # A model answers a question in one of two ways, "polite" or "rude", and its pre-trained
-# (reference) version picks each with probability $\tfrac12$. A reward scores the answers:
+# (reference) version picks each with probability $\tfrac12$. A reward rates the answers:
 # $r(\text{polite})=1$, $r(\text{rude})=0$. The reinforcement-learning objective (4.7) for a new
 # policy $\pi$ (the model's distribution over answers) is
 #
@@ -145,8 +146,8 @@ assert np.isclose(rl_objective(pi_star_tiny, ref_tiny, reward_tiny, 1.0), min_ti
 # %% [markdown]
 # ## Pre-training, then a shifted source
 #
-# The models are small enough to check exactly. A model is a table of next-token scores: with
-# $|\mathcal V|=10$ tokens, $\pi(b\mid a)=\mathrm{softmax}(W_a)_b$ for a $10\times10$ matrix $W$ —
+# The models are small enough to check exactly. A model is a table of next-token logits
+# (log-probabilities before normalisation): with $|\mathcal V|=10$ tokens, $\pi(b\mid a)=\mathrm{softmax}(W_a)_b$ for a $10\times10$ matrix $W$ —
 # a bigram model — trained by Adam on the next-token cross-entropy (4.5)/(4.6). The sources are
 # Markov chains, so the population KL from a source to a model is computable.
 #
@@ -202,9 +203,9 @@ assert kl_pre_old < 0.01 and kl_pre_new > 0.3
 # $W=W_{\mathrm{pre}}+AB$ with $A\in\mathbb R^{|\mathcal V|\times k}$, $B\in\mathbb R^{k\times|\mathcal V|}$
 # ($2|\mathcal V|k$ trainable numbers; $B=0$ at the start so the model starts at the pre-trained
 # one, and the loop above runs on $A$ and $B$ with the chain rule $\partial/\partial A=GB^\top$,
-# $\partial/\partial B=A^\top G$ for the table gradient $G$). The score is the population KL to $\mathbf p'$
-# (averaged over the stationary law), computed exactly, averaged over several fine-tuning data
-# sets. Every method runs the same number of Adam steps.
+# $\partial/\partial B=A^\top G$ for the table gradient $G$). Each method is measured by the
+# population KL to $\mathbf p'$ (averaged over the stationary law), computed exactly, averaged over
+# several fine-tuning data sets. Every method runs the same number of Adam steps.
 
 
 # %%
@@ -263,7 +264,8 @@ plt.show()
 # cannot express the shift; rank 4 has more freedom to fit noise.
 #
 # At the population level (expected counts instead of samples, so no noise) the rank statement is
-# sharp: LoRA with $k\ge 2$ reaches the target, $k=1$ cannot.
+# sharp: LoRA with $k=2$ comes within a small residual of the target (explained below), while
+# $k=1$ stays far from it.
 
 # %%
 pop_counts = w_new[:, None] * P_new  # expected transition frequencies under p'

@@ -6,12 +6,12 @@
 # see?
 #
 # The paper's answer is short: a stack of attention blocks, an average over positions, a linear
-# map and a softmax, the *set transformer*. It is worth knowing for two reasons. It is Chapter 6's
-# decoder block in the notation of mathematics, so everything you learned there carries over. And
-# written this way it shows its blind spot plainly: with no positions and no mask, the function
-# depends on the prefix only as a *set* of vectors — even only as a probability distribution over
-# vectors — so "dog bites man" and "man bites dog" get the same next-token probabilities. That is
-# why the next page ([2.5](05_temporal_structure.ipynb)) adds order back.
+# map and a softmax, the *set transformer*. It is worth knowing for two reasons. Its block is
+# Chapter 6's decoder block without the causal mask, in the notation of mathematics, so what you
+# learned there carries over. And written this way it shows its blind spot plainly: with no
+# positions and no mask, the function depends on the prefix only as a *set* of vectors — even only
+# as a probability distribution over vectors — so "dog bites man" and "man bites dog" get the same
+# next-token probabilities. That is why the next page ([2.5](05_temporal_structure.ipynb)) adds order back.
 #
 # ```{admonition} Learning goals
 # :class: tip
@@ -68,8 +68,8 @@
 # Its $\ell$, the number of vectors in a sequence, is kept; elsewhere the book keeps $\ell$ for the
 # index of a layer.
 # Chapter 6 ([6.2](../part1_chapter6/6_2_attention_mechanism.ipynb)) uses row vectors and writes
-# the query of word $i$ as $\mathbf q[i]=\mathbf e[i]W^Q$; the paper's $Qh_k$ is the same thing with
-# $Q=(W^Q)^\top$.
+# the query of word $i$ as $q[i]=e[i]W^Q$ (not bold: the bold $\mathbf q_m$ of this page is the
+# next-token distribution); the paper's $Qh_k$ is the same thing, as a column, with $Q=(W^Q)^\top$.
 # The paper writes the vocabulary in bold, $\mathbf V$; the book writes $\mathcal V$. Appendix B's
 # $\pi(\cdot;s)$ — kept here — is a reweighted measure, neither the number $\pi$ nor the model's
 # distribution $\pi$ of [2.2](02_objective_kl.ipynb).

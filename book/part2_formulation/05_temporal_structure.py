@@ -68,8 +68,8 @@
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §5.3
 # (Example 5.8, Eqs. 5.8–5.9) and Appendix C (Eqs. C.1–C.4).*
 #
-# Conventions: row vectors, sequences of shape `(T, d)`, positions 0-based in code (the paper
-# counts from 1). Appendix C uses column vectors $\dot v = Av+Bh$; `nextword.theory.formulation.ssm`
+# Conventions: row vectors, a sequence stored as an array with one row per position, positions
+# 0-based in code (the paper counts from 1). Appendix C uses column vectors $\dot v = Av+Bh$; `nextword.theory.formulation.ssm`
 # follows it.
 
 # %%
@@ -318,16 +318,16 @@ assert sp.simplify(causal_count - n * (n + 1) / 2) == 0
 
 
 ms = np.array([16, 32, 64, 128, 256, 512])
-r = 8
+w = 8  # the half-width of the band
 counts = {
     "full": ms**2,
     "causal": np.array([causal_mask(m).sum() for m in ms]),
-    f"band |k-l|<={r}": np.array([band_mask(m, r).sum() for m in ms]),  # w = r
-    f"causal band (window {r + 1})": np.array([band_mask(m, r, causal=True).sum() for m in ms]),
+    f"band |k-l|<={w}": np.array([band_mask(m, w).sum() for m in ms]),
+    f"causal band (window {w + 1})": np.array([band_mask(m, w, causal=True).sum() for m in ms]),
 }
 assert np.all(counts["causal"] == ms * (ms + 1) // 2)
-assert np.all(counts[f"band |k-l|<={r}"] == ms * (2 * r + 1) - r * (r + 1))  # Figure 2.5.2: grow linearly
-assert np.all(counts[f"causal band (window {r + 1})"] == ms * (r + 1) - r * (r + 1) // 2)
+assert np.all(counts[f"band |k-l|<={w}"] == ms * (2 * w + 1) - w * (w + 1))  # Figure 2.5.2: grow linearly
+assert np.all(counts[f"causal band (window {w + 1})"] == ms * (w + 1) - w * (w + 1) // 2)
 for name, cnt in counts.items():
     print(f"{name:24s}: " + "  ".join(f"{c:7d}" for c in cnt))
 
@@ -336,18 +336,18 @@ for name, cnt in counts.items():
 # (a loop over the window) gives the same output as the full masked softmax.
 
 # %%
-T, r = 40, 3
+T, w = 40, 3  # T positions, half-width w
 h = rng.normal(size=(T, c_dim))
 q, k, v = h @ Wq, h @ Wk, h @ Wv
-full = scaled_dot_product_attention(q, k, v, mask=band_mask(T, r), scale=1.0)
+full = scaled_dot_product_attention(q, k, v, mask=band_mask(T, w), scale=1.0)
 windowed, products = np.empty_like(full), 0
 for i in range(T):
-    lo, hi = max(0, i - r), min(T, i + r + 1)
+    lo, hi = max(0, i - w), min(T, i + w + 1)
     s = k[lo:hi] @ q[i]  # only the window's scores
     products += hi - lo
     windowed[i] = softmax(s) @ v[lo:hi]
 assert np.allclose(full, windowed, atol=1e-12)
-assert products == band_mask(T, r).sum()
+assert products == band_mask(T, w).sum()
 print(f"windowed computation: {products} inner products instead of {T * T}; outputs equal")
 
 # %%
@@ -401,8 +401,8 @@ assert residual_corr == sp.zeros(2, 1)
 s_dim = d_in = 3
 A = rng.normal(size=(s_dim, s_dim)) - 2.0 * np.eye(s_dim)
 B = rng.normal(size=(s_dim, d_in))
-dt, K = 0.2, 15
-hs = rng.normal(size=(K, d_in))  # h(t) = hs[k] on [t_k, t_{k+1})
+dt, n_hold = 0.2, 15  # step length and number of steps
+hs = rng.normal(size=(n_hold, d_in))  # h(t) = hs[k] on [t_k, t_{k+1})
 
 
 def exact_piecewise(A, B, dt, hs, v0):
@@ -498,16 +498,17 @@ print(f"scan == convolution: True; causal: outputs before position 40 unchanged;
       f"|kappa_j| decays from {np.abs(kernel[1]).max():.3f} to {np.abs(kernel[-1]).max():.1e} "
       f"over {T} steps")
 per_step = s_dim * s_dim + s_dim * d_in + d_in * s_dim + d_in * d_in
-print(f"multiply-adds per position: {per_step}, so {T * per_step} for length {T} (linear in T); "
-      f"full attention needs {T * T} inner products of length c (quadratic in T)")
+print(f"multiply-adds per position: {per_step}, so {T * per_step} for length {T} (linear in the length); "
+      f"full attention needs {T * T} inner products of length c (quadratic in the length)")
 
 # %% [markdown]
 # ## Key takeaways
 #
-# - Order enters attention either through the vectors (a positional encoding added to each
-#   embedding; base 10000 gives wavelengths over four orders of magnitude) or through the score
-#   (RoPE: rotate each pair of coordinates by an angle proportional to the position, so the score
-#   depends on the offset only).
+# - Order enters attention through the vectors (a positional encoding added to each embedding;
+#   base 10000 gives wavelengths over four orders of magnitude) or through the score (RoPE: rotate
+#   each pair of coordinates by an angle proportional to the position, so the score depends on the
+#   offset only); a causal mask breaks the symmetry too, since each position sees a different
+#   prefix ([2.4](04_attention_block_set_transformer.ipynb)'s last table).
 # - A mask must remove the masked terms — a score of $-\infty$, weight exactly 0 — not multiply the
 #   score by 0, which still gives the masked positions weight.
 # - Full and causal attention cost a number of inner products quadratic in the length; a band of
@@ -584,6 +585,9 @@ assert rope_vs_printed != 0
 # the count is the $n(n+1)/2$ above, $n=m-1$. And the indicator must remove the masked terms, not
 # zero their score: in the tiny example the future keeps weight 0.2689, and on a random sequence
 # changing only the last token moves earlier outputs by 3.613 (row "§5.3.3, causal attention").
+# The sparse rule that follows also swaps its indices: the formula weights the score by $A_{lk}$,
+# the next sentence computes a term when $A_{kl}\neq0$. For a symmetric band the two agree; for a
+# pattern that is not symmetric, such as the causal one, they are each other's transpose.
 
 # %% tags=["hide-cell"]
 printed_count = n * (n - 1) / 2

@@ -182,7 +182,8 @@ plt.show()
 # A real model has far too many replies to draw. Ours is a character {term}`n-gram model` of order 4:
 # it predicts the next character from the 3 before it, with probabilities counted on the training
 # part of tiny Shakespeare (add-0.05 smoothing, so that unseen combinations keep a little
-# probability). It has $|\mathcal V|=66$ characters, and it is cheap enough to enumerate every
+# probability). Its vocabulary has $|\mathcal V|=66$ tokens (one for each character of the text and
+# one for unknown characters), and it is cheap enough to enumerate every
 # 3-character reply ($66^3\approx2.9\times10^5$). Any model with a `next_logits(prefix)` function
 # plugs into the same decoders — a `nextword.torch.models.lm.TinyLM` does so through
 # `next_logits_fn`. To count a decoder's cost we wrap the model in a counter of calls.

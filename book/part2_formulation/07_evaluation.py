@@ -7,8 +7,10 @@
 #
 # Every claim that one model is "better" than another rests on such a measurement, and each
 # measurement needs different access to the model and answers a different question. The paper
-# (§8.1) frames all of them as a {term}`divergence` between the true distribution of replies to a
-# prompt and the model's. This page computes the main choices on models whose truth we know, so
+# (§8.1) frames evaluation as a {term}`divergence` between the true distribution of replies to a
+# prompt and the model's, and adds scoring rules for questions with one right answer and counts of
+# right and wrong items for a retrieved set (calibration, the last measure below, is not in the
+# paper). This page computes the main choices on models whose truth we know, so
 # that we can see what each number means: {term}`cross-entropy` and {term}`perplexity` (from the
 # model's probabilities), the {term}`energy distance` and the {term}`MMD <maximum mean discrepancy>`
 # (from samples only), the {term}`CRPS` (one right answer), {term}`precision` and {term}`recall` (a
@@ -53,8 +55,10 @@
 #
 # ```{admonition} In the paper's notation
 # :class: note
-# The paper writes the model's distribution as $\pi$ and a divergence as $\mathbf D$; this page
-# writes a model's next-token distribution as $q$ and the true one as $p$.
+# The paper writes the true law of text as a bold $\mathbf p$ (8.1), the model's next-token law as
+# a bold $\mathbf q$ and its law of whole sequences as $\pi$ (8.2), and a divergence as
+# $\mathbf D$; this page writes the true and the model's next-token distributions $p$ and $q$,
+# without bold.
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §8.1
@@ -206,7 +210,8 @@ print("held-out cross-entropy (nats/token); columns = training length", train_si
 for o, row in zip(orders, ce_table):
     print(f"  order {o}: " + "  ".join(produced(x, ".4f") for x in row))
 print(f"uniform: {cross_entropy(u_lp):.4f} = log 6; entropy rate {H:.4f}; "
-      f"best perplexity {produced(np.exp(ce_table.min()), '.3f')} vs bound e^H = {np.exp(H):.3f}")
+      f"best perplexity {produced(np.exp(ce_table.min()), '.3f')} vs e^H = {np.exp(H):.3f} "
+      "(the floor of the expected value; one finite sample can land below it)")
 assert ce_table.min() > H - 5 * se  # nobody beats the entropy rate (up to sampling noise)
 assert np.argmin(ce_table[:, -1]) == orders.index(4)  # Figure 2.7.1: as data grows, the true context length wins
 assert ce_table[orders.index(5), 0] > ce_table[orders.index(4), 0] + 0.1  # little data: 5 overfits
@@ -325,8 +330,9 @@ def generate_lines(model, n, seed):
 # %% [markdown]
 # A raw divergence value has no scale, so each is turned into a {term}`permutation test`:
 # re-splitting the pooled samples at random gives the divergence's distribution when both samples
-# share a law (`permutation_test`), and the p-value is the share of re-splits at least as divergent
-# as the real split. A small p-value says "these two sets do not come from the same law". (The
+# share a law (`permutation_test`), and the p-value is the share of splits at least as divergent
+# as the real split, counting the real split itself among them (so with 199 re-splits the smallest
+# possible p-value is $1/200=0.005$). A small p-value says "these two sets do not come from the same law". (The
 # energy distance here is the unbiased estimate, which can come out slightly negative when the two
 # laws agree.)
 
@@ -370,7 +376,8 @@ two_f = features(gen[2])
 assert two_f[:, 0].std() > 2 * real_f[:, 0].std()  # the 2-gram's line lengths are far too irregular
 
 # %% [markdown]
-# Two halves of the real text are indistinguishable (large p-value: their divergence is within the
+# Two disjoint random samples of real held-out lines (the reference and the "second half" of the
+# shuffled lines) are indistinguishable (large p-value: their divergence is within the
 # permutation null), the 2-gram's lines are clearly not like Shakespeare's — mostly because their
 # lengths vary several times as much as real lines' (the last lines printed: its words and vowels are
 # about right) — and the 5-gram is much closer, though the test still tells its lines from real ones
@@ -381,8 +388,9 @@ assert two_f[:, 0].std() > 2 * real_f[:, 0].std()  # the 2-gram's line lengths a
 # For a numerical question with a single correct answer $y$, footnote 6 scores the model's
 # predictive distribution, with cumulative distribution function $F$, by the {term}`CRPS`
 # (continuous ranked probability score)
-# $\mathrm{CRPS}(F,y)=\int(F(z)-\mathbf 1\{z\ge y\})^2\,dz$: the squared area between the forecast's
-# CDF and the step of the true answer. Lower is better; a forecast that puts all its mass on $y$
+# $\mathrm{CRPS}(F,y)=\int(F(z)-\mathbf 1\{z\ge y\})^2\,dz$: the area under the *squared* gap
+# between the forecast's CDF and the step of the true answer (the square of their $L^2$ distance,
+# not the square of the area between them). Lower is better; a forecast that puts all its mass on $y$
 # scores 0. The library computes it from samples through $\mathbb E|X-y|-\tfrac12\mathbb E|X-X'|$;
 # we check that against the integral definition by quadrature, and against the closed form for a
 # Gaussian.
@@ -578,8 +586,10 @@ plt.show()
 # - When only samples are available, the energy distance and MMD compare a model's replies with
 #   real ones, after mapping both to a common space; a permutation test turns the value into a
 #   p-value.
-# - For a question with one right answer, the CRPS scores the whole predictive distribution: sharp
-#   and right beats sharp and wrong beats vague, and the true distribution scores best on average.
+# - For a question with one right answer, the CRPS scores the whole predictive distribution, both
+#   where it is centred and how wide it is (on this page's question sharp and right beat sharp and
+#   wrong, which beat vague: the order of these three forecasts, not a rule), and the true
+#   distribution scores best on average.
 # - Precision (right among returned) and recall (found among true) measure different failures and
 #   trade off as a model returns more.
 # - Calibration asks whether confidence matches accuracy; changing the temperature moves a model

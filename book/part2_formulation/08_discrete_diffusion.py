@@ -229,9 +229,11 @@ print("max |p(t) - p0 expm(g(t) Q0)| < 1e-10:", err < 1e-10)
 # is the "Kronecker sum" $Q\oplus\dots\oplus Q$, for two tokens $Q\oplus Q=Q\otimes I+I\otimes Q$,
 # where $\otimes$ is the Kronecker product (numpy's `np.kron`: the block matrix whose block $(i,j)$
 # is entry $(i,j)$ of the left matrix times the whole right matrix). Only one token changes per jump, so each row has at
-# most $L(|\mathcal V|-1)+1$ non-zero entries, and the transition matrix factorises,
-# $e^{t(Q\oplus Q)}=e^{tQ}\otimes e^{tQ}$ — the reason practical samplers treat positions
-# independently.
+# most $L(|\mathcal V|-1)+1$ non-zero entries; and because the tokens are corrupted independently,
+# the transition matrix factorises, $e^{t(Q\oplus Q)}=e^{tQ}\otimes e^{tQ}$ — so the *forward*
+# (noising) process can be sampled one position at a time. The reverse chain, which generates
+# text, does not factorise: its rates depend on the whole sequence (shown on
+# [Part 2's checking page](checking_the_paper.ipynb)).
 
 # %%
 L = 3
@@ -300,8 +302,8 @@ print(f"P(no jump by t): simulated {produced(no_jump, '.3f')}, "
 assert abs(no_jump - np.exp(-L * b * t_obs)) < 4 * np.sqrt(no_jump * (1 - no_jump) / N_CHAINS)
 
 # %% [markdown]
-# The expected number of jumps for a sequence with no mask is $L(1-e^{-\beta t})$ (each token is
-# masked once, at rate $\beta$). The same comparison with uniform noise on the three-letter
+# The expected number of jumps for a sequence with no mask is $L(1-e^{-\beta t})$ (each token jumps
+# at most once, to the mask, and has done so by time $t$ with probability $1-e^{-\beta t}$). The same comparison with uniform noise on the three-letter
 # vocabulary $\{0,1,2\}$ (no mask token):
 
 # %%
@@ -492,8 +494,9 @@ print("(9.5) with the exact ratios equals (D.1) for both generators")
 # - A rate matrix has non-negative off-diagonal rates and rows summing to 0; laws evolve as
 #   $p(t)=p(0)e^{tQ}$ (row vectors). Masking sends each token to `M` at rate $\beta$, so it survives
 #   unmasked with probability $e^{-\beta t}$.
-# - On sequences, tokens are corrupted independently: one token changes per jump, and the
-#   transition matrix is a Kronecker product of one-token matrices.
+# - On sequences, tokens are corrupted independently: one token changes per jump, and the forward
+#   transition matrix is a Kronecker product of one-token matrices (the reverse chain's rates
+#   depend on the whole sequence).
 # - Gillespie simulates the chain exactly; τ-leaping moves all positions per step and is accurate to
 #   first order in the step.
 # - Running the chain backwards with $\bar Q_{ij}=Q_{ji}p(j,t)/p(i,t)$ from $p(T)$ recovers the

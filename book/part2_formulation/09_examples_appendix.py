@@ -29,8 +29,8 @@
 # embedding table $\varphi$) ·
 # [2.4 The attention block and the set transformer](04_attention_block_set_transformer.ipynb) (the
 # set transformer $\mathbf T$ and the output map $\mathbf B$) · the chain rule, the softmax and its
-# derivative, convolution as a sliding weighted sum, the intermediate value theorem, separable
-# differential equations. **Reading time:** about 45 minutes.
+# derivative, convolution as a sliding weighted sum, the intermediate value theorem,
+# first-order linear differential equations (an integrating factor). **Reading time:** about 45 minutes.
 #
 # ```{admonition} Symbols on this page
 # :class: note
@@ -44,7 +44,7 @@
 # | $x$, $W$, $b$ | a classifier's input, weight matrix and bias | $(784,)$, $(784,10)$, $(10,)$ |
 # | $\mu_{\text{batch}}$ | the batch measure: weight $1/(\ell N)$ on every token of every sequence of the batch | measure |
 # | $\ell$ | the length of each sequence of a batch | integer |
-# | $\mathbb E_{\mu}$, $\mathbb V_{\mu}$ | mean and variance (per coordinate) under the measure $\mu$ | $(d_e,)$ |
+# | $\mathbb E_{\mu}$, $\mathbb V_{\mu}$ | the mean and the variance (per coordinate) of the measure $\mu$, i.e. of a vector drawn from it | $(d_e,)$ |
 # | $u$ | a vector to be normalised | $(d_e,)$ |
 # | $\mathfrak N(u;\mu)$ | batch normalisation of the vector $u$ with the statistics of $\mu$ | $(d_e,)$ |
 # | $\delta$ | $\delta_h$ puts weight 1 on the vector $h$ | measure |
@@ -53,10 +53,10 @@
 # | $\varphi$, $\varphi_k$ | the embedding table of [2.1](01_tokenisation_bpe.ipynb), one column per token; its vector for token $k$ (row $k$ of the code's table $\varphi^\top$, the \"rows\" of this page) | $(d_e,\lvert\mathcal V\rvert)$, $(d_e,)$ |
 # | $f$, $f_m$, $M$ | a text; its token at position $m$; its length | tokens |
 # | $m$, $k$ | a position in the text; a token of the vocabulary | integers |
+# | $\delta_{k,f_m}$ | 1 if position $m$ holds token $k$, else 0 (a Kronecker delta: a number, not the point mass $\delta_h$) | number |
 # | $h$, $h_m$ | the embedded text $\varphi_{f_1},\dots,\varphi_{f_M}$; its vector at position $m$ | $(M,d_e)$ |
 # | $\mathbf G$, $\mathbf H$ | a map of the embedded text into $\mathbb R^{\lvert\mathcal V\rvert}$; the same map as a function of the table, $\mathbf H(\varphi,f)=\mathbf G(h)$ | |
 # | $D_m\mathbf G$ | the derivative of $\mathbf G$ with respect to $h_m$ | $(\lvert\mathcal V\rvert,d_e)$ |
-# | $\delta_{k,f_m}$ | 1 if position $m$ holds token $k$, else 0 | number |
 # | $\mathbf T$, $\mathbf B$ | the set transformer (a vector out of a sequence) and the output map to scores | $\mathbb R^{d_e}$, $(\lvert\mathcal V\rvert,d_e)$ |
 # | $\tau$ | the softmax temperature | number |
 # | $z$, $q$ | the scores $\mathbf B\,\mathbf T(h)/\tau$ and the next-token probabilities $\sigma(z)$, **columns** in this section (as in the paper) | $(\lvert\mathcal V\rvert,)$ |
@@ -73,7 +73,8 @@
 # ```{admonition} In the paper's notation
 # :class: note
 # The paper writes the batch measure as $\pi$ (the book keeps $\pi$ for the model's distribution,
-# [2.2](02_objective_kl.ipynb)) and the normalisation's scale and shift as $D$, $b$. Its embedding
+# [2.2](02_objective_kl.ipynb)), its mean as $\mathbb E_{u\sim\pi}[u]$ (reusing the letter $u$ of
+# the vector being normalised), and the normalisation's scale and shift as $D$, $b$. Its embedding
 # table is $\varphi\in\mathbb R^{d_e\times|\mathcal V|}$ with one *column* per token, called
 # $\varphi_v$ in Definition 2.6 and $\theta_v$ in Appendix A.1; the library, as the row-vector
 # convention of Chapter 6, stores one *row* per token. The model's answer in E.1 calls the two
@@ -190,8 +191,8 @@ assert np.all(gap <= bound + 1e-12)
 # CLIP aligns the image sequence (pooled to one vector) with the text sequence by a *contrastive*
 # loss: in a batch of $N$ (image, caption) pairs, the $N\times N$ matrix of similarities (image
 # vector · caption vector, divided by a temperature) should be largest on its diagonal, so the loss
-# is the cross-entropy of picking each image's own caption among the $N$, plus that of picking each
-# caption's own image. `contrastive_loss` returns the loss and its gradients; we check them by
+# is the mean of two cross-entropies: that of picking each image's own caption among the $N$, and
+# that of picking each caption's own image. `contrastive_loss` returns the loss and its gradients; we check them by
 # central differences (`nextword.numerics.central_difference`).
 
 # %%
@@ -324,8 +325,8 @@ assert probs.min() >= 0 and np.max(np.abs(probs.sum(axis=1) - 1)) < 1e-12 and te
 # the coordinates of one token. Example B.1's batch normalisation takes them, coordinate by
 # coordinate, over every token of every sequence in the batch:
 #
-# $$\mathfrak N(u;\mu_{\text{batch}})=\Gamma\,\frac{u-\mathbb E_{\mu_{\text{batch}}}u}
-# {\sqrt{\mathbb V_{\mu_{\text{batch}}}u+\varepsilon}}+\beta,\qquad
+# $$\mathfrak N(u;\mu_{\text{batch}})=\Gamma\,\frac{u-\mathbb E_{\mu_{\text{batch}}}}
+# {\sqrt{\mathbb V_{\mu_{\text{batch}}}+\varepsilon}}+\beta,\qquad
 # \mu_{\text{batch}}=\frac1{\ell N}\sum_{n=1}^{N}\sum_{m=1}^{\ell}\delta_{h^{(n)}_m},$$
 #
 # where $h^{(n)}_m$ is the vector at position $m$ of the $n$-th sequence and $\delta_{h}$ puts
@@ -573,7 +574,9 @@ assert met == 1000
 # paper says the first solution blows up inside $[0,10]$ and the second stays bounded. Both can be
 # decided without a solver.
 #
-# *The first program.* Follow $w=y_2^2$ as a function of $y_1$ along the solution:
+# *The first program.* Follow $w=y_2^2$ as a function of $y_1$ along the solution (a relation
+# between the two coordinates that holds at every time of the solution, which is what a *first
+# integral* of an ODE gives):
 # $dw/dt=2y_2y_2'$ and $dy_1/dt=y_2$, so $dw/dy_1=2y_2'=-2y_1-2w$. This linear equation with $w(1)=0$ has the solution
 # $w(y_1)=\tfrac12e^{2(1-y_1)}-y_1+\tfrac12$ (checked by sympy below), which is positive for every
 # $y_1<1$. So $y_2=-\sqrt w$ never returns to 0, $y_1$ decreases from 1 for ever, and the time to
@@ -629,7 +632,9 @@ assert calm.status == 0 and np.abs(calm.y).max() <= 1.0 + 1e-9 and gap_calm < 1e
 # - Batch normalisation uses statistics of the whole batch, so one sequence's output depends on the
 #   others — layer normalisation does not.
 # - A model's printed answer can often be checked without the model: exact arithmetic, the
-#   intermediate value theorem and a first integral settle the answers of the paper's Appendix E.
+#   intermediate value theorem and a first integral settle the mathematics of the answers in the
+#   paper's Appendix E.1, E.3 and E.4 (what a model would print again, or whether a program runs in
+#   MATLAB, needs the model or MATLAB).
 #
 # ## Check your understanding
 #

@@ -329,7 +329,9 @@ assert coupling_trace < 0                          # ... by making the coupling 
 # %% [markdown]
 # The cross-entropy falls as the model learns; the penalty falls too, and the prior's
 # $\operatorname{tr}(\Sigma_t A)$ is already negative: the gradient of the first step has set the
-# direction. From here on the library's `train_or_load` runs these lines for every step, and adds
+# direction. (The library starts $A$ not at exactly 0 but at small random entries, so the first
+# penalty is near 0 rather than 0; "untrained prior, $A=0$" on this page means this start.) From
+# here on the library's `train_or_load` runs these lines for every step, and adds
 # what a real run needs: a cosine learning-rate schedule, gradient clipping, the penalty on a random
 # sample of positions per window when asked (an unbiased estimate of the mean over positions), an
 # evaluation of the validation BPC at the end of each period, and checkpoints.
@@ -472,11 +474,29 @@ if SAVED:
     trained = trained_margin["diagnostics"]
     assert trained["trace_sigma_A"] < 0 and trained["frac_det_above_one"] > 0.9
     assert trained["min_logabsdet"] >= -1e-6
+    untouched = trained_ce["diagnostics"]           # the CE arm's prior: A near 0, attention near uniform
+    spread_ratio = trained["normalised_var"] / untouched["normalised_var"]
+    rms_ratio = trained["embedding_rms"] / untouched["embedding_rms"]
+    print(f"prior's attention entropy: CE arm {untouched['entropy']:.2f} nats, "
+          f"margin arm {trained['entropy']:.2f} nats")
+    print(f"tr(Sigma_t)/RMS(x)^2: CE arm {untouched['normalised_var']:.0f}, margin arm "
+          f"{trained['normalised_var']:.0f} ({spread_ratio:.1f} x); embedding RMS: CE arm "
+          f"{untouched['embedding_rms']:.3f}, margin arm {trained['embedding_rms']:.3f} ({rms_ratio:.1f} x)")
+    assert trained["entropy"] < untouched["entropy"] - 0.5   # attention on fewer positions, not more
+    assert spread_ratio > 1.5 and 1.6 < rms_ratio < 2.5      # the attended embeddings spread further apart
 
 # %% [markdown]
 # The trained prior sits in the **negative-coupling regime**: $\operatorname{tr}(\Sigma_t A)$ is far
 # below zero, and $\lvert\det(I-\Sigma_t A)\rvert>1$ at essentially every position (asserted, for the
 # miniature and for the trained model).
+#
+# The last two lines say *how* $\Sigma_t$ grew. The prior's attention entropy,
+# $-\sum_{s<t}\alpha_{ts}\log\alpha_{ts}$ averaged over positions, is lower in the margin arm: its
+# attention sits on *fewer* earlier positions than the untouched prior's, which spreads its weight
+# almost evenly. What grew is the spread of the embeddings it attends to: the embeddings are about
+# twice as large, and their attended covariance is larger even relative to that size
+# ($\operatorname{tr}(\Sigma_t)/\mathrm{RMS}(x)^2$, where $\mathrm{RMS}(x)^2$ is the mean square of
+# an embedding's entries).
 #
 # The smallest $\log\lvert\det\rvert$ over all positions is 0 to rounding: the closest any position
 # came to the wall is $\lvert\det\rvert=1$, the value of an *untrained* prior (at positions whose
@@ -504,8 +524,10 @@ if SAVED:
 #
 # This is what the derivation predicts. Nothing in $\mathcal L$ favours $a>0$, and the penalty's own
 # gradient points to $a<0$ from the very first step. The penalty acts as the *dispersion-promoting*
-# correction of Fig. 3.3(c–d): it rewards attention that spreads its weight, so that $\Sigma_t$ and
-# $\lvert\det\rvert$ grow. The same holds for a second pair trained from another seed, and for a pair
+# correction of Fig. 3.3(c–d): it rewards a larger spread $\Sigma_t$ of the attended embeddings, so
+# that $\lvert\det\rvert$ grows — a spread of the embeddings, not of the attention weights, which
+# became more concentrated (printed above). The same holds for a second pair trained from another
+# seed, and for a pair
 # trained with the paper's own learning rate and the exact penalty on every position (both checked
 # in [Reproducibility](#reproducibility)). The paper expected the opposite regime:
 # [checked below](#checking-the-paper).
@@ -602,8 +624,11 @@ if SAVED:
 #    what does the model give up to do so?
 #
 #    ```{dropdown} Answer
-#    With a negative coupling the penalty has no lower bound: making attention more dispersed (and the
-#    embeddings larger) keeps increasing $\lvert\det\rvert$. Weighted by $\lambda_m=0.05$ it is worth
+#    With a negative coupling the penalty has no lower bound: spreading the attended embeddings further
+#    apart (a larger $\Sigma_t$) keeps increasing $\lvert\det\rvert$. In the trained pair the
+#    embeddings became about twice as large, while the prior's attention became more concentrated,
+#    not more even (printed in "Where training took the coupling"). Weighted by $\lambda_m=0.05$ it
+#    is worth
 #    more than a nat of training loss (about $-1.1$ nats, printed in "What it cost"), so the
 #    optimiser trades predictive fit for it: the margin arm ends about 0.3 BPC behind the CE arm.
 #    ```
@@ -615,6 +640,9 @@ if SAVED:
     print(f"question 4: final penalty {final_penalty:+.2f} nats, weighted {weighted_penalty:+.2f} nats, "
           f"gap {saved_gap:+.3f} BPC")
     assert -26 < final_penalty < -20 and weighted_penalty < -1.0 and 0.2 < saved_gap < 0.4
+    print(f"question 4: embedding RMS {rms_ratio:.1f} x the CE arm's; attention entropy "
+          f"{trained['entropy']:.2f} against {untouched['entropy']:.2f} nats")
+    assert 1.6 < rms_ratio < 2.5 and trained["entropy"] < untouched["entropy"]
 
 # %% [markdown]
 # ## Checking the paper
@@ -829,6 +857,9 @@ def findings_of(pair: dict, penalty_curve: list) -> dict:
         "margin arm: tr(Sigma_t A) < 0 and |det| > 1 at > 90% of positions":
             prior_of_pair["trace_sigma_A"] < 0 and prior_of_pair["frac_det_above_one"] > 0.9,
         "penalty lower at the end than after the first epoch": penalty_curve[-1] < penalty_curve[0],
+        "margin arm's prior: lower attention entropy, larger tr(Sigma_t)/RMS(x)^2 than the CE arm's":
+            prior_of_pair["entropy"] < pair["ce"]["diagnostics"]["entropy"] - 0.5
+            and prior_of_pair["normalised_var"] > 1.5 * pair["ce"]["diagnostics"]["normalised_var"],
     }
 
 
@@ -862,13 +893,14 @@ gpu_pair = {
     "seed 1": {arm: load_result(f"gpu_barrier_{arm}_seed1") for arm in ("ce", "margin")},
 }
 print(f"{'run':14s} {'device':12s} {'CE arm':>7s} {'margin':>7s} {'gap':>6s} "
-      f"{'tr(Sigma A), margin':>20s}")
+      f"{'tr(Sigma A), margin':>20s} {'entropy CE, margin':>19s}")
 for run, arms in gpu_pair.items():
     ce, mg = (arms[arm]["data"] for arm in ("ce", "margin"))
     gpu_gap = mg["final_val_bpc"] - ce["final_val_bpc"]
     print(f"{run:14s} {mg['gpu']['name']:12s} {ce['final_val_bpc']:7.3f} "
           f"{mg['final_val_bpc']:7.3f} "
-          f"{gpu_gap:6.3f} {mg['diagnostics']['trace_sigma_A']:20.1f}")
+          f"{gpu_gap:6.3f} {mg['diagnostics']['trace_sigma_A']:20.1f} "
+          f"{ce['diagnostics']['entropy']:11.2f}, {mg['diagnostics']['entropy']:.2f}")
 cpu_ce_bpc = load_result("barrier_ce")["data"]["final_val_bpc"]
 print(f"(validation bits per character after {ce['steps']} steps; the CPU pair, lr 3e-3, k = 16: "
       f"{cpu_ce_bpc:.3f} and {load_result('barrier_margin')['data']['final_val_bpc']:.3f})")
@@ -876,7 +908,8 @@ print(f"(validation bits per character after {ce['steps']} steps; the CPU pair, 
 # %% [markdown]
 # The statements do not depend on the device, the learning rate or the sampled penalty. With the
 # exact penalty and the paper's optimiser, the coupling $\operatorname{tr}(\Sigma_t A)$ of the margin
-# arm ends far below zero in both seeds: the penalty was lowered by dispersing attention, not by
+# arm ends far below zero in both seeds: the penalty was lowered by spreading the attended
+# embeddings apart (with a lower attention entropy than the CE arm's, as on the CPU), not by
 # engaging the barrier. The margin arm again pays in clean bits per character, about three times
 # the paper's gap of 0.036.
 #
@@ -893,6 +926,9 @@ for run, arms in gpu_pair.items():
     assert ce["final_val_bpc"] > cpu_ce_bpc + 0.2, run                    # lr 1e-3: slower
     assert mg["diagnostics"]["trace_sigma_A"] < -10, run                  # coupling driven negative
     assert abs(ce["diagnostics"]["trace_sigma_A"]) < 0.1, run             # CE arm's prior: A ~ 0
+    assert mg["final_val_bpc"] > load_result("barrier_margin")["data"]["final_val_bpc"] + 0.1, run
+    assert mg["diagnostics"]["entropy"] < ce["diagnostics"]["entropy"] - 0.5, run       # concentrated
+    assert mg["diagnostics"]["normalised_var"] > 1.5 * ce["diagnostics"]["normalised_var"], run
 rerun_gap = max(abs(gpu_pair["seed 0"][arm]["data"]["final_val_bpc"]
                     - gpu_pair["seed 0, again"][arm]["data"]["final_val_bpc"])
                 for arm in ("ce", "margin"))

@@ -151,7 +151,7 @@ assert np.all(np.diff(path @ mu) > 0)  # Figure 5.0.1: layer by layer the state 
 #   "§3.3, Fig. 1(c)").
 # - Distributions close to uniform (the paper's "low concentrations") do not bound the divergence
 #   KL(q‖p), contrary to App. C.2.4; and Tables 1 and 2 do not support App. C.2.5's reading that the
-#   shallow layers contribute little change: they carry about as much of it as the deep ones
+#   shallow layers contribute little change: they carry about as much of it as the deep ones, or more
 #   ([5.5](05_prefix_shuffling.ipynb); errata rows "App. C.2.4" and "App. C.2.5").
 # - On the larger of our two small character models (the saved one) the deep layer's log-density
 #   reacts to shuffling, slightly, in the direction of the paper's Fig. 2, and across training it does

@@ -60,7 +60,7 @@
 # | $R$ | the retraction $R_x(v)$ of a step $v$ at $x$ (the exponential map is written $\exp_x(v)$) | $(d,)$ |
 # | $\mu$ | the mean direction of a von Mises–Fisher distribution | $(d,)$, unit |
 # | $\kappa$ | its concentration | scalar $\ge0$ |
-# | $C_d(\kappa)$, $I_\nu$, $\nu$ | its normaliser; in it, $I_\nu$ is the modified Bessel function of order $\nu$ | scalar |
+# | $C_d(\kappa)$, $I_\nu$, $\nu$ | its normaliser; in it, $I_\nu$ is the modified Bessel function of order $\nu$ (always with its order; a bare $I$, as in $I-xx^\top$, is the identity matrix) | scalar |
 # | $A_d(\kappa)$ | mean resultant length $I_{d/2}(\kappa)/I_{d/2-1}(\kappa)$ | scalar in $[0,1)$ |
 # | $c$ | the cosine $\mu^\top x$ of a sample $x$ to the mean direction | scalar in $[-1,1]$ |
 # | $\theta,\phi$ | angles on the sphere (polar, around) | scalars |

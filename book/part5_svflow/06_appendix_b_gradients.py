@@ -52,7 +52,7 @@
 # | $s$, $s_{\theta_\ell}(x,z)$ | the pull (score) of component $z$ at layer $\ell$ | $(d,)$ |
 # | $\mu_z$, $\sigma_z^2$ | mean and variance of the Gaussian component $z$ | $(d,)$, scalar |
 # | $W_g$, $b_g$ | the logits' weights and biases, $g_\ell(x)=W_g x+b_g$ | $(Z,d)$, $(Z,)$ |
-# | $\ell_z(\theta)$ | $\log p(x\mid z)$ as a function of a likelihood parameter (sympy) | scalar |
+# | $\lambda_z(\theta)$ | $\log p(x\mid z)$ as a function of a likelihood parameter (sympy; not $\ell$, which counts layers on this page) | scalar |
 # | $\delta$, $\gamma$ | $\delta_\ell$, $\gamma_{k,\ell}$: gradients at the state $x^\ell$ of the task loss and of layer $k$'s divergence | $(d,)$ |
 # | $\mathcal J$, $\mathcal J_{\text{var}}$, $\beta$ | the hybrid objective, its consistency term, and the term's weight | scalars |
 # | $y$ | the class of the input | label |
@@ -174,7 +174,7 @@ assert kl(new_beliefs) < kl(beliefs)
 # tiny example). **Eqs. (43)–(45) and (57)–(64):** for $\mathrm{KL}(q\,\|\,p)$ with
 # $p(z\mid x)\propto p(x\mid z)$, the derivative in the logits is $q_{z'}(R(z')-\mathbb E_qR)$, and in a
 # likelihood parameter $\theta$ it is $\sum_z(p_z-q_z)\,\partial_\theta\log p(x\mid z)$. Sympy checks
-# both for three components, with arbitrary functions $\ell_z(\theta)=\log p(x\mid z)$:
+# both for three components, with arbitrary functions $\lambda_z(\theta)=\log p(x\mid z)$:
 
 # %%
 Zs = 3
@@ -259,7 +259,7 @@ plt.show()
 # - Appendix B's formulas (Eqs. 52–53, 65) are right: every parameter's gradient matches finite
 #   differences, with and without the variational term, once B.1's error signal includes a layer's own
 #   divergence ([checked below](#checking-the-paper)).
-# - The self advantage $R=\log q/p$ makes gradient descent *lower* the over-weighted components: the
+# - The self advantage $R=\log q/p$ makes gradient descent *lower* the components with above-average $R$, the most over-weighted ones: the
 #   feedback is negative, and training on $\mathcal J_{\text{var}}$ alone closes the gap without
 #   collapsing the posterior — B.4's winner-takes-all reading is reversed (tested below).
 # - Without a balancing loss an MoE router's load becomes uneven (more so with top-1 routing); in a
@@ -281,9 +281,13 @@ plt.show()
 #    relative to the average, and which way does one descent step move $q_z$?
 #
 #    ```{dropdown} Answer
-#    $R_z=\log(q_z/p_z)$ is large, typically above $\mathbb E_qR$ (which is the KL, $\ge0$), so the
-#    gradient $\beta q_z(R_z-\mathbb E_qR)$ is positive and descent lowers the logit of $z$: $q_z$ moves
-#    down towards $p_z$. This is negative feedback, not the positive loop B.4 describes.
+#    $R_z=\log(q_z/p_z)$ is positive. Whether it is above the average $\mathbb E_qR$ (which is the KL,
+#    $\ge0$) depends on the others: the most over-weighted component always is (the largest $R_z$ is at
+#    least its average), a mildly over-weighted one can fall below it when another is far more
+#    over-weighted. Wherever $R_z>\mathbb E_qR$ the gradient $\beta q_z(R_z-\mathbb E_qR)$ is positive and
+#    descent lowers the logit of $z$ against the components below the average: belief moves from the most
+#    over-weighted components towards the others, and $q$ towards $p$. This is negative feedback, not the
+#    positive loop B.4 describes.
 #    ```
 #
 # 3. Why does the attention experiment compare a *coupled* model with a *decoupled* copy started
@@ -376,8 +380,9 @@ assert err_k_gt > 1e-3
 # advantage $R_\ell(z)>\mathbb E_q[R_\ell]$ receive positive updates and become even more favored",
 # a winner-takes-all loop that collapses the posterior (and that §4.3 calls the feedback which MoE
 # balancing losses must counter). Eq. (52) says the gradient of the logit $g_z$ is $q_zS(z)$, and with
-# only the self term that is $\beta q_z(R(z)-\mathbb E_qR)$: **positive** for the over-weighted
-# components ($q_z>p_z$ makes $R$ large). Gradient *descent* therefore *lowers* their logits. We check the
+# only the self term that is $\beta q_z(R(z)-\mathbb E_qR)$: **positive** for the components with
+# above-average $R$, the most over-weighted ones ($q_z>p_z$ makes $R$ positive, and the largest $R$ is at
+# least its average). Gradient *descent* therefore *lowers* their logits. We check the
 # sign and the effect of one small step on 200 random last layers:
 
 # %% tags=["hide-cell"]
@@ -464,7 +469,8 @@ plt.show()
 
 # %% [markdown]
 # **Figure 5.6.2.** Training on $\mathcal J_{\text{var}}$ alone, three seeds: the variational gap falls
-# (left) while the posteriors stay spread over many components (right; dashed: uniform, $\log 8$).
+# (left) while the posteriors stay spread over many components (right: the lowest of the three layers'
+# mean posterior entropy, which ends above half of $\log 8$ in every seed (asserted); dashed: uniform, $\log 8$).
 #
 # ### B.4's second claim: MoE gating without a balancing loss
 #
@@ -557,7 +563,7 @@ assert least_share > 0.01  # no expert dies outright
 # the $P_z$ of Eq. (22) with $z$ a key type — more even than it would be without it.
 #
 # `attention_role_gradients` is one self-attention head on token sequences with a logistic read-out at
-# every position. A token enters through three embedding tables, as a query $E_Q[i]W_Q$, a key
+# every position. A token enters through three embedding tables, as a query $E_Q[i]W_Q$ (a row of the table times a projection: here the row form of Chapter 6), a key
 # $E_K[i]W_K$ and a value $E_V[i]W_V$, and the function returns the gradient of each table. Passing one
 # table three times is the **coupled** model of the paper; its gradient is the sum of the three, which is
 # exactly the split by role. Passing three tables that start as copies of the same $E$ is the
@@ -757,8 +763,9 @@ plt.show()
 
 # %% [markdown]
 # **Figure 5.6.4.** B.4's attention side. Left: the final load of every key type in the coupled model
-# against the decoupled one (five seeds, eight types each; dashed: equal). Middle: the final loads of
-# the soft MoE above and of the coupled attention model, sorted, relative to a fair share (dashed).
+# against the decoupled one, with the projections trained (filled dots) and frozen (open squares) (five
+# seeds, eight types each; dashed: equal). Middle: the final loads of the soft MoE above and of the coupled
+# attention model with trained projections, sorted, relative to a fair share (dashed).
 # Right: the gradient summed over training that reaches each component, against the load it received —
 # an MoE expert's own matrix, and a token type's representation split by role (coupled model).
 #

@@ -17,7 +17,7 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 # $k[2]=[0,1,1,0]$, $k[3]=[-1,0,1,1]$. Compute the attention weights $\alpha[3,j]$ step by step with
 # the formula of §6.2:
 #
-# 1. the scaled scores $q[3]^\top k[j]/\sqrt{d}$,
+# 1. the scaled scores $q[3]\cdot k[j]/\sqrt{d_k}$ (one head: $d_k=d_{\text{model}}=4$, the length of the query),
 # 2. their exponentials,
 # 3. the normalised weights.
 #

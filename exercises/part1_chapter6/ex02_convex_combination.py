@@ -18,7 +18,8 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 #
 # 1. Give the proof (markdown), and confirm the key identity $\sum_j\alpha[i,j]=1$ with sympy for three
 #    symbolic scores.
-# 2. Implement `attention_output(q, K, V) -> (weights, output)` (numpy, scale $1/\sqrt d$).
+# 2. Implement `attention_output(q, K, V) -> (weights, output)` (numpy, scores $q\cdot k[j]/\sqrt{d_k}$ with
+#    $d_k$ the length of `q`; the keys and values are the rows of `K` and `V`).
 # 3. Implement `in_convex_hull(x, V) -> bool`, deciding whether `x` is a convex combination of the rows of
 #    `V`, as a linear feasibility problem (`scipy.optimize.linprog`), and use it on the output.
 

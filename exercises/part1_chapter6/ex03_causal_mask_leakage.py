@@ -23,7 +23,8 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 # 1. Implement `generation_style_loss(model, windows)`: the mean negative log-likelihood of $w[t+1]$
 #    when the model only gets $w[1..t]$ — one forward pass over the prefix, logits of its last position —
 #    for $t=1..L-1$ in every window. This is how a generator uses the model.
-# 2. Compare it with the usual teacher-forced loss and with $H$.
+# 2. Compare it with the usual *teacher-forced* loss — one forward pass over the whole window, every
+#    position predicting the next true token (`evaluate_loss`, the loss training minimises) — and with $H$.
 # 3. Describe the failure mode in words.
 
 # %%

@@ -13,12 +13,14 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 # **Part:** 1 · **Difficulty:** ★ · **Book notebook:** book/part1_chapter6/6_5_positional_encoding
 #
 # Chapter 6, Exercise 5. With $\mathrm{PE}(t,2i)=\sin\big(t/10000^{2i/d_{\text{model}}}\big)$ and
-# $\mathrm{PE}(t,2i+1)=\cos\big(t/10000^{2i/d_{\text{model}}}\big)$ (§6.5), compute
+# $\mathrm{PE}(t,2i+1)=\cos\big(t/10000^{2i/d_{\text{model}}}\big)$ (§6.5; here $i$ numbers the *pair*
+# of dimensions $2i,2i+1$, from 0), compute
 # $\mathrm{PE}(10,0),\dots,\mathrm{PE}(10,3)$ for $d_{\text{model}}=128$ and verify that
 # $\mathrm{PE}(t,0)^2+\mathrm{PE}(t,1)^2=1$.
 #
 # 1. Implement `pe_values(t, d_model, dims)` from the formula with numpy (do not call
-#    `nextword.positions`): dimension `i` belongs to the pair `i // 2`; even dimensions use sine.
+#    `nextword.positions`): each 0-based dimension `dim` in `dims` belongs to the pair `dim // 2` (the $i$
+#    of the formula); even dimensions use sine, odd ones cosine.
 # 2. Print the four values and the identity, and explain why the identity holds for every pair.
 
 # %%

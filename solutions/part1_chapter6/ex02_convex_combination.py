@@ -8,7 +8,8 @@
 #
 # 1. Give the proof (markdown), and confirm the key identity $\sum_j\alpha[i,j]=1$ with sympy for three
 #    symbolic scores.
-# 2. Implement `attention_output(q, K, V) -> (weights, output)` (numpy, scale $1/\sqrt d$).
+# 2. Implement `attention_output(q, K, V) -> (weights, output)` (numpy, scores $q\cdot k[j]/\sqrt{d_k}$ with
+#    $d_k$ the length of `q`; the keys and values are the rows of `K` and `V`).
 # 3. Implement `in_convex_hull(x, V) -> bool`, deciding whether `x` is a convex combination of the rows of
 #    `V`, as a linear feasibility problem (`scipy.optimize.linprog`), and use it on the output.
 
@@ -30,7 +31,7 @@ assert total == 1
 # %% [markdown]
 # **Proof and geometry.**
 # <!-- BEGIN SOLUTION -->
-# Write $z_j=q[i]^\top k[j]/\sqrt d$ for $j\le i$ and $Z=\sum_{k\le i}e^{z_k}$. Since $e^{x}>0$ for every
+# Write $z_j=q[i]\cdot k[j]/\sqrt{d_k}$ for $j\le i$ and $Z=\sum_{m\le i}e^{z_m}$. Since $e^{x}>0$ for every
 # real $x$, $Z>0$ and each $\alpha[i,j]=e^{z_j}/Z>0$; and $\sum_j\alpha[i,j]=Z/Z=1$. A linear combination
 # $\sum_j\lambda_jv[j]$ with $\lambda_j\ge0$ and $\sum_j\lambda_j=1$ is by definition a convex
 # combination, so the output is one, with coefficients $\lambda_j=\alpha[i,j]$.

@@ -13,7 +13,8 @@
 # 1. Implement `generation_style_loss(model, windows)`: the mean negative log-likelihood of $w[t+1]$
 #    when the model only gets $w[1..t]$ — one forward pass over the prefix, logits of its last position —
 #    for $t=1..L-1$ in every window. This is how a generator uses the model.
-# 2. Compare it with the usual teacher-forced loss and with $H$.
+# 2. Compare it with the usual *teacher-forced* loss — one forward pass over the whole window, every
+#    position predicting the next true token (`evaluate_loss`, the loss training minimises) — and with $H$.
 # 3. Describe the failure mode in words.
 
 # %%
@@ -69,9 +70,9 @@ print(f"teacher-forced loss {produced(teacher, '.3f')} | generation-style loss {
 # text degenerates (notebook 6.3 shows long runs of one symbol). There is a second, subtler mismatch:
 # even the earlier positions of a prefix compute different representations than in training, because
 # in training they could see tokens that are now absent — training and generation no longer compute
-# the same function (Fig. 6.17). The mask removes the shortcut (row $i$ of the attention matrix has no
+# the same function (the chapter's Fig. 6.17; Figure 6.3.6 of notebook 6.3 measures it). The mask removes the shortcut (row $i$ of the attention matrix has no
 # entry for $j>i$), forces the model to use only the past, and makes the training loss an honest
-# estimate of the loss at generation — in notebook 6.3 the masked model's two losses agree to 0.01 nats.
+# estimate of the loss at generation — in notebook 6.3 the masked model's two losses agree within 0.02 nats.
 # <!-- END SOLUTION -->
 
 # %%

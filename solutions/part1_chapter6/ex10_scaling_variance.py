@@ -35,7 +35,7 @@ sigma = sp.symbols("sigma", positive=True)
 # Dividing by $\sqrt d$ gives $\operatorname{Var}(q^\top k/\sqrt d)=\sigma^4$, independent of the
 # dimension: the softmax sees scores of the same spread at every width, so it stays in the regime where
 # its Jacobian $\mathrm{diag}(p)-pp^\top$ is not close to zero and gradients reach the queries and keys
-# (measured in notebook 6.2, Fig. 6.12). The variance is 1 only if $\sigma=1$ — the scaling removes the
+# (measured in Figure 6.2.7 of notebook 6.2, the chapter's Fig. 6.12). The variance is 1 only if $\sigma=1$ — the scaling removes the
 # dependence on $d$, not on $\sigma$.
 # <!-- END SOLUTION -->
 

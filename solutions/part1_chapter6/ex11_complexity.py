@@ -61,7 +61,8 @@ for T, d in ((128, 512), (4096, 512)):
 # waiting for the previous step. That is the trade the chapter describes: more total computation
 # (quadratic in $T$) bought for $O(1)$ sequential depth and a path of length one between any two positions.
 # At generation time the picture changes: both produce one token per step, and a KV cache makes each
-# attention step $O(Td)$ against the RNN's $O(d^2)$.
+# attention step $O(d^2+Td)$ (the new token's projections, then its scores and weighted sum over $T$ cached
+# keys and values) against the RNN's $O(d^2)$.
 # <!-- END SOLUTION -->
 
 # %%

@@ -121,8 +121,9 @@ print("test-time removals, largest honest loss first:",
 # keeping a single head (the blocks were trained to add small corrections to the stream, and the weights
 # expect positions) — which of those two is worse changes with the seed and the CPU.
 # What the test-time experiment cannot show is how much each component matters *for learning*: the book
-# notebook retrains without positions and finds the agreement learned perfectly (a content lookup) and
-# the fillers only moderately worse — with two layers the causal mask itself leaks order.
+# notebook retrains without positions and finds the agreement still learned (finding the subject is a
+# lookup by content) while the fillers suffer: their loss is no better than what the current filler alone
+# allows. A stack *could* read order through the causal mask, but that model does not.
 # <!-- END SOLUTION -->
 
 # %%

@@ -16,7 +16,7 @@
 #    vectors, but not `kl_decomposition`.
 # 2. Check on the example below that the terms add up to the joint KL.
 # 3. In words: why does driving $J$ to a small value control the next-token error at *every*
-#    position (Remark 4.6)? And why would it not, if each position had its own parameters?
+#    position (Remark 4.6)? What would change if each position had its own parameters (Remark 4.5)?
 
 # %%
 import itertools

@@ -63,7 +63,8 @@ best_rule = "inverse_circular_distance"
 # sums to the same value as the rows, namely 1 — the chain is doubly stochastic — and
 # $\pi=\tfrac1n\mathbf 1$ satisfies $\pi P=\tfrac1n\mathbf 1^\top P=\tfrac1n\mathbf 1^\top$. With a
 # uniform $\pi$ and identical row entropies, $H$ equals the entropy of any row:
-# $h(0.3)+0.7\,H(w/\textstyle\sum w)$.
+# $h(0.3)+0.7\,H(w/\textstyle\sum w)$, with $h(s)=-s\log s-(1-s)\log(1-s)$ the entropy of staying or
+# leaving and $H(w/\sum w)$ the entropy of where a jump lands.
 # <!-- END SOLUTION -->
 
 # %%

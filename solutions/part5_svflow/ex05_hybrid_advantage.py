@@ -54,10 +54,11 @@ print("dJ/db_g =", np.round(logit_gradient(x0, layer, W_cls, y, 0.5), 5))
 # **Answer to 2.**
 # <!-- BEGIN SOLUTION -->
 # With only the self term, $\partial\mathcal J/\partial g_z=\beta q(z)(R(z)-\mathbb E_qR)$, which is
-# *positive* when $R(z)$ is above its mean (the component is over-weighted, $q>p$). Gradient descent
+# *positive* exactly when $R(z)=\log q(z)/p(z)$ is above its $q$-average $\mathbb E_qR$ (not the same as
+# $q(z)>p(z)$: an over-weighted component whose $R$ is below that average gains). Gradient descent
 # subtracts it, so that logit goes *down*: the feedback is negative and pulls $q$ toward $p$. App. B.4's
-# "receive positive updates and become even more favored" has the sign reversed; notebook 5.6 §4 shows
-# it on 200 random layers and `book/ERRATA.md` records it.
+# "receive positive updates and become even more favored" has the sign reversed; the "Checking the paper"
+# section of notebook 5.6 shows it on 200 random layers and `book/ERRATA.md` records it.
 # <!-- END SOLUTION -->
 
 # %%

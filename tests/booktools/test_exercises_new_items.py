@@ -60,3 +60,33 @@ def test_p5_05():
         check_ex_p5_05(
             lambda x0, layer, W, y, beta: right(x0, layer, W, y, -beta) if beta else right(x0, layer, W, y, 1.0)
         )
+
+
+def test_p3_05_and_p5_05_name_the_typical_slips():
+    """Missing 1/√d_k, dS for dSᵀ, η without q(z), R with the wrong sign: each is named (none was, or only as
+    'every value is 1.41 times the expected one')."""
+    cos = lambda G: -1.0 / (G - 1)  # noqa: E731
+    with pytest.raises(ExerciseCheckError, match="forget to divide by √d"):
+        check_ex_p3_05(lambda p, X, y: _key_gradient(p, X, y) * np.sqrt(p.W_Q.shape[1]), cos)
+
+    def untransposed(params, X, y):
+        fw = head_forward(params, X)
+        dS = score_gradient(fw.alpha, compatibility_matrix(upstream_gradient(fw.probs, y, params.W_O), fw.V))
+        return dS @ fw.Q / np.sqrt(fw.Q.shape[1])
+
+    with pytest.raises(ExerciseCheckError, match="dS Q instead of dSᵀ Q"):
+        check_ex_p3_05(untransposed, cos)
+
+    def eta_only(x0, layer, W_cls, y, beta):
+        g = hybrid_gradients(x0, [layer], W_cls, y, beta)
+        return g.grad_b_g[0] / g.forward.q[0]
+
+    with pytest.raises(ExerciseCheckError, match="without the factor q"):
+        check_ex_p5_05(eta_only)
+
+    def r_flipped(x0, layer, W_cls, y, beta):
+        task = hybrid_gradients(x0, [layer], W_cls, y, 0.0).grad_b_g[0]
+        return 2 * task - hybrid_gradients(x0, [layer], W_cls, y, beta).grad_b_g[0]
+
+    with pytest.raises(ExerciseCheckError, match="R.z. with the wrong sign"):
+        check_ex_p5_05(r_flipped)

@@ -56,6 +56,11 @@ def test_ex02():
         check_ex_p1_02(lambda q, K, V: (_attn(q, K, V)[0], V.mean(0)), _hull)
     with pytest.raises(ExerciseCheckError, match="outside"):
         check_ex_p1_02(_attn, lambda x, V: True)  # accepts everything
+    # a bounding-box test passed as a convex-hull test: every point it was given outside the hull was also
+    # outside the values' bounding box
+    box = lambda x, V: bool(np.all((x >= V.min(0) - 1e-9) & (x <= V.max(0) + 1e-9)))  # noqa: E731
+    with pytest.raises(ExerciseCheckError, match="bounding-box"):
+        check_ex_p1_02(_attn, box)
 
 
 def test_ex03():

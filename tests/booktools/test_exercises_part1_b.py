@@ -52,7 +52,7 @@ def test_p1_05_names_the_dimension_index_mistake():
         ang = t / 10000.0 ** (2 * dims / d)
         return np.where(dims % 2 == 0, np.sin(ang), np.cos(ang))
 
-    with pytest.raises(ExerciseCheckError, match=r"(?s)likely mistake: the exponent uses 2·i with i the dimension"
+    with pytest.raises(ExerciseCheckError, match=r"(?s)likely mistake: the exponent uses 2·dim with dim the dimension"
                                                  r".*PE\(10,0\)² \+ PE\(10,1\)² should be 1, got 0\.8\d+"):
         check_ex_p1_05(doubled)
 
@@ -66,6 +66,28 @@ def test_p1_06():
         check_ex_p1_06(lambda q, k, i, j: float(q @ k))
     with pytest.raises(ExerciseCheckError):  # rotates the query only
         check_ex_p1_06(lambda q, k, i, j: float(apply_rope(q[None], positions=[i])[0] @ k))
+
+
+def test_p1_06_names_the_half_split_layout():
+    """Pairs (x_p, x_(p+d/2)) (a common library layout) failed with no diagnosis; it is named now."""
+    def half_split(q, k, i, j):
+        d = q.shape[0]
+        h = d // 2
+        theta = 10000.0 ** (-np.arange(0, d, 2) / d)
+
+        def rotate(x, pos):
+            c, s = np.cos(pos * theta), np.sin(pos * theta)
+            return np.concatenate([x[:h] * c - x[h:] * s, x[:h] * s + x[h:] * c])
+
+        return float(rotate(q, i) @ rotate(k, j))
+
+    with pytest.raises(ExerciseCheckError, match="rotate half"):
+        check_ex_p1_06(half_split)
+
+
+def test_p1_08_names_the_key_value_count():
+    with pytest.raises(ExerciseCheckError, match="a key and a value per position"):
+        check_ex_p1_08(lambda T, d: d, lambda T, d: 2 * T * d, lambda f, d: f)
 
 
 def test_p1_08():
@@ -120,6 +142,8 @@ def test_p1_09():
     assert check_ex_p1_09(subject_attention, ablation_effect, model, batch, 0)
     with pytest.raises(ExerciseCheckError, match="subject_head"):
         check_ex_p1_09(subject_attention, ablation_effect, model, batch, 2)
+    with pytest.raises(ExerciseCheckError, match="you gave the head's number"):  # head 1, not index 0
+        check_ex_p1_09(subject_attention, ablation_effect, model, batch, 1)
     with pytest.raises(ExerciseCheckError, match="subject_attention"):  # averages over all queries instead
         check_ex_p1_09(lambda w, k, q: attention_to_keys(w, k), ablation_effect, model, batch, 0)
 

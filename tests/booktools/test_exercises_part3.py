@@ -119,12 +119,12 @@ def test_p3_03_wrong_answers_fail():
 
 
 # --- exercise 04 ------------------------------------------------------------------------------
-def _em_value_step(params, X, y, value_lr, sign=1.0, causal=True):
+def _em_value_step(params, X, y, value_lr, sign=1.0, causal=True, transpose=True):
     Q, K, V = X @ params.W_Q, X @ params.W_K, X @ params.W_V
     G, alpha = scaled_dot_product_attention(Q, K, V, causal=causal, return_weights=True)
     P = softmax(G @ params.W_O + params.b)
     P[np.arange(len(y)), y] -= 1.0
-    dV = -sign * value_lr * alpha.T @ (P @ params.W_O.T)
+    dV = -sign * value_lr * (alpha.T if transpose else alpha) @ (P @ params.W_O.T)
     return params.W_V + np.linalg.lstsq(X, dV, rcond=None)[0]
 
 
@@ -135,7 +135,9 @@ def test_p3_04_right_answer_passes():
 def test_p3_04_wrong_answers_fail():
     with pytest.raises(ExerciseCheckError, match="wrong way"):
         check_ex_p3_04(lambda p, X, y, lr: _em_value_step(p, X, y, lr, sign=-1.0))
-    with pytest.raises(ExerciseCheckError):
+    with pytest.raises(ExerciseCheckError, match="without the causal mask"):  # named now (was: no diagnosis)
         check_ex_p3_04(lambda p, X, y, lr: _em_value_step(p, X, y, lr, causal=False))
     with pytest.raises(ExerciseCheckError, match="shape"):
         check_ex_p3_04(lambda p, X, y, lr: _em_value_step(p, X, y, lr).T)
+    with pytest.raises(ExerciseCheckError, match="α U instead of αᵀ U"):  # named now (was: no diagnosis)
+        check_ex_p3_04(lambda p, X, y, lr: _em_value_step(p, X, y, lr, transpose=False))

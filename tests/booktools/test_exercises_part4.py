@@ -55,6 +55,21 @@ def test_p4_02_right_and_wrong():
     with pytest.raises(ExerciseCheckError, match="shape"):
         check_ex_p4_02(lambda X, t, W_Q, W_K, W_V: np.eye(2))
 
+    def a_transposed(X, t, W_Q, W_K, W_V):  # I - (I - right) with A^T in place of A: built from the parts
+        if t == 0:
+            return np.eye(X.shape[1])
+        from nextword.attention import softmax
+
+        past = X[:t]
+        alpha = softmax((past @ W_K.T) @ (W_Q @ X[t]))
+        v = past @ W_V.T
+        cross = (alpha[:, None] * (v - alpha @ v)).T @ (past - alpha @ past)
+        assert np.allclose(np.eye(X.shape[1]) - cross @ (W_K.T @ W_Q), right(X, t, W_Q, W_K, W_V))
+        return np.eye(X.shape[1]) - cross @ (W_Q.T @ W_K)
+
+    with pytest.raises(ExerciseCheckError, match="A transposed"):  # named now (was: no diagnosis)
+        check_ex_p4_02(a_transposed)
+
 
 def test_p4_04_right_and_wrong():
     assert check_ex_p4_04(lambda w, s: s**2 * (1 + w**2) / (1 - w**2) ** 2)

@@ -34,6 +34,24 @@ def test_p5_02():
         check_ex_p5_02(lambda k, d: float(sp.vmf_log_normalizer(k, d)) + np.log(2))  # wrong constant
 
 
+def test_p5_02_names_nu_d_over_2():
+    """ν = d/2 for the order (κ^ν and I_ν): the detector for it compared with a wrong value and never fired."""
+    from scipy import special
+
+    def nu_half_d(kappa, d):
+        nu = d / 2
+        with np.errstate(divide="ignore"):  # ive underflows in high dimension: -inf there, like a student's
+            return float(nu * np.log(kappa) - d / 2 * np.log(2 * np.pi) - (np.log(special.ive(nu, kappa)) + kappa))
+
+    with pytest.raises(ExerciseCheckError, match=r"likely mistake: ν = d/2; the order .* is ν = d/2 − 1"):
+        check_ex_p5_02(nu_half_d)
+
+
+def test_p5_03_names_the_missing_prior():
+    with pytest.raises(ExerciseCheckError, match="the prior term is missing"):
+        check_ex_p5_03(lambda f, x: f.elbo(x) + np.log(5), lambda f, x: f.epsilon(x))  # Z = 5 in the checker
+
+
 def test_p5_03():
     assert check_ex_p5_03(lambda f, x: f.elbo(x), lambda f, x: f.epsilon(x))
     with pytest.raises(ExerciseCheckError, match="Prop. 3.2"):

@@ -93,7 +93,7 @@ def test_penalised_objective_marks_each_minimiser_and_the_wall():
     marks = [line.get_data() for line in ax.lines if line.get_marker() == "o"]
     assert np.allclose([m[0][0] for m in marks], [0.0, -1.0], atol=1e-12)
     assert np.allclose(marks[1][1][0], -2 * np.log(2) + 0.5, atol=1e-12)  # f(a*) at λ = 2
-    assert any(np.allclose(line.get_xdata(), 1.0) for line in ax.lines)  # the wall a = 1/V
+    assert any(np.allclose(line.get_xdata(), 1.0) for line in ax.lines)  # the wall a = 1/Var_t
     plt.close("all")
     with pytest.raises(ValueError, match="weights"):
         draw_penalised_objective(())

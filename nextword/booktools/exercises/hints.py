@@ -52,8 +52,8 @@ HINTS: dict[str, tuple[str, ...]] = {
     ),
     "p1_05": (
         "Dimensions come in pairs (2k, 2k+1) that share one frequency; the even one is a sine, the odd one a cosine.",
-        "The angle is t / 10000^(2k / d_model) with k = i // 2.",
-        "angle = t / 10000 ** (2 * (i // 2) / d_model); sin(angle) for even i, cos(angle) for odd i.",
+        "The angle of dimension dim is t / 10000^(2k / d_model) with k = dim // 2, the pair it belongs to.",
+        "angle = t / 10000 ** (2 * (dim // 2) / d_model); sin(angle) for even dim, cos(angle) for odd dim.",
     ),
     "p1_06": (
         "A rotation by iθ followed by the transpose of a rotation by jθ is a single rotation: by which angle?",
@@ -197,7 +197,8 @@ HINTS: dict[str, tuple[str, ...]] = {
         "The key gradient is the query-weighted sum of advantages: first get u_i = dL/dg_i, then b_ij = u_i · v_j.",
         "head_forward gives alpha, Q, V; upstream_gradient(probs, y, W_O) gives U (T, d_v). The score gradient is "
         "alpha_ij (b_ij − Σ_j' alpha_ij' b_ij') (Eq. 23); keys collect it through the queries.",
-        "dS = alpha * (B − row means of alpha*B) with B = U V^T; dL/dK = dS^T Q / sqrt(d_k). For the cosine: "
+        "dS = alpha * (B − (alpha*B).sum(1, keepdims=True)) with B = U V^T (the row sums of alpha*B are the "
+        "α-weighted means, not np.mean); dL/dK = dS^T Q / sqrt(d_k). For the cosine: "
         "|Σ_g k_g|² = G + G(G−1)c must vanish.",
     ),
     "p5_05": (

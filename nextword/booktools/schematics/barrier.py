@@ -12,8 +12,8 @@ that function evaluated, not drawn by hand.
 * :func:`draw_noise_and_scale` — the same noise ball around a few embeddings at two scales of the
   embeddings (page 4.8): a fixed absolute noise σ is a smaller perturbation of larger embeddings;
 * :func:`path_minimiser` and :func:`draw_penalised_objective` — the one-dimensional regularisation
-  path (page 4.9): ``−λ log(1 − aV) + a²/(2τ)`` and its minimiser, which moves away from the
-  barrier ``a = 1/V`` as λ grows.
+  path (page 4.9): ``−λ log(1 − a Var_t) + a²/(2τ)`` and its minimiser, which moves away from the
+  barrier ``a = 1/Var_t`` as λ grows.
 """
 
 from __future__ import annotations
@@ -200,8 +200,9 @@ def draw_noise_and_scale(
 
 
 def path_minimiser(weight: float, *, variance: float = 1.0, tau: float = 1.0) -> float:
-    """The admissible minimiser ``a* = (1 − sqrt(1 + 4 V² λ τ)) / (2V)`` of
-    ``f(a) = −λ log(1 − aV) + a²/(2τ)`` on ``1 − aV > 0`` (the one-dimensional regularisation path).
+    """The admissible minimiser ``a* = (1 − sqrt(1 + 4 Var_t² λ τ)) / (2 Var_t)`` of
+    ``f(a) = −λ log(1 − a Var_t) + a²/(2τ)`` on ``1 − a Var_t > 0`` (the one-dimensional
+    regularisation path; ``variance`` is Var_t).
 
     Raises ValueError for a negative ``weight`` or a non-positive ``variance`` or ``tau``.
 
@@ -222,8 +223,9 @@ def draw_penalised_objective(
     tau: float = 1.0,
     ax: Axes | None = None,
 ) -> Axes:
-    """``f(a) = −λ log(1 − aV) + a²/(2τ)`` against the coupling ``a`` for each weight λ in ``weights``,
-    with its minimiser :func:`path_minimiser` marked and the barrier ``a = 1/V`` drawn as a wall.
+    """``f(a) = −λ log(1 − a Var_t) + a²/(2τ)`` against the coupling ``a`` for each weight λ in
+    ``weights`` (``variance`` is Var_t), with its minimiser :func:`path_minimiser` marked and the
+    barrier ``a = 1/Var_t`` drawn as a wall.
 
     The minimisers move left (more negative coupling) as λ grows: away from the wall, not along a
     margin to it. Returns the axes; raises ValueError as :func:`path_minimiser` does, or for no weights.
@@ -252,14 +254,15 @@ def draw_penalised_objective(
             arrowprops={"arrowstyle": "->", "color": f"C{n}"},
         )
     ax.axvline(wall, color="C3", lw=3)
-    ax.text(wall - 0.05, bottom + 0.2, "barrier\n$a=1/V$", ha="right", va="bottom", fontsize=8, color="C3")
+    ax.text(wall - 0.05, bottom + 0.2, "barrier\n$a=1/\\mathrm{Var}_t$", ha="right", va="bottom", fontsize=8, color="C3")
     ax.axvline(0, color="0.5", lw=0.8)
     ax.set(
         xlim=(left, wall + 0.1 / variance),
         ylim=(bottom, 4.0),
         xlabel="coupling $a$",
         ylabel="$f(a)$",
-        title=r"$f(a)=-\lambda\log(1-aV)+a^2/(2\tau)$ and its minimiser",
+        title=(r"$f(a)=-\lambda\log(1-a\,\mathrm{Var}_t)+a^2/(2\tau)$"
+               + rf" at $\mathrm{{Var}}_t={variance:g}$, $\tau={tau:g}$"),
     )
     ax.legend(fontsize=8, loc="upper center")
     return ax

@@ -21,7 +21,7 @@ def check_ex_p3_05(key_gradient: Callable, simplex_cosine: Callable) -> bool:
     """Exercise 3.5: ``key_gradient(params, X, y)`` -> ``dL/dK (T, d_k)`` (the §6.2 formula, summed loss (9))
     and ``simplex_cosine(G)`` -> the pairwise cosine of ``G`` equal-angle unit vectors summing to zero."""
     from nextword.attention import scaled_dot_product_attention
-    from nextword.theory.dynamics.gradients import HeadParams, cross_entropy, head_forward
+    from nextword.theory.dynamics.gradients import HeadParams, cross_entropy, head_forward, upstream_gradient
 
     rng = np.random.default_rng(31)
     for T, d_x, d_k, d_v, C in ((4, 3, 2, 2, 3), (6, 5, 3, 4, 2)):
@@ -40,8 +40,15 @@ def check_ex_p3_05(key_gradient: Callable, simplex_cosine: Callable) -> bool:
             E = np.zeros_like(fw.K)
             E[idx] = h
             fd[idx] = (loss(fw.K + E) - loss(fw.K - E)) / (2 * h)
+        U = upstream_gradient(fw.probs, y, params.W_O)  # (T, d_v): the typical slips, for the diagnosis
+        B = U @ fw.V.T
+        dS = fw.alpha * (B - (fw.alpha * B).sum(axis=1, keepdims=True))
         check_close(f"key_gradient on a T={T}, d_k={d_k} head (against finite differences)", got, fd,
-                    rtol=1e-6, atol=1e-7)
+                    rtol=1e-6, atol=1e-7, d=d_k,
+                    mistakes={"dS Q instead of dSᵀ Q: key j collects α_ij(b_ij − E[b]) q_i over the queries i "
+                              "(a column of dS)": dS @ fw.Q / np.sqrt(d_k),
+                              "the sign of the advantage: dL/ds_ij = α_ij (b_ij − E_α_i[b]), compatibility minus "
+                              "its mean": -dS.T @ fw.Q / np.sqrt(d_k)})
     for G in (2, 3, 4, 7):
         c = as_array(f"simplex_cosine({G})", call_student(simplex_cosine, "simplex_cosine", G))
         check_true(c.shape in ((), (1,)), f"simplex_cosine({G}) should return one number")
@@ -59,8 +66,16 @@ def check_ex_p5_05(logit_gradient: Callable) -> bool:
         layer = random_gaussian_layer(d, Z, rng)
         x0, W_cls, y = rng.normal(size=d), rng.normal(size=(d, C)), int(rng.integers(0, C))
         got = call_student(logit_gradient, "logit_gradient", x0, layer, W_cls, y, beta)
-        expected = hybrid_gradients(x0, [layer], W_cls, y, beta).grad_b_g[0]
-        got = check_close(f"logit_gradient (d={d}, Z={Z}, beta={beta})", got, expected, rtol=1e-7, atol=1e-10)
+        full = hybrid_gradients(x0, [layer], W_cls, y, beta)
+        expected, q = full.grad_b_g[0], full.forward.q[0]
+        task_only = hybrid_gradients(x0, [layer], W_cls, y, 0.0).grad_b_g[0]
+        self_term = (expected - task_only) / beta if beta else np.zeros(Z)  # q (R - E_q R), from the library
+        mistakes = {"η without the factor q(z): dJ/db_g = q(z) η(z) (the softmax Jacobian)": expected / q}
+        if beta:
+            mistakes["R(z) with the wrong sign: R(z) = log q(z|x0) − log p(z|x0), posterior minus target"] = (
+                task_only - beta * self_term)
+        got = check_close(f"logit_gradient (d={d}, Z={Z}, beta={beta})", got, expected, rtol=1e-7, atol=1e-10,
+                          mistakes=mistakes)
         check_true(abs(float(np.sum(got))) < 1e-9,
                    "the logit gradient must sum to zero (a common shift of all logits changes nothing) — "
                    "did you centre the advantages?")

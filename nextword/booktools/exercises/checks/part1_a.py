@@ -118,6 +118,15 @@ def check_ex_p1_02(attention_output, in_convex_hull) -> bool:
             check_true(not bool(_call(in_convex_hull, "in_convex_hull", outside, V)),
                        f"in_convex_hull accepts {describe(outside)}, which lies beyond every value vector "
                        f"in every coordinate ({label}): do you require the coefficients to be >= 0 and sum to 1?")
+    with r.check("in_convex_hull rejects points inside the values' bounding box but outside their hull"):
+        for label, x, V in (("the triangle (0,0), (1,0), (0,1)", np.array([0.6, 0.6]),
+                             np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])),
+                            ("the three unit vectors of R³", np.full(3, 0.5), np.eye(3))):
+            check_true(not bool(_call(in_convex_hull, "in_convex_hull", x.copy(), V.copy())),
+                       f"in_convex_hull accepts {describe(x)} for the values {label}: every coordinate lies between "
+                       "the values' smallest and largest, but the coefficients would have to sum to more than 1, "
+                       "so it is outside the hull\n    likely mistake: a coordinate-wise (bounding-box) test — "
+                       "necessary for a convex combination, not sufficient: look for λ ≥ 0 with Σ λ = 1 and Vᵀ λ = x")
     return r.done("weights form a distribution, output = Σ α v matches the library, and the hull test "
                   "accepts outputs and vertices and rejects outside points")
 

@@ -66,15 +66,16 @@ def check_ex_p1_05(pe_values: Callable) -> bool:
 
     r = Report("Exercise 1.05")
     with r.check("PE(t, i) matches the sinusoidal encoding"):
-        for t, d, dims in ((7, 16, list(range(16))), (10, 128, [0, 1, 2, 3]), (123, 64, [62, 63, 5, 4])):
+        # the exercise's own four values first (the smallest case), then a full small vector, then odd orders
+        for t, d, dims in ((10, 128, [0, 1, 2, 3]), (7, 16, list(range(16))), (123, 64, [62, 63, 5, 4])):
             got = _call(pe_values, f"pe_values({t}, {d}, {dims})", t, d, list(dims))
             expected = sinusoidal_encoding(t + 1, d)[t, dims]
             idx = np.asarray(dims)
             check_close(f"pe_values(t={t}, d_model={d}, dims={dims})", got, expected, rtol=1e-9, atol=1e-12,
                         mistakes={"the exponent uses i, not 2⌊i/2⌋: both dimensions of a pair share one frequency":
                                   _pe_variant(t, d, dims, lambda i: i),
-                                  "the exponent uses 2·i with i the dimension: in PE(t, 2i) the i counts pairs, so "
-                                  "dimension i has exponent 2⌊i/2⌋ / d_model":
+                                  "the exponent uses 2·dim with dim the dimension: in PE(t, 2i) the i counts "
+                                  "pairs, so dimension dim has exponent 2⌊dim/2⌋ / d_model":
                                   _pe_variant(t, d, dims, lambda i: 2 * i),
                                   "sine and cosine swapped: even dimensions take the sine":
                                   np.where(idx % 2 == 0, np.cos(t / 10000.0 ** (2 * (idx // 2) / d)),
@@ -94,6 +95,12 @@ def check_ex_p1_05(pe_values: Callable) -> bool:
 
 
 # ---- Exercise 6 -------------------------------------------------------------------------------
+def _halves_as_pairs(x: np.ndarray) -> np.ndarray:
+    """(x_0, x_h, x_1, x_(h+1), …), h = d/2: the half-split layout's pairs made consecutive."""
+    h = x.shape[-1] // 2
+    return np.stack([x[:h], x[h:]], axis=1).reshape(-1)
+
+
 def check_ex_p1_06(rope_score: Callable) -> bool:
     """Exercise 6: ``rope_score(q, k, i, j) -> float``: the dot product of q rotated to position i and
     k rotated to position j (consecutive pairs, base 10000), and its dependence on i − j only."""
@@ -112,7 +119,11 @@ def check_ex_p1_06(rope_score: Callable) -> bool:
                             f"k={describe(k, precision=3)}", got, expected, rtol=1e-9, atol=1e-10,
                             mistakes={"the plain q·k: rotate q to position i and k to position j first": q @ k,
                                       "i and j swapped (or the rotation's sign flipped): q goes to position i": float(
-                                          apply_rope(q[None], positions=[j])[0] @ apply_rope(k[None], positions=[i])[0])})
+                                          apply_rope(q[None], positions=[j])[0] @ apply_rope(k[None], positions=[i])[0]),
+                                      "pairs (x_p, x_(p+d/2)) (the 'rotate half' layout of some libraries): this "
+                                      "exercise pairs consecutive coordinates (x_2p, x_2p+1)": float(
+                                          apply_rope(_halves_as_pairs(q)[None], positions=[i])[0]
+                                          @ apply_rope(_halves_as_pairs(k)[None], positions=[j])[0])})
     with r.check("the score depends on i − j only (shifting both positions changes nothing)"):
         q, k = rng.standard_normal(8), rng.standard_normal(8)
         base = float(as_array("rope_score", _call(rope_score, "rope_score(q, k, 7, 3)", q, k, 7, 3)))
@@ -147,16 +158,19 @@ def check_ex_p1_08(rnn_memory: Callable, transformer_memory: Callable, crossover
     r = Report("Exercise 1.08")
     sizes = ((1, 4), (5, 16), (50, 8), (22, 512))
     counts = (("rnn_memory", rnn_memory, _measured_rnn, "the size of the state an RNN carries forward",
-               lambda T, d: T * d, "an RNN keeps only its current state, not one state per position"),
+               ((lambda T, d: T * d, "an RNN keeps only its current state, not one state per position"),)),
               ("transformer_memory", transformer_memory, _measured_transformer,
                "the size of the per-position representations",
-               lambda T, d: T * T, "that is the attention matrix; count the d-vectors kept per position"))
-    for name, fn, measured, what, mistake, why in counts:
+               ((lambda T, d: T * T, "that is the attention matrix; count the d-vectors kept per position"),
+                (lambda T, d: 2 * T * d, "2Td counts a key and a value per position, the cache of question 3; "
+                                         "here one layer keeps one d-vector (its output) per position"))))
+    for name, fn, measured, what, mistakes in counts:
         with r.check(f"{name}(T, d) = {what}"):
             for T, d in sizes:
                 got = _int(f"{name}({T}, {d})", _call(fn, f"{name}({T}, {d})", T, d))
                 if got != measured(T, d):
-                    likely = f"\n    likely mistake: {why}" if got == mistake(T, d) else ""
+                    why = next((why for mistake, why in mistakes if got == mistake(T, d)), None)
+                    likely = f"\n    likely mistake: {why}" if why else ""
                     fail(f"{name}({T}, {d}): got {got}, expected {measured(T, d)}{likely}")
     with r.check("crossover_length(factor, d) = the smallest T with transformer ≥ factor × RNN"):
         for factor, d in ((3, 16), (10, 64), (10, 512), (25, 8)):
@@ -233,8 +247,10 @@ def check_ex_p1_09(subject_attention: Callable, ablation_effect: Callable, model
         check_true(head == int(np.argmax(effects)),
                    f"subject_head = {head} is not the head whose removal costs most at the markers (Δloss per "
                    f"head {describe(effects, precision=2)}; attention weight on the subject per head "
-                   f"{describe(scores, precision=2)}, heads by index): where a head looks is weaker evidence "
-                   "than what breaks when it is switched off")
+                   f"{describe(scores, precision=2)}, heads by index): "
+                   + ("likely mistake: subject_head is an index (head 1 is index 0): you gave the head's number"
+                      if head == int(np.argmax(effects)) + 1 and head != int(np.argmax(scores)) else
+                      "where a head looks is weaker evidence than what breaks when it is switched off"))
         check_true(effects[head] > 0.5 and scores[head] > 0.4,
                    f"the model has not learned the agreement: switching subject_head off costs "
                    f"{effects[head]:.2f} nat at the markers and it puts {scores[head]:.2f} of the marker queries' "

@@ -163,6 +163,21 @@ def check_ex_p3_03(transition: Callable, entropy_rate: Callable, best_rule: str)
                   "the rule behind Table 1's 1.8833 is identified")
 
 
+def _em_variant(params, X: np.ndarray, y: np.ndarray, value_lr: float, *, causal: bool = True,
+                transpose: bool = True) -> np.ndarray:
+    """The new W_V of one M-step computed with a typical slip (for the diagnosis only): non-causal weights, or
+    α U where αᵀ U is due (value j collects Σ_i α_ij u_i, a column of α)."""
+    from nextword.attention import scaled_dot_product_attention, softmax
+
+    G, alpha = scaled_dot_product_attention(X @ params.W_Q, X @ params.W_K, X @ params.W_V, causal=causal,
+                                            return_weights=True)
+    delta = softmax(G @ params.W_O + params.b)
+    delta[np.arange(len(y)), y] -= 1.0
+    U = delta @ params.W_O.T
+    dV = -value_lr * ((alpha.T if transpose else alpha) @ U)
+    return params.W_V + np.linalg.lstsq(X, dV, rcond=None)[0]
+
+
 def check_ex_p3_04(em_value_step: Callable) -> bool:
     """Exercise 04: ``em_value_step(params, X, y, value_lr) -> W_V`` = one EM-like M-step."""
     from nextword.data import sticky_markov_chain
@@ -185,6 +200,11 @@ def check_ex_p3_04(em_value_step: Callable) -> bool:
             check_close(label, got, run.params.W_V, rtol=1e-7, atol=1e-9,
                         mistakes={"W_V moves the wrong way: the M-step is Δv_j = −η Σ_i α_ij u_i":
                                   2 * params.W_V - run.params.W_V,
-                                  "returns the update ΔW_V, not the new W_V": run.params.W_V - params.W_V})
+                                  "returns the update ΔW_V, not the new W_V": run.params.W_V - params.W_V,
+                                  "attention without the causal mask: the head of §2.1 is causal (causal=True)":
+                                  _em_variant(params, task.X, task.targets, value_lr, causal=False),
+                                  "α U instead of αᵀ U: value j collects Σ_i α_ij u_i, from the queries i that "
+                                  "attend to it (column j of α)":
+                                  _em_variant(params, task.X, task.targets, value_lr, transpose=False)})
     return r.done("one EM-like M-step (Eq. 33 on the values, least squares back to W_V) matches the "
                   "library's protocol on 2 sequences")

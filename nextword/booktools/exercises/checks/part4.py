@@ -72,6 +72,19 @@ def check_ex_p4_01(scalar_margins: Callable, support: Callable) -> bool:
                   "(ties included)")
 
 
+def _block_with_A_transposed(X: np.ndarray, t: int, W_Q: np.ndarray, W_K: np.ndarray, W_V: np.ndarray) -> np.ndarray:
+    """I − Σ_s α_ts (v_s − v̄_t)(x_s − x̄_t)ᵀ Aᵀ: the exact block with A = W_Kᵀ W_Q transposed (diagnosis only)."""
+    from nextword.attention import softmax
+
+    if t == 0:
+        return np.eye(X.shape[1])
+    past = X[:t]
+    alpha = softmax((past @ W_K.T) @ (W_Q @ X[t]))
+    v = past @ W_V.T
+    cross = (alpha[:, None] * (v - alpha @ v)).T @ (past - alpha @ past)
+    return np.eye(X.shape[1]) - cross @ (W_K.T @ W_Q).T
+
+
 def check_ex_p4_02(diagonal_block: Callable) -> bool:
     """Exercise 02: ``diagonal_block(X, t, W_Q, W_K, W_V) -> (d, d)`` exact ∂e_t/∂x_t (strict, any W_V)."""
     from nextword.theory.barrier import jacobian_diagonal_block, paper_diagonal_block
@@ -91,7 +104,9 @@ def check_ex_p4_02(diagonal_block: Callable) -> bool:
                                   _call(diagonal_block, f"diagonal_block(X, t={t}, ...)", X.copy(), t, W_Q, W_K, W_V),
                                   (d, d))
                 mistakes = {"the block is I − ∂μ_t/∂x_t: you returned I + ∂μ_t/∂x_t": 2 * np.eye(d) - expected,
-                            "you returned ∂μ_t/∂x_t without the identity of the residual": np.eye(d) - expected}
+                            "you returned ∂μ_t/∂x_t without the identity of the residual": np.eye(d) - expected,
+                            "A transposed: ∂ℓ_ts/∂x_t = Aᵀ x_s with A = W_Kᵀ W_Q, so the chain rule puts "
+                            "(x_s − x̄_t)ᵀ A, not Aᵀ, on the right": _block_with_A_transposed(X, t, W_Q, W_K, W_V)}
                 if label != "W_V = I":
                     mistakes["the paper's Eq. (14) form I − Σ_t A with the covariance of the values: the exact "
                              "block has the cross-covariance (v_s − v̄_t)(x_s − x̄_t)ᵀ of values and embeddings"] = \

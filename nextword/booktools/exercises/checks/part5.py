@@ -93,8 +93,9 @@ def check_ex_p5_02(log_vmf_normaliser: Callable) -> bool:
                     fail(f"{label} is not finite: got {float(got.reshape(-1)[0])}, expected {expected:.10g}\n"
                          f"    likely: {why}")
                 rows.append((f"(κ, d) = ({kappa:g}, {d})", got, expected))
+                # ν = d/2 in κ^ν and I_ν (the 2π power right) is log C_(d+2) + log 2π
                 mistakes.append({"ν = d/2; the order of the Bessel function is ν = d/2 − 1":
-                                 float(vmf_log_normalizer(kappa, d + 2)) + np.log(kappa) - np.log(2 * np.pi),
+                                 float(vmf_log_normalizer(kappa, d + 2)) + np.log(2 * np.pi),
                                  "the −(d/2) log 2π term is missing": expected + d / 2 * np.log(2 * np.pi),
                                  "the sign is flipped: you computed log(1/C_d)": -expected})
             check_cases("log_vmf_normaliser", rows, rtol=1e-9, atol=1e-9, mistakes=mistakes)
@@ -119,7 +120,10 @@ def check_ex_p5_03(elbo_fn: Callable, epsilon_fn: Callable) -> bool:
         check_close(f"log p(x) − elbo_fn(flow, x) for {N} points in d={d} (should be KL(q || p(z|x)), Prop. 3.2)",
                     flow.log_marginal(x) - L, flow.kl_gap(x), rtol=1e-8, atol=1e-10,
                     mistakes={"your ELBO equals the evidence log p(x): the KL gap is missing (E_q[log p(x,z) − log q])":
-                              np.zeros(N)})
+                              np.zeros(N),
+                              f"the prior term is missing: log p(z) = −log Z = {-np.log(Z):.6g} for the uniform prior "
+                              f"over Z = {Z} components, inside the KL(q ‖ p(z))":
+                              flow.kl_gap(x) - np.log(Z)})
     with r.check("epsilon_fn: ∇_x ELBO = v + ε (Thm. 3.3), checked by finite differences of your ELBO"):
         eps = check_shape(f"epsilon_fn(flow, x) for x of shape {x.shape}", _call(epsilon_fn, "epsilon_fn", flow, x),
                           (N, d))
