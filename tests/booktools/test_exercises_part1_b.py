@@ -47,13 +47,17 @@ def test_p1_05():
 
 def test_p1_05_names_the_dimension_index_mistake():
     """Reading PE(t, 2i) with i the dimension (exponent 2·dim/d) is named, and the unit-circle check shows the sum."""
+
     def doubled(t, d, dims):
         dims = np.asarray(dims)
         ang = t / 10000.0 ** (2 * dims / d)
         return np.where(dims % 2 == 0, np.sin(ang), np.cos(ang))
 
-    with pytest.raises(ExerciseCheckError, match=r"(?s)likely mistake: the exponent uses 2·dim with dim the dimension"
-                                                 r".*PE\(10,0\)² \+ PE\(10,1\)² should be 1, got 0\.8\d+"):
+    with pytest.raises(
+        ExerciseCheckError,
+        match=r"(?s)likely mistake: the exponent uses 2·dim with dim the dimension"
+        r".*PE\(10,0\)² \+ PE\(10,1\)² should be 1, got 0\.8\d+",
+    ):
         check_ex_p1_05(doubled)
 
 
@@ -70,6 +74,7 @@ def test_p1_06():
 
 def test_p1_06_names_the_half_split_layout():
     """Pairs (x_p, x_(p+d/2)) (a common library layout) failed with no diagnosis; it is named now."""
+
     def half_split(q, k, i, j):
         d = q.shape[0]
         h = d // 2

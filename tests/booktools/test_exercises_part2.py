@@ -32,8 +32,15 @@ def _weighted_terms(weight, first, second, V, L):
 
     from nextword.theory.formulation import kl_divergence
 
-    return np.array([sum(np.prod([weight(pre[:m])[pre[m]] for m in range(l)]) * kl_divergence(first(pre), second(pre))
-                         for pre in itertools.product(range(V), repeat=l)) for l in range(L)])
+    return np.array(
+        [
+            sum(
+                np.prod([weight(pre[:m])[pre[m]] for m in range(l)]) * kl_divergence(first(pre), second(pre))
+                for pre in itertools.product(range(V), repeat=l)
+            )
+            for l in range(L)
+        ]
+    )
 
 
 def test_p2_01_names_the_mixed_up_laws():
@@ -46,6 +53,7 @@ def test_p2_01_names_the_mixed_up_laws():
 
 def test_p2_02_names_the_rate_and_transpose_mistakes():
     """Rate β/(V−1) to the other states was diagnosed as 'a factor 2 too large'; Q_ij p_j/p_i got no diagnosis."""
+
     def others(V, beta):
         return beta * (np.ones((V, V)) - V * np.eye(V)) / (V - 1)
 

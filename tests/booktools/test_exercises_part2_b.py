@@ -48,9 +48,14 @@ def test_wrong_filters_fail(wrong):
         check_ex_p2_04(wrong, _probs(top_p_filter))
 
 
-@pytest.mark.parametrize("wrong, named", [(_off_by_one, "include the token that crosses p"),
-                                          (_no_ties, "ties at the edge of the nucleus"),
-                                          (_least_likely, "sort descending|one token too many|crosses p|ties")])
+@pytest.mark.parametrize(
+    "wrong, named",
+    [
+        (_off_by_one, "include the token that crosses p"),
+        (_no_ties, "ties at the edge of the nucleus"),
+        (_least_likely, "sort descending|one token too many|crosses p|ties"),
+    ],
+)
 def test_wrong_filters_get_their_own_diagnosis(wrong, named):
     """Each mistake is named as itself: dropping a tied token is not reported as dropping the crossing token."""
     with pytest.raises(ExerciseCheckError) as err:

@@ -254,15 +254,19 @@ def draw_penalised_objective(
             arrowprops={"arrowstyle": "->", "color": f"C{n}"},
         )
     ax.axvline(wall, color="C3", lw=3)
-    ax.text(wall - 0.05, bottom + 0.2, "barrier\n$a=1/\\mathrm{Var}_t$", ha="right", va="bottom", fontsize=8, color="C3")
+    ax.text(
+        wall - 0.05, bottom + 0.2, "barrier\n$a=1/\\mathrm{Var}_t$", ha="right", va="bottom", fontsize=8, color="C3"
+    )
     ax.axvline(0, color="0.5", lw=0.8)
     ax.set(
         xlim=(left, wall + 0.1 / variance),
         ylim=(bottom, 4.0),
         xlabel="coupling $a$",
         ylabel="$f(a)$",
-        title=(r"$f(a)=-\lambda\log(1-a\,\mathrm{Var}_t)+a^2/(2\tau)$"
-               + rf" at $\mathrm{{Var}}_t={variance:g}$, $\tau={tau:g}$"),
+        title=(
+            r"$f(a)=-\lambda\log(1-a\,\mathrm{Var}_t)+a^2/(2\tau)$"
+            + rf" at $\mathrm{{Var}}_t={variance:g}$, $\tau={tau:g}$"
+        ),
     )
     ax.legend(fontsize=8, loc="upper center")
     return ax
