@@ -28,6 +28,9 @@ def test_p1_04():
         check_ex_p1_04(lambda d, h, L: 3 * d * d * L)
     with pytest.raises(ExerciseCheckError, match="full-width"):
         check_ex_p1_04(lambda d, h, L: 4 * h * d * d * L)
+    # full-width W^Q, W^K, W^V per head with one d × d W^O: the commonest form of the mistake (readex2)
+    with pytest.raises(ExerciseCheckError, match="full-width"):
+        check_ex_p1_04(lambda d, h, L: (3 * h + 1) * d * d * L)
     with pytest.raises(ExerciseCheckError, match="NotImplementedError"):
         check_ex_p1_04(_stub)
 
