@@ -175,6 +175,19 @@ def test_ex10():
         check_ex_p1_10(lambda d: d * sigma**2, sim)
     with pytest.raises(ExerciseCheckError, match="simulate_variance"):
         check_ex_p1_10(lambda d: d * sigma**4, lambda d, s, n, rng: sim(d, s, n, rng) / d)  # the scaled variance
+    # readex2: the variance of the d products (not of their sum), and k left unscaled, were named as other slips
+    with pytest.raises(ExerciseCheckError, match="one product"):
+        check_ex_p1_10(
+            lambda d: d * sigma**4,
+            lambda d, s, n, rng: float((s * rng.standard_normal((n, d)) * s * rng.standard_normal((n, d))).var()),
+        )
+    with pytest.raises(ExerciseCheckError, match="only one of them"):
+        check_ex_p1_10(
+            lambda d: d * sigma**4,
+            lambda d, s, n, rng: float(
+                np.einsum("nd,nd->n", s * rng.standard_normal((n, d)), rng.standard_normal((n, d))).var()
+            ),
+        )
 
 
 def _flops(T, d):

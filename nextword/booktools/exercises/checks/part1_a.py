@@ -278,9 +278,12 @@ def check_ex_p1_10(variance_expression, simulate_variance) -> bool:
                 msg = (f"simulate_variance({d}, 0.7, {n}, rng): got {est:.4g}, expected {exact:.4g} "
                        f"± {5 * se:.2g} (5 standard errors)")
                 if abs(est * d - exact) < 5 * se:
-                    msg += "\n    likely mistake: a factor d = {d} too small: you simulated q·k/√d (the scaled score)".format(d=d)
+                    msg += ("\n    likely mistake: a factor d = {d} too small: that is the variance of one product "
+                            "q_i k_i (sum over the d coordinates first, then take the variance) or of the scaled "
+                            "score q·k/√d").format(d=d)
                 elif abs(est - 0.7 ** 2 * d) < 5 * se * 2:
-                    msg += "\n    likely mistake: the entries should have standard deviation σ (variance σ²), not variance σ"
+                    msg += ("\n    likely mistake: d σ² instead of d σ⁴: both q and k need entries of standard "
+                            "deviation σ (only one of them was scaled by σ, or the entries got variance σ)")
                 fail(msg)
             ests.append(est)
         slope = np.polyfit(np.log([4, 32, 256]), np.log(ests), 1)[0]
