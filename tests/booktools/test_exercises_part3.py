@@ -93,6 +93,20 @@ def test_p3_02_bad_counterexamples_fail():
         check_ex_p3_02(first_order_loss_change, dominant_query_loss_change, ALPHA_BAD, U_BAD, 5)
 
 
+@pytest.mark.parametrize(
+    "wrong, named",
+    [
+        (lambda a, U, j, eta: -eta * a[:, j] * (U @ U[j]), "not the error u_j"),
+        (lambda a, U, j, eta: -eta * a[j, :] * (U @ (a[:, j] @ U)), "in the factor"),
+        (lambda a, U, j, eta: -eta * a[:, j] * (U @ (a[j, :] @ U)), "in ū_j"),
+    ],
+)
+def test_p3_02_half_transposed_or_u_j_named(wrong, named):
+    """readex2: ū_j taken as u_j, or row j of α in only one of the two places, failed undiagnosed."""
+    with pytest.raises(ExerciseCheckError, match=named):
+        check_ex_p3_02(wrong, dominant_query_loss_change, ALPHA_BAD, U_BAD, 0)
+
+
 # --- exercise 03 ------------------------------------------------------------------------------
 def _transition(n, stay, rule):
     return sticky_markov_chain(n, stay, rule=rule).transition
@@ -116,6 +130,28 @@ def test_p3_03_wrong_answers_fail():
         check_ex_p3_03(
             lambda n, s, r: _transition(n, s, "uniform_others"), markov_entropy_rate, "inverse_circular_distance"
         )
+
+
+def _line_distance_transition(n, stay, rule):  # |i - j| where the ring distance is due
+    i, k = np.indices((n, n))
+    w = {"uniform_others": (i != k).astype(float), "circular_distance": np.abs(i - k).astype(float)}.get(
+        rule, np.where(i != k, 1.0 / np.maximum(np.abs(i - k), 1), 0.0)
+    )
+    return (1 - stay) * w / w.sum(1, keepdims=True) + stay * np.eye(n)
+
+
+def test_p3_03_line_distance_and_column_entropy_named():
+    """readex2: |i - j| for the ring distance, and P log P summed down the columns, failed undiagnosed."""
+    with pytest.raises(ExerciseCheckError, match="on a circle"):
+        check_ex_p3_03(_line_distance_transition, markov_entropy_rate, "inverse_circular_distance")
+
+    def column_entropy(P):
+        pi = np.linalg.matrix_power(P, 200)[0]
+        plogp = np.where(P > 0, P * np.log(np.where(P > 0, P, 1.0)), 0.0)
+        return float(-(pi * plogp.sum(0)).sum())
+
+    with pytest.raises(ExerciseCheckError, match="down the columns"):
+        check_ex_p3_03(_transition, column_entropy, "inverse_circular_distance")
 
 
 # --- exercise 04 ------------------------------------------------------------------------------

@@ -101,7 +101,14 @@ def check_ex_p3_02(first_order: Callable, dominant: Callable, alpha_bad, U_bad, 
                         mistakes={"ū_j = Σ_i α_ij u_i weights the errors by column j; the plain mean of U is not it":
                                   -eta * alpha[:, j] * (U @ ubar_mean),
                                   "used row j of α (α_ji) where column j (α_ij) is due":
-                                  -eta * alpha[j, :] * (U @ (alpha[j, :] @ U))})
+                                  -eta * alpha[j, :] * (U @ (alpha[j, :] @ U)),
+                                  "used row j of α (α_ji) in the factor where column j (α_ij) is due":
+                                  -eta * alpha[j, :] * (U @ (alpha[:, j] @ U)),
+                                  "used row j of α (α_ji) in ū_j where column j (ū_j = Σ_i α_ij u_i) is due":
+                                  -eta * alpha[:, j] * (U @ (alpha[j, :] @ U)),
+                                  "ū_j is the error signal column j receives, Σ_i α_ij u_i (Eq. 37), "
+                                  "not the error u_j of position j":
+                                  -eta * alpha[:, j] * (U @ U[j])})
     with r.check("dominant = Eq. (43): −η α_ij² ‖u_i‖²"):
         for T, d_v, j, alpha, U in cases:
             expected = dominant_query_loss_change(alpha, U, j, eta)
@@ -131,7 +138,7 @@ def check_ex_p3_02(first_order: Callable, dominant: Callable, alpha_bad, U_bad, 
 def check_ex_p3_03(transition: Callable, entropy_rate: Callable, best_rule: str) -> bool:
     """Exercise 03: sticky transition matrices, entropy rates, and the rule behind 1.8833."""
     from nextword.data import sticky_markov_chain
-    from nextword.theory.dynamics.sticky import markov_entropy_rate
+    from nextword.theory.dynamics.sticky import markov_entropy_rate, stationary_distribution
 
     r = Report("Exercise 3.03")
     rules = ("uniform_others", "circular_distance", "inverse_circular_distance")
@@ -141,7 +148,16 @@ def check_ex_p3_03(transition: Callable, entropy_rate: Callable, best_rule: str)
             for n, stay in chains:
                 ref = sticky_markov_chain(n, stay, rule=rule).transition
                 got = _call(transition, f"transition({n}, {stay}, {rule!r})", n, stay, rule)
-                check_close(f"transition({n}, {stay}, {rule!r})", got, ref, rtol=1e-10, atol=1e-12)
+                mistakes = {}
+                if rule != "uniform_others":  # the distance on the ring, not along the line
+                    i, k = np.indices((n, n))
+                    w = np.abs(i - k).astype(float)
+                    if rule == "inverse_circular_distance":
+                        w = np.where(i != k, 1.0 / np.maximum(w, 1.0), 0.0)
+                    mistakes["|i − j| is the distance along a line; the states sit on a circle: "
+                             "min(|i − j|, n − |i − j|)"] = (1 - stay) * w / w.sum(1, keepdims=True) + stay * np.eye(n)
+                check_close(f"transition({n}, {stay}, {rule!r})", got, ref, rtol=1e-10, atol=1e-12,
+                            mistakes=mistakes)
     with r.check("entropy_rate of the sticky chains and of a chain with a non-uniform stationary law"):
         for n, stay in chains:
             for rule in rules:
@@ -154,7 +170,10 @@ def check_ex_p3_03(transition: Callable, entropy_rate: Callable, best_rule: str)
         check_close(f"entropy_rate of a random 4-state chain with a non-uniform stationary law, P = {describe(P, precision=3)}",
                     _call(entropy_rate, "entropy_rate", P.copy()), markov_entropy_rate(P), rtol=1e-8, atol=1e-10,
                     mistakes={"the row entropies are averaged with equal weights: weight them by the stationary law π":
-                              H_rows.mean()})
+                              H_rows.mean(),
+                              "summed P log P down the columns: the entropy of row i (the law of the next state "
+                              "given state i) is −Σ_j P_ij log P_ij, weighted by π_i":
+                              -(stationary_distribution(P) * (P * np.log(P)).sum(0)).sum()})
     with r.check("best_rule: the rule whose (8, 0.3) chain has entropy rate 1.8833"):
         check_true(best_rule in rules, f"best_rule should be one of {rules}, got {best_rule!r}")
         rate = markov_entropy_rate(sticky_markov_chain(8, 0.3, rule=best_rule).transition)
