@@ -41,6 +41,39 @@ def test_p4_01_right_and_wrong():
         check_ex_p4_01(_not_implemented, _not_implemented)
 
 
+def _margins(x, a, *, centred=True, a_in_logits=True, a_in_margin=True):
+    m = np.ones(len(x))
+    for t in range(1, len(x)):
+        w = np.exp((a if a_in_logits else 1.0) * x[t] * x[:t])
+        w /= w.sum()
+        m[t] = 1.0 - (a if a_in_margin else 1.0) * np.sum(w * (x[:t] - (w @ x[:t] if centred else 0.0)) ** 2)
+    return m
+
+
+@pytest.mark.parametrize(
+    "kwargs, named",
+    [
+        ({"centred": False}, "second moment"),
+        ({"a_in_logits": False}, "the logits are a x_t x_s"),
+        ({"a_in_margin": False}, "the factor a is missing"),
+    ],
+)
+def test_p4_01_margin_slips_named(kwargs, named):
+    """readex2: the second moment for Var_t, or a dropped from the logits or the margin, failed undiagnosed,
+    and a right support() fed by those margins was told 'the largest margin'."""
+    with pytest.raises(ExerciseCheckError, match=named) as err:
+        check_ex_p4_01(lambda x, a: _margins(x, a, **kwargs), lambda x, a: support_tokens(_margins(x, a, **kwargs)))
+    assert "the largest margin" not in str(err.value)
+
+
+def test_p4_01_support_of_all_largest_margins_named():
+    with pytest.raises(ExerciseCheckError, match="the largest margin"):
+        check_ex_p4_01(
+            lambda x, a: scalar_margin(x, a=a),
+            lambda x, a: np.flatnonzero(scalar_margin(x, a=a) >= scalar_margin(x, a=a).max() - 1e-12),
+        )
+
+
 def test_p4_02_right_and_wrong():
     def right(X, t, W_Q, W_K, W_V):
         return jacobian_diagonal_block(X, t, W_Q=W_Q, W_K=W_K, W_V=W_V)

@@ -17,15 +17,17 @@ __all__: list[str] = ["check_ex_p4_01", "check_ex_p4_02", "check_ex_p4_03", "che
 _call = call_student  # shared: a stub, a non-function or a crash becomes a clear failure
 
 
-def _margins_variant(x: np.ndarray, a: float, *, include_self: bool = False, uniform: bool = False) -> np.ndarray:
-    """Margins computed with a typical mistake (the current token in its own context, or equal weights)."""
+def _margins_variant(x: np.ndarray, a: float, *, include_self: bool = False, uniform: bool = False,
+                     centred: bool = True, a_in_logits: bool = True, a_in_margin: bool = True) -> np.ndarray:
+    """Margins computed with a typical mistake (the current token in its own context, equal weights, the
+    second moment for the variance, or the factor a dropped from the logits or from the margin)."""
     from nextword.attention import softmax
 
     m = np.ones(len(x))
     for t in range(1, len(x)):
         ctx = x[:t + 1] if include_self else x[:t]
-        w = np.full(len(ctx), 1 / len(ctx)) if uniform else softmax(a * x[t] * ctx)
-        m[t] = 1.0 - a * np.sum(w * (ctx - w @ ctx) ** 2)
+        w = np.full(len(ctx), 1 / len(ctx)) if uniform else softmax((a if a_in_logits else 1.0) * x[t] * ctx)
+        m[t] = 1.0 - (a if a_in_margin else 1.0) * np.sum(w * (ctx - (w @ ctx if centred else 0.0)) ** 2)
     return m
 
 
@@ -48,7 +50,13 @@ def check_ex_p4_01(scalar_margins: Callable, support: Callable) -> bool:
                                   _margins_variant(x, a, include_self=True),
                                   "equal weights over the past: weight by softmax_s(a x_t x_s)":
                                   _margins_variant(x, a, uniform=True),
-                                  "1 + a Var_t: the margin is 1 − a Var_t": 2 - expected})
+                                  "1 + a Var_t: the margin is 1 − a Var_t": 2 - expected,
+                                  "Σ_s α_ts x_s² is the second moment: Var_t is taken around the weighted mean x̄_t":
+                                  _margins_variant(x, a, centred=False),
+                                  "softmax of x_t x_s: the logits are a x_t x_s (a scales the scores too)":
+                                  _margins_variant(x, a, a_in_logits=False),
+                                  "1 − Var_t: the margin is 1 − a Var_t (the factor a is missing)":
+                                  _margins_variant(x, a, a_in_margin=False)})
     with r.check("support = every 0-based position attaining the minimum margin (ties included)"):
         for x, a, label in cases:
             m = scalar_margin(x, a=a)
@@ -60,12 +68,20 @@ def check_ex_p4_01(scalar_margins: Callable, support: Callable) -> bool:
             if got == expected:
                 continue
             msg = f"support({label}, a={a}): got {got}, expected {expected} (margins {describe(m, precision=4)})"
-            if len(got) == 1 and got[0] in expected and len(expected) > 1:
+            try:  # a right support() that calls the student's own (wrong) scalar_margins is not a support slip
+                own = np.asarray(scalar_margins(x.copy(), a), dtype=float)
+                own_support = support_tokens(own, atol=1e-12).tolist() if own.shape == m.shape else None
+            except Exception:
+                own_support = None
+            if own_support == got and not np.allclose(own, m, rtol=1e-8, atol=1e-10):
+                msg += ("\n    likely mistake: none in support itself — it picks the minimum of your scalar_margins, "
+                        "which are wrong here (see the check above)")
+            elif len(got) == 1 and got[0] in expected and len(expected) > 1:
                 msg += ("\n    likely mistake: ties at the minimum — return every position whose margin equals the "
                         "minimum (up to 1e-12), not only argmin")
             elif got == [e + 1 for e in expected]:
                 msg += "\n    likely mistake: 1-based positions; return 0-based indices"
-            elif got == [int(np.argmax(m))]:
+            elif got == [int(np.argmax(m))] or got == np.flatnonzero(m >= m.max() - 1e-12).tolist():
                 msg += "\n    likely mistake: the largest margin; support tokens attain the smallest"
             fail(msg)
     return r.done("scalar margins match Eq. (9) and the support tokens match Definition 3.1 on 7 sequences "
