@@ -203,3 +203,8 @@ def test_ex11():
         check_ex_p1_11(lambda T, d: {**_flops(T, d), "attention": (*_flops(T, d)["attention"][:2], T)})
     with pytest.raises(ExerciseCheckError, match="forward FLOPs"):
         check_ex_p1_11(lambda T, d: {**_flops(T, d), "attention": (6 * T * d * d, 12 * T * d * d, 1)})  # no T^2 terms
+    # readex2: one T×T product, or the output projection, left out failed undiagnosed
+    with pytest.raises(ExerciseCheckError, match="one of the two T×T products"):
+        check_ex_p1_11(lambda T, d: {**_flops(T, d), "attention": (8 * T * d * d + 2 * T * T * d, 1, 1)})
+    with pytest.raises(ExerciseCheckError, match="output projection"):
+        check_ex_p1_11(lambda T, d: {**_flops(T, d), "attention": (6 * T * d * d + 4 * T * T * d, 1, 1)})

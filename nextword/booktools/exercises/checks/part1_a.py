@@ -355,6 +355,11 @@ def check_ex_p1_11(flop_formulas) -> bool:
                         msg += "\n    likely mistake: you counted multiply-adds; a product (m×n)(n×p) is 2mnp FLOPs"
                     elif kind == "attention" and fwd - int(f) == 4 * T * T * d:
                         msg += "\n    likely mistake: the two T×T products (Q Kᵀ and A V) are missing"
+                    elif kind == "attention" and fwd - int(f) == 2 * T * T * d:
+                        msg += ("\n    likely mistake: one of the two T×T products is missing: the scores Q Kᵀ "
+                                "and the weighted sum A V cost 2T²d each")
+                    elif kind == "attention" and fwd - int(f) == 2 * T * d * d:
+                        msg += "\n    likely mistake: the output projection (T×d)(d×d), 2Td² FLOPs, is missing"
                     elif kind == "rnn" and int(f) - fwd == 2 * d * d:
                         msg += "\n    likely mistake: the first step starts from h = 0, so it has no h W_h product"
                     fail(msg)
