@@ -104,6 +104,35 @@ def test_p4_02_right_and_wrong():
         check_ex_p4_02(a_transposed)
 
 
+def _block(X, t, W_Q, W_K, W_V, *, swap=False, scale=1.0, scale_derivative=False):
+    if t == 0:
+        return np.eye(X.shape[1])
+    past = X[:t]
+    s = scale * (past @ W_K.T) @ (W_Q @ X[t])
+    alpha = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
+    v = past @ W_V.T
+    cross = (alpha[:, None] * (v - alpha @ v)).T @ (past - alpha @ past)
+    return np.eye(X.shape[1]) - (scale if scale_derivative else 1.0) * (cross.T if swap else cross) @ (W_K.T @ W_Q)
+
+
+@pytest.mark.parametrize(
+    "kwargs, named",
+    [
+        ({"swap": True}, "factors are swapped"),
+        ({"scale": 2**-0.5}, "1/√d_k in the weights:"),
+        ({"scale": 2**-0.5, "scale_derivative": True}, "1/√d_k in the weights and their derivative"),
+    ],
+)
+def test_p4_02_swapped_outer_product_and_sqrt_dk_named(kwargs, named):
+    """readex2: (x_s − x̄)(v_s − v̄)ᵀ A, and the transformer's 1/√d_k in these logits, failed undiagnosed."""
+    assert np.allclose(
+        _block(np.eye(3), 2, np.eye(3), np.eye(3), np.eye(3)),
+        jacobian_diagonal_block(np.eye(3), 2, W_Q=np.eye(3), W_K=np.eye(3), W_V=np.eye(3)),
+    )
+    with pytest.raises(ExerciseCheckError, match=named):
+        check_ex_p4_02(lambda X, t, W_Q, W_K, W_V: _block(X, t, W_Q, W_K, W_V, **kwargs))
+
+
 def test_p4_04_right_and_wrong():
     assert check_ex_p4_04(lambda w, s: s**2 * (1 + w**2) / (1 - w**2) ** 2)
     with pytest.raises(ExerciseCheckError):  # the length-1 answer

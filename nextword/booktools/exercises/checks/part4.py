@@ -88,17 +88,23 @@ def check_ex_p4_01(scalar_margins: Callable, support: Callable) -> bool:
                   "(ties included)")
 
 
-def _block_with_A_transposed(X: np.ndarray, t: int, W_Q: np.ndarray, W_K: np.ndarray, W_V: np.ndarray) -> np.ndarray:
-    """I − Σ_s α_ts (v_s − v̄_t)(x_s − x̄_t)ᵀ Aᵀ: the exact block with A = W_Kᵀ W_Q transposed (diagnosis only)."""
+def _block_variant(X: np.ndarray, t: int, W_Q: np.ndarray, W_K: np.ndarray, W_V: np.ndarray, *,
+                   transpose_A: bool = False, swap_cross: bool = False, logit_scale: float = 1.0,
+                   scale_derivative: bool = False) -> np.ndarray:
+    """I − Σ_s α_ts (v_s − v̄_t)(x_s − x̄_t)ᵀ A computed with a typical slip (diagnosis only): A = W_Kᵀ W_Q
+    transposed, the outer product's factors swapped, or logits scaled by ``logit_scale`` (1/√d_k) in the
+    weights only or in the weights and the derivative."""
     from nextword.attention import softmax
 
     if t == 0:
         return np.eye(X.shape[1])
     past = X[:t]
-    alpha = softmax((past @ W_K.T) @ (W_Q @ X[t]))
+    alpha = softmax(logit_scale * (past @ W_K.T) @ (W_Q @ X[t]))
     v = past @ W_V.T
     cross = (alpha[:, None] * (v - alpha @ v)).T @ (past - alpha @ past)
-    return np.eye(X.shape[1]) - cross @ (W_K.T @ W_Q).T
+    A = W_K.T @ W_Q
+    return np.eye(X.shape[1]) - (logit_scale if scale_derivative else 1.0) * (cross.T if swap_cross else cross) @ (
+        A.T if transpose_A else A)
 
 
 def check_ex_p4_02(diagonal_block: Callable) -> bool:
@@ -122,7 +128,14 @@ def check_ex_p4_02(diagonal_block: Callable) -> bool:
                 mistakes = {"the block is I − ∂μ_t/∂x_t: you returned I + ∂μ_t/∂x_t": 2 * np.eye(d) - expected,
                             "you returned ∂μ_t/∂x_t without the identity of the residual": np.eye(d) - expected,
                             "A transposed: ∂ℓ_ts/∂x_t = Aᵀ x_s with A = W_Kᵀ W_Q, so the chain rule puts "
-                            "(x_s − x̄_t)ᵀ A, not Aᵀ, on the right": _block_with_A_transposed(X, t, W_Q, W_K, W_V)}
+                            "(x_s − x̄_t)ᵀ A, not Aᵀ, on the right":
+                            _block_variant(X, t, W_Q, W_K, W_V, transpose_A=True),
+                            "the outer product's factors are swapped: ∂μ_t/∂x_t = Σ_s v_s (∂α_ts/∂x_t)ᵀ puts the "
+                            "values on the left, (v_s − v̄_t)(x_s − x̄_t)ᵀ A":
+                            _block_variant(X, t, W_Q, W_K, W_V, swap_cross=True)}
+                for both, where in ((False, "in the weights"), (True, "in the weights and their derivative")):
+                    mistakes[f"1/√d_k {where}: the logits here are q_tᵀ k_s with no 1/√d_k (Eqs. 2–4)"] = \
+                        _block_variant(X, t, W_Q, W_K, W_V, logit_scale=1 / np.sqrt(dk), scale_derivative=both)
                 if label != "W_V = I":
                     mistakes["the paper's Eq. (14) form I − Σ_t A with the covariance of the values: the exact "
                              "block has the cross-covariance (v_s − v̄_t)(x_s − x̄_t)ᵀ of values and embeddings"] = \
