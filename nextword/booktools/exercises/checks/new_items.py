@@ -74,6 +74,14 @@ def check_ex_p5_05(logit_gradient: Callable) -> bool:
         if beta:
             mistakes["R(z) with the wrong sign: R(z) = log q(z|x0) − log p(z|x0), posterior minus target"] = (
                 task_only - beta * self_term)
+        try:  # advantages not centred: got − expected = q(z) (E_q[A] + β E_q[R]), a multiple of q
+            resid = np.asarray(got, dtype=float).reshape(Z) - expected
+            c = float(resid @ q / (q @ q))
+            if abs(c) > 1e-9:
+                mistakes["the advantages are not centred: η(z) = (A(z) − E_q[A]) + β (R(z) − E_q[R]) (Eq. 53), "
+                         "so the gradient sums to zero"] = expected + c * q
+        except (TypeError, ValueError):
+            pass  # check_close reports the shape or type
         got = check_close(f"logit_gradient (d={d}, Z={Z}, beta={beta})", got, expected, rtol=1e-7, atol=1e-10,
                           mistakes=mistakes)
         check_true(abs(float(np.sum(got))) < 1e-9,
