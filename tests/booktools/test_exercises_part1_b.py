@@ -229,3 +229,29 @@ def test_p1_12():
     harmless = {**good, "single head": {"teacher_forced": 1.5, "honest": 1.5}}
     with pytest.raises(ExerciseCheckError, match="single head"):
         check_ex_p1_12(prefix_nll, harmless)
+
+
+@pytest.mark.parametrize(
+    "exponent, named",
+    [
+        (lambda d: -np.arange(d // 2) / d, "10000\\^\\(−p/d\\)"),
+        (lambda d: np.arange(0, d, 2) / d, "10000\\^\\(\\+2p/d\\)"),
+    ],
+)
+def test_p1_06_names_the_frequency_slips(exponent, named):
+    """readex2: θ_p = 10000^(−p/d) and 10000^(+2p/d) failed with no diagnosis."""
+
+    def score(q, k, i, j):
+        d = q.shape[0]
+        theta = 10000.0 ** exponent(d)
+
+        def rotate(x, pos):
+            c, s = np.cos(pos * theta), np.sin(pos * theta)
+            out = np.empty_like(x)
+            out[0::2], out[1::2] = x[0::2] * c - x[1::2] * s, x[0::2] * s + x[1::2] * c
+            return out
+
+        return float(rotate(q, i) @ rotate(k, j))
+
+    with pytest.raises(ExerciseCheckError, match=named):
+        check_ex_p1_06(score)

@@ -104,6 +104,17 @@ def _halves_as_pairs(x: np.ndarray) -> np.ndarray:
     return np.stack([x[:h], x[h:]], axis=1).reshape(-1)
 
 
+def _rope_score_with(q: np.ndarray, k: np.ndarray, i: int, j: int, theta: np.ndarray) -> float:
+    """(R_iθ q)·(R_jθ k) over consecutive pairs with the frequencies ``theta`` (d/2,) (diagnosis only)."""
+    def rotate(x, pos):
+        c, s = np.cos(pos * theta), np.sin(pos * theta)
+        out = np.empty_like(x)
+        out[0::2], out[1::2] = x[0::2] * c - x[1::2] * s, x[0::2] * s + x[1::2] * c
+        return out
+
+    return float(rotate(q, i) @ rotate(k, j))
+
+
 def check_ex_p1_06(rope_score: Callable) -> bool:
     """Exercise 6: ``rope_score(q, k, i, j) -> float``: the dot product of q rotated to position i and
     k rotated to position j (consecutive pairs, base 10000), and its dependence on i − j only."""
@@ -126,7 +137,12 @@ def check_ex_p1_06(rope_score: Callable) -> bool:
                                       "pairs (x_p, x_(p+d/2)) (the 'rotate half' layout of some libraries): this "
                                       "exercise pairs consecutive coordinates (x_2p, x_2p+1)": float(
                                           apply_rope(_halves_as_pairs(q)[None], positions=[i])[0]
-                                          @ apply_rope(_halves_as_pairs(k)[None], positions=[j])[0])})
+                                          @ apply_rope(_halves_as_pairs(k)[None], positions=[j])[0]),
+                                      "θ_p = 10000^(−p/d): the exponent is 2p/d (p numbers the pairs, 2p is the "
+                                      "pair's first coordinate)":
+                                          _rope_score_with(q, k, i, j, 10000.0 ** (-np.arange(d // 2) / d)),
+                                      "θ_p = 10000^(+2p/d): the frequencies decrease, θ_p = 10000^(−2p/d)":
+                                          _rope_score_with(q, k, i, j, 10000.0 ** (np.arange(0, d, 2) / d))})
     with r.check("the score depends on i − j only (shifting both positions changes nothing)"):
         q, k = rng.standard_normal(8), rng.standard_normal(8)
         base = float(as_array("rope_score", _call(rope_score, "rope_score(q, k, 7, 3)", q, k, 7, 3)))
