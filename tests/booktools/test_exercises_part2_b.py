@@ -32,6 +32,13 @@ def _no_ties(z, p):  # cuts exactly n tokens by position, dropping tokens tied w
     return out
 
 
+def _one_past_exact_p(z, p):  # cum <= p: a prefix that reaches p exactly gets one more token (readex2: passed)
+    probs = softmax(z)
+    order = np.argsort(-z, kind="stable")
+    n = min(int(np.sum(np.cumsum(probs[order]) <= p)) + 1, z.size)
+    return np.where(z >= z[order[n - 1]], z, -np.inf)
+
+
 def _least_likely(z, p):  # ranks in the wrong direction
     return np.where(np.isfinite(top_p_filter(-z, p)), z, -np.inf)
 
@@ -42,7 +49,7 @@ def test_right_answer_passes():
     assert check_ex_p2_04(shifted, _probs(top_p_filter))
 
 
-@pytest.mark.parametrize("wrong", [_off_by_one, _no_ties, _least_likely])
+@pytest.mark.parametrize("wrong", [_off_by_one, _no_ties, _least_likely, _one_past_exact_p])
 def test_wrong_filters_fail(wrong):
     with pytest.raises(ExerciseCheckError):
         check_ex_p2_04(wrong, _probs(top_p_filter))
@@ -54,6 +61,7 @@ def test_wrong_filters_fail(wrong):
         (_off_by_one, "include the token that crosses p"),
         (_no_ties, "ties at the edge of the nucleus"),
         (_least_likely, "sort descending|one token too many|crosses p|ties"),
+        (_one_past_exact_p, "one token too many"),
     ],
 )
 def test_wrong_filters_get_their_own_diagnosis(wrong, named):

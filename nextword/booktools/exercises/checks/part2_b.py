@@ -22,6 +22,9 @@ def _cases(rng: np.random.Generator) -> list[tuple[np.ndarray, float, str]]:
         (np.log([0.5, 0.3, 0.15, 0.05]), 0.7, "p = 0.7 on (0.5, 0.3, 0.15, 0.05)"),
         (np.log([0.5, 0.3, 0.15, 0.05]), 0.85, "p = 0.85 on (0.5, 0.3, 0.15, 0.05)"),
         (np.log([0.1, 0.6, 0.3]), 0.05, "a p below the top probability (greedy)"),
+        # masses that are exact in floating point: the prefix that reaches p exactly is the nucleus
+        (np.log([0.5, 0.375, 0.125]), 0.5, "p = 0.5 reached exactly by the top token of (0.5, 0.375, 0.125)"),
+        (np.log([0.125, 0.5, 0.375]), 0.875, "p = 0.875 reached exactly by two tokens of (0.125, 0.5, 0.375)"),
         (np.log([0.2, 0.5, 0.3]), 1.0, "p = 1 (keep everything)"),
         (np.array([2.0, 1.0, 2.0, 0.0, -1.0]), 0.3, "two tied top tokens"),
         (np.array([3.0, 1.0, 1.0, 1.0, -2.0]), 0.9, "a tie at the edge of the nucleus"),
