@@ -51,6 +51,20 @@ def test_p3_01_wrong_score_gradient_fails(wrong):
         check_ex_p3_01(wrong, _adv)
 
 
+@pytest.mark.parametrize(
+    "wrong, named",
+    [
+        (lambda a, U, V: a * (U @ V.T), "not subtracted"),
+        (lambda a, U, V: a * (U @ V.T - (U @ V.T).mean(1, keepdims=True)), "equal weights"),
+        (lambda a, U, V: a * (U @ V.T - (a * (U @ V.T)).sum(0, keepdims=True)), "down a column"),
+    ],
+)
+def test_p3_01_score_gradient_slips_named(wrong, named):
+    """readex2: no centring, an unweighted mean, or the mean over the queries failed undiagnosed."""
+    with pytest.raises(ExerciseCheckError, match=named):
+        check_ex_p3_01(wrong, _adv)
+
+
 def test_p3_01_wrong_advantage_or_stub_fails():
     with pytest.raises(ExerciseCheckError):
         check_ex_p3_01(_sg, lambda a, U, V: -_adv(a, U, V))

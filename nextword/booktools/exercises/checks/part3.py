@@ -63,7 +63,14 @@ def check_ex_p3_01(score_gradient: Callable, advantage: Callable) -> bool:
             check_close(f"score_gradient ({label})", got, expected, rtol=1e-8, atol=1e-10,
                         mistakes={"wrong sign: it is dL/ds, not the descent direction": -expected,
                                   "the α_ij factor in front is missing": B - (alpha * B).sum(1, keepdims=True),
-                                  "B = V Uᵀ instead of U Vᵀ (B_ij = u_i · v_j)": ref_score_gradient(alpha, B.T)})
+                                  "B = V Uᵀ instead of U Vᵀ (B_ij = u_i · v_j)": ref_score_gradient(alpha, B.T),
+                                  "the mean is taken with equal weights: weight B_ik by α_ik (Eq. 12)":
+                                  alpha * (B - np.where(alpha > 0, B, 0).sum(1, keepdims=True)
+                                           / (alpha > 0).sum(1, keepdims=True)),
+                                  "the mean is not subtracted: the softmax couples the scores of a row, "
+                                  "dL/ds_ij = α_ij (B_ij − Σ_k α_ik B_ik)": alpha * B,
+                                  "the mean runs down a column (over the queries): E_α_i[b] = Σ_k α_ik B_ik is "
+                                  "a sum along row i": alpha * (B - (alpha * B).sum(0, keepdims=True))})
     with r.check("advantage A_ij = −(B_ij − Σ_k α_ik B_ik) on the visible keys (§3.4)"):
         for label, alpha, U, V in cases:
             B = compatibility_matrix(U, V)
