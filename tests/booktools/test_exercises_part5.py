@@ -52,6 +52,17 @@ def test_p5_03_names_the_missing_prior():
         check_ex_p5_03(lambda f, x: f.elbo(x) + np.log(5), lambda f, x: f.epsilon(x))  # Z = 5 in the checker
 
 
+def test_p5_03_names_the_missing_entropy():
+    """readex2: E_q[log p(x, z)] without −E_q[log q] failed undiagnosed."""
+
+    def no_entropy(f, x):
+        q = np.exp(f.log_q(x))
+        return (q * (f.log_lik(x) - np.log(5))).sum(-1)
+
+    with pytest.raises(ExerciseCheckError, match="the entropy term"):
+        check_ex_p5_03(no_entropy, lambda f, x: f.epsilon(x))
+
+
 def test_p5_03():
     assert check_ex_p5_03(lambda f, x: f.elbo(x), lambda f, x: f.epsilon(x))
     with pytest.raises(ExerciseCheckError, match="Prop. 3.2"):

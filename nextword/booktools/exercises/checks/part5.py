@@ -123,7 +123,9 @@ def check_ex_p5_03(elbo_fn: Callable, epsilon_fn: Callable) -> bool:
                               np.zeros(N),
                               f"the prior term is missing: log p(z) = −log Z = {-np.log(Z):.6g} for the uniform prior "
                               f"over Z = {Z} components, inside the KL(q ‖ p(z))":
-                              flow.kl_gap(x) - np.log(Z)})
+                              flow.kl_gap(x) - np.log(Z),
+                              "the entropy term −E_q[log q(z|x)] is missing: the ELBO is E_q[log p(x, z) − log q(z|x)]":
+                              flow.kl_gap(x) - (np.exp(flow.log_q(x)) * flow.log_q(x)).sum(-1)})
     with r.check("epsilon_fn: ∇_x ELBO = v + ε (Thm. 3.3), checked by finite differences of your ELBO"):
         eps = check_shape(f"epsilon_fn(flow, x) for x of shape {x.shape}", _call(epsilon_fn, "epsilon_fn", flow, x),
                           (N, d))
