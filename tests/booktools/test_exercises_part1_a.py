@@ -61,6 +61,9 @@ def test_ex02():
     box = lambda x, V: bool(np.all((x >= V.min(0) - 1e-9) & (x <= V.max(0) + 1e-9)))  # noqa: E731
     with pytest.raises(ExerciseCheckError, match="bounding-box"):
         check_ex_p1_02(_attn, box)
+    # readex2: the output divided by n again was only 'a missing or extra scale factor'
+    with pytest.raises(ExerciseCheckError, match="number of keys"):
+        check_ex_p1_02(lambda q, K, V: (_attn(q, K, V)[0], _attn(q, K, V)[1] / len(K)), _hull)
 
 
 def test_ex03():

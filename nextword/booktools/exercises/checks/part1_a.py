@@ -104,7 +104,12 @@ def check_ex_p1_02(attention_output, in_convex_hull) -> bool:
             for (label, q, K, V), (_, out) in zip(cases, results):
                 ref_out, ref_w = scaled_dot_product_attention(q[None], K, V, return_weights=True)
                 check_close(f"output for {label}", out, ref_out[0], rtol=1e-9, atol=1e-12,
-                            mistakes={"the plain mean of the values: weight each v_j by α_j": V.mean(0)})
+                            mistakes={"the plain mean of the values: weight each v_j by α_j": V.mean(0),
+                                      "divided by the number of keys n: the weights already sum to 1, so Σ_j α_j v_j "
+                                      "needs no further normalising": ref_out[0] / len(K),
+                                      "the unscaled weights softmax(K q): the output uses the same α_j as the weights, "
+                                      "softmax(K q / √d)": scaled_dot_product_attention(
+                                          q[None] * np.sqrt(q.shape[0]), K, V)[0]})
     with r.check("in_convex_hull accepts attention outputs and vertices"):
         for label, q, K, V in cases:
             out = scaled_dot_product_attention(q[None], K, V)[0]
