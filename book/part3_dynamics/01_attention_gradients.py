@@ -252,8 +252,8 @@ plt.show()
 # | weights, $\partial\mathcal L/\partial\alpha_{ij}$ | $u_i\cdot v_j = -a_{ij}$ | (11), (17) | `compatibility_matrix(U, V)` |
 # | scores, $\partial\mathcal L/\partial s_{ij}$ | $-\alpha_{ij}A_{ij}$ | (23) | `score_gradient`, `HeadGradients.dS` |
 # | values, $\partial\mathcal L/\partial v_j$ | $\sum_i\alpha_{ij}u_i$, i.e. $\alpha^\top U$ | (16) | `responsibility_signal`, `HeadGradients.dV` |
-# | queries, $\partial\mathcal L/\partial q_i$ | $\sum_j(\partial\mathcal L/\partial s_{ij})\,k_j/\sqrt{d_k}$ | (25) | inside `head_gradients` |
-# | keys, $\partial\mathcal L/\partial k_j$ | $\sum_i(\partial\mathcal L/\partial s_{ij})\,q_i/\sqrt{d_k}$ | (27) | inside `head_gradients` |
+# | queries, $\partial\mathcal L/\partial q_i$ | $\sum_j(\partial\mathcal L/\partial s_{ij})\,k_j/\sqrt{d_k}$ | (24); with (23) inserted, (25) | inside `head_gradients` |
+# | keys, $\partial\mathcal L/\partial k_j$ | $\sum_i(\partial\mathcal L/\partial s_{ij})\,q_i/\sqrt{d_k}$ | (26); with (23) inserted, (27) | inside `head_gradients` |
 #
 # The loss is the *sum* over positions, so $u_i = \partial\mathcal L/\partial g_i$ exactly.
 
