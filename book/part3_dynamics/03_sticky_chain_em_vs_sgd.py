@@ -233,7 +233,9 @@ print(f"distances between the 8 means: median {np.median(mean_distances):.2f}, "
 # * **EM-like** (the paper's "manual EM", §5.3): the forward pass computes the attention weights
 #   $\alpha_{ij}$ and the upstream gradients $u_i$ (the E-like step); the values of the batch then
 #   take the closed-form step of page 3.2, $\Delta V=-\eta_v\,\alpha^\top U$ (the M-like step);
-#   and routing and read-out take the same gradient step with rate $\eta$ as in SGD.
+#   and routing and read-out take the same gradient step with rate $\eta$ as in SGD. (The paper
+#   calls this last step a "small" gradient step and gives no rate; we keep SGD's rate, so that the
+#   two schedules differ in the value step only.)
 #
 # The name comes from page 3.2's reading of the value step as the {term}`EM algorithm`'s M-step.
 # Figure 3.3.1 puts the two side by side.
