@@ -332,7 +332,9 @@ plt.show()
 # carriers (mean over seeds). Look at carrier 1: dropout moves share from the reliable carrier to
 # the other two.
 #
-# **What the measurements say** (three seeds, printed above):
+# **What the measurements say** (three seeds, printed above; the per-seed lines round to one decimal,
+# so some margins below round away there, and the comparisons are made on the unrounded numbers, each
+# printed as True or False):
 #
 # * **LayerNorm on values** pins every value norm at $\sqrt{d_v}$ while the plain head's values keep
 #   growing, and the routing geometry (group-key cosines) is unchanged — the "stabilise norms, keep
