@@ -154,9 +154,10 @@ assert abs(entropy_rate_3 - 1.0397) < 1e-4
 # As in the tiny example, the floor with the previous symbol known is the entropy of one row:
 # every row holds $0.3$ for staying and, for the states $1, 2, 3, 4, 3, 2, 1$ steps away, $1-0.3$
 # shared in proportion to $1, \tfrac12, \tfrac13, \tfrac14, \tfrac13, \tfrac12, 1$ (these add up to
-# $\tfrac{47}{12}$); every column of $P$ also sums to 1,
-# so in the long run every symbol is equally frequent and the entropy rate is the entropy of one
-# row:
+# $\tfrac{47}{12}$). Every row holds the same numbers in a different order, so every row has the
+# same entropy, and the entropy rate (the long-run average of the row entropies, weighted by how often
+# each previous symbol occurs) is the entropy of one row. (Every column of $P$ also sums to 1, so in
+# the long run every symbol is equally frequent, as the cell checks.)
 
 # %%
 n, stay = 8, 0.3
