@@ -40,7 +40,7 @@
 # | $G$ | the number of groups of queries (and of group keys) | scalar |
 # | $g$ | a group, counted from 1 to $G$ | index |
 # | $f_g$ | the one-hot input feature of group $g$ | $(d_x,)$ |
-# | $k_g$ | the key of group $g$, $f_gW^K$ | $(d_k,)$ |
+# | $k_g$ | the key of group $g$, $f_g\,W^K$ | $(d_k,)$ |
 # | $c$ | the common cosine of the angle between two group keys | scalar |
 # | $r$ | the attention dropout rate | scalar |
 # ```
@@ -154,7 +154,7 @@ assert sp.simplify(c_star + 1 / (G_sym - 1)) == 0
 # sequence each group has a random class, shown only by its *carrier* tokens; every position must
 # predict its group's class, so the *asker* tokens must route to their own group's carriers. One
 # head of the paper's §2.1 (page 3.1) is trained by full-batch gradient descent on the mean
-# cross-entropy. The key of group $g$ is $k_g = f_gW^K$, where $f_g$ is the group's one-hot input
+# cross-entropy. The key of group $g$ is $k_g = f_g\,W^K$, where $f_g$ is the group's one-hot input
 # feature: the part of a key that the group contributes.
 
 # %% [markdown]
