@@ -421,7 +421,9 @@ assert 1 < gaps[0] and gaps[-1] < 0.1 * gaps[0]   # the table below: the gap fal
 # | M-step $\mu_j=\sum_i\gamma_{ij}o_i/N_j$ | value step with step size $1/N_j$ | identical for hard attention; the gap falls from 1.8 at $\beta=0.5$ to 0.047 at $\beta=32$ (not at every step) |
 # | data point $o_i$ | residual $u_i=g_i-o_i$ (for cross-entropy: $u_i=(p_i-\operatorname{onehot}(y_i))(W^{\text{out}})^\top$) | the residual is the mixture's, not the centre's |
 #
-# So the analogy is exact in the hard-attention limit and approximate otherwise; the value step
+# So the analogy is exact in the hard-attention limit and approached as attention sharpens; with soft
+# attention the gap exceeds the standard deviation, 1, of the points and values it is computed from
+# (1.8 at $\beta=0.5$). The value step
 # minus the M-step is $\tfrac{1}{N_j}\sum_i\alpha_{ij}(v_j-g_i)$, a term that couples the values
 # through the mixture.
 # Page [3.3](03_sticky_chain_em_vs_sgd.ipynb) tests the paper's practical claim built on this
@@ -607,8 +609,8 @@ plt.show()
 # - Routing and content reinforce each other: a helpful value gains attention, the attention makes
 #   it adapt to its main user, its alignment with that user rises (it helps more), and the advantage
 #   grows — so heads specialise, as the toy's attention shows.
-# - The value step is EM's M-step exactly for hard attention (with step size $1/N_j$) and
-#   approximately otherwise.
+# - For a squared loss on the head's output, the value step (with step size $1/N_j$) is EM's M-step
+#   exactly for hard attention, and comes close to it only as attention sharpens.
 # - Some of the paper's words about this loop state its signs the other way round, and its
 #   "attention settles first, values later" is a tendency in the toy rather than a law
 #   ([checked below](#checking-the-paper)).

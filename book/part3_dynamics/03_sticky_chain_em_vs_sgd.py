@@ -154,9 +154,10 @@ assert abs(entropy_rate_3 - 1.0397) < 1e-4
 # As in the tiny example, the floor with the previous symbol known is the entropy of one row:
 # every row holds $0.3$ for staying and, for the states $1, 2, 3, 4, 3, 2, 1$ steps away, $1-0.3$
 # shared in proportion to $1, \tfrac12, \tfrac13, \tfrac14, \tfrac13, \tfrac12, 1$ (these add up to
-# $\tfrac{47}{12}$); every column of $P$ also sums to 1,
-# so in the long run every symbol is equally frequent and the entropy rate is the entropy of one
-# row:
+# $\tfrac{47}{12}$). Every row holds the same numbers in a different order, so every row has the
+# same entropy, and the entropy rate (the long-run average of the row entropies, weighted by how often
+# each previous symbol occurs) is the entropy of one row. (Every column of $P$ also sums to 1, so in
+# the long run every symbol is equally frequent, as the cell checks.)
 
 # %%
 n, stay = 8, 0.3
@@ -233,7 +234,9 @@ print(f"distances between the 8 means: median {np.median(mean_distances):.2f}, "
 # * **EM-like** (the paper's "manual EM", §5.3): the forward pass computes the attention weights
 #   $\alpha_{ij}$ and the upstream gradients $u_i$ (the E-like step); the values of the batch then
 #   take the closed-form step of page 3.2, $\Delta V=-\eta_v\,\alpha^\top U$ (the M-like step);
-#   and routing and read-out take the same gradient step with rate $\eta$ as in SGD.
+#   and routing and read-out take the same gradient step with rate $\eta$ as in SGD. (The paper
+#   calls this last step a "small" gradient step and gives no rate; we keep SGD's rate, so that the
+#   two schedules differ in the value step only.)
 #
 # The name comes from page 3.2's reading of the value step as the {term}`EM algorithm`'s M-step.
 # Figure 3.3.1 puts the two side by side.
@@ -603,8 +606,10 @@ assert abs(float(H_exact) - rates["inverse_circular_distance"]) < 1e-12
 # are ignored however many there are; what sets the increase is the distance between the means
 # relative to $\sigma$. Means drawn $\mathcal N(0,I_{20})$ are about five noise standard deviations
 # apart (their root-mean-square distance is $\sqrt{40}\approx 6.3$; ours have median 5.31), which is
-# why $\sigma=1$ costs little. With the means held fixed and $d_x$ grown, the floor does not come down;
-# with $d_x=20$ and the means moved closer, it goes up:
+# why $\sigma=1$ costs little. With the means held fixed and $d_x$ grown, the floor does not come down
+# (the fixed means are $1.5\sqrt2\approx2.1$ apart, closer than the drawn ones, so that the noise
+# matters; this is why their floors lie above the drawn means' 1.8924); with $d_x=20$ and the drawn
+# means moved closer, it goes up:
 
 # %% tags=["hide-cell"]
 floor_dx = {}

@@ -39,8 +39,8 @@
 # | $A$, $A_{ij}$ | the advantage: $a_{ij}$ minus its attention-weighted mean $\sum_{j'}\alpha_{ij'}a_{ij'}$ | scalar |
 # | $G$ | the number of groups of queries (and of group keys) | scalar |
 # | $g$ | a group, counted from 1 to $G$ | index |
-# | $e_g$ | the one-hot input feature of group $g$ | $(d_x,)$ |
-# | $k_g$ | the key of group $g$, $e_gW^K$ | $(d_k,)$ |
+# | $f_g$ | the one-hot input feature of group $g$ | $(d_x,)$ |
+# | $k_g$ | the key of group $g$, $f_g\,W^K$ | $(d_k,)$ |
 # | $c$ | the common cosine of the angle between two group keys | scalar |
 # | $r$ | the attention dropout rate | scalar |
 # ```
@@ -154,7 +154,7 @@ assert sp.simplify(c_star + 1 / (G_sym - 1)) == 0
 # sequence each group has a random class, shown only by its *carrier* tokens; every position must
 # predict its group's class, so the *asker* tokens must route to their own group's carriers. One
 # head of the paper's §2.1 (page 3.1) is trained by full-batch gradient descent on the mean
-# cross-entropy. The key of group $g$ is $k_g = e_gW^K$, where $e_g$ is the group's one-hot input
+# cross-entropy. The key of group $g$ is $k_g = f_g\,W^K$, where $f_g$ is the group's one-hot input
 # feature: the part of a key that the group contributes.
 
 # %% [markdown]
@@ -332,7 +332,9 @@ plt.show()
 # carriers (mean over seeds). Look at carrier 1: dropout moves share from the reliable carrier to
 # the other two.
 #
-# **What the measurements say** (three seeds, printed above):
+# **What the measurements say** (three seeds, printed above; the per-seed lines round to one decimal,
+# so some margins below round away there, and the comparisons are made on the unrounded numbers, each
+# printed as True or False):
 #
 # * **LayerNorm on values** pins every value norm at $\sqrt{d_v}$ while the plain head's values keep
 #   growing, and the routing geometry (group-key cosines) is unchanged — the "stabilise norms, keep

@@ -68,8 +68,8 @@ BACKWARD_SIGNALS: tuple[tuple[str, str, str, str], ...] = (
     ("g", "v", "$\\sum_i \\alpha_{ij}\\, u_i$", "(16)"),
     ("g", "alpha", "$u_i \\cdot v_j = -a_{ij}$", "(17)"),
     ("alpha", "s", "$-\\alpha_{ij}A_{ij}$", "(23)"),
-    ("s", "q", "$\\sum_j (\\partial \\mathcal{L}/\\partial s_{ij})\\, k_j/\\sqrt{d_k}$", "(25)"),
-    ("s", "k", "$\\sum_i (\\partial \\mathcal{L}/\\partial s_{ij})\\, q_i/\\sqrt{d_k}$", "(27)"),
+    ("s", "q", "$\\sum_j (\\partial \\mathcal{L}/\\partial s_{ij})\\, k_j/\\sqrt{d_k}$", "(24)"),
+    ("s", "k", "$\\sum_i (\\partial \\mathcal{L}/\\partial s_{ij})\\, q_i/\\sqrt{d_k}$", "(26)"),
 )
 
 # Which side of its forward edge each vermilion arrow runs on (+1: left of the backward direction, -1: right)
