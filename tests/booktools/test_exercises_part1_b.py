@@ -48,6 +48,18 @@ def test_p1_05():
         check_ex_p1_05(lambda t, d, dims: _pe(t, d, dims, pair=False))
 
 
+def test_p1_05_names_the_inverted_frequency():
+    """readex2: t · 10000^(2i/d) for t / 10000^(2i/d) failed with no diagnosis."""
+
+    def inverted(t, d, dims):
+        dims = np.asarray(dims)
+        ang = t * 10000.0 ** (2 * (dims // 2) / d)
+        return np.where(dims % 2 == 0, np.sin(ang), np.cos(ang))
+
+    with pytest.raises(ExerciseCheckError, match="the angle is t / 10000"):
+        check_ex_p1_05(inverted)
+
+
 def test_p1_05_names_the_dimension_index_mistake():
     """Reading PE(t, 2i) with i the dimension (exponent 2·dim/d) is named, and the unit-circle check shows the sum."""
 

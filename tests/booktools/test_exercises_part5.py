@@ -34,6 +34,12 @@ def test_p5_02():
         check_ex_p5_02(lambda k, d: float(sp.vmf_log_normalizer(k, d)) + np.log(2))  # wrong constant
 
 
+def test_p5_02_names_log_ive_as_log_i():
+    """readex2: log ive used as log I (κ not added back) failed with no diagnosis."""
+    with pytest.raises(ExerciseCheckError, match="log ive.* used as log I"):
+        check_ex_p5_02(lambda k, d: float(sp.vmf_log_normalizer(k, d)) + k)
+
+
 def test_p5_02_names_nu_d_over_2():
     """ν = d/2 for the order (κ^ν and I_ν): the detector for it compared with a wrong value and never fired."""
     from scipy import special

@@ -80,6 +80,9 @@ def check_ex_p1_05(pe_values: Callable) -> bool:
                                   "the exponent uses 2·dim with dim the dimension: in PE(t, 2i) the i counts "
                                   "pairs, so dimension dim has exponent 2⌊dim/2⌋ / d_model":
                                   _pe_variant(t, d, dims, lambda i: 2 * i),
+                                  "t · 10000^(2i/d_model): the wavelengths grow with i, so the angle is "
+                                  "t / 10000^(2i/d_model)":
+                                  _pe_variant(t, d, dims, lambda i: -2 * (i // 2)),
                                   "sine and cosine swapped: even dimensions take the sine":
                                   np.where(idx % 2 == 0, np.cos(t / 10000.0 ** (2 * (idx // 2) / d)),
                                            np.sin(t / 10000.0 ** (2 * (idx // 2) / d))),
