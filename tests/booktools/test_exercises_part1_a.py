@@ -29,6 +29,9 @@ def test_ex01():
         check_ex_p1_01(lambda q, K: (K @ q, np.exp(K @ q), np.exp(K @ q) / np.exp(K @ q).sum()))  # no 1/sqrt(d)
     with pytest.raises(ExerciseCheckError, match="tuple"):
         check_ex_p1_01(lambda q, K: _steps(q, K)[2])
+    # readex2: √n (the number of keys) for √d_k was only 'a missing or extra scale factor'
+    with pytest.raises(ExerciseCheckError, match="the number of keys"):
+        check_ex_p1_01(lambda q, K: _steps(q * np.sqrt(len(q)) / np.sqrt(len(K)), K))
 
     def stub(q, K):
         raise NotImplementedError

@@ -51,8 +51,11 @@ def check_ex_p1_01(attention_steps) -> bool:
     with r.check("scaled scores s_j = k_j·q / √d"):
         for (label, q, K), (scores, _, _) in zip(cases, outs):
             d = K.shape[1]
+            n = K.shape[0]
             check_close(f"scaled_scores for {label}", scores, K @ q / np.sqrt(d), rtol=1e-9, atol=1e-12, d=d,
-                        allow_float32=True)
+                        allow_float32=True,
+                        mistakes={f"divided by √n with n = {n} the number of keys: the scale is √d_k, d_k = {d} "
+                                  "the length of q": K @ q / np.sqrt(n)} if n != d else None)
     with r.check("exponentials exp(s_j) (a common factor such as exp(-max s) allowed)"):
         for (label, q, K), (scores, exps, _) in zip(cases, outs):
             n, d = K.shape
