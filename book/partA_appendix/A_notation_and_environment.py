@@ -67,8 +67,8 @@ print("all required packages import")
 # | $W_1$ | the first weight matrix of the feed-forward network | $(d_{\text{model}}, d_{ff})$ | Ch. 6; Part 1 |
 # | $W_2$ | the second weight matrix of the feed-forward network | $(d_{ff}, d_{\text{model}})$ | Ch. 6; Part 1 |
 # | $b$ | a bias vector, added after a matrix product ($b_1$, $b_2$ in the feed-forward network) | a row vector | Ch. 6; Parts 1, 3 |
-# | $L$ | the number of layers (decoder blocks) of a stack | scalar | Ch. 6; Parts 1, 5 |
-# | $\ell$ | the index of a layer, from 1 to $L$ | index | Ch. 6; Parts 1, 5 |
+# | $L$ | the number of layers (decoder blocks) of a stack | scalar | Ch. 6; Parts 1, 4, 5 |
+# | $\ell$ | the index of a layer, from 1 to $L$ | index | Ch. 6; Parts 1, 4, 5 |
 # | $P$ | a probability, as in $P(w[t+1]\mid w[1..t])$ | scalar | Ch. 6; all parts |
 # | $p$ | a probability distribution over the vocabulary (or over the outcomes the page names), as a vector of probabilities | $(\lvert\mathcal V\rvert,)$ | all parts |
 # | $H$ | entropy, in nats: $H(p) = -\sum_x p(x)\log p(x)$ | scalar | Ch. 6; all parts |
