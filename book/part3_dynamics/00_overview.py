@@ -117,7 +117,8 @@ plt.show()
 #   [3.2](02_routing_and_specialisation.ipynb).
 # - **Keys are pushed apart, but to a simplex, not to orthogonality** (§6.2): the keys of two
 #   competing hypotheses end far past a right angle, still moving towards opposite; those of three
-#   at equal angles, as far apart as a plane allows — [3.4](04_design_choices.ipynb).
+#   at equal angles, as far apart as three directions can be in any number of dimensions —
+#   [3.4](04_design_choices.ipynb).
 # - **The sticky chain's transition rule** (§7.2) is garbled in the text; of the six readings the
 #   book tries, only one gives the best possible entropy of 1.8833 that §7.2 prints —
 #   [3.3](03_sticky_chain_em_vs_sgd.ipynb).
