@@ -338,6 +338,11 @@ def copy_main(argv: Sequence[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     command = args[0] if args else "build"
+    if args[1:] in (["-h"], ["--help"]) and command in ("build", "check"):
+        what = {"build": "regenerate exercises/ from solutions/ (student notebooks and exercises/README.md)",
+                "check": "fail (exit 1) when exercises/ differs from what build would write"}[command]
+        print(f"usage: nextword exercises {command}\n\n{what}; it takes no options.")
+        return 0
     if len(args) > 1 and command in ("build", "check"):
         print(f"nextword exercises {command}: error: unrecognized arguments: {' '.join(args[1:])}", file=sys.stderr)
         return 2
