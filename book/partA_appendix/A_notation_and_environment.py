@@ -95,7 +95,7 @@ print("all required packages import")
 # | object | Ch. 6 (Part 1) | formulation paper (Part 2) | dynamics paper (Part 3) | margins paper (Part 4) | SVFlow paper (Part 5) | `nextword` argument |
 # |---|---|---|---|---|---|---|
 # | token embedding of position i | $\mathbf e[i]\in\mathbb R^{d_{\text{model}}}$ (row) | $h_k\in\mathbb R^{d_e}$, $h=\phi\circ f$ (Def. 2.6–2.7) | $x_i\in\mathbb R^{d_x}$ | $x_t\in\mathbb R^{d}$ (column) | $x_q$ on the sphere $\mathbb S^{d-1}$ | `X[..., i, :]` |
-# | embedding table | $E$ | $\varphi\in\mathbb R^{d_e\times\lvert V\rvert}$ | — | $E$ (prior's token table) | — | `table (V, d)` |
+# | embedding table | — (the book writes $E$) | $\varphi\in\mathbb R^{d_e\times\lvert V\rvert}$ | — | $E$ (prior's token table) | — | `table (V, d)` |
 # | query | $\mathbf q[i]=\mathbf e[i]W^Q$ | $Qh_k$ | $q_i=W_Q x_i$ | $q_t=W_Qx_t$ | $W_{q,h}^\top x_q$ | `q = X @ W_q` |
 # | key | $\mathbf k[j]=\mathbf e[j]W^K$ | $Kh_l$ | $k_j=W_K x_j$ | $k_s=W_Kx_s$ | $k_z$ (latent component) | `k = X @ W_k` |
 # | value | $\mathbf v[j]=\mathbf e[j]W^V$ | $Vh_l$ | $v_j=W_V x_j$ | $v_s=W_Vx_s$ | $v_z$ | `v = X @ W_v` |
@@ -104,8 +104,8 @@ print("all required packages import")
 # | attention output | $\sum_j\alpha[i,j]\mathbf v[j]$ | $\mathrm{ATT}(h)_k-h_k$ | $g_i=\sum_j\alpha_{ij}v_j$ (6) | $\mu_t(x)=\sum_{s<t}\alpha_{ts}v_s$ (2) | $f_{\text{Attn}}(x_q)$ | `out` |
 # | bilinear form of scores (the matrix between the query's input and the key's, query side first unless noted) | $W^Q {W^K}^\top$ | $Q^\top K$ | $W_Q^\top W_K$ | $A=W_K^\top W_Q$ (15), key side first: $q_t^\top k_s = x_s^\top A\,x_t$, so $A$ is the transpose of Part 3's $W_Q^\top W_K$ | $W_kW_q^\top$, key side first | — |
 # | upstream gradient / residual | — | — | $u_i=\partial L/\partial g_i$ (10), $b_{ij}=u_i^\top v_j$ (11) | $e_t=x_t-\mu_t(x)$ (4), $\Sigma_t$ (13) | score $\nabla\log p$ | `grad_out`, `residual` |
-# | width | $d_{\text{model}}$, $d_k=d_{\text{model}}/h$ | $d_e$, $c$ (key width) | $d_x,d_k,d_v$ | $d$ | $d$ | `d_model`, `d_head` |
-# | heads | $h$ | — | single head | single head | $H$, index $h$ | `num_heads` |
+# | width | $d_{\text{model}}$, $d_{\text{head}}=d_{\text{model}}/n_{\text{heads}}$ (the book: $d_k$) | $d_e$, $c$ (key width) | $d_x,d_k,d_v$ | $d$ | $d$ | `d_model`, `d_head` |
+# | heads | $n_{\text{heads}}$ (the book: $h$) | — | single head | single head | $H$, index $h$ | `num_heads` |
 # | concentration / temperature | $\sqrt{d_{\text{model}}}$ | $\tau$ (§6 decoding) | — | $\sigma$ (latent-noise scale) | $\kappa$ (vMF), $\sigma$ (score scale) | `scale`, `temperature` |
 # | which scores training raises | — | — | advantage $A_{ij}=-(b_{ij}-\mathbb E_{\alpha_i}[b])$ (§3.4) | — | advantage $\eta_\ell(z)$ (App. B) | `advantage_matrix` |
 # | distance from non-invertibility | — | — | — | margin $m_t=1-a\,\mathrm{Var}_t$ (9), block $I-\Sigma_tA$ (14) | — | `scalar_margin`, `matrix_margins` |
