@@ -324,7 +324,10 @@ print(f"{len(train.ids)} training and {len(test.ids)} test sentences of {task.le
 # In each, find the subject among the first four tokens and check that every `V` is followed by its
 # agreement form. We train a model with a single layer — one attention sublayer with four heads,
 # followed by the feed-forward part of [6.6](6_6_context_representation.ipynb) — (width 32,
-# sinusoidal positions), so no later layer stands between a head and the prediction. Training is the loop you know from any neural network: take 32 random sentences,
+# sinusoidal positions), so no later attention layer stands between a head and the prediction: the
+# feed-forward part works on each position alone, so what reaches a position from the others comes
+# through the heads of this one layer. Training is the loop you know from any neural network: take 32
+# random sentences,
 # predict every next token, measure the {term}`cross-entropy` loss, step the weights with AdamW (the Adam
 # optimiser with a separate weight decay, 0 here). Here it is written out for 20 steps:
 
@@ -584,7 +587,7 @@ for claim in list(holds[SEEDS[0]])[:3]:  # these three hold for every model that
 # %% [markdown]
 # In every model kept, the causal test and the attention weights agree in one direction: the head
 # whose removal destroys the agreement (the loss at the markers jumps by more than a nat — by how many
-# depends on the run, which is why only that bound is printed and asserted) is a head that
+# depends on the run, which is why the claims use only that bound) is a head that
 # looks at the subject. Call it the **subject head**. The other direction is weaker: the fourth count
 # says whether the heads that ignore the subject also do not matter at the markers; it is not
 # guaranteed, and a head with almost no weight on the subject can still cost something there (it
