@@ -297,8 +297,9 @@ print(f"distance 20: linear RNN {linear_norms[20]:.4f} (= 0.9^20), tanh RNN {tan
 # %% [markdown]
 # Attention has no chain of states, so what can shrink? A layer with random weights puts a random
 # weight $\alpha[T,s]$ on each word, and the gradient from word $s$ to $y[T]$ is proportional to that
-# weight: the chain rule gives $\alpha[T,s]$ times a matrix (the value matrix, plus a term through
-# word $s$'s own score) in which the distance $T-s$ does not appear. So we measure one causal attention layer's Jacobians $\partial y[T]/\partial
+# weight: the chain rule gives $\alpha[T,s]$ times a matrix (the learned matrix that multiplies each
+# word before the average, plus a term through word $s$'s own score) in which the distance $T-s$
+# does not appear. So we measure one causal attention layer's Jacobians $\partial y[T]/\partial
 # x[s]$ (torch computes them by automatic differentiation) for 100 random layers and inputs, and look at
 # their average at each distance. The layer below is the whole computation of the paragraph above,
 # with the query, key and value made from each word by a random matrix:
