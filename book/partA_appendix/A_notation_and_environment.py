@@ -86,8 +86,11 @@ print("all required packages import")
 #
 # ### The five sources side by side
 #
-# The five sources name the same objects differently. The book uses each source's own symbols inside
-# that source's part, and this table to move between them. "—" means the source has no such object.
+# The five sources name the same objects differently. The lessons write the book's symbols (the table
+# above) where they can and give a source's own symbols once, in a side box "In the paper's notation";
+# some parts keep more of their source's notation than others (Part 4, for instance, keeps its paper's
+# column vectors) and say so. This table moves between the sources. "—" means the source has no such
+# object.
 #
 # | object | Ch. 6 (Part 1) | formulation paper (Part 2) | dynamics paper (Part 3) | margins paper (Part 4) | SVFlow paper (Part 5) | `nextword` argument |
 # |---|---|---|---|---|---|---|
