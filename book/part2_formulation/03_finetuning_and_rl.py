@@ -36,7 +36,7 @@
 # | symbol | meaning | shape |
 # |---|---|---|
 # | $f$ | an answer or text (a sequence of tokens); $f^{(n)}$ is the $n$-th sample of a batch | tokens |
-# | $L$ | the length of an answer | integer |
+# | $T$ | the length of an answer | integer |
 # | $a$, $b$ | a token and the token after it | tokens |
 # | $\pi$, $\pi_\theta$ | a model's distribution over answers (its *policy*), with parameters $\theta$; $\pi^*$ is the optimum of (4.7) | probabilities |
 # | $\pi_{\mathrm{ref}}$ | the reference model: the pre-trained (or fine-tuned) model RL starts from | probabilities |
@@ -63,9 +63,9 @@
 # ```{admonition} In the paper's notation
 # :class: note
 # The paper writes the vocabulary in bold, $\mathbf V$ (the book: $\mathcal V$), and the reward in
-# bold, $\mathbf r$. Its $\pi$ — kept here — is a model's distribution, not the number $\pi$. Its
-# $L$, the length of an answer, is kept too; elsewhere the book writes a length as $T$ and keeps $L$
-# for the number of layers.
+# bold, $\mathbf r$. Its $\pi$ — kept here — is a model's distribution, not the number $\pi$. It
+# writes the length of an answer as $L$; here it is $T$, the book's length of a sequence, as in
+# Chapter 6 (the book keeps $L$ for the number of layers).
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §4.3–4.5
@@ -295,7 +295,7 @@ for big_V in (1000, 50_000):
 #
 # ## KL-regularised RL (4.7): the closed-form optimum
 #
-# For sequences $f\in\mathcal V^L$, (4.7) is $\mathcal L^{\mathrm{RL}}(\pi)=-\mathbb E_\pi r+\beta D_{\mathrm{KL}}(\pi\|\pi_{\mathrm{ref}})$.
+# For sequences $f\in\mathcal V^T$, (4.7) is $\mathcal L^{\mathrm{RL}}(\pi)=-\mathbb E_\pi r+\beta D_{\mathrm{KL}}(\pi\|\pi_{\mathrm{ref}})$.
 # Completing the KL gives the Gibbs variational identity
 # $\mathcal L^{\mathrm{RL}}(\pi)=\beta D_{\mathrm{KL}}(\pi\|\pi^*)-\beta\log Z$ with
 # $\pi^*=\pi_{\mathrm{ref}}e^{r/\beta}/Z$, so $\pi^*$ is the unique minimiser over all laws and the minimum is
@@ -316,7 +316,7 @@ display(Math(r"\mathcal L^{\rm RL}(\pi)-\big(\beta D_{\rm KL}(\pi\Vert\pi^*)-\be
 assert gibbs_gap == 0
 
 # %% [markdown]
-# Now sequences: $L=4$ tokens over $\{0,1,2\}$, $\pi_{\mathrm{ref}}$ a random Markov chain (the "reference
+# Now sequences: $T=4$ tokens over $\{0,1,2\}$, $\pi_{\mathrm{ref}}$ a random Markov chain (the "reference
 # model"), and a sequence-level reward: $+1$ for each token 2, and $+2$ if the sequence ends with the
 # token it starts with (a long-range preference: a Markov policy, whose next token sees only the
 # one before, cannot express it). We
