@@ -50,7 +50,7 @@
 # | $P$, $P'$ | their transition matrices, $P_{ab}$ = probability of token $b$ after $a$ | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
 # | $U_1$, $U_2$ | the factors of the rank-2 shift of the logits, $0.8\,U_1U_2$ | $(\lvert\mathcal V\rvert,2)$, $(2,\lvert\mathcal V\rvert)$ |
 # | $W$, $W_{\mathrm{pre}}$ | a model's table of next-token logits, $\pi(b\mid a)=\mathrm{softmax}(W_a)_b$; the pre-trained table | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
-# | $A$, $B$, $k$ | the LoRA factors, $W=W_{\mathrm{pre}}+AB$, and their rank | $(\lvert\mathcal V\rvert,k)$, $(k,\lvert\mathcal V\rvert)$, integer |
+# | $A$, $B$, $s$ | the LoRA factors, $W=W_{\mathrm{pre}}+AB$, and their rank | $(\lvert\mathcal V\rvert,s)$, $(s,\lvert\mathcal V\rvert)$, integer |
 # | $G$ | the gradient of the loss with respect to the table $W$ | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
 # | $n_{ab}$, $n_a$, $n$ | the count of transitions $a\to b$ in the data; of $a$ as a context; of all transitions | integers |
 # | $N_{\mathrm{fine}}$, $N$ | the number of fine-tuning sequences; the number of samples in an RL batch | integers |
@@ -65,7 +65,8 @@
 # The paper writes the vocabulary in bold, $\mathbf V$ (the book: $\mathcal V$), and the reward in
 # bold, $\mathbf r$. Its $\pi$ — kept here — is a model's distribution, not the number $\pi$. It
 # writes the length of an answer as $L$; here it is $T$, the book's length of a sequence, as in
-# Chapter 6 (the book keeps $L$ for the number of layers).
+# Chapter 6 (the book keeps $L$ for the number of layers). The rank of a LoRA update is written $s$
+# here ($k$ is a key in the book, $r$ the reward on this page).
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §4.3–4.5
@@ -200,8 +201,8 @@ assert kl_pre_old < 0.01 and kl_pre_new > 0.3
 #
 # With $N_{\mathrm{fine}}=10$ short sequences from $\mathbf p'$ we compare: training from scratch on them;
 # full fine-tuning of all $|\mathcal V|^2$ logits starting at $W_{\mathrm{pre}}$; and LoRA,
-# $W=W_{\mathrm{pre}}+AB$ with $A\in\mathbb R^{|\mathcal V|\times k}$, $B\in\mathbb R^{k\times|\mathcal V|}$
-# ($2|\mathcal V|k$ trainable numbers; $B=0$ at the start so the model starts at the pre-trained
+# $W=W_{\mathrm{pre}}+AB$ with $A\in\mathbb R^{|\mathcal V|\times s}$, $B\in\mathbb R^{s\times|\mathcal V|}$
+# ($2|\mathcal V|s$ trainable numbers; $B=0$ at the start so the model starts at the pre-trained
 # one, and the loop above runs on $A$ and $B$ with the chain rule $\partial/\partial A=GB^\top$,
 # $\partial/\partial B=A^\top G$ for the table gradient $G$). Each method is measured by the
 # population KL to $\mathbf p'$ (averaged over the stationary law), computed exactly, averaged over
@@ -260,12 +261,12 @@ plt.show()
 # line is the pre-trained model before any update. Look at where each curve bottoms out. The flexible
 # updates (full, from scratch, LoRA rank 4) over-fit the small data set — their KL rises again with
 # more steps — while LoRA with the rank of the true shift (rank 2) reaches the lowest KL:
-# restricting the update to rank $k$ is the implicit regularisation Remark 4.9 mentions. Rank 1
+# restricting the update to rank $s$ is the implicit regularisation Remark 4.9 mentions. Rank 1
 # cannot express the shift; rank 4 has more freedom to fit noise.
 #
 # At the population level (expected counts instead of samples, so no noise) the rank statement is
-# sharp: LoRA with $k=2$ comes within a small residual of the target (explained below), while
-# $k=1$ stays far from it.
+# sharp: LoRA with $s=2$ comes within a small residual of the target (explained below), while
+# $s=1$ stays far from it.
 
 # %%
 pop_counts = w_new[:, None] * P_new  # expected transition frequencies under p'
@@ -491,7 +492,7 @@ assert cos(reinforce, exact_grad) > 0.97  # the score-function estimator points 
 # - Fine-tuning is the same next-token training on a small task-specific data set (4.6), started
 #   from the pre-trained weights; with scarce data that start reaches a lower KL than training from
 #   scratch (each compared at its best number of steps).
-# - A low-rank update (LoRA) trains $2|\mathcal V|k$ numbers instead of $|\mathcal V|^2$; when its rank
+# - A low-rank update (LoRA) trains $2|\mathcal V|s$ numbers instead of $|\mathcal V|^2$; when its rank
 #   matches the true change it also over-fits less (Remark 4.9).
 # - KL-regularised RL (4.7) has a closed-form optimum: the reference model tilted by
 #   $e^{r/\beta}$; $\beta$ trades reward against distance from the reference.
@@ -544,7 +545,7 @@ assert V * V == 100 and 2 * V * 2 == 40
 #
 # The paper states the objectives (4.6)–(4.8) and two remarks; the page checks each claim it can:
 #
-# - **Remark 4.9, low-rank updates are cheaper and regularise.** Cheaper: $2|\mathcal V|k$ trainable
+# - **Remark 4.9, low-rank updates are cheaper and regularise.** Cheaper: $2|\mathcal V|s$ trainable
 #   numbers against $|\mathcal V|^2$ (the counts printed after Figure 2.3.1). Regularise: on 290
 #   fine-tuning tokens the rank-2 update reaches a lower KL than the full update and than training
 #   from scratch (asserted with Figure 2.3.1).
