@@ -297,7 +297,7 @@ print(f"TV(tau-leap law (20 leaps), expm)  = {tv(law_tau, exact_seq):.4f}")
 print(f"mean number of jumps per chain     = {produced(n_jumps.mean(), '.2f')} "
       f"(exact: {T * (1 - np.exp(-b * t_obs)):.2f})")
 assert tv(freq_gil, exact_seq) < 0.05 and tv(freq_tau, law_tau) < 0.05
-# holding times: P(no jump by t) = exp(Q_ii t), rate -Q_ii = L*b for a fully unmasked sequence
+# holding times: P(no jump by t) = exp(Q_yy t), rate -Q_yy = T*b for a fully unmasked sequence
 no_jump = np.mean(n_jumps == 0)
 print(f"P(no jump by t): simulated {produced(no_jump, '.3f')}, "
       f"exp(-T b t) = {np.exp(-T * b * t_obs):.3f}")
@@ -575,7 +575,7 @@ display(Math(r"\text{Example 9.2 as printed, every row: } " + sp.latex(sp.simpli
              + r";\quad\text{Example 9.3 as printed, mask row: } 1,\ \text{other rows: } "
              + sp.latex(sp.expand(row_absorbing))))
 display(Math(r"\text{corrected uniform, row sum: } " + sp.latex(sp.simplify(row_uniform_fixed))
-             + r";\quad\text{corrected masking, row sum } (i\ne m)\text{: } "
+             + r";\quad\text{corrected masking, row sum } (y\ne m)\text{: } "
              + sp.latex(sp.simplify(beta - beta))))
 assert sp.simplify(row_uniform) == 1 and sp.simplify(row_uniform_fixed) == 0
 
