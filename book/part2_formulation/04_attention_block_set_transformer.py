@@ -604,7 +604,7 @@ two_points = np.array([[0.0], [1.0]])
 p1_max, p2_max = max_pool(two_points[:1]), max_pool(two_points[1:])
 mix_max = max_pool(two_points)  # the mixture 1/2 delta_0 + 1/2 delta_1
 print(f"max of the mixture: {mix_max[0]:.1f}; average of the two maxima (what any (B.5) gives): "
-      f"{(p1_max[0] + p2_max[0]) / 2:.1f}; f(h) = max((h)_j) = h_j gives the mean "
+      f"{(p1_max[0] + p2_max[0]) / 2:.1f}; f(h) = max((h)_nu) = (h)_nu gives the mean "
       f"{mean_pool(two_points)[0]:.1f}")
 assert mix_max[0] != (p1_max[0] + p2_max[0]) / 2
 assert np.isclose(soft_max_pool(two_points, 1e4)[0], mix_max[0], atol=1e-3)
