@@ -149,8 +149,6 @@ def exercises_readme(root: Path = REPO_ROOT) -> str:
         "   (partial credit: `3 of 4 checks passed`). A ✗ names the input it failed on, shows what you got",
         "   and what was expected on the smallest failing case, and where it recognises one, the likely",
         "   mistake (a factor √d, bits instead of nats, a transposed matrix, ties at the minimum, …).",
-        "   Two self-checks are one check each and stop at their first failure: Part 3 Exercise 05 and",
-        "   Part 5 Exercise 05.",
         '3. Stuck? `hint("p4_01", 1)` prints a first hint for Part 4, Exercise 01; tier 2 names the',
         "   method, tier 3 is close to the code. Take them one at a time.",
         '4. Written answers ("*Your answer here.*"): write yours first, then `reveal("p4_01")` shows the',
