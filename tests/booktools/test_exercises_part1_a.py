@@ -144,6 +144,29 @@ def test_ex03():
         with pytest.raises(ExerciseCheckError, match="below the entropy rate .* the target is in the prefix"):
             check_ex_p1_03(target_in_prefix, leaky, windows, src.entropy_rate())
 
+        # leftex: the typical off-by-one and reduction slips failed with no diagnosis (readex2 left the first)
+        def positions(ts, *, at=-1, reduce=torch.mean):
+            @torch.no_grad()
+            def loss(model, w):
+                nll = [
+                    F.cross_entropy(model(torch.from_numpy(w[:, :t]))[:, at], torch.from_numpy(w[:, t]), reduction="none")
+                    for t in ts(w.shape[1])
+                ]
+                return float(reduce(torch.stack(nll)))
+
+            return loss
+
+        slips = {
+            "the last position is skipped": positions(lambda L: range(1, L - 1)),
+            "the first position is skipped": positions(lambda L: range(2, L)),
+            "FIRST position": positions(lambda L: range(1, L), at=0),
+            "the losses are summed": positions(lambda L: range(1, L), reduce=torch.sum),
+            "bits": positions(lambda L: range(1, L), reduce=lambda x: x.mean() / np.log(2)),
+        }
+        for message, wrong in slips.items():
+            with pytest.raises(ExerciseCheckError, match=message):
+                check_ex_p1_03(wrong, leaky, windows, src.entropy_rate())
+
 
 def _mi(ids, position):
     x, y = ids[:, position - 1], ids[:, -1]

@@ -168,16 +168,39 @@ def check_ex_p1_03(generation_style_loss, model, windows, entropy_rate: float) -
             sub = windows[:rows, :6] if rows == 1 else windows[:rows]
             got = float(as_array("generation_style_loss", _call(generation_style_loss,
                                                                  f"generation_style_loss on {rows} window(s)", model, sub)))
-            nll = [-log_softmax(lm.logits(row[:t])[-1])[row[t]] for row in sub for t in range(1, sub.shape[1])]
+            L = sub.shape[1]
+            logits = [[lm.logits(row[:t]) for t in range(1, L)] for row in sub]  # prefix w[:t] of each window
+            nll = np.array([[-log_softmax(lg[-1])[row[t]] for t, lg in enumerate(lgs, start=1)]
+                            for row, lgs in zip(sub, logits)])  # (rows, L - 1): w[t] from the last position
             if got < entropy_rate - 0.5 and abs(got - float(np.mean(nll))) > 1e-3:
                 fail(f"generation_style_loss on windows[:{rows}, :{sub.shape[1]}]: got {got:.4f}, expected "
                      f"{float(np.mean(nll)):.4f}\n    likely mistake: your loss is below the entropy rate "
                      f"H = {entropy_rate:.3f}, which no prediction from the past can beat: the target is in the "
                      "prefix (predict windows[:, t] from windows[:, :t] only)")
+            first = np.array([[-log_softmax(lg[0])[row[t]] for t, lg in enumerate(lgs, start=1)]
+                              for row, lgs in zip(sub, logits)])
+            slips = {"the teacher-forced loss (one pass over the whole window): run the model on "
+                     "each prefix separately": evaluate_loss(model, sub),
+                     f"the last position is skipped: t runs over 1..L−1 = 1..{L - 1} (range(1, L)), "
+                     f"so w[{L - 1}] is predicted from w[:{L - 1}] too": float(nll[:, :-1].mean()),
+                     f"the first position is skipped: t runs over 1..L−1 = 1..{L - 1} (range(1, L)), "
+                     "so w[1] is predicted from w[:1] too": float(nll[:, 1:].mean()),
+                     "the logits of the prefix's FIRST position ([:, 0]): the next token is predicted by the "
+                     "last position of the prefix ([:, -1])": float(first.mean()),
+                     "the losses are summed: the generation-style loss is their mean over all positions and "
+                     "windows": float(nll.sum()),
+                     "each window's losses are summed, then averaged over the windows: take the mean over "
+                     "positions too": float(nll.sum(1).mean()),
+                     "bits (log base 2): the loss is in nats (natural log, as cross_entropy computes it)":
+                     float(nll.mean() / np.log(2)),
+                     "the sign: a negative log-likelihood is −log p (positive)": -float(nll.mean())}
+            # the slips are matched at the check's own tolerance (a float32 forward pass differs from the
+            # numpy reference by more than diagnose's 1e-6)
+            found = {m: got for m, v in slips.items()
+                     if abs(got - float(np.mean(nll))) > 1e-4 + 1e-4 * abs(float(np.mean(nll)))
+                     and abs(got - v) <= 1e-4 + 1e-4 * abs(v)}
             check_close(f"generation_style_loss on windows[:{rows}, :{sub.shape[1]}]", got, float(np.mean(nll)),
-                        rtol=1e-4, atol=1e-4,
-                        mistakes={"the teacher-forced loss (one pass over the whole window): run the model on "
-                                  "each prefix separately": evaluate_loss(model, sub)})
+                        rtol=1e-4, atol=1e-4, mistakes=dict(list(found.items())[:1]))
     with r.check("the leak: teacher-forced loss < entropy rate < generation-style loss"):
         gen = float(as_array("generation_style_loss", _call(generation_style_loss, "generation_style_loss",
                                                              model, windows)))
