@@ -149,7 +149,9 @@ def test_ex03():
             @torch.no_grad()
             def loss(model, w):
                 nll = [
-                    F.cross_entropy(model(torch.from_numpy(w[:, :t]))[:, at], torch.from_numpy(w[:, t]), reduction="none")
+                    F.cross_entropy(
+                        model(torch.from_numpy(w[:, :t]))[:, at], torch.from_numpy(w[:, t]), reduction="none"
+                    )
                     for t in ts(w.shape[1])
                 ]
                 return float(reduce(torch.stack(nll)))
