@@ -90,3 +90,13 @@ def test_p5_04():
         check_ex_p5_04(np.array([[0.9, 0.3], [0.1, 0.9]]))
     with pytest.raises(ExerciseCheckError, match="shape"):
         check_ex_p5_04(np.ones(4) / 4)
+
+
+def test_p5_04_exact_ties_pass_with_the_convention_named(capsys):
+    """leftex (readex2 left it): gates tied exactly at (1/2, 1/2) pass only by arg-max's tie-break to expert 0;
+    the ✓ says so (and the statement and hint), nearly tied gates get no such note."""
+    assert check_ex_p5_04(np.array([[0.5, 0.5]] * 3 + [[0.0, 1.0]]))
+    out = capsys.readouterr().out
+    assert "3 of your rows are tied exactly" in out and "lower index" in out
+    assert check_ex_p5_04(np.array([[0.5 + 1e-9, 0.5 - 1e-9]] * 3 + [[0.0, 1.0]]))
+    assert "tied exactly" not in capsys.readouterr().out
