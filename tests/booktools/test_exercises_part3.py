@@ -123,6 +123,10 @@ def test_p3_02_half_transposed_or_u_j_named(wrong, named):
 
 # --- exercise 03 ------------------------------------------------------------------------------
 def _transition(n, stay, rule):
+    if rule == "line_distance":  # the statement's non-circulant contrast (not a rule of the library)
+        i, k = np.indices((n, n))
+        w = np.abs(i - k).astype(float)
+        return (1 - stay) * w / w.sum(1, keepdims=True) + stay * np.eye(n)
     return sticky_markov_chain(n, stay, rule=rule).transition
 
 
@@ -147,6 +151,8 @@ def test_p3_03_wrong_answers_fail():
 
 
 def _line_distance_transition(n, stay, rule):  # |i - j| where the ring distance is due
+    if rule == "line_distance":
+        return _transition(n, stay, rule)
     i, k = np.indices((n, n))
     w = {"uniform_others": (i != k).astype(float), "circular_distance": np.abs(i - k).astype(float)}.get(
         rule, np.where(i != k, 1.0 / np.maximum(np.abs(i - k), 1), 0.0)
@@ -166,6 +172,31 @@ def test_p3_03_line_distance_and_column_entropy_named():
 
     with pytest.raises(ExerciseCheckError, match="down the columns"):
         check_ex_p3_03(_transition, column_entropy, "inverse_circular_distance")
+
+
+def test_p3_03_column_normalisation_fails_and_is_named():
+    """leftex (readex2 left it): normalising the weights by column sums passed, since the three ring rules'
+    weights are circulant (column sums = row sums); the statement's non-circulant "line_distance" rule tells them
+    apart, and the slip is named. The ring distance used on the line is named too."""
+
+    def by_columns(n, stay, rule):
+        if rule != "line_distance":
+            return _transition(n, stay, rule)  # identical for circulant weights
+        i, k = np.indices((n, n))
+        w = np.abs(i - k).astype(float)
+        return (1 - stay) * w / w.sum(0, keepdims=True) + stay * np.eye(n)
+
+    with pytest.raises(ExerciseCheckError, match="normalised down the columns") as info:
+        check_ex_p3_03(by_columns, markov_entropy_rate, "inverse_circular_distance")
+    assert "5 of 6 checks passed" in str(info.value)
+
+    def ring_on_the_line(n, stay, rule):
+        if rule != "line_distance":
+            return _transition(n, stay, rule)
+        return _transition(n, stay, "circular_distance")
+
+    with pytest.raises(ExerciseCheckError, match="on a line, states 0 and n − 1"):
+        check_ex_p3_03(ring_on_the_line, markov_entropy_rate, "inverse_circular_distance")
 
 
 # --- exercise 04 ------------------------------------------------------------------------------

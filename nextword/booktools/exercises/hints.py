@@ -140,8 +140,9 @@ HINTS: dict[str, tuple[str, ...]] = {
         "The entropy rate of a stationary Markov chain is the average row entropy, weighted by the stationary law.",
         "The stationary law π is the left eigenvector of P for eigenvalue 1; H = −Σ_i π_i Σ_j P_ij log P_ij "
         "(0 log 0 = 0). For the rules, the off-diagonal mass 1 − stay is split by the rule's weights.",
-        "π from np.linalg.eig(P.T), normalised; circular distance d = min(|i-j|, n-|i-j|); then compute the "
-        "three chains' rates and compare with 1.8833.",
+        "π from np.linalg.eig(P.T), normalised; circular distance d = min(|i-j|, n-|i-j|), line distance |i-j|; "
+        "divide each row's weights by that row's sum (w.sum(axis=1)); then compute the three ring chains' rates and "
+        "compare with 1.8833.",
     ),
     "p3_04": (
         "An M-step moves each value vector against the errors of the queries that attend to it.",

@@ -165,6 +165,23 @@ def check_ex_p3_03(transition: Callable, entropy_rate: Callable, best_rule: str)
                              "min(|i − j|, n − |i − j|)"] = (1 - stay) * w / w.sum(1, keepdims=True) + stay * np.eye(n)
                 check_close(f"transition({n}, {stay}, {rule!r})", got, ref, rtol=1e-10, atol=1e-12,
                             mistakes=mistakes)
+    with r.check(f"transition(n, stay, 'line_distance') for (n, stay) = {chains}: row i is the law of the next "
+                 "state given i (weights not circulant)"):
+        for n, stay in chains:
+            i, k = np.indices((n, n))
+            w = np.abs(i - k).astype(float)  # the states on a line: symmetric, not circulant
+            ring = np.minimum(w, n - w)
+            ref = (1 - stay) * w / w.sum(1, keepdims=True) + stay * np.eye(n)
+            got = _call(transition, f"transition({n}, {stay}, 'line_distance')", n, stay, "line_distance")
+            check_close(f"transition({n}, {stay}, 'line_distance')", got, ref, rtol=1e-10, atol=1e-12,
+                        mistakes={"the weights are normalised down the columns (P[i, j] = w_ij / Σ_k w_kj): row i "
+                                  "is the law of the next state given i, P[i, j] = (1 − stay) w_ij / Σ_k w_ik, so "
+                                  "every ROW sums to 1 (the ring rules' weights are circulant: there, column sums "
+                                  "equal row sums and hide it)":
+                                  (1 - stay) * w / w.sum(0, keepdims=True) + stay * np.eye(n),
+                                  "the circular distance min(|i − j|, n − |i − j|): on a line, states 0 and n − 1 "
+                                  "are n − 1 apart, w = |i − j|":
+                                  (1 - stay) * ring / ring.sum(1, keepdims=True) + stay * np.eye(n)})
     with r.check("entropy_rate of the sticky chains and of a chain with a non-uniform stationary law"):
         for n, stay in chains:
             for rule in rules:
