@@ -68,6 +68,29 @@ def test_ex02():
     with pytest.raises(ExerciseCheckError, match="number of keys"):
         check_ex_p1_02(lambda q, K, V: (_attn(q, K, V)[0], _attn(q, K, V)[1] / len(K)), _hull)
 
+    # leftex: a hull test without Σλ = 1 (the cone) or without λ ≥ 0 (the affine hull) was told 'a bounding-box
+    # test' (the wrong mistake); unnormalised weights were only 'a missing or extra scale factor'
+    def lp_hull(x, V, *, ones=True, nonneg=True):
+        from scipy.optimize import linprog
+
+        n = V.shape[0]
+        A, b = (np.vstack([V.T, np.ones(n)]), np.append(x, 1)) if ones else (V.T, x)
+        bounds = [(0, None) if nonneg else (None, None)] * n
+        return linprog(np.zeros(n), A_eq=A, b_eq=b, bounds=bounds).status == 0
+
+    with pytest.raises(ExerciseCheckError, match="need not sum to 1"):
+        check_ex_p1_02(_attn, lambda x, V: lp_hull(x, V, ones=False))
+    with pytest.raises(ExerciseCheckError, match="may be negative"):
+        check_ex_p1_02(_attn, lambda x, V: lp_hull(x, V, nonneg=False))
+
+    def unnormalised(q, K, V):
+        s = K @ q / np.sqrt(len(q))
+        w = np.exp(s - s.max())
+        return w, w @ V
+
+    with pytest.raises(ExerciseCheckError, match="shifted exponentials .* are not normalised"):
+        check_ex_p1_02(unnormalised, _hull)
+
 
 def test_ex03():
     torch = pytest.importorskip("torch")

@@ -101,7 +101,12 @@ def check_ex_p1_02(attention_output, in_convex_hull) -> bool:
             for (label, q, K, V), (w, _) in zip(cases, results):
                 _, ref_w = scaled_dot_product_attention(q[None], K, V, return_weights=True)
                 w = check_close(f"weights for {label}", w, ref_w[0], rtol=1e-9, atol=1e-12, d=K.shape[1],
-                                mistakes={"softmax of the unscaled scores: divide by √d": _softmax(K @ q)})
+                                mistakes={"softmax of the unscaled scores: divide by √d": _softmax(K @ q),
+                                          "the exponentials are not normalised: divide them by their sum, so that "
+                                          "the weights sum to 1": np.exp(K @ q / np.sqrt(K.shape[1])),
+                                          "the shifted exponentials exp(s_j − max s) are not normalised: divide them "
+                                          "by their sum, so that the weights sum to 1":
+                                          np.exp(K @ q / np.sqrt(K.shape[1]) - (K @ q / np.sqrt(K.shape[1])).max())})
                 check_true(np.all(w >= 0) and abs(w.sum() - 1) < 1e-12, "weights must be non-negative and sum to 1")
         with r.check("output = Σ_j α_j v_j"):
             for (label, q, K, V), (_, out) in zip(cases, results):
@@ -130,13 +135,33 @@ def check_ex_p1_02(attention_output, in_convex_hull) -> bool:
         for label, x, V in (("the triangle (0,0), (1,0), (0,1)", np.array([0.6, 0.6]),
                              np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])),
                             ("the three unit vectors of R³", np.full(3, 0.5), np.eye(3))):
-            check_true(not bool(_call(in_convex_hull, "in_convex_hull", x.copy(), V.copy())),
-                       f"in_convex_hull accepts {describe(x)} for the values {label}: every coordinate lies between "
-                       "the values' smallest and largest, but the coefficients would have to sum to more than 1, "
-                       "so it is outside the hull\n    likely mistake: a coordinate-wise (bounding-box) test — "
-                       "necessary for a convex combination, not sufficient: look for λ ≥ 0 with Σ λ = 1 and Vᵀ λ = x")
+            if bool(_call(in_convex_hull, "in_convex_hull", x.copy(), V.copy())):
+                fail(f"in_convex_hull accepts {describe(x)} for the values {label}: every coordinate lies between "
+                     "the values' smallest and largest, but the coefficients would have to sum to more than 1, "
+                     f"so it is outside the hull\n    likely mistake: {_hull_slip(in_convex_hull)}")
     return r.done("weights form a distribution, output = Σ α v matches the library, and the hull test "
                   "accepts outputs and vertices and rejects outside points")
+
+
+def _hull_slip(in_convex_hull) -> str:
+    """The likely mistake of a hull test that accepts a point outside the hull, told apart by two probes on
+    the triangle (0,0), (1,0), (0,1): (2, 2) lies in the cone of the values (λ ≥ 0, any sum) and in their
+    affine hull (Σλ = 1, any sign), outside their bounding box; (−0.5, 0.5) lies in the affine hull only."""
+    V = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    try:
+        cone = bool(in_convex_hull(np.array([2.0, 2.0]), V.copy()))
+        affine = bool(in_convex_hull(np.array([-0.5, 0.5]), V.copy()))
+    except Exception:  # noqa: BLE001 — the probes only choose the message
+        cone = affine = False
+    if affine:
+        return ("the coefficients may be negative: your test also accepts (−0.5, 0.5) = 1·(0,0) − 0.5·(1,0) + "
+                "0.5·(0,1) for the triangle (0,0), (1,0), (0,1), an affine combination; bound them below: λ ≥ 0")
+    if cone:
+        return ("the coefficients need not sum to 1: your test also accepts (2, 2) = 2·(1,0) + 2·(0,1) for the "
+                "triangle (0,0), (1,0), (0,1), a point of the cone the values span; add Σ λ = 1 (a row of ones in "
+                "the equality constraints)")
+    return ("a coordinate-wise (bounding-box) test — necessary for a convex combination, not sufficient: look for "
+            "λ ≥ 0 with Σ λ = 1 and Vᵀ λ = x")
 
 
 def check_ex_p1_03(generation_style_loss, model, windows, entropy_rate: float) -> bool:
