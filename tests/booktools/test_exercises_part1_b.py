@@ -112,6 +112,23 @@ def test_p1_08_names_the_key_value_count():
 
 def test_p1_08():
     assert check_ex_p1_08(lambda T, d: d, lambda T, d: T * d, lambda f, d: f)
+
+
+def test_ex08_a_right_loop_over_wrong_counts_is_not_called_a_loop_slip():
+    """leftex: transformer_memory = (T − 1) d (off by one) failed undiagnosed, and the crossover loop run on it
+    (right loop, one T later) was told 'the first T where the ratio reaches the factor (≥), not exceeds it (>)'."""
+
+    def loop(f, d):
+        T = 1
+        while (T - 1) * d < f * d:
+            T += 1
+        return T
+
+    with pytest.raises(ExerciseCheckError, match="leaves one position out") as info:
+        check_ex_p1_08(lambda T, d: d, lambda T, d: (T - 1) * d, loop)
+    assert "none in the loop" in str(info.value) and "(≥), not exceeds" not in str(info.value)
+    with pytest.raises(ExerciseCheckError, match="reaches the factor"):  # the loop slip itself is still named
+        check_ex_p1_08(lambda T, d: d, lambda T, d: T * d, lambda f, d: f + 1)
     with pytest.raises(ExerciseCheckError, match="transformer_memory"):  # the KV cache, 2Td
         check_ex_p1_08(lambda T, d: d, lambda T, d: 2 * T * d, lambda f, d: -(-f // 2))
     with pytest.raises(ExerciseCheckError, match="rnn_memory"):

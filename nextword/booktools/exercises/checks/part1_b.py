@@ -185,7 +185,9 @@ def check_ex_p1_08(rnn_memory: Callable, transformer_memory: Callable, crossover
                "the size of the per-position representations",
                ((lambda T, d: T * T, "that is the attention matrix; count the d-vectors kept per position"),
                 (lambda T, d: 2 * T * d, "2Td counts a key and a value per position, the cache of question 3; "
-                                         "here one layer keeps one d-vector (its output) per position"))))
+                                         "here one layer keeps one d-vector (its output) per position"),
+                (lambda T, d: (T - 1) * d, "(T − 1) d leaves one position out: all T positions, the current one "
+                                           "included, keep their d-vector"))))
     for name, fn, measured, what, mistakes in counts:
         with r.check(f"{name}(T, d) = {what}"):
             for T, d in sizes:
@@ -201,7 +203,17 @@ def check_ex_p1_08(rnn_memory: Callable, transformer_memory: Callable, crossover
             expected = next(T for T in range(1, 200) if _measured_transformer(T, d) >= factor * _measured_rnn(T, d))
             if got != expected:
                 msg = f"crossover_length({factor}, {d}): got {got}, expected {expected}"
-                if got == expected + 1:
+                try:  # the crossover of the student's own counts: a right loop over wrong counts is not a loop slip
+                    own = next((T for T in range(1, 200)
+                                if transformer_memory(T, d) >= factor * rnn_memory(T, d)), None)
+                    own_counts_right = all(transformer_memory(T, d) == _measured_transformer(T, d)
+                                           and rnn_memory(T, d) == _measured_rnn(T, d) for T in range(1, 200))
+                except Exception:  # noqa: BLE001 — the probe only chooses the message
+                    own, own_counts_right = None, True
+                if got == own and not own_counts_right:
+                    msg += ("\n    likely mistake: none in the loop — it finds the crossover of your rnn_memory and "
+                            "transformer_memory, which are wrong (see the checks above)")
+                elif got == expected + 1:
                     msg += "\n    likely mistake: the first T where the ratio reaches the factor (≥), not exceeds it (>)"
                 fail(msg)
     return r.done("memory counts match the arrays an RNN and an attention layer keep; the crossover lengths "
