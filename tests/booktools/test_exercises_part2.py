@@ -120,3 +120,26 @@ def test_p2_03_right_and_wrong():
         check_ex_p2_03(ssm.discretize_zoh, scan_updated_first)
     with pytest.raises(ExerciseCheckError, match="NotImplementedError"):
         check_ex_p2_03(_not_implemented, _not_implemented)
+
+
+def test_p2_03_dt_left_out_and_previous_input_named():
+    """leftex: zoh without dt (a step of 1) got no diagnosis for Abar and was told 'Bbar = exp(dt A) B' for Bbar
+    (a coincidence at A = 0, the wrong mistake); a scan feeding the state h[k − 1] got no diagnosis."""
+
+    def scan(Ab, Bb, C, D, h, v0):
+        return ssm.ssm_scan(Ab, Bb, C, D, h, v0)[1]
+
+    with pytest.raises(ExerciseCheckError) as info:
+        check_ex_p2_03(lambda A, B, dt: ssm.discretize_zoh(A, B, 1.0), scan)
+    message = str(info.value)
+    assert "dt is missing: Abar = exp(dt A)" in message and "either dt is missing" in message
+
+    def scan_previous_input(Ab, Bb, C, D, h, v0):
+        v, out = np.asarray(v0, float), []
+        for k in range(len(h)):
+            out.append(C @ v + D @ h[k])
+            v = Ab @ v + Bb @ h[k - 1]
+        return np.array(out)
+
+    with pytest.raises(ExerciseCheckError, match="fed the previous input"):
+        check_ex_p2_03(ssm.discretize_zoh, scan_previous_input)
