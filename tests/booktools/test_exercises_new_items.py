@@ -90,3 +90,28 @@ def test_p3_05_and_p5_05_name_the_typical_slips():
 
     with pytest.raises(ExerciseCheckError, match="R.z. with the wrong sign"):
         check_ex_p5_05(r_flipped)
+
+
+def test_p3_05_names_the_off_by_one_cosine_and_the_uncentred_or_key_gradient():
+    """leftex: simplex_cosine = −1/G was told 'a factor 2 too small (a missing factor 2 of a derivative?)' (the
+    wrong mistake, a coincidence at G = 2); the uncentred advantage and dSᵀ K failed undiagnosed."""
+    cos = lambda G: -1.0 / (G - 1)  # noqa: E731
+    with pytest.raises(ExerciseCheckError, match="−1/G: the G unit vectors sum to zero") as info:
+        check_ex_p3_05(_key_gradient, lambda G: -1.0 / G)
+    assert "factor 2" not in str(info.value)
+
+    def uncentred(params, X, y):
+        fw = head_forward(params, X)
+        B = compatibility_matrix(upstream_gradient(fw.probs, y, params.W_O), fw.V)
+        return (fw.alpha * B).T @ fw.Q / np.sqrt(fw.Q.shape[1])
+
+    with pytest.raises(ExerciseCheckError, match="not centred"):
+        check_ex_p3_05(uncentred, cos)
+
+    def with_keys(params, X, y):
+        fw = head_forward(params, X)
+        dS = score_gradient(fw.alpha, compatibility_matrix(upstream_gradient(fw.probs, y, params.W_O), fw.V))
+        return dS.T @ fw.K / np.sqrt(fw.Q.shape[1])
+
+    with pytest.raises(ExerciseCheckError, match="dSᵀ K: key j"):
+        check_ex_p3_05(with_keys, cos)

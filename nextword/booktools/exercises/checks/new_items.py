@@ -53,12 +53,22 @@ def check_ex_p3_05(key_gradient: Callable, simplex_cosine: Callable) -> bool:
                         mistakes={"dS Q instead of dSᵀ Q: key j collects α_ij(b_ij − E[b]) q_i over the queries i "
                                   "(a column of dS)": dS @ fw.Q / np.sqrt(d_k),
                                   "the sign of the advantage: dL/ds_ij = α_ij (b_ij − E_α_i[b]), compatibility minus "
-                                  "its mean": -dS.T @ fw.Q / np.sqrt(d_k)})
+                                  "its mean": -dS.T @ fw.Q / np.sqrt(d_k),
+                                  "the compatibility is not centred (α ⊙ B): the softmax couples a row's scores, "
+                                  "dL/ds_ij = α_ij (b_ij − E_α_i[b]) with E_α_i[b] = Σ_j' α_ij' b_ij'":
+                                  (fw.alpha * B).T @ fw.Q / np.sqrt(d_k),
+                                  "dSᵀ K: key j's gradient collects the QUERIES q_i that score it (s_ij = q_i · k_j / "
+                                  "√d_k), so dL/dK = dSᵀ Q / √d_k": dS.T @ fw.K / np.sqrt(d_k)})
     with r.check("simplex_cosine(G) = −1/(G − 1) for G = 2, 3, 4, 7"):
         for G in (2, 3, 4, 7):
             c = as_array(f"simplex_cosine({G})", call_student(simplex_cosine, "simplex_cosine", G))
             check_true(c.shape in ((), (1,)), f"simplex_cosine({G}) should return one number")
-            check_close(f"simplex_cosine({G})", c.reshape(()), -1.0 / (G - 1), rtol=1e-9, atol=1e-12)
+            check_close(f"simplex_cosine({G})", c.reshape(()), -1.0 / (G - 1), rtol=1e-9, atol=1e-12,
+                        mistakes={"−1/G: the G unit vectors sum to zero, so 0 = |Σ_g k_g|² = G + G(G − 1) c, "
+                                  "c = −1/(G − 1)": -1.0 / G,
+                                  "the cosine of the angle 2π/G between neighbours on a circle: the G vectors "
+                                  "are equally spaced in G − 1 dimensions, all pairs at the same angle":
+                                  np.cos(2 * np.pi / G)})
     return r.done("the §6.2 key gradient is right, and so is the simplex cosine -1/(G-1)")
 
 
