@@ -104,10 +104,10 @@ def test_p4_02_right_and_wrong():
         check_ex_p4_02(a_transposed)
 
 
-def _block(X, t, W_Q, W_K, W_V, *, swap=False, scale=1.0, scale_derivative=False):
+def _block(X, t, W_Q, W_K, W_V, *, swap=False, scale=1.0, scale_derivative=False, include_self=False):
     if t == 0:
         return np.eye(X.shape[1])
-    past = X[:t]
+    past = X[: t + 1] if include_self else X[:t]
     s = scale * (past @ W_K.T) @ (W_Q @ X[t])
     alpha = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
     v = past @ W_V.T
@@ -152,3 +152,11 @@ def test_p4_03_right_and_wrong():
     c = brentq(lambda s: matrix_margins(s * X, np.eye(2), np.eye(2)).det[-1], 0.6, 0.65)
     with pytest.raises(ExerciseCheckError, match="singular"):
         check_ex_p4_03(c * X, np.eye(2), np.eye(2))
+
+
+def test_p4_02_own_token_in_the_sums_is_named_not_called_float32():
+    """leftex: sums over s ≤ t (the token itself included) are off by ~1e-6 at t = 1 for the checker's X, and were
+    told 'the error is at float32 round-off level — compute in float64' (the wrong mistake)."""
+    with pytest.raises(ExerciseCheckError, match="the sums run over s ≤ t") as info:
+        check_ex_p4_02(lambda X, t, W_Q, W_K, W_V: _block(X, t, W_Q, W_K, W_V, include_self=True))
+    assert "float32" not in str(info.value)

@@ -90,15 +90,15 @@ def check_ex_p4_01(scalar_margins: Callable, support: Callable) -> bool:
 
 def _block_variant(X: np.ndarray, t: int, W_Q: np.ndarray, W_K: np.ndarray, W_V: np.ndarray, *,
                    transpose_A: bool = False, swap_cross: bool = False, logit_scale: float = 1.0,
-                   scale_derivative: bool = False) -> np.ndarray:
+                   scale_derivative: bool = False, include_self: bool = False) -> np.ndarray:
     """I − Σ_s α_ts (v_s − v̄_t)(x_s − x̄_t)ᵀ A computed with a typical slip (diagnosis only): A = W_Kᵀ W_Q
-    transposed, the outer product's factors swapped, or logits scaled by ``logit_scale`` (1/√d_k) in the
-    weights only or in the weights and the derivative."""
+    transposed, the outer product's factors swapped, logits scaled by ``logit_scale`` (1/√d_k) in the
+    weights only or in the weights and the derivative, or the sums over s ≤ t (``include_self``)."""
     from nextword.attention import softmax
 
     if t == 0:
         return np.eye(X.shape[1])
-    past = X[:t]
+    past = X[:t + 1] if include_self else X[:t]
     alpha = softmax(logit_scale * (past @ W_K.T) @ (W_Q @ X[t]))
     v = past @ W_V.T
     cross = (alpha[:, None] * (v - alpha @ v)).T @ (past - alpha @ past)
@@ -132,7 +132,10 @@ def check_ex_p4_02(diagonal_block: Callable) -> bool:
                             _block_variant(X, t, W_Q, W_K, W_V, transpose_A=True),
                             "the outer product's factors are swapped: ∂μ_t/∂x_t = Σ_s v_s (∂α_ts/∂x_t)ᵀ puts the "
                             "values on the left, (v_s − v̄_t)(x_s − x̄_t)ᵀ A":
-                            _block_variant(X, t, W_Q, W_K, W_V, swap_cross=True)}
+                            _block_variant(X, t, W_Q, W_K, W_V, swap_cross=True),
+                            "the sums run over s ≤ t (the token itself included): the strict causal attention "
+                            "of Eq. (2) averages over the past s < t only":
+                            _block_variant(X, t, W_Q, W_K, W_V, include_self=True)}
                 for both, where in ((False, "in the weights"), (True, "in the weights and their derivative")):
                     mistakes[f"1/√d_k {where}: the logits here are q_tᵀ k_s with no 1/√d_k (Eqs. 2–4)"] = \
                         _block_variant(X, t, W_Q, W_K, W_V, logit_scale=1 / np.sqrt(dk), scale_derivative=both)
