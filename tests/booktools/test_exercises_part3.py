@@ -199,6 +199,23 @@ def test_p3_03_column_normalisation_fails_and_is_named():
         check_ex_p3_03(ring_on_the_line, markov_entropy_rate, "inverse_circular_distance")
 
 
+def test_p3_01_row_means_without_keepdims_named():
+    """leftex: (alpha * B).sum(axis=1) without keepdims=True broadcasts row j's mean into column j; it failed with
+    no diagnosis in both functions."""
+
+    def sg(alpha, U, V):
+        B = U @ V.T
+        return alpha * (B - np.sum(alpha * B, axis=1))
+
+    def adv(alpha, U, V):
+        B = U @ V.T
+        return -(B - np.sum(alpha * B, axis=1))
+
+    with pytest.raises(ExerciseCheckError, match="without keepdims=True") as info:
+        check_ex_p3_01(sg, adv)
+    assert "0 of 2 checks passed" in str(info.value) and str(info.value).count("without keepdims=True") == 2
+
+
 # --- exercise 04 ------------------------------------------------------------------------------
 def _em_value_step(params, X, y, value_lr, sign=1.0, causal=True, transpose=True):
     Q, K, V = X @ params.W_Q, X @ params.W_K, X @ params.W_V

@@ -70,7 +70,10 @@ def check_ex_p3_01(score_gradient: Callable, advantage: Callable) -> bool:
                                   "the mean is not subtracted: the softmax couples the scores of a row, "
                                   "dL/ds_ij = α_ij (B_ij − Σ_k α_ik B_ik)": alpha * B,
                                   "the mean runs down a column (over the queries): E_α_i[b] = Σ_k α_ik B_ik is "
-                                  "a sum along row i": alpha * (B - (alpha * B).sum(0, keepdims=True))})
+                                  "a sum along row i": alpha * (B - (alpha * B).sum(0, keepdims=True)),
+                                  "the row means lost their axis (sum(axis=1) without keepdims=True): a (T,) vector "
+                                  "broadcasts along the rows, so B_ij − m_j subtracts row j's mean from column j; "
+                                  "keep it a (T, 1) column": alpha * (B - (alpha * B).sum(1)[None, :])})
     with r.check("advantage A_ij = −(B_ij − Σ_k α_ik B_ik) on the visible keys (§3.4)"):
         for label, alpha, U, V in cases:
             B = compatibility_matrix(U, V)
@@ -85,7 +88,10 @@ def check_ex_p3_01(score_gradient: Callable, advantage: Callable) -> bool:
                                   "wrong sign: A_ij > 0 must mean that raising s_ij lowers the loss, "
                                   "A_ij = Σ_k α_ik B_ik − B_ij": -expected[visible],
                                   "the mean is taken with equal weights: weight B_ik by α_ik":
-                                  (np.where(visible, B, 0).sum(1, keepdims=True) / visible.sum(1, keepdims=True) - B)[visible]})
+                                  (np.where(visible, B, 0).sum(1, keepdims=True) / visible.sum(1, keepdims=True) - B)[visible],
+                                  "the row means lost their axis (sum(axis=1) without keepdims=True): a (T,) vector "
+                                  "broadcasts along the rows, so row j's mean lands in column j; keep it (T, 1)":
+                                  ((alpha * B).sum(1)[None, :] - B)[visible]})
     return r.done("Eq. (23) and the advantage A_ij match on full and causal attention (4 cases)")
 
 
