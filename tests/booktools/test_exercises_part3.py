@@ -217,13 +217,14 @@ def test_p3_01_row_means_without_keepdims_named():
 
 
 # --- exercise 04 ------------------------------------------------------------------------------
-def _em_value_step(params, X, y, value_lr, sign=1.0, causal=True, transpose=True):
+def _em_value_step(params, X, y, value_lr, sign=1.0, causal=True, transpose=True, one_hot=True, lstsq=True):
     Q, K, V = X @ params.W_Q, X @ params.W_K, X @ params.W_V
     G, alpha = scaled_dot_product_attention(Q, K, V, causal=causal, return_weights=True)
     P = softmax(G @ params.W_O + params.b)
-    P[np.arange(len(y)), y] -= 1.0
+    if one_hot:
+        P[np.arange(len(y)), y] -= 1.0
     dV = -sign * value_lr * (alpha.T if transpose else alpha) @ (P @ params.W_O.T)
-    return params.W_V + np.linalg.lstsq(X, dV, rcond=None)[0]
+    return params.W_V + (np.linalg.lstsq(X, dV, rcond=None)[0] if lstsq else X.T @ dV)
 
 
 def test_p3_04_right_answer_passes():
@@ -239,3 +240,11 @@ def test_p3_04_wrong_answers_fail():
         check_ex_p3_04(lambda p, X, y, lr: _em_value_step(p, X, y, lr).T)
     with pytest.raises(ExerciseCheckError, match="α U instead of αᵀ U"):  # named now (was: no diagnosis)
         check_ex_p3_04(lambda p, X, y, lr: _em_value_step(p, X, y, lr, transpose=False))
+
+
+def test_p3_04_error_without_one_hot_and_gradient_back_projection_named():
+    """leftex: δ = p without − e_y, and Xᵀ ΔV in place of the least-squares map back to W_V, failed undiagnosed."""
+    with pytest.raises(ExerciseCheckError, match="lacks its − e_"):
+        check_ex_p3_04(lambda p, X, y, lr: _em_value_step(p, X, y, lr, one_hot=False))
+    with pytest.raises(ExerciseCheckError, match="mapped back by Xᵀ ΔV"):
+        check_ex_p3_04(lambda p, X, y, lr: _em_value_step(p, X, y, lr, lstsq=False))

@@ -213,18 +213,20 @@ def check_ex_p3_03(transition: Callable, entropy_rate: Callable, best_rule: str)
 
 
 def _em_variant(params, X: np.ndarray, y: np.ndarray, value_lr: float, *, causal: bool = True,
-                transpose: bool = True) -> np.ndarray:
-    """The new W_V of one M-step computed with a typical slip (for the diagnosis only): non-causal weights, or
-    α U where αᵀ U is due (value j collects Σ_i α_ij u_i, a column of α)."""
+                transpose: bool = True, one_hot: bool = True, least_squares: bool = True) -> np.ndarray:
+    """The new W_V of one M-step computed with a typical slip (for the diagnosis only): non-causal weights,
+    α U where αᵀ U is due (value j collects Σ_i α_ij u_i, a column of α), δ = p without − e_y, or ΔV mapped
+    back to W_V by Xᵀ ΔV instead of least squares."""
     from nextword.attention import scaled_dot_product_attention, softmax
 
     G, alpha = scaled_dot_product_attention(X @ params.W_Q, X @ params.W_K, X @ params.W_V, causal=causal,
                                             return_weights=True)
     delta = softmax(G @ params.W_O + params.b)
-    delta[np.arange(len(y)), y] -= 1.0
+    if one_hot:
+        delta[np.arange(len(y)), y] -= 1.0
     U = delta @ params.W_O.T
     dV = -value_lr * ((alpha.T if transpose else alpha) @ U)
-    return params.W_V + np.linalg.lstsq(X, dV, rcond=None)[0]
+    return params.W_V + (np.linalg.lstsq(X, dV, rcond=None)[0] if least_squares else X.T @ dV)
 
 
 def check_ex_p3_04(em_value_step: Callable) -> bool:
@@ -254,6 +256,12 @@ def check_ex_p3_04(em_value_step: Callable) -> bool:
                                   _em_variant(params, task.X, task.targets, value_lr, causal=False),
                                   "α U instead of αᵀ U: value j collects Σ_i α_ij u_i, from the queries i that "
                                   "attend to it (column j of α)":
-                                  _em_variant(params, task.X, task.targets, value_lr, transpose=False)})
+                                  _em_variant(params, task.X, task.targets, value_lr, transpose=False),
+                                  "the error δ_i = p_i − e_(y_i) lacks its − e_(y_i) (Eq. 13): with p_i alone, "
+                                  "every value is pushed away from every class":
+                                  _em_variant(params, task.X, task.targets, value_lr, one_hot=False),
+                                  "ΔV is mapped back by Xᵀ ΔV (a gradient step on W_V): the M-step moves the values "
+                                  "to V + ΔV, so W_V gets the least-squares solution of X ΔW_V = ΔV":
+                                  _em_variant(params, task.X, task.targets, value_lr, least_squares=False)})
     return r.done("one EM-like M-step (Eq. 33 on the values, least squares back to W_V) matches the "
                   "library's protocol on 2 sequences")
