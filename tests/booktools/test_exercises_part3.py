@@ -248,3 +248,25 @@ def test_p3_04_error_without_one_hot_and_gradient_back_projection_named():
         check_ex_p3_04(lambda p, X, y, lr: _em_value_step(p, X, y, lr, one_hot=False))
     with pytest.raises(ExerciseCheckError, match="mapped back by Xᵀ ΔV"):
         check_ex_p3_04(lambda p, X, y, lr: _em_value_step(p, X, y, lr, lstsq=False))
+
+
+def test_p3_02_row_j_in_the_dominant_term_and_p3_03_right_eigenvector_named():
+    """leftex: α_ji² (row j) in Eq. (43) failed undiagnosed; π from eig(P) (the right eigenvector, constant) was
+    only told 'averaged with equal weights' (the effect, not the slip)."""
+    with pytest.raises(ExerciseCheckError, match="row j of α .α_ji²."):
+        check_ex_p3_02(
+            first_order_loss_change,
+            lambda a, U, j, eta: -eta * a[j, :] ** 2 * np.sum(U * U, axis=1),
+            np.array([[0.9, 0.1], [0.4, 0.6]]),
+            np.array([[1.0, 0.0], [-1.0, 0.0]]),
+            0,
+        )
+
+    def right_eigenvector(P):
+        w, vecs = np.linalg.eig(P)
+        pi = np.real(vecs[:, np.argmin(np.abs(w - 1))])
+        pi = pi / pi.sum()
+        return float(-(pi * (P * np.log(np.where(P > 0, P, 1.0))).sum(1)).sum())
+
+    with pytest.raises(ExerciseCheckError, match="RIGHT eigenvector"):
+        check_ex_p3_03(_transition, right_eigenvector, "inverse_circular_distance")

@@ -128,7 +128,9 @@ def check_ex_p3_02(first_order: Callable, dominant: Callable, alpha_bad, U_bad, 
             check_close(f"dominant(alpha, U, j={j}, eta={eta}) with T={T}, d_v={d_v}",
                         _call(dominant, "dominant", alpha.copy(), U.copy(), j, eta), expected, rtol=1e-8, atol=1e-12,
                         mistakes={"‖u_i‖ instead of ‖u_i‖²": -eta * alpha[:, j] ** 2 * np.linalg.norm(U, axis=1),
-                                  "α_ij instead of α_ij²": -eta * alpha[:, j] * np.sum(U * U, axis=1)})
+                                  "α_ij instead of α_ij²": -eta * alpha[:, j] * np.sum(U * U, axis=1),
+                                  "used row j of α (α_ji²) where column j (α_ij², the weight query i puts on "
+                                  "value j) is due": -eta * alpha[j, :] ** 2 * np.sum(U * U, axis=1)})
     with r.check("your configuration: a query's loss rises to first order although Eq. (43) promises a decrease"):
         alpha_b = as_array("alpha_bad", alpha_bad)
         U_b = as_array("U_bad", U_bad)
@@ -199,7 +201,9 @@ def check_ex_p3_03(transition: Callable, entropy_rate: Callable, best_rule: str)
         H_rows = -(P * np.log(P)).sum(1)
         check_close(f"entropy_rate of a random 4-state chain with a non-uniform stationary law, P = {describe(P, precision=3)}",
                     _call(entropy_rate, "entropy_rate", P.copy()), markov_entropy_rate(P), rtol=1e-8, atol=1e-10,
-                    mistakes={"the row entropies are averaged with equal weights: weight them by the stationary law π":
+                    mistakes={"the row entropies are averaged with equal weights: weight them by the stationary law "
+                              "π (if you took an eigenvector of eig(P): that is the RIGHT eigenvector, the constant "
+                              "vector; π is the left one, π P = π, an eigenvector of P.T)":
                               H_rows.mean(),
                               "summed P log P down the columns: the entropy of row i (the law of the next state "
                               "given state i) is −Σ_j P_ij log P_ij, weighted by π_i":
