@@ -83,6 +83,12 @@ def check_ex_p1_05(pe_values: Callable) -> bool:
                                   "t · 10000^(2i/d_model): the wavelengths grow with i, so the angle is "
                                   "t / 10000^(2i/d_model)":
                                   _pe_variant(t, d, dims, lambda i: -2 * (i // 2)),
+                                  "the exponent is i/d_model with i the pair (dim // 2): the factor 2 is missing, "
+                                  "PE(t, 2i) = sin(t / 10000^(2i/d_model))":
+                                  _pe_variant(t, d, dims, lambda i: i // 2),
+                                  "the pairs are counted from 1 ((dim + 1) // 2): dimensions 2i and 2i + 1 form "
+                                  "pair i = dim // 2, counted from 0":
+                                  _pe_variant(t, d, dims, lambda i: 2 * ((i + 1) // 2)),
                                   "sine and cosine swapped: even dimensions take the sine":
                                   np.where(idx % 2 == 0, np.cos(t / 10000.0 ** (2 * (idx // 2) / d)),
                                            np.sin(t / 10000.0 ** (2 * (idx // 2) / d))),
@@ -145,7 +151,11 @@ def check_ex_p1_06(rope_score: Callable) -> bool:
                                       "pair's first coordinate)":
                                           _rope_score_with(q, k, i, j, 10000.0 ** (-np.arange(d // 2) / d)),
                                       "θ_p = 10000^(+2p/d): the frequencies decrease, θ_p = 10000^(−2p/d)":
-                                          _rope_score_with(q, k, i, j, 10000.0 ** (np.arange(0, d, 2) / d))})
+                                          _rope_score_with(q, k, i, j, 10000.0 ** (np.arange(0, d, 2) / d)),
+                                      "k rotated by −j (its rotation transposed): the score then depends on i + j; "
+                                      "rotate k forward to position j, like q to i, and the product R_iᵀ R_j = "
+                                      "R_(j−i) does the rest":
+                                          _rope_score_with(q, k, i, -j, 10000.0 ** (-np.arange(0, d, 2) / d))})
     with r.check("the score depends on i − j only (shifting both positions changes nothing)"):
         q, k = rng.standard_normal(8), rng.standard_normal(8)
         base = float(as_array("rope_score", _call(rope_score, "rope_score(q, k, 7, 3)", q, k, 7, 3)))
