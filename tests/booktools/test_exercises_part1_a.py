@@ -235,6 +235,14 @@ def test_ex10():
             lambda d: d * sigma**4,
             lambda d, s, n, rng: float((s * rng.standard_normal((n, d)) * s * rng.standard_normal((n, d))).var()),
         )
+    # leftex: the standard deviation for the variance failed with no diagnosis
+    with pytest.raises(ExerciseCheckError, match="the standard deviation"):
+        check_ex_p1_10(
+            lambda d: d * sigma**4,
+            lambda d, s, n, rng: float(
+                np.einsum("nd,nd->n", s * rng.standard_normal((n, d)), s * rng.standard_normal((n, d))).std()
+            ),
+        )
     with pytest.raises(ExerciseCheckError, match="only one of them"):
         check_ex_p1_10(
             lambda d: d * sigma**4,

@@ -337,6 +337,9 @@ def check_ex_p1_10(variance_expression, simulate_variance) -> bool:
                     msg += ("\n    likely mistake: a factor d = {d} too small: that is the variance of one product "
                             "q_i k_i (sum over the d coordinates first, then take the variance) or of the scaled "
                             "score q·k/√d").format(d=d)
+                elif abs(est ** 2 - exact) < 5 * se * 2 * est:  # Var(s²) ≈ (2 s)² Var(s)
+                    msg += ("\n    likely mistake: the standard deviation (.std()), not the variance (.var()): "
+                            f"{est:.4g}² = {est ** 2:.4g} is near d σ⁴")
                 elif abs(est - 0.7 ** 2 * d) < 5 * se * 2:
                     msg += ("\n    likely mistake: d σ² instead of d σ⁴: both q and k need entries of standard "
                             "deviation σ (only one of them was scaled by σ, or the entries got variance σ)")
