@@ -53,6 +53,42 @@ def test_p5_02_names_nu_d_over_2():
         check_ex_p5_02(nu_half_d)
 
 
+def test_p5_02_names_nu_d_minus_1_over_2_and_log_pi():
+    """leftex: ν = (d − 1)/2 and (d/2) log π for (d/2) log 2π failed with no diagnosis."""
+    from scipy import special
+
+    def nu_wrong(kappa, d):  # ν = (d − 1)/2, in log space (finite where the check's cases need it)
+        nu = (d - 1) / 2
+        return (
+            float(sp.vmf_log_normalizer(kappa, d + 1)) + 0.5 * np.log(2 * np.pi)
+            if d > 16
+            else float(nu * np.log(kappa) - d / 2 * np.log(2 * np.pi) - (np.log(special.ive(nu, kappa)) + kappa))
+        )
+
+    with pytest.raises(ExerciseCheckError, match=r"ν = \(d − 1\)/2"):
+        check_ex_p5_02(nu_wrong)
+    with pytest.raises(ExerciseCheckError, match="log π: the normaliser has"):
+        check_ex_p5_02(lambda k, d: float(sp.vmf_log_normalizer(k, d)) + d / 2 * np.log(2))
+
+
+def test_p5_03_names_a_mean_over_z_and_epsilon_without_q():
+    """leftex: the ELBO as a mean over the Z components (not the q-weighted sum) and ε without its q(z) weight
+    failed with no diagnosis."""
+
+    def mean_over_z(f, x):
+        q = np.exp(f.log_q(x))
+        return (q * (f.log_lik(x) - np.log(5) - f.log_q(x))).mean(-1)
+
+    with pytest.raises(ExerciseCheckError, match="a mean over the Z = 5 components"):
+        check_ex_p5_03(mean_over_z, lambda f, x: f.epsilon(x))
+
+    def eps_without_q(f, x):
+        return np.einsum("nz,nzd->nd", f.log_post(x) - f.log_q(x), f.grad_log_q(x))
+
+    with pytest.raises(ExerciseCheckError, match="ε without the weight q"):
+        check_ex_p5_03(lambda f, x: f.elbo(x), eps_without_q)
+
+
 def test_p5_03_names_the_missing_prior():
     with pytest.raises(ExerciseCheckError, match="the prior term is missing"):
         check_ex_p5_03(lambda f, x: f.elbo(x) + np.log(5), lambda f, x: f.epsilon(x))  # Z = 5 in the checker
