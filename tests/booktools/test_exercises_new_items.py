@@ -115,3 +115,26 @@ def test_p3_05_names_the_off_by_one_cosine_and_the_uncentred_or_key_gradient():
 
     with pytest.raises(ExerciseCheckError, match="dSᵀ K: key j"):
         check_ex_p3_05(with_keys, cos)
+
+
+def test_p5_05_names_the_classifier_on_x0_the_task_sign_and_the_missing_log_variance():
+    """leftex: the classifier applied to x⁰, δ₁ with the wrong sign (named only at β = 0, as 'wrong sign
+    everywhere') and likelihoods without −(d/2) log σ² failed with no diagnosis."""
+    from nextword.booktools.exercises.checks.new_items import _logit_gradient_variant
+    from nextword.theory.svflow.gradients import random_gaussian_layer
+
+    rng = np.random.default_rng(0)
+    layer = random_gaussian_layer(3, 4, rng)
+    x0, W = rng.normal(size=3), rng.normal(size=(3, 2))
+    np.testing.assert_allclose(  # with no slip the variant is the library's gradient
+        _logit_gradient_variant(x0, layer, W, 1, 0.7), hybrid_gradients(x0, [layer], W, 1, 0.7).grad_b_g[0], rtol=1e-10
+    )
+    for kwargs, named in (
+        ({"classify_x0": True}, "the classifier is applied to x⁰"),
+        ({"task_sign": -1.0}, "δ₁ has the wrong sign"),
+        ({"log_var_term": False}, "lack their −.d/2. log σ_z² term"),
+    ):
+        with pytest.raises(ExerciseCheckError, match=named):
+            check_ex_p5_05(
+                lambda x0, layer, W_cls, y, beta: _logit_gradient_variant(x0, layer, W_cls, y, beta, **kwargs)
+            )

@@ -72,6 +72,30 @@ def check_ex_p3_05(key_gradient: Callable, simplex_cosine: Callable) -> bool:
     return r.done("the §6.2 key gradient is right, and so is the simplex cosine -1/(G-1)")
 
 
+def _logit_gradient_variant(x0: np.ndarray, layer, W_cls: np.ndarray, y: int, beta: float, *,
+                            classify_x0: bool = False, task_sign: float = 1.0,
+                            log_var_term: bool = True) -> np.ndarray:
+    """q(z) η(z) of Eqs. (52)–(53) for a one-layer flow, computed with a typical slip (diagnosis only): the
+    classifier applied to x⁰ instead of x¹, δ₁ with the wrong sign, or Gaussian log-likelihoods without their
+    −(d/2) log σ_z² term. With no slip it is the library's ``hybrid_gradients(...).grad_b_g[0]``. Shapes:
+    ``x0 (d,)``, ``W_cls (d, C)`` -> ``(Z,)``."""
+    from scipy.special import logsumexp
+
+    g = layer.W_g @ x0 + layer.b_g
+    log_q = g - logsumexp(g)
+    q = np.exp(log_q)
+    diff = x0 - layer.means  # (Z, d)
+    log_lik = -0.5 * (diff ** 2).sum(axis=1) / np.exp(layer.log_vars)
+    if log_var_term:
+        log_lik = log_lik - 0.5 * x0.size * layer.log_vars
+    s = -diff / np.exp(layer.log_vars)[:, None]  # scores (Z, d)
+    x1 = x0 + q @ s
+    logits = W_cls.T @ (x0 if classify_x0 else x1)
+    delta = task_sign * W_cls @ (np.exp(logits - logsumexp(logits)) - np.eye(W_cls.shape[1])[y])
+    A, R = s @ delta, log_q - (log_lik - logsumexp(log_lik))
+    return q * ((A - q @ A) + beta * (R - q @ R))
+
+
 def check_ex_p5_05(logit_gradient: Callable) -> bool:
     """Exercise 5.5: ``logit_gradient(x0, layer, W_cls, y, beta)`` -> ``dJ/db_g (Z,)`` for a one-layer
     SVFlow (the logit-bias gradient ``q(z) eta(z)`` of Eqs. 52–53).
@@ -95,7 +119,17 @@ def check_ex_p5_05(logit_gradient: Callable) -> bool:
         expected, q = full.grad_b_g[0], full.forward.q[0]
         task_only = hybrid_gradients(x0, [layer], W_cls, y, 0.0).grad_b_g[0]
         self_term = (expected - task_only) / beta if beta else np.zeros(Z)  # q (R - E_q R), from the library
-        mistakes = {"η without the factor q(z): dJ/db_g = q(z) η(z) (the softmax Jacobian)": expected / q}
+        mistakes = {"η without the factor q(z): dJ/db_g = q(z) η(z) (the softmax Jacobian)": expected / q,
+                    "the classifier is applied to x⁰: the task loss reads the output of the step, "
+                    "x¹ = x⁰ + Σ_z q(z|x⁰) s(x⁰, z)":
+                    _logit_gradient_variant(x0, layer, W_cls, y, beta, classify_x0=True),
+                    "δ₁ has the wrong sign: δ₁ = W_cls (softmax(W_clsᵀ x¹) − e_y), the gradient of the "
+                    "cross-entropy, predicted minus true":
+                    _logit_gradient_variant(x0, layer, W_cls, y, beta, task_sign=-1.0)}
+        if beta:
+            mistakes["the likelihoods lack their −(d/2) log σ_z² term: with a different σ_z per component it "
+                     "does not cancel in p(z|x⁰)"] = _logit_gradient_variant(x0, layer, W_cls, y, beta,
+                                                                              log_var_term=False)
         if beta:
             mistakes["R(z) with the wrong sign: R(z) = log q(z|x0) − log p(z|x0), posterior minus target"] = (
                 task_only - beta * self_term)
