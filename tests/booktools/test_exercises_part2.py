@@ -51,6 +51,14 @@ def test_p2_01_names_the_mixed_up_laws():
         check_ex_p2_01(lambda p, q, V, L: _weighted_terms(p, q, p, V, L))
 
 
+def test_p2_01_names_uniform_and_unweighted_prefixes():
+    """leftex: prefixes weighted uniformly (1/V^(l−1)) or not at all failed with no diagnosis."""
+    with pytest.raises(ExerciseCheckError, match="weighted uniformly"):
+        check_ex_p2_01(lambda p, q, V, L: _weighted_terms(lambda prefix: np.full(V, 1.0 / V), p, q, V, L))
+    with pytest.raises(ExerciseCheckError, match="not weighted"):
+        check_ex_p2_01(lambda p, q, V, L: _weighted_terms(lambda prefix: np.ones(V), p, q, V, L))
+
+
 def test_p2_02_names_the_rate_and_transpose_mistakes():
     """Rate β/(V−1) to the other states was diagnosed as 'a factor 2 too large'; Q_ij p_j/p_i got no diagnosis."""
 

@@ -81,7 +81,13 @@ def check_ex_p2_01(per_position_kl: Callable) -> bool:
                                   "KL(q ‖ p) at each prefix: the data law comes first, KL(p(·|prefix) ‖ q(·|prefix))":
                                   _terms(p_next, q_next, p_next, V, L),
                                   "running totals: return each position's own term, not the cumulative sum":
-                                  np.cumsum(expected)})
+                                  np.cumsum(expected),
+                                  "the prefixes are weighted uniformly (1/V^(l−1) each): Eq. (4.4b) weights each "
+                                  "prefix by its probability under p, the product of p's next-token laws":
+                                  _terms(lambda prefix: np.full(V, 1.0 / V), p_next, q_next, V, L),
+                                  "the prefixes are not weighted (a plain sum over them): Eq. (4.4b) weights each "
+                                  "prefix by its probability under p":
+                                  _terms(lambda prefix: np.ones(V), p_next, q_next, V, L)})
     with r.check("the terms add up to the joint KL (Eq. 4.2a)"):
         for V, L, p_next, q_next in cases:
             if (V, L) not in got_all:  # else a stub would pass this sub-check (graded alone by the export)
