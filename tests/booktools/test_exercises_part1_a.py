@@ -218,6 +218,33 @@ def test_ex07():
         check_ex_p1_07(lambda ids, p: 2 * _mi(ids, p) + 0.1, GOOD_PAIRS)
 
 
+def test_ex07_plug_in_slips_named():
+    """leftex: a mean over the joint table's cells, the joint entropy, and the marginals summed over the wrong
+    axes (an infinite estimate) failed with no diagnosis."""
+
+    def variant(kind):
+        def mi(ids, position):
+            x, y = ids[:, position - 1], ids[:, -1]
+            P = np.zeros((ids.max() + 1,) * 2)
+            np.add.at(P, (x, y), 1.0)
+            P /= P.sum()
+            nz = P > 0
+            if kind == "entropy":
+                return float(-(P[nz] * np.log(P[nz])).sum())
+            px, py = (
+                (P.sum(0)[:, None], P.sum(1)[None, :]) if kind == "swapped" else (P.sum(1)[:, None], P.sum(0)[None, :])
+            )
+            with np.errstate(divide="ignore"):
+                terms = P[nz] * np.log(P[nz] / (px @ py)[nz])
+            return float(terms.mean() if kind == "mean" else terms.sum())
+
+        return mi
+
+    for kind, named in (("mean", "a mean over the cells"), ("entropy", "the joint entropy"), ("swapped", "swapped")):
+        with pytest.raises(ExerciseCheckError, match=named):
+            check_ex_p1_07(variant(kind), GOOD_PAIRS)
+
+
 def test_ex10():
     sigma = sp.symbols("sigma", positive=True)
 

@@ -243,6 +243,26 @@ def check_ex_p1_03(generation_style_loss, model, windows, entropy_rate: float) -
 _ROLES = {2: "semantic", 16: "discourse", 19: "semantic", 21: "syntactic"}
 
 
+def _mi_slips(ids: np.ndarray, position: int) -> dict[str, float]:
+    """Plug-in estimates of I(word at ``position``; blank) computed with a typical slip (diagnosis only), from
+    the same sample ``ids (N, L)`` the student's estimator gets."""
+    x, y = ids[:, position - 1], ids[:, -1]
+    P = np.zeros((ids.max() + 1,) * 2)
+    np.add.at(P, (x, y), 1.0)
+    P /= P.sum()
+    px, py = P.sum(1, keepdims=True), P.sum(0, keepdims=True)
+    nz = P > 0
+    terms = P[nz] * np.log(P[nz] / (px @ py)[nz])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        swapped = float((P[nz] * np.log(P[nz] / (P.sum(0)[:, None] @ P.sum(1)[None, :])[nz])).sum())
+    return {"a mean over the cells of the joint table: the mutual information is the SUM of "
+            "p(x,y) log(p(x,y) / (p(x) p(y)))": float(terms.mean()),
+            "the joint entropy −Σ p(x,y) log p(x,y): the mutual information divides p(x,y) by p(x) p(y)":
+            float(-(P[nz] * np.log(P[nz])).sum()),
+            "the two marginals are swapped (p(x) summed over the wrong axis): p(x) = Σ_y p(x,y) is a row sum of the "
+            "joint table (axis=1), p(y) a column sum (axis=0)": swapped}
+
+
 def check_ex_p1_07(mutual_information, pairs) -> bool:
     """Exercise 7: a plug-in estimator ``mutual_information(ids, position) -> nats`` and three pairs
     ``(context_word, next_word, kind)`` for the controlled running example
@@ -267,6 +287,11 @@ def check_ex_p1_07(mutual_information, pairs) -> bool:
                      and abs(est - src.mutual_information(p)) <= 0.01 for p in (pos - 1, pos + 1)):
                 msg += ("\n    likely mistake: an off-by-one column — position is 1-based, so the word is "
                         "column position - 1 of ids")
+            elif slip := next((m for m, v in _mi_slips(ids, pos).items()
+                               if (np.isinf(est) and np.isinf(v))
+                               or (np.isfinite(est) and np.isfinite(v) and abs(est - v) <= 1e-6 * max(1.0, abs(v)))),
+                              None):
+                msg += f"\n    likely mistake: {slip}"
             elif est < 0:
                 msg += "\n    a mutual information is never negative: check the ratio p(x,y) / (p(x) p(y))"
             fail(msg)
