@@ -139,6 +139,9 @@ def test_p4_04_right_and_wrong():
         check_ex_p4_04(lambda w, s: s**2)
     with pytest.raises(ExerciseCheckError, match="NotImplementedError"):
         check_ex_p4_04(_not_implemented)
+    # leftex: σ² (J Jᵀ)_00, the map e = J x used the wrong way round, failed with no diagnosis
+    with pytest.raises(ExerciseCheckError, match="J itself, not its inverse"):
+        check_ex_p4_04(lambda w, s: s**2 * (1 + w**2))
 
 
 def test_p4_03_right_and_wrong():

@@ -202,5 +202,7 @@ def check_ex_p4_04(var_first_embedding: Callable) -> bool:
                                   expected / sigma,
                                   "the length-1 answer σ²: in the non-causal model x_1 also depends on e_2": sigma ** 2,
                                   "only the (0, 0) entry of M squared: x_1 = M_00 e_1 + M_01 e_2 has two noise terms":
-                                  sigma ** 2 * M[0, 0] ** 2})
+                                  sigma ** 2 * M[0, 0] ** 2,
+                                  "J itself, not its inverse: e = J x, so x = J⁻¹ e and Cov(x) = σ² J⁻¹ J⁻ᵀ":
+                                  sigma ** 2 * (J @ J.T)[0, 0]})
     return r.done("Var(x_1) of the length-2 non-causal model matches the change of variables for 4 (w, σ)")
