@@ -59,6 +59,21 @@ def test_p2_01_names_uniform_and_unweighted_prefixes():
         check_ex_p2_01(lambda p, q, V, L: _weighted_terms(lambda prefix: np.ones(V), p, q, V, L))
 
 
+def test_p2_02_names_a_mask_row_with_rates():
+    """leftex: an absorbing generator whose loop did not skip the mask (its row −β, or β to itself then −β)
+    was told only 'row 0 sums to −1'; the slip is now named."""
+
+    def every_row(V, mask, beta):
+        Q = np.zeros((V, V))
+        for i in range(V):
+            Q[i, mask] = beta
+            Q[i, i] = -beta
+        return Q
+
+    with pytest.raises(ExerciseCheckError, match="did not skip"):
+        check_ex_p2_02(dd.uniform_generator, every_row, dd.reverse_generator)
+
+
 def test_p2_02_names_the_rate_and_transpose_mistakes():
     """Rate β/(V−1) to the other states was diagnosed as 'a factor 2 too large'; Q_ij p_j/p_i got no diagnosis."""
 

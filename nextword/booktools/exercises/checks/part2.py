@@ -128,8 +128,11 @@ def check_ex_p2_02(uniform_generator: Callable, absorbing_generator: Callable, r
                 Qa = check_shape(label, _call(absorbing_generator, label, V, mask, beta), (V, V))
                 problems = dd.generator_violations(Qa, atol=1e-10)
                 expected = dd.absorbing_generator(V, mask, beta)
+                only_mask_row = bool(np.allclose(np.delete(Qa, mask, 0), np.delete(expected, mask, 0)))
                 check_true(not problems, f"{label} is not a rate matrix: " + "; ".join(problems)
-                           + f"\n    got {describe(Qa)}\n    expected {describe(expected)}")
+                           + f"\n    got {describe(Qa)}\n    expected {describe(expected)}"
+                           + (f"\n    likely mistake: the mask state {mask} gets rates too (the loop did not skip "
+                              "i == mask): it absorbs, so its row is zero" if only_mask_row else ""))
                 check_true(np.allclose(Qa[mask], 0.0), f"{label}: the mask state {mask} must never leave: "
                            f"its row should be zero, got {describe(Qa[mask])}")
                 check_close(label, Qa, expected, rtol=1e-10, atol=1e-12)
