@@ -26,6 +26,14 @@ def test_p5_01():
         check_ex_p5_01(unfinished, sp.retraction, 3.0)
 
 
+def test_p5_01_names_mixed_log_bases():
+    """leftex: log10 on one axis and ln on the other (slope 3 ln 10 = 6.91 or 3 / ln 10 = 1.30) was only told
+    'not the order of the retraction error'."""
+    for slope in (3 * np.log(10), 3 / np.log(10)):
+        with pytest.raises(ExerciseCheckError, match="different bases"):
+            check_ex_p5_01(sp.exp_map, sp.retraction, slope)
+
+
 def test_p5_02():
     assert check_ex_p5_02(lambda k, d: float(sp.vmf_log_normalizer(k, d)))
     with pytest.raises(ExerciseCheckError, match="not finite"):

@@ -50,6 +50,11 @@ def check_ex_p5_01(exp_map: Callable, retraction: Callable, slope: float) -> boo
         check_true(np.isfinite(sl), "slope must be a finite number")
         check_true(abs(sl - 2.0) > 0.3, f"slope {sl:.3f}: a fit close to 2 usually means the step sizes were too large "
                    "(use ||v|| <= 0.05) or the error was measured against the wrong map")
+        for factor, which in ((np.log(10), "log10 of ||v|| and ln of the error"),
+                              (1 / np.log(10), "ln of ||v|| and log10 of the error")):
+            check_true(abs(sl - 3.0 * factor) > 0.1 * factor,
+                       f"slope {sl:.3f} = 3 × {factor:.4g}: the logarithms have different bases ({which}); take the "
+                       "same logarithm on both axes")
         check_true(abs(sl - 3.0) < 0.1, f"slope {sl:.3f} is not the order of the retraction error; fit log(error) "
                    "against log(||v||) for small ||v|| only")
     return r.done("exp map, retraction and the error order of the retraction are right")
