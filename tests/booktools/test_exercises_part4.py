@@ -163,3 +163,24 @@ def test_p4_02_own_token_in_the_sums_is_named_not_called_float32():
     with pytest.raises(ExerciseCheckError, match="the sums run over s ≤ t") as info:
         check_ex_p4_02(lambda X, t, W_Q, W_K, W_V: _block(X, t, W_Q, W_K, W_V, include_self=True))
     assert "float32" not in str(info.value)
+
+
+def test_p4_01_plain_mean_not_called_equal_weights():
+    """leftex: Var_t centred at the plain mean of the past (weights right) was told 'equal weights over the past'
+    (on x = [0, 2, 1] the two coincide); now that case names both, and a case telling them apart names the mean."""
+
+    def plain_mean(x, a):
+        m = np.ones(len(x))
+        for t in range(1, len(x)):
+            w = np.exp(a * x[t] * x[:t])
+            w /= w.sum()
+            m[t] = 1.0 - a * np.sum(w * (x[:t] - x[:t].mean()) ** 2)
+        return m
+
+    with pytest.raises(ExerciseCheckError, match="in the mean x̄_t or everywhere"):
+        check_ex_p4_01(plain_mean, lambda x, a: support_tokens(plain_mean(x, a)))
+    with pytest.raises(ExerciseCheckError, match="around the plain mean of the past"):
+        check_ex_p4_01(  # on x = [0, 2, 1] it is right up to x_2; from the 4th token on the two slips differ
+            lambda x, a: plain_mean(x, a) if len(x) > 3 else scalar_margin(x, a=a),
+            lambda x, a: support_tokens(scalar_margin(x, a=a)),
+        )

@@ -18,17 +18,33 @@ _call = call_student  # shared: a stub, a non-function or a crash becomes a clea
 
 
 def _margins_variant(x: np.ndarray, a: float, *, include_self: bool = False, uniform: bool = False,
-                     centred: bool = True, a_in_logits: bool = True, a_in_margin: bool = True) -> np.ndarray:
+                     centred: bool = True, a_in_logits: bool = True, a_in_margin: bool = True,
+                     plain_mean: bool = False) -> np.ndarray:
     """Margins computed with a typical mistake (the current token in its own context, equal weights, the
-    second moment for the variance, or the factor a dropped from the logits or from the margin)."""
+    second moment for the variance, the factor a dropped from the logits or from the margin, or the
+    deviations taken around the plain mean of the past (``plain_mean``))."""
     from nextword.attention import softmax
 
     m = np.ones(len(x))
     for t in range(1, len(x)):
         ctx = x[:t + 1] if include_self else x[:t]
         w = np.full(len(ctx), 1 / len(ctx)) if uniform else softmax((a if a_in_logits else 1.0) * x[t] * ctx)
-        m[t] = 1.0 - (a if a_in_margin else 1.0) * np.sum(w * (ctx - (w @ ctx if centred else 0.0)) ** 2)
+        centre = (ctx.mean() if plain_mean else w @ ctx) if centred else 0.0
+        m[t] = 1.0 - (a if a_in_margin else 1.0) * np.sum(w * (ctx - centre) ** 2)
     return m
+
+
+def _equal_weight_slips(x: np.ndarray, a: float) -> dict[str, np.ndarray]:
+    """Equal weights everywhere, or only in the mean x̄_t: named apart where they differ, together where this
+    ``x`` cannot tell them apart (e.g. x = [0, 2, 1]: both give Var_2 = 1)."""
+    everywhere = _margins_variant(x, a, uniform=True)
+    in_the_mean = _margins_variant(x, a, plain_mean=True)
+    if np.allclose(everywhere, in_the_mean, rtol=1e-6, atol=1e-9):
+        return {"equal weights over the past, in the mean x̄_t or everywhere: weight by α_ts = softmax_s(a x_t x_s), "
+                "x̄_t = Σ_s α_ts x_s": everywhere}
+    return {"equal weights over the past: weight by softmax_s(a x_t x_s)": everywhere,
+            "the deviations are taken around the plain mean of the past: Var_t is centred at the weighted mean "
+            "x̄_t = Σ_s α_ts x_s": in_the_mean}
 
 
 def check_ex_p4_01(scalar_margins: Callable, support: Callable) -> bool:
@@ -48,8 +64,7 @@ def check_ex_p4_01(scalar_margins: Callable, support: Callable) -> bool:
                                                                 x.copy(), a), expected, rtol=1e-8, atol=1e-10,
                         mistakes={"the current token is in its own context: attention is strictly causal (s < t)":
                                   _margins_variant(x, a, include_self=True),
-                                  "equal weights over the past: weight by softmax_s(a x_t x_s)":
-                                  _margins_variant(x, a, uniform=True),
+                                  **_equal_weight_slips(x, a),
                                   "1 + a Var_t: the margin is 1 − a Var_t": 2 - expected,
                                   "Σ_s α_ts x_s² is the second moment: Var_t is taken around the weighted mean x̄_t":
                                   _margins_variant(x, a, centred=False),
