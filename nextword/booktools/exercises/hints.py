@@ -155,10 +155,10 @@ HINTS: dict[str, tuple[str, ...]] = {
         "The margin of position t is 1 minus a times the attention-weighted variance of its (strict) past.",
         "Weights α_t = softmax_s(a x_t x_s) over s < t; Var_t = Σ α x² − (Σ α x)². Support tokens: every "
         "position whose margin equals the minimum — there can be ties.",
-        "m = ones(L); for t ≥ 1 fill m[t]; support = np.flatnonzero(m <= m.min() + 1e-12).",
+        "m = ones(T); for t ≥ 1 fill m[t]; support = np.flatnonzero(m <= m.min() + 1e-12).",
     ),
     "p4_02": (
-        "e_t = x_t − μ_t: the block is I minus the derivative of the attention average with respect to its query.",
+        "ε̂_t = x_t − μ_t: the block is I minus the derivative of the attention average with respect to its query.",
         "Moving x_t re-weights the past: ∂μ_t/∂x_t = Σ_s α_ts (v_s − v̄_t)(x_s − x̄_t)ᵀ A with A = W_Kᵀ W_Q. "
         "Position 0 has no context.",
         "cross = (alpha[:, None] * (v - v_bar)).T @ (past - x_bar); return eye(d) - cross @ A.",
