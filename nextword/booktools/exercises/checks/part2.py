@@ -82,7 +82,7 @@ def check_ex_p2_01(per_position_kl: Callable) -> bool:
                                   _terms(p_next, q_next, p_next, V, L),
                                   "running totals: return each position's own term, not the cumulative sum":
                                   np.cumsum(expected),
-                                  "the prefixes are weighted uniformly (1/V^(l−1) each): Eq. (4.4b) weights each "
+                                  "the prefixes are weighted uniformly (1/V^(t−1) each): Eq. (4.4b) weights each "
                                   "prefix by its probability under p, the product of p's next-token laws":
                                   _terms(lambda prefix: np.full(V, 1.0 / V), p_next, q_next, V, L),
                                   "the prefixes are not weighted (a plain sum over them): Eq. (4.4b) weights each "
