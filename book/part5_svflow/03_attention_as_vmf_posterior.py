@@ -45,7 +45,7 @@
 # | $q$ | $q(z\mid x)$: the attention weights, read as a posterior over tokens; $q(m\mid x)$: a weight per head | $(\lvert\mathcal Z\rvert,)$ |
 # | $f_{\text{Attn}}(x)$ | the output of attention at $x$ (heads summed, Eq. 4) | $(d,)$ |
 # | $h$, $m$ | the number of heads; a head (its weight in Eq. 21 is written $q(m\mid x)$) | integer, index |
-# | $L$, $\Delta t$ | number of weight-shared blocks; the step $1/L$ | integer, scalar |
+# | $L$, $\Delta s$ | number of weight-shared blocks; the step $1/L$ in the flow's time $s$ | integer, scalar |
 # | $\dot x$ | the velocity of a state along the flow | $(d,)$ |
 # | $X^L$, $X(1)$ | all $n$ token states (one per row) after $L$ blocks; the flow's states at time 1 | $(n, d)$ |
 # | $g_z(x)$, $e_z(x)$ | the gate of expert $z$ (experts are the components $z$ of an MoE layer, $\lvert\mathcal Z\rvert$ of them); its output | scalar, $(d,)$ |
@@ -59,7 +59,9 @@
 # ```{admonition} In the paper's notation
 # :class: seealso
 # The paper writes $H$ for the number of heads and $h$ for a head (here $h$ and $m$, as in Chapter 6),
-# $E$ for the number of experts (here $\lvert\mathcal Z\rvert$), and $x_q$ for the query state.
+# $E$ for the number of experts (here $\lvert\mathcal Z\rvert$), and $x_q$ for the query state. It writes $t$
+# for the time of the flow and $\Delta t$ for a step; here $s$ and $\Delta s$, as on every page of Part 5, since
+# the book keeps $t$ for a position in a sequence.
 # ```
 #
 # *Source: Liao, Transformer as an Euler Discretization of Score-based Variational Flow, §2.3
@@ -198,12 +200,12 @@ assert np.allclose(per_head.sum(0), mha_output, atol=1e-12)
 #
 # Put [5.1](01_spherical_geometry.ipynb) and the two sections above together. An attention-only
 # block on unit-norm states,
-# $x^{\ell+1}=\mathrm{RMSNorm}_{\text{unit}}\big(x^\ell+\Delta t\,f_{\text{Attn}}(x^\ell)\big)$, is a
+# $x^{\ell+1}=\mathrm{RMSNorm}_{\text{unit}}\big(x^\ell+\Delta s\,f_{\text{Attn}}(x^\ell)\big)$, is a
 # forward Euler step for the flow $\dot x=(I-xx^\top)f_{\text{Attn}}(x)$ on the sphere, followed by the
 # relaxed retraction. If that reading is right, a stack of $L$ blocks with shared weights and step
-# $\Delta t=1/L$ must approach the flow's position at time 1 as $L$ grows, with an error that halves
+# $\Delta s=1/L$ must approach the flow's position at time $s=1$ as $L$ grows, with an error that halves
 # when $L$ doubles (first order) — whether each step uses the relaxed retraction (what the block
-# computes) or the exact geodesic step $\exp_x\big(\Delta t\,(I-xx^\top)f\big)$.
+# computes) or the exact geodesic step $\exp_x\big(\Delta s\,(I-xx^\top)f_{\text{Attn}}(x)\big)$.
 
 # %%
 n_flow_tokens = 8
