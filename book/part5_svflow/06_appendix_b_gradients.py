@@ -57,7 +57,7 @@
 # | $\mathcal J$, $\mathcal J_{\text{var}}$, $\beta$ | the hybrid objective, its consistency term, and the term's weight | scalars |
 # | $y$ | the class of the input | label |
 # | $W_e$, $g_e(x)$, $r_n$, $N$ | a linear expert's matrix, its gate, the residual of input $n$, the number of inputs | —, scalar, vector, integer |
-# | $E_Q,E_K,E_V$; $W_Q,W_K,W_V$ | a token's embedding tables in its three roles; the head's projections | $(16, 16)$ each |
+# | $E_Q,E_K,E_V$ | a token's embedding tables in its three roles (the head's projections are Chapter 6's $W^Q,W^K,W^V$) | $(16, 16)$ each |
 # | $P_z$ | the mean attention mass (or gate) that component $z$ receives | scalar |
 # | $m$, $c$, $c_m$ | a pair of tokens of the pair-lookup task, and the random bit $c_m$ that pair $m$ carries | index; 0 or 1 |
 # ```
@@ -476,7 +476,7 @@ plt.show()
 # ### B.4's second claim: MoE gating without a balancing loss
 #
 # B.4 (and §4.3) argue — claim (i) — that an expert whose gate is small receives a gradient scaled by
-# that gate, $\partial L/\partial W_e=\frac1N\sum_n g_e(x_n)\,r_n x_n^\top$ for a linear expert $W_e$, so rarely chosen
+# that gate, $\partial\mathcal L/\partial W_e=\frac1N\sum_n g_e(x_n)\,r_n x_n^\top$ for a linear expert $W_e$, so rarely chosen
 # experts stop learning ("expert death"), whereas attention's keys and values are shared projections
 # of tokens that keep receiving gradient through their other roles. We check the MoE gradient by finite
 # differences and train a four-expert MoE (`moe_forward_backward`: softmax gate = posterior, linear
@@ -564,20 +564,20 @@ assert least_share > 0.01  # no expert dies outright
 # the $P_z$ of Eq. (22) with $z$ a key type — more even than it would be without it.
 #
 # `attention_role_gradients` is one self-attention head on token sequences with a logistic read-out at
-# every position. A token enters through three embedding tables, as a query $E_Q[i]W_Q$ (a row of the table times a projection: here the row form of Chapter 6), a key
-# $E_K[i]W_K$ and a value $E_V[i]W_V$, and the function returns the gradient of each table. Passing one
+# every position. A token enters through three embedding tables, as a query $E_Q[i]W^Q$ (a row of the table times a projection: here the row form of Chapter 6), a key
+# $E_K[i]W^K$ and a value $E_V[i]W^V$, and the function returns the gradient of each table. Passing one
 # table three times is the **coupled** model of the paper; its gradient is the sum of the three, which is
 # exactly the split by role. Passing three tables that start as copies of the same $E$ is the
 # **decoupled** model: a token's key then has parameters of its own, like an MoE gate row, and its value
 # like an expert. Same seeds, same initial values, same data: the only difference is whether the role
 # gradients are pooled into one row.
 #
-# The task (*pair lookup*): eight token types form four pairs $\{2k,2k+1\}$; every sequence holds each type
+# The task (*pair lookup*): eight token types form four pairs $\{2m,2m+1\}$; every sequence holds each type
 # once, in random order; both members of pair $m$ carry the same random bit $c_m$ (the token id is type and
 # bit), and a query of pair $m$ must output $c_{m+1}$. Every pair has to be read, but which member of a pair
 # a query reads is free — the two are interchangeable, like the MoE's experts — so a rich-get-richer force
 # between them has room to act. Plain gradient descent, no regulariser, five seeds; a second regime freezes
-# $W_Q,W_K,W_V$ at their initial values, so that the embedding rows, where the roles are coupled, are the
+# $W^Q,W^K,W^V$ at their initial values, so that the embedding rows, where the roles are coupled, are the
 # only route by which a key can move. First, the role split against finite differences:
 
 # %% tags=["hide-cell"]
@@ -784,7 +784,7 @@ plt.show()
 # apart in both: the mean share of the more-read member of a pair rises in every seed and both
 # variants, and the least-used key type ends below its fair share, by an amount that varies from run to run (the range over the 20 runs is printed above). Nothing dies on either side (every key type keeps
 # more than 0.15 of a fair share). Most of the keys' learning signal goes to the shared projection
-# (summed over training, $\|\partial L/\partial W_K\|$ is more than 1.5 times $\|\partial L/\partial E_K\|$
+# (summed over training, $\|\partial\mathcal L/\partial W^K\|$ is more than 1.5 times $\|\partial\mathcal L/\partial E_K\|$
 # in every seed), which the decoupled model shares too. The gradient through other roles is there; the
 # implicit regularisation attributed to it is not visible in this model. Recorded in
 # [the errata](../ERRATA.md). (One layer, one head, one task: a deep network, where a token's
