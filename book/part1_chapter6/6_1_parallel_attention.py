@@ -296,8 +296,10 @@ print(f"distance 20: linear RNN {linear_norms[20]:.4f} (= 0.9^20), tanh RNN {tan
 
 # %% [markdown]
 # Attention has no chain of states, so what can shrink? A layer with random weights puts a random
-# weight on each word, and the gradient from word $s$ to $y[T]$ is about as large as that
-# weight. So we measure one causal attention layer's Jacobians $\partial y[T]/\partial
+# weight $\alpha[T,s]$ on each word, and the gradient from word $s$ to $y[T]$ is proportional to that
+# weight: the chain rule gives $\alpha[T,s]$ times a matrix (the learned matrix that multiplies each
+# word before the average, plus a term through word $s$'s own score) in which the distance $T-s$
+# does not appear. So we measure one causal attention layer's Jacobians $\partial y[T]/\partial
 # x[s]$ (torch computes them by automatic differentiation) for 100 random layers and inputs, and look at
 # their average at each distance. The layer below is the whole computation of the paragraph above,
 # with the query, key and value made from each word by a random matrix:
@@ -626,8 +628,8 @@ plt.show()
 #    ```{dropdown} Answer
 #    $0.5^{10} = 1/1024 \approx 0.001$: that word barely moves the prediction during training. An
 #    attention layer reads the word directly, so there is no product of per-step factors: the gradient
-#    is about as large as the weight the layer gives the word, and the measured mean over random layers
-#    does not fall with distance.
+#    is the weight the layer gives the word times a matrix in which the distance does not appear, and
+#    the measured mean over random layers does not fall with distance.
 #    ```
 #
 # 2. "512 numbers instead of 25,600" suggests the state must forget. Why does the page not stop at this

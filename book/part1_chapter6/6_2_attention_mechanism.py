@@ -162,8 +162,8 @@ assert sp.simplify(sum(alpha_3) - 1) == 0  # the weights add up to exactly 1
 # scaled scores, exponentials, weights — for one query against three keys of width 4; try it.
 #
 # The loop is what the formula says; a computer does all words at once with matrices. Stack the
-# queries as rows of $Q$, the keys as rows of $K$: then $QK^\top$ holds every score, row $i$ for
-# query $i$ and column $j$ for key $j$. Blocking the entries with $j>i$ (set them to $-\infty$, so
+# queries as rows of $Q$, the keys as rows of $K$: then $QK^\top/\sqrt{d_k}$ holds every score, row
+# $i$ for query $i$ and column $j$ for key $j$. Blocking the entries with $j>i$ (set them to $-\infty$, so
 # their exponential is 0) and taking the softmax of each row gives all the weights; one more product
 # with $V$ gives all the outputs. Both forms, and the library's `scaled_dot_product_attention`,
 # agree:

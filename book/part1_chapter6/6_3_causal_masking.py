@@ -250,10 +250,10 @@ plt.show()
 # can read the symbol it is asked to predict. Right: the same model scored the way generation uses
 # it is worse than a uniform guess. The masked model's loss is nearly the same both ways and sits
 # above $H$ (250 steps do not reach the floor). The two printed numbers differ a little only because
-# they cut the test text into windows in two different ways (windows of the full block size for the
-# generation-style loss, windows one symbol shorter for the training-style one); on one and
-# the same window the two passes give the same predictions, as the last section of the lesson, on
-# training and generation, measures.
+# they score different stretches of the test text: both read windows of the same length, but the
+# training-style windows overlap by one symbol and the generation-style ones do not, so the windows
+# start at different places; on one and the same window the two passes give the same predictions, as
+# the last section of the lesson, on training and generation, measures.
 #
 # The unmasked model has learned "look one position ahead and copy". Its prediction at position $t$
 # is a function of $w[t+1]$, not a model of $P(w[t+1]\mid w[1..t])$. At generation time position $t$

@@ -324,7 +324,10 @@ print(f"{len(train.ids)} training and {len(test.ids)} test sentences of {task.le
 # In each, find the subject among the first four tokens and check that every `V` is followed by its
 # agreement form. We train a model with a single layer — one attention sublayer with four heads,
 # followed by the feed-forward part of [6.6](6_6_context_representation.ipynb) — (width 32,
-# sinusoidal positions), so no later layer stands between a head and the prediction. Training is the loop you know from any neural network: take 32 random sentences,
+# sinusoidal positions), so no later attention layer stands between a head and the prediction: the
+# feed-forward part works on each position alone, so what reaches a position from the others comes
+# through the heads of this one layer. Training is the loop you know from any neural network: take 32
+# random sentences,
 # predict every next token, measure the {term}`cross-entropy` loss, step the weights with AdamW (the Adam
 # optimiser with a separate weight decay, 0 here). Here it is written out for 20 steps:
 
@@ -584,16 +587,31 @@ for claim in list(holds[SEEDS[0]])[:3]:  # these three hold for every model that
 # %% [markdown]
 # In every model kept, the causal test and the attention weights agree in one direction: the head
 # whose removal destroys the agreement (the loss at the markers jumps by more than a nat — by how many
-# depends on the run, which is why only that bound is printed and asserted) is a head that
+# depends on the run, which is why the claims use only that bound) is a head that
 # looks at the subject. Call it the **subject head**. The other direction is weaker: the fourth count
 # says whether the heads that ignore the subject also do not matter at the markers; it is not
 # guaranteed, and a head with almost no weight on the subject can still cost something there (it
 # may, say, help tell a marker apart from a filler). Where a head looks is evidence, not proof, of
 # what it does. The filler predictions, whose order-2 chain needs the previous word, rely most on a
 # head with a large weight on the previous word (a head spreading its weight evenly would put about
-# $1/i$ there). Which head number takes which job, whether one head does two jobs, and whether a
-# diffuse head appears change from seed to seed.
+# $1/i$ there).
 #
+# Which head *number* takes which job is not set by the task. The four heads are built alike and
+# start from independent random weights of the same spread, so any relabelling of the heads is an
+# equally likely start, and over many seeds each job is as likely to land on one head number as on
+# another. So the page asserts nothing about head numbers, nor about whether one head does two jobs
+# or whether a diffuse head appears; here they are for each model kept:
+
+# %%
+for seed, p in probes.items():
+    key, reader = int(np.argmax(p["Δ agreement"])), int(np.argmax(p["Δ filler"]))
+    diffuse = [str(m + 1) for m in range(4) if p["entropy"][m] > 0.9]  # spread > 0.9
+    two_jobs = "yes" if p["previous"][key] > 0.4 else "no"  # the bin of the head-by-head line above
+    row = (f"subject head {key + 1}; the fillers rely most on head {reader + 1}; the subject head also "
+           f"looks one word back from the fillers: {two_jobs}; diffuse heads: {', '.join(diffuse) or 'none'}")
+    print(f"model from seed {produced(seed, 'd')}: {produced(row)}")
+
+# %% [markdown]
 # One lesson for Exercise 9: **condition the probe on the query**. A head can do two jobs — from a
 # marker look at the subject, from a filler at the previous word. Averaged over all queries it
 # would look like a mediocre local head; its subject role only shows on the marker queries (the left
@@ -708,9 +726,18 @@ assert all(worse_member.values())
 # much as its worse member, in every model. Compare the ratios with the yardstick of 2: on average
 # over the pairs the damage roughly adds up (the ratio of means says nothing about any one pair,
 # which may cost more or less than its two heads together) — in this small model "the diversity of the ensemble" is a few heads doing distinct
-# jobs, not a redundant committee. (Which single head is cheapest to remove is not stable: near-ties
-# between heads flip from seed to seed.)
-#
+# jobs, not a redundant committee. Which single head is cheapest to remove is an ordering of trained
+# costs and is not asserted; per model, the cheapest head and the next cheapest:
+
+# %%
+for seed, (single_costs, _) in costs.items():
+    cost = np.array([single_costs[(m,)] for m in range(4)])  # (4,): Δ mean test loss without head m+1
+    cheapest, runner_up = np.argsort(cost)[:2]
+    print(f"model from seed {produced(seed, 'd')}: "
+          + produced(f"head {cheapest + 1} costs {cost[cheapest]:.2f} nat, "
+                     f"head {runner_up + 1} {cost[runner_up]:.2f} nat"))
+
+# %% [markdown]
 # ## Key takeaways
 #
 # - Multi-head attention splits the query, key and value columns into $h$ blocks of

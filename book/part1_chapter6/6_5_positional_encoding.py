@@ -147,7 +147,9 @@ assert np.allclose(out_bites, [(1 + np.e) / (1 + 2 * np.e), 2 * np.e / (1 + 2 * 
 # {term}`positional encoding`: the vector that enters attention is *word + position*, so the same word
 # at another place is a different vector. In "dog bites man", dog becomes $(1.5, 0)$ and man
 # $(0.5, 1)$; in "man bites dog", man becomes $(1.5, 1)$ and dog $(0.5, 0)$. The scores of "bites"
-# change and so does its output:
+# do not change here — its vector $(0,1)$ ignores the first coordinate, the only one the position
+# vectors move, so dog still scores 0 and man 1 — but the vectors it averages do, and so does its
+# output:
 
 # %%
 position = {0: np.array([0.5, 0.0]), 1: np.array([0.0, 0.0]), 2: np.array([-0.5, 0.0])}

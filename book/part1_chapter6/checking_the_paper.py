@@ -80,11 +80,11 @@ print("scores at offset 3, positions 3, 10, 50:", np.round(scores, 6).tolist())
 assert np.allclose(scores, scores[0], atol=1e-9)
 
 longest = {name: 2 * np.pi / rope_frequencies(64, b)[-1] for name, b in
-           (("base 10000 (the chapter)", 10000.0), ("Llama 3.2, rope_theta", llama["rope_theta"]))}
+           (("base 10000 (the book's default)", 10000.0), ("Llama 3.2, rope_theta", llama["rope_theta"]))}
 print("longest RoPE wavelength for a head of width 64:", {n: f"{w:,.0f}" for n, w in longest.items()})
 print(f"Llama 3.2's rope_scaling factor x original_max_position_embeddings: "
       f"{llama['factor'] * llama['original_max_position_embeddings']:,.0f} (a product, not its context length)")
-stretch = longest["Llama 3.2, rope_theta"] / longest["base 10000 (the chapter)"]
+stretch = longest["Llama 3.2, rope_theta"] / longest["base 10000 (the book's default)"]
 print(f"ratio of the two longest wavelengths: {stretch:.1f}")
 assert stretch > 40
 

@@ -59,20 +59,22 @@ use_book_style()
 #
 # - **Attention itself** — queries, keys, values, scores, the softmax and the weighted average:
 #   [6.2 The attention mechanism](../part1_chapter6/6_2_attention_mechanism.ipynb).
-# - **The causal mask** (page 3.3 trains a head that may read only the past):
+# - **The causal mask** (page [3.3](03_sticky_chain_em_vs_sgd.ipynb) trains a head that may read only the past):
 #   [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb).
 # - **The chain rule for vectors and matrices** — a gradient passed backwards through a product
 #   of a row vector and a matrix, $v = x\,W^V$, comes back multiplied by the transpose:
 #   $\partial\mathcal L/\partial x = (\partial\mathcal L/\partial v)\,(W^V)^\top$; any calculus text's
-#   chapter on partial derivatives. Page 3.1 works it for one query by hand first. The notation
+#   chapter on partial derivatives. Page [3.1](01_attention_gradients.ipynb) works the gradients of one
+#   query by hand first and checks this rule with sympy for the read-out. The notation
 #   table of [Appendix A](../partA_appendix/A_notation_and_environment.ipynb) maps the paper's
 #   symbols to the book's.
 # - **Softmax and cross-entropy** — the gradient of the cross-entropy loss of a softmax classifier
-#   with respect to its logits is the predicted probabilities minus the one-hot target; page 3.1
-#   re-derives it with sympy.
+#   with respect to its logits is the predicted probabilities minus the one-hot target; page
+#   [3.1](01_attention_gradients.ipynb) re-derives it with sympy.
 # - **Gradient descent**; the idea of the **EM algorithm** for a mixture of Gaussians (alternate soft
-#   assignments and weighted means), which page 3.2 recalls; and, for page 3.3, the idea of a
-#   **Markov chain** (the next symbol depends only on the current one), which page 3.3 recalls.
+#   assignments and weighted means), which page [3.2](02_routing_and_specialisation.ipynb) recalls;
+#   and, for page [3.3](03_sticky_chain_em_vs_sgd.ipynb), the idea of a **Markov chain** (the next
+#   symbol depends only on the current one), which that page recalls.
 #
 # ## The route through this part
 
@@ -117,7 +119,8 @@ plt.show()
 #   [3.2](02_routing_and_specialisation.ipynb).
 # - **Keys are pushed apart, but to a simplex, not to orthogonality** (§6.2): the keys of two
 #   competing hypotheses end far past a right angle, still moving towards opposite; those of three
-#   at equal angles, as far apart as a plane allows — [3.4](04_design_choices.ipynb).
+#   at equal angles, as far apart as three directions can be in any number of dimensions —
+#   [3.4](04_design_choices.ipynb).
 # - **The sticky chain's transition rule** (§7.2) is garbled in the text; of the six readings the
 #   book tries, only one gives the best possible entropy of 1.8833 that §7.2 prints —
 #   [3.3](03_sticky_chain_em_vs_sgd.ipynb).

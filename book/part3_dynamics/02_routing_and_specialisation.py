@@ -51,7 +51,7 @@
 # | $\gamma_{ij}$ | EM's responsibility: how probably point $i$ came from component $j$ | scalar |
 # | $\mu_j$ | the centre of component $j$ of a Gaussian mixture | $(d_v,)$ |
 # | $o_i$ | a target vector (data point) for the squared loss of the EM comparison | $(d_v,)$ |
-# | $N_j$ | the mass of component (or column) $j$, $\sum_i\gamma_{ij}$ | scalar |
+# | $m_j$ | the mass of component (or column) $j$, $\sum_i\gamma_{ij}$ (`mass` in the code) | scalar |
 # | $Z_i$ | the component point $i$ came from (EM's hidden assignment) | index |
 # | $\beta$ | an inverse temperature: the scores are multiplied by it | scalar |
 # ```
@@ -166,7 +166,9 @@ assert abs(dominant_gain + 0.064) < 1e-12
 # its advantage $A_{ij} = -(b_{ij} - \sum_{j'}\alpha_{ij'}b_{ij'})$ is ours, while its §8.1 diagnostic
 # "advantage matrix" $A^{\text{adv}}$ is $-A_{ij}$. Its equation numbers for this page: (33) the
 # value step, (34) the score step, (37) $\bar u_j$, (38) $\Delta v_j = -\eta\bar u_j$, (39)
-# $\Delta g_i$, (40)–(41) $\Delta\mathcal L_i$, (42)–(43) the dominant-query approximation.
+# $\Delta g_i$, (40)–(41) $\Delta\mathcal L_i$, (42)–(43) the dominant-query approximation. In §5.2 it
+# writes a component's mass $\sum_i\gamma_{ij}$ out in full (EM texts often call it $N_j$; this page
+# writes $m_j$, because the book keeps $N$ for a number of samples).
 # ```
 #
 # ## One value update and its first-order effect
@@ -354,8 +356,8 @@ plt.show()
 # The {term}`EM algorithm` fits a mixture of Gaussians to data points $o_i$ by alternating two
 # steps: the *E-step* computes each point's **responsibilities** $\gamma_{ij}$ (how probably point
 # $i$ came from component $j$, a row that sums to 1), the *M-step* moves each centre to the
-# responsibility-weighted mean of the points, $\mu_j\leftarrow\sum_i\gamma_{ij}o_i/N_j$ with
-# $N_j=\sum_i\gamma_{ij}$. The paper (§5) reads attention the same way: the weights $\alpha_{ij}$
+# responsibility-weighted mean of the points, $\mu_j\leftarrow\sum_i\gamma_{ij}o_i/m_j$ with
+# $m_j=\sum_i\gamma_{ij}$ (the component's *mass*). The paper (§5) reads attention the same way: the weights $\alpha_{ij}$
 # (rows summing to 1) are the responsibilities — its Eq. (44) writes $\alpha_{ij}$ as the probability
 # that a hidden assignment $Z_i$ of query $i$ is position $j$ — the values are the centres, and the
 # value step is the M-step (§5.2, tabulated in §5.4; §5.2 gives the residual errors the role of the
@@ -363,25 +365,26 @@ plt.show()
 # comparison exact, take a squared loss on the head output,
 # $\mathcal L=\tfrac12\sum_i\Vert g_i-o_i\Vert^2$ with $g_i=\sum_j\alpha_{ij}v_j$, so $u_i=g_i-o_i$.
 # Sympy first, in one dimension with three points: the M-step is the gradient step on EM's
-# objective $\tfrac12\sum_{i}\gamma_{ij}\,(o_i-\mu_j)^2$ with the step size $1/N_j$.
+# objective $\tfrac12\sum_{i}\gamma_{ij}\,(o_i-\mu_j)^2$ with the step size $1/m_j$.
 
 # %%
 o1, o2, o3, mu = sp.symbols("o1 o2 o3 mu", real=True)
 g1, g2, g3 = sp.symbols("gamma1:4", positive=True)
 Q_em = sp.Rational(1, 2) * (g1 * (o1 - mu) ** 2 + g2 * (o2 - mu) ** 2 + g3 * (o3 - mu) ** 2)
-N_j = g1 + g2 + g3
-grad_step = mu - sp.diff(Q_em, mu) / N_j
-m_step = (g1 * o1 + g2 * o2 + g3 * o3) / N_j
-print("gradient step with eta = 1/N_j  minus  M-step:", sp.simplify(grad_step - m_step))
+mass_j = g1 + g2 + g3                     # m_j
+grad_step = mu - sp.diff(Q_em, mu) / mass_j
+m_step = (g1 * o1 + g2 * o2 + g3 * o3) / mass_j
+print("gradient step with eta = 1/m_j  minus  M-step:", sp.simplify(grad_step - m_step))
 assert sp.simplify(grad_step - m_step) == 0
 
 # %% [markdown]
 # The attention value step differs from this in one term: its residual is $g_i-o_i$, the error of
-# the *mixture* output, not $v_j-o_i$. So $\Delta v_j=-\tfrac{1}{N_j}\sum_i\alpha_{ij}(g_i-o_i)$
-# equals the M-step exactly when every query uses one value ($g_i=v_j$, hard responsibilities) and
+# the *mixture* output, not $v_j-o_i$. So the updated value $v_j+\Delta v_j$, with
+# $\Delta v_j=-\tfrac{1}{m_j}\sum_i\alpha_{ij}(g_i-o_i)$ and $m_j=\sum_i\alpha_{ij}$, equals the M-step's
+# centre $\sum_i\alpha_{ij}o_i/m_j$ exactly when every query uses one value ($g_i=v_j$, hard responsibilities) and
 # approaches it as attention sharpens. We measure the gap between the two updates on random data as
 # the scores are multiplied by an inverse temperature $\beta$, over the values that carry at least
-# half a query's weight ($N_j>0.5$; an unused value has no M-step to compare with).
+# half a query's weight ($m_j>0.5$; an unused value has no M-step to compare with).
 
 # %%
 rng_em = np.random.default_rng(7)
@@ -393,13 +396,13 @@ gaps = []
 betas = (0.5, 1, 2, 4, 8, 16, 32)
 for beta in betas:
     resp = softmax(beta * raw_scores)                            # responsibilities
-    mass = resp.sum(axis=0)                                      # (T,) column mass N_j
+    mass = resp.sum(axis=0)                                      # (T,) column mass m_j
     residual = resp @ values_em - targets                        # u_i = g_i - o_i
-    value_step = values_em - (resp.T @ residual) / mass[:, None]  # eta_j = 1/N_j
+    value_step = values_em - (resp.T @ residual) / mass[:, None]  # eta_j = 1/m_j
     m_step_em = (resp.T @ targets) / mass[:, None]               # GMM M-step
     owned = mass > 0.5                                           # values carrying >= half a query
     gaps.append(np.max(np.abs(value_step - m_step_em)[owned]))
-print("max |value step - M-step| over values with N_j > 0.5, as attention sharpens:",
+print("max |value step - M-step| over values with m_j > 0.5, as attention sharpens:",
       ", ".join(f"beta={b}: {g:.2g}" for b, g in zip(betas, gaps)))
 
 # %%
@@ -418,13 +421,13 @@ assert 1 < gaps[0] and gaps[-1] < 0.1 * gaps[0]   # the table below: the gap fal
 # |---|---|---|
 # | hidden assignment $Z_i$, responsibilities $\gamma_{ij}$ | source position $j$, weights $\alpha_{ij}$ | same role in both updates |
 # | centre $\mu_j$ | value $v_j$ | |
-# | M-step $\mu_j=\sum_i\gamma_{ij}o_i/N_j$ | value step with step size $1/N_j$ | identical for hard attention; the gap falls from 1.8 at $\beta=0.5$ to 0.047 at $\beta=32$ (not at every step) |
+# | M-step $\mu_j=\sum_i\gamma_{ij}o_i/m_j$ | value step with step size $1/m_j$ | identical for hard attention; the gap falls from 1.8 at $\beta=0.5$ to 0.047 at $\beta=32$ (not at every step) |
 # | data point $o_i$ | residual $u_i=g_i-o_i$ (for cross-entropy: $u_i=(p_i-\operatorname{onehot}(y_i))(W^{\text{out}})^\top$) | the residual is the mixture's, not the centre's |
 #
 # So the analogy is exact in the hard-attention limit and approached as attention sharpens; with soft
 # attention the gap exceeds the standard deviation, 1, of the points and values it is computed from
 # (1.8 at $\beta=0.5$). The value step
-# minus the M-step is $\tfrac{1}{N_j}\sum_i\alpha_{ij}(v_j-g_i)$, a term that couples the values
+# minus the M-step is $\tfrac{1}{m_j}\sum_i\alpha_{ij}(v_j-g_i)$, a term that couples the values
 # through the mixture.
 # Page [3.3](03_sticky_chain_em_vs_sgd.ipynb) tests the paper's practical claim built on this
 # analogy: that an EM-like training schedule beats plain SGD.
@@ -504,7 +507,7 @@ plt.show()
 #
 # For the paper's Fig. 5 we fit one {term}`PCA <principal component analysis>` (the directions along
 # which a cloud of points varies most) to all values at all steps and draw each $v_j$'s path. With
-# $d_v=2$ the projection is only a rotation of the value plane: what to see is that the paths are
+# $d_v=2$ the projection is only a shift (PCA centres the points) and a rotation of the value plane: what to see is that the paths are
 # smooth curves and that the values move apart along the first component, in both directions.
 # (The first component carries almost all the variance, printed under the figure, so the second
 # axis magnifies small wiggles.)
@@ -609,7 +612,7 @@ plt.show()
 # - Routing and content reinforce each other: a helpful value gains attention, the attention makes
 #   it adapt to its main user, its alignment with that user rises (it helps more), and the advantage
 #   grows — so heads specialise, as the toy's attention shows.
-# - For a squared loss on the head's output, the value step (with step size $1/N_j$) is EM's M-step
+# - For a squared loss on the head's output, the value step (with step size $1/m_j$) is EM's M-step
 #   exactly for hard attention, and comes close to it only as attention sharpens.
 # - Some of the paper's words about this loop state its signs the other way round, and its
 #   "attention settles first, values later" is a tendency in the toy rather than a law
@@ -652,7 +655,7 @@ plt.show()
 # 4. When is the value step exactly EM's M-step?
 #
 #    ```{dropdown} Answer
-#    For a squared loss, with step size $1/N_j$, when attention is hard (each query reads exactly
+#    For a squared loss, with step size $1/m_j$, when attention is hard (each query reads exactly
 #    one value): then the mixture output $g_i$ *is* $v_j$ and the residual $g_i - o_i$ is the
 #    centre's own residual. With soft attention the residual is the mixture's, and the two updates
 #    differ by a term that shrinks as attention sharpens.
@@ -807,8 +810,9 @@ assert earlier >= 3  # "usually": the count itself moves (seed 3's two paths end
 # representations lie along a smooth low-dimensional curve whose main axis "correlates strongly
 # with posterior entropy". The §7.1 toy has no posterior; the §7.2 sticky chain (page
 # [3.3](03_sticky_chain_em_vs_sgd.ipynb)) does: the exact Bayes filter (`bayes_filter_log_probs`)
-# gives, at every position, the entropy of the posterior over the chain's current state given the
-# inputs so far. We train the head with the
+# gives, at every position, the entropy of the best possible prediction of the next symbol $y_i$ given
+# the inputs so far (the Bayes posterior predictive; the previous symbol itself, which the inputs carry,
+# is nearly certain). We train the head with the
 # library's §7.2 set-up (`run_sticky_experiment` with its default number of steps, both protocols,
 # three seeds) and, on a held-out sequence of 600 positions, ask how much variance the first
 # principal component of the attention output $g_i$ (the value mixture each position reads) and of

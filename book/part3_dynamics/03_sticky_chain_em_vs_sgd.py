@@ -38,7 +38,7 @@
 # | $y$, $y_t$ | a symbol; the symbol of the chain at step $t$: an id from 0 to $C-1$ | index |
 # | $C$ | the number of symbols (3 in the tiny example, 8 in the paper's task) | scalar |
 # | $c$, $z$ | a symbol; $z$ a possible value of the hidden previous symbol $y_{t-1}$ | index |
-# | $P$, $P_{z,y}$ | the chain's transition matrix; $P_{z,y}$ the probability that $y$ follows $z$ | $(C, C)$ |
+# | $M$, $M_{z,y}$ | the chain's transition matrix (`P` in the code); $M_{z,y}$ the probability that $y$ follows $z$ | $(C, C)$ |
 # | $d(z,y)$ | the number of steps between states $z$ and $y$ around the circle of the $C$ states | scalar |
 # | $\mu_c$ | the mean input vector of symbol $c$ | $(d_x,)$ |
 # | $\varepsilon_t$ | the Gaussian noise added to input $t$, $\mathcal N(0,\sigma^2 I)$ | $(d_x,)$ |
@@ -156,7 +156,7 @@ assert abs(entropy_rate_3 - 1.0397) < 1e-4
 # shared in proportion to $1, \tfrac12, \tfrac13, \tfrac14, \tfrac13, \tfrac12, 1$ (these add up to
 # $\tfrac{47}{12}$). Every row holds the same numbers in a different order, so every row has the
 # same entropy, and the entropy rate (the long-run average of the row entropies, weighted by how often
-# each previous symbol occurs) is the entropy of one row. (Every column of $P$ also sums to 1, so in
+# each previous symbol occurs) is the entropy of one row. (Every column of $M$ also sums to 1, so in
 # the long run every symbol is equally frequent, as the cell checks.)
 
 # %%
@@ -191,10 +191,10 @@ assert abs(H_hat - chain.entropy_rate()) < 0.005   # within a few thousandths
 # $x_t$. The best possible predictor is therefore the exact {term}`Bayes filter`: it keeps a
 # probability for every value $z$ the hidden previous symbol could have, updates it with each new
 # input by Bayes' rule (Gaussian likelihoods around the means $\mu_z$), and predicts the mixture of
-# the rows of $P$,
-# $$p(y_t\mid x_{1:t})=\sum_z p(y_{t-1}=z\mid x_{1:t})\,P_{z,y_t}.$$
+# the rows of $M$,
+# $$p(y_t\mid x_{1:t})=\sum_z p(y_{t-1}=z\mid x_{1:t})\,M_{z,y_t}.$$
 # Its expected loss is at least the entropy rate (it knows less than $y_{t-1}$), with equality when
-# the noise vanishes. With noise level $\sigma=0$ the filter is exactly $\log P_{y_{t-1},y_t}$,
+# the noise vanishes. With noise level $\sigma=0$ the filter is exactly $\log M_{y_{t-1},y_t}$,
 # which we check; then we see how the floor rises with the noise.
 
 # %%
@@ -247,7 +247,8 @@ print(f"distances between the 8 means: median {np.median(mean_distances):.2f}, "
 # $W^{\text{out}}$; its upstream gradient is $u_i=W_O^\top(p_i-e_{y_i})$, with $e_{y_i}$ our
 # $\operatorname{onehot}(y_i)$: the same vector as ours. Its value step is $\Delta v_j=-\eta\sum_i\alpha_{ij}u_i$ with a plain $\eta$ (our $\eta_v$).
 # Its "theoretical min entropy" is the entropy rate, and its "stay_prob" the probability 0.3 of
-# repeating a symbol.
+# repeating a symbol, which it writes $P(y_{t+1}=y_t\mid y_t)=0.3$; it gives the transition matrix no
+# letter (this page writes $M$, because the book keeps $P$ for a single probability).
 # ```
 
 # %%

@@ -219,8 +219,9 @@ assert np.all(np.abs(ends[5] + 0.25) < 0.05)            # Figure 3.4.1: five at 
 # still falling slowly towards opposite (mean angles printed above).
 #
 # The keys are pushed apart, as the gradient says, but to the simplex, not to orthogonality.
-# Orthogonality is approached only as $G$ grows (or if the keys must also serve other queries that
-# break the symmetry).
+# In this symmetric set-up, orthogonality is approached only as $G$ grows. (Whether queries that break
+# the symmetry, such as other queries the keys must also serve, would bring keys nearer to right angles
+# is not measured here.)
 #
 # ## LayerNorm on the values, attention dropout
 #
@@ -454,8 +455,8 @@ assert err < 1e-8
 #   but towards the regular simplex $\cos = -1/(G-1)$ (sympy), not to orthogonality: below $-0.75$
 #   and still falling towards $-1$ for $G=2$, near $-\tfrac12$ for $G=3$, near $-\tfrac14$ for $G=5$ in every seed (Figure 3.4.1,
 #   asserted). The "approximate orthogonality" the paper cites from its wind-tunnel models therefore
-#   needs more than the mechanism of §6.2 (for instance many groups, or keys that must also serve
-#   other queries). Recorded in `book/ERRATA.md` (row "§6.2 (hypothesis frames and key
+#   needs more than the mechanism of §6.2 (for instance many groups; other possible causes, such as
+#   keys that must also serve other queries, are not measured here). Recorded in `book/ERRATA.md` (row "§6.2 (hypothesis frames and key
 #   orthogonality)").
 # - **§8.2, LayerNorm on values** ("can stabilize norms while leaving directional dynamics
 #   intact"). Holds on this toy: norms pinned, key geometry unchanged.

@@ -255,7 +255,7 @@ assert (rows_08[:, 3] > 0).sum() >= 1 and (rows_02[:, 3] > 0).sum() == 0  # rise
 # and value updates Δv_j = −η Σ_i α_ij u_i continue"; §6.3 reads the same into the late stage of training.
 # The first half is Eq. (23) read at b_ij = E_αi[b]. The second half does not follow: the value update is a
 # weighted *sum* of the u_i, and at any stationary point of the loss it is zero, even where the loss, and
-# every u_i, are not. The smallest example: a head whose positions all carry the same input (so every query
+# every u_i, are not. A small example: a head whose positions all carry the same input (so every query
 # attends uniformly and every context is the same) with targets 0, 0, 1, 2, and the read-out bias set to
 # the value that makes every prediction the target frequencies. With `head_gradients`:
 

@@ -17,7 +17,7 @@
 # ```{admonition} Learning goals
 # :class: tip
 # After this page you can
-# - compute by hand the residuals $e_t=x_t-\mu_t(x)$ of a short sequence, and say why the first
+# - compute by hand the residuals $\hat\varepsilon_t=x_t-\mu_t(x)$ of a short sequence, and say why the first
 #   position's residual is the token itself;
 # - explain why causality makes the Jacobian of the residual map block lower-triangular, so that its
 #   determinant is the product of the determinants of its diagonal blocks, one per position;
@@ -36,21 +36,30 @@
 # | symbol | meaning | shape |
 # |---|---|---|
 # | $x_t$ | embedding of position $t$ (a column vector; positions counted from 1) | $(d,)$ |
-# | $x_{1:L}$, $X$ | the whole sequence; $X$ stacks the $x_t$ as rows | $L$ vectors; $(L,d)$ |
-# | $L$, $d$ | length of the sequence, width of an embedding | numbers |
+# | $x_{1:T}$, $X$ | the whole sequence of $T$ embeddings; $X$ stacks the $x_t$ as rows | $T$ vectors; $(T,d)$ |
+# | $d$ | width of an embedding | number |
 # | $\varepsilon$, $\sigma$ | Gaussian noise ($\varepsilon_t$ at position $t$), and its standard deviation | $(d,)$, number |
 # | $q_t,k_s,v_s$ | query of $x_t$, key and value of $x_s$: $W_Q x_t$, $W_K x_s$, $W_V x_s$ | $(d_k,)$, $(d_k,)$, $(d,)$ |
 # | $W_Q,W_K,W_V$ | query, key and value matrices | $(d_k,d)$, $(d_k,d)$, $(d,d)$ |
-# | $\ell_{ts}$, $\alpha_{ts}$ | score and attention weight of position $t$ on an earlier position $s$ | numbers |
-# | $s$, $u$ | positions: $s$ an earlier one, $u$ any one (in $\partial e_t/\partial x_u$) | numbers |
+# | $\zeta_{ts}$, $\alpha_{ts}$ | score and attention weight of position $t$ on an earlier position $s$ | numbers |
+# | $s$, $u$ | positions: $s$ an earlier one, $u$ any one (in $\partial \hat\varepsilon_t/\partial x_u$) | numbers |
 # | $\mu_t(x)$ | attention summary of the positions before $t$, $\sum_{s<t}\alpha_{ts}v_s$ | $(d,)$ |
-# | $e_t(x)$ | residual $x_t-\mu_t(x)$: the noise position $t$ must have come from | $(d,)$ |
-# | $J$, $J_{x\mapsto\varepsilon}$ | Jacobian of the residual map, $\partial e_t[r]/\partial x_u[r']$ | $(Ld,Ld)$ |
+# | $\hat\varepsilon_t(x)$, $\hat\varepsilon$ | residual $x_t-\mu_t(x)$ of position $t$ ($\hat\varepsilon_1$, $\hat\varepsilon_2$, … at given positions): the noise position $t$ must have come from | $(d,)$ |
+# | $J$, $J_{x\mapsto\varepsilon}$ | Jacobian of the residual map, $\partial \hat\varepsilon_t[r]/\partial x_u[r']$ | $(Td,Td)$ |
 # | $r$, $r'$ | components of a vector, counted from 1 (not positions) | indices |
 # | $f$ | an invertible map, $\varepsilon=f(x)$, in the change of variables | function |
 # | $a$ | coupling in one dimension: the score of $x_s$ seen from $x_t$ is $a\,x_t x_s$, $a=w_K w_Q$ | number |
 # | $w_Q,w_K,w_V$ | the three projections when $d=1$ (numbers); with them, $\mathrm{Var}_\alpha(x)$ is the attention-weighted variance of the attended embeddings and $\mathrm{Var}_\alpha(v)=w_V^2\,\mathrm{Var}_\alpha(x)$ that of the values | numbers |
-# | $A$ | the matrix of the scores, $\ell_{ts}=x_s^\top Ax_t$, $A=W_K^\top W_Q$ | $(d,d)$ |
+# | $A$ | the matrix of the scores, $\zeta_{ts}=x_s^\top Ax_t$, $A=W_K^\top W_Q$ | $(d,d)$ |
+# ```
+#
+# ```{admonition} In the paper's notation
+# :class: seealso
+# The paper writes $L$ for the length of the sequence, $\ell_{ts}$ for a score and $e_t(x)$ for the
+# residual. Here they are $T$, $\zeta_{ts}$ and $\hat\varepsilon_t(x)$, because in Chapter 6 and in the
+# book's notation table (Appendix A) $L$ counts layers, $\ell$ indexes them and $e[i]$ is the embedding of
+# word $i$. The hat says what the residual is: the noise $\varepsilon_t$ that the layer infers back from the
+# embeddings. Equation numbers are the paper's.
 # ```
 #
 # *Source: Agarwal et al., "Support Tokens, Stability Margins, and a New Foundation for Robust LLMs",
@@ -59,25 +68,25 @@
 # **The model.** Gaussian noise $\varepsilon_t \sim\mathcal N(0,\sigma^2 I_d)$ (Eq. 1) is pushed
 # through $x_t=\mu_t(x)+\varepsilon_t$ (Eq. 3), where $\mu_t(x)=\sum_{s<t}\alpha_{ts}(x)\,v_s$ is the
 # attention summary of the strictly earlier positions (Eq. 2). Read backwards, this is the residual
-# map $\varepsilon_t=e_t(x)=x_t-\mu_t(x)$ (Eq. 4), and the change of variables (Eq. 5) gives the exact
+# map $\varepsilon_t=\hat\varepsilon_t(x)=x_t-\mu_t(x)$ (Eq. 4), and the change of variables (Eq. 5) gives the exact
 # log-density of the embeddings:
 #
-# $$\log p(x_{1:L})=\log p(\varepsilon_{1:L})+\log\left\lvert\det J_{x\mapsto\varepsilon}\right\rvert .$$
+# $$\log p(x_{1:T})=\log p(\varepsilon_{1:T})+\log\left\lvert\det J_{x\mapsto\varepsilon}\right\rvert .$$
 #
 # The change of variables in one line: if $\varepsilon=f(x)$ with $f$ invertible, probability is
 # conserved, so $p(x)\,dx=p(\varepsilon)\,d\varepsilon$ and $p(x)=p(f(x))\,\lvert\det\partial f/\partial x\rvert$:
 # the determinant says how much $f$ stretches a small volume. Position $t=1$ has nothing to attend
-# to under the strict mask, so $\mu_1=0$ and $e_1=x_1$.
+# to under the strict mask, so $\mu_1=0$ and $\hat\varepsilon_1=x_1$.
 #
 # ```{admonition} Conventions of all of Part 4 (the paper's, which differ from Chapter 6)
 # :class: seealso
 # | symbol | meaning | code |
 # |---|---|---|
-# | $X\in\mathbb R^{L\times d}$ | rows are the embeddings $x_t$ | `X[t]` (0-based $t$) |
+# | $X\in\mathbb R^{T\times d}$ | rows are the embeddings $x_t$ | `X[t]` (0-based $t$) |
 # | $q_t=W_Q x_t,\ k_s=W_K x_s,\ v_s=W_V x_s$ | **column-vector** maps | `X @ W_Q.T` |
-# | $\ell_{ts}=q_t^\top k_s=x_s^\top A x_t$ | scores without $1/\sqrt{d_k}$ | $A=W_K^\top W_Q$ (Eq. 15) |
+# | $\zeta_{ts}=q_t^\top k_s=x_s^\top A x_t$ | scores without $1/\sqrt{d_k}$ | $A=W_K^\top W_Q$ (Eq. 15) |
 # | strict / inclusive | $s<t$ (Eq. 2) / $s\le t$ (App. A) | `include_current=False/True` |
-# | $L$, $\ell_{ts}$, $e_t$ | length of the sequence, a score, a residual (the book's table writes $T$ for the length; there $L$ counts layers, $\ell$ indexes them and $e[i]$ is an embedding) | `L`; `causal_residual` returns the $e_t$ |
+# | $T$, $\zeta_{ts}$, $\hat\varepsilon_t$ | length of the sequence, a score, a residual (the paper writes $L$, $\ell_{ts}$, $e_t$: see the side box above) | `L` in the library's docstrings; `causal_residual` returns the $\hat\varepsilon_t$ |
 # ```
 
 # %%
@@ -109,11 +118,11 @@ rng = np.random.default_rng(0)
 # token on a past one is $a\,x_t x_s$ with one coupling $a=w_K w_Q$; take $a=0.5$, values equal to the
 # tokens ($w_V=1$) and three tokens $x=(0.5,\,1.5,\,1.0)$. Going backwards, one position at a time:
 #
-# - $t=1$: no past, $\mu_1=0$, so $e_1=x_1=0.5$.
-# - $t=2$: one past token, weight 1, $\mu_2=x_1=0.5$, so $e_2=1.5-0.5=1.0$.
+# - $t=1$: no past, $\mu_1=0$, so $\hat\varepsilon_1=x_1=0.5$.
+# - $t=2$: one past token, weight 1, $\mu_2=x_1=0.5$, so $\hat\varepsilon_2=1.5-0.5=1.0$.
 # - $t=3$: scores $0.5\cdot1.0\cdot0.5=0.25$ and $0.5\cdot1.0\cdot1.5=0.75$, weights
 #   $\mathrm{softmax}(0.25,0.75)\approx(0.378,0.622)$, $\mu_3 \approx0.378\cdot0.5+0.622\cdot1.5=1.122$,
-#   so $e_3 \approx-0.122$.
+#   so $\hat\varepsilon_3 \approx-0.122$.
 #
 # The same loop in code (positions from 1 in the printout, from 0 in the list):
 
@@ -123,7 +132,7 @@ tokens = [0.5, 1.5, 1.0]
 
 
 def residual(t, tokens, coupling=coupling):
-    """e_t = x_t - mu_t for position t (1-based), d = 1, values equal to tokens."""
+    """Residual x_t - mu_t at position t (1-based), d = 1, values equal to tokens."""
     current, past = tokens[t - 1], tokens[: t - 1]
     if not past:
         return current
@@ -138,13 +147,13 @@ print(f"position 3: scores {scores_3}, weights {np.round(weights_3, 3).tolist()}
       f"mean {weights_3 @ tokens[:2]:.3f}")
 residuals = [residual(t, tokens) for t in (1, 2, 3)]
 for t, e in enumerate(residuals, start=1):
-    print(f"position {t}: residual e_{t} = {e:+.4f}")
+    print(f"position {t}: residual ε̂_{t} = {e:+.4f}")
 library = causal_residual(np.array(tokens)[:, None], [[coupling]], [[1.0]])[:, 0]
 assert np.allclose(residuals, library, atol=1e-12)
 
 # %% [markdown]
 # Which residual moves when a token moves? Nudge each token by $0.001$ and record how every residual
-# changes, divided by the nudge: that is one column of the Jacobian $\partial e_t/\partial x_u$.
+# changes, divided by the nudge: that is one column of the Jacobian $\partial \hat\varepsilon_t/\partial x_u$.
 
 # %%
 step = 1e-3
@@ -157,9 +166,9 @@ print(np.array2string(jacobian, precision=3, suppress_small=True))
 assert np.all(jacobian[np.triu_indices(3, k=1)] == 0)  # a residual never sees a later token
 
 # %% [markdown]
-# Every entry above the diagonal is exactly 0: $e_1$ and $e_2$ never look at later tokens, because
+# Every entry above the diagonal is exactly 0: $\hat\varepsilon_1$ and $\hat\varepsilon_2$ never look at later tokens, because
 # the mask hides them. So the matrix is lower-triangular, and its determinant is the product of its
-# diagonal, $1\cdot1\cdot\partial e_3/\partial x_3$. The first two diagonal entries are exactly 1;
+# diagonal, $1\cdot1\cdot\partial \hat\varepsilon_3/\partial x_3$. The first two diagonal entries are exactly 1;
 # only the last differs, because $x_3$ is also the query that chooses its own weights. With
 # $\sigma=1$, the log-density of the sequence is the noise's log-density at the residuals plus the
 # log of that one factor:
@@ -167,7 +176,7 @@ assert np.all(jacobian[np.triu_indices(3, k=1)] == 0)  # a residual never sees a
 # %%
 slope_3 = jacobian[2, 2]
 noise_part = sum(-0.5 * e**2 - 0.5 * math.log(2 * math.pi) for e in residuals)
-print(f"de_3/dx_3 ≈ {slope_3:.3f};  log p(x) ≈ {noise_part:.3f} + log {slope_3:.3f} "
+print(f"dε̂_3/dx_3 ≈ {slope_3:.3f};  log p(x) ≈ {noise_part:.3f} + log {slope_3:.3f} "
       f"= {noise_part + math.log(slope_3):.3f}")
 exact = embedding_log_density(np.array(tokens)[:, None], [[coupling]], [[1.0]], sigma=1.0)
 assert abs(noise_part + math.log(slope_3) - exact) < 1e-3
@@ -178,10 +187,10 @@ assert abs(noise_part + math.log(slope_3) - exact) < 1e-3
 # %% [markdown]
 # ## The Jacobian is block lower-triangular (Lemma B.3), symbolically
 #
-# With $d=1$, $L=3$ and $v_s=w_V \,x_s$, the residuals are $e_1=x_1$, $e_2=x_2-w_V x_1$ (one key, weight
-# 1) and $e_3=x_3-\frac{e^{a x_3 x_1}w_V x_1+e^{a x_3 x_2}w_V x_2}{e^{a x_3 x_1}+e^{a x_3 x_2}}$. Sympy builds the
-# $3\times3$ Jacobian: every entry above the diagonal is zero because $e_t$ never looks at $x_{s>t}$;
-# the diagonal is $(1,\,1,\,\partial e_3/\partial x_3)$, and only the last entry depends on the
+# With $d=1$, $T=3$ and $v_s=w_V \,x_s$, the residuals are $\hat\varepsilon_1=x_1$, $\hat\varepsilon_2=x_2-w_V x_1$ (one key, weight
+# 1) and $\hat\varepsilon_3=x_3-\frac{e^{a x_3 x_1}w_V x_1+e^{a x_3 x_2}w_V x_2}{e^{a x_3 x_1}+e^{a x_3 x_2}}$. Sympy builds the
+# $3\times3$ Jacobian: every entry above the diagonal is zero because $\hat\varepsilon_t$ never looks at $x_{s>t}$;
+# the diagonal is $(1,\,1,\,\partial \hat\varepsilon_3/\partial x_3)$, and only the last entry depends on the
 # current token through the query.
 
 # %%
@@ -190,7 +199,7 @@ z1, z2 = sp.exp(a * x3 * x1), sp.exp(a * x3 * x2)  # unnormalised weights of x1,
 residuals_sym = sp.Matrix([x1, x2 - w * x1, x3 - (z1 * w * x1 + z2 * w * x2) / (z1 + z2)])
 J_sym = residuals_sym.jacobian([x1, x2, x3]).applyfunc(sp.simplify)
 rows = [[sp.latex(J_sym[i, j]) for j in range(3)] for i in range(2)]  # rows 1 and 2 in full
-rows.append([rf"\partial e_3/\partial x_{j}" for j in (1, 2, 3)])  # row 3 is long: named
+rows.append([rf"\partial \hat\varepsilon_3/\partial x_{j}" for j in (1, 2, 3)])  # row 3 is long: named
 matrix_tex = r"\\".join(" & ".join(row) for row in rows)
 display(Math(r"J_{x\mapsto\varepsilon}=\begin{bmatrix}" + matrix_tex + r"\end{bmatrix}"))
 assert all(J_sym[i, j] == 0 for i in range(3) for j in range(3) if j > i)
@@ -206,7 +215,7 @@ assert sp.simplify(J_sym.det() - J_sym[2, 2]) == 0  # det J = the product of the
 alpha = z1 / (z1 + z2)
 variance_tokens = sp.simplify(alpha * (1 - alpha) * (x1 - x2) ** 2)
 difference = sp.simplify(J_sym[2, 2] - (1 - a * w * variance_tokens))
-display(Math(r"\frac{\partial e_3}{\partial x_3}-\bigl(1-a\,w_V\,\mathrm{Var}_\alpha(x)\bigr)="
+display(Math(r"\frac{\partial \hat\varepsilon_3}{\partial x_3}-\bigl(1-a\,w_V\,\mathrm{Var}_\alpha(x)\bigr)="
              + sp.latex(difference)))
 assert difference == 0
 
@@ -217,25 +226,25 @@ assert difference == 0
 #
 # ## The same structure numerically, for $d=2$
 #
-# The library's `residual_jacobian` returns the exact $(L,d,L,d)$ Jacobian
-# $J[t,r,u,r']=\partial e_t[r]/\partial x_u[r']$ for any $W_V$. We check it against central finite
-# differences and draw $|J|$ as an $Ld\times Ld$ matrix, next to the Jacobian of a non-causal
+# The library's `residual_jacobian` returns the exact $(T,d,T,d)$ Jacobian
+# $J[t,r,u,r']=\partial \hat\varepsilon_t[r]/\partial x_u[r']$ for any $W_V$. We check it against central finite
+# differences and draw $|J|$ as a $Td\times Td$ matrix, next to the Jacobian of a non-causal
 # (bidirectional) layer.
 
 # %%
-L, d = 6, 2
-X = rng.normal(size=(L, d))
+T, d = 6, 2
+X = rng.normal(size=(T, d))
 W_Q, W_K = 0.8 * rng.normal(size=(d, d)), 0.8 * rng.normal(size=(d, d))
 W_V = rng.normal(size=(d, d))
 
-J = residual_jacobian(X, W_Q, W_K, W_V)  # (L, d, L, d)
+J = residual_jacobian(X, W_Q, W_K, W_V)  # (T, d, T, d)
 J_finite_diff = central_difference(lambda Z: causal_residual(Z, W_Q, W_K, W_V), X)
 print("exact Jacobian = finite differences (atol 1e-7):",
       bool(np.allclose(J, J_finite_diff, atol=1e-7)))
 assert np.allclose(J, J_finite_diff, atol=1e-7)
 
 J_bidirectional = residual_jacobian(X, W_Q, W_K, W_V, context="bidirectional")
-above_diagonal = [(t, u) for t in range(L) for u in range(t + 1, L)]  # blocks with u > t
+above_diagonal = [(t, u) for t in range(T) for u in range(t + 1, T)]  # blocks with u > t
 upper = [np.abs(J[t, :, u, :]).max() for t, u in above_diagonal]
 upper_bidirectional = [np.abs(J_bidirectional[t, :, u, :]).max() for t, u in above_diagonal]
 print(f"largest entry above the block diagonal: causal {max(upper):.1e}, "
@@ -244,39 +253,39 @@ assert max(upper) == 0.0
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(10, 4.4))
-labels = [f"x{t + 1}[{r + 1}]" for t in range(L) for r in range(d)]
-heatmap(np.abs(J.reshape(L * d, L * d)), ax=axes[0], title="strict causal: |∂e/∂x|",
+labels = [f"x{t + 1}[{r + 1}]" for t in range(T) for r in range(d)]
+heatmap(np.abs(J.reshape(T * d, T * d)), ax=axes[0], title=r"strict causal: $|\partial\hat\varepsilon/\partial x|$",
         row_labels=labels, col_labels=labels)
-heatmap(np.abs(J_bidirectional.reshape(L * d, L * d)), ax=axes[1], title="bidirectional: |∂e/∂x|",
+heatmap(np.abs(J_bidirectional.reshape(T * d, T * d)), ax=axes[1], title=r"bidirectional: $|\partial\hat\varepsilon/\partial x|$",
         row_labels=labels, col_labels=labels)
 for ax in axes:
     ax.tick_params(axis="x", rotation=90, labelsize=7)
     ax.tick_params(axis="y", labelsize=7)
-    ax.set_xlabel("derivative with respect to x_u[r′]")
-    ax.set_ylabel("of e_t[r] (same order)")
+    ax.set_xlabel(r"derivative with respect to $x_u[r']$")
+    ax.set_ylabel(r"of $\hat\varepsilon_t[r]$ (same order)")
 plt.tight_layout()
 plt.show()
 
 # %% [markdown]
 # **Figure 4.1.1.** Lemma B.3 as a picture. Left: the Jacobian of the strict-causal residual map is block
-# lower-triangular ($\partial e_t/\partial x_u=0$ for $u>t$), with $2\times2$ diagonal blocks
-# $\partial e_t/\partial x_t$; the first two are exactly $I$ ($\mu_1=0$, and $\mu_2=W_V x_1$ does not depend on
+# lower-triangular ($\partial \hat\varepsilon_t/\partial x_u=0$ for $u>t$), with $2\times2$ diagonal blocks
+# $\partial \hat\varepsilon_t/\partial x_t$; the first two are exactly $I$ ($\mu_1=0$, and $\mu_2=W_V x_1$ does not depend on
 # $x_2$: one attended position, whose weight is 1). Right: a non-causal layer fills the
 # upper triangle, so its determinant no longer factorises over positions.
 #
 # ## Determinant factorisation (Eq. 59) and the log-density decomposition (Eq. 16)
 #
-# Because of the triangular structure, $\log|\det J|=\sum_t \log|\det\partial e_t/\partial x_t|$.
-# The log-density then splits into the **noise energy** $\sum_t \log\mathcal N(e_t;0,\sigma^2I)$ (the
-# paper's name for it; it is a log-density, $-\sum_t\lVert e_t\rVert^2/2\sigma^2$ plus a constant, so it is
+# Because of the triangular structure, $\log|\det J|=\sum_t \log|\det\partial \hat\varepsilon_t/\partial x_t|$.
+# The log-density then splits into the **noise energy** $\sum_t \log\mathcal N(\hat\varepsilon_t;0,\sigma^2I)$ (the
+# paper's name for it; it is a log-density, $-\sum_t\lVert \hat\varepsilon_t\rVert^2/2\sigma^2$ plus a constant, so it is
 # largest when the layer predicts each embedding well) and the {term}`log-barrier`
-# $\sum_t \log|\det\partial e_t/\partial x_t|$ (how much the map changes volume at each position: negative
+# $\sum_t \log|\det\partial \hat\varepsilon_t/\partial x_t|$ (how much the map changes volume at each position: negative
 # where it squeezes, positive where it stretches).
 
 # %%
 sigma = 0.5
-blocks = diagonal_blocks(X, W_Q, W_K, W_V)  # (L, d, d)
-full = np.linalg.slogdet(J.reshape(L * d, L * d))[1]
+blocks = diagonal_blocks(X, W_Q, W_K, W_V)  # (T, d, d)
+full = np.linalg.slogdet(J.reshape(T * d, T * d))[1]
 by_blocks = np.linalg.slogdet(blocks)[1].sum()
 print(f"log|det J| = {full:.10f}   sum_t log|det J_tt| = {by_blocks:.10f}")
 assert np.isclose(full, by_blocks, atol=1e-12)
@@ -285,10 +294,10 @@ noise = noise_log_density(X, W_Q, W_K, W_V, sigma=sigma, per_position=True)
 barrier = log_barrier(X, W_Q, W_K, W_V, per_position=True)
 total = embedding_log_density(X, W_Q, W_K, W_V, sigma=sigma)
 residuals_X = causal_residual(X, W_Q, W_K, W_V)
-log_det_numerical = np.linalg.slogdet(J_finite_diff.reshape(L * d, L * d))[1]
-direct = (-0.5 * np.sum(residuals_X**2) / sigma**2 - 0.5 * L * d * np.log(2 * np.pi * sigma**2)
+log_det_numerical = np.linalg.slogdet(J_finite_diff.reshape(T * d, T * d))[1]
+direct = (-0.5 * np.sum(residuals_X**2) / sigma**2 - 0.5 * T * d * np.log(2 * np.pi * sigma**2)
           + log_det_numerical)  # Eq. (5) with a numerical Jacobian
-for t in range(L):
+for t in range(T):
     print(f"t={t + 1}:  noise {noise[t]:9.4f}   barrier {barrier[t]:8.4f}")
 print(f"log p(x) = {total:.6f}   (Eq. 5 with finite differences: {direct:.6f})")
 assert np.isclose(total, direct, atol=1e-6)
@@ -296,9 +305,9 @@ assert np.isclose(total, noise.sum() + barrier.sum())
 
 # %%
 fig, ax = plt.subplots(figsize=(6.4, 3.4))
-pos = np.arange(1, L + 1)
-ax.bar(pos - 0.18, noise, width=0.36, label="noise energy  log N(e_t; 0, σ²I)")
-ax.bar(pos + 0.18, barrier, width=0.36, label="log-barrier  log|det ∂e_t/∂x_t|")
+pos = np.arange(1, T + 1)
+ax.bar(pos - 0.18, noise, width=0.36, label=r"noise energy  $\log\mathcal{N}(\hat\varepsilon_t;\, 0, \sigma^2 I)$")
+ax.bar(pos + 0.18, barrier, width=0.36, label=r"log-barrier  $\log|\det\,\partial\hat\varepsilon_t/\partial x_t|$")
 ax.axhline(0, color="k", lw=0.8)
 ax.set_xlabel("position t")
 ax.set_ylabel("nats")
@@ -317,7 +326,7 @@ plt.show()
 #
 # The change of variables only yields a probability density if $x\mapsto\varepsilon$ is a bijection.
 # In $d=1$ with negative coupling ($a\,w_V<0$) every diagonal derivative is $\ge 1$, so each
-# $x_t \mapsto e_t$ is increasing and onto, and $\int p(x_1,x_2,x_3)\,dx=1$. We integrate $x_3$ and $x_2$
+# $x_t \mapsto \hat\varepsilon_t$ is increasing and onto, and $\int p(x_1,x_2,x_3)\,dx=1$. We integrate $x_3$ and $x_2$
 # on a grid for a fixed $x_1$ (conditional density) — the integral must be 1.
 
 # %%
@@ -340,7 +349,7 @@ assert abs(integral - 1) < 1e-8
 #
 # ## Key takeaways
 #
-# - A causal attention layer read backwards is the residual map $e_t=x_t-\mu_t(x)$: it takes
+# - A causal attention layer read backwards is the residual map $\hat\varepsilon_t=x_t-\mu_t(x)$: it takes
 #   embeddings to the Gaussian noise they came from, and the change of variables turns the noise
 #   density into an exact density of the embeddings.
 # - Because a position never sees later positions, the Jacobian of the residual map is block
@@ -352,8 +361,8 @@ assert abs(integral - 1) < 1e-8
 #
 # ## Check your understanding
 #
-# 1. In the tiny example, why is $\partial e_2/\partial x_2$ exactly 1, while
-#    $\partial e_3/\partial x_3$ is not?
+# 1. In the tiny example, why is $\partial \hat\varepsilon_2/\partial x_2$ exactly 1, while
+#    $\partial \hat\varepsilon_3/\partial x_3$ is not?
 #
 #    ```{dropdown} Answer
 #    Position 2 has a single past token, whose weight is 1 whatever the query, so $\mu_2=x_1$ does
@@ -391,7 +400,7 @@ assert abs(integral - 1) < 1e-8
 # %% tags=["hide-cell"]
 paper_form = 1 - a * w**2 * variance_tokens
 gap = sp.factor(sp.simplify(J_sym[2, 2] - paper_form) / variance_tokens)
-display(Math(r"\frac{\partial e_3}{\partial x_3}-\bigl(1-a\,\mathrm{Var}_\alpha(v)\bigr)="
+display(Math(r"\frac{\partial \hat\varepsilon_3}{\partial x_3}-\bigl(1-a\,\mathrm{Var}_\alpha(v)\bigr)="
              + sp.latex(gap) + r"\cdot\mathrm{Var}_\alpha(x)"))
 assert set(sp.solve(gap, w)) == {0, 1}
 

@@ -32,10 +32,10 @@
 #
 # **Builds on:** [4.1 The latent-noise view](01_latent_noise_view.ipynb) — one attention layer writes
 # each embedding as $x_t=\mu_t(x)+\varepsilon_t$, an attention-weighted average $\mu_t$ of the past
-# plus Gaussian noise $\varepsilon_t$; run backwards, the {term}`residual map` $e_t(x)=x_t-\mu_t(x)$
+# plus Gaussian noise $\varepsilon_t$; run backwards, the {term}`residual map` $\hat\varepsilon_t(x)=x_t-\mu_t(x)$
 # recovers the noise, and the {term}`change of variables` gives the density of the embeddings as the
 # noise density times $\lvert\det\rvert$ of the Jacobian, which causality makes the product of the
-# diagonal derivatives $\partial e_t/\partial x_t$ · derivatives and the chain rule, a weighted mean
+# diagonal derivatives $\partial \hat\varepsilon_t/\partial x_t$ · derivatives and the chain rule, a weighted mean
 # and variance, the softmax ([6.2](../part1_chapter6/6_2_attention_mechanism.ipynb)).
 # **Reading time:** about 35 minutes.
 #
@@ -50,12 +50,20 @@
 # | $s$ | an earlier position, $s<t$ | number |
 # | $\mu_t$ | what the layer predicts at $t$: the weighted mean of the earlier values | number |
 # | $\bar x$ | the weighted mean of the earlier tokens, $\sum_s \alpha_{ts}x_s$ | number |
-# | $e_t$ | residual $x_t-\mu_t$, the noise position $t$ must have come from | number |
-# | $m_t$, $m(x)$ | margin of position $t$ (the slope $\partial e_t/\partial x_t$), $1-a\,\mathrm{Var}_t$ with $\mathrm{Var}_t=\sum_{s<t}\alpha_{ts}(x_s-\bar x)^2$ the attention-weighted variance of the earlier tokens ($\mathrm{Var}_t(v)=w_V^2\,\mathrm{Var}_t$: that of the values); sequence margin $m(x)=\min_t m_t$ | numbers |
+# | $\hat\varepsilon_t$, $\hat\varepsilon$ | residual $x_t-\mu_t$ of position $t$ ($\hat\varepsilon_3$ at position 3), the noise position $t$ must have come from | number |
+# | $m_t$, $m(x)$ | margin of position $t$ (the slope $\partial \hat\varepsilon_t/\partial x_t$), $1-a\,\mathrm{Var}_t$ with $\mathrm{Var}_t=\sum_{s<t}\alpha_{ts}(x_s-\bar x)^2$ the attention-weighted variance of the earlier tokens ($\mathrm{Var}_t(v)=w_V^2\,\mathrm{Var}_t$: that of the values); sequence margin $m(x)=\min_t m_t$ | numbers |
 # | $\varepsilon$, $\sigma$ | a noise value, and the noise's standard deviation | numbers |
-# | $\ell_s$, $\delta_{ss'}$ | scores (logits) of a softmax over the earlier positions $s$; 1 if $s=s'$, else 0 | numbers |
+# | $\zeta_s$, $\delta_{ss'}$ | scores (logits) of a softmax over the earlier positions $s$; 1 if $s=s'$, else 0 | numbers |
 # | $u_s$, $\bar u$ | any numbers attached to the earlier positions (Lemma B.2), and their weighted mean | numbers |
 # | $\Delta\varepsilon$, $\Delta x_t$ | a small change of the noise, and the change of the token it causes (question 4) | numbers |
+# ```
+#
+# ```{admonition} In the paper's notation
+# :class: seealso
+# The paper writes $e_t(x)$ for the residual, $\ell$ for the scores and $n$ (or $L$) for the length of the
+# sequence. Here they are $\hat\varepsilon_t(x)$, $\zeta$ and $T$, because in Chapter 6 and in the book's
+# notation table (Appendix A) $e[i]$ is the embedding of word $i$, $\ell$ indexes layers and $L$ counts
+# them; quoted formulas below are written in these letters. Equation numbers are the paper's.
 # ```
 #
 # *Source: Agarwal et al., "Support Tokens, Stability Margins, and a New Foundation for Robust LLMs",
@@ -93,7 +101,7 @@ use_book_style()
 # on a past token $x_s$ is then $w_Q x_t \cdot w_K x_s=a\,x_t x_s$, with one number $a=w_K w_Q$, the
 # {term}`coupling`. Take $a=0.5$, values equal to the tokens ($w_V=1$), and the three tokens
 # $x=(0,\,2,\,0)$. For each position: the weights on the past, their weighted mean $\mu_t$ (what the
-# layer predicts), the residual $e_t=x_t-\mu_t$ (the noise this token must have come from), and the
+# layer predicts), the residual $\hat\varepsilon_t=x_t-\mu_t$ (the noise this token must have come from), and the
 # weighted variance of the past, $\mathrm{Var}_t=\sum_{s<t}\alpha_{ts}(x_s-\mu_t)^2$.
 #
 # By hand, at position 3: both scores are $0.5\cdot0\cdot x_s=0$, so the weights are
@@ -118,11 +126,11 @@ def attend_to_past(current, past, coupling):
 for t in range(1, len(tokens) + 1):
     current, past = tokens[t - 1], tokens[: t - 1]
     if not past:
-        print(f"position {t}: nothing to attend to, mean 0, residual e = {current:+.3f}")
+        print(f"position {t}: nothing to attend to, mean 0, residual ε̂ = {current:+.3f}")
         continue
     weights, mean, variance = attend_to_past(current, past, coupling)
     print(f"position {t}: weights {[round(w, 3) for w in weights]}, mean {mean:.3f}, "
-          f"residual e = {current - mean:+.3f}, Var = {variance:.3f}")
+          f"residual ε̂ = {current - mean:+.3f}, Var = {variance:.3f}")
 
 # %% [markdown]
 # Now the question of the page: if the token $x_3$ moves a little, how much does its residual move?
@@ -139,7 +147,7 @@ def residual_at_position_3(x3, coupling=coupling):
 step = 1e-3
 slope = (residual_at_position_3(step) - residual_at_position_3(-step)) / (2 * step)
 _, _, variance_3 = attend_to_past(0.0, tokens[:2], coupling)
-print(f"slope de_3/dx_3 ≈ {slope:.4f};   1 - a * Var_3 = 1 - {coupling} * {variance_3:.0f} = "
+print(f"slope dε̂_3/dx_3 ≈ {slope:.4f};   1 - a * Var_3 = 1 - {coupling} * {variance_3:.0f} = "
       f"{1 - coupling * variance_3:.4f}")
 assert abs(slope - (1 - coupling * variance_3)) < 1e-6
 
@@ -165,7 +173,7 @@ assert margins.tolist() == [1.0, 1.0, 0.5]
 # %%
 for a in (0.5, 1.0, 1.5):
     residuals = [residual_at_position_3(x3, a) for x3 in (-0.5, 0.0, 0.5)]
-    print(f"a = {a}: margin at x_3 = 0 is {1 - a:+.1f};  e_3 at x_3 = -0.5, 0, 0.5: "
+    print(f"a = {a}: margin at x_3 = 0 is {1 - a:+.1f};  ε̂_3 at x_3 = -0.5, 0, 0.5: "
           + ", ".join(f"{e:+.3f}" for e in residuals))
 assert residual_at_position_3(0.5, 0.5) > residual_at_position_3(-0.5, 0.5)  # increasing
 assert residual_at_position_3(0.5, 1.5) < residual_at_position_3(-0.5, 1.5)  # running backwards
@@ -181,12 +189,12 @@ assert residual_at_position_3(0.5, 1.5) < residual_at_position_3(-0.5, 1.5)  # r
 # With the past fixed, the density that the change of variables of [4.1](01_latent_noise_view.ipynb)
 # gives the last token is
 #
-# $$p(x_3 \mid x_1,x_2)=\mathcal N\bigl(e_3(x_3);\,0,\sigma^2\bigr)\,\lvert m_3(x_3)\rvert ,$$
+# $$p(x_3 \mid x_1,x_2)=\mathcal N\bigl(\hat\varepsilon_3(x_3);\,0,\sigma^2\bigr)\,\lvert m_3(x_3)\rvert ,$$
 #
 # the noise density at the token's residual, times the slope. The slope factor is the bookkeeping of
 # stretching: where the map squeezes many tokens into a little noise (small margin), each token gets
 # less of the noise's probability. This is a density — it integrates to 1 — when every noise value
-# has exactly one token: the map must be increasing and onto. Figure 4.2.1 draws $e_3$ against
+# has exactly one token: the map must be increasing and onto. Figure 4.2.1 draws $\hat\varepsilon_3$ against
 # $x_3$ for our past $(0,2)$ and the two couplings of the table above, and marks every token that maps
 # to the noise value $\varepsilon=-1$.
 
@@ -195,7 +203,7 @@ fig, ax = plt.subplots(figsize=(6.4, 3.8))
 preimages = draw_residual_fold(ax, past=(0.0, 2.0), couplings=(0.5, 1.5), noise=-1.0)
 plt.show()
 for a, found in preimages.items():
-    print(f"a = {a}: tokens x_3 with e_3(x_3) = -1: " + ", ".join(f"{x:+.3f}" for x in found))
+    print(f"a = {a}: tokens x_3 with ε̂_3(x_3) = -1: " + ", ".join(f"{x:+.3f}" for x in found))
 assert preimages[0.5].size == 1 and preimages[1.5].size == 3
 x3_drawn = np.linspace(-2.0, 3.0, 2001)                              # the figure's range of x_3
 drawn = np.stack([np.zeros_like(x3_drawn), np.full_like(x3_drawn, 2.0), x3_drawn], axis=-1)
@@ -203,7 +211,7 @@ assert scalar_margin(drawn, a=0.5)[:, 2].min() > 0     # Figure 4.2.1: with a = 
 assert scalar_margin(drawn, a=1.5)[:, 2].min() < 0     # Figure 4.2.1: with a = 1.5 it runs backwards
 
 # %% [markdown]
-# **Figure 4.2.1.** The residual map $x_3 \mapsto e_3=x_3-\mu_3$ of the last position, past tokens
+# **Figure 4.2.1.** The residual map $x_3 \mapsto \hat\varepsilon_3=x_3-\mu_3$ of the last position, past tokens
 # $x_1=0$, $x_2=2$, values equal to tokens. With $a=0.5$ (blue) it rises everywhere: one token per
 # noise value. With $a=1.5$ (vermilion) the margin is negative where the curve runs over the thick
 # reddish-purple band: the curve runs backwards there, and the noise value $-1$ (dashed) comes from
@@ -220,7 +228,7 @@ grid_step = x3_grid[1] - x3_grid[0]
 
 
 def conditional_density(coupling, sigma=1.0, x3_values=x3_grid):
-    """p(x_3 | x_1 = 0, x_2 = 2) = N(e_3; 0, sigma^2) |m_3| on a grid of x_3 (d = 1, w_V = 1)."""
+    """p(x_3 | x_1 = 0, x_2 = 2) = N(ε̂_3; 0, sigma^2) |m_3| on a grid of x_3 (d = 1, w_V = 1)."""
     sequences = np.stack([np.full_like(x3_values, past_tokens[0]),
                           np.full_like(x3_values, past_tokens[1]), x3_values], axis=-1)[..., None]
     log_density = embedding_log_density(sequences, [[coupling]], [[1.0]], sigma=sigma,
@@ -251,15 +259,15 @@ assert conditional_density(1.5).sum() * grid_step > 1.01
 # past tokens $x_1,x_2,x_3$, a current token $x_t$ and, to see where it matters, values
 # $v_s=w_V \,x_s$ with any $w_V$ (the tiny example had $w_V=1$).
 #
-# **Step 1: the softmax Jacobian (Lemma B.1).** If $\alpha=\mathrm{softmax}(\ell)$, then
-# $\partial\alpha_s/\partial\ell_{s'}=\alpha_s(\delta_{ss'}-\alpha_{s'})$ for two earlier positions $s$, $s'$ (with $\delta_{ss'}=1$ if $s=s'$, else
+# **Step 1: the softmax Jacobian (Lemma B.1).** If $\alpha=\mathrm{softmax}(\zeta)$, then
+# $\partial\alpha_s/\partial\zeta_{s'}=\alpha_s(\delta_{ss'}-\alpha_{s'})$ for two earlier positions $s$, $s'$ (with $\delta_{ss'}=1$ if $s=s'$, else
 # 0). Sympy checks all nine entries:
 
 # %%
 current_token, coupling_sym, value_scale = sp.symbols("x_t a w_V", real=True)
 past_syms = sp.symbols("x1:4", real=True)
 
-score_syms = sp.symbols("l1:4", real=True)
+score_syms = sp.symbols("zeta1:4", real=True)
 softmax_of_scores = [sp.exp(s) / sum(sp.exp(r) for r in score_syms) for s in score_syms]
 lemma_b1 = all(
     sp.simplify(sp.diff(softmax_of_scores[i], score_syms[j])
@@ -271,7 +279,7 @@ assert lemma_b1
 
 # %% [markdown]
 # **Step 2: how the weights move with the query (Eq. 60).** The scores are
-# $\ell_s=a\,x_t x_s$, so $\partial\ell_s/\partial x_t=a\,x_s$, and the chain rule with Step 1 gives
+# $\zeta_s=a\,x_t x_s$, so $\partial\zeta_s/\partial x_t=a\,x_s$, and the chain rule with Step 1 gives
 # $\partial\alpha_s/\partial x_t=a\,\alpha_s(x_s-\bar x)$, with $\bar x=\sum_s \alpha_s x_s$: moving
 # the query shifts weight towards the tokens above the weighted mean (for $a>0$).
 
@@ -292,7 +300,7 @@ assert eq_60
 # by Step 2 its derivative is $a\,w_V \sum_s \alpha_s x_s(x_s-\bar x)$, and that sum is the weighted
 # variance of the tokens, $\mathrm{Var}_t$ (Lemma B.2: for any numbers $u_s$ with weighted mean
 # $\bar u$, $\sum_s \alpha_s u_s(u_s-\bar u)=\sum_s \alpha_s(u_s-\bar u)^2$).
-# So $\partial e_t/\partial x_t=1-\partial\mu_t/\partial x_t$ is:
+# So $\partial \hat\varepsilon_t/\partial x_t=1-\partial\mu_t/\partial x_t$ is:
 
 # %%
 values_sym = [value_scale * x for x in past_syms]
@@ -306,14 +314,14 @@ assert lemma_b2
 residual_slope = sp.simplify(1 - sp.diff(mean_value, current_token))
 variance_tokens = sp.simplify(variance_values / value_scale**2)  # weighted variance of the tokens
 difference = sp.simplify(residual_slope - (1 - coupling_sym * value_scale * variance_tokens))
-display(Math(r"\frac{\partial e_t}{\partial x_t}-\bigl(1-a\,w_V\,\mathrm{Var}_t\bigr)="
+display(Math(r"\frac{\partial \hat\varepsilon_t}{\partial x_t}-\bigl(1-a\,w_V\,\mathrm{Var}_t\bigr)="
              + sp.latex(difference)))
 assert difference == 0
 
 # %% [markdown]
 # So for every position,
 #
-# $$\frac{\partial e_t}{\partial x_t}=1-a\,w_V \,\mathrm{Var}_t,$$
+# $$\frac{\partial \hat\varepsilon_t}{\partial x_t}=1-a\,w_V \,\mathrm{Var}_t,$$
 #
 # and with values equal to the tokens ($w_V=1$, the case the paper's figures use and this page uses
 # from here on) this is the paper's Eq. (8), $1-a\,\mathrm{Var}_t$. (For $w_V \ne1$ the paper writes
@@ -519,7 +527,7 @@ assert round(math.log(0.01), 1) == -4.6
 # %% tags=["hide-cell"]
 eq8_error = sp.factor(sp.simplify(residual_slope - (1 - coupling_sym * variance_values))
                       / variance_tokens)
-display(Math(r"\frac{\partial e_t}{\partial x_t}-\bigl(1-a\,\mathrm{Var}_t(v)\bigr)="
+display(Math(r"\frac{\partial \hat\varepsilon_t}{\partial x_t}-\bigl(1-a\,\mathrm{Var}_t(v)\bigr)="
              + sp.latex(eq8_error) + r"\cdot\mathrm{Var}_t"))
 print("it vanishes only for w in", sp.solve(sp.Eq(eq8_error, 0), value_scale))
 assert sp.solve(sp.Eq(eq8_error, 0), value_scale) == [0, 1]
@@ -588,7 +596,7 @@ print(f"sigma matching the baseline 0.38: {sigma_fit:.4f}; peaks then "
 #
 # ### Does the induced conditional density integrate to 1?
 #
-# It does whenever $x_3 \mapsto e_3$ is a bijection. Here $\mathrm{Var}_3 \le1$, so for $\lvert a\rvert<1$
+# It does whenever $x_3 \mapsto \hat\varepsilon_3$ is a bijection. Here $\mathrm{Var}_3 \le1$, so for $\lvert a\rvert<1$
 # the margin stays positive and each density integrates to 1. For $a=1.5$ the factor
 # $1-a\mathrm{Var}_3$ dips to $-0.5$: the map folds (Figure 4.2.1), some noise values have three
 # preimages, and the formula with $\lvert m_3 \rvert$ integrates to more than 1. Dropping the
@@ -600,12 +608,12 @@ print(f"sigma matching the baseline 0.38: {sigma_fit:.4f}; peaks then "
 #
 # This is a failure of a stated hypothesis, not only of an edge case. §5.1 (after Eq. 29) pairs the
 # token model with "the Jacobian non-degeneracy assumptions from Section 3 so that
-# $p_\sigma(x_{1:n})$ is well-defined", and those assumptions are *local* ("a locally invertible
+# $p_\sigma(x_{1:T})$ is well-defined", and those assumptions are *local* ("a locally invertible
 # regime where $m_t(x)\neq0$", §3.3; Lemma B.4). Theorem 2 (App. C) then rests on Assumption A2,
 # Eq. (72): each one-step conditional integrates to 1. At $a=1.5$ the margin is non-zero almost
 # everywhere (it vanishes only at isolated points), yet the conditional integrates to more than 1 —
 # so local non-degeneracy does not deliver A2, and Theorem 2's conclusion is unsupported there. What
-# A2 needs is that $x_t \mapsto e_t$ is a global bijection for each fixed past, e.g. $m_t>0$
+# A2 needs is that $x_t \mapsto \hat\varepsilon_t$ is a global bijection for each fixed past, e.g. $m_t>0$
 # everywhere (here: $a\,\sup\mathrm{Var}_3<1$). Recorded in `book/ERRATA.md`.
 
 # %% tags=["hide-cell"]

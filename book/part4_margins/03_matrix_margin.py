@@ -4,7 +4,7 @@
 # **The question.** With vector embeddings, how far is a position from the point where the
 # attention layer stops being invertible? In [4.2](02_scalar_margin.ipynb) one number answered it,
 # the slope $m_t=1-a\,\mathrm{Var}_t$; in $d$ dimensions the slope becomes a $d\times d$ matrix, the
-# diagonal block $\partial e_t/\partial x_t$ of the residual map's Jacobian. Which number of that
+# diagonal block $\partial \hat\varepsilon_t/\partial x_t$ of the residual map's Jacobian. Which number of that
 # matrix is "the margin", and what do support tokens and the log-barrier look like now?
 #
 # Real embeddings are vectors, and the training penalty of [4.7](barrier_training.ipynb) is built
@@ -27,7 +27,7 @@
 # **Builds on:** [4.2 The scalar margin](02_scalar_margin.ipynb) (the margin is the slope of the
 # residual map; at zero the map stops being invertible; support tokens have the smallest margin) and
 # [4.1 The latent-noise view](01_latent_noise_view.ipynb) (the Jacobian is block lower-triangular,
-# so the log-density is the noise energy plus $\sum_t \log\lvert\det\partial e_t/\partial x_t \rvert$) ·
+# so the log-density is the noise energy plus $\sum_t \log\lvert\det\partial \hat\varepsilon_t/\partial x_t \rvert$) ·
 # eigenvalues and determinants of a $2\times2$ matrix, a covariance matrix.
 # **Reading time:** about 40 minutes.
 #
@@ -36,22 +36,30 @@
 # | symbol | meaning | shape |
 # |---|---|---|
 # | $x_t$ | embedding of position $t$ (a column vector; positions counted from 1) | $(d,)$ |
-# | $d$, $d_k$, $L$ | width of an embedding, of a query or key, length of the sequence | numbers |
+# | $d$, $d_k$ | width of an embedding, of a query or key | numbers |
 # | $W_Q,W_K,W_V$ | query, key and value matrices (column-vector maps, $q_t=W_Q x_t$) | $(d_k,d)$, $(d_k,d)$, $(d,d)$ |
 # | $A$ | $W_K^\top W_Q$: the score of $x_s$ seen from $x_t$ is $x_s^\top Ax_t$ | $(d,d)$ |
 # | $a$ | the coupling of [4.2](02_scalar_margin.ipynb), along one axis | number |
 # | $W$ | the one matrix of Figure 4.3.4's layer, $W_Q=W_K=W$ | $(2,2)$ |
-# | $\alpha_{ts}$, $s$ | attention weight of position $t$ on an earlier position $s$ | number, index |
+# | $\zeta$, $\zeta_{ts}$, $\alpha_{ts}$, $s$ | score and attention weight of position $t$ on an earlier position $s$ ($\zeta_{tt}$: on itself) | numbers, index |
 # | $\bar x$, $\bar v$ | attention-weighted means of the earlier embeddings and values ($\bar x_t$, $\bar v_t$ at position $t$) | $(d,)$ |
 # | $C_t$ | attention-weighted covariance of the earlier embeddings | $(d,d)$ |
 # | $\Sigma$, $\Sigma_t$ | the same for the values, $\Sigma_t=W_V C_t W_V^\top$ (equal to $C_t$ when $W_V=I$) | $(d,d)$ |
-# | $e_t$ | residual $x_t-\mu_t(x)$; $\partial e_t/\partial x_t$ is its diagonal Jacobian block | $(d,)$; $(d,d)$ |
+# | $\hat\varepsilon_t$ | residual $x_t-\mu_t(x)$; $\partial \hat\varepsilon_t/\partial x_t$ is its diagonal Jacobian block | $(d,)$; $(d,d)$ |
 # | $\rho(M)$ | spectral radius: the largest absolute eigenvalue of $M$ | number |
-# | $\nu_1$, $\nu_2$; $\nu_i$ | the eigenvalues of $\Sigma_t A$ when they are real ($d=2$), $\nu_1\ge\nu_2$; $\nu_i$ either of them | numbers |
+# | $\nu_1$, $\nu_2$; $\nu_r$, $r$ | the eigenvalues of $\Sigma_t A$ when they are real ($d=2$), $\nu_1\ge\nu_2$; $\nu_r$ either of them ($r=1,2$) | numbers |
 # | $m$, $\delta$, $\kappa$ | a margin, the margin level of the constrained problem (22), the barrier's weight (often $t$ or $\tau$ in optimisation texts; the book keeps $\tau$ for a temperature) | numbers |
 # | $\lambda$ | the weight of the toy's data term, $\tfrac\lambda2\lVert z-z^*\rVert^2$ | number |
 # | $z$, $z^*$, $f$ | the toy's free embeddings $(x_2,x_3)$, the point the data pull them to, its objective | $(2,)$, $(2,)$, function |
 # | $c$ | the spread of the tiny example, or the scale of a sequence (Figure 4.3.2) | number |
+# ```
+#
+# ```{admonition} In the paper's notation
+# :class: seealso
+# The paper writes $L$ for the length of the sequence, $\ell_{ts}$ for a score and $e_t(x)$ for the
+# residual. Here they are $T$, $\zeta_{ts}$ and $\hat\varepsilon_t(x)$, because in Chapter 6 and in the book's
+# notation table (Appendix A) $L$ counts layers, $\ell$ indexes them and $e[i]$ is the embedding of word $i$.
+# Equation numbers are the paper's.
 # ```
 #
 # *Source: Agarwal et al., "Support Tokens, Stability Margins, and a New Foundation for Robust LLMs",
@@ -152,9 +160,9 @@ assert np.all(np.diff([variance for variance, _ in points]) > 0)  # Figure 4.3.1
 # ## The diagonal block in general: Theorem 1
 #
 # For any $d$, differentiating $\mu_t=\sum_{s<t}\alpha_{ts}W_V x_s$ through the logits
-# $\ell_{ts}=x_s^\top A x_t$ (with $A=W_K^\top W_Q$) gives, for **any** $W_V$,
+# $\zeta_{ts}=x_s^\top A x_t$ (with $A=W_K^\top W_Q$) gives, for **any** $W_V$,
 #
-# $$\frac{\partial e_t}{\partial x_t}=I_d-\sum_{s<t}\alpha_{ts}(v_s-\bar v_t)(x_s-\bar x_t)^\top A
+# $$\frac{\partial \hat\varepsilon_t}{\partial x_t}=I_d-\sum_{s<t}\alpha_{ts}(v_s-\bar v_t)(x_s-\bar x_t)^\top A
 #   =I_d-W_V\,C_t\,A,\qquad C_t=\sum_{s<t}\alpha_{ts}(x_s-\bar x_t)(x_s-\bar x_t)^\top ,$$
 #
 # where $C_t$ is the attention-weighted covariance of the attended embeddings. The paper's Theorem 1
@@ -165,14 +173,14 @@ assert np.all(np.diff([variance for variance, _ in points]) > 0)  # Figure 4.3.1
 # the case $d=1$: $1-a\,w_V \mathrm{Var}_t(x)$. On a random $d=3$ sequence with $W_V=I$:
 
 # %%
-L, d, dk = 6, 3, 2
-X = rng.normal(size=(L, d))
+T, d, dk = 6, 3, 2
+X = rng.normal(size=(T, d))
 W_Q, W_K = rng.normal(size=(dk, d)), rng.normal(size=(dk, d))
 A = W_K.T @ W_Q
 stats = attention_stats(X, W_Q, W_K, np.eye(d))
 blocks = diagonal_blocks(X, W_Q, W_K, np.eye(d))
 J_finite_diff = central_difference(lambda Z: causal_residual(Z, W_Q, W_K, np.eye(d)), X)
-blocks_finite_diff = np.stack([J_finite_diff[t, :, t, :] for t in range(L)])
+blocks_finite_diff = np.stack([J_finite_diff[t, :, t, :] for t in range(T)])
 print("I - Sigma_t A = finite-difference block for every t:",
       bool(np.allclose(np.eye(d) - stats.Sigma @ A, blocks_finite_diff, atol=1e-7)))
 assert np.allclose(blocks, np.eye(d) - stats.Sigma @ A, atol=1e-13)
@@ -244,13 +252,13 @@ plt.show()
 # always stays strictly inside. As the weight $\kappa$ shrinks, the barrier problem's solution moves to
 # the constrained one (interior-point methods work this way). The model's own log-barrier
 # $-\log m_t$ is the member $\kappa=1$, $\delta=0$ of this family (Eq. 21, with noise $\sigma=1$: (21) weighs
-# the fit by $1/2\sigma^2$, so against a fit $\tfrac12\sum_t e_t^2$ its barrier weight is $\kappa=\sigma^2$; the toy
+# the fit by $1/2\sigma^2$, so against a fit $\tfrac12\sum_t \hat\varepsilon_t^2$ its barrier weight is $\kappa=\sigma^2$; the toy
 # below takes $\sigma=1$).
 #
 # A toy where everything can be drawn: $d=1$, $a=0.5$, $x_1=0$ fixed and two free embeddings $z=(x_2,x_3)$. A data term pulls $z$ toward
 # $z^\*=(3,0)$, where the query $x_3=0$ spreads its attention evenly over $\{0,3\}$ and
 # $m_3=1-0.5\cdot2.25<0$. We solve the constrained problem (22),
-# $\min f(z)=\tfrac12\sum_t e_t^2+\tfrac\lambda2\|z-z^\*\|^2$ s.t. $m_3(z)\ge\delta$, directly (SLSQP) and
+# $\min f(z)=\tfrac12\sum_t \hat\varepsilon_t^2+\tfrac\lambda2\|z-z^\*\|^2$ s.t. $m_3(z)\ge\delta$, directly (SLSQP) and
 # through the barrier problems $\min f(z)-\kappa\log(m_3(z)-\delta)$ for $\kappa\to0$. For a *convex*
 # problem with one constraint, barrier theory bounds the gap: $f(z_\kappa)-f^\star\le\kappa$. This toy is not
 # convex (its feasible set $m_3\ge\delta$ is the outside of the shaded region of Figure 4.3.3), so here the
@@ -366,9 +374,9 @@ plt.show()
 # is exact) and $W_Q=W_K=W$, so $A=W^\top W$ is symmetric positive definite — the $a>0$ regime of §3.4 —
 # and $\Sigma_t A$ is similar to $A^{1/2}\Sigma_t A^{1/2}\succeq0$: its eigenvalues $\nu_1 \ge\nu_2 \ge0$
 # are real. The point $(\nu_1,\nu_2)$ is the token's configuration; the boundary
-# $\det(I-\Sigma_t A)=(1-\nu_1)(1-\nu_2)=0$ is the pair of lines $\nu_i=1$. Two margins come from the same
-# point: the Euclidean **distance** to the boundary, $\min_i|1-\nu_i|$ (the spectral margin $1-\rho$ of
-# Eq. (25) on the stable side), and the likelihood's **log-determinant** $\log|\det|=\sum_i \log|1-\nu_i|$
+# $\det(I-\Sigma_t A)=(1-\nu_1)(1-\nu_2)=0$ is the pair of lines $\nu_r=1$. Two margins come from the same
+# point: the Euclidean **distance** to the boundary, $\min_r|1-\nu_r|$ (the spectral margin $1-\rho$ of
+# Eq. (25) on the stable side), and the likelihood's **log-determinant** $\log|\det|=\sum_r \log|1-\nu_r|$
 # (Eq. 24; the margin passed to `support_tokens` below).
 #
 # The sequence: 12 unit-normal tokens and a Xavier-scaled $W$ (entries $\mathcal N(0,1/d)$), seed 11,
@@ -378,8 +386,8 @@ plt.show()
 
 # %%
 rng11 = np.random.default_rng(11)  # seed chosen once, before looking at the result
-L11, d11 = 12, 2
-X11 = rng11.normal(size=(L11, d11))  # unit-normal embeddings
+T11, d11 = 12, 2
+X11 = rng11.normal(size=(T11, d11))  # unit-normal embeddings
 W11 = rng11.normal(size=(d11, d11)) / np.sqrt(d11)  # Xavier-scaled, W_Q = W_K = W11, W_V = I
 A11 = W11.T @ W11  # symmetric positive definite: the a > 0 regime in d = 2
 assert np.all(np.linalg.eigvalsh(A11) > 0)
@@ -396,7 +404,7 @@ def sigma_t(X, A, t):
     return (w[:, None] * D).T @ D
 
 
-ev = np.array([np.linalg.eigvals(sigma_t(X11, A11, t) @ A11) for t in range(L11)])
+ev = np.array([np.linalg.eigvals(sigma_t(X11, A11, t) @ A11) for t in range(T11)])
 assert np.abs(ev.imag).max() < 1e-12  # Σ_t A ~ A^½ Σ_t A^½ ⪰ 0: real eigenvalues ...
 assert ev.real.min() > -1e-12  # ... and none negative
 # (L, 2): ν1 ≥ ν2, each token's configuration as a point in the plane
@@ -407,7 +415,7 @@ assert np.array_equal(np.sign(np.prod(1 - nu_pts, axis=1)), mm11.sign)
 
 dist = np.abs(1 - nu_pts).min(axis=1)  # Euclidean distance of (ν1, ν2) to the lines ν1 = 1, ν2 = 1
 sup = support_tokens(mm11.logabsdet)  # Definition 3.1 with the log-likelihood's margin (Eq. 24)
-det_direct = np.array([np.linalg.det(np.eye(d11) - sigma_t(X11, A11, t) @ A11) for t in range(L11)])
+det_direct = np.array([np.linalg.det(np.eye(d11) - sigma_t(X11, A11, t) @ A11) for t in range(T11)])
 sup_det = np.flatnonzero(np.abs(det_direct) == np.abs(det_direct).min())  # brute force, no library
 sup_dist = np.flatnonzero(dist == dist.min())
 assert np.array_equal(sup, sup_det)  # library = brute force
@@ -415,11 +423,11 @@ assert len(sup) == 1  # one support token
 
 print(f"eigenvalues of A: {np.linalg.eigvalsh(A11).round(3)}")
 print(f"{'token':>5s} {'nu1':>7s} {'nu2':>7s} {'distance':>9s} {'log|det|':>9s} {'sign':>5s}")
-for t in range(L11):
+for t in range(T11):
     print(f"{t + 1:5d} {nu_pts[t, 0]:7.3f} {nu_pts[t, 1]:7.3f} {dist[t]:9.3f} "
           f"{mm11.logabsdet[t]:9.3f} {int(mm11.sign[t]):+5d}")
 print(f"support token (log|det|, library): {sup + 1}; by distance in the plane: {sup_dist + 1}")
-pairs = [(i, j) for i in range(L11) for j in range(i + 1, L11) if dist[i] != dist[j]]
+pairs = [(i, j) for i in range(T11) for j in range(i + 1, T11) if dist[i] != dist[j]]
 swapped = [(i + 1, j + 1) for i, j in pairs
            if np.sign(dist[i] - dist[j]) != np.sign(mm11.logabsdet[i] - mm11.logabsdet[j])]
 print(f"pairs of tokens the two margins order differently: {len(swapped)} of {len(pairs)}: "
@@ -444,14 +452,14 @@ cf = ax.contourf(g1, g2, np.clip(lg, -4, 0.6), levels=np.linspace(-4, 0.6, 24), 
                  alpha=0.6)
 fig.colorbar(cf, ax=ax, label="log|det(I − Σ_t A)| = log|(1 − ν1)(1 − ν2)|")
 ax.plot([1, 1, 1.9], [-0.1, 1, 1], color="C3", lw=2, label="boundary det = 0")
-for t in range(L11):  # every token's distance to the boundary (dotted)
+for t in range(T11):  # every token's distance to the boundary (dotted)
     ax.plot([nu_pts[t, 0], 1.0], [nu_pts[t, 1], nu_pts[t, 1]], ":", color="0.4", lw=0.8)
-ax.plot(nu_pts[:, 0], nu_pts[:, 1], "-", color="C0", lw=0.9, zorder=2, label="trajectory t = 1 … L")
+ax.plot(nu_pts[:, 0], nu_pts[:, 1], "-", color="C0", lw=0.9, zorder=2, label="trajectory t = 1 … T")
 past = mm11.sign < 0
 ax.scatter(nu_pts[~past, 0], nu_pts[~past, 1], color="C0", s=28, zorder=3)
 ax.scatter(nu_pts[past, 0], nu_pts[past, 1], color="C3", s=28, zorder=3,
            label="past the boundary (det < 0)")
-for t in range(1, L11):
+for t in range(1, T11):
     ax.annotate("1,2" if t == 1 else str(t + 1), nu_pts[t], xytext=(-4, 5) if t % 2 else (4, -10),
                 textcoords="offset points", fontsize=8)
 for t in sup:
@@ -463,7 +471,7 @@ ax.set_ylim(-0.1, 1.2)
 ax.set_xlabel("ν1 (largest eigenvalue of Σ_t A)")
 ax.set_ylabel("ν2")
 ax.legend(fontsize=7, loc="upper left")
-pos1 = np.arange(1, L11 + 1)
+pos1 = np.arange(1, T11 + 1)
 bx.bar(pos1 - 0.2, mm11.logabsdet, width=0.4, label="log|det(I − Σ_t A)| (Eq. 24, library)")
 bx.bar(pos1 + 0.2, mm11.spectral, width=0.4, label="1 − ρ(Σ_t A) (Eq. 25)")
 bx.axhline(0, color="k", lw=0.8)
@@ -474,7 +482,7 @@ t_min = np.argmin(mm11.spectral)
 bx.annotate("min 1 − ρ", (t_min + 1 + 0.2, mm11.spectral[t_min]), xytext=(8, -14),
             textcoords="offset points", ha="right", color="C1", fontsize=8)
 bx.set_xticks(pos1)
-bx.set_xlim(0.4, L11 + 0.6)
+bx.set_xlim(0.4, T11 + 0.6)
 bx.set_ylim(mm11.logabsdet.min() - 0.8, 2.1)
 bx.set_xlabel("token position t")
 bx.set_ylabel("margin")
@@ -570,22 +578,22 @@ assert np.isclose(np.prod(1 - eigenvalues_q2), -0.4) and np.isclose(1 - eigenval
 def torch_blocks(X, W_Q, W_K, W_V, include_current=False):
     """Diagonal blocks of the autograd Jacobian of the residual map (independent reference)."""
     Wq, Wk, Wv = (torch.tensor(m) for m in (W_Q, W_K, W_V))
-    allowed = torch.tril(torch.ones(L, L, dtype=torch.bool), diagonal=0 if include_current else -1)
+    allowed = torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=0 if include_current else -1)
 
     def residual(Z):
         s = ((Z @ Wq.T) @ (Z @ Wk.T).T).masked_fill(~allowed, float("-inf"))
         return Z - torch.nan_to_num(torch.softmax(s, dim=-1)) @ (Z @ Wv.T)
 
     J = torch.autograd.functional.jacobian(residual, torch.tensor(X)).numpy()
-    return np.stack([J[t, :, t, :] for t in range(L)])
+    return np.stack([J[t, :, t, :] for t in range(T)])
 
 
 W_Vs = {"W_V = I": np.eye(d), "W_V = 0.5 I": 0.5 * np.eye(d), "W_V random": rng.normal(size=(d, d))}
 print(f"{'':12s} {'exact vs autograd':>18s} {'exact vs FD':>12s} {'(14) vs exact':>14s}")
 for name, W_V in W_Vs.items():
-    exact = np.stack([jacobian_diagonal_block(X, t, W_Q=W_Q, W_K=W_K, W_V=W_V) for t in range(L)])
+    exact = np.stack([jacobian_diagonal_block(X, t, W_Q=W_Q, W_K=W_K, W_V=W_V) for t in range(T)])
     J_fd = central_difference(lambda Z: causal_residual(Z, W_Q, W_K, W_V), X)
-    fd = np.stack([J_fd[t, :, t, :] for t in range(L)])
+    fd = np.stack([J_fd[t, :, t, :] for t in range(T)])
     auto = torch_blocks(X, W_Q, W_K, W_V)
     gap14 = np.abs(paper_diagonal_block(X, W_Q, W_K, W_V) - exact).max()
     print(f"{name:12s} {'agree' if np.allclose(exact, auto, atol=1e-12) else 'DIFFER':>18s} "
@@ -610,9 +618,9 @@ for name, W_V in W_Vs.items():
 # %% tags=["hide-cell"]
 sigma = 0.8
 W_V = W_Vs["W_V random"]
-Jfull = central_difference(lambda Z: causal_residual(Z, W_Q, W_K, W_V), X).reshape(L * d, L * d)
+Jfull = central_difference(lambda Z: causal_residual(Z, W_Q, W_K, W_V), X).reshape(T * d, T * d)
 e = causal_residual(X, W_Q, W_K, W_V)
-reference = (-0.5 * np.sum(e**2) / sigma**2 - 0.5 * L * d * np.log(2 * np.pi * sigma**2)
+reference = (-0.5 * np.sum(e**2) / sigma**2 - 0.5 * T * d * np.log(2 * np.pi * sigma**2)
              + np.linalg.slogdet(Jfull)[1])
 ours = embedding_log_density(X, W_Q, W_K, W_V, sigma=sigma)
 with_14 = (ours - matrix_margins(X, W_Q, W_K, W_V).logabsdet.sum()
@@ -627,7 +635,7 @@ assert np.isclose(ours, reference, atol=1e-6) and not np.isclose(with_14, refere
 #
 # With $s\le t$ the current token enters $\mu_t$ three times: as a value ($\alpha_{tt}W_V$, Eq. 49),
 # through the query (Eq. 50), **and through its own key** $k_t=W_K x_t$ in the logit
-# $\ell_{tt}=q_t^\top k_t$. Eq. (48) differentiates with respect to $q_t$ only, so (53) misses the
+# $\zeta_{tt}=q_t^\top k_t$. Eq. (48) differentiates with respect to $q_t$ only, so (53) misses the
 # key-path term $\alpha_{tt}(v_t-\bar v_t)\,q_t^\top W_K$. In $d=1$ with $w_V=1$, sympy:
 
 # %% tags=["hide-cell"]
@@ -643,7 +651,7 @@ exact_de = 1 - sp.diff(mu, xt)
 eq54 = (1 - al[-1]) - a * var
 missing = sp.simplify(eq54 - exact_de)
 ratio = sp.simplify(missing / (al[-1] * xt * (xt - xbar)))
-display(Math(r"\text{(54)}-\frac{\partial e_t}{\partial x_t}=" + sp.latex(ratio)
+display(Math(r"\text{(54)}-\frac{\partial \hat\varepsilon_t}{\partial x_t}=" + sp.latex(ratio)
              + r"\cdot\alpha_{tt}\,x_t\,(x_t-\bar x_t)"))
 assert sp.simplify(missing - a * al[-1] * xt * (xt - xbar)) == 0
 
@@ -651,7 +659,7 @@ assert sp.simplify(missing - a * al[-1] * xt * (xt - xbar)) == 0
 print(f"{'':12s} {'exact vs autograd':>18s} {'(53) vs exact':>14s}")
 for name, W_V in W_Vs.items():
     exact = np.stack([jacobian_diagonal_block(X, t, W_Q=W_Q, W_K=W_K, W_V=W_V, include_current=True)
-                      for t in range(L)])
+                      for t in range(T)])
     auto = torch_blocks(X, W_Q, W_K, W_V, include_current=True)
     gap53 = np.abs(paper_diagonal_block(X, W_Q, W_K, W_V, include_current=True) - exact).max()
     verdict = "agree" if np.allclose(exact, auto, atol=1e-12) else "DIFFER"
@@ -678,11 +686,11 @@ print("(53) + key-path term = exact block (W_V = I):", True)
 # sequences:
 
 # %% tags=["hide-cell"]
-Xs = rng11.normal(size=(2000, L11, d11))  # 2000 more sequences, same parameters
+Xs = rng11.normal(size=(2000, T11, d11))  # 2000 more sequences, same parameters
 ms = matrix_margins(Xs, W11, W11)
 pos = np.argmin(ms.logabsdet, axis=1)
 assert all(pos[i] in support_tokens(ms.logabsdet[i]) for i in range(20))
-counts = np.bincount(pos, minlength=L11)
+counts = np.bincount(pos, minlength=T11)
 print("support-token position (1-based) over 2000 sequences:")
 print("  " + "  ".join(f"{t + 1}:{produced(int(c), 'd')}" for t, c in enumerate(counts)))
 share_last_4 = counts[-4:].sum() / len(pos)

@@ -2,16 +2,16 @@
 # # 4.4 The token-level process: do texts of different lengths get consistent probabilities?
 #
 # **The question.** Put a next-token head on top of the embedding model of the previous pages and
-# integrate the embeddings out: every text of length $n$ gets a probability $P_n$. Do these probabilities fit
+# integrate the embeddings out: every text of length $T$ gets a probability $P_T$. Do these probabilities fit
 # together — is the probability of a two-token prefix the same whether we ask the length-2 model or
 # sum the length-3 model over all third tokens?
 #
 # If they do not, "the probability of this text" depends on how long we pretend the text will be,
 # and a model trained on texts of many lengths is not one model but a different one per length. If
-# they do ({term}`Kolmogorov consistency`), all the $P_n$ are the marginals of one random process
+# they do ({term}`Kolmogorov consistency`), all the $P_T$ are the marginals of one random process
 # over endless token sequences, and sampling a long text and reading off its prefix gives exactly the
 # shorter model. The paper proves consistency for causal attention (Theorem 2) and shows that
-# attention without the mask breaks it (Proposition 2); this page computes every $P_n$ on its own and
+# attention without the mask breaks it (Proposition 2); this page computes every $P_T$ on its own and
 # checks both.
 #
 # ```{admonition} Learning goals
@@ -27,7 +27,7 @@
 # ```
 #
 # **Builds on:** [4.1 The latent-noise view](01_latent_noise_view.ipynb) (the density
-# $p_\sigma(x_{1:n})$ of the embeddings, by the change of variables) and
+# $p_\sigma(x_{1:T})$ of the embeddings, by the change of variables) and
 # [4.2 The scalar margin](02_scalar_margin.ipynb) (that density is a proper density — each one-step
 # conditional integrates to 1 — when every margin stays positive, which $a\,w_V<0$ (a negative
 # coupling, with values a positive multiple of the embeddings) guarantees) · [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb) · marginal
@@ -38,33 +38,41 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $y$, $y_{1:n}$ | a token ($y_t$: the one at position $t$, an element of the vocabulary $\mathcal V=\{0,1,2\}$), a text of length $n$ | number, $n$ numbers |
-# | $x_t$, $x_{1:n}$ | the embedding of position $t$ ($d=1$ here), and of a whole text | number, $n$ numbers |
-# | $p_\sigma(x_{1:n})$ | the embedding prior's density (4.1), noise standard deviation $\sigma$ | function |
-# | $P(y_t \mid x_t)$ | the token head: $\mathrm{softmax}_k(w_k x_t+b_k)$ | $(3,)$ |
-# | $w_k$, $b_k$ | the head's weight and bias for token $k$ | numbers |
-# | $P_n(y_{1:n})$ | probability of a text of length $n$, with the embeddings integrated out | number |
+# | $y$, $y_{1:T}$ | a token ($y_t$: the one at position $t$, an element of the vocabulary $\mathcal V=\{0,1,2\}$), a text of length $T$ | number, $T$ numbers |
+# | $x_t$, $x_{1:T}$ | the embedding of position $t$ ($d=1$ here), and of a whole text | number, $T$ numbers |
+# | $p_\sigma(x_{1:T})$ | the embedding prior's density (4.1), noise standard deviation $\sigma$ | function |
+# | $P(y_t \mid x_t)$ | the token head: $\mathrm{softmax}_y(w_y x_t+b_y)$ | $(3,)$ |
+# | $w_y$, $b_y$ | the head's weight and bias for token $y$ | numbers |
+# | $P_T(y_{1:T})$ | probability of a text of length $T$, with the embeddings integrated out | number |
 # | $a$, $w_V$ | the prior's coupling and value weight | numbers |
-# | $\mu_t$, $e_t$, $\varepsilon$ | the prior's prediction, residual and noise ($\varepsilon_t$) at position $t$ | numbers |
+# | $\mu_t$, $\hat\varepsilon_t$, $\varepsilon$ | the prior's prediction, residual and noise ($\varepsilon_t$) at position $t$ | numbers |
 # | $s$ | a position attended to | number |
 # | $z$ | a $z$-score: (estimate $-$ exact value) / standard error | number |
 # | $f$ | a test function of $(x_1,x_2)$ (Lemma C.2) | function |
 # | $W$ | the $2\times2$ matrix $\begin{pmatrix}0&w_V \\w_V&0\end{pmatrix}$ of the unmasked linear example | $(2,2)$ |
 # ```
 #
+# ```{admonition} In the paper's notation
+# :class: seealso
+# The paper writes $n$ for the length of a text ($P_n$, $x_{1:n}$) and $e_t(x)$ for the residual. Here they
+# are $T$ and $\hat\varepsilon_t(x)$, as on the other pages of this part: in Chapter 6 and in the book's
+# notation table (Appendix A) $T$ is the length of a sequence and $e[i]$ is the embedding of word $i$.
+# Quoted equations are written in these letters; their numbers are the paper's.
+# ```
+#
 # *Source: Agarwal et al., "Support Tokens, Stability Margins, and a New Foundation for Robust LLMs",
 # §4.1 and §5 (Eqs. 26–34; Theorems 2–3, Proposition 2) and Appendix C (Assumptions A1–A2, Lemmas
 # C.1–C.2, Eqs. 68–75).*
 #
-# **The model.** Combine the embedding prior $p_\sigma(x_{1:n})$ with a causal categorical head
-# $P(y_{1:n}\mid x_{1:n})=\prod_t P(y_t \mid y_{<t},x_{\le t})$ (Assumption A1, Eq. 70: position $t$'s
-# factor reads only $x_{\le t}$; the paper's Eq. 28 differs, [checked below](#checking-the-paper)) and integrate the embeddings out (Eq. 31): $P_n(y_{1:n})=\int P(y_{1:n}\mid x_{1:n})\,p_\sigma(x_{1:n})\,dx_{1:n}$. **Theorem 2**
-# says the family is projectively consistent, $\sum_{y_n}P_n(y_{1:n})=P_{n-1}(y_{1:n-1})$ (Eq. 32),
+# **The model.** Combine the embedding prior $p_\sigma(x_{1:T})$ with a causal categorical head
+# $P(y_{1:T}\mid x_{1:T})=\prod_t P(y_t \mid y_{<t},x_{\le t})$ (Assumption A1, Eq. 70: position $t$'s
+# factor reads only $x_{\le t}$; the paper's Eq. 28 differs, [checked below](#checking-the-paper)) and integrate the embeddings out (Eq. 31): $P_T(y_{1:T})=\int P(y_{1:T}\mid x_{1:T})\,p_\sigma(x_{1:T})\,dx_{1:T}$. **Theorem 2**
+# says the family is projectively consistent, $\sum_{y_T}P_T(y_{1:T})=P_{T-1}(y_{1:T-1})$ (Eq. 32),
 # under strict causality.
 #
 # **Set-up used below.** Vocabulary $\mathcal V=\{0,1,2\}$, embeddings of dimension $d=1$, head
-# $P(y_t=k\mid x_t)=\mathrm{softmax}_k(w_k x_t+b_k)$; prior with $a=-0.6$, $w_V=0.8$, $\sigma=1$. With
-# $a\,w_V<0$ every margin is $\ge1$, so each $x_t \mapsto e_t$ is an increasing bijection of
+# $P(y_t=y\mid x_t)=\mathrm{softmax}_y(w_y x_t+b_y)$; prior with $a=-0.6$, $w_V=0.8$, $\sigma=1$. With
+# $a\,w_V<0$ every margin is $\ge1$, so each $x_t \mapsto \hat\varepsilon_t$ is an increasing bijection of
 # $\mathbb R$: this is what makes the one-step conditional integrate to 1 (Eq. 72, Assumption A2)
 # *for every context*. (For $a\,w_V>0$ a wide enough context folds the map — see
 # [4.2](02_scalar_margin.ipynb) — and A2 fails there.)
@@ -124,12 +132,12 @@ print(f"Σ_y2 P_2(y1 = 1, y2) = {marg:.2f}  vs  P_1(y1 = 1) = 0.50")
 assert np.isclose(marg, 0.82)
 
 # %% [markdown]
-# The rest of the page does the same with real integrals: every $P_n$ computed on its own, by
-# quadrature over $\mathbb R^n$ and by sampling.
+# The rest of the page does the same with real integrals: every $P_T$ computed on its own, by
+# quadrature over $\mathbb R^T$ and by sampling.
 #
 # ## Quadrature: $P_1$, $P_2$, $P_3$ computed separately
 #
-# Each $P_n$ integrates the full joint density (change of variables with the full $n\times n$ Jacobian
+# Each $P_T$ integrates the full joint density (change of variables with the full $T\times T$ Jacobian
 # determinant) on a uniform grid; the rectangle rule is spectrally accurate for these smooth, fast
 # decaying integrands. Refining the grid estimates the quadrature error.
 
@@ -141,7 +149,7 @@ for n, g in grids.items():
 P3_coarse, _ = token_law_quadrature(3, grid=np.linspace(-10, 10, 51), **PRIOR, **HEAD)
 quad_err = np.abs(P[3] - P3_coarse).max()
 for n in (1, 2, 3):
-    print(f"n = {n}: ∫ p_σ(x_1:n) dx = {mass[n]:.8f},  Σ_y P_n(y) = {P[n].sum():.8f}")
+    print(f"T = {n}: ∫ p_σ(x_1:{n}) dx = {mass[n]:.8f},  Σ_y P_{n}(y) = {P[n].sum():.8f}")
 print(f"quadrature error estimate for P_3 (61 vs 51 points per axis) below 1e-7: {quad_err < 1e-7}")
 for n in (2, 3):
     gap = np.abs(P[n].sum(axis=-1) - P[n - 1]).max()
@@ -186,7 +194,7 @@ ax.legend(fontsize=7)
 plt.show()
 
 # %% [markdown]
-# **Figure 4.4.1.** Theorem 2, Eq. (32), for $n=3$: the length-2 law computed on its own (blue bars) equals
+# **Figure 4.4.1.** Theorem 2, Eq. (32), for $T=3$: the length-2 law computed on its own (blue bars) equals
 # the length-3 law with the last token summed out (vermilion bars) to within the quadrature error, and
 # both agree with ancestral sampling (orange dots with two-standard-error bars, 20 000 sequences). Look
 # at each pair of bars: they are equal to the eye, and every orange error bar, drawn beside its pair, spans
@@ -198,9 +206,9 @@ plt.show()
 # Theorem 2's proof (App. C.1) chains two lemmas; here each is checked on its own.
 #
 # **Lemma C.1** (Eq. 73): for *fixed* embeddings, summing the likelihood over the last token gives the
-# shorter likelihood, $\sum_{y_n}P_n(y_{1:n}\mid x_{1:n})=P_{n-1}(y_{1:n-1}\mid x_{1:n-1})$ — a property
-# of the categorical head alone. **Lemma C.2** (Eq. 74): for any integrable $f(x_{1:n-1})$,
-# $\int f\,p_{\sigma,n}\,dx_{1:n}=\int f\,p_{\sigma,n-1}\,dx_{1:n-1}$ — a property of the prior alone,
+# shorter likelihood, $\sum_{y_T}P_T(y_{1:T}\mid x_{1:T})=P_{T-1}(y_{1:T-1}\mid x_{1:T-1})$ — a property
+# of the categorical head alone. **Lemma C.2** (Eq. 74): for any integrable $f(x_{1:T-1})$,
+# $\int f\,p_{\sigma,T}\,dx_{1:T}=\int f\,p_{\sigma,T-1}\,dx_{1:T-1}$ — a property of the prior alone,
 # which holds because each one-step conditional integrates to 1 (Eq. 72). We compute $p_{\sigma,3}$ and
 # $p_{\sigma,2}$ on their own grids from the full change-of-variables density and integrate the test
 # function $f(x_1,x_2)=\cos(x_1)\,x_2^2$, which has no special relation to the model.
@@ -236,7 +244,7 @@ assert abs(rhs_c2) > 0.01  # the test function is not trivially zero
 #
 # The tiny example worked the paper's abstract counterexample (Eq. 75) by hand.
 # **An actual attention layer.** Let every position attend to all *other* positions ($s\ne t$, no
-# mask). For $n=1$ nothing is attended: $x_1 \sim\mathcal N(0,\sigma^2)$. For $n=2$ each position sees
+# mask). For $T=1$ nothing is attended: $x_1 \sim\mathcal N(0,\sigma^2)$. For $T=2$ each position sees
 # only the other, with weight 1, so $e=(x_1-w_V x_2,\ x_2-w_V x_1)$ is linear and
 # $x=(I-W)^{-1}\varepsilon$ with $W=\begin{pmatrix}0&w_V \\w_V&0\end{pmatrix}$: the variance of $x_1$ is
 # $\sigma^2(1+w_V^2)/(1-w_V^2)^2$. Appending a token changes the law of the first one.
@@ -248,20 +256,20 @@ NC = dict(a=-0.6, w_v=w_nc, sigma=1.0, context="others")
 g2 = np.linspace(-12, 12, 241)
 P1_nc, _ = token_law_quadrature(1, grid=g2, **NC, **HEAD)
 P2_nc, m2_nc = token_law_quadrature(2, grid=g2, **NC, **HEAD)
-# the head averaged over N(0, var) — the closed form for the first token's law under n = 2
+# the head averaged over N(0, var) — the closed form for the first token's law under T = 2
 G = np.linspace(-15, 15, 3001)
 dens = np.exp(-G**2 / (2 * var_exact)) / np.sqrt(2 * np.pi * var_exact)
 closed = (emission_probs(G[:, None], **HEAD)[:, 0, :] * dens[:, None]).sum(axis=0) * (G[1] - G[0])
-print(f"variance of x_1: n = 1 -> 1.0000, n = 2 -> {var_exact:.4f} (closed form)")
+print(f"variance of x_1: T = 1 -> 1.0000, T = 2 -> {var_exact:.4f} (closed form)")
 print("P_1(y1)              :", np.array2string(P1_nc, precision=4))
 print("Σ_y2 P_2(y1, y2)     :", np.array2string(P2_nc.sum(axis=1), precision=4))
-print("closed form (n = 2)  :", np.array2string(closed, precision=4))
+print("closed form (T = 2)  :", np.array2string(closed, precision=4))
 assert np.allclose(P2_nc.sum(axis=1), closed, atol=1e-6)
 assert abs(m2_nc - 1) < 1e-6
 assert np.abs(P2_nc.sum(axis=1) - P1_nc).max() > 0.05
 
 # %% [markdown]
-# Nonlinear attention, $n=2\to3$: with three positions each softmax has two keys. The same quadrature
+# Nonlinear attention, $T=2\to3$: with three positions each softmax has two keys. The same quadrature
 # that confirmed Eq. (32) for the causal layer now shows a gap far above its own error.
 
 # %%
@@ -298,7 +306,7 @@ plt.show()
 # ## Theorem 3: one process for all lengths
 #
 # Theorem 3 is Kolmogorov's extension theorem: a projectively consistent family of laws on the finite
-# sets $\mathcal V^n$ extends to a unique law on $\mathcal V^\infty$ whose length-$n$ marginals are the $P_n$ (Eq. 33).
+# sets $\mathcal V^T$ extends to a unique law on $\mathcal V^\infty$ whose length-$T$ marginals are the $P_T$ (Eq. 33).
 # Its only model-specific hypothesis is Eq. (32), which is what we checked. Concretely it means we can
 # sample long sequences once and read every shorter law off their prefixes: below, 20 000 sequences of
 # length 6 are sampled (embeddings ancestrally, tokens from the head) and the empirical frequency of
@@ -321,11 +329,11 @@ assert np.abs(zf).max() < 4
 # %% [markdown]
 # ## Key takeaways
 #
-# - Putting a token head on the embedding model and integrating the embeddings out gives a law $P_n$
-#   for texts of every length $n$.
-# - Consistency means $\sum_{y_n}P_n(y_{1:n})=P_{n-1}(y_{1:n-1})$; it needs the head to sum to 1 over
+# - Putting a token head on the embedding model and integrating the embeddings out gives a law $P_T$
+#   for texts of every length $T$.
+# - Consistency means $\sum_{y_T}P_T(y_{1:T})=P_{T-1}(y_{1:T-1})$; it needs the head to sum to 1 over
 #   the last token and the prior's one-step conditional to integrate to 1.
-# - Under strict causality both hold (for a layer whose margins stay positive), so all the $P_n$ are
+# - Under strict causality both hold (for a layer whose margins stay positive), so all the $P_T$ are
 #   marginals of one process over endless sequences (Kolmogorov).
 # - Attention that looks at later positions breaks it: appending a token changes the law of the
 #   earlier ones.
@@ -344,7 +352,7 @@ assert np.abs(zf).max() < 4
 # 2. Why does a negative coupling ($a\,w_V<0$) make the prior's half hold for every context?
 #
 #    ```{dropdown} Answer
-#    Every margin is then $1-a\,w_V \mathrm{Var}_t \ge1$, so each $x_t \mapsto e_t$ is increasing and
+#    Every margin is then $1-a\,w_V \mathrm{Var}_t \ge1$, so each $x_t \mapsto \hat\varepsilon_t$ is increasing and
 #    onto; the change of variables then gives a one-step conditional that integrates to 1, whatever
 #    the past.
 #    ```
@@ -372,9 +380,9 @@ assert np.allclose(np.outer(first_token, wrong_second).sum(axis=1), 0.9 * first_
 # Every statement of §5 that this page tests holds in the causal setting: Eq. (32) to the
 # quadrature error, Lemmas C.1 and C.2 separately, Proposition 2 with an actual unmasked layer, and
 # Theorem 3 through the prefixes of long samples. The head is implemented in the causal form of Assumption
-# A1 (Eq. 70), $P_n(y_t\mid y_{<t},x_{\le t})$; the paper's Eq. (28) writes the same factors conditioned on
-# all of $x_{1:n}$, which would let the head at $t$ read later embeddings: summed over $y_n$, such factors
-# need not give $P_{n-1}(y_{1:n-1}\mid x_{1:n-1})$, so the proof of Lemma C.1 needs A1's form, as it says. One hypothesis needs more than the paper states:
+# A1 (Eq. 70), $P_T(y_t\mid y_{<t},x_{\le t})$; the paper's Eq. (28) writes the same factors conditioned on
+# all of $x_{1:T}$, which would let the head at $t$ read later embeddings: summed over $y_T$, such factors
+# need not give $P_{T-1}(y_{1:T-1}\mid x_{1:T-1})$, so the proof of Lemma C.1 needs A1's form, as it says. One hypothesis needs more than the paper states:
 # Assumption A2 (each one-step conditional integrates to 1) does not follow from the local
 # non-degeneracy of §3; it needs the residual map to be a global bijection for each fixed past. The
 # set-up here has $a\,w_V<0$, where that holds; [4.2](02_scalar_margin.ipynb) ("Does the induced

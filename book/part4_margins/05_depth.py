@@ -39,14 +39,22 @@
 # | $\varepsilon$, $\sigma_\ell$ | the noise layer $\ell$ adds ($\varepsilon^{(\ell)}_t$ at position $t$), and its standard deviation | $(d,)$, number |
 # | $\Sigma$ | the covariance of all the stages' noise together: block-diagonal, $\sigma_\ell^2 I$ for stage $\ell$ (the paper's Eq. 78 writes the stages' Gaussians separately) | matrix |
 # | $s$ | a position attended to | number |
-# | $e^{(\ell)}_t$ | residual $x^{(\ell)}_t-g^{(\ell)}_t$ | $(d,)$ |
-# | $R(x)$, $J$ | the residual map of the whole stack (the paper's $E(x)$; the book keeps $E$ for the embedding table), and its Jacobian | all $e^{(\ell)}_t$; matrix |
+# | $\hat\varepsilon$, $\hat\varepsilon^{(\ell)}_t$ | residual $x^{(\ell)}_t-g^{(\ell)}_t$ of layer $\ell$ at position $t$; $\hat\varepsilon=y-g$ in the tiny example | $(d,)$ |
+# | $R(x)$, $J$ | the residual map of the whole stack, and its Jacobian | all $\hat\varepsilon^{(\ell)}_t$; matrix |
 # | $y$ | the new variable of layer 2 in the tiny example | number |
 # | $a$, $w_V$ | coupling and value weight when $d=1$ | numbers |
 # | $\alpha_s$, $\mathrm{Var}_\alpha$ | attention weights on the past tokens and their weighted variance | numbers |
 # | $W_Q,W_K,W_V$, $A$ | a layer's query, key and value matrices; $A=W_K^\top W_Q$ | $(d,d)$ |
 # | $C_t$ | attention-weighted covariance of the attended variables | $(d,d)$ |
 # | $T$, $d$, $L$ | positions, width, number of stages | numbers |
+# ```
+#
+# ```{admonition} In the paper's notation
+# :class: seealso
+# The paper writes $E(x)$ for the residual map of the whole stack and $e^{(\ell)}_t$ for a residual. Here
+# they are $R(x)$ and $\hat\varepsilon^{(\ell)}_t$, because in Chapter 6 and in the book's notation table
+# (Appendix A) $E$ is the embedding table and $e[i]$ the embedding of word $i$. Equation numbers are the
+# paper's.
 # ```
 #
 # *Source: Agarwal et al., "Support Tokens, Stability Margins, and a New Foundation for Robust LLMs",
@@ -56,7 +64,7 @@
 # **The model.** Stack layers as conditional priors: $x^{(\ell)}_t=g^{(\ell)}_t(x^{(\ell-1)}_{1:t})+\varepsilon^{(\ell)}_t$
 # (Eq. 35). Ordering all variables by (layer, position), the global residual map
 # $R(x)=\{x^{(\ell)}_t-g^{(\ell)}_t \}$ has a block lower-triangular Jacobian (Lemma D.1), so
-# $\log|\det J|=\sum_{\ell,t}\log|\det\partial e^{(\ell)}_t/\partial x^{(\ell)}_t|$ (Eq. 39).
+# $\log|\det J|=\sum_{\ell,t}\log|\det\partial \hat\varepsilon^{(\ell)}_t/\partial x^{(\ell)}_t|$ (Eq. 39).
 # **Proposition 3:** if layer $\ell$'s attention is computed from the previous layer, its residual is
 # affine in $x^{(\ell)}_t$ and the diagonal block is $I$ — no stability term. **Corollary 6.1:** with an
 # attention-prior first stage and standard layers above it, the whole log-determinant is the first
@@ -97,7 +105,7 @@ rng = np.random.default_rng(0)
 # $x^{(1)}=(0,\,2,\,0)$; layer 2 generates a new variable $y$ at position 3 as
 # $y=g+\varepsilon$, where $g=x^{(1)}_3+\sum_{s<3}\alpha_s \,w_V \,x^{(1)}_s$ (a residual path plus
 # attention over the previous layer's two earlier positions; the stacks below also attend to position
-# $t$ itself, $s\le t$, which changes the numbers but not the argument). The residual is $e=y-g$. Its slope $\partial e/\partial y$
+# $t$ itself, $s\le t$, which changes the numbers but not the argument). The residual is $\hat\varepsilon=y-g$. Its slope $\partial\hat\varepsilon/\partial y$
 # depends on where the query comes from:
 #
 # - **standard convention** (query from the previous layer, $x^{(1)}_3=0$): the weights do not depend
@@ -125,8 +133,8 @@ query_previous = layer_1[2]  # standard: the query is layer 1's token at positio
 slope_previous = ((step - layer_2_mean(query_previous))
                   - (-step - layer_2_mean(query_previous))) / (2 * step)
 slope_self = ((step - layer_2_mean(step)) - (-step - layer_2_mean(-step))) / (2 * step)
-print(f"query from the previous layer: de/dy = {slope_previous:.4f}")
-print(f"query from y itself:           de/dy = {slope_self:.4f}  (1 - a w_V Var = {1 - 0.5 * 1:.4f})")
+print(f"query from the previous layer: dε̂/dy = {slope_previous:.4f}")
+print(f"query from y itself:           dε̂/dy = {slope_self:.4f}  (1 - a w_V Var = {1 - 0.5 * 1:.4f})")
 assert abs(slope_previous - 1.0) < 1e-9  # round-off only: g does not depend on y
 assert abs(slope_self - 0.5) < 1e-6
 
@@ -154,9 +162,9 @@ d_prev = sp.diff(y - g(xt), y)
 d_cur = sp.simplify(sp.diff(y - g(y), y))
 al = sp.exp(a * y * x1) / (sp.exp(a * y * x1) + sp.exp(a * y * x2))
 margin_gap = sp.simplify(d_cur - (1 - a * w * al * (1 - al) * (x1 - x2) ** 2))
-display(Math(r"\text{queries from the previous layer: }\frac{\partial e}{\partial y}="
+display(Math(r"\text{queries from the previous layer: }\frac{\partial\hat\varepsilon}{\partial y}="
              + sp.latex(d_prev)))
-display(Math(r"\text{queries from the current variable: }\frac{\partial e}{\partial y}"
+display(Math(r"\text{queries from the current variable: }\frac{\partial\hat\varepsilon}{\partial y}"
              r"-\bigl(1-a\,w_V\,\mathrm{Var}_\alpha\bigr)=" + sp.latex(margin_gap)))
 assert d_prev == 1
 assert margin_gap == 0
@@ -242,7 +250,7 @@ for c in scales:
     sign, logdet = np.linalg.slogdet(D)
     rows.append(sign * np.exp(logdet))
 rows = np.array(rows)  # (scales, T)
-print("layer-4 det(∂e_t/∂x_t) at scale 1:", np.array2string(rows[20], precision=3))
+print("layer-4 det(∂ε̂_t/∂x_t) at scale 1:", np.array2string(rows[20], precision=3))
 print("smallest over the scales 0 to 2:  ", np.array2string(rows.min(axis=0), precision=3))
 print("at scale 2:                       ", np.array2string(rows[-1], precision=3))
 
@@ -252,7 +260,7 @@ for t in range(T):
     ax.plot(scales, rows[:, t], label=f"t = {t + 1}")
 ax.axhline(0, color="k", lw=0.8)
 ax.set_xlabel("scale of W_Q in the self-conditioned layer")
-ax.set_ylabel("det(∂e_t/∂x_t)")
+ax.set_ylabel(r"$\det(\partial\hat\varepsilon_t/\partial x_t)$")
 ax.legend(fontsize=8)
 plt.show()
 assert np.allclose(rows[0], 1.0)                    # Figure 4.5.2: at scale 0 every determinant is 1
@@ -280,7 +288,7 @@ assert np.all(rows[-1, 1:] > 0.5)                  # Figure 4.5.2: at scale 2 po
 # log-determinant: with stage noise scales $\sigma_\ell$, the change-of-variables log-density
 # $\log\mathcal N(R(x);0,\Sigma)+\log|\det\partial R/\partial x|$ (full Jacobian by finite differences)
 # must equal
-# $-\sum_{\ell,t}\|e^{(\ell)}_t \|^2/2\sigma_\ell^2-\sum_{\ell,t}d\log\sigma_\ell+\sum_{\ell,t}\log|\det\partial e^{(\ell)}_t/\partial x^{(\ell)}_t|-\tfrac{LTd}2\log2\pi$.
+# $-\sum_{\ell,t}\|\hat\varepsilon^{(\ell)}_t \|^2/2\sigma_\ell^2-\sum_{\ell,t}d\log\sigma_\ell+\sum_{\ell,t}\log|\det\partial \hat\varepsilon^{(\ell)}_t/\partial x^{(\ell)}_t|-\tfrac{LTd}2\log2\pi$.
 
 # %%
 d4, T4 = 4, 3

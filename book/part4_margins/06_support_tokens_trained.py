@@ -38,6 +38,7 @@
 # | $m$, $m_t$ | the margin of position $t$, $1-a\,\mathrm{Var}_t$, with $\mathrm{Var}_t$ the attention-weighted variance of the tokens before $t$; in $d$ dimensions $\lvert\det(I-\Sigma_t A)\rvert$, whose logarithm is the log-margin | number |
 # | $A$ | the prior's matrix: the score of $x_s$ seen from $x_t$ is $x_s^\top Ax_t$ | $(d,d)$ |
 # | $\Sigma_t$ | attention-weighted covariance of the embeddings before $t$ | $(d,d)$ |
+# | $\hat\varepsilon_t$ | the residual $x_t-\mu_t(x)$ of [4.1](01_latent_noise_view.ipynb); $\partial\hat\varepsilon_t/\partial x_t=I-\Sigma_t A$ | $(d,)$ |
 # | $E$, $y_t$ | the language model's embedding table; the character at position $t$, so $x_t=E[y_t]$ | $(\lvert\mathcal V\rvert,d)$; an id |
 # | $W_Q,W_K,W_V$ | query, key and value matrices of the numpy library's layer ($A=W_K^\top W_Q$) | $(d,d)$ |
 # | $\rho$ | spectral radius (largest absolute eigenvalue) | number |
@@ -47,7 +48,8 @@
 # ```{admonition} In the paper's notation
 # :class: seealso
 # §7.1 names the prior's matrix $W$, with $W=A^\top$; the code follows it (`prior.W` holds $A^\top$,
-# `prior.A` returns $A$). This page writes $A$.
+# `prior.A` returns $A$). This page writes $A$. The paper writes $e_t(x)$ for the residual; here it is
+# $\hat\varepsilon_t(x)$, because the book's notation table keeps $e[i]$ for the embedding of word $i$.
 # ```
 #
 # *Source: Agarwal et al., "Support Tokens, Stability Margins, and a New Foundation for Robust
@@ -156,7 +158,7 @@ print("prior diagnostics:", ", ".join(f"{diagnostic_names[k]} {produced(v, '.4f'
 # ## Margins on a passage of real text (the miniature)
 #
 # The prior sees the token embeddings $x_t=E[y_t]$ of a validation passage. We compute every
-# $\partial e_t/\partial x_t$ with the numpy library and check it against the torch prior's own
+# $\partial \hat\varepsilon_t/\partial x_t$ with the numpy library and check it against the torch prior's own
 # covariances $\Sigma_t$ (`nextword.torch.barrier.prior.covariances`).
 
 # %%
@@ -168,7 +170,7 @@ text = data.vocab.decode(ids.numpy())
 A = prior.A.detach().double().numpy()  # (d, d); the torch prior stores Aᵀ as prior.W
 E = gpt.wte.weight.detach().double().numpy()  # (|V|, d)
 X = E[ids.numpy()]  # (T, d): rows x_t
-W_Q, W_K = A, np.eye(A.shape[0])  # column convention: ℓ_ts = (W_Q x_t)ᵀ (W_K x_s) = x_sᵀ A x_t
+W_Q, W_K = A, np.eye(A.shape[0])  # column convention: ζ_ts = (W_Q x_t)ᵀ (W_K x_s) = x_sᵀ A x_t
 
 # %%
 margins_mini = matrix_margins(X, W_Q, W_K)  # log-margins, T positions

@@ -43,8 +43,8 @@
 # | $T$ | length of a training window (the context) | number |
 # | $a$ | coupling, in one dimension: the score of $x_s$ seen from $x_t$ is $a\,x_t x_s$ | number |
 # | $\mathrm{Var}_t$ | attention-weighted variance of the embeddings before position $t$ ($d=1$) | number |
-# | $A$ | the prior's matrix: the score of $x_s$ seen from $x_t$ is $\ell_{ts}=x_s^\top Ax_t$ | $(d,d)$ |
-# | $\ell_{ts}$, $\alpha_{ts}$ | score and attention weight of position $t$ on an earlier position $s$ | numbers |
+# | $A$ | the prior's matrix: the score of $x_s$ seen from $x_t$ is $\zeta_{ts}=x_s^\top Ax_t$ | $(d,d)$ |
+# | $\zeta_{ts}$, $\alpha_{ts}$ | score and attention weight of position $t$ on an earlier position $s$ | numbers |
 # | $s$ | an earlier position, $s<t$ | number |
 # | $y$ | a character; $y_t$ is the one at position $t$, so that $x_t=E[y_t]$ | an id |
 # | $\bar x_t$ | attention-weighted mean of the embeddings before $t$, $\sum_{s<t}\alpha_{ts}x_s$ | $(d,)$ |
@@ -54,7 +54,7 @@
 # | $\mathcal L_{\rm margin}$ | the margin penalty, the mean over positions of $-\log\lvert\det(I-\Sigma_t A)\rvert$ | number |
 # | $\lambda_m$ | the weight of the margin penalty in the training loss | number |
 # | $\eta$ | step size of a gradient-descent step | number |
-# | $\beta_t$, $C_t$, $r_t$, $M$ | used only in Reproducibility's exact computation of the penalty: the attention mass on each vocabulary item, $\operatorname{diag}\beta_t-\beta_t\beta_t^\top$, the number of distinct earlier tokens, the compact matrix whose determinant is taken | — |
+# | $\beta_t$, $C_t$, $r_t$, $M$, $F$, $G$ | used only in Reproducibility's exact computation of the penalty: the attention mass on each vocabulary item, $\operatorname{diag}\beta_t-\beta_t\beta_t^\top$, the number of distinct earlier tokens, the compact matrix whose determinant is taken; $F$, $G$ are any two matrices in Sylvester's identity | — |
 # ```
 #
 # ```{admonition} In the paper's notation
@@ -63,6 +63,8 @@
 # $-\log\lvert\det(I_d-\Sigma_t W^\top)\rvert$; Theorem 1 (Eq. 15) writes $A=W_K^\top W_Q$ for the
 # matrix in $\det(I-\Sigma_t A)$. They are one matrix, $W=A^\top$: this page writes $A$ everywhere.
 # The code follows §7.1 — `prior.W` holds $A^\top$ and `prior.A` returns $A$.
+# The paper writes $\ell_{ts}$ for a score; here it is $\zeta_{ts}$, because in Chapter 6 and in the book's
+# notation table (Appendix A) $\ell$ is the index of a layer.
 # ```
 #
 # *Source: Agarwal et al., "Support Tokens, Stability Margins, and a New Foundation for Robust
@@ -218,10 +220,10 @@ assert tiny_marks["a = +0.5"] < 0 < tiny_marks["a = -0.5"]   # Figure 4.7.1: the
 # The {term}`embedding prior` is a separate, one-layer causal attention model that reads the
 # language model's embeddings and only scores them; it predicts no text. It has one learnable
 # $d\times d$ matrix $A$ (queries and keys in one: the score of an earlier embedding $x_s$ seen from
-# $x_t$ is $\ell_{ts}=x_s^\top Ax_t$), and its values are the embeddings themselves (the case where
+# $x_t$ is $\zeta_{ts}=x_s^\top Ax_t$), and its values are the embeddings themselves (the case where
 # Theorem 1 is exact). At each position $t$ it computes
 #
-# $$\alpha_{ts}=\operatorname*{softmax}_{s<t}(\ell_{ts}),\qquad \bar x_t=\sum_{s<t}\alpha_{ts}x_s,\qquad
+# $$\alpha_{ts}=\operatorname*{softmax}_{s<t}(\zeta_{ts}),\qquad \bar x_t=\sum_{s<t}\alpha_{ts}x_s,\qquad
 #   \Sigma_t=\sum_{s<t}\alpha_{ts}(x_s-\bar x_t)(x_s-\bar x_t)^\top ,$$
 #
 # the weights, the weighted mean of the earlier embeddings, and their weighted covariance $\Sigma_t$:
@@ -982,10 +984,11 @@ if SAVED:
 
 # %% [markdown]
 # **Steps per second at the paper's size, GPU and CPU.** Measured by `nextword gpu-check` for the
-# cross-entropy step, the exact-penalty step and the $k=16$ step. The GPU column is the median of 30
-# timed steps (after 5 warm-up steps), measured before the training stage started, on the otherwise
-# idle GPU. The CPU column is a separate run of the speed stage alone on the 2-core build machine: the median
-# of 10 timed steps (after 5 warm-up steps), with **one** torch thread, as the CPU pair trains. The
+# cross-entropy step, the exact-penalty step and the `k16` step. The GPU column is the median of the timed
+# steps the command runs there (`steps=30` after `warmup=5`, set in `nextword/torch/runs/gpu_check.py`; the saved
+# file does not record them), measured before the training stage started, on the otherwise idle GPU. The CPU
+# column is a separate run of the speed stage alone on the 2-core build machine: the median of its timed steps
+# (`steps=10` after `warmup=5`, same file), with **one** torch thread, as the CPU pair trains. The
 # command, GPU, driver, torch and CUDA versions are in each saved file; the CPU–GPU parity check of
 # the same command follows.
 
@@ -1020,16 +1023,16 @@ print(f"CPU vs CUDA, float32, quick config: max |difference of validation BPC| =
 # A $d\times d$ determinant at every position of every window is expensive. The library uses an
 # identity to make it small. When the prior sees token embeddings $x_s=E[y_s]$,
 # $\Sigma_t=E^\top C_t E$ with $C_t=\operatorname{diag}\beta_t-\beta_t \beta_t^\top$, where $\beta_t[v]$
-# is the attention mass on vocabulary item $v$. Sylvester's identity, $\det(I-PQ)=\det(I-QP)$, then
+# is the attention mass on vocabulary item $v$. Sylvester's identity, $\det(I-FG)=\det(I-GF)$ for any two matrices $F$, $G$ whose products are square, then
 # gives $\det(I_d-E^\top C_t EA)=\det(I_{\lvert\mathcal V\rvert}-C_t EAE^\top)$. The rows of $C_t$ vanish for
 # items absent from the prefix, so only an $r_t \times r_t$ block survives, with $r_t$ the number of
 # distinct tokens before $t$. A symbolic check of the identity on a $2\times3$ example:
 
 # %% tags=["hide-cell"]
-P = sp.Matrix(2, 3, sp.symbols("p0:6"))
-Q = sp.Matrix(3, 2, sp.symbols("q0:6"))
-identity_gap = sp.expand((sp.eye(2) - P * Q).det() - (sp.eye(3) - Q * P).det())
-display(Math(r"\det(I_2-PQ)-\det(I_3-QP) = " + sp.latex(identity_gap)))
+F = sp.Matrix(2, 3, sp.symbols("f0:6"))
+G = sp.Matrix(3, 2, sp.symbols("g0:6"))
+identity_gap = sp.expand((sp.eye(2) - F * G).det() - (sp.eye(3) - G * F).det())
+display(Math(r"\det(I_2-FG)-\det(I_3-GF) = " + sp.latex(identity_gap)))
 assert identity_gap == 0
 
 # %% [markdown]

@@ -129,8 +129,8 @@ assert sweep[0] == 0.0 and margin0 > ce0
 
 # %%
 rng = np.random.default_rng(46)
-d, L, t = 3, 5, 4  # dimension, length, the position differentiated (0-based: the fifth token)
-X = rng.normal(size=(L, d))
+d, T, t = 3, 5, 4  # dimension, length, the position differentiated (0-based: the fifth token)
+X = rng.normal(size=(T, d))
 W_Q, W_K, W_V = (rng.normal(size=(d, d)) / np.sqrt(d) for _ in range(3))
 h = 1e-6
 

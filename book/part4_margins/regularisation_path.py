@@ -50,16 +50,23 @@
 # | $a$, $a^*$ | coupling in one dimension, and the value that minimises the toy objective | numbers |
 # | $\mathrm{Var}_t$ | attention-weighted variance in the toy (as in [4.2](02_scalar_margin.ipynb)) | number |
 # | $\lambda$ | weight of the penalty in the toy | number |
-# | $\tau$ | the toy's quadratic term is $a^2/(2\tau)$: a larger $\tau$ holds $a$ less | number |
+# | $\gamma$ | the toy's quadratic term is $a^2/(2\gamma)$: a larger $\gamma$ holds $a$ less | number |
 # | $f(a)$ | the toy objective | function |
 # | $A$ | the embedding prior's matrix ([4.7](barrier_training.ipynb)) | $(d,d)$ |
 # | $\Sigma_t$ | attention-weighted covariance of the embeddings before position $t$ | $(d,d)$ |
-# | $x_t$, $\mu_t$, $e_t$ | embedding at position $t$, the prior's weighted mean of the past, the residual $x_t-\mu_t$ | $(d,)$ |
+# | $x_t$, $\mu_t$, $\hat\varepsilon_t$, $\hat\varepsilon$ | embedding at position $t$, the prior's weighted mean of the past, the residual $x_t-\mu_t$ ($\hat\varepsilon$: the residuals of all positions) | $(d,)$ |
 # | $\alpha_{ts}$, $H_t$ | the prior's attention weights at position $t$ on earlier positions $s$, and their entropy | numbers |
 # | $s$ | an earlier position, $s<t$ | number |
 # | $\sigma$ | standard deviation of the noise added to the embeddings in the probe; $\mathrm{BPC}$ and $\mathrm{BPC}_\sigma$ are the validation bits per character, clean and with that noise | number |
 # | $E_{\lambda_m}$, $\mathrm{RMS}(E_{\lambda_m})$ | embedding table of the model trained with $\lambda_m$, and its root mean square | $(\lvert\mathcal V\rvert,d)$, number |
 # | $\sigma_{\lambda_m}$ | noise for that model at the baseline's relative level | number |
+# ```
+#
+# ```{admonition} In the paper's notation
+# :class: seealso
+# The paper writes $e_t(x)$ for the residual; here it is $\hat\varepsilon_t(x)$, because in Chapter 6 and in
+# the book's notation table (Appendix A) $e[i]$ is the embedding of word $i$. The toy's $\gamma$ is this
+# page's own letter (not $\tau$, which the book keeps for a temperature).
 # ```
 #
 # *Source: Agarwal et al., "Support Tokens, Stability Margins, and a New Foundation for Robust
@@ -138,30 +145,30 @@ assert path_minimiser(2.0) < path_minimiser(0.75) < path_minimiser(0.0)  # Figur
 # %% [markdown]
 # ## The path in one dimension, in general
 #
-# The same with a general variance $\mathrm{Var}_t>0$ and a general strength $1/\tau$ of the quadratic term:
-# $f(a)=-\lambda\log(1-a\,\mathrm{Var}_t)+a^2/(2\tau)$. Sympy finds the stationary points, picks the one on the
+# The same with a general variance $\mathrm{Var}_t>0$ and a general strength $1/\gamma$ of the quadratic term:
+# $f(a)=-\lambda\log(1-a\,\mathrm{Var}_t)+a^2/(2\gamma)$. Sympy finds the stationary points, picks the one on the
 # admissible side $1-a\,\mathrm{Var}_t>0$, and differentiates it in $\lambda$:
 
 # %%
 a = sp.symbols("a", real=True)
-lam, tau = sp.symbols("lambda tau", positive=True)
+lam, gamma = sp.symbols("lambda gamma", positive=True)
 var_t = sp.Symbol(r"\mathrm{Var}_t", positive=True)  # the attention variance
-f = -lam * sp.log(1 - a * var_t) + a**2 / (2 * tau)
+f = -lam * sp.log(1 - a * var_t) + a**2 / (2 * gamma)
 roots = sp.solve(sp.diff(f, a), a)
-admissible = [r for r in roots if sp.simplify((1 - r * var_t).subs({lam: 1, tau: 1, var_t: 1})) > 0]
+admissible = [r for r in roots if sp.simplify((1 - r * var_t).subs({lam: 1, gamma: 1, var_t: 1})) > 0]
 a_star = admissible[0]
 display(Math(r"\text{stationary points: } " + ",\\quad ".join(sp.latex(r) for r in roots)))
 display(Math(r"a^* = " + sp.latex(a_star) + r",\qquad \frac{\partial a^*}{\partial\lambda} = "
              + sp.latex(sp.simplify(sp.diff(a_star, lam)))))
-# a* < 0 and decreasing in lambda, for any positive lambda, tau, Var_t (checked on a grid)
+# a* < 0 and decreasing in lambda, for any positive lambda, gamma, Var_t (checked on a grid)
 for vals in [(0.01, 1, 1), (0.2, 3, 0.5), (1, 0.1, 10)]:
-    sub = dict(zip((lam, tau, var_t), vals))
+    sub = dict(zip((lam, gamma, var_t), vals))
     assert float(a_star.subs(sub)) < 0 and float(sp.diff(a_star, lam).subs(sub)) < 0
     assert float(sp.diff(f, a, 2).subs(sub).subs(a, a_star.subs(sub))) > 0
 
 # %% [markdown]
 # The admissible minimiser is **negative** and moves further from zero as $\lambda$ grows
-# ($a^*\approx-\lambda\tau\,\mathrm{Var}_t$ for small $\lambda$). With $\tau\to\infty$ it runs off to $-\infty$: at
+# ($a^*\approx-\lambda\gamma\,\mathrm{Var}_t$ for small $\lambda$). With $\gamma\to\infty$ it runs off to $-\infty$: at
 # fixed $\mathrm{Var}_t$ the penalty alone is unbounded below.
 #
 # In this picture increasing $\lambda_m$ does not widen a margin to the barrier $1-a\,\mathrm{Var}_t=0$ — the
@@ -177,7 +184,7 @@ for vals in [(0.01, 1, 1), (0.2, 3, 0.5), (1, 0.1, 10)]:
 # * their ratio, the {term}`degradation ratio` ("Deg");
 # * the prior's attention entropy $H_t=-\sum_{s<t}\alpha_{ts}\log\alpha_{ts}$ ("H"; lower = attention
 #   on fewer past positions);
-# * the "SNR" $\lVert x\rVert_{\rm RMS}/\lVert e\rVert_{\rm RMS}$ of the prior's residual $e_t=x_t-\mu_t$
+# * the "SNR" $\lVert x\rVert_{\rm RMS}/\lVert \hat\varepsilon\rVert_{\rm RMS}$ of the prior's residual $\hat\varepsilon_t=x_t-\mu_t$
 #   (the paper's name; it is not the {term}`signal-to-noise ratio` of
 #   [4.8](robustness_to_noise.ipynb): no noise is added — the "noise" is the part of the embedding
 #   that the prior's weighted mean $\mu_t$ does not predict — and it is a ratio of root mean squares,
@@ -511,7 +518,7 @@ print("asserted on the saved numbers: at the paper's settings (both seeds) clean
 #
 # - A regularisation path trains one model per penalty weight and reads off how quality, robustness
 #   and the prior change along it; §7.4 reports a U-shaped optimum at $\lambda_m=0.02$.
-# - In one dimension the minimiser of $-\lambda\log(1-a\,\mathrm{Var}_t)+a^2/(2\tau)$ is negative and moves further
+# - In one dimension the minimiser of $-\lambda\log(1-a\,\mathrm{Var}_t)+a^2/(2\gamma)$ is negative and moves further
 #   from zero as $\lambda$ grows: a larger weight pushes the coupling away from the barrier's side,
 #   not along a margin to it.
 # - Trained sweeps agree: $\operatorname{tr}(\Sigma_t A)$ falls and the embeddings grow monotonically

@@ -189,7 +189,7 @@ assert abs(by_hand - library) < 1e-6 and by_hand > clean
 #
 # * the noise is added to the **token embeddings**, before the learned position embeddings are
 #   added (the sum is the same as adding it after);
-# * draw $k$ uses one standard-normal tensor for every $\sigma$ (common random numbers), so
+# * each draw uses one standard-normal tensor for every $\sigma$ (common random numbers), so
 #   $\sigma\mapsto\mathrm{BPC}$ is smooth and the two models see the same noise;
 # * $\sigma$ is in **absolute** units, so its effect depends on the scale of the embeddings. We
 #   therefore also run the probe at noise levels relative to each model's embedding RMS.

@@ -14,11 +14,11 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 #
 # Appendix C writes a linear state-space model in continuous time, $\dot v=Av+Bh$, $u=Cv+Dh$, with
 # $A\in\mathbb R^{s\times s}$, $B\in\mathbb R^{s\times d}$. If the input is held constant on each step
-# $[t_k,t_{k+1})$ of length $\Delta t$ ("zero-order hold"), the exact state satisfies
+# $[t_i,t_{i+1})$ of length $\Delta t$ ("zero-order hold"), the exact state satisfies
 #
-# $$v_{k+1}=\bar A v_k+\bar B h_k,\qquad \bar A=e^{A\Delta t},\qquad \bar B=\Big(\int_0^{\Delta t}e^{Az}\,dz\Big)B,$$
+# $$v_{i+1}=\bar A v_i+\bar B h_i,\qquad \bar A=e^{A\Delta t},\qquad \bar B=\Big(\int_0^{\Delta t}e^{Az}\,dz\Big)B,$$
 #
-# the corrected form of (C.4a). The sequence map of (5.9) is then $u_k=Cv_k+Dh_k$.
+# the corrected form of (C.4a). The sequence map of (5.9) is then $u_i=Cv_i+Dh_i$.
 #
 # 1. Implement `zoh(A, B, dt)` returning `(Abar, Bbar)`. It must also work when $A$ is singular
 #    (e.g. $A=0$, where $\bar B=\Delta t\,B$), so avoid $A^{-1}$. Hint: the exponential of the block

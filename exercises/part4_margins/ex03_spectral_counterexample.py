@@ -14,7 +14,7 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 #
 # Lemma B.4: if $\rho(\Sigma_tA)<1$ then $I-\Sigma_tA$ is invertible. The remark after it says the
 # converse fails. Build a concrete counterexample with an actual attention context ($W_V=I$, strict
-# causal): choose $X\in\mathbb R^{L\times d}$ ($d\ge2$) and $W_Q,W_K$ such that at the **last** position
+# causal): choose $X\in\mathbb R^{T\times d}$ ($d\ge2$) and $W_Q,W_K$ such that at the **last** position
 # the spectral margin $1-\rho(\Sigma_tA)$ is $\le0$ while $|\det(I-\Sigma_tA)|\ge0.1$.
 # You may use `nextword.theory.barrier.matrix_margins` to explore. Then explain why Lemma B.4 holds.
 
@@ -24,7 +24,7 @@ import numpy as np
 from nextword.theory.barrier import matrix_margins
 
 # %%
-raise NotImplementedError("set X (L, d), W_Q and W_K (d_k, d) to a counterexample (stuck? hint('p4_03', 1))")
+raise NotImplementedError("set X (T, d), W_Q and W_K (d_k, d) to a counterexample (stuck? hint('p4_03', 1))")
 mm = matrix_margins(X, W_Q, W_K)
 print(f"last position: 1 - rho = {mm.spectral[-1]:+.3f}, det = {mm.det[-1]:+.3f}")
 

@@ -221,7 +221,7 @@ _CODE = re.compile(r"`[^`\n]*`")
 _LINK = re.compile(r"\]\([^)]*\)")
 _LINK_PAGE = re.compile(r"(?<=\[)§?\d+(?:\.\d+)*(?=[^\]\n]*\]\()")  # "[6.3 Causal masking](...)": a page number
 _ABBREV = "".join(
-    f"(?<!{re.escape(a)})"
+    f"(?<!\\b{re.escape(a)})"  # a whole word: "step." does not end in the abbreviation "p."
     for a in (
         "App.",
         "Eq.",

@@ -51,7 +51,7 @@ NODES: tuple[Node, ...] = (
     Node(_CH6 + "6_8_ablations", "6.8 Ablations", (_CH6 + "6_6_context_representation",)),
     Node("part2_formulation", "Part 2: LLMs formulated", (_CH6 + "6_6_context_representation",)),
     Node("part3_dynamics", "Part 3: gradients", (_CH6 + "6_3_causal_masking",)),
-    Node("part4_margins", "Part 4: margins", (_CH6 + "6_6_context_representation", "part3_dynamics")),
+    Node("part4_margins", "Part 4: margins", (_CH6 + "6_6_context_representation",)),
     Node("part5_svflow", "Part 5: flows", (_CH6 + "6_6_context_representation",)),
 )
 #: The suggested path: Part 0, Part 1 in order, then the papers (each stop after all it builds on).

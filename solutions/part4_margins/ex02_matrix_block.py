@@ -2,13 +2,15 @@
 # # Exercise 02 — The exact diagonal Jacobian block for any $W_V$
 # **Part:** 4 · **Difficulty:** ★★ · **Book notebook:** book/part4_margins/03_matrix_margin
 #
-# Rows $x_t$ of $X\in\mathbb R^{L\times d}$; column-vector maps $q_t=W_Qx_t$, $k_s=W_Kx_s$, $v_s=W_Vx_s$;
+# Rows $x_t$ of $X\in\mathbb R^{T\times d}$; column-vector maps $q_t=W_Qx_t$, $k_s=W_Kx_s$, $v_s=W_Vx_s$;
 # strict-causal weights $\alpha_{ts}=\mathrm{softmax}_{s<t}(q_t^\top k_s)$, $\mu_t=\sum_{s<t}\alpha_{ts}v_s$,
-# $e_t=x_t-\mu_t$ (Eqs. 2–4). Theorem 1 (Eq. 14) states $\partial e_t/\partial x_t=I-\Sigma_tA$ with
+# $\hat\varepsilon_t=x_t-\mu_t$ (Eqs. 2–4). Theorem 1 (Eq. 14) states $\partial \hat\varepsilon_t/\partial x_t=I-\Sigma_tA$ with
 # $A=W_K^\top W_Q$ and $\Sigma_t$ the attention-weighted covariance of the values.
+# (The book's letters, as in Part 4: $T$ positions, scores $\zeta_{ts}$, residuals $\hat\varepsilon_t$; the paper
+# writes $L$, $\ell_{ts}$ and $e_t$.)
 #
 # 1. Derive $\partial\mu_t/\partial x_t$ for a general $W_V$ (use Lemma B.1 and
-#    $\partial\ell_{ts}/\partial x_t=A^\top x_s$) and implement `diagonal_block(X, t, W_Q, W_K, W_V)`
+#    $\partial\zeta_{ts}/\partial x_t=A^\top x_s$) and implement `diagonal_block(X, t, W_Q, W_K, W_V)`
 #    (0-based `t`, shape `(d, d)`) without calling `nextword.theory.barrier`.
 # 2. State exactly when your block equals the paper's $I-\Sigma_tA$.
 
@@ -24,8 +26,8 @@ W_Q, W_K, W_V = rng.normal(size=(2, 3)), rng.normal(size=(2, 3)), rng.normal(siz
 
 # %%
 def diagonal_block(X, t, W_Q, W_K, W_V):
-    """Exact ∂e_t/∂x_t (strict causal) for any W_V; shape (d, d)."""
-    # BEGIN SOLUTION hint="return the exact Jacobian block de_t/dx_t, shape (d, d)"
+    """Exact ∂ε̂_t/∂x_t (strict causal) for any W_V; shape (d, d)."""
+    # BEGIN SOLUTION hint="return the exact Jacobian block dε̂_t/dx_t, shape (d, d)"
     d = X.shape[1]
     if t == 0:
         return np.eye(d)

@@ -4,7 +4,7 @@
 #
 # Lemma B.4: if $\rho(\Sigma_tA)<1$ then $I-\Sigma_tA$ is invertible. The remark after it says the
 # converse fails. Build a concrete counterexample with an actual attention context ($W_V=I$, strict
-# causal): choose $X\in\mathbb R^{L\times d}$ ($d\ge2$) and $W_Q,W_K$ such that at the **last** position
+# causal): choose $X\in\mathbb R^{T\times d}$ ($d\ge2$) and $W_Q,W_K$ such that at the **last** position
 # the spectral margin $1-\rho(\Sigma_tA)$ is $\le0$ while $|\det(I-\Sigma_tA)|\ge0.1$.
 # You may use `nextword.theory.barrier.matrix_margins` to explore. Then explain why Lemma B.4 holds.
 
@@ -14,7 +14,7 @@ import numpy as np
 from nextword.theory.barrier import matrix_margins
 
 # %%
-# BEGIN SOLUTION hint="set X (L, d), W_Q and W_K (d_k, d) to a counterexample"
+# BEGIN SOLUTION hint="set X (T, d), W_Q and W_K (d_k, d) to a counterexample"
 W_Q = np.eye(2)
 W_K = np.eye(2)
 X = 2.5 * np.array([[0.0, 0.0], [1.0, 0.3], [-0.6, 0.8], [0.2, -0.1]])

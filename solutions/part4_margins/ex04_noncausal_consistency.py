@@ -35,7 +35,7 @@ print(f"w = 0.5, sigma = 1: Var(x_1) = {var_first_embedding(0.5, 1.0):.4f} (leng
 # not constant in $x_1$ then gives $\sum_{y_2}P_2(y_1,y_2)=\mathbb E_{p_2}[P(y_1\mid x_1)]\ne
 # \mathbb E_{p_1}[P(y_1\mid x_1)]=P_1(y_1)$. Lemma C.1 still holds (the head is causal); what fails is
 # Lemma C.2 / Assumption A2: the length-2 prior does not factor as $p_1(x_1)\,p(x_2\mid x_1)$, because
-# the position-1 residual $e_1=x_1-wx_2$ now depends on the future.
+# the position-1 residual $\hat\varepsilon_1=x_1-wx_2$ now depends on the future.
 # <!-- END SOLUTION -->
 
 # %%

@@ -121,3 +121,16 @@ def test_before_its_first_stub_a_generated_notebook_is_its_solution(solution):
     changed = next((i for i, (a, b) in enumerate(zip(sol, ex)) if a != b), None)
     assert changed is not None, f"{solution.stem}: no code cell changed (no stub to stop at)"
     assert "raise NotImplementedError" in ex[changed], f"{solution.stem}: code cell {changed} changed without a stub"
+
+
+def test_build_and_check_answer_help_without_running(capsys):
+    """``nextword exercises build --help`` (and ``check``) print a usage and exit 0; they once failed with
+    "unrecognized arguments: --help". Neither writes nor compares anything then."""
+    from nextword.booktools.exercises.build import main
+
+    for action in ("build", "check"):
+        for flag in ("--help", "-h"):
+            assert main([action, flag]) == 0
+            out = capsys.readouterr().out
+            assert out.startswith(f"usage: nextword exercises {action}") and "wrote" not in out
+    assert main(["check", "--bogus"]) == 2

@@ -67,7 +67,7 @@ def test_p2_02_names_the_rate_and_transpose_mistakes():
         np.fill_diagonal(R, -R.sum(axis=1))
         return R
 
-    with pytest.raises(ExerciseCheckError, match="uses the forward rate j → i"):
+    with pytest.raises(ExerciseCheckError, match="uses the forward rate z → y"):
         check_ex_p2_02(dd.uniform_generator, dd.absorbing_generator, no_transpose)
 
 

@@ -103,6 +103,11 @@ def test_the_gaps_that_let_issue_45s_numbers_through_are_closed():
     assert prose_violations("our run reports a loss of 1.9112", ()) == ["1.9112"]
     assert prose_violations("the loss quoted above, 1.9112, is the last one", ()) == ["1.9112"]
     assert prose_violations("Table 2 reports a loss of 1.9112", ()) == []
+    # a sentence ends at a word that merely ends like an abbreviation ("step." is not "p.", "causal." not
+    # "al."): a quote in the sentence before does not reach the next one (4.7's "median of 30 timed steps")
+    assert prose_violations("At the paper's size, the k16 step. The median of 30 steps.", ()) == ["30"]
+    assert prose_violations("It is causal. It took 1200 steps.", ()) == ["1200"]
+    assert prose_violations("As in Vaswani et al. 512 is their width.", ()) == []
 
 
 def test_a_caption_or_the_books_own_figure_quotes_nothing():

@@ -77,15 +77,15 @@ def test_noise_and_scale_refuses_bad_arguments():
 
 
 def test_path_minimiser_solves_the_first_order_condition():
-    for weight, variance, tau in [(0.0, 1.0, 1.0), (0.75, 1.0, 1.0), (0.3, 2.0, 0.5)]:
-        a = path_minimiser(weight, variance=variance, tau=tau)
-        assert abs(weight * variance / (1 - a * variance) + a / tau) < 1e-12
+    for weight, variance, gamma in [(0.0, 1.0, 1.0), (0.75, 1.0, 1.0), (0.3, 2.0, 0.5)]:
+        a = path_minimiser(weight, variance=variance, gamma=gamma)
+        assert abs(weight * variance / (1 - a * variance) + a / gamma) < 1e-12
         assert 1 - a * variance > 0 and a <= 0  # admissible side, negative coupling
     assert path_minimiser(2.0) < path_minimiser(0.75) < path_minimiser(0.0)  # moves left with λ
     with pytest.raises(ValueError, match="weight"):
         path_minimiser(-1.0)
-    with pytest.raises(ValueError, match="variance and tau"):
-        path_minimiser(1.0, tau=0.0)
+    with pytest.raises(ValueError, match="variance and gamma"):
+        path_minimiser(1.0, gamma=0.0)
 
 
 def test_penalised_objective_marks_each_minimiser_and_the_wall():

@@ -149,8 +149,9 @@ def exercises_readme(root: Path = REPO_ROOT) -> str:
         "   (partial credit: `3 of 4 checks passed`). A ✗ names the input it failed on, shows what you got",
         "   and what was expected on the smallest failing case, and where it recognises one, the likely",
         "   mistake (a factor √d, bits instead of nats, a transposed matrix, ties at the minimum, …).",
-        "   Two self-checks are one check each and stop at their first failure: Part 3 Exercise 05 and",
-        "   Part 5 Exercise 05.",
+        "   Five self-checks are a single check, without partial credit: Part 1 Exercise 04, Part 3",
+        "   Exercises 04 and 05, Part 4 Exercise 04 and Part 5 Exercise 05 (the last two of Parts 3 and 5",
+        "   stop at their first failure).",
         '3. Stuck? `hint("p4_01", 1)` prints a first hint for Part 4, Exercise 01; tier 2 names the',
         "   method, tier 3 is close to the code. Take them one at a time.",
         '4. Written answers ("*Your answer here.*"): write yours first, then `reveal("p4_01")` shows the',
@@ -171,10 +172,12 @@ def exercises_readme(root: Path = REPO_ROOT) -> str:
         "",
         "```text",
         "exercise  status       detail",
-        "p4_01     ✓            scalar margins match Eq. (9) and the support tokens match Definition 3.1 …",
-        "p4_02     ✗            1 of 2 checks passed; ✗ support = every 0-based position attaining the minimum …",
+        "p4_01     ✗            1 of 2 checks passed; ✗ support = every 0-based position attaining the minimum margin (ties included): …",
+        "                       likely mistake: ties at the minimum — return every position whose margin equals the minimum (up to 1e-12), not only argmin",
+        "p4_02     ✓            exact diagonal blocks for W_V = I, 0.5 I and a random W_V at every position",
         "p4_03     not started",
-        "1 ✓ · 1 ✗ · 1 not started (of 3)",
+        "p4_04     not started",
+        "1 ✓ · 1 ✗ · 2 not started (of 4)",
         "```",
         "",
         "*not started*: the code is still what `make exercises` generated (nothing is run). *✗*: a stub is",
@@ -215,8 +218,8 @@ def exercises_readme(root: Path = REPO_ROOT) -> str:
         "Write the worked answer in `solutions/<part>/exNN_<topic>.py` between `# BEGIN SOLUTION` and",
         '`# END SOLUTION` (code; `hint="..."` on the BEGIN line says *what to return*, never how) or',
         "`# <!-- BEGIN SOLUTION -->` … `# <!-- END SOLUTION -->` (a written answer: it becomes the model answer",
-        "that `reveal` shows). Add three hint tiers to `HINTS` in `nextword/exercises/hints.py` and a checker",
-        "`check_ex_p<part>_<NN>` in `nextword/exercises/checks/` that runs its sub-checks in a `Report`",
+        "that `reveal` shows). Add three hint tiers to `HINTS` in `nextword/booktools/exercises/hints.py` and a",
+        "checker `check_ex_p<part>_<NN>` in `nextword/booktools/exercises/checks/` that runs its sub-checks in a `Report`",
         "(smallest case first, `check_close(..., mistakes={message: value of that mistake})`). Then",
         "`make exercises`, and execute the solution notebook (`nextword book build …`).",
         "",
@@ -335,6 +338,11 @@ def copy_main(argv: Sequence[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     command = args[0] if args else "build"
+    if args[1:] in (["-h"], ["--help"]) and command in ("build", "check"):
+        what = {"build": "regenerate exercises/ from solutions/ (student notebooks and exercises/README.md)",
+                "check": "fail (exit 1) when exercises/ differs from what build would write"}[command]
+        print(f"usage: nextword exercises {command}\n\n{what}; it takes no options.")
+        return 0
     if len(args) > 1 and command in ("build", "check"):
         print(f"nextword exercises {command}: error: unrecognized arguments: {' '.join(args[1:])}", file=sys.stderr)
         return 2

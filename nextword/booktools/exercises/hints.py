@@ -100,14 +100,14 @@ HINTS: dict[str, tuple[str, ...]] = {
     ),
     "p2_01": (
         "The chain rule of KL: the joint KL splits into one expected KL of next-token laws per position.",
-        "Term l averages KL(p(·|prefix) ‖ q(·|prefix)) over all prefixes of length l-1, weighted by their "
+        "Term t averages KL(p(·|prefix) ‖ q(·|prefix)) over all prefixes of length t-1, weighted by their "
         "probability under p (not q).",
-        "itertools.product(range(V), repeat=l-1) for the prefixes; weight = Π p(token | earlier tokens).",
+        "itertools.product(range(V), repeat=t-1) for the prefixes; weight = Π p(token | earlier tokens).",
     ),
     "p2_02": (
         "A rate matrix has non-negative off-diagonal entries and rows that sum to 0.",
         "Uniform noise jumps to each state at rate β/V; absorbing noise jumps only to the mask state at rate β, "
-        "and the mask never leaves. The reverse rate from i to j is the forward rate from j to i times p_j / p_i.",
+        "and the mask never leaves. The reverse rate from y to z is the forward rate from z to y times p_z / p_y.",
         "uniform: β (ones((V, V)) / V - I); reverse: R = Qᵀ · p[None, :] / p[:, None], then reset the diagonal "
         "to minus the off-diagonal row sums.",
     ),
@@ -154,10 +154,10 @@ HINTS: dict[str, tuple[str, ...]] = {
         "The margin of position t is 1 minus a times the attention-weighted variance of its (strict) past.",
         "Weights α_t = softmax_s(a x_t x_s) over s < t; Var_t = Σ α x² − (Σ α x)². Support tokens: every "
         "position whose margin equals the minimum — there can be ties.",
-        "m = ones(L); for t ≥ 1 fill m[t]; support = np.flatnonzero(m <= m.min() + 1e-12).",
+        "m = ones(T); for t ≥ 1 fill m[t]; support = np.flatnonzero(m <= m.min() + 1e-12).",
     ),
     "p4_02": (
-        "e_t = x_t − μ_t: the block is I minus the derivative of the attention average with respect to its query.",
+        "ε̂_t = x_t − μ_t: the block is I minus the derivative of the attention average with respect to its query.",
         "Moving x_t re-weights the past: ∂μ_t/∂x_t = Σ_s α_ts (v_s − v̄_t)(x_s − x̄_t)ᵀ A with A = W_Kᵀ W_Q. "
         "Position 0 has no context.",
         "cross = (alpha[:, None] * (v - v_bar)).T @ (past - x_bar); return eye(d) - cross @ A.",

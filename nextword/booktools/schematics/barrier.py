@@ -12,7 +12,7 @@ that function evaluated, not drawn by hand.
 * :func:`draw_noise_and_scale` — the same noise ball around a few embeddings at two scales of the
   embeddings (page 4.8): a fixed absolute noise σ is a smaller perturbation of larger embeddings;
 * :func:`path_minimiser` and :func:`draw_penalised_objective` — the one-dimensional regularisation
-  path (page 4.9): ``−λ log(1 − a Var_t) + a²/(2τ)`` and its minimiser, which moves away from the
+  path (page 4.9): ``−λ log(1 − a Var_t) + a²/(2γ)`` and its minimiser, which moves away from the
   barrier ``a = 1/Var_t`` as λ grows.
 """
 
@@ -199,31 +199,31 @@ def draw_noise_and_scale(
     return axes
 
 
-def path_minimiser(weight: float, *, variance: float = 1.0, tau: float = 1.0) -> float:
-    """The admissible minimiser ``a* = (1 − sqrt(1 + 4 Var_t² λ τ)) / (2 Var_t)`` of
-    ``f(a) = −λ log(1 − a Var_t) + a²/(2τ)`` on ``1 − a Var_t > 0`` (the one-dimensional
+def path_minimiser(weight: float, *, variance: float = 1.0, gamma: float = 1.0) -> float:
+    """The admissible minimiser ``a* = (1 − sqrt(1 + 4 Var_t² λ γ)) / (2 Var_t)`` of
+    ``f(a) = −λ log(1 − a Var_t) + a²/(2γ)`` on ``1 − a Var_t > 0`` (the one-dimensional
     regularisation path; ``variance`` is Var_t).
 
-    Raises ValueError for a negative ``weight`` or a non-positive ``variance`` or ``tau``.
+    Raises ValueError for a negative ``weight`` or a non-positive ``variance`` or ``gamma``.
 
     >>> path_minimiser(0.75), path_minimiser(2.0)
     (-0.5, -1.0)
     """
     if weight < 0:
         raise ValueError(f"weight must be >= 0, got {weight}")
-    if not (variance > 0 and tau > 0):
-        raise ValueError(f"variance and tau must be positive, got {variance}, {tau}")
-    return float((1 - np.sqrt(1 + 4 * variance**2 * weight * tau)) / (2 * variance))
+    if not (variance > 0 and gamma > 0):
+        raise ValueError(f"variance and gamma must be positive, got {variance}, {gamma}")
+    return float((1 - np.sqrt(1 + 4 * variance**2 * weight * gamma)) / (2 * variance))
 
 
 def draw_penalised_objective(
     weights: Sequence[float] = (0.0, 0.75, 2.0),
     *,
     variance: float = 1.0,
-    tau: float = 1.0,
+    gamma: float = 1.0,
     ax: Axes | None = None,
 ) -> Axes:
-    """``f(a) = −λ log(1 − a Var_t) + a²/(2τ)`` against the coupling ``a`` for each weight λ in
+    """``f(a) = −λ log(1 − a Var_t) + a²/(2γ)`` against the coupling ``a`` for each weight λ in
     ``weights`` (``variance`` is Var_t), with its minimiser :func:`path_minimiser` marked and the
     barrier ``a = 1/Var_t`` drawn as a wall.
 
@@ -232,17 +232,17 @@ def draw_penalised_objective(
     """
     if len(weights) == 0:
         raise ValueError("weights must name at least one penalty weight")
-    minimisers = [path_minimiser(w, variance=variance, tau=tau) for w in weights]
+    minimisers = [path_minimiser(w, variance=variance, gamma=gamma) for w in weights]
     if ax is None:
         _, ax = plt.subplots(figsize=(6.5, 4))
     wall = 1 / variance
     left = min(minimisers) - 1.5 / variance
     couplings = np.linspace(left, wall - 0.02 / variance, 400)
-    lowest = min(w * float(log_barrier(1 - m * variance)) + m**2 / (2 * tau) for w, m in zip(weights, minimisers))
+    lowest = min(w * float(log_barrier(1 - m * variance)) + m**2 / (2 * gamma) for w, m in zip(weights, minimisers))
     bottom = min(-0.5, lowest - 0.6)
     for n, (weight, minimiser) in enumerate(zip(weights, minimisers)):
-        objective = weight * log_barrier(1 - couplings * variance) + couplings**2 / (2 * tau)
-        at_minimiser = weight * float(log_barrier(1 - minimiser * variance)) + minimiser**2 / (2 * tau)
+        objective = weight * log_barrier(1 - couplings * variance) + couplings**2 / (2 * gamma)
+        at_minimiser = weight * float(log_barrier(1 - minimiser * variance)) + minimiser**2 / (2 * gamma)
         ax.plot(couplings, objective, color=f"C{n}", lw=2, label=f"$\\lambda={weight:g}$")
         ax.plot([minimiser], [at_minimiser], "o", color=f"C{n}", ms=8)
         ax.annotate(
@@ -264,8 +264,8 @@ def draw_penalised_objective(
         xlabel="coupling $a$",
         ylabel="$f(a)$",
         title=(
-            r"$f(a)=-\lambda\log(1-a\,\mathrm{Var}_t)+a^2/(2\tau)$"
-            + rf" at $\mathrm{{Var}}_t={variance:g}$, $\tau={tau:g}$"
+            r"$f(a)=-\lambda\log(1-a\,\mathrm{Var}_t)+a^2/(2\gamma)$"
+            + rf" at $\mathrm{{Var}}_t={variance:g}$, $\gamma={gamma:g}$"
         ),
     )
     ax.legend(fontsize=8, loc="upper center")

@@ -178,6 +178,6 @@ def draw_residual_fold(
         ax.axhline(float(noise), color="0.3", lw=0.8, ls="--", label=f"noise value ε = {noise:g}")
     ax.plot([], [], color="#CC79A7", lw=5, label="margin < 0 (folded)")
     ax.set_xlabel(r"current token $x_t$")
-    ax.set_ylabel(r"residual $e_t = x_t - \mu_t(x)$")
+    ax.set_ylabel(r"residual $\hat\varepsilon_t = x_t - \mu_t(x)$")
     ax.legend(fontsize=8, loc="upper left")
     return preimages

@@ -48,7 +48,7 @@ def _terms(weight_next: Callable, first: Callable, second: Callable, V: int, L: 
 
 
 def check_ex_p2_01(per_position_kl: Callable) -> bool:
-    """Exercise 01: ``per_position_kl(p_next, q_next, V, L) -> (L,)``, the terms of (4.4b).
+    """Exercise 01: ``per_position_kl(p_next, q_next, V, T) -> (T,)``, the terms of (4.4b).
 
     Compared with :func:`nextword.theory.formulation.objectives.kl_decomposition`; the sum must equal the joint
     KL (4.2a) computed from :func:`~nextword.theory.formulation.objectives.sequence_distribution`.
@@ -61,19 +61,19 @@ def check_ex_p2_01(per_position_kl: Callable) -> bool:
     for V, L, ctx_p, ctx_q in [(2, 3, None, None), (3, 3, 1, 2), (2, 5, 1, None)]:  # smallest V^L first
         cases.append((V, L, _random_model(rng, V, ctx_p), _random_model(rng, V, ctx_q)))
     got_all = {}
-    with r.check("per_position_kl returns L non-negative terms"):
+    with r.check("per_position_kl returns T non-negative terms"):
         for V, L, p_next, q_next in cases:
-            got = check_shape(f"per_position_kl(p, q, V={V}, L={L})",
-                              _call(per_position_kl, f"per_position_kl(p, q, V={V}, L={L})", p_next, q_next, V, L), (L,))
-            check_true(np.all(got >= -1e-12), f"per_position_kl(p, q, V={V}, L={L}) = {describe(got)} has a negative "
+            got = check_shape(f"per_position_kl(p, q, V={V}, T={L})",
+                              _call(per_position_kl, f"per_position_kl(p, q, V={V}, T={L})", p_next, q_next, V, L), (L,))
+            check_true(np.all(got >= -1e-12), f"per_position_kl(p, q, V={V}, T={L}) = {describe(got)} has a negative "
                        "term, but every term is an expected KL divergence")
             got_all[V, L] = got
     with r.check("each term equals E_p[KL(p(·|prefix) ‖ q(·|prefix))] (Eq. 4.4b)"):
         for V, L, p_next, q_next in cases:
             if (V, L) not in got_all:
-                fail(f"no usable result for V={V}, L={L}")
+                fail(f"no usable result for V={V}, T={L}")
             expected = kl_decomposition(p_next, q_next, V, L).per_position
-            check_close(f"per_position_kl(p, q, V={V}, L={L})", got_all[V, L], expected, rtol=1e-8, atol=1e-10,
+            check_close(f"per_position_kl(p, q, V={V}, T={L})", got_all[V, L], expected, rtol=1e-8, atol=1e-10,
                         mistakes={"KL(q ‖ p) instead of KL(p ‖ q): the prefixes are weighted by p and p comes first":
                                   kl_decomposition(q_next, p_next, V, L).per_position,
                                   "the prefixes are weighted by the model q: Eq. (4.4b) averages over prefixes drawn "
@@ -85,14 +85,14 @@ def check_ex_p2_01(per_position_kl: Callable) -> bool:
     with r.check("the terms add up to the joint KL (Eq. 4.2a)"):
         for V, L, p_next, q_next in cases:
             if (V, L) not in got_all:  # else a stub would pass this sub-check (graded alone by the export)
-                fail(f"no usable result for V={V}, L={L}")
+                fail(f"no usable result for V={V}, T={L}")
             if (V, L) in got_all:
                 joint = kl_divergence(sequence_distribution(p_next, V, L)[0], sequence_distribution(q_next, V, L)[0])
-                check_close(f"sum of per_position_kl(p, q, V={V}, L={L})", got_all[V, L].sum(), joint,
+                check_close(f"sum of per_position_kl(p, q, V={V}, T={L})", got_all[V, L].sum(), joint,
                             rtol=1e-8, atol=1e-10)
     with r.check("KL(p ‖ p) = 0 at every position"):
         same = _random_model(rng, 3, 1)
-        check_close("per_position_kl(p, p, V=3, L=3)", _call(per_position_kl, "per_position_kl(p, p, 3, 3)",
+        check_close("per_position_kl(p, p, V=3, T=3)", _call(per_position_kl, "per_position_kl(p, p, 3, 3)",
                                                              same, same, 3, 3), np.zeros(3), atol=1e-12)
     return r.done("per-position KLs match (4.4b) and add up to the joint KL (4.2a) on 4 model pairs")
 
@@ -141,16 +141,16 @@ def check_ex_p2_02(uniform_generator: Callable, absorbing_generator: Callable, r
             flipped = Q.T * p[:, None] / p[None, :]
             np.fill_diagonal(flipped, 0.0)
             np.fill_diagonal(flipped, -flipped.sum(axis=1))
-            untransposed = Q * p[None, :] / p[:, None]  # Q_ij p_j / p_i: the forward rate i -> j, not j -> i
+            untransposed = Q * p[None, :] / p[:, None]  # Q_yz p_z / p_y: the forward rate y -> z, not z -> y
             np.fill_diagonal(untransposed, 0.0)
             np.fill_diagonal(untransposed, -untransposed.sum(axis=1))
             check_close(label, R, expected, rtol=1e-8, atol=1e-10,
-                        mistakes={"the diagonal was not reset: after R_ij = Q_ji p_j / p_i, set R_ii = -Σ_(j≠i) R_ij":
+                        mistakes={"the diagonal was not reset: after R_yz = Q_zy p_z / p_y, set R_yy = -Σ_(z≠y) R_yz":
                                   raw,
-                                  "the probability ratio is upside down: R_ij = Q_ji p_j / p_i": flipped,
-                                  "Q itself, transposed: the reversal also reweights by p_j / p_i": Q.T,
-                                  "Q_ij p_j / p_i, the forward rate of i → j: the reverse rate i → j uses the "
-                                  "forward rate j → i, Q_ji": untransposed})
+                                  "the probability ratio is upside down: R_yz = Q_zy p_z / p_y": flipped,
+                                  "Q itself, transposed: the reversal also reweights by p_z / p_y": Q.T,
+                                  "Q_yz p_z / p_y, the forward rate of y → z: the reverse rate y → z uses the "
+                                  "forward rate z → y, Q_zy": untransposed})
     return r.done("both generators have zero row sums and the right rates; the reverse rates satisfy (D.1)")
 
 

@@ -32,7 +32,7 @@ def _margins_variant(x: np.ndarray, a: float, *, include_self: bool = False, uni
 
 
 def check_ex_p4_01(scalar_margins: Callable, support: Callable) -> bool:
-    """Exercise 01: ``scalar_margins(x, a) -> (L,)`` = Eq. (9) and ``support(x, a)`` = Def. 3.1 (0-based)."""
+    """Exercise 01: ``scalar_margins(x, a) -> (T,)`` = Eq. (9) and ``support(x, a)`` = Def. 3.1 (0-based)."""
     from nextword.theory.barrier import scalar_margin, support_tokens
 
     r = Report("Exercise 4.01")
@@ -108,7 +108,7 @@ def _block_variant(X: np.ndarray, t: int, W_Q: np.ndarray, W_K: np.ndarray, W_V:
 
 
 def check_ex_p4_02(diagonal_block: Callable) -> bool:
-    """Exercise 02: ``diagonal_block(X, t, W_Q, W_K, W_V) -> (d, d)`` exact ∂e_t/∂x_t (strict, any W_V)."""
+    """Exercise 02: ``diagonal_block(X, t, W_Q, W_K, W_V) -> (d, d)`` exact ∂ε̂_t/∂x_t (strict, any W_V)."""
     from nextword.theory.barrier import jacobian_diagonal_block, paper_diagonal_block
 
     r = Report("Exercise 4.02")
@@ -127,7 +127,7 @@ def check_ex_p4_02(diagonal_block: Callable) -> bool:
                                   (d, d))
                 mistakes = {"the block is I − ∂μ_t/∂x_t: you returned I + ∂μ_t/∂x_t": 2 * np.eye(d) - expected,
                             "you returned ∂μ_t/∂x_t without the identity of the residual": np.eye(d) - expected,
-                            "A transposed: ∂ℓ_ts/∂x_t = Aᵀ x_s with A = W_Kᵀ W_Q, so the chain rule puts "
+                            "A transposed: ∂ζ_ts/∂x_t = Aᵀ x_s with A = W_Kᵀ W_Q, so the chain rule puts "
                             "(x_s − x̄_t)ᵀ A, not Aᵀ, on the right":
                             _block_variant(X, t, W_Q, W_K, W_V, transpose_A=True),
                             "the outer product's factors are swapped: ∂μ_t/∂x_t = Σ_s v_s (∂α_ts/∂x_t)ᵀ puts the "
@@ -152,12 +152,12 @@ def check_ex_p4_03(X, W_Q, W_K) -> bool:
     from nextword.theory.barrier import matrix_margins
 
     r = Report("Exercise 4.03")
-    with r.check("X (L, d), W_Q and W_K (d_k, d) are finite arrays of matching shapes"):
+    with r.check("X (T, d), W_Q and W_K (d_k, d) are finite arrays of matching shapes"):
         X = as_array("X", X)
         W_Q = as_array("W_Q", W_Q)
         W_K = as_array("W_K", W_K)
         if X.ndim != 2 or X.shape[1] < 2 or X.shape[0] < 2:
-            fail(f"X should have shape (L, d) with L >= 2 and d >= 2, got {X.shape}")
+            fail(f"X should have shape (T, d) with T >= 2 and d >= 2, got {X.shape}")
         d = X.shape[1]
         if W_Q.ndim != 2 or W_Q.shape[1] != d or W_K.shape != W_Q.shape:
             fail(f"W_Q and W_K should both have shape (d_k, {d}), got {W_Q.shape} and {W_K.shape}")
