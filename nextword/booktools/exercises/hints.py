@@ -178,9 +178,9 @@ HINTS: dict[str, tuple[str, ...]] = {
     ),
     "p5_01": (
         "The exponential map follows the great circle; the retraction steps in the tangent direction and renormalises.",
-        "exp_x(v) = cos‖v‖ x + sin‖v‖ v/‖v‖ (and x when v = 0); R_x(v) = (x + v)/‖x + v‖. For the slope, use "
-        "small steps only (‖v‖ ≤ 0.05).",
-        "errors = [‖R(x, t u) − exp(x, t u)‖ for t in ts]; slope = np.polyfit(log ts, log errors, 1)[0].",
+        "exp_x(w) = cos‖w‖ x + sin‖w‖ w/‖w‖ (and x when w = 0); R_x(w) = (x + w)/‖x + w‖. For the slope, use "
+        "small steps only (‖w‖ ≤ 0.05).",
+        "errors = [‖R(x, r w_hat) − exp(x, r w_hat)‖ for r in rs]; slope = np.polyfit(log rs, log errors, 1)[0].",
     ),
     "p5_02": (
         "Take the logarithm before the number is formed: log C = ν log κ − (d/2) log 2π − log I_ν(κ), ν = d/2 − 1.",
@@ -191,7 +191,7 @@ HINTS: dict[str, tuple[str, ...]] = {
     "p5_03": (
         "ELBO = E_q[log p(x, z) − log q(z|x)]; the gap to log p(x) is a KL divergence.",
         "With Z components: q = exp(log_q); ELBO = Σ_z q (log p(x|z) + log(1/Z) − log q). The variational error is "
-        "the part of the ELBO's gradient that the field v does not give.",
+        "the part of the ELBO's gradient that the field u does not give.",
         "epsilon: weights w = q * (log_post − log_q), shape (N, Z), contracted with grad_log_q (N, Z, d).",
     ),
     "p3_05": (

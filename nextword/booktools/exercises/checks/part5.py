@@ -18,8 +18,8 @@ _call = call_student  # shared: a stub, a non-function or a crash becomes a clea
 
 
 def check_ex_p5_01(exp_map: Callable, retraction: Callable, slope: float) -> bool:
-    """Exercise 5.1: ``exp_map(x, v)`` (Eq. 2), ``retraction(x, v)`` (Eq. 3) on ``(d,)`` vectors and the
-    fitted log–log slope of ``||R_x(v) - exp_x(v)||`` against ``||v||`` for small ``||v||``."""
+    """Exercise 5.1: ``exp_map(x, w)`` (Eq. 2), ``retraction(x, w)`` (Eq. 3) on ``(d,)`` vectors and the
+    fitted log–log slope of ``||R_x(w) - exp_x(w)||`` against ``||w||`` for small ``||w||``."""
     from nextword.theory.svflow import sphere as sp
 
     r = Report("Exercise 5.01")
@@ -29,34 +29,34 @@ def check_ex_p5_01(exp_map: Callable, retraction: Callable, slope: float) -> boo
         x = rng.standard_normal(d)
         x /= np.linalg.norm(x)
         cases.append((d, x, sp.tangent_projection(x, rng.standard_normal(d)) * rng.uniform(0.1, 2.0)))
-    with r.check("exp_map(x, v) = cos‖v‖ x + sin‖v‖ v/‖v‖ (Eq. 2), and exp_map(x, 0) = x"):
-        for d, x, v in cases:
-            n = np.linalg.norm(v)
-            check_close(f"exp_map(x, v) in d={d} with ‖v‖ = {n:.3g}", _call(exp_map, f"exp_map(x, v) in d={d}", x, v),
-                        sp.exp_map(x, v), rtol=1e-9, atol=1e-12,
-                        mistakes={"sin‖v‖ v without dividing v by ‖v‖: the direction must be a unit vector":
-                                  np.cos(n) * x + np.sin(n) * v,
-                                  "the retraction (x + v)/‖x + v‖, not the exponential map": sp.retraction(x, v)})
+    with r.check("exp_map(x, w) = cos‖w‖ x + sin‖w‖ w/‖w‖ (Eq. 2), and exp_map(x, 0) = x"):
+        for d, x, w in cases:
+            n = np.linalg.norm(w)
+            check_close(f"exp_map(x, w) in d={d} with ‖w‖ = {n:.3g}", _call(exp_map, f"exp_map(x, w) in d={d}", x, w),
+                        sp.exp_map(x, w), rtol=1e-9, atol=1e-12,
+                        mistakes={"sin‖w‖ w without dividing w by ‖w‖: the direction must be a unit vector":
+                                  np.cos(n) * x + np.sin(n) * w,
+                                  "the retraction (x + w)/‖x + w‖, not the exponential map": sp.retraction(x, w)})
         d, x, _ = cases[-1]
-        check_close(f"exp_map(x, 0) in d={d} (divide by ‖v‖ only when it is non-zero)",
+        check_close(f"exp_map(x, 0) in d={d} (divide by ‖w‖ only when it is non-zero)",
                     _call(exp_map, "exp_map(x, 0)", x, np.zeros(d)), x, rtol=0, atol=1e-14)
-    with r.check("retraction(x, v) = (x + v)/‖x + v‖ (Eq. 3)"):
-        for d, x, v in cases:
-            check_close(f"retraction(x, v) in d={d}", _call(retraction, f"retraction(x, v) in d={d}", x, v),
-                        sp.retraction(x, v), rtol=1e-9, atol=1e-12,
-                        mistakes={"x + v is not normalised back onto the sphere": x + v})
-    with r.check("slope: the order of the retraction error for small ‖v‖ is 3"):
+    with r.check("retraction(x, w) = (x + w)/‖x + w‖ (Eq. 3)"):
+        for d, x, w in cases:
+            check_close(f"retraction(x, w) in d={d}", _call(retraction, f"retraction(x, w) in d={d}", x, w),
+                        sp.retraction(x, w), rtol=1e-9, atol=1e-12,
+                        mistakes={"x + w is not normalised back onto the sphere": x + w})
+    with r.check("slope: the order of the retraction error for small ‖w‖ is 3"):
         sl = float(as_array("slope", slope))
         check_true(np.isfinite(sl), "slope must be a finite number")
         check_true(abs(sl - 2.0) > 0.3, f"slope {sl:.3f}: a fit close to 2 usually means the step sizes were too large "
-                   "(use ||v|| <= 0.05) or the error was measured against the wrong map")
-        for factor, which in ((np.log(10), "log10 of ||v|| and ln of the error"),
-                              (1 / np.log(10), "ln of ||v|| and log10 of the error")):
+                   "(use ||w|| <= 0.05) or the error was measured against the wrong map")
+        for factor, which in ((np.log(10), "log10 of ||w|| and ln of the error"),
+                              (1 / np.log(10), "ln of ||w|| and log10 of the error")):
             check_true(abs(sl - 3.0 * factor) > 0.1 * factor,
                        f"slope {sl:.3f} = 3 × {factor:.4g}: the logarithms have different bases ({which}); take the "
                        "same logarithm on both axes")
         check_true(abs(sl - 3.0) < 0.1, f"slope {sl:.3f} is not the order of the retraction error; fit log(error) "
-                   "against log(||v||) for small ||v|| only")
+                   "against log(||w||) for small ||w|| only")
     return r.done("exp map, retraction and the error order of the retraction are right")
 
 
