@@ -61,8 +61,8 @@
 # :class: note
 # The paper writes the band's half-width as $r$ and the positional encoding of position $m$ as
 # $r_m$; the book writes $w$ and $r_i$. It writes the positions of a query and a key as $k$ and $l$
-# and the steps of the recurrence as $k$ (here $i$ and $j$, as in Chapter 6: the book keeps $k$ for
-# a key), the index of a wavelength or coordinate pair as $j$ (here $\nu$) and the imaginary unit as
+# (here $i$ and $j$, as in Chapter 6: the book keeps $k$ for a key), the step of the recurrence as
+# $k$ (here $i$), the index of a wavelength or coordinate pair as $j$ (here $\nu$) and the imaginary unit as
 # $i$ (here $\mathrm i$). Its RoFormer formula writes the key vector as $Kh_l$ (the
 # book: a key vector $\mathbf y$, a query vector $\mathbf x$) and the angles as $\psi_j$ (here
 # $\psi_\nu$); the lag of the convolution kernel is $\rho$ here. Appendix C writes the integration variable as $s$
