@@ -72,8 +72,9 @@
 #
 # ```{admonition} In the paper's notation
 # :class: seealso
-# The paper writes $v$ for a tangent step (Eqs. 2–3), $u$ for the update of Eq. (17), $t$ for the time of a
-# flow and $v_t$ for its velocity field (§2.1). Here they are $w$, $y$, $s$ and $u_s$: the book keeps $v[j]$
+# The paper writes $v$ for a tangent step (Eqs. 2–3) and also for the update of Eq. (17), $\mathcal T_x\mathbb S^{d-1}$
+# for the tangent space, $t$ for the time of a flow and $v_t$ for its velocity field (§2.1). Here they are $w$, $y$,
+# $\mathrm T_x\mathbb S^{d-1}$, $s$ and $u_s$: the book keeps $v[j]$
 # for a value vector and $t$ for a position in a sequence (Chapter 6,
 # [Appendix A](../partA_appendix/A_notation_and_environment.ipynb)), and $u$ for a flow's velocity on every
 # page of Part 5. The paper's equations are quoted in these letters, with their numbers.
@@ -206,7 +207,7 @@ assert np.allclose(np.linalg.norm(images, axis=1), np.sqrt(2), atol=1e-12)
 # $\mathrm T_x\mathbb S^{d-1}=\{w:x^\top w=0\}$, a flat plane that touches the sphere at $x$ (Figure 5.1.2). Any vector $y$ splits into a
 # part along $x$ and a tangent part, $(I-xx^\top)y$ (the library's `tangent_projection`). (Like the
 # paper, Part 5 writes vectors as columns: $x^\top w$ is the dot product of $x$ and $w$, and $xx^\top$
-# is a $d\times d$ matrix. Chapter 6 writes vectors as rows, where the same two read $xv^\top$ and
+# is a $d\times d$ matrix. Chapter 6 writes vectors as rows, where the same two read $xw^\top$ and
 # $x^\top x$, and the projection $y(I-x^\top x)$.)
 #
 # A step $w$ in the tangent plane leaves the sphere: $x+w$ is longer than 1. Two rules bring it back:
