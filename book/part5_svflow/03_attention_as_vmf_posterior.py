@@ -95,8 +95,9 @@ rng = np.random.default_rng(0)
 #
 # One head in $d=2$. The query token's state is $x=(1,0)$ on the unit circle; three earlier tokens
 # have states $x_1=(1,0)$, $x_2=(0,1)$, $x_3=(-1,0)$, and the head's matrices are chosen so that
-# $W_q W_k^\top=2I$ (so the score of token $z$ is $2\,x_z^\top x$) and $W_o W_v^\top=I$; the three tokens'
-# value–output vectors are $o_1=(0,1)$, $o_2=(1,0)$, $o_3=(0,-1)$.
+# $W_q W_k^\top=2I$ (so the score of token $z$ is $2\,x_z^\top x$) and $W_o W_v^\top$ swaps the two
+# coordinates, so the three tokens' value–output vectors $o_z=W_oW_v^\top x_z$ are $o_1=(0,1)$, $o_2=(1,0)$,
+# $o_3=(0,-1)$.
 #
 # - **Scores → weights.** The scores are $2, 0, -2$; the softmax gives $e^2:1:e^{-2}$, i.e. weights
 #   $0.867, 0.117, 0.016$.
@@ -116,7 +117,7 @@ keys = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])
 values = np.array([[0.0, 1.0], [1.0, 0.0], [0.0, -1.0]])
 scores = 2 * keys @ x
 weights = np.exp(scores) / np.exp(scores).sum()
-bump_heights = np.exp(2 * keys @ x)  # exp(kappa_z mu_z . x), kappa_z = 2, mu_z = k_z
+bump_heights = np.exp(2 * keys @ x)  # exp(kappa_z mu_z . x), kappa_z = 2, mu_z = x_z
 bayes_posterior = bump_heights / bump_heights.sum()  # uniform prior cancels
 head = weights @ values
 next_state = (x + head) / np.linalg.norm(x + head)
@@ -127,8 +128,9 @@ print(f"head output {np.round(head, 3)}; x + f_Attn(x) = {np.round(x + head, 3)}
 assert np.allclose(weights, bayes_posterior, atol=1e-15)
 
 # %% [markdown]
-# The library computes the same head from the matrices ($W_q=W_k=\sqrt2\,I$, $W_v=W_o=I$), and
-# `rms_norm` the same next state:
+# The library computes the same head from the matrices ($W_q=W_k=\sqrt2\,I$), and `rms_norm` the same
+# next state. It takes the value inputs apart from the key inputs (the paper's key–value pairs), so the
+# cell hands it the $o_z$ as values, with $W_v=W_o=I$:
 
 # %%
 identity = np.eye(2)
@@ -217,8 +219,8 @@ start_states /= np.linalg.norm(start_states, axis=1, keepdims=True)
 mha_flow = MultiHeadAttention(d, n_heads, rng=np.random.default_rng(3))
 
 
-def attention_field(token_states, t):
-    """The velocity of every token: 3 f_Attn(states), the same weights at every time t."""
+def attention_field(token_states, s):
+    """The velocity of every token: 3 f_Attn(states), the same weights at every time s."""
     return 3.0 * mha_flow(token_states, causal=False)
 
 
@@ -460,7 +462,7 @@ for n_keys in key_counts:
 mean_errors = np.array(mean_errors)
 slope_keys = np.polyfit(np.log(key_counts), np.log(mean_errors), 1)[0]
 for n_keys, error in zip(key_counts, mean_errors):
-    print(f"N = {n_keys:6d}: mean ||sum_z q(z|x) k_z - a|| = {produced(error, '.4f')}")
+    print(f"N = {n_keys:6d}: mean ||sum_z q(z|x) x_z - a|| = {produced(error, '.4f')}")
 print(f"fitted slope = {produced(slope_keys, '.2f')} (law of large numbers: -1/2)")
 assert mean_errors[-1] < 0.05
 assert abs(slope_keys + 0.5) < 0.1
