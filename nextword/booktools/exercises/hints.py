@@ -210,7 +210,7 @@ HINTS: dict[str, tuple[str, ...]] = {
         "eta = (A − E_q A) + beta (R − E_q R); the softmax Jacobian turns eta into dJ/db_g = q * eta.",
     ),
     "p5_04": (
-        "J_bal = Σ_e f_e P_e mixes hard dispatch fractions f with soft probabilities P.",
+        "J_bal = Σ_z f_z P_z mixes hard dispatch fractions f with soft probabilities P.",
         "Put some inputs almost exactly at (1/2, 1/2) — their argmax is expert 0 but they barely move P — and "
         "others firmly on expert 1. Nudge them to (1/2 + tiny, 1/2 − tiny) rather than tie them exactly: an exact "
         "tie goes to expert 0 only by arg-max's convention (the lower index), which a router need not share.",

@@ -140,14 +140,14 @@ def check_ex_p5_03(elbo_fn: Callable, epsilon_fn: Callable) -> bool:
                               f"the expectation over z is a mean over the Z = {Z} components: E_q[f] = Σ_z q(z|x) f(z), "
                               "a sum (the weights q already sum to 1)":
                               flow.log_marginal(x) - (flow.log_marginal(x) - flow.kl_gap(x)) / Z})
-    with r.check("epsilon_fn: ∇_x ELBO = v + ε (Thm. 3.3), checked by finite differences of your ELBO"):
+    with r.check("epsilon_fn: ∇_x ELBO = u + ε (Thm. 3.3), checked by finite differences of your ELBO"):
         eps = check_shape(f"epsilon_fn(flow, x) for x of shape {x.shape}", _call(epsilon_fn, "epsilon_fn", flow, x),
                           (N, d))
         h = 1e-5
         grad = central_difference(lambda z: elbo_fn(flow, z), x, h=h, batched=True)  # (N, d)
         log_q = flow.log_q(x)
         unweighted = np.einsum("nz,nzd->nd", flow.log_post(x) - log_q, flow.grad_log_q(x))  # ε without q(z)
-        check_close("finite-difference gradient of your ELBO minus (v + epsilon)  (Thm. 3.3)",
+        check_close("finite-difference gradient of your ELBO minus (u + epsilon)  (Thm. 3.3)",
                     grad - (flow.field(x) + eps), np.zeros((N, d)), rtol=0, atol=1e-5,
                     mistakes={"ε has the wrong sign": 2 * (grad - flow.field(x)),
                               "ε without the weight q(z|x): ε = Σ_z q(z|x) (log p(z|x) − log q(z|x)) ∇_x log q(z|x), "
