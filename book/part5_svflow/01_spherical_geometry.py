@@ -853,7 +853,7 @@ def field(x):
 
 
 def field_divergence(x):
-    """d v1 / d x1 + d v2 / d x2 of `field`, x (..., 2) -> (...)."""
+    """d u1 / d x1 + d u2 / d x2 of `field` (the velocity u), x (..., 2) -> (...)."""
     return 0.3 - 0.3 * x[..., 0] ** 2 - 0.2 + 0.1 * np.cos(x[..., 1])
 
 
