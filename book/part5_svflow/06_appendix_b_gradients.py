@@ -592,7 +592,7 @@ for idx in np.ndindex(E_c.shape):
     fd_a[idx] = (attention_role_gradients(ids_c, y_c, *[E_c + Ec] * 3, *W_c, w_c).loss
                  - attention_role_gradients(ids_c, y_c, *[E_c - Ec] * 3, *W_c, w_c).loss) / 2e-6
 assert np.max(np.abs(fd_a - st.grad_coupled)) < 1e-8
-print("grad as query + grad as key + grad as value = finite-difference dL/dE (coupled table): True")
+print("grad as query + grad as key + grad as value = finite-difference dℒ/dE (coupled table): True")
 
 # %% tags=["hide-cell"]
 n_types, d_a, N_seq, steps_a, lr_a = 8, 16, 128, 300, 0.5
@@ -648,7 +648,7 @@ runs = {(seed, coupled, trained): train_attention(seed, coupled, trained)
 # %% tags=["hide-cell"]
 fair = 1 / n_types
 print("(ii) coupled model, projections trained: the key type with the least attention (mean over training)")
-print("seed  its load/fair  its gradient / mean over types:  as query  as key  as value   |dL/dW_K| / |dL/dE_K|")
+print("seed  its load/fair  its gradient / mean over types:  as query  as key  as value   |dℒ/dW^K| / |dℒ/dE_K|")
 q_ratio = []
 for seed in range(5):
     r = runs[seed, True, True]
