@@ -34,11 +34,11 @@
 # |---|---|---|
 # | $t$ | position of a word, counted from 0 as the encoding tables and the code count (most pages count words from 1: word $t+1$ sits at position $t$); $\mathrm{PE}(t)$ is its sinusoidal encoding, $(d_{\text{model}},)$, and $\mathrm{PE}(t, c)$ coordinate $c$ of it | integer |
 # | $e_j$ | vector of word $j$ in the tiny example | $(2,)$ |
-# | $p(t)$ | position vector added at position $t$ in the tiny example (not a probability here) | $(2,)$ |
+# | $u(t)$ | position vector added at position $t$ in the tiny example | $(2,)$ |
 # | $\alpha_j$ | attention weight on word $j$ in the tiny example | scalar |
 # | $l$ | the index of the sum over the words in the tiny example | integer |
 # | $X$ | the input of an attention layer, one row per token | $(T, d_{\text{model}})$ |
-# | $P$ | a permutation matrix: it reorders the rows it multiplies (elsewhere the book's $P$ is a probability, which this page does not need) | $(T, T)$ |
+# | $\Pi$ | a permutation matrix: it reorders the rows it multiplies (a capital pi; the small $\pi$ is the circle constant) | $(T, T)$ |
 # | $d_{\text{model}}$, $d_k$ | width of a word's vector; width of one attention head's queries and keys, as in [6.4](6_4_multi_head.ipynb) | scalars |
 # | $m$ | index of a coordinate pair (coordinates $2m$ and $2m+1$), $m=0,\dots,d_{\text{model}}/2-1$ | integer |
 # | $\omega$, $\omega_m$ | a frequency (angle per position, in radians); that of pair $m$ of the sinusoidal table is $10000^{-2m/d_{\text{model}}}$ | scalar |
@@ -142,8 +142,8 @@ for sentence in ("dog bites man", "man bites dog"):
 assert np.allclose(out_bites, [(1 + np.e) / (1 + 2 * np.e), 2 * np.e / (1 + 2 * np.e)], atol=1e-12)
 
 # %% [markdown]
-# Now add a **position vector** $p(t)$ to the word vector at position $t$ (counting from 0):
-# $p(0)=(0.5, 0)$, $p(1)=(0,0)$, $p(2)=(-0.5, 0)$. This is the whole idea of a
+# Now add a **position vector** $u(t)$ to the word vector at position $t$ (counting from 0):
+# $u(0)=(0.5, 0)$, $u(1)=(0,0)$, $u(2)=(-0.5, 0)$. This is the whole idea of a
 # {term}`positional encoding`: the vector that enters attention is *word + position*, so the same word
 # at another place is a different vector. In "dog bites man", dog becomes $(1.5, 0)$ and man
 # $(0.5, 1)$; in "man bites dog", man becomes $(1.5, 1)$ and dog $(0.5, 0)$. The scores of "bites"
@@ -168,8 +168,8 @@ assert order_gap > 0.05  # with positions, the two orders give different represe
 #
 # The tiny example generalises. Without positions, self-attention without a mask is
 # {term}`permutation-equivariant`: shuffling the input rows shuffles the output rows in the same way and
-# changes nothing else. We check it on a random multi-head layer (6 tokens, width 8): with $P$ a
-# permutation matrix, $\mathrm{MHA}(PX)=P\,\mathrm{MHA}(X)$ to round-off.
+# changes nothing else. We check it on a random multi-head layer (6 tokens, width 8): with $\Pi$ a
+# permutation matrix, $\mathrm{MHA}(\Pi X)=\Pi\,\mathrm{MHA}(X)$ to round-off.
 
 # %%
 rng = np.random.default_rng(0)
@@ -177,7 +177,7 @@ mha = MultiHeadAttention(8, 2, rng=rng)
 X = rng.standard_normal((6, 8))
 perm = rng.permutation(6)
 equiv_err = np.max(np.abs(mha(X[perm], causal=False) - mha(X, causal=False)[perm]))
-print(f"no mask, no positions: max |MHA(PX) - P MHA(X)| {small(equiv_err)}")
+print(f"no mask, no positions: max |MHA(ΠX) - Π MHA(X)| {small(equiv_err)}")
 assert equiv_err < 1e-12
 
 # %% [markdown]
