@@ -42,7 +42,7 @@
 # | $W_1, b_1, W_2, b_2$ | the FFN's weights and biases | $(d, d_{ff})$, $(d_{ff},)$, $(d_{ff}, d)$, $(d,)$ |
 # | $X$; $W^Q, W^K, W^V, W^O$ | the input of an attention sub-layer; its four matrices (all heads together, as in [6.4](6_4_multi_head.ipynb)) | $(T, d)$; $(d, d)$ |
 # | $Q$, $K$ | the queries $XW^Q$ and keys $XW^K$ | $(T, d)$ |
-# | $m, n, p$ | the sizes of two matrices multiplied, $(m\times n)(n\times p)$ | integers |
+# | $n_1, n_2, n_3$ | the sizes of two matrices multiplied, $(n_1\times n_2)(n_2\times n_3)$ | integers |
 # | $e[t]$ | token embedding of position $t$ (added to its positional encoding $\mathrm{PE}(t)$) | $(d,)$ |
 # | $x[t]$, $z[t]$ | an RNN's input and state at step $t$, as in [6.1](6_1_parallel_attention.ipynb) (often written $h[t]$) | $(d,)$ |
 # | $W_x$, $W_z$ | the RNN's input and state matrices | $(d, d)$ |
@@ -297,8 +297,8 @@ assert kept["transformer"] == T_grid * kept["RNN"]
 #
 # How does the cost of one layer grow with the length $T$? We count {term}`FLOPs <FLOP>` — floating-point
 # operations, one per addition and one per multiplication — for the matrix products, which dominate. A
-# product of an $(m\times n)$ and an $(n\times p)$ matrix takes $mnp$ {term}`multiply-adds <multiply-add>`,
-# i.e. $2mnp$ FLOPs. One attention sub-layer on $T$ positions of width $d=d_{\text{model}}$:
+# product of an $(n_1\times n_2)$ and an $(n_2\times n_3)$ matrix takes $n_1n_2n_3$ {term}`multiply-adds <multiply-add>`,
+# i.e. $2n_1n_2n_3$ FLOPs. One attention sub-layer on $T$ positions of width $d=d_{\text{model}}$:
 #
 # - the four projections $XW^Q, XW^K, XW^V$ and the output $W^O$: $4\cdot 2Td^2 = 8Td^2$ FLOPs;
 # - the scores $QK^\top$ and the weighted sum of values: $2\cdot 2T^2d = 4T^2d$ FLOPs (over all heads
