@@ -32,7 +32,7 @@
 # | $T$ | number of words before the prediction (the blank is word $T+1$) | integer |
 # | $t$, $s$, $u$ | word positions, counted from 1; $s\le t$, and $t-s$ is the distance between them | integers |
 # | $x[t]$ | the input of word $t$: a vector; one number in the tiny example; from the bottleneck section on, a symbol $0,\dots,\lvert\mathcal V\rvert-1$ that enters as a one-hot row | $(d,)$, a number, or a symbol |
-# | $z[t]$ | the recurrent network's hidden state after word $t$ (most texts, and the previous chapter, write $h[t]$; the book keeps $h$ for the number of attention heads) | $(d,)$ |
+# | $z[t]$ | the recurrent network's hidden state after word $t$ | $(d,)$ |
 # | $W_x$, $W_z$ | the recurrent network's input and state matrices | $(d, d)$; $W_x$ is $(\lvert\mathcal V\rvert, d)$ for one-hot symbols |
 # | $f$, $f'$ | the nonlinearity (the identity or tanh) and its derivative | elementwise |
 # | $a[t]$ | the state before the nonlinearity, $x[t]W_x+z[t-1]W_z$ | $(d,)$ |
@@ -42,6 +42,13 @@
 # | $y[t]$ | the output of one attention layer at word $t$ | $(d,)$; a number in the tiny example |
 # | $\alpha[t,s]$ | the weight word $t$'s output gives word $s$ (attention weights add up to 1) | number |
 # | $n$, $\lvert\mathcal V\rvert$ | the length of a sequence of symbols and the number of different symbols, the size of the copy task's vocabulary $\mathcal V$ (`L` and `V` in the code) | integers |
+# ```
+#
+# ```{admonition} In the paper's notation
+# :class: seealso
+# The chapter (and the previous chapter, and most texts) writes the recurrent state $\mathbf h$ or $h[t]$.
+# The book keeps $h$ for the number of attention heads, so this page writes the state $z[t]$ and its
+# matrix $W_z$.
 # ```
 #
 # Words count from 1, as in the chapter. Python counts from 0, so in the code word $t$ is `words[t - 1]`.

@@ -34,7 +34,7 @@
 # | $d_{ff}$ | width of the feed-forward network's hidden layer | integer |
 # | $L$ | number of decoder blocks in the stack | integer |
 # | $t$ | a position (for an RNN, a step) | integer |
-# | $r$, $r^{(\ell)}$, $r'$ | the residual stream: one position's vector in the tiny example, all positions' in a block; $r^{(\ell)}$ enters block $\ell$, $r'$ leaves the block (the chapter writes $h^{(\ell)}$; the book keeps $h$ for the number of attention heads) | $(d,)$ or $(T, d)$ |
+# | $r$, $r^{(\ell)}$, $r'$ | the residual stream: one position's vector in the tiny example, all positions' in a block; $r^{(\ell)}$ enters block $\ell$, $r'$ leaves the block | $(d,)$ or $(T, d)$ |
 # | $a$ | what the attention sub-layer adds to one position's stream | $(d,)$ |
 # | $u$ | the stream after the attention sub-layer | $(T, d)$ |
 # | $\epsilon$ | the small number layer normalisation ($\mathrm{LN}$) adds to the variance, $10^{-5}$ | scalar |
@@ -44,9 +44,16 @@
 # | $Q$, $K$ | the queries $XW^Q$ and keys $XW^K$ | $(T, d)$ |
 # | $n_1, n_2, n_3$ | the sizes of two matrices multiplied, $(n_1\times n_2)(n_2\times n_3)$ | integers |
 # | $e[t]$ | token embedding of position $t$ (added to its positional encoding $\mathrm{PE}(t)$) | $(d,)$ |
-# | $x[t]$, $z[t]$ | an RNN's input and state at step $t$, as in [6.1](6_1_parallel_attention.ipynb) (often written $h[t]$) | $(d,)$ |
+# | $x[t]$, $z[t]$ | an RNN's input and state at step $t$, as in [6.1](6_1_parallel_attention.ipynb) | $(d,)$ |
 # | $W_x$, $W_z$ | the RNN's input and state matrices | $(d, d)$ |
 # | $j$ | the position of a word of the running example that the blank looks at (a key, counted from 1); $\mathrm{I}(\text{word}_j;\text{blank})$ is the mutual information between it and the blank, in nats (an upright I; the italic $I$ is the identity matrix) | index |
+# ```
+#
+# ```{admonition} In the paper's notation
+# :class: seealso
+# The chapter writes the residual stream $\mathbf h^{(\ell)}$ and an RNN's state $\mathbf h$. The book
+# keeps $h$ for the number of attention heads, so this page writes the stream $r$, $r^{(\ell)}$ and the
+# RNN's state $z[t]$, as [6.1](6_1_parallel_attention.ipynb) does.
 # ```
 #
 # *Source: Chapter 6, §6.6 (the block formula, Figs. 6.29, 6.31, 6.32, Exercises 8 and 11).*
