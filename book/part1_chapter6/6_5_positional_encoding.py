@@ -52,7 +52,7 @@
 # | $S[i,j]$ | score of the query at $i$ with the key at $j$, after RoPE | scalar |
 # | $T_{\max}$ | number of rows of a learned position table | integer |
 # | $L_{\text{train}}$ | length of the training windows | integer |
-# | $x_t$ | the symbol at position $t$ of the Markov source | token |
+# | $w[t]$ | the symbol at position $t$ of the Markov source (as the book writes a token, [6.3](6_3_causal_masking.ipynb)) | token |
 # | $H(\cdot)$ | entropy, in nats | scalar |
 # ```
 #
@@ -506,7 +506,7 @@ assert curve_gap < 1e-10
 # RoPE, no positions) will do best on positions it never saw?
 #
 # We test it on a source where the best predictor is purely **relative**: an order-2 Markov chain on 8
-# symbols (the next symbol $x_t$ depends on the previous two). Its {term}`entropy rate` — the average
+# symbols (the next symbol $w[t]$ depends on the previous two). Its {term}`entropy rate` — the average
 # surprise per symbol of the best possible predictor, in nats — is the lowest loss any model can reach at
 # *every* position. Three reference levels:
 
@@ -517,13 +517,13 @@ pair_law = np.einsum("ab,abc->bc", pi2, src.transition)  # law of (x[t-1], x[t])
 H_rate = src.entropy_rate()
 H_order1 = entropy(pair_law.ravel()) - entropy(pair_law.sum(1))  # H(x[t] | x[t-1])
 H_marginal = float(entropy(pair_law.sum(0)))  # H(x[t]): ignoring the context
-print(f"entropy rate (floor) {H_rate:.3f} nats; H(x_t | x_t-1) = {H_order1:.3f}; "
-      f"H(x_t) = {H_marginal:.3f}; uniform = {np.log(8):.3f}")
+print(f"entropy rate (floor) {H_rate:.3f} nats; H(w[t] | w[t-1]) = {H_order1:.3f}; "
+      f"H(w[t]) = {H_marginal:.3f}; uniform = {np.log(8):.3f}")
 print("the first 40 test symbols:", " ".join(map(str, test_stream[:40])))
 
 # %% [markdown]
-# A model that ignores the context entirely can reach $H(x_t)$; one that reads the previous symbol,
-# $H(x_t\mid x_{t-1})$; one that reads the previous two, the entropy rate. Each model is trained on
+# A model that ignores the context entirely can reach $H(w[t])$; one that reads the previous symbol,
+# $H(w[t]\mid w[t-1])$; one that reads the previous two, the entropy rate. Each model is trained on
 # windows of $L_{\text{train}}=32$ tokens and evaluated on windows of 128: positions $t=32,\dots,127$
 # (counted from 0) are beyond the training length. The learned model gets a 128-row table whose
 # rows 32–127 are never trained (they keep their initial values): with a 32-row table the longer windows
@@ -565,7 +565,7 @@ fig, ax = plt.subplots(figsize=(7.5, 4.0))
 for v in VARIANTS:
     ax.plot(np.arange(L_test), curves[v], label=v, lw=1.3)  # position t predicts token t + 1
 ax.axvspan(L_train - 0.5, L_test - 1, color="gray", alpha=0.12, label="beyond the training length")
-for level, name in [(H_rate, "entropy rate"), (H_marginal, "H(x_t): no context")]:
+for level, name in [(H_rate, "entropy rate"), (H_marginal, "H(w[t]): no context")]:
     ax.axhline(level, color="k", ls=":" if name == "entropy rate" else "--", lw=1)
     ax.text(L_test - 1, level + 0.02, name, ha="right", fontsize=8)
 ax.set_xlabel("position t in the window (it has read t + 1 tokens)")
@@ -580,7 +580,7 @@ plt.show()
 # no-context level; the model without positional encoding is clearly worse there — with two layers it
 # can recover order only through the causal mask. **Beyond the training length every encoding breaks
 # down**: the loss of the sinusoidal, learned *and* RoPE models rises above the no-context level
-# $H(x_t)$, not at once for every model but on average over the unseen positions: there they predict
+# $H(w[t])$, not at once for every model but on average over the unseen positions: there they predict
 # worse than a model that ignores its context. RoPE does **not** extrapolate
 # better than the sinusoidal encoding here, and the model without positions degrades least.
 #
@@ -613,7 +613,7 @@ def fig628_findings(inside: dict, beyond: dict) -> dict[str, bool]:
 findings = fig628_findings(inside, beyond)
 for claim, holds in findings.items():
     print(f"{claim}: {holds}")
-# Figure 6.5.6: every statement of the caption (encodings close to each other inside, above H(x_t) beyond)
+# Figure 6.5.6: every statement of the caption (encodings close to each other inside, above H(w[t]) beyond)
 assert all(findings.values()), findings
 
 # %% [markdown]
