@@ -32,11 +32,11 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $p(x,y)$, $p(y\mid x)$ | a joint probability and a conditional probability | numbers |
+# | $p(y,z)$, $p(z\mid y)$ | a joint probability and a conditional probability | numbers |
 # | $v$, $\dot v$ | the state of a linear differential equation and its time derivative | vectors |
 # | $A$, $B$ | the matrices of a state-space model, $\dot v=Av+Bh$ ([2.5](05_temporal_structure.ipynb)) | matrices |
 # | $h$ | the input of a state-space model | vector |
-# | $x$, $y$ | two random quantities | |
+# | $y$, $z$ | two random quantities | |
 # ```
 #
 # *Source: R. Baptista, A. Stuart, S. Tran, "Large Language Models: A Mathematical Formulation",
@@ -78,7 +78,7 @@ use_book_style()
 #   [6.3](../part1_chapter6/6_3_causal_masking.ipynb),
 #   [6.6](../part1_chapter6/6_6_context_representation.ipynb).
 # - **Softmax and reading a page's checks** — [Part 0](../part0_reading_guide/00_reading_guide.ipynb).
-# - **Conditional probability and the chain rule** $p(x,y)=p(x)\,p(y\mid x)$, expectations — any
+# - **Conditional probability and the chain rule** $p(y,z)=p(y)\,p(z\mid y)$, expectations — any
 #   first probability course; [2.2](02_objective_kl.ipynb) recalls what it uses.
 # - **Entropy, cross-entropy, logarithms** — the {term}`entropy` entry of the glossary and
 #   [6.3](../part1_chapter6/6_3_causal_masking.ipynb), which measures a loss against an

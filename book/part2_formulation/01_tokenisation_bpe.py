@@ -38,8 +38,8 @@
 # | $a$, $b$, $c$, $d$, $e$ | the symbols of the tiny example's alphabet and its merges (letters, not numbers) | symbols |
 # | $f$, $f_m$ | a text (over the initial alphabet $f^{(0)}$, after one merge $f^{(1)}$, …); its token at position $m$ | tokens |
 # | $m$ | a position in a text | integer |
-# | $M$ | the length of a text in tokens | integer |
-# | $\kappa$, $\gamma$ | scale and exponent of the fitted power law $M\approx\kappa\lvert\mathcal V\rvert^{-\gamma}$ | numbers |
+# | $T$ | the length of a text in tokens | integer |
+# | $\kappa$, $\gamma$ | scale and exponent of the fitted power law $T\approx\kappa\lvert\mathcal V\rvert^{-\gamma}$ | numbers |
 # | $\lambda_{\text{att}}$, $\lambda_{\text{out}}$ | weights of the attention cost and of the output-layer cost in the toy cost | numbers |
 # | $C$ | the toy cost per sequence, smallest at the vocabulary size $\lvert\mathcal V\rvert^*$ | number |
 # | $d_e$ | the embedding width | integer |
@@ -47,13 +47,15 @@
 # | $\varphi$, $\varphi_v$ | the embedding table (the paper's layout: one column per token); the column of token $v$ | $(d_e,\lvert\mathcal V\rvert)$, $(d_e,)$ |
 # | $E=\varphi^\top$ | the same table as the library stores it, one row per token | $(\lvert\mathcal V\rvert,d_e)$ |
 # | $o_v$ | the one-hot vector of token $v$ | $(\lvert\mathcal V\rvert,)$ |
-# | $G$ | the gradient of a loss with respect to the embedded text | $(M,d_e)$ |
+# | $G$ | the gradient of a loss with respect to the embedded text | $(T,d_e)$ |
 # ```
 #
 # ```{admonition} In the paper's notation
 # :class: note
 # The paper writes the vocabularies in bold, $\mathbf V_0$ and $\mathbf V$; the book writes
 # $\mathcal V_0$ and $\mathcal V$. It labels tokens $1,\dots,\lvert\mathbf V\rvert$; the library labels them from 0.
+# It writes the length of a text as $M$ and a context window (Example 3.2) as $L$; here both are
+# $T$, the book's length of a sequence, as in Chapter 6 (the book keeps $L$ for the number of layers).
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §2.1–2.3
@@ -282,30 +284,30 @@ assert first_cut > 5 * last_cut  # diminishing returns
 
 # %% [markdown]
 # Diminishing returns: the first 256 merges cut the length by 45%, the last 1792 (from a vocabulary
-# of 2304 to 4096) by 6%. Over the upper part of the curve the length $M$ is close to a power law
-# $M(|\mathcal V|)\approx\kappa|\mathcal V|^{-\gamma}$ with a small exponent $\gamma$; we fit $\kappa$
+# of 2304 to 4096) by 6%. Over the upper part of the curve the length $T$ is close to a power law
+# $T(|\mathcal V|)\approx\kappa|\mathcal V|^{-\gamma}$ with a small exponent $\gamma$; we fit $\kappa$
 # and $\gamma$ by least squares on the logarithms.
 
 # %%
 fit_mask = vocab >= 512
 slope, log_a = np.polyfit(np.log(vocab[fit_mask]), np.log(lengths[fit_mask]), 1)
 a_fit, b_fit = np.exp(log_a), -slope
-print(f"fit over |V| >= 512: M ≈ {a_fit:.4g} |V|^(-{b_fit:.3f})  (kappa = {a_fit:.4g}, gamma = {b_fit:.3f})")
+print(f"fit over |V| >= 512: T ≈ {a_fit:.4g} |V|^(-{b_fit:.3f})  (kappa = {a_fit:.4g}, gamma = {b_fit:.3f})")
 assert 0.1 < b_fit < 0.25  # a small exponent
 
 # %% [markdown]
 # **What the trade-off costs, in a toy model.** The paper leaves open where the balance lies. A crude
 # cost per sequence, per unit of model width, has two terms: attention compares every pair of the
-# $M$ positions (cost $\propto M^2$, Example 3.2), and the output layer scores every one of the
-# $|\mathcal V|$ tokens at every position (cost $\propto M|\mathcal V|$; it is the output map of the
+# $T$ positions (cost $\propto T^2$, Example 3.2), and the output layer scores every one of the
+# $|\mathcal V|$ tokens at every position (cost $\propto T|\mathcal V|$; it is the output map of the
 # paper's Eq. (5.7), met in [2.4](04_attention_block_set_transformer.ipynb)). With weights
 # $\lambda_{\text{att}}$, $\lambda_{\text{out}}$ for the two terms, the toy cost is
-# $C(|\mathcal V|)=\lambda_{\text{att}}M^2+\lambda_{\text{out}}M|\mathcal V|$ with
-# $M=\kappa|\mathcal V|^{-\gamma}$, and sympy finds where it stops falling:
+# $C(|\mathcal V|)=\lambda_{\text{att}}T^2+\lambda_{\text{out}}T|\mathcal V|$ with
+# $T=\kappa|\mathcal V|^{-\gamma}$, and sympy finds where it stops falling:
 
 # %%
 V = sp.Symbol(r"\lvert\mathcal{V}\rvert", positive=True)  # the vocabulary size |V|
-kappa, gamma = sp.symbols("kappa gamma", positive=True)  # M = kappa |V|^(-gamma)
+kappa, gamma = sp.symbols("kappa gamma", positive=True)  # T = kappa |V|^(-gamma)
 lam_att, lam_out = sp.symbols("lambda_att lambda_out", positive=True)  # weights of the two costs
 length_of_V = kappa * V ** (-gamma)
 cost = lam_att * length_of_V**2 + lam_out * length_of_V * V  # per unit of model width
@@ -352,16 +354,16 @@ assert np.all(np.diff(attention_term) < 0) and np.all(np.diff(output_term[fit_ma
 fig, axes = plt.subplots(1, 3, figsize=(14, 4), layout="constrained")
 axes[0].plot(vocab, lengths / lengths[0], "o-")
 axes[0].plot(vocab[fit_mask], a_fit * vocab[fit_mask] ** (-b_fit) / lengths[0], "k--",
-             label=f"power-law fit $\\propto|V|^{{-{b_fit:.2f}}}$")
+             label=f"power-law fit $\\propto|\\mathcal{{V}}|^{{-{b_fit:.2f}}}$")
 axes[0].set_ylabel("tokens / bytes (held-out text)")
 axes[0].legend()
 axes[1].plot(vocab, bytes_per_token, "o-")
 axes[1].set_ylabel("bytes per token")
 tokens_per_text = lengths * scale
-axes[2].plot(vocab, tokens_per_text**2, "o-", label="attention $\\propto M^2$")
-axes[2].plot(vocab, tokens_per_text * vocab, "s-", label="output layer $\\propto M|V|$")
+axes[2].plot(vocab, tokens_per_text**2, "o-", label="attention $\\propto T^2$")
+axes[2].plot(vocab, tokens_per_text * vocab, "s-", label="output layer $\\propto T|\\mathcal{V}|$")
 axes[2].plot(vocab, tokens_per_text**2 + tokens_per_text * vocab, "k^-", label="sum")
-axes[2].axvline(V_star, color="grey", ls=":", label="sympy optimum $|V|^*$")
+axes[2].axvline(V_star, color="grey", ls=":", label="sympy optimum $|\\mathcal{V}|^*$")
 axes[2].set_yscale("log")
 axes[2].set_ylabel("toy cost per 10,000 characters")
 axes[2].legend(fontsize=8)
@@ -377,7 +379,7 @@ plt.show()
 # relative to raw bytes as the vocabulary grows from 256 to 4096 (nested prefixes of one run's
 # merges); the dashed black line is the power-law fit. Middle: the same as bytes per token — see how
 # it flattens. Right: the toy cost with equal weights for a 10,000-character text, its attention
-# term $M^2$ (blue circles), its output term $M|\mathcal V|$ (vermilion squares) and their sum (black
+# term $T^2$ (blue circles), its output term $T|\mathcal V|$ (vermilion squares) and their sum (black
 # triangles); the dotted grey line is the sympy optimum $|\mathcal V|^*$, near the bottom of the sum,
 # where the fall of the attention term and the rise of the output term cancel — their rates of
 # change balance there, not their sizes. (The output term dips over the first few merges, while the
@@ -407,7 +409,7 @@ display(Math(sp.latex(phi_sym) + sp.latex(o_2) + "=" + sp.latex(phi_sym * o_2)))
 # The library stores the transpose, $E=\varphi^\top$, one row per token (the row-vector convention of
 # Chapter 6), and labels tokens from 0. We embed one held-out line and check three things: the lookup
 # equals one-hot rows times the table and equals the paper's columns; the table has $d_e|\mathcal V|$
-# parameters whatever the length $M$ of the text (Remark 2.8: the same $\varphi$ serves every length);
+# parameters whatever the length $T$ of the text (Remark 2.8: the same $\varphi$ serves every length);
 # and the gradient of a loss with respect to the table is the one-hot matrix transposed times the
 # gradient with respect to the vectors, so a token used twice collects the sum of its two gradients.
 
@@ -416,12 +418,12 @@ d_e = 16
 emb = TokenEmbedding(big.vocab_size, d_e, rng=rng, std=0.02)
 line = held_out.splitlines()[3]
 ids = np.array(big.encode(line))
-H = emb(ids)  # (M, d_e): the embedded text, phi o f
-print(f"line {line!r}: M = {ids.size} tokens -> embedded text of shape (M, d_e) = {H.shape}")
+H = emb(ids)  # (T, d_e): the embedded text, phi o f
+print(f"line {line!r}: T = {ids.size} tokens -> embedded text of shape (T, d_e) = {H.shape}")
 assert np.array_equal(H, one_hot(ids, big.vocab_size) @ emb.table)
 assert np.array_equal(H.T, emb.phi[:, ids])  # (phi o f)_m = varphi_{f_m}, columns
-for M in (1, 10, 1000):  # Remark 2.8: one table for every length
-    assert embed(emb.table, np.zeros(M, dtype=int)).shape == (M, d_e)
+for T in (1, 10, 1000):  # Remark 2.8: one table for every length
+    assert embed(emb.table, np.zeros(T, dtype=int)).shape == (T, d_e)
 print(f"parameters of phi: d_e * |V| = {emb.num_parameters()} for every sequence length")
 
 # %%
@@ -469,7 +471,7 @@ print(f"{len(unused_rows)} of {big.vocab_size} rows get zero gradient from this 
 #
 #    ```{dropdown} Answer
 #    The same table $\varphi$ is applied to each position separately: position $m$ gets column
-#    $\varphi_{f_m}$. So the table has $d_e|\mathcal V|$ numbers whatever $M$ is, and one trained model
+#    $\varphi_{f_m}$. So the table has $d_e|\mathcal V|$ numbers whatever $T$ is, and one trained model
 #    can read a text of any length (up to what the later layers allow) — Remark 2.8.
 #    ```
 #
@@ -516,7 +518,7 @@ print("relabelled (Example 2.3):", [labels[s] for s in result.sequence])
 # %% [markdown]
 # **Example 2.2's orders of magnitude.** The example quotes $|\mathcal V_0|=\mathcal O(10^2)$ (tiny
 # Shakespeare has 65 characters, above), $|\mathcal V|=\mathcal O(10^4)$ for web-scale corpora (ours:
-# 4096), and texts of several paragraphs as $M=\mathcal O(10^2)$ tokens. Taking the speeches of the
+# 4096), and texts of several paragraphs as $T=\mathcal O(10^2)$ tokens. Taking the speeches of the
 # held-out text as paragraphs, one is about a hundred tokens, so several are a few hundred:
 # $\mathcal O(10^2)$ holds.
 
@@ -538,14 +540,14 @@ assert small.merge_list() == merges[:500]  # nesting: the prefix *is* the smalle
 print("the 500-merge tokenizer is the first 500 merges of the 3840-merge one")
 
 # %% [markdown]
-# **Example 3.2, the context windows in text.** The example says LLaMA-2's $L=4096$ tokens are "up to
-# several pages" and CLIP's $L=77$ "up to several paragraphs". From the measured curve: words per
-# token at each tokenizer's size, times $L$. LLaMA-2's vocabulary (32,000) and CLIP's (49,408) are
+# **Example 3.2, the context windows in text.** The example says LLaMA-2's $T=4096$ tokens are "up to
+# several pages" and CLIP's $T=77$ "up to several paragraphs". From the measured curve: words per
+# token at each tokenizer's size, times $T$. LLaMA-2's vocabulary (32,000) and CLIP's (49,408) are
 # beyond our largest tokenizer, so those two rows extrapolate the power-law fit. Pages and paragraphs
 # use the common conventions of 500 and 100 words; tiny Shakespeare is verse, not web text, so the
 # numbers are indicative. A bound needs no extrapolation: our tokenizer, like CLIP's and GPT-2's,
 # first splits the text into words and punctuation and never merges across them, so a text has at
-# least as many tokens as words, and a window of $L$ tokens holds at most $L$ words.
+# least as many tokens as words, and a window of $T$ tokens holds at most $T$ words.
 
 # %% tags=["hide-cell"]
 n_words = len(held_out.split())
@@ -557,7 +559,7 @@ for name, model_vocab, context in windows:
     # tokens for the held-out text: measured at our size, extrapolated beyond it
     n_tokens = lengths[-1] if model_vocab == vocab[-1] else a_fit * model_vocab ** (-b_fit)
     words_in_window = context * n_words / n_tokens
-    print(f"{name:26s} L = {context:4d}: about {words_in_window:,.0f} words "
+    print(f"{name:26s} T = {context:4d}: about {words_in_window:,.0f} words "
           f"= {words_in_window / 500:.1f} pages = {words_in_window / 100:.1f} paragraphs")
 words_4096 = 4096 * n_words / (a_fit * 32_000 ** (-b_fit))
 words_77 = 77 * n_words / (a_fit * 49_408 ** (-b_fit))
@@ -573,7 +575,7 @@ assert words_77 < 77 < 100  # CLIP: less than one 100-word paragraph, not "sever
 # A 4096-token window holds several pages of this text, as the example says. CLIP's 77 tokens hold
 # about 57 words of this verse by the extrapolation, and at most 77 words of any text by the bound:
 # less than one 100-word paragraph, not "up to several paragraphs" (row "Example 3.2, CLIP's
-# context window" of `book/ERRATA.md`). The quadratic attention cost of the example is the $M^2$
+# context window" of `book/ERRATA.md`). The quadratic attention cost of the example is the $T^2$
 # term of the toy cost.
 #
 # **The embedding's gradient by finite difference.** The scatter-add gradient above, against a

@@ -37,29 +37,30 @@
 # |---|---|---|
 # | $\mathcal V$, $\lvert\mathcal V\rvert$ | the vocabulary (a finite set of tokens) and its size | set, integer |
 # | $A$, $B$ | the two tokens of the tiny example (numbered 0 and 1 in code) | tokens |
-# | $f$, $f_\ell$, $f_{1:\ell}$ | a text; its token at position $\ell$; its first $\ell$ tokens | tokens |
-# | $L$ | the length of the texts (the number of positions) | integer |
-# | $\ell$, $m$ | positions, $1,\dots,L$ ($\ell$ when summed over, $m$ for one chosen position) | integers |
-# | $\mathbf p$, $\mathbf p_{1:L}$ | the data's distribution over texts (of $L$ tokens) | probabilities |
-# | $\mathbf p_\ell(\cdot\mid f_{1:\ell-1})$ | the data's next-token distribution at position $\ell$ | $(\lvert\mathcal V\rvert,)$ |
-# | $\pi$, $\pi_\ell(\cdot\mid f_{1:\ell-1};\theta)$ | the model's distribution over texts; its next-token distribution | as for $\mathbf p$ |
+# | $f$, $f_t$, $f_{1:t}$ | a text; its token at position $t$; its first $t$ tokens | tokens |
+# | $T$ | the length of the texts (the number of positions) | integer |
+# | $t$, $m$ | positions, $1,\dots,T$ ($t$ when summed over, $m$ for one chosen position) | integers |
+# | $\mathbf p$, $\mathbf p_{1:T}$ | the data's distribution over texts (of $T$ tokens) | probabilities |
+# | $\mathbf p_t(\cdot\mid f_{1:t-1})$ | the data's next-token distribution at position $t$ | $(\lvert\mathcal V\rvert,)$ |
+# | $\pi$, $\pi_t(\cdot\mid f_{1:t-1};\theta)$ | the model's distribution over texts; its next-token distribution | as for $\mathbf p$ |
 # | $\theta$ | all of the model's parameters | vector |
 # | $\phi$, $\varphi$, $\vartheta$ | the embedding map of [2.1](01_tokenisation_bpe.ipynb) and its table; the network's other parameters, $\theta=(\vartheta,\varphi)$ | |
 # | $\mathbf q_m$ | the network's next-token distribution, as a function of the embedded prefix (3.4) | $(\lvert\mathcal V\rvert,)$ |
 # | $D_{\mathrm{KL}}(\mathbf p\Vert\pi)$ | the Kullback–Leibler divergence from $\mathbf p$ to $\pi$ | number (nats) |
-# | $J(\theta)$ | the training objective: $D_{\mathrm{KL}}(\mathbf p_{1:L}\Vert\pi_{1:L}(\cdot;\theta))$ | number |
+# | $J(\theta)$ | the training objective: $D_{\mathrm{KL}}(\mathbf p_{1:T}\Vert\pi_{1:T}(\cdot;\theta))$ | number |
 # | $\mathcal L(\theta)$ | the summed next-token cross-entropy, (4.3a) | number |
 # | $a$, $b_x$ / $\hat a$, $\hat b_x$ | the data's / the model's probability of token 1 first, and of token 1 second after $x$ | numbers |
 # | $N$ | the number of sample texts in a data set | integer |
-# | $X_\ell$ | the loss $-\log\pi_\ell(f_\ell\mid f_{1:\ell-1})$ at position $\ell$ of a random text | number |
+# | $Y_t$, $Y_{t'}$ | the loss $-\log\pi_t(f_t\mid f_{1:t-1})$ at position $t$ of a random text | number |
 # ```
 #
 # ```{admonition} In the paper's notation
 # :class: note
 # The paper writes the vocabulary in bold, $\mathbf V$ (the book: $\mathcal V$), and a general
 # divergence as $\mathcal D$. Its $\pi$ — kept here — is the model's distribution, not the number $\pi$.
-# Its $L$ (the length of the texts) and $\ell$ (a position) are kept too; elsewhere the book writes
-# a length as $T$ and keeps $L$ and $\ell$ for the number and the index of layers.
+# It writes the length of the texts as $L$ and a position as $\ell$; here they are $T$ and $t$, as
+# in Chapter 6 (the book keeps $L$ and $\ell$ for the number and the index of layers). Quoted
+# formulas keep the paper's equation numbers but are written in the book's letters.
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §3
@@ -104,7 +105,7 @@ REPS = 8000 if FULL else 2000
 # $\pi(A\mid\cdot)=0.5$.
 #
 # **Step 1: a text's probability is a product of next-token probabilities** (the paper's (3.1) for
-# the data — (3.2) for its first $\ell$ tokens — and (3.3) for the model; {term}`autoregressive` factorisation). For the text $AA$:
+# the data — (3.2) for its first $t$ tokens — and (3.3) for the model; {term}`autoregressive` factorisation). For the text $AA$:
 # $\mathbf p(AA)=\mathbf p(A)\,\mathbf p(A\mid A)=0.5\times0.9=0.45$ and
 # $\pi(AA)=0.6\times0.5=0.3$.
 
@@ -228,13 +229,13 @@ assert np.allclose(tiny.per_position, [position_1, position_2], atol=1e-12)
 # ## The KL objective splits by position (4.2a–d, 4.4b), symbolically
 #
 # The paper's training problem (Optimisation Problem 4.4) is to choose the model's parameters
-# $\theta$ to minimise $J(\theta)=D_{\mathrm{KL}}(\mathbf p_{1:L}\Vert\pi_{1:L}(\cdot;\theta))$, the
-# gap between the data's and the model's distributions over texts of $L$ tokens. Its derivation from
-# (4.2a) is three steps: the log of a product is a sum of logs, (4.2b); a term about position $\ell$
-# only needs the first $\ell$ tokens, (4.2c); and the data's own log-probabilities do not depend on
+# $\theta$ to minimise $J(\theta)=D_{\mathrm{KL}}(\mathbf p_{1:T}\Vert\pi_{1:T}(\cdot;\theta))$, the
+# gap between the data's and the model's distributions over texts of $T$ tokens. Its derivation from
+# (4.2a) is three steps: the log of a product is a sum of logs, (4.2b); a term about position $t$
+# only needs the first $t$ tokens, (4.2c); and the data's own log-probabilities do not depend on
 # $\theta$, (4.2d). (Remarks 4.2 and 4.3, on where real training text comes from and how its
 # curation breaks the independence of the samples, are about practice and are not checked here.)
-# Sympy checks it for $L=2$ binary tokens (numbered 0 and 1) with every probability a free
+# Sympy checks it for $T=2$ binary tokens (numbered 0 and 1) with every probability a free
 # symbol: the data picks token 1 first with probability $a$, and token 1 second, after a first token
 # $x$, with probability $b_x$; the model's probabilities are $\hat a$ and $\hat b_x$.
 
@@ -270,13 +271,13 @@ display(Math(r"J - \big(\text{const} + \mathcal L(\theta)\big) = " + sp.latex(re
 assert rest == 0
 
 # %% [markdown]
-# In general, for texts of $L$ tokens,
+# In general, for texts of $T$ tokens,
 #
-# $$J(\theta)=\sum_{\ell=1}^{L}\mathbb E_{f_{1:\ell-1}\sim\mathbf p}\,
-# D_{\mathrm{KL}}\big(\mathbf p_\ell(\cdot\mid f_{1:\ell-1})\,\Vert\,
-# \pi_\ell(\cdot\mid f_{1:\ell-1};\theta)\big)
-# =\text{const}\;\underbrace{-\sum_{\ell=1}^{L}\mathbb E_{f_{1:\ell}\sim\mathbf p}
-# \log\pi_\ell(f_\ell\mid f_{1:\ell-1};\theta)}_{\mathcal L(\theta),\ \text{the cross-entropy}}.$$
+# $$J(\theta)=\sum_{t=1}^{T}\mathbb E_{f_{1:t-1}\sim\mathbf p}\,
+# D_{\mathrm{KL}}\big(\mathbf p_t(\cdot\mid f_{1:t-1})\,\Vert\,
+# \pi_t(\cdot\mid f_{1:t-1};\theta)\big)
+# =\text{const}\;\underbrace{-\sum_{t=1}^{T}\mathbb E_{f_{1:t}\sim\mathbf p}
+# \log\pi_t(f_t\mid f_{1:t-1};\theta)}_{\mathcal L(\theta),\ \text{the cross-entropy}}.$$
 #
 # Every term of the first sum is $\ge 0$, so (Remark 4.6) the whole-text divergence bounds the
 # expected next-token divergence at *every* position $m$: driving $J$ down controls the model's
@@ -290,27 +291,27 @@ assert rest == 0
 # To check these identities on more than two tokens we need a data distribution we know exactly.
 # The data source is a random order-2 Markov chain on $|\mathcal V|=3$ tokens (each token depends on
 # the two before it), started from its stationary law (the distribution of pairs the chain settles
-# into, so that it holds at every position), so $\mathbf p_{1:L}$ is known. The model
+# into, so that it holds at every position), so $\mathbf p_{1:T}$ is known. The model
 # $\pi$ is a bigram count model (it looks at one previous token) fitted to 20 short samples, so it
 # is wrong in two ways: too short a context, and too little data. `sequence_distribution` builds
-# the distribution of all texts of $L$ tokens from the next-token probabilities (3.1); we check it
+# the distribution of all texts of $T$ tokens from the next-token probabilities (3.1); we check it
 # sums to one and matches the frequencies of texts drawn from the source.
 
 # %%
-V, L = 3, 6
+V, T = 3, 6
 source = markov_source(V, 2, rng, concentration=0.7)
 p_next = markov_next_probs(source)
 model = NGramLM(V, order=2, k=1.0).fit([source.sample(40, rng) for _ in range(20)])
-joint_p, seqs = sequence_distribution(p_next, V, L)
-joint_q, _ = sequence_distribution(model.next_probs, V, L)
-print(f"{V}^{L} = {len(seqs)} sequences; sum p = {joint_p.sum():.12f}, "
+joint_p, seqs = sequence_distribution(p_next, V, T)
+joint_q, _ = sequence_distribution(model.next_probs, V, T)
+print(f"{V}^{T} = {len(seqs)} sequences; sum p = {joint_p.sum():.12f}, "
       f"sum pi = {joint_q.sum():.12f}")
 assert abs(joint_p.sum() - 1) < 1e-12
 assert abs(joint_q.sum() - 1) < 1e-12
 
 # %%
-draws = np.array([source.sample(L, rng) for _ in range(20000)])
-freq = np.bincount(np.ravel_multi_index(draws.T, (V,) * L), minlength=V**L) / len(draws)
+draws = np.array([source.sample(T, rng) for _ in range(20000)])
+freq = np.bincount(np.ravel_multi_index(draws.T, (V,) * T), minlength=V**T) / len(draws)
 tv = 0.5 * np.abs(freq - joint_p).sum()
 print(f"TV(empirical frequencies of 20000 sampled sequences, (3.1)) = {produced(tv, '.3f')}")
 assert tv < 0.08
@@ -329,11 +330,11 @@ assert tv < 0.08
 # bounds every position's term (Remark 4.6).
 
 # %%
-dec = kl_decomposition(p_next, model.next_probs, V, L)
+dec = kl_decomposition(p_next, model.next_probs, V, T)
 direct = kl_divergence(joint_p, joint_q)
 print(f"joint KL (4.2a), by enumeration of p and pi : {direct:.6f}")
 print(f"sum over positions of E KL (4.4b)           : {dec.per_position.sum():.6f}")
-print("position m                 :", "  ".join(f"{m:7d}" for m in range(1, L + 1)))
+print("position m                 :", "  ".join(f"{m:7d}" for m in range(1, T + 1)))
 print("E KL(p_m || pi_m)          :", "  ".join(f"{x:7.4f}" for x in dec.per_position))
 print("cross-entropy term of (4.3a):", "  ".join(f"{x:7.4f}" for x in dec.cross_entropy))
 print("entropy term (constant)    :", "  ".join(f"{x:7.4f}" for x in dec.entropy))
@@ -359,12 +360,12 @@ assert np.allclose(dec.entropy[2:], source.entropy_rate(), atol=1e-12)
 # the bigram model cannot go below the KL caused by its missing context, whatever its data.
 
 # %%
-assert np.allclose(kl_decomposition(p_next, p_next, V, L).per_position, 0.0, atol=1e-12)
+assert np.allclose(kl_decomposition(p_next, p_next, V, T).per_position, 0.0, atol=1e-12)
 big = [source.sample(100, rng) for _ in range(400)]  # 40k tokens, 400 sequence starts
 trigram = NGramLM(V, order=3, k=0.5).fit(big)
 bigram_big = NGramLM(V, order=2, k=0.5).fit(big)
-dec3 = kl_decomposition(p_next, trigram.next_probs, V, L)
-dec2 = kl_decomposition(p_next, bigram_big.next_probs, V, L)
+dec3 = kl_decomposition(p_next, trigram.next_probs, V, T)
+dec2 = kl_decomposition(p_next, bigram_big.next_probs, V, T)
 print(f"joint KL, order-2-context model, 40k tokens: {dec3.joint:.4f}")
 print(f"joint KL, order-1-context model, 40k tokens: {dec2.joint:.4f}")
 assert dec3.joint < 0.1 * dec2.joint
@@ -380,7 +381,7 @@ assert np.all(dec3.per_position < 0.1 * dec2.per_position[2:].min())  # Figure 2
 
 # %%
 fig, ax = plt.subplots()
-positions = np.arange(1, L + 1)
+positions = np.arange(1, T + 1)
 models = [("bigram, 800 tokens", dec), ("bigram, 40k tokens", dec2), ("trigram, 40k tokens", dec3)]
 for offset, (name, d) in zip([-0.27, 0.0, 0.27], models):
     ax.bar(positions + offset, d.per_position, 0.27, label=f"{name}: J = {d.joint:.3f}")
@@ -402,28 +403,28 @@ plt.show()
 #
 # In practice $\mathbf p$ is unknown; we have $N$ independent sample texts (Data Assumption 4.1). The
 # population objective
-# $\mathcal L(\theta)=\sum_\ell \mathbb E[-\log\pi_\ell]$ can be estimated in two ways:
+# $\mathcal L(\theta)=\sum_t \mathbb E[-\log\pi_t]$ can be estimated in two ways:
 #
-# * **independently**: for each $\ell$ draw $N$ fresh texts of length $\ell$ and average the
-#   position-$\ell$ loss ($N L(L+1)/2$ tokens), or
+# * **independently**: for each $t$ draw $N$ fresh texts of length $t$ and average the
+#   position-$t$ loss ($N T(T+1)/2$ tokens), or
 # * **with shared prefixes**, as in (4.5), what every training loop does: draw $N$ texts of length
-#   $L$ and use every position of each ($NL$ tokens).
+#   $T$ and use every position of each ($NT$ tokens).
 #
 # An estimator is {term}`unbiased <unbiased estimator>` if its average over many data sets is the
 # quantity it estimates. Both are (the paper's closing section calls the shared-prefix estimate
 # biased; [checked below](#checking-the-paper)): each term of the shared-prefix sum has the right expectation,
 # whatever the correlation between the terms of one text. What sharing changes is the variance,
-# $\mathrm{Var}_{\mathrm{shared}}=\tfrac1N\mathrm{Var}(\sum_\ell X_\ell)$ against
-# $\mathrm{Var}_{\mathrm{indep}}=\tfrac1N\sum_\ell\mathrm{Var}(X_\ell)$, where $X_\ell$ is the loss at
-# position $\ell$; the difference is $\tfrac2N\sum_{\ell<\ell'}\mathrm{Cov}(X_\ell,X_{\ell'})$. We
+# $\mathrm{Var}_{\mathrm{shared}}=\tfrac1N\mathrm{Var}(\sum_t Y_t)$ against
+# $\mathrm{Var}_{\mathrm{indep}}=\tfrac1N\sum_t\mathrm{Var}(Y_t)$, where $Y_t$ is the loss at
+# position $t$; the difference is $\tfrac2N\sum_{t<t'}\mathrm{Cov}(Y_t,Y_{t'})$. We
 # compute both variances exactly by listing the texts, then simulate.
 
 # %%
-X = position_losses(seqs, model.next_probs, V)  # (V**L, L): -log pi_l(f_l | f_<l) per sequence
-L_true = float(joint_p @ X.sum(axis=1))
+Y = position_losses(seqs, model.next_probs, V)  # (V**T, T): -log pi_t(f_t | f_<t) per sequence
+L_true = float(joint_p @ Y.sum(axis=1))
 assert np.isclose(L_true, dec.objective, rtol=1e-12)
-mean_l = joint_p @ X
-cov = (X - mean_l).T @ ((X - mean_l) * joint_p[:, None])  # (L, L) exact covariance of the X_l
+mean_t = joint_p @ Y
+cov = (Y - mean_t).T @ ((Y - mean_t) * joint_p[:, None])  # (T, T) exact covariance of the Y_t
 N = 50
 var_shared_exact = cov.sum() / N
 var_indep_exact = np.trace(cov) / N
@@ -434,14 +435,14 @@ print(f"L(theta) exactly: {L_true:.4f}; exact variances at N = {N}: "
 shared, indep = np.empty(REPS), np.empty(REPS)
 for r in range(REPS):
     idx = rng.choice(len(seqs), size=N, p=joint_p)
-    shared[r] = X[idx].sum(axis=1).mean()
-    # independent draws for every l (the length-l prefix of a fresh full sequence has law p_{1:l})
-    idx_l = rng.choice(len(seqs), size=(N, L), p=joint_p)
-    indep[r] = X[idx_l, np.arange(L)].mean(axis=0).sum()
+    shared[r] = Y[idx].sum(axis=1).mean()
+    # independent draws for every t (the length-t prefix of a fresh full sequence has law p_{1:t})
+    idx_t = rng.choice(len(seqs), size=(N, T), p=joint_p)
+    indep[r] = Y[idx_t, np.arange(T)].mean(axis=0).sum()
 assert np.isclose(shared_prefix_estimate(seqs[idx], model.next_probs, V), shared[-1], rtol=1e-12)
 
 for name, est, v in [("shared prefixes (4.5)", shared, var_shared_exact),
-                     ("independent per l", indep, var_indep_exact)]:
+                     ("independent per t", indep, var_indep_exact)]:
     se = est.std(ddof=1) / np.sqrt(REPS)
     print(f"{name:22s}: mean {produced(est.mean(), '.4f')} (+- {produced(se, '.4f')}); "
           f"variance {produced(est.var(ddof=1), '.5f')}, exact {v:.5f}")
@@ -466,16 +467,16 @@ plt.show()
 # the exact objective $\mathcal L(\theta)$ as a black line. Look at the centres: both histograms sit
 # on the line (no bias). Their spreads differ by the
 # cross-position covariance term; for this source and model the position losses are positively
-# correlated, so sharing prefixes costs some variance per text — but it uses $(L+1)/2$ times
+# correlated, so sharing prefixes costs some variance per text — but it uses $(T+1)/2$ times
 # fewer tokens. At an equal token budget the shared-prefix estimator has variance
-# $\mathrm{Var}(\sum_\ell X_\ell)/(N(L+1)/2)$:
+# $\mathrm{Var}(\sum_t Y_t)/(N(T+1)/2)$:
 
 # %%
 offdiag = cov.sum() - np.trace(cov)
 print(f"sum of cross-position covariances: {offdiag:+.4f}  "
-      f"(tokens used: shared {N * L}, independent {N * L * (L + 1) // 2})")
-budget_factor = (L + 1) / 2
-print(f"tokens per sequence: shared prefix {L}, independent draws {L * (L + 1) // 2} "
+      f"(tokens used: shared {N * T}, independent {N * T * (T + 1) // 2})")
+budget_factor = (T + 1) / 2
+print(f"tokens per sequence: shared prefix {T}, independent draws {T * (T + 1) // 2} "
       f"({budget_factor:g} times more)")
 print(f"equal-budget variance: shared {var_shared_exact / budget_factor:.5f} "
       f"vs independent {var_indep_exact:.5f}")
@@ -550,7 +551,7 @@ assert np.all(dec.per_position >= 0) and np.all(dec.per_position <= dec.joint)
 # and Eq. (4.5)"), with the numbers the simulation cell prints.
 #
 # **(4.5) has no $1/N$.** The paper writes (4.5) as a sum over the $N$ texts without the $1/N$ of
-# the empirical measure $\mathbf p^N_{1:\ell}$ it defines just before. The estimators above divide
+# the empirical measure $\mathbf p^N_{1:t}$ it defines just before. The estimators above divide
 # by $N$; the factor does not move the minimiser. The library's `shared_prefix_estimate` is the
 # averaged form; one line checks it against the simulation's last data set (the `assert` after the
 # loop above).
@@ -573,4 +574,4 @@ assert np.all(tiny.joint >= tiny.per_position)
 # `shared_prefix_estimate`), `nextword.decoding.NGramLM`, `nextword.data.markov_source`.
 
 # %% tags=["hide-cell"]
-print(f"FULL = {FULL}: REPS = {REPS} Monte Carlo data sets of N = {N} texts of L = {L} tokens")
+print(f"FULL = {FULL}: REPS = {REPS} Monte Carlo data sets of N = {N} texts of T = {T} tokens")

@@ -36,7 +36,7 @@
 # | symbol | meaning | shape |
 # |---|---|---|
 # | $f$ | an answer or text (a sequence of tokens); $f^{(n)}$ is the $n$-th sample of a batch | tokens |
-# | $L$ | the length of an answer | integer |
+# | $T$ | the length of an answer | integer |
 # | $a$, $b$ | a token and the token after it | tokens |
 # | $\pi$, $\pi_\theta$ | a model's distribution over answers (its *policy*), with parameters $\theta$; $\pi^*$ is the optimum of (4.7) | probabilities |
 # | $\pi_{\mathrm{ref}}$ | the reference model: the pre-trained (or fine-tuned) model RL starts from | probabilities |
@@ -50,7 +50,7 @@
 # | $P$, $P'$ | their transition matrices, $P_{ab}$ = probability of token $b$ after $a$ | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
 # | $U_1$, $U_2$ | the factors of the rank-2 shift of the logits, $0.8\,U_1U_2$ | $(\lvert\mathcal V\rvert,2)$, $(2,\lvert\mathcal V\rvert)$ |
 # | $W$, $W_{\mathrm{pre}}$ | a model's table of next-token logits, $\pi(b\mid a)=\mathrm{softmax}(W_a)_b$; the pre-trained table | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
-# | $A$, $B$, $k$ | the LoRA factors, $W=W_{\mathrm{pre}}+AB$, and their rank | $(\lvert\mathcal V\rvert,k)$, $(k,\lvert\mathcal V\rvert)$, integer |
+# | $A$, $B$, $s$ | the LoRA factors, $W=W_{\mathrm{pre}}+AB$, and their rank | $(\lvert\mathcal V\rvert,s)$, $(s,\lvert\mathcal V\rvert)$, integer |
 # | $G$ | the gradient of the loss with respect to the table $W$ | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
 # | $n_{ab}$, $n_a$, $n$ | the count of transitions $a\to b$ in the data; of $a$ as a context; of all transitions | integers |
 # | $N_{\mathrm{fine}}$, $N$ | the number of fine-tuning sequences; the number of samples in an RL batch | integers |
@@ -63,9 +63,10 @@
 # ```{admonition} In the paper's notation
 # :class: note
 # The paper writes the vocabulary in bold, $\mathbf V$ (the book: $\mathcal V$), and the reward in
-# bold, $\mathbf r$. Its $\pi$ — kept here — is a model's distribution, not the number $\pi$. Its
-# $L$, the length of an answer, is kept too; elsewhere the book writes a length as $T$ and keeps $L$
-# for the number of layers.
+# bold, $\mathbf r$. Its $\pi$ — kept here — is a model's distribution, not the number $\pi$. It
+# writes the length of an answer as $L$; here it is $T$, the book's length of a sequence, as in
+# Chapter 6 (the book keeps $L$ for the number of layers). The rank of a LoRA update is written $s$
+# here ($k$ is a key in the book, $r$ the reward on this page).
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §4.3–4.5
@@ -200,8 +201,8 @@ assert kl_pre_old < 0.01 and kl_pre_new > 0.3
 #
 # With $N_{\mathrm{fine}}=10$ short sequences from $\mathbf p'$ we compare: training from scratch on them;
 # full fine-tuning of all $|\mathcal V|^2$ logits starting at $W_{\mathrm{pre}}$; and LoRA,
-# $W=W_{\mathrm{pre}}+AB$ with $A\in\mathbb R^{|\mathcal V|\times k}$, $B\in\mathbb R^{k\times|\mathcal V|}$
-# ($2|\mathcal V|k$ trainable numbers; $B=0$ at the start so the model starts at the pre-trained
+# $W=W_{\mathrm{pre}}+AB$ with $A\in\mathbb R^{|\mathcal V|\times s}$, $B\in\mathbb R^{s\times|\mathcal V|}$
+# ($2|\mathcal V|s$ trainable numbers; $B=0$ at the start so the model starts at the pre-trained
 # one, and the loop above runs on $A$ and $B$ with the chain rule $\partial/\partial A=GB^\top$,
 # $\partial/\partial B=A^\top G$ for the table gradient $G$). Each method is measured by the
 # population KL to $\mathbf p'$ (averaged over the stationary law), computed exactly, averaged over
@@ -260,12 +261,12 @@ plt.show()
 # line is the pre-trained model before any update. Look at where each curve bottoms out. The flexible
 # updates (full, from scratch, LoRA rank 4) over-fit the small data set — their KL rises again with
 # more steps — while LoRA with the rank of the true shift (rank 2) reaches the lowest KL:
-# restricting the update to rank $k$ is the implicit regularisation Remark 4.9 mentions. Rank 1
+# restricting the update to rank $s$ is the implicit regularisation Remark 4.9 mentions. Rank 1
 # cannot express the shift; rank 4 has more freedom to fit noise.
 #
 # At the population level (expected counts instead of samples, so no noise) the rank statement is
-# sharp: LoRA with $k=2$ comes within a small residual of the target (explained below), while
-# $k=1$ stays far from it.
+# sharp: LoRA with $s=2$ comes within a small residual of the target (explained below), while
+# $s=1$ stays far from it.
 
 # %%
 pop_counts = w_new[:, None] * P_new  # expected transition frequencies under p'
@@ -295,7 +296,7 @@ for big_V in (1000, 50_000):
 #
 # ## KL-regularised RL (4.7): the closed-form optimum
 #
-# For sequences $f\in\mathcal V^L$, (4.7) is $\mathcal L^{\mathrm{RL}}(\pi)=-\mathbb E_\pi r+\beta D_{\mathrm{KL}}(\pi\|\pi_{\mathrm{ref}})$.
+# For sequences $f\in\mathcal V^T$, (4.7) is $\mathcal L^{\mathrm{RL}}(\pi)=-\mathbb E_\pi r+\beta D_{\mathrm{KL}}(\pi\|\pi_{\mathrm{ref}})$.
 # Completing the KL gives the Gibbs variational identity
 # $\mathcal L^{\mathrm{RL}}(\pi)=\beta D_{\mathrm{KL}}(\pi\|\pi^*)-\beta\log Z$ with
 # $\pi^*=\pi_{\mathrm{ref}}e^{r/\beta}/Z$, so $\pi^*$ is the unique minimiser over all laws and the minimum is
@@ -316,7 +317,7 @@ display(Math(r"\mathcal L^{\rm RL}(\pi)-\big(\beta D_{\rm KL}(\pi\Vert\pi^*)-\be
 assert gibbs_gap == 0
 
 # %% [markdown]
-# Now sequences: $L=4$ tokens over $\{0,1,2\}$, $\pi_{\mathrm{ref}}$ a random Markov chain (the "reference
+# Now sequences: $T=4$ tokens over $\{0,1,2\}$, $\pi_{\mathrm{ref}}$ a random Markov chain (the "reference
 # model"), and a sequence-level reward: $+1$ for each token 2, and $+2$ if the sequence ends with the
 # token it starts with (a long-range preference: a Markov policy, whose next token sees only the
 # one before, cannot express it). We
@@ -325,9 +326,9 @@ assert gibbs_gap == 0
 # autoregressive table can represent any such law) and compare with the closed form.
 
 # %%
-Vr, Lr = 3, 4
+Vr, Tr = 3, 4  # |V| and the length T of the sequences
 ref_src = markov_source(Vr, 1, rng)
-pi_ref, seqs = sequence_distribution(markov_next_probs(ref_src), Vr, Lr)
+pi_ref, seqs = sequence_distribution(markov_next_probs(ref_src), Vr, Tr)
 reward = (seqs == 2).sum(axis=1) + 2.0 * (seqs[:, 0] == seqs[:, -1])
 
 
@@ -412,9 +413,9 @@ def markov_policy(theta):
     """Joint law on the 81 sequences of a Markov policy, (3.3) vectorised."""
     first = np.exp(theta[:Vr] - theta[:Vr].max())
     first /= first.sum()
-    T = np.exp(theta[Vr:].reshape(Vr, Vr))
-    T /= T.sum(axis=1, keepdims=True)
-    return first[seqs[:, 0]] * np.prod(T[seqs[:, :-1], seqs[:, 1:]], axis=1)
+    P_policy = np.exp(theta[Vr:].reshape(Vr, Vr))  # the policy's transition table
+    P_policy /= P_policy.sum(axis=1, keepdims=True)
+    return first[seqs[:, 0]] * np.prod(P_policy[seqs[:, :-1], seqs[:, 1:]], axis=1)
 
 
 
@@ -491,7 +492,7 @@ assert cos(reinforce, exact_grad) > 0.97  # the score-function estimator points 
 # - Fine-tuning is the same next-token training on a small task-specific data set (4.6), started
 #   from the pre-trained weights; with scarce data that start reaches a lower KL than training from
 #   scratch (each compared at its best number of steps).
-# - A low-rank update (LoRA) trains $2|\mathcal V|k$ numbers instead of $|\mathcal V|^2$; when its rank
+# - A low-rank update (LoRA) trains $2|\mathcal V|s$ numbers instead of $|\mathcal V|^2$; when its rank
 #   matches the true change it also over-fits less (Remark 4.9).
 # - KL-regularised RL (4.7) has a closed-form optimum: the reference model tilted by
 #   $e^{r/\beta}$; $\beta$ trades reward against distance from the reference.
@@ -544,7 +545,7 @@ assert V * V == 100 and 2 * V * 2 == 40
 #
 # The paper states the objectives (4.6)–(4.8) and two remarks; the page checks each claim it can:
 #
-# - **Remark 4.9, low-rank updates are cheaper and regularise.** Cheaper: $2|\mathcal V|k$ trainable
+# - **Remark 4.9, low-rank updates are cheaper and regularise.** Cheaper: $2|\mathcal V|s$ trainable
 #   numbers against $|\mathcal V|^2$ (the counts printed after Figure 2.3.1). Regularise: on 290
 #   fine-tuning tokens the rank-2 update reaches a lower KL than the full update and than training
 #   from scratch (asserted with Figure 2.3.1).
@@ -581,7 +582,7 @@ def next_check(prefix):
 
 transitions_check = np.eye(Vr)[(np.arange(Vr) + 1) % Vr] * 0.5 + 0.5 / Vr
 theta_check = np.concatenate([np.zeros(Vr), np.log(transitions_check).ravel()])
-assert np.allclose(markov_policy(theta_check), sequence_distribution(next_check, Vr, Lr)[0])
+assert np.allclose(markov_policy(theta_check), sequence_distribution(next_check, Vr, Tr)[0])
 print("markov_policy equals the product (3.3) of the test chain's next-token probabilities")
 
 # %% [markdown]

@@ -37,21 +37,22 @@
 # | symbol | meaning | shape |
 # |---|---|---|
 # | $m$ | the position whose token is predicted; the prefix is $h_1,\dots,h_{m-1}$ | integer |
-# | $\ell$ | the number of vectors in a sequence (for a prefix, $\ell=m-1$) | integer |
-# | $k$, $l$ | positions in the sequence (of a query and of a key) | integers |
-# | $h_k$, $h$ | the vector of token $k$ (column vectors, as in the paper); the whole sequence. $\mathrm{ATT}(h)_k$ is the output of the attention map (5.2) at token $k$; $\mathrm{N}$ and $\mathrm{NN}$ are the normalisation and the feed-forward network, applied to one vector at a time | $(d_e,)$; $\ell$ vectors |
+# | $n$ | the number of vectors in a sequence (for a prefix, $n=m-1$) | integer |
+# | $i$, $j$ | positions in the sequence (of a query and of a key) | integers |
+# | $h_i$, $h$ | the vector of token $i$ (column vectors, as in the paper); the whole sequence. $\mathrm{ATT}(h)_i$ is the output of the attention map (5.2) at token $i$; $\mathrm{N}$ and $\mathrm{NN}$ are the normalisation and the feed-forward network, applied to one vector at a time | $(d_e,)$; $n$ vectors |
 # | $d_e$, $c$, $c'$ | the embedding width; the width of queries and keys; the hidden width of the feed-forward network | integers |
 # | $Q$, $K$, $V$ | the query, key and value matrices of (5.2) | $(c,d_e)$, $(c,d_e)$, $(d_e,d_e)$ |
-# | $\alpha_{kl}$ | the {term}`attention weight` of token $k$ on token $l$ | number in $[0,1]$ |
+# | $\alpha_{ij}$ | the {term}`attention weight` of token $i$ on token $j$ | number in $[0,1]$ |
 # | $\mathbf A$, $\mathbf A_1,\mathbf A_2$ | an attention block (5.3a–d); the blocks of the stack | sequence $\to$ sequence |
 # | $n_b$ | the number of blocks in the stack | integer |
 # | $\mathbf T$ | the set transformer (5.6): blocks, then pooling | sequence $\to\mathbb R^{d_e}$ |
 # | $B$ | the linear map from a vector to one score per token (5.7) | $(\lvert\mathcal V\rvert,d_e)$ |
-# | $\sigma$, $\tau$ | the softmax and its temperature | |
+# | $\tau$ | the temperature of the softmax | number |
 # | $\mathcal V$, $\lvert\mathcal V\rvert$ | the vocabulary and its size | set, integer |
 # | $\mathbf q_m$ | the next-token distribution at position $m$ | $(\lvert\mathcal V\rvert,)$ |
+# | $\nu$ | the index of a coordinate of a vector, $(h)_\nu$ or $u_\nu$ (Example 5.2, pooling) | integer |
 # | $\rho$, $h_\rho$ | a reordering (permutation) of the positions; the sequence in that order | |
-# | $p$ | the {term}`empirical measure` $\frac1\ell\sum_k\delta_{h_k}$ of a sequence | measure |
+# | $p$ | the {term}`empirical measure` $\frac1n\sum_i\delta_{h_i}$ of a sequence | measure |
 # | $\delta$ | $\delta_{h}$ is the unit mass at the vector $h$ | measure |
 # | $s$, $u$ | a point of $\mathbb R^{d_e}$ that attention moves; a point the measure weighs | $(d_e,)$ |
 # | $\pi(\cdot;s)$ | the measure $p$ reweighted by the scores of the query $s$ (Appendix B) | measure |
@@ -64,12 +65,16 @@
 # :class: note
 # The paper writes the number of blocks as $K$, the same letter as the key matrix; the book writes
 # $n_b$. In Example 5.2 the paper writes $m(u)$ and $\sigma^2(u)$ for the mean and the variance of
-# the coordinates of a vector $u$ (these $m$ and $\sigma$ are not the position and the softmax).
-# Its $\ell$, the number of vectors in a sequence, is kept; elsewhere the book keeps $\ell$ for the
-# index of a layer.
+# the coordinates of a vector $u$ (this $m$ is not the position; the book's $\sigma$ is a standard
+# deviation, as here). It writes the softmax as $\sigma$ (the book: softmax, in words).
+# It writes the number of vectors in a sequence as $\ell$ (here $n$, a count, as on
+# [2.5](05_temporal_structure.ipynb); the book keeps $\ell$ for the index of a layer) and the
+# positions of a query and a key as $k$ and $l$ (here $i$ and $j$, as in Chapter 6), and the index
+# of a coordinate of a vector as $i$ (Example 5.2) or $j$ (Example B.2) (here $\nu$, as $i$ and $j$
+# are positions).
 # Chapter 6 ([6.2](../part1_chapter6/6_2_attention_mechanism.ipynb)) uses row vectors and writes
 # the query of word $i$ as $q[i]=e[i]W^Q$ (not bold: the bold $\mathbf q_m$ of this page is the
-# next-token distribution); the paper's $Qh_k$ is the same thing, as a column, with $Q=(W^Q)^\top$.
+# next-token distribution); the paper's $Qh_i$ is the same thing, as a column, with $Q=(W^Q)^\top$.
 # The paper writes the vocabulary in bold, $\mathbf V$; the book writes $\mathcal V$. Appendix B's
 # $\pi(\cdot;s)$ — kept here — is a reweighted measure, neither the number $\pi$ nor the model's
 # distribution $\pi$ of [2.2](02_objective_kl.ipynb).
@@ -102,16 +107,16 @@ rng = np.random.default_rng(0)
 # %% [markdown]
 # ## A tiny example by hand
 #
-# The paper's attention map (5.2) sends a sequence of vectors $h_1,\dots,h_\ell$ (for a prefix,
-# $\ell=m-1$) to a sequence of the same length:
+# The paper's attention map (5.2) sends a sequence of vectors $h_1,\dots,h_n$ (for a prefix,
+# $n=m-1$) to a sequence of the same length:
 #
-# $$\mathrm{ATT}(h)_k=h_k+\sum_{l}\alpha_{kl}\,Vh_l,\qquad
-# \alpha_{kl}=\frac{\exp\langle Qh_k,Kh_l\rangle}{\sum_j\exp\langle Qh_k,Kh_j\rangle}.$$
+# $$\mathrm{ATT}(h)_i=h_i+\sum_{j}\alpha_{ij}\,Vh_j,\qquad
+# \alpha_{ij}=\frac{\exp\langle Qh_i,Kh_j\rangle}{\sum_{j'}\exp\langle Qh_i,Kh_{j'}\rangle}.$$
 #
-# It is Chapter 6's attention with two differences of bookkeeping: the input $h_k$ is added back (a
+# It is Chapter 6's attention with two differences of bookkeeping: the input $h_i$ is added back (a
 # residual connection), and the score is the plain inner product, with no division by the square
-# root of the key width. Take two tokens in one dimension, $h=(1,2)$, and $Q=K=V=1$. The score of token $k$
-# with token $l$ is $h_kh_l$:
+# root of the key width. Take two tokens in one dimension, $h=(1,2)$, and $Q=K=V=1$. The score of token $i$
+# with token $j$ is $h_ih_j$:
 #
 # - token 1: scores $(1\cdot1, 1\cdot2)=(1,2)$, weights $(e^1,e^2)/(e^1+e^2)=(0.2689, 0.7311)$,
 #   output $1+0.2689\cdot1+0.7311\cdot2=2.7311$;
@@ -121,11 +126,11 @@ rng = np.random.default_rng(0)
 def attention_by_loop(tokens, Q=1.0, K=1.0, V=1.0):
     """(5.2) for one-dimensional tokens, term by term."""
     outputs = []
-    for k, h_k in enumerate(tokens):
-        scores = [(Q * h_k) * (K * h_l) for h_l in tokens]
+    for i, h_i in enumerate(tokens):
+        scores = [(Q * h_i) * (K * h_j) for h_j in tokens]
         weights = np.exp(scores) / np.sum(np.exp(scores))
-        outputs.append(h_k + sum(w * V * h_l for w, h_l in zip(weights, tokens)))
-        print(f"  token {k + 1}: scores {scores}, weights {np.round(weights, 4)}, "
+        outputs.append(h_i + sum(w * V * h_j for w, h_j in zip(weights, tokens)))
+        print(f"  token {i + 1}: scores {scores}, weights {np.round(weights, 4)}, "
               f"output {outputs[-1]:.4f}")
     return np.array(outputs)
 
@@ -179,29 +184,29 @@ plt.show()
 # only step that lets positions exchange information), then normalisation, the feed-forward network
 # with its residual, and normalisation again (5.3a–d). Block $\mathbf A_2$ repeats the steps with its
 # own parameters. Pooling turns the sequence into one vector, $B$ into $|\mathcal V|$ scores, the
-# softmax $\sigma$ into $\mathbf q_m$ (5.6)–(5.7).
+# softmax into $\mathbf q_m$ (5.6)–(5.7).
 #
 # ## The attention map (5.2) and its residual
 #
 # We check the library's `att` against (5.2) written out term by term, in $d_e=4$ dimensions with
 # $c=3$ (the width of queries and keys), and the structural fact behind everything below:
-# $\mathrm{ATT}(h)_k-h_k$ is a {term}`convex combination` of the values $Vh_l$, an average under a
+# $\mathrm{ATT}(h)_i-h_i$ is a {term}`convex combination` of the values $Vh_j$, an average under a
 # probability vector over the tokens. The same $Q$, $K$, $V$ serve every length $m$ (Remark 5.1):
 # `att` takes a sequence of any length with one set of parameters.
 
 # %%
-d_e, c, c_ff, ell = 4, 3, 16, 6  # ell = 6 vectors in the sequence
+d_e, c, c_ff, n = 4, 3, 16, 6  # n = 6 vectors in the sequence
 block = BlockParams.random(d_e, c, c_ff, rng)
 Q, K, V = block.att.Q, block.att.K, block.att.V
-h = rng.standard_normal((ell, d_e))
+h = rng.standard_normal((n, d_e))
 
 loop = np.empty_like(h)
-for k in range(ell):
-    s = np.array([np.exp((Q @ h[k]) @ (K @ h[l])) for l in range(ell)])  # exp<Qh_k, Kh_l>
-    loop[k] = h[k] + sum(s[l] * (V @ h[l]) for l in range(ell)) / s.sum()  # (5.2a)-(5.2b)
+for i in range(n):
+    s = np.array([np.exp((Q @ h[i]) @ (K @ h[j])) for j in range(n)])  # exp<Qh_i, Kh_j>
+    loop[i] = h[i] + sum(s[j] * (V @ h[j]) for j in range(n)) / s.sum()  # (5.2a)-(5.2b)
 out = att(h, block.att)
 assert np.allclose(out, loop, rtol=1e-12, atol=1e-12)
-alpha = softmax((h @ Q.T) @ (h @ K.T).T)  # (ell, ell)
+alpha = softmax((h @ Q.T) @ (h @ K.T).T)  # (n, n)
 assert np.allclose(alpha.sum(1), 1)
 assert (alpha > 0).all()
 assert np.allclose(out - h, alpha @ (h @ V.T))
@@ -238,7 +243,7 @@ print("(5.3a-d) vs post-norm TransformerBlock: max |difference| < 1e-12 (round-o
 # Permuting the tokens permutes the output of ATT (the softmax weights move with the keys, the
 # residual with the query), and N and NN act token by token, so every block is *equivariant*:
 # $\mathbf A(h_{\rho})=\mathbf A(h)_{\rho}$ for every reordering $\rho$. Mean and max pooling
-# forget the order, so $\mathbf T$ and $\mathbf q_m$ in (5.6)–(5.7) — the softmax $\sigma$ of
+# forget the order, so $\mathbf T$ and $\mathbf q_m$ in (5.6)–(5.7) — the softmax of
 # Definition 5.5 applied to $B\mathbf T$ — are *invariant*. Checked for
 # every one of the $6!=720$ orders of a 6-token sequence through two blocks:
 
@@ -248,7 +253,7 @@ B = rng.standard_normal((10, d_e))  # the linear map B of (5.7), |V| = 10
 A_h = attention_block(h, block)
 T_mean, T_max = set_transformer(h, blocks, "mean"), set_transformer(h, blocks, "max")
 worst = 0.0
-for perm in itertools.permutations(range(ell)):
+for perm in itertools.permutations(range(n)):
     perm = list(perm)
     worst = max(worst, np.abs(attention_block(h[perm], block) - A_h[perm]).max(),
                 np.abs(set_transformer(h[perm], blocks, "mean") - T_mean).max(),
@@ -281,7 +286,7 @@ print("q(. | dog bites man) == q(. | man bites dog):", bool(np.allclose(q1, q2, 
 # through which occur); Appendix B's linear form (B.5),
 # $\mathfrak P(p)=\int\mathfrak f\,dp$, gives mean pooling with $\mathfrak f(h)=h$. For max pooling
 # Appendix B takes the limit $\beta\to\infty$ of a log-sum-exp,
-# $\frac1\beta\log\int e^{\beta (h)_j}\,dp(h)$ for coordinate $j$. At a finite $\beta$ (the
+# $\frac1\beta\log\int e^{\beta (h)_\nu}\,dp(h)$ for coordinate $\nu$. At a finite $\beta$ (the
 # library's `soft_max_pool`) this is a soft maximum, which tends to the coordinate-wise maximum as
 # $\beta\to\infty$ (the gap is at most $\log(1/p_{\min})/\beta$, here $\log 6/\beta$ for 6 tokens
 # of weight $\frac16$) and to the mean as $\beta\to0$.
@@ -293,10 +298,10 @@ assert np.allclose(max_pool(hh), max_pool(h))
 betas = np.geomspace(0.01, 1000, 41)
 gaps = np.array([np.max(max_pool(h) - soft_max_pool(h, b)) for b in betas])
 assert np.all(gaps >= -1e-12)
-assert np.all(gaps <= np.log(ell) / betas + 1e-12)
+assert np.all(gaps <= np.log(n) / betas + 1e-12)
 assert np.allclose(soft_max_pool(h, 1e-6), mean_pool(h), atol=1e-5)
 print(f"soft-max pooling gap to max: beta=1: {gaps[np.argmin(abs(betas - 1))]:.4f}, "
-      f"beta=1000: {gaps[-1]:.2e} (bound log(ell)/beta = {np.log(ell) / 1000:.2e})")
+      f"beta=1000: {gaps[-1]:.2e} (bound log(n)/beta = {np.log(n) / 1000:.2e})")
 
 # %% [markdown]
 # ## Attention as a map on distributions (Appendix B)
@@ -304,7 +309,7 @@ print(f"soft-max pooling gap to max: beta=1: {gaps[np.argmin(abs(betas - 1))]:.4
 # The tiny example showed that duplicating every token changes nothing. Appendix B makes that the
 # definition: (B.1) encodes a sequence as its {term}`empirical measure` ((B.2) for a prefix; (B.3)
 # writes the set transformer as pooling after blocks that act on measures)
-# $p=\frac1\ell\sum_k\delta_{h_k}$ — "each of the $\ell$ vectors, with weight $1/\ell$" — and (B.4a)
+# $p=\frac1n\sum_i\delta_{h_i}$ — "each of the $n$ vectors, with weight $1/n$" — and (B.4a)
 # defines attention as the map $s\mapsto s+V\,\mathbb E_{u\sim\pi(\cdot;s)}[u]$ with
 # $\pi(u;s)\propto e^{\langle Qs,Ku\rangle}p(u)$. Everything depends on the sequence only through
 # $p$. Sympy, in one dimension with two tokens, compares duplicating every token with duplicating
@@ -335,22 +340,22 @@ assert one_twice != 0
 
 # %%
 reps = np.concatenate([h, h, h])
-assert np.allclose(attention_block(reps, block)[:ell], A_h, atol=1e-12)
+assert np.allclose(attention_block(reps, block)[:n], A_h, atol=1e-12)
 assert np.allclose(set_transformer(reps, blocks), T_mean, atol=1e-12)
 uneven = np.concatenate([h, h[:2]])  # tokens 0 and 1 twice: a different measure
 points, weights = empirical_measure(uneven)
 assert np.allclose(points, h)
 assert np.allclose(weights * len(uneven), [2, 2, 1, 1, 1, 1])
 via_measure = attention_block(points, block, weights=weights)
-assert np.allclose(via_measure, attention_block(uneven, block)[:ell], atol=1e-12)
-moved = np.abs(attention_block(uneven, block)[:ell] - A_h).max()
+assert np.allclose(via_measure, attention_block(uneven, block)[:n], atol=1e-12)
+moved = np.abs(attention_block(uneven, block)[:n] - A_h).max()
 assert moved > 1e-3
-assert np.abs(attention_block(reps, block)[:ell] - A_h).max() < 1e-12
+assert np.abs(attention_block(reps, block)[:n] - A_h).max() < 1e-12
 print("every token x3: max change < 1e-12 (round-off); "
       f"two tokens doubled: max change {moved:.3f}, reproduced by the weighted measure")
 
 # %% [markdown]
-# The transport picture in two dimensions: each token moves to $\mathrm{ATT}(h)_k$, pushed by a
+# The transport picture in two dimensions: each token moves to $\mathrm{ATT}(h)_i$, pushed by a
 # vector field that depends on the measure only; a copy of the cloud with every point doubled moves
 # identically.
 
@@ -377,8 +382,8 @@ assert step_tokens < 0.25 * step_far  # Figure 2.4.2: the field is weak in the c
 fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), layout="constrained")
 axes[0].quiver(grid[:, 0], grid[:, 1], field[:, 0], field[:, 1], color="0.75", angles="xy",
                scale_units="xy", scale=1.5)
-axes[0].scatter(*cloud.T, color="C0", zorder=3, label="tokens $h_k$ (the measure $p$)")
-axes[0].scatter(*moved_cloud.T, color="C3", marker="x", zorder=3, label=r"$\mathrm{ATT}(h)_k$")
+axes[0].scatter(*cloud.T, color="C0", zorder=3, label="tokens $h_i$ (the measure $p$)")
+axes[0].scatter(*moved_cloud.T, color="C3", marker="x", zorder=3, label=r"$\mathrm{ATT}(h)_i$")
 for start, end in zip(cloud, moved_cloud):
     axes[0].annotate("", end, start, arrowprops=dict(arrowstyle="->", color="C3", lw=0.8))
 axes[0].set_xlim(-3, 3)
@@ -388,7 +393,7 @@ axes[0].set_ylabel("coordinate 2")
 axes[0].set_title(r"(B.4a): $s \mapsto s + V\,E_{u\sim\pi(\cdot;s)}[u]$")
 axes[0].legend(loc="lower left", fontsize=8)
 axes[1].loglog(betas, gaps, "o-", ms=3, label="max pool - soft-max pool")
-axes[1].loglog(betas, np.log(ell) / betas, "k--", label=r"bound $\log 6/\beta$")
+axes[1].loglog(betas, np.log(n) / betas, "k--", label=r"bound $\log 6/\beta$")
 axes[1].set_xlabel(r"$\beta$")
 axes[1].set_ylabel("largest coordinate gap")
 axes[1].legend()
@@ -398,7 +403,7 @@ plt.show()
 # **Figure 2.4.2.** Left: attention (5.2)/(B.4a) on a 2-D empirical measure of 12 tokens (blue
 # dots). The grey arrows are the displacement $V\mathbb E_{\pi(\cdot;s)}[u]$ the measure induces at
 # points $s$ of a grid (a vector field that depends on $p$ only; drawn at two thirds of their
-# length); the orange crosses show where each token goes, $\mathrm{ATT}(h)_k$, joined to its dot
+# length); the orange crosses show where each token goes, $\mathrm{ATT}(h)_i$, joined to its dot
 # by a thin orange arrow — each token follows the field at its own place. Look at the middle of the
 # cloud: there the field is weak (the values average out), so most crosses sit almost on their dots;
 # the field is strong only at points far from the cloud. Right: Example B.2 — the gap between max pooling and the
@@ -414,7 +419,7 @@ plt.show()
 # position belongs to the slot, not to the token).
 
 # %%
-pe = sinusoidal_encoding(2 * ell, d_e)
+pe = sinusoidal_encoding(2 * n, d_e)
 perm = np.array([3, 0, 5, 1, 4, 2])
 
 
@@ -442,7 +447,7 @@ assert all(r[2:] == (False, False, False) for r in rows[1:])
 # %% [markdown]
 # Only the unmasked, position-free block has the set and measure symmetries (duplication is tested
 # on the whole doubled sequence: both copies must reproduce the original outputs). With a causal
-# mask, token $k$ averages over $h_{1:k}$ — a different measure for each $k$ — so order matters;
+# mask, token $i$ averages over $h_{1:i}$ — a different measure for each $i$ — so order matters;
 # the first copy of $(h,h)$ still reproduces $h$'s outputs (it cannot see the second), but the second
 # copy attends to $h$ plus a prefix of $h$, a different measure. With positions, the "same" token in
 # two slots carries two different vectors. So Appendix B's measure picture describes the encoder-style
@@ -451,7 +456,7 @@ assert all(r[2:] == (False, False, False) for r in rows[1:])
 # %%
 doubled = attention_block(np.concatenate([h, h]), block, causal=True)
 causal_base = attention_block(h, block, causal=True)
-first_ok, second_ok = np.allclose(doubled[:ell], causal_base), np.allclose(doubled[ell:], causal_base)
+first_ok, second_ok = np.allclose(doubled[:n], causal_base), np.allclose(doubled[n:], causal_base)
 assert first_ok and not second_ok
 print(f"causal, no positions, (h, h): first copy reproduces h's outputs {first_ok}; "
       f"second copy {second_ok}")
@@ -514,8 +519,8 @@ assert v_zero == 1.0 and abs(q_zero - 2.5) < 1e-12
 # ## Checking the paper
 #
 # **Example 5.2: layer normalisation with sums.** Example 5.2 defines layer normalisation with
-# $m(u)=\sum_i u_i$ and $\sigma^2(u)=\sum_i(u_i-m(u))^2$ — sums, where layer normalisation (Ba et
-# al.; `layer_norm`) uses averages $\frac1{d_e}\sum_i$. Taken literally, the printed map does not
+# $m(u)=\sum_\nu u_\nu$ and $\sigma^2(u)=\sum_\nu(u_\nu-m(u))^2$ — sums, where layer normalisation (Ba et
+# al.; `layer_norm`) uses averages $\frac1{d_e}\sum_\nu$. Taken literally, the printed map does not
 # centre its output and is not invariant to adding a constant to every coordinate, which is the
 # point of the mean shift. Sympy on a generic $u\in\mathbb R^3$:
 
@@ -556,7 +561,7 @@ assert not np.allclose(printed_val, shifted_val)
 # With averages, the output has zero mean, is shift invariant, and equals `layer_norm`. We use that
 # reading (recorded in `book/ERRATA.md`). The same convention decides (5.5): with sums, setting
 # $m=0$, $b=0$, $\varepsilon=0$, $D=I$ gives $u/\Vert u\Vert_2$ (the unit sphere, as printed); with
-# averages it gives $u/\sqrt{\tfrac1{d_e}\sum u_i^2}=\sqrt{d_e}\,u/\Vert u\Vert_2$, which is what
+# averages it gives $u/\sqrt{\tfrac1{d_e}\sum u_\nu^2}=\sqrt{d_e}\,u/\Vert u\Vert_2$, which is what
 # RMSNorm usually denotes (radius $\sqrt{d_e}$). `rms_norm` offers both:
 
 # %% tags=["hide-cell"]
@@ -568,7 +573,7 @@ print(f"|rms_norm(x, unit=True)| = {np.linalg.norm(rms_norm(x, eps=0.0, unit=Tru
 
 # %% [markdown]
 # **Example 5.4: the index of mean pooling.** Example 5.4 writes mean pooling of $h_{1:m-1}$ as
-# $\frac1m\sum_{k=1}^m h_k$; the sequence has $m-1$ elements, so the sum must stop at $m-1$ and the
+# $\frac1m\sum_{i=1}^m h_i$; the sequence has $m-1$ elements, so the sum must stop at $m-1$ and the
 # factor is $\frac1{m-1}$ (an index slip; its max-pooling formula runs to $h_m$ too). Read
 # literally, "$\frac1m$ times the sum of the $m-1$ tokens" is $(m-1)/m$ times the mean and depends
 # on the length, which breaks the length independence the example asks for:
@@ -587,25 +592,25 @@ assert np.allclose(mean_pool(hh), mean_pool(h))  # with 1/(m-1) the length does 
 # %% [markdown]
 # **Example B.2: max pooling is not of the form (B.5).** Example B.2 says max pooling is (B.5),
 # $\mathfrak P(p)=\int\mathfrak f(h)\,dp(h)$, with the "elementwise operation"
-# $\mathfrak f(h)_j=\max((h)_j)$. A maximum of the single number $(h)_j$ is $(h)_j$, so that choice
+# $\mathfrak f(h)_\nu=\max((h)_\nu)$. A maximum of the single number $(h)_\nu$ is $(h)_\nu$, so that choice
 # gives the mean again; and no pointwise $\mathfrak f$ can work, because (B.5) is linear in $p$ while
 # the maximum is not: for $p_1=\delta_0$, $p_2=\delta_1$ on $\mathbb R$, every (B.5) satisfies
 # $\mathfrak P(\tfrac12p_1+\tfrac12p_2)=\tfrac12\mathfrak P(p_1)+\tfrac12\mathfrak P(p_2)$, but the
 # maximum of the mixture is $1\ne\tfrac12(0+1)$. The example's second formula, the limit of
-# $\frac1\beta\log\int e^{\beta h_j}dp(h)$ (a nonlinear functional), is the right one (Figure 2.4.2):
+# $\frac1\beta\log\int e^{\beta (h)_\nu}dp(h)$ (a nonlinear functional), is the right one (Figure 2.4.2):
 
 # %% tags=["hide-cell"]
 two_points = np.array([[0.0], [1.0]])
 p1_max, p2_max = max_pool(two_points[:1]), max_pool(two_points[1:])
 mix_max = max_pool(two_points)  # the mixture 1/2 delta_0 + 1/2 delta_1
 print(f"max of the mixture: {mix_max[0]:.1f}; average of the two maxima (what any (B.5) gives): "
-      f"{(p1_max[0] + p2_max[0]) / 2:.1f}; f(h) = max((h)_j) = h_j gives the mean "
+      f"{(p1_max[0] + p2_max[0]) / 2:.1f}; f(h) = max((h)_nu) = (h)_nu gives the mean "
       f"{mean_pool(two_points)[0]:.1f}")
 assert mix_max[0] != (p1_max[0] + p2_max[0]) / 2
 assert np.isclose(soft_max_pool(two_points, 1e4)[0], mix_max[0], atol=1e-3)
 
 # %% [markdown]
-# **Appendix B, (B.4c).** Appendix B states that evaluating (B.4a–d) at each $h_k$ gives back the
+# **Appendix B, (B.4c).** Appendix B states that evaluating (B.4a–d) at each $h_i$ gives back the
 # block (5.3). Steps (a), (b) and (d) do, but (B.4c) reads
 # $\mathfrak A(s;p)\leftarrow s+\mathfrak{NN}(\mathfrak A(s;p))$: the residual adds the *input*
 # $s$, whereas (5.3c) adds the current value, $h\leftarrow h+\mathrm{NN}(h)$. The two differ:
@@ -637,4 +642,4 @@ print(f"(B.4c) as printed vs (5.3): max difference {gap_b4c:.3f}")
 # `empirical_measure`), `nextword.decoder` (`TransformerBlock`, `layer_norm`, `rms_norm`).
 
 # %% tags=["hide-cell"]
-print(f"d_e = {d_e}, c = {c}, c' = {c_ff}, ell = {ell}; blocks: {len(blocks)}; |V| = {B.shape[0]}")
+print(f"d_e = {d_e}, c = {c}, c' = {c_ff}, n = {n}; blocks: {len(blocks)}; |V| = {B.shape[0]}")

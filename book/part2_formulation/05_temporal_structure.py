@@ -28,39 +28,44 @@
 # map (5.2) and its {term}`permutation-equivariant` blind spot) ·
 # [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb) (the causal mask as $-\infty$
 # scores) · [6.5 Positional encoding](../part1_chapter6/6_5_positional_encoding.ipynb) (sinusoidal
-# encodings and RoPE) · complex numbers $e^{i\theta}$; a linear ODE $\dot v=Av$ and the matrix
+# encodings and RoPE) · complex numbers $e^{\mathrm i\,\theta}$; a linear ODE $\dot v=Av$ and the matrix
 # exponential. **Reading time:** about 45 minutes.
 #
 # ```{admonition} Symbols on this page
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $k$, $l$ | positions of a query and of a key in the sequence (counted from 1) | integers |
+# | $i$, $j$ | positions of a query and of a key in the sequence (counted from 1); in the recurrence, $i$ is the step that reads input $h_i$ | integers |
 # | $m$ | the position being predicted; the sequence $h_1,\dots,h_{m-1}$ has $n=m-1$ vectors | integers |
-# | $h_k$ | the vector at position $k$ | $(d_e,)$ |
+# | $h_i$ | the vector at position $i$ | $(d_e,)$ |
 # | $Q$, $K$, $V$ | the query, key and value matrices of (5.2) | $(c,d_e)$, $(c,d_e)$, $(d_e,d_e)$ |
 # | $d_e$, $c$ | the embedding width; the width of queries and keys | integers |
-# | $w$ | the half-width of a band: position $k$ sees the positions $l$ with $\lvert k-l\rvert\le w$ | integer |
-# | $r$, $\lambda$ | $r_k$ is the absolute positional encoding of position $k$; $\lambda_j$ the $j$-th wavelength divided by $2\pi$ | $(d_e,)$, number |
+# | $w$ | the half-width of a band: position $i$ sees the positions $j$ with $\lvert i-j\rvert\le w$ | integer |
+# | $r$, $\lambda$ | $r_i$ is the absolute positional encoding of position $i$; $\lambda_\nu$ the $\nu$-th wavelength divided by $2\pi$ | $(d_e,)$, number |
 # | $\mathbf x$, $\mathbf y$ | a query vector and a key vector (RoPE section) | $(c,)$ |
-# | $R$, $\psi_j$ | $R_k$ is the rotation RoPE applies at position $k$; $\psi_j$ the angle per position of coordinate pair $j$ | $(c,c)$, number |
-# | $z$ | a pair of coordinates as one complex number, $z=x_{2j-1}+ix_{2j}$ (coordinates counted from 1); $z_{x,j}$, $z_{y,j}$: pair $j$ of the query / the key, $j=1,\dots,c/2$ | complex |
+# | $R$, $\psi_\nu$ | $R_i$ is the rotation RoPE applies at position $i$; $\psi_\nu$ the angle per position of coordinate pair $\nu$ | $(c,c)$, number |
+# | $z$ | a pair of coordinates as one complex number, $z=x_{2\nu-1}+\mathrm i\,x_{2\nu}$ ($\mathrm i$ the imaginary unit; coordinates counted from 1); $z_{x,\nu}$, $z_{y,\nu}$: pair $\nu$ of the query / the key, $\nu=1,\dots,c/2$ | complex |
 # | $\theta$ | an angle | number |
-# | $a$, $b$, $v_k$ | the tiny recurrence's two weights and its state after $k$ inputs | numbers |
+# | $a$, $b$, $v_i$ | the tiny recurrence's two weights and its state after $i$ inputs | numbers |
 # | $v$, $\dot v$, $s$ | the state of a state-space model, its time derivative, and its dimension | $(s,)$ |
 # | $A$, $B$, $C$, $D$ | the state-space model's matrices: $\dot v=Av+Bh$, read-out $u=Cv+Dh$ | $(s,s)$, $(s,d_e)$, $(d_e,s)$, $(d_e,d_e)$ |
 # | $h(t)$, $u$ | the input (continuous time) and the read-out | $(d_e,)$ |
-# | $t$, $t'$, $\Delta t$, $t_k$ | time, an integration variable, the step length, the time $k\Delta t$ | numbers |
-# | $\bar A$, $\bar B$ | the discretised matrices of the recurrence $v_{k+1}=\bar Av_k+\bar Bh_k$ | $(s,s)$, $(s,d_e)$ |
-# | $\kappa_j$ | the convolution kernel $C\bar A^{j-1}\bar B$ of the unrolled recurrence | $(d_e,d_e)$ |
+# | $t$, $t'$, $\Delta t$, $t_i$ | time, an integration variable, the step length, the time $i\Delta t$ | numbers |
+# | $\bar A$, $\bar B$ | the discretised matrices of the recurrence $v_{i+1}=\bar Av_i+\bar Bh_i$ | $(s,s)$, $(s,d_e)$ |
+# | $\kappa_\rho$ | the convolution kernel $C\bar A^{\rho-1}\bar B$ of the unrolled recurrence at lag $\rho$ | $(d_e,d_e)$ |
+# | $\nu$ | the index of a wavelength, or of a pair of coordinates | integer |
 # | $\mathbf f$, $\mathbf g$ | the state update and the read-out of (5.9) | maps |
 # ```
 #
 # ```{admonition} In the paper's notation
 # :class: note
 # The paper writes the band's half-width as $r$ and the positional encoding of position $m$ as
-# $r_m$; the book writes $w$ and $r_k$. Its RoFormer formula writes the key vector as $Kh_l$ (the
-# book: a key vector $\mathbf y$, a query vector $\mathbf x$) and the angles as $\psi_j$. Appendix C writes the integration variable as $s$
+# $r_m$; the book writes $w$ and $r_i$. It writes the positions of a query and a key as $k$ and $l$
+# (here $i$ and $j$, as in Chapter 6: the book keeps $k$ for a key), the step of the recurrence as
+# $k$ (here $i$), the index of a wavelength or coordinate pair as $j$ (here $\nu$) and the imaginary unit as
+# $i$ (here $\mathrm i$). Its RoFormer formula writes the key vector as $Kh_l$ (the
+# book: a key vector $\mathbf y$, a query vector $\mathbf x$) and the angles as $\psi_j$ (here
+# $\psi_\nu$); the lag of the convolution kernel is $\rho$ here. Appendix C writes the integration variable as $s$
 # (the book keeps $s$ for the state dimension and writes $t'$) and the sparse pattern as an
 # adjacency matrix $A$ (not used here: $A$ is the state-space matrix).
 # ```
@@ -96,7 +101,7 @@ rng = np.random.default_rng(0)
 #
 # **Masking.** Two one-dimensional tokens $h=(1,2)$ with $Q=K=V=1$, as in
 # [2.4](04_attention_block_set_transformer.ipynb): token 1's scores with tokens 1 and 2 are $(1,2)$. Causal attention must give token 2, the future, weight 0. The
-# paper writes the masked score as $\mathbb 1_{l\le k}\langle Qh_k,Kh_l\rangle$: token 1's scores
+# paper writes the masked score as $\mathbb 1_{j\le i}\langle Qh_i,Kh_j\rangle$: token 1's scores
 # become $(1, 0)$ — but $e^0=1$, so token 2 still gets weight $1/(e+1)=0.2689$. Setting the masked
 # score to $-\infty$ instead gives $e^{-\infty}=0$:
 
@@ -112,17 +117,17 @@ assert minus_inf[1] == 0.0
 
 # %% [markdown]
 # **A state-space recurrence.** Instead of attention, read the sequence once, keeping a running
-# state: $v_k=a\,v_{k-1}+b\,h_k$. With $a=\tfrac12$, $b=1$, $v_0=0$ and inputs
+# state: $v_i=a\,v_{i-1}+b\,h_i$. With $a=\tfrac12$, $b=1$, $v_0=0$ and inputs
 # $(h_1,h_2,h_3)=(1,2,3)$: $v_1=1$, $v_2=\tfrac12\cdot1+2=2.5$, $v_3=\tfrac12\cdot2.5+3=4.25$. Each
 # step costs the same fixed work (here two multiplications and an addition), so the whole sequence
-# costs time linear in its length, and $v_k$ depends only on the inputs up to $h_k$: causal by
+# costs time linear in its length, and $v_i$ depends only on the inputs up to $h_i$: causal by
 # construction.
 
 # %%
 a_tiny, b_tiny, state = 0.5, 1.0, 0.0
-for k, h_k in enumerate([1.0, 2.0, 3.0]):
-    state = a_tiny * state + b_tiny * h_k
-    print(f"v_{k + 1} = {a_tiny} * previous + {b_tiny} * {h_k} = {state}")
+for i, h_i in enumerate([1.0, 2.0, 3.0]):
+    state = a_tiny * state + b_tiny * h_i
+    print(f"v_{i + 1} = {a_tiny} * previous + {b_tiny} * {h_i} = {state}")
 assert state == 4.25
 # the library's scan returns the states v_0, ..., v_{T-1}: a fourth input lets it reach v_3
 inputs = np.array([[1.0], [2.0], [3.0], [0.0]])
@@ -133,17 +138,17 @@ assert np.array_equal(tiny_states.ravel(), [0.0, 1.0, 2.5, 4.25])
 # %% [markdown]
 # ## Absolute encodings: Example 5.8 as printed versus base 10000
 #
-# Example 5.8 sets $\lambda_j=2^{2j/d_e}$ for $j=1,\dots,d_e/2$ and
-# $r_k=(\sin(k/\lambda_1),\cos(k/\lambda_1),\dots)$ for position $k$. The trigonometric encoding of Vaswani et al.
-# (and Chapter 6, `sinusoidal_encoding`) uses $\lambda_j=10000^{2(j-1)/d_e}$. We write the formula
-# once with a free base and starting index, check that base 10000 with $j-1$ reproduces the library,
+# Example 5.8 sets $\lambda_\nu=2^{2\nu/d_e}$ for $\nu=1,\dots,d_e/2$ and
+# $r_i=(\sin(i/\lambda_1),\cos(i/\lambda_1),\dots)$ for position $i$. The trigonometric encoding of Vaswani et al.
+# (and Chapter 6, `sinusoidal_encoding`) uses $\lambda_\nu=10000^{2(\nu-1)/d_e}$. We write the formula
+# once with a free base and starting index, check that base 10000 with $\nu-1$ reproduces the library,
 # and then look at what base 2 does.
 
 
 # %%
-def trig_encoding(positions, d, base, first_j):
-    """r_k of Example 5.8 with lambda_j = base^(2 j / d), j = first_j .. first_j + d/2 - 1."""
-    lam = base ** (2 * np.arange(first_j, first_j + d // 2) / d)  # (d/2,)
+def trig_encoding(positions, d, base, first_nu):
+    """r_i of Example 5.8 with lambda_nu = base^(2 nu / d), nu = first_nu .. first_nu + d/2 - 1."""
+    lam = base ** (2 * np.arange(first_nu, first_nu + d // 2) / d)  # (d/2,)
     ang = np.asarray(positions, dtype=float)[:, None] / lam[None, :]  # (M, d/2)
     r = np.empty((len(positions), d))
     r[:, 0::2], r[:, 1::2] = np.sin(ang), np.cos(ang)
@@ -151,11 +156,11 @@ def trig_encoding(positions, d, base, first_j):
 
 
 d, M = 64, 512
-usual = trig_encoding(np.arange(M), d, 10000.0, first_j=0)
+usual = trig_encoding(np.arange(M), d, 10000.0, first_nu=0)
 assert np.allclose(usual, sinusoidal_encoding(M, d), atol=1e-12)
-printed = trig_encoding(np.arange(1, M + 1), d, 2.0, first_j=1)
+printed = trig_encoding(np.arange(1, M + 1), d, 2.0, first_nu=1)
 lam = 2.0 ** (2 * np.arange(1, d // 2 + 1) / d)
-print(f"as printed: wavelengths 2*pi*lambda_j range over [{2 * np.pi * lam.min():.2f}, "
+print(f"as printed: wavelengths 2*pi*lambda_nu range over [{2 * np.pi * lam.min():.2f}, "
       f"{2 * np.pi * lam.max():.2f}] positions")
 lam_u = 10000.0 ** (2 * np.arange(d // 2) / d)
 print(f"base 10000: wavelengths range over [{2 * np.pi * lam_u.min():.2f}, "
@@ -164,7 +169,7 @@ print(f"base 10000: wavelengths range over [{2 * np.pi * lam_u.min():.2f}, "
 
 # %%
 def similarity_kernel(lam, offsets):
-    """<r_k, r_{k+D}> / |r|^2 = mean_j cos(D / lambda_j): it depends on the offset D only."""
+    """<r_i, r_{i+D}> / |r|^2 = mean_nu cos(D / lambda_nu): it depends on the offset D only."""
     return np.cos(np.asarray(offsets, dtype=float)[:, None] / lam[None, :]).mean(axis=1)
 
 
@@ -204,35 +209,35 @@ for ax, (name, r, first) in zip(axes[:2], panels):  # printed: positions 1..128;
     ticks = [0, 31, 63, 95, 127]
     ax.set_xticks(ticks, [str(t + first) for t in ticks])
     ax.set_yticks(ticks, [str(t + first) for t in ticks])
-    ax.set_xlabel("position l" + (" (from 0, as the library counts)" if first == 0 else ""))
-    ax.set_ylabel("position k")
+    ax.set_xlabel("position j" + (" (from 0, as the library counts)" if first == 0 else ""))
+    ax.set_ylabel("position i")
 axes[2].plot(offsets[:200], k_printed[:200], label="as printed (base 2)")
 axes[2].plot(offsets[:200], k_usual[:200], label="base 10000")
-axes[2].set_xlabel("offset k - l")
+axes[2].set_xlabel("offset i - j")
 axes[2].set_ylabel("cosine similarity")
 axes[2].legend()
 plt.show()
 
 # %% [markdown]
-# **Figure 2.5.1.** Cosine similarity $\langle r_k,r_l\rangle/|r|^2$ of the encodings of the first
+# **Figure 2.5.1.** Cosine similarity $\langle r_i,r_j\rangle/|r|^2$ of the encodings of the first
 # 128 positions (left and middle, one heatmap each: positions 1 to 128 as the example counts them,
-# 0 to 127 as the library does), and as a function of the offset $k-l$ (right:
-# blue as printed, vermilion base 10000). Left: Example 5.8 with $\lambda_j=2^{2j/d_e}$ — only
+# 0 to 127 as the library does), and as a function of the offset $i-j$ (right:
+# blue as printed, vermilion base 10000). Left: Example 5.8 with $\lambda_\nu=2^{2\nu/d_e}$ — only
 # immediate neighbours are similar, a thin bright diagonal flanked by dark stripes: positions 4
 # apart have nearly opposite encodings (similarity about $-0.8$). Middle: the usual base 10000 — a broad
-# diagonal band, similarity decaying gradually with $|k-l|$. We read "2" as a slip (or an extraction
-# loss) for 10000 and $j$ for $j-1$ ([checked below](#checking-the-paper)) and use base 10000
+# diagonal band, similarity decaying gradually with $|i-j|$. We read "2" as a slip (or an extraction
+# loss) for 10000 and $\nu$ for $\nu-1$ ([checked below](#checking-the-paper)) and use base 10000
 # elsewhere.
 #
 # ## The RoFormer inner product (§5.3.2) equals RoPE on complex pairs
 #
 # RoPE rotates each consecutive pair of query/key coordinates by an angle proportional to the
-# position (`apply_rope`), in place of the plain score (5.8), $\langle Qh_k,Kh_l\rangle$: at
-# position $k$, pair $j$ (coordinates $2j-1$ and $2j$, counted from 1) turns by $k\psi_j$. Writing
-# that pair as a complex number $z=x_{2j-1}+ix_{2j}$, a rotation is a multiplication by $e^{ik\psi_j}$, so the score of a
-# query vector $\mathbf x$ at position $k$ with a key vector $\mathbf y$ at position $l$ is
-# $\langle R_k\mathbf x,R_l\mathbf y\rangle=\mathrm{Re}\sum_{j=1}^{c/2}z_{x,j}\,\overline{z_{y,j}}\,
-# e^{i(k-l)\psi_j}$: it depends on the positions only through the offset $k-l$. (The paper's
+# position (`apply_rope`), in place of the plain score (5.8), $\langle Qh_i,Kh_j\rangle$: at
+# position $i$, pair $\nu$ (coordinates $2\nu-1$ and $2\nu$, counted from 1) turns by $i\psi_\nu$. Writing
+# that pair as a complex number $z=x_{2\nu-1}+\mathrm i\,x_{2\nu}$, a rotation is a multiplication by $e^{\mathrm i\,i\psi_\nu}$, so the score of a
+# query vector $\mathbf x$ at position $i$ with a key vector $\mathbf y$ at position $j$ is
+# $\langle R_i\mathbf x,R_j\mathbf y\rangle=\mathrm{Re}\sum_{\nu=1}^{c/2}z_{x,\nu}\,\overline{z_{y,\nu}}\,
+# e^{\mathrm i\,(i-j)\psi_\nu}$: it depends on the positions only through the offset $i-j$. (The paper's
 # formula sums over the $c$ real coordinates instead and loses the sine terms of the rotation;
 # [checked below](#checking-the-paper).) Sympy for one pair, then numbers:
 
@@ -245,12 +250,12 @@ def rot(angle):
     return sp.Matrix([[sp.cos(angle), -sp.sin(angle)], [sp.sin(angle), sp.cos(angle)]])
 
 
-kk, ll = sp.symbols("k l", integer=True)
+kk, ll = sp.symbols("i j", integer=True)  # the positions of the query and the key
 rope = (rot(kk * phi) * sp.Matrix([q1, q2])).dot(rot(ll * phi) * sp.Matrix([k1, k2]))
 pair_product = (q1 + sp.I * q2) * (k1 - sp.I * k2) * sp.exp(sp.I * (kk - ll) * phi)
 complex_form = sp.re(sp.expand(pair_product))
 rope_vs_complex = sp.simplify(sp.expand_trig(rope - complex_form))
-display(Math(r"\langle R_k\mathbf x,R_l\mathbf y\rangle-\mathrm{Re}\big[z_x\overline{z_y}e^{i(k-l)\psi}\big]="
+display(Math(r"\langle R_i\mathbf x,R_j\mathbf y\rangle-\mathrm{Re}\big[z_x\overline{z_y}e^{\mathrm i\,(i-j)\psi}\big]="
              + sp.latex(rope_vs_complex)))
 assert rope_vs_complex == 0
 
@@ -261,17 +266,17 @@ qs, ks = rng.normal(size=(T, c_dim)), rng.normal(size=(T, c_dim))
 psi = rope_frequencies(c_dim)  # (c/2,)
 scores_rope = apply_rope(qs) @ apply_rope(ks).T  # (T, T)
 zq, zk = qs[:, 0::2] + 1j * qs[:, 1::2], ks[:, 0::2] + 1j * ks[:, 1::2]  # (T, c/2)
-offset = np.arange(T)[:, None] - np.arange(T)[None, :]  # k - l
+offset = np.arange(T)[:, None] - np.arange(T)[None, :]  # i - j
 phases = np.exp(1j * offset[..., None] * psi)  # (T, T, c/2)
 scores_complex = np.einsum("kj,lj,klj->kl", zq, zk.conj(), phases).real
 assert np.allclose(scores_rope, scores_complex, atol=1e-12)
-print("RoPE scores == complex-pair RoFormer form for all (k, l): True")
+print("RoPE scores == complex-pair RoFormer form for all (i, j): True")
 
 # %% [markdown]
 # ## Causal and banded sparse attention, with operation counts (§5.3.3)
 #
 # **Masking must remove terms, not zero the score.** The paper replaces the inner product by
-# $\mathbb 1_{l\le k}\langle Qh_k,Kh_l\rangle$. Inside (5.2) that turns a masked score into $0$, and
+# $\mathbb 1_{j\le i}\langle Qh_i,Kh_j\rangle$. Inside (5.2) that turns a masked score into $0$, and
 # $e^0=1$: the future still gets weight. A mask has to drop the masked terms from both sums in
 # (5.2) — equivalently set their score to $-\infty$, which is what `causal_mask` /
 # `scaled_dot_product_attention(..., causal=True)` do. Test: change only the last token and see
@@ -284,8 +289,8 @@ Wq, Wk, Wv = (rng.normal(size=(c_dim, c_dim)) for _ in range(3))
 
 
 def att_indicator_times_score(h):
-    """(5.2) with the printed causal score 1_{l <= k} <Q h_k, K h_l>."""
-    s = (h @ Wq) @ (h @ Wk).T  # (T, T) scores <Q h_k, K h_l>
+    """(5.2) with the printed causal score 1_{j <= i} <Q h_i, K h_j>."""
+    s = (h @ Wq) @ (h @ Wk).T  # (T, T) scores <Q h_i, K h_j>
     return softmax(s * causal_mask(T)) @ (h @ Wv)
 
 
@@ -305,15 +310,15 @@ assert leak_masked == 0.0  # the -inf mask does not
 
 # %% [markdown]
 # **Counting inner products.** On $n=m-1$ positions full attention needs $n^2$ inner products. With
-# $l\le k$ (a position sees itself, as in (5.2)) a causal layer needs $n(n+1)/2$ (the paper prints
-# $(m-1)(m-2)/2$, the count for $l<k$; [checked below](#checking-the-paper)). A banded mask
-# $|k-l|\le w$ needs $n(2w+1)-w(w+1)$ (linear in $n$), a causal band $0\le k-l\le w$ needs
+# $j\le i$ (a position sees itself, as in (5.2)) a causal layer needs $n(n+1)/2$ (the paper prints
+# $(m-1)(m-2)/2$, the count for $j<i$; [checked below](#checking-the-paper)). A banded mask
+# $|i-j|\le w$ needs $n(2w+1)-w(w+1)$ (linear in $n$), a causal band $0\le i-j\le w$ needs
 # $n(w+1)-w(w+1)/2$. Sympy sums the indicators; the library's masks agree.
 
 # %%
-n, k_, l_ = sp.symbols("n k l", integer=True, positive=True)  # n = m - 1 positions
-causal_count = sp.summation(sp.summation(1, (l_, 1, k_)), (k_, 1, n))
-display(Math(r"\sum_{k=1}^{n}\sum_{l=1}^{k}1=" + sp.latex(sp.factor(causal_count))))
+n, i_, j_ = sp.symbols("n i j", integer=True, positive=True)  # n = m - 1 positions
+causal_count = sp.summation(sp.summation(1, (j_, 1, i_)), (i_, 1, n))
+display(Math(r"\sum_{i=1}^{n}\sum_{j=1}^{i}1=" + sp.latex(sp.factor(causal_count))))
 assert sp.simplify(causal_count - n * (n + 1) / 2) == 0
 
 
@@ -322,11 +327,11 @@ w = 8  # the half-width of the band
 counts = {
     "full": ms**2,
     "causal": np.array([causal_mask(m).sum() for m in ms]),
-    f"band |k-l|<={w}": np.array([band_mask(m, w).sum() for m in ms]),
+    f"band |i-j|<={w}": np.array([band_mask(m, w).sum() for m in ms]),
     f"causal band (window {w + 1})": np.array([band_mask(m, w, causal=True).sum() for m in ms]),
 }
 assert np.all(counts["causal"] == ms * (ms + 1) // 2)
-assert np.all(counts[f"band |k-l|<={w}"] == ms * (2 * w + 1) - w * (w + 1))  # Figure 2.5.2: grow linearly
+assert np.all(counts[f"band |i-j|<={w}"] == ms * (2 * w + 1) - w * (w + 1))  # Figure 2.5.2: grow linearly
 assert np.all(counts[f"causal band (window {w + 1})"] == ms * (w + 1) - w * (w + 1) // 2)
 for name, cnt in counts.items():
     print(f"{name:24s}: " + "  ".join(f"{c:7d}" for c in cnt))
@@ -393,7 +398,7 @@ assert residual_corr == sp.zeros(2, 1)
 # %% [markdown]
 # **Discretisation (C.4).** Holding $h$ constant on each step of length $\Delta t$ ("zero-order
 # hold") makes the corrected recurrence exact:
-# $v_{k+1}=e^{A\Delta t}v_k+\big(\int_0^{\Delta t}e^{At'}dt'\big)Bh_k$ (`discretize_zoh`). The printed
+# $v_{i+1}=e^{A\Delta t}v_i+\big(\int_0^{\Delta t}e^{At'}dt'\big)Bh_i$ (`discretize_zoh`). The printed
 # (C.4a) inherits the ordering problem of (C.3a) ([checked below](#checking-the-paper)). We test the zero-order
 # hold against the exact solution (an accurate ODE solve) for a piecewise-constant input.
 
@@ -402,11 +407,11 @@ s_dim = d_in = 3
 A = rng.normal(size=(s_dim, s_dim)) - 2.0 * np.eye(s_dim)
 B = rng.normal(size=(s_dim, d_in))
 dt, n_hold = 0.2, 15  # step length and number of steps
-hs = rng.normal(size=(n_hold, d_in))  # h(t) = hs[k] on [t_k, t_{k+1})
+hs = rng.normal(size=(n_hold, d_in))  # h(t) = hs[i] on [t_i, t_{i+1})
 
 
 def exact_piecewise(A, B, dt, hs, v0):
-    """The state at t_k = k dt for the input hs[k] held on [t_k, t_{k+1}) (accurate ODE solve)."""
+    """The state at t_i = i dt for the input hs[i] held on [t_i, t_{i+1}) (accurate ODE solve)."""
     def rhs(t, x):
         return A @ x + B @ hs[min(int(t / dt + 1e-9), len(hs) - 1)]
 
@@ -474,11 +479,11 @@ plt.show()
 #
 # ## The SSM as a causal, linear-cost sequence map (5.9)
 #
-# With linear $\mathbf f,\mathbf g$ the recurrence (5.9) is $v_{k+1}=\bar Av_k+\bar Bh_k$,
-# $u_k=Cv_k+Dh_k$ (the read-out (5.9b)): one pass over the sequence, $\mathcal O(m)$. Unrolled it is
-# a causal convolution with kernel $\kappa_j=C\bar A^{j-1}\bar B$ (plus $Dh_k$ at lag 0 and the
+# With linear $\mathbf f,\mathbf g$ the recurrence (5.9) is $v_{i+1}=\bar Av_i+\bar Bh_i$,
+# $u_i=Cv_i+Dh_i$ (the read-out (5.9b)): one pass over the sequence, $\mathcal O(m)$. Unrolled it is
+# a causal convolution with kernel $\kappa_\rho=C\bar A^{\rho-1}\bar B$ (plus $Dh_i$ at lag 0 and the
 # fading effect of $v_0$), the other way structured state-space models such as S4 evaluate it. (Our
-# recurrence indexes the inputs from 0, so $u_k$ depends on $h_0,\dots,h_k$; the paper's indexing of
+# recurrence indexes the inputs from 0, so $u_i$ depends on $h_0,\dots,h_i$; the paper's indexing of
 # (5.9a) is [checked below](#checking-the-paper).)
 
 # %%
@@ -495,7 +500,7 @@ _, u_scan2 = ssm_scan(Ab, Bb, C, D, hs2, v0)
 assert np.array_equal(u_scan[:40], u_scan2[:40])
 kernel = ssm_kernel(Ab, Bb, C, T)
 print(f"scan == convolution: True; causal: outputs before position 40 unchanged; "
-      f"|kappa_j| decays from {np.abs(kernel[1]).max():.3f} to {np.abs(kernel[-1]).max():.1e} "
+      f"|kappa_rho| decays from {np.abs(kernel[1]).max():.3f} to {np.abs(kernel[-1]).max():.1e} "
       f"over {T} steps")
 per_step = s_dim * s_dim + s_dim * d_in + d_in * s_dim + d_in * d_in
 print(f"multiply-adds per position: {per_step}, so {T * per_step} for length {T} (linear in the length); "
@@ -537,12 +542,12 @@ print(f"multiply-adds per position: {per_step}, so {T * per_step} for length {T}
 #    grow with $n$, so the total is linear in $n$.
 #    ```
 #
-# 3. In the tiny state-space example, how does $v_3$ change if $h_1$ changes by 1? Does any $v_k$
+# 3. In the tiny state-space example, how does $v_3$ change if $h_1$ changes by 1? Does any $v_i$
 #    depend on a later input?
 #
 #    ```{dropdown} Answer
-#    $v_3=a^2bh_1+abh_2+bh_3$, so it changes by $a^2b=\tfrac14$. No: $v_k$ is built from
-#    $h_1,\dots,h_k$ only, so the recurrence is causal without any mask.
+#    $v_3=a^2bh_1+abh_2+bh_3$, so it changes by $a^2b=\tfrac14$. No: $v_i$ is built from
+#    $h_1,\dots,h_i$ only, so the recurrence is causal without any mask.
 #    ```
 
 # %% tags=["hide-cell"]
@@ -562,37 +567,38 @@ assert bumped_states[3, 0] - tiny_states[3, 0] == a_tiny**2 * b_tiny == 0.25
 # %% [markdown]
 # ## Checking the paper
 #
-# **Example 5.8, the wavelengths.** As printed, $\lambda_j=2^{2j/d_e}$ gives wavelengths between 6.42
+# **Example 5.8, the wavelengths.** As printed, $\lambda_\nu=2^{2\nu/d_e}$ gives wavelengths between 6.42
 # and 12.57 positions for $d_e=64$ (a factor 1.96), and the similarity of two encodings falls below
 # 0.5 at offset 2 — the lesson's Figure 2.5.1 and the cells before it. The usual base 10000 spans a
 # factor 7499. Recorded in `book/ERRATA.md`, row "§5.3.1, Example 5.8".
 #
 # **§5.3.2, the RoFormer inner product.** The paper sums over the $c$ *real* coordinates
-# $\mathbf x_j$, $\mathbf y_j$ of the query and the key,
-# $\mathrm{Re}\sum_j \mathbf x_j\mathbf y_je^{i(k-l)\psi_j}=\sum_j \mathbf x_j\mathbf y_j\cos((k-l)\psi_j)$,
+# $\mathbf x_\nu$, $\mathbf y_\nu$ of the query and the key,
+# $\mathrm{Re}\sum_\nu \mathbf x_\nu\mathbf y_\nu e^{\mathrm i\,(i-j)\psi_\nu}=\sum_\nu \mathbf x_\nu\mathbf y_\nu\cos((i-j)\psi_\nu)$,
 # which drops the sine cross-terms of a rotation. Sympy for one pair (recorded in `book/ERRATA.md`,
 # row "§5.3.2"):
 
 # %% tags=["hide-cell"]
 printed_pair = (q1 * k1 + q2 * k2) * sp.cos((kk - ll) * phi)
 rope_vs_printed = sp.simplify(sp.expand_trig(rope - printed_pair))
-display(Math(r"\langle R_k\mathbf x,R_l\mathbf y\rangle-\text{printed form}=" + sp.latex(rope_vs_printed)))
+display(Math(r"\langle R_i\mathbf x,R_j\mathbf y\rangle-\text{printed form}=" + sp.latex(rope_vs_printed)))
 assert rope_vs_printed != 0
 
 # %% [markdown]
 # **§5.3.3, the count of a causal layer.** The paper says causal attention needs $(m-1)(m-2)/2$
-# inner products. That counts the pairs $l<k$; with $l\le k$ (a position sees itself, as in (5.2))
+# inner products. That counts the pairs $j<i$; with $j\le i$ (a position sees itself, as in (5.2))
 # the count is the $n(n+1)/2$ above, $n=m-1$. And the indicator must remove the masked terms, not
 # zero their score: in the tiny example the future keeps weight 0.2689, and on a random sequence
 # changing only the last token moves earlier outputs by 3.613 (row "§5.3.3, causal attention").
-# The sparse rule that follows also swaps its indices: the formula weights the score by $A_{lk}$,
-# the next sentence computes a term when $A_{kl}\neq0$. For a symmetric band the two agree; for a
-# pattern that is not symmetric, such as the causal one, they are each other's transpose.
+# The sparse rule that follows also swaps its indices: the formula weights the score
+# $\langle Qh_i,Kh_j\rangle$ by entry $(j,i)$ of its adjacency matrix, the next sentence computes a
+# term when entry $(i,j)$ is not 0. For a symmetric band the two agree; for a pattern that is not
+# symmetric, such as the causal one, they are each other's transpose.
 
 # %% tags=["hide-cell"]
 printed_count = n * (n - 1) / 2
 display(Math(r"\text{printed: }" + sp.latex(sp.factor(printed_count))
-             + r",\qquad \text{difference from } l\le k: " + sp.latex(sp.factor(causal_count
+             + r",\qquad \text{difference from } j\le i: " + sp.latex(sp.factor(causal_count
                                                                                 - printed_count))))
 assert sp.simplify(causal_count - printed_count - n) == 0
 
@@ -609,7 +615,7 @@ assert residual_printed != sp.zeros(2, 1)
 
 # %% [markdown]
 # **Appendix C, (C.4a) as printed.** The printed recurrence,
-# $v_{k+1}=e^{A\Delta t}v_k+e^{At_{k+1}}\big(\int_0^{\Delta t}Be^{-At'}dt'\big)e^{-At_k}h_k$, on the
+# $v_{i+1}=e^{A\Delta t}v_i+e^{At_{i+1}}\big(\int_0^{\Delta t}Be^{-At'}dt'\big)e^{-At_i}h_i$, on the
 # piecewise-constant test above (non-commuting $A$, $B$ with $s=d_e$), and on a commuting pair:
 
 # %% tags=["hide-cell"]
@@ -637,12 +643,12 @@ assert err_printed > 1e-2
 assert err_printed_comm < 1e-7
 
 # %% [markdown]
-# **§5.3.4, the index of (5.9a).** As printed, (5.9a) runs $k=0,\dots,m-2$ with input $h_k$, so it
+# **§5.3.4, the index of (5.9a).** As printed, (5.9a) runs $i=0,\dots,m-2$ with input $h_i$, so it
 # reads an $h_0$ that the sequence $h_{1:m-1}$ does not have; our recurrence indexes the inputs
-# from 0, and $u_k$ depends on $h_0,\dots,h_k$ (row "§5.3.4, Eq. (5.9a)"). (The paper's next sentence,
-# "$v_{k+1}$ depends only on $h_{1:k}$", holds for the printed iteration once its first step is
+# from 0, and $u_i$ depends on $h_0,\dots,h_i$ (row "§5.3.4, Eq. (5.9a)"). (The paper's next sentence,
+# "$v_{i+1}$ depends only on $h_{1:i}$", holds for the printed iteration once its first step is
 # read without the missing $h_0$, $v_1=\mathbf f(v_0)$; with the inputs indexed from 0 it is
-# $h_{0:k}$, and with (5.9a) reading $h_{k+1}$ it would be $h_{1:k+1}$.)
+# $h_{0:i}$, and with (5.9a) reading $h_{i+1}$ it would be $h_{1:i+1}$.)
 
 # %% [markdown]
 # ## Reproducibility

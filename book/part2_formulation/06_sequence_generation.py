@@ -38,22 +38,27 @@
 # | $\pi$, $\pi_m(\cdot\mid f_{1:m-1})$ | the model's probability of a reply; its next-token distribution at position $m$ | probabilities |
 # | $f$, $f_m$, $f_{1:m}$ | a text; its token at position $m$; its first $m$ tokens | tokens |
 # | $f_1,f_2$ | in the tiny example: the two tokens of the reply | tokens |
-# | $\ell$ | the length of the prompt | integer |
-# | $n$ | the number of new tokens decoded | integer |
-# | $L$, $L'$ | the total length (prompt and reply) a text is padded to; the number of tokens sampled before greedy takes over (§6.4) | integers |
+# | $T_{\mathrm p}$ | the length of the prompt | integer |
+# | $n$, $n'$ | the number of new tokens decoded; the number of them sampled before greedy takes over (§6.4) | integers |
+# | $T$ | the total length (prompt and reply) a text is padded to | integer |
 # | $\mathcal V$, $\lvert\mathcal V\rvert$ | the vocabulary and its size | set, integer |
-# | $k$ | the width of a beam (the number of partial replies kept) | integer |
+# | $B$ | the width of a beam (the number of partial replies kept); in Example 6.1, the number of greedy favourites kept | integer |
 # | $z$, $\tau$ | the model's next-token scores; the temperature they are divided by | $(\lvert\mathcal V\rvert,)$, number |
 # | $p_{\mathrm{top}}(\tau)$ | the probability of the larger of two scores at temperature $\tau$ | number |
 # | $\lambda$ | the exponent of the length penalty of beam search | number |
-# | $v$, $v'$ | candidate tokens for two consecutive positions (Example 6.1) | tokens |
+# | $a$, $a'$ | candidate tokens for two consecutive positions (Example 6.1) | tokens |
 # ```
 #
 # ```{admonition} In the paper's notation
 # :class: note
-# The paper writes the prompt's length as $\ell_{\text{prompt}}$, and a reply is the part of
-# $f_{1:L}$ after it, so exhaustive search over $n=L-\ell_{\text{prompt}}$ new tokens scores
-# $|\mathcal V|^{L-\ell_{\text{prompt}}}$ replies.
+# The paper writes the prompt's length as $\ell_{\text{prompt}}$ (here $T_{\mathrm p}$), the
+# standardised length of a text as $L$ (here $T$, the book's length of a sequence, as in Chapter 6;
+# the book keeps $L$ and $\ell$ for the number and the index of layers) and the number of tokens
+# sampled before greedy takes over as $L'$ (here $n'$); its $k$, the number of candidates kept, is
+# $B$ here (the book keeps $k$ for a key), and its candidate tokens $(v,v')$ of Example 6.1 are
+# $(a,a')$ here (the book's $v$ is a value). A reply is the part of $f_{1:T}$ after the
+# prompt, so exhaustive search over $n=T-T_{\mathrm p}$ new tokens scores
+# $|\mathcal V|^{T-T_{\mathrm p}}$ replies.
 # It writes the vocabulary in bold, $\mathbf V$ (the book: $\mathcal V$); its $\pi$ —
 # kept here — is the model's distribution, not the number $\pi$.
 # ```
@@ -67,7 +72,7 @@ import os
 FULL = os.environ.get("FULL", "0") == "1"
 N_PROMPTS = 20 if FULL else 6  # prompts for the exhaustive (6.3) comparison, 3 characters each
 N_SAMPLES = 4000 if FULL else 1500  # draws for the exactness check of §6.3
-N_RUNS = 100 if FULL else 50  # decodes per temperature / per L'
+N_RUNS = 100 if FULL else 50  # decodes per temperature / per n'
 
 # %%
 from fractions import Fraction
@@ -231,8 +236,8 @@ print(show(greedy_long, 7))
 # Now the comparison of the tiny example at scale. For each prompt (a random 12-character window of
 # held-out text) we decode 3 characters with greedy, exhaustive search over all $66^3$ replies, and
 # beam search of widths 1 to 16, and compare the log-probability of each reply,
-# $\log\pi(f_{\ell+1:\ell+3}\mid f_{1:\ell})$ ($\ell$ the prompt's length). Cost is counted in model
-# calls: greedy needs 3, a beam of width $k$ at most $1+k+k$, exhaustive search
+# $\log\pi(f_{T_{\mathrm p}+1:T_{\mathrm p}+3}\mid f_{1:T_{\mathrm p}})$ ($T_{\mathrm p}$ the prompt's length). Cost is counted in model
+# calls: greedy needs 3, a beam of width $B$ at most $1+B+B$, exhaustive search
 # $1+66+66^2=4423$ (one call for every partial reply it extends).
 
 # %%
@@ -267,8 +272,8 @@ for p in prompts:
     exhaustive_replies.append(replies["exhaustive"])
     print(f"{tok.decode(p)!r:16s} greedy {show(replies['greedy'], len(p)):7s} {score['greedy']:7.3f}"
           f" | exhaustive {show(replies['exhaustive'], len(p)):7s} {score['exhaustive']:7.3f}"
-          f" | beam k=4 {show(replies[4], len(p)):7s} {score[4]:7.3f}")
-print(f"model calls: greedy {calls['greedy']}, beam k={widths} -> {[calls[w] for w in widths]}, "
+          f" | beam B=4 {show(replies[4], len(p)):7s} {score[4]:7.3f}")
+print(f"model calls: greedy {calls['greedy']}, beam B={widths} -> {[calls[w] for w in widths]}, "
       f"exhaustive {calls['exhaustive']}")
 
 # %%
@@ -277,7 +282,7 @@ exhaustive_scores = np.array([r[1] for r in rows])
 beam_scores = np.array([r[2] for r in rows])  # (prompts, widths)
 n_greedy_opt = int(np.sum(np.isclose(greedy_scores, exhaustive_scores)))
 n_beam4_opt = int(np.sum(np.isclose(beam_scores[:, 2], exhaustive_scores)))
-print(f"greedy optimal for {n_greedy_opt}/{len(prompts)} prompts; beam k=4 for {n_beam4_opt}/{len(prompts)}")
+print(f"greedy optimal for {n_greedy_opt}/{len(prompts)} prompts; beam B=4 for {n_beam4_opt}/{len(prompts)}")
 assert 0 < n_greedy_opt < len(prompts) and n_beam4_opt > n_greedy_opt  # greedy: often, not always
 # Figure 2.6.2: every beam of width 8 is optimal for these 3-character replies
 assert np.allclose(beam_scores[:, widths.index(8)], exhaustive_scores)
@@ -370,14 +375,14 @@ assert np.allclose(np.exp(log_softmax(apply_temperature(z, 1e-4))), np.eye(V)[np
 #
 # ## Mixing: sample first, then greedy (§6.4, Remark 6.3)
 #
-# A compromise: sample the first $L'$ new tokens, then continue greedily. With $L'=1$ (the use in
+# A compromise: sample the first $n'$ new tokens, then continue greedily. With $n'=1$ (the use in
 # Remark 6.3: a random first step, then a deterministic line of reasoning) the replies can differ
-# only through their first token, so there are at most $|\mathcal V|$ of them; as $L'$ grows,
+# only through their first token, so there are at most $|\mathcal V|$ of them; as $n'$ grows,
 # diversity rises towards full sampling and the average log-probability drops.
 
 # %%
 n_gen, runs = 20, N_RUNS
-sampled_lengths = [0, 1, 2, 5, 10, 20]  # L'
+sampled_lengths = [0, 1, 2, 5, 10, 20]  # n'
 mix_distinct, mix_lp = [], []
 for n_sampled in sampled_lengths:
     mix_rng = np.random.default_rng(3)
@@ -385,7 +390,7 @@ for n_sampled in sampled_lengths:
             for _ in range(runs)]
     mix_distinct.append(len({tuple(o) for o in outs}))
     mix_lp.append(np.mean([sequence_log_prob(lm.next_logits, o, len(prompt)) for o in outs]) / n_gen)
-    print(f"L' = {n_sampled:2d}: distinct {produced(mix_distinct[-1], '3d')}/{runs}, "
+    print(f"n' = {n_sampled:2d}: distinct {produced(mix_distinct[-1], '3d')}/{runs}, "
           f"mean log pi per char {produced(mix_lp[-1], '.3f')}")
 assert mix_distinct[0] == 1 and mix_distinct[1] <= V
 assert mix_distinct[1] < mix_distinct[-1] and mix_lp[0] > mix_lp[-1]  # Figure 2.6.2: diversity grows, log pi falls
@@ -397,7 +402,7 @@ axes[0].plot(widths, (beam_scores - exhaustive_scores[:, None]).T, "o-", alpha=0
 axes[0].axhline(0, color="k", lw=0.8)
 axes[0].set_xscale("log", base=2)
 axes[0].set_xticks(widths, [str(w) for w in widths])
-axes[0].set_xlabel("beam width k")
+axes[0].set_xlabel("beam width B")
 axes[0].set_ylabel(r"$\log\pi$(beam) $-$ $\log\pi$(exhaustive)")
 axes[0].set_title("one line per prompt, 3 characters")
 axes[1].semilogx(taus, frac_greedy, "o-", label="P(sample = greedy)")
@@ -407,12 +412,12 @@ axes[1].set_ylabel(f"share of the {N_RUNS} samples")
 axes[1].legend()
 axes[1].set_title("Remark 6.2")
 axes[2].plot(sampled_lengths, np.array(mix_distinct) / runs, "o-", label="distinct / runs")
-axes[2].set_xlabel("sampled prefix length L'")
+axes[2].set_xlabel("sampled prefix length n'")
 axes[2].set_ylabel(f"distinct replies / {runs}")
 likelihood_axis = axes[2].twinx()
 likelihood_axis.plot(sampled_lengths, mix_lp, "s--", color="C1", label="mean log pi per char")
 likelihood_axis.set_ylabel(r"mean $\log\pi$ per character", color="C1")
-axes[2].set_title("§6.4: sample L' tokens, then greedy")
+axes[2].set_title("§6.4: sample n' tokens, then greedy")
 plt.show()
 
 # %% [markdown]
@@ -421,8 +426,8 @@ plt.show()
 # every line reaches 0 by width 8 (the prompts for which greedy is already optimal lie on the black
 # zero line from width 1 on, hidden under it). Middle: Remark 6.2 — as $\tau\to0$ the share of samples equal to
 # the greedy reply (blue circles) rises to 1 and the share of distinct replies (vermilion squares)
-# falls to one reply in 50. Right: §6.4's mixed decoding — as the sampled prefix $L'$ grows
-# ($L'=0$ is greedy, $L'=20$ full sampling) diversity rises (blue circles, left axis) and the mean
+# falls to one reply in 50. Right: §6.4's mixed decoding — as the sampled prefix $n'$ grows
+# ($n'=0$ is greedy, $n'=20$ full sampling) diversity rises (blue circles, left axis) and the mean
 # log-probability per character falls (vermilion squares, dashed, right axis).
 #
 # ## Starting and stopping: EOS and PAD (§6.1)
@@ -430,24 +435,24 @@ plt.show()
 # A reply must end. Models reserve a token for it, the {term}`EOS token` (end of sequence): once it
 # is generated, the reply is complete. Here the newline character plays EOS, so a reply is one line
 # (greedy decoding loops and never ends its line, so we sample at $\tau=0.7$). Our decoders stop
-# at EOS; the paper instead fills the remaining positions up to a fixed length $L$ with a
+# at EOS; the paper instead fills the remaining positions up to a fixed length $T$ with a
 # {term}`PAD token` (padding), whose probability is 1 once an EOS has appeared (a change of the
 # next-token model (6.1b)); among the texts that start with the prompt (the set (6.2)), each PAD adds
 # $\log 1=0$, so the padded and the stopped reply have the same probability — and any other token
 # after EOS has probability 0. (PAD is the unknown-character id 0 here.)
 
 # %%
-EOS, PAD, L_total = tok.encode("\n")[0], 0, 60
+EOS, PAD, T = tok.encode("\n")[0], 0, 60
 p = tok.encode("KING RICHARD II:\n")
-out = sample(lm.next_logits, p, L_total - len(p), temperature=0.7, rng=np.random.default_rng(5),
+out = sample(lm.next_logits, p, T - len(p), temperature=0.7, rng=np.random.default_rng(5),
              eos_id=EOS)
-padded = pad_to_length(out, L_total, PAD)
+padded = pad_to_length(out, T, PAD)
 lp_stop = sequence_log_prob(lm.next_logits, out, len(p), eos_id=EOS)
 lp_pad = sequence_log_prob(lm.next_logits, padded, len(p), eos_id=EOS, pad_id=PAD)
 after_eos = padded[:-1] + [tok.encode("x")[0]]  # an 'x' where the last PAD should be
 lp_after_eos = sequence_log_prob(lm.next_logits, after_eos, len(p), eos_id=EOS, pad_id=PAD)
 print(f"sampled (tau = 0.7) to EOS: {produced(show(out, len(p)))} "
-      f"({produced(len(out) - len(p), 'd')} tokens), padded to L = {len(padded)}")
+      f"({produced(len(out) - len(p), 'd')} tokens), padded to T = {len(padded)}")
 print(f"log pi stopped {produced(lp_stop, '.6f')}, padded {produced(lp_pad, '.6f')}, "
       f"equal: {lp_stop == lp_pad}; a non-PAD token after EOS: {lp_after_eos}")
 assert out[-1] == EOS and lp_stop == lp_pad
@@ -465,7 +470,7 @@ ex = exhaustive_search(lm.next_logits, p, 3, eos_id=EOS)
 long_beam = beam_search(lm.next_logits, p, 3, 8, eos_id=EOS, length_penalty=1.0)
 print(f"exhaustive with EOS: {show(ex, len(p))} "
       f"(log pi {sequence_log_prob(lm.next_logits, ex, len(p), eos_id=EOS):.3f}); "
-      f"beam k=8, length penalty 1: {show(long_beam, len(p))}")
+      f"beam B=8, length penalty 1: {show(long_beam, len(p))}")
 assert ex[-1] == EOS and len(ex) < len(long_beam) and long_beam[-1] != EOS
 
 # %% [markdown]
@@ -474,8 +479,8 @@ assert ex[-1] == EOS and len(ex) < len(long_beam) and long_beam[-1] != EOS
 # - A model gives next-token probabilities; a reply's probability is their product along the reply
 #   (the chain rule), so the replies form a tree whose leaves are scored by products.
 # - Greedy decoding follows the largest branch and can miss the most likely reply; exhaustive search
-#   finds it at a cost of $|\mathcal V|^{n}$ replies; beam search keeps $k$ partial replies and costs
-#   about $k$ times greedy.
+#   finds it at a cost of $|\mathcal V|^{n}$ replies; beam search keeps $B$ partial replies and costs
+#   about $B$ times greedy.
 # - Sampling one token at a time from the model's conditionals draws exactly from its distribution
 #   over replies; the temperature trades diversity for likelihood, and $\tau\to0$ gives greedy.
 # - EOS ends a reply; padding after it has probability 1 and changes nothing, but EOS makes the most
@@ -558,11 +563,11 @@ assert brute_force_best == exhaustive_replies[0][len(p):]
 
 # %% [markdown]
 # **Example 6.1: the windowed look-ahead is not beam search.** Example 6.1 describes "beam search"
-# as: at each step maximise $\pi_{m:m+1}(v,v'\mid f_{1:m-1})$ over pairs whose first token $v$ is
-# among the $k$ greedy favourites, commit $f_m=v$, slide by one. That is a sliding two-token
-# look-ahead (`lookahead_search`); beam search keeps the $k$ best *partial sequences* and never
+# as: at each step maximise $\pi_{m:m+1}(a,a'\mid f_{1:m-1})$ over pairs whose first token $a$ is
+# among the $B$ greedy favourites, commit $f_m=a$, slide by one. That is a sliding two-token
+# look-ahead (`lookahead_search`); beam search keeps the $B$ best *partial sequences* and never
 # commits early (`beam_search`). `book/ERRATA.md` records the naming (row "§6.2, Example 6.1"); the
-# evidence, on 200 random peaked Markov models ($|\mathcal V|=4$, 4 new tokens, $k=2$) and on the
+# evidence, on 200 random peaked Markov models ($|\mathcal V|=4$, 4 new tokens, $B=2$) and on the
 # character model:
 
 # %% tags=["hide-cell"]
@@ -598,8 +603,8 @@ assert la_out == bs_out and f_la.calls != f_bs.calls  # "they agree for this pro
 # %% [markdown]
 # The two disagree on a minority of random models (16 of 200) and neither dominates: each is
 # sometimes the more likely. On the character model they agree for this prompt, at different costs.
-# Example 6.1's cost $k|\mathcal V|$ per step is the look-ahead's (each of the $k$ first tokens needs
-# one more model call, each returning $|\mathcal V|$ scores); beam search also costs about $k$ calls
+# Example 6.1's cost $B|\mathcal V|$ per step is the look-ahead's (each of the $B$ first tokens needs
+# one more model call, each returning $|\mathcal V|$ scores); beam search also costs about $B$ calls
 # per step.
 
 # %% [markdown]

@@ -38,14 +38,14 @@
 # | symbol | meaning | shape |
 # |---|---|---|
 # | $p$, $p_v$ | the true distribution of the next token; its probability of token $v$ | probabilities |
-# | $q$, $q_v$ | a model's distribution of the next token; its probability of $v$ | probabilities |
+# | $\mathbf q$, $\mathbf q_v$ | a model's distribution of the next token; its probability of $v$ | probabilities |
 # | $H(p)$, $H$ | the entropy of $p$; the entropy rate of a source (nats or bits per token) | number |
 # | $\mathbf D$ | a divergence between the true and the model's distribution of replies (8.3) | number |
 # | $F$, $G$ | cumulative distribution functions (a forecast's; the answer's law) | functions |
 # | $F_n$, $G_m$ | the empirical cumulative distribution functions of two samples of sizes $n$, $m$ | functions |
 # | $y$ | the one correct answer of a numerical question | number |
 # | $z$ | the variable the CRPS integrates over; $\mathbf 1\{z\ge y\}$ is 1 when $z\ge y$, else 0 (the CDF of a point mass at $y$) | number |
-# | $X$, $X'$ | two independent draws from the forecast | numbers |
+# | $S$, $S'$ | two independent draws from the forecast | numbers |
 # | $\mathcal N(\mu,\sigma^2)$ | a Gaussian forecast with mean $\mu$ and standard deviation $\sigma$ | |
 # | $U[0,1]$ | the uniform distribution on $[0,1]$ | |
 # | $k$ | the number of names a retrieval returns | integer |
@@ -57,8 +57,9 @@
 # :class: note
 # The paper writes the true law of text as a bold $\mathbf p$ (8.1), the model's next-token law as
 # a bold $\mathbf q$ and its law of whole sequences as $\pi$ (8.2), and a divergence as
-# $\mathbf D$; this page writes the true and the model's next-token distributions $p$ and $q$,
-# without bold.
+# $\mathbf D$; this page writes the true next-token distribution $p$ without bold (the book's
+# distribution $p$) and the model's as a bold $\mathbf q$, as the paper does (a plain $q$ is a query
+# in the book).
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §8.1
@@ -104,7 +105,7 @@ rng = np.random.default_rng(0)
 # **Scoring by probabilities.** The true next token is `a` with probability 1/2, `b` and `c` with
 # 1/4 each. Model A knows this; model B swaps `a` and `b`. The held-out text is "a a b c" (the
 # true frequencies). A model's {term}`cross-entropy` on it is its average surprise,
-# $-\frac1T\sum_t\log_2 q(\text{token}_t)$ bits over its $T$ tokens, and its {term}`perplexity` is $2^{\text{cross-entropy}}$:
+# $-\frac1T\sum_t\log_2 \mathbf q(\text{token}_t)$ bits over its $T$ tokens, and its {term}`perplexity` is $2^{\text{cross-entropy}}$:
 # the number of equally likely choices that would be as surprising.
 
 # %%
@@ -146,8 +147,8 @@ assert np.isclose(scores.precision, 1 / 3) and np.isclose(scores.recall, 1 / 2)
 # (8.1) and the model's law (8.2), written (8.3), and averages over prompts (8.4). With $\mathbf D=\mathrm{KL}$ this is a
 # constant minus the expected log-likelihood of the model on real text, so models are compared by
 # their cross-entropy on held-out text. For one position the identity behind it is
-# $-\sum_v p_v\log q_v=H(p)+\mathrm{KL}(p\,\|\,q)$, the tiny example's, for any three-outcome $p$
-# and $q$ (sympy):
+# $-\sum_v p_v\log \mathbf q_v=H(p)+\mathrm{KL}(p\,\|\,\mathbf q)$, the tiny example's, for any three-outcome $p$
+# and $\mathbf q$ (sympy):
 
 # %%
 p_s = sp.symbols("p1:4", positive=True)
@@ -155,7 +156,7 @@ q_s = sp.symbols("q1:4", positive=True)
 ce_expr = -sum(p * sp.log(q) for p, q in zip(p_s, q_s))
 h_plus_kl = -sum(p * sp.log(p) for p in p_s) + sum(p * sp.log(p / q) for p, q in zip(p_s, q_s))
 identity_gap = sp.simplify(sp.expand_log(ce_expr - h_plus_kl, force=True))
-display(Math(r"-\sum_v p_v\log q_v - \Big[H(p) + \mathrm{KL}(p\,\|\,q)\Big] = " + sp.latex(identity_gap)))
+display(Math(r"-\sum_v p_v\log \mathbf q_v - \Big[H(p) + \mathrm{KL}(p\,\|\,\mathbf q)\Big] = " + sp.latex(identity_gap)))
 assert identity_gap == 0
 
 # %% [markdown]
@@ -391,7 +392,7 @@ assert two_f[:, 0].std() > 2 * real_f[:, 0].std()  # the 2-gram's line lengths a
 # $\mathrm{CRPS}(F,y)=\int(F(z)-\mathbf 1\{z\ge y\})^2\,dz$: the area under the *squared* gap
 # between the forecast's CDF and the step of the true answer (the square of their $L^2$ distance,
 # not the square of the area between them). Lower is better; a forecast that puts all its mass on $y$
-# scores 0. The library computes it from samples through $\mathbb E|X-y|-\tfrac12\mathbb E|X-X'|$;
+# scores 0. The library computes it from samples through $\mathbb E|S-y|-\tfrac12\mathbb E|S-S'|$;
 # we check that against the integral definition by quadrature, and against the closed form for a
 # Gaussian.
 

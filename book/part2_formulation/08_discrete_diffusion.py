@@ -23,8 +23,8 @@
 #   $\ge 0$, rows summing to 0), and compute a token's probabilities at time $t$ by hand;
 # - simulate the chain exactly (Gillespie) and approximately (τ-leaping), and say how the
 #   approximation's error shrinks;
-# - compute the reverse rates $\bar Q_{ij}=Q_{ji}\,p(j,t)/p(i,t)$ and explain why running them
-#   backwards from time $T$ recovers the data;
+# - compute the reverse rates $\bar Q_{yz}=Q_{zy}\,p(z,t)/p(y,t)$ and explain why running them
+#   backwards from time $t_{\max}$ recovers the data;
 # - explain why the score-entropy loss is minimised at the probability ratios the reverse rates need.
 # ```
 #
@@ -40,25 +40,23 @@
 # | symbol | meaning | shape |
 # |---|---|---|
 # | $\mathcal V$, $\lvert\mathcal V\rvert$ | the values a token can take (the mask included) and their number | set, integer |
-# | $i$, $j$, $k$, $\ell$ | values of a token (states of the chain) | integers |
+# | $y$, $z$, $u$ | values of a token (states of the chain): $Q_{yz}$ is the rate of a jump from $y$ to $z$; $u$ is a third state (summed over, or a data point) | integers |
 # | $m$ | the mask value | integer |
-# | $Q$, $Q_{ij}$ | a rate matrix (generator); the rate of the jump $i\to j$. $Q^0$ is a fixed one that a noise schedule scales, $Q(t)=\sigma^2(t)Q^0$ | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
+# | $Q$, $Q_{yz}$ | a rate matrix (generator); the rate of the jump $y\to z$. $Q^0$ is a fixed one that a noise schedule scales, $Q(t)=\sigma^2(t)Q^0$ | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
 # | $\sigma^2(t)$, $g(t)$ | the noise schedule; the new clock $g(t)=\int_0^t\sigma^2$ | numbers |
 # | $\beta$ | the rate of masking (or of uniform jumps) | number |
-# | $h$ | a short time interval | number |
-# | $p(t)$, $p(i,t)$, $p_i(t)$ | the law of the token at time $t$ (a row vector); its probability of value $i$ | $(\lvert\mathcal V\rvert,)$ |
-# | $p_0$, $p_{0,i}$ | the data's law at time 0 | $(\lvert\mathcal V\rvert,)$ |
-# | $t$, $T$ | time; the end of the forward process | numbers |
+# | $\Delta t$ | a short time interval | number |
+# | $p(t)$, $p(y,t)$, $p_y(t)$ | the law of the token at time $t$ (a row vector); its probability of value $y$ | $(\lvert\mathcal V\rvert,)$ |
+# | $p_0$, $p_{0,y}$ | the data's law at time 0 | $(\lvert\mathcal V\rvert,)$ |
+# | $t$, $t_{\max}$ | time; the end of the forward process | numbers |
 # | $\bar Q(t)$, $\bar p$ | the reverse chain's rate matrix; its law | as $Q$, $p$ |
 # | $I$, $\mathbf 1$ | the identity matrix; the vector of ones, a **column** (the one column vector of the page: $\mathbf 1\mathbf 1^\top$ is the matrix of ones, and $pQ\mathbf 1$ adds up the entries of the row $pQ$) | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$, $(\lvert\mathcal V\rvert,1)$ |
-# | $L$ | the number of tokens in a sequence | integer |
+# | $T$ | the number of tokens in a sequence | integer |
 # | $\tau$ | the length of one step of τ-leaping | number |
-# | $x(T)$ | the state of the chain at time $T$ | token(s) |
 # | $p_{\mathrm{ref}}$ | the law the reverse chain starts from in practice (all masked) | $(\lvert\mathcal V\rvert,)$ |
-# | $s(i,t)_j$, $s_j$ | the network's estimate of the ratio $p(j,t)/p(i,t)$ | numbers |
+# | $s(y,t)_z$, $s_z$ | the network's estimate of the ratio $p(z,t)/p(y,t)$ | numbers |
 # | $c$ | a positive constant (the minimiser of $s-c\log s$ is $s=c$) | number |
-# | $q_{ij}$ | in the symbolic check: the free rates (the probabilities there are the $p_i$) | symbols |
-# | $r$ | the reversed clock $T-t$ | number |
+# | $r$ | the reversed clock $t_{\max}-t$ | number |
 # ```
 #
 # ```{admonition} In the paper's notation
@@ -66,10 +64,14 @@
 # The paper writes laws as **column** vectors, $\partial_t p=Qp$ (see
 # [Checking the paper](#checking-the-paper) for why the book uses rows, $\dot p=pQ$). It writes the
 # new clock of (9.3) as $\tau$ (the book's $g$; the book keeps $\tau$ for the leap of τ-leaping) and
-# has no name for a reversed clock: its (9.4) runs on $t$ itself, backwards from $T$ (the book's
-# checks use $r=T-t$; the paper's own $s$ is the variable of integration in $g(t)=\int_0^t\sigma^2(s)\,ds$,
+# has no name for a reversed clock: its (9.4) runs on $t$ itself, backwards from $t_{\max}$ (the book's
+# checks use $r=t_{\max}-t$; the paper's own $s$ is the variable of integration in $g(t)=\int_0^t\sigma^2(s)\,ds$,
 # and the book keeps $s$ for the ratio network, as the paper does too).
-# It writes the set of values in bold, $\mathbf V$ (the book: $\mathcal V$).
+# It writes the set of values in bold, $\mathbf V$ (the book: $\mathcal V$), the states of the
+# chain as $i$, $j$, $k$, $\ell$ (here $y$, $z$, $u$: the book keeps $i$ and $j$ for the positions of
+# a query and a key, and $\ell$ for a layer), the length of a sequence as $L$ (here $T$, as in
+# Chapter 6) and the end of the forward process as $T$ (here $t_{\max}$). Quoted formulas keep the
+# paper's equation numbers and are written in the book's letters.
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §9
@@ -110,8 +112,8 @@ rng = np.random.default_rng(0)
 # One token, three possible values: `cat`, `dog` and the mask `M`. At time 0 the token is `cat`
 # with probability 0.6 and `dog` with 0.4 (our "data"). The forward process: an unmasked token is
 # replaced by `M` at a random time, with {term}`rate <rate matrix>` $\beta=1$ — in a short interval
-# $h$ it flips with probability about $\beta h$ — and `M` stays `M` for ever. A rate matrix $Q$
-# lists these rates: $Q_{ij}\ge0$ is the rate of the jump $i\to j$, and each diagonal entry is minus
+# $\Delta t$ it flips with probability about $\beta\,\Delta t$ — and `M` stays `M` for ever. A rate matrix $Q$
+# lists these rates: $Q_{yz}\ge0$ is the rate of the jump $y\to z$, and each diagonal entry is minus
 # the total rate of leaving, so every row sums to 0:
 #
 # $$Q=\begin{pmatrix}-1&0&1\\0&-1&1\\0&0&0\end{pmatrix}\quad(\text{rows and columns: cat, dog, M}).$$
@@ -138,7 +140,7 @@ assert np.allclose(p_expm, [float(p_at_ln2[w]) for w in labels], atol=1e-12)
 # Now run it backwards. A masked token at time $t$ must have been `cat` or `dog` before; the reverse
 # chain unmasks it. Its rates are (Eq. 9.4, Theorem D.1)
 #
-# $$\bar Q_{ij}(t)=Q_{ji}\,\frac{p(j,t)}{p(i,t)}:$$
+# $$\bar Q_{yz}(t)=Q_{zy}\,\frac{p(z,t)}{p(y,t)}:$$
 #
 # the forward rate of the opposite jump, times how much more likely the target is than the source.
 # From `M` to `cat` at $t=\ln 2$: $\bar Q_{M,\mathrm{cat}}=Q_{\mathrm{cat},M}\cdot
@@ -184,16 +186,16 @@ plt.show()
 # ## The forward process: a continuous-time Markov chain (9.1)–(9.3)
 #
 # For $|\mathcal V|$ values a rate matrix (also called a generator) is $|\mathcal V|\times|\mathcal V|$
-# with $Q_{ij}\ge0$ off the diagonal and rows summing to 0. We write probability laws as **row**
+# with $Q_{yz}\ge0$ off the diagonal and rows summing to 0. We write probability laws as **row**
 # vectors: they evolve by $\dot p=pQ$, so $p(t)=p(0)\,e^{tQ}$, and $e^{tQ}$ is the matrix of
-# probabilities of being at $j$ at time $t$ having started at $i$. (The paper prints (9.1) as
+# probabilities of being at $z$ at time $t$ having started at $y$. (The paper prints (9.1) as
 # $\partial_t p=Qp$; with rows summing to 0 that needs $Q^\top$ — see
 # [Checking the paper](#checking-the-paper).)
 #
 # The two standard choices of §9: **uniform noise** (a token jumps to a uniformly random token,
 # rate $\beta$: $Q=\beta(\mathbf 1\mathbf 1^\top/|\mathcal V|-I)$), which forgets the data towards the
 # uniform law; and **masking** (absorbing: a token jumps to the mask $m$ at rate $\beta$,
-# $Q_{im}=\beta$, $Q_{ii}=-\beta$ for $i\ne m$, mask row 0), which forgets it towards "all masked".
+# $Q_{ym}=\beta$, $Q_{yy}=-\beta$ for $y\ne m$, mask row 0), which forgets it towards "all masked".
 # These are the corrected forms of Examples 9.2 and 9.3 (the printed ones fail the row-sum test;
 # [Checking the paper](#checking-the-paper)). For $|\mathcal V|=4$, mask id 3, $\beta=0.5$:
 
@@ -224,23 +226,23 @@ print("max |p(t) - p0 expm(g(t) Q0)| < 1e-10:", err < 1e-10)
 # %% [markdown]
 # ## Sequences: one token changes per jump (Remark 9.1)
 #
-# A sequence of $L$ tokens has $|\mathcal V|^L$ possible values — far too many for a dense matrix
+# A sequence of $T$ tokens has $|\mathcal V|^T$ possible values — far too many for a dense matrix
 # (Remark 9.1). But if each token is corrupted independently by the same $Q$, the chain on sequences
 # is the "Kronecker sum" $Q\oplus\dots\oplus Q$, for two tokens $Q\oplus Q=Q\otimes I+I\otimes Q$,
-# where $\otimes$ is the Kronecker product (numpy's `np.kron`: the block matrix whose block $(i,j)$
-# is entry $(i,j)$ of the left matrix times the whole right matrix). Only one token changes per jump, so each row has at
-# most $L(|\mathcal V|-1)+1$ non-zero entries; and because the tokens are corrupted independently,
+# where $\otimes$ is the Kronecker product (numpy's `np.kron`: the block matrix whose block $(y,z)$
+# is entry $(y,z)$ of the left matrix times the whole right matrix). Only one token changes per jump, so each row has at
+# most $T(|\mathcal V|-1)+1$ non-zero entries; and because the tokens are corrupted independently,
 # the transition matrix factorises, $e^{t(Q\oplus Q)}=e^{tQ}\otimes e^{tQ}$ — so the *forward*
 # (noising) process can be sampled one position at a time. The reverse chain, which generates
 # text, does not factorise: its rates depend on the whole sequence (shown on
 # [Part 2's checking page](checking_the_paper.ipynb)).
 
 # %%
-L = 3
-Q_seq = sequence_generator(Q_abs, L)
+T = 3
+Q_seq = sequence_generator(Q_abs, T)
 nnz_per_row = (Q_seq != 0).sum(axis=1).max()
-print(f"|V|^L = {V**L} states; at most {nnz_per_row} non-zeros per row "
-      f"(bound L(|V|-1)+1 = {L * (V - 1) + 1})")
+print(f"|V|^T = {V**T} states; at most {nnz_per_row} non-zeros per row "
+      f"(bound T(|V|-1)+1 = {T * (V - 1) + 1})")
 P1 = transition_matrix(Q_abs, 0.8)
 assert np.allclose(transition_matrix(Q_seq, 0.8), np.kron(np.kron(P1, P1), P1), atol=1e-12)
 assert not generator_violations(Q_seq, atol=1e-12)
@@ -248,21 +250,21 @@ assert not generator_violations(Q_seq, atol=1e-12)
 # %% [markdown]
 # ## Simulating the chain: Gillespie and τ-leaping
 #
-# **Gillespie's algorithm** simulates the chain exactly: in state $i$ wait an exponential time with
-# rate $-Q_{ii}$ (the total rate of leaving), then jump to $j$ with probability $Q_{ij}/(-Q_{ii})$.
+# **Gillespie's algorithm** simulates the chain exactly: in state $y$ wait an exponential time with
+# rate $-Q_{yy}$ (the total rate of leaving), then jump to $z$ with probability $Q_{yz}/(-Q_{yy})$.
 # **τ-leaping** freezes the rates over a step of length $\tau$ and moves every position at once,
 # each independently with a token's one-step matrix $I+\tau Q$ (here τ is a time step, not a
 # temperature). One leap of the whole sequence is therefore the Kronecker product
-# $(I+\tau Q)\otimes\dots\otimes(I+\tau Q)$ of $L$ copies — several positions can change in one leap —
-# and the law after $n$ leaps is $p_0\big((I+\tau Q)^{\otimes L}\big)^n=p_0e^{t(Q\oplus\dots\oplus Q)}+\mathcal O(\tau)$, $t=n\tau$. We simulate sequences of $L=3$ tokens that start
+# $(I+\tau Q)\otimes\dots\otimes(I+\tau Q)$ of $T$ copies — several positions can change in one leap —
+# and the law after $n$ leaps is $p_0\big((I+\tau Q)^{\otimes T}\big)^n=p_0e^{t(Q\oplus\dots\oplus Q)}+\mathcal O(\tau)$, $t=n\tau$. We simulate sequences of $T=3$ tokens that start
 # from a small "data set" of three sentences, with the masking generator, and compare the
 # histograms with the exact law, in {term}`total variation distance`.
 
 # %%
 data_seqs = np.array([[0, 1, 2], [2, 1, 0], [1, 1, 1]])  # three "sentences" over {0, 1, 2}; 3 = mask
 data_w = np.array([0.5, 0.3, 0.2])
-flat = np.ravel_multi_index(data_seqs.T, (V,) * L)  # row-major index of each sentence in V^L
-p0_seq = np.zeros(V**L)
+flat = np.ravel_multi_index(data_seqs.T, (V,) * T)  # row-major index of each sentence in V^T
+p0_seq = np.zeros(V**T)
 p0_seq[flat] = data_w
 t_obs = 1.0
 exact_seq = forward_marginal(p0_seq, Q_seq, t_obs)
@@ -274,10 +276,10 @@ def tv(a, c):
 
 
 def leap_matrix(Q_token, n_leaps):
-    """(V^L, V^L): n_leaps tau-leaps up to t_obs; one leap is L independent token leaps I + tau Q."""
+    """(V^T, V^T): n_leaps tau-leaps up to t_obs; one leap is T independent token leaps I + tau Q."""
     one_token = euler_transition_matrix(Q_token, t_obs / n_leaps)  # (V, V), I + tau Q
     one_leap = one_token
-    for _ in range(L - 1):
+    for _ in range(T - 1):
         one_leap = np.kron(one_leap, one_token)  # positions in row-major order, as ravel_multi_index
     return np.linalg.matrix_power(one_leap, n_leaps)
 
@@ -285,38 +287,38 @@ def leap_matrix(Q_token, n_leaps):
 # %%
 start = rng.choice(flat, size=N_CHAINS, p=data_w)
 x_gil, n_jumps = gillespie(Q_seq, start, t_obs, rng)
-freq_gil = np.bincount(x_gil, minlength=V**L) / N_CHAINS
-x_tau = tau_leaping(Q_abs, np.array(np.unravel_index(start, (V,) * L)).T, t_obs, 20, rng)
-freq_tau = np.bincount(np.ravel_multi_index(x_tau.T, (V,) * L), minlength=V**L) / N_CHAINS
+freq_gil = np.bincount(x_gil, minlength=V**T) / N_CHAINS
+x_tau = tau_leaping(Q_abs, np.array(np.unravel_index(start, (V,) * T)).T, t_obs, 20, rng)
+freq_tau = np.bincount(np.ravel_multi_index(x_tau.T, (V,) * T), minlength=V**T) / N_CHAINS
 law_tau = p0_seq @ leap_matrix(Q_abs, 20)  # the law tau_leaping samples from
 print(f"TV(Gillespie histogram, expm)      = {produced(tv(freq_gil, exact_seq), '.3f')}")
 print(f"TV(tau-leap histogram, its law)    = {produced(tv(freq_tau, law_tau), '.3f')}")
 print(f"TV(tau-leap law (20 leaps), expm)  = {tv(law_tau, exact_seq):.4f}")
 print(f"mean number of jumps per chain     = {produced(n_jumps.mean(), '.2f')} "
-      f"(exact: {L * (1 - np.exp(-b * t_obs)):.2f})")
+      f"(exact: {T * (1 - np.exp(-b * t_obs)):.2f})")
 assert tv(freq_gil, exact_seq) < 0.05 and tv(freq_tau, law_tau) < 0.05
-# holding times: P(no jump by t) = exp(Q_ii t), rate -Q_ii = L*b for a fully unmasked sequence
+# holding times: P(no jump by t) = exp(Q_yy t), rate -Q_yy = T*b for a fully unmasked sequence
 no_jump = np.mean(n_jumps == 0)
 print(f"P(no jump by t): simulated {produced(no_jump, '.3f')}, "
-      f"exp(-L b t) = {np.exp(-L * b * t_obs):.3f}")
-assert abs(no_jump - np.exp(-L * b * t_obs)) < 4 * np.sqrt(no_jump * (1 - no_jump) / N_CHAINS)
+      f"exp(-T b t) = {np.exp(-T * b * t_obs):.3f}")
+assert abs(no_jump - np.exp(-T * b * t_obs)) < 4 * np.sqrt(no_jump * (1 - no_jump) / N_CHAINS)
 
 # %% [markdown]
-# The expected number of jumps for a sequence with no mask is $L(1-e^{-\beta t})$ (each token jumps
+# The expected number of jumps for a sequence with no mask is $T(1-e^{-\beta t})$ (each token jumps
 # at most once, to the mask, and has done so by time $t$ with probability $1-e^{-\beta t}$). The same comparison with uniform noise on the three-letter
 # vocabulary $\{0,1,2\}$ (no mask token):
 
 # %%
 Q_u3 = uniform_generator(3, b)
-Q_u3_seq = sequence_generator(Q_u3, L)
-flat3 = np.ravel_multi_index(data_seqs.T, (3,) * L)
-p0_u3 = np.zeros(3**L)
+Q_u3_seq = sequence_generator(Q_u3, T)
+flat3 = np.ravel_multi_index(data_seqs.T, (3,) * T)
+p0_u3 = np.zeros(3**T)
 p0_u3[flat3] = data_w
 exact_u3 = forward_marginal(p0_u3, Q_u3_seq, t_obs)
 start3 = rng.choice(flat3, size=N_CHAINS, p=data_w)
-freq_gil_u3 = np.bincount(gillespie(Q_u3_seq, start3, t_obs, rng)[0], minlength=3**L) / N_CHAINS
-x_tau_u3 = tau_leaping(Q_u3, np.array(np.unravel_index(start3, (3,) * L)).T, t_obs, 20, rng)
-freq_tau_u3 = np.bincount(np.ravel_multi_index(x_tau_u3.T, (3,) * L), minlength=3**L) / N_CHAINS
+freq_gil_u3 = np.bincount(gillespie(Q_u3_seq, start3, t_obs, rng)[0], minlength=3**T) / N_CHAINS
+x_tau_u3 = tau_leaping(Q_u3, np.array(np.unravel_index(start3, (3,) * T)).T, t_obs, 20, rng)
+freq_tau_u3 = np.bincount(np.ravel_multi_index(x_tau_u3.T, (3,) * T), minlength=3**T) / N_CHAINS
 law_tau_u3 = p0_u3 @ leap_matrix(Q_u3, 20)
 print(f"uniform: TV(Gillespie, expm) = {produced(tv(freq_gil_u3, exact_u3), '.3f')};  "
       f"TV(tau-leap, its law) = {produced(tv(freq_tau_u3, law_tau_u3), '.3f')};  "
@@ -340,7 +342,7 @@ assert 0.9 < slope < 1.1
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
 order = np.argsort(-exact_seq)[:10]
-seq_labels = ["".join("abcM"[d] for d in np.unravel_index(s, (V,) * L)) for s in order]
+seq_labels = ["".join("abcM"[d] for d in np.unravel_index(s, (V,) * T)) for s in order]
 xs = np.arange(order.size)
 axes[0].bar(xs - 0.25, exact_seq[order], 0.25, label="expm")
 axes[0].bar(xs, freq_gil[order], 0.25, label="Gillespie")
@@ -367,16 +369,16 @@ plt.show()
 #
 # ## Running the chain backwards (9.4) and Theorem D.1
 #
-# The tiny example's reverse rates, in general (D.1): $\bar Q_{ij}(t)=Q_{ji}\,p(j,t)/p(i,t)$. Two
+# The tiny example's reverse rates, in general (D.1): $\bar Q_{yz}(t)=Q_{zy}\,p(z,t)/p(y,t)$. Two
 # algebraic facts carry Theorem D.1: $\bar Q$ is again a rate matrix, and $p\bar Q=-pQ$ — the
 # reverse flow exactly undoes the forward flow at every time, so a chain run backwards with
-# $\bar Q$ from $p(T)$ passes through $p(t)$ for every $t$ and ends at the data law $p(0)$. Sympy
-# checks $p\bar Q+pQ=0$ for a generic $3\times3$ rate matrix with symbols $q_{ij}$ as its
-# off-diagonal rates and $p_i$ as the probabilities:
+# $\bar Q$ from $p(t_{\max})$ passes through $p(t)$ for every $t$ and ends at the data law $p(0)$. Sympy
+# checks $p\bar Q+pQ=0$ for a generic $3\times3$ rate matrix whose off-diagonal rates $Q_{yz}$ are
+# free symbols (the states numbered 0, 1, 2: $Q_{01}$, …) and whose probabilities are the $p_y$:
 
 # %%
 S = 3
-q = sp.Matrix(S, S, lambda i, j: sp.Symbol(f"q{i}{j}", positive=True) if i != j else 0)
+q = sp.Matrix(S, S, lambda i, j: sp.Symbol(f"Q_{i}{j}", positive=True) if i != j else 0)
 Qs = q - sp.diag(*[sum(q[i, :]) for i in range(S)])  # rows sum to 0
 ps = sp.Matrix([[sp.Symbol(f"p{i}", positive=True) for i in range(S)]])
 Qbar = sp.Matrix(S, S, lambda i, j: Qs[j, i] * ps[j] / ps[i] if i != j else 0)
@@ -385,17 +387,17 @@ display(Math(r"p\,\bar Q + p\,Q = " + sp.latex(sp.simplify(ps * Qbar + ps * Qs))
 assert sp.simplify(ps * Qbar + ps * Qs) == sp.zeros(1, S)
 
 # %% [markdown]
-# Numerically: start the reverse equation at $p(T)$ and integrate it down towards $t=0$ with the
+# Numerically: start the reverse equation at $p(t_{\max})$ and integrate it down towards $t=0$ with the
 # exact reverse rates (`reverse_marginals`: Runge–Kutta on a grid that becomes geometric near 0,
 # where the rates out of states with $p_0=0$ grow like $1/t$). Theorem D.1 says it retraces the
-# forward marginals, whose closed forms for rate $\beta$ are $p_i(t)=p_{0,i}e^{-\beta t}$,
+# forward marginals, whose closed forms for rate $\beta$ are $p_y(t)=p_{0,y}e^{-\beta t}$,
 # $p_m(t)=1-e^{-\beta t}(1-p_{0,m})$ (masking) and $1/|\mathcal V|+(p_0-1/|\mathcal V|)e^{-\beta t}$
-# (uniform). Then we *sample* the reverse chain from $x(T)\sim p(T)$ with τ-leaping
+# (uniform). Then we *sample* the reverse chain from a state drawn from $p(t_{\max})$ with τ-leaping
 # (`sample_reverse`) and recover the data law at $t=0$.
 
 # %%
-T = 4.0
-times = np.concatenate([np.linspace(T, 0.1, 120), np.geomspace(0.1, 1e-4, 60)[1:]])
+t_max = 4.0
+times = np.concatenate([np.linspace(t_max, 0.1, 120), np.geomspace(0.1, 1e-4, 60)[1:]])
 closed = {
     "absorbing": lambda t: np.where(np.arange(V) == mask, 1 - np.exp(-b * t) * (1 - p0[mask]),
                                     p0 * np.exp(-b * t)),
@@ -408,7 +410,7 @@ for name, Q in [("absorbing", Q_abs), ("uniform", Q_uni)]:
     pb = reverse_marginals(p0, Q, times)
     exact = np.array([closed[name](t) for t in times])
     err = np.abs(pb - exact).max()
-    x0 = sample_reverse(p0, Q, T, 400, N_CHAINS, rng)
+    x0 = sample_reverse(p0, Q, t_max, 400, N_CHAINS, rng)
     freq0 = np.bincount(x0, minlength=V) / N_CHAINS
     print(f"{name:9s}: max |p_bar(t) - p(t)| on the grid < 1e-6: {err < 1e-6};  "
           f"reverse samples at t=0: {produced(np.array2string(freq0, precision=3))} (data {p0})")
@@ -430,27 +432,27 @@ plt.show()
 
 # %% [markdown]
 # **Figure 2.8.3.** Forward marginals (thick pale lines, closed form) and the solution of the
-# reverse equation (9.4) started from $p(T)$ and run from $t=T$ down to $t\approx 0$ (dots), one
+# reverse equation (9.4) started from $p(t_{\max})$ and run from $t=t_{\max}$ down to $t\approx 0$ (dots), one
 # colour per state (state 3 is the mask in the left panel and an ordinary value in the right one):
 # the dots sit on the lines, as Theorem D.1 states, for masking (left) and uniform noise (right).
 #
 # In practice the reverse chain starts from the reference law $p_{\mathrm{ref}}$ (all masked), not from
-# $p(T)$, which is unknown. The resulting error at $t=0$ is at most the total variation between
-# $p(T)$ and $p_{\mathrm{ref}}$ (a Markov kernel cannot increase it), which decays like $e^{-\beta T}$:
+# $p(t_{\max})$, which is unknown. The resulting error at $t=0$ is at most the total variation between
+# $p(t_{\max})$ and $p_{\mathrm{ref}}$ (a Markov kernel cannot increase it), which decays like $e^{-\beta t_{\max}}$:
 
 # %%
-for T_end in [1.0, 2.0, 4.0, 8.0]:
-    gap = tv(forward_marginal(p0, Q_abs, T_end), np.eye(V)[mask])
-    bound = (1 - p0[mask]) * np.exp(-b * T_end)
-    print(f"T = {T_end:3.0f}: TV(p(T), delta_mask) = {gap:.4f}   (1 - p0_m) e^(-beta T) = {bound:.4f}")
+for tmax in [1.0, 2.0, 4.0, 8.0]:
+    gap = tv(forward_marginal(p0, Q_abs, tmax), np.eye(V)[mask])
+    bound = (1 - p0[mask]) * np.exp(-b * tmax)
+    print(f"t_max = {tmax:3.0f}: TV(p(t_max), delta_mask) = {gap:.4f}   (1 - p0_m) e^(-beta t_max) = {bound:.4f}")
     assert np.isclose(gap, bound, atol=1e-12)
 
 # %% [markdown]
 # ## Learning the reverse rates: the score-entropy loss (9.5)
 #
-# The reverse rates need the ratios $p(j,t)/p(i,t)$, which are unknown for real text. A network
-# $s(i,t)_j$ is trained to approximate them by minimising the {term}`score-entropy loss`
-# $\mathbb E_{i\sim p}\sum_{j\ne i}\big(s_j-\tfrac{p(j)}{p(i)}\log s_j\big)$ (first display after
+# The reverse rates need the ratios $p(z,t)/p(y,t)$, which are unknown for real text. A network
+# $s(y,t)_z$ is trained to approximate them by minimising the {term}`score-entropy loss`
+# $\mathbb E_{y\sim p}\sum_{z\ne y}\big(s_z-\tfrac{p(z)}{p(y)}\log s_z\big)$ (first display after
 # (9.4)). Each term has the form $s-c\log s$ with $c>0$, which is smallest at $s=c$ (its derivative
 # $1-c/s$ vanishes there), so the minimiser is the ratio itself. We minimise over all
 # $|\mathcal V|(|\mathcal V|-1)$ entries at a fixed time with BFGS (a quasi-Newton optimiser) and
@@ -473,10 +475,10 @@ res = scipy.optimize.minimize(se, np.zeros(off.sum()), args=(pt,), method="BFGS"
                               options={"gtol": 1e-10})
 err = np.abs(np.exp(res.x) - probability_ratios(pt)[off]).max()
 assert err < 1e-5
-print("max |argmin s - p(j)/p(i)| < 1e-5:", err < 1e-5)
+print("max |argmin s - p(z)/p(y)| < 1e-5:", err < 1e-5)
 
 # %% [markdown]
-# Then (9.5): plugging the exact ratio into $\bar Q_{ij}=Q_{ji}\,s(i,t)_j$ reproduces the reverse
+# Then (9.5): plugging the exact ratio into $\bar Q_{yz}=Q_{zy}\,s(y,t)_z$ reproduces the reverse
 # rate matrix of (D.1), so a well-trained ratio network is all the reverse sampler needs.
 
 # %%
@@ -499,8 +501,8 @@ print("(9.5) with the exact ratios equals (D.1) for both generators")
 #   depend on the whole sequence).
 # - Gillespie simulates the chain exactly; τ-leaping moves all positions per step and is accurate to
 #   first order in the step.
-# - Running the chain backwards with $\bar Q_{ij}=Q_{ji}p(j,t)/p(i,t)$ from $p(T)$ recovers the
-#   data at $t=0$; generation only needs the ratios $p(j,t)/p(i,t)$, which the score-entropy loss
+# - Running the chain backwards with $\bar Q_{yz}=Q_{zy}p(z,t)/p(y,t)$ from $p(t_{\max})$ recovers the
+#   data at $t=0$; generation only needs the ratios $p(z,t)/p(y,t)$, which the score-entropy loss
 #   is minimised at.
 
 # %% [markdown]
@@ -524,7 +526,7 @@ print("(9.5) with the exact ratios equals (D.1) for both generators")
 #    ```{dropdown} Answer
 #    With $\dot p=pQ$, the total probability changes at rate $p\,Q\mathbf 1$, which is 0 for every
 #    $p$ exactly when every row sums to 0. The printed matrix's rows sum to 1, so
-#    $\frac{d}{dt}\sum_ip_i=\sum_ip_i$: total "probability" grows like $e^t$. (What that matrix is,
+#    $\frac{d}{dt}\sum_yp_y=\sum_yp_y$: total "probability" grows like $e^t$. (What that matrix is,
 #    if not a rate matrix, is part of
 #    [Exercise 02 of Part 2](../../exercises/part2_formulation/ex02_ctmc_generators.ipynb).)
 #    ```
@@ -558,10 +560,10 @@ assert 3.5 < ratio_80 < 4.5
 # %% [markdown]
 # ## Checking the paper
 #
-# **The rate matrices of Examples 9.2 and 9.3, as printed.** The paper requires $\sum_jQ_{ij}=0$
+# **The rate matrices of Examples 9.2 and 9.3, as printed.** The paper requires $\sum_zQ_{yz}=0$
 # for every row (text after (9.1)) and says each example "has any constant vector in its
-# null-space". As printed, Example 9.2 has diagonal $1-\frac{|V|-1}{|V|}\beta$ and off-diagonal
-# $\beta/|V|$; Example 9.3 has $Q_{mm}=1$, $Q_{im}=\beta$ and $Q_{ij}=1-\beta$ for all $i,j\ne m$
+# null-space". As printed, Example 9.2 has diagonal $1-\frac{|\mathcal V|-1}{|\mathcal V|}\beta$ and off-diagonal
+# $\beta/|\mathcal V|$; Example 9.3 has $Q_{mm}=1$, $Q_{ym}=\beta$ and $Q_{yz}=1-\beta$ for all $y,z\ne m$
 # (diagonal included). Sympy computes the row sums:
 
 # %% tags=["hide-cell"]
@@ -573,16 +575,16 @@ display(Math(r"\text{Example 9.2 as printed, every row: } " + sp.latex(sp.simpli
              + r";\quad\text{Example 9.3 as printed, mask row: } 1,\ \text{other rows: } "
              + sp.latex(sp.expand(row_absorbing))))
 display(Math(r"\text{corrected uniform, row sum: } " + sp.latex(sp.simplify(row_uniform_fixed))
-             + r";\quad\text{corrected masking, row sum } (i\ne m)\text{: } "
+             + r";\quad\text{corrected masking, row sum } (y\ne m)\text{: } "
              + sp.latex(sp.simplify(beta - beta))))
 assert sp.simplify(row_uniform) == 1 and sp.simplify(row_uniform_fixed) == 0
 
 # %% [markdown]
-# The same check numerically, with the library's `generator_violations`, for $|V|=4$, $\beta=0.5$.
+# The same check numerically, with the library's `generator_violations`, for $|\mathcal V|=4$, $\beta=0.5$.
 # The printed uniform matrix is a *stochastic* matrix (rows sum to 1): it is exactly $I+Q$ for the
-# generator $Q=\beta(\mathbf 1\mathbf 1^\top/|V|-I)$ — a one-step transition matrix written in place
+# generator $Q=\beta(\mathbf 1\mathbf 1^\top/|\mathcal V|-I)$ — a one-step transition matrix written in place
 # of a rate matrix. For the masking example the corrected generator sends every non-mask state to
-# the mask at rate $\beta$ ($Q_{im}=\beta$, $Q_{ii}=-\beta$) and leaves the mask row zero.
+# the mask at rate $\beta$ ($Q_{ym}=\beta$, $Q_{yy}=-\beta$) and leaves the mask row zero.
 
 # %% tags=["hide-cell"]
 printed_uniform = np.full((V, V), b / V)
@@ -604,14 +606,14 @@ assert not generator_violations(Q_uni) and not generator_violations(Q_abs)
 # **Which way does $Q$ act? (9.1) versus the proof of Theorem D.1.** (9.1) writes
 # $\partial_t p = Qp$ with zero **row** sums. For a column vector that conserves total mass only if
 # the **column** sums vanish: $\frac{d}{dt}\mathbf 1^\top p=\mathbf 1^\top Qp$. The proof in
-# Appendix D uses $\dot p(i)=\sum_k Q_{ki}p(k)$, i.e. $\dot p = Q^\top p$, which does conserve mass.
+# Appendix D uses $\dot p(y)=\sum_u Q_{uy}p(u)$, i.e. $\dot p = Q^\top p$, which does conserve mass.
 # Integrating both with a non-symmetric generator (the masking one) shows the difference.
 
 # %% tags=["hide-cell"]
 as_printed = rk4(lambda p, t: Q_abs @ p, p0, 2.0)
 transposed = rk4(lambda p, t: Q_abs.T @ p, p0, 2.0)
 print(f"total mass at t=2 with dp/dt = Q p  : {as_printed.sum():.6f}")
-print(f"total mass at t=2 with dp/dt = Q^T p: {transposed.sum():.6f}")
+print(f"total mass at t=2 with dp/dt = Q^⊤ p: {transposed.sum():.6f}")
 assert abs(as_printed.sum() - 1) > 0.1
 assert np.allclose(transposed, forward_marginal(p0, Q_abs, 2.0), atol=1e-10)
 
@@ -620,8 +622,8 @@ assert np.allclose(transposed, forward_marginal(p0, Q_abs, 2.0), atol=1e-10)
 # the column $p$ again: $\partial_t p=\sigma^2(t)Q^0p$ (9.2), $\partial_\tau p'=Q^0p'$ (9.3) and
 # $\partial_t\bar p=\bar Q\bar p$ (9.4). For the uniform generator, which is symmetric, $Q^0p=Q^{0\top}p$
 # and nothing changes; for the masking generator the printed (9.2) and (9.3) lose mass like (9.1).
-# For (9.4) the proof of Theorem D.1 itself writes $\frac{d}{dt}\bar p(i)=\sum_k\bar Q_{ki}\bar p(k)$,
-# i.e. $\bar Q^\top\bar p$: on the reversed clock $r=T-t$ the forward marginal satisfies
+# For (9.4) the proof of Theorem D.1 itself writes $\frac{d}{dt}\bar p(y)=\sum_u\bar Q_{uy}\bar p(u)$,
+# i.e. $\bar Q^\top\bar p$: on the reversed clock $r=t_{\max}-t$ the forward marginal satisfies
 # $\frac{dp}{dr}=-Q^\top p=\bar Q^\top p$, and it does **not** satisfy $\frac{dp}{dr}=\bar Q p$ — for
 # either generator, because $\bar Q$ is not symmetric even when $Q$ is. The residuals at $t=0.7$, and
 # the total mass of the printed (9.2) at $t=1.3$ and of the printed (9.3) at the corresponding time
@@ -633,10 +635,10 @@ for name, Q in [("uniform", Q_uni), ("absorbing", Q_abs)]:
     tau_printed = rk4(lambda p, t: Q @ p, p0.copy(), t_end**2, n=2000)  # (9.3) as printed
     pt_ = forward_marginal(p0, Q, 0.7)
     Qbar_num = reverse_generator(Q, pt_)
-    res_T = np.abs(Qbar_num.T @ pt_ + Q.T @ pt_).max()  # dp/dr = Qbar^T p  (r = T - t)
+    res_T = np.abs(Qbar_num.T @ pt_ + Q.T @ pt_).max()  # dp/dr = Qbar^⊤ p  (r = t_max - t)
     res_printed = np.abs(Qbar_num @ pt_ + Q.T @ pt_).max()  # dp/dr = Qbar p   (9.4) as printed
     print(f"{name:9s}: mass of printed (9.2) at t=1.3: {sched_printed.sum():.6f}, of printed (9.3) "
-          f"at g=1.69: {tau_printed.sum():.6f};  (9.4) residual with Qbar^T < 1e-12: "
+          f"at g=1.69: {tau_printed.sum():.6f};  (9.4) residual with Qbar^⊤ < 1e-12: "
           f"{res_T < 1e-12}, with Qbar as printed: {res_printed:.6f}")
     assert res_T < 1e-12 and res_printed > 1e-2
     assert np.allclose(sched_printed, tau_printed, atol=1e-9)  # (9.3) is (9.2) on the clock g
@@ -647,15 +649,15 @@ for name, Q in [("uniform", Q_uni), ("absorbing", Q_abs)]:
 
 # %% [markdown]
 # **The proof's last line.** The last display of the proof of Theorem D.1 ends with
-# $-\sum_{\ell\ne i}Q_{\ell i}\,p(\ell,t)$; the line before it equals $-\sum_{\ell}Q_{\ell i}p(\ell,t)$
-# (the $\ell=i$ term is $-Q_{ii}p(i,t)$), which is minus the forward right-hand side — the sum must
-# include $\ell=i$. Sympy, for $i=0$:
+# $-\sum_{u\ne y}Q_{uy}\,p(u,t)$; the line before it equals $-\sum_{u}Q_{uy}p(u,t)$
+# (the $u=y$ term is $-Q_{yy}p(y,t)$), which is minus the forward right-hand side — the sum must
+# include $u=y$. Sympy, for $y=0$:
 
 # %% tags=["hide-cell"]
-i = 0
-line_before = -Qs[i, i] * ps[i] - sum(Qs[l, i] * ps[l] for l in range(S) if l != i)
-printed_last = -sum(Qs[l, i] * ps[l] for l in range(S) if l != i)
-forward_rhs = (ps * Qs)[i]
+y = 0
+line_before = -Qs[y, y] * ps[y] - sum(Qs[u, y] * ps[u] for u in range(S) if u != y)
+printed_last = -sum(Qs[u, y] * ps[u] for u in range(S) if u != y)
+forward_rhs = (ps * Qs)[y]
 display(Math(r"\text{line before} + \text{forward rhs} = "
              + sp.latex(sp.simplify(line_before + forward_rhs))
              + r",\qquad \text{printed last line} + \text{forward rhs} = "
@@ -665,16 +667,16 @@ assert sp.simplify(printed_last + forward_rhs) != 0
 
 # %% [markdown]
 # **Where the reverse chain ends (§9, after (9.4)).** The paper's sentence "sample from the data distribution by
-# sampling $\bar p(\cdot,T)$" should read $\bar p(\cdot,0)$: the reverse chain starts at the noise
-# end $T$ and ends at $t=0$, where Figure 2.8.3 and the samples above recover the data law.
+# sampling $\bar p(\cdot,t_{\max})$" should read $\bar p(\cdot,0)$: the reverse chain starts at the noise
+# end $t_{\max}$ and ends at $t=0$, where Figure 2.8.3 and the samples above recover the data law.
 #
 # **The tower-rule form of the loss (§9).** The second display after (9.4) rewrites the loss with the
-# known conditionals $p(\cdot,t\mid k)$ of the forward process ("by the tower rule"). The rewrite
-# needs, for every data point $k$ and every pair $(i,j)$ that the loss uses, $p(i,t\mid k)>0$
-# whenever $p(j,t\mid k)>0$. With uniform noise every conditional has full support for $t>0$ and the
-# two losses agree for **any** $s$. With the masking generator a clean token $i$ can only have come
-# from $k=i$, so the pairs ($i$ clean, $j\ne i$) are weighted differently and the two losses
-# differ. Weighting each term by the forward rate $Q_{ji}$ — the factor that multiplies $s_j$ in
+# known conditionals $p(\cdot,t\mid u)$ of the forward process ("by the tower rule"). The rewrite
+# needs, for every data point $u$ and every pair $(y,z)$ that the loss uses, $p(y,t\mid u)>0$
+# whenever $p(z,t\mid u)>0$. With uniform noise every conditional has full support for $t>0$ and the
+# two losses agree for **any** $s$. With the masking generator a clean token $y$ can only have come
+# from $u=y$, so the pairs ($y$ clean, $z\ne y$) are weighted differently and the two losses
+# differ. Weighting each term by the forward rate $Q_{zy}$ — the factor that multiplies $s_z$ in
 # (9.5), as in the score-entropy paper [63] — removes exactly those pairs and restores the identity.
 
 # %% tags=["hide-cell"]
@@ -682,7 +684,7 @@ s_rand = np.exp(rng.normal(size=(V, V)))
 for name, Q in [("uniform", Q_uni), ("absorbing", Q_abs)]:
     P = transition_matrix(Q, t_fix)
     pt_ = p0 @ P
-    for label, W in [("unweighted (as printed)", None), ("weighted by Q_ji", Q)]:
+    for label, W in [("unweighted (as printed)", None), ("weighted by Q_zy", Q)]:
         marginal_form = score_entropy_loss(s_rand, pt_, W)
         tower_form = denoising_score_entropy_loss(s_rand, p0, P, W)
         gap = tower_form - marginal_form
@@ -699,17 +701,17 @@ assert np.isclose(denoising_score_entropy_loss(s_rand, p0, P_abs, Q_abs),
 # **What the checks found** (all recorded in `book/ERRATA.md`):
 #
 # - The matrices printed in Examples 9.2 and 9.3 are not rate matrices (their rows sum to 1 and to
-#   $\beta+(|V|-1)(1-\beta)$); Example 9.2's is the one-step matrix $I+Q$. Corrected generators:
-#   $Q=\beta(\mathbf 1\mathbf 1^\top/|V|-I)$ and $Q_{im}=\beta,\ Q_{ii}=-\beta\ (i\ne m)$.
+#   $\beta+(|\mathcal V|-1)(1-\beta)$); Example 9.2's is the one-step matrix $I+Q$. Corrected generators:
+#   $Q=\beta(\mathbf 1\mathbf 1^\top/|\mathcal V|-I)$ and $Q_{ym}=\beta,\ Q_{yy}=-\beta\ (y\ne m)$.
 # - (9.1) must read $\dot p=Q^\top p$ (or $\dot p = pQ$ for row vectors) with zero row sums, and so
 #   must (9.2)–(9.3) ($\sigma^2(t)Q^{0\top}p$; harmless only for the symmetric uniform generator) and
 #   (9.4) ($\bar Q^\top\bar p$ on the reversed clock, as the proof of Theorem D.1 uses); the
-#   holding-time rate is $-Q_{ii}$, not $Q_{ii}$.
+#   holding-time rate is $-Q_{yy}$, not $Q_{yy}$.
 # - Gillespie matches the matrix exponential; τ-leaping is first order in τ.
-# - Theorem D.1 holds (its proof's last line should sum over all $\ell$); the reverse sampler
-#   recovers the data law, at $t=0$ (not $T$).
+# - Theorem D.1 holds (its proof's last line should sum over all $u$); the reverse sampler
+#   recovers the data law, at $t=0$ (not $t_{\max}$).
 # - The score-entropy loss is minimised at the ratio; its tower-rule form equals it for uniform
-#   noise, and for masking only when weighted by $Q_{ji}$.
+#   noise, and for masking only when weighted by $Q_{zy}$.
 
 # %% [markdown]
 # ## Reproducibility

@@ -42,8 +42,7 @@
 # | $\mathbf S^{K,K}$ | the grid of pixel (or patch) positions $\{1..K\}\times\{1..K\}$ | set |
 # | $N$, $n$ | the number of items in a batch (image–caption pairs, or sequences); the index of a sequence in the batch, 1 to $N$ | integers |
 # | $x$, $W$, $b$ | a classifier's input, weight matrix and bias | $(784,)$, $(784,10)$, $(10,)$ |
-# | $\mu_{\text{batch}}$ | the batch measure: weight $1/(\ell N)$ on every token of every sequence of the batch | measure |
-# | $\ell$ | the length of each sequence of a batch | integer |
+# | $\mu_{\text{batch}}$ | the batch measure: weight $1/(MN)$ on every token of every sequence of the batch | measure |
 # | $\mathbb E_{\mu}$, $\mathbb V_{\mu}$ | the mean and the variance (per coordinate) of the measure $\mu$, i.e. of a vector drawn from it | $(d_e,)$ |
 # | $u$ | a vector to be normalised | $(d_e,)$ |
 # | $\mathfrak N(u;\mu)$ | batch normalisation of the vector $u$ with the statistics of $\mu$ | $(d_e,)$ |
@@ -51,16 +50,18 @@
 # | $\Gamma$, $\beta$, $\varepsilon$ | the normalisation's learned scale and shift, and its small stabilising constant | $(d_e,d_e)$, $(d_e,)$, number |
 # | $d_e$ | the embedding width | integer |
 # | $\varphi$, $\varphi_k$ | the embedding table of [2.1](01_tokenisation_bpe.ipynb), one column per token; its vector for token $k$ (row $k$ of the code's table $\varphi^\top$, the \"rows\" of this page) | $(d_e,\lvert\mathcal V\rvert)$, $(d_e,)$ |
-# | $f$, $f_m$, $M$ | a text; its token at position $m$; its length | tokens |
-# | $m$, $k$ | a position in the text; a token of the vocabulary | integers |
+# | $f$, $f_m$ | a text; its token at position $m$ | tokens |
+# | $M$ | the length of a text (of each sequence of a batch) | integer |
+# | $m$, $k$, $k'$ | a position in the text; a token of the vocabulary ($k'$ a second one) | integers |
 # | $\delta_{k,f_m}$ | 1 if position $m$ holds token $k$, else 0 (a Kronecker delta: a number, not the point mass $\delta_h$) | number |
 # | $h$, $h_m$ | the embedded text $\varphi_{f_1},\dots,\varphi_{f_M}$; its vector at position $m$ | $(M,d_e)$ |
 # | $\mathbf G$, $\mathbf H$ | a map of the embedded text into $\mathbb R^{\lvert\mathcal V\rvert}$; the same map as a function of the table, $\mathbf H(\varphi,f)=\mathbf G(h)$ | |
 # | $D_m\mathbf G$ | the derivative of $\mathbf G$ with respect to $h_m$ | $(\lvert\mathcal V\rvert,d_e)$ |
 # | $\mathbf T$, $\mathbf B$ | the set transformer (a vector out of a sequence) and the output map to scores | $\mathbb R^{d_e}$, $(\lvert\mathcal V\rvert,d_e)$ |
 # | $\tau$ | the softmax temperature | number |
-# | $z$, $q$ | the scores $\mathbf B\,\mathbf T(h)/\tau$ and the next-token probabilities $\sigma(z)$, **columns** in this section (as in the paper) | $(\lvert\mathcal V\rvert,)$ |
-# | $\sigma$, $\sigma'(z)$ | the softmax and its Jacobian $\mathrm{diag}(q)-qq^\top$ | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
+# | $z$, $\mathbf q$ | the scores $\mathbf B\,\mathbf T(h)/\tau$ and the next-token probabilities $\mathbf q=\mathrm{softmax}(z)$, **columns** in this section (as in the paper) | $(\lvert\mathcal V\rvert,)$ |
+# | $J(z)$ | the Jacobian of the softmax, $\mathrm{diag}(\mathbf q)-\mathbf q\mathbf q^\top$ | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
+# | $\nu$ | the index of a coordinate of $\mathbf T(h)$ | integer |
 # | $\vartheta$, $\theta$ | the network's parameters, $\vartheta=(\theta^{(b)},\theta^{(t)})$: those of $\mathbf B$ and those of $\mathbf T$ | vectors |
 # | $t$ | time (hours of the day in E.1, the ODE's time in E.4) | number |
 # | $s_{\text{Mon}}(t)$, $s_{\text{Tue}}(t)$, $\Delta(t)$ | where the traveller is along the route (0 = New York, 1 = Philadelphia) on each day; their difference | numbers |
@@ -79,7 +80,13 @@
 # $\varphi_v$ in Definition 2.6 and $\theta_v$ in Appendix A.1; the library, as the row-vector
 # convention of Chapter 6, stores one *row* per token. The model's answer in E.1 calls the two
 # positions $f(t)$, $g(t)$ and their difference $h(t)$.
-# It writes the vocabulary in bold, $\mathbf V$ (the book: $\mathcal V$).
+# It writes the vocabulary in bold, $\mathbf V$ (the book: $\mathcal V$), and the length of a
+# sequence as $\ell$ (Example B.1) or $M$ (Lemma A.1); here it is $M$ in both (the book keeps $\ell$
+# for the index of a layer; its $T$, the length of a sequence elsewhere, would clash here with the
+# set transformer $\mathbf T$). In Appendix A.2 it
+# writes the softmax as $\sigma$ and its Jacobian as $\sigma'(z)$; here they are softmax, in words, and
+# $J(z)$ (the book's $\sigma$ is a standard deviation), and the next-token probabilities are a bold
+# $\mathbf q$, as on [2.4](04_attention_block_set_transformer.ipynb) (a plain $q$ is a query).
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation" —
@@ -327,17 +334,17 @@ assert probs.min() >= 0 and np.max(np.abs(probs.sum(axis=1) - 1)) < 1e-12 and te
 #
 # $$\mathfrak N(u;\mu_{\text{batch}})=\Gamma\,\frac{u-\mathbb E_{\mu_{\text{batch}}}}
 # {\sqrt{\mathbb V_{\mu_{\text{batch}}}+\varepsilon}}+\beta,\qquad
-# \mu_{\text{batch}}=\frac1{\ell N}\sum_{n=1}^{N}\sum_{m=1}^{\ell}\delta_{h^{(n)}_m},$$
+# \mu_{\text{batch}}=\frac1{MN}\sum_{n=1}^{N}\sum_{m=1}^{M}\delta_{h^{(n)}_m},$$
 #
 # where $h^{(n)}_m$ is the vector at position $m$ of the $n$-th sequence and $\delta_{h}$ puts
 # weight 1 on the vector $h$, so $\mu_{\text{batch}}$ gives each of the
-# $\ell N$ tokens of the batch the weight $1/(\ell N)$. By hand, with $N=2$ sequences of $\ell=2$
+# $MN$ tokens of the batch the weight $1/(MN)$. By hand, with $N=2$ sequences of $M=2$
 # one-number tokens, $(1,3)$ and $(5,7)$: the batch mean is $4$ and the variance $5$, so the first
 # sequence becomes $(-3,-1)/\sqrt5$ (taking $\Gamma=1$, $\beta=0$ and ignoring $\varepsilon$) — and
 # if only the *second* sequence changes, the first one's output changes too.
 
 # %%
-tiny_batch = np.array([[[1.0], [3.0]], [[5.0], [7.0]]])  # (N, l, d_e) = (2, 2, 1)
+tiny_batch = np.array([[[1.0], [3.0]], [[5.0], [7.0]]])  # (N, M, d_e) = (2, 2, 1)
 print("batch norm of (1, 3) next to (5, 7):", batch_norm(tiny_batch, eps=0.0)[0].ravel().round(4),
       " = (-3, -1)/sqrt(5):", (np.array([-3.0, -1.0]) / np.sqrt(5)).round(4))
 assert np.allclose(batch_norm(tiny_batch, eps=0.0)[0].ravel(), np.array([-3.0, -1.0]) / np.sqrt(5))
@@ -418,14 +425,14 @@ assert err_a1 < 1e-8 and not fd[1].any() and not fd[3].any()
 
 # %% [markdown]
 # **Appendix A.2: the derivative with respect to $\vartheta$, through $\mathbf B\circ\mathbf T$.** The
-# next-token probabilities are $q=\sigma(z)$ with scores $z=\mathbf B\,\mathbf T(h)/\tau$, and
+# next-token probabilities are $\mathbf q=\mathrm{softmax}(z)$ with scores $z=\mathbf B\,\mathbf T(h)/\tau$, and
 # $\vartheta=(\theta^{(b)},\theta^{(t)})$ splits into the entries of $\mathbf B$ and the parameters of
-# $\mathbf T$. The chain rule gives $\partial q/\partial\mathbf B_{jk}=\sigma'(z)_{:,j}\,\mathbf
-# T(h)_k/\tau$ and $\partial q/\partial\theta^{(t)}=\sigma'(z)\,\mathbf B\,\partial_{\theta^{(t)}}\mathbf
-# T/\tau$, with $\sigma'(z)=\mathrm{diag}(q)-qq^\top$ the softmax's Jacobian. Here, as in the
-# paper, $z$ and $q$ are **columns** ($\mathbf B\,\mathbf T(h)$ is a matrix times a column), so
-# $qq^\top$ is the $|\mathcal V|\times|\mathcal V|$ matrix of products $q_iq_j$; with the book's row
-# vectors the same Jacobian is written $\mathrm{diag}(q)-q^\top q$
+# $\mathbf T$. The chain rule gives $\partial\mathbf q/\partial\mathbf B_{k\nu}=J(z)_{:,k}\,\mathbf
+# T(h)_\nu/\tau$ and $\partial\mathbf q/\partial\theta^{(t)}=J(z)\,\mathbf B\,\partial_{\theta^{(t)}}\mathbf
+# T/\tau$, with $J(z)=\mathrm{diag}(\mathbf q)-\mathbf q\mathbf q^\top$ the softmax's Jacobian. Here, as in the
+# paper, $z$ and $\mathbf q$ are **columns** ($\mathbf B\,\mathbf T(h)$ is a matrix times a column), so
+# $\mathbf q\mathbf q^\top$ is the $|\mathcal V|\times|\mathcal V|$ matrix of products $\mathbf q_k\mathbf q_{k'}$; with the book's row
+# vectors the same Jacobian is written $\mathrm{diag}(\mathbf q)-\mathbf q^\top\mathbf q$
 # ([6.2](../part1_chapter6/6_2_attention_mechanism.ipynb)). Sympy confirms that Jacobian for three
 # outputs:
 
@@ -434,14 +441,14 @@ zs = sp.symbols("z1:4", real=True)
 sig = [sp.exp(zi) / sum(sp.exp(zj) for zj in zs) for zi in zs]
 jacobian_gap = sp.Matrix(3, 3, lambda i, j: sp.simplify(
     sp.diff(sig[i], zs[j]) - (sig[i] * (1 if i == j else 0) - sig[i] * sig[j])))
-display(Math(r"\frac{\partial\sigma_i}{\partial z_j} - \big(\mathrm{diag}(q) - qq^\top\big)_{ij} = "
+display(Math(r"\frac{\partial\,\mathrm{softmax}(z)_k}{\partial z_{k'}} - \big(\mathrm{diag}(\mathbf q) - \mathbf q\mathbf q^\top\big)_{kk'} = "
              + sp.latex(jacobian_gap)))
 assert jacobian_gap == sp.zeros(3, 3)
 
 # %% [markdown]
 # Numerically we assemble both products (with $\partial\mathbf T/\partial\theta^{(t)}$ itself by
 # central differences, since A.2 is about the assembly) and compare with central differences of
-# $q$, for a two-block set transformer; $\theta^{(t)}$ is the query matrix of the first block.
+# $\mathbf q$, for a two-block set transformer; $\theta^{(t)}$ is the query matrix of the first block.
 
 # %%
 d_model, V_size, tau = 4, 5, 0.7
@@ -779,19 +786,19 @@ assert CLIP_L14["vision_width"] != CLIP_L14["text_width"]
 # %% [markdown]
 # **Lemma A.1 and Appendix A.2** agree with central differences (the lesson's cells). **Example
 # B.1: the weight of the batch measure.** The example prints the batch measure as
-# $\pi=\frac1{\ell n}\sum_{k=1}^{\ell}\sum_{n=1}^{N}\delta_{h_k^{(n)}}$, with the summation index $n$
-# in the weight. Read literally the weights $\frac1{\ell n}$ sum to $1+\frac12+\dots+\frac1N$, not 1,
+# $\mu_{\text{batch}}=\frac1{Mn}\sum_{m=1}^{M}\sum_{n=1}^{N}\delta_{h_m^{(n)}}$ (the paper's letters: $\pi$, $\ell$, $k$), with the summation index $n$
+# in the weight. Read literally the weights $\frac1{Mn}$ sum to $1+\frac12+\dots+\frac1N$, not 1,
 # and favour the first sequences of the batch; the measure meant (and the one `batch_norm` uses in
-# the lesson) gives every token of the batch the weight $\frac1{\ell N}$ (row "Appendix B, Example
+# the lesson) gives every token of the batch the weight $\frac1{MN}$ (row "Appendix B, Example
 # B.1, the batch measure π" of `book/ERRATA.md`):
 
 # %% tags=["hide-cell"]
-n_seq, ell = batch.shape[:2]
-literal_mass = sum(ell / (ell * n) for n in range(1, n_seq + 1))
+n_seq, M = batch.shape[:2]
+literal_mass = sum(M / (M * n) for n in range(1, n_seq + 1))
 print(f"total weight of the printed pi for N = {n_seq}: {literal_mass:.4f} "
-      f"(= H_N); with 1/(ell N): {ell * n_seq / (ell * n_seq):.0f}")
+      f"(= H_N); with 1/(M N): {M * n_seq / (M * n_seq):.0f}")
 assert abs(literal_mass - 1) > 0.5
-assert np.allclose(out.reshape(-1, d_e).mean(0), 0, atol=1e-12)  # batch_norm centres under 1/(ell N)
+assert np.allclose(out.reshape(-1, d_e).mean(0), 0, atol=1e-12)  # batch_norm centres under 1/(M N)
 
 # %% [markdown]
 # **What the checks found.** Example 2.10's convolution-and-flatten is exactly patch extraction
@@ -800,7 +807,7 @@ assert np.allclose(out.reshape(-1, d_e).mean(0), 0, atol=1e-12)  # batch_norm ce
 # discrete images enter as reals with an error bounded by the rounding; Example 3.3's classifier maps
 # into the simplex. Lemma A.1 and Appendix A.2's chain rule through $\mathbf B\circ\mathbf T$ match
 # central differences. Example B.1's batch normalisation couples the sequences of a batch, as a map
-# of the batch measure must (whose weight is $1/(\ell N)$, not the printed $1/(\ell n)$). The
+# of the batch measure must (whose weight is $1/(MN)$, not the printed $1/(Mn)$). The
 # arithmetic of App. E.3 is as the paper says, except that its six pairs include the worked example;
 # the two solutions of E.4 behave as claimed, but §7.4's "specific example in two dimensions" fits
 # only the first program, and the fine-tuned model's example is a linear ODE; the model's E.1

@@ -73,24 +73,26 @@ assert quoted["stock of human text (median)"] > 3 * stock_interval[1]
 # %% [markdown]
 # ## Remark 9.1: how large the sequence chain is, and what the structure buys
 #
-# Remark 9.1 identifies the sequences of length L with the integers 1, …, |V|^L, takes |V| = O(10⁴)
-# (Example 2.2) and L = O(10⁴) (Example 3.2), concludes that the chain's state space is enormous and that
+# (As on lesson [2.8](08_discrete_diffusion.ipynb), the paper's sequence length L is written T here, as in
+# Chapter 6, and its chain states i, j are written y, z.)
+# Remark 9.1 identifies the sequences of length T with the integers 1, …, |V|^T, takes |V| = O(10⁴)
+# (Example 2.2) and T = O(10⁴) (Example 3.2), concludes that the chain's state space is enormous and that
 # Q(·) needs a sparse structure. Lesson [2.8](08_discrete_diffusion.ipynb) builds the structure the
-# practical samplers use (each token corrupted independently, one token changing per jump) at L = 3 and checks
+# practical samplers use (each token corrupted independently, one token changing per jump) at T = 3 and checks
 # its row bound and factorisation. Here are the sizes at the orders the remark quotes, with Example 3.2's
-# own L = 4096 (LLaMA-2) beside L = 10⁴: the number of decimal digits of |V|^L, the non-zeros of one row of
-# the structured generator, L(|V| − 1) + 1, and the entries of the one |V| × |V| generator that the
+# own T = 4096 (LLaMA-2) beside T = 10⁴: the number of decimal digits of |V|^T, the non-zeros of one row of
+# the structured generator, T(|V| − 1) + 1, and the entries of the one |V| × |V| generator that the
 # factorised chain needs.
 
 # %%
 import sys  # noqa: E402
 
-sys.set_int_max_str_digits(100_000)  # |V|^L is printed digit by digit below: exact, not estimated
+sys.set_int_max_str_digits(100_000)  # |V|^T is printed digit by digit below: exact, not estimated
 vocab = 10**4
 for length in (4096, 10**4):
     digits = len(str(vocab**length))  # exact integer arithmetic
     row_nonzeros = length * (vocab - 1) + 1
-    print(f"|V| = {vocab:,}, L = {length:,}: |V|^L has {digits:,} decimal digits; a row of the one-token-per-jump "
+    print(f"|V| = {vocab:,}, T = {length:,}: |V|^T has {digits:,} decimal digits; a row of the one-token-per-jump "
           f"generator has {row_nonzeros:,} non-zeros; the per-token generator has {vocab**2:,} entries")
     assert digits == length * 4 + 1
     assert row_nonzeros < 10**9 and vocab**2 == 10**8
@@ -98,15 +100,15 @@ for length in (4096, 10**4):
 # %% [markdown]
 # The remark holds: the number of the chain's states has more than sixteen thousand digits, and no dense or even
 # row-by-row representation is possible. It also shows what "sparse" has to mean here: a row of the
-# one-token-per-jump generator still has tens of millions of non-zeros and there are |V|^L rows, so
+# one-token-per-jump generator still has tens of millions of non-zeros and there are |V|^T rows, so
 # sparsity alone does not make the chain tractable. What does is the independence across positions that
-# gives that sparsity: the transition matrix factorises into L copies of one |V| × |V| matrix (lesson 2.8
+# gives that sparsity: the transition matrix factorises into T copies of one |V| × |V| matrix (lesson 2.8
 # asserts e^{t(Q⊕Q⊕Q)} = e^{tQ}⊗e^{tQ}⊗e^{tQ}), so simulating the *forward* process only ever needs the
 # small generator. Generation runs the *reverse* chain, and that one does not factorise. Its rates
-# Q̄_ij = Q_ji p(j, t)/p(i, t) (Eq. 9.4) keep the one-token-per-jump pattern (Q̄_ij is zero wherever Q_ji is),
-# but the ratio p(j, t)/p(i, t) depends on the whole sequence: the same jump of one position has different
-# rates in sequences that differ elsewhere. That is why the reverse rates are learned by a network s(i, t)
-# of the whole sequence, not assembled from one small matrix. On lesson 2.8's three sentences (L = 3,
+# Q̄_yz = Q_zy p(z, t)/p(y, t) (Eq. 9.4) keep the one-token-per-jump pattern (Q̄_yz is zero wherever Q_zy is),
+# but the ratio p(z, t)/p(y, t) depends on the whole sequence: the same jump of one position has different
+# rates in sequences that differ elsewhere. That is why the reverse rates are learned by a network s(y, t)
+# of the whole sequence, not assembled from one small matrix. On lesson 2.8's three sentences (T = 3,
 # tokens a, b, c, mask M, β = 0.5, t = 0.7), the rates of unmasking the first position to a:
 
 # %%
@@ -116,10 +118,10 @@ from nextword.theory.formulation import (  # noqa: E402
     absorbing_generator, forward_marginal, reverse_generator, sequence_generator,
 )
 
-V_seq, L_seq, mask_seq = 4, 3, 3
-Q_seq = sequence_generator(absorbing_generator(V_seq, mask_seq, 0.5), L_seq)  # (64, 64)
+V_seq, T_seq, mask_seq = 4, 3, 3
+Q_seq = sequence_generator(absorbing_generator(V_seq, mask_seq, 0.5), T_seq)  # (64, 64)
 sentences, sentence_weights = [(0, 1, 2), (2, 1, 0), (1, 1, 1)], [0.5, 0.3, 0.2]  # lesson 2.8's data
-p0_seq = np.zeros(V_seq**L_seq)  # the data law on the 64 sequences
+p0_seq = np.zeros(V_seq**T_seq)  # the data law on the 64 sequences
 for sentence, w in zip(sentences, sentence_weights):
     p0_seq[(sentence[0] * V_seq + sentence[1]) * V_seq + sentence[2]] = w
 Q_rev = reverse_generator(Q_seq, forward_marginal(p0_seq, Q_seq, 0.7))
@@ -127,10 +129,10 @@ Q_rev = reverse_generator(Q_seq, forward_marginal(p0_seq, Q_seq, 0.7))
 
 def state(text):
     """The index of a three-letter sequence over a, b, c, M."""
-    return sum("abcM".index(ch) * V_seq ** (L_seq - 1 - n) for n, ch in enumerate(text))
+    return sum("abcM".index(ch) * V_seq ** (T_seq - 1 - n) for n, ch in enumerate(text))
 
 
-off_diagonal = ~np.eye(V_seq**L_seq, dtype=bool)
+off_diagonal = ~np.eye(V_seq**T_seq, dtype=bool)
 same_pattern = bool(((Q_rev[off_diagonal] != 0) <= (Q_seq.T[off_diagonal] != 0)).all())
 rate_bc, rate_bb = Q_rev[state("Mbc"), state("abc")], Q_rev[state("Mbb"), state("abb")]
 print(f"reverse rates non-zero only where the forward jump back exists: {same_pattern}")
@@ -150,7 +152,7 @@ assert Q_seq[state("abc"), state("Mbc")] == Q_seq[state("abb"), state("Mbb")] ==
 # log-likelihood of the responses, the constant not depending on the model. Lesson
 # [2.7](07_evaluation.ipynb) checks that identity on unprompted text. Here (8.4) itself is computed by
 # enumeration: a source that is a Markov chain on 3 tokens, two models (other Markov chains), prompts of
-# lengths 1 and 2 drawn from the source, and responses that fill the sequence up to L = 4 tokens.
+# lengths 1 and 2 drawn from the source, and responses that fill the sequence up to T = 4 tokens.
 
 # %%
 import itertools  # noqa: E402
@@ -180,7 +182,7 @@ assert abs(sum(weight.values()) - 1) < 1e-12
 
 
 def effectiveness(model, prompt):
-    """Eq. (8.3) with D = KL(p || pi): over every response that fills the sequence up to L tokens."""
+    """Eq. (8.3) with D = KL(p || pi): over every response that fills the sequence up to T tokens."""
     responses = itertools.product(range(n_tokens), repeat=total_length - len(prompt))
     return sum(np.exp(log_prob("source", r, prompt)) * (log_prob("source", r, prompt) - log_prob(model, r, prompt))
                for r in responses)
@@ -204,7 +206,7 @@ print(f"the constant is the same for the source and both models (to 1e-12): minu
 
 # %% [markdown]
 # Eq. (8.4) is well defined over prompts of different lengths (each prompt's response fills the sequence to
-# the same L), is zero for the true source and positive for the two models, and with D = KL it is, as
+# the same T), is zero for the true source and positive for the two models, and with D = KL it is, as
 # Example 8.1 says, a constant (the same for every model: minus the average entropy of the true responses)
 # minus the average log-likelihood the model gives them. So comparing two models by their average
 # log-likelihood on true responses is the same as comparing them by (8.4).

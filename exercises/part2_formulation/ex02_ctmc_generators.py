@@ -12,8 +12,9 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 # # Exercise 02 — Rate matrices for discrete diffusion, and their reversal
 # **Part:** 2 · **Difficulty:** ★ · **Book notebook:** book/part2_formulation/08_discrete_diffusion
 #
-# A continuous-time Markov chain on $S$ states is described by a *generator* $Q$: $Q_{ij}\ge0$ is the
-# rate of jumping $i\to j$ ($i\ne j$) and each row sums to zero. Examples 9.2 and 9.3 of §9 print two
+# A continuous-time Markov chain on $S$ states is described by a *generator* $Q$: $Q_{yz}\ge0$ is the
+# rate of jumping $y\to z$ ($y\ne z$) and each row sums to zero (the paper writes the states $i$, $j$;
+# the book keeps those letters for the positions of a query and a key). Examples 9.2 and 9.3 of §9 print two
 # matrices meant to be such generators — a uniform one and an absorbing ("mask") one — but as
 # printed their rows do not sum to zero.
 #
@@ -22,7 +23,7 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 # 2. Implement `absorbing_generator(V, mask, beta)`: every state other than `mask` jumps to `mask`
 #    at rate $\beta$; `mask` never leaves.
 # 3. Implement `reverse_rates(Q, p)`, the reverse-time generator of (D.1),
-#    $\bar Q_{ij}=Q_{ji}\,p_j/p_i$ for $i\ne j$, with the diagonal chosen so that rows sum to zero.
+#    $\bar Q_{yz}=Q_{zy}\,p_z/p_y$ for $y\ne z$, with the diagonal chosen so that rows sum to zero.
 # 4. In words: what is the matrix printed in Example 9.2, if not a generator?
 #
 # Do not import `nextword.theory.formulation.diffusion` (the checker uses it to compare).

@@ -14,11 +14,11 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 #
 # Appendix C writes a linear state-space model in continuous time, $\dot v=Av+Bh$, $u=Cv+Dh$, with
 # $A\in\mathbb R^{s\times s}$, $B\in\mathbb R^{s\times d}$. If the input is held constant on each step
-# $[t_k,t_{k+1})$ of length $\Delta t$ ("zero-order hold"), the exact state satisfies
+# $[t_i,t_{i+1})$ of length $\Delta t$ ("zero-order hold"), the exact state satisfies
 #
-# $$v_{k+1}=\bar A v_k+\bar B h_k,\qquad \bar A=e^{A\Delta t},\qquad \bar B=\Big(\int_0^{\Delta t}e^{Az}\,dz\Big)B,$$
+# $$v_{i+1}=\bar A v_i+\bar B h_i,\qquad \bar A=e^{A\Delta t},\qquad \bar B=\Big(\int_0^{\Delta t}e^{Az}\,dz\Big)B,$$
 #
-# the corrected form of (C.4a). The sequence map of (5.9) is then $u_k=Cv_k+Dh_k$.
+# the corrected form of (C.4a). The sequence map of (5.9) is then $u_i=Cv_i+Dh_i$.
 #
 # 1. Implement `zoh(A, B, dt)` returning `(Abar, Bbar)`. It must also work when $A$ is singular
 #    (e.g. $A=0$, where $\bar B=\Delta t\,B$), so avoid $A^{-1}$. Hint: the exponential of the block
@@ -46,7 +46,7 @@ def zoh(A: np.ndarray, B: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray
 
 
 def scan(Abar, Bbar, C, D, h, v0) -> np.ndarray:
-    """Outputs u_k = C v_k + D h_k with v_{k+1} = Abar v_k + Bbar h_k, shape (T, d_out)."""
+    """Outputs u_i = C v_i + D h_i with v_{i+1} = Abar v_i + Bbar h_i, shape (T, d_out)."""
     raise NotImplementedError("return the outputs u, shape (T, d) (stuck? hint('p2_03', 1))")
 
 

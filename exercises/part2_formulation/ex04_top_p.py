@@ -24,7 +24,7 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 #    does not depend on how ties are ordered. Compute the probabilities with a stable softmax.
 # 2. Implement `nucleus_probs(logits, p)`: the renormalised distribution sampled from, shape `(V,)`.
 # 3. In words: which values of $p$ give greedy decoding (6.4) and plain sampling (§6.3)? Is a
-#    sequence generated with top-$p$ filtering an exact draw from $\pi_{1:L}$ conditioned on the
+#    sequence generated with top-$p$ filtering an exact draw from $\pi_{1:T}$ conditioned on the
 #    prompt, and what happens to the cross-entropy (Example 8.1) of real text under the filtered
 #    model?
 #

@@ -4,11 +4,11 @@
 #
 # Appendix C writes a linear state-space model in continuous time, $\dot v=Av+Bh$, $u=Cv+Dh$, with
 # $A\in\mathbb R^{s\times s}$, $B\in\mathbb R^{s\times d}$. If the input is held constant on each step
-# $[t_k,t_{k+1})$ of length $\Delta t$ ("zero-order hold"), the exact state satisfies
+# $[t_i,t_{i+1})$ of length $\Delta t$ ("zero-order hold"), the exact state satisfies
 #
-# $$v_{k+1}=\bar A v_k+\bar B h_k,\qquad \bar A=e^{A\Delta t},\qquad \bar B=\Big(\int_0^{\Delta t}e^{Az}\,dz\Big)B,$$
+# $$v_{i+1}=\bar A v_i+\bar B h_i,\qquad \bar A=e^{A\Delta t},\qquad \bar B=\Big(\int_0^{\Delta t}e^{Az}\,dz\Big)B,$$
 #
-# the corrected form of (C.4a). The sequence map of (5.9) is then $u_k=Cv_k+Dh_k$.
+# the corrected form of (C.4a). The sequence map of (5.9) is then $u_i=Cv_i+Dh_i$.
 #
 # 1. Implement `zoh(A, B, dt)` returning `(Abar, Bbar)`. It must also work when $A$ is singular
 #    (e.g. $A=0$, where $\bar B=\Delta t\,B$), so avoid $A^{-1}$. Hint: the exponential of the block
@@ -43,13 +43,13 @@ def zoh(A: np.ndarray, B: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray
 
 
 def scan(Abar, Bbar, C, D, h, v0) -> np.ndarray:
-    """Outputs u_k = C v_k + D h_k with v_{k+1} = Abar v_k + Bbar h_k, shape (T, d_out)."""
+    """Outputs u_i = C v_i + D h_i with v_{i+1} = Abar v_i + Bbar h_i, shape (T, d_out)."""
     # BEGIN SOLUTION hint="return the outputs u, shape (T, d)"
     v = np.asarray(v0, dtype=float)
     out = []
-    for k in range(len(h)):
-        out.append(C @ v + D @ h[k])
-        v = Abar @ v + Bbar @ h[k]
+    for i in range(len(h)):
+        out.append(C @ v + D @ h[i])
+        v = Abar @ v + Bbar @ h[i]
     return np.array(out)
     # END SOLUTION
 
@@ -61,9 +61,9 @@ print("with A = 0, Bbar / dt =", np.round(zoh(np.zeros((2, 2)), B_demo, 0.1)[1] 
 # %% [markdown]
 # **Answer to 3.**
 # <!-- BEGIN SOLUTION -->
-# Variation of constants gives $v(t_{k+1})=e^{A\Delta t}v(t_k)+\int_{t_k}^{t_{k+1}}e^{A(t_{k+1}-r)}Bh(r)\,dr$
-# with no approximation. If $h(r)=h_k$ on the step, the integral is exactly $\big(\int_0^{\Delta t}e^{Az}dz\big)Bh_k$,
-# so the recurrence is exact. For a smooth input, replacing $h(r)$ by $h(t_k)$ makes an error
+# Variation of constants gives $v(t_{i+1})=e^{A\Delta t}v(t_i)+\int_{t_i}^{t_{i+1}}e^{A(t_{i+1}-r)}Bh(r)\,dr$
+# with no approximation. If $h(r)=h_i$ on the step, the integral is exactly $\big(\int_0^{\Delta t}e^{Az}dz\big)Bh_i$,
+# so the recurrence is exact. For a smooth input, replacing $h(r)$ by $h(t_i)$ makes an error
 # $O(\Delta t)$ in the integrand over an interval of length $\Delta t$, i.e. $O(\Delta t^2)$ per step;
 # these local errors add up over the $t_{\text{end}}/\Delta t$ steps of a fixed time span $[0,t_{\text{end}}]$ (the exponential factors stay bounded for a stable
 # $A$) to a global error $O(\Delta t)$ — first order, as the book notebook measures.

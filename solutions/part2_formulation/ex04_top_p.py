@@ -14,7 +14,7 @@
 #    does not depend on how ties are ordered. Compute the probabilities with a stable softmax.
 # 2. Implement `nucleus_probs(logits, p)`: the renormalised distribution sampled from, shape `(V,)`.
 # 3. In words: which values of $p$ give greedy decoding (6.4) and plain sampling (§6.3)? Is a
-#    sequence generated with top-$p$ filtering an exact draw from $\pi_{1:L}$ conditioned on the
+#    sequence generated with top-$p$ filtering an exact draw from $\pi_{1:T}$ conditioned on the
 #    prompt, and what happens to the cross-entropy (Example 8.1) of real text under the filtered
 #    model?
 #
@@ -60,7 +60,7 @@ for p in (0.4, 0.7, 0.85, 0.96, 1.0):
 # keeps only the most likely token (and its ties), so sampling becomes greedy decoding (6.4); $p=1$
 # keeps every token with positive probability and is plain ancestral sampling (§6.3). For $0<p<1$
 # each step draws from a truncated, renormalised conditional $\tilde\pi_m$, so the generated
-# sequence is an exact draw from $\tilde\pi_{1:L}=\prod_m\tilde\pi_m$, not from $\pi_{1:L}$: the
+# sequence is an exact draw from $\tilde\pi_{1:T}=\prod_m\tilde\pi_m$, not from $\pi_{1:T}$: the
 # product of renormalisations reweights sequences, and every sequence that ever leaves the nucleus
 # gets probability $0$. Real text routinely contains such "tail" tokens, so its log-likelihood under
 # the filtered model is $-\infty$ and the cross-entropy of Example 8.1 is infinite: filtering is a

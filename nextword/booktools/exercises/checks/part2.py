@@ -48,7 +48,7 @@ def _terms(weight_next: Callable, first: Callable, second: Callable, V: int, L: 
 
 
 def check_ex_p2_01(per_position_kl: Callable) -> bool:
-    """Exercise 01: ``per_position_kl(p_next, q_next, V, L) -> (L,)``, the terms of (4.4b).
+    """Exercise 01: ``per_position_kl(p_next, q_next, V, T) -> (T,)``, the terms of (4.4b).
 
     Compared with :func:`nextword.theory.formulation.objectives.kl_decomposition`; the sum must equal the joint
     KL (4.2a) computed from :func:`~nextword.theory.formulation.objectives.sequence_distribution`.
@@ -61,19 +61,19 @@ def check_ex_p2_01(per_position_kl: Callable) -> bool:
     for V, L, ctx_p, ctx_q in [(2, 3, None, None), (3, 3, 1, 2), (2, 5, 1, None)]:  # smallest V^L first
         cases.append((V, L, _random_model(rng, V, ctx_p), _random_model(rng, V, ctx_q)))
     got_all = {}
-    with r.check("per_position_kl returns L non-negative terms"):
+    with r.check("per_position_kl returns T non-negative terms"):
         for V, L, p_next, q_next in cases:
-            got = check_shape(f"per_position_kl(p, q, V={V}, L={L})",
-                              _call(per_position_kl, f"per_position_kl(p, q, V={V}, L={L})", p_next, q_next, V, L), (L,))
-            check_true(np.all(got >= -1e-12), f"per_position_kl(p, q, V={V}, L={L}) = {describe(got)} has a negative "
+            got = check_shape(f"per_position_kl(p, q, V={V}, T={L})",
+                              _call(per_position_kl, f"per_position_kl(p, q, V={V}, T={L})", p_next, q_next, V, L), (L,))
+            check_true(np.all(got >= -1e-12), f"per_position_kl(p, q, V={V}, T={L}) = {describe(got)} has a negative "
                        "term, but every term is an expected KL divergence")
             got_all[V, L] = got
     with r.check("each term equals E_p[KL(p(·|prefix) ‖ q(·|prefix))] (Eq. 4.4b)"):
         for V, L, p_next, q_next in cases:
             if (V, L) not in got_all:
-                fail(f"no usable result for V={V}, L={L}")
+                fail(f"no usable result for V={V}, T={L}")
             expected = kl_decomposition(p_next, q_next, V, L).per_position
-            check_close(f"per_position_kl(p, q, V={V}, L={L})", got_all[V, L], expected, rtol=1e-8, atol=1e-10,
+            check_close(f"per_position_kl(p, q, V={V}, T={L})", got_all[V, L], expected, rtol=1e-8, atol=1e-10,
                         mistakes={"KL(q ‖ p) instead of KL(p ‖ q): the prefixes are weighted by p and p comes first":
                                   kl_decomposition(q_next, p_next, V, L).per_position,
                                   "the prefixes are weighted by the model q: Eq. (4.4b) averages over prefixes drawn "
@@ -81,18 +81,24 @@ def check_ex_p2_01(per_position_kl: Callable) -> bool:
                                   "KL(q ‖ p) at each prefix: the data law comes first, KL(p(·|prefix) ‖ q(·|prefix))":
                                   _terms(p_next, q_next, p_next, V, L),
                                   "running totals: return each position's own term, not the cumulative sum":
-                                  np.cumsum(expected)})
+                                  np.cumsum(expected),
+                                  "the prefixes are weighted uniformly (1/V^(t−1) each): Eq. (4.4b) weights each "
+                                  "prefix by its probability under p, the product of p's next-token laws":
+                                  _terms(lambda prefix: np.full(V, 1.0 / V), p_next, q_next, V, L),
+                                  "the prefixes are not weighted (a plain sum over them): Eq. (4.4b) weights each "
+                                  "prefix by its probability under p":
+                                  _terms(lambda prefix: np.ones(V), p_next, q_next, V, L)})
     with r.check("the terms add up to the joint KL (Eq. 4.2a)"):
         for V, L, p_next, q_next in cases:
             if (V, L) not in got_all:  # else a stub would pass this sub-check (graded alone by the export)
-                fail(f"no usable result for V={V}, L={L}")
+                fail(f"no usable result for V={V}, T={L}")
             if (V, L) in got_all:
                 joint = kl_divergence(sequence_distribution(p_next, V, L)[0], sequence_distribution(q_next, V, L)[0])
-                check_close(f"sum of per_position_kl(p, q, V={V}, L={L})", got_all[V, L].sum(), joint,
+                check_close(f"sum of per_position_kl(p, q, V={V}, T={L})", got_all[V, L].sum(), joint,
                             rtol=1e-8, atol=1e-10)
     with r.check("KL(p ‖ p) = 0 at every position"):
         same = _random_model(rng, 3, 1)
-        check_close("per_position_kl(p, p, V=3, L=3)", _call(per_position_kl, "per_position_kl(p, p, 3, 3)",
+        check_close("per_position_kl(p, p, V=3, T=3)", _call(per_position_kl, "per_position_kl(p, p, 3, 3)",
                                                              same, same, 3, 3), np.zeros(3), atol=1e-12)
     return r.done("per-position KLs match (4.4b) and add up to the joint KL (4.2a) on 4 model pairs")
 
@@ -122,8 +128,11 @@ def check_ex_p2_02(uniform_generator: Callable, absorbing_generator: Callable, r
                 Qa = check_shape(label, _call(absorbing_generator, label, V, mask, beta), (V, V))
                 problems = dd.generator_violations(Qa, atol=1e-10)
                 expected = dd.absorbing_generator(V, mask, beta)
+                only_mask_row = bool(np.allclose(np.delete(Qa, mask, 0), np.delete(expected, mask, 0)))
                 check_true(not problems, f"{label} is not a rate matrix: " + "; ".join(problems)
-                           + f"\n    got {describe(Qa)}\n    expected {describe(expected)}")
+                           + f"\n    got {describe(Qa)}\n    expected {describe(expected)}"
+                           + (f"\n    likely mistake: the mask state {mask} gets rates too (the loop did not skip "
+                              "i == mask): it absorbs, so its row is zero" if only_mask_row else ""))
                 check_true(np.allclose(Qa[mask], 0.0), f"{label}: the mask state {mask} must never leave: "
                            f"its row should be zero, got {describe(Qa[mask])}")
                 check_close(label, Qa, expected, rtol=1e-10, atol=1e-12)
@@ -141,16 +150,16 @@ def check_ex_p2_02(uniform_generator: Callable, absorbing_generator: Callable, r
             flipped = Q.T * p[:, None] / p[None, :]
             np.fill_diagonal(flipped, 0.0)
             np.fill_diagonal(flipped, -flipped.sum(axis=1))
-            untransposed = Q * p[None, :] / p[:, None]  # Q_ij p_j / p_i: the forward rate i -> j, not j -> i
+            untransposed = Q * p[None, :] / p[:, None]  # Q_yz p_z / p_y: the forward rate y -> z, not z -> y
             np.fill_diagonal(untransposed, 0.0)
             np.fill_diagonal(untransposed, -untransposed.sum(axis=1))
             check_close(label, R, expected, rtol=1e-8, atol=1e-10,
-                        mistakes={"the diagonal was not reset: after R_ij = Q_ji p_j / p_i, set R_ii = -Σ_(j≠i) R_ij":
+                        mistakes={"the diagonal was not reset: after R_yz = Q_zy p_z / p_y, set R_yy = -Σ_(z≠y) R_yz":
                                   raw,
-                                  "the probability ratio is upside down: R_ij = Q_ji p_j / p_i": flipped,
-                                  "Q itself, transposed: the reversal also reweights by p_j / p_i": Q.T,
-                                  "Q_ij p_j / p_i, the forward rate of i → j: the reverse rate i → j uses the "
-                                  "forward rate j → i, Q_ji": untransposed})
+                                  "the probability ratio is upside down: R_yz = Q_zy p_z / p_y": flipped,
+                                  "Q itself, transposed: the reversal also reweights by p_z / p_y": Q.T,
+                                  "Q_yz p_z / p_y, the forward rate of y → z: the reverse rate y → z uses the "
+                                  "forward rate z → y, Q_zy": untransposed})
     return r.done("both generators have zero row sums and the right rates; the reverse rates satisfy (D.1)")
 
 
@@ -186,12 +195,20 @@ def check_ex_p2_03(zoh: Callable, scan: Callable) -> bool:
                 if idx == 1 and not np.all(np.isfinite(got)):
                     fail(f"Bbar for {label} contains NaN or infinity: the formula A⁻¹(Abar − I)B needs an "
                          "invertible A — use the block-matrix exponential instead")
+                no_dt = ssm.discretize_zoh(A, B, 1.0)[idx]  # the step dt left out (a step of 1)
+                if idx == 0:
+                    slips = {"dt is missing: Abar = exp(dt A), not exp(A)": no_dt}
+                elif not A.any():  # A = 0: exp(dt A) B = B = the hold over a step of 1
+                    slips = {"Bbar = B: for A = 0 the hold gives ∫_0^dt dt' B = dt B; either dt is missing (a step "
+                             "of 1) or you used exp(dt A) B (= B here), which does not integrate over the step": B}
+                else:
+                    slips = {"dt is missing: the hold integrates exp(tA) over t in [0, dt], not [0, 1]": no_dt,
+                             "Bbar = exp(dt A) B: the hold integrates exp(tA) over the step": expm(dt * A) @ B}
                 check_close(f"{'Abar' if idx == 0 else 'Bbar'} for {label} (dt = {dt})", got, expected,
                             rtol=1e-8, atol=1e-10,
                             mistakes={"forward Euler (I + dt A, dt B): the zero-order hold is exact, with expm":
-                                      euler, **({"Bbar = exp(dt A) B: the hold integrates exp(tA) over the step":
-                                                 expm(dt * A) @ B} if idx == 1 else {})})
-    with r.check("scan: u_k = C v_k + D h_k with v_(k+1) = Abar v_k + Bbar h_k (Eq. 5.9)"):
+                                      euler, **slips})
+    with r.check("scan: u_i = C v_i + D h_i with v_(i+1) = Abar v_i + Bbar h_i (Eq. 5.9)"):
         s, d, T = 3, 2, 7
         Ab, Bb = ssm.discretize_zoh(rng.normal(size=(s, s)) - np.eye(s), rng.normal(size=(s, d)), 0.2)
         C, D = rng.normal(size=(d, s)), rng.normal(size=(d, d))
@@ -199,8 +216,14 @@ def check_ex_p2_03(zoh: Callable, scan: Callable) -> bool:
         got = check_shape("scan(Abar, Bbar, C, D, h, v0) with T = 7", _call(scan, "scan", Ab, Bb, C, D, h.copy(),
                                                                            v0.copy()), (T, d))
         states, expected = ssm.ssm_scan(Ab, Bb, C, D, h, v0)
-        updated_first = (states @ Ab.T + h @ Bb.T) @ C.T + h @ D.T  # u_k = C v_{k+1} + D h_k
+        updated_first = (states @ Ab.T + h @ Bb.T) @ C.T + h @ D.T  # u_i = C v_{i+1} + D h_i
+        v, previous_input = v0.copy(), []  # the state fed the previous input: v_(i+1) = Abar v_i + Bbar h_(i-1)
+        for i in range(T):
+            previous_input.append(C @ v + D @ h[i])
+            v = Ab @ v + Bb @ h[i - 1]
         check_close("scan(Abar, Bbar, C, D, h, v0) with T = 7", got, expected, rtol=1e-8, atol=1e-10,
-                    mistakes={"outputs off by one step: u_k must use v_k before it is updated with h_k": updated_first,
-                              "the feed-through D h_k is missing": states @ C.T})
+                    mistakes={"outputs off by one step: u_i must use v_i before it is updated with h_i": updated_first,
+                              "the feed-through D h_i is missing": states @ C.T,
+                              "the state is fed the previous input (h[i − 1], and h[−1] is the LAST input in "
+                              "Python): v_(i+1) = Abar v_i + Bbar h_i": np.array(previous_input)})
     return r.done("zoh matches the exact hold discretisation (singular A included) and scan matches (5.9)")
