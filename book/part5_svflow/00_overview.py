@@ -35,9 +35,17 @@
 # | $q(z\mid x)$, $p(z\mid x)$ | the flow's beliefs about $z$, and the true posterior | distributions over $z$ |
 # | $\beta$ | weight of the consistency term in training | scalar $\ge0$ |
 # | $\mu$ | mean direction of a von Mises–Fisher component | $(d,)$, unit |
-# | $v(x)$, $\Delta t$ | a flow's velocity (not Chapter 6's value vector $v[j]$) and an Euler step's size | $(d,)$, scalar |
-# | $x_t$ | the state at time $t$ of the flow (here $t$ is a time, not a position in a sequence as elsewhere in the book) | $(d,)$ |
-# | $\gamma_{k,\ell}$ | App. B's gradient of layer $k$'s divergence at the state of layer $\ell$ | $(d,)$ |
+# | $u(x)$, $\Delta s$ | a flow's velocity and an Euler step's size | $(d,)$, scalar |
+# | $s$, $x_s$ | time along the flow, and the state at time $s$ | scalar, $(d,)$ |
+# | $\gamma_{\ell',\ell}$ | App. B's gradient of layer $\ell'$'s divergence at the state of layer $\ell$ | $(d,)$ |
+# ```
+#
+# ```{admonition} In the paper's notation
+# :class: seealso
+# The paper writes $t$ for the time of the flow and $v$ (or $v_t$) for its velocity; here they are $s$ and
+# $u$ ($u_s$), because the book keeps $t$ for a position in a sequence and $v[j]$ for a value vector
+# (Chapter 6, [Appendix A](../partA_appendix/A_notation_and_environment.ipynb)). It writes $\gamma_{k,\ell}$
+# with $k$ a later layer; here $\gamma_{\ell',\ell}$, since $k[j]$ is a key.
 # ```
 #
 # *Source: Liao, Transformer as an Euler Discretization of Score-based Variational Flow
@@ -104,7 +112,7 @@ assert np.all(np.diff(path @ mu) > 0)  # Figure 5.0.1: layer by layer the state 
 #   Kullback–Leibler divergence — [the KL objective of Part 2](../part2_formulation/02_objective_kl.ipynb)
 #   recalls KL; any probability text for the rest.
 # - **Calculus**: gradients and the chain rule (the whole part), Taylor series (5.1), and Euler's
-#   method for an ordinary differential equation, $x_{t+\Delta t}\approx x_t+\Delta t\,v(x_t)$ — any
+#   method for an ordinary differential equation, $x_{s+\Delta s}\approx x_s+\Delta s\,u(x_s)$ — any
 #   first course in differential equations.
 # - **Part 3 helps for 5.6**: [the gradients of attention](../part3_dynamics/01_attention_gradients.ipynb)
 #   introduce the "advantage" form of a softmax gradient that Appendix B uses.
@@ -156,7 +164,7 @@ assert np.all(np.diff(path @ mu) > 0)  # Figure 5.0.1: layer by layer the state 
 # - On the larger of our two small character models (the saved one) the deep layer's log-density
 #   reacts to shuffling, slightly, in the direction of the paper's Fig. 2, and across training it does
 #   not track the prediction's quality ([5.5](05_prefix_shuffling.ipynb)).
-# - The gradient formulas of Appendix B hold once B.1's definition of $\gamma_{k,\ell}$ includes $k=\ell$,
+# - The gradient formulas of Appendix B hold once B.1's definition of $\gamma_{\ell',\ell}$ includes $\ell'=\ell$,
 #   but the centred self advantage pushes the posterior *towards* its target, not into a
 #   winner-takes-all loop; and coupling a token's key, query and value roles did not regularise
 #   attention in our test ([5.6](06_appendix_b_gradients.ipynb); errata rows "App. B.1", "App. B.4"

@@ -29,7 +29,7 @@
 # - explain why RMSNorm puts a state on a sphere of radius $\sqrt d$, and compute it by hand for a 2-d
 #   state;
 # - compute, for one step on a circle, where the exponential map and the retraction land, and predict
-#   their gap ($\tfrac13s^3$ for a tangent step of small length $s$);
+#   their gap ($\tfrac13r^3$ for a tangent step of small length $r$);
 # - explain why "residual + RMSNorm" is a retraction of the update's tangent part (Eq. 17) — for the state
 #   in a post-norm block, for its direction in a pre-norm block;
 # - describe the von Mises–Fisher density in words (mean direction, concentration) and recognise its
@@ -49,15 +49,14 @@
 # | $x$, $x^\ell$ | a state (from the second section on, a point of the unit sphere); $x^\ell$: after layer $\ell$ | $(d,)$ |
 # | $f_\ell$ | the sub-layer (attention or feed-forward) of layer $\ell$ | a map |
 # | $\hat x$ | the direction $x/\lVert x\rVert$ of a pre-norm stream $x$ | $(d,)$ |
-# | $u$ | an update added to the state (not necessarily tangent) | $(d,)$ |
-# | $a$, $w$ | the parts of $u$ along $x$ and tangent to the sphere: $u=a\,x+w$ | scalar, $(d,)$ |
-# | $v$ | a tangent step, $x^\top v=0$ (not Chapter 6's value vector $v[j]$) | $(d,)$ |
-# | $s$ | the length $\lVert v\rVert$ of a step | scalar |
+# | $y$ | an update added to the state (not necessarily tangent) | $(d,)$ |
+# | $w$ | a tangent vector at $x$ ($x^\top w=0$; all of them form the tangent space $\mathrm T_x\mathbb S^{d-1}$): a step along the sphere, or the tangent part of an update | $(d,)$ |
+# | $a$ | the part of an update along $x$: $y=a\,x+w$ | scalar |
+# | $r$ | the length $\lVert w\rVert$ of a step | scalar |
 # | $w_2$ | the tangent part of an update when $x=e_1$ and the update lies in the plane of $e_1,e_2$: $w=w_2e_2$ | scalar |
 # | $e_1,e_2$ | the first two unit coordinate vectors | $(d,)$ |
 # | $\varepsilon$ | a small scale factor in a series expansion | scalar |
-# | $T_x\mathbb S^{d-1}$ | the tangent space at $x$: all $v$ with $x^\top v=0$ | — |
-# | $R$ | the retraction $R_x(v)$ of a step $v$ at $x$ (the exponential map is written $\exp_x(v)$) | $(d,)$ |
+# | $R$ | the retraction $R_x(w)$ of a step $w$ at $x$ (the exponential map is written $\exp_x(w)$) | $(d,)$ |
 # | $\mu$ | the mean direction of a von Mises–Fisher distribution | $(d,)$, unit |
 # | $\kappa$ | its concentration | scalar $\ge0$ |
 # | $C_d(\kappa)$, $I_\nu$, $\nu$ | its normaliser; in it, $I_\nu$ is the modified Bessel function of order $\nu$ (always with its order; a bare $I$, as in $I-xx^\top$, is the identity matrix) | scalar |
@@ -66,9 +65,18 @@
 # | $\theta,\phi$ | angles on the sphere (polar, around) | scalars |
 # | $\omega$ | area on the sphere ($d\omega$ its element) | — |
 # | $z$, $p(x\mid z)$ | a component of a mixture, and its density | index, scalar |
-# | $t$ | time along a flow (not a position in a sequence, as elsewhere in the book) | scalar |
-# | $\varphi_t$, $\dot\varphi_t$, $D\varphi_t$, $v_t$, $p_t$, $x_t$ | at time $t$: the flow map, its time derivative and Jacobian, the velocity field (not the tangent step $v$), the density of the moved states, the moved state $x_t=\varphi_t(x_0)$; $t'$ a time between 0 and $t$ | maps; $(d,)$ |
+# | $s$ | time along a flow | scalar |
+# | $\varphi_s$, $\dot\varphi_s$, $D\varphi_s$, $u_s$, $p_s$, $x_s$ | at time $s$: the flow map, its time derivative and Jacobian, the velocity field, the density of the moved states, the moved state $x_s=\varphi_s(x_0)$; $s'$ a time between 0 and $s$ | maps; $(d,)$ |
 # | $B$ | a square matrix (Jacobi's formula) | $(2,2)$ or $(3,3)$ |
+# ```
+#
+# ```{admonition} In the paper's notation
+# :class: seealso
+# The paper writes $v$ for a tangent step (Eqs. 2–3), $u$ for the update of Eq. (17), $t$ for the time of a
+# flow and $v_t$ for its velocity field (§2.1). Here they are $w$, $y$, $s$ and $u_s$: the book keeps $v[j]$
+# for a value vector and $t$ for a position in a sequence (Chapter 6,
+# [Appendix A](../partA_appendix/A_notation_and_environment.ipynb)), and $u$ for a flow's velocity on every
+# page of Part 5. The paper's equations are quoted in these letters, with their numbers.
 # ```
 #
 # *Source: Liao, Transformer as an Euler Discretization of Score-based Variational Flow, §2.1–2.3
@@ -124,9 +132,9 @@ for state in ([3.0, 4.0], [0.3, 0.4], [-1.0, 2.0]):
 # %% [markdown]
 # **One step on the circle.** Stand at $x=(0.6, 0.8)$ on the unit circle. The direction that runs
 # *along* the circle there is $(-0.8, 0.6)$ (its dot product with $x$ is $0.6\cdot(-0.8)+0.8\cdot0.6=0$). Take a step
-# of length $s=0.5$ in that direction: $v=(-0.4, 0.3)$. Two ways to land back on the circle:
+# of length $r=0.5$ in that direction: $w=(-0.4, 0.3)$. Two ways to land back on the circle:
 #
-# - *retraction*: add, then rescale to length 1. $x+v=(0.2, 1.1)$ has length $\sqrt{1.25}=1.118$, so
+# - *retraction*: add, then rescale to length 1. $x+w=(0.2, 1.1)$ has length $\sqrt{1.25}=1.118$, so
 #   we land at $(0.179, 0.984)$;
 # - *exponential map*: walk $0.5$ along the circle itself, i.e. turn by the angle $0.5$ radians:
 #   $\cos(0.5)\,x+\sin(0.5)\,(-0.8, 0.6)=(0.143, 0.990)$.
@@ -136,25 +144,25 @@ for state in ([3.0, 4.0], [0.3, 0.4], [-1.0, 2.0]):
 # %%
 x = np.array([0.6, 0.8])
 along = np.array([-0.8, 0.6])  # unit vector along the circle at x
-v = 0.5 * along
-by_retraction = (x + v) / np.linalg.norm(x + v)
+w = 0.5 * along  # the tangent step
+by_retraction = (x + w) / np.linalg.norm(x + w)
 by_exp_map = np.cos(0.5) * x + np.sin(0.5) * along
 angle = lambda point: np.arccos(np.clip(point @ x, -1, 1))  # noqa: E731  (angle turned from x)
-print(f"direction along the circle {along}; x . v = 0 (v is tangent): {abs(x @ v) < 1e-15}")
-print(f"x + v = {x + v}, squared length {np.sum((x + v) ** 2):.2f}, "
-      f"length {np.linalg.norm(x + v):.3f}")
+print(f"direction along the circle {along}; x . w = 0 (w is tangent): {abs(x @ w) < 1e-15}")
+print(f"x + w = {x + w}, squared length {np.sum((x + w) ** 2):.2f}, "
+      f"length {np.linalg.norm(x + w):.3f}")
 print(f"retraction:      {np.round(by_retraction, 3)}, "
       f"turned by {angle(by_retraction):.3f} = arctan(0.5)")
 print(f"exponential map: {np.round(by_exp_map, 3)}, turned by {angle(by_exp_map):.3f}")
 gap = np.linalg.norm(by_retraction - by_exp_map)
 print(f"gap between the two landing points: {gap:.4f};  0.5**3 / 3 = {0.5**3 / 3:.4f}")
-assert np.allclose(by_retraction, retraction(x, v), atol=1e-12)
-assert np.allclose(by_exp_map, exp_map(x, v), atol=1e-12)
+assert np.allclose(by_retraction, retraction(x, w), atol=1e-12)
+assert np.allclose(by_exp_map, exp_map(x, w), atol=1e-12)
 assert abs(angle(by_retraction) - np.arctan(0.5)) < 1e-12
 
 # %% [markdown]
-# Since $\arctan s=s-s^3/3+\dots$, the retraction misses the exponential map's angle by about $s^3/3$
-# for a step of length $s$: $0.042$ for $s=0.5$, the same size as the measured gap $0.036$ (the
+# Since $\arctan r=r-r^3/3+\dots$, the retraction misses the exponential map's angle by about $r^3/3$
+# for a step of length $r$: $0.042$ for $r=0.5$, the same size as the measured gap $0.036$ (the
 # higher terms of the series account for the rest). The rest of the page makes these two
 # observations general and checks the paper's statements about them.
 #
@@ -195,18 +203,18 @@ assert np.allclose(np.linalg.norm(images, axis=1), np.sqrt(2), atol=1e-12)
 #
 # At a point $x$ of the sphere, the directions in which one can move *along* the sphere are those
 # perpendicular to $x$. Together they form the {term}`tangent space`
-# $T_x\mathbb S^{d-1}=\{v:x^\top v=0\}$, a flat plane that touches the sphere at $x$ (Figure 5.1.2). Any vector $u$ splits into a
-# part along $x$ and a tangent part, $(I-xx^\top)u$ (the library's `tangent_projection`). (Like the
-# paper, Part 5 writes vectors as columns: $x^\top v$ is the dot product of $x$ and $v$, and $xx^\top$
+# $\mathrm T_x\mathbb S^{d-1}=\{w:x^\top w=0\}$, a flat plane that touches the sphere at $x$ (Figure 5.1.2). Any vector $y$ splits into a
+# part along $x$ and a tangent part, $(I-xx^\top)y$ (the library's `tangent_projection`). (Like the
+# paper, Part 5 writes vectors as columns: $x^\top w$ is the dot product of $x$ and $w$, and $xx^\top$
 # is a $d\times d$ matrix. Chapter 6 writes vectors as rows, where the same two read $xv^\top$ and
-# $x^\top x$, and the projection $u(I-x^\top x)$.)
+# $x^\top x$, and the projection $y(I-x^\top x)$.)
 #
-# A step $v$ in the tangent plane leaves the sphere: $x+v$ is longer than 1. Two rules bring it back:
+# A step $w$ in the tangent plane leaves the sphere: $x+w$ is longer than 1. Two rules bring it back:
 #
-# - the {term}`exponential map` walks the distance $\lVert v\rVert$ along the {term}`great circle`
-#   that leaves $x$ in the direction of $v$ (the sphere's straight line, like a meridian on a globe);
+# - the {term}`exponential map` walks the distance $\lVert w\rVert$ along the {term}`great circle`
+#   that leaves $x$ in the direction of $w$ (the sphere's straight line, like a meridian on a globe);
 # - a {term}`retraction` takes a cheaper route with the same first-order effect; the one the paper
-#   uses adds the step and rescales, i.e. it pulls $x+v$ back to the sphere along the ray from the
+#   uses adds the step and rescales, i.e. it pulls $x+w$ back to the sphere along the ray from the
 #   centre.
 
 # %%
@@ -219,65 +227,65 @@ assert np.linalg.norm(landing["retraction"] - landing["exp_map"]) > 0.1  # lengt
 
 # %% [markdown]
 # **Figure 5.1.2.** The unit sphere (grey mesh), the tangent plane at the point $x$ at its top
-# (shaded), and a tangent step $v$ of length 1 (black arrow) ending at $x+v$, off the sphere. The
-# retraction (blue) follows the dashed ray from the centre through $x+v$ back to the sphere; the
-# exponential map (vermilion) walks an arc of length 1 along the great circle in the direction of $v$.
+# (shaded), and a tangent step $w$ of length 1 (black arrow) ending at $x+w$, off the sphere. The
+# retraction (blue) follows the dashed ray from the centre through $x+w$ back to the sphere; the
+# exponential map (vermilion) walks an arc of length 1 along the great circle in the direction of $w$.
 # The two landing points are different, and the retraction lands short.
 #
-# In the plane that holds $x$ and $v$ the sphere is a circle (a great circle), and the comparison can be
-# read off exactly (Figure 5.1.3): the retraction turns by $\arctan\lVert v\rVert$, the exponential map by
-# $\lVert v\rVert$. In formulas (Eqs. 2 and 3 of the paper), for a tangent $v\ne0$,
+# In the plane that holds $x$ and $w$ the sphere is a circle (a great circle), and the comparison can be
+# read off exactly (Figure 5.1.3): the retraction turns by $\arctan\lVert w\rVert$, the exponential map by
+# $\lVert w\rVert$. In formulas (Eqs. 2 and 3 of the paper), for a tangent $w\ne0$,
 #
-# $$\exp_x(v)=\cos(\lVert v\rVert)\,x+\sin(\lVert v\rVert)\,\frac{v}{\lVert v\rVert},\qquad
-# R_x(v)=\frac{x+v}{\lVert x+v\rVert}.$$
+# $$\exp_x(w)=\cos(\lVert w\rVert)\,x+\sin(\lVert w\rVert)\,\frac{w}{\lVert w\rVert},\qquad
+# R_x(w)=\frac{x+w}{\lVert x+w\rVert}.$$
 
 # %%
 fig, ax = plt.subplots(figsize=(6, 5))
 in_plane = draw_retraction_vs_exp(ax, step_length=1.0)
-ax.set_title("one tangent step of length 1, in the plane of x and v")
+ax.set_title("one tangent step of length 1, in the plane of x and w")
 plt.show()
 turned_by_retraction = np.arctan2(in_plane["retraction"][0], in_plane["retraction"][1])
 assert abs(turned_by_retraction - np.arctan(1.0)) < 1e-12
 
 # %% [markdown]
-# **Figure 5.1.3.** The same step in the plane of $x$ and $v$: the circle is a great circle of the
+# **Figure 5.1.3.** The same step in the plane of $x$ and $w$: the circle is a great circle of the
 # sphere and the dash-dotted line is the tangent line at $x$. The retraction (blue) lands at the angle
 # $\arctan 1=45°$ from $x$, the exponential map (vermilion) at the angle of 1 radian, about $57°$. For a
-# small step the two angles $\arctan s$ and $s$ agree to within $s^3/3$.
+# small step the two angles $\arctan r$ and $r$ agree to within $r^3/3$.
 #
-# Sympy expands the difference of the two landing points in powers of the step length $s$ (by
-# symmetry, $x=e_1$ and $v=s\,e_2$ show every case):
+# Sympy expands the difference of the two landing points in powers of the step length $r$ (by
+# symmetry, $x=e_1$ and $w=r\,e_2$ show every case):
 
 # %%
-s = sp.symbols("s", positive=True)  # the step length ||v||
-exp_point = sp.Matrix([sp.cos(s), sp.sin(s)])
-retraction_point = sp.Matrix([1, s]) / sp.sqrt(1 + s**2)
+r = sp.symbols("r", positive=True)  # the step length ||w||
+exp_point = sp.Matrix([sp.cos(r), sp.sin(r)])
+retraction_point = sp.Matrix([1, r]) / sp.sqrt(1 + r**2)
 difference_series = (retraction_point - exp_point).applyfunc(
-    lambda entry: sp.simplify(sp.series(entry, s, 0, 6).removeO()))
-gap_series = sp.series(sp.sqrt(sum(c**2 for c in (retraction_point - exp_point))), s, 0, 5)
-display(Math(r"R_x(v)-\exp_x(v)=" + sp.latex(difference_series.T)))
-display(Math(r"\lVert R_x(v)-\exp_x(v)\rVert=" + sp.latex(gap_series)))
-assert sp.simplify(gap_series.removeO() - s**3 / 3) == 0
+    lambda entry: sp.simplify(sp.series(entry, r, 0, 6).removeO()))
+gap_series = sp.series(sp.sqrt(sum(c**2 for c in (retraction_point - exp_point))), r, 0, 5)
+display(Math(r"R_x(w)-\exp_x(w)=" + sp.latex(difference_series.T)))
+display(Math(r"\lVert R_x(w)-\exp_x(w)\rVert=" + sp.latex(gap_series)))
+assert sp.simplify(gap_series.removeO() - r**3 / 3) == 0
 
 # %% [markdown]
-# The terms of order $s$ and $s^2$ cancel: both rules leave $x$ in the same direction and at the same
+# The terms of order $r$ and $r^2$ cancel: both rules leave $x$ in the same direction and at the same
 # speed, and the retraction even curves the same way to second order. They part only at third
-# order, by $\tfrac13\lVert v\rVert^3$ (along $v$). A retraction with this property is called
-# *second-order*; the paper states the weaker $\mathcal O(\lVert v\rVert^2)$, which is true (measured in
+# order, by $\tfrac13\lVert w\rVert^3$ (along $w$). A retraction with this property is called
+# *second-order*; the paper states the weaker $\mathcal O(\lVert w\rVert^2)$, which is true (measured in
 # *Checking the paper*, below).
 #
 # ## What residual + RMSNorm does: a relaxed retraction (Eq. 17)
 #
 # A transformer layer does not project its update onto the tangent plane: it adds the whole update
-# $u=f_\ell(x)$ and normalises, $\mathrm{RMSNorm}(x+u)$ — on the unit sphere, $R_x(u)$ with a
-# non-tangent $u$. The paper calls this a *relaxed retraction* and states (Eq. 17)
+# $y=f_\ell(x)$ and normalises, $\mathrm{RMSNorm}(x+y)$ — on the unit sphere, $R_x(y)$ with a
+# non-tangent $y$. The paper calls this a *relaxed retraction* and states (Eq. 17)
 #
-# $$\mathrm{RMSNorm}(x+u)=R_x\big((I-xx^\top)u\big)+\mathcal O(\lVert u\rVert^2).$$
+# $$\mathrm{RMSNorm}(x+y)=R_x\big((I-xx^\top)y\big)+\mathcal O(\lVert y\rVert^2).$$
 #
-# By hand, with $x=(0.6, 0.8)$ and $u=(0.2, 0.6)$: the part along $x$ is $a=x^\top u=0.6\cdot0.2+0.8\cdot0.6=0.6$
-# and the tangent part is $u-0.6\,x=(-0.16, 0.12)$. The normalised sum is
+# By hand, with $x=(0.6, 0.8)$ and $y=(0.2, 0.6)$: the part along $x$ is $a=x^\top y=0.6\cdot0.2+0.8\cdot0.6=0.6$
+# and the tangent part is $y-0.6\,x=(-0.16, 0.12)$. The normalised sum is
 # $(0.8,1.4)/1.612=(0.496, 0.868)$; the retraction of the tangent part alone is $(0.44, 0.92)/1.020=(0.431, 0.902)$. They
-# differ because the part along $x$ only makes $x+u$ longer — the norm then shrinks the *whole* sum,
+# differ because the part along $x$ only makes $x+y$ longer — the norm then shrinks the *whole* sum,
 # tangent part included, by the factor $1/(1+a)$. Indeed
 # $R_x\big((-0.16, 0.12)/1.6\big)=(0.496, 0.868)$ exactly.
 
@@ -287,30 +295,30 @@ update = np.array([0.2, 0.6])
 along_x = x @ update
 tangent_part = tangent_projection(x, update)
 after_norm = rms_norm(x + update, eps=0.0, unit=True)  # unit-sphere RMSNorm of the residual sum
-print(f"a = x . u = {along_x:.3f}; tangent part {np.round(tangent_part, 3)}")
-for name, total in (("x + u", x + update), ("x + tangent part", x + tangent_part)):
+print(f"a = x . y = {along_x:.3f}; tangent part {np.round(tangent_part, 3)}")
+for name, total in (("x + y", x + update), ("x + tangent part", x + tangent_part)):
     print(f"{name:17s} = {np.round(total, 3)}, length {np.linalg.norm(total):.3f}")
-print(f"RMSNorm(x + u)                    = {np.round(after_norm, 3)}")
+print(f"RMSNorm(x + y)                    = {np.round(after_norm, 3)}")
 print(f"R_x(tangent part)                 = {np.round(retraction(x, tangent_part), 3)}")
 rescaled_step = tangent_part / (1 + along_x)
 print(f"R_x(tangent part / (1 + a))       = {np.round(retraction(x, rescaled_step), 3)}")
 assert np.allclose(after_norm, retraction(x, tangent_part / (1 + along_x)), atol=1e-12)
 
 # %% [markdown]
-# In general: write $u=a\,x+w$ with $a=x^\top u$ and $w\perp x$. Then $x+u=(1+a)x+w$, and rescaling
+# In general: write $y=a\,x+w$ with $a=x^\top y$ and $w\perp x$. Then $x+y=(1+a)x+w$, and rescaling
 # gives $R_x\big(w/(1+a)\big)$ *exactly*. The relaxed retraction is the retraction of a rescaled
 # tangent step. Since $1/(1+a)=1-a+\dots$ differs from 1 at first order, the gap to $R_x(w)$ is of
-# second order; sympy finds it (with $x=e_1$, $u=a\,e_1+w_2\,e_2$, both scaled by a small $\varepsilon$):
+# second order; sympy finds it (with $x=e_1$, $y=a\,e_1+w_2\,e_2$, both scaled by a small $\varepsilon$):
 
 # %%
 a, w2 = sp.symbols("a w_2", real=True)
-relaxed = sp.Matrix([1 + a, w2]) / sp.sqrt((1 + a) ** 2 + w2**2)  # x = e1, u = a e1 + w2 e2
+relaxed = sp.Matrix([1 + a, w2]) / sp.sqrt((1 + a) ** 2 + w2**2)  # x = e1, y = a e1 + w2 e2
 projected = sp.Matrix([1, w2]) / sp.sqrt(1 + w2**2)
 eps = sp.symbols("varepsilon", positive=True)
 gap = (relaxed - projected).subs({a: eps * a, w2: eps * w2})
 gap_to_second_order = gap.applyfunc(
     lambda entry: sp.simplify(sp.series(entry, eps, 0, 3).removeO()))
-display(Math(r"\mathrm{RMSNorm}(x+u)-R_x\big((I-xx^\top)u\big)=" + sp.latex(gap_to_second_order.T)))
+display(Math(r"\mathrm{RMSNorm}(x+y)-R_x\big((I-xx^\top)y\big)=" + sp.latex(gap_to_second_order.T)))
 assert sp.simplify(gap_to_second_order[1] + a * w2 * eps**2) == 0
 
 # %% [markdown]
@@ -328,7 +336,7 @@ gap_unit = np.max(np.abs(rms_norm(states + updates, eps=0.0, unit=True)
                          - retraction(states, updates)))
 gap_radius = np.max(np.abs(rms_norm(np.sqrt(d) * states + updates, eps=0.0) / np.sqrt(d)
                            - retraction(states, updates / np.sqrt(d))))
-print("max |RMSNorm_unit(x + u) - R_x(u)| < 1e-14:", gap_unit < 1e-14)
+print("max |RMSNorm_unit(x + y) - R_x(y)| < 1e-14:", gap_unit < 1e-14)
 print("radius-sqrt(d) RMSNorm (Eq. 7), state rescaled, same bound:", gap_radius < 1e-14)
 assert gap_unit < 1e-14
 assert gap_radius < 1e-14
@@ -343,26 +351,26 @@ assert gap_radius < 1e-14
 # ## Pre-norm blocks: the same step, for the direction
 #
 # In a pre-norm block ([6.6](../part1_chapter6/6_6_context_representation.ipynb)) the stream itself is
-# never normalised: a sub-layer adds $u=f_\ell\big(\mathrm{RMSNorm}(x^\ell)\big)$ to it,
-# $x^{\ell+1}=x^\ell+u$, and the stream's length changes from layer to layer (it usually grows). What
+# never normalised: a sub-layer adds $y=f_\ell\big(\mathrm{RMSNorm}(x^\ell)\big)$ to it,
+# $x^{\ell+1}=x^\ell+y$, and the stream's length changes from layer to layer (it usually grows). What
 # lies on the sphere is what each sub-layer *reads*: the direction $x^\ell/\lVert x^\ell\rVert$ (times
 # $\sqrt d$). Write the stream as its length times its direction, $x=\lVert x\rVert\,\hat x$. Then
-# $x+u=\lVert x\rVert\big(\hat x+u/\lVert x\rVert\big)$, and the direction the next sub-layer reads is
+# $x+y=\lVert x\rVert\big(\hat x+y/\lVert x\rVert\big)$, and the direction the next sub-layer reads is
 #
-# $$\hat x^{\ell+1}=R_{\hat x^\ell}\big(u/\lVert x^\ell\rVert\big):$$
+# $$\hat x^{\ell+1}=R_{\hat x^\ell}\big(y/\lVert x^\ell\rVert\big):$$
 #
 # the same relaxed retraction as above, applied to the direction, with the update divided by the
 # stream's length. Everything on this page holds for the direction of a pre-norm stream, and the longer
 # the stream, the shorter its steps on the sphere. By hand: the stream $x=(3,4)$ has length 5 and
-# direction $(0.6, 0.8)$; the update $u=(1,3)$ is five times the update of the example above. The new
-# stream $(4,7)$ has direction $(0.496, 0.868)$ — the point that the update $u/5=(0.2, 0.6)$ reached above.
+# direction $(0.6, 0.8)$; the update $y=(1,3)$ is five times the update of the example above. The new
+# stream $(4,7)$ has direction $(0.496, 0.868)$ — the point that the update $y/5=(0.2, 0.6)$ reached above.
 
 # %%
 stream, update = np.array([3.0, 4.0]), np.array([1.0, 3.0])
 new_direction = (stream + update) / np.linalg.norm(stream + update)
 direction = stream / np.linalg.norm(stream)
-print(f"direction of x + u = {np.round(new_direction, 3)};  "
-      f"R_(x/|x|)(u/|x|) = {np.round(retraction(direction, update / np.linalg.norm(stream)), 3)}")
+print(f"direction of x + y = {np.round(new_direction, 3)};  "
+      f"R_(x/|x|)(y/|x|) = {np.round(retraction(direction, update / np.linalg.norm(stream)), 3)}")
 assert np.allclose(new_direction, retraction(direction, update / np.linalg.norm(stream)), atol=1e-12)
 streams = rng.standard_normal((4, d)) * np.array([[1.0], [4.0], [16.0], [64.0]])  # four lengths, d = 16
 one_update = rng.standard_normal(d)
@@ -511,8 +519,8 @@ assert above_half > 0.5
 #   post-norm block the state after each layer, in a pre-norm block the input of each sub-layer, is a
 #   point of a sphere.
 # - On a sphere one moves along the tangent plane and comes back: the exponential map walks the great
-#   circle, the retraction $R_x(v)=(x+v)/\lVert x+v\rVert$ rescales; they agree to within
-#   $\tfrac13\lVert v\rVert^3$ (sharper than the paper's $\mathcal O(\lVert v\rVert^2)$).
+#   circle, the retraction $R_x(w)=(x+w)/\lVert x+w\rVert$ rescales; they agree to within
+#   $\tfrac13\lVert w\rVert^3$ (sharper than the paper's $\mathcal O(\lVert w\rVert^2)$).
 # - Residual + RMSNorm is the retraction of the update's tangent part shrunk by $1/(1+a)$, where $a$
 #   is the update's part along the state — a relaxed retraction, accurate to first order (Eq. 17). In a
 #   pre-norm block the stream's direction moves by the same rule, with the update divided by the
@@ -524,20 +532,20 @@ assert above_half > 0.5
 #
 # ## Check your understanding
 #
-# 1. A state $x=(0, 1)$ on the unit circle receives the tangent update $v=(1, 0)$. By how many
+# 1. A state $x=(0, 1)$ on the unit circle receives the tangent update $w=(1, 0)$. By how many
 #    degrees does the state turn under the retraction, and under the exponential map?
 #
 #    ```{dropdown} Answer
 #    The retraction lands at $(1,1)/\sqrt2$: it turns by $\arctan 1=45°$. The exponential map walks an
 #    arc of length 1, i.e. turns by 1 radian, about $57°$ (Figure 5.1.3). The retraction always turns by
-#    $\arctan\lVert v\rVert<\lVert v\rVert$: it falls short, and can never turn by a right angle or more.
+#    $\arctan\lVert w\rVert<\lVert w\rVert$: it falls short, and can never turn by a right angle or more.
 #    ```
 #
-# 2. An update points exactly along the state, $u=a\,x$ with $a>-1$. What does residual + RMSNorm do
+# 2. An update points exactly along the state, $y=a\,x$ with $a>-1$. What does residual + RMSNorm do
 #    to the state, and what does that say about the part of an update along the state?
 #
 #    ```{dropdown} Answer
-#    $x+u=(1+a)x$, and the norm gives back $x$: the state does not move. The part of an update along
+#    $x+y=(1+a)x$, and the norm gives back $x$: the state does not move. The part of an update along
 #    the state is invisible after the norm except through its effect on the tangent part, which it
 #    shrinks by $1/(1+a)$ (or stretches, for $a<0$).
 #    ```
@@ -547,7 +555,7 @@ assert above_half > 0.5
 #    sub-layer reads turn?
 #
 #    ```{dropdown} Answer
-#    The direction moves by the retraction of $u/\lVert x\rVert$, a tangent step of length
+#    The direction moves by the retraction of $y/\lVert x\rVert$, a tangent step of length
 #    $0.5/20=0.025$, so it turns by $\arctan0.025\approx1.43°$. The same update would turn a stream of
 #    length 1 by $\arctan0.5\approx26.6°$.
 #    ```
@@ -565,14 +573,14 @@ assert above_half > 0.5
 
 # %% tags=["hide-cell"]
 # the numbers of the answers above
-x_q1, v_q1 = np.array([0.0, 1.0]), np.array([1.0, 0.0])
+x_q1, w_q1 = np.array([0.0, 1.0]), np.array([1.0, 0.0])
 turn = lambda new_point, old_point: np.degrees(np.arccos(np.clip(new_point @ old_point, -1, 1)))  # noqa: E731
-print(f"1. retraction turns by {turn(retraction(x_q1, v_q1), x_q1):.1f} degrees, "
-      f"exponential map by {turn(exp_map(x_q1, v_q1), x_q1):.1f} degrees")
-assert abs(turn(retraction(x_q1, v_q1), x_q1) - 45) < 1e-9 and abs(turn(exp_map(x_q1, v_q1), x_q1) - 57.3) < 0.05
+print(f"1. retraction turns by {turn(retraction(x_q1, w_q1), x_q1):.1f} degrees, "
+      f"exponential map by {turn(exp_map(x_q1, w_q1), x_q1):.1f} degrees")
+assert abs(turn(retraction(x_q1, w_q1), x_q1) - 45) < 1e-9 and abs(turn(exp_map(x_q1, w_q1), x_q1) - 57.3) < 0.05
 stream_q3 = 20 * x_q1
 for length, stream_now in ((20, stream_q3), (1, x_q1)):
-    after = (stream_now + 0.5 * v_q1) / np.linalg.norm(stream_now + 0.5 * v_q1)
+    after = (stream_now + 0.5 * w_q1) / np.linalg.norm(stream_now + 0.5 * w_q1)
     print(f"3. stream of length {length}: tangent step 0.5 / {length} = {0.5 / length:.3f}; the direction "
           f"turns by {turn(after, x_q1):.2f} degrees (arctan(0.5 / {length}) = {np.degrees(np.arctan(0.5 / length)):.2f})")
     assert abs(turn(after, x_q1) - np.degrees(np.arctan(0.5 / length))) < 1e-9
@@ -600,21 +608,21 @@ tangent_direction /= np.linalg.norm(tangent_direction)
 update_direction = rng.standard_normal(d)
 update_direction /= np.linalg.norm(update_direction)  # a generic, non-tangent update for Eq. (17)
 step_lengths = np.logspace(-3, -0.5, 12)
-error_retraction = np.array([np.linalg.norm(retraction(point, s * tangent_direction)
-                                            - exp_map(point, s * tangent_direction))
-                             for s in step_lengths])
+error_retraction = np.array([np.linalg.norm(retraction(point, r * tangent_direction)
+                                            - exp_map(point, r * tangent_direction))
+                             for r in step_lengths])
 error_relaxed = np.array([
-    np.linalg.norm(rms_norm(point + s * update_direction, eps=0.0, unit=True)
-                   - retraction(point, tangent_projection(point, s * update_direction)))
-    for s in step_lengths])
+    np.linalg.norm(rms_norm(point + r * update_direction, eps=0.0, unit=True)
+                   - retraction(point, tangent_projection(point, r * update_direction)))
+    for r in step_lengths])
 
 # %% tags=["hide-cell"]
 small = step_lengths < 0.05
 slope_retraction = np.polyfit(np.log(step_lengths[small]), np.log(error_retraction[small]), 1)[0]
 slope_relaxed = np.polyfit(np.log(step_lengths[small]), np.log(error_relaxed[small]), 1)[0]
-print(f"fitted slope, ||R_x(v) - exp_x(v)||              : {slope_retraction:.3f}")
-print(f"fitted slope, ||RMSNorm(x+u) - R_x((I-xx^T)u)||   : {slope_relaxed:.3f}")
-print(f"error / ||v||^3 at ||v|| = 1e-3                   : "
+print(f"fitted slope, ||R_x(w) - exp_x(w)||              : {slope_retraction:.3f}")
+print(f"fitted slope, ||RMSNorm(x+y) - R_x((I-xx^T)y)||   : {slope_relaxed:.3f}")
+print(f"error / ||w||^3 at ||w|| = 1e-3                   : "
       f"{error_retraction[0] / step_lengths[0]**3:.6f}  (sympy: 1/3)")
 assert abs(slope_retraction - 3.0) < 0.02  # Figure 5.1.6: slope 3, sharper than the stated order 2
 assert abs(error_retraction[0] / step_lengths[0] ** 3 - 1 / 3) < 1e-3
@@ -622,12 +630,12 @@ assert abs(slope_relaxed - 2.0) < 0.02  # Figure 5.1.6: the relaxed retraction h
 
 # %% tags=["hide-cell"]
 fig, ax = plt.subplots()
-ax.loglog(step_lengths, error_retraction, "o-", label=r"$\|R_x(v)-\exp_x(v)\|$ (Eq. 3 vs 2)")
+ax.loglog(step_lengths, error_retraction, "o-", label=r"$\|R_x(w)-\exp_x(w)\|$ (Eq. 3 vs 2)")
 ax.loglog(step_lengths, error_relaxed, "s-",
-          label=r"$\|\mathrm{RMSNorm}(x+u)-R_x((I-xx^\top)u)\|$ (Eq. 17)")
-ax.loglog(step_lengths, step_lengths**2, "k--", lw=1, label=r"$\|v\|^2$ (the paper's bound)")
-ax.loglog(step_lengths, step_lengths**3 / 3, "k:", lw=1, label=r"$\|v\|^3/3$")
-ax.set_xlabel(r"step length $\|v\|$ (or $\|u\|$)")
+          label=r"$\|\mathrm{RMSNorm}(x+y)-R_x((I-xx^\top)y)\|$ (Eq. 17)")
+ax.loglog(step_lengths, step_lengths**2, "k--", lw=1, label=r"$\|w\|^2$ (the paper's bound)")
+ax.loglog(step_lengths, step_lengths**3 / 3, "k:", lw=1, label=r"$\|w\|^3/3$")
+ax.set_xlabel(r"step length $\|w\|$ (or $\|y\|$)")
 ax.set_ylabel("error")
 ax.set_title(f"slopes: retraction {slope_retraction:.2f}, relaxed retraction {slope_relaxed:.2f}")
 ax.legend(fontsize=8)
@@ -637,7 +645,7 @@ plt.show()
 # **Figure 5.1.6.** Error of the retraction (Eq. 3) against the exponential map (Eq. 2), and of
 # residual + unit-sphere RMSNorm against the retraction of the projected update (Eq. 17), on log–log
 # axes. The retraction error has slope 3 (a second-order retraction, sharper than the stated
-# $\mathcal O(\lVert v\rVert^2)$); the relaxed retraction has slope 2, as Eq. (17) states. The paper's
+# $\mathcal O(\lVert w\rVert^2)$); the relaxed retraction has slope 2, as Eq. (17) states. The paper's
 # bound for Eq. (3) holds with one order to spare — not an erratum.
 #
 # ### App. C.2.3: the vMF normaliser in log space
@@ -812,17 +820,17 @@ assert abs(mean_sin2 - float(vmf_mean_resultant_length(kappa_z, 2))) < 1e-8
 #
 # ### §2.1: the instantaneous change of variables along a flow
 #
-# §2.1 (Eq. 1) moves samples by $\dot\varphi_t=v_t(\varphi_t)$ and tracks $\log p_t(x_t)$ along the
-# path with the instantaneous change of variables, $\frac{d}{dt}\log p_t(x_t)=-\nabla\!\cdot v_t(x_t)$,
-# i.e. $\log|\det D\varphi_t(x_0)|=\int_0^t\nabla\!\cdot v_{t'}(x_{t'})\,dt'$ (the flow stretches volume at
+# §2.1 (Eq. 1) moves samples by $\dot\varphi_s=u_s(\varphi_s)$ and tracks $\log p_s(x_s)$ along the
+# path with the instantaneous change of variables, $\frac{d}{ds}\log p_s(x_s)=-\nabla\!\cdot u_s(x_s)$,
+# i.e. $\log|\det D\varphi_s(x_0)|=\int_0^s\nabla\!\cdot u_{s'}(x_{s'})\,ds'$ (the flow stretches volume at
 # the rate of the field's divergence, so density falls at that rate). Sympy checks the linear case
-# (Jacobi's formula $\det e^{Bt}=e^{t\,\mathrm{tr}B}$):
+# (Jacobi's formula $\det e^{Bs}=e^{s\,\mathrm{tr}B}$):
 
 # %% tags=["hide-cell"]
-time, a11, a12, a22 = sp.symbols("t a11 a12 a22", real=True)
+time, a11, a12, a22 = sp.symbols("s a11 a12 a22", real=True)
 A_linear = sp.Matrix([[a11, a12], [0, a22]])  # triangular: a closed-form matrix exponential
 jacobi = sp.simplify((A_linear * time).exp().det() - sp.exp(time * A_linear.trace()))
-display(Math(r"\det e^{Bt}-e^{t\,\mathrm{tr}B}=" + sp.latex(jacobi)
+display(Math(r"\det e^{Bs}-e^{s\,\mathrm{tr}B}=" + sp.latex(jacobi)
              + r"\quad(B\text{ upper triangular})"))
 assert jacobi == 0
 A_random = np.random.default_rng(3).normal(size=(3, 3))  # a general matrix, numerically
@@ -859,15 +867,15 @@ _, divergence_integral = rk4_flow_with_divergence(x_start, field, field_divergen
                                                   t_end=1.5, n_steps=300)
 flow_jacobian = central_difference(flow_map, x_start, h=1e-5)  # (2, 2)
 log_det_flow = np.linalg.slogdet(flow_jacobian)[1]
-print(f"log|det D phi_t| (finite differences) = {produced(log_det_flow, '.5f')};  "
-      f"integral of div v = {produced(float(divergence_integral), '.5f')}")
+print(f"log|det D phi_s| (finite differences) = {produced(log_det_flow, '.5f')};  "
+      f"integral of div u = {produced(float(divergence_integral), '.5f')}")
 assert abs(log_det_flow - float(divergence_integral)) < 1e-6
 
 # %% [markdown]
 # The divergence of this field varies along the path, and its integral matches the finite-difference
 # log-determinant of the flow map to $10^{-6}$:
-# $\log p_t(x_t)=\log p_0(x_0)-\int_0^t\nabla\!\cdot v$. The score-flow claim of §2.1 (with
-# $v_t=\nabla\log p_t$ the flow ascends $\log p_t$) is checked for the Gaussian-mixture SVFlow in
+# $\log p_s(x_s)=\log p_0(x_0)-\int_0^s\nabla\!\cdot u$. The score-flow claim of §2.1 (with
+# $u_s=\nabla\log p_s$ the flow ascends $\log p_s$) is checked for the Gaussian-mixture SVFlow in
 # [5.2](02_svflow_properties.ipynb), §3 (Corollary 3.4).
 
 # %% [markdown]

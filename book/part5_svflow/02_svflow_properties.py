@@ -39,13 +39,20 @@
 # | $p$ | the mixture: $p(z)$ the prior probability of component $z$, $p(x\mid z)$ its density, $p(x)$ the mixture density, $p(z\mid x)$ the true posterior by Bayes' rule | scalars; a distribution over $z$ |
 # | $q(z\mid x)$, $q(x\mid z)$ | the variational posterior: the flow's beliefs (weights) about $z$; on the 2-D mixture it is built as $\mathrm{softmax}_z\log q(x\mid z)$ from 8 Gaussian densities $q(x\mid z)$ | distribution over $z$; scalar |
 # | $g$, $g_z(x)$ | the logits of $q$: $q=\mathrm{softmax}(g)$ | scalars |
-# | $\ell_z(x)$ | the log-likelihood $\log p(x\mid z)$ as a function (sympy) | scalar |
-# | $v_t(x)$ | the flow's velocity (Eq. 9); not Chapter 6's value vector $v[j]$ | like $x$ |
-# | $\mathcal L$, $\mathcal L_t(x)$ | the evidence lower bound (ELBO), to be *maximised* (not a loss, on this page) | scalar |
-# | $\epsilon$, $\epsilon_t(x)$ | the error term between $\nabla_x\mathcal L_t$ and $v_t$ (Eq. 12) | like $x$ |
-# | $t$, $\Delta t$ | time along the flow (a subscript on everything that may change with it; not a position in a sequence, as elsewhere in the book), Euler step | scalars |
-# | $\mathrm{KL}(a\,\|\,b)$ | Kullback–Leibler divergence of $a$ from $b$ | scalar |
+# | $\lambda$, $\lambda_z(x)$ | the log-likelihood $\log p(x\mid z)$ as a function (sympy) | scalar |
+# | $u$, $u_s(x)$ | the flow's velocity (Eq. 9) | like $x$ |
+# | $\epsilon$, $\epsilon_s(x)$ | the error term between $\nabla_x\mathrm{ELBO}_s$ and $u_s$ (Eq. 12) | like $x$ |
+# | $s$, $\Delta s$ | time along the flow, a subscript on everything that may change with it ($x_s$, $u_s$, and $\mathrm{ELBO}_s$, the evidence lower bound, to be *maximised*); the Euler step | scalars |
 # | $x_1,x_2$ | the coordinates of a point of the plane | scalars |
+# ```
+#
+# ```{admonition} In the paper's notation
+# :class: seealso
+# The paper writes $t$ for the time of the flow, $v_t$ for its velocity and $\mathcal L_t$ for the ELBO; here
+# they are $s$, $u_s$ and $\mathrm{ELBO}_s$, because the book keeps $t$ for a position in a sequence,
+# $v[j]$ for a value vector and $\mathcal L$ for a loss to be minimised (Chapter 6,
+# [Appendix A](../partA_appendix/A_notation_and_environment.ipynb)). Quoted equations keep their numbers
+# and are written in these letters.
 # ```
 #
 # *Source: Liao, Transformer as an Euler Discretization of Score-based Variational Flow, §3.1–3.2
@@ -110,10 +117,10 @@ assert abs(true_posterior @ scores - slope) < 1e-8
 # %% [markdown]
 # With the true posterior the averaged pull *is* the slope of $\log p(x)$; with wrong weights it is
 # not. How wrong? The **ELBO** (evidence lower bound) scores the weights $q$:
-# $\mathcal L=\mathbb E_q[\log p(x\mid z)]-\mathrm{KL}(q\,\|\,\text{prior})$, where the
-# Kullback–Leibler divergence $\mathrm{KL}(a\,\|\,b)=\sum_z a_z\log(a_z/b_z)$ measures, in nats, how
-# far the distribution $a$ is from $b$ (0 only when they are equal). Here $q$ equals the prior, so
-# $\mathcal L=\tfrac12(-2.044)+\tfrac12(-1.044)=-1.544$, below $\log p(x)=-1.424$ by $0.120$ — exactly
+# $\mathrm{ELBO}=\mathbb E_q[\log p(x\mid z)]-\mathrm{KL}(q\,\|\,\text{prior})$, where the
+# Kullback–Leibler divergence $\mathrm{KL}(q\,\|\,p)=\sum_z q_z\log(q_z/p_z)$ measures, in nats, how
+# far a distribution $q$ over $z$ is from another, $p$ (0 only when they are equal). Here $q$ equals the prior, so
+# $\mathrm{ELBO}=\tfrac12(-2.044)+\tfrac12(-1.044)=-1.544$, below $\log p(x)=-1.424$ by $0.120$ — exactly
 # $\mathrm{KL}(q\,\|\,p(z\mid x))$:
 
 # %%
@@ -131,35 +138,35 @@ assert abs((log_p_x - elbo) - kl_to_true_posterior) < 1e-12
 #
 # ## The flow and its lower bound (Definition 3.1, Proposition 3.2, Theorem 3.3)
 #
-# In general a {term}`SVFlow` (score-based variational flow) moves a state $x_t$ with the velocity
+# In general a {term}`SVFlow` (score-based variational flow) moves a state $x_s$ with the velocity
 #
-# $$\frac{dx_t}{dt}=v_t(x_t)=\mathbb E_{q_t(z\mid x)}\big[\nabla_x\log p_t(x\mid z)\big]
+# $$\frac{dx_s}{ds}=u_s(x_s)=\mathbb E_{q_s(z\mid x)}\big[\nabla_x\log p_s(x\mid z)\big]
 # \qquad\text{(Eq. 9)},$$
 #
 # the average of the components' {term}`score functions <score function>` weighted by a
-# {term}`variational posterior` $q_t(z\mid x)$ — a stand-in, computed by the model, for the true
-# posterior $p_t(z\mid x)$ of Bayes' rule. The {term}`evidence lower bound` (ELBO) of Eq. (11),
-# $\mathcal L_t(x)=\mathbb E_q[\log p_t(x\mid z)]-\mathrm{KL}(q_t(z\mid x)\,\|\,p_t(z))$, scores the
+# {term}`variational posterior` $q_s(z\mid x)$ — a stand-in, computed by the model, for the true
+# posterior $p_s(z\mid x)$ of Bayes' rule. The {term}`evidence lower bound` (ELBO) of Eq. (11),
+# $\mathrm{ELBO}_s(x)=\mathbb E_q[\log p_s(x\mid z)]-\mathrm{KL}(q_s(z\mid x)\,\|\,p_s(z))$, scores the
 # weights, and two identities tie everything together:
 #
-# - **Proposition 3.2:** $\log p_t(x)=\mathcal L_t(x)+\mathrm{KL}\big(q_t(z\mid x)\,\|\,p_t(z\mid x)\big)$
+# - **Proposition 3.2:** $\log p_s(x)=\mathrm{ELBO}_s(x)+\mathrm{KL}\big(q_s(z\mid x)\,\|\,p_s(z\mid x)\big)$
 #   — the bound is below $\log p$ by exactly the divergence of the weights from the true posterior;
-# - **Theorem 3.3:** $\nabla_x\mathcal L_t=v_t+\epsilon_t$ with
-#   $\epsilon_t=\mathbb E_q\big[\log\frac{p_t(z\mid x)}{q_t(z\mid x)}\,\nabla_x\log q_t(z\mid x)\big]$ —
+# - **Theorem 3.3:** $\nabla_x\mathrm{ELBO}_s=u_s+\epsilon_s$ with
+#   $\epsilon_s=\mathbb E_q\big[\log\frac{p_s(z\mid x)}{q_s(z\mid x)}\,\nabla_x\log q_s(z\mid x)\big]$ —
 #   the velocity is the ELBO's gradient up to an error term that comes from the weights moving with $x$.
 #
 # Sympy proves both for two components with *arbitrary* logits $g_1(x),g_2(x)$ for
-# $q=\mathrm{softmax}(g)$ and arbitrary log-likelihoods $\ell_1(x),\ell_2(x)$, uniform prior. The cell
+# $q=\mathrm{softmax}(g)$ and arbitrary log-likelihoods $\lambda_1(x),\lambda_2(x)$, uniform prior. The cell
 # builds each quantity of Eqs. (9)–(12) from these four functions, then subtracts the two sides:
 
 # %%
 x_sym = sp.symbols("x", real=True)
-g1, g2, l1, l2 = (sp.Function(name)(x_sym) for name in ("g1", "g2", "l1", "l2"))
+g1, g2, lambda1, lambda2 = (sp.Function(name)(x_sym) for name in ("g1", "g2", "lambda1", "lambda2"))
 q_normaliser = sp.exp(g1) + sp.exp(g2)
 q = [sp.exp(g1) / q_normaliser, sp.exp(g2) / q_normaliser]  # q(z | x) = softmax(g)
-log_liks = [l1, l2]  # log p(x | z)
+log_liks = [lambda1, lambda2]  # log p(x | z)
 prior = sp.Rational(1, 2)
-log_p = sp.log(prior * sp.exp(l1) + prior * sp.exp(l2))  # log p(x)
+log_p = sp.log(prior * sp.exp(lambda1) + prior * sp.exp(lambda2))  # log p(x)
 posterior = [prior * sp.exp(l) / sp.exp(log_p) for l in log_liks]  # p(z | x), Bayes
 ELBO = sum(qz * (lz + sp.log(prior) - sp.log(qz)) for qz, lz in zip(q, log_liks))  # Eq. (11)
 KL_q_post = sum(qz * sp.log(qz / pz) for qz, pz in zip(q, posterior))
@@ -170,9 +177,9 @@ epsilon = sum(qz * sp.log(pz / qz) * sp.diff(sp.log(qz), x_sym)
 # %%
 residual_prop32 = sp.simplify(sp.expand_log(log_p - ELBO - KL_q_post, force=True))  # Eq. (10)
 residual_thm33 = sp.simplify(sp.expand_log(sp.diff(ELBO, x_sym) - velocity - epsilon, force=True))
-display(Math(r"\log p(x)-\mathcal L(x)-\mathrm{KL}(q\,\|\,p(z\mid x))="
+display(Math(r"\log p(x)-\mathrm{ELBO}(x)-\mathrm{KL}(q\,\|\,p(z\mid x))="
              + sp.latex(residual_prop32)))
-display(Math(r"\tfrac{d}{dx}\mathcal L(x)-v(x)-\epsilon(x)=" + sp.latex(residual_thm33)))
+display(Math(r"\tfrac{d}{dx}\mathrm{ELBO}(x)-u(x)-\epsilon(x)=" + sp.latex(residual_thm33)))
 assert residual_prop32 == 0
 assert residual_thm33 == 0
 
@@ -213,8 +220,8 @@ assert error_size[outer].mean() > 1.2 * error_size[inner].mean()
 assert flow.kl_gap(grid)[outer].mean() > 3 * flow.kl_gap(grid)[inner].mean()
 fig, axes = plt.subplots(1, 3, figsize=(12, 3.9), sharey=True)
 every_4th = (slice(None, None, 4), slice(None, None, 4))
-panels = [("SVFlow field $v$ (Eq. 9)", flow.field(grid)),
-          (r"$\nabla_x\mathcal{L}=v+\epsilon$ (ELBO gradient)",
+panels = [("SVFlow field $u$ (Eq. 9)", flow.field(grid)),
+          (r"$\nabla_x\mathrm{ELBO}=u+\epsilon$ (ELBO gradient)",
            flow.field(grid) + flow.epsilon(grid)),
           (r"variational error $\epsilon$ (Eq. 12)", flow.epsilon(grid))]
 for ax, (title, vectors) in zip(axes, panels):
@@ -233,15 +240,15 @@ plt.show()
 # %% [markdown]
 # **Figure 5.2.1.** ELBO (background, brighter is higher) of a misaligned 8-component Gaussian
 # SVFlow, with the means of $p$ (vermilion stars) and of $q$ (black crosses), and three vector fields
-# (white arrows): the SVFlow field $v$, the ELBO gradient, and their difference
+# (white arrows): the SVFlow field $u$, the ELBO gradient, and their difference
 # $\epsilon$ (Theorem 3.3). Look at the right panel: $\epsilon$ is smallest near the centre and grows
 # towards the edges, where $q$ and $p$ disagree most ($\mathrm{KL}(q\,\|\,p(z\mid x))$ grows the same
-# way, printed above); wherever it is large, $v$ is not the steepest-ascent direction of the ELBO.
+# way, printed above); wherever it is large, $u$ is not the steepest-ascent direction of the ELBO.
 #
 # ## The ideal case: with the right weights the flow climbs $\log p$ (Corollary 3.4)
 #
 # With the $q$-components equal to the $p$-components, $q(z\mid x)=p(z\mid x)$ everywhere, so the KL
-# term and $\epsilon$ vanish and $v=\nabla_x\mathcal L=\nabla_x\log p(x)$ (Fisher's identity: the
+# term and $\epsilon$ vanish and $u=\nabla_x\mathrm{ELBO}=\nabla_x\log p(x)$ (Fisher's identity: the
 # posterior-weighted average of the components' scores is the mixture's score — the tiny example's
 # $-0.038$). Integrating the flow by forward Euler, $\log p$ then increases along every trajectory
 # (steepest ascent, for a small enough step).
@@ -251,15 +258,15 @@ ideal = GaussianSVFlow(p_means, p_log_vars, p_means, p_log_vars)
 grad_log_p = central_difference(ideal.log_marginal, grid, h=1e-5, batched=True)  # (41, 41, 2)
 print(f"ideal: max |epsilon| < 1e-12: {np.max(np.abs(ideal.epsilon(grid))) < 1e-12}, "
       f"max KL(q||p) < 1e-12: {ideal.kl_gap(grid).max() < 1e-12}")
-print(f"ideal: v equals FD grad log p(x) within 1e-6: "
+print(f"ideal: u equals FD grad log p(x) within 1e-6: "
       f"{np.allclose(ideal.field(grid), grad_log_p, atol=1e-6)}")
 assert np.max(np.abs(ideal.epsilon(grid))) < 1e-12
 assert np.allclose(ideal.field(grid), grad_log_p, atol=1e-6)
 
 # %%
 starts = rng.uniform(-2.2, 2.2, size=(200, d))
-dt, n_steps = 0.01, 100
-paths = {name: euler_flow(starts, lambda x, t, f=f: f.field(x), n_steps, dt)
+ds, n_steps = 0.01, 100  # the Euler step Delta s
+paths = {name: euler_flow(starts, lambda x, s, f=f: f.field(x), n_steps, ds)
          for name, f in [("ideal q = p", ideal), ("misaligned q", flow)]}
 for (name, path), f in zip(paths.items(), (ideal, flow)):
     log_p_along = f.log_marginal(path)  # (n_steps + 1, 200)
@@ -294,7 +301,7 @@ print(f"ideal flow: mean distance to the nearest mode {before:.2f} -> {after:.2f
 assert after < before / 4  # Figure 5.2.2: the mean distance to the nearest mode falls more than fourfold
 
 # %% [markdown]
-# **Figure 5.2.2.** Euler trajectories ($\Delta t=0.01$, 100 steps; white, 60 of the 200 shown; end
+# **Figure 5.2.2.** Euler trajectories ($\Delta s=0.01$, 100 steps; white, 60 of the 200 shown; end
 # points vermilion) of the ideal SVFlow (left, Corollary 3.4) and of the misaligned one (right) over
 # $\log p(x)$. The ideal flow climbs $\log p$ at every step and gathers at the mixture modes (the mean
 # distance to the nearest mode, printed above, falls more than fourfold); the misaligned flow is pulled
@@ -356,7 +363,7 @@ print(f"3. uniform q at x = 0.5: KL(q || p(z|x)) = {kl_to_true_posterior:.3f}, e
 # ### Proposition 3.2 and Theorem 3.3 on the 2-D mixture, to finite-difference precision
 #
 # On the 41 × 41 grid of the misaligned flow: Eq. (10) to round-off, and the ELBO gradient by central
-# finite differences against $v+\epsilon$ (closed form).
+# finite differences against $u+\epsilon$ (closed form).
 
 # %% tags=["hide-cell"]
 gap_prop32 = np.max(np.abs(flow.log_marginal(grid) - flow.elbo(grid) - flow.kl_gap(grid)))
@@ -364,7 +371,7 @@ grad_elbo = central_difference(flow.elbo, grid, h=1e-5, batched=True)  # (41, 41
 gap_thm33 = np.max(np.abs(grad_elbo - (flow.field(grid) + flow.epsilon(grid))))
 gradient_scale = np.max(np.abs(grad_elbo))
 print(f"Prop. 3.2: max |log p - ELBO - KL| on the grid          < 1e-12: {gap_prop32 < 1e-12}")
-print(f"Thm. 3.3 : max |FD grad ELBO - (v + eps)| / max|grad|   < 1e-6 : "
+print(f"Thm. 3.3 : max |FD grad ELBO - (u + eps)| / max|grad|   < 1e-6 : "
       f"{gap_thm33 / gradient_scale < 1e-6}")
 print(f"KL(q||p) on the grid: min >= -1e-12: {flow.kl_gap(grid).min() >= -1e-12}, "
       f"max = {flow.kl_gap(grid).max():.4f}")
@@ -373,13 +380,13 @@ assert gap_thm33 / gradient_scale < 1e-6
 assert flow.kl_gap(grid).min() >= -1e-12
 
 # %% [markdown]
-# ### "$\epsilon_t$ vanishes if and only if $q_t=p_t$": the *only if* part fails
+# ### "$\epsilon_s$ vanishes if and only if $q_s=p_s$": the *only if* part fails
 #
-# $\epsilon_t=\mathbb E_q[\log\frac pq\,\nabla_x\log q]$ is zero whenever $\nabla_x\log q(z\mid x)=0$,
+# $\epsilon_s=\mathbb E_q[\log\frac pq\,\nabla_x\log q]$ is zero whenever $\nabla_x\log q(z\mid x)=0$,
 # i.e. whenever the variational posterior does not depend on $x$ — whatever $p(z\mid x)$ is (the
 # tiny example's $q=(\tfrac12,\tfrac12)$). Give every $q$-component the same mean and variance: then
 # $q(z\mid x)=1/8$ for all $x$, $\epsilon\equiv0$, but $\mathrm{KL}(q\,\|\,p)>0$ and
-# $\nabla\mathcal L=v\neq\nabla\log p$.
+# $\nabla\mathrm{ELBO}=u\neq\nabla\log p$.
 
 # %% tags=["hide-cell"]
 flat = GaussianSVFlow(np.zeros((n_components, d)), np.zeros((n_components, d)), p_means, p_log_vars)
@@ -387,24 +394,24 @@ epsilon_flat = flat.epsilon(grid)
 grad_elbo_flat = central_difference(flat.elbo, grid, h=1e-5, batched=True)  # (41, 41, 2)
 print(f"x-independent q: max |epsilon| < 1e-12: {np.max(np.abs(epsilon_flat)) < 1e-12}")
 print(f"                 mean KL(q||p) on the grid = {flat.kl_gap(grid).mean():.4f}")
-print(f"                 grad ELBO == v (FD, 1e-6): "
+print(f"                 grad ELBO == u (FD, 1e-6): "
       f"{np.allclose(grad_elbo_flat, flat.field(grid), atol=1e-6)}")
-print(f"                 max |v - grad log p| = "
+print(f"                 max |u - grad log p| = "
       f"{np.max(np.abs(flat.field(grid) - flat.marginal_score(grid))):.3f}")
 assert np.max(np.abs(epsilon_flat)) < 1e-12
 assert flat.kl_gap(grid).mean() > 0.1
 
 # %% [markdown]
-# So $\epsilon_t=0$ does **not** imply $q_t=p_t$ (nor that the flow follows $\nabla\log p_t$). The
-# correct statement is one-directional: $q_t(\cdot\mid x)=p_t(\cdot\mid x)\Rightarrow\epsilon_t(x)=0$.
+# So $\epsilon_s=0$ does **not** imply $q_s=p_s$ (nor that the flow follows $\nabla\log p_s$). The
+# correct statement is one-directional: $q_s(\cdot\mid x)=p_s(\cdot\mid x)\Rightarrow\epsilon_s(x)=0$.
 # Proposition 3.2's "equality iff $q=p$" is fine (it is about the KL, which is zero only at $q=p$).
 # Recorded in [the errata](../ERRATA.md) (row "SVFlow — Liao, Theorem 3.3 (Eq. 12)").
 
 # %% [markdown]
 # ### App. A.2, Eq. (34): the cancelled term has $\nabla_x q$, not $\nabla_x\log q$
 #
-# The proof of Theorem 3.3 cancels $\int\log p_t(x)\,\nabla_x q_t(z\mid x)\,dz$ in Eq. (31), and Eq. (34)
-# justifies it, but with the integrand written $\log p_t(x)\,\nabla_x\log q_t(z\mid x)$. That term is not
+# The proof of Theorem 3.3 cancels $\int\log p_s(x)\,\nabla_x q_s(z\mid x)\,dz$ in Eq. (31), and Eq. (34)
+# justifies it, but with the integrand written $\log p_s(x)\,\nabla_x\log q_s(z\mid x)$. That term is not
 # zero: $\int\nabla_x\log q\,dz=\int\nabla_x q/q\,dz$ is not $\nabla_x\int q\,dz$. With the two-component
 # $q=\mathrm{softmax}(g)$ of the sympy cell above, the sum over $z$ of the printed integrand against the
 # intended one:
@@ -416,8 +423,8 @@ display(Math(r"\sum_z\log p(x)\,\partial_x\log q(z\mid x)=" + sp.latex(eq34_prin
 display(Math(r"\sum_z\log p(x)\,\partial_x q(z\mid x)=" + sp.latex(eq34_intended)))
 assert eq34_intended == 0
 assert eq34_printed != 0
-at_point = eq34_printed.subs({g1: x_sym, g2: 0, l1: 1, l2: 1}).doit().subs(x_sym, 1)
-print(f"printed form at g = (x, 0), l = (1, 1) (so log p = 1), x = 1: {sp.simplify(at_point)} = {float(at_point):.4f}")
+at_point = eq34_printed.subs({g1: x_sym, g2: 0, lambda1: 1, lambda2: 1}).doit().subs(x_sym, 1)
+print(f"printed form at g = (x, 0), lambda = (1, 1) (so log p = 1), x = 1: {sp.simplify(at_point)} = {float(at_point):.4f}")
 assert abs(float(at_point)) > 0.1
 
 # %% [markdown]

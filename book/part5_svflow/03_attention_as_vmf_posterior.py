@@ -37,29 +37,34 @@
 # | $d$, $d_{\text{head}}$ | width of the states; width of one head | integers |
 # | $x$ ($x_q$ in Eq. 19) | the query token's state, on the unit sphere | $(d,)$ |
 # | $z$, $\mathcal Z$ | an earlier token, read as a latent component (an expert, in an MoE layer); $\mathcal Z$: all of them | index, set |
-# | $k_z$, $v_z$ | the key and value *inputs* of token $z$ (the paper's key–value pair, before the projections $W_k$, $W_v$; in self-attention both are token $z$'s state) — not Chapter 6's projected $k[j]=e[j]W^K$, $v[j]=e[j]W^V$ | $(d,)$ |
-# | $u$, $u_z$ | value–output vector of token $z$ in the tiny example, $W_o W_v^\top v_z$ | $(d,)$ |
+# | $x_z$ | the state of an earlier token $z$, on the unit sphere: what the head projects into a key, $x_zW_k$, and a value, $x_zW_v$ (Chapter 6's $k[j]$ and $v[j]$ of one head) | $(d,)$ |
+# | $o$, $o_z$ | value–output vector of token $z$, $o_z=W_o W_v^\top x_z$ | $(d,)$ |
 # | $W$, $W_q,W_k,W_v,W_o$ | a head's query, key, value and output matrices, all four $d\times d_{\text{head}}$ as in the paper: $W_q,W_k,W_v$ are head $m$'s column blocks of Chapter 6's $W^Q,W^K,W^V$, and $W_o$ is the *transpose* of head $m$'s row block of $W^O$; $W_{q,m}$ those of head $m$ | $(d,d_{\text{head}})$ |
-# | $\kappa$, $\kappa_z$, $\mu_z$, $\kappa'_z$, $\mu'_z$ | a vMF concentration; those of key $z$'s bump, $\kappa_z\mu_z=W_q W_k^\top k_z$; primed, of the value–output vector of token $z$ | scalar, $(d,)$ |
+# | $\kappa$, $\kappa_z$, $\mu_z$, $\kappa'_z$, $\mu'_z$ | a vMF concentration; those of key $z$'s bump, $\kappa_z\mu_z=W_q W_k^\top x_z$; primed, of the value–output vector of token $z$ | scalar, $(d,)$ |
 # | $C_d(\kappa)$, $I_\nu$, $\Gamma$ | the vMF normaliser; the modified Bessel and the gamma function in it (a bare $I$, as in $I-xx^\top$, is the identity matrix) | scalars |
 # | $q$ | $q(z\mid x)$: the attention weights, read as a posterior over tokens; $q(m\mid x)$: a weight per head | $(\lvert\mathcal Z\rvert,)$ |
 # | $f_{\text{Attn}}(x)$ | the output of attention at $x$ (heads summed, Eq. 4) | $(d,)$ |
 # | $h$, $m$ | the number of heads; a head (its weight in Eq. 21 is written $q(m\mid x)$) | integer, index |
-# | $L$, $\Delta t$ | number of weight-shared blocks; the step $1/L$ | integer, scalar |
+# | $L$, $\Delta s$ | number of weight-shared blocks; the step $1/L$ in the flow's time $s$ | integer, scalar |
 # | $\dot x$ | the velocity of a state along the flow | $(d,)$ |
 # | $X^L$, $X(1)$ | all $n$ token states (one per row) after $L$ blocks; the flow's states at time 1 | $(n, d)$ |
-# | $g_z(x)$, $e_z(x)$ | the gate of expert $z$ (experts are the components $z$ of an MoE layer, $\lvert\mathcal Z\rvert$ of them); its output | scalar, $(d,)$ |
+# | $g_z(x)$, $y_z(x)$ | the gate of expert $z$ (experts are the components $z$ of an MoE layer, $\lvert\mathcal Z\rvert$ of them); its output | scalar, $(d,)$ |
 # | $f$, $f_z$, $P$, $P_z$ | share of inputs whose largest gate is $z$; mean gate of $z$ ($f$, $P$: all of them) | scalars |
 # | $\mathcal J_{\text{bal}}$ | the load-balancing loss $\sum_zf_z P_z$ (Eq. 22) | scalar |
 # | $r$, $\delta$ | share of inputs routed with near-tied gates $(\tfrac12+\delta,\tfrac12-\delta)$ | scalars |
 # | $U$ | the uniform distribution | — |
-# | $N$, $a$, $\psi$, $p_{\text{key}}$ | number of random keys; the score vector $W_k W_q^\top x$; the kernel; the keys' density | integer, $(d,)$, function, density |
+# | $N$, $a$, $\psi$, $p_{\text{key}}$, $\xi$ | number of random keys; the score vector $W_k W_q^\top x$; the kernel; the density of the key inputs; a key input drawn from it | integer, $(d,)$, function, density, $(d,)$ |
 # ```
 #
 # ```{admonition} In the paper's notation
 # :class: seealso
 # The paper writes $H$ for the number of heads and $h$ for a head (here $h$ and $m$, as in Chapter 6),
-# $E$ for the number of experts (here $\lvert\mathcal Z\rvert$), and $x_q$ for the query state.
+# $k_z$ and $v_z$ for the key and value inputs of token $z$ (here both $x_z$, the token's state: the book keeps
+# $k[j]$ and $v[j]$ for the projected key and value, as in Chapter 6), $e_z$ for an expert's output (here
+# $y_z$, since $e[i]$ is an embedding),
+# $E$ for the number of experts (here $\lvert\mathcal Z\rvert$), and $x_q$ for the query state. It writes $t$
+# for the time of the flow and $\Delta t$ for a step; here $s$ and $\Delta s$, as on every page of Part 5, since
+# the book keeps $t$ for a position in a sequence.
 # ```
 #
 # *Source: Liao, Transformer as an Euler Discretization of Score-based Variational Flow, §2.3
@@ -89,18 +94,18 @@ rng = np.random.default_rng(0)
 # ## A tiny example by hand
 #
 # One head in $d=2$. The query token's state is $x=(1,0)$ on the unit circle; three earlier tokens
-# have keys $k_1=(1,0)$, $k_2=(0,1)$, $k_3=(-1,0)$, and the head's matrices are chosen so that
-# $W_q W_k^\top=2I$ (so the score of key $z$ is $2\,k_z^\top x$) and $W_o W_v^\top=I$ (so token $z$'s
-# value vector $u_z$ passes unchanged): $u_1=(0,1)$, $u_2=(1,0)$, $u_3=(0,-1)$.
+# have states $x_1=(1,0)$, $x_2=(0,1)$, $x_3=(-1,0)$, and the head's matrices are chosen so that
+# $W_q W_k^\top=2I$ (so the score of token $z$ is $2\,x_z^\top x$) and $W_o W_v^\top=I$; the three tokens'
+# value–output vectors are $o_1=(0,1)$, $o_2=(1,0)$, $o_3=(0,-1)$.
 #
 # - **Scores → weights.** The scores are $2, 0, -2$; the softmax gives $e^2:1:e^{-2}$, i.e. weights
 #   $0.867, 0.117, 0.016$.
 # - **The same numbers as Bayes' rule.** Read key $z$ as a von Mises–Fisher bump
 #   ([5.1](01_spherical_geometry.ipynb)) with mean
-#   direction $\mu_z=k_z$ and concentration $\kappa_z=2$: its unnormalised density at $x$ is
+#   direction $\mu_z=x_z$ and concentration $\kappa_z=2$: its unnormalised density at $x$ is
 #   $\exp(\kappa_z\mu_z^\top x)=e^2, 1, e^{-2}$. With equal prior probability for the three bumps,
 #   the posterior "which bump produced $x$?" is the same $0.867, 0.117, 0.016$.
-# - **Values → the pull.** The head's output is $0.867\,u_1+0.117\,u_2+0.016\,u_3=(0.117, 0.851)$: the
+# - **Values → the pull.** The head's output is $0.867\,o_1+0.117\,o_2+0.016\,o_3=(0.117, 0.851)$: the
 #   posterior-weighted average of the values — an SVFlow velocity, if each value is a pull (a score).
 # - **One block.** Residual addition and RMSNorm: $x+f_{\text{Attn}}(x)=(1.117, 0.851)$, length $1.404$, so the next
 #   state is $(0.796, 0.606)$ — one Euler step of the flow, retracted to the circle.
@@ -137,10 +142,10 @@ print("head_output and rms_norm reproduce the hand computation (to 1e-12)")
 # %% [markdown]
 # ## Attention weights are a posterior over keys (Eq. 19)
 #
-# In general the score of key $k_z$ for the query state $x_q$ is $k_z^\top W_k W_q^\top x_q$ (Eq. 5; the
+# In general the score of token $z$ (its key input $x_z$) for the query state $x_q$ is $x_z^\top W_k W_q^\top x_q$ (Eq. 5; the
 # paper, and Part 5, write vectors as columns — in Chapter 6's row form this is the familiar
-# $(x_qW_q)(k_zW_k)^\top$, the query times the key). It is linear in $x_q$, so it can be written as $\kappa_z\mu_z^\top x_q$ with the natural parameter
-# $\kappa_z\mu_z=W_q W_k^\top k_z$: a concentration $\kappa_z$ (its length) and a mean direction $\mu_z$
+# $(x_qW_q)(x_zW_k)^\top$, the query times the key). It is linear in $x_q$, so it can be written as $\kappa_z\mu_z^\top x_q$ with the natural parameter
+# $\kappa_z\mu_z=W_q W_k^\top x_z$: a concentration $\kappa_z$ (its length) and a mean direction $\mu_z$
 # on the sphere. With a uniform prior over the keys, Bayes' rule over the *unnormalised* bumps
 # $\exp(\kappa_z\mu_z^\top x)$ is a softmax over the same scores — the attention weights are a
 # {term}`variational posterior` over keys. (The paper's Eq. 5 has no $1/\sqrt{d_{\text{head}}}$: we fold
@@ -171,10 +176,10 @@ assert np.allclose(posterior, attention_weights[0], atol=1e-14)
 #
 # ## Value vectors are pulls: a head's output is an SVFlow velocity (Eq. 20)
 #
-# The value–output vector of token $z$, $W_o W_v^\top v_z$, does not depend on the query state $x$ —
+# The value–output vector of token $z$, $W_o W_v^\top x_z$, does not depend on the query state $x$ —
 # exactly like the Euclidean score $\kappa'_z\mu'_z$ of a vMF bump ([5.1](01_spherical_geometry.ipynb)).
 # Read that way, the head's
-# output $\sum_z q(z\mid x)\,W_o W_v^\top v_z$ is the posterior-weighted average of scores: the SVFlow
+# output $\sum_z q(z\mid x)\,W_o W_v^\top x_z$ is the posterior-weighted average of scores: the SVFlow
 # velocity of Eq. (9) for this head (Eq. 20). The library's `MultiHeadAttention` (Eq. 4, heads summed)
 # equals the sum of the per-head velocities (row convention: head $m$ uses column block $m$ of
 # Chapter 6's $W^Q,W^K,W^V$ as its $W_q,W_k,W_v$, and the transpose of row block $m$ of $W^O$ as its $W_o$):
@@ -198,12 +203,12 @@ assert np.allclose(per_head.sum(0), mha_output, atol=1e-12)
 #
 # Put [5.1](01_spherical_geometry.ipynb) and the two sections above together. An attention-only
 # block on unit-norm states,
-# $x^{\ell+1}=\mathrm{RMSNorm}_{\text{unit}}\big(x^\ell+\Delta t\,f_{\text{Attn}}(x^\ell)\big)$, is a
+# $x^{\ell+1}=\mathrm{RMSNorm}_{\text{unit}}\big(x^\ell+\Delta s\,f_{\text{Attn}}(x^\ell)\big)$, is a
 # forward Euler step for the flow $\dot x=(I-xx^\top)f_{\text{Attn}}(x)$ on the sphere, followed by the
 # relaxed retraction. If that reading is right, a stack of $L$ blocks with shared weights and step
-# $\Delta t=1/L$ must approach the flow's position at time 1 as $L$ grows, with an error that halves
+# $\Delta s=1/L$ must approach the flow's position at time $s=1$ as $L$ grows, with an error that halves
 # when $L$ doubles (first order) — whether each step uses the relaxed retraction (what the block
-# computes) or the exact geodesic step $\exp_x\big(\Delta t\,(I-xx^\top)f\big)$.
+# computes) or the exact geodesic step $\exp_x\big(\Delta s\,(I-xx^\top)f_{\text{Attn}}(x)\big)$.
 
 # %%
 n_flow_tokens = 8
@@ -276,8 +281,8 @@ plt.show()
 #
 # ## Mixture-of-experts gates read the same way (Eq. 6, Eq. 22)
 #
-# A {term}`mixture-of-experts <mixture of experts>` (MoE) layer computes $\sum_z g_z(x)\,e_z(x)$ (Eq. 6): a gate network gives
-# weights $g_z(x)\ge0$ that add up to 1, and expert network $z$ gives a vector $e_z(x)$. In the SVFlow
+# A {term}`mixture-of-experts <mixture of experts>` (MoE) layer computes $\sum_z g_z(x)\,y_z(x)$ (Eq. 6): a gate network gives
+# weights $g_z(x)\ge0$ that add up to 1, and expert network $z$ gives a vector $y_z(x)$. In the SVFlow
 # reading the gates are the posterior $q(z\mid x)$ over experts and each expert approximates a pull
 # $\nabla_x\log p(x\mid z)$; a plain feed-forward network is the case of one expert. MoE training is
 # known to collapse onto a few experts unless a load-balancing loss is added (Eq. 22),
@@ -301,8 +306,8 @@ assert abs(J_by_hand - (0.75 * 0.65 + 0.25 * 0.35)) < 1e-12
 #
 # ## Key takeaways
 #
-# - Attention weights are Bayes' rule over keys: each key $k_z$ stands for an unnormalised vMF bump
-#   with natural parameter $W_q W_k^\top k_z$, and the softmax is the posterior under a uniform prior.
+# - Attention weights are Bayes' rule over keys: each token state $x_z$ stands for an unnormalised vMF bump
+#   with natural parameter $W_q W_k^\top x_z$, and the softmax is the posterior under a uniform prior.
 # - A value–output vector does not depend on the query, like the vMF score $\kappa\mu$; the head's
 #   output is the posterior-weighted average of these pulls — an SVFlow velocity (Eq. 20).
 # - Residual + RMSNorm blocks with step $1/L$ converge to the flow on the sphere at first order (shown
@@ -330,7 +335,7 @@ assert abs(J_by_hand - (0.75 * 0.65 + 0.25 * 0.35)) < 1e-12
 #
 #    ```{dropdown} Answer
 #    A normalised vMF density carries the factor $C_d(\kappa_z)$, which depends on the key through
-#    $\kappa_z=\lVert W_q W_k^\top k_z\rVert$. In the posterior it adds $\log C_d(\kappa_z)$ to key $z$'s
+#    $\kappa_z=\lVert W_q W_k^\top x_z\rVert$. In the posterior it adds $\log C_d(\kappa_z)$ to key $z$'s
 #    score — a bias attention does not have. Only if all keys had the same $\kappa$ would it cancel.
 #    ```
 #
@@ -426,7 +431,7 @@ assert np.allclose(expectation * n_heads, mha_output, atol=1e-12)
 # %% [markdown]
 # Eq. (4) **sums** the heads; the expectation of Eq. (21) with the "standard" uniform weighting
 # $q(m\mid x)=1/h$ **averages** them, so it equals $f_{\text{Attn}}/h$. For Eq. (21) to reproduce Eq. (4)
-# either the conditional scores must be $\nabla_x\log p(x\mid z,m)=h\,W_{o,m}W_{v,m}^\top v_z$ (vMF
+# either the conditional scores must be $\nabla_x\log p(x\mid z,m)=h\,W_{o,m}W_{v,m}^\top x_z$ (vMF
 # concentrations scaled by $h$), or the head "weights" must be 1 rather than a distribution. A factor,
 # but it matters when the metrics of §6 read $\kappa'$ off the value–output vectors. Recorded in
 # [the errata](../ERRATA.md) (row "SVFlow — Liao, §4.2, Eq. (21)").
@@ -434,9 +439,9 @@ assert np.allclose(expectation * n_heads, mha_output, atol=1e-12)
 # ### The kernel-smoothing limit (App. B.4, Eqs. 67–70)
 #
 # With keys drawn independently from $p_{\text{key}}=\mathcal N(0,I_d)$ and kernel
-# $\psi(x,k)=\exp(a^\top k)$, $a=W_k W_q^\top x$ (column form), the continuous posterior (70) is
-# $q(k\mid x)\propto e^{a^\top k}\mathcal N(k;0,I)=\mathcal N(k;a,I)$, so the smoothed mean of the keys
-# is exactly $a$. The attention-weighted mean $\sum_z q(z\mid x)k_z$ should converge to it as the
+# $\psi(x,\xi)=\exp(a^\top\xi)$, $a=W_k W_q^\top x$ (column form; $\xi$ a key input drawn from $p_{\text{key}}$), the continuous posterior (70) is
+# $q(\xi\mid x)\propto e^{a^\top\xi}\mathcal N(\xi;0,I)=\mathcal N(\xi;a,I)$, so the smoothed mean of the keys
+# is exactly $a$. The attention-weighted mean $\sum_z q(z\mid x)x_z$ should converge to it as the
 # number of keys $N$ grows.
 
 # %% tags=["hide-cell"]

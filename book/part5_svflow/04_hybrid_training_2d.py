@@ -21,41 +21,43 @@
 # - write the hybrid objective $\mathcal J_{\text{align}}+\beta\,\mathcal J_{\text{var}}$ and say what
 #   each term rewards;
 # - compute by hand how one Euler step moves a point towards a Gaussian component, and derive the
-#   step-size condition $\Delta t<2\sigma^2$ for the flow to stay stable;
+#   step-size condition $\Delta s<2\sigma^2$ for the flow to stay stable;
 # - explain why a claim about a trained model must be checked over several seeds, and which of
 #   Fig. 1's statements survive that check here.
 # ```
 #
 # **Builds on:** [5.2 SVFlow](02_svflow_properties.ipynb) (the velocity, the ELBO and the KL gap
-# $\log p-\mathcal L$) · cross-entropy for a classifier, Euler's method, training with Adam.
+# $\log p-\mathrm{ELBO}$) · cross-entropy for a classifier, Euler's method, training with Adam.
 # **Reading time:** about 30 minutes.
 #
 # ```{admonition} Symbols on this page
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $x$, $x_t$ | a point of the plane; the point at time $t$ of the flow | $(2,)$ |
+# | $x$, $x_s$ | a point of the plane; the point at time $s$ of the flow | $(2,)$ |
 # | $x_1,x_2$ | the coordinates of a point | scalars |
-# | $t$, $\Delta t$ | time along the flow (from 0 to 1; not a position in a sequence, as elsewhere in the book), the Euler step | scalars |
-# | $x_{\text{end}}$ | the end point of a path, at $t=1$ | $(2,)$ |
+# | $s$, $\Delta s$ | time along the flow (from 0 to 1), the Euler step | scalars |
+# | $x_{\text{end}}$ | the end point of a path, at $s=1$ | $(2,)$ |
 # | $z$, $\mathcal Z$ | a Gaussian component, and the set of the 8 components | index, set |
 # | $m$, $\sigma^2$ | centre and variance of a component (tiny example) | scalars |
 # | $m_z$, $\sigma_z^2$ | centre and variances of component $z$ of $p$ (a diagonal Gaussian: one variance per coordinate, so $(m_z-x)/\sigma_z^2$ divides coordinate by coordinate) | $(2,)$, $(2,)$ |
 # | $q$, $\bar q$ | the flow's beliefs $q(z\mid x)=\mathrm{softmax}_z\log q(x\mid z)$, built from Gaussians $q(x\mid z)$; $\bar q$ their mean over the end points | distributions over $z$ |
 # | $p$ | the true posterior $p(z\mid x)$ of the Gaussians $p(x\mid z)$ the flow pulls towards | distribution over $z$ |
-# | $v(x)$ | the flow's velocity $\sum_zq(z\mid x)(m_z-x)/\sigma_z^2$ | $(2,)$ |
-# | $\mathcal L_t(x)$, $\epsilon$ | the ELBO of the time-$t$ slice; the error term of [5.2](02_svflow_properties.ipynb) | scalar, $(2,)$ |
+# | $u(x)$, $u_s$ | the flow's velocity $\sum_zq(z\mid x)(m_z-x)/\sigma_z^2$; $u_s$: that of the time-$s$ slice | $(2,)$ |
+# | $\epsilon$ | the error term of [5.2](02_svflow_properties.ipynb); $\mathrm{ELBO}_s(x)$ is the ELBO of the time-$s$ slice | $(2,)$ |
 # | $y$, $p_{\text{end}}(y\mid x_{\text{end}})$ | a point's class; the linear classifier read at the end point | 0 or 1; probability |
 # | $\mathcal J$, $\mathcal J_{\text{align}}$, $\mathcal J_{\text{var}}$, $\beta$ | the training objective $\mathcal J_{\text{hybrid}}$; the task loss, the consistency term, and its weight | scalars |
 # | $\bar x_{\text{end}}^{(c)}$, $\Sigma^{(c)}$ | mean and covariance of the end points of class $c$ | $(2,)$, $(2,2)$ |
-# | $H(\bar q)$ | entropy of the mean posterior $\bar q$ at $t=1$ | scalar |
+# | $H(\bar q)$ | entropy of the mean posterior $\bar q$ at $s=1$ | scalar |
 # ```
 #
 # ```{admonition} In the paper's notation
 # :class: seealso
 # The paper writes the end time as $T$ ($T=1$), the end point as $x_T$ and the classifier as $p_T(y\mid x_T)$;
 # this page writes $x_{\text{end}}$ and $p_{\text{end}}$, keeping $T$ for the length of a sequence as in the
-# rest of the book. Its consistency term (Eq. 14) multiplies the KL by a time-dependent weight of mean 1,
+# rest of the book. It writes $t$ for the time of the flow, $v_t$ for the velocity and $\mathcal L_t$ for the
+# ELBO; here $s$, $u_s$ and $\mathrm{ELBO}_s$, since the book keeps $t$ for a position, $v[j]$ for a value
+# vector and $\mathcal L$ for a loss to be minimised ([Appendix A](../partA_appendix/A_notation_and_environment.ipynb)). Its consistency term (Eq. 14) multiplies the KL by a time-dependent weight of mean 1,
 # which App. C.1 does not specify; this page (and the library) use the constant weight 1.
 # ```
 #
@@ -93,42 +95,42 @@ LABELS = ["β = 0", "β = 0.1", "β = 0.5", "J_var only"]
 #
 # The flow of this page pulls each point towards Gaussian components. Near one component with centre
 # $m$ and variance $\sigma^2$ the pull (the score) is $(m-x)/\sigma^2$, and one Euler step of size
-# $\Delta t$ moves $x$ to $x+\Delta t\,(m-x)/\sigma^2$: the distance to $m$ is multiplied by
-# $1-\Delta t/\sigma^2$. Start at distance 1 with $\Delta t=0.01$:
+# $\Delta s$ moves $x$ to $x+\Delta s\,(m-x)/\sigma^2$: the distance to $m$ is multiplied by
+# $1-\Delta s/\sigma^2$. Start at distance 1 with $\Delta s=0.01$:
 #
 # - $\sigma^2=0.25$: factor $1-0.04=0.96$; after three steps the distance is $0.96^3=0.885$. A gentle,
 #   steady approach.
 # - $\sigma^2=0.004$: factor $1-2.5=-1.5$; the point jumps over $m$ and lands *further* away on the
 #   other side, at distances $1.5, 2.25, 3.375$. The flow explodes.
 #
-# So the component variances must stay above $\Delta t/2$ for the Euler steps to make sense.
+# So the component variances must stay above $\Delta s/2$ for the Euler steps to make sense.
 
 # %%
-dt = 0.01
+ds = 0.01  # the Euler step Delta s
 for variance in (0.25, 0.004):
     distance, distances = 1.0, []
     for _ in range(3):
-        distance = distance + dt * (0.0 - distance) / variance  # centre m = 0, signed distance
+        distance = distance + ds * (0.0 - distance) / variance  # centre m = 0, signed distance
         distances.append(distance)
-    print(f"sigma^2 = {variance}: dt / sigma^2 = {dt / variance:g}, "
-          f"factor {1 - dt / variance:+.3f}; "
+    print(f"sigma^2 = {variance}: Delta s / sigma^2 = {ds / variance:g}, "
+          f"factor {1 - ds / variance:+.3f}; "
           f"distances after 1, 2, 3 steps {np.round(np.abs(distances), 3)} "
           f"(signs {np.sign(distances).astype(int)})")
-print(f"the bound dt / 2 = {dt / 2}")
-assert abs(distances[-1]) > 1  # sigma^2 < dt / 2: the Euler steps move away from the centre
+print(f"the bound Delta s / 2 = {ds / 2}")
+assert abs(distances[-1]) > 1  # sigma^2 < Delta s / 2: the Euler steps move away from the centre
 
 # %% [markdown]
 # ## The flow and the two objectives (Eqs. 14–16)
 #
 # The flow is the Gaussian SVFlow of [5.2](02_svflow_properties.ipynb) with 8 components in the
-# plane, whose means, variances and posterior parameters change with time $t\in[0,1]$ through a small
-# neural network (a small MLP on sinusoidal features of $t$; App. C.1 gives its size). Its velocity is
-# $v(x)=\sum_z q(z\mid x)(m_z-x)/\sigma_z^2$, a posterior-weighted pull towards the $p$-means, taken in
-# Euler steps of $\Delta t=0.01$ from $t=0$ to $t=1$. The paper's hybrid objective (Eq. 16) is
+# plane, whose means, variances and posterior parameters change with time $s\in[0,1]$ through a small
+# neural network (a small MLP on sinusoidal features of $s$; App. C.1 gives its size). Its velocity is
+# $u(x)=\sum_z q(z\mid x)(m_z-x)/\sigma_z^2$, a posterior-weighted pull towards the $p$-means, taken in
+# Euler steps of $\Delta s=0.01$ from $s=0$ to $s=1$. The paper's hybrid objective (Eq. 16) is
 #
 # $$\mathcal J_{\text{hybrid}}=\mathcal J_{\text{align}}+\beta\,\mathcal J_{\text{var}},\qquad
 # \mathcal J_{\text{align}}=\mathbb E[-\log p_{\text{end}}(y\mid x_{\text{end}})],\quad
-# \mathcal J_{\text{var}}=\mathbb E_{t,x_0}\,\mathrm{KL}\big(q_t(z\mid x_t)\,\|\,p_t(z\mid x_t)\big):$$
+# \mathcal J_{\text{var}}=\mathbb E_{s,x_0}\,\mathrm{KL}\big(q_s(z\mid x_s)\,\|\,p_s(z\mid x_s)\big):$$
 #
 # $\mathcal J_{\text{align}}$ is the cross-entropy of a linear classifier read at the end point $x_{\text{end}}$
 # (the task), and $\mathcal J_{\text{var}}$ is the KL gap of [5.2](02_svflow_properties.ipynb)
@@ -139,26 +141,26 @@ assert abs(distances[-1]) > 1  # sigma^2 < dt / 2: the Euler steps move away fro
 
 # %%
 x, m = sp.symbols("x m", positive=True)
-variance_sym, dt_sym = sp.Symbol("sigma^2", positive=True), sp.Symbol(r"\Delta t", positive=True)
+variance_sym, ds_sym = sp.Symbol("sigma^2", positive=True), sp.Symbol(r"\Delta s", positive=True)
 log_normal = -(x - m) ** 2 / (2 * variance_sym) - sp.log(2 * sp.pi * variance_sym) / 2
 score = sp.simplify(sp.diff(log_normal, x))
-factor = sp.simplify(sp.diff(x + dt_sym * score, x))
+factor = sp.simplify(sp.diff(x + ds_sym * score, x))
 display(Math(r"\tfrac{d}{dx}\log\mathcal N(x;m,\sigma^2)=" + sp.latex(score)
-             + r",\qquad \tfrac{d}{dx}\big(x+\Delta t\cdot\text{score}\big)=" + sp.latex(factor)))
-display(Math(r"|\text{factor}|<1\iff " + sp.latex(sp.solve([factor < 1, factor > -1], dt_sym))))
-print(f"with log sigma^2 >= {LOG_VAR_RANGE[0]}: dt / sigma^2 <= "
-      f"{0.01 / np.exp(LOG_VAR_RANGE[0]):.3f} at dt = 0.01")
+             + r",\qquad \tfrac{d}{dx}\big(x+\Delta s\cdot\text{score}\big)=" + sp.latex(factor)))
+display(Math(r"|\text{factor}|<1\iff " + sp.latex(sp.solve([factor < 1, factor > -1], ds_sym))))
+print(f"with log sigma^2 >= {LOG_VAR_RANGE[0]}: Delta s / sigma^2 <= "
+      f"{0.01 / np.exp(LOG_VAR_RANGE[0]):.3f} at Delta s = 0.01")
 
 # %% [markdown]
-# The step is stable (the distance to the centre shrinks) as long as $\Delta t<2\sigma^2$. It is
-# also monotone (no overshoot: the factor lies between 0 and 1) only while $\Delta t<\sigma^2$; between
+# The step is stable (the distance to the centre shrinks) as long as $\Delta s<2\sigma^2$. It is
+# also monotone (no overshoot: the factor lies between 0 and 1) only while $\Delta s<\sigma^2$; between
 # $\sigma^2$ and $2\sigma^2$ the point lands on alternate sides of the centre, ever closer (factor
 # $-0.667$ at $\sigma^2=0.006$, printed with question 1 below). The squashing of the log-variances into
-# $[-4,1]$ keeps $\Delta t/\sigma^2\le0.55$ at $\Delta t=0.01$, inside both bounds.
+# $[-4,1]$ keeps $\Delta s/\sigma^2\le0.55$ at $\Delta s=0.01$, inside both bounds.
 #
 # **Setup (App. C.1):** two moons with noise 0.06 (generated here, no scikit-learn), $|\mathcal Z|=8$,
 # diagonal Gaussians $q(x\mid z)$ and $p(x\mid z)$ with $q(z\mid x)=\mathrm{softmax}_z\log q(x\mid z)$,
-# a 3-layer MLP of width 64 on sinusoidal time features, 100 Euler steps of $\Delta t=0.01$ on $[0,1]$,
+# a 3-layer MLP of width 64 on sinusoidal time features, 100 Euler steps of $\Delta s=0.01$ on $[0,1]$,
 # Adam (lr 0.01, betas 0.9/0.999), batch 512, 10,000 steps. **Here:** 300 steps with batch 256 (the
 # paper's schedule is an option, see *Reproducibility*). Two additions, both stated: the log-variance
 # squashing above, and each run's gradient clipped to norm 1 (the Euler unroll otherwise occasionally
@@ -209,11 +211,11 @@ plt.show()
 #
 # ## The trained flows, drawn as in Figure 1
 #
-# Rows: the three hybrid runs; columns: $t=0.2,\dots,1.0$. Background: the ELBO $\mathcal L_t(x)$ of
-# that time slice; arrows: the SVFlow field $v_t$; points: the test points at time $t$, coloured by
-# class (blue and vermilion); black star: the grid maximum of $\mathcal L_t$ (the "ELBO optimum"). The last panel is the
-# $\mathcal J_{\text{var}}$-only run at $t=1$ (Fig. 1b). Everything below uses the numpy
-# `GaussianSVFlow` slices of the trained MLP (`model.slice(run, t)`).
+# Rows: the three hybrid runs; columns: $s=0.2,\dots,1.0$. Background: the ELBO of that time slice,
+# $\mathrm{ELBO}_s(x)$; arrows: the SVFlow field $u_s$; points: the test points at time $s$, coloured by
+# class (blue and vermilion); black star: the grid maximum of $\mathrm{ELBO}_s$ (the "ELBO optimum"). The last panel is the
+# $\mathcal J_{\text{var}}$-only run at $s=1$ (Fig. 1b). Everything below uses the numpy
+# `GaussianSVFlow` slices of the trained MLP (`model.slice(run, s)`).
 
 # %%
 rows, paths = hybrid_measurements(model, X_test, y_test)  # one dict per run; paths (M, 101, N, 2)
@@ -244,26 +246,26 @@ def draw_time_slice(ax, flow_slice, points, margin, arrows_every=6, quantile_lev
 shown_times = [0.2, 0.4, 0.6, 0.8, 1.0]
 fig, axes = plt.subplots(3, 6, figsize=(17, 8.4))
 for run in range(3):
-    for column, t in enumerate(shown_times):
-        step = int(round(t / config.dt))
-        flow_slice = model.slice(run, min(t, times[-1]))
+    for column, s in enumerate(shown_times):  # s: the time of the flow
+        step = int(round(s / config.dt))
+        flow_slice = model.slice(run, min(s, times[-1]))
         grid_x, grid_y, elbo = draw_time_slice(axes[run, column], flow_slice, paths[run, step],
                                                margin=0.5)
         i, j = np.unravel_index(np.argmax(elbo), elbo.shape)
         axes[run, column].scatter(grid_x[i, j], grid_y[i, j], marker="*", s=120, c="k")
         if run == 0:
-            axes[run, column].set_title(f"t = {t:.1f}")
+            axes[run, column].set_title(f"s = {s:.1f}")
         if column == 0:
             axes[run, column].set_ylabel(f"{LABELS[run]}\n$x_2$")
     axes[run, 5].axis("off")
 axes[1, 5].axis("on")
 draw_time_slice(axes[1, 5], model.slice(3, times[-1]), paths[3, -1], margin=1.0,
                 quantile_levels=False)
-axes[1, 5].set_title("(b) J_var only, t = 1")
+axes[1, 5].set_title("(b) J_var only, s = 1")
 plt.show()
 
 # %% [markdown]
-# **Figure 5.4.3** (cf. Fig. 1b–c). Where the trained flows have moved the test points by each time $t$
+# **Figure 5.4.3** (cf. Fig. 1b–c). Where the trained flows have moved the test points by each time $s$
 # (the points themselves, not their paths), over the
 # ELBO of each time slice (brighter is higher), the test points coloured by class (blue, vermilion), the
 # ELBO's grid maximum as a black star. With $\mathcal J_{\text{var}}$ alone, all points end in one spot
@@ -276,18 +278,18 @@ plt.show()
 #   $\lVert\bar x_{\text{end}}^{(1)}-\bar x_{\text{end}}^{(0)}\rVert^2/(\mathrm{tr}\,\Sigma^{(0)}+\mathrm{tr}\,\Sigma^{(1)})$ of
 #   the end states (large when the two classes end far apart and tight);
 # * **ELBO gap:** $\mathcal J_{\text{var}}$ on the test paths (mean over time and points of
-#   $\mathrm{KL}(q\,\|\,p)=\log p-\mathcal L$, Prop. 3.2), and its value at the last step;
-# * **alignment:** the mean cosine between $v$ and $\nabla_x\mathcal L=v+\epsilon$ (Theorem 3.3) along
+#   $\mathrm{KL}(q\,\|\,p)=\log p-\mathrm{ELBO}$, Prop. 3.2), and its value at the last step;
+# * **alignment:** the mean cosine between $u$ and $\nabla_x\mathrm{ELBO}=u+\epsilon$ (Theorem 3.3) along
 #   the paths;
 # * **collapse:** the spread of the end states and the effective number of $q$-components used
-#   $\exp H(\bar q)$, $\bar q$ the mean posterior at $t=1$.
+#   $\exp H(\bar q)$, $\bar q$ the mean posterior at $s=1$.
 
 # %%
-print(f"{'run':>10} | {'accuracy':>8} | {'Fisher':>8} | {'J_var':>8} | {'KL at t=1':>9} | "
-      f"{'cos(v,∇L)':>9} | {'spread':>7} | {'n_eff':>5}")
+print(f"{'run':>10} | {'accuracy':>8} | {'Fisher':>8} | {'J_var':>8} | {'KL at s=1':>9} | "
+      f"{'cos(u,∇ELBO)':>12} | {'spread':>7} | {'n_eff':>5}")
 for label, row in zip(LABELS, rows):
     print(f"{label:>10} | {produced(row['acc'], '8.3f')} | {produced(row['fisher'], '8.2f')} | "
-          f"{produced(row['jvar'], '8.4f')} | {produced(row['kl_end'], '9.4f')} | {produced(row['cos'], '9.3f')} | "
+          f"{produced(row['jvar'], '8.4f')} | {produced(row['kl_end'], '9.4f')} | {produced(row['cos'], '12.3f')} | "
           f"{produced(row['spread'], '7.3f')} | {produced(row['n_eff'], '5.2f')}")
 
 # %% [markdown]
@@ -392,7 +394,7 @@ assert robust_long["beta = 0.1 separates the classes (accuracy >= 0.95)"] < n_lo
 #
 # - The hybrid objective adds to the task's cross-entropy $\beta$ times the path-averaged KL gap
 #   between the flow's beliefs $q$ and the true posterior $p$; standard training is $\beta=0$.
-# - Euler steps towards a Gaussian component are stable only if $\Delta t<2\sigma^2$; the page keeps
+# - Euler steps towards a Gaussian component are stable only if $\Delta s<2\sigma^2$; the page keeps
 #   the variances above that bound.
 # - The consistency term alone is minimised by collapsing every point onto one spot (the components
 #   merge): the beliefs become trivially right and the classes are lost — in every seed.
@@ -402,11 +404,11 @@ assert robust_long["beta = 0.1 separates the classes (accuracy >= 0.95)"] < n_lo
 #
 # ## Check your understanding
 #
-# 1. In the tiny example, below which variance does an Euler step of $\Delta t=0.01$ make the distance
+# 1. In the tiny example, below which variance does an Euler step of $\Delta s=0.01$ make the distance
 #    to the centre *grow*, and what happens exactly at that variance?
 #
 #    ```{dropdown} Answer
-#    The factor $1-\Delta t/\sigma^2$ has size above 1 when $\sigma^2<\Delta t/2=0.005$. At exactly
+#    The factor $1-\Delta s/\sigma^2$ has size above 1 when $\sigma^2<\Delta s/2=0.005$. At exactly
 #    $\sigma^2=0.005$ the factor is $-1$: the point jumps to the mirror position and back, forever, at
 #    the same distance.
 #    ```
@@ -432,9 +434,9 @@ assert robust_long["beta = 0.1 separates the classes (accuracy >= 0.95)"] < n_lo
 # %% tags=["hide-cell"]
 # the numbers of the answers above
 for variance in (0.006, 0.005, 0.004):
-    step_factor = 1 - dt / variance
-    print(f"1. sigma^2 = {variance}: factor 1 - dt / sigma^2 = {step_factor:+.3f}, |factor| > 1: {abs(step_factor) > 1}")
-assert abs((1 - dt / 0.005) + 1) < 1e-12 and abs(1 - dt / 0.004) > 1 > abs(1 - dt / 0.006)
+    step_factor = 1 - ds / variance
+    print(f"1. sigma^2 = {variance}: factor 1 - Delta s / sigma^2 = {step_factor:+.3f}, |factor| > 1: {abs(step_factor) > 1}")
+assert abs((1 - ds / 0.005) + 1) < 1e-12 and abs(1 - ds / 0.004) > 1 > abs(1 - ds / 0.006)
 print(f"3. beta = 0.5 separates in {fragile_n['beta = 0.5 separates the classes (accuracy >= 0.95)']} of {n_default} "
       f"seeds at 300 steps, {fragile_long['beta = 0.5 separates the classes (accuracy >= 0.95)']} of {n_long} at 2000")
 
@@ -467,12 +469,12 @@ end_points = paths[3, -1]
 q_end = np.exp(last_slice.log_q(end_points)).mean(0)
 p_end = np.exp(last_slice.log_post(end_points)).mean(0)
 spread_of_means = np.linalg.norm(last_slice.p_means - last_slice.p_means.mean(0), axis=1).max()
-print(f"J_var only, t = 1: max_z q(z|x_end) = {produced(q_end.max(), '.3f')}, "
+print(f"J_var only, s = 1: max_z q(z|x_end) = {produced(q_end.max(), '.3f')}, "
       f"KL(q||p) = {produced(float(categorical_kl(np.log(q_end), np.log(p_end))), '.1e')}")
 print(f"                   largest distance of a p-mean from their centroid = "
       f"{produced(spread_of_means, '.3f')}")
 n_eff_saved = [seed_row["n_eff"][3] for saved in (saved_default, saved_long) for seed_row in saved["data"]["per_seed"]]
-print(f"J_var only, effective number of components at t = 1, every saved seed (both schedules): "
+print(f"J_var only, effective number of components at s = 1, every saved seed (both schedules): "
       f"{min(n_eff_saved):.2f} to {max(n_eff_saved):.2f} of 8")
 assert q_end.max() < 0.5 and rows[3]["n_eff"] > 6 and spread_of_means < 0.5
 assert min(n_eff_saved) > 7.5

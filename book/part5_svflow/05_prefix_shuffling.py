@@ -17,7 +17,7 @@
 # After this page you can
 # - carry out prefix shuffling by hand on a short sequence: which tokens are shuffled, each kept
 #   token's shuffle rate $r$, and its bin;
-# - compute the four metrics of one attention head ($-\log p_t$, $\mathrm{KL}(q\|p)$, $\mathrm{KL}(q\|U)$,
+# - compute the four metrics of one attention head ($-\log p_s$, $\mathrm{KL}(q\|p)$, $\mathrm{KL}(q\|U)$,
 #   $\mathrm{KL}(p\|U)$) from its weights and value vectors, and the identities that tie them to entropies;
 # - explain why two distributions close to uniform can still be far apart in KL, and what a rank
 #   correlation over a handful of points does and does not show.
@@ -25,7 +25,7 @@
 #
 # **Builds on:** [5.3 Attention as a vMF posterior](03_attention_as_vmf_posterior.ipynb) (attention
 # weights as $q$, value–output vectors as vMF pulls) · [5.2 SVFlow](02_svflow_properties.ipynb) (the
-# ELBO identity $\log p=\mathcal L+\mathrm{KL}$) · [6.6 Context representation](../part1_chapter6/6_6_context_representation.ipynb)
+# ELBO identity $\log p=\mathrm{ELBO}+\mathrm{KL}$) · [6.6 Context representation](../part1_chapter6/6_6_context_representation.ipynb)
 # (a decoder-only language model and its training) · entropy, perplexity, rank correlation.
 # **Reading time:** about 40 minutes.
 #
@@ -46,8 +46,8 @@
 # | $\kappa'_z$ | its length: the concentration of the vMF component $p(x\mid z)$ | scalar |
 # | $C_d$ | the vMF normaliser ([5.1](01_spherical_geometry.ipynb)) | scalar |
 # | $p$ | $p(x\mid z)$: the vMF density on the sphere with natural parameter $o_z$; $p(z\mid x)$: the true posterior over tokens under these components | scalar; $(\lvert\mathcal Z\rvert,)$ |
-# | $p_t(x)$ | the flow's marginal density $\frac1{\lvert\mathcal Z\rvert}\sum_zp(x\mid z)$ | scalar |
-# | $\mathcal L_t$ | the ELBO of $q$ (5.2): $\log p_t=\mathcal L_t+\mathrm{KL}(q\|p)$ | scalar |
+# | $p_s(x)$ | the flow's marginal density $\frac1{\lvert\mathcal Z\rvert}\sum_zp(x\mid z)$ | scalar |
+# | $s$ | the flow's time, here the layer: a subscript on $p_s$ and on $\mathrm{ELBO}_s$, the ELBO of $q$ (5.2), with $\log p_s=\mathrm{ELBO}_s+\mathrm{KL}(q\|p)$ | — |
 # | $U$ | the uniform distribution over $\mathcal Z$ | $(\lvert\mathcal Z\rvert,)$ |
 # | $H(q)$, $H(q,p)$ | entropy of $q$; cross-entropy of $p$ under $q$ | scalars |
 # | $M$ | how much less likely one token is, as $e^{-M}$ (question 2) | scalar |
@@ -59,7 +59,8 @@
 # :class: seealso
 # The paper writes $N$ for the length of a sequence and $n$ for a position (here $T$ and $i$, as in the
 # rest of the book); the subscript $t$ of its $p_t$, $q_t$, $\mathcal L_t$ is the flow's time, i.e. the
-# layer. It writes $p$ for the shuffle fraction (here $f$) and calls $\mathrm{KL}(q\|U)$ and
+# layer (here $p_s$, $q$, $\mathrm{ELBO}_s$: Part 5 writes the flow's time $s$, and $\mathrm{ELBO}$ for the bound, since
+# the book's $\mathcal L$ is a loss to be minimised). It writes $p$ for the shuffle fraction (here $f$) and calls $\mathrm{KL}(q\|U)$ and
 # $\mathrm{KL}(p\|U)$ the *variational* and *true concentrations*. This page calls them the *sharpness*
 # of $q$ and of $p$ (how far each is from uniform) and keeps *concentration* for the vMF parameter
 # $\kappa'$, as in [5.1](01_spherical_geometry.ipynb). Its shuffle rate is $\min(1,pN/n)$ with $pN$ not
@@ -163,8 +164,8 @@ assert abs(divergence - categorical_kl(np.log(q_hand), np.log(p_hand))) < 1e-12
 # - $q(z\mid x)$ is the head's attention weights (Eq. 19, [5.3](03_attention_as_vmf_posterior.ipynb));
 # - $p(x\mid z)=C_d(\kappa'_z)\exp(o_z^\top x)$ is the vMF component whose natural parameter is the head's
 #   value–output vector $o_z$ of token $z$ (Eq. 20), with concentration $\kappa'_z=\lVert o_z\rVert$;
-# - $p_t(x)=\frac1{|\mathcal Z|}\sum_zp(x\mid z)$ is the flow's marginal density (uniform prior over the
-#   tokens), reported as $-\log p_t(x)/d$ in nats per dimension: low when the query sits where the
+# - $p_s(x)=\frac1{|\mathcal Z|}\sum_zp(x\mid z)$ is the flow's marginal density (uniform prior over the
+#   tokens), reported as $-\log p_s(x)/d$ in nats per dimension: low when the query sits where the
 #   value vectors point;
 # - $p(z\mid x)\propto p(x\mid z)$ is the true posterior, and the three divergences of the tiny example are
 #   taken between $q$, $p$ and $U$.
@@ -239,7 +240,7 @@ for c in range(3):
 #
 # Here are the metrics of one head of the first layer at one position, computed from the model's own
 # weights with the formulas above: the attention input $x$, the weights $q$, the value–output vectors
-# $o_z$, then $\log p(x\mid z)$, $p_t$, $p(z\mid x)$ and the three divergences. (With rotary positions
+# $o_z$, then $\log p(x\mid z)$, $p_s$, $p(z\mid x)$ and the three divergences. (With rotary positions
 # nothing is added to the token embeddings, so the first layer's input is the embedding itself.)
 
 # %%
@@ -260,9 +261,9 @@ for head in range(n_heads):
         o = (values[: position + 1, block_h] @ block.W_o[block_h]).double().numpy()  # (Z, d): o_z
     q = attention[layer][0, head, position, : position + 1].double().numpy()  # (Z,): q(z | x)
     log_lik = vmf_log_normalizer(np.linalg.norm(o, axis=1), d) + o @ x  # log p(x | z)
-    log_p_t = logsumexp(log_lik) - np.log(position + 1)  # log of the mixture, uniform prior
+    log_p_s = logsumexp(log_lik) - np.log(position + 1)  # log of the mixture, uniform prior
     p = softmax(log_lik)  # p(z | x)
-    by_hand["neg_log_p_per_dim"].append(-log_p_t / d)
+    by_hand["neg_log_p_per_dim"].append(-log_p_s / d)
     by_hand["kl_q_p"].append(q @ np.log(q / p))
     by_hand["kl_q_u"].append(q @ np.log(q * (position + 1)))
     by_hand["kl_p_u"].append(p @ np.log(p * (position + 1)))
@@ -301,7 +302,7 @@ assert np.all(np.isfinite(probe.metrics["neg_log_p_per_dim"]))
 
 # %%
 BINS = ["0.00-0.25", "0.25-0.50", "0.50-0.75", "0.75-1.00"]
-NAMES = [("neg_log_p_per_dim", "-log p_t"), ("kl_q_p", "KL(q||p)"), ("kl_q_u", "KL(q||U)"), ("kl_p_u", "KL(p||U)")]
+NAMES = [("neg_log_p_per_dim", "-log p_s"), ("kl_q_p", "KL(q||p)"), ("kl_q_u", "KL(q||U)"), ("kl_p_u", "KL(p||U)")]
 
 
 def print_table(t: dict, which: str, title: str) -> None:
@@ -329,7 +330,7 @@ print_table(tables[-1][1], "table2", f"Table 5.5.2: final checkpoint, all {LAYER
 # %% [markdown]
 # **Tables 5.5.1 and 5.5.2** (cf. the paper's Tables 1 and 2). The final checkpoint's deepest layer
 # and the mean over all layers: the unshuffled value ("base") and the change under shuffling ($\Delta$)
-# per bin of the prefix shuffle rate $r$. Units: $-\log p_t$ in nats per dimension, the divergences and
+# per bin of the prefix shuffle rate $r$. Units: $-\log p_s$ in nats per dimension, the divergences and
 # logPPL in nats, ECE in %.
 
 # %%
@@ -347,8 +348,8 @@ def plot_per_layer(a: dict, n_layers: int, title: str) -> None:
         axes[1, 1].plot(layers, a["lens_logppl_pert"][:, b] - a["lens_logppl_base"][:, b], "o-",
                         label=f"r in {RATE_BINS[b]}")
     axes[0, 0].axhline(0, color="grey", lw=0.8)
-    axes[0, 0].set_title(r"(a) change of $-\log p_t$ (cf. Fig. 2)")
-    axes[0, 0].set_ylabel(r"$\Delta(-\log p_t)$ (nats per dimension)")
+    axes[0, 0].set_title(r"(a) change of $-\log p_s$ (cf. Fig. 2)")
+    axes[0, 0].set_ylabel(r"$\Delta(-\log p_s)$ (nats per dimension)")
     axes[0, 0].legend(fontsize=7)
     for k, lab, col, width in [("kl_q_p", "KL(q||p)", BLUE, 4.0), ("kl_q_u", "KL(q||U)", VERMILION, 1.5),
                                ("kl_p_u", "KL(p||U)", GREEN, 1.5)]:  # KL(q||p) wide: it can lie under KL(q||U)
@@ -382,7 +383,7 @@ assert np.all(small["layer_curves_base.kappa_mean"] < D_MODEL)
 assert np.all(small["layer_curves_base.kl_p_u"] < small["layer_curves_base.kl_q_u"])
 
 # %% [markdown]
-# **Figure 5.5.1.** The final checkpoint, layer by layer. (a) The change of $-\log p_t$ under shuffling,
+# **Figure 5.5.1.** The final checkpoint, layer by layer. (a) The change of $-\log p_s$ under shuffling,
 # one line per bin of $r$. (b) The divergence $\mathrm{KL}(q\|p)$ (blue, wide) and the sharpnesses
 # $\mathrm{KL}(q\|U)$ (vermilion) and $\mathrm{KL}(p\|U)$ (bluish green), unshuffled (solid) and at the
 # largest shuffle fraction (dashed). (c) The mean
@@ -434,7 +435,7 @@ plot_per_layer({k.split(".", 1)[1]: v[0] for k, v in curves_lm.items() if k.star
 # * shuffling a far prefix barely changes the prediction; the change of the log-perplexity concentrates
 #   in the last bin, where the shuffled characters sit right before the query (more than ten times the
 #   change of any other bin);
-# * in the deepest layer $\Delta(-\log p_t)$ grows with the prefix shuffle rate and is positive in the
+# * in the deepest layer $\Delta(-\log p_s)$ grows with the prefix shuffle rate and is positive in the
 #   last bins — the direction of the paper's Fig. 2 — but it is small: a character model's attention
 #   states move little on the sphere when a distant prefix is permuted;
 # * $\mathrm{KL}(p\|U)$ stays far below $\mathrm{KL}(q\|U)$ in every bin (less than a fifth of it, deep
@@ -450,7 +451,7 @@ d_nlp = np.array(t1["neg_log_p_per_dim"]["delta"])
 lens_change = (curves_lm[f"ckpt{last}.lens_logppl_pert"] - curves_lm[f"ckpt{last}.lens_logppl_base"])[0]  # (L, 4)
 checks = {
     "logPPL change concentrates in the last bin": bool(d_ppl[3] > 10 * np.abs(d_ppl[:3]).max()),
-    "deep-layer Delta(-log p_t) grows with the shuffle rate, positive in the last bins":
+    "deep-layer Delta(-log p_s) grows with the shuffle rate, positive in the last bins":
         bool(np.all(np.diff(d_nlp) > 0) and d_nlp[-1] > 0 and d_nlp[-2] > 0),
     "KL(p||U) < KL(q||U) / 5 in every bin (deep and all layers)":
         all(np.all(np.array(final[tab]["kl_p_u"]["base"]) < np.array(final[tab]["kl_q_u"]["base"]) / 5)
@@ -470,41 +471,41 @@ for k, v in checks.items():
 assert all(checks.values()), checks
 
 # %% [markdown]
-# ### Does $-\log p_t$ track the quality of the prediction?
+# ### Does $-\log p_s$ track the quality of the prediction?
 #
-# The paper's second test (§6.2) correlates, without shuffling, the deep layers' $-\log p_t$ with logPPL
+# The paper's second test (§6.2) correlates, without shuffling, the deep layers' $-\log p_s$ with logPPL
 # and with ECE over 12 points: 3 models × 4 bins. A {term}`Spearman correlation` $\rho$ compares the
 # *ranks* of two lists (1 if the orders agree, −1 if they are reversed), and its p-value is the chance
 # of a $|\rho|$ at least as large if the two lists were unrelated. We have one model, so our 12 points are
-# its 3 checkpoints × 4 bins: that asks whether training lowers $-\log p_t$ together with logPPL.
+# its 3 checkpoints × 4 bins: that asks whether training lowers $-\log p_s$ together with logPPL.
 
 # %%
 def checkpoint_spearman(tabs: list[dict]) -> tuple:
-    """Spearman of deep-layer baseline -log p_t against logPPL and ECE over (checkpoints x 4 bins)."""
+    """Spearman of deep-layer baseline -log p_s against logPPL and ECE over (checkpoints x 4 bins)."""
     nlp = np.concatenate([t["table1"]["neg_log_p_per_dim"]["base"] for t in tabs])
     return (spearman(nlp, np.concatenate([t["logppl_base"] for t in tabs])),
             spearman(nlp, np.concatenate([t["ece_base"] for t in tabs])))
 
 
 for c, t in enumerate(run["tables"]):
-    print(f"checkpoint {c + 1} (step {run['steps'][c]}): unshuffled -log p_t (deep) per bin "
+    print(f"checkpoint {c + 1} (step {run['steps'][c]}): unshuffled -log p_s (deep) per bin "
           f"{np.round(t['table1']['neg_log_p_per_dim']['base'], 4)}, logPPL {np.round(t['logppl_base'], 3)}, "
           f"ECE % {np.round(t['ece_base'], 2)}")
 s_ppl, s_ece = checkpoint_spearman(run["tables"])
-print(f"Spearman(-log p_t, logPPL) over 12 points: rho = {s_ppl.rho:.3f}, p-value = {s_ppl.p_value:.2g}")
-print(f"Spearman(-log p_t, ECE)    over 12 points: rho = {s_ece.rho:.3f}, p-value = {s_ece.p_value:.2g}")
+print(f"Spearman(-log p_s, logPPL) over 12 points: rho = {s_ppl.rho:.3f}, p-value = {s_ppl.p_value:.2g}")
+print(f"Spearman(-log p_s, ECE)    over 12 points: rho = {s_ece.rho:.3f}, p-value = {s_ece.p_value:.2g}")
 no_positive = not any(s.rho > 0 and s.p_value < 0.05 for s in (s_ppl, s_ece))
 print(f"no significant positive correlation (rho > 0 with p-value < 0.05): {no_positive}")
 assert no_positive
 deep_nlp = np.array([t["table1"]["neg_log_p_per_dim"]["base"] for t in run["tables"]])  # (checkpoints, bins)
 logppl = np.array([t["logppl_base"] for t in run["tables"]])
-print(f"-log p_t (deep) moves by at most {np.ptp(deep_nlp, axis=0).max():.5f} between checkpoints; "
+print(f"-log p_s (deep) moves by at most {np.ptp(deep_nlp, axis=0).max():.5f} between checkpoints; "
       f"logPPL falls in every bin from checkpoint to checkpoint: {bool(np.all(np.diff(logppl, axis=0) < 0))}")
 assert np.ptp(deep_nlp, axis=0).max() < 1e-3 and np.all(np.diff(logppl, axis=0) < 0)
 
 # %% [markdown]
 # Over our checkpoints neither correlation is a significant positive one: training lowers the
-# log-perplexity in every bin from checkpoint to checkpoint while the deep layer's $-\log p_t$ barely
+# log-perplexity in every bin from checkpoint to checkpoint while the deep layer's $-\log p_s$ barely
 # moves (by less than 0.001 nats per dimension). On this model the flow's log-density does not track the quality of the
 # prediction. The paper's own 12 points, recomputed from its Table 1, give its $\rho=0.87$, but they
 # mostly rank its three *models* ([checked below](#checking-the-paper)).
@@ -513,13 +514,13 @@ assert np.ptp(deep_nlp, axis=0).max() < 1e-3 and np.all(np.diff(logppl, axis=0) 
 #
 # - Prefix shuffling scrambles the first $\lfloor fT\rfloor$ tokens and analyses each later token by the
 #   fraction $r$ of its prefix that was scrambled.
-# - Per head, the probe measures the flow's log-density $-\log p_t$, the divergence $\mathrm{KL}(q\|p)$ and
+# - Per head, the probe measures the flow's log-density $-\log p_s$, the divergence $\mathrm{KL}(q\|p)$ and
 #   the sharpnesses $\mathrm{KL}(q\|U)$, $\mathrm{KL}(p\|U)$; entropies tie them together
 #   ($\mathrm{KL}(q\|U)=\log|\mathcal Z|-H(q)$, $\mathrm{KL}(q\|p)=H(q,p)-H(q)$).
 # - Two distributions close to uniform can still be far apart: what bounds $\mathrm{KL}(q\|p)$ is the
 #   smallest probability of $p$, not how far $p$ is from uniform in KL.
 # - On our larger character model shuffling changes the prediction mostly in the last bin, the deep
-#   layer's $-\log p_t$ rises slightly with $r$, and across checkpoints $-\log p_t$ does not track
+#   layer's $-\log p_s$ rises slightly with $r$, and across checkpoints $-\log p_s$ does not track
 #   logPPL; the paper's 12-point correlation mostly ranks its three models.
 #
 # ## Check your understanding
@@ -611,7 +612,7 @@ for M in (1e2, 1e4, 1e6):
 # %% [markdown]
 # ### The paper's §6.2 correlations, recomputed from its own Table 1
 #
-# §6.2 reports Spearman $\rho=0.87$ (p-value $2\times10^{-4}$) between the unshuffled $-\log p_t$ and
+# §6.2 reports Spearman $\rho=0.87$ (p-value $2\times10^{-4}$) between the unshuffled $-\log p_s$ and
 # logPPL, and $\rho=0.86$ (p-value $4\times10^{-4}$) with ECE, "over the 12 data points (3 models × 4
 # bins)". Those 12 points are the base columns of Table 1; we transcribe them and recompute.
 
@@ -622,11 +623,11 @@ table1_ece = [0.70, 0.75, 0.81, 0.70, 9.24, 9.46, 9.50, 9.38, 0.49, 0.41, 0.39, 
 table1_logppl = [2.70, 2.80, 2.81, 2.80, 3.23, 3.34, 3.37, 3.35, 2.43, 2.54, 2.56, 2.54]
 paper_ppl = spearman(table1_neg_log_p, table1_logppl)
 paper_ece = spearman(table1_neg_log_p, table1_ece)
-print(f"-log p_t vs logPPL: rho = {paper_ppl.rho:.3f}, p-value = {paper_ppl.p_value:.1e}   (paper: 0.87, 2e-4)")
-print(f"-log p_t vs ECE   : rho = {paper_ece.rho:.3f}, p-value = {paper_ece.p_value:.1e}   (paper: 0.86, 4e-4)")
+print(f"-log p_s vs logPPL: rho = {paper_ppl.rho:.3f}, p-value = {paper_ppl.p_value:.1e}   (paper: 0.87, 2e-4)")
+print(f"-log p_s vs ECE   : rho = {paper_ece.rho:.3f}, p-value = {paper_ece.p_value:.1e}   (paper: 0.86, 4e-4)")
 within = [spearman(table1_neg_log_p[i:i + 4], table1_logppl[i:i + 4]).rho for i in (0, 4, 8)]
 print("within Qwen2.5 / Qwen3 / Llama3.2 (4 bins each): rho =", [f"{w:.2f}" for w in within])
-print("Llama3.2 -log p_t per bin:", table1_neg_log_p[8:], "(not constant: one value differs)")
+print("Llama3.2 -log p_s per bin:", table1_neg_log_p[8:], "(not constant: one value differs)")
 assert within[0] < -0.7  # reversed within each Qwen model
 assert within[1] < -0.7
 assert len(set(table1_neg_log_p[8:])) == 2  # Llama3.2: not all tied, so rho is defined ...
@@ -641,7 +642,7 @@ assert abs(paper_ece.p_value - 4e-4) < 0.5e-4
 # Both statistics reproduce from the table. Note what the 12 points are: the three models sit in three
 # separated clusters (Llama3.2 lowest on both axes, Qwen3 highest), so the correlation mainly ranks the
 # *models*; within a model, across bins, the relation is reversed for the two Qwen models ($\rho\approx-0.8$
-# for Qwen2.5 and for Qwen3) but not for Llama3.2: its four $-\log p_t$ values are not all tied (one bin
+# for Qwen2.5 and for Qwen3) but not for Llama3.2: its four $-\log p_s$ values are not all tied (one bin
 # differs in the third decimal), so $\rho$ is defined, and it is $\approx+0.82$, the opposite sign, resting on
 # that single third-decimal difference. No within-model direction is common to the three models. So "higher
 # marginal likelihood implies better predictive performance" is a between-model statement in the data shown.
@@ -655,7 +656,7 @@ assert abs(paper_ece.p_value - 4e-4) < 0.5e-4
 # orders of magnitude that §6.3 reads off Fig. 4 need the models' weights, which we do not have.
 
 # %% tags=["hide-cell"]
-METRIC_COLUMNS = ["-log p_t", "KL(q|p)", "KL(q|U)", "KL(p|U)"]
+METRIC_COLUMNS = ["-log p_s", "KL(q|p)", "KL(q|U)", "KL(p|U)"]
 table1_delta = {  # Table 1, the Δ columns: rows = bins of r, columns = METRIC_COLUMNS
     "Qwen2.5": np.array([[3.74e-3, 1.814, -0.082, -0.142], [6.33e-3, 3.005, -0.123, -0.174],
                          [11.74e-3, 5.449, -0.209, -0.220], [22.87e-3, 10.391, -0.475, -0.276]]),
@@ -685,11 +686,11 @@ def rising_and_positive(xs):
 
 
 statements = {
-    "§6.2: Δ(−log p_t) > 0 and rising with the shuffle rate, Qwen2.5 and Qwen3":
+    "§6.2: Δ(−log p_s) > 0 and rising with the shuffle rate, Qwen2.5 and Qwen3":
         all(rising_and_positive(table1_delta[m][:, 0]) for m in ("Qwen2.5", "Qwen3")),
     "§6.2: ΔlogPPL > 0 and rising with the shuffle rate, Qwen2.5 and Qwen3":
         all(rising_and_positive(table1_delta_logppl[m]) for m in ("Qwen2.5", "Qwen3")),
-    "§6.2: Δ(−log p_t) near zero for Llama3.2 (|Δ| < 1e-3 in every bin)":
+    "§6.2: Δ(−log p_s) near zero for Llama3.2 (|Δ| < 1e-3 in every bin)":
         np.max(np.abs(table1_delta["Llama3.2"][:, 0])) < 1e-3,
     "§6.2: ΔlogPPL rises for Llama3.2 (to more than 1 nat in the last bin)":
         rising_and_positive(table1_delta_logppl["Llama3.2"]) and table1_delta_logppl["Llama3.2"][-1] > 1,
@@ -742,7 +743,7 @@ assert deepest_third == {"Qwen2.5": 8, "Qwen3": 9, "Llama3.2": 5}  # App. C.2.3'
 # We transcribe Table 2's change columns and compare them with Table 1's, cell by cell.
 #
 # The "because" can be checked too. Both tables are means over layers (their base values are of the same
-# size, e.g. $-\log p_t$ of Qwen2.5's first bin: −1.892 deep, −1.917 all layers; a sum over the deep
+# size, e.g. $-\log p_s$ of Qwen2.5's first bin: −1.892 deep, −1.917 all layers; a sum over the deep
 # layers would be several times larger). If the shallow layers changed nothing, the all-layer change would
 # be the deep one times the share of deep layers, $8/24$, $9/28$ or $5/16$ — about a third. And the mean
 # change of the shallow layers follows from the two tables:
@@ -759,7 +760,7 @@ table2_delta = {  # Table 2 (all layers), the Δ columns: rows = bins of r, colu
                           [-3.76e-4, -0.373, -0.383, -0.025], [-5.47e-4, -0.540, -0.537, -0.048]]),
 }
 base_neg_log_p = {"Qwen2.5": (-1.892, -1.917), "Qwen3": (3.488, 1.718), "Llama3.2": (-2.369, -2.369)}
-print("unshuffled -log p_t, first bin, deep / all layers:", base_neg_log_p)
+print("unshuffled -log p_s, first bin, deep / all layers:", base_neg_log_p)
 smaller = larger = equal = 0
 exceptions = []
 for m, deep_delta in table1_delta.items():
@@ -789,19 +790,19 @@ print("\nimplied mean Δ of the shallow layers / mean Δ of the deep layers, per
 for m, sr in shallow_ratio.items():
     print(f"{m:9} " + " | ".join(f"{c} {sr[:, k].min():.2f}-{sr[:, k].max():.2f}"
                                  for k, c in enumerate(METRIC_COLUMNS)))
-assert all(np.all(shallow_ratio[m][:, :2] > 0.45) for m in shallow_ratio)  # -log p_t, KL(q|p): not "little"
+assert all(np.all(shallow_ratio[m][:, :2] > 0.45) for m in shallow_ratio)  # -log p_s, KL(q|p): not "little"
 assert np.max(shallow_ratio["Qwen3"][:, 3]) > 1.9  # Qwen3's KL(p|U): the shallow layers change more
 
 # %% [markdown]
 # The first half of the sentence holds for 44 of the 48 change cells; Qwen3's $\Delta\mathrm{KL}(p\|U)$ is
 # *larger* over all layers in three bins and equal in the first. The "because" does not hold: if the
 # shallow layers contributed little, the all-layer change would be about a third of the deep one (0.31–0.33);
-# the printed ratios are 0.66–0.68 for the Qwen models' $-\log p_t$ and $\mathrm{KL}(q\|p)$, 0.73–1.63 for
+# the printed ratios are 0.66–0.68 for the Qwen models' $-\log p_s$ and $\mathrm{KL}(q\|p)$, 0.73–1.63 for
 # their sharpnesses, and 0.62–0.97 for Llama3.2. Read back, the
 # shallow two-thirds of the layers change on average about half as much as the deep third for
-# $-\log p_t$ and $\mathrm{KL}(q\|p)$ in the Qwen models (0.49–0.53), 0.79–0.95 as much in Llama3.2's
+# $-\log p_s$ and $\mathrm{KL}(q\|p)$ in the Qwen models (0.49–0.53), 0.79–0.95 as much in Llama3.2's
 # first three columns, and up to 1.93 times as much for Qwen3's $\mathrm{KL}(p\|U)$. Summed over their
-# layers, the shallow layers carry about as much of the change as the deep ones (Qwen models, $-\log p_t$ and
+# layers, the shallow layers carry about as much of the change as the deep ones (Qwen models, $-\log p_s$ and
 # $\mathrm{KL}(q\|p)$) or more (their sharpnesses; every column of Llama3.2). So the tables support
 # "the deep layers change most per layer", not "the trends are driven by deep layers". (Fig. 2's
 # statement that shallow layers "remain near zero" is drawn from a figure whose values are not printed.)

@@ -44,7 +44,7 @@
 # | $p$ | the true posterior the beliefs should match; $p(y\mid x^L)$: the classifier's probability of the class | $(Z,)$; scalar |
 # | $A(z)$, $A_\ell(z)$ | an advantage: how much the loss grows with the belief in $z$; the task advantage of layer $\ell$ | scalars |
 # | $R$, $R_\ell(z)$ | the self advantage $\log q/p$ (of layer $\ell$) | scalar |
-# | $B$, $B_{k,\ell}(z)$ | the future advantage: how $z$'s pull at layer $\ell$ changes layer $k$'s divergence | scalar |
+# | $B$, $B_{\ell',\ell}(z)$ | the future advantage: how $z$'s pull at layer $\ell$ changes the divergence of a later layer $\ell'$ | scalar |
 # | $S$, $S_\ell(z)$ | the total (centred) advantage of Eq. (53) | scalar |
 # | $x^\ell$, $L$ | the state entering layer $\ell$; the number of layers. As in the paper, layers are counted from 0 here ($\ell=0,\dots,L-1$, and $x^L$ is the output), not from 1 as in the book's notation table | $(d,)$, integer |
 # | $d$ | the dimension of the state | integer |
@@ -53,19 +53,20 @@
 # | $\mu_z$, $\sigma_z^2$ | mean and variance of the Gaussian component $z$ | $(d,)$, scalar |
 # | $W_g$, $b_g$ | the logits' weights and biases, $g_\ell(x)=W_g x+b_g$ | $(Z,d)$, $(Z,)$ |
 # | $\lambda_z(\theta)$ | $\log p(x\mid z)$ as a function of a likelihood parameter (sympy; not $\ell$, which counts layers on this page) | scalar |
-# | $\delta$, $\gamma$ | $\delta_\ell$, $\gamma_{k,\ell}$: gradients at the state $x^\ell$ of the task loss and of layer $k$'s divergence | $(d,)$ |
+# | $\delta$, $\gamma$ | $\delta_\ell$, $\gamma_{\ell',\ell}$: gradients at the state $x^\ell$ of the task loss and of layer $\ell'$'s divergence | $(d,)$ |
 # | $\mathcal J$, $\mathcal J_{\text{var}}$, $\beta$ | the hybrid objective, its consistency term, and the term's weight | scalars |
 # | $y$ | the class of the input | label |
 # | $W_e$, $g_e(x)$, $r_n$, $N$ | a linear expert's matrix, its gate, the residual of input $n$, the number of inputs | —, scalar, vector, integer |
-# | $E_Q,E_K,E_V$; $W_Q,W_K,W_V$ | a token's embedding tables in its three roles; the head's projections | $(16, 16)$ each |
+# | $E_Q,E_K,E_V$ | a token's embedding tables in its three roles (the head's projections are Chapter 6's $W^Q,W^K,W^V$) | $(16, 16)$ each |
 # | $P_z$ | the mean attention mass (or gate) that component $z$ receives | scalar |
-# | $c$, $c_k$ | the random bit carried by pair $k$ of the pair-lookup task | 0 or 1 |
+# | $m$, $c$, $c_m$ | a pair of tokens of the pair-lookup task, and the random bit $c_m$ that pair $m$ carries | index; 0 or 1 |
 # ```
 #
 # ```{admonition} In the paper's notation
 # :class: seealso
 # The paper writes $\eta_\ell(z)$ for the total advantage (here $S_\ell(z)$: the book keeps $\eta$ for a
-# learning rate) and $A_e$ for an expert's matrix (here $W_e$).
+# learning rate), $A_e$ for an expert's matrix (here $W_e$), and $k$ for a layer after $\ell$, as in $\gamma_{k,\ell}$ and
+# $B_{k,\ell}$ (here $\ell'$: the book keeps $k[j]$ for a key).
 # ```
 #
 # *Source: Liao, Transformer as an Euler Discretization of Score-based Variational Flow, Appendix
@@ -150,7 +151,7 @@ assert kl(new_beliefs) < kl(beliefs)
 # $$\frac{\partial\mathcal J}{\partial\phi_\ell}=\sum_z q_{\phi_\ell}(z\mid x^\ell)\,S_\ell(z)\,
 # \frac{\partial g_{\phi_\ell}(x^\ell)_z}{\partial\phi_\ell},\qquad
 # S_\ell=(A_\ell-\mathbb E_qA_\ell)+\beta(R_\ell-\mathbb E_qR_\ell)
-# +\beta\sum_{k>\ell}(B_{k,\ell}-\mathbb E_qB_{k,\ell}),$$
+# +\beta\sum_{\ell'>\ell}(B_{\ell',\ell}-\mathbb E_qB_{\ell',\ell}),$$
 #
 # with three advantages of component $z$ at layer $\ell$:
 #
@@ -158,14 +159,14 @@ assert kl(new_beliefs) < kl(beliefs)
 #   $\delta_{\ell+1}$ is the gradient of the task loss at the next state: how much $z$'s pull hurts the
 #   task;
 # - the **self** advantage $R_\ell(z)=\log q/p$ (Eq. 45): how over-weighted $z$ is at this layer;
-# - the **future** advantage $B_{k,\ell}(z)=\gamma_{k,\ell+1}^\top s_{\theta_\ell}(x^\ell,z)$ (Eq. 42), with
-#   $\gamma_{k,\ell+1}$ the gradient of layer $k$'s KL at the next state: how $z$'s pull changes the
+# - the **future** advantage $B_{\ell',\ell}(z)=\gamma_{\ell',\ell+1}^\top s_{\theta_\ell}(x^\ell,z)$ (Eq. 42), with
+#   $\gamma_{\ell',\ell+1}$ the gradient of layer $\ell'$'s KL at the next state: how $z$'s pull changes the
 #   beliefs' error further down.
 #
 # For the pull parameters $\theta_\ell$ (Eq. 65):
 #
 # $$\frac{\partial\mathcal J}{\partial\theta_\ell}=\sum_z q(z\mid x^\ell)\Big(\delta_{\ell+1}
-# +\beta\sum_{k>\ell}\gamma_{k,\ell+1}\Big)^{\!\top}\frac{\partial s_{\theta_\ell}(x^\ell,z)}{\partial\theta_\ell}
+# +\beta\sum_{\ell'>\ell}\gamma_{\ell',\ell+1}\Big)^{\!\top}\frac{\partial s_{\theta_\ell}(x^\ell,z)}{\partial\theta_\ell}
 # +\beta\sum_z\big[p_{\theta_\ell}(z\mid x^\ell)-q_{\phi_\ell}(z\mid x^\ell)\big]
 # \frac{\partial\log p_{\theta_\ell}(x^\ell\mid z)}{\partial\theta_\ell}.$$
 #
@@ -212,7 +213,7 @@ assert kl_theta == 0
 # A three-layer flow in $d=2$ with $Z=4$ isotropic Gaussian components per layer: logits
 # $g_\ell(x)=W_g x+b_g$ ($\phi_\ell$), likelihoods $\mathcal N(x;\mu_z,\sigma_z^2I)$ ($\theta_\ell$), pull
 # $s(x,z)=-(x-\mu_z)/\sigma_z^2$, and a linear classifier on $x^L$ (`random_gaussian_layer`). The
-# library's `hybrid_gradients` computes $\delta_\ell$ and $\gamma_{k,\ell}$ by back-propagating through
+# library's `hybrid_gradients` computes $\delta_\ell$ and $\gamma_{\ell',\ell}$ by back-propagating through
 # the step Jacobians and assembles the advantages. Below, the three centred forces of Eq. (53),
 # layer by layer, for $\beta=0.5$. Each bar group is one
 # component $z$; the weighted sum $\sum_zq(z)S_\ell(z)$ is zero at every layer, so the update only
@@ -250,7 +251,7 @@ plt.show()
 # %% [markdown]
 # **Figure 5.6.1.** The decomposition of Eq. (53) for one sample, per component $z$ (bars: the task,
 # self and future advantages, each centred; black: their sum $S$). The last layer has no future
-# term ($B_{k,L-1}$ would need a layer $k>L-1$).
+# term ($B_{\ell',L-1}$ would need a layer $\ell'>L-1$).
 #
 # ## Key takeaways
 #
@@ -311,7 +312,7 @@ plt.show()
 # The three-layer flow of the last section, in $d=2$ with $Z=4$ isotropic Gaussian components per layer: logits
 # $g_\ell(x)=W_g x+b_g$ ($\phi_\ell$), likelihoods $\mathcal N(x;\mu_z,\sigma_z^2I)$ ($\theta_\ell$), score
 # $s(x,z)=-(x-\mu_z)/\sigma_z^2$, and a linear classifier on $x^L$. `hybrid_gradients` computes
-# $\delta_\ell$ and $\gamma_{k,\ell}$ by back-propagating through the step Jacobians and then assembles
+# $\delta_\ell$ and $\gamma_{\ell',\ell}$ by back-propagating through the step Jacobians and then assembles
 # the paper's formulas; the finite differences see only the objective.
 
 # %% tags=["hide-cell"]
@@ -338,13 +339,13 @@ print(f"checked {params.size} parameters ({L} layers x (W_g, b_g, means, log-var
 # $10^{-12}$.)
 
 # %% [markdown]
-# ### B.1's definition of $\gamma_{k,\ell}$ leaves out the term Eqs. (38) and (55) need
+# ### B.1's definition of $\gamma_{\ell',\ell}$ leaves out the term Eqs. (38) and (55) need
 #
-# B.1 defines the variational error signal $\gamma_{k,\ell}=\partial\mathcal J^k_{\text{var}}/\partial x^\ell$
-# "for downstream layers $k>\ell$", but Eqs. (38), (42), (55) and (65) use $\gamma_{k,\ell+1}$ for every
-# $k$ from $\ell+1$, so the first term is $\gamma_{\ell+1,\ell+1}$, which the definition excludes. It is
+# B.1 defines the variational error signal $\gamma_{\ell',\ell}=\partial\mathcal J^{\ell'}_{\text{var}}/\partial x^\ell$
+# "for downstream layers $\ell'>\ell$", but Eqs. (38), (42), (55) and (65) use $\gamma_{\ell',\ell+1}$ for every
+# $\ell'$ from $\ell+1$, so the first term is $\gamma_{\ell+1,\ell+1}$, which the definition excludes. It is
 # the local gradient of layer $\ell+1$'s KL, and it is needed: `hybrid_gradients` keeps it
-# (`gamma[k, k]`), and dropping the $k=\ell+1$ term from layer 0's future advantage breaks the agreement
+# (`gamma[k, k]`), and dropping the $\ell'=\ell+1$ term from layer 0's future advantage breaks the agreement
 # with finite differences in the logit biases $b_g$ of layer 0 ($\partial g_z/\partial b_{g,z}=1$, so the
 # closed form is $q\odot S$).
 
@@ -369,7 +370,7 @@ assert err_all < 1e-7
 assert err_k_gt > 1e-3
 
 # %% [markdown]
-# The definition should read $k\ge\ell$ (a layer's own KL depends on its input state); with it, B.2–B.3
+# The definition should read $\ell'\ge\ell$ (a layer's own KL depends on its input state); with it, B.2–B.3
 # are right as printed, and that is the form the library implements. Recorded in
 # [the errata](../ERRATA.md) (row "SVFlow — Liao, App. B.1 (definition of γ_{k,ℓ})").
 
@@ -412,7 +413,7 @@ assert top_down == n_trials
 # log-odds against every component below the average, and $q$ moves toward $p$, never away from it.
 # (Its absolute mass can still rise by a hair when a heavier component loses more, which is why we
 # count log-odds.) Does the full flow collapse anyway when every layer's
-# $\phi$ and $\theta$ are trained on $\mathcal J_{\text{var}}$ alone (the future terms $B_{k,\ell}$ included)?
+# $\phi$ and $\theta$ are trained on $\mathcal J_{\text{var}}$ alone (the future terms $B_{\ell',\ell}$ included)?
 # We train a three-layer, eight-component flow by full-batch gradient descent on 12 points (three
 # seeds, 60 steps each) and track the posterior entropy (a collapse to a single component would drive it to 0; uniform is
 # $\log 8$):
@@ -475,7 +476,7 @@ plt.show()
 # ### B.4's second claim: MoE gating without a balancing loss
 #
 # B.4 (and §4.3) argue — claim (i) — that an expert whose gate is small receives a gradient scaled by
-# that gate, $\partial L/\partial W_e=\frac1N\sum_n g_e(x_n)\,r_n x_n^\top$ for a linear expert $W_e$, so rarely chosen
+# that gate, $\partial\mathcal L/\partial W_e=\frac1N\sum_n g_e(x_n)\,r_n x_n^\top$ for a linear expert $W_e$, so rarely chosen
 # experts stop learning ("expert death"), whereas attention's keys and values are shared projections
 # of tokens that keep receiving gradient through their other roles. We check the MoE gradient by finite
 # differences and train a four-expert MoE (`moe_forward_backward`: softmax gate = posterior, linear
@@ -563,20 +564,20 @@ assert least_share > 0.01  # no expert dies outright
 # the $P_z$ of Eq. (22) with $z$ a key type — more even than it would be without it.
 #
 # `attention_role_gradients` is one self-attention head on token sequences with a logistic read-out at
-# every position. A token enters through three embedding tables, as a query $E_Q[i]W_Q$ (a row of the table times a projection: here the row form of Chapter 6), a key
-# $E_K[i]W_K$ and a value $E_V[i]W_V$, and the function returns the gradient of each table. Passing one
+# every position. A token enters through three embedding tables, as a query $E_Q[i]W^Q$ (a row of the table times a projection: here the row form of Chapter 6), a key
+# $E_K[i]W^K$ and a value $E_V[i]W^V$, and the function returns the gradient of each table. Passing one
 # table three times is the **coupled** model of the paper; its gradient is the sum of the three, which is
 # exactly the split by role. Passing three tables that start as copies of the same $E$ is the
 # **decoupled** model: a token's key then has parameters of its own, like an MoE gate row, and its value
 # like an expert. Same seeds, same initial values, same data: the only difference is whether the role
 # gradients are pooled into one row.
 #
-# The task (*pair lookup*): eight token types form four pairs $\{2k,2k+1\}$; every sequence holds each type
-# once, in random order; both members of pair $k$ carry the same random bit $c_k$ (the token id is type and
-# bit), and a query of pair $k$ must output $c_{k+1}$. Every pair has to be read, but which member of a pair
+# The task (*pair lookup*): eight token types form four pairs $\{2m,2m+1\}$; every sequence holds each type
+# once, in random order; both members of pair $m$ carry the same random bit $c_m$ (the token id is type and
+# bit), and a query of pair $m$ must output $c_{m+1}$. Every pair has to be read, but which member of a pair
 # a query reads is free — the two are interchangeable, like the MoE's experts — so a rich-get-richer force
 # between them has room to act. Plain gradient descent, no regulariser, five seeds; a second regime freezes
-# $W_Q,W_K,W_V$ at their initial values, so that the embedding rows, where the roles are coupled, are the
+# $W^Q,W^K,W^V$ at their initial values, so that the embedding rows, where the roles are coupled, are the
 # only route by which a key can move. First, the role split against finite differences:
 
 # %% tags=["hide-cell"]
@@ -783,7 +784,7 @@ plt.show()
 # apart in both: the mean share of the more-read member of a pair rises in every seed and both
 # variants, and the least-used key type ends below its fair share, by an amount that varies from run to run (the range over the 20 runs is printed above). Nothing dies on either side (every key type keeps
 # more than 0.15 of a fair share). Most of the keys' learning signal goes to the shared projection
-# (summed over training, $\|\partial L/\partial W_K\|$ is more than 1.5 times $\|\partial L/\partial E_K\|$
+# (summed over training, $\|\partial\mathcal L/\partial W^K\|$ is more than 1.5 times $\|\partial\mathcal L/\partial E_K\|$
 # in every seed), which the decoupled model shares too. The gradient through other roles is there; the
 # implicit regularisation attributed to it is not visible in this model. Recorded in
 # [the errata](../ERRATA.md). (One layer, one head, one task: a deep network, where a token's

@@ -10,6 +10,9 @@
 # it from numbers the paper or a published model configuration prints, and asserts the result. A claim that
 # fails is recorded in the [errata ledger](../ERRATA.md); every verdict is in the
 # [coverage map](../coverage.yaml).
+#
+# Notation as in Part 5: the paper's column $-\log p_t$, whose subscript is the flow's time, is written
+# $-\log p_s$ (the book keeps $t$ for a position in a sequence; [5.5](05_prefix_shuffling.ipynb) explains).
 
 # %%
 import itertools
@@ -23,13 +26,13 @@ MODELS = ("Qwen2.5", "Qwen3", "Llama3.2")
 BINS = ("0.00-0.25", "0.25-0.50", "0.50-0.75", "0.75-1.00")
 # Table 1 (deepest third of the layers), unshuffled ("Base") columns, one value per bin of the shuffle rate
 TABLE1_BASE = {
-    "Qwen2.5": {"-log p_t": [-1.892, -1.895, -1.896, -1.896], "KL(q|p)": [34.551, 33.210, 32.855, 32.854],
+    "Qwen2.5": {"-log p_s": [-1.892, -1.895, -1.896, -1.896], "KL(q|p)": [34.551, 33.210, 32.855, 32.854],
                 "KL(q|U)": [2.887, 2.740, 2.700, 2.699], "KL(p|U)": [4.007, 3.847, 3.802, 3.799],
                 "ECE": [0.70, 0.75, 0.81, 0.70], "logPPL": [2.70, 2.80, 2.81, 2.80]},
-    "Qwen3": {"-log p_t": [3.488, 3.353, 3.318, 3.312], "KL(q|p)": [2616.72, 2547.43, 2529.19, 2526.77],
+    "Qwen3": {"-log p_s": [3.488, 3.353, 3.318, 3.312], "KL(q|p)": [2616.72, 2547.43, 2529.19, 2526.77],
               "KL(q|U)": [3.211, 3.047, 3.004, 3.003], "KL(p|U)": [4.914, 4.668, 4.606, 4.606],
               "ECE": [9.24, 9.46, 9.50, 9.38], "logPPL": [3.23, 3.34, 3.37, 3.35]},
-    "Llama3.2": {"-log p_t": [-2.369, -2.368, -2.368, -2.368], "KL(q|p)": [3.748, 3.573, 3.527, 3.529],
+    "Llama3.2": {"-log p_s": [-2.369, -2.368, -2.368, -2.368], "KL(q|p)": [3.748, 3.573, 3.527, 3.529],
                  "KL(q|U)": [3.075, 2.912, 2.869, 2.871], "KL(p|U)": [0.646, 0.634, 0.631, 0.630],
                  "ECE": [0.49, 0.41, 0.39, 0.44], "logPPL": [2.43, 2.54, 2.56, 2.54]},
 }
@@ -42,7 +45,7 @@ TABLE2_BASE = {
     "Llama3.2": {"KL(q|p)": [3.708, 3.533, 3.487, 3.488], "KL(q|U)": [3.160, 2.991, 2.947, 2.948],
                  "KL(p|U)": [0.504, 0.496, 0.494, 0.493]},
 }
-# the change Delta(-log p_t) under shuffling, Table 1 (deepest third) and Table 2 (all layers)
+# the change Delta(-log p_s) under shuffling, Table 1 (deepest third) and Table 2 (all layers)
 DELTA_NEG_LOG_P = {
     "Qwen2.5": ([3.74e-3, 6.33e-3, 11.74e-3, 22.87e-3], [2.48e-3, 4.17e-3, 7.72e-3, 15.04e-3]),
     "Qwen3": ([0.202, 0.321, 0.540, 1.281], [0.137, 0.218, 0.367, 0.869]),
@@ -83,16 +86,16 @@ assert head_dim == {"Qwen2.5": 64, "Qwen3": 128, "Llama3.2": 64}
 # ## §6.2: does higher marginal likelihood imply better prediction? Twelve points, three models
 #
 # §6.2 computes, over the 12 unshuffled points of Table 1 (3 models × 4 bins), a Spearman correlation of
-# ρ = 0.87 (p = 2 × 10⁻⁴) between −log p_t and logPPL and ρ = 0.86 (p = 4 × 10⁻⁴) with ECE, "indicating
+# ρ = 0.87 (p = 2 × 10⁻⁴) between −log p_s and logPPL and ρ = 0.86 (p = 4 × 10⁻⁴) with ECE, "indicating
 # that higher marginal likelihood implies better predictive performance" and "better calibration". The
 # p-values treat the 12 points as independent. But the four bins of a model share the model: the question
 # "does a model with a higher marginal likelihood predict better?" has three models to answer it. Two checks
 # from the table itself: the correlation when the three models' blocks of logPPL (or ECE) are assigned to
-# the models' blocks of −log p_t in each of the 3! = 6 possible ways (a test that permutes models, not
+# the models' blocks of −log p_s in each of the 3! = 6 possible ways (a test that permutes models, not
 # points), and the correlation within each model, over its four bins.
 
 # %%
-x = np.concatenate([TABLE1_BASE[m]["-log p_t"] for m in MODELS])
+x = np.concatenate([TABLE1_BASE[m]["-log p_s"] for m in MODELS])
 model_level_p = {}
 for target in ("logPPL", "ECE"):
     y = np.concatenate([TABLE1_BASE[m][target] for m in MODELS])
@@ -100,8 +103,8 @@ for target in ("logPPL", "ECE"):
     rhos = [spearman(x, np.concatenate([TABLE1_BASE[m][target] for m in perm])).rho
             for perm in itertools.permutations(MODELS)]
     model_level_p[target] = np.mean(np.array(rhos) >= observed.rho - 1e-12)
-    within = {m: spearman(TABLE1_BASE[m]["-log p_t"], TABLE1_BASE[m][target]).rho for m in MODELS}
-    print(f"-log p_t vs {target}: rho = {observed.rho:.3f} (p-value as 12 independent points {observed.p_value:.1e}); "
+    within = {m: spearman(TABLE1_BASE[m]["-log p_s"], TABLE1_BASE[m][target]).rho for m in MODELS}
+    print(f"-log p_s vs {target}: rho = {observed.rho:.3f} (p-value as 12 independent points {observed.p_value:.1e}); "
           f"rank among the 6 model assignments: {1 + sum(r > observed.rho + 1e-12 for r in rhos)}, "
           f"model-level p = {model_level_p[target]:.3f}")
     print("   within each model:", {m: round(r, 3) for m, r in within.items()})
@@ -115,8 +118,8 @@ for target in ("logPPL", "ECE"):
 # %% [markdown]
 # The correlations reproduce, and they are the largest of the six model assignments: as a test on models,
 # p = 1/6, not 2 × 10⁻⁴ — three models ordered the same way by two measures. Within a model the bins go the
-# other way: in both Qwen models a lower −log p_t comes with a *higher* logPPL (ρ = −0.833 and −0.800),
-# and in all three a lower −log p_t comes with a higher ECE. What the table supports is the ordering of
+# other way: in both Qwen models a lower −log p_s comes with a *higher* logPPL (ρ = −0.833 and −0.800),
+# and in all three a lower −log p_s comes with a higher ECE. What the table supports is the ordering of
 # three models: the one with the highest marginal likelihood (Llama3.2) also has the lowest logPPL and ECE.
 # "Higher marginal likelihood implies better predictive performance" is more than three points can show,
 # and within a model it holds in one case only: logPPL in Llama3.2 (ρ = 0.816); in both Qwen models, and
@@ -128,7 +131,7 @@ for target in ("logPPL", "ECE"):
 #
 # Fig. 2's caption: for both Qwen models, "deep layers exhibit positive Δ while shallow layers remain near
 # zero". The per-layer values are only drawn, but Table 1 (deepest third) and Table 2 (all layers) print
-# the mean change Δ(−log p_t) of two sets of layers, so the mean change of the layers outside the deepest
+# the mean change Δ(−log p_s) of two sets of layers, so the mean change of the layers outside the deepest
 # third follows: Δ_rest = (L Δ_all − L_deep Δ_deep) / (L − L_deep).
 
 # %%

@@ -18,11 +18,14 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 # rate $H=-\sum_a\pi_a\sum_bP_{ab}\log P_{ab}$ (nats) of the chain.
 #
 # 1. Implement `transition(n, stay, rule)` for the rules `"uniform_others"` ($w=1$),
-#    `"circular_distance"` ($w=d$) and `"inverse_circular_distance"` ($w=1/d$).
+#    `"circular_distance"` ($w=d$) and `"inverse_circular_distance"` ($w=1/d$), and, for contrast, the
+#    rule `"line_distance"` ($w=|i-j|$: the states on a line instead of a ring). Row $i$ of the matrix
+#    is the law of the next state given state $i$.
 # 2. Implement `entropy_rate(P)` for **any** irreducible transition matrix (find the stationary law
 #    $\pi$ with $\pi P=\pi$ yourself; numpy only).
 # 3. Set `best_rule` to the rule whose 8-state, $s=0.3$ chain has entropy rate 1.8833.
-# 4. Why is $\pi$ uniform for all three rules, so that $H$ is just the entropy of one row?
+# 4. Why is $\pi$ uniform for the three ring rules, so that $H$ is just the entropy of one row? Why
+#    not for `"line_distance"`?
 
 # %%
 import numpy as np

@@ -13,9 +13,11 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 # **Part:** 5 · **Difficulty:** ★★ · **Book notebook:** book/part5_svflow/02_svflow_properties
 #
 # For a discrete latent $z$ with uniform prior, the instantaneous ELBO is
-# $\mathcal L(x)=\mathbb E_{q(z|x)}[\log p(x|z)]-\mathrm{KL}(q(z|x)\,\|\,p(z))$ (Liao, Eq. 11), and
-# Theorem 3.3 states $\nabla_x\mathcal L=v+\epsilon$ with the SVFlow field $v=\mathbb E_q[\nabla_x\log p(x|z)]$
-# and $\epsilon=\mathbb E_q[\log\frac{p(z|x)}{q(z|x)}\nabla_x\log q(z|x)]$ (Eq. 12).
+# $\mathrm{ELBO}(x)=\mathbb E_{q(z|x)}[\log p(x|z)]-\mathrm{KL}(q(z|x)\,\|\,p(z))$ (Liao, Eq. 11), and
+# Theorem 3.3 states $\nabla_x\mathrm{ELBO}=u+\epsilon$ with the SVFlow field $u=\mathbb E_q[\nabla_x\log p(x|z)]$
+# and $\epsilon=\mathbb E_q[\log\frac{p(z|x)}{q(z|x)}\nabla_x\log q(z|x)]$ (Eq. 12). (The paper writes
+# $\mathcal L$ for the ELBO and $v$ for the field; Part 5 writes $\mathrm{ELBO}$ and $u$, since the book keeps
+# $\mathcal L$ for a loss to be minimised and $v[j]$ for a value vector.)
 #
 # `GaussianSVFlow` gives you, for points `x (N, d)`: `flow.log_q(x)` ($\log q(z|x)$, `(N, Z)`),
 # `flow.log_lik(x)` ($\log p(x|z)$), `flow.log_post(x)` ($\log p(z|x)$) and `flow.grad_log_q(x)`

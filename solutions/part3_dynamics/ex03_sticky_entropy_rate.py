@@ -8,11 +8,14 @@
 # rate $H=-\sum_a\pi_a\sum_bP_{ab}\log P_{ab}$ (nats) of the chain.
 #
 # 1. Implement `transition(n, stay, rule)` for the rules `"uniform_others"` ($w=1$),
-#    `"circular_distance"` ($w=d$) and `"inverse_circular_distance"` ($w=1/d$).
+#    `"circular_distance"` ($w=d$) and `"inverse_circular_distance"` ($w=1/d$), and, for contrast, the
+#    rule `"line_distance"` ($w=|i-j|$: the states on a line instead of a ring). Row $i$ of the matrix
+#    is the law of the next state given state $i$.
 # 2. Implement `entropy_rate(P)` for **any** irreducible transition matrix (find the stationary law
 #    $\pi$ with $\pi P=\pi$ yourself; numpy only).
 # 3. Set `best_rule` to the rule whose 8-state, $s=0.3$ chain has entropy rate 1.8833.
-# 4. Why is $\pi$ uniform for all three rules, so that $H$ is just the entropy of one row?
+# 4. Why is $\pi$ uniform for the three ring rules, so that $H$ is just the entropy of one row? Why
+#    not for `"line_distance"`?
 
 # %%
 import numpy as np
@@ -31,6 +34,8 @@ def transition(n: int, stay: float, rule: str) -> np.ndarray:
         w = d
     elif rule == "inverse_circular_distance":
         w = np.where(off, 1.0 / np.where(off, d, 1.0), 0.0)
+    elif rule == "line_distance":
+        w = np.abs(i - j).astype(float)
     else:
         raise ValueError(f"unknown rule {rule!r}")
     return (1 - stay) * w / w.sum(axis=1, keepdims=True) + stay * np.eye(n)
@@ -58,13 +63,17 @@ best_rule = "inverse_circular_distance"
 # %% [markdown]
 # **Answer to 4.**
 # <!-- BEGIN SOLUTION -->
-# Each rule's weights depend only on the circular distance, so row $i+1$ is row $i$ shifted by one
+# Each ring rule's weights depend only on the circular distance, so row $i+1$ is row $i$ shifted by one
 # place: the matrix is circulant. Its columns are then shifts of one another too, so every column
 # sums to the same value as the rows, namely 1 — the chain is doubly stochastic — and
 # $\pi=\tfrac1n\mathbf 1$ satisfies $\pi P=\tfrac1n\mathbf 1^\top P=\tfrac1n\mathbf 1^\top$. With a
 # uniform $\pi$ and identical row entropies, $H$ equals the entropy of any row:
 # $h(0.3)+0.7\,H(w/\textstyle\sum w)$, with $h(s)=-s\log s-(1-s)\log(1-s)$ the entropy of staying or
 # leaving and $H(w/\sum w)$ the entropy of where a jump lands.
+# On the line the weights $|i-j|$ are symmetric but not circulant: the row sums $r_i=\sum_jw_{ij}$ are
+# largest at the two ends, so the columns of $P$ no longer sum to 1 and $\pi$ is not uniform. Try
+# $\pi_i\propto r_i$: then $\pi_iP_{ij}\propto(1-s)\,w_{ij}$ for $j\ne i$, symmetric in $i$ and $j$ (detailed
+# balance), so this $\pi$ is stationary and the end states are visited most.
 # <!-- END SOLUTION -->
 
 # %%

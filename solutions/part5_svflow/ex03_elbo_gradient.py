@@ -3,9 +3,11 @@
 # **Part:** 5 · **Difficulty:** ★★ · **Book notebook:** book/part5_svflow/02_svflow_properties
 #
 # For a discrete latent $z$ with uniform prior, the instantaneous ELBO is
-# $\mathcal L(x)=\mathbb E_{q(z|x)}[\log p(x|z)]-\mathrm{KL}(q(z|x)\,\|\,p(z))$ (Liao, Eq. 11), and
-# Theorem 3.3 states $\nabla_x\mathcal L=v+\epsilon$ with the SVFlow field $v=\mathbb E_q[\nabla_x\log p(x|z)]$
-# and $\epsilon=\mathbb E_q[\log\frac{p(z|x)}{q(z|x)}\nabla_x\log q(z|x)]$ (Eq. 12).
+# $\mathrm{ELBO}(x)=\mathbb E_{q(z|x)}[\log p(x|z)]-\mathrm{KL}(q(z|x)\,\|\,p(z))$ (Liao, Eq. 11), and
+# Theorem 3.3 states $\nabla_x\mathrm{ELBO}=u+\epsilon$ with the SVFlow field $u=\mathbb E_q[\nabla_x\log p(x|z)]$
+# and $\epsilon=\mathbb E_q[\log\frac{p(z|x)}{q(z|x)}\nabla_x\log q(z|x)]$ (Eq. 12). (The paper writes
+# $\mathcal L$ for the ELBO and $v$ for the field; Part 5 writes $\mathrm{ELBO}$ and $u$, since the book keeps
+# $\mathcal L$ for a loss to be minimised and $v[j]$ for a value vector.)
 #
 # `GaussianSVFlow` gives you, for points `x (N, d)`: `flow.log_q(x)` ($\log q(z|x)$, `(N, Z)`),
 # `flow.log_lik(x)` ($\log p(x|z)$), `flow.log_post(x)` ($\log p(z|x)$) and `flow.grad_log_q(x)`
@@ -55,7 +57,7 @@ print("log p(x) - ELBO:", np.round(flow.log_marginal(x) - my_elbo(flow, x), 4))
 # $\epsilon(x)=0$. *Only if* fails: $\epsilon$ is also 0 whenever $\nabla_x\log q(z|x)=0$, i.e. when $q$ does
 # not depend on $x$. Example: give all $q$-components the same mean and variance, so $q(z|x)=1/Z$ for every
 # $x$; then $\epsilon\equiv0$ while $p(z|x)$ is generally far from uniform ($\mathrm{KL}>0$), and
-# $\nabla\mathcal L=v\ne\nabla\log p$. (Pointwise coincidences, where the $Z$ terms cancel, give further
+# $\nabla\mathrm{ELBO}=u\ne\nabla\log p$. (Pointwise coincidences, where the $Z$ terms cancel, give further
 # examples.) See `book/ERRATA.md`.
 # <!-- END SOLUTION -->
 

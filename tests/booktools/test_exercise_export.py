@@ -90,13 +90,45 @@ def test_no_sub_check_of_any_exercise_passes_on_an_unanswered_exercise(answer):
     assert not any(passing.values()), {ex: labels for ex, labels in passing.items() if labels}
 
 
-def test_a_checker_without_sub_checks_is_one_all_or_nothing_test():
-    from nextword.booktools.exercises.subchecks import WHOLE
+def test_a_checker_without_sub_checks_is_one_all_or_nothing_test(monkeypatch):
+    """No shipped checker is Report-less any more (p3_05 and p5_05 were, until they got sub-checks); a checker
+    without a Report would still be graded, as one test."""
+    from nextword.booktools.exercises import subchecks
+    from nextword.booktools.exercises.checks._common import as_array, passed
 
-    ((label, message),) = sub_check_results("p5_05", lambda *args: None)
-    assert label == WHOLE and "None" in message
+    def whole(answer):
+        as_array("answer", answer)
+        return passed("right")
+
+    monkeypatch.setattr(subchecks, "checker_for", lambda exercise: whole)
+    ((label, message),) = sub_check_results("p9_01", None)
+    assert label == subchecks.WHOLE and "None" in message
     with pytest.raises(AssertionError, match="did the function return its result"):
-        sub_check("p5_05", WHOLE, lambda *args: None)
+        sub_check("p9_02", subchecks.WHOLE, None)
+    assert sub_check_results("p9_03", 1.0) == [(subchecks.WHOLE, None)]
+
+
+def test_p3_05_and_p5_05_are_graded_sub_check_by_sub_check():
+    """p3_05 and p5_05 were one all-or-nothing test each; now each sub-check is its own test, so a wrong R(z)
+    sign loses p5_05's β > 0 point only."""
+    from nextword.theory.svflow.gradients import hybrid_gradients
+
+    def cosine(G):
+        return -1.0 / (G - 1)
+
+    labels = [label for label, _ in sub_check_results("p3_05", lambda *args: None, cosine)]
+    assert len(labels) == 2 and labels[0].startswith("key_gradient") and labels[1].startswith("simplex_cosine")
+    assert [msg is None for _, msg in sub_check_results("p3_05", lambda *args: None, cosine)] == [False, True]
+
+    def r_flipped(x0, layer, W_cls, y, beta):
+        task = hybrid_gradients(x0, [layer], W_cls, y, 0.0).grad_b_g[0]
+        return 2 * task - hybrid_gradients(x0, [layer], W_cls, y, beta).grad_b_g[0]
+
+    results = sub_check_results("p5_05", r_flipped)
+    assert len(results) == 3 and [msg is None for _, msg in results] == [True, False, True]
+    sub_check("p5_05", results[0][0], r_flipped)  # passes silently
+    with pytest.raises(AssertionError, match="R.z. with the wrong sign"):
+        sub_check("p5_05", results[1][0], r_flipped)
 
 
 def test_otter_master_notebook_has_solutions_tests_and_points(exercises):

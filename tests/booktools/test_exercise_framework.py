@@ -90,6 +90,17 @@ def test_float32_round_off_says_compute_in_float64_unless_allowed():
         check_close("w", got, expected, rtol=1e-12, atol=1e-15)
     check_close("w", got, expected, rtol=1e-12, atol=1e-15, allow_float32=True)
 
+    # leftex: an exercise's own slip that explains a float32-sized error exactly is named instead ...
+    slip = expected + np.array([0.0, 1e-7, -1e-7])
+    with pytest.raises(ExerciseCheckError, match="likely mistake: one term too many") as info:
+        check_close("w", slip, expected, rtol=1e-12, atol=1e-15, mistakes={"one term too many": slip})
+    assert "float32" not in str(info.value)
+    # ... but a float32 result that merely lies near a slip is still told to compute in float64
+    with pytest.raises(ExerciseCheckError, match="compute in float64"):
+        check_close(
+            "w", got, expected, rtol=1e-12, atol=1e-15, mistakes={"one term too many": got.astype(float) + 1e-9}
+        )
+
 
 def test_every_exercise_has_three_tiers_of_hints_and_they_do_not_repeat_the_stub():
     ids = {H.exercise_id(s) for s in builder.solution_sources()}

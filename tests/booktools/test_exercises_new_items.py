@@ -90,3 +90,51 @@ def test_p3_05_and_p5_05_name_the_typical_slips():
 
     with pytest.raises(ExerciseCheckError, match="R.z. with the wrong sign"):
         check_ex_p5_05(r_flipped)
+
+
+def test_p3_05_names_the_off_by_one_cosine_and_the_uncentred_or_key_gradient():
+    """leftex: simplex_cosine = −1/G was told 'a factor 2 too small (a missing factor 2 of a derivative?)' (the
+    wrong mistake, a coincidence at G = 2); the uncentred advantage and dSᵀ K failed undiagnosed."""
+    cos = lambda G: -1.0 / (G - 1)  # noqa: E731
+    with pytest.raises(ExerciseCheckError, match="−1/G: the G unit vectors sum to zero") as info:
+        check_ex_p3_05(_key_gradient, lambda G: -1.0 / G)
+    assert "factor 2" not in str(info.value)
+
+    def uncentred(params, X, y):
+        fw = head_forward(params, X)
+        B = compatibility_matrix(upstream_gradient(fw.probs, y, params.W_O), fw.V)
+        return (fw.alpha * B).T @ fw.Q / np.sqrt(fw.Q.shape[1])
+
+    with pytest.raises(ExerciseCheckError, match="not centred"):
+        check_ex_p3_05(uncentred, cos)
+
+    def with_keys(params, X, y):
+        fw = head_forward(params, X)
+        dS = score_gradient(fw.alpha, compatibility_matrix(upstream_gradient(fw.probs, y, params.W_O), fw.V))
+        return dS.T @ fw.K / np.sqrt(fw.Q.shape[1])
+
+    with pytest.raises(ExerciseCheckError, match="dSᵀ K: key j"):
+        check_ex_p3_05(with_keys, cos)
+
+
+def test_p5_05_names_the_classifier_on_x0_the_task_sign_and_the_missing_log_variance():
+    """leftex: the classifier applied to x⁰, δ₁ with the wrong sign (named only at β = 0, as 'wrong sign
+    everywhere') and likelihoods without −(d/2) log σ² failed with no diagnosis."""
+    from nextword.booktools.exercises.checks.new_items import _logit_gradient_variant
+    from nextword.theory.svflow.gradients import random_gaussian_layer
+
+    rng = np.random.default_rng(0)
+    layer = random_gaussian_layer(3, 4, rng)
+    x0, W = rng.normal(size=3), rng.normal(size=(3, 2))
+    np.testing.assert_allclose(  # with no slip the variant is the library's gradient
+        _logit_gradient_variant(x0, layer, W, 1, 0.7), hybrid_gradients(x0, [layer], W, 1, 0.7).grad_b_g[0], rtol=1e-10
+    )
+    for kwargs, named in (
+        ({"classify_x0": True}, "the classifier is applied to x⁰"),
+        ({"task_sign": -1.0}, "δ₁ has the wrong sign"),
+        ({"log_var_term": False}, "lack their −.d/2. log σ_z² term"),
+    ):
+        with pytest.raises(ExerciseCheckError, match=named):
+            check_ex_p5_05(
+                lambda x0, layer, W_cls, y, beta: _logit_gradient_variant(x0, layer, W_cls, y, beta, **kwargs)
+            )

@@ -68,6 +68,29 @@ def test_ex02():
     with pytest.raises(ExerciseCheckError, match="number of keys"):
         check_ex_p1_02(lambda q, K, V: (_attn(q, K, V)[0], _attn(q, K, V)[1] / len(K)), _hull)
 
+    # leftex: a hull test without Σλ = 1 (the cone) or without λ ≥ 0 (the affine hull) was told 'a bounding-box
+    # test' (the wrong mistake); unnormalised weights were only 'a missing or extra scale factor'
+    def lp_hull(x, V, *, ones=True, nonneg=True):
+        from scipy.optimize import linprog
+
+        n = V.shape[0]
+        A, b = (np.vstack([V.T, np.ones(n)]), np.append(x, 1)) if ones else (V.T, x)
+        bounds = [(0, None) if nonneg else (None, None)] * n
+        return linprog(np.zeros(n), A_eq=A, b_eq=b, bounds=bounds).status == 0
+
+    with pytest.raises(ExerciseCheckError, match="need not sum to 1"):
+        check_ex_p1_02(_attn, lambda x, V: lp_hull(x, V, ones=False))
+    with pytest.raises(ExerciseCheckError, match="may be negative"):
+        check_ex_p1_02(_attn, lambda x, V: lp_hull(x, V, nonneg=False))
+
+    def unnormalised(q, K, V):
+        s = K @ q / np.sqrt(len(q))
+        w = np.exp(s - s.max())
+        return w, w @ V
+
+    with pytest.raises(ExerciseCheckError, match="shifted exponentials .* are not normalised"):
+        check_ex_p1_02(unnormalised, _hull)
+
 
 def test_ex03():
     torch = pytest.importorskip("torch")
@@ -144,6 +167,31 @@ def test_ex03():
         with pytest.raises(ExerciseCheckError, match="below the entropy rate .* the target is in the prefix"):
             check_ex_p1_03(target_in_prefix, leaky, windows, src.entropy_rate())
 
+        # leftex: the typical off-by-one and reduction slips failed with no diagnosis (readex2 left the first)
+        def positions(ts, *, at=-1, reduce=torch.mean):
+            @torch.no_grad()
+            def loss(model, w):
+                nll = [
+                    F.cross_entropy(
+                        model(torch.from_numpy(w[:, :t]))[:, at], torch.from_numpy(w[:, t]), reduction="none"
+                    )
+                    for t in ts(w.shape[1])
+                ]
+                return float(reduce(torch.stack(nll)))
+
+            return loss
+
+        slips = {
+            "the last position is skipped": positions(lambda L: range(1, L - 1)),
+            "the first position is skipped": positions(lambda L: range(2, L)),
+            "FIRST position": positions(lambda L: range(1, L), at=0),
+            "the losses are summed": positions(lambda L: range(1, L), reduce=torch.sum),
+            "bits": positions(lambda L: range(1, L), reduce=lambda x: x.mean() / np.log(2)),
+        }
+        for message, wrong in slips.items():
+            with pytest.raises(ExerciseCheckError, match=message):
+                check_ex_p1_03(wrong, leaky, windows, src.entropy_rate())
+
 
 def _mi(ids, position):
     x, y = ids[:, position - 1], ids[:, -1]
@@ -170,6 +218,33 @@ def test_ex07():
         check_ex_p1_07(lambda ids, p: 2 * _mi(ids, p) + 0.1, GOOD_PAIRS)
 
 
+def test_ex07_plug_in_slips_named():
+    """leftex: a mean over the joint table's cells, the joint entropy, and the marginals summed over the wrong
+    axes (an infinite estimate) failed with no diagnosis."""
+
+    def variant(kind):
+        def mi(ids, position):
+            x, y = ids[:, position - 1], ids[:, -1]
+            P = np.zeros((ids.max() + 1,) * 2)
+            np.add.at(P, (x, y), 1.0)
+            P /= P.sum()
+            nz = P > 0
+            if kind == "entropy":
+                return float(-(P[nz] * np.log(P[nz])).sum())
+            px, py = (
+                (P.sum(0)[:, None], P.sum(1)[None, :]) if kind == "swapped" else (P.sum(1)[:, None], P.sum(0)[None, :])
+            )
+            with np.errstate(divide="ignore"):
+                terms = P[nz] * np.log(P[nz] / (px @ py)[nz])
+            return float(terms.mean() if kind == "mean" else terms.sum())
+
+        return mi
+
+    for kind, named in (("mean", "a mean over the cells"), ("entropy", "the joint entropy"), ("swapped", "swapped")):
+        with pytest.raises(ExerciseCheckError, match=named):
+            check_ex_p1_07(variant(kind), GOOD_PAIRS)
+
+
 def test_ex10():
     sigma = sp.symbols("sigma", positive=True)
 
@@ -186,6 +261,14 @@ def test_ex10():
         check_ex_p1_10(
             lambda d: d * sigma**4,
             lambda d, s, n, rng: float((s * rng.standard_normal((n, d)) * s * rng.standard_normal((n, d))).var()),
+        )
+    # leftex: the standard deviation for the variance failed with no diagnosis
+    with pytest.raises(ExerciseCheckError, match="the standard deviation"):
+        check_ex_p1_10(
+            lambda d: d * sigma**4,
+            lambda d, s, n, rng: float(
+                np.einsum("nd,nd->n", s * rng.standard_normal((n, d)), s * rng.standard_normal((n, d))).std()
+            ),
         )
     with pytest.raises(ExerciseCheckError, match="only one of them"):
         check_ex_p1_10(

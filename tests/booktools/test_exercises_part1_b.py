@@ -76,6 +76,35 @@ def test_p1_05_names_the_dimension_index_mistake():
         check_ex_p1_05(doubled)
 
 
+@pytest.mark.parametrize(
+    "exponent, named",
+    [
+        (lambda dims: dims // 2, "the factor 2 is missing"),  # PE(t, 2i) = sin(t / 10000^(i/d))
+        (lambda dims: 2 * ((dims + 1) // 2), "counted from 1"),  # the pair index 1-based
+    ],
+)
+def test_p1_05_names_the_pair_exponent_slips(exponent, named):
+    """leftex: the exponent i/d_model (factor 2 missing) and pairs counted from 1 failed with no diagnosis."""
+
+    def wrong(t, d, dims):
+        dims = np.asarray(dims)
+        ang = t / 10000.0 ** (exponent(dims) / d)
+        return np.where(dims % 2 == 0, np.sin(ang), np.cos(ang))
+
+    with pytest.raises(ExerciseCheckError, match=named):
+        check_ex_p1_05(wrong)
+
+
+def test_p1_06_names_k_rotated_backwards():
+    """leftex: k rotated by −j (the score then depends on i + j) failed with no diagnosis."""
+
+    def backwards(q, k, i, j):
+        return float(apply_rope(q[None], positions=[i])[0] @ apply_rope(k[None], positions=[-j])[0])
+
+    with pytest.raises(ExerciseCheckError, match="k rotated by −j"):
+        check_ex_p1_06(backwards)
+
+
 def test_p1_06():
     def right(q, k, i, j):
         return float(apply_rope(q[None], positions=[i])[0] @ apply_rope(k[None], positions=[j])[0])
@@ -112,6 +141,23 @@ def test_p1_08_names_the_key_value_count():
 
 def test_p1_08():
     assert check_ex_p1_08(lambda T, d: d, lambda T, d: T * d, lambda f, d: f)
+
+
+def test_ex08_a_right_loop_over_wrong_counts_is_not_called_a_loop_slip():
+    """leftex: transformer_memory = (T − 1) d (off by one) failed undiagnosed, and the crossover loop run on it
+    (right loop, one T later) was told 'the first T where the ratio reaches the factor (≥), not exceeds it (>)'."""
+
+    def loop(f, d):
+        T = 1
+        while (T - 1) * d < f * d:
+            T += 1
+        return T
+
+    with pytest.raises(ExerciseCheckError, match="leaves one position out") as info:
+        check_ex_p1_08(lambda T, d: d, lambda T, d: (T - 1) * d, loop)
+    assert "none in the loop" in str(info.value) and "(≥), not exceeds" not in str(info.value)
+    with pytest.raises(ExerciseCheckError, match="reaches the factor"):  # the loop slip itself is still named
+        check_ex_p1_08(lambda T, d: d, lambda T, d: T * d, lambda f, d: f + 1)
     with pytest.raises(ExerciseCheckError, match="transformer_memory"):  # the KV cache, 2Td
         check_ex_p1_08(lambda T, d: d, lambda T, d: 2 * T * d, lambda f, d: -(-f // 2))
     with pytest.raises(ExerciseCheckError, match="rnn_memory"):

@@ -51,6 +51,29 @@ def test_p2_01_names_the_mixed_up_laws():
         check_ex_p2_01(lambda p, q, V, L: _weighted_terms(p, q, p, V, L))
 
 
+def test_p2_01_names_uniform_and_unweighted_prefixes():
+    """leftex: prefixes weighted uniformly (1/V^(l−1)) or not at all failed with no diagnosis."""
+    with pytest.raises(ExerciseCheckError, match="weighted uniformly"):
+        check_ex_p2_01(lambda p, q, V, L: _weighted_terms(lambda prefix: np.full(V, 1.0 / V), p, q, V, L))
+    with pytest.raises(ExerciseCheckError, match="not weighted"):
+        check_ex_p2_01(lambda p, q, V, L: _weighted_terms(lambda prefix: np.ones(V), p, q, V, L))
+
+
+def test_p2_02_names_a_mask_row_with_rates():
+    """leftex: an absorbing generator whose loop did not skip the mask (its row −β, or β to itself then −β)
+    was told only 'row 0 sums to −1'; the slip is now named."""
+
+    def every_row(V, mask, beta):
+        Q = np.zeros((V, V))
+        for i in range(V):
+            Q[i, mask] = beta
+            Q[i, i] = -beta
+        return Q
+
+    with pytest.raises(ExerciseCheckError, match="did not skip"):
+        check_ex_p2_02(dd.uniform_generator, every_row, dd.reverse_generator)
+
+
 def test_p2_02_names_the_rate_and_transpose_mistakes():
     """Rate β/(V−1) to the other states was diagnosed as 'a factor 2 too large'; Q_ij p_j/p_i got no diagnosis."""
 
@@ -120,3 +143,26 @@ def test_p2_03_right_and_wrong():
         check_ex_p2_03(ssm.discretize_zoh, scan_updated_first)
     with pytest.raises(ExerciseCheckError, match="NotImplementedError"):
         check_ex_p2_03(_not_implemented, _not_implemented)
+
+
+def test_p2_03_dt_left_out_and_previous_input_named():
+    """leftex: zoh without dt (a step of 1) got no diagnosis for Abar and was told 'Bbar = exp(dt A) B' for Bbar
+    (a coincidence at A = 0, the wrong mistake); a scan feeding the state h[k − 1] got no diagnosis."""
+
+    def scan(Ab, Bb, C, D, h, v0):
+        return ssm.ssm_scan(Ab, Bb, C, D, h, v0)[1]
+
+    with pytest.raises(ExerciseCheckError) as info:
+        check_ex_p2_03(lambda A, B, dt: ssm.discretize_zoh(A, B, 1.0), scan)
+    message = str(info.value)
+    assert "dt is missing: Abar = exp(dt A)" in message and "either dt is missing" in message
+
+    def scan_previous_input(Ab, Bb, C, D, h, v0):
+        v, out = np.asarray(v0, float), []
+        for k in range(len(h)):
+            out.append(C @ v + D @ h[k])
+            v = Ab @ v + Bb @ h[k - 1]
+        return np.array(out)
+
+    with pytest.raises(ExerciseCheckError, match="fed the previous input"):
+        check_ex_p2_03(ssm.discretize_zoh, scan_previous_input)

@@ -91,3 +91,22 @@ def test_stub_and_bad_returns():
         check_ex_p2_04(lambda z, p: top_p_filter(z, p)[:-1], _probs(top_p_filter))
     with pytest.raises(ExerciseCheckError, match="NaN"):
         check_ex_p2_04(lambda z, p: np.full_like(z, np.nan), _probs(top_p_filter))
+
+
+def test_sorted_least_likely_first_is_named():
+    """leftex: np.argsort(z) for np.argsort(-z) (least likely first) failed with no diagnosis, whether the filter
+    then keeps the first tokens of that order or every logit above the last of them."""
+
+    def ascending(z, p, *, by_threshold):
+        probs = softmax(z)
+        order = np.argsort(z, kind="stable")
+        n = min(int(np.sum(np.cumsum(probs[order]) < p)) + 1, z.size)
+        if by_threshold:
+            return np.where(z >= z[order[n - 1]], z, -np.inf)
+        out = np.full_like(z, -np.inf)
+        out[order[:n]] = z[order[:n]]
+        return out
+
+    for by_threshold in (False, True):
+        with pytest.raises(ExerciseCheckError, match="sorted least likely first"):
+            check_ex_p2_04(lambda z, p: ascending(z, p, by_threshold=by_threshold), _probs(top_p_filter))

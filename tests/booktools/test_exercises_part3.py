@@ -123,6 +123,10 @@ def test_p3_02_half_transposed_or_u_j_named(wrong, named):
 
 # --- exercise 03 ------------------------------------------------------------------------------
 def _transition(n, stay, rule):
+    if rule == "line_distance":  # the statement's non-circulant contrast (not a rule of the library)
+        i, k = np.indices((n, n))
+        w = np.abs(i - k).astype(float)
+        return (1 - stay) * w / w.sum(1, keepdims=True) + stay * np.eye(n)
     return sticky_markov_chain(n, stay, rule=rule).transition
 
 
@@ -147,6 +151,8 @@ def test_p3_03_wrong_answers_fail():
 
 
 def _line_distance_transition(n, stay, rule):  # |i - j| where the ring distance is due
+    if rule == "line_distance":
+        return _transition(n, stay, rule)
     i, k = np.indices((n, n))
     w = {"uniform_others": (i != k).astype(float), "circular_distance": np.abs(i - k).astype(float)}.get(
         rule, np.where(i != k, 1.0 / np.maximum(np.abs(i - k), 1), 0.0)
@@ -168,14 +174,57 @@ def test_p3_03_line_distance_and_column_entropy_named():
         check_ex_p3_03(_transition, column_entropy, "inverse_circular_distance")
 
 
+def test_p3_03_column_normalisation_fails_and_is_named():
+    """leftex (readex2 left it): normalising the weights by column sums passed, since the three ring rules'
+    weights are circulant (column sums = row sums); the statement's non-circulant "line_distance" rule tells them
+    apart, and the slip is named. The ring distance used on the line is named too."""
+
+    def by_columns(n, stay, rule):
+        if rule != "line_distance":
+            return _transition(n, stay, rule)  # identical for circulant weights
+        i, k = np.indices((n, n))
+        w = np.abs(i - k).astype(float)
+        return (1 - stay) * w / w.sum(0, keepdims=True) + stay * np.eye(n)
+
+    with pytest.raises(ExerciseCheckError, match="normalised down the columns") as info:
+        check_ex_p3_03(by_columns, markov_entropy_rate, "inverse_circular_distance")
+    assert "5 of 6 checks passed" in str(info.value)
+
+    def ring_on_the_line(n, stay, rule):
+        if rule != "line_distance":
+            return _transition(n, stay, rule)
+        return _transition(n, stay, "circular_distance")
+
+    with pytest.raises(ExerciseCheckError, match="on a line, states 0 and n − 1"):
+        check_ex_p3_03(ring_on_the_line, markov_entropy_rate, "inverse_circular_distance")
+
+
+def test_p3_01_row_means_without_keepdims_named():
+    """leftex: (alpha * B).sum(axis=1) without keepdims=True broadcasts row j's mean into column j; it failed with
+    no diagnosis in both functions."""
+
+    def sg(alpha, U, V):
+        B = U @ V.T
+        return alpha * (B - np.sum(alpha * B, axis=1))
+
+    def adv(alpha, U, V):
+        B = U @ V.T
+        return -(B - np.sum(alpha * B, axis=1))
+
+    with pytest.raises(ExerciseCheckError, match="without keepdims=True") as info:
+        check_ex_p3_01(sg, adv)
+    assert "0 of 2 checks passed" in str(info.value) and str(info.value).count("without keepdims=True") == 2
+
+
 # --- exercise 04 ------------------------------------------------------------------------------
-def _em_value_step(params, X, y, value_lr, sign=1.0, causal=True, transpose=True):
+def _em_value_step(params, X, y, value_lr, sign=1.0, causal=True, transpose=True, one_hot=True, lstsq=True):
     Q, K, V = X @ params.W_Q, X @ params.W_K, X @ params.W_V
     G, alpha = scaled_dot_product_attention(Q, K, V, causal=causal, return_weights=True)
     P = softmax(G @ params.W_O + params.b)
-    P[np.arange(len(y)), y] -= 1.0
+    if one_hot:
+        P[np.arange(len(y)), y] -= 1.0
     dV = -sign * value_lr * (alpha.T if transpose else alpha) @ (P @ params.W_O.T)
-    return params.W_V + np.linalg.lstsq(X, dV, rcond=None)[0]
+    return params.W_V + (np.linalg.lstsq(X, dV, rcond=None)[0] if lstsq else X.T @ dV)
 
 
 def test_p3_04_right_answer_passes():
@@ -191,3 +240,33 @@ def test_p3_04_wrong_answers_fail():
         check_ex_p3_04(lambda p, X, y, lr: _em_value_step(p, X, y, lr).T)
     with pytest.raises(ExerciseCheckError, match="α U instead of αᵀ U"):  # named now (was: no diagnosis)
         check_ex_p3_04(lambda p, X, y, lr: _em_value_step(p, X, y, lr, transpose=False))
+
+
+def test_p3_04_error_without_one_hot_and_gradient_back_projection_named():
+    """leftex: δ = p without − e_y, and Xᵀ ΔV in place of the least-squares map back to W_V, failed undiagnosed."""
+    with pytest.raises(ExerciseCheckError, match="lacks its − e_"):
+        check_ex_p3_04(lambda p, X, y, lr: _em_value_step(p, X, y, lr, one_hot=False))
+    with pytest.raises(ExerciseCheckError, match="mapped back by Xᵀ ΔV"):
+        check_ex_p3_04(lambda p, X, y, lr: _em_value_step(p, X, y, lr, lstsq=False))
+
+
+def test_p3_02_row_j_in_the_dominant_term_and_p3_03_right_eigenvector_named():
+    """leftex: α_ji² (row j) in Eq. (43) failed undiagnosed; π from eig(P) (the right eigenvector, constant) was
+    only told 'averaged with equal weights' (the effect, not the slip)."""
+    with pytest.raises(ExerciseCheckError, match="row j of α .α_ji²."):
+        check_ex_p3_02(
+            first_order_loss_change,
+            lambda a, U, j, eta: -eta * a[j, :] ** 2 * np.sum(U * U, axis=1),
+            np.array([[0.9, 0.1], [0.4, 0.6]]),
+            np.array([[1.0, 0.0], [-1.0, 0.0]]),
+            0,
+        )
+
+    def right_eigenvector(P):
+        w, vecs = np.linalg.eig(P)
+        pi = np.real(vecs[:, np.argmin(np.abs(w - 1))])
+        pi = pi / pi.sum()
+        return float(-(pi * (P * np.log(np.where(P > 0, P, 1.0))).sum(1)).sum())
+
+    with pytest.raises(ExerciseCheckError, match="RIGHT eigenvector"):
+        check_ex_p3_03(_transition, right_eigenvector, "inverse_circular_distance")

@@ -26,6 +26,14 @@ def test_p5_01():
         check_ex_p5_01(unfinished, sp.retraction, 3.0)
 
 
+def test_p5_01_names_mixed_log_bases():
+    """leftex: log10 on one axis and ln on the other (slope 3 ln 10 = 6.91 or 3 / ln 10 = 1.30) was only told
+    'not the order of the retraction error'."""
+    for slope in (3 * np.log(10), 3 / np.log(10)):
+        with pytest.raises(ExerciseCheckError, match="different bases"):
+            check_ex_p5_01(sp.exp_map, sp.retraction, slope)
+
+
 def test_p5_02():
     assert check_ex_p5_02(lambda k, d: float(sp.vmf_log_normalizer(k, d)))
     with pytest.raises(ExerciseCheckError, match="not finite"):
@@ -51,6 +59,42 @@ def test_p5_02_names_nu_d_over_2():
 
     with pytest.raises(ExerciseCheckError, match=r"likely mistake: ν = d/2; the order .* is ν = d/2 − 1"):
         check_ex_p5_02(nu_half_d)
+
+
+def test_p5_02_names_nu_d_minus_1_over_2_and_log_pi():
+    """leftex: ν = (d − 1)/2 and (d/2) log π for (d/2) log 2π failed with no diagnosis."""
+    from scipy import special
+
+    def nu_wrong(kappa, d):  # ν = (d − 1)/2, in log space (finite where the check's cases need it)
+        nu = (d - 1) / 2
+        return (
+            float(sp.vmf_log_normalizer(kappa, d + 1)) + 0.5 * np.log(2 * np.pi)
+            if d > 16
+            else float(nu * np.log(kappa) - d / 2 * np.log(2 * np.pi) - (np.log(special.ive(nu, kappa)) + kappa))
+        )
+
+    with pytest.raises(ExerciseCheckError, match=r"ν = \(d − 1\)/2"):
+        check_ex_p5_02(nu_wrong)
+    with pytest.raises(ExerciseCheckError, match="log π: the normaliser has"):
+        check_ex_p5_02(lambda k, d: float(sp.vmf_log_normalizer(k, d)) + d / 2 * np.log(2))
+
+
+def test_p5_03_names_a_mean_over_z_and_epsilon_without_q():
+    """leftex: the ELBO as a mean over the Z components (not the q-weighted sum) and ε without its q(z) weight
+    failed with no diagnosis."""
+
+    def mean_over_z(f, x):
+        q = np.exp(f.log_q(x))
+        return (q * (f.log_lik(x) - np.log(5) - f.log_q(x))).mean(-1)
+
+    with pytest.raises(ExerciseCheckError, match="a mean over the Z = 5 components"):
+        check_ex_p5_03(mean_over_z, lambda f, x: f.epsilon(x))
+
+    def eps_without_q(f, x):
+        return np.einsum("nz,nzd->nd", f.log_post(x) - f.log_q(x), f.grad_log_q(x))
+
+    with pytest.raises(ExerciseCheckError, match="ε without the weight q"):
+        check_ex_p5_03(lambda f, x: f.elbo(x), eps_without_q)
 
 
 def test_p5_03_names_the_missing_prior():
@@ -90,3 +134,13 @@ def test_p5_04():
         check_ex_p5_04(np.array([[0.9, 0.3], [0.1, 0.9]]))
     with pytest.raises(ExerciseCheckError, match="shape"):
         check_ex_p5_04(np.ones(4) / 4)
+
+
+def test_p5_04_exact_ties_pass_with_the_convention_named(capsys):
+    """leftex (readex2 left it): gates tied exactly at (1/2, 1/2) pass only by arg-max's tie-break to expert 0;
+    the ✓ says so (and the statement and hint), nearly tied gates get no such note."""
+    assert check_ex_p5_04(np.array([[0.5, 0.5]] * 3 + [[0.0, 1.0]]))
+    out = capsys.readouterr().out
+    assert "3 of your rows are tied exactly" in out and "lower index" in out
+    assert check_ex_p5_04(np.array([[0.5 + 1e-9, 0.5 - 1e-9]] * 3 + [[0.0, 1.0]]))
+    assert "tied exactly" not in capsys.readouterr().out

@@ -140,8 +140,9 @@ HINTS: dict[str, tuple[str, ...]] = {
         "The entropy rate of a stationary Markov chain is the average row entropy, weighted by the stationary law.",
         "The stationary law π is the left eigenvector of P for eigenvalue 1; H = −Σ_i π_i Σ_j P_ij log P_ij "
         "(0 log 0 = 0). For the rules, the off-diagonal mass 1 − stay is split by the rule's weights.",
-        "π from np.linalg.eig(P.T), normalised; circular distance d = min(|i-j|, n-|i-j|); then compute the "
-        "three chains' rates and compare with 1.8833.",
+        "π from np.linalg.eig(P.T), normalised; circular distance d = min(|i-j|, n-|i-j|), line distance |i-j|; "
+        "divide each row's weights by that row's sum (w.sum(axis=1)); then compute the three ring chains' rates and "
+        "compare with 1.8833.",
     ),
     "p3_04": (
         "An M-step moves each value vector against the errors of the queries that attend to it.",
@@ -177,9 +178,9 @@ HINTS: dict[str, tuple[str, ...]] = {
     ),
     "p5_01": (
         "The exponential map follows the great circle; the retraction steps in the tangent direction and renormalises.",
-        "exp_x(v) = cos‖v‖ x + sin‖v‖ v/‖v‖ (and x when v = 0); R_x(v) = (x + v)/‖x + v‖. For the slope, use "
-        "small steps only (‖v‖ ≤ 0.05).",
-        "errors = [‖R(x, t u) − exp(x, t u)‖ for t in ts]; slope = np.polyfit(log ts, log errors, 1)[0].",
+        "exp_x(w) = cos‖w‖ x + sin‖w‖ w/‖w‖ (and x when w = 0); R_x(w) = (x + w)/‖x + w‖. For the slope, use "
+        "small steps only (‖w‖ ≤ 0.05).",
+        "errors = [‖R(x, r w_hat) − exp(x, r w_hat)‖ for r in rs]; slope = np.polyfit(log rs, log errors, 1)[0].",
     ),
     "p5_02": (
         "Take the logarithm before the number is formed: log C = ν log κ − (d/2) log 2π − log I_ν(κ), ν = d/2 − 1.",
@@ -190,7 +191,7 @@ HINTS: dict[str, tuple[str, ...]] = {
     "p5_03": (
         "ELBO = E_q[log p(x, z) − log q(z|x)]; the gap to log p(x) is a KL divergence.",
         "With Z components: q = exp(log_q); ELBO = Σ_z q (log p(x|z) + log(1/Z) − log q). The variational error is "
-        "the part of the ELBO's gradient that the field v does not give.",
+        "the part of the ELBO's gradient that the field u does not give.",
         "epsilon: weights w = q * (log_post − log_q), shape (N, Z), contracted with grad_log_q (N, Z, d).",
     ),
     "p3_05": (
@@ -211,7 +212,8 @@ HINTS: dict[str, tuple[str, ...]] = {
     "p5_04": (
         "J_bal = Σ_e f_e P_e mixes hard dispatch fractions f with soft probabilities P.",
         "Put some inputs almost exactly at (1/2, 1/2) — their argmax is expert 0 but they barely move P — and "
-        "others firmly on expert 1.",
+        "others firmly on expert 1. Nudge them to (1/2 + tiny, 1/2 − tiny) rather than tie them exactly: an exact "
+        "tie goes to expert 0 only by arg-max's convention (the lower index), which a router need not share.",
         "rows (1/2 + tiny, 1/2 − tiny) for a fraction of the inputs, (0, 1) for the rest; tune the fraction.",
     ),
 }

@@ -44,7 +44,7 @@ def sub_check_results(exercise: str, *args) -> list[tuple[str, str | None]]:
     """Run ``exercise``'s checker on ``args`` without printing; return ``[(label, None or failure message)]``.
 
     The sub-checks a checker skips after an earlier failure (it stops when its input is unusable) are
-    absent. A checker that runs no :class:`Report` (two do: ``p3_05``, ``p5_05``) is one sub-check, :data:`WHOLE`. The last call is remembered: the same exercise with the very same argument objects is not
+    absent. A checker that runs no :class:`Report` (none of the shipped ones) is one sub-check, :data:`WHOLE`. The last call is remembered: the same exercise with the very same argument objects is not
     re-run (a graded notebook calls this once per sub-check, in a row).
     """
     global _last

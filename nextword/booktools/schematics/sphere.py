@@ -113,9 +113,9 @@ def draw_tangent_plane(ax, step_length: float = 1.0, *, elevation: float = 18.0,
     ax.scatter(*ret, color=_RETRACTION, s=40, depthshade=False)
     ax.scatter(*ex, color=_EXP_MAP, s=40, depthshade=False)
     ax.text(*(x + [-0.2, 0, 0.1]), "x", fontsize=11)
-    ax.text(*(tip + [-0.1, 0, 0.12]), "x + v", fontsize=10)
-    ax.text(*(ret + [-0.62, 0, -0.12]), r"$R_x(v)$", color=_RETRACTION, fontsize=11)
-    ax.text(*(ex + [0.1, 0, -0.12]), r"$\exp_x(v)$", color=_EXP_MAP, fontsize=11)
+    ax.text(*(tip + [-0.1, 0, 0.12]), "x + w", fontsize=10)
+    ax.text(*(ret + [-0.62, 0, -0.12]), r"$R_x(w)$", color=_RETRACTION, fontsize=11)
+    ax.text(*(ex + [0.1, 0, -0.12]), r"$\exp_x(w)$", color=_EXP_MAP, fontsize=11)
     ax.text(-half, half, 1.05, "tangent plane at x", fontsize=9, color="0.3")
     ax.view_init(elev=elevation, azim=azimuth)
     ax.set_xlim(-1.05, 1.05)
@@ -128,6 +128,7 @@ def draw_tangent_plane(ax, step_length: float = 1.0, *, elevation: float = 18.0,
 
 def draw_retraction_vs_exp(ax: plt.Axes, step_length: float = 1.0) -> dict[str, np.ndarray]:
     """Draw one tangent step in the plane that holds ``x`` and ``v``: a great circle and its tangent line.
+    (Labels call the step ``w``, as Part 5 does; the returned key stays ``v``.)
 
     ``x = (0, 1)`` (the top of the circle), ``v = (s, 0)`` with ``s = step_length > 0``. The tangent line
     at ``x`` is ``y = 1``; the retraction pulls the tip ``x + v`` back to the circle along the ray from the
@@ -149,17 +150,17 @@ def draw_retraction_vs_exp(ax: plt.Axes, step_length: float = 1.0) -> dict[str, 
     ax.plot(np.sin(angles), np.cos(angles), color=_EXP_MAP, lw=2.2)
     ax.plot(*x, "ko", ms=5)
     ax.plot(*tip, "ko", ms=4)
-    ax.plot(*ret, "o", color=_RETRACTION, ms=8, label=r"retraction $R_x(v)=(x+v)/\Vert x+v\Vert$")
-    ax.plot(*ex, "o", color=_EXP_MAP, ms=8, label=r"exponential map $\exp_x(v)$: arc of length $\Vert v\Vert$")
+    ax.plot(*ret, "o", color=_RETRACTION, ms=8, label=r"retraction $R_x(w)=(x+w)/\Vert x+w\Vert$")
+    ax.plot(*ex, "o", color=_EXP_MAP, ms=8, label=r"exponential map $\exp_x(w)$: arc of length $\Vert w\Vert$")
     ax.plot(0, 0, "k+", ms=8)
     ax.text(x[0] - 0.08, x[1] + 0.08, "x", fontsize=11, ha="right")
-    ax.text(tip[0], tip[1] + 0.08, "x + v", fontsize=10, ha="center")
-    ax.text(step_length / 2, 1.08, "v (tangent)", fontsize=9, ha="center")
+    ax.text(tip[0], tip[1] + 0.08, "x + w", fontsize=10, ha="center")
+    ax.text(step_length / 2, 1.08, "w (tangent)", fontsize=9, ha="center")
     ax.text(0.05, -0.12, "centre", fontsize=8, color="0.4")
     ax.set_xlim(-1.25, max(1.3, step_length + 0.45))
     ax.set_ylim(-1.25, 1.45)
     ax.set_aspect("equal")
-    ax.set_xlabel("along v")
+    ax.set_xlabel("along w")
     ax.set_ylabel("along x")
     ax.legend(fontsize=8, loc="lower left")
     return points

@@ -208,7 +208,10 @@ def check_close(name: str, got, expected, *, rtol: float = 1e-7, atol: float = 1
     where = f" at index {tuple(int(i) for i in worst)}" if err.ndim else ""
     lines = [f"{name}: got {describe(array)}, expected {describe(expected)} "
              f"(largest error {float(err.max()):.3g}{where}; tolerance rtol={rtol:g}, atol={atol:g})"]
-    if at_float32:
+    specific = _closer_mistake(array, expected, mistakes) if at_float32 else None
+    if specific:  # a small error that one of the exercise's own slips explains far better than round-off
+        lines.append(f"likely mistake: {specific}")
+    elif at_float32:
         lines.append("likely: the error is at float32 round-off level — compute in float64 "
                      "(np.float64 arrays / dtype=float)")
     else:
@@ -217,6 +220,22 @@ def check_close(name: str, got, expected, *, rtol: float = 1e-7, atol: float = 1
             lines.append(f"likely mistake: {likely}")
     fail("\n    ".join(lines))
     return array  # pragma: no cover
+
+
+def _closer_mistake(got: np.ndarray, expected: np.ndarray, mistakes: Mapping[str, object] | None) -> str | None:
+    """The exercise-specific mistake (of ``mistakes``) that ``got`` matches (as :func:`diagnose` does) and lies at
+    least 100 times closer to than to ``expected``: an error small enough to pass for float32 round-off, but
+    explained exactly by a slip (e.g. a sum that includes one term too many with a tiny weight)."""
+    far = float(np.max(np.abs(got - expected), initial=0.0))
+    for message, value in (mistakes or {}).items():
+        try:
+            alt = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            continue
+        if alt.shape == got.shape and diagnose(got, expected, mistakes={message: alt}) == message \
+                and float(np.max(np.abs(got - alt), initial=0.0)) * 100 <= far:
+            return message
+    return None
 
 
 def check_cases(name: str, cases: Sequence[tuple[str, object, object]], *, rtol: float = 1e-7, atol: float = 1e-9,

@@ -101,7 +101,12 @@ def check_ex_p1_02(attention_output, in_convex_hull) -> bool:
             for (label, q, K, V), (w, _) in zip(cases, results):
                 _, ref_w = scaled_dot_product_attention(q[None], K, V, return_weights=True)
                 w = check_close(f"weights for {label}", w, ref_w[0], rtol=1e-9, atol=1e-12, d=K.shape[1],
-                                mistakes={"softmax of the unscaled scores: divide by √d": _softmax(K @ q)})
+                                mistakes={"softmax of the unscaled scores: divide by √d": _softmax(K @ q),
+                                          "the exponentials are not normalised: divide them by their sum, so that "
+                                          "the weights sum to 1": np.exp(K @ q / np.sqrt(K.shape[1])),
+                                          "the shifted exponentials exp(s_j − max s) are not normalised: divide them "
+                                          "by their sum, so that the weights sum to 1":
+                                          np.exp(K @ q / np.sqrt(K.shape[1]) - (K @ q / np.sqrt(K.shape[1])).max())})
                 check_true(np.all(w >= 0) and abs(w.sum() - 1) < 1e-12, "weights must be non-negative and sum to 1")
         with r.check("output = Σ_j α_j v_j"):
             for (label, q, K, V), (_, out) in zip(cases, results):
@@ -130,13 +135,33 @@ def check_ex_p1_02(attention_output, in_convex_hull) -> bool:
         for label, x, V in (("the triangle (0,0), (1,0), (0,1)", np.array([0.6, 0.6]),
                              np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])),
                             ("the three unit vectors of R³", np.full(3, 0.5), np.eye(3))):
-            check_true(not bool(_call(in_convex_hull, "in_convex_hull", x.copy(), V.copy())),
-                       f"in_convex_hull accepts {describe(x)} for the values {label}: every coordinate lies between "
-                       "the values' smallest and largest, but the coefficients would have to sum to more than 1, "
-                       "so it is outside the hull\n    likely mistake: a coordinate-wise (bounding-box) test — "
-                       "necessary for a convex combination, not sufficient: look for λ ≥ 0 with Σ λ = 1 and Vᵀ λ = x")
+            if bool(_call(in_convex_hull, "in_convex_hull", x.copy(), V.copy())):
+                fail(f"in_convex_hull accepts {describe(x)} for the values {label}: every coordinate lies between "
+                     "the values' smallest and largest, but the coefficients would have to sum to more than 1, "
+                     f"so it is outside the hull\n    likely mistake: {_hull_slip(in_convex_hull)}")
     return r.done("weights form a distribution, output = Σ α v matches the library, and the hull test "
                   "accepts outputs and vertices and rejects outside points")
+
+
+def _hull_slip(in_convex_hull) -> str:
+    """The likely mistake of a hull test that accepts a point outside the hull, told apart by two probes on
+    the triangle (0,0), (1,0), (0,1): (2, 2) lies in the cone of the values (λ ≥ 0, any sum) and in their
+    affine hull (Σλ = 1, any sign), outside their bounding box; (−0.5, 0.5) lies in the affine hull only."""
+    V = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    try:
+        cone = bool(in_convex_hull(np.array([2.0, 2.0]), V.copy()))
+        affine = bool(in_convex_hull(np.array([-0.5, 0.5]), V.copy()))
+    except Exception:  # noqa: BLE001 — the probes only choose the message
+        cone = affine = False
+    if affine:
+        return ("the coefficients may be negative: your test also accepts (−0.5, 0.5) = 1·(0,0) − 0.5·(1,0) + "
+                "0.5·(0,1) for the triangle (0,0), (1,0), (0,1), an affine combination; bound them below: λ ≥ 0")
+    if cone:
+        return ("the coefficients need not sum to 1: your test also accepts (2, 2) = 2·(1,0) + 2·(0,1) for the "
+                "triangle (0,0), (1,0), (0,1), a point of the cone the values span; add Σ λ = 1 (a row of ones in "
+                "the equality constraints)")
+    return ("a coordinate-wise (bounding-box) test — necessary for a convex combination, not sufficient: look for "
+            "λ ≥ 0 with Σ λ = 1 and Vᵀ λ = x")
 
 
 def check_ex_p1_03(generation_style_loss, model, windows, entropy_rate: float) -> bool:
@@ -168,16 +193,39 @@ def check_ex_p1_03(generation_style_loss, model, windows, entropy_rate: float) -
             sub = windows[:rows, :6] if rows == 1 else windows[:rows]
             got = float(as_array("generation_style_loss", _call(generation_style_loss,
                                                                  f"generation_style_loss on {rows} window(s)", model, sub)))
-            nll = [-log_softmax(lm.logits(row[:t])[-1])[row[t]] for row in sub for t in range(1, sub.shape[1])]
+            L = sub.shape[1]
+            logits = [[lm.logits(row[:t]) for t in range(1, L)] for row in sub]  # prefix w[:t] of each window
+            nll = np.array([[-log_softmax(lg[-1])[row[t]] for t, lg in enumerate(lgs, start=1)]
+                            for row, lgs in zip(sub, logits)])  # (rows, L - 1): w[t] from the last position
             if got < entropy_rate - 0.5 and abs(got - float(np.mean(nll))) > 1e-3:
                 fail(f"generation_style_loss on windows[:{rows}, :{sub.shape[1]}]: got {got:.4f}, expected "
                      f"{float(np.mean(nll)):.4f}\n    likely mistake: your loss is below the entropy rate "
                      f"H = {entropy_rate:.3f}, which no prediction from the past can beat: the target is in the "
                      "prefix (predict windows[:, t] from windows[:, :t] only)")
+            first = np.array([[-log_softmax(lg[0])[row[t]] for t, lg in enumerate(lgs, start=1)]
+                              for row, lgs in zip(sub, logits)])
+            slips = {"the teacher-forced loss (one pass over the whole window): run the model on "
+                     "each prefix separately": evaluate_loss(model, sub),
+                     f"the last position is skipped: t runs over 1..L−1 = 1..{L - 1} (range(1, L)), "
+                     f"so w[{L - 1}] is predicted from w[:{L - 1}] too": float(nll[:, :-1].mean()),
+                     f"the first position is skipped: t runs over 1..L−1 = 1..{L - 1} (range(1, L)), "
+                     "so w[1] is predicted from w[:1] too": float(nll[:, 1:].mean()),
+                     "the logits of the prefix's FIRST position ([:, 0]): the next token is predicted by the "
+                     "last position of the prefix ([:, -1])": float(first.mean()),
+                     "the losses are summed: the generation-style loss is their mean over all positions and "
+                     "windows": float(nll.sum()),
+                     "each window's losses are summed, then averaged over the windows: take the mean over "
+                     "positions too": float(nll.sum(1).mean()),
+                     "bits (log base 2): the loss is in nats (natural log, as cross_entropy computes it)":
+                     float(nll.mean() / np.log(2)),
+                     "the sign: a negative log-likelihood is −log p (positive)": -float(nll.mean())}
+            # the slips are matched at the check's own tolerance (a float32 forward pass differs from the
+            # numpy reference by more than diagnose's 1e-6)
+            found = {m: got for m, v in slips.items()
+                     if abs(got - float(np.mean(nll))) > 1e-4 + 1e-4 * abs(float(np.mean(nll)))
+                     and abs(got - v) <= 1e-4 + 1e-4 * abs(v)}
             check_close(f"generation_style_loss on windows[:{rows}, :{sub.shape[1]}]", got, float(np.mean(nll)),
-                        rtol=1e-4, atol=1e-4,
-                        mistakes={"the teacher-forced loss (one pass over the whole window): run the model on "
-                                  "each prefix separately": evaluate_loss(model, sub)})
+                        rtol=1e-4, atol=1e-4, mistakes=dict(list(found.items())[:1]))
     with r.check("the leak: teacher-forced loss < entropy rate < generation-style loss"):
         gen = float(as_array("generation_style_loss", _call(generation_style_loss, "generation_style_loss",
                                                              model, windows)))
@@ -193,6 +241,26 @@ def check_ex_p1_03(generation_style_loss, model, windows, entropy_rate: float) -
 
 
 _ROLES = {2: "semantic", 16: "discourse", 19: "semantic", 21: "syntactic"}
+
+
+def _mi_slips(ids: np.ndarray, position: int) -> dict[str, float]:
+    """Plug-in estimates of I(word at ``position``; blank) computed with a typical slip (diagnosis only), from
+    the same sample ``ids (N, L)`` the student's estimator gets."""
+    x, y = ids[:, position - 1], ids[:, -1]
+    P = np.zeros((ids.max() + 1,) * 2)
+    np.add.at(P, (x, y), 1.0)
+    P /= P.sum()
+    px, py = P.sum(1, keepdims=True), P.sum(0, keepdims=True)
+    nz = P > 0
+    terms = P[nz] * np.log(P[nz] / (px @ py)[nz])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        swapped = float((P[nz] * np.log(P[nz] / (P.sum(0)[:, None] @ P.sum(1)[None, :])[nz])).sum())
+    return {"a mean over the cells of the joint table: the mutual information is the SUM of "
+            "p(x,y) log(p(x,y) / (p(x) p(y)))": float(terms.mean()),
+            "the joint entropy −Σ p(x,y) log p(x,y): the mutual information divides p(x,y) by p(x) p(y)":
+            float(-(P[nz] * np.log(P[nz])).sum()),
+            "the two marginals are swapped (p(x) summed over the wrong axis): p(x) = Σ_y p(x,y) is a row sum of the "
+            "joint table (axis=1), p(y) a column sum (axis=0)": swapped}
 
 
 def check_ex_p1_07(mutual_information, pairs) -> bool:
@@ -219,6 +287,11 @@ def check_ex_p1_07(mutual_information, pairs) -> bool:
                      and abs(est - src.mutual_information(p)) <= 0.01 for p in (pos - 1, pos + 1)):
                 msg += ("\n    likely mistake: an off-by-one column — position is 1-based, so the word is "
                         "column position - 1 of ids")
+            elif slip := next((m for m, v in _mi_slips(ids, pos).items()
+                               if (np.isinf(est) and np.isinf(v))
+                               or (np.isfinite(est) and np.isfinite(v) and abs(est - v) <= 1e-6 * max(1.0, abs(v)))),
+                              None):
+                msg += f"\n    likely mistake: {slip}"
             elif est < 0:
                 msg += "\n    a mutual information is never negative: check the ratio p(x,y) / (p(x) p(y))"
             fail(msg)
@@ -289,6 +362,9 @@ def check_ex_p1_10(variance_expression, simulate_variance) -> bool:
                     msg += ("\n    likely mistake: a factor d = {d} too small: that is the variance of one product "
                             "q_i k_i (sum over the d coordinates first, then take the variance) or of the scaled "
                             "score q·k/√d").format(d=d)
+                elif abs(est ** 2 - exact) < 5 * se * 2 * est:  # Var(s²) ≈ (2 s)² Var(s)
+                    msg += ("\n    likely mistake: the standard deviation (.std()), not the variance (.var()): "
+                            f"{est:.4g}² = {est ** 2:.4g} is near d σ⁴")
                 elif abs(est - 0.7 ** 2 * d) < 5 * se * 2:
                     msg += ("\n    likely mistake: d σ² instead of d σ⁴: both q and k need entries of standard "
                             "deviation σ (only one of them was scaled by σ, or the entries got variance σ)")

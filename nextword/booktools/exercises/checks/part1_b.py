@@ -83,6 +83,12 @@ def check_ex_p1_05(pe_values: Callable) -> bool:
                                   "t · 10000^(2i/d_model): the wavelengths grow with i, so the angle is "
                                   "t / 10000^(2i/d_model)":
                                   _pe_variant(t, d, dims, lambda i: -2 * (i // 2)),
+                                  "the exponent is i/d_model with i the pair (dim // 2): the factor 2 is missing, "
+                                  "PE(t, 2i) = sin(t / 10000^(2i/d_model))":
+                                  _pe_variant(t, d, dims, lambda i: i // 2),
+                                  "the pairs are counted from 1 ((dim + 1) // 2): dimensions 2i and 2i + 1 form "
+                                  "pair i = dim // 2, counted from 0":
+                                  _pe_variant(t, d, dims, lambda i: 2 * ((i + 1) // 2)),
                                   "sine and cosine swapped: even dimensions take the sine":
                                   np.where(idx % 2 == 0, np.cos(t / 10000.0 ** (2 * (idx // 2) / d)),
                                            np.sin(t / 10000.0 ** (2 * (idx // 2) / d))),
@@ -145,7 +151,11 @@ def check_ex_p1_06(rope_score: Callable) -> bool:
                                       "pair's first coordinate)":
                                           _rope_score_with(q, k, i, j, 10000.0 ** (-np.arange(d // 2) / d)),
                                       "θ_p = 10000^(+2p/d): the frequencies decrease, θ_p = 10000^(−2p/d)":
-                                          _rope_score_with(q, k, i, j, 10000.0 ** (np.arange(0, d, 2) / d))})
+                                          _rope_score_with(q, k, i, j, 10000.0 ** (np.arange(0, d, 2) / d)),
+                                      "k rotated by −j (its rotation transposed): the score then depends on i + j; "
+                                      "rotate k forward to position j, like q to i, and the product R_iᵀ R_j = "
+                                      "R_(j−i) does the rest":
+                                          _rope_score_with(q, k, i, -j, 10000.0 ** (-np.arange(0, d, 2) / d))})
     with r.check("the score depends on i − j only (shifting both positions changes nothing)"):
         q, k = rng.standard_normal(8), rng.standard_normal(8)
         base = float(as_array("rope_score", _call(rope_score, "rope_score(q, k, 7, 3)", q, k, 7, 3)))
@@ -185,7 +195,9 @@ def check_ex_p1_08(rnn_memory: Callable, transformer_memory: Callable, crossover
                "the size of the per-position representations",
                ((lambda T, d: T * T, "that is the attention matrix; count the d-vectors kept per position"),
                 (lambda T, d: 2 * T * d, "2Td counts a key and a value per position, the cache of question 3; "
-                                         "here one layer keeps one d-vector (its output) per position"))))
+                                         "here one layer keeps one d-vector (its output) per position"),
+                (lambda T, d: (T - 1) * d, "(T − 1) d leaves one position out: all T positions, the current one "
+                                           "included, keep their d-vector"))))
     for name, fn, measured, what, mistakes in counts:
         with r.check(f"{name}(T, d) = {what}"):
             for T, d in sizes:
@@ -201,7 +213,17 @@ def check_ex_p1_08(rnn_memory: Callable, transformer_memory: Callable, crossover
             expected = next(T for T in range(1, 200) if _measured_transformer(T, d) >= factor * _measured_rnn(T, d))
             if got != expected:
                 msg = f"crossover_length({factor}, {d}): got {got}, expected {expected}"
-                if got == expected + 1:
+                try:  # the crossover of the student's own counts: a right loop over wrong counts is not a loop slip
+                    own = next((T for T in range(1, 200)
+                                if transformer_memory(T, d) >= factor * rnn_memory(T, d)), None)
+                    own_counts_right = all(transformer_memory(T, d) == _measured_transformer(T, d)
+                                           and rnn_memory(T, d) == _measured_rnn(T, d) for T in range(1, 200))
+                except Exception:  # noqa: BLE001 — the probe only chooses the message
+                    own, own_counts_right = None, True
+                if got == own and not own_counts_right:
+                    msg += ("\n    likely mistake: none in the loop — it finds the crossover of your rnn_memory and "
+                            "transformer_memory, which are wrong (see the checks above)")
+                elif got == expected + 1:
                     msg += "\n    likely mistake: the first T where the ratio reaches the factor (≥), not exceeds it (>)"
                 fail(msg)
     return r.done("memory counts match the arrays an RNN and an attention layer keep; the crossover lengths "

@@ -81,7 +81,13 @@ def check_ex_p2_01(per_position_kl: Callable) -> bool:
                                   "KL(q ‖ p) at each prefix: the data law comes first, KL(p(·|prefix) ‖ q(·|prefix))":
                                   _terms(p_next, q_next, p_next, V, L),
                                   "running totals: return each position's own term, not the cumulative sum":
-                                  np.cumsum(expected)})
+                                  np.cumsum(expected),
+                                  "the prefixes are weighted uniformly (1/V^(t−1) each): Eq. (4.4b) weights each "
+                                  "prefix by its probability under p, the product of p's next-token laws":
+                                  _terms(lambda prefix: np.full(V, 1.0 / V), p_next, q_next, V, L),
+                                  "the prefixes are not weighted (a plain sum over them): Eq. (4.4b) weights each "
+                                  "prefix by its probability under p":
+                                  _terms(lambda prefix: np.ones(V), p_next, q_next, V, L)})
     with r.check("the terms add up to the joint KL (Eq. 4.2a)"):
         for V, L, p_next, q_next in cases:
             if (V, L) not in got_all:  # else a stub would pass this sub-check (graded alone by the export)
@@ -122,8 +128,11 @@ def check_ex_p2_02(uniform_generator: Callable, absorbing_generator: Callable, r
                 Qa = check_shape(label, _call(absorbing_generator, label, V, mask, beta), (V, V))
                 problems = dd.generator_violations(Qa, atol=1e-10)
                 expected = dd.absorbing_generator(V, mask, beta)
+                only_mask_row = bool(np.allclose(np.delete(Qa, mask, 0), np.delete(expected, mask, 0)))
                 check_true(not problems, f"{label} is not a rate matrix: " + "; ".join(problems)
-                           + f"\n    got {describe(Qa)}\n    expected {describe(expected)}")
+                           + f"\n    got {describe(Qa)}\n    expected {describe(expected)}"
+                           + (f"\n    likely mistake: the mask state {mask} gets rates too (the loop did not skip "
+                              "i == mask): it absorbs, so its row is zero" if only_mask_row else ""))
                 check_true(np.allclose(Qa[mask], 0.0), f"{label}: the mask state {mask} must never leave: "
                            f"its row should be zero, got {describe(Qa[mask])}")
                 check_close(label, Qa, expected, rtol=1e-10, atol=1e-12)
@@ -186,11 +195,19 @@ def check_ex_p2_03(zoh: Callable, scan: Callable) -> bool:
                 if idx == 1 and not np.all(np.isfinite(got)):
                     fail(f"Bbar for {label} contains NaN or infinity: the formula A⁻¹(Abar − I)B needs an "
                          "invertible A — use the block-matrix exponential instead")
+                no_dt = ssm.discretize_zoh(A, B, 1.0)[idx]  # the step dt left out (a step of 1)
+                if idx == 0:
+                    slips = {"dt is missing: Abar = exp(dt A), not exp(A)": no_dt}
+                elif not A.any():  # A = 0: exp(dt A) B = B = the hold over a step of 1
+                    slips = {"Bbar = B: for A = 0 the hold gives ∫_0^dt dt' B = dt B; either dt is missing (a step "
+                             "of 1) or you used exp(dt A) B (= B here), which does not integrate over the step": B}
+                else:
+                    slips = {"dt is missing: the hold integrates exp(tA) over t in [0, dt], not [0, 1]": no_dt,
+                             "Bbar = exp(dt A) B: the hold integrates exp(tA) over the step": expm(dt * A) @ B}
                 check_close(f"{'Abar' if idx == 0 else 'Bbar'} for {label} (dt = {dt})", got, expected,
                             rtol=1e-8, atol=1e-10,
                             mistakes={"forward Euler (I + dt A, dt B): the zero-order hold is exact, with expm":
-                                      euler, **({"Bbar = exp(dt A) B: the hold integrates exp(tA) over the step":
-                                                 expm(dt * A) @ B} if idx == 1 else {})})
+                                      euler, **slips})
     with r.check("scan: u_k = C v_k + D h_k with v_(k+1) = Abar v_k + Bbar h_k (Eq. 5.9)"):
         s, d, T = 3, 2, 7
         Ab, Bb = ssm.discretize_zoh(rng.normal(size=(s, s)) - np.eye(s), rng.normal(size=(s, d)), 0.2)
@@ -200,7 +217,13 @@ def check_ex_p2_03(zoh: Callable, scan: Callable) -> bool:
                                                                            v0.copy()), (T, d))
         states, expected = ssm.ssm_scan(Ab, Bb, C, D, h, v0)
         updated_first = (states @ Ab.T + h @ Bb.T) @ C.T + h @ D.T  # u_k = C v_{k+1} + D h_k
+        v, previous_input = v0.copy(), []  # the state fed the previous input: v_(k+1) = Abar v_k + Bbar h_(k-1)
+        for k in range(T):
+            previous_input.append(C @ v + D @ h[k])
+            v = Ab @ v + Bb @ h[k - 1]
         check_close("scan(Abar, Bbar, C, D, h, v0) with T = 7", got, expected, rtol=1e-8, atol=1e-10,
                     mistakes={"outputs off by one step: u_k must use v_k before it is updated with h_k": updated_first,
-                              "the feed-through D h_k is missing": states @ C.T})
+                              "the feed-through D h_k is missing": states @ C.T,
+                              "the state is fed the previous input (h[k − 1], and h[−1] is the LAST input in "
+                              "Python): v_(k+1) = Abar v_k + Bbar h_k": np.array(previous_input)})
     return r.done("zoh matches the exact hold discretisation (singular A included) and scan matches (5.9)")

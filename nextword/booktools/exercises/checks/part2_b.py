@@ -58,6 +58,10 @@ def check_ex_p2_04(top_p_filter: Callable, nucleus_probs: Callable) -> bool:
                 msg = (f"top_p_filter for {label} (logits {describe(z, precision=3)}, p = {p:.3g}) keeps positions "
                        f"{np.flatnonzero(got_keep).tolist()}, expected {np.flatnonzero(keep).tolist()}")
                 dropped, extra = keep & ~got_keep, got_keep & ~keep
+                ascending = np.argsort(z, kind="stable")  # least likely first: the slip's two usual endings
+                n_asc = min(int(np.sum(np.cumsum(softmax(z)[ascending]) < p)) + 1, z.size)
+                least_likely = np.isin(np.arange(z.size), ascending[:n_asc])
+                from_threshold = z >= z[ascending[n_asc - 1]]
                 if dropped.any() and not extra.any() and got_keep.any() and np.all(z[dropped] == z[got_keep].min()):
                     # what is missing is as likely as the least likely token kept: a tie, not the crossing token
                     msg += "\n    likely mistake: ties at the edge of the nucleus: keep every token as likely as the last kept one"
@@ -66,6 +70,9 @@ def check_ex_p2_04(top_p_filter: Callable, nucleus_probs: Callable) -> bool:
                             "the token that crosses p")
                 elif n_got == n_exp + 1:
                     msg += "\n    likely mistake: one token too many — stop as soon as the cumulative mass is >= p"
+                elif np.array_equal(got_keep, least_likely) or np.array_equal(got_keep, from_threshold):
+                    msg += ("\n    likely mistake: the tokens are sorted least likely first (np.argsort(z)): the "
+                            "nucleus gathers the MOST likely tokens: sort descending, np.argsort(-z)")
                 elif n_got == n_exp:
                     msg += "\n    likely mistake: the right number of tokens but not the most likely ones (sort descending)"
                 fail(msg)

@@ -70,7 +70,10 @@ def check_ex_p3_01(score_gradient: Callable, advantage: Callable) -> bool:
                                   "the mean is not subtracted: the softmax couples the scores of a row, "
                                   "dL/ds_ij = α_ij (B_ij − Σ_k α_ik B_ik)": alpha * B,
                                   "the mean runs down a column (over the queries): E_α_i[b] = Σ_k α_ik B_ik is "
-                                  "a sum along row i": alpha * (B - (alpha * B).sum(0, keepdims=True))})
+                                  "a sum along row i": alpha * (B - (alpha * B).sum(0, keepdims=True)),
+                                  "the row means lost their axis (sum(axis=1) without keepdims=True): a (T,) vector "
+                                  "broadcasts along the rows, so B_ij − m_j subtracts row j's mean from column j; "
+                                  "keep it a (T, 1) column": alpha * (B - (alpha * B).sum(1)[None, :])})
     with r.check("advantage A_ij = −(B_ij − Σ_k α_ik B_ik) on the visible keys (§3.4)"):
         for label, alpha, U, V in cases:
             B = compatibility_matrix(U, V)
@@ -85,7 +88,10 @@ def check_ex_p3_01(score_gradient: Callable, advantage: Callable) -> bool:
                                   "wrong sign: A_ij > 0 must mean that raising s_ij lowers the loss, "
                                   "A_ij = Σ_k α_ik B_ik − B_ij": -expected[visible],
                                   "the mean is taken with equal weights: weight B_ik by α_ik":
-                                  (np.where(visible, B, 0).sum(1, keepdims=True) / visible.sum(1, keepdims=True) - B)[visible]})
+                                  (np.where(visible, B, 0).sum(1, keepdims=True) / visible.sum(1, keepdims=True) - B)[visible],
+                                  "the row means lost their axis (sum(axis=1) without keepdims=True): a (T,) vector "
+                                  "broadcasts along the rows, so row j's mean lands in column j; keep it (T, 1)":
+                                  ((alpha * B).sum(1)[None, :] - B)[visible]})
     return r.done("Eq. (23) and the advantage A_ij match on full and causal attention (4 cases)")
 
 
@@ -122,7 +128,9 @@ def check_ex_p3_02(first_order: Callable, dominant: Callable, alpha_bad, U_bad, 
             check_close(f"dominant(alpha, U, j={j}, eta={eta}) with T={T}, d_v={d_v}",
                         _call(dominant, "dominant", alpha.copy(), U.copy(), j, eta), expected, rtol=1e-8, atol=1e-12,
                         mistakes={"‖u_i‖ instead of ‖u_i‖²": -eta * alpha[:, j] ** 2 * np.linalg.norm(U, axis=1),
-                                  "α_ij instead of α_ij²": -eta * alpha[:, j] * np.sum(U * U, axis=1)})
+                                  "α_ij instead of α_ij²": -eta * alpha[:, j] * np.sum(U * U, axis=1),
+                                  "used row j of α (α_ji²) where column j (α_ij², the weight query i puts on "
+                                  "value j) is due": -eta * alpha[j, :] ** 2 * np.sum(U * U, axis=1)})
     with r.check("your configuration: a query's loss rises to first order although Eq. (43) promises a decrease"):
         alpha_b = as_array("alpha_bad", alpha_bad)
         U_b = as_array("U_bad", U_bad)
@@ -165,6 +173,23 @@ def check_ex_p3_03(transition: Callable, entropy_rate: Callable, best_rule: str)
                              "min(|i − j|, n − |i − j|)"] = (1 - stay) * w / w.sum(1, keepdims=True) + stay * np.eye(n)
                 check_close(f"transition({n}, {stay}, {rule!r})", got, ref, rtol=1e-10, atol=1e-12,
                             mistakes=mistakes)
+    with r.check(f"transition(n, stay, 'line_distance') for (n, stay) = {chains}: row i is the law of the next "
+                 "state given i (weights not circulant)"):
+        for n, stay in chains:
+            i, k = np.indices((n, n))
+            w = np.abs(i - k).astype(float)  # the states on a line: symmetric, not circulant
+            ring = np.minimum(w, n - w)
+            ref = (1 - stay) * w / w.sum(1, keepdims=True) + stay * np.eye(n)
+            got = _call(transition, f"transition({n}, {stay}, 'line_distance')", n, stay, "line_distance")
+            check_close(f"transition({n}, {stay}, 'line_distance')", got, ref, rtol=1e-10, atol=1e-12,
+                        mistakes={"the weights are normalised down the columns (P[i, j] = w_ij / Σ_k w_kj): row i "
+                                  "is the law of the next state given i, P[i, j] = (1 − stay) w_ij / Σ_k w_ik, so "
+                                  "every ROW sums to 1 (the ring rules' weights are circulant: there, column sums "
+                                  "equal row sums and hide it)":
+                                  (1 - stay) * w / w.sum(0, keepdims=True) + stay * np.eye(n),
+                                  "the circular distance min(|i − j|, n − |i − j|): on a line, states 0 and n − 1 "
+                                  "are n − 1 apart, w = |i − j|":
+                                  (1 - stay) * ring / ring.sum(1, keepdims=True) + stay * np.eye(n)})
     with r.check("entropy_rate of the sticky chains and of a chain with a non-uniform stationary law"):
         for n, stay in chains:
             for rule in rules:
@@ -176,7 +201,9 @@ def check_ex_p3_03(transition: Callable, entropy_rate: Callable, best_rule: str)
         H_rows = -(P * np.log(P)).sum(1)
         check_close(f"entropy_rate of a random 4-state chain with a non-uniform stationary law, P = {describe(P, precision=3)}",
                     _call(entropy_rate, "entropy_rate", P.copy()), markov_entropy_rate(P), rtol=1e-8, atol=1e-10,
-                    mistakes={"the row entropies are averaged with equal weights: weight them by the stationary law π":
+                    mistakes={"the row entropies are averaged with equal weights: weight them by the stationary law "
+                              "π (if you took an eigenvector of eig(P): that is the RIGHT eigenvector, the constant "
+                              "vector; π is the left one, π P = π, an eigenvector of P.T)":
                               H_rows.mean(),
                               "summed P log P down the columns: the entropy of row i (the law of the next state "
                               "given state i) is −Σ_j P_ij log P_ij, weighted by π_i":
@@ -185,23 +212,26 @@ def check_ex_p3_03(transition: Callable, entropy_rate: Callable, best_rule: str)
         check_true(best_rule in rules, f"best_rule should be one of {rules}, got {best_rule!r}")
         rate = markov_entropy_rate(sticky_markov_chain(8, 0.3, rule=best_rule).transition)
         check_true(round(rate, 4) == 1.8833, f"the {best_rule!r} chain has entropy rate {rate:.4f}, not 1.8833")
-    return r.done("transition matrices and entropy rates match for 3 rules x 3 chains and a random chain; "
+    return r.done("transition matrices match for 4 rules x 3 chains (the line included), entropy rates for the 3 "
+                  "ring rules x 3 chains and a random chain; "
                   "the rule behind Table 1's 1.8833 is identified")
 
 
 def _em_variant(params, X: np.ndarray, y: np.ndarray, value_lr: float, *, causal: bool = True,
-                transpose: bool = True) -> np.ndarray:
-    """The new W_V of one M-step computed with a typical slip (for the diagnosis only): non-causal weights, or
-    α U where αᵀ U is due (value j collects Σ_i α_ij u_i, a column of α)."""
+                transpose: bool = True, one_hot: bool = True, least_squares: bool = True) -> np.ndarray:
+    """The new W_V of one M-step computed with a typical slip (for the diagnosis only): non-causal weights,
+    α U where αᵀ U is due (value j collects Σ_i α_ij u_i, a column of α), δ = p without − e_y, or ΔV mapped
+    back to W_V by Xᵀ ΔV instead of least squares."""
     from nextword.attention import scaled_dot_product_attention, softmax
 
     G, alpha = scaled_dot_product_attention(X @ params.W_Q, X @ params.W_K, X @ params.W_V, causal=causal,
                                             return_weights=True)
     delta = softmax(G @ params.W_O + params.b)
-    delta[np.arange(len(y)), y] -= 1.0
+    if one_hot:
+        delta[np.arange(len(y)), y] -= 1.0
     U = delta @ params.W_O.T
     dV = -value_lr * ((alpha.T if transpose else alpha) @ U)
-    return params.W_V + np.linalg.lstsq(X, dV, rcond=None)[0]
+    return params.W_V + (np.linalg.lstsq(X, dV, rcond=None)[0] if least_squares else X.T @ dV)
 
 
 def check_ex_p3_04(em_value_step: Callable) -> bool:
@@ -231,6 +261,12 @@ def check_ex_p3_04(em_value_step: Callable) -> bool:
                                   _em_variant(params, task.X, task.targets, value_lr, causal=False),
                                   "α U instead of αᵀ U: value j collects Σ_i α_ij u_i, from the queries i that "
                                   "attend to it (column j of α)":
-                                  _em_variant(params, task.X, task.targets, value_lr, transpose=False)})
+                                  _em_variant(params, task.X, task.targets, value_lr, transpose=False),
+                                  "the error δ_i = p_i − e_(y_i) lacks its − e_(y_i) (Eq. 13): with p_i alone, "
+                                  "every value is pushed away from every class":
+                                  _em_variant(params, task.X, task.targets, value_lr, one_hot=False),
+                                  "ΔV is mapped back by Xᵀ ΔV (a gradient step on W_V): the M-step moves the values "
+                                  "to V + ΔV, so W_V gets the least-squares solution of X ΔW_V = ΔV":
+                                  _em_variant(params, task.X, task.targets, value_lr, least_squares=False)})
     return r.done("one EM-like M-step (Eq. 33 on the values, least squares back to W_V) matches the "
                   "library's protocol on 2 sequences")

@@ -18,17 +18,33 @@ _call = call_student  # shared: a stub, a non-function or a crash becomes a clea
 
 
 def _margins_variant(x: np.ndarray, a: float, *, include_self: bool = False, uniform: bool = False,
-                     centred: bool = True, a_in_logits: bool = True, a_in_margin: bool = True) -> np.ndarray:
+                     centred: bool = True, a_in_logits: bool = True, a_in_margin: bool = True,
+                     plain_mean: bool = False) -> np.ndarray:
     """Margins computed with a typical mistake (the current token in its own context, equal weights, the
-    second moment for the variance, or the factor a dropped from the logits or from the margin)."""
+    second moment for the variance, the factor a dropped from the logits or from the margin, or the
+    deviations taken around the plain mean of the past (``plain_mean``))."""
     from nextword.attention import softmax
 
     m = np.ones(len(x))
     for t in range(1, len(x)):
         ctx = x[:t + 1] if include_self else x[:t]
         w = np.full(len(ctx), 1 / len(ctx)) if uniform else softmax((a if a_in_logits else 1.0) * x[t] * ctx)
-        m[t] = 1.0 - (a if a_in_margin else 1.0) * np.sum(w * (ctx - (w @ ctx if centred else 0.0)) ** 2)
+        centre = (ctx.mean() if plain_mean else w @ ctx) if centred else 0.0
+        m[t] = 1.0 - (a if a_in_margin else 1.0) * np.sum(w * (ctx - centre) ** 2)
     return m
+
+
+def _equal_weight_slips(x: np.ndarray, a: float) -> dict[str, np.ndarray]:
+    """Equal weights everywhere, or only in the mean x̄_t: named apart where they differ, together where this
+    ``x`` cannot tell them apart (e.g. x = [0, 2, 1]: both give Var_2 = 1)."""
+    everywhere = _margins_variant(x, a, uniform=True)
+    in_the_mean = _margins_variant(x, a, plain_mean=True)
+    if np.allclose(everywhere, in_the_mean, rtol=1e-6, atol=1e-9):
+        return {"equal weights over the past, in the mean x̄_t or everywhere: weight by α_ts = softmax_s(a x_t x_s), "
+                "x̄_t = Σ_s α_ts x_s": everywhere}
+    return {"equal weights over the past: weight by softmax_s(a x_t x_s)": everywhere,
+            "the deviations are taken around the plain mean of the past: Var_t is centred at the weighted mean "
+            "x̄_t = Σ_s α_ts x_s": in_the_mean}
 
 
 def check_ex_p4_01(scalar_margins: Callable, support: Callable) -> bool:
@@ -48,8 +64,7 @@ def check_ex_p4_01(scalar_margins: Callable, support: Callable) -> bool:
                                                                 x.copy(), a), expected, rtol=1e-8, atol=1e-10,
                         mistakes={"the current token is in its own context: attention is strictly causal (s < t)":
                                   _margins_variant(x, a, include_self=True),
-                                  "equal weights over the past: weight by softmax_s(a x_t x_s)":
-                                  _margins_variant(x, a, uniform=True),
+                                  **_equal_weight_slips(x, a),
                                   "1 + a Var_t: the margin is 1 − a Var_t": 2 - expected,
                                   "Σ_s α_ts x_s² is the second moment: Var_t is taken around the weighted mean x̄_t":
                                   _margins_variant(x, a, centred=False),
@@ -90,15 +105,15 @@ def check_ex_p4_01(scalar_margins: Callable, support: Callable) -> bool:
 
 def _block_variant(X: np.ndarray, t: int, W_Q: np.ndarray, W_K: np.ndarray, W_V: np.ndarray, *,
                    transpose_A: bool = False, swap_cross: bool = False, logit_scale: float = 1.0,
-                   scale_derivative: bool = False) -> np.ndarray:
+                   scale_derivative: bool = False, include_self: bool = False) -> np.ndarray:
     """I − Σ_s α_ts (v_s − v̄_t)(x_s − x̄_t)ᵀ A computed with a typical slip (diagnosis only): A = W_Kᵀ W_Q
-    transposed, the outer product's factors swapped, or logits scaled by ``logit_scale`` (1/√d_k) in the
-    weights only or in the weights and the derivative."""
+    transposed, the outer product's factors swapped, logits scaled by ``logit_scale`` (1/√d_k) in the
+    weights only or in the weights and the derivative, or the sums over s ≤ t (``include_self``)."""
     from nextword.attention import softmax
 
     if t == 0:
         return np.eye(X.shape[1])
-    past = X[:t]
+    past = X[:t + 1] if include_self else X[:t]
     alpha = softmax(logit_scale * (past @ W_K.T) @ (W_Q @ X[t]))
     v = past @ W_V.T
     cross = (alpha[:, None] * (v - alpha @ v)).T @ (past - alpha @ past)
@@ -132,7 +147,10 @@ def check_ex_p4_02(diagonal_block: Callable) -> bool:
                             _block_variant(X, t, W_Q, W_K, W_V, transpose_A=True),
                             "the outer product's factors are swapped: ∂μ_t/∂x_t = Σ_s v_s (∂α_ts/∂x_t)ᵀ puts the "
                             "values on the left, (v_s − v̄_t)(x_s − x̄_t)ᵀ A":
-                            _block_variant(X, t, W_Q, W_K, W_V, swap_cross=True)}
+                            _block_variant(X, t, W_Q, W_K, W_V, swap_cross=True),
+                            "the sums run over s ≤ t (the token itself included): the strict causal attention "
+                            "of Eq. (2) averages over the past s < t only":
+                            _block_variant(X, t, W_Q, W_K, W_V, include_self=True)}
                 for both, where in ((False, "in the weights"), (True, "in the weights and their derivative")):
                     mistakes[f"1/√d_k {where}: the logits here are q_tᵀ k_s with no 1/√d_k (Eqs. 2–4)"] = \
                         _block_variant(X, t, W_Q, W_K, W_V, logit_scale=1 / np.sqrt(dk), scale_derivative=both)
@@ -199,5 +217,7 @@ def check_ex_p4_04(var_first_embedding: Callable) -> bool:
                                   expected / sigma,
                                   "the length-1 answer σ²: in the non-causal model x_1 also depends on ε_2": sigma ** 2,
                                   "only the (0, 0) entry of M squared: x_1 = M_00 ε_1 + M_01 ε_2 has two noise terms":
-                                  sigma ** 2 * M[0, 0] ** 2})
+                                  sigma ** 2 * M[0, 0] ** 2,
+                                  "J itself, not its inverse: ε = J x, so x = J⁻¹ ε and Cov(x) = σ² J⁻¹ J⁻ᵀ":
+                                  sigma ** 2 * (J @ J.T)[0, 0]})
     return r.done("Var(x_1) of the length-2 non-causal model matches the change of variables for 4 (w, σ)")

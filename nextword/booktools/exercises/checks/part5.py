@@ -18,8 +18,8 @@ _call = call_student  # shared: a stub, a non-function or a crash becomes a clea
 
 
 def check_ex_p5_01(exp_map: Callable, retraction: Callable, slope: float) -> bool:
-    """Exercise 5.1: ``exp_map(x, v)`` (Eq. 2), ``retraction(x, v)`` (Eq. 3) on ``(d,)`` vectors and the
-    fitted log–log slope of ``||R_x(v) - exp_x(v)||`` against ``||v||`` for small ``||v||``."""
+    """Exercise 5.1: ``exp_map(x, w)`` (Eq. 2), ``retraction(x, w)`` (Eq. 3) on ``(d,)`` vectors and the
+    fitted log–log slope of ``||R_x(w) - exp_x(w)||`` against ``||w||`` for small ``||w||``."""
     from nextword.theory.svflow import sphere as sp
 
     r = Report("Exercise 5.01")
@@ -29,29 +29,34 @@ def check_ex_p5_01(exp_map: Callable, retraction: Callable, slope: float) -> boo
         x = rng.standard_normal(d)
         x /= np.linalg.norm(x)
         cases.append((d, x, sp.tangent_projection(x, rng.standard_normal(d)) * rng.uniform(0.1, 2.0)))
-    with r.check("exp_map(x, v) = cos‖v‖ x + sin‖v‖ v/‖v‖ (Eq. 2), and exp_map(x, 0) = x"):
-        for d, x, v in cases:
-            n = np.linalg.norm(v)
-            check_close(f"exp_map(x, v) in d={d} with ‖v‖ = {n:.3g}", _call(exp_map, f"exp_map(x, v) in d={d}", x, v),
-                        sp.exp_map(x, v), rtol=1e-9, atol=1e-12,
-                        mistakes={"sin‖v‖ v without dividing v by ‖v‖: the direction must be a unit vector":
-                                  np.cos(n) * x + np.sin(n) * v,
-                                  "the retraction (x + v)/‖x + v‖, not the exponential map": sp.retraction(x, v)})
+    with r.check("exp_map(x, w) = cos‖w‖ x + sin‖w‖ w/‖w‖ (Eq. 2), and exp_map(x, 0) = x"):
+        for d, x, w in cases:
+            n = np.linalg.norm(w)
+            check_close(f"exp_map(x, w) in d={d} with ‖w‖ = {n:.3g}", _call(exp_map, f"exp_map(x, w) in d={d}", x, w),
+                        sp.exp_map(x, w), rtol=1e-9, atol=1e-12,
+                        mistakes={"sin‖w‖ w without dividing w by ‖w‖: the direction must be a unit vector":
+                                  np.cos(n) * x + np.sin(n) * w,
+                                  "the retraction (x + w)/‖x + w‖, not the exponential map": sp.retraction(x, w)})
         d, x, _ = cases[-1]
-        check_close(f"exp_map(x, 0) in d={d} (divide by ‖v‖ only when it is non-zero)",
+        check_close(f"exp_map(x, 0) in d={d} (divide by ‖w‖ only when it is non-zero)",
                     _call(exp_map, "exp_map(x, 0)", x, np.zeros(d)), x, rtol=0, atol=1e-14)
-    with r.check("retraction(x, v) = (x + v)/‖x + v‖ (Eq. 3)"):
-        for d, x, v in cases:
-            check_close(f"retraction(x, v) in d={d}", _call(retraction, f"retraction(x, v) in d={d}", x, v),
-                        sp.retraction(x, v), rtol=1e-9, atol=1e-12,
-                        mistakes={"x + v is not normalised back onto the sphere": x + v})
-    with r.check("slope: the order of the retraction error for small ‖v‖ is 3"):
+    with r.check("retraction(x, w) = (x + w)/‖x + w‖ (Eq. 3)"):
+        for d, x, w in cases:
+            check_close(f"retraction(x, w) in d={d}", _call(retraction, f"retraction(x, w) in d={d}", x, w),
+                        sp.retraction(x, w), rtol=1e-9, atol=1e-12,
+                        mistakes={"x + w is not normalised back onto the sphere": x + w})
+    with r.check("slope: the order of the retraction error for small ‖w‖ is 3"):
         sl = float(as_array("slope", slope))
         check_true(np.isfinite(sl), "slope must be a finite number")
         check_true(abs(sl - 2.0) > 0.3, f"slope {sl:.3f}: a fit close to 2 usually means the step sizes were too large "
-                   "(use ||v|| <= 0.05) or the error was measured against the wrong map")
+                   "(use ||w|| <= 0.05) or the error was measured against the wrong map")
+        for factor, which in ((np.log(10), "log10 of ||w|| and ln of the error"),
+                              (1 / np.log(10), "ln of ||w|| and log10 of the error")):
+            check_true(abs(sl - 3.0 * factor) > 0.1 * factor,
+                       f"slope {sl:.3f} = 3 × {factor:.4g}: the logarithms have different bases ({which}); take the "
+                       "same logarithm on both axes")
         check_true(abs(sl - 3.0) < 0.1, f"slope {sl:.3f} is not the order of the retraction error; fit log(error) "
-                   "against log(||v||) for small ||v|| only")
+                   "against log(||w||) for small ||w|| only")
     return r.done("exp map, retraction and the error order of the retraction are right")
 
 
@@ -99,7 +104,11 @@ def check_ex_p5_02(log_vmf_normaliser: Callable) -> bool:
                                  "the −(d/2) log 2π term is missing": expected + d / 2 * np.log(2 * np.pi),
                                  "the sign is flipped: you computed log(1/C_d)": -expected,
                                  "log ive(ν, κ) used as log I_ν(κ): ive is I_ν(κ) e^(−κ), so log I_ν(κ) = "
-                                 "log ive(ν, κ) + κ": expected + kappa})
+                                 "log ive(ν, κ) + κ": expected + kappa,
+                                 "ν = (d − 1)/2; the order of the Bessel function is ν = d/2 − 1":
+                                 float(vmf_log_normalizer(kappa, d + 1)) + 0.5 * np.log(2 * np.pi),
+                                 "(d/2) log π: the normaliser has (2π)^(d/2), so −(d/2) log 2π":
+                                 expected + d / 2 * np.log(2)})
             check_cases("log_vmf_normaliser", rows, rtol=1e-9, atol=1e-9, mistakes=mistakes)
     return r.done("log C_d(kappa) is right and finite from kappa = 0.5 to 1e5 and d = 3 to 2048, including "
                   "small kappa in high dimension (0.5, 512), (1, 1024), (5, 2048)")
@@ -127,15 +136,22 @@ def check_ex_p5_03(elbo_fn: Callable, epsilon_fn: Callable) -> bool:
                               f"over Z = {Z} components, inside the KL(q ‖ p(z))":
                               flow.kl_gap(x) - np.log(Z),
                               "the entropy term −E_q[log q(z|x)] is missing: the ELBO is E_q[log p(x, z) − log q(z|x)]":
-                              flow.kl_gap(x) - (np.exp(flow.log_q(x)) * flow.log_q(x)).sum(-1)})
+                              flow.kl_gap(x) - (np.exp(flow.log_q(x)) * flow.log_q(x)).sum(-1),
+                              f"the expectation over z is a mean over the Z = {Z} components: E_q[f] = Σ_z q(z|x) f(z), "
+                              "a sum (the weights q already sum to 1)":
+                              flow.log_marginal(x) - (flow.log_marginal(x) - flow.kl_gap(x)) / Z})
     with r.check("epsilon_fn: ∇_x ELBO = v + ε (Thm. 3.3), checked by finite differences of your ELBO"):
         eps = check_shape(f"epsilon_fn(flow, x) for x of shape {x.shape}", _call(epsilon_fn, "epsilon_fn", flow, x),
                           (N, d))
         h = 1e-5
         grad = central_difference(lambda z: elbo_fn(flow, z), x, h=h, batched=True)  # (N, d)
+        log_q = flow.log_q(x)
+        unweighted = np.einsum("nz,nzd->nd", flow.log_post(x) - log_q, flow.grad_log_q(x))  # ε without q(z)
         check_close("finite-difference gradient of your ELBO minus (v + epsilon)  (Thm. 3.3)",
                     grad - (flow.field(x) + eps), np.zeros((N, d)), rtol=0, atol=1e-5,
-                    mistakes={"ε has the wrong sign": 2 * (grad - flow.field(x))})
+                    mistakes={"ε has the wrong sign": 2 * (grad - flow.field(x)),
+                              "ε without the weight q(z|x): ε = Σ_z q(z|x) (log p(z|x) − log q(z|x)) ∇_x log q(z|x), "
+                              "an expectation under q": grad - (flow.field(x) + unweighted)})
     with r.check("epsilon_fn vanishes in the ideal case q = p(z|x) (Cor. 3.4)"):
         ideal = GaussianSVFlow(flow.p_means, flow.p_log_vars, flow.p_means, flow.p_log_vars)
         check_close("epsilon_fn(ideal flow, x) with q = p (Cor. 3.4)", _call(epsilon_fn, "epsilon_fn", ideal, x),
@@ -166,4 +182,10 @@ def check_ex_p5_04(gates: object) -> bool:
                    f"(dispatch fractions f = {np.round(f, 3)}, marginal P = {np.round(P, 3)})")
     if r.failures:
         return r.done("")
-    return r.done(f"J_bal = {J:.4f} < 1/2 with marginal P = {np.round(P, 3)}: Eq. (22) is not minimised by a uniform marginal")
+    ties = int(np.sum(g[:, 0] == g[:, 1]))
+    note = (f"\n  note: {ties} of your rows are tied exactly; they count for expert 0 only because arg-max breaks ties "
+            "to the lower index (numpy's and load_balancing_loss's convention). A router that broke them the other "
+            "way would count them for expert 1: (1/2 + δ, 1/2 − δ) with a small δ > 0 makes the point without the "
+            "convention" if ties else "")
+    return r.done(f"J_bal = {J:.4f} < 1/2 with marginal P = {np.round(P, 3)}: Eq. (22) is not minimised by a uniform "
+                  f"marginal{note}")
