@@ -436,13 +436,13 @@ shared, indep = np.empty(REPS), np.empty(REPS)
 for r in range(REPS):
     idx = rng.choice(len(seqs), size=N, p=joint_p)
     shared[r] = Y[idx].sum(axis=1).mean()
-    # independent draws for every l (the length-l prefix of a fresh full sequence has law p_{1:l})
+    # independent draws for every t (the length-t prefix of a fresh full sequence has law p_{1:t})
     idx_t = rng.choice(len(seqs), size=(N, T), p=joint_p)
     indep[r] = Y[idx_t, np.arange(T)].mean(axis=0).sum()
 assert np.isclose(shared_prefix_estimate(seqs[idx], model.next_probs, V), shared[-1], rtol=1e-12)
 
 for name, est, v in [("shared prefixes (4.5)", shared, var_shared_exact),
-                     ("independent per l", indep, var_indep_exact)]:
+                     ("independent per t", indep, var_indep_exact)]:
     se = est.std(ddof=1) / np.sqrt(REPS)
     print(f"{name:22s}: mean {produced(est.mean(), '.4f')} (+- {produced(se, '.4f')}); "
           f"variance {produced(est.var(ddof=1), '.5f')}, exact {v:.5f}")

@@ -326,9 +326,9 @@ assert gibbs_gap == 0
 # autoregressive table can represent any such law) and compare with the closed form.
 
 # %%
-Vr, Lr = 3, 4
+Vr, Tr = 3, 4  # |V| and the length T of the sequences
 ref_src = markov_source(Vr, 1, rng)
-pi_ref, seqs = sequence_distribution(markov_next_probs(ref_src), Vr, Lr)
+pi_ref, seqs = sequence_distribution(markov_next_probs(ref_src), Vr, Tr)
 reward = (seqs == 2).sum(axis=1) + 2.0 * (seqs[:, 0] == seqs[:, -1])
 
 
@@ -413,9 +413,9 @@ def markov_policy(theta):
     """Joint law on the 81 sequences of a Markov policy, (3.3) vectorised."""
     first = np.exp(theta[:Vr] - theta[:Vr].max())
     first /= first.sum()
-    T = np.exp(theta[Vr:].reshape(Vr, Vr))
-    T /= T.sum(axis=1, keepdims=True)
-    return first[seqs[:, 0]] * np.prod(T[seqs[:, :-1], seqs[:, 1:]], axis=1)
+    P_policy = np.exp(theta[Vr:].reshape(Vr, Vr))  # the policy's transition table
+    P_policy /= P_policy.sum(axis=1, keepdims=True)
+    return first[seqs[:, 0]] * np.prod(P_policy[seqs[:, :-1], seqs[:, 1:]], axis=1)
 
 
 
@@ -582,7 +582,7 @@ def next_check(prefix):
 
 transitions_check = np.eye(Vr)[(np.arange(Vr) + 1) % Vr] * 0.5 + 0.5 / Vr
 theta_check = np.concatenate([np.zeros(Vr), np.log(transitions_check).ravel()])
-assert np.allclose(markov_policy(theta_check), sequence_distribution(next_check, Vr, Lr)[0])
+assert np.allclose(markov_policy(theta_check), sequence_distribution(next_check, Vr, Tr)[0])
 print("markov_policy equals the product (3.3) of the test chain's next-token probabilities")
 
 # %% [markdown]

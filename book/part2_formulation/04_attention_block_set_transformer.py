@@ -50,7 +50,7 @@
 # | $\tau$ | the temperature of the softmax | number |
 # | $\mathcal V$, $\lvert\mathcal V\rvert$ | the vocabulary and its size | set, integer |
 # | $\mathbf q_m$ | the next-token distribution at position $m$ | $(\lvert\mathcal V\rvert,)$ |
-# | $\nu$ | the index of a coordinate of a vector (Example 5.2) | integer |
+# | $\nu$ | the index of a coordinate of a vector, $(h)_\nu$ or $u_\nu$ (Example 5.2, pooling) | integer |
 # | $\rho$, $h_\rho$ | a reordering (permutation) of the positions; the sequence in that order | |
 # | $p$ | the {term}`empirical measure` $\frac1n\sum_i\delta_{h_i}$ of a sequence | measure |
 # | $\delta$ | $\delta_{h}$ is the unit mass at the vector $h$ | measure |
@@ -69,7 +69,9 @@
 # deviation, as here). It writes the softmax as $\sigma$ (the book: softmax, in words).
 # It writes the number of vectors in a sequence as $\ell$ (here $n$, a count, as on
 # [2.5](05_temporal_structure.ipynb); the book keeps $\ell$ for the index of a layer) and the
-# positions of a query and a key as $k$ and $l$ (here $i$ and $j$, as in Chapter 6).
+# positions of a query and a key as $k$ and $l$ (here $i$ and $j$, as in Chapter 6), and the index
+# of a coordinate of a vector as $i$ (Example 5.2) or $j$ (Example B.2) (here $\nu$, as $i$ and $j$
+# are positions).
 # Chapter 6 ([6.2](../part1_chapter6/6_2_attention_mechanism.ipynb)) uses row vectors and writes
 # the query of word $i$ as $q[i]=e[i]W^Q$ (not bold: the bold $\mathbf q_m$ of this page is the
 # next-token distribution); the paper's $Qh_i$ is the same thing, as a column, with $Q=(W^Q)^\top$.
@@ -284,7 +286,7 @@ print("q(. | dog bites man) == q(. | man bites dog):", bool(np.allclose(q1, q2, 
 # through which occur); Appendix B's linear form (B.5),
 # $\mathfrak P(p)=\int\mathfrak f\,dp$, gives mean pooling with $\mathfrak f(h)=h$. For max pooling
 # Appendix B takes the limit $\beta\to\infty$ of a log-sum-exp,
-# $\frac1\beta\log\int e^{\beta (h)_j}\,dp(h)$ for coordinate $j$. At a finite $\beta$ (the
+# $\frac1\beta\log\int e^{\beta (h)_\nu}\,dp(h)$ for coordinate $\nu$. At a finite $\beta$ (the
 # library's `soft_max_pool`) this is a soft maximum, which tends to the coordinate-wise maximum as
 # $\beta\to\infty$ (the gap is at most $\log(1/p_{\min})/\beta$, here $\log 6/\beta$ for 6 tokens
 # of weight $\frac16$) and to the mean as $\beta\to0$.
@@ -590,19 +592,19 @@ assert np.allclose(mean_pool(hh), mean_pool(h))  # with 1/(m-1) the length does 
 # %% [markdown]
 # **Example B.2: max pooling is not of the form (B.5).** Example B.2 says max pooling is (B.5),
 # $\mathfrak P(p)=\int\mathfrak f(h)\,dp(h)$, with the "elementwise operation"
-# $\mathfrak f(h)_j=\max((h)_j)$. A maximum of the single number $(h)_j$ is $(h)_j$, so that choice
+# $\mathfrak f(h)_\nu=\max((h)_\nu)$. A maximum of the single number $(h)_\nu$ is $(h)_\nu$, so that choice
 # gives the mean again; and no pointwise $\mathfrak f$ can work, because (B.5) is linear in $p$ while
 # the maximum is not: for $p_1=\delta_0$, $p_2=\delta_1$ on $\mathbb R$, every (B.5) satisfies
 # $\mathfrak P(\tfrac12p_1+\tfrac12p_2)=\tfrac12\mathfrak P(p_1)+\tfrac12\mathfrak P(p_2)$, but the
 # maximum of the mixture is $1\ne\tfrac12(0+1)$. The example's second formula, the limit of
-# $\frac1\beta\log\int e^{\beta h_j}dp(h)$ (a nonlinear functional), is the right one (Figure 2.4.2):
+# $\frac1\beta\log\int e^{\beta (h)_\nu}dp(h)$ (a nonlinear functional), is the right one (Figure 2.4.2):
 
 # %% tags=["hide-cell"]
 two_points = np.array([[0.0], [1.0]])
 p1_max, p2_max = max_pool(two_points[:1]), max_pool(two_points[1:])
 mix_max = max_pool(two_points)  # the mixture 1/2 delta_0 + 1/2 delta_1
 print(f"max of the mixture: {mix_max[0]:.1f}; average of the two maxima (what any (B.5) gives): "
-      f"{(p1_max[0] + p2_max[0]) / 2:.1f}; f(h) = max((h)_j) = h_j gives the mean "
+      f"{(p1_max[0] + p2_max[0]) / 2:.1f}; f(h) = max((h)_nu) = (h)_nu gives the mean "
       f"{mean_pool(two_points)[0]:.1f}")
 assert mix_max[0] != (p1_max[0] + p2_max[0]) / 2
 assert np.isclose(soft_max_pool(two_points, 1e4)[0], mix_max[0], atol=1e-3)

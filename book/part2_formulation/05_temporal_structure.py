@@ -61,8 +61,8 @@
 # :class: note
 # The paper writes the band's half-width as $r$ and the positional encoding of position $m$ as
 # $r_m$; the book writes $w$ and $r_i$. It writes the positions of a query and a key as $k$ and $l$
-# and the steps of the recurrence as $k$ (here $i$ and $j$, as in Chapter 6: the book keeps $k$ for
-# a key), the index of a wavelength or coordinate pair as $j$ (here $\nu$) and the imaginary unit as
+# (here $i$ and $j$, as in Chapter 6: the book keeps $k$ for a key), the step of the recurrence as
+# $k$ (here $i$), the index of a wavelength or coordinate pair as $j$ (here $\nu$) and the imaginary unit as
 # $i$ (here $\mathrm i$). Its RoFormer formula writes the key vector as $Kh_l$ (the
 # book: a key vector $\mathbf y$, a query vector $\mathbf x$) and the angles as $\psi_j$ (here
 # $\psi_\nu$); the lag of the convolution kernel is $\rho$ here. Appendix C writes the integration variable as $s$
@@ -160,7 +160,7 @@ usual = trig_encoding(np.arange(M), d, 10000.0, first_nu=0)
 assert np.allclose(usual, sinusoidal_encoding(M, d), atol=1e-12)
 printed = trig_encoding(np.arange(1, M + 1), d, 2.0, first_nu=1)
 lam = 2.0 ** (2 * np.arange(1, d // 2 + 1) / d)
-print(f"as printed: wavelengths 2*pi*lambda_j range over [{2 * np.pi * lam.min():.2f}, "
+print(f"as printed: wavelengths 2*pi*lambda_nu range over [{2 * np.pi * lam.min():.2f}, "
       f"{2 * np.pi * lam.max():.2f}] positions")
 lam_u = 10000.0 ** (2 * np.arange(d // 2) / d)
 print(f"base 10000: wavelengths range over [{2 * np.pi * lam_u.min():.2f}, "
@@ -169,7 +169,7 @@ print(f"base 10000: wavelengths range over [{2 * np.pi * lam_u.min():.2f}, "
 
 # %%
 def similarity_kernel(lam, offsets):
-    """<r_k, r_{k+D}> / |r|^2 = mean_j cos(D / lambda_j): it depends on the offset D only."""
+    """<r_i, r_{i+D}> / |r|^2 = mean_nu cos(D / lambda_nu): it depends on the offset D only."""
     return np.cos(np.asarray(offsets, dtype=float)[:, None] / lam[None, :]).mean(axis=1)
 
 
@@ -266,7 +266,7 @@ qs, ks = rng.normal(size=(T, c_dim)), rng.normal(size=(T, c_dim))
 psi = rope_frequencies(c_dim)  # (c/2,)
 scores_rope = apply_rope(qs) @ apply_rope(ks).T  # (T, T)
 zq, zk = qs[:, 0::2] + 1j * qs[:, 1::2], ks[:, 0::2] + 1j * ks[:, 1::2]  # (T, c/2)
-offset = np.arange(T)[:, None] - np.arange(T)[None, :]  # k - l
+offset = np.arange(T)[:, None] - np.arange(T)[None, :]  # i - j
 phases = np.exp(1j * offset[..., None] * psi)  # (T, T, c/2)
 scores_complex = np.einsum("kj,lj,klj->kl", zq, zk.conj(), phases).real
 assert np.allclose(scores_rope, scores_complex, atol=1e-12)
@@ -407,11 +407,11 @@ s_dim = d_in = 3
 A = rng.normal(size=(s_dim, s_dim)) - 2.0 * np.eye(s_dim)
 B = rng.normal(size=(s_dim, d_in))
 dt, n_hold = 0.2, 15  # step length and number of steps
-hs = rng.normal(size=(n_hold, d_in))  # h(t) = hs[k] on [t_k, t_{k+1})
+hs = rng.normal(size=(n_hold, d_in))  # h(t) = hs[i] on [t_i, t_{i+1})
 
 
 def exact_piecewise(A, B, dt, hs, v0):
-    """The state at t_k = k dt for the input hs[k] held on [t_k, t_{k+1}) (accurate ODE solve)."""
+    """The state at t_i = i dt for the input hs[i] held on [t_i, t_{i+1}) (accurate ODE solve)."""
     def rhs(t, x):
         return A @ x + B @ hs[min(int(t / dt + 1e-9), len(hs) - 1)]
 
@@ -590,14 +590,15 @@ assert rope_vs_printed != 0
 # the count is the $n(n+1)/2$ above, $n=m-1$. And the indicator must remove the masked terms, not
 # zero their score: in the tiny example the future keeps weight 0.2689, and on a random sequence
 # changing only the last token moves earlier outputs by 3.613 (row "§5.3.3, causal attention").
-# The sparse rule that follows also swaps its indices: the formula weights the score by $A_{lk}$,
-# the next sentence computes a term when $A_{kl}\neq0$. For a symmetric band the two agree; for a
-# pattern that is not symmetric, such as the causal one, they are each other's transpose.
+# The sparse rule that follows also swaps its indices: the formula weights the score
+# $\langle Qh_i,Kh_j\rangle$ by entry $(j,i)$ of its adjacency matrix, the next sentence computes a
+# term when entry $(i,j)$ is not 0. For a symmetric band the two agree; for a pattern that is not
+# symmetric, such as the causal one, they are each other's transpose.
 
 # %% tags=["hide-cell"]
 printed_count = n * (n - 1) / 2
 display(Math(r"\text{printed: }" + sp.latex(sp.factor(printed_count))
-             + r",\qquad \text{difference from } l\le k: " + sp.latex(sp.factor(causal_count
+             + r",\qquad \text{difference from } j\le i: " + sp.latex(sp.factor(causal_count
                                                                                 - printed_count))))
 assert sp.simplify(causal_count - printed_count - n) == 0
 

@@ -272,7 +272,7 @@ for p in prompts:
     exhaustive_replies.append(replies["exhaustive"])
     print(f"{tok.decode(p)!r:16s} greedy {show(replies['greedy'], len(p)):7s} {score['greedy']:7.3f}"
           f" | exhaustive {show(replies['exhaustive'], len(p)):7s} {score['exhaustive']:7.3f}"
-          f" | beam k=4 {show(replies[4], len(p)):7s} {score[4]:7.3f}")
+          f" | beam B=4 {show(replies[4], len(p)):7s} {score[4]:7.3f}")
 print(f"model calls: greedy {calls['greedy']}, beam B={widths} -> {[calls[w] for w in widths]}, "
       f"exhaustive {calls['exhaustive']}")
 
@@ -470,7 +470,7 @@ ex = exhaustive_search(lm.next_logits, p, 3, eos_id=EOS)
 long_beam = beam_search(lm.next_logits, p, 3, 8, eos_id=EOS, length_penalty=1.0)
 print(f"exhaustive with EOS: {show(ex, len(p))} "
       f"(log pi {sequence_log_prob(lm.next_logits, ex, len(p), eos_id=EOS):.3f}); "
-      f"beam k=8, length penalty 1: {show(long_beam, len(p))}")
+      f"beam B=8, length penalty 1: {show(long_beam, len(p))}")
 assert ex[-1] == EOS and len(ex) < len(long_beam) and long_beam[-1] != EOS
 
 # %% [markdown]

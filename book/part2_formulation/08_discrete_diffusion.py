@@ -297,7 +297,7 @@ print(f"TV(tau-leap law (20 leaps), expm)  = {tv(law_tau, exact_seq):.4f}")
 print(f"mean number of jumps per chain     = {produced(n_jumps.mean(), '.2f')} "
       f"(exact: {T * (1 - np.exp(-b * t_obs)):.2f})")
 assert tv(freq_gil, exact_seq) < 0.05 and tv(freq_tau, law_tau) < 0.05
-# holding times: P(no jump by t) = exp(Q_ii t), rate -Q_ii = L*b for a fully unmasked sequence
+# holding times: P(no jump by t) = exp(Q_yy t), rate -Q_yy = T*b for a fully unmasked sequence
 no_jump = np.mean(n_jumps == 0)
 print(f"P(no jump by t): simulated {produced(no_jump, '.3f')}, "
       f"exp(-T b t) = {np.exp(-T * b * t_obs):.3f}")
@@ -575,7 +575,7 @@ display(Math(r"\text{Example 9.2 as printed, every row: } " + sp.latex(sp.simpli
              + r";\quad\text{Example 9.3 as printed, mask row: } 1,\ \text{other rows: } "
              + sp.latex(sp.expand(row_absorbing))))
 display(Math(r"\text{corrected uniform, row sum: } " + sp.latex(sp.simplify(row_uniform_fixed))
-             + r";\quad\text{corrected masking, row sum } (i\ne m)\text{: } "
+             + r";\quad\text{corrected masking, row sum } (y\ne m)\text{: } "
              + sp.latex(sp.simplify(beta - beta))))
 assert sp.simplify(row_uniform) == 1 and sp.simplify(row_uniform_fixed) == 0
 
@@ -613,7 +613,7 @@ assert not generator_violations(Q_uni) and not generator_violations(Q_abs)
 as_printed = rk4(lambda p, t: Q_abs @ p, p0, 2.0)
 transposed = rk4(lambda p, t: Q_abs.T @ p, p0, 2.0)
 print(f"total mass at t=2 with dp/dt = Q p  : {as_printed.sum():.6f}")
-print(f"total mass at t=2 with dp/dt = Q^T p: {transposed.sum():.6f}")
+print(f"total mass at t=2 with dp/dt = Q^⊤ p: {transposed.sum():.6f}")
 assert abs(as_printed.sum() - 1) > 0.1
 assert np.allclose(transposed, forward_marginal(p0, Q_abs, 2.0), atol=1e-10)
 
@@ -635,10 +635,10 @@ for name, Q in [("uniform", Q_uni), ("absorbing", Q_abs)]:
     tau_printed = rk4(lambda p, t: Q @ p, p0.copy(), t_end**2, n=2000)  # (9.3) as printed
     pt_ = forward_marginal(p0, Q, 0.7)
     Qbar_num = reverse_generator(Q, pt_)
-    res_T = np.abs(Qbar_num.T @ pt_ + Q.T @ pt_).max()  # dp/dr = Qbar^T p  (r = t_max - t)
+    res_T = np.abs(Qbar_num.T @ pt_ + Q.T @ pt_).max()  # dp/dr = Qbar^⊤ p  (r = t_max - t)
     res_printed = np.abs(Qbar_num @ pt_ + Q.T @ pt_).max()  # dp/dr = Qbar p   (9.4) as printed
     print(f"{name:9s}: mass of printed (9.2) at t=1.3: {sched_printed.sum():.6f}, of printed (9.3) "
-          f"at g=1.69: {tau_printed.sum():.6f};  (9.4) residual with Qbar^T < 1e-12: "
+          f"at g=1.69: {tau_printed.sum():.6f};  (9.4) residual with Qbar^⊤ < 1e-12: "
           f"{res_T < 1e-12}, with Qbar as printed: {res_printed:.6f}")
     assert res_T < 1e-12 and res_printed > 1e-2
     assert np.allclose(sched_printed, tau_printed, atol=1e-9)  # (9.3) is (9.2) on the clock g

@@ -43,13 +43,13 @@ def zoh(A: np.ndarray, B: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray
 
 
 def scan(Abar, Bbar, C, D, h, v0) -> np.ndarray:
-    """Outputs u_k = C v_k + D h_k with v_{k+1} = Abar v_k + Bbar h_k, shape (T, d_out)."""
+    """Outputs u_i = C v_i + D h_i with v_{i+1} = Abar v_i + Bbar h_i, shape (T, d_out)."""
     # BEGIN SOLUTION hint="return the outputs u, shape (T, d)"
     v = np.asarray(v0, dtype=float)
     out = []
-    for k in range(len(h)):
-        out.append(C @ v + D @ h[k])
-        v = Abar @ v + Bbar @ h[k]
+    for i in range(len(h)):
+        out.append(C @ v + D @ h[i])
+        v = Abar @ v + Bbar @ h[i]
     return np.array(out)
     # END SOLUTION
 

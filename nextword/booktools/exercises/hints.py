@@ -116,7 +116,7 @@ HINTS: dict[str, tuple[str, ...]] = {
         "Abar = exp(dt A); Bbar = ∫_0^dt exp(tA) dt B, which needs no inverse of A if you exponentiate the block "
         "matrix [[A, B], [0, 0]].",
         "M = zeros((s+d, s+d)); M[:s, :s] = A; M[:s, s:] = B; E = expm(M * dt); return E[:s, :s], E[:s, s:]. "
-        "scan: record u_k = C v_k + D h_k, then v = Abar v + Bbar h_k.",
+        "scan: record u_i = C v_i + D h_i, then v = Abar v + Bbar h_i.",
     ),
     "p2_04": (
         "Sort the tokens from most to least likely and keep the shortest head whose probability reaches p.",

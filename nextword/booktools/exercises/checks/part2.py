@@ -208,7 +208,7 @@ def check_ex_p2_03(zoh: Callable, scan: Callable) -> bool:
                             rtol=1e-8, atol=1e-10,
                             mistakes={"forward Euler (I + dt A, dt B): the zero-order hold is exact, with expm":
                                       euler, **slips})
-    with r.check("scan: u_k = C v_k + D h_k with v_(k+1) = Abar v_k + Bbar h_k (Eq. 5.9)"):
+    with r.check("scan: u_i = C v_i + D h_i with v_(i+1) = Abar v_i + Bbar h_i (Eq. 5.9)"):
         s, d, T = 3, 2, 7
         Ab, Bb = ssm.discretize_zoh(rng.normal(size=(s, s)) - np.eye(s), rng.normal(size=(s, d)), 0.2)
         C, D = rng.normal(size=(d, s)), rng.normal(size=(d, d))
@@ -216,14 +216,14 @@ def check_ex_p2_03(zoh: Callable, scan: Callable) -> bool:
         got = check_shape("scan(Abar, Bbar, C, D, h, v0) with T = 7", _call(scan, "scan", Ab, Bb, C, D, h.copy(),
                                                                            v0.copy()), (T, d))
         states, expected = ssm.ssm_scan(Ab, Bb, C, D, h, v0)
-        updated_first = (states @ Ab.T + h @ Bb.T) @ C.T + h @ D.T  # u_k = C v_{k+1} + D h_k
-        v, previous_input = v0.copy(), []  # the state fed the previous input: v_(k+1) = Abar v_k + Bbar h_(k-1)
-        for k in range(T):
-            previous_input.append(C @ v + D @ h[k])
-            v = Ab @ v + Bb @ h[k - 1]
+        updated_first = (states @ Ab.T + h @ Bb.T) @ C.T + h @ D.T  # u_i = C v_{i+1} + D h_i
+        v, previous_input = v0.copy(), []  # the state fed the previous input: v_(i+1) = Abar v_i + Bbar h_(i-1)
+        for i in range(T):
+            previous_input.append(C @ v + D @ h[i])
+            v = Ab @ v + Bb @ h[i - 1]
         check_close("scan(Abar, Bbar, C, D, h, v0) with T = 7", got, expected, rtol=1e-8, atol=1e-10,
-                    mistakes={"outputs off by one step: u_k must use v_k before it is updated with h_k": updated_first,
-                              "the feed-through D h_k is missing": states @ C.T,
-                              "the state is fed the previous input (h[k − 1], and h[−1] is the LAST input in "
-                              "Python): v_(k+1) = Abar v_k + Bbar h_k": np.array(previous_input)})
+                    mistakes={"outputs off by one step: u_i must use v_i before it is updated with h_i": updated_first,
+                              "the feed-through D h_i is missing": states @ C.T,
+                              "the state is fed the previous input (h[i − 1], and h[−1] is the LAST input in "
+                              "Python): v_(i+1) = Abar v_i + Bbar h_i": np.array(previous_input)})
     return r.done("zoh matches the exact hold discretisation (singular A included) and scan matches (5.9)")
