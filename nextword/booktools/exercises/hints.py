@@ -171,8 +171,8 @@ HINTS: dict[str, tuple[str, ...]] = {
         "matrix_margins(X, W_Q, W_K).",
     ),
     "p4_04": (
-        "Without the mask, x_1 and x_2 are both functions of both noises e_1 and e_2.",
-        "The model is e = (I − W) x with W = [[0, w], [w, 0]]; so x = M e with M = (I − W)⁻¹ and "
+        "Without the mask, x_1 and x_2 are both functions of both noises ε_1 and ε_2.",
+        "The model is ε = (I − W) x with W = [[0, w], [w, 0]]; so x = M ε with M = (I − W)⁻¹ and "
         "Cov(x) = σ² M Mᵀ.",
         "M = inv(eye(2) - [[0, w], [w, 0]]); return sigma**2 * (M @ M.T)[0, 0].",
     ),
