@@ -27,7 +27,6 @@
 # | $s_1$, $s_2$, $s_3$, $s_i$ | the score of word 1, 2, 3, of word $i$ (counted from 1) | number |
 # | $w_1$, $w_2$, $w_3$, $w_i$ | the softmax weight of word 1, 2, 3, of word $i$ | number in $(0, 1)$ |
 # | $i$ | a word's position, counted from 1 | integer |
-# | $e$ | the base of the natural logarithm, about 2.718 | number |
 # | $c$ | a number added to every score (question 2) | number |
 # | $q[i]$, $\mathbf q[i]$, $W_Q$, $x_t$ | a query as the book writes it, and as Chapter 6 prints it (bold); a query matrix and an input as one of the papers writes them | vectors, matrix |
 # ```
@@ -56,8 +55,9 @@ from nextword.attention import softmax
 #
 # $$w_i = \frac{e^{s_i}}{e^{s_1} + e^{s_2} + e^{s_3}}.$$
 #
-# By hand: raise $e$ to each score, add the three powers, and divide each power by the sum. A loop
-# does exactly that, one word at a time; follow it with a calculator:
+# Here $e^{s_i}=\exp(s_i)$ is the exponential. By hand: take the exponential of each score, add the
+# three, and divide each one by the sum. A loop does exactly that, one word at a time; follow it with
+# a calculator:
 
 # %%
 print(f"e = {np.e:.3f}")
@@ -73,7 +73,7 @@ for i in (1, 2, 3):
 print(f"sum of the weights: {sum(weights_by_loop):.4f}")
 
 # %% [markdown]
-# The same numbers, exactly, with sympy: the first weight is a ratio of powers of $e$, and the three
+# The same numbers, exactly, with sympy: the first weight is a ratio of exponentials, and the three
 # exact weights add up to exactly 1.
 
 # %%

@@ -22,7 +22,7 @@
 # ```
 #
 # **Builds on:** [the reading guide](../part0_reading_guide/00_reading_guide.ipynb) (how a page checks
-# its claims) · the recurrent network of the previous chapter, $h[t] = f(x[t]W_x + h[t-1]W_h)$ · the
+# its claims) · the recurrent network of the previous chapter, $z[t] = f(x[t]W_x + z[t-1]W_z)$ · the
 # chain rule. **Reading time:** about 30 minutes.
 #
 # ```{admonition} Symbols on this page
@@ -32,16 +32,23 @@
 # | $T$ | number of words before the prediction (the blank is word $T+1$) | integer |
 # | $t$, $s$, $u$ | word positions, counted from 1; $s\le t$, and $t-s$ is the distance between them | integers |
 # | $x[t]$ | the input of word $t$: a vector; one number in the tiny example; from the bottleneck section on, a symbol $0,\dots,\lvert\mathcal V\rvert-1$ that enters as a one-hot row | $(d,)$, a number, or a symbol |
-# | $h[t]$ | the recurrent network's hidden state after word $t$ (elsewhere the book's $h$ counts attention heads, which this page does not need) | $(d,)$ |
-# | $W_x$, $W_h$ | the recurrent network's input and state matrices | $(d, d)$; $W_x$ is $(\lvert\mathcal V\rvert, d)$ for one-hot symbols |
+# | $z[t]$ | the recurrent network's hidden state after word $t$ | $(d,)$ |
+# | $W_x$, $W_z$ | the recurrent network's input and state matrices | $(d, d)$; $W_x$ is $(\lvert\mathcal V\rvert, d)$ for one-hot symbols |
 # | $f$, $f'$ | the nonlinearity (the identity or tanh) and its derivative | elementwise |
-# | $a[t]$ | the state before the nonlinearity, $x[t]W_x+h[t-1]W_h$ | $(d,)$ |
+# | $a[t]$ | the state before the nonlinearity, $x[t]W_x+z[t-1]W_z$ | $(d,)$ |
 # | $\lambda$ | the factor a linear recurrence multiplies its state by at each step | number |
-# | $R$ | a random rotation (an orthogonal matrix: it changes no length); $W_h=\lambda R$ | $(d, d)$ |
+# | $R$ | a random rotation (an orthogonal matrix: it changes no length); $W_z=\lambda R$ | $(d, d)$ |
 # | $d$ | the width of the state | integer |
 # | $y[t]$ | the output of one attention layer at word $t$ | $(d,)$; a number in the tiny example |
 # | $\alpha[t,s]$ | the weight word $t$'s output gives word $s$ (attention weights add up to 1) | number |
 # | $n$, $\lvert\mathcal V\rvert$ | the length of a sequence of symbols and the number of different symbols, the size of the copy task's vocabulary $\mathcal V$ (`L` and `V` in the code) | integers |
+# ```
+#
+# ```{admonition} In the paper's notation
+# :class: seealso
+# The chapter (and the previous chapter, and most texts) writes the recurrent state $\mathbf h$ or $h[t]$.
+# The book keeps $h$ for the number of attention heads, so this page writes the state $z[t]$ and its
+# matrix $W_z$.
 # ```
 #
 # Words count from 1, as in the chapter. Python counts from 0, so in the code word $t$ is `words[t - 1]`.
@@ -78,14 +85,14 @@ torch.set_num_threads(1)  # tiny models: one thread is fastest
 # ## A tiny example by hand
 #
 # Four words, "the engineer submitted code", and a recurrent network with a one-number state. Its
-# update is $h[t] = \lambda\,h[t-1] + x[t]$ with $\lambda = 0.9$ (linear, to keep the arithmetic easy).
+# update is $z[t] = \lambda\,z[t-1] + x[t]$ with $\lambda = 0.9$ (linear, to keep the arithmetic easy).
 #
-# **How far does word 1 travel?** $x[1]$ enters $h[1]$; $h[1]$ feeds $h[2]$, $h[2]$ feeds $h[3]$ and
-# $h[3]$ feeds $h[4]$, the state that predicts word 5. That is 4 arrows: 1 from input to state and 3
+# **How far does word 1 travel?** $x[1]$ enters $z[1]$; $z[1]$ feeds $z[2]$, $z[2]$ feeds $z[3]$ and
+# $z[3]$ feeds $z[4]$, the state that predicts word 5. That is 4 arrows: 1 from input to state and 3
 # from state to state.
 #
-# **How much of a change in $h[1]$ reaches $h[4]$?** Each step multiplies it by $\lambda$, so
-# $\partial h[4]/\partial h[1] = 0.9 \cdot 0.9 \cdot 0.9 = 0.729$. A loop shows it: nudge $h[1]$ by
+# **How much of a change in $z[1]$ reaches $z[4]$?** Each step multiplies it by $\lambda$, so
+# $\partial z[4]/\partial z[1] = 0.9 \cdot 0.9 \cdot 0.9 = 0.729$. A loop shows it: nudge $z[1]$ by
 # 0.001 and run the three remaining steps.
 
 # %%
@@ -93,18 +100,18 @@ lam = 0.9
 x = {1: 1.0, 2: 2.0, 3: 3.0, 4: 4.0}  # x[t] for words t = 1..4; any numbers will do
 
 
-def final_state(h1):
-    """h[4], starting from the state h[1] after word 1."""
-    h = h1
-    for t in (2, 3, 4):  # the steps to h[2], h[3], h[4]
-        h = lam * h + x[t]
-    return h
+def final_state(z1):
+    """z[4], starting from the state z[1] after word 1."""
+    z = z1
+    for t in (2, 3, 4):  # the steps to z[2], z[3], z[4]
+        z = lam * z + x[t]
+    return z
 
 
-h1 = x[1]  # h[1] = x[1] (the state starts at 0)
-change = (final_state(h1 + 0.001) - final_state(h1)) / 0.001
-print(f"h[4] = {final_state(h1):.4f}")
-print(f"a change in h[1] reaches h[4] multiplied by {change:.4f}")
+z1 = x[1]  # z[1] = x[1] (the state starts at 0)
+change = (final_state(z1 + 0.001) - final_state(z1)) / 0.001
+print(f"z[4] = {final_state(z1):.4f}")
+print(f"a change in z[1] reaches z[4] multiplied by {change:.4f}")
 assert abs(change - 0.9**3) < 1e-9
 
 # %% [markdown]
@@ -147,9 +154,8 @@ plt.show()
 
 # %% [markdown]
 # **Figure 6.1.1.** Follow the thick vermilion arrows. Left: a recurrent network; the only way from
-# "the" to $h[4]$ goes through every state (4 arrows). Right: one attention layer; every output reads
-# every earlier word directly, so the path has 1 arrow whatever the sentence's length (the layer's outputs, $y[t]$ in the text, are drawn
-# in the states' places). See also that the outputs have no arrows between them: they can all be
+# "the" to $z[4]$ goes through every state (4 arrows). Right: one attention layer; every output $y[t]$ reads
+# every earlier word directly, so the path has 1 arrow whatever the sentence's length. See also that the outputs have no arrows between them: they can all be
 # computed at the same time.
 #
 # ## The running example, counted
@@ -174,9 +180,9 @@ assert positions == {"software": 2, "engineer": 3, "submitted": 17, "code": 19}
 #
 # ## Sequential depth and path length (Fig. 6.1)
 #
-# Write the computation as a graph: inputs $x[1],\dots,x[T]$, states $h[1],\dots,h[T]$, an arrow for
-# each "is computed from". The {term}`path length` from word $s$ is the number of arrows from $x[s]$ to
-# $h[T]$, the state that predicts word $T+1$. The library numbers the graph's nodes from 0 — the
+# Write the computation as a graph: inputs $x[1],\dots,x[T]$, states $z[1],\dots,z[T]$ (for the attention
+# layer, its outputs $y[1],\dots,y[T]$), an arrow for each "is computed from". The {term}`path length` from
+# word $s$ is the number of arrows from $x[s]$ to $z[T]$ (or $y[T]$), the state that predicts word $T+1$. The library numbers the graph's nodes from 0 — the
 # inputs first, then the states — so two small functions translate:
 
 # %%
@@ -185,16 +191,16 @@ def x_node(s, T):
     return s - 1
 
 
-def h_node(t, T):
-    """Graph node of the state h[t] (nodes T..2T-1 are h[1..T])."""
+def z_node(t, T):
+    """Graph node of the state z[t] or output y[t] (nodes T..2T-1 are z[1..T], or y[1..T])."""
     return T + t - 1
 
 
 T = T_words
-rnn_hops = path_lengths(rnn_graph(T), x_node(1, T))[h_node(T, T)]
-attention_hops = path_lengths(attention_graph(T), x_node(1, T))[h_node(T, T)]
-print(f"T = {T}: path x[1] -> h[{T}]: RNN {int(rnn_hops)} arrows "
-      f"({int(rnn_hops) - 1} state-to-state steps), attention {int(attention_hops)}")
+rnn_hops = path_lengths(rnn_graph(T), x_node(1, T))[z_node(T, T)]
+attention_hops = path_lengths(attention_graph(T), x_node(1, T))[z_node(T, T)]
+print(f"T = {T}: path x[1] -> z[{T}] (RNN) {int(rnn_hops)} arrows "
+      f"({int(rnn_hops) - 1} state-to-state steps); x[1] -> y[{T}] (attention) {int(attention_hops)}")
 assert rnn_hops == T
 assert attention_hops == 1
 
@@ -217,15 +223,15 @@ print("sequential depth for T = 1..64: RNN = T every time, attention = 1 every t
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
 T = T_words
 source_words = np.arange(1, T + 1)
-rnn_paths = [path_lengths(rnn_graph(T), x_node(s, T))[h_node(T, T)] for s in source_words]
-attention_paths = [path_lengths(attention_graph(T), x_node(s, T))[h_node(T, T)] for s in source_words]
+rnn_paths = [path_lengths(rnn_graph(T), x_node(s, T))[z_node(T, T)] for s in source_words]
+attention_paths = [path_lengths(attention_graph(T), x_node(s, T))[z_node(T, T)] for s in source_words]
 assert rnn_paths == list(T - source_words + 1)
 axes[0].plot(source_words, rnn_paths, "o-", ms=3, label="RNN")
 axes[0].plot(source_words, attention_paths, "s-", ms=3, label="attention")
 for w in ("software", "engineer", "submitted", "code"):
     axes[0].annotate(w, (positions[w], T - positions[w] + 1), textcoords="offset points",
                      xytext=(3, 5), fontsize=8)
-axes[0].set(xlabel="source word s", ylabel=f"path length x[s] → h[{T}]",
+axes[0].set(xlabel="source word s", ylabel=f"path length x[s] → z[{T}] or y[{T}]",
             title="path to the prediction state (running example)")
 axes[0].legend()
 axes[1].plot(lengths_T, depth_rnn, label="RNN: T")
@@ -246,25 +252,25 @@ plt.show()
 # ## The gradient over $t-s$ steps
 #
 # Training sends a signal back along the same path: the gradient. For
-# $h[t]=f(x[t]W_x+h[t-1]W_h)$ the chain rule gives a product of one {term}`Jacobian` per step,
-# $\partial h[t]/\partial h[s]=\prod_{u=s+1}^{t}\mathrm{diag}(f'(a[u]))\,W_h^\top$ (the later
+# $z[t]=f(x[t]W_x+z[t-1]W_z)$ the chain rule gives a product of one {term}`Jacobian` per step,
+# $\partial z[t]/\partial z[s]=\prod_{u=s+1}^{t}\mathrm{diag}(f'(a[u]))\,W_z^\top$ (the later
 # factors on the left). In the scalar linear case of the tiny example every factor is $\lambda$, so
 # the product is $\lambda^{t-s}$; sympy confirms it for a symbolic $\lambda$ over the 20 steps from
-# $h[1]$ to $h[21]$ of the running example:
+# $z[1]$ to $z[21]$ of the running example:
 
 # %%
 lam_symbol, h_first = sp.symbols("lambda h_1")
 h_symbolic = h_first
 for _ in range(20):
-    h_symbolic = lam_symbol * h_symbolic  # 20 linear steps h[1] -> h[21] (the input terms do not depend on h[1])
+    h_symbolic = lam_symbol * h_symbolic  # 20 linear steps z[1] -> z[21] (the input terms do not depend on z[1])
 derivative = sp.diff(h_symbolic, h_first)
-display(Math(r"\frac{\partial h[21]}{\partial h[1]} = " + sp.latex(derivative)))
+display(Math(r"\frac{\partial z[21]}{\partial z[1]} = " + sp.latex(derivative)))
 assert sp.simplify(derivative - lam_symbol**20) == 0
 print(f"lambda = 0.9: 0.9^20 = {0.9**20:.4f};  lambda = 0.5: 0.5^20 = {0.5**20:.2e}")
 
 # %% [markdown]
 # A factor like $0.9^{20} \approx 0.12$ is the {term}`vanishing gradient`: a word 20 steps back barely
-# moves the prediction during training. With a state of $d$ numbers and $W_h=\lambda R$, where $R$ is a
+# moves the prediction during training. With a state of $d$ numbers and $W_z=\lambda R$, where $R$ is a
 # random rotation (an orthogonal matrix, which changes no length), every step shrinks the Jacobian by
 # exactly $\lambda$; with tanh, $|f'|\le1$ only shrinks it further. We measure the size of each
 # Jacobian by its {term}`spectral norm` (its largest singular value) for a 16-dimensional state, over
@@ -282,7 +288,7 @@ distance = np.arange(T)  # t - s = 0..T-1 with t = T, i.e. s = T..1
 
 
 def rnn_gradient_norm(s, nonlinearity):
-    """Spectral norm of d h[T] / d h[s] for the RNN with W_h = 0.9 R."""
+    """Spectral norm of d z[T] / d z[s] for the RNN with W_z = 0.9 R."""
     jacobian = rnn_state_jacobian(X, W_x, lam_val * R, s=s - 1, t=T - 1, nonlinearity=nonlinearity)
     return np.linalg.norm(jacobian, 2)
 
@@ -335,13 +341,13 @@ assert attention_mean[20] > 1000 * tanh_norms[20]  # ...and far above the tanh R
 
 # %%
 plt.figure(figsize=(6.4, 3.8))
-plt.semilogy(distance, linear_norms, "o-", ms=3, label=r"linear RNN, $W_h=0.9\,R$: exactly $0.9^{t-s}$")
+plt.semilogy(distance, linear_norms, "o-", ms=3, label=r"linear RNN, $W_z=0.9\,R$: exactly $0.9^{t-s}$")
 plt.semilogy(distance, tanh_norms, "s-", ms=3, label="tanh RNN, same weights")
 plt.semilogy(distance, attention_mean, "^-", ms=3, label="one attention layer (mean of 100)")
 plt.fill_between(distance, *np.percentile(attention_norms, [10, 90], axis=0), color="C2", alpha=0.2,
                  label="attention, middle 80% of layers")
 plt.xlabel("distance t − s (words)")
-plt.ylabel(r"$\|\partial h[t]/\partial h[s]\|_2$ or $\|\partial y[t]/\partial x[s]\|_2$")
+plt.ylabel(r"$\|\partial z[t]/\partial z[s]\|_2$ or $\|\partial y[t]/\partial x[s]\|_2$")
 plt.title("gradient reaching the prediction from t − s words back")
 plt.legend(fontsize=8)
 plt.show()
@@ -349,7 +355,7 @@ plt.show()
 # %% [markdown]
 # **Figure 6.1.3** (the chapter's $\lambda^{t-s}$ remark, measured). Spectral norm of the Jacobian from
 # word $s$, $t-s$ words back, to the prediction, on a log scale: for the two RNNs from the state
-# $h[s]$ after word $s$ (the product above), for attention from the input $x[s]$ itself. See the straight line of the linear RNN (it falls
+# $z[s]$ after word $s$ (the product above), for attention from the input $x[s]$ itself. See the straight line of the linear RNN (it falls
 # exactly as $0.9^{t-s}$), the tanh RNN falling faster below it, and attention with no trend: its mean
 # over random layers is as large 20 words back as 1 word back, and one layer's value (the band) is set
 # by the weight it gives the word, not by the distance. (At distance 0 attention is larger: word $t$
@@ -368,17 +374,17 @@ assert 50 * 512 == 25_600
 
 # %% [markdown]
 # A count of numbers bounds nothing by itself: one real number can hold many symbols. A linear
-# recurrence with $\lambda=1/8$ on a one-number state, $h[t]=(h[t-1]+x[t])/8$ with symbols $x[t]$ in
+# recurrence with $\lambda=1/8$ on a one-number state, $z[t]=(z[t-1]+x[t])/8$ with symbols $x[t]$ in
 # $0,\dots,7$, writes each new symbol in front of the old ones, like digits in base 8. Reading the
 # digits back gives the whole sequence, up to the computer's precision (a float64 number carries 53
 # binary digits, that is 17 symbols of 3 bits):
 
 # %%
 symbols = np.random.default_rng(3).integers(0, 8, size=17)  # x[1..17]
-h = 0.0
+z = 0.0
 for t in range(1, 18):
-    h = (h + symbols[t - 1]) / 8  # a one-number state
-read_back, rest = [], h
+    z = (z + symbols[t - 1]) / 8  # a one-number state
+read_back, rest = [], z
 for t in range(17, 0, -1):  # the newest symbol is the first digit
     rest *= 8
     digit = int(rest)
@@ -387,7 +393,7 @@ for t in range(17, 0, -1):  # the newest symbol is the first digit
 read_back = read_back[::-1]
 digits = np.finfo(np.float64).nmant + 1  # binary digits of a float64 number
 print(f"a float64 number carries {digits} binary digits: {digits // 3} symbols of 3 bits")
-print(f"state h[17] = {h:.17f}")  # exact: dividing by 8 loses no binary digit
+print(f"state z[17] = {z:.17f}")  # exact: dividing by 8 loses no binary digit
 print("symbols:  ", symbols.tolist())
 print("read back:", read_back)
 assert read_back == symbols.tolist()
@@ -402,14 +408,14 @@ assert read_back == symbols.tolist()
 
 # %%
 def state_recall(L, d, V, rng, num_train=2000, num_test=500, lam=0.9):
-    """Share of the symbols at each position 1..L that a linear read-out recovers from h[L]."""
+    """Share of the symbols at each position 1..L that a linear read-out recovers from z[L]."""
     R, _ = np.linalg.qr(rng.standard_normal((d, d)))  # a random rotation
-    W_h, W_x = lam * R, rng.standard_normal((V, d))  # row v of W_x is what symbol v adds
+    W_z, W_x = lam * R, rng.standard_normal((V, d))  # row v of W_x is what symbol v adds
     seqs = rng.integers(0, V, size=(num_train + num_test, L))  # (N, L) symbols
-    h = np.zeros((len(seqs), d))
+    z = np.zeros((len(seqs), d))
     for t in range(1, L + 1):  # the recurrence, for all sequences at once
-        h = h @ W_h + W_x[seqs[:, t - 1]]  # h[t] = h[t-1] W_h + (one-hot x[t]) W_x
-    H = np.hstack([h, np.ones((len(h), 1))])  # (N, d + 1): h[L] and a constant
+        z = z @ W_z + W_x[seqs[:, t - 1]]  # z[t] = z[t-1] W_z + (one-hot x[t]) W_x
+    H = np.hstack([z, np.ones((len(z), 1))])  # (N, d + 1): z[L] and a constant
     recall = []
     for t in range(1, L + 1):  # one read-out per position
         one_hot = np.eye(V)[seqs[:num_train, t - 1]]  # (num_train, V)
@@ -675,15 +681,15 @@ assert recall_state[5].mean() > 0.99
 
 # %% tags=["hide-cell"]
 for T in (T_words, 22):
-    hops = path_lengths(rnn_graph(T), x_node(1, T))[h_node(T, T)]
-    print(f"T = {T}: path x[1] -> h[{T}]: {int(hops)} arrows, {int(hops) - 1} state-to-state steps; "
+    hops = path_lengths(rnn_graph(T), x_node(1, T))[z_node(T, T)]
+    print(f"T = {T}: path x[1] -> z[{T}]: {int(hops)} arrows, {int(hops) - 1} state-to-state steps; "
           f"gradient factor lambda^{int(hops) - 1}; attention "
-          f"{int(path_lengths(attention_graph(T), x_node(1, T))[h_node(T, T)])} arrow")
+          f"{int(path_lengths(attention_graph(T), x_node(1, T))[z_node(T, T)])} arrow")
     assert hops - 1 == T - 1
 print(f"0.9^21 = {0.9**21:.4f} (the chapter's count), 0.9^20 = {0.9**20:.4f} (the sentence as printed)")
 
 # %% [markdown]
-# ### "Necessarily discards information" (the text after Fig. 6.2)
+# ### "Necessarily discards information" (the paragraph that introduces Fig. 6.2)
 #
 # The chapter argues from the count: a 512-dimensional state must compress 50 embeddings of 512
 # numbers, "a compression ratio of 50:1 that necessarily discards information", since it "cannot

@@ -50,8 +50,7 @@
 # | $z$, $p$, $J$ | a vector of scores, its softmax, and the softmax's Jacobian $\partial p/\partial z$ | $(n,)$, $(n,)$, $(n, n)$ |
 # | $w$ | a possible next word (the blank) | a word |
 # | $P$, $\hat P$ | the true probability of the next word given the context; a model's prediction of it | numbers |
-# | $H(\cdot)$, $H(\cdot\mid\cdot)$ | entropy and conditional entropy, in nats | number |
-# | $I(\cdot\,;\cdot)$ | mutual information, in nats | number |
+# | $H(\cdot)$, $H(\cdot\mid\cdot)$, $\mathrm{I}(\cdot\,;\cdot)$ | entropy, conditional entropy and mutual information, in nats (an upright I; the italic $I$ is the identity matrix) | number |
 # | $h$ | the number of attention heads ([6.4](6_4_multi_head.ipynb)) | integer |
 # ```
 #

@@ -34,11 +34,11 @@
 # |---|---|---|
 # | $t$ | position of a word, counted from 0 as the encoding tables and the code count (most pages count words from 1: word $t+1$ sits at position $t$); $\mathrm{PE}(t)$ is its sinusoidal encoding, $(d_{\text{model}},)$, and $\mathrm{PE}(t, c)$ coordinate $c$ of it | integer |
 # | $e_j$ | vector of word $j$ in the tiny example | $(2,)$ |
-# | $p(t)$ | position vector added at position $t$ in the tiny example (not a probability here) | $(2,)$ |
+# | $u(t)$ | position vector added at position $t$ in the tiny example | $(2,)$ |
 # | $\alpha_j$ | attention weight on word $j$ in the tiny example | scalar |
 # | $l$ | the index of the sum over the words in the tiny example | integer |
 # | $X$ | the input of an attention layer, one row per token | $(T, d_{\text{model}})$ |
-# | $P$ | a permutation matrix: it reorders the rows it multiplies (elsewhere the book's $P$ is a probability, which this page does not need) | $(T, T)$ |
+# | $\Pi$ | a permutation matrix: it reorders the rows it multiplies (a capital pi; the small $\pi$ is the circle constant) | $(T, T)$ |
 # | $d_{\text{model}}$, $d_k$ | width of a word's vector; width of one attention head's queries and keys, as in [6.4](6_4_multi_head.ipynb) | scalars |
 # | $m$ | index of a coordinate pair (coordinates $2m$ and $2m+1$), $m=0,\dots,d_{\text{model}}/2-1$ | integer |
 # | $\omega$, $\omega_m$ | a frequency (angle per position, in radians); that of pair $m$ of the sinusoidal table is $10000^{-2m/d_{\text{model}}}$ | scalar |
@@ -52,7 +52,7 @@
 # | $S[i,j]$ | score of the query at $i$ with the key at $j$, after RoPE | scalar |
 # | $T_{\max}$ | number of rows of a learned position table | integer |
 # | $L_{\text{train}}$ | length of the training windows | integer |
-# | $x_t$ | the symbol at position $t$ of the Markov source | token |
+# | $w[t]$ | the symbol at position $t$ of the Markov source (as the book writes a token, [6.3](6_3_causal_masking.ipynb)) | token |
 # | $H(\cdot)$ | entropy, in nats | scalar |
 # ```
 #
@@ -142,8 +142,8 @@ for sentence in ("dog bites man", "man bites dog"):
 assert np.allclose(out_bites, [(1 + np.e) / (1 + 2 * np.e), 2 * np.e / (1 + 2 * np.e)], atol=1e-12)
 
 # %% [markdown]
-# Now add a **position vector** $p(t)$ to the word vector at position $t$ (counting from 0):
-# $p(0)=(0.5, 0)$, $p(1)=(0,0)$, $p(2)=(-0.5, 0)$. This is the whole idea of a
+# Now add a **position vector** $u(t)$ to the word vector at position $t$ (counting from 0):
+# $u(0)=(0.5, 0)$, $u(1)=(0,0)$, $u(2)=(-0.5, 0)$. This is the whole idea of a
 # {term}`positional encoding`: the vector that enters attention is *word + position*, so the same word
 # at another place is a different vector. In "dog bites man", dog becomes $(1.5, 0)$ and man
 # $(0.5, 1)$; in "man bites dog", man becomes $(1.5, 1)$ and dog $(0.5, 0)$. The scores of "bites"
@@ -168,8 +168,8 @@ assert order_gap > 0.05  # with positions, the two orders give different represe
 #
 # The tiny example generalises. Without positions, self-attention without a mask is
 # {term}`permutation-equivariant`: shuffling the input rows shuffles the output rows in the same way and
-# changes nothing else. We check it on a random multi-head layer (6 tokens, width 8): with $P$ a
-# permutation matrix, $\mathrm{MHA}(PX)=P\,\mathrm{MHA}(X)$ to round-off.
+# changes nothing else. We check it on a random multi-head layer (6 tokens, width 8): with $\Pi$ a
+# permutation matrix, $\mathrm{MHA}(\Pi X)=\Pi\,\mathrm{MHA}(X)$ to round-off.
 
 # %%
 rng = np.random.default_rng(0)
@@ -177,7 +177,7 @@ mha = MultiHeadAttention(8, 2, rng=rng)
 X = rng.standard_normal((6, 8))
 perm = rng.permutation(6)
 equiv_err = np.max(np.abs(mha(X[perm], causal=False) - mha(X, causal=False)[perm]))
-print(f"no mask, no positions: max |MHA(PX) - P MHA(X)| {small(equiv_err)}")
+print(f"no mask, no positions: max |MHA(ΠX) - Π MHA(X)| {small(equiv_err)}")
 assert equiv_err < 1e-12
 
 # %% [markdown]
@@ -506,7 +506,7 @@ assert curve_gap < 1e-10
 # RoPE, no positions) will do best on positions it never saw?
 #
 # We test it on a source where the best predictor is purely **relative**: an order-2 Markov chain on 8
-# symbols (the next symbol $x_t$ depends on the previous two). Its {term}`entropy rate` — the average
+# symbols (the next symbol $w[t]$ depends on the previous two). Its {term}`entropy rate` — the average
 # surprise per symbol of the best possible predictor, in nats — is the lowest loss any model can reach at
 # *every* position. Three reference levels:
 
@@ -517,13 +517,13 @@ pair_law = np.einsum("ab,abc->bc", pi2, src.transition)  # law of (x[t-1], x[t])
 H_rate = src.entropy_rate()
 H_order1 = entropy(pair_law.ravel()) - entropy(pair_law.sum(1))  # H(x[t] | x[t-1])
 H_marginal = float(entropy(pair_law.sum(0)))  # H(x[t]): ignoring the context
-print(f"entropy rate (floor) {H_rate:.3f} nats; H(x_t | x_t-1) = {H_order1:.3f}; "
-      f"H(x_t) = {H_marginal:.3f}; uniform = {np.log(8):.3f}")
+print(f"entropy rate (floor) {H_rate:.3f} nats; H(w[t] | w[t-1]) = {H_order1:.3f}; "
+      f"H(w[t]) = {H_marginal:.3f}; uniform = {np.log(8):.3f}")
 print("the first 40 test symbols:", " ".join(map(str, test_stream[:40])))
 
 # %% [markdown]
-# A model that ignores the context entirely can reach $H(x_t)$; one that reads the previous symbol,
-# $H(x_t\mid x_{t-1})$; one that reads the previous two, the entropy rate. Each model is trained on
+# A model that ignores the context entirely can reach $H(w[t])$; one that reads the previous symbol,
+# $H(w[t]\mid w[t-1])$; one that reads the previous two, the entropy rate. Each model is trained on
 # windows of $L_{\text{train}}=32$ tokens and evaluated on windows of 128: positions $t=32,\dots,127$
 # (counted from 0) are beyond the training length. The learned model gets a 128-row table whose
 # rows 32–127 are never trained (they keep their initial values): with a 32-row table the longer windows
@@ -565,7 +565,7 @@ fig, ax = plt.subplots(figsize=(7.5, 4.0))
 for v in VARIANTS:
     ax.plot(np.arange(L_test), curves[v], label=v, lw=1.3)  # position t predicts token t + 1
 ax.axvspan(L_train - 0.5, L_test - 1, color="gray", alpha=0.12, label="beyond the training length")
-for level, name in [(H_rate, "entropy rate"), (H_marginal, "H(x_t): no context")]:
+for level, name in [(H_rate, "entropy rate"), (H_marginal, "H(w[t]): no context")]:
     ax.axhline(level, color="k", ls=":" if name == "entropy rate" else "--", lw=1)
     ax.text(L_test - 1, level + 0.02, name, ha="right", fontsize=8)
 ax.set_xlabel("position t in the window (it has read t + 1 tokens)")
@@ -580,7 +580,7 @@ plt.show()
 # no-context level; the model without positional encoding is clearly worse there — with two layers it
 # can recover order only through the causal mask. **Beyond the training length every encoding breaks
 # down**: the loss of the sinusoidal, learned *and* RoPE models rises above the no-context level
-# $H(x_t)$, not at once for every model but on average over the unseen positions: there they predict
+# $H(w[t])$, not at once for every model but on average over the unseen positions: there they predict
 # worse than a model that ignores its context. RoPE does **not** extrapolate
 # better than the sinusoidal encoding here, and the model without positions degrades least.
 #
@@ -613,7 +613,7 @@ def fig628_findings(inside: dict, beyond: dict) -> dict[str, bool]:
 findings = fig628_findings(inside, beyond)
 for claim, holds in findings.items():
     print(f"{claim}: {holds}")
-# Figure 6.5.6: every statement of the caption (encodings close to each other inside, above H(x_t) beyond)
+# Figure 6.5.6: every statement of the caption (encodings close to each other inside, above H(w[t]) beyond)
 assert all(findings.values()), findings
 
 # %% [markdown]

@@ -34,7 +34,7 @@
 # | $d_{ff}$ | width of the feed-forward network's hidden layer | integer |
 # | $L$ | number of decoder blocks in the stack | integer |
 # | $t$ | a position (for an RNN, a step) | integer |
-# | $h$, $h^{(\ell)}$, $h'$ | the residual stream: one position's vector in the tiny example, all positions' in a block; $h^{(\ell)}$ enters block $\ell$, $h'$ leaves the block (the chapter's $h^{(\ell)}$; elsewhere the book's $h$ counts heads, which this page does not need) | $(d,)$ or $(T, d)$ |
+# | $r$, $r^{(\ell)}$, $r'$ | the residual stream: one position's vector in the tiny example, all positions' in a block; $r^{(\ell)}$ enters block $\ell$, $r'$ leaves the block | $(d,)$ or $(T, d)$ |
 # | $a$ | what the attention sub-layer adds to one position's stream | $(d,)$ |
 # | $u$ | the stream after the attention sub-layer | $(T, d)$ |
 # | $\epsilon$ | the small number layer normalisation ($\mathrm{LN}$) adds to the variance, $10^{-5}$ | scalar |
@@ -42,11 +42,18 @@
 # | $W_1, b_1, W_2, b_2$ | the FFN's weights and biases | $(d, d_{ff})$, $(d_{ff},)$, $(d_{ff}, d)$, $(d,)$ |
 # | $X$; $W^Q, W^K, W^V, W^O$ | the input of an attention sub-layer; its four matrices (all heads together, as in [6.4](6_4_multi_head.ipynb)) | $(T, d)$; $(d, d)$ |
 # | $Q$, $K$ | the queries $XW^Q$ and keys $XW^K$ | $(T, d)$ |
-# | $m, n, p$ | the sizes of two matrices multiplied, $(m\times n)(n\times p)$ | integers |
+# | $n_1, n_2, n_3$ | the sizes of two matrices multiplied, $(n_1\times n_2)(n_2\times n_3)$ | integers |
 # | $e[t]$ | token embedding of position $t$ (added to its positional encoding $\mathrm{PE}(t)$) | $(d,)$ |
-# | $x[t]$, $s[t]$ | an RNN's input and state at step $t$ (the state is often written $h[t]$; here $h$ is the stream) | $(d,)$ |
-# | $W_x$, $W_s$ | the RNN's input and state matrices | $(d, d)$ |
-# | $I(\text{word}_j;\text{blank})$ | mutual information between word $j$ of the running example and the blank | nats |
+# | $x[t]$, $z[t]$ | an RNN's input and state at step $t$, as in [6.1](6_1_parallel_attention.ipynb) | $(d,)$ |
+# | $W_x$, $W_z$ | the RNN's input and state matrices | $(d, d)$ |
+# | $j$ | the position of a word of the running example that the blank looks at (a key, counted from 1); $\mathrm{I}(\text{word}_j;\text{blank})$ is the mutual information between it and the blank, in nats (an upright I; the italic $I$ is the identity matrix) | index |
+# ```
+#
+# ```{admonition} In the paper's notation
+# :class: seealso
+# The chapter writes the residual stream $\mathbf h^{(\ell)}$ and an RNN's state $\mathbf h$. The book
+# keeps $h$ for the number of attention heads, so this page writes the stream $r$, $r^{(\ell)}$ and the
+# RNN's state $z[t]$, as [6.1](6_1_parallel_attention.ipynb) does.
 # ```
 #
 # *Source: Chapter 6, §6.6 (the block formula, Figs. 6.29, 6.31, 6.32, Exercises 8 and 11).*
@@ -86,44 +93,44 @@ SEED = int(os.environ.get("NEXTWORD_SEED", "0"))
 # 4). Two operations hold it together.
 #
 # **{term}`Layer normalisation`** rescales one position's vector to mean 0 and variance 1 over its
-# coordinates. For $h=(1,3,5,7)$: the mean is 4, the variance $\big((-3)^2+(-1)^2+1^2+3^2\big)/4=5$, so
-# $\mathrm{LN}(h)=(-3,-1,1,3)/\sqrt5$. (The library adds a tiny $\epsilon=10^{-5}$ to the variance, as
+# coordinates. For $r=(1,3,5,7)$: the mean is 4, the variance $\big((-3)^2+(-1)^2+1^2+3^2\big)/4=5$, so
+# $\mathrm{LN}(r)=(-3,-1,1,3)/\sqrt5$. (The library adds a tiny $\epsilon=10^{-5}$ to the variance, as
 # torch does, and then multiplies by a learned gain and adds a learned bias, 1 and 0 at the start.)
 
 # %%
-h = [1.0, 3.0, 5.0, 7.0]
-mean = sum(h) / len(h)
-variance = sum((x - mean) ** 2 for x in h) / len(h)
-by_hand = [(x - mean) / variance**0.5 for x in h]
-print(f"mean {mean}, variance {variance}, LN(h) = {np.round(by_hand, 4)}")
-display(Math(r"\mathrm{LN}(h) = " + sp.latex(sp.Matrix([[-3, -1, 1, 3]]) / sp.sqrt(5))))
-assert np.allclose(layer_norm(np.array(h)), by_hand, atol=1e-5)  # the library (with its ε)
+r = [1.0, 3.0, 5.0, 7.0]
+mean = sum(r) / len(r)
+variance = sum((x - mean) ** 2 for x in r) / len(r)
+by_hand = [(x - mean) / variance**0.5 for x in r]
+print(f"mean {mean}, variance {variance}, LN(r) = {np.round(by_hand, 4)}")
+display(Math(r"\mathrm{LN}(r) = " + sp.latex(sp.Matrix([[-3, -1, 1, 3]]) / sp.sqrt(5))))
+assert np.allclose(layer_norm(np.array(r)), by_hand, atol=1e-5)  # the library (with its ε)
 
 # %% [markdown]
 # **The residual connection** adds a sub-layer's output to the stream instead of replacing it. If the
 # attention sub-layer returns $a=(0.5, 0, 0, -0.5)$ for this position, the stream becomes
-# $h+a=(1.5, 3, 5, 6.5)$:
+# $r+a=(1.5, 3, 5, 6.5)$:
 
 # %%
 attention_output = [0.5, 0.0, 0.0, -0.5]
-stream_after = [x + a for x, a in zip(h, attention_output)]
-print("h + a =", stream_after)
+stream_after = [x + a for x, a in zip(r, attention_output)]
+print("r + a =", stream_after)
 assert stream_after == [1.5, 3.0, 5.0, 6.5]
 
 # %% [markdown]
-# What $h$ carried is still there, nudged by what attention found. This running vector is the
+# What $r$ carried is still there, nudged by what attention found. This running vector is the
 # {term}`residual stream`; every sub-layer reads it and writes a correction into it. The second
 # sub-layer, the {term}`feed-forward network` (FFN), is a small two-layer network applied to each
-# position on its own, $\mathrm{FFN}(h)=f(hW_1+b_1)\,W_2+b_2$, with a nonlinearity $f$ applied to each
+# position on its own, $\mathrm{FFN}(r)=f(rW_1+b_1)\,W_2+b_2$, with a nonlinearity $f$ applied to each
 # number: the original transformer uses the ReLU, which keeps a number if it is positive and gives 0 otherwise; the chapter and the library's models
 # use the GELU, a smooth version of it that multiplies a number by the probability that a standard
 # normal variable is below it. Attention mixes positions, the FFN mixes the coordinates of one position.
 #
 # Where the normalisation sits is a design choice. In a **{term}`pre-norm`** block each sub-layer reads a
-# normalised *copy* of the stream, $u=h+\mathrm{MHA}(\mathrm{LN}(h))$, $h'=u+\mathrm{FFN}(\mathrm{LN}(u))$;
+# normalised *copy* of the stream, $u=r+\mathrm{MHA}(\mathrm{LN}(r))$, $r'=u+\mathrm{FFN}(\mathrm{LN}(u))$;
 # in a **{term}`post-norm`** block — the chapter's Fig. 6.29 and the original transformer — the stream
-# itself is normalised after each addition, $u=\mathrm{LN}(h+\mathrm{MHA}(h))$,
-# $h'=\mathrm{LN}(u+\mathrm{FFN}(u))$.
+# itself is normalised after each addition, $u=\mathrm{LN}(r+\mathrm{MHA}(r))$,
+# $r'=\mathrm{LN}(u+\mathrm{FFN}(u))$.
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(9.5, 6.0))
@@ -165,7 +172,7 @@ for pre_norm in (True, False):
 
 # %% [markdown]
 # The chapter's displayed formula for one layer is neither of the two: its second skip connection adds
-# the block's input $h^{(\ell)}$ instead of $u$, so the attention output stays off the
+# the block's input $r^{(\ell)}$ instead of $u$, so the attention output stays off the
 # stream and reaches the next layer only through the FFN ([checked below](#checking-the-paper)). This page follows Fig. 6.29.
 #
 # ## The decoder-only stack
@@ -184,7 +191,7 @@ lm = DecoderLM(cfg, rng=np.random.default_rng(1))
 ids = np.random.default_rng(2).integers(0, 11, size=9)
 x = lm.tok_emb[ids] + sinusoidal_encoding(9, 16)  # (T, d_model): e[t] + PE(t)
 for block in lm.blocks:
-    x = block(x)  # h^(l+1) from h^(l)
+    x = block(x)  # r^(l+1) from r^(l)
 probs = softmax(x @ lm.W_U)  # (T, V): P(w[t+1] | w[1..t])
 stack_gap = np.max(np.abs(probs - softmax(lm.logits(ids))))
 V, d, L, d_ff_sym = sp.symbols(r"\lvert\mathcal{V}\rvert d L d_ff", positive=True)  # V: vocabulary size
@@ -269,7 +276,7 @@ for layer_block in grid_model.blocks:
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
 heatmap(rnn_trajectory, ax=axes[0], cmap="RdBu_r", colorbar=False,
-        title="RNN: states s[1..T]; only the boxed s[T] is kept")
+        title="RNN: states z[1..T]; only the boxed z[T] is kept")
 axes[0].add_patch(Rectangle((-0.5, T_grid - 1.5), d_grid, 1, fill=False, edgecolor="black", lw=2.5,
                            clip_on=False))
 heatmap(representations, ax=axes[1], cmap="RdBu_r", colorbar=False,
@@ -289,7 +296,7 @@ assert kept["transformer"] == T_grid * kept["RNN"]
 # %% [markdown]
 # **Figure 6.6.2** (Fig. 6.31 rebuilt as heatmaps, random weights; red positive, blue negative). Left:
 # the hidden states of a tanh RNN over 20 steps, one row per step — all of them are computed along the
-# way, but only the last row $s[T]$, boxed in black, is carried into the prediction. Right: the
+# way, but only the last row $z[T]$, boxed in black, is carried into the prediction. Right: the
 # final-layer vectors of a 2-layer decoder, one row per position, all of which stay readable by
 # attention: every row of the right panel is kept, one row of the left.
 #
@@ -297,15 +304,15 @@ assert kept["transformer"] == T_grid * kept["RNN"]
 #
 # How does the cost of one layer grow with the length $T$? We count {term}`FLOPs <FLOP>` — floating-point
 # operations, one per addition and one per multiplication — for the matrix products, which dominate. A
-# product of an $(m\times n)$ and an $(n\times p)$ matrix takes $mnp$ {term}`multiply-adds <multiply-add>`,
-# i.e. $2mnp$ FLOPs. One attention sub-layer on $T$ positions of width $d=d_{\text{model}}$:
+# product of an $(n_1\times n_2)$ and an $(n_2\times n_3)$ matrix takes $n_1n_2n_3$ {term}`multiply-adds <multiply-add>`,
+# i.e. $2n_1n_2n_3$ FLOPs. One attention sub-layer on $T$ positions of width $d=d_{\text{model}}$:
 #
 # - the four projections $XW^Q, XW^K, XW^V$ and the output $W^O$: $4\cdot 2Td^2 = 8Td^2$ FLOPs;
 # - the scores $QK^\top$ and the weighted sum of values: $2\cdot 2T^2d = 4T^2d$ FLOPs (over all heads
 #   together; the mask does not save work when the full $T\times T$ matrix is computed).
 #
 # So attention costs $8Td^2+4T^2d$ FLOPs ($4Td^2+2T^2d$ multiply-adds) with sequential depth 1, and the
-# $T^2$ term takes over beyond $T=2d$. A recurrent layer ($s[t]=\tanh(x[t]W_x+s[t-1]W_s)$) costs about
+# $T^2$ term takes over beyond $T=2d$. A recurrent layer ($z[t]=\tanh(x[t]W_x+z[t-1]W_z)$) costs about
 # $4Td^2$ FLOPs, two $d\times d$ products per step, but in $T$ steps one after another.
 # [Exercise 11](../../exercises/part1_chapter6/ex11_complexity.ipynb) asks for the exact counts, forward
 # and backward. Here torch's FLOP counter counts the operations of the library's torch attention
@@ -377,7 +384,7 @@ for row in re_train[:3]:
 # A 2-layer, 2-head `TinyLM` of width 16 is trained for 300 steps with `train_lm` (the loop written out
 # in [6.4](6_4_multi_head.ipynb)), from three seeds. For each layer we average, over heads and test
 # sentences, the weights of the last context word (word 21, whose vector predicts the blank) over words
-# 1–21. Beside it, the exact {term}`mutual information` $I(\text{word}_j;\text{blank})$ of the source:
+# 1–21. Beside it, the exact {term}`mutual information` $\mathrm{I}(\text{word}_j;\text{blank})$ of the source:
 # how many nats knowing word $j$ removes from the uncertainty about the blank (0 when they are
 # independent).
 
@@ -488,19 +495,19 @@ plt.show()
 #
 # ## Check your understanding
 #
-# 1. Compute $\mathrm{LN}(h)$ for $h=(2, 2, 2, 6)$ (ignore $\epsilon$, gain 1, bias 0).
+# 1. Compute $\mathrm{LN}(r)$ for $r=(2, 2, 2, 6)$ (ignore $\epsilon$, gain 1, bias 0).
 #
 #    ```{dropdown} Answer
 #    The mean is 3, the deviations are $(-1,-1,-1,3)$, the variance $(1+1+1+9)/4=3$, so
-#    $\mathrm{LN}(h)=(-1,-1,-1,3)/\sqrt3$ (the cell below checks it with the library).
+#    $\mathrm{LN}(r)=(-1,-1,-1,3)/\sqrt3$ (the cell below checks it with the library).
 #    ```
 #
 # 2. In a pre-norm block, what reaches the next block if both sub-layers output zero?
 #
 #    ```{dropdown} Answer
-#    $h'=h+0+0=h$: the stream passes unchanged. This is one reason given for why deep pre-norm stacks
+#    $r'=r+0+0=r$: the stream passes unchanged. This is one reason given for why deep pre-norm stacks
 #    train well: a block whose sub-layers add little changes the stream little. (In a post-norm block the
-#    stream is still normalised twice, $h'=\mathrm{LN}(\mathrm{LN}(h))$, which is $\mathrm{LN}(h)$ again
+#    stream is still normalised twice, $r'=\mathrm{LN}(\mathrm{LN}(r))$, which is $\mathrm{LN}(r)$ again
 #    when the LayerNorms have gain 1 and bias 0 and $\epsilon$ is ignored: the block rescales the stream.)
 #    ```
 #
@@ -548,21 +555,22 @@ assert kept_200 == (64, 12_800, 25_600)
 # %% [markdown]
 # ## Checking the paper
 #
-# **The block formula (§6.6, before Fig. 6.29).** The chapter writes one layer as
+# **The block formula (§6.6, before Fig. 6.29).** The chapter writes one layer as (with $h^{(\ell)}$ where
+# this page writes $r^{(\ell)}$)
 #
-# $$h^{(\ell+1)}=\mathrm{LayerNorm}\Big(h^{(\ell)}+\mathrm{FFN}\big(\mathrm{LayerNorm}(h^{(\ell)}+\mathrm{MHA}(h^{(\ell)}))\big)\Big),$$
+# $$r^{(\ell+1)}=\mathrm{LayerNorm}\Big(r^{(\ell)}+\mathrm{FFN}\big(\mathrm{LayerNorm}(r^{(\ell)}+\mathrm{MHA}(r^{(\ell)}))\big)\Big),$$
 #
 # while Fig. 6.29 and its caption describe attention → residual → norm, then FFN → residual → norm,
-# i.e. $u=\mathrm{LN}(h+\mathrm{MHA}(h))$, $h'=\mathrm{LN}(u+\mathrm{FFN}(u))$ (the post-norm block of
+# i.e. $u=\mathrm{LN}(r+\mathrm{MHA}(r))$, $r'=\mathrm{LN}(u+\mathrm{FFN}(u))$ (the post-norm block of
 # Vaswani et al., `TransformerBlock(pre_norm=False)` in the library, the right half of Figure 6.6.1). The
-# two differ in the second skip connection: the printed formula adds $h^{(\ell)}$, not $u$. We evaluate
+# two differ in the second skip connection: the printed formula adds $r^{(\ell)}$, not $u$. We evaluate
 # both with the same random weights (7 positions, $d_{\text{model}}=16$, $d_{ff}=64$).
 
 # %% tags=["hide-cell"]
 rng = np.random.default_rng(0)
 d_model, d_ff, T = 16, 64, 7
 block = TransformerBlock(d_model, 2, d_ff, rng=rng, pre_norm=False)  # Fig. 6.29 / Vaswani post-norm
-H = rng.standard_normal((T, d_model))  # (T, d_model): the stream h^(l)
+H = rng.standard_normal((T, d_model))  # (T, d_model): the stream r^(l)
 
 
 def mha(x):
@@ -588,7 +596,7 @@ assert gap_printed > 0.1  # the printed formula is another map
 
 # %% [markdown]
 # A sharper test: switch the FFN off ($W_2=0$, $b_2=0$). Then the printed formula returns
-# $\mathrm{LN}(h^{(\ell)})$ whatever the context, while Fig. 6.29's block still moves when the earlier
+# $\mathrm{LN}(r^{(\ell)})$ whatever the context, while Fig. 6.29's block still moves when the earlier
 # positions change.
 
 # %% tags=["hide-cell"]
@@ -601,7 +609,7 @@ H_other[:3] = rng.standard_normal((3, d_model))  # change the context of the las
 printed_no_ffn_other = layer_norm(H_other + ffn(layer_norm(H_other + mha(H_other))))
 figure_moves = np.max(np.abs(block(H)[-1] - block(H_other)[-1]))
 printed_moves = np.max(np.abs(printed_no_ffn[-1] - printed_no_ffn_other[-1]))
-print("FFN = 0: printed formula equals LN(h):", np.allclose(printed_no_ffn, layer_norm(H)),
+print("FFN = 0: printed formula equals LN(r):", np.allclose(printed_no_ffn, layer_norm(H)),
       f"; last position's output moves with its context: printed form {printed_moves:.1e}, "
       f"Fig. 6.29 form {figure_moves:.2f}")
 assert np.allclose(printed_no_ffn, layer_norm(H), atol=1e-12)

@@ -30,7 +30,7 @@
 # |---|---|---|
 # | $t$ | position in a sequence, counted from 0 as in [6.5](6_5_positional_encoding.ipynb) (most pages count words from 1); $\mathrm{PE}(t)$ is the sinusoidal encoding of position $t$, $(d_{\text{model}},)$ | integer |
 # | $e$, $e[t]$ | a word's vector; the token embedding at position $t$ | $(d_{\text{model}},)$; $(2,)$ in the tiny example |
-# | $p(t)$ | position vector of position $t$ in the tiny example (not a probability here) | $(2,)$ |
+# | $u(t)$ | position vector of position $t$ in the tiny example | $(2,)$ |
 # | $x[t]$ | what enters the first block at position $t$: $e[t]+\mathrm{PE}(t)$ | $(d_{\text{model}},)$ |
 # | $d_{\text{model}}$ | width of the vectors (24 here) | integer |
 # | $T_{\text{ctx}}$ | length of the sequences probed (24 here) | integer |
@@ -60,22 +60,22 @@ torch.set_num_threads(1)
 # %% [markdown]
 # ## A tiny example by hand: can a sum keep two things?
 #
-# Two words, a $=(1,0)$ and b $=(0,1)$, and two positions with vectors $p(0)=(0.5, 0.5)$ and
-# $p(1)=(-0.5, 0.5)$ (positions counted from 0). The four possible inputs $e+p(t)$ are a@0 $=(1.5, 0.5)$,
+# Two words, a $=(1,0)$ and b $=(0,1)$, and two positions with vectors $u(0)=(0.5, 0.5)$ and
+# $u(1)=(-0.5, 0.5)$ (positions counted from 0). The four possible inputs $e+u(t)$ are a@0 $=(1.5, 0.5)$,
 # b@0 $=(0.5, 1.5)$, a@1 $=(0.5, 0.5)$ and b@1 $=(-0.5, 1.5)$: all different, so from the sum alone we
-# can tell both the word and the position — the sum lost nothing. Now choose $p(0)=(0,0)$,
-# $p(1)=(1,-1)$: b@1 $=(1,0)=$ a@0, and no reader of the sum can tell "a at position 0" from "b at
+# can tell both the word and the position — the sum lost nothing. Now choose $u(0)=(0,0)$,
+# $u(1)=(1,-1)$: b@1 $=(1,0)=$ a@0, and no reader of the sum can tell "a at position 0" from "b at
 # position 1". A loop checks both choices:
 
 # %%
 words = {"a": np.array([1.0, 0.0]), "b": np.array([0.0, 1.0])}
 choices = {
-    "p(0) = (0.5, 0.5), p(1) = (-0.5, 0.5)": {0: np.array([0.5, 0.5]), 1: np.array([-0.5, 0.5])},
-    "p(0) = (0, 0),     p(1) = (1, -1)": {0: np.array([0.0, 0.0]), 1: np.array([1.0, -1.0])},
+    "u(0) = (0.5, 0.5), u(1) = (-0.5, 0.5)": {0: np.array([0.5, 0.5]), 1: np.array([-0.5, 0.5])},
+    "u(0) = (0, 0),     u(1) = (1, -1)": {0: np.array([0.0, 0.0]), 1: np.array([1.0, -1.0])},
 }
 distinct = {}
 for name, positions in choices.items():
-    sums = {f"{w}@{t}": e + p for w, e in words.items() for t, p in positions.items()}
+    sums = {f"{w}@{t}": e + u for w, e in words.items() for t, u in positions.items()}
     print(name + ":  " + ", ".join(f"{k} = {tuple(float(v) for v in x)}" for k, x in sums.items()))
     distinct[name] = len({tuple(x) for x in sums.values()}) == len(sums)
     print(f"    every (word, position) gives a different x: {distinct[name]}")
@@ -111,7 +111,7 @@ def probe_by_hand(features: np.ndarray, labels: np.ndarray) -> float:
 noise = np.random.default_rng(0)
 pairs = [(w, t) for w in words for t in (0, 1)] * 40  # 160 (word, position) pairs
 noise.shuffle(pairs)
-sums = np.array([words[w] + choices["p(0) = (0.5, 0.5), p(1) = (-0.5, 0.5)"][t] for w, t in pairs])
+sums = np.array([words[w] + choices["u(0) = (0.5, 0.5), u(1) = (-0.5, 0.5)"][t] for w, t in pairs])
 sums += 0.05 * noise.standard_normal(sums.shape)
 positions_seen = np.array([t for _, t in pairs])
 by_hand = probe_by_hand(sums, positions_seen)
@@ -283,12 +283,12 @@ plt.show()
 #
 # ## Check your understanding
 #
-# 1. With a $=(1,0)$, b $=(0,1)$ and $p(0)=(0,0)$, find a $p(1)$ other than $(1,-1)$ that makes two
+# 1. With a $=(1,0)$, b $=(0,1)$ and $u(0)=(0,0)$, find a $u(1)$ other than $(1,-1)$ that makes two
 #    (word, position) pairs collide.
 #
 #    ```{dropdown} Answer
-#    A collision needs $e + p(1) = e' + p(0)$ for some words, i.e. $p(1)$ equal to a difference of two
-#    word vectors: $p(1) = (-1, 1)$ (a@1 = b@0) works, and so does $p(1)=(0,0)$ (every word collides
+#    A collision needs $e + u(1) = e' + u(0)$ for some words, i.e. $u(1)$ equal to a difference of two
+#    word vectors: $u(1) = (-1, 1)$ (a@1 = b@0) works, and so does $u(1)=(0,0)$ (every word collides
 #    with itself at the other position); the cell below checks both.
 #    ```
 #
@@ -313,10 +313,10 @@ plt.show()
 #    ```
 
 # %% tags=["hide-cell"]
-# Question 1: both other choices of p(1) make two (word, position) pairs collide
-for p1 in (np.array([-1.0, 1.0]), np.array([0.0, 0.0])):
-    sums_q1 = [tuple(e + p) for e in words.values() for p in (np.zeros(2), p1)]
-    print(f"Q1: p(1) = {tuple(p1.tolist())}: {len(set(sums_q1))} different sums for 4 (word, position) pairs")
+# Question 1: both other choices of u(1) make two (word, position) pairs collide
+for u1 in (np.array([-1.0, 1.0]), np.array([0.0, 0.0])):
+    sums_q1 = [tuple(e + u) for e in words.values() for u in (np.zeros(2), u1)]
+    print(f"Q1: u(1) = {tuple(u1.tolist())}: {len(set(sums_q1))} different sums for 4 (word, position) pairs")
     assert len(set(sums_q1)) < 4
 # Question 2: the topic from the embedding (a hint, above chance 1/3) and from block 3 (above 0.7)
 topic_embedding, topic_block3 = accuracy[:, 0, 2], accuracy[:, 3, 2]

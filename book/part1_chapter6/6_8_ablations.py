@@ -31,8 +31,8 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $h$ | one position's vector on the residual stream, as in [6.6](6_6_context_representation.ipynb) (elsewhere the book's $h$ counts heads; this page does not need that count) | $(d_{\text{model}},)$ |
-# | $a$ | what a sub-layer adds to $h$ | $(d_{\text{model}},)$ |
+# | $r$ | one position's vector on the residual stream, as in [6.6](6_6_context_representation.ipynb) | $(d_{\text{model}},)$ |
+# | $a$ | what a sub-layer adds to $r$ | $(d_{\text{model}},)$ |
 # | $s_1$, $s_2$ | the scores of head 1 and head 2 for one query (6.4's tiny example) | one per key |
 # ```
 #
@@ -99,7 +99,7 @@ assert np.allclose(teacher_forced, -np.log(0.9)) and np.allclose(honest, np.log(
 # $s_2=(-2,1,0)/\sqrt2$ (to "submitted"). Read the same four columns as *one* head of width 4: its dot
 # products are the sums of the two heads' dot products, divided by $\sqrt4$ — one compromise pattern
 # instead of two sharp ones. **The residual connection.** A block that adds $a=(0.5, 0, 0, -0.5)$ to
-# $h=(1, 3, 5, 7)$ passes on $h+a$; without the residual it passes on $a$ alone, and what $h$ carried is
+# $r=(1, 3, 5, 7)$ passes on $r+a$; without the residual it passes on $a$ alone, and what $r$ carried is
 # gone.
 
 # %%
@@ -114,8 +114,8 @@ def softmax(s: np.ndarray) -> np.ndarray:
 print("head 1 alone:", np.round(softmax(dot_head1 / np.sqrt(2)), 2),
       " head 2 alone:", np.round(softmax(dot_head2 / np.sqrt(2)), 2),
       " one head of width 4:", np.round(softmax((dot_head1 + dot_head2) / np.sqrt(4)), 2))
-h, a = np.array([1.0, 3.0, 5.0, 7.0]), np.array([0.5, 0.0, 0.0, -0.5])
-print("with the residual:", h + a, " without:", a)
+r, a = np.array([1.0, 3.0, 5.0, 7.0]), np.array([0.5, 0.0, 0.0, -0.5])
+print("with the residual:", r + a, " without:", a)
 one_head = softmax((dot_head1 + dot_head2) / np.sqrt(4))
 assert one_head.max() < 0.8 and softmax(dot_head1 / np.sqrt(2))[0] > 0.95  # blurred vs sharp
 

@@ -407,7 +407,7 @@ def sigma_t(X, A, t):
 ev = np.array([np.linalg.eigvals(sigma_t(X11, A11, t) @ A11) for t in range(T11)])
 assert np.abs(ev.imag).max() < 1e-12  # Σ_t A ~ A^½ Σ_t A^½ ⪰ 0: real eigenvalues ...
 assert ev.real.min() > -1e-12  # ... and none negative
-# (L, 2): ν1 ≥ ν2, each token's configuration as a point in the plane
+# (T, 2): ν1 ≥ ν2, each token's configuration as a point in the plane
 nu_pts = np.clip(-np.sort(-ev.real, axis=1), 0.0, None)
 mm11 = matrix_margins(X11, W11, W11)  # library: slogdet of the exact blocks I - Σ_t A
 assert np.allclose(np.log(np.abs(np.prod(1 - nu_pts, axis=1))), mm11.logabsdet, atol=1e-10)

@@ -245,7 +245,8 @@ assert abs(rhs_c2) > 0.01  # the test function is not trivially zero
 # The tiny example worked the paper's abstract counterexample (Eq. 75) by hand.
 # **An actual attention layer.** Let every position attend to all *other* positions ($s\ne t$, no
 # mask). For $T=1$ nothing is attended: $x_1 \sim\mathcal N(0,\sigma^2)$. For $T=2$ each position sees
-# only the other, with weight 1, so $e=(x_1-w_V x_2,\ x_2-w_V x_1)$ is linear and
+# only the other, with weight 1, so the residuals $\hat\varepsilon_t$, $x_1-w_V x_2$ at position 1 and
+# $x_2-w_V x_1$ at position 2, are linear and
 # $x=(I-W)^{-1}\varepsilon$ with $W=\begin{pmatrix}0&w_V \\w_V&0\end{pmatrix}$: the variance of $x_1$ is
 # $\sigma^2(1+w_V^2)/(1-w_V^2)^2$. Appending a token changes the law of the first one.
 

@@ -984,10 +984,10 @@ if SAVED:
 
 # %% [markdown]
 # **Steps per second at the paper's size, GPU and CPU.** Measured by `nextword gpu-check` for the
-# cross-entropy step, the exact-penalty step and the `k16` step. The GPU column is the median of the timed
-# steps the command runs there (`steps=30` after `warmup=5`, set in `nextword/torch/runs/gpu_check.py`; the saved
-# file does not record them), measured before the training stage started, on the otherwise idle GPU. The CPU
-# column is a separate run of the speed stage alone on the 2-core build machine: the median of its timed steps
+# cross-entropy step, the exact-penalty step and the step that takes the penalty at 16 positions per sequence
+# (`margin_k16` below). The GPU column is the median of the timed steps the command runs there (`steps=30`
+# after `warmup=5`, set in `nextword/torch/runs/gpu_check.py`; the saved file does not record them), measured
+# before the training stage started, on the otherwise idle GPU. The CPU column is a separate run of the speed stage alone on the 2-core build machine: the median of its timed steps
 # (`steps=10` after `warmup=5`, same file), with **one** torch thread, as the CPU pair trains. The
 # command, GPU, driver, torch and CUDA versions are in each saved file; the CPU–GPU parity check of
 # the same command follows.

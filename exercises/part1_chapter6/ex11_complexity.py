@@ -16,12 +16,13 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 # with width $d$ for an RNN and for a transformer, forward and backward, and discuss the trade-off
 # between parallelism and total computation.
 #
-# Count it exactly for one layer of each, with matrix-multiplication FLOPs ($2mnp$ for an $(m\times n)$
-# by $(n\times p)$ product; elementwise work is lower order):
+# Count it exactly for one layer of each, with matrix-multiplication FLOPs ($2n_1n_2n_3$ for an
+# $(n_1\times n_2)$ by $(n_2\times n_3)$ product; elementwise work is lower order):
 #
-# * RNN: $U=XW_x$ for all steps at once, then $h[1]=\tanh(U[1])$ and $h[t]=\tanh(U[t]+h[t-1]W_h)$;
-# * single-head causal attention: $Q,K,V=XW_q,XW_k,XW_v$, scores $QK^\top$ (all $T\times T$ computed,
-#   then masked), weights times $V$, output projection $W_o$.
+# * RNN: $U=XW_x$ for all steps at once, then $z[1]=\tanh(U[1])$ and $z[t]=\tanh(U[t]+z[t-1]W_z)$
+#   (the state $z[t]$ and its matrix $W_z$ as in 6.1; the book keeps $h$ for the number of heads);
+# * single-head causal attention: $Q,K,V=XW^Q,XW^K,XW^V$, scores $QK^\top$ (all $T\times T$ computed,
+#   then masked), weights times $V$, output projection $W^O$.
 #
 # Implement `flop_formulas(T, d)` returning, for each model, (forward FLOPs, backward FLOPs, number of
 # steps that must run one after another). The checker measures them with torch's FLOP counter and the

@@ -6,12 +6,13 @@
 # with width $d$ for an RNN and for a transformer, forward and backward, and discuss the trade-off
 # between parallelism and total computation.
 #
-# Count it exactly for one layer of each, with matrix-multiplication FLOPs ($2mnp$ for an $(m\times n)$
-# by $(n\times p)$ product; elementwise work is lower order):
+# Count it exactly for one layer of each, with matrix-multiplication FLOPs ($2n_1n_2n_3$ for an
+# $(n_1\times n_2)$ by $(n_2\times n_3)$ product; elementwise work is lower order):
 #
-# * RNN: $U=XW_x$ for all steps at once, then $h[1]=\tanh(U[1])$ and $h[t]=\tanh(U[t]+h[t-1]W_h)$;
-# * single-head causal attention: $Q,K,V=XW_q,XW_k,XW_v$, scores $QK^\top$ (all $T\times T$ computed,
-#   then masked), weights times $V$, output projection $W_o$.
+# * RNN: $U=XW_x$ for all steps at once, then $z[1]=\tanh(U[1])$ and $z[t]=\tanh(U[t]+z[t-1]W_z)$
+#   (the state $z[t]$ and its matrix $W_z$ as in 6.1; the book keeps $h$ for the number of heads);
+# * single-head causal attention: $Q,K,V=XW^Q,XW^K,XW^V$, scores $QK^\top$ (all $T\times T$ computed,
+#   then masked), weights times $V$, output projection $W^O$.
 #
 # Implement `flop_formulas(T, d)` returning, for each model, (forward FLOPs, backward FLOPs, number of
 # steps that must run one after another). The checker measures them with torch's FLOP counter and the
@@ -25,7 +26,7 @@ import numpy as np
 def flop_formulas(T: int, d: int) -> dict[str, tuple[int, int, int]]:
     """{"rnn": (fwd, bwd, sequential_steps), "attention": (fwd, bwd, sequential_steps)} for one layer."""
     # BEGIN SOLUTION hint="return {'rnn': (fwd, bwd, steps), 'attention': (fwd, bwd, steps)} with int entries"
-    rnn_fwd = 2 * T * d * d + 2 * (T - 1) * d * d  # X W_x, then h W_h for t = 2..T
+    rnn_fwd = 2 * T * d * d + 2 * (T - 1) * d * d  # X W_x, then z W_z for t = 2..T
     att_fwd = 3 * 2 * T * d * d + 2 * T * T * d + 2 * T * T * d + 2 * T * d * d  # QKV, QK^T, AV, W_o
     # backward: for C = A B, dA = dC B^T and dB = A^T dC, two products of the same size
     return {"rnn": (rnn_fwd, 2 * rnn_fwd, T), "attention": (att_fwd, 2 * att_fwd, 1)}
@@ -47,7 +48,7 @@ for T, d in ((128, 512), (4096, 512)):
 # $O(Td^2+T^2d)$. Memory for training follows the same pattern: the RNN stores $T$ states ($O(Td)$), the
 # attention layer also the $T\times T$ weights ($O(T^2)$ per head) unless they are recomputed.
 #
-# The difference that matters is **depth**. The RNN's $T$ products $h[t-1]W_h$ form a chain: step $t$
+# The difference that matters is **depth**. The RNN's $T$ products $z[t-1]W_z$ form a chain: step $t$
 # cannot start before step $t-1$ ends, so its $O(Td^2)$ work runs as $T$ small matrix–vector products,
 # one after another — forward and, by backpropagation through time, backward. Attention's work is a
 # handful of large matrix products with no dependency between positions: sequential depth 1 per layer,

@@ -2,11 +2,13 @@
 # # Exercise 04 — Why non-causal attention breaks Kolmogorov consistency
 # **Part:** 4 · **Difficulty:** ★★ · **Book notebook:** book/part4_margins/04_token_level_process
 #
-# Proposition 2 claims that without causal masking the length-$n$ laws need not be consistent
+# Proposition 2 claims that without causal masking the length-$T$ laws need not be consistent
 # (Eq. 32 fails). Take $d=1$, values $v_s=w\,x_s$, and let every position attend to all *other*
-# positions (no mask, no self-attention). For $n=1$ nothing is attended, so $x_1=\varepsilon_1\sim
-# \mathcal N(0,\sigma^2)$. For $n=2$ each softmax has a single key, so $\mu_1=wx_2$, $\mu_2=wx_1$ and the
-# residual map $e=(x_1-wx_2,\;x_2-wx_1)$ is linear.
+# positions (no mask, no self-attention). For $T=1$ nothing is attended, so $x_1=\varepsilon_1\sim
+# \mathcal N(0,\sigma^2)$. For $T=2$ each softmax has a single key, so $\mu_1=wx_2$, $\mu_2=wx_1$ and the
+# residual map $(\hat\varepsilon_1,\hat\varepsilon_2)=(x_1-wx_2,\;x_2-wx_1)$ is linear.
+# (The book's letters, as in Part 4: $T$ positions, residuals $\hat\varepsilon_t$; the paper writes $n$
+# and $e_t$.)
 #
 # 1. Implement `var_first_embedding(w, sigma)`: the variance of $x_1$ under the **length-2** model
 #    ($|w|<1$). Hint: $x=(I-W)^{-1}\varepsilon$.

@@ -87,8 +87,8 @@ HINTS: dict[str, tuple[str, ...]] = {
         "variance(sum(Normal(f'q{i}', 0, σ) * Normal(f'k{i}', 0, σ))); simulation: (q * k).sum(1).var().",
     ),
     "p1_11": (
-        "Count each matrix product (m×n)(n×p) as 2mnp FLOPs; then ask which operations must wait for others.",
-        "RNN: X W_x once, then T-1 products h W_h (the first step starts from h = 0). Attention: three "
+        "Count each matrix product (n1×n2)(n2×n3) as 2·n1·n2·n3 FLOPs; then ask which operations must wait for others.",
+        "RNN: X W_x once, then T-1 products z W_z (the first step starts from z = 0). Attention: three "
         "projections, Q Kᵀ and A V (T×T), and the output projection. A product's backward pass costs two products.",
         "rnn fwd = 2Td² + 2(T-1)d², attention fwd = 8Td² + 4T²d; bwd ≈ 2 × fwd; steps: rnn T, attention 1.",
     ),
@@ -171,8 +171,8 @@ HINTS: dict[str, tuple[str, ...]] = {
         "matrix_margins(X, W_Q, W_K).",
     ),
     "p4_04": (
-        "Without the mask, x_1 and x_2 are both functions of both noises e_1 and e_2.",
-        "The model is e = (I − W) x with W = [[0, w], [w, 0]]; so x = M e with M = (I − W)⁻¹ and "
+        "Without the mask, x_1 and x_2 are both functions of both noises ε_1 and ε_2.",
+        "The model is ε = (I − W) x with W = [[0, w], [w, 0]]; so x = M ε with M = (I − W)⁻¹ and "
         "Cov(x) = σ² M Mᵀ.",
         "M = inv(eye(2) - [[0, w], [w, 0]]); return sigma**2 * (M @ M.T)[0, 0].",
     ),

@@ -8,7 +8,7 @@ dependency graphs of §6.1 from :func:`nextword.chapter6.rnn_graph` and
 
 >>> fig = recurrence_vs_attention(["the", "engineer", "submitted", "code"])
 >>> [ax.get_title() for ax in fig.axes]
-['recurrent network (7 edges)\\nx[1] → h[4]: 4 arrows', 'one attention layer (10 edges)\\nx[1] → h[4]: 1 arrow']
+['recurrent network (7 edges)\\nx[1] → z[4]: 4 arrows', 'one attention layer (10 edges)\\nx[1] → y[4]: 1 arrow']
 """
 
 from __future__ import annotations
@@ -135,16 +135,17 @@ def _shortest_path(adjacency: np.ndarray, source: int, target: int) -> list[tupl
 
 
 def _graph_panel(
-    ax, words: Sequence[str], edges: list[tuple[int, int]], path: list[tuple[int, int]], title: str
+    ax, words: Sequence[str], edges: list[tuple[int, int]], path: list[tuple[int, int]], title: str, top: str
 ) -> None:
-    """Inputs x[1..T] on the bottom row, states h[1..T] on the top row, one arrow per edge of the graph.
+    """Inputs x[1..T] on the bottom row, states ``top``[1..T] on the top row, one arrow per edge of the graph.
 
-    Node numbering is the library's: nodes 0..T-1 are x[1..T], nodes T..2T-1 are h[1..T]. The edges of
-    ``path`` are drawn vermilion and thick.
+    Node numbering is the library's: nodes 0..T-1 are x[1..T], nodes T..2T-1 are the states. The edges of
+    ``path`` are drawn vermilion and thick. ``top`` is the letter of the top row: ``"z"`` for a recurrent
+    network's states, ``"y"`` for an attention layer's outputs (6.1's letters).
     """
     T = len(words)
     inputs = token_row(ax, [f"x[{t}]\n{w}" for t, w in enumerate(words, start=1)], 0.0, fontsize=8)
-    states = token_row(ax, [f"h[{t}]" for t in range(1, T + 1)], 1.6, colour=COLOURS["state"], fontsize=8)
+    states = token_row(ax, [f"{top}[{t}]" for t in range(1, T + 1)], 1.6, colour=COLOURS["state"], fontsize=8)
     place = {t: inputs[t] for t in range(T)} | {T + t: states[t] for t in range(T)}
     for a, b in sorted(edges, key=lambda e: e in path):  # the path last, on top
         start, end = place[a], place[b]
@@ -166,9 +167,9 @@ def _graph_panel(
 
 
 def recurrence_vs_attention(words: Sequence[str]):
-    """Fig. 6.1 as two dependency graphs over ``words``: a recurrent network (x[t] → h[t] and
-    h[t-1] → h[t]) beside one causal attention layer (x[s] → h[t] for every s ≤ t). A shortest path from
-    the first word x[1] to the prediction state h[T] is vermilion. Edges and path lengths come from
+    """Fig. 6.1 as two dependency graphs over ``words``: a recurrent network (x[t] → z[t] and
+    z[t-1] → z[t], z the state) beside one causal attention layer (x[s] → y[t] for every s ≤ t, y the
+    output). A shortest path from the first word x[1] to the last state z[T] or output y[T] is vermilion. Edges and path lengths come from
     ``nextword.chapter6``."""
     import matplotlib.pyplot as plt
 
@@ -178,9 +179,9 @@ def recurrence_vs_attention(words: Sequence[str]):
         raise ValueError(f"words must hold at least 2 words, got {len(words)}")
     T = len(words)
     fig, axes = plt.subplots(1, 2, figsize=(1.75 * T + 0.6, 2.5))
-    for ax, graph, name in (
-        (axes[0], rnn_graph(T), "recurrent network"),
-        (axes[1], attention_graph(T), "one attention layer"),
+    for ax, graph, name, top in (
+        (axes[0], rnn_graph(T), "recurrent network", "z"),
+        (axes[1], attention_graph(T), "one attention layer", "y"),
     ):
         edges = [(int(a), int(b)) for a, b in np.argwhere(np.asarray(graph))]
         hops = int(path_lengths(graph, 0)[2 * T - 1])
@@ -188,6 +189,6 @@ def recurrence_vs_attention(words: Sequence[str]):
         if len(path) != hops:
             raise AssertionError(f"breadth-first path of {len(path)} edges, path_lengths says {hops}")
         arrows = "arrow" if hops == 1 else "arrows"
-        _graph_panel(ax, words, edges, path, f"{name} ({len(edges)} edges)\nx[1] → h[{T}]: {hops} {arrows}")
+        _graph_panel(ax, words, edges, path, f"{name} ({len(edges)} edges)\nx[1] → {top}[{T}]: {hops} {arrows}", top)
     fig.tight_layout()
     return fig

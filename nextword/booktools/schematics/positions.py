@@ -108,15 +108,16 @@ def _arrow(ax: plt.Axes, start: tuple[float, float], end: tuple[float, float], *
 def draw_decoder_block(ax: plt.Axes, pre_norm: bool = True) -> list[str]:
     """Draw one decoder block as boxes on a vertical residual stream; return its stages in order.
 
-    Pre-norm (``pre_norm=True``): ``u = h + MHA(LN(h))``, ``h' = u + FFN(LN(u))`` — each sub-layer reads a
+    Pre-norm (``pre_norm=True``): ``u = r + MHA(LN(r))``, ``r' = u + FFN(LN(u))`` — each sub-layer reads a
     normalised copy of the stream and *adds* its output back. Post-norm (Chapter 6, Fig. 6.29):
-    ``u = LN(h + MHA(h))``, ``h' = LN(u + FFN(u))`` — the normalisation sits on the stream itself.
+    ``u = LN(r + MHA(r))``, ``r' = LN(u + FFN(u))`` — the normalisation sits on the stream itself. The
+    stream is labelled ``r``, as on page 6.6 (the chapter writes ``h``; the book's ``h`` counts heads).
     """
     stream_x, branch_x = 0.0, 3.2
     ax.plot([stream_x, stream_x], [0.2, 9.3], color="C0", lw=4, alpha=0.35, solid_capstyle="butt")
-    ax.text(stream_x - 1.1, 4.8, "residual stream  h", rotation=90, color="C0", ha="center", va="center")
-    ax.text(stream_x, -0.1, "h (from the block below)", ha="center", va="top", fontsize=9)
-    ax.text(stream_x, 9.6, "h' (to the block above)", ha="center", va="bottom", fontsize=9)
+    ax.text(stream_x - 1.1, 4.8, "residual stream  r", rotation=90, color="C0", ha="center", va="center")
+    ax.text(stream_x, -0.1, "r (from the block below)", ha="center", va="top", fontsize=9)
+    ax.text(stream_x, 9.6, "r' (to the block above)", ha="center", va="bottom", fontsize=9)
     stages = []
     y = 1.0
     for sub, colour in (("masked multi-head\nattention", "#f4c7a1"), ("feed-forward\nnetwork", "#b9d7a8")):

@@ -407,8 +407,8 @@ def _measured_flops(kind: str, T: int, d: int) -> tuple[int, int]:
 def check_ex_p1_11(flop_formulas) -> bool:
     """Exercise 11: ``flop_formulas(T, d) -> {"rnn": (fwd, bwd, steps), "attention": (fwd, bwd, steps)}``.
 
-    ``fwd``/``bwd``: matmul FLOPs (2mnp per (m×n)(n×p) product) of one layer's forward and backward pass
-    (the RNN's first step starts from h = 0, so it has no h W_h product); ``steps``: the number of
+    ``fwd``/``bwd``: matmul FLOPs (2·n1·n2·n3 per (n1×n2)(n2×n3) product) of one layer's forward and backward pass
+    (the RNN's first step starts from z = 0, so it has no z W_z product); ``steps``: the number of
     operations that must run one after another. Compared with torch's FLOP counter and with the
     longest path in the dependency graph (``nextword.chapter6.recurrent``).
     """
@@ -445,7 +445,7 @@ def check_ex_p1_11(flop_formulas) -> bool:
                     elif kind == "attention" and fwd - int(f) == 2 * T * d * d:
                         msg += "\n    likely mistake: the output projection (T×d)(d×d), 2Td² FLOPs, is missing"
                     elif kind == "rnn" and int(f) - fwd == 2 * d * d:
-                        msg += "\n    likely mistake: the first step starts from h = 0, so it has no h W_h product"
+                        msg += "\n    likely mistake: the first step starts from z = 0, so it has no z W_z product"
                     fail(msg)
         with r.check(f"{kind}: backward FLOPs within 5% of torch's FLOP counter"):
             for T, d in cases:

@@ -204,9 +204,9 @@ def check_ex_p4_04(var_first_embedding: Callable) -> bool:
     from nextword.theory.barrier import residual_jacobian
 
     r = Report("Exercise 4.04")
-    with r.check("Var(x_1) of the length-2 non-causal model (change of variables e = J x)"):
+    with r.check("Var(x_1) of the length-2 non-causal model (change of variables ε = J x)"):
         for w, sigma in ((0.0, 1.5), (0.5, 1.0), (-0.3, 2.0), (0.8, 0.5)):
-            # the map e = J x is linear: J from the library at any point, then Cov(x) = σ² (Jᵀ J)^(-1)
+            # the map ε = J x is linear: J from the library at any point, then Cov(x) = σ² (Jᵀ J)^(-1)
             J = residual_jacobian(np.zeros((2, 1)), [[1.0]], [[1.0]], [[w]], context="others").reshape(2, 2)
             expected = sigma**2 * np.linalg.inv(J.T @ J)[0, 0]
             M = np.linalg.inv(J)
@@ -215,9 +215,9 @@ def check_ex_p4_04(var_first_embedding: Callable) -> bool:
                         rtol=1e-8, atol=1e-12,
                         mistakes={"σ instead of σ²: the variance scales with the square of the noise level":
                                   expected / sigma,
-                                  "the length-1 answer σ²: in the non-causal model x_1 also depends on e_2": sigma ** 2,
-                                  "only the (0, 0) entry of M squared: x_1 = M_00 e_1 + M_01 e_2 has two noise terms":
+                                  "the length-1 answer σ²: in the non-causal model x_1 also depends on ε_2": sigma ** 2,
+                                  "only the (0, 0) entry of M squared: x_1 = M_00 ε_1 + M_01 ε_2 has two noise terms":
                                   sigma ** 2 * M[0, 0] ** 2,
-                                  "J itself, not its inverse: e = J x, so x = J⁻¹ e and Cov(x) = σ² J⁻¹ J⁻ᵀ":
+                                  "J itself, not its inverse: ε = J x, so x = J⁻¹ ε and Cov(x) = σ² J⁻¹ J⁻ᵀ":
                                   sigma ** 2 * (J @ J.T)[0, 0]})
     return r.done("Var(x_1) of the length-2 non-causal model matches the change of variables for 4 (w, σ)")
