@@ -358,7 +358,7 @@ fd_b0 = np.array([(objective(params + h * e) - objective(params - h * e)) / (2 *
                   for e in np.eye(params.size)[n_W:n_W + Z]])
 q0, B0 = grads.forward.q[0], grads.B[0]
 B_k_gt = B0.copy()
-B_k_gt[1] = 0.0  # keep only k > l + 1: the literal reading of "k > l" for gamma_{k, l+1}
+B_k_gt[1] = 0.0  # keep only l' > l + 1: the literal reading of "l' > l" for gamma_{l', l+1}
 eta_k_gt = ((grads.A[0] - q0 @ grads.A[0]) + beta * (grads.R[0] - q0 @ grads.R[0])
             + beta * (B_k_gt - (B_k_gt @ q0)[:, None]).sum(axis=0))
 err_all = np.max(np.abs(q0 * grads.eta[0] - fd_b0))
