@@ -55,9 +55,10 @@ from nextword.attention import softmax
 #
 # $$w_i = \frac{e^{s_i}}{e^{s_1} + e^{s_2} + e^{s_3}}.$$
 #
-# Here $e^{s_i}=\exp(s_i)$ is the exponential. By hand: take the exponential of each score, add the
-# three, and divide each one by the sum. A loop does exactly that, one word at a time; follow it with
-# a calculator:
+# Here $e^{s_i}=\exp(s_i)$ is the exponential: Euler's number, about 2.718 (the loop's first printed
+# line), raised to the power $s_i$. By hand: take the exponential of each score, add the three powers,
+# and divide each one by the sum. A loop does exactly that, one word at a time; follow it with a
+# calculator:
 
 # %%
 print(f"e = {np.e:.3f}")

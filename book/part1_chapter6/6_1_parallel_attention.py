@@ -259,11 +259,11 @@ plt.show()
 # $z[1]$ to $z[21]$ of the running example:
 
 # %%
-lam_symbol, h_first = sp.symbols("lambda h_1")
-h_symbolic = h_first
+lam_symbol, z_first = sp.symbols("lambda z_1")
+z_symbolic = z_first
 for _ in range(20):
-    h_symbolic = lam_symbol * h_symbolic  # 20 linear steps z[1] -> z[21] (the input terms do not depend on z[1])
-derivative = sp.diff(h_symbolic, h_first)
+    z_symbolic = lam_symbol * z_symbolic  # 20 linear steps z[1] -> z[21] (the input terms do not depend on z[1])
+derivative = sp.diff(z_symbolic, z_first)
 display(Math(r"\frac{\partial z[21]}{\partial z[1]} = " + sp.latex(derivative)))
 assert sp.simplify(derivative - lam_symbol**20) == 0
 print(f"lambda = 0.9: 0.9^20 = {0.9**20:.4f};  lambda = 0.5: 0.5^20 = {0.5**20:.2e}")

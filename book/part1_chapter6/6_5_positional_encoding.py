@@ -512,11 +512,11 @@ assert curve_gap < 1e-10
 
 # %%
 src, test_stream = fig628_source()  # the order-2 source and 128 windows of 129 test tokens
-pi2 = src.stationary_distribution()  # (8, 8): law of (x[t-2], x[t-1])
-pair_law = np.einsum("ab,abc->bc", pi2, src.transition)  # law of (x[t-1], x[t])
+pi2 = src.stationary_distribution()  # (8, 8): law of (w[t-2], w[t-1])
+pair_law = np.einsum("ab,abc->bc", pi2, src.transition)  # law of (w[t-1], w[t])
 H_rate = src.entropy_rate()
-H_order1 = entropy(pair_law.ravel()) - entropy(pair_law.sum(1))  # H(x[t] | x[t-1])
-H_marginal = float(entropy(pair_law.sum(0)))  # H(x[t]): ignoring the context
+H_order1 = entropy(pair_law.ravel()) - entropy(pair_law.sum(1))  # H(w[t] | w[t-1])
+H_marginal = float(entropy(pair_law.sum(0)))  # H(w[t]): ignoring the context
 print(f"entropy rate (floor) {H_rate:.3f} nats; H(w[t] | w[t-1]) = {H_order1:.3f}; "
       f"H(w[t]) = {H_marginal:.3f}; uniform = {np.log(8):.3f}")
 print("the first 40 test symbols:", " ".join(map(str, test_stream[:40])))

@@ -222,8 +222,8 @@ def rnn_floats(T, d):
     """Numbers an RNN of width d carries forward after T steps."""
     rng = np.random.default_rng(0)
     inputs = rng.standard_normal((T, d))
-    W_x, W_s = rng.standard_normal((d, d)) / d, rng.standard_normal((d, d)) / d
-    states = rnn_states(inputs, W_x, W_s)  # (T, d): s[1..T]
+    W_x, W_z = rng.standard_normal((d, d)) / d, rng.standard_normal((d, d)) / d
+    states = rnn_states(inputs, W_x, W_z)  # (T, d): z[1..T]
     return states[-1].size  # only the last state is carried forward
 
 
@@ -555,8 +555,8 @@ assert kept_200 == (64, 12_800, 25_600)
 # %% [markdown]
 # ## Checking the paper
 #
-# **The block formula (§6.6, before Fig. 6.29).** The chapter writes one layer as (with $h^{(\ell)}$ where
-# this page writes $r^{(\ell)}$)
+# **The block formula (§6.6, before Fig. 6.29).** The chapter writes one layer as (with its
+# $\mathbf h^{(\ell)}$ where this page writes $r^{(\ell)}$)
 #
 # $$r^{(\ell+1)}=\mathrm{LayerNorm}\Big(r^{(\ell)}+\mathrm{FFN}\big(\mathrm{LayerNorm}(r^{(\ell)}+\mathrm{MHA}(r^{(\ell)}))\big)\Big),$$
 #

@@ -21,8 +21,8 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 # we use `nextword.chapter6.running_example.RunningExampleSource`, a small language of variants of the sentence
 # in which words 2, 3, 16, 19 and 21 vary and the blank depends on some of them.
 #
-# 1. Implement the plug-in estimate of the mutual information $I(w[j];\text{blank})$ (in nats) from
-#    sampled sentences.
+# 1. Implement the plug-in estimate of the mutual information $\mathrm{I}(w[j];\text{blank})$ (in nats;
+#    an upright I, as in 6.2: the italic $I$ is the identity matrix) from sampled sentences.
 # 2. Use it to find which words carry information about the blank, then give three pairs
 #    `(context_word, next_word, kind)`, one of each kind.
 # 3. Discuss the pairs you would choose for the real sentence.

@@ -27,7 +27,7 @@ def flop_formulas(T: int, d: int) -> dict[str, tuple[int, int, int]]:
     """{"rnn": (fwd, bwd, sequential_steps), "attention": (fwd, bwd, sequential_steps)} for one layer."""
     # BEGIN SOLUTION hint="return {'rnn': (fwd, bwd, steps), 'attention': (fwd, bwd, steps)} with int entries"
     rnn_fwd = 2 * T * d * d + 2 * (T - 1) * d * d  # X W_x, then z W_z for t = 2..T
-    att_fwd = 3 * 2 * T * d * d + 2 * T * T * d + 2 * T * T * d + 2 * T * d * d  # QKV, QK^T, AV, W_o
+    att_fwd = 3 * 2 * T * d * d + 2 * T * T * d + 2 * T * T * d + 2 * T * d * d  # QKV, QK^T, AV, W^O
     # backward: for C = A B, dA = dC B^T and dB = A^T dC, two products of the same size
     return {"rnn": (rnn_fwd, 2 * rnn_fwd, T), "attention": (att_fwd, 2 * att_fwd, 1)}
     # END SOLUTION

@@ -386,19 +386,19 @@ def _measured_flops(kind: str, T: int, d: int) -> tuple[int, int]:
     Ws = [torch.randn(d, d, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(4 if kind == "attention" else 2)]
     with FlopCounterMode(display=False) as fwd:
         if kind == "rnn":
-            W_x, W_h = Ws
+            W_x, W_z = Ws
             U = X @ W_x  # (T, d) input part, all steps at once
-            h = torch.tanh(U[0])
-            outs = [h]
+            z = torch.tanh(U[0])  # the state z[1] (the statement's z[t])
+            outs = [z]
             for t in range(1, T):  # the sequential part
-                h = torch.tanh(U[t] + h @ W_h)
-                outs.append(h)
+                z = torch.tanh(U[t] + z @ W_z)
+                outs.append(z)
             out = torch.stack(outs)
         else:
-            W_q, W_k, W_v, W_o = Ws
-            Q, K, V = X @ W_q, X @ W_k, X @ W_v
+            W_Q, W_K, W_V, W_O = Ws  # the statement's W^Q, W^K, W^V, W^O
+            Q, K, V = X @ W_Q, X @ W_K, X @ W_V
             A = torch.softmax((Q @ K.T / d ** 0.5).masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf")), -1)
-            out = (A @ V) @ W_o
+            out = (A @ V) @ W_O
     with FlopCounterMode(display=False) as bwd:
         out.sum().backward()
     return fwd.get_total_flops(), bwd.get_total_flops()
@@ -436,7 +436,7 @@ def check_ex_p1_11(flop_formulas) -> bool:
                 if int(f) != fwd:
                     msg = f"{kind} forward FLOPs for T={T}, d={d}: got {f}, measured {fwd}"
                     if int(f) * 2 == fwd:
-                        msg += "\n    likely mistake: you counted multiply-adds; a product (m×n)(n×p) is 2mnp FLOPs"
+                        msg += "\n    likely mistake: you counted multiply-adds; a product (n1×n2)(n2×n3) is 2·n1·n2·n3 FLOPs"
                     elif kind == "attention" and fwd - int(f) == 4 * T * T * d:
                         msg += "\n    likely mistake: the two T×T products (Q Kᵀ and A V) are missing"
                     elif kind == "attention" and fwd - int(f) == 2 * T * T * d:
