@@ -34,8 +34,8 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $x$, $x_s$ | a point of the plane; the point at time $s$ of the flow | $(2,)$ |
-# | $x_1,x_2$ | the coordinates of a point | scalars |
+# | $x$, $x_s$, $x_0$ | a point of the plane; the point at time $s$ of the flow; its start, at $s=0$ | $(2,)$ |
+# | $x_1,x_2$ | the coordinates of a point (a subscript 1 or 2 on $x$ names a coordinate, not a time: the point at $s=1$ is written $x_{\text{end}}$) | scalars |
 # | $s$, $\Delta s$ | time along the flow (from 0 to 1), the Euler step | scalars |
 # | $x_{\text{end}}$ | the end point of a path, at $s=1$ | $(2,)$ |
 # | $z$, $\mathcal Z$ | a Gaussian component, and the set of the 8 components | index, set |
@@ -268,9 +268,12 @@ plt.show()
 # **Figure 5.4.3** (cf. Fig. 1b–c). Where the trained flows have moved the test points by each time $s$
 # (the points themselves, not their paths), over the
 # ELBO of each time slice (brighter is higher), the test points coloured by class (blue, vermilion), the
-# ELBO's grid maximum as a black star. With $\mathcal J_{\text{var}}$ alone, all points end in one spot
-# (right). The hybrid runs of this seed separate the moons or not (compare the rows); whether they do is
-# a property of the seed, as the next sections show.
+# ELBO's grid maximum as a black star (drawn for the three hybrid runs only). Each panel is zoomed to its
+# own points (a margin of 0.5 around them, 1 in the last panel) and has no ticks, so sizes cannot be
+# compared from panel to panel (the spread of the end states, in the table below, gives their true
+# size). With $\mathcal J_{\text{var}}$ alone, all points
+# end in one spot (right). The hybrid runs of this seed separate the moons or not (compare the rows);
+# whether they do is a property of the seed, as the next sections show.
 #
 # ## Measurements per run, on held-out points
 #
@@ -281,7 +284,8 @@ plt.show()
 #   $\mathrm{KL}(q\,\|\,p)=\log p-\mathrm{ELBO}$, Prop. 3.2), and its value at the last step;
 # * **alignment:** the mean cosine between $u$ and $\nabla_x\mathrm{ELBO}=u+\epsilon$ (Theorem 3.3) along
 #   the paths;
-# * **collapse:** the spread of the end states and the effective number of $q$-components used
+# * **collapse:** the spread of the end states (their mean distance from their own mean point; 0 when
+#   all end at one spot) and the effective number of $q$-components used
 #   $\exp H(\bar q)$, $\bar q$ the mean posterior at $s=1$.
 
 # %%
@@ -399,7 +403,8 @@ assert robust_long["beta = 0.1 separates the classes (accuracy >= 0.95)"] < n_lo
 # - The consistency term alone is minimised by collapsing every point onto one spot (the components
 #   merge): the beliefs become trivially right and the classes are lost — in every seed.
 # - A small $\beta$ cuts the KL gap by more than ten times against $\beta=0$ in every seed, but
-#   whether a given run separates the classes depends on the seed more than on $\beta$: the monotone
+#   whether a given run separates the classes changes from seed to seed at each of $\beta=0$, 0.1 and
+#   0.5 (at 0.1 after longer training): the monotone
 #   trade-off drawn in the paper's Fig. 1(c) is one draw ([checked below](#checking-the-paper)).
 #
 # ## Check your understanding
