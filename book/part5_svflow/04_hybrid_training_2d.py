@@ -280,10 +280,11 @@ plt.show()
 # * **class separation:** accuracy of $p_{\text{end}}(y\mid x_{\text{end}})$ and the Fisher ratio
 #   $\lVert\bar x_{\text{end}}^{(1)}-\bar x_{\text{end}}^{(0)}\rVert^2/(\mathrm{tr}\,\Sigma^{(0)}+\mathrm{tr}\,\Sigma^{(1)})$ of
 #   the end states (large when the two classes end far apart and tight);
-# * **ELBO gap:** $\mathcal J_{\text{var}}$ on the test paths (mean over time and points of
-#   $\mathrm{KL}(q\,\|\,p)=\log p-\mathrm{ELBO}$, Prop. 3.2), and its value at the last step;
+# * **ELBO gap:** $\mathcal J_{\text{var}}$ on the test paths (mean over time, taken at every fifth Euler
+#   step, and over points of $\mathrm{KL}(q\,\|\,p)=\log p-\mathrm{ELBO}$, Prop. 3.2), and its value at
+#   the end points;
 # * **alignment:** the mean cosine between $u$ and $\nabla_x\mathrm{ELBO}=u+\epsilon$ (Theorem 3.3) along
-#   the paths;
+#   the paths (at the same every fifth step);
 # * **collapse:** the spread of the end states (their mean distance from their own mean point; 0 when
 #   all end at one spot) and the effective number of $q$-components used
 #   $\exp H(\bar q)$, $\bar q$ the mean posterior at $s=1$.
