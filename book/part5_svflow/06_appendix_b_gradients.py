@@ -584,7 +584,7 @@ assert least_share > 0.01  # no expert dies outright
 #
 # The task (*pair lookup*): eight token types form four pairs $\{2m,2m+1\}$; every sequence holds each type
 # once, in random order; both members of pair $m$ carry the same random bit $c_m$ (the token id is type and
-# bit), and a query of pair $m$ must output $c_{m+1}$. Every pair has to be read, but which member of a pair
+# bit), and a query of pair $m$ must output $c_{m+1}$, the bit of the next pair (pairs counted round: pair 3 reads pair 0). Every pair has to be read, but which member of a pair
 # a query reads is free — the two are interchangeable, like the MoE's experts — so a rich-get-richer force
 # between them has room to act. Plain gradient descent, no regulariser, five seeds; a second regime freezes
 # $W^Q,W^K,W^V$ at their initial values, so that the embedding rows, where the roles are coupled, are the
