@@ -401,8 +401,10 @@ assert robust_long["beta = 0.1 separates the classes (accuracy >= 0.95)"] < n_lo
 #   between the flow's beliefs $q$ and the true posterior $p$; standard training is $\beta=0$.
 # - Euler steps towards a Gaussian component are stable only if $\Delta s<2\sigma^2$; the page keeps
 #   the variances above that bound.
-# - The consistency term alone is minimised by collapsing every point onto one spot (the components
-#   merge): the beliefs become trivially right and the classes are lost — in every seed.
+# - Trained on the consistency term alone, the flow collapses every point onto one spot (the components
+#   merge) in every seed: the beliefs become trivially right and the classes are lost. Collapse is not
+#   the only way to make the term zero (components of $q$ that copy those of $p$ would do it too), but
+#   nothing in the term keeps the classes apart, and training found the collapsed flow.
 # - A small $\beta$ cuts the KL gap by more than ten times against $\beta=0$ in every seed, but
 #   whether a given run separates the classes changes from seed to seed at each of $\beta=0$, 0.1 and
 #   0.5 (at 0.1 after longer training): the monotone
@@ -423,9 +425,11 @@ assert robust_long["beta = 0.1 separates the classes (accuracy >= 0.95)"] < n_lo
 #    to be right?
 #
 #    ```{dropdown} Answer
-#    The KL gap is zero whenever $q(z\mid x)=p(z\mid x)$, and the cheapest way to make that true is
-#    to make every component look the same (or to move every point to where they agree). Nothing in
-#    $\mathcal J_{\text{var}}$ rewards keeping the classes apart; only $\mathcal J_{\text{align}}$ does.
+#    The KL gap is zero whenever $q(z\mid x)=p(z\mid x)$, and that can be reached in several ways: the
+#    components of $q$ copy those of $p$, or all components merge into one, or every point moves to
+#    where the two posteriors agree. Nothing in $\mathcal J_{\text{var}}$ prefers a way that keeps the
+#    classes apart; only $\mathcal J_{\text{align}}$ rewards that. In every seed here, training reached the
+#    merged, collapsed flow.
 #    ```
 #
 # 3. The saved runs show β = 0.5 separating the moons in some seeds and not in others. What would
@@ -491,8 +495,9 @@ assert min(n_eff_saved) > 7.5
 # seed): instead the eight $p$-components have drifted together (their means lie within a small distance
 # of each other), so the mixture is in effect one Gaussian and $q=p$ is trivially satisfied. "Collapse
 # onto a single Gaussian component" is right in that sense — the components merge — rather than in the
-# sense of one component winning the posterior. Either way, $\mathcal J_{\text{var}}$ alone is minimised
-# by destroying the information the representation should carry, which is the paper's point.
+# sense of one component winning the posterior. Either way, training on $\mathcal J_{\text{var}}$ alone
+# drove it to zero here by destroying the information the representation should carry, which is the
+# paper's point (though a $q$ that copies $p$ would make it zero without a collapse).
 #
 # ## Reproducibility
 #
