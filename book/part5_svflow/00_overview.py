@@ -37,7 +37,7 @@
 # | $\mu$ | mean direction of a von Mises–Fisher component | $(d,)$, unit |
 # | $u(x)$, $\Delta s$ | a flow's velocity and an Euler step's size | $(d,)$, scalar |
 # | $s$, $x_s$ | time along the flow, and the state at time $s$ | scalar, $(d,)$ |
-# | $\gamma_{\ell',\ell}$ | App. B's gradient of layer $\ell'$'s divergence at the state of layer $\ell$ | $(d,)$ |
+# | $\gamma_{\ell',\ell}$ | App. B's gradient of layer $\ell'$'s divergence with respect to the state of layer $\ell$ | $(d,)$ |
 # ```
 #
 # ```{admonition} In the paper's notation
@@ -66,8 +66,9 @@ use_book_style()
 # - **A flow that averages pulls.** An SVFlow moves a state $x$ with a velocity that is a weighted
 #   average of "pulls", one per hidden component $z$: each pull points to where component $z$ makes
 #   $x$ more likely (a {term}`score function`), and the weights say how much each component is
-#   believed responsible for $x$ (a posterior). With the right weights the flow climbs the log-density
-#   of the data as steeply as possible (§3, Eq. 9).
+#   believed responsible for $x$ (a posterior). With the right weights (the true posterior) the velocity
+#   is the gradient of the log-density of $x$, so the flow climbs it as steeply as possible (the flow is
+#   Eq. 9 of §3.1; the steepest ascent is Corollary 3.4).
 # - **A bound that measures the weights.** The log-density splits into an evidence lower bound (ELBO)
 #   plus a divergence that is zero when the weights are exactly right; the velocity differs from the
 #   ELBO's gradient by an error term of the same origin (§3.2).
