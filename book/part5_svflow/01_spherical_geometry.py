@@ -599,7 +599,7 @@ for length, stream_now in ((20, stream_q3), (1, x_q1)):
 #
 # In $d=16$, with a random point, a random tangent direction and a random (non-tangent) update
 # direction, the two errors are measured over step lengths from $10^{-3}$ to $0.3$ and their slopes
-# on log–log axes fitted. (Exercise 01, `exercises/part5_svflow/ex01_retraction_order.ipynb`,
+# on log–log axes fitted. ([Exercise 01](../../exercises/part5_svflow/ex01_retraction_order.ipynb)
 # asks you to build both maps and measure this slope yourself; try it before reading on.)
 
 # %% tags=["hide-cell"]
@@ -662,7 +662,7 @@ plt.show()
 # $\log C_d=(d/2-1)\log\kappa-\tfrac d2\log 2\pi-\log I_{d/2-1}(\kappa)$ with
 # $\log I_\nu(\kappa)=\log\mathrm{ive}_\nu(\kappa)+\kappa$ (scipy's exponentially scaled Bessel
 # function) and, where even `ive` underflows (order in the thousands, small $\kappa$), the Debye
-# uniform expansion or the power series. (Exercise 02, `exercises/part5_svflow/ex02_vmf_normaliser.ipynb`,
+# uniform expansion or the power series. ([Exercise 02](../../exercises/part5_svflow/ex02_vmf_normaliser.ipynb)
 # asks you to write such a normaliser yourself.) First the checks against closed forms:
 
 # %% tags=["hide-cell"]
