@@ -193,7 +193,7 @@ assert residual_thm33 == 0
 #
 # One time slice of the Gaussian SVFlow of §3.3 (`nextword.theory.svflow.GaussianSVFlow`):
 # $p(x\mid z)$ are 8 round Gaussians on a ring, and the weights are
-# $q(z\mid x)=\mathrm{softmax}_z\log q(x\mid z)$ for 8 other Gaussians, deliberately rotated and widened so that $q$ is wrong. Figure 5.2.1
+# $q(z\mid x)=\mathrm{softmax}_z\log q(x\mid z)$ for 8 other Gaussians, deliberately rotated, pushed outwards (by a fifth) and widened so that $q$ is wrong. Figure 5.2.1
 # shows the velocity, the ELBO gradient and the error term between them.
 
 # %%
