@@ -390,7 +390,7 @@ assert sp.simplify(ps * Qbar + ps * Qs) == sp.zeros(1, S)
 # Numerically: start the reverse equation at $p(t_{\max})$ and integrate it down towards $t=0$ with the
 # exact reverse rates (`reverse_marginals`: Runge–Kutta on a grid that becomes geometric near 0,
 # where the rates out of states with $p_0=0$ grow like $1/t$). Theorem D.1 says it retraces the
-# forward marginals, whose closed forms for rate $\beta$ are $p_y(t)=p_{0,y}e^{-\beta t}$,
+# forward marginals, whose closed forms for rate $\beta$ are $p_y(t)=p_{0,y}e^{-\beta t}$ ($y\ne m$),
 # $p_m(t)=1-e^{-\beta t}(1-p_{0,m})$ (masking) and $1/|\mathcal V|+(p_0-1/|\mathcal V|)e^{-\beta t}$
 # (uniform). Then we *sample* the reverse chain from a state drawn from $p(t_{\max})$ with τ-leaping
 # (`sample_reverse`) and recover the data law at $t=0$.
@@ -452,9 +452,11 @@ for tmax in [1.0, 2.0, 4.0, 8.0]:
 #
 # The reverse rates need the ratios $p(z,t)/p(y,t)$, which are unknown for real text. A network
 # $s(y,t)_z$ is trained to approximate them by minimising the {term}`score-entropy loss`
-# $\mathbb E_{y\sim p}\sum_{z\ne y}\big(s_z-\tfrac{p(z)}{p(y)}\log s_z\big)$ (first display after
-# (9.4)). Each term has the form $s-c\log s$ with $c>0$, which is smallest at $s=c$ (its derivative
-# $1-c/s$ vanishes there), so the minimiser is the ratio itself. We minimise over all
+# $\mathbb E_{y\sim p}\sum_{z\ne y}\big(s_z-\tfrac{p(z)}{p(y)}\log s_z\big)$ (the first display after
+# (9.4), at one time $t$: the paper integrates it over $t$ from 0 to $t_{\max}$, which does not change
+# the minimiser when the network can output any ratios at each time: each time's term is then
+# minimised on its own). Each term has the form
+# $s-c\log s$ with $c>0$, which is smallest at $s=c$ (its derivative $1-c/s$ vanishes there), so the minimiser is the ratio itself. We minimise over all
 # $|\mathcal V|(|\mathcal V|-1)$ entries at a fixed time with BFGS (a quasi-Newton optimiser) and
 # compare.
 
@@ -700,8 +702,8 @@ assert np.isclose(denoising_score_entropy_loss(s_rand, p0, P_abs, Q_abs),
 # %% [markdown]
 # **What the checks found** (all recorded in `book/ERRATA.md`):
 #
-# - The matrices printed in Examples 9.2 and 9.3 are not rate matrices (their rows sum to 1 and to
-#   $\beta+(|\mathcal V|-1)(1-\beta)$); Example 9.2's is the one-step matrix $I+Q$. Corrected generators:
+# - The matrices printed in Examples 9.2 and 9.3 are not rate matrices (Example 9.2's rows sum to 1;
+#   Example 9.3's mask row sums to 1 and its other rows to $\beta+(|\mathcal V|-1)(1-\beta)$); Example 9.2's is the one-step matrix $I+Q$. Corrected generators:
 #   $Q=\beta(\mathbf 1\mathbf 1^\top/|\mathcal V|-I)$ and $Q_{ym}=\beta,\ Q_{yy}=-\beta\ (y\ne m)$.
 # - (9.1) must read $\dot p=Q^\top p$ (or $\dot p = pQ$ for row vectors) with zero row sums, and so
 #   must (9.2)–(9.3) ($\sigma^2(t)Q^{0\top}p$; harmless only for the symmetric uniform generator) and
