@@ -381,9 +381,9 @@ assert two_f[:, 0].std() > 2 * real_f[:, 0].std()  # the 2-gram's line lengths a
 # %% [markdown]
 # Two disjoint random samples of real held-out lines (the reference and the "second half" of the
 # shuffled lines) are not told apart by the test (large p-value: their divergence is within the
-# permutation null; it shows no difference, it does not prove there is none), the 2-gram's lines are clearly not like Shakespeare's — mostly because their
-# lengths vary several times as much as real lines' (the last lines printed: its words and vowels are
-# about right) — and the 5-gram is much closer, though the test still tells its lines from real ones
+# permutation null; it shows no difference, it does not prove there is none), the 2-gram's lines
+# are clearly not like Shakespeare's — mostly because their lengths vary several times as much as
+# real lines' (the last lines printed: its words and vowels are about right) — and the 5-gram is much closer, though the test still tells its lines from real ones
 # here.
 #
 # ## CRPS: scoring a distribution against one correct answer (footnote 6)
@@ -524,7 +524,9 @@ assert np.all(np.diff(pr[1:, 0]) < 0)  # from two names on, precision falls with
 # $|\text{accuracy}-\text{confidence}|$ over the bins, each bin weighted by its share of the
 # predictions. We take next-character prediction on held-out
 # text with the 5-gram, at decoding temperatures $\tau$ ([2.6](06_sequence_generation.ipynb)):
-# $\tau<1$ makes the model over-confident, $\tau>1$ under-confident. First a sanity check: a
+# lowering $\tau$ raises the probability of every top answer and raising it lowers them, so for a
+# model close to calibrated at $\tau=1$, as this one turns out to be, $\tau<1$ makes it
+# over-confident and $\tau>1$ under-confident. First a sanity check: a
 # forecaster that is right with exactly its stated probability has ECE near 0.
 
 # %%
