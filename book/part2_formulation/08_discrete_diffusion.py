@@ -621,7 +621,7 @@ assert np.allclose(transposed, forward_marginal(p0, Q_abs, 2.0), atol=1e-10)
 
 # %% [markdown]
 # **The same orientation in (9.2), (9.3) and (9.4).** The paper prints $Q^0$ and $\bar Q$ acting on
-# the column $p$ again: $\partial_t p=\sigma^2(t)Q^0p$ (9.2), $\partial_\tau p'=Q^0p'$ (9.3) and
+# the column $p$ again: $\partial_t p=\sigma^2(t)Q^0p$ (9.2), $\partial_g p'=Q^0p'$ (9.3, on the clock $g$, where $p'(g(t))=p(t)$; the paper's $\tau$) and
 # $\partial_t\bar p=\bar Q\bar p$ (9.4). For the uniform generator, which is symmetric, $Q^0p=Q^{0\top}p$
 # and nothing changes; for the masking generator the printed (9.2) and (9.3) lose mass like (9.1).
 # For (9.4) the proof of Theorem D.1 itself writes $\frac{d}{dt}\bar p(y)=\sum_u\bar Q_{uy}\bar p(u)$,
