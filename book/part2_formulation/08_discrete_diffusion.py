@@ -374,15 +374,16 @@ plt.show()
 # reverse flow exactly undoes the forward flow at every time, so a chain run backwards with
 # $\bar Q$ from $p(t_{\max})$ passes through $p(t)$ for every $t$ and ends at the data law $p(0)$. Sympy
 # checks $p\bar Q+pQ=0$ for a generic $3\times3$ rate matrix whose off-diagonal rates $Q_{yz}$ are
-# free symbols (the states numbered 0, 1, 2: $Q_{01}$, …) and whose probabilities are the $p_y$:
+# free symbols (the states numbered 1, 2, 3: $Q_{12}$, …) and whose probabilities are the $p_y$:
 
 # %%
 S = 3
-q = sp.Matrix(S, S, lambda i, j: sp.Symbol(f"Q_{i}{j}", positive=True) if i != j else 0)
-Qs = q - sp.diag(*[sum(q[i, :]) for i in range(S)])  # rows sum to 0
-ps = sp.Matrix([[sp.Symbol(f"p{i}", positive=True) for i in range(S)]])
-Qbar = sp.Matrix(S, S, lambda i, j: Qs[j, i] * ps[j] / ps[i] if i != j else 0)
-Qbar = Qbar - sp.diag(*[sum(Qbar[i, :]) for i in range(S)])
+# states y, z = 1, 2, 3 in the symbols (array index y - 1): p_1 is not the data law p_0
+q = sp.Matrix(S, S, lambda y, z: sp.Symbol(f"Q_{y + 1}{z + 1}", positive=True) if y != z else 0)
+Qs = q - sp.diag(*[sum(q[y, :]) for y in range(S)])  # rows sum to 0
+ps = sp.Matrix([[sp.Symbol(f"p_{y + 1}", positive=True) for y in range(S)]])
+Qbar = sp.Matrix(S, S, lambda y, z: Qs[z, y] * ps[z] / ps[y] if y != z else 0)
+Qbar = Qbar - sp.diag(*[sum(Qbar[y, :]) for y in range(S)])
 display(Math(r"p\,\bar Q + p\,Q = " + sp.latex(sp.simplify(ps * Qbar + ps * Qs))))
 assert sp.simplify(ps * Qbar + ps * Qs) == sp.zeros(1, S)
 
@@ -569,7 +570,7 @@ assert 3.5 < ratio_80 < 4.5
 # (diagonal included). Sympy computes the row sums:
 
 # %% tags=["hide-cell"]
-V_, beta = sp.symbols("V beta", positive=True)
+V_, beta = sp.Symbol(r"|\mathcal{V}|", positive=True), sp.Symbol("beta", positive=True)
 row_uniform = (1 - (V_ - 1) / V_ * beta) + (V_ - 1) * beta / V_
 row_absorbing = beta + (V_ - 1) * (1 - beta)
 row_uniform_fixed = -(V_ - 1) / V_ * beta + (V_ - 1) * beta / V_
@@ -653,10 +654,10 @@ for name, Q in [("uniform", Q_uni), ("absorbing", Q_abs)]:
 # **The proof's last line.** The last display of the proof of Theorem D.1 ends with
 # $-\sum_{u\ne y}Q_{uy}\,p(u,t)$; the line before it equals $-\sum_{u}Q_{uy}p(u,t)$
 # (the $u=y$ term is $-Q_{yy}p(y,t)$), which is minus the forward right-hand side — the sum must
-# include $u=y$. Sympy, for $y=0$:
+# include $u=y$. Sympy, for the first state, $y=1$:
 
 # %% tags=["hide-cell"]
-y = 0
+y = 0  # array index of the state named 1 in the symbols
 line_before = -Qs[y, y] * ps[y] - sum(Qs[u, y] * ps[u] for u in range(S) if u != y)
 printed_last = -sum(Qs[u, y] * ps[u] for u in range(S) if u != y)
 forward_rhs = (ps * Qs)[y]
