@@ -287,7 +287,8 @@ assert bpc[1] < np.log2(V) and best_char in (4, 5) and bpc[6] > bpc[best_char]
 # characters more than a third of its mass, one such character sends a high-order model into a context it
 # never saw (where it is uniform), and the line dissolves into noise — smoothing that is harmless
 # for cross-entropy is harmful for generation. First, an independent check of the estimator: in
-# one dimension the (biased) energy distance equals $2\int(F_n-G_m)^2$, the square of
+# one dimension the biased energy distance (every average taken over all pairs of points, the
+# "V-statistic" of the printout) equals $2\int(F_n-G_m)^2$, the square of
 # `scipy.stats.energy_distance` (which is defined as the square root of that integral).
 
 # %%
@@ -337,7 +338,9 @@ def generate_lines(model, n, seed):
 # as the real split, counting the real split itself among them (so with 199 re-splits the smallest
 # possible p-value is $1/200=0.005$). A small p-value says "these two sets do not come from the same law". (The
 # energy distance here is the unbiased estimate, which can come out slightly negative when the two
-# laws agree.)
+# laws agree. The MMD compares points through a Gaussian kernel, a similarity that falls with their
+# distance; its width is set to the median distance between the pooled points (of the reference and the
+# 2-gram lines, once for all three comparisons), the usual "median heuristic".)
 
 # %%
 gen_models = {o: NGramLM(V, o, k=1e-4).fit(train_ids) for o in (2, 5)}  # light smoothing
