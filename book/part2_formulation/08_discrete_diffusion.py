@@ -438,8 +438,10 @@ plt.show()
 # the dots sit on the lines, as Theorem D.1 states, for masking (left) and uniform noise (right).
 #
 # In practice the reverse chain starts from the reference law $p_{\mathrm{ref}}$ (all masked), not from
-# $p(t_{\max})$, which is unknown. The resulting error at $t=0$ is at most the total variation between
-# $p(t_{\max})$ and $p_{\mathrm{ref}}$ (a Markov kernel cannot increase it), which decays like $e^{-\beta t_{\max}}$:
+# $p(t_{\max})$, which is unknown. With exact reverse rates, the resulting error at $t=0$ is at most the
+# total variation between $p(t_{\max})$ and $p_{\mathrm{ref}}$ (running the same chain from two
+# starting laws cannot increase the total variation between them), which decays like
+# $e^{-\beta t_{\max}}$:
 
 # %%
 for tmax in [1.0, 2.0, 4.0, 8.0]:
