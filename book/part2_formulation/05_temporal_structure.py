@@ -243,7 +243,8 @@ plt.show()
 # [checked below](#checking-the-paper).) Sympy for one pair, then numbers:
 
 # %%
-q1, q2, k1, k2, phi = sp.symbols("x1 x2 y1 y2 psi", real=True)
+# one coordinate pair of the query vector x and of the key vector y (bold in the text), and its angle
+q1, q2, k1, k2, phi = sp.symbols(r"\mathbf{x}_1 \mathbf{x}_2 \mathbf{y}_1 \mathbf{y}_2 psi", real=True)
 
 
 def rot(angle):
