@@ -372,7 +372,7 @@ assert np.allclose(np.exp(log_softmax(apply_temperature(z, 1e-4))), np.eye(V)[np
 
 # %% [markdown]
 # At $\tau=10^{-3}$ every sample equals the greedy reply; at $\tau\ge0.3$ none does, and almost
-# all of the 50 differ from each other. Lower temperature buys likelihood (less negative
+# all of them differ from each other. Lower temperature buys likelihood (less negative
 # log-probability) with diversity.
 #
 # ## Mixing: sample first, then greedy (§6.4, Remark 6.3)
