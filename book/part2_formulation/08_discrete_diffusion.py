@@ -458,8 +458,8 @@ for tmax in [1.0, 2.0, 4.0, 8.0]:
 # $\mathbb E_{y\sim p}\sum_{z\ne y}\big(s_z-\tfrac{p(z)}{p(y)}\log s_z\big)$ (the first display after
 # (9.4), at one time $t$: the paper integrates it over $t$ from 0 to $t_{\max}$, which does not change
 # the minimiser when the network can output any ratios at each time: each time's term is then
-# minimised on its own). Each term has the form
-# $s-c\log s$ with $c>0$, which is smallest at $s=c$ (its derivative $1-c/s$ vanishes there), so the minimiser is the ratio itself. We minimise over all
+# minimised on its own). Each term has the form $s-c\log s$ with $c>0$, which is smallest at $s=c$
+# (its derivative $1-c/s$ vanishes there), so the minimiser is the ratio itself. We minimise over all
 # $|\mathcal V|(|\mathcal V|-1)$ entries at a fixed time with BFGS (a quasi-Newton optimiser) and
 # compare.
 
