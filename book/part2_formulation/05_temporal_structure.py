@@ -62,12 +62,12 @@
 # The paper writes the band's half-width as $r$ and the positional encoding of position $m$ as
 # $r_m$; the book writes $w$ and $r_i$. It writes the positions of a query and a key as $k$ and $l$
 # (here $i$ and $j$, as in Chapter 6: the book keeps $k$ for a key), the step of the recurrence as
-# $k$ (here $i$), the index of a wavelength or coordinate pair as $j$ (here $\nu$) and the imaginary unit as
-# $i$ (here $\mathrm i$). Its RoFormer formula writes the key vector as $Kh_l$ (the
+# $k$ (here $i$), the index of a wavelength as $j$ (here $\nu$; in its RoFormer sum $j$ runs over the $c$
+# coordinates, where the book's $\nu$ counts the $c/2$ pairs) and the imaginary unit as $i$ (here $\mathrm i$). Its RoFormer formula writes the key vector as $Kh_l$ (the
 # book: a key vector $\mathbf y$, a query vector $\mathbf x$) and the angles as $\psi_j$ (here
 # $\psi_\nu$); the lag of the convolution kernel is $\rho$ here. Appendix C writes the integration variable as $s$
-# (the book keeps $s$ for the state dimension and writes $t'$) and the sparse pattern as an
-# adjacency matrix $A$ (not used here: $A$ is the state-space matrix).
+# (the book keeps $s$ for the state dimension and writes $t'$), and §5.3.3 writes the sparse pattern as
+# an adjacency matrix $A$ (not used here: $A$ is the state-space matrix).
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §5.3
