@@ -104,7 +104,8 @@ use_book_style()
 # One coupling $a$, one attention variance $\mathrm{Var}_t=1$, and the scalar penalty of Eq. (21),
 # $-\lambda\log(1-a\,\mathrm{Var}_t)$. On its own the penalty keeps falling as $a$ becomes more negative
 # (the previous pages show why), so add a quadratic $a^2/2$ standing in for whatever keeps the
-# coupling bounded in training (weight decay, the cross-entropy term):
+# coupling bounded in training (weight decay on $A$; the cross-entropy term does not depend on $A$,
+# it only limits how far the embeddings, and so $\mathrm{Var}_t$, can move):
 #
 # $$f(a)=-\lambda\log(1-a)+\tfrac12a^2,\qquad f'(a)=\frac{\lambda}{1-a}+a=0
 #   \iff a^2-a-\lambda=0 \iff a=\frac{1\pm\sqrt{1+4\lambda}}2 .$$
