@@ -344,8 +344,9 @@ if SAVED:
 # $\ge 0$ up to round-off).
 #
 # It equals 1 where the prior's attention puts all its weight on one context token, so that
-# $\Sigma_t$ vanishes (largest entry printed below; this happens at several of the first positions
-# of the passage), and exceeds 1 everywhere else. So the support tokens of Definition 3.1 are the
+# $\Sigma_t$ vanishes (its largest entry and the attention weight left off that token are printed
+# below; this happens at several of the first positions of the passage), and exceeds 1 everywhere
+# else. So the support tokens of Definition 3.1 are the
 # positions with the *least* dispersion-promoting context — here a context whose covariance has
 # collapsed — not bottlenecks close to a degeneracy boundary.
 
@@ -362,6 +363,15 @@ if SAVED:
     assert np.abs(late_logm[flat[1:]]).max() < 1e-6
     assert late_logm[~flat[1:]].min() > 0
     assert np.array_equal(support_saved, 2 + np.flatnonzero(flat[1:]))  # the ties are the Σ_t ≈ 0 positions
+    # "all its weight on one context token": the attention weight left off the top token there
+    weight_off_top = []
+    for t in 2 + np.flatnonzero(flat[1:]):                      # 0-based positions, t >= 3 in the text
+        scores = X_saved[:t] @ A_saved @ X_saved[t]             # ζ_ts = x_sᵀ A x_t for s < t
+        weights = np.exp(scores - scores.max())
+        weight_off_top.append(1 - weights.max() / weights.sum())
+    print(f"attention weight off the top context token at those positions: at most "
+          f"{produced(max(weight_off_top), '.0e')}")
+    assert max(weight_off_top) < 1e-6
 
 # %% [markdown]
 # ## Key takeaways
