@@ -657,8 +657,8 @@ if SAVED:
 # §3.4's last paragraph says the MAP training experiments of §7 "focus on the $a>0$ regime", and
 # §7.4 reads the penalty as pushing $\det(I-\Sigma_t A)$ "away from zero (larger margin)". With the
 # quadratic residual term dropped (§7.1), the penalty's gradient at $A=0$ is
-# $\operatorname{mean}_t \Sigma_t \succeq0$ (the autograd check above), so training moves the coupling
-# to $a<0$ from the first step, and the trained margin arms end with $\operatorname{tr}(\Sigma_t A)<0$
+# $\operatorname{mean}_t \Sigma_t \succeq0$ (the autograd check above), so gradient descent moves the
+# coupling to $a<0$ from the first step, and the trained margin arms end with $\operatorname{tr}(\Sigma_t A)<0$
 # and $\lvert\det\rvert>1$ almost everywhere (the miniature, the trained pair, and in Reproducibility
 # a second seed and the paper's own optimiser). Nothing in the §7 objective selects the $a>0$
 # regime. Recorded in `book/ERRATA.md` (row "§3.4 last paragraph and §7.1/§7.4 (margin-only MAP
