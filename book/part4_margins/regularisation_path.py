@@ -19,9 +19,9 @@
 # makes its {term}`coupling` negative. The coupling's sign is the sign of
 # $\operatorname{tr}(\Sigma_t A)$, the sum of the diagonal of $\Sigma_t A$ (in one dimension it is
 # $a\,\mathrm{Var}_t$). In one dimension a negative coupling puts the margin $1-a\,\mathrm{Var}_t$
-# *above* 1; in $d$ dimensions a negative trace alone does not guarantee $\lvert\det(I-\Sigma_t A)\rvert>1$
-# ([4.6](06_support_tokens_trained.ipynb) gives a counterexample), but the trained priors of 4.7 have
-# it at nearly every position. An untrained prior ($A=0$) has $\det=1$ exactly. So there are two
+# *above* 1 wherever $\mathrm{Var}_t>0$; in $d$ dimensions a negative trace alone does not guarantee
+# $\lvert\det(I-\Sigma_t A)\rvert>1$ ([4.6](06_support_tokens_trained.ipynb) gives a counterexample),
+# but the priors that 4.7 trains with the penalty have it at nearly every position. An untrained prior ($A=0$) has $\det=1$ exactly. So there are two
 # different ways for the determinant to move "away": up from a small value towards 1, away from the
 # wall at 0 (what a barrier does), or up from 1 to ever larger values, where there is no wall at all.
 # This page traces the path by hand in one dimension, then on trained models. The finding: a larger
