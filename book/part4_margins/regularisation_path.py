@@ -527,7 +527,9 @@ print("asserted on the saved numbers: at the paper's settings (both seeds) clean
 #   from zero as $\lambda$ grows: a larger weight pushes the coupling away from the barrier's side,
 #   not along a margin to it.
 # - Trained sweeps agree: $\operatorname{tr}(\Sigma_t A)$ falls and the embeddings grow monotonically
-#   with $\lambda_m$, so $\lvert\det(I-\Sigma_t A)\rvert$ rises further above 1.
+#   with $\lambda_m$. A falling trace alone does not show that $\lvert\det(I-\Sigma_t A)\rvert$ grows;
+#   the miniature's penalty, asserted to fall, does: there $\lvert\det\rvert$ rises further above 1 on
+#   average.
 # - At the paper's size and optimiser there is no optimum: the degradation is flat to
 #   $\lambda_m=0.02$ and then rises, while clean BPC rises far more than Table 1's 3 %; where the
 #   degradation falls, the clean model got much worse and the embeddings grew.
