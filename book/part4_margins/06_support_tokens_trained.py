@@ -383,7 +383,8 @@ if SAVED:
 #   the bottleneck of the paper's analogy with support vectors.
 # - With a negative coupling in one dimension ($a<0$), and in $d$ dimensions whenever every
 #   eigenvalue of $\Sigma_t A$ has real part $\le0$, every margin is at least 1, and the smallest
-#   belongs to the least dispersed context; positions 1 and 2, with no spread at all, always qualify.
+#   belongs to the least dispersed context (in one dimension exactly so, since
+#   $m_t=1+\lvert a\rvert\mathrm{Var}_t$); positions 1 and 2, with no spread at all, always qualify.
 #   A negative coupling in $d$ dimensions, $\operatorname{tr}(\Sigma_t A)<0$, does not guarantee it.
 # - The prior trained with the margin penalty has a negative coupling
 #   ($\operatorname{tr}(\Sigma_t A)<0$, [4.7](barrier_training.ipynb)), and on the real passage above
