@@ -9,8 +9,8 @@
 # on every piece. The number of pieces in a text, its length in tokens, sets the cost of attention,
 # which compares every position with every other. Cut text into single letters and the vocabulary is
 # tiny but sequences are long; give every word its own piece and sequences are short but the
-# vocabulary is huge. {term}`Byte-pair encoding` (BPE), the method almost every large language model
-# uses, sits in between, and this page builds it from one rule: *replace the most frequent
+# vocabulary is huge. {term}`Byte-pair encoding` (BPE), a method widely used by large language
+# models, sits in between, and this page builds it from one rule: *replace the most frequent
 # neighbouring pair by a new symbol, and repeat*.
 #
 # ```{admonition} Learning goals
@@ -62,6 +62,7 @@
 # (Examples 2.1–2.3, Remarks 2.4–2.5, Definitions 2.6–2.7, Remarks 2.8–2.9; Example 3.2).*
 
 # %%
+import itertools
 import os
 import re
 from collections import Counter
@@ -175,8 +176,12 @@ plt.show()
 # stands for.
 #
 # Reading the leaves of the trees is decoding: replace each new symbol by its pair until only letters
-# are left. No information is lost, so encoding is a one-to-one map (a bijection) between texts over
-# $\mathcal V_0$ and texts over $\mathcal V$:
+# are left. No information is lost: encoding is one-to-one (two different texts never get the same
+# code), and decoding gives the text back. It is not a bijection onto *all* texts over
+# $\mathcal V$, though, as the paper says it is: the two-symbol text $ab$ is also a text over
+# $\mathcal V$, decodes to the same letters as $d$, and is never what encoding produces (it would
+# have merged the pair). Encoding pairs the texts over $\mathcal V_0$ one-to-one with the *encoded*
+# texts ([checked below](#checking-the-paper)). Decoding `ede`:
 
 # %%
 pair_of = {"d": "ab", "e": "dc"}
@@ -213,8 +218,8 @@ assert big.decode(big.encode(held_out)) == held_out  # lossless on unseen text
 
 # %% [markdown]
 # The first merges are the frequent pairs of English: " t", "he", and by the ninth merge " the" (a
-# space belongs to the word after it). The paper's Remark 2.4 says that after enough merges the common words each
-# become a single token. We test it on the held-out text: of its 100 most frequent words (with the
+# space belongs to the word after it). The paper's Remark 2.4 says that after enough merges most
+# common words become a single token. We test it on the held-out text: of its 100 most frequent words (with the
 # leading space they have mid-sentence), how many are one token?
 
 # %%
@@ -258,7 +263,7 @@ assert len(starts_a_line) >= len(others) - 1
 # ## Vocabulary size against sequence length (Remark 2.5)
 #
 # Each merge adds one token to the vocabulary and shortens the text. How fast? BPE is greedy, so
-# the tokenizer with $K$ merges is exactly the first $K$ merges of a longer run: one run gives every
+# a tokenizer with fewer merges is exactly the first merges of a longer run: one run gives every
 # vocabulary size. We encode the held-out text with growing prefixes of the merge list and count its
 # tokens.
 
@@ -514,6 +519,43 @@ assert "".join(early.sequence) == "dcddc"
 labels = {s: i + 1 for i, s in enumerate(result.vocab)}
 print("stopped after one merge:", "".join(early.sequence), early.vocab)
 print("relabelled (Example 2.3):", [labels[s] for s in result.sequence])
+
+# %% [markdown]
+# **§2's bijection.** The opening of §2 says there is a bijection between sequences over
+# $\mathcal V_0$ and sequences over $\mathcal V$. Encoding (the merges applied in order, as in the
+# tiny example) is one-to-one, but it is not onto: a text over $\mathcal V$ is a code only if
+# decoding it and encoding again gives it back, and a text that contains a pair encoding would have
+# merged ($ab$, $dc$) fails that. With Example 2.1's merges:
+
+# %% tags=["hide-cell"]
+def encode_tiny(text):
+    """Example 2.1's encoding of a text over {a, b, c}: its merges applied in order."""
+    symbols = list(text)
+    for pair, new_symbol in result.merges:
+        symbols = merge_pair(symbols, pair, new_symbol)
+    return "".join(symbols)
+
+
+def decode_tiny(code):
+    """Replace each new symbol by its pair until only letters are left."""
+    while any(symbol in code for symbol in pair_of):
+        code = "".join(pair_of.get(symbol, symbol) for symbol in code)
+    return code
+
+
+print(f"decode('ab') = {decode_tiny('ab')!r} = decode('d') = {decode_tiny('d')!r}; "
+      f"encode('ab') = {encode_tiny('ab')!r}")
+assert decode_tiny("ab") == decode_tiny("d") == "ab" and encode_tiny("ab") == "d"
+texts_0 = ["".join(t) for size in range(1, 9) for t in itertools.product("abc", repeat=size)]
+codes = {encode_tiny(t) for t in texts_0}
+assert len(codes) == len(texts_0)  # one-to-one: different texts, different codes
+assert all(decode_tiny(encode_tiny(t)) == t for t in texts_0)  # decoding gives the text back
+texts_V = ["".join(t) for size in range(1, 4) for t in itertools.product("abcde", repeat=size)]
+not_codes = [x for x in texts_V if encode_tiny(decode_tiny(x)) != x]
+print(f"encoding is one-to-one on all {len(texts_0):,} texts over {{a,b,c}} of 1 to 8 letters; "
+      f"of the {len(texts_V)} texts over {{a,b,c,d,e}} of 1 to 3 symbols, {len(not_codes)} are no "
+      f"text's code, e.g. {not_codes[:4]}")
+assert not_codes and all("ab" in x or "dc" in x for x in not_codes)
 
 # %% [markdown]
 # **Example 2.2's orders of magnitude.** The example quotes $|\mathcal V_0|=\mathcal O(10^2)$ (tiny
