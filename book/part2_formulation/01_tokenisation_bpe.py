@@ -58,7 +58,7 @@
 # $T$, the book's length of a sequence, as in Chapter 6 (the book keeps $L$ for the number of layers).
 # ```
 #
-# *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §2.1–2.3
+# *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §2 (its opening paragraph) and §2.1–2.3
 # (Examples 2.1–2.3, Remarks 2.4–2.5, Definitions 2.6–2.7, Remarks 2.8–2.9; Example 3.2).*
 
 # %%
