@@ -218,22 +218,22 @@ def finetune_scores(n_seq, steps, seed):
     full = fit_table(W_pre, counts, steps=steps, lr=0.05)[0]
     out = {"from scratch": table_kl(P_new, scratch, w_new),
            "full fine-tune": table_kl(P_new, full, w_new)}
-    for r in (1, 2, 4):
+    for s in (1, 2, 4):  # the rank s of the LoRA update
         lora_rng = np.random.default_rng(seed + 100)
-        A, B, _ = fit_lora(W_pre, counts, r, lora_rng, steps=steps, lr=0.05)
-        out[f"LoRA rank {r}"] = table_kl(P_new, W_pre + A @ B, w_new)
+        A, B, _ = fit_lora(W_pre, counts, s, lora_rng, steps=steps, lr=0.05)
+        out[f"LoRA rank {s}"] = table_kl(P_new, W_pre + A @ B, w_new)
     return out
 
 
 step_grid = [25, 50, 100, 200, 400]
 curves = {}
 for steps in step_grid:
-    runs = [finetune_scores(10, steps, s) for s in range(SEEDS)]
+    runs = [finetune_scores(10, steps, seed) for seed in range(SEEDS)]
     for name in runs[0]:
         curves.setdefault(name, []).append(np.mean([run[name] for run in runs]))
 print("mean KL to p' after fine-tuning on 10 sequences of 30 tokens (", SEEDS, "data sets )")
 print(f"each fine-tuning set: 10 sequences of 30 tokens = {10 * 29} predicted tokens")
-print("steps          :" + "".join(f"{s:8d}" for s in step_grid))
+print("steps          :" + "".join(f"{n_steps:8d}" for n_steps in step_grid))
 for name, c in curves.items():
     print(f"{name:15s}:" + "".join(produced(x, "8.3f") for x in c))  # Adam's output
 best = {name: min(c) for name, c in curves.items()}
@@ -270,20 +270,20 @@ plt.show()
 
 # %%
 pop_counts = w_new[:, None] * P_new  # expected transition frequencies under p'
-for r in (1, 2):
-    A, B, _ = fit_lora(W_pre, pop_counts, r, np.random.default_rng(7), steps=3000, lr=0.05)
+for s in (1, 2):
+    A, B, _ = fit_lora(W_pre, pop_counts, s, np.random.default_rng(7), steps=3000, lr=0.05)
     kl_lora = table_kl(P_new, W_pre + A @ B, w_new)
-    print(f"LoRA rank {r}, population data: KL to p' = {produced(kl_lora, '.4f')}, "
+    print(f"LoRA rank {s}, population data: KL to p' = {produced(kl_lora, '.4f')}, "
           f"rank of the update = {np.linalg.matrix_rank(A @ B, tol=1e-8)}")
-    if r == 1:
-        kl_r1 = table_kl(P_new, W_pre + A @ B, w_new)
+    if s == 1:
+        kl_rank1 = table_kl(P_new, W_pre + A @ B, w_new)
     else:
-        kl_r2 = table_kl(P_new, W_pre + A @ B, w_new)
+        kl_rank2 = table_kl(P_new, W_pre + A @ B, w_new)
 floor = table_kl(P_new, np.log(P) + 0.8 * U1 @ U2, w_new)  # the exact shift, applied to log P
 inherited = table_kl(P_new, W_pre + 0.8 * U1 @ U2, w_new)  # the exact shift, applied to W_pre
 print(f"the exact rank-2 shift applied to W_pre: KL to p' = {produced(inherited, '.4f')}")
-assert kl_r2 < 0.01 < kl_r1
-assert kl_r2 <= inherited + 1e-4  # the rank-2 fit is as good as the exact shift on W_pre
+assert kl_rank2 < 0.01 < kl_rank1
+assert kl_rank2 <= inherited + 1e-4  # the rank-2 fit is as good as the exact shift on W_pre
 for big_V in (1000, 50_000):
     print(f"|V| = {big_V:6d}: full update {big_V**2:>13,d} numbers; LoRA rank 8: {2 * big_V * 8:>9,d}")
 
@@ -497,7 +497,8 @@ assert cos(reinforce, exact_grad) > 0.97  # the score-function estimator points 
 # - KL-regularised RL (4.7) has a closed-form optimum: the reference model tilted by
 #   $e^{r/\beta}$; $\beta$ trades reward against distance from the reference.
 # - A model class that cannot represent the tilted distribution (here a Markov policy facing a
-#   long-range reward) stays a fixed gap $\beta D_{\mathrm{KL}}(\pi\Vert\pi^*)$ above the optimum.
+#   long-range reward) cannot reach the optimum: each of its policies $\pi$ stays
+#   $\beta D_{\mathrm{KL}}(\pi\Vert\pi^*)$ above it, so even the best one keeps a positive gap.
 # - The sampled objective (4.8) estimates (4.7) without bias, but its gradient must account for the
 #   samples' dependence on the model (the score-function form), or the reward drops out.
 
