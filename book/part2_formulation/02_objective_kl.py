@@ -28,7 +28,7 @@
 # **Builds on:** [2.1 Tokenisation](01_tokenisation_bpe.ipynb) (a text is a sequence of tokens from
 # a finite vocabulary) · [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb) (a model
 # trained on whole sentences, every position predicting the next token; losses in {term}`nats`; the
-# {term}`entropy rate` as the lowest loss any predictor can reach) · conditional probability,
+# {term}`entropy rate` as the lowest expected loss per token any predictor can reach) · conditional probability,
 # expectations, variance and covariance, logarithms. **Reading time:** about 35 minutes.
 #
 # ```{admonition} Symbols on this page
@@ -345,7 +345,7 @@ assert np.all(direct >= dec.per_position)  # Remark 4.6: J bounds every position
 
 # %% [markdown]
 # Beyond the source's context (positions $m>2$) the entropy term is the same at every position: it
-# is the source's entropy rate, the floor of any model's loss per token.
+# is the source's entropy rate, the floor of any model's expected loss per token.
 
 # %%
 print(f"entropy rate of the source (nextword.data.synthetic): {source.entropy_rate():.4f} nats")
