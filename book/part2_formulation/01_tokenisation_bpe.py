@@ -177,8 +177,8 @@ plt.show()
 #
 # Reading the leaves of the trees is decoding: replace each new symbol by its pair until only letters
 # are left. No information is lost: encoding is one-to-one (two different texts never get the same
-# code), and decoding gives the text back. It is not a bijection onto *all* texts over
-# $\mathcal V$, though, as the paper says it is: the two-symbol text $ab$ is also a text over
+# code), and decoding gives the text back. But it is not a bijection, a one-to-one pairing with
+# *all* texts over $\mathcal V$, as the paper calls it: the two-symbol text $ab$ is also a text over
 # $\mathcal V$, decodes to the same letters as $d$, and is never what encoding produces (it would
 # have merged the pair). Encoding pairs the texts over $\mathcal V_0$ one-to-one with the *encoded*
 # texts ([checked below](#checking-the-paper)). Decoding `ede`:
