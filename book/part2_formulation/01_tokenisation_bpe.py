@@ -83,7 +83,8 @@ rng = np.random.default_rng(0)
 
 # %% [markdown]
 # How much text the real-text sections learn their merges from (see Reproducibility: `FULL=1`
-# uses the whole training split; the curves barely move).
+# uses the whole training split, whose merges compress the held-out text somewhat more; the curves
+# keep their shape).
 
 # %% tags=["parameters"]
 FULL = os.environ.get("FULL", "0") == "1"
@@ -285,7 +286,7 @@ first_cut = 1 - lengths[5] / lengths[0]  # the first 256 merges (|V| 256 -> 512)
 last_cut = 1 - lengths[-1] / lengths[-2]  # the last merges (|V| 2304 -> 4096)
 print(f"the first 256 merges shorten the text by {100 * first_cut:.0f}%, "
       f"the last {merge_counts[-1] - merge_counts[-2]} merges by {100 * last_cut:.0f}%")
-assert first_cut > 5 * last_cut  # diminishing returns
+assert first_cut > 4 * last_cut  # diminishing returns (also with the merges of the whole split)
 
 # %% [markdown]
 # Diminishing returns: the first 256 merges cut the length by 45%, the last 1792 (from a vocabulary
@@ -635,11 +636,25 @@ print(f"dL/dE[{v0},{j0}]: scatter-add {grad[v0, j0]:.6f}, finite difference {fd:
 # ## Reproducibility
 #
 # The merges are learned on the first `TRAIN_CHARS` = 200,000 characters of tiny Shakespeare's
-# training split (about a second); `FULL=1` learns them on the whole million-character split, and the
-# curves barely move. Nothing on this page is random except the embedding table and the test
-# gradient $G$, drawn from the generator seeded with 0.
+# training split (about a second); `FULL=1` learns them on the whole million-character split. The
+# cell below learns those merges too: they shorten the held-out text somewhat more (at
+# $|\mathcal V|=4096$ by a further 9%; the last 1792 merges cut 10% instead of 6%, and the fitted
+# exponent is 0.203 instead of 0.172), and the curves keep their shape — diminishing returns, a small
+# exponent. The lesson's percentages are those of the default run. Nothing on this page is random
+# except the embedding table and the test gradient $G$, drawn from the generator seeded with 0.
 # Library: `nextword.tokenizers` (`learn_bpe`, `BPETokenizer`), `nextword.embedding`.
 
 # %% tags=["hide-cell"]
 print(f"FULL = {FULL}: merges learned on {len(train_text):,} of {len(corpus.train):,} "
       f"training characters; held-out text {len(held_out):,} characters")
+# what FULL=1 changes: the merges learned on the whole training split, the same curve measured again
+full_merges = BPETokenizer.train(corpus.train, 256 + MAX_MERGES, pattern="gpt2").merge_list()
+full_lengths = np.array([len(BPETokenizer(full_merges[:k], pattern="gpt2").encode(held_out))
+                         for k in merge_counts])
+full_gamma = -np.polyfit(np.log(vocab[fit_mask]), np.log(full_lengths[fit_mask]), 1)[0]
+full_first, full_last = 1 - full_lengths[5] / full_lengths[0], 1 - full_lengths[-1] / full_lengths[-2]
+print(f"merges of the whole split: held-out text at |V| = 4096 {full_lengths[-1]:,} tokens against "
+      f"{lengths[-1]:,} ({100 * (1 - full_lengths[-1] / lengths[-1]):.0f}% fewer); gamma {full_gamma:.3f} "
+      f"against {b_fit:.3f}; the first 256 merges cut {100 * full_first:.0f}%, the last 1792 "
+      f"{100 * full_last:.0f}% (default run: {100 * first_cut:.0f}% and {100 * last_cut:.0f}%)")
+assert np.all(np.diff(full_lengths) < 0) and 0.1 < full_gamma < 0.25 and full_first > 4 * full_last
