@@ -442,7 +442,9 @@ print(f"{len(unused_rows)} of {big.vocab_size} rows get zero gradient from this 
 
 # %% [markdown]
 # Remark 2.9's caveat is visible in the same objects. A token that never occurs in the training text
-# gets zero gradient, so its row never moves. And nothing in $\phi$ ties synonyms together: a rare
+# gets zero gradient through the lookup, so gradient steps on the loss never move its row (only
+# something outside the loss's lookup would: weight decay, or a model that reuses the table as its
+# output layer). And nothing in $\phi$ ties synonyms together: a rare
 # word split into several tokens is embedded as several vectors, a frequent synonym as one. Learning
 # the table is the job of the training objective of [2.2](02_objective_kl.ipynb).
 
