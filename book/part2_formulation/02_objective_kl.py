@@ -386,7 +386,7 @@ models = [("bigram, 800 tokens", dec), ("bigram, 40k tokens", dec2), ("trigram, 
 for offset, (name, d) in zip([-0.27, 0.0, 0.27], models):
     ax.bar(positions + offset, d.per_position, 0.27, label=f"{name}: J = {d.joint:.3f}")
 ax.set_xlabel("position m")
-ax.set_ylabel(r"$E_{f_{1:m-1}}\, KL(p_m \| \pi_m)$")
+ax.set_ylabel(r"$\mathbb{E}_{f_{1:m-1}}\, D_{\mathrm{KL}}(\mathbf{p}_m \Vert \pi_m)$")
 ax.set_ylim(0, 1.4 * max(d.per_position.max() for _, d in models))
 ax.legend(loc="upper left")
 plt.show()
