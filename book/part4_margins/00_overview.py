@@ -14,7 +14,8 @@
 # :class: tip
 # After this part you can
 # - explain how noise pushed through a causal attention layer defines a density of the embeddings,
-#   and compute its log-density as a prediction error plus a log-determinant;
+#   and compute its log-density as a log-determinant plus a noise term that falls with the squared
+#   prediction error;
 # - compute scalar and matrix margins and name the support tokens of a sequence;
 # - say when the density exists (the margin stays positive) and where the paper's theorems need
 #   more than the paper assumes;
@@ -134,7 +135,8 @@
 #   the one-step conditional integrates to more than 1, so Theorem 2 needs a globally invertible
 #   layer. Shown in [4.2](02_scalar_margin.ipynb).
 # - **The trained penalty goes the other way** (§3.4, §7.1, §7.4). Training with the margin penalty
-#   drives the coupling negative, where there is no boundary and the term rewards dispersion. Shown in
+#   drives the coupling negative, where there is no boundary and the term rewards a wider spread of the
+#   attended embeddings (the attention weights themselves become more concentrated). Shown in
 #   [4.7](barrier_training.ipynb).
 # - **The robustness gain is mostly a change of scale** (§7.3, Fig. 7.5), and at the paper's own
 #   settings it reverses for large noise; the paper's own tables show the gap between the two models
