@@ -40,6 +40,7 @@
 # | $W_Q,W_K,W_V$ | query, key and value matrices (column-vector maps, $q_t=W_Q x_t$) | $(d_k,d)$, $(d_k,d)$, $(d,d)$ |
 # | $A$ | $W_K^\top W_Q$: the score of $x_s$ seen from $x_t$ is $x_s^\top Ax_t$ | $(d,d)$ |
 # | $a$ | the coupling of [4.2](02_scalar_margin.ipynb), along one axis | number |
+# | $w_V$, $\mathrm{Var}_t$ | in $d=1$: the value weight, and the attention-weighted variance of the earlier embeddings ([4.2](02_scalar_margin.ipynb)) | numbers |
 # | $W$ | the one matrix of Figure 4.3.4's layer, $W_Q=W_K=W$ | $(2,2)$ |
 # | $\zeta$, $\zeta_{ts}$, $\alpha_{ts}$, $s$ | score and attention weight of position $t$ on an earlier position $s$ ($\zeta_{tt}$: on itself) | numbers, index |
 # | $\bar x$, $\bar v$ | attention-weighted means of the earlier embeddings and values ($\bar x_t$, $\bar v_t$ at position $t$) | $(d,)$ |
@@ -509,8 +510,10 @@ plt.show()
 #   margin $1-\rho$; $\rho<1$ guarantees invertibility but a block with $\rho>1$ can still be invertible.
 # - A log-barrier $-\kappa\log(m-\delta)$ keeps an optimiser strictly inside $m>\delta$ and reaches
 #   the constrained optimum as $\kappa\to0$; the model's own barrier is $\kappa=1$, $\delta=0$.
-# - Computed, Figure 1.1 has its support token late in the sequence (token 8 of 12), not at token 1, and a
-#   token can sit past the boundary while $\lvert\det\rvert$ calls it safe.
+# - Computed for one random sequence, Figure 1.1's support token is token 8 of 12, not token 1. The
+#   first two tokens cannot steer their weights (no context, or one attended token with weight 1), so
+#   their margin is exactly 1, and over 2000 sequences the support token is never one of them. A token
+#   can also sit past the boundary while $\lvert\det\rvert$ calls it safe.
 #
 # ## Check your understanding
 #
@@ -606,7 +609,8 @@ for name, W_V in W_Vs.items():
 # %% [markdown]
 # The exact block agrees with autograd to machine precision and with finite differences to $10^{-7}$ for
 # every $W_V$; the paper's (14) with "covariance of attended values" is exact only for $W_V=I$. For
-# $W_V=cI$ the exact block is $I-cC_t A$ while (14) gives $I-c^2C_t A$. The paper substitutes the same
+# $W_V=w_V I$ (a multiple of the identity, $w_V=0.5$ in the table) the exact block is $I-w_V C_t A$ while
+# (14) gives $I-w_V^2 C_t A$. The paper substitutes the same
 # block in Corollary 3.1 (Eq. 16, next check), in §4 (Eqs. 20, 23, 24) and in the proof's last step
 # (Eq. 66, "absorbed into $\Sigma_t$"); its Eq. (65) just before is the exact block $W_V C_t A$. Lemma
 # B.4's certificate $\rho(\Sigma_t A)<1$ inherits it: in $d=1$ with $w_V=\tfrac12$ and
