@@ -373,9 +373,10 @@ assert np.isclose(block_logdets[0], matrix_margins(xs4[0], *prior4).logabsdet.su
 # 3. Why does the ordering "by layer, then by position" matter for the triangular structure?
 #
 #    ```{dropdown} Answer
-#    Each variable depends only on earlier positions of its own layer (through its own residual) and
-#    on the previous layer. Listing all of layer $\ell-1$ before layer $\ell$, and positions in order
-#    inside a layer, puts every dependence below the diagonal.
+#    The residual $\hat\varepsilon^{(\ell)}_t$ depends on its own variable $x^{(\ell)}_t$, on the layer
+#    below at positions up to $t$, and (in the attention prior of stage 1) on earlier positions of its
+#    own layer. Listing all of layer $\ell-1$ before layer $\ell$, and positions in order inside a
+#    layer, puts $x^{(\ell)}_t$ on the diagonal and every other dependence below it.
 #    ```
 
 
@@ -393,8 +394,9 @@ assert variance_q1 == 4.0 and 1 - coupling * value_weight * variance_q1 == -1.0
 #
 # ### The size of §7.1's two-block model
 #
-# §7.1 trains a "SmallGPT" with $d=128$, 4 heads, 2 pre-norm blocks, context $T=256$ and a
-# 1013-symbol vocabulary, and states "~150K transformer parameters plus ~130K embedding parameters".
+# §7.1 trains a "SmallGPT" with $d=128$, 4 heads, 2 blocks, context $T=256$ and a 1013-symbol
+# vocabulary, and states "~150K transformer parameters plus ~130K embedding parameters". It does not
+# say where the layer norms sit; the book's blocks are pre-norm, with a final norm.
 # Depth is where the parameters live, so we count them for this stack: once from the formula (per
 # block $4d^2+4d$ for the query, key, value and output matrices with biases, $8d^2+5d$ for a
 # $4\times$ MLP, $4d$ for two LayerNorms; $2d$ for the final norm) and once from the torch model that
