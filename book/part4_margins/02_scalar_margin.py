@@ -479,9 +479,9 @@ assert abs(x3_window[np.argmax(np.abs(factor_drawn - 1))]) < 0.01   # Figure 4.2
 #    weight on one of them: is its margin small?
 #
 #    ```{dropdown} Answer
-#    Only if "almost all" is very close to all, because the spread multiplies the weighted variance:
-#    with weight $\alpha$ on $+10$ and $1-\alpha$ on $-10$, $\mathrm{Var}_t=\alpha(1-\alpha)\cdot20^2$.
-#    With $a=0.5$, a weight of 0.99 still gives $\mathrm{Var}_t\approx3.96$ and $m_t\approx-0.98$, past
+#    It can be. It stays near 1 only if "almost all" is very close to all, because the spread
+#    multiplies the weighted variance: with weight $\alpha$ on $+10$ and $1-\alpha$ on $-10$,
+#    $\mathrm{Var}_t=\alpha(1-\alpha)\cdot20^2$. With $a=0.5$, a weight of 0.99 still gives $\mathrm{Var}_t\approx3.96$ and $m_t\approx-0.98$, past
 #    the boundary; a weight of 0.999 gives $\mathrm{Var}_t\approx0.40$ and $m_t\approx0.80$. A wide past
 #    also pulls the scores apart, so a query concentrates quickly: $x_t=1$ scores the two tokens $\pm5$,
 #    puts weight 0.99995 on $+10$, and has $\mathrm{Var}_t\approx0.018$, $m_t\approx0.99$. The margin is
