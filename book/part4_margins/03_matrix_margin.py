@@ -190,9 +190,11 @@ assert np.allclose(blocks, blocks_finite_diff, atol=1e-7)
 # %% [markdown]
 # A position's block is invertible exactly when $\det(I-\Sigma_t A)\ne0$, and its contribution to the
 # log-density (Corollary 3.1, Eq. 16) is $\log\lvert\det(I-\Sigma_t A)\rvert$: the matrix
-# {term}`log-barrier`. Two numbers summarise "how far from singular" (the paper's Eq. 25): the
-# determinant itself, and the **spectral margin** $1-\rho(\Sigma_t A)$, where $\rho$ is the largest
-# absolute eigenvalue. The next section shows how they differ.
+# {term}`log-barrier`. Two numbers summarise "how far from singular" (the paper's Eq. 25): the absolute
+# determinant $\lvert\det(I-\Sigma_t A)\rvert$, and the **spectral margin** $1-\rho(\Sigma_t A)$, where
+# $\rho$ is the largest absolute eigenvalue. Both have a signed reading: $\det$ itself (not its absolute
+# value) and $1-\rho$ turn negative on the far side of the boundary; this page calls them the signed
+# margins of (25). The next section shows how the two differ.
 
 # %% [markdown]
 # ## The spectral condition is sufficient, not necessary (Lemma B.4)
@@ -496,8 +498,9 @@ plt.show()
 # $\log|\det(I-\Sigma_t A)|$ (white wedge: $\nu_2>\nu_1$, excluded by the ordering); orange lines: the
 # boundary $\det=0$; blue: the 12 tokens in order, each with its distance to the boundary (dotted); ringed
 # in vermilion, with the arrow: the support token of Definition 3.1 under the log-determinant margin;
-# orange dot: a token past the boundary. Right: both margins of Eq. (25) per position, the
-# log-determinant (blue) and $1-\rho$ (vermilion). Look at which token each margin makes the smallest.
+# orange dot: a token past the boundary. Right: both margins of Eq. (25) per position, the first as its
+# logarithm $\log|\det|$ (blue), and $1-\rho$ (vermilion). Look at which token each margin makes the
+# smallest.
 
 # %% [markdown]
 # ## Key takeaways
