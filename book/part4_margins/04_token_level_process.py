@@ -161,7 +161,8 @@ assert all(abs(mass[n] - 1) < 1e-6 for n in mass)
 # %% [markdown]
 # ## Monte Carlo with error bars
 #
-# An independent route: sample $x_{1:3}$ ancestrally from the generative rule
+# An independent route: sample $x_{1:3}$ ancestrally (one position after another, each drawn given the
+# ones before it) from the generative rule
 # $x_t=\mu_t(x)+\varepsilon_t$ (the library solves the implicit equation in $x_t$ by bisection) and
 # average $\prod_t P(y_t \mid x_t)$. If the change-of-variables density is right, the quadrature values
 # must sit within the Monte Carlo error bars.
