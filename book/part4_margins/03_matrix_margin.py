@@ -511,8 +511,9 @@ plt.show()
 #   is exact for $W_V=I$, and the scalar margin of 4.2 is its $d=1$ case.
 # - Two margins summarise the block: $\lvert\det\rvert$ (what the log-density uses) and the spectral
 #   margin $1-\rho$; $\rho<1$ guarantees invertibility but a block with $\rho>1$ can still be invertible.
-# - A log-barrier $-\kappa\log(m-\delta)$ keeps an optimiser strictly inside $m>\delta$ and reaches
-#   the constrained optimum as $\kappa\to0$; the model's own barrier is $\kappa=1$, $\delta=0$.
+# - A log-barrier $-\kappa\log(m-\delta)$ keeps an optimiser strictly inside $m>\delta$, and in the
+#   toy its minimiser approaches the constrained optimum as $\kappa\to0$ (for convex problems this is a
+#   theorem); the model's own barrier is $\kappa=1$, $\delta=0$.
 # - Computed for one random sequence, Figure 1.1's support token is token 8 of 12, not token 1. The
 #   first two tokens cannot steer their weights (no context, or one attended token with weight 1), so
 #   their margin is exactly 1, and over 2000 sequences the support token is never one of them. A token
