@@ -124,8 +124,8 @@
 # here:
 #
 # - **The margin formula holds only when values equal the embeddings** (Prop. 1, Eq. 8; Thm. 1,
-#   Eq. 14). The paper uses the covariance of the *values*; the exact slope uses the embeddings, and
-#   the two agree for $W_V=I$ but not in general. Shown in [4.2](02_scalar_margin.ipynb) and
+#   Eq. 14). The paper uses the covariance of the *values*, which contains $W_V$ twice; the exact slope
+#   is $W_V$ once times the covariance of the embeddings. The two agree for $W_V=I$ but not in general. Shown in [4.2](02_scalar_margin.ipynb) and
 #   [4.3](03_matrix_margin.ipynb).
 # - **Including the current token** (App. A, Eqs. 48–54) also changes the key, a path the paper's
 #   derivative leaves out. Shown in [4.3](03_matrix_margin.ipynb).
