@@ -276,8 +276,8 @@ def seq(z):
 
 
 def f(z):
-    e = causal_residual(seq(z)[:, None], [[a_toy]], [[1.0]])[:, 0]
-    return 0.5 * np.sum(e**2) + 0.5 * lam * np.sum((z - z_star) ** 2)
+    residual = causal_residual(seq(z)[:, None], [[a_toy]], [[1.0]])[:, 0]  # the ε̂_t
+    return 0.5 * np.sum(residual**2) + 0.5 * lam * np.sum((z - z_star) ** 2)
 
 
 def m3(z):
@@ -627,8 +627,8 @@ for name, W_V in W_Vs.items():
 sigma = 0.8
 W_V = W_Vs["W_V random"]
 Jfull = central_difference(lambda Z: causal_residual(Z, W_Q, W_K, W_V), X).reshape(T * d, T * d)
-e = causal_residual(X, W_Q, W_K, W_V)
-reference = (-0.5 * np.sum(e**2) / sigma**2 - 0.5 * T * d * np.log(2 * np.pi * sigma**2)
+residuals_X = causal_residual(X, W_Q, W_K, W_V)  # the ε̂_t
+reference = (-0.5 * np.sum(residuals_X**2) / sigma**2 - 0.5 * T * d * np.log(2 * np.pi * sigma**2)
              + np.linalg.slogdet(Jfull)[1])
 ours = embedding_log_density(X, W_Q, W_K, W_V, sigma=sigma)
 with_14 = (ours - matrix_margins(X, W_Q, W_K, W_V).logabsdet.sum()
@@ -655,9 +655,9 @@ al = [sp.exp(a * xt * x) / Zs for x in nodes]
 mu = sum(w_ * x for w_, x in zip(al, nodes))
 xbar = mu
 var = sum(w_ * (x - xbar) ** 2 for w_, x in zip(al, nodes))
-exact_de = 1 - sp.diff(mu, xt)
+exact_slope = 1 - sp.diff(mu, xt)  # dε̂_t/dx_t
 eq54 = (1 - al[-1]) - a * var
-missing = sp.simplify(eq54 - exact_de)
+missing = sp.simplify(eq54 - exact_slope)
 ratio = sp.simplify(missing / (al[-1] * xt * (xt - xbar)))
 display(Math(r"\text{(54)}-\frac{\partial \hat\varepsilon_t}{\partial x_t}=" + sp.latex(ratio)
              + r"\cdot\alpha_{tt}\,x_t\,(x_t-\bar x_t)"))
