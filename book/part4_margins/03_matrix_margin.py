@@ -200,7 +200,8 @@ assert np.allclose(blocks, blocks_finite_diff, atol=1e-7)
 # ## The spectral condition is sufficient, not necessary (Lemma B.4)
 #
 # Lemma B.4: $\rho(\Sigma_t A)<1$ for all $t$ implies every block is invertible. Take $W_Q=W_K=I_2$ and
-# $W_V=I$, so $A=I$ and $\Sigma_t A=C_t$ is symmetric PSD with eigenvalues $\nu_1 \ge\nu_2 \ge0$:
+# $W_V=I$, so $A=I$ and $\Sigma_t A=C_t$ is symmetric positive semidefinite (PSD, written $\succeq0$: a
+# covariance, with no negative eigenvalue), with eigenvalues $\nu_1 \ge\nu_2 \ge0$:
 # $\det(I-C_t)=(1-\nu_1)(1-\nu_2)$ vanishes only when an eigenvalue **equals** 1. Scaling a
 # sequence by $c$ spreads the context; past the point where $\nu_1=1$ the spectral margin
 # $1-\rho$ is negative, yet the determinant is nonzero again.
