@@ -304,7 +304,7 @@ def standard_stack_residual(z):
     """R(x) for [attention prior, block, block]: z (3, T, d) -> (3, T, d)."""
     out = [deep_residual(z[:1], prior4, [])[0]]
     for ell, blk in enumerate(blocks4, start=1):
-        out.append(z[ell] - blk(z[ell - 1]))  # e = x^(l) - g(x^(l-1))
+        out.append(z[ell] - blk(z[ell - 1]))  # ε̂^(l) = x^(l) - g(x^(l-1))
     return np.stack(out)
 
 
@@ -315,13 +315,13 @@ print("Lemma D.2 (LayerNorm + 2-head attention + MLP, noise at the output): diag
       all(np.allclose(D, np.eye(d4), atol=1e-7) for D in diag_std))
 assert all(np.allclose(D, np.eye(d4), atol=1e-7) for D in diag_std)
 
-E4 = standard_stack_residual(xs4)  # (3, T, d)
+R4 = standard_stack_residual(xs4)  # R(x): the residuals ε̂, (3, T, d)
 n_all = 3 * T4 * d4
-lhs = float(sum(normal_dist.logpdf(E4[ell], scale=sigmas[ell]).sum() for ell in range(3))
+lhs = float(sum(normal_dist.logpdf(R4[ell], scale=sigmas[ell]).sum() for ell in range(3))
             + np.linalg.slogdet(J4.reshape(n_all, n_all))[1])
 block_logdets = [np.linalg.slogdet(np.stack([J4[ell, t, :, ell, t, :] for t in range(T4)]))[1].sum()
                  for ell in range(3)]
-rhs = float(-sum((E4[ell] ** 2).sum() / (2 * sigmas[ell] ** 2) for ell in range(3))
+rhs = float(-sum((R4[ell] ** 2).sum() / (2 * sigmas[ell] ** 2) for ell in range(3))
             - T4 * d4 * np.log(sigmas).sum() + sum(block_logdets) - n_all / 2 * np.log(2 * np.pi))
 print(f"Eq. (78): change of variables {lhs:.4f}  vs  expanded form {rhs:.4f};  "
       f"|diff| < 1e-6: {abs(lhs - rhs) < 1e-6}")
