@@ -152,8 +152,8 @@ weights_3 = np.exp(scores_3) / np.exp(scores_3).sum()
 print(f"position 3: scores {scores_3}, weights {np.round(weights_3, 3).tolist()}, "
       f"mean {weights_3 @ tokens[:2]:.3f}")
 residuals = [residual(t, tokens) for t in (1, 2, 3)]
-for t, e in enumerate(residuals, start=1):
-    print(f"position {t}: residual ε̂_{t} = {e:+.4f}")
+for t, eps in enumerate(residuals, start=1):
+    print(f"position {t}: residual ε̂_{t} = {eps:+.4f}")
 library = causal_residual(np.array(tokens)[:, None], [[coupling]], [[1.0]])[:, 0]
 assert np.allclose(residuals, library, atol=1e-12)
 
@@ -181,7 +181,7 @@ assert np.all(jacobian[np.triu_indices(3, k=1)] == 0)  # a residual never sees a
 
 # %%
 slope_3 = jacobian[2, 2]
-noise_part = sum(-0.5 * e**2 - 0.5 * math.log(2 * math.pi) for e in residuals)
+noise_part = sum(-0.5 * eps**2 - 0.5 * math.log(2 * math.pi) for eps in residuals)
 print(f"dε̂_3/dx_3 ≈ {slope_3:.3f};  log p(x) ≈ {noise_part:.3f} + log {slope_3:.3f} "
       f"= {noise_part + math.log(slope_3):.3f}")
 exact = embedding_log_density(np.array(tokens)[:, None], [[coupling]], [[1.0]], sigma=1.0)
