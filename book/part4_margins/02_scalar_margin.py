@@ -174,7 +174,7 @@ assert margins.tolist() == [1.0, 1.0, 0.5]
 for a in (0.5, 1.0, 1.5):
     residuals = [residual_at_position_3(x3, a) for x3 in (-0.5, 0.0, 0.5)]
     print(f"a = {a}: margin at x_3 = 0 is {1 - a:+.1f};  ε̂_3 at x_3 = -0.5, 0, 0.5: "
-          + ", ".join(f"{e:+.3f}" for e in residuals))
+          + ", ".join(f"{eps:+.3f}" for eps in residuals))
 assert residual_at_position_3(0.5, 0.5) > residual_at_position_3(-0.5, 0.5)  # increasing
 assert residual_at_position_3(0.5, 1.5) < residual_at_position_3(-0.5, 1.5)  # running backwards
 
