@@ -135,8 +135,9 @@
 #   the one-step conditional integrates to more than 1, so Theorem 2 needs a globally invertible
 #   layer. Shown in [4.2](02_scalar_margin.ipynb).
 # - **The trained penalty goes the other way** (§3.4, §7.1, §7.4). Training with the margin penalty
-#   drives the coupling negative, where there is no boundary and the term rewards a wider spread of the
-#   attended embeddings (the attention weights themselves become more concentrated). Shown in
+#   drives the coupling negative, to the side without a wall (on the windows 4.7 measures, no position
+#   comes below $\lvert\det\rvert=1$), where the term rewards a wider spread of the attended embeddings
+#   (the attention weights themselves become more concentrated). Shown in
 #   [4.7](barrier_training.ipynb).
 # - **The robustness gain is mostly a change of scale** (§7.3, Fig. 7.5), and at the paper's own
 #   settings it reverses for large noise; the paper's own tables show the gap between the two models
