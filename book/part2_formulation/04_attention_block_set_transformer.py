@@ -177,15 +177,6 @@ assert np.allclose(out_1212, np.tile(out_12, 2), atol=1e-12)  # duplicated: the 
 # %%
 fig, ax = plt.subplots(figsize=(12, 3.8))
 draw_set_transformer(2, pooling="mean", ax=ax)
-# the drawing writes the paper's letters; put in this page's (positions i, j; the softmax in words)
-page_letters = {"h_k + Σ_l α_kl V h_l": "h_i + Σ_j α_ij V h_j", "each h_k": "each h_i",
-                "h_k + NN(h_k)": "h_i + NN(h_i)", "σ(· / τ)": "softmax(· / τ)"}
-for label in ax.texts:
-    text = label.get_text()
-    for old, new in page_letters.items():
-        text = text.replace(old, new)
-    label.set_text(text)
-assert not any(letter in label.get_text() for label in ax.texts for letter in ("h_k", "α_kl", "σ"))
 plt.show()
 
 # %% [markdown]
