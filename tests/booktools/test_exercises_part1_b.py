@@ -117,7 +117,7 @@ def test_p1_06():
 
 
 def test_p1_06_names_the_half_split_layout():
-    """Pairs (x_p, x_(p+d/2)) (a common library layout) failed with no diagnosis; it is named now."""
+    """Pairs (x_m, x_(m+d/2)) (a common library layout) failed with no diagnosis; it is named now."""
 
     def half_split(q, k, i, j):
         d = q.shape[0]
@@ -292,12 +292,12 @@ def test_p1_12():
 @pytest.mark.parametrize(
     "exponent, named",
     [
-        (lambda d: -np.arange(d // 2) / d, "10000\\^\\(−p/d\\)"),
-        (lambda d: np.arange(0, d, 2) / d, "10000\\^\\(\\+2p/d\\)"),
+        (lambda d: -np.arange(d // 2) / d, "10000\\^\\(−m/d\\)"),
+        (lambda d: np.arange(0, d, 2) / d, "10000\\^\\(\\+2m/d\\)"),
     ],
 )
 def test_p1_06_names_the_frequency_slips(exponent, named):
-    """readex2: θ_p = 10000^(−p/d) and 10000^(+2p/d) failed with no diagnosis."""
+    """readex2: θ_m = 10000^(−m/d) and 10000^(+2m/d) failed with no diagnosis."""
 
     def score(q, k, i, j):
         d = q.shape[0]

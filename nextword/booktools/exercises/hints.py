@@ -58,7 +58,7 @@ HINTS: dict[str, tuple[str, ...]] = {
     "p1_06": (
         "A rotation by iθ followed by the transpose of a rotation by jθ is a single rotation: by which angle?",
         "Write R(φ) as a 2×2 sympy Matrix and simplify R(iθ)ᵀ R(jθ). Numerically, rotate each pair "
-        "(x[2p], x[2p+1]) by position · θ_p with θ_p = 10000^(-2p/d).",
+        "(x[2m], x[2m+1]) by position · θ_m with θ_m = 10000^(-2m/d_k).",
         "simplify(R(i*θ).T * R(j*θ) - R((j - i)*θ)) == zeros; rope_score = rotate(q, i) @ rotate(k, j).",
     ),
     "p1_07": (

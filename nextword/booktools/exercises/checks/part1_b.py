@@ -114,7 +114,7 @@ def _halves_as_pairs(x: np.ndarray) -> np.ndarray:
 
 
 def _rope_score_with(q: np.ndarray, k: np.ndarray, i: int, j: int, theta: np.ndarray) -> float:
-    """(R_iθ q)·(R_jθ k) over consecutive pairs with the frequencies ``theta`` (d/2,) (diagnosis only)."""
+    """(R(iθ) q)·(R(jθ) k) over consecutive pairs with the frequencies ``theta`` (d/2,) (diagnosis only)."""
     def rotate(x, pos):
         c, s = np.cos(pos * theta), np.sin(pos * theta)
         out = np.empty_like(x)
@@ -143,18 +143,18 @@ def check_ex_p1_06(rope_score: Callable) -> bool:
                             mistakes={"the plain q·k: rotate q to position i and k to position j first": q @ k,
                                       "i and j swapped (or the rotation's sign flipped): q goes to position i": float(
                                           apply_rope(q[None], positions=[j])[0] @ apply_rope(k[None], positions=[i])[0]),
-                                      "pairs (x_p, x_(p+d/2)) (the 'rotate half' layout of some libraries): this "
-                                      "exercise pairs consecutive coordinates (x_2p, x_2p+1)": float(
+                                      "pairs (x_m, x_(m+d/2)) (the 'rotate half' layout of some libraries): this "
+                                      "exercise pairs consecutive coordinates (x_2m, x_2m+1)": float(
                                           apply_rope(_halves_as_pairs(q)[None], positions=[i])[0]
                                           @ apply_rope(_halves_as_pairs(k)[None], positions=[j])[0]),
-                                      "θ_p = 10000^(−p/d): the exponent is 2p/d (p numbers the pairs, 2p is the "
+                                      "θ_m = 10000^(−m/d): the exponent is 2m/d (m numbers the pairs, 2m is the "
                                       "pair's first coordinate)":
                                           _rope_score_with(q, k, i, j, 10000.0 ** (-np.arange(d // 2) / d)),
-                                      "θ_p = 10000^(+2p/d): the frequencies decrease, θ_p = 10000^(−2p/d)":
+                                      "θ_m = 10000^(+2m/d): the frequencies decrease, θ_m = 10000^(−2m/d)":
                                           _rope_score_with(q, k, i, j, 10000.0 ** (np.arange(0, d, 2) / d)),
                                       "k rotated by −j (its rotation transposed): the score then depends on i + j; "
-                                      "rotate k forward to position j, like q to i, and the product R_iᵀ R_j = "
-                                      "R_(j−i) does the rest":
+                                      "rotate k forward to position j, like q to i, and the product R(iθ)ᵀ R(jθ) = "
+                                      "R((j−i)θ) does the rest":
                                           _rope_score_with(q, k, i, -j, 10000.0 ** (-np.arange(0, d, 2) / d))})
     with r.check("the score depends on i − j only (shifting both positions changes nothing)"):
         q, k = rng.standard_normal(8), rng.standard_normal(8)
