@@ -44,12 +44,12 @@ def _pe(t, d, dims, pair=True):
 
 def test_p1_05():
     assert check_ex_p1_05(lambda t, d, dims: _pe(t, d, dims))
-    with pytest.raises(ExerciseCheckError, match="pe_values"):  # exponent i/d instead of 2i/d per pair
+    with pytest.raises(ExerciseCheckError, match="pe_values"):  # exponent dim/d instead of 2m/d per pair
         check_ex_p1_05(lambda t, d, dims: _pe(t, d, dims, pair=False))
 
 
 def test_p1_05_names_the_inverted_frequency():
-    """readex2: t · 10000^(2i/d) for t / 10000^(2i/d) failed with no diagnosis."""
+    """readex2: t · 10000^(2m/d) for t / 10000^(2m/d) failed with no diagnosis."""
 
     def inverted(t, d, dims):
         dims = np.asarray(dims)
@@ -61,7 +61,7 @@ def test_p1_05_names_the_inverted_frequency():
 
 
 def test_p1_05_names_the_dimension_index_mistake():
-    """Reading PE(t, 2i) with i the dimension (exponent 2·dim/d) is named, and the unit-circle check shows the sum."""
+    """Reading PE(t, 2m) with m the dimension (exponent 2·dim/d) is named, and the unit-circle check shows the sum."""
 
     def doubled(t, d, dims):
         dims = np.asarray(dims)
@@ -79,12 +79,12 @@ def test_p1_05_names_the_dimension_index_mistake():
 @pytest.mark.parametrize(
     "exponent, named",
     [
-        (lambda dims: dims // 2, "the factor 2 is missing"),  # PE(t, 2i) = sin(t / 10000^(i/d))
+        (lambda dims: dims // 2, "the factor 2 is missing"),  # PE(t, 2m) = sin(t / 10000^(m/d))
         (lambda dims: 2 * ((dims + 1) // 2), "counted from 1"),  # the pair index 1-based
     ],
 )
 def test_p1_05_names_the_pair_exponent_slips(exponent, named):
-    """leftex: the exponent i/d_model (factor 2 missing) and pairs counted from 1 failed with no diagnosis."""
+    """leftex: the exponent m/d_model (factor 2 missing) and pairs counted from 1 failed with no diagnosis."""
 
     def wrong(t, d, dims):
         dims = np.asarray(dims)

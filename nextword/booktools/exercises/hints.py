@@ -51,8 +51,8 @@ HINTS: dict[str, tuple[str, ...]] = {
         "4 · d_model² per layer, times n_layers — n_heads cancels (sympy shows it).",
     ),
     "p1_05": (
-        "Dimensions come in pairs (2k, 2k+1) that share one frequency; the even one is a sine, the odd one a cosine.",
-        "The angle of dimension dim is t / 10000^(2k / d_model) with k = dim // 2, the pair it belongs to.",
+        "Dimensions come in pairs (2m, 2m+1) that share one frequency; the even one is a sine, the odd one a cosine.",
+        "The angle of dimension dim is t / 10000^(2m / d_model) with m = dim // 2, the pair it belongs to.",
         "angle = t / 10000 ** (2 * (dim // 2) / d_model); sin(angle) for even dim, cos(angle) for odd dim.",
     ),
     "p1_06": (

@@ -58,37 +58,37 @@ def check_ex_p1_04(mha_parameter_count: Callable) -> bool:
 
 # ---- Exercise 5 -------------------------------------------------------------------------------
 def _pe_variant(t: int, d: int, dims: list[int], exponent) -> np.ndarray:
-    i = np.asarray(dims)
-    angle = t / 10000.0 ** (exponent(i) / d)
-    return np.where(i % 2 == 0, np.sin(angle), np.cos(angle))
+    dim = np.asarray(dims)
+    angle = t / 10000.0 ** (exponent(dim) / d)
+    return np.where(dim % 2 == 0, np.sin(angle), np.cos(angle))
 
 
 def check_ex_p1_05(pe_values: Callable) -> bool:
-    """Exercise 5: ``pe_values(t, d_model, dims) -> (len(dims),)`` sinusoidal encodings PE(t, i)."""
+    """Exercise 5: ``pe_values(t, d_model, dims) -> (len(dims),)`` sinusoidal encodings PE(t, dim)."""
     from nextword.positions import sinusoidal_encoding
 
     r = Report("Exercise 1.05")
-    with r.check("PE(t, i) matches the sinusoidal encoding"):
+    with r.check("PE(t, dim) matches the sinusoidal encoding"):
         # the exercise's own four values first (the smallest case), then a full small vector, then odd orders
         for t, d, dims in ((10, 128, [0, 1, 2, 3]), (7, 16, list(range(16))), (123, 64, [62, 63, 5, 4])):
             got = _call(pe_values, f"pe_values({t}, {d}, {dims})", t, d, list(dims))
             expected = sinusoidal_encoding(t + 1, d)[t, dims]
             idx = np.asarray(dims)
             check_close(f"pe_values(t={t}, d_model={d}, dims={dims})", got, expected, rtol=1e-9, atol=1e-12,
-                        mistakes={"the exponent uses i, not 2⌊i/2⌋: both dimensions of a pair share one frequency":
-                                  _pe_variant(t, d, dims, lambda i: i),
-                                  "the exponent uses 2·dim with dim the dimension: in PE(t, 2i) the i counts "
+                        mistakes={"the exponent uses dim, not 2⌊dim/2⌋: both dimensions of a pair share one frequency":
+                                  _pe_variant(t, d, dims, lambda dim: dim),
+                                  "the exponent uses 2·dim with dim the dimension: in PE(t, 2m) the m counts "
                                   "pairs, so dimension dim has exponent 2⌊dim/2⌋ / d_model":
-                                  _pe_variant(t, d, dims, lambda i: 2 * i),
-                                  "t · 10000^(2i/d_model): the wavelengths grow with i, so the angle is "
-                                  "t / 10000^(2i/d_model)":
-                                  _pe_variant(t, d, dims, lambda i: -2 * (i // 2)),
-                                  "the exponent is i/d_model with i the pair (dim // 2): the factor 2 is missing, "
-                                  "PE(t, 2i) = sin(t / 10000^(2i/d_model))":
-                                  _pe_variant(t, d, dims, lambda i: i // 2),
-                                  "the pairs are counted from 1 ((dim + 1) // 2): dimensions 2i and 2i + 1 form "
-                                  "pair i = dim // 2, counted from 0":
-                                  _pe_variant(t, d, dims, lambda i: 2 * ((i + 1) // 2)),
+                                  _pe_variant(t, d, dims, lambda dim: 2 * dim),
+                                  "t · 10000^(2m/d_model): the wavelengths grow with m, so the angle is "
+                                  "t / 10000^(2m/d_model)":
+                                  _pe_variant(t, d, dims, lambda dim: -2 * (dim // 2)),
+                                  "the exponent is m/d_model with m the pair (dim // 2): the factor 2 is missing, "
+                                  "PE(t, 2m) = sin(t / 10000^(2m/d_model))":
+                                  _pe_variant(t, d, dims, lambda dim: dim // 2),
+                                  "the pairs are counted from 1 ((dim + 1) // 2): dimensions 2m and 2m + 1 form "
+                                  "pair m = dim // 2, counted from 0":
+                                  _pe_variant(t, d, dims, lambda dim: 2 * ((dim + 1) // 2)),
                                   "sine and cosine swapped: even dimensions take the sine":
                                   np.where(idx % 2 == 0, np.cos(t / 10000.0 ** (2 * (idx // 2) / d)),
                                            np.sin(t / 10000.0 ** (2 * (idx // 2) / d))),
@@ -102,7 +102,7 @@ def check_ex_p1_05(pe_values: Callable) -> bool:
         check_true(abs(vals[0] ** 2 + vals[1] ** 2 - 1) < 1e-12,
                    f"PE(10,0)² + PE(10,1)² should be 1, got {vals[0] ** 2 + vals[1] ** 2:.10g} "
                    f"(PE(10,0), PE(10,1) = {describe(vals)}): a pair must use one angle, sine and cosine")
-    return r.done("PE(t, i) matches sinusoidal_encoding (Exercise 5's four values and two other cases); "
+    return r.done("PE(t, dim) matches sinusoidal_encoding (Exercise 5's four values and two other cases); "
                   "PE(10,0)² + PE(10,1)² = 1")
 
 
