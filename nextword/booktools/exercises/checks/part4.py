@@ -199,16 +199,23 @@ def check_ex_p4_03(X, W_Q, W_K) -> bool:
                   "the spectral condition is not necessary")
 
 
-def check_ex_p4_04(var_first_embedding: Callable) -> bool:
-    """Exercise 04: ``var_first_embedding(w, sigma)`` = Var(x_1) under the length-2 non-causal model."""
+def check_ex_p4_04(var_first_embedding: Callable, cov_first_second: Callable) -> bool:
+    """Exercise 04: ``var_first_embedding(w, sigma)`` = Var(x_1) and ``cov_first_second(w, sigma)`` = Cov(x_1, x_2)
+    under the length-2 non-causal model. Var(x_1) is even in w, so a sign slip ((I + W)⁻¹ for (I − W)⁻¹) gives
+    the right variance; the covariance, odd in w, shows it."""
     from nextword.theory.barrier import residual_jacobian
 
+    def moments(w: float, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+        # the map ε = J x is linear: J from the library at any point, then Cov(x) = σ² (Jᵀ J)^(-1)
+        J = residual_jacobian(np.zeros((2, 1)), [[1.0]], [[1.0]], [[w]], context="others").reshape(2, 2)
+        return J, sigma**2 * np.linalg.inv(J.T @ J)
+
     r = Report("Exercise 4.04")
+    cases = ((0.0, 1.5), (0.5, 1.0), (-0.3, 2.0), (0.8, 0.5))
     with r.check("Var(x_1) of the length-2 non-causal model (change of variables ε = J x)"):
-        for w, sigma in ((0.0, 1.5), (0.5, 1.0), (-0.3, 2.0), (0.8, 0.5)):
-            # the map ε = J x is linear: J from the library at any point, then Cov(x) = σ² (Jᵀ J)^(-1)
-            J = residual_jacobian(np.zeros((2, 1)), [[1.0]], [[1.0]], [[w]], context="others").reshape(2, 2)
-            expected = sigma**2 * np.linalg.inv(J.T @ J)[0, 0]
+        for w, sigma in cases:
+            J, cov = moments(w, sigma)
+            expected = cov[0, 0]
             M = np.linalg.inv(J)
             got = _call(var_first_embedding, f"var_first_embedding(w={w}, sigma={sigma})", w, sigma)
             check_close(f"var_first_embedding(w={w}, sigma={sigma})", np.asarray(got, dtype=float), expected,
@@ -220,4 +227,28 @@ def check_ex_p4_04(var_first_embedding: Callable) -> bool:
                                   sigma ** 2 * M[0, 0] ** 2,
                                   "J itself, not its inverse: ε = J x, so x = J⁻¹ ε and Cov(x) = σ² J⁻¹ J⁻ᵀ":
                                   sigma ** 2 * (J @ J.T)[0, 0]})
-    return r.done("Var(x_1) of the length-2 non-causal model matches the change of variables for 4 (w, σ)")
+    with r.check("Cov(x_1, x_2) of the length-2 non-causal model: its size, and its sign that follows w's"):
+        # the smallest case with a sign first (w = 0 gives 0 for every sign), then w = 0 and the others
+        for w, sigma in (cases[1], cases[0], *cases[2:]):
+            J, cov = moments(w, sigma)
+            expected = cov[0, 1]
+            M = np.linalg.inv(J)
+            got = _call(cov_first_second, f"cov_first_second(w={w}, sigma={sigma})", w, sigma)
+            check_close(f"cov_first_second(w={w}, sigma={sigma})", np.asarray(got, dtype=float), expected,
+                        rtol=1e-8, atol=1e-12,
+                        mistakes={"the sign of w flipped — x = (I + W)⁻¹ε instead of (I − W)⁻¹ε (the residual is "
+                                  "ε̂ = x − W x): each position copies w times the other, so for w > 0 the two "
+                                  "move together and Cov(x_1, x_2) > 0. Var(x_1) is even in w and cannot show "
+                                  "this slip": -expected,
+                                  "the length-1 answer 0: without the mask x_1 and x_2 share both noise terms":
+                                  0.0 * expected,
+                                  "one noise term only (M_00 M_10): Cov(x_1, x_2) = σ² (M_00 M_10 + M_01 M_11), "
+                                  "ε_1 and ε_2 both reach both positions": sigma ** 2 * M[0, 0] * M[1, 0],
+                                  "the correlation, not the covariance: do not divide by the standard deviations":
+                                  expected / cov[0, 0],
+                                  "σ instead of σ²: the covariance scales with the square of the noise level":
+                                  expected / sigma,
+                                  "J itself, not its inverse: ε = J x, so x = J⁻¹ ε and Cov(x) = σ² J⁻¹ J⁻ᵀ":
+                                  sigma ** 2 * (J @ J.T)[0, 1]})
+    return r.done("Var(x_1) and Cov(x_1, x_2) of the length-2 non-causal model match the change of variables for "
+                  "4 (w, σ); the covariance has the sign of w")
