@@ -204,6 +204,20 @@ def test_p4_03_right_and_wrong():
         check_ex_p4_03(c * X, np.eye(2), np.eye(2))
 
 
+def test_p4_03_transposed_x_and_a_counterexample_at_an_earlier_row_are_named():
+    """exf trials: X given as (d, T) failed with a bare shape message; a context whose counterexample is at an
+    earlier row (the last row's query then concentrates its weights, ρ < 1) failed without saying so."""
+    X = 2.5 * np.array([[0.0, 0.0], [1.0, 0.3], [-0.6, 0.8], [0.2, -0.1]])
+    with pytest.raises(ExerciseCheckError, match="X is transposed"):
+        check_ex_p4_03(X.T, np.eye(2), np.eye(2))
+    with pytest.raises(ExerciseCheckError, match="W_Q and W_K are transposed"):
+        check_ex_p4_03(X, np.ones((2, 3)), np.ones((2, 3)))
+    longer = np.vstack([X, [[10.0, 3.0]]])  # the 5th query points at row 1: its weights concentrate there
+    assert matrix_margins(longer, np.eye(2), np.eye(2)).spectral[-1] > 0
+    with pytest.raises(ExerciseCheckError, match=r"(?s)earlier row.*position 3.*end X at row 3"):
+        check_ex_p4_03(longer, np.eye(2), np.eye(2))
+
+
 def test_p4_02_own_token_in_the_sums_is_named_not_called_float32():
     """leftex: sums over s ≤ t (the token itself included) are off by ~1e-6 at t = 1 for the checker's X, and were
     told 'the error is at float32 round-off level — compute in float64' (the wrong mistake)."""

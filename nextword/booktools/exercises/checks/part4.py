@@ -178,21 +178,32 @@ def check_ex_p4_03(X, W_Q, W_K) -> bool:
             fail(f"X should have shape (T, d) with T >= 2 and d >= 2, got {X.shape}")
         d = X.shape[1]
         if W_Q.ndim != 2 or W_Q.shape[1] != d or W_K.shape != W_Q.shape:
-            fail(f"W_Q and W_K should both have shape (d_k, {d}), got {W_Q.shape} and {W_K.shape}")
+            msg = f"W_Q and W_K should both have shape (d_k, {d}), got {W_Q.shape} and {W_K.shape}"
+            if W_Q.ndim == 2 and W_K.shape == W_Q.shape and W_Q.shape[1] == X.shape[0]:
+                msg += (f"\n    likely mistake: X is transposed — it has one row per position, shape (T, d); yours "
+                        f"is {X.shape}, and X.T would match W_Q")
+            elif W_Q.ndim == 2 and W_Q.shape[0] == d and W_K.ndim == 2 and W_K.shape[0] == d:
+                msg += (f"\n    likely mistake: W_Q and W_K are transposed — each maps a position's x (d = {d}) "
+                        "to d_k numbers as W_Q x, so it has d columns")
+            fail(msg)
         if not (np.all(np.isfinite(X)) and np.all(np.isfinite(W_Q)) and np.all(np.isfinite(W_K))):
             fail("X, W_Q and W_K must be finite")
     if r.failures:
         return r.done("")
     mm = matrix_margins(X, W_Q, W_K)
+    earlier = [t for t in range(len(X) - 1) if mm.spectral[t] <= 0 and abs(mm.det[t]) >= 0.1]
+    not_last = (f"\n    likely mistake: the counterexample is at an earlier row — at 0-based position {earlier[0]} "
+                f"the spectral margin is {mm.spectral[earlier[0]]:.3f} and |det| = {abs(mm.det[earlier[0]]):.3g}, but the "
+                f"exercise asks for the last position: end X at row {earlier[0]}" if earlier else "")
     with r.check("the spectral margin 1 − ρ(Σ_t A) at the last position is ≤ 0"):
         check_true(mm.spectral[-1] <= 0,
                    f"the spectral margin 1 - ρ(Σ_t A) at the last position is {mm.spectral[-1]:.3f} > 0: "
-                   "Lemma B.4 already certifies this block — push an eigenvalue of Σ_t A past 1")
+                   "Lemma B.4 already certifies this block — push an eigenvalue of Σ_t A past 1" + not_last)
     with r.check("yet the block is invertible: |det(I − Σ_t A)| ≥ 0.1"):
         check_true(abs(mm.det[-1]) >= 0.1,
                    f"|det(I - Σ_t A)| at the last position is {abs(mm.det[-1]):.3g} < 0.1: "
                    "the block is (nearly) singular, so it is not a counterexample — move the eigenvalue past 1, "
-                   "not onto it")
+                   "not onto it" + not_last)
     if r.failures:
         return r.done("")
     return r.done(f"ρ(Σ_t A) = {1 - mm.spectral[-1]:.3f} ≥ 1 yet |det(I - Σ_t A)| = {abs(mm.det[-1]):.3f}: "
