@@ -96,7 +96,7 @@ HINTS: dict[str, tuple[str, ...]] = {
         "'Honest' means the model never sees the token it predicts, whatever its mask.",
         "Run the model on each prefix ids[:, :t+1] and score the next token with the last position's logits; "
         "for the results, compare that with the teacher-forced loss of one pass (token_nll).",
-        "for t in range(L-1): logits = model(ids[:, :t+1])[:, -1]; cross-entropy against ids[:, t+1].",
+        "for t in range(T-1): logits = model(ids[:, :t+1])[:, -1]; cross-entropy against ids[:, t+1].",
     ),
     "p2_01": (
         "The chain rule of KL: the joint KL splits into one expected KL of next-token laws per position.",

@@ -307,8 +307,38 @@ def check_ex_p1_09(subject_attention: Callable, ablation_effect: Callable, model
 
 
 # ---- Exercise 12 ------------------------------------------------------------------------------
+def _prefix_slips(model, ids: np.ndarray) -> dict[str, np.ndarray]:
+    """The per-token losses (N, T-1) of the usual slips of a prefix-only evaluation (diagnosis only)."""
+    import torch
+    import torch.nn.functional as F
+
+    x = torch.from_numpy(np.asarray(ids, dtype=np.int64))
+    N, T = x.shape
+    rows = torch.arange(N)
+    out = {k: np.empty((N, T - 1)) for k in ("long", "first", "own", "batch", "drop0")}
+    model.eval()
+    with torch.no_grad():
+        for t in range(T - 1):
+            logits = model(x[:, :t + 1])  # (N, t+1, V)
+            target = x[:, t + 1]
+            out["long"][:, t] = F.cross_entropy(model(x[:, :t + 2])[:, -2], target, reduction="none").double().numpy()
+            out["first"][:, t] = F.cross_entropy(logits[:, 0], target, reduction="none").double().numpy()
+            out["own"][:, t] = F.cross_entropy(logits[:, -1], x[:, t], reduction="none").double().numpy()
+            out["batch"][:, t] = -torch.log_softmax(logits[:, -1], dim=0)[rows, target].double().numpy()
+            shorter = logits[:, -1] if t == 0 else model(x[:, 1:t + 1])[:, -1]
+            out["drop0"][:, t] = F.cross_entropy(shorter, target, reduction="none").double().numpy()
+    return {"the prefix includes the target: ids[:, :t+2] lets a model without the mask read ids[:, t+1]; run it "
+            "on ids[:, :t+1] and take the last position's logits": out["long"],
+            "the logits of the prefix's first position ([:, 0]): the prediction of ids[:, t+1] is the last "
+            "position's ([:, -1])": out["first"],
+            "the target is ids[:, t], the prefix's own last token: the prefix ids[:, :t+1] predicts ids[:, t+1]":
+                out["own"],
+            "the log-softmax runs over the batch axis (dim 0): normalise over the vocabulary (dim -1)": out["batch"],
+            "the prefix starts at token 1: ids[:, :t+1] starts at token 0": out["drop0"]}
+
+
 def check_ex_p1_12(honest_loss: Callable, results: Mapping[str, Mapping[str, float]]) -> bool:
-    """Exercise 12: ``honest_loss(model, ids) -> (N, L-1)`` (prefix-only predictions) and the measured
+    """Exercise 12: ``honest_loss(model, ids) -> (N, T-1)`` (prefix-only predictions) and the measured
     ``results[name] = {"teacher_forced": float, "honest": float}`` for ``"baseline"``, ``"no mask"``
     (retrained without the mask) and the test-time ablations ``"no positions"``, ``"single head"``,
     ``"no residual"``."""
@@ -324,6 +354,7 @@ def check_ex_p1_12(honest_loss: Callable, results: Mapping[str, Mapping[str, flo
             mistakes = {} if causal else {
                 "one teacher-forced pass over the whole sequence: run the model on each prefix ids[:, :t+1]":
                     token_nll(m, ids)}
+            mistakes.update(_prefix_slips(m, ids))
             check_close(f"honest_loss of a {'causal' if causal else 'non-causal'} 2-layer model on ids of shape (4, 9)",
                         _call(honest_loss, "honest_loss", m, ids), prefix_nll(m, ids), rtol=1e-4, atol=1e-5,
                         mistakes=mistakes)
@@ -346,11 +377,32 @@ def check_ex_p1_12(honest_loss: Callable, results: Mapping[str, Mapping[str, flo
             check_true(abs(vals["baseline"][0] - vals["baseline"][1]) < 1e-3,
                        f"for the causal baseline, teacher-forced {vals['baseline'][0]:.4f} and honest "
                        f"{vals['baseline'][1]:.4f} losses should coincide")
+        with r.check("the losses are means per token, in nats: the causal baseline's is below ln|V|, a uniform "
+                     "guess's"):
+            from nextword.chapter6 import AgreementTask
+
+            vocab = AgreementTask.make(np.random.default_rng(0)).vocab_size
+            check_true(vals["baseline"][1] < math.log(vocab),
+                       f"the baseline's honest loss {vals['baseline'][1]:.3f} is above ln|V| = ln {vocab} = "
+                       f"{math.log(vocab):.3f}, the loss of a uniform guess over the task's vocabulary\n    likely "
+                       "mistake: " + ("a sum over positions: results holds the mean over all positions "
+                                      "(losses.mean())" if vals["baseline"][1] > 3 * math.log(vocab) else
+                                      "a mean loss per token in nats is expected — or is the model untrained?"))
         with r.check("no mask: the teacher-forced loss hides a much worse honest loss"):
+            swapped = vals["no mask"][0] - vals["no mask"][1] > 1.0
             check_true(vals["no mask"][1] - vals["no mask"][0] > 1.0,
                        f"the model trained without the mask should look much better teacher-forced "
                        f"({vals['no mask'][0]:.3f}) than when it predicts from prefixes ({vals['no mask'][1]:.3f}) "
-                       "— was it retrained with causal=False?")
+                       + ("\n    likely mistake: the two losses swapped — 'teacher_forced' is the one-pass loss "
+                          "(token_nll), 'honest' the prefix-only one (honest_loss)" if swapped else
+                          "— was it retrained with causal=False?"))
+        with r.check("the test-time ablations are made from the causal baseline: teacher-forced = honest"):
+            for n in ("no positions", "single head", "no residual"):
+                check_true(abs(vals[n][0] - vals[n][1]) < 1e-3,
+                           f"removing '{n}': teacher-forced {vals[n][0]:.4f} and honest {vals[n][1]:.4f} losses "
+                           "differ, so the ablated model sees the future\n    likely mistake: the component was "
+                           "removed from the model retrained without the mask; remove it from the causal baseline "
+                           "(with_config(baseline, ...))")
         with r.check("every test-time ablation raises the honest loss"):
             for n in ("no positions", "single head", "no residual"):
                 check_true(vals[n][1] > vals["baseline"][1] + 0.05,
