@@ -42,7 +42,7 @@ HINTS: dict[str, tuple[str, ...]] = {
     "p1_03": (
         "A generator never sees the word it is about to produce: feed only the prefix.",
         "For each t, run the model on windows[:, :t] and use the logits of the last position to predict windows[:, t].",
-        "for t in 1..L-1: F.cross_entropy(model(windows[:, :t])[:, -1], windows[:, t]); average the L-1 values.",
+        "for t in 1..T-1: F.cross_entropy(model(windows[:, :t])[:, -1], windows[:, t]); average the T-1 values.",
     ),
     "p1_04": (
         "Count weight matrices: per head the query, key and value projections, then the output projection.",

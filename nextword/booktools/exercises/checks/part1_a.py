@@ -183,7 +183,7 @@ def check_ex_p1_03(generation_style_loss, model, windows, entropy_rate: float) -
                    "the model for this experiment must be trained WITHOUT the mask (causal=False)")
     windows = np.asarray(windows)
     if windows.ndim != 2 or windows.shape[1] < 4:
-        fail("windows must be a (num_windows, L) array of token ids with L >= 4")
+        fail("windows must be a (num_windows, T) array of token ids with T >= 4")
     if not isinstance(model, TinyLM):
         return r.done("")
     teacher = evaluate_loss(model, windows)
@@ -206,10 +206,10 @@ def check_ex_p1_03(generation_style_loss, model, windows, entropy_rate: float) -
                               for row, lgs in zip(sub, logits)])
             slips = {"the teacher-forced loss (one pass over the whole window): run the model on "
                      "each prefix separately": evaluate_loss(model, sub),
-                     f"the last position is skipped: t runs over 1..L−1 = 1..{L - 1} (range(1, L)), "
-                     f"so w[{L - 1}] is predicted from w[:{L - 1}] too": float(nll[:, :-1].mean()),
-                     f"the first position is skipped: t runs over 1..L−1 = 1..{L - 1} (range(1, L)), "
-                     "so w[1] is predicted from w[:1] too": float(nll[:, 1:].mean()),
+                     f"the last position is skipped: t runs over 1..T−1 = 1..{L - 1} (range(1, T)), "
+                     f"so windows[:, {L - 1}] is predicted from windows[:, :{L - 1}] too": float(nll[:, :-1].mean()),
+                     f"the first position is skipped: t runs over 1..T−1 = 1..{L - 1} (range(1, T)), "
+                     "so windows[:, 1] is predicted from windows[:, :1] too": float(nll[:, 1:].mean()),
                      "the logits of the prefix's FIRST position ([:, 0]): the next token is predicted by the "
                      "last position of the prefix ([:, -1])": float(first.mean()),
                      "the losses are summed: the generation-style loss is their mean over all positions and "
