@@ -46,7 +46,7 @@ HINTS: dict[str, tuple[str, ...]] = {
     ),
     "p1_04": (
         "Count weight matrices: per head the query, key and value projections, then the output projection.",
-        "A head projects d_model → d_head = d_model / n_heads; with n_heads heads the three projections give "
+        "A head projects d_model → d_k = d_model / n_heads; with n_heads heads the three projections give "
         "3 · d_model · d_model together. The output projection W^O is d_model × d_model.",
         "4 · d_model² per layer, times n_layers — n_heads cancels (sympy shows it).",
     ),

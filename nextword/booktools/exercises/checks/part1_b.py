@@ -44,9 +44,9 @@ def check_ex_p1_04(mha_parameter_count: Callable) -> bool:
                                     "is part of the module too",
                      # full-width heads: h·3d² for W^Q, W^K, W^V, plus W^O as d × d or as (h·d) × d
                      (3 * h + 1) * d * d * L: "gives each head full-width d_model × d_model matrices; a head "
-                                              "projects to d_head = d_model / n_heads columns",
+                                              "projects to d_k = d_model / n_heads columns",
                      4 * h * d * d * L: "gives each head full-width d_model × d_model matrices (and W^O rows for "
-                                        "all of them); a head projects to d_head = d_model / n_heads columns",
+                                        "all of them); a head projects to d_k = d_model / n_heads columns",
                      expected // L if L > 1 else -1: "counts one layer only: multiply by n_layers",
                      expected + 4 * d * L: "adds biases; the exercise counts weight matrices only"}
             if got in known:
