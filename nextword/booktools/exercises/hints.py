@@ -76,9 +76,9 @@ HINTS: dict[str, tuple[str, ...]] = {
     "p1_09": (
         "Separate looking from using: what the head attends to, and what breaks when it is switched off.",
         "subject_attention: the weight from each marker query to its sentence's subject column, averaged over "
-        "the marker queries. ablation_effect: the mean loss on `group` with head h masked minus the full model's.",
-        "col = weights[arange(N), :, :, subject_pos]; average col over marker_mask. For each h, a (1, H) mask of "
-        "ones with 0 at h: nll_fn(mask)[group].mean() - nll_fn(None)[group].mean().",
+        "the marker queries. ablation_effect: the mean loss on `group` with head m masked minus the full model's.",
+        "col = weights[arange(N), :, :, subject_pos]; average col over marker_mask. For each head m, a (1, h) mask of "
+        "ones with 0 at m: nll_fn(mask)[group].mean() - nll_fn(None)[group].mean().",
     ),
     "p1_10": (
         "q·k is a sum of d independent products q_i k_i: variances of independent terms add.",

@@ -232,8 +232,8 @@ def check_ex_p1_08(rnn_memory: Callable, transformer_memory: Callable, crossover
 
 # ---- Exercise 9 -------------------------------------------------------------------------------
 def check_ex_p1_09(subject_attention: Callable, ablation_effect: Callable, model, batch, subject_head: int) -> bool:
-    """Exercise 9: the probe ``subject_attention(weights, subject_pos, marker_mask) -> (H,)``, the causal
-    test ``ablation_effect(nll_fn, num_heads, group) -> (H,)`` for a 1-layer model, and the head the
+    """Exercise 9: the probe ``subject_attention(weights, subject_pos, marker_mask) -> (h,)``, the causal
+    test ``ablation_effect(nll_fn, num_heads, group) -> (h,)`` for a 1-layer model, and the head the
     student identified in the trained 1-layer ``model`` (a TinyLM) on ``batch`` (an AgreementTask ProbeBatch)."""
     import torch
 
@@ -248,7 +248,7 @@ def check_ex_p1_09(subject_attention: Callable, ablation_effect: Callable, model
     keys = rng.integers(0, 3, size=N)
     qm = rng.random((N, T)) < 0.4
     qm[:, -1] = True
-    with r.check("subject_attention on random causal weights (N=6, H=3, T=8)"):
+    with r.check("subject_attention on random causal weights (N=6, h=3 heads, T=8)"):
         expected = attention_to_keys(w, keys, qm)
         rows = w[np.arange(N), :, keys, :]  # (N, H, T): the subject's row instead of its column
         check_close("subject_attention(weights, subject_pos, marker_mask) on random weights",
