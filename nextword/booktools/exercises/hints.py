@@ -108,7 +108,7 @@ HINTS: dict[str, tuple[str, ...]] = {
         "A rate matrix has non-negative off-diagonal entries and rows that sum to 0.",
         "Uniform noise jumps to each state at rate β/V; absorbing noise jumps only to the mask state at rate β, "
         "and the mask never leaves. The reverse rate from y to z is the forward rate from z to y times p_z / p_y.",
-        "uniform: β (ones((V, V)) / V - I); reverse: R = Qᵀ · p[None, :] / p[:, None], then reset the diagonal "
+        "uniform: β (ones((V, V)) / V - I); reverse: Q̄ = Qᵀ · p[None, :] / p[:, None], then reset the diagonal "
         "to minus the off-diagonal row sums.",
     ),
     "p2_03": (
