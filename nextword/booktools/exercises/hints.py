@@ -206,9 +206,9 @@ HINTS: dict[str, tuple[str, ...]] = {
     "p5_05": (
         "Write the step forward first (posterior q, scores s, x1), then differentiate the two terms of J "
         "with respect to the posterior logits.",
-        "Task term: delta_1 = W_cls (softmax(W_cls^T x1) − e_y) and A(z) = delta_1 · s(x0, z). KL term: "
+        "Task term: delta_1 = W_cls (softmax(W_cls^T x1) − onehot(y)) and A(z) = delta_1 · s(x0, z). KL term: "
         "R(z) = log q(z|x0) − log p(z|x0), p the normalised likelihoods (uniform prior).",
-        "eta = (A − E_q A) + beta (R − E_q R); the softmax Jacobian turns eta into dJ/db_g = q * eta.",
+        "S = (A − E_q A) + beta (R − E_q R); the softmax Jacobian turns S into dJ/db_g = q * S.",
     ),
     "p5_04": (
         "J_bal = Σ_z f_z P_z mixes hard dispatch fractions f with soft probabilities P.",
