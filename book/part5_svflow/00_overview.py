@@ -4,7 +4,7 @@
 # **The question.** Can a whole transformer be read as one continuous process — a token's state
 # flowing, layer by layer, uphill on a probability landscape — so that attention, the feed-forward
 # network, the residual addition and the normalisation each get a precise role? Liao's paper says
-# yes, and names the process a score-based variational flow (SVFlow). If the reading holds, it
+# yes, and names the process a {term}`score-based variational flow <SVFlow>` (SVFlow). If the reading holds, it
 # explains design choices that are otherwise folklore (why attention trains without the balancing
 # losses that mixture-of-experts layers need) and gives probability-based measurements of what a
 # trained model's layers do. This part rebuilds the reading piece by piece and checks each piece.
@@ -37,7 +37,7 @@
 # | $\mu$ | mean direction of a von Mises–Fisher component | $(d,)$, unit |
 # | $u(x)$, $\Delta s$ | a flow's velocity and an Euler step's size | $(d,)$, scalar |
 # | $s$, $x_s$ | time along the flow, and the state at time $s$ | scalar, $(d,)$ |
-# | $\gamma_{\ell',\ell}$ | App. B's gradient of layer $\ell'$'s divergence at the state of layer $\ell$ | $(d,)$ |
+# | $\gamma_{\ell',\ell}$ | App. B's gradient of layer $\ell'$'s divergence with respect to the state of layer $\ell$ | $(d,)$ |
 # ```
 #
 # ```{admonition} In the paper's notation
@@ -66,16 +66,19 @@ use_book_style()
 # - **A flow that averages pulls.** An SVFlow moves a state $x$ with a velocity that is a weighted
 #   average of "pulls", one per hidden component $z$: each pull points to where component $z$ makes
 #   $x$ more likely (a {term}`score function`), and the weights say how much each component is
-#   believed responsible for $x$ (a posterior). With the right weights the flow climbs the log-density
-#   of the data as steeply as possible (§3, Eq. 9).
-# - **A bound that measures the weights.** The log-density splits into an evidence lower bound (ELBO)
+#   believed responsible for $x$ (a posterior). With the right weights (the true posterior) the velocity
+#   is the gradient of the log-density of $x$, so the flow climbs it as steeply as possible (the flow is
+#   Eq. 9 of §3.1; the steepest ascent is Corollary 3.4).
+# - **A bound that measures the weights.** The log-density splits into an {term}`evidence lower bound` (ELBO)
 #   plus a divergence that is zero when the weights are exactly right; the velocity differs from the
 #   ELBO's gradient by an error term of the same origin (§3.2).
 # - **Training balances two goals.** The usual cross-entropy loss asks the flow to end where the
 #   right answer is easy to read off; an added term (weight $\beta$) asks the weights to be right.
 #   Too much of the second collapses everything onto one point (§3.3, Fig. 1).
-# - **A transformer is such a flow, discretised.** RMSNorm keeps states on a sphere; attention
-#   weights are the posterior over keys of von Mises–Fisher components, value vectors are the pulls,
+# - **A transformer is such a flow, discretised.** {term}`RMSNorm` keeps states on a sphere; attention
+#   weights are the posterior over keys of {term}`von Mises–Fisher <von Mises–Fisher distribution>`
+#   components (bell-shaped bumps on the sphere, each around its own mean direction $\mu$; [5.1](01_spherical_geometry.ipynb) introduces
+#   them), value vectors are the pulls,
 #   and residual + RMSNorm is one Euler step followed by a retraction back to the sphere (§4; the paper
 #   writes the post-norm layout, and 5.1 shows what holds for the pre-norm one).
 #   {term}`Mixture-of-experts <mixture of experts>` layers fit the same pattern more loosely, which the

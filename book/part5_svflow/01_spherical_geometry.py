@@ -46,7 +46,7 @@
 # | symbol | meaning | shape |
 # |---|---|---|
 # | $d$ | width of a state; the unit sphere in $\mathbb R^d$ is $\mathbb S^{d-1}$ | integer |
-# | $x$, $x^\ell$ | a state (from the second section on, a point of the unit sphere); $x^\ell$: after layer $\ell$ | $(d,)$ |
+# | $x$, $x^\ell$ | a state (from the second section on, a point of the unit sphere, except in the pre-norm section, where it is the unnormalised stream); $x^\ell$: after layer $\ell$ | $(d,)$ |
 # | $f_\ell$ | the sub-layer (attention or feed-forward) of layer $\ell$ | a map |
 # | $\hat x$ | the direction $x/\lVert x\rVert$ of a pre-norm stream $x$ | $(d,)$ |
 # | $y$ | an update added to the state (not necessarily tangent) | $(d,)$ |
@@ -222,6 +222,7 @@ assert np.allclose(np.linalg.norm(images, axis=1), np.sqrt(2), atol=1e-12)
 fig = plt.figure(figsize=(6, 5))
 ax3d = fig.add_subplot(projection="3d")
 landing = draw_tangent_plane(ax3d, step_length=1.0)
+ax3d.set_box_aspect((1, 1, 1), zoom=1.1)  # a little smaller, so that the plane's label fits in the figure
 plt.show()
 assert abs(landing["x"] @ landing["v"]) == 0.0
 assert np.linalg.norm(landing["retraction"] - landing["exp_map"]) > 0.1  # length-1 step: far apart
@@ -273,7 +274,7 @@ assert sp.simplify(gap_series.removeO() - r**3 / 3) == 0
 # speed, and the retraction even curves the same way to second order. They part only at third
 # order, by $\tfrac13\lVert w\rVert^3$ (along $w$). A retraction with this property is called
 # *second-order*; the paper states the weaker $\mathcal O(\lVert w\rVert^2)$, which is true (measured in
-# *Checking the paper*, below).
+# [Checking the paper](#checking-the-paper), below).
 #
 # ## What residual + RMSNorm does: a relaxed retraction (Eq. 17)
 #
@@ -568,8 +569,8 @@ assert above_half > 0.5
 #    On $\mathbb R^d$ the mean score is $\int\nabla p\,dx$, which is zero because $p$ vanishes at
 #    infinity. The vMF's Euclidean score is the constant $\kappa\mu$, whose mean is $\kappa\mu\ne0$;
 #    and on the sphere, which has no "infinity" for the mass to escape to, the divergence theorem adds
-#    a curvature term, giving the mean $(d-1)A_d(\kappa)\mu$ for the tangent score (*Checking the paper*,
-#    below).
+#    a curvature term, giving the mean $(d-1)A_d(\kappa)\mu$ for the tangent score
+#    ([Checking the paper](#checking-the-paper), below).
 #    ```
 
 # %% tags=["hide-cell"]
@@ -598,7 +599,7 @@ for length, stream_now in ((20, stream_q3), (1, x_q1)):
 #
 # In $d=16$, with a random point, a random tangent direction and a random (non-tangent) update
 # direction, the two errors are measured over step lengths from $10^{-3}$ to $0.3$ and their slopes
-# on log–log axes fitted. (Exercise 01, `exercises/part5_svflow/ex01_retraction_order.ipynb`,
+# on log–log axes fitted. ([Exercise 01](../../exercises/part5_svflow/ex01_retraction_order.ipynb)
 # asks you to build both maps and measure this slope yourself; try it before reading on.)
 
 # %% tags=["hide-cell"]
@@ -651,7 +652,8 @@ plt.show()
 #
 # ### App. C.2.3: the vMF normaliser in log space
 #
-# In float64, $I_\nu(\kappa)$ overflows near $\kappa\approx713$, and $(2\pi)^{d/2}$ overflows for
+# In float64, $I_\nu(\kappa)$ overflows near $\kappa\approx713$ for the orders of small widths (later for large
+# orders: printed below, with Figure 5.1.7), and $(2\pi)^{d/2}$ overflows for
 # $d\gtrsim770$ — so for the widths of the paper's models ($d=896$–$2048$) the direct formula for
 # $C_d$ fails at *every* $\kappa$, not only at the large $\kappa$ App. C.2.3 mentions — if the vMF lives in
 # the model's width, as §4.2's formulas put it. Computed per attention head ($d=64$ or $128$), it fails
@@ -660,7 +662,7 @@ plt.show()
 # $\log C_d=(d/2-1)\log\kappa-\tfrac d2\log 2\pi-\log I_{d/2-1}(\kappa)$ with
 # $\log I_\nu(\kappa)=\log\mathrm{ive}_\nu(\kappa)+\kappa$ (scipy's exponentially scaled Bessel
 # function) and, where even `ive` underflows (order in the thousands, small $\kappa$), the Debye
-# uniform expansion or the power series. (Exercise 02, `exercises/part5_svflow/ex02_vmf_normaliser.ipynb`,
+# uniform expansion or the power series. ([Exercise 02](../../exercises/part5_svflow/ex02_vmf_normaliser.ipynb)
 # asks you to write such a normaliser yourself.) First the checks against closed forms:
 
 # %% tags=["hide-cell"]
@@ -707,6 +709,8 @@ for width in (3, 64, 1024):
 # %% tags=["hide-cell"]
 import warnings  # noqa: E402  (the direct formula overflows on purpose below)
 
+from scipy.special import iv  # noqa: E402  (the Bessel function alone, for its overflow point)
+
 fig, ax = plt.subplots()
 kappa_grid = np.logspace(-2, 5, 200)
 peak_per_dimension, direct_finite_up_to = {}, {}
@@ -739,16 +743,33 @@ assert direct_finite_up_to[896] is None and direct_finite_up_to[2048] is None
 assert 500 < direct_finite_up_to[3] < 713
 at_100 = [peak_per_dimension[w][np.searchsorted(kappa_grid, 100.0)] for w in (3, 64, 896, 2048)]
 assert np.all(np.diff(at_100) < 0)  # at the same kappa, the wider the sphere the flatter the density
+# ... except at the largest kappa drawn, where the d = 64 curve crosses above the d = 3 curve
+overtakes = kappa_grid[peak_per_dimension[64] > peak_per_dimension[3]]
+print(f"the d = 64 curve lies above the d = 3 curve from kappa = {overtakes.min():.0f} on (grid); "
+      f"d = 64, 896, 2048 keep their order on the whole grid: "
+      f"{bool(np.all(peak_per_dimension[64] > peak_per_dimension[896]) and np.all(peak_per_dimension[896] > peak_per_dimension[2048]))}")
+assert 1e4 < overtakes.min() < 1e5 and np.all(peak_per_dimension[64][kappa_grid >= overtakes.min()] > peak_per_dimension[3][kappa_grid >= overtakes.min()])
+assert np.all(peak_per_dimension[64] > peak_per_dimension[896]) and np.all(peak_per_dimension[896] > peak_per_dimension[2048])
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", RuntimeWarning)
+    fine_kappas = np.arange(500.0, 1500.0, 1.0)
+    bessel_overflow = {w: fine_kappas[~np.isfinite(iv(w / 2 - 1, fine_kappas))].min()
+                       for w in (3, 64, 128, 896, 2048)}
+print("the Bessel function I_(d/2-1) alone overflows from kappa = "
+      + ", ".join(f"{k:.0f} (d = {w})" for w, k in bessel_overflow.items()))
+assert all(710 <= bessel_overflow[w] <= 716 for w in (3, 64, 128)) and bessel_overflow[2048] > 1000
 
 # %% [markdown]
 # **Figure 5.1.7.** The vMF normaliser at work: the logarithm of how many times the density at the
 # mean direction exceeds the uniform density, per dimension, computed in log space (wide, pale lines) and
 # with the direct formula (dashed, same colour). Each curve starts at 0 (at small $\kappa$ the vMF is
 # nearly uniform) and rises once $\kappa$ is comparable with the width $d$: at the same $\kappa$ a
-# wider sphere's vMF is flatter. The direct formula follows its curve until its denominator
+# wider sphere's vMF is flatter, except at the right edge, where the $d=64$ curve crosses above the $d=3$ curve
+# (from the $\kappa$ printed above: at large $\kappa$ the curve grows like $\tfrac{d-1}{2d}\log\kappa$, faster for
+# the wider sphere). The direct formula follows its curve until its denominator
 # $(2\pi)^{d/2}I_{d/2-1}(\kappa)$ overflows (printed above, on the grid; for $d=64$ this product overflows
 # from $\kappa=656$, as [Part 5's checking page](checking_the_paper.ipynb) finds on a finer grid, before the Bessel function
-# itself does, near $\kappa\approx713$) and, for the widths of the paper's models ($d=896$, $2048$), gives no finite value at
+# itself does, near $\kappa\approx713$ for these small widths) and, for the widths of the paper's models ($d=896$, $2048$), gives no finite value at
 # all; the overflow App. C.2.3 reports is a property of the formula, not of the metric.
 #
 # ### §4.3: the zero-mean property of conditional scores — on $\mathbb R^d$ and on the sphere
@@ -876,8 +897,9 @@ assert abs(log_det_flow - float(divergence_integral)) < 1e-6
 # The divergence of this field varies along the path, and its integral matches the finite-difference
 # log-determinant of the flow map to $10^{-6}$:
 # $\log p_s(x_s)=\log p_0(x_0)-\int_0^s\nabla\!\cdot u$. The score-flow claim of §2.1 (with
-# $u_s=\nabla\log p_s$ the flow ascends $\log p_s$) is checked for the Gaussian-mixture SVFlow in
-# [5.2](02_svflow_properties.ipynb), §3 (Corollary 3.4).
+# $u_s=\nabla\log p_s$ the flow ascends $\log p_s$) is checked in [5.2](02_svflow_properties.ipynb) (Corollary
+# 3.4) for one time slice of the Gaussian-mixture SVFlow: there the mixture $p$ is held fixed while the
+# states move, so what 5.2 shows is the ascent of that fixed $\log p$.
 
 # %% [markdown]
 # ## Reproducibility

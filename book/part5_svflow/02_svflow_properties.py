@@ -184,15 +184,16 @@ assert residual_prop32 == 0
 assert residual_thm33 == 0
 
 # %% [markdown]
-# Both differences simplify to 0 (asserted): Proposition 3.2 and Theorem 3.3 hold for any
-# differentiable logits and likelihoods (the proof in App. A needs only
-# $\sum_z\nabla_x q(z\mid x)=0$: the weights always add up to 1).
+# Both differences simplify to 0 (asserted): for two components, Proposition 3.2 and Theorem 3.3 hold
+# for any differentiable logits and likelihoods. Sympy shows only this case; the same algebra works for
+# any number of components, because the proof in App. A needs only $\sum_z\nabla_x q(z\mid x)=0$ (the
+# weights always add up to 1) and a prior that does not depend on $x$.
 #
 # ## The picture on a 2-D mixture with 8 components
 #
 # One time slice of the Gaussian SVFlow of §3.3 (`nextword.theory.svflow.GaussianSVFlow`):
 # $p(x\mid z)$ are 8 round Gaussians on a ring, and the weights are
-# $q(z\mid x)=\mathrm{softmax}_z\log q(x\mid z)$ for 8 other Gaussians, deliberately rotated and widened so that $q$ is wrong. Figure 5.2.1
+# $q(z\mid x)=\mathrm{softmax}_z\log q(x\mid z)$ for 8 other Gaussians, deliberately rotated, pushed outwards (by a fifth) and widened so that $q$ is wrong. Figure 5.2.1
 # shows the velocity, the ELBO gradient and the error term between them.
 
 # %%

@@ -10,8 +10,9 @@
 # holds, each piece of a transformer gets a meaning: a key says "which bump on the sphere I stand
 # for", a query's attention weights are Bayes' rule over those bumps, a value is the pull of its
 # bump, and the residual addition with RMSNorm is a step of a flow. This page checks each line of
-# that dictionary against the library's attention, and finds two places where the paper's formulas
-# need a correction.
+# that dictionary against the library's attention, and finds two places where the paper needs a
+# correction: one formula (the head weighting of Eq. 21) and one statement about a loss (what minimises
+# the load-balancing loss of Eq. 22).
 #
 # ```{admonition} Learning goals
 # :class: tip
@@ -27,7 +28,8 @@
 # **Builds on:** [5.1 Spherical geometry](01_spherical_geometry.ipynb) (the von Mises–Fisher
 # distribution, its score $\kappa\mu$, residual + RMSNorm as a retraction) ·
 # [5.2 SVFlow](02_svflow_properties.ipynb) (the velocity as a posterior-weighted average of scores) ·
-# [6.4 Multi-head attention](../part1_chapter6/6_4_multi_head.ipynb) (heads, $W_q,W_k,W_v,W_o$).
+# [6.4 Multi-head attention](../part1_chapter6/6_4_multi_head.ipynb) (heads, $W^Q,W^K,W^V,W^O$; this page's
+# $W_q,W_k,W_v,W_o$ are one head's blocks of them).
 # **Reading time:** about 40 minutes.
 #
 # ```{admonition} Symbols on this page
@@ -63,8 +65,9 @@
 # $k[j]$ and $v[j]$ for the projected key and value, as in Chapter 6), $e_z$ for an expert's output (here
 # $y_z$, since $e[i]$ is an embedding),
 # $E$ for the number of experts (here $\lvert\mathcal Z\rvert$), and $x_q$ for the query state. It writes $t$
-# for the time of the flow and $\Delta t$ for a step; here $s$ and $\Delta s$, as on every page of Part 5, since
-# the book keeps $t$ for a position in a sequence.
+# for the time of the flow and gives the Euler step no letter (§4.4 lets the layer index act as time); here the
+# time is $s$, as on every page of Part 5, since the book keeps $t$ for a position in a sequence, and the step
+# is $\Delta s$.
 # ```
 #
 # *Source: Liao, Transformer as an Euler Discretization of Score-based Variational Flow, §2.3
@@ -173,8 +176,8 @@ assert np.allclose(posterior, attention_weights[0], atol=1e-14)
 # %% [markdown]
 # The word *unnormalised* matters: a proper vMF density carries the normaliser $C_d(\kappa_z)$, which
 # would add a key-dependent bias $\log C_d(\kappa_z)$ to the scores unless all $\kappa_z$ are equal.
-# The paper says "unnormalized"; how much the difference matters is measured in *Checking the
-# paper*, below.
+# The paper says "unnormalized"; how much the difference matters is measured in
+# [Checking the paper](#checking-the-paper), below.
 #
 # ## Value vectors are pulls: a head's output is an SVFlow velocity (Eq. 20)
 #
@@ -190,7 +193,7 @@ assert np.allclose(posterior, attention_weights[0], atol=1e-14)
 n_heads = 4
 mha = MultiHeadAttention(d, n_heads, rng=np.random.default_rng(2))
 mha_output = mha(states, causal=False)  # (10, d): Eq. (4), all tokens as queries
-blocks = [slice(h * d_head, (h + 1) * d_head) for h in range(n_heads)]
+blocks = [slice(m * d_head, (m + 1) * d_head) for m in range(n_heads)]  # head m's columns
 heads = [(mha.W_q[:, b] / np.sqrt(d_head), mha.W_k[:, b], mha.W_v[:, b], mha.W_o[b, :].T)
          for b in blocks]  # (W_q, W_k, W_v, W_o) of each head
 every_query_sees_all = states[None].repeat(n_tokens, 0)  # (10, 10, d): keys = values = all states
@@ -274,7 +277,8 @@ plt.show()
 
 # %% [markdown]
 # **Figure 5.3.1.** Distance between the output of $L$ weight-shared attention blocks (step $1/L$) and
-# the time-1 position of the spherical SVFlow, for the block's residual + RMSNorm update and for the
+# the time-1 position of the spherical SVFlow (computed with 8192 steps of the block's rule), for the
+# block's residual + RMSNorm update and for the
 # exact geodesic Euler step. Both converge at first order (slopes near $-1$), so the transformer block is a
 # consistent Euler discretisation of the spherical flow (§4.4). The relaxed retraction misses by more at
 # every $L$, by a factor that still grows over this range (printed above: the geodesic curve is a little
@@ -302,9 +306,9 @@ print(f"J_bal = sum_z f_z P_z = 0.75 * 0.65 + 0.25 * 0.35 = {J_by_hand:.4f}")
 assert abs(J_by_hand - (0.75 * 0.65 + 0.25 * 0.35)) < 1e-12
 
 # %% [markdown]
-# Uniform gates ($P=f=(\tfrac12,\tfrac12)$) give $\tfrac12$, a router that sends everything to one expert
-# gives 1. Whether uniform use is really the *minimum*, as the paper states, is checked below — it is
-# not.
+# A router that uses both experts equally ($P=f=(\tfrac12,\tfrac12)$) gives $\tfrac12$, a router that sends everything to one expert
+# gives 1. Whether uniform use is really the *minimum*, as the paper states, is
+# [checked below](#checking-the-paper) — it is not.
 #
 # ## Key takeaways
 #
@@ -316,9 +320,9 @@ assert abs(J_by_hand - (0.75 * 0.65 + 0.25 * 0.35)) < 1e-12
 #   here for weight-shared attention-only blocks). A real transformer, whose layers have their own
 #   weights and fold the step into them, is then *read* as a time-dependent Euler discretisation of a
 #   spherical SVFlow — the paper's reading, not something a convergence test on one model can prove.
-# - Two formulas need fixing: Eq. (21)'s uniform head weights give $f_{\text{Attn}}/h$, and the
-#   load-balancing loss (22) is not minimised by a uniform expert marginal
-#   ([checked below](#checking-the-paper)).
+# - Two of the paper's statements need fixing: Eq. (21)'s uniform head weights give $f_{\text{Attn}}/h$,
+#   and the load-balancing loss (22), a correct definition, is not minimised by a uniform expert marginal,
+#   as the paper says it is ([checked below](#checking-the-paper)).
 #
 # ## Check your understanding
 #
@@ -424,7 +428,7 @@ assert table[2, 2] > 10 * table[0, 2]
 
 # %% tags=["hide-cell"]
 expectation = multihead_as_expectation(states, every_query_sees_all, every_query_sees_all,
-                                       heads)  # uniform head weights q(h|x) = 1/H
+                                       heads)  # uniform head weights q(m|x) = 1/h
 ratio = np.linalg.norm(mha_output) / np.linalg.norm(expectation)
 print(f"Eq. (21) with q(m|x) = 1/h: ||f_Attn|| / ||E_q(m) q(z|m)[score]|| = {ratio:.6f}  "
       f"(h = {n_heads} heads)")
@@ -448,7 +452,7 @@ assert np.allclose(expectation * n_heads, mha_output, atol=1e-12)
 
 # %% tags=["hide-cell"]
 W_q_small, W_k_small = W_q / 2, W_k / 2
-a_column = W_k_small @ (W_q_small.T @ x_q)  # k . a is the score of key k
+a_column = W_k_small @ (W_q_small.T @ x_q)  # xi . a is the score of a key input xi
 key_counts = np.array([10, 100, 1000, 10_000, 100_000])
 mean_errors = []
 for n_keys in key_counts:
@@ -534,7 +538,7 @@ def train_router(points: np.ndarray) -> np.ndarray:
     Returns one row (J_bal, KL(P||U), mean KL(q(.|x)||U)) per step."""
     W_router, history = nudge(W_start, "W_router"), []  # nudge: no-op unless NEXTWORD_PERTURB
     for _ in range(n_steps + 1):
-        router_gates = softmax(points @ W_router)  # (n, E) gates = q(z|x)
+        router_gates = softmax(points @ W_router)  # (n, |Z|): the gates q(z|x)
         J_step, f_step, P_step = load_balancing_loss(router_gates)
         history.append((J_step, float(kl_to_uniform(np.log(P_step))),
                         float(np.mean(kl_to_uniform(np.log(router_gates))))))
@@ -589,9 +593,8 @@ plt.show()
 # stay further from uniform: their mean KL to uniform stays several times the marginal's (the counts
 # above). The loss constrains the population marginal much more than each $q(\cdot\mid x)$ — the
 # "coarse-grained" reading of §4.3 — even though its global minimiser is not the uniform marginal
-# (cell above). The dotted line is $1/\lvert\mathcal Z\rvert$. (With a step too large to resolve the curves, the per-input
-# KL stays near its starting value instead, and by how much changes from one CPU to another: an
-# artefact of the step, not a property of the loss.)
+# (cell above). The dotted line is $1/\lvert\mathcal Z\rvert$, the value of $\mathcal J_{\text{bal}}$ when $f$ or $P$
+# is uniform.
 
 # %% [markdown]
 # ## Reproducibility
