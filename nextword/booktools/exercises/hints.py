@@ -28,9 +28,9 @@ _ROOT = repo_root()
 HINTS: dict[str, tuple[str, ...]] = {
     "p1_01": (
         "Three steps, one per returned array: dot products, then exponentials, then normalise.",
-        "Each score is the dot product of the query with one key row, divided by √d (d = length of q). "
+        "Each score is the dot product of the query with one key row, divided by √d_k (d_k = length of q). "
         "Subtracting the largest score before exp changes nothing after normalising and avoids overflow.",
-        "scores = K @ q / sqrt(d); e = exp(scores - scores.max()); weights = e / e.sum()",
+        "scores = K @ q / sqrt(len(q)); e = exp(scores - scores.max()); weights = e / e.sum()",
     ),
     "p1_02": (
         "A convex combination has non-negative coefficients that sum to 1 — which property does softmax give you?",
@@ -81,15 +81,15 @@ HINTS: dict[str, tuple[str, ...]] = {
         "ones with 0 at m: nll_fn(mask)[group].mean() - nll_fn(None)[group].mean().",
     ),
     "p1_10": (
-        "q·k is a sum of d independent products q_i k_i: variances of independent terms add.",
-        "Var(q_i k_i) = E[q_i²] E[k_i²] = σ⁴ for zero-mean independent entries. sympy.stats can do it with "
+        "q·k is a sum of d independent products q_r k_r: variances of independent terms add.",
+        "Var(q_r k_r) = E[q_r²] E[k_r²] = σ⁴ for zero-mean independent entries. sympy.stats can do it with "
         "Normal variables; the simulation draws (n, d) arrays for q and k.",
-        "variance(sum(Normal(f'q{i}', 0, σ) * Normal(f'k{i}', 0, σ))); simulation: (q * k).sum(1).var().",
+        "variance(sum(Normal(f'q{r}', 0, σ) * Normal(f'k{r}', 0, σ) for r in range(d))); simulation: (q * k).sum(1).var().",
     ),
     "p1_11": (
         "Count each matrix product (n1×n2)(n2×n3) as 2·n1·n2·n3 FLOPs; then ask which operations must wait for others.",
         "RNN: X W_x once, then T-1 products z W_z (the first step starts from z = 0). Attention: three "
-        "projections, Q Kᵀ and A V (T×T), and the output projection. A product's backward pass costs two products.",
+        "projections, Q Kᵀ and the weights times V (T×T by T×d), and the output projection. A product's backward pass costs two products.",
         "rnn fwd = 2Td² + 2(T-1)d², attention fwd = 8Td² + 4T²d; bwd ≈ 2 × fwd; steps: rnn T, attention 1.",
     ),
     "p1_12": (
@@ -113,7 +113,7 @@ HINTS: dict[str, tuple[str, ...]] = {
     ),
     "p2_03": (
         "Between samples the input is held constant: solve the linear ODE exactly over one step.",
-        "Abar = exp(dt A); Bbar = ∫_0^dt exp(tA) dt B, which needs no inverse of A if you exponentiate the block "
+        "Abar = exp(dt A); Bbar = ∫_0^dt exp(t'A) dt' B, which needs no inverse of A if you exponentiate the block "
         "matrix [[A, B], [0, 0]].",
         "M = zeros((s+d, s+d)); M[:s, :s] = A; M[:s, s:] = B; E = expm(M * dt); return E[:s, :s], E[:s, s:]. "
         "scan: record u_i = C v_i + D h_i, then v = Abar v + Bbar h_i.",

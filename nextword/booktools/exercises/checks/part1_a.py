@@ -338,7 +338,7 @@ def check_ex_p1_10(variance_expression, simulate_variance) -> bool:
             truth = d * sigma ** 4
             if sp.simplify(expr - truth) == 0:
                 continue
-            known = {d * sigma ** 2: "the variance of one product q_i k_i is E[q²] E[k²] = σ²·σ² = σ⁴, not σ²",
+            known = {d * sigma ** 2: "the variance of one product q_r k_r is E[q²] E[k²] = σ²·σ² = σ⁴, not σ²",
                      sigma ** 4: "that is one product's variance: the d independent products add up",
                      d ** 2 * sigma ** 4: "d² σ⁴: the products are independent, so their variances add "
                                           "(no cross terms)",
@@ -360,7 +360,7 @@ def check_ex_p1_10(variance_expression, simulate_variance) -> bool:
                        f"± {5 * se:.2g} (5 standard errors)")
                 if abs(est * d - exact) < 5 * se:
                     msg += ("\n    likely mistake: a factor d = {d} too small: that is the variance of one product "
-                            "q_i k_i (sum over the d coordinates first, then take the variance) or of the scaled "
+                            "q_r k_r (sum over the d coordinates first, then take the variance) or of the scaled "
                             "score q·k/√d").format(d=d)
                 elif abs(est ** 2 - exact) < 5 * se * 2 * est:  # Var(s²) ≈ (2 s)² Var(s)
                     msg += ("\n    likely mistake: the standard deviation (.std()), not the variance (.var()): "
