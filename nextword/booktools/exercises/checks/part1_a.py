@@ -64,7 +64,9 @@ def check_ex_p1_01(attention_steps) -> bool:
             s = K @ q / np.sqrt(d)
             check_close(f"exponentials for {label}, normalised to sum 1", exps / exps.sum(), _softmax(s),
                         rtol=1e-9, atol=1e-12, allow_float32=True,
-                        mistakes={"exponentials of the unscaled scores k_j·q: divide by √d before exp": _softmax(K @ q)})
+                        mistakes={"exponentials of the unscaled scores k_j·q: divide by √d before exp": _softmax(K @ q),
+                                  "exponentials of −s_j: the scores have the wrong sign (see the scaled-scores check), "
+                                  "and the exponentials inherit it": _softmax(-s)})
     with r.check("weights = softmax of the scaled scores"):
         for (label, q, K), (_, _, weights) in zip(cases, outs):
             n = K.shape[0]
@@ -74,7 +76,9 @@ def check_ex_p1_01(attention_steps) -> bool:
                        "divide the exponentials by their sum")
             check_close(f"weights for {label}", w, w_ref[0], rtol=1e-9, atol=1e-12, allow_float32=True,
                         mistakes={"softmax of the unscaled scores k_j·q: divide by √d first": _softmax(K @ q),
-                                  "softmax of the scores divided by d: the scale is 1/√d": _softmax(K @ q / K.shape[1])})
+                                  "softmax of the scores divided by d: the scale is 1/√d": _softmax(K @ q / K.shape[1]),
+                                  "softmax of −s_j: the scores have the wrong sign (see the scaled-scores check), and "
+                                  "the weights inherit it": _softmax(-K @ q / np.sqrt(K.shape[1]))})
     return r.done("scaled scores, exponentials and weights match scaled dot-product attention "
                   "(Exercise 1's numbers and two random cases)")
 
