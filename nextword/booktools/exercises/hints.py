@@ -138,9 +138,9 @@ HINTS: dict[str, tuple[str, ...]] = {
     ),
     "p3_03": (
         "The entropy rate of a stationary Markov chain is the average row entropy, weighted by the stationary law.",
-        "The stationary law π is the left eigenvector of P for eigenvalue 1; H = −Σ_i π_i Σ_j P_ij log P_ij "
+        "The stationary law ν is the left eigenvector of P for eigenvalue 1; H = −Σ_z ν_z Σ_y P_zy log P_zy "
         "(0 log 0 = 0). For the rules, the off-diagonal mass 1 − stay is split by the rule's weights.",
-        "π from np.linalg.eig(P.T), normalised; circular distance d = min(|i-j|, n-|i-j|), line distance |i-j|; "
+        "ν from np.linalg.eig(P.T), normalised; circular distance d = min(|z-y|, n-|z-y|), line distance |z-y|; "
         "divide each row's weights by that row's sum (w.sum(axis=1)); then compute the three ring chains' rates and "
         "compare with 1.8833.",
     ),
