@@ -24,8 +24,8 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 #    ($|w|<1$). Hint: $x=(I-W)^{-1}\varepsilon$, with $W$ the $2\times2$ matrix that gives $(\mu_1,\mu_2)=Wx$.
 # 2. Implement `cov_first_second(w, sigma)`: the covariance $\mathrm{Cov}(x_1,x_2)$ under the same model. Its
 #    sign says whether the two positions move together; the variance, even in $w$, cannot tell $w$ from $-w$.
-# 3. Explain in two or three sentences why this breaks Eq. (32) for any token head that depends on
-#    $x_1$, and which step of the proof of Theorem 2 (Lemma C.1 or C.2) fails.
+# 3. Explain in two or three sentences why this breaks Eq. (32) for a token head that depends on the size
+#    of $x_1$ (on $x_1^2$, say), and which step of the proof of Theorem 2 (Lemma C.1 or C.2) fails.
 
 # %%
 import numpy as np

@@ -14,8 +14,8 @@
 #    ($|w|<1$). Hint: $x=(I-W)^{-1}\varepsilon$, with $W$ the $2\times2$ matrix that gives $(\mu_1,\mu_2)=Wx$.
 # 2. Implement `cov_first_second(w, sigma)`: the covariance $\mathrm{Cov}(x_1,x_2)$ under the same model. Its
 #    sign says whether the two positions move together; the variance, even in $w$, cannot tell $w$ from $-w$.
-# 3. Explain in two or three sentences why this breaks Eq. (32) for any token head that depends on
-#    $x_1$, and which step of the proof of Theorem 2 (Lemma C.1 or C.2) fails.
+# 3. Explain in two or three sentences why this breaks Eq. (32) for a token head that depends on the size
+#    of $x_1$ (on $x_1^2$, say), and which step of the proof of Theorem 2 (Lemma C.1 or C.2) fails.
 
 # %%
 import numpy as np
@@ -47,9 +47,11 @@ print(f"Cov(x_1, x_2) = {cov_first_second(0.5, 1.0):+.4f} at w = +0.5, {cov_firs
 # Under the length-1 model $x_1\sim\mathcal N(0,\sigma^2)$, but integrating $x_2$ out of the length-2
 # model gives $x_1\sim\mathcal N\big(0,\sigma^2(1+w^2)/(1-w^2)^2\big)$ (and
 # $\mathrm{Cov}(x_1,x_2)=2w\sigma^2/(1-w^2)^2$: the two positions share both noise terms). A head
-# $P(y_1\mid x_1)$ that is not constant in $x_1$ (one that depends on $x_1^2$, say) then gives $\sum_{y_2}P_2(y_1,y_2)=\mathbb E_{p_2}[P(y_1\mid x_1)]\ne
-# \mathbb E_{p_1}[P(y_1\mid x_1)]=P_1(y_1)$. Lemma C.1 still holds (the head is causal); what fails is
-# Lemma C.2 / Assumption A2: the length-2 prior does not factor as $p_1(x_1)\,p(x_2\mid x_1)$, because
+# $P(y_1\mid x_1)$ that depends on the size of $x_1$ (on $x_1^2$, say) then gives
+# $\sum_{y_2}P_2(y_1,y_2)=\mathbb E_{p_2}[P(y_1\mid x_1)]\ne\mathbb E_{p_1}[P(y_1\mid x_1)]=P_1(y_1)$. (A
+# logistic head $P(y_1\mid x_1)=\mathrm{sigmoid}(c\,x_1)$ would not notice: its average is $\tfrac12$ under
+# every centred Gaussian, and only the variances differ.) Lemma C.1 still holds (the head is causal); what
+# fails is Lemma C.2 / Assumption A2: the length-2 prior does not factor as $p_1(x_1)\,p(x_2\mid x_1)$, because
 # the position-1 residual $\hat\varepsilon_1=x_1-wx_2$ now depends on the future.
 # <!-- END SOLUTION -->
 
