@@ -184,6 +184,9 @@ def test_p4_04_sign_slip_i_plus_w_fails_on_the_covariance_and_is_named():
         (lambda w, s: 0.0, "the length-1 answer 0"),
         (lambda w, s: s**2 * w / (1 - w**2) ** 2, "one noise term only"),
         (lambda w, s: 2 * w / (1 + w**2), "the correlation, not the covariance"),
+        # revex: σ for σ² passes at σ = 1 and w = 0; at (w, σ) = (−0.3, 2) it equals the one-noise-term slip
+        # (both half the answer), which the checker named instead
+        (lambda w, s: 2 * w * s / (1 - w**2) ** 2, "σ instead of σ²"),
     ],
 )
 def test_p4_04_covariance_slips_named(cov, named):
