@@ -67,8 +67,9 @@
 # ```{admonition} In the paper's notation
 # :class: seealso
 # The paper writes $\eta_\ell(z)$ for the total advantage (here $S_\ell(z)$: the book keeps $\eta$ for a
-# learning rate), $A_e$ for an expert's matrix (here $W_e$), $g_z(x)$ or $g_i$ for an expert's gate (§4.3,
-# B.4; here $q(e\mid x)$, since $g$ is the logits of Appendix B's beliefs), and $k$ for a layer after $\ell$, as in $\gamma_{k,\ell}$ and
+# learning rate), $e_i(x)$ or $e_z(x)$ for an expert's output (Eq. 6, §4.3; it gives a linear expert's matrix, here
+# $W_e$, no letter), $g_i(x)$ or $g_z(x)$ for an expert's gate (Eq. 6, §4.3, B.4; here $q(e\mid x)$, since $g$ is the
+# logits of Appendix B's beliefs), and $k$ for a layer after $\ell$, as in $\gamma_{k,\ell}$ and
 # $B_{k,\ell}$ (here $\ell'$: the book keeps $k[j]$ for a key).
 # ```
 #
