@@ -29,7 +29,7 @@
 # distribution, its score $\kappa\mu$, residual + RMSNorm as a retraction) ·
 # [5.2 SVFlow](02_svflow_properties.ipynb) (the velocity as a posterior-weighted average of scores) ·
 # [6.4 Multi-head attention](../part1_chapter6/6_4_multi_head.ipynb) (heads, $W^Q,W^K,W^V,W^O$; this page's
-# $W_q,W_k,W_v,W_o$ are one head's blocks of them).
+# $W_q,W_k,W_v,W_o$ are one head's blocks of them, $W_o$ transposed).
 # **Reading time:** about 40 minutes.
 #
 # ```{admonition} Symbols on this page
@@ -281,8 +281,8 @@ plt.show()
 # block's residual + RMSNorm update and for the
 # exact geodesic Euler step. Both converge at first order (slopes near $-1$), so the transformer block is a
 # consistent Euler discretisation of the spherical flow (§4.4). The relaxed retraction misses by more at
-# every $L$, by a factor that still grows over this range (printed above: the geodesic curve is a little
-# steeper before it settles); it changes the error's size, not its order. (A real transformer has different weights in every layer: a flow whose velocity
+# every $L$, by a factor that still grows over this range (printed above, with the fitted slopes: the geodesic
+# curve is a little steeper over this range); it changes the error's size, not its order. (A real transformer has different weights in every layer: a flow whose velocity
 # changes with time.)
 #
 # ## Mixture-of-experts gates read the same way (Eq. 6, Eq. 22)
