@@ -138,7 +138,7 @@ assert kl(new_beliefs) < kl(beliefs)
 
 # %% [markdown]
 # Keep the second half in mind: the paper reads the same formula as a force that makes the components
-# with above-average $R$ (here the over-weighted component 3) *more* favoured. The sign says the opposite, and *Checking the paper* below tests it on
+# with above-average $R$ (here the over-weighted component 3) *more* favoured. The sign says the opposite, and [Checking the paper](#checking-the-paper) below tests it on
 # whole flows.
 #
 # ## The gradients in advantage form (Eqs. 35–53, 65)
@@ -267,7 +267,7 @@ plt.show()
 #   divergence ([checked below](#checking-the-paper)).
 # - The self advantage $R=\log q/p$ makes gradient descent *lower* the components with above-average $R$, the most over-weighted ones: the
 #   feedback is negative, and training on $\mathcal J_{\text{var}}$ alone narrows the gap (by more than
-#   half in 60 steps, in each of three seeds) without collapsing the posterior — B.4's winner-takes-all reading is reversed (tested below).
+#   half in 60 steps, in each of three seeds) without collapsing the posterior — B.4's winner-takes-all reading is reversed ([tested below](#checking-the-paper)).
 # - Without a balancing loss an MoE router's load becomes uneven (more so with top-1 routing); in a
 #   one-layer attention model a rarely attended token keeps receiving gradient as a query, but coupling
 #   its three roles did not make the attention load more even.
