@@ -354,10 +354,10 @@ plt.show()
 #   $\cos = -1/(G-1)$: 120° apart for three groups, about 104° for five, and towards opposite for
 #   two; near orthogonal only for many groups.
 #   (The paper expects orthogonal keys; [checked below](#checking-the-paper).)
-# - LayerNorm on the values fixes their norms at $\sqrt{d_v}$ and leaves the routing geometry as it
-#   was; it does not stop a head from specialising.
-# - Attention dropout makes a head spread its attention over redundant sources, and pays for it with
-#   a higher training loss.
+# - LayerNorm on the values (with no learned scale) fixes their norms at $\sqrt{d_v}$; on the toy it
+#   left the routing geometry as it was and did not stop the head from specialising (three seeds).
+# - On the toy, attention dropout made the head spread its attention over redundant sources, and paid
+#   for it with a higher training loss, in every seed.
 #
 # ## Check your understanding
 #
