@@ -103,7 +103,7 @@ print(f"{CONFIG.protocol.steps} steps, {CONFIG.batch} x T={CONFIG.T} tokens per 
 # %% [markdown]
 # ## A tiny example by hand
 #
-# A {term}`Markov chain` over three symbols A, B, C is *sticky* when it repeats the current symbol
+# A {term}`Markov chain` over three symbols (ids 0, 1, 2, so $C = 3$) is *sticky* when it repeats the current symbol
 # more often than chance: say it stays with probability $0.5$ and moves to each of the other two
 # with probability $0.25$. A model that must predict the next symbol and *knows the current one*
 # can do no better than to say exactly these probabilities. Its average cross-entropy loss is then
@@ -718,8 +718,8 @@ for run in (exp.em, exp.sgd):
 # Fig. 9 draws, for 200 sampled positions, the arrow from each value's initial to its final
 # position in a PCA plane ({term}`principal component analysis`: the plane along which the points
 # vary most), EM in blue and SGD in red, and the text reads it as "EM induces longer, more coherent
-# trajectories". We fit one PCA to the initial values and both final sets of the held-out
-# sequence, sample 200 positions, and measure the two things the paper describes in words, in
+# trajectories". We sample 200 positions of the held-out sequence, fit one PCA to their initial
+# values and both sets of final values, and measure the two things the paper describes in words, in
 # every seed of the short run: the mean arrow length, and the coherence of the arrows (length of
 # the mean of the unit displacement vectors, in the full 15-dimensional value space: 1 = all
 # parallel).
