@@ -112,10 +112,10 @@ assert new_keys[0] @ query > 0 > new_keys[1] @ query   # k_1 turned towards q, k
 # were the same, are pushed apart. If a second group of queries found position 2 helpful and
 # position 1 not, it would push the other way along *its* query, and the keys would keep separating.
 #
-# How far can this go? If $G$ groups are interchangeable, each key is pushed away from all the
-# others equally, and the push stops when the keys are as far from one another as they can all be
-# at once: equal angles and (by symmetry) a zero sum. For unit vectors with common cosine $c$,
-# $\lVert k_1 + \dots + k_G\rVert^2 = G + G(G-1)c$, which is zero when $c = -1/(G-1)$:
+# How far can this go? If $G$ groups are interchangeable, each group's key $k_g$ is pushed away from
+# the others equally, and the push stops when the keys are as far from one another as they can all be
+# at once: equal angles and (by symmetry) a zero sum. For unit group keys with common cosine $c$,
+# $\lVert \sum_{g=1}^{G} k_g\rVert^2 = G + G(G-1)c$, which is zero when $c = -1/(G-1)$:
 # $-1$ for two groups (opposite), $-\tfrac12$ for three (120° apart), $-\tfrac14$ for five. Such an
 # arrangement is a {term}`regular simplex` (it needs a key width $d_k \ge G-1$; the toy below has
 # $d_k = 6$). Orthogonal keys ($c = 0$) are *not* where the push ends: $-1/(G-1)$ only approaches 0
