@@ -1,7 +1,8 @@
 # %% [markdown]
 # # 3.3 The sticky Markov chain: does EM-like training beat SGD?
 #
-# **The question.** One attention head can be trained two ways: by plain gradient descent (SGD),
+# **The question.** One attention head can be trained two ways: by plain stochastic gradient descent
+# (SGD: one gradient step on every parameter for each fresh batch of data),
 # or by an "EM-like" schedule that moves the values with a closed-form step of their own. Does the
 # EM-like schedule reach a lower loss, or reach it faster — and how close can either get to the
 # best prediction any model could make on the task?
