@@ -166,7 +166,7 @@ np.testing.assert_allclose(weights @ values, np.stack([masked_out[i] for i in (1
 # {term}`entropy rate` $H$ exactly: the lowest average loss, in {term}`nats`, that any predictor
 # that sees only the past can reach on new text from the source. No honest model can score below $H$
 # there, except by a little, by chance, on a short text. (On its own training text a large enough
-# model could also go below $H$ by memorising that text; so every loss below is measured on held-out
+# model could also go below $H$ by memorising that text; so the page scores the models on held-out
 # test text.)
 #
 # We train two identical small transformers (`TinyLM`, one layer, width 32, with a fixed code for
