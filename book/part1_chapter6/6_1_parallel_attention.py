@@ -623,8 +623,10 @@ plt.show()
 # - Through a linear recurrence a gradient is multiplied by $\lambda$ per step ($\lambda^{t-s}$ over
 #   $t-s$ steps), and tanh shrinks it further; attention's gradient is set by the weight a word gets,
 #   not by its distance.
-# - A fixed-size state gives back to a linear read-out only as much as its size allows (exactly while
-#   $n(\lvert\mathcal V\rvert-1)\le d$); attention keeps a vector per word, so its memory grows with the context.
+# - Read out linearly, a fixed-size state gives back every symbol exactly only while
+#   $n(\lvert\mathcal V\rvert-1)\le d$; for longer sequences it loses more and more of them, the oldest
+#   first, towards chance (a trained GRU of the same size also falls well short). Attention keeps a
+#   vector per word, so its memory grows with the context.
 #
 # ## Check your understanding
 #
