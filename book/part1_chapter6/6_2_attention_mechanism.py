@@ -49,7 +49,7 @@
 # | $\mu_q$, $\mu_k$, $\sigma_q^2$, $\sigma_k^2$, $\sigma^2$ | the mean and variance of each component of a random query, key (both: $\sigma^2$) | numbers |
 # | $z$, $p$, $J$ | a vector of scores, its softmax, and the softmax's Jacobian $\partial p/\partial z$ | $(n,)$, $(n,)$, $(n, n)$ |
 # | $w$ | a possible next word (the blank) | a word |
-# | $P$, $\hat P$ | the true probability of the next word given the context; a model's prediction of it | numbers |
+# | $P$, $\hat P$ | the true probabilities: of the next word given the context, $P(w\mid\text{context})$, and of a context and its next word together, $P(\text{context},w)$; a model's prediction $\hat P(w\mid\text{context})$ | numbers |
 # | $H(\cdot)$, $H(\cdot\mid\cdot)$, $\mathrm{I}(\cdot\,;\cdot)$ | entropy, conditional entropy and mutual information, in nats (an upright I; the italic $I$ is the identity matrix) | number |
 # | $h$ | the number of attention heads ([6.4](6_4_multi_head.ipynb)) | integer |
 # ```
@@ -528,7 +528,7 @@ for head in (1, 2):
     axes[0].bar(np.arange(1, 22) + (head - 1.5) * 0.4, blank_row[head - 1], width=0.4,
                 label=f"head {head}")
 axes[0].set(ylabel="α[21, j]", title="attention of the blank's query (trained model)")
-axes[0].legend()
+axes[0].legend(loc="upper left")  # a fixed place: loc="best" warns when its search is slow
 axes[1].bar(range(1, 22), mutual_info, color="C2")
 axes[1].set(ylabel="I(word j ; blank) [nats]", xlabel="key word j",
             title="exact mutual information with the blank")
