@@ -158,7 +158,7 @@ np.testing.assert_allclose(weights @ values, np.stack([masked_out[i] for i in (1
 # ## Why the mask is needed: training without it (Exercise 3)
 #
 # The tiny example shows that without a mask the past *can* read the future. Does training actually
-# exploit it? We measure. (Exercise 3, `exercises/part1_chapter6/ex03_causal_mask_leakage.ipynb`,
+# exploit it? We measure. ([Exercise 3](../../exercises/part1_chapter6/ex03_causal_mask_leakage.ipynb)
 # asks you to run a version of this experiment yourself; try it first.)
 #
 # The data come from a random order-2 Markov source over 8 symbols: each symbol is drawn from a
