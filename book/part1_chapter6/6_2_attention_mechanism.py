@@ -157,7 +157,7 @@ np.testing.assert_allclose(softmax(np.array(scaled_3, dtype=float)), [float(a) f
 assert sp.simplify(sum(alpha_3) - 1) == 0  # the weights add up to exactly 1
 
 # %% [markdown]
-# Exercise 1 (`exercises/part1_chapter6/ex01_attention_weights.ipynb`) asks for the same steps —
+# [Exercise 1](../../exercises/part1_chapter6/ex01_attention_weights.ipynb) asks for the same steps —
 # scaled scores, exponentials, weights — for one query against three keys of width 4; try it.
 #
 # The loop is what the formula says; a computer does all words at once with matrices. Stack the
@@ -212,7 +212,7 @@ plt.show()
 # A Python dictionary returns the value of the one key that matches. Attention returns a blend of
 # *all* values, each weighted by how well its key matches: a soft lookup. Because the weights are
 # positive and add up to 1, the output is a {term}`convex combination` of the values — a point
-# inside the shape they span (Exercise 2, `exercises/part1_chapter6/ex02_convex_combination.ipynb`,
+# inside the shape they span ([Exercise 2](../../exercises/part1_chapter6/ex02_convex_combination.ipynb)
 # asks you to prove it).
 #
 # How soft? Multiply every dot product $q\cdot k$ by a number $\beta$ before the softmax, in place of
@@ -565,7 +565,7 @@ assert abs(mutual_info[3 - 1]) < 1e-12
 #
 # ## Why divide by $\sqrt{d_k}$? (Exercise 10, Fig. 6.12)
 #
-# Exercise 10 (`exercises/part1_chapter6/ex10_scaling_variance.ipynb`) asks for this derivation;
+# [Exercise 10](../../exercises/part1_chapter6/ex10_scaling_variance.ipynb) asks for this derivation;
 # try it before reading on.
 #
 # A score is a sum of $d_k$ products, $q\cdot k=\sum_{r=1}^{d_k}q_rk_r$. If the entries are
