@@ -500,8 +500,9 @@ plt.show()
 # symbols a least-squares linear read-out recovers from one 32-dimensional state (circles) and
 # attention over the kept inputs (squares). See the state stay perfect up to the dashed line, lose
 # little just past it, and then fall towards chance, while attention recalls everything at every
-# length. Right: the state keeps the recent symbols and loses the old ones (each step multiplies the
-# old ones by $0.9$).
+# length. Right: the state keeps the recent symbols and loses the old ones. Each step multiplies the
+# old ones by $0.9$; shrinking by itself loses nothing (the symbols of $n\le4$ are shrunk too, and
+# all come back), but once positions must share directions of the state, the newer, larger ones win.
 #
 # ### The same bottleneck with trained models
 #
