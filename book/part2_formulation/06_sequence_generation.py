@@ -302,7 +302,8 @@ assert np.allclose(beam_scores[:, widths.index(8)], exhaustive_scores)
 # replies, whose exact probabilities we can compute (a $66\times66$ table): the frequencies of the 10
 # most likely pairs, and of "all others", in `N_SAMPLES` draws, against the exact probabilities, with
 # a chi-square test (a p-value that is not small means the counts are consistent with exact sampling:
-# a sampler biased by more than the sampling noise of these draws would give a tiny one; no test can
+# a sampler whose frequencies of these groups were off by much more than the sampling noise of
+# these draws would give a tiny one, while a bias inside "all others" could go unseen; no test can
 # prove the sampler exact).
 
 # %%

@@ -127,7 +127,7 @@ assert entropy_bits == 1.5 and kl_bits == 0.25
 # and the excess, 0.25 bits, is exactly the KL divergence from the truth to B. That is Example 8.1
 # in miniature: cross-entropy = entropy + KL, so a lower cross-entropy means a model closer to the
 # truth; and on a text with the true frequencies, as here, no model scores below the entropy (on
-# other finite texts a model can, by chance, as the next section shows).
+# other finite texts a model can, by chance, as the next section explains).
 #
 # **Scoring a retrieved set.** Asked "who speaks in this scene?", a model returns {Romeo, Juliet,
 # Nurse}; the truth is {Romeo, Tybalt}. One true positive (Romeo), two false positives, one false
@@ -163,8 +163,8 @@ assert identity_gap == 0
 # %% [markdown]
 # For a stationary source the per-token version is the entropy rate $H$ plus an average KL, so
 # **no model's expected cross-entropy is below $H$**, and perplexity $e^{\mathrm{CE}}$ (in nats) is at
-# least $e^H$ in expectation; measured on one finite text it can come out a little below, as it
-# does below. To see the floor we need a source whose $H$ we know: a random order-3 Markov chain on
+# least $e^H$ in expectation; measured on one finite text it can come out a little below (compare
+# the best perplexity printed below with $e^H$). To see the floor we need a source whose $H$ we know: a random order-3 Markov chain on
 # 6 symbols (each next symbol depends on the 3 before it; rows drawn from a Dirichlet(0.3), a random
 # probability vector that, with a parameter below 1, puts most of its mass on a few symbols, so some
 # contexts are quite predictable). The models: uniform, and {term}`n-gram models <n-gram model>` of

@@ -242,10 +242,11 @@ plt.show()
 # and nearly every $\lvert\det(I-\Sigma_t A)\rvert>1$): minimising the penalty $-\log\lvert\det\rvert$ drives the
 # prior into the *dispersion-promoting* regime, where no position is near the degeneracy boundary.
 # The two conditions are checked separately because the first does not imply the second: a negative
-# trace says only that the eigenvalues of $\Sigma_t A$ add up to less than 0, while every factor
-# $1-\nu$ of $\det(I-\Sigma_t A)$ is at least 1 only when every eigenvalue $\nu$ is real and
-# $\le0$. Eigenvalues $-1$ and $0.6$ have a negative sum, yet $\det(I-\Sigma_t A)=2\cdot0.4=0.8<1$
-# (printed below).
+# trace says only that the eigenvalues $\nu$ of $\Sigma_t A$ add up to less than 0, while
+# $\lvert\det(I-\Sigma_t A)\rvert$ is the product of the $\lvert1-\nu\rvert$, and what makes every one
+# of them at least 1 is that every $\nu$ has real part $\le0$ (for a real $\nu\le0$ the factor
+# $1-\nu$ itself is at least 1). Eigenvalues $-1$ and $0.6$ have a negative sum, yet
+# $\det(I-\Sigma_t A)=2\cdot0.4=0.8<1$ (printed below).
 # The printout's smallest spectral margin $1-\rho(\Sigma_t A)$ is nonetheless close to 0, which by the
 # reading of [4.3](03_matrix_margin.ipynb) would put that position at the boundary. It does not: $\rho$ is
 # the size of the largest eigenvalue, not its sign, and the eigenvalue $\nu$ of $\Sigma_t A$ that sets
@@ -380,10 +381,11 @@ if SAVED:
 #   $\lvert\det(I-\Sigma_t A)\rvert$; what they mean depends on the sign of the coupling.
 # - With a positive coupling the smallest margin is the position nearest the degenerate boundary —
 #   the bottleneck of the paper's analogy with support vectors.
-# - With a negative coupling ($a<0$ in one dimension; in $d$ dimensions, every eigenvalue of
-#   $\Sigma_t A$ real and $\le0$) every margin is at least 1, and the smallest belongs to the least
-#   dispersed context; positions 1 and 2, with no spread at all, always qualify. A negative
-#   $\operatorname{tr}(\Sigma_t A)$ alone does not guarantee it.
+# - With a negative coupling in one dimension ($a<0$), and in $d$ dimensions whenever every
+#   eigenvalue of $\Sigma_t A$ has real part $\le0$, every margin is at least 1, and the smallest
+#   belongs to the least dispersed context (in one dimension exactly so, since
+#   $m_t=1+\lvert a\rvert\mathrm{Var}_t$); positions 1 and 2, with no spread at all, always qualify.
+#   A negative coupling in $d$ dimensions, $\operatorname{tr}(\Sigma_t A)<0$, does not guarantee it.
 # - The prior trained with the margin penalty has a negative coupling
 #   ($\operatorname{tr}(\Sigma_t A)<0$, [4.7](barrier_training.ipynb)), and on the real passage above
 #   every margin is $\ge1$: its support tokens are positions whose context covariance collapsed.

@@ -629,8 +629,12 @@ if SAVED:
 #    what does the model give up to do so?
 #
 #    ```{dropdown} Answer
-#    With a negative coupling the penalty has no lower bound: spreading the attended embeddings further
-#    apart (a larger $\Sigma_t$) keeps increasing $\lvert\det\rvert$. In the trained pair the
+#    With a negative coupling the penalty has no lower bound: in one dimension, spreading the attended
+#    embeddings further apart (a larger $\mathrm{Var}_t$) keeps increasing the margin
+#    $1-a\,\mathrm{Var}_t$ when $a<0$. In $d$ dimensions scaling $\Sigma_t$ up does the same whenever
+#    every eigenvalue of $\Sigma_t A$ has real part $\le0$ (a negative trace alone does not ensure it,
+#    [4.6](06_support_tokens_trained.ipynb)); the trained prior took that route, to a mean
+#    $\log\lvert\det\rvert$ of about 23 nats. In the trained pair the
 #    embeddings became about twice as large, while the prior's attention became more concentrated,
 #    not more even (printed in "Where training took the coupling"). Weighted by $\lambda_m=0.05$ it
 #    is worth

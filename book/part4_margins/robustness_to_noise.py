@@ -609,8 +609,8 @@ plt.show()
 # model degrades less only at small $\sigma$: its curve crosses the CE model's between $\sigma=0.2$
 # and $0.25$ and is worse above. At equal relative noise, on the same windows, it is already worse at
 # the relative levels of $\sigma=0.15$ and $0.2$ for the CE model. So even the absolute-noise advantage
-# of Fig. 7.5 does not hold over the paper's $\sigma$ range at this setting. The scale effect explains
-# most of the advantage at small $\sigma$, not all of it: at the lowest level, $\sigma=0.05$ for the CE
+# of Fig. 7.5 does not hold over the paper's $\sigma$ range at this setting. The scale effect does not
+# explain all of the advantage at small $\sigma$: at the lowest level, $\sigma=0.05$ for the CE
 # model, the margin model still degrades less at equal relative noise (1.599 against 1.675 in the
 # table above, the margin model on 128 windows and the CE model on 435), though by less than at
 # absolute noise (1.447).
