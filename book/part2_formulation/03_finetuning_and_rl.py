@@ -8,8 +8,8 @@
 # The paper describes the two tools by which deployed models are adapted, one or both of them.
 # **Fine-tuning** runs the same next-token training on a small, task-specific data set, starting
 # from the pre-trained weights; the update is often restricted to a low-rank matrix
-# ({term}`low-rank adaptation`), which is cheaper and, at a rank that suits the change, over-fits
-# less. **Reinforcement learning** instead maximises a reward (a number given to each whole answer)
+# ({term}`low-rank adaptation`), which is cheaper and, at a rank that suits the change, can
+# over-fit less. **Reinforcement learning** instead maximises a reward (a number given to each whole answer)
 # while a Kullback–Leibler penalty keeps the model near where it started, so it does not drift into
 # strange text that happens to be rewarded. This page measures both on models small enough to
 # compute every quantity exactly.
@@ -20,7 +20,7 @@
 # - compute by hand the best policy of a KL-regularised reward problem on two answers, and explain
 #   what the strength $\beta$ of the penalty does;
 # - explain why fine-tuning from a pre-trained model beats training from scratch on scarce data, and
-#   why a low-rank update of the right rank over-fits less;
+#   why a low-rank update of the right rank can over-fit less;
 # - derive the closed-form optimum $\pi^*\propto\pi_{\mathrm{ref}}e^{r/\beta}$ of (4.7) and recognise
 #   when a restricted model cannot reach it;
 # - explain why the sampled objective (4.8) is an unbiased estimate but its naive gradient is wrong.
