@@ -81,8 +81,9 @@
 # One thing the word "generator" hides: $\mu_t(x)$ depends on $x_t$ itself, because $x_t$ is the query
 # that sets the weights. So making $x_t$ from $\varepsilon_t$ means solving $x_t-\mu_t(x)=\varepsilon_t$ for
 # $x_t$, with the earlier embeddings fixed. That equation has exactly one solution for every
-# $\varepsilon_t$ only when $x_t\mapsto\hat\varepsilon_t$ is invertible, and that is what the margins of
-# [4.2](02_scalar_margin.ipynb) measure.
+# $\varepsilon_t$ only when $x_t\mapsto\hat\varepsilon_t$ is invertible. The margins of
+# [4.2](02_scalar_margin.ipynb) are the slopes of that map: where a slope reaches 0 the map can fold
+# back, and then some noise values have several solutions.
 #
 # ```{admonition} Conventions of all of Part 4 (the paper's, which differ from Chapter 6)
 # :class: seealso

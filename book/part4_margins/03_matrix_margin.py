@@ -40,7 +40,7 @@
 # | $W_Q,W_K,W_V$ | query, key and value matrices (column-vector maps, $q_t=W_Q x_t$) | $(d_k,d)$, $(d_k,d)$, $(d,d)$ |
 # | $A$ | $W_K^\top W_Q$: the score of $x_s$ seen from $x_t$ is $x_s^\top Ax_t$ | $(d,d)$ |
 # | $a$ | the coupling of [4.2](02_scalar_margin.ipynb), along one axis | number |
-# | $w_V$, $\mathrm{Var}_t$ | in $d=1$: the value weight, and the attention-weighted variance of the earlier embeddings ([4.2](02_scalar_margin.ipynb)) | numbers |
+# | $w_V$, $\mathrm{Var}_t$ | the value weight ($W_V=w_V$ in $d=1$, $W_V=w_V I$ in Checking the paper), and in $d=1$ the attention-weighted variance of the earlier embeddings ([4.2](02_scalar_margin.ipynb)) | numbers |
 # | $W$ | the one matrix of Figure 4.3.4's layer, $W_Q=W_K=W$ | $(2,2)$ |
 # | $\zeta$, $\zeta_{ts}$, $\alpha_{ts}$, $s$ | score and attention weight of position $t$ on an earlier position $s$ ($\zeta_{tt}$: on itself) | numbers, index |
 # | $\bar x$, $\bar v$ | attention-weighted means of the earlier embeddings and values ($\bar x_t$, $\bar v_t$ at position $t$) | $(d,)$ |
@@ -192,9 +192,13 @@ assert np.allclose(blocks, blocks_finite_diff, atol=1e-7)
 # log-density (Corollary 3.1, Eq. 16) is $\log\lvert\det(I-\Sigma_t A)\rvert$: the matrix
 # {term}`log-barrier`. Two numbers summarise "how far from singular" (the paper's Eq. 25): the absolute
 # determinant $\lvert\det(I-\Sigma_t A)\rvert$, and the **spectral margin** $1-\rho(\Sigma_t A)$, where
-# $\rho$ is the largest absolute eigenvalue. Both have a signed reading: $\det$ itself (not its absolute
-# value) and $1-\rho$ turn negative on the far side of the boundary; this page calls them the signed
-# margins of (25). The next section shows how the two differ.
+# $\rho$ is the largest absolute eigenvalue. This page also reads them with a sign, and calls these the
+# signed margins of (25): $\det(I-\Sigma_t A)$ itself (not its absolute value), which is negative
+# exactly when an odd number of real eigenvalues of $\Sigma_t A$ lie above 1, and $1-\rho$, which is
+# negative whenever some eigenvalue has absolute value above 1 (an eigenvalue below $-1$ is enough,
+# with no boundary crossed). When the eigenvalues are real and non-negative, as in Figures 4.3.2 and
+# 4.3.4, both turn negative as the largest eigenvalue passes 1: on the far side of the boundary. The
+# next section shows how the two differ.
 
 # %% [markdown]
 # ## The spectral condition is sufficient, not necessary (Lemma B.4)

@@ -265,14 +265,14 @@ ax.legend(fontsize=8)
 plt.show()
 assert np.allclose(rows[0], 1.0)                    # Figure 4.5.2: at scale 0 every determinant is 1
 assert np.all(rows[:, 1:].min(axis=0) < 0)         # Figure 4.5.2: positions 2-4 cross the boundary 0
-assert np.allclose(rows[:, 0], 1.0)                # Figure 4.5.2: position 1 attends only to itself: always 1
+assert np.allclose(rows[:, 0], 1.0)                # Figure 4.5.2: position 1 has one key (weight 1): always 1
 assert np.all(rows[-1, 1:] > 0.5)                  # Figure 4.5.2: at scale 2 positions 2-4 are back above 0.5
 
 # %% [markdown]
 # **Figure 4.5.2.** The margin of a layer whose queries come from its own output. At scale 0 the attention
 # ignores the current variable and every determinant is 1 (Proposition 3's situation). Look at the
 # curves of positions 2–4: as the query weight grows their determinants fall from 1 and cross the
-# degeneracy boundary 0 (position 1, which attends only to itself, stays at 1) — the same
+# degeneracy boundary 0 (position 1, which attends to a single position with weight 1, stays at 1) — the same
 # margin-to-degeneracy geometry as the first stage, now at depth. Larger weights make the attention
 # pick one position, the attended spread shrinks, and the determinants climb back (above 0.5 at
 # scale 2, printed above): a stronger query is not simply closer to the boundary.
@@ -395,8 +395,9 @@ assert variance_q1 == 4.0 and 1 - coupling * value_weight * variance_q1 == -1.0
 # ### The size of §7.1's two-block model
 #
 # §7.1 trains a "SmallGPT" with $d=128$, 4 heads, 2 blocks, context $T=256$ and a 1013-symbol
-# vocabulary, and states "~150K transformer parameters plus ~130K embedding parameters". It does not
-# say where the layer norms sit; the book's blocks are pre-norm, with a final norm.
+# vocabulary, and states "~150K transformer parameters plus ~130K embedding parameters". §7.1 does not
+# say where the layer norms sit, but §6.5 writes "a typical pre-norm transformer block" (Eqs. 41–42);
+# the book's blocks are pre-norm, with a final norm. Where the norms sit does not change the count.
 # Depth is where the parameters live, so we count them for this stack: once from the formula (per
 # block $4d^2+4d$ for the query, key, value and output matrices with biases, $8d^2+5d$ for a
 # $4\times$ MLP, $4d$ for two LayerNorms; $2d$ for the final norm) and once from the torch model that
