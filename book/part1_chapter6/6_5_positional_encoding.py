@@ -5,7 +5,7 @@
 # transformer the positions it cannot see?
 # "dog bites man" and "man bites dog" contain the same three words and mean opposite things. Attention
 # ([§6.2](6_2_attention_mechanism.ipynb)) builds each word's new representation from a weighted average
-# of the other words' vectors, and a weighted average does not care in which order its terms come: on
+# of the words' vectors (its own included), and a weighted average does not care in which order its terms come: on
 # its own, attention reads a sentence as a bag of words. This page shows that failure on three typed
 # vectors, then the three standard cures — sinusoidal encodings, learned position tables and rotary
 # position embeddings — and finally measures what the chapter claims about them on sequences longer
@@ -315,11 +315,13 @@ assert np.all(np.diff(list(measured.values())) > 0)  # Figure 6.5.2: the wavelen
 # Moving $\Delta$ positions on means turning by $\Delta\omega$ clockwise — a
 # $2\times 2$ matrix $M(\Delta)$ that depends on the shift $\Delta$ but **not** on $t$. So "$\Delta$ words
 # back" is the same linear map at every position, which a model can learn once. The angle-addition
-# formulas give $M(\Delta)$; sympy checks that it moves $\mathrm{PE}(t)$ to $\mathrm{PE}(t+\Delta)$ and
-# that it is a rotation ($M^\top M = I$, $\det M = 1$). (In this section and the RoPE one, a pair, a
-# query and a key are written as columns, $M(\Delta)\,\mathrm{PE}(t)$, as rotations usually are; in the
-# book's row-vector form the same step is $\mathrm{PE}(t+\Delta)=\mathrm{PE}(t)\,M(\Delta)^\top$, which is
-# what the code computes with `@ R.T`.)
+# formulas give $M(\Delta)$; sympy checks that it moves the pair of position $t$ to the pair of position
+# $t+\Delta$ (written $\mathrm{PE}_{\text{pair}}$ in its output) and that it is a rotation ($M^\top M = I$,
+# $\det M = 1$). (In this section and the RoPE one, a pair, a query and a key are written as columns,
+# $M(\Delta)$ times the pair, as rotations usually are. In the book's row-vector form a whole encoding
+# moves as $\mathrm{PE}(t+\Delta)=\mathrm{PE}(t)\,R_\Delta^\top$, with $R_\Delta$ the matrix of all the pairs'
+# $M(\Delta)$ defined just below; that is what the code computes with `@ R5.T`. $M(\Delta)$ itself is
+# $2\times2$ and acts on one pair, not on the whole $\mathrm{PE}(t)$.)
 
 # %%
 t, shift, w = sp.symbols("t Delta omega", real=True)
@@ -713,8 +715,8 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# **Figure 6.5.7** (Fig. 6.26 rebuilt from trained weights). Left: the sinusoidal table (the same for
-# every model). Right: the learned table of the model above, on a colour scale centred on zero (red
+# **Figure 6.5.7** (Fig. 6.26 rebuilt from trained weights). Left: the sinusoidal table of the same
+# size (fixed: training does not change it). Right: the learned table of the model above, on a colour scale centred on zero (red
 # positive, blue negative); the black line marks the training length. See the strong colours above the
 # line and the pale rows below it: the rows the model never trained on are still almost zero.
 #
