@@ -65,8 +65,10 @@ use_book_style()
 #   data; reinforcement learning adds a reward, with a penalty that keeps the model near where it
 #   started.
 # - The next-token model is a stack of attention blocks that, without positions or a causal mask,
-#   sees its input as a *set* (even as a probability distribution of vectors); word order is put
-#   back by positional encodings, masks, or a state-space model that replaces attention.
+#   sees its input as an unordered collection — only through the proportions in which its vectors
+#   occur, a probability distribution of vectors (the paper calls it a *set* transformer, though a
+#   repeated token does count); word order is put back by positional encodings, masks, or a
+#   state-space model that replaces attention.
 # - Generation and evaluation are further maps on the same next-token probabilities. Discrete
 #   diffusion, a newer alternative, does without them: it writes a whole text at once by undoing a
 #   random corruption.
@@ -134,7 +136,9 @@ plt.show()
 #   shorten a text with quickly diminishing returns, close to a power law with a small exponent;
 #   Example 3.2's "several pages" for a 4096-token window holds, but CLIP's 77 tokens hold at most 77
 #   words, less than one paragraph, not "several paragraphs" ("Example 3.2, CLIP's context
-#   window").
+#   window"); and encoding is one-to-one but not the "bijection" with all texts over the larger
+#   vocabulary that §2 calls it: a text such as `ab`, written with the old tokens, is never a code
+#   ("§2, opening paragraph").
 # - **The shared-prefix objective is not biased** ([2.2](02_objective_kl.ipynb); "§10 … and
 #   Eq. (4.5)"): the paper calls its empirical objective a biased approximation; it is unbiased, and
 #   sharing prefixes changes only its variance.

@@ -28,7 +28,7 @@
 # **Builds on:** [2.1 Tokenisation](01_tokenisation_bpe.ipynb) (a text is a sequence of tokens from
 # a finite vocabulary) · [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb) (a model
 # trained on whole sentences, every position predicting the next token; losses in {term}`nats`; the
-# {term}`entropy rate` as the lowest loss any predictor can reach) · conditional probability,
+# {term}`entropy rate` as the lowest expected loss per token any predictor can reach) · conditional probability,
 # expectations, variance and covariance, logarithms. **Reading time:** about 35 minutes.
 #
 # ```{admonition} Symbols on this page
@@ -345,7 +345,7 @@ assert np.all(direct >= dec.per_position)  # Remark 4.6: J bounds every position
 
 # %% [markdown]
 # Beyond the source's context (positions $m>2$) the entropy term is the same at every position: it
-# is the source's entropy rate, the floor of any model's loss per token.
+# is the source's entropy rate, the floor of any model's expected loss per token.
 
 # %%
 print(f"entropy rate of the source (nextword.data.synthetic): {source.entropy_rate():.4f} nats")
@@ -386,7 +386,7 @@ models = [("bigram, 800 tokens", dec), ("bigram, 40k tokens", dec2), ("trigram, 
 for offset, (name, d) in zip([-0.27, 0.0, 0.27], models):
     ax.bar(positions + offset, d.per_position, 0.27, label=f"{name}: J = {d.joint:.3f}")
 ax.set_xlabel("position m")
-ax.set_ylabel(r"$E_{f_{1:m-1}}\, KL(p_m \| \pi_m)$")
+ax.set_ylabel(r"$\mathbb{E}_{f_{1:m-1}}\, D_{\mathrm{KL}}(\mathbf{p}_m \Vert \pi_m)$")
 ax.set_ylim(0, 1.4 * max(d.per_position.max() for _, d in models))
 ax.legend(loc="upper left")
 plt.show()

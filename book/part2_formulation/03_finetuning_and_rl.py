@@ -20,7 +20,7 @@
 # - compute by hand the best policy of a KL-regularised reward problem on two answers, and explain
 #   what the strength $\beta$ of the penalty does;
 # - explain why fine-tuning from a pre-trained model beats training from scratch on scarce data, and
-#   why a low-rank update of the right rank helps further;
+#   why a low-rank update of the right rank over-fits less;
 # - derive the closed-form optimum $\pi^*\propto\pi_{\mathrm{ref}}e^{r/\beta}$ of (4.7) and recognise
 #   when a restricted model cannot reach it;
 # - explain why the sampled objective (4.8) is an unbiased estimate but its naive gradient is wrong.
@@ -218,30 +218,33 @@ def finetune_scores(n_seq, steps, seed):
     full = fit_table(W_pre, counts, steps=steps, lr=0.05)[0]
     out = {"from scratch": table_kl(P_new, scratch, w_new),
            "full fine-tune": table_kl(P_new, full, w_new)}
-    for r in (1, 2, 4):
+    for s in (1, 2, 4):  # the rank s of the LoRA update
         lora_rng = np.random.default_rng(seed + 100)
-        A, B, _ = fit_lora(W_pre, counts, r, lora_rng, steps=steps, lr=0.05)
-        out[f"LoRA rank {r}"] = table_kl(P_new, W_pre + A @ B, w_new)
+        A, B, _ = fit_lora(W_pre, counts, s, lora_rng, steps=steps, lr=0.05)
+        out[f"LoRA rank {s}"] = table_kl(P_new, W_pre + A @ B, w_new)
     return out
 
 
 step_grid = [25, 50, 100, 200, 400]
 curves = {}
 for steps in step_grid:
-    runs = [finetune_scores(10, steps, s) for s in range(SEEDS)]
+    runs = [finetune_scores(10, steps, seed) for seed in range(SEEDS)]
     for name in runs[0]:
         curves.setdefault(name, []).append(np.mean([run[name] for run in runs]))
 print("mean KL to p' after fine-tuning on 10 sequences of 30 tokens (", SEEDS, "data sets )")
 print(f"each fine-tuning set: 10 sequences of 30 tokens = {10 * 29} predicted tokens")
-print("steps          :" + "".join(f"{s:8d}" for s in step_grid))
+print("steps          :" + "".join(f"{n_steps:8d}" for n_steps in step_grid))
 for name, c in curves.items():
     print(f"{name:15s}:" + "".join(produced(x, "8.3f") for x in c))  # Adam's output
 best = {name: min(c) for name, c in curves.items()}
-assert best["LoRA rank 2"] < min(best["full fine-tune"], best["from scratch"], best["LoRA rank 4"])
-assert best["LoRA rank 2"] < best["LoRA rank 1"]
+assert best["LoRA rank 2"] < min(best["from scratch"], best["LoRA rank 1"], best["LoRA rank 4"])
 assert best["full fine-tune"] < best["from scratch"]  # starting from W_pre beats starting from zero
 for name in ("from scratch", "full fine-tune", "LoRA rank 4"):  # the flexible updates over-fit
     assert curves[name][-1] > 1.2 * best[name]  # Figure 2.3.1: their KL rises again
+rise = {name: curves[name][-1] / best[name] for name in curves}  # KL at 400 steps / at the best step
+print("KL after 400 steps / at the best number of steps:",
+      "; ".join(f"{name} {produced(r, '.2f')}" for name, r in rise.items()))
+assert rise["LoRA rank 2"] < min(rise["full fine-tune"], rise["LoRA rank 4"])  # rank 2 over-fits less
 
 fig, ax = plt.subplots()
 for name, c in curves.items():
@@ -258,11 +261,15 @@ plt.show()
 # %% [markdown]
 # **Figure 2.3.1.** Fine-tuning on 290 tokens from the shifted source: the KL from $\mathbf p'$ to
 # each model, averaged over `SEEDS` data sets, against the number of Adam steps; the dotted black
-# line is the pre-trained model before any update. Look at where each curve bottoms out. The flexible
-# updates (full, from scratch, LoRA rank 4) over-fit the small data set — their KL rises again with
-# more steps — while LoRA with the rank of the true shift (rank 2) reaches the lowest KL:
-# restricting the update to rank $s$ is the implicit regularisation Remark 4.9 mentions. Rank 1
-# cannot express the shift; rank 4 has more freedom to fit noise.
+# line is the pre-trained model before any update. Look at where each curve bottoms out and how far
+# it climbs afterwards. The flexible updates (full, from scratch, LoRA rank 4) over-fit the small data
+# set — their KL rises again with more steps, to 1.82, 1.66 and 2.24 times their best — while LoRA with
+# the rank of the true shift (rank 2) rises less (1.27 times): restricting the update to rank $s$ is
+# the implicit regularisation Remark 4.9 mentions. Rank 1 cannot express the shift; rank 4 has more
+# freedom to fit noise. At its best number of steps rank 2 beats training from scratch and the other
+# two ranks; it is also below the full update here, but that comparison is not robust: over twelve
+# data sets each of the two wins on some, and on average the full update, stopped early, is as good
+# (printed under Reproducibility).
 #
 # At the population level (expected counts instead of samples, so no noise) the rank statement is
 # sharp: LoRA with $s=2$ comes within a small residual of the target (explained below), while
@@ -270,20 +277,20 @@ plt.show()
 
 # %%
 pop_counts = w_new[:, None] * P_new  # expected transition frequencies under p'
-for r in (1, 2):
-    A, B, _ = fit_lora(W_pre, pop_counts, r, np.random.default_rng(7), steps=3000, lr=0.05)
+for s in (1, 2):
+    A, B, _ = fit_lora(W_pre, pop_counts, s, np.random.default_rng(7), steps=3000, lr=0.05)
     kl_lora = table_kl(P_new, W_pre + A @ B, w_new)
-    print(f"LoRA rank {r}, population data: KL to p' = {produced(kl_lora, '.4f')}, "
+    print(f"LoRA rank {s}, population data: KL to p' = {produced(kl_lora, '.4f')}, "
           f"rank of the update = {np.linalg.matrix_rank(A @ B, tol=1e-8)}")
-    if r == 1:
-        kl_r1 = table_kl(P_new, W_pre + A @ B, w_new)
+    if s == 1:
+        kl_rank1 = table_kl(P_new, W_pre + A @ B, w_new)
     else:
-        kl_r2 = table_kl(P_new, W_pre + A @ B, w_new)
+        kl_rank2 = table_kl(P_new, W_pre + A @ B, w_new)
 floor = table_kl(P_new, np.log(P) + 0.8 * U1 @ U2, w_new)  # the exact shift, applied to log P
 inherited = table_kl(P_new, W_pre + 0.8 * U1 @ U2, w_new)  # the exact shift, applied to W_pre
 print(f"the exact rank-2 shift applied to W_pre: KL to p' = {produced(inherited, '.4f')}")
-assert kl_r2 < 0.01 < kl_r1
-assert kl_r2 <= inherited + 1e-4  # the rank-2 fit is as good as the exact shift on W_pre
+assert kl_rank2 < 0.01 < kl_rank1
+assert kl_rank2 <= inherited + 1e-4  # the rank-2 fit is as good as the exact shift on W_pre
 for big_V in (1000, 50_000):
     print(f"|V| = {big_V:6d}: full update {big_V**2:>13,d} numbers; LoRA rank 8: {2 * big_V * 8:>9,d}")
 
@@ -497,7 +504,8 @@ assert cos(reinforce, exact_grad) > 0.97  # the score-function estimator points 
 # - KL-regularised RL (4.7) has a closed-form optimum: the reference model tilted by
 #   $e^{r/\beta}$; $\beta$ trades reward against distance from the reference.
 # - A model class that cannot represent the tilted distribution (here a Markov policy facing a
-#   long-range reward) stays a fixed gap $\beta D_{\mathrm{KL}}(\pi\Vert\pi^*)$ above the optimum.
+#   long-range reward) cannot reach the optimum: each of its policies $\pi$ stays
+#   $\beta D_{\mathrm{KL}}(\pi\Vert\pi^*)$ above it, so even the best one keeps a positive gap.
 # - The sampled objective (4.8) estimates (4.7) without bias, but its gradient must account for the
 #   samples' dependence on the model (the score-function form), or the reward drops out.
 
@@ -513,13 +521,15 @@ assert cos(reinforce, exact_grad) > 0.97  # the score-function estimator points 
 #    $\tfrac12e^{1/\beta}/(\tfrac12e^{1/\beta}+\tfrac12)$ shows both limits.
 #    ```
 #
-# 2. The full $10\times10$ update has $100$ trainable numbers, a rank-2 LoRA update $2\cdot10\cdot2=40$. Why can the
-#    update with *fewer* parameters reach a lower KL on the shifted source?
+# 2. The full $10\times10$ update has $100$ trainable numbers, a rank-2 LoRA update $2\cdot10\cdot2=40$. Why does
+#    the update with *fewer* parameters over-fit less (its KL rises less with more steps)?
 #
 #    ```{dropdown} Answer
-#    With 290 tokens the full update fits the noise of the small sample as well as the true change
-#    (its KL rises with more steps). The true change here has rank 2, so the rank-2 update can still
-#    express it while having less freedom to fit noise: the restriction acts as a regulariser.
+#    With 290 tokens the full update fits the noise of the small sample as well as the true change,
+#    so with more steps its KL climbs back up (to 1.82 times its best after 400 steps). The true change
+#    here has rank 2, so the rank-2 update can still express it while having less freedom to fit
+#    noise (1.27 times): the restriction acts as a regulariser. Stopping early is another one, which
+#    is why the full update at its best number of steps can do about as well.
 #    ```
 #
 # 3. Why does the best Markov policy stay above $-\beta\log Z$ here, however long it is trained?
@@ -547,8 +557,10 @@ assert V * V == 100 and 2 * V * 2 == 40
 #
 # - **Remark 4.9, low-rank updates are cheaper and regularise.** Cheaper: $2|\mathcal V|s$ trainable
 #   numbers against $|\mathcal V|^2$ (the counts printed after Figure 2.3.1). Regularise: on 290
-#   fine-tuning tokens the rank-2 update reaches a lower KL than the full update and than training
-#   from scratch (asserted with Figure 2.3.1).
+#   fine-tuning tokens the rank-2 update's KL rises less with more steps than the full update's or
+#   rank 4's, and at its best it beats training from scratch and ranks 1 and 4 (asserted with
+#   Figure 2.3.1). It does not reliably beat the full update started from the pre-trained weights and
+#   stopped at its best step: over twelve data sets each wins on some (Reproducibility).
 # - **(4.7) is minimised starting from the reference model.** The L-BFGS run above starts at
 #   $\pi_{\mathrm{ref}}$ and reaches the closed form $-\beta\log Z$ (which the paper does not state; the
 #   page derives it).
@@ -588,7 +600,8 @@ print("markov_policy equals the product (3.3) of the test chain's next-token pro
 # %% [markdown]
 # ## Reproducibility
 #
-# The fine-tuning curves average `SEEDS` data sets (4 by default, 12 with `FULL=1`) and the
+# The fine-tuning curves average `SEEDS` data sets (4 by default, 12 with `FULL=1`; the cell below
+# compares rank 2 with the full update on each of twelve) and the
 # gradient study `BATCHES` Monte Carlo batches (400, or 2000); every generator is seeded, and the
 # numbers Adam or sampling produced are shown as produced numbers, with their claims asserted.
 # Library: `nextword.theory.formulation` (`fit_table`, `fit_lora`, `table_kl`,
@@ -597,3 +610,14 @@ print("markov_policy equals the product (3.3) of the test chain's next-token pro
 # %% tags=["hide-cell"]
 print(f"FULL = {FULL}: SEEDS = {SEEDS} fine-tuning data sets, BATCHES = {BATCHES} batches of "
       f"N = {N} samples")
+# rank 2 against the full update, data set by data set, on 12 data sets (each at its best step count)
+best_of = {"full fine-tune": [], "LoRA rank 2": []}
+for seed in range(12):
+    runs = [finetune_scores(10, n_steps, seed) for n_steps in step_grid]
+    for name in best_of:
+        best_of[name].append(min(run[name] for run in runs))
+full_best, rank2_best = np.array(best_of["full fine-tune"]), np.array(best_of["LoRA rank 2"])
+rank2_wins = int((rank2_best < full_best).sum())
+print(f"12 data sets: LoRA rank 2 below the full update on {produced(rank2_wins, 'd')} of them; mean best KL "
+      f"LoRA rank 2 {produced(rank2_best.mean(), '.3f')}, full fine-tune {produced(full_best.mean(), '.3f')}")
+assert 2 <= rank2_wins <= 10  # neither update is better on (nearly) every data set

@@ -9,9 +9,10 @@
 # map and a softmax, the *set transformer*. It is worth knowing for two reasons. Its block is
 # Chapter 6's decoder block without the causal mask, in the notation of mathematics, so what you
 # learned there carries over. And written this way it shows its blind spot plainly: with no
-# positions and no mask, the function depends on the prefix only as a *set* of vectors — even only
-# as a probability distribution over vectors — so "dog bites man" and "man bites dog" get the same
-# next-token probabilities. That is why the next page ([2.5](05_temporal_structure.ipynb)) adds order back.
+# positions and no mask, the function sees the prefix as an unordered collection of vectors — in
+# fact only through the proportions in which the vectors occur, a probability distribution over
+# vectors (a repeated token counts, so this is not quite a *set*, despite the name) — so "dog bites
+# man" and "man bites dog" get the same next-token probabilities. That is why the next page ([2.5](05_temporal_structure.ipynb)) adds order back.
 #
 # ```{admonition} Learning goals
 # :class: tip
@@ -244,7 +245,7 @@ print("(5.3a-d) vs post-norm TransformerBlock: max |difference| < 1e-12 (round-o
 # residual with the query), and N and NN act token by token, so every block is *equivariant*:
 # $\mathbf A(h_{\rho})=\mathbf A(h)_{\rho}$ for every reordering $\rho$. Mean and max pooling
 # forget the order, so $\mathbf T$ and $\mathbf q_m$ in (5.6)–(5.7) — the softmax of
-# Definition 5.5 applied to $B\mathbf T$ — are *invariant*. Checked for
+# Definition 5.5 applied to $B\mathbf T/\tau$ — are *invariant*. Checked for
 # every one of the $6!=720$ orders of a 6-token sequence through two blocks:
 
 # %%
@@ -377,21 +378,34 @@ step_far = np.linalg.norm(field[far], axis=1).mean()
 print(f"mean length of the displacement: at the tokens {step_tokens:.3f}, "
       f"at grid points more than 2.5 from the cloud's centre {step_far:.3f}")
 assert step_tokens < 0.25 * step_far  # Figure 2.4.2: the field is weak in the cloud, strong far from it
+# why: at the tokens the weights spread over the whole cloud, so each displacement is close to V times
+# the cloud's mean (short: this cloud is centred near the origin); far away they pile onto a few tokens
+top_weight_tokens = softmax(cloud @ att2.Q.T @ (cloud @ att2.K.T).T).max(axis=1)
+top_weight_far = softmax(grid_scores[far]).max(axis=1)
+v_of_mean = np.linalg.norm(att2.V @ cloud.mean(axis=0))
+print(f"largest attention weight: at the tokens at most {top_weight_tokens.max():.2f} (equal weights: "
+      f"1/12 = {1 / 12:.2f}), far from the cloud {top_weight_far.mean():.2f} on average; "
+      f"V times the cloud's mean has length {v_of_mean:.3f}")
+assert top_weight_tokens.max() < 0.3 and top_weight_far.mean() > 0.5 and v_of_mean < 0.5 * step_tokens
 
 # %%
+MAGNIFY = 5  # the tokens' displacements are short: drawn five times their length to be seen
 fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), layout="constrained")
-axes[0].quiver(grid[:, 0], grid[:, 1], field[:, 0], field[:, 1], color="0.75", angles="xy",
-               scale_units="xy", scale=1.5)
+axes[0].quiver(grid[:, 0], grid[:, 1], field[:, 0], field[:, 1], color="0.6", angles="xy",
+               scale_units="xy", scale=1.5, width=0.004)
 axes[0].scatter(*cloud.T, color="C0", zorder=3, label="tokens $h_i$ (the measure $p$)")
-axes[0].scatter(*moved_cloud.T, color="C3", marker="x", zorder=3, label=r"$\mathrm{ATT}(h)_i$")
-for start, end in zip(cloud, moved_cloud):
-    axes[0].annotate("", end, start, arrowprops=dict(arrowstyle="->", color="C3", lw=0.8))
+for start, step in zip(cloud, moved_cloud - cloud):
+    axes[0].annotate("", start + MAGNIFY * step, start, zorder=4, arrowprops=dict(
+        arrowstyle="-|>", color="C1", lw=2, mutation_scale=14, shrinkA=0, shrinkB=0))
+axes[0].plot([], [], color="C1", lw=2, label=rf"$\mathrm{{ATT}}(h)_i-h_i$, drawn {MAGNIFY}$\times$ longer")
+axes[0].scatter(*moved_cloud.T, color="C3", marker="x", s=40, lw=1.5, zorder=5,
+                label=r"$\mathrm{ATT}(h)_i$")
 axes[0].set_xlim(-3, 3)
 axes[0].set_ylim(-3, 3)
 axes[0].set_xlabel("coordinate 1")
 axes[0].set_ylabel("coordinate 2")
 axes[0].set_title(r"(B.4a): $s \mapsto s + V\,E_{u\sim\pi(\cdot;s)}[u]$")
-axes[0].legend(loc="lower left", fontsize=8)
+axes[0].legend(loc="lower left", fontsize=8, frameon=True, framealpha=0.9)
 axes[1].loglog(betas, gaps, "o-", ms=3, label="max pool - soft-max pool")
 axes[1].loglog(betas, np.log(n) / betas, "k--", label=r"bound $\log 6/\beta$")
 axes[1].set_xlabel(r"$\beta$")
@@ -402,13 +416,17 @@ plt.show()
 # %% [markdown]
 # **Figure 2.4.2.** Left: attention (5.2)/(B.4a) on a 2-D empirical measure of 12 tokens (blue
 # dots). The grey arrows are the displacement $V\mathbb E_{\pi(\cdot;s)}[u]$ the measure induces at
-# points $s$ of a grid (a vector field that depends on $p$ only; drawn at two thirds of their
-# length); the orange crosses show where each token goes, $\mathrm{ATT}(h)_i$, joined to its dot
-# by a thin orange arrow — each token follows the field at its own place. Look at the middle of the
-# cloud: there the field is weak (the values average out), so most crosses sit almost on their dots;
-# the field is strong only at points far from the cloud. Right: Example B.2 — the gap between max pooling and the
-# log-sum-exp pooling (blue) stays under the bound $\log 6/\beta$ (dashed black) and follows it for
-# large $\beta$.
+# points $s$ of a grid (a vector field that depends on the tokens only through $p$; drawn at two
+# thirds of their length); the orange crosses show where each token goes, $\mathrm{ATT}(h)_i$, and
+# the vermilion arrow from each dot is its displacement $\mathrm{ATT}(h)_i-h_i$ drawn five times
+# longer than it is (it passes through the cross), so that it can be seen — each token follows the
+# field at its own place. Look at the middle of the cloud: at the tokens the weights are spread over
+# the whole cloud (the largest weight any token gives is 0.21, against 1/12 = 0.08 for equal
+# weights; printed above), so each displacement stays near $V$ times the cloud's mean, which is short
+# because this cloud is centred near the origin; the crosses sit close to their dots. Far from the
+# cloud the weights pile onto its outermost tokens (0.58 on average for the top one) and the field is
+# strong. Right: Example B.2 — the gap between max pooling and the log-sum-exp pooling (blue) stays
+# under the bound $\log 6/\beta$ (dashed black) and follows it for large $\beta$.
 #
 # ## What survives a causal mask or positions
 #

@@ -44,7 +44,7 @@
 # | $r$, $\lambda$ | $r_i$ is the absolute positional encoding of position $i$; $\lambda_\nu$ the $\nu$-th wavelength divided by $2\pi$ | $(d_e,)$, number |
 # | $\mathbf x$, $\mathbf y$ | a query vector and a key vector (RoPE section) | $(c,)$ |
 # | $R$, $\psi_\nu$ | $R_i$ is the rotation RoPE applies at position $i$; $\psi_\nu$ the angle per position of coordinate pair $\nu$ | $(c,c)$, number |
-# | $z$ | a pair of coordinates as one complex number, $z=x_{2\nu-1}+\mathrm i\,x_{2\nu}$ ($\mathrm i$ the imaginary unit; coordinates counted from 1); $z_{x,\nu}$, $z_{y,\nu}$: pair $\nu$ of the query / the key, $\nu=1,\dots,c/2$ | complex |
+# | $z$ | a pair of coordinates of a vector $\mathbf x$ as one complex number, $z=\mathbf x_{2\nu-1}+\mathrm i\,\mathbf x_{2\nu}$ ($\mathrm i$ the imaginary unit; coordinates counted from 1); $z_{x,\nu}$, $z_{y,\nu}$: pair $\nu$ of the query / the key, $\nu=1,\dots,c/2$ | complex |
 # | $\theta$ | an angle | number |
 # | $a$, $b$, $v_i$ | the tiny recurrence's two weights and its state after $i$ inputs | numbers |
 # | $v$, $\dot v$, $s$ | the state of a state-space model, its time derivative, and its dimension | $(s,)$ |
@@ -53,7 +53,7 @@
 # | $t$, $t'$, $\Delta t$, $t_i$ | time, an integration variable, the step length, the time $i\Delta t$ | numbers |
 # | $\bar A$, $\bar B$ | the discretised matrices of the recurrence $v_{i+1}=\bar Av_i+\bar Bh_i$ | $(s,s)$, $(s,d_e)$ |
 # | $\kappa_\rho$ | the convolution kernel $C\bar A^{\rho-1}\bar B$ of the unrolled recurrence at lag $\rho$ | $(d_e,d_e)$ |
-# | $\nu$ | the index of a wavelength, or of a pair of coordinates | integer |
+# | $\nu$ | the index of a wavelength, or of a pair of coordinates (only in the paper's RoFormer sum, checked at the end, the index of a single coordinate) | integer |
 # | $\mathbf f$, $\mathbf g$ | the state update and the read-out of (5.9) | maps |
 # ```
 #
@@ -62,12 +62,12 @@
 # The paper writes the band's half-width as $r$ and the positional encoding of position $m$ as
 # $r_m$; the book writes $w$ and $r_i$. It writes the positions of a query and a key as $k$ and $l$
 # (here $i$ and $j$, as in Chapter 6: the book keeps $k$ for a key), the step of the recurrence as
-# $k$ (here $i$), the index of a wavelength or coordinate pair as $j$ (here $\nu$) and the imaginary unit as
-# $i$ (here $\mathrm i$). Its RoFormer formula writes the key vector as $Kh_l$ (the
+# $k$ (here $i$), the index of a wavelength as $j$ (here $\nu$; in its RoFormer sum $j$ runs over the $c$
+# coordinates, where the book's $\nu$ counts the $c/2$ pairs) and the imaginary unit as $i$ (here $\mathrm i$). Its RoFormer formula writes the key vector as $Kh_l$ (the
 # book: a key vector $\mathbf y$, a query vector $\mathbf x$) and the angles as $\psi_j$ (here
 # $\psi_\nu$); the lag of the convolution kernel is $\rho$ here. Appendix C writes the integration variable as $s$
-# (the book keeps $s$ for the state dimension and writes $t'$) and the sparse pattern as an
-# adjacency matrix $A$ (not used here: $A$ is the state-space matrix).
+# (the book keeps $s$ for the state dimension and writes $t'$), and §5.3.3 writes the sparse pattern as
+# an adjacency matrix $A$ (not used here: $A$ is the state-space matrix).
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §5.3
@@ -190,7 +190,8 @@ assert np.argmin(k_printed) == 4 and k_printed.min() < -0.75  # Figure 2.5.1: th
 # %% [markdown]
 # With base 2 the wavelengths span only a factor of 2 (about 6.4 to 12.6 positions), so the
 # encoding has no coarse scale: positions more than a few steps apart look unrelated, and "how far
-# apart" is not encoded smoothly. Base 10000 spans four orders of magnitude, and similarity decays
+# apart" is not encoded smoothly. Base 10000 spans almost four orders of magnitude (a factor 7499
+# for $d_e=64$, printed above), and similarity decays
 # gradually with the offset — the multi-scale property the usual encoding is chosen for. (The
 # encodings of the 512 positions stay distinct in both cases:)
 
@@ -234,7 +235,7 @@ plt.show()
 # RoPE rotates each consecutive pair of query/key coordinates by an angle proportional to the
 # position (`apply_rope`), in place of the plain score (5.8), $\langle Qh_i,Kh_j\rangle$: at
 # position $i$, pair $\nu$ (coordinates $2\nu-1$ and $2\nu$, counted from 1) turns by $i\psi_\nu$. Writing
-# that pair as a complex number $z=x_{2\nu-1}+\mathrm i\,x_{2\nu}$, a rotation is a multiplication by $e^{\mathrm i\,i\psi_\nu}$, so the score of a
+# that pair of a vector $\mathbf x$ as a complex number $z=\mathbf x_{2\nu-1}+\mathrm i\,\mathbf x_{2\nu}$, a rotation is a multiplication by $e^{\mathrm i\,i\psi_\nu}$, so the score of a
 # query vector $\mathbf x$ at position $i$ with a key vector $\mathbf y$ at position $j$ is
 # $\langle R_i\mathbf x,R_j\mathbf y\rangle=\mathrm{Re}\sum_{\nu=1}^{c/2}z_{x,\nu}\,\overline{z_{y,\nu}}\,
 # e^{\mathrm i\,(i-j)\psi_\nu}$: it depends on the positions only through the offset $i-j$. (The paper's
@@ -242,7 +243,8 @@ plt.show()
 # [checked below](#checking-the-paper).) Sympy for one pair, then numbers:
 
 # %%
-q1, q2, k1, k2, phi = sp.symbols("x1 x2 y1 y2 psi", real=True)
+# one coordinate pair of the query vector x and of the key vector y (bold in the text), and its angle
+q1, q2, k1, k2, phi = sp.symbols(r"\mathbf{x}_1 \mathbf{x}_2 \mathbf{y}_1 \mathbf{y}_2 psi", real=True)
 
 
 def rot(angle):
@@ -510,7 +512,7 @@ print(f"multiply-adds per position: {per_step}, so {T * per_step} for length {T}
 # ## Key takeaways
 #
 # - Order enters attention through the vectors (a positional encoding added to each embedding;
-#   base 10000 gives wavelengths over four orders of magnitude) or through the score (RoPE: rotate
+#   base 10000 gives wavelengths spanning almost four orders of magnitude) or through the score (RoPE: rotate
 #   each pair of coordinates by an angle proportional to the position, so the score depends on the
 #   offset only); a causal mask breaks the symmetry too, since each position sees a different
 #   prefix ([2.4](04_attention_block_set_transformer.ipynb)'s last table).
@@ -573,8 +575,9 @@ assert bumped_states[3, 0] - tiny_states[3, 0] == a_tiny**2 * b_tiny == 0.25
 # factor 7499. Recorded in `book/ERRATA.md`, row "§5.3.1, Example 5.8".
 #
 # **§5.3.2, the RoFormer inner product.** The paper sums over the $c$ *real* coordinates
-# $\mathbf x_\nu$, $\mathbf y_\nu$ of the query and the key,
-# $\mathrm{Re}\sum_\nu \mathbf x_\nu\mathbf y_\nu e^{\mathrm i\,(i-j)\psi_\nu}=\sum_\nu \mathbf x_\nu\mathbf y_\nu\cos((i-j)\psi_\nu)$,
+# $\mathbf x_\nu$, $\mathbf y_\nu$ of the query and the key (here, and only here, $\nu$ runs over the
+# $c$ coordinates, not over the $c/2$ pairs of the lesson),
+# $\mathrm{Re}\sum_{\nu=1}^{c} \mathbf x_\nu\mathbf y_\nu e^{\mathrm i\,(i-j)\psi_\nu}=\sum_{\nu=1}^{c} \mathbf x_\nu\mathbf y_\nu\cos((i-j)\psi_\nu)$,
 # which drops the sine cross-terms of a rotation. Sympy for one pair (recorded in `book/ERRATA.md`,
 # row "§5.3.2"):
 
@@ -656,7 +659,8 @@ assert err_printed_comm < 1e-7
 # Everything on this page is exact, a round-off bound, or an accurate ODE solve with its tolerance
 # asserted; random matrices and inputs come from the seeded generator `rng` (seed 0), nothing is
 # trained. Library: `nextword.positions` (`sinusoidal_encoding`, `apply_rope`),
-# `nextword.attention` (`causal_mask`, `band_mask`), `nextword.theory.formulation.ssm`.
+# `nextword.attention` (`causal_mask`, `band_mask`), `nextword.theory.formulation.ssm`. In the
+# print below, `d` is the encoding width $d_e$ and `M` the number of positions encoded.
 
 # %% tags=["hide-cell"]
 print(f"encodings: d = {d}, M = {M}; SSM orders of accuracy from {len(steps)} step sizes")

@@ -301,7 +301,10 @@ assert np.allclose(beam_scores[:, widths.index(8)], exhaustive_scores)
 # (the set (6.2)). We test it on 2-character
 # replies, whose exact probabilities we can compute (a $66\times66$ table): the frequencies of the 10
 # most likely pairs, and of "all others", in `N_SAMPLES` draws, against the exact probabilities, with
-# a chi-square test (a large p-value means the counts are what exact sampling would give).
+# a chi-square test (a p-value that is not small means the counts are consistent with exact sampling:
+# a sampler whose frequencies of these groups were off by much more than the sampling noise of
+# these draws would give a tiny one, while a bias inside "all others" could go unseen; no test can
+# prove the sampler exact).
 
 # %%
 p = tok.encode("First Citizen:\n")
@@ -370,7 +373,7 @@ assert np.allclose(np.exp(log_softmax(apply_temperature(z, 1e-4))), np.eye(V)[np
 
 # %% [markdown]
 # At $\tau=10^{-3}$ every sample equals the greedy reply; at $\tau\ge0.3$ none does, and almost
-# all of the 50 differ from each other. Lower temperature buys likelihood (less negative
+# all of them differ from each other. Lower temperature buys likelihood (less negative
 # log-probability) with diversity.
 #
 # ## Mixing: sample first, then greedy (§6.4, Remark 6.3)
@@ -483,8 +486,9 @@ assert ex[-1] == EOS and len(ex) < len(long_beam) and long_beam[-1] != EOS
 #   about $B$ times greedy.
 # - Sampling one token at a time from the model's conditionals draws exactly from its distribution
 #   over replies; the temperature trades diversity for likelihood, and $\tau\to0$ gives greedy.
-# - EOS ends a reply; padding after it has probability 1 and changes nothing, but EOS makes the most
-#   likely reply a short one.
+# - EOS ends a reply; padding after it has probability 1 and changes nothing, but EOS favours short
+#   replies: a reply that stops pays for no further tokens, so the most likely reply can be a short
+#   one (as after "Ay, my lord"), which is why beam search is often given a length penalty.
 # - The procedure the paper's Example 6.1 calls beam search is a sliding two-token look-ahead, a
 #   different algorithm ([checked below](#checking-the-paper)).
 

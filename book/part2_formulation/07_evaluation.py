@@ -126,7 +126,8 @@ assert entropy_bits == 1.5 and kl_bits == 0.25
 # Model A scores the entropy, 1.5 bits (perplexity $2^{1.5}\approx2.83$); model B scores 1.75 bits,
 # and the excess, 0.25 bits, is exactly the KL divergence from the truth to B. That is Example 8.1
 # in miniature: cross-entropy = entropy + KL, so a lower cross-entropy means a model closer to the
-# truth, and nothing scores below the entropy.
+# truth; and on a text with the true frequencies, as here, no model scores below the entropy (on
+# other finite texts a model can, by chance, as the next section explains).
 #
 # **Scoring a retrieved set.** Asked "who speaks in this scene?", a model returns {Romeo, Juliet,
 # Nurse}; the truth is {Romeo, Tybalt}. One true positive (Romeo), two false positives, one false
@@ -162,7 +163,8 @@ assert identity_gap == 0
 # %% [markdown]
 # For a stationary source the per-token version is the entropy rate $H$ plus an average KL, so
 # **no model's expected cross-entropy is below $H$**, and perplexity $e^{\mathrm{CE}}$ (in nats) is at
-# least $e^H$. To see the floor we need a source whose $H$ we know: a random order-3 Markov chain on
+# least $e^H$ in expectation; measured on one finite text it can come out a little below (compare
+# the best perplexity printed below with $e^H$). To see the floor we need a source whose $H$ we know: a random order-3 Markov chain on
 # 6 symbols (each next symbol depends on the 3 before it; rows drawn from a Dirichlet(0.3), a random
 # probability vector that, with a parameter below 1, puts most of its mass on a few symbols, so some
 # contexts are quite predictable). The models: uniform, and {term}`n-gram models <n-gram model>` of
@@ -285,7 +287,8 @@ assert bpc[1] < np.log2(V) and best_char in (4, 5) and bpc[6] > bpc[best_char]
 # characters more than a third of its mass, one such character sends a high-order model into a context it
 # never saw (where it is uniform), and the line dissolves into noise — smoothing that is harmless
 # for cross-entropy is harmful for generation. First, an independent check of the estimator: in
-# one dimension the (biased) energy distance equals $2\int(F_n-G_m)^2$, the square of
+# one dimension the biased energy distance (every average taken over all pairs of points, the
+# "V-statistic" of the printout) equals $2\int(F_n-G_m)^2$, the square of
 # `scipy.stats.energy_distance` (which is defined as the square root of that integral).
 
 # %%
@@ -335,7 +338,9 @@ def generate_lines(model, n, seed):
 # as the real split, counting the real split itself among them (so with 199 re-splits the smallest
 # possible p-value is $1/200=0.005$). A small p-value says "these two sets do not come from the same law". (The
 # energy distance here is the unbiased estimate, which can come out slightly negative when the two
-# laws agree.)
+# laws agree. The MMD compares points through a Gaussian kernel, a similarity that falls with their
+# distance; its width is set to the median distance between the pooled points (of the reference and the
+# 2-gram lines, once for all three comparisons), the usual "median heuristic".)
 
 # %%
 gen_models = {o: NGramLM(V, o, k=1e-4).fit(train_ids) for o in (2, 5)}  # light smoothing
@@ -378,10 +383,10 @@ assert two_f[:, 0].std() > 2 * real_f[:, 0].std()  # the 2-gram's line lengths a
 
 # %% [markdown]
 # Two disjoint random samples of real held-out lines (the reference and the "second half" of the
-# shuffled lines) are indistinguishable (large p-value: their divergence is within the
-# permutation null), the 2-gram's lines are clearly not like Shakespeare's — mostly because their
-# lengths vary several times as much as real lines' (the last lines printed: its words and vowels are
-# about right) — and the 5-gram is much closer, though the test still tells its lines from real ones
+# shuffled lines) are not told apart by the test (large p-value: their divergence is within the
+# permutation null; it shows no difference, it does not prove there is none), the 2-gram's lines
+# are clearly not like Shakespeare's — mostly because their lengths vary several times as much as
+# real lines' (the last lines printed: its words and vowels are about right) — and the 5-gram is much closer, though the test still tells its lines from real ones
 # here.
 #
 # ## CRPS: scoring a distribution against one correct answer (footnote 6)
@@ -522,7 +527,9 @@ assert np.all(np.diff(pr[1:, 0]) < 0)  # from two names on, precision falls with
 # $|\text{accuracy}-\text{confidence}|$ over the bins, each bin weighted by its share of the
 # predictions. We take next-character prediction on held-out
 # text with the 5-gram, at decoding temperatures $\tau$ ([2.6](06_sequence_generation.ipynb)):
-# $\tau<1$ makes the model over-confident, $\tau>1$ under-confident. First a sanity check: a
+# lowering $\tau$ raises the probability of every top answer and raising it lowers them, so for a
+# model close to calibrated at $\tau=1$, as this one turns out to be, $\tau<1$ makes it
+# over-confident and $\tau>1$ under-confident. First a sanity check: a
 # forecaster that is right with exactly its stated probability has ECE near 0.
 
 # %%
@@ -605,7 +612,7 @@ plt.show()
 #    ```{dropdown} Answer
 #    Every token costs $\log_2 3$ bits, so the cross-entropy is $\log_2 3$ bits and the perplexity
 #    exactly 3. KL = cross-entropy − entropy $=\log_2 3-\tfrac32$ bits, less than model B's
-#    $\tfrac14$ bit because $\log_2 3<\tfrac74$ (since $3^4=81<2^7=128$): C is closer to the truth.
+#    $\tfrac14$ bit because $\log_2 3<\tfrac74$ (since $3^4<2^7$): C is closer to the truth.
 #    ```
 #
 # 2. You can sample from a chatbot but not read its probabilities. Which of this page's measures can

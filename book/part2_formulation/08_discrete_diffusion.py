@@ -374,15 +374,16 @@ plt.show()
 # reverse flow exactly undoes the forward flow at every time, so a chain run backwards with
 # $\bar Q$ from $p(t_{\max})$ passes through $p(t)$ for every $t$ and ends at the data law $p(0)$. Sympy
 # checks $p\bar Q+pQ=0$ for a generic $3\times3$ rate matrix whose off-diagonal rates $Q_{yz}$ are
-# free symbols (the states numbered 0, 1, 2: $Q_{01}$, …) and whose probabilities are the $p_y$:
+# free symbols (the states numbered 1, 2, 3: $Q_{12}$, …) and whose probabilities are the $p_y$:
 
 # %%
 S = 3
-q = sp.Matrix(S, S, lambda i, j: sp.Symbol(f"Q_{i}{j}", positive=True) if i != j else 0)
-Qs = q - sp.diag(*[sum(q[i, :]) for i in range(S)])  # rows sum to 0
-ps = sp.Matrix([[sp.Symbol(f"p{i}", positive=True) for i in range(S)]])
-Qbar = sp.Matrix(S, S, lambda i, j: Qs[j, i] * ps[j] / ps[i] if i != j else 0)
-Qbar = Qbar - sp.diag(*[sum(Qbar[i, :]) for i in range(S)])
+# states y, z = 1, 2, 3 in the symbols (array index y - 1): p_1 is not the data law p_0
+q = sp.Matrix(S, S, lambda y, z: sp.Symbol(f"Q_{y + 1}{z + 1}", positive=True) if y != z else 0)
+Qs = q - sp.diag(*[sum(q[y, :]) for y in range(S)])  # rows sum to 0
+ps = sp.Matrix([[sp.Symbol(f"p_{y + 1}", positive=True) for y in range(S)]])
+Qbar = sp.Matrix(S, S, lambda y, z: Qs[z, y] * ps[z] / ps[y] if y != z else 0)
+Qbar = Qbar - sp.diag(*[sum(Qbar[y, :]) for y in range(S)])
 display(Math(r"p\,\bar Q + p\,Q = " + sp.latex(sp.simplify(ps * Qbar + ps * Qs))))
 assert sp.simplify(ps * Qbar + ps * Qs) == sp.zeros(1, S)
 
@@ -390,7 +391,7 @@ assert sp.simplify(ps * Qbar + ps * Qs) == sp.zeros(1, S)
 # Numerically: start the reverse equation at $p(t_{\max})$ and integrate it down towards $t=0$ with the
 # exact reverse rates (`reverse_marginals`: Runge–Kutta on a grid that becomes geometric near 0,
 # where the rates out of states with $p_0=0$ grow like $1/t$). Theorem D.1 says it retraces the
-# forward marginals, whose closed forms for rate $\beta$ are $p_y(t)=p_{0,y}e^{-\beta t}$,
+# forward marginals, whose closed forms for rate $\beta$ are $p_y(t)=p_{0,y}e^{-\beta t}$ ($y\ne m$),
 # $p_m(t)=1-e^{-\beta t}(1-p_{0,m})$ (masking) and $1/|\mathcal V|+(p_0-1/|\mathcal V|)e^{-\beta t}$
 # (uniform). Then we *sample* the reverse chain from a state drawn from $p(t_{\max})$ with τ-leaping
 # (`sample_reverse`) and recover the data law at $t=0$.
@@ -437,8 +438,10 @@ plt.show()
 # the dots sit on the lines, as Theorem D.1 states, for masking (left) and uniform noise (right).
 #
 # In practice the reverse chain starts from the reference law $p_{\mathrm{ref}}$ (all masked), not from
-# $p(t_{\max})$, which is unknown. The resulting error at $t=0$ is at most the total variation between
-# $p(t_{\max})$ and $p_{\mathrm{ref}}$ (a Markov kernel cannot increase it), which decays like $e^{-\beta t_{\max}}$:
+# $p(t_{\max})$, which is unknown. With exact reverse rates, the resulting error at $t=0$ is at most the
+# total variation between $p(t_{\max})$ and $p_{\mathrm{ref}}$ (running the same chain from two
+# starting laws cannot increase the total variation between them), which decays like
+# $e^{-\beta t_{\max}}$:
 
 # %%
 for tmax in [1.0, 2.0, 4.0, 8.0]:
@@ -452,9 +455,11 @@ for tmax in [1.0, 2.0, 4.0, 8.0]:
 #
 # The reverse rates need the ratios $p(z,t)/p(y,t)$, which are unknown for real text. A network
 # $s(y,t)_z$ is trained to approximate them by minimising the {term}`score-entropy loss`
-# $\mathbb E_{y\sim p}\sum_{z\ne y}\big(s_z-\tfrac{p(z)}{p(y)}\log s_z\big)$ (first display after
-# (9.4)). Each term has the form $s-c\log s$ with $c>0$, which is smallest at $s=c$ (its derivative
-# $1-c/s$ vanishes there), so the minimiser is the ratio itself. We minimise over all
+# $\mathbb E_{y\sim p}\sum_{z\ne y}\big(s_z-\tfrac{p(z)}{p(y)}\log s_z\big)$ (the first display after
+# (9.4), at one time $t$: the paper integrates it over $t$ from 0 to $t_{\max}$, which does not change
+# the minimiser when the network can output any ratios at each time: each time's term is then
+# minimised on its own). Each term has the form $s-c\log s$ with $c>0$, which is smallest at $s=c$
+# (its derivative $1-c/s$ vanishes there), so the minimiser is the ratio itself. We minimise over all
 # $|\mathcal V|(|\mathcal V|-1)$ entries at a fixed time with BFGS (a quasi-Newton optimiser) and
 # compare.
 
@@ -567,7 +572,7 @@ assert 3.5 < ratio_80 < 4.5
 # (diagonal included). Sympy computes the row sums:
 
 # %% tags=["hide-cell"]
-V_, beta = sp.symbols("V beta", positive=True)
+V_, beta = sp.Symbol(r"|\mathcal{V}|", positive=True), sp.Symbol("beta", positive=True)
 row_uniform = (1 - (V_ - 1) / V_ * beta) + (V_ - 1) * beta / V_
 row_absorbing = beta + (V_ - 1) * (1 - beta)
 row_uniform_fixed = -(V_ - 1) / V_ * beta + (V_ - 1) * beta / V_
@@ -619,7 +624,7 @@ assert np.allclose(transposed, forward_marginal(p0, Q_abs, 2.0), atol=1e-10)
 
 # %% [markdown]
 # **The same orientation in (9.2), (9.3) and (9.4).** The paper prints $Q^0$ and $\bar Q$ acting on
-# the column $p$ again: $\partial_t p=\sigma^2(t)Q^0p$ (9.2), $\partial_\tau p'=Q^0p'$ (9.3) and
+# the column $p$ again: $\partial_t p=\sigma^2(t)Q^0p$ (9.2), $\partial_g p'=Q^0p'$ (9.3, on the clock $g$, where $p'(g(t))=p(t)$; the paper's $\tau$) and
 # $\partial_t\bar p=\bar Q\bar p$ (9.4). For the uniform generator, which is symmetric, $Q^0p=Q^{0\top}p$
 # and nothing changes; for the masking generator the printed (9.2) and (9.3) lose mass like (9.1).
 # For (9.4) the proof of Theorem D.1 itself writes $\frac{d}{dt}\bar p(y)=\sum_u\bar Q_{uy}\bar p(u)$,
@@ -651,10 +656,10 @@ for name, Q in [("uniform", Q_uni), ("absorbing", Q_abs)]:
 # **The proof's last line.** The last display of the proof of Theorem D.1 ends with
 # $-\sum_{u\ne y}Q_{uy}\,p(u,t)$; the line before it equals $-\sum_{u}Q_{uy}p(u,t)$
 # (the $u=y$ term is $-Q_{yy}p(y,t)$), which is minus the forward right-hand side — the sum must
-# include $u=y$. Sympy, for $y=0$:
+# include $u=y$. Sympy, for the first state, $y=1$:
 
 # %% tags=["hide-cell"]
-y = 0
+y = 0  # array index of the state named 1 in the symbols
 line_before = -Qs[y, y] * ps[y] - sum(Qs[u, y] * ps[u] for u in range(S) if u != y)
 printed_last = -sum(Qs[u, y] * ps[u] for u in range(S) if u != y)
 forward_rhs = (ps * Qs)[y]
@@ -700,8 +705,8 @@ assert np.isclose(denoising_score_entropy_loss(s_rand, p0, P_abs, Q_abs),
 # %% [markdown]
 # **What the checks found** (all recorded in `book/ERRATA.md`):
 #
-# - The matrices printed in Examples 9.2 and 9.3 are not rate matrices (their rows sum to 1 and to
-#   $\beta+(|\mathcal V|-1)(1-\beta)$); Example 9.2's is the one-step matrix $I+Q$. Corrected generators:
+# - The matrices printed in Examples 9.2 and 9.3 are not rate matrices (Example 9.2's rows sum to 1;
+#   Example 9.3's mask row sums to 1 and its other rows to $\beta+(|\mathcal V|-1)(1-\beta)$); Example 9.2's is the one-step matrix $I+Q$. Corrected generators:
 #   $Q=\beta(\mathbf 1\mathbf 1^\top/|\mathcal V|-I)$ and $Q_{ym}=\beta,\ Q_{yy}=-\beta\ (y\ne m)$.
 # - (9.1) must read $\dot p=Q^\top p$ (or $\dot p = pQ$ for row vectors) with zero row sums, and so
 #   must (9.2)–(9.3) ($\sigma^2(t)Q^{0\top}p$; harmless only for the symmetric uniform generator) and

@@ -487,8 +487,8 @@ assert np.max(np.abs(dq_dtheta - fd_theta)) < 1e-7
 # The paper's §7 shows what a 3-billion-parameter model (Qwen-2.5) prints for a few prompts. The
 # book does not run that model, but several of its answers are mathematics, and mathematics can be
 # checked without the model. The outputs below are quoted from the paper's Appendix E as data.
-# Two words: *greedy decoding* always takes the most likely next token (temperature $\tau=0$,
-# [2.6](06_sequence_generation.ipynb)); *in-context learning* (ICL) puts a worked example into the
+# Two words: *greedy decoding* always takes the most likely next token (what sampling becomes in the
+# limit of temperature $\tau\to0$, [2.6](06_sequence_generation.ipynb)); *in-context learning* (ICL) puts a worked example into the
 # prompt, here a step-by-step method for multiplying.
 #
 # **Multiplications (E.3).** For each pair: the true product, the model's last line without the
@@ -787,7 +787,7 @@ assert CLIP_L14["vision_width"] != CLIP_L14["text_width"]
 # **Lemma A.1 and Appendix A.2** agree with central differences (the lesson's cells). **Example
 # B.1: the weight of the batch measure.** The example prints the batch measure as
 # $\mu_{\text{batch}}=\frac1{Mn}\sum_{m=1}^{M}\sum_{n=1}^{N}\delta_{h_m^{(n)}}$ (the paper's letters: $\pi$, $\ell$, $k$), with the summation index $n$
-# in the weight. Read literally the weights $\frac1{Mn}$ sum to $1+\frac12+\dots+\frac1N$, not 1,
+# in the weight. Read literally the weights $\frac1{Mn}$ sum to $1+\frac12+\dots+\frac1N$ (the $N$-th harmonic number, printed below as `H_N`), not 1,
 # and favour the first sequences of the batch; the measure meant (and the one `batch_norm` uses in
 # the lesson) gives every token of the batch the weight $\frac1{MN}$ (row "Appendix B, Example
 # B.1, the batch measure π" of `book/ERRATA.md`):

@@ -15,9 +15,10 @@ print("Part 2, second pass: sizes quoted in §7, Remark 4.2 and Remark 9.1; Eq. 
 # %% [markdown]
 # ## §7: "the Qwen-2.5 model with 3B parameters", from its published configuration
 #
-# §7 runs its illustrations with "the Qwen-2.5 model with 3B parameters" (§7.5 names it
-# Qwen2.5-3B-Instruct). Its `config.json` on Hugging Face (`Qwen/Qwen2.5-3B-Instruct`, as copied with its
-# `_name_or_path` by `osllmai-community/Qwen2.5-3B-Instruct`; the base model `Qwen/Qwen2.5-3B` has the same
+# §7 runs its illustrations with "the Qwen-2.5 model with 3B parameters" [52] (its translation example,
+# §7.5, names the variant it used, Qwen2.5-3B-Instruct; §7.4's fine-tuned coding example uses the
+# code-tuned Qwen-2.5-Coder at 3B, and [52] is the Qwen2.5-Coder report). The Instruct model's
+# `config.json` on Hugging Face (`Qwen/Qwen2.5-3B-Instruct`, as copied with its `_name_or_path` by `osllmai-community/Qwen2.5-3B-Instruct`; the base model `Qwen/Qwen2.5-3B` has the same
 # sizes) gives the architecture: `hidden_size` 2048, `num_hidden_layers` 36, `num_attention_heads` 16,
 # `num_key_value_heads` 2, `intermediate_size` 11008, `vocab_size` 151936, `tie_word_embeddings` true.
 # The parameters of a Qwen2 decoder (biases on the query, key and value projections only; two RMS norms per

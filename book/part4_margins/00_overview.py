@@ -14,7 +14,8 @@
 # :class: tip
 # After this part you can
 # - explain how noise pushed through a causal attention layer defines a density of the embeddings,
-#   and compute its log-density as a prediction error plus a log-determinant;
+#   and compute its log-density as a log-determinant plus a noise term that falls with the squared
+#   prediction error;
 # - compute scalar and matrix margins and name the support tokens of a sequence;
 # - say when the density exists (the margin stays positive) and where the paper's theorems need
 #   more than the paper assumes;
@@ -123,8 +124,9 @@
 # here:
 #
 # - **The margin formula holds only when values equal the embeddings** (Prop. 1, Eq. 8; Thm. 1,
-#   Eq. 14). The paper uses the covariance of the *values*; the exact slope uses the embeddings, and
-#   the two agree for $W_V=I$ but not in general. Shown in [4.2](02_scalar_margin.ipynb) and
+#   Eq. 14). The paper's slope uses the covariance of the *values*, which contains $W_V$ twice; in the
+#   exact slope its place is taken by $W_V$ once times the covariance of the embeddings. The two agree
+#   for $W_V=I$ but not in general. Shown in [4.2](02_scalar_margin.ipynb) and
 #   [4.3](03_matrix_margin.ipynb).
 # - **Including the current token** (App. A, Eqs. 48–54) also changes the key, a path the paper's
 #   derivative leaves out. Shown in [4.3](03_matrix_margin.ipynb).
@@ -134,8 +136,12 @@
 #   the one-step conditional integrates to more than 1, so Theorem 2 needs a globally invertible
 #   layer. Shown in [4.2](02_scalar_margin.ipynb).
 # - **The trained penalty goes the other way** (§3.4, §7.1, §7.4). Training with the margin penalty
-#   drives the coupling negative, where there is no boundary and the term rewards dispersion. Shown in
-#   [4.7](barrier_training.ipynb).
+#   drives the coupling negative and moves the layer away from the boundary where it stops being
+#   invertible, instead of holding it just in front of it: on the windows 4.7 measures, no position
+#   comes below $\lvert\det\rvert=1$. (With vectors a negative coupling alone does not guarantee this,
+#   as [4.6](06_support_tokens_trained.ipynb) shows; it is measured.) There the term rewards a wider
+#   spread of the attended embeddings (the attention weights themselves become more concentrated).
+#   Shown in [4.7](barrier_training.ipynb).
 # - **The robustness gain is mostly a change of scale** (§7.3, Fig. 7.5), and at the paper's own
 #   settings it reverses for large noise; the paper's own tables show the gap between the two models
 #   narrowing from $\sigma=0.3$ to $\sigma=0.5$, where Fig. 7.5's caption says it widens. Shown in

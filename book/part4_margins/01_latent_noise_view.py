@@ -78,6 +78,13 @@
 # the determinant says how much $f$ stretches a small volume. Position $t=1$ has nothing to attend
 # to under the strict mask, so $\mu_1=0$ and $\hat\varepsilon_1=x_1$.
 #
+# One thing the word "generator" hides: $\mu_t(x)$ depends on $x_t$ itself, because $x_t$ is the query
+# that sets the weights. So making $x_t$ from $\varepsilon_t$ means solving $x_t-\mu_t(x)=\varepsilon_t$ for
+# $x_t$, with the earlier embeddings fixed. That equation has exactly one solution for every
+# $\varepsilon_t$ only when $x_t\mapsto\hat\varepsilon_t$ is invertible. The margins of
+# [4.2](02_scalar_margin.ipynb) are the slopes of that map: where a slope reaches 0 the map can fold
+# back, and then some noise values have several solutions.
+#
 # ```{admonition} Conventions of all of Part 4 (the paper's, which differ from Chapter 6)
 # :class: seealso
 # | symbol | meaning | code |
@@ -146,8 +153,8 @@ weights_3 = np.exp(scores_3) / np.exp(scores_3).sum()
 print(f"position 3: scores {scores_3}, weights {np.round(weights_3, 3).tolist()}, "
       f"mean {weights_3 @ tokens[:2]:.3f}")
 residuals = [residual(t, tokens) for t in (1, 2, 3)]
-for t, e in enumerate(residuals, start=1):
-    print(f"position {t}: residual ε̂_{t} = {e:+.4f}")
+for t, eps in enumerate(residuals, start=1):
+    print(f"position {t}: residual ε̂_{t} = {eps:+.4f}")
 library = causal_residual(np.array(tokens)[:, None], [[coupling]], [[1.0]])[:, 0]
 assert np.allclose(residuals, library, atol=1e-12)
 
@@ -175,7 +182,7 @@ assert np.all(jacobian[np.triu_indices(3, k=1)] == 0)  # a residual never sees a
 
 # %%
 slope_3 = jacobian[2, 2]
-noise_part = sum(-0.5 * e**2 - 0.5 * math.log(2 * math.pi) for e in residuals)
+noise_part = sum(-0.5 * eps**2 - 0.5 * math.log(2 * math.pi) for eps in residuals)
 print(f"dε̂_3/dx_3 ≈ {slope_3:.3f};  log p(x) ≈ {noise_part:.3f} + log {slope_3:.3f} "
       f"= {noise_part + math.log(slope_3):.3f}")
 exact = embedding_log_density(np.array(tokens)[:, None], [[coupling]], [[1.0]], sigma=1.0)
@@ -325,7 +332,8 @@ plt.show()
 # ## The density is normalised: a 2-D quadrature check
 #
 # The change of variables only yields a probability density if $x\mapsto\varepsilon$ is a bijection.
-# In $d=1$ with negative coupling ($a\,w_V<0$) every diagonal derivative is $\ge 1$, so each
+# In $d=1$ with $a\,w_V<0$ (for instance a negative coupling $a$ and a positive value weight $w_V$)
+# every diagonal derivative $1-a\,w_V\,\mathrm{Var}_\alpha(x)$ is $\ge 1$, so each
 # $x_t \mapsto \hat\varepsilon_t$ is increasing and onto, and $\int p(x_1,x_2,x_3)\,dx=1$. We integrate $x_3$ and $x_2$
 # on a grid for a fixed $x_1$ (conditional density) — the integral must be 1.
 
@@ -357,7 +365,8 @@ assert abs(integral - 1) < 1e-8
 # - The log-density is a noise energy (minus a scaled squared prediction error, plus a constant) plus
 #   a log-barrier; the barrier is 0 at the first two positions and is where the current token's steering of its own attention shows up.
 # - The formula is a probability density only when the residual map is invertible — in $d=1$ always when
-#   $a\,w_V<0$ (a negative coupling, values a positive multiple of the tokens), not always when $a\,w_V>0$.
+#   $a\,w_V<0$ (for instance a negative coupling with values a positive multiple of the tokens), not
+#   always when $a\,w_V>0$ (which a negative coupling with a negative $w_V$ also gives).
 #
 # ## Check your understanding
 #

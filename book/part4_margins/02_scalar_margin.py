@@ -174,7 +174,7 @@ assert margins.tolist() == [1.0, 1.0, 0.5]
 for a in (0.5, 1.0, 1.5):
     residuals = [residual_at_position_3(x3, a) for x3 in (-0.5, 0.0, 0.5)]
     print(f"a = {a}: margin at x_3 = 0 is {1 - a:+.1f};  ε̂_3 at x_3 = -0.5, 0, 0.5: "
-          + ", ".join(f"{e:+.3f}" for e in residuals))
+          + ", ".join(f"{eps:+.3f}" for eps in residuals))
 assert residual_at_position_3(0.5, 0.5) > residual_at_position_3(-0.5, 0.5)  # increasing
 assert residual_at_position_3(0.5, 1.5) < residual_at_position_3(-0.5, 1.5)  # running backwards
 
@@ -195,8 +195,8 @@ assert residual_at_position_3(0.5, 1.5) < residual_at_position_3(-0.5, 1.5)  # r
 # stretching: where the map squeezes many tokens into a little noise (small margin), each token gets
 # less of the noise's probability. This is a density — it integrates to 1 — when every noise value
 # has exactly one token: the map must be increasing and onto. Figure 4.2.1 draws $\hat\varepsilon_3$ against
-# $x_3$ for our past $(0,2)$ and the two couplings of the table above, and marks every token that maps
-# to the noise value $\varepsilon=-1$.
+# $x_3$ for our past $(0,2)$ and two of the three couplings of the table above, $a=0.5$ and $a=1.5$, and
+# marks every token that maps to the noise value $\varepsilon=-1$.
 
 # %%
 fig, ax = plt.subplots(figsize=(6.4, 3.8))
@@ -479,9 +479,13 @@ assert abs(x3_window[np.argmax(np.abs(factor_drawn - 1))]) < 0.01   # Figure 4.2
 #    weight on one of them: is its margin small?
 #
 #    ```{dropdown} Answer
-#    No. $\mathrm{Var}_t$ is the *weighted* variance: with weights close to $(1,0)$ it is close to 0,
-#    so the margin is close to 1 whatever the spread. The margin is small only when the past is
-#    dispersed and the attention is split across it.
+#    It can be. It stays near 1 only if "almost all" is very close to all, because the spread
+#    multiplies the weighted variance: with weight $\alpha$ on $+10$ and $1-\alpha$ on $-10$,
+#    $\mathrm{Var}_t=\alpha(1-\alpha)\cdot20^2$. With $a=0.5$, a weight of 0.99 still gives $\mathrm{Var}_t\approx3.96$ and $m_t\approx-0.98$, past
+#    the boundary; a weight of 0.999 gives $\mathrm{Var}_t\approx0.40$ and $m_t\approx0.80$. A wide past
+#    also pulls the scores apart, so a query concentrates quickly: $x_t=1$ scores the two tokens $\pm5$,
+#    puts weight 0.99995 on $+10$, and has $\mathrm{Var}_t\approx0.018$, $m_t\approx0.99$. The margin is
+#    small when the past is dispersed and the attention is not concentrated enough to offset it.
 #    ```
 #
 # 3. Why can no sequence reach the degeneracy boundary when $a<0$?
@@ -511,6 +515,21 @@ print(f"question 1: margins {margins_q1.tolist()}, support token(s) {(support_to
 print(f"question 4: 1 / 0.01 = {1 / 0.01:.0f}, log 0.01 = {math.log(0.01):.1f}")
 assert margins_q1.tolist() == [1.0, 1.0, 0.5] and support_tokens(margins_q1).tolist() == [2]
 assert round(math.log(0.01), 1) == -4.6
+# Question 2: past (-10, +10), a = 0.5; weight alpha on +10 gives Var_t = alpha (1 - alpha) 20^2.
+for weight in (0.99, 0.999):
+    variance_q2 = weight * (1 - weight) * 20**2
+    print(f"question 2: weight {weight} on +10: Var_t = {variance_q2:.2f}, "
+          f"m_t = {1 - 0.5 * variance_q2:+.2f}")
+query_q2 = 1.0
+scores_q2 = [0.5 * query_q2 * x for x in (-10.0, 10.0)]
+weight_q2 = 1 / (1 + math.exp(scores_q2[0] - scores_q2[1]))
+variance_q2 = float(scalar_attention_variance(np.array([-10.0, 10.0, query_q2]), a=0.5)[2])
+margin_q2 = float(scalar_margin(np.array([-10.0, 10.0, query_q2]), a=0.5)[2])
+print(f"question 2: query x_t = {query_q2:.0f}: scores {scores_q2}, weight {weight_q2:.5f} on +10, "
+      f"Var_t = {variance_q2:.3f}, m_t = {margin_q2:.2f}")
+assert np.isclose(variance_q2, weight_q2 * (1 - weight_q2) * 20**2)
+assert 1 - 0.5 * 0.99 * 0.01 * 20**2 < 0 < 1 - 0.5 * 0.999 * 0.001 * 20**2  # 0.99 is not enough
+assert 0.98 < margin_q2 < 1
 
 # %% [markdown]
 # ## Checking the paper
@@ -533,8 +552,8 @@ print("it vanishes only for w in", sp.solve(sp.Eq(eq8_error, 0), value_scale))
 assert sp.solve(sp.Eq(eq8_error, 0), value_scale) == [0, 1]
 
 # %% [markdown]
-# So Eq. (8) is exact only for $w_V=1$ (the proof in Appendix B.3 "identifies $x_s$ with $v_s$ in the
-# logit coupling") or the trivial $w_V=0$. For $w_V=\tfrac12$ it halves the true deviation from 1,
+# So Eq. (8) is exact only for $w_V=1$ (the proof in Appendix B.3 says to "identify $x_s$ with $v_s$ in
+# the logit-coupling") or the trivial $w_V=0$. For $w_V=\tfrac12$ it halves the true deviation from 1,
 # and the degeneracy boundary sits at $\mathrm{Var}_t=1/(a\,w_V)$, i.e.
 # $\mathrm{Var}_t(v)=w_V/a$, not at $\mathrm{Var}_t(v)=1/a$. The library's `scalar_margin` is the
 # exact slope; finite differences of the residual map agree with it and not with Eq. (8):

@@ -40,6 +40,7 @@
 # | $W_Q,W_K,W_V$ | query, key and value matrices (column-vector maps, $q_t=W_Q x_t$) | $(d_k,d)$, $(d_k,d)$, $(d,d)$ |
 # | $A$ | $W_K^\top W_Q$: the score of $x_s$ seen from $x_t$ is $x_s^\top Ax_t$ | $(d,d)$ |
 # | $a$ | the coupling of [4.2](02_scalar_margin.ipynb), along one axis | number |
+# | $w_V$, $\mathrm{Var}_t$ | the value weight ($W_V=w_V$ in $d=1$, $W_V=w_V I$ in Checking the paper), and in $d=1$ the attention-weighted variance of the earlier embeddings ([4.2](02_scalar_margin.ipynb)) | numbers |
 # | $W$ | the one matrix of Figure 4.3.4's layer, $W_Q=W_K=W$ | $(2,2)$ |
 # | $\zeta$, $\zeta_{ts}$, $\alpha_{ts}$, $s$ | score and attention weight of position $t$ on an earlier position $s$ ($\zeta_{tt}$: on itself) | numbers, index |
 # | $\bar x$, $\bar v$ | attention-weighted means of the earlier embeddings and values ($\bar x_t$, $\bar v_t$ at position $t$) | $(d,)$ |
@@ -189,15 +190,22 @@ assert np.allclose(blocks, blocks_finite_diff, atol=1e-7)
 # %% [markdown]
 # A position's block is invertible exactly when $\det(I-\Sigma_t A)\ne0$, and its contribution to the
 # log-density (Corollary 3.1, Eq. 16) is $\log\lvert\det(I-\Sigma_t A)\rvert$: the matrix
-# {term}`log-barrier`. Two numbers summarise "how far from singular" (the paper's Eq. 25): the
-# determinant itself, and the **spectral margin** $1-\rho(\Sigma_t A)$, where $\rho$ is the largest
-# absolute eigenvalue. The next section shows how they differ.
+# {term}`log-barrier`. Two numbers summarise "how far from singular" (the paper's Eq. 25): the absolute
+# determinant $\lvert\det(I-\Sigma_t A)\rvert$, and the **spectral margin** $1-\rho(\Sigma_t A)$, where
+# $\rho$ is the largest absolute eigenvalue. This page also reads them with a sign, and calls these the
+# signed margins of (25): $\det(I-\Sigma_t A)$ itself (not its absolute value), which is negative
+# exactly when an odd number of real eigenvalues of $\Sigma_t A$ lie above 1, and $1-\rho$, which is
+# negative whenever some eigenvalue has absolute value above 1 (an eigenvalue below $-1$ is enough,
+# with no boundary crossed). When the eigenvalues are real and non-negative, as in Figures 4.3.2 and
+# 4.3.4, both turn negative as the largest eigenvalue passes 1: on the far side of the boundary. The
+# next section shows how the two differ.
 
 # %% [markdown]
 # ## The spectral condition is sufficient, not necessary (Lemma B.4)
 #
 # Lemma B.4: $\rho(\Sigma_t A)<1$ for all $t$ implies every block is invertible. Take $W_Q=W_K=I_2$ and
-# $W_V=I$, so $A=I$ and $\Sigma_t A=C_t$ is symmetric PSD with eigenvalues $\nu_1 \ge\nu_2 \ge0$:
+# $W_V=I$, so $A=I$ and $\Sigma_t A=C_t$ is symmetric positive semidefinite (PSD, written $\succeq0$: a
+# covariance, with no negative eigenvalue), with eigenvalues $\nu_1 \ge\nu_2 \ge0$:
 # $\det(I-C_t)=(1-\nu_1)(1-\nu_2)$ vanishes only when an eigenvalue **equals** 1. Scaling a
 # sequence by $c$ spreads the context; past the point where $\nu_1=1$ the spectral margin
 # $1-\rho$ is negative, yet the determinant is nonzero again.
@@ -273,8 +281,8 @@ def seq(z):
 
 
 def f(z):
-    e = causal_residual(seq(z)[:, None], [[a_toy]], [[1.0]])[:, 0]
-    return 0.5 * np.sum(e**2) + 0.5 * lam * np.sum((z - z_star) ** 2)
+    residual = causal_residual(seq(z)[:, None], [[a_toy]], [[1.0]])[:, 0]  # the ε̂_t
+    return 0.5 * np.sum(residual**2) + 0.5 * lam * np.sum((z - z_star) ** 2)
 
 
 def m3(z):
@@ -495,8 +503,9 @@ plt.show()
 # $\log|\det(I-\Sigma_t A)|$ (white wedge: $\nu_2>\nu_1$, excluded by the ordering); orange lines: the
 # boundary $\det=0$; blue: the 12 tokens in order, each with its distance to the boundary (dotted); ringed
 # in vermilion, with the arrow: the support token of Definition 3.1 under the log-determinant margin;
-# orange dot: a token past the boundary. Right: both margins of Eq. (25) per position, the
-# log-determinant (blue) and $1-\rho$ (vermilion). Look at which token each margin makes the smallest.
+# orange dot: a token past the boundary. Right: both margins of Eq. (25) per position, the first as its
+# logarithm $\log|\det|$ (blue), and $1-\rho$ (vermilion). Look at which token each margin makes the
+# smallest.
 
 # %% [markdown]
 # ## Key takeaways
@@ -507,10 +516,13 @@ plt.show()
 #   is exact for $W_V=I$, and the scalar margin of 4.2 is its $d=1$ case.
 # - Two margins summarise the block: $\lvert\det\rvert$ (what the log-density uses) and the spectral
 #   margin $1-\rho$; $\rho<1$ guarantees invertibility but a block with $\rho>1$ can still be invertible.
-# - A log-barrier $-\kappa\log(m-\delta)$ keeps an optimiser strictly inside $m>\delta$ and reaches
-#   the constrained optimum as $\kappa\to0$; the model's own barrier is $\kappa=1$, $\delta=0$.
-# - Computed, Figure 1.1 has its support token late in the sequence (token 8 of 12), not at token 1, and a
-#   token can sit past the boundary while $\lvert\det\rvert$ calls it safe.
+# - A log-barrier $-\kappa\log(m-\delta)$ keeps an optimiser strictly inside $m>\delta$, and in the
+#   toy its minimiser approaches the constrained optimum as $\kappa\to0$ (for convex problems this is a
+#   theorem); the model's own barrier is $\kappa=1$, $\delta=0$.
+# - Computed for one random sequence, Figure 1.1's support token is token 8 of 12, not token 1. The
+#   first two tokens cannot steer their weights (no context, or one attended token with weight 1), so
+#   their margin is exactly 1, and over 2000 sequences the support token is never one of them. A token
+#   can also sit past the boundary while $\lvert\det\rvert$ calls it safe.
 #
 # ## Check your understanding
 #
@@ -606,7 +618,8 @@ for name, W_V in W_Vs.items():
 # %% [markdown]
 # The exact block agrees with autograd to machine precision and with finite differences to $10^{-7}$ for
 # every $W_V$; the paper's (14) with "covariance of attended values" is exact only for $W_V=I$. For
-# $W_V=cI$ the exact block is $I-cC_t A$ while (14) gives $I-c^2C_t A$. The paper substitutes the same
+# $W_V=w_V I$ (a multiple of the identity, $w_V=0.5$ in the table) the exact block is $I-w_V C_t A$ while
+# (14) gives $I-w_V^2 C_t A$. The paper substitutes the same
 # block in Corollary 3.1 (Eq. 16, next check), in §4 (Eqs. 20, 23, 24) and in the proof's last step
 # (Eq. 66, "absorbed into $\Sigma_t$"); its Eq. (65) just before is the exact block $W_V C_t A$. Lemma
 # B.4's certificate $\rho(\Sigma_t A)<1$ inherits it: in $d=1$ with $w_V=\tfrac12$ and
@@ -619,8 +632,8 @@ for name, W_V in W_Vs.items():
 sigma = 0.8
 W_V = W_Vs["W_V random"]
 Jfull = central_difference(lambda Z: causal_residual(Z, W_Q, W_K, W_V), X).reshape(T * d, T * d)
-e = causal_residual(X, W_Q, W_K, W_V)
-reference = (-0.5 * np.sum(e**2) / sigma**2 - 0.5 * T * d * np.log(2 * np.pi * sigma**2)
+residuals_X = causal_residual(X, W_Q, W_K, W_V)  # the ε̂_t
+reference = (-0.5 * np.sum(residuals_X**2) / sigma**2 - 0.5 * T * d * np.log(2 * np.pi * sigma**2)
              + np.linalg.slogdet(Jfull)[1])
 ours = embedding_log_density(X, W_Q, W_K, W_V, sigma=sigma)
 with_14 = (ours - matrix_margins(X, W_Q, W_K, W_V).logabsdet.sum()
@@ -647,9 +660,9 @@ al = [sp.exp(a * xt * x) / Zs for x in nodes]
 mu = sum(w_ * x for w_, x in zip(al, nodes))
 xbar = mu
 var = sum(w_ * (x - xbar) ** 2 for w_, x in zip(al, nodes))
-exact_de = 1 - sp.diff(mu, xt)
+exact_slope = 1 - sp.diff(mu, xt)  # dε̂_t/dx_t
 eq54 = (1 - al[-1]) - a * var
-missing = sp.simplify(eq54 - exact_de)
+missing = sp.simplify(eq54 - exact_slope)
 ratio = sp.simplify(missing / (al[-1] * xt * (xt - xbar)))
 display(Math(r"\text{(54)}-\frac{\partial \hat\varepsilon_t}{\partial x_t}=" + sp.latex(ratio)
              + r"\cdot\alpha_{tt}\,x_t\,(x_t-\bar x_t)"))

@@ -29,8 +29,8 @@
 # **Builds on:** [4.1 The latent-noise view](01_latent_noise_view.ipynb) (the density
 # $p_\sigma(x_{1:T})$ of the embeddings, by the change of variables) and
 # [4.2 The scalar margin](02_scalar_margin.ipynb) (that density is a proper density — each one-step
-# conditional integrates to 1 — when every margin stays positive, which $a\,w_V<0$ (a negative
-# coupling, with values a positive multiple of the embeddings) guarantees) · [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb) · marginal
+# conditional integrates to 1 — when every margin stays positive, which $a\,w_V<0$ guarantees, for
+# instance a negative coupling with values a positive multiple of the embeddings) · [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb) · marginal
 # probabilities, sums and integrals over a grid, the standard error of a Monte Carlo mean.
 # **Reading time:** about 30 minutes.
 #
@@ -45,6 +45,7 @@
 # | $w_y$, $b_y$ | the head's weight and bias for token $y$ | numbers |
 # | $P_T(y_{1:T})$ | probability of a text of length $T$, with the embeddings integrated out | number |
 # | $a$, $w_V$ | the prior's coupling and value weight | numbers |
+# | $\mathrm{Var}_t$ | the attention-weighted variance of the embeddings position $t$ attends to ([4.2](02_scalar_margin.ipynb)) | number |
 # | $\mu_t$, $\hat\varepsilon_t$, $\varepsilon$ | the prior's prediction, residual and noise ($\varepsilon_t$) at position $t$ | numbers |
 # | $s$ | a position attended to | number |
 # | $z$ | a $z$-score: (estimate $-$ exact value) / standard error | number |
@@ -160,7 +161,8 @@ assert all(abs(mass[n] - 1) < 1e-6 for n in mass)
 # %% [markdown]
 # ## Monte Carlo with error bars
 #
-# An independent route: sample $x_{1:3}$ ancestrally from the generative rule
+# An independent route: sample $x_{1:3}$ ancestrally (one position after another, each drawn given the
+# ones before it) from the generative rule
 # $x_t=\mu_t(x)+\varepsilon_t$ (the library solves the implicit equation in $x_t$ by bisection) and
 # average $\prod_t P(y_t \mid x_t)$. If the change-of-variables density is right, the quadrature values
 # must sit within the Monte Carlo error bars.
@@ -350,7 +352,8 @@ assert np.abs(zf).max() < 4
 #    head's half (Lemma C.1), which needs each next-token distribution to sum to 1.
 #    ```
 #
-# 2. Why does a negative coupling ($a\,w_V<0$) make the prior's half hold for every context?
+# 2. Why does $a\,w_V<0$ (here a negative coupling and a positive value weight) make the prior's half
+#    hold for every context?
 #
 #    ```{dropdown} Answer
 #    Every margin is then $1-a\,w_V \mathrm{Var}_t \ge1$, so each $x_t \mapsto \hat\varepsilon_t$ is increasing and

@@ -265,14 +265,14 @@ ax.legend(fontsize=8)
 plt.show()
 assert np.allclose(rows[0], 1.0)                    # Figure 4.5.2: at scale 0 every determinant is 1
 assert np.all(rows[:, 1:].min(axis=0) < 0)         # Figure 4.5.2: positions 2-4 cross the boundary 0
-assert np.allclose(rows[:, 0], 1.0)                # Figure 4.5.2: position 1 attends only to itself: always 1
+assert np.allclose(rows[:, 0], 1.0)                # Figure 4.5.2: position 1 has one key (weight 1): always 1
 assert np.all(rows[-1, 1:] > 0.5)                  # Figure 4.5.2: at scale 2 positions 2-4 are back above 0.5
 
 # %% [markdown]
 # **Figure 4.5.2.** The margin of a layer whose queries come from its own output. At scale 0 the attention
 # ignores the current variable and every determinant is 1 (Proposition 3's situation). Look at the
 # curves of positions 2–4: as the query weight grows their determinants fall from 1 and cross the
-# degeneracy boundary 0 (position 1, which attends only to itself, stays at 1) — the same
+# degeneracy boundary 0 (position 1, which attends to a single position with weight 1, stays at 1) — the same
 # margin-to-degeneracy geometry as the first stage, now at depth. Larger weights make the attention
 # pick one position, the attended spread shrinks, and the determinants climb back (above 0.5 at
 # scale 2, printed above): a stronger query is not simply closer to the boundary.
@@ -304,7 +304,7 @@ def standard_stack_residual(z):
     """R(x) for [attention prior, block, block]: z (3, T, d) -> (3, T, d)."""
     out = [deep_residual(z[:1], prior4, [])[0]]
     for ell, blk in enumerate(blocks4, start=1):
-        out.append(z[ell] - blk(z[ell - 1]))  # e = x^(l) - g(x^(l-1))
+        out.append(z[ell] - blk(z[ell - 1]))  # ε̂^(l) = x^(l) - g(x^(l-1))
     return np.stack(out)
 
 
@@ -315,13 +315,13 @@ print("Lemma D.2 (LayerNorm + 2-head attention + MLP, noise at the output): diag
       all(np.allclose(D, np.eye(d4), atol=1e-7) for D in diag_std))
 assert all(np.allclose(D, np.eye(d4), atol=1e-7) for D in diag_std)
 
-E4 = standard_stack_residual(xs4)  # (3, T, d)
+R4 = standard_stack_residual(xs4)  # R(x): the residuals ε̂, (3, T, d)
 n_all = 3 * T4 * d4
-lhs = float(sum(normal_dist.logpdf(E4[ell], scale=sigmas[ell]).sum() for ell in range(3))
+lhs = float(sum(normal_dist.logpdf(R4[ell], scale=sigmas[ell]).sum() for ell in range(3))
             + np.linalg.slogdet(J4.reshape(n_all, n_all))[1])
 block_logdets = [np.linalg.slogdet(np.stack([J4[ell, t, :, ell, t, :] for t in range(T4)]))[1].sum()
                  for ell in range(3)]
-rhs = float(-sum((E4[ell] ** 2).sum() / (2 * sigmas[ell] ** 2) for ell in range(3))
+rhs = float(-sum((R4[ell] ** 2).sum() / (2 * sigmas[ell] ** 2) for ell in range(3))
             - T4 * d4 * np.log(sigmas).sum() + sum(block_logdets) - n_all / 2 * np.log(2 * np.pi))
 print(f"Eq. (78): change of variables {lhs:.4f}  vs  expanded form {rhs:.4f};  "
       f"|diff| < 1e-6: {abs(lhs - rhs) < 1e-6}")
@@ -373,9 +373,10 @@ assert np.isclose(block_logdets[0], matrix_margins(xs4[0], *prior4).logabsdet.su
 # 3. Why does the ordering "by layer, then by position" matter for the triangular structure?
 #
 #    ```{dropdown} Answer
-#    Each variable depends only on earlier positions of its own layer (through its own residual) and
-#    on the previous layer. Listing all of layer $\ell-1$ before layer $\ell$, and positions in order
-#    inside a layer, puts every dependence below the diagonal.
+#    The residual $\hat\varepsilon^{(\ell)}_t$ depends on its own variable $x^{(\ell)}_t$, on the layer
+#    below at positions up to $t$, and (in the attention prior of stage 1) on earlier positions of its
+#    own layer. Listing all of layer $\ell-1$ before layer $\ell$, and positions in order inside a
+#    layer, puts $x^{(\ell)}_t$ on the diagonal and every other dependence below it.
 #    ```
 
 
@@ -393,8 +394,10 @@ assert variance_q1 == 4.0 and 1 - coupling * value_weight * variance_q1 == -1.0
 #
 # ### The size of §7.1's two-block model
 #
-# §7.1 trains a "SmallGPT" with $d=128$, 4 heads, 2 pre-norm blocks, context $T=256$ and a
-# 1013-symbol vocabulary, and states "~150K transformer parameters plus ~130K embedding parameters".
+# §7.1 trains a "SmallGPT" with $d=128$, 4 heads, 2 blocks, context $T=256$ and a 1013-symbol
+# vocabulary, and states "~150K transformer parameters plus ~130K embedding parameters". §7.1 does not
+# say where the layer norms sit, but §6.5 writes "a typical pre-norm transformer block" (Eqs. 41–42);
+# the book's blocks are pre-norm, with a final norm. Where the norms sit does not change the count.
 # Depth is where the parameters live, so we count them for this stack: once from the formula (per
 # block $4d^2+4d$ for the query, key, value and output matrices with biases, $8d^2+5d$ for a
 # $4\times$ MLP, $4d$ for two LayerNorms; $2d$ for the final norm) and once from the torch model that

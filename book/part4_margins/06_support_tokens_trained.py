@@ -42,7 +42,7 @@
 # | $E$, $y_t$ | the language model's embedding table; the character at position $t$, so $x_t=E[y_t]$ | $(\lvert\mathcal V\rvert,d)$; an id |
 # | $W_Q,W_K,W_V$ | query, key and value matrices of the numpy library's layer ($A=W_K^\top W_Q$) | $(d,d)$ |
 # | $\rho$ | spectral radius (largest absolute eigenvalue) | number |
-# | $\nu$ | an eigenvalue of $\Sigma_t A$ (the one that sets $\rho$, where the spectral margin $1-\rho$ is smallest) | number |
+# | $\nu$ | an eigenvalue of $\Sigma_t A$; each contributes a factor $1-\nu$ to $\det(I-\Sigma_t A)$ (the miniature's printout picks the one that sets $\rho$, where the spectral margin $1-\rho$ is smallest) | number |
 # ```
 #
 # ```{admonition} In the paper's notation
@@ -241,6 +241,12 @@ plt.show()
 # In our runs the learned coupling is negative in the sense of §3.4 ($\operatorname{tr}(\Sigma_t A)<0$
 # and nearly every $\lvert\det(I-\Sigma_t A)\rvert>1$): minimising the penalty $-\log\lvert\det\rvert$ drives the
 # prior into the *dispersion-promoting* regime, where no position is near the degeneracy boundary.
+# The two conditions are checked separately because the first does not imply the second: a negative
+# trace says only that the eigenvalues $\nu$ of $\Sigma_t A$ add up to less than 0, while
+# $\lvert\det(I-\Sigma_t A)\rvert$ is the product of the $\lvert1-\nu\rvert$, and what makes every one
+# of them at least 1 is that every $\nu$ has real part $\le0$ (for a real $\nu\le0$ the factor
+# $1-\nu$ itself is at least 1). Eigenvalues $-1$ and $0.6$ have a negative sum, yet
+# $\det(I-\Sigma_t A)=2\cdot0.4=0.8<1$ (printed below).
 # The printout's smallest spectral margin $1-\rho(\Sigma_t A)$ is nonetheless close to 0, which by the
 # reading of [4.3](03_matrix_margin.ipynb) would put that position at the boundary. It does not: $\rho$ is
 # the size of the largest eigenvalue, not its sign, and the eigenvalue $\nu$ of $\Sigma_t A$ that sets
@@ -265,6 +271,12 @@ assert logm[support_late[0]] == logm[2:].min()
 # is close to 2 (the prose)
 assert abs(margins_mini.spectral.min()) < 0.05
 assert nu_rho.real < 0 and 1.9 < (1 - nu_rho).real < 2.1
+# a negative trace alone does not give |det| >= 1 (the prose): Σ_t A with eigenvalues -1 and 0.6
+sigma_a_example = np.diag([-1.0, 0.6])
+det_example = np.linalg.det(np.eye(2) - sigma_a_example)
+print(f"eigenvalues -1 and 0.6: tr(Σ_t A) = {np.trace(sigma_a_example):+.1f}, "
+      f"det(I - Σ_t A) = {det_example:.1f}")
+assert np.trace(sigma_a_example) < 0 and abs(det_example - 0.8) < 1e-12
 workdir.cleanup()
 
 # %% [markdown]
@@ -328,13 +340,14 @@ if SAVED:
 # $\lvert\det\rvert\ge1$; the tied positions have bars of height 0.
 #
 # The cell below asserts, on the saved trained prior, what the diagnostics of
-# [4.7 Barrier training](barrier_training.ipynb) check on the whole validation set: every
-# $\det(I-\Sigma_t A)$ on the passage is positive and at least 1 (log-margin $\ge 0$ up to
-# round-off).
+# [4.7 Barrier training](barrier_training.ipynb) check on a sample of validation windows (that page
+# says how many): every $\det(I-\Sigma_t A)$ on the passage is positive and at least 1 (log-margin
+# $\ge 0$ up to round-off).
 #
 # It equals 1 where the prior's attention puts all its weight on one context token, so that
-# $\Sigma_t$ vanishes (largest entry printed below; this happens at several of the first positions
-# of the passage), and exceeds 1 everywhere else. So the support tokens of Definition 3.1 are the
+# $\Sigma_t$ vanishes (its largest entry and the attention weight left off that token are printed
+# below; this happens at several of the first positions of the passage), and exceeds 1 everywhere
+# else. So the support tokens of Definition 3.1 are the
 # positions with the *least* dispersion-promoting context — here a context whose covariance has
 # collapsed — not bottlenecks close to a degeneracy boundary.
 
@@ -351,6 +364,15 @@ if SAVED:
     assert np.abs(late_logm[flat[1:]]).max() < 1e-6
     assert late_logm[~flat[1:]].min() > 0
     assert np.array_equal(support_saved, 2 + np.flatnonzero(flat[1:]))  # the ties are the Σ_t ≈ 0 positions
+    # "all its weight on one context token": the attention weight left off the top token there
+    weight_off_top = []
+    for t in 2 + np.flatnonzero(flat[1:]):                      # 0-based positions, t >= 3 in the text
+        scores = X_saved[:t] @ A_saved @ X_saved[t]             # ζ_ts = x_sᵀ A x_t for s < t
+        weights = np.exp(scores - scores.max())
+        weight_off_top.append(1 - weights.max() / weights.sum())
+    print(f"attention weight off the top context token at those positions: at most "
+          f"{produced(max(weight_off_top), '.0e')}")
+    assert max(weight_off_top) < 1e-6
 
 # %% [markdown]
 # ## Key takeaways
@@ -359,10 +381,14 @@ if SAVED:
 #   $\lvert\det(I-\Sigma_t A)\rvert$; what they mean depends on the sign of the coupling.
 # - With a positive coupling the smallest margin is the position nearest the degenerate boundary —
 #   the bottleneck of the paper's analogy with support vectors.
-# - With a negative coupling every margin is at least 1, and the smallest belongs to the least
-#   dispersed context; positions 1 and 2, with no spread at all, always qualify.
-# - The prior trained with the margin penalty has a negative coupling: every margin on a real
-#   passage is $\ge1$, and its support tokens are positions whose context covariance collapsed.
+# - With a negative coupling in one dimension ($a<0$), and in $d$ dimensions whenever every
+#   eigenvalue of $\Sigma_t A$ has real part $\le0$, every margin is at least 1, and the smallest
+#   belongs to the least dispersed context (in one dimension exactly so, since
+#   $m_t=1+\lvert a\rvert\mathrm{Var}_t$); positions 1 and 2, with no spread at all, always qualify.
+#   A negative coupling in $d$ dimensions, $\operatorname{tr}(\Sigma_t A)<0$, does not guarantee it.
+# - The prior trained with the margin penalty has a negative coupling
+#   ($\operatorname{tr}(\Sigma_t A)<0$, [4.7](barrier_training.ipynb)), and on the real passage above
+#   every margin is $\ge1$: its support tokens are positions whose context covariance collapsed.
 #
 # ## Check your understanding
 #
@@ -390,8 +416,8 @@ if SAVED:
 #    role; the smallest margins are just the contexts with no spread. That is what a negative coupling
 #    gives (for a real eigenvalue $\nu\le0$ of $\Sigma_t A$ the factor $1-\nu$ is at least 1), but it does
 #    not prove one: a positive coupling so strong that the eigenvalues have passed 1 in pairs can also give
-#    $\lvert\det\rvert>1$ (Figure 4.3.2 of [4.3](03_matrix_margin.ipynb): after a second crossing the
-#    determinant is positive again). That is why the miniature's diagnostics also report the sign of
+#    $\lvert\det\rvert>1$ (the caption of Figure 4.3.2 of [4.3](03_matrix_margin.ipynb): had the second
+#    eigenvalue also passed 1, the determinant would have turned positive again). That is why the miniature's diagnostics also report the sign of
 #    $\operatorname{tr}(\Sigma_t A)$.
 #    ```
 #

@@ -200,8 +200,9 @@ assert tiny_marks["a = +0.5"] < 0 < tiny_marks["a = -0.5"]   # Figure 4.7.1: the
 # **Figure 4.7.1** (schematic, drawn from $-\log m$). (a) The penalty against the margin $m$. It
 # rises without bound as $m\to0$ (the wall, left) and is 0 at $m=1$, the margin of an untrained
 # prior ($A=0$). The orange band is where a positive coupling puts the margin, the green band where a
-# negative one puts it; the green arrow is the direction gradient descent moves $m$: to the right, on
-# both sides. (b) The same penalty against $\log\lvert m\rvert$, where it is a straight line of slope
+# negative one puts it; the green arrow shows the direction in which gradient descent moves $m$: to the
+# right (drawn on the green side, but the same on both sides, since the slope $-1/m$ is negative for
+# every $m>0$). (b) The same penalty against $\log\lvert m\rvert$, where it is a straight line of slope
 # $-1$; the wall is at $\log\lvert m\rvert\to-\infty$, off the left edge. Look at the two dots: the
 # tiny example's $a=+0.5$ (blue) sits on the wall's side, $a=-0.5$ (vermilion) on the downhill side.
 #
@@ -434,7 +435,8 @@ plot_arms({"ce": curves_of(history_ce), "margin": curves_of(history_margin)},
 # embeddings, small $A$), goes **negative**: $\lvert\det(I-\Sigma_t A)\rvert>1$, the right-hand side of
 # Figure 4.7.1.
 #
-# Two numbers, computed at the end of each run on 64 validation windows, say which side of the wall
+# Two numbers, computed at the end of each run on its first 64 validation windows (the miniature has
+# fewer, and uses all of its own), say which side of the wall
 # the prior is on: the mean of $\operatorname{tr}(\Sigma_t A)$ over positions — its sign is the sign
 # of the coupling in the one-dimensional picture — and the share of positions with
 # $\lvert\det(I-\Sigma_t A)\rvert>1$, where the penalty is negative.
@@ -500,7 +502,8 @@ if SAVED:
 # ($\operatorname{tr}(\Sigma_t)/\mathrm{RMS}(x)^2$, where $\mathrm{RMS}(x)^2$ is the mean square of
 # an embedding's entries).
 #
-# The smallest $\log\lvert\det\rvert$ over all positions is 0 to rounding: the closest any position
+# The smallest $\log\lvert\det\rvert$ over all positions of those windows is 0 to rounding: the
+# closest any position
 # came to the wall is $\lvert\det\rvert=1$, the value of an *untrained* prior (at positions whose
 # context has no spread). On average the penalty drove $\log\lvert\det\rvert$ to about $+23$ nats —
 # a determinant of about $e^{23}\approx10^{10}$:
@@ -513,7 +516,7 @@ if SAVED:
     plt.tight_layout()
     plt.show()
     print(f"mean log|det(I - Sigma_t A)| of the trained priors: CE arm {reached['CE arm']:+.3f}, "
-          f"margin arm {reached['margin arm']:+.2f} nats (e^{reached['margin arm']:.0f} = "
+          f"margin arm {reached['margin arm']:+.2f} nats (e^{reached['margin arm']:.2f} = "
           f"{np.exp(reached['margin arm']):.0e})")
     assert 20 < reached["margin arm"] < 27 and abs(reached["CE arm"]) < 0.1
 
@@ -583,8 +586,8 @@ if SAVED:
 #   that keeps falling as the margin grows, with no floor.
 # - The prior on the embeddings is one causal attention layer with matrix $A$; its penalty is the
 #   mean of $-\log\lvert\det(I-\Sigma_t A)\rvert$, and at an untrained prior ($A=0$) its gradient is
-#   $\operatorname{mean}_t \Sigma_t$, so the first step already makes the coupling negative — the side
-#   with no degenerate boundary.
+#   $\operatorname{mean}_t \Sigma_t$, so a gradient-descent step from there already makes the coupling
+#   negative — the side with no degenerate boundary.
 # - Trained with $\lambda_m=0.05$, the prior ends with $\lvert\det(I-\Sigma_t A)\rvert>1$ at
 #   essentially every position and $\log\lvert\det\rvert\approx23$ nats on average: the barrier never
 #   engaged.
@@ -626,8 +629,12 @@ if SAVED:
 #    what does the model give up to do so?
 #
 #    ```{dropdown} Answer
-#    With a negative coupling the penalty has no lower bound: spreading the attended embeddings further
-#    apart (a larger $\Sigma_t$) keeps increasing $\lvert\det\rvert$. In the trained pair the
+#    With a negative coupling the penalty has no lower bound: in one dimension, spreading the attended
+#    embeddings further apart (a larger $\mathrm{Var}_t$) keeps increasing the margin
+#    $1-a\,\mathrm{Var}_t$ when $a<0$. In $d$ dimensions scaling $\Sigma_t$ up does the same whenever
+#    every eigenvalue of $\Sigma_t A$ has real part $\le0$ (a negative trace alone does not ensure it,
+#    [4.6](06_support_tokens_trained.ipynb)); the trained prior took that route, to a mean
+#    $\log\lvert\det\rvert$ of about 23 nats. In the trained pair the
 #    embeddings became about twice as large, while the prior's attention became more concentrated,
 #    not more even (printed in "Where training took the coupling"). Weighted by $\lambda_m=0.05$ it
 #    is worth
@@ -654,8 +661,8 @@ if SAVED:
 # §3.4's last paragraph says the MAP training experiments of §7 "focus on the $a>0$ regime", and
 # §7.4 reads the penalty as pushing $\det(I-\Sigma_t A)$ "away from zero (larger margin)". With the
 # quadratic residual term dropped (§7.1), the penalty's gradient at $A=0$ is
-# $\operatorname{mean}_t \Sigma_t \succeq0$ (the autograd check above), so training moves the coupling
-# to $a<0$ from the first step, and the trained margin arms end with $\operatorname{tr}(\Sigma_t A)<0$
+# $\operatorname{mean}_t \Sigma_t \succeq0$ (the autograd check above), so gradient descent moves the
+# coupling to $a<0$ from the first step, and the trained margin arms end with $\operatorname{tr}(\Sigma_t A)<0$
 # and $\lvert\det\rvert>1$ almost everywhere (the miniature, the trained pair, and in Reproducibility
 # a second seed and the paper's own optimiser). Nothing in the §7 objective selects the $a>0$
 # regime. Recorded in `book/ERRATA.md` (row "§3.4 last paragraph and §7.1/§7.4 (margin-only MAP
@@ -726,10 +733,10 @@ if SAVED:
 # Every ratio and percentage that §7.2–7.4 print follows from the BPC values in the same place
 # (checked below). One quantity does not agree *across* the tables: the cross-entropy-only model.
 #
-# Table 1's $\lambda_m=0$ row is that model (same architecture, optimiser and seed, §7.1; only the
-# penalty weight differs), and its $\lambda_m=0.05$ row reproduces the margin-only model of
-# Fig. 7.4 exactly. Yet its clean validation BPC differs from the baseline of Fig. 7.4 and the §7.3
-# table:
+# Table 1's $\lambda_m=0$ row should be that model: §7.4 trains its seven models with §7.1's
+# architecture, optimiser and seed, and $\lambda_m=0$ is cross-entropy only. Its $\lambda_m=0.05$ row
+# has exactly the clean validation BPC of Fig. 7.4's margin-only model (2.158). Yet the $\lambda_m=0$
+# row's clean validation BPC differs from the baseline of Fig. 7.4 and the §7.3 table:
 
 # %% tags=["hide-cell"]
 ce74, m74 = PAPER_FIG74["ce"]["val_bpc"], PAPER_FIG74["margin"]["val_bpc"]
@@ -764,9 +771,9 @@ print(f"against the Fig. 7.4 baseline the clean cost at lambda_m = 0.02 is "
 
 # %% [markdown]
 # So the baseline of §7.4 is not the baseline of §7.2–7.3 (2.109 against 2.122 BPC), although the
-# margin arm is the same run in both. Either the $\lambda_m=0$ run of the sweep differs from the
-# CE-only run in something §7.1 does not state, or one of the two numbers is misprinted. The
-# percentages of §7.4 are computed against its own row, so they are internally consistent.
+# margin arm has the same clean BPC in both (which does not prove it is the same run). Either the
+# $\lambda_m=0$ run of the sweep differs from the CE-only run in something §7.1 does not state, or one
+# of the two numbers is misprinted. The percentages of §7.4 are computed against its own row, so they are internally consistent.
 # Recorded in `book/ERRATA.md` (row "§7.4 Table 1 (λ_m = 0 row) against §7.2 Fig. 7.4 and the §7.3
 # table").
 #

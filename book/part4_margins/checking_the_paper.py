@@ -122,7 +122,8 @@ assert sweep[0] == 0.0 and margin0 > ce0
 # v_t = W_V x_t, through its query q_t = W_Q x_t, and through its own key k_t = W_K x_t. Eq. (48) is the
 # derivative of the weights in the query, ∂α_ts/∂q_t = α_ts (k_s − Σ_r α_tr k_r); Eq. (49) the value path,
 # α_tt W_V; Eq. (50) the query path, (Σ_s α_ts (v_s − v̄_t) k_sᵀ) W_Q. The matrix-margin lesson
-# ([4.3](03_matrix_margin.ipynb)) checks them only inside the whole block, and with W_V = I. Here each is
+# ([4.3](03_matrix_margin.ipynb)) checks them only inside the whole block: it compares Eq. (53), the block
+# built from them, with the exact block for three W_V, and adds the missing key path back only for W_V = I. Here each is
 # checked on its own, by central differences that move x_t in one place only (the others held fixed), with
 # a random W_V; then the three paths and the key path that the appendix leaves out add up to the exact
 # block.

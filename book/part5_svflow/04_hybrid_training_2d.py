@@ -34,8 +34,8 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $x$, $x_s$ | a point of the plane; the point at time $s$ of the flow | $(2,)$ |
-# | $x_1,x_2$ | the coordinates of a point | scalars |
+# | $x$, $x_s$, $x_0$ | a point of the plane; the point at time $s$ of the flow; its start, at $s=0$ | $(2,)$ |
+# | $x_1,x_2$ | the coordinates of a point (a subscript 1 or 2 on $x$ names a coordinate, not a time: the point at $s=1$ is written $x_{\text{end}}$) | scalars |
 # | $s$, $\Delta s$ | time along the flow (from 0 to 1), the Euler step | scalars |
 # | $x_{\text{end}}$ | the end point of a path, at $s=1$ | $(2,)$ |
 # | $z$, $\mathcal Z$ | a Gaussian component, and the set of the 8 components | index, set |
@@ -268,20 +268,25 @@ plt.show()
 # **Figure 5.4.3** (cf. Fig. 1b–c). Where the trained flows have moved the test points by each time $s$
 # (the points themselves, not their paths), over the
 # ELBO of each time slice (brighter is higher), the test points coloured by class (blue, vermilion), the
-# ELBO's grid maximum as a black star. With $\mathcal J_{\text{var}}$ alone, all points end in one spot
-# (right). The hybrid runs of this seed separate the moons or not (compare the rows); whether they do is
-# a property of the seed, as the next sections show.
+# ELBO's grid maximum as a black star (drawn for the three hybrid runs only). Each panel is zoomed to its
+# own points (a margin of 0.5 around them, 1 in the last panel) and has no ticks, so sizes cannot be
+# compared from panel to panel (the spread of the end states, in the table below, gives their true
+# size). With $\mathcal J_{\text{var}}$ alone, all points
+# end in one spot (right). The hybrid runs of this seed separate the moons or not (compare the rows);
+# whether they do is a property of the seed, as the next sections show.
 #
 # ## Measurements per run, on held-out points
 #
 # * **class separation:** accuracy of $p_{\text{end}}(y\mid x_{\text{end}})$ and the Fisher ratio
 #   $\lVert\bar x_{\text{end}}^{(1)}-\bar x_{\text{end}}^{(0)}\rVert^2/(\mathrm{tr}\,\Sigma^{(0)}+\mathrm{tr}\,\Sigma^{(1)})$ of
 #   the end states (large when the two classes end far apart and tight);
-# * **ELBO gap:** $\mathcal J_{\text{var}}$ on the test paths (mean over time and points of
-#   $\mathrm{KL}(q\,\|\,p)=\log p-\mathrm{ELBO}$, Prop. 3.2), and its value at the last step;
+# * **ELBO gap:** $\mathcal J_{\text{var}}$ on the test paths (mean over time, taken at every fifth Euler
+#   step, and over points of $\mathrm{KL}(q\,\|\,p)=\log p-\mathrm{ELBO}$, Prop. 3.2), and its value at
+#   the end points;
 # * **alignment:** the mean cosine between $u$ and $\nabla_x\mathrm{ELBO}=u+\epsilon$ (Theorem 3.3) along
-#   the paths;
-# * **collapse:** the spread of the end states and the effective number of $q$-components used
+#   the paths (at the same every fifth step);
+# * **collapse:** the spread of the end states (their mean distance from their own mean point; 0 when
+#   all end at one spot) and the effective number of $q$-components used
 #   $\exp H(\bar q)$, $\bar q$ the mean posterior at $s=1$.
 
 # %%
@@ -396,10 +401,13 @@ assert robust_long["beta = 0.1 separates the classes (accuracy >= 0.95)"] < n_lo
 #   between the flow's beliefs $q$ and the true posterior $p$; standard training is $\beta=0$.
 # - Euler steps towards a Gaussian component are stable only if $\Delta s<2\sigma^2$; the page keeps
 #   the variances above that bound.
-# - The consistency term alone is minimised by collapsing every point onto one spot (the components
-#   merge): the beliefs become trivially right and the classes are lost — in every seed.
+# - Trained on the consistency term alone, the flow collapses every point onto one spot (the components
+#   merge) in every seed: the beliefs become trivially right and the classes are lost. Collapse is not
+#   the only way to make the term zero (components of $q$ that copy those of $p$ would do it too), but
+#   nothing in the term keeps the classes apart, and training found the collapsed flow.
 # - A small $\beta$ cuts the KL gap by more than ten times against $\beta=0$ in every seed, but
-#   whether a given run separates the classes depends on the seed more than on $\beta$: the monotone
+#   whether a given run separates the classes changes from seed to seed at each of $\beta=0$, 0.1 and
+#   0.5 (at 0.1 after longer training): the monotone
 #   trade-off drawn in the paper's Fig. 1(c) is one draw ([checked below](#checking-the-paper)).
 #
 # ## Check your understanding
@@ -417,9 +425,11 @@ assert robust_long["beta = 0.1 separates the classes (accuracy >= 0.95)"] < n_lo
 #    to be right?
 #
 #    ```{dropdown} Answer
-#    The KL gap is zero whenever $q(z\mid x)=p(z\mid x)$, and the cheapest way to make that true is
-#    to make every component look the same (or to move every point to where they agree). Nothing in
-#    $\mathcal J_{\text{var}}$ rewards keeping the classes apart; only $\mathcal J_{\text{align}}$ does.
+#    The KL gap is zero whenever $q(z\mid x)=p(z\mid x)$, and that can be reached in several ways: the
+#    components of $q$ copy those of $p$, or all components merge into one, or every point moves to
+#    where the two posteriors agree. Nothing in $\mathcal J_{\text{var}}$ prefers a way that keeps the
+#    classes apart; only $\mathcal J_{\text{align}}$ rewards that. In every seed here, training reached the
+#    merged, collapsed flow.
 #    ```
 #
 # 3. The saved runs show β = 0.5 separating the moons in some seeds and not in others. What would
@@ -485,8 +495,9 @@ assert min(n_eff_saved) > 7.5
 # seed): instead the eight $p$-components have drifted together (their means lie within a small distance
 # of each other), so the mixture is in effect one Gaussian and $q=p$ is trivially satisfied. "Collapse
 # onto a single Gaussian component" is right in that sense — the components merge — rather than in the
-# sense of one component winning the posterior. Either way, $\mathcal J_{\text{var}}$ alone is minimised
-# by destroying the information the representation should carry, which is the paper's point.
+# sense of one component winning the posterior. Either way, training on $\mathcal J_{\text{var}}$ alone
+# drove it to zero here by destroying the information the representation should carry, which is the
+# paper's point (though a $q$ that copies $p$ would make it zero without a collapse).
 #
 # ## Reproducibility
 #

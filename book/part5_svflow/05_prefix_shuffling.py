@@ -212,8 +212,9 @@ print(f"tiny example: H(q) = {entropy(np.log(q_hand)):.4f}, "
 # A four-layer {term}`pre-norm` character model of the kind trained in
 # [6.6](../part1_chapter6/6_6_context_representation.ipynb) (RMSNorm, rotary positions, 4 heads), on
 # tiny Shakespeare. `train_lm` runs the training loop of that page (random windows, next-character
-# cross-entropy, AdamW); we stop it three times and keep a copy of the weights, so that the experiment
-# can be run on three *checkpoints* of one model. The analysed texts are held-out windows.
+# cross-entropy, AdamW). We call it three times in a row, 80 steps each (each call starts a fresh AdamW,
+# so the optimiser's running averages restart, and draws its windows with its own seed), and keep a copy
+# of the weights after each call, so that the experiment can be run on three *checkpoints* of one model. The analysed texts are held-out windows.
 
 # %%
 data = load_char_data("shakespeare")
@@ -236,11 +237,13 @@ for c in range(3):
           f"mean training loss of the last 20 steps {produced(np.mean(losses[-20:]), '.3f')} nats")
 
 # %% [markdown]
-# ## The measurement, for one head and one token
+# ## The measurement, head by head, at one token
 #
-# Here are the metrics of one head of the first layer at one position, computed from the model's own
-# weights with the formulas above: the attention input $x$, the weights $q$, the value–output vectors
-# $o_z$, then $\log p(x\mid z)$, $p_s$, $p(z\mid x)$ and the three divergences. (With rotary positions
+# Here are the metrics of the first layer's heads at one position, computed head by head from the
+# model's own weights with the formulas above: the attention input $x$, the weights $q$, the value–output
+# vectors $o_z$, then $\log p(x\mid z)$, $p_s$, $p(z\mid x)$ and the three divergences. The cell prints a
+# few of head 0's numbers, then each metric's mean over the four heads, which is what the library's probe
+# reports. (With rotary positions
 # nothing is added to the token embeddings, so the first layer's input is the embedding itself.)
 
 # %%
@@ -514,7 +517,7 @@ assert np.ptp(deep_nlp, axis=0).max() < 1e-3 and np.all(np.diff(logppl, axis=0) 
 #
 # - Prefix shuffling scrambles the first $\lfloor fT\rfloor$ tokens and analyses each later token by the
 #   fraction $r$ of its prefix that was scrambled.
-# - Per head, the probe measures the flow's log-density $-\log p_s$, the divergence $\mathrm{KL}(q\|p)$ and
+# - Per head, the probe measures the flow's negative log-density $-\log p_s$, the divergence $\mathrm{KL}(q\|p)$ and
 #   the sharpnesses $\mathrm{KL}(q\|U)$, $\mathrm{KL}(p\|U)$; entropies tie them together
 #   ($\mathrm{KL}(q\|U)=\log|\mathcal Z|-H(q)$, $\mathrm{KL}(q\|p)=H(q,p)-H(q)$).
 # - Two distributions close to uniform can still be far apart: what bounds $\mathrm{KL}(q\|p)$ is the
@@ -539,7 +542,7 @@ assert np.ptp(deep_nlp, axis=0).max() < 1e-3 and np.all(np.diff(logppl, axis=0) 
 #
 #    ```{dropdown} Answer
 #    Both are close to uniform: $\mathrm{KL}(q\|U)=0$, and $\mathrm{KL}(p\|U)\approx\log(1000/999)=0.0010$
-#    whatever $M$. The divergence has 1000 terms. The rare token's term is
+#    for both values of $M$ (it approaches $\log(1000/999)$ as $M$ grows, and is 0 at $M=0$). The divergence has 1000 terms. The rare token's term is
 #    $\tfrac1{1000}\log(q/p)=\tfrac1{1000}\big(M+\log\tfrac{999+e^{-M}}{1000}\big)$; each of the 999 others
 #    has $p$ slightly above $\tfrac1{1000}$ and gives a small negative term, $-0.0010$ together. In total
 #    $\mathrm{KL}(q\|p)=M/1000+\log\frac{999+e^{-M}}{1000}$: $0.0128$ nats for a million times less

@@ -4,10 +4,12 @@
 # **The question.** When a flow is trained on the hybrid objective of
 # [5.4](04_hybrid_training_2d.ipynb), which way does the gradient push each layer's beliefs $q$ (its
 # {term}`variational posterior`) — towards the true posterior or away from it? And does anything in the gradients make a
-# mixture-of-experts layer collapse onto a few experts while attention stays balanced?
+# {term}`mixture-of-experts <mixture of experts>` (MoE) layer ([5.3](03_attention_as_vmf_posterior.ipynb)) collapse onto
+# a few experts while attention stays balanced?
 #
 # Appendix B is where the paper grounds two of its main claims: that training on the consistency term
-# alone drives a winner-takes-all collapse, and that attention needs no balancing loss because each
+# alone drives a winner-takes-all collapse, and that attention needs no balancing loss (the extra term MoE
+# training adds to its loss to spread the inputs evenly over the experts) because each
 # token plays three roles (query, key, value) at once. Both are claims about the *sign* and the
 # *route* of gradients (the centred {term}`advantage` form of page 3.1 again, but with the opposite sign:
 # in 3.1 an advantage says how much a choice *lowers* the loss, in the paper's Appendix B how much it
@@ -22,8 +24,8 @@
 # - compute by hand the gradient of a softmax-weighted average with respect to the logits, and
 #   explain why it is "centred" ($q_z(A_z-\mathbb E_qA)$, summing to zero);
 # - name the three advantages of Eq. (53) — task, self, future — and say what each measures;
-# - predict the sign of the self term's gradient for an over-weighted component, and what one
-#   descent step does to $q$;
+# - predict the sign of the self term's gradient for the most over-weighted component (and why a
+#   mildly over-weighted one can go either way), and what one descent step does to $q$;
 # - state what the experiments on this page found about MoE load and attention's three roles.
 # ```
 #
@@ -40,7 +42,7 @@
 # |---|---|---|
 # | $z$, $Z$ | a component (an expert, a key); the number of components | index, integer |
 # | $g$ | the logits of the beliefs | $(Z,)$ |
-# | $q$ | the beliefs (variational posterior) $\mathrm{softmax}(g)$; $\mathbb E_q[\cdot]$ is the average under them | $(Z,)$ |
+# | $q$ | the beliefs (variational posterior) $\mathrm{softmax}(g)$; $\mathbb E_q[\cdot]$ is the average under them; in the MoE, $q(e\mid x)$ is the gate of expert $e$, the softmax weight the router gives it (the gate is the posterior, §4.3) | $(Z,)$ |
 # | $p$ | the true posterior the beliefs should match; $p(y\mid x^L)$: the classifier's probability of the class | $(Z,)$; scalar |
 # | $A(z)$, $A_\ell(z)$ | an advantage: how much the loss grows with the belief in $z$; the task advantage of layer $\ell$ | scalars |
 # | $R$, $R_\ell(z)$ | the self advantage $\log q/p$ (of layer $\ell$) | scalar |
@@ -56,16 +58,17 @@
 # | $\delta$, $\gamma$ | $\delta_\ell$, $\gamma_{\ell',\ell}$: gradients at the state $x^\ell$ of the task loss and of layer $\ell'$'s divergence | $(d,)$ |
 # | $\mathcal J$, $\mathcal J_{\text{var}}$, $\beta$ | the hybrid objective, its consistency term, and the term's weight | scalars |
 # | $y$ | the class of the input | label |
-# | $W_e$, $g_e(x)$, $r_n$, $N$ | a linear expert's matrix, its gate, the residual of input $n$, the number of inputs | —, scalar, vector, integer |
+# | $W_e$, $r_n$, $N$ | a linear expert's matrix; the error of the MoE's output on input $n$, output minus target; the number of inputs | —, vector, integer |
 # | $E_Q,E_K,E_V$ | a token's embedding tables in its three roles (the head's projections are Chapter 6's $W^Q,W^K,W^V$) | $(16, 16)$ each |
-# | $P_z$ | the mean attention mass (or gate) that component $z$ receives | scalar |
+# | $P_z$, $f_z$ | the mean attention mass (or gate) that component $z$ receives; the share of inputs for which $z$ has the largest gate (both of Eq. 22) | scalars |
 # | $m$, $c$, $c_m$ | a pair of tokens of the pair-lookup task, and the random bit $c_m$ that pair $m$ carries | index; 0 or 1 |
 # ```
 #
 # ```{admonition} In the paper's notation
 # :class: seealso
 # The paper writes $\eta_\ell(z)$ for the total advantage (here $S_\ell(z)$: the book keeps $\eta$ for a
-# learning rate), $A_e$ for an expert's matrix (here $W_e$), and $k$ for a layer after $\ell$, as in $\gamma_{k,\ell}$ and
+# learning rate), $A_e$ for an expert's matrix (here $W_e$), $g_z(x)$ or $g_i$ for an expert's gate (§4.3,
+# B.4; here $q(e\mid x)$, since $g$ is the logits of Appendix B's beliefs), and $k$ for a layer after $\ell$, as in $\gamma_{k,\ell}$ and
 # $B_{k,\ell}$ (here $\ell'$: the book keeps $k[j]$ for a key).
 # ```
 #
@@ -133,8 +136,8 @@ assert new_beliefs[2] < beliefs[2]
 assert kl(new_beliefs) < kl(beliefs)
 
 # %% [markdown]
-# Keep the second half in mind: the paper reads the same formula as a force that makes over-weighted
-# components *more* favoured. The sign says the opposite, and *Checking the paper* below tests it on
+# Keep the second half in mind: the paper reads the same formula as a force that makes the components
+# with above-average $R$ (here the over-weighted component 3) *more* favoured. The sign says the opposite, and *Checking the paper* below tests it on
 # whole flows.
 #
 # ## The gradients in advantage form (Eqs. 35–53, 65)
@@ -233,7 +236,7 @@ for i, ax in enumerate(axes):
     future = beta * (grads.B[i] - (grads.B[i] @ qi)[:, None]).sum(axis=0)
     parts = {"task  A - E_q A": grads.A[i] - qi @ grads.A[i],
              "self  beta (R - E_q R)": beta * (grads.R[i] - qi @ grads.R[i]),
-             "future  beta sum_k (B - E_q B)": future}
+             "future  beta sum_l' (B - E_q B)": future}
     assert np.allclose(sum(parts.values()), grads.eta[i], atol=1e-12)
     for j, (name, val) in enumerate(parts.items()):
         ax.bar(np.arange(Z) + 0.25 * (j - 1), val, width=0.25, label=name)
@@ -250,7 +253,8 @@ plt.show()
 
 # %% [markdown]
 # **Figure 5.6.1.** The decomposition of Eq. (53) for one sample, per component $z$ (bars: the task,
-# self and future advantages, each centred; black: their sum $S$). The last layer has no future
+# self and future advantages, each centred, the last two weighted by $\beta=0.5$ as in Eq. (53); the
+# future bar sums over the later layers $\ell'$; black: their sum $S$). The last layer has no future
 # term ($B_{\ell',L-1}$ would need a layer $\ell'>L-1$).
 #
 # ## Key takeaways
@@ -261,8 +265,8 @@ plt.show()
 #   differences, with and without the variational term, once B.1's error signal includes a layer's own
 #   divergence ([checked below](#checking-the-paper)).
 # - The self advantage $R=\log q/p$ makes gradient descent *lower* the components with above-average $R$, the most over-weighted ones: the
-#   feedback is negative, and training on $\mathcal J_{\text{var}}$ alone closes the gap without
-#   collapsing the posterior — B.4's winner-takes-all reading is reversed (tested below).
+#   feedback is negative, and training on $\mathcal J_{\text{var}}$ alone narrows the gap (by more than
+#   half in 60 steps, in each of three seeds) without collapsing the posterior — B.4's winner-takes-all reading is reversed (tested below).
 # - Without a balancing loss an MoE router's load becomes uneven (more so with top-1 routing); in a
 #   one-layer attention model a rarely attended token keeps receiving gradient as a query, but coupling
 #   its three roles did not make the attention load more even.
@@ -476,7 +480,8 @@ plt.show()
 # ### B.4's second claim: MoE gating without a balancing loss
 #
 # B.4 (and §4.3) argue — claim (i) — that an expert whose gate is small receives a gradient scaled by
-# that gate, $\partial\mathcal L/\partial W_e=\frac1N\sum_n g_e(x_n)\,r_n x_n^\top$ for a linear expert $W_e$, so rarely chosen
+# that gate, $\partial\mathcal L/\partial W_e=\frac1N\sum_n q(e\mid x_n)\,r_n x_n^\top$ for a linear expert $W_e$ and the loss
+# $\mathcal L$ half the mean squared error of the output, so rarely chosen
 # experts stop learning ("expert death"), whereas attention's keys and values are shared projections
 # of tokens that keep receiving gradient through their other roles. We check the MoE gradient by finite
 # differences and train a four-expert MoE (`moe_forward_backward`: softmax gate = posterior, linear
@@ -536,7 +541,8 @@ for ax, top1 in zip(axes, (False, True)):
     ax.axhline(0.25, color="k", ls="--", lw=0.8)
     ax.set_title("top-1 routing" if top1 else "soft routing")
     ax.set_xlabel("expert (sorted by load)")
-axes[0].set_ylabel("share of inputs routed to it")
+    ax.set_xticks(range(1, 5))
+axes[0].set_ylabel("share of inputs whose top gate it is")
 axes[0].legend(fontsize=7)
 plt.tight_layout()
 plt.show()
@@ -545,7 +551,11 @@ print(f"smallest share of any expert, both routings, five seeds: {produced(least
 assert least_share > 0.01  # no expert dies outright
 
 # %% [markdown]
-# **Figure 5.6.3.** The load of each expert after 1000 steps without a balancing loss (dashed: balanced).
+# **Figure 5.6.3.** The load of each expert after 1000 steps without a balancing loss: the share of the
+# inputs for which it has the largest gate (the $f_z$ of Eq. (22); with top-1 routing, the inputs it
+# receives), experts sorted from the busiest, one line per seed (dashed: balanced, 0.25). For soft routing
+# this counts winners, not gate mass: the mean gate mass $P_z$ of Eq. (22) is the one the middle panel of
+# Figure 5.6.4 draws.
 #
 # Without a balancing loss the load is uneven (the ideal share is 0.25), and more so with top-1
 # routing, where an unchosen expert gets exactly zero gradient from that input. At this scale, in
@@ -574,7 +584,7 @@ assert least_share > 0.01  # no expert dies outright
 #
 # The task (*pair lookup*): eight token types form four pairs $\{2m,2m+1\}$; every sequence holds each type
 # once, in random order; both members of pair $m$ carry the same random bit $c_m$ (the token id is type and
-# bit), and a query of pair $m$ must output $c_{m+1}$. Every pair has to be read, but which member of a pair
+# bit), and a query of pair $m$ must output $c_{m+1}$, the bit of the next pair (pairs counted round: pair 3 reads pair 0). Every pair has to be read, but which member of a pair
 # a query reads is free — the two are interchangeable, like the MoE's experts — so a rich-get-richer force
 # between them has room to act. Plain gradient descent, no regulariser, five seeds; a second regime freezes
 # $W^Q,W^K,W^V$ at their initial values, so that the embedding rows, where the roles are coupled, are the
@@ -765,8 +775,10 @@ plt.show()
 # %% [markdown]
 # **Figure 5.6.4.** B.4's attention side. Left: the final load of every key type in the coupled model
 # against the decoupled one, with the projections trained (filled dots) and frozen (open squares) (five
-# seeds, eight types each; dashed: equal). Middle: the final loads of the soft MoE above and of the coupled
-# attention model with trained projections, sorted, relative to a fair share (dashed).
+# seeds, eight types each; dashed: equal). Middle: the final loads, sorted, relative to a fair share
+# (dashed): for the soft MoE above, each expert's mean gate mass $P_z$ (not the winner counts of
+# Figure 5.6.3); for the coupled attention model with trained projections, each key type's mean attention
+# mass.
 # Right: the gradient summed over training that reaches each component, against the load it received —
 # an MoE expert's own matrix, and a token type's representation split by role (coupled model).
 #

@@ -22,7 +22,7 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 #
 # 1. Implement `generation_style_loss(model, windows)`: the mean negative log-likelihood of $w[t+1]$
 #    when the model only gets $w[1..t]$ — one forward pass over the prefix, logits of its last position —
-#    for $t=1..L-1$ in every window. This is how a generator uses the model.
+#    for $t=1..T-1$ in every window of $T$ tokens. This is how a generator uses the model.
 # 2. Compare it with the usual *teacher-forced* loss — one forward pass over the whole window, every
 #    position predicting the next true token (`evaluate_loss`, the loss training minimises) — and with $H$.
 # 3. Describe the failure mode in words.
@@ -51,8 +51,8 @@ print(f"entropy rate H = {H:.3f} nats; final training loss {produced(np.mean(los
 # %%
 @torch.no_grad()
 def generation_style_loss(model: TinyLM, windows: np.ndarray) -> float:
-    """Mean NLL of w[t+1] from a forward pass over w[1..t] alone (its last position), t = 1..L-1."""
-    raise NotImplementedError("return a float: the mean NLL (nats) of each w[t] predicted from w[:t] alone, t = 1..L-1 (stuck? hint('p1_03', 1))")
+    """Mean NLL of w[t+1] from a forward pass over w[1..t] alone (its last position), t = 1..T-1."""
+    raise NotImplementedError("return a float: the mean NLL (nats) of each w[t] predicted from w[:t] alone, t = 1..T-1 (stuck? hint('p1_03', 1))")
 
 
 teacher = evaluate_loss(model, windows)

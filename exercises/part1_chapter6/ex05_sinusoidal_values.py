@@ -12,14 +12,14 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 # # Exercise 05 — Sinusoidal encodings by hand
 # **Part:** 1 · **Difficulty:** ★ · **Book notebook:** book/part1_chapter6/6_5_positional_encoding
 #
-# Chapter 6, Exercise 5. With $\mathrm{PE}(t,2i)=\sin\big(t/10000^{2i/d_{\text{model}}}\big)$ and
-# $\mathrm{PE}(t,2i+1)=\cos\big(t/10000^{2i/d_{\text{model}}}\big)$ (§6.5; here $i$ numbers the *pair*
-# of dimensions $2i,2i+1$, from 0), compute
+# Chapter 6, Exercise 5. With $\mathrm{PE}(t,2m)=\sin\big(t/10000^{2m/d_{\text{model}}}\big)$ and
+# $\mathrm{PE}(t,2m+1)=\cos\big(t/10000^{2m/d_{\text{model}}}\big)$ (§6.5, which writes $m$ for the *pair*
+# of dimensions $2m,2m+1$, counted from 0), compute
 # $\mathrm{PE}(10,0),\dots,\mathrm{PE}(10,3)$ for $d_{\text{model}}=128$ and verify that
 # $\mathrm{PE}(t,0)^2+\mathrm{PE}(t,1)^2=1$.
 #
 # 1. Implement `pe_values(t, d_model, dims)` from the formula with numpy (do not call
-#    `nextword.positions`): each 0-based dimension `dim` in `dims` belongs to the pair `dim // 2` (the $i$
+#    `nextword.positions`): each 0-based dimension `dim` in `dims` belongs to the pair `dim // 2` (the $m$
 #    of the formula); even dimensions use sine, odd ones cosine.
 # 2. Print the four values and the identity, and explain why the identity holds for every pair.
 
@@ -30,8 +30,8 @@ import sympy as sp
 
 # %%
 def pe_values(t: int, d_model: int, dims) -> np.ndarray:
-    """PE(t, i) for every i in dims, shape (len(dims),)."""
-    raise NotImplementedError("return an array of shape (len(dims),): PE(t, i) for each i in dims (stuck? hint('p1_05', 1))")
+    """PE(t, dim) for every dimension dim in dims, shape (len(dims),)."""
+    raise NotImplementedError("return an array of shape (len(dims),): PE(t, dim) for each dim in dims (stuck? hint('p1_05', 1))")
 
 
 values = pe_values(10, 128, [0, 1, 2, 3])

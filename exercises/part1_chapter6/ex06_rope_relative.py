@@ -13,12 +13,14 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 # **Part:** 1 · **Difficulty:** ★★ · **Book notebook:** book/part1_chapter6/6_5_positional_encoding
 #
 # Chapter 6, Exercise 6. RoPE rotates the query at position $i$ by the angle $i\theta$ and the key at
-# position $j$ by $j\theta$ (for every pair of coordinates, with its own frequency $\theta_p$). Explain why
-# the score $(R_{i\theta}q)^\top(R_{j\theta}k)$ depends on $i-j$ and not on $i$ and $j$ separately.
+# position $j$ by $j\theta$ (for every pair of coordinates, with its own frequency $\theta_m$). With
+# $R(\phi)$ the rotation of the plane by the angle $\phi$ (as on page 6.5), explain why the score
+# $(R(i\theta)q)^\top(R(j\theta)k)$ depends on $i-j$ and not on $i$ and $j$ separately.
 #
-# 1. Prove it for one coordinate pair with sympy: compute $R_{i\theta}^\top R_{j\theta}$.
-# 2. Implement `rope_score(q, k, i, j)` for a full vector (consecutive pairs $(x_{2p},x_{2p+1})$,
-#    $\theta_p=10000^{-2p/d}$) with numpy, without calling `nextword.positions`.
+# 1. Prove it for one coordinate pair with sympy: compute $R(i\theta)^\top R(j\theta)$.
+# 2. Implement `rope_score(q, k, i, j)` for full vectors of even length $d_k$ with numpy, without calling
+#    `nextword.positions`: pair $m$ (counted from 0) is the coordinates $2m, 2m+1$, and it turns by
+#    $\theta_m=10000^{-2m/d_k}$ per position, as on page 6.5.
 # 3. Give the intuition in words.
 
 # %%
@@ -39,7 +41,7 @@ print("R(iθ)^T R(jθ) =", product.tolist())
 
 # %%
 def rope_score(q: np.ndarray, k: np.ndarray, i: int, j: int) -> float:
-    """(R_i q) · (R_j k) for vectors of even length d (consecutive pairs, base 10000)."""
+    """(R(iθ) q) · (R(jθ) k) for vectors of even length d_k (consecutive pairs, base 10000)."""
     raise NotImplementedError("return a float: the dot product of q rotated to position i and k rotated to position j (stuck? hint('p1_06', 1))")
 
 

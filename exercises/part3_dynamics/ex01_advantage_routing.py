@@ -14,13 +14,13 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 #
 # A head with attention weights $\alpha\in\mathbb R^{T\times T}$ (rows sum to 1), values
 # $V\in\mathbb R^{T\times d_v}$ and upstream errors $U\in\mathbb R^{T\times d_v}$ (row $i$ is
-# $u_i=\partial L/\partial g_i$, Eq. 10) has compatibilities $b_{ij}=u_i^\top v_j$ (Eq. 11).
+# $u_i=\partial\mathcal L/\partial g_i$, Eq. 10) has compatibilities $b_{ij}=u_i^\top v_j$ (Eq. 11).
 # This exercise keeps the paper's notation: $b_{ij}$ is good when *small*. Page 3.1 teaches the same
 # quantities with the alignment $a_{ij}=-u_i\cdot v_j=-b_{ij}$ (good when large): there the
 # advantage is $A_{ij}=a_{ij}-\sum_{j'}\alpha_{ij'}a_{ij'}$, the same number as below, and
-# $\partial L/\partial s_{ij}=-\alpha_{ij}A_{ij}$.
+# $\partial\mathcal L/\partial s_{ij}=-\alpha_{ij}A_{ij}$.
 #
-# 1. Implement `score_gradient(alpha, U, V)` returning $\partial L/\partial s_{ij}=\alpha_{ij}(b_{ij}-
+# 1. Implement `score_gradient(alpha, U, V)` returning $\partial\mathcal L/\partial s_{ij}=\alpha_{ij}(b_{ij}-
 #    \mathbb E_{\alpha_i}[b])$ (Eq. 23) without loops, and `advantage(alpha, U, V)` returning
 #    $A_{ij}=-(b_{ij}-\mathbb E_{\alpha_i}[b])$ (§3.4). Masked keys ($\alpha_{ij}=0$) may get any
 #    advantage; the checker only looks at visible ones. Use numpy only.

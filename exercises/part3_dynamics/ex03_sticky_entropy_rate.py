@@ -12,19 +12,21 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 # # Exercise 03 — Which sticky chain is behind "theoretical min entropy 1.8833"?
 # **Part:** 3 · **Difficulty:** ★★ · **Book notebook:** book/part3_dynamics/03_sticky_chain_em_vs_sgd
 #
-# §7.2 uses an 8-state chain that stays put with probability $s=0.3$ and otherwise jumps to another
-# state $j\ne i$ with probability proportional to a weight $w(d)$ of the circular distance
-# $d(i,j)=\min(|i-j|,n-|i-j|)$. Table 1 reports a "theoretical min entropy" of 1.8833 — the entropy
-# rate $H=-\sum_a\pi_a\sum_bP_{ab}\log P_{ab}$ (nats) of the chain.
+# §7.2 uses a chain on $C=8$ states (`n` in code) that stays put with probability $s=0.3$ and otherwise
+# jumps from state $z$ to another state $y\ne z$ with probability proportional to a weight $w(d)$ of the
+# circular distance $d(z,y)=\min(|z-y|,C-|z-y|)$. With $M$ its transition matrix (`P` in code; as on
+# page 3.3, $M_{z,y}$ is the probability that $y$ follows $z$) and $\nu$ its stationary law (a row
+# vector, $\nu M=\nu$), Table 1 reports a "theoretical min entropy" of 1.8833 — the entropy rate
+# $H=-\sum_z\nu_z\sum_yM_{z,y}\log M_{z,y}$ (nats) of the chain.
 #
 # 1. Implement `transition(n, stay, rule)` for the rules `"uniform_others"` ($w=1$),
 #    `"circular_distance"` ($w=d$) and `"inverse_circular_distance"` ($w=1/d$), and, for contrast, the
-#    rule `"line_distance"` ($w=|i-j|$: the states on a line instead of a ring). Row $i$ of the matrix
-#    is the law of the next state given state $i$.
+#    rule `"line_distance"` ($w=|z-y|$: the states on a line instead of a ring). Row $z$ of the matrix
+#    is the law of the next state given state $z$.
 # 2. Implement `entropy_rate(P)` for **any** irreducible transition matrix (find the stationary law
-#    $\pi$ with $\pi P=\pi$ yourself; numpy only).
+#    $\nu$ yourself; numpy only).
 # 3. Set `best_rule` to the rule whose 8-state, $s=0.3$ chain has entropy rate 1.8833.
-# 4. Why is $\pi$ uniform for the three ring rules, so that $H$ is just the entropy of one row? Why
+# 4. Why is $\nu$ uniform for the three ring rules, so that $H$ is just the entropy of one row? Why
 #    not for `"line_distance"`?
 
 # %%
@@ -33,12 +35,12 @@ import numpy as np
 
 # %%
 def transition(n: int, stay: float, rule: str) -> np.ndarray:
-    """(n, n) sticky transition matrix: P[i, i] = stay, P[i, j] ∝ w(d(i, j)) for j != i."""
+    """(n, n) sticky transition matrix: P[z, z] = stay, P[z, y] ∝ w(d(z, y)) for y != z."""
     raise NotImplementedError("return the (n, n) transition matrix of the sticky chain for `rule` (stuck? hint('p3_03', 1))")
 
 
 def entropy_rate(P: np.ndarray) -> float:
-    """H = -sum_a pi_a sum_b P_ab log P_ab in nats, pi the stationary law of P."""
+    """H = -sum_z nu_z sum_y P_zy log P_zy in nats, nu the stationary law of P."""
     raise NotImplementedError("return a float: the entropy rate (nats) of the chain with transition matrix P (stuck? hint('p3_03', 1))")
 
 

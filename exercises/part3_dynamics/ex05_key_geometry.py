@@ -13,12 +13,12 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 # **Part:** 3 · **Difficulty:** ★★ · **Book notebook:** book/part3_dynamics/04_design_choices
 #
 # §6.2 of Aggarwal, Dalal, Misra writes the key gradient in advantage form,
-# $\partial L/\partial k_j=\frac1{\sqrt{d_k}}\sum_i\alpha_{ij}(b_{ij}-\mathbb E_{\alpha_i}[b])\,q_i$, with
-# $b_{ij}=u_i^\top v_j$ and $u_i=\partial L/\partial g_i$ (Eqs. 10–11, 23). This is the paper's notation
+# $\partial\mathcal L/\partial k_j=\frac1{\sqrt{d_k}}\sum_i\alpha_{ij}(b_{ij}-\mathbb E_{\alpha_i}[b])\,q_i$, with
+# $b_{ij}=u_i^\top v_j$ and $u_i=\partial\mathcal L/\partial g_i$ (Eqs. 10–11, 23). This is the paper's notation
 # ($b_{ij}$ good when small); pages 3.1 and 3.4 write the same gradient with the alignment
 # $a_{ij}=-b_{ij}$ and the advantage $A_{ij}$ as $-\frac1{\sqrt{d_k}}\sum_i\alpha_{ij}A_{ij}\,q_i$.
 #
-# 1. Implement `key_gradient(params, X, y)` → $\partial L/\partial K$ of shape `(T, d_k)` for the summed
+# 1. Implement `key_gradient(params, X, y)` → $\partial\mathcal L/\partial K$ of shape `(T, d_k)` for the summed
 #    loss (9) of the §2.1 head, using `head_forward` and `upstream_gradient` from
 #    `nextword.theory.dynamics` and the formula above (no finite differences, no autograd).
 # 2. When $G$ groups of queries each find only their own group's keys helpful, the push ends in $G$

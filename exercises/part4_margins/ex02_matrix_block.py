@@ -13,7 +13,7 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 # **Part:** 4 · **Difficulty:** ★★ · **Book notebook:** book/part4_margins/03_matrix_margin
 #
 # Rows $x_t$ of $X\in\mathbb R^{T\times d}$; column-vector maps $q_t=W_Qx_t$, $k_s=W_Kx_s$, $v_s=W_Vx_s$;
-# strict-causal weights $\alpha_{ts}=\mathrm{softmax}_{s<t}(q_t^\top k_s)$, $\mu_t=\sum_{s<t}\alpha_{ts}v_s$,
+# scores $\zeta_{ts}=q_t^\top k_s$; strict-causal weights $\alpha_{ts}=\mathrm{softmax}_{s<t}(\zeta_{ts})$, $\mu_t=\sum_{s<t}\alpha_{ts}v_s$,
 # $\hat\varepsilon_t=x_t-\mu_t$ (Eqs. 2–4). Theorem 1 (Eq. 14) states $\partial \hat\varepsilon_t/\partial x_t=I-\Sigma_tA$ with
 # $A=W_K^\top W_Q$ and $\Sigma_t$ the attention-weighted covariance of the values.
 # (The book's letters, as in Part 4: $T$ positions, scores $\zeta_{ts}$, residuals $\hat\varepsilon_t$; the paper

@@ -21,12 +21,15 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 # and $e_t$.)
 #
 # 1. Implement `var_first_embedding(w, sigma)`: the variance of $x_1$ under the **length-2** model
-#    ($|w|<1$). Hint: $x=(I-W)^{-1}\varepsilon$.
-# 2. Explain in two or three sentences why this breaks Eq. (32) for any token head that depends on
-#    $x_1$, and which step of the proof of Theorem 2 (Lemma C.1 or C.2) fails.
+#    ($|w|<1$). Hint: $x=(I-W)^{-1}\varepsilon$, with $W$ the $2\times2$ matrix that gives $(\mu_1,\mu_2)=Wx$.
+# 2. Implement `cov_first_second(w, sigma)`: the covariance $\mathrm{Cov}(x_1,x_2)$ under the same model. Its
+#    sign says whether the two positions move together; the variance, even in $w$, cannot tell $w$ from $-w$.
+# 3. Explain in two or three sentences why this breaks Eq. (32) for a token head that depends on the size
+#    of $x_1$ (on $x_1^2$, say), and which step of the proof of Theorem 2 (Lemma C.1 or C.2) fails.
 
 # %%
 import numpy as np
+
 
 # %%
 def var_first_embedding(w: float, sigma: float) -> float:
@@ -34,13 +37,19 @@ def var_first_embedding(w: float, sigma: float) -> float:
     raise NotImplementedError("return a float: Var(x_1) in the length-2 non-causal model (stuck? hint('p4_04', 1))")
 
 
+def cov_first_second(w: float, sigma: float) -> float:
+    """Cov(x_1, x_2) in the same length-2 model."""
+    raise NotImplementedError("return a float: Cov(x_1, x_2) in the length-2 non-causal model (stuck? hint('p4_04', 1))")
+
+
 print(f"w = 0.5, sigma = 1: Var(x_1) = {var_first_embedding(0.5, 1.0):.4f} (length-1 model: 1.0000)")
+print(f"Cov(x_1, x_2) = {cov_first_second(0.5, 1.0):+.4f} at w = +0.5, {cov_first_second(-0.5, 1.0):+.4f} at w = -0.5")
 
 # %% [markdown]
-# **Answer to 2.**
+# **Answer to 3.**
 # *Your answer here.* (Once you have written it, `reveal("p4_04", 1)` shows a model answer.)
 
 # %%
 from nextword.booktools.exercises.checks import check_ex_p4_04
 
-check_ex_p4_04(var_first_embedding)
+check_ex_p4_04(var_first_embedding, cov_first_second)

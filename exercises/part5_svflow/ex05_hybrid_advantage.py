@@ -18,9 +18,10 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 # $\mathcal J=-\log\mathrm{softmax}(W_{\text{cls}}^\top x^1)_y+\beta\,\mathrm{KL}(q\,\|\,p(\cdot\mid x^0))$.
 #
 # 1. Implement `logit_gradient(x0, layer, W_cls, y, beta)` → $\partial\mathcal J/\partial b_g$ `(Z,)` by
-#    Eqs. (41), (45), (52)–(53): $\delta_1=W_{\text{cls}}(\mathrm{softmax}(W_{\text{cls}}^\top x^1)-e_y)$,
+#    Eqs. (41), (45), (52)–(53): $\delta_1=W_{\text{cls}}(\mathrm{softmax}(W_{\text{cls}}^\top x^1)-\mathrm{onehot}(y))$,
 #    $A(z)=\delta_1^\top s(x^0,z)$, $R(z)=\log q(z\mid x^0)-\log p(z\mid x^0)$,
-#    $\eta=(A-\mathbb E_qA)+\beta(R-\mathbb E_qR)$ and the answer $q(z)\eta(z)$. Use numpy only (the layer's
+#    $S=(A-\mathbb E_qA)+\beta(R-\mathbb E_qR)$ and the answer $q(z)S(z)$ (the paper writes $\eta$ for $S$;
+#    page 5.6 writes $S$, since the book keeps $\eta$ for a learning rate). Use numpy only (the layer's
 #    fields are `W_g (Z, d)`, `b_g (Z,)`, `means (Z, d)`, `log_vars (Z,)`).
 # 2. With $\beta>0$ and the task term switched off, which way does gradient descent move the logit of
 #    a component with $R(z)>\mathbb E_q[R]$? Is the feedback positive, as App. B.4 says?
@@ -38,7 +39,7 @@ x0, W_cls, y = rng.normal(size=2), rng.normal(size=(2, 3)), 1
 
 # %%
 def logit_gradient(x0: np.ndarray, layer: GaussianFlowLayer, W_cls: np.ndarray, y: int, beta: float) -> np.ndarray:
-    """dJ/db_g (Z,) = q(z) eta(z), Eqs. (41), (45), (52)-(53), for a one-layer flow."""
+    """dJ/db_g (Z,) = q(z) S(z), Eqs. (41), (45), (52)-(53), for a one-layer flow."""
     raise NotImplementedError("return dJ/db_g as an array of shape (Z,), by the closed form of Eqs. (52)-(53) (stuck? hint('p5_05', 1))")
 
 

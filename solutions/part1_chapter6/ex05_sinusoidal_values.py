@@ -2,14 +2,14 @@
 # # Exercise 05 — Sinusoidal encodings by hand
 # **Part:** 1 · **Difficulty:** ★ · **Book notebook:** book/part1_chapter6/6_5_positional_encoding
 #
-# Chapter 6, Exercise 5. With $\mathrm{PE}(t,2i)=\sin\big(t/10000^{2i/d_{\text{model}}}\big)$ and
-# $\mathrm{PE}(t,2i+1)=\cos\big(t/10000^{2i/d_{\text{model}}}\big)$ (§6.5; here $i$ numbers the *pair*
-# of dimensions $2i,2i+1$, from 0), compute
+# Chapter 6, Exercise 5. With $\mathrm{PE}(t,2m)=\sin\big(t/10000^{2m/d_{\text{model}}}\big)$ and
+# $\mathrm{PE}(t,2m+1)=\cos\big(t/10000^{2m/d_{\text{model}}}\big)$ (§6.5, which writes $m$ for the *pair*
+# of dimensions $2m,2m+1$, counted from 0), compute
 # $\mathrm{PE}(10,0),\dots,\mathrm{PE}(10,3)$ for $d_{\text{model}}=128$ and verify that
 # $\mathrm{PE}(t,0)^2+\mathrm{PE}(t,1)^2=1$.
 #
 # 1. Implement `pe_values(t, d_model, dims)` from the formula with numpy (do not call
-#    `nextword.positions`): each 0-based dimension `dim` in `dims` belongs to the pair `dim // 2` (the $i$
+#    `nextword.positions`): each 0-based dimension `dim` in `dims` belongs to the pair `dim // 2` (the $m$
 #    of the formula); even dimensions use sine, odd ones cosine.
 # 2. Print the four values and the identity, and explain why the identity holds for every pair.
 
@@ -20,8 +20,8 @@ import sympy as sp
 
 # %%
 def pe_values(t: int, d_model: int, dims) -> np.ndarray:
-    """PE(t, i) for every i in dims, shape (len(dims),)."""
-    # BEGIN SOLUTION hint="return an array of shape (len(dims),): PE(t, i) for each i in dims"
+    """PE(t, dim) for every dimension dim in dims, shape (len(dims),)."""
+    # BEGIN SOLUTION hint="return an array of shape (len(dims),): PE(t, dim) for each dim in dims"
     dims = np.asarray(dims)
     angle = t / 10000.0 ** (2 * (dims // 2) / d_model)
     return np.where(dims % 2 == 0, np.sin(angle), np.cos(angle))
@@ -36,10 +36,10 @@ print(f"PE(10,0)^2 + PE(10,1)^2 = {values[0] ** 2 + values[1] ** 2:.9f}")
 # %% [markdown]
 # **Why the identity holds.**
 # <!-- BEGIN SOLUTION -->
-# Dimensions $2i$ and $2i+1$ use the *same* angle $\phi=t/10000^{2i/d_{\text{model}}}$, one as sine, one as
-# cosine, so $\mathrm{PE}(t,2i)^2+\mathrm{PE}(t,2i+1)^2=\sin^2\phi+\cos^2\phi=1$ for every position and every
-# pair: each pair is a point on the unit circle, and moving from $t$ to $t+k$ turns it by the angle
-# $k/10000^{2i/d_{\text{model}}}$. For $t=10$: the first pair has angle 10 rad, the second
+# Dimensions $2m$ and $2m+1$ use the *same* angle $\phi=t/10000^{2m/d_{\text{model}}}$, one as sine, one as
+# cosine, so $\mathrm{PE}(t,2m)^2+\mathrm{PE}(t,2m+1)^2=\sin^2\phi+\cos^2\phi=1$ for every position and every
+# pair: each pair is a point on the unit circle, and moving from $t$ to $t+\Delta$ turns it by the angle
+# $\Delta/10000^{2m/d_{\text{model}}}$. For $t=10$: the first pair has angle 10 rad, the second
 # $10\cdot10000^{-2/128}=10^{15/16}$ rad (sympy below).
 # <!-- END SOLUTION -->
 

@@ -3,12 +3,14 @@
 # **Part:** 1 · **Difficulty:** ★★ · **Book notebook:** book/part1_chapter6/6_5_positional_encoding
 #
 # Chapter 6, Exercise 6. RoPE rotates the query at position $i$ by the angle $i\theta$ and the key at
-# position $j$ by $j\theta$ (for every pair of coordinates, with its own frequency $\theta_p$). Explain why
-# the score $(R_{i\theta}q)^\top(R_{j\theta}k)$ depends on $i-j$ and not on $i$ and $j$ separately.
+# position $j$ by $j\theta$ (for every pair of coordinates, with its own frequency $\theta_m$). With
+# $R(\phi)$ the rotation of the plane by the angle $\phi$ (as on page 6.5), explain why the score
+# $(R(i\theta)q)^\top(R(j\theta)k)$ depends on $i-j$ and not on $i$ and $j$ separately.
 #
-# 1. Prove it for one coordinate pair with sympy: compute $R_{i\theta}^\top R_{j\theta}$.
-# 2. Implement `rope_score(q, k, i, j)` for a full vector (consecutive pairs $(x_{2p},x_{2p+1})$,
-#    $\theta_p=10000^{-2p/d}$) with numpy, without calling `nextword.positions`.
+# 1. Prove it for one coordinate pair with sympy: compute $R(i\theta)^\top R(j\theta)$.
+# 2. Implement `rope_score(q, k, i, j)` for full vectors of even length $d_k$ with numpy, without calling
+#    `nextword.positions`: pair $m$ (counted from 0) is the coordinates $2m, 2m+1$, and it turns by
+#    $\theta_m=10000^{-2m/d_k}$ per position, as on page 6.5.
 # 3. Give the intuition in words.
 
 # %%
@@ -32,7 +34,7 @@ print("R(iθ)^T R(jθ) =", product.tolist())
 
 # %%
 def rope_score(q: np.ndarray, k: np.ndarray, i: int, j: int) -> float:
-    """(R_i q) · (R_j k) for vectors of even length d (consecutive pairs, base 10000)."""
+    """(R(iθ) q) · (R(jθ) k) for vectors of even length d_k (consecutive pairs, base 10000)."""
     # BEGIN SOLUTION hint="return a float: the dot product of q rotated to position i and k rotated to position j"
     d = q.shape[-1]
     theta = 10000.0 ** (-np.arange(0, d, 2) / d)  # (d/2,)
@@ -58,11 +60,12 @@ print(", ".join(f"{rope_score(q, k, 5 + s, 2 + s):.4f}" for s in (0, 10, 100)), 
 # A dot product only sees the *angle between* two vectors (and their lengths). Rotating $q$ by $i\theta$
 # and $k$ by $j\theta$ changes that angle by $(j-i)\theta$, whatever $i$ and $j$ are: rotating both by
 # the same extra amount (shifting the sentence) turns the pair rigidly and leaves the angle alone.
-# Algebraically $R_{i\theta}^\top R_{j\theta}=R_{-i\theta}R_{j\theta}=R_{(j-i)\theta}$, so
-# $(R_{i\theta}q)^\top R_{j\theta}k=q^\top R_{(j-i)\theta}k$: the positions enter only through $i-j$. With
-# several frequencies, each pair contributes such a term, $\sum_p q_p^\top R_{(j-i)\theta_p}k_p$, so the
-# whole score is a function of the offset (the cosine of the angle difference the chapter mentions is
-# the $q_{2p}k_{2p}+q_{2p+1}k_{2p+1}$ part of it; a sine term of the same difference completes it).
+# Algebraically $R(i\theta)^\top R(j\theta)=R(-i\theta)R(j\theta)=R\big((j-i)\theta\big)$, so
+# $(R(i\theta)q)^\top R(j\theta)k=q^\top R\big((j-i)\theta\big)k$: the positions enter only through $i-j$. With
+# several frequencies, each pair contributes such a term: with $q^{(m)}=(q_{2m},q_{2m+1})$ and $k^{(m)}$ the
+# pairs, the score is $\sum_m q^{(m)\top} R\big((j-i)\theta_m\big)k^{(m)}$, a function of the offset (the
+# cosine of the angle difference the chapter mentions is the $q_{2m}k_{2m}+q_{2m+1}k_{2m+1}$ part of it; a
+# sine term of the same difference completes it).
 # <!-- END SOLUTION -->
 
 # %%

@@ -13,10 +13,10 @@
 # the agreement).
 #
 # 1. Implement `subject_attention(weights, subject_pos, marker_mask)`: for attention weights
-#    `(N, H, T, T)`, the mean weight that the marker queries put on their sentence's subject, per head `(H,)`.
+#    `(N, h, T, T)` ($h$ heads), the mean weight that the marker queries put on their sentence's subject, per head `(h,)`.
 # 2. Implement `ablation_effect(nll_fn, num_heads, group)`: for a 1-layer model, the increase of the mean
-#    loss over the positions in `group` when one head at a time is switched off, per head `(H,)`.
-#    `nll_fn(head_mask)` returns per-token losses `(N, T)`; `head_mask` is `(1, H)` with 0 for a removed
+#    loss over the positions in `group` when one head at a time is switched off, per head `(h,)`.
+#    `nll_fn(head_mask)` returns per-token losses `(N, T)`; `head_mask` is `(1, h)` with 0 for a removed
 #    head, or None for the full model.
 # 3. Use both to name the head that carries agreement, and describe your diagnostic in words
 #    (inputs, measurements, controls).
@@ -42,17 +42,17 @@ probe = task.sample(512, np.random.default_rng(2))  # held-out sentences for the
 
 # %%
 def subject_attention(weights: np.ndarray, subject_pos: np.ndarray, marker_mask: np.ndarray) -> np.ndarray:
-    """Mean of weights[n, h, i, subject_pos[n]] over the (n, i) with marker_mask[n, i]; shape (H,)."""
-    # BEGIN SOLUTION hint="return an array (H,): the mean weight the marker queries put on their sentence's subject, per head"
+    """Mean of weights[n, m, i, subject_pos[n]] over the (n, i) with marker_mask[n, i], per head m; shape (h,)."""
+    # BEGIN SOLUTION hint="return an array (h,): the mean weight the marker queries put on their sentence's subject, per head"
     N = weights.shape[0]
-    col = weights[np.arange(N), :, :, subject_pos]  # (N, H, T): weight on the subject from every query
+    col = weights[np.arange(N), :, :, subject_pos]  # (N, h, T): weight on the subject from every query
     return (col * marker_mask[:, None, :]).sum(axis=(0, 2)) / marker_mask.sum()
     # END SOLUTION
 
 
 def ablation_effect(nll_fn, num_heads: int, group: np.ndarray) -> np.ndarray:
-    """Δ mean loss over `group` when head h alone is switched off, for h = 0..num_heads-1."""
-    # BEGIN SOLUTION hint="return an array (H,): the increase of the mean loss over `group` when each head alone is switched off"
+    """Δ mean loss over `group` when head m alone is switched off, for m = 0..num_heads-1; shape (h,)."""
+    # BEGIN SOLUTION hint="return an array (h,): the increase of the mean loss over `group` when each head alone is switched off"
     base = nll_fn(None)[group].mean()
     out = np.zeros(num_heads)
     for h in range(num_heads):
@@ -72,7 +72,7 @@ def ablation_effect(nll_fn, num_heads: int, group: np.ndarray) -> np.ndarray:
 # `[0, 2]`.
 
 # %%
-weights_by_hand = np.zeros((1, 2, 3, 3))  # (N, H, T, T)
+weights_by_hand = np.zeros((1, 2, 3, 3))  # (N, h, T, T)
 weights_by_hand[0, 0, 2] = [0.5, 0.25, 0.25]  # head 1 (index 0), the marker query (index 2)
 weights_by_hand[0, 1, 2] = [0.1, 0.1, 0.8]  # head 2 (index 1)
 marker_by_hand = np.array([[False, False, True]])  # (N, T): the third query is the marker

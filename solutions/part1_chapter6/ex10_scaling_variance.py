@@ -22,11 +22,12 @@ sigma = sp.symbols("sigma", positive=True)
 # %% [markdown]
 # **Derivation.**
 # <!-- BEGIN SOLUTION -->
-# $q^\top k=\sum_{i=1}^dq_ik_i$. Each product has mean $E[q_ik_i]=E[q_i]E[k_i]=0$ (independence) and
-# variance $E[q_i^2k_i^2]-0=E[q_i^2]E[k_i^2]=\sigma^2\cdot\sigma^2=\sigma^4$. For $i\ne j$ the products
-# are uncorrelated: $\operatorname{Cov}(q_ik_i,q_jk_j)=E[q_i]E[q_j]E[k_i]E[k_j]=0$. Hence
+# $q^\top k=\sum_{r=1}^dq_rk_r$ (components $r$, $s$, as on page 6.2). Each product has mean
+# $E[q_rk_r]=E[q_r]E[k_r]=0$ (independence) and variance
+# $E[q_r^2k_r^2]-0=E[q_r^2]E[k_r^2]=\sigma^2\cdot\sigma^2=\sigma^4$. For $r\ne s$ the products are
+# uncorrelated: $\operatorname{Cov}(q_rk_r,q_sk_s)=E[q_r]E[q_s]E[k_r]E[k_s]=0$. Hence
 #
-# $$\operatorname{Var}(q^\top k)=\sum_{i=1}^d\operatorname{Var}(q_ik_i)=d\,\sigma^4,$$
+# $$\operatorname{Var}(q^\top k)=\sum_{r=1}^d\operatorname{Var}(q_rk_r)=d\,\sigma^4,$$
 #
 # linear in $d$, for any entry distribution with these two moments (no Gaussianity needed). The
 # standard deviation grows like $\sqrt d\,\sigma^2$, so at $d=512$, $\sigma=1$ typical scores are

@@ -11,7 +11,7 @@
 # component from the trained weights. For the mask, a model is also *retrained* without it, because the
 # failure the chapter has in mind (§6.3) appears in training.
 #
-# 1. Implement `honest_loss(model, ids)`: per-token losses `(N, L-1)` where the prediction of `ids[:, t+1]`
+# 1. Implement `honest_loss(model, ids)`: per-token losses `(N, T-1)` for `ids` of shape `(N, T)`, where the prediction of `ids[:, t+1]`
 #    comes from running the model on `ids[:, :t+1]` only (as in generation).
 # 2. Fill `results[name] = {"teacher_forced": ..., "honest": ...}` (mean losses over all positions) for
 #    `"baseline"`, `"no mask"` (retrained), `"no positions"`, `"single head"`, `"no residual"` (test time).
@@ -54,8 +54,8 @@ test = task.sample(256, np.random.default_rng(2))
 
 # %%
 def honest_loss(model: TinyLM, ids: np.ndarray) -> np.ndarray:
-    """Per-token losses (N, L-1): token t+1 predicted from the model run on tokens 0..t only."""
-    # BEGIN SOLUTION hint="return per-token losses of shape (N, L-1), each token predicted from its prefix alone"
+    """Per-token losses (N, T-1): token t+1 predicted from the model run on tokens 0..t only."""
+    # BEGIN SOLUTION hint="return per-token losses of shape (N, T-1), each token predicted from its prefix alone"
     x = torch.from_numpy(np.asarray(ids, dtype=np.int64))
     out = np.empty((x.shape[0], x.shape[1] - 1))
     with torch.no_grad():
@@ -73,7 +73,7 @@ def honest_loss(model: TinyLM, ids: np.ndarray) -> np.ndarray:
 # what the exercise measures.
 
 # %%
-ids_by_hand = np.random.default_rng(0).integers(0, 5, size=(2, 6))  # (N, L): two sequences of 6 tokens
+ids_by_hand = np.random.default_rng(0).integers(0, 5, size=(2, 6))  # (N, T): two sequences of 6 tokens
 for causal in (True, False):
     tiny = TinyLM(LMConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=2, max_len=6, causal=causal,
                            init_std=0.3), seed=0)

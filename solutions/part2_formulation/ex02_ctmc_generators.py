@@ -2,14 +2,15 @@
 # # Exercise 02 — Rate matrices for discrete diffusion, and their reversal
 # **Part:** 2 · **Difficulty:** ★ · **Book notebook:** book/part2_formulation/08_discrete_diffusion
 #
-# A continuous-time Markov chain on $S$ states is described by a *generator* $Q$: $Q_{yz}\ge0$ is the
-# rate of jumping $y\to z$ ($y\ne z$) and each row sums to zero (the paper writes the states $i$, $j$;
-# the book keeps those letters for the positions of a query and a key). Examples 9.2 and 9.3 of §9 print two
+# A continuous-time Markov chain on the $\lvert\mathcal V\rvert$ values of a token (`V` in code) is described
+# by a *generator* $Q$: $Q_{yz}\ge0$ is the rate of jumping $y\to z$ ($y\ne z$) and each row sums to zero
+# (the paper writes the states $i$, $j$; the book keeps those letters for the positions of a query and a
+# key). Examples 9.2 and 9.3 of §9 print two
 # matrices meant to be such generators — a uniform one and an absorbing ("mask") one — but as
 # printed their rows do not sum to zero.
 #
-# 1. Implement the corrected `uniform_generator(V, beta)`: every state jumps to each of the $V$
-#    states (itself included, which does nothing) at rate $\beta/V$.
+# 1. Implement the corrected `uniform_generator(V, beta)`: every state jumps to each of the
+#    $\lvert\mathcal V\rvert$ states (itself included, which does nothing) at rate $\beta/\lvert\mathcal V\rvert$.
 # 2. Implement `absorbing_generator(V, mask, beta)`: every state other than `mask` jumps to `mask`
 #    at rate $\beta$; `mask` never leaves.
 # 3. Implement `reverse_rates(Q, p)`, the reverse-time generator of (D.1),
@@ -33,7 +34,7 @@ def uniform_generator(V: int, beta: float) -> np.ndarray:
 
 
 def absorbing_generator(V: int, mask: int, beta: float) -> np.ndarray:
-    """Generator (V, V): i -> mask at rate beta for i != mask; the mask row is zero."""
+    """Generator (V, V): y -> mask at rate beta for every state y != mask; the mask row is zero."""
     # BEGIN SOLUTION hint="return the (V, V) rate matrix that sends every state to `mask` at rate beta"
     Q = np.zeros((V, V))
     for i in range(V):
@@ -45,8 +46,8 @@ def absorbing_generator(V: int, mask: int, beta: float) -> np.ndarray:
 
 
 def reverse_rates(Q: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """Reverse-time generator of (D.1) for a law p with p > 0, shape (S, S)."""
-    # BEGIN SOLUTION hint="return the (S, S) reverse-time rate matrix of Eq. (D.1)"
+    """Reverse-time generator Q̄ of (D.1) for a law p with p > 0, shape (V, V)."""
+    # BEGIN SOLUTION hint="return the (V, V) reverse-time rate matrix of Eq. (D.1)"
     R = Q.T * p[None, :] / p[:, None]
     np.fill_diagonal(R, 0.0)
     np.fill_diagonal(R, -R.sum(axis=1))

@@ -6,7 +6,7 @@
 # $A\in\mathbb R^{s\times s}$, $B\in\mathbb R^{s\times d}$. If the input is held constant on each step
 # $[t_i,t_{i+1})$ of length $\Delta t$ ("zero-order hold"), the exact state satisfies
 #
-# $$v_{i+1}=\bar A v_i+\bar B h_i,\qquad \bar A=e^{A\Delta t},\qquad \bar B=\Big(\int_0^{\Delta t}e^{Az}\,dz\Big)B,$$
+# $$v_{i+1}=\bar A v_i+\bar B h_i,\qquad \bar A=e^{A\Delta t},\qquad \bar B=\Big(\int_0^{\Delta t}e^{At'}\,dt'\Big)B,$$
 #
 # the corrected form of (C.4a). The sequence map of (5.9) is then $u_i=Cv_i+Dh_i$.
 #

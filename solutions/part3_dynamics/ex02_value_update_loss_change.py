@@ -4,11 +4,11 @@
 #
 # Moving only $v_j$ by the responsibility-weighted step $\Delta v_j=-\eta\sum_r\alpha_{rj}u_r$
 # (Eq. 33) changes query $i$'s loss, to first order, by
-# $\Delta L_i\approx-\eta\,\alpha_{ij}\sum_r\alpha_{rj}\,u_i^\top u_r$ (Eq. 41). If query $i$
-# dominates column $j$, this becomes $\Delta L_i\approx-\eta\,\alpha_{ij}^2\|u_i\|^2$ (Eq. 43).
+# $\Delta\mathcal L_i\approx-\eta\,\alpha_{ij}\sum_r\alpha_{rj}\,u_i^\top u_r$ (Eq. 41). If query $i$
+# dominates column $j$, this becomes $\Delta\mathcal L_i\approx-\eta\,\alpha_{ij}^2\|u_i\|^2$ (Eq. 43).
 #
 # 1. Implement `first_order(alpha, U, j, eta)` and `dominant(alpha, U, j, eta)`, each returning the
-#    vector $(\Delta L_i)_{i=1..T}$ of Eq. (41), resp. (43). Numpy only.
+#    vector $(\Delta\mathcal L_i)_{i=1..T}$ of Eq. (41), resp. (43). Numpy only.
 # 2. Build a small configuration `alpha_bad (T, T)`, `U_bad (T, d_v)`, `j_bad` in which some
 #    query's loss goes **up** to first order, although (43) promises every query a decrease.
 # 3. Explain in two sentences why this does not contradict the total loss falling.

@@ -2,19 +2,21 @@
 # # Exercise 03 — Which sticky chain is behind "theoretical min entropy 1.8833"?
 # **Part:** 3 · **Difficulty:** ★★ · **Book notebook:** book/part3_dynamics/03_sticky_chain_em_vs_sgd
 #
-# §7.2 uses an 8-state chain that stays put with probability $s=0.3$ and otherwise jumps to another
-# state $j\ne i$ with probability proportional to a weight $w(d)$ of the circular distance
-# $d(i,j)=\min(|i-j|,n-|i-j|)$. Table 1 reports a "theoretical min entropy" of 1.8833 — the entropy
-# rate $H=-\sum_a\pi_a\sum_bP_{ab}\log P_{ab}$ (nats) of the chain.
+# §7.2 uses a chain on $C=8$ states (`n` in code) that stays put with probability $s=0.3$ and otherwise
+# jumps from state $z$ to another state $y\ne z$ with probability proportional to a weight $w(d)$ of the
+# circular distance $d(z,y)=\min(|z-y|,C-|z-y|)$. With $M$ its transition matrix (`P` in code; as on
+# page 3.3, $M_{z,y}$ is the probability that $y$ follows $z$) and $\nu$ its stationary law (a row
+# vector, $\nu M=\nu$), Table 1 reports a "theoretical min entropy" of 1.8833 — the entropy rate
+# $H=-\sum_z\nu_z\sum_yM_{z,y}\log M_{z,y}$ (nats) of the chain.
 #
 # 1. Implement `transition(n, stay, rule)` for the rules `"uniform_others"` ($w=1$),
 #    `"circular_distance"` ($w=d$) and `"inverse_circular_distance"` ($w=1/d$), and, for contrast, the
-#    rule `"line_distance"` ($w=|i-j|$: the states on a line instead of a ring). Row $i$ of the matrix
-#    is the law of the next state given state $i$.
+#    rule `"line_distance"` ($w=|z-y|$: the states on a line instead of a ring). Row $z$ of the matrix
+#    is the law of the next state given state $z$.
 # 2. Implement `entropy_rate(P)` for **any** irreducible transition matrix (find the stationary law
-#    $\pi$ with $\pi P=\pi$ yourself; numpy only).
+#    $\nu$ yourself; numpy only).
 # 3. Set `best_rule` to the rule whose 8-state, $s=0.3$ chain has entropy rate 1.8833.
-# 4. Why is $\pi$ uniform for the three ring rules, so that $H$ is just the entropy of one row? Why
+# 4. Why is $\nu$ uniform for the three ring rules, so that $H$ is just the entropy of one row? Why
 #    not for `"line_distance"`?
 
 # %%
@@ -23,7 +25,7 @@ import numpy as np
 
 # %%
 def transition(n: int, stay: float, rule: str) -> np.ndarray:
-    """(n, n) sticky transition matrix: P[i, i] = stay, P[i, j] ∝ w(d(i, j)) for j != i."""
+    """(n, n) sticky transition matrix: P[z, z] = stay, P[z, y] ∝ w(d(z, y)) for y != z."""
     # BEGIN SOLUTION hint="return the (n, n) transition matrix of the sticky chain for `rule`"
     i, j = np.indices((n, n))
     d = np.minimum(np.abs(i - j), n - np.abs(i - j)).astype(float)  # (n, n)
@@ -43,13 +45,13 @@ def transition(n: int, stay: float, rule: str) -> np.ndarray:
 
 
 def entropy_rate(P: np.ndarray) -> float:
-    """H = -sum_a pi_a sum_b P_ab log P_ab in nats, pi the stationary law of P."""
+    """H = -sum_z nu_z sum_y P_zy log P_zy in nats, nu the stationary law of P."""
     # BEGIN SOLUTION hint="return a float: the entropy rate (nats) of the chain with transition matrix P"
     w, vecs = np.linalg.eig(P.T)
-    pi = np.real(vecs[:, np.argmin(np.abs(w - 1))])
-    pi = pi / pi.sum()
+    nu = np.real(vecs[:, np.argmin(np.abs(w - 1))])
+    nu = nu / nu.sum()
     plogp = np.where(P > 0, P * np.log(np.where(P > 0, P, 1.0)), 0.0)
-    return float(-(pi * plogp.sum(axis=1)).sum())
+    return float(-(nu * plogp.sum(axis=1)).sum())
     # END SOLUTION
 
 
@@ -63,17 +65,17 @@ best_rule = "inverse_circular_distance"
 # %% [markdown]
 # **Answer to 4.**
 # <!-- BEGIN SOLUTION -->
-# Each ring rule's weights depend only on the circular distance, so row $i+1$ is row $i$ shifted by one
+# Each ring rule's weights depend only on the circular distance, so row $z+1$ is row $z$ shifted by one
 # place: the matrix is circulant. Its columns are then shifts of one another too, so every column
 # sums to the same value as the rows, namely 1 — the chain is doubly stochastic — and
-# $\pi=\tfrac1n\mathbf 1$ satisfies $\pi P=\tfrac1n\mathbf 1^\top P=\tfrac1n\mathbf 1^\top$. With a
-# uniform $\pi$ and identical row entropies, $H$ equals the entropy of any row:
-# $h(0.3)+0.7\,H(w/\textstyle\sum w)$, with $h(s)=-s\log s-(1-s)\log(1-s)$ the entropy of staying or
-# leaving and $H(w/\sum w)$ the entropy of where a jump lands.
-# On the line the weights $|i-j|$ are symmetric but not circulant: the row sums $r_i=\sum_jw_{ij}$ are
-# largest at the two ends, so the columns of $P$ no longer sum to 1 and $\pi$ is not uniform. Try
-# $\pi_i\propto r_i$: then $\pi_iP_{ij}\propto(1-s)\,w_{ij}$ for $j\ne i$, symmetric in $i$ and $j$ (detailed
-# balance), so this $\pi$ is stationary and the end states are visited most.
+# $\nu=\tfrac1C\mathbf 1^\top$ satisfies $\nu M=\tfrac1C\mathbf 1^\top M=\tfrac1C\mathbf 1^\top$. With a
+# uniform $\nu$ and identical row entropies, $H$ equals the entropy of any row:
+# $H_{\mathrm b}(0.3)+0.7\,H(w/\textstyle\sum w)$, with $H_{\mathrm b}(s)=-s\log s-(1-s)\log(1-s)$ the entropy
+# of staying or leaving and $H(w/\sum w)$ the entropy of where a jump lands.
+# On the line the weights $w_{zy}=|z-y|$ are symmetric but not circulant: the row sums
+# $r_z=\sum_yw_{zy}$ are largest at the two ends, so the columns of $M$ no longer sum to 1 and $\nu$ is
+# not uniform. Try $\nu_z\propto r_z$: then $\nu_zM_{z,y}\propto(1-s)\,w_{zy}$ for $y\ne z$, symmetric in
+# $z$ and $y$ (detailed balance), so this $\nu$ is stationary and the end states are visited most.
 # <!-- END SOLUTION -->
 
 # %%

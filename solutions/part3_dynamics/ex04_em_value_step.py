@@ -3,19 +3,20 @@
 # **Part:** 3 · **Difficulty:** ★★★ · **Book notebook:** book/part3_dynamics/03_sticky_chain_em_vs_sgd
 #
 # The EM-like schedule of §5.3/§7.2 updates values in closed form: after a forward pass (E-step)
-# giving $\alpha$ and the upstream errors $u_i=\partial L/\partial g_i$ (Eq. 14, summed loss (9)), every value of the
+# giving $\alpha$ and the upstream errors $u_i=\partial\mathcal L/\partial g_i$ (Eq. 14, summed loss (9)), every value of the
 # sequence moves by $\Delta v_j=-\eta_v\sum_i\alpha_{ij}u_i$ (Eq. 33). In a real head the values are
-# $V=XW_V$, so the book carries $\Delta V$ back to the weights by least squares:
-# $W_V\leftarrow W_V+\arg\min_\Delta\|X\Delta-\Delta V\|$.
+# $V=XW^V$ (`params.W_V` in code), so the book carries $\Delta V$ back to the weights by least squares:
+# $W^V\leftarrow W^V+\arg\min_\Delta\|X\Delta-\Delta V\|$.
 #
 # 1. Implement `em_value_step(params, X, y, value_lr)` for one causal sequence `X (T, d_x)`,
 #    `y (T,)` and a `nextword.theory.dynamics.HeadParams` (row vectors: `Q = X @ params.W_Q`, …,
 #    logits `G @ params.W_O + params.b`, so `params.W_O` has shape `(d_v, C)` and, as a row,
-#    $u_i=(p_i-e_{y_i})W_O^\top$ — the paper's Eq. (14) writes the same vector as the column
-#    $W_O^\top(p_i-e_{y_i})$ with its $W_O$ of shape $C\times d_v$, the transpose of `params.W_O`).
+#    $u_i=(p_i-\operatorname{onehot}(y_i))(W^{\text{out}})^\top$ with $W^{\text{out}}$ = `params.W_O`, as page 3.3
+#    writes it — the paper's Eq. (14) writes the same vector as the column $W_O^\top(p_i-e_{y_i})$ with its
+#    $W_O$ of shape $C\times d_v$, the transpose of `params.W_O`, and $e_{y_i}$ the one-hot vector).
 #    Return the new `W_V`. You may use
 #    `nextword.attention.scaled_dot_product_attention` and `softmax`, not `nextword.theory`.
-# 2. Why would updating a free table of per-position values $v_t$ (instead of $W_V$) make the
+# 2. Why would updating a free table of per-position values $v_t$ (instead of $W^V$) make the
 #    training loss of a causal head meaningless?
 
 # %%
@@ -55,7 +56,7 @@ print("||Delta W_V|| =", round(float(np.linalg.norm(W_new - params_demo.W_V)), 4
 # $g_t$ — and hence the prediction at position $t$ — points at the target $y_t$: the table
 # memorises the training sequence and the loss can drop far below the entropy rate without the
 # head having learned anything that transfers to a new sequence. Tying values to inputs
-# ($v_t=x_tW_V$, with $x_t$ carrying only $y_{t-1}$) forbids that shortcut.
+# ($v_t=x_tW^V$, with $x_t$ carrying only $y_{t-1}$) forbids that shortcut.
 # <!-- END SOLUTION -->
 
 # %%

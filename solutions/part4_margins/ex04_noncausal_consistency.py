@@ -11,12 +11,15 @@
 # and $e_t$.)
 #
 # 1. Implement `var_first_embedding(w, sigma)`: the variance of $x_1$ under the **length-2** model
-#    ($|w|<1$). Hint: $x=(I-W)^{-1}\varepsilon$.
-# 2. Explain in two or three sentences why this breaks Eq. (32) for any token head that depends on
-#    $x_1$, and which step of the proof of Theorem 2 (Lemma C.1 or C.2) fails.
+#    ($|w|<1$). Hint: $x=(I-W)^{-1}\varepsilon$, with $W$ the $2\times2$ matrix that gives $(\mu_1,\mu_2)=Wx$.
+# 2. Implement `cov_first_second(w, sigma)`: the covariance $\mathrm{Cov}(x_1,x_2)$ under the same model. Its
+#    sign says whether the two positions move together; the variance, even in $w$, cannot tell $w$ from $-w$.
+# 3. Explain in two or three sentences why this breaks Eq. (32) for a token head that depends on the size
+#    of $x_1$ (on $x_1^2$, say), and which step of the proof of Theorem 2 (Lemma C.1 or C.2) fails.
 
 # %%
 import numpy as np
+
 
 # %%
 def var_first_embedding(w: float, sigma: float) -> float:
@@ -27,20 +30,32 @@ def var_first_embedding(w: float, sigma: float) -> float:
     # END SOLUTION
 
 
+def cov_first_second(w: float, sigma: float) -> float:
+    """Cov(x_1, x_2) in the same length-2 model."""
+    # BEGIN SOLUTION hint="return a float: Cov(x_1, x_2) in the length-2 non-causal model"
+    M = np.linalg.inv(np.eye(2) - np.array([[0.0, w], [w, 0.0]]))
+    return float(sigma**2 * (M @ M.T)[0, 1])  # = sigma² 2w / (1 - w²)²
+    # END SOLUTION
+
+
 print(f"w = 0.5, sigma = 1: Var(x_1) = {var_first_embedding(0.5, 1.0):.4f} (length-1 model: 1.0000)")
+print(f"Cov(x_1, x_2) = {cov_first_second(0.5, 1.0):+.4f} at w = +0.5, {cov_first_second(-0.5, 1.0):+.4f} at w = -0.5")
 
 # %% [markdown]
-# **Answer to 2.**
+# **Answer to 3.**
 # <!-- BEGIN SOLUTION -->
 # Under the length-1 model $x_1\sim\mathcal N(0,\sigma^2)$, but integrating $x_2$ out of the length-2
-# model gives $x_1\sim\mathcal N\big(0,\sigma^2(1+w^2)/(1-w^2)^2\big)$. Any head $P(y_1\mid x_1)$ that is
-# not constant in $x_1$ then gives $\sum_{y_2}P_2(y_1,y_2)=\mathbb E_{p_2}[P(y_1\mid x_1)]\ne
-# \mathbb E_{p_1}[P(y_1\mid x_1)]=P_1(y_1)$. Lemma C.1 still holds (the head is causal); what fails is
-# Lemma C.2 / Assumption A2: the length-2 prior does not factor as $p_1(x_1)\,p(x_2\mid x_1)$, because
+# model gives $x_1\sim\mathcal N\big(0,\sigma^2(1+w^2)/(1-w^2)^2\big)$ (and
+# $\mathrm{Cov}(x_1,x_2)=2w\sigma^2/(1-w^2)^2$: the two positions share both noise terms). A head
+# $P(y_1\mid x_1)$ that depends on the size of $x_1$ (on $x_1^2$, say) then gives
+# $\sum_{y_2}P_2(y_1,y_2)=\mathbb E_{p_2}[P(y_1\mid x_1)]\ne\mathbb E_{p_1}[P(y_1\mid x_1)]=P_1(y_1)$. (A
+# logistic head $P(y_1\mid x_1)=\mathrm{sigmoid}(c\,x_1)$ would not notice: its average is $\tfrac12$ under
+# every centred Gaussian, and only the variances differ.) Lemma C.1 still holds (the head is causal); what
+# fails is Lemma C.2 / Assumption A2: the length-2 prior does not factor as $p_1(x_1)\,p(x_2\mid x_1)$, because
 # the position-1 residual $\hat\varepsilon_1=x_1-wx_2$ now depends on the future.
 # <!-- END SOLUTION -->
 
 # %%
 from nextword.booktools.exercises.checks import check_ex_p4_04
 
-check_ex_p4_04(var_first_embedding)
+check_ex_p4_04(var_first_embedding, cov_first_second)

@@ -10,8 +10,8 @@
 # 1. Implement `exp_map(x, w)` (with $\exp_x(0)=x$) and `retraction(x, w)` for vectors of shape `(d,)`,
 #    using numpy only.
 # 2. For a fixed unit $x$ and unit tangent $\hat w$ in $d=5$, compute
-#    $e(r)=\lVert R_x(r\hat w)-\exp_x(r\hat w)\rVert$ for step lengths $r$ in `np.logspace(-3, -1.5, 10)` and fit
-#    the slope of $\log e$ against $\log r$. Store it in `slope`.
+#    the error $\mathrm{err}(r)=\lVert R_x(r\hat w)-\exp_x(r\hat w)\rVert$ for step lengths $r$ in
+#    `np.logspace(-3, -1.5, 10)` and fit the slope of $\log\mathrm{err}$ against $\log r$. Store it in `slope`.
 # 3. In words: what is the order of the error, and what does it say about the paper's bound?
 
 # %%

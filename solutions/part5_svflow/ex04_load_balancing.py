@@ -7,11 +7,12 @@
 # coarse variational regulariser and says that minimising it "matches the marginal expert distribution to
 # a uniform prior".
 #
-# 1. Show that $\mathcal J_{\text{bal}}=1/E$ whenever $f$ or $P$ is uniform, and that a collapsed router
-#    gives 1.
-# 2. With $E=2$ experts, construct a gate matrix `gates` of shape `(N, 2)` whose $\mathcal J_{\text{bal}}$ is
-#    *below* $1/2$ while its marginal $P$ is not uniform. (Hint: arg-max only sees which gate is larger;
-#    an exact tie goes to the lower index, expert 0, as in `load_balancing_loss`: a convention, not a law.)
+# 1. Show that $\mathcal J_{\text{bal}}=1/\lvert\mathcal Z\rvert$ for $\lvert\mathcal Z\rvert$ experts (as page 5.3
+#    counts them) whenever $f$ or $P$ is uniform, and that a collapsed router gives 1.
+# 2. With $\lvert\mathcal Z\rvert=2$ experts (expert 0 and expert 1, as in code), construct a gate matrix
+#    `gates` of shape `(N, 2)` whose $\mathcal J_{\text{bal}}$ is *below* $1/2$ while its marginal $P$ is not
+#    uniform. (Hint: arg-max only sees which gate is larger; an exact tie goes to the lower index, expert 0,
+#    as in `load_balancing_loss`: a convention, not a law.)
 # 3. What is the infimum of $\mathcal J_{\text{bal}}$ over two-expert routers in your family?
 
 # %%
@@ -22,8 +23,9 @@ from nextword.theory.svflow import load_balancing_loss
 # %% [markdown]
 # **Answer to 1.**
 # <!-- BEGIN SOLUTION -->
-# If $f_z=1/E$ for all $z$, $\mathcal J=\frac1E\sum_zP_z=\frac1E$; likewise if $P_z=1/E$, since $\sum_zf_z=1$.
-# A collapsed router sends everything to one expert $z^*$ with gate 1: $f_{z^*}=P_{z^*}=1$, so $\mathcal J=1$.
+# If $f_z=1/\lvert\mathcal Z\rvert$ for all $z$, $\mathcal J_{\text{bal}}=\frac1{\lvert\mathcal Z\rvert}\sum_zP_z
+# =\frac1{\lvert\mathcal Z\rvert}$; likewise if $P_z=1/\lvert\mathcal Z\rvert$, since $\sum_zf_z=1$.
+# A collapsed router sends everything to one expert $z^*$ with gate 1: $f_{z^*}=P_{z^*}=1$, so $\mathcal J_{\text{bal}}=1$.
 # <!-- END SOLUTION -->
 
 # %%
@@ -38,9 +40,9 @@ print(f"J_bal = {J:.4f}, f = {np.round(f, 3)}, P = {np.round(P, 3)}")
 # **Answer to 3.**
 # <!-- BEGIN SOLUTION -->
 # With a fraction $a\ge\frac12$ of inputs at $(\frac12+\delta,\frac12-\delta)$ and the rest at $(0,1)$:
-# $f=(a,1-a)$, $P_1=a(\frac12+\delta)$, and
-# $\mathcal J=aP_1+(1-a)(1-P_1)=a^2-\tfrac32a+1+\delta(2a^2-a)$. As $\delta\to0$ this is minimised at
-# $a=\tfrac34$, giving $\mathcal J\to\tfrac7{16}<\tfrac12$ with $P=(\tfrac38,\tfrac58)$. So the global
+# $f=(a,1-a)$, expert 0's mean gate $P_0=a(\frac12+\delta)$, and
+# $\mathcal J_{\text{bal}}=aP_0+(1-a)(1-P_0)=a^2-\tfrac32a+1+\delta(2a^2-a)$. As $\delta\to0$ this is
+# minimised at $a=\tfrac34$, giving $\mathcal J_{\text{bal}}\to\tfrac7{16}<\tfrac12$ with $P=(\tfrac38,\tfrac58)$. So the global
 # minimiser of Eq. (22) is not a uniform marginal; the loss lowers the product of two different marginals,
 # and near-tied gates let the hard fractions $f$ and the soft means $P$ disagree.
 # <!-- END SOLUTION -->

@@ -41,7 +41,7 @@ def _sources(nb, cell_type="code") -> list[str]:
 
 def test_sub_checks_of_part4_first_public_rest_hidden(exercises):
     assert [ex.id for ex in exercises] == ["p4_01", "p4_02", "p4_03", "p4_04"]
-    assert [len(ex.labels) for ex in exercises] == [2, 3, 3, 1]
+    assert [len(ex.labels) for ex in exercises] == [2, 3, 3, 2]
     for ex in exercises:
         assert ex.public == ex.labels[:1] and ex.hidden == ex.labels[1:]
     assert exercises[0].args == ["scalar_margins", "support"]
@@ -139,7 +139,7 @@ def test_otter_master_notebook_has_solutions_tests_and_points(exercises):
     assert "# BEGIN QUESTION\nname: p4_01_written_1\nmanual: true\npoints: 1" in raw
     code = _sources(nb)
     tests = [c for c in code if "BEGIN TEST CONFIG" in c]
-    assert len(tests) == 9 and sum("hidden: true" in t for t in tests) == 5
+    assert len(tests) == 10 and sum("hidden: true" in t for t in tests) == 6
     assert not any("check_ex_" in c or "reveal" in c for c in code)  # no self-check, no model answers
     assert any("# BEGIN SOLUTION" in c and "# TODO: return the margins" in c for c in code)
     # p4_03's X, W_Q, W_K would otherwise be p4_02's when left unanswered (one kernel per part)
@@ -229,7 +229,7 @@ def test_otter_assign_and_run_grade_three_submissions(tmp_path):
         if name == "mistake":
             assert "p4_01 - 2 result:\n        ❌ Test case failed" in per_question["p4_01"]["output"]
             assert "ties at the minimum" in per_question["p4_01"]["output"]
-    full = {"p4_01": 2, "p4_02": 3, "p4_03": 3, "p4_04": 1}
+    full = {"p4_01": 2, "p4_02": 3, "p4_03": 3, "p4_04": 2}
     assert scores["reference"] == {q: (m, m) for q, m in full.items()}
     assert scores["untouched"] == {q: (0, m) for q, m in full.items()}
     assert scores["mistake"] == {q: (m - (q == "p4_01"), m) for q, m in full.items()}
@@ -271,7 +271,7 @@ def test_nbgrader_generate_and_autograde_three_submissions(tmp_path):
             failed[student] = sorted(g.name for g in auto if (g.auto_score or 0) < g.max_score)
             written = [g for g in grades if g.cell.cell_type == "markdown"]
             assert len(written) == 4 and all(g.max_score == 1 for g in written)  # graded by hand
-    assert scores == {"reference": (9, 9), "untouched": (0, 9), "mistake": (8, 9)}
+    assert scores == {"reference": (10, 10), "untouched": (0, 10), "mistake": (9, 10)}
     assert failed["mistake"] == ["p4_01_test_2"]
     graded = nbformat.read(course / "autograded" / "mistake" / PART / "ex01_scalar_margin.ipynb", as_version=4)
     test2 = next(c for c in graded.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "p4_01_test_2")

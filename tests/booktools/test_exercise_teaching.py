@@ -399,8 +399,9 @@ def test_p4_03_another_counterexample_accepted_and_certified_block_named():
 
 
 def test_p4_04_closed_form_accepted_and_single_noise_term_named():
-    assert C.check_ex_p4_04(lambda w, s: s**2 * (1 + w**2) / (1 - w**2) ** 2)
-    rejects(C.check_ex_p4_04, lambda w, s: s**2 / (1 - w**2) ** 2, match="two noise terms")
+    cov = lambda w, s: 2 * w * s**2 / (1 - w**2) ** 2  # noqa: E731
+    assert C.check_ex_p4_04(lambda w, s: s**2 * (1 + w**2) / (1 - w**2) ** 2, cov)
+    rejects(C.check_ex_p4_04, lambda w, s: s**2 / (1 - w**2) ** 2, cov, match="two noise terms")
 
 
 # ---- Part 5 -------------------------------------------------------------------------------------

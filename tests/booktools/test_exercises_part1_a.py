@@ -40,6 +40,16 @@ def test_ex01():
         check_ex_p1_01(stub)
 
 
+def test_ex01_wrong_sign_scores_named_downstream_too():
+    """leftex left: with −k·q the exponentials and weights failed with no diagnosis (only the scores were named)."""
+    with pytest.raises(ExerciseCheckError) as info:
+        check_ex_p1_01(lambda q, K: _steps(-q, K))
+    msg = str(info.value)
+    assert "0 of 4 checks passed" not in msg and "1 of 4 checks passed" in msg  # the tuple check passes
+    assert msg.count("wrong sign") == 3  # scores (generic), exponentials and weights (named)
+    assert "exponentials inherit it" in msg and "weights inherit it" in msg
+
+
 def _attn(q, K, V):
     w = _steps(q, K)[2]
     return w, w @ V

@@ -44,12 +44,12 @@ def _pe(t, d, dims, pair=True):
 
 def test_p1_05():
     assert check_ex_p1_05(lambda t, d, dims: _pe(t, d, dims))
-    with pytest.raises(ExerciseCheckError, match="pe_values"):  # exponent i/d instead of 2i/d per pair
+    with pytest.raises(ExerciseCheckError, match="pe_values"):  # exponent dim/d instead of 2m/d per pair
         check_ex_p1_05(lambda t, d, dims: _pe(t, d, dims, pair=False))
 
 
 def test_p1_05_names_the_inverted_frequency():
-    """readex2: t · 10000^(2i/d) for t / 10000^(2i/d) failed with no diagnosis."""
+    """readex2: t · 10000^(2m/d) for t / 10000^(2m/d) failed with no diagnosis."""
 
     def inverted(t, d, dims):
         dims = np.asarray(dims)
@@ -61,7 +61,7 @@ def test_p1_05_names_the_inverted_frequency():
 
 
 def test_p1_05_names_the_dimension_index_mistake():
-    """Reading PE(t, 2i) with i the dimension (exponent 2·dim/d) is named, and the unit-circle check shows the sum."""
+    """Reading PE(t, 2m) with m the dimension (exponent 2·dim/d) is named, and the unit-circle check shows the sum."""
 
     def doubled(t, d, dims):
         dims = np.asarray(dims)
@@ -79,12 +79,12 @@ def test_p1_05_names_the_dimension_index_mistake():
 @pytest.mark.parametrize(
     "exponent, named",
     [
-        (lambda dims: dims // 2, "the factor 2 is missing"),  # PE(t, 2i) = sin(t / 10000^(i/d))
+        (lambda dims: dims // 2, "the factor 2 is missing"),  # PE(t, 2m) = sin(t / 10000^(m/d))
         (lambda dims: 2 * ((dims + 1) // 2), "counted from 1"),  # the pair index 1-based
     ],
 )
 def test_p1_05_names_the_pair_exponent_slips(exponent, named):
-    """leftex: the exponent i/d_model (factor 2 missing) and pairs counted from 1 failed with no diagnosis."""
+    """leftex: the exponent m/d_model (factor 2 missing) and pairs counted from 1 failed with no diagnosis."""
 
     def wrong(t, d, dims):
         dims = np.asarray(dims)
@@ -117,7 +117,7 @@ def test_p1_06():
 
 
 def test_p1_06_names_the_half_split_layout():
-    """Pairs (x_p, x_(p+d/2)) (a common library layout) failed with no diagnosis; it is named now."""
+    """Pairs (x_m, x_(m+d/2)) (a common library layout) failed with no diagnosis; it is named now."""
 
     def half_split(q, k, i, j):
         d = q.shape[0]
@@ -289,15 +289,83 @@ def test_p1_12():
         check_ex_p1_12(prefix_nll, harmless)
 
 
+def _prefix_loss(kind):
+    """honest_loss with one of the usual slips (exf trials: each failed with no diagnosis)."""
+
+    def honest(model, ids):
+        import torch
+        import torch.nn.functional as F
+
+        x = torch.from_numpy(np.asarray(ids, dtype=np.int64))
+        out = np.empty((x.shape[0], x.shape[1] - 1))
+        with torch.no_grad():
+            for t in range(x.shape[1] - 1):
+                logits = (
+                    model(x[:, : t + 2])[:, -2]
+                    if kind == "long"
+                    else model(x[:, : t + 1])[:, 0 if kind == "first" else -1]
+                )
+                target = x[:, t] if kind == "own" else x[:, t + 1]
+                if kind == "batch":
+                    out[:, t] = -torch.log_softmax(logits, dim=0)[torch.arange(len(x)), target].double().numpy()
+                else:
+                    out[:, t] = F.cross_entropy(logits, target, reduction="none").double().numpy()
+        return out
+
+    return honest
+
+
+_GOOD_P1_12 = {
+    "baseline": {"teacher_forced": 1.42, "honest": 1.42},
+    "no mask": {"teacher_forced": 0.07, "honest": 11.7},
+    "no positions": {"teacher_forced": 4.22, "honest": 4.22},
+    "single head": {"teacher_forced": 2.42, "honest": 2.42},
+    "no residual": {"teacher_forced": 9.0, "honest": 9.0},
+}
+
+
+@pytest.mark.parametrize(
+    "kind, named",
+    [
+        ("long", "the prefix includes the target"),
+        ("first", "prefix's first position"),
+        ("own", "the prefix's own last token"),
+        ("batch", "over the batch axis"),
+    ],
+)
+def test_p1_12_honest_loss_slips_named(kind, named):
+    pytest.importorskip("torch")
+    with pytest.raises(ExerciseCheckError, match=rf"(?s)likely mistake: [^\n]*{named}"):
+        check_ex_p1_12(_prefix_loss(kind), _GOOD_P1_12)
+
+
+def test_p1_12_results_summed_swapped_or_ablated_from_the_leaky_model_named():
+    """exf trials: losses summed over the 23 positions passed, and so did ablations made from the model retrained
+    without the mask; the two losses swapped were told 'was it retrained with causal=False?'."""
+    pytest.importorskip("torch")
+    from nextword.torch.probes.ablation import prefix_nll
+
+    assert check_ex_p1_12(prefix_nll, _GOOD_P1_12)
+    summed = {n: {k: 23 * v for k, v in r.items()} for n, r in _GOOD_P1_12.items()}
+    with pytest.raises(ExerciseCheckError, match="likely mistake: a sum over positions"):
+        check_ex_p1_12(prefix_nll, summed)
+    swapped = {n: {"teacher_forced": r["honest"], "honest": r["teacher_forced"]} for n, r in _GOOD_P1_12.items()}
+    with pytest.raises(ExerciseCheckError, match="likely mistake: the two losses swapped"):
+        check_ex_p1_12(prefix_nll, swapped)
+    leaky = {**_GOOD_P1_12, "no positions": {"teacher_forced": 0.9, "honest": 9.5}}
+    with pytest.raises(ExerciseCheckError, match="removed from the model retrained without the mask"):
+        check_ex_p1_12(prefix_nll, leaky)
+
+
 @pytest.mark.parametrize(
     "exponent, named",
     [
-        (lambda d: -np.arange(d // 2) / d, "10000\\^\\(−p/d\\)"),
-        (lambda d: np.arange(0, d, 2) / d, "10000\\^\\(\\+2p/d\\)"),
+        (lambda d: -np.arange(d // 2) / d, "10000\\^\\(−m/d\\)"),
+        (lambda d: np.arange(0, d, 2) / d, "10000\\^\\(\\+2m/d\\)"),
     ],
 )
 def test_p1_06_names_the_frequency_slips(exponent, named):
-    """readex2: θ_p = 10000^(−p/d) and 10000^(+2p/d) failed with no diagnosis."""
+    """readex2: θ_m = 10000^(−m/d) and 10000^(+2m/d) failed with no diagnosis."""
 
     def score(q, k, i, j):
         d = q.shape[0]

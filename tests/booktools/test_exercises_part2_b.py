@@ -110,3 +110,17 @@ def test_sorted_least_likely_first_is_named():
     for by_threshold in (False, True):
         with pytest.raises(ExerciseCheckError, match="sorted least likely first"):
             check_ex_p2_04(lambda z, p: ascending(z, p, by_threshold=by_threshold), _probs(top_p_filter))
+
+
+def test_cumulative_sum_of_logits_is_named():
+    """leftex left: a cumulative sum of the sorted logits (not of the probabilities) failed with no diagnosis."""
+
+    def logits_cumsum(z, p):
+        order = np.argsort(-z, kind="stable")
+        n = min(int(np.sum(np.cumsum(z[order]) < p)) + 1, z.size)
+        out = np.full_like(z, -np.inf)
+        out[order[:n]] = z[order[:n]]
+        return out
+
+    with pytest.raises(ExerciseCheckError, match="the cumulative sum runs over the logits"):
+        check_ex_p2_04(logits_cumsum, _probs(logits_cumsum))

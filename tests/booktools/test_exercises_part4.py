@@ -13,6 +13,7 @@ from nextword.booktools.exercises.checks import (
     check_ex_p4_03,
     check_ex_p4_04,
 )
+from nextword.booktools.exercises.subchecks import sub_check_results
 from nextword.theory.barrier import (
     jacobian_diagonal_block,
     matrix_margins,
@@ -133,15 +134,61 @@ def test_p4_02_swapped_outer_product_and_sqrt_dk_named(kwargs, named):
         check_ex_p4_02(lambda X, t, W_Q, W_K, W_V: _block(X, t, W_Q, W_K, W_V, **kwargs))
 
 
+def _var_x1(w, s):
+    return s**2 * (1 + w**2) / (1 - w**2) ** 2
+
+
+def _cov_x1_x2(w, s):
+    return s**2 * 2 * w / (1 - w**2) ** 2
+
+
 def test_p4_04_right_and_wrong():
-    assert check_ex_p4_04(lambda w, s: s**2 * (1 + w**2) / (1 - w**2) ** 2)
+    assert check_ex_p4_04(_var_x1, _cov_x1_x2)
     with pytest.raises(ExerciseCheckError):  # the length-1 answer
-        check_ex_p4_04(lambda w, s: s**2)
+        check_ex_p4_04(lambda w, s: s**2, _cov_x1_x2)
     with pytest.raises(ExerciseCheckError, match="NotImplementedError"):
-        check_ex_p4_04(_not_implemented)
-    # leftex: σ² (J Jᵀ)_00, the map e = J x used the wrong way round, failed with no diagnosis
+        check_ex_p4_04(_not_implemented, _not_implemented)
+    # leftex: σ² (J Jᵀ)_00, the map ε = J x used the wrong way round, failed with no diagnosis
     with pytest.raises(ExerciseCheckError, match="J itself, not its inverse"):
-        check_ex_p4_04(lambda w, s: s**2 * (1 + w**2))
+        check_ex_p4_04(lambda w, s: s**2 * (1 + w**2), _cov_x1_x2)
+
+
+def _moments_with(sign: float):
+    """Var(x_1) and Cov(x_1, x_2) from x = (I − sign·W)⁻¹ ε (sign = −1: the slip (I + W)⁻¹)."""
+
+    def cov(w, s):
+        M = np.linalg.inv(np.eye(2) - sign * np.array([[0.0, w], [w, 0.0]]))
+        return s**2 * (M @ M.T)
+
+    return (lambda w, s: float(cov(w, s)[0, 0])), (lambda w, s: float(cov(w, s)[0, 1]))
+
+
+def test_p4_04_sign_slip_i_plus_w_fails_on_the_covariance_and_is_named():
+    """leftex: (I + W)⁻¹ for (I − W)⁻¹ passed, since Var(x_1) is even in w. The exercise now also asks for
+    Cov(x_1, x_2), odd in w: the slip keeps the variance (1 of 2 sub-checks) and is named on the covariance."""
+    var, cov = _moments_with(+1.0)
+    assert check_ex_p4_04(var, cov)
+    var_slip, cov_slip = _moments_with(-1.0)
+    results = dict(sub_check_results("p4_04", var_slip, cov_slip))
+    assert len(results) == 2
+    var_label, cov_label = list(results)
+    assert results[var_label] is None  # the variance cannot show the slip
+    assert "sign of w flipped" in results[cov_label] and "(I + W)⁻¹" in results[cov_label]
+    with pytest.raises(ExerciseCheckError, match=r"(?s)1 of 2 checks passed.*\(I \+ W\)⁻¹ε instead of \(I − W\)⁻¹ε"):
+        check_ex_p4_04(var_slip, cov_slip)
+
+
+@pytest.mark.parametrize(
+    "cov, named",
+    [
+        (lambda w, s: 0.0, "the length-1 answer 0"),
+        (lambda w, s: s**2 * w / (1 - w**2) ** 2, "one noise term only"),
+        (lambda w, s: 2 * w / (1 + w**2), "the correlation, not the covariance"),
+    ],
+)
+def test_p4_04_covariance_slips_named(cov, named):
+    with pytest.raises(ExerciseCheckError, match=named):
+        check_ex_p4_04(_var_x1, cov)
 
 
 def test_p4_03_right_and_wrong():
@@ -155,6 +202,20 @@ def test_p4_03_right_and_wrong():
     c = brentq(lambda s: matrix_margins(s * X, np.eye(2), np.eye(2)).det[-1], 0.6, 0.65)
     with pytest.raises(ExerciseCheckError, match="singular"):
         check_ex_p4_03(c * X, np.eye(2), np.eye(2))
+
+
+def test_p4_03_transposed_x_and_a_counterexample_at_an_earlier_row_are_named():
+    """exf trials: X given as (d, T) failed with a bare shape message; a context whose counterexample is at an
+    earlier row (the last row's query then concentrates its weights, ρ < 1) failed without saying so."""
+    X = 2.5 * np.array([[0.0, 0.0], [1.0, 0.3], [-0.6, 0.8], [0.2, -0.1]])
+    with pytest.raises(ExerciseCheckError, match="X is transposed"):
+        check_ex_p4_03(X.T, np.eye(2), np.eye(2))
+    with pytest.raises(ExerciseCheckError, match="W_Q and W_K are transposed"):
+        check_ex_p4_03(X, np.ones((2, 3)), np.ones((2, 3)))
+    longer = np.vstack([X, [[10.0, 3.0]]])  # the 5th query points at row 1: its weights concentrate there
+    assert matrix_margins(longer, np.eye(2), np.eye(2)).spectral[-1] > 0
+    with pytest.raises(ExerciseCheckError, match=r"(?s)earlier row.*position 3.*end X at row 3"):
+        check_ex_p4_03(longer, np.eye(2), np.eye(2))
 
 
 def test_p4_02_own_token_in_the_sums_is_named_not_called_float32():

@@ -34,6 +34,24 @@ def test_p5_01_names_mixed_log_bases():
             check_ex_p5_01(sp.exp_map, sp.retraction, slope)
 
 
+def test_p5_01_names_a_fit_with_one_linear_axis():
+    """leftex left: a semi-log fit (log error against r: slope about 313 on the statement's steps) got only the
+    generic message; so did error against log r. Both are named now, from a random unit x and tangent."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(5)
+    x /= np.linalg.norm(x)
+    w = rng.standard_normal(5)
+    w -= (w @ x) * x
+    w /= np.linalg.norm(w)
+    rs = np.logspace(-3, -1.5, 10)
+    errs = np.array([np.linalg.norm(sp.retraction(x, r * w) - sp.exp_map(x, r * w)) for r in rs])
+    assert abs(np.polyfit(np.log(rs), np.log(errs), 1)[0] - 3.0) < 0.01
+    with pytest.raises(ExerciseCheckError, match="semi-log fit"):
+        check_ex_p5_01(sp.exp_map, sp.retraction, np.polyfit(rs, np.log(errs), 1)[0])
+    with pytest.raises(ExerciseCheckError, match="without the log of the error"):
+        check_ex_p5_01(sp.exp_map, sp.retraction, np.polyfit(np.log(rs), errs, 1)[0])
+
+
 def test_p5_02():
     assert check_ex_p5_02(lambda k, d: float(sp.vmf_log_normalizer(k, d)))
     with pytest.raises(ExerciseCheckError, match="not finite"):

@@ -28,9 +28,9 @@ _ROOT = repo_root()
 HINTS: dict[str, tuple[str, ...]] = {
     "p1_01": (
         "Three steps, one per returned array: dot products, then exponentials, then normalise.",
-        "Each score is the dot product of the query with one key row, divided by √d (d = length of q). "
+        "Each score is the dot product of the query with one key row, divided by √d_k (d_k = length of q). "
         "Subtracting the largest score before exp changes nothing after normalising and avoids overflow.",
-        "scores = K @ q / sqrt(d); e = exp(scores - scores.max()); weights = e / e.sum()",
+        "scores = K @ q / sqrt(len(q)); e = exp(scores - scores.max()); weights = e / e.sum()",
     ),
     "p1_02": (
         "A convex combination has non-negative coefficients that sum to 1 — which property does softmax give you?",
@@ -42,23 +42,23 @@ HINTS: dict[str, tuple[str, ...]] = {
     "p1_03": (
         "A generator never sees the word it is about to produce: feed only the prefix.",
         "For each t, run the model on windows[:, :t] and use the logits of the last position to predict windows[:, t].",
-        "for t in 1..L-1: F.cross_entropy(model(windows[:, :t])[:, -1], windows[:, t]); average the L-1 values.",
+        "for t in 1..T-1: F.cross_entropy(model(windows[:, :t])[:, -1], windows[:, t]); average the T-1 values.",
     ),
     "p1_04": (
         "Count weight matrices: per head the query, key and value projections, then the output projection.",
-        "A head projects d_model → d_head = d_model / n_heads; with n_heads heads the three projections give "
+        "A head projects d_model → d_k = d_model / n_heads; with n_heads heads the three projections give "
         "3 · d_model · d_model together. The output projection W^O is d_model × d_model.",
         "4 · d_model² per layer, times n_layers — n_heads cancels (sympy shows it).",
     ),
     "p1_05": (
-        "Dimensions come in pairs (2k, 2k+1) that share one frequency; the even one is a sine, the odd one a cosine.",
-        "The angle of dimension dim is t / 10000^(2k / d_model) with k = dim // 2, the pair it belongs to.",
+        "Dimensions come in pairs (2m, 2m+1) that share one frequency; the even one is a sine, the odd one a cosine.",
+        "The angle of dimension dim is t / 10000^(2m / d_model) with m = dim // 2, the pair it belongs to.",
         "angle = t / 10000 ** (2 * (dim // 2) / d_model); sin(angle) for even dim, cos(angle) for odd dim.",
     ),
     "p1_06": (
         "A rotation by iθ followed by the transpose of a rotation by jθ is a single rotation: by which angle?",
         "Write R(φ) as a 2×2 sympy Matrix and simplify R(iθ)ᵀ R(jθ). Numerically, rotate each pair "
-        "(x[2p], x[2p+1]) by position · θ_p with θ_p = 10000^(-2p/d).",
+        "(x[2m], x[2m+1]) by position · θ_m with θ_m = 10000^(-2m/d_k).",
         "simplify(R(i*θ).T * R(j*θ) - R((j - i)*θ)) == zeros; rope_score = rotate(q, i) @ rotate(k, j).",
     ),
     "p1_07": (
@@ -76,27 +76,27 @@ HINTS: dict[str, tuple[str, ...]] = {
     "p1_09": (
         "Separate looking from using: what the head attends to, and what breaks when it is switched off.",
         "subject_attention: the weight from each marker query to its sentence's subject column, averaged over "
-        "the marker queries. ablation_effect: the mean loss on `group` with head h masked minus the full model's.",
-        "col = weights[arange(N), :, :, subject_pos]; average col over marker_mask. For each h, a (1, H) mask of "
-        "ones with 0 at h: nll_fn(mask)[group].mean() - nll_fn(None)[group].mean().",
+        "the marker queries. ablation_effect: the mean loss on `group` with head m masked minus the full model's.",
+        "col = weights[arange(N), :, :, subject_pos]; average col over marker_mask. For each head m, a (1, h) mask of "
+        "ones with 0 at m: nll_fn(mask)[group].mean() - nll_fn(None)[group].mean().",
     ),
     "p1_10": (
-        "q·k is a sum of d independent products q_i k_i: variances of independent terms add.",
-        "Var(q_i k_i) = E[q_i²] E[k_i²] = σ⁴ for zero-mean independent entries. sympy.stats can do it with "
+        "q·k is a sum of d independent products q_r k_r: variances of independent terms add.",
+        "Var(q_r k_r) = E[q_r²] E[k_r²] = σ⁴ for zero-mean independent entries. sympy.stats can do it with "
         "Normal variables; the simulation draws (n, d) arrays for q and k.",
-        "variance(sum(Normal(f'q{i}', 0, σ) * Normal(f'k{i}', 0, σ))); simulation: (q * k).sum(1).var().",
+        "variance(sum(Normal(f'q{r}', 0, σ) * Normal(f'k{r}', 0, σ) for r in range(d))); simulation: (q * k).sum(1).var().",
     ),
     "p1_11": (
         "Count each matrix product (n1×n2)(n2×n3) as 2·n1·n2·n3 FLOPs; then ask which operations must wait for others.",
         "RNN: X W_x once, then T-1 products z W_z (the first step starts from z = 0). Attention: three "
-        "projections, Q Kᵀ and A V (T×T), and the output projection. A product's backward pass costs two products.",
+        "projections, Q Kᵀ and the weights times V (T×T by T×d), and the output projection. A product's backward pass costs two products.",
         "rnn fwd = 2Td² + 2(T-1)d², attention fwd = 8Td² + 4T²d; bwd ≈ 2 × fwd; steps: rnn T, attention 1.",
     ),
     "p1_12": (
         "'Honest' means the model never sees the token it predicts, whatever its mask.",
         "Run the model on each prefix ids[:, :t+1] and score the next token with the last position's logits; "
         "for the results, compare that with the teacher-forced loss of one pass (token_nll).",
-        "for t in range(L-1): logits = model(ids[:, :t+1])[:, -1]; cross-entropy against ids[:, t+1].",
+        "for t in range(T-1): logits = model(ids[:, :t+1])[:, -1]; cross-entropy against ids[:, t+1].",
     ),
     "p2_01": (
         "The chain rule of KL: the joint KL splits into one expected KL of next-token laws per position.",
@@ -108,12 +108,12 @@ HINTS: dict[str, tuple[str, ...]] = {
         "A rate matrix has non-negative off-diagonal entries and rows that sum to 0.",
         "Uniform noise jumps to each state at rate β/V; absorbing noise jumps only to the mask state at rate β, "
         "and the mask never leaves. The reverse rate from y to z is the forward rate from z to y times p_z / p_y.",
-        "uniform: β (ones((V, V)) / V - I); reverse: R = Qᵀ · p[None, :] / p[:, None], then reset the diagonal "
+        "uniform: β (ones((V, V)) / V - I); reverse: Q̄ = Qᵀ · p[None, :] / p[:, None], then reset the diagonal "
         "to minus the off-diagonal row sums.",
     ),
     "p2_03": (
         "Between samples the input is held constant: solve the linear ODE exactly over one step.",
-        "Abar = exp(dt A); Bbar = ∫_0^dt exp(tA) dt B, which needs no inverse of A if you exponentiate the block "
+        "Abar = exp(dt A); Bbar = ∫_0^dt exp(t'A) dt' B, which needs no inverse of A if you exponentiate the block "
         "matrix [[A, B], [0, 0]].",
         "M = zeros((s+d, s+d)); M[:s, :s] = A; M[:s, s:] = B; E = expm(M * dt); return E[:s, :s], E[:s, s:]. "
         "scan: record u_i = C v_i + D h_i, then v = Abar v + Bbar h_i.",
@@ -138,9 +138,9 @@ HINTS: dict[str, tuple[str, ...]] = {
     ),
     "p3_03": (
         "The entropy rate of a stationary Markov chain is the average row entropy, weighted by the stationary law.",
-        "The stationary law π is the left eigenvector of P for eigenvalue 1; H = −Σ_i π_i Σ_j P_ij log P_ij "
+        "The stationary law ν is the left eigenvector of P for eigenvalue 1; H = −Σ_z ν_z Σ_y P_zy log P_zy "
         "(0 log 0 = 0). For the rules, the off-diagonal mass 1 − stay is split by the rule's weights.",
-        "π from np.linalg.eig(P.T), normalised; circular distance d = min(|i-j|, n-|i-j|), line distance |i-j|; "
+        "ν from np.linalg.eig(P.T), normalised; circular distance d = min(|z-y|, n-|z-y|), line distance |z-y|; "
         "divide each row's weights by that row's sum (w.sum(axis=1)); then compute the three ring chains' rates and "
         "compare with 1.8833.",
     ),
@@ -174,7 +174,8 @@ HINTS: dict[str, tuple[str, ...]] = {
         "Without the mask, x_1 and x_2 are both functions of both noises ε_1 and ε_2.",
         "The model is ε = (I − W) x with W = [[0, w], [w, 0]]; so x = M ε with M = (I − W)⁻¹ and "
         "Cov(x) = σ² M Mᵀ.",
-        "M = inv(eye(2) - [[0, w], [w, 0]]); return sigma**2 * (M @ M.T)[0, 0].",
+        "M = inv(eye(2) - [[0, w], [w, 0]]); Var(x_1) = sigma**2 * (M @ M.T)[0, 0] and "
+        "Cov(x_1, x_2) = sigma**2 * (M @ M.T)[0, 1].",
     ),
     "p5_01": (
         "The exponential map follows the great circle; the retraction steps in the tangent direction and renormalises.",
@@ -205,9 +206,9 @@ HINTS: dict[str, tuple[str, ...]] = {
     "p5_05": (
         "Write the step forward first (posterior q, scores s, x1), then differentiate the two terms of J "
         "with respect to the posterior logits.",
-        "Task term: delta_1 = W_cls (softmax(W_cls^T x1) − e_y) and A(z) = delta_1 · s(x0, z). KL term: "
+        "Task term: delta_1 = W_cls (softmax(W_cls^T x1) − onehot(y)) and A(z) = delta_1 · s(x0, z). KL term: "
         "R(z) = log q(z|x0) − log p(z|x0), p the normalised likelihoods (uniform prior).",
-        "eta = (A − E_q A) + beta (R − E_q R); the softmax Jacobian turns eta into dJ/db_g = q * eta.",
+        "S = (A − E_q A) + beta (R − E_q R); the softmax Jacobian turns S into dJ/db_g = q * S.",
     ),
     "p5_04": (
         "J_bal = Σ_z f_z P_z mixes hard dispatch fractions f with soft probabilities P.",

@@ -7,7 +7,7 @@ tests written by :mod:`nextword.booktools.exercises.export` call :func:`sub_chec
 each sub-check is its own test with its own points (public or hidden).
 
 >>> from nextword.booktools.exercises.checks import check_ex_p4_04
->>> [label for label, msg in sub_check_results("p4_04", lambda w, sigma: 0.0)][:1]
+>>> [label for label, msg in sub_check_results("p4_04", lambda w, sigma: 0.0, lambda w, sigma: 0.0)][:1]
 ['Var(x_1) of the length-2 non-causal model (change of variables ε = J x)']
 """
 

@@ -222,15 +222,15 @@ def draw_kl_gap(
 
 #: The steps of one attention block (5.3a–d) and of the head (5.6)–(5.7), as (label, equation) pairs.
 SET_TRANSFORMER_STEPS = (
-    ("ATT: h_k + Σ_l α_kl V h_l", "(5.3a)"),
-    ("N: normalise each h_k", "(5.3b)"),
-    ("h_k + NN(h_k)", "(5.3c)"),
-    ("N: normalise each h_k", "(5.3d)"),
+    ("ATT: h_i + Σ_j α_ij V h_j", "(5.3a)"),
+    ("N: normalise each h_i", "(5.3b)"),
+    ("h_i + NN(h_i)", "(5.3c)"),
+    ("N: normalise each h_i", "(5.3d)"),
 )
 
 
 def draw_set_transformer(n_blocks: int = 2, *, pooling: str = "mean", ax: Axes | None = None) -> Axes:
-    """The set transformer q_m = σ(B ∘ P ∘ A_K ∘ … ∘ A_1(h_{1:m-1}) / τ) of §5.1–5.2 as boxes and arrows.
+    """The set transformer q_m = softmax(B ∘ P ∘ A_K ∘ … ∘ A_1(h_{1:m-1}) / τ) of §5.1–5.2 as boxes and arrows.
 
     Left to right: the embedded prefix h_{1:m-1}; one attention block drawn open (its four steps
     (5.3a–d), the only step that mixes positions, ATT, highlighted); the remaining ``n_blocks - 1``
@@ -260,7 +260,9 @@ def draw_set_transformer(n_blocks: int = 2, *, pooling: str = "mean", ax: Axes |
     pool_text = "P: mean over\npositions" if pooling == "mean" else "P: max over\npositions"
     box(ax, (8.4, 0), pool_text + "\n(Ex. 5.4)", width=1.7, height=1.1, colour=COLOURS["value"], fontsize=8)
     box(ax, (10.3, 0), "B: d_e → |V|\nscores", width=1.5, height=1.1, colour=COLOURS["key"], fontsize=8)
-    box(ax, (12.2, 0), "σ(· / τ)\n= q_m(· | h)\n(5.7)", width=1.6, height=1.1, colour=COLOURS["input"], fontsize=8)
+    box(
+        ax, (12.2, 0), "softmax(· / τ)\n= q_m(· | h)\n(5.7)", width=1.6, height=1.1, colour=COLOURS["input"], fontsize=8
+    )
     for x_from, x_to in ((7.2, 7.55), (9.25, 9.55), (11.05, 11.4)):
         arrow(ax, (x_from, 0), (x_to, 0), shrink=1)
     ax.text(8.4, -1.9, f"T = P ∘ A_{n_blocks} ∘ … ∘ A_1   (5.6)", ha="center", fontsize=9)

@@ -75,7 +75,7 @@ def check_ex_p3_05(key_gradient: Callable, simplex_cosine: Callable) -> bool:
 def _logit_gradient_variant(x0: np.ndarray, layer, W_cls: np.ndarray, y: int, beta: float, *,
                             classify_x0: bool = False, task_sign: float = 1.0,
                             log_var_term: bool = True) -> np.ndarray:
-    """q(z) η(z) of Eqs. (52)–(53) for a one-layer flow, computed with a typical slip (diagnosis only): the
+    """q(z) S(z) of Eqs. (52)–(53) for a one-layer flow, computed with a typical slip (diagnosis only): the
     classifier applied to x⁰ instead of x¹, δ₁ with the wrong sign, or Gaussian log-likelihoods without their
     −(d/2) log σ_z² term. With no slip it is the library's ``hybrid_gradients(...).grad_b_g[0]``. Shapes:
     ``x0 (d,)``, ``W_cls (d, C)`` -> ``(Z,)``."""
@@ -98,7 +98,7 @@ def _logit_gradient_variant(x0: np.ndarray, layer, W_cls: np.ndarray, y: int, be
 
 def check_ex_p5_05(logit_gradient: Callable) -> bool:
     """Exercise 5.5: ``logit_gradient(x0, layer, W_cls, y, beta)`` -> ``dJ/db_g (Z,)`` for a one-layer
-    SVFlow (the logit-bias gradient ``q(z) eta(z)`` of Eqs. 52–53).
+    SVFlow (the logit-bias gradient ``q(z) S(z)`` of Eqs. 52–53; the paper writes η for S).
 
     Three sub-checks, each listed ✓ or ✗ by the :class:`Report`: the task term alone (β = 0), with the
     self-variational term (β > 0), and the sum over z (zero: the advantages are centred).
@@ -119,7 +119,7 @@ def check_ex_p5_05(logit_gradient: Callable) -> bool:
         expected, q = full.grad_b_g[0], full.forward.q[0]
         task_only = hybrid_gradients(x0, [layer], W_cls, y, 0.0).grad_b_g[0]
         self_term = (expected - task_only) / beta if beta else np.zeros(Z)  # q (R - E_q R), from the library
-        mistakes = {"η without the factor q(z): dJ/db_g = q(z) η(z) (the softmax Jacobian)": expected / q,
+        mistakes = {"S without the factor q(z): dJ/db_g = q(z) S(z) (the softmax Jacobian)": expected / q,
                     "the classifier is applied to x⁰: the task loss reads the output of the step, "
                     "x¹ = x⁰ + Σ_z q(z|x⁰) s(x⁰, z)":
                     _logit_gradient_variant(x0, layer, W_cls, y, beta, classify_x0=True),
@@ -137,7 +137,7 @@ def check_ex_p5_05(logit_gradient: Callable) -> bool:
             resid = np.asarray(got, dtype=float).reshape(Z) - expected
             c = float(resid @ q / (q @ q))
             if abs(c) > 1e-9:
-                mistakes["the advantages are not centred: η(z) = (A(z) − E_q[A]) + β (R(z) − E_q[R]) (Eq. 53), "
+                mistakes["the advantages are not centred: S(z) = (A(z) − E_q[A]) + β (R(z) − E_q[R]) (Eq. 53), "
                          "so the gradient sums to zero"] = expected + c * q
         except (TypeError, ValueError):
             pass  # check_close reports the shape or type
@@ -148,7 +148,7 @@ def check_ex_p5_05(logit_gradient: Callable) -> bool:
         for case in cases:
             if case[2] == 0.0:
                 compare(*case)
-    with r.check("β > 0: q(z) η(z) with the self-variational advantage R(z) (Eqs. 45, 53)"):
+    with r.check("β > 0: q(z) S(z) with the self-variational advantage R(z) (Eqs. 45, 53)"):
         for case in cases:
             if case[2] != 0.0:
                 compare(*case)
@@ -159,4 +159,4 @@ def check_ex_p5_05(logit_gradient: Callable) -> bool:
             total = float(np.sum(got))
             check_true(abs(total) < 1e-9, f"{label} sums to {total:.6g}, not 0 — did you centre the advantages "
                        "(subtract E_q[A] and E_q[R])?")
-    return r.done("q(z) eta(z) is right for the task and self-variational advantages")
+    return r.done("q(z) S(z) is right for the task and self-variational advantages")

@@ -64,7 +64,9 @@ def check_ex_p1_01(attention_steps) -> bool:
             s = K @ q / np.sqrt(d)
             check_close(f"exponentials for {label}, normalised to sum 1", exps / exps.sum(), _softmax(s),
                         rtol=1e-9, atol=1e-12, allow_float32=True,
-                        mistakes={"exponentials of the unscaled scores k_j·q: divide by √d before exp": _softmax(K @ q)})
+                        mistakes={"exponentials of the unscaled scores k_j·q: divide by √d before exp": _softmax(K @ q),
+                                  "exponentials of −s_j: the scores have the wrong sign (see the scaled-scores check), "
+                                  "and the exponentials inherit it": _softmax(-s)})
     with r.check("weights = softmax of the scaled scores"):
         for (label, q, K), (_, _, weights) in zip(cases, outs):
             n = K.shape[0]
@@ -74,7 +76,9 @@ def check_ex_p1_01(attention_steps) -> bool:
                        "divide the exponentials by their sum")
             check_close(f"weights for {label}", w, w_ref[0], rtol=1e-9, atol=1e-12, allow_float32=True,
                         mistakes={"softmax of the unscaled scores k_j·q: divide by √d first": _softmax(K @ q),
-                                  "softmax of the scores divided by d: the scale is 1/√d": _softmax(K @ q / K.shape[1])})
+                                  "softmax of the scores divided by d: the scale is 1/√d": _softmax(K @ q / K.shape[1]),
+                                  "softmax of −s_j: the scores have the wrong sign (see the scaled-scores check), and "
+                                  "the weights inherit it": _softmax(-K @ q / np.sqrt(K.shape[1]))})
     return r.done("scaled scores, exponentials and weights match scaled dot-product attention "
                   "(Exercise 1's numbers and two random cases)")
 
@@ -183,7 +187,7 @@ def check_ex_p1_03(generation_style_loss, model, windows, entropy_rate: float) -
                    "the model for this experiment must be trained WITHOUT the mask (causal=False)")
     windows = np.asarray(windows)
     if windows.ndim != 2 or windows.shape[1] < 4:
-        fail("windows must be a (num_windows, L) array of token ids with L >= 4")
+        fail("windows must be a (num_windows, T) array of token ids with T >= 4")
     if not isinstance(model, TinyLM):
         return r.done("")
     teacher = evaluate_loss(model, windows)
@@ -206,10 +210,10 @@ def check_ex_p1_03(generation_style_loss, model, windows, entropy_rate: float) -
                               for row, lgs in zip(sub, logits)])
             slips = {"the teacher-forced loss (one pass over the whole window): run the model on "
                      "each prefix separately": evaluate_loss(model, sub),
-                     f"the last position is skipped: t runs over 1..L−1 = 1..{L - 1} (range(1, L)), "
-                     f"so w[{L - 1}] is predicted from w[:{L - 1}] too": float(nll[:, :-1].mean()),
-                     f"the first position is skipped: t runs over 1..L−1 = 1..{L - 1} (range(1, L)), "
-                     "so w[1] is predicted from w[:1] too": float(nll[:, 1:].mean()),
+                     f"the last position is skipped: t runs over 1..T−1 = 1..{L - 1} (range(1, T)), "
+                     f"so windows[:, {L - 1}] is predicted from windows[:, :{L - 1}] too": float(nll[:, :-1].mean()),
+                     f"the first position is skipped: t runs over 1..T−1 = 1..{L - 1} (range(1, T)), "
+                     "so windows[:, 1] is predicted from windows[:, :1] too": float(nll[:, 1:].mean()),
                      "the logits of the prefix's FIRST position ([:, 0]): the next token is predicted by the "
                      "last position of the prefix ([:, -1])": float(first.mean()),
                      "the losses are summed: the generation-style loss is their mean over all positions and "
@@ -338,7 +342,7 @@ def check_ex_p1_10(variance_expression, simulate_variance) -> bool:
             truth = d * sigma ** 4
             if sp.simplify(expr - truth) == 0:
                 continue
-            known = {d * sigma ** 2: "the variance of one product q_i k_i is E[q²] E[k²] = σ²·σ² = σ⁴, not σ²",
+            known = {d * sigma ** 2: "the variance of one product q_r k_r is E[q²] E[k²] = σ²·σ² = σ⁴, not σ²",
                      sigma ** 4: "that is one product's variance: the d independent products add up",
                      d ** 2 * sigma ** 4: "d² σ⁴: the products are independent, so their variances add "
                                           "(no cross terms)",
@@ -360,7 +364,7 @@ def check_ex_p1_10(variance_expression, simulate_variance) -> bool:
                        f"± {5 * se:.2g} (5 standard errors)")
                 if abs(est * d - exact) < 5 * se:
                     msg += ("\n    likely mistake: a factor d = {d} too small: that is the variance of one product "
-                            "q_i k_i (sum over the d coordinates first, then take the variance) or of the scaled "
+                            "q_r k_r (sum over the d coordinates first, then take the variance) or of the scaled "
                             "score q·k/√d").format(d=d)
                 elif abs(est ** 2 - exact) < 5 * se * 2 * est:  # Var(s²) ≈ (2 s)² Var(s)
                     msg += ("\n    likely mistake: the standard deviation (.std()), not the variance (.var()): "

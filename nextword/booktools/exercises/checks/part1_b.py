@@ -44,9 +44,9 @@ def check_ex_p1_04(mha_parameter_count: Callable) -> bool:
                                     "is part of the module too",
                      # full-width heads: h·3d² for W^Q, W^K, W^V, plus W^O as d × d or as (h·d) × d
                      (3 * h + 1) * d * d * L: "gives each head full-width d_model × d_model matrices; a head "
-                                              "projects to d_head = d_model / n_heads columns",
+                                              "projects to d_k = d_model / n_heads columns",
                      4 * h * d * d * L: "gives each head full-width d_model × d_model matrices (and W^O rows for "
-                                        "all of them); a head projects to d_head = d_model / n_heads columns",
+                                        "all of them); a head projects to d_k = d_model / n_heads columns",
                      expected // L if L > 1 else -1: "counts one layer only: multiply by n_layers",
                      expected + 4 * d * L: "adds biases; the exercise counts weight matrices only"}
             if got in known:
@@ -58,37 +58,37 @@ def check_ex_p1_04(mha_parameter_count: Callable) -> bool:
 
 # ---- Exercise 5 -------------------------------------------------------------------------------
 def _pe_variant(t: int, d: int, dims: list[int], exponent) -> np.ndarray:
-    i = np.asarray(dims)
-    angle = t / 10000.0 ** (exponent(i) / d)
-    return np.where(i % 2 == 0, np.sin(angle), np.cos(angle))
+    dim = np.asarray(dims)
+    angle = t / 10000.0 ** (exponent(dim) / d)
+    return np.where(dim % 2 == 0, np.sin(angle), np.cos(angle))
 
 
 def check_ex_p1_05(pe_values: Callable) -> bool:
-    """Exercise 5: ``pe_values(t, d_model, dims) -> (len(dims),)`` sinusoidal encodings PE(t, i)."""
+    """Exercise 5: ``pe_values(t, d_model, dims) -> (len(dims),)`` sinusoidal encodings PE(t, dim)."""
     from nextword.positions import sinusoidal_encoding
 
     r = Report("Exercise 1.05")
-    with r.check("PE(t, i) matches the sinusoidal encoding"):
+    with r.check("PE(t, dim) matches the sinusoidal encoding"):
         # the exercise's own four values first (the smallest case), then a full small vector, then odd orders
         for t, d, dims in ((10, 128, [0, 1, 2, 3]), (7, 16, list(range(16))), (123, 64, [62, 63, 5, 4])):
             got = _call(pe_values, f"pe_values({t}, {d}, {dims})", t, d, list(dims))
             expected = sinusoidal_encoding(t + 1, d)[t, dims]
             idx = np.asarray(dims)
             check_close(f"pe_values(t={t}, d_model={d}, dims={dims})", got, expected, rtol=1e-9, atol=1e-12,
-                        mistakes={"the exponent uses i, not 2⌊i/2⌋: both dimensions of a pair share one frequency":
-                                  _pe_variant(t, d, dims, lambda i: i),
-                                  "the exponent uses 2·dim with dim the dimension: in PE(t, 2i) the i counts "
+                        mistakes={"the exponent uses dim, not 2⌊dim/2⌋: both dimensions of a pair share one frequency":
+                                  _pe_variant(t, d, dims, lambda dim: dim),
+                                  "the exponent uses 2·dim with dim the dimension: in PE(t, 2m) the m counts "
                                   "pairs, so dimension dim has exponent 2⌊dim/2⌋ / d_model":
-                                  _pe_variant(t, d, dims, lambda i: 2 * i),
-                                  "t · 10000^(2i/d_model): the wavelengths grow with i, so the angle is "
-                                  "t / 10000^(2i/d_model)":
-                                  _pe_variant(t, d, dims, lambda i: -2 * (i // 2)),
-                                  "the exponent is i/d_model with i the pair (dim // 2): the factor 2 is missing, "
-                                  "PE(t, 2i) = sin(t / 10000^(2i/d_model))":
-                                  _pe_variant(t, d, dims, lambda i: i // 2),
-                                  "the pairs are counted from 1 ((dim + 1) // 2): dimensions 2i and 2i + 1 form "
-                                  "pair i = dim // 2, counted from 0":
-                                  _pe_variant(t, d, dims, lambda i: 2 * ((i + 1) // 2)),
+                                  _pe_variant(t, d, dims, lambda dim: 2 * dim),
+                                  "t · 10000^(2m/d_model): the wavelengths grow with m, so the angle is "
+                                  "t / 10000^(2m/d_model)":
+                                  _pe_variant(t, d, dims, lambda dim: -2 * (dim // 2)),
+                                  "the exponent is m/d_model with m the pair (dim // 2): the factor 2 is missing, "
+                                  "PE(t, 2m) = sin(t / 10000^(2m/d_model))":
+                                  _pe_variant(t, d, dims, lambda dim: dim // 2),
+                                  "the pairs are counted from 1 ((dim + 1) // 2): dimensions 2m and 2m + 1 form "
+                                  "pair m = dim // 2, counted from 0":
+                                  _pe_variant(t, d, dims, lambda dim: 2 * ((dim + 1) // 2)),
                                   "sine and cosine swapped: even dimensions take the sine":
                                   np.where(idx % 2 == 0, np.cos(t / 10000.0 ** (2 * (idx // 2) / d)),
                                            np.sin(t / 10000.0 ** (2 * (idx // 2) / d))),
@@ -102,7 +102,7 @@ def check_ex_p1_05(pe_values: Callable) -> bool:
         check_true(abs(vals[0] ** 2 + vals[1] ** 2 - 1) < 1e-12,
                    f"PE(10,0)² + PE(10,1)² should be 1, got {vals[0] ** 2 + vals[1] ** 2:.10g} "
                    f"(PE(10,0), PE(10,1) = {describe(vals)}): a pair must use one angle, sine and cosine")
-    return r.done("PE(t, i) matches sinusoidal_encoding (Exercise 5's four values and two other cases); "
+    return r.done("PE(t, dim) matches sinusoidal_encoding (Exercise 5's four values and two other cases); "
                   "PE(10,0)² + PE(10,1)² = 1")
 
 
@@ -114,7 +114,7 @@ def _halves_as_pairs(x: np.ndarray) -> np.ndarray:
 
 
 def _rope_score_with(q: np.ndarray, k: np.ndarray, i: int, j: int, theta: np.ndarray) -> float:
-    """(R_iθ q)·(R_jθ k) over consecutive pairs with the frequencies ``theta`` (d/2,) (diagnosis only)."""
+    """(R(iθ) q)·(R(jθ) k) over consecutive pairs with the frequencies ``theta`` (d/2,) (diagnosis only)."""
     def rotate(x, pos):
         c, s = np.cos(pos * theta), np.sin(pos * theta)
         out = np.empty_like(x)
@@ -143,18 +143,18 @@ def check_ex_p1_06(rope_score: Callable) -> bool:
                             mistakes={"the plain q·k: rotate q to position i and k to position j first": q @ k,
                                       "i and j swapped (or the rotation's sign flipped): q goes to position i": float(
                                           apply_rope(q[None], positions=[j])[0] @ apply_rope(k[None], positions=[i])[0]),
-                                      "pairs (x_p, x_(p+d/2)) (the 'rotate half' layout of some libraries): this "
-                                      "exercise pairs consecutive coordinates (x_2p, x_2p+1)": float(
+                                      "pairs (x_m, x_(m+d/2)) (the 'rotate half' layout of some libraries): this "
+                                      "exercise pairs consecutive coordinates (x_2m, x_2m+1)": float(
                                           apply_rope(_halves_as_pairs(q)[None], positions=[i])[0]
                                           @ apply_rope(_halves_as_pairs(k)[None], positions=[j])[0]),
-                                      "θ_p = 10000^(−p/d): the exponent is 2p/d (p numbers the pairs, 2p is the "
+                                      "θ_m = 10000^(−m/d): the exponent is 2m/d (m numbers the pairs, 2m is the "
                                       "pair's first coordinate)":
                                           _rope_score_with(q, k, i, j, 10000.0 ** (-np.arange(d // 2) / d)),
-                                      "θ_p = 10000^(+2p/d): the frequencies decrease, θ_p = 10000^(−2p/d)":
+                                      "θ_m = 10000^(+2m/d): the frequencies decrease, θ_m = 10000^(−2m/d)":
                                           _rope_score_with(q, k, i, j, 10000.0 ** (np.arange(0, d, 2) / d)),
                                       "k rotated by −j (its rotation transposed): the score then depends on i + j; "
-                                      "rotate k forward to position j, like q to i, and the product R_iᵀ R_j = "
-                                      "R_(j−i) does the rest":
+                                      "rotate k forward to position j, like q to i, and the product R(iθ)ᵀ R(jθ) = "
+                                      "R((j−i)θ) does the rest":
                                           _rope_score_with(q, k, i, -j, 10000.0 ** (-np.arange(0, d, 2) / d))})
     with r.check("the score depends on i − j only (shifting both positions changes nothing)"):
         q, k = rng.standard_normal(8), rng.standard_normal(8)
@@ -232,8 +232,8 @@ def check_ex_p1_08(rnn_memory: Callable, transformer_memory: Callable, crossover
 
 # ---- Exercise 9 -------------------------------------------------------------------------------
 def check_ex_p1_09(subject_attention: Callable, ablation_effect: Callable, model, batch, subject_head: int) -> bool:
-    """Exercise 9: the probe ``subject_attention(weights, subject_pos, marker_mask) -> (H,)``, the causal
-    test ``ablation_effect(nll_fn, num_heads, group) -> (H,)`` for a 1-layer model, and the head the
+    """Exercise 9: the probe ``subject_attention(weights, subject_pos, marker_mask) -> (h,)``, the causal
+    test ``ablation_effect(nll_fn, num_heads, group) -> (h,)`` for a 1-layer model, and the head the
     student identified in the trained 1-layer ``model`` (a TinyLM) on ``batch`` (an AgreementTask ProbeBatch)."""
     import torch
 
@@ -248,7 +248,7 @@ def check_ex_p1_09(subject_attention: Callable, ablation_effect: Callable, model
     keys = rng.integers(0, 3, size=N)
     qm = rng.random((N, T)) < 0.4
     qm[:, -1] = True
-    with r.check("subject_attention on random causal weights (N=6, H=3, T=8)"):
+    with r.check("subject_attention on random causal weights (N=6, h=3 heads, T=8)"):
         expected = attention_to_keys(w, keys, qm)
         rows = w[np.arange(N), :, keys, :]  # (N, H, T): the subject's row instead of its column
         check_close("subject_attention(weights, subject_pos, marker_mask) on random weights",
@@ -307,8 +307,38 @@ def check_ex_p1_09(subject_attention: Callable, ablation_effect: Callable, model
 
 
 # ---- Exercise 12 ------------------------------------------------------------------------------
+def _prefix_slips(model, ids: np.ndarray) -> dict[str, np.ndarray]:
+    """The per-token losses (N, T-1) of the usual slips of a prefix-only evaluation (diagnosis only)."""
+    import torch
+    import torch.nn.functional as F
+
+    x = torch.from_numpy(np.asarray(ids, dtype=np.int64))
+    N, T = x.shape
+    rows = torch.arange(N)
+    out = {k: np.empty((N, T - 1)) for k in ("long", "first", "own", "batch", "drop0")}
+    model.eval()
+    with torch.no_grad():
+        for t in range(T - 1):
+            logits = model(x[:, :t + 1])  # (N, t+1, V)
+            target = x[:, t + 1]
+            out["long"][:, t] = F.cross_entropy(model(x[:, :t + 2])[:, -2], target, reduction="none").double().numpy()
+            out["first"][:, t] = F.cross_entropy(logits[:, 0], target, reduction="none").double().numpy()
+            out["own"][:, t] = F.cross_entropy(logits[:, -1], x[:, t], reduction="none").double().numpy()
+            out["batch"][:, t] = -torch.log_softmax(logits[:, -1], dim=0)[rows, target].double().numpy()
+            shorter = logits[:, -1] if t == 0 else model(x[:, 1:t + 1])[:, -1]
+            out["drop0"][:, t] = F.cross_entropy(shorter, target, reduction="none").double().numpy()
+    return {"the prefix includes the target: ids[:, :t+2] lets a model without the mask read ids[:, t+1]; run it "
+            "on ids[:, :t+1] and take the last position's logits": out["long"],
+            "the logits of the prefix's first position ([:, 0]): the prediction of ids[:, t+1] is the last "
+            "position's ([:, -1])": out["first"],
+            "the target is ids[:, t], the prefix's own last token: the prefix ids[:, :t+1] predicts ids[:, t+1]":
+                out["own"],
+            "the log-softmax runs over the batch axis (dim 0): normalise over the vocabulary (dim -1)": out["batch"],
+            "the prefix starts at token 1: ids[:, :t+1] starts at token 0": out["drop0"]}
+
+
 def check_ex_p1_12(honest_loss: Callable, results: Mapping[str, Mapping[str, float]]) -> bool:
-    """Exercise 12: ``honest_loss(model, ids) -> (N, L-1)`` (prefix-only predictions) and the measured
+    """Exercise 12: ``honest_loss(model, ids) -> (N, T-1)`` (prefix-only predictions) and the measured
     ``results[name] = {"teacher_forced": float, "honest": float}`` for ``"baseline"``, ``"no mask"``
     (retrained without the mask) and the test-time ablations ``"no positions"``, ``"single head"``,
     ``"no residual"``."""
@@ -324,6 +354,7 @@ def check_ex_p1_12(honest_loss: Callable, results: Mapping[str, Mapping[str, flo
             mistakes = {} if causal else {
                 "one teacher-forced pass over the whole sequence: run the model on each prefix ids[:, :t+1]":
                     token_nll(m, ids)}
+            mistakes.update(_prefix_slips(m, ids))
             check_close(f"honest_loss of a {'causal' if causal else 'non-causal'} 2-layer model on ids of shape (4, 9)",
                         _call(honest_loss, "honest_loss", m, ids), prefix_nll(m, ids), rtol=1e-4, atol=1e-5,
                         mistakes=mistakes)
@@ -346,11 +377,32 @@ def check_ex_p1_12(honest_loss: Callable, results: Mapping[str, Mapping[str, flo
             check_true(abs(vals["baseline"][0] - vals["baseline"][1]) < 1e-3,
                        f"for the causal baseline, teacher-forced {vals['baseline'][0]:.4f} and honest "
                        f"{vals['baseline'][1]:.4f} losses should coincide")
+        with r.check("the losses are means per token, in nats: the causal baseline's is below ln|V|, a uniform "
+                     "guess's"):
+            from nextword.chapter6 import AgreementTask
+
+            vocab = AgreementTask.make(np.random.default_rng(0)).vocab_size
+            check_true(vals["baseline"][1] < math.log(vocab),
+                       f"the baseline's honest loss {vals['baseline'][1]:.3f} is above ln|V| = ln {vocab} = "
+                       f"{math.log(vocab):.3f}, the loss of a uniform guess over the task's vocabulary\n    likely "
+                       "mistake: " + ("a sum over positions: results holds the mean over all positions "
+                                      "(losses.mean())" if vals["baseline"][1] > 3 * math.log(vocab) else
+                                      "a mean loss per token in nats is expected — or is the model untrained?"))
         with r.check("no mask: the teacher-forced loss hides a much worse honest loss"):
+            swapped = vals["no mask"][0] - vals["no mask"][1] > 1.0
             check_true(vals["no mask"][1] - vals["no mask"][0] > 1.0,
                        f"the model trained without the mask should look much better teacher-forced "
                        f"({vals['no mask'][0]:.3f}) than when it predicts from prefixes ({vals['no mask'][1]:.3f}) "
-                       "— was it retrained with causal=False?")
+                       + ("\n    likely mistake: the two losses swapped — 'teacher_forced' is the one-pass loss "
+                          "(token_nll), 'honest' the prefix-only one (honest_loss)" if swapped else
+                          "— was it retrained with causal=False?"))
+        with r.check("the test-time ablations are made from the causal baseline: teacher-forced = honest"):
+            for n in ("no positions", "single head", "no residual"):
+                check_true(abs(vals[n][0] - vals[n][1]) < 1e-3,
+                           f"removing '{n}': teacher-forced {vals[n][0]:.4f} and honest {vals[n][1]:.4f} losses "
+                           "differ, so the ablated model sees the future\n    likely mistake: the component was "
+                           "removed from the model retrained without the mask; remove it from the causal baseline "
+                           "(with_config(baseline, ...))")
         with r.check("every test-time ablation raises the honest loss"):
             for n in ("no positions", "single head", "no residual"):
                 check_true(vals[n][1] > vals["baseline"][1] + 0.05,

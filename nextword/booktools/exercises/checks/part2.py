@@ -154,9 +154,9 @@ def check_ex_p2_02(uniform_generator: Callable, absorbing_generator: Callable, r
             np.fill_diagonal(untransposed, 0.0)
             np.fill_diagonal(untransposed, -untransposed.sum(axis=1))
             check_close(label, R, expected, rtol=1e-8, atol=1e-10,
-                        mistakes={"the diagonal was not reset: after R_yz = Q_zy p_z / p_y, set R_yy = -Σ_(z≠y) R_yz":
+                        mistakes={"the diagonal was not reset: after Q̄_yz = Q_zy p_z / p_y, set Q̄_yy = -Σ_(z≠y) Q̄_yz":
                                   raw,
-                                  "the probability ratio is upside down: R_yz = Q_zy p_z / p_y": flipped,
+                                  "the probability ratio is upside down: Q̄_yz = Q_zy p_z / p_y": flipped,
                                   "Q itself, transposed: the reversal also reweights by p_z / p_y": Q.T,
                                   "Q_yz p_z / p_y, the forward rate of y → z: the reverse rate y → z uses the "
                                   "forward rate z → y, Q_zy": untransposed})

@@ -62,7 +62,20 @@ def check_ex_p2_04(top_p_filter: Callable, nucleus_probs: Callable) -> bool:
                 n_asc = min(int(np.sum(np.cumsum(softmax(z)[ascending]) < p)) + 1, z.size)
                 least_likely = np.isin(np.arange(z.size), ascending[:n_asc])
                 from_threshold = z >= z[ascending[n_asc - 1]]
-                if dropped.any() and not extra.any() and got_keep.any() and np.all(z[dropped] == z[got_keep].min()):
+                descending = ascending[::-1]  # the slip of summing the logits instead of the probabilities
+                n_logits = min(int(np.sum(np.cumsum(z[descending]) < p)) + 1, z.size)
+                logit_prefix = np.isin(np.arange(z.size), descending[:n_logits])
+                logit_threshold = z >= z[descending[n_logits - 1]]
+                reversed_order = np.array_equal(got_keep, least_likely) or np.array_equal(got_keep, from_threshold)
+                logits_summed = np.array_equal(got_keep, logit_prefix) or np.array_equal(got_keep, logit_threshold)
+                summed_msg = ("the cumulative sum runs over the logits: accumulate the probabilities "
+                              "softmax(logits), sorted most likely first, until they reach p")
+                if logits_summed and reversed_order:  # e.g. all logits < 0: both slips keep every token
+                    msg += ("\n    likely mistake: the tokens are sorted least likely first (np.argsort(z)), or "
+                            f"{summed_msg} (this case cannot tell the two apart)")
+                elif logits_summed:
+                    msg += f"\n    likely mistake: {summed_msg}"
+                elif dropped.any() and not extra.any() and got_keep.any() and np.all(z[dropped] == z[got_keep].min()):
                     # what is missing is as likely as the least likely token kept: a tie, not the crossing token
                     msg += "\n    likely mistake: ties at the edge of the nucleus: keep every token as likely as the last kept one"
                 elif dropped.any() and not extra.any() and float(softmax(z)[got_keep].sum()) < p:
@@ -70,7 +83,7 @@ def check_ex_p2_04(top_p_filter: Callable, nucleus_probs: Callable) -> bool:
                             "the token that crosses p")
                 elif n_got == n_exp + 1:
                     msg += "\n    likely mistake: one token too many — stop as soon as the cumulative mass is >= p"
-                elif np.array_equal(got_keep, least_likely) or np.array_equal(got_keep, from_threshold):
+                elif reversed_order:
                     msg += ("\n    likely mistake: the tokens are sorted least likely first (np.argsort(z)): the "
                             "nucleus gathers the MOST likely tokens: sort descending, np.argsort(-z)")
                 elif n_got == n_exp:

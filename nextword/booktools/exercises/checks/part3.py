@@ -169,12 +169,12 @@ def check_ex_p3_03(transition: Callable, entropy_rate: Callable, best_rule: str)
                     w = np.abs(i - k).astype(float)
                     if rule == "inverse_circular_distance":
                         w = np.where(i != k, 1.0 / np.maximum(w, 1.0), 0.0)
-                    mistakes["|i − j| is the distance along a line; the states sit on a circle: "
-                             "min(|i − j|, n − |i − j|)"] = (1 - stay) * w / w.sum(1, keepdims=True) + stay * np.eye(n)
+                    mistakes["|z − y| is the distance along a line; the states sit on a circle: "
+                             "min(|z − y|, n − |z − y|)"] = (1 - stay) * w / w.sum(1, keepdims=True) + stay * np.eye(n)
                 check_close(f"transition({n}, {stay}, {rule!r})", got, ref, rtol=1e-10, atol=1e-12,
                             mistakes=mistakes)
-    with r.check(f"transition(n, stay, 'line_distance') for (n, stay) = {chains}: row i is the law of the next "
-                 "state given i (weights not circulant)"):
+    with r.check(f"transition(n, stay, 'line_distance') for (n, stay) = {chains}: row z is the law of the next "
+                 "state given z (weights not circulant)"):
         for n, stay in chains:
             i, k = np.indices((n, n))
             w = np.abs(i - k).astype(float)  # the states on a line: symmetric, not circulant
@@ -182,13 +182,13 @@ def check_ex_p3_03(transition: Callable, entropy_rate: Callable, best_rule: str)
             ref = (1 - stay) * w / w.sum(1, keepdims=True) + stay * np.eye(n)
             got = _call(transition, f"transition({n}, {stay}, 'line_distance')", n, stay, "line_distance")
             check_close(f"transition({n}, {stay}, 'line_distance')", got, ref, rtol=1e-10, atol=1e-12,
-                        mistakes={"the weights are normalised down the columns (P[i, j] = w_ij / Σ_k w_kj): row i "
-                                  "is the law of the next state given i, P[i, j] = (1 − stay) w_ij / Σ_k w_ik, so "
+                        mistakes={"the weights are normalised down the columns (P[z, y] = w_zy / Σ_u w_uy): row z "
+                                  "is the law of the next state given z, P[z, y] = (1 − stay) w_zy / Σ_u w_zu, so "
                                   "every ROW sums to 1 (the ring rules' weights are circulant: there, column sums "
                                   "equal row sums and hide it)":
                                   (1 - stay) * w / w.sum(0, keepdims=True) + stay * np.eye(n),
-                                  "the circular distance min(|i − j|, n − |i − j|): on a line, states 0 and n − 1 "
-                                  "are n − 1 apart, w = |i − j|":
+                                  "the circular distance min(|z − y|, n − |z − y|): on a line, states 0 and n − 1 "
+                                  "are n − 1 apart, w = |z − y|":
                                   (1 - stay) * ring / ring.sum(1, keepdims=True) + stay * np.eye(n)})
     with r.check("entropy_rate of the sticky chains and of a chain with a non-uniform stationary law"):
         for n, stay in chains:
@@ -202,11 +202,11 @@ def check_ex_p3_03(transition: Callable, entropy_rate: Callable, best_rule: str)
         check_close(f"entropy_rate of a random 4-state chain with a non-uniform stationary law, P = {describe(P, precision=3)}",
                     _call(entropy_rate, "entropy_rate", P.copy()), markov_entropy_rate(P), rtol=1e-8, atol=1e-10,
                     mistakes={"the row entropies are averaged with equal weights: weight them by the stationary law "
-                              "π (if you took an eigenvector of eig(P): that is the RIGHT eigenvector, the constant "
-                              "vector; π is the left one, π P = π, an eigenvector of P.T)":
+                              "ν (if you took an eigenvector of eig(P): that is the RIGHT eigenvector, the constant "
+                              "vector; ν is the left one, ν P = ν, an eigenvector of P.T)":
                               H_rows.mean(),
-                              "summed P log P down the columns: the entropy of row i (the law of the next state "
-                              "given state i) is −Σ_j P_ij log P_ij, weighted by π_i":
+                              "summed P log P down the columns: the entropy of row z (the law of the next state "
+                              "given state z) is −Σ_y P_zy log P_zy, weighted by ν_z":
                               -(stationary_distribution(P) * (P * np.log(P)).sum(0)).sum()})
     with r.check("best_rule: the rule whose (8, 0.3) chain has entropy rate 1.8833"):
         check_true(best_rule in rules, f"best_rule should be one of {rules}, got {best_rule!r}")

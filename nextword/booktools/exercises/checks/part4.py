@@ -178,37 +178,55 @@ def check_ex_p4_03(X, W_Q, W_K) -> bool:
             fail(f"X should have shape (T, d) with T >= 2 and d >= 2, got {X.shape}")
         d = X.shape[1]
         if W_Q.ndim != 2 or W_Q.shape[1] != d or W_K.shape != W_Q.shape:
-            fail(f"W_Q and W_K should both have shape (d_k, {d}), got {W_Q.shape} and {W_K.shape}")
+            msg = f"W_Q and W_K should both have shape (d_k, {d}), got {W_Q.shape} and {W_K.shape}"
+            if W_Q.ndim == 2 and W_K.shape == W_Q.shape and W_Q.shape[1] == X.shape[0]:
+                msg += (f"\n    likely mistake: X is transposed — it has one row per position, shape (T, d); yours "
+                        f"is {X.shape}, and X.T would match W_Q")
+            elif W_Q.ndim == 2 and W_Q.shape[0] == d and W_K.ndim == 2 and W_K.shape[0] == d:
+                msg += (f"\n    likely mistake: W_Q and W_K are transposed — each maps a position's x (d = {d}) "
+                        "to d_k numbers as W_Q x, so it has d columns")
+            fail(msg)
         if not (np.all(np.isfinite(X)) and np.all(np.isfinite(W_Q)) and np.all(np.isfinite(W_K))):
             fail("X, W_Q and W_K must be finite")
     if r.failures:
         return r.done("")
     mm = matrix_margins(X, W_Q, W_K)
+    earlier = [t for t in range(len(X) - 1) if mm.spectral[t] <= 0 and abs(mm.det[t]) >= 0.1]
+    not_last = (f"\n    likely mistake: the counterexample is at an earlier row — at 0-based position {earlier[0]} "
+                f"the spectral margin is {mm.spectral[earlier[0]]:.3f} and |det| = {abs(mm.det[earlier[0]]):.3g}, but the "
+                f"exercise asks for the last position: end X at row {earlier[0]}" if earlier else "")
     with r.check("the spectral margin 1 − ρ(Σ_t A) at the last position is ≤ 0"):
         check_true(mm.spectral[-1] <= 0,
                    f"the spectral margin 1 - ρ(Σ_t A) at the last position is {mm.spectral[-1]:.3f} > 0: "
-                   "Lemma B.4 already certifies this block — push an eigenvalue of Σ_t A past 1")
+                   "Lemma B.4 already certifies this block — push an eigenvalue of Σ_t A past 1" + not_last)
     with r.check("yet the block is invertible: |det(I − Σ_t A)| ≥ 0.1"):
         check_true(abs(mm.det[-1]) >= 0.1,
                    f"|det(I - Σ_t A)| at the last position is {abs(mm.det[-1]):.3g} < 0.1: "
                    "the block is (nearly) singular, so it is not a counterexample — move the eigenvalue past 1, "
-                   "not onto it")
+                   "not onto it" + not_last)
     if r.failures:
         return r.done("")
     return r.done(f"ρ(Σ_t A) = {1 - mm.spectral[-1]:.3f} ≥ 1 yet |det(I - Σ_t A)| = {abs(mm.det[-1]):.3f}: "
                   "the spectral condition is not necessary")
 
 
-def check_ex_p4_04(var_first_embedding: Callable) -> bool:
-    """Exercise 04: ``var_first_embedding(w, sigma)`` = Var(x_1) under the length-2 non-causal model."""
+def check_ex_p4_04(var_first_embedding: Callable, cov_first_second: Callable) -> bool:
+    """Exercise 04: ``var_first_embedding(w, sigma)`` = Var(x_1) and ``cov_first_second(w, sigma)`` = Cov(x_1, x_2)
+    under the length-2 non-causal model. Var(x_1) is even in w, so a sign slip ((I + W)⁻¹ for (I − W)⁻¹) gives
+    the right variance; the covariance, odd in w, shows it."""
     from nextword.theory.barrier import residual_jacobian
 
+    def moments(w: float, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+        # the map ε = J x is linear: J from the library at any point, then Cov(x) = σ² (Jᵀ J)^(-1)
+        J = residual_jacobian(np.zeros((2, 1)), [[1.0]], [[1.0]], [[w]], context="others").reshape(2, 2)
+        return J, sigma**2 * np.linalg.inv(J.T @ J)
+
     r = Report("Exercise 4.04")
+    cases = ((0.0, 1.5), (0.5, 1.0), (-0.3, 2.0), (0.8, 0.5))
     with r.check("Var(x_1) of the length-2 non-causal model (change of variables ε = J x)"):
-        for w, sigma in ((0.0, 1.5), (0.5, 1.0), (-0.3, 2.0), (0.8, 0.5)):
-            # the map ε = J x is linear: J from the library at any point, then Cov(x) = σ² (Jᵀ J)^(-1)
-            J = residual_jacobian(np.zeros((2, 1)), [[1.0]], [[1.0]], [[w]], context="others").reshape(2, 2)
-            expected = sigma**2 * np.linalg.inv(J.T @ J)[0, 0]
+        for w, sigma in cases:
+            J, cov = moments(w, sigma)
+            expected = cov[0, 0]
             M = np.linalg.inv(J)
             got = _call(var_first_embedding, f"var_first_embedding(w={w}, sigma={sigma})", w, sigma)
             check_close(f"var_first_embedding(w={w}, sigma={sigma})", np.asarray(got, dtype=float), expected,
@@ -220,4 +238,28 @@ def check_ex_p4_04(var_first_embedding: Callable) -> bool:
                                   sigma ** 2 * M[0, 0] ** 2,
                                   "J itself, not its inverse: ε = J x, so x = J⁻¹ ε and Cov(x) = σ² J⁻¹ J⁻ᵀ":
                                   sigma ** 2 * (J @ J.T)[0, 0]})
-    return r.done("Var(x_1) of the length-2 non-causal model matches the change of variables for 4 (w, σ)")
+    with r.check("Cov(x_1, x_2) of the length-2 non-causal model: its size, and its sign that follows w's"):
+        # the smallest case with a sign first (w = 0 gives 0 for every sign), then w = 0 and the others
+        for w, sigma in (cases[1], cases[0], *cases[2:]):
+            J, cov = moments(w, sigma)
+            expected = cov[0, 1]
+            M = np.linalg.inv(J)
+            got = _call(cov_first_second, f"cov_first_second(w={w}, sigma={sigma})", w, sigma)
+            check_close(f"cov_first_second(w={w}, sigma={sigma})", np.asarray(got, dtype=float), expected,
+                        rtol=1e-8, atol=1e-12,
+                        mistakes={"the sign of w flipped — x = (I + W)⁻¹ε instead of (I − W)⁻¹ε (the residual is "
+                                  "ε̂ = x − W x): each position copies w times the other, so for w > 0 the two "
+                                  "move together and Cov(x_1, x_2) > 0. Var(x_1) is even in w and cannot show "
+                                  "this slip": -expected,
+                                  "the length-1 answer 0: without the mask x_1 and x_2 share both noise terms":
+                                  0.0 * expected,
+                                  "one noise term only (M_00 M_10): Cov(x_1, x_2) = σ² (M_00 M_10 + M_01 M_11), "
+                                  "ε_1 and ε_2 both reach both positions": sigma ** 2 * M[0, 0] * M[1, 0],
+                                  "the correlation, not the covariance: do not divide by the standard deviations":
+                                  expected / cov[0, 0],
+                                  "σ instead of σ²: the covariance scales with the square of the noise level":
+                                  expected / sigma,
+                                  "J itself, not its inverse: ε = J x, so x = J⁻¹ ε and Cov(x) = σ² J⁻¹ J⁻ᵀ":
+                                  sigma ** 2 * (J @ J.T)[0, 1]})
+    return r.done("Var(x_1) and Cov(x_1, x_2) of the length-2 non-causal model match the change of variables for "
+                  "4 (w, σ); the covariance has the sign of w")

@@ -55,6 +55,14 @@ def check_ex_p5_01(exp_map: Callable, retraction: Callable, slope: float) -> boo
             check_true(abs(sl - 3.0 * factor) > 0.1 * factor,
                        f"slope {sl:.3f} = 3 × {factor:.4g}: the logarithms have different bases ({which}); take the "
                        "same logarithm on both axes")
+        # the same fit with one axis left linear, on the statement's step lengths (the error depends on r only)
+        x0, w0, rs = np.eye(5)[0], np.eye(5)[1], np.logspace(-3, -1.5, 10)
+        errs = np.array([np.linalg.norm(sp.retraction(x0, r_ * w0) - sp.exp_map(x0, r_ * w0)) for r_ in rs])
+        for wrong, which in ((np.polyfit(rs, np.log(errs), 1)[0], "a semi-log fit, log(error) against r"),
+                             (np.polyfit(np.log(rs), errs, 1)[0], "error against log(r), without the log of the error")):
+            check_true(abs(sl - wrong) > 0.05 * abs(wrong),
+                       f"slope {sl:.4g} is not the order of the retraction error\n    likely mistake: {which} (that "
+                       f"fit gives {wrong:.4g} on the statement's steps); fit log(error) against log(r)")
         check_true(abs(sl - 3.0) < 0.1, f"slope {sl:.3f} is not the order of the retraction error; fit log(error) "
                    "against log(||w||) for small ||w|| only")
     return r.done("exp map, retraction and the error order of the retraction are right")
