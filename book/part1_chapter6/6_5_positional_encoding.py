@@ -646,10 +646,12 @@ assert rope_near[0] > 0.5 and rope_near[1] < 0.25
 # %% [markdown]
 # Inside the training length the RoPE model's first layer looks mostly at the last three words; beyond
 # it, most of that weight has moved to words further back, where nothing useful is. The sinusoidal model
-# meets absolute positions it never saw instead. This agrees with published length-extrapolation studies
-# of small models (e.g. the ALiBi paper, Press et al. 2022), where both sinusoidal and rotary models
-# degrade soon after the training length unless the attention is restricted or the positions are
-# interpolated.
+# meets absolute positions it never saw instead. This agrees with published length-extrapolation
+# studies of far larger models: in the ALiBi paper (Press et al. 2022), language models with sinusoidal
+# and with rotary positions both get worse beyond their training length (the rotary ones a little
+# later), which a bias that penalises distant keys avoids; rotary models are now given longer contexts
+# by squeezing the positions into the trained range (position interpolation, Chen et al. 2023) rather
+# than by extrapolating.
 #
 # ### The same measurement over four seeds
 #
