@@ -324,15 +324,15 @@ assert np.all(np.diff(list(measured.values())) > 0)  # Figure 6.5.2: the wavelen
 # $2\times2$ and acts on one pair, not on the whole $\mathrm{PE}(t)$.)
 
 # %%
-t, shift, w = sp.symbols("t Delta omega", real=True)
+t, shift, omega = sp.symbols("t Delta omega", real=True)
 
 
 def pair(s):
     """The sinusoidal pair at position s: (sin sω, cos sω)."""
-    return sp.Matrix([sp.sin(s * w), sp.cos(s * w)])
+    return sp.Matrix([sp.sin(s * omega), sp.cos(s * omega)])
 
 
-M = sp.Matrix([[sp.cos(shift * w), sp.sin(shift * w)], [-sp.sin(shift * w), sp.cos(shift * w)]])
+M = sp.Matrix([[sp.cos(shift * omega), sp.sin(shift * omega)], [-sp.sin(shift * omega), sp.cos(shift * omega)]])
 residual = sp.simplify(sp.expand_trig(M * pair(t) - pair(t + shift)))
 display(Math(r"M(\Delta) = " + sp.latex(M)))
 display(Math(r"M(\Delta)\,\mathrm{PE}_{\text{pair}}(t) - \mathrm{PE}_{\text{pair}}(t+\Delta) = "
@@ -454,14 +454,14 @@ query_content, key_content = rng.standard_normal(d_k), rng.standard_normal(d_k)
 T_rope = 80
 Q = apply_rope(np.tile(query_content, (T_rope, 1)))  # (T, d_k): the same content everywhere
 K = apply_rope(np.tile(key_content, (T_rope, 1)))
-S = Q @ K.T  # (T, T): S[i, j] = (R_i q)·(R_j k)
+S = Q @ K.T  # (T, T): S[i, j] = (R(iθ) q)·(R(jθ) k), pair by pair
 diagonals = [np.diagonal(S, -offset) for offset in range(40)]  # S[i, i - offset] for each i
 diagonal_change = max(np.max(np.abs(diag[1:] - diag[:-1])) for diag in diagonals)
 bound = "< 1e-10 (round-off; the scores are ~10)"
 print("max change of the score along each diagonal i - j = const:",
       bound if diagonal_change < 1e-10 else f"{diagonal_change:.1e}")
 assert diagonal_change < 1e-10
-relative_score = query_content @ rope_rotation_matrix(3 - 10, d_k) @ key_content  # q^T R(j-i) k
+relative_score = query_content @ rope_rotation_matrix(3 - 10, d_k) @ key_content  # q^T R((j - i)θ) k, i = 10, j = 3
 np.testing.assert_allclose(S[10, 3], relative_score, rtol=1e-10)
 
 # %%
