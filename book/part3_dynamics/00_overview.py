@@ -45,8 +45,9 @@ use_book_style()
 #   {term}`attention weight` times "how much worse than the current mixture this position is"; the
 #   paper names its negative, how much *better* than the mixture the position is, the {term}`advantage`. Descent raises the scores of positions that would
 #   lower the loss more than what the query reads now.
-# - **Values learn from the errors of the queries that use them.** Each {term}`value` is pushed in
-#   the direction that would fix the errors of its users (their {term}`upstream gradient`), weighted by how much each user attends to it.
+# - **Values learn from the errors of the queries that use them.** Each {term}`value` is pushed
+#   *against* its users' error signals (their {term}`upstream gradient`s, which point where the loss
+#   rises), so in the direction that would fix their errors, weighted by how much each user attends to it.
 # - **The two feed each other.** A position that helps gets more attention; more attention makes
 #   its value adapt more to that query; the value then helps more. Heads *specialise* this way.
 # - **This looks like EM.** The attention weights play the role of EM's soft assignments

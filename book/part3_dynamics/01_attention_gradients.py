@@ -430,8 +430,9 @@ display(Math(r"\frac{\partial \mathcal L}{\partial q_{00}} = " + sp.latex(sp.sim
 # **Projection matrices, Eqs. (29)–(32).** One more linear stage: $Q = XW^Q$, so with
 # $\partial\mathcal L/\partial Q$ held fixed (a symbolic matrix $G_Q$),
 # $\partial\mathcal L/\partial W^Q = X^\top G_Q$ (Eq. (29); Eq. (30) is the same for $W^K$). For the
-# values, $g = \alpha X W^V$ gives $\partial\mathcal L/\partial W^V = X^\top\alpha^\top U$ (Eqs.
-# (31)–(32), which the paper writes in column form).
+# values, the contexts stacked as rows ($g_i$ is row $i$) are $\alpha X W^V$, which gives
+# $\partial\mathcal L/\partial W^V = X^\top\alpha^\top U$ (Eqs. (31)–(32), which the paper writes in
+# column form).
 
 # %%
 inputs_X = symbol_matrix("x", positions, input_width)
@@ -699,8 +700,9 @@ if torch is not None:
 # %% [markdown]
 # ### The $1/\sqrt{d_k}$ matters
 #
-# Dropping it from the backward (computing $X^\top(\partial\mathcal L/\partial S)\,K$ instead of
-# Eq. (25)) while keeping it in the forward pass — a common slip when transcribing Eqs. (25)–(28) —
+# Dropping it from the backward (computing $\partial\mathcal L/\partial W^Q$ as
+# $X^\top(\partial\mathcal L/\partial S)\,K$ instead of $X^\top(\partial\mathcal L/\partial S)\,K/\sqrt{d_k}$,
+# Eqs. (24) and (29)) while keeping it in the forward pass — a common slip when transcribing Eqs. (25)–(28) —
 # makes the query and key gradients wrong by exactly a factor $\sqrt{d_k}$; the value and read-out
 # gradients do not notice.
 

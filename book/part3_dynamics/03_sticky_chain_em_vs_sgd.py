@@ -1,7 +1,8 @@
 # %% [markdown]
 # # 3.3 The sticky Markov chain: does EM-like training beat SGD?
 #
-# **The question.** One attention head can be trained two ways: by plain gradient descent (SGD),
+# **The question.** One attention head can be trained two ways: by plain stochastic gradient descent
+# (SGD: one gradient step on every parameter for each fresh batch of data),
 # or by an "EM-like" schedule that moves the values with a closed-form step of their own. Does the
 # EM-like schedule reach a lower loss, or reach it faster — and how close can either get to the
 # best prediction any model could make on the task?
@@ -103,7 +104,7 @@ print(f"{CONFIG.protocol.steps} steps, {CONFIG.batch} x T={CONFIG.T} tokens per 
 # %% [markdown]
 # ## A tiny example by hand
 #
-# A {term}`Markov chain` over three symbols A, B, C is *sticky* when it repeats the current symbol
+# A {term}`Markov chain` over three symbols (ids 0, 1, 2, so $C = 3$) is *sticky* when it repeats the current symbol
 # more often than chance: say it stays with probability $0.5$ and moves to each of the other two
 # with probability $0.25$. A model that must predict the next symbol and *knows the current one*
 # can do no better than to say exactly these probabilities. Its average cross-entropy loss is then
@@ -132,8 +133,9 @@ assert abs(entropy_rate_3 - 1.0397) < 1e-4
 
 # %% [markdown]
 # The true row is best; ignoring the past costs $0.059$ nats per symbol; overconfidence costs far
-# more. Two lessons carry over to the larger task. First, the entropy rate is a **floor**: no model
-# can average below it, so a loss must be compared with it. Second, the gap between the floor and
+# more. Two lessons carry over to the larger task. First, the entropy rate is a **floor**: no model's
+# *expected* loss is below it (on a finite sample a model can be lucky by a little), so a loss must be
+# compared with it. Second, the gap between the floor and
 # the uniform guess is the *whole* room a model has to improve in — here less than a tenth of a
 # nat, which makes differences between training methods small numbers that must be read against
 # their sampling noise.
@@ -192,7 +194,9 @@ assert abs(H_hat - chain.entropy_rate()) < 0.005   # within a few thousandths
 # probability for every value $z$ the hidden previous symbol could have, updates it with each new
 # input by Bayes' rule (Gaussian likelihoods around the means $\mu_z$), and predicts the mixture of
 # the rows of $M$,
-# $$p(y_t\mid x_{1:t})=\sum_z p(y_{t-1}=z\mid x_{1:t})\,M_{z,y_t}.$$
+# $$p(y_t\mid x_{1:t})=\sum_z p(y_{t-1}=z\mid x_{1:t})\,M_{z,y_t};$$
+# that prediction, a probability for every value of $y_t$, is its starting belief about the hidden
+# symbol of the next input, which the next update then corrects.
 # Its expected loss is at least the entropy rate (it knows less than $y_{t-1}$), with equality when
 # the noise vanishes. With noise level $\sigma=0$ the filter is exactly $\log M_{y_{t-1},y_t}$,
 # which we check; then we see how the floor rises with the noise.
@@ -291,7 +295,8 @@ def train(schedule, params, batches, lr, value_lr):
 # batch; multiplying by $N$ gives the paper's $\alpha^\top U$ of the summed loss. The last line
 # carries $\Delta V$ to $W^V$ by least squares.)
 # The library's `train_protocol`, which the rest of the page calls, runs exactly these lines and
-# also records accuracy and predictive entropy along the way. We check that on twenty steps, and
+# also records accuracy and the predictive entropy (the entropy of the head's predicted distribution
+# $p_i$, averaged over the positions) along the way. We check that on twenty steps, and
 # measure how much larger the EM-like value step is than SGD's on the first batch, with our rates
 # $\eta=1$ and $\eta_v=5$ (the paper gives neither rate; we chose $\eta_v$ so that the EM-like value
 # step is the larger, which is the point of the schedule).
@@ -566,7 +571,8 @@ if not FULL:
 # the nearby symbol gets higher probability than the distant one"). The "theoretical min entropy"
 # of Table 1, 1.8833, is the entropy rate of the chain, so it tells us which rule was meant: we
 # compute the entropy rate of every candidate reading (the sticky rules of `nextword.data`, and two
-# readings with the forward distance $(j-i) \bmod 8$).
+# readings with the forward distance $(y-z) \bmod 8$ from state $z$ to state $y$, printed
+# `(j-i mod 8)` in the table below, the code's names).
 
 # %% tags=["hide-cell"]
 forward_distance = (np.arange(n)[None, :] - np.arange(n)[:, None]) % n  # (n, n): (j - i) mod n
@@ -713,8 +719,8 @@ for run in (exp.em, exp.sgd):
 # Fig. 9 draws, for 200 sampled positions, the arrow from each value's initial to its final
 # position in a PCA plane ({term}`principal component analysis`: the plane along which the points
 # vary most), EM in blue and SGD in red, and the text reads it as "EM induces longer, more coherent
-# trajectories". We fit one PCA to the initial values and both final sets of the held-out
-# sequence, sample 200 positions, and measure the two things the paper describes in words, in
+# trajectories". We sample 200 positions of the held-out sequence, fit one PCA to their initial
+# values and both sets of final values, and measure the two things the paper describes in words, in
 # every seed of the short run: the mean arrow length, and the coherence of the arrows (length of
 # the mean of the unit displacement vectors, in the full 15-dimensional value space: 1 = all
 # parallel).
@@ -869,8 +875,9 @@ print(f"saved curves: mean |EM-like - SGD| {gap_saved.mean():.4f} nats")
 # One difference from the short run: at this size the heads mostly end with *less* attention on
 # the keys that carry the query's previous symbol than they started with (right-key mass column;
 # the count of seeds where both heads do is printed above), whereas in the short run that mass
-# grew. So "routing is what limits the head" is not an explanation that carries over as it stands;
-# where the trained heads attend instead we have not analysed.
+# grew. So the lesson's routing measurement (after the short runs both heads are still far from
+# perfect routing) does not explain the level result at this size as it stands; where the trained
+# heads attend instead we have not analysed.
 #
 # ## Reproducibility
 #

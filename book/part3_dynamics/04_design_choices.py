@@ -112,10 +112,10 @@ assert new_keys[0] @ query > 0 > new_keys[1] @ query   # k_1 turned towards q, k
 # were the same, are pushed apart. If a second group of queries found position 2 helpful and
 # position 1 not, it would push the other way along *its* query, and the keys would keep separating.
 #
-# How far can this go? If $G$ groups are interchangeable, each key is pushed away from all the
-# others equally, and the push stops when the keys are as far from one another as they can all be
-# at once: equal angles and (by symmetry) a zero sum. For unit vectors with common cosine $c$,
-# $\lVert k_1 + \dots + k_G\rVert^2 = G + G(G-1)c$, which is zero when $c = -1/(G-1)$:
+# How far can this go? If $G$ groups are interchangeable, each group's key $k_g$ is pushed away from
+# the others equally, and the push stops when the keys are as far from one another as they can all be
+# at once: equal angles and (by symmetry) a zero sum. For unit group keys with common cosine $c$,
+# $\lVert \sum_{g=1}^{G} k_g\rVert^2 = G + G(G-1)c$, which is zero when $c = -1/(G-1)$:
 # $-1$ for two groups (opposite), $-\tfrac12$ for three (120° apart), $-\tfrac14$ for five. Such an
 # arrangement is a {term}`regular simplex` (it needs a key width $d_k \ge G-1$; the toy below has
 # $d_k = 6$). Orthogonal keys ($c = 0$) are *not* where the push ends: $-1/(G-1)$ only approaches 0
@@ -354,10 +354,10 @@ plt.show()
 #   $\cos = -1/(G-1)$: 120° apart for three groups, about 104° for five, and towards opposite for
 #   two; near orthogonal only for many groups.
 #   (The paper expects orthogonal keys; [checked below](#checking-the-paper).)
-# - LayerNorm on the values fixes their norms at $\sqrt{d_v}$ and leaves the routing geometry as it
-#   was; it does not stop a head from specialising.
-# - Attention dropout makes a head spread its attention over redundant sources, and pays for it with
-#   a higher training loss.
+# - LayerNorm on the values (with no learned scale) fixes their norms at $\sqrt{d_v}$; on the toy it
+#   left the routing geometry as it was and did not stop the head from specialising (three seeds).
+# - On the toy, attention dropout made the head spread its attention over redundant sources, and paid
+#   for it with a higher training loss, in every seed.
 #
 # ## Check your understanding
 #
