@@ -214,6 +214,10 @@ assert np.allclose(per_head.sum(0), mha_output, atol=1e-12)
 # $\Delta s=1/L$ must approach the flow's position at time $s=1$ as $L$ grows, with an error that halves
 # when $L$ doubles (first order) — whether each step uses the relaxed retraction (what the block
 # computes) or the exact geodesic step $\exp_x\big(\Delta s\,(I-xx^\top)f_{\text{Attn}}(x)\big)$.
+# The experiment below uses the field $3f_{\text{Attn}}$ in place of $f_{\text{Attn}}$ (the same
+# attention layer, its output scaled by 3 so that the tokens move visibly by time $s=1$): the flow is
+# $\dot x=(I-xx^\top)\,3f_{\text{Attn}}(x)$ and each block adds $\Delta s\cdot3f_{\text{Attn}}(x^\ell)$. A fixed
+# factor changes the velocity field, not the argument.
 
 # %%
 n_flow_tokens = 8
@@ -277,7 +281,7 @@ plt.show()
 
 # %% [markdown]
 # **Figure 5.3.1.** Distance between the output of $L$ weight-shared attention blocks (step $1/L$) and
-# the time-1 position of the spherical SVFlow (computed with 8192 steps of the block's rule), for the
+# the time-1 position of the spherical SVFlow with field $3f_{\text{Attn}}$ (computed with 8192 steps of the block's rule), for the
 # block's residual + RMSNorm update and for the
 # exact geodesic Euler step. Both converge at first order (slopes near $-1$), so the transformer block is a
 # consistent Euler discretisation of the spherical flow (§4.4). The relaxed retraction misses by more at
