@@ -408,8 +408,8 @@ assert round(-np.log(0.99), 3) == 0.010 and round(np.log(3), 3) == 1.099
 # - **Causal mask** (§6.3: without it the model "cheats" in training and fails at generation): holds, for
 #   a model retrained without the mask (asserted above). The chapter's "perfect training loss of zero"
 #   is a limit, not a value a model reaches: the last position of every training window has no next token
-#   to read, so its loss stays near the source's own uncertainty; the page asserts a training loss below
-#   0.3 nats.
+#   to read, so its loss cannot fall below the source's own uncertainty there, which is above zero (the
+#   fillers and the markers are random); the page asserts a training loss below 0.3 nats.
 # - **Positions** (§6.5: without them the model sees a bag of words): holds for one layer
 #   ([6.5](6_5_positional_encoding.ipynb)) and, on the fillers, for the retrained two-layer model too:
 #   its filler loss is worse than the baseline's and about what predicting from the current token alone
