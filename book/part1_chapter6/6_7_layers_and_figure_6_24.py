@@ -263,7 +263,7 @@ plt.show()
 # *surface* half holds only weakly. The current token is available low and stays decodable (above 0.9)
 # through all three blocks (the residual stream keeps it — nothing forces the upper layers to drop it).
 # The previous token is only weakly decodable (below 0.5) at any depth, and this language gives the model
-# no reason to carry it: the next token depends only on the current one and the topic, so the previous
+# no reason to carry it for its own sake: the next token depends only on the current one and the topic, so the previous
 # token helps the prediction only as a clue to the topic. At the embedding it is not in the vector at all: $x[t]$ holds only the current token and its position, so what
 # a probe reads there (above the chance of 1/12, asserted) it infers from the current token: in each
 # topic's chain some tokens come before the current one more often than others. So the stack adds abstraction on top of the surface information rather than
