@@ -41,7 +41,7 @@ assert wavelengths[-1] / 200 > 100  # the scale the base sets has nothing to do 
 
 # %% [markdown]
 # The formula gives the geometric progression from 2π that the cited paper describes; it ends just below
-# the paper's "10000 · 2π", which only a very wide model approaches (the exponent stops at
+# the paper's "10000 · 2π", an end point reached only as $d_{\text{model}}\to\infty$ (the exponent stops at
 # $(d_{\text{model}}-2)/d_{\text{model}}$, the same slip [6.5](6_5_positional_encoding.ipynb) notes in the
 # chapter). Its longest wavelength, 60,611 positions, is hundreds of times the 100–200
 # tokens the chapter mentions: nothing in the choice is tuned to those lengths, and the paper reports no
