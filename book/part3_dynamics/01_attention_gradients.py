@@ -754,7 +754,8 @@ assert abs(slope_large - 2) < 0.1
 # value and step are printed under the figure; it lies between $10^{-11}$ and $10^{-8}$), then round-off growing as
 # the step shrinks. The curve is an absolute error. Divided by the largest entry of the gradient (printed
 # under the figure), the minimum is a relative error far below the $10^{-6}$ that the check above allows,
-# and it is reached at the step $\varepsilon = 10^{-5}$ that the check uses.
+# and it is reached at a step between $10^{-7}$ and $10^{-3}$ (printed under the figure), a range that
+# contains the check's $\varepsilon = 10^{-5}$.
 #
 # ### Eqs. (18)–(22), one step at a time
 #
