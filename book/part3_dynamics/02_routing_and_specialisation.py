@@ -396,7 +396,7 @@ gaps = []
 betas = (0.5, 1, 2, 4, 8, 16, 32)
 for beta in betas:
     resp = softmax(beta * raw_scores)                            # responsibilities
-    mass = resp.sum(axis=0)                                      # (T,) column mass m_j
+    mass = resp.sum(axis=0)                                      # (n_points,) column mass m_j
     residual = resp @ values_em - targets                        # u_i = g_i - o_i
     value_step = values_em - (resp.T @ residual) / mass[:, None]  # eta_j = 1/m_j
     m_step_em = (resp.T @ targets) / mass[:, None]               # GMM M-step
@@ -776,8 +776,8 @@ plt.show()
 #
 # ### Two timescales?
 #
-# §5.3 and §6.3 say attention often settles early while values keep moving. We measure, for five
-# seeds, the step by which attention and values have covered half and 90% of their total path
+# §5.3 (and the paper's contribution (4)) says attention often settles early while values keep
+# moving; §6.3 builds its frame–precision dissociation on this. We measure, for five seeds, the step by which attention and values have covered half and 90% of their total path
 # length (sum of per-step changes).
 
 # %% tags=["hide-cell"]
