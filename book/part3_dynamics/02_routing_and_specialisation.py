@@ -430,7 +430,7 @@ assert 1 < gaps[0] and gaps[-1] < 0.1 * gaps[0]   # the table below: the gap fal
 # minus the M-step is $\tfrac{1}{m_j}\sum_i\alpha_{ij}(v_j-g_i)$, a term that couples the values
 # through the mixture.
 # Page [3.3](03_sticky_chain_em_vs_sgd.ipynb) tests the paper's practical claim built on this
-# analogy: that an EM-like training schedule beats plain SGD.
+# analogy: that an EM-like training schedule beats plain stochastic gradient descent (SGD).
 #
 # ## The whole head learning: the paper's toy
 #
