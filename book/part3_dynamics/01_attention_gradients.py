@@ -447,7 +447,7 @@ assert sp.simplify(grad_WQ - inputs_X.T * grad_Q_fixed) == sp.zeros(input_width,
 
 # %%
 W_V_sym = symbol_matrix("WV", input_width, value_width)
-contexts_of_WV = alpha_free * (inputs_X * W_V_sym)  # g = alpha X W^V
+contexts_of_WV = alpha_free * (inputs_X * W_V_sym)  # row i: g_i; the stack is alpha X W^V
 loss_of_WV = sum((upstream_U.row(i) * contexts_of_WV.row(i).T)[0] for i in range(positions))
 grad_WV = sp.Matrix(input_width, value_width, [sp.diff(loss_of_WV, W_V_sym[r, c])
                                                for r in range(input_width) for c in range(value_width)])
