@@ -500,8 +500,9 @@ plt.show()
 # symbols a least-squares linear read-out recovers from one 32-dimensional state (circles) and
 # attention over the kept inputs (squares). See the state stay perfect up to the dashed line, lose
 # little just past it, and then fall towards chance, while attention recalls everything at every
-# length. Right: the state keeps the recent symbols and loses the old ones (each step multiplies the
-# old ones by $0.9$).
+# length. Right: the state keeps the recent symbols and loses the old ones. Each step multiplies the
+# old ones by $0.9$; shrinking by itself loses nothing (the symbols of $n\le4$ are shrunk too, and
+# all come back), but once positions must share directions of the state, the newer, larger ones win.
 #
 # ### The same bottleneck with trained models
 #
@@ -623,8 +624,10 @@ plt.show()
 # - Through a linear recurrence a gradient is multiplied by $\lambda$ per step ($\lambda^{t-s}$ over
 #   $t-s$ steps), and tanh shrinks it further; attention's gradient is set by the weight a word gets,
 #   not by its distance.
-# - A fixed-size state gives back to a linear read-out only as much as its size allows (exactly while
-#   $n(\lvert\mathcal V\rvert-1)\le d$); attention keeps a vector per word, so its memory grows with the context.
+# - Read out linearly, a fixed-size state gives back every symbol exactly only while
+#   $n(\lvert\mathcal V\rvert-1)\le d$; for longer sequences it loses more and more of them, the oldest
+#   first, towards chance (a trained GRU of the same size also falls well short). Attention keeps a
+#   vector per word, so its memory grows with the context.
 #
 # ## Check your understanding
 #

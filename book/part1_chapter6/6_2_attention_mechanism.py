@@ -49,7 +49,7 @@
 # | $\mu_q$, $\mu_k$, $\sigma_q^2$, $\sigma_k^2$, $\sigma^2$ | the mean and variance of each component of a random query, key (both: $\sigma^2$) | numbers |
 # | $z$, $p$, $J$ | a vector of scores, its softmax, and the softmax's Jacobian $\partial p/\partial z$ | $(n,)$, $(n,)$, $(n, n)$ |
 # | $w$ | a possible next word (the blank) | a word |
-# | $P$, $\hat P$ | the true probability of the next word given the context; a model's prediction of it | numbers |
+# | $P$, $\hat P$ | the true probabilities: of the next word given the context, $P(w\mid\text{context})$, and of a context and its next word together, $P(\text{context},w)$; a model's prediction $\hat P(w\mid\text{context})$ | numbers |
 # | $H(\cdot)$, $H(\cdot\mid\cdot)$, $\mathrm{I}(\cdot\,;\cdot)$ | entropy, conditional entropy and mutual information, in nats (an upright I; the italic $I$ is the identity matrix) | number |
 # | $h$ | the number of attention heads ([6.4](6_4_multi_head.ipynb)) | integer |
 # ```
@@ -157,7 +157,7 @@ np.testing.assert_allclose(softmax(np.array(scaled_3, dtype=float)), [float(a) f
 assert sp.simplify(sum(alpha_3) - 1) == 0  # the weights add up to exactly 1
 
 # %% [markdown]
-# Exercise 1 (`exercises/part1_chapter6/ex01_attention_weights.ipynb`) asks for the same steps —
+# [Exercise 1](../../exercises/part1_chapter6/ex01_attention_weights.ipynb) asks for the same steps —
 # scaled scores, exponentials, weights — for one query against three keys of width 4; try it.
 #
 # The loop is what the formula says; a computer does all words at once with matrices. Stack the
@@ -212,7 +212,7 @@ plt.show()
 # A Python dictionary returns the value of the one key that matches. Attention returns a blend of
 # *all* values, each weighted by how well its key matches: a soft lookup. Because the weights are
 # positive and add up to 1, the output is a {term}`convex combination` of the values — a point
-# inside the shape they span (Exercise 2, `exercises/part1_chapter6/ex02_convex_combination.ipynb`,
+# inside the shape they span ([Exercise 2](../../exercises/part1_chapter6/ex02_convex_combination.ipynb)
 # asks you to prove it).
 #
 # How soft? Multiply every dot product $q\cdot k$ by a number $\beta$ before the softmax, in place of
@@ -528,7 +528,7 @@ for head in (1, 2):
     axes[0].bar(np.arange(1, 22) + (head - 1.5) * 0.4, blank_row[head - 1], width=0.4,
                 label=f"head {head}")
 axes[0].set(ylabel="α[21, j]", title="attention of the blank's query (trained model)")
-axes[0].legend()
+axes[0].legend(loc="upper left")  # a fixed place: loc="best" warns when its search is slow
 axes[1].bar(range(1, 22), mutual_info, color="C2")
 axes[1].set(ylabel="I(word j ; blank) [nats]", xlabel="key word j",
             title="exact mutual information with the blank")
@@ -565,7 +565,7 @@ assert abs(mutual_info[3 - 1]) < 1e-12
 #
 # ## Why divide by $\sqrt{d_k}$? (Exercise 10, Fig. 6.12)
 #
-# Exercise 10 (`exercises/part1_chapter6/ex10_scaling_variance.ipynb`) asks for this derivation;
+# [Exercise 10](../../exercises/part1_chapter6/ex10_scaling_variance.ipynb) asks for this derivation;
 # try it before reading on.
 #
 # A score is a sum of $d_k$ products, $q\cdot k=\sum_{r=1}^{d_k}q_rk_r$. If the entries are
@@ -919,8 +919,9 @@ for dist_name in ("Normal", "Uniform"):
 #
 # The trained model: a 1-layer, 2-head `TinyLM` (width 32, learned position embeddings) trained for
 # 400 steps on 4000 sentences of `RunningExampleSource`, seed 0 (about 10 s on 2 CPU cores). The
-# chapter's Fig. 6.10 is an illustration of a large model on real text; ours is a measurement on a
-# small language whose dependencies are known. Library: `nextword.attention`,
+# chapter's Fig. 6.10 shows the weights of a model it does not name (neither its size nor its
+# training data) on the running example's sentence; ours is a measurement on a small language whose
+# dependencies are known. Library: `nextword.attention`,
 # `nextword.torch.models.lm`, `nextword.chapter6.running_example`; schematics from
 # `nextword.booktools.schematics.attention`.
 

@@ -158,15 +158,20 @@ np.testing.assert_allclose(weights @ values, np.stack([masked_out[i] for i in (1
 # ## Why the mask is needed: training without it (Exercise 3)
 #
 # The tiny example shows that without a mask the past *can* read the future. Does training actually
-# exploit it? We measure. (Exercise 3, `exercises/part1_chapter6/ex03_causal_mask_leakage.ipynb`,
+# exploit it? We measure. ([Exercise 3](../../exercises/part1_chapter6/ex03_causal_mask_leakage.ipynb)
 # asks you to run a version of this experiment yourself; try it first.)
 #
 # The data come from a random order-2 Markov source over 8 symbols: each symbol is drawn from a
 # distribution that depends on the two symbols before it. Because we built the source, we know its
 # {term}`entropy rate` $H$ exactly: the lowest average loss, in {term}`nats`, that any predictor
-# that sees only the past can reach. No honest model can score below $H$.
+# that sees only the past can reach on new text from the source. No honest model can score below $H$
+# there, except by a little, by chance, on a short text. (On its own training text a large enough
+# model could also go below $H$ by memorising that text; so the page scores the models on held-out
+# test text.)
 #
-# We train two identical small transformers (`TinyLM`, one layer, width 32), one with the mask and
+# We train two identical small transformers (`TinyLM`, one layer, width 32, with a fixed code for
+# each position added to each symbol's vector so that attention can tell the positions apart;
+# [6.5](6_5_positional_encoding.ipynb) builds these codes), one with the mask and
 # one without, with {term}`teacher forcing`: one forward pass over a window of 32 true symbols,
 # every position predicting the next true symbol. Then we score each model two ways:
 #
@@ -246,7 +251,7 @@ plt.show()
 
 # %% [markdown]
 # **Figure 6.3.1** (Exercise 3, answered by experiment). Left: without the mask the training loss
-# falls far below the entropy rate — a floor no honest predictor can beat — because every position
+# falls far below the entropy rate — a floor no honest predictor can beat on new text — because every position
 # can read the symbol it is asked to predict. Right: the same model scored the way generation uses
 # it is worse than a uniform guess. The masked model's loss is nearly the same both ways and sits
 # above $H$ (250 steps do not reach the floor). The two printed numbers differ a little only because
@@ -581,11 +586,15 @@ assert np.all(np.triu(head_weights, 1) == 0)
 #    position 1 is exactly 1, whatever the scores.
 #    ```
 #
-# 2. Why is a training loss *below* the entropy rate a sign of a bug rather than a good model?
+# 2. Why is a training-style loss far *below* the entropy rate, measured on held-out text, a sign of a
+#    bug rather than a good model?
 #
 #    ```{dropdown} Answer
-#    The entropy rate is the lowest average loss any predictor that sees only the past can reach. A
-#    lower loss means the model saw something it should not have — here, the next symbol itself.
+#    The entropy rate is the lowest average loss any predictor that sees only the past can reach on
+#    new text from the source. A loss far below it on held-out text (here less than a quarter of $H$,
+#    asserted above) means the model saw something it should not have — here, the next symbol itself.
+#    Held-out text matters: on its own training text a large enough model can also go below $H$, by
+#    memorising that text, and on a short text any predictor can land a little below $H$ by chance.
 #    ```
 #
 # 3. Instead of $-\infty$, someone adds $-5$ to the blocked scores. What goes wrong?
@@ -656,6 +665,14 @@ assert len(RUNNING_EXAMPLE) == 21
 # the width that keeps the scores' variance fixed is $d_k$ ([6.2](6_2_attention_mechanism.ipynb),
 # Checking the paper).
 #
+# The text of Fig. 6.16 counts the rows two ways. It says that row $i$ has "exactly $i$ possible
+# nonzero entries", which is what its own masked formula ($j\le i$) and its count $T(T+1)/2$ give; but
+# it also lists them as "position 2 can attend only to position 1, position 3 to positions 1 and 2,
+# and so forth until position $T$ can attend to all $T-1$ preceding positions", which leaves out the
+# position itself (and would give $T(T-1)/2$ entries). The mask lets position $i$ see itself: row 1
+# puts all its weight on position 1, and $n=8$ positions have $36=n(n+1)/2$ allowed entries (both
+# printed above). The list is a slip; recorded in the errata.
+#
 # | claim (§6.3) | measured here |
 # |---|---|
 # | lower-triangular weights, $n(n+1)/2$ nonzeros, rows sum to 1 (Figs. 6.13–6.14) | exact for $n\le64$; numpy = torch SDPA |
@@ -664,6 +681,7 @@ assert len(RUNNING_EXAMPLE) == 21
 # | …and this does not survive generation | prefix-only loss worse than uniform; generated text degenerate (pair and triple statistics far from the source) |
 # | the running example under the mask (Fig. 6.15) | the blank's query sees every earlier word and not the blank; 21 context words, not 22 (erratum) |
 # | training and generation are consistent with the mask (Figs. 6.16–6.17) | full pass = prefix pass to $10^{-5}$, = KV cache to $10^{-10}$; the weights are zero above the diagonal |
+# | row $i$ has $i$ entries, yet "position 2 can attend only to position 1", …, position $T$ to its $T-1$ predecessors (text of Fig. 6.16) | the first holds: row $i$ sees positions $1..i$, itself included; the list is off by one (erratum) |
 #
 # ## Reproducibility
 #

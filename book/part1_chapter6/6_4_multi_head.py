@@ -323,8 +323,10 @@ print(f"{len(train.ids)} training and {len(test.ids)} test sentences of {task.le
 # %% [markdown]
 # In each, find the subject among the first four tokens and check that every `V` is followed by its
 # agreement form. We train a model with a single layer — one attention sublayer with four heads,
-# followed by the feed-forward part of [6.6](6_6_context_representation.ipynb) — (width 32,
-# sinusoidal positions), so no later attention layer stands between a head and the prediction: the
+# followed by the feed-forward part of [6.6](6_6_context_representation.ipynb) — of width 32. A
+# fixed code for each position (a sinusoidal position encoding, built in
+# [6.5](6_5_positional_encoding.ipynb)) is added to each token's vector, so that attention can tell
+# the positions apart. No later attention layer stands between a head and the prediction: the
 # feed-forward part works on each position alone, so what reaches a position from the others comes
 # through the heads of this one layer. Training is the loop you know from any neural network: take 32
 # random sentences,
@@ -725,8 +727,10 @@ assert all(worse_member.values())
 # Removing two heads costs on average clearly more than removing one, and a pair costs at least as
 # much as its worse member, in every model. Compare the ratios with the yardstick of 2: on average
 # over the pairs the damage roughly adds up (the ratio of means says nothing about any one pair,
-# which may cost more or less than its two heads together) — in this small model "the diversity of the ensemble" is a few heads doing distinct
-# jobs, not a redundant committee. Which single head is cheapest to remove is an ordering of trained
+# which may cost more or less than its two heads together). So, on average, there is no sign of
+# heads that stand in for one another (two such heads would cost little one at a time and much more
+# together), though one such pair could hide among six; with the probes above, what this small
+# model shows is a few heads doing distinct jobs. Which single head is cheapest to remove is an ordering of trained
 # costs and is not asserted; per model, the cheapest head and the next cheapest:
 
 # %%
@@ -816,7 +820,7 @@ assert np.allclose(np.round(doubled_weights, 3), [0.011, 0.795, 0.193])
 # asserted); a diffuse head appears in some of the models (the count printed above; it changes with the seed,
 # so it is not asserted). There is
 # no "semantic similarity" head (Head 3): the toy language has no topic to track. The chapter's
-# figure is an illustration of a large model on English; ours is a measurement.
+# figure shows a "trained transformer" whose size and data it does not name; ours is a measurement.
 #
 # **"Roughly the same" number of parameters as one full-width head** (§6.4): exactly the same,
 # $4d_{\text{model}}^2$ per layer for any number of heads, ignoring biases (asserted above;

@@ -66,9 +66,9 @@ use_book_style()
 #   started.
 # - The next-token model is a stack of attention blocks that, without positions or a causal mask,
 #   sees its input as an unordered collection — only through the proportions in which its vectors
-#   occur, a probability distribution of vectors (the paper calls it a *set* transformer, though a
-#   repeated token does count); word order is put back by positional encodings, masks, or a
-#   state-space model that replaces attention.
+#   occur, a probability distribution of vectors (the paper calls it a *set* transformer, though
+#   repeating one token changes the proportions, and so the output); word order is put back by
+#   positional encodings, masks, or a state-space model that replaces attention.
 # - Generation and evaluation are further maps on the same next-token probabilities. Discrete
 #   diffusion, a newer alternative, does without them: it writes a whole text at once by undoing a
 #   random corruption.

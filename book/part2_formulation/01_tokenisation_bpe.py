@@ -442,9 +442,10 @@ print(f"{len(unused_rows)} of {big.vocab_size} rows get zero gradient from this 
 
 # %% [markdown]
 # Remark 2.9's caveat is visible in the same objects. A token that never occurs in the training text
-# gets zero gradient through the lookup, so gradient steps on the loss never move its row (only
-# something outside the loss's lookup would: weight decay, or a model that reuses the table as its
-# output layer). And nothing in $\phi$ ties synonyms together: a rare
+# gets zero gradient through the lookup, so the lookup's gradient never moves its row. Only
+# something else would: weight decay, or a model that reuses the table as its output layer (the
+# output layer scores every token at every position, so its gradient reaches every row). And
+# nothing in $\phi$ ties synonyms together: a rare
 # word split into several tokens is embedded as several vectors, a frequent synonym as one. Learning
 # the table is the job of the training objective of [2.2](02_objective_kl.ipynb).
 
@@ -558,7 +559,7 @@ not_codes = [x for x in texts_V if encode_tiny(decode_tiny(x)) != x]
 print(f"encoding is one-to-one on all {len(texts_0):,} texts over {{a,b,c}} of 1 to 8 letters; "
       f"of the {len(texts_V)} texts over {{a,b,c,d,e}} of 1 to 3 symbols, {len(not_codes)} are no "
       f"text's code, e.g. {not_codes[:4]}")
-assert not_codes and all("ab" in x or "dc" in x for x in not_codes)
+assert not_codes == [x for x in texts_V if "ab" in x or "dc" in x]  # exactly those with a mergeable pair
 
 # %% [markdown]
 # **Example 2.2's orders of magnitude.** The example quotes $|\mathcal V_0|=\mathcal O(10^2)$ (tiny
@@ -658,5 +659,6 @@ full_first, full_last = 1 - full_lengths[5] / full_lengths[0], 1 - full_lengths[
 print(f"merges of the whole split: held-out text at |V| = 4096 {full_lengths[-1]:,} tokens against "
       f"{lengths[-1]:,} ({100 * (1 - full_lengths[-1] / lengths[-1]):.0f}% fewer); gamma {full_gamma:.3f} "
       f"against {b_fit:.3f}; the first 256 merges cut {100 * full_first:.0f}%, the last 1792 "
-      f"{100 * full_last:.0f}% (default run: {100 * first_cut:.0f}% and {100 * last_cut:.0f}%)")
+      f"{100 * full_last:.0f}% (merges of the first {len(train_text):,} characters: "
+      f"{100 * first_cut:.0f}% and {100 * last_cut:.0f}%)")
 assert np.all(np.diff(full_lengths) < 0) and 0.1 < full_gamma < 0.25 and full_first > 4 * full_last

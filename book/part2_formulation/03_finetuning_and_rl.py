@@ -8,8 +8,8 @@
 # The paper describes the two tools by which deployed models are adapted, one or both of them.
 # **Fine-tuning** runs the same next-token training on a small, task-specific data set, starting
 # from the pre-trained weights; the update is often restricted to a low-rank matrix
-# ({term}`low-rank adaptation`), which is cheaper and, at a rank that suits the change, over-fits
-# less. **Reinforcement learning** instead maximises a reward (a number given to each whole answer)
+# ({term}`low-rank adaptation`), which is cheaper and, at a rank that suits the change, can
+# over-fit less. **Reinforcement learning** instead maximises a reward (a number given to each whole answer)
 # while a Kullback–Leibler penalty keeps the model near where it started, so it does not drift into
 # strange text that happens to be rewarded. This page measures both on models small enough to
 # compute every quantity exactly.
@@ -20,7 +20,7 @@
 # - compute by hand the best policy of a KL-regularised reward problem on two answers, and explain
 #   what the strength $\beta$ of the penalty does;
 # - explain why fine-tuning from a pre-trained model beats training from scratch on scarce data, and
-#   why a low-rank update of the right rank over-fits less;
+#   why a low-rank update of the right rank can over-fit less;
 # - derive the closed-form optimum $\pi^*\propto\pi_{\mathrm{ref}}e^{r/\beta}$ of (4.7) and recognise
 #   when a restricted model cannot reach it;
 # - explain why the sampled objective (4.8) is an unbiased estimate but its naive gradient is wrong.
@@ -268,8 +268,8 @@ plt.show()
 # the implicit regularisation Remark 4.9 mentions. Rank 1 cannot express the shift; rank 4 has more
 # freedom to fit noise. At its best number of steps rank 2 beats training from scratch and the other
 # two ranks; it is also below the full update here, but that comparison is not robust: over twelve
-# data sets each of the two wins on some, and on average the full update, stopped early, is as good
-# (printed under Reproducibility).
+# data sets each of the two wins on some, and on average the full update, stopped early, is about as
+# good (printed under Reproducibility).
 #
 # At the population level (expected counts instead of samples, so no noise) the rank statement is
 # sharp: LoRA with $s=2$ comes within a small residual of the target (explained below), while
@@ -499,8 +499,8 @@ assert cos(reinforce, exact_grad) > 0.97  # the score-function estimator points 
 # - Fine-tuning is the same next-token training on a small task-specific data set (4.6), started
 #   from the pre-trained weights; with scarce data that start reaches a lower KL than training from
 #   scratch (each compared at its best number of steps).
-# - A low-rank update (LoRA) trains $2|\mathcal V|s$ numbers instead of $|\mathcal V|^2$; when its rank
-#   matches the true change it also over-fits less (Remark 4.9).
+# - A low-rank update (LoRA) trains $2|\mathcal V|s$ numbers instead of $|\mathcal V|^2$; on this
+#   page's data, where its rank matches the true change, it also over-fits less (Remark 4.9).
 # - KL-regularised RL (4.7) has a closed-form optimum: the reference model tilted by
 #   $e^{r/\beta}$; $\beta$ trades reward against distance from the reference.
 # - A model class that cannot represent the tilted distribution (here a Markov policy facing a

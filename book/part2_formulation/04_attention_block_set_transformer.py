@@ -11,8 +11,9 @@
 # learned there carries over. And written this way it shows its blind spot plainly: with no
 # positions and no mask, the function sees the prefix as an unordered collection of vectors — in
 # fact only through the proportions in which the vectors occur, a probability distribution over
-# vectors (a repeated token counts, so this is not quite a *set*, despite the name) — so "dog bites
-# man" and "man bites dog" get the same next-token probabilities. That is why the next page ([2.5](05_temporal_structure.ipynb)) adds order back.
+# vectors (repeating one token changes the proportions, and so the output: this is not quite a
+# *set*, despite the name) — so "dog bites man" and "man bites dog" get the same next-token
+# probabilities. That is why the next page ([2.5](05_temporal_structure.ipynb)) adds order back.
 #
 # ```{admonition} Learning goals
 # :class: tip
@@ -378,8 +379,9 @@ step_far = np.linalg.norm(field[far], axis=1).mean()
 print(f"mean length of the displacement: at the tokens {step_tokens:.3f}, "
       f"at grid points more than 2.5 from the cloud's centre {step_far:.3f}")
 assert step_tokens < 0.25 * step_far  # Figure 2.4.2: the field is weak in the cloud, strong far from it
-# why: at the tokens the weights spread over the whole cloud, so each displacement is close to V times
-# the cloud's mean (short: this cloud is centred near the origin); far away they pile onto a few tokens
+# why: at the tokens the weights spread over the whole cloud, so each displacement is close to the
+# even average, V times the cloud's mean (short: this cloud is centred near the origin), plus a small
+# remainder from the uneven weights; far away the weights pile onto a few tokens
 top_weight_tokens = softmax(cloud @ att2.Q.T @ (cloud @ att2.K.T).T).max(axis=1)
 top_weight_far = softmax(grid_scores[far]).max(axis=1)
 v_of_mean = np.linalg.norm(att2.V @ cloud.mean(axis=0))
@@ -419,12 +421,16 @@ plt.show()
 # points $s$ of a grid (a vector field that depends on the tokens only through $p$; drawn at two
 # thirds of their length); the orange crosses show where each token goes, $\mathrm{ATT}(h)_i$, and
 # the vermilion arrow from each dot is its displacement $\mathrm{ATT}(h)_i-h_i$ drawn five times
-# longer than it is (it passes through the cross), so that it can be seen — each token follows the
-# field at its own place. Look at the middle of the cloud: at the tokens the weights are spread over
-# the whole cloud (the largest weight any token gives is 0.21, against 1/12 = 0.08 for equal
-# weights; printed above), so each displacement stays near $V$ times the cloud's mean, which is short
-# because this cloud is centred near the origin; the crosses sit close to their dots. Far from the
-# cloud the weights pile onto its outermost tokens (0.58 on average for the top one) and the field is
+# longer than it is (it passes through the cross), so that it can be seen. The two kinds of arrow
+# are drawn to different scales (two thirds against five times), so near a token the grey arrows
+# look much shorter than its vermilion one; each token still follows the field at its own place.
+# Look at the middle of the cloud: at the tokens the weights are spread over the whole cloud (the
+# largest weight any token gives is 0.21, against 1/12 = 0.08 for equal weights; printed above), so
+# each displacement is close to the even average of the values $Vh_j$, which is $V$ times the
+# cloud's mean — short (length 0.017) because this cloud is centred near the origin. The small
+# unevenness of the weights adds the rest, and the displacements stay short (0.057 on average,
+# against 0.372 far from the cloud): the crosses sit close to their dots. Far from the cloud the
+# weights pile onto its outermost tokens (0.58 on average for the top one) and the field is
 # strong. Right: Example B.2 — the gap between max pooling and the log-sum-exp pooling (blue) stays
 # under the bound $\log 6/\beta$ (dashed black) and follows it for large $\beta$.
 #

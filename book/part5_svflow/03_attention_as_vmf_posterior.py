@@ -29,7 +29,7 @@
 # distribution, its score $\kappa\mu$, residual + RMSNorm as a retraction) ·
 # [5.2 SVFlow](02_svflow_properties.ipynb) (the velocity as a posterior-weighted average of scores) ·
 # [6.4 Multi-head attention](../part1_chapter6/6_4_multi_head.ipynb) (heads, $W^Q,W^K,W^V,W^O$; this page's
-# $W_q,W_k,W_v,W_o$ are one head's blocks of them).
+# $W_q,W_k,W_v,W_o$ are one head's blocks of them, $W_o$ transposed).
 # **Reading time:** about 40 minutes.
 #
 # ```{admonition} Symbols on this page
@@ -41,7 +41,7 @@
 # | $z$, $\mathcal Z$ | an earlier token, read as a latent component (an expert, in an MoE layer); $\mathcal Z$: all of them | index, set |
 # | $x_z$ | the state of an earlier token $z$, on the unit sphere: what the head projects into a key, $x_zW_k$, and a value, $x_zW_v$ (Chapter 6's $k[j]$ and $v[j]$ of one head) | $(d,)$ |
 # | $o$, $o_z$ | value–output vector of token $z$, $o_z=W_o W_v^\top x_z$ | $(d,)$ |
-# | $W$, $W_q,W_k,W_v,W_o$ | a head's query, key, value and output matrices, all four $d\times d_{\text{head}}$ as in the paper: $W_q,W_k,W_v$ are head $m$'s column blocks of Chapter 6's $W^Q,W^K,W^V$, and $W_o$ is the *transpose* of head $m$'s row block of $W^O$; $W_{q,m}$ those of head $m$ | $(d,d_{\text{head}})$ |
+# | $W$, $W_q,W_k,W_v,W_o$ | a head's query, key, value and output matrices, all four $d\times d_{\text{head}}$ as in the paper: $W_q,W_k,W_v$ are head $m$'s column blocks of Chapter 6's $W^Q,W^K,W^V$ (with the factor $1/\sqrt{d_{\text{head}}}$ of scaled dot-product attention folded into $W_q$), and $W_o$ is the *transpose* of head $m$'s row block of $W^O$; $W_{q,m}$ those of head $m$ | $(d,d_{\text{head}})$ |
 # | $\kappa$, $\kappa_z$, $\mu_z$, $\kappa'_z$, $\mu'_z$ | a vMF concentration; those of key $z$'s bump, $\kappa_z\mu_z=W_q W_k^\top x_z$; primed, of the value–output vector of token $z$ | scalar, $(d,)$ |
 # | $C_d(\kappa)$, $I_\nu$, $\Gamma$ | the vMF normaliser; the modified Bessel and the gamma function in it (a bare $I$, as in $I-xx^\top$, is the identity matrix) | scalars |
 # | $q$ | $q(z\mid x)$: the attention weights, read as a posterior over tokens; $q(m\mid x)$: a weight per head | $(\lvert\mathcal Z\rvert,)$ |
@@ -281,8 +281,8 @@ plt.show()
 # block's residual + RMSNorm update and for the
 # exact geodesic Euler step. Both converge at first order (slopes near $-1$), so the transformer block is a
 # consistent Euler discretisation of the spherical flow (§4.4). The relaxed retraction misses by more at
-# every $L$, by a factor that still grows over this range (printed above: the geodesic curve is a little
-# steeper before it settles); it changes the error's size, not its order. (A real transformer has different weights in every layer: a flow whose velocity
+# every $L$, by a factor that still grows over this range (printed above, with the fitted slopes: the geodesic
+# curve is a little steeper over this range); it changes the error's size, not its order. (A real transformer has different weights in every layer: a flow whose velocity
 # changes with time.)
 #
 # ## Mixture-of-experts gates read the same way (Eq. 6, Eq. 22)

@@ -6,6 +6,8 @@ captions, colour maps and sizes consistent across parts.
 
 from __future__ import annotations
 
+import warnings
+
 from collections.abc import Sequence
 
 import matplotlib as mpl
@@ -56,6 +58,9 @@ def use_book_style() -> None:
             "axes.prop_cycle": mpl.cycler(color=list(BOOK_COLORS)),
         }
     )
+    # matplotlib warns when placing a legend at loc="best" takes over a second of wall time, which on
+    # a loaded machine depends on the load, not on the figure: an executed page's output must not
+    warnings.filterwarnings("ignore", message='Creating legend with loc="best" can be slow', category=UserWarning)
 
 
 def heatmap(
