@@ -439,7 +439,8 @@ assert 1 < gaps[0] and gaps[-1] < 0.1 * gaps[0]   # the table below: the gap fal
 # for every position, small Gaussian initial weights, and 100 plain gradient-descent steps on all
 # parameters with the closed-form gradients of page 3.1. The paper gives neither the learning rate
 # nor the initial scale; we use a learning rate of $0.08$ and an initial scale of $0.5$ (stable for
-# 100 steps). Full attention, no causal mask: the toy is not a language model. The whole training
+# 100 steps). Plain gradient descent is also our reading: the paper's Fig. 4 calls the toy's steps
+# "EM steps" ([second pass over the paper](checking_the_paper.ipynb)). Full attention, no causal mask: the toy is not a language model. The whole training
 # loop is three lines:
 
 # %%
