@@ -246,7 +246,7 @@ plt.show()
 # **Figure 6.1.2** (the chapter's Fig. 6.1, measured). Left: the path from each word of the running
 # example to the state that predicts the blank has $T-s+1$ arrows through the recurrence, always 1
 # through attention; see how "software" and "engineer", at the start of the sentence, are among the
-# farthest (only "The", word 1, is farther). Right: the sequential depth of one layer grows with $T$ for the RNN and stays 1 for
+# farthest (only "The", word 1, is farther than "software"). Right: the sequential depth of one layer grows with $T$ for the RNN and stays 1 for
 # attention.
 #
 # ## The gradient over $t-s$ steps
