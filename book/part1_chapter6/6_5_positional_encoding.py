@@ -5,7 +5,7 @@
 # transformer the positions it cannot see?
 # "dog bites man" and "man bites dog" contain the same three words and mean opposite things. Attention
 # ([§6.2](6_2_attention_mechanism.ipynb)) builds each word's new representation from a weighted average
-# of the other words' vectors, and a weighted average does not care in which order its terms come: on
+# of the words' vectors (its own included), and a weighted average does not care in which order its terms come: on
 # its own, attention reads a sentence as a bag of words. This page shows that failure on three typed
 # vectors, then the three standard cures — sinusoidal encodings, learned position tables and rotary
 # position embeddings — and finally measures what the chapter claims about them on sequences longer
@@ -315,22 +315,24 @@ assert np.all(np.diff(list(measured.values())) > 0)  # Figure 6.5.2: the wavelen
 # Moving $\Delta$ positions on means turning by $\Delta\omega$ clockwise — a
 # $2\times 2$ matrix $M(\Delta)$ that depends on the shift $\Delta$ but **not** on $t$. So "$\Delta$ words
 # back" is the same linear map at every position, which a model can learn once. The angle-addition
-# formulas give $M(\Delta)$; sympy checks that it moves $\mathrm{PE}(t)$ to $\mathrm{PE}(t+\Delta)$ and
-# that it is a rotation ($M^\top M = I$, $\det M = 1$). (In this section and the RoPE one, a pair, a
-# query and a key are written as columns, $M(\Delta)\,\mathrm{PE}(t)$, as rotations usually are; in the
-# book's row-vector form the same step is $\mathrm{PE}(t+\Delta)=\mathrm{PE}(t)\,M(\Delta)^\top$, which is
-# what the code computes with `@ R.T`.)
+# formulas give $M(\Delta)$; sympy checks that it moves the pair of position $t$ to the pair of position
+# $t+\Delta$ (written $\mathrm{PE}_{\text{pair}}$ in its output) and that it is a rotation ($M^\top M = I$,
+# $\det M = 1$). (In this section and the RoPE one, a pair, a query and a key are written as columns,
+# $M(\Delta)$ times the pair, as rotations usually are. In the book's row-vector form a whole encoding
+# moves as $\mathrm{PE}(t+\Delta)=\mathrm{PE}(t)\,R_\Delta^\top$, with $R_\Delta$ the matrix of all the pairs'
+# $M(\Delta)$ defined just below; that is what the code computes with `@ R5.T`. $M(\Delta)$ itself is
+# $2\times2$ and acts on one pair, not on the whole $\mathrm{PE}(t)$.)
 
 # %%
-t, shift, w = sp.symbols("t Delta omega", real=True)
+t, shift, omega = sp.symbols("t Delta omega", real=True)
 
 
 def pair(s):
     """The sinusoidal pair at position s: (sin sω, cos sω)."""
-    return sp.Matrix([sp.sin(s * w), sp.cos(s * w)])
+    return sp.Matrix([sp.sin(s * omega), sp.cos(s * omega)])
 
 
-M = sp.Matrix([[sp.cos(shift * w), sp.sin(shift * w)], [-sp.sin(shift * w), sp.cos(shift * w)]])
+M = sp.Matrix([[sp.cos(shift * omega), sp.sin(shift * omega)], [-sp.sin(shift * omega), sp.cos(shift * omega)]])
 residual = sp.simplify(sp.expand_trig(M * pair(t) - pair(t + shift)))
 display(Math(r"M(\Delta) = " + sp.latex(M)))
 display(Math(r"M(\Delta)\,\mathrm{PE}_{\text{pair}}(t) - \mathrm{PE}_{\text{pair}}(t+\Delta) = "
@@ -452,14 +454,14 @@ query_content, key_content = rng.standard_normal(d_k), rng.standard_normal(d_k)
 T_rope = 80
 Q = apply_rope(np.tile(query_content, (T_rope, 1)))  # (T, d_k): the same content everywhere
 K = apply_rope(np.tile(key_content, (T_rope, 1)))
-S = Q @ K.T  # (T, T): S[i, j] = (R_i q)·(R_j k)
+S = Q @ K.T  # (T, T): S[i, j] = (R(iθ) q)·(R(jθ) k), pair by pair
 diagonals = [np.diagonal(S, -offset) for offset in range(40)]  # S[i, i - offset] for each i
 diagonal_change = max(np.max(np.abs(diag[1:] - diag[:-1])) for diag in diagonals)
 bound = "< 1e-10 (round-off; the scores are ~10)"
 print("max change of the score along each diagonal i - j = const:",
       bound if diagonal_change < 1e-10 else f"{diagonal_change:.1e}")
 assert diagonal_change < 1e-10
-relative_score = query_content @ rope_rotation_matrix(3 - 10, d_k) @ key_content  # q^T R(j-i) k
+relative_score = query_content @ rope_rotation_matrix(3 - 10, d_k) @ key_content  # q^T R((j - i)θ) k, i = 10, j = 3
 np.testing.assert_allclose(S[10, 3], relative_score, rtol=1e-10)
 
 # %%
@@ -644,10 +646,12 @@ assert rope_near[0] > 0.5 and rope_near[1] < 0.25
 # %% [markdown]
 # Inside the training length the RoPE model's first layer looks mostly at the last three words; beyond
 # it, most of that weight has moved to words further back, where nothing useful is. The sinusoidal model
-# meets absolute positions it never saw instead. This agrees with published length-extrapolation studies
-# of small models (e.g. the ALiBi paper, Press et al. 2022), where both sinusoidal and rotary models
-# degrade soon after the training length unless the attention is restricted or the positions are
-# interpolated.
+# meets absolute positions it never saw instead. This agrees with published length-extrapolation
+# studies of far larger models: in the ALiBi paper (Press et al. 2022), language models with sinusoidal
+# and with rotary positions both get worse beyond their training length (the rotary ones a little
+# later), which a bias that penalises distant keys avoids; rotary models are now given longer contexts
+# by squeezing the positions into the trained range (position interpolation, Chen et al. 2023) rather
+# than by extrapolating.
 #
 # ### The same measurement over four seeds
 #
@@ -713,8 +717,8 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# **Figure 6.5.7** (Fig. 6.26 rebuilt from trained weights). Left: the sinusoidal table (the same for
-# every model). Right: the learned table of the model above, on a colour scale centred on zero (red
+# **Figure 6.5.7** (Fig. 6.26 rebuilt from trained weights). Left: the sinusoidal table of the same
+# size (fixed: training does not change it). Right: the learned table of the model above, on a colour scale centred on zero (red
 # positive, blue negative); the black line marks the training length. See the strong colours above the
 # line and the pale rows below it: the rows the model never trained on are still almost zero.
 #

@@ -256,8 +256,9 @@ for width in (16, 64):
 
 # %% [markdown]
 # The chapter draws this contrast (Fig. 6.31) with random-looking surfaces. Here are the real arrays, as
-# heatmaps: the states of a tanh RNN over 20 steps, and the final-layer vectors of a 2-layer decoder over
-# the same 20 positions (both with random weights: the point is what is kept, not what it means).
+# heatmaps: the states of a tanh RNN over 20 steps, and the vectors that the second block of a 2-layer
+# decoder reads over the same 20 positions, the output of its first block (both with random weights: the
+# point is what is kept, not what it means).
 
 # %%
 rng = np.random.default_rng(3)
@@ -270,8 +271,7 @@ grid_config = DecoderConfig(vocab_size=30, d_model=d_grid, num_heads=2, num_laye
 grid_model = DecoderLM(grid_config, rng=np.random.default_rng(4))
 tokens = rng.integers(0, 30, size=T_grid)
 representations = grid_model.tok_emb[tokens] + sinusoidal_encoding(T_grid, d_grid)
-for layer_block in grid_model.blocks:
-    representations = layer_block(representations)  # (T, d): the transformer's final-layer grid
+representations = grid_model.blocks[0](representations)  # (T, d): block 1's output, read by block 2
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
@@ -289,16 +289,18 @@ for ax in axes:
 plt.tight_layout()
 plt.show()
 kept = {"RNN": rnn_trajectory[-1].size, "transformer": representations.size}
-print(f"numbers kept for the prediction: RNN {kept['RNN']}, transformer {kept['transformer']} "
-      f"(= {T_grid} x {d_grid})")
+print(f"numbers kept for the next prediction: RNN {kept['RNN']} (its state), transformer "
+      f"{kept['transformer']} (= {T_grid} x {d_grid}) per layer")
 assert kept["transformer"] == T_grid * kept["RNN"]
 
 # %% [markdown]
 # **Figure 6.6.2** (Fig. 6.31 rebuilt as heatmaps, random weights; red positive, blue negative). Left:
 # the hidden states of a tanh RNN over 20 steps, one row per step — all of them are computed along the
-# way, but only the last row $z[T]$, boxed in black, is carried into the prediction. Right: the
-# final-layer vectors of a 2-layer decoder, one row per position, all of which stay readable by
-# attention: every row of the right panel is kept, one row of the left.
+# way, but only the last row $z[T]$, boxed in black, is carried into the prediction. Right: the output of
+# block 1 of a 2-layer decoder, one row per position — the rows that block 2's attention reads, through
+# their keys and values, whenever a later position predicts. Every row of the right panel is kept (and
+# one such grid for every layer), one row of the left. (The last block's own outputs are read by no
+# attention: each is used only for its own position's prediction.)
 #
 # ## Operation counts (Exercise 11)
 #
@@ -311,8 +313,9 @@ assert kept["transformer"] == T_grid * kept["RNN"]
 # - the scores $QK^\top$ and the weighted sum of values: $2\cdot 2T^2d = 4T^2d$ FLOPs (over all heads
 #   together; the mask does not save work when the full $T\times T$ matrix is computed).
 #
-# So attention costs $8Td^2+4T^2d$ FLOPs ($4Td^2+2T^2d$ multiply-adds) with sequential depth 1, and the
-# $T^2$ term takes over beyond $T=2d$. A recurrent layer ($z[t]=\tanh(x[t]W_x+z[t-1]W_z)$) costs about
+# So attention costs $8Td^2+4T^2d$ FLOPs ($4Td^2+2T^2d$ multiply-adds) with {term}`sequential depth` 1
+# (the number of steps that must run one after another: all $T$ positions are computed at once), and
+# the $T^2$ term takes over beyond $T=2d$. A recurrent layer ($z[t]=\tanh(x[t]W_x+z[t-1]W_z)$) costs about
 # $4Td^2$ FLOPs, two $d\times d$ products per step, but in $T$ steps one after another.
 # [Exercise 11](../../exercises/part1_chapter6/ex11_complexity.ipynb) asks for the exact counts, forward
 # and backward. Here torch's FLOP counter counts the operations of the library's torch attention
@@ -523,11 +526,13 @@ plt.show()
 #    ```
 #
 # 4. An RNN and a one-layer transformer both have $d_{\text{model}}=64$ and read 200 tokens. How many
-#    numbers does each keep for the next prediction, and how many does the transformer's KV cache hold?
+#    numbers does each keep for the next prediction (for the transformer, in the chapter's count of one
+#    vector per position), and how many does the transformer's KV cache, what it really stores, hold?
 #
 #    ```{dropdown} Answer
-#    The RNN keeps one state, 64 numbers; the transformer one vector per position, $200\cdot64=12\,800$;
-#    its KV cache a key and a value per position, $25\,600$ (the cell below measures all three).
+#    The RNN keeps one state, 64 numbers. In the chapter's count the transformer keeps one vector per
+#    position, $200\cdot64=12\,800$; what it actually stores for the next prediction is its KV cache, a
+#    key and a value per position, $25\,600$ (the cell below measures all three).
 #    ```
 
 # %% tags=["hide-cell"]
@@ -630,8 +635,9 @@ block.W2[...], block.b2[...] = saved_W2, saved_b2
 # **Fig. 6.32** says that the representation of the last position "has attended to relevant words like
 # 'code', 'engineer', and 'submitted'". On variants of the sentence whose dependencies are known, a
 # trained model reads "code" (word 19) in every seed and "finally" (word 16) in some; it gives
-# "engineer" (word 3) little weight, rightly, since the subject's number does not constrain the word after
-# "would" (Figure 6.6.4), and "submitted" carries nothing about the blank in these variants (it never
+# "engineer" (word 3) little weight, rightly, since the subject's number does not constrain the blank
+# (after "would" the verb takes its base form, after "now" it agrees with the object noun, word 19;
+# Figure 6.6.4), and "submitted" carries nothing about the blank in these variants (it never
 # changes). An earlier version of this page asserted that layer 2 reads words 16 and 19 with more than
 # 0.6 of its weight "in every seed": it held for seeds 0–2 and failed for seeds 3 and 4.
 #

@@ -126,7 +126,7 @@ assert by_hand == probe_accuracy(sums, positions_seen) and by_hand > 0.95
 #
 # To know what "surface" and "meaning" are, we use a source where both are defined: each sequence draws
 # a hidden *topic* (one of 3), then its tokens from that topic's Markov chain over a shared 12-token
-# vocabulary (`topic_markov_source`). The current and the previous token are surface features; the topic
+# vocabulary (`topic_markov_source`): each next token depends only on the current one and the topic. The current and the previous token are surface features; the topic
 # is a property of the whole context (no single token reveals it for certain). We train a 3-layer, 2-head
 # `TinyLM` (width 24, sinusoidal positions, 250 AdamW steps with `train_lm`, the loop written out in
 # [6.4](6_4_multi_head.ipynb)) for three seeds, each with its own random source; the first sequences of
@@ -262,8 +262,9 @@ plt.show()
 # embedding, in every seed — though not necessarily rising at every block (the count above). The
 # *surface* half holds only weakly. The current token is available low and stays decodable (above 0.9)
 # through all three blocks (the residual stream keeps it — nothing forces the upper layers to drop it).
-# The previous token is only weakly decodable (below 0.5) at any depth in a model this small, and at the
-# embedding it is not in the vector at all: $x[t]$ holds only the current token and its position, so what
+# The previous token is only weakly decodable (below 0.5) at any depth, and this language gives the model
+# no reason to carry it: the next token depends only on the current one and the topic, so the previous
+# token helps the prediction only as a clue to the topic. At the embedding it is not in the vector at all: $x[t]$ holds only the current token and its position, so what
 # a probe reads there (above the chance of 1/12, asserted) it infers from the current token: in each
 # topic's chain some tokens come before the current one more often than others. So the stack adds abstraction on top of the surface information rather than
 # replacing it; a probe cannot show "lower layers learn surface patterns, higher layers semantics" as a
@@ -338,7 +339,8 @@ assert np.all((topic_embedding > 1 / 3 + 0.05) & (topic_embedding < 0.7)) and np
 # where both kinds of information are defined. The topic, a property of the whole context, becomes far
 # more readable after the blocks (asserted in every seed); but the surface features do not move out of
 # the upper layers — the current token stays readable at every depth and the previous token is weakly
-# readable at every depth, no better low than high (asserted). The stack adds abstraction on top of the surface
+# readable at every depth, no better low than high (asserted) — a weak test of the surface half, since in
+# this language the prediction never needs the previous token except as a clue to the topic. The stack adds abstraction on top of the surface
 # information; a division of labour between low and high layers is not what a probe shows here. The
 # chapter rests its claim on probing studies of trained language models that it does not name, so they
 # cannot be rerun; this measurement shows what the mechanism alone produces.

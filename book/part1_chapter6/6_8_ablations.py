@@ -98,7 +98,7 @@ assert np.allclose(teacher_forced, -np.log(0.9)) and np.allclose(honest, np.log(
 # head 1's scores were $s_1=(3,-3,-3)/\sqrt2$ (its weight went to "engineer") and head 2's
 # $s_2=(-2,1,0)/\sqrt2$ (to "submitted"). Read the same four columns as *one* head of width 4: its dot
 # products are the sums of the two heads' dot products, divided by $\sqrt4$ — one compromise pattern
-# instead of two sharp ones. **The residual connection.** A block that adds $a=(0.5, 0, 0, -0.5)$ to
+# instead of two separate ones (head 1's nearly all on one word). **The residual connection.** A block that adds $a=(0.5, 0, 0, -0.5)$ to
 # $r=(1, 3, 5, 7)$ passes on $r+a$; without the residual it passes on $a$ alone, and what $r$ carried is
 # gone.
 
@@ -313,9 +313,11 @@ plt.show()
 
 # %% [markdown]
 # **Figure 6.8.1** (Exercise 12, measured). Honest (generation-time) test loss per ablation, split into
-# the long-range agreement predictions and the local "filler" predictions (every other position after the
-# first four, where the subject stands: it predicts a filler, or a marker, which nothing announces). See which bars rise above the
-# dashed uniform-guess line: those models predict worse than a model that knows nothing.
+# the long-range agreement predictions (blue) and the local "filler" predictions (vermilion: all the other
+# positions from the fifth on — the first four are where the subject may stand; a filler position predicts
+# a filler, or a marker, which nothing announces). See which bars rise above the dashed uniform-guess
+# line: those models predict worse than a model that knows nothing. Where a blue bar seems missing, its
+# loss is near zero.
 #
 # What the measurements say, next to the chapter's predictions. Whether the 2-layer baseline learns the
 # agreement within 600 steps depends on the seed (the line above the figure says whether this run's
@@ -404,7 +406,10 @@ assert round(-np.log(0.99), 3) == 0.010 and round(np.log(3), 3) == 1.099
 # Exercise 12 asks for predictions; the chapter's own reasons for each part are in §6.3–6.6. Measured
 # against them:
 # - **Causal mask** (§6.3: without it the model "cheats" in training and fails at generation): holds, for
-#   a model retrained without the mask (asserted above).
+#   a model retrained without the mask (asserted above). The chapter's "perfect training loss of zero"
+#   is a limit, not a value a model reaches: the last position of every training window has no next token
+#   to read, so its loss stays near the source's own uncertainty; the page asserts a training loss below
+#   0.3 nats.
 # - **Positions** (§6.5: without them the model sees a bag of words): holds for one layer
 #   ([6.5](6_5_positional_encoding.ipynb)) and, on the fillers, for the retrained two-layer model too:
 #   its filler loss is worse than the baseline's and about what predicting from the current token alone
@@ -419,7 +424,9 @@ assert round(-np.log(0.99), 3) == 0.010 and round(np.log(3), 3) == 1.099
 #   runs are too few to say more, and it is not asserted.
 # - **Residual connections** (§6.6: they keep gradients from vanishing in deep networks): a statement
 #   about training, which the default run does not test (`FULL=1` retrains without them); what the default
-#   run shows is that a model trained *with* them collapses when they are removed.
+#   run shows is that a model trained *with* them collapses when they are removed. (The printed table's
+#   "training unstable" is this book's gloss of that reason; the chapter itself names only vanishing
+#   gradients.)
 #
 # ## Reproducibility
 #

@@ -24,7 +24,9 @@ print("sinusoidal table of 4 positions x 8 dimensions:", sinusoidal_encoding(4, 
 # It gives the base without a reason of its own, says that the wavelengths then "form a geometric
 # progression from 2π to 10000 · 2π", motivates the sinusoid by the hope that the model can attend by
 # relative positions, and reports one experiment on positions: replacing the sinusoid by learned embeddings,
-# with nearly identical results (its Table 3, row (E)). What its formula implies for the base it chose, at
+# with nearly identical results (its Table 3, row (E)); it keeps the sinusoid because it "may allow the
+# model to extrapolate" to longer sequences than those seen in training (the claim
+# [6.5](6_5_positional_encoding.ipynb) tests). What its formula implies for the base it chose, at
 # its model width d_model = 512:
 
 # %%
@@ -38,8 +40,10 @@ assert np.isclose(wavelengths[0], 2 * np.pi) and np.allclose(ratios, base ** (2 
 assert wavelengths[-1] / 200 > 100  # the scale the base sets has nothing to do with 100-200-token inputs
 
 # %% [markdown]
-# The formula gives what the cited paper says (a geometric progression of wavelengths starting at 2π),
-# and its longest wavelength, 60,611 positions, is hundreds of times the 100–200
+# The formula gives the geometric progression from 2π that the cited paper describes; it ends just below
+# the paper's "10000 · 2π", which only a very wide model approaches (the exponent stops at
+# $(d_{\text{model}}-2)/d_{\text{model}}$, the same slip [6.5](6_5_positional_encoding.ipynb) notes in the
+# chapter). Its longest wavelength, 60,611 positions, is hundreds of times the 100–200
 # tokens the chapter mentions: nothing in the choice is tuned to those lengths, and the paper reports no
 # experiment on the base. The attribution is not supported by the cited source; recorded in the ledger
 # (row "§6.5, the base 10000 of the sinusoidal encoding").

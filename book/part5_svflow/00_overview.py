@@ -157,8 +157,8 @@ assert np.all(np.diff(path @ mu) > 0)  # Figure 5.0.1: layer by layer the state 
 #   the number of heads, and the balancing loss of Eq. (22) is not minimised by a uniform expert
 #   marginal ([5.3](03_attention_as_vmf_posterior.ipynb); errata rows "§4.2, Eq. (21)" and "§4.3,
 #   after Eq. (22)").
-# - On two moons, class separation under hybrid training depends on the seed more than on $\beta$;
-#   the monotone trade-off of Fig. 1(c) is one draw ([5.4](04_hybrid_training_2d.ipynb); errata row
+# - On two moons, whether hybrid training separates the classes changes from seed to seed at each
+#   finite $\beta$ tried (over the two training lengths); the monotone trade-off of Fig. 1(c) is one draw ([5.4](04_hybrid_training_2d.ipynb); errata row
 #   "§3.3, Fig. 1(c)").
 # - Distributions close to uniform (the paper's "low concentrations") do not bound the divergence
 #   KL(q‖p), contrary to App. C.2.4; and Tables 1 and 2 do not support App. C.2.5's reading that the

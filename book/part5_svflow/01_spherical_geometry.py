@@ -635,7 +635,7 @@ fig, ax = plt.subplots()
 ax.loglog(step_lengths, error_retraction, "o-", label=r"$\|R_x(w)-\exp_x(w)\|$ (Eq. 3 vs 2)")
 ax.loglog(step_lengths, error_relaxed, "s-",
           label=r"$\|\mathrm{RMSNorm}(x+y)-R_x((I-xx^\top)y)\|$ (Eq. 17)")
-ax.loglog(step_lengths, step_lengths**2, "k--", lw=1, label=r"$\|w\|^2$ (the paper's bound)")
+ax.loglog(step_lengths, step_lengths**2, "k--", lw=1, label=r"$\|w\|^2$ (slope of the paper's order, $\mathcal{O}(\|w\|^2)$)")
 ax.loglog(step_lengths, step_lengths**3 / 3, "k:", lw=1, label=r"$\|w\|^3/3$")
 ax.set_xlabel(r"step length $\|w\|$ (or $\|y\|$)")
 ax.set_ylabel("error")
@@ -647,7 +647,9 @@ plt.show()
 # **Figure 5.1.6.** Error of the retraction (Eq. 3) against the exponential map (Eq. 2), and of
 # residual + unit-sphere RMSNorm against the retraction of the projected update (Eq. 17), on log–log
 # axes. The retraction error has slope 3 (a second-order retraction, sharper than the stated
-# $\mathcal O(\lVert w\rVert^2)$); the relaxed retraction has slope 2, as Eq. (17) states. The paper's
+# $\mathcal O(\lVert w\rVert^2)$); the relaxed retraction has slope 2, as Eq. (17) states. The black lines
+# are references: dashed, $\lVert w\rVert^2$ (the slope of the order the paper states for Eq. 3); dotted,
+# $\tfrac13\lVert w\rVert^3$ (sympy's gap), which the retraction's curve covers. The paper's
 # bound for Eq. (3) holds with one order to spare — not an erratum.
 #
 # ### App. C.2.3: the vMF normaliser in log space

@@ -29,7 +29,7 @@
 # distribution, its score $\kappa\mu$, residual + RMSNorm as a retraction) ·
 # [5.2 SVFlow](02_svflow_properties.ipynb) (the velocity as a posterior-weighted average of scores) ·
 # [6.4 Multi-head attention](../part1_chapter6/6_4_multi_head.ipynb) (heads, $W^Q,W^K,W^V,W^O$; this page's
-# $W_q,W_k,W_v,W_o$ are one head's blocks of them).
+# $W_q,W_k,W_v,W_o$ are one head's blocks of them, $W_o$ transposed).
 # **Reading time:** about 40 minutes.
 #
 # ```{admonition} Symbols on this page
@@ -41,7 +41,7 @@
 # | $z$, $\mathcal Z$ | an earlier token, read as a latent component (an expert, in an MoE layer); $\mathcal Z$: all of them | index, set |
 # | $x_z$ | the state of an earlier token $z$, on the unit sphere: what the head projects into a key, $x_zW_k$, and a value, $x_zW_v$ (Chapter 6's $k[j]$ and $v[j]$ of one head) | $(d,)$ |
 # | $o$, $o_z$ | value–output vector of token $z$, $o_z=W_o W_v^\top x_z$ | $(d,)$ |
-# | $W$, $W_q,W_k,W_v,W_o$ | a head's query, key, value and output matrices, all four $d\times d_{\text{head}}$ as in the paper: $W_q,W_k,W_v$ are head $m$'s column blocks of Chapter 6's $W^Q,W^K,W^V$, and $W_o$ is the *transpose* of head $m$'s row block of $W^O$; $W_{q,m}$ those of head $m$ | $(d,d_{\text{head}})$ |
+# | $W$, $W_q,W_k,W_v,W_o$ | a head's query, key, value and output matrices, all four $d\times d_{\text{head}}$ as in the paper: $W_q,W_k,W_v$ are head $m$'s column blocks of Chapter 6's $W^Q,W^K,W^V$ (with the factor $1/\sqrt{d_{\text{head}}}$ of scaled dot-product attention folded into $W_q$), and $W_o$ is the *transpose* of head $m$'s row block of $W^O$; $W_{q,m}$ those of head $m$ | $(d,d_{\text{head}})$ |
 # | $\kappa$, $\kappa_z$, $\mu_z$, $\kappa'_z$, $\mu'_z$ | a vMF concentration; those of key $z$'s bump, $\kappa_z\mu_z=W_q W_k^\top x_z$; primed, of the value–output vector of token $z$ | scalar, $(d,)$ |
 # | $C_d(\kappa)$, $I_\nu$, $\Gamma$ | the vMF normaliser; the modified Bessel and the gamma function in it (a bare $I$, as in $I-xx^\top$, is the identity matrix) | scalars |
 # | $q$ | $q(z\mid x)$: the attention weights, read as a posterior over tokens; $q(m\mid x)$: a weight per head | $(\lvert\mathcal Z\rvert,)$ |
@@ -214,6 +214,10 @@ assert np.allclose(per_head.sum(0), mha_output, atol=1e-12)
 # $\Delta s=1/L$ must approach the flow's position at time $s=1$ as $L$ grows, with an error that halves
 # when $L$ doubles (first order) — whether each step uses the relaxed retraction (what the block
 # computes) or the exact geodesic step $\exp_x\big(\Delta s\,(I-xx^\top)f_{\text{Attn}}(x)\big)$.
+# The experiment below uses the field $3f_{\text{Attn}}$ in place of $f_{\text{Attn}}$ (the same
+# attention layer, its output scaled by 3 so that the tokens move visibly by time $s=1$): the flow is
+# $\dot x=(I-xx^\top)\,3f_{\text{Attn}}(x)$ and each block adds $\Delta s\cdot3f_{\text{Attn}}(x^\ell)$. A fixed
+# factor changes the velocity field, not the argument.
 
 # %%
 n_flow_tokens = 8
@@ -277,12 +281,12 @@ plt.show()
 
 # %% [markdown]
 # **Figure 5.3.1.** Distance between the output of $L$ weight-shared attention blocks (step $1/L$) and
-# the time-1 position of the spherical SVFlow (computed with 8192 steps of the block's rule), for the
+# the time-1 position of the spherical SVFlow with field $3f_{\text{Attn}}$ (computed with 8192 steps of the block's rule), for the
 # block's residual + RMSNorm update and for the
 # exact geodesic Euler step. Both converge at first order (slopes near $-1$), so the transformer block is a
 # consistent Euler discretisation of the spherical flow (§4.4). The relaxed retraction misses by more at
-# every $L$, by a factor that still grows over this range (printed above: the geodesic curve is a little
-# steeper before it settles); it changes the error's size, not its order. (A real transformer has different weights in every layer: a flow whose velocity
+# every $L$, by a factor that still grows over this range (printed above, with the fitted slopes: the geodesic
+# curve is a little steeper over this range); it changes the error's size, not its order. (A real transformer has different weights in every layer: a flow whose velocity
 # changes with time.)
 #
 # ## Mixture-of-experts gates read the same way (Eq. 6, Eq. 22)

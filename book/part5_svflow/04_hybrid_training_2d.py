@@ -162,7 +162,7 @@ print(f"with log sigma^2 >= {LOG_VAR_RANGE[0]}: Delta s / sigma^2 <= "
 # diagonal Gaussians $q(x\mid z)$ and $p(x\mid z)$ with $q(z\mid x)=\mathrm{softmax}_z\log q(x\mid z)$,
 # a 3-layer MLP of width 64 on sinusoidal time features, 100 Euler steps of $\Delta s=0.01$ on $[0,1]$,
 # Adam (lr 0.01, betas 0.9/0.999), batch 512, 10,000 steps. **Here:** 300 steps with batch 256 (the
-# paper's schedule is an option, see *Reproducibility*). Two additions, both stated: the log-variance
+# paper's schedule is an option, see [Reproducibility](#reproducibility)). Two additions, both stated: the log-variance
 # squashing above, and each run's gradient clipped to norm 1 (the Euler unroll otherwise occasionally
 # blows up at lr 0.01). The four runs are trained side by side in one stacked module
 # (`nextword.torch.svflow.hybrid`), which is equivalent to training them separately.

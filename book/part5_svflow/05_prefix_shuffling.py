@@ -557,7 +557,7 @@ assert np.ptp(deep_nlp, axis=0).max() < 1e-3 and np.all(np.diff(logppl, axis=0) 
 #    The three models form three separate clusters on both axes, so the rank correlation is mostly the
 #    ranking of the models. Within each model the four bins point in different directions: $\rho=-0.83$
 #    and $-0.80$ for the two Qwen models, $+0.82$ for Llama3.2, resting on a single third-decimal
-#    difference (recomputed in *Checking the paper*, below).
+#    difference (recomputed in [Checking the paper](#checking-the-paper), below).
 #    ```
 
 # %% tags=["hide-cell"]

@@ -42,7 +42,7 @@
 # |---|---|---|
 # | $z$, $Z$ | a component (an expert, a key); the number of components | index, integer |
 # | $g$ | the logits of the beliefs | $(Z,)$ |
-# | $q$ | the beliefs (variational posterior) $\mathrm{softmax}(g)$; $\mathbb E_q[\cdot]$ is the average under them; in the MoE, $q(e\mid x)$ is the gate of expert $e$, the softmax weight the router gives it (the gate is the posterior, §4.3) | $(Z,)$ |
+# | $q$ | the beliefs (variational posterior) $\mathrm{softmax}(g)$; $\mathbb E_q[\cdot]$ is the average under them; in the MoE, $q(z\mid x)$ is the gate of expert $z$, the softmax weight the router gives it (the gate is the posterior, §4.3) | $(Z,)$ |
 # | $p$ | the true posterior the beliefs should match; $p(y\mid x^L)$: the classifier's probability of the class | $(Z,)$; scalar |
 # | $A(z)$, $A_\ell(z)$ | an advantage: how much the loss grows with the belief in $z$; the task advantage of layer $\ell$ | scalars |
 # | $R$, $R_\ell(z)$ | the self advantage $\log q/p$ (of layer $\ell$) | scalar |
@@ -58,7 +58,7 @@
 # | $\delta$, $\gamma$ | $\delta_\ell$, $\gamma_{\ell',\ell}$: gradients at the state $x^\ell$ of the task loss and of layer $\ell'$'s divergence | $(d,)$ |
 # | $\mathcal J$, $\mathcal J_{\text{var}}$, $\beta$ | the hybrid objective, its consistency term, and the term's weight | scalars |
 # | $y$ | the class of the input | label |
-# | $W_e$, $r_n$, $N$ | a linear expert's matrix; the error of the MoE's output on input $n$, output minus target; the number of inputs | —, vector, integer |
+# | $W_z$, $r_n$, $N$ | the matrix of a linear expert $z$; the error of the MoE's output on input $n$, output minus target; the number of inputs | —, vector, integer |
 # | $E_Q,E_K,E_V$ | a token's embedding tables in its three roles (the head's projections are Chapter 6's $W^Q,W^K,W^V$) | $(16, 16)$ each |
 # | $P_z$, $f_z$ | the mean attention mass (or gate) that component $z$ receives; the share of inputs for which $z$ has the largest gate (both of Eq. 22) | scalars |
 # | $m$, $c$, $c_m$ | a pair of tokens of the pair-lookup task, and the random bit $c_m$ that pair $m$ carries | index; 0 or 1 |
@@ -67,8 +67,9 @@
 # ```{admonition} In the paper's notation
 # :class: seealso
 # The paper writes $\eta_\ell(z)$ for the total advantage (here $S_\ell(z)$: the book keeps $\eta$ for a
-# learning rate), $A_e$ for an expert's matrix (here $W_e$), $g_z(x)$ or $g_i$ for an expert's gate (§4.3,
-# B.4; here $q(e\mid x)$, since $g$ is the logits of Appendix B's beliefs), and $k$ for a layer after $\ell$, as in $\gamma_{k,\ell}$ and
+# learning rate), $e_i(x)$ or $e_z(x)$ for an expert's output (Eq. 6, §4.3; it gives a linear expert's matrix, here
+# $W_z$, no letter), $g_i(x)$ or $g_z(x)$ for an expert's gate (Eq. 6, §4.3, B.4; here $q(z\mid x)$, since $g$ is the
+# logits of Appendix B's beliefs), and $k$ for a layer after $\ell$, as in $\gamma_{k,\ell}$ and
 # $B_{k,\ell}$ (here $\ell'$: the book keeps $k[j]$ for a key).
 # ```
 #
@@ -137,7 +138,7 @@ assert kl(new_beliefs) < kl(beliefs)
 
 # %% [markdown]
 # Keep the second half in mind: the paper reads the same formula as a force that makes the components
-# with above-average $R$ (here the over-weighted component 3) *more* favoured. The sign says the opposite, and *Checking the paper* below tests it on
+# with above-average $R$ (here the over-weighted component 3) *more* favoured. The sign says the opposite, and [Checking the paper](#checking-the-paper) below tests it on
 # whole flows.
 #
 # ## The gradients in advantage form (Eqs. 35–53, 65)
@@ -266,7 +267,7 @@ plt.show()
 #   divergence ([checked below](#checking-the-paper)).
 # - The self advantage $R=\log q/p$ makes gradient descent *lower* the components with above-average $R$, the most over-weighted ones: the
 #   feedback is negative, and training on $\mathcal J_{\text{var}}$ alone narrows the gap (by more than
-#   half in 60 steps, in each of three seeds) without collapsing the posterior — B.4's winner-takes-all reading is reversed (tested below).
+#   half in 60 steps, in each of three seeds) without collapsing the posterior — B.4's winner-takes-all reading is reversed ([tested below](#checking-the-paper)).
 # - Without a balancing loss an MoE router's load becomes uneven (more so with top-1 routing); in a
 #   one-layer attention model a rarely attended token keeps receiving gradient as a query, but coupling
 #   its three roles did not make the attention load more even.
@@ -480,7 +481,7 @@ plt.show()
 # ### B.4's second claim: MoE gating without a balancing loss
 #
 # B.4 (and §4.3) argue — claim (i) — that an expert whose gate is small receives a gradient scaled by
-# that gate, $\partial\mathcal L/\partial W_e=\frac1N\sum_n q(e\mid x_n)\,r_n x_n^\top$ for a linear expert $W_e$ and the loss
+# that gate, $\partial\mathcal L/\partial W_z=\frac1N\sum_n q(z\mid x_n)\,r_n x_n^\top$ for a linear expert $W_z$ and the loss
 # $\mathcal L$ half the mean squared error of the output, so rarely chosen
 # experts stop learning ("expert death"), whereas attention's keys and values are shared projections
 # of tokens that keep receiving gradient through their other roles. We check the MoE gradient by finite
@@ -517,7 +518,7 @@ for top1 in (False, True):
         for step in range(1000):
             st = moe_forward_backward(Xr, Yr, Wg, bg, Ae, top1=top1)
             mass_sum += st.gates.mean(axis=0)                                      # P_z of Eq. (22)
-            grad_sum += np.linalg.norm(st.grad_experts.reshape(4, -1), axis=1)     # gradient on expert e's own W_e
+            grad_sum += np.linalg.norm(st.grad_experts.reshape(4, -1), axis=1)     # gradient on expert z's own W_z
             Wg, bg, Ae = Wg - 0.5 * st.grad_W_g, bg - 0.5 * st.grad_b_g, Ae - 0.5 * st.grad_experts
         shares[top1, seed] = np.sort(np.bincount(np.argmax(st.gates, axis=1), minlength=4) / 256)[::-1]
         if not top1:
@@ -762,7 +763,7 @@ ax.set_ylabel("final load / fair share")
 ax.set_title("no regulariser: both uneven")
 ax.legend(fontsize=7)
 ax = axes[2]
-ax.loglog(x_moe, y_moe, "o", color="C0", ms=4, label=f"MoE expert, own W_e (slope {slopes['MoE expert']:.2f})")
+ax.loglog(x_moe, y_moe, "o", color="C0", ms=4, label=f"MoE expert, own W_z (slope {slopes['MoE expert']:.2f})")
 for (name, yy), col in zip(role_ratio.items(), ("C2", "C3", "C4")):
     ax.loglog(x_att, yy, "s", color=col, ms=4, mfc="none", label=f"attention, as {name} (slope {slopes[name]:.2f})")
 ax.set_xlabel("mean load over training / fair share")

@@ -13,9 +13,12 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 # **Part:** 4 · **Difficulty:** ★★ · **Book notebook:** book/part4_margins/03_matrix_margin
 #
 # Lemma B.4: if $\rho(\Sigma_tA)<1$ then $I-\Sigma_tA$ is invertible. The remark after it says the
-# converse fails. Build a concrete counterexample with an actual attention context ($W_V=I$, strict
-# causal): choose $X\in\mathbb R^{T\times d}$ ($d\ge2$) and $W_Q,W_K$ such that at the **last** position
-# the spectral margin $1-\rho(\Sigma_tA)$ is $\le0$ while $|\det(I-\Sigma_tA)|\ge0.1$.
+# converse fails. As on page 4.3, $A=W_K^\top W_Q$ and $\Sigma_t$ is the attention-weighted covariance of the
+# values position $t$ attends to, so that $I-\Sigma_tA$ is the diagonal Jacobian block
+# $\partial\hat\varepsilon_t/\partial x_t$. Build a concrete counterexample with an actual attention context
+# ($W_V=I$, strict causal: position $t$ attends to the earlier positions $s<t$ only): choose
+# $X\in\mathbb R^{T\times d}$ ($d\ge2$; row $t$ is $x_t^\top$) and $W_Q,W_K$ of shape $(d_k,d)$ such that at the
+# **last** position the spectral margin $1-\rho(\Sigma_tA)$ is $\le0$ while $|\det(I-\Sigma_tA)|\ge0.1$.
 # You may use `nextword.theory.barrier.matrix_margins` to explore. Then explain why Lemma B.4 holds.
 
 # %%

@@ -13,17 +13,18 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 # **Part:** 4 · **Difficulty:** ★★ · **Book notebook:** book/part4_margins/04_token_level_process
 #
 # Proposition 2 claims that without causal masking the length-$T$ laws need not be consistent
-# (Eq. 32 fails). Take $d=1$, values $v_s=w\,x_s$, and let every position attend to all *other*
-# positions (no mask, no self-attention). For $T=1$ nothing is attended, so $x_1=\varepsilon_1\sim
-# \mathcal N(0,\sigma^2)$. For $T=2$ each softmax has a single key, so $\mu_1=wx_2$, $\mu_2=wx_1$ and the
-# residual map $(\hat\varepsilon_1,\hat\varepsilon_2)=(x_1-wx_2,\;x_2-wx_1)$ is linear.
+# (Eq. 32 fails). Take $d=1$, values $v_s=w_V\,x_s$ (the value weight of page 4.4; `w` in code), and let every
+# position attend to all *other* positions (no mask, no self-attention). The prior draws each residual
+# $\hat\varepsilon_t=x_t-\mu_t$ as independent noise $\varepsilon_t\sim\mathcal N(0,\sigma^2)$. For $T=1$
+# nothing is attended, so $x_1=\varepsilon_1$. For $T=2$ each softmax has a single key, so $\mu_1=w_Vx_2$,
+# $\mu_2=w_Vx_1$ and the residual map $(\hat\varepsilon_1,\hat\varepsilon_2)=(x_1-w_Vx_2,\;x_2-w_Vx_1)$ is linear.
 # (The book's letters, as in Part 4: $T$ positions, residuals $\hat\varepsilon_t$; the paper writes $n$
 # and $e_t$.)
 #
 # 1. Implement `var_first_embedding(w, sigma)`: the variance of $x_1$ under the **length-2** model
-#    ($|w|<1$). Hint: $x=(I-W)^{-1}\varepsilon$, with $W$ the $2\times2$ matrix that gives $(\mu_1,\mu_2)=Wx$.
+#    ($|w_V|<1$). Hint: $x=(I-W)^{-1}\varepsilon$, with $W$ the $2\times2$ matrix that gives $(\mu_1,\mu_2)=Wx$.
 # 2. Implement `cov_first_second(w, sigma)`: the covariance $\mathrm{Cov}(x_1,x_2)$ under the same model. Its
-#    sign says whether the two positions move together; the variance, even in $w$, cannot tell $w$ from $-w$.
+#    sign says whether the two positions move together; the variance, even in $w_V$, cannot tell $w_V$ from $-w_V$.
 # 3. Explain in two or three sentences why this breaks Eq. (32) for a token head that depends on the size
 #    of $x_1$ (on $x_1^2$, say), and which step of the proof of Theorem 2 (Lemma C.1 or C.2) fails.
 

@@ -30,8 +30,8 @@ from nextword.theory.svflow import load_balancing_loss
 
 # %%
 # BEGIN SOLUTION hint="set gates to an (N, 2) matrix of gate probabilities"
-N, a, tiny = 400, 0.75, 1e-9
-gates = np.array([[0.5 + tiny, 0.5 - tiny]] * int(a * N) + [[0.0, 1.0]] * (N - int(a * N)))
+N, r, tiny = 400, 0.75, 1e-9  # a share r of the inputs near-tied, as page 5.3 writes it
+gates = np.array([[0.5 + tiny, 0.5 - tiny]] * int(r * N) + [[0.0, 1.0]] * (N - int(r * N)))
 # END SOLUTION
 J, f, P = load_balancing_loss(gates)
 print(f"J_bal = {J:.4f}, f = {np.round(f, 3)}, P = {np.round(P, 3)}")
@@ -39,10 +39,10 @@ print(f"J_bal = {J:.4f}, f = {np.round(f, 3)}, P = {np.round(P, 3)}")
 # %% [markdown]
 # **Answer to 3.**
 # <!-- BEGIN SOLUTION -->
-# With a fraction $a\ge\frac12$ of inputs at $(\frac12+\delta,\frac12-\delta)$ and the rest at $(0,1)$:
-# $f=(a,1-a)$, expert 0's mean gate $P_0=a(\frac12+\delta)$, and
-# $\mathcal J_{\text{bal}}=aP_0+(1-a)(1-P_0)=a^2-\tfrac32a+1+\delta(2a^2-a)$. As $\delta\to0$ this is
-# minimised at $a=\tfrac34$, giving $\mathcal J_{\text{bal}}\to\tfrac7{16}<\tfrac12$ with $P=(\tfrac38,\tfrac58)$. So the global
+# With a share $r\ge\frac12$ of inputs at $(\frac12+\delta,\frac12-\delta)$ and the rest at $(0,1)$ (the letters
+# of page 5.3): $f=(r,1-r)$, expert 0's mean gate $P_0=r(\frac12+\delta)$, and
+# $\mathcal J_{\text{bal}}=rP_0+(1-r)(1-P_0)=r^2-\tfrac32r+1+\delta(2r^2-r)$. As $\delta\to0$ this is
+# minimised at $r=\tfrac34$, giving $\mathcal J_{\text{bal}}\to\tfrac7{16}<\tfrac12$ with $P=(\tfrac38,\tfrac58)$. So the global
 # minimiser of Eq. (22) is not a uniform marginal; the loss lowers the product of two different marginals,
 # and near-tied gates let the hard fractions $f$ and the soft means $P$ disagree.
 # <!-- END SOLUTION -->

@@ -50,6 +50,23 @@ def test_ex01_wrong_sign_scores_named_downstream_too():
     assert "exponentials inherit it" in msg and "weights inherit it" in msg
 
 
+def test_ex01_exp_of_minus_right_scores_not_blamed_on_the_scores():
+    """revex: right scores but exp(−s_j) was named 'the scores have the wrong sign (see the scaled-scores check)',
+    though that check passed: the slip is the sign in the exponent, and the message now says so."""
+
+    def minus_exp(q, K):
+        s = K @ q / np.sqrt(len(q))
+        e = np.exp(-s)
+        return s, e, e / e.sum()
+
+    with pytest.raises(ExerciseCheckError) as info:
+        check_ex_p1_01(minus_exp)
+    msg = str(info.value)
+    assert "2 of 4 checks passed" in msg  # the tuple and the scores pass
+    assert "see the scaled-scores check" not in msg and "inherit" not in msg
+    assert "exp(−s_j) for exp(s_j)" in msg
+
+
 def _attn(q, K, V):
     w = _steps(q, K)[2]
     return w, w @ V

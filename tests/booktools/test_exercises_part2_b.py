@@ -124,3 +124,17 @@ def test_cumulative_sum_of_logits_is_named():
 
     with pytest.raises(ExerciseCheckError, match="the cumulative sum runs over the logits"):
         check_ex_p2_04(logits_cumsum, _probs(logits_cumsum))
+
+
+def test_no_sort_at_all_is_named():
+    """revex: the cumulative sum in vocabulary order (no sort) was named 'sorted least likely first' alone; on the
+    first failing case (index 0 is the least likely) both slips keep the same tokens, so both are named."""
+
+    def unsorted(z, p):
+        n = min(int(np.sum(np.cumsum(np.exp(z - z.max()) / np.exp(z - z.max()).sum()) < p)) + 1, z.size)
+        out = np.full_like(z, -np.inf)
+        out[:n] = z[:n]
+        return out
+
+    with pytest.raises(ExerciseCheckError, match=r"not sorted at all"):
+        check_ex_p2_04(unsorted, _probs(unsorted))

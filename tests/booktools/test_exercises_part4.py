@@ -184,6 +184,9 @@ def test_p4_04_sign_slip_i_plus_w_fails_on_the_covariance_and_is_named():
         (lambda w, s: 0.0, "the length-1 answer 0"),
         (lambda w, s: s**2 * w / (1 - w**2) ** 2, "one noise term only"),
         (lambda w, s: 2 * w / (1 + w**2), "the correlation, not the covariance"),
+        # revex: σ for σ² passes at σ = 1 and w = 0; at (w, σ) = (−0.3, 2) it equals the one-noise-term slip
+        # (both half the answer), which the checker named instead
+        (lambda w, s: 2 * w * s / (1 - w**2) ** 2, "σ instead of σ²"),
     ],
 )
 def test_p4_04_covariance_slips_named(cov, named):
@@ -212,6 +215,9 @@ def test_p4_03_transposed_x_and_a_counterexample_at_an_earlier_row_are_named():
         check_ex_p4_03(X.T, np.eye(2), np.eye(2))
     with pytest.raises(ExerciseCheckError, match="W_Q and W_K are transposed"):
         check_ex_p4_03(X, np.ones((2, 3)), np.ones((2, 3)))
+    # revex: X (3, 2) right and W_Q, W_K (2, 3) transposed was named 'X is transposed' only; the shapes fit both
+    with pytest.raises(ExerciseCheckError, match=r"either X is transposed.*; or W_Q and W_K are transposed"):
+        check_ex_p4_03(X[:3], np.ones((2, 3)), np.ones((2, 3)))
     longer = np.vstack([X, [[10.0, 3.0]]])  # the 5th query points at row 1: its weights concentrate there
     assert matrix_margins(longer, np.eye(2), np.eye(2)).spectral[-1] > 0
     with pytest.raises(ExerciseCheckError, match=r"(?s)earlier row.*position 3.*end X at row 3"):

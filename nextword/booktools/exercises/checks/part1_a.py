@@ -24,6 +24,18 @@ def _softmax(z: np.ndarray) -> np.ndarray:
     return e / e.sum()
 
 
+def _minus_s_message(scores, s: np.ndarray, head: str, what: str) -> str:
+    """The diagnosis of ``what`` computed from −s_j: inherited from wrong-sign ``scores`` (the student's), or a sign
+    slip in the exponent itself when the scores are right (diagnosis only)."""
+    try:
+        inherited = np.allclose(np.asarray(scores, dtype=float), -s, rtol=1e-5, atol=1e-8)
+    except (TypeError, ValueError):
+        inherited = False
+    if inherited:
+        return f"{head} of −s_j: the scores have the wrong sign (see the scaled-scores check), and {what} inherit it"
+    return f"{head} of −s_j: exp(−s_j) for exp(s_j) — the scores are right, the sign in the exponent is not"
+
+
 def check_ex_p1_01(attention_steps) -> bool:
     """Exercise 1: ``attention_steps(q, K) -> (scaled_scores, exponentials, weights)``, each ``(n,)``.
 
@@ -65,10 +77,9 @@ def check_ex_p1_01(attention_steps) -> bool:
             check_close(f"exponentials for {label}, normalised to sum 1", exps / exps.sum(), _softmax(s),
                         rtol=1e-9, atol=1e-12, allow_float32=True,
                         mistakes={"exponentials of the unscaled scores k_j·q: divide by √d before exp": _softmax(K @ q),
-                                  "exponentials of −s_j: the scores have the wrong sign (see the scaled-scores check), "
-                                  "and the exponentials inherit it": _softmax(-s)})
+                                  _minus_s_message(scores, s, "exponentials", "the exponentials"): _softmax(-s)})
     with r.check("weights = softmax of the scaled scores"):
-        for (label, q, K), (_, _, weights) in zip(cases, outs):
+        for (label, q, K), (scores, _, weights) in zip(cases, outs):
             n = K.shape[0]
             _, w_ref = scaled_dot_product_attention(q[None], K, np.eye(n), return_weights=True)
             w = check_shape(f"weights for {label}", weights, (n,))
@@ -77,8 +88,8 @@ def check_ex_p1_01(attention_steps) -> bool:
             check_close(f"weights for {label}", w, w_ref[0], rtol=1e-9, atol=1e-12, allow_float32=True,
                         mistakes={"softmax of the unscaled scores k_j·q: divide by √d first": _softmax(K @ q),
                                   "softmax of the scores divided by d: the scale is 1/√d": _softmax(K @ q / K.shape[1]),
-                                  "softmax of −s_j: the scores have the wrong sign (see the scaled-scores check), and "
-                                  "the weights inherit it": _softmax(-K @ q / np.sqrt(K.shape[1]))})
+                                  _minus_s_message(scores, K @ q / np.sqrt(K.shape[1]), "softmax", "the weights"):
+                                  _softmax(-K @ q / np.sqrt(K.shape[1]))})
     return r.done("scaled scores, exponentials and weights match scaled dot-product attention "
                   "(Exercise 1's numbers and two random cases)")
 

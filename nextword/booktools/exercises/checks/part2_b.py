@@ -67,6 +67,10 @@ def check_ex_p2_04(top_p_filter: Callable, nucleus_probs: Callable) -> bool:
                 logit_prefix = np.isin(np.arange(z.size), descending[:n_logits])
                 logit_threshold = z >= z[descending[n_logits - 1]]
                 reversed_order = np.array_equal(got_keep, least_likely) or np.array_equal(got_keep, from_threshold)
+                n_plain = min(int(np.sum(np.cumsum(softmax(z)) < p)) + 1, z.size)  # the slip of not sorting at all
+                unsorted = np.array_equal(got_keep, np.arange(z.size) < n_plain)
+                unsorted_msg = ("the tokens are not sorted at all (the cumulative sum runs in vocabulary order): "
+                                "sort descending, most likely first, np.argsort(-z)")
                 logits_summed = np.array_equal(got_keep, logit_prefix) or np.array_equal(got_keep, logit_threshold)
                 summed_msg = ("the cumulative sum runs over the logits: accumulate the probabilities "
                               "softmax(logits), sorted most likely first, until they reach p")
@@ -83,9 +87,14 @@ def check_ex_p2_04(top_p_filter: Callable, nucleus_probs: Callable) -> bool:
                             "the token that crosses p")
                 elif n_got == n_exp + 1:
                     msg += "\n    likely mistake: one token too many — stop as soon as the cumulative mass is >= p"
+                elif reversed_order and unsorted:
+                    msg += ("\n    likely mistake: the tokens are sorted least likely first (np.argsort(z)), or "
+                            f"{unsorted_msg} (this case cannot tell the two apart)")
                 elif reversed_order:
                     msg += ("\n    likely mistake: the tokens are sorted least likely first (np.argsort(z)): the "
                             "nucleus gathers the MOST likely tokens: sort descending, np.argsort(-z)")
+                elif unsorted:
+                    msg += f"\n    likely mistake: {unsorted_msg}"
                 elif n_got == n_exp:
                     msg += "\n    likely mistake: the right number of tokens but not the most likely ones (sort descending)"
                 fail(msg)
