@@ -246,7 +246,7 @@ plt.show()
 # **Figure 6.1.2** (the chapter's Fig. 6.1, measured). Left: the path from each word of the running
 # example to the state that predicts the blank has $T-s+1$ arrows through the recurrence, always 1
 # through attention; see how "software" and "engineer", at the start of the sentence, are among the
-# farthest (only "The", word 1, is farther). Right: the sequential depth of one layer grows with $T$ for the RNN and stays 1 for
+# farthest (only "The", word 1, is farther than "software"). Right: the sequential depth of one layer grows with $T$ for the RNN and stays 1 for
 # attention.
 #
 # ## The gradient over $t-s$ steps
@@ -624,10 +624,11 @@ plt.show()
 # - Through a linear recurrence a gradient is multiplied by $\lambda$ per step ($\lambda^{t-s}$ over
 #   $t-s$ steps), and tanh shrinks it further; attention's gradient is set by the weight a word gets,
 #   not by its distance.
-# - Read out linearly, a fixed-size state gives back every symbol exactly only while
-#   $n(\lvert\mathcal V\rvert-1)\le d$; for longer sequences it loses more and more of them, the oldest
-#   first, towards chance (a trained GRU of the same size also falls well short). Attention keeps a
-#   vector per word, so its memory grows with the context.
+# - Read out linearly, a fixed-size state reproduces every symbol exactly while
+#   $n(\lvert\mathcal V\rvert-1)\le d$; just past that its best guesses are still nearly all right,
+#   and for longer sequences it recalls fewer and fewer symbols, the oldest first, towards chance (a
+#   trained GRU of the same size also falls well short). Attention keeps a vector per word, so its
+#   memory grows with the context.
 #
 # ## Check your understanding
 #

@@ -7,8 +7,9 @@
 # what goes wrong if nothing does?
 #
 # Nothing stops it, unless we forbid it. A model that may look ahead learns to copy the next word:
-# its training loss falls below what any honest predictor could reach, and the moment it has to
-# generate text, where the next word does not exist yet, it is worse than guessing. This page
+# its training loss falls below what any honest predictor could reach, even on text it never saw,
+# and the moment it has to generate text, where the next word does not exist yet, it is worse than
+# guessing. This page
 # measures that failure first, then builds the fix — the {term}`causal mask` — and checks that with
 # it, training and generation compute exactly the same thing.
 #
@@ -252,8 +253,9 @@ plt.show()
 # %% [markdown]
 # **Figure 6.3.1** (Exercise 3, answered by experiment). Left: without the mask the training loss
 # falls far below the entropy rate — a floor no honest predictor can beat on new text — because every position
-# can read the symbol it is asked to predict. Right: the same model scored the way generation uses
-# it is worse than a uniform guess. The masked model's loss is nearly the same both ways and sits
+# can read the symbol it is asked to predict. Right, on held-out test text: the training-style bar
+# shows the same fall there, so it is not memorised training text; the same model scored the way
+# generation uses it is worse than a uniform guess. The masked model's loss is nearly the same both ways and sits
 # above $H$ (250 steps do not reach the floor). The two printed numbers differ a little only because
 # they score different stretches of the test text: both read windows of the same length, but the
 # training-style windows overlap by one symbol and the generation-style ones do not, so the windows
@@ -669,9 +671,12 @@ assert len(RUNNING_EXAMPLE) == 21
 # nonzero entries", which is what its own masked formula ($j\le i$) and its count $T(T+1)/2$ give; but
 # it also lists them as "position 2 can attend only to position 1, position 3 to positions 1 and 2,
 # and so forth until position $T$ can attend to all $T-1$ preceding positions", which leaves out the
-# position itself (and would give $T(T-1)/2$ entries). The mask lets position $i$ see itself: row 1
+# position itself (and would give $T(T-1)/2$ entries). Those are the words available for
+# *predicting* the word at position $i$, the way the chapter's text of Fig. 6.15 counts (a word is
+# predicted from the words before it); but the sentence is about attention rows ("its attention
+# row", "row $i$"), and row $i$ is the query at position $i$, which the mask lets see itself: row 1
 # puts all its weight on position 1, and $n=8$ positions have $36=n(n+1)/2$ allowed entries (both
-# printed above). The list is a slip; recorded in the errata.
+# printed above). The list mixes the two countings; recorded in the errata.
 #
 # | claim (§6.3) | measured here |
 # |---|---|

@@ -52,7 +52,8 @@ use_book_style()
 #   its value adapt more to that query; the value then helps more. Heads *specialise* this way.
 # - **This looks like EM.** The attention weights play the role of EM's soft assignments
 #   (responsibilities), the values the role of cluster centres; the paper argues attention settles
-#   first and values keep refining, and that an EM-like training schedule learns faster than SGD.
+#   first and values keep refining, and that an EM-like training schedule learns faster than SGD
+#   (stochastic gradient descent: one gradient step on every parameter for each fresh batch of data).
 # - **Design advice follows.** Keys are pushed apart by different groups of queries; LayerNorm on
 #   values and attention dropout act on the feedback loop in predictable ways.
 #

@@ -447,7 +447,7 @@ assert sp.simplify(grad_WQ - inputs_X.T * grad_Q_fixed) == sp.zeros(input_width,
 
 # %%
 W_V_sym = symbol_matrix("WV", input_width, value_width)
-contexts_of_WV = alpha_free * (inputs_X * W_V_sym)  # g = alpha X W^V
+contexts_of_WV = alpha_free * (inputs_X * W_V_sym)  # row i: g_i; the stack is alpha X W^V
 loss_of_WV = sum((upstream_U.row(i) * contexts_of_WV.row(i).T)[0] for i in range(positions))
 grad_WV = sp.Matrix(input_width, value_width, [sp.diff(loss_of_WV, W_V_sym[r, c])
                                                for r in range(input_width) for c in range(value_width)])
@@ -754,7 +754,8 @@ assert abs(slope_large - 2) < 0.1
 # value and step are printed under the figure; it lies between $10^{-11}$ and $10^{-8}$), then round-off growing as
 # the step shrinks. The curve is an absolute error. Divided by the largest entry of the gradient (printed
 # under the figure), the minimum is a relative error far below the $10^{-6}$ that the check above allows,
-# and it is reached at the step $\varepsilon = 10^{-5}$ that the check uses.
+# and it is reached at a step between $10^{-7}$ and $10^{-3}$ (printed under the figure), a range that
+# contains the check's $\varepsilon = 10^{-5}$.
 #
 # ### Eqs. (18)–(22), one step at a time
 #

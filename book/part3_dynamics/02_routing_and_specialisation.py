@@ -396,7 +396,7 @@ gaps = []
 betas = (0.5, 1, 2, 4, 8, 16, 32)
 for beta in betas:
     resp = softmax(beta * raw_scores)                            # responsibilities
-    mass = resp.sum(axis=0)                                      # (T,) column mass m_j
+    mass = resp.sum(axis=0)                                      # (n_points,) column mass m_j
     residual = resp @ values_em - targets                        # u_i = g_i - o_i
     value_step = values_em - (resp.T @ residual) / mass[:, None]  # eta_j = 1/m_j
     m_step_em = (resp.T @ targets) / mass[:, None]               # GMM M-step
@@ -430,7 +430,7 @@ assert 1 < gaps[0] and gaps[-1] < 0.1 * gaps[0]   # the table below: the gap fal
 # minus the M-step is $\tfrac{1}{m_j}\sum_i\alpha_{ij}(v_j-g_i)$, a term that couples the values
 # through the mixture.
 # Page [3.3](03_sticky_chain_em_vs_sgd.ipynb) tests the paper's practical claim built on this
-# analogy: that an EM-like training schedule beats plain SGD.
+# analogy: that an EM-like training schedule beats plain stochastic gradient descent (SGD).
 #
 # ## The whole head learning: the paper's toy
 #
@@ -439,7 +439,8 @@ assert 1 < gaps[0] and gaps[-1] < 0.1 * gaps[0]   # the table below: the gap fal
 # for every position, small Gaussian initial weights, and 100 plain gradient-descent steps on all
 # parameters with the closed-form gradients of page 3.1. The paper gives neither the learning rate
 # nor the initial scale; we use a learning rate of $0.08$ and an initial scale of $0.5$ (stable for
-# 100 steps). Full attention, no causal mask: the toy is not a language model. The whole training
+# 100 steps). Plain gradient descent is also our reading: the paper's Fig. 4 calls the toy's steps
+# "EM steps" ([second pass over the paper](checking_the_paper.ipynb)). Full attention, no causal mask: the toy is not a language model. The whole training
 # loop is three lines:
 
 # %%
@@ -776,8 +777,8 @@ plt.show()
 #
 # ### Two timescales?
 #
-# §5.3 and §6.3 say attention often settles early while values keep moving. We measure, for five
-# seeds, the step by which attention and values have covered half and 90% of their total path
+# §5.3 (and the paper's contribution (4)) says attention often settles early while values keep
+# moving; §6.3 builds its frame–precision dissociation on this. We measure, for five seeds, the step by which attention and values have covered half and 90% of their total path
 # length (sum of per-step changes).
 
 # %% tags=["hide-cell"]

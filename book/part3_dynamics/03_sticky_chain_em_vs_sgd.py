@@ -17,7 +17,7 @@
 # :class: tip
 # After this page you can
 # - compute by hand the entropy rate of a small sticky Markov chain and explain why it is the lowest
-#   average loss a predictor that knows the previous symbol can reach;
+#   expected loss a predictor that knows the previous symbol can reach;
 # - explain why noisy inputs raise that floor, and what an exact Bayes filter computes;
 # - write the training step of SGD and of the EM-like schedule and name the one thing in which
 #   they differ;

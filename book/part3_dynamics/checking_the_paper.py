@@ -193,10 +193,12 @@ assert np.abs(grad_WV_32).max() > 0.05 and np.abs(grad_WQ).max() > 0.01  # not a
 # §7.1 reports one run of its toy (T = 5, d_x = 3, d_k = d_v = 2, C = 3, about 100 steps) and reads from it:
 # (1) attention heatmaps sharpen, mass concentrating on a few positions per query (Figs. 2–3); (2) the values
 # move coherently in a low-dimensional subspace, shown by a PCA projection (Fig. 5); (3) the loss decays
-# smoothly (Fig. 4). The paper gives neither the learning rate nor the initial scale, and it names the
-# update two ways: §7.1 runs "manual update steps using the closed-form gradients" of §3, while Fig. 4's
-# caption says "100 EM steps" (the EM-like schedule of §5.3 moves the values by their own closed-form
-# step). The book runs the first reading, plain gradient descent on every parameter. Lesson 3.2 reproduces
+# smoothly (Fig. 4). The paper gives neither the learning rate nor the initial scale, and it does not say
+# plainly which update it runs: §7.1 runs "manual update steps using the closed-form gradients" of §3, while
+# Fig. 4's caption says "100 EM steps". §5.3 calls its EM-like schedule (the values move by their own
+# closed-form step) a "manual EM" algorithm, so both phrases may mean that schedule; §7.1's may also mean
+# plain gradient steps computed with the closed forms. The book runs the latter, plain gradient descent on
+# every parameter. Lesson 3.2 reproduces
 # the figures from one seed with a learning rate of 0.08; here the same toy runs from eight seeds, at 0.08
 # and at 0.02, and each observation is measured: the mean over queries of the largest weight, at the start
 # and at the end; the loss ratio end/start; and the number of steps at which the loss rises.
