@@ -105,7 +105,7 @@ def test_the_documented_instructor_commands_run_verbatim(doc: str, tmp_path: Pat
     otter_out = root / "course" / "otter" / "part4_margins" / "out" / "results.json"
     results = json.loads(otter_out.read_text())
     scores = {t["name"]: (t["score"], t["max_score"]) for t in results["tests"] if "max_score" in t}
-    assert scores == {"p4_01": (2, 2), "p4_02": (3, 3), "p4_03": (3, 3), "p4_04": (1, 1)}
+    assert scores == {"p4_01": (2, 2), "p4_02": (3, 3), "p4_03": (3, 3), "p4_04": (2, 2)}
 
     from nbgrader.api import Gradebook
 
@@ -117,4 +117,5 @@ def test_the_documented_instructor_commands_run_verbatim(doc: str, tmp_path: Pat
             for g in nb.grades
             if g.cell.cell_type == "code"
         ]
-        assert (sum(g.auto_score or 0 for g in auto), sum(g.max_score for g in auto)) == (9, 9)
+        # 2 + 3 + 3 + 2 points: p4_04 has two sub-checks
+        assert (sum(g.auto_score or 0 for g in auto), sum(g.max_score for g in auto)) == (10, 10)
