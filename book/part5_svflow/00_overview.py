@@ -74,7 +74,8 @@ use_book_style()
 #   ELBO's gradient by an error term of the same origin (§3.2).
 # - **Training balances two goals.** The usual cross-entropy loss asks the flow to end where the
 #   right answer is easy to read off; an added term (weight $\beta$) asks the weights to be right.
-#   Too much of the second collapses everything onto one point (§3.3, Fig. 1).
+#   Trained on the second term alone, the flow collapses everything onto one point; a large $\beta$
+#   overwhelms the first (§3.3, Fig. 1).
 # - **A transformer is such a flow, discretised.** {term}`RMSNorm` keeps states on a sphere; attention
 #   weights are the posterior over keys of {term}`von Mises–Fisher <von Mises–Fisher distribution>`
 #   components (bell-shaped bumps on the sphere, each around its own mean direction $\mu$; [5.1](01_spherical_geometry.ipynb) introduces
