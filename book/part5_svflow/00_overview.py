@@ -97,7 +97,8 @@ mu = np.array([np.cos(np.radians(60)), np.sin(np.radians(60))])  # the schematic
 assert np.all(np.diff(path @ mu) > 0)  # Figure 5.0.1: layer by layer the state turns towards mu
 
 # %% [markdown]
-# **Figure 5.0.1.** The paper's picture of a transformer, in two dimensions. A token's state (blue,
+# **Figure 5.0.1.** The paper's reading of a transformer, drawn in two dimensions (a sketch of this book's; the
+# paper has no such figure). A token's state (blue,
 # numbered by layer) sits on the unit circle. Each layer adds an update — here the constant pull
 # towards a mean direction $\mu$ (vermilion arrow) that a von Mises–Fisher component exerts — which takes the
 # state off the circle (grey arrow); the normalisation brings it back along the ray from the centre
