@@ -39,7 +39,7 @@
 # | $d$, $d_{\text{head}}$ | width of the states; width of one head | integers |
 # | $x$ ($x_q$ in Eq. 19) | the query token's state, on the unit sphere | $(d,)$ |
 # | $z$, $\mathcal Z$ | an earlier token, read as a latent component (an expert, in an MoE layer); $\mathcal Z$: all of them | index, set |
-# | $x_z$ | the state of an earlier token $z$, on the unit sphere: what the head projects into a key, $x_zW_k$, and a value, $x_zW_v$ (Chapter 6's $k[j]$ and $v[j]$ of one head) | $(d,)$ |
+# | $x_z$ | the state of an earlier token $z$, on the unit sphere: what the head projects into a key, $W_k^\top x_z$, and a value, $W_v^\top x_z$ (one head's $k[j]$ and $v[j]$ of Chapter 6, which writes them as rows, $x_zW_k$ and $x_zW_v$) | $(d,)$ |
 # | $o$, $o_z$ | value–output vector of token $z$, $o_z=W_o W_v^\top x_z$ | $(d,)$ |
 # | $W$, $W_q,W_k,W_v,W_o$ | a head's query, key, value and output matrices, all four $d\times d_{\text{head}}$ as in the paper: $W_q,W_k,W_v$ are head $m$'s column blocks of Chapter 6's $W^Q,W^K,W^V$ (with the factor $1/\sqrt{d_{\text{head}}}$ of scaled dot-product attention folded into $W_q$), and $W_o$ is the *transpose* of head $m$'s row block of $W^O$; $W_{q,m}$ those of head $m$ | $(d,d_{\text{head}})$ |
 # | $\kappa$, $\kappa_z$, $\mu_z$, $\kappa'_z$, $\mu'_z$ | a vMF concentration; those of key $z$'s bump, $\kappa_z\mu_z=W_q W_k^\top x_z$; primed, of the value–output vector of token $z$ | scalar, $(d,)$ |
@@ -383,7 +383,7 @@ assert abs(ratio_64_32 - 0.5) < 0.05
 kappa_centres = np.array([10.0, 1e2, 1e3, 1e4, 1e5])
 widths = (16, 64, 896)
 print(f"{'kappa_0':>8} | " + " | ".join(f"KL d={width:<4}" for width in widths))
-table, top_key = [], {}
+table, top_key, spread_ratio = [], {}, {}
 for kappa_centre in kappa_centres:
     row = []
     for width in widths:
@@ -396,12 +396,20 @@ for kappa_centre in kappa_centres:
         log_unnormalised = vmf_attention_log_posterior(point, concentrations, directions)
         log_normalised = vmf_attention_log_posterior(point, concentrations, directions, normalised=True)
         row.append(float(categorical_kl(log_unnormalised, log_normalised)))
+        # spread over the keys of the normaliser bias log C_d(kappa_z) (the difference of the two log-posteriors,
+        # up to a constant) against the spread of the scores kappa_z mu_z . x (the unnormalised log-posterior)
+        spread_ratio[kappa_centre, width] = float(np.std(log_normalised - log_unnormalised)
+                                                  / np.std(log_unnormalised))
         # which key each posterior favours, and the smaller of the two largest weights
         top_key[kappa_centre, width] = (int(np.argmax(log_unnormalised)) == int(np.argmax(log_normalised)),
                                         float(min(np.exp(log_unnormalised.max()), np.exp(log_normalised.max()))))
     table.append(row)
     print(f"{kappa_centre:8.0f} | " + " | ".join(f"{value:9.4f}" for value in row))
 table = np.array(table)
+print("spread of the normaliser bias / spread of the scores, over the 10 keys:")
+for width in (64, 896):
+    print(f"  d = {width:3d}: " + ", ".join(f"{spread_ratio[k, width]:.2f} (kappa_0 = {k:.0e})"
+                                          for k in kappa_centres if k >= 100))
 
 # %% tags=["hide-cell"]
 equal_concentrations = np.full(n_tokens, 50.0)
@@ -418,11 +426,14 @@ assert not top_key[100.0, 64][0]
 assert gap_equal < 1e-12
 assert table[0, 2] < 1e-3
 assert table[2, 2] > 10 * table[0, 2]
+# the paper's concentrations (kappa_0 >= 100): the bias is of the same order as the scores
+assert all(0.2 < spread_ratio[k, width] < 5 for k in kappa_centres if k >= 100 for width in (64, 896))
 
 # %% [markdown]
 # With equal concentrations the two coincide, and at $\kappa\ll d$ they nearly do; at the
 # concentrations the paper reports for its deeper layers the normaliser bias is of the same order as
-# the scores. (The zeros of the $d=16$ column from $\kappa_0=100$ on are of another kind: in 16
+# the scores (in $d=64$ and $d=896$, from $\kappa_0=100$ on, its spread over the keys is 0.35 to 3.02 times
+# theirs, printed above). (The zeros of the $d=16$ column from $\kappa_0=100$ on are of another kind: in 16
 # dimensions these scores spread so widely that both posteriors put nearly all their weight on the same
 # key, bias or not; in $d=64$ the bias moves the weight to another key — printed above.) Keep this in mind for the prefix-shuffling metrics of
 # [5.5](05_prefix_shuffling.ipynb): there $p(z\mid x)$ *is* a normalised vMF posterior and $q$ is not,
@@ -451,8 +462,9 @@ assert np.allclose(expectation * n_heads, mha_output, atol=1e-12)
 # With keys drawn independently from $p_{\text{key}}=\mathcal N(0,I_d)$ and kernel
 # $\psi(x,\xi)=\exp(a^\top\xi)$, $a=W_k W_q^\top x$ (column form; $\xi$ a key input drawn from $p_{\text{key}}$), the continuous posterior (70) is
 # $q(\xi\mid x)\propto e^{a^\top\xi}\mathcal N(\xi;0,I)=\mathcal N(\xi;a,I)$, so the smoothed mean of the keys
-# is exactly $a$. The attention-weighted mean $\sum_z q(z\mid x)x_z$ should converge to it as the
-# number of keys $N$ grows.
+# is exactly $a$. Draw $N$ key inputs $\xi_1,\dots,\xi_N$ from $p_{\text{key}}$ (not unit vectors: here
+# they stand in for the token states $x_z$); the attention-weighted mean $\sum_z q(z\mid x)\,\xi_z$, with
+# $q(z\mid x)\propto\exp(a^\top\xi_z)$, should converge to $a$ as $N$ grows.
 
 # %% tags=["hide-cell"]
 W_q_small, W_k_small = W_q / 2, W_k / 2
@@ -470,7 +482,7 @@ for n_keys in key_counts:
 mean_errors = np.array(mean_errors)
 slope_keys = np.polyfit(np.log(key_counts), np.log(mean_errors), 1)[0]
 for n_keys, error in zip(key_counts, mean_errors):
-    print(f"N = {n_keys:6d}: mean ||sum_z q(z|x) x_z - a|| = {produced(error, '.4f')}")
+    print(f"N = {n_keys:6d}: mean ||sum_z q(z|x) xi_z - a|| = {produced(error, '.4f')}")
 print(f"fitted slope = {produced(slope_keys, '.2f')} (law of large numbers: -1/2)")
 assert mean_errors[-1] < 0.05
 assert abs(slope_keys + 0.5) < 0.1
