@@ -43,7 +43,7 @@
 # | $o$, $o_z$ | value–output vector of token $z$, $o_z=W_o W_v^\top x_z$ | $(d,)$ |
 # | $W$, $W_q,W_k,W_v,W_o$ | a head's query, key, value and output matrices, all four $d\times d_{\text{head}}$ as in the paper: $W_q,W_k,W_v$ are head $m$'s column blocks of Chapter 6's $W^Q,W^K,W^V$ (with the factor $1/\sqrt{d_{\text{head}}}$ of scaled dot-product attention folded into $W_q$), and $W_o$ is the *transpose* of head $m$'s row block of $W^O$; $W_{q,m}$ those of head $m$ | $(d,d_{\text{head}})$ |
 # | $\kappa$, $\kappa_z$, $\mu_z$, $\kappa'_z$, $\mu'_z$ | a vMF concentration; those of key $z$'s bump, $\kappa_z\mu_z=W_q W_k^\top x_z$; primed, of the value–output vector of token $z$ | scalar, $(d,)$ |
-# | $C_d(\kappa)$, $I_\nu$, $\Gamma$ | the vMF normaliser; the modified Bessel and the gamma function in it (a bare $I$, as in $I-xx^\top$, is the identity matrix) | scalars |
+# | $C_d(\kappa)$, $I_\nu$, $\nu$, $A_d(\kappa)$ | the vMF normaliser; the modified Bessel function of order $\nu$ in it (a bare $I$, as in $I-xx^\top$, is the identity matrix); the mean resultant length $I_{d/2}(\kappa)/I_{d/2-1}(\kappa)$ of [5.1](01_spherical_geometry.ipynb) | scalars |
 # | $q$ | $q(z\mid x)$: the attention weights, read as a posterior over tokens; $q(m\mid x)$: a weight per head | $(\lvert\mathcal Z\rvert,)$ |
 # | $f_{\text{Attn}}(x)$ | the output of attention at $x$ (heads summed, Eq. 4) | $(d,)$ |
 # | $h$, $m$ | the number of heads; a head (its weight in Eq. 21 is written $q(m\mid x)$) | integer, index |
@@ -87,7 +87,7 @@ from nextword.perturbation import nudge
 from nextword.theory.svflow import (
     categorical_kl, exp_map, head_output, kl_to_uniform, load_balancing_loss,
     multihead_as_expectation, spherical_euler_flow, tangent_projection, vmf_attention_log_posterior,
-    vmf_attention_params,
+    vmf_attention_params, vmf_log_normalizer, vmf_mean_resultant_length,
 )
 
 use_book_style()
@@ -208,7 +208,8 @@ assert np.allclose(per_head.sum(0), mha_output, atol=1e-12)
 #
 # Put [5.1](01_spherical_geometry.ipynb) and the two sections above together. An attention-only
 # block on unit-norm states,
-# $x^{\ell+1}=\mathrm{RMSNorm}_{\text{unit}}\big(x^\ell+\Delta s\,f_{\text{Attn}}(x^\ell)\big)$, is a
+# $x^{\ell+1}=\mathrm{RMSNorm}_{\text{unit}}\big(x^\ell+\Delta s\,f_{\text{Attn}}(x^\ell)\big)$ (RMSNorm divided
+# by $\sqrt d$, so that its output lies on the unit sphere, as on 5.1), is a
 # forward Euler step for the flow $\dot x=(I-xx^\top)f_{\text{Attn}}(x)$ on the sphere, followed by the
 # relaxed retraction. If that reading is right, a stack of $L$ blocks with shared weights and step
 # $\Delta s=1/L$ must approach the flow's position at time $s=1$ as $L$ grows, with an error that halves
@@ -372,10 +373,14 @@ assert abs(ratio_64_32 - 0.5) < 0.05
 #
 # ### Eq. (19) needs the components unnormalised
 #
-# A proper vMF mixture has $q(z\mid x)\propto C_d(\kappa_z)\exp(\kappa_z\mu_z^\top x)$. For
-# $\kappa\ll d$, $I_{d/2-1}(\kappa)\approx(\kappa/2)^{d/2-1}/\Gamma(d/2)$ and $C_d(\kappa)$ is nearly
-# constant, so the bias is small; once $\kappa$ is comparable to $d$ or larger,
-# $\log C_d(\kappa)\approx\tfrac{d-1}{2}\log\kappa-\kappa$ varies strongly with $\kappa$. Below, 10
+# A proper vMF mixture has $q(z\mid x)\propto C_d(\kappa_z)\exp(\kappa_z\mu_z^\top x)$. How much the factor
+# $C_d(\kappa_z)$ matters depends on how fast $\log C_d$ changes with $\kappa$: its derivative is
+# $-A_d(\kappa)=-I_{d/2}(\kappa)/I_{d/2-1}(\kappa)$, minus the mean resultant length of
+# [5.1](01_spherical_geometry.ipynb) (differentiate $\log C_d$ and use $I_\nu'=I_{\nu+1}+\tfrac\nu\kappa I_\nu$).
+# For $\kappa\ll d$, $A_d(\kappa)\approx\kappa/d$ is small, $C_d(\kappa)$ is nearly constant and the bias small;
+# from $\kappa=d$ on, $A_d(\kappa)$ exceeds $\tfrac12$ and tends to 1, so $\log C_d(\kappa)$ falls by up to one nat
+# per unit of $\kappa$ (for $\kappa$ far above $d^2/4$ it approaches $\tfrac{d-1}{2}\log\tfrac{\kappa}{2\pi}-\kappa$,
+# the large-$\kappa$ form checked on 5.1; the cell below checks the derivative). Below, 10
 # components with a 10% spread of $\kappa$ around $\kappa_0$ (the paper's Fig. 4 reports $\kappa\sim10^2$,
 # $10^3$ and $10^5$ for its three models), and the KL divergence between the two posteriors:
 
@@ -428,6 +433,16 @@ assert table[0, 2] < 1e-3
 assert table[2, 2] > 10 * table[0, 2]
 # the paper's concentrations (kappa_0 >= 100): the bias is of the same order as the scores
 assert all(0.2 < spread_ratio[k, width] < 5 for k in kappa_centres if k >= 100 for width in (64, 896))
+# d log C_d / d kappa = -A_d(kappa) (central differences), A_d(kappa) ~ kappa / d for kappa << d, A_d(d) > 1/2
+for width in widths:
+    for kappa_value in (1.0, 10.0, 100.0, 1e3, 1e5):
+        h = 1e-4 * kappa_value
+        slope = (vmf_log_normalizer(kappa_value + h, width) - vmf_log_normalizer(kappa_value - h, width)) / (2 * h)
+        assert abs(slope + vmf_mean_resultant_length(kappa_value, width)) < 1e-6
+    assert abs(vmf_mean_resultant_length(1.0, width) * width - 1) < 0.1
+    assert vmf_mean_resultant_length(float(width), width) > 0.5
+print("d log C_d / d kappa = -A_d(kappa) (central differences, d = 16, 64, 896); A_d(d) = "
+      + ", ".join(f"{float(vmf_mean_resultant_length(float(w), w)):.2f}" for w in widths))
 
 # %% [markdown]
 # With equal concentrations the two coincide, and at $\kappa\ll d$ they nearly do; at the
