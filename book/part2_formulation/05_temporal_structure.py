@@ -75,8 +75,9 @@
 #
 # Conventions: the formulas use column vectors, as the paper does and as
 # [2.4](04_attention_block_set_transformer.ipynb) does ($Qh_i$, $R_i\mathbf x$, $\dot v=Av+Bh$); the
-# code stores a sequence as an array with one row per position, so it computes $Qh_i$ as row $i$ of
-# `h @ Q.T`. Positions are 0-based in code (the paper counts from 1). `nextword.theory.formulation.ssm`
+# code stores a sequence as an array with one row per position, so $Qh_i$ is row $i$ of `h @ Q.T`
+# (the code's random matrices `Wq`, `Wk`, `Wv` play the parts of $Q^\top$, $K^\top$, $V^\top$).
+# Positions are 0-based in code (the paper counts from 1). `nextword.theory.formulation.ssm`
 # takes Appendix C's matrices as they are ($A$ acts on the state from the left).
 
 # %%
