@@ -294,13 +294,14 @@ Wq, Wk, Wv = (rng.normal(size=(c_dim, c_dim)) for _ in range(3))
 
 
 def att_indicator_times_score(h):
-    """(5.2) with the printed causal score 1_{j <= i} <Q h_i, K h_j>."""
+    """The attention sum of (5.2) (its added h_i left out: the earlier positions compared below keep
+    theirs) with the printed causal score 1_{j <= i} <Q h_i, K h_j>."""
     s = (h @ Wq) @ (h @ Wk).T  # (T, T) scores <Q h_i, K h_j>
     return softmax(s * causal_mask(T)) @ (h @ Wv)
 
 
 def att_masked(h):
-    """(5.2) with masked scores set to -inf."""
+    """The attention sum of (5.2) (its added h_i left out) with masked scores set to -inf."""
     return scaled_dot_product_attention(h @ Wq, h @ Wk, h @ Wv, causal=True, scale=1.0)
 
 
