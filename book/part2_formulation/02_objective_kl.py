@@ -569,7 +569,8 @@ assert np.all(tiny.joint >= tiny.per_position)
 # Everything on this page is exact (enumeration of all texts, sympy) except the sampling check of
 # (3.1), the texts the n-gram models are fitted to, and the Monte Carlo study of Remark 4.7 (a random
 # experiment repeated many times), which use the seeded generator `rng` (seed 0) and
-# `REPS` repetitions; `FULL=1` raises `REPS` from 2000 to 8000, with the same checks. Library:
+# `REPS` repetitions. The order-2 source itself is drawn from the same generator, so the exact
+# values (the joint KL, the position terms, the variances) are those of this one source; `FULL=1` raises `REPS` from 2000 to 8000, with the same checks. Library:
 # `nextword.theory.formulation` (`kl_decomposition`, `sequence_distribution`, `position_losses`,
 # `shared_prefix_estimate`), `nextword.decoding.NGramLM`, `nextword.data.markov_source`.
 
