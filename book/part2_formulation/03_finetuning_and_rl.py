@@ -149,7 +149,9 @@ assert np.isclose(rl_objective(pi_star_tiny, ref_tiny, reward_tiny, 1.0), min_ti
 #
 # The models are small enough to check exactly. A model is a table of next-token logits
 # (log-probabilities before normalisation): with $|\mathcal V|=10$ tokens, $\pi(b\mid a)=\mathrm{softmax}(W_a)_b$ for a $10\times10$ matrix $W$ —
-# a bigram model — trained by Adam on the next-token cross-entropy (4.5)/(4.6). The sources are
+# a bigram model — trained by Adam (gradient descent whose step uses running averages of the
+# gradient and of its square; the loop below writes it out) on the next-token cross-entropy
+# (4.5)/(4.6). The sources are
 # Markov chains, so the population KL from a source to a model is computable.
 #
 # Source $\mathbf p$ is a random first-order chain on 10 tokens. The fine-tuning source $\mathbf p'$
@@ -330,7 +332,7 @@ assert gibbs_gap == 0
 # model"), and a sequence-level reward: $+1$ for each token 2, and $+2$ if the sequence ends with the
 # token it starts with (a long-range preference: a Markov policy, whose next token sees only the
 # one before, cannot express it). We
-# minimise (4.7) numerically (L-BFGS) over *all* laws on the 81 sequences (softmax logits $z$;
+# minimise (4.7) numerically (L-BFGS, a standard quasi-Newton optimiser from scipy) over *all* laws on the 81 sequences (softmax logits $z$;
 # $\nabla_z\mathcal L^{\mathrm{RL}}=\pi\odot(g-\pi\cdot g)$ with $g=-r+\beta\log(\pi/\pi_{\mathrm{ref}})$ — a full
 # autoregressive table can represent any such law) and compare with the closed form.
 
