@@ -546,8 +546,10 @@ assert np.all(dec.per_position >= 0) and np.all(dec.per_position <= dec.joint)
 # shared-prefix objective (4.5). (Remark 4.7 itself only contrasts it with the unbiased
 # independent estimator.) The simulation of the lesson says otherwise: over `REPS` data sets the
 # shared-prefix mean is within four standard errors of the exact objective, like the independent
-# one (asserted in the simulation cell); the correlation changes only the variance, and at an equal
-# token budget the shared estimator is the *better* one. Recorded in `book/ERRATA.md` (row "§10 …
+# one (asserted in the simulation cell); the correlation changes only the variance, and for this
+# source and model, at an equal token budget, the shared estimator is the *better* one (not a
+# general rule: when the position losses are strongly correlated, sharing can cost more variance
+# than the saved tokens buy back). Recorded in `book/ERRATA.md` (row "§10 …
 # and Eq. (4.5)"), with the numbers the simulation cell prints.
 #
 # **(4.5) has no $1/N$.** The paper writes (4.5) as a sum over the $N$ texts without the $1/N$ of
