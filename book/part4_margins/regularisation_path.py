@@ -672,3 +672,16 @@ for label, name in GPU_SWEEPS.items():
     result = load_result(name)
     print(f"{label}: `{name}`, produced by `{result['command']}` at `{result['commit'][:12]}` on "
           f"{result['created'][:10]}, {result['data']['gpu']['name']}")
+    # the set-up "The finding" states: each of the seven models at the trained pair's size
+    for run_config in result["config"]["runs"]:
+        model_config = run_config["model"]
+        shape = (model_config["d_model"], model_config["num_heads"], model_config["num_layers"],
+                 model_config["max_len"], run_config["batch_size"], run_config["epochs"])
+        assert shape == (128, 4, 2, 256, 64, 20) and run_config["data"] == "shakespeare", name
+        assert (run_config["lr"], run_config["margin_positions"]) in ((1e-3, 0), (3e-3, 16)), name
+    steps = {h[-1]["step"] for h in result["data"]["histories"].values()}
+    assert steps == {1220}, name
+    print(f"    each model: d_model={model_config['d_model']}, {model_config['num_heads']} heads, "
+          f"{model_config['num_layers']} blocks, T={model_config['max_len']}, batch {run_config['batch_size']}, "
+          f"{run_config['epochs']} epochs = {steps.pop()} steps, lr {run_config['lr']:g}, penalty on "
+          f"{run_config['margin_positions'] or 'all'} positions per window, data {run_config['data']}")
