@@ -60,9 +60,10 @@
 # ```{admonition} In the paper's notation
 # :class: seealso
 # §7.1 of the paper names the prior's learnable matrix $W$ and writes the penalty as a sum over
-# positions, $-\sum_t\log\lvert\det(I_d-\Sigma_t W^\top)\rvert$. This page's $\mathcal L_{\rm margin}$ is
-# the mean over positions, like the cross-entropy beside it; §7.1 does not say which of the two its
-# $\lambda_m$ multiplies (with the sum, the same $\lambda_m$ would weigh the term $T-1$ times more).
+# positions, $-\sum_t\log\lvert\det(I_d-\Sigma_t W^\top)\rvert$, and then weights "$\mathcal L_{\rm margin}$"
+# by $\lambda_m$; read literally, $\lambda_m$ multiplies that sum. This page's $\mathcal L_{\rm margin}$ is
+# the mean over positions, like the cross-entropy beside it, so the same $\lambda_m$ weighs the term
+# $T-1$ times less than the literal reading (the paper prints no code that would settle which).
 # Theorem 1 (Eq. 15) writes $A=W_K^\top W_Q$ for the
 # matrix in $\det(I-\Sigma_t A)$. They are one matrix, $W=A^\top$: this page writes $A$ everywhere.
 # The code follows §7.1 — `prior.W` holds $A^\top$ and `prior.A` returns $A$.
