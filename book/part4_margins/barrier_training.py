@@ -36,7 +36,7 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $x_t$ | embedding of the character at position $t$ (positions counted from 1) | $(d,)$ |
+# | $x_t$ | embedding of the character at position $t$, a column vector as everywhere in Part 4 (positions counted from 1) | $(d,)$ |
 # | $d$ | width of an embedding | number |
 # | $E$ | embedding table of the language model, one row per character | $(\lvert\mathcal V\rvert,d)$ |
 # | $\lvert\mathcal V\rvert$ | number of distinct characters (the vocabulary size) | number |
@@ -215,7 +215,8 @@ assert tiny_marks["a = +0.5"] < 0 < tiny_marks["a = -0.5"]   # Figure 4.7.1: the
 # ## Why a language model gets a prior on its embeddings
 #
 # A language model first turns each character $y_t$ of its input into an embedding $x_t=E[y_t]$, a
-# row of its embedding table $E$. Page [4.1](01_latent_noise_view.ipynb) read one causal attention
+# row of its embedding table $E$ (written below as a column vector, as everywhere in Part 4, so that a
+# score reads $x_s^\top Ax_t$). Page [4.1](01_latent_noise_view.ipynb) read one causal attention
 # layer as a machine that *generates* such embeddings from noise, and found the log-probability it
 # gives them: a prediction-error term plus $\sum_t \log\lvert\det(I-\Sigma_t A)\rvert$. §7 of the paper
 # uses that probability as a {term}`prior` — a statement, made before any text is predicted, of which
