@@ -135,7 +135,7 @@ for t in range(1, len(tokens) + 1):
 # %% [markdown]
 # Now the question of the page: if the token $x_3$ moves a little, how much does its residual move?
 # If $\mu_3$ did not depend on $x_3$, the answer would be "exactly as much" (slope 1). But $x_3$ is
-# also the query: moving it tilts the weights towards $x_2=2$ (for $a>0$), which pulls the mean up
+# also the query: raising it tilts the weights towards $x_2=2$ (for $a>0$), which pulls the mean up
 # and the residual down. Nudge $x_3$ by $\pm0.001$ and measure the slope:
 
 # %%
@@ -408,7 +408,9 @@ assert np.allclose(boundary[:, 0] * boundary[:, 1], 1.0)
 # variance (horizontal) and coupling (vertical); blue is positive, red negative, white zero (the
 # colour scale is centred on zero). The black curve $a\,\mathrm{Var}=1$ is the degeneracy boundary;
 # it exists only above the line $a=0$. A position is a point in this plane, its margin the colour
-# there; a sequence is a set of points, and its support tokens are the points closest to the red.
+# there; a sequence is a set of points on one horizontal line (one coupling), and its support tokens are
+# the points with the smallest margin: for $a>0$ the ones furthest right, closest to the red; for $a<0$,
+# where there is no red to approach, the ones furthest left, the least dispersed.
 #
 # The sign also shapes the density itself. Back to the last token after $x_1=0$, $x_2=2$ (the
 # setting of the paper's Figure 3.2, with $\sigma=1$): here $\mathrm{Var}_3=4\alpha(1-\alpha)\le1$,
@@ -680,8 +682,8 @@ assert results[-0.2][3].sum() == 0
 
 # %% [markdown]
 # The exclusion probability from $10^6$ sequences (5 independent batches of $2\cdot10^5$, a standard error of about
-# $4\cdot10^{-4}$); one batch alone has a standard error of $8\cdot10^{-4}$, too coarse to pin the expected count to a few
-# sequences:
+# $4\cdot10^{-4}$, under 2 of the 4000 sequences); one batch alone has a standard error of $8\cdot10^{-4}$, about 3
+# sequences in 4000, more than twice the pooled one:
 
 # %% tags=["hide-cell"]
 rng_big = np.random.default_rng(1)
