@@ -165,7 +165,8 @@ assert all(abs(mass[n] - 1) < 1e-6 for n in mass)
 # ones before it) from the generative rule
 # $x_t=\mu_t(x)+\varepsilon_t$ (the library solves the implicit equation in $x_t$ by bisection) and
 # average $\prod_t P(y_t \mid x_t)$. If the change-of-variables density is right, the quadrature values
-# must sit within the Monte Carlo error bars.
+# must agree with the Monte Carlo averages to within a few standard errors (SE: the Monte Carlo standard
+# error of each average).
 
 # %%
 rng = np.random.default_rng(0)
