@@ -25,7 +25,8 @@
 # ```
 #
 # **Builds on:** [4.2 The scalar margin](02_scalar_margin.ipynb) (the margin is the slope of the
-# residual map; at zero the map stops being invertible; support tokens have the smallest margin) and
+# residual map; at zero the inverse map's slope is infinite, and below zero the map folds; support tokens
+# have the smallest margin) and
 # [4.1 The latent-noise view](01_latent_noise_view.ipynb) (the Jacobian is block lower-triangular,
 # so the log-density is the noise energy plus $\sum_t \log\lvert\det\partial \hat\varepsilon_t/\partial x_t \rvert$) ·
 # eigenvalues and determinants of a $2\times2$ matrix, a covariance matrix.
