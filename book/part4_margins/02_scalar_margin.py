@@ -22,7 +22,7 @@
 # After this page you can
 # - compute the margin $m_t=1-a\,\mathrm{Var}_t$ of every position of a short scalar sequence by hand,
 #   and name its support tokens;
-# - explain why the embeddings have a density only while the margin stays positive, and what goes
+# - explain why the embeddings have a density while every margin stays positive, and what goes
 #   wrong at and past $m_t=0$;
 # - predict from the sign of the coupling $a$ whether a degeneracy boundary exists, and which
 #   sequences (a dispersed past, attention split across it) come close to it;
@@ -184,7 +184,7 @@ assert residual_at_position_3(0.5, 1.5) < residual_at_position_3(-0.5, 1.5)  # r
 # rise for very large or very small $x_3$ (there the weights stop changing), the map goes up, turns
 # back, and goes up again — it folds. The next section shows what a fold does to the density.
 #
-# ## Why a zero margin breaks the density
+# ## Why a negative margin breaks the density
 #
 # With the past fixed, the density that the change of variables of [4.1](01_latent_noise_view.ipynb)
 # gives the last token is
@@ -237,18 +237,22 @@ def conditional_density(coupling, sigma=1.0, x3_values=x3_grid):
 
 
 print(f"grid step {grid_step:.3f} on [{x3_grid[0]:.0f}, {x3_grid[-1]:.0f}]")
-for a in (0.5, 1.5):
+for a in (0.5, 1.0, 1.5):
     integral = conditional_density(a).sum() * grid_step
     print(f"a = {a}: integral of p(x_3 | x_1, x_2) over x_3 = {integral:.4f}")
 print(f"excess probability at a = 1.5: {integral - 1:.1%}")
 assert abs(conditional_density(0.5).sum() * grid_step - 1) < 1e-8
+assert abs(conditional_density(1.0).sum() * grid_step - 1) < 1e-8  # margin touches 0 at x_3 = 0 only
 assert conditional_density(1.5).sum() * grid_step > 1.01
 
 # %% [markdown]
 # With a positive margin everywhere the formula is a density (integral 1 to eight digits); with a
-# fold it is not (about 13% too much probability, as printed). That is why the margin matters: **while every
-# margin is positive, the layer defines a proper probability model of its embeddings; at a zero
-# margin the map stops being invertible, and past it the model is no longer a density.** A margin
+# fold it is not (about 13% too much probability, as printed). In between, $a=1$ (the middle row of the
+# table above) has $m_3=0$ at the single token $x_3=0$: the map still rises, only with slope 0 at that
+# point, and the formula is still a density. That is why the margin matters: **while every margin is
+# positive, the layer defines a proper probability model of its embeddings; where a margin reaches 0
+# the inverse map's slope becomes infinite, and once margins turn negative the map folds and the model
+# is no longer a density.** A margin
 # close to 0 also means a tiny change of noise moves the token a lot (the inverse map's slope is
 # $1/m_t$): the layer is close to unstable there.
 #
@@ -460,8 +464,9 @@ assert abs(x3_window[np.argmax(np.abs(factor_drawn - 1))]) < 0.01   # Figure 4.2
 # - In $d=1$ the residual map's slope at position $t$ is the margin $m_t=1-a\,\mathrm{Var}_t$: the
 #   current token steers its own attention weights, so its residual moves less (for $a>0$) than the
 #   token itself.
-# - The embeddings have a density only while the residual map is invertible; a zero margin is where
-#   it stops, and a negative one folds the map so that the density formula no longer integrates to 1.
+# - The embeddings have a density while the residual map is invertible; a zero margin is the edge (the
+#   inverse map's slope is infinite there), and a negative one folds the map so that the density
+#   formula no longer integrates to 1.
 # - A margin shrinks when the past is dispersed *and* attention is split across it; the positions
 #   with the smallest margin are the support tokens, and they set the sequence margin.
 # - For $a>0$ the boundary $a\,\mathrm{Var}_t=1$ is real and $\sum_t \log m_t$ acts as a log-barrier
