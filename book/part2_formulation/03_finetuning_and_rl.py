@@ -450,7 +450,8 @@ assert np.isclose(gap, beta * kl_divergence(markov_policy(res.x), pi_star), rtol
 # unbiased estimate of (4.7). But the samples depend on θ: differentiating (4.8) with the samples
 # held fixed gives $\frac{\beta}{N}\sum_n\nabla\log\pi_\theta(f^{(n)})$, whose expectation is **zero**
 # — the reward drops out entirely. The gradient of (4.7) needs the score-function (REINFORCE) form,
-# each sample's *score* $\nabla\log\pi_\theta(f^{(n)})$ weighted by its term minus the batch mean,
+# each sample's {term}`score <score function>` $\nabla\log\pi_\theta(f^{(n)})$ (a gradient in the
+# model's parameters) weighted by its term minus the batch mean,
 # $\frac1{N-1}\sum_n\big(g(f^{(n)})-\bar g\big)\nabla\log\pi_\theta(f^{(n)})$, $g=-r+\beta\log(\pi_\theta/\pi_{\mathrm{ref}})$.
 # With the joint logits $z$, $\nabla_z\log\pi(f)=o_f-\pi$. Averaging many batches at $\pi_\theta=\pi_{\mathrm{ref}}$:
 
