@@ -289,6 +289,10 @@ plt.show()
 # * **collapse:** the spread of the end states (their mean distance from their own mean point; 0 when
 #   all end at one spot) and the effective number of $q$-components used
 #   $\exp H(\bar q)$, $\bar q$ the mean posterior at $s=1$.
+#
+# Everything "at $s=1$" (the KL column, $\bar q$, and the $s=1.0$ panels of Figure 5.4.3) scores the end
+# points with the last time slice the Euler steps use, one step before $s=1$ (its step carries the points
+# to $s=1$), not with the slice at $s=1$ itself, which no Euler step uses.
 
 # %%
 print(f"{'run':>10} | {'accuracy':>8} | {'Fisher':>8} | {'J_var':>8} | {'KL at s=1':>9} | "
@@ -430,8 +434,8 @@ assert robust_long["beta = 0.1 separates the classes (accuracy >= 0.95)"] < n_lo
 #    The KL gap is zero whenever $q(z\mid x)=p(z\mid x)$, and that can be reached in several ways: the
 #    components of $q$ copy those of $p$, or all components merge into one, or every point moves to
 #    where the two posteriors agree. Nothing in $\mathcal J_{\text{var}}$ prefers a way that keeps the
-#    classes apart; only $\mathcal J_{\text{align}}$ rewards that. In every seed here, training reached the
-#    merged, collapsed flow.
+#    classes apart; only $\mathcal J_{\text{align}}$ rewards that. In every seed here, training reached a
+#    collapsed flow (in the run drawn above, one whose components have merged).
 #    ```
 #
 # 3. The saved runs show β = 0.5 separating the moons in some seeds and not in others. What would
