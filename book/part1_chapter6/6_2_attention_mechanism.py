@@ -7,8 +7,8 @@
 #
 # A recurrent network ([6.1](6_1_parallel_attention.ipynb)) has to carry everything it might need in
 # one state vector, updated word by word: what it read twenty words ago has been mixed with twenty
-# later words, and once the state must hold many words it loses the old ones first (6.1 measures
-# this). Attention lets the current word look at every earlier word directly, score how
+# later words, and once the state must hold many words it can no longer give them all back (6.1
+# measures this). Attention lets the current word look at every earlier word directly, score how
 # relevant each one is, and take a weighted average of what they offer. Every later piece of the
 # transformer is built around this one operation, so it is worth being able to do it with a pencil.
 #
