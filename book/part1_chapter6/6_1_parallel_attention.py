@@ -620,7 +620,7 @@ plt.show()
 # sequences. In a copy task every symbol is needed $n$ steps after it was read, so the GRU must hold
 # all $n$ symbols in its 32 numbers at once: see its recall flat across positions, well above chance
 # ($1/8$) and well below 1 — no position is kept whole. The transformer keeps one vector per position,
-# and each carries its position's code, so it can attend back to the symbol it must copy, and it
+# and each carries its position's learned vector, so it can attend back to the symbol it must copy, and it
 # copies everything.
 #
 # ## Key takeaways
