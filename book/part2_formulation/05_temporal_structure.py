@@ -37,7 +37,7 @@
 # |---|---|---|
 # | $i$, $j$ | positions of a query and of a key in the sequence (counted from 1); in the recurrence, $i$ is the step that reads input $h_i$ | integers |
 # | $m$ | the position being predicted; the sequence $h_1,\dots,h_{m-1}$ has $n=m-1$ vectors | integers |
-# | $h_i$ | the vector at position $i$ | $(d_e,)$ |
+# | $h_i$ | the vector at position $i$ (a column, as in the paper) | $(d_e,)$ |
 # | $Q$, $K$, $V$ | the query, key and value matrices of (5.2) | $(c,d_e)$, $(c,d_e)$, $(d_e,d_e)$ |
 # | $d_e$, $c$ | the embedding width; the width of queries and keys | integers |
 # | $w$ | the half-width of a band: position $i$ sees the positions $j$ with $\lvert i-j\rvert\le w$ | integer |
@@ -73,9 +73,12 @@
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §5.3
 # (Example 5.8, Eqs. 5.8–5.9) and Appendix C (Eqs. C.1–C.4).*
 #
-# Conventions: row vectors, a sequence stored as an array with one row per position, positions
-# 0-based in code (the paper counts from 1). Appendix C uses column vectors $\dot v = Av+Bh$; `nextword.theory.formulation.ssm`
-# follows it.
+# Conventions: the formulas use column vectors, as the paper does and as
+# [2.4](04_attention_block_set_transformer.ipynb) does ($Qh_i$, $R_i\mathbf x$, $\dot v=Av+Bh$); the
+# code stores a sequence as an array with one row per position, so $Qh_i$ is row $i$ of `h @ Q.T`
+# (the code's random matrices `Wq`, `Wk`, `Wv` play the parts of $Q^\top$, $K^\top$, $V^\top$).
+# Positions are 0-based in code (the paper counts from 1). `nextword.theory.formulation.ssm`
+# takes Appendix C's matrices as they are ($A$ acts on the state from the left).
 
 # %%
 import matplotlib.pyplot as plt
@@ -291,13 +294,14 @@ Wq, Wk, Wv = (rng.normal(size=(c_dim, c_dim)) for _ in range(3))
 
 
 def att_indicator_times_score(h):
-    """(5.2) with the printed causal score 1_{j <= i} <Q h_i, K h_j>."""
+    """The attention sum of (5.2) (its added h_i left out: the earlier positions compared below keep
+    theirs) with the printed causal score 1_{j <= i} <Q h_i, K h_j>."""
     s = (h @ Wq) @ (h @ Wk).T  # (T, T) scores <Q h_i, K h_j>
     return softmax(s * causal_mask(T)) @ (h @ Wv)
 
 
 def att_masked(h):
-    """(5.2) with masked scores set to -inf."""
+    """The attention sum of (5.2) (its added h_i left out) with masked scores set to -inf."""
     return scaled_dot_product_attention(h @ Wq, h @ Wk, h @ Wv, causal=True, scale=1.0)
 
 
@@ -432,7 +436,8 @@ assert err_zoh < 1e-7
 hold_case = (A, B, dt, hs, v0, exact)  # kept for the check of the printed (C.4a) at the end
 
 # %% [markdown]
-# For a smooth input the hold itself costs $\mathcal O(\Delta t)$; forward Euler is also first order.
+# For a smooth input the hold itself costs $\mathcal O(\Delta t)$; forward Euler (the step
+# $v_{i+1}=v_i+\Delta t\,(Av_i+Bh_i)$, i.e. $\bar A=I+\Delta t\,A$, $\bar B=\Delta t\,B$) is also first order.
 # Exact reference: `ssm_exact_state` (the corrected (C.3a) by adaptive quadrature).
 
 # %%

@@ -429,8 +429,8 @@ plt.show()
 # every line reaches 0 by width 8 (the prompts for which greedy is already optimal lie on the black
 # zero line from width 1 on, hidden under it). Middle: Remark 6.2 — as $\tau\to0$ the share of samples equal to
 # the greedy reply (blue circles) rises to 1 and the share of distinct replies (vermilion squares)
-# falls to one reply in 50. Right: §6.4's mixed decoding — as the sampled prefix $n'$ grows
-# ($n'=0$ is greedy, $n'=20$ full sampling) diversity rises (blue circles, left axis) and the mean
+# falls to a single reply. Right: §6.4's mixed decoding — from a sampled prefix of $n'=0$ tokens
+# (greedy) to $n'=20$ (full sampling) diversity rises (blue circles, left axis) and the mean
 # log-probability per character falls (vermilion squares, dashed, right axis).
 #
 # ## Starting and stopping: EOS and PAD (§6.1)

@@ -127,7 +127,9 @@ assert entropy_bits == 1.5 and kl_bits == 0.25
 # and the excess, 0.25 bits, is exactly the KL divergence from the truth to B. That is Example 8.1
 # in miniature: cross-entropy = entropy + KL, so a lower cross-entropy means a model closer to the
 # truth; and on a text with the true frequencies, as here, no model scores below the entropy (on
-# other finite texts a model can, by chance, as the next section explains).
+# other finite texts a model can, by chance, as
+# [the next section](#cross-entropy-and-perplexity-scoring-a-model-by-its-probabilities-example-81)
+# explains).
 #
 # **Scoring a retrieved set.** Asked "who speaks in this scene?", a model returns {Romeo, Juliet,
 # Nurse}; the truth is {Romeo, Tybalt}. One true positive (Romeo), two false positives, one false
@@ -246,9 +248,10 @@ plt.show()
 # approaches $H$ as data grows; shorter contexts stall far above it, and the 5-gram pays for its
 # extra parameters when data is scarce.
 #
-# The floor holds up to sampling noise: on this finite held-out sample even the true model scores
-# slightly below $H$, so the fair comparison is with the true model's score on the same positions —
-# the excess of a fitted model over it estimates the average KL of (8.3).
+# The floor holds up to sampling noise: on a finite held-out sample even the true model's score can
+# land on either side of $H$ (compare the true model's score printed above, with its standard error,
+# with $H$), so the fair comparison is with the true model's score on the same positions — the
+# excess of a fitted model over it estimates the average KL of (8.3).
 #
 # ## The same on real text: tiny Shakespeare characters
 #
@@ -385,9 +388,10 @@ assert two_f[:, 0].std() > 2 * real_f[:, 0].std()  # the 2-gram's line lengths a
 # Two disjoint random samples of real held-out lines (the reference and the "second half" of the
 # shuffled lines) are not told apart by the test (large p-value: their divergence is within the
 # permutation null; it shows no difference, it does not prove there is none), the 2-gram's lines
-# are clearly not like Shakespeare's — mostly because their lengths vary several times as much as
-# real lines' (the last lines printed: its words and vowels are about right) — and the 5-gram is much closer, though the test still tells its lines from real ones
-# here.
+# are clearly not like Shakespeare's — most visibly in their lengths, whose standard deviation is
+# more than twice the real lines' (the last lines printed, with the vowel fractions and mean word
+# lengths beside them) — and the 5-gram is much closer, though the test still tells its lines from
+# real ones here.
 #
 # ## CRPS: scoring a distribution against one correct answer (footnote 6)
 #

@@ -300,7 +300,7 @@ assert tv(freq_gil, exact_seq) < 0.05 and tv(freq_tau, law_tau) < 0.05
 # holding times: P(no jump by t) = exp(Q_yy t), rate -Q_yy = T*b for a fully unmasked sequence
 no_jump = np.mean(n_jumps == 0)
 print(f"P(no jump by t): simulated {produced(no_jump, '.3f')}, "
-      f"exp(-T b t) = {np.exp(-T * b * t_obs):.3f}")
+      f"exp(-T beta t) = {np.exp(-T * b * t_obs):.3f}")
 assert abs(no_jump - np.exp(-T * b * t_obs)) < 4 * np.sqrt(no_jump * (1 - no_jump) / N_CHAINS)
 
 # %% [markdown]

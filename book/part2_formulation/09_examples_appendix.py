@@ -6,8 +6,10 @@
 # derivatives that training needs, batch normalisation, and a real model's answers to arithmetic and
 # coding prompts) can we compute and check ourselves?
 #
-# These examples are where the formalism of Part 2 touches practice. Multimodal models such as CLIP
-# rest on turning an image into a short sequence of wide vectors, just as byte-pair encoding turns
+# These examples are where the formalism of Part 2 touches practice. Multimodal models (models that
+# read more than one kind of data, such as images and text), for example CLIP (a model trained to
+# tell which caption belongs to which image), rest on turning an image into a short sequence of
+# wide vectors, just as byte-pair encoding turns
 # text into tokens; the derivatives of Appendix A are what backpropagation computes when a model
 # is trained; batch normalisation explains why language models use layer normalisation instead; and
 # the model outputs of the paper's §7 are a lesson in reading claims about what a language model can
@@ -283,8 +285,8 @@ plt.show()
 # ## Classification: a map into the probability simplex (Example 3.3)
 #
 # A classifier maps an input to a probability for each of its labels: a point of the *probability
-# simplex* (non-negative numbers summing to 1). MNIST's problem maps $\mathbb R^{28^2}$ to the
-# simplex over 10 digits. No data is downloaded here, so we use ten synthetic classes in
+# simplex* (non-negative numbers summing to 1). MNIST's problem (labelling $28\times28$-pixel images
+# of handwritten digits) maps $\mathbb R^{28^2}$ to the simplex over 10 digits. No data is downloaded here, so we use ten synthetic classes in
 # $\mathbb R^{784}$ (Gaussian blobs) and the softmax-linear map $x\mapsto\mathrm{softmax}(xW+b)$
 # ($784\cdot10+10$ parameters), trained by gradient descent on cross-entropy. The gradient is checked
 # against central differences first.
