@@ -384,14 +384,18 @@ plt.show()
 #    below).
 #    ```
 #
-# 3. Why does LayerNorm on the values leave the key geometry unchanged?
+# 3. On the toy, LayerNorm on the values left the key geometry unchanged. Why could one expect
+#    that?
 #
 #    ```{dropdown} Answer
 #    The keys learn from the score gradients, which depend on the values only through the
-#    *differences* of their alignments with the descent directions. LayerNorm fixes the values'
-#    lengths, not which value helps which query, so the advantages — and the push on the keys — keep
-#    their signs and structure (measured: the group-key cosines agree within 0.1 in every seed,
-#    printed below).
+#    *differences* of their alignments with the descent directions. LayerNorm (with no learned
+#    scale) subtracts from each value the mean of its entries and rescales it to length $\sqrt{d_v}$; that need not
+#    change which value helps which query — on the toy that is set by which carrier shows the
+#    asker's class — so the advantages, and the push on the keys, can keep their signs and their group
+#    structure. That is an argument, not a proof (centring does change the values' directions);
+#    the measurement is what shows it here: the group-key cosines agree within 0.1 in every seed
+#    (printed below).
 #    ```
 
 # %% tags=["hide-cell"]
