@@ -123,7 +123,7 @@ print(f"alignment of the current mixture (attention-weighted mean) = {mean_align
 
 # %% [markdown]
 # Only position 1, whose value votes for the target, is better than the mixture. The chain rule
-# through the softmax (worked out in general below) turns the advantage into the gradient of each
+# through the softmax (worked out in general [below, with sympy](#deriving-every-gradient-with-sympy)) turns the advantage into the gradient of each
 # score:
 # $$\frac{\partial\mathcal L}{\partial s_j} = -\alpha_j A_j ,\qquad
 #   \text{so a descent step with learning rate } \eta \text{ changes } s_j \text{ by } +\eta\,\alpha_j A_j .$$
