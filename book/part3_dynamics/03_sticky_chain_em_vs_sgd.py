@@ -232,7 +232,8 @@ print(f"distances between the 8 means: median {np.median(mean_distances):.2f}, "
 #
 # Both start from the same initial weights (Gaussian, scale 0.3) and see the same stream of data:
 # at every step a fresh batch of sequences, and one step on the mean cross-entropy $\mathcal L$
-# of the batch.
+# of the batch. (The paper gives neither the initial scale nor whether a step sees fresh data; both
+# are our choices, like the rates below.)
 #
 # * **SGD:** one gradient step with rate $\eta$ on $W^Q, W^K, W^V, W^{\text{out}}, b$.
 # * **EM-like** (the paper's "manual EM", §5.3): the forward pass computes the attention weights
@@ -267,7 +268,7 @@ plt.show()
 # The values of a head are not free numbers: $V=XW^V$ is computed from the inputs. So the M-like
 # step's $\Delta V$ is carried to $W^V$ by least squares, $\Delta W^V=(X^\top X)^{-1}X^\top\Delta V$,
 # which keeps the trained head a function of its input that can be evaluated on new sequences.
-# (Moving a free value per position instead would let the value of position $t$ memorise $y_t$,
+# The paper does not say how its value step reaches the weights; this transfer is our reading. (Moving a free value per position instead would let the value of position $t$ memorise $y_t$,
 # since under the causal mask query $t$ sees key $t$.) Here is the whole training loop of both
 # schedules, written out:
 
