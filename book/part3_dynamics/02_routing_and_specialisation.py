@@ -612,7 +612,8 @@ plt.show()
 #   by a third in the tiny example) and can even get the sign wrong.
 # - Routing and content reinforce each other: a helpful value gains attention, the attention makes
 #   it adapt to its main user, its alignment with that user rises (it helps more), and the advantage
-#   grows — so heads specialise, as the toy's attention shows.
+#   grows — so heads can specialise, as the toy's attention did in the run above (how much it
+#   sharpens varies from seed to seed: [second pass over the paper](checking_the_paper.ipynb)).
 # - For a squared loss on the head's output, the value step (with step size $1/m_j$) is EM's M-step
 #   exactly for hard attention, and comes close to it only as attention sharpens.
 # - Some of the paper's words about this loop state its signs the other way round, and its
