@@ -819,7 +819,8 @@ assert earlier >= 3  # "usually": the count itself moves (seed 3's two paths end
 # three seeds) and, on a held-out sequence of 600 positions, ask how much variance the first
 # principal component of the attention output $g_i$ (the value mixture each position reads) and of
 # the values $v_j$ carries, and how strongly each of the first three components rank-correlates
-# with the Bayes posterior entropy.
+# with the Bayes posterior entropy (the absolute value of their {term}`Spearman correlation`, from 0
+# for no monotone relation to 1 for a perfect one).
 
 # %% tags=["hide-cell"]
 manifold, posterior_entropies = {}, {}
