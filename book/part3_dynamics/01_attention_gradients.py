@@ -542,7 +542,9 @@ assert red_below > 0   # Figure 3.1.2: a red cell on the left can still fall
 #   weight.
 # - A score gets the advantage: $\partial\mathcal L/\partial s_{ij} = -\alpha_{ij}A_{ij}$, where
 #   $A_{ij}$ is how much better $v_j$ is aligned with $-u_i$ than the query's current mixture.
-#   Descent raises the scores with positive advantage, fastest where the query already looks.
+#   Descent raises the scores with positive advantage. The factor $\alpha_{ij}$ lets a score move
+#   fast only where the query already looks, and a weight near 1 has little left to gain: the
+#   mixture then is mostly $v_j$ itself, so $A_{ij}$ shrinks in proportion to $1-\alpha_{ij}$.
 # - Queries and keys learn only through the scores, carrying the $1/\sqrt{d_k}$ of the forward
 #   pass.
 # - Every formula of the paper's §3 holds; some of its sentences about them do not (the sign of the
