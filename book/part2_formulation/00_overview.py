@@ -5,8 +5,8 @@
 # code: which objects does it manipulate, which function does it compute, and what does training
 # minimise? Baptista, Stuart and Tran answer with one chain of definitions, from text to tokens to
 # vectors to a probability for the next token, and then to training, generation and evaluation.
-# A student who can follow that chain can read any paper about these models and ask precise
-# questions of it — and this part shows that asking them pays: several of the paper's printed
+# A student who can follow that chain can read papers about these models with precise
+# questions — and this part shows that asking them pays: several of the paper's printed
 # formulas do not survive an executable check.
 #
 # ```{admonition} Learning goals
@@ -140,8 +140,9 @@ plt.show()
 #   vocabulary that §2 calls it: a text such as `ab`, written with the old tokens, is never a code
 #   ("§2, opening paragraph").
 # - **The shared-prefix objective is not biased** ([2.2](02_objective_kl.ipynb); "§10 … and
-#   Eq. (4.5)"): the paper calls its empirical objective a biased approximation; it is unbiased, and
-#   sharing prefixes changes only its variance.
+#   Eq. (4.5)"): the paper calls its empirical objective a biased approximation; divided by the
+#   number of texts (a factor (4.5) leaves out), it is unbiased, and sharing prefixes changes only
+#   its variance.
 # - **The attention block** ([2.4](04_attention_block_set_transformer.ipynb)): layer normalisation
 #   written with sums instead of averages is neither centred nor shift invariant ("§5.1, Example
 #   5.2, Eq. (5.4)"); mean pooling divides by the wrong count ("§5.2, Example 5.4"); Appendix B's
@@ -150,7 +151,8 @@ plt.show()
 # - **Temporal structure** ([2.5](05_temporal_structure.ipynb)): the printed wavelengths of
 #   Example 5.8 leave no coarse scale ("§5.3.1, Example 5.8"); the RoFormer inner product drops the
 #   rotation's cross-terms ("§5.3.2"); multiplying a score by 0 does not mask it ("§5.3.3, causal
-#   attention"); the state-space solution formulas of Appendix C hold only when $A$ and $B$ commute
+#   attention"); the state-space solution formulas of Appendix C are defined only when the state
+#   and the input have the same width, and even then hold only when $A$ and $B$ commute
 #   ("Appendix C, Eq. (C.3a)" and "(C.4a)"); (5.9a) reads an input that does not exist ("§5.3.4,
 #   Eq. (5.9a)").
 # - **Generation** ([2.6](06_sequence_generation.ipynb)): Example 6.1's windowed search is a

@@ -546,8 +546,10 @@ assert np.all(dec.per_position >= 0) and np.all(dec.per_position <= dec.joint)
 # shared-prefix objective (4.5). (Remark 4.7 itself only contrasts it with the unbiased
 # independent estimator.) The simulation of the lesson says otherwise: over `REPS` data sets the
 # shared-prefix mean is within four standard errors of the exact objective, like the independent
-# one (asserted in the simulation cell); the correlation changes only the variance, and at an equal
-# token budget the shared estimator is the *better* one. Recorded in `book/ERRATA.md` (row "§10 …
+# one (asserted in the simulation cell); the correlation changes only the variance, and for this
+# source and model, at an equal token budget, the shared estimator is the *better* one (not a
+# general rule: when the position losses are strongly correlated, sharing can cost more variance
+# than the saved tokens buy back). Recorded in `book/ERRATA.md` (row "§10 …
 # and Eq. (4.5)"), with the numbers the simulation cell prints.
 #
 # **(4.5) has no $1/N$.** The paper writes (4.5) as a sum over the $N$ texts without the $1/N$ of
@@ -569,7 +571,8 @@ assert np.all(tiny.joint >= tiny.per_position)
 # Everything on this page is exact (enumeration of all texts, sympy) except the sampling check of
 # (3.1), the texts the n-gram models are fitted to, and the Monte Carlo study of Remark 4.7 (a random
 # experiment repeated many times), which use the seeded generator `rng` (seed 0) and
-# `REPS` repetitions; `FULL=1` raises `REPS` from 2000 to 8000, with the same checks. Library:
+# `REPS` repetitions. The order-2 source itself is drawn from the same generator, so the exact
+# values (the joint KL, the position terms, the variances) are those of this one source; `FULL=1` raises `REPS` from 2000 to 8000, with the same checks. Library:
 # `nextword.theory.formulation` (`kl_decomposition`, `sequence_distribution`, `position_losses`,
 # `shared_prefix_estimate`), `nextword.decoding.NGramLM`, `nextword.data.markov_source`.
 

@@ -19,8 +19,8 @@
 # After this page you can
 # - compute by hand the best policy of a KL-regularised reward problem on two answers, and explain
 #   what the strength $\beta$ of the penalty does;
-# - explain why fine-tuning from a pre-trained model beats training from scratch on scarce data, and
-#   why a low-rank update of the right rank can over-fit less;
+# - explain why fine-tuning from a pre-trained model can beat training from scratch on scarce
+#   data, and why a low-rank update of the right rank can over-fit less;
 # - derive the closed-form optimum $\pi^*\propto\pi_{\mathrm{ref}}e^{r/\beta}$ of (4.7) and recognise
 #   when a restricted model cannot reach it;
 # - explain why the sampled objective (4.8) is an unbiased estimate but its naive gradient is wrong.
@@ -52,7 +52,7 @@
 # | $W$, $W_{\mathrm{pre}}$ | a model's table of next-token logits, $\pi(b\mid a)=\mathrm{softmax}(W_a)_b$; the pre-trained table | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
 # | $A$, $B$, $s$ | the LoRA factors, $W=W_{\mathrm{pre}}+AB$, and their rank | $(\lvert\mathcal V\rvert,s)$, $(s,\lvert\mathcal V\rvert)$, integer |
 # | $G$ | the gradient of the loss with respect to the table $W$ | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
-# | $n_{ab}$, $n_a$, $n$ | the count of transitions $a\to b$ in the data; of $a$ as a context; of all transitions | integers |
+# | $n_{ab}$, $n_{a\cdot}$, $n_a$, $n_{\mathrm{all}}$ | the count of transitions $a\to b$ in the data; the row $(n_{ab})_b$ of these counts; the count of $a$ as a context; of all transitions | integers |
 # | $N_{\mathrm{fine}}$, $N$ | the number of fine-tuning sequences; the number of samples in an RL batch | integers |
 # | $z$ | the logits of a policy over all sequences, $\pi=\mathrm{softmax}(z)$ | one per sequence |
 # | $g(f)$ | $-r(f)+\beta\log(\pi(f)/\pi_{\mathrm{ref}}(f))$, the per-answer term of (4.7) | number |
@@ -149,7 +149,9 @@ assert np.isclose(rl_objective(pi_star_tiny, ref_tiny, reward_tiny, 1.0), min_ti
 #
 # The models are small enough to check exactly. A model is a table of next-token logits
 # (log-probabilities before normalisation): with $|\mathcal V|=10$ tokens, $\pi(b\mid a)=\mathrm{softmax}(W_a)_b$ for a $10\times10$ matrix $W$ —
-# a bigram model — trained by Adam on the next-token cross-entropy (4.5)/(4.6). The sources are
+# a bigram model — trained by Adam (gradient descent whose step uses running averages of the
+# gradient and of its square; the loop below writes it out) on the next-token cross-entropy
+# (4.5)/(4.6). The sources are
 # Markov chains, so the population KL from a source to a model is computable.
 #
 # Source $\mathbf p$ is a random first-order chain on 10 tokens. The fine-tuning source $\mathbf p'$
@@ -158,8 +160,9 @@ assert np.isclose(rl_objective(pi_star_tiny, ref_tiny, reward_tiny, 1.0), min_ti
 # renormalised), so the right update really is low-rank. Pre-training uses 100 sequences of 100
 # tokens from $\mathbf p$. The data enter only through the counts $n_{ab}$ of each transition
 # $a\to b$, and the training loop is a dozen lines — Adam on the mean next-token loss, whose
-# gradient for row $a$ is $(n_a\,\mathrm{softmax}(W_a)-n_{a\cdot})/n$ ($n_a$ the count of $a$ as a
-# context, $n$ all transitions):
+# gradient for row $a$ is $(n_a\,\mathrm{softmax}(W_a)-n_{a\cdot})/n_{\mathrm{all}}$ ($n_{a\cdot}$ the
+# row of counts $(n_{ab})_b$, $n_a$ its sum, the count of $a$ as a context, $n_{\mathrm{all}}$ the
+# count of all transitions):
 
 # %%
 V = 10
@@ -206,7 +209,8 @@ assert kl_pre_old < 0.01 and kl_pre_new > 0.3
 # one, and the loop above runs on $A$ and $B$ with the chain rule $\partial/\partial A=GB^\top$,
 # $\partial/\partial B=A^\top G$ for the table gradient $G$). Each method is measured by the
 # population KL to $\mathbf p'$ (averaged over the stationary law), computed exactly, averaged over
-# several fine-tuning data sets. Every method runs the same number of Adam steps.
+# several fine-tuning data sets. Every method runs the same number of Adam steps, with a step size
+# (learning rate) of 0.1 from scratch and 0.05 for the updates that start at $W_{\mathrm{pre}}$.
 
 
 # %%
@@ -254,7 +258,7 @@ ax.set_xscale("log")
 ax.minorticks_off()
 ax.set_xticks(step_grid, [str(x) for x in step_grid])
 ax.set_xlabel("Adam steps on the fine-tuning data")
-ax.set_ylabel("KL(p' || model), nats/token")
+ax.set_ylabel(r"$D_{\mathrm{KL}}(\mathbf{p}'\,\Vert\,\mathrm{model})$, nats/token")
 ax.legend(ncol=2, loc="center right")
 plt.show()
 
@@ -328,7 +332,7 @@ assert gibbs_gap == 0
 # model"), and a sequence-level reward: $+1$ for each token 2, and $+2$ if the sequence ends with the
 # token it starts with (a long-range preference: a Markov policy, whose next token sees only the
 # one before, cannot express it). We
-# minimise (4.7) numerically (L-BFGS) over *all* laws on the 81 sequences (softmax logits $z$;
+# minimise (4.7) numerically (L-BFGS, a standard quasi-Newton optimiser from scipy) over *all* laws on the 81 sequences (softmax logits $z$;
 # $\nabla_z\mathcal L^{\mathrm{RL}}=\pi\odot(g-\pi\cdot g)$ with $g=-r+\beta\log(\pi/\pi_{\mathrm{ref}})$ — a full
 # autoregressive table can represent any such law) and compare with the closed form.
 
@@ -397,11 +401,11 @@ fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
 axes[0].semilogx(betas, exp_reward, "o-", ms=3)
 axes[0].axhline(pi_ref @ reward, color="k", ls=":", lw=1, label=r"$\pi_{\rm ref}$")
 axes[0].set_xlabel(r"$\beta$")
-axes[0].set_ylabel(r"$E_{\pi^*}\, r$")
+axes[0].set_ylabel(r"$\mathbb{E}_{\pi^*}\, r$")
 axes[0].legend()
 axes[1].plot(kl_paid, exp_reward, "o-", ms=3)
-axes[1].set_xlabel(r"$KL(\pi^* \| \pi_{\rm ref})$")
-axes[1].set_ylabel(r"$E_{\pi^*}\, r$")
+axes[1].set_xlabel(r"$D_{\mathrm{KL}}(\pi^* \Vert \pi_{\rm ref})$")
+axes[1].set_ylabel(r"$\mathbb{E}_{\pi^*}\, r$")
 plt.show()
 
 # %% [markdown]
@@ -497,8 +501,8 @@ assert cos(reinforce, exact_grad) > 0.97  # the score-function estimator points 
 # ## Key takeaways
 #
 # - Fine-tuning is the same next-token training on a small task-specific data set (4.6), started
-#   from the pre-trained weights; with scarce data that start reaches a lower KL than training from
-#   scratch (each compared at its best number of steps).
+#   from the pre-trained weights; on this page's scarce data that start reaches a lower KL than
+#   training from scratch (each compared at its best number of steps).
 # - A low-rank update (LoRA) trains $2|\mathcal V|s$ numbers instead of $|\mathcal V|^2$; on this
 #   page's data, where its rank matches the true change, it also over-fits less (Remark 4.9).
 # - KL-regularised RL (4.7) has a closed-form optimum: the reference model tilted by

@@ -5,8 +5,8 @@
 # token — written out completely, with nothing left to code — and what can that function *not*
 # see?
 #
-# The paper's answer is short: a stack of attention blocks, an average over positions, a linear
-# map and a softmax, the *set transformer*. It is worth knowing for two reasons. Its block is
+# The paper's answer is short: a stack of attention blocks and an average over positions — the
+# *set transformer* — then a linear map and a softmax. It is worth knowing for two reasons. Its block is
 # Chapter 6's decoder block without the causal mask, in the notation of mathematics, so what you
 # learned there carries over. And written this way it shows its blind spot plainly: with no
 # positions and no mask, the function sees the prefix as an unordered collection of vectors — in
@@ -181,7 +181,8 @@ draw_set_transformer(2, pooling="mean", ax=ax)
 plt.show()
 
 # %% [markdown]
-# **Figure 2.4.1.** The set transformer of §5.1–5.2 with $n_b=2$ blocks. The prefix's vectors enter
+# **Figure 2.4.1.** The next-token model of §5.1–5.2: the set transformer $\mathbf T$ with $n_b=2$
+# blocks and pooling, then $B$ and the softmax. The prefix's vectors enter
 # block $\mathbf A_1$, drawn open: the attention map (the top box, shaded apart from the rest: the
 # only step that lets positions exchange information), then normalisation, the feed-forward network
 # with its residual, and normalisation again (5.3a–d). Block $\mathbf A_2$ repeats the steps with its
@@ -358,7 +359,7 @@ print("every token x3: max change < 1e-12 (round-off); "
 
 # %% [markdown]
 # The transport picture in two dimensions: each token moves to $\mathrm{ATT}(h)_i$, pushed by a
-# vector field that depends on the measure only; a copy of the cloud with every point doubled moves
+# vector field that depends on the tokens only through the measure (and on $Q$, $K$, $V$); a copy of the cloud with every point doubled moves
 # identically.
 
 # %%
@@ -379,16 +380,25 @@ step_far = np.linalg.norm(field[far], axis=1).mean()
 print(f"mean length of the displacement: at the tokens {step_tokens:.3f}, "
       f"at grid points more than 2.5 from the cloud's centre {step_far:.3f}")
 assert step_tokens < 0.25 * step_far  # Figure 2.4.2: the field is weak in the cloud, strong far from it
-# why: at the tokens the weights spread over the whole cloud, so each displacement is close to the
-# even average, V times the cloud's mean (short: this cloud is centred near the origin), plus a small
-# remainder from the uneven weights; far away the weights pile onto a few tokens
-top_weight_tokens = softmax(cloud @ att2.Q.T @ (cloud @ att2.K.T).T).max(axis=1)
-top_weight_far = softmax(grid_scores[far]).max(axis=1)
-v_of_mean = np.linalg.norm(att2.V @ cloud.mean(axis=0))
+# why: each displacement is V times a weighted average of the tokens. At the tokens the weights
+# spread over the whole cloud, so that average stays near the cloud's centre, which is near the
+# origin; far away the weights pile onto a few outer tokens and the average moves out to them
+weights_tokens = softmax(cloud @ att2.Q.T @ (cloud @ att2.K.T).T)  # (12, 12) attention weights
+weights_far = softmax(grid_scores[far])
+top_weight_tokens, top_weight_far = weights_tokens.max(axis=1), weights_far.max(axis=1)
+centre = cloud.mean(axis=0)
+spread = np.linalg.norm(cloud - centre, axis=1).mean()  # how far the tokens lie from the centre
+avg_off_tokens = np.linalg.norm(weights_tokens @ cloud - centre, axis=1).mean()
+avg_off_far = np.linalg.norm(weights_far @ cloud - centre, axis=1).mean()
+v_of_mean = np.linalg.norm(att2.V @ centre)
 print(f"largest attention weight: at the tokens at most {top_weight_tokens.max():.2f} (equal weights: "
-      f"1/12 = {1 / 12:.2f}), far from the cloud {top_weight_far.mean():.2f} on average; "
-      f"V times the cloud's mean has length {v_of_mean:.3f}")
+      f"1/12 = {1 / 12:.2f}), far from the cloud {top_weight_far.mean():.2f} on average")
+print(f"distance of the weighted average of the tokens from the cloud's centre: {avg_off_tokens:.2f} "
+      f"at the tokens, {avg_off_far:.2f} far from the cloud (the tokens lie {spread:.2f} from it on "
+      f"average); the centre itself is {np.linalg.norm(centre):.2f} from the origin, and V times it "
+      f"has length {v_of_mean:.3f}")
 assert top_weight_tokens.max() < 0.3 and top_weight_far.mean() > 0.5 and v_of_mean < 0.5 * step_tokens
+assert avg_off_tokens < 0.5 * spread < spread < avg_off_far  # near the centre inside, out at the edge far away
 
 # %%
 MAGNIFY = 5  # the tokens' displacements are short: drawn five times their length to be seen
@@ -406,7 +416,7 @@ axes[0].set_xlim(-3, 3)
 axes[0].set_ylim(-3, 3)
 axes[0].set_xlabel("coordinate 1")
 axes[0].set_ylabel("coordinate 2")
-axes[0].set_title(r"(B.4a): $s \mapsto s + V\,E_{u\sim\pi(\cdot;s)}[u]$")
+axes[0].set_title(r"(B.4a): $s \mapsto s + V\,\mathbb{E}_{u\sim\pi(\cdot;s)}[u]$")
 axes[0].legend(loc="lower left", fontsize=8, frameon=True, framealpha=0.9)
 axes[1].loglog(betas, gaps, "o-", ms=3, label="max pool - soft-max pool")
 axes[1].loglog(betas, np.log(n) / betas, "k--", label=r"bound $\log 6/\beta$")
@@ -424,14 +434,14 @@ plt.show()
 # longer than it is (it passes through the cross), so that it can be seen. The two kinds of arrow
 # are drawn to different scales (two thirds against five times), so near a token the grey arrows
 # look much shorter than its vermilion one; each token still follows the field at its own place.
-# Look at the middle of the cloud: at the tokens the weights are spread over the whole cloud (the
-# largest weight any token gives is 0.21, against 1/12 = 0.08 for equal weights; printed above), so
-# each displacement is close to the even average of the values $Vh_j$, which is $V$ times the
-# cloud's mean — short (length 0.017) because this cloud is centred near the origin. The small
-# unevenness of the weights adds the rest, and the displacements stay short (0.057 on average,
-# against 0.372 far from the cloud): the crosses sit close to their dots. Far from the cloud the
-# weights pile onto its outermost tokens (0.58 on average for the top one) and the field is
-# strong. Right: Example B.2 — the gap between max pooling and the log-sum-exp pooling (blue) stays
+# Look at the middle of the cloud. Each displacement is $V$ times a weighted average of the
+# tokens. At the tokens the weights are spread over the whole cloud (the largest weight any token
+# gives is 0.21, against 1/12 = 0.08 for equal weights; printed above), so that average stays near
+# the cloud's centre (0.21 from it on average, while the tokens lie 0.90 from it), and this cloud
+# is centred near the origin (0.06 from it): the displacements are short (0.057 on average,
+# against 0.372 far from the cloud) and the crosses sit close to their dots. Far from the cloud
+# the weights pile onto its outermost tokens (0.58 on average for the top one), the average moves
+# out to them (1.19 from the centre) and the field is strong. Right: Example B.2 — the gap between max pooling and the log-sum-exp pooling (blue) stays
 # under the bound $\log 6/\beta$ (dashed black) and follows it for large $\beta$.
 #
 # ## What survives a causal mask or positions
@@ -489,9 +499,11 @@ print(f"causal, no positions, (h, h): first copy reproduces h's outputs {first_o
 # ## Key takeaways
 #
 # - The paper's attention map (5.2) is Chapter 6's attention plus a residual, with unscaled scores;
-#   the attention block (5.3) is Chapter 6's post-norm block with one head and no mask.
-# - The set transformer is blocks, then pooling, then a linear map and a softmax (5.6)–(5.7); only
-#   the attention step lets positions exchange information.
+#   the attention block (5.3) is Chapter 6's post-norm block with one head, no output projection
+#   and no mask.
+# - The set transformer is blocks, then pooling (5.6); a linear map and a softmax turn its vector
+#   into the next-token distribution (5.7). Only the attention step lets positions exchange
+#   information.
 # - Without positions or a mask every block is permutation-equivariant and the pooled model is
 #   permutation-invariant: it cannot tell "dog bites man" from "man bites dog".
 # - Even more, the model sees a sequence only as its empirical measure: repeating every token

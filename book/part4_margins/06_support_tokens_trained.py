@@ -17,8 +17,8 @@
 # :class: tip
 # After this page you can
 # - find the support tokens of a short sequence from its margins, by hand;
-# - explain why, with a negative coupling, the smallest margin belongs to the position with the
-#   least dispersed context;
+# - explain why, with a negative coupling in one dimension, the smallest margin belongs to the
+#   position with the least dispersed context;
 # - compute per-position log-margins of a trained prior with the numpy library and check them
 #   against the torch prior.
 # ```
@@ -33,13 +33,13 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $x_t$ | embedding of the character at position $t$ (positions counted from 1) | $(d,)$, a number in the tiny example |
+# | $x_t$ | embedding of the character at position $t$, a column vector as everywhere in Part 4 (positions counted from 1) | $(d,)$, a number in the tiny example |
 # | $a$ | coupling in one dimension: the score of $x_s$ seen from $x_t$ is $a\,x_t x_s$ | number |
 # | $m$, $m_t$ | the margin of position $t$, $1-a\,\mathrm{Var}_t$, with $\mathrm{Var}_t$ the attention-weighted variance of the tokens before $t$; in $d$ dimensions $\lvert\det(I-\Sigma_t A)\rvert$, whose logarithm is the log-margin | number |
 # | $A$ | the prior's matrix: the score of $x_s$ seen from $x_t$ is $x_s^\top Ax_t$ | $(d,d)$ |
 # | $\Sigma_t$ | attention-weighted covariance of the embeddings before $t$ | $(d,d)$ |
 # | $\hat\varepsilon_t$ | the residual $x_t-\mu_t(x)$ of [4.1](01_latent_noise_view.ipynb); $\partial\hat\varepsilon_t/\partial x_t=I-\Sigma_t A$ | $(d,)$ |
-# | $E$, $y_t$ | the language model's embedding table; the character at position $t$, so $x_t=E[y_t]$ | $(\lvert\mathcal V\rvert,d)$; an id |
+# | $E$, $y_t$ | the language model's embedding table; the character at position $t$, so $x_t$ is row $y_t$ of $E$, $E[y_t]$, read as a column | $(\lvert\mathcal V\rvert,d)$; an id |
 # | $W_Q,W_K,W_V$ | query, key and value matrices of the numpy library's layer ($A=W_K^\top W_Q$) | $(d,d)$ |
 # | $\rho$ | spectral radius (largest absolute eigenvalue) | number |
 # | $\nu$ | an eigenvalue of $\Sigma_t A$; each contributes a factor $1-\nu$ to $\det(I-\Sigma_t A)$ (the miniature's printout picks the one that sets $\rho$, where the spectral margin $1-\rho$ is smallest) | number |
@@ -313,9 +313,10 @@ if SAVED:
     # everything below is computed from the trained prior: shown, not compared as text
     print(f"d_model = {A_saved.shape[0]}; sign of every det(I - Σ_t A): "
           f"{produced(str(sorted(set(margins_saved.sign.astype(int).tolist()))))}")
+    # |det| > 1 beyond round-off: the tied positions with |det| = 1 have log-margins of up to a few 1e-9
     print(f"log-margins: min over t >= 3 {produced(logm_saved[2:].min(), '+.3f')}, "
-          f"max {produced(logm_saved.max(), '+.3f')}; "
-          f"share of positions with |det| > 1: {produced(np.mean(logm_saved[1:] > 0), '.2f')}")
+          f"max {produced(logm_saved.max(), '+.3f')}; share of positions t >= 2 with |det| > 1 "
+          f"(log-margin > 1e-6): {produced(np.mean(logm_saved[1:] > 1e-6), '.2f')}")
     print(f"support tokens among positions t >= 3 (tied to within 1e-6): positions "
           f"{produced(str((support_saved + 1).tolist()))}, "
           f"characters {produced(str([text_saved[t] for t in support_saved]))}")
@@ -346,8 +347,8 @@ if SAVED:
 #
 # It equals 1 where the prior's attention puts all its weight on one context token, so that
 # $\Sigma_t$ vanishes (its largest entry and the attention weight left off that token are printed
-# below; this happens at several of the first positions of the passage), and exceeds 1 everywhere
-# else. So the support tokens of Definition 3.1 are the
+# below; this happens at several of the first positions of the passage, besides positions 1 and 2,
+# which have no context or a one-token context), and exceeds 1 everywhere else. So the support tokens of Definition 3.1 are the
 # positions with the *least* dispersion-promoting context — here a context whose covariance has
 # collapsed — not bottlenecks close to a degeneracy boundary.
 
@@ -413,9 +414,11 @@ if SAVED:
 #    ```{dropdown} Answer
 #    A context with $\Sigma_t\approx0$ has margin exactly 1, so if such positions are the smallest, every
 #    other position has $\lvert\det\rvert\ge1$. No position is near $\det=0$, so the barrier plays no
-#    role; the smallest margins are just the contexts with no spread. That is what a negative coupling
-#    gives (for a real eigenvalue $\nu\le0$ of $\Sigma_t A$ the factor $1-\nu$ is at least 1), but it does
-#    not prove one: a positive coupling so strong that the eigenvalues have passed 1 in pairs can also give
+#    role; the smallest margins are just the contexts with no spread. That is what you get when every
+#    eigenvalue $\nu$ of $\Sigma_t A$ has real part $\le0$ (every factor $\lvert1-\nu\rvert$ is then at
+#    least 1): in one dimension, a negative coupling $a<0$. A negative trace alone does not guarantee
+#    it (the counterexample beside Figure 4.6.1), and $\lvert\det\rvert\ge1$ does not prove a negative
+#    coupling either: a positive coupling so strong that the eigenvalues have passed 1 in pairs can also give
 #    $\lvert\det\rvert>1$ (the caption of Figure 4.3.2 of [4.3](03_matrix_margin.ipynb): had the second
 #    eigenvalue also passed 1, the determinant would have turned positive again). That is why the miniature's diagnostics also report the sign of
 #    $\operatorname{tr}(\Sigma_t A)$.

@@ -36,7 +36,7 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $x_t$ | embedding of the character at position $t$ (positions counted from 1) | $(d,)$ |
+# | $x_t$ | embedding of the character at position $t$, a column vector as everywhere in Part 4 (positions counted from 1) | $(d,)$ |
 # | $d$ | width of an embedding | number |
 # | $E$ | embedding table of the language model, one row per character | $(\lvert\mathcal V\rvert,d)$ |
 # | $\lvert\mathcal V\rvert$ | number of distinct characters (the vocabulary size) | number |
@@ -59,8 +59,12 @@
 #
 # ```{admonition} In the paper's notation
 # :class: seealso
-# §7.1 of the paper names the prior's learnable matrix $W$ and writes the penalty as
-# $-\log\lvert\det(I_d-\Sigma_t W^\top)\rvert$; Theorem 1 (Eq. 15) writes $A=W_K^\top W_Q$ for the
+# §7.1 of the paper names the prior's learnable matrix $W$ and writes the penalty as a sum over
+# positions, $-\sum_t\log\lvert\det(I_d-\Sigma_t W^\top)\rvert$, and then weights "$\mathcal L_{\rm margin}$"
+# by $\lambda_m$; read literally, $\lambda_m$ multiplies that sum. This page's $\mathcal L_{\rm margin}$ is
+# the mean over positions, like the cross-entropy beside it, so the same $\lambda_m$ weighs the term
+# $T-1$ times less than the literal reading (the paper prints no code that would settle which).
+# Theorem 1 (Eq. 15) writes $A=W_K^\top W_Q$ for the
 # matrix in $\det(I-\Sigma_t A)$. They are one matrix, $W=A^\top$: this page writes $A$ everywhere.
 # The code follows §7.1 — `prior.W` holds $A^\top$ and `prior.A` returns $A$.
 # The paper writes $\ell_{ts}$ for a score; here it is $\zeta_{ts}$, because in Chapter 6 and in the book's
@@ -175,8 +179,10 @@ assert penalty_at(after_one_step) < penalty_at(0.0) == 0.0
 # * its slope, $-1/m$, is negative for every $m>0$: lowering the penalty *always* means making $m$
 #   larger, and past $m=1$ it keeps falling, with no floor, as $m$ grows.
 #
-# A positive coupling puts the margin below 1, near the wall; a negative one puts it above 1, where
-# the "barrier" is only a downhill slope. Figure 4.7.1 draws it, with the two non-zero couplings of
+# In one dimension a positive coupling puts the margin below 1, towards the wall; a negative one puts
+# it above 1, where
+# the "barrier" is only a downhill slope (in $d$ dimensions the sign of $\operatorname{tr}(\Sigma_t A)$
+# alone does not settle the side: [4.6](06_support_tokens_trained.ipynb)). Figure 4.7.1 draws it, with the two non-zero couplings of
 # the tiny example marked. First the penalty at margins a factor of 10 apart:
 
 # %%
@@ -209,7 +215,8 @@ assert tiny_marks["a = +0.5"] < 0 < tiny_marks["a = -0.5"]   # Figure 4.7.1: the
 # ## Why a language model gets a prior on its embeddings
 #
 # A language model first turns each character $y_t$ of its input into an embedding $x_t=E[y_t]$, a
-# row of its embedding table $E$. Page [4.1](01_latent_noise_view.ipynb) read one causal attention
+# row of its embedding table $E$ (written below as a column vector, as everywhere in Part 4, so that a
+# score reads $x_s^\top Ax_t$). Page [4.1](01_latent_noise_view.ipynb) read one causal attention
 # layer as a machine that *generates* such embeddings from noise, and found the log-probability it
 # gives them: a prediction-error term plus $\sum_t \log\lvert\det(I-\Sigma_t A)\rvert$. §7 of the paper
 # uses that probability as a {term}`prior` — a statement, made before any text is predicted, of which
@@ -902,13 +909,14 @@ gpu_pair = {
     "seed 1": {arm: load_result(f"gpu_barrier_{arm}_seed1") for arm in ("ce", "margin")},
 }
 print(f"{'run':14s} {'device':12s} {'CE arm':>7s} {'margin':>7s} {'gap':>6s} "
-      f"{'tr(Sigma A), margin':>20s} {'entropy CE, margin':>19s}")
+      f"{'tr(Sigma A), margin':>20s} {'share |det| > 1':>16s} {'entropy CE, margin':>19s}")
 for run, arms in gpu_pair.items():
     ce, mg = (arms[arm]["data"] for arm in ("ce", "margin"))
     gpu_gap = mg["final_val_bpc"] - ce["final_val_bpc"]
     print(f"{run:14s} {mg['gpu']['name']:12s} {ce['final_val_bpc']:7.3f} "
           f"{mg['final_val_bpc']:7.3f} "
           f"{gpu_gap:6.3f} {mg['diagnostics']['trace_sigma_A']:20.1f} "
+          f"{mg['diagnostics']['frac_det_above_one']:16.4f} "
           f"{ce['diagnostics']['entropy']:11.2f}, {mg['diagnostics']['entropy']:.2f}")
 cpu_ce_bpc = load_result("barrier_ce")["data"]["final_val_bpc"]
 print(f"(validation bits per character after {ce['steps']} steps; the CPU pair, lr 3e-3, k = 16: "
@@ -917,7 +925,8 @@ print(f"(validation bits per character after {ce['steps']} steps; the CPU pair, 
 # %% [markdown]
 # The statements do not depend on the device, the learning rate or the sampled penalty. With the
 # exact penalty and the paper's optimiser, the coupling $\operatorname{tr}(\Sigma_t A)$ of the margin
-# arm ends far below zero in both seeds: the penalty was lowered by spreading the attended
+# arm ends far below zero in both seeds, with $\lvert\det(I-\Sigma_t A)\rvert>1$ at nearly every
+# position (the share is printed): the penalty was lowered by spreading the attended
 # embeddings apart (with a lower attention entropy than the CE arm's, as on the CPU), not by
 # engaging the barrier. The margin arm again pays in clean bits per character, about three times
 # the paper's gap of 0.036.
@@ -934,6 +943,7 @@ for run, arms in gpu_pair.items():
     assert mg["final_val_bpc"] - ce["final_val_bpc"] > 2.5 * 0.036, run  # ~3 x the paper's gap
     assert ce["final_val_bpc"] > cpu_ce_bpc + 0.2, run                    # lr 1e-3: slower
     assert mg["diagnostics"]["trace_sigma_A"] < -10, run                  # coupling driven negative
+    assert mg["diagnostics"]["frac_det_above_one"] > 0.9, run             # and |det| > 1 nearly everywhere
     assert abs(ce["diagnostics"]["trace_sigma_A"]) < 0.1, run             # CE arm's prior: A ~ 0
     assert mg["final_val_bpc"] > load_result("barrier_margin")["data"]["final_val_bpc"] + 0.1, run
     assert mg["diagnostics"]["entropy"] < ce["diagnostics"]["entropy"] - 0.5, run       # concentrated

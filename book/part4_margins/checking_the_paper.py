@@ -91,7 +91,9 @@ assert curves[0.0][1] > curves[0.0][0] and all(m < c for s, (c, m) in curves.ite
 # %% [markdown]
 # The printed points place the crossing between σ = 0 and σ = 0.3; that it happens before σ = 0.05 rests on
 # the figure's curves, which the paper does not print as numbers (nor does it print code or logs). The part
-# that the printed numbers can check holds, with one caveat: the CE point at σ = 0.3 is Table 1's λ_m = 0
+# that the printed numbers can check holds, with two caveats. The margin point at σ = 0.3 is Table 1's
+# λ_m = 0.05 row, taken for the margin model because its clean BPC is the same (2.158), which makes that
+# likely but does not prove it is the same run. The CE point at σ = 0.3 is Table 1's λ_m = 0
 # row, a separate run of the regularisation path. Unlike the λ_m = 0.05 row, its clean BPC is not the one
 # §7.2 prints for the CE model (Table 1 gives a lower one), so at σ = 0.3 the margin model is compared with
 # a second CE run, not with the model of the other two points.
@@ -125,8 +127,8 @@ assert sweep[0] == 0.0 and margin0 > ce0
 # ([4.3](03_matrix_margin.ipynb)) checks them only inside the whole block: it compares Eq. (53), the block
 # built from them, with the exact block for three W_V, and adds the missing key path back only for W_V = I. Here each is
 # checked on its own, by central differences that move x_t in one place only (the others held fixed), with
-# a random W_V; then the three paths and the key path that the appendix leaves out add up to the exact
-# block.
+# a random W_V; then the appendix's two paths, (49) and (50), and the key path that it leaves out add up
+# to the exact block.
 
 # %%
 rng = np.random.default_rng(46)

@@ -8,8 +8,10 @@
 # Choosing $\lambda_m$ is the practical decision a user of the penalty faces. §7.4 answers it the
 # way one picks the penalty of a Lasso regression or the regularisation constant of a support vector
 # machine: train
-# one model per value, trace the {term}`regularisation path`, and take the value where the noisy
-# loss is lowest. It reports a U-shaped curve with its bottom at $0.02$, and reads it as the penalty
+# one model per value, trace the {term}`regularisation path`, and take the value with the best
+# robustness to noise. Table 1's criterion is the lowest degradation ratio (the bits per character
+# with noise divided by those without, as on [4.8](robustness_to_noise.ipynb)); the noisy bits per
+# character are lowest at the same value. It reports a U-shaped curve with its bottom at $0.02$, and reads it as the penalty
 # moving the model "away from degeneracy": keeping the determinant $\det(I-\Sigma_t A)$ of the
 # {term}`embedding prior` (one causal attention layer that gives the model's embeddings a
 # probability, with a matrix $A$ and the attention-weighted covariance $\Sigma_t$ of the earlier
@@ -56,7 +58,7 @@
 # | $f(a)$ | the toy objective | function |
 # | $A$ | the embedding prior's matrix ([4.7](barrier_training.ipynb)) | $(d,d)$ |
 # | $\Sigma_t$ | attention-weighted covariance of the embeddings before position $t$ | $(d,d)$ |
-# | $x_t$, $\mu_t$, $\hat\varepsilon_t$, $\hat\varepsilon$ | embedding at position $t$, the prior's weighted mean of the past, the residual $x_t-\mu_t$ ($\hat\varepsilon$: the residuals of all positions) | $(d,)$ |
+# | $x_t$, $\mu_t$, $\hat\varepsilon_t$, $\hat\varepsilon$ | embedding at position $t$ (a column vector, as everywhere in Part 4), the prior's weighted mean of the past, the residual $x_t-\mu_t$ ($\hat\varepsilon$: the residuals of all positions) | $(d,)$ |
 # | $\alpha_{ts}$, $H_t$ | the prior's attention weights at position $t$ on earlier positions $s$, and their entropy | numbers |
 # | $s$ | an earlier position, $s<t$ | number |
 # | $\sigma$ | standard deviation of the noise added to the embeddings in the probe; $\mathrm{BPC}$ and $\mathrm{BPC}_\sigma$ are the validation bits per character, clean and with that noise | number |
@@ -218,7 +220,7 @@ for r in rows:  # trained on this page: every number but lambda goes through pro
 # **Checks.** What we assert is what this sweep shows: (i) the baseline's prior is untouched by
 # training ($A$ gets no gradient at $\lambda_m=0$), so its coupling stays at its tiny initial value;
 # (ii) for every $\lambda_m>0$ the trained coupling is negative, $\operatorname{tr}(\Sigma_t A)<0$, and
-# the penalty is negative ($\lvert\det\rvert>1$); (iii) both get monotonically more negative as
+# the penalty is negative ($\lvert\det\rvert>1$ on average, not necessarily at every position); (iii) both get monotonically more negative as
 # $\lambda_m$ grows — the direction the one-dimensional picture predicts; (iv) the clean BPC moves
 # by less than 0.1 BPC across the whole path.
 
@@ -556,9 +558,12 @@ print("asserted on the saved numbers: at the paper's settings (both seeds) clean
 #
 #    ```{dropdown} Answer
 #    The ratio is $\mathrm{BPC}_\sigma/\mathrm{BPC}$. If the penalty raises the clean BPC (the
-#    denominator) more than the noisy BPC, the ratio falls although the model predicts worse both
-#    with and without noise — as at the faster settings, where clean BPC rose by 42 % (printed in
-#    "The finding").
+#    denominator) by a larger factor than the noisy BPC, the ratio falls although the model predicts
+#    worse both with and without noise. At the faster settings the clean BPC rose by 42 % (printed in
+#    "The finding"), and that alone lowers the ratio by the same factor; the rest of the ratio's fall
+#    there came from the noisy BPC, which fell too (printed below the questions). So there the
+#    strongest penalty made the model worse without noise and better with it, and the fall of the
+#    ratio overstates the gain under noise.
 #    ```
 
 # %% tags=["hide-cell"]
@@ -567,6 +572,12 @@ print(f"lambda = 6: a* = {path_minimiser(6.0):+.0f}, margin 1 - a* = {1 - path_m
 assert path_minimiser(6.0) == -2.0 and np.sqrt(1 + 4 * 6) == 5.0
 fast_bpc = [r["bpc"] for r in gpu_rows["faster settings, seed 0"]]
 assert round(100 * (fast_bpc[-1] / fast_bpc[0] - 1)) == 42  # question 3 (the faster settings)
+fast_noisy = [r["bpc_sigma"] for r in gpu_rows["faster settings, seed 0"]]
+fast_deg = [r["degradation"] for r in gpu_rows["faster settings, seed 0"]]
+print(f"question 3, faster settings, lambda_m = 0 -> 0.2: clean BPC x {fast_bpc[-1] / fast_bpc[0]:.2f}, "
+      f"noisy BPC {fast_noisy[0]:.3f} -> {fast_noisy[-1]:.3f}, degradation {fast_deg[0]:.2f} -> {fast_deg[-1]:.2f}")
+assert fast_noisy[-1] < fast_noisy[0]                         # the noisy BPC fell too
+assert fast_deg[-1] < fast_deg[0] / (fast_bpc[-1] / fast_bpc[0])  # the ratio fell by more than the clean factor
 
 # %% [markdown]
 # ## Checking the paper
@@ -670,3 +681,16 @@ for label, name in GPU_SWEEPS.items():
     result = load_result(name)
     print(f"{label}: `{name}`, produced by `{result['command']}` at `{result['commit'][:12]}` on "
           f"{result['created'][:10]}, {result['data']['gpu']['name']}")
+    # the set-up "The finding" states: each of the seven models at the trained pair's size
+    for run_config in result["config"]["runs"]:
+        model_config = run_config["model"]
+        shape = (model_config["d_model"], model_config["num_heads"], model_config["num_layers"],
+                 model_config["max_len"], run_config["batch_size"], run_config["epochs"])
+        assert shape == (128, 4, 2, 256, 64, 20) and run_config["data"] == "shakespeare", name
+        assert (run_config["lr"], run_config["margin_positions"]) in ((1e-3, 0), (3e-3, 16)), name
+    steps = {h[-1]["step"] for h in result["data"]["histories"].values()}
+    assert steps == {1220}, name
+    print(f"    each model: d_model={model_config['d_model']}, {model_config['num_heads']} heads, "
+          f"{model_config['num_layers']} blocks, T={model_config['max_len']}, batch {run_config['batch_size']}, "
+          f"{run_config['epochs']} epochs = {steps.pop()} steps, lr {run_config['lr']:g}, penalty on "
+          f"{run_config['margin_positions'] or 'all'} positions per window, data {run_config['data']}")

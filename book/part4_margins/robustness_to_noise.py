@@ -105,7 +105,7 @@ assert confusion(0.2, 0.2) == confusion(0.1, 0.1)           # equal relative noi
 assert confusion(0.1, 0.1) / confusion(0.2, 0.1) > 6         # same absolute noise: 7 x fewer errors
 
 # %% [markdown]
-# The two trained models of the previous page differ in just this way: the penalty roughly doubled the size of
+# The two trained models of the previous page differ in this way, among others: the penalty roughly doubled the size of
 # the embeddings (measured below). Keep the table in mind.
 #
 # ## What a given noise level means
@@ -505,8 +505,11 @@ assert min(deg_gap[0.3], deg_gap_other_baseline) > deg_gap[0.5] + 0.08     # 21-
 # Between $\sigma=0.3$ and $\sigma=0.5$ the advantage **narrows**: in absolute BPC from 0.376 to
 # 0.163, and in relative degradation from 21–23 points (depending on which of the paper's two clean
 # values for the CE model is used) to 12. Neither "widening at higher noise levels" nor "grows
-# monotonically with $\sigma$" can hold over that range, whatever the curves do elsewhere. The one
-# assumption is that Table 1's $\lambda_m=0$ row stands for the §7.3 CE model. §7.4 states only that
+# monotonically with $\sigma$" can hold over that range, whatever the curves do elsewhere. The reading
+# rests on two assumptions. First, that Table 1's $\lambda_m=0.05$ row is the §7.3 margin model: its
+# clean BPC is the same, 2.158, which makes that likely but does not prove it
+# ([4.7](barrier_training.ipynb), Checking the paper). Second, that Table 1's $\lambda_m=0$ row stands
+# for the §7.3 CE model. §7.4 states only that
 # its seven models share §7.1's architecture, optimiser and seed; the row's clean BPC (2.109) is not
 # the 2.122 of §7.2–7.3, so it may be a second run of that model
 # ([the Part 4 checking page](checking_the_paper.ipynb) reads it so). Both clean values are covered
