@@ -339,8 +339,9 @@ plt.show()
 #
 # * **LayerNorm on values** pins every value norm at $\sqrt{d_v}$ while the plain head's values keep
 #   growing, and the routing geometry (group-key cosines) is unchanged — the "stabilise norms, keep
-#   the directions" reading holds on this toy. It does not reduce specialisation: the reliable
-#   carrier's share is higher in every seed.
+#   the directions" reading holds on this toy, if the directions are those of routing (the values'
+#   own directions are not compared: centring each value changes them). It does not reduce
+#   specialisation: the reliable carrier's share is higher in every seed.
 # * **Attention dropout** lowers the reliable carrier's share and raises the entropy over carriers
 #   in every seed: the head hedges across redundant sources ("more evenly used values"). The price
 #   is a higher training loss at the same number of steps.
@@ -463,7 +464,8 @@ assert err < 1e-8
 #   keys that must also serve other queries, are not measured here). Recorded in `book/ERRATA.md` (row "§6.2 (hypothesis frames and key
 #   orthogonality)").
 # - **§8.2, LayerNorm on values** ("can stabilize norms while leaving directional dynamics
-#   intact"). Holds on this toy: norms pinned, key geometry unchanged.
+#   intact"). Holds on this toy for the routing: norms pinned, key geometry unchanged. Whether the
+#   values' own directions move as they would without it is not measured.
 # - **§8.2, attention dropout** ("limiting over-specialization and encouraging more evenly used
 #   values"). Holds on this toy: attention spreads over redundant carriers, at a cost in training
 #   loss. Neither §8.2 statement is measured in the paper itself; §8.2's third item (smaller
