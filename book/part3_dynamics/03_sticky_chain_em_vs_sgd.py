@@ -49,7 +49,7 @@
 # | $W^{\text{out}}$ | the read-out matrix, from a context to the $C$ logits (plus a bias $b$) | $(d_v, C)$ |
 # | $p_i$ | the head's predicted distribution at position $i$ ($\operatorname{onehot}(y)$: the one-hot vector of symbol $y$) | $(C,)$ |
 # | $u_i$ | the upstream gradient of position $i$'s own loss $-\log p_i(y_i)$ with respect to $g_i$: $(p_i-\operatorname{onehot}(y_i))(W^{\text{out}})^\top$ | $(d_v,)$ |
-# | $U$ | the $u_i$ of a batch, stacked as rows | $(N, d_v)$ |
+# | $U$ | the $u_i$ of the $N$ positions of a batch (all its sequences together), stacked as rows | $(N, d_v)$ |
 # | $\Delta V$, $\Delta W^V$ | the change one training step makes to the values $V=XW^V$ and to $W^V$ | $(N, d_v)$, $(d_x, d_v)$ |
 # | $\mathcal L^{\text{EM}}_t$, $\mathcal L^{\text{SGD}}_t$ | the loss of each trained head on held-out token $t$ | scalar |
 # | $\eta$, $\eta_v$ | the rate of the gradient steps; the rate of the EM-like value step | scalar |
