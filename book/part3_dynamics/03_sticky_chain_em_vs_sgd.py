@@ -460,8 +460,9 @@ for e in results:                                  # nobody beats the floor beyo
 # Why can a larger value step change so little? The two schedules share everything but the value
 # step: the same data, the same initial weights and the same gradient-step rule on routing ($W^Q$,
 # $W^K$) and read-out (the same rule, not the same steps: the steps use the current values, which
-# differ once the value steps differ). What the head must learn here is where to look: query $t$ should attend to
-# the keys whose input carries the same previous symbol, $y_{j-1}=y_{t-1}$. We measure the attention
+# differ once the value steps differ). One thing the head can learn here is where to look: a query $t$
+# that attends to the keys whose input carries the same previous symbol, $y_{j-1}=y_{t-1}$ (its own
+# key $t$ is one of them), averages away part of the noise of its input. We measure the attention
 # mass on those keys on the held-out sequence, at the start and at the end of training.
 
 
