@@ -135,17 +135,19 @@ assert abs(share_of_word_1 - weights[0]) < 0.01  # the claim about the estimate,
 #   suggested path, what each part assumes and the reading time of every page. Start with §6.1,
 #   [Parallel attention](../part1_chapter6/6_1_parallel_attention.ipynb).
 # - **Words.** A technical word links to the {doc}`glossary </glossary>` where a page first uses it.
-# - **Practice.** Every part has exercises; each ends with a self-check cell that prints ✓ or says what is
-#   wrong, and links to a worked solution. Try first.
+# - **Practice.** Parts 1–5 have exercises; each ends with a self-check cell that marks every check ✓ or
+#   ✗ and says what went wrong, and the list of a part's exercises links each one to a worked solution.
+#   Try first.
 # - **Symbols.** The five sources name the same things differently (a query is $\mathbf q[i]$ in the
 #   chapter and $W_Q x_t$ in a paper). [Appendix A](../partA_appendix/A_notation_and_environment.ipynb)
 #   has one table to move between them, and the report on your Python environment.
 # - **Size.** Long, paper-sized runs are behind the `FULL=1` environment variable; a page's default run is
 #   a smaller, faithful version that finishes in about a minute on a laptop, or in a few minutes on the
-#   pages that train models (each page's *Reproducibility* section gives its time).
-# - **The end of a page.** After the questions, two folded sections (click a heading to open it):
-#   *Checking the paper* recomputes the numbers the source prints and says what the book found, and
-#   *Reproducibility* says how the page's runs were made. The lesson reads without them.
+#   pages that train several models (6.4 and 6.8 say so in their *Reproducibility* sections).
+# - **The end of a page.** After the questions come folded sections (click a heading to open it): on
+#   most pages that follow a source, *Checking the paper* recomputes the numbers the source prints and
+#   says what the book found; last, *Reproducibility* says how the page's runs were made (this page has
+#   only that one). The lesson reads without them.
 # - **Honesty.** When a source's claim fails a check, the page says so in one sentence with a link to its
 #   *Checking the paper* section, and the errata list records it.
 #
