@@ -39,10 +39,10 @@ print("all required packages import")
 # | $w[t]$ | the word (token) at position $t$ of a text | a token, an integer id from 0 to $\lvert\mathcal V\rvert-1$ in code | Ch. 6; Part 1 |
 # | $T$ | the length of a sequence: its number of positions | scalar | Ch. 6; all parts |
 # | $n$ | a number of items being counted (tokens, samples, steps); the page says which | scalar | all parts |
-# | $N$ | a number of samples or sequences drawn or trained on | scalar | all parts |
+# | $N$ | a number of samples or sequences drawn or trained on | scalar | Parts 2, 3, 5 |
 # | $t$ | a position in a sequence (a time step), counted from 1 in the text | index | Ch. 6; all parts |
 # | $i$ | the position of the word that asks (the query), counted from 1 in the text | index | Ch. 6; all parts |
-# | $j$ | the position of a word that is looked at (a key), counted from 1 in the text | index | Ch. 6; all parts |
+# | $j$ | the position of a word that is looked at (a key), counted from 1 in the text | index | Ch. 6; Parts 1, 2, 3 |
 # | $x[t]$ | the input vector of position $t$ (an embedding, or a recurrent network's input) | $(d,)$, a row vector | Ch. 6; Parts 1, 4 |
 # | $X$ | the input vectors of a sequence stacked as rows, $X[t] = x[t]$ | $(T, d)$ | Ch. 6; Parts 1, 4 |
 # | $e[i]$ | the embedding of word $i$: the row of $E$ of its token (plus its position's encoding, where added) | $(d_{\text{model}},)$, a row vector | Ch. 6; Part 1 |
@@ -53,13 +53,13 @@ print("all required packages import")
 # | $Q$ | the queries of a sequence stacked as rows, $Q = X W^Q$ | $(T, d_k)$ | Ch. 6; Parts 1, 3 |
 # | $K$ | the keys of a sequence stacked as rows, $K = X W^K$ | $(T, d_k)$ | Ch. 6; Parts 1, 3 |
 # | $V$ | the values of a sequence stacked as rows, $V = X W^V$ (the vocabulary is $\mathcal V$) | $(T, d_v)$ | Ch. 6; Parts 1, 3 |
-# | $W^Q$ | the query projection: a learned matrix, multiplied on the right of a row vector | $(d_{\text{model}}, d_k)$ | Ch. 6; all parts |
-# | $W^K$ | the key projection | $(d_{\text{model}}, d_k)$ | Ch. 6; all parts |
-# | $W^V$ | the value projection | $(d_{\text{model}}, d_v)$ | Ch. 6; all parts |
+# | $W^Q$ | the query projection: a learned matrix, multiplied on the right of a row vector | $(d_{\text{model}}, d_k)$ | Ch. 6; Parts 1, 3, 5 |
+# | $W^K$ | the key projection | $(d_{\text{model}}, d_k)$ | Ch. 6; Parts 1, 3, 5 |
+# | $W^V$ | the value projection | $(d_{\text{model}}, d_v)$ | Ch. 6; Parts 1, 3, 5 |
 # | $W^O$ | the output projection of multi-head attention: maps the concatenated heads back to the model width | $(h\,d_v, d_{\text{model}})$ | Ch. 6; Part 1 |
 # | $\alpha[i,j]$ | the attention weight of query $i$ on key $j$: the softmax over $j$ of the scores, in $[0, 1]$, adding up to 1 over $j$ | scalar | Ch. 6; all parts |
-# | $d_{\text{model}}$ | the model width: the length of an embedding and of the residual stream | scalar | Ch. 6; all parts |
-# | $d_k$ | the width of a query and of a key (of one head: $d_{\text{model}}/h$ in multi-head attention) | scalar | Ch. 6; all parts |
+# | $d_{\text{model}}$ | the model width: the length of an embedding and of the residual stream | scalar | Ch. 6; Part 1 |
+# | $d_k$ | the width of a query and of a key (of one head: $d_{\text{model}}/h$ in multi-head attention) | scalar | Ch. 6; Parts 1, 3, 4 |
 # | $d_v$ | the width of a value (of one head) | scalar | Ch. 6; Parts 1, 3 |
 # | $d$ | the width (dimension) of the vectors of a page that has only one width | scalar | all parts |
 # | $h$ | the number of attention heads | scalar | Ch. 6; Part 1 |
@@ -72,9 +72,9 @@ print("all required packages import")
 # | $P$ | a probability, as in $P(w[t+1]\mid w[1..t])$ | scalar | Ch. 6; all parts |
 # | $p$ | a probability distribution over the vocabulary (or over the outcomes the page names), as a vector of probabilities | $(\lvert\mathcal V\rvert,)$ | all parts |
 # | $H$ | entropy, in nats: $H(p) = -\sum_x p(x)\log p(x)$ | scalar | Ch. 6; all parts |
-# | $\mathcal L$ | a loss to be minimised (the average next-token cross-entropy, in nats, unless the page says otherwise) | scalar | all parts |
-# | $\eta$ | a learning rate: the step size of gradient descent | scalar | Parts 1, 3, 4 |
-# | $\tau$ | a temperature: scores are divided by $\tau$ before a softmax | scalar | Parts 1, 2 |
+# | $\mathcal L$ | a loss to be minimised (the average next-token cross-entropy, in nats, unless the page says otherwise) | scalar | Parts 2–5 |
+# | $\eta$ | a learning rate: the step size of gradient descent | scalar | Parts 3, 4 |
+# | $\tau$ | a temperature: scores are divided by $\tau$ before a softmax | scalar | Part 2 |
 # | $\mu$ | a mean | scalar or vector | all parts |
 # | $\sigma$ | a standard deviation ($\sigma^2$ a variance) | scalar | all parts |
 # | $\mathcal N$ | the normal (Gaussian) distribution, $\mathcal N(\mu, \sigma^2)$ | a distribution | all parts |
