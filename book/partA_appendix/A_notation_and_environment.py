@@ -47,22 +47,22 @@ print("all required packages import")
 # | $X$ | the input vectors of a sequence stacked as rows, $X[t] = x[t]$ | $(T, d)$ | Ch. 6; Parts 1, 4 |
 # | $e[i]$ | the embedding of word $i$: the row of $E$ of its token (plus its position's encoding, where added) | $(d_{\text{model}},)$, a row vector | Ch. 6; Part 1 |
 # | $E$ | the embedding table: one row per token of the vocabulary | $(\lvert\mathcal V\rvert, d_{\text{model}})$ | Ch. 6; Parts 1, 2, 4 |
-# | $q[i]$ | the query of word $i$, $q[i] = e[i]\,W^Q$: what word $i$ looks for | $(d_k,)$, a row vector | Ch. 6; all parts |
+# | $q[i]$ | the query of word $i$, $q[i] = e[i]\,W^Q$: what word $i$ looks for (Part 5's $q(z\mid x)$ and Part 2's bold $\mathbf q$ are distributions, as their pages say) | $(d_k,)$, a row vector | Ch. 6; all parts |
 # | $k[j]$ | the key of word $j$, $k[j] = e[j]\,W^K$: what word $j$ offers to be found by | $(d_k,)$, a row vector | Ch. 6; all parts |
 # | $v[j]$ | the value of word $j$, $v[j] = e[j]\,W^V$: what word $j$ hands over when looked at | $(d_v,)$, a row vector | Ch. 6; all parts |
-# | $Q$ | the queries of a sequence stacked as rows, $Q = X W^Q$ | $(T, d_k)$ | Ch. 6; Parts 1, 3 |
+# | $Q$ | the queries of a sequence stacked as rows, $Q = X W^Q$ (in 2.4 and 2.5, after their paper, $Q$, $K$, $V$ are the weight matrices of Eq. (5.2), $Q = (W^Q)^\top$; in 2.8, $Q$ is a rate matrix) | $(T, d_k)$ | Ch. 6; Parts 1, 3 |
 # | $K$ | the keys of a sequence stacked as rows, $K = X W^K$ | $(T, d_k)$ | Ch. 6; Parts 1, 3 |
 # | $V$ | the values of a sequence stacked as rows, $V = X W^V$ (the vocabulary is $\mathcal V$) | $(T, d_v)$ | Ch. 6; Parts 1, 3 |
-# | $W^Q$ | the query projection: a learned matrix, multiplied on the right of a row vector | $(d_{\text{model}}, d_k)$ | Ch. 6; Parts 1, 3, 5 |
-# | $W^K$ | the key projection | $(d_{\text{model}}, d_k)$ | Ch. 6; Parts 1, 3, 5 |
-# | $W^V$ | the value projection | $(d_{\text{model}}, d_v)$ | Ch. 6; Parts 1, 3, 5 |
+# | $W^Q$ | the query projection: a learned matrix, multiplied on the right of a row vector | $(d_{\text{model}}, d_k)$ for one head; $(d_{\text{model}}, h\,d_k)$ for all the heads of a layer side by side (6.4, 6.6) | Ch. 6; Parts 1, 3, 5 |
+# | $W^K$ | the key projection | $(d_{\text{model}}, d_k)$ for one head; $(d_{\text{model}}, h\,d_k)$ for all the heads of a layer side by side (6.4, 6.6) | Ch. 6; Parts 1, 3, 5 |
+# | $W^V$ | the value projection | $(d_{\text{model}}, d_v)$ for one head; $(d_{\text{model}}, h\,d_v)$ for all the heads of a layer side by side (6.4, 6.6) | Ch. 6; Parts 1, 3, 5 |
 # | $W^O$ | the output projection of multi-head attention: maps the concatenated heads back to the model width | $(h\,d_v, d_{\text{model}})$ | Ch. 6; Part 1 |
 # | $\alpha[i,j]$ | the attention weight of query $i$ on key $j$: the softmax over $j$ of the scores, in $[0, 1]$, adding up to 1 over $j$ | scalar | Ch. 6; all parts |
 # | $d_{\text{model}}$ | the model width: the length of an embedding and of the residual stream | scalar | Ch. 6; Part 1 |
 # | $d_k$ | the width of a query and of a key (of one head: $d_{\text{model}}/h$ in multi-head attention) | scalar | Ch. 6; Parts 1, 3, 4 |
 # | $d_v$ | the width of a value (of one head) | scalar | Ch. 6; Parts 1, 3 |
 # | $d$ | the width (dimension) of the vectors of a page that has only one width | scalar | all parts |
-# | $h$ | the number of attention heads | scalar | Ch. 6; Part 1 |
+# | $h$ | the number of attention heads (Part 2 writes $h_i$, after its paper, for the vector of token $i$) | scalar | Ch. 6; Part 1 |
 # | $d_{ff}$ | the hidden width of the feed-forward network (usually $4d_{\text{model}}$) | scalar | Ch. 6; Part 1 |
 # | $W_1$ | the first weight matrix of the feed-forward network | $(d_{\text{model}}, d_{ff})$ | Ch. 6; Part 1 |
 # | $W_2$ | the second weight matrix of the feed-forward network | $(d_{ff}, d_{\text{model}})$ | Ch. 6; Part 1 |
@@ -74,13 +74,13 @@ print("all required packages import")
 # | $H$ | entropy, in nats: $H(p) = -\sum_x p(x)\log p(x)$ | scalar | Ch. 6; all parts |
 # | $\mathcal L$ | a loss to be minimised (the average next-token cross-entropy, in nats, unless the page says otherwise) | scalar | Parts 2–5 |
 # | $\eta$ | a learning rate: the step size of gradient descent | scalar | Parts 3, 4 |
-# | $\tau$ | a temperature: scores are divided by $\tau$ before a softmax | scalar | Part 2 |
+# | $\tau$ | a temperature: scores are divided by $\tau$ before a softmax (in 2.8, the time step of τ-leaping) | scalar | Part 2 |
 # | $\mu$ | a mean | scalar or vector | all parts |
 # | $\sigma$ | a standard deviation ($\sigma^2$ a variance) | scalar | all parts |
 # | $\mathcal N$ | the normal (Gaussian) distribution, $\mathcal N(\mu, \sigma^2)$ | a distribution | all parts |
 # | $I$ | the identity matrix | $(d, d)$ | all parts |
 # | $\mathcal O$ | order of growth: $\mathcal O(T^2)$ grows at most like $T^2$ | — | all parts |
-# | $\pi$ | the number $\pi$, the ratio of a circle's circumference to its diameter | scalar | all parts |
+# | $\pi$ | the number $\pi$, the ratio of a circle's circumference to its diameter (Part 2 writes $\pi$, after its paper, for a model's distribution) | scalar | all parts |
 #
 # <!-- end of the notation table -->
 #
