@@ -74,7 +74,8 @@ use_book_style()
 #   ELBO's gradient by an error term of the same origin (§3.2).
 # - **Training balances two goals.** The usual cross-entropy loss asks the flow to end where the
 #   right answer is easy to read off; an added term (weight $\beta$) asks the weights to be right.
-#   Too much of the second collapses everything onto one point (§3.3, Fig. 1).
+#   Trained on the second term alone, the flow collapses everything onto one point; a large $\beta$
+#   overwhelms the first (§3.3, Fig. 1).
 # - **A transformer is such a flow, discretised.** {term}`RMSNorm` keeps states on a sphere; attention
 #   weights are the posterior over keys of {term}`von Mises–Fisher <von Mises–Fisher distribution>`
 #   components (bell-shaped bumps on the sphere, each around its own mean direction $\mu$; [5.1](01_spherical_geometry.ipynb) introduces
@@ -96,7 +97,8 @@ mu = np.array([np.cos(np.radians(60)), np.sin(np.radians(60))])  # the schematic
 assert np.all(np.diff(path @ mu) > 0)  # Figure 5.0.1: layer by layer the state turns towards mu
 
 # %% [markdown]
-# **Figure 5.0.1.** The paper's picture of a transformer, in two dimensions. A token's state (blue,
+# **Figure 5.0.1.** The paper's reading of a transformer, drawn in two dimensions (a sketch of this book's; the
+# paper has no such figure). A token's state (blue,
 # numbered by layer) sits on the unit circle. Each layer adds an update — here the constant pull
 # towards a mean direction $\mu$ (vermilion arrow) that a von Mises–Fisher component exerts — which takes the
 # state off the circle (grey arrow); the normalisation brings it back along the ray from the centre

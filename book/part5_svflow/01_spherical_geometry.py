@@ -345,7 +345,8 @@ assert gap_radius < 1e-14
 
 # %% [markdown]
 # So a transformer layer takes a Euclidean step and lets the norm retract it: the step's tangent
-# part moves the state along the sphere, its part along the state only shortens that move.
+# part moves the state along the sphere, its part along the state only rescales that move, by $1/(1+a)$:
+# shorter when the update points outwards ($a>0$), longer when it points inwards ($-1<a<0$).
 # [5.3](03_attention_as_vmf_posterior.ipynb)
 # shows that the attention update $f_\ell$ is a flow's velocity; this page's result is what turns
 # "velocity plus norm" into one step of that flow on the sphere.
@@ -523,8 +524,8 @@ assert above_half > 0.5
 # - On a sphere one moves along the tangent plane and comes back: the exponential map walks the great
 #   circle, the retraction $R_x(w)=(x+w)/\lVert x+w\rVert$ rescales; they agree to within
 #   $\tfrac13\lVert w\rVert^3$ (sharper than the paper's $\mathcal O(\lVert w\rVert^2)$).
-# - Residual + RMSNorm is the retraction of the update's tangent part shrunk by $1/(1+a)$, where $a$
-#   is the update's part along the state — a relaxed retraction, accurate to first order (Eq. 17). In a
+# - Residual + RMSNorm is the retraction of the update's tangent part scaled by $1/(1+a)$, where $a$
+#   is the update's part along the state (shorter for $a>0$, longer for $-1<a<0$) — a relaxed retraction, accurate to first order (Eq. 17). In a
 #   pre-norm block the stream's direction moves by the same rule, with the update divided by the
 #   stream's length.
 # - The von Mises–Fisher density $C_d(\kappa)e^{\kappa\mu^\top x}$ is a bump around the mean direction
@@ -744,7 +745,7 @@ for width, up_to in direct_finite_up_to.items():
 assert direct_finite_up_to[896] is None and direct_finite_up_to[2048] is None
 assert 500 < direct_finite_up_to[3] < 713
 at_100 = [peak_per_dimension[w][np.searchsorted(kappa_grid, 100.0)] for w in (3, 64, 896, 2048)]
-assert np.all(np.diff(at_100) < 0)  # at the same kappa, the wider the sphere the flatter the density
+assert np.all(np.diff(at_100) < 0)  # per dimension, at the same kappa the wider sphere's curve lies lower
 # ... except at the largest kappa drawn, where the d = 64 curve crosses above the d = 3 curve
 overtakes = kappa_grid[peak_per_dimension[64] > peak_per_dimension[3]]
 print(f"the d = 64 curve lies above the d = 3 curve from kappa = {overtakes.min():.0f} on (grid); "
@@ -760,15 +761,32 @@ with warnings.catch_warnings():
 print("the Bessel function I_(d/2-1) alone overflows from kappa = "
       + ", ".join(f"{k:.0f} (d = {w})" for w, k in bessel_overflow.items()))
 assert all(710 <= bessel_overflow[w] <= 716 for w in (3, 64, 128)) and bessel_overflow[2048] > 1000
+# the curves are per dimension, so they do not say which vMF is flatter: the whole log-ratio (d times the
+# curve) grows with d at every kappa drawn, and the mean resultant length A_d(kappa) falls with d at every kappa
+whole_log_ratio = {w: w * peak_per_dimension[w] for w in peak_per_dimension}
+mean_length_per_width = {w: vmf_mean_resultant_length(kappa_grid, w) for w in peak_per_dimension}
+at_kappa_100 = np.searchsorted(kappa_grid, 100.0)
+print(f"at kappa = {kappa_grid[at_kappa_100]:.0f}: whole log-ratio "
+      + ", ".join(f"{whole_log_ratio[w][at_kappa_100]:.1f}" for w in whole_log_ratio)
+      + "; mean resultant length A_d " + ", ".join(f"{mean_length_per_width[w][at_kappa_100]:.3f}" for w in whole_log_ratio)
+      + " (d = 3, 64, 896, 2048)")
+widths_drawn = sorted(whole_log_ratio)
+assert all(np.all(whole_log_ratio[a][kappa_grid >= 1] < whole_log_ratio[b][kappa_grid >= 1])
+           for a, b in zip(widths_drawn, widths_drawn[1:]))  # the wider sphere's peak exceeds uniform by more
+assert all(np.all(mean_length_per_width[a] > mean_length_per_width[b])
+           for a, b in zip(widths_drawn, widths_drawn[1:]))  # ... but its mass lies further from mu in angle
 
 # %% [markdown]
 # **Figure 5.1.7.** The vMF normaliser at work: the logarithm of how many times the density at the
 # mean direction exceeds the uniform density, per dimension, computed in log space (wide, pale lines) and
 # with the direct formula (dashed, same colour). Each curve starts at 0 (at small $\kappa$ the vMF is
-# nearly uniform) and rises once $\kappa$ is comparable with the width $d$: at the same $\kappa$ a
-# wider sphere's vMF is flatter, except at the right edge, where the $d=64$ curve crosses above the $d=3$ curve
+# nearly uniform) and rises once $\kappa$ is comparable with the width $d$. At the same $\kappa$ the wider
+# sphere's curve lies lower, except at the right edge, where the $d=64$ curve crosses above the $d=3$ curve
 # (from the $\kappa$ printed above: at large $\kappa$ the curve grows like $\tfrac{d-1}{2d}\log\kappa$, faster for
-# the wider sphere). The direct formula follows its curve until its denominator
+# the wider sphere). Being per dimension, the curves do not rank the vMFs by flatness: the whole ratio ($d$
+# times the curve) is larger for the wider sphere at every $\kappa\ge1$ drawn, while in angle the wider
+# sphere's vMF is the more spread one at every $\kappa$, crossing or not (its mean resultant length
+# $A_d(\kappa)$ is smaller; both printed above at $\kappa\approx100$). The direct formula follows its curve until its denominator
 # $(2\pi)^{d/2}I_{d/2-1}(\kappa)$ overflows (printed above, on the grid; for $d=64$ this product overflows
 # from $\kappa=656$, as [Part 5's checking page](checking_the_paper.ipynb) finds on a finer grid, before the Bessel function
 # itself does, near $\kappa\approx713$ for these small widths) and, for the widths of the paper's models ($d=896$, $2048$), gives no finite value at

@@ -117,9 +117,10 @@ assert abs(true_posterior @ scores - slope) < 1e-8
 # %% [markdown]
 # With the true posterior the averaged pull *is* the slope of $\log p(x)$; with wrong weights it is
 # not. How wrong? The **ELBO** (evidence lower bound) scores the weights $q$:
-# $\mathrm{ELBO}=\mathbb E_q[\log p(x\mid z)]-\mathrm{KL}(q\,\|\,\text{prior})$, where the
-# Kullback–Leibler divergence $\mathrm{KL}(q\,\|\,p)=\sum_z q_z\log(q_z/p_z)$ measures, in nats, how
-# far a distribution $q$ over $z$ is from another, $p$ (0 only when they are equal). Here $q$ equals the prior, so
+# $\mathrm{ELBO}=\mathbb E_q[\log p(x\mid z)]-\mathrm{KL}(q\,\|\,p(z))$, where $p(z)$ is the prior and the
+# Kullback–Leibler divergence $\mathrm{KL}(q\,\|\,p(z))=\sum_z q(z\mid x)\log\big(q(z\mid x)/p(z)\big)$ measures, in
+# nats, how far the weights are from the prior (0 only when they are equal); $\mathrm{KL}(q\,\|\,p(z\mid x))$ is the
+# same sum with the true posterior $p(z\mid x)$ in place of $p(z)$. Here $q$ equals the prior, so
 # $\mathrm{ELBO}=\tfrac12(-2.044)+\tfrac12(-1.044)=-1.544$, below $\log p(x)=-1.424$ by $0.120$ — exactly
 # $\mathrm{KL}(q\,\|\,p(z\mid x))$:
 
@@ -386,7 +387,7 @@ assert flow.kl_gap(grid).min() >= -1e-12
 # $\epsilon_s=\mathbb E_q[\log\frac pq\,\nabla_x\log q]$ is zero whenever $\nabla_x\log q(z\mid x)=0$,
 # i.e. whenever the variational posterior does not depend on $x$ — whatever $p(z\mid x)$ is (the
 # tiny example's $q=(\tfrac12,\tfrac12)$). Give every $q$-component the same mean and variance: then
-# $q(z\mid x)=1/8$ for all $x$, $\epsilon\equiv0$, but $\mathrm{KL}(q\,\|\,p)>0$ and
+# $q(z\mid x)=1/8$ for all $x$, $\epsilon\equiv0$, but $\mathrm{KL}(q\,\|\,p(z\mid x))>0$ and
 # $\nabla\mathrm{ELBO}=u\neq\nabla\log p$.
 
 # %% tags=["hide-cell"]

@@ -39,11 +39,11 @@
 # | $d$, $d_{\text{head}}$ | width of the states; width of one head | integers |
 # | $x$ ($x_q$ in Eq. 19) | the query token's state, on the unit sphere | $(d,)$ |
 # | $z$, $\mathcal Z$ | an earlier token, read as a latent component (an expert, in an MoE layer); $\mathcal Z$: all of them | index, set |
-# | $x_z$ | the state of an earlier token $z$, on the unit sphere: what the head projects into a key, $x_zW_k$, and a value, $x_zW_v$ (Chapter 6's $k[j]$ and $v[j]$ of one head) | $(d,)$ |
+# | $x_z$ | the state of an earlier token $z$, on the unit sphere: what the head projects into a key, $W_k^\top x_z$, and a value, $W_v^\top x_z$ (one head's $k[j]$ and $v[j]$ of Chapter 6, which writes them as rows, $x_zW_k$ and $x_zW_v$) | $(d,)$ |
 # | $o$, $o_z$ | value–output vector of token $z$, $o_z=W_o W_v^\top x_z$ | $(d,)$ |
 # | $W$, $W_q,W_k,W_v,W_o$ | a head's query, key, value and output matrices, all four $d\times d_{\text{head}}$ as in the paper: $W_q,W_k,W_v$ are head $m$'s column blocks of Chapter 6's $W^Q,W^K,W^V$ (with the factor $1/\sqrt{d_{\text{head}}}$ of scaled dot-product attention folded into $W_q$), and $W_o$ is the *transpose* of head $m$'s row block of $W^O$; $W_{q,m}$ those of head $m$ | $(d,d_{\text{head}})$ |
 # | $\kappa$, $\kappa_z$, $\mu_z$, $\kappa'_z$, $\mu'_z$ | a vMF concentration; those of key $z$'s bump, $\kappa_z\mu_z=W_q W_k^\top x_z$; primed, of the value–output vector of token $z$ | scalar, $(d,)$ |
-# | $C_d(\kappa)$, $I_\nu$, $\Gamma$ | the vMF normaliser; the modified Bessel and the gamma function in it (a bare $I$, as in $I-xx^\top$, is the identity matrix) | scalars |
+# | $C_d(\kappa)$, $I_\nu$, $\nu$, $A_d(\kappa)$ | the vMF normaliser; the modified Bessel function of order $\nu$ in it (a bare $I$, as in $I-xx^\top$, is the identity matrix); the mean resultant length $I_{d/2}(\kappa)/I_{d/2-1}(\kappa)$ of [5.1](01_spherical_geometry.ipynb) | scalars |
 # | $q$ | $q(z\mid x)$: the attention weights, read as a posterior over tokens; $q(m\mid x)$: a weight per head | $(\lvert\mathcal Z\rvert,)$ |
 # | $f_{\text{Attn}}(x)$ | the output of attention at $x$ (heads summed, Eq. 4) | $(d,)$ |
 # | $h$, $m$ | the number of heads; a head (its weight in Eq. 21 is written $q(m\mid x)$) | integer, index |
@@ -87,7 +87,7 @@ from nextword.perturbation import nudge
 from nextword.theory.svflow import (
     categorical_kl, exp_map, head_output, kl_to_uniform, load_balancing_loss,
     multihead_as_expectation, spherical_euler_flow, tangent_projection, vmf_attention_log_posterior,
-    vmf_attention_params,
+    vmf_attention_params, vmf_log_normalizer, vmf_mean_resultant_length,
 )
 
 use_book_style()
@@ -208,7 +208,8 @@ assert np.allclose(per_head.sum(0), mha_output, atol=1e-12)
 #
 # Put [5.1](01_spherical_geometry.ipynb) and the two sections above together. An attention-only
 # block on unit-norm states,
-# $x^{\ell+1}=\mathrm{RMSNorm}_{\text{unit}}\big(x^\ell+\Delta s\,f_{\text{Attn}}(x^\ell)\big)$, is a
+# $x^{\ell+1}=\mathrm{RMSNorm}_{\text{unit}}\big(x^\ell+\Delta s\,f_{\text{Attn}}(x^\ell)\big)$ (RMSNorm divided
+# by $\sqrt d$, so that its output lies on the unit sphere, as on 5.1), is a
 # forward Euler step for the flow $\dot x=(I-xx^\top)f_{\text{Attn}}(x)$ on the sphere, followed by the
 # relaxed retraction. If that reading is right, a stack of $L$ blocks with shared weights and step
 # $\Delta s=1/L$ must approach the flow's position at time $s=1$ as $L$ grows, with an error that halves
@@ -372,10 +373,14 @@ assert abs(ratio_64_32 - 0.5) < 0.05
 #
 # ### Eq. (19) needs the components unnormalised
 #
-# A proper vMF mixture has $q(z\mid x)\propto C_d(\kappa_z)\exp(\kappa_z\mu_z^\top x)$. For
-# $\kappa\ll d$, $I_{d/2-1}(\kappa)\approx(\kappa/2)^{d/2-1}/\Gamma(d/2)$ and $C_d(\kappa)$ is nearly
-# constant, so the bias is small; once $\kappa$ is comparable to $d$ or larger,
-# $\log C_d(\kappa)\approx\tfrac{d-1}{2}\log\kappa-\kappa$ varies strongly with $\kappa$. Below, 10
+# A proper vMF mixture has $q(z\mid x)\propto C_d(\kappa_z)\exp(\kappa_z\mu_z^\top x)$. How much the factor
+# $C_d(\kappa_z)$ matters depends on how fast $\log C_d$ changes with $\kappa$: its derivative is
+# $-A_d(\kappa)=-I_{d/2}(\kappa)/I_{d/2-1}(\kappa)$, minus the mean resultant length of
+# [5.1](01_spherical_geometry.ipynb) (differentiate $\log C_d$ and use $I_\nu'=I_{\nu+1}+\tfrac\nu\kappa I_\nu$).
+# For $\kappa\ll d$, $A_d(\kappa)\approx\kappa/d$ is small, $C_d(\kappa)$ is nearly constant and the bias small;
+# from $\kappa=d$ on, $A_d(\kappa)$ exceeds $\tfrac12$ and tends to 1, so $\log C_d(\kappa)$ falls by up to one nat
+# per unit of $\kappa$ (for $\kappa$ far above $d^2/4$ it approaches $\tfrac{d-1}{2}\log\tfrac{\kappa}{2\pi}-\kappa$,
+# the large-$\kappa$ form checked on 5.1; the cell below checks the derivative). Below, 10
 # components with a 10% spread of $\kappa$ around $\kappa_0$ (the paper's Fig. 4 reports $\kappa\sim10^2$,
 # $10^3$ and $10^5$ for its three models), and the KL divergence between the two posteriors:
 
@@ -383,7 +388,7 @@ assert abs(ratio_64_32 - 0.5) < 0.05
 kappa_centres = np.array([10.0, 1e2, 1e3, 1e4, 1e5])
 widths = (16, 64, 896)
 print(f"{'kappa_0':>8} | " + " | ".join(f"KL d={width:<4}" for width in widths))
-table, top_key = [], {}
+table, top_key, spread_ratio = [], {}, {}
 for kappa_centre in kappa_centres:
     row = []
     for width in widths:
@@ -396,12 +401,20 @@ for kappa_centre in kappa_centres:
         log_unnormalised = vmf_attention_log_posterior(point, concentrations, directions)
         log_normalised = vmf_attention_log_posterior(point, concentrations, directions, normalised=True)
         row.append(float(categorical_kl(log_unnormalised, log_normalised)))
+        # spread over the keys of the normaliser bias log C_d(kappa_z) (the difference of the two log-posteriors,
+        # up to a constant) against the spread of the scores kappa_z mu_z . x (the unnormalised log-posterior)
+        spread_ratio[kappa_centre, width] = float(np.std(log_normalised - log_unnormalised)
+                                                  / np.std(log_unnormalised))
         # which key each posterior favours, and the smaller of the two largest weights
         top_key[kappa_centre, width] = (int(np.argmax(log_unnormalised)) == int(np.argmax(log_normalised)),
                                         float(min(np.exp(log_unnormalised.max()), np.exp(log_normalised.max()))))
     table.append(row)
     print(f"{kappa_centre:8.0f} | " + " | ".join(f"{value:9.4f}" for value in row))
 table = np.array(table)
+print("spread of the normaliser bias / spread of the scores, over the 10 keys:")
+for width in (64, 896):
+    print(f"  d = {width:3d}: " + ", ".join(f"{spread_ratio[k, width]:.2f} (kappa_0 = {k:.0e})"
+                                          for k in kappa_centres if k >= 100))
 
 # %% tags=["hide-cell"]
 equal_concentrations = np.full(n_tokens, 50.0)
@@ -418,11 +431,24 @@ assert not top_key[100.0, 64][0]
 assert gap_equal < 1e-12
 assert table[0, 2] < 1e-3
 assert table[2, 2] > 10 * table[0, 2]
+# the paper's concentrations (kappa_0 >= 100): the bias is of the same order as the scores
+assert all(0.2 < spread_ratio[k, width] < 5 for k in kappa_centres if k >= 100 for width in (64, 896))
+# d log C_d / d kappa = -A_d(kappa) (central differences), A_d(kappa) ~ kappa / d for kappa << d, A_d(d) > 1/2
+for width in widths:
+    for kappa_value in (1.0, 10.0, 100.0, 1e3, 1e5):
+        h = 1e-4 * kappa_value
+        slope = (vmf_log_normalizer(kappa_value + h, width) - vmf_log_normalizer(kappa_value - h, width)) / (2 * h)
+        assert abs(slope + vmf_mean_resultant_length(kappa_value, width)) < 1e-6
+    assert abs(vmf_mean_resultant_length(1.0, width) * width - 1) < 0.1
+    assert vmf_mean_resultant_length(float(width), width) > 0.5
+print("d log C_d / d kappa = -A_d(kappa) (central differences, d = 16, 64, 896); A_d(d) = "
+      + ", ".join(f"{float(vmf_mean_resultant_length(float(w), w)):.2f}" for w in widths))
 
 # %% [markdown]
 # With equal concentrations the two coincide, and at $\kappa\ll d$ they nearly do; at the
 # concentrations the paper reports for its deeper layers the normaliser bias is of the same order as
-# the scores. (The zeros of the $d=16$ column from $\kappa_0=100$ on are of another kind: in 16
+# the scores (in $d=64$ and $d=896$, from $\kappa_0=100$ on, its spread over the keys is 0.35 to 3.02 times
+# theirs, printed above). (The zeros of the $d=16$ column from $\kappa_0=100$ on are of another kind: in 16
 # dimensions these scores spread so widely that both posteriors put nearly all their weight on the same
 # key, bias or not; in $d=64$ the bias moves the weight to another key — printed above.) Keep this in mind for the prefix-shuffling metrics of
 # [5.5](05_prefix_shuffling.ipynb): there $p(z\mid x)$ *is* a normalised vMF posterior and $q$ is not,
@@ -451,8 +477,9 @@ assert np.allclose(expectation * n_heads, mha_output, atol=1e-12)
 # With keys drawn independently from $p_{\text{key}}=\mathcal N(0,I_d)$ and kernel
 # $\psi(x,\xi)=\exp(a^\top\xi)$, $a=W_k W_q^\top x$ (column form; $\xi$ a key input drawn from $p_{\text{key}}$), the continuous posterior (70) is
 # $q(\xi\mid x)\propto e^{a^\top\xi}\mathcal N(\xi;0,I)=\mathcal N(\xi;a,I)$, so the smoothed mean of the keys
-# is exactly $a$. The attention-weighted mean $\sum_z q(z\mid x)x_z$ should converge to it as the
-# number of keys $N$ grows.
+# is exactly $a$. Draw $N$ key inputs $\xi_1,\dots,\xi_N$ from $p_{\text{key}}$ (not unit vectors: here
+# they stand in for the token states $x_z$); the attention-weighted mean $\sum_z q(z\mid x)\,\xi_z$, with
+# $q(z\mid x)\propto\exp(a^\top\xi_z)$, should converge to $a$ as $N$ grows.
 
 # %% tags=["hide-cell"]
 W_q_small, W_k_small = W_q / 2, W_k / 2
@@ -470,7 +497,7 @@ for n_keys in key_counts:
 mean_errors = np.array(mean_errors)
 slope_keys = np.polyfit(np.log(key_counts), np.log(mean_errors), 1)[0]
 for n_keys, error in zip(key_counts, mean_errors):
-    print(f"N = {n_keys:6d}: mean ||sum_z q(z|x) x_z - a|| = {produced(error, '.4f')}")
+    print(f"N = {n_keys:6d}: mean ||sum_z q(z|x) xi_z - a|| = {produced(error, '.4f')}")
 print(f"fitted slope = {produced(slope_keys, '.2f')} (law of large numbers: -1/2)")
 assert mean_errors[-1] < 0.05
 assert abs(slope_keys + 0.5) < 0.1
