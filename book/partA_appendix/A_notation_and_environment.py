@@ -37,7 +37,7 @@ print("all required packages import")
 # |---|---|---|---|
 # | $\mathcal V$ | the vocabulary: the set of tokens a model reads and predicts; $\lvert\mathcal V\rvert$ is its size | a set | Ch. 6; Parts 1, 2 |
 # | $w[t]$ | the word (token) at position $t$ of a text | a token, an integer id from 0 to $\lvert\mathcal V\rvert-1$ in code | Ch. 6; Part 1 |
-# | $T$ | the length of a sequence: its number of positions | scalar | Ch. 6; all parts |
+# | $T$ | the length of a sequence: its number of positions (the bold $\mathbf T$ of 2.4 and 2.9 is the set transformer, after their paper) | scalar | Ch. 6; all parts |
 # | $n$ | a number of items being counted (tokens, samples, steps); the page says which | scalar | all parts |
 # | $N$ | a number of samples or sequences drawn or trained on | scalar | Parts 2, 3, 5 |
 # | $t$ | a position in a sequence (a time step), counted from 1 in the text | index | Ch. 6; all parts |
@@ -69,7 +69,7 @@ print("all required packages import")
 # | $b$ | a bias vector, added after a matrix product ($b_1$, $b_2$ in the feed-forward network) | a row vector | Ch. 6; Parts 1, 3 |
 # | $L$ | the number of layers (decoder blocks) of a stack | scalar | Ch. 6; Parts 1, 4, 5 |
 # | $\ell$ | the index of a layer, from 1 to $L$ | index | Ch. 6; Parts 1, 4, 5 |
-# | $P$ | a probability, as in $P(w[t+1]\mid w[1..t])$ | scalar | Ch. 6; all parts |
+# | $P$ | a probability, as in $P(w[t+1]\mid w[1..t])$ (2.3's $P$, $P'$ are transition matrices and 5.3's $P$ the mean gates of Eq. (22), as their pages say) | scalar | Ch. 6; all parts |
 # | $p$ | a probability distribution over the vocabulary (or over the outcomes the page names), as a vector of probabilities | $(\lvert\mathcal V\rvert,)$ | all parts |
 # | $H$ | entropy, in nats: $H(p) = -\sum_x p(x)\log p(x)$ | scalar | Ch. 6; all parts |
 # | $\mathcal L$ | a loss to be minimised (the average next-token cross-entropy, in nats, unless the page says otherwise) | scalar | Parts 2–5 |
