@@ -129,8 +129,8 @@ from nextword.attention import scaled_dot_product_attention
 
 rng = np.random.default_rng(0)
 T, d = 5, 4
-X = rng.normal(size=(T, d))                      # rows e[i] (Chapter 6) = columns x_t (papers), stacked
-W_Q_row, W_K_row, W_V_row = (rng.normal(size=(d, d)) for _ in range(3))   # Chapter 6: q[i] = e[i] W^Q
+X = rng.normal(size=(T, d))  # rows e[i] (Chapter 6) = columns x_t (papers), stacked
+W_Q_row, W_K_row, W_V_row = (rng.normal(size=(d, d)) for _ in range(3))  # Chapter 6: q[i] = e[i] W^Q
 
 # Row-vector convention, as nextword computes it.
 out_row, alpha_row = scaled_dot_product_attention(
