@@ -448,7 +448,7 @@ print("d log C_d / d kappa = -A_d(kappa) (central differences, d = 16, 64, 896);
       + ", ".join(f"{float(vmf_mean_resultant_length(float(w), w)):.2f}" for w in widths))
 
 # %% [markdown]
-# With equal concentrations the two coincide, and at $\kappa_0=10$ they nearly do (KL at most 0.048), but not
+# With equal concentrations the two coincide, and at $\kappa_0=10$ they nearly do (KL below 0.05), but not
 # at every $\kappa\ll d$: in $d=896$ the KL is already 0.68 at $\kappa_0=100$. At the
 # concentrations the paper reports for its deeper layers the normaliser bias is of the same order as
 # the scores (in $d=64$ and $d=896$, from $\kappa_0=100$ on, its spread over the keys is 0.35 to 3.02 times
