@@ -268,10 +268,11 @@ plt.show()
 # - The self advantage $R=\log q/p$ makes gradient descent *lower* the components with above-average $R$, the most over-weighted ones: the
 #   feedback is negative, and training on $\mathcal J_{\text{var}}$ alone narrows the gap (by more than
 #   half in 60 steps, in each of three seeds) without collapsing the posterior — B.4's winner-takes-all reading is reversed ([tested below](#checking-the-paper)).
-# - Without a balancing loss, in five seeds of a small MoE, the router's gate mass drifted away from the fair
-#   share, and under top-1 routing (each input sent only to its highest-gate expert) the busiest expert got
-#   busier (soft routing's winner counts were about as uneven at the start as at the end) — five seeds show a
-#   tendency, not a rule; in a
+# - Without a balancing loss, a small MoE trained from 40 seeds drifted away from balance in most of them,
+#   not in all: under soft routing the least-used expert's gate mass ended below 0.9 of the fair share, and
+#   under top-1 routing (each input sent only to its highest-gate expert) the busiest expert ended busier
+#   than at the start in about three seeds of four, while soft routing's winner counts stayed about as uneven
+#   as they started; an expert died outright in only a few seeds. In a
 #   one-layer attention model a rarely attended token keeps receiving gradient as a query, but coupling
 #   its three roles did not make the attention load more even.
 #
@@ -492,7 +493,10 @@ plt.show()
 # experts = scores, §4.3) on a regression whose target is a different linear map in each of four
 # regions of the input, with no balancing loss, for soft routing (the output is the gate-weighted sum of
 # all four experts' outputs) and for top-1 (Switch-style) routing (each input goes only to the expert with
-# its largest gate, weighted by that gate), five seeds each.
+# its largest gate, weighted by that gate), 40 seeds each. One run is a single draw of the data and the
+# initial gate, and whether an expert wins or loses varies from seed to seed, so each claim below is a rate
+# over the 40 seeds (printed and asserted with a margin that another set of 40 seeds would not break);
+# Figure 5.6.3 draws the first five.
 
 # %% tags=["hide-cell"]
 rng_m = np.random.default_rng(0)
@@ -509,10 +513,11 @@ for top1 in (False, True):
     assert np.max(np.abs(fd_m - st.grad_experts)) < 1e-8
 print("MoE expert gradients = finite differences (soft and top-1 routing): True")
 
+n_seeds = 40  # the rates below are over seeds 0-39; Figure 5.6.3 draws the first five (seeds 0-4)
 shares, start_shares, moe_mass, moe_grad = {}, {}, {}, {}  # the last two (soft routing): used again below
 start_mass = {}
 for top1 in (False, True):
-    for seed in range(5):
+    for seed in range(n_seeds):
         rs = np.random.default_rng(seed)
         Xr = rs.normal(size=(256, 4))
         region = (Xr[:, 0] > 0).astype(int) * 2 + (Xr[:, 1] > 0)                   # four input regions
@@ -532,28 +537,38 @@ for top1 in (False, True):
         if not top1:
             moe_mass[seed] = (mass_sum / 1000, st.gates.mean(axis=0))            # (mean over training, final)
             moe_grad[seed] = grad_sum
-busiest = {r: np.array([shares[r, sd][0] for sd in range(5)]) for r in (False, True)}
-print("soft routing: busiest expert takes more than the ideal 0.25 but less than 0.45, every seed:",
-      bool(np.all((busiest[False] > 0.25) & (busiest[False] < 0.45))))
-print("top-1 routing: busiest expert takes at least 0.4 of the inputs, every seed:", bool(np.all(busiest[True] >= 0.4)))
-print("top-1 routing loads its busiest expert more than soft routing, in every seed:",
-      bool(np.all(busiest[True] > busiest[False])))
-assert np.all(busiest[True] > busiest[False])
-assert np.all(busiest[True] >= 0.4)
-assert np.all((busiest[False] > 0.25) & (busiest[False] < 0.45))
-busiest_start = np.array([start_shares[False, sd][0] for sd in range(5)])  # the same start for both routings
-print(f"before training (small random gate): busiest expert's share {busiest_start.min():.2f}-{busiest_start.max():.2f}; "
-      f"gate mass of every expert within 0.01 of 0.25: "
-      f"{bool(max(np.max(np.abs(m - 0.25)) for m in start_mass.values()) < 0.01)}")
-print(f"after 1000 steps, soft routing: busiest share {produced(busiest[False].min(), '.2f')}-"
-      f"{produced(busiest[False].max(), '.2f')}; above its start in "
-      f"{produced(int(np.sum(busiest[False] > busiest_start)), 'd')}/5 seeds")
-print(f"after 1000 steps, top-1 routing: busiest share {produced(busiest[True].min(), '.2f')}-"
-      f"{produced(busiest[True].max(), '.2f')}; above its start in every seed: {bool(np.all(busiest[True] > busiest_start))}")
-assert max(np.max(np.abs(m - 0.25)) for m in start_mass.values()) < 0.01  # the gate mass starts fair
-assert np.all(busiest_start > 0.3)  # the winner counts are uneven before any training
-assert np.any(busiest[False] > busiest_start) and np.any(busiest[False] < busiest_start)  # soft: no common drift
-assert np.all(busiest[True] > busiest_start)  # top-1: the busiest expert gets busier in every seed
+
+# the measurements, one entry per seed (0-39)
+busiest_start = np.array([start_shares[False, sd][0] for sd in range(n_seeds)])  # the same start for both routings
+busiest = {r: np.array([shares[r, sd][0] for sd in range(n_seeds)]) for r in (False, True)}
+least = {r: np.array([shares[r, sd][-1] for sd in range(n_seeds)]) for r in (False, True)}
+least_mass = np.array([moe_mass[sd][1].min() * 4 for sd in range(n_seeds)])  # soft: least gate mass / fair share
+start_dev = max(np.max(np.abs(m - 0.25)) for m in start_mass.values())
+rise = {r: float(np.mean(busiest[r] > busiest_start)) for r in (False, True)}       # busiest ends busier than at start
+top1_more_uneven = float(np.mean(busiest[True] > busiest[False]))
+dies = {r: float(np.mean(least[r] < 0.01)) for r in (False, True)}                  # some expert ends below 1 %
+mass_below = float(np.mean(least_mass < 0.9))
+print(f"before training, {n_seeds} seeds (0-{n_seeds - 1}): gate mass of every expert within 0.01 of 0.25: {bool(start_dev < 0.01)}; "
+      f"busiest expert's share of the inputs {busiest_start.min():.2f}-{busiest_start.max():.2f}, "
+      f"mean {busiest_start.mean():.3f}")
+for r, name in ((False, "soft routing"), (True, "top-1 routing")):
+    print(f"after 1000 steps, {name}: busiest share median {produced(np.median(busiest[r]), '.2f')} "
+          f"(range {produced(busiest[r].min(), '.2f')}-{produced(busiest[r].max(), '.2f')}); "
+          f"busier than at the start in {produced(rise[r], '.0%')} of seeds; "
+          f"some expert below 1 % of the inputs in {produced(dies[r], '.0%')} of seeds")
+print(f"top-1 routing's busiest expert takes more inputs than soft routing's in {produced(top1_more_uneven, '.0%')} "
+      f"of seeds; soft routing's least-used expert ends below 0.9 of the fair gate mass in "
+      f"{produced(mass_below, '.0%')} of seeds ({produced(least_mass.min(), '.2f')}-{produced(least_mass.max(), '.2f')})")
+assert start_dev < 0.01  # the gate mass starts fair (the logits start near zero), in every seed
+assert busiest_start.mean() > 0.3  # the winner counts are uneven before any training
+# rates over 40 seeds, asserted with margins that binomial sampling (about 7 points) and perturbation cannot break
+assert 0.5 <= rise[True] <= 0.95  # top-1: the busiest expert gets busier in most seeds, not in all
+assert 0.15 <= rise[False] <= 0.6 and rise[False] < rise[True]  # soft: a minority of seeds, fewer than top-1
+assert 0.5 <= top1_more_uneven <= 0.95  # top-1 ends more uneven than soft in most seeds, not in all
+assert 0.29 < np.median(busiest[False]) < 0.40  # soft: the median busiest share stays near its start
+assert 0.37 < np.median(busiest[True]) < 0.5 and np.median(busiest[True]) > np.median(busiest[False])
+assert max(dies.values()) <= 0.25  # an expert dies outright in a few seeds only
+assert mass_below >= 0.75  # soft: the least-used expert's gate mass ends below 0.9 of fair in most seeds
 
 # %% tags=["hide-cell"]
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), sharey=True)
@@ -569,29 +584,33 @@ axes[0].set_ylabel("share of inputs whose top gate it is")
 axes[0].legend(fontsize=7)
 plt.tight_layout()
 plt.show()
-least_share = min(shares[key][-1] for key in shares)
-print(f"smallest share of any expert, both routings, five seeds: {produced(least_share, '.3f')}")
-assert least_share > 0.01  # no expert dies outright
+drawn = range(5)
+print(f"the five seeds drawn: busiest share {min(busiest_start[drawn]):.2f}-{max(busiest_start[drawn]):.2f} at the start; "
+      f"after training, soft {produced(min(busiest[False][drawn]), '.2f')}-{produced(max(busiest[False][drawn]), '.2f')}, "
+      f"top-1 {produced(min(busiest[True][drawn]), '.2f')}-{produced(max(busiest[True][drawn]), '.2f')}; "
+      f"smallest share of any expert, both routings: {produced(min(least[r][d] for r in (False, True) for d in drawn), '.3f')}")
 
 # %% [markdown]
 # **Figure 5.6.3.** The load of each expert after 1000 steps without a balancing loss: the share of the
 # inputs for which it has the largest gate (the $f_z$ of Eq. (22); with top-1 routing, the inputs it
-# receives), experts sorted from the busiest, one solid line per seed; dotted, in the same colour: the same
+# receives), experts sorted from the busiest, one solid line per seed for five of the 40 seeds (0–4); dotted, in the same colour: the same
 # seed before training, with the random initial gate (the same start for both routings); dashed black:
 # balanced, 0.25. For soft routing this counts winners, not gate mass: the mean gate mass $P_z$ of
 # Eq. (22) is the one the middle panel of Figure 5.6.4 draws. Compare each solid line with its dotted one.
 #
 # The winner counts are uneven before any training: the largest of four small random gate logits already
-# splits the inputs unevenly (busiest expert 0.33–0.41 at the start, printed above). With soft routing,
-# 1000 steps without a balancing loss leave them about as uneven — the busiest share rises in some seeds
-# and falls in others. What soft training does move is the gate mass: every expert starts at the fair
-# share $P_z=0.25$ (the logits start near zero), and the least-used one ends at 0.43–0.80 of it in the
-# five seeds (printed, and bounded below 0.9, with Figure 5.6.4). With top-1 routing, where an unchosen expert gets exactly zero gradient from
-# that input, the busiest expert got busier in each of these five seeds (0.42–0.54 of the inputs at the end).
-# At this scale, in these five seeds, no expert dies outright (every expert keeps more than 1 % of the inputs,
-# printed above): the imbalance B.4 predicts is there, the collapse is partial. Five seeds are few: the
-# counts above (in how many seeds a share rises, whether an expert dies, which routing ends more uneven)
-# describe these five runs, not rates that other seeds would repeat. B.4's contrast is with
+# splits the inputs unevenly (busiest expert 0.28–0.46 at the start over the 40 seeds, printed above).
+# With soft routing, 1000 steps without a balancing loss leave them about as uneven: the busiest share ends
+# above its start in a minority of the seeds (35 %), and its median is 0.34. What soft training does move
+# is the gate mass: every expert starts within 0.01 of the fair share $P_z=0.25$ (the logits start near
+# zero), and the least-used one ends below 0.9 of it in 92 % of the seeds. With top-1 routing, where an
+# unchosen expert gets exactly zero gradient from that input, the busiest expert ends busier than at the
+# start in 72 % of the seeds — most, not all — with a median share of 0.42, and it takes more of the inputs
+# than soft routing's busiest expert in 78 % of the seeds. An expert dies outright (ends with under 1 % of
+# the inputs) in a few seeds only: 8 % under top-1 routing, 2 % under soft routing. The imbalance B.4
+# predicts is the common outcome; the collapse is usually partial. The five seeds drawn lean one way:
+# top-1 routing's busiest expert rose in each of them (0.42–0.54 at the end, printed above) and every expert
+# kept more than 1 % of the inputs, which the rates over 40 seeds show is not the rule. B.4's contrast is with
 # attention, which we build next.
 #
 # ### B.4's attention side: one representation in three roles
@@ -766,7 +785,6 @@ assert max(max_diff.values()) < 0.06
 # claim (iii) does not follow: the coupled model keeps its least-used key type busier in at most 2 of 5 seeds
 assert max(least_higher.values()) <= 2
 assert min(least_att) > 0.15
-assert np.all(moe_final.min(axis=1) * 4 < 0.9)  # soft MoE: the least-used expert's gate mass ends below 0.9 of fair
 assert all(pair_share[s, c, "load"] > pair_share[s, c, "load0"] for s in range(5) for c in (True, False))
 
 # %% tags=["hide-cell"]
@@ -840,8 +858,9 @@ plt.show()
 # training reduces the gap without collapsing the posterior (three seeds). The collapse that §3.3 and
 # Fig. 1(b) report — every trajectory ending at one point — is a property of the flow's end states,
 # examined in [5.4](04_hybrid_training_2d.ipynb) (*Checking the paper*); it is not
-# explained by a winner-takes-all force in $S_\ell$. Recorded in [the errata](../ERRATA.md). MoE gating without a balancing loss drifted from balance in five seeds (the gate mass under soft routing, the winner counts under top-1
-# routing). On the attention side the mechanism B.4 names is real — a rarely attended token's
+# explained by a winner-takes-all force in $S_\ell$. Recorded in [the errata](../ERRATA.md). MoE gating without a balancing loss drifted from balance in most of 40 seeds, not in all (the gate
+# mass under soft routing, the winner counts under top-1 routing), and left an expert with under 1 % of the
+# inputs in only a few. On the attention side the mechanism B.4 names is real — a rarely attended token's
 # representation keeps receiving gradient as a query — but decoupling the roles does not make the
 # attention load less even: in a one-layer model, attention without a regulariser is as uneven with
 # the coupling as without it, and the coupling is not what keeps its key types alive. Recorded in [the errata](../ERRATA.md).
@@ -850,7 +869,8 @@ plt.show()
 # ## Reproducibility
 #
 # Everything is computed in the page from seeded generators (seed 0 for the layers and the 200 random
-# trials, seeds 1–3 for the $\mathcal J_{\text{var}}$ training, 0–4 for the MoE and attention runs);
+# trials, seeds 1–3 for the $\mathcal J_{\text{var}}$ training, 0–39 for the MoE runs, of which Figures 5.6.3
+# and 5.6.4 draw 0–4, and 0–4 for the attention runs);
 # the trainings start from `nudge(...)`, a no-op unless `NEXTWORD_PERTURB` is set, so the perturbed
 # notebook pass reaches them. No saved run. Library: `nextword.theory.svflow.gradients`
 # (`hybrid_forward`, `hybrid_gradients`, `moe_forward_backward`, `attention_role_gradients`).
