@@ -303,8 +303,8 @@ assert rel_err < 0.01  # Figure 6.5.3: the measured wavelengths follow the formu
 assert np.all(np.diff(list(measured.values())) > 0)  # Figure 6.5.2: the wavelength grows with the coordinate
 
 # %% [markdown]
-# **Figure 6.5.3** (the claim of Fig. 6.25's caption, measured; Fig. 6.25 itself draws the table's values
-# as a 3-D surface). The wavelength of each pair on a logarithmic
+# **Figure 6.5.3** (what Fig. 6.25's caption says of the wavelength, measured; Fig. 6.25 itself draws the
+# table's values as a 3-D surface). The wavelength of each pair on a logarithmic
 # axis: the line is the formula, the dots are measured from the table (only for the 54 pairs that make at
 # least 1.5 turns in the 20,000 positions; the slower pairs get none). See the straight line: each pair
 # turns slower than the one before by the same factor, from $2\pi$ for pair 0 upwards. (Fig. 6.25's

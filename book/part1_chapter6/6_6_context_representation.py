@@ -173,9 +173,9 @@ for pre_norm in (True, False):
 # %% [markdown]
 # The chapter's displayed formula for one layer is neither of the two: its second skip connection adds
 # the block's input $r^{(\ell)}$ instead of $u$, so the attention output stays off the
-# stream and reaches the next layer only through the FFN ([checked below](#checking-the-paper)). This page's
-# hand-built blocks follow Fig. 6.29 (post-norm); the models it trains below are pre-norm, the library's
-# default for `TinyLM`.
+# stream and reaches the next layer only through the FFN ([checked below](#checking-the-paper)). The
+# stack built by hand below follows Fig. 6.29 (post-norm); the models this page trains are pre-norm, the
+# library's default for `TinyLM`.
 #
 # ## The decoder-only stack
 #
