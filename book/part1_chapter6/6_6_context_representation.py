@@ -662,7 +662,10 @@ block.W2[...], block.b2[...] = saved_W2, saved_b2
 # 0.6 of its weight "in every seed": it held for seeds 0–2 and failed for seeds 3 and 4.
 #
 # An earlier version of this page called the FLOP counts of Exercise 11 multiply-adds (a factor 2);
-# `book/ERRATA.md` records it as an error of this book.
+# `book/ERRATA.md` records it as an error of this book. It also records a second one: Figure 6.6.3, its
+# axis and a key takeaway gave the attention sub-layer's count as the FLOPs "of one layer", leaving out
+# the FFN that every block also runs (the whole block's count is printed and asserted in
+# [Operation counts](#operation-counts-exercise-11)).
 #
 # ## Reproducibility
 #
