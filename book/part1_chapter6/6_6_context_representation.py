@@ -367,7 +367,7 @@ ax.loglog(lengths, rnn_flops, "-", color="gray", label="RNN, about $4Td^2$ (in T
 ax.axvline(2 * d_plot, color="k", lw=0.8)
 ax.text(2 * d_plot * 1.08, projection_flops[0], "T = 2d", fontsize=8)
 ax.set_xlabel("sequence length T")
-ax.set_ylabel("FLOPs, one attention sub-layer (forward)")
+ax.set_ylabel("FLOPs (forward)")
 ax.legend(fontsize=8)
 plt.show()
 crossover = lengths[np.argmax(score_flops > projection_flops)]
@@ -380,9 +380,9 @@ print(f"a whole block (with the FFN's 16Td^2): the T^2 term exceeds its linear t
 assert block_crossover == 6 * d_plot + 1
 
 # %% [markdown]
-# **Figure 6.6.3.** FLOPs of one attention sub-layer against the length $T$ at $d=64$, on log-log axes (a
-# straight line of slope 1 is linear growth, slope 2 quadratic); the block's FFN, linear in $T$, is not
-# drawn. See the attention curve bend from slope 1 to slope 2
+# **Figure 6.6.3.** FLOPs of one attention sub-layer (and, in grey, of one RNN layer) against the length
+# $T$ at $d=64$, on log-log axes (a straight line of slope 1 is linear growth, slope 2 quadratic); the
+# block's FFN, linear in $T$, is not drawn. See the attention curve bend from slope 1 to slope 2
 # at $T=2d$, where the score term overtakes the projections; the RNN stays linear but must run its $T$
 # steps one after another.
 #
