@@ -173,7 +173,7 @@ def test_p4_04_sign_slip_i_plus_w_fails_on_the_covariance_and_is_named():
     assert len(results) == 2
     var_label, cov_label = list(results)
     assert results[var_label] is None  # the variance cannot show the slip
-    assert "sign of w flipped" in results[cov_label] and "(I + W)⁻¹" in results[cov_label]
+    assert "sign of w_V flipped" in results[cov_label] and "(I + W)⁻¹" in results[cov_label]
     with pytest.raises(ExerciseCheckError, match=r"(?s)1 of 2 checks passed.*\(I \+ W\)⁻¹ε instead of \(I − W\)⁻¹ε"):
         check_ex_p4_04(var_slip, cov_slip)
 

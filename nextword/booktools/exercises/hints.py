@@ -172,9 +172,9 @@ HINTS: dict[str, tuple[str, ...]] = {
     ),
     "p4_04": (
         "Without the mask, x_1 and x_2 are both functions of both noises ε_1 and ε_2.",
-        "The model is ε = (I − W) x with W = [[0, w], [w, 0]]; so x = M ε with M = (I − W)⁻¹ and "
+        "The model is ε = (I − W) x with W = [[0, w_V], [w_V, 0]]; so x = M ε with M = (I − W)⁻¹ and "
         "Cov(x) = σ² M Mᵀ.",
-        "M = inv(eye(2) - [[0, w], [w, 0]]); Var(x_1) = sigma**2 * (M @ M.T)[0, 0] and "
+        "M = inv(eye(2) - [[0, w_V], [w_V, 0]]); Var(x_1) = sigma**2 * (M @ M.T)[0, 0] and "
         "Cov(x_1, x_2) = sigma**2 * (M @ M.T)[0, 1].",
     ),
     "p5_01": (

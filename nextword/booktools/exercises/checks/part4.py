@@ -217,9 +217,9 @@ def check_ex_p4_03(X, W_Q, W_K) -> bool:
 
 
 def check_ex_p4_04(var_first_embedding: Callable, cov_first_second: Callable) -> bool:
-    """Exercise 04: ``var_first_embedding(w, sigma)`` = Var(x_1) and ``cov_first_second(w, sigma)`` = Cov(x_1, x_2)
-    under the length-2 non-causal model. Var(x_1) is even in w, so a sign slip ((I + W)⁻¹ for (I − W)⁻¹) gives
-    the right variance; the covariance, odd in w, shows it."""
+    """Exercise 04: ``var_first_embedding(w_V, sigma)`` = Var(x_1) and ``cov_first_second(w_V, sigma)`` = Cov(x_1, x_2)
+    under the length-2 non-causal model. Var(x_1) is even in w_V, so a sign slip ((I + W)⁻¹ for (I − W)⁻¹) gives
+    the right variance; the covariance, odd in w_V, shows it."""
     from nextword.theory.barrier import residual_jacobian
 
     def moments(w: float, sigma: float) -> tuple[np.ndarray, np.ndarray]:
@@ -234,8 +234,8 @@ def check_ex_p4_04(var_first_embedding: Callable, cov_first_second: Callable) ->
             J, cov = moments(w, sigma)
             expected = cov[0, 0]
             M = np.linalg.inv(J)
-            got = _call(var_first_embedding, f"var_first_embedding(w={w}, sigma={sigma})", w, sigma)
-            check_close(f"var_first_embedding(w={w}, sigma={sigma})", np.asarray(got, dtype=float), expected,
+            got = _call(var_first_embedding, f"var_first_embedding(w_V={w}, sigma={sigma})", w, sigma)
+            check_close(f"var_first_embedding(w_V={w}, sigma={sigma})", np.asarray(got, dtype=float), expected,
                         rtol=1e-8, atol=1e-12,
                         mistakes={"σ instead of σ²: the variance scales with the square of the noise level":
                                   expected / sigma,
@@ -244,19 +244,19 @@ def check_ex_p4_04(var_first_embedding: Callable, cov_first_second: Callable) ->
                                   sigma ** 2 * M[0, 0] ** 2,
                                   "J itself, not its inverse: ε = J x, so x = J⁻¹ ε and Cov(x) = σ² J⁻¹ J⁻ᵀ":
                                   sigma ** 2 * (J @ J.T)[0, 0]})
-    with r.check("Cov(x_1, x_2) of the length-2 non-causal model: its size, and its sign that follows w's"):
+    with r.check("Cov(x_1, x_2) of the length-2 non-causal model: its size, and its sign that follows w_V's"):
         # the smallest case with a sign first (w = 0 gives 0 for every sign), then w = 0, then σ = 0.5 before σ = 2:
         # at σ = 2 the slip σ for σ² gives half the answer, as the one-noise-term slip always does
         for w, sigma in (cases[1], cases[0], cases[3], cases[2]):
             J, cov = moments(w, sigma)
             expected = cov[0, 1]
             M = np.linalg.inv(J)
-            got = _call(cov_first_second, f"cov_first_second(w={w}, sigma={sigma})", w, sigma)
-            check_close(f"cov_first_second(w={w}, sigma={sigma})", np.asarray(got, dtype=float), expected,
+            got = _call(cov_first_second, f"cov_first_second(w_V={w}, sigma={sigma})", w, sigma)
+            check_close(f"cov_first_second(w_V={w}, sigma={sigma})", np.asarray(got, dtype=float), expected,
                         rtol=1e-8, atol=1e-12,
-                        mistakes={"the sign of w flipped — x = (I + W)⁻¹ε instead of (I − W)⁻¹ε (the residual is "
-                                  "ε̂ = x − W x): each position copies w times the other, so for w > 0 the two "
-                                  "move together and Cov(x_1, x_2) > 0. Var(x_1) is even in w and cannot show "
+                        mistakes={"the sign of w_V flipped — x = (I + W)⁻¹ε instead of (I − W)⁻¹ε (the residual is "
+                                  "ε̂ = x − W x): each position copies w_V times the other, so for w_V > 0 the two "
+                                  "move together and Cov(x_1, x_2) > 0. Var(x_1) is even in w_V and cannot show "
                                   "this slip": -expected,
                                   "the length-1 answer 0: without the mask x_1 and x_2 share both noise terms":
                                   0.0 * expected,
@@ -269,4 +269,4 @@ def check_ex_p4_04(var_first_embedding: Callable, cov_first_second: Callable) ->
                                   "J itself, not its inverse: ε = J x, so x = J⁻¹ ε and Cov(x) = σ² J⁻¹ J⁻ᵀ":
                                   sigma ** 2 * (J @ J.T)[0, 1]})
     return r.done("Var(x_1) and Cov(x_1, x_2) of the length-2 non-causal model match the change of variables for "
-                  "4 (w, σ); the covariance has the sign of w")
+                  "4 (w_V, σ); the covariance has the sign of w_V")
