@@ -155,10 +155,12 @@ def test_p5_04():
 
 
 def test_p5_04_exact_ties_pass_with_the_convention_named(capsys):
-    """leftex (readex2 left it): gates tied exactly at (1/2, 1/2) pass only by arg-max's tie-break to expert 0;
+    """leftex (readex2 left it): gates tied exactly at (1/2, 1/2) pass only by arg-max's tie-break to column 0;
     the ✓ says so (and the statement and hint), nearly tied gates get no such note."""
     assert check_ex_p5_04(np.array([[0.5, 0.5]] * 3 + [[0.0, 1.0]]))
     out = capsys.readouterr().out
     assert "3 of your rows are tied exactly" in out and "lower index" in out
+    # exg: page 5.3 numbers the experts from 1 (column 0 of the gates is expert 1), and so does the note
+    assert "expert 1 (column 0)" in out and "expert 2 (column 1)" in out and "expert 0" not in out
     assert check_ex_p5_04(np.array([[0.5 + 1e-9, 0.5 - 1e-9]] * 3 + [[0.0, 1.0]]))
     assert "tied exactly" not in capsys.readouterr().out

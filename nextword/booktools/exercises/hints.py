@@ -212,9 +212,9 @@ HINTS: dict[str, tuple[str, ...]] = {
     ),
     "p5_04": (
         "J_bal = Σ_z f_z P_z mixes hard dispatch fractions f with soft probabilities P.",
-        "Put some inputs almost exactly at (1/2, 1/2) — their argmax is expert 0 but they barely move P — and "
-        "others firmly on expert 1. Nudge them to (1/2 + tiny, 1/2 − tiny) rather than tie them exactly: an exact "
-        "tie goes to expert 0 only by arg-max's convention (the lower index), which a router need not share.",
+        "Put some inputs almost exactly at (1/2, 1/2) — their argmax is expert 1 (column 0) but they barely move "
+        "P — and others firmly on expert 2. Nudge them to (1/2 + tiny, 1/2 − tiny) rather than tie them exactly: an "
+        "exact tie goes to expert 1 only by arg-max's convention (the lower index), which a router need not share.",
         "rows (1/2 + tiny, 1/2 − tiny) for a fraction of the inputs, (0, 1) for the rest; tune the fraction.",
     ),
 }

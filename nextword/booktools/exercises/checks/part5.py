@@ -191,9 +191,9 @@ def check_ex_p5_04(gates: object) -> bool:
     if r.failures:
         return r.done("")
     ties = int(np.sum(g[:, 0] == g[:, 1]))
-    note = (f"\n  note: {ties} of your rows are tied exactly; they count for expert 0 only because arg-max breaks ties "
-            "to the lower index (numpy's and load_balancing_loss's convention). A router that broke them the other "
-            "way would count them for expert 1: (1/2 + δ, 1/2 − δ) with a small δ > 0 makes the point without the "
+    note = (f"\n  note: {ties} of your rows are tied exactly; they count for expert 1 (column 0) only because arg-max "
+            "breaks ties to the lower index (numpy's and load_balancing_loss's convention). A router that broke them "
+            "the other way would count them for expert 2 (column 1): (1/2 + δ, 1/2 − δ) with a small δ > 0 makes the point without the "
             "convention" if ties else "")
     return r.done(f"J_bal = {J:.4f} < 1/2 with marginal P = {np.round(P, 3)}: Eq. (22) is not minimised by a uniform "
                   f"marginal{note}")
