@@ -105,7 +105,7 @@ def test_p4_02_right_and_wrong():
         check_ex_p4_02(a_transposed)
 
 
-def _block(X, t, W_Q, W_K, W_V, *, swap=False, scale=1.0, scale_derivative=False, include_self=False):
+def _block(X, t, W_Q, W_K, W_V, *, swap=False, scale=1.0, scale_derivative=False, include_self=False, uncentred=False):
     if t == 0:
         return np.eye(X.shape[1])
     past = X[: t + 1] if include_self else X[:t]
@@ -113,6 +113,8 @@ def _block(X, t, W_Q, W_K, W_V, *, swap=False, scale=1.0, scale_derivative=False
     alpha = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
     v = past @ W_V.T
     cross = (alpha[:, None] * (v - alpha @ v)).T @ (past - alpha @ past)
+    if uncentred:
+        cross = (alpha[:, None] * v).T @ past
     return np.eye(X.shape[1]) - (scale if scale_derivative else 1.0) * (cross.T if swap else cross) @ (W_K.T @ W_Q)
 
 
@@ -122,6 +124,7 @@ def _block(X, t, W_Q, W_K, W_V, *, swap=False, scale=1.0, scale_derivative=False
         ({"swap": True}, "factors are swapped"),
         ({"scale": 2**-0.5}, "1/√d_k in the weights:"),
         ({"scale": 2**-0.5, "scale_derivative": True}, "1/√d_k in the weights and their derivative"),
+        ({"uncentred": True}, "the means are not subtracted"),  # exg: a student's slip, undiagnosed before
     ],
 )
 def test_p4_02_swapped_outer_product_and_sqrt_dk_named(kwargs, named):

@@ -105,10 +105,11 @@ def check_ex_p4_01(scalar_margins: Callable, support: Callable) -> bool:
 
 def _block_variant(X: np.ndarray, t: int, W_Q: np.ndarray, W_K: np.ndarray, W_V: np.ndarray, *,
                    transpose_A: bool = False, swap_cross: bool = False, logit_scale: float = 1.0,
-                   scale_derivative: bool = False, include_self: bool = False) -> np.ndarray:
+                   scale_derivative: bool = False, include_self: bool = False, uncentred: bool = False) -> np.ndarray:
     """I − Σ_s α_ts (v_s − v̄_t)(x_s − x̄_t)ᵀ A computed with a typical slip (diagnosis only): A = W_Kᵀ W_Q
     transposed, the outer product's factors swapped, logits scaled by ``logit_scale`` (1/√d_k) in the
-    weights only or in the weights and the derivative, or the sums over s ≤ t (``include_self``)."""
+    weights only or in the weights and the derivative, the sums over s ≤ t (``include_self``), or the second moment
+    Σ_s α_ts v_s x_sᵀ without the means (``uncentred``)."""
     from nextword.attention import softmax
 
     if t == 0:
@@ -117,6 +118,8 @@ def _block_variant(X: np.ndarray, t: int, W_Q: np.ndarray, W_K: np.ndarray, W_V:
     alpha = softmax(logit_scale * (past @ W_K.T) @ (W_Q @ X[t]))
     v = past @ W_V.T
     cross = (alpha[:, None] * (v - alpha @ v)).T @ (past - alpha @ past)
+    if uncentred:
+        cross = (alpha[:, None] * v).T @ past
     A = W_K.T @ W_Q
     return np.eye(X.shape[1]) - (logit_scale if scale_derivative else 1.0) * (cross.T if swap_cross else cross) @ (
         A.T if transpose_A else A)
@@ -150,7 +153,11 @@ def check_ex_p4_02(diagonal_block: Callable) -> bool:
                             _block_variant(X, t, W_Q, W_K, W_V, swap_cross=True),
                             "the sums run over s ≤ t (the token itself included): the strict causal attention "
                             "of Eq. (2) averages over the past s < t only":
-                            _block_variant(X, t, W_Q, W_K, W_V, include_self=True)}
+                            _block_variant(X, t, W_Q, W_K, W_V, include_self=True),
+                            "the means are not subtracted: Σ_s α_ts v_s x_sᵀ is a second moment; the softmax's "
+                            "derivative centres it, ∂α_ts/∂x_t = α_ts Aᵀ(x_s − x̄_t), so the block has the "
+                            "covariance (v_s − v̄_t)(x_s − x̄_t)ᵀ":
+                            _block_variant(X, t, W_Q, W_K, W_V, uncentred=True)}
                 for both, where in ((False, "in the weights"), (True, "in the weights and their derivative")):
                     mistakes[f"1/√d_k {where}: the logits here are q_tᵀ k_s with no 1/√d_k (Eqs. 2–4)"] = \
                         _block_variant(X, t, W_Q, W_K, W_V, logit_scale=1 / np.sqrt(dk), scale_derivative=both)
