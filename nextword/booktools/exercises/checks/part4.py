@@ -105,16 +105,21 @@ def check_ex_p4_01(scalar_margins: Callable, support: Callable) -> bool:
 
 def _block_variant(X: np.ndarray, t: int, W_Q: np.ndarray, W_K: np.ndarray, W_V: np.ndarray, *,
                    transpose_A: bool = False, swap_cross: bool = False, logit_scale: float = 1.0,
-                   scale_derivative: bool = False, include_self: bool = False, uncentred: bool = False) -> np.ndarray:
+                   scale_derivative: bool = False, include_self: bool = False, uncentred: bool = False,
+                   unmasked: str | None = None) -> np.ndarray:
     """I − Σ_s α_ts (v_s − v̄_t)(x_s − x̄_t)ᵀ A computed with a typical slip (diagnosis only): A = W_Kᵀ W_Q
     transposed, the outer product's factors swapped, logits scaled by ``logit_scale`` (1/√d_k) in the
     weights only or in the weights and the derivative, the sums over s ≤ t (``include_self``), or the second moment
-    Σ_s α_ts v_s x_sᵀ without the means (``uncentred``)."""
+    Σ_s α_ts v_s x_sᵀ without the means (``uncentred``), or no causal mask (``unmasked``: ``"all"`` positions, or
+    all ``"others"`` s ≠ t)."""
     from nextword.attention import softmax
 
-    if t == 0:
+    if unmasked is not None:
+        past = X if unmasked == "all" else np.delete(X, t, axis=0)
+    elif t == 0:
         return np.eye(X.shape[1])
-    past = X[:t + 1] if include_self else X[:t]
+    else:
+        past = X[:t + 1] if include_self else X[:t]
     alpha = softmax(logit_scale * (past @ W_K.T) @ (W_Q @ X[t]))
     v = past @ W_V.T
     cross = (alpha[:, None] * (v - alpha @ v)).T @ (past - alpha @ past)
@@ -157,7 +162,13 @@ def check_ex_p4_02(diagonal_block: Callable) -> bool:
                             "the means are not subtracted: Σ_s α_ts v_s x_sᵀ is a second moment; the softmax's "
                             "derivative centres it, ∂α_ts/∂x_t = α_ts Aᵀ(x_s − x̄_t), so the block has the "
                             "covariance (v_s − v̄_t)(x_s − x̄_t)ᵀ":
-                            _block_variant(X, t, W_Q, W_K, W_V, uncentred=True)}
+                            _block_variant(X, t, W_Q, W_K, W_V, uncentred=True),
+                            "no causal mask: the sums run over every position s (the future included); the strict "
+                            "causal attention of Eq. (2) averages over the past s < t only (at t = 0 over nothing: "
+                            "the block is I)": _block_variant(X, t, W_Q, W_K, W_V, unmasked="all"),
+                            "no causal mask: the sums run over every other position s ≠ t (the future included); "
+                            "the strict causal attention of Eq. (2) averages over the past s < t only (at t = 0 over "
+                            "nothing: the block is I)": _block_variant(X, t, W_Q, W_K, W_V, unmasked="others")}
                 for both, where in ((False, "in the weights"), (True, "in the weights and their derivative")):
                     mistakes[f"1/√d_k {where}: the logits here are q_tᵀ k_s with no 1/√d_k (Eqs. 2–4)"] = \
                         _block_variant(X, t, W_Q, W_K, W_V, logit_scale=1 / np.sqrt(dk), scale_derivative=both)
