@@ -269,8 +269,12 @@ assert sp.simplify(derivative - lam_symbol**20) == 0
 print(f"lambda = 0.9: 0.9^20 = {0.9**20:.4f};  lambda = 0.5: 0.5^20 = {0.5**20:.2e}")
 
 # %% [markdown]
-# A factor like $0.9^{20} \approx 0.12$ is the {term}`vanishing gradient`: a word 20 steps back barely
-# moves the prediction during training. With a state of $d$ numbers and $W_z=\lambda R$, where $R$ is a
+# A factor that shrinks geometrically with the distance, like $\lambda^{t-s}$, is the
+# {term}`vanishing gradient`. Over the 20 steps of the running example $0.9^{20} \approx 0.12$ is not
+# tiny yet (one attention layer's gradient 20 words back is of the same size, Figure 6.1.3 below), but
+# every further step multiplies it by $0.9$ again, and a smaller $\lambda$ is far worse:
+# $0.5^{20}\approx10^{-6}$ (printed above), and a word that far back barely moves the prediction during
+# training. With a state of $d$ numbers and $W_z=\lambda R$, where $R$ is a
 # random rotation (an orthogonal matrix, which changes no length), every step shrinks the Jacobian by
 # exactly $\lambda$; with tanh, $|f'|\le1$ only shrinks it further. We measure the size of each
 # Jacobian by its {term}`spectral norm` (its largest singular value) for a 16-dimensional state, over
@@ -510,8 +514,11 @@ plt.show()
 # train a {term}`GRU` language model (a gated recurrent network with a state of 32 numbers) and a
 # small transformer (`TinyLM`, width 32: 2 layers, each with the attention of
 # [6.2](6_2_attention_mechanism.ipynb) split into 2 heads ([6.4](6_4_multi_head.ipynb)) and a
-# feed-forward part ([6.6](6_6_context_representation.ipynb))) on a {term}`copy task`: the sequence $x[1],\dots,x[n]$, a separator, then $x[1],\dots,x[n]$
-# again, with the loss counted on the copied half only. Here is the data, for $n=16$:
+# feed-forward part ([6.6](6_6_context_representation.ipynb)); a learned vector for each position is
+# added to each symbol's vector, so that attention can tell the positions apart,
+# [6.5](6_5_positional_encoding.ipynb)) on a {term}`copy task`: the sequence $x[1],\dots,x[n]$, a
+# separator, then $x[1],\dots,x[n]$ again, with the loss counted on the copied half only. Here is the
+# data, for $n=16$:
 
 # %%
 L = 16
@@ -613,12 +620,13 @@ plt.show()
 # sequences. In a copy task every symbol is needed $n$ steps after it was read, so the GRU must hold
 # all $n$ symbols in its 32 numbers at once: see its recall flat across positions, well above chance
 # ($1/8$) and well below 1 — no position is kept whole. The transformer keeps one vector per position,
-# so it can attend back to the symbol it must copy, and it copies everything.
+# and each carries its position's learned vector, so it can attend back to the symbol it must copy, and it
+# copies everything.
 #
 # ## Key takeaways
 #
-# - A recurrent network reaches word $s$ from the prediction at word $T$ through $T-s+1$ arrows; one
-#   attention layer reaches every earlier word through exactly 1.
+# - From word $s$ to the state that predicts word $T+1$, a recurrent network has $T-s+1$ arrows; one
+#   attention layer reaches every word $s\le T$ through exactly 1.
 # - A recurrent layer has sequential depth $T$ (its steps must run one after another); an attention
 #   layer has depth 1, so all positions can be computed in parallel.
 # - Through a linear recurrence a gradient is multiplied by $\lambda$ per step ($\lambda^{t-s}$ over

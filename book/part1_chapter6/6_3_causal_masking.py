@@ -260,7 +260,8 @@ plt.show()
 # they score different stretches of the test text: both read windows of the same length, but the
 # training-style windows overlap by one symbol and the generation-style ones do not, so the windows
 # start at different places; on one and the same window the two passes give the same predictions, as
-# the last section of the lesson, on training and generation, measures.
+# the last section of the lesson,
+# [on training and generation](#training-and-generation-compute-the-same-thing-figs-616617), measures.
 #
 # The unmasked model has learned "look one position ahead and copy". Its prediction at position $t$
 # is a function of $w[t+1]$, not a model of $P(w[t+1]\mid w[1..t])$. At generation time position $t$
@@ -571,8 +572,9 @@ assert np.all(np.triu(head_weights, 1) == 0)
 #
 # - Teacher forcing trains every position at once on a sentence it can see whole; without a rule,
 #   attention lets position $t$ read the answer $w[t+1]$.
-# - A model trained that way scores below the entropy rate in training and worse than a uniform
-#   guess in generation: it learned to copy, not to predict.
+# - A model trained that way, scored the way it was trained, goes far below the entropy rate even on
+#   held-out text, and it is worse than a uniform guess when it has to generate: it learned to copy,
+#   not to predict.
 # - The causal mask adds $-\infty$ to the scores of every later position, so their weights and their
 #   gradients are exactly 0; each row still sums to 1 over positions $1..i$.
 # - With the mask, one training pass gives exactly the predictions that word-by-word generation
@@ -686,7 +688,7 @@ assert len(RUNNING_EXAMPLE) == 21
 # | …and this does not survive generation | prefix-only loss worse than uniform; generated text degenerate (pair and triple statistics far from the source) |
 # | the running example under the mask (Fig. 6.15) | the blank's query sees every earlier word and not the blank; 21 context words, not 22 (erratum) |
 # | training and generation are consistent with the mask (Figs. 6.16–6.17) | full pass = prefix pass to $10^{-5}$, = KV cache to $10^{-10}$; the weights are zero above the diagonal |
-# | row $i$ has $i$ entries, yet "position 2 can attend only to position 1", …, position $T$ to its $T-1$ predecessors (text of Fig. 6.16) | the first holds: row $i$ sees positions $1..i$, itself included; the list is off by one (erratum) |
+# | row $i$ has $i$ entries, yet "position 2 can attend only to position 1", …, position $T$ to its $T-1$ predecessors (text of Fig. 6.16) | the first holds: row $i$ sees positions $1..i$, itself included; the list counts the words before position $i$ (those that predict it), not row $i$'s entries (erratum) |
 #
 # ## Reproducibility
 #

@@ -91,7 +91,7 @@ FULL = os.environ.get("FULL", "0") == "1"
 # and $h=2$ {term}`heads <attention head>` of width
 # $d_k=d_{\text{model}}/h=2$. The matrices $W^Q, W^K, W^V$ are
 # $4\times4$; head 1 owns their first two columns, head 2 the last two. Each head is exactly the
-# attention of §6.2 (with the causal mask of §6.3) on its own columns. First the queries, keys and
+# attention of [6.2](6_2_attention_mechanism.ipynb) (with the causal mask of [6.3](6_3_causal_masking.ipynb)) on its own columns. First the queries, keys and
 # values of the whole layer, $Q=XW^Q$, $K=XW^K$, $V=XW^V$:
 
 # %%
@@ -146,7 +146,7 @@ assert np.allclose(np.round(weights, 2), [0.07, 0.62, 0.31])
 assert np.allclose(np.round(output, 2), [0.07, -0.93])
 
 # %% [markdown]
-# Now every head and every word: one loop over the heads, and inside it the loop of §6.2 over the
+# Now every head and every word: one loop over the heads, and inside it the loop of [6.2](6_2_attention_mechanism.ipynb) over the
 # words. (Python counts from 0: the index `m` is head $m+1$ and the index `i` is word $i+1$; the text
 # and the printed lines count from 1.)
 
@@ -201,8 +201,8 @@ assert outline == ["#0072b2", "#d55e00"]
 
 # %% [markdown]
 # **Figure 6.4.1.** Multi-head attention on the tiny example, drawn from its numbers. Follow one head:
-# it takes its own block of columns of $Q$, $K$, $V$ (outlined in blue for head 1, vermilion for
-# head 2), runs the attention of §6.2 on them and returns a $3\times2$ block; the blocks are
+# it takes its own block of columns of $Q$ (outlined in blue for head 1, vermilion for head 2; $K$ and
+# $V$, not drawn, are split the same way), runs the attention of [6.2](6_2_attention_mechanism.ipynb) on them and returns a $3\times2$ block; the blocks are
 # concatenated back to width 4, and $W^O$ mixes them into the output. Cell colours: red positive,
 # blue negative.
 #
@@ -239,7 +239,7 @@ assert np.allclose(all_weights[0, 2], code_weights[0]) and np.allclose(all_weigh
 # \mathrm{MHA}(X)=\mathrm{Concat}(\mathrm{head}_1,\dots,\mathrm{head}_h)\,W^O.$$
 #
 # This is {term}`multi-head attention`. Inside each head, the scores are divided by
-# $\sqrt{d_k}$ — the $\sqrt{d_k}$ of §6.2, where $d_k$ is now one head's width, since one head's
+# $\sqrt{d_k}$ — the $\sqrt{d_k}$ of [6.2](6_2_attention_mechanism.ipynb), where $d_k$ is now one head's width, since one head's
 # dot product adds up $d_k$ products (the chapter's choice differs:
 # [checked below](#checking-the-paper)). The same rebuild at a realistic size: $T=10$ words through
 # an 8-head layer of width 512.
@@ -746,7 +746,7 @@ for seed, (single_costs, _) in costs.items():
 # ## Key takeaways
 #
 # - Multi-head attention splits the query, key and value columns into $h$ blocks of
-#   width $d_k=d_{\text{model}}/h$, runs the attention of §6.2 on each
+#   width $d_k=d_{\text{model}}/h$, runs the attention of [6.2](6_2_attention_mechanism.ipynb) on each
 #   block, concatenates the results and mixes them with $W^O$.
 # - A layer costs $4d_{\text{model}}^2$ attention parameters whatever the number of heads.
 # - Different heads can look at different words for the same query: one layer, several dependencies.
@@ -791,8 +791,9 @@ for seed, (single_costs, _) in costs.items():
 #
 #    ```{dropdown} Answer
 #    Which head number takes which job depends on the random initial weights. "The head whose
-#    removal breaks agreement looks at the subject" holds for every model that learned the
-#    agreement; "head 2 is" does not.
+#    removal breaks agreement looks at the subject" held in each of the three models kept (3/3,
+#    printed and asserted), whatever its number; "head 2 is" is a statement about one run: the
+#    subject head's number is printed for each model above, and the page asserts nothing about it.
 #    ```
 
 # %% tags=["hide-cell"]

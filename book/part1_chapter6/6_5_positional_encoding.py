@@ -303,8 +303,10 @@ assert rel_err < 0.01  # Figure 6.5.3: the measured wavelengths follow the formu
 assert np.all(np.diff(list(measured.values())) > 0)  # Figure 6.5.2: the wavelength grows with the coordinate
 
 # %% [markdown]
-# **Figure 6.5.3** (what Fig. 6.25 shows as a surface). The wavelength of each pair on a logarithmic
-# axis: the line is the formula, the dots are measured from the table. See the straight line: each pair
+# **Figure 6.5.3** (the claim of Fig. 6.25's caption, measured; Fig. 6.25 itself draws the table's values
+# as a 3-D surface). The wavelength of each pair on a logarithmic
+# axis: the line is the formula, the dots are measured from the table (only for the 54 pairs that make at
+# least 1.5 turns in the 20,000 positions; the slower pairs get none). See the straight line: each pair
 # turns slower than the one before by the same factor, from $2\pi$ for pair 0 upwards. (Fig. 6.25's
 # caption states the opposite direction: a slip, [checked below](#checking-the-paper).)
 #
@@ -350,7 +352,7 @@ assert sp.simplify(M.T * M) == sp.eye(2)
 R5 = sinusoidal_shift_matrix(5, d_fig)  # (d_model, d_model), block-diagonal
 PE_more = sinusoidal_encoding(T_fig + 5, d_fig)
 shift_err = np.max(np.abs(PE_more[:T_fig] @ R5.T - PE_more[5:]))
-print(f"all 128 dimensions, shift 5: max |R_5 PE(t) - PE(t+5)| over t = 0..50 {small(shift_err)}")
+print(f"all 128 dimensions, shift 5: max |PE(t) R_5^T - PE(t+5)| over t = 0..50 {small(shift_err)}")
 assert shift_err < 1e-12
 
 # %% [markdown]
@@ -656,7 +658,7 @@ assert rope_near[0] > 0.5 and rope_near[1] < 0.25
 # ### The same measurement over four seeds
 #
 # One seed could be luck. The four models were also trained with seeds 0–3 (the settings above, by
-# `fig628_seed`; a saved run, see Reproducibility), and the two mean losses per model stored. We read
+# `fig628_seed`; a saved run, see [Reproducibility](#reproducibility)), and the two mean losses per model stored. We read
 # them and check every statement above on every seed.
 
 # %%

@@ -173,7 +173,9 @@ for pre_norm in (True, False):
 # %% [markdown]
 # The chapter's displayed formula for one layer is neither of the two: its second skip connection adds
 # the block's input $r^{(\ell)}$ instead of $u$, so the attention output stays off the
-# stream and reaches the next layer only through the FFN ([checked below](#checking-the-paper)). This page follows Fig. 6.29.
+# stream and reaches the next layer only through the FFN ([checked below](#checking-the-paper)). This page's
+# hand-built blocks follow Fig. 6.29 (post-norm); the models it trains below are pre-norm, the library's
+# default for `TinyLM`.
 #
 # ## The decoder-only stack
 #
@@ -315,29 +317,41 @@ assert kept["transformer"] == T_grid * kept["RNN"]
 #
 # So attention costs $8Td^2+4T^2d$ FLOPs ($4Td^2+2T^2d$ multiply-adds) with {term}`sequential depth` 1
 # (the number of steps that must run one after another: all $T$ positions are computed at once), and
-# the $T^2$ term takes over beyond $T=2d$. A recurrent layer ($z[t]=\tanh(x[t]W_x+z[t-1]W_z)$) costs about
-# $4Td^2$ FLOPs, two $d\times d$ products per step, but in $T$ steps one after another.
+# the $T^2$ term takes over beyond $T=2d$. That is the attention sub-layer alone. The block's
+# feed-forward network adds two more products, $(T\times d)(d\times d_{ff})$ and
+# $(T\times d_{ff})(d_{ff}\times d)$: $4Td\,d_{ff}=16Td^2$ FLOPs at $d_{ff}=4d$, linear in $T$. A whole
+# block costs $24Td^2+4T^2d$, and there the $T^2$ term takes over only beyond $T=6d$.
+# A recurrent layer ($z[t]=\tanh(x[t]W_x+z[t-1]W_z)$) costs about
+# $4Td^2$ FLOPs, two products of a $d$-vector with a $d\times d$ matrix per step, but in $T$ steps one after another.
 # [Exercise 11](../../exercises/part1_chapter6/ex11_complexity.ipynb) asks for the exact counts, forward
 # and backward. Here torch's FLOP counter counts the operations of the library's torch attention
-# sub-layer and must agree with the formula:
+# sub-layer, and of the whole block, and must agree with the formulas:
 
 # %%
-def attention_flops(T: int, d: int) -> int:
-    """FLOPs of one attention sub-layer of a TinyLM block (2 heads) on T positions, by torch."""
+def attention_flops(T: int, d: int, whole_block: bool = False) -> int:
+    """FLOPs of one attention sub-layer of a TinyLM block (2 heads) on T positions, by torch;
+    with `whole_block`, of the whole block (attention and the FFN, d_ff = 4d)."""
     model = TinyLM(LMConfig(vocab_size=5, d_model=d, num_heads=2, num_layers=1, max_len=T), seed=0)
     x = torch.randn(1, T, d, generator=torch.Generator().manual_seed(0))  # (batch, T, d_model)
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        model.blocks[0].attention(x, None, None)
+        if whole_block:
+            model.blocks[0](x, None, None)
+        else:
+            model.blocks[0].attention(x, None, None)
     return counter.get_total_flops()
 
 
 for T_count, d_count in ((8, 16), (64, 16), (32, 64)):
     counted = attention_flops(T_count, d_count)
     formula = 8 * T_count * d_count**2 + 4 * T_count**2 * d_count
+    counted_block = attention_flops(T_count, d_count, whole_block=True)
+    formula_block = 24 * T_count * d_count**2 + 4 * T_count**2 * d_count
     print(f"T = {T_count:3d}, d = {d_count}: counted {counted:8d} FLOPs; "
-          f"8Td^2 + 4T^2d = {formula:8d}; multiply-adds = {counted // 2}")
+          f"8Td^2 + 4T^2d = {formula:8d}; multiply-adds = {counted // 2}; "
+          f"whole block {counted_block:8d} = 24Td^2 + 4T^2d = {formula_block:8d}")
     # FLOPs (two per multiply-add), the unit of Exercise 11's solution and checker
     assert counted == formula
+    assert counted_block == formula_block  # the FFN adds 16Td^2 (d_ff = 4d)
 
 # %%
 lengths = np.array([16, 32, 64, 128, 256, 512, 1024, 2048])
@@ -353,17 +367,22 @@ ax.loglog(lengths, rnn_flops, "-", color="gray", label="RNN, about $4Td^2$ (in T
 ax.axvline(2 * d_plot, color="k", lw=0.8)
 ax.text(2 * d_plot * 1.08, projection_flops[0], "T = 2d", fontsize=8)
 ax.set_xlabel("sequence length T")
-ax.set_ylabel("FLOPs per layer (forward)")
+ax.set_ylabel("FLOPs, one attention sub-layer (forward)")
 ax.legend(fontsize=8)
 plt.show()
 crossover = lengths[np.argmax(score_flops > projection_flops)]
 print(f"d = {d_plot}: the T^2 term exceeds the projections from T = {crossover} on "
       f"(2d = {2 * d_plot}, where they are equal)")
 assert crossover == 4 * d_plot  # the first length of the grid beyond T = 2d
+block_crossover = next(T for T in range(1, 5000) if 4 * T**2 * d_plot > 24 * T * d_plot**2)
+print(f"a whole block (with the FFN's 16Td^2): the T^2 term exceeds its linear terms from T = {block_crossover} "
+      f"on (6d = {6 * d_plot}, where they are equal)")
+assert block_crossover == 6 * d_plot + 1
 
 # %% [markdown]
-# **Figure 6.6.3.** FLOPs of one layer against the length $T$ at $d=64$, on log-log axes (a straight line
-# of slope 1 is linear growth, slope 2 quadratic). See the attention curve bend from slope 1 to slope 2
+# **Figure 6.6.3.** FLOPs of one attention sub-layer against the length $T$ at $d=64$, on log-log axes (a
+# straight line of slope 1 is linear growth, slope 2 quadratic); the block's FFN, linear in $T$, is not
+# drawn. See the attention curve bend from slope 1 to slope 2
 # at $T=2d$, where the score term overtakes the projections; the RNN stays linear but must run its $T$
 # steps one after another.
 #
@@ -384,7 +403,7 @@ for row in re_train[:3]:
     print(" ".join(src.vocab[t] for t in row))
 
 # %% [markdown]
-# A 2-layer, 2-head `TinyLM` of width 16 is trained for 300 steps with `train_lm` (the loop written out
+# A 2-layer, 2-head, pre-norm `TinyLM` of width 16 is trained for 300 steps with `train_lm` (the loop written out
 # in [6.4](6_4_multi_head.ipynb)), from three seeds. For each layer we average, over heads and test
 # sentences, the weights of the last context word (word 21, whose vector predicts the blank) over words
 # 1–21. Beside it, the exact {term}`mutual information` $\mathrm{I}(\text{word}_j;\text{blank})$ of the source:
@@ -491,8 +510,9 @@ plt.show()
 #   (pre-norm) or on the stream after each addition (post-norm, the chapter's Fig. 6.29).
 # - A transformer keeps a vector per position and layer — $T\,d_{\text{model}}$ numbers, or
 #   $2T\,d_{\text{model}}$ in its KV cache — where an RNN keeps one.
-# - One attention layer costs $8Td^2+4T^2d$ FLOPs (half as many multiply-adds) in one parallel step; the
-#   $T^2$ term dominates beyond $T=2d$, while an RNN's about $4Td^2$ FLOPs run in $T$ sequential steps.
+# - One attention sub-layer costs $8Td^2+4T^2d$ FLOPs (half as many multiply-adds) in one parallel step;
+#   its $T^2$ term dominates beyond $T=2d$ (a whole block's, with the FFN, beyond $T=6d$), while an RNN's
+#   about $4Td^2$ FLOPs run in $T$ sequential steps.
 # - In a trained two-layer model the last position reads the most informative earlier word directly;
 #   which layer does it, and whether the weaker cues have been learned yet, changes from seed to seed.
 #

@@ -342,8 +342,9 @@ plt.show()
 #   little or nothing out of it: on the fillers it predicts about as a reader of its own token alone
 #   would, not as a reader of word order.
 # - **(c) single head.** Reading the same projections as one full-width head (its scores are the
-#   four heads' dot products summed and divided by $\sqrt{32}$, half the sum of the four heads' scores,
-#   as in the tiny example) destroys the heads' separate patterns; both the agreement and
+#   four heads' dot products summed and divided by $\sqrt{32}=2\sqrt8$, so half the sum of the four heads'
+#   scores; in the tiny example, two heads of width 2 read as one of width 4, the factor was $1/\sqrt2$)
+#   destroys the heads' separate patterns; both the agreement and
 #   the fillers suffer. Whether a model *trained* with one head can do the job is another question,
 #   which the longer run of [Reproducibility](#reproducibility) adds (see Checking the paper).
 # - **(d) residual connections.** Removing them from the trained model is destructive: the model does
@@ -382,7 +383,8 @@ plt.show()
 #    ```{dropdown} Answer
 #    With teacher forcing, each position can read the next token, which is the answer it is asked to
 #    predict; the low loss measures copying. At generation the next token does not exist yet, and the
-#    honest loss is worse than a uniform guess (the ablation above).
+#    honest loss at the filler positions is worse than a uniform guess (asserted in the ablation above;
+#    Figure 6.8.1 shows this run's loss at the agreement positions too).
 #    ```
 #
 # 3. Retrained without positional encoding, the model still predicts the agreement form after the

@@ -130,15 +130,17 @@
 #   [4.3](03_matrix_margin.ipynb).
 # - **Including the current token** (App. A, Eqs. 48–54) also changes the key, a path the paper's
 #   derivative leaves out. Shown in [4.3](03_matrix_margin.ipynb).
-# - **Figure 3.2's peak heights** cannot all be reproduced by any one noise scale; the margin factors
-#   and Figure 3.3's exclusion count are confirmed. Shown in [4.2](02_scalar_margin.ipynb).
+# - **Figure 3.2's peak heights** cannot all be reproduced by any one noise scale, and in its panel (c)
+#   the peak does not keep falling as the coupling grows, although the spread does keep growing; the
+#   margin factors and Figure 3.3's exclusion count are confirmed. Shown in [4.2](02_scalar_margin.ipynb).
 # - **Local invertibility is not enough for a density** (§5.1, Theorem 2, Assumption A2). Past a fold
 #   the one-step conditional integrates to more than 1, so Theorem 2 needs a globally invertible
 #   layer. Shown in [4.2](02_scalar_margin.ipynb).
 # - **The trained penalty goes the other way** (§3.4, §7.1, §7.4). Training with the margin penalty
-#   drives the coupling negative and moves the layer away from the boundary where it stops being
-#   invertible, instead of holding it just in front of it: on the windows 4.7 measures, no position
-#   comes below $\lvert\det\rvert=1$. (With vectors a negative coupling alone does not guarantee this,
+#   drives the {term}`coupling` (how strongly a token's query and an earlier token's key multiply in
+#   their score) negative and moves the layer away from the boundary where it stops being invertible,
+#   instead of holding it just in front of it: on the windows 4.7 measures, no position's margin (the
+#   $\lvert\det\rvert$ of [4.3](03_matrix_margin.ipynb)) comes below 1. (With vectors a negative coupling alone does not guarantee this,
 #   as [4.6](06_support_tokens_trained.ipynb) shows; it is measured.) There the term rewards a wider
 #   spread of the attended embeddings (the attention weights themselves become more concentrated).
 #   Shown in [4.7](barrier_training.ipynb).

@@ -352,7 +352,8 @@ assert abs(integral - 1) < 1e-8
 
 # %% [markdown]
 # With $a\,w_V<0$ the margins are all at least 1, the residual map is increasing and onto,
-# and the density integrates to 1 to ten digits. With a strong positive coupling the map can fold,
+# and the density integrates to 1 to ten digits. With a strong positive $a\,w_V$ (a strong positive
+# coupling with values equal to the tokens, say) the map can fold,
 # and then the same formula is not a density: [4.2](02_scalar_margin.ipynb) shows where and why.
 #
 # ## Key takeaways

@@ -22,7 +22,7 @@
 # After this page you can
 # - compute the margin $m_t=1-a\,\mathrm{Var}_t$ of every position of a short scalar sequence by hand,
 #   and name its support tokens;
-# - explain why the embeddings have a density only while the margin stays positive, and what goes
+# - explain why the embeddings have a density while every margin stays positive, and what goes
 #   wrong at and past $m_t=0$;
 # - predict from the sign of the coupling $a$ whether a degeneracy boundary exists, and which
 #   sequences (a dispersed past, attention split across it) come close to it;
@@ -135,7 +135,7 @@ for t in range(1, len(tokens) + 1):
 # %% [markdown]
 # Now the question of the page: if the token $x_3$ moves a little, how much does its residual move?
 # If $\mu_3$ did not depend on $x_3$, the answer would be "exactly as much" (slope 1). But $x_3$ is
-# also the query: moving it tilts the weights towards $x_2=2$ (for $a>0$), which pulls the mean up
+# also the query: raising it tilts the weights towards $x_2=2$ (for $a>0$), which pulls the mean up
 # and the residual down. Nudge $x_3$ by $\pm0.001$ and measure the slope:
 
 # %%
@@ -184,7 +184,7 @@ assert residual_at_position_3(0.5, 1.5) < residual_at_position_3(-0.5, 1.5)  # r
 # rise for very large or very small $x_3$ (there the weights stop changing), the map goes up, turns
 # back, and goes up again — it folds. The next section shows what a fold does to the density.
 #
-# ## Why a zero margin breaks the density
+# ## Why a negative margin breaks the density
 #
 # With the past fixed, the density that the change of variables of [4.1](01_latent_noise_view.ipynb)
 # gives the last token is
@@ -237,18 +237,22 @@ def conditional_density(coupling, sigma=1.0, x3_values=x3_grid):
 
 
 print(f"grid step {grid_step:.3f} on [{x3_grid[0]:.0f}, {x3_grid[-1]:.0f}]")
-for a in (0.5, 1.5):
+for a in (0.5, 1.0, 1.5):
     integral = conditional_density(a).sum() * grid_step
     print(f"a = {a}: integral of p(x_3 | x_1, x_2) over x_3 = {integral:.4f}")
 print(f"excess probability at a = 1.5: {integral - 1:.1%}")
 assert abs(conditional_density(0.5).sum() * grid_step - 1) < 1e-8
+assert abs(conditional_density(1.0).sum() * grid_step - 1) < 1e-8  # margin touches 0 at x_3 = 0 only
 assert conditional_density(1.5).sum() * grid_step > 1.01
 
 # %% [markdown]
 # With a positive margin everywhere the formula is a density (integral 1 to eight digits); with a
-# fold it is not (about 13% too much probability, as printed). That is why the margin matters: **while every
-# margin is positive, the layer defines a proper probability model of its embeddings; at a zero
-# margin the map stops being invertible, and past it the model is no longer a density.** A margin
+# fold it is not (about 13% too much probability, as printed). In between, $a=1$ (the middle row of the
+# table above) has $m_3=0$ at the single token $x_3=0$: the map still rises, only with slope 0 at that
+# point, and the formula is still a density. That is why the margin matters: **while every margin is
+# positive, the layer defines a proper probability model of its embeddings; where a margin reaches 0
+# the inverse map's slope becomes infinite, and once margins turn negative the map folds and the model
+# is no longer a density.** A margin
 # close to 0 also means a tiny change of noise moves the token a lot (the inverse map's slope is
 # $1/m_t$): the layer is close to unstable there.
 #
@@ -408,7 +412,9 @@ assert np.allclose(boundary[:, 0] * boundary[:, 1], 1.0)
 # variance (horizontal) and coupling (vertical); blue is positive, red negative, white zero (the
 # colour scale is centred on zero). The black curve $a\,\mathrm{Var}=1$ is the degeneracy boundary;
 # it exists only above the line $a=0$. A position is a point in this plane, its margin the colour
-# there; a sequence is a set of points, and its support tokens are the points closest to the red.
+# there; a sequence is a set of points on one horizontal line (one coupling), and its support tokens are
+# the points with the smallest margin: for $a>0$ the ones furthest right, closest to the red; for $a<0$,
+# where there is no red to approach, the ones furthest left, the least dispersed.
 #
 # The sign also shapes the density itself. Back to the last token after $x_1=0$, $x_2=2$ (the
 # setting of the paper's Figure 3.2, with $\sigma=1$): here $\mathrm{Var}_3=4\alpha(1-\alpha)\le1$,
@@ -423,8 +429,9 @@ window_sequences = np.stack([np.zeros_like(x3_window), np.full_like(x3_window, 2
 for a, (colour, label) in styles.items():
     axes[0].plot(x3_window, conditional_density(a, x3_values=x3_window), color=colour, label=label)
     axes[1].plot(x3_window, scalar_margin(window_sequences, a=a)[:, 2], color=colour, label=label)
-for a in (-0.55, -0.35, 0.0, 0.35, 0.55):
-    axes[2].plot(x3_window, conditional_density(a, x3_values=x3_window), label=f"a = {a:+.2f}")
+sweep_colours = {-0.55: "C0", -0.35: "C2", 0.0: "k", 0.35: "C3", 0.55: "C1"}  # as in (a): a < 0 green/blue, a > 0 orange/vermilion
+for a, colour in sweep_colours.items():
+    axes[2].plot(x3_window, conditional_density(a, x3_values=x3_window), color=colour, label=f"a = {a:+.2f}")
 axes[0].set_title(r"(a) $p(x_3\mid x_1=0,\ x_2=2)$")
 axes[1].set_title(r"(b) margin $m_3 = 1 - a\,\mathrm{Var}_3$")
 axes[2].set_title("(c) sweep over the coupling a")
@@ -447,15 +454,19 @@ assert abs(x3_window[np.argmax(np.abs(factor_drawn - 1))]) < 0.01   # Figure 4.2
 # lowers and broadens the peak (the margin factor in (b) is below 1, down to $0.75$ for $a=+0.25$);
 # negative coupling sharpens it (factor up to $1.25$ for $a=-0.25$). The factor is furthest from 1
 # at $x_3=0$, where the weights on $x_1$ and $x_2$ are equal and the variance is largest. Panel (c)
-# draws the density of (a) for five couplings from $-0.55$ to $+0.55$.
+# draws the density of (a) for five couplings from $-0.55$ to $+0.55$. In every panel black is $a=0$,
+# bluish green and blue are negative couplings, orange and vermilion positive ones. In (c) the spread
+# grows steadily with $a$, but the peak height does not keep falling
+# ([checked below](#checking-the-paper)).
 #
 # ## Key takeaways
 #
 # - In $d=1$ the residual map's slope at position $t$ is the margin $m_t=1-a\,\mathrm{Var}_t$: the
 #   current token steers its own attention weights, so its residual moves less (for $a>0$) than the
 #   token itself.
-# - The embeddings have a density only while the residual map is invertible; a zero margin is where
-#   it stops, and a negative one folds the map so that the density formula no longer integrates to 1.
+# - The embeddings have a density while the residual map is invertible; a zero margin is the edge (the
+#   inverse map's slope is infinite there), and a negative one folds the map so that the density
+#   formula no longer integrates to 1.
 # - A margin shrinks when the past is dispersed *and* attention is split across it; the positions
 #   with the smallest margin are the support tokens, and they set the sequence margin.
 # - For $a>0$ the boundary $a\,\mathrm{Var}_t=1$ is real and $\sum_t \log m_t$ acts as a log-barrier
@@ -611,7 +622,33 @@ print(f"sigma matching the baseline 0.38: {sigma_fit:.4f}; peaks then "
 # $1/\sqrt{2\pi}\approx0.399$ at $\sigma=1$, not $0.38$; and $0.310$/$0.495$ replace $0.32$/$0.52$.
 # No single $\sigma$ reproduces all three printed values (with the $\sigma$ that gives 0.38 the other
 # two become 0.295 and 0.471, as printed above). The qualitative claims — flatter for $a>0$, sharper
-# for $a<0$ — hold. Recorded in `book/ERRATA.md`.
+# for $a<0$ — hold at $a=\pm0.25$. Recorded in `book/ERRATA.md`.
+#
+# ### Figure 3.2(c): does a larger positive coupling flatten the density further?
+#
+# The paper's caption of panel (c) says that "larger positive coupling progressively flattens the
+# density, whereas larger negative coupling progressively sharpens it". The peak height and the standard
+# deviation of the five densities of Figure 4.2.4(c), on the wide grid:
+
+# %% tags=["hide-cell"]
+sweep_peaks, sweep_spreads = [], []
+for a in (-0.55, -0.35, 0.0, 0.35, 0.55):
+    density = conditional_density(a)  # on x3_grid, [-14, 16]
+    mean = (density * x3_grid).sum() / density.sum()
+    sweep_spreads.append(np.sqrt((density * (x3_grid - mean) ** 2).sum() / density.sum()))
+    sweep_peaks.append(density.max())
+    print(f"a = {a:+.2f}: peak {sweep_peaks[-1]:.3f}, standard deviation {sweep_spreads[-1]:.3f}")
+assert np.all(np.diff(sweep_spreads) > 0)  # the spread grows with the coupling at every step
+assert np.all(np.diff(sweep_peaks[:4]) < 0)  # the peak falls from a = -0.55 to +0.35 ...
+assert sweep_peaks[4] > sweep_peaks[3]  # ... and rises again at +0.55
+
+# %% [markdown]
+# The spread grows with the coupling at every step, so in that sense the density does flatten
+# progressively. The peak height does not fall all the way: the curve for $a=+0.55$ peaks higher than
+# the one for $+0.35$ (0.314 against 0.295, printed above). At $a=+0.55$ the density piles up in a mode
+# near $x_3=2$, where the weights settle on $x_2$ and the margin factor climbs back towards 1, with a
+# shoulder on the left. Read as "the peak keeps falling", the caption fails between $+0.35$ and $+0.55$.
+# Recorded in `book/ERRATA.md` (row "Fig. 3.2 caption and §3.4 text").
 #
 # ### Does the induced conditional density integrate to 1?
 #
@@ -680,8 +717,8 @@ assert results[-0.2][3].sum() == 0
 
 # %% [markdown]
 # The exclusion probability from $10^6$ sequences (5 independent batches of $2\cdot10^5$, a standard error of about
-# $4\cdot10^{-4}$); one batch alone has a standard error of $8\cdot10^{-4}$, too coarse to pin the expected count to a few
-# sequences:
+# $3.6\cdot10^{-4}$, under 2 of the 4000 sequences); one batch alone has a standard error of about $8\cdot10^{-4}$,
+# about 3 sequences in 4000, $\sqrt5$ times the pooled one (both printed below):
 
 # %% tags=["hide-cell"]
 rng_big = np.random.default_rng(1)
@@ -692,8 +729,12 @@ for _ in range(5):
     n_drawn += batch.shape[0]
 p_excluded = n_excluded / n_drawn
 standard_error = np.sqrt(p_excluded * (1 - p_excluded) / n_drawn)
-assert 3e-4 < standard_error < 4.5e-4 and 4000 * standard_error < 2  # the prose: about 4e-4, about one sequence
-assert 7e-4 < np.sqrt(5) * standard_error < 9e-4  # one batch of 2e5 alone: about 8e-4 (the prose)
+print(f"standard error of P(excluded): pooled {produced(1e4 * standard_error, '.1f')} x 10^-4 "
+      f"({produced(4000 * standard_error, '.1f')} of 4000 sequences); one batch of 200,000 alone "
+      f"{produced(1e4 * np.sqrt(5) * standard_error, '.1f')} x 10^-4 "
+      f"({produced(4000 * np.sqrt(5) * standard_error, '.1f')} of 4000)")
+assert 3e-4 < standard_error < 4.5e-4 and 4000 * standard_error < 2  # the prose: about 3.6e-4, under 2 sequences
+assert 7e-4 < np.sqrt(5) * standard_error < 9e-4  # one batch of 2e5 alone: about 8e-4, about 3 sequences (the prose)
 count_mean = 4000 * p_excluded
 count_half_width = 1.96 * np.sqrt(4000 * p_excluded * (1 - p_excluded))
 ours_seed_0 = results[0.2][3].sum()

@@ -25,7 +25,8 @@
 # ```
 #
 # **Builds on:** [4.2 The scalar margin](02_scalar_margin.ipynb) (the margin is the slope of the
-# residual map; at zero the map stops being invertible; support tokens have the smallest margin) and
+# residual map; at zero the inverse map's slope is infinite, and below zero the map folds; support tokens
+# have the smallest margin) and
 # [4.1 The latent-noise view](01_latent_noise_view.ipynb) (the Jacobian is block lower-triangular,
 # so the log-density is the noise energy plus $\sum_t \log\lvert\det\partial \hat\varepsilon_t/\partial x_t \rvert$) ·
 # eigenvalues and determinants of a $2\times2$ matrix, a covariance matrix.
@@ -226,6 +227,10 @@ print(f"c = {c_probe}: eigenvalues of Σ_t A = {np.sort(eig.real).round(4)}, "
       f"1 - ρ = {probe.spectral[-1]:+.4f}, det(I - Σ_t A) = {probe.det[-1]:+.4f}")
 assert probe.spectral[-1] < 0 and abs(probe.det[-1]) > 0.05  # invertible although ρ ≥ 1
 assert np.all(det_last[spec_last > 0] > 0)  # sufficiency: ρ < 1 ⇒ det > 0
+nu_drawn = np.array([np.linalg.eigvalsh(np.eye(2) - block) for block in
+                     (diagonal_blocks(c * base, I2, I2)[-1] for c in cs)])  # (ν2, ν1) of Σ_t A = C_t
+assert nu_drawn[:, 0].max() < 1  # Figure 4.3.2: ν2 stays below 1 over the range drawn ...
+assert np.all(det_last[cs < c_star] > 0) and np.all(det_last[cs >= c_star] < 0)  # ... so det crosses once, with 1 - ρ
 
 # %%
 fig, ax = plt.subplots(figsize=(6.4, 3.4))
@@ -243,7 +248,7 @@ plt.show()
 # of $\Sigma_t A=C_t$ are real and $\ge0$, so both margins cross 0 at the same scale, where $\nu_1$
 # passes 1 ($c\approx1.52$, printed above); in the range drawn $\nu_2$ stays below 1, so the determinant
 # crosses 0 only once. Look to the right of the crossing: $1-\rho<0$, so Lemma B.4 certifies nothing,
-# yet the determinant stays away from 0 ($-0.64$ at the dotted orange line $c=2.5$): the block is
+# yet the determinant does not return to 0 ($-0.64$ at the dotted orange line $c=2.5$): the block is
 # invertible although $\rho>1$. Invertible is not the same as stable: the determinant is negative, so in
 # the signed form of (25) the position is past the degeneracy boundary (like token 12 of Figure 4.3.4
 # below). Had $\nu_2$ also passed 1, the determinant would have crossed 0 a second time and turned
@@ -510,8 +515,9 @@ plt.show()
 # %% [markdown]
 # ## Key takeaways
 #
-# - In $d$ dimensions the margin of a position is the diagonal block $I-\Sigma_t A$ of the residual
-#   map's Jacobian; the position is on the degeneracy boundary when its determinant is 0.
+# - In $d$ dimensions the slope of the residual map at a position is a matrix, the diagonal block
+#   $I-\Sigma_t A$ of its Jacobian (with $W_V=I$); the position is on the degeneracy boundary when the
+#   block's determinant is 0, and a margin is one number read from the block.
 # - The block is $I-W_V C_t A$ for any value map; the paper's $I-\Sigma_t A$ (covariance of the values)
 #   is exact for $W_V=I$, and the scalar margin of 4.2 is its $d=1$ case.
 # - Two margins summarise the block: $\lvert\det\rvert$ (what the log-density uses) and the spectral
@@ -621,7 +627,7 @@ for name, W_V in W_Vs.items():
 # $W_V=w_V I$ (a multiple of the identity, $w_V=0.5$ in the table) the exact block is $I-w_V C_t A$ while
 # (14) gives $I-w_V^2 C_t A$. The paper substitutes the same
 # block in Corollary 3.1 (Eq. 16, next check), in §4 (Eqs. 20, 23, 24) and in the proof's last step
-# (Eq. 66, "absorbed into $\Sigma_t$"); its Eq. (65) just before is the exact block $W_V C_t A$. Lemma
+# (Eq. 66, "absorbed into $\Sigma_t$"); its Eq. (65) just before is exact, $\partial\mu_t/\partial x_t=W_V C_t A$ (the block is $I$ minus it). Lemma
 # B.4's certificate $\rho(\Sigma_t A)<1$ inherits it: in $d=1$ with $w_V=\tfrac12$ and
 # $a\,\mathrm{Var}_t(x)=2$, $\Sigma_t A=0.5<1$ while the exact block $1-a\,w_V \mathrm{Var}_t(x)$ is 0.
 # Recorded in `book/ERRATA.md`.

@@ -165,7 +165,8 @@ assert all(abs(mass[n] - 1) < 1e-6 for n in mass)
 # ones before it) from the generative rule
 # $x_t=\mu_t(x)+\varepsilon_t$ (the library solves the implicit equation in $x_t$ by bisection) and
 # average $\prod_t P(y_t \mid x_t)$. If the change-of-variables density is right, the quadrature values
-# must sit within the Monte Carlo error bars.
+# must agree with the Monte Carlo averages to within a few standard errors (SE: the Monte Carlo standard
+# error of each average).
 
 # %%
 rng = np.random.default_rng(0)
@@ -301,10 +302,8 @@ plt.show()
 # **Figure 4.4.2.** Proposition 2 with a real (unmasked) attention layer: the prefix law extracted from
 # the length-3 model differs from the length-2 model: look at each pair of bars, unequal now. The half that fails is the prior's (Lemma C.2): the earlier positions now attend to the
 # appended position, so the law of their embeddings changes. The head's half (Lemma C.1 for fixed
-# embeddings) still holds, because the head reads each $x_t$ alone. (The paper's remark after Proposition 2
-# blames "the prefix-stability clause required in Lemma C.1", which its Assumption A1 states for the head's
-# factors; in this layer it is the prior's factorization, Eq. 71 of Assumption A2, that appending a token
-# breaks.)
+# embeddings) still holds, because the head reads each $x_t$ alone. (The paper's remark after
+# Proposition 2 names the head's clause instead: [checked below](#checking-the-paper).)
 #
 # ## Theorem 3: one process for all lengths
 #
@@ -392,6 +391,14 @@ assert np.allclose(np.outer(first_token, wrong_second).sum(axis=1), 0.9 * first_
 # set-up here has $a\,w_V<0$, where that holds; [4.2](02_scalar_margin.ipynb) ("Does the induced
 # conditional density integrate to 1?") shows a folded layer where it fails, and `book/ERRATA.md`
 # records it (row "§5.1 (after Eq. 29), Theorem 2 / Assumption A2").
+#
+# Which clause does a non-causal layer break? The paper's remark after Proposition 2 blames "the
+# prefix-stability clause required in Lemma C.1", which its Assumption A1 states for the head's factors
+# given the embeddings. In the unmasked layer of Figure 4.4.2 the head still reads each $x_t$ alone, so
+# those factors do not change when a token is appended (Lemma C.1 holds for fixed embeddings); what
+# appending a token breaks is the prior's factorization, Eq. (71) of Assumption A2: the earlier positions
+# attend to the new one, so the law of their embeddings changes. The remark's conclusion, that
+# consistency fails, stands.
 
 # %% [markdown]
 # ## Reproducibility
@@ -400,7 +407,8 @@ assert np.allclose(np.outer(first_token, wrong_second).sum(axis=1), 0.9 * first_
 # `emission_probs`, `embedding_log_density`); sampling from `sample_scalar_process` (ancestral, with
 # bisection for the implicit equation in $x_t$) and `token_law_monte_carlo`, seeded with
 # `numpy.random.default_rng(0)` (Monte Carlo check), `(1)` (length-6 samples) and `(5)` (fixed
-# embeddings of Lemma C.1). Sampled $z$-scores are printed through `produced()` and asserted below 4.
+# embeddings of Lemma C.1). Sampled $z$-scores are printed through `produced()` and asserted below 4
+# (the $P_2$ comparison drawn in Figure 4.4.1 below 2, which its caption's error bars state for this seed).
 
 # %% tags=["hide-cell", "nbval-ignore-output"]
 # nbval-ignore-output: package versions

@@ -7,10 +7,11 @@
 #
 # The answer decides how the paper's training penalty can be used at all. If every layer added a
 # barrier term, a faithful penalty would need the Jacobian of every layer; the paper argues that in
-# the standard architecture only the first token-dependent layer does, so a single embedding-level
-# "attention prior" captures the whole stability term — and that is the {term}`log-barrier` penalty
-# trained in
-# [4.7](barrier_training.ipynb). The reason is one line of calculus: a layer adds a margin only if
+# the standard architecture only the first token-dependent layer does (the first whose attention
+# weights depend on the variable it generates), so a single embedding-level "attention prior" (the
+# one-layer density of [4.1](01_latent_noise_view.ipynb)–[4.3](03_matrix_margin.ipynb), placed on the
+# embeddings at the bottom of the stack) captures the whole stability term — and that is the
+# {term}`log-barrier` penalty trained in [4.7](barrier_training.ipynb). The reason is one line of calculus: a layer adds a margin only if
 # its attention weights depend on the very variable it generates.
 #
 # ```{admonition} Learning goals
@@ -279,7 +280,8 @@ assert np.all(rows[-1, 1:] > 0.5)                  # Figure 4.5.2: at scale 2 po
 #
 # ## Corollary D.1 in full, and Lemma D.2 with LayerNorm, an MLP and multi-head attention
 #
-# Lemma D.2 says a *standard* pre-norm block — layer norm, multi-head attention whose weights are
+# Lemma D.2 says a *standard* {term}`pre-norm` block — layer norm before each sub-layer, multi-head
+# attention whose weights are
 # computed from $\mathrm{LN}(x^{(\ell-1)})$, an MLP, residual paths — satisfies Proposition 3's
 # conditioning assumption when the layer noise is added at its output,
 # $x^{(\ell)}_t=g^{(\ell)}_t(x^{(\ell-1)}_{1:t})+\varepsilon^{(\ell)}_t$. We build such a stack with the

@@ -268,7 +268,8 @@ plt.show()
 # - The self advantage $R=\log q/p$ makes gradient descent *lower* the components with above-average $R$, the most over-weighted ones: the
 #   feedback is negative, and training on $\mathcal J_{\text{var}}$ alone narrows the gap (by more than
 #   half in 60 steps, in each of three seeds) without collapsing the posterior — B.4's winner-takes-all reading is reversed ([tested below](#checking-the-paper)).
-# - Without a balancing loss an MoE router's load becomes uneven (more so with top-1 routing); in a
+# - Without a balancing loss an MoE router's gate mass drifts away from the fair share, and top-1 routing
+#   (each input sent only to its highest-gate expert) makes its busiest expert busier (soft routing's winner counts were as uneven at the start); in a
 #   one-layer attention model a rarely attended token keeps receiving gradient as a query, but coupling
 #   its three roles did not make the attention load more even.
 #
@@ -487,8 +488,9 @@ plt.show()
 # of tokens that keep receiving gradient through their other roles. We check the MoE gradient by finite
 # differences and train a four-expert MoE (`moe_forward_backward`: softmax gate = posterior, linear
 # experts = scores, §4.3) on a regression whose target is a different linear map in each of four
-# regions of the input, with no balancing loss, for soft routing and for top-1 (Switch-style) routing,
-# five seeds each.
+# regions of the input, with no balancing loss, for soft routing (the output is the gate-weighted sum of
+# all four experts' outputs) and for top-1 (Switch-style) routing (each input goes only to the expert with
+# its largest gate, weighted by that gate), five seeds each.
 
 # %% tags=["hide-cell"]
 rng_m = np.random.default_rng(0)
@@ -505,7 +507,8 @@ for top1 in (False, True):
     assert np.max(np.abs(fd_m - st.grad_experts)) < 1e-8
 print("MoE expert gradients = finite differences (soft and top-1 routing): True")
 
-shares, moe_mass, moe_grad = {}, {}, {}      # the last two (soft routing): used again below
+shares, start_shares, moe_mass, moe_grad = {}, {}, {}, {}  # the last two (soft routing): used again below
+start_mass = {}
 for top1 in (False, True):
     for seed in range(5):
         rs = np.random.default_rng(seed)
@@ -517,6 +520,9 @@ for top1 in (False, True):
         mass_sum, grad_sum = np.zeros(4), np.zeros(4)
         for step in range(1000):
             st = moe_forward_backward(Xr, Yr, Wg, bg, Ae, top1=top1)
+            if step == 0:  # before any update: the random initial gate
+                start_shares[top1, seed] = np.sort(np.bincount(np.argmax(st.gates, axis=1), minlength=4) / 256)[::-1]
+                start_mass[top1, seed] = st.gates.mean(axis=0)
             mass_sum += st.gates.mean(axis=0)                                      # P_z of Eq. (22)
             grad_sum += np.linalg.norm(st.grad_experts.reshape(4, -1), axis=1)     # gradient on expert z's own W_z
             Wg, bg, Ae = Wg - 0.5 * st.grad_W_g, bg - 0.5 * st.grad_b_g, Ae - 0.5 * st.grad_experts
@@ -533,12 +539,26 @@ print("top-1 routing loads its busiest expert more than soft routing, in every s
 assert np.all(busiest[True] > busiest[False])
 assert np.all(busiest[True] >= 0.4)
 assert np.all((busiest[False] > 0.25) & (busiest[False] < 0.45))
+busiest_start = np.array([start_shares[False, sd][0] for sd in range(5)])  # the same start for both routings
+print(f"before training (small random gate): busiest expert's share {busiest_start.min():.2f}-{busiest_start.max():.2f}; "
+      f"gate mass of every expert within 0.01 of 0.25: "
+      f"{bool(max(np.max(np.abs(m - 0.25)) for m in start_mass.values()) < 0.01)}")
+print(f"after 1000 steps, soft routing: busiest share {produced(busiest[False].min(), '.2f')}-"
+      f"{produced(busiest[False].max(), '.2f')}; above its start in "
+      f"{produced(int(np.sum(busiest[False] > busiest_start)), 'd')}/5 seeds")
+print(f"after 1000 steps, top-1 routing: busiest share {produced(busiest[True].min(), '.2f')}-"
+      f"{produced(busiest[True].max(), '.2f')}; above its start in every seed: {bool(np.all(busiest[True] > busiest_start))}")
+assert max(np.max(np.abs(m - 0.25)) for m in start_mass.values()) < 0.01  # the gate mass starts fair
+assert np.all(busiest_start > 0.3)  # the winner counts are uneven before any training
+assert np.any(busiest[False] > busiest_start) and np.any(busiest[False] < busiest_start)  # soft: no common drift
+assert np.all(busiest[True] > busiest_start)  # top-1: the busiest expert gets busier in every seed
 
 # %% tags=["hide-cell"]
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.2), sharey=True)
 for ax, top1 in zip(axes, (False, True)):
     for seed in range(5):
-        ax.plot(range(1, 5), shares[top1, seed], "o-", lw=1, label=f"seed {seed}")
+        (line,) = ax.plot(range(1, 5), shares[top1, seed], "o-", lw=1, label=f"seed {seed}")
+        ax.plot(range(1, 5), start_shares[top1, seed], ":", lw=1, color=line.get_color())  # before training
     ax.axhline(0.25, color="k", ls="--", lw=0.8)
     ax.set_title("top-1 routing" if top1 else "soft routing")
     ax.set_xlabel("expert (sorted by load)")
@@ -554,14 +574,20 @@ assert least_share > 0.01  # no expert dies outright
 # %% [markdown]
 # **Figure 5.6.3.** The load of each expert after 1000 steps without a balancing loss: the share of the
 # inputs for which it has the largest gate (the $f_z$ of Eq. (22); with top-1 routing, the inputs it
-# receives), experts sorted from the busiest, one line per seed (dashed: balanced, 0.25). For soft routing
-# this counts winners, not gate mass: the mean gate mass $P_z$ of Eq. (22) is the one the middle panel of
-# Figure 5.6.4 draws.
+# receives), experts sorted from the busiest, one solid line per seed; dotted, in the same colour: the same
+# seed before training, with the random initial gate (the same start for both routings); dashed black:
+# balanced, 0.25. For soft routing this counts winners, not gate mass: the mean gate mass $P_z$ of
+# Eq. (22) is the one the middle panel of Figure 5.6.4 draws. Compare each solid line with its dotted one.
 #
-# Without a balancing loss the load is uneven (the ideal share is 0.25), and more so with top-1
-# routing, where an unchosen expert gets exactly zero gradient from that input. At this scale, in
-# these five seeds, no expert dies outright (every expert keeps more than 1 % of the inputs, printed
-# above): the imbalance B.4 predicts is there, the collapse is partial. B.4's contrast is with
+# The winner counts are uneven before any training: the largest of four small random gate logits already
+# splits the inputs unevenly (busiest expert 0.33–0.41 at the start, printed above). With soft routing,
+# 1000 steps without a balancing loss leave them about as uneven — the busiest share rises in some seeds
+# and falls in others. What soft training does move is the gate mass: every expert starts at the fair
+# share $P_z=0.25$ (the logits start near zero), and the least-used one ends at 0.43–0.80 of it in the
+# five seeds (printed, and bounded below 0.9, with Figure 5.6.4). With top-1 routing, where an unchosen expert gets exactly zero gradient from
+# that input, the busiest expert gets busier in every seed (0.42–0.54 of the inputs at the end). At this
+# scale, in these five seeds, no expert dies outright (every expert keeps more than 1 % of the inputs,
+# printed above): the imbalance B.4 predicts is there, the collapse is partial. B.4's contrast is with
 # attention, which we build next.
 #
 # ### B.4's attention side: one representation in three roles
@@ -736,6 +762,7 @@ assert max(max_diff.values()) < 0.06
 # claim (iii) does not follow: the coupled model keeps its least-used key type busier in at most 2 of 5 seeds
 assert max(least_higher.values()) <= 2
 assert min(least_att) > 0.15
+assert np.all(moe_final.min(axis=1) * 4 < 0.9)  # soft MoE: the least-used expert's gate mass ends below 0.9 of fair
 assert all(pair_share[s, c, "load"] > pair_share[s, c, "load0"] for s in range(5) for c in (True, False))
 
 # %% tags=["hide-cell"]
@@ -809,8 +836,8 @@ plt.show()
 # training reduces the gap without collapsing the posterior (three seeds). The collapse that §3.3 and
 # Fig. 1(b) report — every trajectory ending at one point — is a property of the flow's end states,
 # examined in [5.4](04_hybrid_training_2d.ipynb) (*Checking the paper*); it is not
-# explained by a winner-takes-all force in $S_\ell$. Recorded in [the errata](../ERRATA.md). MoE gating without a balancing loss becomes unbalanced, more so under top-1
-# routing. On the attention side the mechanism B.4 names is real — a rarely attended token's
+# explained by a winner-takes-all force in $S_\ell$. Recorded in [the errata](../ERRATA.md). MoE gating without a balancing loss drifts from balance (the gate mass under soft routing, the winner counts under top-1
+# routing). On the attention side the mechanism B.4 names is real — a rarely attended token's
 # representation keeps receiving gradient as a query — but decoupling the roles does not make the
 # attention load less even: in a one-layer model, attention without a regulariser is as uneven with
 # the coupling as without it, and the coupling is not what keeps its key types alive. Recorded in [the errata](../ERRATA.md).

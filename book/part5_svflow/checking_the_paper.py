@@ -18,6 +18,7 @@
 import itertools
 
 import numpy as np
+import scipy.special
 
 from nextword.evaluation import spearman
 from nextword.theory.svflow.sphere import vmf_log_normalizer, vmf_log_normalizer_naive
@@ -195,9 +196,12 @@ assert spread < 0.02
 # overflow", so KL(p‖U) "may become unreliable in those layers". Which width d the vMF has in the paper's
 # code is not stated. §4.2's formulas put the query state and the value–output vectors in the model's width
 # (896, 1024 and 2048 here), and there the direct formula has no finite value at any κ, since (2π)^{d/2}
-# alone overflows for d ≳ 770 ([5.1](01_spherical_geometry.ipynb), Checking the paper); values like the
-# ones the paper reports can only come from a per-head computation. We therefore take the head widths of the
-# configurations above (d = 64 and d = 128), in double precision:
+# alone overflows for d ≳ 770 ([5.1](01_spherical_geometry.ipynb), Checking the paper). With the powers
+# taken in logs, only the Bessel function can still overflow there, and it does near κ ≈ 10³ as well
+# (printed below). So the paper's finite values and its warning fit two readings: a per-head width, or the
+# model's width with the Bessel function evaluated directly. We check both: the head widths of the
+# configurations above (d = 64 and d = 128), in double precision, and the Bessel function alone at the
+# three model widths:
 
 # %%
 grid = np.arange(100.0, 2001.0)  # kappa = 100, 101, ..., 2000
@@ -211,13 +215,24 @@ for d in (64, 128):
           f"{first_failure[d]:g}; in log space finite up to kappa = 1e5: {bool(np.all(np.isfinite(stable)))}")
     assert np.allclose(naive[ok], stable[: len(grid)][ok], rtol=1e-10)  # where both exist, they agree
     assert np.all(ok[grid < first_failure[d]]) and first_failure[d] < 1e3 and np.all(np.isfinite(stable))
+bessel_failure = {}
+for m in MODELS:
+    d = published[m]["hidden"]
+    with np.errstate(over="ignore"):
+        bessel = scipy.special.iv(d / 2 - 1, grid)
+    bessel_failure[m] = grid[~np.isfinite(bessel)].min()
+    assert np.all(np.isfinite(bessel[grid < bessel_failure[m]]))
+print("the Bessel function I_{d/2-1}(kappa) alone at the model widths overflows from kappa = "
+      + ", ".join(f"{bessel_failure[m]:g} ({m}, d = {published[m]['hidden']})" for m in MODELS))
+assert all(700 < k < 1.2e3 for k in bessel_failure.values())
 
 # %% [markdown]
 # The direct formula fails below κ = 10³ for both head widths (from κ = 656 for d = 64 and κ = 600 for
 # d = 128: as the formula is written, κ^{d/2−1} / ((2π)^{d/2} I_{d/2−1}(κ)), the product in its denominator
 # exceeds the largest double-precision number; the Bessel function alone overflows a little later, still
-# below κ = 10³), so the caution holds for Qwen3's deep layers — and equally for Qwen2.5, whose κ reaches
-# the order 10³ (§6.3), which the caution does not name. The failure is one of evaluating the formula directly, not of the quantity: computed in log
+# below κ = 10³). At the model widths the Bessel function alone overflows from κ = 828 (Qwen2.5), 858
+# (Qwen3) and 1143 (Llama3.2). Under either reading the caution holds for Qwen3's deep layers — and equally
+# for Qwen2.5, whose κ reaches the order 10³ (§6.3), which the caution does not name. The failure is one of evaluating the formula directly, not of the quantity: computed in log
 # space (as the book's `vmf_log_normalizer` does, with the exponentially scaled Bessel function) log C_d(κ)
 # is finite and agrees with the direct value wherever that exists, up to κ = 10⁵. The values the appendix
 # calls "indicative of a trend" could have been computed exactly.
