@@ -25,7 +25,8 @@
 #
 # **Builds on:** [6.2 The attention mechanism](../part1_chapter6/6_2_attention_mechanism.ipynb)
 # (queries, keys, values, softmax weights) and [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb)
-# (a position reads only its past) · derivatives and the chain rule, the determinant of a matrix,
+# (a position reads only its past); for the pages on trained models (4.5 to 4.9),
+# [6.6 The decoder block](../part1_chapter6/6_6_context_representation.ipynb) · derivatives and the chain rule, the determinant of a matrix,
 # the normal distribution and the density of a transformed random variable.
 # **Reading time:** about 8 minutes.
 #
