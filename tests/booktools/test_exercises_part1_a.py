@@ -170,6 +170,12 @@ def test_ex02_strict_bounds_and_base_2_and_normalised_scores_named():
         e = 2.0**s
         return s, e, e / e.sum()
 
+    def vertices_only(x, V):  # rejects every attention output (a wrong constraint would do the same)
+        return any(np.allclose(x, v) for v in V)
+
+    with pytest.raises(ExerciseCheckError, match="rejects the attention output[^\n]*\n *likely: a constraint is wrong"):
+        check_ex_p1_02(_attn, vertices_only)
+
     with pytest.raises(ExerciseCheckError, match="powers of 2") as info:
         check_ex_p1_01(base2)
     assert "2 of 4 checks passed" in str(info.value)
