@@ -181,11 +181,11 @@ counts_pre = bigram_counts([src.sample(100, rng) for _ in range(100)], V)  # n_a
 def train_table(W, counts, steps, lr):
     """Adam on the mean next-token cross-entropy of the table model: what `fit_table` runs."""
     W, m, v = W.copy(), np.zeros_like(W), np.zeros_like(W)
-    n = counts.sum()
+    n_all = counts.sum()  # the count of all transitions
     for t in range(1, steps + 1):
         probs = np.exp(W - W.max(axis=1, keepdims=True))
         probs /= probs.sum(axis=1, keepdims=True)
-        grad = (counts.sum(axis=1, keepdims=True) * probs - counts) / n
+        grad = (counts.sum(axis=1, keepdims=True) * probs - counts) / n_all  # (n_a softmax(W_a) - n_a.) / n_all
         m, v = 0.9 * m + 0.1 * grad, 0.999 * v + 0.001 * grad**2
         W -= lr * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-12)
     return W
@@ -450,7 +450,8 @@ assert np.isclose(gap, beta * kl_divergence(markov_policy(res.x), pi_star), rtol
 # unbiased estimate of (4.7). But the samples depend on θ: differentiating (4.8) with the samples
 # held fixed gives $\frac{\beta}{N}\sum_n\nabla\log\pi_\theta(f^{(n)})$, whose expectation is **zero**
 # — the reward drops out entirely. The gradient of (4.7) needs the score-function (REINFORCE) form,
-# each sample's *score* $\nabla\log\pi_\theta(f^{(n)})$ weighted by its term minus the batch mean,
+# each sample's {term}`score <score function>` $\nabla\log\pi_\theta(f^{(n)})$ (a gradient in the
+# model's parameters) weighted by its term minus the batch mean,
 # $\frac1{N-1}\sum_n\big(g(f^{(n)})-\bar g\big)\nabla\log\pi_\theta(f^{(n)})$, $g=-r+\beta\log(\pi_\theta/\pi_{\mathrm{ref}})$.
 # With the joint logits $z$, $\nabla_z\log\pi(f)=o_f-\pi$. Averaging many batches at $\pi_\theta=\pi_{\mathrm{ref}}$:
 

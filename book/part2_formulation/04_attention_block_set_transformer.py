@@ -434,9 +434,11 @@ plt.show()
 # longer than it is (it passes through the cross), so that it can be seen. The two kinds of arrow
 # are drawn to different scales (two thirds against five times), so near a token the grey arrows
 # look much shorter than its vermilion one; each token still follows the field at its own place.
-# Look at the middle of the cloud. Each displacement is $V$ times a weighted average of the
-# tokens. At the tokens the weights are spread over the whole cloud (the largest weight any token
-# gives is 0.21, against 1/12 = 0.08 for equal weights; printed above), so that average stays near
+# Look at the middle of the cloud (what follows holds for this draw of the tokens and of $Q$, $K$,
+# $V$; another random draw can have a strong field inside the cloud too). Each displacement is $V$
+# times a weighted average of the tokens. At the tokens the weights are spread over the whole
+# cloud (the largest weight any token gives is 0.21, against 1/12 = 0.08 for equal weights;
+# printed above), so that average stays near
 # the cloud's centre (0.21 from it on average, while the tokens lie 0.90 from it), and this cloud
 # is centred near the origin (0.06 from it): the displacements are short (0.057 on average,
 # against 0.372 far from the cloud) and the crosses sit close to their dots. Far from the cloud

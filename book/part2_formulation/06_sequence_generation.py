@@ -380,8 +380,10 @@ assert np.allclose(np.exp(log_softmax(apply_temperature(z, 1e-4))), np.eye(V)[np
 #
 # A compromise: sample the first $n'$ new tokens, then continue greedily. With $n'=1$ (the use in
 # Remark 6.3: a random first step, then a deterministic line of reasoning) the replies can differ
-# only through their first token, so there are at most $|\mathcal V|$ of them; as $n'$ grows,
-# diversity rises towards full sampling and the average log-probability drops.
+# only through their first token, so there are at most $|\mathcal V|$ of them; at the other end,
+# $n'=n$ is full sampling. From greedy ($n'=0$) to full sampling ($n'=20$ of $n=20$ new tokens)
+# diversity rises and the average log-probability drops (not necessarily at every step in
+# between, where the differences can be small).
 
 # %%
 n_gen, runs = 20, N_RUNS

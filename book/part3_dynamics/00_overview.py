@@ -124,13 +124,15 @@ plt.show()
 #   at equal angles, as far apart as three directions can be in any number of dimensions —
 #   [3.4](04_design_choices.ipynb).
 # - **The sticky chain's transition rule** (§7.2) is garbled in the text; of the six readings the
-#   book tries, only one gives the best possible entropy of 1.8833 that §7.2 prints —
+#   book tries, only one gives the 1.8833 that §7.2's Table 1 prints as its "theoretical min entropy"
+#   (the best possible loss for a predictor that knows the previous symbol) —
 #   [3.3](03_sticky_chain_em_vs_sgd.ipynb).
-# - **The noise's effect on the best possible entropy** is set by the distance between the symbol
+# - **How much the noisy inputs raise that floor** is set by the distance between the symbol
 #   means, not by the input dimension (§7.2, Table 1 caption) — [3.3](03_sticky_chain_em_vs_sgd.ipynb).
 # - **EM-like versus SGD (Table 1) is not reproduced**: with our reading the two schedules end within
 #   noise of each other over several seeds, and a paper-sized run finds no EM-like advantage either
-#   (where the difference exceeds the noise, SGD is ahead) — [3.3](03_sticky_chain_em_vs_sgd.ipynb).
+#   (where the difference exceeds three standard errors of its sampling noise, SGD is ahead) —
+#   [3.3](03_sticky_chain_em_vs_sgd.ipynb).
 # - **"Values keep learning after attention has frozen" does not follow from the gradients** (§6.1):
 #   the value step is a weighted sum of the error signals and vanishes at every stationary point,
 #   however large the loss; whether values keep moving is a property of a training run —

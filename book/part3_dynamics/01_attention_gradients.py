@@ -123,7 +123,7 @@ print(f"alignment of the current mixture (attention-weighted mean) = {mean_align
 
 # %% [markdown]
 # Only position 1, whose value votes for the target, is better than the mixture. The chain rule
-# through the softmax (worked out in general below) turns the advantage into the gradient of each
+# through the softmax (worked out in general [below, with sympy](#deriving-every-gradient-with-sympy)) turns the advantage into the gradient of each
 # score:
 # $$\frac{\partial\mathcal L}{\partial s_j} = -\alpha_j A_j ,\qquad
 #   \text{so a descent step with learning rate } \eta \text{ changes } s_j \text{ by } +\eta\,\alpha_j A_j .$$
@@ -542,7 +542,9 @@ assert red_below > 0   # Figure 3.1.2: a red cell on the left can still fall
 #   weight.
 # - A score gets the advantage: $\partial\mathcal L/\partial s_{ij} = -\alpha_{ij}A_{ij}$, where
 #   $A_{ij}$ is how much better $v_j$ is aligned with $-u_i$ than the query's current mixture.
-#   Descent raises the scores with positive advantage, fastest where the query already looks.
+#   Descent raises the scores with positive advantage. The factor $\alpha_{ij}$ lets a score move
+#   fast only where the query already looks, and a weight near 1 has little left to gain: the
+#   mixture then is mostly $v_j$ itself, so $A_{ij}$ shrinks in proportion to $1-\alpha_{ij}$.
 # - Queries and keys learn only through the scores, carrying the $1/\sqrt{d_k}$ of the forward
 #   pass.
 # - Every formula of the paper's §3 holds; some of its sentences about them do not (the sign of the
@@ -656,10 +658,10 @@ for trial, (T, d_x, d_k, d_v, C) in enumerate([(5, 3, 2, 2, 3), (7, 4, 3, 5, 4),
     X = rng.standard_normal((T, d_x))
     y = rng.integers(0, C, size=T)
     for causal in (False, True):
-        g = head_gradients(params, X, y, causal=causal)
+        grads = head_gradients(params, X, y, causal=causal)
         for name in ("W_Q", "W_K", "W_V", "W_O", "b"):
             fd = fd_grad(params, X, y, causal, name)
-            rel = np.abs(getattr(g, name) - fd).max() / max(np.abs(fd).max(), 1e-12)
+            rel = np.abs(getattr(grads, name) - fd).max() / max(np.abs(fd).max(), 1e-12)
             worst = max(worst, rel)
             assert rel < 1e-6, (trial, causal, name, rel)
 print("closed form vs central differences, 30 gradient arrays: worst relative error < 1e-6")
@@ -691,9 +693,9 @@ if torch is not None:
             logits_t = G @ t["W_O"] + t["b"]
             L = torch.nn.functional.cross_entropy(logits_t, torch.tensor(y), reduction="sum")
             L.backward()
-            g = head_gradients(params, X, y, causal=causal)
+            grads = head_gradients(params, X, y, causal=causal)
             for k in t:
-                worst_t = max(worst_t, float(np.abs(t[k].grad.numpy() - getattr(g, k)).max()))
+                worst_t = max(worst_t, float(np.abs(t[k].grad.numpy() - getattr(grads, k)).max()))
     assert worst_t < 1e-12
     print("closed form vs torch autograd, 20 gradient arrays: worst absolute error < 1e-12")
 
@@ -711,8 +713,8 @@ T, d_x, d_k, d_v, C = 6, 4, 9, 3, 3
 params = HeadParams.init(d_x, d_k, d_v, C, rng=rng, scale=0.8)
 X = rng.standard_normal((T, d_x))
 y = rng.integers(0, C, size=T)
-g = head_gradients(params, X, y)
-ratio = fd_grad(params, X, y, False, "W_Q") / (X.T @ (g.dS @ (X @ params.W_K)))
+grads = head_gradients(params, X, y)
+ratio = fd_grad(params, X, y, False, "W_Q") / (X.T @ (grads.dS @ (X @ params.W_K)))
 print(f"true dL/dW_Q divided by the backward without 1/sqrt(d_k): {ratio.mean():.6f} "
       f"(1/sqrt(d_k) = {1 / np.sqrt(d_k):.6f}), the same for all {ratio.size} entries")
 assert np.allclose(ratio, 1 / np.sqrt(d_k), rtol=1e-6)
@@ -726,7 +728,7 @@ assert np.allclose(ratio, 1 / np.sqrt(d_k), rtol=1e-6)
 
 # %% tags=["hide-cell"]
 steps_fd = np.logspace(-8, -1, 15)
-errs = np.array([np.abs(fd_grad(params, X, y, False, "W_K", h=h) - g.W_K).max() for h in steps_fd])
+errs = np.array([np.abs(fd_grad(params, X, y, False, "W_K", h=h) - grads.W_K).max() for h in steps_fd])
 fig, ax = plt.subplots(figsize=(5.5, 3.6))
 ax.loglog(steps_fd, errs, "o-", label="|FD - closed form|, $W^K$")
 ax.loglog(steps_fd, errs[-1] * (steps_fd / steps_fd[-1]) ** 2, "--", color="gray", label="slope 2")
@@ -735,9 +737,9 @@ ax.set_ylabel("max abs error")
 ax.legend()
 plt.show()
 i_best = int(np.argmin(errs))
-largest_entry = np.abs(g.W_K).max()   # the scale the relative check above divides by
+largest_entry = np.abs(grads.W_K).max()   # the scale the relative check above divides by
 print(f"smallest error {errs[i_best]:.0e} at step {steps_fd[i_best]:.0e}; the largest entry of dL/dW^K is "
-      f"{largest_entry:.1f} and the loss {g.loss:.1f} nats, so the smallest relative error is below 1e-9: "
+      f"{largest_entry:.1f} and the loss {grads.loss:.1f} nats, so the smallest relative error is below 1e-9: "
       f"{errs[i_best] / largest_entry < 1e-9}")
 # Figure 3.1.3: relative to the gradient's size, the minimum is far below the 1e-6 the check above allows
 assert errs[i_best] / largest_entry < 1e-9
@@ -876,11 +878,11 @@ assert 0.03 < logit_falls / positions_14 < 0.25
 # at least a factor 5 per decade.
 
 # %% tags=["hide-cell"]
-g = head_gradients(params, X, y)
-sq = sum(float(np.sum(getattr(g, n) ** 2)) for n in ("W_Q", "W_K", "W_V", "W_O", "b"))
+grads = head_gradients(params, X, y)
+sq = sum(float(np.sum(getattr(grads, n) ** 2)) for n in ("W_Q", "W_K", "W_V", "W_O", "b"))
 ratios = {}
 for eta in (1e-2, 1e-3, 1e-4):
-    ratios[eta] = (loss_of(params.sgd(g, eta), X, y, False) - g.loss) / (-eta * sq)
+    ratios[eta] = (loss_of(params.sgd(grads, eta), X, y, False) - grads.loss) / (-eta * sq)
     print(f"eta={eta:.0e}: actual dL / (-eta ||grad||^2) = {ratios[eta]:.6f}")
 assert abs(ratios[1e-4] - 1) < 1e-3
 assert abs(ratios[1e-3] - 1) < abs(ratios[1e-2] - 1) / 5 and abs(ratios[1e-4] - 1) < abs(ratios[1e-3] - 1) / 5

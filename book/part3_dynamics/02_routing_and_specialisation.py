@@ -612,7 +612,8 @@ plt.show()
 #   by a third in the tiny example) and can even get the sign wrong.
 # - Routing and content reinforce each other: a helpful value gains attention, the attention makes
 #   it adapt to its main user, its alignment with that user rises (it helps more), and the advantage
-#   grows — so heads specialise, as the toy's attention shows.
+#   grows — so heads can specialise, as the toy's attention did in the run above (how much it
+#   sharpens varies from seed to seed: [second pass over the paper](checking_the_paper.ipynb)).
 # - For a squared loss on the head's output, the value step (with step size $1/m_j$) is EM's M-step
 #   exactly for hard attention, and comes close to it only as attention sharpens.
 # - Some of the paper's words about this loop state its signs the other way round, and its
@@ -818,7 +819,8 @@ assert earlier >= 3  # "usually": the count itself moves (seed 3's two paths end
 # three seeds) and, on a held-out sequence of 600 positions, ask how much variance the first
 # principal component of the attention output $g_i$ (the value mixture each position reads) and of
 # the values $v_j$ carries, and how strongly each of the first three components rank-correlates
-# with the Bayes posterior entropy.
+# with the Bayes posterior entropy (the absolute value of their {term}`Spearman correlation`, from 0
+# for no monotone relation to 1 for a perfect one).
 
 # %% tags=["hide-cell"]
 manifold, posterior_entropies = {}, {}

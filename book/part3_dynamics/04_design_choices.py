@@ -339,8 +339,9 @@ plt.show()
 #
 # * **LayerNorm on values** pins every value norm at $\sqrt{d_v}$ while the plain head's values keep
 #   growing, and the routing geometry (group-key cosines) is unchanged — the "stabilise norms, keep
-#   the directions" reading holds on this toy. It does not reduce specialisation: the reliable
-#   carrier's share is higher in every seed.
+#   the directions" reading holds on this toy, if the directions are those of routing (the values'
+#   own directions are not compared: centring each value changes them). It does not reduce
+#   specialisation: the reliable carrier's share is higher in every seed.
 # * **Attention dropout** lowers the reliable carrier's share and raises the entropy over carriers
 #   in every seed: the head hedges across redundant sources ("more evenly used values"). The price
 #   is a higher training loss at the same number of steps.
@@ -384,14 +385,18 @@ plt.show()
 #    below).
 #    ```
 #
-# 3. Why does LayerNorm on the values leave the key geometry unchanged?
+# 3. On the toy, LayerNorm on the values left the key geometry unchanged. Why could one expect
+#    that?
 #
 #    ```{dropdown} Answer
 #    The keys learn from the score gradients, which depend on the values only through the
-#    *differences* of their alignments with the descent directions. LayerNorm fixes the values'
-#    lengths, not which value helps which query, so the advantages — and the push on the keys — keep
-#    their signs and structure (measured: the group-key cosines agree within 0.1 in every seed,
-#    printed below).
+#    *differences* of their alignments with the descent directions. LayerNorm (with no learned
+#    scale) subtracts from each value the mean of its entries and rescales it to length $\sqrt{d_v}$; that need not
+#    change which value helps which query — on the toy that is set by which carrier shows the
+#    asker's class — so the advantages, and the push on the keys, can keep their signs and their group
+#    structure. That is an argument, not a proof (centring does change the values' directions);
+#    the measurement is what shows it here: the group-key cosines agree within 0.1 in every seed
+#    (printed below).
 #    ```
 
 # %% tags=["hide-cell"]
@@ -459,7 +464,8 @@ assert err < 1e-8
 #   keys that must also serve other queries, are not measured here). Recorded in `book/ERRATA.md` (row "§6.2 (hypothesis frames and key
 #   orthogonality)").
 # - **§8.2, LayerNorm on values** ("can stabilize norms while leaving directional dynamics
-#   intact"). Holds on this toy: norms pinned, key geometry unchanged.
+#   intact"). Holds on this toy for the routing: norms pinned, key geometry unchanged. Whether the
+#   values' own directions move as they would without it is not measured.
 # - **§8.2, attention dropout** ("limiting over-specialization and encouraging more evenly used
 #   values"). Holds on this toy: attention spreads over redundant carriers, at a cost in training
 #   loss. Neither §8.2 statement is measured in the paper itself; §8.2's third item (smaller
