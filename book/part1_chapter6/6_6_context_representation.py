@@ -20,9 +20,9 @@
 # - read, layer by layer, which earlier words the last position of a trained model draws on.
 # ```
 #
-# **Builds on:** [§6.2](6_2_attention_mechanism.ipynb) (attention), [§6.3](6_3_causal_masking.ipynb)
-# (the causal mask), [§6.4](6_4_multi_head.ipynb) (multi-head attention),
-# [§6.5](6_5_positional_encoding.ipynb) (positional encodings) · the RNN of the previous chapter,
+# **Builds on:** [6.2](6_2_attention_mechanism.ipynb) (attention), [6.3](6_3_causal_masking.ipynb)
+# (the causal mask), [6.4](6_4_multi_head.ipynb) (multi-head attention),
+# [6.5](6_5_positional_encoding.ipynb) (positional encodings) · the RNN of the previous chapter,
 # mean and variance, matrix products. **Reading time:** about 30 minutes.
 #
 # ```{admonition} Symbols on this page
