@@ -11,7 +11,7 @@
 # act on, so it is worth measuring with care: know the best possible loss, state every choice the
 # set-up leaves open, and repeat the comparison over several seeds with error bars. This page does
 # all three on the task of the gradient-dynamics paper (a noisy, *sticky* Markov chain), and finds
-# that the two schedules end up almost exactly level.
+# that the two schedules end up close together, with no advantage for the EM-like one.
 #
 # ```{admonition} Learning goals
 # :class: tip
@@ -527,8 +527,8 @@ if not FULL:
 #    ```{dropdown} Answer
 #    The held-out sequence is finite, so both losses are averages with sampling noise; the head can
 #    be lucky on this particular sequence. So the page asserts only that no schedule is below the
-#    floor by more than sampling noise allows: by at most 0.05 nats in the comparison over seeds, and
-#    by at most three standard errors of the per-token difference in the
+#    floor by more than sampling noise allows: by no more than a fixed margin in the comparison over
+#    seeds, and by at most three standard errors of the per-token difference (printed there) in the
 #    [check of the paper's table](#checking-the-paper).
 #    ```
 #
@@ -883,7 +883,7 @@ print(f"saved curves: mean |EM-like - SGD| {gap_saved.mean():.4f} nats")
 # the keys that carry the query's previous symbol than they started with (right-key mass column;
 # the count of seeds where both heads do is printed above), whereas in the short run that mass
 # grew. So the lesson's routing measurement (after the short runs both heads are still far from
-# perfect routing) does not explain the level result at this size as it stands; where the trained
+# perfect routing) does not explain the close result at this size as it stands; where the trained
 # heads attend instead we have not analysed.
 #
 # ## Reproducibility
