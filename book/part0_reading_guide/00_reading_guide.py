@@ -24,16 +24,16 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $s_1$, $s_2$, $s_3$, $s_i$ | the score of word 1, 2, 3, of word $i$ (counted from 1) | number |
-# | $w_1$, $w_2$, $w_3$, $w_i$ | the softmax weight of word 1, 2, 3, of word $i$ | number in $(0, 1)$ |
-# | $i$ | a word's position, counted from 1 | integer |
+# | $s_1$, $s_2$, $s_3$, $s_j$ | the score of word 1, 2, 3, of word $j$ (counted from 1) | number |
+# | $p_1$, $p_2$, $p_3$, $p_j$ | the softmax weight (share) of word 1, 2, 3, of word $j$; together they are a probability distribution $p$ | number in $(0, 1)$ |
+# | $j$ | the position of a word that is scored (a word to be looked at), counted from 1 | integer |
 # | $c$ | a number added to every score (question 2) | number |
 # | $q[i]$, $\mathbf q[i]$, $W_Q$, $x_t$ | a query as the book writes it, and as Chapter 6 prints it (bold); a query matrix and an input as one of the papers writes them | vectors, matrix |
 # ```
 #
 # Every lesson page opens with a box like this one: the symbols the page uses, each with one meaning.
-# Words and positions count from 1, as in the chapter; Python counts from 0, so in the code word $i$ is
-# `scores[i - 1]`.
+# Words and positions count from 1, as in the chapter; Python counts from 0, so in the code word $j$ is
+# `scores[j - 1]`.
 #
 # *Source: none; this page introduces the book's method. The book follows Chapter 6 of* Predicting the
 # Next Word *and four papers (see the [landing page](../../index.md)).*
@@ -53,10 +53,10 @@ from nextword.attention import softmax
 # should look at it. The softmax turns scores $s_1, s_2, s_3$ into shares that are positive and add up
 # to 1:
 #
-# $$w_i = \frac{e^{s_i}}{e^{s_1} + e^{s_2} + e^{s_3}}.$$
+# $$p_j = \frac{e^{s_j}}{e^{s_1} + e^{s_2} + e^{s_3}}.$$
 #
-# Here $e^{s_i}=\exp(s_i)$ is the exponential: Euler's number, about 2.718 (the loop's first printed
-# line), raised to the power $s_i$. By hand: take the exponential of each score, add the three powers,
+# Here $e^{s_j}=\exp(s_j)$ is the exponential: Euler's number, about 2.718 (the loop's first printed
+# line), raised to the power $s_j$. By hand: take the exponential of each score, add the three powers,
 # and divide each one by the sum. A loop does exactly that, one word at a time; follow it with a
 # calculator:
 
@@ -69,8 +69,8 @@ for score in scores:
     print(f"e^{score:.0f} = {np.exp(score):.2f}")
 print(f"sum of the powers: {total:.2f}")
 weights_by_loop = [np.exp(score) / total for score in scores]
-for i in (1, 2, 3):
-    print(f"word {i}: score {scores[i - 1]:.0f}, weight {weights_by_loop[i - 1]:.4f}")
+for j in (1, 2, 3):
+    print(f"word {j}: score {scores[j - 1]:.0f}, weight {weights_by_loop[j - 1]:.4f}")
 print(f"sum of the weights: {sum(weights_by_loop):.4f}")
 
 # %% [markdown]
@@ -79,7 +79,7 @@ print(f"sum of the weights: {sum(weights_by_loop):.4f}")
 
 # %%
 exact_weights = [sp.exp(s) / sum(sp.exp(t) for t in (1, 2, 3)) for s in (1, 2, 3)]
-display(Math(r"w_1 = " + sp.latex(exact_weights[0])))
+display(Math(r"p_1 = " + sp.latex(exact_weights[0])))
 assert sp.simplify(sum(exact_weights) - 1) == 0
 
 # %% [markdown]
@@ -135,17 +135,19 @@ assert abs(share_of_word_1 - weights[0]) < 0.01  # the claim about the estimate,
 #   suggested path, what each part assumes and the reading time of every page. Start with §6.1,
 #   [Parallel attention](../part1_chapter6/6_1_parallel_attention.ipynb).
 # - **Words.** A technical word links to the {doc}`glossary </glossary>` where a page first uses it.
-# - **Practice.** Every part has exercises; each ends with a self-check cell that prints ✓ or says what is
-#   wrong, and links to a worked solution. Try first.
+# - **Practice.** Parts 1–5 have exercises; each ends with a self-check cell that marks every check ✓ or
+#   ✗ and says what went wrong, and the list of a part's exercises links each one to a worked solution.
+#   Try first.
 # - **Symbols.** The five sources name the same things differently (a query is $\mathbf q[i]$ in the
 #   chapter and $W_Q x_t$ in a paper). [Appendix A](../partA_appendix/A_notation_and_environment.ipynb)
 #   has one table to move between them, and the report on your Python environment.
 # - **Size.** Long, paper-sized runs are behind the `FULL=1` environment variable; a page's default run is
 #   a smaller, faithful version that finishes in about a minute on a laptop, or in a few minutes on the
-#   pages that train models (each page's *Reproducibility* section gives its time).
-# - **The end of a page.** After the questions, two folded sections (click a heading to open it):
-#   *Checking the paper* recomputes the numbers the source prints and says what the book found, and
-#   *Reproducibility* says how the page's runs were made. The lesson reads without them.
+#   pages that train several models (6.4 and 6.8 say so in their *Reproducibility* sections).
+# - **The end of a page.** After the questions come folded sections (click a heading to open it): on
+#   most pages that follow a source, *Checking the paper* recomputes the numbers the source prints and
+#   says what the book found; last, *Reproducibility* says how the page's runs were made (this page has
+#   only that one). The lesson reads without them.
 # - **Honesty.** When a source's claim fails a check, the page says so in one sentence with a link to its
 #   *Checking the paper* section, and the errata list records it.
 #
@@ -171,7 +173,7 @@ assert abs(share_of_word_1 - weights[0]) < 0.01  # the claim about the estimate,
 # 2. Adding the same number $c$ to every score: does it change the softmax weights?
 #
 #    ```{dropdown} Answer
-#    No. Every $e^{s_i + c}$ is $e^{c} e^{s_i}$, and the common factor $e^c$ cancels between the top and
+#    No. Every $e^{s_j + c}$ is $e^{c} e^{s_j}$, and the common factor $e^c$ cancels between the top and
 #    the bottom of the fraction. (The library uses this: it subtracts the largest score before
 #    exponentiating, so that no exponential overflows.)
 #    ```

@@ -25,7 +25,8 @@
 #
 # **Builds on:** [6.2 The attention mechanism](../part1_chapter6/6_2_attention_mechanism.ipynb)
 # (queries, keys, values, softmax weights) and [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb)
-# (a position reads only its past) · derivatives and the chain rule, the determinant of a matrix,
+# (a position reads only its past); for the pages on trained models (4.5 to 4.9),
+# [6.6 The decoder block](../part1_chapter6/6_6_context_representation.ipynb) · derivatives and the chain rule, the determinant of a matrix,
 # the normal distribution and the density of a transformed random variable.
 # **Reading time:** about 8 minutes.
 #
@@ -130,8 +131,9 @@
 #   [4.3](03_matrix_margin.ipynb).
 # - **Including the current token** (App. A, Eqs. 48–54) also changes the key, a path the paper's
 #   derivative leaves out. Shown in [4.3](03_matrix_margin.ipynb).
-# - **Figure 3.2's peak heights** cannot all be reproduced by any one noise scale; the margin factors
-#   and Figure 3.3's exclusion count are confirmed. Shown in [4.2](02_scalar_margin.ipynb).
+# - **Figure 3.2's peak heights** cannot all be reproduced by any one noise scale, and in its panel (c)
+#   the peak does not keep falling as the coupling grows, although the spread does keep growing; the
+#   margin factors and Figure 3.3's exclusion count are confirmed. Shown in [4.2](02_scalar_margin.ipynb).
 # - **Local invertibility is not enough for a density** (§5.1, Theorem 2, Assumption A2). Past a fold
 #   the one-step conditional integrates to more than 1, so Theorem 2 needs a globally invertible
 #   layer. Shown in [4.2](02_scalar_margin.ipynb).

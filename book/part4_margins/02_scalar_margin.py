@@ -717,8 +717,8 @@ assert results[-0.2][3].sum() == 0
 
 # %% [markdown]
 # The exclusion probability from $10^6$ sequences (5 independent batches of $2\cdot10^5$, a standard error of about
-# $4\cdot10^{-4}$, under 2 of the 4000 sequences); one batch alone has a standard error of $8\cdot10^{-4}$, about 3
-# sequences in 4000, more than twice the pooled one:
+# $3.6\cdot10^{-4}$, under 2 of the 4000 sequences); one batch alone has a standard error of about $8\cdot10^{-4}$,
+# about 3 sequences in 4000, $\sqrt5$ times the pooled one (both printed below):
 
 # %% tags=["hide-cell"]
 rng_big = np.random.default_rng(1)
@@ -729,8 +729,12 @@ for _ in range(5):
     n_drawn += batch.shape[0]
 p_excluded = n_excluded / n_drawn
 standard_error = np.sqrt(p_excluded * (1 - p_excluded) / n_drawn)
-assert 3e-4 < standard_error < 4.5e-4 and 4000 * standard_error < 2  # the prose: about 4e-4, about one sequence
-assert 7e-4 < np.sqrt(5) * standard_error < 9e-4  # one batch of 2e5 alone: about 8e-4 (the prose)
+print(f"standard error of P(excluded): pooled {produced(1e4 * standard_error, '.1f')} x 10^-4 "
+      f"({produced(4000 * standard_error, '.1f')} of 4000 sequences); one batch of 200,000 alone "
+      f"{produced(1e4 * np.sqrt(5) * standard_error, '.1f')} x 10^-4 "
+      f"({produced(4000 * np.sqrt(5) * standard_error, '.1f')} of 4000)")
+assert 3e-4 < standard_error < 4.5e-4 and 4000 * standard_error < 2  # the prose: about 3.6e-4, under 2 sequences
+assert 7e-4 < np.sqrt(5) * standard_error < 9e-4  # one batch of 2e5 alone: about 8e-4, about 3 sequences (the prose)
 count_mean = 4000 * p_excluded
 count_half_width = 1.96 * np.sqrt(4000 * p_excluded * (1 - p_excluded))
 ours_seed_0 = results[0.2][3].sum()

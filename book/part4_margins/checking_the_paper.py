@@ -78,7 +78,7 @@ assert generalisation["margin"] < generalisation["ce"]
 
 # %%
 table1 = {row[0]: row for row in PAPER_TABLE1}  # lambda_m: (lambda, BPC, BPC at 0.3, Deg, H, SNR, Var_a/RMS^2)
-assert table1[0.05][1] == PAPER_FIG75["margin"]["clean"]  # the same margin model
+assert table1[0.05][1] == PAPER_FIG75["margin"]["clean"]  # the margin model's clean BPC (likely, not provably, the same run)
 curves = {  # sigma: (CE, margin)
     0.0: (PAPER_FIG75["ce"]["clean"], PAPER_FIG75["margin"]["clean"]),
     0.3: (table1[0.0][2], table1[0.05][2]),
@@ -128,7 +128,7 @@ assert sweep[0] == 0.0 and margin0 > ce0
 # built from them, with the exact block for three W_V, and adds the missing key path back only for W_V = I. Here each is
 # checked on its own, by central differences that move x_t in one place only (the others held fixed), with
 # a random W_V; then the appendix's two paths, (49) and (50), and the key path that it leaves out add up
-# to the exact block.
+# to the exact derivative ∂μ_t/∂x_t (the block is I minus it).
 
 # %%
 rng = np.random.default_rng(46)
@@ -180,12 +180,13 @@ errors = {
     "Eq. (50), query path": np.abs(eq50 - path_jacobian("query")).max(),
     "key path (not in App. A)": np.abs(key_path - path_jacobian("key")).max(),
 }
+# the exact ∂μ_t/∂x_t: I minus the exact diagonal block
 exact = np.eye(d) - jacobian_diagonal_block(X, t, W_Q=W_Q, W_K=W_K, W_V=W_V, include_current=True)
-errors["(49) + (50) + key path = exact"] = np.abs(eq49 + eq50 + key_path - exact).max()
+errors["(49) + (50) + key path = exact dμ_t/dx_t"] = np.abs(eq49 + eq50 + key_path - exact).max()
 for name, err in errors.items():
     print(f"{name:32s} agrees to 1e-7: {err < 1e-7}")
     assert err < 1e-7
-print(f"size of the key path: {np.abs(key_path).max():.2f} (the block's largest entry: {np.abs(exact).max():.2f})")
+print(f"size of the key path: {np.abs(key_path).max():.2f} (the largest entry of dμ_t/dx_t: {np.abs(exact).max():.2f})")
 assert np.abs(key_path).max() > 0.05
 
 # %% [markdown]

@@ -471,7 +471,9 @@ plt.show()
 # last), far more than Table 1's 3 %.
 # (b) At the paper's settings the degradation at $\sigma=0.3$ has no U-shaped optimum: it is flat to
 # $\lambda_m=0.02$ and then rises, in both seeds. At the faster settings it falls all the way — but
-# there (a) shows the clean BPC rising by 42 %, and the degradation is a ratio over the clean BPC.
+# there (a) shows the clean BPC rising by 42 %, and the degradation is a ratio over the clean BPC
+# (the noisy BPC fell too, as [question 3](#check-your-understanding) prints: that model is worse
+# without noise and better at $\sigma=0.3$).
 # (c) At equal relative noise the faster settings' path is flat until $\lambda_m=0.02$ and falls only
 # where the clean model has become much worse.
 

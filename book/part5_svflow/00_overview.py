@@ -168,7 +168,8 @@ assert np.all(np.diff(path @ mu) > 0)  # Figure 5.0.1: layer by layer the state 
 #   ([5.5](05_prefix_shuffling.ipynb); errata rows "App. C.2.4" and "App. C.2.5").
 # - On the larger of our two small character models (the saved one) the deep layer's log-density
 #   reacts to shuffling, slightly, in the direction of the paper's Fig. 2, and across training it does
-#   not track the prediction's quality ([5.5](05_prefix_shuffling.ipynb)).
+#   not track the prediction's quality the way the paper reads it: its one correlation with a small p-value, with calibration,
+#   has the opposite sign ([5.5](05_prefix_shuffling.ipynb)).
 # - The gradient formulas of Appendix B hold once B.1's definition of $\gamma_{\ell',\ell}$ includes $\ell'=\ell$,
 #   but the centred self advantage pushes the posterior *towards* its target, not into a
 #   winner-takes-all loop; and coupling a token's key, query and value roles did not regularise

@@ -377,8 +377,11 @@ assert abs(ratio_64_32 - 0.5) < 0.05
 # $C_d(\kappa_z)$ matters depends on how fast $\log C_d$ changes with $\kappa$: its derivative is
 # $-A_d(\kappa)=-I_{d/2}(\kappa)/I_{d/2-1}(\kappa)$, minus the mean resultant length of
 # [5.1](01_spherical_geometry.ipynb) (differentiate $\log C_d$ and use $I_\nu'=I_{\nu+1}+\tfrac\nu\kappa I_\nu$).
-# For $\kappa\ll d$, $A_d(\kappa)\approx\kappa/d$ is small, $C_d(\kappa)$ is nearly constant and the bias small;
-# from $\kappa=d$ on, $A_d(\kappa)$ exceeds $\tfrac12$ and tends to 1, so $\log C_d(\kappa)$ falls by up to one nat
+# For $\kappa\ll d$, $A_d(\kappa)\approx\kappa/d$ is small: the bias $\log C_d(\kappa_z)$ changes by only about
+# $\kappa/d$ nats per unit of $\kappa_z$. Whether that is small depends on the scores the
+# bias is added to, not on $\kappa/d$ alone: in the table below it barely matters at $\kappa_0=10$, but at
+# $d=896$ and $\kappa_0=100$, with $\kappa$ still about a ninth of $d$, it already moves the posterior. From
+# $\kappa=d$ on, $A_d(\kappa)$ exceeds $\tfrac12$ and tends to 1, so $\log C_d(\kappa)$ falls by up to one nat
 # per unit of $\kappa$ (for $\kappa$ far above $d^2/4$ it approaches $\tfrac{d-1}{2}\log\tfrac{\kappa}{2\pi}-\kappa$,
 # the large-$\kappa$ form checked on 5.1; the cell below checks the derivative). Below, 10
 # components with a 10% spread of $\kappa$ around $\kappa_0$ (the paper's Fig. 4 reports $\kappa\sim10^2$,
@@ -445,7 +448,8 @@ print("d log C_d / d kappa = -A_d(kappa) (central differences, d = 16, 64, 896);
       + ", ".join(f"{float(vmf_mean_resultant_length(float(w), w)):.2f}" for w in widths))
 
 # %% [markdown]
-# With equal concentrations the two coincide, and at $\kappa\ll d$ they nearly do; at the
+# With equal concentrations the two coincide, and at $\kappa_0=10$ they nearly do (KL below 0.05), but not
+# at every $\kappa\ll d$: in $d=896$ the KL is already 0.68 at $\kappa_0=100$. At the
 # concentrations the paper reports for its deeper layers the normaliser bias is of the same order as
 # the scores (in $d=64$ and $d=896$, from $\kappa_0=100$ on, its spread over the keys is 0.35 to 3.02 times
 # theirs, printed above). (The zeros of the $d=16$ column from $\kappa_0=100$ on are of another kind: in 16

@@ -268,8 +268,10 @@ plt.show()
 # - The self advantage $R=\log q/p$ makes gradient descent *lower* the components with above-average $R$, the most over-weighted ones: the
 #   feedback is negative, and training on $\mathcal J_{\text{var}}$ alone narrows the gap (by more than
 #   half in 60 steps, in each of three seeds) without collapsing the posterior — B.4's winner-takes-all reading is reversed ([tested below](#checking-the-paper)).
-# - Without a balancing loss an MoE router's gate mass drifts away from the fair share, and top-1 routing
-#   (each input sent only to its highest-gate expert) makes its busiest expert busier (soft routing's winner counts were as uneven at the start); in a
+# - Without a balancing loss, in five seeds of a small MoE, the router's gate mass drifted away from the fair
+#   share, and under top-1 routing (each input sent only to its highest-gate expert) the busiest expert got
+#   busier (soft routing's winner counts were about as uneven at the start as at the end) — five seeds show a
+#   tendency, not a rule; in a
 #   one-layer attention model a rarely attended token keeps receiving gradient as a query, but coupling
 #   its three roles did not make the attention load more even.
 #
@@ -585,9 +587,11 @@ assert least_share > 0.01  # no expert dies outright
 # and falls in others. What soft training does move is the gate mass: every expert starts at the fair
 # share $P_z=0.25$ (the logits start near zero), and the least-used one ends at 0.43–0.80 of it in the
 # five seeds (printed, and bounded below 0.9, with Figure 5.6.4). With top-1 routing, where an unchosen expert gets exactly zero gradient from
-# that input, the busiest expert gets busier in every seed (0.42–0.54 of the inputs at the end). At this
-# scale, in these five seeds, no expert dies outright (every expert keeps more than 1 % of the inputs,
-# printed above): the imbalance B.4 predicts is there, the collapse is partial. B.4's contrast is with
+# that input, the busiest expert got busier in each of these five seeds (0.42–0.54 of the inputs at the end).
+# At this scale, in these five seeds, no expert dies outright (every expert keeps more than 1 % of the inputs,
+# printed above): the imbalance B.4 predicts is there, the collapse is partial. Five seeds are few: the
+# counts above (in how many seeds a share rises, whether an expert dies, which routing ends more uneven)
+# describe these five runs, not rates that other seeds would repeat. B.4's contrast is with
 # attention, which we build next.
 #
 # ### B.4's attention side: one representation in three roles
@@ -836,7 +840,7 @@ plt.show()
 # training reduces the gap without collapsing the posterior (three seeds). The collapse that §3.3 and
 # Fig. 1(b) report — every trajectory ending at one point — is a property of the flow's end states,
 # examined in [5.4](04_hybrid_training_2d.ipynb) (*Checking the paper*); it is not
-# explained by a winner-takes-all force in $S_\ell$. Recorded in [the errata](../ERRATA.md). MoE gating without a balancing loss drifts from balance (the gate mass under soft routing, the winner counts under top-1
+# explained by a winner-takes-all force in $S_\ell$. Recorded in [the errata](../ERRATA.md). MoE gating without a balancing loss drifted from balance in five seeds (the gate mass under soft routing, the winner counts under top-1
 # routing). On the attention side the mechanism B.4 names is real — a rarely attended token's
 # representation keeps receiving gradient as a query — but decoupling the roles does not make the
 # attention load less even: in a one-layer model, attention without a regulariser is as uneven with

@@ -197,9 +197,11 @@ assert spread < 0.02
 # code is not stated. §4.2's formulas put the query state and the value–output vectors in the model's width
 # (896, 1024 and 2048 here), and there the direct formula has no finite value at any κ, since (2π)^{d/2}
 # alone overflows for d ≳ 770 ([5.1](01_spherical_geometry.ipynb), Checking the paper). With the powers
-# taken in logs, only the Bessel function can still overflow there, and it does near κ ≈ 10³ as well
-# (printed below). So the paper's finite values and its warning fit two readings: a per-head width, or the
-# model's width with the Bessel function evaluated directly. We check both: the head widths of the
+# taken in logs, only the Bessel function is left to fail there, and evaluated directly it fails at both ends
+# (printed below): it overflows near κ ≈ 10³ as well, and it underflows to 0 at small κ — at Llama3.2's width
+# for every κ up to 354, where §6.3 puts that model's κ (reaching about 10²). So the warning fits two
+# readings, a per-head width or the model's width with the Bessel function evaluated directly, but the finite
+# values Table 1 prints for Llama3.2 fit only the per-head one. We check both: the head widths of the
 # configurations above (d = 64 and d = 128), in double precision, and the Bessel function alone at the
 # three model widths:
 
@@ -215,23 +217,35 @@ for d in (64, 128):
           f"{first_failure[d]:g}; in log space finite up to kappa = 1e5: {bool(np.all(np.isfinite(stable)))}")
     assert np.allclose(naive[ok], stable[: len(grid)][ok], rtol=1e-10)  # where both exist, they agree
     assert np.all(ok[grid < first_failure[d]]) and first_failure[d] < 1e3 and np.all(np.isfinite(stable))
-bessel_failure = {}
+small_kappas = np.arange(1.0, 100.0)  # kappa = 1, 2, ..., 99: below the grid above
+small_ok = all(np.all(np.isfinite(vmf_log_normalizer_naive(small_kappas, d))) for d in (64, 128))
+print(f"d = 64, 128: the direct formula is finite for kappa = 1, 2, ..., 99 too: {small_ok}")
+assert small_ok  # per head, the direct formula has no trouble at small kappa
+whole_grid = np.append(small_kappas, grid)  # kappa = 1, 2, ..., 2000
+bessel_failure, bessel_zero_up_to = {}, {}
 for m in MODELS:
     d = published[m]["hidden"]
-    with np.errstate(over="ignore"):
-        bessel = scipy.special.iv(d / 2 - 1, grid)
-    bessel_failure[m] = grid[~np.isfinite(bessel)].min()
-    assert np.all(np.isfinite(bessel[grid < bessel_failure[m]]))
+    with np.errstate(over="ignore", under="ignore"):
+        bessel = scipy.special.iv(d / 2 - 1, whole_grid)
+    bessel_failure[m] = whole_grid[~np.isfinite(bessel)].min()  # overflow
+    bessel_zero_up_to[m] = whole_grid[bessel == 0].max()  # underflow: log I = -inf, log C_d = +inf
+    working = (whole_grid > bessel_zero_up_to[m]) & (whole_grid < bessel_failure[m])
+    assert np.all(np.isfinite(bessel[working]) & (bessel[working] > 0))
 print("the Bessel function I_{d/2-1}(kappa) alone at the model widths overflows from kappa = "
       + ", ".join(f"{bessel_failure[m]:g} ({m}, d = {published[m]['hidden']})" for m in MODELS))
+print("and underflows to 0 for every kappa up to "
+      + ", ".join(f"{bessel_zero_up_to[m]:g} ({m})" for m in MODELS))
 assert all(700 < k < 1.2e3 for k in bessel_failure.values())
+assert bessel_zero_up_to["Llama3.2"] > 300  # Llama3.2's kappa of about 10^2 (§6.3) lies in the underflow range
 
 # %% [markdown]
 # The direct formula fails below κ = 10³ for both head widths (from κ = 656 for d = 64 and κ = 600 for
 # d = 128: as the formula is written, κ^{d/2−1} / ((2π)^{d/2} I_{d/2−1}(κ)), the product in its denominator
 # exceeds the largest double-precision number; the Bessel function alone overflows a little later, still
 # below κ = 10³). At the model widths the Bessel function alone overflows from κ = 828 (Qwen2.5), 858
-# (Qwen3) and 1143 (Llama3.2). Under either reading the caution holds for Qwen3's deep layers — and equally
+# (Qwen3) and 1143 (Llama3.2), and is 0 in double precision up to κ = 62, 87 and 354: a model-width
+# computation that evaluates it directly has no finite value for Llama3.2's κ, whose order §6.3 gives as 10².
+# Under either reading the caution holds for Qwen3's deep layers — and equally
 # for Qwen2.5, whose κ reaches the order 10³ (§6.3), which the caution does not name. The failure is one of evaluating the formula directly, not of the quantity: computed in log
 # space (as the book's `vmf_log_normalizer` does, with the exponentially scaled Bessel function) log C_d(κ)
 # is finite and agrees with the direct value wherever that exists, up to κ = 10⁵. The values the appendix

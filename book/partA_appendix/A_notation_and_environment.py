@@ -37,50 +37,50 @@ print("all required packages import")
 # |---|---|---|---|
 # | $\mathcal V$ | the vocabulary: the set of tokens a model reads and predicts; $\lvert\mathcal V\rvert$ is its size | a set | Ch. 6; Parts 1, 2 |
 # | $w[t]$ | the word (token) at position $t$ of a text | a token, an integer id from 0 to $\lvert\mathcal V\rvert-1$ in code | Ch. 6; Part 1 |
-# | $T$ | the length of a sequence: its number of positions | scalar | Ch. 6; all parts |
+# | $T$ | the length of a sequence: its number of positions (the bold $\mathbf T$ of 2.4 and 2.9 is the set transformer, after their paper) | scalar | Ch. 6; all parts |
 # | $n$ | a number of items being counted (tokens, samples, steps); the page says which | scalar | all parts |
-# | $N$ | a number of samples or sequences drawn or trained on | scalar | all parts |
+# | $N$ | a number of samples or sequences drawn or trained on | scalar | Parts 2, 3, 5 |
 # | $t$ | a position in a sequence (a time step), counted from 1 in the text | index | Ch. 6; all parts |
 # | $i$ | the position of the word that asks (the query), counted from 1 in the text | index | Ch. 6; all parts |
-# | $j$ | the position of a word that is looked at (a key), counted from 1 in the text | index | Ch. 6; all parts |
+# | $j$ | the position of a word that is looked at (a key), counted from 1 in the text | index | Ch. 6; Parts 1, 2, 3 |
 # | $x[t]$ | the input vector of position $t$ (an embedding, or a recurrent network's input) | $(d,)$, a row vector | Ch. 6; Parts 1, 4 |
 # | $X$ | the input vectors of a sequence stacked as rows, $X[t] = x[t]$ | $(T, d)$ | Ch. 6; Parts 1, 4 |
 # | $e[i]$ | the embedding of word $i$: the row of $E$ of its token (plus its position's encoding, where added) | $(d_{\text{model}},)$, a row vector | Ch. 6; Part 1 |
 # | $E$ | the embedding table: one row per token of the vocabulary | $(\lvert\mathcal V\rvert, d_{\text{model}})$ | Ch. 6; Parts 1, 2, 4 |
-# | $q[i]$ | the query of word $i$, $q[i] = e[i]\,W^Q$: what word $i$ looks for | $(d_k,)$, a row vector | Ch. 6; all parts |
+# | $q[i]$ | the query of word $i$, $q[i] = e[i]\,W^Q$: what word $i$ looks for (Part 5's $q(z\mid x)$ and Part 2's bold $\mathbf q$ are distributions, as their pages say) | $(d_k,)$, a row vector | Ch. 6; all parts |
 # | $k[j]$ | the key of word $j$, $k[j] = e[j]\,W^K$: what word $j$ offers to be found by | $(d_k,)$, a row vector | Ch. 6; all parts |
 # | $v[j]$ | the value of word $j$, $v[j] = e[j]\,W^V$: what word $j$ hands over when looked at | $(d_v,)$, a row vector | Ch. 6; all parts |
-# | $Q$ | the queries of a sequence stacked as rows, $Q = X W^Q$ | $(T, d_k)$ | Ch. 6; Parts 1, 3 |
+# | $Q$ | the queries of a sequence stacked as rows, $Q = X W^Q$ (in 2.4 and 2.5, after their paper, $Q$, $K$, $V$ are the weight matrices of Eq. (5.2), $Q = (W^Q)^\top$; in 2.8, $Q$ is a rate matrix) | $(T, d_k)$ | Ch. 6; Parts 1, 3 |
 # | $K$ | the keys of a sequence stacked as rows, $K = X W^K$ | $(T, d_k)$ | Ch. 6; Parts 1, 3 |
 # | $V$ | the values of a sequence stacked as rows, $V = X W^V$ (the vocabulary is $\mathcal V$) | $(T, d_v)$ | Ch. 6; Parts 1, 3 |
-# | $W^Q$ | the query projection: a learned matrix, multiplied on the right of a row vector | $(d_{\text{model}}, d_k)$ | Ch. 6; all parts |
-# | $W^K$ | the key projection | $(d_{\text{model}}, d_k)$ | Ch. 6; all parts |
-# | $W^V$ | the value projection | $(d_{\text{model}}, d_v)$ | Ch. 6; all parts |
+# | $W^Q$ | the query projection: a learned matrix, multiplied on the right of a row vector | $(d_{\text{model}}, d_k)$ for one head; $(d_{\text{model}}, h\,d_k)$ for all the heads of a layer side by side (6.4, 6.6) | Ch. 6; Parts 1, 3, 5 |
+# | $W^K$ | the key projection | $(d_{\text{model}}, d_k)$ for one head; $(d_{\text{model}}, h\,d_k)$ for all the heads of a layer side by side (6.4, 6.6) | Ch. 6; Parts 1, 3, 5 |
+# | $W^V$ | the value projection | $(d_{\text{model}}, d_v)$ for one head; $(d_{\text{model}}, h\,d_v)$ for all the heads of a layer side by side (6.4, 6.6) | Ch. 6; Parts 1, 3, 5 |
 # | $W^O$ | the output projection of multi-head attention: maps the concatenated heads back to the model width | $(h\,d_v, d_{\text{model}})$ | Ch. 6; Part 1 |
 # | $\alpha[i,j]$ | the attention weight of query $i$ on key $j$: the softmax over $j$ of the scores, in $[0, 1]$, adding up to 1 over $j$ | scalar | Ch. 6; all parts |
-# | $d_{\text{model}}$ | the model width: the length of an embedding and of the residual stream | scalar | Ch. 6; all parts |
-# | $d_k$ | the width of a query and of a key (of one head: $d_{\text{model}}/h$ in multi-head attention) | scalar | Ch. 6; all parts |
+# | $d_{\text{model}}$ | the model width: the length of an embedding and of the residual stream | scalar | Ch. 6; Part 1 |
+# | $d_k$ | the width of a query and of a key (of one head: $d_{\text{model}}/h$ in multi-head attention) | scalar | Ch. 6; Parts 1, 3, 4 |
 # | $d_v$ | the width of a value (of one head) | scalar | Ch. 6; Parts 1, 3 |
 # | $d$ | the width (dimension) of the vectors of a page that has only one width | scalar | all parts |
-# | $h$ | the number of attention heads | scalar | Ch. 6; Part 1 |
+# | $h$ | the number of attention heads (Part 2 writes $h_i$, after its paper, for the vector of token $i$) | scalar | Ch. 6; Part 1 |
 # | $d_{ff}$ | the hidden width of the feed-forward network (usually $4d_{\text{model}}$) | scalar | Ch. 6; Part 1 |
 # | $W_1$ | the first weight matrix of the feed-forward network | $(d_{\text{model}}, d_{ff})$ | Ch. 6; Part 1 |
 # | $W_2$ | the second weight matrix of the feed-forward network | $(d_{ff}, d_{\text{model}})$ | Ch. 6; Part 1 |
 # | $b$ | a bias vector, added after a matrix product ($b_1$, $b_2$ in the feed-forward network) | a row vector | Ch. 6; Parts 1, 3 |
 # | $L$ | the number of layers (decoder blocks) of a stack | scalar | Ch. 6; Parts 1, 4, 5 |
 # | $\ell$ | the index of a layer, from 1 to $L$ | index | Ch. 6; Parts 1, 4, 5 |
-# | $P$ | a probability, as in $P(w[t+1]\mid w[1..t])$ | scalar | Ch. 6; all parts |
+# | $P$ | a probability, as in $P(w[t+1]\mid w[1..t])$ (2.3's $P$, $P'$ are transition matrices and 5.3's $P$ the mean gates of Eq. (22), as their pages say) | scalar | Ch. 6; all parts |
 # | $p$ | a probability distribution over the vocabulary (or over the outcomes the page names), as a vector of probabilities | $(\lvert\mathcal V\rvert,)$ | all parts |
 # | $H$ | entropy, in nats: $H(p) = -\sum_x p(x)\log p(x)$ | scalar | Ch. 6; all parts |
-# | $\mathcal L$ | a loss to be minimised (the average next-token cross-entropy, in nats, unless the page says otherwise) | scalar | all parts |
-# | $\eta$ | a learning rate: the step size of gradient descent | scalar | Parts 1, 3, 4 |
-# | $\tau$ | a temperature: scores are divided by $\tau$ before a softmax | scalar | Parts 1, 2 |
+# | $\mathcal L$ | a loss to be minimised (the average next-token cross-entropy, in nats, unless the page says otherwise) | scalar | Parts 2–5 |
+# | $\eta$ | a learning rate: the step size of gradient descent | scalar | Parts 3, 4 |
+# | $\tau$ | a temperature: scores are divided by $\tau$ before a softmax (in 2.8, the time step of τ-leaping) | scalar | Part 2 |
 # | $\mu$ | a mean | scalar or vector | all parts |
 # | $\sigma$ | a standard deviation ($\sigma^2$ a variance) | scalar | all parts |
 # | $\mathcal N$ | the normal (Gaussian) distribution, $\mathcal N(\mu, \sigma^2)$ | a distribution | all parts |
 # | $I$ | the identity matrix | $(d, d)$ | all parts |
 # | $\mathcal O$ | order of growth: $\mathcal O(T^2)$ grows at most like $T^2$ | — | all parts |
-# | $\pi$ | the number $\pi$, the ratio of a circle's circumference to its diameter | scalar | all parts |
+# | $\pi$ | the number $\pi$, the ratio of a circle's circumference to its diameter (Part 2 writes $\pi$, after its paper, for a model's distribution) | scalar | all parts |
 #
 # <!-- end of the notation table -->
 #
@@ -99,7 +99,7 @@ print("all required packages import")
 # | query | $\mathbf q[i]=\mathbf e[i]W^Q$ | $Qh_k$ | $q_i=W_Q x_i$ | $q_t=W_Qx_t$ | $W_{q,h}^\top x_q$ | `q = X @ W_q` |
 # | key | $\mathbf k[j]=\mathbf e[j]W^K$ | $Kh_l$ | $k_j=W_K x_j$ | $k_s=W_Kx_s$ | $k_z$ (latent component) | `k = X @ W_k` |
 # | value | $\mathbf v[j]=\mathbf e[j]W^V$ | $Vh_l$ | $v_j=W_V x_j$ | $v_s=W_Vx_s$ | $v_z$ | `v = X @ W_v` |
-# | score | $\mathbf q[i]^\top\mathbf k[j]/\sqrt{d_{\text{model}}}$ | $\langle Qh_k,Kh_l\rangle_{\mathbb R^c}$ (5.2) | $s_{ij}=q_i^\top k_j/\sqrt{d_k}$ (4) | $q_t^\top k_s$ (no scaling) | $k_z^\top W_kW_q^\top x_q$ | `scores` |
+# | score | $\mathbf q[i]^\top\mathbf k[j]/\sqrt{d_{\text{model}}}$ (the book divides by $\sqrt{d_k}$, one head's width: [6.2](../part1_chapter6/6_2_attention_mechanism.ipynb)) | $\langle Qh_k,Kh_l\rangle_{\mathbb R^c}$ (5.2) | $s_{ij}=q_i^\top k_j/\sqrt{d_k}$ (4) | $q_t^\top k_s$ (no scaling) | $k_z^\top W_kW_q^\top x_q$ | `scores` |
 # | attention weight | $\alpha[i,j]$, $j\le i$ | $\exp(\cdot)/Z_k$ (5.2b) | $\alpha_{ij}$ | $\alpha_{ts}$, $s<t$ (strict) | $\sigma_{k_z,h}(x_q)=q(z\mid x_q,h)$ (vMF posterior) | `weights` |
 # | attention output | $\sum_j\alpha[i,j]\mathbf v[j]$ | $\mathrm{ATT}(h)_k-h_k$ | $g_i=\sum_j\alpha_{ij}v_j$ (6) | $\mu_t(x)=\sum_{s<t}\alpha_{ts}v_s$ (2) | $f_{\text{Attn}}(x_q)$ | `out` |
 # | bilinear form of scores (the matrix between the query's input and the key's, query side first unless noted) | $W^Q {W^K}^\top$ | $Q^\top K$ | $W_Q^\top W_K$ | $A=W_K^\top W_Q$ (15), key side first: $q_t^\top k_s = x_s^\top A\,x_t$, so $A$ is the transpose of Part 3's $W_Q^\top W_K$ | $W_kW_q^\top$, key side first | — |
@@ -129,8 +129,8 @@ from nextword.attention import scaled_dot_product_attention
 
 rng = np.random.default_rng(0)
 T, d = 5, 4
-X = rng.normal(size=(T, d))                      # rows e[i] (Chapter 6) = columns x_t (papers), stacked
-W_Q_row, W_K_row, W_V_row = (rng.normal(size=(d, d)) for _ in range(3))   # Chapter 6: q[i] = e[i] W^Q
+X = rng.normal(size=(T, d))  # rows e[i] (Chapter 6) = columns x_t (papers), stacked
+W_Q_row, W_K_row, W_V_row = (rng.normal(size=(d, d)) for _ in range(3))  # Chapter 6: q[i] = e[i] W^Q
 
 # Row-vector convention, as nextword computes it.
 out_row, alpha_row = scaled_dot_product_attention(
