@@ -773,7 +773,8 @@ plt.show()
 # the two kept ones still carry a fraction above 0.75 of the variance in every seed (printed above;
 # isotropic values would give 0.25). So the values do move in a low-dimensional subspace of the
 # value space. (The paper's further link of the main axis to posterior entropy needs a task with a
-# posterior; the toy's random targets have none — it is tested on the sticky chain below.) Each
+# posterior; the toy's random targets have none — it is tested on the sticky chain
+# [below](#61-does-the-value-manifold-follow-the-posterior-entropy).) Each
 # coloured line is one value's path, as in Figure 3.2.6.
 #
 # ### Two timescales?
