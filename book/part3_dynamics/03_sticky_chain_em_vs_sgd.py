@@ -839,6 +839,12 @@ print(f"both heads end with less same-symbol key mass than at the start: {sum(le
 assert within.sum() > len(rows) / 2                    # "in most seeds within sampling error"
 assert all(d > 0 for d, ok in zip(d_saved, within) if not ok)   # where not: SGD is ahead
 assert sum(less_mass) > len(rows) / 2                  # "mostly end with less right-key mass"
+within_two = np.abs(d_saved) < 2 * se_saved
+only_outside_two = [r["seed"] for r, ok2, ok3 in zip(rows, within_two, within) if ok3 and not ok2]
+print(f"|EM - SGD| within 2 paired s.e.: {int(within_two.sum())} of {len(rows)} seeds; outside 2 but inside 3: "
+      f"seeds {only_outside_two}")
+# the paragraph under Figure 3.3.4: with two s.e. the count changes by seed 1, where EM-like is ahead
+assert only_outside_two == [1] and rows[1]["seed"] == 1 and d_saved[1] < 0
 
 # %% tags=["hide-cell"]
 curves_saved = load_curves("dynamics_table1")  # (seeds, steps + 1) per curve
