@@ -127,7 +127,7 @@ for i in (1, 2, 3):
 # the words after it, because it is about to predict the next one; [6.3](6_3_causal_masking.ipynb)
 # shows what goes wrong otherwise.) For each of them it computes a {term}`score <attention score>`:
 # the dot product $q[i]\cdot k[j]$, large when the query and the key point the same way, divided by
-# $\sqrt{d_k}$ ([why](#why-divide-by--exercise-10-fig-612) is the last section of this page). A softmax turns the scores into
+# $\sqrt{d_k}$ ([why](#why-divide-by--exercise-10-fig-612) is the lesson's last section before the takeaways). A softmax turns the scores into
 # {term}`attention weights <attention weight>` — positive, adding up to 1 — and the output is the
 # weighted sum of the values. One plain loop, word by word:
 

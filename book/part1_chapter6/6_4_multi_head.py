@@ -406,7 +406,7 @@ near_floor = {seed: v[filler].mean() < H_filler + 0.5 for seed, v in nlls.items(
 print(f"{steps} training steps per seed; chance at the markers: ln 4 = {np.log(4):.3f} nats")
 print(f"seeds tried: {produced(len(tried), 'd')}; kept, test loss at the markers < 0.05 nats: "
       f"{produced(SEEDS)}")
-print(f"kept models whose filler loss is within 0.5 nat of the filler chain's entropy rate {H_filler:.2f}: "
+print(f"kept models whose filler loss is less than 0.5 nat above the filler chain's entropy rate {H_filler:.2f}: "
       f"{sum(near_floor.values())}/{len(SEEDS)}")
 assert all(near_floor.values())  # the fillers are predicted close to their floor too
 

@@ -4,7 +4,7 @@
 # **The question.** Why does the position of a word matter at all to attention, and how do we hand a
 # transformer the positions it cannot see?
 # "dog bites man" and "man bites dog" contain the same three words and mean opposite things. Attention
-# ([§6.2](6_2_attention_mechanism.ipynb)) builds each word's new representation from a weighted average
+# (page [6.2](6_2_attention_mechanism.ipynb)) builds each word's new representation from a weighted average
 # of the words' vectors (its own included), and a weighted average does not care in which order its terms come: on
 # its own, attention reads a sentence as a bag of words. This page shows that failure on three typed
 # vectors, then the three standard cures — sinusoidal encodings, learned position tables and rotary
@@ -24,8 +24,8 @@
 #   against a measurement.
 # ```
 #
-# **Builds on:** [§6.2 The attention mechanism](6_2_attention_mechanism.ipynb) (scores, softmax weights,
-# weighted sums of values) · [§6.3 Causal masking](6_3_causal_masking.ipynb) (a position sees only the
+# **Builds on:** [6.2 The attention mechanism](6_2_attention_mechanism.ipynb) (scores, softmax weights,
+# weighted sums of values) · [6.3 Causal masking](6_3_causal_masking.ipynb) (a position sees only the
 # past) · sine, cosine and the $2\times 2$ rotation matrix. **Reading time:** about 35 minutes.
 #
 # ```{admonition} Symbols on this page
@@ -181,7 +181,7 @@ print(f"no mask, no positions: max |MHA(ΠX) - Π MHA(X)| {small(equiv_err)}")
 assert equiv_err < 1e-12
 
 # %% [markdown]
-# A language model uses the causal mask of [§6.3](6_3_causal_masking.ipynb), and that changes the story
+# A language model uses the causal mask of page [6.3](6_3_causal_masking.ipynb), and that changes the story
 # in a way worth predicting before reading on. In a **one-layer** model the prediction at the last
 # position is made by its own query, reading the earlier words as a bag: "dog bit the man ." and "man bit
 # the dog ." get *exactly* the same prediction after the full stop. From **two layers** on, this breaks
@@ -303,8 +303,8 @@ assert rel_err < 0.01  # Figure 6.5.3: the measured wavelengths follow the formu
 assert np.all(np.diff(list(measured.values())) > 0)  # Figure 6.5.2: the wavelength grows with the coordinate
 
 # %% [markdown]
-# **Figure 6.5.3** (the claim of Fig. 6.25's caption, measured; Fig. 6.25 itself draws the table's values
-# as a 3-D surface). The wavelength of each pair on a logarithmic
+# **Figure 6.5.3** (what Fig. 6.25's caption says of the wavelength, measured; Fig. 6.25 itself draws the
+# table's values as a 3-D surface). The wavelength of each pair on a logarithmic
 # axis: the line is the formula, the dots are measured from the table (only for the 54 pairs that make at
 # least 1.5 turns in the 20,000 positions; the slower pairs get none). See the straight line: each pair
 # turns slower than the one before by the same factor, from $2\pi$ for pair 0 upwards. (Fig. 6.25's

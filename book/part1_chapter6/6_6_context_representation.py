@@ -20,9 +20,9 @@
 # - read, layer by layer, which earlier words the last position of a trained model draws on.
 # ```
 #
-# **Builds on:** [§6.2](6_2_attention_mechanism.ipynb) (attention), [§6.3](6_3_causal_masking.ipynb)
-# (the causal mask), [§6.4](6_4_multi_head.ipynb) (multi-head attention),
-# [§6.5](6_5_positional_encoding.ipynb) (positional encodings) · the RNN of the previous chapter,
+# **Builds on:** [6.2](6_2_attention_mechanism.ipynb) (attention), [6.3](6_3_causal_masking.ipynb)
+# (the causal mask), [6.4](6_4_multi_head.ipynb) (multi-head attention),
+# [6.5](6_5_positional_encoding.ipynb) (positional encodings) · the RNN of the previous chapter,
 # mean and variance, matrix products. **Reading time:** about 30 minutes.
 #
 # ```{admonition} Symbols on this page
@@ -173,9 +173,9 @@ for pre_norm in (True, False):
 # %% [markdown]
 # The chapter's displayed formula for one layer is neither of the two: its second skip connection adds
 # the block's input $r^{(\ell)}$ instead of $u$, so the attention output stays off the
-# stream and reaches the next layer only through the FFN ([checked below](#checking-the-paper)). This page's
-# hand-built blocks follow Fig. 6.29 (post-norm); the models it trains below are pre-norm, the library's
-# default for `TinyLM`.
+# stream and reaches the next layer only through the FFN ([checked below](#checking-the-paper)). The
+# stack built by hand below follows Fig. 6.29 (post-norm); the models this page trains are pre-norm, the
+# library's default for `TinyLM`.
 #
 # ## The decoder-only stack
 #
@@ -367,7 +367,7 @@ ax.loglog(lengths, rnn_flops, "-", color="gray", label="RNN, about $4Td^2$ (in T
 ax.axvline(2 * d_plot, color="k", lw=0.8)
 ax.text(2 * d_plot * 1.08, projection_flops[0], "T = 2d", fontsize=8)
 ax.set_xlabel("sequence length T")
-ax.set_ylabel("FLOPs, one attention sub-layer (forward)")
+ax.set_ylabel("FLOPs (forward)")
 ax.legend(fontsize=8)
 plt.show()
 crossover = lengths[np.argmax(score_flops > projection_flops)]
@@ -380,9 +380,9 @@ print(f"a whole block (with the FFN's 16Td^2): the T^2 term exceeds its linear t
 assert block_crossover == 6 * d_plot + 1
 
 # %% [markdown]
-# **Figure 6.6.3.** FLOPs of one attention sub-layer against the length $T$ at $d=64$, on log-log axes (a
-# straight line of slope 1 is linear growth, slope 2 quadratic); the block's FFN, linear in $T$, is not
-# drawn. See the attention curve bend from slope 1 to slope 2
+# **Figure 6.6.3.** FLOPs of one attention sub-layer (and, in grey, of one RNN layer) against the length
+# $T$ at $d=64$, on log-log axes (a straight line of slope 1 is linear growth, slope 2 quadratic); the
+# block's FFN, linear in $T$, is not drawn. See the attention curve bend from slope 1 to slope 2
 # at $T=2d$, where the score term overtakes the projections; the RNN stays linear but must run its $T$
 # steps one after another.
 #
@@ -662,7 +662,10 @@ block.W2[...], block.b2[...] = saved_W2, saved_b2
 # 0.6 of its weight "in every seed": it held for seeds 0–2 and failed for seeds 3 and 4.
 #
 # An earlier version of this page called the FLOP counts of Exercise 11 multiply-adds (a factor 2);
-# `book/ERRATA.md` records it as an error of this book.
+# `book/ERRATA.md` records it as an error of this book. It also records a second one: Figure 6.6.3, its
+# axis and a key takeaway gave the attention sub-layer's count as the FLOPs "of one layer", leaving out
+# the FFN that every block also runs (the whole block's count is printed and asserted in
+# [Operation counts](#operation-counts-exercise-11)).
 #
 # ## Reproducibility
 #

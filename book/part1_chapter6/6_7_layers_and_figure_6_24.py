@@ -20,8 +20,8 @@
 # - read a probe-by-layer plot and say which part of Fig. 6.30's claim it supports.
 # ```
 #
-# **Builds on:** [§6.5 Positional encoding](6_5_positional_encoding.ipynb) (the sinusoidal table) ·
-# [§6.6 The decoder block](6_6_context_representation.ipynb) (the block and its residual stream) ·
+# **Builds on:** [6.5 Positional encoding](6_5_positional_encoding.ipynb) (the sinusoidal table) ·
+# [6.6 The decoder block](6_6_context_representation.ipynb) (the block and its residual stream) ·
 # least squares and a train/test split. **Reading time:** about 25 minutes.
 #
 # ```{admonition} Symbols on this page

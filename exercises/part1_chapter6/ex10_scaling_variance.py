@@ -9,18 +9,18 @@
 from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)
 
 # %% [markdown]
-# # Exercise 10 — Why attention divides by $\sqrt{d}$
+# # Exercise 10 — Why attention divides by $\sqrt{d_k}$
 # **Part:** 1 · **Difficulty:** ★★★ · **Book notebook:** book/part1_chapter6/6_2_attention_mechanism
 #
-# Chapter 6, Exercise 10. Let $q,k\in\mathbb R^d$ have i.i.d. entries with mean 0 and variance
+# Chapter 6, Exercise 10. Let a query and a key $q,k\in\mathbb R^{d_k}$ (the head width $d_k$ of page 6.2; `d` in code) have i.i.d. entries with mean 0 and variance
 # $\sigma^2$, with $q$ independent of $k$. Derive $\operatorname{Var}(q^\top k)$ and show that without
-# scaling it grows linearly with $d$.
+# scaling it grows linearly with $d_k$.
 #
 # 1. Write the derivation (markdown).
-# 2. `variance_expression(d)`: compute $\operatorname{Var}(q^\top k)$ for a given small $d$ with
+# 2. `variance_expression(d)`: compute $\operatorname{Var}(q^\top k)$ for a given small $d_k$ with
 #    `sympy.stats` (Gaussian entries), as an expression in the positive symbol `sigma`.
 # 3. `simulate_variance(d, sigma, n, rng)`: estimate it from `n` random pairs.
-# 4. What does dividing by $\sqrt d$ change?
+# 4. What does dividing by $\sqrt{d_k}$ change?
 
 # %%
 import numpy as np

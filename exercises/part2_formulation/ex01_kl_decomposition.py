@@ -20,7 +20,8 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 # $$J=\sum_{t=1}^{T}\ \mathbb E_{f_{1:t-1}\sim\mathbf p_{1:t-1}}\ D_{\rm KL}\big(\mathbf p_t(\cdot\mid f_{1:t-1})\,\big\|\,\pi_t(\cdot\mid f_{1:t-1})\big).$$
 #
 # A model is given as a function `next_probs(prefix) -> (V,)` returning the next-token law after
-# a tuple of token ids (the empty tuple gives the first token's law).
+# a tuple of token ids (the empty tuple gives the first token's law). In code `V` is the vocabulary's size
+# $\lvert\mathcal V\rvert$ (the book keeps $V$ for a matrix of values), and the tokens are `0, …, V-1`.
 #
 # 1. Implement `per_position_kl(p_next, q_next, V, T)` returning the $T$ terms of the sum, by
 #    enumerating prefixes. Use `nextword.theory.formulation.objectives.kl_divergence` for one KL between two

@@ -11,9 +11,11 @@
 # component from the trained weights. For the mask, a model is also *retrained* without it, because the
 # failure the chapter has in mind (§6.3) appears in training.
 #
-# 1. Implement `honest_loss(model, ids)`: per-token losses `(N, T-1)` for `ids` of shape `(N, T)`, where the prediction of `ids[:, t+1]`
+# 1. Implement `honest_loss(model, ids)`: per-token losses `(N, T-1)` in nats (the natural log) for `ids` of shape
+#    `(N, T)`, where the prediction of `ids[:, t+1]`
 #    comes from running the model on `ids[:, :t+1]` only (as in generation).
-# 2. Fill `results[name] = {"teacher_forced": ..., "honest": ...}` (mean losses over all positions) for
+# 2. Fill `results[name] = {"teacher_forced": ..., "honest": ...}` (mean losses per token over all positions
+#    of `test.ids`, in nats) for
 #    `"baseline"`, `"no mask"` (retrained), `"no positions"`, `"single head"`, `"no residual"` (test time).
 # 3. Compare with your predictions.
 
@@ -129,4 +131,4 @@ print("test-time removals, largest honest loss first:",
 # %%
 from nextword.booktools.exercises.checks import check_ex_p1_12
 
-check_ex_p1_12(honest_loss, results)
+check_ex_p1_12(honest_loss, results, baseline, test)

@@ -3,18 +3,19 @@
 # **Part:** 2 · **Difficulty:** ★ · **Book notebook:** book/part2_formulation/06_sequence_generation
 #
 # §6.3 samples each token from the model's conditional $\pi_m(\cdot\mid f_{1:m-1})$, possibly at a
-# changed temperature (Eq. 5.7, Remark 6.2). A common refinement is *nucleus* (top-$p$) filtering
+# changed temperature (Eq. 5.7, Remark 6.2). A common refinement is *nucleus* (top-p) filtering
 # (Holtzman et al., 2020): rank the tokens by probability, keep the smallest set whose total
-# probability reaches $p$, and renormalise over that set before sampling.
+# probability reaches a chosen mass $p_{\mathrm{nuc}}$, and renormalise over that set before sampling.
 #
-# 1. Implement `top_p_filter(logits, p)` for a logit vector of shape `(V,)` and $0<p\le1$: return a
+# 1. Implement `top_p_filter(logits, p)` for a logit vector of shape `(V,)` and a mass
+#    $0<p_{\mathrm{nuc}}\le1$ (`p` in code): return a
 #    vector of the same shape that keeps the logits of the nucleus unchanged and sets every other
 #    entry to $-\infty$. The nucleus is the shortest prefix of the ranking (most likely first) whose
-#    probability mass is $\ge p$; keep also every token *tied* with the last kept one, so the result
+#    probability mass is $\ge p_{\mathrm{nuc}}$; keep also every token *tied* with the last kept one, so the result
 #    does not depend on how ties are ordered. Compute the probabilities with a stable softmax.
 # 2. Implement `nucleus_probs(logits, p)`: the renormalised distribution sampled from, shape `(V,)`.
-# 3. In words: which values of $p$ give greedy decoding (6.4) and plain sampling (§6.3)? Is a
-#    sequence generated with top-$p$ filtering an exact draw from $\pi_{1:T}$ conditioned on the
+# 3. In words: which values of $p_{\mathrm{nuc}}$ give greedy decoding (6.4) and plain sampling (§6.3)? Is a
+#    sequence generated with top-p filtering an exact draw from $\pi_{1:T}$ conditioned on the
 #    prompt, and what happens to the cross-entropy (Example 8.1) of real text under the filtered
 #    model?
 #
@@ -56,9 +57,10 @@ for p in (0.4, 0.7, 0.85, 0.96, 1.0):
 # %% [markdown]
 # **Answer to 3.**
 # <!-- BEGIN SOLUTION -->
-# Any $p$ not larger than the top probability, $p\le\max_v\pi_m(v\mid f_{1:m-1})$ (e.g. $p\to0^+$),
-# keeps only the most likely token (and its ties), so sampling becomes greedy decoding (6.4); $p=1$
-# keeps every token with positive probability and is plain ancestral sampling (§6.3). For $0<p<1$
+# Any $p_{\mathrm{nuc}}$ not larger than the top probability, $p_{\mathrm{nuc}}\le\max_v\pi_m(v\mid f_{1:m-1})$ (e.g. $p_{\mathrm{nuc}}\to0^+$),
+# keeps only the most likely token (and its ties), so sampling becomes greedy decoding (6.4);
+# $p_{\mathrm{nuc}}=1$
+# keeps every token with positive probability and is plain ancestral sampling (§6.3). For $0<p_{\mathrm{nuc}}<1$
 # each step draws from a truncated, renormalised conditional $\tilde\pi_m$, so the generated
 # sequence is an exact draw from $\tilde\pi_{1:T}=\prod_m\tilde\pi_m$, not from $\pi_{1:T}$: the
 # product of renormalisations reweights sequences, and every sequence that ever leaves the nucleus

@@ -11,7 +11,8 @@
 #
 # 1. Derive $\partial\mu_t/\partial x_t$ for a general $W_V$ (use Lemma B.1 and
 #    $\partial\zeta_{ts}/\partial x_t=A^\top x_s$) and implement `diagonal_block(X, t, W_Q, W_K, W_V)`
-#    (0-based `t`, shape `(d, d)`) without calling `nextword.theory.barrier`.
+#    (0-based `t`, shape `(d, d)`) without calling `nextword.theory.barrier`. At `t = 0` nothing is attended:
+#    take $\mu_t=0$ there, so the block is $I$.
 # 2. State exactly when your block equals the paper's $I-\Sigma_tA$.
 
 # %%

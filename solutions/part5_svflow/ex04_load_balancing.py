@@ -9,10 +9,10 @@
 #
 # 1. Show that $\mathcal J_{\text{bal}}=1/\lvert\mathcal Z\rvert$ for $\lvert\mathcal Z\rvert$ experts (as page 5.3
 #    counts them) whenever $f$ or $P$ is uniform, and that a collapsed router gives 1.
-# 2. With $\lvert\mathcal Z\rvert=2$ experts (expert 0 and expert 1, as in code), construct a gate matrix
-#    `gates` of shape `(N, 2)` whose $\mathcal J_{\text{bal}}$ is *below* $1/2$ while its marginal $P$ is not
-#    uniform. (Hint: arg-max only sees which gate is larger; an exact tie goes to the lower index, expert 0,
-#    as in `load_balancing_loss`: a convention, not a law.)
+# 2. With $\lvert\mathcal Z\rvert=2$ experts (expert 1 and expert 2, as page 5.3 numbers them: columns 0 and 1
+#    of `gates`), construct a gate matrix `gates` of shape `(N, 2)` whose $\mathcal J_{\text{bal}}$ is *below* $1/2$ while its marginal $P$ is not
+#    uniform. (Hint: arg-max only sees which gate is larger; an exact tie goes to the lower index, expert 1
+#    (column 0), as in `load_balancing_loss`: a convention, not a law.)
 # 3. What is the infimum of $\mathcal J_{\text{bal}}$ over two-expert routers in your family?
 
 # %%
@@ -40,8 +40,8 @@ print(f"J_bal = {J:.4f}, f = {np.round(f, 3)}, P = {np.round(P, 3)}")
 # **Answer to 3.**
 # <!-- BEGIN SOLUTION -->
 # With a share $r\ge\frac12$ of inputs at $(\frac12+\delta,\frac12-\delta)$ and the rest at $(0,1)$ (the letters
-# of page 5.3): $f=(r,1-r)$, expert 0's mean gate $P_0=r(\frac12+\delta)$, and
-# $\mathcal J_{\text{bal}}=rP_0+(1-r)(1-P_0)=r^2-\tfrac32r+1+\delta(2r^2-r)$. As $\delta\to0$ this is
+# of page 5.3): $f=(r,1-r)$, expert 1's mean gate $P_1=r(\frac12+\delta)$, and
+# $\mathcal J_{\text{bal}}=rP_1+(1-r)(1-P_1)=r^2-\tfrac32r+1+\delta(2r^2-r)$. As $\delta\to0$ this is
 # minimised at $r=\tfrac34$, giving $\mathcal J_{\text{bal}}\to\tfrac7{16}<\tfrac12$ with $P=(\tfrac38,\tfrac58)$. So the global
 # minimiser of Eq. (22) is not a uniform marginal; the loss lowers the product of two different marginals,
 # and near-tied gates let the hard fractions $f$ and the soft means $P$ disagree.

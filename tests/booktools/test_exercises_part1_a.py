@@ -119,6 +119,70 @@ def test_ex02():
         check_ex_p1_02(unnormalised, _hull)
 
 
+def _weights_from(scores):
+    """attention_output whose weights are softmax(scores(q, K)) (numpy)."""
+
+    def attention_output(q, K, V):
+        s = scores(q, K, V)
+        w = np.exp(s - s.max())
+        w /= w.sum()
+        return w, w @ V
+
+    return attention_output
+
+
+@pytest.mark.parametrize(
+    "scores, named",
+    [
+        (lambda q, K, V: K @ q / len(q), "divided by d_k: the scale is 1/√d_k"),
+        (lambda q, K, V: -K @ q / np.sqrt(len(q)), "softmax of −s_j: the scores q·k\\[j\\]/√d_k have the wrong sign"),
+        (lambda q, K, V: K @ q / np.sqrt(V.shape[1]), "divided by √d_v with d_v = 2 the width of the values"),
+    ],
+)
+def test_ex02_weight_slips_named_in_weights_and_output(scores, named):
+    """exg (a student's slips): the weights divided by d_k, with the wrong sign or by √d_v got no diagnosis."""
+    with pytest.raises(ExerciseCheckError) as info:
+        check_ex_p1_02(_weights_from(scores), _hull)
+    msg = str(info.value)
+    assert "4 of 6 checks passed" in msg
+    assert len(__import__("re").findall(rf"likely mistake: [^\n]*{named}", msg)) == 2  # weights and output
+
+
+def test_ex02_strict_bounds_and_base_2_and_normalised_scores_named():
+    """exg: a hull test with λ > 0 (rejects a vertex) got no diagnosis; in Exercise 1, 2**s_j for exp(s_j) and
+    the scores normalised by their sum (not their exponentials) got none either."""
+    from scipy.optimize import linprog
+
+    def strict(x, V):
+        n = V.shape[0]
+        A, b = np.vstack([V.T, np.ones(n)]), np.append(x, 1)
+        return linprog(np.zeros(n), A_eq=A, b_eq=b, bounds=[(1e-6, None)] * n).status == 0
+
+    with pytest.raises(
+        ExerciseCheckError,
+        match="rejects the value vector V\\[0\\][^\n]*\n *likely mistake: "
+        "coefficients required to be strictly positive",
+    ):
+        check_ex_p1_02(_attn, strict)
+
+    def base2(q, K):
+        s = K @ q / np.sqrt(len(q))
+        e = 2.0**s
+        return s, e, e / e.sum()
+
+    def vertices_only(x, V):  # rejects every attention output (a wrong constraint would do the same)
+        return any(np.allclose(x, v) for v in V)
+
+    with pytest.raises(ExerciseCheckError, match="rejects the attention output[^\n]*\n *likely: a constraint is wrong"):
+        check_ex_p1_02(_attn, vertices_only)
+
+    with pytest.raises(ExerciseCheckError, match="powers of 2") as info:
+        check_ex_p1_01(base2)
+    assert "2 of 4 checks passed" in str(info.value)
+    with pytest.raises(ExerciseCheckError, match="the scores s_j normalised by their sum, not the exponentials"):
+        check_ex_p1_01(lambda q, K: (lambda s: (s, np.exp(s), s / s.sum()))(K @ q / np.sqrt(len(q))))
+
+
 def test_ex03():
     torch = pytest.importorskip("torch")
     from nextword.data import markov_source

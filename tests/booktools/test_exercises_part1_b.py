@@ -357,6 +357,38 @@ def test_p1_12_results_summed_swapped_or_ablated_from_the_leaky_model_named():
         check_ex_p1_12(prefix_nll, leaky)
 
 
+def test_p1_12_results_in_bits_named_when_the_baseline_is_given():
+    """exf/exg: results converted to bits passed (no scale can be told from the numbers alone); with the trained
+    baseline and the test batch the checker compares the baseline's loss with its own and names log base 2."""
+    pytest.importorskip("torch")
+    import math
+    from types import SimpleNamespace
+
+    from nextword.torch.models.lm import LMConfig, TinyLM
+    from nextword.torch.probes.ablation import prefix_nll, token_nll
+
+    model = TinyLM(LMConfig(vocab_size=7, d_model=8, num_heads=2, num_layers=2, max_len=12, init_std=0.3), seed=0)
+    test = SimpleNamespace(ids=np.random.default_rng(3).integers(0, 7, size=(5, 9)))
+    ref = float(token_nll(model, test.ids).mean())
+    nats = {
+        "baseline": {"teacher_forced": ref, "honest": ref},
+        "no mask": {"teacher_forced": 0.07, "honest": ref + 9.0},
+        "no positions": {"teacher_forced": ref + 2.0, "honest": ref + 2.0},
+        "single head": {"teacher_forced": ref + 1.0, "honest": ref + 1.0},
+        "no residual": {"teacher_forced": ref + 7.0, "honest": ref + 7.0},
+    }
+    assert check_ex_p1_12(prefix_nll, nats, model, test)
+    bits = {n: {k: v / math.log(2) for k, v in r.items()} for n, r in nats.items()}
+    with pytest.raises(ExerciseCheckError, match="likely mistake: log base 2 instead of e"):
+        check_ex_p1_12(prefix_nll, bits, model, test)
+    summed = {n: {k: 8 * v for k, v in r.items()} for n, r in nats.items()}
+    with pytest.raises(ExerciseCheckError, match="likely mistake: a sum over the 8 positions"):
+        check_ex_p1_12(prefix_nll, summed, model, test)
+    other = {**nats, "baseline": {"teacher_forced": ref + 0.2, "honest": ref + 0.2}}
+    with pytest.raises(ExerciseCheckError, match="measure every model on test.ids"):
+        check_ex_p1_12(prefix_nll, other, model, test)
+
+
 @pytest.mark.parametrize(
     "exponent, named",
     [

@@ -59,6 +59,15 @@ def test_p2_01_names_uniform_and_unweighted_prefixes():
         check_ex_p2_01(lambda p, q, V, L: _weighted_terms(lambda prefix: np.ones(V), p, q, V, L))
 
 
+def test_p2_01_names_an_off_by_one_prefix_and_a_mean_over_prefixes():
+    """exg (a student's slips): term t conditioned on t tokens (one position late), and the p-weighted KLs
+    averaged over the V^(t-1) prefixes instead of summed, failed with no diagnosis."""
+    with pytest.raises(ExerciseCheckError, match="likely mistake: off by one position"):
+        check_ex_p2_01(lambda p, q, V, L: kl_decomposition(p, q, V, L + 1).per_position[1:])
+    with pytest.raises(ExerciseCheckError, match="likely mistake: a mean over the V\\^\\(t−1\\) prefixes"):
+        check_ex_p2_01(lambda p, q, V, L: kl_decomposition(p, q, V, L).per_position / float(V) ** np.arange(L))
+
+
 def test_p2_02_names_a_mask_row_with_rates():
     """leftex: an absorbing generator whose loop did not skip the mask (its row −β, or β to itself then −β)
     was told only 'row 0 sums to −1'; the slip is now named."""

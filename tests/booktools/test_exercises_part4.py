@@ -105,14 +105,32 @@ def test_p4_02_right_and_wrong():
         check_ex_p4_02(a_transposed)
 
 
-def _block(X, t, W_Q, W_K, W_V, *, swap=False, scale=1.0, scale_derivative=False, include_self=False):
-    if t == 0:
+def _block(
+    X,
+    t,
+    W_Q,
+    W_K,
+    W_V,
+    *,
+    swap=False,
+    scale=1.0,
+    scale_derivative=False,
+    include_self=False,
+    uncentred=False,
+    unmasked=None,
+):
+    if unmasked is not None:  # no causal mask: every position, or every other one
+        past = X if unmasked == "all" else np.delete(X, t, axis=0)
+    elif t == 0:
         return np.eye(X.shape[1])
-    past = X[: t + 1] if include_self else X[:t]
+    else:
+        past = X[: t + 1] if include_self else X[:t]
     s = scale * (past @ W_K.T) @ (W_Q @ X[t])
     alpha = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
     v = past @ W_V.T
     cross = (alpha[:, None] * (v - alpha @ v)).T @ (past - alpha @ past)
+    if uncentred:
+        cross = (alpha[:, None] * v).T @ past
     return np.eye(X.shape[1]) - (scale if scale_derivative else 1.0) * (cross.T if swap else cross) @ (W_K.T @ W_Q)
 
 
@@ -122,6 +140,9 @@ def _block(X, t, W_Q, W_K, W_V, *, swap=False, scale=1.0, scale_derivative=False
         ({"swap": True}, "factors are swapped"),
         ({"scale": 2**-0.5}, "1/√d_k in the weights:"),
         ({"scale": 2**-0.5, "scale_derivative": True}, "1/√d_k in the weights and their derivative"),
+        ({"uncentred": True}, "the means are not subtracted"),  # exg: a student's slips, undiagnosed before
+        ({"unmasked": "all"}, "no causal mask: the sums run over every position s"),
+        ({"unmasked": "others"}, "no causal mask: the sums run over every other position s ≠ t"),
     ],
 )
 def test_p4_02_swapped_outer_product_and_sqrt_dk_named(kwargs, named):
@@ -173,7 +194,7 @@ def test_p4_04_sign_slip_i_plus_w_fails_on_the_covariance_and_is_named():
     assert len(results) == 2
     var_label, cov_label = list(results)
     assert results[var_label] is None  # the variance cannot show the slip
-    assert "sign of w flipped" in results[cov_label] and "(I + W)⁻¹" in results[cov_label]
+    assert "sign of w_V flipped" in results[cov_label] and "(I + W)⁻¹" in results[cov_label]
     with pytest.raises(ExerciseCheckError, match=r"(?s)1 of 2 checks passed.*\(I \+ W\)⁻¹ε instead of \(I − W\)⁻¹ε"):
         check_ex_p4_04(var_slip, cov_slip)
 

@@ -131,6 +131,32 @@ def test_p5_03_names_the_missing_entropy():
         check_ex_p5_03(no_entropy, lambda f, x: f.epsilon(x))
 
 
+@pytest.mark.parametrize(
+    "elbo, named",
+    [
+        (lambda f, x: f.elbo(x) + 2 * _prior_kl(f, x), "the KL term is added"),
+        (lambda f, x: f.elbo(x) + 2 * np.log(5), "the prior's sign is flipped"),
+        (lambda f, x: f.elbo(x) / np.log(2), "log base 2 instead of e"),
+    ],
+)
+def test_p5_03_names_an_added_kl_a_flipped_prior_and_bits(elbo, named):
+    """exg (a student's slips): +KL, the prior's log Z with the wrong sign and an ELBO in bits failed undiagnosed
+    (the flipped prior was called 'a missing additive term')."""
+    with pytest.raises(ExerciseCheckError, match=f"likely mistake: {named}"):
+        check_ex_p5_03(elbo, lambda f, x: f.epsilon(x))
+
+
+def _prior_kl(f, x):
+    log_q = f.log_q(x)
+    return (np.exp(log_q) * (log_q + np.log(log_q.shape[-1]))).sum(-1)
+
+
+def test_p5_03_names_epsilon_as_a_mean_over_z():
+    """exg: ε divided by Z (a mean over the components) failed undiagnosed."""
+    with pytest.raises(ExerciseCheckError, match="ε is a mean over the Z = 5 components"):
+        check_ex_p5_03(lambda f, x: f.elbo(x), lambda f, x: f.epsilon(x) / 5)
+
+
 def test_p5_03():
     assert check_ex_p5_03(lambda f, x: f.elbo(x), lambda f, x: f.epsilon(x))
     with pytest.raises(ExerciseCheckError, match="Prop. 3.2"):
@@ -155,10 +181,12 @@ def test_p5_04():
 
 
 def test_p5_04_exact_ties_pass_with_the_convention_named(capsys):
-    """leftex (readex2 left it): gates tied exactly at (1/2, 1/2) pass only by arg-max's tie-break to expert 0;
+    """leftex (readex2 left it): gates tied exactly at (1/2, 1/2) pass only by arg-max's tie-break to column 0;
     the ✓ says so (and the statement and hint), nearly tied gates get no such note."""
     assert check_ex_p5_04(np.array([[0.5, 0.5]] * 3 + [[0.0, 1.0]]))
     out = capsys.readouterr().out
     assert "3 of your rows are tied exactly" in out and "lower index" in out
+    # exg: page 5.3 numbers the experts from 1 (column 0 of the gates is expert 1), and so does the note
+    assert "expert 1 (column 0)" in out and "expert 2 (column 1)" in out and "expert 0" not in out
     assert check_ex_p5_04(np.array([[0.5 + 1e-9, 0.5 - 1e-9]] * 3 + [[0.0, 1.0]]))
     assert "tied exactly" not in capsys.readouterr().out

@@ -172,9 +172,9 @@ HINTS: dict[str, tuple[str, ...]] = {
     ),
     "p4_04": (
         "Without the mask, x_1 and x_2 are both functions of both noises ε_1 and ε_2.",
-        "The model is ε = (I − W) x with W = [[0, w], [w, 0]]; so x = M ε with M = (I − W)⁻¹ and "
+        "The model is ε = (I − W) x with W = [[0, w_V], [w_V, 0]]; so x = M ε with M = (I − W)⁻¹ and "
         "Cov(x) = σ² M Mᵀ.",
-        "M = inv(eye(2) - [[0, w], [w, 0]]); Var(x_1) = sigma**2 * (M @ M.T)[0, 0] and "
+        "M = inv(eye(2) - [[0, w_V], [w_V, 0]]); Var(x_1) = sigma**2 * (M @ M.T)[0, 0] and "
         "Cov(x_1, x_2) = sigma**2 * (M @ M.T)[0, 1].",
     ),
     "p5_01": (
@@ -212,9 +212,9 @@ HINTS: dict[str, tuple[str, ...]] = {
     ),
     "p5_04": (
         "J_bal = Σ_z f_z P_z mixes hard dispatch fractions f with soft probabilities P.",
-        "Put some inputs almost exactly at (1/2, 1/2) — their argmax is expert 0 but they barely move P — and "
-        "others firmly on expert 1. Nudge them to (1/2 + tiny, 1/2 − tiny) rather than tie them exactly: an exact "
-        "tie goes to expert 0 only by arg-max's convention (the lower index), which a router need not share.",
+        "Put some inputs almost exactly at (1/2, 1/2) — their argmax is expert 1 (column 0) but they barely move "
+        "P — and others firmly on expert 2. Nudge them to (1/2 + tiny, 1/2 − tiny) rather than tie them exactly: an "
+        "exact tie goes to expert 1 only by arg-max's convention (the lower index), which a router need not share.",
         "rows (1/2 + tiny, 1/2 − tiny) for a fraction of the inputs, (0, 1) for the rest; tune the fraction.",
     ),
 }

@@ -36,6 +36,25 @@ def _minus_s_message(scores, s: np.ndarray, head: str, what: str) -> str:
     return f"{head} of −s_j: exp(−s_j) for exp(s_j) — the scores are right, the sign in the exponent is not"
 
 
+def _scores_over_sum(s: np.ndarray) -> np.ndarray:
+    """The slip s / Σ s (the scores normalised in place of their exponentials); NaN where Σ s = 0."""
+    total = s.sum()
+    return s / total if abs(total) > 1e-12 else np.full_like(s, np.nan)
+
+
+def _weight_slips(q: np.ndarray, K: np.ndarray, V: np.ndarray) -> dict[str, np.ndarray]:
+    """Exercise 2's usual slips in the weights (n,), by message (diagnosis only)."""
+    d, dv = K.shape[1], V.shape[1]
+    s = K @ q / np.sqrt(d)
+    slips = {"softmax of the unscaled scores: divide by √d_k": _softmax(K @ q),
+             "softmax of the scores divided by d_k: the scale is 1/√d_k, d_k the length of q": _softmax(K @ q / d),
+             "softmax of −s_j: the scores q·k[j]/√d_k have the wrong sign": _softmax(-s)}
+    if dv != d:
+        slips[f"divided by √d_v with d_v = {dv} the width of the values: the scale is √d_k, d_k = {d} the length "
+              "of q"] = _softmax(K @ q / np.sqrt(dv))
+    return slips
+
+
 def check_ex_p1_01(attention_steps) -> bool:
     """Exercise 1: ``attention_steps(q, K) -> (scaled_scores, exponentials, weights)``, each ``(n,)``.
 
@@ -76,8 +95,10 @@ def check_ex_p1_01(attention_steps) -> bool:
             s = K @ q / np.sqrt(d)
             check_close(f"exponentials for {label}, normalised to sum 1", exps / exps.sum(), _softmax(s),
                         rtol=1e-9, atol=1e-12, allow_float32=True,
-                        mistakes={"exponentials of the unscaled scores k_j·q: divide by √d before exp": _softmax(K @ q),
-                                  _minus_s_message(scores, s, "exponentials", "the exponentials"): _softmax(-s)})
+                        mistakes={"exponentials of the unscaled scores k_j·q: divide by √d_k before exp": _softmax(K @ q),
+                                  _minus_s_message(scores, s, "exponentials", "the exponentials"): _softmax(-s),
+                                  "powers of 2 (2**s_j, base 2) instead of exp(s_j) = e**s_j: use np.exp":
+                                  _softmax(s * np.log(2))})
     with r.check("weights = softmax of the scaled scores"):
         for (label, q, K), (scores, _, weights) in zip(cases, outs):
             n = K.shape[0]
@@ -86,10 +107,15 @@ def check_ex_p1_01(attention_steps) -> bool:
             check_true(abs(w.sum() - 1) < 1e-5, f"weights for {label} sum to {w.sum():.6g}, not 1: "
                        "divide the exponentials by their sum")
             check_close(f"weights for {label}", w, w_ref[0], rtol=1e-9, atol=1e-12, allow_float32=True,
-                        mistakes={"softmax of the unscaled scores k_j·q: divide by √d first": _softmax(K @ q),
-                                  "softmax of the scores divided by d: the scale is 1/√d": _softmax(K @ q / K.shape[1]),
+                        mistakes={"softmax of the unscaled scores k_j·q: divide by √d_k first": _softmax(K @ q),
+                                  "softmax of the scores divided by d_k: the scale is 1/√d_k": _softmax(K @ q / K.shape[1]),
                                   _minus_s_message(scores, K @ q / np.sqrt(K.shape[1]), "softmax", "the weights"):
-                                  _softmax(-K @ q / np.sqrt(K.shape[1]))})
+                                  _softmax(-K @ q / np.sqrt(K.shape[1])),
+                                  "powers of 2 (2**s_j, base 2) normalised instead of exp(s_j) = e**s_j: use np.exp":
+                                  _softmax(K @ q / np.sqrt(K.shape[1]) * np.log(2)),
+                                  "the scores s_j normalised by their sum, not the exponentials: the weights are "
+                                  "exp(s_j) / Σ_j' exp(s_j'), positive and summing to 1":
+                                  _scores_over_sum(K @ q / np.sqrt(K.shape[1]))})
     return r.done("scaled scores, exponentials and weights match scaled dot-product attention "
                   "(Exercise 1's numbers and two random cases)")
 
@@ -116,7 +142,7 @@ def check_ex_p1_02(attention_output, in_convex_hull) -> bool:
             for (label, q, K, V), (w, _) in zip(cases, results):
                 _, ref_w = scaled_dot_product_attention(q[None], K, V, return_weights=True)
                 w = check_close(f"weights for {label}", w, ref_w[0], rtol=1e-9, atol=1e-12, d=K.shape[1],
-                                mistakes={"softmax of the unscaled scores: divide by √d": _softmax(K @ q),
+                                mistakes={**_weight_slips(q, K, V),
                                           "the exponentials are not normalised: divide them by their sum, so that "
                                           "the weights sum to 1": np.exp(K @ q / np.sqrt(K.shape[1])),
                                           "the shifted exponentials exp(s_j − max s) are not normalised: divide them "
@@ -131,15 +157,23 @@ def check_ex_p1_02(attention_output, in_convex_hull) -> bool:
                                       "divided by the number of keys n: the weights already sum to 1, so Σ_j α_j v_j "
                                       "needs no further normalising": ref_out[0] / len(K),
                                       "the unscaled weights softmax(K q): the output uses the same α_j as the weights, "
-                                      "softmax(K q / √d)": scaled_dot_product_attention(
-                                          q[None] * np.sqrt(q.shape[0]), K, V)[0]})
+                                      "softmax(K q / √d_k)": scaled_dot_product_attention(
+                                          q[None] * np.sqrt(q.shape[0]), K, V)[0],
+                                      **{f"{m} (the weights' slip: the output inherits it)": w @ V
+                                         for m, w in _weight_slips(q, K, V).items()
+                                         if not m.startswith("softmax of the unscaled")}})
     with r.check("in_convex_hull accepts attention outputs and vertices"):
         for label, q, K, V in cases:
             out = scaled_dot_product_attention(q[None], K, V)[0]
             check_true(bool(_call(in_convex_hull, "in_convex_hull", np.asarray(out), V)),
-                       f"in_convex_hull rejects the attention output for {label}, which is a convex combination")
+                       f"in_convex_hull rejects the attention output for {label}, which is a convex combination "
+                       "(λ = α solves Vᵀλ = x, Σλ = 1, λ ≥ 0)\n    likely: a constraint is wrong — one λ_j per value (a row "
+                       "of V), the equality constraints Vᵀ λ = x and Σ λ = 1 (A_eq stacks V.T, shape (d_v, n), and "
+                       "a row of ones; b_eq is x with a 1 appended), bounds λ_j ≥ 0")
             check_true(bool(_call(in_convex_hull, "in_convex_hull", V[0].copy(), V)),
-                       f"in_convex_hull rejects the value vector V[0] itself (a vertex) for {label}")
+                       f"in_convex_hull rejects the value vector V[0] itself (a vertex) for {label}, which is the "
+                       "combination λ = (1, 0, …, 0)\n    likely mistake: coefficients required to be strictly "
+                       "positive — the bounds are λ_j ≥ 0, and a point on the hull's boundary has some λ_j = 0")
     with r.check("in_convex_hull rejects points outside the hull"):
         for label, q, K, V in cases:
             outside = V.mean(0) + 10 * (V.max(0) - V.min(0) + 1)  # beyond every value in every coordinate

@@ -337,11 +337,13 @@ def _prefix_slips(model, ids: np.ndarray) -> dict[str, np.ndarray]:
             "the prefix starts at token 1: ids[:, :t+1] starts at token 0": out["drop0"]}
 
 
-def check_ex_p1_12(honest_loss: Callable, results: Mapping[str, Mapping[str, float]]) -> bool:
+def check_ex_p1_12(honest_loss: Callable, results: Mapping[str, Mapping[str, float]], baseline=None,
+                   test=None) -> bool:
     """Exercise 12: ``honest_loss(model, ids) -> (N, T-1)`` (prefix-only predictions) and the measured
     ``results[name] = {"teacher_forced": float, "honest": float}`` for ``"baseline"``, ``"no mask"``
     (retrained without the mask) and the test-time ablations ``"no positions"``, ``"single head"``,
-    ``"no residual"``."""
+    ``"no residual"``, mean losses in nats on ``test.ids``. With the trained ``baseline`` and the ``test`` batch
+    the units are checked against the baseline's own loss (without them no scale can be told: bits would pass)."""
     from nextword.torch.probes.ablation import prefix_nll, token_nll
     from nextword.torch.models.lm import LMConfig, TinyLM
 
@@ -382,6 +384,19 @@ def check_ex_p1_12(honest_loss: Callable, results: Mapping[str, Mapping[str, flo
             from nextword.chapter6 import AgreementTask
 
             vocab = AgreementTask.make(np.random.default_rng(0)).vocab_size
+            if baseline is not None and test is not None:
+                reference = float(token_nll(baseline, np.asarray(test.ids)).mean())  # one pass; causal, so = honest
+                got = vals["baseline"][0]
+                if not abs(got - reference) <= 1e-3 * max(1.0, reference):
+                    bits = abs(got - reference / math.log(2)) <= 1e-3 * max(1.0, reference)
+                    positions = np.asarray(test.ids).shape[1] - 1
+                    summed = abs(got - positions * reference) <= 1e-3 * positions * max(1.0, reference)
+                    fail(f"results['baseline']['teacher_forced'] = {got:.4f}, but the baseline's mean loss per token "
+                         f"on test.ids is {reference:.4f} nats\n    likely mistake: "
+                         + ("log base 2 instead of e — the losses are in bits (nats / ln 2); report them in nats"
+                            if bits else f"a sum over the {positions} positions: results holds the mean over all "
+                            "positions (losses.mean())" if summed else
+                            "measure every model on test.ids, with the mean over all positions"))
             check_true(vals["baseline"][1] < math.log(vocab),
                        f"the baseline's honest loss {vals['baseline'][1]:.3f} is above ln|V| = ln {vocab} = "
                        f"{math.log(vocab):.3f}, the loss of a uniform guess over the task's vocabulary\n    likely "

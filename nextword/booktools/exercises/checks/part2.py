@@ -87,7 +87,13 @@ def check_ex_p2_01(per_position_kl: Callable) -> bool:
                                   _terms(lambda prefix: np.full(V, 1.0 / V), p_next, q_next, V, L),
                                   "the prefixes are not weighted (a plain sum over them): Eq. (4.4b) weights each "
                                   "prefix by its probability under p":
-                                  _terms(lambda prefix: np.ones(V), p_next, q_next, V, L)})
+                                  _terms(lambda prefix: np.ones(V), p_next, q_next, V, L),
+                                  "off by one position: term t was conditioned on prefixes of t tokens; position t "
+                                  "sees the t − 1 tokens before it, so the first term has the empty prefix":
+                                  kl_decomposition(p_next, q_next, V, L + 1).per_position[1:],
+                                  "a mean over the V^(t−1) prefixes of p(prefix)·KL: the expectation is the sum "
+                                  "Σ_prefix p(prefix) KL (the weights p(prefix) already sum to 1)":
+                                  expected / float(V) ** np.arange(L)})
     with r.check("the terms add up to the joint KL (Eq. 4.2a)"):
         for V, L, p_next, q_next in cases:
             if (V, L) not in got_all:  # else a stub would pass this sub-check (graded alone by the export)

@@ -105,18 +105,26 @@ def check_ex_p4_01(scalar_margins: Callable, support: Callable) -> bool:
 
 def _block_variant(X: np.ndarray, t: int, W_Q: np.ndarray, W_K: np.ndarray, W_V: np.ndarray, *,
                    transpose_A: bool = False, swap_cross: bool = False, logit_scale: float = 1.0,
-                   scale_derivative: bool = False, include_self: bool = False) -> np.ndarray:
+                   scale_derivative: bool = False, include_self: bool = False, uncentred: bool = False,
+                   unmasked: str | None = None) -> np.ndarray:
     """I − Σ_s α_ts (v_s − v̄_t)(x_s − x̄_t)ᵀ A computed with a typical slip (diagnosis only): A = W_Kᵀ W_Q
     transposed, the outer product's factors swapped, logits scaled by ``logit_scale`` (1/√d_k) in the
-    weights only or in the weights and the derivative, or the sums over s ≤ t (``include_self``)."""
+    weights only or in the weights and the derivative, the sums over s ≤ t (``include_self``), or the second moment
+    Σ_s α_ts v_s x_sᵀ without the means (``uncentred``), or no causal mask (``unmasked``: ``"all"`` positions, or
+    all ``"others"`` s ≠ t)."""
     from nextword.attention import softmax
 
-    if t == 0:
+    if unmasked is not None:
+        past = X if unmasked == "all" else np.delete(X, t, axis=0)
+    elif t == 0:
         return np.eye(X.shape[1])
-    past = X[:t + 1] if include_self else X[:t]
+    else:
+        past = X[:t + 1] if include_self else X[:t]
     alpha = softmax(logit_scale * (past @ W_K.T) @ (W_Q @ X[t]))
     v = past @ W_V.T
     cross = (alpha[:, None] * (v - alpha @ v)).T @ (past - alpha @ past)
+    if uncentred:
+        cross = (alpha[:, None] * v).T @ past
     A = W_K.T @ W_Q
     return np.eye(X.shape[1]) - (logit_scale if scale_derivative else 1.0) * (cross.T if swap_cross else cross) @ (
         A.T if transpose_A else A)
@@ -150,7 +158,17 @@ def check_ex_p4_02(diagonal_block: Callable) -> bool:
                             _block_variant(X, t, W_Q, W_K, W_V, swap_cross=True),
                             "the sums run over s ≤ t (the token itself included): the strict causal attention "
                             "of Eq. (2) averages over the past s < t only":
-                            _block_variant(X, t, W_Q, W_K, W_V, include_self=True)}
+                            _block_variant(X, t, W_Q, W_K, W_V, include_self=True),
+                            "the means are not subtracted: Σ_s α_ts v_s x_sᵀ is a second moment; the softmax's "
+                            "derivative centres it, ∂α_ts/∂x_t = α_ts Aᵀ(x_s − x̄_t), so the block has the "
+                            "covariance (v_s − v̄_t)(x_s − x̄_t)ᵀ":
+                            _block_variant(X, t, W_Q, W_K, W_V, uncentred=True),
+                            "no causal mask: the sums run over every position s (the future included); the strict "
+                            "causal attention of Eq. (2) averages over the past s < t only (at t = 0 over nothing: "
+                            "the block is I)": _block_variant(X, t, W_Q, W_K, W_V, unmasked="all"),
+                            "no causal mask: the sums run over every other position s ≠ t (the future included); "
+                            "the strict causal attention of Eq. (2) averages over the past s < t only (at t = 0 over "
+                            "nothing: the block is I)": _block_variant(X, t, W_Q, W_K, W_V, unmasked="others")}
                 for both, where in ((False, "in the weights"), (True, "in the weights and their derivative")):
                     mistakes[f"1/√d_k {where}: the logits here are q_tᵀ k_s with no 1/√d_k (Eqs. 2–4)"] = \
                         _block_variant(X, t, W_Q, W_K, W_V, logit_scale=1 / np.sqrt(dk), scale_derivative=both)
@@ -217,9 +235,9 @@ def check_ex_p4_03(X, W_Q, W_K) -> bool:
 
 
 def check_ex_p4_04(var_first_embedding: Callable, cov_first_second: Callable) -> bool:
-    """Exercise 04: ``var_first_embedding(w, sigma)`` = Var(x_1) and ``cov_first_second(w, sigma)`` = Cov(x_1, x_2)
-    under the length-2 non-causal model. Var(x_1) is even in w, so a sign slip ((I + W)⁻¹ for (I − W)⁻¹) gives
-    the right variance; the covariance, odd in w, shows it."""
+    """Exercise 04: ``var_first_embedding(w_V, sigma)`` = Var(x_1) and ``cov_first_second(w_V, sigma)`` = Cov(x_1, x_2)
+    under the length-2 non-causal model. Var(x_1) is even in w_V, so a sign slip ((I + W)⁻¹ for (I − W)⁻¹) gives
+    the right variance; the covariance, odd in w_V, shows it."""
     from nextword.theory.barrier import residual_jacobian
 
     def moments(w: float, sigma: float) -> tuple[np.ndarray, np.ndarray]:
@@ -234,8 +252,8 @@ def check_ex_p4_04(var_first_embedding: Callable, cov_first_second: Callable) ->
             J, cov = moments(w, sigma)
             expected = cov[0, 0]
             M = np.linalg.inv(J)
-            got = _call(var_first_embedding, f"var_first_embedding(w={w}, sigma={sigma})", w, sigma)
-            check_close(f"var_first_embedding(w={w}, sigma={sigma})", np.asarray(got, dtype=float), expected,
+            got = _call(var_first_embedding, f"var_first_embedding(w_V={w}, sigma={sigma})", w, sigma)
+            check_close(f"var_first_embedding(w_V={w}, sigma={sigma})", np.asarray(got, dtype=float), expected,
                         rtol=1e-8, atol=1e-12,
                         mistakes={"σ instead of σ²: the variance scales with the square of the noise level":
                                   expected / sigma,
@@ -244,19 +262,19 @@ def check_ex_p4_04(var_first_embedding: Callable, cov_first_second: Callable) ->
                                   sigma ** 2 * M[0, 0] ** 2,
                                   "J itself, not its inverse: ε = J x, so x = J⁻¹ ε and Cov(x) = σ² J⁻¹ J⁻ᵀ":
                                   sigma ** 2 * (J @ J.T)[0, 0]})
-    with r.check("Cov(x_1, x_2) of the length-2 non-causal model: its size, and its sign that follows w's"):
+    with r.check("Cov(x_1, x_2) of the length-2 non-causal model: its size, and its sign that follows w_V's"):
         # the smallest case with a sign first (w = 0 gives 0 for every sign), then w = 0, then σ = 0.5 before σ = 2:
         # at σ = 2 the slip σ for σ² gives half the answer, as the one-noise-term slip always does
         for w, sigma in (cases[1], cases[0], cases[3], cases[2]):
             J, cov = moments(w, sigma)
             expected = cov[0, 1]
             M = np.linalg.inv(J)
-            got = _call(cov_first_second, f"cov_first_second(w={w}, sigma={sigma})", w, sigma)
-            check_close(f"cov_first_second(w={w}, sigma={sigma})", np.asarray(got, dtype=float), expected,
+            got = _call(cov_first_second, f"cov_first_second(w_V={w}, sigma={sigma})", w, sigma)
+            check_close(f"cov_first_second(w_V={w}, sigma={sigma})", np.asarray(got, dtype=float), expected,
                         rtol=1e-8, atol=1e-12,
-                        mistakes={"the sign of w flipped — x = (I + W)⁻¹ε instead of (I − W)⁻¹ε (the residual is "
-                                  "ε̂ = x − W x): each position copies w times the other, so for w > 0 the two "
-                                  "move together and Cov(x_1, x_2) > 0. Var(x_1) is even in w and cannot show "
+                        mistakes={"the sign of w_V flipped — x = (I + W)⁻¹ε instead of (I − W)⁻¹ε (the residual is "
+                                  "ε̂ = x − W x): each position copies w_V times the other, so for w_V > 0 the two "
+                                  "move together and Cov(x_1, x_2) > 0. Var(x_1) is even in w_V and cannot show "
                                   "this slip": -expected,
                                   "the length-1 answer 0: without the mask x_1 and x_2 share both noise terms":
                                   0.0 * expected,
@@ -269,4 +287,4 @@ def check_ex_p4_04(var_first_embedding: Callable, cov_first_second: Callable) ->
                                   "J itself, not its inverse: ε = J x, so x = J⁻¹ ε and Cov(x) = σ² J⁻¹ J⁻ᵀ":
                                   sigma ** 2 * (J @ J.T)[0, 1]})
     return r.done("Var(x_1) and Cov(x_1, x_2) of the length-2 non-causal model match the change of variables for "
-                  "4 (w, σ); the covariance has the sign of w")
+                  "4 (w_V, σ); the covariance has the sign of w_V")

@@ -122,6 +122,12 @@ def check_ex_p5_02(log_vmf_normaliser: Callable) -> bool:
                   "small kappa in high dimension (0.5, 512), (1, 1024), (5, 2048)")
 
 
+def _kl_to_uniform_prior(flow, x: np.ndarray) -> np.ndarray:
+    """KL(q(z|x) ‖ p(z)) for the uniform prior p(z) = 1/Z, shape (N,) (diagnosis only)."""
+    log_q = flow.log_q(x)
+    return (np.exp(log_q) * (log_q + np.log(log_q.shape[-1]))).sum(-1)
+
+
 def check_ex_p5_03(elbo_fn: Callable, epsilon_fn: Callable) -> bool:
     """Exercise 5.3: ``elbo_fn(flow, x)`` (Eq. 11) and ``epsilon_fn(flow, x)`` (Eq. 12) for a
     :class:`~nextword.theory.svflow.flow.GaussianSVFlow` ``flow`` and points ``x (N, d)``."""
@@ -147,7 +153,14 @@ def check_ex_p5_03(elbo_fn: Callable, epsilon_fn: Callable) -> bool:
                               flow.kl_gap(x) - (np.exp(flow.log_q(x)) * flow.log_q(x)).sum(-1),
                               f"the expectation over z is a mean over the Z = {Z} components: E_q[f] = Σ_z q(z|x) f(z), "
                               "a sum (the weights q already sum to 1)":
-                              flow.log_marginal(x) - (flow.log_marginal(x) - flow.kl_gap(x)) / Z})
+                              flow.log_marginal(x) - (flow.log_marginal(x) - flow.kl_gap(x)) / Z,
+                              "the KL term is added: the ELBO is E_q[log p(x|z)] − KL(q(z|x) ‖ p(z)), minus the KL":
+                              flow.kl_gap(x) - 2 * _kl_to_uniform_prior(flow, x),
+                              f"the prior's sign is flipped: KL(q ‖ p(z)) = Σ_z q (log q − log p(z)) with "
+                              f"log p(z) = −log Z, so it adds + log Z = {np.log(Z):.6g}, not − log Z":
+                              flow.kl_gap(x) - 2 * np.log(Z),
+                              "log base 2 instead of e: the ELBO is in nats (natural logs), as log p(x) is":
+                              flow.log_marginal(x) - (flow.log_marginal(x) - flow.kl_gap(x)) / np.log(2)})
     with r.check("epsilon_fn: ∇_x ELBO = u + ε (Thm. 3.3), checked by finite differences of your ELBO"):
         eps = check_shape(f"epsilon_fn(flow, x) for x of shape {x.shape}", _call(epsilon_fn, "epsilon_fn", flow, x),
                           (N, d))
@@ -159,7 +172,9 @@ def check_ex_p5_03(elbo_fn: Callable, epsilon_fn: Callable) -> bool:
                     grad - (flow.field(x) + eps), np.zeros((N, d)), rtol=0, atol=1e-5,
                     mistakes={"ε has the wrong sign": 2 * (grad - flow.field(x)),
                               "ε without the weight q(z|x): ε = Σ_z q(z|x) (log p(z|x) − log q(z|x)) ∇_x log q(z|x), "
-                              "an expectation under q": grad - (flow.field(x) + unweighted)})
+                              "an expectation under q": grad - (flow.field(x) + unweighted),
+                              f"ε is a mean over the Z = {Z} components: E_q[f] = Σ_z q(z|x) f(z), a sum (the weights "
+                              "q already sum to 1)": (grad - flow.field(x)) * (1 - 1 / Z)})
     with r.check("epsilon_fn vanishes in the ideal case q = p(z|x) (Cor. 3.4)"):
         ideal = GaussianSVFlow(flow.p_means, flow.p_log_vars, flow.p_means, flow.p_log_vars)
         check_close("epsilon_fn(ideal flow, x) with q = p (Cor. 3.4)", _call(epsilon_fn, "epsilon_fn", ideal, x),
@@ -191,9 +206,9 @@ def check_ex_p5_04(gates: object) -> bool:
     if r.failures:
         return r.done("")
     ties = int(np.sum(g[:, 0] == g[:, 1]))
-    note = (f"\n  note: {ties} of your rows are tied exactly; they count for expert 0 only because arg-max breaks ties "
-            "to the lower index (numpy's and load_balancing_loss's convention). A router that broke them the other "
-            "way would count them for expert 1: (1/2 + δ, 1/2 − δ) with a small δ > 0 makes the point without the "
+    note = (f"\n  note: {ties} of your rows are tied exactly; they count for expert 1 (column 0) only because arg-max "
+            "breaks ties to the lower index (numpy's and load_balancing_loss's convention). A router that broke them "
+            "the other way would count them for expert 2 (column 1): (1/2 + δ, 1/2 − δ) with a small δ > 0 makes the point without the "
             "convention" if ties else "")
     return r.done(f"J_bal = {J:.4f} < 1/2 with marginal P = {np.round(P, 3)}: Eq. (22) is not minimised by a uniform "
                   f"marginal{note}")
