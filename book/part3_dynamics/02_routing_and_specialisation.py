@@ -773,7 +773,8 @@ plt.show()
 # the two kept ones still carry a fraction above 0.75 of the variance in every seed (printed above;
 # isotropic values would give 0.25). So the values do move in a low-dimensional subspace of the
 # value space. (The paper's further link of the main axis to posterior entropy needs a task with a
-# posterior; the toy's random targets have none — it is tested on the sticky chain below.) Each
+# posterior; the toy's random targets have none — it is tested on the sticky chain
+# [below](#61-does-the-value-manifold-follow-the-posterior-entropy).) Each
 # coloured line is one value's path, as in Figure 3.2.6.
 #
 # ### Two timescales?
@@ -878,8 +879,8 @@ print(f"(the largest possible, log {exp.transition.shape[0]} = {H_max:.4f} nats)
 # Eq. (16) in §3.2 and Fig. 1's caption say $v_j$ moves "toward $u_i$". All flip the sign: with
 # $\Delta v_j=-\eta\bar u_j$ the value moves toward $-u_i$, its compatibility
 # $b_{ij} = u_i^\top v_j = -a_{ij}$ with query $i$ *falls* (the alignment rises) and the advantage
-# grows — as the loop run above shows (Figure 3.2.3: the alignment $a_{i_0j_0}$ rises from $-1.493$ to
-# $+0.208$, so $b_{i_0j_0}$ falls). The loop itself holds with the sign corrected. Recorded in `book/ERRATA.md` (row
+# grows — as the loop run above shows (Figure 3.2.3: the alignment $a_{i_0j_0}$ rises from about $-1.5$ to
+# about $+0.2$, printed there, so $b_{i_0j_0}$ falls). The loop itself holds with the sign corrected. Recorded in `book/ERRATA.md` (row
 # "§4.4 steps (2)–(3)").
 #
 # ## Reproducibility

@@ -11,7 +11,7 @@
 # act on, so it is worth measuring with care: know the best possible loss, state every choice the
 # set-up leaves open, and repeat the comparison over several seeds with error bars. This page does
 # all three on the task of the gradient-dynamics paper (a noisy, *sticky* Markov chain), and finds
-# that the two schedules end up almost exactly level.
+# that the two schedules end up close together, with no advantage for the EM-like one.
 #
 # ```{admonition} Learning goals
 # :class: tip
@@ -527,8 +527,8 @@ if not FULL:
 #    ```{dropdown} Answer
 #    The held-out sequence is finite, so both losses are averages with sampling noise; the head can
 #    be lucky on this particular sequence. So the page asserts only that no schedule is below the
-#    floor by more than sampling noise allows: by at most 0.05 nats in the comparison over seeds, and
-#    by at most three standard errors of the per-token difference in the
+#    floor by more than sampling noise allows: by no more than a fixed margin in the comparison over
+#    seeds, and by at most three standard errors of the per-token difference (printed there) in the
 #    [check of the paper's table](#checking-the-paper).
 #    ```
 #
@@ -839,6 +839,12 @@ print(f"both heads end with less same-symbol key mass than at the start: {sum(le
 assert within.sum() > len(rows) / 2                    # "in most seeds within sampling error"
 assert all(d > 0 for d, ok in zip(d_saved, within) if not ok)   # where not: SGD is ahead
 assert sum(less_mass) > len(rows) / 2                  # "mostly end with less right-key mass"
+within_two = np.abs(d_saved) < 2 * se_saved
+only_outside_two = [r["seed"] for r, ok2, ok3 in zip(rows, within_two, within) if ok3 and not ok2]
+print(f"|EM - SGD| within 2 paired s.e.: {int(within_two.sum())} of {len(rows)} seeds; outside 2 but inside 3: "
+      f"seeds {only_outside_two}")
+# the paragraph under Figure 3.3.4: with two s.e. the count changes by seed 1, where EM-like is ahead
+assert only_outside_two == [1] and rows[1]["seed"] == 1 and d_saved[1] < 0
 
 # %% tags=["hide-cell"]
 curves_saved = load_curves("dynamics_table1")  # (seeds, steps + 1) per curve
@@ -883,7 +889,7 @@ print(f"saved curves: mean |EM-like - SGD| {gap_saved.mean():.4f} nats")
 # the keys that carry the query's previous symbol than they started with (right-key mass column;
 # the count of seeds where both heads do is printed above), whereas in the short run that mass
 # grew. So the lesson's routing measurement (after the short runs both heads are still far from
-# perfect routing) does not explain the level result at this size as it stands; where the trained
+# perfect routing) does not explain the close result at this size as it stands; where the trained
 # heads attend instead we have not analysed.
 #
 # ## Reproducibility
