@@ -331,6 +331,9 @@ def _notation_notebook(root: Path):
     )
     cells = [c.copy() for c in nb.cells[start:stop]]
     cells[0]["source"] = cells[0]["source"].replace("## Notation concordance", "# Notation concordance", 1)
+    for cell in cells:  # the page sits at the book's root: a link relative to book/partA_appendix/ moves
+        if cell.cell_type == "markdown":
+            cell["source"] = re.sub(r"\]\(\.\./(part[^)\s]*)\)", r"](book/\1)", cell["source"])
     note = nbformat.v4.new_markdown_cell(
         f"*This page repeats the notation section of [Appendix A]({APPENDIX.as_posix()}), with its check.*"
     )

@@ -118,6 +118,18 @@ def test_notation_page_is_the_appendix_section(stage):
     assert all(c.source.lstrip()[:3] != "## " for c in nb.cells[1:] if c.cell_type == "markdown")
 
 
+def test_notation_page_links_resolve_from_the_book_root(stage):
+    """The notation page sits at the root, Appendix A in book/partA_appendix/: the appendix's relative
+    links (``../part1_chapter6/...``) are rewritten so that they still reach their pages."""
+    import nbformat
+
+    nb = nbformat.read(stage / "notation.ipynb", as_version=4)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "](../" not in text
+    for target in re.findall(r"\]\((book/part[^)#\s]*\.ipynb)", text):
+        assert (stage / target).exists() or (ROOT / target).exists(), target
+
+
 def test_landing_page_is_book_index_with_route_map_and_reading_times(stage):
     index = (stage / "index.md").read_text(encoding="utf-8")
     assert index.startswith((BOOK / "index.md").read_text(encoding="utf-8").split("\n", 1)[0])
