@@ -47,6 +47,37 @@ def instructor_blocks(doc: str) -> list[list[str]]:
     return blocks
 
 
+#: the traceback ipykernel < the fix of ipython/ipykernel#1518 logs when its iopub socket closes under a last
+#: "idle" message at kernel shutdown (a race inside the kernel process nbgrader starts, not in the commands)
+_KERNEL_SHUTDOWN_RACE = re.compile(
+    r"ERROR:tornado\.general:Uncaught exception in ZMQStream callback\nTraceback \(most recent call last\):\n"
+    r"(?:  .*\n)*?zmq\.error\.ZMQError: Socket operation on non-socket\n"
+)
+
+
+def without_kernel_shutdown_race(stderr: str) -> str:
+    """``stderr`` without ipykernel's shutdown-race tracebacks (only whole blocks whose frames are all indented
+    lines ending in that ZMQError; any other traceback is kept)."""
+    return _KERNEL_SHUTDOWN_RACE.sub("", stderr)
+
+
+def test_only_the_kernel_shutdown_race_is_forgiven() -> None:
+    race = (
+        "[AutogradeApp | INFO] Converting notebook x.ipynb\n"
+        "ERROR:tornado.general:Uncaught exception in ZMQStream callback\n"
+        "Traceback (most recent call last):\n"
+        '  File ".../ipykernel/kernelbase.py", line 408, in process_control\n'
+        "    sys.stderr.flush()\n"
+        '  File "zmq/backend/cython/_zmq.py", line 190, in zmq.backend.cython._zmq._check_rc\n'
+        "zmq.error.ZMQError: Socket operation on non-socket\n"
+        "[AutogradeApp | INFO] Writing 7325 bytes\n"
+    )
+    assert "Traceback" not in without_kernel_shutdown_race(race)
+    ours = 'Traceback (most recent call last):\n  File ".../nextword/cli.py", line 1\nValueError: bad\n'
+    assert without_kernel_shutdown_race(ours) == ours
+    assert "Traceback" in without_kernel_shutdown_race(race + ours)
+
+
 def test_the_instructors_sections_hold_both_round_trips() -> None:
     for doc in DOCS:
         lines = [ln for block in instructor_blocks(doc) for ln in block]
@@ -100,7 +131,7 @@ def test_the_documented_instructor_commands_run_verbatim(doc: str, tmp_path: Pat
         )
         out = proc.stdout[-4000:] + proc.stderr[-4000:]
         assert proc.returncode == 0, f"{doc}: a documented command failed:\n{out}"
-        assert "Traceback" not in proc.stderr, out
+        assert "Traceback" not in without_kernel_shutdown_race(proc.stderr), out
         assert "is not absolute" not in proc.stderr, f"nbgrader warns about a relative course root:\n{out}"
     otter_out = root / "course" / "otter" / "part4_margins" / "out" / "results.json"
     results = json.loads(otter_out.read_text())
