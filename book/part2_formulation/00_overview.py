@@ -123,7 +123,10 @@ plt.show()
 # probability for the next token, which training fits to data (2.2). Bottom row: what is done with
 # that distribution — adapted further (2.3), generated from (2.6) and scored (2.7); discrete
 # diffusion (2.8) is the alternative to generating one token at a time. Page
-# [2.9](09_examples_appendix.ipynb) checks the examples that fit none of the boxes.
+# [2.9](09_examples_appendix.ipynb), named in the line above the boxes, checks the examples that fit
+# none of them. The fills sort the boxes: blue for the model and its training, orange for what is
+# done with the trained model, and a third, greyish shade for 2.8, the alternative that does without
+# next-token generation.
 #
 # ## What the book found
 #
@@ -162,7 +165,7 @@ plt.show()
 # - **Discrete diffusion** ([2.8](08_discrete_diffusion.ipynb)): the printed rate matrices of
 #   Examples 9.2 and 9.3 have rows that do not sum to zero, (9.1) conserves probability only with
 #   the transposed generator, and the reverse process samples the data at time 0, not at the end
-#   time of the forward process ("§9, Eq. (9.1)", "§9, Example 9.2", "§9, Example 9.3", "§9,
+#   time of the forward process ("§9, Eqs. (9.1)–(9.4) …", "§9, Example 9.2", "§9, Example 9.3", "§9,
 #   paragraph after Eq. (9.4)" and the others of §9 and Appendix D).
 # - **The remaining examples** ([2.9](09_examples_appendix.ipynb)): Example 2.10's CLIP does not give
 #   its image sequence the text model's width (768 against 512; "Example 2.10, CLIP's widths");
@@ -170,3 +173,7 @@ plt.show()
 #   the blow-up and the bounded solution hold, but "a specific example in two dimensions" fits only
 #   the first, and the fine-tuned model's ODE is linear although a nonlinear one was asked for
 #   ("§7.4 (Coding), the two programs of App. E.4"); the arithmetic of Appendix E.3 checks out.
+# - **The sizes the paper quotes** ([checking the paper, a second pass](checking_the_paper.ipynb)):
+#   Remark 4.2's stock of human-generated web text, "a median of 3100 trillion tokens", is about ten
+#   times the roughly 300 trillion that the cited work estimates ("Remark 4.2, the stock of
+#   human-generated text").
