@@ -172,7 +172,7 @@ plt.show()
 # %% [markdown]
 # **Figure 2.1.1.** Byte-pair encoding of $abcababc$ as trees of pairs. The bottom row is the input,
 # one box per letter; each box above joins the two boxes under it, at the level of the merge that
-# created it (left: the merges in order). The top box of each tree (shaded apart from the others),
+# created it (left: the merges in order). The top box of each tree (orange; all the others are blue),
 # read left to right, is the encoded text $ede$; the leaves under each top spell the letters it
 # stands for.
 #
@@ -418,6 +418,8 @@ display(Math(sp.latex(phi_sym) + sp.latex(o_2) + "=" + sp.latex(phi_sym * o_2)))
 # parameters whatever the length $T$ of the text (Remark 2.8: the same $\varphi$ serves every length);
 # and the gradient of a loss with respect to the table is the one-hot matrix transposed times the
 # gradient with respect to the vectors, so a token used twice collects the sum of its two gradients.
+# Computing it needs no matrix product: add each position's gradient row into the row of the table
+# that belongs to that position's token (a *scatter-add*); every other row gets zero.
 
 # %%
 d_e = 16
@@ -434,8 +436,11 @@ print(f"parameters of phi: d_e * |V| = {emb.num_parameters()} for every sequence
 
 # %%
 G = rng.standard_normal(H.shape)  # dL/dh for the linear loss L = sum(G * h)
-grad = embedding_grad(ids, G, big.vocab_size)
-assert np.allclose(grad, one_hot(ids, big.vocab_size).T @ G)
+scatter = np.zeros((big.vocab_size, d_e))
+for position, token in enumerate(ids):  # the scatter-add: row of G at each position -> its token's row
+    scatter[token] += G[position]
+grad = embedding_grad(ids, G, big.vocab_size)  # the library's scatter-add
+assert np.allclose(grad, scatter) and np.allclose(grad, one_hot(ids, big.vocab_size).T @ G)
 unused_rows = np.setdiff1d(np.arange(big.vocab_size), ids)
 assert np.all(grad[unused_rows] == 0)
 print(f"{len(unused_rows)} of {big.vocab_size} rows get zero gradient from this line")
