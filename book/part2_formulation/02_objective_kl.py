@@ -234,7 +234,10 @@ assert np.allclose(tiny.per_position, [position_1, position_2], atol=1e-12)
 # (4.2a) is three steps: the log of a product is a sum of logs, (4.2b); a term about position $t$
 # only needs the first $t$ tokens, (4.2c); and the data's own log-probabilities do not depend on
 # $\theta$, (4.2d). (Remarks 4.2 and 4.3, on where real training text comes from and how its
-# curation breaks the independence of the samples, are about practice and are not checked here.)
+# curation breaks the independence of the samples, are about practice; this page does not check
+# them. The corpus sizes Remark 4.2 quotes are checked against the works it cites on the part's
+# [second-pass page](checking_the_paper.ipynb): its stock of human-generated web text is about ten
+# times what the cited estimate says.)
 # Sympy checks it for $T=2$ binary tokens (numbered 0 and 1) with every probability a free
 # symbol: the data picks token 1 first with probability $a$, and token 1 second, after a first token
 # $x$, with probability $b_x$; the model's probabilities are $\hat a$ and $\hat b_x$.
