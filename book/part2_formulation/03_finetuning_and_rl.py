@@ -112,7 +112,7 @@ BATCHES = 2000 if FULL else 400
 #
 # expected reward to gain, a penalty for moving away from the reference. Without the penalty the
 # answer is obvious: always polite. With it, the best $\pi$ tilts the reference towards high reward
-# by the factor $e^{r/\beta}$:
+# by the factor $e^{r/\beta}$ (derived in [the closed-form optimum](#kl-regularised-rl-47-the-closed-form-optimum) below):
 # $\pi^*(\text{polite})=\tfrac12e^{1/\beta}/(\tfrac12e^{1/\beta}+\tfrac12)$, which for $\beta=1$ is
 # $e/(e+1)=0.7311$. We check it by trying every $\pi(\text{polite})$ on a fine grid:
 
@@ -268,8 +268,10 @@ plt.show()
 # line is the pre-trained model before any update. Look at where each curve bottoms out and how far
 # it climbs afterwards. The flexible updates (full, from scratch, LoRA rank 4) over-fit the small data
 # set — their KL rises again with more steps, to 1.82, 1.66 and 2.24 times their best — while LoRA with
-# the rank of the true shift (rank 2) rises less (1.27 times): restricting the update to rank $s$ is
-# the implicit regularisation Remark 4.9 mentions. Rank 1 cannot express the shift; rank 4 has more
+# the rank of the true shift (rank 2) rises less (1.27 times): restricting the update to rank $s$
+# acts here as the implicit regularisation Remark 4.9 mentions. All of this is one pre-training
+# source, one rank-2 shift and one pre-trained table; the data sets vary only the fine-tuning
+# sample. Rank 1 cannot express the shift; rank 4 has more
 # freedom to fit noise. At its best number of steps rank 2 beats training from scratch and the other
 # two ranks; it is also below the full update here, but that comparison is not robust: over twelve
 # data sets each of the two wins on some, and on average the full update, stopped early, is about as
@@ -308,9 +310,12 @@ for big_V in (1000, 50_000):
 # ## KL-regularised RL (4.7): the closed-form optimum
 #
 # For sequences $f\in\mathcal V^T$, (4.7) is $\mathcal L^{\mathrm{RL}}(\pi)=-\mathbb E_\pi r+\beta D_{\mathrm{KL}}(\pi\|\pi_{\mathrm{ref}})$.
-# Completing the KL gives the Gibbs variational identity
-# $\mathcal L^{\mathrm{RL}}(\pi)=\beta D_{\mathrm{KL}}(\pi\|\pi^*)-\beta\log Z$ with
-# $\pi^*=\pi_{\mathrm{ref}}e^{r/\beta}/Z$, so $\pi^*$ is the unique minimiser over all laws and the minimum is
+# Write the reward as a log, $-r(f)=\beta\log e^{-r(f)/\beta}$, and put it inside the KL's sum:
+# $\mathcal L^{\mathrm{RL}}(\pi)=\beta\sum_f\pi(f)\log\frac{\pi(f)}{\pi_{\mathrm{ref}}(f)e^{r(f)/\beta}}$.
+# The denominator is $Z\pi^*(f)$ with $\pi^*=\pi_{\mathrm{ref}}e^{r/\beta}/Z$, a probability
+# distribution, so splitting off $\log Z$ (and $\sum_f\pi(f)=1$) gives the Gibbs variational identity
+# $\mathcal L^{\mathrm{RL}}(\pi)=\beta D_{\mathrm{KL}}(\pi\|\pi^*)-\beta\log Z$. A KL divergence is
+# never negative and is 0 only at $\pi=\pi^*$, so $\pi^*$ is the unique minimiser over all laws and the minimum is
 # $-\beta\log Z$. Sympy checks the identity on a two-point space:
 
 # %%
@@ -502,10 +507,12 @@ assert cos(reinforce, exact_grad) > 0.97  # the score-function estimator points 
 # ## Key takeaways
 #
 # - Fine-tuning is the same next-token training on a small task-specific data set (4.6), started
-#   from the pre-trained weights; on this page's scarce data that start reaches a lower KL than
-#   training from scratch (each compared at its best number of steps).
+#   from the pre-trained weights; on this page's scarce data (one pre-training source and one shift of
+#   it) that start reaches a lower KL than training from scratch (each compared at its best number of
+#   steps).
 # - A low-rank update (LoRA) trains $2|\mathcal V|s$ numbers instead of $|\mathcal V|^2$; on this
-#   page's data, where its rank matches the true change, it also over-fits less (Remark 4.9).
+#   page's one source and shift, where its rank matches the true change, it also over-fits less
+#   (Remark 4.9).
 # - KL-regularised RL (4.7) has a closed-form optimum: the reference model tilted by
 #   $e^{r/\beta}$; $\beta$ trades reward against distance from the reference.
 # - A model class that cannot represent the tilted distribution (here a Markov policy facing a
@@ -533,7 +540,8 @@ assert cos(reinforce, exact_grad) > 0.97  # the score-function estimator points 
 #    With 290 tokens the full update fits the noise of the small sample as well as the true change,
 #    so with more steps its KL climbs back up (to 1.82 times its best after 400 steps). The true change
 #    here has rank 2, so the rank-2 update can still express it while having less freedom to fit
-#    noise (1.27 times): the restriction acts as a regulariser. Stopping early is another one, which
+#    noise (1.27 times): here the restriction acts as a regulariser (measured for this one source and
+#    shift; a shift of another rank, or another source, could come out otherwise). Stopping early is another one, which
 #    is why the full update at its best number of steps can do about as well.
 #    ```
 #
@@ -562,7 +570,7 @@ assert V * V == 100 and 2 * V * 2 == 40
 #
 # - **Remark 4.9, low-rank updates are cheaper and regularise.** Cheaper: $2|\mathcal V|s$ trainable
 #   numbers against $|\mathcal V|^2$ (the counts printed after Figure 2.3.1). Regularise: on 290
-#   fine-tuning tokens the rank-2 update's KL rises less with more steps than the full update's or
+#   fine-tuning tokens, for the one pre-training source and rank-2 shift of this page, the rank-2 update's KL rises less with more steps than the full update's or
 #   rank 4's, and at its best it beats training from scratch and ranks 1 and 4 (asserted with
 #   Figure 2.3.1). It does not reliably beat the full update started from the pre-trained weights and
 #   stopped at its best step: over twelve data sets each wins on some (Reproducibility).
