@@ -157,8 +157,10 @@ assert np.allclose(out_21, out_12[::-1], atol=1e-12)  # swapped inputs, swapped 
 assert np.allclose(out_1212, np.tile(out_12, 2), atol=1e-12)  # duplicated: the same outputs
 
 # %% [markdown]
-# Attention only ever asks *which* vectors are present and in what proportions, never *where*. The
-# rest of the page shows that this survives the whole model of §5.
+# Attention as (5.2) prints it — every token attends to every token, and no vector carries its
+# position — only ever asks *which* vectors are present and in what proportions, never *where*. The
+# rest of the page shows that this survives the whole model of §5, and (in its last section) that a
+# causal mask or positional encodings end it.
 #
 # ## The set transformer, step by step (5.3)–(5.7)
 #
@@ -183,11 +185,11 @@ plt.show()
 # %% [markdown]
 # **Figure 2.4.1.** The next-token model of §5.1–5.2: the set transformer $\mathbf T$ with $n_b=2$
 # blocks and pooling, then $B$ and the softmax. The prefix's vectors enter
-# block $\mathbf A_1$, drawn open: the attention map (the top box, shaded apart from the rest: the
+# block $\mathbf A_1$, drawn open: the attention map (the top box, the only green one: the
 # only step that lets positions exchange information), then normalisation, the feed-forward network
 # with its residual, and normalisation again (5.3a–d). Block $\mathbf A_2$ repeats the steps with its
 # own parameters. Pooling turns the sequence into one vector, $B$ into $|\mathcal V|$ scores, the
-# softmax into $\mathbf q_m$ (5.6)–(5.7).
+# softmax into $\mathbf q_m$ (5.6)–(5.7). The line under the boxes is (5.6) for any number of blocks.
 #
 # ## The attention map (5.2) and its residual
 #
@@ -222,7 +224,7 @@ print("max |ATT(h) - (5.2) term by term| < 1e-12 (round-off); rows of alpha sum 
 # ATT (5.3a) → N (5.3b) → $h+\mathrm{NN}(h)$ (5.3c) → N (5.3d) is the {term}`post-norm` block of
 # Chapter 6 with one head, no output projection and no causal mask, NN being the two-layer network
 # of Example 5.3. With $c=d_e$ it is exactly `nextword.decoder.layers.TransformerBlock(pre_norm=False,
-# causal=False)` once that block's $1/\sqrt{d}$ scale is folded into its query matrix and its output matrix is the
+# causal=False)` once that block's $1/\sqrt{d_k}$ scale (one head, so $d_k=d_e$) is folded into its query matrix and its output matrix is the
 # identity:
 
 # %%
