@@ -338,8 +338,10 @@ assert gibbs_gap == 0
 # token it starts with (a long-range preference: a Markov policy, whose next token sees only the
 # one before, cannot express it). We
 # minimise (4.7) numerically (L-BFGS, a standard quasi-Newton optimiser from scipy) over *all* laws on the 81 sequences (softmax logits $z$;
-# $\nabla_z\mathcal L^{\mathrm{RL}}=\pi\odot(g-\pi\cdot g)$ with $g=-r+\beta\log(\pi/\pi_{\mathrm{ref}})$ — a full
-# autoregressive table can represent any such law) and compare with the closed form.
+# $\nabla_z\mathcal L^{\mathrm{RL}}=\pi\odot(g-\pi\cdot g)$ with $g=-r+\beta\log(\pi/\pi_{\mathrm{ref}})$, by the
+# chain rule: $\partial\mathcal L^{\mathrm{RL}}/\partial\pi(f)=g(f)+\beta$ and, through the softmax,
+# $\partial\pi(f)/\partial z_{f'}=\pi(f)\big(\mathbb 1[f=f']-\pi(f')\big)$, where the constant $\beta$
+# cancels — a full autoregressive table can represent any such law) and compare with the closed form.
 
 # %%
 Vr, Tr = 3, 4  # |V| and the length T of the sequences
