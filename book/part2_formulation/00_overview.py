@@ -160,8 +160,8 @@ plt.show()
 #   Eq. (5.9a)").
 # - **Generation** ([2.6](06_sequence_generation.ipynb)): Example 6.1's windowed search is a
 #   different algorithm from beam search ("§6.2, Example 6.1").
-# - **Evaluation** ([2.7](07_evaluation.ipynb)): the exponentiated log-likelihood of a whole
-#   sequence is not the perplexity used in practice, which is per token ("§8.1, Example 8.1").
+# - **Evaluation** ([2.7](07_evaluation.ipynb)): the exponentiated *negative* log-likelihood of a
+#   whole sequence (one over its probability) is not the perplexity used in practice, which is per token ("§8.1, Example 8.1").
 # - **Discrete diffusion** ([2.8](08_discrete_diffusion.ipynb)): the printed rate matrices of
 #   Examples 9.2 and 9.3 have rows that do not sum to zero, (9.1) conserves probability only with
 #   the transposed generator, and the reverse process samples the data at time 0, not at the end
