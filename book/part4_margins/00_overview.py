@@ -25,7 +25,7 @@
 #
 # **Builds on:** [6.2 The attention mechanism](../part1_chapter6/6_2_attention_mechanism.ipynb)
 # (queries, keys, values, softmax weights) and [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb)
-# (a position reads only its past); for the pages on trained models (4.5 to 4.9),
+# (a position reads only its past); for the depth page and the pages on trained models (4.5 to 4.9),
 # [6.6 The decoder block](../part1_chapter6/6_6_context_representation.ipynb) · derivatives and the chain rule, the determinant of a matrix,
 # the normal distribution and the density of a transformed random variable.
 # **Reading time:** about 8 minutes.
@@ -84,8 +84,8 @@
 #   $p_X(x)=p_Y(f(x))\,\lvert\det\partial f/\partial x\rvert$; a probability text's chapter on
 #   transformations of random variables. [The latent-noise page](01_latent_noise_view.ipynb) checks it numerically.
 # - **For the four experiment pages:** training a language model with cross-entropy and reading its loss in bits
-#   per character; [6.7 Layers](../part1_chapter6/6_7_layers_and_figure_6_24.ipynb) for the decoder
-#   block.
+#   per character; [6.6 The decoder block](../part1_chapter6/6_6_context_representation.ipynb) for the
+#   decoder block (layer norm, attention, MLP, residual paths).
 
 # %% [markdown]
 # ## The route through this part

@@ -615,13 +615,21 @@ sigma_fit = 1 / (0.38 * np.sqrt(2 * np.pi))
 print(f"sigma matching the baseline 0.38: {sigma_fit:.4f}; peaks then "
       + ", ".join(f"a={a:+.2f}: {conditional_density(a, sigma_fit, x3_window).max():.3f}"
                   for a in (0.0, 0.25, -0.25)))
+# Any sigma: the ratio of the a = -0.25 peak to the Gaussian one, over sigma from 0.1 to 10
+peak_ratios = [conditional_density(-0.25, s).max() / conditional_density(0.0, s).max()
+               for s in np.geomspace(0.1, 10, 41)]
+print(f"peak(a = -0.25) / peak(a = 0) for sigma from 0.1 to 10: between {min(peak_ratios):.3f} and "
+      f"{max(peak_ratios):.3f}; the paper's 0.52 / 0.38 = {0.52 / 0.38:.3f}")
+assert max(peak_ratios) < 1.26 < 0.52 / 0.38
 
 # %% [markdown]
 # The factor values 0.75 and 1.25 are confirmed. The peak heights are not: with $a=0$ the conditional
 # is exactly $\mathcal N(x_3;1,\sigma^2)$ (equal weights on $(0,2)$), whose peak is
 # $1/\sqrt{2\pi}\approx0.399$ at $\sigma=1$, not $0.38$; and $0.310$/$0.495$ replace $0.32$/$0.52$.
-# No single $\sigma$ reproduces all three printed values (with the $\sigma$ that gives 0.38 the other
-# two become 0.295 and 0.471, as printed above). The qualitative claims — flatter for $a>0$, sharper
+# No single $\sigma$ reproduces all three printed values: with the $\sigma$ that gives 0.38 the other
+# two become 0.295 and 0.471, and for every $\sigma$ from 0.1 to 10 the $a=-0.25$ peak is at most about
+# 1.25 times the Gaussian one, where the paper's two numbers need $0.52/0.38\approx1.37$ (both printed
+# above). The qualitative claims — flatter for $a>0$, sharper
 # for $a<0$ — hold at $a=\pm0.25$. Recorded in `book/ERRATA.md`.
 #
 # ### Figure 3.2(c): does a larger positive coupling flatten the density further?

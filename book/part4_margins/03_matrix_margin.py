@@ -270,7 +270,10 @@ plt.show()
 #
 # A toy where everything can be drawn: $d=1$, $a=0.5$, $x_1=0$ fixed and two free embeddings $z=(x_2,x_3)$. A data term pulls $z$ toward
 # $z^\*=(3,0)$, where the query $x_3=0$ spreads its attention evenly over $\{0,3\}$ and
-# $m_3=1-0.5\cdot2.25<0$. We solve the constrained problem (22),
+# $m_3=1-0.5\cdot2.25<0$. We solve the constrained problem (22) with that data term added (the paper's
+# (22) has the squared residuals alone, whose minimum $z=0$ needs no constraint; the data term stands in
+# for the token likelihood that pulls real embeddings apart, and only $m_3$ is constrained because
+# $m_1=m_2=1$ always),
 # $\min f(z)=\tfrac12\sum_t \hat\varepsilon_t^2+\tfrac\lambda2\|z-z^\*\|^2$ s.t. $m_3(z)\ge\delta$, directly (SLSQP) and
 # through the barrier problems $\min f(z)-\kappa\log(m_3(z)-\delta)$ for $\kappa\to0$. For a *convex*
 # problem with one constraint, barrier theory bounds the gap: $f(z_\kappa)-f^\star\le\kappa$. This toy is not
