@@ -902,8 +902,8 @@ print(f"saved curves: mean |EM-like - SGD| {gap_saved.mean():.4f} nats")
 # ## Reproducibility
 #
 # The short run trains online (8 fresh sequences of length 64 per step, 300 steps, $\eta = 1$,
-# $\eta_v = 5$, seeds 0–2) and evaluates on a held-out sequence of 2000 tokens; it takes about
-# 10–30 s per seed on 2 CPU cores. All trained numbers go through `produced()` (shown, not compared
+# $\eta_v = 5$, seeds 0–2) and evaluates on a held-out sequence of 2000 tokens; it takes under half a
+# minute per seed on 2 CPU cores (about 8 s when last measured). All trained numbers go through `produced()` (shown, not compared
 # as text by nbval), and every claim about them is asserted with a tolerance that the reruns with
 # other perturbations of the initial weights (`tests/test_notebook_seeds.py`) check. `FULL=1`
 # switches to the paper's sizes and reruns the saved experiment inside this page (the assertions
