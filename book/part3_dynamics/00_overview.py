@@ -104,8 +104,9 @@ plt.show()
 #
 # ## What the book found
 #
-# Every formula of the paper's §3 holds: [3.1](01_attention_gradients.ipynb) derives each with sympy
-# and checks it numerically. Some of the paper's sentences and numbers did not survive a check; each
+# Every formula of the paper's §3 holds: [3.1](01_attention_gradients.ipynb) derives the gradients with
+# sympy, checks the update rules (33)–(36) numerically (each is a plain gradient step), and compares
+# the library's gradients with finite differences and autograd. Some of the paper's sentences and numbers did not survive a check; each
 # page shows its check in its folded *Checking the paper* section, and the book's
 # [errata](../ERRATA.md) list collects them:
 #
