@@ -121,15 +121,22 @@ entropy_bits = -sum(p * math.log2(p) for p in truth.values())
 kl_bits = sum(p * math.log2(p / model_b[t]) for t, p in truth.items())
 print(f"entropy H(p) = {entropy_bits} bits; KL(p || B) = {kl_bits} bits; H + KL = {entropy_bits + kl_bits}")
 assert entropy_bits == 1.5 and kl_bits == 0.25
+# a model that reads the previous token: P(a | start) = 1, P(a | a) = P(b | a) = 1/2, P(c | b) = 1
+model_ctx = {"start": {"a": Fraction(1)}, "a": {"a": Fraction(1, 2), "b": Fraction(1, 2)}, "b": {"c": Fraction(1)}}
+ce_ctx = sum(-math.log2(model_ctx[prev][token]) for prev, token in zip(["start"] + text[:-1], text)) / len(text)
+print(f"model R (reads the previous token): cross-entropy {ce_ctx} bits, below H(p) = {entropy_bits}")
+assert ce_ctx == 0.5 < entropy_bits
 
 # %% [markdown]
 # Model A scores the entropy, 1.5 bits (perplexity $2^{1.5}\approx2.83$); model B scores 1.75 bits,
 # and the excess, 0.25 bits, is exactly the KL divergence from the truth to B. That is Example 8.1
 # in miniature: cross-entropy = entropy + KL, so a lower cross-entropy means a model closer to the
-# truth; and on a text with the true frequencies, as here, no model scores below the entropy (on
-# other finite texts a model can, by chance, as
+# truth; and on a text with the true frequencies, as here, no model that gives every position the
+# same distribution scores below the entropy. A model that reads the context can: model R above
+# bets on the order of this one short text and scores 0.5 bits. Only the *expected* score, over
+# texts drawn from the source, is bounded below by the entropy, as
 # [the next section](#cross-entropy-and-perplexity-scoring-a-model-by-its-probabilities-example-81)
-# explains).
+# explains.
 #
 # **Scoring a retrieved set.** Asked "who speaks in this scene?", a model returns {Romeo, Juliet,
 # Nurse}; the truth is {Romeo, Tybalt}. One true positive (Romeo), two false positives, one false
@@ -520,8 +527,8 @@ assert np.all(np.diff(pr[1:, 0]) < 0)  # from two names on, precision falls with
 
 # %% [markdown]
 # Returning more names raises recall and, from two names on, lowers precision — the two numbers
-# measure different failures (claims that are wrong, truths that are missed), which is why §8.1
-# reports both.
+# measure different failures (claims that are wrong, truths that are missed), which is why the
+# two are reported together (§8.1 names them as the usual pair; it reports no numbers of its own).
 #
 # ## Calibration (not in §8): does the model's confidence match its accuracy?
 #
