@@ -182,7 +182,8 @@ plt.show()
 # moment just after each masking): each word is replaced by the mask `M` (grey boxes) at its own
 # exponential time and stays masked, which is the forward chain (the vermilion arrow, read
 # downwards). Generation runs the picture upwards (the blue arrow): from an all-mask row, the reverse
-# chain reveals words one at a time, in an order that is not left to right.
+# chain reveals words one at a time, in a random order that need not be left to right (on this
+# path: "the", then "sat", "cat", "down").
 #
 # ## The forward process: a continuous-time Markov chain (9.1)–(9.3)
 #
