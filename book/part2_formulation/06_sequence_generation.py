@@ -37,7 +37,6 @@
 # |---|---|---|
 # | $\pi$, $\pi_m(\cdot\mid f_{1:m-1})$ | the model's probability of a reply; its next-token distribution at position $m$ | probabilities |
 # | $f$, $f_m$, $f_{1:m}$ | a text; its token at position $m$; its first $m$ tokens | tokens |
-# | $f_1,f_2$ | in the tiny example: the two tokens of the reply | tokens |
 # | $T_{\mathrm p}$ | the length of the prompt | integer |
 # | $n$, $n'$ | the number of new tokens decoded; the number of them sampled before greedy takes over (§6.4) | integers |
 # | $T$ | the total length (prompt and reply) a text is padded to | integer |
@@ -112,8 +111,13 @@ rng = np.random.default_rng(0)
 # | prompt, `c` | 1/3 | 1/3 | 1/3 |
 #
 # By the chain rule ([2.2](02_objective_kl.ipynb)) the probability of a two-token reply is the
-# product of its two next-token probabilities — Eq. (6.1a) of the paper, written
-# $\pi(f_1,f_2)=\pi(f_1)\,\pi(f_2\mid f_1)$. With pencil and paper, all nine replies:
+# product of its two next-token probabilities — Eq. (6.1a) of the paper. After a prompt of
+# $T_{\mathrm p}$ tokens the reply fills positions $T_{\mathrm p}+1$ and $T_{\mathrm p}+2$, and
+#
+# $$\pi(f_{T_{\mathrm p}+1},f_{T_{\mathrm p}+2}\mid\text{prompt})=\pi(f_{T_{\mathrm p}+1}\mid\text{prompt})\;\pi(f_{T_{\mathrm p}+2}\mid\text{prompt},f_{T_{\mathrm p}+1}),$$
+#
+# the first factor from the table's first row, the second from the row of the first reply token.
+# With pencil and paper, all nine replies:
 
 # %%
 tokens = ["a", "b", "c"]

@@ -54,6 +54,7 @@
 # | $T$ | the number of tokens in a sequence | integer |
 # | $\tau$ | the length of one step of τ-leaping | number |
 # | $p_{\mathrm{ref}}$ | the law the reverse chain starts from in practice (all masked) | $(\lvert\mathcal V\rvert,)$ |
+# | $\delta_m$ | the law with all its mass on the mask $m$ (the masking chain's $p_{\mathrm{ref}}$) | $(\lvert\mathcal V\rvert,)$ |
 # | $s(y,t)_z$, $s_z$ | the network's estimate of the ratio $p(z,t)/p(y,t)$ | numbers |
 # | $c$ | a positive constant (the minimiser of $s-c\log s$ is $s=c$) | number |
 # | $r$ | the reversed clock $t_{\max}-t$ | number |
@@ -181,7 +182,8 @@ plt.show()
 # moment just after each masking): each word is replaced by the mask `M` (grey boxes) at its own
 # exponential time and stays masked, which is the forward chain (the vermilion arrow, read
 # downwards). Generation runs the picture upwards (the blue arrow): from an all-mask row, the reverse
-# chain reveals words one at a time, in an order that is not left to right.
+# chain reveals words one at a time, in a random order that need not be left to right (on this
+# path: "the", then "sat", "cat", "down").
 #
 # ## The forward process: a continuous-time Markov chain (9.1)–(9.3)
 #
@@ -589,7 +591,11 @@ assert sp.simplify(row_uniform) == 1 and sp.simplify(row_uniform_fixed) == 0
 # The printed uniform matrix is a *stochastic* matrix (rows sum to 1): it is exactly $I+Q$ for the
 # generator $Q=\beta(\mathbf 1\mathbf 1^\top/|\mathcal V|-I)$ — a one-step transition matrix written in place
 # of a rate matrix. For the masking example the corrected generator sends every non-mask state to
-# the mask at rate $\beta$ ($Q_{ym}=\beta$, $Q_{yy}=-\beta$) and leaves the mask row zero.
+# the mask at rate $\beta$ ($Q_{ym}=\beta$, $Q_{yy}=-\beta$) and leaves the mask row zero. That zero
+# row also means the masking chain is not ergodic in the sense Example 9.3 invokes (from `M` no other
+# state can be reached, so the chain is not irreducible); it converges to $\delta_m$ all the same,
+# because every other state leaks into `M` — the total variation $(1-p_{0,m})e^{-\beta t_{\max}}$
+# printed in the lesson.
 
 # %% tags=["hide-cell"]
 printed_uniform = np.full((V, V), b / V)
@@ -711,7 +717,9 @@ assert np.isclose(denoising_score_entropy_loss(s_rand, p0, P_abs, Q_abs),
 # - (9.1) must read $\dot p=Q^\top p$ (or $\dot p = pQ$ for row vectors) with zero row sums, and so
 #   must (9.2)–(9.3) ($\sigma^2(t)Q^{0\top}p$; harmless only for the symmetric uniform generator) and
 #   (9.4) ($\bar Q^\top\bar p$ on the reversed clock, as the proof of Theorem D.1 uses); the
-#   holding-time rate is $-Q_{yy}$, not $Q_{yy}$.
+#   holding-time rate is $-Q_{yy}$, not $Q_{yy}$ (the lesson's check of $P(\text{no jump by }t)=e^{Q_{yy}t}$).
+# - Example 9.3 calls the masking chain ergodic; with its zero mask row it is not irreducible,
+#   though it still converges to $\delta_m$.
 # - Gillespie matches the matrix exponential; τ-leaping is first order in τ.
 # - Theorem D.1 holds (its proof's last line should sum over all $u$); the reverse sampler
 #   recovers the data law, at $t=0$ (not $t_{\max}$).

@@ -55,7 +55,6 @@
 # | $f$, $f_m$ | a text; its token at position $m$ | tokens |
 # | $M$ | the length of a text (of each sequence of a batch) | integer |
 # | $m$, $k$, $k'$ | a position in the text; a token of the vocabulary ($k'$ a second one) | integers |
-# | $\delta_{k,f_m}$ | 1 if position $m$ holds token $k$, else 0 (a Kronecker delta: a number, not the point mass $\delta_h$) | number |
 # | $h$, $h_m$ | the embedded text $\varphi_{f_1},\dots,\varphi_{f_M}$; its vector at position $m$ | $(M,d_e)$ |
 # | $\mathbf G$, $\mathbf H$ | a map of the embedded text into $\mathbb R^{\lvert\mathcal V\rvert}$; the same map as a function of the table, $\mathbf H(\varphi,f)=\mathbf G(h)$ | |
 # | $D_m\mathbf G$ | the derivative of $\mathbf G$ with respect to $h_m$ | $(\lvert\mathcal V\rvert,d_e)$ |
@@ -79,7 +78,8 @@
 # [2.2](02_objective_kl.ipynb)), its mean as $\mathbb E_{u\sim\pi}[u]$ (reusing the letter $u$ of
 # the vector being normalised), and the normalisation's scale and shift as $D$, $b$. Its embedding
 # table is $\varphi\in\mathbb R^{d_e\times|\mathcal V|}$ with one *column* per token, called
-# $\varphi_v$ in Definition 2.6 and $\theta_v$ in Appendix A.1; the library, as the row-vector
+# $\varphi_v$ in Definition 2.6 and $\theta_v$ in Appendix A.1 (where Lemma A.1's Kronecker delta
+# $\delta_{k,f_m}$ is written $\mathbb 1\{f_m=k\}$ here: the book keeps $\delta$ for the point mass $\delta_h$); the library, as the row-vector
 # convention of Chapter 6, stores one *row* per token. The model's answer in E.1 calls the two
 # positions $f(t)$, $g(t)$ and their difference $h(t)$.
 # It writes the vocabulary in bold, $\mathbf V$ (the book: $\mathcal V$), and the length of a
@@ -395,9 +395,10 @@ assert np.allclose(batch_norm(batch[perm], eps=eps), out[perm])
 # every position that holds token $k$, and no other, so by the chain rule the derivative with
 # respect to $\varphi_k$ is
 #
-# $$\frac{\partial\mathbf H}{\partial\varphi_k}=\sum_{m=1}^{M}D_m\mathbf G(h)\,\delta_{k,f_m},$$
+# $$\frac{\partial\mathbf H}{\partial\varphi_k}=\sum_{m=1}^{M}D_m\mathbf G(h)\,\mathbb 1\{f_m=k\},$$
 #
-# the sum of the position derivatives over the positions where token $k$ occurs, and zero for a
+# where $\mathbb 1\{f_m=k\}$ is 1 if position $m$ holds token $k$ and 0 otherwise: the sum of the
+# position derivatives over the positions where token $k$ occurs, and zero for a
 # token that does not occur. For the text of tokens $(2,0,2,4)$ (numbered from 0, as in the code):
 # row 2 collects two terms, from positions 1 and 3; rows 0 and 4 one each; rows 1 and 3 none. A
 # check by central differences, with a random smooth $\mathbf G$:
@@ -515,9 +516,11 @@ print("no-context working: 2365 + 18920 =", 2365 + 18920, "(the output adds them
 
 # %% [markdown]
 # The partial products of the first answer are right; the final addition is not. With the worked
-# example in the prompt, the model follows the method it was shown: split each number into place
-# values, multiply every part by every part, add the list one number at a time. Every step of that
-# method can be replayed:
+# example in the prompt, the model's working for $473\times45$ — the only pair whose full working
+# the paper prints — follows the method it was shown: split each number into place values, multiply
+# every part by every part, add the list one number at a time. (For the other pairs only last lines
+# are printed, and with the example in the prompt $874\times25$ comes out wrong, so the paper does
+# not show that the model always follows the method.) Every step of that working can be replayed:
 
 # %%
 def digit_products(m: int, n: int) -> list[int]:

@@ -101,12 +101,12 @@ for length in (4096, 10**4):
 # %% [markdown]
 # The remark holds: the number of the chain's states has more than sixteen thousand digits, and no dense or even
 # row-by-row representation is possible. It also shows what "sparse" has to mean here: a row of the
-# one-token-per-jump generator still has tens of millions of non-zeros and there are |V|^T rows, so
+# one-token-per-jump generator still has 40,955,905 (T = 4096) to 99,990,001 (T = 10⁴) non-zeros and there are |V|^T rows, so
 # sparsity alone does not make the chain tractable. What does is the independence across positions that
 # gives that sparsity: the transition matrix factorises into T copies of one |V| × |V| matrix (lesson 2.8
 # asserts e^{t(Q⊕Q⊕Q)} = e^{tQ}⊗e^{tQ}⊗e^{tQ}), so simulating the *forward* process only ever needs the
 # small generator. Generation runs the *reverse* chain, and that one does not factorise. Its rates
-# Q̄_yz = Q_zy p(z, t)/p(y, t) (Eq. 9.4) keep the one-token-per-jump pattern (Q̄_yz is zero wherever Q_zy is),
+# Q̄_yz = Q_zy p(z, t)/p(y, t) (the text after Eq. 9.4; Eq. D.1) keep the one-token-per-jump pattern (Q̄_yz is zero wherever Q_zy is),
 # but the ratio p(z, t)/p(y, t) depends on the whole sequence: the same jump of one position has different
 # rates in sequences that differ elsewhere. That is why the reverse rates are learned by a network s(y, t)
 # of the whole sequence, not assembled from one small matrix. On lesson 2.8's three sentences (T = 3,
