@@ -506,9 +506,9 @@ if SAVED:
 #
 # Read the two diagnostics together with their size. The CE arm's prior, which no loss term moves, also
 # prints a negative trace and a share of $\lvert\det\rvert>1$ of 0.915: both come from its small
-# random start, whose determinants differ from 1 by a fraction of a percent, on one side or the other by
-# chance (its mean $\log\lvert\det\rvert$ is printed with Figure 4.7.3). The margin arm's trace is
-# hundreds, not thousandths.
+# random start, whose determinants stay close to 1, on one side or the other by chance (its penalty,
+# the mean of $-\log\lvert\det\rvert$, is $-0.0037$ and its smallest $\log\lvert\det\rvert$ is
+# $-0.0192$, both printed above). The margin arm's trace is hundreds, not thousandths.
 #
 # The last two lines say *how* $\Sigma_t$ grew. The prior's attention entropy,
 # $-\sum_{s<t}\alpha_{ts}\log\alpha_{ts}$ averaged over positions, is lower in the margin arm: its
