@@ -9,9 +9,14 @@
 # boundary; they alone fix the margin. The paper carries the picture over to attention: the
 # {term}`support tokens <support token>` of a sequence are its positions with the smallest margin
 # $\lvert\det(I-\Sigma_t A)\rvert$, the ones closest to the degenerate boundary $\det=0$, and they
-# dominate the log-barrier. This page computes them on a passage of real text for a trained prior.
-# The finding: no position is anywhere near the boundary — every margin is at least 1 — and the
-# "support tokens" are the positions whose context has no spread at all, not bottlenecks.
+# dominate the log-barrier. This page computes them on a passage of real text for a trained prior:
+# the {term}`embedding prior` of [4.7 Barrier training](barrier_training.ipynb), a separate one-layer
+# causal attention model with one matrix $A$ that reads a small language model's character embeddings
+# $x_t$, trained together with it under the {term}`margin penalty` — the mean over positions of
+# $-\log\lvert\det(I-\Sigma_t A)\rvert$, added to the cross-entropy (4.7 writes out the training step).
+# The finding, on this passage: no position is anywhere near the boundary — every margin is at least 1 — and
+# the "support tokens" are positions where the prior's attention falls on a single earlier token, so
+# that the attended context has no spread, not bottlenecks.
 #
 # ```{admonition} Learning goals
 # :class: tip
@@ -146,13 +151,12 @@ results = train(config, workdir.name, device="cpu", progress=False)
 gpt, prior, _, _ = load_checkpoint(workdir.name)
 print(f"validation bits per character after {results['steps']} steps: "
       f"{produced(results['final_val_bpc'], '.3f')}")
-# the diagnostics' key "margin" holds the penalty, mean_t -log|det(I - Σ_t A)|, not a margin
-diagnostic_names = {"entropy": "attention entropy", "trace_sigma_A": "mean tr(Σ_t A)",
-                    "frac_det_above_one": "share |det| > 1", "snr": "SNR",
-                    "normalised_var": "tr(Σ_t)/RMS²", "margin": "penalty mean -log|det|",
-                    "min_logabsdet": "min log|det|", "embedding_rms": "embedding RMS"}
-print("prior diagnostics:", ", ".join(f"{diagnostic_names[k]} {produced(v, '.4f')}"
-                                      for k, v in results["diagnostics"].items()))
+# the four diagnostics of the prior this page reads (4.7 explains them and prints the others); the key
+# "margin" holds the penalty, mean_t -log|det(I - Σ_t A)|, not a margin
+diagnostic_names = {"trace_sigma_A": "mean tr(Σ_t A)", "frac_det_above_one": "share |det| > 1",
+                    "margin": "penalty mean -log|det|", "min_logabsdet": "min log|det|"}
+print("prior diagnostics:", ", ".join(f"{label} {produced(results['diagnostics'][key], '.4f')}"
+                                      for key, label in diagnostic_names.items()))
 
 # %% [markdown]
 # ## Margins on a passage of real text (the miniature)
@@ -243,9 +247,9 @@ plt.show()
 # prior into the *dispersion-promoting* regime, where no position is near the degeneracy boundary.
 # The two conditions are checked separately because the first does not imply the second: a negative
 # trace says only that the eigenvalues $\nu$ of $\Sigma_t A$ add up to less than 0, while
-# $\lvert\det(I-\Sigma_t A)\rvert$ is the product of the $\lvert1-\nu\rvert$, and what makes every one
-# of them at least 1 is that every $\nu$ has real part $\le0$ (for a real $\nu\le0$ the factor
-# $1-\nu$ itself is at least 1). Eigenvalues $-1$ and $0.6$ have a negative sum, yet
+# $\lvert\det(I-\Sigma_t A)\rvert$ is the product of the $\lvert1-\nu\rvert$, and every one of them is
+# at least 1 whenever every $\nu$ has real part $\le0$ (for a real $\nu\le0$ the factor $1-\nu$
+# itself is at least 1), while a real $\nu$ between 0 and 2 gives a factor below 1. Eigenvalues $-1$ and $0.6$ have a negative sum, yet
 # $\det(I-\Sigma_t A)=2\cdot0.4=0.8<1$ (printed below).
 # The printout's smallest spectral margin $1-\rho(\Sigma_t A)$ is nonetheless close to 0, which by the
 # reading of [4.3](03_matrix_margin.ipynb) would put that position at the boundary. It does not: $\rho$ is
