@@ -165,7 +165,10 @@ np.testing.assert_allclose(weights @ values, np.stack([masked_out[i] for i in (1
 # The data come from a random order-2 Markov source over 8 symbols: each symbol is drawn from a
 # distribution that depends on the two symbols before it. Because we built the source, we know its
 # {term}`entropy rate` $H$ exactly: the lowest average loss, in {term}`nats`, that any predictor
-# that sees only the past can reach on new text from the source. No honest model can score below $H$
+# that sees only the past can reach on new text from the source. It is the average, over the long-run
+# frequency $P(y,z)$ of each pair of consecutive symbols, of the entropy of the next symbol's
+# distribution $P(\cdot\mid y,z)$; the first cell below computes it that way and checks the library's
+# value. No honest model can score below $H$
 # there, except by a little, by chance, on a short text. (On its own training text a large enough
 # model could also go below $H$ by memorising that text; so the page scores the models on held-out
 # test text.)
@@ -187,6 +190,10 @@ np.testing.assert_allclose(weights @ values, np.stack([masked_out[i] for i in (1
 # %%
 source = markov_source(8, 2, np.random.default_rng(0), concentration=0.3)
 H = source.entropy_rate()
+pair_frequency = source.stationary_distribution()  # (8, 8): long-run P(y, z) of two consecutive symbols
+next_law = source.transition  # (8, 8, 8): P(next | y, z)
+H_by_hand = -(pair_frequency * (next_law * np.log(np.where(next_law > 0, next_law, 1))).sum(-1)).sum()
+assert abs(H_by_hand - H) < 1e-12  # H = sum over (y, z) of P(y, z) * entropy of P(. | y, z)
 train_stream = source.sample(40_000, np.random.default_rng(1))
 test_stream = source.sample(3_200, np.random.default_rng(2))
 block_size = 32
@@ -514,7 +521,8 @@ assert np.all(future[allowed] > 0)
 # also makes generation cheap: the keys and values of the words already written never change, so a
 # generator can store them — a {term}`KV cache` — and compute only the new word's query, key and
 # value at each step. We compare all three on the trained models (the KV cache on the numpy export
-# of the masked model). Without the mask, the full pass and the prefix pass disagree at every
+# of the masked model; torch computes in float32, the numpy export in float64, and the `dtype` field of
+# the configuration printed at the end describes the export). Without the mask, the full pass and the prefix pass disagree at every
 # position but the last.
 
 # %%
@@ -615,8 +623,11 @@ assert np.all(np.triu(head_weights, 1) == 0)
 #
 #    ```{dropdown} Answer
 #    The new word's query, key and value are computed; the keys and values of words $1..t-1$ are
-#    reused from the cache. This is safe only because of the mask: earlier positions never look at
-#    later ones, so their keys and values never change.
+#    reused from the cache. In the first layer that is safe with or without the mask, because a key
+#    and a value are made from their own word alone. From the second layer on they are made from the
+#    layer below's outputs, and only the mask keeps those from changing when a word is added: earlier
+#    positions never look at later ones. (The library's numpy model refuses a KV cache for a model
+#    without the mask.)
 #    ```
 
 # %% tags=["hide-cell"]
@@ -661,9 +672,11 @@ assert len(RUNNING_EXAMPLE) == 21
 # %% [markdown]
 # ### Exercise 3 and the other claims of §6.3
 #
-# Exercise 3 asks what goes wrong without the mask; the chapter's answer is that the model learns to
-# copy the next word and the training loss falls towards zero. Measured above: the unmasked model's
-# training-style loss falls far below the entropy rate (the floor for any honest predictor), its
+# Exercise 3 asks what goes wrong without the mask; the chapter does not answer it there, but §6.3's
+# text on Fig. 6.15 does: the model could attend to the word it predicts, "trivially achieving zero
+# loss" by copying. Measured above: the unmasked model's training-style loss falls far below the
+# entropy rate (the floor for any honest predictor) — after 250 steps it is small but not zero (printed
+# with the test losses) — its
 # attention looks one position ahead, and it is worse than a uniform guess when it has to generate.
 # The chapter writes the masked formula with $\sqrt{d_{\text{model}}}$, like §6.2; with several heads
 # the width that keeps the scores' variance fixed is $d_k$ ([6.2](6_2_attention_mechanism.ipynb),
@@ -684,7 +697,7 @@ assert len(RUNNING_EXAMPLE) == 21
 # |---|---|
 # | lower-triangular weights, $n(n+1)/2$ nonzeros, rows sum to 1 (Figs. 6.13–6.14) | exact for $n\le64$; numpy = torch SDPA |
 # | masked entries get exactly zero gradient | autograd and closed form: exactly 0.0; block Jacobian $\partial\,\text{out}[i]/\partial x[j]=0$ for $j>i$ |
-# | without the mask the training loss goes to ~0 by copying (Exercise 3) | training loss far below the entropy rate, attention on $j=i+1$ |
+# | without the mask the training loss goes to ~0 by copying (Exercise 3) | training loss far below the entropy rate (not zero after 250 steps), attention on $j=i+1$ |
 # | …and this does not survive generation | prefix-only loss worse than uniform; generated text degenerate (pair and triple statistics far from the source) |
 # | the running example under the mask (Fig. 6.15) | the blank's query sees every earlier word and not the blank; 21 context words, not 22 (erratum) |
 # | training and generation are consistent with the mask (Figs. 6.16–6.17) | full pass = prefix pass to $10^{-5}$, = KV cache to $10^{-10}$; the weights are zero above the diagonal |
