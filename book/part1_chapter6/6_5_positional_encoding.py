@@ -511,8 +511,10 @@ assert curve_gap < 1e-10
 #
 # We test it on a source where the best predictor is purely **relative**: an order-2 Markov chain on 8
 # symbols (the next symbol $w[t]$ depends on the previous two). Its {term}`entropy rate` — the average
-# surprise per symbol of the best possible predictor, in nats — is the lowest loss any model can reach at
-# *every* position. Three reference levels:
+# surprise per symbol of the best possible predictor, in nats — is the lowest loss any model can reach,
+# and the best predictor reaches it at *every* position that has read two symbols ($t\ge1$, counted from 0),
+# however far into the window it stands: nothing about it depends on absolute position. Three reference
+# levels:
 
 # %%
 src, test_stream = fig628_source()  # the order-2 source and 128 windows of 129 test tokens

@@ -374,16 +374,24 @@ crossover = lengths[np.argmax(score_flops > projection_flops)]
 print(f"d = {d_plot}: the T^2 term exceeds the projections from T = {crossover} on "
       f"(2d = {2 * d_plot}, where they are equal)")
 assert crossover == 4 * d_plot  # the first length of the grid beyond T = 2d
+T_eq = 2 * d_plot  # log-log slope of 8Td^2 + 4T^2d: T dF/dT / F = (8Td^2 + 8T^2d) / (8Td^2 + 4T^2d)
+slope_at_2d = (8 * T_eq * d_plot**2 + 8 * T_eq**2 * d_plot) / (8 * T_eq * d_plot**2 + 4 * T_eq**2 * d_plot)
+slope_at_end = (8 * lengths[-1] * d_plot**2 + 8 * lengths[-1] ** 2 * d_plot) / (
+    8 * lengths[-1] * d_plot**2 + 4 * lengths[-1] ** 2 * d_plot)
+print(f"log-log slope of the attention curve: {slope_at_2d} at T = 2d, {slope_at_end:.2f} at T = {lengths[-1]}")
+assert slope_at_2d == 1.5 and 1.9 < slope_at_end < 2
 block_crossover = next(T for T in range(1, 5000) if 4 * T**2 * d_plot > 24 * T * d_plot**2)
 print(f"a whole block (with the FFN's 16Td^2): the T^2 term exceeds its linear terms from T = {block_crossover} "
       f"on (6d = {6 * d_plot}, where they are equal)")
 assert block_crossover == 6 * d_plot + 1
 
 # %% [markdown]
-# **Figure 6.6.3.** FLOPs of one attention sub-layer (and, in grey, of one RNN layer) against the length
+# **Figure 6.6.3.** FLOPs of one attention sub-layer (dots) and of its two terms, the projections
+# (dashed) and the scores and weighted sum (dotted), and, in grey, of one RNN layer, against the length
 # $T$ at $d=64$, on log-log axes (a straight line of slope 1 is linear growth, slope 2 quadratic); the
-# block's FFN, linear in $T$, is not drawn. See the attention curve bend from slope 1 to slope 2
-# at $T=2d$, where the score term overtakes the projections; the RNN stays linear but must run its $T$
+# block's FFN, linear in $T$, is not drawn. See the dotted line cross the dashed one at the vertical line
+# $T=2d$: there the attention curve is halfway through its bend (slope 1.5, printed above), from slope 1
+# at short lengths towards slope 2, which it only approaches; the RNN stays linear but must run its $T$
 # steps one after another.
 #
 # ## The running example through two layers (Fig. 6.32)

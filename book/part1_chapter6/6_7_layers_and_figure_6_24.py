@@ -34,7 +34,7 @@
 # | $x[t]$ | what enters the first block at position $t$: $e[t]+\mathrm{PE}(t)$ | $(d_{\text{model}},)$ |
 # | $d_{\text{model}}$ | width of the vectors (24 here) | integer |
 # | $T_{\text{ctx}}$ | length of the sequences probed (24 here) | integer |
-# | $\ell$ | depth: 0 is the embedding $x[t]$, $\ell\ge1$ the residual stream after block $\ell$ | integer |
+# | $\ell$ | depth: 0 is the embedding $x[t]$, $\ell\ge1$ the residual stream after block $\ell$ (the input of block $\ell+1$, which [6.6](6_6_context_representation.ipynb) writes $r^{(\ell+1)}$: it numbers the stream by the block it enters) | integer |
 # | $F$, $Y$, $W$ | a probe's inputs (one vector per row, $n$ rows), its one-hot labels ($C$ classes), its weights (the $+1$ is the column of ones) | $(n, d_{\text{model}}+1)$, $(n, C)$, $(d_{\text{model}}+1, C)$; $F$ is $(n, 3)$ in the tiny example |
 # | $\lambda$ | the probe's small ridge penalty, $10^{-3}$ | scalar |
 # ```
@@ -279,8 +279,10 @@ plt.show()
 #   accuracy must be compared with chance.
 # - On a language with a hidden topic, the topic is far more readable after the blocks than in the
 #   embedding (though not always rising at every block): the blocks do build context-wide information.
-# - The current token stays readable at every depth, because the residual stream carries it upward:
-#   upper layers add to the lower layers' information rather than replacing it.
+# - The current token stays readable at every depth, as a residual stream that each block only adds to
+#   allows (unless a block cancels it): the blocks add the topic on top of the surface information rather
+#   than replacing it. (The page does not remove the residual connections, so it shows the "stays", not
+#   its cause.)
 #
 # ## Check your understanding
 #

@@ -31,7 +31,9 @@ print("sinusoidal table of 4 positions x 8 dimensions:", sinusoidal_encoding(4, 
 
 # %%
 d_model, base = 512, 10000.0  # Vaswani et al.'s base model and base
-wavelengths = 2 * np.pi / rope_frequencies(d_model, base)  # the pair (2i, 2i+1) of PE has wavelength 2π/ω_i
+omegas = base ** (-2 * np.arange(d_model // 2) / d_model)  # ω_m of the pair (2m, 2m+1) of PE, m = 0..255
+assert np.allclose(sinusoidal_encoding(2, d_model)[1, 0::2], np.sin(omegas), atol=1e-12)  # PE(1, 2m) = sin(ω_m)
+wavelengths = 2 * np.pi / omegas  # positions per full turn of pair m
 ratios = wavelengths[1:] / wavelengths[:-1]
 print(f"{len(wavelengths)} wavelengths from {wavelengths[0]:.4f} (= 2π) to {wavelengths[-1]:,.0f} positions")
 print(f"constant ratio between neighbours: {bool(np.allclose(ratios, ratios[0]))}, {ratios[0]:.6f} = base^(2/d_model)")
