@@ -125,7 +125,7 @@ plt.show()
 # diffusion (2.8) is the alternative to generating one token at a time. Page
 # [2.9](09_examples_appendix.ipynb), named in the line above the boxes, checks the examples that fit
 # none of them. The fills sort the boxes: blue for the model and its training, orange for what is
-# done with the trained model, and a third, greyish shade for 2.8, the alternative that does without
+# done with the trained model, and a pale lilac for 2.8, the alternative that does without
 # next-token generation.
 #
 # ## What the book found
@@ -161,12 +161,13 @@ plt.show()
 # - **Generation** ([2.6](06_sequence_generation.ipynb)): Example 6.1's windowed search is a
 #   different algorithm from beam search ("§6.2, Example 6.1").
 # - **Evaluation** ([2.7](07_evaluation.ipynb)): the exponentiated *negative* log-likelihood of a
-#   whole sequence (one over its probability) is not the perplexity used in practice, which is per token ("§8.1, Example 8.1").
+#   whole sequence (one over its probability) is not the perplexity used in practice, which is per
+#   token ("§8.1, Example 8.1").
 # - **Discrete diffusion** ([2.8](08_discrete_diffusion.ipynb)): the printed rate matrices of
 #   Examples 9.2 and 9.3 have rows that do not sum to zero, (9.1) conserves probability only with
 #   the transposed generator, and the reverse process samples the data at time 0, not at the end
-#   time of the forward process ("§9, Eqs. (9.1)–(9.4) …", "§9, Example 9.2", "§9, Example 9.3", "§9,
-#   paragraph after Eq. (9.4)" and the others of §9 and Appendix D).
+#   time of the forward process ("§9, Eqs. (9.1)–(9.4) …", "§9, Example 9.2", "§9, Example 9.3",
+#   "§9, paragraph after Eq. (9.4)" and the others of §9 and Appendix D).
 # - **The remaining examples** ([2.9](09_examples_appendix.ipynb)): Example 2.10's CLIP does not give
 #   its image sequence the text model's width (768 against 512; "Example 2.10, CLIP's widths");
 #   Example B.1's batch measure has the wrong weight ("Appendix B, Example B.1"); of §7.4's claims about the two generated programs,

@@ -112,7 +112,7 @@ BATCHES = 2000 if FULL else 400
 #
 # expected reward to gain, a penalty for moving away from the reference. Without the penalty the
 # answer is obvious: always polite. With it, the best $\pi$ tilts the reference towards high reward
-# by the factor $e^{r/\beta}$ (derived in [the closed-form optimum](#kl-regularised-rl-47-the-closed-form-optimum) below):
+# by the factor $e^{r/\beta}$ (derived [below](#kl-regularised-rl-47-the-closed-form-optimum)):
 # $\pi^*(\text{polite})=\tfrac12e^{1/\beta}/(\tfrac12e^{1/\beta}+\tfrac12)$, which for $\beta=1$ is
 # $e/(e+1)=0.7311$. We check it by trying every $\pi(\text{polite})$ on a fine grid:
 
@@ -271,11 +271,11 @@ plt.show()
 # the rank of the true shift (rank 2) rises less (1.27 times): restricting the update to rank $s$
 # acts here as the implicit regularisation Remark 4.9 mentions. All of this is one pre-training
 # source, one rank-2 shift and one pre-trained table; the data sets vary only the fine-tuning
-# sample. Rank 1 cannot express the shift; rank 4 has more
-# freedom to fit noise. At its best number of steps rank 2 beats training from scratch and the other
-# two ranks; it is also below the full update here, but that comparison is not robust: over twelve
-# data sets each of the two wins on some, and on average the full update, stopped early, is about as
-# good (printed under Reproducibility).
+# sample. Rank 1 cannot express the shift; rank 4 has more freedom to fit noise. At its best number
+# of steps rank 2 beats training from scratch and the other two ranks; it is also below the full
+# update here, but that comparison is not robust: over twelve data sets each of the two wins on
+# some, and on average the full update, stopped early, is about as good (printed under
+# Reproducibility).
 #
 # At the population level (expected counts instead of samples, so no noise) the rank statement is
 # sharp: LoRA with $s=2$ comes within a small residual of the target (explained below), while
@@ -336,12 +336,15 @@ assert gibbs_gap == 0
 # Now sequences: $T=4$ tokens over $\{0,1,2\}$, $\pi_{\mathrm{ref}}$ a random Markov chain (the "reference
 # model"), and a sequence-level reward: $+1$ for each token 2, and $+2$ if the sequence ends with the
 # token it starts with (a long-range preference: a Markov policy, whose next token sees only the
-# one before, cannot express it). We
-# minimise (4.7) numerically (L-BFGS, a standard quasi-Newton optimiser from scipy) over *all* laws on the 81 sequences (softmax logits $z$;
-# $\nabla_z\mathcal L^{\mathrm{RL}}=\pi\odot(g-\pi\cdot g)$ with $g=-r+\beta\log(\pi/\pi_{\mathrm{ref}})$, by the
-# chain rule: $\partial\mathcal L^{\mathrm{RL}}/\partial\pi(f)=g(f)+\beta$ and, through the softmax,
-# $\partial\pi(f)/\partial z_{f'}=\pi(f)\big(\mathbb 1[f=f']-\pi(f')\big)$, where the constant $\beta$
-# cancels — a full autoregressive table can represent any such law) and compare with the closed form.
+# one before, cannot express it). We minimise (4.7) numerically over *all* laws on the 81 sequences
+# (a full autoregressive table can represent any of them) and compare with the closed form. The
+# optimiser is L-BFGS (a standard quasi-Newton method from scipy) on softmax logits $z$,
+# $\pi=\mathrm{softmax}(z)$, with the exact gradient
+# $\nabla_z\mathcal L^{\mathrm{RL}}=\pi\odot(g-\pi\cdot g)$, $g=-r+\beta\log(\pi/\pi_{\mathrm{ref}})$.
+# It follows by the chain rule: $\partial\mathcal L^{\mathrm{RL}}/\partial\pi(f)=g(f)+\beta$, and
+# through the softmax $\partial\pi(f)/\partial z_{f'}=\pi(f)\big(\mathbb 1[f=f']-\pi(f')\big)$, so
+# $\partial\mathcal L^{\mathrm{RL}}/\partial z_{f'}=\pi(f')\big(g(f')+\beta-\sum_f\pi(f)(g(f)+\beta)\big)$,
+# in which the constant $\beta$ cancels because $\sum_f\pi(f)=1$.
 
 # %%
 Vr, Tr = 3, 4  # |V| and the length T of the sequences
@@ -543,8 +546,9 @@ assert cos(reinforce, exact_grad) > 0.97  # the score-function estimator points 
 #    so with more steps its KL climbs back up (to 1.82 times its best after 400 steps). The true change
 #    here has rank 2, so the rank-2 update can still express it while having less freedom to fit
 #    noise (1.27 times): here the restriction acts as a regulariser (measured for this one source and
-#    shift; a shift of another rank, or another source, could come out otherwise). Stopping early is another one, which
-#    is why the full update at its best number of steps can do about as well.
+#    shift; a shift of another rank, or another source, could come out otherwise). Stopping early is
+#    another regulariser, which is why the full update at its best number of steps can do about as
+#    well.
 #    ```
 #
 # 3. Why does the best Markov policy stay above $-\beta\log Z$ here, however long it is trained?
@@ -572,10 +576,11 @@ assert V * V == 100 and 2 * V * 2 == 40
 #
 # - **Remark 4.9, low-rank updates are cheaper and regularise.** Cheaper: $2|\mathcal V|s$ trainable
 #   numbers against $|\mathcal V|^2$ (the counts printed after Figure 2.3.1). Regularise: on 290
-#   fine-tuning tokens, for the one pre-training source and rank-2 shift of this page, the rank-2 update's KL rises less with more steps than the full update's or
-#   rank 4's, and at its best it beats training from scratch and ranks 1 and 4 (asserted with
-#   Figure 2.3.1). It does not reliably beat the full update started from the pre-trained weights and
-#   stopped at its best step: over twelve data sets each wins on some (Reproducibility).
+#   fine-tuning tokens, for the one pre-training source and rank-2 shift of this page, the rank-2
+#   update's KL rises less with more steps than the full update's or rank 4's, and at its best it
+#   beats training from scratch and ranks 1 and 4 (asserted with Figure 2.3.1). It does not reliably
+#   beat the full update started from the pre-trained weights and stopped at its best step: over
+#   twelve data sets each wins on some (Reproducibility).
 # - **(4.7) is minimised starting from the reference model.** The L-BFGS run above starts at
 #   $\pi_{\mathrm{ref}}$ and reaches the closed form $-\beta\log Z$ (which the paper does not state; the
 #   page derives it).

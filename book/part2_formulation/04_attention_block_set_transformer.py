@@ -43,6 +43,7 @@
 # | $i$, $j$ | positions in the sequence (of a query and of a key) | integers |
 # | $h_i$, $h$ | the vector of token $i$ (column vectors, as in the paper); the whole sequence. $\mathrm{ATT}(h)_i$ is the output of the attention map (5.2) at token $i$; $\mathrm{N}$ and $\mathrm{NN}$ are the normalisation and the feed-forward network, applied to one vector at a time | $(d_e,)$; $n$ vectors |
 # | $d_e$, $c$, $c'$ | the embedding width; the width of queries and keys; the hidden width of the feed-forward network | integers |
+# | $d_k$ | Chapter 6's width of one head's keys, whose $\sqrt{d_k}$ divides the scores there (not in (5.2)) | integer |
 # | $Q$, $K$, $V$ | the query, key and value matrices of (5.2) | $(c,d_e)$, $(c,d_e)$, $(d_e,d_e)$ |
 # | $\alpha_{ij}$ | the {term}`attention weight` of token $i$ on token $j$ | number in $[0,1]$ |
 # | $\mathbf A$, $\mathbf A_1,\mathbf A_2$ | an attention block (5.3a–d); the blocks of the stack | sequence $\to$ sequence |
@@ -159,8 +160,8 @@ assert np.allclose(out_1212, np.tile(out_12, 2), atol=1e-12)  # duplicated: the 
 # %% [markdown]
 # Attention as (5.2) prints it — every token attends to every token, and no vector carries its
 # position — only ever asks *which* vectors are present and in what proportions, never *where*. The
-# rest of the page shows that this survives the whole model of §5, and (in its last section) that a
-# causal mask or positional encodings end it.
+# rest of the page shows that this survives the whole model of §5.1–5.2, and (in its last section)
+# that a causal mask or positional encodings (§5.3) end it.
 #
 # ## The set transformer, step by step (5.3)–(5.7)
 #
@@ -189,7 +190,8 @@ plt.show()
 # only step that lets positions exchange information), then normalisation, the feed-forward network
 # with its residual, and normalisation again (5.3a–d). Block $\mathbf A_2$ repeats the steps with its
 # own parameters. Pooling turns the sequence into one vector, $B$ into $|\mathcal V|$ scores, the
-# softmax into $\mathbf q_m$ (5.6)–(5.7). The line under the boxes is (5.6) for any number of blocks.
+# softmax into $\mathbf q_m$ (5.6)–(5.7). The line under the boxes is (5.6) for these two blocks
+# ($P$ is the pooling).
 #
 # ## The attention map (5.2) and its residual
 #
@@ -224,8 +226,9 @@ print("max |ATT(h) - (5.2) term by term| < 1e-12 (round-off); rows of alpha sum 
 # ATT (5.3a) → N (5.3b) → $h+\mathrm{NN}(h)$ (5.3c) → N (5.3d) is the {term}`post-norm` block of
 # Chapter 6 with one head, no output projection and no causal mask, NN being the two-layer network
 # of Example 5.3. With $c=d_e$ it is exactly `nextword.decoder.layers.TransformerBlock(pre_norm=False,
-# causal=False)` once that block's $1/\sqrt{d_k}$ scale (one head, so $d_k=d_e$) is folded into its query matrix and its output matrix is the
-# identity:
+# causal=False)` once its output matrix is the identity and the $1/\sqrt{d_k}$ by which it scales
+# the scores is cancelled by multiplying its query matrix by $\sqrt{d_k}$ ($d_k$ is Chapter 6's key
+# width; with one head and $c=d_e$, $d_k=d_e$):
 
 # %%
 sq = BlockParams.random(d_e, d_e, c_ff, rng)  # c = d_e

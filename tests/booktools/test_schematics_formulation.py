@@ -86,6 +86,9 @@ def test_set_transformer_diagram_shows_every_step_of_the_block():
     for equation in ("(5.3a)", "(5.3b)", "(5.3c)", "(5.3d)", "(5.6)", "(5.7)"):
         assert equation in texts
     assert "A_2, …, A_3" in texts and "max over" in texts
+    assert "T = P ∘ A_3 ∘ A_2 ∘ A_1" in texts  # (5.6) names every block drawn, no dots for missing ones
+    assert "T = P ∘ A_2 ∘ A_1" in " ".join(_texts(draw_set_transformer(2)))
+    assert "A_5 ∘ … ∘ A_1" in " ".join(_texts(draw_set_transformer(5)))
     # the book's letters (positions i, j; the softmax by name), not the paper's h_k, α_kl, σ
     assert "h_i + Σ_j α_ij V h_j" in texts and "softmax(· / τ)" in texts
     assert not any(letter in texts for letter in ("h_k", "α_kl", "σ("))

@@ -254,7 +254,7 @@ def draw_set_transformer(n_blocks: int = 2, *, pooling: str = "mean", ax: Axes |
     ax.text(3.3, 2.1, "attention block A_1", ha="center", fontsize=9)
     arrow(ax, (1.0, 0), (1.7, 1.5), shrink=1)
     later = "A_2" if n_blocks == 2 else f"A_2, …, A_{n_blocks}"
-    rest = f"{later}\n(same steps,\nown parameters)" if n_blocks > 1 else "(K = 1: no\nfurther block)"
+    rest = f"{later}\n(same steps,\nown parameters)" if n_blocks > 1 else "(n_b = 1: no\nfurther block)"
     box(ax, (6.3, 0), rest, width=1.8, height=1.1, colour=COLOURS["state"], fontsize=8)
     arrow(ax, (4.9, -1.5), (5.4, -0.2), shrink=1)
     pool_text = "P: mean over\npositions" if pooling == "mean" else "P: max over\npositions"
@@ -265,5 +265,7 @@ def draw_set_transformer(n_blocks: int = 2, *, pooling: str = "mean", ax: Axes |
     )
     for x_from, x_to in ((7.2, 7.55), (9.25, 9.55), (11.05, 11.4)):
         arrow(ax, (x_from, 0), (x_to, 0), shrink=1)
-    ax.text(8.4, -1.9, f"T = P ∘ A_{n_blocks} ∘ … ∘ A_1   (5.6)", ha="center", fontsize=9)
+    # (5.6) for the blocks drawn: every block named up to three, the dots only for a longer stack
+    stack = " ∘ ".join(f"A_{k}" for k in range(n_blocks, 0, -1)) if n_blocks <= 3 else f"A_{n_blocks} ∘ … ∘ A_1"
+    ax.text(8.4, -1.9, f"T = P ∘ {stack}   (5.6)", ha="center", fontsize=9)
     return ax
