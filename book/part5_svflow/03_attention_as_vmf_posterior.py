@@ -295,8 +295,10 @@ plt.show()
 # A {term}`mixture-of-experts <mixture of experts>` (MoE) layer computes $\sum_z g_z(x)\,y_z(x)$ (Eq. 6): a gate network gives
 # weights $g_z(x)\ge0$ that add up to 1, and expert network $z$ gives a vector $y_z(x)$. In the SVFlow
 # reading the gates are the posterior $q(z\mid x)$ over experts and each expert approximates a pull
-# $\nabla_x\log p(x\mid z)$; a plain feed-forward network is the case of one expert. MoE training is
-# known to collapse onto a few experts unless a load-balancing loss is added (Eq. 22),
+# $\nabla_x\log p(x\mid z)$; a plain feed-forward network is the case of one expert. MoE training can
+# drift towards routing most inputs to a few experts, so a load-balancing loss is usually added (Eq. 22;
+# [5.6](06_appendix_b_gradients.ipynb) measures how far a small MoE drifts without one: in most seeds, rarely
+# to a dead expert),
 # $\mathcal J_{\text{bal}}=\sum_z f_z P_z$, where $f_z$ is the fraction of inputs
 # whose largest gate is expert $z$ and $P_z$ is the average gate of expert $z$. The paper reads it as a
 # coarse version of the consistency term — the gap $\mathrm{KL}(q\,\|\,p)$ of [5.2](02_svflow_properties.ipynb), which

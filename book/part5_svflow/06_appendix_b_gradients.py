@@ -777,7 +777,7 @@ moe_final = np.array([moe_mass[s][1] for s in range(5)])
 faster = sum(runs[s, False, False]["loss"] < runs[s, True, False]["loss"] for s in range(5))
 print(f"projections frozen: the decoupled model reaches the lower loss in {produced(faster, 'd')}/5 seeds")
 print(f"least-used key type, all 20 attention runs: {produced(min(least_att), '.2f')}-"
-      f"{produced(max(least_att), '.2f')} of its fair share; least-used expert (soft MoE, gate mass): "
+      f"{produced(max(least_att), '.2f')} of its fair share; least-used expert (soft MoE, gate mass, seeds 0-4): "
       f"{produced(moe_final.min(axis=1).min() * 4, '.2f')}-{produced(moe_final.min(axis=1).max() * 4, '.2f')} "
       f"of its fair share")
 assert all(runs[s, c, True]["acc"] > 0.99 for s in range(5) for c in (True, False))
