@@ -46,9 +46,10 @@
 # | symbol | meaning | shape |
 # |---|---|---|
 # | $d$ | width of a state; the unit sphere in $\mathbb R^d$ is $\mathbb S^{d-1}$ | integer |
-# | $x$, $x^\ell$ | a state (from the second section on, a point of the unit sphere, except in the pre-norm section, where it is the unnormalised stream); $x^\ell$: after layer $\ell$ | $(d,)$ |
+# | $x$, $x^\ell$ | a state (from the second section on, a point of the unit sphere); $x^\ell$: after layer $\ell$ | $(d,)$ |
+# | $\tilde x$, $\tilde x^\ell$ | the unnormalised residual stream of a pre-norm block (pre-norm section only; the tilde marks "not on the sphere") | $(d,)$ |
 # | $f_\ell$ | the sub-layer (attention or feed-forward) of layer $\ell$ | a map |
-# | $\hat x$ | the direction $x/\lVert x\rVert$ of a pre-norm stream $x$ | $(d,)$ |
+# | $\hat x$ | the direction $\tilde x/\lVert\tilde x\rVert$ of a pre-norm stream $\tilde x$: a point of the unit sphere | $(d,)$ |
 # | $y$ | an update added to the state (not necessarily tangent) | $(d,)$ |
 # | $w$ | a tangent vector at $x$ ($x^\top w=0$; all of them form the tangent space $\mathrm T_x\mathbb S^{d-1}$): a step along the sphere, or the tangent part of an update | $(d,)$ |
 # | $a$ | the part of an update along $x$: $y=a\,x+w$ | scalar |
@@ -354,17 +355,17 @@ assert gap_radius < 1e-14
 # ## Pre-norm blocks: the same step, for the direction
 #
 # In a pre-norm block ([6.6](../part1_chapter6/6_6_context_representation.ipynb)) the stream itself is
-# never normalised: a sub-layer adds $y=f_\ell\big(\mathrm{RMSNorm}(x^\ell)\big)$ to it,
-# $x^{\ell+1}=x^\ell+y$, and the stream's length changes from layer to layer (it usually grows). What
-# lies on the sphere is what each sub-layer *reads*: the direction $x^\ell/\lVert x^\ell\rVert$ (times
-# $\sqrt d$). Write the stream as its length times its direction, $x=\lVert x\rVert\,\hat x$. Then
-# $x+y=\lVert x\rVert\big(\hat x+y/\lVert x\rVert\big)$, and the direction the next sub-layer reads is
+# never normalised: a sub-layer adds $y=f_\ell\big(\mathrm{RMSNorm}(\tilde x^\ell)\big)$ to it,
+# $\tilde x^{\ell+1}=\tilde x^\ell+y$ (a tilde: the stream is not on the sphere), and the stream's length changes from layer to layer (it usually grows). What
+# lies on the sphere is what each sub-layer *reads*: the direction $\tilde x^\ell/\lVert\tilde x^\ell\rVert$ (times
+# $\sqrt d$). Write the stream as its length times its direction, $\tilde x=\lVert\tilde x\rVert\,\hat x$. Then
+# $\tilde x+y=\lVert\tilde x\rVert\big(\hat x+y/\lVert\tilde x\rVert\big)$, and the direction the next sub-layer reads is
 #
-# $$\hat x^{\ell+1}=R_{\hat x^\ell}\big(y/\lVert x^\ell\rVert\big):$$
+# $$\hat x^{\ell+1}=R_{\hat x^\ell}\big(y/\lVert\tilde x^\ell\rVert\big):$$
 #
 # the same relaxed retraction as above, applied to the direction, with the update divided by the
-# stream's length. Everything on this page holds for the direction of a pre-norm stream, and the longer
-# the stream, the shorter its steps on the sphere. By hand: the stream $x=(3,4)$ has length 5 and
+# stream's length. The step rules of the two sections above hold for the direction of a pre-norm stream, and the longer
+# the stream, the shorter its steps on the sphere. By hand: the stream $\tilde x=(3,4)$ has length 5 and
 # direction $(0.6, 0.8)$; the update $y=(1,3)$ is five times the update of the example above. The new
 # stream $(4,7)$ has direction $(0.496, 0.868)$ — the point that the update $y/5=(0.2, 0.6)$ reached above.
 
@@ -372,8 +373,8 @@ assert gap_radius < 1e-14
 stream, update = np.array([3.0, 4.0]), np.array([1.0, 3.0])
 new_direction = (stream + update) / np.linalg.norm(stream + update)
 direction = stream / np.linalg.norm(stream)
-print(f"direction of x + y = {np.round(new_direction, 3)};  "
-      f"R_(x/|x|)(y/|x|) = {np.round(retraction(direction, update / np.linalg.norm(stream)), 3)}")
+print(f"direction of stream + y = {np.round(new_direction, 3)};  "
+      f"R_(stream/|stream|)(y/|stream|) = {np.round(retraction(direction, update / np.linalg.norm(stream)), 3)}")
 assert np.allclose(new_direction, retraction(direction, update / np.linalg.norm(stream)), atol=1e-12)
 streams = rng.standard_normal((4, d)) * np.array([[1.0], [4.0], [16.0], [64.0]])  # four lengths, d = 16
 one_update = rng.standard_normal(d)
@@ -558,7 +559,7 @@ assert above_half > 0.5
 #    sub-layer reads turn?
 #
 #    ```{dropdown} Answer
-#    The direction moves by the retraction of $y/\lVert x\rVert$, a tangent step of length
+#    The direction moves by the retraction of $y/\lVert\tilde x\rVert$, a tangent step of length
 #    $0.5/20=0.025$, so it turns by $\arctan0.025\approx1.43°$. The same update would turn a stream of
 #    length 1 by $\arctan0.5\approx26.6°$.
 #    ```

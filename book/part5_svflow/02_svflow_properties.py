@@ -301,13 +301,20 @@ ideal_path = paths["ideal q = p"]
 before, after = distance_to_nearest_mode(ideal_path[0]).mean(), distance_to_nearest_mode(ideal_path[-1]).mean()
 print(f"ideal flow: mean distance to the nearest mode {before:.2f} -> {after:.2f}")
 assert after < before / 4  # Figure 5.2.2: the mean distance to the nearest mode falls more than fourfold
+misaligned_end = paths["misaligned q"][-1]
+end_radii = np.linalg.norm(misaligned_end, axis=1)
+print(f"misaligned flow: end points at radius {end_radii.min():.2f} to {end_radii.max():.2f} (the modes: 1.5); "
+      f"mean distance to the nearest mode {distance_to_nearest_mode(paths['misaligned q'][0]).mean():.2f} -> "
+      f"{distance_to_nearest_mode(misaligned_end).mean():.2f}")
+assert end_radii.max() < 1.4 and distance_to_nearest_mode(misaligned_end).mean() > 2 * after  # a ring inside the modes
 
 # %% [markdown]
 # **Figure 5.2.2.** Euler trajectories ($\Delta s=0.01$, 100 steps; white, 60 of the 200 shown; end
 # points vermilion) of the ideal SVFlow (left, Corollary 3.4) and of the misaligned one (right) over
 # $\log p(x)$. The ideal flow climbs $\log p$ at every step and gathers at the mixture modes (the mean
-# distance to the nearest mode, printed above, falls more than fourfold); the misaligned flow is pulled
-# by $q$'s rotated partition.
+# distance to the nearest mode, printed above, falls more than fourfold). Look at the right panel: the
+# misaligned flow, pulled by $q$'s rotated and widened components, spirals round the centre and ends on a
+# ring inside the modes (radii printed above), between them rather than at them.
 #
 # ## Key takeaways
 #

@@ -295,8 +295,10 @@ plt.show()
 # A {term}`mixture-of-experts <mixture of experts>` (MoE) layer computes $\sum_z g_z(x)\,y_z(x)$ (Eq. 6): a gate network gives
 # weights $g_z(x)\ge0$ that add up to 1, and expert network $z$ gives a vector $y_z(x)$. In the SVFlow
 # reading the gates are the posterior $q(z\mid x)$ over experts and each expert approximates a pull
-# $\nabla_x\log p(x\mid z)$; a plain feed-forward network is the case of one expert. MoE training is
-# known to collapse onto a few experts unless a load-balancing loss is added (Eq. 22),
+# $\nabla_x\log p(x\mid z)$; a plain feed-forward network is the case of one expert. MoE training can
+# drift towards routing most inputs to a few experts, so a load-balancing loss is usually added (Eq. 22;
+# [5.6](06_appendix_b_gradients.ipynb) measures how far a small MoE drifts without one: in most seeds, rarely
+# to a dead expert),
 # $\mathcal J_{\text{bal}}=\sum_z f_z P_z$, where $f_z$ is the fraction of inputs
 # whose largest gate is expert $z$ and $P_z$ is the average gate of expert $z$. The paper reads it as a
 # coarse version of the consistency term — the gap $\mathrm{KL}(q\,\|\,p)$ of [5.2](02_svflow_properties.ipynb), which
@@ -454,7 +456,8 @@ print("d log C_d / d kappa = -A_d(kappa) (central differences, d = 16, 64, 896);
 # the scores (in $d=64$ and $d=896$, from $\kappa_0=100$ on, its spread over the keys is 0.35 to 3.02 times
 # theirs, printed above). (The zeros of the $d=16$ column from $\kappa_0=100$ on are of another kind: in 16
 # dimensions these scores spread so widely that both posteriors put nearly all their weight on the same
-# key, bias or not; in $d=64$ the bias moves the weight to another key — printed above.) Keep this in mind for the prefix-shuffling metrics of
+# key, bias or not; in $d=64$ at $\kappa_0=100$, the one case of that column checked, the bias moves the largest
+# weight to another key — printed above.) Keep this in mind for the prefix-shuffling metrics of
 # [5.5](05_prefix_shuffling.ipynb): there $p(z\mid x)$ *is* a normalised vMF posterior and $q$ is not,
 # so $\mathrm{KL}(q\,\|\,p)$ contains the normaliser bias as well as any "misalignment".
 #
@@ -623,7 +626,9 @@ plt.show()
 
 # %% [markdown]
 # **Figure 5.3.2.** A 4-expert linear router trained on $\mathcal J_{\text{bal}}$ alone (with $f$ held
-# fixed per step, as in practice), five data draws. In every run the marginal $P$ becomes nearly
+# fixed per step, as in practice), five data draws, one thin line each: $\mathcal J_{\text{bal}}$ (blue),
+# KL$(P\|U)$ (vermilion) and the mean per-input KL$(q(\cdot\mid x)\|U)$ (green). The lines jitter from step to
+# step because $f$ jumps whenever an input changes its largest gate. In every run the marginal $P$ becomes nearly
 # uniform (KL$(P\|U)$ falls below the bound printed above), while the per-input posteriors soften but
 # stay further from uniform: their mean KL to uniform stays several times the marginal's (the counts
 # above). The loss constrains the population marginal much more than each $q(\cdot\mid x)$ — the

@@ -124,7 +124,7 @@ assert abs(distances[-1]) > 1  # sigma^2 < Delta s / 2: the Euler steps move awa
 #
 # The flow is the Gaussian SVFlow of [5.2](02_svflow_properties.ipynb) with 8 components in the
 # plane, whose means, variances and posterior parameters change with time $s\in[0,1]$ through a small
-# neural network (a small MLP on sinusoidal features of $s$; App. C.1 gives its size). Its velocity is
+# neural network (a small MLP on sinusoidal features of $s$, this book's choice; App. C.1 gives the MLP's size). Its velocity is
 # $u(x)=\sum_z q(z\mid x)(m_z-x)/\sigma_z^2$, a posterior-weighted pull towards the $p$-means, taken in
 # Euler steps of $\Delta s=0.01$ from $s=0$ to $s=1$. The paper's hybrid objective (Eq. 16) is
 #
@@ -160,7 +160,7 @@ print(f"with log sigma^2 >= {LOG_VAR_RANGE[0]}: Delta s / sigma^2 <= "
 #
 # **Setup (App. C.1):** two moons with noise 0.06 (generated here, no scikit-learn), $|\mathcal Z|=8$,
 # diagonal Gaussians $q(x\mid z)$ and $p(x\mid z)$ with $q(z\mid x)=\mathrm{softmax}_z\log q(x\mid z)$,
-# a 3-layer MLP of width 64 on sinusoidal time features, 100 Euler steps of $\Delta s=0.01$ on $[0,1]$,
+# a 3-layer MLP of width 64 on time features, 100 Euler steps of $\Delta s=0.01$ on $[0,1]$,
 # Adam (lr 0.01, betas 0.9/0.999), batch 512, 10,000 steps. **Here:** 300 steps with batch 256 (the
 # paper's schedule is an option, see [Reproducibility](#reproducibility)). Two additions, both stated: the log-variance
 # squashing above, and each run's gradient clipped to norm 1 (the Euler unroll otherwise occasionally

@@ -809,7 +809,8 @@ assert np.max(shallow_ratio["Qwen3"][:, 3]) > 1.9  # Qwen3's KL(p|U): the shallo
 # $-\log p_s$ and $\mathrm{KL}(q\|p)$ in the Qwen models (0.49–0.53), 0.79–0.95 as much in Llama3.2's
 # first three columns, and up to 1.93 times as much for Qwen3's $\mathrm{KL}(p\|U)$. Summed over their
 # layers, the shallow layers carry about as much of the change as the deep ones (Qwen models, $-\log p_s$ and
-# $\mathrm{KL}(q\|p)$) or more (their sharpnesses; every column of Llama3.2). So the tables support
+# $\mathrm{KL}(q\|p)$) or more (their sharpnesses; Llama3.2's columns, except the first bin of its
+# $\mathrm{KL}(p\|U)$, where the two sums are equal to the table's digits). So the tables support
 # "the deep layers change most per layer", not "the trends are driven by deep layers". (Fig. 2's
 # statement that shallow layers "remain near zero" is drawn from a figure whose values are not printed.)
 #
