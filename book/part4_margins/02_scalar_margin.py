@@ -629,7 +629,9 @@ assert max(peak_ratios) < 1.26 < 0.52 / 0.38
 # No single $\sigma$ reproduces all three printed values: with the $\sigma$ that gives 0.38 the other
 # two become 0.295 and 0.471, and for every $\sigma$ from 0.1 to 10 the $a=-0.25$ peak is at most about
 # 1.25 times the Gaussian one, where the paper's two numbers need $0.52/0.38\approx1.37$ (both printed
-# above). The qualitative claims — flatter for $a>0$, sharper
+# above). No $\sigma$ at all can reach it: the density is a Gaussian factor, never above the $a=0$ peak
+# $1/(\sigma\sqrt{2\pi})$, times $m_3=1+0.25\,\mathrm{Var}_3$, and two tokens 2 apart have
+# $\mathrm{Var}_3\le1$, so the ratio stays below 1.25. The qualitative claims — flatter for $a>0$, sharper
 # for $a<0$ — hold at $a=\pm0.25$. Recorded in `book/ERRATA.md`.
 #
 # ### Figure 3.2(c): does a larger positive coupling flatten the density further?

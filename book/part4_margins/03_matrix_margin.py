@@ -362,20 +362,21 @@ ax.contour(x2_grid, x3_grid, margin_3, levels=[0.0, delta], colors=["C3", "C1"],
            linestyles=["-", "--"])
 ax.plot(*z_star, "k*", ms=10, label="z* (data optimum)")
 ax.plot(path[:, 0], path[:, 1], "o-", color="C0", ms=4, label="barrier path, κ → 0")
-ax.plot(*ref.x, "s", color="C2", ms=7, label="constrained optimum (22)")
-ax.plot(*map21.x, "^", color="C4", ms=7, label="MAP of Eq. (21)")
+ax.plot(*ref.x, "s", color="C2", ms=7, label="constrained optimum of (22) + data term")
+ax.plot(*map21.x, "^", color="C4", ms=7, label="MAP of Eq. (21) + data term")
 ax.set_xlabel("x2")
 ax.set_ylabel("x3")
 ax.legend(fontsize=7, loc="lower left")
 plt.show()
 
 # %% [markdown]
-# **Figure 4.3.3.** Eq. (22) and its log-barrier relaxation. Thin contours: the objective $f$;
+# **Figure 4.3.3.** Eq. (22) with the toy's data term added, and its log-barrier relaxation. Thin
+# contours: the objective $f$ (squared residuals plus the data term);
 # shaded orange: the region $m_3<\delta$, bounded by the dashed vermilion curve $m_3=\delta$; the
 # solid orange curve is the degeneracy boundary $m_3=0$. Look at the blue barrier path: as
 # $\kappa\to0$ its points approach the constrained optimum (green square), with the
 # bound $f-f^\star\le\kappa$ (a theorem for convex problems, only checked for this one) holding at every $\kappa$. The reddish-purple triangle is the minimiser of the
-# paper's MAP objective (21), the $\kappa=1,\ \delta=0$ member of this family: it keeps the solution
+# paper's MAP objective (21) with the same data term added, the $\kappa=1,\ \delta=0$ member of this family: it keeps the solution
 # inside the stable region $m_3>0$ (here $m_3 \approx0.47$) without any explicit $\delta$, trading
 # data fit for margin — but it does not keep $m_3 \ge\delta$. The paper calls (21) the
 # interior-point relaxation of (22); it is one member of the family, not the relaxation

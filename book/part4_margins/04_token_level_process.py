@@ -144,7 +144,7 @@ assert np.isclose(marg, 0.82)
 # determinant) on a uniform grid; the rectangle rule is spectrally accurate for these smooth, fast
 # decaying integrands. Written out for $T=2$: on every grid point $(x_1,x_2)$, multiply the density
 # $p_\sigma(x_1,x_2)$ of [4.1](01_latent_noise_view.ipynb) by the head's two probability vectors, and sum
-# the $3\times3$ tables, times the area $h^2$ of a grid cell:
+# the $3\times3$ tables, times the area of a grid cell (the grid step squared):
 
 # %%
 g_hand = np.linspace(-10, 10, 201)
