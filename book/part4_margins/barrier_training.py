@@ -506,7 +506,8 @@ if SAVED:
 #
 # Read the two diagnostics together with their size. The CE arm's prior, which no loss term moves, also
 # prints a negative trace and a share of $\lvert\det\rvert>1$ of 0.915: both come from its small
-# random start, whose determinants stay close to 1, on one side or the other by chance (its penalty,
+# random start. Its determinants stay close to 1, and which side of 1 most of them fall on is set by
+# the random draw of $A$ and the embeddings it reads, not by any training of $A$ (its penalty,
 # the mean of $-\log\lvert\det\rvert$, is $-0.0037$ and its smallest $\log\lvert\det\rvert$ is
 # $-0.0192$, both printed above). The margin arm's trace is hundreds, not thousandths.
 #
