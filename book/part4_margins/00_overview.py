@@ -145,12 +145,13 @@
 #   as [4.6](06_support_tokens_trained.ipynb) shows; it is measured.) There the term rewards a wider
 #   spread of the attended embeddings (the attention weights themselves become more concentrated).
 #   Shown in [4.7](barrier_training.ipynb).
-# - **The robustness gain is mostly a change of scale** (§7.3, Fig. 7.5), and at the paper's own
-#   settings it reverses for large noise; the paper's own tables show the gap between the two models
+# - **The robustness gain is mostly a change of scale** in the book's trained pair (§7.3, Fig. 7.5),
+#   and at the paper's own settings it reverses for large noise; the paper's own tables show the gap between the two models
 #   narrowing from $\sigma=0.3$ to $\sigma=0.5$, where Fig. 7.5's caption says it widens. Shown in
 #   [4.8](robustness_to_noise.ipynb).
 # - **The regularisation path shows no U-shaped optimum** (§7.4, Table 1, Fig. 7.6) at the paper's
 #   model size and optimiser. Shown in [4.9](regularisation_path.ipynb).
 # - **Two smaller slips in §7**: the stated model size does not match the stated architecture
-#   (§7.1), and the $\lambda_m=0$ model gets two different clean scores (Table 1 against Fig. 7.4).
+#   (§7.1), and the cross-entropy-only model gets two different clean scores (Table 1's $\lambda_m=0$
+#   row against Fig. 7.4: a second run or a misprint).
 #   Shown in [4.5](05_depth.ipynb) and [4.7](barrier_training.ipynb).

@@ -13,7 +13,8 @@
 # the {term}`embedding prior` of [4.7 Barrier training](barrier_training.ipynb), a separate one-layer
 # causal attention model with one matrix $A$ that reads a small language model's character embeddings
 # $x_t$, trained together with it under the {term}`margin penalty` — the mean over positions of
-# $-\log\lvert\det(I-\Sigma_t A)\rvert$, added to the cross-entropy (4.7 writes out the training step).
+# $-\log\lvert\det(I-\Sigma_t A)\rvert$, weighted (by 0.05 here) and added to the cross-entropy (4.7 writes out
+# the training step).
 # The finding, on this passage: no position is anywhere near the boundary — every margin is at least 1 — and
 # the "support tokens" are positions where the prior's attention falls on a single earlier token, so
 # that the attended context has no spread, not bottlenecks.
@@ -151,8 +152,9 @@ results = train(config, workdir.name, device="cpu", progress=False)
 gpt, prior, _, _ = load_checkpoint(workdir.name)
 print(f"validation bits per character after {results['steps']} steps: "
       f"{produced(results['final_val_bpc'], '.3f')}")
-# the four diagnostics of the prior this page reads (4.7 explains them and prints the others); the key
-# "margin" holds the penalty, mean_t -log|det(I - Σ_t A)|, not a margin
+# the four diagnostics of the prior this page reads (4.7 explains them; the others are explained and
+# printed on 4.7, the SNR on 4.9); the key "margin" holds the penalty, mean_t -log|det(I - Σ_t A)|,
+# not a margin
 diagnostic_names = {"trace_sigma_A": "mean tr(Σ_t A)", "frac_det_above_one": "share |det| > 1",
                     "margin": "penalty mean -log|det|", "min_logabsdet": "min log|det|"}
 print("prior diagnostics:", ", ".join(f"{label} {produced(results['diagnostics'][key], '.4f')}"

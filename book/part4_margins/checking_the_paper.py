@@ -69,7 +69,8 @@ assert generalisation["margin"] < generalisation["ce"]
 # smaller one (0.040 against 0.047): what a mild regulariser would do. The end points are consistent with
 # the reading but cannot show it: they are one run of each model, with no spread printed, and the
 # difference of the two gaps is 0.007 BPC. On tiny Shakespeare the book's pairs find the penalty competing
-# with the fit, several times the paper's gap ([4.7](barrier_training.ipynb), "What it cost"). The
+# with the fit: their margin arms end several times the paper's gap behind the CE arms
+# ([4.7](barrier_training.ipynb), "What it cost" and Reproducibility). The
 # trajectories themselves (every epoch) are not printed, so "nearly identical" along the way is not checked.
 
 # %% [markdown]

@@ -482,7 +482,7 @@ assert round(paper_difference, 2) == 0.12
 # %% tags=["hide-cell"]
 table1 = {row[0]: row for row in PAPER_TABLE1}
 ce_03, margin_03 = table1[0.0], table1[0.05]          # (lambda, BPC, BPC at 0.3, Deg, ...)
-assert margin_03[1] == PAPER_FIG75["margin"]["clean"]  # the same margin model: clean 2.158
+assert margin_03[1] == PAPER_FIG75["margin"]["clean"]  # clean 2.158, the margin model's (likely, not provably, one run)
 bpc_gap = {0.3: ce_03[2] - margin_03[2],
            0.5: PAPER_FIG75["ce"]["bpc_sigma_0.5"] - PAPER_FIG75["margin"]["bpc_sigma_0.5"]}
 deg_gap = {0.3: ce_03[3] - margin_03[3],
