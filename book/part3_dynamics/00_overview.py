@@ -105,7 +105,8 @@ plt.show()
 # ## What the book found
 #
 # Every formula of the paper's §3 holds: [3.1](01_attention_gradients.ipynb) derives the gradients with
-# sympy, checks the update rules (33)–(36) numerically (each is a plain gradient step), and compares
+# sympy, checks numerically that a small gradient step (the form of the update rules (33)–(36))
+# changes the loss as the first-order formula predicts, and compares
 # the library's gradients with finite differences and autograd. Some of the paper's sentences and numbers did not survive a check; each
 # page shows its check in its folded *Checking the paper* section, and the book's
 # [errata](../ERRATA.md) list collects them:

@@ -735,9 +735,10 @@ plt.show()
 # and measure how much of the variance of all value positions over the run the first two
 # components explain, and how much of the *movement* $v_j(t)-v_j(0)$ lies along the first
 # component. What to compare the first share with is not 2/8 (the share of a cloud spread evenly
-# over $\mathbb R^8$): the toy has only $T=5$ values, and five points span at most four directions
-# about their mean, so even five points drawn at random give the first two components a large share.
-# The cell draws such five-point clouds for comparison.
+# over $\mathbb R^8$): the toy has only $T=5$ values, and at any one step five points span at most
+# four directions about their mean, so even five points drawn at random give the first two
+# components a large share. The cell draws such five-point clouds for comparison, and measures the
+# same share for the five values at step 0, before any training.
 
 # %% tags=["hide-cell"]
 pca_rows = {}
@@ -751,11 +752,15 @@ for d_x_run in (3, 8):
         pca_rows[d_x_run, seed] = (top2, move1, run_8)
     tops = np.array([pca_rows[d_x_run, sd][0] for sd in range(5)])
     moves = np.array([pca_rows[d_x_run, sd][1] for sd in range(5)])
+    starts = np.array([pca_fit(pca_rows[d_x_run, sd][2].values[0], n_components=2).explained_variance_ratio.sum()
+                       for sd in range(5)])   # the five values at step 0, before training
     print(f"d_x = {d_x_run}, d_v = 8: PC1+PC2 share of value variance per seed "
           f"[{produced(tops.tolist(), '.2f')}]; PC1 share of the movement "
           f"[{produced(moves.tolist(), '.2f')}]; every seed's share above {SHARE_BOUND}")
+    print(f"    the same share of the five values at step 0 (before training): [{produced(starts.tolist(), '.2f')}]")
     # seed 3 with d_x = 8 sits near 0.8 (0.79-0.83 as the start moves by 1e-3)
     assert tops.min() > SHARE_BOUND
+    assert starts.min() > SHARE_BOUND   # Figure 3.2.9: the bound holds before training moves anything
 rng_null = np.random.default_rng(8)
 null_shares = np.array([pca_fit(rng_null.standard_normal((toy_config.T, 8)), n_components=2)
                         .explained_variance_ratio.sum() for _ in range(2000)])
@@ -780,9 +785,11 @@ plt.show()
 # **Figure 3.2.9.** Fig. 5 redrawn with $d_v=8$: the projection now discards six dimensions, and
 # the two kept ones still carry a fraction above 0.75 of the variance in every seed (printed above).
 # Look at how the five paths spread over the plane. That share is not evidence of a low-dimensional
-# subspace: five values span at most four directions about their mean, so five points drawn at
-# random in $\mathbb R^8$ already give 0.80 on average (printed above); and with $d_x=3$ each step's
-# values $x_jW^V$ lie in a three-dimensional subspace, whatever training does. With $T=5$ the toy can neither show
+# subspace: at any one step five values span at most four directions about their mean, so five points
+# drawn at random in $\mathbb R^8$ already give 0.80 on average, and the toy's five values carry more
+# than 0.75 in two axes already at step 0, before training has moved them (both printed above); and
+# with $d_x=3$ each step's values $x_jW^V$ lie in a three-dimensional subspace, whatever training
+# does. With $T=5$ the toy can neither show
 # nor refute the paper's claim (2) of §7.1 that the values move in a low-dimensional subspace;
 # that would need many more values than dimensions. (The paper's further link of the main axis to posterior entropy needs a task with a
 # posterior; the toy's random targets have none — it is tested on the sticky chain

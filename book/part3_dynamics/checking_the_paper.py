@@ -247,7 +247,8 @@ assert (rows_08[:, 3] > 0).sum() >= 1 and (rows_02[:, 3] > 0).sum() == 0  # rise
 #   in every run (printed above): the figure cannot show a low-dimensional subspace. Lesson 3.2 reruns the
 #   toy with d_v = 8: the first two axes keep most of the variance in every seed it runs, but five points
 #   drawn at random in 8 dimensions give about as much (five values span at most four directions about
-#   their mean), so the toy cannot test the claim either way; the "emergent manifold structure" has no
+#   their mean), and the toy's values have that share already before training, so the toy cannot test
+#   the claim either way; the "emergent manifold structure" has no
 #   posterior to be parameterised by in a toy with random targets, and is not checked.
 #
 # So Figs. 2–5 are reproduced as single runs (lesson 3.2), and the coverage map marks them partly

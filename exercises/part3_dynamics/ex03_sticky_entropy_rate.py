@@ -14,8 +14,8 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 #
 # §7.2 uses a chain on $C=8$ states (`n` in code) that stays put with probability $s=0.3$ and otherwise
 # jumps from state $z$ to another state $y\ne z$ with probability proportional to a weight $w(d)$ of the
-# circular distance $d(z,y)=\min(|z-y|,C-|z-y|)$. With $M$ its transition matrix (`P` in code; as on
-# page 3.3, $M_{z,y}$ is the probability that $y$ follows $z$) and $\nu$ its stationary law (a row
+# circular distance $d(z,y)=\min(|z-y|,C-|z-y|)$. With $M$ its transition matrix (as on page 3.3,
+# $M_{z,y}$ is the probability that $y$ follows $z$; the code below calls it `P`) and $\nu$ its stationary law (a row
 # vector, $\nu M=\nu$), Table 1 reports a "theoretical min entropy" of 1.8833 — the entropy rate
 # $H=-\sum_z\nu_z\sum_yM_{z,y}\log M_{z,y}$ (nats) of the chain.
 #
