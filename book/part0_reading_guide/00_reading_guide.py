@@ -137,7 +137,9 @@ assert abs(share_of_word_1 - weights[0]) < 0.01  # the claim about the estimate,
 # - **Words.** A technical word links to the {doc}`glossary </glossary>` where a page first uses it.
 # - **Practice.** Parts 1–5 have exercises; each ends with a self-check cell that marks every check ✓ or
 #   ✗ and says what went wrong, and the list of a part's exercises links each one to a worked solution.
-#   Try first.
+#   Try first. Work in a copy of your own (`nextword exercises copy ~/my-exercises`, which an update of
+#   the book leaves alone); in a notebook, `hint("p1_01", 1)` gives a first hint for Part 1's first
+#   exercise, and `nextword grade --dir ~/my-exercises` shows ✓, ✗ or *not started* for every exercise.
 # - **Symbols.** The five sources name the same things differently (a query is $\mathbf q[i]$ in the
 #   chapter and $W_Q x_t$ in a paper). [Appendix A](../partA_appendix/A_notation_and_environment.ipynb)
 #   has one table to move between them, and the report on your Python environment.

@@ -35,7 +35,7 @@ print("all required packages import")
 #
 # | symbol | meaning | shape | used in |
 # |---|---|---|---|
-# | $\mathcal V$ | the vocabulary: the set of tokens a model reads and predicts; $\lvert\mathcal V\rvert$ is its size | a set | Ch. 6; Parts 1, 2 |
+# | $\mathcal V$ | the vocabulary: the set of tokens a model reads and predicts; $\lvert\mathcal V\rvert$ is its size | a set | Ch. 6; Parts 1, 2, 4 |
 # | $w[t]$ | the word (token) at position $t$ of a text | a token, an integer id from 0 to $\lvert\mathcal V\rvert-1$ in code | Ch. 6; Part 1 |
 # | $T$ | the length of a sequence: its number of positions (the bold $\mathbf T$ of 2.4 and 2.9 is the set transformer, after their paper) | scalar | Ch. 6; all parts |
 # | $n$ | a number of items being counted (tokens, samples, steps); the page says which | scalar | all parts |
@@ -44,7 +44,7 @@ print("all required packages import")
 # | $i$ | the position of the word that asks (the query), counted from 1 in the text | index | Ch. 6; all parts |
 # | $j$ | the position of a word that is looked at (a key), counted from 1 in the text | index | Ch. 6; Parts 1, 2, 3 |
 # | $x[t]$ | the input vector of position $t$ (an embedding, or a recurrent network's input) | $(d,)$, a row vector | Ch. 6; Parts 1, 4 |
-# | $X$ | the input vectors of a sequence stacked as rows, $X[t] = x[t]$ | $(T, d)$ | Ch. 6; Parts 1, 4 |
+# | $X$ | the input vectors of a sequence stacked as rows, $X[t] = x[t]$ | $(T, d)$ | Ch. 6; Parts 1, 3, 4 |
 # | $e[i]$ | the embedding of word $i$: the row of $E$ of its token (plus its position's encoding, where added) | $(d_{\text{model}},)$, a row vector | Ch. 6; Part 1 |
 # | $E$ | the embedding table: one row per token of the vocabulary | $(\lvert\mathcal V\rvert, d_{\text{model}})$ | Ch. 6; Parts 1, 2, 4 |
 # | $q[i]$ | the query of word $i$, $q[i] = e[i]\,W^Q$: what word $i$ looks for (Part 5's $q(z\mid x)$ and Part 2's bold $\mathbf q$ are distributions, as their pages say) | $(d_k,)$, a row vector | Ch. 6; all parts |
