@@ -607,8 +607,9 @@ plt.show()
 # ## Key takeaways
 #
 # - Cross-entropy on held-out text is entropy + KL: lower is closer to the truth, and no model's
-#   expected cross-entropy is below the entropy rate (a finite held-out text can land a hair below
-#   it); perplexity is its exponential, per token.
+#   expected cross-entropy is below the entropy rate (on one finite held-out text a model can land
+#   below it by chance: a hair on a long text, far below on the tiny example's four tokens, whose
+#   order model R bets on); perplexity is its exponential, per token.
 # - When only samples are available, the energy distance and MMD compare a model's replies with
 #   real ones, after mapping both to a common space; a permutation test turns the value into a
 #   p-value.
