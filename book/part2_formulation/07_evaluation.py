@@ -126,7 +126,7 @@ assert entropy_bits == 1.5 and kl_bits == 0.25
 # a model that reads the previous token: P(a | start) = 1, P(a | a) = P(b | a) = 1/2, P(c | b) = 1
 model_ctx = {"start": {"a": Fraction(1)}, "a": {"a": Fraction(1, 2), "b": Fraction(1, 2)}, "b": {"c": Fraction(1)}}
 ce_ctx = sum(-math.log2(model_ctx[prev][token]) for prev, token in zip(["start"] + text[:-1], text)) / len(text)
-print(f"model R (reads the previous token): cross-entropy {ce_ctx} bits, below H(p) = {entropy_bits}")
+print(f"context model (reads the previous token): cross-entropy {ce_ctx} bits, below H(p) = {entropy_bits}")
 assert ce_ctx == 0.5 < entropy_bits
 
 # %% [markdown]
@@ -134,8 +134,9 @@ assert ce_ctx == 0.5 < entropy_bits
 # and the excess, 0.25 bits, is exactly the KL divergence from the truth to B. That is Example 8.1
 # in miniature: cross-entropy = entropy + KL, so a lower cross-entropy means a model closer to the
 # truth; and on a text with the true frequencies, as here, no model that gives every position the
-# same distribution scores below the entropy. A model that reads the context can: model R above
-# bets on the order of this one short text and scores 0.5 bits. Only the *expected* score, over
+# same distribution scores below the entropy. A model that reads the context can: the context model
+# of the last line above, which reads the previous token, bets on the order of this one short text
+# and scores 0.5 bits. Only the *expected* score, over
 # texts drawn from the source, is bounded below by the entropy, as
 # [the next section](#cross-entropy-and-perplexity-scoring-a-model-by-its-probabilities-example-81)
 # explains.
@@ -607,8 +608,9 @@ plt.show()
 # ## Key takeaways
 #
 # - Cross-entropy on held-out text is entropy + KL: lower is closer to the truth, and no model's
-#   expected cross-entropy is below the entropy rate (a finite held-out text can land a hair below
-#   it); perplexity is its exponential, per token.
+#   expected cross-entropy is below the entropy rate (on one finite held-out text a model can land
+#   below it by chance: a hair on a long text, far below on the tiny example's four tokens, whose
+#   order its context model bets on); perplexity is its exponential, per token.
 # - When only samples are available, the energy distance and MMD compare a model's replies with
 #   real ones, after mapping both to a common space; a permutation test turns the value into a
 #   p-value.

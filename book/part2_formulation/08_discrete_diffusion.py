@@ -139,7 +139,7 @@ assert np.allclose(p_expm, [float(p_at_ln2[w]) for w in labels], atol=1e-12)
 
 # %% [markdown]
 # Now run it backwards. A masked token at time $t$ must have been `cat` or `dog` before; the reverse
-# chain unmasks it. Its rates are (Eq. 9.4, Theorem D.1)
+# chain unmasks it. Its rates are (the text after Eq. 9.4; Eq. D.1 of Theorem D.1)
 #
 # $$\bar Q_{yz}(t)=Q_{zy}\,\frac{p(z,t)}{p(y,t)}:$$
 #

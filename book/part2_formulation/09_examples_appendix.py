@@ -516,11 +516,12 @@ print("no-context working: 2365 + 18920 =", 2365 + 18920, "(the output adds them
 
 # %% [markdown]
 # The partial products of the first answer are right; the final addition is not. With the worked
-# example in the prompt, the model's working for $473\times45$ — the only pair whose full working
-# the paper prints — follows the method it was shown: split each number into place values, multiply
-# every part by every part, add the list one number at a time. (For the other pairs only last lines
-# are printed, and with the example in the prompt $874\times25$ comes out wrong, so the paper does
-# not show that the model always follows the method.) Every step of that working can be replayed:
+# example in the prompt, the model's working for $473\times45$ — the only working with the example
+# that the paper prints in full — follows the method it was shown: split each number into place
+# values, multiply every part by every part, add the list one number at a time. (For the other pairs
+# only the last line of the answer with the example is printed, and with the example in the prompt
+# $874\times25$ comes out wrong, so the paper does not show that the model always follows the
+# method.) Every step of that working can be replayed:
 
 # %%
 def digit_products(m: int, n: int) -> list[int]:
