@@ -261,7 +261,8 @@ plt.show()
 # which no single token reveals for certain, is far more decodable after the blocks than at the
 # embedding, in every seed — though not necessarily rising at every block (the count above). The
 # *surface* half holds only weakly. The current token is available low and stays decodable (above 0.9)
-# through all three blocks (the residual stream keeps it — nothing forces the upper layers to drop it).
+# through all three blocks (a residual stream allows that: each block adds to it, and nothing forces the
+# upper layers to cancel the token — though this page does not test that the stream is the reason).
 # The previous token is only weakly decodable (below 0.5) at any depth, and this language gives the model
 # no reason to carry it for its own sake: the next token depends only on the current one and the topic, so the previous
 # token helps the prediction only as a clue to the topic. At the embedding it is not in the vector at all: $x[t]$ holds only the current token and its position, so what
@@ -279,10 +280,10 @@ plt.show()
 #   accuracy must be compared with chance.
 # - On a language with a hidden topic, the topic is far more readable after the blocks than in the
 #   embedding (though not always rising at every block): the blocks do build context-wide information.
-# - The current token stays readable at every depth, as a residual stream that each block only adds to
-#   allows (unless a block cancels it): the blocks add the topic on top of the surface information rather
-#   than replacing it. (The page does not remove the residual connections, so it shows the "stays", not
-#   its cause.)
+# - The current token stays readable at every depth, which a residual stream allows (each block adds to
+#   it, unless a block cancels the token): the blocks add the topic on top of the surface information
+#   rather than replacing it. The page does not remove the residual connections, so it shows that the
+#   token stays, not why.
 #
 # ## Check your understanding
 #

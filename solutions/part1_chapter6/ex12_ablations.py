@@ -117,15 +117,17 @@ print("test-time removals, largest honest loss first:",
 # %% [markdown]
 # **Comparison with the predictions.**
 # <!-- BEGIN SOLUTION -->
-# (a) Confirmed: retrained without the mask, the teacher-forced loss is near zero (the model copies the
-# next token) while the honest loss is far above the baseline's — worse than guessing. (b)–(d) Each
+# (a) Confirmed: retrained without the mask, the teacher-forced loss falls far below the baseline's (the
+# model copies the next token; it cannot reach zero, since the last position of a window has nothing to
+# copy) while its honest loss is far above the baseline's (the check below asserts that it exceeds the
+# teacher-forced loss by more than 1 nat). (b)–(d) Each
 # test-time removal raises the loss; removing the residuals or the positions is far more destructive than
 # keeping a single head (the blocks were trained to add small corrections to the stream, and the weights
 # expect positions) — which of those two is worse changes with the seed and the CPU.
 # What the test-time experiment cannot show is how much each component matters *for learning*: the book
-# notebook retrains without positions and finds the agreement still learned (finding the subject is a
-# lookup by content) while the fillers suffer: their loss is no better than what the current filler alone
-# allows. A stack *could* read order through the causal mask, but that model does not.
+# notebook retrains without positions and finds the agreement still learned whenever its baseline has
+# learned it (finding the subject is a lookup by content) while the fillers suffer: their loss is about what the current token alone
+# allows. A stack *could* read order through the causal mask, but that model gets little or nothing out of it.
 # <!-- END SOLUTION -->
 
 # %%
