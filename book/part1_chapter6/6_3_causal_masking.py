@@ -518,12 +518,13 @@ assert np.all(future[allowed] > 0)
 # The payoff of the mask: with it, the output at position $t$ of one forward pass over the whole
 # window equals the output of a forward pass over the prefix $w[1..t]$. So the model that teacher
 # forcing trains, all positions at once, is exactly the model that generates, one word at a time. It
-# also makes generation cheap: the keys and values of the words already written never change, so a
-# generator can store them — a {term}`KV cache` — and compute only the new word's query, key and
-# value at each step. We compare all three on the trained models (the KV cache on the numpy export
-# of the masked model; torch computes in float32, the numpy export in float64, and the `dtype` field of
-# the configuration printed at the end describes the export). Without the mask, the full pass and the prefix pass disagree at every
-# position but the last.
+# also makes generation cheap: the keys and values of the words already written never change (in a
+# first layer they would not change anyway; from the second layer on the mask is what keeps them
+# fixed, see Question 4), so a generator can store them — a {term}`KV cache` — and compute only the
+# new word's query, key and value at each step. We compare all three on the trained models (the KV
+# cache on the numpy export of the masked model; torch computes in float32, the numpy export in
+# float64, and the `dtype` field of the configuration printed at the end describes the export).
+# Without the mask, the full pass and the prefix pass disagree at every position but the last.
 
 # %%
 seq = windows[0]  # one window: seq[t - 1] is w[t], t = 1..32
