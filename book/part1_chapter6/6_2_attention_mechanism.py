@@ -9,9 +9,10 @@
 # one state vector, updated word by word: what it read twenty words ago has been mixed with twenty
 # later words, and once the state must hold many words a linear read-out (or a trained recurrent
 # network of the same size) can no longer give them all back (6.1 measures this, and shows that the
-# count of numbers alone would not force it: one number can hold many symbols). Attention lets the current word look at every earlier word directly, score how
-# relevant each one is, and take a weighted average of what they offer. Every later piece of the
-# transformer is built around this one operation, so it is worth being able to do it with a pencil.
+# count of numbers alone would not force it: one number can hold many symbols). Attention lets the
+# current word look at every earlier word directly, score how relevant each one is, and take a
+# weighted average of what they offer. Every later piece of the transformer is built around this one
+# operation, so it is worth being able to do it with a pencil.
 #
 # ```{admonition} Learning goals
 # :class: tip

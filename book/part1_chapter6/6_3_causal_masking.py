@@ -232,6 +232,11 @@ for causal, (tf, gen) in results.items():
           f"generation-style loss {produced(gen, '.3f')}")
 tf_c, gen_c = results[True]
 tf_n, gen_n = results[False]
+# a perfect copier still pays about H at the last position of each scored window (nothing after it to copy)
+copier_floor = H / (block_size - 1)
+print(f"a perfect copier, training-style: about H / {block_size - 1} = {copier_floor:.3f} nats "
+      f"(each window's last prediction has nothing to copy)")
+assert tf_n > copier_floor
 # Figure 6.3.1: without the mask the training loss falls far below the entropy rate (impossible without the answer)
 assert tf_n < 0.25 * H
 assert gen_n > np.log(8)  # worse than guessing uniformly when the future is not there
@@ -518,12 +523,13 @@ assert np.all(future[allowed] > 0)
 # The payoff of the mask: with it, the output at position $t$ of one forward pass over the whole
 # window equals the output of a forward pass over the prefix $w[1..t]$. So the model that teacher
 # forcing trains, all positions at once, is exactly the model that generates, one word at a time. It
-# also makes generation cheap: the keys and values of the words already written never change, so a
-# generator can store them — a {term}`KV cache` — and compute only the new word's query, key and
-# value at each step. We compare all three on the trained models (the KV cache on the numpy export
-# of the masked model; torch computes in float32, the numpy export in float64, and the `dtype` field of
-# the configuration printed at the end describes the export). Without the mask, the full pass and the prefix pass disagree at every
-# position but the last.
+# also makes generation cheap: the keys and values of the words already written never change (in a
+# first layer they would not change anyway; from the second layer on the mask is what keeps them
+# fixed, see Question 4), so a generator can store them — a {term}`KV cache` — and compute only the
+# new word's query, key and value at each step. We compare all three on the trained models (the KV
+# cache on the numpy export of the masked model; torch computes in float32, the numpy export in
+# float64, and the `dtype` field of the configuration printed at the end describes the export).
+# Without the mask, the full pass and the prefix pass disagree at every position but the last.
 
 # %%
 seq = windows[0]  # one window: seq[t - 1] is w[t], t = 1..32
@@ -675,9 +681,11 @@ assert len(RUNNING_EXAMPLE) == 21
 # Exercise 3 asks what goes wrong without the mask; the chapter does not answer it there, but §6.3's
 # text on Fig. 6.15 does: the model could attend to the word it predicts, "trivially achieving zero
 # loss" by copying. Measured above: the unmasked model's training-style loss falls far below the
-# entropy rate (the floor for any honest predictor) — after 250 steps it is small but not zero (printed
-# with the test losses) — its
-# attention looks one position ahead, and it is worse than a uniform guess when it has to generate.
+# entropy rate (the floor for any honest predictor). It is small but not zero (printed with the test
+# losses), and no amount of training would make it zero: in each scored window of 31 predictions the
+# last one has no later symbol to copy, so even a perfect copier pays about $H$ there, $H/31$ on
+# average (printed with the losses). Its attention looks one position ahead, and it is worse than a
+# uniform guess when it has to generate.
 # The chapter writes the masked formula with $\sqrt{d_{\text{model}}}$, like §6.2; with several heads
 # the width that keeps the scores' variance fixed is $d_k$ ([6.2](6_2_attention_mechanism.ipynb),
 # Checking the paper).
@@ -697,7 +705,7 @@ assert len(RUNNING_EXAMPLE) == 21
 # |---|---|
 # | lower-triangular weights, $n(n+1)/2$ nonzeros, rows sum to 1 (Figs. 6.13–6.14) | exact for $n\le64$; numpy = torch SDPA |
 # | masked entries get exactly zero gradient | autograd and closed form: exactly 0.0; block Jacobian $\partial\,\text{out}[i]/\partial x[j]=0$ for $j>i$ |
-# | without the mask the training loss goes to ~0 by copying (Exercise 3) | training loss far below the entropy rate (not zero after 250 steps), attention on $j=i+1$ |
+# | without the mask the training loss goes to ~0 by copying (Exercise 3) | training loss far below the entropy rate, not zero (the last position of each window has nothing to copy: a floor of about $H/31$), attention on $j=i+1$ |
 # | …and this does not survive generation | prefix-only loss worse than uniform; generated text degenerate (pair and triple statistics far from the source) |
 # | the running example under the mask (Fig. 6.15) | the blank's query sees every earlier word and not the blank; 21 context words, not 22 (erratum) |
 # | training and generation are consistent with the mask (Figs. 6.16–6.17) | full pass = prefix pass to $10^{-5}$, = KV cache to $10^{-10}$; the weights are zero above the diagonal |
