@@ -55,8 +55,8 @@ from nextword.attention import softmax
 #
 # $$p_j = \frac{e^{s_j}}{e^{s_1} + e^{s_2} + e^{s_3}}.$$
 #
-# Here $e^{s_j}=\exp(s_j)$ is the exponential: Euler's number, about 2.718 (the loop's first printed
-# line), raised to the power $s_j$. By hand: take the exponential of each score, add the three powers,
+# Here $e^{s_j}=\exp(s_j)$ is the exponential: Euler's number, about 2.718 (the first line the cell below
+# prints), raised to the power $s_j$. By hand: take the exponential of each score, add the three powers,
 # and divide each one by the sum. A loop does exactly that, one word at a time; follow it with a
 # calculator:
 

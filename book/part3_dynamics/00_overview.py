@@ -77,6 +77,8 @@ use_book_style()
 #   assignments and weighted means), which page [3.2](02_routing_and_specialisation.ipynb) recalls;
 #   and, for page [3.3](03_sticky_chain_em_vs_sgd.ipynb), the idea of a **Markov chain** (the next
 #   symbol depends only on the current one), which that page recalls.
+# - **Layer normalisation**, for page [3.4](04_design_choices.ipynb) (LayerNorm on the values): rescaling a
+#   vector to mean 0 and variance 1, [6.6 The decoder block](../part1_chapter6/6_6_context_representation.ipynb).
 #
 # ## The route through this part
 
