@@ -278,10 +278,27 @@ def test_ex03():
             "FIRST position": positions(lambda L: range(1, L), at=0),
             "the losses are summed": positions(lambda L: range(1, L), reduce=torch.sum),
             "bits": positions(lambda L: range(1, L), reduce=lambda x: x.mean() / np.log(2)),
+            # r9ex: the sign and the mean probability were diagnosed as "the target is in the prefix" (both lie
+            # below H), and the target two steps ahead failed with no diagnosis
+            "the sign: a negative log-likelihood": positions(lambda L: range(1, L), reduce=lambda x: -x.mean()),
+            "the mean probability of the next token": positions(
+                lambda L: range(1, L), reduce=lambda x: torch.exp(-x).mean()
+            ),
         }
         for message, wrong in slips.items():
             with pytest.raises(ExerciseCheckError, match=message):
                 check_ex_p1_03(wrong, leaky, windows, src.entropy_rate())
+
+        @torch.no_grad()
+        def two_ahead(model, w):  # w[t + 1] predicted from w[:t]
+            nll = [
+                F.cross_entropy(model(torch.from_numpy(w[:, :t]))[:, -1], torch.from_numpy(w[:, t + 1]))
+                for t in range(1, w.shape[1] - 1)
+            ]
+            return float(torch.stack(nll).mean())
+
+        with pytest.raises(ExerciseCheckError, match="the target is two steps ahead"):
+            check_ex_p1_03(two_ahead, leaky, windows, src.entropy_rate())
 
 
 def _mi(ids, position):

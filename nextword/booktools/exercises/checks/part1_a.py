@@ -246,11 +246,6 @@ def check_ex_p1_03(generation_style_loss, model, windows, entropy_rate: float) -
             logits = [[lm.logits(row[:t]) for t in range(1, L)] for row in sub]  # prefix w[:t] of each window
             nll = np.array([[-log_softmax(lg[-1])[row[t]] for t, lg in enumerate(lgs, start=1)]
                             for row, lgs in zip(sub, logits)])  # (rows, L - 1): w[t] from the last position
-            if got < entropy_rate - 0.5 and abs(got - float(np.mean(nll))) > 1e-3:
-                fail(f"generation_style_loss on windows[:{rows}, :{sub.shape[1]}]: got {got:.4f}, expected "
-                     f"{float(np.mean(nll)):.4f}\n    likely mistake: your loss is below the entropy rate "
-                     f"H = {entropy_rate:.3f}, which no prediction from the past can beat: the target is in the "
-                     "prefix (predict windows[:, t] from windows[:, :t] only)")
             first = np.array([[-log_softmax(lg[0])[row[t]] for t, lg in enumerate(lgs, start=1)]
                               for row, lgs in zip(sub, logits)])
             slips = {"the teacher-forced loss (one pass over the whole window): run the model on "
@@ -267,12 +262,24 @@ def check_ex_p1_03(generation_style_loss, model, windows, entropy_rate: float) -
                      "positions too": float(nll.sum(1).mean()),
                      "bits (log base 2): the loss is in nats (natural log, as cross_entropy computes it)":
                      float(nll.mean() / np.log(2)),
-                     "the sign: a negative log-likelihood is −log p (positive)": -float(nll.mean())}
+                     "the sign: a negative log-likelihood is −log p (positive)": -float(nll.mean()),
+                     "the mean probability of the next token, exp(−NLL): the loss is the mean of −log p":
+                     float(np.exp(-nll).mean()),
+                     "the target is two steps ahead (windows[:, t + 1] from windows[:, :t]): the prefix "
+                     "windows[:, :t] predicts the very next token, windows[:, t]": float(np.mean(
+                         [[-log_softmax(lgs[t - 1][-1])[row[t + 1]] for t in range(1, L - 1)]
+                          for row, lgs in zip(sub, logits)]))}
             # the slips are matched at the check's own tolerance (a float32 forward pass differs from the
             # numpy reference by more than diagnose's 1e-6)
             found = {m: got for m, v in slips.items()
                      if abs(got - float(np.mean(nll))) > 1e-4 + 1e-4 * abs(float(np.mean(nll)))
                      and abs(got - v) <= 1e-4 + 1e-4 * abs(v)}
+            if not found:  # no slip explains it: a loss below what any prediction from the past reaches
+                if got < entropy_rate - 0.5 and abs(got - float(np.mean(nll))) > 1e-3:
+                    fail(f"generation_style_loss on windows[:{rows}, :{sub.shape[1]}]: got {got:.4f}, expected "
+                         f"{float(np.mean(nll)):.4f}\n    likely mistake: your loss is below the entropy rate "
+                         f"H = {entropy_rate:.3f}, which no prediction from the past can beat: the target is in the "
+                         "prefix (predict windows[:, t] from windows[:, :t] only)")
             check_close(f"generation_style_loss on windows[:{rows}, :{sub.shape[1]}]", got, float(np.mean(nll)),
                         rtol=1e-4, atol=1e-4, mistakes=dict(list(found.items())[:1]))
     with r.check("the leak: teacher-forced loss < entropy rate < generation-style loss"):
