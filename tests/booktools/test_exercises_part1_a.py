@@ -353,6 +353,33 @@ def test_ex07_plug_in_slips_named():
             check_ex_p1_07(variant(kind), GOOD_PAIRS)
 
 
+def test_ex07_counts_conditional_and_target_column_named():
+    """r9ex: unnormalised counts and log p(y|x) failed with only "never negative"; the second-to-last column used as
+    the blank was told "an off-by-one column" (its estimate, near 0, matched an uninformative neighbour)."""
+
+    def variant(kind):
+        def mi(ids, position):
+            x, y = ids[:, position - 1], ids[:, -2 if kind == "target" else -1]
+            P = np.zeros((ids.max() + 1,) * 2)
+            np.add.at(P, (x, y), 1.0)
+            if kind != "counts":
+                P /= P.sum()
+            nz = P > 0
+            px, py = P.sum(1, keepdims=True), P.sum(0, keepdims=True)
+            outer = np.broadcast_to(px, P.shape) if kind == "conditional" else px @ py
+            return float((P[nz] * np.log(P[nz] / outer[nz])).sum())
+
+        return mi
+
+    for kind, named in (
+        ("counts", "holds counts"),
+        ("conditional", "H\\(blank \\| word\\)"),
+        ("target", "LAST column"),
+    ):
+        with pytest.raises(ExerciseCheckError, match=named):
+            check_ex_p1_07(variant(kind), GOOD_PAIRS)
+
+
 def test_ex10():
     sigma = sp.symbols("sigma", positive=True)
 

@@ -311,12 +311,26 @@ def _mi_slips(ids: np.ndarray, position: int) -> dict[str, float]:
     terms = P[nz] * np.log(P[nz] / (px @ py)[nz])
     with np.errstate(divide="ignore", invalid="ignore"):
         swapped = float((P[nz] * np.log(P[nz] / (P.sum(0)[:, None] @ P.sum(1)[None, :])[nz])).sum())
+    C = P * len(ids)  # the counts
+    x2 = ids[:, -2]  # the last context word (word 21), not the blank
+    Q = np.zeros_like(P)
+    np.add.at(Q, (x, x2), 1.0)
+    Q /= Q.sum()
+    qz = Q > 0
+    not_blank = float((Q[qz] * np.log(Q[qz] / (Q.sum(1, keepdims=True) @ Q.sum(0, keepdims=True))[qz])).sum())
     return {"a mean over the cells of the joint table: the mutual information is the SUM of "
             "p(x,y) log(p(x,y) / (p(x) p(y)))": float(terms.mean()),
             "the joint entropy −Σ p(x,y) log p(x,y): the mutual information divides p(x,y) by p(x) p(y)":
             float(-(P[nz] * np.log(P[nz])).sum()),
             "the two marginals are swapped (p(x) summed over the wrong axis): p(x) = Σ_y p(x,y) is a row sum of the "
-            "joint table (axis=1), p(y) a column sum (axis=0)": swapped}
+            "joint table (axis=1), p(y) a column sum (axis=0)": swapped,
+            "the joint table holds counts, not probabilities: divide the counts by the number of sentences "
+            "before taking p(x,y), p(x) and p(y)": float((C[nz] * np.log(C[nz] / (C.sum(1, keepdims=True)
+                                                                                   @ C.sum(0, keepdims=True))[nz])).sum()),
+            "Σ p(x,y) log p(y|x) = −H(blank | word): divide p(x,y) by p(x) p(y), not by p(x) alone":
+            float((P[nz] * np.log(P[nz] / np.broadcast_to(px, P.shape)[nz])).sum()),
+            "the second-to-last column ids[:, -2] (word 21) as the blank: the blank is the LAST column, ids[:, -1]":
+            not_blank}
 
 
 def check_ex_p1_07(mutual_information, pairs) -> bool:
@@ -339,15 +353,15 @@ def check_ex_p1_07(mutual_information, pairs) -> bool:
                    f"expected {exact:.4f} nats (tolerance 0.01)")
             if exact > 0.05 and abs(est * np.log(2) - exact) <= 0.01:
                 msg += "\n    likely mistake: a ratio 1/ln 2: you measured bits (log2); use natural logs (nats)"
-            elif any(1 <= p <= 21 and abs(src.mutual_information(p) - exact) > 0.02
-                     and abs(est - src.mutual_information(p)) <= 0.01 for p in (pos - 1, pos + 1)):
-                msg += ("\n    likely mistake: an off-by-one column — position is 1-based, so the word is "
-                        "column position - 1 of ids")
             elif slip := next((m for m, v in _mi_slips(ids, pos).items()
                                if (np.isinf(est) and np.isinf(v))
                                or (np.isfinite(est) and np.isfinite(v) and abs(est - v) <= 1e-6 * max(1.0, abs(v)))),
                               None):
                 msg += f"\n    likely mistake: {slip}"
+            elif any(1 <= p <= 21 and abs(src.mutual_information(p) - exact) > 0.02
+                     and abs(est - src.mutual_information(p)) <= 0.01 for p in (pos - 1, pos + 1)):
+                msg += ("\n    likely mistake: an off-by-one column — position is 1-based, so the word is "
+                        "column position - 1 of ids")
             elif est < 0:
                 msg += "\n    a mutual information is never negative: check the ratio p(x,y) / (p(x) p(y))"
             fail(msg)
