@@ -104,7 +104,7 @@ def test_p3_02_slips_named():
         "the factor α_ij in front is missing": lambda a, U, j, eta: -eta * (U @ (a[:, j] @ U)),
         "α_ij² in front": lambda a, U, j, eta: -eta * a[:, j] ** 2 * (U @ (a[:, j] @ U)),
         "the sum leaves out r = i": lambda a, U, j, eta: fo(a, U, j, eta) + eta * a[:, j] ** 2 * np.sum(U * U, 1),
-        "j is already the 0-based index": lambda a, U, j, eta: fo(a, U, j - 1, eta),
+        "j is already the 0-based index": lambda a, U, j, eta: fo(a, U, (j - 1) % len(a), eta),
     }
     for named, wrong in first.items():
         with pytest.raises(ExerciseCheckError, match=named):
@@ -112,7 +112,7 @@ def test_p3_02_slips_named():
     second = {
         "α_jj²": lambda a, U, j, eta: -eta * a[j, j] ** 2 * np.sum(U * U, 1),
         "the wrong axis": lambda a, U, j, eta: -eta * a[:, j] ** 2 * np.sum(U * U),
-        "j is already the 0-based index": lambda a, U, j, eta: dom(a, U, j - 1, eta),
+        "j is already the 0-based index": lambda a, U, j, eta: dom(a, U, (j - 1) % len(a), eta),
     }
     for named, wrong in second.items():
         with pytest.raises(ExerciseCheckError, match=named):
