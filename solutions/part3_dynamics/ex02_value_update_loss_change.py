@@ -8,7 +8,8 @@
 # dominates column $j$, this becomes $\Delta\mathcal L_i\approx-\eta\,\alpha_{ij}^2\|u_i\|^2$ (Eq. 43).
 #
 # 1. Implement `first_order(alpha, U, j, eta)` and `dominant(alpha, U, j, eta)`, each returning the
-#    vector $(\Delta\mathcal L_i)_{i=1..T}$ of Eq. (41), resp. (43). Numpy only.
+#    vector $(\Delta\mathcal L_i)_{i=1..T}$ of Eq. (41), resp. (43) (`j` is the 0-based index of the value
+#    that moves, column `j` of `alpha`; the result's entry 0 is query 1). Numpy only.
 # 2. Build a small configuration `alpha_bad (T, T)`, `U_bad (T, d_v)`, `j_bad` in which some
 #    query's loss goes **up** to first order, although (43) promises every query a decrease.
 # 3. Explain in two sentences why this does not contradict the total loss falling.

@@ -278,10 +278,27 @@ def test_ex03():
             "FIRST position": positions(lambda L: range(1, L), at=0),
             "the losses are summed": positions(lambda L: range(1, L), reduce=torch.sum),
             "bits": positions(lambda L: range(1, L), reduce=lambda x: x.mean() / np.log(2)),
+            # r9ex: the sign and the mean probability were diagnosed as "the target is in the prefix" (both lie
+            # below H), and the target two steps ahead failed with no diagnosis
+            "the sign: a negative log-likelihood": positions(lambda L: range(1, L), reduce=lambda x: -x.mean()),
+            "the mean probability of the next token": positions(
+                lambda L: range(1, L), reduce=lambda x: torch.exp(-x).mean()
+            ),
         }
         for message, wrong in slips.items():
             with pytest.raises(ExerciseCheckError, match=message):
                 check_ex_p1_03(wrong, leaky, windows, src.entropy_rate())
+
+        @torch.no_grad()
+        def two_ahead(model, w):  # w[t + 1] predicted from w[:t]
+            nll = [
+                F.cross_entropy(model(torch.from_numpy(w[:, :t]))[:, -1], torch.from_numpy(w[:, t + 1]))
+                for t in range(1, w.shape[1] - 1)
+            ]
+            return float(torch.stack(nll).mean())
+
+        with pytest.raises(ExerciseCheckError, match="the target is two steps ahead"):
+            check_ex_p1_03(two_ahead, leaky, windows, src.entropy_rate())
 
 
 def _mi(ids, position):
@@ -332,6 +349,33 @@ def test_ex07_plug_in_slips_named():
         return mi
 
     for kind, named in (("mean", "a mean over the cells"), ("entropy", "the joint entropy"), ("swapped", "swapped")):
+        with pytest.raises(ExerciseCheckError, match=named):
+            check_ex_p1_07(variant(kind), GOOD_PAIRS)
+
+
+def test_ex07_counts_conditional_and_target_column_named():
+    """r9ex: unnormalised counts and log p(y|x) failed with only "never negative"; the second-to-last column used as
+    the blank was told "an off-by-one column" (its estimate, near 0, matched an uninformative neighbour)."""
+
+    def variant(kind):
+        def mi(ids, position):
+            x, y = ids[:, position - 1], ids[:, -2 if kind == "target" else -1]
+            P = np.zeros((ids.max() + 1,) * 2)
+            np.add.at(P, (x, y), 1.0)
+            if kind != "counts":
+                P /= P.sum()
+            nz = P > 0
+            px, py = P.sum(1, keepdims=True), P.sum(0, keepdims=True)
+            outer = np.broadcast_to(px, P.shape) if kind == "conditional" else px @ py
+            return float((P[nz] * np.log(P[nz] / outer[nz])).sum())
+
+        return mi
+
+    for kind, named in (
+        ("counts", "holds counts"),
+        ("conditional", "H\\(blank \\| word\\)"),
+        ("target", "LAST column"),
+    ):
         with pytest.raises(ExerciseCheckError, match=named):
             check_ex_p1_07(variant(kind), GOOD_PAIRS)
 

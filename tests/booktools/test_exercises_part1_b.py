@@ -252,6 +252,43 @@ def test_p1_09():
         )
 
 
+def test_p1_09_more_slips_named():
+    """r9ex: a mean of per-sentence means, one subject for all sentences, an off-by-one subject column, an inverted
+    head mask and a ratio of losses all failed with no diagnosis."""
+
+    def subject_attention(w, keys, qm):
+        return attention_to_keys(w, keys, qm)
+
+    def ablation_effect(nll_fn, H, group):
+        return head_ablation_effects(nll_fn, 1, H, {"g": group})["g"][0]
+
+    model, batch = _agreement_model()
+    slips = {
+        "a mean of per-sentence means": (
+            lambda w, k, q: np.mean(
+                [attention_to_keys(w[n : n + 1], k[n : n + 1], q[n : n + 1]) for n in range(len(k))], 0
+            ),
+            ablation_effect,
+        ),
+        "the first sentence's subject position": (
+            lambda w, k, q: attention_to_keys(w, np.full(len(k), k[0]), q),
+            ablation_effect,
+        ),
+        "an off-by-one key": (lambda w, k, q: attention_to_keys(w, (k - 1) % w.shape[-1], q), ablation_effect),
+        "the mask is inverted": (
+            subject_attention,
+            lambda f, H, g: np.array([(f(np.eye(H)[h][None]) - f(None))[g].mean() for h in range(H)]),
+        ),
+        "a ratio of the losses": (
+            subject_attention,
+            lambda f, H, g: np.array([f(1.0 - np.eye(H)[h][None])[g].mean() / f(None)[g].mean() for h in range(H)]),
+        ),
+    }
+    for named, (sa, ae) in slips.items():
+        with pytest.raises(ExerciseCheckError, match=named):
+            check_ex_p1_09(sa, ae, model, batch, 0)
+
+
 def test_p1_12():
     pytest.importorskip("torch")
     from nextword.torch.probes.ablation import prefix_nll, token_nll

@@ -97,6 +97,28 @@ def test_p3_02_wrong_formula_fails():
         )
 
 
+def test_p3_02_slips_named():
+    """r9ex: these slips failed with no diagnosis (only the bare numbers)."""
+    fo, dom = first_order_loss_change, dominant_query_loss_change
+    first = {
+        "the factor α_ij in front is missing": lambda a, U, j, eta: -eta * (U @ (a[:, j] @ U)),
+        "α_ij² in front": lambda a, U, j, eta: -eta * a[:, j] ** 2 * (U @ (a[:, j] @ U)),
+        "the sum leaves out r = i": lambda a, U, j, eta: fo(a, U, j, eta) + eta * a[:, j] ** 2 * np.sum(U * U, 1),
+        "j is already the 0-based index": lambda a, U, j, eta: fo(a, U, (j - 1) % len(a), eta),
+    }
+    for named, wrong in first.items():
+        with pytest.raises(ExerciseCheckError, match=named):
+            check_ex_p3_02(wrong, dom, ALPHA_BAD, U_BAD, 0)
+    second = {
+        "α_jj²": lambda a, U, j, eta: -eta * a[j, j] ** 2 * np.sum(U * U, 1),
+        "the wrong axis": lambda a, U, j, eta: -eta * a[:, j] ** 2 * np.sum(U * U),
+        "j is already the 0-based index": lambda a, U, j, eta: dom(a, U, (j - 1) % len(a), eta),
+    }
+    for named, wrong in second.items():
+        with pytest.raises(ExerciseCheckError, match=named):
+            check_ex_p3_02(fo, wrong, ALPHA_BAD, U_BAD, 0)
+
+
 def test_p3_02_bad_counterexamples_fail():
     aligned = np.array([[1.0, 0.0], [1.0, 0.0]])  # users agree: nobody's loss rises
     with pytest.raises(ExerciseCheckError, match="rises"):

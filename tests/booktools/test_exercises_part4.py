@@ -118,19 +118,27 @@ def _block(
     include_self=False,
     uncentred=False,
     unmasked=None,
+    early=False,
+    rows=False,
+    equal=False,
+    left=False,
 ):
     if unmasked is not None:  # no causal mask: every position, or every other one
         past = X if unmasked == "all" else np.delete(X, t, axis=0)
-    elif t == 0:
+    elif t == 0 or (early and t == 1):
         return np.eye(X.shape[1])
     else:
-        past = X[: t + 1] if include_self else X[:t]
+        past = X[: t + 1] if include_self else X[: t - 1] if early else X[:t]
     s = scale * (past @ W_K.T) @ (W_Q @ X[t])
     alpha = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
-    v = past @ W_V.T
+    if equal:
+        alpha = np.full(len(past), 1 / len(past))
+    v = past @ (W_V if rows else W_V.T)
     cross = (alpha[:, None] * (v - alpha @ v)).T @ (past - alpha @ past)
     if uncentred:
         cross = (alpha[:, None] * v).T @ past
+    if left:
+        return np.eye(X.shape[1]) - (W_K.T @ W_Q) @ cross
     return np.eye(X.shape[1]) - (scale if scale_derivative else 1.0) * (cross.T if swap else cross) @ (W_K.T @ W_Q)
 
 
@@ -143,6 +151,11 @@ def _block(
         ({"uncentred": True}, "the means are not subtracted"),  # exg: a student's slips, undiagnosed before
         ({"unmasked": "all"}, "no causal mask: the sums run over every position s"),
         ({"unmasked": "others"}, "no causal mask: the sums run over every other position s ≠ t"),
+        # r9ex: four more slips failed with bare numbers
+        ({"early": True}, "the sums stop one position early"),
+        ({"rows": True}, "the values as rows x_s W_V"),
+        ({"equal": True}, "the covariance with equal weights 1/t"),
+        ({"left": True}, "A on the left"),
     ],
 )
 def test_p4_02_swapped_outer_product_and_sqrt_dk_named(kwargs, named):

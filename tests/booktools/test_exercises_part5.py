@@ -190,3 +190,44 @@ def test_p5_04_exact_ties_pass_with_the_convention_named(capsys):
     assert "expert 1 (column 0)" in out and "expert 2 (column 1)" in out and "expert 0" not in out
     assert check_ex_p5_04(np.array([[0.5 + 1e-9, 0.5 - 1e-9]] * 3 + [[0.0, 1.0]]))
     assert "tied exactly" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "slip, named",
+    [
+        ("kappa_power", "κ\\^\\(d/2\\): the power of κ"),
+        ("two_pi_power", "\\(2π\\)\\^\\(d/2 − 1\\)"),
+        ("minus_kappa", "log ive\\(ν, κ\\) − κ"),
+        ("plus_bessel", "\\+ log I_ν\\(κ\\): the Bessel function is in the denominator"),
+        ("series_gamma", "Γ\\(m \\+ ν\\) in the power series"),
+    ],
+)
+def test_p5_02_more_slips_named(slip, named):
+    """r9ex: these slips of Eq. (18) and of the power series failed with bare numbers."""
+    from scipy import special
+
+    def log_i(nu, kappa):
+        m = np.arange(400)
+        lower = nu + (0 if slip == "series_gamma" else 1)  # Γ(m + ν + 1), or the slip Γ(m + ν)
+        series = float(
+            special.logsumexp((2 * m + nu) * np.log(kappa / 2) - special.gammaln(m + 1) - special.gammaln(m + lower))
+        )
+        with np.errstate(divide="ignore"):
+            scaled = float(np.log(special.ive(nu, kappa)))
+        if kappa < 50:
+            return series
+        return scaled - kappa if slip == "minus_kappa" else scaled + kappa
+
+    def wrong(kappa, d):
+        nu = d / 2 - 1
+        if slip == "minus_kappa":
+            with np.errstate(divide="ignore"):
+                li = float(np.log(special.ive(nu, kappa))) - kappa
+        else:
+            li = log_i(nu, kappa)
+        k_pow = d / 2 if slip == "kappa_power" else nu
+        pi_pow = nu if slip == "two_pi_power" else d / 2
+        return k_pow * np.log(kappa) - pi_pow * np.log(2 * np.pi) + (li if slip == "plus_bessel" else -li)
+
+    with pytest.raises(ExerciseCheckError, match=named):
+        check_ex_p5_02(wrong)

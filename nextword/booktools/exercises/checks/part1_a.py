@@ -246,11 +246,6 @@ def check_ex_p1_03(generation_style_loss, model, windows, entropy_rate: float) -
             logits = [[lm.logits(row[:t]) for t in range(1, L)] for row in sub]  # prefix w[:t] of each window
             nll = np.array([[-log_softmax(lg[-1])[row[t]] for t, lg in enumerate(lgs, start=1)]
                             for row, lgs in zip(sub, logits)])  # (rows, L - 1): w[t] from the last position
-            if got < entropy_rate - 0.5 and abs(got - float(np.mean(nll))) > 1e-3:
-                fail(f"generation_style_loss on windows[:{rows}, :{sub.shape[1]}]: got {got:.4f}, expected "
-                     f"{float(np.mean(nll)):.4f}\n    likely mistake: your loss is below the entropy rate "
-                     f"H = {entropy_rate:.3f}, which no prediction from the past can beat: the target is in the "
-                     "prefix (predict windows[:, t] from windows[:, :t] only)")
             first = np.array([[-log_softmax(lg[0])[row[t]] for t, lg in enumerate(lgs, start=1)]
                               for row, lgs in zip(sub, logits)])
             slips = {"the teacher-forced loss (one pass over the whole window): run the model on "
@@ -267,12 +262,24 @@ def check_ex_p1_03(generation_style_loss, model, windows, entropy_rate: float) -
                      "positions too": float(nll.sum(1).mean()),
                      "bits (log base 2): the loss is in nats (natural log, as cross_entropy computes it)":
                      float(nll.mean() / np.log(2)),
-                     "the sign: a negative log-likelihood is −log p (positive)": -float(nll.mean())}
+                     "the sign: a negative log-likelihood is −log p (positive)": -float(nll.mean()),
+                     "the mean probability of the next token, exp(−NLL): the loss is the mean of −log p":
+                     float(np.exp(-nll).mean()),
+                     "the target is two steps ahead (windows[:, t + 1] from windows[:, :t]): the prefix "
+                     "windows[:, :t] predicts the very next token, windows[:, t]": float(np.mean(
+                         [[-log_softmax(lgs[t - 1][-1])[row[t + 1]] for t in range(1, L - 1)]
+                          for row, lgs in zip(sub, logits)]))}
             # the slips are matched at the check's own tolerance (a float32 forward pass differs from the
             # numpy reference by more than diagnose's 1e-6)
             found = {m: got for m, v in slips.items()
                      if abs(got - float(np.mean(nll))) > 1e-4 + 1e-4 * abs(float(np.mean(nll)))
                      and abs(got - v) <= 1e-4 + 1e-4 * abs(v)}
+            if not found:  # no slip explains it: a loss below what any prediction from the past reaches
+                if got < entropy_rate - 0.5 and abs(got - float(np.mean(nll))) > 1e-3:
+                    fail(f"generation_style_loss on windows[:{rows}, :{sub.shape[1]}]: got {got:.4f}, expected "
+                         f"{float(np.mean(nll)):.4f}\n    likely mistake: your loss is below the entropy rate "
+                         f"H = {entropy_rate:.3f}, which no prediction from the past can beat: the target is in the "
+                         "prefix (predict windows[:, t] from windows[:, :t] only)")
             check_close(f"generation_style_loss on windows[:{rows}, :{sub.shape[1]}]", got, float(np.mean(nll)),
                         rtol=1e-4, atol=1e-4, mistakes=dict(list(found.items())[:1]))
     with r.check("the leak: teacher-forced loss < entropy rate < generation-style loss"):
@@ -304,12 +311,26 @@ def _mi_slips(ids: np.ndarray, position: int) -> dict[str, float]:
     terms = P[nz] * np.log(P[nz] / (px @ py)[nz])
     with np.errstate(divide="ignore", invalid="ignore"):
         swapped = float((P[nz] * np.log(P[nz] / (P.sum(0)[:, None] @ P.sum(1)[None, :])[nz])).sum())
+    C = P * len(ids)  # the counts
+    x2 = ids[:, -2]  # the last context word (word 21), not the blank
+    Q = np.zeros_like(P)
+    np.add.at(Q, (x, x2), 1.0)
+    Q /= Q.sum()
+    qz = Q > 0
+    not_blank = float((Q[qz] * np.log(Q[qz] / (Q.sum(1, keepdims=True) @ Q.sum(0, keepdims=True))[qz])).sum())
     return {"a mean over the cells of the joint table: the mutual information is the SUM of "
             "p(x,y) log(p(x,y) / (p(x) p(y)))": float(terms.mean()),
             "the joint entropy −Σ p(x,y) log p(x,y): the mutual information divides p(x,y) by p(x) p(y)":
             float(-(P[nz] * np.log(P[nz])).sum()),
             "the two marginals are swapped (p(x) summed over the wrong axis): p(x) = Σ_y p(x,y) is a row sum of the "
-            "joint table (axis=1), p(y) a column sum (axis=0)": swapped}
+            "joint table (axis=1), p(y) a column sum (axis=0)": swapped,
+            "the joint table holds counts, not probabilities: divide the counts by the number of sentences "
+            "before taking p(x,y), p(x) and p(y)": float((C[nz] * np.log(C[nz] / (C.sum(1, keepdims=True)
+                                                                                   @ C.sum(0, keepdims=True))[nz])).sum()),
+            "Σ p(x,y) log p(y|x) = −H(blank | word): divide p(x,y) by p(x) p(y), not by p(x) alone":
+            float((P[nz] * np.log(P[nz] / np.broadcast_to(px, P.shape)[nz])).sum()),
+            "the second-to-last column ids[:, -2] (word 21) as the blank: the blank is the LAST column, ids[:, -1]":
+            not_blank}
 
 
 def check_ex_p1_07(mutual_information, pairs) -> bool:
@@ -332,15 +353,15 @@ def check_ex_p1_07(mutual_information, pairs) -> bool:
                    f"expected {exact:.4f} nats (tolerance 0.01)")
             if exact > 0.05 and abs(est * np.log(2) - exact) <= 0.01:
                 msg += "\n    likely mistake: a ratio 1/ln 2: you measured bits (log2); use natural logs (nats)"
-            elif any(1 <= p <= 21 and abs(src.mutual_information(p) - exact) > 0.02
-                     and abs(est - src.mutual_information(p)) <= 0.01 for p in (pos - 1, pos + 1)):
-                msg += ("\n    likely mistake: an off-by-one column — position is 1-based, so the word is "
-                        "column position - 1 of ids")
             elif slip := next((m for m, v in _mi_slips(ids, pos).items()
                                if (np.isinf(est) and np.isinf(v))
                                or (np.isfinite(est) and np.isfinite(v) and abs(est - v) <= 1e-6 * max(1.0, abs(v)))),
                               None):
                 msg += f"\n    likely mistake: {slip}"
+            elif any(1 <= p <= 21 and abs(src.mutual_information(p) - exact) > 0.02
+                     and abs(est - src.mutual_information(p)) <= 0.01 for p in (pos - 1, pos + 1)):
+                msg += ("\n    likely mistake: an off-by-one column — position is 1-based, so the word is "
+                        "column position - 1 of ids")
             elif est < 0:
                 msg += "\n    a mutual information is never negative: check the ratio p(x,y) / (p(x) p(y))"
             fail(msg)

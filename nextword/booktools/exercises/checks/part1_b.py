@@ -256,7 +256,17 @@ def check_ex_p1_09(subject_attention: Callable, ablation_effect: Callable, model
                     mistakes={"averaged over all queries: keep only those with marker_mask": attention_to_keys(
                                   w, keys, np.ones_like(qm)),
                               "took the subject's row (what the subject attends to), not its column (what "
-                              "attends to it)": (rows * qm[:, None, :]).sum(axis=(0, 2)) / qm.sum()})
+                              "attends to it)": (rows * qm[:, None, :]).sum(axis=(0, 2)) / qm.sum(),
+                              "a mean of per-sentence means: the sentences have different numbers of markers, and "
+                              "the mean runs over all marker queries (n, i) together":
+                                  np.mean([attention_to_keys(w[n:n + 1], keys[n:n + 1], qm[n:n + 1])
+                                           for n in range(N)], axis=0),
+                              "the first sentence's subject position for every sentence: each sentence n has its "
+                              "own subject, subject_pos[n]": attention_to_keys(w, np.full(N, keys[0]), qm),
+                              "an off-by-one key: subject_pos is already the 0-based index of the subject's "
+                              "column": attention_to_keys(w, (keys - 1) % T, qm),
+                              "an off-by-one key (subject_pos + 1): subject_pos is already the 0-based index of the "
+                              "subject's column": attention_to_keys(w, np.minimum(keys + 1, T - 1), qm)})
     planted = rng.random(H)
     group = rng.random((N, T)) < 0.5
     group[0, 0] = True
@@ -273,7 +283,13 @@ def check_ex_p1_09(subject_attention: Callable, ablation_effect: Callable, model
                     mistakes={"the loss with the head removed, not its increase over the full model":
                               expected + base[group].mean(),
                               "the mean over all positions, not over group":
-                                  group.mean() * planted + (1 - group.mean()) * 0.3})
+                                  group.mean() * planted + (1 - group.mean()) * 0.3,
+                              "the mask is inverted (1 at the removed head, 0 elsewhere keeps that head alone): "
+                              "head_mask has 0 for the head switched off and 1 for the others":
+                                  np.array([(nll_fn(np.eye(H)[None, m]) - nll_fn(None))[group].mean()
+                                            for m in range(H)]),
+                              "a ratio of the losses (ablated / full): the effect is their difference":
+                                  (expected + base[group].mean()) / base[group].mean()})
     with r.check("subject_head is the head that carries agreement in the trained model"):
         if getattr(getattr(model, "config", None), "num_layers", None) != 1:
             fail("model should be the trained 1-layer TinyLM of the exercise")

@@ -121,7 +121,17 @@ def check_ex_p3_02(first_order: Callable, dominant: Callable, alpha_bad, U_bad, 
                                   -eta * alpha[:, j] * (U @ (alpha[j, :] @ U)),
                                   "ū_j is the error signal column j receives, Σ_i α_ij u_i (Eq. 37), "
                                   "not the error u_j of position j":
-                                  -eta * alpha[:, j] * (U @ U[j])})
+                                  -eta * alpha[:, j] * (U @ U[j]),
+                                  "the factor α_ij in front is missing: query i feels the change of v_j through "
+                                  "its own weight on it, ΔL_i = −η α_ij u_i · ū_j":
+                                  -eta * (U @ (alpha[:, j] @ U)),
+                                  "α_ij² in front: ū_j = Σ_r α_rj u_r already holds the second α; the factor in "
+                                  "front is α_ij once": -eta * alpha[:, j] ** 2 * (U @ (alpha[:, j] @ U)),
+                                  "the sum leaves out r = i: Eq. (41) sums over every query r, i included":
+                                  -eta * alpha[:, j] * (U @ (alpha[:, j] @ U) - alpha[:, j] * np.sum(U * U, axis=1)),
+                                  f"column {(j - 1) % T} (j − 1, wrapped) instead of column j = {j}: j is already the 0-based index "
+                                  "of the value moved":
+                                  first_order_loss_change(alpha, U, (j - 1) % T, eta)})
     with r.check("dominant = Eq. (43): −η α_ij² ‖u_i‖²"):
         for T, d_v, j, alpha, U in cases:
             expected = dominant_query_loss_change(alpha, U, j, eta)
@@ -130,7 +140,14 @@ def check_ex_p3_02(first_order: Callable, dominant: Callable, alpha_bad, U_bad, 
                         mistakes={"‖u_i‖ instead of ‖u_i‖²": -eta * alpha[:, j] ** 2 * np.linalg.norm(U, axis=1),
                                   "α_ij instead of α_ij²": -eta * alpha[:, j] * np.sum(U * U, axis=1),
                                   "used row j of α (α_ji²) where column j (α_ij², the weight query i puts on "
-                                  "value j) is due": -eta * alpha[j, :] ** 2 * np.sum(U * U, axis=1)})
+                                  "value j) is due": -eta * alpha[j, :] ** 2 * np.sum(U * U, axis=1),
+                                  "α_jj² (the diagonal entry) for every query: the factor is α_ij², query i's own "
+                                  "weight on value j": -eta * alpha[j, j] ** 2 * np.sum(U * U, axis=1),
+                                  "‖U‖² summed over every query (the wrong axis): ‖u_i‖² is the squared norm of row "
+                                  "i of U, np.sum(U * U, axis=1)": -eta * alpha[:, j] ** 2 * np.sum(U * U),
+                                  f"column {(j - 1) % T} (j − 1, wrapped) instead of column j = {j}: j is already the 0-based index "
+                                  "of the value moved":
+                                  dominant_query_loss_change(alpha, U, (j - 1) % T, eta)})
     with r.check("your configuration: a query's loss rises to first order although Eq. (43) promises a decrease"):
         alpha_b = as_array("alpha_bad", alpha_bad)
         U_b = as_array("U_bad", U_bad)

@@ -106,26 +106,34 @@ def check_ex_p4_01(scalar_margins: Callable, support: Callable) -> bool:
 def _block_variant(X: np.ndarray, t: int, W_Q: np.ndarray, W_K: np.ndarray, W_V: np.ndarray, *,
                    transpose_A: bool = False, swap_cross: bool = False, logit_scale: float = 1.0,
                    scale_derivative: bool = False, include_self: bool = False, uncentred: bool = False,
-                   unmasked: str | None = None) -> np.ndarray:
+                   unmasked: str | None = None, drop_last: bool = False, wv_rows: bool = False,
+                   unweighted: bool = False, a_left: bool = False) -> np.ndarray:
     """I − Σ_s α_ts (v_s − v̄_t)(x_s − x̄_t)ᵀ A computed with a typical slip (diagnosis only): A = W_Kᵀ W_Q
     transposed, the outer product's factors swapped, logits scaled by ``logit_scale`` (1/√d_k) in the
     weights only or in the weights and the derivative, the sums over s ≤ t (``include_self``), or the second moment
     Σ_s α_ts v_s x_sᵀ without the means (``uncentred``), or no causal mask (``unmasked``: ``"all"`` positions, or
-    all ``"others"`` s ≠ t)."""
+    all ``"others"`` s ≠ t), or the sums over s < t − 1 (``drop_last``), the values as rows x_s W_V (``wv_rows``),
+    the covariance with equal weights 1/t (``unweighted``), or A multiplied on the left (``a_left``)."""
     from nextword.attention import softmax
 
     if unmasked is not None:
         past = X if unmasked == "all" else np.delete(X, t, axis=0)
     elif t == 0:
         return np.eye(X.shape[1])
+    elif drop_last and t == 1:
+        return np.eye(X.shape[1])
     else:
-        past = X[:t + 1] if include_self else X[:t]
+        past = X[:t + 1] if include_self else X[:t - 1] if drop_last else X[:t]
     alpha = softmax(logit_scale * (past @ W_K.T) @ (W_Q @ X[t]))
-    v = past @ W_V.T
+    if unweighted:
+        alpha = np.full(len(past), 1.0 / len(past))
+    v = past @ W_V if wv_rows else past @ W_V.T
     cross = (alpha[:, None] * (v - alpha @ v)).T @ (past - alpha @ past)
     if uncentred:
         cross = (alpha[:, None] * v).T @ past
     A = W_K.T @ W_Q
+    if a_left:
+        return np.eye(X.shape[1]) - A @ cross
     return np.eye(X.shape[1]) - (logit_scale if scale_derivative else 1.0) * (cross.T if swap_cross else cross) @ (
         A.T if transpose_A else A)
 
@@ -168,7 +176,19 @@ def check_ex_p4_02(diagonal_block: Callable) -> bool:
                             "the block is I)": _block_variant(X, t, W_Q, W_K, W_V, unmasked="all"),
                             "no causal mask: the sums run over every other position s ≠ t (the future included); "
                             "the strict causal attention of Eq. (2) averages over the past s < t only (at t = 0 over "
-                            "nothing: the block is I)": _block_variant(X, t, W_Q, W_K, W_V, unmasked="others")}
+                            "nothing: the block is I)": _block_variant(X, t, W_Q, W_K, W_V, unmasked="others"),
+                            f"the sums stop one position early (s < t − 1 = {t - 1}): the strict causal attention "
+                            f"of Eq. (2) averages over every s < t, X[:t] (rows 0..{t - 1})":
+                            _block_variant(X, t, W_Q, W_K, W_V, drop_last=True),
+                            "the covariance with equal weights 1/t: each term is weighted by the attention "
+                            "weight α_ts, Σ_s α_ts (v_s − v̄_t)(x_s − x̄_t)ᵀ with v̄_t = Σ_s α_ts v_s":
+                            _block_variant(X, t, W_Q, W_K, W_V, unweighted=True),
+                            "A on the left: the chain rule puts the covariance first, "
+                            "Σ_s α_ts (v_s − v̄_t)(x_s − x̄_t)ᵀ A":
+                            _block_variant(X, t, W_Q, W_K, W_V, a_left=True)}
+                if label == "a random W_V":
+                    mistakes["the values as rows x_s W_V: v_s = W_V x_s is a column-vector map, so the rows of "
+                             "the value matrix are X @ W_V.T"] = _block_variant(X, t, W_Q, W_K, W_V, wv_rows=True)
                 for both, where in ((False, "in the weights"), (True, "in the weights and their derivative")):
                     mistakes[f"1/√d_k {where}: the logits here are q_tᵀ k_s with no 1/√d_k (Eqs. 2–4)"] = \
                         _block_variant(X, t, W_Q, W_K, W_V, logit_scale=1 / np.sqrt(dk), scale_derivative=both)
