@@ -45,7 +45,7 @@ print("all required packages import")
 # | $j$ | the position of a word that is looked at (a key), counted from 1 in the text | index | Ch. 6; Parts 1, 2, 3 |
 # | $x[t]$ | the input vector of position $t$ (an embedding, or a recurrent network's input) | $(d,)$, a row vector | Ch. 6; Parts 1, 4 |
 # | $X$ | the input vectors of a sequence stacked as rows, $X[t] = x[t]$ | $(T, d)$ | Ch. 6; Parts 1, 3, 4 |
-# | $e[i]$ | the embedding of word $i$: the row of $E$ of its token (plus its position's encoding, where added) | $(d_{\text{model}},)$, a row vector | Ch. 6; Part 1 |
+# | $e[i]$ | the embedding of word $i$: the row of $E$ of its token (plus its position's encoding, where added); 2.1 keeps the paper's letter $e$ of its Example 2.1 for a merged symbol | $(d_{\text{model}},)$, a row vector | Ch. 6; Part 1 |
 # | $E$ | the embedding table: one row per token of the vocabulary | $(\lvert\mathcal V\rvert, d_{\text{model}})$ | Ch. 6; Parts 1, 2, 4 |
 # | $q[i]$ | the query of word $i$, $q[i] = e[i]\,W^Q$: what word $i$ looks for (Part 5's $q(z\mid x)$ and Part 2's bold $\mathbf q$ are distributions, as their pages say) | $(d_k,)$, a row vector | Ch. 6; all parts |
 # | $k[j]$ | the key of word $j$, $k[j] = e[j]\,W^K$: what word $j$ offers to be found by | $(d_k,)$, a row vector | Ch. 6; all parts |
@@ -61,12 +61,12 @@ print("all required packages import")
 # | $d_{\text{model}}$ | the model width: the length of an embedding and of the residual stream | scalar | Ch. 6; Part 1 |
 # | $d_k$ | the width of a query and of a key (of one head: $d_{\text{model}}/h$ in multi-head attention) | scalar | Ch. 6; Parts 1, 3, 4 |
 # | $d_v$ | the width of a value (of one head) | scalar | Ch. 6; Parts 1, 3 |
-# | $d$ | the width (dimension) of the vectors of a page that has only one width | scalar | all parts |
+# | $d$ | the width (dimension) of the vectors of a page that has only one width (2.1 keeps the paper's letter $d$ of its Example 2.1 for a merged symbol) | scalar | all parts |
 # | $h$ | the number of attention heads (Part 2 writes $h_i$, after its paper, for the vector of token $i$) | scalar | Ch. 6; Part 1 |
 # | $d_{ff}$ | the hidden width of the feed-forward network (usually $4d_{\text{model}}$) | scalar | Ch. 6; Part 1 |
 # | $W_1$ | the first weight matrix of the feed-forward network | $(d_{\text{model}}, d_{ff})$ | Ch. 6; Part 1 |
 # | $W_2$ | the second weight matrix of the feed-forward network | $(d_{ff}, d_{\text{model}})$ | Ch. 6; Part 1 |
-# | $b$ | a bias vector, added after a matrix product ($b_1$, $b_2$ in the feed-forward network) | a row vector | Ch. 6; Parts 1, 3 |
+# | $b$ | a bias vector, added after a matrix product ($b_1$, $b_2$ in the feed-forward network); 2.1 keeps the paper's letters $a,\dots,e$ of its Example 2.1 for the symbols of a text | a row vector | Ch. 6; Parts 1, 3 |
 # | $L$ | the number of layers (decoder blocks) of a stack | scalar | Ch. 6; Parts 1, 4, 5 |
 # | $\ell$ | the index of a layer, from 1 to $L$ | index | Ch. 6; Parts 1, 4, 5 |
 # | $P$ | a probability, as in $P(w[t+1]\mid w[1..t])$ (2.3's $P$, $P'$ are transition matrices and 5.3's $P$ the mean gates of Eq. (22), as their pages say) | scalar | Ch. 6; all parts |
