@@ -39,7 +39,7 @@ print("all required packages import")
 # | $w[t]$ | the word (token) at position $t$ of a text | a token, an integer id from 0 to $\lvert\mathcal V\rvert-1$ in code | Ch. 6; Part 1 |
 # | $T$ | the length of a sequence: its number of positions (the bold $\mathbf T$ of 2.4 and 2.9 is the set transformer, after their paper) | scalar | Ch. 6; all parts |
 # | $n$ | a number of items being counted (tokens, samples, steps); the page says which | scalar | all parts |
-# | $N$ | a number of samples or sequences drawn or trained on | scalar | Parts 2, 3, 5 |
+# | $N$ | a number of samples or sequences drawn or trained on (2.4 keeps the paper's normalisation $\mathbf N$ of (5.3b), written $\mathrm N$, an operator's name) | scalar | Parts 2, 3, 5 |
 # | $t$ | a position in a sequence (a time step), counted from 1 in the text | index | Ch. 6; all parts |
 # | $i$ | the position of the word that asks (the query), counted from 1 in the text | index | Ch. 6; all parts |
 # | $j$ | the position of a word that is looked at (a key), counted from 1 in the text | index | Ch. 6; Parts 1, 2, 3 |
@@ -66,7 +66,7 @@ print("all required packages import")
 # | $d_{ff}$ | the hidden width of the feed-forward network (usually $4d_{\text{model}}$) | scalar | Ch. 6; Part 1 |
 # | $W_1$ | the first weight matrix of the feed-forward network | $(d_{\text{model}}, d_{ff})$ | Ch. 6; Part 1 |
 # | $W_2$ | the second weight matrix of the feed-forward network | $(d_{ff}, d_{\text{model}})$ | Ch. 6; Part 1 |
-# | $b$ | a bias vector, added after a matrix product ($b_1$, $b_2$ in the feed-forward network); 2.1 keeps the paper's letters $a,\dots,e$ of its Example 2.1 for the symbols of a text | a row vector | Ch. 6; Parts 1, 3 |
+# | $b$ | a bias vector, added after a matrix product ($b_1$, $b_2$ in the feed-forward network); 2.1 keeps the paper's letters $a,\dots,e$ of its Example 2.1 for the symbols of a text | a row vector | Ch. 6; Parts 1, 2, 3 |
 # | $L$ | the number of layers (decoder blocks) of a stack | scalar | Ch. 6; Parts 1, 4, 5 |
 # | $\ell$ | the index of a layer, from 1 to $L$ | index | Ch. 6; Parts 1, 4, 5 |
 # | $P$ | a probability, as in $P(w[t+1]\mid w[1..t])$ (2.3's $P$, $P'$ are transition matrices and 5.3's $P$ the mean gates of Eq. (22), as their pages say) | scalar | Ch. 6; all parts |
