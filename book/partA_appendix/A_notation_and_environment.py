@@ -76,7 +76,7 @@ print("all required packages import")
 # | $\eta$ | a learning rate: the step size of gradient descent | scalar | Parts 3, 4 |
 # | $\tau$ | a temperature: scores are divided by $\tau$ before a softmax (in 2.8, the time step of τ-leaping) | scalar | Part 2 |
 # | $\mu$ | a mean | scalar or vector | all parts |
-# | $\sigma$ | a standard deviation ($\sigma^2$ a variance) | scalar | all parts |
+# | $\sigma$ | a standard deviation ($\sigma^2$ a variance); 2.8 keeps the paper's diffusion coefficient $\sigma(t)$ of its noise schedule $Q(t)=\sigma^2(t)Q^0$ | scalar | all parts |
 # | $\mathcal N$ | the normal (Gaussian) distribution, $\mathcal N(\mu, \sigma^2)$ | a distribution | all parts |
 # | $I$ | the identity matrix | $(d, d)$ | all parts |
 # | $\mathcal O$ | order of growth: $\mathcal O(T^2)$ grows at most like $T^2$ | — | all parts |
