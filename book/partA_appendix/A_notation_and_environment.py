@@ -48,10 +48,10 @@ print("all required packages import")
 # | $e[i]$ | the embedding of word $i$: the row of $E$ of its token (plus its position's encoding, where added); 2.1 keeps the paper's letter $e$ of its Example 2.1 for a merged symbol | $(d_{\text{model}},)$, a row vector | Ch. 6; Part 1 |
 # | $E$ | the embedding table: one row per token of the vocabulary | $(\lvert\mathcal V\rvert, d_{\text{model}})$ | Ch. 6; Parts 1, 2, 4 |
 # | $q[i]$ | the query of word $i$, $q[i] = e[i]\,W^Q$: what word $i$ looks for (Part 5's $q(z\mid x)$ and Part 2's bold $\mathbf q$ are distributions, as their pages say) | $(d_k,)$, a row vector | Ch. 6; all parts |
-# | $k[j]$ | the key of word $j$, $k[j] = e[j]\,W^K$: what word $j$ offers to be found by | $(d_k,)$, a row vector | Ch. 6; all parts |
+# | $k[j]$ | the key of word $j$, $k[j] = e[j]\,W^K$: what word $j$ offers to be found by (2.9 keeps the paper's $k$ of its Lemma A.1 for a token of the vocabulary) | $(d_k,)$, a row vector | Ch. 6; all parts |
 # | $v[j]$ | the value of word $j$, $v[j] = e[j]\,W^V$: what word $j$ hands over when looked at (2.5 and the Part 2 overview keep the paper's $v$ for a state-space model's state) | $(d_v,)$, a row vector | Ch. 6; all parts |
 # | $Q$ | the queries of a sequence stacked as rows, $Q = X W^Q$ (in 2.4 and 2.5, after their paper, $Q$, $K$, $V$ are the weight matrices of Eq. (5.2), $Q = (W^Q)^\top$; in 2.8, $Q$ is a rate matrix) | $(T, d_k)$ | Ch. 6; Parts 1, 3 |
-# | $K$ | the keys of a sequence stacked as rows, $K = X W^K$ | $(T, d_k)$ | Ch. 6; Parts 1, 3 |
+# | $K$ | the keys of a sequence stacked as rows, $K = X W^K$ (2.9 keeps the paper's $K'$, $K$ of its Example 2.10 for the sides of an image and of its grid of patches) | $(T, d_k)$ | Ch. 6; Parts 1, 3 |
 # | $V$ | the values of a sequence stacked as rows, $V = X W^V$ (the vocabulary is $\mathcal V$) | $(T, d_v)$ | Ch. 6; Parts 1, 3 |
 # | $W^Q$ | the query projection: a learned matrix, multiplied on the right of a row vector | $(d_{\text{model}}, d_k)$ for one head; $(d_{\text{model}}, h\,d_k)$ for all the heads of a layer side by side (6.4, 6.6) | Ch. 6; Parts 1, 3, 5 |
 # | $W^K$ | the key projection | $(d_{\text{model}}, d_k)$ for one head; $(d_{\text{model}}, h\,d_k)$ for all the heads of a layer side by side (6.4, 6.6) | Ch. 6; Parts 1, 3, 5 |
