@@ -42,9 +42,9 @@
 # | $d_e$, $c$ | the embedding width; the width of queries and keys | integers |
 # | $\omega$ | the half-width of a band: position $i$ sees the positions $j$ with $\lvert i-j\rvert\le\omega$ | integer |
 # | $r$, $\lambda$ | $r_i$ is the absolute positional encoding of position $i$; $\lambda_\nu$ the $\nu$-th wavelength divided by $2\pi$ | $(d_e,)$, number |
-# | $\mathbf q$, $\mathbf k$ | a query vector and a key vector (RoPE section; columns, as $h_i$) | $(c,)$ |
+# | $q$, $k$ | a query vector and a key vector (RoPE section; columns, as $h_i$; the table's query and key, not bold: a bold $\mathbf q$ is a next-token distribution in Part 2) | $(c,)$ |
 # | $R$, $\psi_\nu$ | $R_i$ is the rotation RoPE applies at position $i$; $\psi_\nu$ the angle per position of coordinate pair $\nu$ | $(c,c)$, number |
-# | $z$ | a pair of coordinates of a vector $\mathbf q$ as one complex number, $z=\mathbf q_{2\nu-1}+\mathrm i\,\mathbf q_{2\nu}$ ($\mathrm i$ the imaginary unit; coordinates counted from 1); $z_{q,\nu}$, $z_{k,\nu}$: pair $\nu$ of the query / the key, $\nu=1,\dots,c/2$ | complex |
+# | $z$ | a pair of coordinates of a vector $q$ as one complex number, $z=q_{2\nu-1}+\mathrm i\,q_{2\nu}$ ($\mathrm i$ the imaginary unit; coordinates counted from 1); $z_{q,\nu}$, $z_{k,\nu}$: pair $\nu$ of the query / the key, $\nu=1,\dots,c/2$ | complex |
 # | $\theta$ | an angle | number |
 # | $\gamma$, $\beta$, $v_i$ | the tiny recurrence's two weights and its state after $i$ inputs | numbers |
 # | $v$, $\dot v$, $s$ | the state of a state-space model, its time derivative, and its dimension | $(s,)$ |
@@ -64,7 +64,7 @@
 # (here $i$ and $j$, as in Chapter 6: the book keeps $k$ for a key), the step of the recurrence as
 # $k$ (here $i$), the index of a wavelength as $j$ (here $\nu$; in its RoFormer sum $j$ runs over the $c$
 # coordinates, where the book's $\nu$ counts the $c/2$ pairs) and the imaginary unit as $i$ (here $\mathrm i$). Its RoFormer formula writes the key vector as $Kh_l$ (the
-# book: a key vector $\mathbf k$, a query vector $\mathbf q$, the table's letters in bold) and the angles as $\psi_j$ (here
+# book: a key vector $k$, a query vector $q$, the table's letters) and the angles as $\psi_j$ (here
 # $\psi_\nu$); the lag of the convolution kernel is $\rho$ here. Appendix C writes the integration variable as $s$
 # (the book keeps $s$ for the state dimension and writes $t'$). Its state of the recurrence (5.9) is $v$,
 # kept here: on this page $v$ is that state, not Chapter 6's value. §5.3.3 writes the sparse pattern as
@@ -75,7 +75,7 @@
 # (Example 5.8, Eqs. 5.8–5.9) and Appendix C (Eqs. C.1–C.4).*
 #
 # Conventions: the formulas use column vectors, as the paper does and as
-# [2.4](04_attention_block_set_transformer.ipynb) does ($Qh_i$, $R_i\mathbf q$, $\dot v=Av+Bh$); the
+# [2.4](04_attention_block_set_transformer.ipynb) does ($Qh_i$, $R_i q$, $\dot v=Av+Bh$); the
 # code stores a sequence as an array with one row per position, so $Qh_i$ is row $i$ of `h @ Q.T`
 # (the code's random matrices `Wq`, `Wk`, `Wv` play the parts of $Q^\top$, $K^\top$, $V^\top$).
 # Positions are 0-based in code (the paper counts from 1). `nextword.theory.formulation.ssm`
@@ -239,9 +239,9 @@ plt.show()
 # RoPE rotates each consecutive pair of query/key coordinates by an angle proportional to the
 # position (`apply_rope`), in place of the plain score (5.8), $\langle Qh_i,Kh_j\rangle$: at
 # position $i$, pair $\nu$ (coordinates $2\nu-1$ and $2\nu$, counted from 1) turns by $i\psi_\nu$. Writing
-# that pair of a vector $\mathbf q$ as a complex number $z=\mathbf q_{2\nu-1}+\mathrm i\,\mathbf q_{2\nu}$, a rotation is a multiplication by $e^{\mathrm i\,i\psi_\nu}$, so the score of a
-# query vector $\mathbf q$ at position $i$ with a key vector $\mathbf k$ at position $j$ is
-# $\langle R_i\mathbf q,R_j\mathbf k\rangle=\mathrm{Re}\sum_{\nu=1}^{c/2}z_{q,\nu}\,\overline{z_{k,\nu}}\,
+# that pair of a vector $q$ as a complex number $z=q_{2\nu-1}+\mathrm i\,q_{2\nu}$, a rotation is a multiplication by $e^{\mathrm i\,i\psi_\nu}$, so the score of a
+# query vector $q$ at position $i$ with a key vector $k$ at position $j$ is
+# $\langle R_i q,R_j k\rangle=\mathrm{Re}\sum_{\nu=1}^{c/2}z_{q,\nu}\,\overline{z_{k,\nu}}\,
 # e^{\mathrm i\,(i-j)\psi_\nu}$: it depends on the positions only through the offset $i-j$. (The paper's
 # formula sums over the $c$ real coordinates instead and loses the sine terms of the rotation;
 # [checked below](#checking-the-paper).) Sympy for one pair, then numbers:
@@ -261,7 +261,7 @@ rope = (rot(kk * phi) * sp.Matrix([q1, q2])).dot(rot(ll * phi) * sp.Matrix([k1, 
 pair_product = (q1 + sp.I * q2) * (k1 - sp.I * k2) * sp.exp(sp.I * (kk - ll) * phi)
 complex_form = sp.re(sp.expand(pair_product))
 rope_vs_complex = sp.simplify(sp.expand_trig(rope - complex_form))
-display(Math(r"\langle R_i\mathbf q,R_j\mathbf k\rangle-\mathrm{Re}\big[z_q\overline{z_k}e^{\mathrm i\,(i-j)\psi}\big]="
+display(Math(r"\langle R_i q,R_j k\rangle-\mathrm{Re}\big[z_q\overline{z_k}e^{\mathrm i\,(i-j)\psi}\big]="
              + sp.latex(rope_vs_complex)))
 assert rope_vs_complex == 0
 
@@ -581,16 +581,16 @@ assert bumped_states[3, 0] - tiny_states[3, 0] == gamma_tiny**2 * beta_tiny == 0
 # factor 7499. Recorded in `book/ERRATA.md`, row "§5.3.1, Example 5.8".
 #
 # **§5.3.2, the RoFormer inner product.** The paper sums over the $c$ *real* coordinates
-# $\mathbf q_\nu$, $\mathbf k_\nu$ of the query and the key (here, and only here, $\nu$ runs over the
+# $q_\nu$, $k_\nu$ of the query and the key (here, and only here, $\nu$ runs over the
 # $c$ coordinates, not over the $c/2$ pairs of the lesson),
-# $\mathrm{Re}\sum_{\nu=1}^{c} \mathbf q_\nu\mathbf k_\nu e^{\mathrm i\,(i-j)\psi_\nu}=\sum_{\nu=1}^{c} \mathbf q_\nu\mathbf k_\nu\cos((i-j)\psi_\nu)$,
+# $\mathrm{Re}\sum_{\nu=1}^{c} q_\nu k_\nu e^{\mathrm i\,(i-j)\psi_\nu}=\sum_{\nu=1}^{c} q_\nu k_\nu\cos((i-j)\psi_\nu)$,
 # which drops the sine cross-terms of a rotation. Sympy for one pair (recorded in `book/ERRATA.md`,
 # row "§5.3.2"):
 
 # %% tags=["hide-cell"]
 printed_pair = (q1 * k1 + q2 * k2) * sp.cos((kk - ll) * phi)
 rope_vs_printed = sp.simplify(sp.expand_trig(rope - printed_pair))
-display(Math(r"\langle R_i\mathbf q,R_j\mathbf k\rangle-\text{printed form}=" + sp.latex(rope_vs_printed)))
+display(Math(r"\langle R_i q,R_j k\rangle-\text{printed form}=" + sp.latex(rope_vs_printed)))
 assert rope_vs_printed != 0
 
 # %% [markdown]
