@@ -33,7 +33,7 @@
 # | symbol | meaning | shape |
 # |---|---|---|
 # | $p(y,z)$, $p(z\mid y)$ | a joint probability and a conditional probability | numbers |
-# | $v$, $\dot v$ | the state of a linear differential equation and its time derivative | vectors |
+# | $v$, $\dot v$ | the state of a linear differential equation and its time derivative ($v$ is the paper's letter for a state-space model's state, kept as in [2.5](05_temporal_structure.ipynb); not Chapter 6's value) | vectors |
 # | $A$, $B$ | the matrices of a state-space model, $\dot v=Av+Bh$ ([2.5](05_temporal_structure.ipynb)) | matrices |
 # | $h$ | the input of a state-space model | vector |
 # | $y$, $z$ | two random quantities | |

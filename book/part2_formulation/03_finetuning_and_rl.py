@@ -37,7 +37,7 @@
 # |---|---|---|
 # | $f$ | an answer or text (a sequence of tokens); $f^{(n)}$ is the $n$-th sample of a batch | tokens |
 # | $T$ | the length of an answer | integer |
-# | $a$, $b$ | a token and the token after it | tokens |
+# | $a$, $a'$ | a token and the token after it | tokens |
 # | $\pi$, $\pi_\theta$ | a model's distribution over answers (its *policy*), with parameters $\theta$; $\pi^*$ is the optimum of (4.7) | probabilities |
 # | $\pi_{\mathrm{ref}}$ | the reference model: the pre-trained (or fine-tuned) model RL starts from | probabilities |
 # | $r(f)$ | the reward of answer $f$ | number |
@@ -47,12 +47,12 @@
 # | $Z$ | the normaliser of the optimum $\pi^*=\pi_{\mathrm{ref}}e^{r/\beta}/Z$: $Z=\sum_f\pi_{\mathrm{ref}}(f)e^{r(f)/\beta}$ | number |
 # | $\mathcal V$, $\lvert\mathcal V\rvert$ | the vocabulary and its size | set, integer |
 # | $\mathbf p$, $\mathbf p'$ | the pre-training source and the shifted fine-tuning source | Markov chains |
-# | $P$, $P'$ | their transition matrices, $P_{ab}$ = probability of token $b$ after $a$ | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
+# | $P$, $P'$ | their transition matrices, $P_{aa'}$ = probability of token $a'$ after $a$ | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
 # | $U_1$, $U_2$ | the factors of the rank-2 shift of the logits, $0.8\,U_1U_2$ | $(\lvert\mathcal V\rvert,2)$, $(2,\lvert\mathcal V\rvert)$ |
-# | $W$, $W_{\mathrm{pre}}$ | a model's table of next-token logits, $\pi(b\mid a)=\mathrm{softmax}(W_a)_b$; the pre-trained table | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
+# | $W$, $W_{\mathrm{pre}}$ | a model's table of next-token logits, $\pi(a'\mid a)=\mathrm{softmax}(W_a)_{a'}$; the pre-trained table | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
 # | $A$, $B$, $s$ | the LoRA factors, $W=W_{\mathrm{pre}}+AB$, and their rank | $(\lvert\mathcal V\rvert,s)$, $(s,\lvert\mathcal V\rvert)$, integer |
 # | $G$ | the gradient of the loss with respect to the table $W$ | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
-# | $n_{ab}$, $n_{a\cdot}$, $n_a$, $n_{\mathrm{all}}$ | the count of transitions $a\to b$ in the data; the row $(n_{ab})_b$ of these counts; the count of $a$ as a context; of all transitions | integers |
+# | $n_{aa'}$, $n_{a\cdot}$, $n_a$, $n_{\mathrm{all}}$ | the count of transitions $a\to a'$ in the data; the row $(n_{aa'})_{a'}$ of these counts; the count of $a$ as a context; of all transitions | integers |
 # | $N_{\mathrm{fine}}$, $N$ | the number of fine-tuning sequences; the number of samples in an RL batch | integers |
 # | $z$ | the logits of a policy over all sequences, $\pi=\mathrm{softmax}(z)$ | one per sequence |
 # | $g(f)$ | $-r(f)+\beta\log(\pi(f)/\pi_{\mathrm{ref}}(f))$, the per-answer term of (4.7) | number |
@@ -148,7 +148,7 @@ assert np.isclose(rl_objective(pi_star_tiny, ref_tiny, reward_tiny, 1.0), min_ti
 # ## Pre-training, then a shifted source
 #
 # The models are small enough to check exactly. A model is a table of next-token logits
-# (log-probabilities before normalisation): with $|\mathcal V|=10$ tokens, $\pi(b\mid a)=\mathrm{softmax}(W_a)_b$ for a $10\times10$ matrix $W$ —
+# (log-probabilities before normalisation): with $|\mathcal V|=10$ tokens, $\pi(a'\mid a)=\mathrm{softmax}(W_a)_{a'}$ for a $10\times10$ matrix $W$ —
 # a bigram model — trained by Adam (gradient descent whose step uses running averages of the
 # gradient and of its square; the loop below writes it out) on the next-token cross-entropy
 # (4.5)/(4.6). The sources are
@@ -158,10 +158,10 @@ assert np.isclose(rl_objective(pi_star_tiny, ref_tiny, reward_tiny, 1.0), min_ti
 # (its samples are the fine-tuning data of Data Assumption 4.8) changes its next-token logits by a
 # **rank-2** matrix, $\log P'=\log P+0.8\,U_1U_2$ (rows
 # renormalised), so the right update really is low-rank. Pre-training uses 100 sequences of 100
-# tokens from $\mathbf p$. The data enter only through the counts $n_{ab}$ of each transition
-# $a\to b$, and the training loop is a dozen lines — Adam on the mean next-token loss, whose
+# tokens from $\mathbf p$. The data enter only through the counts $n_{aa'}$ of each transition
+# $a\to a'$, and the training loop is a dozen lines — Adam on the mean next-token loss, whose
 # gradient for row $a$ is $(n_a\,\mathrm{softmax}(W_a)-n_{a\cdot})/n_{\mathrm{all}}$ ($n_{a\cdot}$ the
-# row of counts $(n_{ab})_b$, $n_a$ its sum, the count of $a$ as a context, $n_{\mathrm{all}}$ the
+# row of counts $(n_{aa'})_{a'}$, $n_a$ its sum, the count of $a$ as a context, $n_{\mathrm{all}}$ the
 # count of all transitions):
 
 # %%

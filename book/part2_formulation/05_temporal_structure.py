@@ -40,13 +40,13 @@
 # | $h_i$ | the vector at position $i$ (a column, as in the paper) | $(d_e,)$ |
 # | $Q$, $K$, $V$ | the query, key and value matrices of (5.2) | $(c,d_e)$, $(c,d_e)$, $(d_e,d_e)$ |
 # | $d_e$, $c$ | the embedding width; the width of queries and keys | integers |
-# | $w$ | the half-width of a band: position $i$ sees the positions $j$ with $\lvert i-j\rvert\le w$ | integer |
+# | $\omega$ | the half-width of a band: position $i$ sees the positions $j$ with $\lvert i-j\rvert\le\omega$ | integer |
 # | $r$, $\lambda$ | $r_i$ is the absolute positional encoding of position $i$; $\lambda_\nu$ the $\nu$-th wavelength divided by $2\pi$ | $(d_e,)$, number |
-# | $\mathbf x$, $\mathbf y$ | a query vector and a key vector (RoPE section) | $(c,)$ |
+# | $q$, $k$ | a query vector and a key vector (RoPE section; columns, as $h_i$; the table's query and key, not bold: a bold $\mathbf q$ is a next-token distribution in Part 2) | $(c,)$ |
 # | $R$, $\psi_\nu$ | $R_i$ is the rotation RoPE applies at position $i$; $\psi_\nu$ the angle per position of coordinate pair $\nu$ | $(c,c)$, number |
-# | $z$ | a pair of coordinates of a vector $\mathbf x$ as one complex number, $z=\mathbf x_{2\nu-1}+\mathrm i\,\mathbf x_{2\nu}$ ($\mathrm i$ the imaginary unit; coordinates counted from 1); $z_{x,\nu}$, $z_{y,\nu}$: pair $\nu$ of the query / the key, $\nu=1,\dots,c/2$ | complex |
+# | $z$ | a pair of coordinates of a vector $q$ as one complex number, $z=q_{2\nu-1}+\mathrm i\,q_{2\nu}$ ($\mathrm i$ the imaginary unit; coordinates counted from 1); $z_{q,\nu}$, $z_{k,\nu}$: pair $\nu$ of the query / the key, $\nu=1,\dots,c/2$ | complex |
 # | $\theta$ | an angle | number |
-# | $a$, $b$, $v_i$ | the tiny recurrence's two weights and its state after $i$ inputs | numbers |
+# | $\gamma$, $\beta$, $v_i$ | the tiny recurrence's two weights and its state after $i$ inputs | numbers |
 # | $v$, $\dot v$, $s$ | the state of a state-space model, its time derivative, and its dimension | $(s,)$ |
 # | $A$, $B$, $C$, $D$ | the state-space model's matrices: $\dot v=Av+Bh$, read-out $u=Cv+Dh$ | $(s,s)$, $(s,d_e)$, $(d_e,s)$, $(d_e,d_e)$ |
 # | $h(t)$, $u$ | the input (continuous time) and the read-out | $(d_e,)$ |
@@ -60,13 +60,14 @@
 # ```{admonition} In the paper's notation
 # :class: note
 # The paper writes the band's half-width as $r$ and the positional encoding of position $m$ as
-# $r_m$; the book writes $w$ and $r_i$. It writes the positions of a query and a key as $k$ and $l$
+# $r_m$; the book writes $\omega$ and $r_i$. It writes the positions of a query and a key as $k$ and $l$
 # (here $i$ and $j$, as in Chapter 6: the book keeps $k$ for a key), the step of the recurrence as
 # $k$ (here $i$), the index of a wavelength as $j$ (here $\nu$; in its RoFormer sum $j$ runs over the $c$
 # coordinates, where the book's $\nu$ counts the $c/2$ pairs) and the imaginary unit as $i$ (here $\mathrm i$). Its RoFormer formula writes the key vector as $Kh_l$ (the
-# book: a key vector $\mathbf y$, a query vector $\mathbf x$) and the angles as $\psi_j$ (here
+# book: a key vector $k$, a query vector $q$, the table's letters) and the angles as $\psi_j$ (here
 # $\psi_\nu$); the lag of the convolution kernel is $\rho$ here. Appendix C writes the integration variable as $s$
-# (the book keeps $s$ for the state dimension and writes $t'$), and §5.3.3 writes the sparse pattern as
+# (the book keeps $s$ for the state dimension and writes $t'$). Its state of the recurrence (5.9) is $v$,
+# kept here: on this page $v$ is that state, not Chapter 6's value. §5.3.3 writes the sparse pattern as
 # an adjacency matrix $A$ (not used here: $A$ is the state-space matrix).
 # ```
 #
@@ -74,7 +75,7 @@
 # (Example 5.8, Eqs. 5.8–5.9) and Appendix C (Eqs. C.1–C.4).*
 #
 # Conventions: the formulas use column vectors, as the paper does and as
-# [2.4](04_attention_block_set_transformer.ipynb) does ($Qh_i$, $R_i\mathbf x$, $\dot v=Av+Bh$); the
+# [2.4](04_attention_block_set_transformer.ipynb) does ($Qh_i$, $R_i q$, $\dot v=Av+Bh$); the
 # code stores a sequence as an array with one row per position, so $Qh_i$ is row $i$ of `h @ Q.T`
 # (the code's random matrices `Wq`, `Wk`, `Wv` play the parts of $Q^\top$, $K^\top$, $V^\top$).
 # Positions are 0-based in code (the paper counts from 1). `nextword.theory.formulation.ssm`
@@ -120,21 +121,21 @@ assert minus_inf[1] == 0.0
 
 # %% [markdown]
 # **A state-space recurrence.** Instead of attention, read the sequence once, keeping a running
-# state: $v_i=a\,v_{i-1}+b\,h_i$. With $a=\tfrac12$, $b=1$, $v_0=0$ and inputs
+# state: $v_i=\gamma\,v_{i-1}+\beta\,h_i$. With $\gamma=\tfrac12$, $\beta=1$, $v_0=0$ and inputs
 # $(h_1,h_2,h_3)=(1,2,3)$: $v_1=1$, $v_2=\tfrac12\cdot1+2=2.5$, $v_3=\tfrac12\cdot2.5+3=4.25$. Each
 # step costs the same fixed work (here two multiplications and an addition), so the whole sequence
 # costs time linear in its length, and $v_i$ depends only on the inputs up to $h_i$: causal by
 # construction.
 
 # %%
-a_tiny, b_tiny, state = 0.5, 1.0, 0.0
+gamma_tiny, beta_tiny, state = 0.5, 1.0, 0.0
 for i, h_i in enumerate([1.0, 2.0, 3.0]):
-    state = a_tiny * state + b_tiny * h_i
-    print(f"v_{i + 1} = {a_tiny} * previous + {b_tiny} * {h_i} = {state}")
+    state = gamma_tiny * state + beta_tiny * h_i
+    print(f"v_{i + 1} = {gamma_tiny} * previous + {beta_tiny} * {h_i} = {state}")
 assert state == 4.25
 # the library's scan returns the states v_0, ..., v_{T-1}: a fourth input lets it reach v_3
 inputs = np.array([[1.0], [2.0], [3.0], [0.0]])
-tiny_states, _ = ssm_scan(np.array([[a_tiny]]), np.array([[b_tiny]]), np.eye(1), np.zeros((1, 1)),
+tiny_states, _ = ssm_scan(np.array([[gamma_tiny]]), np.array([[beta_tiny]]), np.eye(1), np.zeros((1, 1)),
                           inputs, np.zeros(1))
 assert np.array_equal(tiny_states.ravel(), [0.0, 1.0, 2.5, 4.25])
 
@@ -238,9 +239,9 @@ plt.show()
 # RoPE rotates each consecutive pair of query/key coordinates by an angle proportional to the
 # position (`apply_rope`), in place of the plain score (5.8), $\langle Qh_i,Kh_j\rangle$: at
 # position $i$, pair $\nu$ (coordinates $2\nu-1$ and $2\nu$, counted from 1) turns by $i\psi_\nu$. Writing
-# that pair of a vector $\mathbf x$ as a complex number $z=\mathbf x_{2\nu-1}+\mathrm i\,\mathbf x_{2\nu}$, a rotation is a multiplication by $e^{\mathrm i\,i\psi_\nu}$, so the score of a
-# query vector $\mathbf x$ at position $i$ with a key vector $\mathbf y$ at position $j$ is
-# $\langle R_i\mathbf x,R_j\mathbf y\rangle=\mathrm{Re}\sum_{\nu=1}^{c/2}z_{x,\nu}\,\overline{z_{y,\nu}}\,
+# that pair of a vector $q$ as a complex number $z=q_{2\nu-1}+\mathrm i\,q_{2\nu}$, a rotation is a multiplication by $e^{\mathrm i\,i\psi_\nu}$, so the score of a
+# query vector $q$ at position $i$ with a key vector $k$ at position $j$ is
+# $\langle R_i q,R_j k\rangle=\mathrm{Re}\sum_{\nu=1}^{c/2}z_{q,\nu}\,\overline{z_{k,\nu}}\,
 # e^{\mathrm i\,(i-j)\psi_\nu}$: it depends on the positions only through the offset $i-j$. (The paper's
 # formula sums over the $c$ real coordinates instead and loses the sine terms of the rotation;
 # [checked below](#checking-the-paper).) Sympy for one pair, then numbers:
@@ -260,7 +261,7 @@ rope = (rot(kk * phi) * sp.Matrix([q1, q2])).dot(rot(ll * phi) * sp.Matrix([k1, 
 pair_product = (q1 + sp.I * q2) * (k1 - sp.I * k2) * sp.exp(sp.I * (kk - ll) * phi)
 complex_form = sp.re(sp.expand(pair_product))
 rope_vs_complex = sp.simplify(sp.expand_trig(rope - complex_form))
-display(Math(r"\langle R_i\mathbf x,R_j\mathbf y\rangle-\mathrm{Re}\big[z_x\overline{z_y}e^{\mathrm i\,(i-j)\psi}\big]="
+display(Math(r"\langle R_i q,R_j k\rangle-\mathrm{Re}\big[z_q\overline{z_k}e^{\mathrm i\,(i-j)\psi}\big]="
              + sp.latex(rope_vs_complex)))
 assert rope_vs_complex == 0
 
@@ -318,8 +319,8 @@ assert leak_masked == 0.0  # the -inf mask does not
 # **Counting inner products.** On $n=m-1$ positions full attention needs $n^2$ inner products. With
 # $j\le i$ (a position sees itself, as in (5.2)) a causal layer needs $n(n+1)/2$ (the paper prints
 # $(m-1)(m-2)/2$, the count for $j<i$; [checked below](#checking-the-paper)). A banded mask
-# $|i-j|\le w$ needs $n(2w+1)-w(w+1)$ (linear in $n$), a causal band $0\le i-j\le w$ needs
-# $n(w+1)-w(w+1)/2$. Sympy sums the indicators; the library's masks agree.
+# $|i-j|\le\omega$ needs $n(2\omega+1)-\omega(\omega+1)$ (linear in $n$), a causal band $0\le i-j\le\omega$ needs
+# $n(\omega+1)-\omega(\omega+1)/2$. Sympy sums the indicators; the library's masks agree.
 
 # %%
 n, i_, j_ = sp.symbols("n i j", integer=True, positive=True)  # n = m - 1 positions
@@ -329,36 +330,36 @@ assert sp.simplify(causal_count - n * (n + 1) / 2) == 0
 
 
 ms = np.array([16, 32, 64, 128, 256, 512])
-w = 8  # the half-width of the band
+omega = 8  # the half-width of the band
 counts = {
     "full": ms**2,
     "causal": np.array([causal_mask(m).sum() for m in ms]),
-    f"band |i-j|<={w}": np.array([band_mask(m, w).sum() for m in ms]),
-    f"causal band (window {w + 1})": np.array([band_mask(m, w, causal=True).sum() for m in ms]),
+    f"band |i-j|<={omega}": np.array([band_mask(m, omega).sum() for m in ms]),
+    f"causal band (window {omega + 1})": np.array([band_mask(m, omega, causal=True).sum() for m in ms]),
 }
 assert np.all(counts["causal"] == ms * (ms + 1) // 2)
-assert np.all(counts[f"band |i-j|<={w}"] == ms * (2 * w + 1) - w * (w + 1))  # Figure 2.5.2: grow linearly
-assert np.all(counts[f"causal band (window {w + 1})"] == ms * (w + 1) - w * (w + 1) // 2)
+assert np.all(counts[f"band |i-j|<={omega}"] == ms * (2 * omega + 1) - omega * (omega + 1))  # Figure 2.5.2: grow linearly
+assert np.all(counts[f"causal band (window {omega + 1})"] == ms * (omega + 1) - omega * (omega + 1) // 2)
 for name, cnt in counts.items():
     print(f"{name:24s}: " + "  ".join(f"{c:7d}" for c in cnt))
 
 # %% [markdown]
-# A banded layer only ever needs those inner products: computing each row's $2w+1$ scores directly
+# A banded layer only ever needs those inner products: computing each row's $2\omega+1$ scores directly
 # (a loop over the window) gives the same output as the full masked softmax.
 
 # %%
-T, w = 40, 3  # T positions, half-width w
+T, omega = 40, 3  # T positions, half-width omega
 h = rng.normal(size=(T, c_dim))
 q, k, v = h @ Wq, h @ Wk, h @ Wv
-full = scaled_dot_product_attention(q, k, v, mask=band_mask(T, w), scale=1.0)
+full = scaled_dot_product_attention(q, k, v, mask=band_mask(T, omega), scale=1.0)
 windowed, products = np.empty_like(full), 0
 for i in range(T):
-    lo, hi = max(0, i - w), min(T, i + w + 1)
+    lo, hi = max(0, i - omega), min(T, i + omega + 1)
     s = k[lo:hi] @ q[i]  # only the window's scores
     products += hi - lo
     windowed[i] = softmax(s) @ v[lo:hi]
 assert np.allclose(full, windowed, atol=1e-12)
-assert products == band_mask(T, w).sum()
+assert products == band_mask(T, omega).sum()
 print(f"windowed computation: {products} inner products instead of {T * T}; outputs equal")
 
 # %%
@@ -374,7 +375,7 @@ plt.show()
 
 # %% [markdown]
 # **Figure 2.5.2.** Inner products needed by one attention layer (§5.3.3) against the length $n=m-1$,
-# on log–log axes, for half-width $w=8$: full and causal attention grow as $n^2$ (slope 2; causal
+# on log–log axes, for half-width $\omega=8$: full and causal attention grow as $n^2$ (slope 2; causal
 # needs about half), the banded masks grow linearly (slope 1), $\mathcal O(wn)$.
 #
 # ## State-space models (§5.3.4, Appendix C)
@@ -524,7 +525,7 @@ print(f"multiply-adds per position: {per_step}, so {T * per_step} for length {T}
 # - A mask must remove the masked terms — a score of $-\infty$, weight exactly 0 — not multiply the
 #   score by 0, which still gives the masked positions weight.
 # - Full and causal attention cost a number of inner products quadratic in the length; a band of
-#   half-width $w$ costs $\mathcal O(wm)$ and can be computed window by window.
+#   half-width $\omega$ costs $\mathcal O(\omega m)$ and can be computed window by window.
 # - A state-space model replaces attention by a recurrence: causal by construction and linear in the
 #   length. Its zero-order-hold discretisation, built from $e^{A(t-t')}B$ in that order, is exact
 #   for an input held constant over each step (for a smooth input it is first order in $\Delta t$).
@@ -540,12 +541,12 @@ print(f"multiply-adds per position: {per_step}, so {T * per_step} for length {T}
 #    weight. Multiplying by 0 is not masking; only $-\infty$ (dropping the term) is.
 #    ```
 #
-# 2. A causal band of window $w+1$ (a position sees itself and the $w$ before it) on a sequence of
+# 2. A causal band of window $\omega+1$ (a position sees itself and the $\omega$ before it) on a sequence of
 #    $n$ positions: roughly how many inner products, and why is it linear in $n$?
 #
 #    ```{dropdown} Answer
-#    Each position computes at most $w+1$ scores, so about $(w+1)n$ in all (exactly
-#    $n(w+1)-w(w+1)/2$, the count asserted above: 4572 for $n=512$, $w=8$). The window does not
+#    Each position computes at most $\omega+1$ scores, so about $(\omega+1)n$ in all (exactly
+#    $n(\omega+1)-\omega(\omega+1)/2$, the count asserted above: 4572 for $n=512$, $\omega=8$). The window does not
 #    grow with $n$, so the total is linear in $n$.
 #    ```
 #
@@ -553,7 +554,7 @@ print(f"multiply-adds per position: {per_step}, so {T * per_step} for length {T}
 #    depend on a later input?
 #
 #    ```{dropdown} Answer
-#    $v_3=a^2bh_1+abh_2+bh_3$, so it changes by $a^2b=\tfrac14$. No: $v_i$ is built from
+#    $v_3=\gamma^2\beta h_1+\gamma\beta h_2+\beta h_3$, so it changes by $\gamma^2\beta=\tfrac14$. No: $v_i$ is built from
 #    $h_1,\dots,h_i$ only, so the recurrence is causal without any mask.
 #    ```
 
@@ -563,13 +564,13 @@ q1_weights = softmax(np.array([0.0, 2.0]) * allowed)
 print(f"Q1: weights {q1_weights}")
 assert np.allclose(q1_weights, [0.5, 0.5])
 # Question 2: the causal band of window 9 on 512 positions
-print(f"Q2: causal band, n = {ms[-1]}, w = 8: {band_mask(ms[-1], 8, causal=True).sum()} inner products")
+print(f"Q2: causal band, n = {ms[-1]}, ω = 8: {band_mask(ms[-1], 8, causal=True).sum()} inner products")
 assert band_mask(512, 8, causal=True).sum() == 512 * 9 - 8 * 9 // 2 == 4572
-# Question 3: the change of v_3 when h_1 changes by 1 is a^2 b
-bumped_states, _ = ssm_scan(np.array([[a_tiny]]), np.array([[b_tiny]]), np.eye(1), np.zeros((1, 1)),
+# Question 3: the change of v_3 when h_1 changes by 1 is gamma^2 beta
+bumped_states, _ = ssm_scan(np.array([[gamma_tiny]]), np.array([[beta_tiny]]), np.eye(1), np.zeros((1, 1)),
                             inputs + np.array([[1.0], [0.0], [0.0], [0.0]]), np.zeros(1))
-print(f"Q3: v_3 changes by {bumped_states[3, 0] - tiny_states[3, 0]} = a^2 b = {a_tiny**2 * b_tiny}")
-assert bumped_states[3, 0] - tiny_states[3, 0] == a_tiny**2 * b_tiny == 0.25
+print(f"Q3: v_3 changes by {bumped_states[3, 0] - tiny_states[3, 0]} = γ^2 β = {gamma_tiny**2 * beta_tiny}")
+assert bumped_states[3, 0] - tiny_states[3, 0] == gamma_tiny**2 * beta_tiny == 0.25
 
 # %% [markdown]
 # ## Checking the paper
@@ -580,16 +581,16 @@ assert bumped_states[3, 0] - tiny_states[3, 0] == a_tiny**2 * b_tiny == 0.25
 # factor 7499. Recorded in `book/ERRATA.md`, row "§5.3.1, Example 5.8".
 #
 # **§5.3.2, the RoFormer inner product.** The paper sums over the $c$ *real* coordinates
-# $\mathbf x_\nu$, $\mathbf y_\nu$ of the query and the key (here, and only here, $\nu$ runs over the
+# $q_\nu$, $k_\nu$ of the query and the key (here, and only here, $\nu$ runs over the
 # $c$ coordinates, not over the $c/2$ pairs of the lesson),
-# $\mathrm{Re}\sum_{\nu=1}^{c} \mathbf x_\nu\mathbf y_\nu e^{\mathrm i\,(i-j)\psi_\nu}=\sum_{\nu=1}^{c} \mathbf x_\nu\mathbf y_\nu\cos((i-j)\psi_\nu)$,
+# $\mathrm{Re}\sum_{\nu=1}^{c} q_\nu k_\nu e^{\mathrm i\,(i-j)\psi_\nu}=\sum_{\nu=1}^{c} q_\nu k_\nu\cos((i-j)\psi_\nu)$,
 # which drops the sine cross-terms of a rotation. Sympy for one pair (recorded in `book/ERRATA.md`,
 # row "§5.3.2"):
 
 # %% tags=["hide-cell"]
 printed_pair = (q1 * k1 + q2 * k2) * sp.cos((kk - ll) * phi)
 rope_vs_printed = sp.simplify(sp.expand_trig(rope - printed_pair))
-display(Math(r"\langle R_i\mathbf x,R_j\mathbf y\rangle-\text{printed form}=" + sp.latex(rope_vs_printed)))
+display(Math(r"\langle R_i q,R_j k\rangle-\text{printed form}=" + sp.latex(rope_vs_printed)))
 assert rope_vs_printed != 0
 
 # %% [markdown]

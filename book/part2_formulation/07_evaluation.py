@@ -50,7 +50,7 @@
 # | $\kappa$ | the MMD's kernel: a similarity of two points (here a Gaussian of their distance) | function |
 # | $\mathcal N(\mu,\sigma^2)$ | a Gaussian forecast with mean $\mu$ and standard deviation $\sigma$ | |
 # | $U[0,1]$ | the uniform distribution on $[0,1]$ | |
-# | $k$ | the number of names a retrieval returns | integer |
+# | $r$ | the number of names a retrieval returns | integer |
 # | $\tau$ | the temperature the model's scores are divided by | number |
 # | $T$, $\mathrm{PPL}_{\mathrm{seq}}$, $\mathrm{PPL}_{\mathrm{token}}$ | a text's length; its perplexity as one sequence and per token | integer, numbers |
 # ```
@@ -491,7 +491,7 @@ assert abs(mus[i_best]) <= 0.05 and abs(sigmas[j_best] - 1) <= 0.1
 # a passage of held-out Shakespeare (40 consecutive blocks, speaker tags removed), retrieve the set
 # of characters who speak in it. The "model": rank the speakers of the training text (those with at
 # least five speeches there) by how often the last word of their name is mentioned in the passage
-# (ties broken by their training frequency) and return the top $k$.
+# (ties broken by their training frequency) and return the top $r$.
 
 # %%
 speakers = Counter(re.findall(r"^([A-Z][A-Za-z ]+):$", corpus.train, flags=re.M))
@@ -507,30 +507,30 @@ def passage(i):
     return truth, text
 
 
-def retrieve(text, k):
-    """The k speakers whose last name word is mentioned most often in text."""
+def retrieve(text, r):
+    """The r speakers whose last name word is mentioned most often in text."""
     words = Counter(re.findall(r"[A-Za-z]+", text.lower()))
     score = {s: words[s.split()[-1].lower()] + 1e-4 * speakers[s] for s in candidates}
-    return set(sorted(candidates, key=lambda s: -score[s])[:k])
+    return set(sorted(candidates, key=lambda s: -score[s])[:r])
 
 
 # %%
-ks = [1, 2, 3, 5, 8, 12, 20]
-pr = np.zeros((len(ks), 2))
+rs = [1, 2, 3, 5, 8, 12, 20]
+pr = np.zeros((len(rs), 2))
 starts = range(0, 600, 40)
 for i in starts:
     truth, text = passage(i)
-    for j, k in enumerate(ks):
-        got = retrieve(text, k)
+    for j, r in enumerate(rs):
+        got = retrieve(text, r)
         r_ = precision_recall_f1(got, truth)
         tp = len(got & truth)  # independent count
         assert np.isclose(r_.precision, tp / len(got)) and np.isclose(r_.recall, tp / len(truth))
         pr[j] += r_.precision, r_.recall
 pr /= len(starts)
-for k, (p_, r_) in zip(ks, pr):
-    print(f"top-{k:2d}: mean precision {p_:.3f}, mean recall {r_:.3f}")
+for r, (p_, r_) in zip(rs, pr):
+    print(f"top-{r:2d}: mean precision {p_:.3f}, mean recall {r_:.3f}")
 assert pr[0, 0] > pr[-1, 0] and pr[-1, 1] > pr[0, 1]  # the precision/recall trade-off
-assert np.all(np.diff(pr[:, 1]) >= 0)  # Figure 2.7.2: recall grows (never falls: the top-k sets are nested)
+assert np.all(np.diff(pr[:, 1]) >= 0)  # Figure 2.7.2: recall grows (never falls: the top-r sets are nested)
 assert np.all(np.diff(pr[1:, 0]) < 0)  # from two names on, precision falls with every step
 
 # %% [markdown]
@@ -589,9 +589,9 @@ axes[0].plot([0, 1], [0, 1], "k--", lw=0.8)
 axes[0].set_xlabel("confidence (probability of the top character)")
 axes[0].set_ylabel("accuracy")
 axes[0].legend()
-axes[1].plot(ks, pr[:, 0], "o-", label="precision")
-axes[1].plot(ks, pr[:, 1], "s-", label="recall")
-axes[1].set_xlabel("names returned (k)")
+axes[1].plot(rs, pr[:, 0], "o-", label="precision")
+axes[1].plot(rs, pr[:, 1], "s-", label="recall")
+axes[1].set_xlabel("names returned (r)")
 axes[1].set_ylabel("mean over 15 passages")
 axes[1].legend()
 plt.show()

@@ -43,7 +43,7 @@
 # | $y$, $z$, $u$ | values of a token (states of the chain): $Q_{yz}$ is the rate of a jump from $y$ to $z$; $u$ is a third state (summed over, or a data point) | integers |
 # | $m$ | the mask value | integer |
 # | $Q$, $Q_{yz}$ | a rate matrix (generator); the rate of the jump $y\to z$. $Q^0$ is a fixed one that a noise schedule scales, $Q(t)=\sigma^2(t)Q^0$ | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
-# | $\sigma^2(t)$, $g(t)$ | the noise schedule; the new clock $g(t)=\int_0^t\sigma^2$ | numbers |
+# | $\sigma^2(t)$, $g(t)$ | the noise schedule (the square of the paper's diffusion coefficient $\sigma(t)$, kept: a scale of the rates, not a standard deviation); the new clock $g(t)=\int_0^t\sigma^2$ | numbers |
 # | $\beta$ | the rate of masking (or of uniform jumps) | number |
 # | $\Delta t$ | a short time interval | number |
 # | $p(t)$, $p(y,t)$, $p_y(t)$ | the law of the token at time $t$ (a row vector); its probability of value $y$ | $(\lvert\mathcal V\rvert,)$ |
@@ -72,7 +72,9 @@
 # chain as $i$, $j$, $k$, $\ell$ (here $y$, $z$, $u$: the book keeps $i$ and $j$ for the positions of
 # a query and a key, and $\ell$ for a layer), the length of a sequence as $L$ (here $T$, as in
 # Chapter 6) and the end of the forward process as $T$ (here $t_{\max}$). Quoted formulas keep the
-# paper's equation numbers and are written in the book's letters.
+# paper's equation numbers and are written in the book's letters. Its diffusion coefficient $\sigma(t)$
+# of $Q(t)=\sigma^2(t)Q^0$ is kept: on this page $\sigma^2$ scales the rates (the book's $\sigma$ is
+# otherwise a standard deviation).
 # ```
 #
 # *Source: Baptista, Stuart, Tran, "Large Language Models: A Mathematical Formulation", §9

@@ -38,12 +38,12 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $K'$, $K$ | side of the image in pixels; side of the grid of patches | integers |
+# | $K'$, $K$ | side of the image in pixels; side of the grid of patches (the paper's letters of Example 2.10, kept; not the table's keys $K$) | integers |
 # | $d_l$ | width of each patch vector (the image's "embedding width") | integer |
 # | $i_{\text{original}}$, $i_{\text{convolved}}$ | the image, and the image after the strided convolution | $(K',K',3)$, $(K,K,d_l)$ |
 # | $\mathbf S^{K,K}$ | the grid of pixel (or patch) positions $\{1..K\}\times\{1..K\}$ | set |
 # | $N$, $n$ | the number of items in a batch (image–caption pairs, or sequences); the index of a sequence in the batch, 1 to $N$ | integers |
-# | $x$, $W$, $b$ | a classifier's input, weight matrix and bias | $(784,)$, $(784,10)$, $(10,)$ |
+# | $x$, $W$, $b$ | a classifier's input, weight matrix and bias (the table's bias $b$: $xW+b$) | $(784,)$, $(784,10)$, $(10,)$ |
 # | $\mu_{\text{batch}}$ | the batch measure: weight $1/(MN)$ on every token of every sequence of the batch | measure |
 # | $\mathbb E_{\mu}$, $\mathbb V_{\mu}$ | the mean and the variance (per coordinate) of the measure $\mu$, i.e. of a vector drawn from it | $(d_e,)$ |
 # | $u$ | a vector to be normalised | $(d_e,)$ |
@@ -54,7 +54,7 @@
 # | $\varphi$, $\varphi_k$ | the embedding table of [2.1](01_tokenisation_bpe.ipynb), one column per token; its vector for token $k$ (row $k$ of the code's table $\varphi^\top$, the \"rows\" of this page) | $(d_e,\lvert\mathcal V\rvert)$, $(d_e,)$ |
 # | $f$, $f_m$ | a text; its token at position $m$ | tokens |
 # | $M$ | the length of a text (of each sequence of a batch) | integer |
-# | $m$, $k$, $k'$ | a position in the text; a token of the vocabulary ($k'$ a second one) | integers |
+# | $m$, $k$, $k'$ | a position in the text; a token of the vocabulary ($k'$ a second one; $k$ is the paper's letter of Lemma A.1, kept: not the table's key) | integers |
 # | $h$, $h_m$ | the embedded text $\varphi_{f_1},\dots,\varphi_{f_M}$; its vector at position $m$ | $(M,d_e)$ |
 # | $\mathbf G$, $\mathbf H$ | a map of the embedded text into $\mathbb R^{\lvert\mathcal V\rvert}$; the same map as a function of the table, $\mathbf H(\varphi,f)=\mathbf G(h)$ | |
 # | $D_m\mathbf G$ | the derivative of $\mathbf G$ with respect to $h_m$ | $(\lvert\mathcal V\rvert,d_e)$ |
@@ -67,7 +67,7 @@
 # | $t$ | time (hours of the day in E.1, the ODE's time in E.4) | number |
 # | $s_{\text{Mon}}(t)$, $s_{\text{Tue}}(t)$, $\Delta(t)$ | where the traveller is along the route (0 = New York, 1 = Philadelphia) on each day; their difference | numbers |
 # | $y_1$, $y_2$ | the state of the first program's ODE ($y_2=y_1'$) | numbers |
-# | $w$ | $y_2^2$ written as a function of $y_1$ (a first integral) | number |
+# | $\omega$ | $y_2^2$ written as a function of $y_1$ (a first integral) | number |
 # | $t_{\text{blow}}$ | the time at which the first program's solution blows up | number |
 # | $y$ | the solution of the second program's ODE | number |
 # ```
@@ -81,7 +81,8 @@
 # $\varphi_v$ in Definition 2.6 and $\theta_v$ in Appendix A.1 (where Lemma A.1's Kronecker delta
 # $\delta_{k,f_m}$ is written $\mathbb 1\{f_m=k\}$ here: the book keeps $\delta$ for the point mass $\delta_h$); the library, as the row-vector
 # convention of Chapter 6, stores one *row* per token. The model's answer in E.1 calls the two
-# positions $f(t)$, $g(t)$ and their difference $h(t)$.
+# positions $f(t)$, $g(t)$ and their difference $h(t)$. Example 2.10's sides $K'$, $K$ and Lemma A.1's
+# token $k$ are kept (the book's $K$ and $k$ are otherwise keys).
 # It writes the vocabulary in bold, $\mathbf V$ (the book: $\mathcal V$), and the length of a
 # sequence as $\ell$ (Example B.1) or $M$ (Lemma A.1); here it is $M$ in both (the book keeps $\ell$
 # for the index of a layer; its $T$, the length of a sequence elsewhere, would clash here with the
@@ -587,25 +588,25 @@ assert met == 1000
 # paper says the first solution blows up inside $[0,10]$ and the second stays bounded. Both can be
 # decided without a solver.
 #
-# *The first program.* Follow $w=y_2^2$ as a function of $y_1$ along the solution (a relation
+# *The first program.* Follow $\omega=y_2^2$ as a function of $y_1$ along the solution (a relation
 # between the two coordinates that holds at every time of the solution, which is what a *first
 # integral* of an ODE gives):
-# $dw/dt=2y_2y_2'$ and $dy_1/dt=y_2$, so $dw/dy_1=2y_2'=-2y_1-2w$. This linear equation with $w(1)=0$ has the solution
-# $w(y_1)=\tfrac12e^{2(1-y_1)}-y_1+\tfrac12$ (checked by sympy below), which is positive for every
-# $y_1<1$. So $y_2=-\sqrt w$ never returns to 0, $y_1$ decreases from 1 for ever, and the time to
+# $d\omega/dt=2y_2y_2'$ and $dy_1/dt=y_2$, so $d\omega/dy_1=2y_2'=-2y_1-2\omega$. This linear equation with $\omega(1)=0$ has the solution
+# $\omega(y_1)=\tfrac12e^{2(1-y_1)}-y_1+\tfrac12$ (checked by sympy below), which is positive for every
+# $y_1<1$. So $y_2=-\sqrt{\omega}$ never returns to 0, $y_1$ decreases from 1 for ever, and the time to
 # reach $y_1=-\infty$ is
 #
-# $$t_{\text{blow}}=\int_{-\infty}^{1}\frac{dy_1}{\sqrt{w(y_1)}},$$
+# $$t_{\text{blow}}=\int_{-\infty}^{1}\frac{dy_1}{\sqrt{\omega(y_1)}},$$
 #
-# finite because $w$ grows like $e^{-2y_1}$. An adaptive RK45 stops just there.
+# finite because $\omega$ grows like $e^{-2y_1}$. An adaptive RK45 stops just there.
 
 # %%
 y1_s, t_s = sp.symbols("y_1 t", real=True)
-w_expr = sp.exp(2 * (1 - y1_s)) / 2 - y1_s + sp.Rational(1, 2)
-assert sp.simplify(sp.diff(w_expr, y1_s) - (-2 * y1_s - 2 * w_expr)) == 0 and w_expr.subs(y1_s, 1) == 0
-w_fn = sp.lambdify(y1_s, w_expr, "numpy")
-with np.errstate(over="ignore"):  # w(1 - u) overflows to inf for large u, where the integrand is 0
-    t_star = quad(lambda u: 1 / np.sqrt(w_fn(1 - u)), 0, np.inf, limit=200)[0]  # u = 1 - y_1
+omega_expr = sp.exp(2 * (1 - y1_s)) / 2 - y1_s + sp.Rational(1, 2)
+assert sp.simplify(sp.diff(omega_expr, y1_s) - (-2 * y1_s - 2 * omega_expr)) == 0 and omega_expr.subs(y1_s, 1) == 0
+omega_fn = sp.lambdify(y1_s, omega_expr, "numpy")
+with np.errstate(over="ignore"):  # omega(1 - u) overflows to inf for large u, where the integrand is 0
+    t_star = quad(lambda u: 1 / np.sqrt(omega_fn(1 - u)), 0, np.inf, limit=200)[0]  # u = 1 - y_1
 blow = solve_ivp(lambda t, y: [y[1], -y[0] - y[1] ** 2], (0, 10), [1.0, 0.0], method="RK45",
                  rtol=1e-10, atol=1e-12)
 print(f"blow-up time from the first integral: t_blow = {t_star:.4f}; RK45 gives up at t = "

@@ -40,7 +40,7 @@
 # | $C$ | the number of symbols (3 in the tiny example, 8 in the paper's task) | scalar |
 # | $c$, $z$ | a symbol; $z$ a possible value of the hidden previous symbol $y_{t-1}$ | index |
 # | $M$, $M_{z,y}$ | the chain's transition matrix (`M` in the code); $M_{z,y}$ the probability that $y$ follows $z$ | $(C, C)$ |
-# | $d(z,y)$ | the number of steps between states $z$ and $y$ around the circle of the $C$ states | scalar |
+# | $\rho(z,y)$ | the number of steps between states $z$ and $y$ around the circle of the $C$ states | scalar |
 # | $\mu_c$ | the mean input vector of symbol $c$ | $(d_x,)$ |
 # | $\varepsilon_t$ | the Gaussian noise added to input $t$, $\mathcal N(0,\sigma^2 I)$ | $(d_x,)$ |
 # | $x_t$ | the input of position $t$, $\mu_{y_{t-1}}+\varepsilon_t$ (a row vector) | $(d_x,)$ |
@@ -147,8 +147,8 @@ assert abs(entropy_rate_3 - 1.0397) < 1e-4
 # standing for it: $x_t=\mu_{y_{t-1}}+\varepsilon_t$, with one mean vector $\mu_c\in\mathbb R^{20}$
 # per symbol and Gaussian noise $\varepsilon_t\sim\mathcal N(0,I)$. A causal head ($d_x=20$,
 # $d_k=10$, $d_v=15$) predicts $y_t$ from $x_1,\dots,x_t$. After a non-stay move the chain jumps
-# from state $z$ to a state $y\ne z$ with probability proportional to $1/d(z,y)$, where
-# $d(z,y)=\min(\lvert z-y\rvert, 8-\lvert z-y\rvert)$ is the number of steps between them around a
+# from state $z$ to a state $y\ne z$ with probability proportional to $1/\rho(z,y)$, where
+# $\rho(z,y)=\min(\lvert z-y\rvert, 8-\lvert z-y\rvert)$ is the number of steps between them around a
 # circle of 8 states: nearer states are likelier. (The paper's sentence stating the rule is garbled; this is the reading
 # that reproduces its printed floor, [checked below](#checking-the-paper).) The symbol means are drawn
 # $\mathcal N(0,I_{20})$; the paper does not say how it chose them.

@@ -39,19 +39,19 @@ print("all required packages import")
 # | $w[t]$ | the word (token) at position $t$ of a text | a token, an integer id from 0 to $\lvert\mathcal V\rvert-1$ in code | Ch. 6; Part 1 |
 # | $T$ | the length of a sequence: its number of positions (the bold $\mathbf T$ of 2.4 and 2.9 is the set transformer, after their paper) | scalar | Ch. 6; all parts |
 # | $n$ | a number of items being counted (tokens, samples, steps); the page says which | scalar | all parts |
-# | $N$ | a number of samples or sequences drawn or trained on | scalar | Parts 2, 3, 5 |
+# | $N$ | a number of samples or sequences drawn or trained on (2.4 keeps the paper's normalisation $\mathbf N$ of (5.3b), written $\mathrm N$, an operator's name) | scalar | Parts 2, 3, 5 |
 # | $t$ | a position in a sequence (a time step), counted from 1 in the text | index | Ch. 6; all parts |
 # | $i$ | the position of the word that asks (the query), counted from 1 in the text | index | Ch. 6; all parts |
 # | $j$ | the position of a word that is looked at (a key), counted from 1 in the text | index | Ch. 6; Parts 1, 2, 3 |
 # | $x[t]$ | the input vector of position $t$ (an embedding, or a recurrent network's input) | $(d,)$, a row vector | Ch. 6; Parts 1, 4 |
 # | $X$ | the input vectors of a sequence stacked as rows, $X[t] = x[t]$ | $(T, d)$ | Ch. 6; Parts 1, 3, 4 |
-# | $e[i]$ | the embedding of word $i$: the row of $E$ of its token (plus its position's encoding, where added) | $(d_{\text{model}},)$, a row vector | Ch. 6; Part 1 |
+# | $e[i]$ | the embedding of word $i$: the row of $E$ of its token (plus its position's encoding, where added); 2.1 keeps the paper's letter $e$ of its Example 2.1 for a merged symbol | $(d_{\text{model}},)$, a row vector | Ch. 6; Part 1 |
 # | $E$ | the embedding table: one row per token of the vocabulary | $(\lvert\mathcal V\rvert, d_{\text{model}})$ | Ch. 6; Parts 1, 2, 4 |
 # | $q[i]$ | the query of word $i$, $q[i] = e[i]\,W^Q$: what word $i$ looks for (Part 5's $q(z\mid x)$ and Part 2's bold $\mathbf q$ are distributions, as their pages say) | $(d_k,)$, a row vector | Ch. 6; all parts |
-# | $k[j]$ | the key of word $j$, $k[j] = e[j]\,W^K$: what word $j$ offers to be found by | $(d_k,)$, a row vector | Ch. 6; all parts |
-# | $v[j]$ | the value of word $j$, $v[j] = e[j]\,W^V$: what word $j$ hands over when looked at | $(d_v,)$, a row vector | Ch. 6; all parts |
+# | $k[j]$ | the key of word $j$, $k[j] = e[j]\,W^K$: what word $j$ offers to be found by (2.9 keeps the paper's $k$ of its Lemma A.1 for a token of the vocabulary) | $(d_k,)$, a row vector | Ch. 6; all parts |
+# | $v[j]$ | the value of word $j$, $v[j] = e[j]\,W^V$: what word $j$ hands over when looked at (2.5 and the Part 2 overview keep the paper's $v$ for a state-space model's state) | $(d_v,)$, a row vector | Ch. 6; all parts |
 # | $Q$ | the queries of a sequence stacked as rows, $Q = X W^Q$ (in 2.4 and 2.5, after their paper, $Q$, $K$, $V$ are the weight matrices of Eq. (5.2), $Q = (W^Q)^\top$; in 2.8, $Q$ is a rate matrix) | $(T, d_k)$ | Ch. 6; Parts 1, 3 |
-# | $K$ | the keys of a sequence stacked as rows, $K = X W^K$ | $(T, d_k)$ | Ch. 6; Parts 1, 3 |
+# | $K$ | the keys of a sequence stacked as rows, $K = X W^K$ (2.9 keeps the paper's $K'$, $K$ of its Example 2.10 for the sides of an image and of its grid of patches) | $(T, d_k)$ | Ch. 6; Parts 1, 3 |
 # | $V$ | the values of a sequence stacked as rows, $V = X W^V$ (the vocabulary is $\mathcal V$) | $(T, d_v)$ | Ch. 6; Parts 1, 3 |
 # | $W^Q$ | the query projection: a learned matrix, multiplied on the right of a row vector | $(d_{\text{model}}, d_k)$ for one head; $(d_{\text{model}}, h\,d_k)$ for all the heads of a layer side by side (6.4, 6.6) | Ch. 6; Parts 1, 3, 5 |
 # | $W^K$ | the key projection | $(d_{\text{model}}, d_k)$ for one head; $(d_{\text{model}}, h\,d_k)$ for all the heads of a layer side by side (6.4, 6.6) | Ch. 6; Parts 1, 3, 5 |
@@ -61,12 +61,12 @@ print("all required packages import")
 # | $d_{\text{model}}$ | the model width: the length of an embedding and of the residual stream | scalar | Ch. 6; Part 1 |
 # | $d_k$ | the width of a query and of a key (of one head: $d_{\text{model}}/h$ in multi-head attention) | scalar | Ch. 6; Parts 1, 3, 4 |
 # | $d_v$ | the width of a value (of one head) | scalar | Ch. 6; Parts 1, 3 |
-# | $d$ | the width (dimension) of the vectors of a page that has only one width | scalar | all parts |
+# | $d$ | the width (dimension) of the vectors of a page that has only one width (2.1 keeps the paper's letter $d$ of its Example 2.1 for a merged symbol) | scalar | all parts |
 # | $h$ | the number of attention heads (Part 2 writes $h_i$, after its paper, for the vector of token $i$) | scalar | Ch. 6; Part 1 |
 # | $d_{ff}$ | the hidden width of the feed-forward network (usually $4d_{\text{model}}$) | scalar | Ch. 6; Part 1 |
 # | $W_1$ | the first weight matrix of the feed-forward network | $(d_{\text{model}}, d_{ff})$ | Ch. 6; Part 1 |
 # | $W_2$ | the second weight matrix of the feed-forward network | $(d_{ff}, d_{\text{model}})$ | Ch. 6; Part 1 |
-# | $b$ | a bias vector, added after a matrix product ($b_1$, $b_2$ in the feed-forward network) | a row vector | Ch. 6; Parts 1, 3 |
+# | $b$ | a bias vector, added after a matrix product ($b_1$, $b_2$ in the feed-forward network); 2.1 keeps the paper's letters $a,\dots,e$ of its Example 2.1 for the symbols of a text | a row vector | Ch. 6; Parts 1, 2, 3 |
 # | $L$ | the number of layers (decoder blocks) of a stack | scalar | Ch. 6; Parts 1, 4, 5 |
 # | $\ell$ | the index of a layer, from 1 to $L$ | index | Ch. 6; Parts 1, 4, 5 |
 # | $P$ | a probability, as in $P(w[t+1]\mid w[1..t])$ (2.3's $P$, $P'$ are transition matrices and 5.3's $P$ the mean gates of Eq. (22), as their pages say) | scalar | Ch. 6; all parts |
@@ -76,7 +76,7 @@ print("all required packages import")
 # | $\eta$ | a learning rate: the step size of gradient descent | scalar | Parts 3, 4 |
 # | $\tau$ | a temperature: scores are divided by $\tau$ before a softmax (in 2.8, the time step of τ-leaping) | scalar | Part 2 |
 # | $\mu$ | a mean | scalar or vector | all parts |
-# | $\sigma$ | a standard deviation ($\sigma^2$ a variance) | scalar | all parts |
+# | $\sigma$ | a standard deviation ($\sigma^2$ a variance); 2.8 keeps the paper's diffusion coefficient $\sigma(t)$ of its noise schedule $Q(t)=\sigma^2(t)Q^0$ | scalar | all parts |
 # | $\mathcal N$ | the normal (Gaussian) distribution, $\mathcal N(\mu, \sigma^2)$ | a distribution | all parts |
 # | $I$ | the identity matrix | $(d, d)$ | all parts |
 # | $\mathcal O$ | order of growth: $\mathcal O(T^2)$ grows at most like $T^2$ | — | all parts |
