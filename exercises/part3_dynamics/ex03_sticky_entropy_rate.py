@@ -12,15 +12,15 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 # # Exercise 03 — Which sticky chain is behind "theoretical min entropy 1.8833"?
 # **Part:** 3 · **Difficulty:** ★★ · **Book notebook:** book/part3_dynamics/03_sticky_chain_em_vs_sgd
 #
-# §7.2 uses a chain on $C=8$ states (`n` in code) that stays put with probability $s=0.3$ and otherwise
-# jumps from state $z$ to another state $y\ne z$ with probability proportional to a weight $w(d)$ of the
-# circular distance $d(z,y)=\min(|z-y|,C-|z-y|)$. With $M$ its transition matrix (as on page 3.3,
-# $M_{z,y}$ is the probability that $y$ follows $z$; the code below calls it `P`) and $\nu$ its stationary law (a row
-# vector, $\nu M=\nu$), Table 1 reports a "theoretical min entropy" of 1.8833 — the entropy rate
-# $H=-\sum_z\nu_z\sum_yM_{z,y}\log M_{z,y}$ (nats) of the chain.
+# §7.2 uses a chain on $C=8$ states (`n` in code) that stays put with probability $s=0.3$ and otherwise jumps from
+# state $z$ to another state $y\ne z$ with probability proportional to a weight $w(\rho)$ of the circular distance
+# $\rho(z,y)=\min(|z-y|,C-|z-y|)$ (the number of steps between them around the ring; `d` in code). With $M$ its
+# transition matrix (as on page 3.3, $M_{z,y}$ is the probability that $y$ follows $z$; the code below calls it `P`)
+# and $\nu$ its stationary law (a row vector, $\nu M=\nu$), Table 1 reports a "theoretical min entropy" of 1.8833 —
+# the entropy rate $H=-\sum_z\nu_z\sum_yM_{z,y}\log M_{z,y}$ (nats) of the chain.
 #
 # 1. Implement `transition(n, stay, rule)` for the rules `"uniform_others"` ($w=1$),
-#    `"circular_distance"` ($w=d$) and `"inverse_circular_distance"` ($w=1/d$), and, for contrast, the
+#    `"circular_distance"` ($w=\rho$) and `"inverse_circular_distance"` ($w=1/\rho$), and, for contrast, the
 #    rule `"line_distance"` ($w=|z-y|$: the states on a line instead of a ring). Row $z$ of the matrix
 #    is the law of the next state given state $z$.
 # 2. Implement `entropy_rate(P)` for **any** irreducible transition matrix (find the stationary law
