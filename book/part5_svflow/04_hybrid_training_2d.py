@@ -517,8 +517,8 @@ assert min(n_eff_saved) > 7.5
 # The page trains the four runs for 300 steps with batch 256 (seed 0); setting the environment variable
 # `FULL=1` runs the paper's 10,000 steps with batch 512 instead. Training for hundreds of steps amplifies
 # last-digit differences between CPUs and their floating-point kernels (seed 0 on one thread, run on
-# one machine once with torch's AVX-512 kernels and once with its AVX2 kernels, gave β = 0 runs that
-# ended at different accuracies, neither of them the saved run's collapse), so the training table
+# one machine with torch's AVX-512, its AVX2 and its unvectorised kernels, gave three β = 0 runs that
+# ended at three different accuracies, one of them 1/2 like the saved run's), so the training table
 # and the per-run measurements are printed as produced numbers (shown, but not compared as text when the
 # notebook is re-run), and only the statements that held in every seed are asserted; none of them is
 # about the β = 0 or β = 0.5 run of one seed. The two saved runs
