@@ -165,7 +165,7 @@ print(f"with log sigma^2 >= {LOG_VAR_RANGE[0]}: Delta s / sigma^2 <= "
 # paper's schedule is an option, see [Reproducibility](#reproducibility)). Two additions, both stated: the log-variance
 # squashing above, and each run's gradient clipped to norm 1 (the Euler unroll otherwise occasionally
 # blows up at lr 0.01). The four runs are trained side by side in one stacked module
-# (`nextword.torch.svflow.hybrid`), which is equivalent to training them separately.
+# (`nextword.torch.svflow.hybrid`), which in exact arithmetic is equivalent to training them separately.
 
 # %%
 X_train, y_train, X_test, y_test = moons_data()  # 2000 + 600 points, noise 0.06, generator seed 0
