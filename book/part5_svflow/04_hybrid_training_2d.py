@@ -520,8 +520,8 @@ assert min(n_eff_saved) > 7.5
 # one machine with torch's AVX-512, its AVX2 and its unvectorised kernels, gave three β = 0 runs that
 # ended at three different accuracies, one of them 1/2 like the saved run's), so the training table
 # and the per-run measurements are printed as produced numbers (shown, but not compared as text when the
-# notebook is re-run), and only the statements that held in every seed are asserted; none of them is
-# about the β = 0 or β = 0.5 run of one seed. The two saved runs
+# notebook is re-run), and only the statements that held in every seed are asserted; none of them says
+# whether the β = 0 or the β = 0.5 run of a seed separates the classes. The two saved runs
 # of the same setting (seeds 0–2) were produced as follows:
 
 # %% tags=["hide-cell"]
