@@ -314,7 +314,7 @@ assert end_radii.max() < 1.4 and distance_to_nearest_mode(misaligned_end).mean()
 # $\log p(x)$. The ideal flow climbs $\log p$ at every step and gathers at the mixture modes (the mean
 # distance to the nearest mode, printed above, falls more than fourfold). Look at the right panel: the
 # misaligned flow, pulled by $q$'s rotated and widened components, spirals round the centre and ends on a
-# ring inside the modes (radii printed above), between them rather than at them.
+# ring inside the circle of the modes (radii printed above), rather than at them.
 #
 # ## Key takeaways
 #

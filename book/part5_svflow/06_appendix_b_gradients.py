@@ -839,8 +839,8 @@ plt.show()
 # about the average size (more than half of the mean over types in every seed), and the query-role
 # gradient does not grow with the load (log-log slope within 0.3 of zero), while the gradient a
 # representation receives as a key and as a value does (slopes above 0.3). An MoE expert's gradient on its
-# own matrix also grows with its load, less steeply (slope above 0.1, asserted only for the five seeds
-# drawn, 0–4, pooled; not for all 40). Claim (iii) does not follow, at this scale: pooling the three role gradients
+# own matrix also grows with its load (slope above 0.1, asserted only for the five seeds drawn, 0–4,
+# pooled; not for all 40; how its printed slope compares with the key's and the value's is not asserted). Claim (iii) does not follow, at this scale: pooling the three role gradients
 # into one row (coupled) or not (decoupled) leaves the final key loads within a few hundredths of each
 # other per type (below 0.06 in every seed, in attention mass that sums to 1 over the eight types, so up
 # to about half of a fair share of 0.125; the left panel shows them in fair shares), and the coupled model keeps its least-used key type busier
