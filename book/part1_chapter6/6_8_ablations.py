@@ -432,8 +432,8 @@ assert round(-np.log(0.99), 3) == 0.010 and round(np.log(3), 3) == 1.099
 #   runs are too few to say more, and it is not asserted.
 # - **Residual connections** (§6.6: they keep gradients from vanishing in deep networks, and, with layer
 #   normalisation, are there "for training stability"): statements about training, which the default run
-#   does not test (`FULL=1` retrains without them); no model is trained without them, so nothing here
-#   shows a training that is unstable. §6.6 also says they let "information from lower layers" bypass
+#   does not test (`FULL=1` retrains without them); the default run trains no model without them, so
+#   nothing it shows is a training that is unstable. §6.6 also says they let "information from lower layers" bypass
 #   the attention and feed-forward transformations; what the default run shows fits that: a model trained
 #   *with* them collapses when they are removed at test time. (An earlier version printed "training unstable" in
 #   the table's prediction column, beside the test-time row, as if the cells had seen it.)
