@@ -271,11 +271,11 @@ plt.show()
 # the rank of the true shift (rank 2) rises less (1.27 times): restricting the update to rank $s$
 # acts here as the implicit regularisation Remark 4.9 mentions. All of this is one pre-training
 # source, one rank-2 shift and one pre-trained table; the data sets vary only the fine-tuning
-# sample. Rank 1 cannot express the shift; rank 4 has more freedom to fit noise. At its best number
-# of steps rank 2 beats training from scratch and the other two ranks; it is also below the full
-# update here, but that comparison is not robust: over twelve data sets each of the two wins on
-# some, and on average the full update, stopped early, is about as good (printed under
-# Reproducibility).
+# sample (and the LoRA factors' random start). Rank 1 cannot express the shift; rank 4 has more
+# freedom to fit noise. At its best number of steps rank 2 beats training from scratch and the
+# other two ranks; it is also below the full update here, but that comparison is not robust: over
+# twelve data sets each of the two wins on some, and on average the full update, stopped early, is
+# about as good (printed under Reproducibility).
 #
 # At the population level (expected counts instead of samples, so no noise) the rank statement is
 # sharp: LoRA with $s=2$ comes within a small residual of the target (explained below), while

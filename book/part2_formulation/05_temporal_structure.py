@@ -247,8 +247,8 @@ plt.show()
 # [checked below](#checking-the-paper).) Sympy for one pair, then numbers:
 
 # %%
-# one coordinate pair of the query vector x and of the key vector y (bold in the text), and its angle
-q1, q2, k1, k2, phi = sp.symbols(r"\mathbf{x}_1 \mathbf{x}_2 \mathbf{y}_1 \mathbf{y}_2 psi", real=True)
+# one coordinate pair of the query vector q and of the key vector k, and its angle
+q1, q2, k1, k2, phi = sp.symbols("q_1 q_2 k_1 k_2 psi", real=True)
 
 
 def rot(angle):
@@ -376,7 +376,7 @@ plt.show()
 # %% [markdown]
 # **Figure 2.5.2.** Inner products needed by one attention layer (§5.3.3) against the length $n=m-1$,
 # on log–log axes, for half-width $\omega=8$: full and causal attention grow as $n^2$ (slope 2; causal
-# needs about half), the banded masks grow linearly (slope 1), $\mathcal O(wn)$.
+# needs about half), the banded masks grow linearly (slope 1), $\mathcal O(\omega n)$.
 #
 # ## State-space models (§5.3.4, Appendix C)
 #
