@@ -13,7 +13,8 @@ cross-entropy is the honest floor for any model on the same sample. When the noi
 compared with the distances between the means it approaches the entropy rate
 ``H(y_t | y_{t-1})`` (the paper's "theoretical min entropy", which assumes ``y_{t-1}`` is known).
 
-Protocols (:func:`train_protocol`), both on one training sequence, full-batch, mean cross-entropy:
+Protocols (:func:`train_protocol`), mean cross-entropy, either full-batch on one training sequence or online
+(a fresh sequence every step):
 
 * ``"sgd"`` — gradient descent on ``W_Q, W_K, W_V, W_O, b`` with one learning rate ``lr``.
 * ``"em"`` — per step: E-like forward pass (α, u); M-like closed-form value step
