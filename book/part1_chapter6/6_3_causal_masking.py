@@ -190,9 +190,9 @@ np.testing.assert_allclose(weights @ values, np.stack([masked_out[i] for i in (1
 # %%
 source = markov_source(8, 2, np.random.default_rng(0), concentration=0.3)
 H = source.entropy_rate()
-pair_frequency = source.stationary_distribution()  # (8, 8): long-run P(y, z) of two consecutive symbols
+pair_law = source.stationary_distribution()  # (8, 8): long-run P(y, z) of two consecutive symbols
 next_law = source.transition  # (8, 8, 8): P(next | y, z)
-H_by_hand = -(pair_frequency * (next_law * np.log(np.where(next_law > 0, next_law, 1))).sum(-1)).sum()
+H_by_hand = -(pair_law * (next_law * np.log(np.where(next_law > 0, next_law, 1))).sum(-1)).sum()
 assert abs(H_by_hand - H) < 1e-12  # H = sum over (y, z) of P(y, z) * entropy of P(. | y, z)
 train_stream = source.sample(40_000, np.random.default_rng(1))
 test_stream = source.sample(3_200, np.random.default_rng(2))
@@ -326,7 +326,7 @@ plt.show()
 # also has triples of consecutive symbols, which see even more of the order.)
 
 # %%
-pair_law = source.stationary_distribution()  # (8, 8): exact law of two consecutive symbols
+pair_law = source.stationary_distribution()  # (8, 8): exact law of two consecutive symbols (as above)
 laws = {1: pair_law.sum(1),  # single symbols
         2: pair_law,  # pairs (y, z)
         3: pair_law[:, :, None] * source.transition}  # triples: P(y, z) P(next | y, z)
