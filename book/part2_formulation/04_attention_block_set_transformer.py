@@ -174,9 +174,9 @@ assert np.allclose(out_1212, np.tile(out_12, 2), atol=1e-12)  # duplicated: the 
 # the scores into the next-token distribution $\mathbf q_m$ (5.7); the model's next-token probability
 # is this $\mathbf q_m$ applied to the embedded prefix (5.1b). (Remark 5.6: $B$ could be folded into
 # $\mathbf T$; the paper keeps them apart because $\mathbf T$ alone serves other tasks. Remark 5.7:
-# the parameters are those of all blocks and of $B$, while $\tau$ is chosen by hand.) Only ATT mixes
-# positions; every
-# other step acts on each position alone.
+# the parameters are those of all blocks and of $B$, while $\tau$ is chosen by hand.) Inside a
+# block only ATT mixes positions; N and NN act on each position alone. After the blocks, pooling
+# merges all positions into one vector, and $B$ and the softmax act on that single vector.
 
 # %%
 fig, ax = plt.subplots(figsize=(12, 3.8))
