@@ -537,7 +537,11 @@ print(f"causal, no positions, (h, h): first copy reproduces h's outputs {first_o
 #    two slots is two different vectors), or use a causal mask in ATT (then each token sees a
 #    different prefix), or replace the pooling by a map that is not symmetric in the positions (e.g.
 #    read the last position). Any one of these breaks the invariance; the table of the last
-#    section shows it for the first two.
+#    section shows it for the first two. The last of them breaks it only partly: with no mask and
+#    no positions the blocks are equivariant, so the last position's output depends only on the
+#    last token and on the unordered prefix. It separates "dog bites man" from "man bites dog"
+#    (their last words differ) but still gives "dog bites man" and "bites dog man" the same
+#    distribution.
 #    ```
 #
 # 3. Repeating every token of a prefix leaves the set transformer's output unchanged. Why is that a
