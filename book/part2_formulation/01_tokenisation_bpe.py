@@ -446,11 +446,11 @@ assert np.all(grad[unused_rows] == 0)
 print(f"{len(unused_rows)} of {big.vocab_size} rows get zero gradient from this line")
 
 # %% [markdown]
-# Remark 2.9's caveat is visible in the same objects. A token that never occurs in the training text
-# gets zero gradient through the lookup, so the lookup's gradient never moves its row. Only
-# something else would: weight decay, or a model that reuses the table as its output layer (the
-# output layer scores every token at every position, so its gradient reaches every row). And
-# nothing in $\phi$ ties synonyms together: a rare
+# The same objects show what learning $\varphi$ this way leaves open. A token that never occurs in
+# the training text gets zero gradient through the lookup, so the lookup's gradient never moves its
+# row. Only something else would: weight decay, or a model that reuses the table as its output layer
+# (the output layer scores every token at every position, so its gradient reaches every row). And,
+# Remark 2.9's own caveat, nothing in $\phi$ ties synonyms together: a rare
 # word split into several tokens is embedded as several vectors, a frequent synonym as one. Learning
 # the table is the job of the training objective of [2.2](02_objective_kl.ipynb).
 
