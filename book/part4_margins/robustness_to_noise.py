@@ -388,7 +388,7 @@ if SAVED:
 # one pair, one seed (the second seed of the previous page kept no weights to probe), so this is a
 # finding about this setting, not a verdict on the paper's WikiText-2 runs. A pair trained with
 # the paper's own learning rate and the exact penalty goes further: there the margin model degrades
-# *more* than the CE model beyond $\sigma\approx0.25$, even at absolute noise
+# *more* than the CE model from $\sigma=0.25$ on (the curves cross between 0.2 and 0.25), even at absolute noise
 # ([checked below](#checking-the-paper)). And the paper's own tables do not show the gap widening
 # with $\sigma$ that its Figure 7.5 describes (also checked below).
 #
