@@ -431,9 +431,11 @@ if SAVED:
 #    eigenvalue $\nu$ of $\Sigma_t A$ has real part $\le0$ (every factor $\lvert1-\nu\rvert$ is then at
 #    least 1): in one dimension, a negative coupling $a<0$. A negative trace alone does not guarantee
 #    it (the counterexample beside Figure 4.6.1), and $\lvert\det\rvert\ge1$ does not prove a negative
-#    coupling either: a positive coupling so strong that the eigenvalues have passed 1 in pairs can also give
-#    $\lvert\det\rvert>1$ (the caption of Figure 4.3.2 of [4.3](03_matrix_margin.ipynb): had the second
-#    eigenvalue also passed 1, the determinant would have turned positive again). That is why the miniature's diagnostics also report the sign of
+#    coupling either: a positive coupling so strong that real eigenvalues $\nu$ have gone past 2 gives
+#    factors $\lvert1-\nu\rvert>1$, so $\lvert\det\rvert>1$ is possible there too, and the determinant is
+#    positive if they passed 1 in pairs (the caption of Figure 4.3.2 of [4.3](03_matrix_margin.ipynb): had the
+#    second eigenvalue also passed 1, the determinant would have turned positive again; an eigenvalue
+#    between 1 and 2 still gives a factor below 1 in size). That is why the miniature's diagnostics also report the sign of
 #    $\operatorname{tr}(\Sigma_t A)$.
 #    ```
 #
