@@ -58,7 +58,7 @@
 # | $f(a)$ | the toy objective | function |
 # | $A$ | the embedding prior's matrix ([4.7](barrier_training.ipynb)) | $(d,d)$ |
 # | $\Sigma_t$ | attention-weighted covariance of the embeddings before position $t$ | $(d,d)$ |
-# | $x_t$, $\mu_t$, $\hat\varepsilon_t$, $\hat\varepsilon$ | embedding at position $t$ (a column vector, as everywhere in Part 4), the prior's weighted mean of the past, the residual $x_t-\mu_t$ ($\hat\varepsilon$: the residuals of all positions) | $(d,)$ |
+# | $x_t$, $\mu_t$, $\hat\varepsilon_t$, $\hat\varepsilon$ | embedding at position $t$ (a column vector, as everywhere in Part 4), the prior's weighted mean of the past, the residual $x_t-\mu_t$ ($\hat\varepsilon$: the residuals of all positions) | $(d,)$ each; $\hat\varepsilon$: one such vector per position |
 # | $\alpha_{ts}$, $H_t$ | the prior's attention weights at position $t$ on earlier positions $s$, and their entropy | numbers |
 # | $s$ | an earlier position, $s<t$ | number |
 # | $\sigma$ | standard deviation of the noise added to the embeddings in the probe; $\mathrm{BPC}$ and $\mathrm{BPC}_\sigma$ are the validation bits per character, clean and with that noise | number |
