@@ -50,7 +50,7 @@
 # | $\bar x_t$ | attention-weighted mean of the embeddings before $t$, $\sum_{s<t}\alpha_{ts}x_s$ | $(d,)$ |
 # | $\Sigma_t$ | attention-weighted covariance of the embeddings before $t$ | $(d,d)$ |
 # | $m$, $m_t$ | margin of a position: $1-a\,\mathrm{Var}_t$ in $d=1$, $\lvert\det(I-\Sigma_t A)\rvert$ in $d$ | number |
-# | $\mathcal L_{\rm CE}$ | the language model's cross-entropy loss (nats per character) | number |
+# | $\mathcal L_{\rm CE}$ | the language model's cross-entropy loss (nats per character; the printout of "One training step" shows it divided by $\ln 2$, in bits per character) | number |
 # | $\mathcal L_{\rm margin}$ | the margin penalty, the mean over positions of $-\log\lvert\det(I-\Sigma_t A)\rvert$ | number |
 # | $\lambda_m$ | the weight of the margin penalty in the training loss | number |
 # | $\eta$ | step size of a gradient-descent step | number |
