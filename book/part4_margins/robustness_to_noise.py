@@ -381,8 +381,8 @@ if SAVED:
 # the direction the paper reports. But at equal noise *relative* to each model's embedding scale
 # the advantage shrinks to a small fraction of its absolute size at the largest $\sigma$ (both differences
 # printed above; asserted: less than a quarter). It is largest, relative to the absolute advantage, in the
-# middle of the grid: at $\sigma=0.2$ the margin model's 2.569 against the CE model's 2.654 is about a fifth
-# of the absolute difference (2.239 against 2.654). In the table the margin model stays slightly ahead at
+# middle of the grid: at $\sigma=0.2$ the margin model's lead at equal relative noise (2.569 against 2.654)
+# is about a fifth of its lead at absolute noise (2.239 against 2.654). In the table it stays slightly ahead at
 # every relative level, so the rescaling removes most of the advantage, not all of it.
 #
 # The robustness gain is mostly a change of scale of the embeddings — the tiny example's doubling —
