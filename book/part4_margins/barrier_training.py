@@ -540,7 +540,9 @@ if SAVED:
 # %% [markdown]
 # **Figure 4.7.3** (where training took the margin; the landscape of Figure 4.7.1 with the trained
 # pair). Panel (b) marks each trained prior at its mean $\log\lvert\det(I-\Sigma_t A)\rvert$ over
-# positions, which is its final penalty with the sign changed. The CE arm's prior (blue), which no
+# positions of the diagnostic windows, which is the penalty printed with the diagnostics ($-22.7782$ for the
+# margin arm) with the sign changed; the training penalty, printed below ($-22.81$), is a mean over the last
+# period's training batches and differs slightly. The CE arm's prior (blue), which no
 # loss term moves, stays at $A\approx0$, $\lvert\det\rvert\approx1$. The margin arm's prior
 # (vermilion) went about 23 nats to the right, down the slope: the side without a wall.
 #
