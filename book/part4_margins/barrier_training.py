@@ -50,7 +50,7 @@
 # | $\bar x_t$ | attention-weighted mean of the embeddings before $t$, $\sum_{s<t}\alpha_{ts}x_s$ | $(d,)$ |
 # | $\Sigma_t$ | attention-weighted covariance of the embeddings before $t$ | $(d,d)$ |
 # | $m$, $m_t$ | margin of a position: $1-a\,\mathrm{Var}_t$ in $d=1$, $\lvert\det(I-\Sigma_t A)\rvert$ in $d$ | number |
-# | $\mathcal L_{\rm CE}$ | the language model's cross-entropy loss (nats per character) | number |
+# | $\mathcal L_{\rm CE}$ | the language model's cross-entropy loss (nats per character; the printout of "One training step" shows it divided by $\ln 2$, in bits per character) | number |
 # | $\mathcal L_{\rm margin}$ | the margin penalty, the mean over positions of $-\log\lvert\det(I-\Sigma_t A)\rvert$ | number |
 # | $\lambda_m$ | the weight of the margin penalty in the training loss | number |
 # | $\eta$ | step size of a gradient-descent step | number |
@@ -540,7 +540,9 @@ if SAVED:
 # %% [markdown]
 # **Figure 4.7.3** (where training took the margin; the landscape of Figure 4.7.1 with the trained
 # pair). Panel (b) marks each trained prior at its mean $\log\lvert\det(I-\Sigma_t A)\rvert$ over
-# positions, which is its final penalty with the sign changed. The CE arm's prior (blue), which no
+# positions of the diagnostic windows, which is the penalty printed with the diagnostics ($-22.7782$ for the
+# margin arm) with the sign changed; the training penalty, printed below ($-22.81$), is a mean over the last
+# period's training batches and differs slightly. The CE arm's prior (blue), which no
 # loss term moves, stays at $A\approx0$, $\lvert\det\rvert\approx1$. The margin arm's prior
 # (vermilion) went about 23 nats to the right, down the slope: the side without a wall.
 #
