@@ -299,13 +299,14 @@ def distance_to_nearest_mode(points):
 
 ideal_path = paths["ideal q = p"]
 before, after = distance_to_nearest_mode(ideal_path[0]).mean(), distance_to_nearest_mode(ideal_path[-1]).mean()
-print(f"ideal flow: mean distance to the nearest mode {before:.2f} -> {after:.2f}")
+print(f"ideal flow: mean distance to the nearest mode {before:.2f} -> {produced(after, '.2f')}")
 assert after < before / 4  # Figure 5.2.2: the mean distance to the nearest mode falls more than fourfold
 misaligned_end = paths["misaligned q"][-1]
 end_radii = np.linalg.norm(misaligned_end, axis=1)
-print(f"misaligned flow: end points at radius {end_radii.min():.2f} to {end_radii.max():.2f} (the modes: 1.5); "
+print(f"misaligned flow: end points at radius {produced(end_radii.min(), '.2f')} to "
+      f"{produced(end_radii.max(), '.2f')} (the modes: 1.5); "
       f"mean distance to the nearest mode {distance_to_nearest_mode(paths['misaligned q'][0]).mean():.2f} -> "
-      f"{distance_to_nearest_mode(misaligned_end).mean():.2f}")
+      f"{produced(distance_to_nearest_mode(misaligned_end).mean(), '.2f')}")
 assert end_radii.max() < 1.4 and distance_to_nearest_mode(misaligned_end).mean() > 2 * after  # a ring inside the modes
 
 # %% [markdown]
