@@ -307,11 +307,12 @@ for label, row in zip(LABELS, rows):
 #
 # One training run is one draw: a run sometimes separates the moons and sometimes collapses all points
 # onto one spot (accuracy 1/2), depending on the seed, and even for one seed on the CPU that trains it.
-# So we trained this very setting with seeds 0, 1 and 2 (a saved run, `hybrid_default`), measured each
+# So we trained this very setting with seeds 0, 1 and 2 (saved with the book; its provenance is in
+# [Reproducibility](#reproducibility)), measured each
 # run as above, and sort the statements into those that held in every seed and those that did not. The
 # saved seed 0 is the run drawn above (same setting and seed), trained when the run was saved: where its
-# per-seed line below differs from the table above, the difference comes from the CPU's floating-point
-# kernels, grown by training (see [Reproducibility](#reproducibility)), so neither the table above nor
+# per-seed line below differs from the table above, the difference comes from the last-digit rounding of
+# the CPU that trained it, grown by training (see [Reproducibility](#reproducibility)), so neither the table above nor
 # the saved line is "the" outcome of seed 0.
 #
 # Held in every seed: the run with β = 0.1 separates the classes (accuracy ≥ 0.95); the
