@@ -245,6 +245,9 @@ def setup(app):
     from nextword.booktools.rendering import fold_audit_sections
 
     app.connect("doctree-resolved", fold_audit_sections)   # Checking the paper, Reproducibility: <details>
+    from nextword.booktools.rendering import lift_boxed_tables_for_print
+
+    app.connect("doctree-resolved", lift_boxed_tables_for_print)   # the PDF: a long boxed table breaks over pages
     from nextword.booktools.rendering import mark_produced_numbers
 
     app.connect("html-page-context", mark_produced_numbers, priority=700)   # produced numbers: underlined

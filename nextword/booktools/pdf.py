@@ -84,6 +84,13 @@ def render_pdf(out: Path = PDF_PATH, *, stage: Path = PDF_STAGE, latex_dir: Path
     pdf = Path(latex_dir) / "nextword.pdf"
     if not pdf.exists():
         raise RuntimeError(f"latexmk wrote no PDF ({done.returncode}):\n{done.stdout[-4000:]}")
+    log = (Path(latex_dir) / "nextword.log").read_text(errors="replace")
+    if "TeX capacity exceeded" in log:
+        # e.g. an unbreakable box taller than a page: TeX writes empty pages until its stack overflows
+        end = log.index("TeX capacity exceeded")
+        raise RuntimeError(
+            f"xelatex ran away (TeX capacity exceeded); the log before it:\n{log[max(0, end - 1500) : end + 400]}"
+        )
     shutil.copy2(pdf, out)
     return Path(out)
 

@@ -15,6 +15,12 @@ dotted underline (``_static/nextword.css``), a tooltip, and for screen readers a
 page, :data:`PRODUCED_NOTE` (:func:`mark_produced`). In the PDF the marks become a visible dagger after the
 text, ``1.03†`` (:func:`produced_for_print`); the reading guide explains both.
 
+**Boxed tables in print.** LaTeX draws an admonition as a framed box and a short table as one unbreakable
+``tabulary``; a box holding a table taller than a page (a long "Symbols on this page") never fits, and xelatex
+emits empty pages until TeX's stack overflows (a 10,183-page PDF). In the PDF each admonition that holds a table
+becomes its title as a rubric followed by its content, and the table a ``longtable`` with column widths, which
+breaks across pages and wraps its cells (:func:`lift_boxed_tables`). The HTML keeps the boxes.
+
 >>> from docutils.core import publish_doctree
 >>> rst = "Title\\n=====\\n\\nLesson\\n------\\n\\ntext\\n\\nReproducibility\\n---------------\\n\\nseed 0\\n"
 >>> doc = publish_doctree(rst, settings_overrides={"doctitle_xform": False})
@@ -39,6 +45,8 @@ __all__ = [
     "PRODUCED_NOTE",
     "fold_audit_sections",
     "fold_sections",
+    "lift_boxed_tables",
+    "lift_boxed_tables_for_print",
     "mark_produced",
     "mark_produced_numbers",
     "produced_for_print",
@@ -125,3 +133,44 @@ def produced_for_print(text: str) -> str:
     'loss 0.66† nats'
     """
     return _PRODUCED.sub(lambda m: f"{m[1]}\u2020", text).replace(MARK, "")
+
+
+def lift_boxed_tables(doctree: nodes.Node) -> int:
+    """Replace each admonition that holds a table by a rubric with its title, then its content; make every such
+    table a ``longtable`` with given column widths (each column's share: its longest cell, between 8 and 60
+    characters). Returns how many admonitions were lifted.
+
+    >>> from docutils.core import publish_doctree
+    >>> rst = ".. admonition:: Symbols\\n\\n   ===  ========\\n   a    the first\\n   b    the second\\n   ===  ========\\n"
+    >>> doc = publish_doctree(rst)
+    >>> lift_boxed_tables(doc), [type(n).__name__ for n in doc]
+    (1, ['rubric', 'table'])
+    >>> doc[1]["classes"], [c["colwidth"] for c in doc[1].findall(nodes.colspec)]
+    (['longtable', 'colwidths-given'], [8, 10])
+    """
+    lifted = 0
+    for box in list(doctree.findall(nodes.Admonition)):
+        tables = list(box.findall(nodes.table))
+        if not tables or box.parent is None:
+            continue
+        for table in tables:
+            table["classes"] = [*table["classes"], "longtable", "colwidths-given"]
+            for group in table.findall(nodes.tgroup):
+                specs = list(group.findall(nodes.colspec))
+                widest = [8] * len(specs)
+                for row in group.findall(nodes.row):
+                    for i, entry in enumerate(row.children[: len(specs)]):
+                        widest[i] = max(widest[i], min(60, len(entry.astext())))
+                for spec, width in zip(specs, widest):
+                    spec["colwidth"] = width
+        title = [child for child in box.children if isinstance(child, nodes.title)]
+        rubric = [nodes.rubric("", "", *title[0].children)] if title else []
+        box.replace_self(rubric + [child for child in box.children if not isinstance(child, nodes.title)])
+        lifted += 1
+    return lifted
+
+
+def lift_boxed_tables_for_print(app, doctree: nodes.document, docname: str) -> None:
+    """Sphinx ``doctree-resolved`` hook: :func:`lift_boxed_tables` for the LaTeX builder only."""
+    if app.builder.format == "latex":
+        lift_boxed_tables(doctree)
