@@ -455,7 +455,8 @@ plt.show()
 #
 # Everything above used (5.2) as printed: every token attends to every token and nothing encodes
 # order. A decoder uses a {term}`causal mask` (§5.3.3) and
-# {term}`positional encodings <positional encoding>` (§5.3.1). We test the three properties in all
+# {term}`positional encodings <positional encoding>` (§5.3.1), the subject of the next page,
+# [2.5](05_temporal_structure.ipynb). We test the three properties in all
 # four settings (positions = sinusoidal encodings added to the embeddings after the permutation: a
 # position belongs to the slot, not to the token).
 
