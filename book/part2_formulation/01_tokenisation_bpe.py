@@ -497,8 +497,8 @@ print(f"{len(unused_rows)} of {big.vocab_size} rows get zero gradient from this 
 #    $\mathbb R^{3d_e}$), the frequent one as a single vector (a point of $\mathbb R^{d_e}$), so there
 #    is not even one pair of vectors to compare. Nor does training tie them together: each piece's
 #    vector is learned from every word the piece occurs in (a piece that is itself rare gets few
-#    gradient updates, one that never occurs gets none), and nothing in the loss asks the three
-#    vectors to say what the synonym's one vector says. This is Remark 2.9's point.
+#    gradient updates, one that never occurs gets none through the lookup), and nothing in the loss
+#    asks the three vectors to say what the synonym's one vector says. This is Remark 2.9's point.
 #    ```
 
 # %% tags=["hide-cell"]
