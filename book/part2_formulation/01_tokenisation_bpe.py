@@ -196,9 +196,9 @@ assert decoded == "abcababc"
 # ## Byte-pair encoding on real text (Example 2.2, Remark 2.4)
 #
 # Byte-level tokenisers, such as GPT-2's, start from the 256 possible values of a byte (the UTF-8
-# encoding of any text is a sequence of bytes, so nothing is ever "unknown") and learn thousands of
-# merges from a large text.
-# We learn `MAX_MERGES` = 3840 merges, for a vocabulary of $256+3840=4096$ tokens, on tiny
+# encoding of any text is a sequence of bytes, so nothing is ever "unknown") and learn tens of
+# thousands of merges from a large web corpus. We learn far fewer, `MAX_MERGES` = 3840 merges, for a
+# vocabulary of $256+3840=4096$ tokens, from the first `TRAIN_CHARS` = 200,000 characters of tiny
 # Shakespeare. As GPT-2 does, the text is first split into words and punctuation, so that no merge
 # crosses a word boundary. The last 10% of the file (`held_out`) is never seen by the merges.
 
@@ -497,8 +497,8 @@ print(f"{len(unused_rows)} of {big.vocab_size} rows get zero gradient from this 
 #    $\mathbb R^{3d_e}$), the frequent one as a single vector (a point of $\mathbb R^{d_e}$), so there
 #    is not even one pair of vectors to compare. Nor does training tie them together: each piece's
 #    vector is learned from every word the piece occurs in (a piece that is itself rare gets few
-#    gradient updates, one that never occurs gets none), and nothing in the loss asks the three
-#    vectors to say what the synonym's one vector says. This is Remark 2.9's point.
+#    gradient updates, one that never occurs gets none through the lookup), and nothing in the loss
+#    asks the three vectors to say what the synonym's one vector says. This is Remark 2.9's point.
 #    ```
 
 # %% tags=["hide-cell"]

@@ -51,6 +51,7 @@
 # | $\mathcal L(\theta)$ | the summed next-token cross-entropy, (4.3a) | number |
 # | $a$, $b_x$ / $\hat a$, $\hat b_x$ | the data's / the model's probability of token 1 first, and of token 1 second after $x$ | numbers |
 # | $N$ | the number of sample texts in a data set | integer |
+# | $\mathbf p^N_{1:t}$ | the empirical distribution of the first $t$ tokens of the $N$ sample texts (weight $1/N$ each; the paper's, before (4.5)) | probabilities |
 # | $Y_t$, $Y_{t'}$ | the loss $-\log\pi_t(f_t\mid f_{1:t-1})$ at position $t$ of a random text | number |
 # ```
 #
@@ -233,11 +234,8 @@ assert np.allclose(tiny.per_position, [position_1, position_2], atol=1e-12)
 # gap between the data's and the model's distributions over texts of $T$ tokens. Its derivation from
 # (4.2a) is three steps: the log of a product is a sum of logs, (4.2b); a term about position $t$
 # only needs the first $t$ tokens, (4.2c); and the data's own log-probabilities do not depend on
-# $\theta$, (4.2d). (Remarks 4.2 and 4.3, on where real training text comes from and how its
-# curation breaks the independence of the samples, are about practice; this page does not check
-# them. The corpus sizes Remark 4.2 quotes are checked against the works it cites on the part's
-# [second-pass page](checking_the_paper.ipynb): its stock of human-generated web text is about ten
-# times what the cited estimate says.)
+# $\theta$, (4.2d). (Remarks 4.2 and 4.3, printed just before the problem, are about where real
+# training text comes from, not about this derivation; see [Checking the paper](#checking-the-paper).)
 # Sympy checks it for $T=2$ binary tokens (numbered 0 and 1) with every probability a free
 # symbol: the data picks token 1 first with probability $a$, and token 1 second, after a first token
 # $x$, with probability $b_x$; the model's probabilities are $\hat a$ and $\hat b_x$.
@@ -560,6 +558,12 @@ assert np.all(dec.per_position >= 0) and np.all(dec.per_position <= dec.joint)
 # by $N$; the factor does not move the minimiser. The library's `shared_prefix_estimate` is the
 # averaged form; one line checks it against the simulation's last data set (the `assert` after the
 # loop above).
+#
+# **Remarks 4.2 and 4.3, the training data.** They describe where real training text comes from
+# and how its curation breaks the independence of the samples (Data Assumption 4.1); they are about
+# practice, and this page does not check them. The corpus sizes Remark 4.2 quotes are checked
+# against the works it cites on the part's [second-pass page](checking_the_paper.ipynb): its stock
+# of human-generated web text is about ten times what the cited estimate says.
 #
 # **Remark 4.6's bound, position by position.** The bound $J\ge$ each expected next-token KL was
 # asserted on the order-2 source; on the tiny example it reads:

@@ -57,7 +57,7 @@
 # | $\rho$, $h_\rho$ | a reordering (permutation) of the positions; the sequence in that order | |
 # | $p$ | the {term}`empirical measure` $\frac1n\sum_i\delta_{h_i}$ of a sequence | measure |
 # | $\delta$ | $\delta_{h}$ is the unit mass at the vector $h$ | measure |
-# | $s$, $u$ | a point of $\mathbb R^{d_e}$ that attention moves; a point the measure weighs | $(d_e,)$ |
+# | $s$, $u$ | a point of $\mathbb R^{d_e}$ that attention moves; a point the measure weighs (in Example 5.2, $u$ is the vector that N normalises) | $(d_e,)$ |
 # | $\pi(\cdot;s)$ | the measure $p$ reweighted by the scores of the query $s$ (Appendix B) | measure |
 # | $\mathfrak A(s;p)$, $\mathfrak P$, $\mathfrak f$, $\mathfrak{NN}$ | Appendix B's attention map, pooling, pooling integrand and network, written for measures | |
 # | $\beta$, $p_{\min}$ | the sharpness of the soft maximum (Example B.2); the smallest weight of the measure | number |
@@ -455,7 +455,8 @@ plt.show()
 #
 # Everything above used (5.2) as printed: every token attends to every token and nothing encodes
 # order. A decoder uses a {term}`causal mask` (§5.3.3) and
-# {term}`positional encodings <positional encoding>` (§5.3.1). We test the three properties in all
+# {term}`positional encodings <positional encoding>` (§5.3.1), the subject of the next page,
+# [2.5](05_temporal_structure.ipynb). We test the three properties in all
 # four settings (positions = sinusoidal encodings added to the embeddings after the permutation: a
 # position belongs to the slot, not to the token).
 
@@ -491,8 +492,9 @@ assert all(r[2:] == (False, False, False) for r in rows[1:])
 # mask, token $i$ averages over $h_{1:i}$ — a different measure for each $i$ — so order matters;
 # the first copy of $(h,h)$ still reproduces $h$'s outputs (it cannot see the second), but the second
 # copy attends to $h$ plus a prefix of $h$, a different measure. With positions, the "same" token in
-# two slots carries two different vectors. So Appendix B's measure picture describes the encoder-style
-# set transformer of §5.2, not the causal decoder used for generation.
+# two slots carries two different vectors. So Appendix B's measure picture describes the set
+# transformer of §5.2, where every token attends to every token and none carries its position, not
+# the masked decoder of Chapter 6 that generates text.
 
 # %%
 doubled = attention_block(np.concatenate([h, h]), block, causal=True)
