@@ -113,6 +113,10 @@
 #   more robust when its embeddings are perturbed, and how much of that is a change of scale?
 # - [4.9 The regularisation path](regularisation_path.ipynb) — as the penalty's weight grows, is
 #   there a best weight, as the paper's table says?
+#
+# Beside the route, [Part 4: checking the paper, a second pass](checking_the_paper.ipynb) is a reference
+# page for the claims the lessons leave aside: §7's corpus sizes and the sentences with which the paper reads
+# its own tables, and each path of Appendix A's derivative on its own.
 
 # %% [markdown]
 # ## What the book found
@@ -120,8 +124,8 @@
 # The identities of §2–3 and Appendix B hold in the setting their proofs use (values equal to the
 # embeddings, $W_V=I$), checked with sympy, finite differences and autograd; so do Kolmogorov
 # consistency in the cases the book can compute and the depth localisation of §6. Where a statement
-# did not survive a check, the page named below shows the check in its folded section "Checking the
-# paper", and the [errata](../ERRATA.md) list it under "Margins — Agarwal et al." and the location given
+# did not survive a check, the page named below shows the check (a lesson in its folded section "Checking the
+# paper", the reference page in its own section), and the [errata](../ERRATA.md) list it under "Margins — Agarwal et al." and the location given
 # here:
 #
 # - **The margin formula holds only when values equal the embeddings** (Prop. 1, Eq. 8; Thm. 1,
@@ -155,3 +159,7 @@
 #   (§7.1), and the cross-entropy-only model gets two different clean scores (Table 1's $\lambda_m=0$
 #   row against Fig. 7.4: a second run or a misprint).
 #   Shown in [4.5](05_depth.ipynb) and [4.7](barrier_training.ipynb).
+# - **Fig. 7.5's caption** (§7.3) has the margin model below the cross-entropy one "across the entire
+#   noise range", but the range starts at $\sigma=0$, where the table under the caption puts it above (the
+#   §7.3 text, "every noise level $\sigma>0$", is right). Shown in
+#   [the checking page](checking_the_paper.ipynb).
