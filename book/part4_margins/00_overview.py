@@ -135,6 +135,12 @@
 #   [4.3](03_matrix_margin.ipynb).
 # - **Including the current token** (App. A, Eqs. 48–54) also changes the key, a path the paper's
 #   derivative leaves out. Shown in [4.3](03_matrix_margin.ipynb).
+# - **Figure 1.1's support token and Eq. (21) as "the" relaxation** (Fig. 1.1 caption; §4, after
+#   Eq. 22). Under strict causal attention token 1 has nothing to attend to, so its margin is exactly 1
+#   and it is never strictly the closest to instability (in the sequence 4.3 computes, a later token is the
+#   support token); and the log-barrier objective (21) is one member of the barrier family, whose
+#   minimiser need not keep the margin above the level of the constrained problem (22). Shown in
+#   [4.3](03_matrix_margin.ipynb).
 # - **Figure 3.2's peak heights** cannot all be reproduced by any one noise scale, and in its panel (c)
 #   the peak does not keep falling as the coupling grows, although the spread does keep growing; the
 #   margin factors and Figure 3.3's exclusion count are confirmed. Shown in [4.2](02_scalar_margin.ipynb).
@@ -154,7 +160,9 @@
 #   narrowing from $\sigma=0.3$ to $\sigma=0.5$, where Fig. 7.5's caption says it widens. Shown in
 #   [4.8](robustness_to_noise.ipynb).
 # - **The regularisation path shows no U-shaped optimum** (§7.4, Table 1, Fig. 7.6) at the paper's
-#   model size and optimiser. Shown in [4.9](regularisation_path.ipynb).
+#   model size and optimiser, and Table 1's own attention-entropy column does not show the sparser
+#   attention that §7.4's prediction (i) expects as the weight grows. Shown in
+#   [4.9](regularisation_path.ipynb).
 # - **Two smaller slips in §7**: the stated model size does not match the stated architecture
 #   (§7.1), and the cross-entropy-only model gets two different clean scores (Table 1's $\lambda_m=0$
 #   row against Fig. 7.4: a second run or a misprint).
