@@ -136,9 +136,9 @@
 # - **Including the current token** (App. A, Eqs. 48–54) also changes the key, a path the paper's
 #   derivative leaves out. Shown in [4.3](03_matrix_margin.ipynb).
 # - **Figure 1.1's support token and Eq. (21) as "the" relaxation** (Fig. 1.1 caption; §4, after
-#   Eq. 22). Under strict causal attention token 1 has nothing to attend to, so its margin is exactly 1
-#   and it is never strictly the closest to instability (in the sequence 4.3 computes, a later token is the
-#   support token); and the log-barrier objective (21) is one member of the barrier family, whose
+#   Eq. 22). Under strict causal attention tokens 1 and 2 have nothing, or one token, to attend to, so their
+#   margin is exactly 1, and with a positive coupling token 1 is never strictly the closest to instability
+#   (in the sequence 4.3 computes, a later token is the support token); and the log-barrier objective (21) is one member of the barrier family, whose
 #   minimiser need not keep the margin above the level of the constrained problem (22). Shown in
 #   [4.3](03_matrix_margin.ipynb).
 # - **Figure 3.2's peak heights** cannot all be reproduced by any one noise scale, and in its panel (c)
