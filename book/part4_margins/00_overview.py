@@ -113,6 +113,10 @@
 #   more robust when its embeddings are perturbed, and how much of that is a change of scale?
 # - [4.9 The regularisation path](regularisation_path.ipynb) — as the penalty's weight grows, is
 #   there a best weight, as the paper's table says?
+#
+# Beside the route, [Part 4: checking the paper, a second pass](checking_the_paper.ipynb) is a reference
+# page for the claims the lessons leave aside: §7's corpus sizes and the sentences with which the paper reads
+# its own tables, and each path of Appendix A's derivative on its own.
 
 # %% [markdown]
 # ## What the book found
@@ -120,8 +124,8 @@
 # The identities of §2–3 and Appendix B hold in the setting their proofs use (values equal to the
 # embeddings, $W_V=I$), checked with sympy, finite differences and autograd; so do Kolmogorov
 # consistency in the cases the book can compute and the depth localisation of §6. Where a statement
-# did not survive a check, the page named below shows the check in its folded section "Checking the
-# paper", and the [errata](../ERRATA.md) list it under "Margins — Agarwal et al." and the location given
+# did not survive a check, the page named below shows the check (a lesson in its folded section "Checking the
+# paper", the reference page in its own section), and the [errata](../ERRATA.md) list it under "Margins — Agarwal et al." and the location given
 # here:
 #
 # - **The margin formula holds only when values equal the embeddings** (Prop. 1, Eq. 8; Thm. 1,
@@ -131,6 +135,12 @@
 #   [4.3](03_matrix_margin.ipynb).
 # - **Including the current token** (App. A, Eqs. 48–54) also changes the key, a path the paper's
 #   derivative leaves out. Shown in [4.3](03_matrix_margin.ipynb).
+# - **Figure 1.1's support token and Eq. (21) as "the" relaxation** (Fig. 1.1 caption; §4, after
+#   Eq. 22). Under strict causal attention tokens 1 and 2 have nothing, or one token, to attend to, so their
+#   margin is exactly 1, and with a positive coupling token 1 is never strictly the closest to instability
+#   (in the sequence 4.3 computes, a later token is the support token); and the log-barrier objective (21) is one member of the barrier family, whose
+#   minimiser need not keep the margin above the level of the constrained problem (22). Shown in
+#   [4.3](03_matrix_margin.ipynb).
 # - **Figure 3.2's peak heights** cannot all be reproduced by any one noise scale, and in its panel (c)
 #   the peak does not keep falling as the coupling grows, although the spread does keep growing; the
 #   margin factors and Figure 3.3's exclusion count are confirmed. Shown in [4.2](02_scalar_margin.ipynb).
@@ -150,8 +160,14 @@
 #   narrowing from $\sigma=0.3$ to $\sigma=0.5$, where Fig. 7.5's caption says it widens. Shown in
 #   [4.8](robustness_to_noise.ipynb).
 # - **The regularisation path shows no U-shaped optimum** (§7.4, Table 1, Fig. 7.6) at the paper's
-#   model size and optimiser. Shown in [4.9](regularisation_path.ipynb).
+#   model size and optimiser, and Table 1's own attention-entropy column does not show the sparser
+#   attention that §7.4's prediction (i) expects as the weight grows. Shown in
+#   [4.9](regularisation_path.ipynb).
 # - **Two smaller slips in §7**: the stated model size does not match the stated architecture
 #   (§7.1), and the cross-entropy-only model gets two different clean scores (Table 1's $\lambda_m=0$
 #   row against Fig. 7.4: a second run or a misprint).
 #   Shown in [4.5](05_depth.ipynb) and [4.7](barrier_training.ipynb).
+# - **Fig. 7.5's caption** (§7.3) has the margin model below the cross-entropy one "across the entire
+#   noise range", but the range starts at $\sigma=0$, where the table under the caption puts it above (the
+#   §7.3 text, "every noise level $\sigma>0$", is right). Shown in
+#   [the checking page](checking_the_paper.ipynb).

@@ -141,8 +141,8 @@ assert np.isclose(marg, 0.82)
 # ## Quadrature: $P_1$, $P_2$, $P_3$ computed separately
 #
 # Each $P_T$ integrates the full joint density (change of variables with the full $T\times T$ Jacobian
-# determinant) on a uniform grid; the rectangle rule is spectrally accurate for these smooth, fast
-# decaying integrands. Written out for $T=2$: on every grid point $(x_1,x_2)$, multiply the density
+# determinant) on a uniform grid; for these smooth, fast decaying integrands the rectangle rule is
+# spectrally accurate (its error falls faster than any power of the grid step). Written out for $T=2$: on every grid point $(x_1,x_2)$, multiply the density
 # $p_\sigma(x_1,x_2)$ of [4.1](01_latent_noise_view.ipynb) by the head's two probability vectors, and sum
 # the $3\times3$ tables, times the area of a grid cell (the grid step squared):
 
@@ -273,7 +273,9 @@ assert abs(rhs_c2) > 0.01  # the test function is not trivially zero
 # only the other, with weight 1, so the residuals $\hat\varepsilon_t$, $x_1-w_V x_2$ at position 1 and
 # $x_2-w_V x_1$ at position 2, are linear and
 # $x=(I-W)^{-1}\varepsilon$ with $W=\begin{pmatrix}0&w_V \\w_V&0\end{pmatrix}$: the variance of $x_1$ is
-# $\sigma^2(1+w_V^2)/(1-w_V^2)^2$. Appending a token changes the law of the first one.
+# $\sigma^2(1+w_V^2)/(1-w_V^2)^2$. Appending a token changes the law of the first one. This layer keeps
+# the coupling $a=-0.6$, $\sigma=1$ and the head of the set-up, but takes $w_V=0.5$, so the variance of
+# $x_1$ for $T=2$ is 2.2222 (printed below) instead of 1.
 
 # %%
 w_nc = 0.5
