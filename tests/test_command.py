@@ -58,6 +58,8 @@ def test_console_script_is_declared():
         (["no-such-command"], "invalid choice: 'no-such-command'"),
         (["check-env", "--bogus"], "unrecognized arguments: --bogus"),
         (["results", "run", "no_such_run"], "must be a saved run"),
+        (["train", "--resume", "nothere"], "nextword train: error: unrecognized arguments: nothere"),
+        (["sweep", "--lams", "a,b"], "nextword sweep: error: unrecognized arguments: --lams a,b"),
     ],
 )
 def test_mistakes_end_in_one_error_line_with_exit_2(argv, message, capsys):
@@ -66,6 +68,9 @@ def test_mistakes_end_in_one_error_line_with_exit_2(argv, message, capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert message in err[-1] and err[-1].startswith("nextword")
+    # the usage shown is the mistaken command's own (not another parser's list of commands)
+    if len(argv) > 1 and argv[0] in ("train", "sweep"):
+        assert err[0].startswith(f"usage: nextword {argv[0]} "), err[0]
 
 
 def test_torch_subcommands_reach_the_torch_command_line(capsys):

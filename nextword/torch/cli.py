@@ -147,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="nextword", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = ap.add_subparsers(dest="cmd", required=True)
+    ap.set_defaults(_commands=sub.choices)  # each command's own parser, for errors that show its usage
     t = sub.add_parser("train", help="train one model (CE + λ·margin)")
     _add_run_args(t)
     t.add_argument("--resume", action="store_true", help="continue from OUT/ckpt.pt (default: start at step 0)")
@@ -361,14 +362,17 @@ def _refuse_overwrite(args: argparse.Namespace) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; user errors end in one ``error:`` line and exit status 2 (as argparse)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    command = args._commands[args.cmd]
+    if extra:  # reported with the command's usage, not the list of commands
+        command.error(f"unrecognized arguments: {' '.join(extra)}")
     commands = {"train": _train, "robustness": _robustness, "sweep": _sweep, "report": _print_report, "fetch": _fetch}
     try:
         if args.cmd in ("train", "sweep"):
             try:
                 config_from_args(args)
             except (ValueError, TypeError) as e:  # an inconsistent combination of options
-                parser.error(str(e))
+                command.error(str(e))
         if args.cmd == "train" and (why := _refuse_overwrite(args)):
             parser.exit(2, f"{parser.prog} {args.cmd}: error: {why}\n")
         if args.cmd in ("train", "sweep", "robustness"):
