@@ -252,7 +252,7 @@ plt.show()
 # Without dominance the approximation can even get the **sign** wrong: it always predicts
 # $\Delta\mathcal L_i\le0$, whereas the first-order change — and the exact change — is positive for
 # a query whose error direction opposes the column's other users, like query 2 of the tiny example.
-# Such queries are common in a random head:
+# Such queries are not rare: in the random head above (one draw), we count the (query, column) pairs where it happens:
 
 # %%
 wrong_sign = 0
