@@ -904,7 +904,7 @@ print(f"(the largest possible, log {exp.transition.shape[0]} = {H_max:.4f} nats)
 #
 # ## Reproducibility
 #
-# Everything here runs in well under a minute (about 20 seconds on two CPU cores): a random head (`default_rng(0)`), the
+# Everything here runs in under a minute (about 20 seconds on two unloaded CPU cores): a random head (`default_rng(0)`), the
 # §7.1 toy (`simulate_toy`, seed 2 for the figures, seeds 0–4 for the studies; `lr = 0.08`,
 # `init_scale = 0.5`, our choices — the paper gives neither), the EM comparison (`default_rng(7)`),
 # the 2000 random five-point clouds of the Fig. 5 comparison (`default_rng(8)`)
