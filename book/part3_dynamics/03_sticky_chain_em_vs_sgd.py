@@ -515,6 +515,11 @@ if not FULL:
 #
 # ## Check your understanding
 #
+# (Exercise 03, `exercises/part3_dynamics/ex03_sticky_entropy_rate.ipynb`, asks you to build the sticky
+# chains of several rules and find the one behind the entropy rate 1.8833; Exercise 04,
+# `exercises/part3_dynamics/ex04_em_value_step.ipynb`, to implement the EM-like value step and carry
+# it to $W^V$ by least squares.)
+#
 # 1. A sticky chain over 4 symbols stays with probability $0.4$ and moves to each of the other
 #    three with probability $0.2$. What is its entropy rate, and what loss does the uniform
 #    predictor have?
