@@ -242,7 +242,8 @@ print(f"distances between the 8 means: median {np.median(mean_distances):.2f}, "
 #   and routing and read-out take the same gradient step with rate $\eta$ as in SGD. (The paper
 #   calls this last step a "small" gradient step and gives no rate; we keep SGD's rate, so that the
 #   two schedules differ in the value step only. Two more of our choices: that gradient step uses the
-#   same forward pass as the value step — the gradients of the values *before* they move, as in SGD;
+#   same forward pass as the value step — its gradients are computed with the values as they were
+#   *before* the value step, as in SGD;
 #   the paper's "alternating steps" does not say whether it recomputes them after the M-like step —
 #   and it also moves the bias $b$, which the paper's list $W_Q, W_K, W_O$ leaves out.)
 #
