@@ -53,7 +53,8 @@
 #
 # Words count from 1, as in the chapter. Python counts from 0, so in the code word $t$ is `words[t - 1]`.
 #
-# *Source: Chapter 6, §6.1 (Figs. 6.1–6.4).*
+# *Source: Chapter 6, §6.1 (Figs. 6.1, 6.2 and 6.4; its Fig. 6.3, attention as a soft lookup, is taken up in
+# [6.2](6_2_attention_mechanism.ipynb)).*
 
 # %%
 import os
