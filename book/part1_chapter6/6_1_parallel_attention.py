@@ -37,7 +37,7 @@
 # | $f$, $f'$ | the nonlinearity (the identity or tanh) and its derivative | elementwise |
 # | $a[t]$ | the state before the nonlinearity, $x[t]W_x+z[t-1]W_z$ | $(d,)$ |
 # | $\lambda$ | the factor a linear recurrence multiplies its state by at each step | number |
-# | $R$ | a random rotation (an orthogonal matrix: it changes no length); $W_z=\lambda R$ | $(d, d)$ |
+# | $R$ | a random orthogonal matrix ($R^\top R=I$: it changes no length; a rotation, possibly combined with a reflection); $W_z=\lambda R$ | $(d, d)$ |
 # | $d$ | the width of the state | integer |
 # | $y[t]$ | the output of one attention layer at word $t$ | $(d,)$; a number in the tiny example |
 # | $\alpha[t,s]$ | the weight word $t$'s output gives word $s$ (attention weights add up to 1) | number |
@@ -53,7 +53,8 @@
 #
 # Words count from 1, as in the chapter. Python counts from 0, so in the code word $t$ is `words[t - 1]`.
 #
-# *Source: Chapter 6, §6.1 (Figs. 6.1–6.4).*
+# *Source: Chapter 6, §6.1 (Figs. 6.1, 6.2 and 6.4; its Fig. 6.3, attention as a soft lookup, is taken up in
+# [6.2](6_2_attention_mechanism.ipynb)).*
 
 # %%
 import os
@@ -275,7 +276,8 @@ print(f"lambda = 0.9: 0.9^20 = {0.9**20:.4f};  lambda = 0.5: 0.5^20 = {0.5**20:.
 # every further step multiplies it by $0.9$ again, and a smaller $\lambda$ is far worse:
 # $0.5^{20}\approx10^{-6}$ (printed above), and a word that far back barely moves the prediction during
 # training. With a state of $d$ numbers and $W_z=\lambda R$, where $R$ is a
-# random rotation (an orthogonal matrix, which changes no length), every step shrinks the Jacobian by
+# random orthogonal matrix ($R^\top R=I$, so it changes no length: a rotation, possibly combined with a
+# reflection; the QR factorisation of a random matrix gives one), every step shrinks the Jacobian by
 # exactly $\lambda$; with tanh, $|f'|\le1$ only shrinks it further. We measure the size of each
 # Jacobian by its {term}`spectral norm` (its largest singular value) for a 16-dimensional state, over
 # the $T=21$ words of the running example. `rnn_state_jacobian` multiplies the factors above; its
@@ -284,7 +286,7 @@ print(f"lambda = 0.9: 0.9^20 = {0.9**20:.4f};  lambda = 0.5: 0.5^20 = {0.5**20:.
 # %%
 rng = np.random.default_rng(0)
 d, T, lam_val = 16, T_words, 0.9
-R, _ = np.linalg.qr(rng.standard_normal((d, d)))  # a random rotation
+R, _ = np.linalg.qr(rng.standard_normal((d, d)))  # a random orthogonal matrix (it may include a reflection)
 assert np.allclose(R.T @ R, np.eye(d))
 X = rng.standard_normal((T, d))  # the inputs x[1..T], one row per word
 W_x = rng.standard_normal((d, d)) / np.sqrt(d)
@@ -413,7 +415,7 @@ assert read_back == symbols.tolist()
 # %%
 def state_recall(L, d, V, rng, num_train=2000, num_test=500, lam=0.9):
     """Share of the symbols at each position 1..L that a linear read-out recovers from z[L]."""
-    R, _ = np.linalg.qr(rng.standard_normal((d, d)))  # a random rotation
+    R, _ = np.linalg.qr(rng.standard_normal((d, d)))  # a random orthogonal matrix
     W_z, W_x = lam * R, rng.standard_normal((V, d))  # row v of W_x is what symbol v adds
     seqs = rng.integers(0, V, size=(num_train + num_test, L))  # (N, L) symbols
     z = np.zeros((len(seqs), d))
@@ -750,7 +752,7 @@ assert token_bits < state_bits
 # |---|---|
 # | RNN sequential depth of order $T$, attention of order 1 (Fig. 6.1) | longest path $T$ vs 1 (asserted for $T\le64$) |
 # | path length 21 vs 1 on the running example | 20 state steps for the 21-word sentence as printed, 21 for the chapter's 22-word count; 1 for attention (the word count is an erratum) |
-# | gradient factor $\lambda^{21}$ | exact for a linear RNN with a rotation times $\lambda$ ($0.9^{20}$ for the sentence as printed), smaller with tanh; attention: no trend with distance (mean of 100 random layers) |
+# | gradient factor $\lambda^{21}$ | exact for a linear RNN with a random orthogonal matrix times $\lambda$ ($0.9^{20}$ for the sentence as printed), smaller with tanh; attention: no trend with distance (mean of 100 random layers) |
 # | a fixed-size state cannot keep a long context (Fig. 6.2) | linear state with a least-squares read-out: exact while $n(\lvert\mathcal V\rvert-1)\le d$, then falling towards chance; trained GRU (300 steps): flat recall well below 1 at every position, below even the random linear state's read-out, and higher when trained twice as long, so partly a training limit; attention recalls all |
 # | the count 25,600 vs 512 "necessarily discards information" | not as stated: a count of numbers bounds nothing (17 symbols in one float64 number); the loss holds for linear or trained read-outs (erratum) |
 #

@@ -61,8 +61,8 @@
 # Words count from 1, as in the chapter. Python counts from 0, so in the code word $i$ of a sentence
 # is `sentence[i - 1]`, and `keys[:i]` holds the keys of words $1,\dots,i$.
 #
-# *Source: Chapter 6, §6.2 (the attention-weight formula, Figs. 6.3 and 6.5–6.12, Exercises 1, 2 and
-# 10).*
+# *Source: Chapter 6, §6.2 (the attention-weight formula, Figs. 6.5–6.12, Exercises 1, 2 and 10), and
+# §6.1's Fig. 6.3 (attention as a soft lookup).*
 
 # %%
 import matplotlib.pyplot as plt
@@ -739,7 +739,7 @@ for width in (32, 512):
 #   with independent, zero-mean coordinates, as derived above).
 # - In a trained model the weights go where the information about the next word is — which the data
 #   decides, not the grammar — and its loss on the blank comes near the conditional entropy, the
-#   lowest loss any model can reach (0.66 against 0.56 nats here).
+#   lowest loss any model can reach (0.65 against 0.56 nats here, both printed above).
 #
 # ## Check your understanding
 #
@@ -912,7 +912,7 @@ for dist_name in ("Normal", "Uniform"):
 # | claim (§6.2) | measured here |
 # |---|---|
 # | the weights of a query (hand loop = matrix form = library) | exact (sympy) = `softmax` to 1e-12 |
-# | output is a convex combination; soft → hard lookup as the scale grows (Fig. 6.3) | LP hull test for every scale; distance to the selected value → 0 |
+# | output is a convex combination; soft → hard lookup as the scale grows (§6.1's Fig. 6.3) | LP hull test for every scale; distance to the selected value → 0 |
 # | projections, scores, softmax, weighted sum (Figs. 6.5–6.8) | by hand from a trained model = library weights to 1e-12 |
 # | the attention matrix and its surface (Figs. 6.9, 6.11) | rows are distributions, zero above the diagonal; entropy per row: most rows spread, the rows that predict something focused |
 # | weights concentrate on informative words (Fig. 6.10) | the blank's query reads words 16 and 19, which with the query's own word 21 carry all the information about the blank (word 2's reaches it only through word 19); "engineer" (zero information) gets < 0.05; differs from Fig. 6.10's choice of words |

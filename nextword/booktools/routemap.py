@@ -50,7 +50,11 @@ NODES: tuple[Node, ...] = (
     ),
     Node(_CH6 + "6_8_ablations", "6.8 Ablations", (_CH6 + "6_6_context_representation",)),
     Node("part2_formulation", "Part 2: LLMs formulated", (_CH6 + "6_6_context_representation",)),
-    Node("part3_dynamics", "Part 3: gradients", (_CH6 + "6_3_causal_masking",)),
+    Node(
+        "part3_dynamics",
+        "Part 3: gradients",
+        (_CH6 + "6_2_attention_mechanism", _CH6 + "6_3_causal_masking"),  # 3.1 needs only 6.2; 3.3 needs 6.3
+    ),
     Node("part4_margins", "Part 4: margins", (_CH6 + "6_6_context_representation",)),
     Node("part5_svflow", "Part 5: flows", (_CH6 + "6_6_context_representation",)),
 )
@@ -100,6 +104,7 @@ def draw_route_map(minutes: dict[str, int | None] | None = None, nodes: tuple[No
     import textwrap
 
     import matplotlib.pyplot as plt
+    import numpy as np
     from matplotlib.patches import FancyBboxPatch
 
     minutes = minutes or {}
@@ -121,10 +126,13 @@ def draw_route_map(minutes: dict[str, int | None] | None = None, nodes: tuple[No
         x, y = place[node.key]
         for before in node.builds_on:
             bx, by = place[before]
+            start = (bx, by - height / 2)  # the bottom of the box it builds on
+            if depth[node.key] - depth[before] > 1 and x != bx:  # skips a row: leave by the side
+                start = (bx + np.sign(x - bx) * width / 2, by)  # so as not to cross a box in between
             ax.annotate(
                 "",
                 xy=(x, y + height / 2),
-                xytext=(bx, by - height / 2),
+                xytext=start,
                 arrowprops={"arrowstyle": "-|>", "color": "#555555", "lw": 1.0, "shrinkA": 1, "shrinkB": 1},
             )
     for node in nodes:
