@@ -64,6 +64,7 @@
 # | $\sigma$ | standard deviation of the noise added to the embeddings in the probe; $\mathrm{BPC}$ and $\mathrm{BPC}_\sigma$ are the validation bits per character, clean and with that noise | number |
 # | $E_{\lambda_m}$, $\mathrm{RMS}(E_{\lambda_m})$ | embedding table of the model trained with $\lambda_m$, and its root mean square | $(\lvert\mathcal V\rvert,d)$, number |
 # | $\sigma_{\lambda_m}$ | noise for that model at the baseline's relative level | number |
+# | $\mathcal L_{\rm margin}$ | the margin penalty of [4.7](barrier_training.ipynb), the mean over positions of $-\log\lvert\det(I-\Sigma_t A)\rvert$ (the "penalty" of the tables, and the legend of Figures 4.9.2 and 4.9.3) | number |
 # ```
 #
 # ```{admonition} In the paper's notation
