@@ -134,12 +134,9 @@ assert support_tokens(np.log(scalar_margin(tokens_1d, a=-0.5)), atol=1e-12).toli
 # blocks $I-\Sigma_t A$.
 #
 # First a miniature, trained here in seconds to show the mechanics ($d=32$, 150 steps on the start
-# of tiny Shakespeare, with the margin penalty; its configuration is printed in Reproducibility;
-# `FULL=1` selects the `quick` preset). The numbers such a run learns depend on
-# the platform's floating point, so its training log is excluded from output comparison, and the
-# assertions check properties of the run with room to spare (signs, shares, bounds), not its exact numbers.
-# They are what this run shows, not laws of every trained prior: which regime a prior ends in is a
-# property of the run (the last paragraph below Figure 4.6.1).
+# of tiny Shakespeare, with the margin penalty; its configuration is printed in Reproducibility).
+# What it shows is what this run shows, not a law of every trained prior: which regime a prior ends in
+# is a property of the run (the last paragraph below Figure 4.6.1).
 
 # %%
 if FULL:
@@ -441,8 +438,10 @@ if SAVED:
 #
 # ## Reproducibility
 #
-# The miniature is trained on this page (a few seconds; its training log is excluded from output
-# comparison). The saved prior is the margin arm of the trained pair of [4.7](barrier_training.ipynb)
+# The miniature is trained on this page (a few seconds; `FULL=1` selects the `quick` preset). The
+# numbers such a run learns depend on the platform's floating point, so its training log is excluded
+# from output comparison, and the assertions check properties of the run with room to spare (signs,
+# shares, bounds), not its exact numbers. The saved prior is the margin arm of the trained pair of [4.7](barrier_training.ipynb)
 # (the `cpu` preset), trained
 # once by `make results` (`nextword results run barrier_margin`); its weights are
 # `book/results/barrier_margin/model.pt`.

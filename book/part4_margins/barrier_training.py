@@ -50,7 +50,7 @@
 # | $\bar x_t$ | attention-weighted mean of the embeddings before $t$, $\sum_{s<t}\alpha_{ts}x_s$ | $(d,)$ |
 # | $\Sigma_t$ | attention-weighted covariance of the embeddings before $t$ | $(d,d)$ |
 # | $m$, $m_t$ | margin of a position: $1-a\,\mathrm{Var}_t$ in $d=1$, $\lvert\det(I-\Sigma_t A)\rvert$ in $d$ | number |
-# | $\mathcal L_{\rm CE}$ | the language model's cross-entropy loss (nats per character; the printout of "One training step" shows it divided by $\ln 2$, in bits per character) | number |
+# | $\mathcal L_{\rm CE}$ | the language model's cross-entropy loss, in nats per character (natural log); $\mathcal L_{\rm CE}/\ln 2$ is the same loss in bits per character (BPC) | number |
 # | $\mathcal L_{\rm margin}$ | the margin penalty, the mean over positions of $-\log\lvert\det(I-\Sigma_t A)\rvert$ | number |
 # | $\lambda_m$ | the weight of the margin penalty in the training loss | number |
 # | $\eta$ | step size of a gradient-descent step | number |
@@ -329,7 +329,7 @@ for step_number in range(60):
 coupling_trace = prior_diagnostics(x, gpt.wte.weight.detach(), prior.W.detach())["trace_sigma_A"]
 for step_number in (0, 19, 39, 59):
     bits, pen = record[step_number]
-    print(f"step {step_number + 1:2d}: L_CE = {produced(bits, '.3f')} bits/char, "
+    print(f"step {step_number + 1:2d}: L_CE / ln 2 = {produced(bits, '.3f')} bits/char, "
           f"L_margin = {produced(pen, '+.5f')} nats")
 print(f"after 60 steps: mean tr(Sigma_t A) = {produced(coupling_trace, '+.5f')}")
 assert record[-1][0] < record[0][0] - 0.5          # the model learns (more than half a bit)
@@ -337,6 +337,9 @@ assert record[-1][1] < record[0][1]                # the penalty went down ...
 assert coupling_trace < 0                          # ... by making the coupling negative
 
 # %% [markdown]
+# The printout gives the cross-entropy as $\mathcal L_{\rm CE}/\ln 2$, in bits per character, the unit in
+# which this page and the paper report quality; the loss the step minimises adds $\lambda_m\mathcal L_{\rm margin}$
+# to $\mathcal L_{\rm CE}$ itself, in nats, so multiply the first column by $\ln 2$ before adding the two.
 # The cross-entropy falls as the model learns; the penalty falls too, and the prior's
 # $\operatorname{tr}(\Sigma_t A)$ is already negative: the gradient of the first step has set the
 # direction. (The library starts $A$ not at exactly 0 but at small random entries, so the first
