@@ -37,6 +37,7 @@
 # | $u(t)$ | position vector added at position $t$ in the tiny example | $(2,)$ |
 # | $\alpha_j$ | attention weight on word $j$ in the tiny example | scalar |
 # | $l$ | the index of the sum over the words in the tiny example | integer |
+# | $T$ | the number of tokens in a sequence (rows of $X$) | integer |
 # | $X$ | the input of an attention layer, one row per token | $(T, d_{\text{model}})$ |
 # | $\Pi$ | a permutation matrix: it reorders the rows it multiplies (a capital pi; the small $\pi$ is the circle constant) | $(T, T)$ |
 # | $d_{\text{model}}$, $d_k$ | width of a word's vector; width of one attention head's queries and keys, as in [6.4](6_4_multi_head.ipynb) | scalars |

@@ -349,7 +349,7 @@ plt.show()
 #   scores; in the tiny example, two heads of width 2 read as one of width 4, the factor was $1/\sqrt2$)
 #   destroys the heads' separate patterns; the fillers suffer, and so does the agreement
 #   wherever the baseline had learned it (asserted only then). Whether a model *trained* with one head can do the job is another question,
-#   which the longer run of [Reproducibility](#reproducibility) adds (see Checking the paper).
+#   which the longer run of [Reproducibility](#reproducibility) adds (see [Checking the paper](#checking-the-paper)).
 # - **(d) residual connections.** Removing them from the trained model is destructive: the model does
 #   worse than guessing uniformly, because the blocks were trained to *add* to the stream, not to
 #   replace it.
