@@ -817,10 +817,13 @@ assert round(slowest, -1) == 8660 and round(2 * np.pi * slowest, -2) == 54_400
 # %% [markdown]
 # ## Checking the paper
 #
-# **"The attention mechanism is permutation-invariant"** (§6.5, first paragraph). Exact for a single
-# attention layer without a mask (equivariant: the outputs are permuted with the inputs) and for the
-# last position of a one-layer causal model; a causal *stack* without positions is not blind to order
-# (measured above on random decoders).
+# **"The attention mechanism as described so far is permutation-invariant"** (§6.5, first paragraph;
+# the summary of §6.6 repeats it). What the chapter describes, the outputs reordered with the inputs, is
+# *equivariance*, and it is exact only for a single attention layer without a mask and, under the causal
+# mask of §6.3, for the last position of a one-layer model. A causal *stack* without positions is not
+# blind to order (measured above on random decoders), so "without position information, the model
+# cannot distinguish subject from object" does not hold from two layers on, though such a model reads
+# order only indirectly. `book/ERRATA.md` records both slips.
 #
 # **The caption of Fig. 6.25** says the wavelength decreases as the dimension increases. For
 # $\mathrm{PE}(t,2m)=\sin(t/10000^{2m/d_{\text{model}}})$ it increases (Figure 6.5.3 measures it from
