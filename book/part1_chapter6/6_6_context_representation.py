@@ -660,6 +660,11 @@ block.W2[...], block.b2[...] = saved_W2, saved_b2
 # here with random weights, as heatmaps. The chapter's
 # count — $T\,d_{\text{model}}$ numbers for the transformer against $d_{\text{model}}$ for the RNN — is
 # measured above; the KV cache that a decoder really keeps while generating holds twice as many per layer.
+# The text beside the figure goes further: the RNN's state is "a single point in $d_{\text{model}}$-dimensional
+# space with information capacity bounded by $d_{\text{model}}$". A count of real numbers bounds no
+# information: [6.1](6_1_parallel_attention.ipynb) packs a whole sequence of symbols into one float64
+# number and reads every one of them back exactly. What a state can give back depends on the precision of
+# its numbers and on the read-out; `book/ERRATA.md` records the slip (row "§6.6, the text of Fig. 6.31").
 #
 # **Fig. 6.32** says that the representation of the last position "has attended to relevant words like
 # 'code', 'engineer', and 'submitted'". On variants of the sentence whose dependencies are known, a
