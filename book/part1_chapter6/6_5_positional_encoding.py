@@ -739,7 +739,7 @@ plt.show()
 #   $10000\cdot 2\pi$.
 # - Moving $\Delta$ positions on rotates each sinusoidal pair by an angle that depends on $\Delta$ (and
 #   the pair), not on the position $t$, so one linear map can express a given offset at every position;
-#   a trained model need not rely on it (the length test below).
+#   a trained model need not rely on it (the length test above).
 # - RoPE rotates queries and keys instead of adding a vector, so an attention score depends on the
 #   positions of query and key only through their offset $i-j$ (and, as always, on their contents).
 # - Measured on a controlled source, none of the encodings extrapolates beyond the training length, and
