@@ -37,6 +37,7 @@
 # | $u(t)$ | position vector added at position $t$ in the tiny example | $(2,)$ |
 # | $\alpha_j$ | attention weight on word $j$ in the tiny example | scalar |
 # | $l$ | the index of the sum over the words in the tiny example | integer |
+# | $T$ | the number of tokens in a sequence (rows of $X$) | integer |
 # | $X$ | the input of an attention layer, one row per token | $(T, d_{\text{model}})$ |
 # | $\Pi$ | a permutation matrix: it reorders the rows it multiplies (a capital pi; the small $\pi$ is the circle constant) | $(T, T)$ |
 # | $d_{\text{model}}$, $d_k$ | width of a word's vector; width of one attention head's queries and keys, as in [6.4](6_4_multi_head.ipynb) | scalars |
@@ -316,7 +317,9 @@ assert np.all(np.diff(list(measured.values())) > 0)  # Figure 6.5.2: the wavelen
 # on the unit circle at angle $t\omega$, measured clockwise from the vertical axis (the sine comes first).
 # Moving $\Delta$ positions on means turning by $\Delta\omega$ clockwise — a
 # $2\times 2$ matrix $M(\Delta)$ that depends on the shift $\Delta$ but **not** on $t$. So "$\Delta$ words
-# back" is the same linear map at every position, which a model can learn once. The angle-addition
+# back" is the same linear map at every position, which a model *could* learn once and use everywhere —
+# the chapter's hope; whether a trained model does so at positions it never saw is
+# [measured below](#fig-628-measured-training-at-one-length-testing-at-longer-ones). The angle-addition
 # formulas give $M(\Delta)$; sympy checks that it moves the pair of position $t$ to the pair of position
 # $t+\Delta$ (written $\mathrm{PE}_{\text{pair}}$ in its output) and that it is a rotation ($M^\top M = I$,
 # $\det M = 1$). (In this section and the RoPE one, a pair, a query and a key are written as columns,
@@ -735,7 +738,8 @@ plt.show()
 #   table does it with pairs of sines and cosines whose wavelengths grow from $2\pi$ to nearly
 #   $10000\cdot 2\pi$.
 # - Moving $\Delta$ positions on rotates each sinusoidal pair by an angle that depends on $\Delta$ (and
-#   the pair), not on the position $t$, which is why relative offsets are easy to read from it.
+#   the pair), not on the position $t$, so one linear map can express a given offset at every position;
+#   a trained model need not rely on it (the length test above).
 # - RoPE rotates queries and keys instead of adding a vector, so an attention score depends on the
 #   positions of query and key only through their offset $i-j$ (and, as always, on their contents).
 # - Measured on a controlled source, none of the encodings extrapolates beyond the training length, and
@@ -813,10 +817,13 @@ assert round(slowest, -1) == 8660 and round(2 * np.pi * slowest, -2) == 54_400
 # %% [markdown]
 # ## Checking the paper
 #
-# **"The attention mechanism is permutation-invariant"** (§6.5, first paragraph). Exact for a single
-# attention layer without a mask (equivariant: the outputs are permuted with the inputs) and for the
-# last position of a one-layer causal model; a causal *stack* without positions is not blind to order
-# (measured above on random decoders).
+# **"The attention mechanism as described so far is permutation-invariant"** (§6.5, first paragraph;
+# the summary of §6.6 repeats it). What the chapter describes, the outputs reordered with the inputs, is
+# *equivariance*, and it is exact only for a single attention layer without a mask and, under the causal
+# mask of §6.3, for the last position of a one-layer model. A causal *stack* without positions is not
+# blind to order (measured above on random decoders), so "without position information, the model
+# cannot distinguish subject from object" does not hold from two layers on, though such a model reads
+# order only indirectly. `book/ERRATA.md` records both slips.
 #
 # **The caption of Fig. 6.25** says the wavelength decreases as the dimension increases. For
 # $\mathrm{PE}(t,2m)=\sin(t/10000^{2m/d_{\text{model}}})$ it increases (Figure 6.5.3 measures it from
@@ -841,7 +848,8 @@ assert round(slowest, -1) == 8660 and round(2 * np.pi * slowest, -2) == 54_400
 # ## Reproducibility
 #
 # **Default run:** 2-layer `TinyLM`s of width 16 trained for 600 steps on windows of 32 tokens of an
-# order-2 Markov source, seed 0 — about 30 s on 2 CPU cores in total. The losses of one training run
+# order-2 Markov source, seed 0 — the whole page takes about 30 s on an idle 2-CPU-core machine (the training
+# runs on one thread, about 17 s of it), a few times that when the machine is busy. The losses of one training run
 # move in the second decimal between CPUs (600 steps of Adam amplify round-off), which is why the
 # closest comparisons are asserted with margins (0.1 nats for RoPE against sinusoidal, 0.3 nats for the
 # in-distribution ones). The four seeds come from the saved run below. Library: `nextword.positions`, `nextword.chapter6.probing`, `nextword.torch.probes.fig628`,

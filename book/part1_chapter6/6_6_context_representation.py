@@ -33,6 +33,7 @@
 # | $d$, $d_{\text{model}}$ | width of the vector of each position ($d$ for short in the counts) | integer |
 # | $d_{ff}$ | width of the feed-forward network's hidden layer | integer |
 # | $L$ | number of decoder blocks in the stack | integer |
+# | $\lvert\mathcal V\rvert$ | the vocabulary size: the number of tokens the model reads and predicts | integer |
 # | $t$ | a position (for an RNN, a step) | integer |
 # | $r$, $r^{(\ell)}$, $r'$ | the residual stream: one position's vector in the tiny example, all positions' in a block; $r^{(\ell)}$ enters block $\ell$, $r'$ leaves the block | $(d,)$ or $(T, d)$ |
 # | $a$ | what the attention sub-layer adds to one position's stream | $(d,)$ |
@@ -214,7 +215,7 @@ assert lm.num_parameters() == expected
 # whatever $T$; a transformer keeps a $d_{\text{model}}$-vector per position (per layer),
 # $T\,d_{\text{model}}$ numbers — the chapter's count, so the ratio grows like $T$ for any
 # $d_{\text{model}}$. ([Exercise 8](../../exercises/part1_chapter6/ex08_memory.ipynb) asks for the
-# factor at one length; try it before reading the printed line.) What a decoder actually keeps while
+# length at which the factor reaches 10; try it before reading the printed line.) What a decoder actually keeps while
 # generating is its {term}`KV cache`: the keys and values of the earlier positions do not change when a
 # token is appended, so they are stored rather than recomputed — a key *and* a value per position and
 # layer, $2\,T\,d_{\text{model}}$ numbers per layer. We measure both from the library's arrays.
@@ -659,6 +660,11 @@ block.W2[...], block.b2[...] = saved_W2, saved_b2
 # here with random weights, as heatmaps. The chapter's
 # count — $T\,d_{\text{model}}$ numbers for the transformer against $d_{\text{model}}$ for the RNN — is
 # measured above; the KV cache that a decoder really keeps while generating holds twice as many per layer.
+# The text beside the figure goes further: the RNN's state is "a single point in $d_{\text{model}}$-dimensional
+# space with information capacity bounded by $d_{\text{model}}$". A count of real numbers bounds no
+# information: [6.1](6_1_parallel_attention.ipynb) packs a whole sequence of symbols into one float64
+# number and reads every one of them back exactly. What a state can give back depends on the precision of
+# its numbers and on the read-out; `book/ERRATA.md` records the slip (row "§6.6, the text of Fig. 6.31").
 #
 # **Fig. 6.32** says that the representation of the last position "has attended to relevant words like
 # 'code', 'engineer', and 'submitted'". On variants of the sentence whose dependencies are known, a
@@ -678,7 +684,8 @@ block.W2[...], block.b2[...] = saved_W2, saved_b2
 # ## Reproducibility
 #
 # **Default run:** three 2-layer, 2-head `TinyLM`s of width 16 (learned positions) trained for 300 steps
-# on the running example from seeds 0, 1, 2 — a few seconds on 2 CPU cores. `NEXTWORD_SEED=k` trains
+# on the running example from seeds 0, 1, 2 — about ten seconds on 2 CPU cores (the whole page, under a
+# minute even while the machine is shared). `NEXTWORD_SEED=k` trains
 # seeds k, k+1, k+2 instead (the seeds test reruns the page from 1 and from 2); every asserted claim
 # about them held for every seed we ran. Library: `nextword.decoder`, `nextword.attention`,
 # `nextword.chapter6`, `nextword.torch.probes.ablation`, `nextword.torch.models.lm`.

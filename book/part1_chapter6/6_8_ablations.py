@@ -70,7 +70,9 @@ SEED = int(os.environ.get("NEXTWORD_SEED", "0"))
 #
 # - **Teacher-forced loss**: one pass over the whole sentence, as in training
 #   ({term}`teacher forcing`). Each position sees the next token, so each prediction costs
-#   $-\ln 0.9\approx 0.105$ nats.
+#   $-\ln 0.9\approx 0.105$ nats. (A simplification: the page's training and scoring pass reads every
+#   token but the last, which is only a target, so there the last prediction has nothing to copy and
+#   costs $\ln 3$ like an honest one; [Checking the paper](#checking-the-paper) comes back to it.)
 # - **Honest loss**: each prediction made from the prefix only, as in generation. The next token does not
 #   exist yet, so each prediction costs $-\ln(1/3)=\ln 3\approx 1.099$ nats.
 #
@@ -349,7 +351,7 @@ plt.show()
 #   scores; in the tiny example, two heads of width 2 read as one of width 4, the factor was $1/\sqrt2$)
 #   destroys the heads' separate patterns; the fillers suffer, and so does the agreement
 #   wherever the baseline had learned it (asserted only then). Whether a model *trained* with one head can do the job is another question,
-#   which the longer run of [Reproducibility](#reproducibility) adds (see Checking the paper).
+#   which the longer run of [Reproducibility](#reproducibility) adds (see [Checking the paper](#checking-the-paper)).
 # - **(d) residual connections.** Removing them from the trained model is destructive: the model does
 #   worse than guessing uniformly, because the blocks were trained to *add* to the stream, not to
 #   replace it.
@@ -358,7 +360,8 @@ plt.show()
 #
 # ## Key takeaways
 #
-# - A teacher-forced loss lets every position see the whole sentence; an honest loss gives it only the
+# - A teacher-forced loss scores every position in one pass over the sentence (all its tokens but the
+#   last), where a model without the mask sees later tokens; an honest loss gives each position only the
 #   prefix, as generation does. With the causal mask they are equal; without it, a low training loss can
 #   hide a model that cannot generate.
 # - Removing a part from trained weights tests what the weights rely on; retraining without it tests
@@ -385,7 +388,7 @@ plt.show()
 #    trained with it (below 0.3 nats against above 1 here). Why is that bad news?
 #
 #    ```{dropdown} Answer
-#    With teacher forcing, each position can read the next token, which is the answer it is asked to
+#    With teacher forcing, each position but the last can read the next token, which is the answer it is asked to
 #    predict; the low loss measures copying. At generation the next token does not exist yet, and the
 #    honest loss at the filler positions is worse than a uniform guess (asserted in the ablation above;
 #    Figure 6.8.1 shows this run's loss at the agreement positions too).

@@ -98,7 +98,8 @@ assert stretch > 40
 # Both public configurations use rotary embeddings, and Llama 3.2's `rope_scaling` is the kind of
 # extension to longer contexts the chapter mentions (type `llama3`, factor 32 over an original 8,192
 # positions). The line printed above multiplies the two; that product is not the model's context: the
-# `llama3` rule divides only the low frequencies by the factor, and the published configuration gives its
+# `llama3` rule divides the low frequencies by the factor, keeps the high ones and blends the band between
+# (by `low_freq_factor` and `high_freq_factor`), and the published configuration gives its
 # own maximum length in `max_position_embeddings`, which this page does not check.
 # Two details go beyond the chapter's description. GPT-NeoX rotates only a quarter of each head's
 # coordinates (24 of 96), where the chapter describes the query and key vectors as rotated; for given
