@@ -57,6 +57,7 @@
 # | $\lambda_z(\theta)$ | $\log p(x\mid z)$ as a function of a likelihood parameter (sympy; not $\ell$, which counts layers on this page) | scalar |
 # | $\delta$, $\gamma$ | $\delta_\ell$, $\gamma_{\ell',\ell}$: gradients at the state $x^\ell$ of the task loss and of layer $\ell'$'s divergence | $(d,)$ |
 # | $\mathcal J$, $\mathcal J_{\text{var}}$, $\beta$ | the hybrid objective, its consistency term, and the term's weight | scalars |
+# | $\mathcal L$ | the training loss of the last two experiments: half the mean squared error of the MoE's output; the mean binary cross-entropy of the attention model's logistic read-out | scalar |
 # | $y$ | the class of the input | label |
 # | $W_z$, $r_n$, $N$ | the matrix of a linear expert $z$; the error of the MoE's output on input $n$, output minus target; the number of inputs | —, vector, integer |
 # | $E_Q,E_K,E_V$ | a token's embedding tables in its three roles (the head's projections are Chapter 6's $W^Q,W^K,W^V$) | $(16, 16)$ each |
