@@ -53,6 +53,7 @@
 # | $M$ | how much less likely one token is, as $e^{-M}$ (question 2) | scalar |
 # | $\Delta$ | change under shuffling: shuffled minus unshuffled, at the same positions | — |
 # | $\rho$ | Spearman rank correlation | scalar in $[-1,1]$ |
+# | $L$, $L_{\text{deep}}$ | a model's number of layers; how many of them form its deepest third (checking the paper's Tables 1 and 2) | integers |
 # ```
 #
 # ```{admonition} In the paper's notation
