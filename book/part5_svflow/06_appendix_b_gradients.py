@@ -60,7 +60,7 @@
 # | $\mathcal L$ | the training loss of the last two experiments: half the mean squared error of the MoE's output; the mean binary cross-entropy of the attention model's logistic read-out | scalar |
 # | $y$ | the class of the input | label |
 # | $W_z$, $r_n$, $N$ | the matrix of a linear expert $z$; the error of the MoE's output on input $n$, output minus target; the number of inputs | —, vector, integer |
-# | $E_Q,E_K,E_V$ | a token's embedding tables in its three roles (the head's projections are Chapter 6's $W^Q,W^K,W^V$) | $(16, 16)$ each |
+# | $E_Q,E_K,E_V$, $i$ | a token's embedding tables in its three roles (the head's projections are Chapter 6's $W^Q,W^K,W^V$); $E_Q[i]$: row $i$, the embedding of token id $i$ | $(16, 16)$ each; index |
 # | $P_z$, $f_z$ | the mean attention mass (or gate) that component $z$ receives; the share of inputs for which $z$ has the largest gate (both of Eq. 22) | scalars |
 # | $m$, $c$, $c_m$ | a pair of tokens of the pair-lookup task, and the random bit $c_m$ that pair $m$ carries | index; 0 or 1 |
 # ```
