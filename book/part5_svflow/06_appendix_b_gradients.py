@@ -51,7 +51,7 @@
 # | $x^\ell$, $L$ | the state entering layer $\ell$; the number of layers. As in the paper, layers are counted from 0 here ($\ell=0,\dots,L-1$, and $x^L$ is the output), not from 1 as in the book's notation table | $(d,)$, integer |
 # | $d$ | the dimension of the state | integer |
 # | $\phi$, $\theta$ | parameters of the beliefs and of the pulls ($\phi_\ell$, $\theta_\ell$: of layer $\ell$) | — |
-# | $s$, $s_{\theta_\ell}(x,z)$ | the pull (score) of component $z$ at layer $\ell$ | $(d,)$ |
+# | $s$, $s_{\theta_\ell}(x,z)$ | the pull (score) of component $z$ at layer $\ell$, Appendix B's letter (not the flow's time $s$ of 5.1–5.5: here time is the layer index $\ell$) | $(d,)$ |
 # | $\mu_z$, $\sigma_z^2$ | mean and variance of the Gaussian component $z$ | $(d,)$, scalar |
 # | $W_g$, $b_g$ | the logits' weights and biases, $g_\ell(x)=W_g x+b_g$ | $(Z,d)$, $(Z,)$ |
 # | $\lambda_z(\theta)$ | $\log p(x\mid z)$ as a function of a likelihood parameter (sympy; not $\ell$, which counts layers on this page) | scalar |
