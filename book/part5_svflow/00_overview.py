@@ -137,6 +137,9 @@ assert np.all(np.diff(path @ mu) > 0)  # Figure 5.0.1: layer by layer the state 
 #   model's predictions when its context is scrambled, on a model we can train ourselves?
 # - [5.6 Appendix B: the gradients](06_appendix_b_gradients.ipynb) — what do the gradients of the
 #   hybrid objective look like, and do they create the feedback loop the paper blames for collapse?
+# - [Checking the paper, a second pass](checking_the_paper.ipynb) — a reference page, not a lesson: the
+#   three models' configurations, the sentences with which §6 and the captions read Tables 1 and 2, and the
+#   appendix's remark on numerical stability, each recomputed from numbers the paper prints.
 #
 # ## What the book found
 #
@@ -170,6 +173,12 @@ assert np.all(np.diff(path @ mu) > 0)  # Figure 5.0.1: layer by layer the state 
 #   reacts to shuffling, slightly, in the direction of the paper's Fig. 2, and across training it does
 #   not track the prediction's quality the way the paper reads it: its one correlation with a small p-value, with calibration,
 #   has the opposite sign ([5.5](05_prefix_shuffling.ipynb)).
+# - Read against the paper's own Table 1, §6.2's Spearman correlations reproduce but rank three models
+#   rather than twelve independent points (as a test on the models, p = 1/6), with the bins of each Qwen
+#   model going the other way; and §6.3's regimes are told apart by the divergence KL(q‖p), not by the
+#   concentrations, whose ratio is nearly the same for the two Qwen models
+#   ([checking the paper, a second pass](checking_the_paper.ipynb); errata rows "§6.2, the reading of the
+#   Spearman correlations" and "§6.3, the regimes told apart by the concentrations").
 # - The gradient formulas of Appendix B hold once B.1's definition of $\gamma_{\ell',\ell}$ includes $\ell'=\ell$,
 #   but the centred self advantage pushes the posterior *towards* its target, not into a
 #   winner-takes-all loop; and coupling a token's key, query and value roles did not regularise

@@ -47,7 +47,7 @@
 # | $q$ | $q(z\mid x)$: the attention weights, read as a posterior over tokens; $q(m\mid x)$: a weight per head | $(\lvert\mathcal Z\rvert,)$ |
 # | $f_{\text{Attn}}(x)$ | the output of attention at $x$ (heads summed, Eq. 4) | $(d,)$ |
 # | $h$, $m$ | the number of heads; a head (its weight in Eq. 21 is written $q(m\mid x)$) | integer, index |
-# | $L$, $\Delta s$ | number of weight-shared blocks; the step $1/L$ in the flow's time $s$ | integer, scalar |
+# | $L$, $\Delta s$, $\ell$ | number of weight-shared blocks; the step $1/L$ in the flow's time $s$; a block's index ($x^\ell$: a state after $\ell$ blocks) | integer, scalar, index |
 # | $\dot x$ | the velocity of a state along the flow | $(d,)$ |
 # | $X^L$, $X(1)$ | all $n$ token states (one per row) after $L$ blocks; the flow's states at time 1 | $(n, d)$ |
 # | $g_z(x)$, $y_z(x)$ | the gate of expert $z$ (experts are the components $z$ of an MoE layer, $\lvert\mathcal Z\rvert$ of them); its output | scalar, $(d,)$ |

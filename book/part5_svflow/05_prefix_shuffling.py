@@ -53,6 +53,7 @@
 # | $M$ | how much less likely one token is, as $e^{-M}$ (question 2) | scalar |
 # | $\Delta$ | change under shuffling: shuffled minus unshuffled, at the same positions | — |
 # | $\rho$ | Spearman rank correlation | scalar in $[-1,1]$ |
+# | $L$, $L_{\text{deep}}$ | a model's number of layers; how many of them form its deepest third (checking the paper's Tables 1 and 2) | integers |
 # ```
 #
 # ```{admonition} In the paper's notation
@@ -384,10 +385,16 @@ small = tables[-1][0]
 # Figure 5.5.1: kappa' stays below d, so p stays close to uniform and KL(p||U) below KL(q||U)
 assert np.all(small["layer_curves_base.kappa_mean"] < D_MODEL)
 assert np.all(small["layer_curves_base.kl_p_u"] < small["layer_curves_base.kl_q_u"])
+# Figure 5.5.1 (a): at layer 1, -log p_s and KL(p||U) cannot change (same tokens, same embeddings, other order)
+for key in ("neg_log_p_per_dim", "kl_p_u"):
+    assert np.all(np.abs(small[f"pert.{key}"][0] - small[f"base.{key}"][0]) < 1e-6)
 
 # %% [markdown]
 # **Figure 5.5.1.** The final checkpoint, layer by layer. (a) The change of $-\log p_s$ under shuffling,
-# one line per bin of $r$. (b) The divergence $\mathrm{KL}(q\|p)$ (blue, wide) and the sharpnesses
+# one line per bin of $r$. Every line starts at 0 at layer 1, by construction rather than as a finding: the
+# first layer's query state is the embedding of the kept token itself, and its value vectors are those of
+# the same tokens in another order (rotary positions enter only the queries and keys), so $p_s$, a mean over
+# the tokens, and $\mathrm{KL}(p\|U)$ cannot change there; $q$, which sees the positions, does. (b) The divergence $\mathrm{KL}(q\|p)$ (blue, wide) and the sharpnesses
 # $\mathrm{KL}(q\|U)$ (vermilion) and $\mathrm{KL}(p\|U)$ (bluish green), unshuffled (solid) and at the
 # largest shuffle fraction (dashed). (c) The mean
 # concentration $\kappa'$ of the value–output vectors. (d) The change of the log-perplexity read after
@@ -426,7 +433,7 @@ plot_per_layer({k.split(".", 1)[1]: v[0] for k, v in curves_lm.items() if k.star
 
 # %% [markdown]
 # **Figure 5.5.2.** The same four panels for the larger model (final checkpoint). In (a) the lines of
-# the upper bins of $r$ climb in the last layers. In (b) the divergence (blue) lies almost on the
+# the upper bins of $r$ climb in the last layers (from 0 at layer 1, by construction, as in Figure 5.5.1). In (b) the divergence (blue) lies almost on the
 # sharpness of $q$ (vermilion): with $p$ nearly uniform, $\mathrm{KL}(q\|p)$ is little more than
 # $\mathrm{KL}(q\|U)$. In (d) only the last bin's log-perplexity changes much, already after the first
 # layer, and the change grows with depth.
@@ -462,6 +469,9 @@ checks = {
             for tab in ("table1", "table2")),
     "mean concentration kappa' below a quarter of the width in every layer":
         bool(np.max(curves_lm[f"ckpt{last}.layer_curves_base.kappa_mean"]) < scfg.d_model / 4),
+    "(Fig. 5.5.2 a) layer 1: Delta(-log p_s) and Delta KL(p||U) below 1e-6 in every bin (by construction)":
+        all(bool(np.all(np.abs(curves_lm[f"ckpt{last}.pert.{k}"][0, 0] - curves_lm[f"ckpt{last}.base.{k}"][0, 0]) < 1e-6))
+            for k in ("neg_log_p_per_dim", "kl_p_u")),
     "(Fig. 5.5.2 b) KL(q||p) within 10 % of KL(q||U) in every layer, unshuffled":
         bool(np.all(np.abs(curves_lm[f"ckpt{last}.layer_curves_base.kl_q_p"]
                            / curves_lm[f"ckpt{last}.layer_curves_base.kl_q_u"] - 1) < 0.1)),
@@ -812,7 +822,9 @@ assert np.max(shallow_ratio["Qwen3"][:, 3]) > 1.9  # Qwen3's KL(p|U): the shallo
 # $\mathrm{KL}(q\|p)$) or more (their sharpnesses; Llama3.2's columns, except the first bin of its
 # $\mathrm{KL}(p\|U)$, where the two sums are equal to the table's digits). So the tables support
 # "the deep layers change most per layer", not "the trends are driven by deep layers". (Fig. 2's
-# statement that shallow layers "remain near zero" is drawn from a figure whose values are not printed.)
+# statement that shallow layers "remain near zero" is drawn from a figure whose values are not printed; in a
+# model whose positions enter only through rotary queries and keys, as ours, the first layer's
+# $\Delta(-\log p_s)$ is zero by construction, Figure 5.5.1, so a zero there says nothing about sensitivity.)
 #
 # ## Reproducibility
 #

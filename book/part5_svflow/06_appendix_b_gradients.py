@@ -51,15 +51,16 @@
 # | $x^\ell$, $L$ | the state entering layer $\ell$; the number of layers. As in the paper, layers are counted from 0 here ($\ell=0,\dots,L-1$, and $x^L$ is the output), not from 1 as in the book's notation table | $(d,)$, integer |
 # | $d$ | the dimension of the state | integer |
 # | $\phi$, $\theta$ | parameters of the beliefs and of the pulls ($\phi_\ell$, $\theta_\ell$: of layer $\ell$) | — |
-# | $s$, $s_{\theta_\ell}(x,z)$ | the pull (score) of component $z$ at layer $\ell$ | $(d,)$ |
+# | $s$, $s_{\theta_\ell}(x,z)$ | the pull (score) of component $z$ at layer $\ell$, Appendix B's letter (not the flow's time $s$ of 5.1–5.5: here time is the layer index $\ell$) | $(d,)$ |
 # | $\mu_z$, $\sigma_z^2$ | mean and variance of the Gaussian component $z$ | $(d,)$, scalar |
 # | $W_g$, $b_g$ | the logits' weights and biases, $g_\ell(x)=W_g x+b_g$ | $(Z,d)$, $(Z,)$ |
 # | $\lambda_z(\theta)$ | $\log p(x\mid z)$ as a function of a likelihood parameter (sympy; not $\ell$, which counts layers on this page) | scalar |
 # | $\delta$, $\gamma$ | $\delta_\ell$, $\gamma_{\ell',\ell}$: gradients at the state $x^\ell$ of the task loss and of layer $\ell'$'s divergence | $(d,)$ |
 # | $\mathcal J$, $\mathcal J_{\text{var}}$, $\beta$ | the hybrid objective, its consistency term, and the term's weight | scalars |
+# | $\mathcal L$ | the training loss of the last two experiments: half the mean squared error of the MoE's output; the mean binary cross-entropy of the attention model's logistic read-out | scalar |
 # | $y$ | the class of the input | label |
 # | $W_z$, $r_n$, $N$ | the matrix of a linear expert $z$; the error of the MoE's output on input $n$, output minus target; the number of inputs | —, vector, integer |
-# | $E_Q,E_K,E_V$ | a token's embedding tables in its three roles (the head's projections are Chapter 6's $W^Q,W^K,W^V$) | $(16, 16)$ each |
+# | $E_Q,E_K,E_V$, $i$ | a token's embedding tables in its three roles (the head's projections are Chapter 6's $W^Q,W^K,W^V$); $E_Q[i]$: row $i$, the embedding of token id $i$ | $(16, 16)$ each; index |
 # | $P_z$, $f_z$ | the mean attention mass (or gate) that component $z$ receives; the share of inputs for which $z$ has the largest gate (both of Eq. 22) | scalars |
 # | $m$, $c$, $c_m$ | a pair of tokens of the pair-lookup task, and the random bit $c_m$ that pair $m$ carries | index; 0 or 1 |
 # ```

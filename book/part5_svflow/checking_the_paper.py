@@ -148,7 +148,9 @@ for m in ("Qwen2.5", "Qwen3"):
 # %% [markdown]
 # The deep third's change is positive in every bin, as the caption says. The other two-thirds of the layers
 # change on average about half as much (0.49–0.53 of the deep third), which is not "near zero" for them as a
-# whole; the first few layers may still be near zero, which only the drawn per-layer values can show. The
+# whole; the first few layers may still be near zero, which only the drawn per-layer values can show (and the
+# first layer's is zero by construction in a model whose positions enter only through rotary queries and keys:
+# that layer sees the same tokens in another order, [5.5](05_prefix_shuffling.ipynb), Figure 5.5.1). The
 # same comparison is the ledger's row on App. C.2.5 (Table 2), checked in [5.5](05_prefix_shuffling.ipynb).
 
 # %% [markdown]
