@@ -170,7 +170,7 @@
 #   (§7.1), and the cross-entropy-only model gets two different clean scores (Table 1's $\lambda_m=0$
 #   row against Fig. 7.4: a second run or a misprint).
 #   Shown in [4.5](05_depth.ipynb) and [4.7](barrier_training.ipynb).
-# - **Fig. 7.5's caption** (§7.3) has the margin model below the cross-entropy one "across the entire
-#   noise range", but the range starts at $\sigma=0$, where the table under the caption puts it above (the
-#   §7.3 text, "every noise level $\sigma>0$", is right). Shown in
-#   [the checking page](checking_the_paper.ipynb).
+# - **A third small slip in §7, in Fig. 7.5's caption** (§7.3): it has the margin model below the
+#   cross-entropy one "across the entire noise range", but the range starts at $\sigma=0$, where the
+#   table under the caption puts it above (the §7.3 text, "every noise level $\sigma>0$", is right).
+#   Shown in [the checking page](checking_the_paper.ipynb).
