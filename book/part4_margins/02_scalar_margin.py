@@ -559,8 +559,9 @@ eq8_error = sp.factor(sp.simplify(residual_slope - (1 - coupling_sym * variance_
                       / variance_tokens)
 display(Math(r"\frac{\partial \hat\varepsilon_t}{\partial x_t}-\bigl(1-a\,\mathrm{Var}_t(v)\bigr)="
              + sp.latex(eq8_error) + r"\cdot\mathrm{Var}_t"))
-print("it vanishes only for w in", sp.solve(sp.Eq(eq8_error, 0), value_scale))
-assert sp.solve(sp.Eq(eq8_error, 0), value_scale) == [0, 1]
+eq8_roots = sp.solve(sp.Eq(eq8_error, 0), value_scale)  # the two values of w_V, not an interval
+print("it vanishes only for", " and for ".join(f"w_V = {root}" for root in eq8_roots))
+assert eq8_roots == [0, 1]
 
 # %% [markdown]
 # So Eq. (8) is exact only for $w_V=1$ (the proof in Appendix B.3 says to "identify $x_s$ with $v_s$ in
