@@ -246,8 +246,9 @@ assert abs(conditional_density(1.0).sum() * grid_step - 1) < 1e-8  # margin touc
 assert conditional_density(1.5).sum() * grid_step > 1.01
 
 # %% [markdown]
-# With a positive margin everywhere the formula is a density (integral 1 to the four decimals printed, and to eight, which the cell asserts); with a
-# fold it is not (about 13% too much probability, as printed). In between, $a=1$ (the middle row of the
+# With a positive margin everywhere the formula is a density (the integral prints as 1.0000, and the
+# cell asserts it is 1 to within $10^{-8}$); with a fold it is not (about 13% too much probability, as
+# printed). In between, $a=1$ (the middle row of the
 # table above) has $m_3=0$ at the single token $x_3=0$: the map still rises, only with slope 0 at that
 # point, and the formula is still a density. That is why the margin matters: **while every margin is
 # positive, the layer defines a proper probability model of its embeddings; where a margin reaches 0
