@@ -116,7 +116,7 @@
 #
 # Beside the route, [Part 4: checking the paper, a second pass](checking_the_paper.ipynb) is a reference
 # page for the claims the lessons leave aside: §7's corpus sizes and the sentences with which the paper reads
-# its own tables, and each path of Appendix A's derivative on its own.
+# its own tables, each path of Appendix A's derivative on its own, and Lemma B.2 in several dimensions.
 
 # %% [markdown]
 # ## What the book found
@@ -124,9 +124,9 @@
 # The identities of §2–3 and Appendix B hold in the setting their proofs use (values equal to the
 # embeddings, $W_V=I$), checked with sympy, finite differences and autograd; so do Kolmogorov
 # consistency in the cases the book can compute and the depth localisation of §6. Where a statement
-# did not survive a check, the page named below shows the check (a lesson in its folded section "Checking the
-# paper", the reference page in its own section), and the [errata](../ERRATA.md) list it under "Margins — Agarwal et al." and the location given
-# here:
+# did not survive a check, the page named below shows the check (a lesson in its folded section
+# "Checking the paper", the reference page in its own section), and the [errata](../ERRATA.md) list it
+# under "Margins — Agarwal et al." and the location given here:
 #
 # - **The margin formula holds only when values equal the embeddings** (Prop. 1, Eq. 8; Thm. 1,
 #   Eq. 14). The paper's slope uses the covariance of the *values*, which contains $W_V$ twice; in the
@@ -137,10 +137,13 @@
 #   derivative leaves out. Shown in [4.3](03_matrix_margin.ipynb).
 # - **Figure 1.1's support token and Eq. (21) as "the" relaxation** (Fig. 1.1 caption; §4, after
 #   Eq. 22). Under strict causal attention tokens 1 and 2 have nothing, or one token, to attend to, so their
-#   margin is exactly 1, and with a positive coupling token 1 is never strictly the closest to instability
-#   (in the sequence 4.3 computes, a later token is the support token); and the log-barrier objective (21) is one member of the barrier family, whose
-#   minimiser need not keep the margin above the level of the constrained problem (22). Shown in
-#   [4.3](03_matrix_margin.ipynb).
+#   margin is exactly 1; when the {term}`coupling` is positive in every direction (a positive semidefinite
+#   coupling matrix, values equal to the embeddings) no later token on the stable side has a margin above
+#   1, so token 1 is never strictly the closest to instability (in the sequence 4.3 computes, a later
+#   token is the support token). The log-barrier
+#   objective (21) is only one member of the barrier family (weight 1, barrier at margin 0), and its own
+#   minimiser need not keep the margin above the level that the constrained problem (22) demands.
+#   Shown in [4.3](03_matrix_margin.ipynb).
 # - **Figure 3.2's peak heights** cannot all be reproduced by any one noise scale, and in its panel (c)
 #   the peak does not keep falling as the coupling grows, although the spread does keep growing; the
 #   margin factors and Figure 3.3's exclusion count are confirmed. Shown in [4.2](02_scalar_margin.ipynb).
@@ -167,7 +170,7 @@
 #   (§7.1), and the cross-entropy-only model gets two different clean scores (Table 1's $\lambda_m=0$
 #   row against Fig. 7.4: a second run or a misprint).
 #   Shown in [4.5](05_depth.ipynb) and [4.7](barrier_training.ipynb).
-# - **Fig. 7.5's caption** (§7.3) has the margin model below the cross-entropy one "across the entire
-#   noise range", but the range starts at $\sigma=0$, where the table under the caption puts it above (the
-#   §7.3 text, "every noise level $\sigma>0$", is right). Shown in
-#   [the checking page](checking_the_paper.ipynb).
+# - **A third small slip in §7, in Fig. 7.5's caption** (§7.3): it has the margin model below the
+#   cross-entropy one "across the entire noise range", but the range starts at $\sigma=0$, where the
+#   table under the caption puts it above (the §7.3 text, "every noise level $\sigma>0$", is right).
+#   Shown in [the checking page](checking_the_paper.ipynb).

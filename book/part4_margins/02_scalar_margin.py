@@ -246,8 +246,9 @@ assert abs(conditional_density(1.0).sum() * grid_step - 1) < 1e-8  # margin touc
 assert conditional_density(1.5).sum() * grid_step > 1.01
 
 # %% [markdown]
-# With a positive margin everywhere the formula is a density (integral 1 to the four decimals printed, and to eight, which the cell asserts); with a
-# fold it is not (about 13% too much probability, as printed). In between, $a=1$ (the middle row of the
+# With a positive margin everywhere the formula is a density (the integral prints as 1.0000, and the
+# cell asserts it is 1 to within $10^{-8}$); with a fold it is not (about 13% too much probability, as
+# printed). In between, $a=1$ (the middle row of the
 # table above) has $m_3=0$ at the single token $x_3=0$: the map still rises, only with slope 0 at that
 # point, and the formula is still a density. That is why the margin matters: **while every margin is
 # positive, the layer defines a proper probability model of its embeddings; where a margin reaches 0
@@ -559,8 +560,9 @@ eq8_error = sp.factor(sp.simplify(residual_slope - (1 - coupling_sym * variance_
                       / variance_tokens)
 display(Math(r"\frac{\partial \hat\varepsilon_t}{\partial x_t}-\bigl(1-a\,\mathrm{Var}_t(v)\bigr)="
              + sp.latex(eq8_error) + r"\cdot\mathrm{Var}_t"))
-print("it vanishes only for w in", sp.solve(sp.Eq(eq8_error, 0), value_scale))
-assert sp.solve(sp.Eq(eq8_error, 0), value_scale) == [0, 1]
+eq8_roots = sp.solve(sp.Eq(eq8_error, 0), value_scale)  # the two values of w_V, not an interval
+print("it vanishes only for", " and for ".join(f"w_V = {root}" for root in eq8_roots))
+assert eq8_roots == [0, 1]
 
 # %% [markdown]
 # So Eq. (8) is exact only for $w_V=1$ (the proof in Appendix B.3 says to "identify $x_s$ with $v_s$ in

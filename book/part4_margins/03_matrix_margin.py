@@ -700,9 +700,10 @@ print("(53) + key-path term = exact block (W_V = I):", True)
 # %% [markdown]
 # So (53)/(54) hold only where $\alpha_{tt}(v_t-\bar v_t)q_t^\top W_K=0$ (e.g. $x_t=\bar x_t$ or
 # $W_K^\top W_Q x_t=0$) **and** $W_V=I$. The qualitative conclusion of Appendix A — including $s=t$
-# does not remove the barrier — is unaffected. Recorded in `book/ERRATA.md`. Eqs. (48), (49) and (50) each
-# hold on their own, for any $W_V$; [Part 4's checking page](checking_the_paper.ipynb) checks them one path
-# at a time.
+# does not remove the barrier — is unaffected. Recorded in `book/ERRATA.md`. Eqs. (48), (49) and (50)
+# themselves are right, each for its own path (none of them assumes $W_V=I$); the slip is taking them as
+# the whole dependence on $x_t$, which leaves out the key path. [Part 4's checking page](checking_the_paper.ipynb) checks them one path at a time, by
+# central differences with a random $W_V$.
 
 # %% [markdown]
 # ### Fig. 1.1 against the computed picture

@@ -142,9 +142,10 @@ assert np.isclose(marg, 0.82)
 #
 # Each $P_T$ integrates the full joint density (change of variables with the full $T\times T$ Jacobian
 # determinant) on a uniform grid; for these smooth, fast decaying integrands the rectangle rule is
-# spectrally accurate (its error falls faster than any power of the grid step). Written out for $T=2$: on every grid point $(x_1,x_2)$, multiply the density
-# $p_\sigma(x_1,x_2)$ of [4.1](01_latent_noise_view.ipynb) by the head's two probability vectors, and sum
-# the $3\times3$ tables, times the area of a grid cell (the grid step squared):
+# spectrally accurate (its error falls faster than any power of the grid step). Written out for $T=2$:
+# on every grid point $(x_1,x_2)$, multiply the density $p_\sigma(x_1,x_2)$ of
+# [4.1](01_latent_noise_view.ipynb) by the head's two probability vectors, and sum the $3\times3$ tables,
+# times the area of a grid cell (the grid step squared):
 
 # %%
 g_hand = np.linspace(-10, 10, 201)
