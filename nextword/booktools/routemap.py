@@ -127,8 +127,8 @@ def draw_route_map(minutes: dict[str, int | None] | None = None, nodes: tuple[No
         for before in node.builds_on:
             bx, by = place[before]
             start = (bx, by - height / 2)  # the bottom of the box it builds on
-            if depth[node.key] - depth[before] > 1 and x != bx:  # skips a row: leave by the side
-                start = (bx + np.sign(x - bx) * width / 2, by)  # so as not to cross a box in between
+            if depth[node.key] - depth[before] > 1 and x != bx:  # skips a row: leave by the bottom corner
+                start = (bx + np.sign(x - bx) * width / 2, by - height / 2)  # on its side, clear of the row between
             ax.annotate(
                 "",
                 xy=(x, y + height / 2),

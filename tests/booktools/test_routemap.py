@@ -94,3 +94,23 @@ def test_the_svg_is_the_same_from_one_build_to_the_next():
     minutes = {n.key: 5 for n in routemap.NODES}
     svg = routemap.route_map_svg(minutes)
     assert svg.startswith("<?xml") and svg == routemap.route_map_svg(minutes)
+
+
+def test_no_arrow_runs_behind_a_box():
+    """An arrow is drawn under the boxes, so one that crosses a box it does not join would vanish behind it
+    (e.g. an arrow that skips a row)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig = routemap.draw_route_map({n.key: 10 for n in routemap.NODES})
+    ax = fig.axes[0]
+    boxes = [(p.get_x(), p.get_y(), p.get_x() + p.get_width(), p.get_y() + p.get_height()) for p in ax.patches]
+    arrows = [c for c in ax.get_children() if type(c).__name__ == "Annotation" and c.get_text() == ""]
+    t = np.linspace(0.01, 0.99, 2000)[:, None]
+    for arrow in arrows:
+        (x0, y0), (x1, y1) = arrow.xyann, arrow.xy
+        px, py = x0 + (x1 - x0) * t, y0 + (y1 - y0) * t
+        for left, bottom, right, top in boxes:
+            inside = (px > left + 1e-6) & (px < right - 1e-6) & (py > bottom + 1e-6) & (py < top - 1e-6)
+            assert not inside.any(), f"the arrow from {(x0, y0)} to {(x1, y1)} runs behind the box at {(left, bottom)}"
+    plt.close(fig)
