@@ -30,9 +30,10 @@
 # **Builds on:** [2.1 Tokenisation](01_tokenisation_bpe.ipynb) (sequences of tokens and the
 # embedding table $\varphi$) ·
 # [2.4 The attention block and the set transformer](04_attention_block_set_transformer.ipynb) (the
-# set transformer $\mathbf T$ and the output map $\mathbf B$) · the chain rule, the softmax and its
-# derivative, convolution as a sliding weighted sum, the intermediate value theorem,
-# first-order linear differential equations (an integrating factor). **Reading time:** about 45 minutes.
+# set transformer $\mathbf T$ and the output map $B$, written bold, $\mathbf B$, on this page as in the
+# paper's Appendix A.2) · the chain rule, the softmax and its derivative, convolution as a sliding
+# weighted sum, the intermediate value theorem, first-order linear differential equations (an
+# integrating factor). **Reading time:** about 45 minutes.
 #
 # ```{admonition} Symbols on this page
 # :class: note
@@ -58,7 +59,7 @@
 # | $h$, $h_m$ | the embedded text $\varphi_{f_1},\dots,\varphi_{f_M}$; its vector at position $m$ | $(M,d_e)$ |
 # | $\mathbf G$, $\mathbf H$ | a map of the embedded text into $\mathbb R^{\lvert\mathcal V\rvert}$; the same map as a function of the table, $\mathbf H(\varphi,f)=\mathbf G(h)$ | |
 # | $D_m\mathbf G$ | the derivative of $\mathbf G$ with respect to $h_m$ | $(\lvert\mathcal V\rvert,d_e)$ |
-# | $\mathbf T$, $\mathbf B$ | the set transformer (a vector out of a sequence) and the output map to scores | $\mathbb R^{d_e}$, $(\lvert\mathcal V\rvert,d_e)$ |
+# | $\mathbf T$, $\mathbf B$ | the set transformer (a vector out of a sequence) and the output map to scores (2.4's $B$, bold here as in Appendix A.2) | $\mathbb R^{d_e}$, $(\lvert\mathcal V\rvert,d_e)$ |
 # | $\tau$ | the softmax temperature | number |
 # | $z$, $\mathbf q$ | the scores $\mathbf B\,\mathbf T(h)/\tau$ and the next-token probabilities $\mathbf q=\mathrm{softmax}(z)$, **columns** in this section (as in the paper) | $(\lvert\mathcal V\rvert,)$ |
 # | $J(z)$ | the Jacobian of the softmax, $\mathrm{diag}(\mathbf q)-\mathbf q\mathbf q^\top$ | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
@@ -76,7 +77,9 @@
 # :class: note
 # The paper writes the batch measure as $\pi$ (the book keeps $\pi$ for the model's distribution,
 # [2.2](02_objective_kl.ipynb)), its mean as $\mathbb E_{u\sim\pi}[u]$ (reusing the letter $u$ of
-# the vector being normalised), and the normalisation's scale and shift as $D$, $b$. Its embedding
+# the vector being normalised), and the normalisation's scale and shift as $D$, $b$ (as does
+# [2.4](04_attention_block_set_transformer.ipynb) for Example 5.2's; here $\Gamma$, $\beta$, since $D_m$ is a
+# derivative and $b$ the classifier's bias on this page). Its embedding
 # table is $\varphi\in\mathbb R^{d_e\times|\mathcal V|}$ with one *column* per token, called
 # $\varphi_v$ in Definition 2.6 and $\theta_v$ in Appendix A.1 (where Lemma A.1's Kronecker delta
 # $\delta_{k,f_m}$ is written $\mathbb 1\{f_m=k\}$ here: the book keeps $\delta$ for the point mass $\delta_h$); the library, as the row-vector
