@@ -40,7 +40,7 @@ print("all required packages import")
 # | $T$ | the length of a sequence: its number of positions (the bold $\mathbf T$ of 2.4 and 2.9 is the set transformer, after their paper) | scalar | Ch. 6; all parts |
 # | $n$ | a number of items being counted (tokens, samples, steps); the page says which | scalar | all parts |
 # | $N$ | a number of samples or sequences drawn or trained on (2.4 keeps the paper's normalisation $\mathbf N$ of (5.3b), written $\mathrm N$, an operator's name) | scalar | Parts 2, 3, 5 |
-# | $t$ | a position in a sequence (a time step), counted from 1 in the text | index | Ch. 6; all parts |
+# | $t$ | a position in a sequence (a time step), counted from 1 in the text (2.5, 2.8 and 2.9 keep their paper's $t$ for a continuous time: of a state-space model, a Markov chain, an ODE, the hours of a day) | index | Ch. 6; all parts |
 # | $i$ | the position of the word that asks (the query), counted from 1 in the text | index | Ch. 6; all parts |
 # | $j$ | the position of a word that is looked at (a key), counted from 1 in the text | index | Ch. 6; Parts 1, 2, 3 |
 # | $x[t]$ | the input vector of position $t$ (an embedding, or a recurrent network's input) | $(d,)$, a row vector | Ch. 6; Parts 1, 4 |
