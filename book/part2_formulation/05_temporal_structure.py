@@ -53,7 +53,8 @@
 # | $t$, $t'$, $\Delta t$, $t_i$ | time, an integration variable, the step length, the time $i\Delta t$ | numbers |
 # | $\bar A$, $\bar B$ | the discretised matrices of the recurrence $v_{i+1}=\bar Av_i+\bar Bh_i$ | $(s,s)$, $(s,d_e)$ |
 # | $\kappa_\rho$ | the convolution kernel $C\bar A^{\rho-1}\bar B$ of the unrolled recurrence at lag $\rho$ | $(d_e,d_e)$ |
-# | $\nu$ | the index of a wavelength, or of a pair of coordinates (only in the paper's RoFormer sum, checked at the end, the index of a single coordinate) | integer |
+# | $\nu$ | the index of a wavelength, or of a pair of coordinates | integer |
+# | $a$, $\psi_a$ | the index of a single coordinate of $q$, $k$, and the paper's angle for it (only in its RoFormer sum, checked at the end) | integer, number |
 # | $\mathbf f$, $\mathbf g$ | the state update and the read-out of (5.9) | maps |
 # ```
 #
@@ -63,9 +64,9 @@
 # $r_m$; the book writes $\omega$ and $r_i$. It writes the positions of a query and a key as $k$ and $l$
 # (here $i$ and $j$, as in Chapter 6: the book keeps $k$ for a key), the step of the recurrence as
 # $k$ (here $i$), the index of a wavelength as $j$ (here $\nu$; in its RoFormer sum $j$ runs over the $c$
-# coordinates, where the book's $\nu$ counts the $c/2$ pairs) and the imaginary unit as $i$ (here $\mathrm i$). Its RoFormer formula writes the key vector as $Kh_l$ (the
+# coordinates, here $a$, where the book's $\nu$ counts the $c/2$ pairs) and the imaginary unit as $i$ (here $\mathrm i$). Its RoFormer formula writes the key vector as $Kh_l$ (the
 # book: a key vector $k$, a query vector $q$, the table's letters) and the angles as $\psi_j$ (here
-# $\psi_\nu$); the lag of the convolution kernel is $\rho$ here. Appendix C writes the integration variable as $s$
+# $\psi_\nu$); the lag of the convolution kernel is $\rho$ here. Appendix C writes the initial state as $\vartheta_0$ (here $v_0$) and the integration variable as $s$
 # (the book keeps $s$ for the state dimension and writes $t'$). Its state of the recurrence (5.9) is $v$,
 # kept here: on this page $v$ is that state, not Chapter 6's value. §5.3.3 writes the sparse pattern as
 # an adjacency matrix $A$ (not used here: $A$ is the state-space matrix).
@@ -581,9 +582,9 @@ assert bumped_states[3, 0] - tiny_states[3, 0] == gamma_tiny**2 * beta_tiny == 0
 # factor 7499. Recorded in `book/ERRATA.md`, row "§5.3.1, Example 5.8".
 #
 # **§5.3.2, the RoFormer inner product.** The paper sums over the $c$ *real* coordinates
-# $q_\nu$, $k_\nu$ of the query and the key (here, and only here, $\nu$ runs over the
-# $c$ coordinates, not over the $c/2$ pairs of the lesson),
-# $\mathrm{Re}\sum_{\nu=1}^{c} q_\nu k_\nu e^{\mathrm i\,(i-j)\psi_\nu}=\sum_{\nu=1}^{c} q_\nu k_\nu\cos((i-j)\psi_\nu)$,
+# $q_a$, $k_a$ of the query and the key ($a=1,\dots,c$ counts coordinates, where the lesson's $\nu$
+# counts the $c/2$ pairs),
+# $\mathrm{Re}\sum_{a=1}^{c} q_a k_a e^{\mathrm i\,(i-j)\psi_a}=\sum_{a=1}^{c} q_a k_a\cos((i-j)\psi_a)$,
 # which drops the sine cross-terms of a rotation. Sympy for one pair (recorded in `book/ERRATA.md`,
 # row "§5.3.2"):
 

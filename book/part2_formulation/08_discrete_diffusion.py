@@ -53,7 +53,7 @@
 # | $I$, $\mathbf 1$ | the identity matrix; the vector of ones, a **column** (the one column vector of the page: $\mathbf 1\mathbf 1^\top$ is the matrix of ones, and $pQ\mathbf 1$ adds up the entries of the row $pQ$) | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$, $(\lvert\mathcal V\rvert,1)$ |
 # | $T$ | the number of tokens in a sequence | integer |
 # | $\tau$ | the length of one step of τ-leaping | number |
-# | $p_{\mathrm{ref}}$ | the law the reverse chain starts from in practice (all masked) | $(\lvert\mathcal V\rvert,)$ |
+# | $p_{\mathrm{ref}}$ | the law the reverse chain starts from in practice: the forward chain's limit (all masked for masking, uniform for uniform noise) | $(\lvert\mathcal V\rvert,)$ |
 # | $\delta_m$ | the law with all its mass on the mask $m$ (the masking chain's $p_{\mathrm{ref}}$) | $(\lvert\mathcal V\rvert,)$ |
 # | $s(y,t)_z$, $s_z$ | the network's estimate of the ratio $p(z,t)/p(y,t)$ | numbers |
 # | $c$ | a positive constant (the minimiser of $s-c\log s$ is $s=c$) | number |
@@ -441,7 +441,7 @@ plt.show()
 # colour per state (state 3 is the mask in the left panel and an ordinary value in the right one):
 # the dots sit on the lines, as Theorem D.1 states, for masking (left) and uniform noise (right).
 #
-# In practice the reverse chain starts from the reference law $p_{\mathrm{ref}}$ (all masked), not from
+# In practice the reverse chain starts from the reference law $p_{\mathrm{ref}}$ (for masking, all masked), not from
 # $p(t_{\max})$, which is unknown. With exact reverse rates, the resulting error at $t=0$ is at most the
 # total variation between $p(t_{\max})$ and $p_{\mathrm{ref}}$ (running the same chain from two
 # starting laws cannot increase the total variation between them), which decays like

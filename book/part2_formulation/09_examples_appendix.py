@@ -30,9 +30,10 @@
 # **Builds on:** [2.1 Tokenisation](01_tokenisation_bpe.ipynb) (sequences of tokens and the
 # embedding table $\varphi$) ·
 # [2.4 The attention block and the set transformer](04_attention_block_set_transformer.ipynb) (the
-# set transformer $\mathbf T$ and the output map $\mathbf B$) · the chain rule, the softmax and its
-# derivative, convolution as a sliding weighted sum, the intermediate value theorem,
-# first-order linear differential equations (an integrating factor). **Reading time:** about 45 minutes.
+# set transformer $\mathbf T$ and the output map $B$, written bold, $\mathbf B$, on this page as in the
+# paper's Appendix A.2) · the chain rule, the softmax and its derivative, convolution as a sliding
+# weighted sum, the intermediate value theorem, first-order linear differential equations (an
+# integrating factor). **Reading time:** about 45 minutes.
 #
 # ```{admonition} Symbols on this page
 # :class: note
@@ -44,10 +45,10 @@
 # | $\mathbf S^{K,K}$ | the grid of pixel (or patch) positions $\{1..K\}\times\{1..K\}$ | set |
 # | $N$, $n$ | the number of items in a batch (image–caption pairs, or sequences); the index of a sequence in the batch, 1 to $N$ | integers |
 # | $x$, $W$, $b$ | a classifier's input, weight matrix and bias (the table's bias $b$: $xW+b$) | $(784,)$, $(784,10)$, $(10,)$ |
-# | $\mu_{\text{batch}}$ | the batch measure: weight $1/(MN)$ on every token of every sequence of the batch | measure |
-# | $\mathbb E_{\mu}$, $\mathbb V_{\mu}$ | the mean and the variance (per coordinate) of the measure $\mu$, i.e. of a vector drawn from it | $(d_e,)$ |
+# | $p_{\text{batch}}$ | the batch measure (a distribution of vectors, as [2.4](04_attention_block_set_transformer.ipynb)'s empirical measure $p$): weight $1/(MN)$ on every token of every sequence of the batch | measure |
+# | $\mathbb E_{p}$, $\mathbb V_{p}$ | the mean and the variance (per coordinate) of the measure $p$, i.e. of a vector drawn from it | $(d_e,)$ |
 # | $u$ | a vector to be normalised | $(d_e,)$ |
-# | $\mathfrak N(u;\mu)$ | batch normalisation of the vector $u$ with the statistics of $\mu$ | $(d_e,)$ |
+# | $\mathfrak N(u;p)$ | batch normalisation of the vector $u$ with the statistics of $p$ | $(d_e,)$ |
 # | $\delta$ | $\delta_h$ puts weight 1 on the vector $h$ | measure |
 # | $\Gamma$, $\beta$, $\varepsilon$ | the normalisation's learned scale and shift, and its small stabilising constant | $(d_e,d_e)$, $(d_e,)$, number |
 # | $d_e$ | the embedding width | integer |
@@ -58,7 +59,7 @@
 # | $h$, $h_m$ | the embedded text $\varphi_{f_1},\dots,\varphi_{f_M}$; its vector at position $m$ | $(M,d_e)$ |
 # | $\mathbf G$, $\mathbf H$ | a map of the embedded text into $\mathbb R^{\lvert\mathcal V\rvert}$; the same map as a function of the table, $\mathbf H(\varphi,f)=\mathbf G(h)$ | |
 # | $D_m\mathbf G$ | the derivative of $\mathbf G$ with respect to $h_m$ | $(\lvert\mathcal V\rvert,d_e)$ |
-# | $\mathbf T$, $\mathbf B$ | the set transformer (a vector out of a sequence) and the output map to scores | $\mathbb R^{d_e}$, $(\lvert\mathcal V\rvert,d_e)$ |
+# | $\mathbf T$, $\mathbf B$ | the set transformer (a vector out of a sequence) and the output map to scores (2.4's $B$, bold here as in Appendix A.2) | $\mathbb R^{d_e}$, $(\lvert\mathcal V\rvert,d_e)$ |
 # | $\tau$ | the softmax temperature | number |
 # | $z$, $\mathbf q$ | the scores $\mathbf B\,\mathbf T(h)/\tau$ and the next-token probabilities $\mathbf q=\mathrm{softmax}(z)$, **columns** in this section (as in the paper) | $(\lvert\mathcal V\rvert,)$ |
 # | $J(z)$ | the Jacobian of the softmax, $\mathrm{diag}(\mathbf q)-\mathbf q\mathbf q^\top$ | $(\lvert\mathcal V\rvert,\lvert\mathcal V\rvert)$ |
@@ -74,9 +75,11 @@
 #
 # ```{admonition} In the paper's notation
 # :class: note
-# The paper writes the batch measure as $\pi$ (the book keeps $\pi$ for the model's distribution,
-# [2.2](02_objective_kl.ipynb)), its mean as $\mathbb E_{u\sim\pi}[u]$ (reusing the letter $u$ of
-# the vector being normalised), and the normalisation's scale and shift as $D$, $b$. Its embedding
+# The paper writes the batch measure as $\pi$ (here $p_{\text{batch}}$: the book keeps $\pi$ for the model's
+# distribution, [2.2](02_objective_kl.ipynb)), its mean as $\mathbb E_{u\sim\pi}[u]$ (reusing the letter $u$ of
+# the vector being normalised), and the normalisation's scale and shift as $D$, $b$ (as does
+# [2.4](04_attention_block_set_transformer.ipynb) for Example 5.2's; here $\Gamma$, $\beta$, since $D_m$ is a
+# derivative and $b$ the classifier's bias on this page). Its embedding
 # table is $\varphi\in\mathbb R^{d_e\times|\mathcal V|}$ with one *column* per token, called
 # $\varphi_v$ in Definition 2.6 and $\theta_v$ in Appendix A.1 (where Lemma A.1's Kronecker delta
 # $\delta_{k,f_m}$ is written $\mathbb 1\{f_m=k\}$ here: the book keeps $\delta$ for the point mass $\delta_h$); the library, as the row-vector
@@ -335,12 +338,12 @@ assert probs.min() >= 0 and np.max(np.abs(probs.sum(axis=1) - 1)) < 1e-12 and te
 # the coordinates of one token. Example B.1's batch normalisation takes them, coordinate by
 # coordinate, over every token of every sequence in the batch:
 #
-# $$\mathfrak N(u;\mu_{\text{batch}})=\Gamma\,\frac{u-\mathbb E_{\mu_{\text{batch}}}}
-# {\sqrt{\mathbb V_{\mu_{\text{batch}}}+\varepsilon}}+\beta,\qquad
-# \mu_{\text{batch}}=\frac1{MN}\sum_{n=1}^{N}\sum_{m=1}^{M}\delta_{h^{(n)}_m},$$
+# $$\mathfrak N(u;p_{\text{batch}})=\Gamma\,\frac{u-\mathbb E_{p_{\text{batch}}}}
+# {\sqrt{\mathbb V_{p_{\text{batch}}}+\varepsilon}}+\beta,\qquad
+# p_{\text{batch}}=\frac1{MN}\sum_{n=1}^{N}\sum_{m=1}^{M}\delta_{h^{(n)}_m},$$
 #
 # where $h^{(n)}_m$ is the vector at position $m$ of the $n$-th sequence and $\delta_{h}$ puts
-# weight 1 on the vector $h$, so $\mu_{\text{batch}}$ gives each of the
+# weight 1 on the vector $h$, so $p_{\text{batch}}$ gives each of the
 # $MN$ tokens of the batch the weight $1/(MN)$. By hand, with $N=2$ sequences of $M=2$
 # one-number tokens, $(1,3)$ and $(5,7)$: the batch mean is $4$ and the variance $5$, so the first
 # sequence becomes $(-3,-1)/\sqrt5$ (taking $\Gamma=1$, $\beta=0$ and ignoring $\varepsilon$) — and
@@ -359,7 +362,7 @@ assert not np.allclose(batch_norm(tiny_other, eps=0.0)[0], batch_norm(tiny_batch
 # %% [markdown]
 # Three facts, checked on a batch of 5 sequences of 7 tokens in $\mathbb R^4$ (with $\Gamma=I$,
 # $\beta=0$): (i) the normalised tokens have mean 0 and variance $\mathbb V/(\mathbb V+\varepsilon)$
-# under $\mu_{\text{batch}}$ (per coordinate); (ii) reordering the sequences of the batch permutes
+# under $p_{\text{batch}}$ (per coordinate); (ii) reordering the sequences of the batch permutes
 # the outputs; (iii) a sequence's output depends on the *other* sequences — so a block that uses
 # batch normalisation is not a function of one sequence, and the measure-to-measure reading of the
 # paper's Appendix B needs the batch measure, not the sequence's own.
@@ -793,7 +796,7 @@ assert CLIP_L14["vision_width"] != CLIP_L14["text_width"]
 # %% [markdown]
 # **Lemma A.1 and Appendix A.2** agree with central differences (the lesson's cells). **Example
 # B.1: the weight of the batch measure.** The example prints the batch measure as
-# $\mu_{\text{batch}}=\frac1{Mn}\sum_{m=1}^{M}\sum_{n=1}^{N}\delta_{h_m^{(n)}}$ (the paper's letters: $\pi$, $\ell$, $k$), with the summation index $n$
+# $p_{\text{batch}}=\frac1{Mn}\sum_{m=1}^{M}\sum_{n=1}^{N}\delta_{h_m^{(n)}}$ (the paper's letters: $\pi$, $\ell$, $k$), with the summation index $n$
 # in the weight. Read literally the weights $\frac1{Mn}$ sum to $1+\frac12+\dots+\frac1N$ (the $N$-th harmonic number, printed below as `H_N`), not 1,
 # and favour the first sequences of the batch; the measure meant (and the one `batch_norm` uses in
 # the lesson) gives every token of the batch the weight $\frac1{MN}$ (row "Appendix B, Example

@@ -40,7 +40,7 @@ print("all required packages import")
 # | $T$ | the length of a sequence: its number of positions (the bold $\mathbf T$ of 2.4 and 2.9 is the set transformer, after their paper) | scalar | Ch. 6; all parts |
 # | $n$ | a number of items being counted (tokens, samples, steps); the page says which | scalar | all parts |
 # | $N$ | a number of samples or sequences drawn or trained on (2.4 keeps the paper's normalisation $\mathbf N$ of (5.3b), written $\mathrm N$, an operator's name) | scalar | Parts 2, 3, 5 |
-# | $t$ | a position in a sequence (a time step), counted from 1 in the text | index | Ch. 6; all parts |
+# | $t$ | a position in a sequence (a time step), counted from 1 in the text (2.5, 2.8 and 2.9 keep their paper's $t$ for a continuous time: of a state-space model, a Markov chain, an ODE, the hours of a day) | index | Ch. 6; all parts |
 # | $i$ | the position of the word that asks (the query), counted from 1 in the text | index | Ch. 6; all parts |
 # | $j$ | the position of a word that is looked at (a key), counted from 1 in the text | index | Ch. 6; Parts 1, 2, 3 |
 # | $x[t]$ | the input vector of position $t$ (an embedding, or a recurrent network's input) | $(d,)$, a row vector | Ch. 6; Parts 1, 4 |
@@ -71,7 +71,7 @@ print("all required packages import")
 # | $\ell$ | the index of a layer, from 1 to $L$ | index | Ch. 6; Parts 1, 4, 5 |
 # | $P$ | a probability, as in $P(w[t+1]\mid w[1..t])$ (2.3's $P$, $P'$ are transition matrices and 5.3's $P$ the mean gates of Eq. (22), as their pages say) | scalar | Ch. 6; all parts |
 # | $p$ | a probability distribution over the vocabulary (or over the outcomes the page names), as a vector of probabilities | $(\lvert\mathcal V\rvert,)$ | all parts |
-# | $H$ | entropy, in nats: $H(p) = -\sum_x p(x)\log p(x)$ | scalar | Ch. 6; all parts |
+# | $H$ | entropy, in nats: $H(p) = -\sum_x p(x)\log p(x)$ (the bold $\mathbf H$ of 2.9 is a map of the embedding table, after its paper's Lemma A.1) | scalar | Ch. 6; all parts |
 # | $\mathcal L$ | a loss to be minimised (the average next-token cross-entropy, in nats, unless the page says otherwise) | scalar | Parts 2–5 |
 # | $\eta$ | a learning rate: the step size of gradient descent | scalar | Parts 3, 4 |
 # | $\tau$ | a temperature: scores are divided by $\tau$ before a softmax (in 2.8, the time step of τ-leaping) | scalar | Part 2 |
