@@ -241,11 +241,11 @@ print(f"distances between the 8 means: median {np.median(mean_distances):.2f}, "
 #   take the closed-form step of page 3.2, $\Delta V=-\eta_v\,\alpha^\top U$ (the M-like step);
 #   and routing and read-out take the same gradient step with rate $\eta$ as in SGD. (The paper
 #   calls this last step a "small" gradient step and gives no rate; we keep SGD's rate, so that the
-#   two schedules differ in the value step only. Two more of our choices: that gradient step uses the
-#   same forward pass as the value step — its gradients are computed with the values as they were
-#   *before* the value step, as in SGD;
-#   the paper's "alternating steps" does not say whether it recomputes them after the M-like step —
-#   and it also moves the bias $b$, which the paper's list $W_Q, W_K, W_O$ leaves out.)
+#   two schedules differ in the value step only. Two more choices are ours: that gradient step
+#   reuses the forward pass of the value step, so its gradients are taken with the values as they
+#   were *before* the value step, as in SGD (the paper's "alternating steps" does not say whether
+#   they are recomputed after the M-like step); and our step also moves the bias $b$, which the
+#   paper's list $W_Q, W_K, W_O$ leaves out.)
 #
 # The name comes from page 3.2's reading of the value step as the {term}`EM algorithm`'s M-step.
 # Figure 3.3.1 puts the two side by side.

@@ -232,10 +232,10 @@ assert np.all(np.abs(ends[5] + 0.25) < 0.05)            # Figure 3.4.1: five at 
 # limiting over-specialization and encouraging more evenly used values".
 #
 # To give over-specialisation something to act on, every group now has three carriers of different
-# reliability: carrier 1 shows the class with probability 0.95, carriers 2 and 3 with 0.75
-# (otherwise a uniformly random one of the 4 classes, which can be the right one too, so a carrier
-# shows the right class a little more often than its reliability), and each carrier shows its slot,
-# so a head can learn whom to trust.
+# reliability: carrier 1 keeps its group's class with probability 0.95 (its reliability), carriers
+# 2 and 3 with 0.75; otherwise a carrier shows a uniformly random one of the 4 classes, which can be
+# the right one too, so it shows the right class a little more often than its reliability. Each
+# carrier also shows its slot, so a head can learn whom to trust.
 # We train three variants for three seeds each — plain, LayerNorm on the values (each value
 # rescaled to mean 0 and variance 1 over its $d_v = 4$ entries, with no learned scale), and
 # attention dropout with rate $r = 0.3$ — and measure the largest value norm, the key geometry, and
