@@ -57,7 +57,7 @@
 # | $\rho$, $h_\rho$ | a reordering (permutation) of the positions; the sequence in that order | |
 # | $p$ | the {term}`empirical measure` $\frac1n\sum_i\delta_{h_i}$ of a sequence | measure |
 # | $\delta$ | $\delta_{h}$ is the unit mass at the vector $h$ | measure |
-# | $s$, $u$ | a point of $\mathbb R^{d_e}$ that attention moves; a point the measure weighs (in Example 5.2, $u$ is the vector that N normalises) | $(d_e,)$ |
+# | $s$, $u$ | a point of $\mathbb R^{d_e}$ that attention moves; a point the measure weighs (in Example 5.2, $u$ is the vector that $\mathrm N$ normalises) | $(d_e,)$ |
 # | $\pi(\cdot;s)$ | the measure $p$ reweighted by the scores of the query $s$ (Appendix B) | measure |
 # | $\mathfrak A(s;p)$, $\mathfrak P$, $\mathfrak f$, $\mathfrak{NN}$ | Appendix B's attention map, pooling, pooling integrand and network, written for measures | |
 # | $\beta$, $p_{\min}$ | the sharpness of the soft maximum (Example B.2); the smallest weight of the measure | number |
