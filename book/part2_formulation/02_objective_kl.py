@@ -51,7 +51,7 @@
 # | $\mathcal L(\theta)$ | the summed next-token cross-entropy, (4.3a) | number |
 # | $a$, $b_x$ / $\hat a$, $\hat b_x$ | the data's / the model's probability of token 1 first, and of token 1 second after $x$ | numbers |
 # | $N$ | the number of sample texts in a data set | integer |
-# | $\mathbf p^N_{1:t}$ | the empirical distribution of the first $t$ tokens of the $N$ sample texts (weight $1/N$ each; the paper's, before (4.5)) | probabilities |
+# | $\mathbf p^N_{1:t}$ | the {term}`empirical measure` of the first $t$ tokens of the $N$ sample texts (weight $1/N$ on each; the paper's, before (4.5)) | probabilities |
 # | $Y_t$, $Y_{t'}$ | the loss $-\log\pi_t(f_t\mid f_{1:t-1})$ at position $t$ of a random text | number |
 # ```
 #

@@ -41,7 +41,7 @@
 # | $m$ | the position whose token is predicted; the prefix is $h_1,\dots,h_{m-1}$ | integer |
 # | $n$ | the number of vectors in a sequence (for a prefix, $n=m-1$) | integer |
 # | $i$, $j$ | positions in the sequence (of a query and of a key) | integers |
-# | $h_i$, $h$ | the vector of token $i$ (column vectors, as in the paper); the whole sequence. $\mathrm{ATT}(h)_i$ is the output of the attention map (5.2) at token $i$; $\mathrm{N}$ and $\mathrm{NN}$ are the normalisation and the feed-forward network, applied to one vector at a time ($\mathrm N$ is the paper's $\mathbf N$ of (5.3b), an operator's name, kept; not the table's number of samples $N$) | $(d_e,)$; $n$ vectors |
+# | $h_i$, $h$ | the vector of token $i$ (column vectors, as in the paper); the whole sequence. $\mathrm{ATT}(h)_i$ is the output of the attention map (5.2) at token $i$; $\mathrm{N}$ and $\mathrm{NN}$ are the normalisation and the feed-forward network, applied to one vector at a time ($\mathrm N$ is the paper's $\mathbf N$ of (5.3b), an operator's name, kept; not the number of samples $N$ of the book's notation table, Appendix A) | $(d_e,)$; $n$ vectors |
 # | $d_e$, $c$, $c'$ | the embedding width; the width of queries and keys; the hidden width of the feed-forward network | integers |
 # | $d_k$ | Chapter 6's width of one head's keys, whose $\sqrt{d_k}$ divides the scores there (not in (5.2)) | integer |
 # | $Q$, $K$, $V$ | the query, key and value matrices of (5.2) | $(c,d_e)$, $(c,d_e)$, $(d_e,d_e)$ |
@@ -57,11 +57,11 @@
 # | $\rho$, $h_\rho$ | a reordering (permutation) of the positions; the sequence in that order | |
 # | $p$ | the {term}`empirical measure` $\frac1n\sum_i\delta_{h_i}$ of a sequence | measure |
 # | $\delta$ | $\delta_{h}$ is the unit mass at the vector $h$ | measure |
-# | $s$, $u$ | a point of $\mathbb R^{d_e}$ that attention moves; a point the measure weighs (in Example 5.2, $u$ is the vector that N normalises) | $(d_e,)$ |
+# | $s$, $u$ | a point of $\mathbb R^{d_e}$ that attention moves; a point the measure weighs (in Example 5.2, $u$ is the vector that $\mathrm N$ normalises) | $(d_e,)$ |
 # | $\pi(\cdot;s)$ | the measure $p$ reweighted by the scores of the query $s$ (Appendix B) | measure |
 # | $\mathfrak A(s;p)$, $\mathfrak P$, $\mathfrak f$, $\mathfrak{NN}$ | Appendix B's attention map, pooling, pooling integrand and network, written for measures | |
 # | $\beta$, $p_{\min}$ | the sharpness of the soft maximum (Example B.2); the smallest weight of the measure | number |
-# | $D$, $b$, $\varepsilon$ | the normalisation's learned scale and shift (a bias, added after the scale $D$: the table's $b$), and its small stabilising constant (Example 5.2) | $(d_e,d_e)$, $(d_e,)$, number |
+# | $D$, $b$, $\varepsilon$ | the normalisation's learned scale and shift (a bias, added after the scale $D$: the bias $b$ of the book's notation table), and its small stabilising constant (Example 5.2) | $(d_e,d_e)$, $(d_e,)$, number |
 # ```
 #
 # ```{admonition} In the paper's notation
