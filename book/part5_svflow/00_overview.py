@@ -139,7 +139,8 @@ assert np.all(np.diff(path @ mu) > 0)  # Figure 5.0.1: layer by layer the state 
 #   hybrid objective look like, and do they create the feedback loop the paper blames for collapse?
 # - [Checking the paper, a second pass](checking_the_paper.ipynb) — a reference page, not a lesson: the
 #   three models' configurations, the sentences with which §6 and the captions read Tables 1 and 2, and the
-#   appendix's remark on numerical stability, each recomputed from numbers the paper prints.
+#   appendix's remark on numerical stability, each recomputed from numbers the paper or the models' published
+#   configurations print.
 #
 # ## What the book found
 #
