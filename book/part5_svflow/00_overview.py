@@ -139,7 +139,8 @@ assert np.all(np.diff(path @ mu) > 0)  # Figure 5.0.1: layer by layer the state 
 #   hybrid objective look like, and do they create the feedback loop the paper blames for collapse?
 # - [Checking the paper, a second pass](checking_the_paper.ipynb) — a reference page, not a lesson: the
 #   three models' configurations, the sentences with which §6 and the captions read Tables 1 and 2, and the
-#   appendix's remark on numerical stability, each recomputed from numbers the paper prints.
+#   appendix's remark on numerical stability, each recomputed from numbers the paper or the models' published
+#   configurations print.
 #
 # ## What the book found
 #
@@ -175,8 +176,9 @@ assert np.all(np.diff(path @ mu) > 0)  # Figure 5.0.1: layer by layer the state 
 #   has the opposite sign ([5.5](05_prefix_shuffling.ipynb)).
 # - Read against the paper's own Table 1, §6.2's Spearman correlations reproduce but rank three models
 #   rather than twelve independent points (as a test on the models, p = 1/6), with the bins of each Qwen
-#   model going the other way; and §6.3's regimes are told apart by the divergence KL(q‖p), not by the
-#   concentrations, whose ratio is nearly the same for the two Qwen models
+#   model going the other way; and §6.3's moderate and high-sensitivity regimes (Qwen2.5 and Qwen3) are told
+#   apart by the divergence KL(q‖p) and by calibration, not by the concentrations, whose ratio is nearly the
+#   same for the two
 #   ([checking the paper, a second pass](checking_the_paper.ipynb); errata rows "§6.2, the reading of the
 #   Spearman correlations" and "§6.3, the regimes told apart by the concentrations").
 # - The gradient formulas of Appendix B hold once B.1's definition of $\gamma_{\ell',\ell}$ includes $\ell'=\ell$,

@@ -600,7 +600,9 @@ for M in (np.log(1e6), 1e4):
 # The paper's own numbers, re-read: the bound App. C.2.4 puts on the divergence, the §6.2 correlations
 # recomputed from Table 1, the statements of §6.2–6.3 about Table 1, the layers behind "the deepest third",
 # and App. C.2.5's reading of Table 2 against Table 1. The book's [errata](../ERRATA.md) has a row for each
-# statement that fails (source "SVFlow — Liao").
+# statement that fails (source "SVFlow — Liao"). [Part 5's checking page](checking_the_paper.ipynb) takes the
+# same tables further: §6.2's correlations tested by permuting the three models rather than the 12 points,
+# Figs. 2 and 3 read against Tables 1 and 2, and §6.3's regimes against the concentrations.
 #
 # ### Small distances from uniform do not bound the divergence (App. C.2.4)
 #
