@@ -135,8 +135,8 @@ assert support_tokens(np.log(scalar_margin(tokens_1d, a=-0.5)), atol=1e-12).toli
 #
 # First a miniature, trained here in seconds to show the mechanics ($d=32$, 150 steps on the start
 # of tiny Shakespeare, with the margin penalty; its configuration is printed in Reproducibility).
-# What it shows is what this run shows, not a law of every trained prior: which regime a prior ends in
-# is a property of the run (the last paragraph below Figure 4.6.1).
+# What it shows holds for this one run and is not a law of every trained prior: which regime a prior
+# ends in is a property of the run (the last paragraph below Figure 4.6.1).
 
 # %%
 if FULL:
