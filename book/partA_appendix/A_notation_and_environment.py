@@ -38,7 +38,7 @@ print("all required packages import")
 # | $\mathcal V$ | the vocabulary: the set of tokens a model reads and predicts; $\lvert\mathcal V\rvert$ is its size | a set | Ch. 6; Parts 1, 2, 4 |
 # | $w[t]$ | the word (token) at position $t$ of a text | a token, an integer id from 0 to $\lvert\mathcal V\rvert-1$ in code | Ch. 6; Part 1 |
 # | $T$ | the length of a sequence: its number of positions (the bold $\mathbf T$ of 2.4 and 2.9 is the set transformer, after their paper) | scalar | Ch. 6; all parts |
-# | $n$ | a number of items being counted (tokens, samples, steps); the page says which | scalar | all parts |
+# | $n$ | a number of items being counted (tokens, samples, steps); the page says which (2.9 keeps its paper's $n$ of Example B.1 for the index of a sequence in a batch) | scalar | all parts |
 # | $N$ | a number of samples or sequences drawn or trained on (2.4 keeps the paper's normalisation $\mathbf N$ of (5.3b), written $\mathrm N$, an operator's name) | scalar | Parts 2, 3, 5 |
 # | $t$ | a position in a sequence (a time step), counted from 1 in the text (2.5, 2.8 and 2.9 keep their paper's $t$ for a continuous time: of a state-space model, a Markov chain, an ODE, the hours of a day) | index | Ch. 6; all parts |
 # | $i$ | the position of the word that asks (the query), counted from 1 in the text | index | Ch. 6; all parts |
