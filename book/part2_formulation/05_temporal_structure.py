@@ -42,7 +42,7 @@
 # | $d_e$, $c$ | the embedding width; the width of queries and keys | integers |
 # | $\omega$ | the half-width of a band: position $i$ sees the positions $j$ with $\lvert i-j\rvert\le\omega$ | integer |
 # | $r$, $\lambda$ | $r_i$ is the absolute positional encoding of position $i$; $\lambda_\nu$ the $\nu$-th wavelength divided by $2\pi$ | $(d_e,)$, number |
-# | $q$, $k$ | a query vector and a key vector (RoPE section; columns, as $h_i$; the table's query and key, not bold: a bold $\mathbf q$ is a next-token distribution in Part 2) | $(c,)$ |
+# | $q$, $k$ | a query vector and a key vector (RoPE section; columns, as $h_i$; the query and key of the book's notation table (Appendix A), not bold: a bold $\mathbf q$ is a next-token distribution in Part 2) | $(c,)$ |
 # | $R$, $\psi_\nu$ | $R_i$ is the rotation RoPE applies at position $i$; $\psi_\nu$ the angle per position of coordinate pair $\nu$ | $(c,c)$, number |
 # | $z$ | a pair of coordinates of a vector $q$ as one complex number, $z=q_{2\nu-1}+\mathrm i\,q_{2\nu}$ ($\mathrm i$ the imaginary unit; coordinates counted from 1); $z_{q,\nu}$, $z_{k,\nu}$: pair $\nu$ of the query / the key, $\nu=1,\dots,c/2$ | complex |
 # | $\theta$ | an angle | number |
@@ -65,7 +65,7 @@
 # (here $i$ and $j$, as in Chapter 6: the book keeps $k$ for a key), the step of the recurrence as
 # $k$ (here $i$), the index of a wavelength as $j$ (here $\nu$; in its RoFormer sum $j$ runs over the $c$
 # coordinates, here $a$, where the book's $\nu$ counts the $c/2$ pairs) and the imaginary unit as $i$ (here $\mathrm i$). Its RoFormer formula writes the key vector as $Kh_l$ (the
-# book: a key vector $k$, a query vector $q$, the table's letters) and the angles as $\psi_j$ (here
+# book: a key vector $k$, a query vector $q$, the letters of the book's notation table) and the angles as $\psi_j$ (here
 # $\psi_\nu$, and $\psi_a$ where the checking section sums over coordinates); the lag of the convolution kernel is $\rho$ here. Appendix C writes the initial state as $\vartheta_0$ (here $v_0$) and the integration variable as $s$
 # (the book keeps $s$ for the state dimension and writes $t'$). Its state of the recurrence (5.9) is $v$,
 # kept here: on this page $v$ is that state, not Chapter 6's value. §5.3.3 writes the sparse pattern as

@@ -39,12 +39,12 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $K'$, $K$ | side of the image in pixels; side of the grid of patches (the paper's letters of Example 2.10, kept; not the table's keys $K$) | integers |
+# | $K'$, $K$ | side of the image in pixels; side of the grid of patches (the paper's letters of Example 2.10, kept; not the keys $K$ of the book's notation table, Appendix A) | integers |
 # | $d_l$ | width of each patch vector (the image's "embedding width") | integer |
 # | $i_{\text{original}}$, $i_{\text{convolved}}$ | the image, and the image after the strided convolution | $(K',K',3)$, $(K,K,d_l)$ |
 # | $\mathbf S^{K,K}$ | the grid of pixel (or patch) positions $\{1..K\}\times\{1..K\}$ | set |
 # | $N$, $n$ | the number of items in a batch (image–caption pairs, or sequences); the index of a sequence in the batch, 1 to $N$ | integers |
-# | $x$, $W$, $b$ | a classifier's input, weight matrix and bias (the table's bias $b$: $xW+b$) | $(784,)$, $(784,10)$, $(10,)$ |
+# | $x$, $W$, $b$ | a classifier's input, weight matrix and bias (the bias $b$ of the book's notation table: $xW+b$) | $(784,)$, $(784,10)$, $(10,)$ |
 # | $p_{\text{batch}}$ | the batch measure (a distribution of vectors, as [2.4](04_attention_block_set_transformer.ipynb)'s empirical measure $p$): weight $1/(MN)$ on every token of every sequence of the batch | measure |
 # | $\mathbb E_{p}$, $\mathbb V_{p}$ | the mean and the variance (per coordinate) of the measure $p$, i.e. of a vector drawn from it | $(d_e,)$ |
 # | $u$ | a vector to be normalised | $(d_e,)$ |
@@ -55,7 +55,7 @@
 # | $\varphi$, $\varphi_k$ | the embedding table of [2.1](01_tokenisation_bpe.ipynb), one column per token; its vector for token $k$ (row $k$ of the code's table $\varphi^\top$, the \"rows\" of this page) | $(d_e,\lvert\mathcal V\rvert)$, $(d_e,)$ |
 # | $f$, $f_m$ | a text; its token at position $m$ | tokens |
 # | $M$ | the length of a text (of each sequence of a batch) | integer |
-# | $m$, $k$, $k'$ | a position in the text; a token of the vocabulary ($k'$ a second one; $k$ is the paper's letter of Lemma A.1, kept: not the table's key) | integers |
+# | $m$, $k$, $k'$ | a position in the text; a token of the vocabulary ($k'$ a second one; $k$ is the paper's letter of Lemma A.1, kept: not the key $k$ of the book's notation table) | integers |
 # | $h$, $h_m$ | the embedded text $\varphi_{f_1},\dots,\varphi_{f_M}$; its vector at position $m$ | $(M,d_e)$ |
 # | $\mathbf G$, $\mathbf H$ | a map of the embedded text into $\mathbb R^{\lvert\mathcal V\rvert}$; the same map as a function of the table, $\mathbf H(\varphi,f)=\mathbf G(h)$ | |
 # | $D_m\mathbf G$ | the derivative of $\mathbf G$ with respect to $h_m$ | $(\lvert\mathcal V\rvert,d_e)$ |
