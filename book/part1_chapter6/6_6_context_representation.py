@@ -662,8 +662,8 @@ block.W2[...], block.b2[...] = saved_W2, saved_b2
 # measured above; the KV cache that a decoder really keeps while generating holds twice as many per layer.
 # The text beside the figure goes further: the RNN's state is "a single point in $d_{\text{model}}$-dimensional
 # space with information capacity bounded by $d_{\text{model}}$". A count of real numbers bounds no
-# information: [6.1](6_1_parallel_attention.ipynb) packs 17 symbols of an 8-letter alphabet into one
-# float64 number (as many as its 53 binary digits hold) and reads every one of them back exactly. What a state can give back depends on the precision of
+# information: [6.1](6_1_parallel_attention.ipynb) packs a sequence of symbols into one float64 number,
+# as many as its binary digits hold, and reads every one of them back exactly. What a state can give back depends on the precision of
 # its numbers and on the read-out; `book/ERRATA.md` records the slip (row "§6.6, the text of Fig. 6.31").
 #
 # **Fig. 6.32** says that the representation of the last position "has attended to relevant words like
