@@ -684,8 +684,8 @@ block.W2[...], block.b2[...] = saved_W2, saved_b2
 # ## Reproducibility
 #
 # **Default run:** three 2-layer, 2-head `TinyLM`s of width 16 (learned positions) trained for 300 steps
-# on the running example from seeds 0, 1, 2 — about ten seconds on 2 CPU cores (the whole page, under a
-# minute even while the machine is shared). `NEXTWORD_SEED=k` trains
+# on the running example from seeds 0, 1, 2 — about ten seconds on 2 CPU cores (the whole page, under
+# half a minute of CPU time; a few times that on the clock when the machine is busy). `NEXTWORD_SEED=k` trains
 # seeds k, k+1, k+2 instead (the seeds test reruns the page from 1 and from 2); every asserted claim
 # about them held for every seed we ran. Library: `nextword.decoder`, `nextword.attention`,
 # `nextword.chapter6`, `nextword.torch.probes.ablation`, `nextword.torch.models.lm`.
