@@ -821,9 +821,9 @@ assert round(slowest, -1) == 8660 and round(2 * np.pi * slowest, -2) == 54_400
 # the summary of §6.6 repeats it). What the chapter describes, the outputs reordered with the inputs, is
 # *equivariance*. It is exact for attention without a mask (measured above on one layer; a stack of
 # such layers is equivariant too, since each layer is). Under the causal mask of §6.3 only something
-# weaker survives, and only in one layer: its last position is blind to the order of the words before it.
-# A causal *stack* without positions is not
-# blind to order (measured above on random decoders), so "without position information, the model
+# weaker survives, and only in one layer: each position is blind to the order of the words before it
+# (measured above at the last one). A causal *stack* without positions is not blind to order
+# (measured above on random decoders), so "without position information, the model
 # cannot distinguish subject from object" does not hold from two layers on, though such a model reads
 # order only indirectly. `book/ERRATA.md` records both slips.
 #
