@@ -819,9 +819,11 @@ assert round(slowest, -1) == 8660 and round(2 * np.pi * slowest, -2) == 54_400
 #
 # **"The attention mechanism as described so far is permutation-invariant"** (§6.5, first paragraph;
 # the summary of §6.6 repeats it). What the chapter describes, the outputs reordered with the inputs, is
-# *equivariance*, and it is exact only for a single attention layer without a mask and, under the causal
-# mask of §6.3, for the last position of a one-layer model. A causal *stack* without positions is not
-# blind to order (measured above on random decoders), so "without position information, the model
+# *equivariance*. It is exact for attention without a mask (measured above on one layer; a stack of
+# such layers is equivariant too, since each layer is). Under the causal mask of §6.3 only something
+# weaker survives, and only in one layer: each position is blind to the order of the words before it
+# (measured above at the last one). A causal *stack* without positions is not blind to order
+# (measured above on random decoders), so "without position information, the model
 # cannot distinguish subject from object" does not hold from two layers on, though such a model reads
 # order only indirectly. `book/ERRATA.md` records both slips.
 #

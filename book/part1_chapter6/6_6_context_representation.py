@@ -662,8 +662,8 @@ block.W2[...], block.b2[...] = saved_W2, saved_b2
 # measured above; the KV cache that a decoder really keeps while generating holds twice as many per layer.
 # The text beside the figure goes further: the RNN's state is "a single point in $d_{\text{model}}$-dimensional
 # space with information capacity bounded by $d_{\text{model}}$". A count of real numbers bounds no
-# information: [6.1](6_1_parallel_attention.ipynb) packs a whole sequence of symbols into one float64
-# number and reads every one of them back exactly. What a state can give back depends on the precision of
+# information: [6.1](6_1_parallel_attention.ipynb) packs a sequence of symbols into one float64 number,
+# as many as its binary digits hold, and reads every one of them back exactly. What a state can give back depends on the precision of
 # its numbers and on the read-out; `book/ERRATA.md` records the slip (row "§6.6, the text of Fig. 6.31").
 #
 # **Fig. 6.32** says that the representation of the last position "has attended to relevant words like
@@ -684,8 +684,8 @@ block.W2[...], block.b2[...] = saved_W2, saved_b2
 # ## Reproducibility
 #
 # **Default run:** three 2-layer, 2-head `TinyLM`s of width 16 (learned positions) trained for 300 steps
-# on the running example from seeds 0, 1, 2 — about ten seconds on 2 CPU cores (the whole page, under a
-# minute even while the machine is shared). `NEXTWORD_SEED=k` trains
+# on the running example from seeds 0, 1, 2 — about ten seconds on 2 CPU cores (the whole page, under
+# half a minute of CPU time; a few times that on the clock when the machine is busy). `NEXTWORD_SEED=k` trains
 # seeds k, k+1, k+2 instead (the seeds test reruns the page from 1 and from 2); every asserted claim
 # about them held for every seed we ran. Library: `nextword.decoder`, `nextword.attention`,
 # `nextword.chapter6`, `nextword.torch.probes.ablation`, `nextword.torch.models.lm`.
