@@ -145,7 +145,7 @@ assert abs(share_of_word_1 - weights[0]) < 0.01  # the claim about the estimate,
 #   has one table to move between them, and the report on your Python environment.
 # - **Size.** Long, paper-sized runs are behind the `FULL=1` environment variable; a page's default run is
 #   a smaller, faithful version that finishes in about a minute on a laptop, or in a few minutes on the
-#   pages that train several models (6.4 and 6.8 say so in their *Reproducibility* sections).
+#   pages that train several models (6.4, 6.8 and 4.9 say so in their *Reproducibility* sections).
 # - **The end of a page.** After the questions come folded sections (click a heading to open it): on
 #   most pages that follow a source, *Checking the paper* recomputes the numbers the source prints and
 #   says what the book found; last, *Reproducibility* says how the page's runs were made (this page has
