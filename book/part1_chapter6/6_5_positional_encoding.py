@@ -6,8 +6,8 @@
 # "dog bites man" and "man bites dog" contain the same three words and mean opposite things. Attention
 # (page [6.2](6_2_attention_mechanism.ipynb)) builds each word's new representation from a weighted average
 # of the words' vectors (its own included), and a weighted average does not care in which order its terms come: on
-# its own, attention reads a sentence as a bag of words. This page shows that failure on three typed
-# vectors, then the three standard cures — sinusoidal encodings, learned position tables and rotary
+# its own, attention reads a sentence as a bag of words. This page shows that failure on three word
+# vectors written by hand, then the three standard cures — sinusoidal encodings, learned position tables and rotary
 # position embeddings — and finally measures what the chapter claims about them on sequences longer
 # than those seen in training (Fig. 6.28).
 #
