@@ -6,8 +6,8 @@
 # "dog bites man" and "man bites dog" contain the same three words and mean opposite things. Attention
 # (page [6.2](6_2_attention_mechanism.ipynb)) builds each word's new representation from a weighted average
 # of the words' vectors (its own included), and a weighted average does not care in which order its terms come: on
-# its own, attention reads a sentence as a bag of words. This page shows that failure on three typed
-# vectors, then the three standard cures — sinusoidal encodings, learned position tables and rotary
+# its own, attention reads a sentence as a bag of words. This page shows that failure on three word
+# vectors written by hand, then the three standard cures — sinusoidal encodings, learned position tables and rotary
 # position embeddings — and finally measures what the chapter claims about them on sequences longer
 # than those seen in training (Fig. 6.28).
 #
@@ -217,8 +217,10 @@ assert one_layer_no_positions[3] < 1e-12  # any shuffle of the context: the same
 assert all(r[3] > 1e-3 for r in rows[1:])  # the mask (≥ 2 layers) or positions break the symmetry
 
 # %% [markdown]
-# So a single attention layer is blind to the order of the words it reads, exactly; a decoder *stack*
-# without positional encoding is not, though it can learn order only indirectly (the chapter's wording
+# So without positions a single causal attention layer is blind, exactly, to the order of the words
+# *before* each position (its own word, the query, still counts: "man" and "dog" as the last word give
+# two predictions, question 2 below); a decoder *stack* without positional encoding is not, though it can
+# learn order only indirectly (the chapter's wording
 # is [checked below](#checking-the-paper)). The length study at the end of this page trains such a model
 # ("none") beside the three encodings.
 #
@@ -735,8 +737,9 @@ plt.show()
 #   cannot tell "dog bites man" from "man bites dog"; a causal stack of two or more layers leaks some
 #   order through the mask, but only indirectly.
 # - A positional encoding makes the same word at different places a different vector; the sinusoidal
-#   table does it with pairs of sines and cosines whose wavelengths grow from $2\pi$ to nearly
-#   $10000\cdot 2\pi$.
+#   table does it with pairs of sines and cosines whose wavelengths grow from $2\pi$ towards
+#   $10000\cdot 2\pi$ without reaching it: the longest is $2\pi\cdot 10000^{(d_{\text{model}}-2)/d_{\text{model}}}$,
+#   about $2\pi\cdot 8660$ at $d_{\text{model}}=128$ (question 3 below), less at smaller widths.
 # - Moving $\Delta$ positions on rotates each sinusoidal pair by an angle that depends on $\Delta$ (and
 #   the pair), not on the position $t$, so one linear map can express a given offset at every position;
 #   a trained model need not rely on it (the length test above).
