@@ -568,9 +568,10 @@ assert np.ptp(deep_nlp, axis=0).max() < 1e-3 and np.all(np.diff(logppl, axis=0) 
 #
 #    ```{dropdown} Answer
 #    The three models form three separate clusters on both axes, so the rank correlation is mostly the
-#    ranking of the models. Within each model the four bins point in different directions: $\rho=-0.83$
-#    and $-0.80$ for the two Qwen models, $+0.82$ for Llama3.2, resting on a single third-decimal
-#    difference (recomputed in [Checking the paper](#checking-the-paper), below).
+#    ranking of the models. Inside the models, across each one's four bins, the direction is not the
+#    same for all three: $\rho=-0.83$ and $-0.80$ for the two Qwen models (the reverse of the claim),
+#    $+0.82$ for Llama3.2, and that one rests on a single third-decimal difference (recomputed in
+#    [Checking the paper](#checking-the-paper), below).
 #    ```
 
 # %% tags=["hide-cell"]
