@@ -64,8 +64,8 @@
 # $r_m$; the book writes $\omega$ and $r_i$. It writes the positions of a query and a key as $k$ and $l$
 # (here $i$ and $j$, as in Chapter 6: the book keeps $k$ for a key), the step of the recurrence as
 # $k$ (here $i$), the index of a wavelength as $j$ (here $\nu$; in its RoFormer sum $j$ runs over the $c$
-# coordinates, here $a$, where the book's $\nu$ counts the $c/2$ pairs) and the imaginary unit as $i$ (here $\mathrm i$). Its RoFormer formula writes the key vector as $Kh_l$ (the
-# book: a key vector $k$, a query vector $q$, the letters of the book's notation table) and the angles as $\psi_j$ (here
+# coordinates, here $a$, where the book's $\nu$ counts the $c/2$ pairs) and the imaginary unit as $i$ (here $\mathrm i$). Its RoFormer formula writes the query and the key vectors as
+# $Qh_k$ and $Kh_l$ (the book: a query vector $q$ and a key vector $k$, the letters of the book's notation table) and the angles as $\psi_j$ (here
 # $\psi_\nu$, and $\psi_a$ where the checking section sums over coordinates); the lag of the convolution kernel is $\rho$ here. Appendix C writes the initial state as $\vartheta_0$ (here $v_0$) and the integration variable as $s$
 # (the book keeps $s$ for the state dimension and writes $t'$). Its state of the recurrence (5.9) is $v$,
 # kept here: on this page $v$ is that state, not Chapter 6's value. §5.3.3 writes the sparse pattern as
@@ -377,7 +377,10 @@ plt.show()
 # %% [markdown]
 # **Figure 2.5.2.** Inner products needed by one attention layer (§5.3.3) against the length $n=m-1$,
 # on log–log axes, for half-width $\omega=8$: full and causal attention grow as $n^2$ (slope 2; causal
-# needs about half), the banded masks grow linearly (slope 1), $\mathcal O(\omega n)$.
+# needs about half), the banded masks grow linearly, $\mathcal O(\omega n)$: slope 1 once $n$ is well
+# above $\omega$. Their first segment is a little steeper (the band's count goes from 200 to 472 when $n$
+# doubles from 16 to 32): the positions near the ends, which see fewer than $2\omega+1$ keys, are a
+# larger share of a short sequence.
 #
 # ## State-space models (§5.3.4, Appendix C)
 #

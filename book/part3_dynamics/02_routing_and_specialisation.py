@@ -894,8 +894,10 @@ print(f"(the largest possible, log {exp.transition.shape[0]} = {H_max:.4f} nats)
 #
 # ### What the prose gets backwards
 #
-# Step (3) of §4.4 says "$b_{ij}$ increases"; step (2), the text of §4.5, the sentence after
-# Eq. (16) in §3.2 and Fig. 1's caption say $v_j$ moves "toward $u_i$". All flip the sign: with
+# Step (3) of §4.4 says "$b_{ij}$ increases", and Fig. 1's caption that the change "increases
+# compatibility $b_{ij}$"; step (2), the text of §4.5 and Fig. 1's caption say $v_j$ moves toward
+# $u_i$, and the sentence after Eq. (16) in §3.2 that it is "pulled toward" the attention-weighted
+# average of the $u_i$. All flip the sign: with
 # $\Delta v_j=-\eta\bar u_j$ the value moves toward $-u_i$, its compatibility
 # $b_{ij} = u_i^\top v_j = -a_{ij}$ with query $i$ *falls* (the alignment rises) and the advantage
 # grows — as the loop run above shows (Figure 3.2.3: the alignment $a_{i_0j_0}$ rises from about $-1.5$ to

@@ -29,7 +29,7 @@
 # $u_i$ and the gradients of one head) · [3.2 Routing and specialisation](02_routing_and_specialisation.ipynb)
 # (the value step $\Delta v_j = -\eta_v\sum_i\alpha_{ij}u_i$ and its reading as the M-step of the
 # EM algorithm) · [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb) (the head reads
-# only earlier positions) · the entropy of a distribution; a Markov chain (the next symbol depends
+# only its own and earlier positions) · the entropy of a distribution; a Markov chain (the next symbol depends
 # only on the current one). **Reading time:** about 40 minutes.
 #
 # ```{admonition} Symbols on this page

@@ -210,10 +210,11 @@ print(f"tiny example: H(q) = {entropy(np.log(q_hand)):.4f}, "
 # %% [markdown]
 # ## A model we can probe
 #
-# A four-layer {term}`pre-norm` character model of the kind trained in
-# [6.6](../part1_chapter6/6_6_context_representation.ipynb) (RMSNorm, rotary positions, 4 heads), on
-# tiny Shakespeare. `train_lm` runs the training loop of that page (random windows, next-character
-# cross-entropy, AdamW). We call it three times in a row, 80 steps each (each call starts a fresh AdamW,
+# A four-layer {term}`pre-norm` decoder of the kind trained in
+# [6.6](../part1_chapter6/6_6_context_representation.ipynb), here with RMSNorm, rotary positions and 4
+# heads, trained as a character model of tiny Shakespeare. `train_lm` is the training loop written out in
+# [6.4](../part1_chapter6/6_4_multi_head.ipynb) (next-token cross-entropy, AdamW); there it draws whole
+# training sentences, here random windows of the text. We call it three times in a row, 80 steps each (each call starts a fresh AdamW,
 # so the optimiser's running averages restart, and draws its windows with its own seed), and keep a copy
 # of the weights after each call, so that the experiment can be run on three *checkpoints* of one model. The analysed texts are held-out windows.
 
@@ -568,9 +569,10 @@ assert np.ptp(deep_nlp, axis=0).max() < 1e-3 and np.all(np.diff(logppl, axis=0) 
 #
 #    ```{dropdown} Answer
 #    The three models form three separate clusters on both axes, so the rank correlation is mostly the
-#    ranking of the models. Within each model the four bins point in different directions: $\rho=-0.83$
-#    and $-0.80$ for the two Qwen models, $+0.82$ for Llama3.2, resting on a single third-decimal
-#    difference (recomputed in [Checking the paper](#checking-the-paper), below).
+#    ranking of the models. Inside the models, across each one's four bins, the direction is not the
+#    same for all three: $\rho=-0.83$ and $-0.80$ for the two Qwen models (the reverse of the claim),
+#    $+0.82$ for Llama3.2, and that one rests on a single third-decimal difference (recomputed in
+#    [Checking the paper](#checking-the-paper), below).
 #    ```
 
 # %% tags=["hide-cell"]
