@@ -137,10 +137,10 @@
 #   derivative leaves out. Shown in [4.3](03_matrix_margin.ipynb).
 # - **Figure 1.1's support token and Eq. (21) as "the" relaxation** (Fig. 1.1 caption; §4, after
 #   Eq. 22). Under strict causal attention tokens 1 and 2 have nothing, or one token, to attend to, so their
-#   margin is exactly 1; when the {term}`coupling` is positive in every direction (a positive semidefinite
-#   coupling matrix, values equal to the embeddings) no later token on the stable side has a margin above
-#   1, so token 1 is never strictly the closest to instability (in the sequence 4.3 computes, a later
-#   token is the support token). The log-barrier
+#   margin is exactly 1; when the {term}`coupling` matrix is symmetric and positive semidefinite (queries
+#   and keys made by the same matrix, as in 4.3) and values equal the embeddings, no later token on the
+#   stable side has a margin above 1, so token 1 is never strictly the closest to instability (in the
+#   sequence 4.3 computes, a later token is the support token). The log-barrier
 #   objective (21) is only one member of the barrier family (weight 1, barrier at margin 0), and its own
 #   minimiser need not keep the margin above the level that the constrained problem (22) demands.
 #   Shown in [4.3](03_matrix_margin.ipynb).
