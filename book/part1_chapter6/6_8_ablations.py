@@ -216,8 +216,9 @@ if FULL:
     results[single_head] = measure(model)
 
 # %%
-predictions = {
-    "no mask": "copies the future: low training loss, fails at generation (§6.3, Ex. 3)",
+predictions = {  # by row name: a test-time removal trains nothing, so a prediction about training is not its
+    "no mask (test time)": "none for test time: §6.3's is about training (retrained row)",
+    "no mask (retrained)": "copies the future: low training loss, fails at generation (§6.3, Ex. 3)",
     "no positions": "cannot tell word order: a bag of words (§6.5)",
     "single head": "one pattern must serve all relations (§6.4)",
     "no residual": "gradients vanish in deep stacks (§6.6): a claim about training",
