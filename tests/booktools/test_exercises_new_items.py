@@ -138,3 +138,21 @@ def test_p5_05_names_the_classifier_on_x0_the_task_sign_and_the_missing_log_vari
             check_ex_p5_05(
                 lambda x0, layer, W_cls, y, beta: _logit_gradient_variant(x0, layer, W_cls, y, beta, **kwargs)
             )
+
+
+def test_p3_05_causal_mask_mean_loss_and_floor_division_are_named():
+    """ex10: a causal mask (the §2.1 head has none), the mean loss for the summed (9) and -1 // (G - 1) got no
+    diagnosis, or 'every value is 0.25 times' and 'a factor 2 too large'."""
+    cos = lambda G: -1.0 / (G - 1)  # noqa: E731
+
+    def key_gradient(params, X, y, *, causal=False, per_position=1.0):
+        fw = head_forward(params, X, causal=causal)
+        dS = score_gradient(fw.alpha, compatibility_matrix(upstream_gradient(fw.probs, y, params.W_O), fw.V))
+        return per_position * dS.T @ fw.Q / np.sqrt(fw.Q.shape[1])
+
+    with pytest.raises(ExerciseCheckError, match="a causal mask"):
+        check_ex_p3_05(lambda p, X, y: key_gradient(p, X, y, causal=True), cos)
+    with pytest.raises(ExerciseCheckError, match="the mean loss"):
+        check_ex_p3_05(lambda p, X, y: key_gradient(p, X, y, per_position=1 / len(X)), cos)
+    with pytest.raises(ExerciseCheckError, match="floor division"):
+        check_ex_p3_05(key_gradient, lambda G: -1 // (G - 1))
