@@ -285,3 +285,13 @@ def test_p4_01_plain_mean_not_called_equal_weights():
             lambda x, a: plain_mean(x, a) if len(x) > 3 else scalar_margin(x, a=a),
             lambda x, a: support_tokens(scalar_margin(x, a=a)),
         )
+
+
+def test_p4_03_a_context_without_spread_is_named():
+    """ex10: with T = 2 (or equal earlier rows) Σ_t = 0 whatever W_Q, W_K are; the check only said 'push an
+    eigenvalue of Σ_t A past 1', which no choice of W_Q, W_K can do."""
+    W = 3.0 * np.eye(2)
+    with pytest.raises(ExerciseCheckError, match=r"Σ_t = 0.*one row"):
+        check_ex_p4_03(np.array([[1.0, 0.0], [0.0, 0.0]]), W, W)
+    with pytest.raises(ExerciseCheckError, match=r"Σ_t = 0.*all equal"):
+        check_ex_p4_03(np.array([[1.0, 2.0], [1.0, 2.0], [0.0, 0.0]]), W, W)
