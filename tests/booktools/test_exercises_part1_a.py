@@ -456,3 +456,15 @@ def test_ex10_sigma_squared_as_scale_and_q_dot_q_are_named_not_mistaken_for_othe
         check_ex_p1_10(lambda d: 2 * d * sigma**4, sim)
     with pytest.raises(ExerciseCheckError, match="same name"):
         check_ex_p1_10(lambda d: d**2 * sigma**4, sim)
+
+
+def test_ex10_the_sympy_symbol_inside_the_simulation_is_named():
+    # ex10: the statement wrote simulate_variance(d, sigma, n, rng) while `sigma` is the notebook's sympy symbol;
+    # using it in rng.normal crashed with "Cannot convert expression to float" and no diagnosis
+    sigma = sp.symbols("sigma", positive=True)
+
+    def sim(d, sigma_value, n, rng):
+        return float(np.einsum("nd,nd->n", rng.normal(0, sigma, (n, d)), rng.normal(0, sigma, (n, d))).var())
+
+    with pytest.raises(ExerciseCheckError, match="use its number argument sigma_value"):
+        check_ex_p1_10(lambda d: d * sigma**4, sim)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from nextword.booktools.display import produced
-from ._common import Report, as_array, call_student, check_close, check_shape, check_true, describe, fail
+from ._common import ExerciseCheckError, Report, as_array, call_student, check_close, check_shape, check_true, describe, fail
 
 __all__ = ["check_ex_p1_01", "check_ex_p1_02", "check_ex_p1_03", "check_ex_p1_07", "check_ex_p1_10",
            "check_ex_p1_11"]
@@ -429,7 +429,13 @@ def check_ex_p1_10(variance_expression, simulate_variance) -> bool:
         ests = []
         for d in ds:
             label = f"simulate_variance({d}, {sig}, {n}, rng)"
-            value = as_array(label, _call(simulate_variance, label, d, sig, n, rng))
+            try:
+                value = as_array(label, _call(simulate_variance, label, d, sig, n, rng))
+            except ExerciseCheckError as exc:
+                if "Cannot convert expression to float" not in str(exc):
+                    raise
+                fail(str(exc).removeprefix("✗ ") + "\n    likely mistake: the sympy symbol sigma reached numpy — "
+                     "inside simulate_variance use its number argument sigma_value, not the symbol sigma")
             if value.size != 1:
                 fail(f"{label} should return one number (a float), got an array of shape {value.shape}"
                      + (" — the variance over the wrong axis? Sum over the d coordinates of each pair, then take "
