@@ -156,3 +156,20 @@ def test_p3_05_causal_mask_mean_loss_and_floor_division_are_named():
         check_ex_p3_05(lambda p, X, y: key_gradient(p, X, y, per_position=1 / len(X)), cos)
     with pytest.raises(ExerciseCheckError, match="floor division"):
         check_ex_p3_05(key_gradient, lambda G: -1 // (G - 1))
+
+
+def test_p3_05_plain_mean_transposed_b_and_logits_are_named():
+    """ex10: np.mean for the α-weighted mean (the hint warns of it), B = V Uᵀ and logits passed to
+    upstream_gradient for the probabilities all failed with no diagnosis."""
+    cos = lambda G: -1.0 / (G - 1)  # noqa: E731
+
+    def key_gradient(params, X, y, *, slip):
+        fw = head_forward(params, X)
+        U = upstream_gradient(fw.logits if slip == "logits" else fw.probs, y, params.W_O)
+        B = (U @ fw.V.T).T if slip == "B.T" else U @ fw.V.T
+        centre = B.mean(axis=1, keepdims=True) if slip == "mean" else (fw.alpha * B).sum(axis=1, keepdims=True)
+        return (fw.alpha * (B - centre)).T @ fw.Q / np.sqrt(fw.Q.shape[1])
+
+    for slip, named in (("mean", "plain mean"), ("B.T", "B transposed"), ("logits", "not the logits")):
+        with pytest.raises(ExerciseCheckError, match=named):
+            check_ex_p3_05(lambda p, X, y: key_gradient(p, X, y, slip=slip), cos)  # noqa: B023

@@ -51,6 +51,17 @@ def check_ex_p3_05(key_gradient: Callable, simplex_cosine: Callable) -> bool:
             cf = head_forward(params, X, causal=True)  # the slip of a causal mask the §2.1 head does not have
             Bc = upstream_gradient(cf.probs, y, params.W_O) @ cf.V.T
             causal = (cf.alpha * (Bc - (cf.alpha * Bc).sum(axis=1, keepdims=True))).T @ cf.Q / np.sqrt(d_k)
+
+            def via(B_: np.ndarray, centre: np.ndarray) -> np.ndarray:  # dSᵀ Q / √d_k from a slipped B or mean
+                return (fw.alpha * (B_ - centre)).T @ fw.Q / np.sqrt(d_k)
+
+            B_logits = upstream_gradient(fw.logits, y, params.W_O) @ fw.V.T  # logits passed for probabilities
+            slipped = {"the plain mean over j (np.mean): E_α_i[b] = Σ_j' α_ij' b_ij' is weighted by query i's "
+                       "attention": via(B, B.mean(axis=1, keepdims=True)),
+                       "B transposed: b_ij = u_i · v_j pairs query i's upstream gradient with key j's value, "
+                       "B = U Vᵀ (not V Uᵀ)": via(B.T, (fw.alpha * B.T).sum(axis=1, keepdims=True)),
+                       "upstream_gradient takes the probabilities p_i (fw.probs), not the logits":
+                       via(B_logits, (fw.alpha * B_logits).sum(axis=1, keepdims=True))}
             check_close(f"key_gradient on a T={T}, d_k={d_k} head (against finite differences)", got, fd,
                         rtol=1e-6, atol=1e-7, d=d_k,
                         mistakes={"dS Q instead of dSᵀ Q: key j collects α_ij(b_ij − E[b]) q_i over the queries i "
@@ -65,7 +76,8 @@ def check_ex_p3_05(key_gradient: Callable, simplex_cosine: Callable) -> bool:
                                   "a causal mask: the §2.1 head has none — every query attends to all T keys "
                                   "(head_forward's default, causal=False)": causal,
                                   f"the mean loss (divided by T = {T}): the exercise's loss (9) is the sum over "
-                                  "positions, as upstream_gradient computes it": dS.T @ fw.Q / np.sqrt(d_k) / T})
+                                  "positions, as upstream_gradient computes it": dS.T @ fw.Q / np.sqrt(d_k) / T,
+                                  **slipped})
     with r.check("simplex_cosine(G) = −1/(G − 1) for G = 2, 3, 4, 7"):
         for G in (2, 3, 4, 7):
             c = as_array(f"simplex_cosine({G})", call_student(simplex_cosine, "simplex_cosine", G))
