@@ -392,7 +392,7 @@ def check_ex_p1_07(mutual_information, pairs) -> bool:
 
 def check_ex_p1_10(variance_expression, simulate_variance) -> bool:
     """Exercise 10: ``variance_expression(d)`` (a sympy expression in the positive symbol ``sigma``)
-    and ``simulate_variance(d, sigma, n, rng)`` (a Monte Carlo estimate of Var(q·k))."""
+    and ``simulate_variance(d, sigma_value, n, rng)`` (a Monte Carlo estimate of Var(q·k))."""
     import sympy as sp
 
     r = Report("Exercise 1.10")
