@@ -173,3 +173,15 @@ def test_p3_05_plain_mean_transposed_b_and_logits_are_named():
     for slip, named in (("mean", "plain mean"), ("B.T", "B transposed"), ("logits", "not the logits")):
         with pytest.raises(ExerciseCheckError, match=named):
             check_ex_p3_05(lambda p, X, y: key_gradient(p, X, y, slip=slip), cos)  # noqa: B023
+
+
+def test_p3_05_transposed_alpha_is_named():
+    """ex10: α_ji for α_ij inside dS (query i's weights are row i) failed with no diagnosis."""
+
+    def key_gradient(params, X, y):
+        fw = head_forward(params, X)
+        a, B = fw.alpha.T, upstream_gradient(fw.probs, y, params.W_O) @ fw.V.T
+        return (a * (B - (a * B).sum(axis=1, keepdims=True))).T @ fw.Q / np.sqrt(fw.Q.shape[1])
+
+    with pytest.raises(ExerciseCheckError, match="α transposed"):
+        check_ex_p3_05(key_gradient, lambda G: -1.0 / (G - 1))

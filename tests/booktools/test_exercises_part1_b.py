@@ -45,6 +45,8 @@ def test_p1_04_a_sympy_integer_passes_and_a_float_or_one_w_o_is_named():
         check_ex_p1_04(lambda d, h, L: L * (3 * h * d * (d / h) + d * d))
     with pytest.raises(ExerciseCheckError, match="counts W\\^O once"):
         check_ex_p1_04(lambda d, h, L: 3 * d * d * L + d * d)
+    with pytest.raises(ExerciseCheckError, match="one d_k × d_k block per head"):
+        check_ex_p1_04(lambda d, h, L: (3 * d * d + h * (d // h) ** 2) * L)
 
 
 def _pe(t, d, dims, pair=True):

@@ -60,6 +60,9 @@ def check_ex_p3_05(key_gradient: Callable, simplex_cosine: Callable) -> bool:
                        "attention": via(B, B.mean(axis=1, keepdims=True)),
                        "B transposed: b_ij = u_i · v_j pairs query i's upstream gradient with key j's value, "
                        "B = U Vᵀ (not V Uᵀ)": via(B.T, (fw.alpha * B.T).sum(axis=1, keepdims=True)),
+                       "α transposed: query i's weights are row i of alpha, α_ij = alpha[i, j] (dS = α ⊙ (B − "
+                       "E_α_i[b]) row by row)": (fw.alpha.T * (B - (fw.alpha.T * B).sum(axis=1, keepdims=True))).T
+                       @ fw.Q / np.sqrt(d_k),
                        "upstream_gradient takes the probabilities p_i (fw.probs), not the logits":
                        via(B_logits, (fw.alpha * B_logits).sum(axis=1, keepdims=True))}
             check_close(f"key_gradient on a T={T}, d_k={d_k} head (against finite differences)", got, fd,
