@@ -47,7 +47,7 @@ def zoh(A: np.ndarray, B: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray
 
 def scan(Abar, Bbar, C, D, h, v0) -> np.ndarray:
     """Outputs u_i = C v_i + D h_i with v_{i+1} = Abar v_i + Bbar h_i, shape (T, d_out)."""
-    raise NotImplementedError("return the outputs u, shape (T, d) (stuck? hint('p2_03', 1))")
+    raise NotImplementedError("return the outputs u, shape (T, d_out) (stuck? hint('p2_03', 1))")
 
 
 Abar, Bbar = zoh(A_demo, B_demo, 0.1)

@@ -9,7 +9,8 @@
 # 1. Write the derivation (markdown).
 # 2. `variance_expression(d)`: compute $\operatorname{Var}(q^\top k)$ for a given small $d_k$ with
 #    `sympy.stats` (Gaussian entries), as an expression in the positive symbol `sigma`.
-# 3. `simulate_variance(d, sigma, n, rng)`: estimate it from `n` random pairs.
+# 3. `simulate_variance(d, sigma_value, n, rng)`: estimate it from `n` random pairs, with entries of standard
+#    deviation `sigma_value` (a number; the symbol `sigma` is for sympy only).
 # 4. What does dividing by $\sqrt{d_k}$ change?
 
 # %%

@@ -44,7 +44,7 @@ def zoh(A: np.ndarray, B: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray
 
 def scan(Abar, Bbar, C, D, h, v0) -> np.ndarray:
     """Outputs u_i = C v_i + D h_i with v_{i+1} = Abar v_i + Bbar h_i, shape (T, d_out)."""
-    # BEGIN SOLUTION hint="return the outputs u, shape (T, d)"
+    # BEGIN SOLUTION hint="return the outputs u, shape (T, d_out)"
     v = np.asarray(v0, dtype=float)
     out = []
     for i in range(len(h)):

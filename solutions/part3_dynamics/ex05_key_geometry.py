@@ -9,7 +9,8 @@
 # $a_{ij}=-b_{ij}$ and the advantage $A_{ij}$ as $-\frac1{\sqrt{d_k}}\sum_i\alpha_{ij}A_{ij}\,q_i$.
 #
 # 1. Implement `key_gradient(params, X, y)` → $\partial\mathcal L/\partial K$ of shape `(T, d_k)` for the summed
-#    loss (9) of the §2.1 head, using `head_forward` and `upstream_gradient` from
+#    loss (9) of the §2.1 head (no causal mask: every query attends to all $T$ keys, as in Eq. (5) and
+#    `head_forward`'s default), using `head_forward` and `upstream_gradient` from
 #    `nextword.theory.dynamics` and the formula above (no finite differences, no autograd).
 # 2. When $G$ groups of queries each find only their own group's keys helpful, the push ends in $G$
 #    unit vectors with equal pairwise cosine and zero sum. Implement `simplex_cosine(G)` returning that

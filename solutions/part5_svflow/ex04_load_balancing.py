@@ -11,7 +11,7 @@
 #    counts them) whenever $f$ or $P$ is uniform, and that a collapsed router gives 1.
 # 2. With $\lvert\mathcal Z\rvert=2$ experts (expert 1 and expert 2, as page 5.3 numbers them: columns 0 and 1
 #    of `gates`), construct a gate matrix `gates` of shape `(N, 2)` whose $\mathcal J_{\text{bal}}$ is *below* $1/2$ while its marginal $P$ is not
-#    uniform. (Hint: arg-max only sees which gate is larger; an exact tie goes to the lower index, expert 1
+#    uniform, each by a clear margin: $\mathcal J_{\text{bal}}<1/2-0.01$ and $\lvert P_1-1/2\rvert>0.02$. (Hint: arg-max only sees which gate is larger; an exact tie goes to the lower index, expert 1
 #    (column 0), as in `load_balancing_loss`: a convention, not a law.)
 # 3. What is the infimum of $\mathcal J_{\text{bal}}$ over two-expert routers in your family?
 

@@ -138,3 +138,50 @@ def test_p5_05_names_the_classifier_on_x0_the_task_sign_and_the_missing_log_vari
             check_ex_p5_05(
                 lambda x0, layer, W_cls, y, beta: _logit_gradient_variant(x0, layer, W_cls, y, beta, **kwargs)
             )
+
+
+def test_p3_05_causal_mask_mean_loss_and_floor_division_are_named():
+    """ex10: a causal mask (the §2.1 head has none), the mean loss for the summed (9) and -1 // (G - 1) got no
+    diagnosis, or 'every value is 0.25 times' and 'a factor 2 too large'."""
+    cos = lambda G: -1.0 / (G - 1)  # noqa: E731
+
+    def key_gradient(params, X, y, *, causal=False, per_position=1.0):
+        fw = head_forward(params, X, causal=causal)
+        dS = score_gradient(fw.alpha, compatibility_matrix(upstream_gradient(fw.probs, y, params.W_O), fw.V))
+        return per_position * dS.T @ fw.Q / np.sqrt(fw.Q.shape[1])
+
+    with pytest.raises(ExerciseCheckError, match="a causal mask"):
+        check_ex_p3_05(lambda p, X, y: key_gradient(p, X, y, causal=True), cos)
+    with pytest.raises(ExerciseCheckError, match="the mean loss"):
+        check_ex_p3_05(lambda p, X, y: key_gradient(p, X, y, per_position=1 / len(X)), cos)
+    with pytest.raises(ExerciseCheckError, match="floor division"):
+        check_ex_p3_05(key_gradient, lambda G: -1 // (G - 1))
+
+
+def test_p3_05_plain_mean_transposed_b_and_logits_are_named():
+    """ex10: np.mean for the α-weighted mean (the hint warns of it), B = V Uᵀ and logits passed to
+    upstream_gradient for the probabilities all failed with no diagnosis."""
+    cos = lambda G: -1.0 / (G - 1)  # noqa: E731
+
+    def key_gradient(params, X, y, *, slip):
+        fw = head_forward(params, X)
+        U = upstream_gradient(fw.logits if slip == "logits" else fw.probs, y, params.W_O)
+        B = (U @ fw.V.T).T if slip == "B.T" else U @ fw.V.T
+        centre = B.mean(axis=1, keepdims=True) if slip == "mean" else (fw.alpha * B).sum(axis=1, keepdims=True)
+        return (fw.alpha * (B - centre)).T @ fw.Q / np.sqrt(fw.Q.shape[1])
+
+    for slip, named in (("mean", "plain mean"), ("B.T", "B transposed"), ("logits", "not the logits")):
+        with pytest.raises(ExerciseCheckError, match=named):
+            check_ex_p3_05(lambda p, X, y: key_gradient(p, X, y, slip=slip), cos)  # noqa: B023
+
+
+def test_p3_05_transposed_alpha_is_named():
+    """ex10: α_ji for α_ij inside dS (query i's weights are row i) failed with no diagnosis."""
+
+    def key_gradient(params, X, y):
+        fw = head_forward(params, X)
+        a, B = fw.alpha.T, upstream_gradient(fw.probs, y, params.W_O) @ fw.V.T
+        return (a * (B - (a * B).sum(axis=1, keepdims=True))).T @ fw.Q / np.sqrt(fw.Q.shape[1])
+
+    with pytest.raises(ExerciseCheckError, match="α transposed"):
+        check_ex_p3_05(key_gradient, lambda G: -1.0 / (G - 1))

@@ -432,3 +432,39 @@ def test_ex11():
         check_ex_p1_11(lambda T, d: {**_flops(T, d), "attention": (8 * T * d * d + 2 * T * T * d, 1, 1)})
     with pytest.raises(ExerciseCheckError, match="output projection"):
         check_ex_p1_11(lambda T, d: {**_flops(T, d), "attention": (6 * T * d * d + 4 * T * T * d, 1, 1)})
+
+
+def test_ex10_sigma_squared_as_scale_and_q_dot_q_are_named_not_mistaken_for_other_slips():
+    # ex10: at σ = 0.7 the checker called σ² passed as the std "one product's variance" (4σ⁸ ≈ σ⁴) and q·q
+    # "d σ² instead of d σ⁴" (2σ⁴ ≈ σ²); sympy's Normal(…, sigma**2), q·q and reused names went unnamed, and a
+    # one-element array crashed inside the checker
+    sigma = sp.symbols("sigma", positive=True)
+
+    def sim(d, s, n, rng, *, scale=lambda s: s, same=False):
+        q = scale(s) * rng.standard_normal((n, d))
+        k = q if same else scale(s) * rng.standard_normal((n, d))
+        return float(np.einsum("nd,nd->n", q, k).var())
+
+    with pytest.raises(ExerciseCheckError, match="takes the standard\\s+deviation σ as scale"):
+        check_ex_p1_10(lambda d: d * sigma**4, lambda d, s, n, rng: sim(d, s, n, rng, scale=lambda s: s**2))
+    with pytest.raises(ExerciseCheckError, match="Var\\(q·q\\)"):
+        check_ex_p1_10(lambda d: d * sigma**4, lambda d, s, n, rng: sim(d, s, n, rng, same=True))
+    assert check_ex_p1_10(lambda d: d * sigma**4, lambda d, s, n, rng: np.array([sim(d, s, n, rng)]))
+    with pytest.raises(ExerciseCheckError, match="Normal\\(name, mean, std\\)"):
+        check_ex_p1_10(lambda d: d * sigma**8, sim)
+    with pytest.raises(ExerciseCheckError, match="Var\\(q·q\\)"):
+        check_ex_p1_10(lambda d: 2 * d * sigma**4, sim)
+    with pytest.raises(ExerciseCheckError, match="same name"):
+        check_ex_p1_10(lambda d: d**2 * sigma**4, sim)
+
+
+def test_ex10_the_sympy_symbol_inside_the_simulation_is_named():
+    # ex10: the statement wrote simulate_variance(d, sigma, n, rng) while `sigma` is the notebook's sympy symbol;
+    # using it in rng.normal crashed with "Cannot convert expression to float" and no diagnosis
+    sigma = sp.symbols("sigma", positive=True)
+
+    def sim(d, sigma_value, n, rng):
+        return float(np.einsum("nd,nd->n", rng.normal(0, sigma, (n, d)), rng.normal(0, sigma, (n, d))).var())
+
+    with pytest.raises(ExerciseCheckError, match="use its number argument sigma_value"):
+        check_ex_p1_10(lambda d: d * sigma**4, sim)

@@ -35,6 +35,20 @@ def test_p1_04():
         check_ex_p1_04(_stub)
 
 
+def test_p1_04_a_sympy_integer_passes_and_a_float_or_one_w_o_is_named():
+    # ex10: the exercise works in sympy, yet a sympy Integer count was refused as "not an int"; a float from
+    # d_model / n_heads got no hint, and W^O counted once for all layers got no diagnosis
+    import sympy as sp
+
+    assert check_ex_p1_04(lambda d, h, L: sp.Integer(4 * d * d * L))
+    with pytest.raises(ExerciseCheckError, match="use `//`"):
+        check_ex_p1_04(lambda d, h, L: L * (3 * h * d * (d / h) + d * d))
+    with pytest.raises(ExerciseCheckError, match="counts W\\^O once"):
+        check_ex_p1_04(lambda d, h, L: 3 * d * d * L + d * d)
+    with pytest.raises(ExerciseCheckError, match="one d_k × d_k block per head"):
+        check_ex_p1_04(lambda d, h, L: (3 * d * d + h * (d // h) ** 2) * L)
+
+
 def _pe(t, d, dims, pair=True):
     dims = np.asarray(dims)
     expo = 2 * (dims // 2) if pair else dims

@@ -175,3 +175,39 @@ def test_p2_03_dt_left_out_and_previous_input_named():
 
     with pytest.raises(ExerciseCheckError, match="fed the previous input"):
         check_ex_p2_03(ssm.discretize_zoh, scan_previous_input)
+
+
+def test_p2_03_a_list_pair_passes_and_the_block_elementwise_pinv_and_transposed_d_slips_are_named():
+    """ex10: zoh returning [Abar, Bbar] was refused ("got list"); np.exp for expm, pinv(A) at A = 0, dt left off
+    the B block, and D h_i as h_i D got no diagnosis (or, for the block, only 'dt is missing')."""
+    import scipy.linalg
+
+    def scan(Ab, Bb, C, D, h, v0):
+        return ssm.ssm_scan(Ab, Bb, C, D, h, v0)[1]
+
+    assert check_ex_p2_03(lambda A, B, dt: list(ssm.discretize_zoh(A, B, dt)), scan)
+    with pytest.raises(ExerciseCheckError, match="np.exp is elementwise"):
+        check_ex_p2_03(lambda A, B, dt: (np.exp(A * dt), ssm.discretize_zoh(A, B, dt)[1]), scan)
+
+    def zoh_pinv(A, B, dt):
+        Ab = scipy.linalg.expm(A * dt)
+        return Ab, np.linalg.pinv(A) @ (Ab - np.eye(len(A))) @ B
+
+    with pytest.raises(ExerciseCheckError, match="pseudo-inverse"):
+        check_ex_p2_03(zoh_pinv, scan)
+
+    def zoh_block_dt_on_a_only(A, B, dt):
+        s, d = B.shape
+        M = np.zeros((s + d, s + d))
+        M[:s, :s], M[:s, s:] = A * dt, B
+        E = scipy.linalg.expm(M)
+        return E[:s, :s], E[:s, s:]
+
+    with pytest.raises(ExerciseCheckError, match="only A was multiplied by dt"):
+        check_ex_p2_03(zoh_block_dt_on_a_only, scan)
+
+    def scan_d_transposed(Ab, Bb, C, D, h, v0):
+        return ssm.ssm_scan(Ab, Bb, C, D.T, h, v0)[1]
+
+    with pytest.raises(ExerciseCheckError, match="D is transposed"):
+        check_ex_p2_03(ssm.discretize_zoh, scan_d_transposed)

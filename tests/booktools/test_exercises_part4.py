@@ -285,3 +285,24 @@ def test_p4_01_plain_mean_not_called_equal_weights():
             lambda x, a: plain_mean(x, a) if len(x) > 3 else scalar_margin(x, a=a),
             lambda x, a: support_tokens(scalar_margin(x, a=a)),
         )
+
+
+def test_p4_03_a_context_without_spread_is_named():
+    """ex10: with T = 2 (or equal earlier rows) Σ_t = 0 whatever W_Q, W_K are; the check only said 'push an
+    eigenvalue of Σ_t A past 1', which no choice of W_Q, W_K can do."""
+    W = 3.0 * np.eye(2)
+    with pytest.raises(ExerciseCheckError, match=r"Σ_t = 0.*one row"):
+        check_ex_p4_03(np.array([[1.0, 0.0], [0.0, 0.0]]), W, W)
+    with pytest.raises(ExerciseCheckError, match=r"Σ_t = 0.*all equal"):
+        check_ex_p4_03(np.array([[1.0, 2.0], [1.0, 2.0], [0.0, 0.0]]), W, W)
+
+
+def test_p4_03_a_counterexample_only_with_the_current_position_included_is_named():
+    """ex10: a context that is a counterexample only when the last position also attends to itself failed with
+    'push an eigenvalue of Σ_t A past 1' and no word about the strict context s < t."""
+    X = np.array([[-1.32, 4.74], [0.54, -1.03], [6.88, -0.87], [-3.29, 0.54]])
+    W = 0.63 * np.eye(2)
+    inclusive = matrix_margins(X, W, W, include_current=True)
+    assert inclusive.spectral[-1] <= 0 and abs(inclusive.det[-1]) >= 0.1
+    with pytest.raises(ExerciseCheckError, match=r"also attends to itself.*strict"):
+        check_ex_p4_03(X, W, W)

@@ -180,6 +180,15 @@ def test_p5_04():
         check_ex_p5_04(np.ones(4) / 4)
 
 
+def test_p5_04_transposed_gates_are_named():
+    """ex10: gates as (2, N), one column per input, got only 'must have shape (N, 2)' or 'row sums [0.5 1.5]'."""
+    good = np.array([[0.5 + 1e-9, 0.5 - 1e-9]] * 3 + [[0.0, 1.0]])
+    with pytest.raises(ExerciseCheckError, match="transposed"):
+        check_ex_p5_04(good.T)
+    with pytest.raises(ExerciseCheckError, match="columns sum to 1: transposed"):
+        check_ex_p5_04(np.array([[0.5, 0.0], [0.5, 1.0]]))
+
+
 def test_p5_04_exact_ties_pass_with_the_convention_named(capsys):
     """leftex (readex2 left it): gates tied exactly at (1/2, 1/2) pass only by arg-max's tie-break to column 0;
     the ✓ says so (and the statement and hint), nearly tied gates get no such note."""

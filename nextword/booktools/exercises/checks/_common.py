@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -272,8 +273,10 @@ def check_true(condition: bool, message: str) -> None:
 
 def check_int(name: str, value) -> int:
     """``value`` as an int, or a failure naming its type."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        fail(f"{name} should be an int, got {type(value).__name__} {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer, numbers.Integral)):  # sympy's Integer too
+        whole = isinstance(value, (float, np.floating)) and math.isfinite(value) and float(value).is_integer()
+        fail(f"{name} should be an int, got {type(value).__name__} {value!r}"
+             + (" — `/` always gives a float in Python: use `//` for a whole quotient (or int(...))" if whole else ""))
     return int(value)
 
 

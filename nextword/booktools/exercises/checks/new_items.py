@@ -48,6 +48,23 @@ def check_ex_p3_05(key_gradient: Callable, simplex_cosine: Callable) -> bool:
             U = upstream_gradient(fw.probs, y, params.W_O)  # (T, d_v): the typical slips, for the diagnosis
             B = U @ fw.V.T
             dS = fw.alpha * (B - (fw.alpha * B).sum(axis=1, keepdims=True))
+            cf = head_forward(params, X, causal=True)  # the slip of a causal mask the §2.1 head does not have
+            Bc = upstream_gradient(cf.probs, y, params.W_O) @ cf.V.T
+            causal = (cf.alpha * (Bc - (cf.alpha * Bc).sum(axis=1, keepdims=True))).T @ cf.Q / np.sqrt(d_k)
+
+            def via(B_: np.ndarray, centre: np.ndarray) -> np.ndarray:  # dSᵀ Q / √d_k from a slipped B or mean
+                return (fw.alpha * (B_ - centre)).T @ fw.Q / np.sqrt(d_k)
+
+            B_logits = upstream_gradient(fw.logits, y, params.W_O) @ fw.V.T  # logits passed for probabilities
+            slipped = {"the plain mean over j (np.mean): E_α_i[b] = Σ_j' α_ij' b_ij' is weighted by query i's "
+                       "attention": via(B, B.mean(axis=1, keepdims=True)),
+                       "B transposed: b_ij = u_i · v_j pairs query i's upstream gradient with key j's value, "
+                       "B = U Vᵀ (not V Uᵀ)": via(B.T, (fw.alpha * B.T).sum(axis=1, keepdims=True)),
+                       "α transposed: query i's weights are row i of alpha, α_ij = alpha[i, j] (dS = α ⊙ (B − "
+                       "E_α_i[b]) row by row)": (fw.alpha.T * (B - (fw.alpha.T * B).sum(axis=1, keepdims=True))).T
+                       @ fw.Q / np.sqrt(d_k),
+                       "upstream_gradient takes the probabilities p_i (fw.probs), not the logits":
+                       via(B_logits, (fw.alpha * B_logits).sum(axis=1, keepdims=True))}
             check_close(f"key_gradient on a T={T}, d_k={d_k} head (against finite differences)", got, fd,
                         rtol=1e-6, atol=1e-7, d=d_k,
                         mistakes={"dS Q instead of dSᵀ Q: key j collects α_ij(b_ij − E[b]) q_i over the queries i "
@@ -58,7 +75,12 @@ def check_ex_p3_05(key_gradient: Callable, simplex_cosine: Callable) -> bool:
                                   "dL/ds_ij = α_ij (b_ij − E_α_i[b]) with E_α_i[b] = Σ_j' α_ij' b_ij'":
                                   (fw.alpha * B).T @ fw.Q / np.sqrt(d_k),
                                   "dSᵀ K: key j's gradient collects the QUERIES q_i that score it (s_ij = q_i · k_j / "
-                                  "√d_k), so dL/dK = dSᵀ Q / √d_k": dS.T @ fw.K / np.sqrt(d_k)})
+                                  "√d_k), so dL/dK = dSᵀ Q / √d_k": dS.T @ fw.K / np.sqrt(d_k),
+                                  "a causal mask: the §2.1 head has none — every query attends to all T keys "
+                                  "(head_forward's default, causal=False)": causal,
+                                  f"the mean loss (divided by T = {T}): the exercise's loss (9) is the sum over "
+                                  "positions, as upstream_gradient computes it": dS.T @ fw.Q / np.sqrt(d_k) / T,
+                                  **slipped})
     with r.check("simplex_cosine(G) = −1/(G − 1) for G = 2, 3, 4, 7"):
         for G in (2, 3, 4, 7):
             c = as_array(f"simplex_cosine({G})", call_student(simplex_cosine, "simplex_cosine", G))
@@ -68,7 +90,9 @@ def check_ex_p3_05(key_gradient: Callable, simplex_cosine: Callable) -> bool:
                                   "c = −1/(G − 1)": -1.0 / G,
                                   "the cosine of the angle 2π/G between neighbours on a circle: the G vectors "
                                   "are equally spaced in G − 1 dimensions, all pairs at the same angle":
-                                  np.cos(2 * np.pi / G)})
+                                  np.cos(2 * np.pi / G),
+                                  "-1 // (G - 1) is floor division (it rounds down to −1): write -1 / (G - 1)":
+                                  float(-1 // (G - 1))})
     return r.done("the §6.2 key gradient is right, and so is the simplex cosine -1/(G-1)")
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from nextword.booktools.display import produced
-from ._common import Report, as_array, call_student, check_close, check_shape, check_true, describe, fail
+from ._common import ExerciseCheckError, Report, as_array, call_student, check_close, check_shape, check_true, describe, fail
 
 __all__ = ["check_ex_p1_01", "check_ex_p1_02", "check_ex_p1_03", "check_ex_p1_07", "check_ex_p1_10",
            "check_ex_p1_11"]
@@ -392,7 +392,7 @@ def check_ex_p1_07(mutual_information, pairs) -> bool:
 
 def check_ex_p1_10(variance_expression, simulate_variance) -> bool:
     """Exercise 10: ``variance_expression(d)`` (a sympy expression in the positive symbol ``sigma``)
-    and ``simulate_variance(d, sigma, n, rng)`` (a Monte Carlo estimate of Var(q·k))."""
+    and ``simulate_variance(d, sigma_value, n, rng)`` (a Monte Carlo estimate of Var(q·k))."""
     import sympy as sp
 
     r = Report("Exercise 1.10")
@@ -409,38 +409,64 @@ def check_ex_p1_10(variance_expression, simulate_variance) -> bool:
             if sp.simplify(expr - truth) == 0:
                 continue
             known = {d * sigma ** 2: "the variance of one product q_r k_r is E[q²] E[k²] = σ²·σ² = σ⁴, not σ²",
-                     sigma ** 4: "that is one product's variance: the d independent products add up",
-                     d ** 2 * sigma ** 4: "d² σ⁴: the products are independent, so their variances add "
-                                          "(no cross terms)",
+                     sigma ** 4: "that is one product's variance (or that of the scaled score q·k/√d): the d "
+                                 "independent products add up",
                      sigma ** 4 / d: "that is the variance after dividing by √d... twice? Var(q·k) itself "
-                                     "grows with d"}
+                                     "grows with d",
+                     d * sigma ** 8: "d σ⁸: sympy.stats.Normal(name, mean, std) takes the standard deviation — "
+                                     "Normal('q0', 0, sigma), not sigma**2",
+                     2 * d * sigma ** 4: "2 d σ⁴: that is Var(q·q) — the key needs its own variables, independent "
+                                         "of the query's (Var(q_r²) = 2σ⁴)",
+                     # after 2 d σ⁴, which equals d² σ⁴ at d = 2: q·q already fails at d = 1, reused names only at d = 2
+                     d ** 2 * sigma ** 4: "d² σ⁴: the products are independent, so their variances add "
+                                          "(no cross terms) — in sympy.stats two variables with the same name are "
+                                          "one variable: name each entry apart (q0, q1, …, k0, k1, …)"}
             likely = next((m for e, m in known.items() if sp.simplify(expr - e) == 0), None)
             fail(f"variance_expression({d}): got {expr}, expected {truth}" + (f"\n    likely mistake: {likely}" if likely else ""))
-    with r.check("simulate_variance agrees with d σ⁴ (d = 4, 32, 256; σ = 0.7)"):
-        rng = np.random.default_rng(10)
+    with r.check("simulate_variance agrees with d σ⁴ (d = 4, 32, 256; σ = 1.5)"):
+        # σ = 1.5 keeps the slips apart: at σ = 0.7, 2σ⁴ ≈ σ² (q·q looked like an unscaled k) and 4σ⁸ ≈ σ⁴
+        rng, sig, n, ds = np.random.default_rng(10), 1.5, 20000, (4, 32, 256)
         ests = []
-        for d in (4, 32, 256):
-            n = 20000
-            est = float(as_array(f"simulate_variance({d}, 0.7, {n}, rng)",
-                                 _call(simulate_variance, f"simulate_variance({d}, 0.7, {n}, rng)", d, 0.7, n, rng)))
-            exact = d * 0.7 ** 4
-            se = exact * np.sqrt(2.0 / n) * 2  # generous: Var of a sample variance of a heavy-ish tailed product
-            if abs(est - exact) >= 5 * se:
-                msg = (f"simulate_variance({d}, 0.7, {n}, rng): got {est:.4g}, expected {exact:.4g} "
-                       f"± {5 * se:.2g} (5 standard errors)")
-                if abs(est * d - exact) < 5 * se:
-                    msg += ("\n    likely mistake: a factor d = {d} too small: that is the variance of one product "
-                            "q_r k_r (sum over the d coordinates first, then take the variance) or of the scaled "
-                            "score q·k/√d").format(d=d)
-                elif abs(est ** 2 - exact) < 5 * se * 2 * est:  # Var(s²) ≈ (2 s)² Var(s)
-                    msg += ("\n    likely mistake: the standard deviation (.std()), not the variance (.var()): "
-                            f"{est:.4g}² = {est ** 2:.4g} is near d σ⁴")
-                elif abs(est - 0.7 ** 2 * d) < 5 * se * 2:
-                    msg += ("\n    likely mistake: d σ² instead of d σ⁴: both q and k need entries of standard "
-                            "deviation σ (only one of them was scaled by σ, or the entries got variance σ)")
-                fail(msg)
-            ests.append(est)
-        slope = np.polyfit(np.log([4, 32, 256]), np.log(ests), 1)[0]
+        for d in ds:
+            label = f"simulate_variance({d}, {sig}, {n}, rng)"
+            try:
+                value = as_array(label, _call(simulate_variance, label, d, sig, n, rng))
+            except ExerciseCheckError as exc:
+                if "Cannot convert expression to float" not in str(exc):
+                    raise
+                fail(str(exc).removeprefix("✗ ") + "\n    likely mistake: the sympy symbol sigma reached numpy — "
+                     "inside simulate_variance use its number argument sigma_value, not the symbol sigma")
+            if value.size != 1:
+                fail(f"{label} should return one number (a float), got an array of shape {value.shape}"
+                     + (" — the variance over the wrong axis? Sum over the d coordinates of each pair, then take "
+                        "the variance over the n pairs" if value.size in (d, n) else ""))
+            ests.append(float(value.reshape(())))
+        tol = 5 * 2 * np.sqrt(2.0 / n)  # relative: 5 generous standard errors of a sample variance
+
+        def fits(model) -> bool:  # the three estimates all match this model's d -> value
+            return all(abs(e - model(d)) < tol * abs(model(d)) for d, e in zip(ds, ests))
+
+        slips = (
+            (lambda d: sig ** 4, "the same value σ⁴ for every d: that is the variance of one product q_r k_r (sum "
+                                 "over the d coordinates first, then take the variance) or of the scaled score "
+                                 "q·k/√d"),
+            (lambda d: np.sqrt(d) * sig ** 2, "the standard deviation (.std()), not the variance (.var()): "
+                                              "its square is near d σ⁴"),
+            (lambda d: d * sig ** 2, "d σ² instead of d σ⁴: both q and k need entries of standard deviation σ "
+                                     "(only one of them was scaled by σ, or the entries got variance σ)"),
+            (lambda d: d * sig ** 8, "d σ⁸: the entries got variance σ⁴ — rng.normal(0, scale) takes the standard "
+                                     "deviation σ as scale, not the variance σ²"),
+            (lambda d: 2 * d * sig ** 4, "2 d σ⁴: that is Var(q·q) — draw k independently of q (one draw used "
+                                         "twice gives Var(Σ_r q_r²) = 2 d σ⁴)"),
+        )
+        for d, est in zip(ds, ests):
+            exact = d * sig ** 4
+            if abs(est - exact) >= tol * exact:
+                msg = (f"simulate_variance({d}, {sig}, {n}, rng): got {est:.4g}, expected {exact:.4g} "
+                       f"± {tol * exact:.2g} (5 standard errors)")
+                likely = next((m for model, m in slips if fits(model)), None)
+                fail(msg + (f"\n    likely mistake: {likely}" if likely else ""))
+        slope = np.polyfit(np.log(ds), np.log(ests), 1)[0]
         check_true(abs(slope - 1) < 0.05,
                    f"the simulated variance should grow linearly in d (log-log slope {slope:.3f}, expected 1)")
     return r.done("Var(q·k) = d σ⁴ symbolically for d = 1, 2, 3, and the simulation agrees and grows linearly in d")

@@ -48,7 +48,13 @@ def check_ex_p1_04(mha_parameter_count: Callable) -> bool:
                      4 * h * d * d * L: "gives each head full-width d_model × d_model matrices (and W^O rows for "
                                         "all of them); a head projects to d_k = d_model / n_heads columns",
                      expected // L if L > 1 else -1: "counts one layer only: multiply by n_layers",
-                     expected + 4 * d * L: "adds biases; the exercise counts weight matrices only"}
+                     expected + 4 * d * L: "adds biases; the exercise counts weight matrices only",
+                     expected + 3 * d * L: "adds biases (of W^Q, W^K, W^V); the exercise counts weight matrices only",
+                     (3 * d * d + h * (d // h) ** 2) * L if h > 1 else -1: "gives W^O one d_k × d_k block per "
+                                                                           "head; W^O maps the concatenated heads "
+                                                                           "(h·d_k = d_model) to d_model: d_model²",
+                     3 * d * d * L + d * d if L > 1 else -1: "counts W^O once: every layer has its own output "
+                                                             "projection, so it is multiplied by n_layers too"}
             if got in known:
                 msg += f"\n    likely mistake: {known[got]}"
             fail(msg)

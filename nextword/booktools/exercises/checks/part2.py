@@ -192,8 +192,9 @@ def check_ex_p2_03(zoh: Callable, scan: Callable) -> bool:
                         fail(str(exc).removeprefix("✗ ") + "\n    likely mistake: A⁻¹(Abar − I)B needs an invertible A "
                              "— use the block-matrix exponential instead")
                     raise
-                if not isinstance(out, tuple) or len(out) != 2:
-                    fail(f"zoh should return a pair (Abar, Bbar), got {type(out).__name__}")
+                if not isinstance(out, (tuple, list)) or len(out) != 2:  # a list [Abar, Bbar] is a pair too
+                    fail(f"zoh should return a pair (Abar, Bbar), got {type(out).__name__}"
+                         + (f" of length {len(out)}" if isinstance(out, (tuple, list)) else ""))
                 expected = ssm.discretize_zoh(A, B, dt)[idx]
                 s = A.shape[0]
                 euler = (np.eye(s) + dt * A, dt * B)[idx]
@@ -202,13 +203,20 @@ def check_ex_p2_03(zoh: Callable, scan: Callable) -> bool:
                     fail(f"Bbar for {label} contains NaN or infinity: the formula A⁻¹(Abar − I)B needs an "
                          "invertible A — use the block-matrix exponential instead")
                 no_dt = ssm.discretize_zoh(A, B, 1.0)[idx]  # the step dt left out (a step of 1)
+                block_dt_on_a = "in the block matrix only A was multiplied by dt: exponentiate the whole " \
+                                "matrix (A B; 0 0) times dt, B included (this gives Bbar / dt)"
                 if idx == 0:
-                    slips = {"dt is missing: Abar = exp(dt A), not exp(A)": no_dt}
+                    slips = {"dt is missing: Abar = exp(dt A), not exp(A)": no_dt,
+                             "np.exp is elementwise: the matrix exponential is scipy.linalg.expm": np.exp(dt * A)}
                 elif not A.any():  # A = 0: exp(dt A) B = B = the hold over a step of 1
                     slips = {"Bbar = B: for A = 0 the hold gives ∫_0^dt dt' B = dt B; either dt is missing (a step "
-                             "of 1) or you used exp(dt A) B (= B here), which does not integrate over the step": B}
+                             "of 1), or " + block_dt_on_a + ", or you used exp(dt A) B (= B here), which does not "
+                             "integrate over the step": B,
+                             "Bbar = 0: the pseudo-inverse of A = 0 is 0, so pinv(A)(Abar − I)B vanishes; the hold "
+                             "gives dt B — use the block-matrix exponential, not an inverse": np.zeros_like(B)}
                 else:
                     slips = {"dt is missing: the hold integrates exp(tA) over t in [0, dt], not [0, 1]": no_dt,
+                             block_dt_on_a: expected / dt,
                              "Bbar = exp(dt A) B: the hold integrates exp(tA) over the step": expm(dt * A) @ B}
                 check_close(f"{'Abar' if idx == 0 else 'Bbar'} for {label} (dt = {dt})", got, expected,
                             rtol=1e-8, atol=1e-10,
@@ -230,6 +238,8 @@ def check_ex_p2_03(zoh: Callable, scan: Callable) -> bool:
         check_close("scan(Abar, Bbar, C, D, h, v0) with T = 7", got, expected, rtol=1e-8, atol=1e-10,
                     mistakes={"outputs off by one step: u_i must use v_i before it is updated with h_i": updated_first,
                               "the feed-through D h_i is missing": states @ C.T,
+                              "D is transposed: D has shape (d_out, d) and multiplies h_i as D h_i (rows: h @ D.T)":
+                              states @ C.T + h @ D,
                               "the state is fed the previous input (h[i − 1], and h[−1] is the LAST input in "
                               "Python): v_(i+1) = Abar v_i + Bbar h_i": np.array(previous_input)})
     return r.done("zoh matches the exact hold discretisation (singular A included) and scan matches (5.9)")

@@ -239,10 +239,22 @@ def check_ex_p4_03(X, W_Q, W_K) -> bool:
     not_last = (f"\n    likely mistake: the counterexample is at an earlier row — at 0-based position {earlier[0]} "
                 f"the spectral margin is {mm.spectral[earlier[0]]:.3f} and |det| = {abs(mm.det[earlier[0]]):.3g}, but the "
                 f"exercise asks for the last position: end X at row {earlier[0]}" if earlier else "")
+    incl = matrix_margins(X, W_Q, W_K, include_current=True)  # the slip of attending to x_t itself too
+    inclusive = ("\n    likely mistake: your counterexample holds when the last position also attends to itself "
+                 f"(1 - ρ = {incl.spectral[-1]:.3f}, |det| = {abs(incl.det[-1]):.3g}); here the context is strict, "
+                 "s < t only (matrix_margins' default, include_current=False)"
+                 if not earlier and incl.spectral[-1] <= 0 and abs(incl.det[-1]) >= 0.1 else "")
+    not_last += inclusive
+    context = X[:-1]  # strict causal: the rows the last position attends to
+    no_spread = ("" if earlier or np.ptp(context, axis=0).max() > 0 else
+                 f"\n    likely mistake: Σ_t = 0 — the last position attends only to the rows before it "
+                 f"({len(context)} here{', one row' if len(context) == 1 else ', all equal'}), and values without "
+                 "spread have zero covariance whatever W_Q and W_K are: give it at least two different earlier rows")
     with r.check("the spectral margin 1 − ρ(Σ_t A) at the last position is ≤ 0"):
         check_true(mm.spectral[-1] <= 0,
                    f"the spectral margin 1 - ρ(Σ_t A) at the last position is {mm.spectral[-1]:.3f} > 0: "
-                   "Lemma B.4 already certifies this block — push an eigenvalue of Σ_t A past 1" + not_last)
+                   "Lemma B.4 already certifies this block — push an eigenvalue of Σ_t A past 1" + not_last
+                   + no_spread)
     with r.check("yet the block is invertible: |det(I − Σ_t A)| ≥ 0.1"):
         check_true(abs(mm.det[-1]) >= 0.1,
                    f"|det(I - Σ_t A)| at the last position is {abs(mm.det[-1]):.3g} < 0.1: "

@@ -204,15 +204,20 @@ def check_ex_p5_04(gates: object) -> bool:
     with r.check("gates is an (N, 2) matrix of probabilities"):
         g = as_array("gates", gates)
         if g.ndim != 2 or g.shape[1] != 2 or g.shape[0] < 2:
-            fail(f"gates must have shape (N, 2) with N >= 2, got {g.shape}")
+            fail(f"gates must have shape (N, 2) with N >= 2, got {g.shape}"
+                 + (" — transposed? One row per input, one column per expert" if g.ndim == 2 and g.shape[0] == 2
+                    else ""))
         if np.any(g < 0) or not np.allclose(g.sum(axis=1), 1.0, atol=1e-9):
-            fail(f"gates must be probabilities: non-negative rows summing to 1 (row sums {describe(g.sum(axis=1))})")
+            columns = g.shape[0] == 2 and np.all(g >= 0) and np.allclose(g.sum(axis=0), 1.0, atol=1e-9)
+            fail(f"gates must be probabilities: non-negative rows summing to 1 (row sums {describe(g.sum(axis=1))})"
+                 + (" — your columns sum to 1: transposed? One row per input, one column per expert" if columns
+                    else ""))
     if r.failures:
         return r.done("")
     J, f, P = load_balancing_loss(g)
     with r.check("the marginal P is not uniform"):
-        check_true(abs(P[0] - 0.5) > 0.02, f"the marginal P = {np.round(P, 3)} is (nearly) uniform; the point is a "
-                   "non-uniform marginal")
+        check_true(abs(P[0] - 0.5) > 0.02, f"the marginal P = {np.round(P, 3)} is (nearly) uniform (|P_1 − 1/2| must exceed "
+                   "0.02); the point is a non-uniform marginal")
     with r.check("J_bal < 1/2 − 0.01 (below the value at balanced routing)"):
         check_true(J < 0.5 - 0.01, f"J_bal = {J:.4f} is not below the uniform value 1/2 by at least 0.01 "
                    f"(dispatch fractions f = {np.round(f, 3)}, marginal P = {np.round(P, 3)})")
