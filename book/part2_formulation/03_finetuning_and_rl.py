@@ -208,7 +208,8 @@ assert kl_pre_old < 0.01 and kl_pre_new > 0.3
 # ($2|\mathcal V|s$ trainable numbers; $B=0$ at the start so the model starts at the pre-trained
 # one, and the loop above runs on $A$ and $B$ with the chain rule $\partial/\partial A=GB^\top$,
 # $\partial/\partial B=A^\top G$ for the table gradient $G$). Each method is measured by the
-# population KL to $\mathbf p'$ (averaged over the stationary law), computed exactly, averaged over
+# population KL from $\mathbf p'$ to the model, $D_{\mathrm{KL}}(\mathbf p'\Vert\pi)$ (averaged over the stationary law; the
+# cells print it as "KL to p'"), computed exactly, averaged over
 # several fine-tuning data sets. Every method runs the same number of Adam steps, with a step size
 # (learning rate) of 0.1 from scratch and 0.05 for the updates that start at $W_{\mathrm{pre}}$.
 

@@ -151,7 +151,7 @@ assert abs((log_p_x - elbo) - kl_to_true_posterior) < 1e-12
 # weights, and two identities tie everything together:
 #
 # - **Proposition 3.2:** $\log p_s(x)=\mathrm{ELBO}_s(x)+\mathrm{KL}\big(q_s(z\mid x)\,\|\,p_s(z\mid x)\big)$
-#   — the bound is below $\log p$ by exactly the divergence of the weights from the true posterior;
+#   — the bound is below $\log p$ by exactly the divergence from the weights to the true posterior;
 # - **Theorem 3.3:** $\nabla_x\mathrm{ELBO}_s=u_s+\epsilon_s$ with
 #   $\epsilon_s=\mathbb E_q\big[\log\frac{p_s(z\mid x)}{q_s(z\mid x)}\,\nabla_x\log q_s(z\mid x)\big]$ —
 #   the velocity is the ELBO's gradient up to an error term that comes from the weights moving with $x$.
