@@ -107,7 +107,7 @@ print("all required packages import")
 # | width | $d_{\text{model}}$, $d_{\text{head}}=d_{\text{model}}/n_{\text{heads}}$ (the book: $d_k$) | $d_e$, $c$ (key width) | $d_x,d_k,d_v$ | $d$ | $d$ | `d_model`, `d_head` |
 # | heads | $n_{\text{heads}}$ (the book: $h$) | — | single head | single head | $H$, index $h$ | `num_heads` |
 # | concentration / temperature | $\sqrt{d_{\text{model}}}$ | $\tau$ (§6 decoding) | — | $\sigma$ (latent-noise scale) | $\kappa$ (vMF), $\sigma$ (score scale) | `scale`, `temperature` |
-# | which scores training raises | — | — | advantage $A_{ij}=-(b_{ij}-\mathbb E_{\alpha_i}[b])$ (§3.4) | — | advantage $\eta_\ell(z)$ (App. B) | `advantage_matrix` |
+# | which scores training raises | — | — | advantage $A_{ij}=-(b_{ij}-\mathbb E_{\alpha_i}[b])$ (§3.4) | — | advantage $\eta_\ell(z)$ (App. B; the book's $S_\ell(z)$), with the **opposite sign**: how much belief in $z$ *raises* the loss, so descent lowers the logits with above-average advantage ([5.6](../part5_svflow/06_appendix_b_gradients.ipynb)) | `advantage_matrix` |
 # | distance from non-invertibility | — | — | — | margin $m_t=1-a\,\mathrm{Var}_t$ (9), block $I-\Sigma_tA$ (14) | — | `scalar_margin`, `matrix_margins` |
 # | a step that stays on the sphere | — | — | — | — | retraction $R_x(v)$ (3), exponential map $\exp_x(v)$ (2) | `retraction`, `exp_map` |
 #
