@@ -110,7 +110,9 @@ BATCHES = 2000 if FULL else 400
 #
 # $$\mathcal L^{\mathrm{RL}}(\pi)=-\mathbb E_\pi r+\beta\,D_{\mathrm{KL}}(\pi\,\Vert\,\pi_{\mathrm{ref}}):$$
 #
-# expected reward to gain, a penalty for moving away from the reference. Without the penalty the
+# expected reward to gain, a penalty for moving away from the reference. (This KL runs from the model
+# to the reference, averaged over the model's own answers: the other order from the training objective
+# of [2.2](02_objective_kl.ipynb), the KL from the data to the model.) Without the penalty the
 # answer is obvious: always polite. With it, the best $\pi$ tilts the reference towards high reward
 # by the factor $e^{r/\beta}$ (derived [below](#kl-regularised-rl-47-the-closed-form-optimum)):
 # $\pi^*(\text{polite})=\tfrac12e^{1/\beta}/(\tfrac12e^{1/\beta}+\tfrac12)$, which for $\beta=1$ is
