@@ -41,7 +41,7 @@
 # | $T$ | the length of the texts (the number of positions) | integer |
 # | $t$, $m$ | positions, $1,\dots,T$ ($t$ when summed over, $m$ for one chosen position) | integers |
 # | $\mathbf p$, $\mathbf p_{1:T}$ | the data's distribution over texts (of $T$ tokens) | probabilities |
-# | $\mathbf p_t(\cdot\mid f_{1:t-1})$ | the data's next-token distribution at position $t$ | $(\lvert\mathcal V\rvert,)$ |
+# | $\mathbf p_t(\cdot\mid f_{1:t-1})$ | the data's next-token distribution at position $t$: the law of the token $f_t$ given the $t-1$ before it (the subscript is the position predicted; Chapter 6 files the same prediction under the last position read, $P(w[t+1]\mid w[1..t])$ at position $t$) | $(\lvert\mathcal V\rvert,)$ |
 # | $\pi$, $\pi_t(\cdot\mid f_{1:t-1};\theta)$ | the model's distribution over texts; its next-token distribution | as for $\mathbf p$ |
 # | $\theta$ | all of the model's parameters | vector |
 # | $\phi$, $\varphi$, $\vartheta$ | the embedding map of [2.1](01_tokenisation_bpe.ipynb) and its table; the network's other parameters, $\theta=(\vartheta,\varphi)$ | |

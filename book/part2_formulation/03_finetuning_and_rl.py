@@ -41,7 +41,7 @@
 # | $\pi$, $\pi_\theta$ | a model's distribution over answers (its *policy*), with parameters $\theta$; $\pi^*$ is the optimum of (4.7) | probabilities |
 # | $\pi_{\mathrm{ref}}$ | the reference model: the pre-trained (or fine-tuned) model RL starts from | probabilities |
 # | $r(f)$ | the reward of answer $f$ | number |
-# | $\beta$ | the strength of the KL penalty | number $>0$ |
+# | $\beta$ | the strength of the KL penalty; it divides the reward in the optimum $e^{r/\beta}$, so it acts as a temperature (6.2 and 3.2 write $\beta$ for an *inverse* temperature, a factor on the scores) | number $>0$ |
 # | $\mathcal L^{\mathrm{RL}}(\pi)$ | the KL-regularised RL objective (4.7) | number |
 # | $D_{\mathrm{KL}}$ | the Kullback–Leibler divergence | number (nats) |
 # | $Z$ | the normaliser of the optimum $\pi^*=\pi_{\mathrm{ref}}e^{r/\beta}/Z$: $Z=\sum_f\pi_{\mathrm{ref}}(f)e^{r(f)/\beta}$ | number |
@@ -110,7 +110,9 @@ BATCHES = 2000 if FULL else 400
 #
 # $$\mathcal L^{\mathrm{RL}}(\pi)=-\mathbb E_\pi r+\beta\,D_{\mathrm{KL}}(\pi\,\Vert\,\pi_{\mathrm{ref}}):$$
 #
-# expected reward to gain, a penalty for moving away from the reference. Without the penalty the
+# expected reward to gain, a penalty for moving away from the reference. (This KL runs from the model
+# to the reference, averaged over the model's own answers: the other order from the training objective
+# of [2.2](02_objective_kl.ipynb), the KL from the data to the model.) Without the penalty the
 # answer is obvious: always polite. With it, the best $\pi$ tilts the reference towards high reward
 # by the factor $e^{r/\beta}$ (derived [below](#kl-regularised-rl-47-the-closed-form-optimum)):
 # $\pi^*(\text{polite})=\tfrac12e^{1/\beta}/(\tfrac12e^{1/\beta}+\tfrac12)$, which for $\beta=1$ is
@@ -208,7 +210,8 @@ assert kl_pre_old < 0.01 and kl_pre_new > 0.3
 # ($2|\mathcal V|s$ trainable numbers; $B=0$ at the start so the model starts at the pre-trained
 # one, and the loop above runs on $A$ and $B$ with the chain rule $\partial/\partial A=GB^\top$,
 # $\partial/\partial B=A^\top G$ for the table gradient $G$). Each method is measured by the
-# population KL to $\mathbf p'$ (averaged over the stationary law), computed exactly, averaged over
+# population KL from $\mathbf p'$ to the model, $D_{\mathrm{KL}}(\mathbf p'\Vert\pi)$ (averaged over the stationary law; the
+# cells print it as "KL to p'"), computed exactly, averaged over
 # several fine-tuning data sets. Every method runs the same number of Adam steps, with a step size
 # (learning rate) of 0.1 from scratch and 0.05 for the updates that start at $W_{\mathrm{pre}}$.
 

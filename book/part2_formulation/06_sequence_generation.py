@@ -42,7 +42,7 @@
 # | $T$ | the total length (prompt and reply) a text is padded to | integer |
 # | $\mathcal V$, $\lvert\mathcal V\rvert$ | the vocabulary and its size | set, integer |
 # | $B$ | the width of a beam (the number of partial replies kept); in Example 6.1, the number of greedy favourites kept | integer |
-# | $z$, $\tau$ | the model's next-token scores; the temperature they are divided by | $(\lvert\mathcal V\rvert,)$, number |
+# | $z$, $\tau$ | the model's next-token scores (the logits of the final softmax, as [6.3](../part1_chapter6/6_3_causal_masking.ipynb) calls them; not attention scores); the temperature they are divided by | $(\lvert\mathcal V\rvert,)$, number |
 # | $p_{\mathrm{top}}(\tau)$ | the probability of the larger of two scores at temperature $\tau$ | number |
 # | $\lambda$ | the exponent of the length penalty of beam search | number |
 # | $a$, $a'$ | candidate tokens for two consecutive positions (Example 6.1) | tokens |

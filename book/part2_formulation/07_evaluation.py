@@ -51,7 +51,7 @@
 # | $\mathcal N(\mu,\sigma^2)$ | a Gaussian forecast with mean $\mu$ and standard deviation $\sigma$ | |
 # | $U[0,1]$ | the uniform distribution on $[0,1]$ | |
 # | $r$ | the number of names a retrieval returns | integer |
-# | $\tau$ | the temperature the model's scores are divided by | number |
+# | $\tau$ | the temperature the model's next-token scores (its logits) are divided by | number |
 # | $T$, $\mathrm{PPL}_{\mathrm{seq}}$, $\mathrm{PPL}_{\mathrm{token}}$ | a text's length; its perplexity as one sequence and per token | integer, numbers |
 # ```
 #

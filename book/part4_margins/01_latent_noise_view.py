@@ -285,7 +285,8 @@ plt.show()
 # Because of the triangular structure, $\log|\det J|=\sum_t \log|\det\partial \hat\varepsilon_t/\partial x_t|$.
 # The log-density then splits into the **noise energy** $\sum_t \log\mathcal N(\hat\varepsilon_t;0,\sigma^2I)$ (the
 # paper's name for it; it is a log-density, $-\sum_t\lVert \hat\varepsilon_t\rVert^2/2\sigma^2$ plus a constant, so it is
-# largest when the layer predicts each embedding well) and the {term}`log-barrier`
+# largest when the layer predicts each embedding well: the opposite sign of an energy in physics, $-\log$ of a
+# density, which is *lowest* where the density is high) and the {term}`log-barrier`
 # $\sum_t \log|\det\partial \hat\varepsilon_t/\partial x_t|$ (how much the map changes volume at each position: negative
 # where it squeezes, positive where it stretches).
 

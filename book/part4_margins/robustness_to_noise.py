@@ -480,7 +480,9 @@ assert round(paper_difference, 2) == 0.12
 # it prints two points of them. §7.4 trains its $\lambda_m$ path with §7.1's setup, and its
 # $\lambda_m=0.05$ row has the margin model's clean BPC, 2.158, exactly; its $\lambda_m=0$ row is a
 # cross-entropy model (whether the same one is discussed below). So Table 1 gives both models at
-# $\sigma=0.3$, and the §7.3 table both at $\sigma=0.5$:
+# $\sigma=0.3$, and the §7.3 table both at $\sigma=0.5$. Each "gap" printed below is the CE model's
+# number minus the margin model's, the margin model's advantage (positive when it does better): the
+# opposite order to [4.7](barrier_training.ipynb)'s "validation gap (margin - CE)", its cost on clean text.
 
 # %% tags=["hide-cell"]
 table1 = {row[0]: row for row in PAPER_TABLE1}

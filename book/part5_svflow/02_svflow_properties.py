@@ -120,7 +120,8 @@ assert abs(true_posterior @ scores - slope) < 1e-8
 # $\mathrm{ELBO}=\mathbb E_q[\log p(x\mid z)]-\mathrm{KL}(q\,\|\,p(z))$, where $p(z)$ is the prior and the
 # Kullback–Leibler divergence $\mathrm{KL}(q\,\|\,p(z))=\sum_z q(z\mid x)\log\big(q(z\mid x)/p(z)\big)$ measures, in
 # nats, how far the weights are from the prior (0 only when they are equal); $\mathrm{KL}(q\,\|\,p(z\mid x))$ is the
-# same sum with the true posterior $p(z\mid x)$ in place of $p(z)$. Here $q$ equals the prior, so
+# same sum with the true posterior $p(z\mid x)$ in place of $p(z)$ (the approximation $q$ comes first and is
+# averaged over: the other order from Part 2's training objective, the KL from the data to the model). Here $q$ equals the prior, so
 # $\mathrm{ELBO}=\tfrac12(-2.044)+\tfrac12(-1.044)=-1.544$, below $\log p(x)=-1.424$ by $0.120$ — exactly
 # $\mathrm{KL}(q\,\|\,p(z\mid x))$:
 
@@ -151,7 +152,7 @@ assert abs((log_p_x - elbo) - kl_to_true_posterior) < 1e-12
 # weights, and two identities tie everything together:
 #
 # - **Proposition 3.2:** $\log p_s(x)=\mathrm{ELBO}_s(x)+\mathrm{KL}\big(q_s(z\mid x)\,\|\,p_s(z\mid x)\big)$
-#   — the bound is below $\log p$ by exactly the divergence of the weights from the true posterior;
+#   — the bound is below $\log p$ by exactly the divergence from the weights to the true posterior;
 # - **Theorem 3.3:** $\nabla_x\mathrm{ELBO}_s=u_s+\epsilon_s$ with
 #   $\epsilon_s=\mathbb E_q\big[\log\frac{p_s(z\mid x)}{q_s(z\mid x)}\,\nabla_x\log q_s(z\mid x)\big]$ —
 #   the velocity is the ELBO's gradient up to an error term that comes from the weights moving with $x$.

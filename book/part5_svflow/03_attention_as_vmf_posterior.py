@@ -110,7 +110,9 @@ rng = np.random.default_rng(0)
 #   $\exp(\kappa_z\mu_z^\top x)=e^2, 1, e^{-2}$. With equal prior probability for the three bumps,
 #   the posterior "which bump produced $x$?" is the same $0.867, 0.117, 0.016$.
 # - **Values → the pull.** The head's output is $0.867\,o_1+0.117\,o_2+0.016\,o_3=(0.117, 0.851)$: the
-#   posterior-weighted average of the values — an SVFlow velocity, if each value is a pull (a score).
+#   posterior-weighted average of the values — an SVFlow velocity, if each value is a pull (a
+#   {term}`score function`: a vector, the gradient of a log-density; not an attention score, the number the
+#   softmax reads — this page uses "score" in both senses, and the context says which).
 # - **One block.** Residual addition and RMSNorm: $x+f_{\text{Attn}}(x)=(1.117, 0.851)$, length $1.404$, so the next
 #   state is $(0.796, 0.606)$ — one Euler step of the flow, retracted to the circle.
 

@@ -285,7 +285,8 @@ plt.show()
 #   step, and over points of $\mathrm{KL}(q\,\|\,p)=\log p-\mathrm{ELBO}$, Prop. 3.2), and its value at
 #   the end points;
 # * **alignment:** the mean cosine between $u$ and $\nabla_x\mathrm{ELBO}=u+\epsilon$ (Theorem 3.3) along
-#   the paths (at the same every fifth step);
+#   the paths (at the same every fifth step); a plain cosine, not the {term}`alignment` of the gradient analysis of
+#   [3.1](../part3_dynamics/01_attention_gradients.ipynb), and not the task term $\mathcal J_{\text{align}}$ either;
 # * **collapse:** the spread of the end states (their mean distance from their own mean point; 0 when
 #   all end at one spot) and the effective number of $q$-components used
 #   $\exp H(\bar q)$, $\bar q$ the mean posterior at $s=1$.

@@ -40,10 +40,10 @@ print("all required packages import")
 # | $T$ | the length of a sequence: its number of positions (the bold $\mathbf T$ of 2.4 and 2.9 is the set transformer, after their paper) | scalar | Ch. 6; all parts |
 # | $n$ | a number of items being counted (tokens, samples, steps); the page says which (2.9 keeps its paper's $n$ of Example B.1 for the index of a sequence in a batch) | scalar | all parts |
 # | $N$ | a number of samples or sequences drawn or trained on (2.4 keeps the paper's normalisation $\mathbf N$ of (5.3b), written $\mathrm N$, an operator's name) | scalar | Parts 2, 3, 5 |
-# | $t$ | a position in a sequence (a time step), counted from 1 in the text (2.5, 2.8 and 2.9 keep their paper's $t$ for a continuous time: of a state-space model, a Markov chain, an ODE, the hours of a day) | index | Ch. 6; all parts |
+# | $t$ | a position in a sequence (a time step), counted from 1 in the text (6.5 and 6.7 count it from 0, as the encoding tables and the code do; 2.5, 2.8 and 2.9 keep their paper's $t$ for a continuous time: of a state-space model, a Markov chain, an ODE, the hours of a day) | index | Ch. 6; all parts |
 # | $i$ | the position of the word that asks (the query), counted from 1 in the text | index | Ch. 6; all parts |
 # | $j$ | the position of a word that is looked at (a key), counted from 1 in the text | index | Ch. 6; Parts 1, 2, 3 |
-# | $x[t]$ | the input vector of position $t$ (an embedding, or a recurrent network's input) | $(d,)$, a row vector | Ch. 6; Parts 1, 4 |
+# | $x[t]$ | the input vector of position $t$ (an embedding, or a recurrent network's input); Part 4, Part 5 and 2.4–2.5 write vectors as columns, after their papers (Part 4: $q_t = W_Q x_t$), as their pages say | $(d,)$, a row vector | Ch. 6; Parts 1, 4 |
 # | $X$ | the input vectors of a sequence stacked as rows, $X[t] = x[t]$ | $(T, d)$ | Ch. 6; Parts 1, 3, 4 |
 # | $e[i]$ | the embedding of word $i$: the row of $E$ of its token (plus its position's encoding, where added); 2.1 keeps the paper's letter $e$ of its Example 2.1 for a merged symbol | $(d_{\text{model}},)$, a row vector | Ch. 6; Part 1 |
 # | $E$ | the embedding table: one row per token of the vocabulary | $(\lvert\mathcal V\rvert, d_{\text{model}})$ | Ch. 6; Parts 1, 2, 4 |
@@ -68,8 +68,8 @@ print("all required packages import")
 # | $W_2$ | the second weight matrix of the feed-forward network | $(d_{ff}, d_{\text{model}})$ | Ch. 6; Part 1 |
 # | $b$ | a bias vector, added after a matrix product ($b_1$, $b_2$ in the feed-forward network); 2.1 keeps the paper's letters $a,\dots,e$ of its Example 2.1 for the symbols of a text | a row vector | Ch. 6; Parts 1, 2, 3 |
 # | $L$ | the number of layers (decoder blocks) of a stack | scalar | Ch. 6; Parts 1, 4, 5 |
-# | $\ell$ | the index of a layer, from 1 to $L$ | index | Ch. 6; Parts 1, 4, 5 |
-# | $P$ | a probability, as in $P(w[t+1]\mid w[1..t])$ (2.3's $P$, $P'$ are transition matrices and 5.3's $P$ the mean gates of Eq. (22), as their pages say) | scalar | Ch. 6; all parts |
+# | $\ell$ | the index of a layer, from 1 to $L$ (6.7's depth $\ell$ and 5.3's state $x^\ell$, after $\ell$ blocks, start at 0, the input; 5.6 counts layers from 0 to $L-1$, after its paper, as their pages say) | index | Ch. 6; Parts 1, 4, 5 |
+# | $P$ | a probability, as in $P(w[t+1]\mid w[1..t])$ (2.3's $P$, $P'$ are transition matrices and 5.3's and 5.6's $P$, $P_z$ the mean gates of Eq. (22), as their pages say) | scalar | Ch. 6; all parts |
 # | $p$ | a probability distribution over the vocabulary (or over the outcomes the page names), as a vector of probabilities | $(\lvert\mathcal V\rvert,)$ | all parts |
 # | $H$ | entropy, in nats: $H(p) = -\sum_x p(x)\log p(x)$ (the bold $\mathbf H$ of 2.9 is a map of the embedding table, after its paper's Lemma A.1) | scalar | Ch. 6; all parts |
 # | $\mathcal L$ | a loss to be minimised (the average next-token cross-entropy, in nats, unless the page says otherwise) | scalar | Parts 2–5 |
@@ -107,7 +107,7 @@ print("all required packages import")
 # | width | $d_{\text{model}}$, $d_{\text{head}}=d_{\text{model}}/n_{\text{heads}}$ (the book: $d_k$) | $d_e$, $c$ (key width) | $d_x,d_k,d_v$ | $d$ | $d$ | `d_model`, `d_head` |
 # | heads | $n_{\text{heads}}$ (the book: $h$) | — | single head | single head | $H$, index $h$ | `num_heads` |
 # | concentration / temperature | $\sqrt{d_{\text{model}}}$ | $\tau$ (§6 decoding) | — | $\sigma$ (latent-noise scale) | $\kappa$ (vMF), $\sigma$ (score scale) | `scale`, `temperature` |
-# | which scores training raises | — | — | advantage $A_{ij}=-(b_{ij}-\mathbb E_{\alpha_i}[b])$ (§3.4) | — | advantage $\eta_\ell(z)$ (App. B) | `advantage_matrix` |
+# | which scores training raises | — | — | advantage $A_{ij}=-(b_{ij}-\mathbb E_{\alpha_i}[b])$ (§3.4) | — | advantage $\eta_\ell(z)$ (App. B; the book's $S_\ell(z)$), with the **opposite sign**: how much belief in $z$ *raises* the loss, so descent lowers the logits with above-average advantage ([5.6](../part5_svflow/06_appendix_b_gradients.ipynb)) | `advantage_matrix` |
 # | distance from non-invertibility | — | — | — | margin $m_t=1-a\,\mathrm{Var}_t$ (9), block $I-\Sigma_tA$ (14) | — | `scalar_margin`, `matrix_margins` |
 # | a step that stays on the sphere | — | — | — | — | retraction $R_x(v)$ (3), exponential map $\exp_x(v)$ (2) | `retraction`, `exp_map` |
 #
