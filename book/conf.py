@@ -248,6 +248,9 @@ def setup(app):
     from nextword.booktools.rendering import lift_boxed_tables_for_print
 
     app.connect("doctree-resolved", lift_boxed_tables_for_print)   # the PDF: a long boxed table breaks over pages
+    from nextword.booktools.rendering import fit_tables_for_print
+
+    app.connect("doctree-resolved", fit_tables_for_print, priority=600)   # the PDF: after the lift (500)
     from nextword.booktools.rendering import mark_produced_numbers
 
     app.connect("html-page-context", mark_produced_numbers, priority=700)   # produced numbers: underlined

@@ -21,6 +21,12 @@ emits empty pages until TeX's stack overflows (a 10,183-page PDF). In the PDF ea
 becomes its title as a rubric followed by its content, and the table a ``longtable`` with column widths, which
 breaks across pages and wraps its cells (:func:`lift_boxed_tables`). The HTML keeps the boxes.
 
+**Wide tables in print.** LaTeX gives each column of a table an equal share of the line and cannot break a long
+path or dotted name (``tests/decoding/test_decoding.py::test_...``) inside a cell, so such words run off the page
+edge and a five-column table (the errata ledger) is 70 pages of narrow columns. In the PDF a table of five or more
+columns gets column widths from its text (the square root of each column's mean cell length) in a smaller type,
+and a long word in any table cell may break after ``/ _ . :`` (:func:`fit_tables`).
+
 >>> from docutils.core import publish_doctree
 >>> rst = "Title\\n=====\\n\\nLesson\\n------\\n\\ntext\\n\\nReproducibility\\n---------------\\n\\nseed 0\\n"
 >>> doc = publish_doctree(rst, settings_overrides={"doctitle_xform": False})
@@ -47,6 +53,8 @@ __all__ = [
     "fold_sections",
     "lift_boxed_tables",
     "lift_boxed_tables_for_print",
+    "fit_tables",
+    "fit_tables_for_print",
     "mark_produced",
     "mark_produced_numbers",
     "produced_for_print",
@@ -168,6 +176,89 @@ def lift_boxed_tables(doctree: nodes.Node) -> int:
         box.replace_self(rubric + [child for child in box.children if not isinstance(child, nodes.title)])
         lifted += 1
     return lifted
+
+
+def _break_long_words(entry: nodes.Node, longest: int = 16) -> int:
+    """Let every word longer than ``longest`` characters in ``entry``'s text break after ``/ _ . :`` (a raw LaTeX
+    ``\\allowbreak{}`` after each such character; math, literal blocks and raw text are left alone)."""
+    changed = 0
+    for text in list(entry.findall(nodes.Text)):
+        parent = text.parent
+        if parent is None or any(
+            isinstance(n, (nodes.math, nodes.math_block, nodes.FixedTextElement, nodes.raw)) for n in _ancestors(parent)
+        ):
+            continue
+        pieces = []
+        for word in re.split(r"(\s+)", str(text)):
+            if len(word) > longest:
+                parts = re.split(r"(?<=[/_.:])(?=[^/_.:])", word)
+                for part in parts[:-1]:
+                    pieces += [nodes.Text(part), nodes.raw("", r"\allowbreak{}", format="latex")]
+                pieces.append(nodes.Text(parts[-1]))
+            else:
+                pieces.append(nodes.Text(word))
+        if len(pieces) > len(re.split(r"(\s+)", str(text))):
+            index = parent.index(text)
+            parent[index : index + 1] = pieces
+            changed += 1
+    return changed
+
+
+def _ancestors(node: nodes.Node):
+    while node is not None:
+        yield node
+        node = node.parent
+
+
+def fit_tables(doctree: nodes.Node, min_columns: int = 5) -> int:
+    """Fit tables to the printed page: a long word in a cell may break after ``/ _ . :``, and a table of at least
+    ``min_columns`` columns (whose widths are not given) gets widths from its text (each column's share: the
+    square root of its mean cell length, at least 4) and a ``\\small`` type. Returns how many tables were
+    widened.
+
+    >>> from docutils.core import publish_doctree
+    >>> row = ["source", "where", "claim", "x" * 100, "tests/decoding/test_decoding.py::test"]
+    >>> rule = " ".join("=" * len(cell) for cell in row)
+    >>> rst = "\\n".join([rule, " ".join(row), rule])
+    >>> doc = publish_doctree(rst)
+    >>> fit_tables(doc)
+    1
+    >>> [c["colwidth"] for c in doc.findall(nodes.colspec)]
+    [4, 4, 4, 10, 6]
+    >>> " ".join(n.astext() for n in doc.findall(nodes.raw)).replace(chr(92), "/")
+    '/begingroup/small /allowbreak{} /allowbreak{} /allowbreak{} /allowbreak{} /allowbreak{} /endgroup'
+    """
+    widened = 0
+    for table in list(doctree.findall(nodes.table)):
+        groups = list(table.findall(nodes.tgroup))
+        wide = "colwidths-given" not in table["classes"] and groups and groups[0]["cols"] >= min_columns
+        if not wide:
+            for entry in table.findall(nodes.entry):
+                _break_long_words(entry)
+            continue
+        for group in groups:
+            specs = list(group.findall(nodes.colspec))
+            cells: list[list[int]] = [[] for _ in specs]
+            for row in group.findall(nodes.row):
+                for i, entry in enumerate(row.children[: len(specs)]):
+                    cells[i].append(len(entry.astext()))
+            for spec, lengths in zip(specs, cells):
+                spec["colwidth"] = max(4, round((sum(lengths) / max(1, len(lengths))) ** 0.5))
+        for entry in table.findall(nodes.entry):
+            _break_long_words(entry)
+        table["classes"] = [*table["classes"], "longtable", "colwidths-given"]
+        if table.parent is not None:
+            index = table.parent.index(table)
+            table.parent.insert(index + 1, nodes.raw("", r"\endgroup", format="latex"))
+            table.parent.insert(index, nodes.raw("", r"\begingroup\small", format="latex"))
+        widened += 1
+    return widened
+
+
+def fit_tables_for_print(app, doctree: nodes.document, docname: str) -> None:
+    """Sphinx ``doctree-resolved`` hook: :func:`fit_tables` for the LaTeX builder only."""
+    if app.builder.format == "latex":
+        fit_tables(doctree)
 
 
 def lift_boxed_tables_for_print(app, doctree: nodes.document, docname: str) -> None:
