@@ -190,6 +190,36 @@ def _named_expanders(app, pagename: str, templatename: str, context: dict, doctr
 latex_engine = "xelatex"
 latex_documents = [("index", "nextword.tex", "nextword: the book", author, "manual")]
 latex_show_urls = "no"
+# The print edition's preamble (nextword.booktools.pdf):
+# - glyphs the FreeFont faces lack (⊤ and ᵀ in the oblique mono of code comments, ⪰ in the serif) come from
+#   DejaVu Sans, or xelatex drops them ("Missing character" in the log);
+# - every page title carries the book's own number ("6.1 ...", "2.3 ...", "Appendix A"), so LaTeX's chapter and
+#   section numbers beside it ("Chapter 2", "2.1" inside page 6.1) are switched off, and figures, tables and
+#   equations are numbered through the book (not per LaTeX chapter, which no longer counts);
+# - the running footer holds the page's (long) title: one wider than 85% of the line is shrunk to fit, or it
+#   runs into the page number ("598" printed over "Chapter 41. 5.2 SVFlow: a flow that averages pulls, ...").
+_PRINT_PREAMBLE = r"""
+\usepackage{newunicodechar}
+\newfontfamily\nextwordfallback{DejaVu Sans}[Scale=MatchLowercase]
+\newunicodechar{⊤}{{\nextwordfallback\char"22A4}}
+\newunicodechar{ᵀ}{{\nextwordfallback\char"1D40}}
+\newunicodechar{⪰}{{\nextwordfallback\char"2AB0}}
+\setcounter{secnumdepth}{-1}
+\counterwithout{figure}{chapter}\counterwithout{table}{chapter}
+\counterwithout{equation}{chapter}
+\makeatletter
+\newcommand{\nextwordfootmark}[1]{\sbox\z@{#1}%
+  \ifdim\wd\z@>0.85\headwidth\resizebox{0.85\headwidth}{!}{\usebox\z@}\else\usebox\z@\fi}
+\fancypagestyle{normal}{\fancyhf{}%
+  \fancyfoot[RO]{{\py@HeaderFamily\thepage}}%
+  \fancyfoot[LO]{{\py@HeaderFamily\nextwordfootmark{\nouppercase{\rightmark}}}}%
+  \fancyhead[RO]{{\py@HeaderFamily \@title\sphinxheadercomma\py@release}}%
+  \fancyfoot[LE]{{\py@HeaderFamily\thepage}}%
+  \fancyfoot[RE]{{\py@HeaderFamily\nextwordfootmark{\nouppercase{\leftmark}}}}%
+  \fancyhead[LE]{{\py@HeaderFamily \@title\sphinxheadercomma\py@release}}%
+  \renewcommand{\headrulewidth}{0.4pt}\renewcommand{\footrulewidth}{0.4pt}}
+\makeatother
+"""
 latex_elements = {
     "papersize": "a4paper",
     "pointsize": "10pt",
@@ -197,7 +227,7 @@ latex_elements = {
     "sphinxsetup": "verbatimwrapslines=true, verbatimforcewraps=true",
     "printindex": "",
     # the notebooks write z^\* (the backslash keeps Markdown from reading * as emphasis; MathJax shows *)
-    "preamble": r"\def\*{*}",
+    "preamble": r"\def\*{*}" + _PRINT_PREAMBLE,
 }
 
 
