@@ -198,6 +198,7 @@ latex_show_urls = "no"
 #   equations are numbered through the book (not per LaTeX chapter, which no longer counts);
 # - the running footer holds the page's (long) title: one wider than 85% of the line is shrunk to fit, or it
 #   runs into the page number ("598" printed over "Chapter 41. 5.2 SVFlow: a flow that averages pulls, ...").
+# - \nextwordfitmath shrinks a formula a cell printed to the line (nextword.booktools.rendering.fit_output_math).
 _PRINT_PREAMBLE = r"""
 \usepackage{newunicodechar}
 \newfontfamily\nextwordfallback{DejaVu Sans}[Scale=MatchLowercase]
@@ -218,6 +219,8 @@ _PRINT_PREAMBLE = r"""
   \fancyfoot[RE]{{\py@HeaderFamily\nextwordfootmark{\nouppercase{\leftmark}}}}%
   \fancyhead[LE]{{\py@HeaderFamily \@title\sphinxheadercomma\py@release}}%
   \renewcommand{\headrulewidth}{0.4pt}\renewcommand{\footrulewidth}{0.4pt}}
+\newcommand{\nextwordfitmath}[1]{\sbox\z@{#1}%
+  \ifdim\wd\z@>\linewidth\resizebox{\linewidth}{!}{\usebox\z@}\else\usebox\z@\fi}
 \makeatother
 """
 latex_elements = {

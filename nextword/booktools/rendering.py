@@ -25,7 +25,9 @@ breaks across pages and wraps its cells (:func:`lift_boxed_tables`). The HTML ke
 path or dotted name (``tests/decoding/test_decoding.py::test_...``) inside a cell, so such words run off the page
 edge and a five-column table (the errata ledger) is 70 pages of narrow columns. In the PDF a table of five or more
 columns gets column widths from its text (the square root of each column's mean cell length) in a smaller type,
-and a long word in any table cell may break after ``/ _ . :`` (:func:`fit_tables`).
+and a long word in any table cell may break after ``/ _ . :`` (:func:`fit_tables`). A formula a cell printed
+(sympy's ``display(Math(...))``) that is wider than the line is shrunk to the line (:func:`fit_output_math`; the
+macro ``\\nextwordfitmath`` is in ``book/conf.py``'s LaTeX preamble).
 
 >>> from docutils.core import publish_doctree
 >>> rst = "Title\\n=====\\n\\nLesson\\n------\\n\\ntext\\n\\nReproducibility\\n---------------\\n\\nseed 0\\n"
@@ -55,6 +57,7 @@ __all__ = [
     "lift_boxed_tables_for_print",
     "fit_tables",
     "fit_tables_for_print",
+    "fit_output_math",
     "mark_produced",
     "mark_produced_numbers",
     "produced_for_print",
@@ -256,9 +259,36 @@ def fit_tables(doctree: nodes.Node, min_columns: int = 5) -> int:
 
 
 def fit_tables_for_print(app, doctree: nodes.document, docname: str) -> None:
-    """Sphinx ``doctree-resolved`` hook: :func:`fit_tables` for the LaTeX builder only."""
+    """Sphinx ``doctree-resolved`` hook: :func:`fit_tables` and :func:`fit_output_math` for the LaTeX builder only."""
     if app.builder.format == "latex":
         fit_tables(doctree)
+        fit_output_math(doctree)
+
+
+def fit_output_math(doctree: nodes.Node) -> int:
+    """Typeset each unnumbered display formula of a cell's output as ``\\nextwordfitmath{$...$}`` (shrunk to the
+    line when wider, as a long sympy expression is). Returns how many formulas were changed.
+
+    >>> block = nodes.math_block("", r"\\displaystyle x^2 = 1")
+    >>> doc = nodes.container("", block, classes=["cell_output"])
+    >>> fit_output_math(doc), block.get("nowrap")
+    (1, True)
+    >>> block.astext().replace(chr(92), "/")
+    '/begin{center}/nextwordfitmath{$/displaystyle/begin{aligned}/displaystyle x^2 = 1/end{aligned}$}/end{center}'
+    """
+    changed = 0
+    for block in list(doctree.findall(nodes.math_block)):
+        source = block.astext()
+        if block.get("label") or block.get("nowrap") or block.get("no-wrap") or "\n\n" in source.strip():
+            continue
+        if not any("cell_output" in n.get("classes", []) for n in _ancestors(block) if isinstance(n, nodes.Element)):
+            continue
+        tex = rf"\begin{{center}}\nextwordfitmath{{$\displaystyle\begin{{aligned}}{source.strip()}\end{{aligned}}$}}\end{{center}}"
+        del block.children[:]
+        block += nodes.Text(tex)
+        block["nowrap"] = True
+        changed += 1
+    return changed
 
 
 def lift_boxed_tables_for_print(app, doctree: nodes.document, docname: str) -> None:
