@@ -225,6 +225,9 @@ _PRINT_PREAMBLE = r"""
 """
 latex_elements = {
     "papersize": "a4paper",
+    # a chapter (a page of the book) starts on the next page, not the next right-hand one: no blank pages
+    # (there were 35 of them, one after each part title and after each chapter that ended on a right page)
+    "extraclassoptions": "openany",
     "pointsize": "10pt",
     "figure_align": "H",
     "sphinxsetup": "verbatimwrapslines=true, verbatimforcewraps=true",
