@@ -148,7 +148,7 @@ def produced_for_print(text: str) -> str:
 
 def lift_boxed_tables(doctree: nodes.Node) -> int:
     """Replace each admonition that holds a table by a rubric with its title, then its content; make every such
-    table a ``longtable`` with given column widths (each column's share: its longest cell, between 8 and 60
+    table a ``longtable`` with given column widths (each column's share: its longest cell, between 10 and 60
     characters). Returns how many admonitions were lifted.
 
     >>> from docutils.core import publish_doctree
@@ -157,7 +157,7 @@ def lift_boxed_tables(doctree: nodes.Node) -> int:
     >>> lift_boxed_tables(doc), [type(n).__name__ for n in doc]
     (1, ['rubric', 'table'])
     >>> doc[1]["classes"], [c["colwidth"] for c in doc[1].findall(nodes.colspec)]
-    (['longtable', 'colwidths-given'], [8, 10])
+    (['longtable', 'colwidths-given'], [10, 10])
     """
     lifted = 0
     for box in list(doctree.findall(nodes.Admonition)):
@@ -168,7 +168,7 @@ def lift_boxed_tables(doctree: nodes.Node) -> int:
             table["classes"] = [*table["classes"], "longtable", "colwidths-given"]
             for group in table.findall(nodes.tgroup):
                 specs = list(group.findall(nodes.colspec))
-                widest = [8] * len(specs)
+                widest = [10] * len(specs)
                 for row in group.findall(nodes.row):
                     for i, entry in enumerate(row.children[: len(specs)]):
                         widest[i] = max(widest[i], min(60, len(entry.astext())))
