@@ -199,6 +199,9 @@ latex_show_urls = "no"
 # - the running footer holds the page's (long) title: one wider than 85% of the line is shrunk to fit, or it
 #   runs into the page number ("598" printed over "Chapter 41. 5.2 SVFlow: a flow that averages pulls, ...").
 # - \nextwordfitmath shrinks a formula a cell printed to the line (nextword.booktools.rendering.fit_output_math).
+# - the PDF outline (bookmarks) cannot hold TeX: hyperref dropped the commands of a heading's maths, so that
+#   "Proposition 1 when \(w_V\neq1\)" was bookmarked "Proposition 1 when wV=1" and "\(a=\pm0.2\)" as "a=0.2";
+#   \pdfstringdefDisableCommands gives the commands the headings use their Unicode characters.
 _PRINT_PREAMBLE = r"""
 \usepackage{newunicodechar}
 \newfontfamily\nextwordfallback{DejaVu Sans}[Scale=MatchLowercase]
@@ -222,6 +225,12 @@ _PRINT_PREAMBLE = r"""
 \newcommand{\nextwordfitmath}[1]{\sbox\z@{#1}%
   \ifdim\wd\z@>\linewidth\resizebox{\linewidth}{!}{\usebox\z@}\else\usebox\z@\fi}
 \makeatother
+\pdfstringdefDisableCommands{\def\neq{≠}\def\ne{≠}\def\pm{±}\def\le{≤}\def\leq{≤}\def\ge{≥}\def\geq{≥}%
+  \def\approx{≈}\def\to{→}\def\infty{∞}\def\nabla{∇}\def\partial{∂}\def\sum{Σ}\def\cdot{·}%
+  \def\times{×}\def\mid{|}\def\ell{ℓ}\def\alpha{α}\def\beta{β}\def\gamma{γ}\def\epsilon{ε}%
+  \def\varepsilon{ε}\def\kappa{κ}\def\lambda{λ}\def\mu{μ}\def\sigma{σ}\def\theta{θ}\def\phi{φ}%
+  \def\log{log }\def\exp{exp }\def\sqrt#1{√#1}\def\mathbb#1{#1}\def\mathrm#1{#1}\def\text#1{#1}%
+  \def\mathbf#1{#1}\def\mathcal#1{#1}\def\hat#1{#1}\def\bar#1{#1}\def\tilde#1{#1}\def\,{ }\def\;{ }}
 """
 latex_elements = {
     "papersize": "a4paper",
