@@ -181,7 +181,7 @@ def lift_boxed_tables(doctree: nodes.Node) -> int:
     return lifted
 
 
-def _break_long_words(entry: nodes.Node, longest: int = 16) -> int:
+def _break_long_words(entry: nodes.Node, longest: int = 12) -> int:
     """Let every word longer than ``longest`` characters in ``entry``'s text break after ``/ _ . :`` (a raw LaTeX
     ``\\allowbreak{}`` after each such character; math, literal blocks and raw text are left alone)."""
     changed = 0
