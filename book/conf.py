@@ -198,6 +198,8 @@ latex_show_urls = "no"
 #   equations are numbered through the book (not per LaTeX chapter, which no longer counts);
 # - the running footer holds the page's (long) title: one wider than 85% of the line is shrunk to fit, or it
 #   runs into the page number ("598" printed over "Chapter 41. 5.2 SVFlow: a flow that averages pulls, ...").
+# - a page title keeps its letters' case: fncychap's Bjarne style set chapter titles in capitals, which
+#   changes symbols and names ("the embedding φ" printed "THE EMBEDDING Φ", "vMF" as "VMF");
 # - \nextwordfitmath shrinks a formula a cell printed to the line (nextword.booktools.rendering.fit_output_math).
 # - the PDF outline (bookmarks) cannot hold TeX: hyperref dropped the commands of a heading's maths, so that
 #   "Proposition 1 when \(w_V\neq1\)" was bookmarked "Proposition 1 when wV=1" and "\(a=\pm0.2\)" as "a=0.2";
@@ -208,6 +210,7 @@ _PRINT_PREAMBLE = r"""
 \newunicodechar{⊤}{{\nextwordfallback\char"22A4}}
 \newunicodechar{ᵀ}{{\nextwordfallback\char"1D40}}
 \newunicodechar{⪰}{{\nextwordfallback\char"2AB0}}
+\ChTitleAsIs
 \setcounter{secnumdepth}{-1}
 \counterwithout{figure}{chapter}\counterwithout{table}{chapter}
 \counterwithout{equation}{chapter}
