@@ -190,14 +190,62 @@ def _named_expanders(app, pagename: str, templatename: str, context: dict, doctr
 latex_engine = "xelatex"
 latex_documents = [("index", "nextword.tex", "nextword: the book", author, "manual")]
 latex_show_urls = "no"
+# The print edition's preamble (nextword.booktools.pdf):
+# - glyphs the FreeFont faces lack (⊤ and ᵀ in the oblique mono of code comments, ⪰ in the serif) come from
+#   DejaVu Sans, or xelatex drops them ("Missing character" in the log);
+# - every page title carries the book's own number ("6.1 ...", "2.3 ...", "Appendix A"), so LaTeX's chapter and
+#   section numbers beside it ("Chapter 2", "2.1" inside page 6.1) are switched off, and figures, tables and
+#   equations are numbered through the book (not per LaTeX chapter, which no longer counts);
+# - the running footer holds the page's (long) title: one wider than 85% of the line is shrunk to fit, or it
+#   runs into the page number ("598" printed over "Chapter 41. 5.2 SVFlow: a flow that averages pulls, ...").
+# - a page title keeps its letters' case: fncychap's Bjarne style set chapter titles in capitals, which
+#   changes symbols and names ("the embedding φ" printed "THE EMBEDDING Φ", "vMF" as "VMF");
+# - \nextwordfitmath shrinks a formula a cell printed to the line (nextword.booktools.rendering.fit_output_math).
+# - the PDF outline (bookmarks) cannot hold TeX: hyperref dropped the commands of a heading's maths, so that
+#   "Proposition 1 when \(w_V\neq1\)" was bookmarked "Proposition 1 when wV=1" and "\(a=\pm0.2\)" as "a=0.2";
+#   \pdfstringdefDisableCommands gives the commands the headings use their Unicode characters.
+_PRINT_PREAMBLE = r"""
+\usepackage{newunicodechar}
+\newfontfamily\nextwordfallback{DejaVu Sans}[Scale=MatchLowercase]
+\newunicodechar{⊤}{{\nextwordfallback\char"22A4}}
+\newunicodechar{ᵀ}{{\nextwordfallback\char"1D40}}
+\newunicodechar{⪰}{{\nextwordfallback\char"2AB0}}
+\ChTitleAsIs
+\setcounter{secnumdepth}{-1}
+\counterwithout{figure}{chapter}\counterwithout{table}{chapter}
+\counterwithout{equation}{chapter}
+\makeatletter
+\newcommand{\nextwordfootmark}[1]{\sbox\z@{#1}%
+  \ifdim\wd\z@>0.85\headwidth\resizebox{0.85\headwidth}{!}{\usebox\z@}\else\usebox\z@\fi}
+\fancypagestyle{normal}{\fancyhf{}%
+  \fancyfoot[RO]{{\py@HeaderFamily\thepage}}%
+  \fancyfoot[LO]{{\py@HeaderFamily\nextwordfootmark{\nouppercase{\rightmark}}}}%
+  \fancyhead[RO]{{\py@HeaderFamily \@title\sphinxheadercomma\py@release}}%
+  \fancyfoot[LE]{{\py@HeaderFamily\thepage}}%
+  \fancyfoot[RE]{{\py@HeaderFamily\nextwordfootmark{\nouppercase{\leftmark}}}}%
+  \fancyhead[LE]{{\py@HeaderFamily \@title\sphinxheadercomma\py@release}}%
+  \renewcommand{\headrulewidth}{0.4pt}\renewcommand{\footrulewidth}{0.4pt}}
+\newcommand{\nextwordfitmath}[1]{\sbox\z@{#1}%
+  \ifdim\wd\z@>\linewidth\resizebox{\linewidth}{!}{\usebox\z@}\else\usebox\z@\fi}
+\makeatother
+\pdfstringdefDisableCommands{\def\neq{≠}\def\ne{≠}\def\pm{±}\def\le{≤}\def\leq{≤}\def\ge{≥}\def\geq{≥}%
+  \def\approx{≈}\def\to{→}\def\infty{∞}\def\nabla{∇}\def\partial{∂}\def\sum{Σ}\def\cdot{·}%
+  \def\times{×}\def\mid{|}\def\ell{ℓ}\def\alpha{α}\def\beta{β}\def\gamma{γ}\def\epsilon{ε}%
+  \def\varepsilon{ε}\def\kappa{κ}\def\lambda{λ}\def\mu{μ}\def\sigma{σ}\def\theta{θ}\def\phi{φ}%
+  \def\log{log }\def\exp{exp }\def\sqrt#1{√#1}\def\mathbb#1{#1}\def\mathrm#1{#1}\def\text#1{#1}%
+  \def\mathbf#1{#1}\def\mathcal#1{#1}\def\hat#1{#1}\def\bar#1{#1}\def\tilde#1{#1}\def\,{ }\def\;{ }}
+"""
 latex_elements = {
     "papersize": "a4paper",
+    # a chapter (a page of the book) starts on the next page, not the next right-hand one: no blank pages
+    # (there were 35 of them, one after each part title and after each chapter that ended on a right page)
+    "extraclassoptions": "openany",
     "pointsize": "10pt",
     "figure_align": "H",
     "sphinxsetup": "verbatimwrapslines=true, verbatimforcewraps=true",
     "printindex": "",
     # the notebooks write z^\* (the backslash keeps Markdown from reading * as emphasis; MathJax shows *)
-    "preamble": r"\def\*{*}",
+    "preamble": r"\def\*{*}" + _PRINT_PREAMBLE,
 }
 
 
@@ -248,6 +296,9 @@ def setup(app):
     from nextword.booktools.rendering import lift_boxed_tables_for_print
 
     app.connect("doctree-resolved", lift_boxed_tables_for_print)   # the PDF: a long boxed table breaks over pages
+    from nextword.booktools.rendering import fit_tables_for_print
+
+    app.connect("doctree-resolved", fit_tables_for_print, priority=600)   # the PDF: after the lift (500)
     from nextword.booktools.rendering import mark_produced_numbers
 
     app.connect("html-page-context", mark_produced_numbers, priority=700)   # produced numbers: underlined

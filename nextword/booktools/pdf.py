@@ -3,7 +3,8 @@
 ``nextword book pdf`` lays out the same source tree as the HTML book (:func:`stage_pdf`, from
 ``notebooks.stage_book``) with the PDF's own root document: each part of ``book/README.md`` as a LaTeX
 ``\\part``, its pages as chapters, then the appendices (the exercises, the errata ledger, the sources). The
-solution notebooks and the notation page (a copy of the reading guide's section) are left out. Pages are
+solution notebooks and the notation page (a copy of the reading guide's section) are left out (the exercise
+indexes then say where the solutions are instead of linking them). Pages are
 rendered from the stored outputs, as in the HTML. The PDF is written to ``_build/nextword.pdf``.
 
 TeX comes from Debian (``apt-get install latexmk texlive-xetex texlive-latex-extra texlive-fonts-recommended
@@ -38,6 +39,25 @@ def _raw_latex(tex: str) -> str:
     return "```{raw} latex\n" + tex + "\n```\n"
 
 
+#: The exercise indexes' sentence about solutions, true in the HTML (which links each exercise to its solution)
+_SOLUTIONS_LINKED = "Each exercise links to its worked solution in *Solutions*."
+
+
+def _print_exercise_index(text: str, part: str) -> str:
+    """An exercise index page as the PDF prints it: the solutions are not in the PDF, so the sentence that says
+    each exercise links to one says where they are instead.
+
+    >>> line = _print_exercise_index("# Exercises\\n\\n" + _SOLUTIONS_LINKED + "\\n", "part1_chapter6").splitlines()[2]
+    >>> line.startswith("The worked solutions are not printed"), "`solutions/part1_chapter6/` folder" in line
+    (True, True)
+    """
+    return text.replace(
+        _SOLUTIONS_LINKED,
+        "The worked solutions are not printed in this book: each is the notebook of the same name in the "
+        f"repository's `solutions/{part}/` folder (linked from each exercise in the HTML edition).",
+    )
+
+
 def stage_pdf(stage: Path = PDF_STAGE, root: Path = notebooks.REPO_ROOT) -> list[str]:
     """Lay out the book's sources in ``stage`` (as :func:`notebooks.stage_book`) with the PDF's ``index.md``.
 
@@ -45,6 +65,9 @@ def stage_pdf(stage: Path = PDF_STAGE, root: Path = notebooks.REPO_ROOT) -> list
     """
     stage, root = Path(stage), Path(root)
     notebooks.stage_book(stage, root)
+    for index in sorted(stage.glob("exercises/part*/index.md")):
+        text = index.read_text(encoding="utf-8")
+        notebooks._write_if_changed(index, _print_exercise_index(text, index.parent.name))
     parts = notebooks.book_structure(root)
     exercise_parts = sorted(str(p.parent.relative_to(stage)) + "/index" for p in stage.glob("exercises/part*/index.md"))
     text = ["# nextword: the book\n"]

@@ -21,6 +21,14 @@ emits empty pages until TeX's stack overflows (a 10,183-page PDF). In the PDF ea
 becomes its title as a rubric followed by its content, and the table a ``longtable`` with column widths, which
 breaks across pages and wraps its cells (:func:`lift_boxed_tables`). The HTML keeps the boxes.
 
+**Wide tables in print.** LaTeX gives each column of a table an equal share of the line and cannot break a long
+path or dotted name (``tests/decoding/test_decoding.py::test_...``) inside a cell, so such words run off the page
+edge and a five-column table (the errata ledger) is 70 pages of narrow columns. In the PDF a table of five or more
+columns gets column widths from its text (the square root of each column's mean cell length) in a smaller type,
+and a long word in any table cell may break after ``/ _ . :`` (:func:`fit_tables`). A formula a cell printed
+(sympy's ``display(Math(...))``) that is wider than the line is shrunk to the line (:func:`fit_output_math`; the
+macro ``\\nextwordfitmath`` is in ``book/conf.py``'s LaTeX preamble).
+
 >>> from docutils.core import publish_doctree
 >>> rst = "Title\\n=====\\n\\nLesson\\n------\\n\\ntext\\n\\nReproducibility\\n---------------\\n\\nseed 0\\n"
 >>> doc = publish_doctree(rst, settings_overrides={"doctitle_xform": False})
@@ -47,6 +55,9 @@ __all__ = [
     "fold_sections",
     "lift_boxed_tables",
     "lift_boxed_tables_for_print",
+    "fit_tables",
+    "fit_tables_for_print",
+    "fit_output_math",
     "mark_produced",
     "mark_produced_numbers",
     "produced_for_print",
@@ -137,7 +148,7 @@ def produced_for_print(text: str) -> str:
 
 def lift_boxed_tables(doctree: nodes.Node) -> int:
     """Replace each admonition that holds a table by a rubric with its title, then its content; make every such
-    table a ``longtable`` with given column widths (each column's share: its longest cell, between 8 and 60
+    table a ``longtable`` with given column widths (each column's share: its longest cell, between 10 and 60
     characters). Returns how many admonitions were lifted.
 
     >>> from docutils.core import publish_doctree
@@ -146,7 +157,7 @@ def lift_boxed_tables(doctree: nodes.Node) -> int:
     >>> lift_boxed_tables(doc), [type(n).__name__ for n in doc]
     (1, ['rubric', 'table'])
     >>> doc[1]["classes"], [c["colwidth"] for c in doc[1].findall(nodes.colspec)]
-    (['longtable', 'colwidths-given'], [8, 10])
+    (['longtable', 'colwidths-given'], [10, 10])
     """
     lifted = 0
     for box in list(doctree.findall(nodes.Admonition)):
@@ -157,7 +168,7 @@ def lift_boxed_tables(doctree: nodes.Node) -> int:
             table["classes"] = [*table["classes"], "longtable", "colwidths-given"]
             for group in table.findall(nodes.tgroup):
                 specs = list(group.findall(nodes.colspec))
-                widest = [8] * len(specs)
+                widest = [10] * len(specs)
                 for row in group.findall(nodes.row):
                     for i, entry in enumerate(row.children[: len(specs)]):
                         widest[i] = max(widest[i], min(60, len(entry.astext())))
@@ -168,6 +179,116 @@ def lift_boxed_tables(doctree: nodes.Node) -> int:
         box.replace_self(rubric + [child for child in box.children if not isinstance(child, nodes.title)])
         lifted += 1
     return lifted
+
+
+def _break_long_words(entry: nodes.Node, longest: int = 12) -> int:
+    """Let every word longer than ``longest`` characters in ``entry``'s text break after ``/ _ . :`` (a raw LaTeX
+    ``\\allowbreak{}`` after each such character; math, literal blocks and raw text are left alone)."""
+    changed = 0
+    for text in list(entry.findall(nodes.Text)):
+        parent = text.parent
+        if parent is None or any(
+            isinstance(n, (nodes.math, nodes.math_block, nodes.FixedTextElement, nodes.raw)) for n in _ancestors(parent)
+        ):
+            continue
+        pieces = []
+        for word in re.split(r"(\s+)", str(text)):
+            if len(word) > longest:
+                parts = re.split(r"(?<=[/_.:])(?=[^/_.:])", word)
+                for part in parts[:-1]:
+                    pieces += [nodes.Text(part), nodes.raw("", r"\allowbreak{}", format="latex")]
+                pieces.append(nodes.Text(parts[-1]))
+            else:
+                pieces.append(nodes.Text(word))
+        if len(pieces) > len(re.split(r"(\s+)", str(text))):
+            index = parent.index(text)
+            parent[index : index + 1] = pieces
+            changed += 1
+    return changed
+
+
+def _ancestors(node: nodes.Node):
+    while node is not None:
+        yield node
+        node = node.parent
+
+
+def fit_tables(doctree: nodes.Node, min_columns: int = 5) -> int:
+    """Fit tables to the printed page: a long word in a cell may break after ``/ _ . :``, and a table of at least
+    ``min_columns`` columns (whose widths are not given) gets widths from its text (each column's share: the
+    square root of its mean cell length, at least 4) and a ``\\small`` type. Returns how many tables were
+    widened.
+
+    >>> from docutils.core import publish_doctree
+    >>> row = ["source", "where", "claim", "x" * 100, "tests/decoding/test_decoding.py::test"]
+    >>> rule = " ".join("=" * len(cell) for cell in row)
+    >>> rst = "\\n".join([rule, " ".join(row), rule])
+    >>> doc = publish_doctree(rst)
+    >>> fit_tables(doc)
+    1
+    >>> [c["colwidth"] for c in doc.findall(nodes.colspec)]
+    [4, 4, 4, 10, 6]
+    >>> " ".join(n.astext() for n in doc.findall(nodes.raw)).replace(chr(92), "/")
+    '/begingroup/small /allowbreak{} /allowbreak{} /allowbreak{} /allowbreak{} /allowbreak{} /endgroup'
+    """
+    widened = 0
+    for table in list(doctree.findall(nodes.table)):
+        groups = list(table.findall(nodes.tgroup))
+        wide = "colwidths-given" not in table["classes"] and groups and groups[0]["cols"] >= min_columns
+        if not wide:
+            for entry in table.findall(nodes.entry):
+                _break_long_words(entry)
+            continue
+        for group in groups:
+            specs = list(group.findall(nodes.colspec))
+            cells: list[list[int]] = [[] for _ in specs]
+            for row in group.findall(nodes.row):
+                for i, entry in enumerate(row.children[: len(specs)]):
+                    cells[i].append(len(entry.astext()))
+            for spec, lengths in zip(specs, cells):
+                spec["colwidth"] = max(4, round((sum(lengths) / max(1, len(lengths))) ** 0.5))
+        for entry in table.findall(nodes.entry):
+            _break_long_words(entry)
+        table["classes"] = [*table["classes"], "longtable", "colwidths-given"]
+        if table.parent is not None:
+            index = table.parent.index(table)
+            table.parent.insert(index + 1, nodes.raw("", r"\endgroup", format="latex"))
+            table.parent.insert(index, nodes.raw("", r"\begingroup\small", format="latex"))
+        widened += 1
+    return widened
+
+
+def fit_tables_for_print(app, doctree: nodes.document, docname: str) -> None:
+    """Sphinx ``doctree-resolved`` hook: :func:`fit_tables` and :func:`fit_output_math` for the LaTeX builder only."""
+    if app.builder.format == "latex":
+        fit_tables(doctree)
+        fit_output_math(doctree)
+
+
+def fit_output_math(doctree: nodes.Node) -> int:
+    """Typeset each unnumbered display formula of a cell's output as ``\\nextwordfitmath{$...$}`` (shrunk to the
+    line when wider, as a long sympy expression is). Returns how many formulas were changed.
+
+    >>> block = nodes.math_block("", r"\\displaystyle x^2 = 1")
+    >>> doc = nodes.container("", block, classes=["cell_output"])
+    >>> fit_output_math(doc), block.get("nowrap")
+    (1, True)
+    >>> block.astext().replace(chr(92), "/")
+    '/begin{center}/nextwordfitmath{$/displaystyle/begin{aligned}/displaystyle x^2 = 1/end{aligned}$}/end{center}'
+    """
+    changed = 0
+    for block in list(doctree.findall(nodes.math_block)):
+        source = block.astext()
+        if block.get("label") or block.get("nowrap") or block.get("no-wrap") or "\n\n" in source.strip():
+            continue
+        if not any("cell_output" in n.get("classes", []) for n in _ancestors(block) if isinstance(n, nodes.Element)):
+            continue
+        tex = rf"\begin{{center}}\nextwordfitmath{{$\displaystyle\begin{{aligned}}{source.strip()}\end{{aligned}}$}}\end{{center}}"
+        del block.children[:]
+        block += nodes.Text(tex)
+        block["nowrap"] = True
+        changed += 1
+    return changed
 
 
 def lift_boxed_tables_for_print(app, doctree: nodes.document, docname: str) -> None:

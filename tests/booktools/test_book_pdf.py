@@ -82,3 +82,20 @@ def test_page_count_is_plausible_and_figures_are_embedded(pdf):
     assert images >= 50, f"only {images} images embedded: figures are missing"
     text = "".join(pdf.pages[i].extract_text() for i in range(0, pages, pages // 8))
     assert MARK not in text, "the produced-number markers (U+2063) reached the PDF"
+
+
+def test_the_tex_log_has_no_missing_glyph_and_nothing_runs_far_off_the_page(pdf):
+    """xelatex drops a character its font lacks ("Missing character" in the log: ⊤, ᵀ and ⪰ did before the
+    preamble took them from DejaVu Sans), and an "Overfull \\hbox" far over the line is text or a table
+    running off the page edge (the errata ledger had 238 before its columns were fitted)."""
+    import re
+
+    from nextword.booktools.pdf import LATEX_DIR
+
+    if not (LATEX_DIR / "nextword.log").exists():
+        pytest.skip(f"no {LATEX_DIR / 'nextword.log'}")
+    log = (LATEX_DIR / "nextword.log").read_text(errors="replace")
+    missing = sorted(set(re.findall(r"Missing character: There is no (\S+ \(U\+[0-9A-F]+\))", log)))
+    assert not missing, f"glyphs missing from the PDF's fonts: {missing}"
+    far = [float(pt) for pt in re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", log) if float(pt) > 40]
+    assert not far, f"{len(far)} lines run more than 40pt off the page edge (largest {max(far):.0f}pt)"

@@ -74,3 +74,46 @@ def test_the_pdf_shows_a_dagger_after_a_produced_number():
 
     assert rendering.produced_for_print(f"loss {produced(0.6613, '.2f')} nats") == "loss 0.66\u2020 nats"
     assert MARK not in rendering.produced_for_print(f"stray {MARK}")
+
+
+_WIDE = """
+.. list-table::
+   :header-rows: 1
+
+   * - source
+     - location
+     - claim
+     - what the code found
+     - evidence
+   * - Formulation
+     - §6.2, Example 6.1
+     - beam search optimizes a window
+     - {found}
+     - tests/decoding/test_decoding.py::test_example_6_1; :math:`a_{{long/path.x}}`
+"""
+
+
+def _wide_doc():
+    rst = _WIDE.format(found="a sliding look-ahead that commits one token per step " * 6)
+    return publish_doctree(rst, settings_overrides={"report_level": 5})
+
+
+def test_a_wide_table_gets_widths_from_its_text_a_smaller_type_and_breakable_paths_in_print():
+    doc = _wide_doc()
+    rendering.fit_tables_for_print(_app("latex"), doc, "errata")
+    (table,) = doc.findall(lambda n: n.tagname == "table")
+    assert {"longtable", "colwidths-given"} <= set(table["classes"])
+    widths = [spec["colwidth"] for spec in doc.findall(lambda n: n.tagname == "colspec")]
+    assert widths.index(max(widths)) == 3 and min(widths) >= 4  # the longest column is the widest
+    raw = [n.astext() for n in doc.findall(lambda n: n.tagname == "raw")]
+    assert raw[0] == r"\begingroup\small" and raw[-1] == r"\endgroup"
+    assert raw.count(r"\allowbreak{}") == 8  # tests/ decoding/ test_ decoding. py:: test_ example_ 6_ 1; not in math
+    (math,) = doc.findall(lambda n: n.tagname == "math")
+    assert math.astext() == "a_{long/path.x}"
+
+
+def test_the_html_keeps_its_tables():
+    doc = _wide_doc()
+    before = doc.pformat()
+    rendering.fit_tables_for_print(_app("html"), doc, "errata")
+    assert doc.pformat() == before
