@@ -167,7 +167,7 @@ clean:
 # tests/booktools/test_book_browser.py in make test-browser; without it that check skips, except in CI).
 AXE := _build/axe/node_modules/axe-core/axe.min.js
 TEX_PACKAGES := latexmk texlive-xetex texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended \
-	fonts-freefont-otf tex-gyre texlive-lang-greek lmodern poppler-utils
+	fonts-freefont-otf fonts-dejavu-core tex-gyre texlive-lang-greek lmodern poppler-utils
 .PHONY: axe pdf tex test-pdf
 
 axe: $(AXE)
@@ -175,12 +175,13 @@ $(AXE):
 	@command -v npm >/dev/null || { echo "no npm: install Node.js to run the accessibility check"; exit 1; }
 	npm install --no-save --no-audit --no-fund --prefix _build/axe axe-core@4.14
 
-# TeX from Debian when it is missing (as root, e.g. in CI); elsewhere the command to run is printed.
+# TeX from Debian when it is missing (as root, e.g. in CI); elsewhere the command to run is printed. The print
+# preamble (book/conf.py) takes the glyphs FreeFont lacks (⊤, ᵀ, ⪰) from DejaVu Sans, so that font counts too.
 tex:
-	@command -v latexmk >/dev/null && command -v xelatex >/dev/null && exit 0; \
+	@command -v latexmk >/dev/null && command -v xelatex >/dev/null && fc-list 2>/dev/null | grep -q "DejaVu Sans" && exit 0; \
 	if [ "$$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(TEX_PACKAGES); \
-	else echo "TeX is missing: sudo apt-get install $(TEX_PACKAGES)"; exit 1; fi
+	else echo "TeX or its fonts (DejaVu Sans) are missing: sudo apt-get install $(TEX_PACKAGES)"; exit 1; fi
 
 # The whole book as one PDF (_build/nextword.pdf): Sphinx's LaTeX builder on the executed notebooks, xelatex.
 # Slow (minutes): not part of `make test`; .ci/run builds it once and runs its test (test-pdf).

@@ -148,7 +148,7 @@ assert abs(share_of_word_1 - weights[0]) < 0.01  # the claim about the estimate,
 # - **Size.** Long, paper-sized runs are behind the `FULL=1` environment variable; a page's default run is
 #   a smaller, faithful version that finishes in about a minute on a laptop, or in a few minutes on the
 #   pages that train several models (6.4, 6.8 and 4.9 say so in their *Reproducibility* sections).
-# - **The end of a page.** After the questions come folded sections (click a heading to open it): on
+# - **The end of a page.** After the questions come folded sections (on screen; click a heading to open it, the PDF prints them open): on
 #   most pages that follow a source, *Checking the paper* recomputes the numbers the source prints and
 #   says what the book found; last, *Reproducibility* says how the page's runs were made (this page has
 #   only that one). The lesson reads without them.
@@ -162,8 +162,8 @@ assert abs(share_of_word_1 - weights[0]) < 0.01  # the claim about the estimate,
 #   agree.
 # - A page that runs to the end has checked its claims about what it computes on your machine; a false
 #   claim stops it.
-# - Exact numbers are printed as they are; produced numbers (training, sampling) are marked with a
-#   dotted underline, and their claims are checked with a tolerance.
+# - Exact numbers are printed as they are; produced numbers (training, sampling) are marked (a dotted
+#   underline on screen, a dagger † in the PDF), and their claims are checked with a tolerance.
 #
 # ## Check your understanding
 #
@@ -186,7 +186,7 @@ assert abs(share_of_word_1 - weights[0]) < 0.01  # the claim about the estimate,
 #    something wrong?
 #
 #    ```{dropdown} Answer
-#    Not by itself: a loss after training is a produced number (it carries the dotted underline), and
+#    Not by itself: a loss after training is a produced number (it carries the mark: the dotted underline, or † in print), and
 #    its last digits depend on the machine. What must hold is the page's assert about it (for example
 #    "the loss is below the target"); if that assert passed, the claim held on your machine.
 #    ```

@@ -8,7 +8,7 @@ indexes then say where the solutions are instead of linking them). Pages are
 rendered from the stored outputs, as in the HTML. The PDF is written to ``_build/nextword.pdf``.
 
 TeX comes from Debian (``apt-get install latexmk texlive-xetex texlive-latex-extra texlive-fonts-recommended
-fonts-freefont-otf tex-gyre``; ``.ci/run`` and ``make pdf`` install it when they run as root).
+fonts-freefont-otf fonts-dejavu-core tex-gyre``; ``.ci/run`` and ``make pdf`` install it when they run as root).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ LATEX_DIR = notebooks.REPO_ROOT / "_build" / "latex"
 PDF_PATH = notebooks.REPO_ROOT / "_build" / "nextword.pdf"
 TEX_PACKAGES = (
     "latexmk texlive-xetex texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended "
-    "fonts-freefont-otf tex-gyre texlive-lang-greek lmodern poppler-utils"
+    "fonts-freefont-otf fonts-dejavu-core tex-gyre texlive-lang-greek lmodern poppler-utils"
 ).split()
 _EXCLUDED = ["_build", "**.ipynb_checkpoints", "solutions/**", "notation.ipynb"]
 
