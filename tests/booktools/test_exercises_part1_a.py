@@ -468,3 +468,18 @@ def test_ex10_the_sympy_symbol_inside_the_simulation_is_named():
 
     with pytest.raises(ExerciseCheckError, match="use its number argument sigma_value"):
         check_ex_p1_10(lambda d: d * sigma**4, sim)
+
+
+def test_ex10_an_array_of_per_pair_or_per_coordinate_values_is_named_by_what_it_holds():
+    # v10ex: n values (the dot products without .var(), or .var(axis=1)) and d values ((q * k).var(axis=0)) were
+    # both called "the variance over the wrong axis?", which fits neither the missing .var() nor the missing sum
+    sigma = sp.symbols("sigma", positive=True)
+
+    def sim(d, s, n, rng, *, reduce):
+        q, k = s * rng.standard_normal((n, d)), s * rng.standard_normal((n, d))
+        return reduce(q * k)
+
+    with pytest.raises(ExerciseCheckError, match=r"one value per pair: \.var\(\) missing"):
+        check_ex_p1_10(lambda d: d * sigma**4, lambda d, s, n, rng: sim(d, s, n, rng, reduce=lambda p: p.sum(1)))
+    with pytest.raises(ExerciseCheckError, match="one value per coordinate: the variance of each product"):
+        check_ex_p1_10(lambda d: d * sigma**4, lambda d, s, n, rng: sim(d, s, n, rng, reduce=lambda p: p.var(0)))

@@ -438,8 +438,10 @@ def check_ex_p1_10(variance_expression, simulate_variance) -> bool:
                      "inside simulate_variance use its number argument sigma_value, not the symbol sigma")
             if value.size != 1:
                 fail(f"{label} should return one number (a float), got an array of shape {value.shape}"
-                     + (" — the variance over the wrong axis? Sum over the d coordinates of each pair, then take "
-                        "the variance over the n pairs" if value.size in (d, n) else ""))
+                     + {n: " — one value per pair: .var() missing, or taken over the wrong axis (axis=1)? Sum over "
+                           "the d coordinates of each pair, then take the variance over the n pairs",
+                        d: " — one value per coordinate: the variance of each product q_r k_r? Sum over the d "
+                           "coordinates of each pair first, then take the variance over the n pairs"}.get(value.size, ""))
             ests.append(float(value.reshape(())))
         tol = 5 * 2 * np.sqrt(2.0 / n)  # relative: 5 generous standard errors of a sample variance
 
