@@ -433,8 +433,10 @@ assert round(-np.log(0.99), 3) == 0.010 and round(np.log(3), 3) == 1.099
 #   in the seed where the baseline learned the agreement the single-head model did too, and in another
 #   seed it had not yet.
 #   So one head can express what this task needs. Whether it learns it more slowly than four heads was
-#   not measured (no single-head model was trained for the baseline's 600 steps, nor a four-head one for
-#   twice as many); two runs are too few to say more, and nothing here is asserted.
+#   not measured in those runs (no single-head model was trained for the baseline's 600 steps, nor a
+#   four-head one for twice as many); the page's `FULL=1` run, which trains a single-head model for the
+#   baseline's steps as well as for twice as many, is the one that would compare them. Two runs are too
+#   few to say more, and nothing here is asserted.
 # - **Residual connections** (§6.6: they keep gradients from vanishing in deep networks, and, with layer
 #   normalisation, are there "for training stability"): statements about training, which the default run
 #   does not test (`FULL=1` retrains without them); the default run trains no model without them, so
