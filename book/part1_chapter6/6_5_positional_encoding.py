@@ -733,9 +733,10 @@ plt.show()
 #
 # ## Key takeaways
 #
-# - Attention combines word vectors by a weighted average, so without positions one attention layer
-#   cannot tell "dog bites man" from "man bites dog"; a causal stack of two or more layers leaks some
-#   order through the mask, but only indirectly.
+# - Attention combines word vectors by a weighted average, so without positions and without a mask one
+#   attention layer gives "dog bites man" and "man bites dog" the same three outputs, only swapped; with
+#   the causal mask one layer reads the words *before* each position as a bag (its own word still
+#   counts); a causal stack of two or more layers leaks some order through the mask, but only indirectly.
 # - A positional encoding makes the same word at different places a different vector; the sinusoidal
 #   table does it with pairs of sines and cosines whose wavelengths grow from $2\pi$ towards
 #   $10000\cdot 2\pi$ without reaching it: the longest is $2\pi\cdot 10000^{(d_{\text{model}}-2)/d_{\text{model}}}$,

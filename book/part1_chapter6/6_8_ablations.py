@@ -427,14 +427,16 @@ assert round(-np.log(0.99), 3) == 0.010 and round(np.log(3), 3) == 1.099
 #   allows at the same positions (asserted), although a stack could in principle read order through the causal mask.
 # - **Several heads** (§6.4): a model reading its four trained heads as one loses the local pattern, and
 #   the long-range one wherever the baseline had learned it (both asserted, the second only then).
-#   Retrained with one head (`FULL=1` trains it for twice the baseline's steps), the
+#   Retrained with one head (`FULL=1` trains it for the baseline's steps and for twice as many), the
 #   model can relearn the agreement at this small scale. This comes from two earlier runs
 #   at a setting this page does not offer (the baseline's default 600 steps, the single-head model twice as many):
 #   in the seed where the baseline learned the agreement the single-head model did too, and in another
 #   seed it had not yet.
 #   So one head can express what this task needs. Whether it learns it more slowly than four heads was
-#   not measured (no single-head model was trained for the baseline's 600 steps, nor a four-head one for
-#   twice as many); two runs are too few to say more, and nothing here is asserted.
+#   not measured in those runs (no single-head model was trained for the baseline's 600 steps, nor a
+#   four-head one for twice as many); the page's `FULL=1` run, with its single-head model at the
+#   baseline's steps, is the one that would compare them. Two runs are too
+#   few to say more, and nothing here is asserted.
 # - **Residual connections** (§6.6: they keep gradients from vanishing in deep networks, and, with layer
 #   normalisation, are there "for training stability"): statements about training, which the default run
 #   does not test (`FULL=1` retrains without them); the default run trains no model without them, so
