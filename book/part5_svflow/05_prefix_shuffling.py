@@ -134,7 +134,7 @@ assert list(bins[kept] + 1) == [4, 3, 3, 2, 2, 2]
 # pair, each in nats:
 #
 # - the **sharpness** of $q$, $\mathrm{KL}(q\|U)=\sum_zq_z\log(3q_z)$:
-#   $0.7\log2.1+0.2\log0.6+0.1\log0.3=0.297$ — the divergence from $q$ to spreading evenly;
+#   $0.7\log2.1+0.2\log0.6+0.1\log0.3=0.297$ — the divergence from $q$ to uniform (0 when $q$ spreads evenly);
 # - the sharpness of $p$, $\mathrm{KL}(p\|U)=0.460$;
 # - the **divergence** $\mathrm{KL}(q\|p)=\sum_zq_z\log(q_z/p_z)=0.7\log7+0.2\log2+0.1\log0.125=1.293$ —
 #   how wrong the beliefs are. Here it is large because $q$ puts its weight on the first token and $p$ on
