@@ -197,8 +197,8 @@ W_loop = train_table(np.zeros((V, V)), counts_pre, steps=600, lr=0.1)
 W_pre, hist_pre = fit_table(np.zeros((V, V)), counts_pre, steps=600, lr=0.1)  # the same, from the library
 assert np.allclose(W_loop, W_pre, atol=1e-10)
 kl_pre_old, kl_pre_new = table_kl(P, W_pre, w_old), table_kl(P_new, W_pre, w_new)
-print(f"pre-trained model: KL to p = {produced(kl_pre_old, '.4f')}, "
-      f"KL to p' = {produced(kl_pre_new, '.4f')} nats/token")
+print(f"pre-trained model: KL(p || model) = {produced(kl_pre_old, '.4f')}, "
+      f"KL(p' || model) = {produced(kl_pre_new, '.4f')} nats/token")
 assert kl_pre_old < 0.01 and kl_pre_new > 0.3
 
 # %% [markdown]
@@ -210,15 +210,15 @@ assert kl_pre_old < 0.01 and kl_pre_new > 0.3
 # ($2|\mathcal V|s$ trainable numbers; $B=0$ at the start so the model starts at the pre-trained
 # one, and the loop above runs on $A$ and $B$ with the chain rule $\partial/\partial A=GB^\top$,
 # $\partial/\partial B=A^\top G$ for the table gradient $G$). Each method is measured by the
-# population KL from $\mathbf p'$ to the model, $D_{\mathrm{KL}}(\mathbf p'\Vert\pi)$ (averaged over the stationary law; the
-# cells print it as "KL to p'"), computed exactly, averaged over
+# population KL from $\mathbf p'$ to the model, $D_{\mathrm{KL}}(\mathbf p'\Vert\pi)$ (averaged over the stationary law;
+# printed as "KL(p' || model)"), computed exactly, averaged over
 # several fine-tuning data sets. Every method runs the same number of Adam steps, with a step size
 # (learning rate) of 0.1 from scratch and 0.05 for the updates that start at $W_{\mathrm{pre}}$.
 
 
 # %%
 def finetune_scores(n_seq, steps, seed):
-    """Population KL to p' of each fine-tuning method, on one data set of n_seq sequences."""
+    """Population KL(p' || model) of each fine-tuning method, on one data set of n_seq sequences."""
     data_rng = np.random.default_rng(seed)
     counts = bigram_counts([src_new.sample(30, data_rng) for _ in range(n_seq)], V)
     scratch = fit_table(np.zeros((V, V)), counts, steps=steps, lr=0.1)[0]
@@ -238,7 +238,7 @@ for steps in step_grid:
     runs = [finetune_scores(10, steps, seed) for seed in range(SEEDS)]
     for name in runs[0]:
         curves.setdefault(name, []).append(np.mean([run[name] for run in runs]))
-print("mean KL to p' after fine-tuning on 10 sequences of 30 tokens (", SEEDS, "data sets )")
+print("mean KL(p' || model) after fine-tuning on 10 sequences of 30 tokens (", SEEDS, "data sets )")
 print(f"each fine-tuning set: 10 sequences of 30 tokens = {10 * 29} predicted tokens")
 print("steps          :" + "".join(f"{n_steps:8d}" for n_steps in step_grid))
 for name, c in curves.items():
@@ -289,7 +289,7 @@ pop_counts = w_new[:, None] * P_new  # expected transition frequencies under p'
 for s in (1, 2):
     A, B, _ = fit_lora(W_pre, pop_counts, s, np.random.default_rng(7), steps=3000, lr=0.05)
     kl_lora = table_kl(P_new, W_pre + A @ B, w_new)
-    print(f"LoRA rank {s}, population data: KL to p' = {produced(kl_lora, '.4f')}, "
+    print(f"LoRA rank {s}, population data: KL(p' || model) = {produced(kl_lora, '.4f')}, "
           f"rank of the update = {np.linalg.matrix_rank(A @ B, tol=1e-8)}")
     if s == 1:
         kl_rank1 = table_kl(P_new, W_pre + A @ B, w_new)
@@ -297,7 +297,7 @@ for s in (1, 2):
         kl_rank2 = table_kl(P_new, W_pre + A @ B, w_new)
 floor = table_kl(P_new, np.log(P) + 0.8 * U1 @ U2, w_new)  # the exact shift, applied to log P
 inherited = table_kl(P_new, W_pre + 0.8 * U1 @ U2, w_new)  # the exact shift, applied to W_pre
-print(f"the exact rank-2 shift applied to W_pre: KL to p' = {produced(inherited, '.4f')}")
+print(f"the exact rank-2 shift applied to W_pre: KL(p' || model) = {produced(inherited, '.4f')}")
 assert kl_rank2 < 0.01 < kl_rank1
 assert kl_rank2 <= inherited + 1e-4  # the rank-2 fit is as good as the exact shift on W_pre
 for big_V in (1000, 50_000):
