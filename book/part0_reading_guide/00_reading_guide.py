@@ -141,8 +141,9 @@ assert abs(share_of_word_1 - weights[0]) < 0.01  # the claim about the estimate,
 #   the book leaves alone); in a notebook, `hint("p1_01", 1)` gives a first hint for Part 1's first
 #   exercise, and `nextword grade --dir ~/my-exercises` shows ✓, ✗ or *not started* for every exercise.
 # - **Symbols.** The five sources name the same things differently (a query is $\mathbf q[i]$ in the
-#   chapter and $W_Q x_t$ in a paper). The book writes vectors as rows, $q[i]=e[i]\,W^Q$; Parts 4 and 5
-#   and some pages of Part 2 keep their paper's columns, and those pages say so.
+#   chapter and $W_Q x_t$ in a paper). The book writes vectors as rows, $q[i]=e[i]\,W^Q$; Parts 4 and 5,
+#   some pages of Part 2 and a few sections elsewhere (6.5's rotations, Part 3's checking page) keep
+#   their paper's columns, and those pages say so.
 #   [Appendix A](../partA_appendix/A_notation_and_environment.ipynb)
 #   has one table to move between them, and the report on your Python environment.
 # - **Size.** Long, paper-sized runs are behind the `FULL=1` environment variable; a page's default run is

@@ -119,7 +119,7 @@ assert abs(true_posterior @ scores - slope) < 1e-8
 # not. How wrong? The **ELBO** (evidence lower bound) scores the weights $q$:
 # $\mathrm{ELBO}=\mathbb E_q[\log p(x\mid z)]-\mathrm{KL}(q\,\|\,p(z))$, where $p(z)$ is the prior and the
 # Kullback–Leibler divergence $\mathrm{KL}(q\,\|\,p(z))=\sum_z q(z\mid x)\log\big(q(z\mid x)/p(z)\big)$ measures, in
-# nats, how far the weights are from the prior (0 only when they are equal); $\mathrm{KL}(q\,\|\,p(z\mid x))$ is the
+# nats, the divergence from the weights to the prior (0 only when they are equal); $\mathrm{KL}(q\,\|\,p(z\mid x))$ is the
 # same sum with the true posterior $p(z\mid x)$ in place of $p(z)$ (the approximation $q$ comes first and is
 # averaged over: the other order from Part 2's training objective, the KL from the data to the model). Here $q$ equals the prior, so
 # $\mathrm{ELBO}=\tfrac12(-2.044)+\tfrac12(-1.044)=-1.544$, below $\log p(x)=-1.424$ by $0.120$ — exactly

@@ -63,7 +63,7 @@
 # layer (here $p_s$, $q$, $\mathrm{ELBO}_s$: Part 5 writes the flow's time $s$, and $\mathrm{ELBO}$ for the bound, since
 # the book's $\mathcal L$ is a loss to be minimised). It writes $p$ for the shuffle fraction (here $f$) and calls $\mathrm{KL}(q\|U)$ and
 # $\mathrm{KL}(p\|U)$ the *variational* and *true concentrations*. This page calls them the *sharpness*
-# of $q$ and of $p$ (how far each is from uniform) and keeps *concentration* for the vMF parameter
+# of $q$ and of $p$ (the divergence from each to uniform) and keeps *concentration* for the vMF parameter
 # $\kappa'$, as in [5.1](01_spherical_geometry.ipynb). Its shuffle rate is $\min(1,pN/n)$ with $pN$ not
 # rounded down; this page uses $\lfloor fT\rfloor/i$, the share of the prefix actually shuffled. The two
 # differ only when $fT$ is not a whole number, and can then put a token at a bin edge into the
@@ -134,7 +134,7 @@ assert list(bins[kept] + 1) == [4, 3, 3, 2, 2, 2]
 # pair, each in nats:
 #
 # - the **sharpness** of $q$, $\mathrm{KL}(q\|U)=\sum_zq_z\log(3q_z)$:
-#   $0.7\log2.1+0.2\log0.6+0.1\log0.3=0.297$ — how far $q$ is from spreading evenly;
+#   $0.7\log2.1+0.2\log0.6+0.1\log0.3=0.297$ — the divergence from $q$ to uniform (0 when $q$ spreads evenly);
 # - the sharpness of $p$, $\mathrm{KL}(p\|U)=0.460$;
 # - the **divergence** $\mathrm{KL}(q\|p)=\sum_zq_z\log(q_z/p_z)=0.7\log7+0.2\log2+0.1\log0.125=1.293$ —
 #   how wrong the beliefs are. Here it is large because $q$ puts its weight on the first token and $p$ on
@@ -535,7 +535,7 @@ assert np.ptp(deep_nlp, axis=0).max() < 1e-3 and np.all(np.diff(logppl, axis=0) 
 #   the sharpnesses $\mathrm{KL}(q\|U)$, $\mathrm{KL}(p\|U)$; entropies tie them together
 #   ($\mathrm{KL}(q\|U)=\log|\mathcal Z|-H(q)$, $\mathrm{KL}(q\|p)=H(q,p)-H(q)$).
 # - Two distributions close to uniform can still be far apart: what bounds $\mathrm{KL}(q\|p)$ is the
-#   smallest probability of $p$, not how far $p$ is from uniform in KL.
+#   smallest probability of $p$, not the KL divergence from $p$ to uniform.
 # - On our larger character model shuffling changes the prediction mostly in the last bin, the deep
 #   layer's $-\log p_s$ rises slightly with $r$, and across checkpoints $-\log p_s$ does not track
 #   logPPL; the paper's 12-point correlation mostly ranks its three models.
