@@ -110,7 +110,9 @@ rng = np.random.default_rng(0)
 #   $\mathrm{KL}(q\,\|\,p)=\sum_zq_z\log(q_z/p_z)$ has the advantage
 #   $R_z=\log(q_z/p_z)=(-0.693, 0, 0.693)$: positive for component 3, which is *over*-weighted ($q_3=0.5>p_3=0.25$). With
 #   $\mathbb E_qR=0.173$, the gradient is $q_z(R_z-\mathbb E_qR)=(-0.217, -0.043, 0.26)$. A descent step
-#   (subtract the gradient) *lowers* the logit of the over-weighted component: $q$ moves towards $p$.
+#   (subtract the gradient, here times a step size of 0.5, from the logits) *lowers* the logit of the
+#   over-weighted component: $q$ moves towards $p$, to $(0.286, 0.263, 0.451)$, and the KL falls from
+#   0.1733 to 0.1196.
 
 # %%
 logits = np.array([0.0, 0.0, np.log(2)])
