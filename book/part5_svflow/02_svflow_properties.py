@@ -315,8 +315,9 @@ assert end_radii.max() < 1.4 and distance_to_nearest_mode(misaligned_end).mean()
 # points vermilion) of the ideal SVFlow (left, Corollary 3.4) and of the misaligned one (right) over
 # $\log p(x)$. The ideal flow climbs $\log p$ at every step and gathers at the mixture modes (the mean
 # distance to the nearest mode, printed above, falls more than fourfold). Look at the right panel: the
-# misaligned flow, pulled by $q$'s rotated and widened components, spirals round the centre and ends on a
-# ring inside the circle of the modes (radii printed above), rather than at them.
+# misaligned flow — its pulls still point to the modes of $p$, but they are weighted by beliefs $q$ built
+# from rotated and widened components — spirals round the centre and ends on a ring inside the circle of
+# the modes (radii printed above), rather than at them.
 #
 # ## Key takeaways
 #
