@@ -389,7 +389,9 @@ assert abs(ratio_64_32 - 0.5) < 0.05
 # per unit of $\kappa$ (for $\kappa$ far above $d^2/4$ it approaches $\tfrac{d-1}{2}\log\tfrac{\kappa}{2\pi}-\kappa$,
 # the large-$\kappa$ form checked on 5.1; the cell below checks the derivative). Below, 10
 # components with a 10% spread of $\kappa$ around $\kappa_0$ (the paper's Fig. 4 reports $\kappa\sim10^2$,
-# $10^3$ and $10^5$ for its three models), and the KL divergence between the two posteriors:
+# $10^3$ and $10^5$ for its three models: the concentrations $\kappa'_z$ of the value–output components
+# $p(x\mid z)$, whose normalised posterior [5.5](05_prefix_shuffling.ipynb) uses, not of the key bumps
+# $\kappa_z$; the computation is the same for either), and the KL divergence between the two posteriors:
 
 # %% tags=["hide-cell"]
 kappa_centres = np.array([10.0, 1e2, 1e3, 1e4, 1e5])
