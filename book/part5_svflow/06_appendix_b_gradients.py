@@ -272,7 +272,8 @@ plt.show()
 #   feedback is negative, and training on $\mathcal J_{\text{var}}$ alone narrows the gap (by more than
 #   half in 60 steps, in each of three seeds) without collapsing the posterior — B.4's winner-takes-all reading is reversed ([tested below](#checking-the-paper)).
 # - Without a balancing loss, a small MoE trained from 40 seeds drifted away from balance in most of them,
-#   not in all: under soft routing the least-used expert's gate mass ended below 0.9 of the fair share, and
+#   not in all: under soft routing the least-used expert's gate mass ended below 0.9 of the fair share in most
+#   seeds (92 % of them, [printed below](#checking-the-paper)), and
 #   under top-1 routing (each input sent only to its highest-gate expert) the busiest expert ended busier
 #   than at the start in about three seeds of four, while soft routing's winner counts stayed about as uneven
 #   as they started; an expert died outright in only a few seeds. In a
