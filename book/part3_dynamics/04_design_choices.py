@@ -216,9 +216,11 @@ assert np.all(np.abs(ends[5] + 0.25) < 0.05)            # Figure 3.4.1: five at 
 # black: orthogonality. Look at where the curves end: every curve starts anywhere between about
 # $-0.25$ and $+0.5$ and ends well below the black line, at or near its own dashed line — three
 # groups' keys at about 120°, five at about 104°, and two groups' keys far past a right angle and
-# still falling slowly towards opposite (mean angles printed above).
+# still falling slowly towards opposite (mean angles printed above). Not every curve falls from the
+# first step: the $G=2$ curve that starts highest first rises for a few steps (its keys move closer)
+# before it drops.
 #
-# The keys are pushed apart, as the gradient says, but to the simplex, not to orthogonality.
+# The keys end pushed apart, as the gradient says, but to the simplex, not to orthogonality.
 # In this symmetric set-up, orthogonality is approached only as $G$ grows. (Whether queries that break
 # the symmetry, such as other queries the keys must also serve, would bring keys nearer to right angles
 # is not measured here.)

@@ -339,10 +339,15 @@ assert coupling_trace < 0                          # ... by making the coupling 
 # %% [markdown]
 # The printout gives the cross-entropy as $\mathcal L_{\rm CE}/\ln 2$, in bits per character, the unit in
 # which this page and the paper report quality; the loss the step minimises adds $\lambda_m\mathcal L_{\rm margin}$
-# to $\mathcal L_{\rm CE}$ itself, in nats, so multiply the first column by $\ln 2$ before adding the two.
+# to $\mathcal L_{\rm CE}$ itself, in nats, so multiply the first column by $\ln 2$, and the second by
+# $\lambda_m$, before adding them.
 # The cross-entropy falls as the model learns; the penalty falls too, and the prior's
-# $\operatorname{tr}(\Sigma_t A)$ is already negative: the gradient of the first step has set the
-# direction. (The library starts $A$ not at exactly 0 but at small random entries, so the first
+# $\operatorname{tr}(\Sigma_t A)$ is already negative. The optimiser is AdamW, not the plain gradient
+# descent of the derivation above: its first step moves every entry of $A$ by about the same small
+# amount, against the sign of that entry's gradient. With the gradient (about) $\operatorname{mean}_t\Sigma_t$,
+# a symmetric matrix, that step still lowers $\operatorname{mean}_t\operatorname{tr}(\Sigma_t A)$, by the
+# step size times the sum of the absolute entries of $\operatorname{mean}_t\Sigma_t$: the gradient's signs
+# have set the direction. (The library starts $A$ not at exactly 0 but at small random entries, so the first
 # penalty is near 0 rather than 0; "untrained prior, $A=0$" on this page means this start.) From
 # here on the library's `train_or_load` runs these lines for every step, and adds
 # what a real run needs: a cosine learning-rate schedule, gradient clipping, the penalty on a random
