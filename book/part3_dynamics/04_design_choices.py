@@ -216,9 +216,9 @@ assert np.all(np.abs(ends[5] + 0.25) < 0.05)            # Figure 3.4.1: five at 
 # black: orthogonality. Look at where the curves end: every curve starts anywhere between about
 # $-0.25$ and $+0.5$ and ends well below the black line, at or near its own dashed line — three
 # groups' keys at about 120°, five at about 104°, and two groups' keys far past a right angle and
-# still falling slowly towards opposite (mean angles printed above). Not every curve falls from the
-# first step: the $G=2$ curve that starts highest first rises for a few steps (its keys move closer)
-# before it drops.
+# still falling slowly towards opposite (mean angles printed above). The gradient does not promise that
+# every curve falls from the first step: in the run drawn here, the $G=2$ curve that starts highest
+# first rises for a few steps (its keys move closer) before it drops.
 #
 # The keys end pushed apart, as the gradient says, but to the simplex, not to orthogonality.
 # In this symmetric set-up, orthogonality is approached only as $G$ grows. (Whether queries that break
