@@ -761,8 +761,10 @@ assert token_bits < state_bits
 #
 # The default run trains each copy-task model for 300 steps at $n=16$, and the GRU once more for 600
 # steps (about 40 s on 2 CPU cores); `FULL=1` repeats the comparison for $n\in\{4,8,16,32\}$ with 600
-# steps (the GRU once more for twice as many at $n=16$). The chapter reasons about a
-# 512-dimensional RNN on natural text; here states are 32-dimensional on a synthetic task. Library:
+# steps (the GRU once more for twice as many at $n=16$). Each model is trained once, from seed 0 (its
+# initial weights and its batches), so the recalls of the trained models are those of one run, not
+# checked across seeds. The chapter reasons about a 512-dimensional RNN on natural text; here states
+# are 32-dimensional on a synthetic task. Library:
 # `nextword.chapter6.recurrent`, `nextword.chapter6.running_example`, `nextword.torch.models.lm`,
 # `nextword.torch.models.rnn`.
 
