@@ -713,7 +713,8 @@ assert recall_state[5].mean() > 0.99
 # ### The running example: 21 words, not 22 (Fig. 6.4)
 #
 # The chapter speaks of a 22-word context with the blank at position 23, and puts "submitted" at
-# position 19 and "code" at position 21 (§6.1, Fig. 6.10). The sentence as printed has 21 words (listed
+# position 19 and "code" at position 21 (the 22 words and position 23 in §6.1 and its Fig. 6.4; the
+# positions 19 and 21 in the caption of §6.2's Fig. 6.10). The sentence as printed has 21 words (listed
 # above): the blank is word 22, "submitted" is word 17 and "code" word 19 (positions 2 and 3 for
 # "software" and "engineer" are right). The chapter's "position 1 must pass through 21 intermediate
 # steps to influence the prediction at position 23" and its gradient factor $\lambda^{21}$ are right
@@ -760,8 +761,10 @@ assert token_bits < state_bits
 #
 # The default run trains each copy-task model for 300 steps at $n=16$, and the GRU once more for 600
 # steps (about 40 s on 2 CPU cores); `FULL=1` repeats the comparison for $n\in\{4,8,16,32\}$ with 600
-# steps (the GRU once more for twice as many at $n=16$). The chapter reasons about a
-# 512-dimensional RNN on natural text; here states are 32-dimensional on a synthetic task. Library:
+# steps (the GRU once more for twice as many at $n=16$). Each model is trained once, from seed 0 (its
+# initial weights and its batches), so the recalls of the trained models are those of one run, not
+# checked across seeds. The chapter reasons about a 512-dimensional RNN on natural text; here states
+# are 32-dimensional on a synthetic task. Library:
 # `nextword.chapter6.recurrent`, `nextword.chapter6.running_example`, `nextword.torch.models.lm`,
 # `nextword.torch.models.rnn`.
 

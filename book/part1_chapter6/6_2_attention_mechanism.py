@@ -925,8 +925,9 @@ for dist_name in ("Normal", "Uniform"):
 # ## Reproducibility
 #
 # The trained model: a 1-layer, 2-head `TinyLM` (width 32, learned position embeddings) trained for
-# 400 steps on 4000 sentences of `RunningExampleSource`, seed 0 (about 10 s on 2 CPU cores). The
-# chapter's Fig. 6.10 shows the weights of a model it does not name (neither its size nor its
+# 400 steps on 4000 sentences of `RunningExampleSource`, seed 0 (about 10 s on 2 CPU cores): one
+# training run, so what the page shows of the trained weights (which head reads which word) is that
+# run's, not checked across seeds. The chapter's Fig. 6.10 shows the weights of a model it does not name (neither its size nor its
 # training data) on the running example's sentence; ours is a measurement on a small language whose
 # dependencies are known. Library: `nextword.attention`,
 # `nextword.torch.models.lm`, `nextword.chapter6.running_example`; schematics from

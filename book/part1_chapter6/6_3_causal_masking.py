@@ -703,7 +703,7 @@ assert len(RUNNING_EXAMPLE) == 21
 #
 # | claim (§6.3) | measured here |
 # |---|---|
-# | lower-triangular weights, $n(n+1)/2$ nonzeros, rows sum to 1 (Figs. 6.13–6.14) | exact for $n\le64$; numpy = torch SDPA |
+# | lower-triangular weights, $n(n+1)/2$ nonzeros, rows sum to 1 (Figs. 6.13–6.14) | the count exact for every $n\le64$; the weights for $n=8$ random queries and keys: zero above the diagonal, rows sum to 1, numpy = torch SDPA |
 # | masked entries get exactly zero gradient | autograd and closed form: exactly 0.0; block Jacobian $\partial\,\text{out}[i]/\partial x[j]=0$ for $j>i$ |
 # | without the mask the training loss goes to ~0 by copying (text of Fig. 6.15; the question of Exercise 3) | training loss far below the entropy rate, not zero (the last position of each window has nothing to copy: a floor of about $H/31$), attention on $j=i+1$ |
 # | …and this does not survive generation | prefix-only loss worse than uniform; generated text degenerate (pair and triple statistics far from the source) |

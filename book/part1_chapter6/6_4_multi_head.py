@@ -653,10 +653,11 @@ assert all(f > 0.8 for f in followed.values())
 #
 # For the first marker of one test sentence, each head's weights over the context. The chapter's
 # Fig. 6.21 shows two heads attending to different words of the running example; here the heads'
-# different choices are measured. The subject head does not look at the subject from every marker
-# (on average over the marker queries it puts more than 0.4 of its weight there, as asserted above),
-# so we draw the first test sentence in which it puts more than half its weight on the subject from
-# the first marker.
+# different choices are measured. The subject head need not look at the subject from every marker
+# (what is asserted above, for every model kept, is only that on average over the marker queries it
+# puts more than 0.4 of its weight there; in the first model kept it puts far more, as printed
+# above), so we draw the first test sentence in which it puts more than half its weight on the
+# subject from the first marker.
 
 # %%
 first_marker = marker.argmax(axis=1)  # (N,): position of each sentence's first marker query

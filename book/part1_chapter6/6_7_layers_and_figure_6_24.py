@@ -352,7 +352,7 @@ assert np.all((topic_embedding > 1 / 3 + 0.05) & (topic_embedding < 0.7)) and np
 #
 # **Default run:** three 3-layer, 2-head `TinyLM`s (width 24, sinusoidal positions) trained for 250 AdamW
 # steps (batch 32, learning rate 6e-3) on 1000 sequences of $T_{\text{ctx}}+1=25$ tokens each, seeds 0, 1,
-# 2; probed on 400 held-out sequences of $T_{\text{ctx}}=24$ tokens. Library: `nextword.torch.models.lm` (the model and its training loop),
+# 2; probed on 400 held-out sequences of $T_{\text{ctx}}=24$ tokens. Library: `nextword.torch.models.lm` (the model), `nextword.torch.training.token_lm` (its training loop, `train_lm`),
 # `nextword.torch.probes.layer_probe` (the topic source, the hidden states and the probe). The probe accuracies
 # come from trained models and are shown to one decimal; the asserts use margins that hold across seeds
 # and CPUs.
