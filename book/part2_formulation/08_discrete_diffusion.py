@@ -711,7 +711,8 @@ assert np.isclose(denoising_score_entropy_loss(s_rand, p0, P_abs, Q_abs),
                   score_entropy_loss(s_rand, p0 @ P_abs, Q_abs))
 
 # %% [markdown]
-# **What the checks found** (all recorded in `book/ERRATA.md`):
+# **What the checks found** (each error of the paper below is a row of `book/ERRATA.md`; the
+# confirmations are not):
 #
 # - The matrices printed in Examples 9.2 and 9.3 are not rate matrices (Example 9.2's rows sum to 1;
 #   Example 9.3's mask row sums to 1 and its other rows to $\beta+(|\mathcal V|-1)(1-\beta)$); Example 9.2's is the one-step matrix $I+Q$. Corrected generators:
