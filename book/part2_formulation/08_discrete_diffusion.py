@@ -255,7 +255,8 @@ assert not generator_violations(Q_seq, atol=1e-12)
 # ## Simulating the chain: Gillespie and τ-leaping
 #
 # **Gillespie's algorithm** simulates the chain exactly: in state $y$ wait an exponential time with
-# rate $-Q_{yy}$ (the total rate of leaving), then jump to $z$ with probability $Q_{yz}/(-Q_{yy})$.
+# rate $-Q_{yy}$ (the total rate of leaving; §9 names the rate $Q_{yy}$, which is never positive, so
+# cannot be one), then jump to $z$ with probability $Q_{yz}/(-Q_{yy})$.
 # **τ-leaping** freezes the rates over a step of length $\tau$ and moves every position at once,
 # each independently with a token's one-step matrix $I+\tau Q$ (here τ is a time step, not a
 # temperature). One leap of the whole sequence is therefore the Kronecker product
