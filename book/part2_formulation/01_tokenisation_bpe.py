@@ -569,9 +569,10 @@ assert not_codes == [x for x in texts_V if "ab" in x or "dc" in x]  # exactly th
 # %% [markdown]
 # **Example 2.2's orders of magnitude.** The example quotes $|\mathcal V_0|=\mathcal O(10^2)$ (tiny
 # Shakespeare has 65 characters, above), $|\mathcal V|=\mathcal O(10^4)$ for web-scale corpora (ours:
-# 4096), and texts of several paragraphs as $T=\mathcal O(10^2)$ tokens. Taking the speeches of the
-# held-out text as paragraphs, one is about a hundred tokens, so several are a few hundred:
-# $\mathcal O(10^2)$ holds.
+# 4096), and texts of several paragraphs as $T=\mathcal O(10^2)$ tokens. Taking the held-out
+# speeches longer than 200 characters as paragraphs (the first 50 of them; many speeches are a single
+# short line, too short to count as one), the median one is about a hundred tokens, so several are a
+# few hundred: $\mathcal O(10^2)$ holds.
 
 # %% tags=["hide-cell"]
 paragraphs = [p for p in held_out.split("\n\n") if len(p) > 200][:50]

@@ -270,7 +270,9 @@ plt.show()
 # each model, averaged over `SEEDS` data sets, against the number of Adam steps; the dotted black
 # line is the pre-trained model before any update. Look at where each curve bottoms out and how far
 # it climbs afterwards. The flexible updates (full, from scratch, LoRA rank 4) over-fit the small data
-# set — their KL rises again with more steps, to 1.82, 1.66 and 2.24 times their best — while LoRA with
+# set — their KL rises with more steps, to 1.82, 1.66 and 2.24 times their best (each best is the
+# lowest of the five step counts tried; training from scratch is at or near its lowest already at the
+# first, 25 steps, so its true best may lie at fewer steps) — while LoRA with
 # the rank of the true shift (rank 2) rises less (1.27 times): restricting the update to rank $s$
 # acts here as the implicit regularisation Remark 4.9 mentions. All of this is one pre-training
 # source, one rank-2 shift and one pre-trained table; the data sets vary only the fine-tuning
@@ -516,8 +518,8 @@ assert cos(reinforce, exact_grad) > 0.97  # the score-function estimator points 
 #
 # - Fine-tuning is the same next-token training on a small task-specific data set (4.6), started
 #   from the pre-trained weights; on this page's scarce data (one pre-training source and one shift of
-#   it) that start reaches a lower KL than training from scratch (each compared at its best number of
-#   steps).
+#   it) that start reaches a lower KL than training from scratch (each compared at the best of the
+#   step counts tried).
 # - A low-rank update (LoRA) trains $2|\mathcal V|s$ numbers instead of $|\mathcal V|^2$; on this
 #   page's one source and shift, where its rank matches the true change, it also over-fits less
 #   (Remark 4.9).

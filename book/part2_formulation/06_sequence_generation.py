@@ -443,7 +443,8 @@ plt.show()
 #
 # A reply must end. Models reserve a token for it, the {term}`EOS token` (end of sequence): once it
 # is generated, the reply is complete. Here the newline character plays EOS, so a reply is one line
-# (greedy decoding loops and never ends its line, so we sample at $\tau=0.7$). Our decoders stop
+# (greedy decoding can loop without ever ending its line, as it did after "ROMEO:" above, so we
+# sample at $\tau=0.7$). Our decoders stop
 # at EOS; the paper instead fills the remaining positions up to a fixed length $T$ with a
 # {term}`PAD token` (padding), whose probability is 1 once an EOS has appeared (a change of the
 # next-token model (6.1b)); among the texts that start with the prompt (the set (6.2)), each PAD adds

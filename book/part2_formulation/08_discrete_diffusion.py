@@ -255,7 +255,8 @@ assert not generator_violations(Q_seq, atol=1e-12)
 # ## Simulating the chain: Gillespie and τ-leaping
 #
 # **Gillespie's algorithm** simulates the chain exactly: in state $y$ wait an exponential time with
-# rate $-Q_{yy}$ (the total rate of leaving), then jump to $z$ with probability $Q_{yz}/(-Q_{yy})$.
+# rate $-Q_{yy}$ (the total rate of leaving; §9 names the rate $Q_{yy}$, which is never positive, so
+# cannot be one), then jump to $z$ with probability $Q_{yz}/(-Q_{yy})$.
 # **τ-leaping** freezes the rates over a step of length $\tau$ and moves every position at once,
 # each independently with a token's one-step matrix $I+\tau Q$ (here τ is a time step, not a
 # temperature). One leap of the whole sequence is therefore the Kronecker product
@@ -711,7 +712,8 @@ assert np.isclose(denoising_score_entropy_loss(s_rand, p0, P_abs, Q_abs),
                   score_entropy_loss(s_rand, p0 @ P_abs, Q_abs))
 
 # %% [markdown]
-# **What the checks found** (all recorded in `book/ERRATA.md`):
+# **What the checks found** (each error of the paper below is a row of `book/ERRATA.md`; the
+# confirmations are not):
 #
 # - The matrices printed in Examples 9.2 and 9.3 are not rate matrices (Example 9.2's rows sum to 1;
 #   Example 9.3's mask row sums to 1 and its other rows to $\beta+(|\mathcal V|-1)(1-\beta)$); Example 9.2's is the one-step matrix $I+Q$. Corrected generators:
