@@ -697,9 +697,9 @@ assert fast_entropy[-3] < fast_entropy[-2] < fast_entropy[-1]   # the faster swe
 # runs are cached. The larger sweep was trained once on a CPU by `make results`
 # (`nextword results run barrier_sweep`). The three full-size sweeps were trained by
 # `nextword gpu-check` on an NVIDIA H200 GPU lent to the project, all seven models of a sweep at
-# once on the one GPU (with the pair of [4.7](barrier_training.ipynb)); it starts each sweep as
-# `nextword results run <name>`, the command the cells below print with the provenance and
-# configuration of each.
+# once on the one GPU (with the pair of [4.7](barrier_training.ipynb)); it starts each sweep with
+# `nextword results run` and the sweep's name, the command the cells below print with the provenance
+# and configuration of each.
 
 # %% tags=["hide-cell"]
 if SAVED:
