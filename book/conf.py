@@ -293,12 +293,9 @@ def setup(app):
     from nextword.booktools.rendering import fold_audit_sections
 
     app.connect("doctree-resolved", fold_audit_sections)   # Checking the paper, Reproducibility: <details>
-    from nextword.booktools.rendering import lift_boxed_tables_for_print
+    from nextword.booktools.rendering import layout_for_print
 
-    app.connect("doctree-resolved", lift_boxed_tables_for_print)   # the PDF: a long boxed table breaks over pages
-    from nextword.booktools.rendering import fit_tables_for_print
-
-    app.connect("doctree-resolved", fit_tables_for_print, priority=600)   # the PDF: after the lift (500)
+    app.connect("doctree-resolved", layout_for_print)   # the PDF: boxed and wide tables, wide printed formulas
     from nextword.booktools.rendering import mark_produced_numbers
 
     app.connect("html-page-context", mark_produced_numbers, priority=700)   # produced numbers: underlined

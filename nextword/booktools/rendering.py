@@ -54,10 +54,9 @@ __all__ = [
     "fold_audit_sections",
     "fold_sections",
     "lift_boxed_tables",
-    "lift_boxed_tables_for_print",
     "fit_tables",
-    "fit_tables_for_print",
     "fit_output_math",
+    "layout_for_print",
     "mark_produced",
     "mark_produced_numbers",
     "produced_for_print",
@@ -146,6 +145,20 @@ def produced_for_print(text: str) -> str:
     return _PRODUCED.sub(lambda m: f"{m[1]}\u2020", text).replace(MARK, "")
 
 
+def _give_column_widths(table: nodes.table, width) -> None:
+    """Make ``table`` a ``longtable`` (it breaks across pages) with given column widths: each column's width is
+    ``width(lengths)`` of the lengths of its cells' texts (Sphinx then sets each column to its share of the line)."""
+    for group in table.findall(nodes.tgroup):
+        specs = list(group.findall(nodes.colspec))
+        lengths: list[list[int]] = [[] for _ in specs]
+        for row in group.findall(nodes.row):
+            for i, entry in enumerate(row.children[: len(specs)]):
+                lengths[i].append(len(entry.astext()))
+        for spec, column in zip(specs, lengths):
+            spec["colwidth"] = width(column)
+    table["classes"] = [*table["classes"], "longtable", "colwidths-given"]
+
+
 def lift_boxed_tables(doctree: nodes.Node) -> int:
     """Replace each admonition that holds a table by a rubric with its title, then its content; make every such
     table a ``longtable`` with given column widths (each column's share: its longest cell, between 10 and 60
@@ -165,15 +178,7 @@ def lift_boxed_tables(doctree: nodes.Node) -> int:
         if not tables or box.parent is None:
             continue
         for table in tables:
-            table["classes"] = [*table["classes"], "longtable", "colwidths-given"]
-            for group in table.findall(nodes.tgroup):
-                specs = list(group.findall(nodes.colspec))
-                widest = [10] * len(specs)
-                for row in group.findall(nodes.row):
-                    for i, entry in enumerate(row.children[: len(specs)]):
-                        widest[i] = max(widest[i], min(60, len(entry.astext())))
-                for spec, width in zip(specs, widest):
-                    spec["colwidth"] = width
+            _give_column_widths(table, lambda lengths: max(10, min(60, max(lengths, default=0))))
         title = [child for child in box.children if isinstance(child, nodes.title)]
         rubric = [nodes.rubric("", "", *title[0].children)] if title else []
         box.replace_self(rubric + [child for child in box.children if not isinstance(child, nodes.title)])
@@ -235,34 +240,18 @@ def fit_tables(doctree: nodes.Node, min_columns: int = 5) -> int:
     for table in list(doctree.findall(nodes.table)):
         groups = list(table.findall(nodes.tgroup))
         wide = "colwidths-given" not in table["classes"] and groups and groups[0]["cols"] >= min_columns
-        if not wide:
-            for entry in table.findall(nodes.entry):
-                _break_long_words(entry)
-            continue
-        for group in groups:
-            specs = list(group.findall(nodes.colspec))
-            cells: list[list[int]] = [[] for _ in specs]
-            for row in group.findall(nodes.row):
-                for i, entry in enumerate(row.children[: len(specs)]):
-                    cells[i].append(len(entry.astext()))
-            for spec, lengths in zip(specs, cells):
-                spec["colwidth"] = max(4, round((sum(lengths) / max(1, len(lengths))) ** 0.5))
+        if wide:  # widths from the text as written, before the breaks below add to it
+            _give_column_widths(table, lambda lengths: max(4, round((sum(lengths) / max(1, len(lengths))) ** 0.5)))
         for entry in table.findall(nodes.entry):
             _break_long_words(entry)
-        table["classes"] = [*table["classes"], "longtable", "colwidths-given"]
+        if not wide:
+            continue
         if table.parent is not None:
             index = table.parent.index(table)
             table.parent.insert(index + 1, nodes.raw("", r"\endgroup", format="latex"))
             table.parent.insert(index, nodes.raw("", r"\begingroup\small", format="latex"))
         widened += 1
     return widened
-
-
-def fit_tables_for_print(app, doctree: nodes.document, docname: str) -> None:
-    """Sphinx ``doctree-resolved`` hook: :func:`fit_tables` and :func:`fit_output_math` for the LaTeX builder only."""
-    if app.builder.format == "latex":
-        fit_tables(doctree)
-        fit_output_math(doctree)
 
 
 def fit_output_math(doctree: nodes.Node) -> int:
@@ -291,7 +280,11 @@ def fit_output_math(doctree: nodes.Node) -> int:
     return changed
 
 
-def lift_boxed_tables_for_print(app, doctree: nodes.document, docname: str) -> None:
-    """Sphinx ``doctree-resolved`` hook: :func:`lift_boxed_tables` for the LaTeX builder only."""
+def layout_for_print(app, doctree: nodes.document, docname: str) -> None:
+    """Sphinx ``doctree-resolved`` hook, LaTeX builder only: :func:`lift_boxed_tables` (first: the lifted tables
+    get their widths there, and :func:`fit_tables` then only lets their long words break), :func:`fit_tables`,
+    :func:`fit_output_math`. The HTML is left as it is."""
     if app.builder.format == "latex":
         lift_boxed_tables(doctree)
+        fit_tables(doctree)
+        fit_output_math(doctree)

@@ -100,7 +100,7 @@ def _wide_doc():
 
 def test_a_wide_table_gets_widths_from_its_text_a_smaller_type_and_breakable_paths_in_print():
     doc = _wide_doc()
-    rendering.fit_tables_for_print(_app("latex"), doc, "errata")
+    rendering.layout_for_print(_app("latex"), doc, "errata")
     (table,) = doc.findall(lambda n: n.tagname == "table")
     assert {"longtable", "colwidths-given"} <= set(table["classes"])
     widths = [spec["colwidth"] for spec in doc.findall(lambda n: n.tagname == "colspec")]
@@ -115,5 +115,5 @@ def test_a_wide_table_gets_widths_from_its_text_a_smaller_type_and_breakable_pat
 def test_the_html_keeps_its_tables():
     doc = _wide_doc()
     before = doc.pformat()
-    rendering.fit_tables_for_print(_app("html"), doc, "errata")
+    rendering.layout_for_print(_app("html"), doc, "errata")
     assert doc.pformat() == before
