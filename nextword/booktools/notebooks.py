@@ -200,6 +200,8 @@ def toc_order(readme: Path = REPO_ROOT / "book" / "README.md") -> list[str]:
 # from the committed .ipynb (MyST-NB execution is off), so the HTML shows exactly what nbval checked.
 
 BOOK_CONF_DIR = REPO_ROOT / "book"
+#: The exercise indexes' sentence about solutions (the PDF, which leaves the solutions out, replaces it: pdf.py)
+SOLUTIONS_LINKED = "Each exercise links to its worked solution in *Solutions*."
 STAGE_DIR = REPO_ROOT / "_build" / "book_src"
 HTML_DIR = REPO_ROOT / "_build" / "html"
 _HEADING = re.compile(r"^##\s+(.+?)\s*$")
@@ -451,7 +453,7 @@ def stage_book(stage: Path = STAGE_DIR, root: Path = REPO_ROOT) -> list[str]:
         table = re.sub(rf"\({part}/(\w+)\.py\)", r"(\1.ipynb)", section.split("\n", 1)[-1])
         table = _link_notebook_paths(table, root, prefix="../../")
         wanted[stage / "exercises" / part / "index.md"] = (
-            f"# Exercises for {caption}\n\nEach exercise links to its worked solution in *Solutions*.\n"
+            f"# Exercises for {caption}\n\n{SOLUTIONS_LINKED}\n"
             f"{table}\n" + _toctree([d.split("/")[-1] for d in docs], hidden=True)
         )
         ex_parts.append(f"exercises/{part}/index")

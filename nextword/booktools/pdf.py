@@ -40,7 +40,7 @@ def _raw_latex(tex: str) -> str:
 
 
 #: The exercise indexes' sentence about solutions, true in the HTML (which links each exercise to its solution)
-_SOLUTIONS_LINKED = "Each exercise links to its worked solution in *Solutions*."
+_SOLUTIONS_LINKED = notebooks.SOLUTIONS_LINKED
 
 
 def _print_exercise_index(text: str, part: str) -> str:
