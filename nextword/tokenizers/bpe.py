@@ -36,6 +36,8 @@ import numpy as np
 
 from nextword._validate import check_iterable, check_path, check_positive_int, check_str_collection
 from nextword.tokenizers.characters import CharTokenizer
+from nextword.tokenizers.piece_table import PieceTable, WordTable
+from nextword.tokenizers.split_ascii import split_starts
 from nextword.tokenizers.formats import BPEFile, load_json, load_minbpe, save_json, save_minbpe
 from nextword.tokenizers.trainer import BPEResult, learn_bpe, train_merges
 
@@ -49,6 +51,7 @@ SPLIT_PATTERNS: dict[str, str] = {
 _SHIFT = 21
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CACHE_LIMIT = 1 << 18
+_TABLE_MIN = 4096  # characters from which ASCII text is split and looked up with numpy (GPT-4 pattern)
 _PAD = 16  # bytes per row of the padded decoding table (tokens up to this long take the fast path)
 
 
@@ -219,7 +222,8 @@ class BPETokenizer:
             self._row_len[self._ids[fits]] = self._lens[fits]
             self._row_mask_v = (col < self._row_len[:, None]).view(f"V{_PAD}")[:, 0]  # (size,) which bytes count
         self._cache: dict[str, bytes] = {}  # piece → its ids as int32 bytes (a join is a memcpy)
-        self._merge_table: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._merge_table: tuple[WordTable, np.ndarray, np.ndarray] | None = None
+        self._pieces = PieceTable(self._merge_pieces, _CACHE_LIMIT)  # the same, for long ASCII text
 
     # ------------------------------------------------------------------ training
     @classmethod
@@ -377,20 +381,20 @@ class BPETokenizer:
                         buckets.setdefault(rr[0], []).append(p)
         return [t for t in tok if t >= 0]
 
-    def _merge_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The merges as arrays for vectorised lookup, built on first use: pair codes sorted (M,),
-        their ranks (M,), the new id of each rank (M,), and the rank of every byte pair (65536,)
-        (``len(merges)`` where a pair is not a merge)."""
+    def _merge_arrays(self) -> tuple[WordTable, np.ndarray, np.ndarray]:
+        """The merges for vectorised lookup, built on first use: a :class:`WordTable` from pair code
+        (first word; second 0) to rank, the new id of each rank (M,), and the rank of every byte
+        pair (65536,) (``len(merges)`` where a pair is not a merge)."""
         if self._merge_table is None:
             codes = np.fromiter(self._rank_of, np.int64, len(self._rank_of))  # (M,) pair codes
             ranks = np.fromiter(self._rank_of.values(), np.int64, len(self._rank_of))  # (M,)
-            order = np.argsort(codes)
-            codes, ranks = codes[order], ranks[order]
+            pairs = WordTable()
+            pairs.put(codes.astype(np.uint64), np.zeros(len(codes), dtype=np.uint64), ranks)
             left, right = codes >> _SHIFT, codes & ((1 << _SHIFT) - 1)
             byte_pairs = np.full(1 << 16, len(codes), dtype=np.int64)  # (65536,)
             both = (left < 256) & (right < 256)
             byte_pairs[(left[both] << 8) | right[both]] = ranks[both]
-            self._merge_table = (codes, ranks, np.asarray(self._new_ids, dtype=np.int64), byte_pairs)
+            self._merge_table = (pairs, np.asarray(self._new_ids, dtype=np.int64), byte_pairs)
         return self._merge_table
 
     def _merge_many(self, data: bytes, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -406,13 +410,13 @@ class BPETokenizer:
         arrays (``W``, ``Rw``): a row with nothing left to merge is written back and leaves them, and
         their width is cut to the longest row left (every round shortens each row by one).
         """
-        codes, ranks, new_ids, byte_pairs = self._merge_arrays()
+        pairs, new_ids, byte_pairs = self._merge_arrays()
         none = len(new_ids)  # larger than every rank
 
         def rank(left: np.ndarray, right: np.ndarray) -> np.ndarray:  # (m,), (m,) ids ≥ 0 → (m,) ranks
-            code = (left.astype(np.int64) << _SHIFT) | right
-            i = np.minimum(np.searchsorted(codes, code), max(len(codes) - 1, 0))
-            return np.where(codes[i] == code, ranks[i], none) if codes.size else np.full(len(code), none)
+            code = (left.astype(np.uint64) << np.uint64(_SHIFT)) | right.astype(np.uint64)
+            r = pairs.find(code, np.zeros(len(code), dtype=np.uint64))
+            return np.where(r < 0, none, r)
 
         L = int(n.max())
         col = np.arange(L)
@@ -461,6 +465,9 @@ class BPETokenizer:
             raise ValueError(f"errors must be 'strict', 'replace' or 'surrogatepass', got {errors!r}")
         if self._split is None:
             return self._encode_bytes(_utf8(text, errors))
+        if len(text) >= _TABLE_MIN and self.pattern == SPLIT_PATTERNS["gpt4"] and text.isascii():
+            data = text.encode("ascii")  # long ASCII text: split and look up with numpy
+            return self._pieces.ids(data, split_starts(data))
         if errors == "replace":
             text = _SURROGATE.sub("\ufffd", text)
         return self._encode_pieces(text, errors)
@@ -495,20 +502,26 @@ class BPETokenizer:
         else:
             raw = [_utf8(p, "strict") for p in new]
             data, n = b"".join(raw), np.fromiter(map(len, raw), np.int64, len(raw))
-        end = np.cumsum(n)  # (P,)
-        short = n <= 64
-        if not short.all():  # the few long pieces: the linked-list merge, and out of the batch
-            for i in np.flatnonzero(~short).tolist():
-                ids = self._encode_bytes(data[end[i] - n[i] : end[i]])
-                self._cache[new[i]] = array.array("i", ids).tobytes()
-            data = b"".join(data[e - k : e] for e, k in zip(end[short].tolist(), n[short].tolist()))
-            new = [p for p, keep in zip(new, short.tolist()) if keep]
-            n = n[short]
-            if not new:
-                return
-        flat, counts = self._merge_many(data, n)
+        flat, counts = self._merge_pieces(data, n)
         buf, stop = flat.astype(np.int32).tobytes(), (4 * np.cumsum(counts)).tolist()
         self._cache.update(zip(new, map(buf.__getitem__, map(slice, [0, *stop[:-1]], stop))))
+
+    def _merge_pieces(self, data: bytes, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_merge_many` for pieces of any length: ``data`` holds them back to back, ``n`` (P,)
+        their lengths; pieces over 64 bytes (few) are merged one by one by :meth:`_encode_bytes`.
+        Returns the ids of all pieces concatenated (N,) and the number of ids of each piece (P,)."""
+        long = n > 64  # (P,)
+        if not long.any():
+            return self._merge_many(data, n)
+        end = np.cumsum(n).tolist()
+        pieces = [data[e - k : e] for e, k in zip(end, n.tolist())]
+        short = [p for p, lg in zip(pieces, long.tolist()) if not lg]
+        flat, counts = self._merge_many(b"".join(short), n[~long]) if short else (np.zeros(0, np.int32), n[:0])
+        merged = iter(np.split(flat, np.cumsum(counts)[:-1]) if short else [])
+        out = [
+            np.asarray(self._encode_bytes(p), np.int32) if lg else next(merged) for p, lg in zip(pieces, long.tolist())
+        ]
+        return np.concatenate(out), np.fromiter(map(len, out), np.int64, len(out))
 
     def encode(
         self, text: str, *, allowed_special: str | Collection[str] = "none_raise", errors: str = "strict"
