@@ -172,7 +172,7 @@ assert np.all(np.diff([variance for variance, _ in points]) > 0)  # Figure 4.3.1
 # (Eq. 14) writes $I_d-\Sigma_t A$ with $\Sigma_t$ the covariance of the attended *values*,
 # $\Sigma_t=W_V C_t W_V^\top$ (Eq. 13). The two agree when $W_V=I$, the setting of the proof in
 # Appendix B.4 and of the tiny example; for other $W_V$ they agree only when
-# $W_V C_t(W_V^\top-I)A=0$, generically not ("Checking the paper" below). The scalar margin of 4.2 is
+# $W_V C_t(W_V^\top-I)A=0$, generically not ([checked below](#checking-the-paper)). The scalar margin of 4.2 is
 # the case $d=1$: $1-a\,w_V \mathrm{Var}_t(x)$. On a random $d=3$ sequence with $W_V=I$:
 
 # %%
@@ -533,7 +533,8 @@ plt.show()
 # - Computed for one random sequence, Figure 1.1's support token is token 8 of 12, not token 1. The
 #   first two tokens cannot steer their weights (no context, or one attended token with weight 1), so
 #   their margin is exactly 1, and over 2000 sequences the support token is never one of them. A token
-#   can also sit past the boundary while $\lvert\det\rvert$ calls it safe.
+#   can also sit past the boundary while $\lvert\det\rvert$ calls it safe (token 12 here; both
+#   [checked below](#checking-the-paper)).
 #
 # ## Check your understanding
 #
