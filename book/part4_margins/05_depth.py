@@ -231,9 +231,10 @@ plt.show()
 # ## Corollary 6.1 and what breaks it
 #
 # Without the self-conditioned layer the total log-determinant is exactly the first stage's barrier.
-# With it, that layer adds its own margin term. Scaling up its query weights first pushes that term
-# across the degeneracy boundary; scaled further, the attention settles on one position and the
-# term comes back towards 1.
+# With it, that layer adds its own margin term, the determinant of its diagonal block. In the stack
+# above, scaling up that layer's query weights first pushes the determinant across the degeneracy
+# boundary at positions 2–4; scaled further, the attention settles on one position and the
+# determinant comes back towards 1.
 
 # %%
 std_layers = layers[:2]
