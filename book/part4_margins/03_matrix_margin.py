@@ -542,7 +542,8 @@ plt.show()
 #    $\det(I-\Sigma_3 A)$?
 #
 #    ```{dropdown} Answer
-#    The scores $x_s^\top A x_3$ are still 0 (the first coordinate of $x_3$ is 0), so the weights,
+#    The scores $x_s^\top A x_3=2\,x_s^\top x_3$ are still 0 ($x_3=(0,1)$ and both past tokens have second
+#    coordinate 0), so the weights,
 #    the mean and $\Sigma_3=\mathrm{diag}(1/4,0)$ do not change. Then
 #    $I-\Sigma_3 A=\mathrm{diag}(1-2\cdot\tfrac14,\,1)$ and the determinant is $0.5$.
 #    ```
