@@ -53,7 +53,8 @@
 # | $m$, $\delta$, $\kappa$ | a margin, the margin level of the constrained problem (22), the barrier's weight (often $t$ or $\tau$ in optimisation texts; the book keeps $\tau$ for a temperature) | numbers |
 # | $\lambda$ | the weight of the toy's data term, $\tfrac\lambda2\lVert z-z^*\rVert^2$ | number |
 # | $z$, $z^*$, $f$ | the toy's free embeddings $(x_2,x_3)$, the point the data pull them to, its objective | $(2,)$, $(2,)$, function |
-# | $c$ | the spread of the tiny example, or the scale of a sequence (Figure 4.3.2) | number |
+# | $c$ | the spread of the tiny example | number |
+# | $\gamma$ | the scale of a sequence (Figure 4.3.2) | number |
 # ```
 #
 # ```{admonition} In the paper's notation
@@ -171,7 +172,7 @@ assert np.all(np.diff([variance for variance, _ in points]) > 0)  # Figure 4.3.1
 # (Eq. 14) writes $I_d-\Sigma_t A$ with $\Sigma_t$ the covariance of the attended *values*,
 # $\Sigma_t=W_V C_t W_V^\top$ (Eq. 13). The two agree when $W_V=I$, the setting of the proof in
 # Appendix B.4 and of the tiny example; for other $W_V$ they agree only when
-# $W_V C_t(W_V^\top-I)A=0$, generically not ("Checking the paper" below). The scalar margin of 4.2 is
+# $W_V C_t(W_V^\top-I)A=0$, generically not ([checked below](#checking-the-paper)). The scalar margin of 4.2 is
 # the case $d=1$: $1-a\,w_V \mathrm{Var}_t(x)$. On a random $d=3$ sequence with $W_V=I$:
 
 # %%
@@ -208,37 +209,37 @@ assert np.allclose(blocks, blocks_finite_diff, atol=1e-7)
 # $W_V=I$, so $A=I$ and $\Sigma_t A=C_t$ is symmetric positive semidefinite (PSD, written $\succeq0$: a
 # covariance, with no negative eigenvalue), with eigenvalues $\nu_1 \ge\nu_2 \ge0$:
 # $\det(I-C_t)=(1-\nu_1)(1-\nu_2)$ vanishes only when an eigenvalue **equals** 1. Scaling a
-# sequence by $c$ spreads the context; past the point where $\nu_1=1$ the spectral margin
+# sequence by $\gamma$ spreads the context; past the point where $\nu_1=1$ the spectral margin
 # $1-\rho$ is negative, yet the determinant is nonzero again.
 
 # %%
 base = np.array([[0.0, 0.0], [1.0, 0.3], [-0.6, 0.8], [0.2, -0.1]])
-cs = np.linspace(0.2, 3.0, 400)
+gammas = np.linspace(0.2, 3.0, 400)
 I2 = np.eye(2)
-traj = [matrix_margins(c * base, I2, I2) for c in cs]
+traj = [matrix_margins(g * base, I2, I2) for g in gammas]
 det_last = np.array([m.det[-1] for m in traj])
 spec_last = np.array([m.spectral[-1] for m in traj])
-c_star = cs[np.argmax(spec_last < 0)]
-c_probe = 2.5
-probe = matrix_margins(c_probe * base, I2, I2)
-eig = np.linalg.eigvals(np.eye(2) - diagonal_blocks(c_probe * base, I2, I2)[-1])
-print(f"spectral margin first negative at c ≈ {c_star:.3f}")
-print(f"c = {c_probe}: eigenvalues of Σ_t A = {np.sort(eig.real).round(4)}, "
+gamma_star = gammas[np.argmax(spec_last < 0)]
+gamma_probe = 2.5
+probe = matrix_margins(gamma_probe * base, I2, I2)
+eig = np.linalg.eigvals(np.eye(2) - diagonal_blocks(gamma_probe * base, I2, I2)[-1])
+print(f"spectral margin first negative at γ ≈ {gamma_star:.3f}")
+print(f"γ = {gamma_probe}: eigenvalues of Σ_t A = {np.sort(eig.real).round(4)}, "
       f"1 - ρ = {probe.spectral[-1]:+.4f}, det(I - Σ_t A) = {probe.det[-1]:+.4f}")
 assert probe.spectral[-1] < 0 and abs(probe.det[-1]) > 0.05  # invertible although ρ ≥ 1
 assert np.all(det_last[spec_last > 0] > 0)  # sufficiency: ρ < 1 ⇒ det > 0
 nu_drawn = np.array([np.linalg.eigvalsh(np.eye(2) - block) for block in
-                     (diagonal_blocks(c * base, I2, I2)[-1] for c in cs)])  # (ν2, ν1) of Σ_t A = C_t
+                     (diagonal_blocks(g * base, I2, I2)[-1] for g in gammas)])  # (ν2, ν1) of Σ_t A = C_t
 assert nu_drawn[:, 0].max() < 1  # Figure 4.3.2: ν2 stays below 1 over the range drawn ...
-assert np.all(det_last[cs < c_star] > 0) and np.all(det_last[cs >= c_star] < 0)  # ... so det crosses once, with 1 - ρ
+assert np.all(det_last[gammas < gamma_star] > 0) and np.all(det_last[gammas >= gamma_star] < 0)  # ... so det crosses once, with 1 - ρ
 
 # %%
 fig, ax = plt.subplots(figsize=(6.4, 3.4))
-ax.plot(cs, det_last, label="det(I − Σ_t A), t = 4")
-ax.plot(cs, spec_last, label="1 − ρ(Σ_t A), t = 4")
+ax.plot(gammas, det_last, label="det(I − Σ_t A), t = 4")
+ax.plot(gammas, spec_last, label="1 − ρ(Σ_t A), t = 4")
 ax.axhline(0, color="k", lw=0.8)
-ax.axvline(c_probe, color="C3", ls=":", label=f"c = {c_probe}: invertible, ρ > 1")
-ax.set_xlabel("scale c of the sequence")
+ax.axvline(gamma_probe, color="C3", ls=":", label=f"γ = {gamma_probe}: invertible, ρ > 1")
+ax.set_xlabel("scale γ of the sequence")
 ax.set_ylabel("margin at position t = 4")
 ax.legend(fontsize=8)
 plt.show()
@@ -246,9 +247,9 @@ plt.show()
 # %% [markdown]
 # **Figure 4.3.2.** Lemma B.4 and its converse failing, at the last position $t=4$. Here the eigenvalues
 # of $\Sigma_t A=C_t$ are real and $\ge0$, so both margins cross 0 at the same scale, where $\nu_1$
-# passes 1 ($c\approx1.52$, printed above); in the range drawn $\nu_2$ stays below 1, so the determinant
+# passes 1 ($\gamma\approx1.52$, printed above); in the range drawn $\nu_2$ stays below 1, so the determinant
 # crosses 0 only once. Look to the right of the crossing: $1-\rho<0$, so Lemma B.4 certifies nothing,
-# yet the determinant does not return to 0 ($-0.64$ at the dotted orange line $c=2.5$): the block is
+# yet the determinant does not return to 0 ($-0.64$ at the dotted orange line $\gamma=2.5$): the block is
 # invertible although $\rho>1$. Invertible is not the same as stable: the determinant is negative, so in
 # the signed form of (25) the position is past the degeneracy boundary (like token 12 of Figure 4.3.4
 # below). Had $\nu_2$ also passed 1, the determinant would have crossed 0 a second time and turned
@@ -532,7 +533,8 @@ plt.show()
 # - Computed for one random sequence, Figure 1.1's support token is token 8 of 12, not token 1. The
 #   first two tokens cannot steer their weights (no context, or one attended token with weight 1), so
 #   their margin is exactly 1, and over 2000 sequences the support token is never one of them. A token
-#   can also sit past the boundary while $\lvert\det\rvert$ calls it safe.
+#   can also sit past the boundary while $\lvert\det\rvert$ calls it safe (token 12 here; both
+#   [checked below](#checking-the-paper)).
 #
 # ## Check your understanding
 #
@@ -540,7 +542,8 @@ plt.show()
 #    $\det(I-\Sigma_3 A)$?
 #
 #    ```{dropdown} Answer
-#    The scores $x_s^\top A x_3$ are still 0 (the first coordinate of $x_3$ is 0), so the weights,
+#    The scores $x_s^\top A x_3=2\,x_s^\top x_3$ are still 0 ($x_3=(0,1)$ and both past tokens have second
+#    coordinate 0), so the weights,
 #    the mean and $\Sigma_3=\mathrm{diag}(1/4,0)$ do not change. Then
 #    $I-\Sigma_3 A=\mathrm{diag}(1-2\cdot\tfrac14,\,1)$ and the determinant is $0.5$.
 #    ```

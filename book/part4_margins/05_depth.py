@@ -38,7 +38,6 @@
 # | $x^{(\ell)}_t$ | the variable of layer (stage) $\ell$ at position $t$ | $(d,)$ |
 # | $g$, $g^{(\ell)}_t$ | what layer $\ell$ computes at $t$ from the layer below | $(d,)$ |
 # | $\varepsilon$, $\sigma_\ell$ | the noise layer $\ell$ adds ($\varepsilon^{(\ell)}_t$ at position $t$), and its standard deviation | $(d,)$, number |
-# | $\Sigma$ | the covariance of all the stages' noise together: block-diagonal, $\sigma_\ell^2 I$ for stage $\ell$ (the paper's Eq. 78 writes the stages' Gaussians separately) | matrix |
 # | $s$ | a position attended to | number |
 # | $\hat\varepsilon$, $\hat\varepsilon^{(\ell)}_t$ | residual $x^{(\ell)}_t-g^{(\ell)}_t$ of layer $\ell$ at position $t$; $\hat\varepsilon=y-g$ in the tiny example | $(d,)$ |
 # | $R(x)$, $J$ | the residual map of the whole stack, and its Jacobian | all $\hat\varepsilon^{(\ell)}_t$; matrix |
@@ -232,9 +231,10 @@ plt.show()
 # ## Corollary 6.1 and what breaks it
 #
 # Without the self-conditioned layer the total log-determinant is exactly the first stage's barrier.
-# With it, that layer adds its own margin term. Scaling up its query weights first pushes that term
-# across the degeneracy boundary; scaled further, the attention settles on one position and the
-# term comes back towards 1.
+# With it, that layer adds its own margin term, the determinant of its diagonal block. In the stack
+# above, scaling up that layer's query weights first pushes the determinant across the degeneracy
+# boundary at positions 2–4; scaled further, the attention settles on one position and the
+# determinant comes back towards 1.
 
 # %%
 std_layers = layers[:2]
@@ -288,7 +288,7 @@ assert np.all(rows[-1, 1:] > 0.5)                  # Figure 4.5.2: at scale 2 po
 # library's numpy `TransformerBlock` (width $d=4$, 2 heads, GELU MLP of width 16, layer norm, causal)
 # on top of the attention prior, and check Corollary D.1's whole formula (Eq. 78), not only its
 # log-determinant: with stage noise scales $\sigma_\ell$, the change-of-variables log-density
-# $\log\mathcal N(R(x);0,\Sigma)+\log|\det\partial R/\partial x|$ (full Jacobian by finite differences)
+# $\sum_{\ell,t}\log\mathcal N(\hat\varepsilon^{(\ell)}_t;0,\sigma_\ell^2 I)+\log|\det\partial R/\partial x|$ (full Jacobian by finite differences)
 # must equal
 # $-\sum_{\ell,t}\|\hat\varepsilon^{(\ell)}_t \|^2/2\sigma_\ell^2-\sum_{\ell,t}d\log\sigma_\ell+\sum_{\ell,t}\log|\det\partial \hat\varepsilon^{(\ell)}_t/\partial x^{(\ell)}_t|-\tfrac{LTd}2\log2\pi$.
 
