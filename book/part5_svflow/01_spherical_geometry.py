@@ -65,6 +65,7 @@
 # | $c$ | the cosine $\mu^\top x$ of a sample $x$ to the mean direction | scalar in $[-1,1]$ |
 # | $\theta,\phi$ | angles on the sphere (polar, around) | scalars |
 # | $\omega$ | area on the sphere ($d\omega$ its element) | — |
+# | $\lvert\mathbb S^{k}\rvert$ | the area of the unit sphere $\mathbb S^{k}$ (in $\mathbb R^{k+1}$), $2\pi^{(k+1)/2}/\Gamma\big(\tfrac{k+1}2\big)$ with $\Gamma$ the gamma function: $\lvert\mathbb S^{d-1}\rvert$ is the whole sphere's, $\lvert\mathbb S^{d-2}\rvert$ (Figure 5.1.5) that of one dimension lower | scalar |
 # | $z$, $p(x\mid z)$ | a component of a mixture, and its density | index, scalar |
 # | $s$ | time along a flow | scalar |
 # | $\varphi_s$, $\dot\varphi_s$, $D\varphi_s$, $u_s$, $p_s$, $x_s$ | at time $s$: the flow map, its time derivative and Jacobian, the velocity field, the density of the moved states, the moved state $x_s=\varphi_s(x_0)$; $s'$ a time between 0 and $s$ | maps; $(d,)$ |
@@ -514,7 +515,8 @@ assert above_half > 0.5
 
 # %% [markdown]
 # **Figure 5.1.5.** The cosine $c=\mu^\top x$ of 50 000 vMF samples ($d=5$, $\kappa=6$) against the
-# density that Eq. (18) implies for it: the histogram follows the curve (the largest gap printed above is
+# density that Eq. (18) implies for it (the points with cosine $c$ form a sphere $\mathbb S^{d-2}$ of radius
+# $\sqrt{1-c^2}$, whence the factors $\lvert\mathbb S^{d-2}\rvert$ and $(1-c^2)^{(d-3)/2}$ in the legend): the histogram follows the curve (the largest gap printed above is
 # measured on a coarser 40-bin histogram of the same samples, not on the bars drawn), so $C_d$ normalises
 # the density. Most samples sit at cosines above 0.5, within 60° of $\mu$.
 #
