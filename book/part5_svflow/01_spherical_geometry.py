@@ -64,7 +64,7 @@
 # | $A_d(\kappa)$ | mean resultant length $I_{d/2}(\kappa)/I_{d/2-1}(\kappa)$ | scalar in $[0,1)$ |
 # | $c$ | the cosine $\mu^\top x$ of a sample $x$ to the mean direction | scalar in $[-1,1]$ |
 # | $\theta,\phi$ | angles on the sphere (polar, around) | scalars |
-# | $\omega$ | area on the sphere ($d\omega$ its element) | — |
+# | $\omega$, $\nabla_{\mathbb S}$ | area on the sphere ($d\omega$ its element); the gradient along the sphere (Riemannian gradient), the tangent part $(I-xx^\top)\nabla$ of the Euclidean gradient $\nabla$ (§4.3 check) | —; like $x$ |
 # | $\lvert\mathbb S^{k}\rvert$ | the area of the unit sphere $\mathbb S^{k}$ (in $\mathbb R^{k+1}$), $2\pi^{(k+1)/2}/\Gamma\big(\tfrac{k+1}2\big)$ with $\Gamma$ the gamma function: $\lvert\mathbb S^{d-1}\rvert$ is the whole sphere's, $\lvert\mathbb S^{d-2}\rvert$ (Figure 5.1.5) that of one dimension lower | scalar |
 # | $z$, $p(x\mid z)$ | a component of a mixture, and its density | index, scalar |
 # | $s$ | time along a flow | scalar |
@@ -805,9 +805,11 @@ assert all(np.all(mean_length_per_width[a] > mean_length_per_width[b])
 # enforce it and so make a relaxed SVFlow. On $\mathbb R^d$ this is
 # $\int\nabla p\,dx=0$ for a density that vanishes at infinity. On the sphere — where §4.1–4.2 place
 # the attention components — the divergence theorem gives instead
-# $\int_{\mathbb S^{d-1}}\nabla_{\mathbb S}p\,d\omega=(d-1)\int x\,p\,d\omega$, so the Riemannian
-# score of a vMF component has mean $(d-1)A_d(\kappa)\mu$, and its Euclidean score $\kappa\mu$ is
-# constant. We check the Gaussian case exactly (sympy) and by Monte Carlo, and the vMF case by Monte
+# $\int_{\mathbb S^{d-1}}\nabla_{\mathbb S}p\,d\omega=(d-1)\int x\,p\,d\omega$, where
+# $\nabla_{\mathbb S}p=(I-xx^\top)\nabla p$ is the gradient *along* the sphere (the tangent part of the
+# Euclidean gradient). So the Riemannian score $\nabla_{\mathbb S}\log p$ of a vMF component, the tangent
+# part $(I-xx^\top)\kappa\mu$ of its Euclidean score, has mean $(d-1)A_d(\kappa)\mu$, and its Euclidean score
+# $\kappa\mu$ is constant. We check the Gaussian case exactly (sympy) and by Monte Carlo, and the vMF case by Monte
 # Carlo and quadrature.
 
 # %% tags=["hide-cell"]
