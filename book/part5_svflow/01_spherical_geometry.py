@@ -659,8 +659,9 @@ plt.show()
 #
 # ### App. C.2.3: the vMF normaliser in log space
 #
-# In float64, $I_\nu(\kappa)$ overflows near $\kappa\approx713$ for the orders of small widths (later for large
-# orders: printed below, with Figure 5.1.7), and $(2\pi)^{d/2}$ overflows for
+# In float64, $I_\nu(\kappa)$ exceeds the largest number near $\kappa\approx714$ for the orders of small widths, later
+# for larger orders (printed below, with Figure 5.1.7; scipy's `iv` returns $\infty$ from that point or up to 4 units
+# of $\kappa$ before it), and $(2\pi)^{d/2}$ overflows for
 # $d\gtrsim770$ — so for the widths of the paper's models ($d=896$–$2048$) the direct formula for
 # $C_d$ fails at *every* $\kappa$, not only at the large $\kappa$ App. C.2.3 mentions — if the vMF lives in
 # the model's width, as §4.2's formulas put it. Computed per attention head ($d=64$ or $128$), it fails
@@ -716,6 +717,7 @@ for width in (3, 64, 1024):
 # %% tags=["hide-cell"]
 import warnings  # noqa: E402  (the direct formula overflows on purpose below)
 
+import mpmath  # noqa: E402  (the Bessel function beyond double precision)
 from scipy.special import iv  # noqa: E402  (the Bessel function alone, for its overflow point)
 
 fig, ax = plt.subplots()
@@ -762,9 +764,21 @@ with warnings.catch_warnings():
     fine_kappas = np.arange(500.0, 1500.0, 1.0)
     bessel_overflow = {w: fine_kappas[~np.isfinite(iv(w / 2 - 1, fine_kappas))].min()
                        for w in (3, 64, 128, 896, 2048)}
-print("the Bessel function I_(d/2-1) alone overflows from kappa = "
+print("scipy's iv, the Bessel function I_(d/2-1) alone, returns inf from kappa = "
       + ", ".join(f"{k:.0f} (d = {w})" for w, k in bessel_overflow.items()))
 assert all(710 <= bessel_overflow[w] <= 716 for w in (3, 64, 128)) and bessel_overflow[2048] > 1000
+# the value itself (mpmath, arbitrary precision): the first kappa of the grid where it exceeds the largest double
+largest_log = np.log(np.finfo(float).max)
+value_overflow = {}
+for w, k in bessel_overflow.items():
+    k_value = k - 10.0
+    while float(mpmath.log(mpmath.besseli(w / 2 - 1, k_value))) <= largest_log:
+        k_value += 1.0
+    value_overflow[w] = k_value
+print("the value I_(d/2-1)(kappa) itself exceeds the largest double from kappa = "
+      + ", ".join(f"{k:.0f} (d = {w})" for w, k in value_overflow.items()))
+assert all(0 <= value_overflow[w] - bessel_overflow[w] <= 4 for w in value_overflow)  # scipy gives up at most 4 early
+assert all(a < b for a, b in zip(list(value_overflow.values()), list(value_overflow.values())[1:]))  # later for wider
 # the curves are per dimension, so they do not say which vMF is flatter: the whole log-ratio (d times the
 # curve) grows with d at every kappa drawn, and the mean resultant length A_d(kappa) falls with d at every kappa
 whole_log_ratio = {w: w * peak_per_dimension[w] for w in peak_per_dimension}
@@ -793,7 +807,9 @@ assert all(np.all(mean_length_per_width[a] > mean_length_per_width[b])
 # $A_d(\kappa)$ is smaller; both printed above at $\kappa\approx100$). The direct formula follows its curve until its denominator
 # $(2\pi)^{d/2}I_{d/2-1}(\kappa)$ overflows (printed above, on the grid; for $d=64$ this product overflows
 # from $\kappa=656$, as [Part 5's checking page](checking_the_paper.ipynb) finds on a finer grid, before the Bessel function
-# itself does, near $\kappa\approx713$ for these small widths) and, for the widths of the paper's models ($d=896$, $2048$), gives no finite value at
+# itself does, near $\kappa\approx714$ for these small widths; the printed points where scipy's `iv` returns $\infty$
+# come up to 4 units of $\kappa$ before those where the value exceeds the largest double, which is why $d=128$'s
+# lies below $d=64$'s) and, for the widths of the paper's models ($d=896$, $2048$), gives no finite value at
 # all; the overflow App. C.2.3 reports is a property of the formula, not of the metric.
 #
 # ### §4.3: the zero-mean property of conditional scores — on $\mathbb R^d$ and on the sphere
