@@ -807,7 +807,7 @@ assert all(np.all(mean_length_per_width[a] > mean_length_per_width[b])
 # $A_d(\kappa)$ is smaller; both printed above at $\kappa\approx100$). The direct formula follows its curve until its denominator
 # $(2\pi)^{d/2}I_{d/2-1}(\kappa)$ overflows (printed above, on the grid; for $d=64$ this product overflows
 # from $\kappa=656$, as [Part 5's checking page](checking_the_paper.ipynb) finds on a finer grid, before the Bessel function
-# itself does, near $\kappa\approx714$ for these small widths; the printed points where scipy's `iv` returns $\infty$
+# itself does, at $\kappa=714$–$717$ for these small widths; the printed points where scipy's `iv` returns $\infty$
 # come up to 4 units of $\kappa$ before those where the value exceeds the largest double, which is why $d=128$'s
 # lies below $d=64$'s) and, for the widths of the paper's models ($d=896$, $2048$), gives no finite value at
 # all; the overflow App. C.2.3 reports is a property of the formula, not of the metric.
