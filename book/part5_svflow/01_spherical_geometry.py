@@ -46,7 +46,7 @@
 # | symbol | meaning | shape |
 # |---|---|---|
 # | $d$ | width of a state; the unit sphere in $\mathbb R^d$ is $\mathbb S^{d-1}$ | integer |
-# | $x$, $x^\ell$ | a state (from the second section on, a point of the unit sphere); $x^\ell$: after layer $\ell$ | $(d,)$ |
+# | $x$, $x^\ell$ | a state (from the second section on, a point of the unit sphere); $x^\ell$: the state that enters layer $\ell$, whose sub-layer $f_\ell$ turns it into $x^{\ell+1}$ (Eq. 8) | $(d,)$ |
 # | $\tilde x$, $\tilde x^\ell$ | the unnormalised residual stream of a pre-norm block (pre-norm section only; the tilde marks "not on the sphere") | $(d,)$ |
 # | $f_\ell$ | the sub-layer (attention or feed-forward) of layer $\ell$ | a map |
 # | $\hat x$ | the direction $\tilde x/\lVert\tilde x\rVert$ of a pre-norm stream $\tilde x$: a point of the unit sphere | $(d,)$ |
@@ -64,7 +64,8 @@
 # | $A_d(\kappa)$ | mean resultant length $I_{d/2}(\kappa)/I_{d/2-1}(\kappa)$ | scalar in $[0,1)$ |
 # | $c$ | the cosine $\mu^\top x$ of a sample $x$ to the mean direction | scalar in $[-1,1]$ |
 # | $\theta,\phi$ | angles on the sphere (polar, around) | scalars |
-# | $\omega$ | area on the sphere ($d\omega$ its element) | — |
+# | $\omega$, $\nabla_{\mathbb S}$ | area on the sphere ($d\omega$ its element); the gradient along the sphere (Riemannian gradient), the tangent part $(I-xx^\top)\nabla$ of the Euclidean gradient $\nabla$ (§4.3 check) | —; like $x$ |
+# | $\lvert\mathbb S^{k}\rvert$ | the area of the unit sphere $\mathbb S^{k}$ (in $\mathbb R^{k+1}$), $2\pi^{(k+1)/2}/\Gamma\big(\tfrac{k+1}2\big)$ with $\Gamma$ the gamma function: $\lvert\mathbb S^{d-1}\rvert$ is the whole sphere's, $\lvert\mathbb S^{d-2}\rvert$ (Figure 5.1.5) that of one dimension lower | scalar |
 # | $z$, $p(x\mid z)$ | a component of a mixture, and its density | index, scalar |
 # | $s$ | time along a flow | scalar |
 # | $\varphi_s$, $\dot\varphi_s$, $D\varphi_s$, $u_s$, $p_s$, $x_s$ | at time $s$: the flow map, its time derivative and Jacobian, the velocity field, the density of the moved states, the moved state $x_s=\varphi_s(x_0)$; $s'$ a time between 0 and $s$ | maps; $(d,)$ |
@@ -514,7 +515,8 @@ assert above_half > 0.5
 
 # %% [markdown]
 # **Figure 5.1.5.** The cosine $c=\mu^\top x$ of 50 000 vMF samples ($d=5$, $\kappa=6$) against the
-# density that Eq. (18) implies for it: the histogram follows the curve (the largest gap printed above is
+# density that Eq. (18) implies for it (the points with cosine $c$ form a sphere $\mathbb S^{d-2}$ of radius
+# $\sqrt{1-c^2}$, whence the factors $\lvert\mathbb S^{d-2}\rvert$ and $(1-c^2)^{(d-3)/2}$ in the legend): the histogram follows the curve (the largest gap printed above is
 # measured on a coarser 40-bin histogram of the same samples, not on the bars drawn), so $C_d$ normalises
 # the density. Most samples sit at cosines above 0.5, within 60° of $\mu$.
 #
@@ -657,8 +659,9 @@ plt.show()
 #
 # ### App. C.2.3: the vMF normaliser in log space
 #
-# In float64, $I_\nu(\kappa)$ overflows near $\kappa\approx713$ for the orders of small widths (later for large
-# orders: printed below, with Figure 5.1.7), and $(2\pi)^{d/2}$ overflows for
+# In float64, $I_\nu(\kappa)$ exceeds the largest number near $\kappa\approx714$ for the orders of small widths, later
+# for larger orders (printed below, with Figure 5.1.7; scipy's `iv` returns $\infty$ from that point or up to 4 units
+# of $\kappa$ before it), and $(2\pi)^{d/2}$ overflows for
 # $d\gtrsim770$ — so for the widths of the paper's models ($d=896$–$2048$) the direct formula for
 # $C_d$ fails at *every* $\kappa$, not only at the large $\kappa$ App. C.2.3 mentions — if the vMF lives in
 # the model's width, as §4.2's formulas put it. Computed per attention head ($d=64$ or $128$), it fails
@@ -714,6 +717,7 @@ for width in (3, 64, 1024):
 # %% tags=["hide-cell"]
 import warnings  # noqa: E402  (the direct formula overflows on purpose below)
 
+import mpmath  # noqa: E402  (the Bessel function beyond double precision)
 from scipy.special import iv  # noqa: E402  (the Bessel function alone, for its overflow point)
 
 fig, ax = plt.subplots()
@@ -760,9 +764,21 @@ with warnings.catch_warnings():
     fine_kappas = np.arange(500.0, 1500.0, 1.0)
     bessel_overflow = {w: fine_kappas[~np.isfinite(iv(w / 2 - 1, fine_kappas))].min()
                        for w in (3, 64, 128, 896, 2048)}
-print("the Bessel function I_(d/2-1) alone overflows from kappa = "
+print("scipy's iv, the Bessel function I_(d/2-1) alone, returns inf from kappa = "
       + ", ".join(f"{k:.0f} (d = {w})" for w, k in bessel_overflow.items()))
 assert all(710 <= bessel_overflow[w] <= 716 for w in (3, 64, 128)) and bessel_overflow[2048] > 1000
+# the value itself (mpmath, arbitrary precision): the first kappa of the grid where it exceeds the largest double
+largest_log = np.log(np.finfo(float).max)
+value_overflow = {}
+for w, k in bessel_overflow.items():
+    k_value = k - 10.0
+    while float(mpmath.log(mpmath.besseli(w / 2 - 1, k_value))) <= largest_log:
+        k_value += 1.0
+    value_overflow[w] = k_value
+print("the value I_(d/2-1)(kappa) itself exceeds the largest double from kappa = "
+      + ", ".join(f"{k:.0f} (d = {w})" for w, k in value_overflow.items()))
+assert all(0 <= value_overflow[w] - bessel_overflow[w] <= 4 for w in value_overflow)  # scipy gives up at most 4 early
+assert all(a < b for a, b in zip(list(value_overflow.values()), list(value_overflow.values())[1:]))  # later for wider
 # the curves are per dimension, so they do not say which vMF is flatter: the whole log-ratio (d times the
 # curve) grows with d at every kappa drawn, and the mean resultant length A_d(kappa) falls with d at every kappa
 whole_log_ratio = {w: w * peak_per_dimension[w] for w in peak_per_dimension}
@@ -791,7 +807,9 @@ assert all(np.all(mean_length_per_width[a] > mean_length_per_width[b])
 # $A_d(\kappa)$ is smaller; both printed above at $\kappa\approx100$). The direct formula follows its curve until its denominator
 # $(2\pi)^{d/2}I_{d/2-1}(\kappa)$ overflows (printed above, on the grid; for $d=64$ this product overflows
 # from $\kappa=656$, as [Part 5's checking page](checking_the_paper.ipynb) finds on a finer grid, before the Bessel function
-# itself does, near $\kappa\approx713$ for these small widths) and, for the widths of the paper's models ($d=896$, $2048$), gives no finite value at
+# itself does, at $\kappa=714$–$717$ for these small widths; the printed points where scipy's `iv` returns $\infty$
+# come up to 4 units of $\kappa$ before those where the value exceeds the largest double, which is why $d=128$'s
+# lies below $d=64$'s) and, for the widths of the paper's models ($d=896$, $2048$), gives no finite value at
 # all; the overflow App. C.2.3 reports is a property of the formula, not of the metric.
 #
 # ### §4.3: the zero-mean property of conditional scores — on $\mathbb R^d$ and on the sphere
@@ -803,9 +821,11 @@ assert all(np.all(mean_length_per_width[a] > mean_length_per_width[b])
 # enforce it and so make a relaxed SVFlow. On $\mathbb R^d$ this is
 # $\int\nabla p\,dx=0$ for a density that vanishes at infinity. On the sphere — where §4.1–4.2 place
 # the attention components — the divergence theorem gives instead
-# $\int_{\mathbb S^{d-1}}\nabla_{\mathbb S}p\,d\omega=(d-1)\int x\,p\,d\omega$, so the Riemannian
-# score of a vMF component has mean $(d-1)A_d(\kappa)\mu$, and its Euclidean score $\kappa\mu$ is
-# constant. We check the Gaussian case exactly (sympy) and by Monte Carlo, and the vMF case by Monte
+# $\int_{\mathbb S^{d-1}}\nabla_{\mathbb S}p\,d\omega=(d-1)\int x\,p\,d\omega$, where
+# $\nabla_{\mathbb S}p=(I-xx^\top)\nabla p$ is the gradient *along* the sphere (the tangent part of the
+# Euclidean gradient). So the Riemannian score $\nabla_{\mathbb S}\log p$ of a vMF component, the tangent
+# part $(I-xx^\top)\kappa\mu$ of its Euclidean score, has mean $(d-1)A_d(\kappa)\mu$, and its Euclidean score
+# $\kappa\mu$ is constant. We check the Gaussian case exactly (sympy) and by Monte Carlo, and the vMF case by Monte
 # Carlo and quadrature.
 
 # %% tags=["hide-cell"]

@@ -85,7 +85,10 @@ rng = np.random.default_rng(0)
 #   $-0.125$, one apart. By Bayes' rule the true posterior is $p(1\mid x)=1/(1+e)=0.269$ and
 #   $p(2\mid x)=0.731$.
 # - **The averaged pull.** With the true posterior as weights: $0.269\cdot(-1.5)+0.731\cdot0.5=-0.038$
-#   — a gentle pull to the left, towards the middle of the two bumps, where $\log p(x)$ climbs.
+#   — a gentle pull to the left, towards 0, where $\log p(x)$ climbs. (Not towards a dip between two
+#   peaks: centres only two standard deviations apart merge into *one* bump. Up to a constant,
+#   $\log p(x)=-\tfrac12x^2+\log\cosh x$, whose slope $-x+\tanh x$ ($-0.038$ at $x=0.5$: the averaged pull) is negative for every $x>0$, so $p(x)$
+#   peaks at 0, midway between the centres, and is flat there to fourth order.)
 #
 # Now use wrong weights, $q=(\tfrac12,\tfrac12)$ whatever $x$ is. The averaged pull becomes
 # $\tfrac12(-1.5)+\tfrac12(0.5)=-0.5$, thirteen times too strong.
