@@ -98,28 +98,29 @@ class WordTable:
         keys write one position) and is entered with its value (or the next number); then every key
         whose position holds its own words is done; the others try the next position."""
         mask = (1 << self._bits) - 1
-        pos = (self._hash(w0, w1) >> np.uint64(64 - self._bits)).astype(np.int64)  # (m,)
+        p = (self._hash(w0, w1) >> np.uint64(64 - self._bits)).astype(np.int64)  # (m,) positions
         out, todo, reps, count = np.empty(len(w0), dtype=np.int64), np.arange(len(w0)), [], first
         claim = np.empty(1 << self._bits, dtype=np.int64)  # scratch: which key claimed a position
-        while todo.size:
-            p = pos[todo]
-            free = todo[self._value[p] == 0]
+        while todo.size:  # p, w0, w1 (and value) hold the keys still to enter, todo their indices
+            free = np.flatnonzero(self._value[p] == 0)
             if free.size:
-                claim[pos[free]] = free
-                won = free[claim[pos[free]] == free]  # one key per free position
-                at = pos[won]
+                claim[p[free]] = free
+                won = free[claim[p[free]] == free]  # one key per free position
+                at = p[won]
                 self._w0[at], self._w1[at] = w0[won], w1[won]
                 if value is None:
                     self._value[at] = count + np.arange(1, won.size + 1)
                     count += won.size
-                    reps.append(won)
+                    reps.append(todo[won])
                 else:
                     self._value[at] = value[won] + 1
-            p = pos[todo]
-            own = (self._w0[p] == w0[todo]) & (self._w1[p] == w1[todo])
+            own = (self._w0[p] == w0) & (self._w1[p] == w1)
             out[todo[own]] = self._value[p[own]] - 1
-            todo = todo[~own]
-            pos[todo] = (pos[todo] + 1) & mask
+            if own.all():
+                break
+            rest = ~own
+            todo, p, w0, w1 = todo[rest], (p[rest] + 1) & mask, w0[rest], w1[rest]
+            value = value[rest] if value is not None else None
         return out, np.concatenate(reps) if reps else np.zeros(0, dtype=np.int64)
 
 
@@ -170,7 +171,9 @@ class PieceTable:
         words = np.ndarray((n + 8,), dtype="<u8", buffer=padded, strides=(1,))  # (n+8,) 8 bytes at each offset
         s, k = starts[named], length[named]  # (P_w,)
         w0 = (words[s] & _MASK0[k]) | _TAG0[k]  # (P_w,)
-        w1 = (words[s + 8] & _MASK1[k]) | _TAG1[k]  # (P_w,)
+        two = np.flatnonzero(k >= 8)  # (few,) pieces that need the second word
+        w1 = np.zeros(len(s), dtype=np.uint64)  # (P_w,)
+        w1[two] = (words[s[two] + 8] & _MASK1[k[two]]) | _TAG1[k[two]]
         found = self._table.find(w0, w1)
         miss = np.flatnonzero(found < 0)  # (m,)
         if miss.size:  # enter the new pieces, then merge each once
