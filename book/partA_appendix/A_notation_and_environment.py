@@ -75,6 +75,7 @@ print("all required packages import")
 # | $\mathcal L$ | a loss to be minimised (the average next-token cross-entropy, in nats, unless the page says otherwise) | scalar | Parts 2–5 |
 # | $\eta$ | a learning rate: the step size of gradient descent | scalar | Parts 3, 4 |
 # | $\tau$ | a temperature: scores are divided by $\tau$ before a softmax (in 2.8, the time step of τ-leaping) | scalar | Part 2 |
+# | $\beta$ | an inverse temperature: scores are multiplied by $\beta$ before a softmax (6.2, 3.2; 2.4's sharpness of a soft maximum, $\frac1\beta\log\int e^{\beta h}$). Pages that keep a source's letter for another meaning declare it in their symbols box: 2.3 the strength of the KL penalty, which divides the reward ($e^{r/\beta}$, a temperature, not an inverse one); 2.5 a weight of a tiny recurrence; 2.8 a masking rate; 2.9 the shift of a normalisation; 5.0, 5.4 and 5.6 the weight of the consistency term; 4.7 $\beta_t$, an attention mass | scalar | Ch. 6; Parts 2–5 |
 # | $\mu$ | a mean | scalar or vector | all parts |
 # | $\sigma$ | a standard deviation ($\sigma^2$ a variance); 2.8 keeps the paper's diffusion coefficient $\sigma(t)$ of its noise schedule $Q(t)=\sigma^2(t)Q^0$ | scalar | all parts |
 # | $\mathcal N$ | the normal (Gaussian) distribution, $\mathcal N(\mu, \sigma^2)$ | a distribution | all parts |
