@@ -81,7 +81,7 @@ print("all required packages import")
 # | $\mathcal N$ | the normal (Gaussian) distribution, $\mathcal N(\mu, \sigma^2)$ | a distribution | all parts |
 # | $I$ | the identity matrix | $(d, d)$ | all parts |
 # | $\mathcal O$ | order of growth: $\mathcal O(T^2)$ grows at most like $T^2$ | — | all parts |
-# | $\pi$ | the number $\pi$, the ratio of a circle's circumference to its diameter (Part 2 writes $\pi$, after its paper, for a model's distribution) | scalar | all parts |
+# | $\pi$ | the number $\pi$, the ratio of a circle's circumference to its diameter (Part 2 writes $\pi$, after its paper, for a model's distribution; 2.4 keeps the paper's $\pi(\cdot;s)$ of Appendix B for a measure reweighted by the scores of a query $s$) | scalar | all parts |
 #
 # <!-- end of the notation table -->
 #
