@@ -49,7 +49,7 @@ print("all required packages import")
 # | $E$ | the embedding table: one row per token of the vocabulary | $(\lvert\mathcal V\rvert, d_{\text{model}})$ | Ch. 6; Parts 1, 2, 4 |
 # | $q[i]$ | the query of word $i$, $q[i] = e[i]\,W^Q$: what word $i$ looks for (Part 5's $q(z\mid x)$ and Part 2's bold $\mathbf q$ are distributions, as their pages say) | $(d_k,)$, a row vector | Ch. 6; all parts |
 # | $k[j]$ | the key of word $j$, $k[j] = e[j]\,W^K$: what word $j$ offers to be found by (2.9 keeps the paper's $k$ of its Lemma A.1 for a token of the vocabulary) | $(d_k,)$, a row vector | Ch. 6; all parts |
-# | $v[j]$ | the value of word $j$, $v[j] = e[j]\,W^V$: what word $j$ hands over when looked at (2.5 and the Part 2 overview keep the paper's $v$ for a state-space model's state) | $(d_v,)$, a row vector | Ch. 6; all parts |
+# | $v[j]$ | the value of word $j$, $v[j] = e[j]\,W^V$: what word $j$ hands over when looked at (2.5 and the Part 2 overview keep the paper's $v$ for a state-space model's state, and 2.1 its $v$ of Definition 2.6 for a token of the vocabulary) | $(d_v,)$, a row vector | Ch. 6; all parts |
 # | $Q$ | the queries of a sequence stacked as rows, $Q = X W^Q$ (in 2.4 and 2.5, after their paper, $Q$, $K$, $V$ are the weight matrices of Eq. (5.2), $Q = (W^Q)^\top$; in 2.8, $Q$ is a rate matrix) | $(T, d_k)$ | Ch. 6; Parts 1, 3 |
 # | $K$ | the keys of a sequence stacked as rows, $K = X W^K$ (2.9 keeps the paper's $K'$, $K$ of its Example 2.10 for the sides of an image and of its grid of patches) | $(T, d_k)$ | Ch. 6; Parts 1, 3 |
 # | $V$ | the values of a sequence stacked as rows, $V = X W^V$ (the vocabulary is $\mathcal V$) | $(T, d_v)$ | Ch. 6; Parts 1, 3 |
