@@ -38,7 +38,7 @@ print("all required packages import")
 # | $\mathcal V$ | the vocabulary: the set of tokens a model reads and predicts; $\lvert\mathcal V\rvert$ is its size | a set | Ch. 6; Parts 1, 2, 4 |
 # | $w[t]$ | the word (token) at position $t$ of a text | a token, an integer id from 0 to $\lvert\mathcal V\rvert-1$ in code | Ch. 6; Part 1 |
 # | $T$ | the length of a sequence: its number of positions (the bold $\mathbf T$ of 2.4 and 2.9 is the set transformer, after their paper) | scalar | Ch. 6; all parts |
-# | $n$ | a number of items being counted (tokens, samples, steps); the page says which (2.9 keeps its paper's $n$ of Example B.1 for the index of a sequence in a batch) | scalar | all parts |
+# | $n$ | a number of items being counted (tokens, samples, steps); the page says which (2.9 keeps its paper's $n$ of Example B.1 for the index of a sequence in a batch, and 2.3 the $n$ of (4.8) for the index of a sample, $f^{(n)}$) | scalar | all parts |
 # | $N$ | a number of samples or sequences drawn or trained on (2.4 keeps the paper's normalisation $\mathbf N$ of (5.3b), written $\mathrm N$, an operator's name) | scalar | Parts 2, 3, 5 |
 # | $t$ | a position in a sequence (a time step), counted from 1 in the text (6.5 and 6.7 count it from 0, as the encoding tables and the code do; 2.5, 2.8 and 2.9 keep their paper's $t$ for a continuous time: of a state-space model, a Markov chain, an ODE, the hours of a day) | index | Ch. 6; all parts |
 # | $i$ | the position of the word that asks (the query), counted from 1 in the text | index | Ch. 6; all parts |
@@ -69,7 +69,7 @@ print("all required packages import")
 # | $b$ | a bias vector, added after a matrix product ($b_1$, $b_2$ in the feed-forward network); 2.1 keeps the paper's letters $a,\dots,e$ of its Example 2.1 for the symbols of a text | a row vector | Ch. 6; Parts 1, 2, 3 |
 # | $L$ | the number of layers (decoder blocks) of a stack | scalar | Ch. 6; Parts 1, 4, 5 |
 # | $\ell$ | the index of a layer, from 1 to $L$ (6.7's depth $\ell$ and 5.3's state $x^\ell$, after $\ell$ blocks, start at 0, the input; 5.6 counts layers from 0 to $L-1$, after its paper, as their pages say) | index | Ch. 6; Parts 1, 4, 5 |
-# | $P$ | a probability, as in $P(w[t+1]\mid w[1..t])$ (2.3's $P$, $P'$ are transition matrices and 5.3's and 5.6's $P$, $P_z$ the mean gates of Eq. (22), as their pages say) | scalar | Ch. 6; all parts |
+# | $P$ | a probability, as in $P(w[t+1]\mid w[1..t])$ (2.3's $P$, $P'$ are transition matrices, 2.4's $P$ is the paper's pooling of (5.6), and 5.3's and 5.6's $P$, $P_z$ the mean gates of Eq. (22), as their pages say) | scalar | Ch. 6; all parts |
 # | $p$ | a probability distribution over the vocabulary (or over the outcomes the page names), as a vector of probabilities | $(\lvert\mathcal V\rvert,)$ | all parts |
 # | $H$ | entropy, in nats: $H(p) = -\sum_x p(x)\log p(x)$ (the bold $\mathbf H$ of 2.9 is a map of the embedding table, after its paper's Lemma A.1) | scalar | Ch. 6; all parts |
 # | $\mathcal L$ | a loss to be minimised (the average next-token cross-entropy, in nats, unless the page says otherwise) | scalar | Parts 2–5 |
