@@ -44,6 +44,7 @@
 # | $C$ | the toy cost per sequence, smallest at the vocabulary size $\lvert\mathcal V\rvert^*$ | number |
 # | $d_e$ | the embedding width | integer |
 # | $\phi$ | the embedding map: token $\mapsto$ vector | $\mathcal V\to\mathbb R^{d_e}$ |
+# | $v$ | a token of the vocabulary $\mathcal V$ (the paper's letter of Definition 2.6, kept; not Chapter 6's value $v[j]$) | token |
 # | $\varphi$, $\varphi_v$ | the embedding table (the paper's layout: one column per token); the column of token $v$ | $(d_e,\lvert\mathcal V\rvert)$, $(d_e,)$ |
 # | $E=\varphi^\top$ | the same table as the library stores it, one row per token | $(\lvert\mathcal V\rvert,d_e)$ |
 # | $o_v$ | the one-hot vector of token $v$ | $(\lvert\mathcal V\rvert,)$ |

@@ -49,6 +49,7 @@
 # | $\mathbf A$, $\mathbf A_1,\mathbf A_2$ | an attention block (5.3a–d); the blocks of the stack | sequence $\to$ sequence |
 # | $n_b$ | the number of blocks in the stack | integer |
 # | $\mathbf T$ | the set transformer (5.6): blocks, then pooling | sequence $\to\mathbb R^{d_e}$ |
+# | $P$ | the pooling of (5.6) (the paper's bold $\mathbf P$; not a probability, the $P$ of the book's notation table): mean or coordinate-wise maximum over positions | sequence $\to\mathbb R^{d_e}$ |
 # | $B$ | the linear map from a vector to one score per token (5.7) | $(\lvert\mathcal V\rvert,d_e)$ |
 # | $\tau$ | the temperature of the softmax | number |
 # | $\mathcal V$, $\lvert\mathcal V\rvert$ | the vocabulary and its size | set, integer |

@@ -38,7 +38,7 @@ print("all required packages import")
 # | $\mathcal V$ | the vocabulary: the set of tokens a model reads and predicts; $\lvert\mathcal V\rvert$ is its size | a set | Ch. 6; Parts 1, 2, 4 |
 # | $w[t]$ | the word (token) at position $t$ of a text | a token, an integer id from 0 to $\lvert\mathcal V\rvert-1$ in code | Ch. 6; Part 1 |
 # | $T$ | the length of a sequence: its number of positions (the bold $\mathbf T$ of 2.4 and 2.9 is the set transformer, after their paper) | scalar | Ch. 6; all parts |
-# | $n$ | a number of items being counted (tokens, samples, steps); the page says which (2.9 keeps its paper's $n$ of Example B.1 for the index of a sequence in a batch) | scalar | all parts |
+# | $n$ | a number of items being counted (tokens, samples, steps); the page says which (2.9 keeps its paper's $n$ of Example B.1 for the index of a sequence in a batch, and 2.3 the $n$ of (4.8) for the index of a sample, $f^{(n)}$) | scalar | all parts |
 # | $N$ | a number of samples or sequences drawn or trained on (2.4 keeps the paper's normalisation $\mathbf N$ of (5.3b), written $\mathrm N$, an operator's name) | scalar | Parts 2, 3, 5 |
 # | $t$ | a position in a sequence (a time step), counted from 1 in the text (6.5 and 6.7 count it from 0, as the encoding tables and the code do; 2.5, 2.8 and 2.9 keep their paper's $t$ for a continuous time: of a state-space model, a Markov chain, an ODE, the hours of a day) | index | Ch. 6; all parts |
 # | $i$ | the position of the word that asks (the query), counted from 1 in the text | index | Ch. 6; all parts |
@@ -49,7 +49,7 @@ print("all required packages import")
 # | $E$ | the embedding table: one row per token of the vocabulary | $(\lvert\mathcal V\rvert, d_{\text{model}})$ | Ch. 6; Parts 1, 2, 4 |
 # | $q[i]$ | the query of word $i$, $q[i] = e[i]\,W^Q$: what word $i$ looks for (Part 5's $q(z\mid x)$ and Part 2's bold $\mathbf q$ are distributions, as their pages say) | $(d_k,)$, a row vector | Ch. 6; all parts |
 # | $k[j]$ | the key of word $j$, $k[j] = e[j]\,W^K$: what word $j$ offers to be found by (2.9 keeps the paper's $k$ of its Lemma A.1 for a token of the vocabulary) | $(d_k,)$, a row vector | Ch. 6; all parts |
-# | $v[j]$ | the value of word $j$, $v[j] = e[j]\,W^V$: what word $j$ hands over when looked at (2.5 and the Part 2 overview keep the paper's $v$ for a state-space model's state) | $(d_v,)$, a row vector | Ch. 6; all parts |
+# | $v[j]$ | the value of word $j$, $v[j] = e[j]\,W^V$: what word $j$ hands over when looked at (2.5 and the Part 2 overview keep the paper's $v$ for a state-space model's state, and 2.1 its $v$ of Definition 2.6 for a token of the vocabulary) | $(d_v,)$, a row vector | Ch. 6; all parts |
 # | $Q$ | the queries of a sequence stacked as rows, $Q = X W^Q$ (in 2.4 and 2.5, after their paper, $Q$, $K$, $V$ are the weight matrices of Eq. (5.2), $Q = (W^Q)^\top$; in 2.8, $Q$ is a rate matrix) | $(T, d_k)$ | Ch. 6; Parts 1, 3 |
 # | $K$ | the keys of a sequence stacked as rows, $K = X W^K$ (2.9 keeps the paper's $K'$, $K$ of its Example 2.10 for the sides of an image and of its grid of patches) | $(T, d_k)$ | Ch. 6; Parts 1, 3 |
 # | $V$ | the values of a sequence stacked as rows, $V = X W^V$ (the vocabulary is $\mathcal V$) | $(T, d_v)$ | Ch. 6; Parts 1, 3 |
@@ -69,18 +69,19 @@ print("all required packages import")
 # | $b$ | a bias vector, added after a matrix product ($b_1$, $b_2$ in the feed-forward network); 2.1 keeps the paper's letters $a,\dots,e$ of its Example 2.1 for the symbols of a text | a row vector | Ch. 6; Parts 1, 2, 3 |
 # | $L$ | the number of layers (decoder blocks) of a stack | scalar | Ch. 6; Parts 1, 4, 5 |
 # | $\ell$ | the index of a layer, from 1 to $L$ (6.7's depth $\ell$ and 5.3's state $x^\ell$, after $\ell$ blocks, start at 0, the input; 5.6 counts layers from 0 to $L-1$, after its paper, as their pages say) | index | Ch. 6; Parts 1, 4, 5 |
-# | $P$ | a probability, as in $P(w[t+1]\mid w[1..t])$ (2.3's $P$, $P'$ are transition matrices and 5.3's and 5.6's $P$, $P_z$ the mean gates of Eq. (22), as their pages say) | scalar | Ch. 6; all parts |
+# | $P$ | a probability, as in $P(w[t+1]\mid w[1..t])$ (2.3's $P$, $P'$ are transition matrices, 2.4's $P$ is the paper's pooling of (5.6), and 5.3's and 5.6's $P$, $P_z$ the mean gates of Eq. (22), as their pages say) | scalar | Ch. 6; all parts |
 # | $p$ | a probability distribution over the vocabulary (or over the outcomes the page names), as a vector of probabilities | $(\lvert\mathcal V\rvert,)$ | all parts |
 # | $H$ | entropy, in nats: $H(p) = -\sum_x p(x)\log p(x)$ (the bold $\mathbf H$ of 2.9 is a map of the embedding table, after its paper's Lemma A.1) | scalar | Ch. 6; all parts |
 # | $\mathcal L$ | a loss to be minimised (the average next-token cross-entropy, in nats, unless the page says otherwise) | scalar | Parts 2–5 |
 # | $\eta$ | a learning rate: the step size of gradient descent | scalar | Parts 3, 4 |
 # | $\tau$ | a temperature: scores are divided by $\tau$ before a softmax (in 2.8, the time step of τ-leaping) | scalar | Part 2 |
+# | $\beta$ | an inverse temperature: scores are multiplied by $\beta$ before a softmax (6.2, 3.2; 2.4's sharpness of a soft maximum, $\frac1\beta\log\int e^{\beta h}$). Pages that keep a source's letter for another meaning declare it in their symbols box: 2.3 the strength of the KL penalty, which divides the reward ($e^{r/\beta}$, a temperature, not an inverse one); 2.5 a weight of a tiny recurrence; 2.8 a rate of masking (or of uniform jumps); 2.9 the shift of a normalisation; 5.0, 5.4 and 5.6 the weight of the consistency term; 4.7 $\beta_t$, an attention mass | scalar | Ch. 6; Parts 2–5 |
 # | $\mu$ | a mean | scalar or vector | all parts |
 # | $\sigma$ | a standard deviation ($\sigma^2$ a variance); 2.8 keeps the paper's diffusion coefficient $\sigma(t)$ of its noise schedule $Q(t)=\sigma^2(t)Q^0$ | scalar | all parts |
 # | $\mathcal N$ | the normal (Gaussian) distribution, $\mathcal N(\mu, \sigma^2)$ | a distribution | all parts |
 # | $I$ | the identity matrix | $(d, d)$ | all parts |
 # | $\mathcal O$ | order of growth: $\mathcal O(T^2)$ grows at most like $T^2$ | — | all parts |
-# | $\pi$ | the number $\pi$, the ratio of a circle's circumference to its diameter (Part 2 writes $\pi$, after its paper, for a model's distribution) | scalar | all parts |
+# | $\pi$ | the number $\pi$, the ratio of a circle's circumference to its diameter (Part 2 writes $\pi$, after its paper, for a model's distribution; 2.4 keeps the paper's $\pi(\cdot;s)$ of Appendix B for a measure reweighted by the scores of a query $s$) | scalar | all parts |
 #
 # <!-- end of the notation table -->
 #
