@@ -48,7 +48,7 @@
 # | $R_\Delta$ | all pairs' $M(\Delta)$ on the diagonal of one matrix | $(d_{\text{model}}, d_{\text{model}})$ |
 # | $R(\phi)$ | the counter-clockwise rotation of the plane by the angle $\phi$ (so $M(\Delta)=R(-\Delta\omega)$ for the pair $(\sin, \cos)$) | $(2,2)$ |
 # | $\theta$, $\theta_m$ | angle per position by which RoPE turns a pair (pair $m$: $10000^{-2m/d_k}$) | scalars |
-# | $i$, $j$ | positions of a query and of a key | integers |
+# | $i$, $j$ | positions of a query and of a key, counted from 0 like $t$ (at position 0 nothing is turned) | integers |
 # | $q$, $k$ | a query's and a key's content, before RoPE turns them | $(d_k,)$ |
 # | $S[i,j]$ | score of the query at $i$ with the key at $j$, after RoPE | scalar |
 # | $T_{\max}$ | number of rows of a learned position table | integer |
@@ -383,7 +383,8 @@ print("sinusoidal_encoding(11, 128)[10, :4] equals the closed form to rtol 1e-12
 #
 # Instead of a formula, a {term}`learned position embedding` is a table with one trainable row per
 # position, $T_{\max}$ rows of $d_{\text{model}}$ numbers, trained with the rest of the model. It can
-# learn whatever suits the data, but it has no row beyond $T_{\max}$. (The table beside Fig. 6.28 lists it
+# learn whatever suits the data, but it has no row for a position $t\ge T_{\max}$ (its rows are positions
+# $0,\dots,T_{\max}-1$). (The table beside Fig. 6.28 lists it
 # as the one trainable scheme, with memory growing with the length; the sinusoidal table and RoPE are
 # formulas of the position, with nothing to store or train.)
 
