@@ -629,6 +629,9 @@ for claim, holds in findings.items():
 assert all(findings.values()), findings
 
 # %% [markdown]
+# These are one seed's losses; one seed could be luck, and the saved losses of four seeds give the same
+# six statements ([checked below](#checking-the-paper)).
+#
 # Why does RoPE fail, although the task only needs offsets 0 and 1 (the query's own symbol and the one
 # before it, to predict the next)? Its scores depend on $i-j$, but a
 # query at a position $i$ beyond 32 also scores keys at offsets from 32 to $i$ that never occurred in
@@ -662,9 +665,6 @@ assert rope_near[0] > 0.5 and rope_near[1] < 0.25
 # later), which a bias that penalises distant keys avoids; rotary models are now given longer contexts
 # by squeezing the positions into the trained range (position interpolation, Chen et al. 2023) rather
 # than by extrapolating.
-#
-# One seed could be luck; the same measurement over four seeds gives the same picture
-# ([checked below](#checking-the-paper)).
 #
 # ### What the learned table learned
 #
