@@ -48,7 +48,7 @@
 # | $R_\Delta$ | all pairs' $M(\Delta)$ on the diagonal of one matrix | $(d_{\text{model}}, d_{\text{model}})$ |
 # | $R(\phi)$ | the counter-clockwise rotation of the plane by the angle $\phi$ (so $M(\Delta)=R(-\Delta\omega)$ for the pair $(\sin, \cos)$) | $(2,2)$ |
 # | $\theta$, $\theta_m$ | angle per position by which RoPE turns a pair (pair $m$: $10000^{-2m/d_k}$) | scalars |
-# | $i$, $j$ | positions of a query and of a key | integers |
+# | $i$, $j$ | positions of a query and of a key, counted from 0 like $t$ (at position 0 nothing is turned) | integers |
 # | $q$, $k$ | a query's and a key's content, before RoPE turns them | $(d_k,)$ |
 # | $S[i,j]$ | score of the query at $i$ with the key at $j$, after RoPE | scalar |
 # | $T_{\max}$ | number of rows of a learned position table | integer |
@@ -383,7 +383,8 @@ print("sinusoidal_encoding(11, 128)[10, :4] equals the closed form to rtol 1e-12
 #
 # Instead of a formula, a {term}`learned position embedding` is a table with one trainable row per
 # position, $T_{\max}$ rows of $d_{\text{model}}$ numbers, trained with the rest of the model. It can
-# learn whatever suits the data, but it has no row beyond $T_{\max}$. (The table beside Fig. 6.28 lists it
+# learn whatever suits the data, but it has no row for a position $t\ge T_{\max}$ (its rows are positions
+# $0,\dots,T_{\max}-1$). (The table beside Fig. 6.28 lists it
 # as the one trainable scheme, with memory growing with the length; the sinusoidal table and RoPE are
 # formulas of the position, with nothing to store or train.)
 
@@ -586,8 +587,8 @@ ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)  # outside:
 plt.show()
 
 # %% [markdown]
-# **Figure 6.5.6** (Fig. 6.28 measured). Per-position test loss of the four models (averaged over 128
-# windows). Inside the training length the three encodings are close to each other and well below the
+# **Figure 6.5.6** (Fig. 6.28 measured). Per-position test loss of the four models (seed 0, averaged
+# over 128 windows). Inside the training length the three encodings are close to each other and well below the
 # no-context level; the model without positional encoding is clearly worse there — with two layers it
 # can recover order only through the causal mask. **Beyond the training length every encoding breaks
 # down**: the loss of the sinusoidal, learned *and* RoPE models rises above the no-context level
@@ -628,6 +629,9 @@ for claim, holds in findings.items():
 assert all(findings.values()), findings
 
 # %% [markdown]
+# These are one seed's losses; one seed could be luck, and the saved losses of four seeds give the same
+# six statements ([checked below](#checking-the-paper)).
+#
 # Why does RoPE fail, although the task only needs offsets 0 and 1 (the query's own symbol and the one
 # before it, to predict the next)? Its scores depend on $i-j$, but a
 # query at a position $i$ beyond 32 also scores keys at offsets from 32 to $i$ that never occurred in
@@ -661,40 +665,6 @@ assert rope_near[0] > 0.5 and rope_near[1] < 0.25
 # later), which a bias that penalises distant keys avoids; rotary models are now given longer contexts
 # by squeezing the positions into the trained range (position interpolation, Chen et al. 2023) rather
 # than by extrapolating.
-#
-# ### The same measurement over four seeds
-#
-# One seed could be luck. The four models were also trained with seeds 0–3 (the settings above, by
-# `fig628_seed`; a saved run, see [Reproducibility](#reproducibility)), and the two mean losses per model stored. We read
-# them and check every statement above on every seed.
-
-# %%
-saved = load_result("positions_fig628")
-print(f"{'seed':>4s} " + " ".join(f"{v + ' in / beyond':>24s}" for v in VARIANTS))
-holds_count = {claim: 0 for claim in findings}
-for r in saved["data"]["per_seed"]:
-    seed_inside = {v: r["inside_" + v] for v in VARIANTS}
-    seed_beyond = {v: r["beyond_" + v] for v in VARIANTS}
-    columns = [f"{seed_inside[v]:>15.2f} / {seed_beyond[v]:.2f}" for v in VARIANTS]
-    print(f"{r['seed']:>4d} " + " ".join(columns))
-    seed_findings = fig628_findings(seed_inside, seed_beyond)
-    holds_count = {claim: holds_count[claim] + seed_findings[claim] for claim in holds_count}
-n_saved = len(saved["data"]["per_seed"])
-for claim, n in holds_count.items():
-    print(f"{claim}: holds in {n} of {n_saved} seeds")
-beyond_range = {v: np.ptp([r["beyond_" + v] for r in saved["data"]["per_seed"]]) for v in ENCODINGS}
-print("range of the beyond-length loss over the seeds:",
-      ", ".join(f"{v} {x:.2f}" for v, x in beyond_range.items()))
-assert n_saved >= 3
-assert all(n == n_saved for n in holds_count.values())
-assert max(beyond_range, key=beyond_range.get) == "sinusoidal"
-
-# %% [markdown]
-# Every statement holds in every seed: inside the training length the three encodings use the context
-# and are close to each other, beyond it each of them is worse than ignoring the context, RoPE is never
-# the better extrapolator, and the model without positions degrades least while being the worst inside.
-# The seeds differ in how badly the encodings fail from position 32 on (the sinusoidal model varies most),
-# not in the picture.
 #
 # ### What the learned table learned
 #
@@ -848,8 +818,40 @@ assert round(slowest, -1) == 8660 and round(2 * np.pi * slowest, -2) == 54_400
 # extrapolator. The chapter's figure reports a language-modelling comparison whose models and data it does
 # not name (it does not say they are large), so it cannot be rerun; ours is a small
 # controlled measurement whose floor (the entropy rate) is known exactly, so it shows that the claimed
-# extrapolation is not a property of the encodings themselves. `book/ERRATA.md` has the row; the saved
-# run `positions_fig628` is its evidence.
+# extrapolation is not a property of the encodings themselves.
+#
+# **The same measurement over four seeds.** One seed could be luck. The four models were also trained
+# with seeds 0–3 (the settings of the lesson, by `fig628_seed`; a saved run, see
+# [Reproducibility](#reproducibility)), and the two mean losses per model stored. We read them and check
+# every statement of Figure 6.5.6's caption on every seed.
+
+# %% tags=["hide-cell"]
+saved = load_result("positions_fig628")
+print(f"{'seed':>4s} " + " ".join(f"{v + ' in / beyond':>24s}" for v in VARIANTS))
+holds_count = {claim: 0 for claim in findings}
+for r in saved["data"]["per_seed"]:
+    seed_inside = {v: r["inside_" + v] for v in VARIANTS}
+    seed_beyond = {v: r["beyond_" + v] for v in VARIANTS}
+    columns = [f"{seed_inside[v]:>15.2f} / {seed_beyond[v]:.2f}" for v in VARIANTS]
+    print(f"{r['seed']:>4d} " + " ".join(columns))
+    seed_findings = fig628_findings(seed_inside, seed_beyond)
+    holds_count = {claim: holds_count[claim] + seed_findings[claim] for claim in holds_count}
+n_saved = len(saved["data"]["per_seed"])
+for claim, n in holds_count.items():
+    print(f"{claim}: holds in {n} of {n_saved} seeds")
+beyond_range = {v: np.ptp([r["beyond_" + v] for r in saved["data"]["per_seed"]]) for v in ENCODINGS}
+print("range of the beyond-length loss over the seeds:",
+      ", ".join(f"{v} {x:.2f}" for v, x in beyond_range.items()))
+assert n_saved >= 3
+assert all(n == n_saved for n in holds_count.values())
+assert max(beyond_range, key=beyond_range.get) == "sinusoidal"
+
+# %% [markdown]
+# Every statement holds in every seed: inside the training length the three encodings use the context
+# and are close to each other, beyond it each of them is worse than ignoring the context, RoPE is never
+# the better extrapolator, and the model without positions degrades least while being the worst inside.
+# The seeds differ in how badly the encodings fail from position 32 on (the sinusoidal model varies most),
+# not in the picture. `book/ERRATA.md` has the row; the saved run `positions_fig628` is its evidence.
 #
 # ## Reproducibility
 #

@@ -241,7 +241,7 @@ for name, r in results.items():
     verdicts = produced(f"{filler_vs:>22s}") + produced(f"{consistency:>16s}")
     print(f"{name:34s}{verdicts}   {prediction}")
 print("no mask, retrained: final training loss < 0.3 (baseline: > 1), honest filler loss above the "
-      "uniform guess; no residual, test time: the same")
+      "uniform guess; no residual, test time: honest filler loss above the uniform guess too")
 print(f"entropy rate of the filler chain: {task.filler.entropy_rate():.2f} nats (a lower bound: "
       f"subjects and markers interrupt the chain); "
       f"uniform guess: ln {task.vocab_size} = {np.log(task.vocab_size):.2f}")

@@ -41,8 +41,8 @@ print("all required packages import")
 # | $n$ | a number of items being counted (tokens, samples, steps); the page says which (2.9 keeps its paper's $n$ of Example B.1 for the index of a sequence in a batch, and 2.3 the $n$ of (4.8) for the index of a sample, $f^{(n)}$) | scalar | all parts |
 # | $N$ | a number of samples or sequences drawn or trained on (2.4 keeps the paper's normalisation $\mathbf N$ of (5.3b), written $\mathrm N$, an operator's name) | scalar | Parts 2, 3, 5 |
 # | $t$ | a position in a sequence (a time step), counted from 1 in the text (6.5 and 6.7 count it from 0, as the encoding tables and the code do; 2.5, 2.8 and 2.9 keep their paper's $t$ for a continuous time: of a state-space model, a Markov chain, an ODE, the hours of a day) | index | Ch. 6; all parts |
-# | $i$ | the position of the word that asks (the query), counted from 1 in the text | index | Ch. 6; all parts |
-# | $j$ | the position of a word that is looked at (a key), counted from 1 in the text | index | Ch. 6; Parts 1, 2, 3 |
+# | $i$ | the position of the word that asks (the query), counted from 1 in the text (6.5 counts it from 0, like its $t$, as its page says) | index | Ch. 6; all parts |
+# | $j$ | the position of a word that is looked at (a key), counted from 1 in the text (6.5 counts it from 0, like its $t$, as its page says) | index | Ch. 6; Parts 1, 2, 3 |
 # | $x[t]$ | the input vector of position $t$ (an embedding, or a recurrent network's input); Part 4, Part 5 and 2.4–2.5 write vectors as columns, after their papers (Part 4: $q_t = W_Q x_t$), and so do 2.1's and 2.9's embedding table (one column per token), 6.5's rotations and the Part 3 checking page's §2–§3, as their pages say | $(d,)$, a row vector | Ch. 6; Parts 1, 4 |
 # | $X$ | the input vectors of a sequence stacked as rows, $X[t] = x[t]$ | $(T, d)$ | Ch. 6; Parts 1, 3, 4 |
 # | $e[i]$ | the embedding of word $i$: the row of $E$ of its token (plus its position's encoding, where added); 2.1 keeps the paper's letter $e$ of its Example 2.1 for a merged symbol | $(d_{\text{model}},)$, a row vector | Ch. 6; Part 1 |
