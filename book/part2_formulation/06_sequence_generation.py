@@ -442,9 +442,11 @@ plt.show()
 # ## Starting and stopping: EOS and PAD (§6.1)
 #
 # A reply must end. Models reserve a token for it, the {term}`EOS token` (end of sequence): once it
-# is generated, the reply is complete. Here the newline character plays EOS, so a reply is one line
-# (greedy decoding can loop without ever ending its line, as it did after "ROMEO:" above, so we
-# sample at $\tau=0.7$). Our decoders stop
+# is generated, the reply is complete. Here the newline character plays EOS, so a reply is one line.
+# Greedy decoding can loop without ever ending its line: from the prompt below it falls into the
+# loop it fell into after "ROMEO:" above and writes no EOS before the text reaches 60 tokens
+# (printed below), so we
+# sample at $\tau=0.7$. Our decoders stop
 # at EOS; the paper instead fills the remaining positions up to a fixed length $T$ with a
 # {term}`PAD token` (padding), whose probability is 1 once an EOS has appeared (a change of the
 # next-token model (6.1b)); among the texts that start with the prompt (the set (6.2)), each PAD adds
@@ -467,6 +469,10 @@ print(f"log pi stopped {produced(lp_stop, '.6f')}, padded {produced(lp_pad, '.6f
       f"equal: {lp_stop == lp_pad}; a non-PAD token after EOS: {lp_after_eos}")
 assert out[-1] == EOS and lp_stop == lp_pad
 assert lp_after_eos == -np.inf
+greedy_here = greedy(lm.next_logits, p, T - len(p), eos_id=EOS)
+print(f"greedy from the same prompt, up to {T - len(p)} tokens: {show(greedy_here, len(p))}; "
+      f"EOS reached: {EOS in greedy_here[len(p):]}")
+assert EOS not in greedy_here[len(p):]  # "writes no EOS": greedy never ends this line
 
 # %% [markdown]
 # EOS changes what "most likely" means: a finished reply stops paying probability, so (6.3)
