@@ -350,13 +350,15 @@ assert sp.limit(p_top, tau, 0, "+") == 1 and sp.limit(p_top, tau, sp.oo) == sp.R
 # %% [markdown]
 # On the character model: for each $\tau$ we draw `N_RUNS` replies of 20 characters after
 # "ROMEO:" and record how often the sample *is* the greedy reply, how many distinct replies appear,
-# and their average log-probability per character under the model at $\tau=1$.
+# and their average log-probability per character under the model at $\tau=1$. How often a sample
+# should be the greedy reply we know exactly: by the chain rule, the product of the tempered
+# probabilities of its 20 characters (the last column).
 
 # %%
 taus = [2.0, 1.0, 0.7, 0.5, 0.3, 0.1, 0.03, 1e-3]
 prompt = tok.encode("ROMEO:\n")
 greedy_20 = greedy(lm.next_logits, prompt, 20)
-frac_greedy, distinct, mean_lp = [], [], []
+frac_greedy, distinct, mean_lp, p_greedy = [], [], [], []
 for t in taus:
     temperature_rng = np.random.default_rng(1)
     outs = [sample(lm.next_logits, prompt, 20, temperature=t, rng=temperature_rng)
@@ -364,21 +366,29 @@ for t in taus:
     frac_greedy.append(np.mean([o == greedy_20 for o in outs]))
     distinct.append(len({tuple(o) for o in outs}))
     mean_lp.append(np.mean([sequence_log_prob(lm.next_logits, o, len(prompt)) for o in outs]) / 20)
+    p_greedy.append(np.exp(sum(log_softmax(apply_temperature(lm.next_logits(greedy_20[:m]), t))[greedy_20[m]]
+                               for m in range(len(prompt), len(greedy_20)))))  # exact, chain rule
     print(f"tau = {t:6.3f}: P(sample == greedy) = {produced(frac_greedy[-1], '.2f')}, "
           f"distinct = {produced(distinct[-1], '3d')}/{N_RUNS}, "
-          f"mean log pi per char = {produced(mean_lp[-1], '.3f')}")
+          f"mean log pi per char = {produced(mean_lp[-1], '.3f')}; exact P(greedy reply) = {p_greedy[-1]:.1e}")
+# the sampled share agrees with the exact probability (4 binomial standard errors, plus one draw)
+assert all(abs(f - q) <= 4 * np.sqrt(q * (1 - q) / N_RUNS) + 1 / N_RUNS for f, q in zip(frac_greedy, p_greedy))
 assert frac_greedy[-1] == 1.0 and distinct[-1] == 1  # Figure 2.6.2: P(sample = greedy) rises to 1 as tau falls
 hot = [i for i, t in enumerate(taus) if t >= 0.3]
-assert all(distinct[i] >= 0.9 * N_RUNS and frac_greedy[i] == 0 for i in hot)  # almost all different
+assert all(distinct[i] >= 0.9 * N_RUNS for i in hot)  # almost all different
+assert all(p_greedy[i] < 0.01 for i in hot) and p_greedy[taus.index(0.5)] < 1e-4  # the greedy reply is rare
 assert mean_lp[-1] > mean_lp[taus.index(1.0)]  # low temperature: more likely replies
 z = lm.next_logits(prompt)
 assert np.allclose(np.exp(log_softmax(apply_temperature(z, 1e-4))), np.eye(V)[np.argmax(z)],
                    atol=1e-12)
 
 # %% [markdown]
-# At $\tau=10^{-3}$ every sample equals the greedy reply; at $\tau\ge0.3$ none does, and almost
-# all of them differ from each other. Lower temperature buys likelihood (less negative
-# log-probability) with diversity.
+# At $\tau=10^{-3}$ the greedy reply has probability 1 to the printed digits and every sample equals
+# it. At $\tau\ge0.3$ it is rare — about one draw in 200 at $\tau=0.3$, below $10^{-4}$ from
+# $\tau=0.5$ up — so it turns up among the `N_RUNS` draws seldom if at all (at $\tau=0.3$ a run of
+# 100 draws contains it with probability about 0.4), and almost all the samples differ from each
+# other. Lower temperature buys likelihood (less negative log-probability) with
+# diversity.
 #
 # ## Mixing: sample first, then greedy (§6.4, Remark 6.3)
 #
