@@ -443,7 +443,7 @@ plt.show()
 # **Figure 2.6.2.** Left: beam search against the exact maximiser of (6.3) for three-character
 # replies, one line per prompt; width 1 is greedy (6.4); a gap of 0 means optimal — look at how
 # every line reaches 0 by width 8 (the prompts for which greedy is already optimal lie on the black
-# zero line from width 1 on, hidden under it). Middle: Remark 6.2 — as $\tau\to0$ the share of samples equal to
+# zero line from width 1 on: their lines are hidden under it, only their overlapping markers show). Middle: Remark 6.2 — as $\tau\to0$ the share of samples equal to
 # the greedy reply (blue circles) rises to 1 and the share of distinct replies (vermilion squares)
 # falls to a single reply. Right: §6.4's mixed decoding — from a sampled prefix of $n'=0$ tokens
 # (greedy) to $n'=20$ (full sampling) diversity rises (blue circles, left axis) and the mean
