@@ -350,13 +350,15 @@ assert sp.limit(p_top, tau, 0, "+") == 1 and sp.limit(p_top, tau, sp.oo) == sp.R
 # %% [markdown]
 # On the character model: for each $\tau$ we draw `N_RUNS` replies of 20 characters after
 # "ROMEO:" and record how often the sample *is* the greedy reply, how many distinct replies appear,
-# and their average log-probability per character under the model at $\tau=1$.
+# and their average log-probability per character under the model at $\tau=1$. How often a sample
+# should be the greedy reply we know exactly: by the chain rule, the product of the tempered
+# probabilities of its 20 characters (the last column).
 
 # %%
 taus = [2.0, 1.0, 0.7, 0.5, 0.3, 0.1, 0.03, 1e-3]
 prompt = tok.encode("ROMEO:\n")
 greedy_20 = greedy(lm.next_logits, prompt, 20)
-frac_greedy, distinct, mean_lp = [], [], []
+frac_greedy, distinct, mean_lp, p_greedy = [], [], [], []
 for t in taus:
     temperature_rng = np.random.default_rng(1)
     outs = [sample(lm.next_logits, prompt, 20, temperature=t, rng=temperature_rng)
@@ -364,21 +366,29 @@ for t in taus:
     frac_greedy.append(np.mean([o == greedy_20 for o in outs]))
     distinct.append(len({tuple(o) for o in outs}))
     mean_lp.append(np.mean([sequence_log_prob(lm.next_logits, o, len(prompt)) for o in outs]) / 20)
+    p_greedy.append(np.exp(sum(log_softmax(apply_temperature(lm.next_logits(greedy_20[:m]), t))[greedy_20[m]]
+                               for m in range(len(prompt), len(greedy_20)))))  # exact, chain rule
     print(f"tau = {t:6.3f}: P(sample == greedy) = {produced(frac_greedy[-1], '.2f')}, "
           f"distinct = {produced(distinct[-1], '3d')}/{N_RUNS}, "
-          f"mean log pi per char = {produced(mean_lp[-1], '.3f')}")
+          f"mean log pi per char = {produced(mean_lp[-1], '.3f')}; exact P(greedy reply) = {p_greedy[-1]:.1e}")
+# the sampled share agrees with the exact probability (4 binomial standard errors, plus one draw)
+assert all(abs(f - q) <= 4 * np.sqrt(q * (1 - q) / N_RUNS) + 1 / N_RUNS for f, q in zip(frac_greedy, p_greedy))
 assert frac_greedy[-1] == 1.0 and distinct[-1] == 1  # Figure 2.6.2: P(sample = greedy) rises to 1 as tau falls
 hot = [i for i, t in enumerate(taus) if t >= 0.3]
-assert all(distinct[i] >= 0.9 * N_RUNS and frac_greedy[i] == 0 for i in hot)  # almost all different
+assert all(distinct[i] >= 0.9 * N_RUNS for i in hot)  # almost all different
+assert all(p_greedy[i] < 0.01 for i in hot) and p_greedy[taus.index(0.5)] < 1e-4  # the greedy reply is rare
 assert mean_lp[-1] > mean_lp[taus.index(1.0)]  # low temperature: more likely replies
 z = lm.next_logits(prompt)
 assert np.allclose(np.exp(log_softmax(apply_temperature(z, 1e-4))), np.eye(V)[np.argmax(z)],
                    atol=1e-12)
 
 # %% [markdown]
-# At $\tau=10^{-3}$ every sample equals the greedy reply; at $\tau\ge0.3$ none does, and almost
-# all of them differ from each other. Lower temperature buys likelihood (less negative
-# log-probability) with diversity.
+# At $\tau=10^{-3}$ the greedy reply has probability 1 to the printed digits and every sample equals
+# it. At $\tau\ge0.3$ it is rare — about one draw in 200 at $\tau=0.3$, below $10^{-4}$ from
+# $\tau=0.5$ up — so it turns up among the `N_RUNS` draws seldom if at all (at $\tau=0.3$ a run of
+# 100 draws contains it with probability about 0.4), and almost all the samples differ from each
+# other. Lower temperature buys likelihood (less negative log-probability) with
+# diversity.
 #
 # ## Mixing: sample first, then greedy (§6.4, Remark 6.3)
 #
@@ -433,7 +443,7 @@ plt.show()
 # **Figure 2.6.2.** Left: beam search against the exact maximiser of (6.3) for three-character
 # replies, one line per prompt; width 1 is greedy (6.4); a gap of 0 means optimal — look at how
 # every line reaches 0 by width 8 (the prompts for which greedy is already optimal lie on the black
-# zero line from width 1 on, hidden under it). Middle: Remark 6.2 — as $\tau\to0$ the share of samples equal to
+# zero line from width 1 on: their lines are hidden under it, only their overlapping markers show). Middle: Remark 6.2 — as $\tau\to0$ the share of samples equal to
 # the greedy reply (blue circles) rises to 1 and the share of distinct replies (vermilion squares)
 # falls to a single reply. Right: §6.4's mixed decoding — from a sampled prefix of $n'=0$ tokens
 # (greedy) to $n'=20$ (full sampling) diversity rises (blue circles, left axis) and the mean
@@ -442,9 +452,11 @@ plt.show()
 # ## Starting and stopping: EOS and PAD (§6.1)
 #
 # A reply must end. Models reserve a token for it, the {term}`EOS token` (end of sequence): once it
-# is generated, the reply is complete. Here the newline character plays EOS, so a reply is one line
-# (greedy decoding can loop without ever ending its line, as it did after "ROMEO:" above, so we
-# sample at $\tau=0.7$). Our decoders stop
+# is generated, the reply is complete. Here the newline character plays EOS, so a reply is one line.
+# Greedy decoding can loop without ever ending its line: from the prompt below it falls into the
+# loop it fell into after "ROMEO:" above and writes no EOS before the text reaches 60 tokens
+# (printed below), so we
+# sample at $\tau=0.7$. Our decoders stop
 # at EOS; the paper instead fills the remaining positions up to a fixed length $T$ with a
 # {term}`PAD token` (padding), whose probability is 1 once an EOS has appeared (a change of the
 # next-token model (6.1b)); among the texts that start with the prompt (the set (6.2)), each PAD adds
@@ -467,6 +479,10 @@ print(f"log pi stopped {produced(lp_stop, '.6f')}, padded {produced(lp_pad, '.6f
       f"equal: {lp_stop == lp_pad}; a non-PAD token after EOS: {lp_after_eos}")
 assert out[-1] == EOS and lp_stop == lp_pad
 assert lp_after_eos == -np.inf
+greedy_here = greedy(lm.next_logits, p, T - len(p), eos_id=EOS)
+print(f"greedy from the same prompt, up to {T - len(p)} tokens: {show(greedy_here, len(p))}; "
+      f"EOS reached: {EOS in greedy_here[len(p):]}")
+assert EOS not in greedy_here[len(p):]  # "writes no EOS": greedy never ends this line
 
 # %% [markdown]
 # EOS changes what "most likely" means: a finished reply stops paying probability, so (6.3)

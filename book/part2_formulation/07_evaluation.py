@@ -354,9 +354,9 @@ def generate_lines(model, n, seed):
 # re-splitting the pooled samples at random gives the divergence's distribution when both samples
 # share a law (`permutation_test`), and the p-value is the share of splits at least as divergent
 # as the real split, counting the real split itself among them (so with 199 re-splits the smallest
-# possible p-value is $1/200=0.005$). A small p-value says "these two sets do not come from the same law". (The
-# energy distance here is the unbiased estimate, which can come out slightly negative when the two
-# laws agree. The MMD compares points through a Gaussian kernel, a similarity that falls with their
+# possible p-value is $1/200=0.005$). A small p-value says "these two sets do not come from the same law". (Both
+# divergences here are the unbiased estimates, which can come out slightly negative when the two
+# laws agree — an estimated $\mathrm{MMD}^2$ below 0 included, although a square cannot be. The MMD compares points through a Gaussian kernel, a similarity that falls with their
 # distance; its width is set to the median distance between the pooled points (of the reference and the
 # 2-gram lines, once for all three comparisons), the usual "median heuristic".)
 
@@ -398,6 +398,7 @@ for name, lines in [("real", real_a + real_b), ("2-gram", gen[2]), ("5-gram", ge
           f"vowel fraction {produced(f_[:, 1].mean(), '.3f')}; mean word length {produced(f_[:, 2].mean(), '.2f')}")
 two_f = features(gen[2])
 assert two_f[:, 0].std() > 2 * real_f[:, 0].std()  # the 2-gram's line lengths are far too irregular
+assert features(gen[5])[:, 0].std() > 1.5 * real_f[:, 0].std()  # ... and the 5-gram's still are
 
 # %% [markdown]
 # Two disjoint random samples of real held-out lines (the reference and the "second half" of the
@@ -405,8 +406,9 @@ assert two_f[:, 0].std() > 2 * real_f[:, 0].std()  # the 2-gram's line lengths a
 # permutation null; it shows no difference, it does not prove there is none), the 2-gram's lines
 # are clearly not like Shakespeare's — most visibly in their lengths, whose standard deviation is
 # more than twice the real lines' (the last lines printed, with the vowel fractions and mean word
-# lengths beside them) — and the 5-gram is much closer, though the test still tells its lines from
-# real ones here.
+# lengths beside them) — and the 5-gram is closer (a smaller divergence), though the test still
+# tells its lines from real ones here: their lengths too are far more irregular than the real lines'
+# (a standard deviation more than 1.5 times theirs, asserted).
 #
 # ## CRPS: scoring a distribution against one correct answer (footnote 6)
 #

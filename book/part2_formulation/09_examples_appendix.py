@@ -833,4 +833,4 @@ assert np.allclose(out.reshape(-1, d_e).mean(0), 0, atol=1e-12)  # batch_norm ce
 
 # %% tags=["hide-cell"]
 print("seeds: numpy default_rng(0) for the page, 0-2 for the contrastive runs, 3 for Lemma A.1, "
-      "0 for E.1")
+      "1 and 2 for the two set-transformer blocks of A.2, 0 for E.1")
