@@ -634,8 +634,8 @@ assert all(findings.values()), findings
 #
 # Why does RoPE fail, although the task only needs offsets 0 and 1 (the query's own symbol and the one
 # before it, to predict the next)? Its scores depend on $i-j$, but a
-# query at a position $i$ beyond 32 also scores keys at offsets from 32 to $i$ that never occurred in
-# training, with rotation angles of its slow frequencies it has never seen. If some of those scores come
+# query at a position $i\ge 32$ (beyond the training length) also scores keys at offsets from 32 to $i$
+# that never occurred in training, with rotation angles of its slow frequencies it has never seen. If some of those scores come
 # out large, they pull the attention away from the nearby words that matter. We can look: the weight
 # that the first layer's queries put on the last three words (offsets 0, 1, 2), averaged over heads and
 # test windows, inside and beyond the training length.

@@ -44,7 +44,7 @@
 # | $X$; $W^Q, W^K, W^V, W^O$ | the input of an attention sub-layer; its four matrices (all heads together, as in [6.4](6_4_multi_head.ipynb)) | $(T, d)$; $(d, d)$ |
 # | $Q$, $K$ | the queries $XW^Q$ and keys $XW^K$ | $(T, d)$ |
 # | $n_1, n_2, n_3$ | the sizes of two matrices multiplied, $(n_1\times n_2)(n_2\times n_3)$ | integers |
-# | $e[t]$ | token embedding of position $t$ (added to its positional encoding $\mathrm{PE}(t)$) | $(d,)$ |
+# | $e[t]$ | token embedding of position $t$, counted from 1 (added to its positional encoding, $\mathrm{PE}(t-1)$ in [6.5](6_5_positional_encoding.ipynb)'s count from 0) | $(d,)$ |
 # | $x[t]$, $z[t]$ | an RNN's input and state at step $t$, as in [6.1](6_1_parallel_attention.ipynb) | $(d,)$ |
 # | $W_x$, $W_z$ | the RNN's input and state matrices | $(d, d)$ |
 # | $j$ | the position of a word of the running example that the blank looks at (a key, counted from 1); $\mathrm{I}(\text{word}_j;\text{blank})$ is the mutual information between it and the blank, in nats (an upright I; the italic $I$ is the identity matrix) | index |
@@ -181,7 +181,8 @@ for pre_norm in (True, False):
 # ## The decoder-only stack
 #
 # A decoder-only language model is: the token embedding $e[t]$ plus the positional encoding
-# $\mathrm{PE}(t)$, then $L$ decoder blocks, then a final linear map to the vocabulary and a softmax. We
+# $\mathrm{PE}(t-1)$ (6.5's table counts positions from 0, so the first word gets its row 0), then $L$
+# decoder blocks, then a final linear map to the vocabulary and a softmax. We
 # compose the library's pieces by hand and compare with `DecoderLM` (post-norm, as in the chapter), then
 # count the parameters, writing $d$ for $d_{\text{model}}$ and $\lvert\mathcal V\rvert$ for the vocabulary
 # size: $\lvert\mathcal V\rvert d$ (embedding) $+\,L(4d^2+2d\,d_{ff}+d_{ff}+d+4d)$ (attention, FFN with
