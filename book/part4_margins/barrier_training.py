@@ -1010,7 +1010,7 @@ for run, arms in gpu_pair.items():
 # jobs, so the individual times vary a lot; the ratios are medians). The compact form of the
 # penalty (below) factorises an $r_t \times r_t$ matrix per position instead of a $128\times128$ one,
 # and its backward pass reuses $(I-M)^{-\top}$ without storing any per-position matrix. Sampling 16
-# positions per window is unbiased (checked by enumeration in `tests/test_torch_prior.py`).
+# positions per window is unbiased (checked by enumeration in `tests/torch/barrier/test_prior.py`).
 
 # %% tags=["hide-cell"]
 bench_run = load_result("bench_margin_cpu")
