@@ -318,7 +318,7 @@ if SAVED:
     # sigma_saved: (95, d, d), the context covariances of positions 2..96
     assert np.allclose(diagonal_blocks(X_saved, A_saved, identity)[1:],
                        identity - sigma_saved @ A_saved, atol=1e-10)
-    # Def. 3.1 "attaining (or nearly attaining)" the minimum: ties up to round-off (1e-6 in log-margin)
+    # §3.2, the sentence before Def. 3.1: indices "attaining (or nearly attaining)" the minimum; ties up to 1e-6
     support_saved = 2 + support_tokens(logm_saved[2:], atol=1e-6)
     # everything below is computed from the trained prior: shown, not compared as text
     print(f"d_model = {A_saved.shape[0]}; sign of every det(I - Σ_t A): "
