@@ -58,7 +58,7 @@ help:
 	@echo "make exercises - regenerate exercises/ from solutions/"
 	@echo "make bench  - run the benchmarks in benchmarks/ and print their goals, met or not (ratios measured in the run)"
 	@echo "make results - train (resumably) and save the runs under book/results/ that are not current (long)"
-	@echo "make gpu-check - on a CUDA GPU (~8 min): CUDA vs CPU, bf16 AMP, steps/s, the §7 pair (nextword gpu-check)"
+	@echo "make gpu-check - on a CUDA GPU (at most about 8 min, its --budget): CUDA vs CPU, bf16 AMP, steps/s, the §7 pair (nextword gpu-check)"
 
 # The environment is rebuilt only when pyproject.toml changes (the stamp is older than it).
 $(STAMP): pyproject.toml

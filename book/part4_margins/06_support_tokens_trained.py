@@ -318,7 +318,7 @@ if SAVED:
     # sigma_saved: (95, d, d), the context covariances of positions 2..96
     assert np.allclose(diagonal_blocks(X_saved, A_saved, identity)[1:],
                        identity - sigma_saved @ A_saved, atol=1e-10)
-    # Def. 3.1 "attaining (or nearly attaining)" the minimum: ties up to round-off (1e-6 in log-margin)
+    # §3.2, the sentence before Def. 3.1: indices "attaining (or nearly attaining)" the minimum; ties up to 1e-6
     support_saved = 2 + support_tokens(logm_saved[2:], atol=1e-6)
     # everything below is computed from the trained prior: shown, not compared as text
     print(f"d_model = {A_saved.shape[0]}; sign of every det(I - Σ_t A): "
@@ -351,9 +351,10 @@ if SAVED:
 # $\lvert\det\rvert\ge1$; the tied positions have bars of height 0.
 #
 # The cell below asserts, on the saved trained prior, what the diagnostics of
-# [4.7 Barrier training](barrier_training.ipynb) check on a sample of validation windows (that page
-# says how many): every $\det(I-\Sigma_t A)$ on the passage is positive and at least 1 (log-margin
-# $\ge 0$ up to round-off).
+# [4.7 Barrier training](barrier_training.ipynb) find on a sample of validation windows (that page
+# says how many): every $\lvert\det(I-\Sigma_t A)\rvert$ on the passage is at least 1 (log-margin
+# $\ge 0$ up to round-off). It also asserts that every $\det(I-\Sigma_t A)$ here is positive, which
+# those diagnostics do not report: they read only $\log\lvert\det\rvert$.
 #
 # It equals 1 where the prior's attention puts all its weight on one context token, so that
 # $\Sigma_t$ vanishes (its largest entry and the attention weight left off that token are printed

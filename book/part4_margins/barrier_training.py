@@ -1007,10 +1007,13 @@ for run, arms in gpu_pair.items():
 # **What the exact penalty costs on a CPU.** `benchmarks/bench_margin.py` times one optimiser step at
 # the paper's size (batch 64 × context 256, $d=128$, Shakespeare characters) with and without the
 # penalty, all modes interleaved in one process, on the book's build machine (shared with other
-# jobs, so the individual times vary a lot; the ratios are medians). The compact form of the
+# jobs, so the individual times vary; the ratios are medians). With one thread it counts the process's
+# CPU seconds, which other jobs inflate less than they inflate wall-clock time; the trained pair's
+# steps per second, printed beside it, are its whole run's wall-clock time (evaluations included)
+# divided by its steps. The compact form of the
 # penalty (below) factorises an $r_t \times r_t$ matrix per position instead of a $128\times128$ one,
 # and its backward pass reuses $(I-M)^{-\top}$ without storing any per-position matrix. Sampling 16
-# positions per window is unbiased (checked by enumeration in `tests/test_torch_prior.py`).
+# positions per window is unbiased (checked by enumeration in `tests/torch/barrier/test_prior.py`).
 
 # %% tags=["hide-cell"]
 bench_run = load_result("bench_margin_cpu")
@@ -1027,9 +1030,10 @@ for mode, label in (("ce", "CE only"), ("exact", "exact penalty, all positions (
 assert 1.4 < bench["ratios"]["exact"] < 2.0  # "about one and a half to two times" a CE step (the lesson)
 if SAVED:
     step_seconds = 1 / trained_margin["steps_per_second"]
-    print(f"a margin-arm step of the trained pair took {step_seconds:.2f} s (mean over its run); the "
-          f"benchmark timed one at {min(bench['results']['k16']['times']):.2f} s at best (the two ran at "
-          f"different loads of the shared machine)")
+    print(f"a margin-arm step of the trained pair took {step_seconds:.2f} s of wall-clock time (its run's "
+          f"wall time, evaluations included, over its steps); the benchmark's fastest k=16 step took "
+          f"{min(bench['results']['k16']['times']):.2f} CPU seconds (different measures, and different loads "
+          f"of the shared machine)")
 
 # %% [markdown]
 # **Steps per second at the paper's size, GPU and CPU.** Measured by `nextword gpu-check` for the
