@@ -209,6 +209,13 @@ for seed in (0, 1, 2):                                  # Figure 3.4.1: ... and 
     assert key_runs[2, seed].key_cos[-1] < key_runs[2, seed].key_cos[150]
 assert np.all(np.abs(ends[3] + 0.5) < 0.1)              # Figure 3.4.1: three at about 120 degrees
 assert np.all(np.abs(ends[5] + 0.25) < 0.05)            # Figure 3.4.1: five at about 104 degrees
+highest = max(key_runs, key=lambda G_seed: key_runs[G_seed].key_cos[0])   # the curve that starts highest
+early_rise = max(key_runs[highest].key_cos[:21]) - key_runs[highest].key_cos[0]
+print(f"the curve that starts highest (G = {highest[0]}): rises by {produced(early_rise, '.2f')} "
+      "within its first 20 steps, then falls")
+assert highest[0] == 2 and early_rise > 0.1             # Figure 3.4.1: it first rises ...
+assert 0 < np.argmax(key_runs[highest].key_cos) <= 20   # ... to its peak within 20 steps ...
+assert key_runs[highest].key_cos[50] < key_runs[highest].key_cos[0] - 0.5  # ... then drops
 
 # %% [markdown]
 # **Figure 3.4.1.** The group keys during training (three seeds per $G$): $G=2$ in blue, $G=3$ in
@@ -217,8 +224,8 @@ assert np.all(np.abs(ends[5] + 0.25) < 0.05)            # Figure 3.4.1: five at 
 # $-0.25$ and $+0.5$ and ends well below the black line, at or near its own dashed line — three
 # groups' keys at about 120°, five at about 104°, and two groups' keys far past a right angle and
 # still falling slowly towards opposite (mean angles printed above). The gradient does not promise that
-# every curve falls from the first step: in the run drawn here, the $G=2$ curve that starts highest
-# first rises for a few steps (its keys move closer) before it drops.
+# every curve falls from the first step: the $G=2$ curve that starts highest first rises (its keys
+# move closer; the rise is printed above), peaks within 20 steps, and only then drops.
 #
 # The keys end pushed apart, as the gradient says, but to the simplex, not to orthogonality.
 # In this symmetric set-up, orthogonality is approached only as $G$ grows. (Whether queries that break
