@@ -367,7 +367,8 @@ plt.show()
 # printed as True or False):
 #
 # * **LayerNorm on values** pins every value norm at $\sqrt{d_v}$ while the plain head's values keep
-#   growing, and the routing geometry (group-key cosines) is unchanged — the "stabilise norms, keep
+#   growing, and the routing geometry is nearly unchanged (the mean group-key cosine within 0.1 of
+#   the plain head's, each single pairwise cosine within 0.2, in every seed) — the "stabilise norms, keep
 #   the directions" reading holds on this toy, if the directions are those of routing (the values'
 #   own directions are not compared: centring each value changes them). It does not reduce
 #   specialisation: the reliable carrier's share is higher in every seed.
@@ -386,7 +387,7 @@ plt.show()
 #   are not). The mean is near orthogonal only for many groups.
 #   (The paper expects orthogonal keys; [checked below](#checking-the-paper).)
 # - LayerNorm on the values (with no learned scale) fixes their norms at $\sqrt{d_v}$; on the toy it
-#   left the routing geometry as it was and did not stop the head from specialising (three seeds).
+#   left the routing geometry nearly as it was and did not stop the head from specialising (three seeds).
 # - On the toy, attention dropout made the head spread its attention over redundant sources, and paid
 #   for it with a higher training loss, in every seed.
 #
@@ -415,7 +416,7 @@ plt.show()
 #    below).
 #    ```
 #
-# 3. On the toy, LayerNorm on the values left the key geometry unchanged. Why could one expect
+# 3. On the toy, LayerNorm on the values left the key geometry nearly unchanged. Why could one expect
 #    that?
 #
 #    ```{dropdown} Answer
@@ -425,8 +426,8 @@ plt.show()
 #    change which value helps which query — on the toy that is set by which carrier shows the
 #    asker's class — so the advantages, and the push on the keys, can keep their signs and their group
 #    structure. That is an argument, not a proof (centring does change the values' directions);
-#    the measurement is what shows it here: the group-key cosines agree within 0.1 in every seed
-#    (printed below).
+#    the measurement is what shows it here: the mean group-key cosines agree within 0.1 in every
+#    seed, and each single pairwise cosine within 0.2 (printed below).
 #    ```
 
 # %% tags=["hide-cell"]
@@ -440,8 +441,13 @@ assert mean_alignment == 1 and np.all(score_grads_equal == 0)
 print(f"Q2: dropout rate {variants[dropout].dropout}; final training loss, dropout > plain in every "
       f"seed: {bool(np.all(loss_end[dropout] > loss_end[plain]))}")
 cos_gap = np.abs(kcos[layernorm] - kcos[plain]).max()
-print(f"Q3: largest |group-key cosine, LayerNorm - plain| = {produced(cos_gap, '.3f')}, below 0.1")
-assert cos_gap < 0.1
+single_gap = max(
+    np.abs(group_key_cosines(design[layernorm, s][0].params.W_K, 3) - group_key_cosines(design[plain, s][0].params.W_K, 3)).max()
+    for s in seeds
+)
+print(f"Q3: largest |mean group-key cosine, LayerNorm - plain| = {produced(cos_gap, '.3f')}, below 0.1; "
+      f"largest |single pairwise cosine, LayerNorm - plain| = {produced(single_gap, '.2f')}, below 0.2")
+assert cos_gap < 0.1 and single_gap < 0.2
 
 # %% [markdown]
 # ## Checking the paper
@@ -496,7 +502,7 @@ assert err < 1e-8
 #   keys that must also serve other queries, are not measured here). Recorded in `book/ERRATA.md` (row "§6.2 (hypothesis frames and key
 #   orthogonality)").
 # - **§8.2, LayerNorm on values** ("can stabilize norms while leaving directional dynamics
-#   intact"). Holds on this toy for the routing: norms pinned, key geometry unchanged. Whether the
+#   intact"). Holds on this toy for the routing: norms pinned, key geometry nearly unchanged. Whether the
 #   values' own directions move as they would without it is not measured.
 # - **§8.2, attention dropout** ("limiting over-specialization and encouraging more evenly used
 #   values"). Holds on this toy: attention spreads over redundant carriers, at a cost in training
