@@ -245,7 +245,8 @@ assert max(np.ptp(pair_cos[3, seed]) for seed in (0, 1, 2)) > 0.3   # three keys
 # (printed above) are not equal: the ten pairs of five keys spread over more than 0.5 in every seed, and
 # some pair ends less than a right angle apart; three keys are unequal in one seed. What the runs
 # show is that the keys end nearly *balanced* (summing to about zero, as the symmetric argument
-# asks), not at equal angles; for two groups, balanced means opposite. Orthogonality is not where the
+# asks: by the identity above, a mean cosine below $-1/G$, as every run's is, makes the sum of the
+# $G$ unit keys shorter than any one of them), not at equal angles; for two groups, balanced means opposite. Orthogonality is not where the
 # mean ends; it approaches 0 only as $G$ grows. (Whether queries that break
 # the symmetry, such as other queries the keys must also serve, would bring keys nearer to right angles
 # is not measured here.)
