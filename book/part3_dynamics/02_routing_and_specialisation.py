@@ -534,11 +534,18 @@ plt.show()
 print(f"explained variance of PC1: {produced(pca.explained_variance_ratio[0], '.3f')}")  # of trained values
 # Figure 3.2.6: every value's norm is larger at the end than at the start (the values grow)
 assert np.all(value_norms(run.values)[-1] > value_norms(run.values)[0])
+pc1_start, pc1_end = traj[0, :, 0], traj[-1, :, 0]
+print(f"PC1 coordinates of the five values, start [{produced(pc1_start.tolist(), '+.2f')}], "
+      f"end [{produced(pc1_end.tolist(), '+.2f')}]")
+# the text above: the values move apart along PC1, in both directions (each away from the middle)
+assert pc1_end.min() < 0 < pc1_end.max() and np.ptp(pc1_end) > 3 * np.ptp(pc1_start)
+assert np.all(np.sign(pc1_end) == np.sign(pc1_start)) and np.all(np.abs(pc1_end) > np.abs(pc1_start))
 
 # %% [markdown]
 # **Figure 3.2.6** (the paper's Fig. 5). Each value's path in the PCA frame (grey circles: start,
-# black squares: end). What to see: smooth curves, with the values spreading out as their norms
-# grow (every norm is larger at the end; Figure 3.2.7 draws them).
+# black squares: end). What to see: smooth curves, with the values spreading out along PC1, each
+# away from the middle on its own side (their PC1 coordinates are printed under the figure), as their
+# norms grow (every norm is larger at the end; Figure 3.2.7 draws them).
 #
 # ## What to monitor during training
 #

@@ -632,9 +632,9 @@ assert abs(float(H_exact) - rates["inverse_circular_distance"]) < 1e-12
 # is "averaged over $d_x$ dimensions" (a central-limit argument). That is not why. The filter
 # depends on $x_t$ only through its projection on the span of the means, so coordinates outside it
 # are ignored however many there are; what sets the increase is the distance between the means
-# relative to $\sigma$. Means drawn $\mathcal N(0,I_{20})$ are about five noise standard deviations
-# apart (their root-mean-square distance is $\sqrt{40}\approx 6.3$; ours have median 5.31), which is
-# why $\sigma=1$ costs little. With the means held fixed and $d_x$ grown, the floor does not come down
+# relative to $\sigma$. Means drawn $\mathcal N(0,I_{20})$ are typically about six noise standard
+# deviations apart (the root-mean-square distance of two of them is $\sqrt{40}\approx 6.3$; ours, median
+# 5.31, are a little closer), which is why $\sigma=1$ costs little. With the means held fixed and $d_x$ grown, the floor does not come down
 # (the fixed means are $1.5\sqrt2\approx2.1$ apart, closer than the drawn ones, so that the noise
 # matters; this is why their floors lie above the drawn means' 1.8924); with $d_x=20$ and the drawn
 # means moved closer, it goes up:

@@ -22,8 +22,8 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 #    loss (9) of the §2.1 head (no causal mask: every query attends to all $T$ keys, as in Eq. (5) and
 #    `head_forward`'s default), using `head_forward` and `upstream_gradient` from
 #    `nextword.theory.dynamics` and the formula above (no finite differences, no autograd).
-# 2. When $G$ groups of queries each find only their own group's keys helpful, the push ends in $G$
-#    unit vectors with equal pairwise cosine and zero sum. Implement `simplex_cosine(G)` returning that
+# 2. When $G$ interchangeable groups of queries each find only their own group's keys helpful, the
+#    symmetric push ends in $G$ unit vectors with equal pairwise cosine and zero sum. Implement `simplex_cosine(G)` returning that
 #    cosine, and say whether two hypotheses end up orthogonal.
 
 # %%

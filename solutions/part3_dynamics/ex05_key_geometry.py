@@ -12,8 +12,8 @@
 #    loss (9) of the §2.1 head (no causal mask: every query attends to all $T$ keys, as in Eq. (5) and
 #    `head_forward`'s default), using `head_forward` and `upstream_gradient` from
 #    `nextword.theory.dynamics` and the formula above (no finite differences, no autograd).
-# 2. When $G$ groups of queries each find only their own group's keys helpful, the push ends in $G$
-#    unit vectors with equal pairwise cosine and zero sum. Implement `simplex_cosine(G)` returning that
+# 2. When $G$ interchangeable groups of queries each find only their own group's keys helpful, the
+#    symmetric push ends in $G$ unit vectors with equal pairwise cosine and zero sum. Implement `simplex_cosine(G)` returning that
 #    cosine, and say whether two hypotheses end up orthogonal.
 
 # %%
@@ -53,8 +53,9 @@ print("simplex cosines for G = 2..5:", [round(simplex_cosine(G), 3) for G in ran
 # <!-- BEGIN SOLUTION -->
 # For unit vectors with pairwise cosine $c$, $\|\sum_g k_g\|^2=G+G(G-1)c$, which vanishes for
 # $c=-1/(G-1)$. Two hypotheses end up *opposite* ($c=-1$), three at 120° ($c=-\tfrac12$); the keys
-# approach orthogonality only as $G$ grows. Notebook 3.4 measures exactly this on a trained head, and
-# `book/ERRATA.md` records it against §6.2's "approximate orthogonality".
+# approach orthogonality only as $G$ grows. Notebook 3.4 measures this on a trained head: the *mean*
+# pairwise cosine of the keys reaches $-1/(G-1)$ (the keys nearly sum to zero), though their single
+# angles stay unequal; `book/ERRATA.md` records it against §6.2's "approximate orthogonality".
 # <!-- END SOLUTION -->
 
 # %%
