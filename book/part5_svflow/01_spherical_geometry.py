@@ -516,7 +516,9 @@ assert above_half > 0.5
 # %% [markdown]
 # **Figure 5.1.5.** The cosine $c=\mu^\top x$ of 50 000 vMF samples ($d=5$, $\kappa=6$) against the
 # density that Eq. (18) implies for it (the points with cosine $c$ form a sphere $\mathbb S^{d-2}$ of radius
-# $\sqrt{1-c^2}$, whence the factors $\lvert\mathbb S^{d-2}\rvert$ and $(1-c^2)^{(d-3)/2}$ in the legend): the histogram follows the curve (the largest gap printed above is
+# $\sqrt{1-c^2}$, of area $\lvert\mathbb S^{d-2}\rvert(1-c^2)^{(d-2)/2}$, and a band of cosines $dc$ wide is
+# $dc/\sqrt{1-c^2}$ wide along the sphere, whence the factors $\lvert\mathbb S^{d-2}\rvert$ and
+# $(1-c^2)^{(d-3)/2}$ in the legend): the histogram follows the curve (the largest gap printed above is
 # measured on a coarser 40-bin histogram of the same samples, not on the bars drawn), so $C_d$ normalises
 # the density. Most samples sit at cosines above 0.5, within 60° of $\mu$.
 #
