@@ -661,7 +661,7 @@ plt.show()
 #
 # ### App. C.2.3: the vMF normaliser in log space
 #
-# In float64, $I_\nu(\kappa)$ exceeds the largest number near $\kappa\approx714$ for the orders of small widths, later
+# In float64, $I_\nu(\kappa)$ exceeds the largest double near $\kappa\approx714$ for the orders of small widths, later
 # for larger orders (printed below, with Figure 5.1.7; scipy's `iv` returns $\infty$ from that point or up to 4 units
 # of $\kappa$ before it), and $(2\pi)^{d/2}$ overflows for
 # $d\gtrsim770$ — so for the widths of the paper's models ($d=896$–$2048$) the direct formula for
@@ -765,7 +765,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", RuntimeWarning)
     fine_kappas = np.arange(500.0, 1500.0, 1.0)
     bessel_overflow = {w: fine_kappas[~np.isfinite(iv(w / 2 - 1, fine_kappas))].min()
-                       for w in (3, 64, 128, 896, 2048)}
+                       for w in (3, 64, 128, 896, 1024, 2048)}  # head widths and the three model widths
 print("scipy's iv, the Bessel function I_(d/2-1) alone, returns inf from kappa = "
       + ", ".join(f"{k:.0f} (d = {w})" for w, k in bessel_overflow.items()))
 assert all(710 <= bessel_overflow[w] <= 716 for w in (3, 64, 128)) and bessel_overflow[2048] > 1000
@@ -948,8 +948,8 @@ assert abs(log_det_flow - float(divergence_integral)) < 1e-6
 # %% [markdown]
 # ## Reproducibility
 #
-# Everything on this page is computed from closed forms, sympy, quadrature and seeded random numbers
-# (seeds 0, 3 and 11); there is no training and no saved run. Library: `nextword.theory.svflow`
+# Everything on this page is computed from closed forms, sympy, quadrature, mpmath (the Bessel function
+# beyond double precision, for its overflow points) and seeded random numbers (seeds 0, 3 and 11); there is no training and no saved run. Library: `nextword.theory.svflow`
 # (sphere geometry, vMF, `rk4_flow_with_divergence`), `nextword.decoder.rms_norm`,
 # `nextword.numerics.central_difference`; Figures 5.1.1–5.1.4 from
 # `nextword.booktools.schematics.sphere`.
