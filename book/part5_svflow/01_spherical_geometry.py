@@ -46,7 +46,7 @@
 # | symbol | meaning | shape |
 # |---|---|---|
 # | $d$ | width of a state; the unit sphere in $\mathbb R^d$ is $\mathbb S^{d-1}$ | integer |
-# | $x$, $x^\ell$ | a state (from the second section on, a point of the unit sphere); $x^\ell$: the state that enters layer $\ell$, whose sub-layer $f_\ell$ turns it into $x^{\ell+1}$ (Eq. 8) | $(d,)$ |
+# | $x$, $x^\ell$ | a state (from the second section on, a point of the unit sphere); $x^\ell$: the state that enters layer $\ell$, whose sub-layer $f_\ell$ turns it into $x^{\ell+1}$ (Eq. 8); as in the paper, layers are counted from 0, so $x^\ell$ has passed $\ell$ layers ($x^0$ the input), as in 5.3 and 5.6 | $(d,)$ |
 # | $\tilde x$, $\tilde x^\ell$ | the unnormalised residual stream of a pre-norm block (pre-norm section only; the tilde marks "not on the sphere") | $(d,)$ |
 # | $f_\ell$ | the sub-layer (attention or feed-forward) of layer $\ell$ | a map |
 # | $\hat x$ | the direction $\tilde x/\lVert\tilde x\rVert$ of a pre-norm stream $\tilde x$: a point of the unit sphere | $(d,)$ |
