@@ -576,8 +576,8 @@ assert above_half > 0.5
 #    On $\mathbb R^d$ the mean score is $\int\nabla p\,dx$, which is zero because $p$ vanishes at
 #    infinity. The vMF's Euclidean score is the constant $\kappa\mu$, whose mean is $\kappa\mu\ne0$;
 #    and on the sphere, which has no "infinity" for the mass to escape to, the divergence theorem adds
-#    a curvature term, giving the mean $(d-1)A_d(\kappa)\mu$ for the tangent score
-#    ([Checking the paper](#checking-the-paper), below).
+#    a curvature term, giving the mean $(d-1)A_d(\kappa)\mu$ for the tangent (Riemannian) score
+#    $\nabla_{\mathbb S}\log p=(I-xx^\top)\kappa\mu$ ([Checking the paper](#checking-the-paper), below).
 #    ```
 
 # %% tags=["hide-cell"]
