@@ -46,7 +46,7 @@
 # | symbol | meaning | shape |
 # |---|---|---|
 # | $d$ | width of a state; the unit sphere in $\mathbb R^d$ is $\mathbb S^{d-1}$ | integer |
-# | $x$, $x^\ell$ | a state (from the second section on, a point of the unit sphere); $x^\ell$: the state that enters layer $\ell$, whose sub-layer $f_\ell$ turns it into $x^{\ell+1}$ (Eq. 8) | $(d,)$ |
+# | $x$, $x^\ell$ | a state (from the second section on, a point of the unit sphere); $x^\ell$: the state that enters layer $\ell$, whose sub-layer $f_\ell$ turns it into $x^{\ell+1}$ (Eq. 8); as in the paper, layers are counted from 0, so $x^\ell$ has passed $\ell$ layers ($x^0$ the input), as in 5.3 and 5.6 | $(d,)$ |
 # | $\tilde x$, $\tilde x^\ell$ | the unnormalised residual stream of a pre-norm block (pre-norm section only; the tilde marks "not on the sphere") | $(d,)$ |
 # | $f_\ell$ | the sub-layer (attention or feed-forward) of layer $\ell$ | a map |
 # | $\hat x$ | the direction $\tilde x/\lVert\tilde x\rVert$ of a pre-norm stream $\tilde x$: a point of the unit sphere | $(d,)$ |
@@ -516,7 +516,9 @@ assert above_half > 0.5
 # %% [markdown]
 # **Figure 5.1.5.** The cosine $c=\mu^\top x$ of 50 000 vMF samples ($d=5$, $\kappa=6$) against the
 # density that Eq. (18) implies for it (the points with cosine $c$ form a sphere $\mathbb S^{d-2}$ of radius
-# $\sqrt{1-c^2}$, whence the factors $\lvert\mathbb S^{d-2}\rvert$ and $(1-c^2)^{(d-3)/2}$ in the legend): the histogram follows the curve (the largest gap printed above is
+# $\sqrt{1-c^2}$, of area $\lvert\mathbb S^{d-2}\rvert(1-c^2)^{(d-2)/2}$, and a band of cosines $dc$ wide is
+# $dc/\sqrt{1-c^2}$ wide along the sphere, whence the factors $\lvert\mathbb S^{d-2}\rvert$ and
+# $(1-c^2)^{(d-3)/2}$ in the legend): the histogram follows the curve (the largest gap printed above is
 # measured on a coarser 40-bin histogram of the same samples, not on the bars drawn), so $C_d$ normalises
 # the density. Most samples sit at cosines above 0.5, within 60° of $\mu$.
 #
@@ -574,8 +576,8 @@ assert above_half > 0.5
 #    On $\mathbb R^d$ the mean score is $\int\nabla p\,dx$, which is zero because $p$ vanishes at
 #    infinity. The vMF's Euclidean score is the constant $\kappa\mu$, whose mean is $\kappa\mu\ne0$;
 #    and on the sphere, which has no "infinity" for the mass to escape to, the divergence theorem adds
-#    a curvature term, giving the mean $(d-1)A_d(\kappa)\mu$ for the tangent score
-#    ([Checking the paper](#checking-the-paper), below).
+#    a curvature term, giving the mean $(d-1)A_d(\kappa)\mu$ for the tangent (Riemannian) score
+#    $\nabla_{\mathbb S}\log p=(I-xx^\top)\kappa\mu$ ([Checking the paper](#checking-the-paper), below).
 #    ```
 
 # %% tags=["hide-cell"]
@@ -659,7 +661,7 @@ plt.show()
 #
 # ### App. C.2.3: the vMF normaliser in log space
 #
-# In float64, $I_\nu(\kappa)$ exceeds the largest number near $\kappa\approx714$ for the orders of small widths, later
+# In float64, $I_\nu(\kappa)$ exceeds the largest double near $\kappa\approx714$ for the orders of small widths, later
 # for larger orders (printed below, with Figure 5.1.7; scipy's `iv` returns $\infty$ from that point or up to 4 units
 # of $\kappa$ before it), and $(2\pi)^{d/2}$ overflows for
 # $d\gtrsim770$ — so for the widths of the paper's models ($d=896$–$2048$) the direct formula for
@@ -763,7 +765,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", RuntimeWarning)
     fine_kappas = np.arange(500.0, 1500.0, 1.0)
     bessel_overflow = {w: fine_kappas[~np.isfinite(iv(w / 2 - 1, fine_kappas))].min()
-                       for w in (3, 64, 128, 896, 2048)}
+                       for w in (3, 64, 128, 896, 1024, 2048)}  # head widths and the three model widths
 print("scipy's iv, the Bessel function I_(d/2-1) alone, returns inf from kappa = "
       + ", ".join(f"{k:.0f} (d = {w})" for w, k in bessel_overflow.items()))
 assert all(710 <= bessel_overflow[w] <= 716 for w in (3, 64, 128)) and bessel_overflow[2048] > 1000
@@ -946,8 +948,8 @@ assert abs(log_det_flow - float(divergence_integral)) < 1e-6
 # %% [markdown]
 # ## Reproducibility
 #
-# Everything on this page is computed from closed forms, sympy, quadrature and seeded random numbers
-# (seeds 0, 3 and 11); there is no training and no saved run. Library: `nextword.theory.svflow`
+# Everything on this page is computed from closed forms, sympy, quadrature, mpmath (the Bessel function
+# beyond double precision, for its overflow points) and seeded random numbers (seeds 0, 3 and 11); there is no training and no saved run. Library: `nextword.theory.svflow`
 # (sphere geometry, vMF, `rk4_flow_with_divergence`), `nextword.decoder.rms_norm`,
 # `nextword.numerics.central_difference`; Figures 5.1.1–5.1.4 from
 # `nextword.booktools.schematics.sphere`.

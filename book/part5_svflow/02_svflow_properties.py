@@ -86,9 +86,10 @@ rng = np.random.default_rng(0)
 #   $p(2\mid x)=0.731$.
 # - **The averaged pull.** With the true posterior as weights: $0.269\cdot(-1.5)+0.731\cdot0.5=-0.038$
 #   — a gentle pull to the left, towards 0, where $\log p(x)$ climbs. (Not towards a dip between two
-#   peaks: centres only two standard deviations apart merge into *one* bump. Up to a constant,
+#   peaks: centres two standard deviations apart still merge into *one* bump. Up to a constant,
 #   $\log p(x)=-\tfrac12x^2+\log\cosh x$, whose slope $-x+\tanh x$ ($-0.038$ at $x=0.5$: the averaged pull) is negative for every $x>0$, so $p(x)$
-#   peaks at 0, midway between the centres, and is flat there to fourth order.)
+#   peaks at 0, midway between the centres, and is flat there to fourth order, $\log p(x)-\log p(0)\approx-x^4/12$:
+#   two standard deviations is the borderline, and centres any farther apart would open a dip at 0.)
 #
 # Now use wrong weights, $q=(\tfrac12,\tfrac12)$ whatever $x$ is. The averaged pull becomes
 # $\tfrac12(-1.5)+\tfrac12(0.5)=-0.5$, thirteen times too strong.

@@ -233,7 +233,7 @@ for m in MODELS:
     bessel_zero_up_to[m] = whole_grid[bessel == 0].max()  # underflow: log I = -inf, log C_d = +inf
     working = (whole_grid > bessel_zero_up_to[m]) & (whole_grid < bessel_failure[m])
     assert np.all(np.isfinite(bessel[working]) & (bessel[working] > 0))
-print("the Bessel function I_{d/2-1}(kappa) alone at the model widths overflows from kappa = "
+print("scipy's iv, the Bessel function I_{d/2-1}(kappa) alone, at the model widths returns inf from kappa = "
       + ", ".join(f"{bessel_failure[m]:g} ({m}, d = {published[m]['hidden']})" for m in MODELS))
 print("and underflows to 0 for every kappa up to "
       + ", ".join(f"{bessel_zero_up_to[m]:g} ({m})" for m in MODELS))
@@ -244,10 +244,10 @@ assert bessel_zero_up_to["Llama3.2"] > 300  # Llama3.2's kappa of about 10^2 (§
 # The direct formula fails below κ = 10³ for both head widths (from κ = 656 for d = 64 and κ = 600 for
 # d = 128: as the formula is written, κ^{d/2−1} / ((2π)^{d/2} I_{d/2−1}(κ)), the product in its denominator
 # exceeds the largest double-precision number; the Bessel function alone overflows a little later, still
-# below κ = 10³). At the model widths the Bessel function alone overflows from κ = 828 (Qwen2.5), 858
-# (Qwen3) and 1143 (Llama3.2) — the points where scipy's `iv` returns ∞, up to 4 units of κ before the value
-# itself exceeds the largest double ([5.1](01_spherical_geometry.ipynb), Figure 5.1.7) — and is 0 in double
-# precision up to κ = 62, 87 and 354: a model-width
+# below κ = 10³). At the model widths scipy's `iv` returns ∞ for the Bessel function alone from κ = 828
+# (Qwen2.5), 858 (Qwen3) and 1143 (Llama3.2), 4 units of κ before the value itself exceeds the largest
+# double ([5.1](01_spherical_geometry.ipynb) prints both, with Figure 5.1.7); and the
+# function is 0 in double precision up to κ = 62, 87 and 354: a model-width
 # computation that evaluates it directly has no finite value for Llama3.2's κ, whose order §6.3 gives as 10².
 # Under either reading the caution holds for Qwen3's deep layers — and equally
 # for Qwen2.5, whose κ reaches the order 10³ (§6.3), which the caution does not name. The failure is one of evaluating the formula directly, not of the quantity: computed in log

@@ -68,7 +68,7 @@ print("all required packages import")
 # | $W_2$ | the second weight matrix of the feed-forward network | $(d_{ff}, d_{\text{model}})$ | Ch. 6; Part 1 |
 # | $b$ | a bias vector, added after a matrix product ($b_1$, $b_2$ in the feed-forward network); 2.1 keeps the paper's letters $a,\dots,e$ of its Example 2.1 for the symbols of a text | a row vector | Ch. 6; Parts 1, 2, 3 |
 # | $L$ | the number of layers (decoder blocks) of a stack | scalar | Ch. 6; Parts 1, 4, 5 |
-# | $\ell$ | the index of a layer, from 1 to $L$ (6.7's depth $\ell$ and 5.3's state $x^\ell$, after $\ell$ blocks, start at 0, the input; 5.6 counts layers from 0 to $L-1$, after its paper, as their pages say) | index | Ch. 6; Parts 1, 4, 5 |
+# | $\ell$ | the index of a layer, from 1 to $L$ (6.7's depth $\ell$ and 5.3's state $x^\ell$, after $\ell$ blocks, start at 0, the input; 5.1 and 5.6 count layers from 0 to $L-1$, after their paper, as their pages say) | index | Ch. 6; Parts 1, 4, 5 |
 # | $P$ | a probability, as in $P(w[t+1]\mid w[1..t])$ (2.3's $P$, $P'$ are transition matrices, 2.4's $P$ is the paper's pooling of (5.6), and 5.3's and 5.6's $P$, $P_z$ the mean gates of Eq. (22), as their pages say) | scalar | Ch. 6; all parts |
 # | $p$ | a probability distribution over the vocabulary (or over the outcomes the page names), as a vector of probabilities | $(\lvert\mathcal V\rvert,)$ | all parts |
 # | $H$ | entropy, in nats: $H(p) = -\sum_x p(x)\log p(x)$ (the bold $\mathbf H$ of 2.9 is a map of the embedding table, after its paper's Lemma A.1) | scalar | Ch. 6; all parts |

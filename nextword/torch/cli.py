@@ -8,7 +8,7 @@
     nextword fetch                                  # WikiText-2, needs internet
 
 Sizes: ``--config quick`` (the notebooks' miniature, seconds), ``cpu`` (§7.1's model and optimiser on
-tiny Shakespeare, ≤ 30 min per run on 2 cores; what ``make results`` runs), ``paper`` (§7.1 itself:
+tiny Shakespeare, 20–26 min per cross-entropy arm and about 66 min per margin arm on 2 cores; what ``make results`` runs), ``paper`` (§7.1 itself:
 ``train --config paper --data wikitext2 --device cuda --amp``, a GPU job).
 Several GPUs / processes: ``torchrun --nproc_per_node=N -m nextword train ...``
 (DistributedDataParallel; gloo on CPU, nccl on CUDA) or ``... sweep`` (one λ per process).
@@ -46,8 +46,8 @@ _CORPORA = ("shakespeare", "tinyshakespeare", "wikitext2", "wikitext-2")
 #: ``--config``'s presets (nextword.torch.barrier.config.PRESETS), one line each for ``--help``
 PRESETS = {
     "tiny": "a few steps of a 1-layer d=16 model (tests, seconds)",
-    "quick": "2 layers, d=64, 200 steps on 200k characters of tiny Shakespeare (the notebooks' miniature, a minute)",
-    "cpu": "§7.1's model and optimiser, 20 epochs on tiny Shakespeare (what `nextword results run` trains, ~30 min)",
+    "quick": "2 layers, d=64, 200 steps on 200k characters of tiny Shakespeare (the notebooks' miniature, seconds to a minute)",
+    "cpu": "§7.1's model and optimiser, 20 epochs on tiny Shakespeare (what `nextword results run` trains; the saved runs took 20–26 min for a cross-entropy arm and about 66 min for a margin arm on 2 cores)",
     "paper": "§7.1 exactly (use --data wikitext2 --device cuda --amp; a GPU job)",
 }
 THREADS_HELP = "torch threads (default: " + "one per two usable cores, at least 1 and at most 4)"
