@@ -51,7 +51,8 @@ SPLIT_PATTERNS: dict[str, str] = {
 _SHIFT = 21
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _CACHE_LIMIT = 1 << 18
-_TABLE_MIN = 4096  # characters from which ASCII text is split and looked up with numpy (GPT-4 pattern)
+_TABLE_MIN = 8192  # characters from which ASCII text is split and looked up with numpy (GPT-4 pattern;
+# below it the per-piece str cache is faster: 0.10 vs 0.23 ms at 2,048 characters, 0.82 vs 0.61 ms at 16,384)
 _PAD = 16  # bytes per row of the padded decoding table (tokens up to this long take the fast path)
 
 
