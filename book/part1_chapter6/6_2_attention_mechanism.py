@@ -578,9 +578,9 @@ assert abs(mutual_info[3 - 1]) < 1e-12
 # variances add: $\operatorname{Var}(q\cdot k)=d_k\sigma^4$. Scores of wide vectors are spread over
 # a wide range, and the softmax of widely spread scores puts all the weight on one key. Dividing by
 # $\sqrt{d_k}$ cancels the growth. Sympy carries this out for a **symbolic** $d_k$:
-# $E[(q\cdot k)^2]=\sum_r\sum_s E[q_rq_s]E[k_rk_s]$ splits into $d_k$ diagonal terms
-# $E[q_r^2]E[k_r^2]$ and $d_k(d_k-1)$ off-diagonal ones $E[q_r]E[q_s]E[k_r]E[k_s]$; subtract
-# $E[q\cdot k]^2$. We keep general means $\mu_q,\mu_k$ and variances $\sigma_q^2,\sigma_k^2$, so that
+# $\mathbb E[(q\cdot k)^2]=\sum_r\sum_s \mathbb E[q_rq_s]\mathbb E[k_rk_s]$ splits into $d_k$ diagonal terms
+# $\mathbb E[q_r^2]\mathbb E[k_r^2]$ and $d_k(d_k-1)$ off-diagonal ones $\mathbb E[q_r]\mathbb E[q_s]\mathbb E[k_r]\mathbb E[k_s]$; subtract
+# $\mathbb E[q\cdot k]^2$. We keep general means $\mu_q,\mu_k$ and variances $\sigma_q^2,\sigma_k^2$, so that
 # the role of the zero mean is visible:
 
 # %%

@@ -24,9 +24,9 @@ sigma = sp.symbols("sigma", positive=True)
 # **Derivation.**
 # <!-- BEGIN SOLUTION -->
 # $q^\top k=\sum_{r=1}^{d_k}q_rk_r$ (components $r$, $s$, as on page 6.2). Each product has mean
-# $E[q_rk_r]=E[q_r]E[k_r]=0$ (independence) and variance
-# $E[q_r^2k_r^2]-0=E[q_r^2]E[k_r^2]=\sigma^2\cdot\sigma^2=\sigma^4$. For $r\ne s$ the products are
-# uncorrelated: $\operatorname{Cov}(q_rk_r,q_sk_s)=E[q_r]E[q_s]E[k_r]E[k_s]=0$. Hence
+# $\mathbb E[q_rk_r]=\mathbb E[q_r]\mathbb E[k_r]=0$ (independence) and variance
+# $\mathbb E[q_r^2k_r^2]-0=\mathbb E[q_r^2]\mathbb E[k_r^2]=\sigma^2\cdot\sigma^2=\sigma^4$. For $r\ne s$ the products are
+# uncorrelated: $\operatorname{Cov}(q_rk_r,q_sk_s)=\mathbb E[q_r]\mathbb E[q_s]\mathbb E[k_r]\mathbb E[k_s]=0$. Hence
 #
 # $$\operatorname{Var}(q^\top k)=\sum_{r=1}^{d_k}\operatorname{Var}(q_rk_r)=d_k\,\sigma^4,$$
 #
