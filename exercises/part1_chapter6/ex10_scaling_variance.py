@@ -13,11 +13,11 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 # **Part:** 1 · **Difficulty:** ★★★ · **Book notebook:** book/part1_chapter6/6_2_attention_mechanism
 #
 # Chapter 6, Exercise 10. Let a query and a key $q,k\in\mathbb R^{d_k}$ (the head width $d_k$ of page 6.2; `d` in code) have i.i.d. entries with mean 0 and variance
-# $\sigma^2$, with $q$ independent of $k$. Derive $\operatorname{Var}(q^\top k)$ and show that without
+# $\sigma^2$, with $q$ independent of $k$. Derive $\operatorname{Var}(q\cdot k)$ and show that without
 # scaling it grows linearly with $d_k$.
 #
 # 1. Write the derivation (markdown).
-# 2. `variance_expression(d)`: compute $\operatorname{Var}(q^\top k)$ for a given small $d_k$ with
+# 2. `variance_expression(d)`: compute $\operatorname{Var}(q\cdot k)$ for a given small $d_k$ with
 #    `sympy.stats` (Gaussian entries), as an expression in the positive symbol `sigma`.
 # 3. `simulate_variance(d, sigma_value, n, rng)`: estimate it from `n` random pairs, with entries of standard
 #    deviation `sigma_value` (a number; the symbol `sigma` is for sympy only).

@@ -3,11 +3,11 @@
 # **Part:** 1 · **Difficulty:** ★★★ · **Book notebook:** book/part1_chapter6/6_2_attention_mechanism
 #
 # Chapter 6, Exercise 10. Let a query and a key $q,k\in\mathbb R^{d_k}$ (the head width $d_k$ of page 6.2; `d` in code) have i.i.d. entries with mean 0 and variance
-# $\sigma^2$, with $q$ independent of $k$. Derive $\operatorname{Var}(q^\top k)$ and show that without
+# $\sigma^2$, with $q$ independent of $k$. Derive $\operatorname{Var}(q\cdot k)$ and show that without
 # scaling it grows linearly with $d_k$.
 #
 # 1. Write the derivation (markdown).
-# 2. `variance_expression(d)`: compute $\operatorname{Var}(q^\top k)$ for a given small $d_k$ with
+# 2. `variance_expression(d)`: compute $\operatorname{Var}(q\cdot k)$ for a given small $d_k$ with
 #    `sympy.stats` (Gaussian entries), as an expression in the positive symbol `sigma`.
 # 3. `simulate_variance(d, sigma_value, n, rng)`: estimate it from `n` random pairs, with entries of standard
 #    deviation `sigma_value` (a number; the symbol `sigma` is for sympy only).
@@ -23,18 +23,18 @@ sigma = sp.symbols("sigma", positive=True)
 # %% [markdown]
 # **Derivation.**
 # <!-- BEGIN SOLUTION -->
-# $q^\top k=\sum_{r=1}^{d_k}q_rk_r$ (components $r$, $s$, as on page 6.2). Each product has mean
-# $E[q_rk_r]=E[q_r]E[k_r]=0$ (independence) and variance
-# $E[q_r^2k_r^2]-0=E[q_r^2]E[k_r^2]=\sigma^2\cdot\sigma^2=\sigma^4$. For $r\ne s$ the products are
-# uncorrelated: $\operatorname{Cov}(q_rk_r,q_sk_s)=E[q_r]E[q_s]E[k_r]E[k_s]=0$. Hence
+# $q\cdot k=\sum_{r=1}^{d_k}q_rk_r$ (components $r$, $s$, as on page 6.2). Each product has mean
+# $\mathbb E[q_rk_r]=\mathbb E[q_r]\mathbb E[k_r]=0$ (independence) and variance
+# $\mathbb E[q_r^2k_r^2]-0=\mathbb E[q_r^2]\mathbb E[k_r^2]=\sigma^2\cdot\sigma^2=\sigma^4$. For $r\ne s$ the products are
+# uncorrelated: $\operatorname{Cov}(q_rk_r,q_sk_s)=\mathbb E[q_r]\mathbb E[q_s]\mathbb E[k_r]\mathbb E[k_s]=0$. Hence
 #
-# $$\operatorname{Var}(q^\top k)=\sum_{r=1}^{d_k}\operatorname{Var}(q_rk_r)=d_k\,\sigma^4,$$
+# $$\operatorname{Var}(q\cdot k)=\sum_{r=1}^{d_k}\operatorname{Var}(q_rk_r)=d_k\,\sigma^4,$$
 #
 # linear in $d_k$, for any entry distribution with these two moments (no Gaussianity needed). The
 # standard deviation grows like $\sqrt{d_k}\,\sigma^2$, so at $d_k=512$, $\sigma=1$ typical scores are
 # $\pm 22$, and a softmax over such scores is essentially one-hot.
 #
-# Dividing by $\sqrt{d_k}$ gives $\operatorname{Var}(q^\top k/\sqrt{d_k})=\sigma^4$, independent of the
+# Dividing by $\sqrt{d_k}$ gives $\operatorname{Var}(q\cdot k/\sqrt{d_k})=\sigma^4$, independent of the
 # dimension: the softmax sees scores of the same spread at every width, so it stays in the regime where
 # its Jacobian $\mathrm{diag}(p)-pp^\top$ is not close to zero and gradients reach the queries and keys
 # (measured in Figure 6.2.7 of notebook 6.2, the chapter's Fig. 6.12). The variance is 1 only if $\sigma=1$ — the scaling removes the

@@ -483,3 +483,24 @@ def test_ex10_an_array_of_per_pair_or_per_coordinate_values_is_named_by_what_it_
         check_ex_p1_10(lambda d: d * sigma**4, lambda d, s, n, rng: sim(d, s, n, rng, reduce=lambda p: p.sum(1)))
     with pytest.raises(ExerciseCheckError, match="one value per coordinate: the variance of each product"):
         check_ex_p1_10(lambda d: d * sigma**4, lambda d, s, n, rng: sim(d, s, n, rng, reduce=lambda p: p.var(0)))
+
+
+def test_ex10_sigma_squared_in_one_of_q_k_and_the_swapped_axes_are_named():
+    # r11a: σ² as the scale of only one of q, k (d σ⁶, symbolic and simulated), the sum over the n pairs with the
+    # variance over the d coordinates (about n σ⁴ whatever d) and .var(axis=1).mean() ((d−1)/d σ⁴) all failed
+    # with no diagnosis
+    sigma = sp.symbols("sigma", positive=True)
+
+    def sim(d, s, n, rng, *, q_scale=lambda s: s, shape=lambda n, d: (n, d), reduce=lambda p: p.sum(1).var()):
+        q, k = q_scale(s) * rng.standard_normal(shape(n, d)), s * rng.standard_normal(shape(n, d))
+        return float(reduce(q * k))
+
+    with pytest.raises(ExerciseCheckError, match="d σ⁶: one of q, k got entries of variance σ⁴"):
+        check_ex_p1_10(lambda d: d * sigma**4, lambda d, s, n, rng: sim(d, s, n, rng, q_scale=lambda s: s**2))
+    with pytest.raises(ExerciseCheckError, match="d σ⁶: one of q, k got sigma\\*\\*2"):
+        check_ex_p1_10(lambda d: d * sigma**6, sim)
+    for swapped in ({"reduce": lambda p: p.sum(0).var()}, {"shape": lambda n, d: (d, n)}):
+        with pytest.raises(ExerciseCheckError, match="the axes are swapped"):
+            check_ex_p1_10(lambda d: d * sigma**4, lambda d, s, n, rng, kw=swapped: sim(d, s, n, rng, **kw))
+    with pytest.raises(ExerciseCheckError, match=r"\(d−1\)/d · σ⁴: the variance across the d coordinates"):
+        check_ex_p1_10(lambda d: d * sigma**4, lambda d, s, n, rng: sim(d, s, n, rng, reduce=lambda p: p.var(1).mean()))

@@ -415,6 +415,9 @@ def check_ex_p1_10(variance_expression, simulate_variance) -> bool:
                                      "grows with d",
                      d * sigma ** 8: "d σ⁸: sympy.stats.Normal(name, mean, std) takes the standard deviation — "
                                      "Normal('q0', 0, sigma), not sigma**2",
+                     d * sigma ** 6: "d σ⁶: one of q, k got sigma**2 as its standard deviation — "
+                                     "sympy.stats.Normal(name, mean, std) takes σ for the query's entries and the "
+                                     "key's alike (σ⁴·σ² = σ⁶ per product)",
                      2 * d * sigma ** 4: "2 d σ⁴: that is Var(q·q) — the key needs its own variables, independent "
                                          "of the query's (Var(q_r²) = 2σ⁴)",
                      # after 2 d σ⁴, which equals d² σ⁴ at d = 2: q·q already fails at d = 1, reused names only at d = 2
@@ -457,16 +460,29 @@ def check_ex_p1_10(variance_expression, simulate_variance) -> bool:
             (lambda d: d * sig ** 2, "d σ² instead of d σ⁴: both q and k need entries of standard deviation σ "
                                      "(only one of them was scaled by σ, or the entries got variance σ)"),
             (lambda d: d * sig ** 8, "d σ⁸: the entries got variance σ⁴ — rng.normal(0, scale) takes the standard "
-                                     "deviation σ as scale, not the variance σ²"),
+                                     "deviation σ as scale, not the variance σ² (and a standard normal is scaled by "
+                                     "σ, not σ²)"),
+            (lambda d: d * sig ** 6, "d σ⁶: one of q, k got entries of variance σ⁴ (scaled by σ², or rng.normal(0, "
+                                     "σ²)), the other of variance σ² — both need standard deviation σ"),
+            (lambda d: (d - 1) / d * sig ** 4, "(d−1)/d · σ⁴: the variance across the d coordinates of each pair "
+                                               "(.var(axis=1)), averaged over the pairs — sum over the d coordinates "
+                                               "of each pair first, then take the variance over the n pairs"),
             (lambda d: 2 * d * sig ** 4, "2 d σ⁴: that is Var(q·q) — draw k independently of q (one draw used "
                                          "twice gives Var(Σ_r q_r²) = 2 d σ⁴)"),
         )
+        # the sum over the n pairs (axis 0 of an (n, d) array) and the variance over the d coordinates: about
+        # n σ⁴ whatever d; judged on d = 256, where 256 sums give a variance within a few percent
+        over_pairs = abs(np.log(ests[-1] / (n * sig ** 4))) < np.log(1.5)
         for d, est in zip(ds, ests):
             exact = d * sig ** 4
             if abs(est - exact) >= tol * exact:
                 msg = (f"simulate_variance({d}, {sig}, {n}, rng): got {est:.4g}, expected {exact:.4g} "
                        f"± {tol * exact:.2g} (5 standard errors)")
                 likely = next((m for model, m in slips if fits(model)), None)
+                if likely is None and over_pairs:
+                    likely = (f"about n σ⁴ = {n * sig ** 4:.4g} whatever d: the sum ran over the n pairs (axis=0 of "
+                              "an (n, d) array) and the variance over the d coordinates — the axes are swapped: sum "
+                              "over the d coordinates of each pair (axis=1), then take the variance over the n pairs")
                 fail(msg + (f"\n    likely mistake: {likely}" if likely else ""))
         slope = np.polyfit(np.log(ds), np.log(ests), 1)[0]
         check_true(abs(slope - 1) < 0.05,
