@@ -1008,9 +1008,9 @@ for run, arms in gpu_pair.items():
 # the paper's size (batch 64 × context 256, $d=128$, Shakespeare characters) with and without the
 # penalty, all modes interleaved in one process, on the book's build machine (shared with other
 # jobs, so the individual times vary; the ratios are medians). With one thread it counts the process's
-# CPU seconds, which other jobs inflate less than they inflate wall-clock time; the trained pair's
-# steps per second, printed beside it, are its whole run's wall-clock time (evaluations included)
-# divided by its steps. The compact form of the
+# CPU seconds, which other jobs inflate less than they inflate wall-clock time; the time per step of
+# the trained pair's margin arm, printed beside it, is its whole run's wall-clock time (evaluations
+# included) divided by its steps. The compact form of the
 # penalty (below) factorises an $r_t \times r_t$ matrix per position instead of a $128\times128$ one,
 # and its backward pass reuses $(I-M)^{-\top}$ without storing any per-position matrix. Sampling 16
 # positions per window is unbiased (checked by enumeration in `tests/torch/barrier/test_prior.py`).
