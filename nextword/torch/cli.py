@@ -47,7 +47,7 @@ _CORPORA = ("shakespeare", "tinyshakespeare", "wikitext2", "wikitext-2")
 PRESETS = {
     "tiny": "a few steps of a 1-layer d=16 model (tests, seconds)",
     "quick": "2 layers, d=64, 200 steps on 200k characters of tiny Shakespeare (the notebooks' miniature, seconds to a minute)",
-    "cpu": "§7.1's model and optimiser, 20 epochs on tiny Shakespeare (what `nextword results run` trains; the saved runs took 20–26 min for a cross-entropy arm and about 66 min for a margin arm on 2 cores)",
+    "cpu": "§7.1's model and optimiser at lr 3e-3 (§7.1: 1e-3) with the margin on 16 positions per sequence, 20 epochs on tiny Shakespeare (what `nextword results run` trains; the saved runs took 20–26 min for a cross-entropy arm and about 66 min for a margin arm on 2 cores)",
     "paper": "§7.1 exactly (use --data wikitext2 --device cuda --amp; a GPU job)",
 }
 THREADS_HELP = "torch threads (default: " + "one per two usable cores, at least 1 and at most 4)"
