@@ -258,8 +258,8 @@ assert all(length < 1 for length in unit_sum.values())  # the text below: shorte
 # $\lVert\sum_g k_g\rVert^2 = G + G(G-1)\bar c$ with $\bar c$ the mean pairwise cosine, so
 # $\bar c = -1/(G-1)$ whenever the keys sum to zero, whatever their single angles. The single cosines
 # (printed above) are not equal: the ten pairs of five keys spread over more than 0.5 in every seed, and
-# one or two of them end less than a right angle apart (printed); three keys' cosines spread by
-# about 0.1 in two seeds and by 0.4 in the third. What the runs show is that the keys end nearly
+# one or two of them end less than a right angle apart (printed); three keys' cosines spread less,
+# over 0.13 to 0.14 in two seeds and 0.41 in the third (the differences of the printed ranges). What the runs show is that the keys end nearly
 # *balanced*, not at equal angles: the sum of the $G$ unit keys is shorter than any one of them
 # (0.32 to 0.68 of one key's length, printed above, where $G$ independent random directions would give
 # $\sqrt G$ in root mean square; by the identity above, this is what a mean cosine below $-1/G$, as every run's is,
