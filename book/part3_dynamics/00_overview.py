@@ -126,8 +126,9 @@ plt.show()
 #   [3.2](02_routing_and_specialisation.ipynb).
 # - **Keys are pushed apart, but not to orthogonality** (§6.2): the keys of two competing
 #   hypotheses end far past a right angle, still moving towards opposite; those of three or five
-#   end nearly balanced (summing to about zero), with the mean cosine of a regular simplex
-#   ($-\tfrac12$ and $-\tfrac14$), though not all at equal angles — [3.4](04_design_choices.ipynb).
+#   end nearly balanced (their unit vectors sum to less than one key's length), with the mean
+#   cosine of a regular simplex ($-\tfrac12$ and $-\tfrac14$), though not all at equal angles —
+#   [3.4](04_design_choices.ipynb).
 # - **The sticky chain's transition rule** (§7.2) is garbled in the text; of the six readings the
 #   book tries, only one gives the 1.8833 that §7.2's Table 1 prints as its "theoretical min entropy"
 #   (the best possible loss for a predictor that knows the previous symbol) —

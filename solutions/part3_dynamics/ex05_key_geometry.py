@@ -54,8 +54,9 @@ print("simplex cosines for G = 2..5:", [round(simplex_cosine(G), 3) for G in ran
 # For unit vectors with pairwise cosine $c$, $\|\sum_g k_g\|^2=G+G(G-1)c$, which vanishes for
 # $c=-1/(G-1)$. Two hypotheses end up *opposite* ($c=-1$), three at 120° ($c=-\tfrac12$); the keys
 # approach orthogonality only as $G$ grows. Notebook 3.4 measures this on a trained head: the *mean*
-# pairwise cosine of the keys reaches $-1/(G-1)$ (the keys nearly sum to zero), though their single
-# angles stay unequal; `book/ERRATA.md` records it against §6.2's "approximate orthogonality".
+# pairwise cosine of three or five groups' keys ends near $-1/(G-1)$ (the keys nearly balance), though
+# their single angles are unequal, and two groups' keys end far past a right angle, still moving
+# towards opposite; `book/ERRATA.md` records it against §6.2's "approximate orthogonality".
 # <!-- END SOLUTION -->
 
 # %%

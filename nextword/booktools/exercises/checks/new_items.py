@@ -1,6 +1,6 @@
 """Checkers for the exercises built on items added by issue #20 (see exercises/README.md).
 
-* Part 3, Exercise 05 — the key gradient of Aggarwal et al. §6.2 and the regular simplex that the paper's symmetric argument ends in (the trained keys of 3.4 end nearly balanced, not at equal angles).
+* Part 3, Exercise 05 — the key gradient of Aggarwal et al. §6.2 and the regular simplex that its push, if symmetric, ends in.
 * Part 5, Exercise 05 — the advantage form of the posterior gradient, Liao App. B (Eqs. 41, 45, 52–53).
 
 Each checker recomputes the expected result with the library (or finite differences) on fresh random
