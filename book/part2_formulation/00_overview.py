@@ -175,6 +175,8 @@ plt.show()
 #   the first, and the fine-tuned model's ODE is linear although a nonlinear one was asked for
 #   ("§7.4 (Coding), the two programs of App. E.4"); the arithmetic of Appendix E.3 checks out.
 # - **The sizes the paper quotes** ([checking the paper, a second pass](checking_the_paper.ipynb)):
-#   Remark 4.2's stock of human-generated web text, "a median of 3100 trillion tokens", is about ten
-#   times the roughly 300 trillion that the cited work estimates ("Remark 4.2, the stock of
-#   human-generated text").
+#   Remark 4.2's stock of human-generated web text, "a median of 3100 trillion tokens", is not the
+#   stock that the cited work expects training to use up between 2026 and 2032 (its effective stock,
+#   about 300 trillion tokens, whose 90% interval ends far below 3100 trillion); the figure may be the
+#   cited work's estimate for the whole web, indexed or not, quoted in the wrong role, which the book
+#   could not check ("Remark 4.2, the stock of human-generated text").

@@ -563,7 +563,8 @@ assert np.all(dec.per_position >= 0) and np.all(dec.per_position <= dec.joint)
 # and how its curation breaks the independence of the samples (Data Assumption 4.1); they are about
 # practice, and this page does not check them. The corpus sizes Remark 4.2 quotes are checked
 # against the works it cites on the part's [second-pass page](checking_the_paper.ipynb): its stock
-# of human-generated web text is about ten times what the cited estimate says.
+# of human-generated web text is not the stock that the cited work expects training to use up in the
+# years the remark quotes (it may be that work's figure for the whole web, in the wrong role).
 #
 # **Remark 4.6's bound, position by position.** The bound $J\ge$ each expected next-token KL was
 # asserted on the order-2 source; on the tiny example it reads:

@@ -371,6 +371,9 @@ for t in taus:
     print(f"tau = {t:6.3f}: P(sample == greedy) = {produced(frac_greedy[-1], '.2f')}, "
           f"distinct = {produced(distinct[-1], '3d')}/{N_RUNS}, "
           f"mean log pi per char = {produced(mean_lp[-1], '.3f')}; exact P(greedy reply) = {p_greedy[-1]:.1e}")
+q_03 = p_greedy[taus.index(0.3)]
+print(f"at tau = 0.3 the greedy reply turns up at least once in 50 draws with probability {1 - (1 - q_03) ** 50:.2f}, "
+      f"in 100 draws (FULL=1) with probability {1 - (1 - q_03) ** 100:.2f}")
 # the sampled share agrees with the exact probability (4 binomial standard errors, plus one draw)
 assert all(abs(f - q) <= 4 * np.sqrt(q * (1 - q) / N_RUNS) + 1 / N_RUNS for f, q in zip(frac_greedy, p_greedy))
 assert frac_greedy[-1] == 1.0 and distinct[-1] == 1  # Figure 2.6.2: P(sample = greedy) rises to 1 as tau falls
@@ -386,7 +389,8 @@ assert np.allclose(np.exp(log_softmax(apply_temperature(z, 1e-4))), np.eye(V)[np
 # At $\tau=10^{-3}$ the greedy reply has probability 1 to the printed digits and every sample equals
 # it. At $\tau\ge0.3$ it is rare — about one draw in 200 at $\tau=0.3$, below $10^{-4}$ from
 # $\tau=0.5$ up — so it turns up among the `N_RUNS` draws seldom if at all (at $\tau=0.3$ a run of
-# 100 draws contains it with probability about 0.4), and almost all the samples differ from each
+# 50 draws, this page's, contains it with probability 0.22, and `FULL=1`'s run of 100 with
+# probability 0.40: whether a run shows it is luck), and almost all the samples differ from each
 # other. Lower temperature buys likelihood (less negative log-probability) with
 # diversity.
 #

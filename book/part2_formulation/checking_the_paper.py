@@ -47,29 +47,35 @@ assert 2.9e9 < total < 3.2e9
 # ## Remark 4.2: the sizes of training corpora, against the cited works
 #
 # Remark 4.2 quotes three sizes: LLaMA-3 was trained on "about 15 trillion multilingual tokens" [44], LLaMA-2
-# on "2 trillion tokens" [95], and the human-generated text on the web "contains a median of 3100 trillion
-# tokens", to be used up "between 2026 and 2032" [98]. The models' cards say "over 15 trillion tokens"
-# (Llama 3) and "2 trillion tokens" (Llama 2). Reference [98] (Villalobos et al., "Will we run out of data?")
-# estimates the stock of public human-generated text at about 300 trillion tokens, with a 90% interval from
-# 100 to 1000 trillion, fully used between 2026 and 2032.
+# on "2 trillion tokens" [95], and "the totality of all available human-generated text data on the web" "contains
+# a median of 3100 trillion tokens" and will be needed for training "between 2026 and 2032" [98]. The models'
+# cards say "over 15 trillion tokens" (Llama 3) and "2 trillion tokens" (Llama 2). The headline estimate of
+# reference [98] (Villalobos et al., "Will we run out of data?") is an *effective* stock of public
+# human-generated text of about 300 trillion tokens, with a 90% interval from 100 to 1000 trillion, and it is
+# this stock that [98] projects to be fully used by training between 2026 and 2032.
 
 # %%
-quoted = {"Llama 3": 15e12, "Llama 2": 2e12, "stock of human text (median)": 3100e12}
-published = {"Llama 3": 15e12, "Llama 2": 2e12, "stock of human text (median)": 300e12}
-stock_interval = (100e12, 1000e12)  # [98]: 90% interval
+quoted = {"Llama 3": 15e12, "Llama 2": 2e12}  # Remark 4.2
+published = {"Llama 3": 15e12, "Llama 2": 2e12}  # the model cards
 for name in quoted:
-    print(f"{name:30s} quoted {quoted[name] / 1e12:6,.0f} trillion, published {published[name] / 1e12:5,.0f} trillion, "
-          f"ratio {quoted[name] / published[name]:.2f}")
-print(f"the quoted median is {quoted['stock of human text (median)'] / stock_interval[1]:.1f} times the upper end "
-      f"of [98]'s 90% interval")
-assert quoted["Llama 3"] == published["Llama 3"] and quoted["Llama 2"] == published["Llama 2"]
-assert quoted["stock of human text (median)"] > 3 * stock_interval[1]
+    print(f"{name}: quoted {quoted[name] / 1e12:.0f} trillion tokens, published {published[name] / 1e12:.0f} trillion")
+assert quoted == published
+stock_quoted = 3100e12  # Remark 4.2: "a median of 3100 trillion tokens", needed between 2026 and 2032
+stock_effective, stock_interval = 300e12, (100e12, 1000e12)  # [98]'s headline estimate and its 90% interval
+inside = stock_interval[0] <= stock_quoted <= stock_interval[1]
+print(f"stock of human text: quoted {stock_quoted / 1e12:.0f} trillion tokens; [98]'s effective stock "
+      f"{stock_effective / 1e12:.0f} trillion, 90% interval {stock_interval[0] / 1e12:.0f} to "
+      f"{stock_interval[1] / 1e12:.0f} trillion; the quoted figure inside that interval: {inside}")
+assert not inside  # 3100 trillion is not [98]'s estimate of the effective stock
 
 # %% [markdown]
-# The two models' training-corpus sizes are as published. The stock of text is not: 3100 trillion tokens
-# is 10.33 times the cited estimate and 3.1 times the top of its 90% interval: an order of magnitude too
-# large. The years 2026–2032 are the cited ones. Recorded in the ledger (row "Remark 4.2, the stock of
-# human-generated text").
+# The two models' training-corpus sizes are as published, and so are the years 2026–2032. The stock those
+# years belong to in [98] is the effective stock, about 300 trillion tokens, and 3100 trillion lies outside
+# even the 90% interval of that estimate: it is not that estimate. Where the number comes from we could not
+# check here. [98] may list about 3100 trillion tokens as its estimate of the text on the *whole* web, indexed
+# or not, next to a smaller figure for the indexed web; if so, the remark quotes a real number of [98], but in
+# the role of the stock that training will use up by 2032, which [98] puts at about 300 trillion. Recorded in
+# the ledger (row "Remark 4.2, the stock of human-generated text") with that right form.
 
 # %% [markdown]
 # ## Remark 9.1: how large the sequence chain is, and what the structure buys
