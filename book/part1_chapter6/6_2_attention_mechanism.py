@@ -1007,11 +1007,11 @@ for dist_name in ("Normal", "Uniform"):
 # ## Reproducibility
 #
 # The trained model: a 1-layer, 2-head `TinyLM` (width 32, learned position embeddings) trained for
-# 400 steps on 4000 sentences of `RunningExampleSource`, seed `NEXTWORD_SEED` (default 0; about 10 s
+# 400 steps on 4000 sentences of `RunningExampleSource`, seed `NEXTWORD_SEED` (default 0; about 10 s each
 # on 2 CPU cores), and the same model from the next four seeds for the comparison of runs.
-# `tests/test_notebook_seeds.py` reruns the page from seeds 1 and 2: what the page asserts about the
-# trained weights holds for those five runs; what it states for "this run" (which head reads which
-# word) is the one run's. The chapter's Fig. 6.10 shows the weights of a model it does not name (neither its size nor its
+# `tests/test_notebook_seeds.py` reruns the page from seeds 1 and 2 (and with nudged initial weights),
+# so what the page asserts about training holds for seeds 0 to 6; what it states for "this run" (which
+# head reads which word) is seed 0's. The chapter's Fig. 6.10 shows the weights of a model it does not name (neither its size nor its
 # training data) on the running example's sentence; ours is a measurement on a small language whose
 # dependencies are known. Library: `nextword.attention`,
 # `nextword.torch.models.lm`, `nextword.chapter6.running_example`; schematics from
