@@ -815,7 +815,8 @@ for width in (32, 512):
 #   none gives the words without information much weight, but which other words a run reads changes
 #   from run to run, and a weight shows where a head looks, not all the model takes. The loss tells
 #   more when read against two marks: the lowest any model can reach (0.56 nats) and that of a model
-#   that ignores the adverb (0.69); the run shown (0.65) uses the adverb, though not all it says.
+#   that ignores the adverb (0.69); the run shown (0.65) lies between them: it uses the adverb, and
+#   has still not learned all of the rule.
 #
 # ## Check your understanding
 #
