@@ -26,6 +26,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDED_PAGES = [
+    "book/part1_chapter6/6_2_attention_mechanism.py",
     "book/part1_chapter6/6_3_causal_masking.py",
     "book/part1_chapter6/6_4_multi_head.py",
     "book/part1_chapter6/6_6_context_representation.py",

@@ -65,6 +65,8 @@
 # §6.1's Fig. 6.3 (attention as a soft lookup).*
 
 # %%
+import os
+
 import matplotlib.pyplot as plt
 import numpy as np
 import scipy.stats
@@ -87,6 +89,10 @@ from nextword.torch.training.token_lm import torch_threads, train_lm
 
 use_book_style()
 torch.set_num_threads(1)  # tiny model: one thread is fastest on a shared 2-core machine
+# The seed of the trainings on this page. The page shows seed 0; tests/test_notebook_seeds.py
+# re-runs it with NEXTWORD_SEED=1 and 2, so every assert about what training produces holds for
+# other seeds (and the comparison of runs below starts from this seed).
+SEED = int(os.environ.get("NEXTWORD_SEED", "0"))
 
 # %% [markdown]
 # ## A tiny example by hand
@@ -363,8 +369,8 @@ def train_next_word(model, ids, steps, batch_size=32, lr=3e-3, seed=0):
 cfg = LMConfig(vocab_size=len(src.vocab), d_model=32, num_heads=2, num_layers=1, max_len=22,
                positional="learned")
 with torch_threads(1):
-    losses_loop = train_next_word(TinyLM(cfg, seed=0), train_ids, steps=20)
-losses_library = train_lm(TinyLM(cfg, seed=0), train_ids, steps=20, batch_size=32, lr=3e-3, seed=0,
+    losses_loop = train_next_word(TinyLM(cfg, seed=SEED), train_ids, steps=20, seed=SEED)
+losses_library = train_lm(TinyLM(cfg, seed=SEED), train_ids, steps=20, batch_size=32, lr=3e-3, seed=SEED,
                           progress=False)
 print(loop_vs_library(losses_loop, losses_library, ".3f"))
 assert np.allclose(losses_loop, losses_library, atol=1e-2)  # the same loop
@@ -374,12 +380,17 @@ assert np.allclose(losses_loop, losses_library, atol=1e-2)  # the same loop
 # does the 400 steps. The loss on the blank is the cross-entropy of the last prediction alone:
 
 # %%
-model = TinyLM(cfg, seed=0)
-losses = train_lm(model, train_ids, steps=400, batch_size=32, lr=3e-3, seed=0, progress=False)
-model.eval()
-with torch.no_grad(), torch_threads(1):
-    blank_logits = model(torch.from_numpy(test_ids[:, :-1]))[:, -1]  # (1000, vocabulary): after word 21
-blank_loss = F.cross_entropy(blank_logits, torch.from_numpy(test_ids[:, -1])).item()
+def blank_test_loss(model):
+    """The mean cross-entropy (nats) of ``model``'s prediction after word 21 on the test sentences."""
+    model.eval()
+    with torch.no_grad(), torch_threads(1):
+        blank_logits = model(torch.from_numpy(test_ids[:, :-1]))[:, -1]  # (1000, vocabulary): after word 21
+    return F.cross_entropy(blank_logits, torch.from_numpy(test_ids[:, -1])).item()
+
+
+model = TinyLM(cfg, seed=SEED)
+losses = train_lm(model, train_ids, steps=400, batch_size=32, lr=3e-3, seed=SEED, progress=False)
+blank_loss = blank_test_loss(model)
 print(f"test loss on the blank: {produced(blank_loss, '.2f')} nats; the floor "
       f"H(blank | context) = {src.blank_entropy():.2f}; uniform over the 8 verb forms: {np.log(8):.2f}")
 assert src.blank_entropy() - 0.05 < blank_loss < src.blank_entropy() + 0.2  # within 0.2 nats of the floor
@@ -393,8 +404,8 @@ print(f"a model that reads words 19 and 21 but not the adverb (word 16): {no_adv
 # Is that near the floor? Only the adverb at word 16 makes the blank random, and a model that reads
 # words 19 and 21 but ignores the adverb already comes within 0.2 nats of the floor (printed above).
 # So a loss in this range shows that the model has (nearly) learned the fixed part of the rule —
-# which verbs, which form — but not that it uses the adverb: how much of the adverb's 0.13 nats it
-# uses is the gap between its loss and that model's. Where the model looks is measured below.
+# which verbs, which form — but not that it uses the adverb. A loss below that model's shows that
+# the adverb is used, by at least the gap between the two. Where the model looks is measured below.
 #
 # ## One query, step by step (Figs. 6.5–6.8)
 #
@@ -437,8 +448,7 @@ np.testing.assert_allclose(weights, library_weights[0][0, i - 1, :i], atol=1e-12
 top3 = np.argsort(weights)[::-1][:3] + 1  # the three words j with the largest alpha[21, j]
 print("head 1, query 'would': largest weights",
       produced([f"{RUNNING_EXAMPLE[j - 1]} ({j}) {weights[j - 1]:.2f}" for j in top3]))
-print(f"largest weight {produced(weights.max(), '.2f')} (asserted > 0.9)")
-assert weights.max() > 0.9  # nearly all the weight on one word
+print(f"largest weight {produced(weights.max(), '.2f')} (this run; another run's head 1 can spread its weight)")
 
 # %%
 fig, axes = plt.subplots(2, 2, figsize=(11, 9))
@@ -468,8 +478,8 @@ plt.show()
 # %% [markdown]
 # **Figure 6.2.3** (the chapter's Figs. 6.5–6.8, from the trained model). Top left: queries, keys
 # and values of head 1 for the 21 words (red positive, blue negative). Top right: the scaled dot
-# products of query 21 with every key. Bottom left: the softmax turns them into weights — see how
-# nearly all the weight lands on one word. Bottom right: each value scaled by its weight, and their
+# products of query 21 with every key. Bottom left: the softmax turns them into weights — see how,
+# in this run, nearly all the weight lands on one word. Bottom right: each value scaled by its weight, and their
 # sum, the output; rows with no weight take the near-white middle of the colour scale (zero).
 #
 # ## The whole attention matrix (Figs. 6.9–6.11) and the weights at the blank (Fig. 6.10)
@@ -486,15 +496,14 @@ plt.show()
 assert np.allclose(trained_weights.sum(-1), 1)  # every row is a distribution
 assert np.all(np.triu(trained_weights, 1) == 0)  # nothing above the diagonal (no later word)
 print(f"'the' (18) -> 'software' (2), larger of the two heads: "
-      f"{produced(trained_weights[:, 18 - 1, 2 - 1].max(), '.2f')} (asserted > 0.9)")
-assert trained_weights[:, 18 - 1, 2 - 1].max() > 0.9
+      f"{produced(trained_weights[:, 18 - 1, 2 - 1].max(), '.2f')} (this run)")
 
 # %% [markdown]
 # **Figure 6.2.4** (the chapter's Fig. 6.9, measured). The two heads' attention matrices for the
 # chapter's sentence, one row per query. Rows add up to one; the upper triangle is zero (the
 # {term}`causal mask`: no word sees a later word, [6.3](6_3_causal_masking.ipynb)). Most rows are
 # diffuse — their next words are fixed, or drawn independently of every earlier word, so there is
-# nothing to look for — while rows that have
+# nothing to look for — while in this run rows that have
 # something to predict pick the word that tells them: "the" at 18, which precedes the noun, looks back
 # at "software".
 #
@@ -520,16 +529,14 @@ print("queries from word 2 on with a head below 0.3 nats:",
       produced([f"{RUNNING_EXAMPLE[i - 1]} ({i})" for i in np.flatnonzero(focused[1:] < 0.3) + 2]))
 near_uniform = np.mean(row_entropy[:, 1:] > uniform[1:] - 0.3)  # rows 2..21 of both heads
 print(f"rows within 0.3 nats of equal weights: {produced(near_uniform, '.0%')} (asserted > 70%)")
-# Figure 6.2.5: the rows of 'the' (18) and 'would' (21) are near zero: they pick one word
-assert focused[18 - 1] < 0.3 and focused[21 - 1] < 0.3
 # Figure 6.2.5: most rows are near the line of equal weights
 assert near_uniform > 0.7
 
 # %% [markdown]
 # **Figure 6.2.5** (the chapter's Fig. 6.11, measured: the chapter draws the matrix as a surface; a
 # row's entropy says what its peaks and valleys mean). See most rows of both heads near the dashed line
-# of equal weights — those queries blend many words — and the rows of "the" (18) and "would" (21) near
-# zero in at least one head (not always in both): those queries pick one word.
+# of equal weights — those queries blend many words — and, in this run, the rows of "the" (18) and
+# "would" (21) near zero in at least one head (not always in both): those queries pick one word.
 #
 # Which words *should* the blank's query read? The data generator knows: the
 # {term}`mutual information` between word $j$ and the blank (how many nats knowing word $j$ saves
@@ -560,24 +567,79 @@ for head in (1, 2):
 print("words with I(word; blank) > 0:", [f"{RUNNING_EXAMPLE[j - 1]} ({j}) {mutual_info[j - 1]:.3f}"
                                          for j in np.flatnonzero(mutual_info > 1e-12) + 1])
 print(f"weight on 'engineer' (3), larger head: {produced(blank_row[:, 3 - 1].max(), '.3f')} "
-      f"(asserted < 0.05); I(engineer; blank) = {abs(mutual_info[3 - 1]):.3f}")
-assert top == [16, 19]  # the two heads split the two distant dependencies
-assert blank_row[:, 3 - 1].max() < 0.05  # "engineer" (no information about the blank) is ignored
+      f"(this run); I(engineer; blank) = {abs(mutual_info[3 - 1]):.3f}")
 assert abs(mutual_info[3 - 1]) < 1e-12
 
 # %% [markdown]
 # **Figure 6.2.6** (the chapter's Fig. 6.10, measured). Top: weights $\alpha[21,j]$ of the query
 # whose output predicts the blank. Bottom: the exact mutual information between each word and the
-# blank. See how the heads divide the work: one reads "code" (word 19: which family of verbs,
-# singular or plural), the other "finally" (word 16: success or failure). Word 21 ("would/now") is
+# blank. See how, in this run, the heads divide the work: one reads "code" (word 19: which family of
+# verbs, singular or plural), the other "finally" (word 16: success or failure). Word 21 ("would/now") is
 # the query's own word; it reaches the prediction without attention, because the model adds each
 # attention output to its input — the running sum is called the {term}`residual stream`
 # ([6.6](6_6_context_representation.ipynb)). "software" (word 2) carries information about the blank
 # only *through* word 19, so a model that reads word 19 has no use for it; "engineer" carries none
-# and gets none. The chapter's Fig. 6.10 puts its largest weights on "code", "submitted", "engineer"
+# and here gets none. The chapter's Fig. 6.10 puts its largest weights on "code", "submitted", "engineer"
 # and "software"; here "submitted" and "engineer" say nothing about the blank and "finally" does
 # ([checked below](#checking-the-paper)): which words matter is a property of the data, not of the
 # sentence's grammar.
+#
+# Is that what attention learns, or what this run learned? The same model, trained on the same
+# sentences from four other random starting points (other initial weights, other batches). For each
+# run: its loss on the blank, and its blank query's weights in the chapter's sentence — and on word 16
+# also in the same sentence with "hastily" in place of "finally":
+
+# %%
+hastily = src.encode(["hastily" if t == 16 else w for t, w in enumerate(RUNNING_EXAMPLE, start=1)])
+
+
+def blank_query_weights(trained, words):
+    """(2 heads, 21 keys): the weights of the query of word 21 of the sentence ``words`` (word ids)."""
+    _, layer_weights = to_numpy_decoder(trained).logits(words, return_weights=True)
+    return layer_weights[0][:, 21 - 1, :]
+
+
+# seed -> (test loss on the blank, the blank query's weights: the chapter's sentence, the "hastily" one)
+runs = {SEED: (blank_loss, blank_row, blank_query_weights(model, hastily))}
+for seed in range(SEED + 1, SEED + 5):
+    other = TinyLM(cfg, seed=seed)
+    train_lm(other, train_ids, steps=400, batch_size=32, lr=3e-3, seed=seed, progress=False)
+    runs[seed] = (blank_test_loss(other), blank_query_weights(other, sentence), blank_query_weights(other, hastily))
+print("seed  loss   largest weight: head 1 / head 2           word 16: finally / hastily  'engineer' (3)")
+for seed, (loss, row, row_hastily) in runs.items():
+    tops = " / ".join(f"{RUNNING_EXAMPLE[j]} ({j + 1}) {row[h, j]:.2f}" for h, j in enumerate(row.argmax(1)))
+    print(f"{seed:4d}  {produced(loss, '.2f')}   {produced(tops)}   {produced(row[:, 16 - 1].max(), '.2f')} / "
+          f"{produced(row_hastily[:, 16 - 1].max(), '.2f')}             {produced(row[:, 3 - 1].max(), '.3f')}")
+run_losses = np.array([loss for loss, _, _ in runs.values()])
+reads_code = sum(int(row[:, 19 - 1].max() > 0.9) for _, row, _ in runs.values())  # a head puts > 0.9 on word 19
+uses_adverb = sum(int(loss < no_adverb) for loss in run_losses)  # below the no-adverb model's loss
+uninformative = max(row[:, [3 - 1, 17 - 1]].max() for _, row, _ in runs.values())  # engineer, submitted
+print(f"every run's loss: {produced(run_losses.min(), '.2f')} to {produced(run_losses.max(), '.2f')} nats "
+      f"(the floor {src.blank_entropy():.2f}, the no-adverb model {no_adverb:.2f}); "
+      f"below the no-adverb model: {produced(uses_adverb)} of {len(runs)} runs")
+print(f"runs with a head that puts more than 0.9 on 'code' (19): {produced(reads_code)} of {len(runs)}")
+print(f"largest weight on 'engineer' (3) or 'submitted' (17), any run and head: {produced(uninformative, '.3f')} "
+      f"(asserted < 0.1; an equal share is 1/21 = {1 / 21:.3f})")
+# claim "every run comes within 0.2 nats of the floor"
+assert all(src.blank_entropy() - 0.05 < loss < src.blank_entropy() + 0.2 for loss in run_losses)
+# claim "in most runs a head reads 'code'"
+assert reads_code >= 3
+# claim "the words with no information get little weight in every run"
+assert uninformative < 0.1
+
+# %% [markdown]
+# Every run comes within 0.2 nats of the floor, and in most of them a head puts nearly all of the
+# blank query's weight on "code", the word that says most about the blank. The rest is the run's, not
+# the language's. Only the run shown above puts nearly all of a head's weight on "finally" in the
+# chapter's sentence. Seed 1 gives no word more than half of either head's weight, and still predicts
+# the blank nearly as well as the others: a blend of many values still carries which words went into
+# it, and the layers after attention can read it. Only two runs show that they use the adverb (a loss
+# below that of the model that ignores it). One is seed 3, whose heads give "finally" no weight
+# (0.00); put "hastily" in its place and a head puts all its weight (1.00) on word 16: whether the
+# head looks there is itself the signal. So a weight in one sentence shows where a head looks in that
+# sentence, not all that the model takes from each word. The words with no information about the
+# blank, "engineer" and "submitted", get little weight in every run: at most 0.073, where an equal
+# share of the 21 words is 0.048.
 #
 # ## Why divide by $\sqrt{d_k}$? (Exercise 10, Fig. 6.12)
 #
@@ -748,11 +810,13 @@ for width in (32, 512):
 # - Without the $1/\sqrt{d_k}$ the scores spread like $\sqrt{d_k}$, the softmax saturates and its
 #   gradient vanishes; with it, the scores have the same spread at every width (for queries and keys
 #   with independent, zero-mean coordinates, as derived above).
-# - In the model trained here (one run), the blank's query reads the words that carry information
-#   about the next word — which the data decides, not the grammar. Its loss on the blank, 0.65 nats,
-#   is to be read against two marks, both printed above: the conditional entropy, the lowest loss any
-#   model can reach (0.56), and the loss of a model that ignores the one random cue, the adverb
-#   (0.69). Reading a word is not yet using all it says.
+# - Which words carry information about the next word is decided by the data, not the grammar; a
+#   trained model's weights are one run's way of reading them. In five runs most read "code" and
+#   none gives the words without information much weight, but which other words a run reads changes
+#   from run to run, and a weight shows where a head looks, not all the model takes. The loss tells
+#   more when read against two marks: the lowest any model can reach (0.56 nats) and that of a model
+#   that ignores the adverb (0.69); the run shown (0.65) lies between them: it uses the adverb, and
+#   has still not learned all of the rule.
 #
 # ## Check your understanding
 #
@@ -786,8 +850,9 @@ for width in (32, 512):
 #
 #    ```{dropdown} Answer
 #    In this language "engineer" says nothing about the blank (its mutual information with the blank
-#    is 0.000 nats), so reading it cannot lower the loss; in this run training put the weight on words 16 and 19,
-#    which do, and gave "engineer" less than 0.05.
+#    is 0.000 nats), so reading it cannot lower the loss. In the run shown training put the weight on
+#    words 16 and 19, which do, and gave "engineer" 0.000; in the five runs it got at most 0.052,
+#    about an equal share of the 21 words (1/21 = 0.048).
 #    ```
 
 # %% tags=["hide-cell"]
@@ -795,8 +860,10 @@ ratio = np.exp(1 / np.sqrt(2))
 print(f"Q1: weights of word 2: {np.round(weight_matrix[2 - 1, :2], 2)}; ratio e^(1/sqrt 2) = {ratio:.2f}")
 print(f"Q2: equal keys, weights {np.round(softmax(np.full(3, 0.7)), 4)} = 1/3 each")
 print(f"Q3: sqrt(128 / 64) = {np.sqrt(128 / 64):.2f}")
-print(f"Q4: I(engineer; blank) = {abs(mutual_info[3 - 1]):.3f} nats; the blank's query reads words {top}, "
-      f"'engineer' gets {produced(blank_row[:, 3 - 1].max(), '.3f')} (asserted < 0.05)")
+engineer_most = max(row[:, 3 - 1].max() for _, row, _ in runs.values())
+print(f"Q4: I(engineer; blank) = {abs(mutual_info[3 - 1]):.3f} nats; this run: the blank's query reads words "
+      f"{produced(top)}, 'engineer' gets {produced(blank_row[:, 3 - 1].max(), '.3f')}; the most it gets in the "
+      f"{len(runs)} runs: {produced(engineer_most, '.3f')} (1/21 = {1 / 21:.3f}; asserted < 0.1)")
 assert abs(ratio - 2.03) < 0.005 and np.allclose(weight_matrix[1, :2], [0.67, 0.33], atol=0.005)
 assert np.allclose(softmax(np.full(3, 0.7)), 1 / 3)
 assert abs(np.sqrt(2) - 1.41) < 0.005
@@ -916,8 +983,11 @@ for dist_name in ("Normal", "Uniform"):
 # "engineer" and "software", and gives "submitted" and "code" the positions 19 and 21 (they are words
 # 17 and 19: the sentence has 21 words, see [6.1](6_1_parallel_attention.ipynb)). In the controlled
 # language above, "submitted" and "engineer" have zero mutual information with the blank and receive
-# essentially no weight (asserted). What the figure's reasoning gets right — attention goes where the
-# information about the next word is — holds here; which words those are is a property of the data.
+# little weight: none in the run shown, and at most 0.073 in five training runs, where an equal
+# share is 0.048 (asserted below 0.1). What the figure's reasoning gets right — attention goes where the
+# information about the next word is — holds here for the word that says most, "code", which a head
+# reads in most runs; which other words a run reads changes from run to run, and which words carry
+# the information is a property of the data.
 # The chapter's grammatical argument for "engineer" (agreement with the blank) fails in its own
 # sentence: the blank follows the modal "would", which takes the bare infinitive. Recorded in the
 # errata.
@@ -928,7 +998,7 @@ for dist_name in ("Normal", "Uniform"):
 # | output is a convex combination; soft → hard lookup as the scale grows (§6.1's Fig. 6.3) | LP hull test for every scale; distance to the selected value → 0 |
 # | projections, scores, softmax, weighted sum (Figs. 6.5–6.8) | by hand from a trained model = library weights to 1e-12 |
 # | the attention matrix and its surface (Figs. 6.9, 6.11) | rows are distributions, zero above the diagonal; entropy per row: most rows spread, the rows that predict something focused |
-# | weights concentrate on informative words (Fig. 6.10) | the blank's query reads words 16 and 19, which with the query's own word 21 carry all the information about the blank (word 2's reaches it only through word 19); "engineer" (zero information) gets < 0.05; differs from Fig. 6.10's choice of words |
+# | weights concentrate on informative words (Fig. 6.10) | in the run shown the blank's query reads words 16 and 19, which with the query's own word 21 carry all the information about the blank (word 2's reaches it only through word 19); over five runs (seeds): a head puts > 0.9 on word 19 in at least 3, "engineer" and "submitted" (zero information) get < 0.1 in all, the rest changes with the seed; differs from Fig. 6.10's choice of words |
 # | $\operatorname{Var}(q\cdot k)=d_k\sigma^4$ (Exercise 10; the chapter writes $d_{\text{model}}$) | sympy for symbolic $d_k$ (any zero-mean i.i.d. entries), cross-checked from the densities for $d_k=1,2$ (Gaussian, uniform), simulation to 5% up to $d_k=1024$ |
 # | dividing by $\sqrt{d_{\text{model}}}$ keeps the variance near 1 (§6.2, with §6.4's heads) | only for one head: $\sigma^4/h$ with $h$ heads (sympy; simulated at $d_{\text{model}}=512$, $h=8$); $\sqrt{d_k}$ gives $\sigma^4$ (erratum) |
 # | $\lvert q\cdot k\rvert\ge10$ at $d_k=512$ | probability > 0.99 over 21 keys (unit variance) |
@@ -938,9 +1008,11 @@ for dist_name in ("Normal", "Uniform"):
 # ## Reproducibility
 #
 # The trained model: a 1-layer, 2-head `TinyLM` (width 32, learned position embeddings) trained for
-# 400 steps on 4000 sentences of `RunningExampleSource`, seed 0 (about 10 s on 2 CPU cores): one
-# training run, so what the page shows of the trained weights (which head reads which word) is that
-# run's, not checked across seeds. The chapter's Fig. 6.10 shows the weights of a model it does not name (neither its size nor its
+# 400 steps on 4000 sentences of `RunningExampleSource`, seed `NEXTWORD_SEED` (default 0; about 10 s each
+# on 2 CPU cores), and the same model from the next four seeds for the comparison of runs.
+# `tests/test_notebook_seeds.py` reruns the page from seeds 1 and 2 (and with nudged initial weights),
+# so what the page asserts about training holds for seeds 0 to 6; what it states for "this run" (which
+# head reads which word) is seed 0's. The chapter's Fig. 6.10 shows the weights of a model it does not name (neither its size nor its
 # training data) on the running example's sentence; ours is a measurement on a small language whose
 # dependencies are known. Library: `nextword.attention`,
 # `nextword.torch.models.lm`, `nextword.chapter6.running_example`; schematics from
@@ -948,5 +1020,5 @@ for dist_name in ("Normal", "Uniform"):
 
 # %% tags=["hide-cell"]
 print(cfg)
-print(f"training: {len(losses)} steps, batch 32, lr 3e-3, seed 0; "
-      f"torch threads: {torch.get_num_threads()}")
+print(f"training: {len(losses)} steps, batch 32, lr 3e-3, seed {SEED} (and {SEED + 1}..{SEED + 4} for the "
+      f"comparison of runs); torch threads: {torch.get_num_threads()}")

@@ -62,7 +62,8 @@ for ctx, nxt, kind in pairs:
 # by far the most), "software/pastry" (word 2), "would/now" (word 21) and "finally/hastily" (word 16);
 # "engineer(s)" and every fixed word carry none, so attention to them is not justified. Word 2 is
 # informative only *through* word 19 (it changes which object is likely); once word 19 is read it adds
-# nothing — which is why the trained model of notebook 6.2 attends to words 16 and 19, not 2.
+# nothing, so a model that reads word 19 has no need of it. (The run notebook 6.2 shows attends to
+# words 16 and 19, not 2; its other training runs read other words besides word 19, word 2 among them.)
 #
 # For the real sentence, three well-motivated pairs:
 #

@@ -36,7 +36,7 @@ sigma = sp.symbols("sigma", positive=True)
 #
 # Dividing by $\sqrt{d_k}$ gives $\operatorname{Var}(q\cdot k/\sqrt{d_k})=\sigma^4$, independent of the
 # dimension: the softmax sees scores of the same spread at every width, so it stays in the regime where
-# its Jacobian $\mathrm{diag}(p)-pp^\top$ is not close to zero and gradients reach the queries and keys
+# its Jacobian $\mathrm{diag}(p)-p^\top p$ (for the row vector $p$, as on page 6.2) is not close to zero and gradients reach the queries and keys
 # (measured in Figure 6.2.7 of notebook 6.2, the chapter's Fig. 6.12). The variance is 1 only if $\sigma=1$ — the scaling removes the
 # dependence on $d_k$, not on $\sigma$.
 # <!-- END SOLUTION -->
