@@ -72,7 +72,7 @@ for ctx, nxt, kind in pairs:
 #   job of a previous-token head).
 # * **"code" → "compile" (semantic).** The head of the relative clause ("the code that would ___") is
 #   the subject of the blank verb; it selects verbs that code can do — compile, run, crash, work.
-#   "software" reinforces the same semantic field from 17 words earlier.
+#   "software", the second word, reinforces the same semantic field from twenty words before the blank.
 # * **"submitted" / "finally" → "work" or "pass" (discourse).** "Finally submitted", after months of
 #   remote work, sets up an outcome: the continuation is likely about whether the code works or solves
 #   the problem ("would finally work", "would pass review"). This is a narrative link, not grammar.
