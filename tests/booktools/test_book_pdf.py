@@ -112,3 +112,11 @@ def test_the_outline_keeps_the_maths_of_headings(pdf):
         assert "Token not allowed in a PDF string" not in log
     titles = [title for _, title, _ in _outline(pdf)]
     assert any(title.endswith("Proposition 1 when w_V≠1") for title in titles), [t for t in titles if "Propos" in t]
+
+
+def test_the_edition_note_explains_the_dagger_before_part_0(pdf):
+    """A reader who opens the PDF at any part meets daggers (produced numbers) and open 'folded' sections: the
+    page before Part 0 says what they are (``nextword.booktools.pdf._EDITION_NOTE``)."""
+    part0 = next(page for depth, title, page in _outline(pdf) if depth == 0)
+    text = "".join(pdf.pages[i].extract_text() for i in range(part0)).replace("\n", "").replace(" ", "")
+    assert "Aboutthisprintededition" in text and "dagger" in text, text[-600:]  # pypdf drops some spaces
