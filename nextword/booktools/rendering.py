@@ -156,15 +156,29 @@ def _give_column_widths(table: nodes.table, width) -> None:
         lengths: list[list[int]] = [[] for _ in specs]
         for row in group.findall(nodes.row):
             for i, entry in enumerate(row.children[: len(specs)]):
-                lengths[i].append(len(entry.astext()))
+                lengths[i].append(_printed_length(entry))
         for spec, column in zip(specs, lengths):
             spec["colwidth"] = width(column)
     table["classes"] = [*table["classes"], "longtable", "colwidths-given"]
 
 
+def _printed_length(node: nodes.Node) -> int:
+    """About how many characters ``node`` prints: its text, with each formula counted as its Unicode form
+    (:func:`bookmark_text`), not its TeX source (``\\varepsilon_t`` prints one letter and a subscript).
+
+    >>> _printed_length(nodes.paragraph("", "", nodes.Text("noise "), nodes.math("", r"\\varepsilon_t, \\sigma")))
+    11
+    """
+    if isinstance(node, nodes.math):
+        return len(bookmark_text(node.astext()))
+    if isinstance(node, nodes.Text):
+        return len(node)
+    return sum(_printed_length(child) for child in node.children)
+
+
 def lift_boxed_tables(doctree: nodes.Node) -> int:
     """Replace each admonition that holds a table by a rubric with its title, then its content; make every such
-    table a ``longtable`` with given column widths (each column's share: its longest cell, between 10 and 60
+    table a ``longtable`` with given column widths (each column's share: its longest cell, between 12 and 60
     characters). Returns how many admonitions were lifted.
 
     >>> from docutils.core import publish_doctree
@@ -173,7 +187,7 @@ def lift_boxed_tables(doctree: nodes.Node) -> int:
     >>> lift_boxed_tables(doc), [type(n).__name__ for n in doc]
     (1, ['rubric', 'table'])
     >>> doc[1]["classes"], [c["colwidth"] for c in doc[1].findall(nodes.colspec)]
-    (['longtable', 'colwidths-given'], [10, 10])
+    (['longtable', 'colwidths-given'], [12, 12])
     """
     lifted = 0
     for box in list(doctree.findall(nodes.Admonition)):
@@ -181,7 +195,7 @@ def lift_boxed_tables(doctree: nodes.Node) -> int:
         if not tables or box.parent is None:
             continue
         for table in tables:
-            _give_column_widths(table, lambda lengths: max(10, min(60, max(lengths, default=0))))
+            _give_column_widths(table, lambda lengths: max(12, min(60, max(lengths, default=0))))
         title = [child for child in box.children if isinstance(child, nodes.title)]
         rubric = [nodes.rubric("", "", *title[0].children)] if title else []
         box.replace_self(rubric + [child for child in box.children if not isinstance(child, nodes.title)])
@@ -215,17 +229,50 @@ def _break_long_words(entry: nodes.Node, longest: int = 12) -> int:
     return changed
 
 
+def _break_math_lists(entry: nodes.Node, longest: int = 6) -> int:
+    """Let every formula longer than ``longest`` characters in ``entry`` break after a comma outside braces and
+    brackets, so a shape ``(d, d_{ff})`` stays whole. (TeX breaks an inline formula only after a relation or an
+    operator: a list of symbols in a narrow table column, ``W^Q, W^K, W^V, W^O``, ran over the next column.)
+    Returns how many formulas were changed.
+
+    >>> cell = nodes.entry("", nodes.paragraph("", "", nodes.math("", "W^Q, W^K, W^{V,O}"), nodes.math("", "(d, d)")))
+    >>> _break_math_lists(cell), cell.astext().replace(chr(92), "/")
+    (1, 'W^Q,/allowbreak  W^K,/allowbreak  W^{V,O}(d, d)')
+    """
+    changed = 0
+    for math in list(entry.findall(nodes.math)):
+        source = math.astext()
+        if len(source) <= longest or "," not in source:
+            continue
+        out, depth = [], 0
+        for char in source:
+            depth += {"{": 1, "}": -1, "(": 1, ")": -1, "[": 1, "]": -1}.get(char, 0)
+            out.append(r",\allowbreak " if char == "," and depth == 0 else char)
+        if "".join(out) != source:
+            del math.children[:]
+            math += nodes.Text("".join(out))
+            changed += 1
+    return changed
+
+
 def _ancestors(node: nodes.Node):
     while node is not None:
         yield node
         node = node.parent
 
 
+#: Sphinx sets a table of more rows than this as a ``longtable`` whose columns share the line equally.
+_LONGTABLE_ROWS = 30
+
+
 def fit_tables(doctree: nodes.Node, min_columns: int = 5) -> int:
     """Fit tables to the printed page: a long word in a cell may break after ``/ _ . :``, and a table of at least
     ``min_columns`` columns (whose widths are not given) gets widths from its text (each column's share: the
     square root of its mean cell length, at least 4) and a ``\\small`` type. Returns how many tables were
-    widened.
+    widened. A list of symbols in a cell's formula may break after its commas (:func:`_break_math_lists`). A
+    narrower table of more than 30 rows (a ``longtable``: Sphinx would give each column the same
+    width, and Appendix A's concordance squeezed its meanings into a quarter of the line beside a "used in"
+    column of a few words) gets widths from its mean cell lengths, between 10 and 60 characters.
 
     >>> from docutils.core import publish_doctree
     >>> row = ["source", "where", "claim", "x" * 100, "tests/decoding/test_decoding.py::test"]
@@ -242,11 +289,15 @@ def fit_tables(doctree: nodes.Node, min_columns: int = 5) -> int:
     widened = 0
     for table in list(doctree.findall(nodes.table)):
         groups = list(table.findall(nodes.tgroup))
-        wide = "colwidths-given" not in table["classes"] and groups and groups[0]["cols"] >= min_columns
+        free = "colwidths-given" not in table["classes"] and bool(groups)
+        wide = free and groups[0]["cols"] >= min_columns
         if wide:  # widths from the text as written, before the breaks below add to it
             _give_column_widths(table, lambda lengths: max(4, round((sum(lengths) / max(1, len(lengths))) ** 0.5)))
+        elif free and len(list(table.findall(nodes.row))) > _LONGTABLE_ROWS:
+            _give_column_widths(table, lambda lengths: max(10, min(60, round(sum(lengths) / max(1, len(lengths))))))
         for entry in table.findall(nodes.entry):
             _break_long_words(entry)
+            _break_math_lists(entry)
         if not wide:
             continue
         if table.parent is not None:

@@ -149,3 +149,16 @@ def test_a_heading_formula_gets_its_outline_text_in_print_only():
     (raw,) = doc.findall(lambda n: n.tagname == "raw")
     assert raw.astext() == r"\texorpdfstring{\protect\(w_V\neq1\protect\)}{w\_V≠1}"
     assert [m.astext() for m in doc.findall(lambda n: n.tagname == "math")] == ["w_V"]  # the body's maths stays
+
+
+def test_a_long_narrow_table_gets_widths_from_its_text_in_print():
+    rows = ["   * - symbol\n     - meaning\n     - used in\n"]
+    rows += [f"   * - x{i}\n     - {'the meaning of a symbol ' * 3}\n     - Part 1\n" for i in range(31)]
+    doc = publish_doctree(
+        ".. list-table::\n   :header-rows: 1\n\n" + "".join(rows), settings_overrides={"report_level": 5}
+    )
+    rendering.layout_for_print(_app("latex"), doc, "appendix")
+    (table,) = doc.findall(lambda n: n.tagname == "table")
+    assert [spec["colwidth"] for spec in doc.findall(lambda n: n.tagname == "colspec")] == [10, 60, 10]
+    assert {"longtable", "colwidths-given"} <= set(table["classes"])
+    assert not list(doc.findall(lambda n: n.tagname == "raw"))  # the type stays normal size
