@@ -204,6 +204,12 @@ latex_show_urls = "no"
 # - the PDF outline (bookmarks) cannot hold TeX: hyperref dropped the commands of a heading's maths, so that
 #   "Proposition 1 when \(w_V\neq1\)" was bookmarked "Proposition 1 when wV=1" and "\(a=\pm0.2\)" as "a=0.2";
 #   \pdfstringdefDisableCommands gives the commands the headings use their Unicode characters.
+#   (nextword.booktools.rendering.bookmark_maths gives each heading's formula its outline text, w_V≠1, √dₖ.)
+# - a table column of short entries is not squeezed below its natural width up to 5em (tabulary's \tymin; Sphinx
+#   sets 3 digits): the bibliography printed "Part" and "1" on two lines in its first column.
+# - the contents leave room for three-digit page numbers in bold (\@pnumwidth; LaTeX's 1.55em is three digits
+#   of the text font, not of the bold, larger part entries): a full-width title ran into its number,
+#   "... (Baptista, Stuart, Tran)148", "... a model's printed answers270".
 _PRINT_PREAMBLE = r"""
 \usepackage{newunicodechar}
 \newfontfamily\nextwordfallback{DejaVu Sans}[Scale=MatchLowercase]
@@ -214,6 +220,7 @@ _PRINT_PREAMBLE = r"""
 \setcounter{secnumdepth}{-1}
 \counterwithout{figure}{chapter}\counterwithout{table}{chapter}
 \counterwithout{equation}{chapter}
+\setlength{\tymin}{5em}
 \makeatletter
 \newcommand{\nextwordfootmark}[1]{\sbox\z@{#1}%
   \ifdim\wd\z@>0.85\headwidth\resizebox{0.85\headwidth}{!}{\usebox\z@}\else\usebox\z@\fi}
@@ -225,6 +232,7 @@ _PRINT_PREAMBLE = r"""
   \fancyfoot[RE]{{\py@HeaderFamily\nextwordfootmark{\nouppercase{\leftmark}}}}%
   \fancyhead[LE]{{\py@HeaderFamily \@title\sphinxheadercomma\py@release}}%
   \renewcommand{\headrulewidth}{0.4pt}\renewcommand{\footrulewidth}{0.4pt}}
+\renewcommand{\@pnumwidth}{2.4em}\renewcommand{\@tocrmarg}{3.4em}
 \newcommand{\nextwordfitmath}[1]{\sbox\z@{#1}%
   \ifdim\wd\z@>\linewidth\resizebox{\linewidth}{!}{\usebox\z@}\else\usebox\z@\fi}
 \makeatother

@@ -58,6 +58,21 @@ def _print_exercise_index(text: str, part: str) -> str:
     )
 
 
+#: The printed edition's first page: what differs from the screen (the reading guide says it too, at its place).
+_EDITION_TITLE = "About this printed edition"
+_EDITION_NOTE = """This edition holds the pages of the HTML book, in the same order and with the same stored outputs.
+On paper three things differ:
+
+- A number marked with a dagger, like 0.66†, was produced by training, random sampling or an iterative method:
+  its last digits vary with the seed and the CPU, so the page asserts its claim with a tolerance instead of the
+  digits (the reading guide, "Exact numbers and produced numbers"). A number without the mark is exact.
+- The sections folded on screen (*Checking the paper*, *Reproducibility*, the answers to *Check your
+  understanding*) are printed open; each answer follows its question under the heading *Answer*.
+- The worked solutions of the exercises are not printed: each is the notebook of the same name in the repository's
+  `solutions/` folder.
+"""
+
+
 def stage_pdf(stage: Path = PDF_STAGE, root: Path = notebooks.REPO_ROOT) -> list[str]:
     """Lay out the book's sources in ``stage`` (as :func:`notebooks.stage_book`) with the PDF's ``index.md``.
 
@@ -70,7 +85,11 @@ def stage_pdf(stage: Path = PDF_STAGE, root: Path = notebooks.REPO_ROOT) -> list
         notebooks._write_if_changed(index, _print_exercise_index(text, index.parent.name))
     parts = notebooks.book_structure(root)
     exercise_parts = sorted(str(p.parent.relative_to(stage)) + "/index" for p in stage.glob("exercises/part*/index.md"))
-    text = ["# nextword: the book\n"]
+    text = [
+        "# nextword: the book\n",
+        _raw_latex(r"\chapter*{%s}\markboth{%s}{%s}" % ((_EDITION_TITLE,) * 3)),
+        _EDITION_NOTE,
+    ]
     for caption, docs in parts:
         # unnumbered (the caption says "Part 0 — ..."), but in the contents and the PDF outline
         text += [

@@ -99,3 +99,24 @@ def test_the_tex_log_has_no_missing_glyph_and_nothing_runs_far_off_the_page(pdf)
     assert not missing, f"glyphs missing from the PDF's fonts: {missing}"
     far = [float(pt) for pt in re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", log) if float(pt) > 40]
     assert not far, f"{len(far)} lines run more than 40pt off the page edge (largest {max(far):.0f}pt)"
+
+
+def test_the_outline_keeps_the_maths_of_headings(pdf):
+    """hyperref drops from a bookmark what it cannot print (a "Token not allowed in a PDF string" warning in the
+    log): a heading's subscripts did, so that "Proposition 1 when \\(w_V\\neq1\\)" was bookmarked "... wV≠1"
+    (``nextword.booktools.rendering.bookmark_maths`` gives each heading's formula its Unicode text)."""
+    from nextword.booktools.pdf import LATEX_DIR
+
+    if (LATEX_DIR / "nextword.log").exists():
+        log = (LATEX_DIR / "nextword.log").read_text(errors="replace")
+        assert "Token not allowed in a PDF string" not in log
+    titles = [title for _, title, _ in _outline(pdf)]
+    assert any(title.endswith("Proposition 1 when w_V≠1") for title in titles), [t for t in titles if "Propos" in t]
+
+
+def test_the_edition_note_explains_the_dagger_before_part_0(pdf):
+    """A reader who opens the PDF at any part meets daggers (produced numbers) and open 'folded' sections: the
+    page before Part 0 says what they are (``nextword.booktools.pdf._EDITION_NOTE``)."""
+    part0 = next(page for depth, title, page in _outline(pdf) if depth == 0)
+    text = "".join(pdf.pages[i].extract_text() for i in range(part0)).replace("\n", "").replace(" ", "")
+    assert "Aboutthisprintededition" in text and "dagger" in text, text[-600:]  # pypdf drops some spaces

@@ -117,3 +117,48 @@ def test_the_html_keeps_its_tables():
     before = doc.pformat()
     rendering.layout_for_print(_app("html"), doc, "errata")
     assert doc.pformat() == before
+
+
+def test_a_ledger_of_long_rows_prints_as_records_and_the_html_keeps_its_table():
+    rst = _WIDE.format(found="a sliding look-ahead that commits one token per step " * 12)
+    doc = publish_doctree(rst, settings_overrides={"report_level": 5})
+    before = doc.pformat()
+    rendering.layout_for_print(_app("html"), doc, "errata")
+    assert doc.pformat() == before
+    rendering.layout_for_print(_app("latex"), doc, "errata")
+    assert not list(doc.findall(lambda n: n.tagname == "table"))
+    (item,) = doc.findall(lambda n: n.tagname == "definition_list_item")
+    term, definition = item.children
+    assert term.astext() == "Formulation"
+    labels = [p[0].astext() for p in definition.children]
+    assert labels == ["location:", "claim:", "what the code found:", "evidence:"]
+    texts = definition[-1].findall(lambda n: n.tagname == "#text" and n.parent.tagname != "raw")
+    evidence = "".join(n.astext() for n in texts)
+    assert evidence.endswith("test_decoding.py::test_example_6_1; a_{long/path.x}")  # the path may break
+    (math,) = doc.findall(lambda n: n.tagname == "math")  # the cell's formula is kept as a formula
+    assert math.astext() == "a_{long/path.x}"
+
+
+def test_a_heading_formula_gets_its_outline_text_in_print_only():
+    rst = "Proposition 1 when :math:`w_V\\neq1`\n====================================\n\ntext :math:`w_V`\n"
+    doc = publish_doctree(rst, settings_overrides={"doctitle_xform": False, "report_level": 5})
+    before = doc.pformat()
+    rendering.layout_for_print(_app("html"), doc, "page")
+    assert doc.pformat() == before
+    rendering.layout_for_print(_app("latex"), doc, "page")
+    (raw,) = doc.findall(lambda n: n.tagname == "raw")
+    assert raw.astext() == r"\texorpdfstring{\protect\(w_V\neq1\protect\)}{w\_V≠1}"
+    assert [m.astext() for m in doc.findall(lambda n: n.tagname == "math")] == ["w_V"]  # the body's maths stays
+
+
+def test_a_long_narrow_table_gets_widths_from_its_text_in_print():
+    rows = ["   * - symbol\n     - meaning\n     - used in\n"]
+    rows += [f"   * - x{i}\n     - {'the meaning of a symbol ' * 3}\n     - Part 1\n" for i in range(31)]
+    doc = publish_doctree(
+        ".. list-table::\n   :header-rows: 1\n\n" + "".join(rows), settings_overrides={"report_level": 5}
+    )
+    rendering.layout_for_print(_app("latex"), doc, "appendix")
+    (table,) = doc.findall(lambda n: n.tagname == "table")
+    assert [spec["colwidth"] for spec in doc.findall(lambda n: n.tagname == "colspec")] == [10, 60, 10]
+    assert {"longtable", "colwidths-given"} <= set(table["classes"])
+    assert not list(doc.findall(lambda n: n.tagname == "raw"))  # the type stays normal size
