@@ -7,7 +7,7 @@ makes no Python object per piece. A piece of up to 15 bytes is named by two 64-b
 little-endian, with its length in the top byte of the last word (pieces of up to 7 bytes have a
 second word of 0). The words go into a hash table with open addressing (a position from the words'
 hash; on a collision, the next position), which numpy probes for all pieces at once, and a slot
-number that says where the piece's ids are kept. Longer pieces (about one in a thousand in English)
+number that says where the piece's ids are kept. Longer pieces (15 of the 263,198 in tiny Shakespeare)
 go through a dict keyed by their bytes. Pieces not yet known are merged all at once by the
 tokenizer's ``learn`` function and added.
 """
