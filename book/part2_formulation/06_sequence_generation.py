@@ -388,9 +388,10 @@ assert np.allclose(np.exp(log_softmax(apply_temperature(z, 1e-4))), np.eye(V)[np
 # %% [markdown]
 # At $\tau=10^{-3}$ the greedy reply has probability 1 to the printed digits and every sample equals
 # it. At $\tau\ge0.3$ it is rare — about one draw in 200 at $\tau=0.3$, below $10^{-4}$ from
-# $\tau=0.5$ up — so it turns up among the `N_RUNS` draws seldom if at all (at $\tau=0.3$ a run of
-# 50 draws, this page's, contains it with probability 0.22, and `FULL=1`'s run of 100 with
-# probability 0.40: whether a run shows it is luck), and almost all the samples differ from each
+# $\tau=0.5$ up — so it turns up among this page's draws seldom if at all (at $\tau=0.3$ a run of
+# 50 draws, this page's, contains it with probability 0.22, and a run of 100 (the longer run of
+# the Reproducibility section) with probability 0.40: whether a run shows it is luck), and almost
+# all the samples differ from each
 # other. Lower temperature buys likelihood (less negative log-probability) with
 # diversity.
 #
