@@ -84,12 +84,36 @@ class WordTable:
 
     def put_new(self, w0: np.ndarray, w1: np.ndarray, first: int) -> tuple[np.ndarray, np.ndarray]:
         """Enter keys (m,), (m,) — none in the table yet, many repeated — numbering the distinct
-        ones ``first, first + 1, …`` in the order they are entered. Returns each key's number (m,)
-        and, for each number in order, the index of one key that has it (M,)."""
-        h = np.sort(self._hash(w0, w1))
-        self._grow(1 + int(np.count_nonzero(h[1:] != h[:-1])))  # distinct keys (fewer only if two share a hash)
-        value, rep = self._enter(w0, w1, None, first)
-        return value, rep
+        ones ``first, first + 1, …``. Returns each key's number (m,) and, for each number in order,
+        the index of one key that has it (M,).
+
+        The repeats are found by one sort: each key's hash, its low bits replaced by the key's index,
+        sorted, puts equal keys side by side with the sorting permutation in the low bits (no
+        ``argsort``, which is several times slower). Only the distinct keys then enter the table. If
+        two different keys share the hash's high bits (checked word by word), they are entered one
+        probe round at a time instead (:meth:`_enter`).
+        """
+        m = len(w0)
+        if m == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        bits = np.uint64(max(1, (m - 1).bit_length()))  # low bits that hold an index
+        low = (np.uint64(1) << bits) - np.uint64(1)
+        key = (self._hash(w0, w1) & ~low) | np.arange(m, dtype=np.uint64)  # (m,)
+        key.sort()
+        order = (key & low).astype(np.int64)  # (m,) key indices, equal hashes side by side
+        head = np.empty(m, dtype=bool)  # (m,) the first of a run of equal hashes
+        head[0] = True
+        np.not_equal(key[1:] >> bits, key[:-1] >> bits, out=head[1:])
+        s0, s1 = np.take(w0, order), np.take(w1, order)  # (m,) the words in sorted order
+        differ = (s0[1:] != s0[:-1]) | (s1[1:] != s1[:-1])  # (m−1,) a key unlike the one before it
+        if (differ & ~head[1:]).any():  # different keys share a hash: enter them by probing
+            self._grow(1 + int(np.count_nonzero(differ | head[1:])))  # at least the distinct keys
+            return self._enter(w0, w1, None, first)
+        number = np.empty(m, dtype=np.int64)
+        number[order] = np.cumsum(head) + (first - 1)  # run number, from first
+        rep = order[head]  # (M,) one key of each run (its smallest index)
+        self.put(s0[head], s1[head], np.arange(first, first + len(rep)))
+        return number, rep
 
     def _enter(
         self, w0: np.ndarray, w1: np.ndarray, value: np.ndarray | None, first: int = 0

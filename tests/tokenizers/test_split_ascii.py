@@ -102,9 +102,33 @@ def test_piece_table_forgets_past_its_limit(tok):
 
 def test_piece_table_when_every_hash_collides(tok, monkeypatch):
     """With the multiplier 0 every piece hashes to position 0 and to the same 64-bit value: the
-    probe chains run through the table and the exact row-wise ``np.unique`` sorts the new pieces."""
+    probe chains run through the table, and the new pieces, whose hashes all agree, are entered
+    one probe round at a time (``WordTable._enter``) instead of by the sort."""
     monkeypatch.setattr(piece_table, "_MIX0", np.uint64(0))
     fresh = BPETokenizer(tok.merge_list(), pattern="gpt4")
     text = SAMPLE[:300]
     assert table_ids(fresh, text) == per_piece(tok, text)
     assert table_ids(fresh, text + "q") == per_piece(tok, text + "q")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 9), st.integers(0, 3)), min_size=1, max_size=300),
+    st.sampled_from(["real", "weak"]),
+)
+def test_put_new_numbers_each_distinct_key_once(pairs, hashing):
+    """``put_new`` gives equal keys one number and different keys different numbers, and ``find``
+    then returns them: by the sort (the real hash) and by the probe rounds it falls back to when
+    different keys share a hash ("weak": only three hash values)."""
+    table = piece_table.WordTable(bits=4)
+    if hashing == "weak":
+        table._hash = lambda w0, w1: (w0 % np.uint64(3)) << np.uint64(62)
+    w0 = np.array([a for a, _ in pairs], dtype=np.uint64) * np.uint64(0x1234567)
+    w1 = np.array([b for _, b in pairs], dtype=np.uint64)
+    number, rep = table.put_new(w0, w1, 7)
+    keys = list(zip(w0.tolist(), w1.tolist()))
+    assert len(rep) == len(set(keys))  # one number per distinct key
+    assert sorted(set(number.tolist())) == list(range(7, 7 + len(rep)))
+    for i, key in enumerate(keys):
+        assert keys[rep[number[i] - 7]] == key  # the representative of its number is the same key
+    assert np.array_equal(table.find(w0, w1), number)
