@@ -37,7 +37,7 @@ import numpy as np
 from nextword._validate import check_iterable, check_path, check_positive_int, check_str_collection
 from nextword.tokenizers.characters import CharTokenizer
 from nextword.tokenizers.piece_table import PieceTable, WordTable
-from nextword.tokenizers.split_ascii import split_starts
+from nextword.tokenizers.split_ascii import WHITESPACE, split_starts
 from nextword.tokenizers.formats import BPEFile, load_json, load_minbpe, save_json, save_minbpe
 from nextword.tokenizers.trainer import BPEResult, learn_bpe, train_merges
 
@@ -58,8 +58,8 @@ _PAD = 16  # bytes per row of the padded decoding table (tokens up to this long 
 
 # The named patterns restricted to ASCII text, for Python's ``re`` (about twice as fast as the
 # ``regex`` module on them): on ASCII characters \p{L} is [A-Za-z], \p{N} is [0-9] and the regex
-# module's \s is [\t\n\x0b\x0c\r ] (``re``'s own \s would add \x1c-\x1f, so it is spelled out).
-_S = r"\t\n\x0b\x0c\r "
+# module's \s is WHITESPACE, [\t\n\x0b\x0c\r ] (``re``'s own \s would add \x1c-\x1f, so it is spelled out).
+_S = "".join(f"\\x{c:02x}" for c in WHITESPACE)  # the same characters as escapes, for a character class
 _ASCII_PATTERNS: dict[str, str] = {
     SPLIT_PATTERNS["gpt2"]: (
         rf"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]+| ?[0-9]+| ?[^{_S}A-Za-z0-9]+|[{_S}]+(?![^{_S}])|[{_S}]+"""

@@ -33,17 +33,17 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["split_starts"]
+__all__ = ["WHITESPACE", "split_starts"]
+
+WHITESPACE = b"\t\n\x0b\x0c\r "  # the ASCII characters the regex module's \s matches (``re``'s adds \x1c-\x1f)
 
 _LETTER, _DIGIT, _PUNCT, _SPACE, _BREAK, _NONE = 0, 1, 2, 3, 4, 5  # byte classes (_NONE: off the text)
 _TABLE = bytearray([_PUNCT]) * 256  # bytes.translate table: byte → its class
 for _chars, _k in ((b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", _LETTER), (b"0123456789", _DIGIT)):
     for _c in _chars:
         _TABLE[_c] = _k
-for _c in b"\t\x0b\x0c ":
-    _TABLE[_c] = _SPACE
-for _c in b"\r\n":
-    _TABLE[_c] = _BREAK
+for _c in WHITESPACE:
+    _TABLE[_c] = _BREAK if _c in b"\r\n" else _SPACE
 _TABLE = bytes(_TABLE)
 _LOWER = bytes(range(256)).lower()  # bytes.translate table: ASCII lower case
 _BLANK, _APOSTROPHE = ord(" "), ord("'")
