@@ -988,9 +988,11 @@ for dist_name in ("Normal", "Uniform"):
 # information about the next word is — holds here for the word that says most, "code", which a head
 # reads in most runs; which other words a run reads changes from run to run, and which words carry
 # the information is a property of the data.
-# The chapter's grammatical argument for "engineer" (agreement with the blank) fails in its own
-# sentence: the blank follows the modal "would", which takes the bare infinitive. Recorded in the
-# errata.
+# Fig. 6.10's own text gives "engineer" a topical role; the grammatical argument for it comes earlier,
+# in §6.1's paragraph on Fig. 6.4 (through subject-verb agreement, "engineer" would require singular
+# third-person forms of the blank's verb). That argument fails in the chapter's own sentence: the blank
+# follows the modal "would", which takes the bare infinitive, and its subject is "code" ("the code that
+# would ___"), not "engineer". Recorded in the errata.
 #
 # | claim (§6.2) | measured here |
 # |---|---|
