@@ -662,8 +662,9 @@ plt.show()
 #   not by its distance.
 # - Read out linearly, a fixed-size state reproduces every symbol exactly while
 #   $n(\lvert\mathcal V\rvert-1)\le d$; just past that its best guesses are still nearly all right,
-#   and for longer sequences it recalls fewer and fewer symbols, the oldest first, towards chance (a
-#   GRU of the same size, trained 300 steps, also falls well short, partly for lack of training).
+#   and for longer sequences it recalls fewer and fewer symbols, the oldest first, towards chance (in
+#   this page's one training run, a GRU of the same size trained for 300 steps also fell well short,
+#   and recalled more when trained twice as long: partly a lack of training).
 #   Attention keeps a vector per word, so its memory grows with the context.
 #
 # ## Check your understanding
