@@ -643,10 +643,11 @@ plt.show()
 # **Figure 6.1.5** (the chapter's Fig. 6.2 with trained models). Per-position recall on held-out copy
 # sequences. In a copy task every symbol is needed $n$ steps after it was read, so the GRU must hold
 # all $n$ symbols in its 32 numbers at once: see its recall flat across positions, well above chance
-# ($1/8$) and well below 1 — no position is kept whole. Its state is not the whole reason: the GRU
-# recalls less than the least-squares read-out of the *random* linear 32-number state of Figure 6.1.4,
-# and the same GRU trained twice as long recalls clearly more (both printed above), so the 300
-# training steps of the figure (600 with `FULL=1`) have not found all that its state could hold. What
+# ($1/8$) and well below 1 — no position is kept whole. Its state is not the whole reason: in this
+# run the GRU recalls less than the least-squares read-out of the *random* linear 32-number state of
+# Figure 6.1.4, and the same GRU trained twice as long recalls clearly more (both printed above), so
+# the 300 training steps of the figure (600 in the Reproducibility section's longer run) have not
+# found all that its state could hold. What
 # the figure shows is how much more easily the transformer learns the task. The transformer keeps one
 # vector per position, and each carries its position's learned vector, so it can attend back to the
 # symbol it must copy, and it copies (nearly) everything.
