@@ -26,7 +26,8 @@
 #
 # **Builds on:**
 # [6.1 From sequential bottleneck to parallel attention](6_1_parallel_attention.ipynb) (why a
-# fixed-size state, read out linearly or by a trained network, loses distant words) · word
+# fixed-size state cannot give back a long context: read out linearly it loses the oldest words first,
+# and a trained recurrent network of the same size recalled too few at every position) · word
 # embeddings, matrix products and the softmax from the previous chapter; mean and variance of a sum
 # of independent variables.
 # **Reading time:** about 45 minutes.
