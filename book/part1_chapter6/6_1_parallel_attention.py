@@ -31,7 +31,7 @@
 # |---|---|---|
 # | $T$ | number of words before the prediction (the blank is word $T+1$) | integer |
 # | $t$, $s$, $u$ | word positions, counted from 1; $s\le t$, and $t-s$ is the distance between them | integers |
-# | $x[t]$ | the input of word $t$: a vector; one number in the tiny example; from the bottleneck section on, a symbol $0,\dots,\lvert\mathcal V\rvert-1$ that enters as a one-hot row | $(d,)$, a number, or a symbol |
+# | $x[t]$ | the input of word $t$: a vector; one number in the tiny example; from the bottleneck section on, a symbol $0,\dots,\lvert\mathcal V\rvert-1$ that enters as a one-hot row (in the base-8 state, as the number itself) | $(d,)$, a number, or a symbol |
 # | $z[t]$ | the recurrent network's hidden state after word $t$ | $(d,)$ |
 # | $W_x$, $W_z$ | the recurrent network's input and state matrices | $(d, d)$; $W_x$ is $(\lvert\mathcal V\rvert, d)$ for one-hot symbols |
 # | $f$, $f'$ | the nonlinearity (the identity or tanh) and its derivative | elementwise |
