@@ -7,9 +7,9 @@
 #
 # A recurrent network ([6.1](6_1_parallel_attention.ipynb)) has to carry everything it might need in
 # one state vector, updated word by word: what it read twenty words ago has been mixed with twenty
-# later words, and once the state must hold many words a linear read-out (or a trained recurrent
-# network of the same size) can no longer give them all back (6.1 measures this, and shows that the
-# count of numbers alone would not force it: one number can hold many symbols). Attention lets the
+# later words, and once the state must hold many words a linear read-out can no longer give them all
+# back, nor did a recurrent network of the same size in 6.1's one training run (6.1 measures this, and
+# shows that the count of numbers alone would not force it: one number can hold many symbols). Attention lets the
 # current word look at every earlier word directly, score how relevant each one is, and take a
 # weighted average of what they offer. Every later piece of the transformer is built around this one
 # operation, so it is worth being able to do it with a pencil.
@@ -27,7 +27,8 @@
 # **Builds on:**
 # [6.1 From sequential bottleneck to parallel attention](6_1_parallel_attention.ipynb) (why a
 # fixed-size state cannot give back a long context: read out linearly it loses the oldest words first,
-# and a trained recurrent network of the same size recalled too few at every position) · word
+# and a recurrent network of the same size, trained once, recalled well under all of them, at every
+# position alike) · word
 # embeddings, matrix products and the softmax from the previous chapter; mean and variance of a sum
 # of independent variables.
 # **Reading time:** about 45 minutes.
