@@ -740,9 +740,9 @@ print(f"0.9^21 = {0.9**21:.4f} (the chapter's count), 0.9^20 = {0.9**20:.4f} (th
 # kept is the tokens: at most $50\log_2\lvert\text{vocabulary}\rvert$ bits, far fewer than the
 # $512\cdot32$ bits of a float32 state. The base-8 state above stores 17 symbols in one number and reads
 # them back exactly. What does hold is what this page measures: a state read out *linearly* loses
-# symbols once the sequence is long enough (and in this page's one run, a GRU of the same size trained
-# for 300 steps recalled well under all of 16 symbols, partly for lack of training). Recorded in the
-# errata.
+# symbols once the sequence is long enough (and in this page's one run, a GRU with a state of 32
+# numbers, trained for 300 steps, recalled well under all of 16 copied symbols, partly for lack of
+# training). Recorded in the errata.
 
 # %% tags=["hide-cell"]
 vocabulary = 50_000  # a typical vocabulary size, for the count
