@@ -31,7 +31,7 @@
 # |---|---|---|
 # | $T$ | number of words before the prediction (the blank is word $T+1$) | integer |
 # | $t$, $s$, $u$ | word positions, counted from 1; $s\le t$, and $t-s$ is the distance between them | integers |
-# | $x[t]$ | the input of word $t$: a vector; one number in the tiny example; from the bottleneck section on, a symbol $0,\dots,\lvert\mathcal V\rvert-1$ that enters as a one-hot row | $(d,)$, a number, or a symbol |
+# | $x[t]$ | the input of word $t$: a vector; one number in the tiny example; from the bottleneck section on, a symbol $0,\dots,\lvert\mathcal V\rvert-1$ that enters as a one-hot row (in the base-8 state, as the number itself) | $(d,)$, a number, or a symbol |
 # | $z[t]$ | the recurrent network's hidden state after word $t$ | $(d,)$ |
 # | $W_x$, $W_z$ | the recurrent network's input and state matrices | $(d, d)$; $W_x$ is $(\lvert\mathcal V\rvert, d)$ for one-hot symbols |
 # | $f$, $f'$ | the nonlinearity (the identity or tanh) and its derivative | elementwise |
@@ -643,10 +643,11 @@ plt.show()
 # **Figure 6.1.5** (the chapter's Fig. 6.2 with trained models). Per-position recall on held-out copy
 # sequences. In a copy task every symbol is needed $n$ steps after it was read, so the GRU must hold
 # all $n$ symbols in its 32 numbers at once: see its recall flat across positions, well above chance
-# ($1/8$) and well below 1 — no position is kept whole. Its state is not the whole reason: the GRU
-# recalls less than the least-squares read-out of the *random* linear 32-number state of Figure 6.1.4,
-# and the same GRU trained twice as long recalls clearly more (both printed above), so the 300
-# training steps of the figure (600 with `FULL=1`) have not found all that its state could hold. What
+# ($1/8$) and well below 1 — no position is kept whole. Its state is not the whole reason: in this
+# run the GRU recalls less than the least-squares read-out of the *random* linear 32-number state of
+# Figure 6.1.4, and the same GRU trained twice as long recalls clearly more (both printed above), so
+# the 300 training steps of the figure (600 in the Reproducibility section's longer run) have not
+# found all that its state could hold. What
 # the figure shows is how much more easily the transformer learns the task. The transformer keeps one
 # vector per position, and each carries its position's learned vector, so it can attend back to the
 # symbol it must copy, and it copies (nearly) everything.
@@ -662,8 +663,9 @@ plt.show()
 #   not by its distance.
 # - Read out linearly, a fixed-size state reproduces every symbol exactly while
 #   $n(\lvert\mathcal V\rvert-1)\le d$; just past that its best guesses are still nearly all right,
-#   and for longer sequences it recalls fewer and fewer symbols, the oldest first, towards chance (a
-#   GRU of the same size, trained 300 steps, also falls well short, partly for lack of training).
+#   and for longer sequences it recalls fewer and fewer symbols, the oldest first, towards chance (in
+#   this page's one training run, a GRU of the same size trained for 300 steps also fell well short,
+#   and recalled more when trained twice as long: partly a lack of training).
 #   Attention keeps a vector per word, so its memory grows with the context.
 #
 # ## Check your understanding
@@ -737,9 +739,10 @@ print(f"0.9^21 = {0.9**21:.4f} (the chapter's count), 0.9^20 = {0.9**20:.4f} (th
 # represent all 25,600 numbers". The embeddings are a function of the 50 tokens, so what has to be
 # kept is the tokens: at most $50\log_2\lvert\text{vocabulary}\rvert$ bits, far fewer than the
 # $512\cdot32$ bits of a float32 state. The base-8 state above stores 17 symbols in one number and reads
-# them back exactly. What does hold is what this page measures: a state read out *linearly* (or by a
-# trained GRU of the same size) loses symbols once the sequence is long enough. Recorded in the
-# errata.
+# them back exactly. What does hold is what this page measures: a state read out *linearly* loses
+# symbols once the sequence is long enough (and in this page's one run, a GRU with a state of 32
+# numbers, trained for 300 steps, recalled well under all of 16 copied symbols, partly for lack of
+# training). Recorded in the errata.
 
 # %% tags=["hide-cell"]
 vocabulary = 50_000  # a typical vocabulary size, for the count
@@ -755,7 +758,7 @@ assert token_bits < state_bits
 # | path length 21 vs 1 on the running example | 20 state steps for the 21-word sentence as printed, 21 for the chapter's 22-word count; 1 for attention (the word count is an erratum) |
 # | gradient factor $\lambda^{21}$ | exact for a linear RNN with a random orthogonal matrix times $\lambda$ ($0.9^{20}$ for the sentence as printed), smaller with tanh; attention: no trend with distance (mean of 100 random layers) |
 # | a fixed-size state cannot keep a long context (Fig. 6.2) | linear state with a least-squares read-out: exact while $n(\lvert\mathcal V\rvert-1)\le d$, then falling towards chance; trained GRU (300 steps): flat recall well below 1 at every position, below even the random linear state's read-out, and higher when trained twice as long, so partly a training limit; attention recalls all |
-# | the count 25,600 vs 512 "necessarily discards information" | not as stated: a count of numbers bounds nothing (17 symbols in one float64 number); the loss holds for linear or trained read-outs (erratum) |
+# | the count 25,600 vs 512 "necessarily discards information" | not as stated: a count of numbers bounds nothing (17 symbols in one float64 number); the loss holds for a linear read-out, and in this run for a GRU trained 300 steps (erratum) |
 #
 # ## Reproducibility
 #

@@ -7,9 +7,9 @@
 #
 # A recurrent network ([6.1](6_1_parallel_attention.ipynb)) has to carry everything it might need in
 # one state vector, updated word by word: what it read twenty words ago has been mixed with twenty
-# later words, and once the state must hold many words a linear read-out (or a trained recurrent
-# network of the same size) can no longer give them all back (6.1 measures this, and shows that the
-# count of numbers alone would not force it: one number can hold many symbols). Attention lets the
+# later words, and once the state must hold many words a linear read-out can no longer give them all
+# back, nor did a recurrent network of the same size in 6.1's one training run (6.1 measures this, and
+# shows that the count of numbers alone would not force it: one number can hold many symbols). Attention lets the
 # current word look at every earlier word directly, score how relevant each one is, and take a
 # weighted average of what they offer. Every later piece of the transformer is built around this one
 # operation, so it is worth being able to do it with a pencil.
@@ -26,7 +26,9 @@
 #
 # **Builds on:**
 # [6.1 From sequential bottleneck to parallel attention](6_1_parallel_attention.ipynb) (why a
-# fixed-size state, read out linearly or by a trained network, loses distant words) · word
+# fixed-size state cannot give back a long context: read out linearly it loses the oldest words first,
+# and a recurrent network of the same size, trained once, recalled well under all of them, at every
+# position alike) · word
 # embeddings, matrix products and the softmax from the previous chapter; mean and variance of a sum
 # of independent variables.
 # **Reading time:** about 45 minutes.
@@ -988,9 +990,11 @@ for dist_name in ("Normal", "Uniform"):
 # information about the next word is — holds here for the word that says most, "code", which a head
 # reads in most runs; which other words a run reads changes from run to run, and which words carry
 # the information is a property of the data.
-# The chapter's grammatical argument for "engineer" (agreement with the blank) fails in its own
-# sentence: the blank follows the modal "would", which takes the bare infinitive. Recorded in the
-# errata.
+# Fig. 6.10's own text gives "engineer" a topical role; the grammatical argument for it comes earlier,
+# in §6.1's paragraph on Fig. 6.4 (through subject-verb agreement, "engineer" would require singular
+# third-person forms of the blank's verb). That argument fails in the chapter's own sentence: the blank
+# follows the modal "would", which takes the bare infinitive, and its subject is "code" ("the code that
+# would ___"), not "engineer". Recorded in the errata.
 #
 # | claim (§6.2) | measured here |
 # |---|---|

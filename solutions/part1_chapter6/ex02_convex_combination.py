@@ -37,12 +37,14 @@ assert total == 1
 # combination, so the output is one, with coefficients $\lambda_j=\alpha[i,j]$.
 #
 # Geometrically the output lies in the convex hull of $\{v[1],\dots,v[i]\}$ — the smallest convex set
-# containing the values — and the weights are its barycentric coordinates. Consequences: every
+# containing the values — and the weights are barycentric coordinates of it (the only ones when the
+# values are affinely independent). Consequences: every
 # coordinate of the output lies between the smallest and largest value of that coordinate; the output
-# can never be "more extreme" than the values it reads; it equals a single $v[j]$ only in the limit
-# where one weight tends to 1 (all weights are strictly positive, so for finite scores the output is in
-# the relative interior of the hull when the values are affinely independent); and uniform scores give
-# the centroid $\frac1i\sum_jv[j]$. Because the weights are softmax outputs, the map from scores to the
+# can never be "more extreme" than the values it reads; when the values are affinely independent it
+# equals a single $v[j]$ only in the limit where one weight tends to 1 (all weights are strictly
+# positive, so for finite scores the output is in the relative interior of the hull; values that are
+# not, say $v[3]=\tfrac12(v[1]+v[2])$, can give $v[3]$ itself with finite scores); and uniform scores
+# give the centroid $\frac1i\sum_jv[j]$. Because the weights are softmax outputs, the map from scores to the
 # output is smooth, which is what makes attention trainable.
 # <!-- END SOLUTION -->
 

@@ -63,9 +63,11 @@ print(", ".join(f"{rope_score(q, k, 5 + s, 2 + s):.4f}" for s in (0, 10, 100)), 
 # Algebraically $R(i\theta)^\top R(j\theta)=R(-i\theta)R(j\theta)=R\big((j-i)\theta\big)$, so
 # $(R(i\theta)q)^\top R(j\theta)k=q^\top R\big((j-i)\theta\big)k$: the positions enter only through $i-j$. With
 # several frequencies, each pair contributes such a term: with $q^{(m)}=(q_{2m},q_{2m+1})$ and $k^{(m)}$ the
-# pairs, the score is $\sum_m q^{(m)\top} R\big((j-i)\theta_m\big)k^{(m)}$, a function of the offset (the
-# cosine of the angle difference the chapter mentions is the $q_{2m}k_{2m}+q_{2m+1}k_{2m+1}$ part of it; a
-# sine term of the same difference completes it).
+# pairs, the score is $\sum_m q^{(m)\top} R\big((j-i)\theta_m\big)k^{(m)}$, a function of the offset.
+# Written out, pair $m$ contributes
+# $\cos\big((j-i)\theta_m\big)\,(q_{2m}k_{2m}+q_{2m+1}k_{2m+1})+\sin\big((j-i)\theta_m\big)\,(q_{2m+1}k_{2m}-q_{2m}k_{2m+1})$: the cosine of the angle difference
+# that the chapter mentions multiplies the pair's plain dot product, and a sine of the same difference
+# completes it.
 # <!-- END SOLUTION -->
 
 # %%
