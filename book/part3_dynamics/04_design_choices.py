@@ -136,8 +136,9 @@ for G in (2, 3, 5):
 # gradients $-\alpha_{ij}A_{ij}$ times $q_i/\sqrt{d_k}$:
 # $$\frac{\partial \mathcal L}{\partial k_j} = -\frac1{\sqrt{d_k}}\sum_i \alpha_{ij}A_{ij}\, q_i ,$$
 # so a descent step moves key $k_j$ towards the queries that find position $j$ better than average
-# ($A_{ij}>0$) and away from those that find it worse. The paper (§6.2) concludes that keys used by different
-# groups of queries become "approximately orthogonal hypothesis axes". The tiny example suggests a
+# ($A_{ij}>0$) and away from those that find it worse. The paper (§6.2) concludes that when different groups
+# of queries find different keys helpful, this push apart is "encouraging approximate orthogonality of distinct
+# hypothesis axes". The tiny example suggests a
 # different end point; we derive it exactly and then measure it.
 #
 # **The end point of the symmetric argument, with sympy.** $G$ unit vectors with pairwise cosine
