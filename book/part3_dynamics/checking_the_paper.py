@@ -351,6 +351,6 @@ assert rel_errors[0] > 3  # at eta = 1 the first-order prediction is several tim
 # For the value step, the sentence holds, in the sense a Taylor expansion gives it. At $\eta = 1$ the
 # first-order prediction is several times the exact change; from there its relative error falls with every
 # smaller rate, and once the rate is small it is proportional to $\eta$ (each tenfold smaller rate makes it
-# about ten times smaller). The sentence's other half, that the rate "modulates the timescale separation between routing and
+# about ten times smaller). The sentence's other half, that learning rate choices "modulate the timescale separation between routing and
 # content", is a claim about whole training runs that this page does not measure; the verdict is
 # partly checked.
