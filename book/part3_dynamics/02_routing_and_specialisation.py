@@ -199,7 +199,7 @@ assert np.isclose(first.sum(), -1e-5 * ubar[j] @ ubar[j], rtol=1e-12)
 assert np.all(np.sign(first) == np.sign(exact))
 
 # %% [markdown]
-# Some queries lose (the $+1$), the total falls, and the first-order signs are the exact ones. How
+# One query loses (the $+1$, query 5), the total falls, and the first-order signs are the exact ones. How
 # well the first-order formula approximates the exact change as $\eta$ grows is a step study,
 # [checked below](#checking-the-paper).
 #
