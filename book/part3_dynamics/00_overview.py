@@ -20,7 +20,7 @@
 #
 # **Builds on:** [6.2 The attention mechanism](../part1_chapter6/6_2_attention_mechanism.ipynb)
 # (queries, keys, values, softmax weights) and [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb)
-# (a position reads only the past, as the head of 3.3 does) · the chain rule, the softmax and the
+# (a position reads only itself and earlier positions, as the head of 3.3 does) · the chain rule, the softmax and the
 # cross-entropy loss of a classifier. **Reading time:** about 8 minutes.
 #
 # *Source: N. Aggarwal, S. R. Dalal, V. Misra, "Gradient Dynamics of Attention: How Cross-Entropy
@@ -62,7 +62,7 @@ use_book_style()
 #
 # - **Attention itself** — queries, keys, values, scores, the softmax and the weighted average:
 #   [6.2 The attention mechanism](../part1_chapter6/6_2_attention_mechanism.ipynb).
-# - **The causal mask** (page [3.3](03_sticky_chain_em_vs_sgd.ipynb) trains a head that may read only the past):
+# - **The causal mask** (page [3.3](03_sticky_chain_em_vs_sgd.ipynb) trains a head whose positions read only themselves and earlier ones):
 #   [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb).
 # - **The chain rule for vectors and matrices** — a gradient passed backwards through a product
 #   of a row vector and a matrix, $v = x\,W^V$, comes back multiplied by the transpose:
