@@ -405,7 +405,7 @@ plt.show()
 #   $-1/(G-1)$, the regular simplex's value, and
 #   two groups' keys towards opposite; the single angles need not be equal (on the toy, five keys'
 #   are not). The mean is near orthogonal only for many groups.
-#   (The paper expects orthogonal keys; [checked below](#checking-the-paper).)
+#   (The paper's §6.2 expects "approximate orthogonality"; [checked below](#checking-the-paper).)
 # - LayerNorm on the values (with no learned scale) fixes their norms at $\sqrt{d_v}$; on the toy it
 #   left the routing geometry nearly as it was and did not stop the head from specialising (three seeds).
 # - On the toy, attention dropout made the head spread its attention over redundant sources, and paid
