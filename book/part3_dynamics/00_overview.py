@@ -55,8 +55,8 @@ use_book_style()
 #   first and values keep refining, and that an EM-like training schedule learns faster than SGD
 #   (stochastic gradient descent: one gradient step on every parameter for each fresh batch of data).
 # - **Design advice follows.** Keys are pushed apart by different groups of queries; LayerNorm on
-#   values and {term}`attention dropout` (setting random attention weights to zero during training)
-#   act on the feedback loop in predictable ways.
+#   values keeps their norms stable, and {term}`attention dropout` (setting random attention weights
+#   to zero during training) disrupts the feedback loop, so that values are used more evenly.
 #
 # ## What you need first
 #

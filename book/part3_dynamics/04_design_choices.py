@@ -3,8 +3,8 @@
 #
 # **The question.** When different groups of queries need different positions, the gradient pushes
 # their keys apart — but how far: to right angles, as the paper says, or further? And the paper
-# recommends two knobs — LayerNorm on the values and attention dropout — for their effect on the
-# feedback loop between routing and content: do they have that effect?
+# names two knobs — LayerNorm on the values, to keep their norms stable, and attention dropout, to
+# disrupt the feedback loop between routing and content: do they do that?
 #
 # Papers often turn a gradient formula into design advice without measuring it. This page measures
 # three such statements of the paper on a toy in which we know which positions each query should
@@ -271,11 +271,12 @@ assert all(length < 1 for length in unit_sum.values())  # the text below: shorte
 #
 # ## LayerNorm on the values, attention dropout
 #
-# The paper's §8.2 recommends two knobs for the feedback loop of routing and content (page 3.2):
+# The paper's §8.2 (regularisation and stability) names two knobs:
 # {term}`layer normalisation` of the values, which "can stabilize norms while leaving directional
 # dynamics intact", and {term}`attention dropout` (during training, each attention weight is set to
 # zero with probability $r$ and the others divided by $1-r$), which "disrupts the feedback loop,
-# limiting over-specialization and encouraging more evenly used values".
+# limiting over-specialization and encouraging more evenly used values" — the loop of routing and
+# content of page 3.2. Only dropout is tied to that loop; the LayerNorm sentence speaks of norms and directions.
 #
 # To give over-specialisation something to act on, every group now has three carriers of different
 # reliability: carrier 1 keeps its group's class with probability 0.95 (its reliability), carriers
