@@ -139,7 +139,7 @@ plt.show()
 #   noise of each other over several seeds, and a paper-sized run finds no EM-like advantage either
 #   (where the difference exceeds three standard errors of its sampling noise, SGD is ahead) —
 #   [3.3](03_sticky_chain_em_vs_sgd.ipynb).
-# - **"Values keep learning after attention has frozen" does not follow from the gradients** (§6.1):
+# - **That values keep learning after attention has frozen does not follow from the gradients** (§6.1):
 #   the value step is a weighted sum of the error signals and vanishes at every stationary point,
 #   however large the loss; whether values keep moving is a property of a training run —
 #   [the second pass over the paper](checking_the_paper.ipynb).

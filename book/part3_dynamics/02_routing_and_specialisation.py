@@ -624,8 +624,8 @@ plt.show()
 # - For a squared loss on the head's output, the value step (with step size $1/m_j$) is EM's M-step
 #   exactly for hard attention, and comes close to it only as attention sharpens.
 # - Some of the paper's words about this loop state its signs the other way round, and its
-#   "attention settles first, values later" is a tendency in the toy rather than a law
-#   ([checked below](#checking-the-paper)).
+#   two timescales (attention "often stabilizes early, while values continue to refine", §1.1)
+#   are a tendency in the toy rather than a law ([checked below](#checking-the-paper)).
 #
 # ## Check your understanding
 #

@@ -285,7 +285,7 @@ assert g_61.loss > 1 and u_norms.min() > 0.1 and all(v < 1e-12 for v in largest.
 
 # %% [markdown]
 # At such a point nothing moves: not the scores, not the values, although the loss is far from zero and no
-# u_i vanishes. So "values keep moving after attention has frozen" is not implied by the gradients; it is an
+# u_i vanishes. So the gradients do not imply that values keep moving after attention has frozen; that is an
 # observation about particular training runs, and it can be measured. On the §7.1 toy (the eight seeds of the
 # section above, learning rate 0.08), the norms of the score gradient ∂L/∂S and of the value gradient ∂L/∂V
 # (Eq. 16) at the first and the last step:
