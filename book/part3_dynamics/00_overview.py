@@ -20,7 +20,7 @@
 #
 # **Builds on:** [6.2 The attention mechanism](../part1_chapter6/6_2_attention_mechanism.ipynb)
 # (queries, keys, values, softmax weights) and [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb)
-# (a position reads only the past, as the head of 3.3 does) · the chain rule, the softmax and the
+# (a position reads only itself and earlier positions, as the head of 3.3 does) · the chain rule, the softmax and the
 # cross-entropy loss of a classifier. **Reading time:** about 8 minutes.
 #
 # *Source: N. Aggarwal, S. R. Dalal, V. Misra, "Gradient Dynamics of Attention: How Cross-Entropy
@@ -55,14 +55,14 @@ use_book_style()
 #   first and values keep refining, and that an EM-like training schedule learns faster than SGD
 #   (stochastic gradient descent: one gradient step on every parameter for each fresh batch of data).
 # - **Design advice follows.** Keys are pushed apart by different groups of queries; LayerNorm on
-#   values and {term}`attention dropout` (setting random attention weights to zero during training)
-#   act on the feedback loop in predictable ways.
+#   values keeps their norms stable, and {term}`attention dropout` (setting random attention weights
+#   to zero during training) disrupts the feedback loop, so that values are used more evenly.
 #
 # ## What you need first
 #
 # - **Attention itself** — queries, keys, values, scores, the softmax and the weighted average:
 #   [6.2 The attention mechanism](../part1_chapter6/6_2_attention_mechanism.ipynb).
-# - **The causal mask** (page [3.3](03_sticky_chain_em_vs_sgd.ipynb) trains a head that may read only the past):
+# - **The causal mask** (page [3.3](03_sticky_chain_em_vs_sgd.ipynb) trains a head whose positions read only themselves and earlier ones):
 #   [6.3 Causal masking](../part1_chapter6/6_3_causal_masking.ipynb).
 # - **The chain rule for vectors and matrices** — a gradient passed backwards through a product
 #   of a row vector and a matrix, $v = x\,W^V$, comes back multiplied by the transpose:
@@ -139,7 +139,7 @@ plt.show()
 #   noise of each other over several seeds, and a paper-sized run finds no EM-like advantage either
 #   (where the difference exceeds three standard errors of its sampling noise, SGD is ahead) —
 #   [3.3](03_sticky_chain_em_vs_sgd.ipynb).
-# - **"Values keep learning after attention has frozen" does not follow from the gradients** (§6.1):
+# - **That values keep learning after attention has frozen does not follow from the gradients** (§6.1):
 #   the value step is a weighted sum of the error signals and vanishes at every stationary point,
 #   however large the loss; whether values keep moving is a property of a training run —
 #   [the second pass over the paper](checking_the_paper.ipynb).

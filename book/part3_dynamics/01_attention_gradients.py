@@ -3,7 +3,7 @@
 #
 # **The question.** When an attention head helps make a wrong prediction, training nudges every
 # number in it — but which way? How does the error at the output tell the values what to become, and
-# tell each query which earlier positions to attend to more and which less?
+# tell each query which positions to attend to more and which less?
 #
 # Everything Part 3 says about how attention *learns* — heads that specialise, attention that
 # tends to settle before the values do, the comparison with the EM algorithm — rests on a

@@ -199,7 +199,7 @@ assert np.isclose(first.sum(), -1e-5 * ubar[j] @ ubar[j], rtol=1e-12)
 assert np.all(np.sign(first) == np.sign(exact))
 
 # %% [markdown]
-# Some queries lose (the $+1$), the total falls, and the first-order signs are the exact ones. How
+# One query loses (the $+1$, query 5), the total falls, and the first-order signs are the exact ones. How
 # well the first-order formula approximates the exact change as $\eta$ grows is a step study,
 # [checked below](#checking-the-paper).
 #
@@ -624,8 +624,8 @@ plt.show()
 # - For a squared loss on the head's output, the value step (with step size $1/m_j$) is EM's M-step
 #   exactly for hard attention, and comes close to it only as attention sharpens.
 # - Some of the paper's words about this loop state its signs the other way round, and its
-#   "attention settles first, values later" is a tendency in the toy rather than a law
-#   ([checked below](#checking-the-paper)).
+#   two timescales (attention "often stabilizes early, while values continue to refine", §1.1)
+#   are a tendency in the toy rather than a law ([checked below](#checking-the-paper)).
 #
 # ## Check your understanding
 #

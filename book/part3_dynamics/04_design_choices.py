@@ -3,8 +3,8 @@
 #
 # **The question.** When different groups of queries need different positions, the gradient pushes
 # their keys apart — but how far: to right angles, as the paper says, or further? And the paper
-# recommends two knobs — LayerNorm on the values and attention dropout — for their effect on the
-# feedback loop between routing and content: do they have that effect?
+# names two knobs — LayerNorm on the values, to keep their norms stable, and attention dropout, to
+# disrupt the feedback loop between routing and content: do they do that?
 #
 # Papers often turn a gradient formula into design advice without measuring it. This page measures
 # three such statements of the paper on a toy in which we know which positions each query should
@@ -136,8 +136,9 @@ for G in (2, 3, 5):
 # gradients $-\alpha_{ij}A_{ij}$ times $q_i/\sqrt{d_k}$:
 # $$\frac{\partial \mathcal L}{\partial k_j} = -\frac1{\sqrt{d_k}}\sum_i \alpha_{ij}A_{ij}\, q_i ,$$
 # so a descent step moves key $k_j$ towards the queries that find position $j$ better than average
-# ($A_{ij}>0$) and away from those that find it worse. The paper (§6.2) concludes that keys used by different
-# groups of queries become "approximately orthogonal hypothesis axes". The tiny example suggests a
+# ($A_{ij}>0$) and away from those that find it worse. The paper (§6.2) concludes that when different groups
+# of queries find different keys helpful, this push apart is "encouraging approximate orthogonality of distinct
+# hypothesis axes". The tiny example suggests a
 # different end point; we derive it exactly and then measure it.
 #
 # **The end point of the symmetric argument, with sympy.** $G$ unit vectors with pairwise cosine
@@ -270,11 +271,12 @@ assert all(length < 1 for length in unit_sum.values())  # the text below: shorte
 #
 # ## LayerNorm on the values, attention dropout
 #
-# The paper's §8.2 recommends two knobs for the feedback loop of routing and content (page 3.2):
+# The paper's §8.2 (regularisation and stability) names two knobs:
 # {term}`layer normalisation` of the values, which "can stabilize norms while leaving directional
 # dynamics intact", and {term}`attention dropout` (during training, each attention weight is set to
 # zero with probability $r$ and the others divided by $1-r$), which "disrupts the feedback loop,
-# limiting over-specialization and encouraging more evenly used values".
+# limiting over-specialization and encouraging more evenly used values" — the loop of routing and
+# content of page 3.2. Only dropout is tied to that loop; the LayerNorm sentence speaks of norms and directions.
 #
 # To give over-specialisation something to act on, every group now has three carriers of different
 # reliability: carrier 1 keeps its group's class with probability 0.95 (its reliability), carriers
@@ -404,7 +406,7 @@ plt.show()
 #   $-1/(G-1)$, the regular simplex's value, and
 #   two groups' keys towards opposite; the single angles need not be equal (on the toy, five keys'
 #   are not). The mean is near orthogonal only for many groups.
-#   (The paper expects orthogonal keys; [checked below](#checking-the-paper).)
+#   (The paper's §6.2 expects "approximate orthogonality"; [checked below](#checking-the-paper).)
 # - LayerNorm on the values (with no learned scale) fixes their norms at $\sqrt{d_v}$; on the toy it
 #   left the routing geometry nearly as it was and did not stop the head from specialising (three seeds).
 # - On the toy, attention dropout made the head spread its attention over redundant sources, and paid

@@ -285,7 +285,7 @@ assert g_61.loss > 1 and u_norms.min() > 0.1 and all(v < 1e-12 for v in largest.
 
 # %% [markdown]
 # At such a point nothing moves: not the scores, not the values, although the loss is far from zero and no
-# u_i vanishes. So "values keep moving after attention has frozen" is not implied by the gradients; it is an
+# u_i vanishes. So the gradients do not imply that values keep moving after attention has frozen; that is an
 # observation about particular training runs, and it can be measured. On the §7.1 toy (the eight seeds of the
 # section above, learning rate 0.08), the norms of the score gradient ∂L/∂S and of the value gradient ∂L/∂V
 # (Eq. 16) at the first and the last step:
@@ -351,6 +351,6 @@ assert rel_errors[0] > 3  # at eta = 1 the first-order prediction is several tim
 # For the value step, the sentence holds, in the sense a Taylor expansion gives it. At $\eta = 1$ the
 # first-order prediction is several times the exact change; from there its relative error falls with every
 # smaller rate, and once the rate is small it is proportional to $\eta$ (each tenfold smaller rate makes it
-# about ten times smaller). The sentence's other half, that the rate "modulates the timescale separation between routing and
+# about ten times smaller). The sentence's other half, that learning rate choices "modulate the timescale separation between routing and
 # content", is a claim about whole training runs that this page does not measure; the verdict is
 # partly checked.

@@ -274,7 +274,7 @@ def check_ex_p3_04(em_value_step: Callable) -> bool:
                         mistakes={"W_V moves the wrong way: the M-step is Δv_j = −η Σ_i α_ij u_i":
                                   2 * params.W_V - run.params.W_V,
                                   "returns the update ΔW_V, not the new W_V": run.params.W_V - params.W_V,
-                                  "attention without the causal mask: the head of §2.1 is causal (causal=True)":
+                                  "attention without the causal mask: the §7.2 head is causal (causal=True)":
                                   _em_variant(params, task.X, task.targets, value_lr, causal=False),
                                   "α U instead of αᵀ U: value j collects Σ_i α_ij u_i, from the queries i that "
                                   "attend to it (column j of α)":
