@@ -5,9 +5,9 @@ The paper's §6.2 argues from the key gradient (Eq. 27 in row form)
     dL/dk_j = (1/sqrt(d_k)) sum_i alpha_ij (b_ij - E_{alpha_i}[b]) q_i
 
 that keys used by different groups of queries are pushed apart ("approximate orthogonality of
-distinct hypothesis axes"); §8.2 proposes LayerNorm on the values ("stabilise norms while leaving
+distinct hypothesis axes"); §8.2 proposes LayerNorm on the values ("stabilize norms while leaving
 directional dynamics intact") and attention dropout ("disrupts the feedback loop, limiting
-over-specialisation and encouraging more evenly used values"). This module provides
+over-specialization and encouraging more evenly used values"). This module provides
 
 * :func:`retrieval_task` — ``G`` groups ("hypotheses") of tokens; in every sequence each group has a
   random class that only its *carrier* tokens show; every position must predict its group's class,
