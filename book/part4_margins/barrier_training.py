@@ -1015,8 +1015,8 @@ for run, arms in gpu_pair.items():
 # times per step, printed beside it, do not measure the penalty's cost: each is a whole run's
 # wall-clock time (evaluations included) divided by its steps, and the two arms ran on another
 # machine than the benchmark (the CPUs are printed), six days apart, under loads that were not
-# recorded — which is why the margin arm's step took 2.6 times the CE arm's there, against 1.1 and 1.3
-# times in the two timings below for the same 16-position penalty. The compact form of the
+# recorded. So the margin arm's step taking 2.6 times the CE arm's there says little about the penalty:
+# the two timings below give 1.1 and 1.3 times for the same 16-position penalty. The compact form of the
 # penalty (below) factorises an $r_t \times r_t$ matrix per position instead of a $128\times128$ one,
 # and its backward pass reuses $(I-M)^{-\top}$ without storing any per-position matrix. Sampling 16
 # positions per window is unbiased (checked by enumeration in `tests/torch/barrier/test_prior.py`).
