@@ -39,13 +39,13 @@
 # :class: note
 # | symbol | meaning | shape |
 # |---|---|---|
-# | $x_t$ | embedding of the character at position $t$, a column vector as everywhere in Part 4 (positions counted from 1) | $(d,)$, a number in the tiny example |
+# | $x_t$ | embedding of the character at position $t$, a column vector of width $d$ as everywhere in Part 4 (positions counted from 1) | $(d,)$, a number in the tiny example |
 # | $a$ | coupling in one dimension: the score of $x_s$ seen from $x_t$ is $a\,x_t x_s$ | number |
 # | $m$, $m_t$ | the margin of position $t$, $1-a\,\mathrm{Var}_t$, with $\mathrm{Var}_t$ the attention-weighted variance of the tokens before $t$; in $d$ dimensions $\lvert\det(I-\Sigma_t A)\rvert$, whose logarithm is the log-margin | number |
 # | $A$ | the prior's matrix: the score of $x_s$ seen from $x_t$ is $x_s^\top Ax_t$ | $(d,d)$ |
 # | $\Sigma_t$ | attention-weighted covariance of the embeddings before $t$ | $(d,d)$ |
-# | $\hat\varepsilon_t$ | the residual $x_t-\mu_t(x)$ of [4.1](01_latent_noise_view.ipynb); $\partial\hat\varepsilon_t/\partial x_t=I-\Sigma_t A$ | $(d,)$ |
-# | $E$, $y_t$ | the language model's embedding table; the character at position $t$, so $x_t$ is row $y_t$ of $E$, $E[y_t]$, read as a column | $(\lvert\mathcal V\rvert,d)$; an id |
+# | $\hat\varepsilon_t$ | the residual $x_t-\mu_t(x)$ of [4.1](01_latent_noise_view.ipynb), with $\mu_t(x)$ the attention-weighted mean of the embeddings before $t$; $\partial\hat\varepsilon_t/\partial x_t=I-\Sigma_t A$ | $(d,)$ |
+# | $E$, $y_t$ | the language model's embedding table, one row for each of its $\lvert\mathcal V\rvert$ characters; the character at position $t$, so $x_t$ is row $y_t$ of $E$, $E[y_t]$, read as a column | $(\lvert\mathcal V\rvert,d)$; an id |
 # | $W_Q,W_K,W_V$ | query, key and value matrices of the numpy library's layer ($A=W_K^\top W_Q$) | $(d,d)$ |
 # | $\rho$ | spectral radius (largest absolute eigenvalue) | number |
 # | $\nu$ | an eigenvalue of $\Sigma_t A$; each contributes a factor $1-\nu$ to $\det(I-\Sigma_t A)$ (the miniature's printout picks the one that sets $\rho$, where the spectral margin $1-\rho$ is smallest) | number |

@@ -615,9 +615,11 @@ if SAVED:
 # below once the coupling is negative — making $\lvert\det\rvert$ larger always lowers it (Figure
 # 4.7.1). With $\lambda_m=0.05$, the optimiser buys penalty with predictive quality. The paper reports
 # a gap of 0.036 BPC; the pair here pays several times that ([checked below](#checking-the-paper)).
-# Computing the penalty also costs time: a training step with the exact penalty takes about one and a
-# half to two times as long as a cross-entropy step on a CPU, and several times as long on a GPU, where the cross-entropy step itself is
-# fast (both measured in [Reproducibility](#reproducibility)).
+# Computing the penalty also costs time. At the paper's size a training step with the exact penalty
+# takes about one and a half times as long as a cross-entropy step on one CPU thread, and about seven
+# times as long on a GPU: the GPU speeds the cross-entropy step up several times as much as the
+# exact-penalty step (both measured, with their ratios printed, in [Reproducibility](#reproducibility);
+# the timings do not say which part of the penalty's computation gains less).
 #
 # ## Key takeaways
 #
@@ -1008,9 +1010,13 @@ for run, arms in gpu_pair.items():
 # the paper's size (batch 64 × context 256, $d=128$, Shakespeare characters) with and without the
 # penalty, all modes interleaved in one process, on the book's build machine (shared with other
 # jobs, so the individual times vary; the ratios are medians). With one thread it counts the process's
-# CPU seconds, which other jobs inflate less than they inflate wall-clock time; the time per step of
-# the trained pair's margin arm, printed beside it, is its whole run's wall-clock time (evaluations
-# included) divided by its steps. The compact form of the
+# CPU seconds, which other jobs inflate less than they inflate wall-clock time. The trained pair's own
+# times per step, printed beside it, do not measure the penalty's cost: each is a whole run's
+# wall-clock time (evaluations included) divided by its steps, and the two arms ran on another
+# machine than the benchmark (the CPUs are printed), six days apart, under loads that were not
+# recorded. So the margin arm's step taking 2.6 times the CE arm's there says little about the penalty:
+# both timings below put a step with the same 16-position penalty at less than one and a half times a
+# CE step. The compact form of the
 # penalty (below) factorises an $r_t \times r_t$ matrix per position instead of a $128\times128$ one,
 # and its backward pass reuses $(I-M)^{-\top}$ without storing any per-position matrix. Sampling 16
 # positions per window is unbiased (checked by enumeration in `tests/torch/barrier/test_prior.py`).
@@ -1027,13 +1033,21 @@ for mode, label in (("ce", "CE only"), ("exact", "exact penalty, all positions (
                     ("direct16", "k=16, d x d covariance path (no compact form)")):
     print(f"  {label:44s} {bench['ratios'][mode]:5.2f} x CE step, "
           f"peak {bench['results'][mode]['peak_mib']:5.0f} MiB")
-assert 1.4 < bench["ratios"]["exact"] < 2.0  # "about one and a half to two times" a CE step (the lesson)
+# timings move with the machine's load from run to run: the bounds hold for any rerun, not this run's digits
+assert 1.3 < bench["ratios"]["exact"] < 1.8  # "about one and a half times" a CE step (the lesson)
+assert bench["ratios"]["k16"] < 1.5          # "less than one and a half times" for k = 16 (the prose)
 if SAVED:
     step_seconds = 1 / trained_margin["steps_per_second"]
-    print(f"a margin-arm step of the trained pair took {step_seconds:.2f} s of wall-clock time (its run's "
-          f"wall time, evaluations included, over its steps); the benchmark's fastest k=16 step took "
-          f"{min(bench['results']['k16']['times']):.2f} CPU seconds (different measures, and different loads "
-          f"of the shared machine)")
+    ce_step_seconds = 1 / trained_ce["steps_per_second"]
+    pair_machine = saved["margin"]["machine"]["cpu"]
+    assert saved["ce"]["machine"]["cpu"] == pair_machine != bench_run["machine"]["cpu"]  # the prose
+    print(f"a step of the trained pair, on {pair_machine} (its run's wall time, evaluations included, over "
+          f"its steps): CE arm {ce_step_seconds:.2f} s, margin arm (k=16) {step_seconds:.2f} s, "
+          f"{step_seconds / ce_step_seconds:.1f} x; the two arms ran on {saved['ce']['created'][:10]} and "
+          f"{saved['margin']['created'][:10]}")
+    print(f"the benchmark's fastest k=16 step took {min(bench['results']['k16']['times']):.2f} CPU seconds "
+          f"on {bench_run['machine']['cpu']} (a different measure, on a different machine)")
+    assert step_seconds / ce_step_seconds > 2  # the pair's "2.6 times", against less than 1.5 in both timings
 
 # %% [markdown]
 # **Steps per second at the paper's size, GPU and CPU.** Measured by `nextword gpu-check` for the
@@ -1062,8 +1076,15 @@ assert cpu_threads == 1 and cpu_speed["device"] == "cpu" and set(cpu_check["data
 assert gpu_speed["device"] == "cuda" and "train" in gpu_check["data"]  # the GPU session also trained
 assert gpu_speed["shape"] == cpu_speed["shape"] == {"B": 64, "T": 256, "d": 128, "heads": 4, "layers": 2}
 assert gpu_speed["margin_exact"] < gpu_speed["margin_k16"] < gpu_speed["ce"]
-assert gpu_speed["ce"] / gpu_speed["margin_exact"] > 3   # "several times as long on a GPU" (the lesson)
-assert 1.4 < cpu_speed["ce"] / cpu_speed["margin_exact"] < 2.0  # and "about one and a half to two times" on the CPU
+print(f"exact-penalty step / CE step: GPU {gpu_speed['ce'] / gpu_speed['margin_exact']:.1f} x, "
+      f"CPU {cpu_speed['ce'] / cpu_speed['margin_exact']:.1f} x; k=16 step / CE step: "
+      f"GPU {gpu_speed['ce'] / gpu_speed['margin_k16']:.1f} x, CPU {cpu_speed['ce'] / cpu_speed['margin_k16']:.1f} x")
+assert 6 < gpu_speed["ce"] / gpu_speed["margin_exact"] < 8   # "about seven times as long on a GPU" (the lesson)
+# the CPU timing is rerun from time to time and moves with the load: bounds, not this run's digits
+assert 1.3 < cpu_speed["ce"] / cpu_speed["margin_exact"] < 1.8  # and "about one and a half times" on the CPU
+assert cpu_speed["ce"] / cpu_speed["margin_k16"] < 1.5          # k = 16: "less than one and a half times"
+# "the GPU speeds the CE step up several times as much as the exact-penalty step": the ratio column, CE over exact
+assert (gpu_speed["ce"] / cpu_speed["ce"]) / (gpu_speed["margin_exact"] / cpu_speed["margin_exact"]) > 3
 parity = gpu_check["data"]["parity"]
 assert parity["parity"] and parity["amp_bf16"]["finite"]
 print(f"CPU vs CUDA, float32, quick config: max |difference of validation BPC| = "

@@ -28,11 +28,15 @@ print(f"last position: 1 - rho = {mm.spectral[-1]:+.3f}, det = {mm.det[-1]:+.3f}
 # %% [markdown]
 # **Why Lemma B.4 holds.**
 # <!-- BEGIN SOLUTION -->
-# If $\rho(M)<1$ then every eigenvalue $\lambda$ of $M=\Sigma_tA$ has $|\lambda|<1$, so $1-\lambda\ne0$ and
-# $\det(I-M)=\prod(1-\lambda)\ne0$. The determinant only vanishes when some eigenvalue *equals* 1; an
-# eigenvalue of modulus larger than 1 (here $\approx1.83$ with $A=I$, $\Sigma_t=C_t$ symmetric PSD) keeps
-# $\det\ne0$, it only flips its sign. So $\rho<1$ certifies the first connected region around
-# $\Sigma_t=0$, while invertibility holds on both sides of every eigenvalue crossing.
+# If $\rho(M)<1$ then every eigenvalue $\nu$ of $M=\Sigma_tA$ has $|\nu|<1$, so $1-\nu\ne0$ and
+# $\det(I-M)=\prod(1-\nu)\ne0$. The determinant vanishes only when some eigenvalue *equals* 1, while $\rho\ge1$
+# says only that some eigenvalue has modulus at least 1: a real $\nu$ past 1, a negative one (factor $1-\nu>1$)
+# or a complex pair has that modulus without making the determinant 0. Here $A=I$, so $\Sigma_tA=\Sigma_t$ is
+# symmetric positive semi-definite with real eigenvalues $\ge0$: $\rho\approx1.83$ is an eigenvalue that has
+# passed 1, whose factor $1-1.83$ flips the sign of the determinant ($-0.638$; the other eigenvalue is then
+# $1-0.638/0.831\approx0.23$) without making it 0. So $\rho<1$ is sufficient for invertibility, not necessary:
+# it certifies only the eigenvalues inside the unit disc, and the block stays invertible wherever no eigenvalue
+# equals 1.
 # <!-- END SOLUTION -->
 
 # %%

@@ -185,6 +185,11 @@ def test_p4_04_right_and_wrong():
     # leftex: σ² (J Jᵀ)_00, the map ε = J x used the wrong way round, failed with no diagnosis
     with pytest.raises(ExerciseCheckError, match="J itself, not its inverse"):
         check_ex_p4_04(lambda w, s: s**2 * (1 + w**2), _cov_x1_x2)
+    # σ² M for σ² M Mᵀ (M = (I − W)⁻¹): the covariance of a linear map of the noise taken as the map itself
+    with pytest.raises(ExerciseCheckError, match=r"as if Cov\(x\) were σ² M"):
+        check_ex_p4_04(lambda w, s: s**2 / (1 - w**2), _cov_x1_x2)
+    with pytest.raises(ExerciseCheckError, match=r"as if Cov\(x\) were σ² M"):
+        check_ex_p4_04(_var_x1, lambda w, s: s**2 * w / (1 - w**2))
 
 
 def _moments_with(sign: float):

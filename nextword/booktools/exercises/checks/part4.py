@@ -290,6 +290,8 @@ def check_ex_p4_04(var_first_embedding: Callable, cov_first_second: Callable) ->
                         mistakes={"σ instead of σ²: the variance scales with the square of the noise level":
                                   expected / sigma,
                                   "the length-1 answer σ²: in the non-causal model x_1 also depends on ε_2": sigma ** 2,
+                                  "σ² M_00, as if Cov(x) were σ² M (M = (I − W)⁻¹): the covariance of x = M ε is σ² M Mᵀ, so "
+                                  "Var(x_1) = σ² (M_00² + M_01²)": sigma ** 2 * M[0, 0],
                                   "only the (0, 0) entry of M squared: x_1 = M_00 ε_1 + M_01 ε_2 has two noise terms":
                                   sigma ** 2 * M[0, 0] ** 2,
                                   "J itself, not its inverse: ε = J x, so x = J⁻¹ ε and Cov(x) = σ² J⁻¹ J⁻ᵀ":
@@ -312,6 +314,8 @@ def check_ex_p4_04(var_first_embedding: Callable, cov_first_second: Callable) ->
                                   0.0 * expected,
                                   "one noise term only (M_00 M_10): Cov(x_1, x_2) = σ² (M_00 M_10 + M_01 M_11), "
                                   "ε_1 and ε_2 both reach both positions": sigma ** 2 * M[0, 0] * M[1, 0],
+                                  "σ² M_01, as if Cov(x) were σ² M (M = (I − W)⁻¹): the covariance of x = M ε is σ² M Mᵀ, so "
+                                  "Cov(x_1, x_2) = σ² (M_00 M_10 + M_01 M_11)": sigma ** 2 * M[0, 1],
                                   "the correlation, not the covariance: do not divide by the standard deviations":
                                   expected / cov[0, 0],
                                   "σ instead of σ²: the covariance scales with the square of the noise level":
