@@ -169,7 +169,8 @@ assert order_gap > 0.05  # with positions, the two orders give different represe
 #
 # The tiny example generalises. Without positions, self-attention without a mask is
 # {term}`permutation-equivariant`: shuffling the input rows shuffles the output rows in the same way and
-# changes nothing else. We check it on a random multi-head layer (6 tokens, width 8): with $\Pi$ a
+# changes nothing else. We check it on a random multi-head layer, $\mathrm{MHA}$ as in
+# [6.4](6_4_multi_head.ipynb) but with its causal mask switched off (6 tokens, width 8): with $\Pi$ a
 # permutation matrix, $\mathrm{MHA}(\Pi X)=\Pi\,\mathrm{MHA}(X)$ to round-off.
 
 # %%

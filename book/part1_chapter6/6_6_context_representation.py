@@ -128,7 +128,8 @@ assert stream_after == [1.5, 3.0, 5.0, 6.5]
 # normal variable is below it. Attention mixes positions, the FFN mixes the coordinates of one position.
 #
 # Where the normalisation sits is a design choice. In a **{term}`pre-norm`** block each sub-layer reads a
-# normalised *copy* of the stream, $u=r+\mathrm{MHA}(\mathrm{LN}(r))$, $r'=u+\mathrm{FFN}(\mathrm{LN}(u))$;
+# normalised *copy* of the stream, $u=r+\mathrm{MHA}(\mathrm{LN}(r))$, $r'=u+\mathrm{FFN}(\mathrm{LN}(u))$
+# (MHA: the masked multi-head attention of [6.4](6_4_multi_head.ipynb), all positions at once);
 # in a **{term}`post-norm`** block — the chapter's Fig. 6.29 and the original transformer — the stream
 # itself is normalised after each addition, $u=\mathrm{LN}(r+\mathrm{MHA}(r))$,
 # $r'=\mathrm{LN}(u+\mathrm{FFN}(u))$.
@@ -193,7 +194,7 @@ cfg = DecoderConfig(vocab_size=11, d_model=16, num_heads=2, num_layers=3, max_le
                     pre_norm=False)
 lm = DecoderLM(cfg, rng=np.random.default_rng(1))
 ids = np.random.default_rng(2).integers(0, 11, size=9)
-x = lm.tok_emb[ids] + sinusoidal_encoding(9, 16)  # (T, d_model): e[t] + PE(t)
+x = lm.tok_emb[ids] + sinusoidal_encoding(9, 16)  # (T, d_model): e[t] + PE(t-1), words t = 1..9
 for block in lm.blocks:
     x = block(x)  # r^(l+1) from r^(l)
 probs = softmax(x @ lm.W_U)  # (T, V): P(w[t+1] | w[1..t])

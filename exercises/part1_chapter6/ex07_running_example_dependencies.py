@@ -24,7 +24,9 @@ from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and 
 # 1. Implement the plug-in estimate of the mutual information $\mathrm{I}(w[j];\text{blank})$ (in nats;
 #    an upright I, as in 6.2: the italic $I$ is the identity matrix) from sampled sentences.
 # 2. Use it to find which words carry information about the blank, then give three pairs
-#    `(context_word, next_word, kind)`, one of each kind.
+#    `(context_word, next_word, kind)`, one of each kind, from the controlled language: the context word
+#    one of its varying words, the next word one it can put in the blank (`src.decode(ids[k])` returns
+#    sentence `k` as a list of words, its blank last).
 # 3. Discuss the pairs you would choose for the real sentence.
 
 # %%

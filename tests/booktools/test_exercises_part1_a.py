@@ -433,6 +433,17 @@ def test_ex11():
     with pytest.raises(ExerciseCheckError, match="output projection"):
         check_ex_p1_11(lambda T, d: {**_flops(T, d), "attention": (6 * T * d * d + 4 * T * T * d, 1, 1)})
 
+    # r12b: multiply-adds forward, doubled for the backward pass, was told its backward "needs two products"
+    # (it had them: the unit was the slip)
+    def in_multiply_adds(T, d):
+        return {k: (f // 2, f, s) for k, (f, _, s) in _flops(T, d).items()}
+
+    with pytest.raises(ExerciseCheckError) as info:
+        check_ex_p1_11(in_multiply_adds)
+    assert "as in the forward count" in str(info.value) and "needs two products" not in str(info.value)
+    with pytest.raises(ExerciseCheckError, match="needs two products"):  # a right forward, not doubled
+        check_ex_p1_11(lambda T, d: {k: (f, f, s) for k, (f, _, s) in _flops(T, d).items()})
+
 
 def test_ex10_sigma_squared_as_scale_and_q_dot_q_are_named_not_mistaken_for_other_slips():
     # ex10: at σ = 0.7 the checker called σ² passed as the std "one product's variance" (4σ⁸ ≈ σ⁴) and q·q

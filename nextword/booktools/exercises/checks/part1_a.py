@@ -566,7 +566,12 @@ def check_ex_p1_11(flop_formulas) -> bool:
                 b, bwd = got_all[T, d][kind][1], measured[kind, T, d][1]
                 if abs(b - bwd) > 0.05 * bwd:
                     msg = f"{kind} backward FLOPs for T={T}, d={d}: got {b}, measured {bwd}"
-                    if abs(b - bwd / 2) <= 0.05 * bwd:
+                    f, fwd = got_all[T, d][kind][0], measured[kind, T, d][0]
+                    if abs(b - bwd / 2) <= 0.05 * bwd and int(f) * 2 == fwd:
+                        # twice a forward count in multiply-adds: the doubling is right, the unit is not
+                        msg += ("\n    likely mistake: you counted multiply-adds, as in the forward count (doubling "
+                                "the forward count is right, but in FLOPs: a multiply-add is two FLOPs)")
+                    elif abs(b - bwd / 2) <= 0.05 * bwd:
                         msg += ("\n    likely mistake: the backward pass of a product needs two products "
                                 "(one gradient per factor), so about twice the forward count")
                     fail(msg)
