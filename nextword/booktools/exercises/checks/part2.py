@@ -169,8 +169,9 @@ def check_ex_p2_02(uniform_generator: Callable, absorbing_generator: Callable, r
                                   "Q itself, transposed: the reversal also reweights by p_z / p_y": Q.T,
                                   "Q_yz p_z / p_y, the forward rate of y → z: the reverse rate y → z uses the "
                                   "forward rate z → y, Q_zy": untransposed,
-                                  "y and z swapped throughout (Q_yz p_y / p_z): that is Q̄_zy, so your matrix is the "
-                                  "transpose of Q̄; row y holds the rates out of y, Q̄_yz = Q_zy p_z / p_y":
+                                  "y and z swapped throughout (Q_yz p_y / p_z): that is Q̄_zy, so off the diagonal "
+                                  "your matrix is the transpose of Q̄; row y holds the rates out of y, "
+                                  "Q̄_yz = Q_zy p_z / p_y":
                                   whole_transpose})
     return r.done("both generators have zero row sums and the right rates; the reverse rates satisfy (D.1)")
 
