@@ -643,19 +643,21 @@ plt.show()
 #    ```{dropdown} Answer
 #    Energy distance and MMD (samples only, after projecting replies to a common space), the CRPS of
 #    its numerical answers (from samples of the answer), precision and recall of returned sets. Not
-#    cross-entropy or perplexity, which need the probability the model gives to real text; and
-#    calibration only if it reports a confidence.
+#    cross-entropy or perplexity, which need the probability the model gives to real text.
+#    Calibration needs a confidence: one the model reports, or one you estimate from many samples
+#    of the same short answer (the share of the draws that give its most common answer).
 #    ```
 #
-# 3. A model returns every character of the play for every passage. What are its recall and,
-#    roughly, its precision?
+# 3. This page's retriever is changed to return, for every passage, all its candidates (every
+#    speaker it knows). What are its recall and, roughly, its precision?
 #
 #    ```{dropdown} Answer
-#    Recall as high as it can go, which here is not 1: this page's model knows only the speakers with
-#    at least five speeches in the training text (168 names), and returning all of them finds on
-#    average 0.77 of a passage's speakers (printed below) — the others do not speak often enough, or
-#    at all, in the training text. Precision is tiny, 0.03 on average (the few true speakers divided
-#    by 168 names): the trade-off at its extreme, which is why one number alone is not enough.
+#    Recall as high as this model can go, which here is not 1: it knows only the speakers with at
+#    least five speeches in the training text (168 names), and returning all of them finds on average
+#    0.77 of a passage's speakers (printed below) — the others do not speak often enough, or at all,
+#    in the training text (only a list holding every speaker of the held-out text would reach recall
+#    1). Precision is tiny, 0.03 on average (the few true speakers divided by 168 names): the
+#    trade-off at its extreme, which is why one number alone is not enough.
 #    ```
 
 # %% tags=["hide-cell"]
