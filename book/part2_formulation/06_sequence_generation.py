@@ -644,7 +644,8 @@ assert la_out == bs_out and f_la.calls != f_bs.calls  # "they agree for this pro
 # ## Reproducibility
 #
 # The page runs on the CPU in well under a minute. `FULL=1` enlarges the comparison (20 prompts),
-# the sampling check (4000 draws) and the runs per temperature (100); the checks are the same.
+# the sampling check (4000 draws) and the runs per temperature and per $n'$ (100); the checks are
+# the same.
 # Sampled numbers and texts are shown as produced numbers (excluded from nbval's text comparison);
 # their claims are asserted where they are printed.
 
