@@ -304,7 +304,8 @@ assert np.allclose(beam_scores[:, widths.index(8)], exhaustive_scores)
 # draws a reply *exactly* from the model's distribution over the replies that start with the prompt
 # (the set (6.2)). We test it on 2-character
 # replies, whose exact probabilities we can compute (a $66\times66$ table): the frequencies of the 10
-# most likely pairs, and of "all others", in `N_SAMPLES` draws, against the exact probabilities, with
+# most likely pairs, and of "all others", in 1500 draws (4000 in the longer run of the
+# Reproducibility section), against the exact probabilities, with
 # a chi-square test (a p-value that is not small means the counts are consistent with exact sampling:
 # a sampler whose frequencies of these groups were off by much more than the sampling noise of
 # these draws would give a tiny one, while a bias inside "all others" could go unseen; no test can
@@ -348,7 +349,7 @@ display(Math(r"p_{\rm top}(\tau) = " + sp.latex(p_top)
 assert sp.limit(p_top, tau, 0, "+") == 1 and sp.limit(p_top, tau, sp.oo) == sp.Rational(1, 2)
 
 # %% [markdown]
-# On the character model: for each $\tau$ we draw `N_RUNS` replies of 20 characters after
+# On the character model: for each $\tau$ we draw 50 replies (100 in the longer run) of 20 characters after
 # "ROMEO:" and record how often the sample *is* the greedy reply, how many distinct replies appear,
 # and their average log-probability per character under the model at $\tau=1$. How often a sample
 # should be the greedy reply we know exactly: by the chain rule, the product of the tempered
@@ -643,7 +644,8 @@ assert la_out == bs_out and f_la.calls != f_bs.calls  # "they agree for this pro
 # ## Reproducibility
 #
 # The page runs on the CPU in well under a minute. `FULL=1` enlarges the comparison (20 prompts),
-# the sampling check (4000 draws) and the runs per temperature (100); the checks are the same.
+# the sampling check (4000 draws) and the runs per temperature and per $n'$ (100); the checks are
+# the same.
 # Sampled numbers and texts are shown as produced numbers (excluded from nbval's text comparison);
 # their claims are asserted where they are printed.
 

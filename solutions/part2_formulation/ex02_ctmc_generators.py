@@ -65,7 +65,8 @@ print("absorbing generator, rows sum to 0:", bool(np.allclose(absorbing_generato
 # to 1, so it is a *stochastic* (transition) matrix, namely $I+Q$ for the generator $Q$ of part 1 —
 # the one-step matrix of an Euler (τ-leaping) step with $\tau=1$. Used as a rate matrix in (9.1) it
 # would not conserve probability; as a transition matrix it is a valid discrete-time corruption step
-# when $\beta\le1$.
+# when its diagonal $1-\frac{|\mathcal V|-1}{|\mathcal V|}\beta$ is not negative, i.e. when
+# $\beta\le\frac{|\mathcal V|}{|\mathcal V|-1}$ ($\beta\le1$ always suffices).
 # <!-- END SOLUTION -->
 
 # %%

@@ -65,8 +65,8 @@ print("with A = 0, Bbar / dt =", np.round(zoh(np.zeros((2, 2)), B_demo, 0.1)[1] 
 # with no approximation. If $h(r)=h_i$ on the step, the integral is exactly $\big(\int_0^{\Delta t}e^{Az}dz\big)Bh_i$,
 # so the recurrence is exact. For a smooth input, replacing $h(r)$ by $h(t_i)$ makes an error
 # $O(\Delta t)$ in the integrand over an interval of length $\Delta t$, i.e. $O(\Delta t^2)$ per step;
-# these local errors add up over the $t_{\text{end}}/\Delta t$ steps of a fixed time span $[0,t_{\text{end}}]$ (the exponential factors stay bounded for a stable
-# $A$) to a global error $O(\Delta t)$ — first order, as the book notebook measures.
+# these local errors add up over the $t_{\text{end}}/\Delta t$ steps of a fixed time span $[0,t_{\text{end}}]$ (the factors
+# $e^{As}$ that carry them to $t_{\text{end}}$ are bounded for $0\le s\le t_{\text{end}}$, whatever $A$; stability is not needed) to a global error $O(\Delta t)$ — first order, as the book notebook measures.
 # <!-- END SOLUTION -->
 
 # %%

@@ -211,3 +211,23 @@ def test_p2_03_a_list_pair_passes_and_the_block_elementwise_pinv_and_transposed_
 
     with pytest.raises(ExerciseCheckError, match="D is transposed"):
         check_ex_p2_03(ssm.discretize_zoh, scan_d_transposed)
+
+
+def test_p2_02_whole_transpose_and_p2_03_ignored_v0_are_named():
+    """Reverse rates with y and z swapped throughout (Q̄ transposed) and a scan that starts from 0 instead of v0
+    got no diagnosis."""
+
+    def swapped(Q, p):
+        R = Q * p[:, None] / p[None, :]
+        np.fill_diagonal(R, 0.0)
+        np.fill_diagonal(R, -R.sum(axis=1))
+        return R
+
+    with pytest.raises(ExerciseCheckError, match="transpose of Q̄"):
+        check_ex_p2_02(dd.uniform_generator, dd.absorbing_generator, swapped)
+
+    def scan_from_zero(Ab, Bb, C, D, h, v0):
+        return ssm.ssm_scan(Ab, Bb, C, D, h, np.zeros_like(v0))[1]
+
+    with pytest.raises(ExerciseCheckError, match="initial state v0 is ignored"):
+        check_ex_p2_03(ssm.discretize_zoh, scan_from_zero)

@@ -159,13 +159,20 @@ def check_ex_p2_02(uniform_generator: Callable, absorbing_generator: Callable, r
             untransposed = Q * p[None, :] / p[:, None]  # Q_yz p_z / p_y: the forward rate y -> z, not z -> y
             np.fill_diagonal(untransposed, 0.0)
             np.fill_diagonal(untransposed, -untransposed.sum(axis=1))
+            whole_transpose = Q * p[:, None] / p[None, :]  # Q_yz p_y / p_z: the answer with y and z swapped
+            np.fill_diagonal(whole_transpose, 0.0)
+            np.fill_diagonal(whole_transpose, -whole_transpose.sum(axis=1))
             check_close(label, R, expected, rtol=1e-8, atol=1e-10,
                         mistakes={"the diagonal was not reset: after Q̄_yz = Q_zy p_z / p_y, set Q̄_yy = -Σ_(z≠y) Q̄_yz":
                                   raw,
                                   "the probability ratio is upside down: Q̄_yz = Q_zy p_z / p_y": flipped,
                                   "Q itself, transposed: the reversal also reweights by p_z / p_y": Q.T,
                                   "Q_yz p_z / p_y, the forward rate of y → z: the reverse rate y → z uses the "
-                                  "forward rate z → y, Q_zy": untransposed})
+                                  "forward rate z → y, Q_zy": untransposed,
+                                  "y and z swapped throughout (Q_yz p_y / p_z): that is Q̄_zy, so off the diagonal "
+                                  "your matrix is the transpose of Q̄; row y holds the rates out of y, "
+                                  "Q̄_yz = Q_zy p_z / p_y":
+                                  whole_transpose})
     return r.done("both generators have zero row sums and the right rates; the reverse rates satisfy (D.1)")
 
 
@@ -238,6 +245,8 @@ def check_ex_p2_03(zoh: Callable, scan: Callable) -> bool:
         check_close("scan(Abar, Bbar, C, D, h, v0) with T = 7", got, expected, rtol=1e-8, atol=1e-10,
                     mistakes={"outputs off by one step: u_i must use v_i before it is updated with h_i": updated_first,
                               "the feed-through D h_i is missing": states @ C.T,
+                              "the initial state v0 is ignored (the scan started from 0): u_0 = C v0 + D h_0":
+                              ssm.ssm_scan(Ab, Bb, C, D, h, np.zeros(s))[1],
                               "D is transposed: D has shape (d_out, d) and multiplies h_i as D h_i (rows: h @ D.T)":
                               states @ C.T + h @ D,
                               "the state is fed the previous input (h[i − 1], and h[−1] is the LAST input in "
