@@ -138,3 +138,18 @@ def test_no_sort_at_all_is_named():
 
     with pytest.raises(ExerciseCheckError, match=r"not sorted at all"):
         check_ex_p2_04(unsorted, _probs(unsorted))
+
+
+@pytest.mark.parametrize("fill", [0.0, -1e9])
+def test_finite_fill_is_named(fill):
+    """r12c: the right nucleus with the other logits set to 0 (or -1e9) instead of -inf was diagnosed as sorting
+    least likely first or summing logits; it is named as what it is."""
+
+    def finite(z, p):
+        kept = top_p_filter(z, p)
+        return np.where(np.isfinite(kept), kept, fill)
+
+    with pytest.raises(ExerciseCheckError) as err:
+        check_ex_p2_04(finite, _probs(top_p_filter))
+    first = str(err.value).split("✗ nucleus_probs")[0]
+    assert "set to a finite value" in first and "sorted least likely first" not in first, first

@@ -74,7 +74,14 @@ def check_ex_p2_04(top_p_filter: Callable, nucleus_probs: Callable) -> bool:
                 logits_summed = np.array_equal(got_keep, logit_prefix) or np.array_equal(got_keep, logit_threshold)
                 summed_msg = ("the cumulative sum runs over the logits: accumulate the probabilities "
                               "softmax(logits), sorted most likely first, until they reach p")
-                if logits_summed and reversed_order:  # e.g. all logits < 0: both slips keep every token
+                shift = float(got[keep][0] - z[keep][0]) if keep.any() else 0.0  # a shift of the kept logits is fine
+                finite_fill = (got_keep.all() and keep.any() and not keep.all() and np.allclose(got[keep] - z[keep], shift)
+                               and not np.allclose(got[~keep] - z[~keep], shift))  # the others changed, yet finite
+                if finite_fill:  # the right nucleus, but the others set to 0 or -1e9: every entry stays finite
+                    msg += ("\n    likely mistake: the tokens outside the nucleus were set to a finite value "
+                            f"({describe(got[~keep], precision=3)}), not to -inf: set them to -np.inf, so that "
+                            "a softmax gives them probability exactly 0")
+                elif logits_summed and reversed_order:  # e.g. all logits < 0: both slips keep every token
                     msg += ("\n    likely mistake: the tokens are sorted least likely first (np.argsort(z)), or "
                             f"{summed_msg} (this case cannot tell the two apart)")
                 elif logits_summed:
