@@ -449,7 +449,8 @@ print(f"{len(unused_rows)} of {big.vocab_size} rows get zero gradient from this 
 # %% [markdown]
 # The same objects show what learning $\varphi$ this way leaves open. A token that never occurs in
 # the training text gets zero gradient through the lookup, so the lookup's gradient never moves its
-# row. Only something else would: weight decay, or a model that reuses the table as its output layer
+# row. Only something else would: weight decay (a term of each update that shrinks every weight a
+# little towards zero, used or not), or a model that reuses the table as its output layer
 # (the output layer scores every token at every position, so its gradient reaches every row). And,
 # Remark 2.9's own caveat, nothing in $\phi$ ties synonyms together: a rare
 # word split into several tokens is embedded as several vectors, a frequent synonym as one. Learning
