@@ -65,7 +65,9 @@
 # The paper writes the vocabulary in bold, $\mathbf V$ (the book: $\mathcal V$), and the reward in
 # bold, $\mathbf r$. Its $\pi$ — kept here — is a model's distribution, not the number $\pi$. It
 # writes the length of an answer as $L$; here it is $T$, the book's length of a sequence, as in
-# Chapter 6 (the book keeps $L$ for the number of layers). The rank of a LoRA update is written $s$
+# Chapter 6 (the book keeps $L$ for the number of layers). It writes the reference model as
+# $\pi_{1:L}(\cdot;\theta^{\mathrm{ref}})$ (here $\pi_{\mathrm{ref}}$) and the number of samples in (4.8)
+# as $N_{\mathrm{RL}}$ (here $N$). The rank of a LoRA update is written $s$
 # here ($k$ is a key in the book, $r$ the reward on this page).
 # ```
 #
