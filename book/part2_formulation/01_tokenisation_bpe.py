@@ -647,7 +647,7 @@ print(f"dL/dE[{v0},{j0}]: scatter-add {grad[v0, j0]:.6f}, finite difference {fd:
 # ## Reproducibility
 #
 # The merges are learned on the first `TRAIN_CHARS` = 200,000 characters of tiny Shakespeare's
-# training split (about a second); `FULL=1` learns them on the whole million-character split. The
+# training split (well under a second); `FULL=1` learns them on the whole million-character split. The
 # cell below learns those merges too: they shorten the held-out text somewhat more (at
 # $|\mathcal V|=4096$ by a further 9%; the last 1792 merges cut 10% instead of 6%, and the fitted
 # exponent is 0.203 instead of 0.172), and the curves keep their shape — diminishing returns, a small
