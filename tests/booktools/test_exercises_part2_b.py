@@ -153,3 +153,17 @@ def test_finite_fill_is_named(fill):
         check_ex_p2_04(finite, _probs(top_p_filter))
     first = str(err.value).split("✗ nucleus_probs")[0]
     assert "set to a finite value" in first and "sorted least likely first" not in first, first
+
+
+def test_p_equal_1_with_round_off_is_checked():
+    """r12c: a filter that counts (cumsum < p) + 1 without capping it at V crashes at p = 1 whenever round-off leaves
+    the cumulative sum just under 1; the checker's p = 1 case had an exact sum and passed it."""
+
+    def uncapped(z, p):
+        probs = softmax(z)
+        order = np.argsort(-z, kind="stable")
+        n = int(np.sum(np.cumsum(probs[order]) < p)) + 1
+        return np.where(z >= z[order[n - 1]], z, -np.inf)
+
+    with pytest.raises(ExerciseCheckError, match="keep at most V tokens"):
+        check_ex_p2_04(uncapped, _probs(top_p_filter))

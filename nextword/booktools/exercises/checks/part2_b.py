@@ -26,6 +26,9 @@ def _cases(rng: np.random.Generator) -> list[tuple[np.ndarray, float, str]]:
         (np.log([0.5, 0.375, 0.125]), 0.5, "p = 0.5 reached exactly by the top token of (0.5, 0.375, 0.125)"),
         (np.log([0.125, 0.5, 0.375]), 0.875, "p = 0.875 reached exactly by two tokens of (0.125, 0.5, 0.375)"),
         (np.log([0.2, 0.5, 0.3]), 1.0, "p = 1 (keep everything)"),
+        # the probabilities add up to just under 1 in floating point: a count of (cumsum < p) + 1 is V + 1
+        (np.array([-0.9, -1.9, 1.9, -0.2, 1.4, 0.0]), 1.0,
+         "p = 1 on logits whose probabilities add up to just under 1 in floating point (keep at most V tokens)"),
         (np.array([2.0, 1.0, 2.0, 0.0, -1.0]), 0.3, "two tied top tokens"),
         (np.array([3.0, 1.0, 1.0, 1.0, -2.0]), 0.9, "a tie at the edge of the nucleus"),
         (np.array([1000.0, 999.0, 0.0]), 0.6, "large logits (use a stable softmax)"),
