@@ -515,7 +515,8 @@ assert np.linalg.norm(naive) < 0.1 * np.linalg.norm(exact_grad)  # the reward dr
 assert cos(reinforce, exact_grad) > 0.97  # the score-function estimator points the right way
 
 # %% [markdown]
-# (Dividing by $N-1$, not $N$, makes the baseline-subtracted estimator unbiased: $\bar g$ is
+# (The batch mean $\bar g$ subtracted from each term is called a *baseline*. Dividing by $N-1$, not
+# $N$, makes the estimator unbiased: $\bar g$ is
 # estimated from the same batch.) The naive gradient's expectation is zero at *every* θ, not only
 # at the reference model: the score $\nabla\log\pi_\theta(f)$ has mean zero under $\pi_\theta$
 # (its mean is $\sum_f\nabla\pi_\theta(f)=\nabla 1=0$), so what the batches average to is sampling
