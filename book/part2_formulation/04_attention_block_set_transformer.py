@@ -74,7 +74,7 @@
 # It writes the number of vectors in a sequence as $\ell$ (here $n$, a count, as on
 # [2.5](05_temporal_structure.ipynb); the book keeps $\ell$ for the index of a layer) and the
 # positions of a query and a key as $k$ and $l$ (here $i$ and $j$, as in Chapter 6), and the index
-# of a coordinate of a vector as $i$ (Example 5.2) or $j$ (Example B.2) (here $\nu$, as $i$ and $j$
+# of a coordinate of a vector as $i$ (Example 5.2) or $j$ (Examples 5.4 and B.2) (here $\nu$, as $i$ and $j$
 # are positions).
 # Chapter 6 ([6.2](../part1_chapter6/6_2_attention_mechanism.ipynb)) uses row vectors and writes
 # the query of word $i$ as $q[i]=e[i]W^Q$ (not bold: the bold $\mathbf q_m$ of this page is the
