@@ -41,7 +41,7 @@
 # | $\pi$, $\pi_\theta$ | a model's distribution over answers (its *policy*), with parameters $\theta$; $\pi^*$ is the optimum of (4.7) | probabilities |
 # | $\pi_{\mathrm{ref}}$ | the reference model: the pre-trained (or fine-tuned) model RL starts from | probabilities |
 # | $r(f)$ | the reward of answer $f$ | number |
-# | $\beta$ | the strength of the KL penalty; it divides the reward in the optimum $e^{r/\beta}$, so it acts as a temperature (the book's notation table, Appendix A, 6.2 and 3.2 write $\beta$ for an *inverse* temperature, a factor on the scores; the paper's letter is kept here) | number $>0$ |
+# | $\beta$ | the strength of the KL penalty; it divides the reward in the optimum $e^{r/\beta}$, so it acts as a temperature (the book's notation table, [Appendix A](../partA_appendix/A_notation_and_environment.ipynb), [6.2](../part1_chapter6/6_2_attention_mechanism.ipynb) and [3.2](../part3_dynamics/02_routing_and_specialisation.ipynb) write $\beta$ for an *inverse* temperature, a factor on the scores; the paper's letter is kept here) | number $>0$ |
 # | $\mathcal L^{\mathrm{RL}}(\pi)$ | the KL-regularised RL objective (4.7) | number |
 # | $D_{\mathrm{KL}}$ | the Kullback–Leibler divergence | number (nats) |
 # | $Z$ | the normaliser of the optimum $\pi^*=\pi_{\mathrm{ref}}e^{r/\beta}/Z$: $Z=\sum_f\pi_{\mathrm{ref}}(f)e^{r(f)/\beta}$ | number |
