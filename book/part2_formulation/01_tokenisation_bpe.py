@@ -35,7 +35,7 @@
 # |---|---|---|
 # | $\mathcal V$ | the vocabulary after the merges; $\lvert\mathcal V\rvert$ is its size | set |
 # | $\mathcal V_0$, $\mathcal V_1$ | the initial alphabet (letters or bytes); the vocabulary after one merge | sets |
-# | $a$, $b$, $c$, $d$, $e$ | the symbols of the tiny example's alphabet and its merges (letters, not numbers: the paper's own letters of Example 2.1, kept; not the bias $b$, width $d$ or embedding $e$ of the book's notation table, Appendix A) | symbols |
+# | $a$, $b$, $c$, $d$, $e$ | the symbols of the tiny example's alphabet and its merges (letters, not numbers: the paper's own letters of Example 2.1, kept; not the bias $b$, width $d$ or embedding $e$ of the book's notation table, [Appendix A](../partA_appendix/A_notation_and_environment.ipynb)) | symbols |
 # | $f$, $f_m$ | a text (over the initial alphabet $f^{(0)}$, after one merge $f^{(1)}$, …); its token at position $m$ | tokens |
 # | $m$ | a position in a text | integer |
 # | $T$ | the length of a text in tokens | integer |
