@@ -167,3 +167,19 @@ def test_p_equal_1_with_round_off_is_checked():
 
     with pytest.raises(ExerciseCheckError, match="keep at most V tokens"):
         check_ex_p2_04(uncapped, _probs(top_p_filter))
+
+
+def test_p_equal_1_keeps_every_token_despite_round_off():
+    """v12c: the other direction of round-off at p = 1: when the top token's probability is 1.0 in floating point,
+    a count of (cumsum < p) + 1 capped at V keeps one token, not every token (plain sampling); the checker had no
+    such case and passed it."""
+
+    def capped_only(z, p):
+        probs = softmax(z)
+        order = np.argsort(-z, kind="stable")
+        n = min(int(np.sum(np.cumsum(probs[order]) < p)) + 1, z.size)
+        return np.where(z >= z[order[n - 1]], z, -np.inf)
+
+    with pytest.raises(ExerciseCheckError, match="p = 1 keeps every token") as err:
+        check_ex_p2_04(capped_only, _probs(top_p_filter))
+    assert "reached 1 in floating point before the last token" in str(err.value), str(err.value)
