@@ -35,7 +35,7 @@
 # |---|---|---|
 # | $\mathcal V$ | the vocabulary after the merges; $\lvert\mathcal V\rvert$ is its size | set |
 # | $\mathcal V_0$, $\mathcal V_1$ | the initial alphabet (letters or bytes); the vocabulary after one merge | sets |
-# | $a$, $b$, $c$, $d$, $e$ | the symbols of the tiny example's alphabet and its merges (letters, not numbers: the paper's own letters of Example 2.1, kept; not the bias $b$, width $d$ or embedding $e$ of the book's notation table, Appendix A) | symbols |
+# | $a$, $b$, $c$, $d$, $e$ | the symbols of the tiny example's alphabet and its merges (letters, not numbers: the paper's own letters of Example 2.1, kept; not the bias $b$, width $d$ or embedding $e$ of the book's notation table, [Appendix A](../partA_appendix/A_notation_and_environment.ipynb)) | symbols |
 # | $f$, $f_m$ | a text (over the initial alphabet $f^{(0)}$, after one merge $f^{(1)}$, …); its token at position $m$ | tokens |
 # | $m$ | a position in a text | integer |
 # | $T$ | the length of a text in tokens | integer |
@@ -449,7 +449,8 @@ print(f"{len(unused_rows)} of {big.vocab_size} rows get zero gradient from this 
 # %% [markdown]
 # The same objects show what learning $\varphi$ this way leaves open. A token that never occurs in
 # the training text gets zero gradient through the lookup, so the lookup's gradient never moves its
-# row. Only something else would: weight decay, or a model that reuses the table as its output layer
+# row. Only something else would: weight decay (a term of each update that shrinks every weight a
+# little towards zero, used or not), or a model that reuses the table as its output layer
 # (the output layer scores every token at every position, so its gradient reaches every row). And,
 # Remark 2.9's own caveat, nothing in $\phi$ ties synonyms together: a rare
 # word split into several tokens is embedded as several vectors, a frequent synonym as one. Learning
@@ -646,7 +647,7 @@ print(f"dL/dE[{v0},{j0}]: scatter-add {grad[v0, j0]:.6f}, finite difference {fd:
 # ## Reproducibility
 #
 # The merges are learned on the first `TRAIN_CHARS` = 200,000 characters of tiny Shakespeare's
-# training split (about a second); `FULL=1` learns them on the whole million-character split. The
+# training split (well under a second); `FULL=1` learns them on the whole million-character split. The
 # cell below learns those merges too: they shorten the held-out text somewhat more (at
 # $|\mathcal V|=4096$ by a further 9%; the last 1792 merges cut 10% instead of 6%, and the fitted
 # exponent is 0.203 instead of 0.172), and the curves keep their shape — diminishing returns, a small

@@ -49,7 +49,7 @@
 # | $D_{\mathrm{KL}}(\mathbf p\Vert\pi)$ | the Kullback–Leibler divergence from $\mathbf p$ to $\pi$ | number (nats) |
 # | $J(\theta)$ | the training objective: $D_{\mathrm{KL}}(\mathbf p_{1:T}\Vert\pi_{1:T}(\cdot;\theta))$ | number |
 # | $\mathcal L(\theta)$ | the summed next-token cross-entropy, (4.3a) | number |
-# | $a$, $b_{f_1}$ / $\hat a$, $\hat b_{f_1}$ | in the sympy check, the data's / the model's probability of token 1 first, and of token 1 second after the first token $f_1$ (0 or 1) | numbers |
+# | $a$, $c_{f_1}$ / $\hat a$, $\hat c_{f_1}$ | in the sympy check, the data's / the model's probability of token 1 first, and of token 1 second after the first token $f_1$ (0 or 1) | numbers |
 # | $N$ | the number of sample texts in a data set | integer |
 # | $\mathbf p^N_{1:t}$ | the {term}`empirical measure` of the first $t$ tokens of the $N$ sample texts (weight $1/N$ on each; the paper's, before (4.5)) | probabilities |
 # | $Y_t$, $Y_{t'}$ | the loss $-\log\pi_t(f_t\mid f_{1:t-1})$ at position $t$ of a random text | number |
@@ -238,14 +238,14 @@ assert np.allclose(tiny.per_position, [position_1, position_2], atol=1e-12)
 # training text comes from, not about this derivation; see [Checking the paper](#checking-the-paper).)
 # Sympy checks it for $T=2$ binary tokens (numbered 0 and 1) with every probability a free
 # symbol: the data picks token 1 first with probability $a$, and token 1 second, after a first token
-# $f_1$, with probability $b_{f_1}$ (`b0`, `b1` in the code); the model's probabilities are $\hat a$ and $\hat b_{f_1}$.
+# $f_1$, with probability $c_{f_1}$ (`c0`, `c1` in the code); the model's probabilities are $\hat a$ and $\hat c_{f_1}$.
 
 # %%
-a, b0, b1, a_hat, b0_hat, b1_hat = sp.symbols("a b_0 b_1 ahat bhat_0 bhat_1", positive=True)
+a, c0, c1, a_hat, c0_hat, c1_hat = sp.symbols("a c_0 c_1 ahat chat_0 chat_1", positive=True)
 p1 = {0: 1 - a, 1: a}
-p2 = {(0, 0): 1 - b0, (0, 1): b0, (1, 0): 1 - b1, (1, 1): b1}  # p(f2 | f1) keyed by (f1, f2)
+p2 = {(0, 0): 1 - c0, (0, 1): c0, (1, 0): 1 - c1, (1, 1): c1}  # p(f2 | f1) keyed by (f1, f2)
 q1 = {0: 1 - a_hat, 1: a_hat}
-q2 = {(0, 0): 1 - b0_hat, (0, 1): b0_hat, (1, 0): 1 - b1_hat, (1, 1): b1_hat}
+q2 = {(0, 0): 1 - c0_hat, (0, 1): c0_hat, (1, 0): 1 - c1_hat, (1, 1): c1_hat}
 pairs = [(x, y) for x in (0, 1) for y in (0, 1)]
 # (4.2a): the joint KL over the four texts
 J_joint = sum(p1[x] * p2[x, y] * sp.log(p1[x] * p2[x, y] / (q1[x] * q2[x, y])) for x, y in pairs)

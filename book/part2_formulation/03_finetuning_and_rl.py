@@ -41,7 +41,7 @@
 # | $\pi$, $\pi_\theta$ | a model's distribution over answers (its *policy*), with parameters $\theta$; $\pi^*$ is the optimum of (4.7) | probabilities |
 # | $\pi_{\mathrm{ref}}$ | the reference model: the pre-trained (or fine-tuned) model RL starts from | probabilities |
 # | $r(f)$ | the reward of answer $f$ | number |
-# | $\beta$ | the strength of the KL penalty; it divides the reward in the optimum $e^{r/\beta}$, so it acts as a temperature (the book's notation table, Appendix A, 6.2 and 3.2 write $\beta$ for an *inverse* temperature, a factor on the scores; the paper's letter is kept here) | number $>0$ |
+# | $\beta$ | the strength of the KL penalty; it divides the reward in the optimum $e^{r/\beta}$, so it acts as a temperature (the book's notation table, [Appendix A](../partA_appendix/A_notation_and_environment.ipynb), [6.2](../part1_chapter6/6_2_attention_mechanism.ipynb) and [3.2](../part3_dynamics/02_routing_and_specialisation.ipynb) write $\beta$ for an *inverse* temperature, a factor on the scores; the paper's letter is kept here) | number $>0$ |
 # | $\mathcal L^{\mathrm{RL}}(\pi)$ | the KL-regularised RL objective (4.7) | number |
 # | $D_{\mathrm{KL}}$ | the Kullback–Leibler divergence | number (nats) |
 # | $Z$ | the normaliser of the optimum $\pi^*=\pi_{\mathrm{ref}}e^{r/\beta}/Z$: $Z=\sum_f\pi_{\mathrm{ref}}(f)e^{r(f)/\beta}$ | number |
@@ -65,7 +65,9 @@
 # The paper writes the vocabulary in bold, $\mathbf V$ (the book: $\mathcal V$), and the reward in
 # bold, $\mathbf r$. Its $\pi$ — kept here — is a model's distribution, not the number $\pi$. It
 # writes the length of an answer as $L$; here it is $T$, the book's length of a sequence, as in
-# Chapter 6 (the book keeps $L$ for the number of layers). The rank of a LoRA update is written $s$
+# Chapter 6 (the book keeps $L$ for the number of layers). It writes the reference model as
+# $\pi_{1:L}(\cdot;\theta^{\mathrm{ref}})$ (here $\pi_{\mathrm{ref}}$) and the number of samples in (4.8)
+# as $N_{\mathrm{RL}}$ (here $N$). The rank of a LoRA update is written $s$
 # here ($k$ is a key in the book, $r$ the reward on this page).
 # ```
 #
@@ -513,7 +515,8 @@ assert np.linalg.norm(naive) < 0.1 * np.linalg.norm(exact_grad)  # the reward dr
 assert cos(reinforce, exact_grad) > 0.97  # the score-function estimator points the right way
 
 # %% [markdown]
-# (Dividing by $N-1$, not $N$, makes the baseline-subtracted estimator unbiased: $\bar g$ is
+# (The batch mean $\bar g$ subtracted from each term is called a *baseline*. Dividing by $N-1$, not
+# $N$, makes the estimator unbiased: $\bar g$ is
 # estimated from the same batch.) The naive gradient's expectation is zero at *every* θ, not only
 # at the reference model: the score $\nabla\log\pi_\theta(f)$ has mean zero under $\pi_\theta$
 # (its mean is $\sum_f\nabla\pi_\theta(f)=\nabla 1=0$), so what the batches average to is sampling

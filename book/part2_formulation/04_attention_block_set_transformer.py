@@ -41,7 +41,7 @@
 # | $m$ | the position whose token is predicted; the prefix is $h_1,\dots,h_{m-1}$ | integer |
 # | $n$ | the number of vectors in a sequence (for a prefix, $n=m-1$) | integer |
 # | $i$, $j$ | positions in the sequence (of a query and of a key) | integers |
-# | $h_i$, $h$ | the vector of token $i$ (column vectors, as in the paper); the whole sequence. $\mathrm{ATT}(h)_i$ is the output of the attention map (5.2) at token $i$; $\mathrm{N}$ and $\mathrm{NN}$ are the normalisation and the feed-forward network, applied to one vector at a time ($\mathrm N$ is the paper's $\mathbf N$ of (5.3b), an operator's name, kept; not the number of samples $N$ of the book's notation table, Appendix A) | $(d_e,)$; $n$ vectors |
+# | $h_i$, $h$ | the vector of token $i$ (column vectors, as in the paper); the whole sequence. $\mathrm{ATT}(h)_i$ is the output of the attention map (5.2) at token $i$; $\mathrm{N}$ and $\mathrm{NN}$ are the normalisation and the feed-forward network, applied to one vector at a time ($\mathrm N$ is the paper's $\mathbf N$ of (5.3b), an operator's name, kept; not the number of samples $N$ of the book's notation table, [Appendix A](../partA_appendix/A_notation_and_environment.ipynb)) | $(d_e,)$; $n$ vectors |
 # | $d_e$, $c$, $c'$ | the embedding width; the width of queries and keys; the hidden width of the feed-forward network | integers |
 # | $d_k$ | Chapter 6's width of one head's keys, whose $\sqrt{d_k}$ divides the scores there (not in (5.2)) | integer |
 # | $Q$, $K$, $V$ | the query, key and value matrices of (5.2) | $(c,d_e)$, $(c,d_e)$, $(d_e,d_e)$ |
@@ -74,7 +74,7 @@
 # It writes the number of vectors in a sequence as $\ell$ (here $n$, a count, as on
 # [2.5](05_temporal_structure.ipynb); the book keeps $\ell$ for the index of a layer) and the
 # positions of a query and a key as $k$ and $l$ (here $i$ and $j$, as in Chapter 6), and the index
-# of a coordinate of a vector as $i$ (Example 5.2) or $j$ (Example B.2) (here $\nu$, as $i$ and $j$
+# of a coordinate of a vector as $i$ (Example 5.2) or $j$ (Examples 5.4 and B.2) (here $\nu$, as $i$ and $j$
 # are positions).
 # Chapter 6 ([6.2](../part1_chapter6/6_2_attention_mechanism.ipynb)) uses row vectors and writes
 # the query of word $i$ as $q[i]=e[i]W^Q$ (not bold: the bold $\mathbf q_m$ of this page is the

@@ -38,6 +38,8 @@ def top_p_filter(logits: np.ndarray, p: float) -> np.ndarray:
     order = np.argsort(-z, kind="stable")  # most likely first
     cum = np.cumsum(probs[order])
     n_keep = min(int(np.sum(cum < p)) + 1, z.size)  # shortest prefix with mass >= p
+    if p >= 1:  # every token; round-off can make cum reach 1 before the last one
+        n_keep = z.size
     threshold = z[order[n_keep - 1]]
     return np.where(z >= threshold, z, -np.inf)  # ties with the last kept token stay
     # END SOLUTION

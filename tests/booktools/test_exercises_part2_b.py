@@ -138,3 +138,48 @@ def test_no_sort_at_all_is_named():
 
     with pytest.raises(ExerciseCheckError, match=r"not sorted at all"):
         check_ex_p2_04(unsorted, _probs(unsorted))
+
+
+@pytest.mark.parametrize("fill", [0.0, -1e9])
+def test_finite_fill_is_named(fill):
+    """r12c: the right nucleus with the other logits set to 0 (or -1e9) instead of -inf was diagnosed as sorting
+    least likely first or summing logits; it is named as what it is."""
+
+    def finite(z, p):
+        kept = top_p_filter(z, p)
+        return np.where(np.isfinite(kept), kept, fill)
+
+    with pytest.raises(ExerciseCheckError) as err:
+        check_ex_p2_04(finite, _probs(top_p_filter))
+    first = str(err.value).split("✗ nucleus_probs")[0]
+    assert "set to a finite value" in first and "sorted least likely first" not in first, first
+
+
+def test_p_equal_1_with_round_off_is_checked():
+    """r12c: a filter that counts (cumsum < p) + 1 without capping it at V crashes at p = 1 whenever round-off leaves
+    the cumulative sum just under 1; the checker's p = 1 case had an exact sum and passed it."""
+
+    def uncapped(z, p):
+        probs = softmax(z)
+        order = np.argsort(-z, kind="stable")
+        n = int(np.sum(np.cumsum(probs[order]) < p)) + 1
+        return np.where(z >= z[order[n - 1]], z, -np.inf)
+
+    with pytest.raises(ExerciseCheckError, match="keep at most V tokens"):
+        check_ex_p2_04(uncapped, _probs(top_p_filter))
+
+
+def test_p_equal_1_keeps_every_token_despite_round_off():
+    """v12c: the other direction of round-off at p = 1: when the top token's probability is 1.0 in floating point,
+    a count of (cumsum < p) + 1 capped at V keeps one token, not every token (plain sampling); the checker had no
+    such case and passed it."""
+
+    def capped_only(z, p):
+        probs = softmax(z)
+        order = np.argsort(-z, kind="stable")
+        n = min(int(np.sum(np.cumsum(probs[order]) < p)) + 1, z.size)
+        return np.where(z >= z[order[n - 1]], z, -np.inf)
+
+    with pytest.raises(ExerciseCheckError, match="p = 1 keeps every token") as err:
+        check_ex_p2_04(capped_only, _probs(top_p_filter))
+    assert "reached 1 in floating point before the last token" in str(err.value), str(err.value)

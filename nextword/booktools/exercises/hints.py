@@ -122,7 +122,9 @@ HINTS: dict[str, tuple[str, ...]] = {
         "Sort the tokens from most to least likely and keep the shortest head whose probability reaches p.",
         "The token that crosses p belongs to the nucleus; tokens tied with the last kept one are kept too. "
         "Set the rest to -inf so a softmax gives them probability 0.",
-        "probs = softmax(logits); n = (cumsum(sorted probs) < p).sum() + 1; keep logits >= the n-th largest.",
+        "probs = softmax(logits); n = min((cumsum(sorted probs) < p).sum() + 1, V), and n = V when p = 1 (round-off "
+        "can leave the whole cumsum just under 1, or make it reach 1 before the last token); keep logits >= the "
+        "n-th largest.",
     ),
     "p3_01": (
         "Differentiate the loss through the softmax: the Jacobian of softmax is diag(α) − α αᵀ.",

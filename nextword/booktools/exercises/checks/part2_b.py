@@ -26,6 +26,15 @@ def _cases(rng: np.random.Generator) -> list[tuple[np.ndarray, float, str]]:
         (np.log([0.5, 0.375, 0.125]), 0.5, "p = 0.5 reached exactly by the top token of (0.5, 0.375, 0.125)"),
         (np.log([0.125, 0.5, 0.375]), 0.875, "p = 0.875 reached exactly by two tokens of (0.125, 0.5, 0.375)"),
         (np.log([0.2, 0.5, 0.3]), 1.0, "p = 1 (keep everything)"),
+        # the probabilities add up to just under 1 in floating point: a count of (cumsum < p) + 1 is V + 1
+        (np.array([-0.9, -1.9, 1.9, -0.2, 1.4, 0.0]), 1.0,
+         "p = 1 on logits whose probabilities add up to just under 1 in floating point (keep at most V tokens)"),
+        # and the other way: the top token's probability is 1.0 in floating point, so the cumulative sum reaches 1
+        # at the first token and a count of (cumsum < p) + 1 keeps one token, while p = 1 keeps every token
+        # (40 tokens, more than any other case, so that it is reported after the other slips' cases)
+        (np.concatenate([[0.0], np.linspace(-45.0, -60.0, 39)]), 1.0,
+         "p = 1 on logits whose cumulative probability reaches 1 in floating point at the top token "
+         "(p = 1 keeps every token)"),
         (np.array([2.0, 1.0, 2.0, 0.0, -1.0]), 0.3, "two tied top tokens"),
         (np.array([3.0, 1.0, 1.0, 1.0, -2.0]), 0.9, "a tie at the edge of the nucleus"),
         (np.array([1000.0, 999.0, 0.0]), 0.6, "large logits (use a stable softmax)"),
@@ -74,7 +83,19 @@ def check_ex_p2_04(top_p_filter: Callable, nucleus_probs: Callable) -> bool:
                 logits_summed = np.array_equal(got_keep, logit_prefix) or np.array_equal(got_keep, logit_threshold)
                 summed_msg = ("the cumulative sum runs over the logits: accumulate the probabilities "
                               "softmax(logits), sorted most likely first, until they reach p")
-                if logits_summed and reversed_order:  # e.g. all logits < 0: both slips keep every token
+                shift = float(got[keep][0] - z[keep][0]) if keep.any() else 0.0  # a shift of the kept logits is fine
+                finite_fill = (got_keep.all() and keep.any() and not keep.all() and np.allclose(got[keep] - z[keep], shift)
+                               and not np.allclose(got[~keep] - z[~keep], shift))  # the others changed, yet finite
+                if finite_fill:  # the right nucleus, but the others set to 0 or -1e9: every entry stays finite
+                    msg += ("\n    likely mistake: the tokens outside the nucleus were set to a finite value "
+                            f"({describe(got[~keep], precision=3)}), not to -inf: set them to -np.inf, so that "
+                            "a softmax gives them probability exactly 0")
+                elif p >= 1 and dropped.any() and not extra.any() and float(np.sum(softmax(z)[got_keep])) >= p:
+                    # the kept tokens' mass is 1 in floating point: round-off, not a missing crossing token
+                    msg += ("\n    likely mistake: at p = 1 every token is kept (plain sampling), but the cumulative "
+                            "sum reached 1 in floating point before the last token, so the tokens after it were "
+                            "dropped: keep all V tokens when p = 1")
+                elif logits_summed and reversed_order:  # e.g. all logits < 0: both slips keep every token
                     msg += ("\n    likely mistake: the tokens are sorted least likely first (np.argsort(z)), or "
                             f"{summed_msg} (this case cannot tell the two apart)")
                 elif logits_summed:
