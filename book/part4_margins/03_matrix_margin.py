@@ -705,7 +705,7 @@ print("(53) + key-path term = exact block (W_V = I):", True)
 
 # %% [markdown]
 # So (53)/(54) hold only where $\alpha_{tt}(v_t-\bar v_t)q_t^\top W_K=0$ (e.g. $x_t=\bar x_t$ or
-# $W_K^\top W_Q x_t=0$) **and** $W_V=I$. The qualitative conclusion of Appendix A — including $s=t$
+# $W_K^\top W_Q x_t=0$) **and** $W_V=I$ (or, for (53), the trivial $W_V=0$). The qualitative conclusion of Appendix A — including $s=t$
 # does not remove the barrier — is unaffected. Recorded in `book/ERRATA.md`. Eqs. (48), (49) and (50)
 # themselves are right, each for its own path (none of them assumes $W_V=I$); the slip is taking them as
 # the whole dependence on $x_t$, which leaves out the key path. [Part 4's checking page](checking_the_paper.ipynb) checks them one path at a time, by
