@@ -303,8 +303,9 @@ assert eq_60
 # %% [markdown]
 # **Step 3: the slope of the residual.** The mean of the values is $\mu_t=\sum_s \alpha_s \,w_V \,x_s$;
 # by Step 2 its derivative is $a\,w_V \sum_s \alpha_s x_s(x_s-\bar x)$, and that sum is the weighted
-# variance of the tokens, $\mathrm{Var}_t$ (Lemma B.2: for any numbers $u_s$ with weighted mean
-# $\bar u$, $\sum_s \alpha_s u_s(u_s-\bar u)=\sum_s \alpha_s(u_s-\bar u)^2$).
+# variance of the tokens, $\mathrm{Var}_t$: for any numbers $u_s$ with weighted mean $\bar u$, both
+# $\sum_s \alpha_s u_s(u_s-\bar u)$ and $\sum_s \alpha_s(u_s-\bar u)^2$ equal $\sum_s \alpha_s u_s^2-\bar u^2$
+# (the second equality is Lemma B.2, which the cell checks for the values).
 # So $\partial \hat\varepsilon_t/\partial x_t=1-\partial\mu_t/\partial x_t$ is:
 
 # %%
