@@ -45,7 +45,7 @@
 # | $W$ | the one matrix of Figure 4.3.4's layer, $W_Q=W_K=W$ | $(2,2)$ |
 # | $\zeta$, $\zeta_{ts}$, $\alpha_{ts}$, $s$ | score and attention weight of position $t$ on an earlier position $s$ ($\zeta_{tt}$: on itself) | numbers, index |
 # | $\bar x$, $\bar v$ | attention-weighted means of the earlier embeddings and values ($\bar x_t$, $\bar v_t$ at position $t$) | $(d,)$ |
-# | $v_s$, $\mu_t$ | the value of $x_s$, $W_V x_s$ (a column vector, as in [4.1](01_latent_noise_view.ipynb)), and the attention average of the earlier values, $\sum_{s<t}\alpha_{ts}v_s$ | $(d,)$ |
+# | $v_s$, $\mu_t$ | the value of $x_s$, $W_V x_s$ (a column vector, as in [4.1](01_latent_noise_view.ipynb)), and the attention average of the earlier values, $\sum_{s<t}\alpha_{ts}v_s$ (the same vector as $\bar v_t$; Appendix A adds $s=t$) | $(d,)$ |
 # | $C_t$ | attention-weighted covariance of the earlier embeddings | $(d,d)$ |
 # | $\Sigma$, $\Sigma_t$ | the same for the values, $\Sigma_t=W_V C_t W_V^\top$ (equal to $C_t$ when $W_V=I$) | $(d,d)$ |
 # | $\hat\varepsilon_t$ | residual $x_t-\mu_t(x)$; $\partial \hat\varepsilon_t/\partial x_t$ is its diagonal Jacobian block | $(d,)$; $(d,d)$ |
@@ -54,7 +54,7 @@
 # | $m$, $\delta$, $\kappa$ | a margin, the margin level of the constrained problem (22), the barrier's weight (often $t$ or $\tau$ in optimisation texts; the book keeps $\tau$ for a temperature) | numbers |
 # | $\lambda$ | the weight of the toy's data term, $\tfrac\lambda2\lVert z-z^*\rVert^2$ | number |
 # | $z$, $z^*$, $z_\kappa$ | the toy's free embeddings $(x_2,x_3)$, the point the data pull them to, the minimiser of the barrier problem with weight $\kappa$ | $(2,)$ each |
-# | $f$, $f^\star$ | the toy's objective, and its smallest value where the constraint holds (the constrained optimum's value) | function, number |
+# | $f$, $f^\star$ | the toy's objective, and its smallest value where the constraint holds (the constrained optimum's value; not $f(z^*)$, since $z^*$ breaks the constraint) | function, number |
 # | $c$ | the spread of the tiny example | number |
 # | $\gamma$ | the scale of a sequence (Figure 4.3.2) | number |
 # ```
@@ -279,8 +279,8 @@ plt.show()
 # $m_1=m_2=1$ always),
 # $\min f(z)=\tfrac12\sum_t \hat\varepsilon_t^2+\tfrac\lambda2\|z-z^\*\|^2$ s.t. $m_3(z)\ge\delta$, directly (SLSQP) and
 # through the barrier problems $\min f(z)-\kappa\log(m_3(z)-\delta)$ for $\kappa\to0$. For a *convex*
-# problem with one constraint, barrier theory bounds the gap between the barrier problem's minimiser $z_\kappa$ and the
-# constrained optimum value $f^\star$: $f(z_\kappa)-f^\star\le\kappa$. This toy is not
+# problem with one constraint, barrier theory bounds how far the objective at the barrier problem's minimiser
+# $z_\kappa$ can lie above the constrained optimum value $f^\star$: $f(z_\kappa)-f^\star\le\kappa$. This toy is not
 # convex (its feasible set $m_3\ge\delta$ is the outside of the shaded region of Figure 4.3.3), so here the
 # bound is no guarantee; the cell below checks it at every $\kappa$.
 
