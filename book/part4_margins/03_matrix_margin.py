@@ -308,8 +308,8 @@ def barrier_obj(z, kappa):
 
 # %% [markdown]
 # First the problem without a barrier: the unconstrained optimum violates the margin constraint, and
-# a constrained solver (SLSQP) stops on the constraint. Both are iterative, so their digits are shown
-# but not compared; the asserts state what must hold.
+# a constrained solver (SLSQP) stops on the constraint. Both solvers are iterative, so their last
+# digits can differ from one machine to another; the asserts state what must hold whatever they are.
 
 # %%
 ref = minimize(f, x0=np.array([1.0, 1.0]), method="SLSQP",
