@@ -702,10 +702,18 @@ key_term = a_tt * (st.v - st.v_bar)[:, :, None] * (st.q @ W_K)[:, None, :]
 repaired = paper_diagonal_block(X, W_Q, W_K, None, include_current=True) - key_term
 assert np.allclose(repaired, diagonal_blocks(X, W_Q, W_K, None, context="inclusive"), atol=1e-13)
 print("(53) + key-path term = exact block (W_V = I):", True)
+# the trivial layers the prose sets aside, where (53) is exact: W_V = 0, and A = 0 (W_Q = 0) with a random W_V
+for W_Q_trivial, W_V_trivial in ((W_Q, np.zeros((d, d))), (np.zeros_like(W_Q), W_Vs["W_V random"])):
+    exact_trivial = np.stack([jacobian_diagonal_block(X, t, W_Q=W_Q_trivial, W_K=W_K, W_V=W_V_trivial,
+                                                      include_current=True) for t in range(T)])
+    assert np.allclose(paper_diagonal_block(X, W_Q_trivial, W_K, W_V_trivial, include_current=True),
+                       exact_trivial, atol=1e-13)
+print("(53) = exact block for the trivial layers W_V = 0 and A = 0:", True)
 
 # %% [markdown]
-# So (53)/(54) hold only where $\alpha_{tt}(v_t-\bar v_t)q_t^\top W_K=0$ (e.g. $x_t=\bar x_t$ or
-# $W_K^\top W_Q x_t=0$) **and** $W_V=I$ (or, for (53), the trivial $W_V=0$). The qualitative conclusion of Appendix A — including $s=t$
+# So, apart from trivial layers ($W_V=0$, or $A=0$, where every score is 0 and the weights cannot move),
+# (53)/(54) hold only where $\alpha_{tt}(v_t-\bar v_t)q_t^\top W_K=0$ (e.g. $x_t=\bar x_t$ or
+# $W_K^\top W_Q x_t=0$) **and** $W_V=I$. The qualitative conclusion of Appendix A — including $s=t$
 # does not remove the barrier — is unaffected. Recorded in `book/ERRATA.md`. Eqs. (48), (49) and (50)
 # themselves are right, each for its own path (none of them assumes $W_V=I$); the slip is taking them as
 # the whole dependence on $x_t$, which leaves out the key path. [Part 4's checking page](checking_the_paper.ipynb) checks them one path at a time, by
