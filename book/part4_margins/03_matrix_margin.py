@@ -633,7 +633,8 @@ for name, W_V in W_Vs.items():
 
 # %% [markdown]
 # The exact block agrees with autograd to machine precision and with finite differences to $10^{-7}$ for
-# every $W_V$; the paper's (14) with "covariance of attended values" is exact only for $W_V=I$. For
+# every $W_V$; the paper's (14) with "covariance of attended values" is exact only for $W_V=I$ (apart from the
+# trivial layers $W_V=0$ and $A=0$, where both sides are $I$). For
 # $W_V=w_V I$ (a multiple of the identity, $w_V=0.5$ in the table) the exact block is $I-w_V C_t A$ while
 # (14) gives $I-w_V^2 C_t A$. The paper substitutes the same
 # block in Corollary 3.1 (Eq. 16, next check), in §4 (Eqs. 20, 23, 24) and in the proof's last step
