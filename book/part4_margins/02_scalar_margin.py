@@ -303,8 +303,9 @@ assert eq_60
 # %% [markdown]
 # **Step 3: the slope of the residual.** The mean of the values is $\mu_t=\sum_s \alpha_s \,w_V \,x_s$;
 # by Step 2 its derivative is $a\,w_V \sum_s \alpha_s x_s(x_s-\bar x)$, and that sum is the weighted
-# variance of the tokens, $\mathrm{Var}_t$ (Lemma B.2: for any numbers $u_s$ with weighted mean
-# $\bar u$, $\sum_s \alpha_s u_s(u_s-\bar u)=\sum_s \alpha_s(u_s-\bar u)^2$).
+# variance of the tokens, $\mathrm{Var}_t$: for any numbers $u_s$ with weighted mean $\bar u$, both
+# $\sum_s \alpha_s u_s(u_s-\bar u)$ and $\sum_s \alpha_s(u_s-\bar u)^2$ equal $\sum_s \alpha_s u_s^2-\bar u^2$
+# (the second equality is Lemma B.2, which the cell checks for the values).
 # So $\partial \hat\varepsilon_t/\partial x_t=1-\partial\mu_t/\partial x_t$ is:
 
 # %%
@@ -819,9 +820,9 @@ plt.show()
 # What survives: the exclusion count (612 with seed 0; the expected count and the 95% range of a
 # single draw of 4000 are printed above, and the paper's 613 is well inside), the exact linear factor,
 # the boundary at $\mathrm{Var}=5$, and the $+\log(1+0.2\cdot16)=+\log4.2$ nats (printed above) at
-# $\mathrm{Var}=16$. The paper's "Var extends to ≈16 for $a<0$" is within the seed-to-seed range only
-# if it refers to the **last position** (median maximum about 18); over all positions the maximum is
-# typically about 22 and rarely below 18. Two conventions the paper leaves unexplained: which
+# $\mathrm{Var}=16$. The paper's "Var extends to ≈16 for $a<0$" is within the seed-to-seed range if it
+# refers to the **last position** (median maximum about 18), but not if it is the maximum over all
+# positions, which is typically about 22 and rarely below 18. Two conventions the paper leaves unexplained: which
 # position's variance is plotted (it does not say), and why the excluded configurations get
 # log-density $-\infty$ (its caption of panel (b) says they do) although Eq. (16) with
 # $\lvert\det\rvert$ gives them a finite value — we follow the figure and mark them instead of

@@ -54,7 +54,8 @@ print("support tokens (0-based):", support(x_demo, 0.5))
 # $\partial\alpha_{ts}/\partial x_t=a\,\alpha_{ts}(x_s-\bar x_t)$ (Eq. 60), so
 # $\partial\mu_t/\partial x_t=a\sum_s\alpha_{ts}x_s(x_s-\bar x_t)=a\,\mathrm{Var}_t$ (Lemma B.2). The
 # residual therefore moves by $1-a\mathrm{Var}_t$: when the past is dispersed and attended broadly, a
-# positive coupling makes the map $x_t\mapsto \hat\varepsilon_t$ nearly flat — the degeneracy boundary $m_t=0$.
+# positive coupling flattens the map $x_t\mapsto \hat\varepsilon_t$; its slope is 0 on the degeneracy
+# boundary $m_t=0$, and past it ($m_t<0$) the map runs backwards (it folds).
 # <!-- END SOLUTION -->
 
 # %%
