@@ -285,8 +285,9 @@ plt.show()
 # %% [markdown]
 # **Figure 5.3.1.** Distance between the output of $L$ weight-shared attention blocks (step $1/L$) and
 # the time-1 position of the spherical SVFlow with field $3f_{\text{Attn}}$ (computed with 8192 steps of the block's rule), for the
-# block's residual + RMSNorm update and for the
-# exact geodesic Euler step. Both converge at first order (slopes near $-1$), so the transformer block is a
+# block's residual + RMSNorm update (blue circles) and for the
+# exact geodesic Euler step (vermilion squares), on log–log axes; the dashed black line falls as $1/L$ (a
+# reference, drawn through the first blue point). Both converge at first order (slopes near $-1$), so the transformer block is a
 # consistent Euler discretisation of the spherical flow (§4.4). The relaxed retraction misses by more at
 # every $L$, by a factor that still grows over this range (printed above, with the fitted slopes: the geodesic
 # curve is a little steeper over this range); it changes the error's size, not its order. (A real transformer has different weights in every layer: a flow whose velocity
