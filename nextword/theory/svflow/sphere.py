@@ -286,7 +286,7 @@ def vmf_log_normalizer_naive(kappa: object, d: int) -> np.ndarray:
     factor leaves the double-precision range, and the denominator goes first: their product
     ``(2 pi)^{d/2} I_nu(kappa)`` overflows (the result is ``-inf``) before ``I_nu`` alone does (from
     ``kappa`` near 714 for small ``d``, later for wide ones: 832 for ``d = 896``): from ``kappa = 656`` for ``d = 64``, ``kappa = 600`` for ``d = 128``.
-    In high dimension ``(2 pi)^{d/2}`` overflows by itself (``d >= 774``) and the result is NaN or
+    In high dimension ``(2 pi)^{d/2}`` overflows by itself (``d >= 773``) and the result is NaN or
     ``+-inf`` for every ``kappa``; for small ``kappa`` and large ``d``, ``I_nu`` underflows to 0 and the
     result is ``+inf`` (e.g. ``kappa = 1``, ``d = 512``); near the float64 maximum ``kappa^nu`` and
     ``I_nu`` are both ``inf`` (or NaN) and so is the result. :func:`vmf_log_normalizer` has none of these.
