@@ -227,7 +227,7 @@ def log_bessel_iv(nu: object, x: object) -> np.ndarray:
 
 def log_bessel_iv_naive(nu: object, x: object) -> np.ndarray:
     """``log(scipy.special.iv(nu, x))`` — the direct evaluation that overflows (for comparison only):
-    ``+inf`` where scipy's ``iv`` returns ``inf`` (from ``x`` near 713 for small orders, up to 4 units
+    ``+inf`` where scipy's ``iv`` returns ``inf`` (from ``x`` near 713–715 for small orders, up to 4 units
     before the value itself exceeds the largest float64), NaN where scipy's ``iv`` gives up
     (``x`` near the float64 maximum). :func:`log_bessel_iv` is finite there."""
     nu_a = as_float_array(nu, "nu").astype(np.float64)
