@@ -216,7 +216,8 @@ assert np.allclose(per_head.sum(0), mha_output, atol=1e-12)
 # relaxed retraction. If that reading is right, a stack of $L$ blocks with shared weights and step
 # $\Delta s=1/L$ must approach the flow's position at time $s=1$ as $L$ grows, with an error that halves
 # when $L$ doubles (first order) — whether each step uses the relaxed retraction (what the block
-# computes) or the exact geodesic step $\exp_x\big(\Delta s\,(I-xx^\top)f_{\text{Attn}}(x)\big)$.
+# computes) or the exact geodesic step $\exp_x\big(\Delta s\,(I-xx^\top)f_{\text{Attn}}(x)\big)$ (a *geodesic* is
+# the sphere's straight line, a great circle: this step walks along one with 5.1's exponential map).
 # The experiment below uses the field $3f_{\text{Attn}}$ in place of $f_{\text{Attn}}$ (the same
 # attention layer, its output scaled by 3 so that the tokens move visibly by time $s=1$): the flow is
 # $\dot x=(I-xx^\top)\,3f_{\text{Attn}}(x)$ and each block adds $\Delta s\cdot3f_{\text{Attn}}(x^\ell)$. A fixed
