@@ -151,9 +151,9 @@ print("head_output and rms_norm reproduce the hand computation (to 1e-12)")
 #
 # In general the score of token $z$ (its key input $x_z$) for the query state $x_q$ is $x_z^\top W_k W_q^\top x_q$ (Eq. 5; the
 # paper, and Part 5, write vectors as columns — in Chapter 6's row form this is the familiar
-# $(x_qW_q)(x_zW_k)^\top$, the query times the key). It is linear in $x_q$, so it can be written as $\kappa_z\mu_z^\top x_q$ with the natural parameter
-# $\kappa_z\mu_z=W_q W_k^\top x_z$ (the *natural parameter* of a vMF: the vector that multiplies $x$ in the
-# exponent of its density): a concentration $\kappa_z$ (its length) and a mean direction $\mu_z$
+# $(x_qW_q)(x_zW_k)^\top$, the query times the key). It is linear in $x_q$, so it can be written as $\kappa_z\mu_z^\top x_q$ with
+# $\kappa_z\mu_z=W_q W_k^\top x_z$, the *natural parameter* of a vMF bump (the vector that multiplies $x$ in the
+# exponent of its density): a concentration $\kappa_z$ (its length) times a mean direction $\mu_z$
 # on the sphere. With a uniform prior over the keys, Bayes' rule over the *unnormalised* bumps
 # $\exp(\kappa_z\mu_z^\top x)$ is a softmax over the same scores — the attention weights are a
 # {term}`variational posterior` over keys. (The paper's Eq. 5 has no $1/\sqrt{d_{\text{head}}}$: we fold
