@@ -214,7 +214,8 @@ print(f"tiny example: H(q) = {entropy(np.log(q_hand)):.4f}, "
 # A four-layer {term}`pre-norm` decoder of the kind trained in
 # [6.6](../part1_chapter6/6_6_context_representation.ipynb), here with RMSNorm,
 # {term}`rotary positions <rotary position embedding>` ([6.5](../part1_chapter6/6_5_positional_encoding.ipynb):
-# each query and key is turned by an angle set by its position; nothing is added to the embeddings) and 4
+# each pair of coordinates of a query and of a key is turned by an angle proportional to the token's
+# position, a different angle per pair; nothing is added to the embeddings) and 4
 # heads, trained as a character model of tiny Shakespeare. `train_lm` is the training loop written out in
 # [6.4](../part1_chapter6/6_4_multi_head.ipynb) (next-token cross-entropy, AdamW); there it draws whole
 # training sentences, here random windows of the text. We call it three times in a row, 80 steps each (each call starts a fresh AdamW,
