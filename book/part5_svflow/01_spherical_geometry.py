@@ -30,7 +30,8 @@
 #   state;
 # - compute, for one step on a circle, where the exponential map and the retraction land, and predict
 #   their gap ($\tfrac13r^3$ for a tangent step of small length $r$);
-# - explain why "residual + RMSNorm" is a retraction of the update's tangent part (Eq. 17) — for the state
+# - explain why "residual + RMSNorm" is exactly the retraction of the update's tangent part *rescaled*, and
+#   to first order that of the tangent part itself (Eq. 17) — for the state
 #   in a post-norm block, for its direction in a pre-norm block;
 # - describe the von Mises–Fisher density in words (mean direction, concentration) and recognise its
 #   Euclidean score $\kappa\mu$.

@@ -151,8 +151,9 @@ print("head_output and rms_norm reproduce the hand computation (to 1e-12)")
 #
 # In general the score of token $z$ (its key input $x_z$) for the query state $x_q$ is $x_z^\top W_k W_q^\top x_q$ (Eq. 5; the
 # paper, and Part 5, write vectors as columns — in Chapter 6's row form this is the familiar
-# $(x_qW_q)(x_zW_k)^\top$, the query times the key). It is linear in $x_q$, so it can be written as $\kappa_z\mu_z^\top x_q$ with the natural parameter
-# $\kappa_z\mu_z=W_q W_k^\top x_z$: a concentration $\kappa_z$ (its length) and a mean direction $\mu_z$
+# $(x_qW_q)(x_zW_k)^\top$, the query times the key). It is linear in $x_q$, so it can be written as $\kappa_z\mu_z^\top x_q$ with
+# $\kappa_z\mu_z=W_q W_k^\top x_z$, the *natural parameter* of a vMF bump (the vector that multiplies $x$ in the
+# exponent of its density): a concentration $\kappa_z$ (its length) times a mean direction $\mu_z$
 # on the sphere. With a uniform prior over the keys, Bayes' rule over the *unnormalised* bumps
 # $\exp(\kappa_z\mu_z^\top x)$ is a softmax over the same scores — the attention weights are a
 # {term}`variational posterior` over keys. (The paper's Eq. 5 has no $1/\sqrt{d_{\text{head}}}$: we fold
@@ -216,7 +217,8 @@ assert np.allclose(per_head.sum(0), mha_output, atol=1e-12)
 # relaxed retraction. If that reading is right, a stack of $L$ blocks with shared weights and step
 # $\Delta s=1/L$ must approach the flow's position at time $s=1$ as $L$ grows, with an error that halves
 # when $L$ doubles (first order) — whether each step uses the relaxed retraction (what the block
-# computes) or the exact geodesic step $\exp_x\big(\Delta s\,(I-xx^\top)f_{\text{Attn}}(x)\big)$.
+# computes) or the exact geodesic step $\exp_x\big(\Delta s\,(I-xx^\top)f_{\text{Attn}}(x)\big)$ (a *geodesic* is
+# the sphere's straight line, a great circle: this step walks along one with 5.1's exponential map).
 # The experiment below uses the field $3f_{\text{Attn}}$ in place of $f_{\text{Attn}}$ (the same
 # attention layer, its output scaled by 3 so that the tokens move visibly by time $s=1$): the flow is
 # $\dot x=(I-xx^\top)\,3f_{\text{Attn}}(x)$ and each block adds $\Delta s\cdot3f_{\text{Attn}}(x^\ell)$. A fixed
@@ -285,8 +287,9 @@ plt.show()
 # %% [markdown]
 # **Figure 5.3.1.** Distance between the output of $L$ weight-shared attention blocks (step $1/L$) and
 # the time-1 position of the spherical SVFlow with field $3f_{\text{Attn}}$ (computed with 8192 steps of the block's rule), for the
-# block's residual + RMSNorm update and for the
-# exact geodesic Euler step. Both converge at first order (slopes near $-1$), so the transformer block is a
+# block's residual + RMSNorm update (blue circles) and for the
+# exact geodesic Euler step (vermilion squares), on log–log axes; the dashed black line falls as $1/L$ (a
+# reference, drawn through the first blue point). Both converge at first order (slopes near $-1$), so the transformer block is a
 # consistent Euler discretisation of the spherical flow (§4.4). The relaxed retraction misses by more at
 # every $L$, by a factor that still grows over this range (printed above, with the fitted slopes: the geodesic
 # curve is a little steeper over this range); it changes the error's size, not its order. (A real transformer has different weights in every layer: a flow whose velocity

@@ -49,6 +49,7 @@
 # | $p_s(x)$ | the flow's marginal density $\frac1{\lvert\mathcal Z\rvert}\sum_zp(x\mid z)$ | scalar |
 # | $s$ | the flow's time, here the layer: a subscript on $p_s$ and on $\mathrm{ELBO}_s$, the ELBO of $q$ (5.2), with $\log p_s=\mathrm{ELBO}_s+\mathrm{KL}(q\|p)$ | — |
 # | $U$ | the uniform distribution over $\mathcal Z$ | $(\lvert\mathcal Z\rvert,)$ |
+# | $\lvert\mathbb S^{k}\rvert$ | the area of the unit sphere $\mathbb S^{k}$ (in $\mathbb R^{k+1}$, [5.1](01_spherical_geometry.ipynb)); the uniform density on the states' sphere is $1/\lvert\mathbb S^{d-1}\rvert$ | scalar |
 # | $H(q)$, $H(q,p)$ | entropy of $q$; cross-entropy of $p$ under $q$ | scalars |
 # | $M$ | how much less likely one token is, as $e^{-M}$ (question 2) | scalar |
 # | $\Delta$ | change under shuffling: shuffled minus unshuffled, at the same positions | — |
@@ -87,7 +88,7 @@ from nextword.booktools.plotting import use_book_style
 from nextword.evaluation import spearman
 from nextword.provenance import load_curves, load_result, results_root
 from nextword.theory.svflow import (categorical_kl, entropy, kl_to_uniform, prefix_shuffle,
-                                    prefix_shuffle_rates, shuffle_rate_bins, vmf_log_normalizer)
+                                    prefix_shuffle_rates, shuffle_rate_bins, sphere_log_area, vmf_log_normalizer)
 from nextword.torch.models.lm import LMConfig, TinyLM
 from nextword.torch.training.token_lm import evaluate_loss, train_lm
 from nextword.torch.svflow.lm import (
@@ -211,7 +212,10 @@ print(f"tiny example: H(q) = {entropy(np.log(q_hand)):.4f}, "
 # ## A model we can probe
 #
 # A four-layer {term}`pre-norm` decoder of the kind trained in
-# [6.6](../part1_chapter6/6_6_context_representation.ipynb), here with RMSNorm, rotary positions and 4
+# [6.6](../part1_chapter6/6_6_context_representation.ipynb), here with RMSNorm,
+# {term}`rotary positions <rotary position embedding>` ([6.5](../part1_chapter6/6_5_positional_encoding.ipynb):
+# each pair of coordinates of a query and of a key is turned by an angle proportional to the token's
+# position, a different angle per pair; nothing is added to the embeddings) and 4
 # heads, trained as a character model of tiny Shakespeare. `train_lm` is the training loop written out in
 # [6.4](../part1_chapter6/6_4_multi_head.ipynb) (next-token cross-entropy, AdamW); there it draws whole
 # training sentences, here random windows of the text. We call it three times in a row, 80 steps each (each call starts a fresh AdamW,
@@ -517,6 +521,10 @@ logppl = np.array([t["logppl_base"] for t in run["tables"]])
 print(f"-log p_s (deep) moves by at most {np.ptp(deep_nlp, axis=0).max():.5f} between checkpoints; "
       f"logPPL falls in every bin from checkpoint to checkpoint: {bool(np.all(np.diff(logppl, axis=0) < 0))}")
 assert np.ptp(deep_nlp, axis=0).max() < 1e-3 and np.all(np.diff(logppl, axis=0) < 0)
+uniform_per_dim = sphere_log_area(scfg.d_model) / scfg.d_model  # -log of the uniform density 1/|S^(d-1)|, per dimension
+print(f"uniform density on the unit sphere, d = {scfg.d_model}: -log(1/|S^{scfg.d_model - 1}|) / d = {uniform_per_dim:.4f}; "
+      f"the deep layer's -log p_s is within {np.abs(deep_nlp - uniform_per_dim).max():.4f} of it (every checkpoint and bin)")
+assert np.all(np.abs(deep_nlp - uniform_per_dim) < 0.01)  # p_s is close to the uniform density
 
 # %% [markdown]
 # Over our checkpoints neither correlation is a significant positive one: training lowers the
@@ -526,6 +534,14 @@ assert np.ptp(deep_nlp, axis=0).max() < 1e-3 and np.all(np.diff(logppl, axis=0) 
 # significant (p-value 0.17), and the one correlation with a small p-value, with ECE, has the opposite sign (a *lower*
 # density going with *better* calibration), resting on differences of $-\log p_s$ below 0.001. The paper's own 12 points, recomputed from its Table 1, give its $\rho=0.87$, but they
 # mostly rank its three *models* ([checked below](#checking-the-paper)).
+#
+# Why does $-\log p_s$ barely move, and why is it negative? Compare it with the uniform density on the
+# sphere, one over the sphere's area, $1/\lvert\mathbb S^{d-1}\rvert$ ([5.1](01_spherical_geometry.ipynb)):
+# for $d=64$ its $-\log$ per dimension is $-0.6370$ (printed above; negative because the unit sphere in 64
+# dimensions has an area far below 1, so a density spread evenly over it is far above 1). The deep layer's
+# $-\log p_s$ lies within 0.0021 of that value in every bin and at every checkpoint: with concentrations
+# $\kappa'$ far below the width, the mixture $p_s$ is nearly the uniform density, which leaves it little room
+# to move.
 #
 # ## Key takeaways
 #

@@ -35,8 +35,8 @@ print(f"naive log C_1024(1)  = {naive_log_cd(1.0, 1024)}")
 # <!-- BEGIN SOLUTION -->
 # For $(1000,3)$: $I_{1/2}(1000)\approx e^{1000}/\sqrt{2\pi\cdot1000}$ exceeds the float64 range
 # ($\approx e^{709.8}$), so `iv` returns `inf` and the log is $-\infty$. For $(1,1024)$: $(2\pi)^{512}\approx
-# 10^{408.7}$ overflows to `inf` while $I_{511}(1)\approx 10^{-1318}$ underflows to 0, so the ratio is
-# `inf/0`-type garbage (NaN). In high dimension the direct formula fails at *every* $\kappa$, not only at
+# 10^{408.7}$ overflows to `inf` while $I_{511}(1)\approx 10^{-1318}$ underflows to 0, so the denominator
+# is $\infty\cdot0$, which is NaN, and so is the ratio. In high dimension the direct formula fails at *every* $\kappa$, not only at
 # large ones. The scaled function does not rescue $(1,1024)$: $\mathrm{ive}_{511}(1)\approx10^{-1318}$ is
 # below the smallest float64 ($\approx10^{-324}$), so `log(ive(nu, kappa)) + kappa` is $-\infty$ and
 # $\log C_d$ comes out $+\infty$. The logarithm has to be taken *before* the number is formed: in the power

@@ -178,8 +178,10 @@ def _hankel_holds(nu: np.ndarray, x: np.ndarray) -> np.ndarray:
 def log_bessel_iv(nu: object, x: object) -> np.ndarray:
     """``log I_nu(x)`` for ``nu >= 0``, ``x >= 0``, without overflow or underflow.
 
-    ``I_nu`` (modified Bessel function of the first kind) overflows float64 near ``x = 713``,
-    which is the overflow App. C.2.3 of the paper reports for ``kappa > 1e3``. Here the scaled
+    ``I_nu`` (modified Bessel function of the first kind) exceeds the largest float64 from ``x``
+    near 714 for small orders (later for large ones: near 832 for ``nu = 447``; scipy's ``iv`` returns
+    ``inf`` up to 4 units of ``x`` earlier, e.g. from 713 for ``nu = 63``), which is the overflow App. C.2.3
+    of the paper reports for ``kappa > 1e3``. Here the scaled
     ``scipy.special.ive(nu, x) = I_nu(x) e^{-x}`` is used, ``log I = log ive + x``; where ``ive``
     itself underflows (large order, small argument) the power series (small ``x``) or the Debye
     uniform expansion (large ``nu``) takes over, and where ``ive`` gives up (``x`` beyond about
@@ -225,7 +227,8 @@ def log_bessel_iv(nu: object, x: object) -> np.ndarray:
 
 def log_bessel_iv_naive(nu: object, x: object) -> np.ndarray:
     """``log(scipy.special.iv(nu, x))`` — the direct evaluation that overflows (for comparison only):
-    ``+inf`` where ``I_nu(x)`` overflows (from ``x`` near 713), NaN where scipy's ``iv`` gives up
+    ``+inf`` where scipy's ``iv`` returns ``inf`` (from ``x`` near 713–715 for small orders, up to 4 units
+    before the value itself exceeds the largest float64), NaN where scipy's ``iv`` gives up
     (``x`` near the float64 maximum). :func:`log_bessel_iv` is finite there."""
     nu_a = as_float_array(nu, "nu").astype(np.float64)
     x_a = as_float_array(x, "x").astype(np.float64)
@@ -281,9 +284,9 @@ def vmf_log_normalizer_naive(kappa: object, d: int) -> np.ndarray:
 
     Evaluated as written, ``kappa^nu / ((2 pi)^{d/2} I_nu(kappa))`` with ``nu = d/2 - 1``, it fails once a
     factor leaves the double-precision range, and the denominator goes first: their product
-    ``(2 pi)^{d/2} I_nu(kappa)`` overflows (the result is ``-inf``) before ``I_nu`` alone does (near
-    ``kappa = 713`` in any ``d``): from ``kappa = 656`` for ``d = 64``, ``kappa = 600`` for ``d = 128``.
-    In high dimension ``(2 pi)^{d/2}`` overflows by itself (``d >= 774``) and the result is NaN or
+    ``(2 pi)^{d/2} I_nu(kappa)`` overflows (the result is ``-inf``) before ``I_nu`` alone does (from
+    ``kappa`` near 714 for small ``d``, later for wide ones: 832 for ``d = 896``): from ``kappa = 656`` for ``d = 64``, ``kappa = 600`` for ``d = 128``.
+    In high dimension ``(2 pi)^{d/2}`` overflows by itself (``d >= 773``) and the result is NaN or
     ``+-inf`` for every ``kappa``; for small ``kappa`` and large ``d``, ``I_nu`` underflows to 0 and the
     result is ``+inf`` (e.g. ``kappa = 1``, ``d = 512``); near the float64 maximum ``kappa^nu`` and
     ``I_nu`` are both ``inf`` (or NaN) and so is the result. :func:`vmf_log_normalizer` has none of these.
