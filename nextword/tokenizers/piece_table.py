@@ -198,7 +198,7 @@ class PieceTable:
         two = np.flatnonzero(k >= 8)  # (few,) pieces that need the second word
         w1 = np.zeros(len(s), dtype=np.uint64)  # (P_w,)
         w1[two] = (words[s[two] + 8] & _MASK1[k[two]]) | _TAG1[k[two]]
-        found = self._table.find(w0, w1)
+        found = self._table.find(w0, w1) if len(self._off) else np.full(len(s), -1, dtype=np.int64)  # (P_w,)
         miss = np.flatnonzero(found < 0)  # (m,)
         if miss.size:  # enter the new pieces, then merge each once
             m0, m1 = w0[miss], w1[miss]
