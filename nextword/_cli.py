@@ -122,7 +122,7 @@ MAX_DEFAULT_THREADS = 4
 
 def default_threads(cpus: int | None = None) -> int:
     """Torch threads of ``train``/``sweep``/``robustness``/``results run`` without ``--threads``: one per two
-    usable cores, at least 1, at most :data:`MAX_DEFAULT_THREADS` (benchmarks/bench_threads.py measured why).
+    usable cores, at least 1, at most :data:`MAX_DEFAULT_THREADS` (benchmarks/threads_train.py measured why).
 
     >>> [default_threads(n) for n in (1, 2, 4, 8, 64)]
     [1, 1, 2, 4, 4]
