@@ -308,14 +308,21 @@ def fit_tables(doctree: nodes.Node, min_columns: int = 5) -> int:
     return widened
 
 
-def tables_as_records(doctree: nodes.Node, min_columns: int = 5, min_row_text: int = 500) -> int:
+def tables_as_records(
+    doctree: nodes.Node, min_columns: int = 5, min_row_text: int = 500, any_columns: int = 7, short_cells: int = 80
+) -> int:
     """Print each table of at least ``min_columns`` columns whose body rows hold on average more than
-    ``min_row_text`` characters (the errata ledger) as a list of records: per row, its first cell as the term of
+    ``min_row_text`` characters (the errata ledger), and each table of at least ``any_columns`` columns
+    (Appendix A's "five sources side by side"), as a list of records: per row, its first cell as the term of
     a definition list, then each other cell as a paragraph led by its column's heading in italics.
 
     A ``longtable`` row cannot break across pages, so a row taller than what is left of a page moves whole to
     the next one: the ledger's five narrow columns left up to half a page blank before such a row (and a row
     taller than a page would run off it). Paragraphs break anywhere, and full-width lines hyphenate less.
+    Seven columns leave each about 9 characters of an A4 line: Appendix A's side-by-side table broke its
+    formulas and words over three or four lines per cell, and one formula that cannot break ran 17.7pt into
+    the next column. When the cells after the first hold on average fewer than ``short_cells`` characters, a
+    record's cells are lines of one paragraph (a ``\\newline`` between them), not paragraphs spaced apart.
     Returns how many tables were changed.
 
     >>> from docutils.core import publish_doctree
@@ -337,9 +344,13 @@ def tables_as_records(doctree: nodes.Node, min_columns: int = 5, min_row_text: i
             continue
         head = [row for thead in groups[0].findall(nodes.thead) for row in thead.findall(nodes.row)]
         body = [row for tbody in groups[0].findall(nodes.tbody) for row in tbody.findall(nodes.row)]
-        if len(head) != 1 or not body or sum(len(row.astext()) for row in body) / len(body) <= min_row_text:
+        if len(head) != 1 or not body:
+            continue
+        if groups[0]["cols"] < any_columns and sum(len(row.astext()) for row in body) / len(body) <= min_row_text:
             continue
         names = [entry.astext().strip() for entry in head[0].children]
+        cells_text = [len(entry.astext()) for row in body for entry in row.children[1:]]
+        compact = sum(cells_text) / max(1, len(cells_text)) < short_cells
         records = nodes.definition_list(classes=["nextword-records"])
         for row in body:
             cells = [_cell_inlines(entry) for entry in row.children]
@@ -348,9 +359,13 @@ def tables_as_records(doctree: nodes.Node, min_columns: int = 5, min_row_text: i
             term = nodes.term("", "", *cells[0])
             definition = nodes.definition()
             for name, cell in zip(names[1:], cells[1:]):
-                paragraph = nodes.paragraph("", "", nodes.emphasis("", f"{name}:"), nodes.Text(" "), *cell)
+                line = [nodes.emphasis("", f"{name}:"), nodes.Text(" "), *cell]
+                if compact and definition.children:  # short cells: a line each, no paragraph space between them
+                    definition[-1] += [nodes.raw("", r"\newline ", format="latex"), *line]
+                else:
+                    definition += nodes.paragraph("", "", *line)
+            for paragraph in definition.children:
                 _break_long_words(paragraph, longest=20)
-                definition += paragraph
             records += nodes.definition_list_item("", term, definition)
         else:
             table.replace_self(records)

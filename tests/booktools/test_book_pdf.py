@@ -120,3 +120,15 @@ def test_the_edition_note_explains_the_dagger_before_part_0(pdf):
     part0 = next(page for depth, title, page in _outline(pdf) if depth == 0)
     text = "".join(pdf.pages[i].extract_text() for i in range(part0)).replace("\n", "").replace(" ", "")
     assert "Aboutthisprintededition" in text and "dagger" in text, text[-600:]  # pypdf drops some spaces
+
+
+def test_appendix_a_prints_the_side_by_side_table_as_records(pdf):
+    """Seven columns leave each about 9 characters of the line: Appendix A's "five sources side by side" broke its
+    formulas over several lines per cell, one running into the next column
+    (``nextword.booktools.rendering.tables_as_records`` prints it as one record per object)."""
+    first = next(page for depth, title, page in _outline(pdf) if depth == 1 and title.startswith("Appendix A"))
+    pages = [pdf.pages[i].extract_text().replace("\n", "").replace(" ", "") for i in range(first, first + 10)]
+    start = next(i for i, text in enumerate(pages) if "Thefivesourcessidebyside" in text)
+    text = "".join(pages[start : start + 3])
+    records = text[text.index("Thefivesourcessidebyside") :]
+    assert "Ch.6(Part1):" in records and "nextwordargument:" in records, records[:600]
