@@ -229,29 +229,54 @@ def _break_long_words(entry: nodes.Node, longest: int = 12) -> int:
     return changed
 
 
-def _break_math_lists(entry: nodes.Node, longest: int = 6) -> int:
+def _break_math_lists(entry: nodes.Node, longest: int = 6, whole: int = 10) -> int:
     """Let every formula longer than ``longest`` characters in ``entry`` break after a comma outside braces and
     brackets, so a shape ``(d, d_{ff})`` stays whole. (TeX breaks an inline formula only after a relation or an
     operator: a list of symbols in a narrow table column, ``W^Q, W^K, W^V, W^O``, ran over the next column.)
-    Returns how many formulas were changed.
+    An item of the list that prints at most ``whole`` characters is braced, so it breaks only at the commas:
+    "p(y, z), p(z | y)" broke after its "|", leaving "y)" alone on the next line; so is a formula of at most
+    ``whole`` characters without such a comma (the Part 2 overview's cell is two formulas, and broke the same
+    way). Returns how many formulas were changed.
 
     >>> cell = nodes.entry("", nodes.paragraph("", "", nodes.math("", "W^Q, W^K, W^{V,O}"), nodes.math("", "(d, d)")))
     >>> _break_math_lists(cell), cell.astext().replace(chr(92), "/")
-    (1, 'W^Q,/allowbreak  W^K,/allowbreak  W^{V,O}(d, d)')
+    (1, '{W^Q},/allowbreak {W^K},/allowbreak {W^{V,O}}(d, d)')
+    >>> cell = nodes.entry("", nodes.math("", "p(y, z), p(z \\\\mid y), q_1 = a + b + c + d + e"))
+    >>> _break_math_lists(cell), cell.astext().replace(chr(92), "/")
+    (1, '{p(y, z)},/allowbreak {p(z /mid y)},/allowbreak q_1 = a + b + c + d + e')
+    >>> cell = nodes.entry("", nodes.math("", "\\\\partial\\\\,\\\\text{out}[i]=0"))
+    >>> _break_math_lists(cell), cell.astext().replace(chr(92), "/")
+    (1, '{/partial/,/text{out}[i]=0}')
+    >>> cell = nodes.entry("", nodes.math("", "\\\\left\\\\langle a, b\\\\right\\\\rangle"))
+    >>> _break_math_lists(cell), cell.astext().replace(chr(92), "/")
+    (1, '/left/langle a,/allowbreak b/right/rangle')
+    >>> short, long = nodes.math("", "p(z\\\\mid y)"), nodes.math("", "q(z\\\\mid x) = p(z\\\\mid x)")
+    >>> cell = nodes.entry("", nodes.paragraph("", "", short, long))
+    >>> _break_math_lists(cell), cell.astext().replace(chr(92), "/")
+    (1, '{p(z/mid y)}q(z/mid x) = p(z/mid x)')
     """
     changed = 0
     for math in list(entry.findall(nodes.math)):
         source = math.astext()
-        if len(source) <= longest or "," not in source:
+        if len(source) <= longest:
             continue
-        out, depth = [], 0
+        items, depth = [""], 0
         for char in source:
             depth += {"{": 1, "}": -1, "(": 1, ")": -1, "[": 1, "]": -1}.get(char, 0)
-            out.append(r",\allowbreak " if char == "," and depth == 0 else char)
-        if "".join(out) != source:
-            del math.children[:]
-            math += nodes.Text("".join(out))
-            changed += 1
+            if char == "," and depth == 0 and not items[-1].endswith("\\"):  # \, is a thin space
+                items.append("")
+            else:
+                items[-1] += char
+        items = [item.strip() for item in items]
+        if len(items) == 1 and (len(bookmark_text(source)) > whole or source.startswith("{") or "{{" in source):
+            continue
+        if not re.search(r"\\(left|right|middle|begin|end)\b|&", source) and all(
+            item.count("{") == item.count("}") for item in items
+        ):  # a braced group cannot hold half of a \left ... \right pair
+            items = [f"{{{item}}}" if item and len(bookmark_text(item)) <= whole else item for item in items]
+        del math.children[:]
+        math += nodes.Text(r",\allowbreak ".join(items))
+        changed += 1
     return changed
 
 
