@@ -190,6 +190,9 @@ def _named_expanders(app, pagename: str, templatename: str, context: dict, doctr
 latex_engine = "xelatex"
 latex_documents = [("index", "nextword.tex", "nextword: the book", author, "manual")]
 latex_show_urls = "no"
+# a link to another page or section prints its page number after it, "6.3 Causal masking (page 53)": on paper a link
+# cannot be followed, and the book's links ("Builds on", "checked below", the exercises' notebooks) are its map
+latex_show_pagerefs = True
 # The print edition's preamble (nextword.booktools.pdf):
 # - glyphs the FreeFont faces lack (⊤ and ᵀ in the oblique mono of code comments, ⪰ in the serif) come from
 #   DejaVu Sans, or xelatex drops them ("Missing character" in the log);

@@ -60,6 +60,7 @@ __all__ = [
     "bookmark_maths",
     "bookmark_text",
     "layout_for_print",
+    "unlink_root",
     "mark_produced",
     "mark_produced_numbers",
     "produced_for_print",
@@ -596,13 +597,34 @@ def bookmark_maths(doctree: nodes.Node) -> int:
     return changed
 
 
+def unlink_root(doctree: nodes.Node, root: str = "index") -> int:
+    """Print each link to the ``root`` document as its plain text. The HTML's root is the landing page (the route
+    map); the PDF's root is its title and contents, so in print such a link went to the first page and, with page
+    references on, read "the landing page (page 1)". Returns how many links were unlinked.
+
+    >>> link = nodes.reference("", "", nodes.Text("landing page"), internal=True, refuri="%index")
+    >>> other = nodes.reference("", "", nodes.Text("6.2"), internal=True, refuri="%book/6_2#scores")
+    >>> doc = nodes.paragraph("", "", nodes.Text("see the "), link, nodes.Text(" and "), other)
+    >>> unlink_root(doc), [type(n).__name__ for n in doc.children]
+    (1, ['Text', 'inline', 'Text', 'reference'])
+    """
+    changed = 0
+    for ref in list(doctree.findall(nodes.reference)):
+        uri = ref.get("refuri", "")
+        if uri == f"%{root}" or uri.startswith(f"%{root}#"):
+            ref.replace_self(nodes.inline("", "", *ref.children))
+            changed += 1
+    return changed
+
+
 def layout_for_print(app, doctree: nodes.document, docname: str) -> None:
     """Sphinx ``doctree-resolved`` hook, LaTeX builder only: :func:`lift_boxed_tables` (first: the lifted tables
     get their widths there, and :func:`fit_tables` then only lets their long words break), :func:`fit_tables`,
-    :func:`fit_output_math`, :func:`bookmark_maths`. The HTML is left as it is."""
+    :func:`fit_output_math`, :func:`bookmark_maths`, :func:`unlink_root`. The HTML is left as it is."""
     if app.builder.format == "latex":
         lift_boxed_tables(doctree)
         tables_as_records(doctree)
         fit_tables(doctree)
         fit_output_math(doctree)
         bookmark_maths(doctree)
+        unlink_root(doctree, getattr(getattr(app, "config", None), "root_doc", "index"))

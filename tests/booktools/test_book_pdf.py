@@ -144,3 +144,15 @@ def test_a_continued_table_does_not_name_a_table_number_the_reader_never_saw(pdf
     text = "".join(pdf.pages[i].extract_text() for i in range(first, first + 5)).replace("\n", "").replace(" ", "")
     assert "(continuedfrompreviouspage)" in text
     assert not re.search(r"Table\d+.continued", text), re.findall(r".{40}continued", text)
+
+
+def test_links_print_their_page_and_the_glossary_is_an_appendix(pdf):
+    """On paper a link cannot be followed: it prints its page, "6.2 (page 27)" (``latex_show_pagerefs``), except
+    the links to the HTML's landing page, which the PDF does not print (``rendering.unlink_root``); the pages'
+    technical words link to the glossary, printed among the appendices (``pdf._BACK_MATTER``)."""
+    outline = _outline(pdf)
+    appendices = next(page for depth, title, page in outline if depth == 0 and title == "Appendices")
+    assert "Glossary" in [t for d, t, p in outline if d == 1 and p >= appendices]
+    guide = next(page for depth, title, page in outline if depth == 1 and title.startswith("0 Reading guide"))
+    text = "".join(pdf.pages[i].extract_text() for i in range(guide, guide + 4)).replace("\n", "").replace(" ", "")
+    assert "(page" in text and "landingpage(page" not in text, text[:600]

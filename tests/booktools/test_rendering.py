@@ -194,3 +194,16 @@ def test_a_short_table_of_six_columns_stays_a_table_in_print():
     doc = publish_doctree(_side_by_side(6), settings_overrides={"report_level": 5})
     rendering.layout_for_print(_app("latex"), doc, "appendix")
     assert len(list(doc.findall(lambda n: n.tagname == "table"))) == 1
+
+
+def test_a_link_to_the_landing_page_prints_as_text_and_the_html_keeps_it():
+    from docutils import nodes
+
+    link = nodes.reference("", "", nodes.Text("landing page"), internal=True, refuri="%index")
+    doc = publish_doctree("text\n", settings_overrides={"report_level": 5})
+    doc[0] += [nodes.Text(" see the "), link]
+    before = doc.pformat()
+    rendering.layout_for_print(_app("html"), doc, "page")
+    assert doc.pformat() == before
+    rendering.layout_for_print(_app("latex"), doc, "page")
+    assert not list(doc.findall(nodes.reference)) and doc.astext() == "text see the landing page"
