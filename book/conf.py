@@ -216,6 +216,9 @@ latex_show_pagerefs = True
 # - a long table continued on the next page is headed "(continued from previous page)", not Sphinx's "Table 44 –
 #   continued from previous page": the book's tables have no captions, so the number named a table the reader
 #   never saw numbered (longtable counts every table); a captioned table keeps its number.
+# - a table cell's paragraphs are set ragged right (each cell is a varwidth box, whose start resets \rightskip, so
+#   the setting rides on \sphinxAtStartPar): justified narrow cells spread their words ("hidden assignment  Z_i,
+#   responsibili-ties" in 3.2's EM table) and hyphenated; Underfull \hbox 441 -> 293.
 _PRINT_PREAMBLE = r"""
 \usepackage{newunicodechar}
 \newfontfamily\nextwordfallback{DejaVu Sans}[Scale=MatchLowercase]
@@ -241,6 +244,8 @@ _PRINT_PREAMBLE = r"""
 \renewcommand{\@pnumwidth}{2.4em}\renewcommand{\@tocrmarg}{3.4em}
 \newcommand{\nextwordfitmath}[1]{\sbox\z@{#1}%
   \ifdim\wd\z@>\linewidth\resizebox{\linewidth}{!}{\usebox\z@}\else\usebox\z@\fi}
+\let\nextword@startpar\sphinxAtStartPar
+\AddToHook{env/varwidth/begin}{\def\sphinxAtStartPar{\raggedright\nextword@startpar}}
 \newif\ifnextwordcaptioned
 \g@addto@macro\sphinxatlongtablestart{\global\nextwordcaptionedfalse}
 \g@addto@macro\sphinxthelongtablecaptionisattop{\global\nextwordcaptionedtrue}
