@@ -61,6 +61,7 @@ __all__ = [
     "bookmark_text",
     "layout_for_print",
     "unlink_root",
+    "link_book_notebooks",
     "mark_produced",
     "mark_produced_numbers",
     "produced_for_print",
@@ -617,10 +618,47 @@ def unlink_root(doctree: nodes.Node, root: str = "index") -> int:
     return changed
 
 
+_BOOK_NOTEBOOK = re.compile(r"book/part\w+/\w+")
+
+
+def link_book_notebooks(doctree: nodes.Node, docnames) -> int:
+    """Link the path after an exercise's "**Book notebook:**" to that page when it is one of ``docnames`` (the
+    HTML links it in ``book/conf.py``'s ``_exercise_links``; in print the link then carries the page number).
+    Returns how many paths were linked.
+
+    >>> from docutils.core import publish_doctree
+    >>> doc = publish_doctree("**Part:** 1 · **Book notebook:** book/part1_chapter6/6_2_attention_mechanism\\n")
+    >>> link_book_notebooks(doc, {"book/part1_chapter6/6_2_attention_mechanism"})
+    1
+    >>> [(n.astext(), n["refuri"]) for n in doc.findall(nodes.reference)]
+    [('book/part1_chapter6/6_2_attention_mechanism', '%book/part1_chapter6/6_2_attention_mechanism')]
+    >>> link_book_notebooks(publish_doctree("**Book notebook:** book/part9_x/gone\\n"), set())
+    0
+    """
+    changed = 0
+    for strong in list(doctree.findall(nodes.strong)):
+        parent = strong.parent
+        if strong.astext().strip() != "Book notebook:" or parent is None:
+            continue
+        index = parent.index(strong) + 1
+        if index >= len(parent) or not isinstance(parent[index], nodes.Text):
+            continue
+        text = str(parent[index])
+        match = _BOOK_NOTEBOOK.search(text)
+        if not match or match[0] not in docnames:
+            continue
+        link = nodes.reference("", match[0], internal=True, refuri=f"%{match[0]}")
+        pieces = [nodes.Text(text[: match.start()]), link, nodes.Text(text[match.end() :])]
+        parent[index : index + 1] = [piece for piece in pieces if piece.astext() or piece is link]
+        changed += 1
+    return changed
+
+
 def layout_for_print(app, doctree: nodes.document, docname: str) -> None:
     """Sphinx ``doctree-resolved`` hook, LaTeX builder only: :func:`lift_boxed_tables` (first: the lifted tables
     get their widths there, and :func:`fit_tables` then only lets their long words break), :func:`fit_tables`,
-    :func:`fit_output_math`, :func:`bookmark_maths`, :func:`unlink_root`. The HTML is left as it is."""
+    :func:`fit_output_math`, :func:`bookmark_maths`, :func:`unlink_root`, :func:`link_book_notebooks`. The HTML is left
+    as it is."""
     if app.builder.format == "latex":
         lift_boxed_tables(doctree)
         tables_as_records(doctree)
@@ -628,3 +666,4 @@ def layout_for_print(app, doctree: nodes.document, docname: str) -> None:
         fit_output_math(doctree)
         bookmark_maths(doctree)
         unlink_root(doctree, getattr(getattr(app, "config", None), "root_doc", "index"))
+        link_book_notebooks(doctree, getattr(getattr(app, "env", None), "found_docs", set()))

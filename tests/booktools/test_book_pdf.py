@@ -149,10 +149,16 @@ def test_a_continued_table_does_not_name_a_table_number_the_reader_never_saw(pdf
 def test_links_print_their_page_and_the_glossary_is_an_appendix(pdf):
     """On paper a link cannot be followed: it prints its page, "6.2 (page 27)" (``latex_show_pagerefs``), except
     the links to the HTML's landing page, which the PDF does not print (``rendering.unlink_root``); the pages'
-    technical words link to the glossary, printed among the appendices (``pdf._BACK_MATTER``)."""
+    technical words link to the glossary, printed among the appendices (``pdf._BACK_MATTER``); an exercise's
+    "Book notebook:" path links to its page (``rendering.link_book_notebooks``)."""
+    import re
+
     outline = _outline(pdf)
     appendices = next(page for depth, title, page in outline if depth == 0 and title == "Appendices")
     assert "Glossary" in [t for d, t, p in outline if d == 1 and p >= appendices]
     guide = next(page for depth, title, page in outline if depth == 1 and title.startswith("0 Reading guide"))
     text = "".join(pdf.pages[i].extract_text() for i in range(guide, guide + 4)).replace("\n", "").replace(" ", "")
     assert "(page" in text and "landingpage(page" not in text, text[:600]
+    exercises = next(page for depth, title, page in outline if depth == 1 and title.startswith("Exercises for Part 1"))
+    text = "".join(pdf.pages[i].extract_text() for i in range(exercises, exercises + 3)).replace("\n", "")
+    assert re.search(r"Book\s*notebook:\s*book/part1_chapter6/\w+\s*\(page\s*\d+\)", text), text[:600]
