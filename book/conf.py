@@ -190,6 +190,9 @@ def _named_expanders(app, pagename: str, templatename: str, context: dict, doctr
 latex_engine = "xelatex"
 latex_documents = [("index", "nextword.tex", "nextword: the book", author, "manual")]
 latex_show_urls = "no"
+# a link to another page or section prints its page number after it, "6.3 Causal masking (page 53)": on paper a link
+# cannot be followed, and the book's links ("Builds on", "checked below", the exercises' notebooks) are its map
+latex_show_pagerefs = True
 # The print edition's preamble (nextword.booktools.pdf):
 # - glyphs the FreeFont faces lack (⊤ and ᵀ in the oblique mono of code comments, ⪰ in the serif) come from
 #   DejaVu Sans, or xelatex drops them ("Missing character" in the log);
@@ -210,6 +213,12 @@ latex_show_urls = "no"
 # - the contents leave room for three-digit page numbers in bold (\@pnumwidth; LaTeX's 1.55em is three digits
 #   of the text font, not of the bold, larger part entries): a full-width title ran into its number,
 #   "... (Baptista, Stuart, Tran)148", "... a model's printed answers270".
+# - a long table continued on the next page is headed "(continued from previous page)", not Sphinx's "Table 44 –
+#   continued from previous page": the book's tables have no captions, so the number named a table the reader
+#   never saw numbered (longtable counts every table); a captioned table keeps its number.
+# - a table cell's paragraphs are set ragged right (each cell is a varwidth box, whose start resets \rightskip, so
+#   the setting rides on \sphinxAtStartPar): justified narrow cells spread their words ("hidden assignment  Z_i,
+#   responsibili-ties" in 3.2's EM table) and hyphenated; Underfull \hbox 441 -> 293.
 _PRINT_PREAMBLE = r"""
 \usepackage{newunicodechar}
 \newfontfamily\nextwordfallback{DejaVu Sans}[Scale=MatchLowercase]
@@ -235,6 +244,16 @@ _PRINT_PREAMBLE = r"""
 \renewcommand{\@pnumwidth}{2.4em}\renewcommand{\@tocrmarg}{3.4em}
 \newcommand{\nextwordfitmath}[1]{\sbox\z@{#1}%
   \ifdim\wd\z@>\linewidth\resizebox{\linewidth}{!}{\usebox\z@}\else\usebox\z@\fi}
+\let\nextword@startpar\sphinxAtStartPar
+\AddToHook{env/varwidth/begin}{\def\sphinxAtStartPar{\raggedright\nextword@startpar}}
+\newif\ifnextwordcaptioned
+\g@addto@macro\sphinxatlongtablestart{\global\nextwordcaptionedfalse}
+\g@addto@macro\sphinxthelongtablecaptionisattop{\global\nextwordcaptionedtrue}
+\let\nextword@tablecontinued\sphinxtablecontinued
+\protected\def\sphinxtablecontinued#1{\ifnextwordcaptioned\nextword@tablecontinued{#1}\else
+  \nextword@uncaptioned#1\textendash\nextword@end\fi}
+\def\nextword@uncaptioned#1\textendash#2\nextword@end{\if\relax\detokenize{#2}\relax
+  \nextword@tablecontinued{#1}\else\nextword@tablecontinued{(continued from previous page)}\fi}
 \makeatother
 \pdfstringdefDisableCommands{\def\neq{≠}\def\ne{≠}\def\pm{±}\def\le{≤}\def\leq{≤}\def\ge{≥}\def\geq{≥}%
   \def\approx{≈}\def\to{→}\def\infty{∞}\def\nabla{∇}\def\partial{∂}\def\sum{Σ}\def\cdot{·}%

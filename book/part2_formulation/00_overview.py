@@ -131,7 +131,7 @@ plt.show()
 # ## What the book found
 #
 # Every formula the part uses is recomputed; where a printed one fails its check, the page shows
-# the failure (in its folded section *Checking the paper*), uses a corrected form, and the book's
+# the failure (in its section *Checking the paper*, folded on screen), uses a corrected form, and the book's
 # [errata list](../ERRATA.md) records it, under the source "Formulation — Baptista, Stuart, Tran"
 # and the location named below.
 #

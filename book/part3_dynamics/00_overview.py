@@ -111,7 +111,7 @@ plt.show()
 # sympy, checks numerically that a small gradient step (the form of the update rules (33)–(36))
 # changes the loss as the first-order formula predicts, and compares
 # the library's gradients with finite differences and autograd. Some of the paper's sentences and numbers did not survive a check; each
-# page shows its check in its folded *Checking the paper* section, and the book's
+# page shows its check in its *Checking the paper* section (folded on screen), and the book's
 # [errata](../ERRATA.md) list collects them:
 #
 # - **The direction of the advantage is stated backwards in the prose** (§3.4 after Eq. (23),

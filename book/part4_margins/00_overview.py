@@ -124,8 +124,8 @@
 # The identities of §2–3 and Appendix B hold in the setting their proofs use (values equal to the
 # embeddings, $W_V=I$), checked with sympy, finite differences and autograd; so do Kolmogorov
 # consistency in the cases the book can compute and the depth localisation of §6. Where a statement
-# did not survive a check, the page named below shows the check (a lesson in its folded section
-# "Checking the paper", the reference page in its own section), and the [errata](../ERRATA.md) list it
+# did not survive a check, the page named below shows the check (a lesson in its section "Checking
+# the paper", folded on screen; the reference page in its own section), and the [errata](../ERRATA.md) list it
 # under "Margins — Agarwal et al." and the location given here:
 #
 # - **The margin formula holds only when values equal the embeddings** (Prop. 1, Eq. 8; Thm. 1,

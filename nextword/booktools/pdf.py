@@ -2,7 +2,7 @@
 
 ``nextword book pdf`` lays out the same source tree as the HTML book (:func:`stage_pdf`, from
 ``notebooks.stage_book``) with the PDF's own root document: each part of ``book/README.md`` as a LaTeX
-``\\part``, its pages as chapters, then the appendices (the exercises, the errata ledger, the sources). The
+``\\part``, its pages as chapters, then the appendices (the exercises, the glossary, the errata ledger, the sources). The
 solution notebooks and the notation page (a copy of the reading guide's section) are left out (the exercise
 indexes then say where the solutions are instead of linking them). Pages are
 rendered from the stored outputs, as in the HTML. The PDF is written to ``_build/nextword.pdf``.
@@ -33,6 +33,8 @@ TEX_PACKAGES = (
     "fonts-freefont-otf fonts-dejavu-core tex-gyre texlive-lang-greek lmodern poppler-utils"
 ).split()
 _EXCLUDED = ["_build", "**.ipynb_checkpoints", "solutions/**", "notation.ipynb"]
+#: The appendices after the exercises: the glossary (the pages' technical words link to it), the errata, the sources.
+_BACK_MATTER = ["glossary", "errata", "bibliography"]
 
 
 def _raw_latex(tex: str) -> str:
@@ -61,7 +63,7 @@ def _print_exercise_index(text: str, part: str) -> str:
 #: The printed edition's first page: what differs from the screen (the reading guide says it too, at its place).
 _EDITION_TITLE = "About this printed edition"
 _EDITION_NOTE = """This edition holds the pages of the HTML book, in the same order and with the same stored outputs.
-On paper three things differ:
+On paper four things differ:
 
 - A number marked with a dagger, like 0.66†, was produced by training, random sampling or an iterative method:
   its last digits vary with the seed and the CPU, so the page asserts its claim with a tolerance instead of the
@@ -70,6 +72,9 @@ On paper three things differ:
   understanding*) are printed open; each answer follows its question under the heading *Answer*.
 - The worked solutions of the exercises are not printed: each is the notebook of the same name in the repository's
   `solutions/` folder.
+- The HTML edition's landing page, with its route map (which pages build on which) and what each part assumes, is
+  not printed: each page's *Builds on* line names the pages it needs. A link is followed by the number of the
+  page it leads to, in parentheses; the glossary is an appendix.
 """
 
 
@@ -98,10 +103,10 @@ def stage_pdf(stage: Path = PDF_STAGE, root: Path = notebooks.REPO_ROOT) -> list
         ]
     text += [
         _raw_latex("\\appendix\n\\part*{Appendices}\\addcontentsline{toc}{part}{Appendices}"),
-        notebooks._toctree([*exercise_parts, "errata", "bibliography"]),
+        notebooks._toctree([*exercise_parts, *_BACK_MATTER]),
     ]
     notebooks._write_if_changed(stage / "index.md", "\n".join(text))
-    return [d for _, docs in parts for d in docs] + [*exercise_parts, "errata", "bibliography"]
+    return [d for _, docs in parts for d in docs] + [*exercise_parts, *_BACK_MATTER]
 
 
 def render_pdf(out: Path = PDF_PATH, *, stage: Path = PDF_STAGE, latex_dir: Path = LATEX_DIR) -> Path:
@@ -132,6 +137,12 @@ def render_pdf(out: Path = PDF_PATH, *, stage: Path = PDF_STAGE, latex_dir: Path
         end = log.index("TeX capacity exceeded")
         raise RuntimeError(
             f"xelatex ran away (TeX capacity exceeded); the log before it:\n{log[max(0, end - 1500) : end + 400]}"
+        )
+    if "! Emergency stop." in log:
+        # e.g. a table cell with an unbalanced brace: the PDF stops there (71 pages of 725) and latexmk -f goes on
+        end = log.index("! Emergency stop.")
+        raise RuntimeError(
+            f"xelatex stopped (Emergency stop); the log before it:\n{log[max(0, end - 1500) : end + 200]}"
         )
     shutil.copy2(pdf, out)
     return Path(out)

@@ -60,6 +60,8 @@ __all__ = [
     "bookmark_maths",
     "bookmark_text",
     "layout_for_print",
+    "unlink_root",
+    "link_book_notebooks",
     "mark_produced",
     "mark_produced_numbers",
     "produced_for_print",
@@ -229,29 +231,54 @@ def _break_long_words(entry: nodes.Node, longest: int = 12) -> int:
     return changed
 
 
-def _break_math_lists(entry: nodes.Node, longest: int = 6) -> int:
+def _break_math_lists(entry: nodes.Node, longest: int = 6, whole: int = 10) -> int:
     """Let every formula longer than ``longest`` characters in ``entry`` break after a comma outside braces and
     brackets, so a shape ``(d, d_{ff})`` stays whole. (TeX breaks an inline formula only after a relation or an
     operator: a list of symbols in a narrow table column, ``W^Q, W^K, W^V, W^O``, ran over the next column.)
-    Returns how many formulas were changed.
+    An item of the list that prints at most ``whole`` characters is braced, so it breaks only at the commas:
+    "p(y, z), p(z | y)" broke after its "|", leaving "y)" alone on the next line; so is a formula of at most
+    ``whole`` characters without such a comma (the Part 2 overview's cell is two formulas, and broke the same
+    way). Returns how many formulas were changed.
 
     >>> cell = nodes.entry("", nodes.paragraph("", "", nodes.math("", "W^Q, W^K, W^{V,O}"), nodes.math("", "(d, d)")))
     >>> _break_math_lists(cell), cell.astext().replace(chr(92), "/")
-    (1, 'W^Q,/allowbreak  W^K,/allowbreak  W^{V,O}(d, d)')
+    (1, '{W^Q},/allowbreak {W^K},/allowbreak {W^{V,O}}(d, d)')
+    >>> cell = nodes.entry("", nodes.math("", "p(y, z), p(z \\\\mid y), q_1 = a + b + c + d + e"))
+    >>> _break_math_lists(cell), cell.astext().replace(chr(92), "/")
+    (1, '{p(y, z)},/allowbreak {p(z /mid y)},/allowbreak q_1 = a + b + c + d + e')
+    >>> cell = nodes.entry("", nodes.math("", "\\\\partial\\\\,\\\\text{out}[i]=0"))
+    >>> _break_math_lists(cell), cell.astext().replace(chr(92), "/")
+    (1, '{/partial/,/text{out}[i]=0}')
+    >>> cell = nodes.entry("", nodes.math("", "\\\\left\\\\langle a, b\\\\right\\\\rangle"))
+    >>> _break_math_lists(cell), cell.astext().replace(chr(92), "/")
+    (1, '/left/langle a,/allowbreak b/right/rangle')
+    >>> short, long = nodes.math("", "p(z\\\\mid y)"), nodes.math("", "q(z\\\\mid x) = p(z\\\\mid x)")
+    >>> cell = nodes.entry("", nodes.paragraph("", "", short, long))
+    >>> _break_math_lists(cell), cell.astext().replace(chr(92), "/")
+    (1, '{p(z/mid y)}q(z/mid x) = p(z/mid x)')
     """
     changed = 0
     for math in list(entry.findall(nodes.math)):
         source = math.astext()
-        if len(source) <= longest or "," not in source:
+        if len(source) <= longest:
             continue
-        out, depth = [], 0
+        items, depth = [""], 0
         for char in source:
             depth += {"{": 1, "}": -1, "(": 1, ")": -1, "[": 1, "]": -1}.get(char, 0)
-            out.append(r",\allowbreak " if char == "," and depth == 0 else char)
-        if "".join(out) != source:
-            del math.children[:]
-            math += nodes.Text("".join(out))
-            changed += 1
+            if char == "," and depth == 0 and not items[-1].endswith("\\"):  # \, is a thin space
+                items.append("")
+            else:
+                items[-1] += char
+        items = [item.strip() for item in items]
+        if len(items) == 1 and (len(bookmark_text(source)) > whole or source.startswith("{") or "{{" in source):
+            continue
+        if not re.search(r"\\(left|right|middle|begin|end)\b|&", source) and all(
+            item.count("{") == item.count("}") for item in items
+        ):  # a braced group cannot hold half of a \left ... \right pair
+            items = [f"{{{item}}}" if item and len(bookmark_text(item)) <= whole else item for item in items]
+        del math.children[:]
+        math += nodes.Text(r",\allowbreak ".join(items))
+        changed += 1
     return changed
 
 
@@ -308,14 +335,21 @@ def fit_tables(doctree: nodes.Node, min_columns: int = 5) -> int:
     return widened
 
 
-def tables_as_records(doctree: nodes.Node, min_columns: int = 5, min_row_text: int = 500) -> int:
+def tables_as_records(
+    doctree: nodes.Node, min_columns: int = 5, min_row_text: int = 500, any_columns: int = 7, short_cells: int = 80
+) -> int:
     """Print each table of at least ``min_columns`` columns whose body rows hold on average more than
-    ``min_row_text`` characters (the errata ledger) as a list of records: per row, its first cell as the term of
+    ``min_row_text`` characters (the errata ledger), and each table of at least ``any_columns`` columns
+    (Appendix A's "five sources side by side"), as a list of records: per row, its first cell as the term of
     a definition list, then each other cell as a paragraph led by its column's heading in italics.
 
     A ``longtable`` row cannot break across pages, so a row taller than what is left of a page moves whole to
     the next one: the ledger's five narrow columns left up to half a page blank before such a row (and a row
     taller than a page would run off it). Paragraphs break anywhere, and full-width lines hyphenate less.
+    Seven columns leave each about 9 characters of an A4 line: Appendix A's side-by-side table broke its
+    formulas and words over three or four lines per cell, and one formula that cannot break ran 17.7pt into
+    the next column. When the cells after the first hold on average fewer than ``short_cells`` characters, a
+    record's cells are lines of one paragraph (a ``\\newline`` between them), not paragraphs spaced apart.
     Returns how many tables were changed.
 
     >>> from docutils.core import publish_doctree
@@ -337,9 +371,13 @@ def tables_as_records(doctree: nodes.Node, min_columns: int = 5, min_row_text: i
             continue
         head = [row for thead in groups[0].findall(nodes.thead) for row in thead.findall(nodes.row)]
         body = [row for tbody in groups[0].findall(nodes.tbody) for row in tbody.findall(nodes.row)]
-        if len(head) != 1 or not body or sum(len(row.astext()) for row in body) / len(body) <= min_row_text:
+        if len(head) != 1 or not body:
+            continue
+        if groups[0]["cols"] < any_columns and sum(len(row.astext()) for row in body) / len(body) <= min_row_text:
             continue
         names = [entry.astext().strip() for entry in head[0].children]
+        cells_text = [len(entry.astext()) for row in body for entry in row.children[1:]]
+        compact = sum(cells_text) / max(1, len(cells_text)) < short_cells
         records = nodes.definition_list(classes=["nextword-records"])
         for row in body:
             cells = [_cell_inlines(entry) for entry in row.children]
@@ -348,9 +386,13 @@ def tables_as_records(doctree: nodes.Node, min_columns: int = 5, min_row_text: i
             term = nodes.term("", "", *cells[0])
             definition = nodes.definition()
             for name, cell in zip(names[1:], cells[1:]):
-                paragraph = nodes.paragraph("", "", nodes.emphasis("", f"{name}:"), nodes.Text(" "), *cell)
+                line = [nodes.emphasis("", f"{name}:"), nodes.Text(" "), *cell]
+                if compact and definition.children:  # short cells: a line each, no paragraph space between them
+                    definition[-1] += [nodes.raw("", r"\newline ", format="latex"), *line]
+                else:
+                    definition += nodes.paragraph("", "", *line)
+            for paragraph in definition.children:
                 _break_long_words(paragraph, longest=20)
-                definition += paragraph
             records += nodes.definition_list_item("", term, definition)
         else:
             table.replace_self(records)
@@ -556,13 +598,72 @@ def bookmark_maths(doctree: nodes.Node) -> int:
     return changed
 
 
+def unlink_root(doctree: nodes.Node, root: str = "index") -> int:
+    """Print each link to the ``root`` document as its plain text. The HTML's root is the landing page (the route
+    map); the PDF's root is its title and contents, so in print such a link went to the first page and, with page
+    references on, read "the landing page (page 1)". Returns how many links were unlinked.
+
+    >>> link = nodes.reference("", "", nodes.Text("landing page"), internal=True, refuri="%index")
+    >>> other = nodes.reference("", "", nodes.Text("6.2"), internal=True, refuri="%book/6_2#scores")
+    >>> doc = nodes.paragraph("", "", nodes.Text("see the "), link, nodes.Text(" and "), other)
+    >>> unlink_root(doc), [type(n).__name__ for n in doc.children]
+    (1, ['Text', 'inline', 'Text', 'reference'])
+    """
+    changed = 0
+    for ref in list(doctree.findall(nodes.reference)):
+        uri = ref.get("refuri", "")
+        if uri == f"%{root}" or uri.startswith(f"%{root}#"):
+            ref.replace_self(nodes.inline("", "", *ref.children))
+            changed += 1
+    return changed
+
+
+_BOOK_NOTEBOOK = re.compile(r"book/part\w+/\w+")
+
+
+def link_book_notebooks(doctree: nodes.Node, docnames) -> int:
+    """Link the path after an exercise's "**Book notebook:**" to that page when it is one of ``docnames`` (the
+    HTML links it in ``book/conf.py``'s ``_exercise_links``; in print the link then carries the page number).
+    Returns how many paths were linked.
+
+    >>> from docutils.core import publish_doctree
+    >>> doc = publish_doctree("**Part:** 1 · **Book notebook:** book/part1_chapter6/6_2_attention_mechanism\\n")
+    >>> link_book_notebooks(doc, {"book/part1_chapter6/6_2_attention_mechanism"})
+    1
+    >>> [(n.astext(), n["refuri"]) for n in doc.findall(nodes.reference)]
+    [('book/part1_chapter6/6_2_attention_mechanism', '%book/part1_chapter6/6_2_attention_mechanism')]
+    >>> link_book_notebooks(publish_doctree("**Book notebook:** book/part9_x/gone\\n"), set())
+    0
+    """
+    changed = 0
+    for strong in list(doctree.findall(nodes.strong)):
+        parent = strong.parent
+        if strong.astext().strip() != "Book notebook:" or parent is None:
+            continue
+        index = parent.index(strong) + 1
+        if index >= len(parent) or not isinstance(parent[index], nodes.Text):
+            continue
+        text = str(parent[index])
+        match = _BOOK_NOTEBOOK.search(text)
+        if not match or match[0] not in docnames:
+            continue
+        link = nodes.reference("", match[0], internal=True, refuri=f"%{match[0]}")
+        pieces = [nodes.Text(text[: match.start()]), link, nodes.Text(text[match.end() :])]
+        parent[index : index + 1] = [piece for piece in pieces if piece.astext() or piece is link]
+        changed += 1
+    return changed
+
+
 def layout_for_print(app, doctree: nodes.document, docname: str) -> None:
     """Sphinx ``doctree-resolved`` hook, LaTeX builder only: :func:`lift_boxed_tables` (first: the lifted tables
     get their widths there, and :func:`fit_tables` then only lets their long words break), :func:`fit_tables`,
-    :func:`fit_output_math`, :func:`bookmark_maths`. The HTML is left as it is."""
+    :func:`fit_output_math`, :func:`bookmark_maths`, :func:`unlink_root`, :func:`link_book_notebooks`. The HTML is left
+    as it is."""
     if app.builder.format == "latex":
         lift_boxed_tables(doctree)
         tables_as_records(doctree)
         fit_tables(doctree)
         fit_output_math(doctree)
         bookmark_maths(doctree)
+        unlink_root(doctree, getattr(getattr(app, "config", None), "root_doc", "index"))
+        link_book_notebooks(doctree, getattr(getattr(app, "env", None), "found_docs", set()))

@@ -120,3 +120,45 @@ def test_the_edition_note_explains_the_dagger_before_part_0(pdf):
     part0 = next(page for depth, title, page in _outline(pdf) if depth == 0)
     text = "".join(pdf.pages[i].extract_text() for i in range(part0)).replace("\n", "").replace(" ", "")
     assert "Aboutthisprintededition" in text and "dagger" in text, text[-600:]  # pypdf drops some spaces
+
+
+def test_appendix_a_prints_the_side_by_side_table_as_records(pdf):
+    """Seven columns leave each about 9 characters of the line: Appendix A's "five sources side by side" broke its
+    formulas over several lines per cell, one running into the next column
+    (``nextword.booktools.rendering.tables_as_records`` prints it as one record per object)."""
+    first = next(page for depth, title, page in _outline(pdf) if depth == 1 and title.startswith("Appendix A"))
+    pages = [pdf.pages[i].extract_text().replace("\n", "").replace(" ", "") for i in range(first, first + 10)]
+    start = next(i for i, text in enumerate(pages) if "Thefivesourcessidebyside" in text)
+    text = "".join(pages[start : start + 3])
+    records = text[text.index("Thefivesourcessidebyside") :]
+    assert "Ch.6(Part1):" in records and "nextwordargument:" in records, records[:600]
+
+
+def test_a_continued_table_does_not_name_a_table_number_the_reader_never_saw(pdf):
+    """Sphinx heads a long table's continuation "Table 44 – continued from previous page", but the book's tables
+    have no captions, so no "Table 44" is printed anywhere (the preamble of ``book/conf.py`` drops the number of
+    an uncaptioned table). Appendix A's notation concordance runs over several pages."""
+    import re
+
+    first = next(page for depth, title, page in _outline(pdf) if depth == 1 and title.startswith("Appendix A"))
+    text = "".join(pdf.pages[i].extract_text() for i in range(first, first + 5)).replace("\n", "").replace(" ", "")
+    assert "(continuedfrompreviouspage)" in text
+    assert not re.search(r"Table\d+.continued", text), re.findall(r".{40}continued", text)
+
+
+def test_links_print_their_page_and_the_glossary_is_an_appendix(pdf):
+    """On paper a link cannot be followed: it prints its page, "6.2 (page 27)" (``latex_show_pagerefs``), except
+    the links to the HTML's landing page, which the PDF does not print (``rendering.unlink_root``); the pages'
+    technical words link to the glossary, printed among the appendices (``pdf._BACK_MATTER``); an exercise's
+    "Book notebook:" path links to its page (``rendering.link_book_notebooks``)."""
+    import re
+
+    outline = _outline(pdf)
+    appendices = next(page for depth, title, page in outline if depth == 0 and title == "Appendices")
+    assert "Glossary" in [t for d, t, p in outline if d == 1 and p >= appendices]
+    guide = next(page for depth, title, page in outline if depth == 1 and title.startswith("0 Reading guide"))
+    text = "".join(pdf.pages[i].extract_text() for i in range(guide, guide + 4)).replace("\n", "").replace(" ", "")
+    assert "(page" in text and "landingpage(page" not in text, text[:600]
+    exercises = next(page for depth, title, page in outline if depth == 1 and title.startswith("Exercises for Part 1"))
+    text = "".join(pdf.pages[i].extract_text() for i in range(exercises, exercises + 3)).replace("\n", "")
+    assert re.search(r"Book\s*notebook:\s*book/part1_chapter6/\w+\s*\(page\s*\d+\)", text), text[:600]

@@ -162,3 +162,48 @@ def test_a_long_narrow_table_gets_widths_from_its_text_in_print():
     assert [spec["colwidth"] for spec in doc.findall(lambda n: n.tagname == "colspec")] == [10, 60, 10]
     assert {"longtable", "colwidths-given"} <= set(table["classes"])
     assert not list(doc.findall(lambda n: n.tagname == "raw"))  # the type stays normal size
+
+
+def _side_by_side(columns: int) -> str:
+    names = ["object", *(f"source {i}" for i in range(1, columns))]
+    rows = [names, ["query", r":math:`\mathbf q[i]^\top\mathbf k[j]`", *("—" for _ in range(columns - 2))]]
+    return ".. list-table::\n   :header-rows: 1\n\n" + "".join(
+        "".join(f"   {'*' if i == 0 else ' '} - {cell}\n" for i, cell in enumerate(row)) for row in rows
+    )
+
+
+def test_a_table_of_seven_columns_prints_as_records_and_the_html_keeps_its_table():
+    doc = publish_doctree(_side_by_side(7), settings_overrides={"report_level": 5})
+    before = doc.pformat()
+    rendering.layout_for_print(_app("html"), doc, "appendix")
+    assert doc.pformat() == before
+    rendering.layout_for_print(_app("latex"), doc, "appendix")
+    assert not list(doc.findall(lambda n: n.tagname == "table"))
+    (item,) = doc.findall(lambda n: n.tagname == "definition_list_item")
+    term, definition = item.children
+    assert term.astext() == "query"
+    (paragraph,) = definition.children  # short cells: one line each in one paragraph
+    labels = [n.astext() for n in paragraph.children if n.tagname == "emphasis"]
+    assert labels == [f"source {i}:" for i in range(1, 7)]
+    assert [n.astext() for n in paragraph.children if n.tagname == "raw"] == [r"\newline "] * 5
+    (math,) = doc.findall(lambda n: n.tagname == "math")  # the formula stays a formula, at full width
+    assert math.astext() == r"\mathbf q[i]^\top\mathbf k[j]"
+
+
+def test_a_short_table_of_six_columns_stays_a_table_in_print():
+    doc = publish_doctree(_side_by_side(6), settings_overrides={"report_level": 5})
+    rendering.layout_for_print(_app("latex"), doc, "appendix")
+    assert len(list(doc.findall(lambda n: n.tagname == "table"))) == 1
+
+
+def test_a_link_to_the_landing_page_prints_as_text_and_the_html_keeps_it():
+    from docutils import nodes
+
+    link = nodes.reference("", "", nodes.Text("landing page"), internal=True, refuri="%index")
+    doc = publish_doctree("text\n", settings_overrides={"report_level": 5})
+    doc[0] += [nodes.Text(" see the "), link]
+    before = doc.pformat()
+    rendering.layout_for_print(_app("html"), doc, "page")
+    assert doc.pformat() == before
+    rendering.layout_for_print(_app("latex"), doc, "page")
+    assert not list(doc.findall(nodes.reference)) and doc.astext() == "text see the landing page"
