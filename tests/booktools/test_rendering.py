@@ -119,16 +119,23 @@ def test_the_html_keeps_its_tables():
     assert doc.pformat() == before
 
 
-def test_a_ledger_of_long_rows_prints_as_records_and_the_html_keeps_its_table():
-    rst = _WIDE.format(found="a sliding look-ahead that commits one token per step " * 12)
+def _laid_out_for_print(rst: str, page: str):
+    """The doctree of ``rst`` after the print layout of ``page``: the HTML build leaves it as it was, the LaTeX
+    build turns its one table into one record; returns the doctree and that record's term and definition."""
     doc = publish_doctree(rst, settings_overrides={"report_level": 5})
     before = doc.pformat()
-    rendering.layout_for_print(_app("html"), doc, "errata")
+    rendering.layout_for_print(_app("html"), doc, page)
     assert doc.pformat() == before
-    rendering.layout_for_print(_app("latex"), doc, "errata")
+    rendering.layout_for_print(_app("latex"), doc, page)
     assert not list(doc.findall(lambda n: n.tagname == "table"))
     (item,) = doc.findall(lambda n: n.tagname == "definition_list_item")
     term, definition = item.children
+    return doc, term, definition
+
+
+def test_a_ledger_of_long_rows_prints_as_records_and_the_html_keeps_its_table():
+    rst = _WIDE.format(found="a sliding look-ahead that commits one token per step " * 12)
+    doc, term, definition = _laid_out_for_print(rst, "errata")
     assert term.astext() == "Formulation"
     labels = [p[0].astext() for p in definition.children]
     assert labels == ["location:", "claim:", "what the code found:", "evidence:"]
@@ -173,14 +180,7 @@ def _side_by_side(columns: int) -> str:
 
 
 def test_a_table_of_seven_columns_prints_as_records_and_the_html_keeps_its_table():
-    doc = publish_doctree(_side_by_side(7), settings_overrides={"report_level": 5})
-    before = doc.pformat()
-    rendering.layout_for_print(_app("html"), doc, "appendix")
-    assert doc.pformat() == before
-    rendering.layout_for_print(_app("latex"), doc, "appendix")
-    assert not list(doc.findall(lambda n: n.tagname == "table"))
-    (item,) = doc.findall(lambda n: n.tagname == "definition_list_item")
-    term, definition = item.children
+    doc, term, definition = _laid_out_for_print(_side_by_side(7), "appendix")
     assert term.astext() == "query"
     (paragraph,) = definition.children  # short cells: one line each in one paragraph
     labels = [n.astext() for n in paragraph.children if n.tagname == "emphasis"]
