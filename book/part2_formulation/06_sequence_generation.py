@@ -374,7 +374,7 @@ for t in taus:
           f"mean log pi per char = {produced(mean_lp[-1], '.3f')}; exact P(greedy reply) = {p_greedy[-1]:.1e}")
 q_03 = p_greedy[taus.index(0.3)]
 print(f"at tau = 0.3 the greedy reply turns up at least once in 50 draws with probability {1 - (1 - q_03) ** 50:.2f}, "
-      f"in 100 draws (FULL=1) with probability {1 - (1 - q_03) ** 100:.2f}")
+      f"in 100 draws (the longer run) with probability {1 - (1 - q_03) ** 100:.2f}")
 # the sampled share agrees with the exact probability (4 binomial standard errors, plus one draw)
 assert all(abs(f - q) <= 4 * np.sqrt(q * (1 - q) / N_RUNS) + 1 / N_RUNS for f, q in zip(frac_greedy, p_greedy))
 assert frac_greedy[-1] == 1.0 and distinct[-1] == 1  # Figure 2.6.2: P(sample = greedy) rises to 1 as tau falls
