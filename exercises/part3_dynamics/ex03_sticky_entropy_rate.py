@@ -1,9 +1,9 @@
 # %% [markdown]
-# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;
-# > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the
-# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p3_03", 1)` gives
-# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p3_03")`.
-# > Where you stand on all exercises: `nextword grade`.
+# > Replace each `NotImplementedError` stub, then run the self-check cell at the end: it lists
+# > every check, ✓ or ✗. Stuck? `hint("p3_03", 1)` gives a first hint, tiers 2 and 3 say more.
+# > Written answers: after trying, `reveal("p3_03")`. Where you stand on all exercises:
+# > `nextword grade`. (For maintainers: this file is generated from `solutions/` by
+# > `python -m nextword.booktools.exercises build`; change the solution, not this file.)
 
 # %%
 from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)

@@ -96,11 +96,11 @@ def expected_exercise(solution: Path) -> str:
     ex = exercise_id(solution)
     header = (
         "# %% [markdown]\n"
-        "# > Student version generated from `solutions/` by `python -m nextword.booktools.exercises build`;\n"
-        "# > edit the solution, not this file. Replace each `NotImplementedError` stub, then run the\n"
-        '# > self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("' + ex + '", 1)` gives\n'
-        '# > a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("' + ex + '")`.\n'
-        "# > Where you stand on all exercises: `nextword grade`.\n\n"
+        "# > Replace each `NotImplementedError` stub, then run the self-check cell at the end: it lists\n"
+        '# > every check, ✓ or ✗. Stuck? `hint("' + ex + '", 1)` gives a first hint, tiers 2 and 3 say more.\n'
+        '# > Written answers: after trying, `reveal("' + ex + '")`. Where you stand on all exercises:\n'
+        "# > `nextword grade`. (For maintainers: this file is generated from `solutions/` by\n"
+        "# > `python -m nextword.booktools.exercises build`; change the solution, not this file.)\n\n"
         "# %%\n"
         "from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)\n\n"
     )
