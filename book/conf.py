@@ -203,11 +203,11 @@ latex_show_pagerefs = True
 #   runs into the page number ("598" printed over "Chapter 41. 5.2 SVFlow: a flow that averages pulls, ...").
 # - a page title keeps its letters' case: fncychap's Bjarne style set chapter titles in capitals, which
 #   changes symbols and names ("the embedding φ" printed "THE EMBEDDING Φ", "vMF" as "VMF");
-# - \nextwordfitmath shrinks a formula a cell printed to the line (nextword.booktools.rendering.fit_output_math).
+# - \nextwordfitmath shrinks a formula a cell printed to the line (nextword.booktools.print_layout.fit_output_math).
 # - the PDF outline (bookmarks) cannot hold TeX: hyperref dropped the commands of a heading's maths, so that
 #   "Proposition 1 when \(w_V\neq1\)" was bookmarked "Proposition 1 when wV=1" and "\(a=\pm0.2\)" as "a=0.2";
 #   \pdfstringdefDisableCommands gives the commands the headings use their Unicode characters.
-#   (nextword.booktools.rendering.bookmark_maths gives each heading's formula its outline text, w_V≠1, √dₖ.)
+#   (nextword.booktools.print_layout.bookmark_maths gives each heading's formula its outline text, w_V≠1, √dₖ.)
 # - a table column of short entries is not squeezed below its natural width up to 5em (tabulary's \tymin; Sphinx
 #   sets 3 digits): the bibliography printed "Part" and "1" on two lines in its first column.
 # - the contents leave room for three-digit page numbers in bold (\@pnumwidth; LaTeX's 1.55em is three digits
@@ -320,7 +320,7 @@ def setup(app):
     from nextword.booktools.rendering import fold_audit_sections
 
     app.connect("doctree-resolved", fold_audit_sections)   # Checking the paper, Reproducibility: <details>
-    from nextword.booktools.rendering import layout_for_print
+    from nextword.booktools.print_layout import layout_for_print
 
     app.connect("doctree-resolved", layout_for_print)   # the PDF: boxed and wide tables, wide printed formulas
     from nextword.booktools.rendering import mark_produced_numbers

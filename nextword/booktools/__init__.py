@@ -12,6 +12,7 @@
                 says what a symbol of TeX maths is
 ``prose_numbers`` every number of the prose produced, printed or quoted (the rule of the prose and the ledger)
 ``rendering``   the HTML's folded audit sections and visibly marked produced numbers (hooks of ``book/conf.py``)
+``print_layout`` the PDF edition's layout: tables, formulas, bookmarks and links in print (a hook of ``book/conf.py``)
 ``coverage``    the coverage map (``book/coverage.yaml``) and its checks
 ``warm_kernel`` notebook kernels forked from a parent that has imported torch & co. once (make test's passes)
 ``routemap``    the landing page's route map: which pages build on which, drawn from the declared graph

@@ -104,7 +104,7 @@ def test_the_tex_log_has_no_missing_glyph_and_nothing_runs_far_off_the_page(pdf)
 def test_the_outline_keeps_the_maths_of_headings(pdf):
     """hyperref drops from a bookmark what it cannot print (a "Token not allowed in a PDF string" warning in the
     log): a heading's subscripts did, so that "Proposition 1 when \\(w_V\\neq1\\)" was bookmarked "... wV≠1"
-    (``nextword.booktools.rendering.bookmark_maths`` gives each heading's formula its Unicode text)."""
+    (``nextword.booktools.print_layout.bookmark_maths`` gives each heading's formula its Unicode text)."""
     from nextword.booktools.pdf import LATEX_DIR
 
     if (LATEX_DIR / "nextword.log").exists():
@@ -125,7 +125,7 @@ def test_the_edition_note_explains_the_dagger_before_part_0(pdf):
 def test_appendix_a_prints_the_side_by_side_table_as_records(pdf):
     """Seven columns leave each about 9 characters of the line: Appendix A's "five sources side by side" broke its
     formulas over several lines per cell, one running into the next column
-    (``nextword.booktools.rendering.tables_as_records`` prints it as one record per object)."""
+    (``nextword.booktools.print_layout.tables_as_records`` prints it as one record per object)."""
     first = next(page for depth, title, page in _outline(pdf) if depth == 1 and title.startswith("Appendix A"))
     pages = [pdf.pages[i].extract_text().replace("\n", "").replace(" ", "") for i in range(first, first + 10)]
     start = next(i for i, text in enumerate(pages) if "Thefivesourcessidebyside" in text)
@@ -148,9 +148,9 @@ def test_a_continued_table_does_not_name_a_table_number_the_reader_never_saw(pdf
 
 def test_links_print_their_page_and_the_glossary_is_an_appendix(pdf):
     """On paper a link cannot be followed: it prints its page, "6.2 (page 27)" (``latex_show_pagerefs``), except
-    the links to the HTML's landing page, which the PDF does not print (``rendering.unlink_root``); the pages'
+    the links to the HTML's landing page, which the PDF does not print (``print_layout.unlink_root``); the pages'
     technical words link to the glossary, printed among the appendices (``pdf._BACK_MATTER``); an exercise's
-    "Book notebook:" path links to its page (``rendering.link_book_notebooks``)."""
+    "Book notebook:" path links to its page (``print_layout.link_book_notebooks``)."""
     import re
 
     outline = _outline(pdf)

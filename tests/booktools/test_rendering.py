@@ -1,4 +1,5 @@
-"""The rendering hooks of book/conf.py (``nextword.booktools.rendering``) on small documents."""
+"""The rendering hooks of book/conf.py (``nextword.booktools.rendering`` and ``nextword.booktools.print_layout``) on
+small documents."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from types import SimpleNamespace
 
 from docutils.core import publish_doctree
 
-from nextword.booktools import rendering
+from nextword.booktools import print_layout, rendering
 
 _RST = """Title
 =====
@@ -100,7 +101,7 @@ def _wide_doc():
 
 def test_a_wide_table_gets_widths_from_its_text_a_smaller_type_and_breakable_paths_in_print():
     doc = _wide_doc()
-    rendering.layout_for_print(_app("latex"), doc, "errata")
+    print_layout.layout_for_print(_app("latex"), doc, "errata")
     (table,) = doc.findall(lambda n: n.tagname == "table")
     assert {"longtable", "colwidths-given"} <= set(table["classes"])
     widths = [spec["colwidth"] for spec in doc.findall(lambda n: n.tagname == "colspec")]
@@ -115,7 +116,7 @@ def test_a_wide_table_gets_widths_from_its_text_a_smaller_type_and_breakable_pat
 def test_the_html_keeps_its_tables():
     doc = _wide_doc()
     before = doc.pformat()
-    rendering.layout_for_print(_app("html"), doc, "errata")
+    print_layout.layout_for_print(_app("html"), doc, "errata")
     assert doc.pformat() == before
 
 
@@ -124,9 +125,9 @@ def _laid_out_for_print(rst: str, page: str):
     build turns its one table into one record; returns the doctree and that record's term and definition."""
     doc = publish_doctree(rst, settings_overrides={"report_level": 5})
     before = doc.pformat()
-    rendering.layout_for_print(_app("html"), doc, page)
+    print_layout.layout_for_print(_app("html"), doc, page)
     assert doc.pformat() == before
-    rendering.layout_for_print(_app("latex"), doc, page)
+    print_layout.layout_for_print(_app("latex"), doc, page)
     assert not list(doc.findall(lambda n: n.tagname == "table"))
     (item,) = doc.findall(lambda n: n.tagname == "definition_list_item")
     term, definition = item.children
@@ -150,9 +151,9 @@ def test_a_heading_formula_gets_its_outline_text_in_print_only():
     rst = "Proposition 1 when :math:`w_V\\neq1`\n====================================\n\ntext :math:`w_V`\n"
     doc = publish_doctree(rst, settings_overrides={"doctitle_xform": False, "report_level": 5})
     before = doc.pformat()
-    rendering.layout_for_print(_app("html"), doc, "page")
+    print_layout.layout_for_print(_app("html"), doc, "page")
     assert doc.pformat() == before
-    rendering.layout_for_print(_app("latex"), doc, "page")
+    print_layout.layout_for_print(_app("latex"), doc, "page")
     (raw,) = doc.findall(lambda n: n.tagname == "raw")
     assert raw.astext() == r"\texorpdfstring{\protect\(w_V\neq1\protect\)}{w\_V≠1}"
     assert [m.astext() for m in doc.findall(lambda n: n.tagname == "math")] == ["w_V"]  # the body's maths stays
@@ -164,7 +165,7 @@ def test_a_long_narrow_table_gets_widths_from_its_text_in_print():
     doc = publish_doctree(
         ".. list-table::\n   :header-rows: 1\n\n" + "".join(rows), settings_overrides={"report_level": 5}
     )
-    rendering.layout_for_print(_app("latex"), doc, "appendix")
+    print_layout.layout_for_print(_app("latex"), doc, "appendix")
     (table,) = doc.findall(lambda n: n.tagname == "table")
     assert [spec["colwidth"] for spec in doc.findall(lambda n: n.tagname == "colspec")] == [10, 60, 10]
     assert {"longtable", "colwidths-given"} <= set(table["classes"])
@@ -192,7 +193,7 @@ def test_a_table_of_seven_columns_prints_as_records_and_the_html_keeps_its_table
 
 def test_a_short_table_of_six_columns_stays_a_table_in_print():
     doc = publish_doctree(_side_by_side(6), settings_overrides={"report_level": 5})
-    rendering.layout_for_print(_app("latex"), doc, "appendix")
+    print_layout.layout_for_print(_app("latex"), doc, "appendix")
     assert len(list(doc.findall(lambda n: n.tagname == "table"))) == 1
 
 
@@ -203,7 +204,7 @@ def test_a_link_to_the_landing_page_prints_as_text_and_the_html_keeps_it():
     doc = publish_doctree("text\n", settings_overrides={"report_level": 5})
     doc[0] += [nodes.Text(" see the "), link]
     before = doc.pformat()
-    rendering.layout_for_print(_app("html"), doc, "page")
+    print_layout.layout_for_print(_app("html"), doc, "page")
     assert doc.pformat() == before
-    rendering.layout_for_print(_app("latex"), doc, "page")
+    print_layout.layout_for_print(_app("latex"), doc, "page")
     assert not list(doc.findall(nodes.reference)) and doc.astext() == "text see the landing page"
