@@ -131,7 +131,8 @@ plt.show()
 # ## What the book found
 #
 # Every formula the part uses is recomputed; where a printed one fails its check, the page shows
-# the failure (in its section *Checking the paper*, folded on screen), uses a corrected form, and the book's
+# the failure (a lesson in its section *Checking the paper*, folded on screen; the second-pass page in its
+# own sections), uses a corrected form, and the book's
 # [errata list](../ERRATA.md) records it, under the source "Formulation — Baptista, Stuart, Tran"
 # and the location named below.
 #

@@ -111,8 +111,8 @@ plt.show()
 # sympy, checks numerically that a small gradient step (the form of the update rules (33)–(36))
 # changes the loss as the first-order formula predicts, and compares
 # the library's gradients with finite differences and autograd. Some of the paper's sentences and numbers did not survive a check; each
-# page shows its check in its *Checking the paper* section (folded on screen), and the book's
-# [errata](../ERRATA.md) list collects them:
+# lesson shows its check in its *Checking the paper* section (folded on screen), the second pass on its own
+# page, and the book's [errata](../ERRATA.md) list collects them:
 #
 # - **The direction of the advantage is stated backwards in the prose** (§3.4 after Eq. (23),
 #   contribution (2), the abstract, §5.1, §11): attention moves towards values whose

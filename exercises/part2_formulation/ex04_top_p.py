@@ -1,8 +1,10 @@
 # %% [markdown]
-# > Replace each `NotImplementedError` stub, then run the self-check cell at the end: it lists
-# > every check, ✓ or ✗. Stuck? `hint("p2_04", 1)` gives a first hint, tiers 2 and 3 say more.
-# > Written answers: after trying, `reveal("p2_04")`. Where you stand on all exercises:
-# > `nextword grade`. (For maintainers: this file is generated from `solutions/` by
+# > Work on your own copy (`.venv/bin/nextword exercises copy ~/my-exercises` in a terminal; a
+# > `git pull` rewrites the repository's `exercises/`). Replace each `NotImplementedError` stub, then
+# > run the self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("p2_04", 1)`
+# > gives a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("p2_04")`.
+# > Where you stand on all exercises: `.venv/bin/nextword grade --dir ~/my-exercises`.
+# > (For maintainers: this file is generated from `solutions/` by
 # > `python -m nextword.booktools.exercises build`; change the solution, not this file.)
 
 # %%

@@ -96,10 +96,12 @@ def expected_exercise(solution: Path) -> str:
     ex = exercise_id(solution)
     header = (
         "# %% [markdown]\n"
-        "# > Replace each `NotImplementedError` stub, then run the self-check cell at the end: it lists\n"
-        '# > every check, ✓ or ✗. Stuck? `hint("' + ex + '", 1)` gives a first hint, tiers 2 and 3 say more.\n'
-        '# > Written answers: after trying, `reveal("' + ex + '")`. Where you stand on all exercises:\n'
-        "# > `nextword grade`. (For maintainers: this file is generated from `solutions/` by\n"
+        "# > Work on your own copy (`.venv/bin/nextword exercises copy ~/my-exercises` in a terminal; a\n"
+        "# > `git pull` rewrites the repository's `exercises/`). Replace each `NotImplementedError` stub, then\n"
+        '# > run the self-check cell at the end: it lists every check, ✓ or ✗. Stuck? `hint("' + ex + '", 1)`\n'
+        '# > gives a first hint, tiers 2 and 3 say more. Written answers: after trying, `reveal("' + ex + '")`.\n'
+        "# > Where you stand on all exercises: `.venv/bin/nextword grade --dir ~/my-exercises`.\n"
+        "# > (For maintainers: this file is generated from `solutions/` by\n"
         "# > `python -m nextword.booktools.exercises build`; change the solution, not this file.)\n\n"
         "# %%\n"
         "from nextword.booktools.exercises import hint, reveal  # noqa: F401  (hints and model answers on demand)\n\n"
@@ -338,8 +340,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     command = args[0] if args else "build"
     if args[1:] in (["-h"], ["--help"]) and command in ("build", "check"):
-        what = {"build": "regenerate exercises/ from solutions/ (student notebooks and exercises/README.md)",
-                "check": "fail (exit 1) when exercises/ differs from what build would write"}[command]
+        what = {
+            "build": "regenerate exercises/ from solutions/ (student notebooks and exercises/README.md)",
+            "check": "fail (exit 1) when exercises/ differs from what build would write",
+        }[command]
         print(f"usage: nextword exercises {command}\n\n{what}; it takes no options.")
         return 0
     if len(args) > 1 and command in ("build", "check"):
